@@ -1,0 +1,127 @@
+package convlog
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Compression says how a log file's bytes are stored.
+type Compression int
+
+const (
+	// Plain logs are JSON Lines as text.
+	Plain Compression = iota
+	// Zstd logs are a concatenation of independent, checksummed zstd frames.
+	Zstd
+)
+
+func (c Compression) String() string {
+	if c == Zstd {
+		return "zstd"
+	}
+	return "none"
+}
+
+// Suffixes of log file names. New compressed logs are written with ZstSuffix;
+// ZstdSuffix (the runtime's historical spelling) is read too.
+const (
+	JSONLSuffix = ".jsonl"
+	ZstSuffix   = ".zst"
+	ZstdSuffix  = ".zstd"
+)
+
+// maxSafeInteger is 2^53-1, the largest integer every JSON reader holds exactly.
+const maxSafeInteger = 1<<53 - 1
+
+// Name is a parsed generation file name: <base>[.vN].jsonl[.zst|.zstd].
+type Name struct {
+	Base        string
+	Version     int
+	Compression Compression
+	// Suffix is the compression suffix as found: "", ".zst" or ".zstd".
+	Suffix string
+}
+
+// String renders the canonical file name (compressed names use the suffix the
+// name was parsed with, or .zst for a new name).
+func (n Name) String() string {
+	var b strings.Builder
+	b.WriteString(n.Base)
+	if n.Version > 0 {
+		b.WriteString(".v")
+		b.WriteString(strconv.Itoa(n.Version))
+	}
+	b.WriteString(JSONLSuffix)
+	if n.Compression == Zstd {
+		if n.Suffix == "" {
+			b.WriteString(ZstSuffix)
+		} else {
+			b.WriteString(n.Suffix)
+		}
+	}
+	return b.String()
+}
+
+// FileName returns the name a new generation of base is written under.
+func FileName(base string, version int, c Compression) string {
+	return Name{Base: base, Version: version, Compression: c}.String()
+}
+
+// ParseName parses a generation file name. It reports false for anything that
+// is not a canonical generation name: temporary files, "x.v0.jsonl",
+// "x.v01.jsonl", "x.V1.jsonl", versions beyond 2^53-1, a base holding a dot.
+func ParseName(name string) (Name, bool) {
+	var n Name
+	rest := name
+	switch {
+	case strings.HasSuffix(rest, ZstSuffix):
+		n.Compression, n.Suffix = Zstd, ZstSuffix
+		rest = strings.TrimSuffix(rest, ZstSuffix)
+	case strings.HasSuffix(rest, ZstdSuffix):
+		n.Compression, n.Suffix = Zstd, ZstdSuffix
+		rest = strings.TrimSuffix(rest, ZstdSuffix)
+	}
+	if !strings.HasSuffix(rest, JSONLSuffix) {
+		return Name{}, false
+	}
+	rest = strings.TrimSuffix(rest, JSONLSuffix)
+	base, ver, hasVer := strings.Cut(rest, ".")
+	if base == "" || strings.Contains(ver, ".") {
+		return Name{}, false
+	}
+	n.Base = base
+	if !hasVer {
+		return n, true
+	}
+	v, ok := parseVersionToken(ver)
+	if !ok {
+		return Name{}, false
+	}
+	n.Version = v
+	return n, true
+}
+
+// parseVersionToken accepts "vN" with N a safe integer >= 1 and no leading zero.
+func parseVersionToken(s string) (int, bool) {
+	if len(s) < 2 || s[0] != 'v' || s[1] < '1' || s[1] > '9' {
+		return 0, false
+	}
+	digits := s[1:]
+	if len(digits) > 16 {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || v > maxSafeInteger {
+		return 0, false
+	}
+	return int(v), true
+}
+
+// CheckVersion refuses a version the writer cannot name.
+func CheckVersion(v int) error {
+	if v < 0 || v > maxSafeInteger {
+		return fmt.Errorf("log format version %d is not a non-negative safe integer", v)
+	}
+	return nil
+}

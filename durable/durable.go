@@ -1,0 +1,159 @@
+// Package durable publishes files so that a crash at any moment leaves either
+// nothing or the complete file under its final name, never a partial one, and
+// never overwrites an existing file. Every file it creates is 0600 and every
+// directory 0700, whatever the process umask.
+package durable
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Private permissions for everything the store holds.
+const (
+	FileMode fs.FileMode = 0o600
+	DirMode  fs.FileMode = 0o700
+)
+
+// TempSuffix ends the name of every temporary file this package creates, so
+// walkers can recognise leftovers of an interrupted write.
+const TempSuffix = ".tmp"
+
+// ErrExists is returned (wrapped) when the final name is already taken.
+var ErrExists = fs.ErrExist
+
+// MkdirAll creates dir and any missing parents with mode 0700 (exactly, not
+// filtered by the umask) and fsyncs each parent of a directory it created.
+func MkdirAll(dir string) error {
+	dir = filepath.Clean(dir)
+	fi, err := os.Lstat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s: exists and is not a directory", dir)
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := MkdirAll(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, DirMode); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+		return err
+	}
+	if err := os.Chmod(dir, DirMode); err != nil {
+		return err
+	}
+	return SyncDir(parent)
+}
+
+// SyncDir fsyncs a directory so that entries created or removed in it survive
+// a crash.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// CreateTemp creates a new private temporary file in dir whose name starts
+// with prefix and ends with TempSuffix. The caller writes it and hands it to
+// Publish, or removes it.
+func CreateTemp(dir, prefix string) (*os.File, error) {
+	for i := 0; i < 100; i++ {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, err
+		}
+		name := filepath.Join(dir, prefix+"."+hex.EncodeToString(b[:])+TempSuffix)
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := f.Chmod(FileMode); err != nil {
+			f.Close()
+			os.Remove(name)
+			return nil, err
+		}
+		return f, nil
+	}
+	return nil, fmt.Errorf("%s: could not create a unique temporary file", dir)
+}
+
+// Publish fsyncs and closes tmp, links it to final (which must not exist),
+// fsyncs the directory and removes the temporary name. On any error the
+// temporary file is removed and final is untouched. An existing final name
+// gives an error wrapping ErrExists.
+func Publish(tmp *os.File, final string) (err error) {
+	tmpName := tmp.Name()
+	defer func() {
+		if err != nil {
+			os.Remove(tmpName)
+		}
+	}()
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("fsync %s: %w", tmpName, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmpName, err)
+	}
+	if filepath.Dir(tmpName) != filepath.Dir(final) {
+		return fmt.Errorf("publish %s: temporary file %s is in another directory", final, tmpName)
+	}
+	if err := os.Link(tmpName, final); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("publish %s: %w", final, ErrExists)
+		}
+		return fmt.Errorf("publish %s: %w", final, err)
+	}
+	if err := os.Remove(tmpName); err != nil {
+		return fmt.Errorf("remove %s: %w", tmpName, err)
+	}
+	return SyncDir(filepath.Dir(final))
+}
+
+// WriteFile publishes data under name without overwriting, durably.
+func WriteFile(name string, data []byte) error {
+	dir := filepath.Dir(name)
+	tmp, err := CreateTemp(dir, "."+filepath.Base(name))
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", tmp.Name(), err)
+	}
+	return Publish(tmp, name)
+}
+
+// IsTemp reports whether a directory entry name is a temporary file left by
+// CreateTemp (a crashed writer leaves these; they are never published).
+func IsTemp(name string) bool {
+	return strings.HasSuffix(name, TempSuffix)
+}
