@@ -1,0 +1,468 @@
+package convlog
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// SurfaceOp says how a surface event changes the derived history.
+type SurfaceOp struct {
+	Replace bool
+	// StartSeq and EndSeq bound, inclusively, the span of current history
+	// nodes a replacement takes the place of.
+	StartSeq, EndSeq int64
+}
+
+// Event is one line of a log after the header.
+type Event struct {
+	Type string
+	Seq  int64
+	Time int64 // Unix milliseconds
+	// Data is the raw JSON of the data member, exactly as stored.
+	Data      []byte
+	Ignorable bool
+	// SurfaceOp is set on surface events.
+	SurfaceOp *SurfaceOp
+	// SourceEventSeqs is the expanded list of cited earlier events.
+	SourceEventSeqs []int64
+	// Known is false for an ignorable event of a type this reader does not
+	// know: it is kept as an opaque record.
+	Known bool
+	// Packed is the number of events a version 0/1 packed row stands for
+	// (seq0 .. seq0+Packed-1); 0 for an ordinary row.
+	Packed int64
+	// Raw is the line as stored (without newline). Writers copy it verbatim
+	// when set, so a log read and rewritten is byte-identical.
+	Raw []byte
+}
+
+// Clone returns a copy that does not share memory with the reader's buffers.
+func (e *Event) Clone() Event {
+	c := *e
+	c.Data = bytes.Clone(e.Data)
+	c.Raw = bytes.Clone(e.Raw)
+	c.SourceEventSeqs = append([]int64(nil), e.SourceEventSeqs...)
+	if e.SurfaceOp != nil {
+		op := *e.SurfaceOp
+		c.SurfaceOp = &op
+	}
+	return c
+}
+
+// eventProblem is an envelope refusal with its column in the line.
+type eventProblem struct {
+	col  int
+	msg  string
+	kind error
+}
+
+func (p *eventProblem) Error() string { return p.msg }
+
+// envelopeParser parses event lines of one log, reusing its buffers.
+type envelopeParser struct {
+	version int
+	reg     *Registry
+	members []member
+	seqs    []int64
+	op      SurfaceOp
+}
+
+var envelopeKeys = map[string]bool{"type": true, "seq": true, "time": true, "data": true,
+	"ignorable": true, "surfaceOp": true, "sourceEventSeqs": true}
+
+var packedTypes = map[string]bool{"text-chunks": true, "reasoning-chunks": true, "tool-call-chunks": true}
+
+// parse fills e from line. expectSeq is the seq the row must carry.
+func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventProblem {
+	corrupt := func(col int, format string, args ...any) *eventProblem {
+		return &eventProblem{col: col, msg: fmt.Sprintf(format, args...), kind: ErrCorrupt}
+	}
+	*e = Event{Raw: line}
+	var err error
+	p.members, err = scanObject(line, p.members)
+	if err != nil {
+		se := err.(*syntaxError)
+		return corrupt(se.off, "event is not valid JSON: %s", se.msg)
+	}
+	var typ, seq, tim, data, ign, sop, ses, seq0, time0 *member
+	for i := range p.members {
+		m := &p.members[i]
+		switch m.key {
+		case "type":
+			typ = m
+		case "seq":
+			seq = m
+		case "time":
+			tim = m
+		case "data":
+			data = m
+		case "ignorable":
+			ign = m
+		case "surfaceOp":
+			sop = m
+		case "sourceEventSeqs":
+			ses = m
+		case "seq0":
+			seq0 = m
+		case "time0":
+			time0 = m
+		}
+	}
+	if typ == nil {
+		return corrupt(0, "event has no \"type\"")
+	}
+	var ok bool
+	if e.Type, ok = parseJSONString(typ.valueBytes); !ok || e.Type == "" {
+		return corrupt(typ.valStart, "event type must be a non-empty string")
+	}
+	if p.version <= 1 && packedTypes[e.Type] && seq0 != nil {
+		return p.parsePacked(e, seq0, time0, data, expectSeq)
+	}
+	for _, m := range p.members {
+		if !envelopeKeys[m.key] {
+			return corrupt(m.keyOff, "%s event has unexpected member %q", e.Type, m.key)
+		}
+	}
+	if seq == nil {
+		return corrupt(0, "%s event has no \"seq\"", e.Type)
+	}
+	if e.Seq, ok = parseSafeInt(seq.valueBytes); !ok || e.Seq < 0 {
+		return corrupt(seq.valStart, "seq must be a non-negative safe integer")
+	}
+	if e.Seq != expectSeq {
+		return corrupt(seq.valStart, "seq gap (expected %d, got %d)", expectSeq, e.Seq)
+	}
+	if tim == nil {
+		return corrupt(0, "%s event at seq %d has no \"time\"", e.Type, e.Seq)
+	}
+	if e.Time, ok = parseSafeInt(tim.valueBytes); !ok {
+		return corrupt(tim.valStart, "time must be a safe integer (Unix milliseconds)")
+	}
+	if data == nil {
+		return corrupt(0, "%s event at seq %d has no \"data\"", e.Type, e.Seq)
+	}
+	e.Data = data.valueBytes
+	if ign != nil {
+		if string(ign.valueBytes) != "true" {
+			return corrupt(ign.valStart, "ignorable must be exactly true when present")
+		}
+		e.Ignorable = true
+	}
+	info := p.reg.Lookup(e.Type)
+	e.Known = info != nil
+	switch {
+	case p.version >= CurrentVersion && info == nil && !e.Ignorable:
+		return &eventProblem{col: typ.valStart, kind: ErrUnsupported,
+			msg: fmt.Sprintf("unknown event type %q at seq %d is not marked ignorable", e.Type, e.Seq)}
+	case p.version == 3 && !releasedV3Types[e.Type]:
+		e.Known = false
+		if !e.Ignorable {
+			return &eventProblem{col: typ.valStart, kind: ErrUnsupported,
+				msg: fmt.Sprintf("format v3 contains unknown event type %q at seq %d", e.Type, e.Seq)}
+		}
+	case p.version < 3:
+		// Versions 0-2 have their own vocabularies; the upgrade chain
+		// checks them. Here only the envelope is read.
+		e.Known = info != nil
+	}
+	surface := info != nil && info.Surface
+	if p.version >= 3 && e.Known {
+		if surface && sop == nil {
+			return corrupt(0, "surface event %s at seq %d has no surfaceOp", e.Type, e.Seq)
+		}
+		if !surface && sop != nil {
+			return corrupt(sop.keyOff, "log-only event %s at seq %d may not carry surfaceOp", e.Type, e.Seq)
+		}
+		if ses != nil && (!surface || e.Type == TypeAssistantMessage) {
+			return corrupt(ses.keyOff, "%s event at seq %d may not carry sourceEventSeqs", e.Type, e.Seq)
+		}
+	}
+	if sop != nil && p.version >= 3 {
+		if prob := p.parseSurfaceOp(sop, e); prob != nil {
+			return prob
+		}
+		e.SurfaceOp = &p.op
+	}
+	if ses != nil && p.version >= 2 {
+		if prob := p.parseSourceSeqs(ses, e); prob != nil {
+			return prob
+		}
+		e.SourceEventSeqs = p.seqs
+	}
+	return nil
+}
+
+func (p *envelopeParser) parseSurfaceOp(m *member, e *Event) *eventProblem {
+	bad := func() *eventProblem {
+		return &eventProblem{col: m.valStart, kind: ErrCorrupt,
+			msg: fmt.Sprintf(`surfaceOp of %s at seq %d must be "append" or {"op":"replace","startSeq":N,"endSeq":M}`, e.Type, e.Seq)}
+	}
+	if string(m.valueBytes) == `"append"` {
+		p.op = SurfaceOp{}
+		return nil
+	}
+	inner, err := scanObject(m.valueBytes, nil)
+	if err != nil || len(inner) != 3 {
+		return bad()
+	}
+	p.op = SurfaceOp{Replace: true}
+	var haveOp, haveStart, haveEnd bool
+	for _, im := range inner {
+		switch im.key {
+		case "op":
+			haveOp = string(im.valueBytes) == `"replace"`
+		case "startSeq":
+			p.op.StartSeq, haveStart = parseSafeInt(im.valueBytes)
+		case "endSeq":
+			p.op.EndSeq, haveEnd = parseSafeInt(im.valueBytes)
+		}
+	}
+	if !haveOp || !haveStart || !haveEnd {
+		return bad()
+	}
+	if p.op.StartSeq < 0 || p.op.StartSeq > p.op.EndSeq || p.op.EndSeq >= e.Seq {
+		return &eventProblem{col: m.valStart, kind: ErrCorrupt,
+			msg: fmt.Sprintf("surfaceOp of %s at seq %d replaces %d..%d, which is not an earlier span", e.Type, e.Seq, p.op.StartSeq, p.op.EndSeq)}
+	}
+	return nil
+}
+
+// parseSourceSeqs expands the stored form of sourceEventSeqs: numbers, and
+// [start,end] pairs for runs of three or more.
+func (p *envelopeParser) parseSourceSeqs(m *member, e *Event) *eventProblem {
+	bad := func(format string, args ...any) *eventProblem {
+		return &eventProblem{col: m.valStart, kind: ErrCorrupt,
+			msg: fmt.Sprintf("sourceEventSeqs of %s at seq %d: ", e.Type, e.Seq) + fmt.Sprintf(format, args...)}
+	}
+	b := m.valueBytes
+	if len(b) == 0 || b[0] != '[' {
+		return bad("must be an array")
+	}
+	p.seqs = p.seqs[:0]
+	usedRange := false
+	i := skipWS(b, 1)
+	if i < len(b) && b[i] == ']' {
+		return bad("must not be empty")
+	}
+	for i < len(b) {
+		if b[i] == '[' {
+			j := skipWS(b, i+1)
+			end, err := skipNumber(b, j)
+			if err != nil {
+				return bad("a range must be [start,end]")
+			}
+			start, ok := parseSafeInt(b[j:end])
+			j = skipWS(b, end)
+			if !ok || j >= len(b) || b[j] != ',' {
+				return bad("a range must be [start,end]")
+			}
+			j = skipWS(b, j+1)
+			end2, err := skipNumber(b, j)
+			if err != nil {
+				return bad("a range must be [start,end]")
+			}
+			stop, ok2 := parseSafeInt(b[j:end2])
+			j = skipWS(b, end2)
+			if !ok2 || j >= len(b) || b[j] != ']' {
+				return bad("a range must be [start,end]")
+			}
+			if start < 0 || start > stop || stop >= e.Seq {
+				return bad("range [%d,%d] must satisfy start <= end < %d", start, stop, e.Seq)
+			}
+			if stop-start > 1<<20 {
+				return bad("range [%d,%d] is implausibly long", start, stop)
+			}
+			usedRange = true
+			for s := start; s <= stop; s++ {
+				p.seqs = append(p.seqs, s)
+			}
+			i = j + 1
+		} else {
+			end, err := skipNumber(b, i)
+			if err != nil {
+				return bad("entries must be integers or [start,end] ranges")
+			}
+			v, ok := parseSafeInt(b[i:end])
+			if !ok || v < 0 || v >= e.Seq {
+				return bad("%s is not an earlier seq", b[i:end])
+			}
+			p.seqs = append(p.seqs, v)
+			i = end
+		}
+		i = skipWS(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipWS(b, i+1)
+			continue
+		}
+		break
+	}
+	increasing := true
+	for k := 1; k < len(p.seqs); k++ {
+		if p.seqs[k] <= p.seqs[k-1] {
+			increasing = false
+			break
+		}
+	}
+	if !increasing {
+		if usedRange {
+			return bad("must be strictly increasing when ranges are used")
+		}
+		seen := make(map[int64]bool, len(p.seqs))
+		for _, s := range p.seqs {
+			if seen[s] {
+				return bad("seq %d is cited twice", s)
+			}
+			seen[s] = true
+		}
+	}
+	return nil
+}
+
+// parsePacked reads a version 0/1 packed assistant delta row: seq0, time0
+// and data.dt holding N-1 time gaps for N members.
+func (p *envelopeParser) parsePacked(e *Event, seq0, time0, data *member, expectSeq int64) *eventProblem {
+	corrupt := func(col int, format string, args ...any) *eventProblem {
+		return &eventProblem{col: col, msg: fmt.Sprintf(format, args...), kind: ErrCorrupt}
+	}
+	for _, m := range p.members {
+		switch m.key {
+		case "type", "seq0", "time0", "data":
+		default:
+			return corrupt(m.keyOff, "packed %s row has unexpected member %q", e.Type, m.key)
+		}
+	}
+	var ok bool
+	if e.Seq, ok = parseSafeInt(seq0.valueBytes); !ok || e.Seq < 0 {
+		return corrupt(seq0.valStart, "seq0 must be a non-negative safe integer")
+	}
+	if e.Seq != expectSeq {
+		return corrupt(seq0.valStart, "seq gap (expected %d, got %d)", expectSeq, e.Seq)
+	}
+	if time0 == nil {
+		return corrupt(0, "packed %s row has no \"time0\"", e.Type)
+	}
+	if e.Time, ok = parseSafeInt(time0.valueBytes); !ok {
+		return corrupt(time0.valStart, "time0 must be a safe integer")
+	}
+	if data == nil {
+		return corrupt(0, "packed %s row has no \"data\"", e.Type)
+	}
+	e.Data = data.valueBytes
+	inner, err := scanObject(data.valueBytes, nil)
+	if err != nil {
+		return corrupt(data.valStart, "packed %s row data must be an object", e.Type)
+	}
+	e.Packed = 1
+	for _, im := range inner {
+		if im.key == "dt" {
+			n, ok := countArray(im.valueBytes)
+			if !ok {
+				return corrupt(data.valStart+im.valStart, "packed %s row data.dt must be an array", e.Type)
+			}
+			e.Packed = int64(n) + 1
+		}
+	}
+	e.Known = true
+	return nil
+}
+
+// countArray counts the elements of a raw JSON array.
+func countArray(b []byte) (int, bool) {
+	if len(b) < 2 || b[0] != '[' {
+		return 0, false
+	}
+	i := skipWS(b, 1)
+	if b[i] == ']' {
+		return 0, true
+	}
+	n := 0
+	for {
+		end, err := skipValue(b, i, 1)
+		if err != nil {
+			return 0, false
+		}
+		n++
+		i = skipWS(b, end)
+		if i < len(b) && b[i] == ',' {
+			i = skipWS(b, i+1)
+			continue
+		}
+		return n, true
+	}
+}
+
+// AppendJSON appends the event line (without newline). An event read from a
+// file is copied verbatim; one built in memory is written compact in the
+// order type, seq, time, data, ignorable, sourceEventSeqs, surfaceOp.
+func (e *Event) AppendJSON(dst []byte) []byte {
+	if e.Raw != nil {
+		return append(dst, e.Raw...)
+	}
+	dst = append(dst, `{"type":`...)
+	dst = appendString(dst, e.Type)
+	dst = append(dst, `,"seq":`...)
+	dst = appendInt(dst, e.Seq)
+	dst = append(dst, `,"time":`...)
+	dst = appendInt(dst, e.Time)
+	dst = append(dst, `,"data":`...)
+	if len(e.Data) == 0 {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, e.Data...)
+	}
+	if e.Ignorable {
+		dst = append(dst, `,"ignorable":true`...)
+	}
+	if len(e.SourceEventSeqs) > 0 {
+		dst = append(dst, `,"sourceEventSeqs":`...)
+		dst = appendSeqs(dst, e.SourceEventSeqs)
+	}
+	if e.SurfaceOp != nil {
+		dst = append(dst, `,"surfaceOp":`...)
+		if e.SurfaceOp.Replace {
+			dst = append(dst, `{"op":"replace","startSeq":`...)
+			dst = appendInt(dst, e.SurfaceOp.StartSeq)
+			dst = append(dst, `,"endSeq":`...)
+			dst = appendInt(dst, e.SurfaceOp.EndSeq)
+			dst = append(dst, '}')
+		} else {
+			dst = append(dst, `"append"`...)
+		}
+	}
+	return append(dst, '}')
+}
+
+// appendSeqs writes runs of three or more consecutive seqs as [start,end];
+// a list that is not strictly increasing is written verbatim.
+func appendSeqs(dst []byte, seqs []int64) []byte {
+	dst = append(dst, '[')
+	increasing := true
+	for k := 1; k < len(seqs); k++ {
+		if seqs[k] <= seqs[k-1] {
+			increasing = false
+		}
+	}
+	for i := 0; i < len(seqs); {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		j := i
+		if increasing {
+			for j+1 < len(seqs) && seqs[j+1] == seqs[j]+1 {
+				j++
+			}
+		}
+		if j-i >= 2 {
+			dst = append(dst, '[')
+			dst = appendInt(dst, seqs[i])
+			dst = append(dst, ',')
+			dst = appendInt(dst, seqs[j])
+			dst = append(dst, ']')
+			i = j + 1
+			continue
+		}
+		dst = appendInt(dst, seqs[i])
+		i++
+	}
+	return append(dst, ']')
+}

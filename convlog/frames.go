@@ -1,0 +1,268 @@
+package convlog
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+)
+
+// Zstandard container rules: a compressed log is a plain concatenation of
+// standard zstd frames. The scanner walks their structure without
+// decompressing, so frame boundaries, torn final frames and foreign bytes are
+// found before any content is trusted.
+
+const (
+	zstdMagic          = 0xFD2FB528
+	skippableMagicMask = 0xFFFFFFF0
+	skippableMagic     = 0x184D2A50
+	maxBlockSize       = 128 << 10
+)
+
+// Frame is one zstd frame found by the scanner.
+type Frame struct {
+	Index    int64 // 1-based
+	Offset   int64 // byte offset of the frame's magic in the file
+	Size     int64 // bytes of the frame, or of what the file holds of a torn one
+	Checksum bool  // the frame carries a content checksum
+	// ContentSize is the declared decompressed size, or -1.
+	ContentSize int64
+	// Torn is set when the file ends inside the frame.
+	Torn bool
+
+	// Structure, for a best-effort decode of a torn frame's complete blocks.
+	fhd       byte
+	hdrOff    int64 // offset just past the frame-header descriptor
+	hdrEnd    int64 // offset of the first block header
+	lastBlock int64 // offset of the last complete block's header, or -1
+	blocksEnd int64 // offset just past the last complete block
+}
+
+// FrameScanner walks the frames of a compressed log held in an io.ReaderAt.
+type FrameScanner struct {
+	r    io.ReaderAt
+	size int64
+	off  int64
+	n    int64
+	// small read-ahead window over r, so walking many small frames costs
+	// few reads
+	win    []byte
+	winOff int64
+}
+
+// NewFrameScanner scans r, whose length is size.
+func NewFrameScanner(r io.ReaderAt, size int64) *FrameScanner {
+	return &FrameScanner{r: r, size: size, win: make([]byte, 0, 64<<10)}
+}
+
+// errShort reports that the file ended inside a frame.
+var errShort = fmt.Errorf("short")
+
+// read returns n bytes at off, or errShort when the file ends first.
+func (s *FrameScanner) read(off int64, n int) ([]byte, error) {
+	if off+int64(n) > s.size {
+		return nil, errShort
+	}
+	if off >= s.winOff && off+int64(n) <= s.winOff+int64(len(s.win)) {
+		p := off - s.winOff
+		return s.win[p : p+int64(n)], nil
+	}
+	want := cap(s.win)
+	if int64(want) > s.size-off {
+		want = int(s.size - off)
+	}
+	s.win = s.win[:want]
+	m, err := s.r.ReadAt(s.win, off)
+	if m < n {
+		if err == nil || err == io.EOF {
+			err = errShort
+		}
+		s.win = s.win[:0]
+		return nil, err
+	}
+	s.win = s.win[:m]
+	s.winOff = off
+	return s.win[:n], nil
+}
+
+// FrameError is a structural problem at a byte offset of the file.
+type FrameError struct {
+	Frame  int64
+	Offset int64
+	Msg    string
+}
+
+func (e *FrameError) Error() string {
+	return fmt.Sprintf("frame %d at byte %d: %s", e.Frame, e.Offset, e.Msg)
+}
+
+// Next returns the next frame, io.EOF after the last one, or a *FrameError.
+// A frame the file ends inside is returned with Torn set, and the scan ends.
+func (s *FrameScanner) Next() (Frame, error) {
+	if s.off >= s.size {
+		return Frame{}, io.EOF
+	}
+	s.n++
+	f := Frame{Index: s.n, Offset: s.off, ContentSize: -1, lastBlock: -1}
+	torn := func() (Frame, error) {
+		f.Torn = true
+		f.Size = s.size - f.Offset
+		s.off = s.size
+		return f, nil
+	}
+	bad := func(at int64, format string, args ...any) (Frame, error) {
+		s.off = s.size
+		return Frame{}, &FrameError{Frame: f.Index, Offset: at, Msg: fmt.Sprintf(format, args...)}
+	}
+	p := s.off
+	b, err := s.read(p, 4)
+	if err == errShort {
+		return torn()
+	} else if err != nil {
+		return Frame{}, err
+	}
+	magic := binary.LittleEndian.Uint32(b)
+	if magic&skippableMagicMask == skippableMagic {
+		return bad(p, "skippable frame (magic 0x%08X): a log holds only standard zstd frames", magic)
+	}
+	if magic != zstdMagic {
+		return bad(p, "invalid frame magic 0x%08X, expected 0x%08X", magic, uint32(zstdMagic))
+	}
+	p += 4
+	if b, err = s.read(p, 1); err == errShort {
+		return torn()
+	} else if err != nil {
+		return Frame{}, err
+	}
+	fhd := b[0]
+	f.fhd = fhd
+	if fhd&0x18 != 0 {
+		return bad(p, "reserved frame-header bit set (descriptor 0x%02X)", fhd)
+	}
+	singleSegment := fhd&0x20 != 0
+	f.Checksum = fhd&0x04 != 0
+	dictBytes := [4]int{0, 1, 2, 4}[fhd&0x03]
+	fcsFlag := fhd >> 6
+	fcsBytes := [4]int{0, 2, 4, 8}[fcsFlag]
+	if fcsFlag == 0 && singleSegment {
+		fcsBytes = 1
+	}
+	p++
+	f.hdrOff = p
+	hdr := dictBytes + fcsBytes
+	if !singleSegment {
+		hdr++
+	}
+	if b, err = s.read(p, hdr); err == errShort {
+		return torn()
+	} else if err != nil {
+		return Frame{}, err
+	}
+	if fcsBytes > 0 {
+		fcs := b[hdr-fcsBytes:]
+		switch fcsBytes {
+		case 1:
+			f.ContentSize = int64(fcs[0])
+		case 2:
+			f.ContentSize = int64(binary.LittleEndian.Uint16(fcs)) + 256
+		case 4:
+			f.ContentSize = int64(binary.LittleEndian.Uint32(fcs))
+		case 8:
+			f.ContentSize = int64(binary.LittleEndian.Uint64(fcs) & (1<<63 - 1))
+		}
+	}
+	p += int64(hdr)
+	f.hdrEnd = p
+	f.blocksEnd = p
+	for {
+		if b, err = s.read(p, 3); err == errShort {
+			return torn()
+		} else if err != nil {
+			return Frame{}, err
+		}
+		bh := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16
+		last := bh&1 != 0
+		btype := (bh >> 1) & 3
+		bsize := int64(bh >> 3)
+		if btype == 3 {
+			return bad(p, "reserved block type")
+		}
+		if bsize > maxBlockSize {
+			return bad(p, "block size %d exceeds the zstd maximum of %d", bsize, maxBlockSize)
+		}
+		p += 3
+		if btype == 1 { // RLE: one byte repeated bsize times
+			bsize = 1
+		}
+		if p+bsize > s.size {
+			return torn()
+		}
+		f.lastBlock = p - 3
+		p += bsize
+		f.blocksEnd = p
+		if last {
+			break
+		}
+	}
+	if f.Checksum {
+		if p+4 > s.size {
+			return torn()
+		}
+		p += 4
+	}
+	f.Size = p - f.Offset
+	s.off = p
+	return f, nil
+}
+
+// completeBlocks returns a reader of a well-formed frame made of the complete
+// blocks of a torn frame: the header without checksum and content size, and
+// the last complete block marked last. ok is false when no block is
+// complete.
+func (f Frame) completeBlocks(r io.ReaderAt) (io.Reader, bool) {
+	if f.lastBlock < 0 {
+		return nil, false
+	}
+	var hdr [4 + 1 + 1 + 4]byte
+	binary.LittleEndian.PutUint32(hdr[:], zstdMagic)
+	singleSegment := f.fhd&0x20 != 0
+	dictBytes := [4]int{0, 1, 2, 4}[f.fhd&0x03]
+	// Keep the dictionary id, drop the content size and the checksum, and
+	// always state a window.
+	hdr[4] = f.fhd & 0x03
+	n := 5
+	if singleSegment {
+		// The window was the content size: state one at least as large.
+		wlog := 10
+		for wlog < 31 && int64(1)<<wlog < f.ContentSize {
+			wlog++
+		}
+		hdr[n] = byte(wlog-10) << 3
+	} else {
+		if _, err := r.ReadAt(hdr[n:n+1], f.hdrOff); err != nil {
+			return nil, false
+		}
+	}
+	n++
+	dict := make([]byte, dictBytes)
+	if dictBytes > 0 {
+		off := f.hdrOff
+		if !singleSegment {
+			off++
+		}
+		if _, err := r.ReadAt(dict, off); err != nil {
+			return nil, false
+		}
+	}
+	var last [3]byte
+	if _, err := r.ReadAt(last[:], f.lastBlock); err != nil {
+		return nil, false
+	}
+	last[0] |= 1
+	return io.MultiReader(
+		bytes.NewReader(append(hdr[:n:n], dict...)),
+		io.NewSectionReader(r, f.hdrEnd, f.lastBlock-f.hdrEnd),
+		bytes.NewReader(last[:]),
+		io.NewSectionReader(r, f.lastBlock+3, f.blocksEnd-f.lastBlock-3),
+	), true
+}

@@ -1,0 +1,241 @@
+package convlog
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+)
+
+// CurrentVersion is the log format version this build writes.
+const CurrentVersion = 4
+
+// Header types: the first line names which kind of log follows.
+const (
+	SessionLog      = "session"      // one agent session's history
+	ConversationLog = "conversation" // a conversation's own log: sessions, turns, renames, forks, deletes
+)
+
+// Header is a log's first line.
+type Header struct {
+	Type      string
+	Version   int
+	ID        string
+	CreatedAt int64 // Unix milliseconds
+	// Session headers only; empty strings are absent fields.
+	Cwd             string
+	ParentSession   string
+	IsSeeded        bool   // v2 and later
+	SeedLength      *int64 // v0 and v1: the inherited event count
+	Origin          string // "" or "subagent"
+	DelegationDepth int64
+	AgentPreset     string
+
+	// Raw is the header line as read (without its newline); nil for a header
+	// built in memory. Writers copy it verbatim when set.
+	Raw []byte
+}
+
+var sessionKeysV2 = map[string]bool{"type": true, "version": true, "id": true, "createdAt": true, "cwd": true,
+	"parentSession": true, "isSeeded": true, "origin": true, "delegationDepth": true, "agentPreset": true}
+
+var sessionKeysV0 = map[string]bool{"type": true, "version": true, "id": true, "createdAt": true, "cwd": true,
+	"parentSession": true, "seedLength": true, "origin": true, "delegationDepth": true, "agentPreset": true}
+
+var conversationKeys = map[string]bool{"type": true, "version": true, "id": true, "createdAt": true}
+
+// headerProblem is a refusal with the column where it was found.
+type headerProblem struct {
+	col  int
+	msg  string
+	kind error
+}
+
+// parseHeader parses and validates a header line. wantVersion is the
+// version the file name carries, or -1 when unknown.
+func parseHeader(line []byte, wantVersion int) (*Header, *headerProblem) {
+	corrupt := func(col int, format string, args ...any) *headerProblem {
+		return &headerProblem{col: col, msg: fmt.Sprintf(format, args...), kind: ErrCorrupt}
+	}
+	members, err := scanObject(line, nil)
+	if err != nil {
+		se := err.(*syntaxError)
+		if se.msg == "not a JSON object" && len(bytes.TrimSpace(line)) > 0 && line[skipWS(line, 0)] != '{' {
+			if _, err2 := skipValue(line, skipWS(line, 0), 0); err2 == nil {
+				return nil, corrupt(se.off, "first line is not a JSON object")
+			}
+		}
+		return nil, corrupt(se.off, "header line is not valid JSON: %s", se.msg)
+	}
+	h := &Header{Raw: line, Version: -1}
+	get := func(k string) *member {
+		for i := range members {
+			if members[i].key == k {
+				return &members[i]
+			}
+		}
+		return nil
+	}
+	t := get("type")
+	if t == nil {
+		return nil, corrupt(0, "first line is not a log header: it has no \"type\"")
+	}
+	typ, ok := parseJSONString(t.valueBytes)
+	if !ok || (typ != SessionLog && typ != ConversationLog) {
+		return nil, corrupt(t.valStart, "first line is not a log header: type must be %q or %q", SessionLog, ConversationLog)
+	}
+	h.Type = typ
+	v := get("version")
+	if v == nil {
+		return nil, corrupt(0, "header has no \"version\"")
+	}
+	ver, ok := parseSafeInt(v.valueBytes)
+	if !ok || ver < 0 {
+		return nil, corrupt(v.valStart, "header version is not a non-negative safe integer")
+	}
+	h.Version = int(ver)
+	if wantVersion >= 0 && h.Version != wantVersion {
+		return nil, corrupt(v.valStart, "file name identifies v%d, but its header identifies v%d", wantVersion, h.Version)
+	}
+	if h.Version > CurrentVersion {
+		return nil, &headerProblem{col: v.valStart, kind: ErrUnsupported,
+			msg: fmt.Sprintf("log uses format v%d, but this build reads only up to v%d: the log was written by a newer runtime; upgrade convkit to read it", h.Version, CurrentVersion)}
+	}
+	allowed := conversationKeys
+	if h.Type == SessionLog {
+		allowed = sessionKeysV2
+		if h.Version <= 1 {
+			allowed = sessionKeysV0
+			if get("sandboxMode") != nil || get("approvalPolicy") != nil {
+				return nil, corrupt(0, "session header uses retired policy baseline fields")
+			}
+		}
+	}
+	for _, m := range members {
+		if !allowed[m.key] {
+			return nil, corrupt(m.keyOff, "header has unexpected member %q", m.key)
+		}
+	}
+	id := get("id")
+	if id == nil {
+		return nil, corrupt(0, "header has no \"id\"")
+	}
+	if h.ID, ok = parseJSONString(id.valueBytes); !ok || h.ID == "" {
+		return nil, corrupt(id.valStart, "header id must be a non-empty string")
+	}
+	ca := get("createdAt")
+	if ca == nil {
+		return nil, corrupt(0, "header has no \"createdAt\"")
+	}
+	if h.CreatedAt, ok = parseSafeInt(ca.valueBytes); !ok || h.CreatedAt < 0 {
+		return nil, corrupt(ca.valStart, "header createdAt must be a non-negative safe integer (Unix milliseconds)")
+	}
+	if h.Type == ConversationLog {
+		return h, nil
+	}
+	if m := get("cwd"); m != nil {
+		if h.Cwd, ok = parseJSONString(m.valueBytes); !ok || !strings.HasPrefix(h.Cwd, "/") {
+			return nil, corrupt(m.valStart, "header cwd must be an absolute path")
+		}
+	}
+	if m := get("parentSession"); m != nil {
+		if h.ParentSession, ok = parseJSONString(m.valueBytes); !ok || h.ParentSession == "" {
+			return nil, corrupt(m.valStart, "header parentSession must be a non-empty string")
+		}
+	}
+	if m := get("origin"); m != nil {
+		if h.Origin, ok = parseJSONString(m.valueBytes); !ok || h.Origin != "subagent" {
+			return nil, corrupt(m.valStart, "header origin must be \"subagent\"")
+		}
+	}
+	if m := get("agentPreset"); m != nil {
+		if h.AgentPreset, ok = parseJSONString(m.valueBytes); !ok {
+			return nil, corrupt(m.valStart, "header agentPreset must be a string")
+		}
+	}
+	dd := get("delegationDepth")
+	if dd == nil {
+		return nil, corrupt(0, "header has no \"delegationDepth\"")
+	}
+	if h.DelegationDepth, ok = parseSafeInt(dd.valueBytes); !ok || h.DelegationDepth < 0 {
+		return nil, corrupt(dd.valStart, "header delegationDepth must be a non-negative safe integer")
+	}
+	if h.Version <= 1 {
+		if m := get("seedLength"); m != nil {
+			n, ok := parseSafeInt(m.valueBytes)
+			if !ok || n < 0 {
+				return nil, corrupt(m.valStart, "header seedLength must be a non-negative safe integer")
+			}
+			h.SeedLength = &n
+		}
+		return h, nil
+	}
+	s := get("isSeeded")
+	if s == nil {
+		return nil, corrupt(0, "header has no \"isSeeded\"")
+	}
+	switch string(s.valueBytes) {
+	case "true":
+		h.IsSeeded = true
+	case "false":
+	default:
+		return nil, corrupt(s.valStart, "header isSeeded must be a boolean")
+	}
+	return h, nil
+}
+
+// ParseHeader parses a header line (without its newline). wantVersion is the
+// version the file name carries, or -1 when unknown.
+func ParseHeader(path string, line []byte, wantVersion int) (*Header, error) {
+	h, p := parseHeader(line, wantVersion)
+	if p != nil {
+		return nil, &FormatError{Path: path, Pos: Position{Line: 1, Column: int64(p.col) + 1}, Msg: p.msg, Kind: p.kind}
+	}
+	return h, nil
+}
+
+// AppendJSON appends the header line (without newline) in the canonical key
+// order: type, version, id, createdAt, cwd, parentSession, isSeeded or
+// seedLength, origin, delegationDepth, agentPreset. A header read from a file
+// is copied verbatim.
+func (h *Header) AppendJSON(dst []byte) []byte {
+	if h.Raw != nil {
+		return append(dst, h.Raw...)
+	}
+	dst = append(dst, `{"type":`...)
+	dst = appendString(dst, h.Type)
+	dst = append(dst, `,"version":`...)
+	dst = appendInt(dst, int64(h.Version))
+	dst = append(dst, `,"id":`...)
+	dst = appendString(dst, h.ID)
+	dst = append(dst, `,"createdAt":`...)
+	dst = appendInt(dst, h.CreatedAt)
+	if h.Type == ConversationLog {
+		return append(dst, '}')
+	}
+	if h.Cwd != "" {
+		dst = append(dst, `,"cwd":`...)
+		dst = appendString(dst, h.Cwd)
+	}
+	if h.ParentSession != "" {
+		dst = append(dst, `,"parentSession":`...)
+		dst = appendString(dst, h.ParentSession)
+	}
+	if h.Version >= 2 {
+		dst = append(dst, `,"isSeeded":`...)
+		dst = appendBool(dst, h.IsSeeded)
+	} else if h.SeedLength != nil {
+		dst = append(dst, `,"seedLength":`...)
+		dst = appendInt(dst, *h.SeedLength)
+	}
+	if h.Origin != "" {
+		dst = append(dst, `,"origin":`...)
+		dst = appendString(dst, h.Origin)
+	}
+	dst = append(dst, `,"delegationDepth":`...)
+	dst = appendInt(dst, h.DelegationDepth)
+	if h.AgentPreset != "" {
+		dst = append(dst, `,"agentPreset":`...)
+		dst = appendString(dst, h.AgentPreset)
+	}
+	return append(dst, '}')
+}

@@ -1,0 +1,148 @@
+package convlog
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// History is the message sequence a model reads, derived from surface
+// events. Each surface type changes it through its own interpreter.
+type History struct {
+	nodes []historyNode
+}
+
+type historyNode struct {
+	seq int64
+	msg StoredMessage
+	// hidden nodes (empty model answers) take part in replacement spans but
+	// are left out of Messages.
+	hidden bool
+}
+
+// HistoryMessage is one message of the derived history with the seq of the
+// event that produced it.
+type HistoryMessage struct {
+	Seq     int64
+	Message StoredMessage
+}
+
+// Messages returns the history a model reads.
+func (h *History) Messages() []HistoryMessage {
+	out := make([]HistoryMessage, 0, len(h.nodes))
+	for _, n := range h.nodes {
+		if !n.hidden {
+			out = append(out, HistoryMessage{Seq: n.seq, Message: n.msg})
+		}
+	}
+	return out
+}
+
+// Apply interprets one event. Log-only and unknown ignorable events leave
+// the history unchanged.
+func (h *History) Apply(reg *Registry, e *Event) error {
+	if reg == nil {
+		reg = DefaultRegistry
+	}
+	info := reg.Lookup(e.Type)
+	if info == nil || !info.Surface || !e.Known {
+		return nil
+	}
+	raw := e.Data
+	if info.MessagePath != "" {
+		var d map[string]json.RawMessage
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			return fmt.Errorf("%s at seq %d: data is not an object", e.Type, e.Seq)
+		}
+		raw = d[info.MessagePath]
+		if raw == nil {
+			return fmt.Errorf("%s at seq %d: data has no %q", e.Type, e.Seq, info.MessagePath)
+		}
+	}
+	msg, err := ParseStoredMessage(raw)
+	if err != nil {
+		return fmt.Errorf("%s at seq %d: %v", e.Type, e.Seq, err)
+	}
+	return info.Interpret(h, e, msg)
+}
+
+// apply carries out the event's surfaceOp with msg.
+func (h *History) apply(e *Event, msg StoredMessage, hidden bool) error {
+	node := historyNode{seq: e.Seq, msg: msg, hidden: hidden}
+	if e.SurfaceOp == nil || !e.SurfaceOp.Replace {
+		h.nodes = append(h.nodes, node)
+		return nil
+	}
+	start, end := -1, -1
+	for i, n := range h.nodes {
+		if n.seq == e.SurfaceOp.StartSeq {
+			start = i
+		}
+		if n.seq == e.SurfaceOp.EndSeq {
+			end = i
+		}
+	}
+	if start < 0 || end < start {
+		return fmt.Errorf("%s at seq %d replaces %d..%d, which is not a span of the current history",
+			e.Type, e.Seq, e.SurfaceOp.StartSeq, e.SurfaceOp.EndSeq)
+	}
+	nodes := append([]historyNode(nil), h.nodes[:start]...)
+	nodes = append(nodes, node)
+	h.nodes = append(nodes, h.nodes[end+1:]...)
+	return nil
+}
+
+func requireRole(e *Event, msg StoredMessage, roles ...string) error {
+	for _, r := range roles {
+		if msg.Role() == r {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s at seq %d carries a %q message, expected role %v", e.Type, e.Seq, msg.Role(), roles)
+}
+
+func interpretSystem(h *History, e *Event, msg StoredMessage) error {
+	if err := requireRole(e, msg, "system"); err != nil {
+		return err
+	}
+	return h.apply(e, msg, false)
+}
+
+func interpretDeveloper(h *History, e *Event, msg StoredMessage) error {
+	if err := requireRole(e, msg, "developer"); err != nil {
+		return err
+	}
+	return h.apply(e, msg, false)
+}
+
+func interpretUser(h *History, e *Event, msg StoredMessage) error {
+	if err := requireRole(e, msg, "user"); err != nil {
+		return err
+	}
+	return h.apply(e, msg, false)
+}
+
+// interpretAssistant records every model answer; an empty one is kept out of
+// what the model reads.
+func interpretAssistant(h *History, e *Event, msg StoredMessage) error {
+	if err := requireRole(e, msg, "assistant"); err != nil {
+		return err
+	}
+	return h.apply(e, msg, msg.Empty())
+}
+
+func interpretToolResult(h *History, e *Event, msg StoredMessage) error {
+	if err := requireRole(e, msg, "tool"); err != nil {
+		return err
+	}
+	return h.apply(e, msg, false)
+}
+
+func surfaceTypes() []TypeInfo {
+	return []TypeInfo{
+		{Name: TypeSystemMessage, Surface: true, MessagePath: "message", Interpret: interpretSystem},
+		{Name: TypeDeveloperMessage, Surface: true, MessagePath: "message", Interpret: interpretDeveloper},
+		{Name: TypeUserMessage, Surface: true, Interpret: interpretUser},
+		{Name: TypeAssistantMessage, Surface: true, MessagePath: "message", Interpret: interpretAssistant},
+		{Name: TypeToolResult, Surface: true, MessagePath: "message", Interpret: interpretToolResult},
+	}
+}

@@ -1,0 +1,176 @@
+package convlog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// SourceKind names where a stored message came from.
+type SourceKind string
+
+// The reserved source kinds. A new kind cannot reuse these names; a kind a
+// reader does not know is preserved as it is, never dropped.
+const (
+	SourceUser           SourceKind = "user"                  // you
+	SourceModel          SourceKind = "model"                 // the model
+	SourceTool           SourceKind = "tool"                  // a tool's result
+	SourceSystemPrompt   SourceKind = "system-prompt"         // the system prompt
+	SourceCheckpoint     SourceKind = "compact-checkpoint"    // a checkpoint saved when a chat is shortened
+	SourceTitle          SourceKind = "dsh-session-title-llm" // a generated chat title
+	SourceToolRegistry   SourceKind = "tool-registry"         // the tool registry
+	SourceRuntimeContext SourceKind = "runtime-context"       // runtime context
+	SourcePlugin         SourceKind = "plugin"                // a plugin (never valid as a stored kind itself)
+	SourceReview         SourceKind = "auto-review"           // an automatic review
+	SourceCompaction     SourceKind = "compact-basic"         // a compaction output
+	SourcePTCMode        SourceKind = "ptc-mode"              // reserved by the runtime for its code-mode tools
+)
+
+// ReservedSourceKinds lists the reserved kinds in a stable order.
+var ReservedSourceKinds = []SourceKind{SourceUser, SourceModel, SourceTool, SourceSystemPrompt,
+	SourceCheckpoint, SourceTitle, SourceToolRegistry, SourceRuntimeContext, SourcePlugin, SourceReview,
+	SourceCompaction, SourcePTCMode}
+
+// IsReserved reports whether k is one of the reserved kinds.
+func (k SourceKind) IsReserved() bool {
+	for _, r := range ReservedSourceKinds {
+		if k == r {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	kindsMu         sync.Mutex
+	registeredKinds = map[SourceKind]bool{}
+)
+
+// RegisterSourceKind declares a new (plugin) source kind. Reserved names, an
+// empty name and a name registered before are refused.
+func RegisterSourceKind(k SourceKind) error {
+	if k == "" {
+		return fmt.Errorf("source kind is empty")
+	}
+	if k.IsReserved() {
+		return fmt.Errorf("source kind %q is reserved", k)
+	}
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	if registeredKinds[k] {
+		return fmt.Errorf("source kind %q is already registered", k)
+	}
+	registeredKinds[k] = true
+	return nil
+}
+
+// Source says where a stored message came from. Raw holds the source object
+// exactly as stored, so members this build does not know survive a rewrite.
+type Source struct {
+	Kind SourceKind
+	Raw  json.RawMessage
+}
+
+// StoredMessage is a message as kept in a log: it always has an identity and
+// a source. It is a distinct type from RequestMessage, so a value built for
+// one model request cannot be passed where a stored message is required.
+type StoredMessage struct {
+	id     string
+	role   string
+	source Source
+	raw    json.RawMessage
+}
+
+// ID is the message's identity.
+func (m StoredMessage) ID() string { return m.id }
+
+// Role is system, developer, user, assistant or tool.
+func (m StoredMessage) Role() string { return m.role }
+
+// Source says where the message came from.
+func (m StoredMessage) Source() Source { return m.source }
+
+// JSON is the message object exactly as stored.
+func (m StoredMessage) JSON() json.RawMessage { return m.raw }
+
+// Empty reports whether the message carries no content: its content array
+// is empty. Such a model answer is recorded but left out of the history.
+func (m StoredMessage) Empty() bool {
+	var msg struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(m.raw, &msg) != nil {
+		return false
+	}
+	n, ok := countArray(bytes.TrimSpace(msg.Content))
+	return ok && n == 0
+}
+
+// ParseStoredMessage reads a stored message, requiring a non-empty id, a
+// role and a source with a non-empty kind.
+func ParseStoredMessage(raw []byte) (StoredMessage, error) {
+	var msg struct {
+		ID     *string         `json:"id"`
+		Role   string          `json:"role"`
+		Source json.RawMessage `json:"source"`
+	}
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		return StoredMessage{}, fmt.Errorf("message is not a JSON object: %v", err)
+	}
+	if msg.ID == nil || *msg.ID == "" {
+		return StoredMessage{}, fmt.Errorf("stored message has no id")
+	}
+	if msg.Role == "" {
+		return StoredMessage{}, fmt.Errorf("stored message %q has no role", *msg.ID)
+	}
+	if len(msg.Source) == 0 {
+		return StoredMessage{}, fmt.Errorf("stored message %q has no source", *msg.ID)
+	}
+	var src struct {
+		Kind *string `json:"kind"`
+	}
+	if err := json.Unmarshal(msg.Source, &src); err != nil || src.Kind == nil || *src.Kind == "" {
+		return StoredMessage{}, fmt.Errorf("stored message %q: source must be an object with a non-empty kind", *msg.ID)
+	}
+	if SourceKind(*src.Kind) == SourcePlugin {
+		return StoredMessage{}, fmt.Errorf("stored message %q requires a producer-owned source kind, not %q", *msg.ID, SourcePlugin)
+	}
+	return StoredMessage{id: *msg.ID, role: msg.Role, source: Source{Kind: SourceKind(*src.Kind), Raw: msg.Source},
+		raw: append(json.RawMessage(nil), raw...)}, nil
+}
+
+// NewStoredMessage builds a stored message with content blocks (raw JSON
+// array), in the runtime's key order role, content, source, id.
+func NewStoredMessage(id, role string, source Source, content json.RawMessage) (StoredMessage, error) {
+	if id == "" {
+		return StoredMessage{}, fmt.Errorf("stored message needs an id")
+	}
+	if source.Kind == "" || source.Kind == SourcePlugin {
+		return StoredMessage{}, fmt.Errorf("stored message %q needs a producer-owned source kind", id)
+	}
+	srcRaw := source.Raw
+	if len(srcRaw) == 0 {
+		srcRaw = appendString([]byte(`{"kind":`), string(source.Kind))
+		srcRaw = append(srcRaw, '}')
+	}
+	if len(content) == 0 {
+		content = json.RawMessage("[]")
+	}
+	b := appendString([]byte(`{"role":`), role)
+	b = append(b, `,"content":`...)
+	b = append(b, content...)
+	b = append(b, `,"source":`...)
+	b = append(b, srcRaw...)
+	b = append(b, `,"id":`...)
+	b = appendString(b, id)
+	b = append(b, '}')
+	return StoredMessage{id: id, role: role, source: Source{Kind: source.Kind, Raw: srcRaw}, raw: b}, nil
+}
+
+// RequestMessage is a message built for one model request (a role and its
+// content). It has no identity or source, and cannot be stored.
+type RequestMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}

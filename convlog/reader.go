@@ -1,0 +1,439 @@
+package convlog
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// DefaultMaxLineBytes bounds one line of a log, and so the reader's memory.
+const DefaultMaxLineBytes = 64 << 20
+
+// ReaderOptions tune a Reader. The zero value reads strictly with the
+// default registry.
+type ReaderOptions struct {
+	Registry *Registry
+	// MaxLineBytes bounds one line (default DefaultMaxLineBytes).
+	MaxLineBytes int
+	// OnProblem, when set, receives every problem that does not prevent
+	// reading on (a bad row, a seq gap, a frame without checksum), and the
+	// reader continues with the next line. When nil the first problem is
+	// returned as the error.
+	OnProblem func(*FormatError)
+	// Version is the version the file name carries; -1 (or use Open) to
+	// take it from the name, or from the header alone for foreign names.
+	Version int
+	// Compression overrides detection from the name and the first bytes.
+	Compression *Compression
+}
+
+// Stats describes what a reader has read so far.
+type Stats struct {
+	FileBytes  int64 // size of the file
+	PlainBytes int64 // bytes of complete lines, header included
+	Lines      int64 // complete lines, header included
+	Events     int64 // event rows read
+	Frames     int64 // zstd frames, a torn one included
+	// FramesWithoutChecksum counts frames that carry no content checksum.
+	FramesWithoutChecksum int64
+	// TornTail is set when the log ends in an incomplete line or frame.
+	TornTail bool
+	// CommittedBytes is the length of the committed prefix: where a writer
+	// would cut a torn tail. Equal to FileBytes without one.
+	CommittedBytes int64
+	// TornBytes is FileBytes - CommittedBytes.
+	TornBytes int64
+	// RecoveredLines are the complete lines read out of a torn final frame.
+	RecoveredLines int64
+}
+
+// Reader streams the events of one log. Memory does not depend on the
+// log's length: one line, one zstd window and fixed buffers.
+type Reader struct {
+	path   string
+	src    io.ReaderAt
+	closer io.Closer
+	opts   ReaderOptions
+	comp   Compression
+	header *Header
+	stats  Stats
+
+	// line source
+	br       *bufio.Reader
+	lineBuf  []byte
+	plainOff int64
+	line     int64
+	done     bool
+
+	// zstd state
+	scanner  *FrameScanner
+	dec      *zstd.Decoder
+	frame    Frame
+	inFrame  bool
+	frameEnd bool
+
+	parser  envelopeParser
+	nextSeq int64
+	ev      Event
+	err     error
+}
+
+var decoderPool = sync.Pool{New: func() any {
+	// One goroutine per decoder: frames are decoded in the caller's
+	// goroutine, and jobs bound the parallelism. The window limit bounds
+	// memory for hostile frames.
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(1<<27))
+	if err != nil {
+		panic(err)
+	}
+	return d
+}}
+
+// Open opens a log file read-only. The version and compression come from the
+// file name when it is a generation name, else from the header and the
+// file's first bytes. Reading never changes the file.
+func Open(path string, opts ReaderOptions) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, &FormatError{Path: path, Msg: "not a regular file", Kind: ErrCorrupt}
+	}
+	if opts.Version == 0 {
+		opts.Version = -1
+		if n, ok := ParseName(filepath.Base(path)); ok {
+			opts.Version = n.Version
+			if opts.Compression == nil {
+				c := n.Compression
+				opts.Compression = &c
+			}
+		}
+	}
+	r, err := NewReader(f, fi.Size(), path, opts)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.closer = f
+	return r, nil
+}
+
+// NewReader reads a log of the given size from src; path names it in
+// errors. opts.Version 0 means version 0 here: pass -1 when unknown.
+func NewReader(src io.ReaderAt, size int64, path string, opts ReaderOptions) (*Reader, error) {
+	if opts.Registry == nil {
+		opts.Registry = DefaultRegistry
+	}
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = DefaultMaxLineBytes
+	}
+	r := &Reader{path: path, src: src, opts: opts}
+	r.stats.FileBytes = size
+	if opts.Compression != nil {
+		r.comp = *opts.Compression
+	} else {
+		var m [4]byte
+		if n, _ := src.ReadAt(m[:], 0); n == 4 && binary.LittleEndian.Uint32(m[:]) == zstdMagic {
+			r.comp = Zstd
+		}
+	}
+	if r.comp == Zstd {
+		r.scanner = NewFrameScanner(src, size)
+		r.dec = decoderPool.Get().(*zstd.Decoder)
+	} else {
+		r.br = bufio.NewReaderSize(io.NewSectionReader(src, 0, size), 256<<10)
+	}
+	if err := r.readHeader(); err != nil {
+		r.release()
+		return nil, err
+	}
+	r.parser = envelopeParser{version: r.header.Version, reg: opts.Registry}
+	return r, nil
+}
+
+// Header is the log's first line.
+func (r *Reader) Header() *Header { return r.header }
+
+// Compression is how the file is stored.
+func (r *Reader) Compression() Compression { return r.comp }
+
+// Stats reports what has been read so far; after Next returned io.EOF it
+// covers the whole file.
+func (r *Reader) Stats() Stats {
+	s := r.stats
+	if !s.TornTail {
+		s.CommittedBytes = s.FileBytes
+	}
+	s.TornBytes = s.FileBytes - s.CommittedBytes
+	return s
+}
+
+// Close releases the file and the decoder.
+func (r *Reader) Close() error {
+	r.release()
+	if r.closer != nil {
+		err := r.closer.Close()
+		r.closer = nil
+		return err
+	}
+	return nil
+}
+
+func (r *Reader) release() {
+	if r.dec != nil {
+		r.dec.Reset(nil)
+		decoderPool.Put(r.dec)
+		r.dec = nil
+	}
+}
+
+func (r *Reader) errorAt(pos Position, kind error, format string, args ...any) *FormatError {
+	return &FormatError{Path: r.path, Pos: pos, Msg: fmt.Sprintf(format, args...), Kind: kind}
+}
+
+func (r *Reader) pos(lineStart int64) Position {
+	p := Position{Line: r.line, Offset: lineStart}
+	if r.comp == Zstd {
+		p.Frame, p.FrameOffset = r.frame.Index, r.frame.Offset
+	}
+	return p
+}
+
+func (r *Reader) readHeader() error {
+	line, start, err := r.nextLine()
+	if err == io.EOF || (err == nil && line == nil) {
+		return r.errorAt(Position{Offset: 0}, ErrCorrupt, "empty or header-less log: the first line must be a complete header line")
+	}
+	if err != nil {
+		return err
+	}
+	h, perr := parseHeader(line, r.opts.Version)
+	if perr != nil {
+		p := r.pos(start)
+		p.Column = int64(perr.col) + 1
+		return r.errorAt(p, perr.kind, "%s", perr.msg)
+	}
+	h.Raw = bytes.Clone(line)
+	r.header = h
+	if r.comp == Zstd && r.frame.Index == 1 && !r.frame.Torn {
+		// Frame 1 holds exactly the header line.
+		_, err := r.br.Peek(1)
+		switch {
+		case err == nil:
+			return r.errorAt(Position{Frame: 1, FrameOffset: 0, Line: 1}, ErrCorrupt, "first frame is not exactly one header line")
+		case err != io.EOF:
+			return r.errorAt(Position{Frame: 1, FrameOffset: 0, Line: 1}, ErrCorrupt, "header frame failed validation: %v", err)
+		}
+	}
+	return nil
+}
+
+// Next returns the next event, or io.EOF after the last committed one. The
+// event and the slices it holds are valid until the following call; use
+// Event.Clone to keep one.
+func (r *Reader) Next() (*Event, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	for {
+		line, start, err := r.nextLine()
+		if err != nil {
+			var fe *FormatError
+			if errors.As(err, &fe) && r.opts.OnProblem != nil && fe.Pos.Line > 0 && r.lineProblemRecoverable(fe) {
+				r.opts.OnProblem(fe)
+				r.nextSeq++
+				continue
+			}
+			r.err = err
+			return nil, err
+		}
+		prob := r.parser.parse(line, r.nextSeq, &r.ev)
+		if prob != nil {
+			p := r.pos(start)
+			p.Column = int64(prob.col) + 1
+			fe := r.errorAt(p, prob.kind, "%s", prob.msg)
+			if r.opts.OnProblem == nil {
+				r.err = fe
+				return nil, fe
+			}
+			r.opts.OnProblem(fe)
+			if r.ev.Seq > r.nextSeq {
+				r.nextSeq = r.ev.Seq
+			}
+			r.nextSeq++
+			continue
+		}
+		n := r.ev.Packed
+		if n == 0 {
+			n = 1
+		}
+		r.nextSeq += n
+		r.stats.Events++
+		return &r.ev, nil
+	}
+}
+
+func (r *Reader) lineProblemRecoverable(fe *FormatError) bool { return fe.tooLong }
+
+// nextLine returns the next complete line and its plain offset, io.EOF at
+// the end of the committed lines.
+func (r *Reader) nextLine() ([]byte, int64, error) {
+	for {
+		if r.done {
+			return nil, 0, io.EOF
+		}
+		if r.comp == Zstd && !r.inFrame {
+			if err := r.openFrame(); err != nil {
+				if err == io.EOF {
+					r.done = true
+				}
+				return nil, 0, err
+			}
+		}
+		start := r.plainOff
+		line, complete, tooLong, err := r.readLine()
+		if complete {
+			r.line++
+			r.stats.Lines++
+			n := int64(len(line)) + 1
+			r.plainOff += n
+			r.stats.PlainBytes += n
+			if r.comp == Zstd && r.frame.Torn {
+				r.stats.RecoveredLines++
+			}
+			if tooLong {
+				fe := r.errorAt(r.pos(start), ErrCorrupt, "line is longer than the limit of %d bytes", r.opts.MaxLineBytes)
+				fe.tooLong = true
+				return nil, start, fe
+			}
+			return line, start, nil
+		}
+		// The source ended: a plain file, or one frame's content.
+		if r.comp == Plain {
+			r.done = true
+			if err != nil && err != io.EOF {
+				return nil, 0, err
+			}
+			if len(line) > 0 || tooLong {
+				r.stats.TornTail = true
+				r.stats.CommittedBytes = start
+			}
+			return nil, 0, io.EOF
+		}
+		r.inFrame = false
+		switch {
+		case r.frame.Torn:
+			// Best effort: the complete lines of a torn final frame
+			// count; the rest is the torn tail.
+			r.stats.TornTail = true
+			r.stats.CommittedBytes = r.frame.Offset
+			r.done = true
+			return nil, 0, io.EOF
+		case err != nil && err != io.EOF:
+			r.done = true
+			return nil, 0, r.errorAt(Position{Frame: r.frame.Index, FrameOffset: r.frame.Offset, Offset: start},
+				ErrCorrupt, "frame failed validation: %v", err)
+		case len(line) > 0 || tooLong:
+			r.done = true
+			return nil, 0, r.errorAt(Position{Frame: r.frame.Index, FrameOffset: r.frame.Offset, Offset: start},
+				ErrCorrupt, "complete frame contains a torn JSONL record")
+		}
+	}
+}
+
+// InTornFrame reports whether the last line came out of a torn final frame:
+// such lines are read but were never acknowledged as durable.
+func (r *Reader) InTornFrame() bool { return r.comp == Zstd && r.frame.Torn }
+
+func (r *Reader) openFrame() error {
+	f, err := r.scanner.Next()
+	if err == io.EOF {
+		if r.stats.Frames == 0 {
+			return r.errorAt(Position{}, ErrCorrupt, "empty or header-less log: no zstd frame")
+		}
+		return io.EOF
+	}
+	if err != nil {
+		var fe *FrameError
+		if errors.As(err, &fe) {
+			return r.errorAt(Position{Frame: fe.Frame, FrameOffset: fe.Offset}, ErrCorrupt, "corrupt zstd log: %s", fe.Msg)
+		}
+		return fmt.Errorf("%s: %w", r.path, err)
+	}
+	r.frame = f
+	r.stats.Frames++
+	if !f.Checksum && !f.Torn {
+		r.stats.FramesWithoutChecksum++
+		if r.opts.OnProblem != nil {
+			r.opts.OnProblem(r.errorAt(Position{Frame: f.Index, FrameOffset: f.Offset}, ErrCorrupt, "frame carries no content checksum"))
+		}
+	}
+	var in io.Reader = io.NewSectionReader(r.src, f.Offset, f.Size)
+	if f.Torn {
+		blocks, ok := f.completeBlocks(r.src)
+		if !ok {
+			blocks = bytes.NewReader(nil)
+		}
+		in = blocks
+	}
+	if err := r.dec.Reset(in); err != nil && !f.Torn {
+		return r.errorAt(Position{Frame: f.Index, FrameOffset: f.Offset}, ErrCorrupt, "frame failed validation: %v", err)
+	}
+	if r.br == nil {
+		r.br = bufio.NewReaderSize(r.dec, 256<<10)
+	} else {
+		r.br.Reset(r.dec)
+	}
+	r.inFrame = true
+	return nil
+}
+
+// readLine reads up to and including '\n'. complete reports a full line
+// (returned without '\n'); otherwise line holds what came before the end.
+// A line over the limit is consumed whole and reported tooLong.
+func (r *Reader) readLine() (line []byte, complete, tooLong bool, err error) {
+	r.lineBuf = r.lineBuf[:0]
+	total := 0
+	for {
+		frag, err := r.br.ReadSlice('\n')
+		total += len(frag)
+		if total > r.opts.MaxLineBytes+1 {
+			tooLong = true
+		}
+		switch err {
+		case nil:
+			if tooLong {
+				return nil, true, true, nil
+			}
+			if len(r.lineBuf) == 0 {
+				return frag[:len(frag)-1], true, false, nil
+			}
+			r.lineBuf = append(r.lineBuf, frag[:len(frag)-1]...)
+			return r.lineBuf, true, false, nil
+		case bufio.ErrBufferFull:
+			if !tooLong {
+				r.lineBuf = append(r.lineBuf, frag...)
+			}
+		default:
+			if !tooLong {
+				r.lineBuf = append(r.lineBuf, frag...)
+			}
+			return r.lineBuf, false, tooLong, err
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package convlog
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Interpreter applies one surface event's message to the derived history.
+// Each surface type has exactly one.
+type Interpreter func(h *History, e *Event, msg StoredMessage) error
+
+// TypeInfo describes one event type.
+type TypeInfo struct {
+	Name string
+	// Surface types change the history a model reads, through Interpret;
+	// log-only types are kept for the record.
+	Surface bool
+	// MessagePath says where a surface event carries its message: "" for
+	// the whole data object (user/message), else the member of data.
+	MessagePath string
+	Interpret   Interpreter
+}
+
+// Registry is the set of event types a reader admits.
+type Registry struct {
+	mu    sync.RWMutex
+	types map[string]*TypeInfo
+}
+
+// Surface event types of format version 4.
+const (
+	TypeSystemMessage    = "system/message"
+	TypeDeveloperMessage = "developer/message"
+	TypeUserMessage      = "user/message"
+	TypeAssistantMessage = "assistant/message"
+	TypeToolResult       = "tool/result"
+	TypeTurnEnd          = "turn/end"
+)
+
+// logOnlyTypes are the log-only types of a version 4 session log: the
+// released version 3 vocabulary less its surface types.
+var logOnlyTypes = []string{
+	"agent-preset/selected", "agent/inbox/spliced", "approval/asked", "approval/decided", "approval/policy",
+	"assistant/attempt", "command/done", "command/run", "compaction/end", "compaction/prune",
+	"compaction/start", "compaction/summary", "deliverables/presented", "feedback/message-delete",
+	"feedback/message-put", "feedback/record", "goal/change", "hook/invoked", "hook/result", "image/offload",
+	"llm/retry", "llm/retry-started", "model/selection", "permission/preset", "plan/mode", "request/context",
+	"request/header", "sandbox/mode", "schedule/change", "session-log-deepseek/delivery-accepted",
+	"session/end-seed", "session/title", "session/title-llm-request", "step/end", "step/start",
+	"subagent/catalog", "subagent/descriptor", "subagent/model-selection-policy", "team/member",
+	"team/message/delivered", "team/message/queued", "team/task", "todo/write", "tool-workflow/agent-end",
+	"tool-workflow/agent-start", "tool-workflow/run-end", "tool-workflow/run-start", "tool/call",
+	"tool/ptc-dispatch", "tool/ptc-dispatch-start", "turn/end", "turn/start", "web/deepseek-search-llm-request",
+	"workspace/changes",
+}
+
+// ConversationLogTypes are the log-only types of a conversation log.
+var ConversationLogTypes = []string{
+	"conversation/created", "conversation/title", "conversation/renamed", "conversation/archived",
+	"conversation/unarchived", "conversation/forked", "conversation/rewound", "conversation/cwd-mapped",
+	"conversation/delete-started", "session/started", "turn/started", "turn/ended",
+}
+
+// NewRegistry returns a registry holding the version 4 vocabulary: the five
+// surface types with their interpreters, the log-only session types and the
+// conversation log types.
+func NewRegistry() *Registry {
+	r := &Registry{types: map[string]*TypeInfo{}}
+	for _, t := range surfaceTypes() {
+		t := t
+		r.types[t.Name] = &t
+	}
+	for _, n := range logOnlyTypes {
+		r.types[n] = &TypeInfo{Name: n}
+	}
+	for _, n := range ConversationLogTypes {
+		if _, ok := r.types[n]; !ok {
+			r.types[n] = &TypeInfo{Name: n}
+		}
+	}
+	return r
+}
+
+// DefaultRegistry is used by readers and writers given no registry.
+var DefaultRegistry = NewRegistry()
+
+// Register adds a type (a plugin's). A name already registered is refused,
+// and a surface type must bring its interpreter.
+func (r *Registry) Register(t TypeInfo) error {
+	if t.Name == "" {
+		return fmt.Errorf("event type name is empty")
+	}
+	if t.Surface && t.Interpret == nil {
+		return fmt.Errorf("surface event type %q has no interpreter", t.Name)
+	}
+	if !t.Surface && t.Interpret != nil {
+		return fmt.Errorf("log-only event type %q cannot have an interpreter", t.Name)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.types[t.Name]; ok {
+		return fmt.Errorf("event type %q is already registered", t.Name)
+	}
+	r.types[t.Name] = &t
+	return nil
+}
+
+// Lookup returns the type's description, or nil for an unknown type.
+func (r *Registry) Lookup(name string) *TypeInfo {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.types[name]
+}
+
+// Names lists the registered types in order.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, 0, len(r.types))
+	for n := range r.types {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// releasedV3Types is the closed vocabulary of format version 3: an event of
+// another type is refused unless it is marked ignorable.
+var releasedV3Types = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range logOnlyTypes {
+		m[n] = true
+	}
+	for _, n := range []string{TypeSystemMessage, TypeUserMessage, TypeAssistantMessage, TypeToolResult} {
+		m[n] = true
+	}
+	return m
+}()

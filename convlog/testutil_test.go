@@ -1,0 +1,93 @@
+package convlog
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func testHeader(id string) *Header {
+	return &Header{Type: SessionLog, Version: CurrentVersion, ID: id, CreatedAt: 1790000000000, Cwd: "/home/u/proj"}
+}
+
+func userMsg(id, text string) []byte {
+	return []byte(fmt.Sprintf(`{"content":[{"type":"text","text":%s}],"source":{"kind":"user"},"role":"user","id":%q}`, appendString(nil, text), id))
+}
+
+func assistantData(id, text string) []byte {
+	content := "[]"
+	if text != "" {
+		t, _ := json.Marshal(text)
+		content = fmt.Sprintf(`[{"type":"text","text":%s}]`, t)
+	}
+	return []byte(fmt.Sprintf(`{"turn":1,"step":1,"message":{"role":"assistant","content":%s,"source":{"kind":"model","provider":"p","model":"m"},"id":%q},"stream":[]}`, content, id))
+}
+
+// sampleEvents is one small turn.
+func sampleEvents() []Event {
+	app := &SurfaceOp{}
+	return []Event{
+		{Type: "turn/start", Time: 1, Data: []byte(`{"turn":1}`)},
+		{Type: "step/start", Time: 2, Data: []byte(`{"turn":1,"step":1}`)},
+		{Type: TypeUserMessage, Time: 3, Data: userMsg("u1", "List the files <&>"), SurfaceOp: app},
+		{Type: TypeAssistantMessage, Time: 4, Data: assistantData("a0", ""), SurfaceOp: app},
+		{Type: TypeAssistantMessage, Time: 5, Data: assistantData("a1", "README.md"), SurfaceOp: app},
+		{Type: "step/end", Time: 6, Data: []byte(`{"turn":1,"step":1}`)},
+		{Type: TypeTurnEnd, Time: 7, Data: []byte(`{"turn":1,"reason":{"kind":"completed"}}`)},
+	}
+}
+
+func writeLog(t testing.TB, dir, name string, comp Compression, batches ...[]Event) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	var first []Event
+	if len(batches) > 0 {
+		first = batches[0]
+	}
+	w, err := Create(path, testHeader("s1"), first, WriterOptions{Compression: comp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range batches[min(1, len(batches)):] {
+		if err := w.Append(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// readAll reads every event (cloned) and the stats.
+func readAll(t testing.TB, path string) ([]Event, Stats, error) {
+	t.Helper()
+	r, err := Open(path, ReaderOptions{})
+	if err != nil {
+		return nil, Stats{}, err
+	}
+	defer r.Close()
+	var evs []Event
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			return evs, r.Stats(), nil
+		}
+		if err != nil {
+			return evs, r.Stats(), err
+		}
+		evs = append(evs, e.Clone())
+	}
+}
+
+func mustRead(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -1,0 +1,263 @@
+package convlog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/convkit/convkit/durable"
+	"github.com/klauspost/compress/zstd"
+)
+
+// WriterOptions tune a Writer.
+type WriterOptions struct {
+	Registry *Registry
+	// Compression of a new log (Create); OpenAppend keeps the file's own.
+	Compression Compression
+}
+
+// Writer appends durable batches to a version 4 log. One writer per log at
+// a time: the store's runtime.lock guarantees it.
+type Writer struct {
+	path    string
+	f       *os.File
+	comp    Compression
+	reg     *Registry
+	size    int64 // committed length of the file
+	nextSeq int64
+	header  *Header
+	parser  envelopeParser
+	buf     []byte
+	frame   []byte
+	ev      Event
+
+	// a torn tail found at open, repaired before the first append
+	tornAt    int64
+	recovered []byte
+	torn      bool
+}
+
+var encoderPool = sync.Pool{New: func() any {
+	// One goroutine: callers bound parallelism. Every frame carries its
+	// content checksum, as the format requires.
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(true),
+		zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		panic(err)
+	}
+	return e
+}}
+
+// encodeFrame appends one zstd frame holding src to dst.
+func encodeFrame(dst, src []byte) []byte {
+	enc := encoderPool.Get().(*zstd.Encoder)
+	dst = enc.EncodeAll(src, dst)
+	encoderPool.Put(enc)
+	return dst
+}
+
+// Create writes a new version 4 log at path holding the header and the first
+// batch of events, and publishes it without overwriting: a temporary file in
+// the same directory, fsynced, linked to path, then the directory fsynced. The
+// directory is created (0700) if missing. An existing path is an error
+// wrapping fs.ErrExist.
+func Create(path string, h *Header, first []Event, opts WriterOptions) (*Writer, error) {
+	if h.Version != CurrentVersion {
+		return nil, fmt.Errorf("%s: this build writes only format v%d, not v%d", path, CurrentVersion, h.Version)
+	}
+	if _, perr := parseHeader(h.AppendJSON(nil), CurrentVersion); perr != nil {
+		return nil, fmt.Errorf("%s: invalid header: %s", path, perr.msg)
+	}
+	w := newWriter(path, opts.Registry, opts.Compression, h)
+	dir := filepath.Dir(path)
+	if err := durable.MkdirAll(dir); err != nil {
+		return nil, err
+	}
+	tmp, err := durable.CreateTemp(dir, "."+filepath.Base(path))
+	if err != nil {
+		return nil, err
+	}
+	line := append(h.AppendJSON(nil), '\n')
+	if w.comp == Zstd {
+		line = encodeFrame(nil, line)
+	}
+	batch, err := w.encodeBatch(first)
+	if err == nil {
+		_, err = tmp.Write(append(line, batch...))
+	}
+	if err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := durable.Publish(tmp, path); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	w.f = f
+	w.size = int64(len(line) + len(batch))
+	w.nextSeq += int64(len(first))
+	return w, nil
+}
+
+func newWriter(path string, reg *Registry, comp Compression, h *Header) *Writer {
+	if reg == nil {
+		reg = DefaultRegistry
+	}
+	return &Writer{path: path, comp: comp, reg: reg, header: h,
+		parser: envelopeParser{version: CurrentVersion, reg: reg}}
+}
+
+// OpenAppend opens an existing version 4 log for appending. It reads the
+// whole log strictly first. A torn tail is left as it is until the first
+// Append, which cuts it and rewrites the complete lines recovered from a torn
+// final frame as a fresh frame.
+func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
+	r, err := Open(path, ReaderOptions{Registry: opts.Registry, Version: -1})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if v := r.Header().Version; v != CurrentVersion {
+		return nil, fmt.Errorf("%s: log is format v%d; it must be upgraded to v%d before appending", path, v, CurrentVersion)
+	}
+	w := newWriter(path, opts.Registry, r.Compression(), r.Header())
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if r.InTornFrame() {
+			w.recovered = ev.AppendJSON(w.recovered)
+			w.recovered = append(w.recovered, '\n')
+		}
+		w.nextSeq = ev.Seq + 1
+	}
+	st := r.Stats()
+	w.size = st.CommittedBytes
+	w.torn = st.TornTail
+	w.tornAt = st.CommittedBytes
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	w.f = f
+	if !w.torn {
+		w.size = st.FileBytes
+	}
+	return w, nil
+}
+
+// Header is the log's header.
+func (w *Writer) Header() *Header { return w.header }
+
+// NextSeq is the seq the next appended event gets.
+func (w *Writer) NextSeq() int64 { return w.nextSeq }
+
+// Size is the committed length of the file.
+func (w *Writer) Size() int64 { return w.size }
+
+// encodeBatch assigns seqs from w.nextSeq, validates each line as a reader
+// would, and returns the batch's bytes (one frame when compressed).
+func (w *Writer) encodeBatch(events []Event) ([]byte, error) {
+	w.buf = w.buf[:0]
+	for i := range events {
+		e := events[i]
+		e.Seq = w.nextSeq + int64(i)
+		e.Raw = nil
+		start := len(w.buf)
+		w.buf = e.AppendJSON(w.buf)
+		if prob := w.parser.parse(w.buf[start:], e.Seq, &w.ev); prob != nil {
+			return nil, fmt.Errorf("event %d of the batch (%s): %s", i, e.Type, prob.msg)
+		}
+		w.buf = append(w.buf, '\n')
+	}
+	if w.comp == Zstd && len(w.buf) > 0 {
+		w.frame = encodeFrame(w.frame[:0], w.buf)
+		return w.frame, nil
+	}
+	return w.buf, nil
+}
+
+// Append writes events as one durable batch: their seqs are assigned in
+// order, the batch is written (one zstd frame when compressed) and fsynced.
+// If the write fails the file is cut back to its previous length. The
+// events' Seq and Raw fields are ignored.
+func (w *Writer) Append(events []Event) error {
+	if w.f == nil {
+		return fmt.Errorf("%s: writer is closed", w.path)
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	if w.torn {
+		if err := w.repairTornTail(); err != nil {
+			return err
+		}
+	}
+	batch, err := w.encodeBatch(events)
+	if err != nil {
+		return fmt.Errorf("%s: %w", w.path, err)
+	}
+	if err := w.writeAt(batch); err != nil {
+		return err
+	}
+	w.nextSeq += int64(len(events))
+	return nil
+}
+
+// writeAt writes b at the committed end and fsyncs, rolling back on failure.
+func (w *Writer) writeAt(b []byte) error {
+	_, err := w.f.WriteAt(b, w.size)
+	if err == nil {
+		err = w.f.Sync()
+	}
+	if err != nil {
+		// Roll back to the committed length so no partial batch remains.
+		terr := w.f.Truncate(w.size)
+		if terr == nil {
+			terr = w.f.Sync()
+		}
+		return fmt.Errorf("%s: append failed: %w", w.path, errors.Join(err, terr))
+	}
+	w.size += int64(len(b))
+	return nil
+}
+
+func (w *Writer) repairTornTail() error {
+	if err := w.f.Truncate(w.tornAt); err != nil {
+		return fmt.Errorf("%s: cutting the torn tail at byte %d: %w", w.path, w.tornAt, err)
+	}
+	if err := w.f.Sync(); err != nil {
+		return err
+	}
+	w.size = w.tornAt
+	w.torn = false
+	if len(w.recovered) > 0 {
+		frame := encodeFrame(nil, w.recovered)
+		if err := w.writeAt(frame); err != nil {
+			return err
+		}
+		w.recovered = nil
+	}
+	return nil
+}
+
+// Close closes the file. Every appended batch is already durable.
+func (w *Writer) Close() error {
+	if w.f == nil {
+		return nil
+	}
+	err := w.f.Close()
+	w.f = nil
+	return err
+}
