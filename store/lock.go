@@ -1,0 +1,309 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/convkit/convkit/durable"
+)
+
+// LockMode says what a process takes on runtime.lock.
+type LockMode int
+
+const (
+	// LockNone takes nothing: readers never block the runtime or writers.
+	LockNone LockMode = iota
+	// LockExclusive is taken by the runtime and by every writing command.
+	LockExclusive
+)
+
+func (m LockMode) String() string {
+	switch m {
+	case LockNone:
+		return "none"
+	case LockExclusive:
+		return "exclusive"
+	}
+	return "LockMode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Holder identifies the process holding runtime.lock. The holder writes it
+// into the lock file as one JSON line so that others can name it.
+type Holder struct {
+	PID       int       `json:"pid"`
+	Host      string    `json:"host"`
+	Command   string    `json:"command"`
+	StartedAt time.Time `json:"startedAt"`
+}
+
+// LockOptions configures AcquireLock. Zero PID, Host and Now default to
+// os.Getpid, os.Hostname and time.Now.
+type LockOptions struct {
+	Mode LockMode
+	// Timeout is how long to wait for a holder to go away; 0 fails fast.
+	Timeout time.Duration
+	// Command is recorded in the lock file for others to read, e.g.
+	// "convkit reindex".
+	Command string
+	Now     func() time.Time
+	PID     int
+	Host    string
+}
+
+// LockedError reports runtime.lock held by another process. It wraps
+// ErrLocked.
+type LockedError struct {
+	Path string
+	// Holder is read from the lock file; nil when unreadable (for instance
+	// the holder has not written it yet).
+	Holder *Holder
+}
+
+func (e *LockedError) Error() string {
+	h := e.Holder
+	if h == nil {
+		return fmt.Sprintf("%s (%s)", ErrLocked, e.Path)
+	}
+	msg := LockFileName + " is held by pid " + strconv.Itoa(h.PID)
+	if h.Command != "" {
+		msg += fmt.Sprintf(" (%q)", h.Command)
+	}
+	if h.Host != "" {
+		msg += " on host " + h.Host
+	}
+	if !h.StartedAt.IsZero() {
+		msg += " since " + h.StartedAt.UTC().Format(time.RFC3339)
+	}
+	return msg + " (" + e.Path + ")"
+}
+
+func (e *LockedError) Unwrap() error { return ErrLocked }
+
+// Lock is a hold on runtime.lock, or nothing for LockNone.
+type Lock struct {
+	path   string
+	mode   LockMode
+	fl     *flock.Flock
+	holder Holder
+}
+
+// Path is the lock file's path.
+func (l *Lock) Path() string { return l.path }
+
+// Mode is the mode the lock was acquired in.
+func (l *Lock) Mode() LockMode { return l.mode }
+
+// Holder is what this process wrote into the lock file (zero for LockNone).
+func (l *Lock) Holder() Holder { return l.holder }
+
+// Release gives the lock up. The file stays: deleting it would let a waiter
+// lock an inode that a newcomer no longer finds at the path. Release is safe
+// to call more than once and on a nil Lock.
+func (l *Lock) Release() error {
+	if l == nil || l.fl == nil {
+		return nil
+	}
+	fl := l.fl
+	l.fl = nil
+	if err := fl.Unlock(); err != nil {
+		return fmt.Errorf("unlock %s: %w", l.path, err)
+	}
+	return nil
+}
+
+// Retry delays while waiting for a holder, and how long a fail-fast attempt
+// still retries: LockStatus takes a shared lock for an instant, and a writer
+// must not fail because a status probe ran at the same moment.
+const (
+	retryFirst = 10 * time.Millisecond
+	retryMax   = time.Second
+	probeGrace = 50 * time.Millisecond
+)
+
+// AcquireLock is how the runtime and every command open the store. For
+// LockExclusive it creates dataDir and runtime.lock (0700 and 0600) if
+// missing, takes an exclusive flock, waiting up to opts.Timeout (or until ctx
+// is done) for a holder to go away, and records this process in the file.
+// A holder that stays gives a *LockedError naming it. The kernel drops the
+// lock when its holder exits, so a crash never leaves a stale lock.
+//
+// LockNone returns a Lock holding nothing and touches nothing.
+func AcquireLock(ctx context.Context, dataDir string, opts LockOptions) (*Lock, error) {
+	path := LockPath(dataDir)
+	switch opts.Mode {
+	case LockNone:
+		return &Lock{path: path, mode: LockNone}, nil
+	case LockExclusive:
+	default:
+		return nil, fmt.Errorf("lock %s: unknown mode %v", path, opts.Mode)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := durable.MkdirAll(dataDir); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	if err := createLockFile(dataDir, path); err != nil {
+		return nil, err
+	}
+
+	fl := flock.New(path, flock.SetFlag(os.O_RDWR), flock.SetPermissions(durable.FileMode))
+	start := time.Now()
+	wait := max(opts.Timeout, probeGrace)
+	delay := retryFirst
+	for {
+		ok, err := fl.TryLock()
+		if err != nil {
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if ok {
+			break
+		}
+		left := wait - time.Since(start)
+		if left <= 0 {
+			return nil, &LockedError{Path: path, Holder: readHolder(path)}
+		}
+		timer := time.NewTimer(min(delay, left))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, fmt.Errorf("%w (%w)", &LockedError{Path: path, Holder: readHolder(path)}, ctx.Err())
+		case <-timer.C:
+		}
+		delay = min(2*delay, retryMax)
+	}
+
+	l := &Lock{path: path, mode: LockExclusive, fl: fl, holder: newHolder(opts)}
+	if err := writeHolder(path, l.holder); err != nil {
+		l.Release()
+		return nil, err
+	}
+	return l, nil
+}
+
+// createLockFile creates an empty 0600 lock file unless one exists.
+func createLockFile(dataDir, path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, durable.FileMode)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	err = f.Chmod(durable.FileMode) // the umask may have narrowed it
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	return durable.SyncDir(dataDir)
+}
+
+func newHolder(opts LockOptions) Holder {
+	h := Holder{PID: opts.PID, Host: opts.Host, Command: opts.Command}
+	if h.PID == 0 {
+		h.PID = os.Getpid()
+	}
+	if h.Host == "" {
+		h.Host, _ = os.Hostname()
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	h.StartedAt = now().UTC()
+	return h
+}
+
+// writeHolder replaces the lock file's content. It writes through its own
+// descriptor: flock locks belong to the file, not to one descriptor of it.
+func writeHolder(path string, h Holder) error {
+	line, err := json.Marshal(h)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Truncate(0); err == nil {
+		if _, err = f.WriteAt(append(line, '\n'), 0); err == nil {
+			err = f.Sync()
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// readHolder parses the lock file's first line, or returns nil.
+func readHolder(path string) *Holder {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(io.LimitReader(f, 64<<10)).ReadBytes('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil
+	}
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return nil
+	}
+	var h Holder
+	if json.Unmarshal(line, &h) != nil || h.PID <= 0 {
+		return nil
+	}
+	return &h
+}
+
+// Status describes runtime.lock as LockStatus found it.
+type Status struct {
+	Path string
+	Held bool
+	// Holder is the process named in the lock file: the holder when Held,
+	// else the last one. Nil when the file is missing, empty or unreadable.
+	Holder *Holder
+}
+
+// LockStatus reports whether runtime.lock is held, without disturbing a
+// holder or creating anything. It probes with a non-blocking shared flock on
+// a read-only descriptor, released at once; an exclusive holder makes the
+// probe fail. A missing data directory or lock file means free.
+func LockStatus(dataDir string) (Status, error) {
+	path := LockPath(dataDir)
+	st := Status{Path: path}
+	fl := flock.New(path, flock.SetFlag(os.O_RDONLY))
+	ok, err := fl.TryRLock()
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("lock status %s: %w", path, err)
+	}
+	if ok {
+		if err := fl.Unlock(); err != nil {
+			return st, fmt.Errorf("lock status %s: %w", path, err)
+		}
+	}
+	st.Held = !ok
+	st.Holder = readHolder(path)
+	return st, nil
+}

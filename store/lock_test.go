@@ -1,0 +1,299 @@
+package store
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lockHolderEnv makes the test binary a lock holder in another process: it
+// takes runtime.lock in the named data directory, says "locked" and sleeps
+// until killed.
+const lockHolderEnv = "CONVKIT_TEST_LOCK_HOLDER"
+
+const holderCommand = "convkit test-holder"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(lockHolderEnv); dir != "" {
+		l, err := AcquireLock(context.Background(), dir, LockOptions{Mode: LockExclusive, Command: holderCommand})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		fmt.Println("locked")
+		time.Sleep(time.Hour)
+		l.Release()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// startHolder runs a lock holder for dir and waits until it holds the lock.
+func startHolder(t *testing.T, dir string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), lockHolderEnv+"="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(out).ReadString('\n')
+		line <- s
+	}()
+	select {
+	case s := <-line:
+		if s != "locked\n" {
+			t.Fatalf("holder said %q", s)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("holder did not take the lock")
+	}
+	return cmd
+}
+
+func TestLockAcrossProcesses(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	child := startHolder(t, dir)
+	pid := child.Process.Pid
+	ctx := context.Background()
+
+	// Held: fail fast, naming the holder.
+	start := time.Now()
+	l, err := AcquireLock(ctx, dir, LockOptions{Mode: LockExclusive, Command: "convkit test"})
+	if err == nil {
+		l.Release()
+		t.Fatal("AcquireLock succeeded while another process holds the lock")
+	}
+	if d := time.Since(start); d > 250*time.Millisecond {
+		t.Errorf("fail-fast AcquireLock took %v", d)
+	}
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("error %v does not wrap ErrLocked", err)
+	}
+	var le *LockedError
+	if !errors.As(err, &le) || le.Holder == nil || le.Holder.PID != pid || le.Holder.Command != holderCommand {
+		t.Fatalf("LockedError %#v does not name pid %d", le, pid)
+	}
+	for _, want := range []string{"runtime.lock is held by pid " + strconv.Itoa(pid), `("` + holderCommand + `")`, " on host ", " since ", LockPath(dir)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+
+	st, err := LockStatus(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Held || st.Holder == nil || st.Holder.PID != pid || st.Path != LockPath(dir) {
+		t.Fatalf("LockStatus = %+v, want held by %d", st, pid)
+	}
+
+	// Held: wait for the timeout.
+	start = time.Now()
+	_, err = AcquireLock(ctx, dir, LockOptions{Mode: LockExclusive, Timeout: 300 * time.Millisecond})
+	if d := time.Since(start); !errors.Is(err, ErrLocked) || d < 290*time.Millisecond || d > 5*time.Second {
+		t.Fatalf("AcquireLock with timeout: %v after %v", err, d)
+	}
+
+	// Held: a cancelled context ends the wait.
+	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_, err = AcquireLock(cctx, dir, LockOptions{Mode: LockExclusive, Timeout: time.Minute})
+	if !errors.Is(err, ErrLocked) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("AcquireLock with a context deadline: %v", err)
+	}
+
+	// Readers take nothing and never wait.
+	r, err := AcquireLock(ctx, dir, LockOptions{Mode: LockNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Release(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Killed holder: the kernel drops the lock.
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	child.Wait()
+	st, err = LockStatus(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Held || st.Holder == nil || st.Holder.PID != pid {
+		t.Fatalf("LockStatus after kill = %+v, want free, last held by %d", st, pid)
+	}
+	start = time.Now()
+	l, err = AcquireLock(ctx, dir, LockOptions{Mode: LockExclusive, Command: "convkit test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("AcquireLock of a free lock took %v", d)
+	}
+	st, err = LockStatus(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Held || st.Holder == nil || st.Holder.PID != os.Getpid() || st.Holder.Command != "convkit test" {
+		t.Fatalf("LockStatus while held by this process = %+v", st)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatalf("second Release: %v", err)
+	}
+	st, err = LockStatus(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Held {
+		t.Fatalf("LockStatus after Release = %+v, want free", st)
+	}
+	if _, err := os.Stat(LockPath(dir)); err != nil {
+		t.Fatalf("lock file gone after Release: %v", err)
+	}
+}
+
+func TestLockHolderRecord(t *testing.T) {
+	dir := t.TempDir()
+	at := time.Date(2026, 11, 30, 5, 0, 0, 0, time.FixedZone("x", 3600))
+	l, err := AcquireLock(context.Background(), dir, LockOptions{
+		Mode: LockExclusive, Command: "convkit reindex", PID: 1234, Host: "h",
+		Now: func() time.Time { return at },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	data, err := os.ReadFile(LockPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"pid":1234,"host":"h","command":"convkit reindex","startedAt":"2026-11-30T04:00:00Z"}` + "\n"
+	if string(data) != want {
+		t.Fatalf("lock file holds %q, want %q", data, want)
+	}
+
+	// A second acquisition in this process conflicts too (flock is per open
+	// file), and the error renders the record.
+	_, err = AcquireLock(context.Background(), dir, LockOptions{Mode: LockExclusive})
+	wantErr := `runtime.lock is held by pid 1234 ("convkit reindex") on host h since 2026-11-30T04:00:00Z (` + LockPath(dir) + ")"
+	if err == nil || err.Error() != wantErr {
+		t.Fatalf("got %v, want %s", err, wantErr)
+	}
+}
+
+func TestLockedErrorMessage(t *testing.T) {
+	tests := []struct {
+		name string
+		err  LockedError
+		want string
+	}{
+		{"no holder", LockedError{Path: "/d/runtime.lock"}, "runtime.lock is held by another process (/d/runtime.lock)"},
+		{"full", LockedError{Path: "/d/runtime.lock", Holder: &Holder{PID: 7, Host: "h", Command: "convkit serve", StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}},
+			`runtime.lock is held by pid 7 ("convkit serve") on host h since 2026-01-02T03:04:05Z (/d/runtime.lock)`},
+		{"pid only", LockedError{Path: "/d/runtime.lock", Holder: &Holder{PID: 7}}, "runtime.lock is held by pid 7 (/d/runtime.lock)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.err.Error(); got != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+			if !errors.Is(&tt.err, ErrLocked) {
+				t.Fatal("does not wrap ErrLocked")
+			}
+		})
+	}
+}
+
+func TestLockStatusCreatesNothing(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(dir string) error
+	}{
+		{"missing data dir", func(string) error { return nil }},
+		{"missing lock file", func(dir string) error { return os.Mkdir(dir, 0o700) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			if err := tt.setup(dir); err != nil {
+				t.Fatal(err)
+			}
+			st, err := LockStatus(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Held || st.Holder != nil || st.Path != LockPath(dir) {
+				t.Fatalf("LockStatus = %+v", st)
+			}
+			if _, err := os.Lstat(LockPath(dir)); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("LockStatus created the lock file: %v", err)
+			}
+		})
+	}
+}
+
+func TestLockNoneCreatesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	l, err := AcquireLock(context.Background(), dir, LockOptions{Mode: LockNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Mode() != LockNone || l.Path() != LockPath(dir) {
+		t.Fatalf("lock %+v", l)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("LockNone created the data directory: %v", err)
+	}
+}
+
+func TestLockFileModes(t *testing.T) {
+	for _, mask := range []int{0, 0o277} {
+		t.Run(fmt.Sprintf("umask %03o", mask), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "a", "data")
+			old := syscall.Umask(mask)
+			defer syscall.Umask(old)
+			l, err := AcquireLock(context.Background(), dir, LockOptions{Mode: LockExclusive})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Release()
+			for p, want := range map[string]fs.FileMode{dir: 0o700, LockPath(dir): 0o600} {
+				fi, err := os.Lstat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := fi.Mode().Perm(); got != want {
+					t.Errorf("%s: mode %03o, want %03o", p, got, want)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,227 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/durable"
+)
+
+// Tree is what Walk found under <data-dir>/conversations.
+type Tree struct {
+	Conversations []ConversationDir
+	// Problems are entries that break the layout. Walk reports them and goes
+	// on; what to do about them is the caller's decision.
+	Problems []Problem
+}
+
+// Problem is one entry Walk could not accept.
+type Problem struct {
+	Path   string
+	Reason string
+}
+
+func (p Problem) String() string { return p.Path + ": " + p.Reason }
+
+// ConversationDir is one conversation directory.
+type ConversationDir struct {
+	// ID is the decoded conversation id; Name the directory name on disk.
+	ID   string
+	Name string
+	Path string
+	// Logs are sorted by Base, the conversation log first.
+	Logs []Log
+}
+
+// Log is one log (the conversation's own, or a session's) and its
+// generations.
+type Log struct {
+	// Base is the file base as on disk.
+	Base string
+	// ID is the decoded session id, "" for the conversation log.
+	ID                string
+	IsConversationLog bool
+	// Generations are sorted by version descending, then by file name.
+	Generations []convlog.Name
+	// Current is Generations[0] and Path its full path.
+	Current convlog.Name
+	Path    string
+}
+
+// Problem reasons that callers may want to recognise.
+const (
+	ReasonSymlink       = "symbolic links are not followed"
+	ReasonFlatLog       = "log file outside a conversation directory; expected conversations/<conversation>/<log>"
+	ReasonUnexpected    = "unexpected file"
+	ReasonNotRegular    = "not a regular file"
+	ReasonNoncanonical  = "noncanonical log file name"
+	reasonNotDirectory  = "not a directory"
+	reasonMixedGenBoth  = "both compressed and plain generations of %s v%d"
+	reasonMixedGenZstds = "both .zst and .zstd generations of %s v%d"
+)
+
+// Walk lists the conversations under <dataDir>/conversations and their logs.
+// It never follows a symbolic link (one could lead out of the store or make
+// two names for one log) and never stats through one: every entry is
+// classified by its own type. A missing conversations directory is an empty
+// store. Layout violations become Problems rather than errors, so one bad
+// entry does not hide the rest; Walk fails only when it cannot tell what the
+// conversations directory is.
+//
+// The highest version of a log is authoritative: Current is that generation,
+// and a reader never falls back to a lower one, even when the highest is
+// unreadable or from a future format, because falling back would silently
+// lose whatever was written after the lower one.
+func Walk(dataDir string) (*Tree, error) {
+	root := ConversationsDir(dataDir)
+	t := &Tree{}
+	fi, err := os.Lstat(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return t, nil
+	case err != nil:
+		return nil, err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		t.problem(root, ReasonSymlink)
+		return t, nil
+	case !fi.IsDir():
+		t.problem(root, reasonNotDirectory)
+		return t, nil
+	}
+	entries, err := os.ReadDir(root) // sorted by name
+	if err != nil {
+		// Keep whatever was read before the error.
+		t.problem(root, err.Error())
+	}
+	for _, e := range entries {
+		name := e.Name()
+		p := filepath.Join(root, name)
+		switch typ := e.Type(); {
+		case typ&fs.ModeSymlink != 0:
+			t.problem(p, ReasonSymlink)
+		case typ.IsDir():
+			id, err := DecodeSegment(name)
+			if err != nil {
+				t.problem(p, err.Error())
+				continue
+			}
+			if c, ok := t.walkConversation(id, name, p); ok {
+				t.Conversations = append(t.Conversations, c)
+			}
+		case !typ.IsRegular():
+			t.problem(p, ReasonNotRegular)
+		case logShaped(name):
+			t.problem(p, ReasonFlatLog)
+		default:
+			t.problem(p, ReasonUnexpected)
+		}
+	}
+	return t, nil
+}
+
+func (t *Tree) problem(path, reason string) {
+	t.Problems = append(t.Problems, Problem{Path: path, Reason: reason})
+}
+
+// logShaped reports whether name ends like a log file, canonical or not.
+func logShaped(name string) bool {
+	name = strings.TrimSuffix(name, convlog.ZstSuffix)
+	name = strings.TrimSuffix(name, convlog.ZstdSuffix)
+	return strings.HasSuffix(name, convlog.JSONLSuffix)
+}
+
+func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		// A partly read directory would look like a conversation missing
+		// logs, so it is left out.
+		t.problem(dir, err.Error())
+		return ConversationDir{}, false
+	}
+	c := ConversationDir{ID: id, Name: name, Path: dir}
+	byBase := map[string]*Log{}
+	for _, e := range entries {
+		fname := e.Name()
+		p := filepath.Join(dir, fname)
+		typ := e.Type()
+		switch {
+		case typ&fs.ModeSymlink != 0:
+			t.problem(p, ReasonSymlink)
+			continue
+		case typ.IsDir():
+			// Room for later additions; only a directory posing as a log is
+			// wrong.
+			if logShaped(fname) {
+				t.problem(p, ReasonNotRegular)
+			}
+			continue
+		case !typ.IsRegular():
+			// FIFOs and devices can block or mislead any reader.
+			t.problem(p, ReasonNotRegular)
+			continue
+		case durable.IsTemp(fname):
+			continue
+		}
+		n, ok := convlog.ParseName(fname)
+		if !ok {
+			if logShaped(fname) {
+				t.problem(p, ReasonNoncanonical)
+			}
+			continue // session.lock, notes and other non-log files
+		}
+		l := byBase[n.Base]
+		if l == nil {
+			l = &Log{Base: n.Base}
+			if n.Base == ConversationLogBase {
+				l.IsConversationLog = true
+			} else if l.ID, err = DecodeBase(n.Base); err != nil {
+				t.problem(p, err.Error())
+				continue
+			}
+			byBase[n.Base] = l
+		}
+		l.Generations = append(l.Generations, n)
+	}
+
+	for _, l := range byBase {
+		c.Logs = append(c.Logs, *l)
+	}
+	sort.Slice(c.Logs, func(i, j int) bool {
+		a, b := c.Logs[i], c.Logs[j]
+		if a.IsConversationLog != b.IsConversationLog {
+			return a.IsConversationLog
+		}
+		return a.Base < b.Base
+	})
+	for i := range c.Logs {
+		l := &c.Logs[i]
+		sort.Slice(l.Generations, func(i, j int) bool {
+			a, b := l.Generations[i], l.Generations[j]
+			if a.Version != b.Version {
+				return a.Version > b.Version
+			}
+			return a.String() < b.String()
+		})
+		for k := 1; k < len(l.Generations); k++ {
+			prev, g := l.Generations[k-1], l.Generations[k]
+			if prev.Version != g.Version {
+				continue
+			}
+			// The first by name stays Current; the other is reported.
+			reason := reasonMixedGenZstds
+			if prev.Compression != g.Compression {
+				reason = reasonMixedGenBoth
+			}
+			t.problem(filepath.Join(dir, g.String()), fmt.Sprintf(reason, l.Base, g.Version))
+		}
+		l.Current = l.Generations[0]
+		l.Path = filepath.Join(dir, l.Current.String())
+	}
+	return c, true
+}

@@ -1,0 +1,234 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/convkit/convkit/convlog"
+)
+
+// mkfiles creates the named files (relative to root, "/"-separated), with
+// parent directories.
+func mkfiles(t *testing.T, root string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		p := filepath.Join(root, filepath.FromSlash(n))
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("{}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// summarize renders a tree compactly, paths relative to root.
+func summarize(t *testing.T, root string, tree *Tree) (convs, problems []string) {
+	t.Helper()
+	rel := func(p string) string {
+		r, err := filepath.Rel(root, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return filepath.ToSlash(r)
+	}
+	for _, c := range tree.Conversations {
+		if c.Path != filepath.Join(root, "conversations", c.Name) {
+			t.Errorf("conversation %q has path %q", c.Name, c.Path)
+		}
+		s := c.ID + " @" + c.Name + ":"
+		for _, l := range c.Logs {
+			var gens []string
+			for _, g := range l.Generations {
+				gens = append(gens, g.String())
+			}
+			if l.Current != l.Generations[0] || l.Path != filepath.Join(c.Path, l.Current.String()) {
+				t.Errorf("log %q: Current %v, Path %q", l.Base, l.Current, l.Path)
+			}
+			kind := "s=" + l.ID
+			if l.IsConversationLog {
+				kind = "conv"
+				if l.ID != "" || l.Base != ConversationLogBase {
+					t.Errorf("conversation log %+v", l)
+				}
+			}
+			s += " [" + kind + " " + strings.Join(gens, ",") + "]"
+		}
+		convs = append(convs, s)
+	}
+	for _, p := range tree.Problems {
+		problems = append(problems, rel(p.Path)+": "+p.Reason)
+	}
+	return convs, problems
+}
+
+func TestWalk(t *testing.T) {
+	root := t.TempDir()
+	data := filepath.Join(root, "data")
+	cdir := filepath.Join(data, "conversations")
+	outside := filepath.Join(root, "outside")
+	mkfiles(t, data,
+		"conversations/c1/metadata.jsonl",
+		"conversations/c1/metadata.v4.jsonl.zst",
+		"conversations/c1/s1.v3.jsonl.zstd",
+		"conversations/c1/s1.v4.jsonl",
+		"conversations/c1/~006Detadata.v2.jsonl", // session "metadata"
+		"conversations/c1/s~002E1.jsonl",         // session "s.1"
+		"conversations/c1/dup.v4.jsonl.zst",
+		"conversations/c1/dup.v4.jsonl",
+		"conversations/c1/dup.v2.jsonl",
+		"conversations/c1/z.v4.jsonl.zst",
+		"conversations/c1/z.v4.jsonl.zstd",
+		"conversations/c1/session.lock",
+		"conversations/c1/notes.txt",
+		"conversations/c1/.s1.v5.jsonl.0123456789abcdef.tmp",
+		"conversations/c1/a.v0.jsonl",
+		"conversations/c1/a.v01.jsonl.zst",
+		"conversations/c1/a.b.jsonl",
+		"conversations/c1/a~002e.jsonl",
+		"conversations/c1/attachments/x.jsonl", // subdirectories are not walked
+		"conversations/tool~002Fsession~007E~540D/metadata.v4.jsonl",
+		"conversations/bad~002f/metadata.v4.jsonl",
+		"conversations/flat.jsonl",
+		"conversations/flat2.v4.jsonl.zst",
+		"conversations/README",
+	)
+	mkfiles(t, outside, "metadata.v4.jsonl", "hidden.v9.jsonl", "target.v7.jsonl")
+	if err := os.Mkdir(filepath.Join(cdir, "empty"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		filepath.Join(cdir, "linked"):                  outside,
+		filepath.Join(cdir, "c1", "s2.v4.jsonl"):       filepath.Join(outside, "target.v7.jsonl"),
+		filepath.Join(cdir, "c1", "dangling.v1.jsonl"): filepath.Join(outside, "nothing"),
+	} {
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{filepath.Join(cdir, "pipe"), filepath.Join(cdir, "c1", "p.v4.jsonl"), filepath.Join(cdir, "c1", "fifo")} {
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	tree, err := Walk(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	convs, problems := summarize(t, data, tree)
+	wantConvs := []string{
+		"c1 @c1: [conv metadata.v4.jsonl.zst,metadata.jsonl]" +
+			" [s=dup dup.v4.jsonl,dup.v4.jsonl.zst,dup.v2.jsonl]" +
+			" [s=s1 s1.v4.jsonl,s1.v3.jsonl.zstd]" +
+			" [s=s.1 s~002E1.jsonl]" +
+			" [s=z z.v4.jsonl.zst,z.v4.jsonl.zstd]" +
+			" [s=metadata ~006Detadata.v2.jsonl]",
+		"empty @empty:",
+		"tool/session~名 @tool~002Fsession~007E~540D: [conv metadata.v4.jsonl]",
+	}
+	wantProblems := []string{
+		"conversations/README: unexpected file",
+		`conversations/bad~002f: noncanonical directory name "bad~002f"`,
+		"conversations/c1/a.b.jsonl: noncanonical log file name",
+		"conversations/c1/a.v0.jsonl: noncanonical log file name",
+		"conversations/c1/a.v01.jsonl.zst: noncanonical log file name",
+		`conversations/c1/a~002e.jsonl: noncanonical log file base "a~002e"`,
+		"conversations/c1/dangling.v1.jsonl: symbolic links are not followed",
+		"conversations/c1/fifo: not a regular file",
+		"conversations/c1/p.v4.jsonl: not a regular file",
+		"conversations/c1/s2.v4.jsonl: symbolic links are not followed",
+		"conversations/c1/dup.v4.jsonl.zst: both compressed and plain generations of dup v4",
+		"conversations/c1/z.v4.jsonl.zstd: both .zst and .zstd generations of z v4",
+		"conversations/flat.jsonl: log file outside a conversation directory; expected conversations/<conversation>/<log>",
+		"conversations/flat2.v4.jsonl.zst: log file outside a conversation directory; expected conversations/<conversation>/<log>",
+		"conversations/linked: symbolic links are not followed",
+		"conversations/pipe: not a regular file",
+	}
+	if !reflect.DeepEqual(convs, wantConvs) {
+		t.Errorf("conversations:\n%s\nwant:\n%s", strings.Join(convs, "\n"), strings.Join(wantConvs, "\n"))
+	}
+	if !reflect.DeepEqual(problems, wantProblems) {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(problems, "\n"), strings.Join(wantProblems, "\n"))
+	}
+	for _, c := range tree.Conversations {
+		for _, l := range c.Logs {
+			if strings.HasPrefix(l.Path, outside) || l.Base == "hidden" || l.Base == "target" {
+				t.Errorf("Walk followed a symbolic link to %s", l.Path)
+			}
+		}
+	}
+	c1 := tree.Conversations[0]
+	if cur := c1.Logs[0].Current; cur != (convlog.Name{Base: "metadata", Version: 4, Compression: convlog.Zstd, Suffix: ".zst"}) {
+		t.Errorf("conversation log Current = %+v", cur)
+	}
+}
+
+func TestWalkRoot(t *testing.T) {
+	tests := []struct {
+		name         string
+		setup        func(t *testing.T, data string)
+		wantProblems []string
+	}{
+		{"missing data dir", func(*testing.T, string) {}, nil},
+		{"missing conversations dir", func(t *testing.T, data string) {
+			mkfiles(t, data, "runtime.lock")
+		}, nil},
+		{"empty conversations dir", func(t *testing.T, data string) {
+			if err := os.MkdirAll(filepath.Join(data, "conversations"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, nil},
+		{"conversations is a symbolic link", func(t *testing.T, data string) {
+			mkfiles(t, data, "elsewhere/c/metadata.v4.jsonl")
+			if err := os.Symlink("elsewhere", filepath.Join(data, "conversations")); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"conversations: symbolic links are not followed"}},
+		{"conversations is a file", func(t *testing.T, data string) {
+			mkfiles(t, data, "conversations")
+		}, []string{"conversations: not a directory"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			tt.setup(t, data)
+			tree, err := Walk(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			convs, problems := summarize(t, data, tree)
+			if len(convs) != 0 || !reflect.DeepEqual(problems, tt.wantProblems) {
+				t.Fatalf("conversations %q, problems %q; want none and %q", convs, problems, tt.wantProblems)
+			}
+		})
+	}
+}
+
+func TestWalkUnreadableDirectory(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("permissions do not restrict root")
+	}
+	data := t.TempDir()
+	mkfiles(t, data, "conversations/locked/metadata.v4.jsonl", "conversations/ok/metadata.v4.jsonl")
+	locked := filepath.Join(data, "conversations", "locked")
+	if err := os.Chmod(locked, 0); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(locked, 0o700)
+	tree, err := Walk(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	convs, problems := summarize(t, data, tree)
+	if want := []string{"ok @ok: [conv metadata.v4.jsonl]"}; !reflect.DeepEqual(convs, want) {
+		t.Errorf("conversations %q, want %q", convs, want)
+	}
+	if len(problems) != 1 || !strings.HasPrefix(problems[0], "conversations/locked: ") || !strings.Contains(problems[0], "permission denied") {
+		t.Errorf("problems %q, want one for conversations/locked", problems)
+	}
+}
