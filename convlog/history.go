@@ -9,6 +9,9 @@ import (
 // events. Each surface type changes it through its own interpreter.
 type History struct {
 	nodes []historyNode
+	// SkipBodies keeps only the structure (which seqs are on the surface),
+	// so checking a log's surface costs memory per node, not per byte.
+	SkipBodies bool
 }
 
 type historyNode struct {
@@ -58,7 +61,7 @@ func (h *History) Apply(reg *Registry, e *Event) error {
 			return fmt.Errorf("%s at seq %d: data has no %q", e.Type, e.Seq, info.MessagePath)
 		}
 	}
-	msg, err := ParseStoredMessage(raw)
+	msg, err := parseStoredMessage(raw, !h.SkipBodies)
 	if err != nil {
 		return fmt.Errorf("%s at seq %d: %v", e.Type, e.Seq, err)
 	}
@@ -68,6 +71,9 @@ func (h *History) Apply(reg *Registry, e *Event) error {
 // apply carries out the event's surfaceOp with msg.
 func (h *History) apply(e *Event, msg StoredMessage, hidden bool) error {
 	node := historyNode{seq: e.Seq, msg: msg, hidden: hidden}
+	if h.SkipBodies {
+		node.msg = StoredMessage{}
+	}
 	if e.SurfaceOp == nil || !e.SurfaceOp.Replace {
 		h.nodes = append(h.nodes, node)
 		return nil

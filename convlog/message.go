@@ -109,7 +109,9 @@ func (m StoredMessage) Empty() bool {
 
 // ParseStoredMessage reads a stored message, requiring a non-empty id, a
 // role and a source with a non-empty kind.
-func ParseStoredMessage(raw []byte) (StoredMessage, error) {
+func ParseStoredMessage(raw []byte) (StoredMessage, error) { return parseStoredMessage(raw, true) }
+
+func parseStoredMessage(raw []byte, keep bool) (StoredMessage, error) {
 	var msg struct {
 		ID     *string         `json:"id"`
 		Role   string          `json:"role"`
@@ -136,8 +138,19 @@ func ParseStoredMessage(raw []byte) (StoredMessage, error) {
 	if SourceKind(*src.Kind) == SourcePlugin {
 		return StoredMessage{}, fmt.Errorf("stored message %q requires a producer-owned source kind, not %q", *msg.ID, SourcePlugin)
 	}
-	return StoredMessage{id: *msg.ID, role: msg.Role, source: Source{Kind: SourceKind(*src.Kind), Raw: msg.Source},
-		raw: append(json.RawMessage(nil), raw...)}, nil
+	m := StoredMessage{id: *msg.ID, role: msg.Role, source: Source{Kind: SourceKind(*src.Kind), Raw: msg.Source}}
+	if keep {
+		m.raw = append(json.RawMessage(nil), raw...)
+	} else {
+		// Emptiness is decided now; the body is not kept.
+		m.raw = raw
+		if m.Empty() {
+			m.raw = json.RawMessage(`{"content":[]}`)
+		} else {
+			m.raw = json.RawMessage(`{"content":[null]}`)
+		}
+	}
+	return m, nil
 }
 
 // NewStoredMessage builds a stored message with content blocks (raw JSON

@@ -1,0 +1,442 @@
+// Package inspect reads one log of any version, plain or compressed, and
+// describes it: a readable rendering, the events as stored, every format
+// problem with its position, sizes by event type, and the derived history.
+// It only reads: no file is ever changed.
+package inspect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/convkit/convkit/convlog"
+)
+
+// SchemaVersion versions every JSON document this package produces.
+const SchemaVersion = 1
+
+// Filter selects events by type with shell patterns ("tool/*"); no pattern
+// selects everything.
+type Filter []string
+
+// Match reports whether an event type passes the filter.
+func (f Filter) Match(typ string) bool {
+	if len(f) == 0 {
+		return true
+	}
+	for _, p := range f {
+		if ok, _ := path.Match(p, typ); ok || p == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate checks that every pattern is well-formed.
+func (f Filter) Validate() error {
+	for _, p := range f {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("bad --type pattern %q: %v", p, err)
+		}
+	}
+	return nil
+}
+
+func open(p string) (*convlog.Reader, error) {
+	return convlog.Open(p, convlog.ReaderOptions{})
+}
+
+// each streams the events of the log at p through fn.
+func each(ctx context.Context, r *convlog.Reader, fn func(*convlog.Event) error) error {
+	for n := 0; ; n++ {
+		if n&1023 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		e, err := r.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+}
+
+// Render writes a readable rendering of the log: its header, then one line
+// per event (seq, time, type and a summary of its data).
+func Render(ctx context.Context, p string, w io.Writer, f Filter) error {
+	r, err := open(p)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	h := r.Header()
+	fmt.Fprintf(w, "%s log %q, format v%d, %s, created %s\n", h.Type, h.ID, h.Version, r.Compression(), msTime(h.CreatedAt))
+	if h.Cwd != "" {
+		fmt.Fprintf(w, "  cwd: %s\n", h.Cwd)
+	}
+	if h.ParentSession != "" {
+		fmt.Fprintf(w, "  parent session: %s (origin %s, depth %d)\n", h.ParentSession, orDash(h.Origin), h.DelegationDepth)
+	}
+	if h.IsSeeded || h.SeedLength != nil {
+		fmt.Fprintf(w, "  seeded: inherits history from its parent\n")
+	}
+	err = each(ctx, r, func(e *convlog.Event) error {
+		if !f.Match(e.Type) {
+			return nil
+		}
+		flags := ""
+		if e.Ignorable {
+			flags += " [ignorable]"
+		}
+		if !e.Known {
+			flags += " [unknown]"
+		}
+		if e.SurfaceOp != nil {
+			if e.SurfaceOp.Replace {
+				flags += fmt.Sprintf(" [replaces %d..%d]", e.SurfaceOp.StartSeq, e.SurfaceOp.EndSeq)
+			}
+		}
+		seq := fmt.Sprintf("%d", e.Seq)
+		if e.Packed > 1 {
+			seq = fmt.Sprintf("%d-%d", e.Seq, e.Seq+e.Packed-1)
+		}
+		_, err := fmt.Fprintf(w, "%6s  %s  %-24s %s%s\n", seq, msTime(e.Time), e.Type, summarize(e), flags)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	st := r.Stats()
+	if st.TornTail {
+		fmt.Fprintf(w, "torn tail: %d bytes after byte %d are not committed (left as they are)\n", st.TornBytes, st.CommittedBytes)
+	}
+	return nil
+}
+
+// WriteJSON writes each selected event as stored, one JSON object per line.
+func WriteJSON(ctx context.Context, p string, w io.Writer, f Filter) error {
+	r, err := open(p)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	var buf []byte
+	return each(ctx, r, func(e *convlog.Event) error {
+		if !f.Match(e.Type) {
+			return nil
+		}
+		buf = append(e.AppendJSON(buf[:0]), '\n')
+		_, err := w.Write(buf)
+		return err
+	})
+}
+
+// Problem is one format problem found by Validate.
+type Problem struct {
+	Line        int64  `json:"line,omitempty"`
+	Column      int64  `json:"column,omitempty"`
+	Offset      int64  `json:"offset"`
+	Frame       int64  `json:"frame,omitempty"`
+	FrameOffset int64  `json:"frameOffset,omitempty"`
+	Kind        string `json:"kind"`
+	Message     string `json:"message"`
+}
+
+// Validation is the result of Validate.
+type Validation struct {
+	SchemaVersion int       `json:"schemaVersion"`
+	Path          string    `json:"path"`
+	Valid         bool      `json:"valid"`
+	Version       int       `json:"version"`
+	Events        int64     `json:"events"`
+	TornTail      bool      `json:"tornTail"`
+	Problems      []Problem `json:"problems"`
+}
+
+func problemOf(fe *convlog.FormatError) Problem {
+	kind := "corrupt"
+	if errors.Is(fe, convlog.ErrUnsupported) {
+		kind = "unsupported"
+	}
+	return Problem{Line: fe.Pos.Line, Column: fe.Pos.Column, Offset: fe.Pos.Offset, Frame: fe.Pos.Frame,
+		FrameOffset: fe.Pos.FrameOffset, Kind: kind, Message: fe.Msg}
+}
+
+// Validate reads the whole log, collecting every problem with its position
+// instead of stopping at the first. For a version 4 log it also replays the
+// surface to check each message and replacement. A torn tail is not a
+// problem: it is reported, as a reader tolerates it.
+func Validate(ctx context.Context, p string) (*Validation, error) {
+	v := &Validation{SchemaVersion: SchemaVersion, Path: p, Problems: []Problem{}}
+	var line int64
+	r, err := convlog.Open(p, convlog.ReaderOptions{OnProblem: func(fe *convlog.FormatError) {
+		v.Problems = append(v.Problems, problemOf(fe))
+	}})
+	var fe *convlog.FormatError
+	if errors.As(err, &fe) {
+		v.Problems = append(v.Problems, problemOf(fe))
+		return v, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	v.Version = r.Header().Version
+	hist := &convlog.History{SkipBodies: true}
+	err = each(ctx, r, func(e *convlog.Event) error {
+		line = r.Stats().Lines
+		if v.Version == convlog.CurrentVersion {
+			if herr := hist.Apply(nil, e); herr != nil {
+				v.Problems = append(v.Problems, Problem{Line: line, Kind: "corrupt", Message: herr.Error()})
+			}
+		}
+		return nil
+	})
+	if errors.As(err, &fe) {
+		v.Problems = append(v.Problems, problemOf(fe))
+	} else if err != nil {
+		return nil, err
+	}
+	st := r.Stats()
+	v.Events, v.TornTail = st.Events, st.TornTail
+	v.Valid = len(v.Problems) == 0
+	return v, nil
+}
+
+// TypeStats is the count and stored size of one event type.
+type TypeStats struct {
+	Type   string `json:"type"`
+	Events int64  `json:"events"`
+	Bytes  int64  `json:"bytes"`
+}
+
+// Stats is the result of Measure.
+type Stats struct {
+	SchemaVersion         int         `json:"schemaVersion"`
+	Path                  string      `json:"path"`
+	LogType               string      `json:"logType"`
+	ID                    string      `json:"id"`
+	Version               int         `json:"version"`
+	Compression           string      `json:"compression"`
+	FileBytes             int64       `json:"fileBytes"`
+	PlainBytes            int64       `json:"plainBytes"`
+	CompressionRatio      float64     `json:"compressionRatio"`
+	Events                int64       `json:"events"`
+	Frames                int64       `json:"frames"`
+	FramesWithoutChecksum int64       `json:"framesWithoutChecksum"`
+	TornTail              bool        `json:"tornTail"`
+	CommittedBytes        int64       `json:"committedBytes"`
+	TornBytes             int64       `json:"tornBytes"`
+	RecoveredLines        int64       `json:"recoveredLines"`
+	ByType                []TypeStats `json:"byType"`
+}
+
+// Measure reads the whole log and counts events and bytes by type.
+func Measure(ctx context.Context, p string, f Filter) (*Stats, error) {
+	r, err := open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	by := map[string]*TypeStats{}
+	err = each(ctx, r, func(e *convlog.Event) error {
+		if !f.Match(e.Type) {
+			return nil
+		}
+		ts := by[e.Type]
+		if ts == nil {
+			ts = &TypeStats{Type: e.Type}
+			by[e.Type] = ts
+		}
+		ts.Events++
+		ts.Bytes += int64(len(e.Raw)) + 1
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	st := r.Stats()
+	h := r.Header()
+	s := &Stats{SchemaVersion: SchemaVersion, Path: p, LogType: h.Type, ID: h.ID, Version: h.Version,
+		Compression: r.Compression().String(), FileBytes: st.FileBytes, PlainBytes: st.PlainBytes,
+		Events: st.Events, Frames: st.Frames, FramesWithoutChecksum: st.FramesWithoutChecksum,
+		TornTail: st.TornTail, CommittedBytes: st.CommittedBytes, TornBytes: st.TornBytes,
+		RecoveredLines: st.RecoveredLines, ByType: []TypeStats{}}
+	if st.FileBytes > 0 {
+		s.CompressionRatio = float64(st.PlainBytes) / float64(st.FileBytes)
+	}
+	for _, ts := range by {
+		s.ByType = append(s.ByType, *ts)
+	}
+	sort.Slice(s.ByType, func(i, j int) bool {
+		if s.ByType[i].Bytes != s.ByType[j].Bytes {
+			return s.ByType[i].Bytes > s.ByType[j].Bytes
+		}
+		return s.ByType[i].Type < s.ByType[j].Type
+	})
+	return s, nil
+}
+
+// RenderStats writes the stats as a readable table.
+func RenderStats(s *Stats, w io.Writer) {
+	fmt.Fprintf(w, "%s log %q, format v%d, %s\n", s.LogType, s.ID, s.Version, s.Compression)
+	fmt.Fprintf(w, "file bytes:  %d\nplain bytes: %d", s.FileBytes, s.PlainBytes)
+	if s.Compression == "zstd" {
+		fmt.Fprintf(w, " (ratio %.2f)\nframes:      %d", s.CompressionRatio, s.Frames)
+		if s.FramesWithoutChecksum > 0 {
+			fmt.Fprintf(w, " (%d without checksum)", s.FramesWithoutChecksum)
+		}
+	}
+	fmt.Fprintf(w, "\nevents:      %d\n", s.Events)
+	if s.TornTail {
+		fmt.Fprintf(w, "torn tail:   %d bytes after byte %d", s.TornBytes, s.CommittedBytes)
+		if s.RecoveredLines > 0 {
+			fmt.Fprintf(w, " (%d complete lines recovered from the torn frame)", s.RecoveredLines)
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintf(w, "torn tail:   none\n")
+	}
+	fmt.Fprintf(w, "\n%-40s %10s %14s\n", "TYPE", "EVENTS", "BYTES")
+	for _, t := range s.ByType {
+		fmt.Fprintf(w, "%-40s %10d %14d\n", t.Type, t.Events, t.Bytes)
+	}
+}
+
+// HistoryEntry is one message of the derived history.
+type HistoryEntry struct {
+	Seq     int64           `json:"seq"`
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Source  json.RawMessage `json:"source"`
+	Message json.RawMessage `json:"message"`
+}
+
+// History derives the messages a model reads from a version 4 log.
+func History(ctx context.Context, p string) ([]HistoryEntry, error) {
+	r, err := open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if v := r.Header().Version; v != convlog.CurrentVersion {
+		return nil, fmt.Errorf("%s: the derived history is read from format v%d logs; this log is v%d (convkit migrate brings it forward)", p, convlog.CurrentVersion, v)
+	}
+	h := &convlog.History{}
+	err = each(ctx, r, func(e *convlog.Event) error {
+		if err := h.Apply(nil, e); err != nil {
+			return fmt.Errorf("%s: line %d: %w", p, r.Stats().Lines, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []HistoryEntry
+	for _, m := range h.Messages() {
+		out = append(out, HistoryEntry{Seq: m.Seq, ID: m.Message.ID(), Role: m.Message.Role(),
+			Source: m.Message.Source().Raw, Message: m.Message.JSON()})
+	}
+	return out, nil
+}
+
+// RenderHistory writes the history readably: one block per message.
+func RenderHistory(entries []HistoryEntry, w io.Writer) {
+	for _, e := range entries {
+		var src struct {
+			Kind string `json:"kind"`
+		}
+		json.Unmarshal(e.Source, &src)
+		fmt.Fprintf(w, "[%d] %s (%s) %s\n", e.Seq, e.Role, src.Kind, e.ID)
+		for _, line := range strings.Split(messageText(e.Message, 2000), "\n") {
+			fmt.Fprintf(w, "    %s\n", line)
+		}
+	}
+}
+
+// messageText extracts readable text from a message's content blocks.
+func messageText(raw json.RawMessage, limit int) string {
+	var m struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return clip(s, limit)
+	}
+	var blocks []struct {
+		Type      string `json:"type"`
+		Text      string `json:"text"`
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+		ToolName  string `json:"toolName"`
+	}
+	json.Unmarshal(m.Content, &blocks)
+	var parts []string
+	for _, b := range blocks {
+		switch b.Type {
+		case "text":
+			parts = append(parts, b.Text)
+		case "reasoning":
+			parts = append(parts, "(reasoning) "+b.Text)
+		case "tool-call":
+			parts = append(parts, fmt.Sprintf("(tool call %s %s)", b.Name, b.Arguments))
+		case "tool-addition", "tool-removal":
+			parts = append(parts, fmt.Sprintf("(%s %s)", b.Type, b.ToolName))
+		default:
+			parts = append(parts, "("+b.Type+")")
+		}
+	}
+	return clip(strings.Join(parts, "\n"), limit)
+}
+
+func summarize(e *convlog.Event) string {
+	var d map[string]json.RawMessage
+	if json.Unmarshal(e.Data, &d) == nil {
+		msg := d["message"]
+		if e.Type == convlog.TypeUserMessage {
+			msg = e.Data
+		}
+		if msg != nil {
+			var m struct {
+				Role string `json:"role"`
+			}
+			json.Unmarshal(msg, &m)
+			text := strings.ReplaceAll(messageText(msg, 100), "\n", " ")
+			return fmt.Sprintf("%s: %s", m.Role, text)
+		}
+	}
+	return clip(string(e.Data), 100)
+}
+
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n]) + "…"
+}
+
+func msTime(ms int64) string {
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

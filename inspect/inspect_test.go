@@ -1,0 +1,157 @@
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/convkit/convkit/convlog"
+)
+
+const header = `{"type":"session","version":4,"id":"s1","createdAt":1790000000000,"cwd":"/p","isSeeded":false,"delegationDepth":0}`
+
+var goodLines = []string{
+	`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`,
+	`{"type":"user/message","seq":1,"time":2,"data":{"content":[{"type":"text","text":"hi there"}],"source":{"kind":"user"},"role":"user","id":"u1"},"surfaceOp":"append"}`,
+	`{"type":"assistant/message","seq":2,"time":3,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[],"source":{"kind":"model"},"id":"a0"},"stream":[]},"surfaceOp":"append"}`,
+	`{"type":"assistant/message","seq":3,"time":4,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"hello"}],"source":{"kind":"model"},"id":"a1"},"stream":[]},"surfaceOp":"append"}`,
+	`{"type":"x/custom","seq":4,"time":5,"data":{},"ignorable":true}`,
+	`{"type":"user/message","seq":5,"time":6,"data":{"content":[{"type":"text","text":"summary"}],"source":{"kind":"compact-checkpoint","compactionId":"c1"},"role":"user","id":"u2"},"sourceEventSeqs":[1,2,3],"surfaceOp":{"op":"replace","startSeq":1,"endSeq":3}}`,
+	`{"type":"turn/end","seq":6,"time":7,"data":{"turn":1,"reason":{"kind":"completed"}}}`,
+}
+
+func writeFile(t *testing.T, name string, lines ...string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestValidateGood(t *testing.T) {
+	p := writeFile(t, "s1.v4.jsonl", append([]string{header}, goodLines...)...)
+	v, err := Validate(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Valid || v.Events != 7 || len(v.Problems) != 0 {
+		t.Fatalf("validation = %+v", v)
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	lines := append([]string{header}, goodLines...)
+	lines[2] = `{"type":"user/message","seq":1,"time":2,"data":{"content":[],"source":{"kind":"user"},"role":"user"},"surfaceOp":"append"}` // no id
+	lines[4] = `{"type":"assistant/message","seq":3,"time":4.5,"data":{},"surfaceOp":"append"}`                                                 // bad time
+	lines[6] = `{"type":"user/message","seq":5,"time":6,"data":{"content":[],"source":{"kind":"user"},"role":"user","id":"u2"},"surfaceOp":{"op":"replace","startSeq":40,"endSeq":41}}`
+	p := writeFile(t, "s1.v4.jsonl", lines...)
+	before, _ := os.ReadFile(p)
+	v, err := Validate(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Valid {
+		t.Fatal("a log with three problems is valid")
+	}
+	want := map[int64]string{3: "no id", 5: "time must be a safe integer", 7: "replaces 40..41"}
+	got := map[int64]string{}
+	for _, pr := range v.Problems {
+		got[pr.Line] = pr.Message
+	}
+	for line, msg := range want {
+		if !strings.Contains(got[line], msg) {
+			t.Errorf("line %d: problem %q, want it to mention %q (all: %+v)", line, got[line], msg, v.Problems)
+		}
+	}
+	after, _ := os.ReadFile(p)
+	if !bytes.Equal(before, after) {
+		t.Fatal("validate changed the file")
+	}
+}
+
+func TestMeasureAndTornTail(t *testing.T) {
+	lines := append([]string{header}, goodLines...)
+	p := filepath.Join(t.TempDir(), "s1.v4.jsonl")
+	content := strings.Join(lines, "\n") + "\n" + `{"type":"turn/st`
+	os.WriteFile(p, []byte(content), 0o600)
+	s, err := Measure(context.Background(), p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Events != 7 || !s.TornTail || s.TornBytes != int64(len(`{"type":"turn/st`)) {
+		t.Fatalf("stats = %+v", s)
+	}
+	byType := map[string]int64{}
+	for _, ts := range s.ByType {
+		byType[ts.Type] = ts.Events
+	}
+	if byType["user/message"] != 2 || byType["assistant/message"] != 2 || byType["x/custom"] != 1 {
+		t.Errorf("by type = %v", byType)
+	}
+	f, _ := Measure(context.Background(), p, Filter{"user/*"})
+	if len(f.ByType) != 1 || f.ByType[0].Type != "user/message" {
+		t.Errorf("filtered stats = %+v", f.ByType)
+	}
+}
+
+func TestHistory(t *testing.T) {
+	p := writeFile(t, "s1.v4.jsonl", append([]string{header}, goodLines[:4]...)...)
+	h, err := History(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The empty answer a0 is recorded but not in the history.
+	if len(h) != 2 || h[0].ID != "u1" || h[1].ID != "a1" {
+		t.Fatalf("history = %+v", h)
+	}
+	full := writeFile(t, "s1.v4.jsonl", append([]string{header}, goodLines...)...)
+	h, err = History(context.Background(), full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The checkpoint replaced seqs 1..3.
+	if len(h) != 1 || h[0].ID != "u2" || !strings.Contains(string(h[0].Source), "compactionId") {
+		t.Fatalf("history after replace = %+v", h)
+	}
+}
+
+func TestRenderAndJSON(t *testing.T) {
+	p := writeFile(t, "s1.v4.jsonl", append([]string{header}, goodLines...)...)
+	var out bytes.Buffer
+	if err := Render(context.Background(), p, &out, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`session log "s1", format v4`, "user: hi there", "[ignorable] [unknown]", "[replaces 1..3]"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("rendering lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := WriteJSON(context.Background(), p, &out, Filter{"turn/*"}); err != nil {
+		t.Fatal(err)
+	}
+	want := goodLines[0] + "\n" + goodLines[6] + "\n"
+	if out.String() != want {
+		t.Fatalf("--json --type turn/* =\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+func TestOlderVersionReadsRaw(t *testing.T) {
+	h := `{"type":"session","version":0,"id":"s0","createdAt":1,"delegationDepth":0}`
+	p := writeFile(t, "s0.jsonl", h,
+		`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`,
+		`{"type":"text-chunks","seq0":1,"time0":2,"data":{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b","c"]}}`,
+		`{"type":"turn/end","seq":4,"time":5,"data":{"turn":1,"reason":{"kind":"completed"}}}`)
+	v, err := Validate(context.Background(), p)
+	if err != nil || !v.Valid || v.Events != 3 {
+		t.Fatalf("v0 validation = %+v, %v", v, err)
+	}
+	if _, err := History(context.Background(), p); err == nil || !strings.Contains(err.Error(), "v0") {
+		t.Fatalf("history of a v0 log: err = %v", err)
+	}
+	_ = convlog.CurrentVersion
+}
