@@ -46,7 +46,7 @@ func TestValidateGood(t *testing.T) {
 func TestValidateReportsEveryProblem(t *testing.T) {
 	lines := append([]string{header}, goodLines...)
 	lines[2] = `{"type":"user/message","seq":1,"time":2,"data":{"content":[],"source":{"kind":"user"},"role":"user"},"surfaceOp":"append"}` // no id
-	lines[4] = `{"type":"assistant/message","seq":3,"time":4.5,"data":{},"surfaceOp":"append"}`                                                 // bad time
+	lines[4] = `{"type":"assistant/message","seq":3,"time":4.5,"data":{},"surfaceOp":"append"}`                                             // bad time
 	lines[6] = `{"type":"user/message","seq":5,"time":6,"data":{"content":[],"source":{"kind":"user"},"role":"user","id":"u2"},"surfaceOp":{"op":"replace","startSeq":40,"endSeq":41}}`
 	p := writeFile(t, "s1.v4.jsonl", lines...)
 	before, _ := os.ReadFile(p)
