@@ -239,7 +239,7 @@ func (p *envelopeParser) parseSourceSeqs(m *member, e *Event) *eventProblem {
 		return bad("must be an array")
 	}
 	p.seqs = p.seqs[:0]
-	usedRange := false
+	usedRange, increasing := false, true
 	i := skipWS(b, 1)
 	if i < len(b) && b[i] == ']' {
 		return bad("must not be empty")
@@ -269,8 +269,16 @@ func (p *envelopeParser) parseSourceSeqs(m *member, e *Event) *eventProblem {
 			if start < 0 || start > stop || stop >= e.Seq {
 				return bad("range [%d,%d] must satisfy start <= end < %d", start, stop, e.Seq)
 			}
-			if stop-start > 1<<20 {
+			if stop-start > maxSourceSeqs {
 				return bad("range [%d,%d] is implausibly long", start, stop)
+			}
+			// Check the order and the count before expanding, so a short
+			// line cannot expand into an unbounded list.
+			if n := len(p.seqs); n > 0 && (!increasing || start <= p.seqs[n-1]) {
+				return bad("must be strictly increasing when ranges are used")
+			}
+			if int64(len(p.seqs))+stop-start+1 > maxSourceSeqs {
+				return bad("cites implausibly many seqs (more than %d)", maxSourceSeqs)
 			}
 			usedRange = true
 			for s := start; s <= stop; s++ {
@@ -286,6 +294,12 @@ func (p *envelopeParser) parseSourceSeqs(m *member, e *Event) *eventProblem {
 			if !ok || v < 0 || v >= e.Seq {
 				return bad("%s is not an earlier seq", b[i:end])
 			}
+			if len(p.seqs) >= maxSourceSeqs {
+				return bad("cites implausibly many seqs (more than %d)", maxSourceSeqs)
+			}
+			if n := len(p.seqs); n > 0 && v <= p.seqs[n-1] {
+				increasing = false
+			}
 			p.seqs = append(p.seqs, v)
 			i = end
 		}
@@ -295,13 +309,6 @@ func (p *envelopeParser) parseSourceSeqs(m *member, e *Event) *eventProblem {
 			continue
 		}
 		break
-	}
-	increasing := true
-	for k := 1; k < len(p.seqs); k++ {
-		if p.seqs[k] <= p.seqs[k-1] {
-			increasing = false
-			break
-		}
 	}
 	if !increasing {
 		if usedRange {
@@ -317,6 +324,9 @@ func (p *envelopeParser) parseSourceSeqs(m *member, e *Event) *eventProblem {
 	}
 	return nil
 }
+
+// maxSourceSeqs bounds the expanded sourceEventSeqs of one event.
+const maxSourceSeqs = 1 << 20
 
 // parsePacked reads a version 0/1 packed assistant delta row: seq0, time0
 // and data.dt holding N-1 time gaps for N members.

@@ -117,6 +117,16 @@ func (s *FrameScanner) Next() (Frame, error) {
 	p := s.off
 	b, err := s.read(p, 4)
 	if err == errShort {
+		// A torn frame starts with a prefix of the magic; other short
+		// trailing bytes are foreign.
+		var magic, rest [4]byte
+		binary.LittleEndian.PutUint32(magic[:], zstdMagic)
+		n := int(min(s.size-p, 4))
+		if m, rerr := s.r.ReadAt(rest[:n], p); m < n && rerr != nil && rerr != io.EOF {
+			return Frame{}, rerr
+		} else if m == n && !bytes.Equal(rest[:n], magic[:n]) {
+			return bad(p, "invalid frame magic: %d trailing bytes do not start a zstd frame", n)
+		}
 		return torn()
 	} else if err != nil {
 		return Frame{}, err

@@ -1,7 +1,6 @@
 package convlog
 
 import (
-	"encoding/json"
 	"fmt"
 )
 
@@ -12,11 +11,13 @@ type History struct {
 	// SkipBodies keeps only the structure (which seqs are on the surface),
 	// so checking a log's surface costs memory per node, not per byte.
 	SkipBodies bool
+
+	members []member
 }
 
 type historyNode struct {
 	seq int64
-	msg StoredMessage
+	msg *StoredMessage // nil when SkipBodies
 	// hidden nodes (empty model answers) take part in replacement spans but
 	// are left out of Messages.
 	hidden bool
@@ -33,8 +34,8 @@ type HistoryMessage struct {
 func (h *History) Messages() []HistoryMessage {
 	out := make([]HistoryMessage, 0, len(h.nodes))
 	for _, n := range h.nodes {
-		if !n.hidden {
-			out = append(out, HistoryMessage{Seq: n.seq, Message: n.msg})
+		if !n.hidden && n.msg != nil {
+			out = append(out, HistoryMessage{Seq: n.seq, Message: *n.msg})
 		}
 	}
 	return out
@@ -52,11 +53,17 @@ func (h *History) Apply(reg *Registry, e *Event) error {
 	}
 	raw := e.Data
 	if info.MessagePath != "" {
-		var d map[string]json.RawMessage
-		if err := json.Unmarshal(e.Data, &d); err != nil {
+		var err error
+		h.members, err = scanTrusted(e.Data, h.members)
+		if err != nil {
 			return fmt.Errorf("%s at seq %d: data is not an object", e.Type, e.Seq)
 		}
-		raw = d[info.MessagePath]
+		raw = nil
+		for _, m := range h.members {
+			if m.key == info.MessagePath {
+				raw = m.valueBytes
+			}
+		}
 		if raw == nil {
 			return fmt.Errorf("%s at seq %d: data has no %q", e.Type, e.Seq, info.MessagePath)
 		}
@@ -70,9 +77,9 @@ func (h *History) Apply(reg *Registry, e *Event) error {
 
 // apply carries out the event's surfaceOp with msg.
 func (h *History) apply(e *Event, msg StoredMessage, hidden bool) error {
-	node := historyNode{seq: e.Seq, msg: msg, hidden: hidden}
-	if h.SkipBodies {
-		node.msg = StoredMessage{}
+	node := historyNode{seq: e.Seq, hidden: hidden}
+	if !h.SkipBodies {
+		node.msg = &msg
 	}
 	if e.SurfaceOp == nil || !e.SurfaceOp.Replace {
 		h.nodes = append(h.nodes, node)

@@ -2,6 +2,7 @@ package convlog
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -175,6 +176,18 @@ func skipString(b []byte, i int) (int, error) {
 	start := i
 	i++
 	for i < len(b) {
+		// Skip eight plain ASCII bytes at a time: none of '"', '\\',
+		// a control character or a non-ASCII byte among them.
+		for i+8 <= len(b) {
+			v := binary.LittleEndian.Uint64(b[i:])
+			if (hasLess(v, 0x20)|hasZero(v^0x2222222222222222)|hasZero(v^0x5C5C5C5C5C5C5C5C)|v)&0x8080808080808080 != 0 {
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -214,6 +227,15 @@ func skipString(b []byte, i int) (int, error) {
 	return start, synErr(start, "unterminated string")
 }
 
+// hasZero sets the high bit of each zero byte of v (and possibly of bytes
+// above one, which only sends the caller to the byte-wise path).
+func hasZero(v uint64) uint64 { return (v - 0x0101010101010101) &^ v & 0x8080808080808080 }
+
+// hasLess sets the high bit of bytes below n (n <= 128).
+func hasLess(v uint64, n byte) uint64 {
+	return (v - 0x0101010101010101*uint64(n)) &^ v & 0x8080808080808080
+}
+
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
 }
@@ -229,47 +251,135 @@ type member struct {
 }
 
 // scanObject checks that b is exactly one JSON object (surrounding white
-// space allowed) and returns its top-level members in order. Duplicate keys
-// are refused: JSON readers disagree on which one wins.
+// space allowed) and returns its top-level members in order, in one pass.
+// Duplicate keys are refused: JSON readers disagree on which one wins.
 func scanObject(b []byte, members []member) ([]member, error) {
+	return scanMembers(b, members, skipValue)
+}
+
+// scanTrusted is scanObject for bytes already validated (a member of a
+// validated line): values are skipped without checking them again.
+func scanTrusted(b []byte, members []member) ([]member, error) {
+	return scanMembers(b, members, skipTrusted)
+}
+
+func scanMembers(b []byte, members []member, skip func([]byte, int, int) (int, error)) ([]member, error) {
 	members = members[:0]
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return members, synErr(i, "not a JSON object")
 	}
-	end, err := skipValue(b, i, 0)
-	if err != nil {
-		return members, err
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(b) || b[i] != '"' {
+				return members, synErr(i, "expected a string key in object")
+			}
+			ks := i
+			ke, err := skipString(b, i)
+			if err != nil {
+				return members, err
+			}
+			key, err := decodeKey(b[ks:ke])
+			if err != nil {
+				return members, synErr(ks, "%v", err)
+			}
+			for _, m := range members {
+				if m.key == key {
+					return members, synErr(ks, "duplicate member %q", key)
+				}
+			}
+			i = skipWS(b, ke)
+			if i >= len(b) || b[i] != ':' {
+				return members, synErr(i, "expected ':' after object key")
+			}
+			vs := skipWS(b, i+1)
+			ve, err := skip(b, vs, 1)
+			if err != nil {
+				return members, err
+			}
+			members = append(members, member{key: key, keyOff: ks, valStart: vs, valEnd: ve, valueBytes: b[vs:ve]})
+			i = skipWS(b, ve)
+			if i < len(b) && b[i] == ',' {
+				i = skipWS(b, i+1)
+				continue
+			}
+			if i < len(b) && b[i] == '}' {
+				i++
+				break
+			}
+			return members, synErr(i, "expected ',' or '}' in object")
+		}
 	}
-	if j := skipWS(b, end); j != len(b) {
+	if j := skipWS(b, i); j != len(b) {
 		return members, synErr(j, "unexpected data after the JSON object")
 	}
-	// The syntax is valid; walk the top level again collecting spans.
-	i = skipWS(b, i+1)
-	for i < end-1 {
-		ks := i
-		ke, _ := skipString(b, i)
-		key, err := decodeKey(b[ks:ke])
-		if err != nil {
-			return members, synErr(ks, "%v", err)
-		}
-		for _, m := range members {
-			if m.key == key {
-				return members, synErr(ks, "duplicate member %q", key)
-			}
-		}
-		i = skipWS(b, ke)
-		vs := skipWS(b, i+1)
-		ve, _ := skipValue(b, vs, 1)
-		members = append(members, member{key: key, keyOff: ks, valStart: vs, valEnd: ve, valueBytes: b[vs:ve]})
-		i = skipWS(b, ve)
-		if i < len(b) && b[i] == ',' {
-			i = skipWS(b, i+1)
-		} else {
-			break
-		}
-	}
 	return members, nil
+}
+
+// skipTrusted skips one value of already validated JSON: strings by their
+// closing quote, containers by bracket depth outside strings.
+func skipTrusted(b []byte, i, _ int) (int, error) {
+	if i >= len(b) {
+		return i, synErr(i, "unexpected end of JSON")
+	}
+	switch b[i] {
+	case '"':
+		return skipStringTrusted(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				e, err := skipStringTrusted(b, i)
+				if err != nil {
+					return i, err
+				}
+				i = e
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1, nil
+				}
+			}
+			i++
+		}
+		return i, synErr(i, "unexpected end of JSON")
+	default:
+		for i < len(b) {
+			switch b[i] {
+			case ',', '}', ']', ' ', '\t', '\r', '\n':
+				return i, nil
+			}
+			i++
+		}
+		return i, nil
+	}
+}
+
+func skipStringTrusted(b []byte, i int) (int, error) {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(b[j:], '"')
+		if k < 0 {
+			return i, synErr(i, "unterminated string")
+		}
+		j += k
+		// The quote is escaped when an odd number of backslashes precede it.
+		n := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1, nil
+		}
+		j++
+	}
 }
 
 func decodeKey(raw []byte) (string, error) {

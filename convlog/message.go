@@ -1,7 +1,6 @@
 package convlog
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -97,60 +96,92 @@ func (m StoredMessage) JSON() json.RawMessage { return m.raw }
 // Empty reports whether the message carries no content: its content array
 // is empty. Such a model answer is recorded but left out of the history.
 func (m StoredMessage) Empty() bool {
-	var msg struct {
-		Content json.RawMessage `json:"content"`
-	}
-	if json.Unmarshal(m.raw, &msg) != nil {
+	members, err := scanTrusted(m.raw, nil)
+	if err != nil {
 		return false
 	}
-	n, ok := countArray(bytes.TrimSpace(msg.Content))
-	return ok && n == 0
+	for _, mb := range members {
+		if mb.key == "content" {
+			return emptyArray(mb.valueBytes)
+		}
+	}
+	return false
 }
 
 // ParseStoredMessage reads a stored message, requiring a non-empty id, a
 // role and a source with a non-empty kind.
-func ParseStoredMessage(raw []byte) (StoredMessage, error) { return parseStoredMessage(raw, true) }
-
-func parseStoredMessage(raw []byte, keep bool) (StoredMessage, error) {
-	var msg struct {
-		ID     *string         `json:"id"`
-		Role   string          `json:"role"`
-		Source json.RawMessage `json:"source"`
+func ParseStoredMessage(raw []byte) (StoredMessage, error) {
+	if _, err := skipValue(raw, skipWS(raw, 0), 0); err != nil {
+		return StoredMessage{}, fmt.Errorf("message is not valid JSON: %v", err)
 	}
-	if err := json.Unmarshal(raw, &msg); err != nil {
+	return parseStoredMessage(raw, true)
+}
+
+// parseStoredMessage reads a message from bytes already validated as JSON.
+func parseStoredMessage(raw []byte, keep bool) (StoredMessage, error) {
+	members, err := scanTrusted(raw, nil)
+	if err != nil {
 		return StoredMessage{}, fmt.Errorf("message is not a JSON object: %v", err)
 	}
-	if msg.ID == nil || *msg.ID == "" {
-		return StoredMessage{}, fmt.Errorf("stored message has no id")
-	}
-	if msg.Role == "" {
-		return StoredMessage{}, fmt.Errorf("stored message %q has no role", *msg.ID)
-	}
-	if len(msg.Source) == 0 {
-		return StoredMessage{}, fmt.Errorf("stored message %q has no source", *msg.ID)
-	}
-	var src struct {
-		Kind *string `json:"kind"`
-	}
-	if err := json.Unmarshal(msg.Source, &src); err != nil || src.Kind == nil || *src.Kind == "" {
-		return StoredMessage{}, fmt.Errorf("stored message %q: source must be an object with a non-empty kind", *msg.ID)
-	}
-	if SourceKind(*src.Kind) == SourcePlugin {
-		return StoredMessage{}, fmt.Errorf("stored message %q requires a producer-owned source kind, not %q", *msg.ID, SourcePlugin)
-	}
-	m := StoredMessage{id: *msg.ID, role: msg.Role, source: Source{Kind: SourceKind(*src.Kind), Raw: msg.Source}}
-	if keep {
-		m.raw = append(json.RawMessage(nil), raw...)
-	} else {
-		// Emptiness is decided now; the body is not kept.
-		m.raw = raw
-		if m.Empty() {
-			m.raw = json.RawMessage(`{"content":[]}`)
-		} else {
-			m.raw = json.RawMessage(`{"content":[null]}`)
+	var id, role, source, content []byte
+	for _, m := range members {
+		switch m.key {
+		case "id":
+			id = m.valueBytes
+		case "role":
+			role = m.valueBytes
+		case "source":
+			source = m.valueBytes
+		case "content":
+			content = m.valueBytes
 		}
 	}
+	idStr, ok := parseJSONString(id)
+	if !ok || idStr == "" {
+		return StoredMessage{}, fmt.Errorf("stored message has no id")
+	}
+	roleStr, ok := parseJSONString(role)
+	if !ok || roleStr == "" {
+		return StoredMessage{}, fmt.Errorf("stored message %q has no role", idStr)
+	}
+	if source == nil {
+		return StoredMessage{}, fmt.Errorf("stored message %q has no source", idStr)
+	}
+	var kind string
+	if sm, err := scanTrusted(source, nil); err == nil {
+		for _, m := range sm {
+			if m.key == "kind" {
+				kind, _ = parseJSONString(m.valueBytes)
+			}
+		}
+	}
+	if kind == "" {
+		return StoredMessage{}, fmt.Errorf("stored message %q: source must be an object with a non-empty kind", idStr)
+	}
+	if SourceKind(kind) == SourcePlugin {
+		return StoredMessage{}, fmt.Errorf("stored message %q requires a producer-owned source kind, not %q", idStr, SourcePlugin)
+	}
+	m := StoredMessage{id: idStr, role: roleStr, source: Source{Kind: SourceKind(kind)}}
+	if keep {
+		m.raw = append(json.RawMessage(nil), raw...)
+		m.source.Raw = append(json.RawMessage(nil), source...)
+	} else if emptyArray(content) {
+		// Emptiness is decided now; the body is not kept.
+		m.raw = json.RawMessage(`{"content":[]}`)
+	} else {
+		m.raw = json.RawMessage(`{"content":[null]}`)
+	}
 	return m, nil
+}
+
+// emptyArray reports whether raw is a JSON array with no elements.
+func emptyArray(raw []byte) bool {
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return false
+	}
+	i = skipWS(raw, i+1)
+	return i < len(raw) && raw[i] == ']'
 }
 
 // NewStoredMessage builds a stored message with content blocks (raw JSON

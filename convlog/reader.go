@@ -74,6 +74,9 @@ type Reader struct {
 	done     bool
 
 	// zstd state
+	seq      *bufio.Reader // sequential reads of frame bytes for the decoder
+	seqPos   int64
+	frameIn  *io.LimitedReader
 	scanner  *FrameScanner
 	dec      *zstd.Decoder
 	frame    Frame
@@ -222,6 +225,10 @@ func (r *Reader) readHeader() error {
 	if err != nil {
 		return err
 	}
+	if r.comp == Zstd && r.frame.Index != 1 {
+		// Frame 1 was empty: the header must be its only content.
+		return r.errorAt(Position{Frame: 1, FrameOffset: 0}, ErrCorrupt, "first frame is not exactly one header line")
+	}
 	h, perr := parseHeader(line, r.opts.Version)
 	if perr != nil {
 		p := r.pos(start)
@@ -336,6 +343,11 @@ func (r *Reader) nextLine() ([]byte, int64, error) {
 			return nil, 0, io.EOF
 		}
 		r.inFrame = false
+		if r.frameIn != nil && r.frameIn.N > 0 {
+			if _, derr := io.Copy(io.Discard, r.frameIn); derr != nil {
+				r.seqPos = -1
+			}
+		}
 		switch {
 		case r.frame.Torn:
 			// Best effort: the complete lines of a torn final frame
@@ -383,7 +395,22 @@ func (r *Reader) openFrame() error {
 			r.opts.OnProblem(r.errorAt(Position{Frame: f.Index, FrameOffset: f.Offset}, ErrCorrupt, "frame carries no content checksum"))
 		}
 	}
-	var in io.Reader = io.NewSectionReader(r.src, f.Offset, f.Size)
+	// Frames are consecutive: feed the decoder from one buffered sequential
+	// reader, so many small frames cost few reads.
+	if r.seq == nil || r.seqPos != f.Offset {
+		sr := io.NewSectionReader(r.src, f.Offset, r.stats.FileBytes-f.Offset)
+		if r.seq == nil {
+			r.seq = bufio.NewReaderSize(sr, 256<<10)
+		} else {
+			r.seq.Reset(sr)
+		}
+	}
+	if r.frameIn == nil {
+		r.frameIn = &io.LimitedReader{}
+	}
+	r.frameIn.R, r.frameIn.N = r.seq, f.Size
+	r.seqPos = f.Offset + f.Size
+	var in io.Reader = r.frameIn
 	if f.Torn {
 		blocks, ok := f.completeBlocks(r.src)
 		if !ok {

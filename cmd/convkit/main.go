@@ -1,12 +1,21 @@
+// Command convkit maintains and migrates an AI-agent conversation store.
+// See README.md and docs/CLI.md.
 package main
 
 import (
-	_ "github.com/gofrs/flock"
-	_ "github.com/klauspost/compress/zstd"
-	_ "github.com/rogpeppe/go-internal/testscript"
-	_ "github.com/schollz/progressbar/v3"
-	_ "github.com/urfave/cli/v2"
-	_ "modernc.org/sqlite"
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/convkit/convkit/internal/cli"
 )
 
-func main() {}
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal kills at once
+	}()
+	os.Exit(cli.Main(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+}

@@ -1,0 +1,257 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/convkit/convkit/store"
+)
+
+// progName is the command's name in messages and help, whatever the binary
+// is called.
+const progName = "convkit"
+
+// commandConstructors lists every top-level command, in the order help shows
+// them. Main calls each constructor once per run, so every run gets fresh
+// commands and fresh flags (urfave/cli v2 flags keep state between runs).
+var commandConstructors = []func(*env) *ucli.Command{
+	newVersionCommand,
+	newInspectCommand,
+	newLockCommand,
+}
+
+// globals holds the root's flags, parsed before any command runs.
+type globals struct {
+	DataDir     string        // --data-dir, raw; resolve with dataDir
+	JSON        bool          // --json
+	Quiet       bool          // --quiet, -q
+	LockTimeout time.Duration // --lock-timeout; 0 fails fast
+
+	getenv func(string) string
+}
+
+// dataDir resolves the data directory: --data-dir, else $CONVKIT_DATA_DIR,
+// else $XDG_DATA_HOME/convkit, else ~/.local/share/convkit. The environment
+// is the one injected into Main.
+func (g *globals) dataDir() (string, error) {
+	return store.ResolveDataDir(g.DataDir, g.getenv, g.getenv("HOME"))
+}
+
+// env is what one run of Main shares with its commands: the injected streams
+// and the global flags. Commands write results to stdout and everything else
+// (logs, warnings, progress) to stderr, never to os.Stdout or os.Stderr.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	g      *globals
+}
+
+// Main runs convkit with args (args[0] is the program name) and returns the
+// exit code; it never exits the process. ctx is cancelled on an interrupt
+// (cmd/convkit wires SIGINT and SIGTERM to it). Streams and environment are
+// injected so tests can run Main in-process; a nil getenv is an empty
+// environment.
+//
+// Main must not run concurrently with itself: urfave/cli v2 keeps its help
+// flag in a package variable that each run touches.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, g: &globals{getenv: getenv}}
+	err := newApp(e).RunContext(ctx, args)
+	return report(stderr, err, e.g.JSON)
+}
+
+// newApp builds a fresh application around e.
+func newApp(e *env) *ucli.App {
+	g := e.g
+	commands := make([]*ucli.Command, 0, len(commandConstructors))
+	for _, newCommand := range commandConstructors {
+		commands = append(commands, newCommand(e))
+	}
+	for _, c := range commands {
+		complete(c)
+	}
+	return &ucli.App{
+		Name:      progName,
+		Usage:     "maintain and migrate an AI-agent conversation store",
+		UsageText: progName + " [global options] <command> [command options] [arguments...]",
+		Description: "Every command reads or writes the data directory (see --data-dir). " +
+			"Results go to stdout; logs, warnings, progress and errors go to stderr.\n\n" +
+			exitStatusText,
+		Commands: commands,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{
+				Name:        "data-dir",
+				Usage:       "use the data directory `DIR` (default: $CONVKIT_DATA_DIR, else $XDG_DATA_HOME/convkit, else ~/.local/share/convkit)",
+				Destination: &g.DataDir,
+			},
+			&ucli.BoolFlag{
+				Name:        "json",
+				Usage:       "print results as JSON (see docs/JSON.md)",
+				Destination: &g.JSON,
+			},
+			&ucli.BoolFlag{
+				Name:        "quiet",
+				Aliases:     []string{"q"},
+				Usage:       "print no progress and no informational messages",
+				Destination: &g.Quiet,
+			},
+			&ucli.DurationFlag{
+				Name:        "lock-timeout",
+				Usage:       "wait up to `DURATION` for runtime.lock (0: fail at once if it is held)",
+				Destination: &g.LockTimeout,
+			},
+		},
+		Before: func(c *ucli.Context) error {
+			if g.LockTimeout < 0 {
+				return usagef(c, "--lock-timeout must not be negative")
+			}
+			return nil
+		},
+		Action:          rootAction,
+		OnUsageError:    onUsageError,
+		HideHelpCommand: true,
+		Reader:          e.stdin,
+		Writer:          e.stdout,
+		ErrWriter:       e.stderr,
+		// Errors reach Main through RunContext; urfave must never exit.
+		ExitErrHandler: func(*ucli.Context, error) {},
+	}
+}
+
+// complete finishes a command and its subcommands after construction: the
+// EXIT STATUS table ends every Description, flag errors become usage
+// errors, and a group refuses a missing or unknown subcommand.
+func complete(c *ucli.Command) {
+	c.Description = strings.TrimSpace(c.Description + "\n\n" + exitStatusText)
+	if c.OnUsageError == nil {
+		c.OnUsageError = onUsageError
+	}
+	c.HideHelpCommand = true
+	if len(c.Subcommands) > 0 && c.Action == nil {
+		c.Action = groupAction
+	}
+	for _, sub := range c.Subcommands {
+		complete(sub)
+	}
+}
+
+// rootAction runs when no command matched: none was given, or an unknown one.
+func rootAction(c *ucli.Context) error {
+	if !c.Args().Present() {
+		return usagef(c, "no command given")
+	}
+	return unknownCommand(c, c.Args().First())
+}
+
+// groupAction runs when a command group (lock, ...) is given no subcommand
+// or an unknown one.
+func groupAction(c *ucli.Context) error {
+	if !c.Args().Present() {
+		return usagef(c, "%s needs a subcommand (%s)", c.Command.HelpName, strings.Join(subcommandNames(c.Command), ", "))
+	}
+	return unknownCommand(c, c.Args().First())
+}
+
+func unknownCommand(c *ucli.Context, name string) error {
+	if len(name) > 1 && strings.HasPrefix(name, "-") {
+		// A flag the parser did not take: it came after "--".
+		return usageWithHint(c, "flags must come before arguments", "unexpected %q", name)
+	}
+	return usagef(c, "unknown command %q", strings.TrimPrefix(helpName(c)+" "+name, progName+" "))
+}
+
+func subcommandNames(c *ucli.Command) []string {
+	var names []string
+	for _, sub := range c.Subcommands {
+		if !sub.Hidden {
+			names = append(names, sub.Name)
+		}
+	}
+	return names
+}
+
+// onUsageError turns a flag parse error into a usage error; a global flag
+// given after the command gets a hint saying where it belongs.
+func onUsageError(c *ucli.Context, err error, isSubcommand bool) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		name = strings.TrimLeft(name, "-")
+		if isSubcommand && isGlobalFlag(c, name) {
+			return usageWithHint(c, fmt.Sprintf("%s is a global flag: put it before the command (%s %s %s ...)",
+				dashed(name), progName, dashed(name), strings.TrimPrefix(helpName(c), progName+" ")),
+				"unknown flag %s for %s", dashed(name), helpName(c))
+		}
+		return usagef(c, "unknown flag %s", dashed(name))
+	}
+	// The flag package names flags with one dash: "invalid value "x" for flag -lock-timeout".
+	msg = flagInMessage.ReplaceAllStringFunc(msg, func(m string) string {
+		before, name, _ := strings.Cut(m, "-")
+		return before + dashed(name)
+	})
+	return usagef(c, "%s", msg)
+}
+
+var flagInMessage = regexp.MustCompile(`( for (flag )?|needs an argument: )-[A-Za-z0-9][A-Za-z0-9-]*`)
+
+// dashed spells a flag name as users type it: -q, --json.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+func isGlobalFlag(c *ucli.Context, name string) bool {
+	for _, f := range c.App.Flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkArgs checks a command's positional arguments: at least min and at most
+// max of them (max < 0: no limit), none starting with "-" (urfave/cli stops
+// parsing flags at the first argument, so a later flag would otherwise be
+// taken as an argument). A lone "-" (stdin or stdout) is an argument.
+func checkArgs(c *ucli.Context, min, max int) error {
+	args := c.Args().Slice()
+	for _, a := range args {
+		if len(a) > 1 && strings.HasPrefix(a, "-") {
+			return usageWithHint(c, "flags must come before arguments", "unexpected %q after the arguments", a)
+		}
+	}
+	switch {
+	case len(args) < min:
+		if u := c.Command.ArgsUsage; u != "" {
+			return usagef(c, "missing arguments: want %s", u)
+		}
+		return usagef(c, "missing arguments: want at least %d", min)
+	case max >= 0 && len(args) > max:
+		if max == 0 {
+			return usagef(c, "%s takes no arguments, got %q", helpName(c), args[0])
+		}
+		return usagef(c, "too many arguments: want at most %d, got %d", max, len(args))
+	}
+	return nil
+}
+
+// helpName is the full name of the running command, "convkit lock status".
+func helpName(c *ucli.Context) string {
+	if c.Command == nil || c.Command.HelpName == "" {
+		return progName
+	}
+	return c.Command.HelpName
+}

@@ -1,0 +1,271 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/convkit/convkit/store"
+)
+
+// run calls Main in-process with an environment holding only env.
+func run(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	getenv := func(k string) string { return env[k] }
+	code = Main(context.Background(), append([]string{"convkit"}, args...), strings.NewReader(""), &out, &errOut, getenv)
+	return code, out.String(), errOut.String()
+}
+
+func TestMainUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"no command", nil},
+		{"unknown command", []string{"frobnicate"}},
+		{"unknown subcommand", []string{"lock", "frobnicate"}},
+		{"group without subcommand", []string{"lock"}},
+		{"unknown root flag", []string{"--frobnicate", "version"}},
+		{"unknown command flag", []string{"version", "--frobnicate"}},
+		{"global flag after command", []string{"version", "--json"}},
+		{"bad duration", []string{"--lock-timeout", "soon", "version"}},
+		{"negative duration", []string{"--lock-timeout", "-1s", "version"}},
+		{"missing flag value", []string{"--data-dir"}},
+		{"extra argument", []string{"version", "extra"}},
+		{"flag after argument", []string{"lock", "status", "x", "--json"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, nil, tt.args...)
+			if code != exitUsage {
+				t.Errorf("exit code = %d, want %d; stderr:\n%s", code, exitUsage, stderr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout = %q, want nothing", stdout)
+			}
+			if !strings.HasPrefix(stderr, "convkit: error: ") || !strings.Contains(stderr, "--help' for usage\n") {
+				t.Errorf("stderr = %q, want an error line and a usage hint", stderr)
+			}
+		})
+	}
+}
+
+func TestMainHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"lock", "--help"}, {"lock", "status", "-h"}} {
+		code, stdout, stderr := run(t, nil, args...)
+		if code != exitOK || stderr != "" || !strings.Contains(stdout, "EXIT STATUS:") {
+			t.Errorf("%q: code %d, stderr %q, stdout %q; want 0, no stderr, help with EXIT STATUS on stdout",
+				args, code, stderr, stdout)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, stdout, stderr := run(t, nil, "version")
+	if want := "convkit " + buildVersion() + "\n"; code != exitOK || stdout != want || stderr != "" {
+		t.Errorf("version: code %d, stdout %q, stderr %q; want 0, %q, nothing", code, stdout, stderr, want)
+	}
+
+	code, stdout, stderr = run(t, nil, "--json", "version")
+	if code != exitOK || stderr != "" {
+		t.Fatalf("--json version: code %d, stderr %q", code, stderr)
+	}
+	var got versionResult
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("--json version: %v in %q", err, stdout)
+	}
+	if want := (versionResult{SchemaVersion: 1, Version: buildVersion()}); got != want {
+		t.Errorf("--json version = %+v, want %+v", got, want)
+	}
+}
+
+func TestLockStatusUsesInjectedEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	code, stdout, stderr := run(t, map[string]string{"CONVKIT_DATA_DIR": dir}, "--json", "lock", "status")
+	if code != exitOK || stderr != "" {
+		t.Fatalf("code %d, stderr %q", code, stderr)
+	}
+	want := fmt.Sprintf(`{"schemaVersion":1,"path":%q,"held":false,"holder":null}`+"\n", filepath.Join(dir, "runtime.lock"))
+	if stdout != want {
+		t.Errorf("stdout = %q, want %q", stdout, want)
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	locked := &store.LockedError{Path: "/d/runtime.lock", Holder: &store.Holder{PID: 7}}
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"nil", nil, 0},
+		{"plain", errors.New("boom"), 1},
+		{"usage", &usageError{msg: "bad"}, 2},
+		{"wrapped usage", fmt.Errorf("x: %w", &usageError{msg: "bad"}), 2},
+		{"partial", partialf("2 conversations skipped"), 3},
+		{"wrapped partial", fmt.Errorf("reindex: %w", partialf("skipped")), 3},
+		{"ErrLocked", store.ErrLocked, 11},
+		{"wrapped ErrLocked", fmt.Errorf("reindex: %w", store.ErrLocked), 11},
+		{"LockedError", locked, 11},
+		{"canceled", context.Canceled, 130},
+		{"wrapped canceled", fmt.Errorf("migrate: %w", context.Canceled), 130},
+		{"locked wait interrupted", fmt.Errorf("%w (%w)", locked, context.Canceled), 130},
+		{"deadline", context.DeadlineExceeded, 1},
+	}
+	for _, tt := range tests {
+		if got := exitCode(tt.err); got != tt.want {
+			t.Errorf("%s: exitCode(%v) = %d, want %d", tt.name, tt.err, got, tt.want)
+		}
+	}
+}
+
+type hintedError struct{}
+
+func (hintedError) Error() string { return "no such conversation" }
+func (hintedError) Hint() string  { return "convkit list shows them" }
+
+func TestReport(t *testing.T) {
+	tests := []struct {
+		name   string
+		err    error
+		json   bool
+		want   string
+		wantRC int
+	}{
+		{"nil", nil, true, "", 0},
+		{"plain", errors.New("boom"), false, "convkit: error: boom\n", 1},
+		{"hint", fmt.Errorf("inspect: %w", hintedError{}), false,
+			"convkit: error: inspect: no such conversation\nconvkit: hint: convkit list shows them\n", 1},
+		{"locked default hint", fmt.Errorf("reindex: %w", store.ErrLocked), false,
+			"convkit: error: reindex: runtime.lock is held by another process\nconvkit: hint: " + lockedHint + "\n", 11},
+		{"interrupted", context.Canceled, false, "convkit: error: interrupted\n", 130},
+		{"usage", &usageError{msg: "unexpected \"-x\"", hint: "flags must come before arguments", command: "convkit lock status"}, false,
+			"convkit: error: unexpected \"-x\"\nconvkit: hint: flags must come before arguments\n" +
+				"convkit: hint: run 'convkit lock status --help' for usage\n", 2},
+		{"partial json", partialf("1 conversation skipped"), true,
+			"convkit: error: 1 conversation skipped\n" +
+				`{"message_type":"exit_error","code":3,"message":"1 conversation skipped"}` + "\n", 3},
+	}
+	for _, tt := range tests {
+		var buf bytes.Buffer
+		rc := report(&buf, tt.err, tt.json)
+		if rc != tt.wantRC || buf.String() != tt.want {
+			t.Errorf("%s: report = %d, %q; want %d, %q", tt.name, rc, buf.String(), tt.wantRC, tt.want)
+		}
+	}
+}
+
+// TestCommandTree checks every command as app.go completes it: no command
+// redefines a global flag, none uses urfave's Required (its error bypasses
+// the usage mapping and prints help on stdout), every Description ends with
+// the exit status table.
+func TestCommandTree(t *testing.T) {
+	e := &env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, g: &globals{getenv: func(string) string { return "" }}}
+	app := newApp(e)
+	global := map[string]bool{}
+	for _, f := range app.Flags {
+		for _, n := range f.Names() {
+			global[n] = true
+		}
+	}
+	var walk func(c *ucli.Command)
+	walk = func(c *ucli.Command) {
+		for _, f := range c.Flags {
+			for _, n := range f.Names() {
+				if global[n] {
+					t.Errorf("command %s redefines global flag %s", c.Name, dashed(n))
+				}
+			}
+			if r, ok := f.(ucli.RequiredFlag); ok && r.IsRequired() {
+				t.Errorf("command %s: flag %s is Required; check it in the Action with usagef", c.Name, f.Names()[0])
+			}
+		}
+		if !strings.HasSuffix(c.Description, exitStatusText) {
+			t.Errorf("command %s: Description does not end with the exit status table", c.Name)
+		}
+		if c.OnUsageError == nil {
+			t.Errorf("command %s: no OnUsageError", c.Name)
+		}
+		for _, sub := range c.Subcommands {
+			walk(sub)
+		}
+	}
+	for _, c := range app.Commands {
+		walk(c)
+	}
+}
+
+func TestDataDir(t *testing.T) {
+	tests := []struct {
+		name string
+		flag string
+		env  map[string]string
+		want string
+	}{
+		{"flag wins", "/flag", map[string]string{"CONVKIT_DATA_DIR": "/env", "XDG_DATA_HOME": "/xdg", "HOME": "/home/u"}, "/flag"},
+		{"env", "", map[string]string{"CONVKIT_DATA_DIR": "/env", "XDG_DATA_HOME": "/xdg", "HOME": "/home/u"}, "/env"},
+		{"xdg", "", map[string]string{"XDG_DATA_HOME": "/xdg", "HOME": "/home/u"}, "/xdg/convkit"},
+		{"home", "", map[string]string{"HOME": "/home/u"}, "/home/u/.local/share/convkit"},
+	}
+	for _, tt := range tests {
+		g := &globals{DataDir: tt.flag, getenv: func(k string) string { return tt.env[k] }}
+		got, err := g.dataDir()
+		if err != nil || got != tt.want {
+			t.Errorf("%s: dataDir() = %q, %v; want %q", tt.name, got, err, tt.want)
+		}
+	}
+	g := &globals{getenv: func(string) string { return "" }}
+	if got, err := g.dataDir(); err == nil {
+		t.Errorf("nothing set: dataDir() = %q, want an error", got)
+	}
+}
+
+func TestProgressOnlyOnTerminal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, w := range []io.Writer{&bytes.Buffer{}, f} {
+		p := newProgress(w, 10, "test", &globals{})
+		if _, ok := p.(nopReporter); !ok {
+			t.Errorf("newProgress(%T) = %T, want no bar off a terminal", w, p)
+		}
+		p.SetTotal(20)
+		p.Add(5)
+		p.Finish()
+	}
+	if info, _ := f.Stat(); info.Size() != 0 {
+		t.Errorf("progress wrote %d bytes to a file", info.Size())
+	}
+}
+
+func TestBarReporter(t *testing.T) {
+	var buf bytes.Buffer
+	p := newBarReporter(&buf, 0, "logs")
+	p.SetTotal(4)
+	for range 4 {
+		p.Add(1)
+	}
+	p.Finish()
+	out := buf.String()
+	if !strings.Contains(out, "logs") || !strings.Contains(out, "/4)") {
+		t.Errorf("bar output %q does not show the description and the total", out)
+	}
+	// Finished, the bar erases itself: the last thing written is a blank line
+	// between carriage returns.
+	lines := strings.Split(out, "\r")
+	if len(lines) < 3 || strings.TrimSpace(lines[len(lines)-2]) != "" || lines[len(lines)-1] != "" {
+		t.Errorf("bar output %q does not end by clearing the line", out)
+	}
+}

@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/convkit/convkit/store"
+)
+
+// Exit codes, the same for every command. Keep exitStatusText, README.md and
+// docs/CLI.md in step with them.
+const (
+	exitOK          = 0
+	exitFailure     = 1   // failure, including any item that failed
+	exitUsage       = 2   // bad flags or arguments, before any data is touched
+	exitPartial     = 3   // finished, but some items were skipped or unreadable
+	exitLocked      = 11  // runtime.lock is held by another process
+	exitInterrupted = 130 // SIGINT or SIGTERM
+)
+
+// exitStatusText ends every command's Description.
+const exitStatusText = `EXIT STATUS:
+  0    success
+  1    failure, including any item that failed
+  2    usage error (bad flags or arguments); nothing was touched
+  3    finished, but some items were skipped or unreadable
+  11   runtime.lock is held by another process
+  130  interrupted`
+
+// lockedHint is shown with an error that wraps store.ErrLocked and brings no
+// hint of its own.
+const lockedHint = "'convkit lock status' shows the holder; --lock-timeout DURATION waits for it"
+
+// usageError is a bad invocation: unknown command or flag, bad flag value,
+// wrong arguments. It is found before any data is touched (exit 2).
+type usageError struct {
+	msg     string
+	hint    string // optional
+	command string // "convkit lock status": whose --help shows the usage
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+// Hint returns the hint given when the error was made, if any.
+func (e *usageError) Hint() string { return e.hint }
+
+// usagef returns a usage error of the command running in c.
+func usagef(c *ucli.Context, format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...), command: helpName(c)}
+}
+
+// usageWithHint is usagef with a hint.
+func usageWithHint(c *ucli.Context, hint, format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...), hint: hint, command: helpName(c)}
+}
+
+// partialError reports a job that finished but skipped some items or could
+// not read them (exit 3): reindex skipped a conversation, backup met an
+// unreadable file. The message says how many and where the details are.
+type partialError struct {
+	msg string
+}
+
+func (e *partialError) Error() string { return e.msg }
+
+// partialf returns a partialError.
+func partialf(format string, args ...any) error {
+	return &partialError{msg: fmt.Sprintf(format, args...)}
+}
+
+// exitCode maps an error to the process exit code. It is the only place
+// that does: an interruption wins over everything, then usage errors, a held
+// lock, partial success; anything else is a failure.
+func exitCode(err error) int {
+	var usage *usageError
+	var partial *partialError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
+	case errors.As(err, &usage):
+		return exitUsage
+	case errors.Is(err, store.ErrLocked):
+		return exitLocked
+	case errors.As(err, &partial):
+		return exitPartial
+	default:
+		return exitFailure
+	}
+}
+
+// report prints err to w and returns its exit code. It prints one line
+//
+//	convkit: error: <message>
+//
+// then a line "convkit: hint: <hint>" for a hint the error carries (a
+// Hint() string method anywhere in its chain), and for a usage error a line
+// naming the command's --help. Under --json a final exit_error object
+// follows (docs/JSON.md). A nil err prints nothing.
+func report(w io.Writer, err error, asJSON bool) int {
+	code := exitCode(err)
+	if err == nil {
+		return code
+	}
+	msg := err.Error()
+	if err == context.Canceled { // bare: nothing more to say than this
+		msg = "interrupted"
+	}
+	var hints []string
+	var h interface{ Hint() string }
+	if errors.As(err, &h) && h.Hint() != "" {
+		hints = append(hints, h.Hint())
+	} else if code == exitLocked {
+		hints = append(hints, lockedHint)
+	}
+	var usage *usageError
+	if errors.As(err, &usage) {
+		hints = append(hints, fmt.Sprintf("run '%s --help' for usage", usage.command))
+	}
+
+	fmt.Fprintf(w, "%s: error: %s\n", progName, msg)
+	for _, hint := range hints {
+		fmt.Fprintf(w, "%s: hint: %s\n", progName, hint)
+	}
+	if asJSON {
+		_ = writeJSON(w, exitErrorMessage{MessageType: "exit_error", Code: code, Message: msg})
+	}
+	return code
+}
+
+// exitErrorMessage is the last thing printed on stderr under --json when a
+// command fails.
+type exitErrorMessage struct {
+	MessageType string `json:"message_type"`
+	Code        int    `json:"code"`
+	Message     string `json:"message"`
+}

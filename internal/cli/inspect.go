@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/convkit/convkit/inspect"
+	"github.com/convkit/convkit/store"
+)
+
+func newInspectCommand(e *env) *ucli.Command {
+	var types ucli.StringSlice
+	return &ucli.Command{
+		Name:      "inspect",
+		Usage:     "read one log of any version, plain or compressed",
+		ArgsUsage: "PATH | CONVERSATION [SESSION]",
+		Description: `Reads one log and describes it; it never changes a file and never
+takes runtime.lock, so it runs beside the runtime.
+
+The log is a file PATH, or found in the data directory: CONVERSATION alone
+is that conversation's own log, CONVERSATION SESSION one of its session
+logs (the highest generation).
+
+Without a mode flag it renders the header and one line per event.
+--json prints each event as stored, one JSON object per line.
+--validate lists every problem with its line and byte offset; exit 1 if any.
+--stats counts events and bytes by type, frames, compression ratio, torn tail.
+--history prints the derived history a model reads (format v4 logs).`,
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "validate", Usage: "list every format problem with its position"},
+			&ucli.BoolFlag{Name: "stats", Usage: "sizes by event type, frames, compression, torn tail"},
+			&ucli.BoolFlag{Name: "history", Usage: "the derived history (the messages a model reads)"},
+			&ucli.StringSliceFlag{Name: "type", Usage: "only events whose type matches `PATTERN` (shell pattern, repeatable)", Destination: &types},
+		},
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 1, 2); err != nil {
+				return err
+			}
+			modes := 0
+			for _, m := range []string{"validate", "stats", "history"} {
+				if c.Bool(m) {
+					modes++
+				}
+			}
+			if modes > 1 {
+				return usagef(c, "--validate, --stats and --history exclude each other")
+			}
+			filter := inspect.Filter(types.Value())
+			if err := filter.Validate(); err != nil {
+				return usagef(c, "%v", err)
+			}
+			path, err := inspectTarget(e, c.Args().Slice())
+			if err != nil {
+				return err
+			}
+			ctx := c.Context
+			switch {
+			case c.Bool("validate"):
+				v, err := inspect.Validate(ctx, path)
+				if err != nil {
+					return err
+				}
+				if e.g.JSON {
+					if err := writeJSON(e.stdout, v); err != nil {
+						return err
+					}
+				} else {
+					for _, p := range v.Problems {
+						fmt.Fprintf(e.stdout, "%s: %s\n", path, problemPosition(p))
+					}
+					if v.Valid {
+						torn := ""
+						if v.TornTail {
+							torn = " (torn tail left as it is)"
+						}
+						fmt.Fprintf(e.stdout, "%s: valid, format v%d, %d events%s\n", path, v.Version, v.Events, torn)
+					}
+				}
+				if !v.Valid {
+					return fmt.Errorf("%s: %d problem(s) found", path, len(v.Problems))
+				}
+				return nil
+			case c.Bool("stats"):
+				s, err := inspect.Measure(ctx, path, filter)
+				if err != nil {
+					return err
+				}
+				if e.g.JSON {
+					return writeJSON(e.stdout, s)
+				}
+				inspect.RenderStats(s, e.stdout)
+				return nil
+			case c.Bool("history"):
+				h, err := inspect.History(ctx, path)
+				if err != nil {
+					return err
+				}
+				if e.g.JSON {
+					for _, m := range h {
+						if err := writeJSON(e.stdout, m); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+				inspect.RenderHistory(h, e.stdout)
+				return nil
+			case e.g.JSON:
+				return inspect.WriteJSON(ctx, path, e.stdout, filter)
+			default:
+				return inspect.Render(ctx, path, e.stdout, filter)
+			}
+		},
+	}
+}
+
+// inspectTarget resolves the arguments to a log file: an existing path, or
+// a conversation (and session) id in the data directory.
+func inspectTarget(e *env, args []string) (string, error) {
+	if len(args) == 1 {
+		if _, err := os.Lstat(args[0]); err == nil {
+			return args[0], nil
+		}
+	}
+	dir, err := e.g.dataDir()
+	if err != nil {
+		return "", err
+	}
+	session := ""
+	if len(args) == 2 {
+		session = args[1]
+	}
+	p, err := store.FindLog(dir, args[0], session)
+	if err != nil {
+		if len(args) == 1 {
+			return "", fmt.Errorf("%q is neither a file nor a conversation in %s: %w", args[0], dir, err)
+		}
+		return "", err
+	}
+	return p, nil
+}
+
+func problemPosition(p inspect.Problem) string {
+	s := ""
+	if p.Line > 0 {
+		s = fmt.Sprintf("line %d", p.Line)
+		if p.Column > 0 {
+			s += fmt.Sprintf(" column %d", p.Column)
+		}
+		s += ", "
+	}
+	if p.Frame > 0 {
+		s += fmt.Sprintf("frame %d at file byte %d, ", p.Frame, p.FrameOffset)
+	}
+	return fmt.Sprintf("%sbyte %d: %s: %s", s, p.Offset, p.Kind, p.Message)
+}

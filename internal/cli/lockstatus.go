@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/convkit/convkit/store"
+)
+
+func newLockStatusCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:  "status",
+		Usage: "show whether runtime.lock is held, and by whom",
+		Description: `Prints "runtime.lock: free", or
+"runtime.lock: held by pid N ("COMMAND") on HOST since TIME".
+It never takes the lock and never creates anything; a missing data
+directory counts as free. A held lock is a result, not an error: the
+exit status is 0 either way. --json prints one object (docs/JSON.md).`,
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 0, 0); err != nil {
+				return err
+			}
+			dir, err := e.g.dataDir()
+			if err != nil {
+				return err
+			}
+			return runLockStatus(e, dir)
+		},
+	}
+}
+
+// lockStatusResult is the --json output of lock status (docs/JSON.md).
+type lockStatusResult struct {
+	SchemaVersion int               `json:"schemaVersion"`
+	Path          string            `json:"path"`
+	Held          bool              `json:"held"`
+	Holder        *lockHolderResult `json:"holder"` // null when free or unknown
+}
+
+type lockHolderResult struct {
+	PID       int    `json:"pid"`
+	Host      string `json:"host"`
+	Command   string `json:"command"`
+	StartedAt string `json:"startedAt"` // RFC 3339, UTC; "" if unknown
+}
+
+func runLockStatus(e *env, dataDir string) error {
+	st, err := store.LockStatus(dataDir)
+	if err != nil {
+		return err
+	}
+	var holder *store.Holder
+	if st.Held {
+		holder = st.Holder // when free, Holder is the last one: not shown
+	}
+	if e.g.JSON {
+		res := lockStatusResult{SchemaVersion: schemaVersion, Path: st.Path, Held: st.Held}
+		if holder != nil {
+			res.Holder = &lockHolderResult{
+				PID:       holder.PID,
+				Host:      holder.Host,
+				Command:   holder.Command,
+				StartedAt: formatTime(holder.StartedAt),
+			}
+		}
+		return writeJSON(e.stdout, res)
+	}
+	var line string
+	switch {
+	case !st.Held:
+		line = "free"
+	case holder == nil:
+		line = "held (the holder has not recorded itself)"
+	default:
+		line = fmt.Sprintf("held by pid %d", holder.PID)
+		if holder.Command != "" {
+			line += fmt.Sprintf(" (%q)", holder.Command)
+		}
+		if holder.Host != "" {
+			line += " on " + holder.Host
+		}
+		if !holder.StartedAt.IsZero() {
+			line += " since " + formatTime(holder.StartedAt)
+		}
+	}
+	_, err = fmt.Fprintf(e.stdout, "%s: %s\n", store.LockFileName, line)
+	return err
+}
+
+// formatTime renders t as RFC 3339 in UTC, or "" for the zero time.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
