@@ -1,0 +1,75 @@
+package convlog
+
+import "strings"
+
+// MessageOf returns the raw stored message a surface event carries: the data
+// of user/message, data.message of the other surface types; nil for other
+// events. The event must come from a Reader (its data is validated JSON).
+func MessageOf(e *Event) []byte {
+	switch e.Type {
+	case TypeUserMessage:
+		return e.Data
+	case TypeSystemMessage, TypeDeveloperMessage, TypeAssistantMessage, TypeToolResult:
+		return memberOf(e.Data, "message")
+	}
+	return nil
+}
+
+// memberOf returns the raw value of one member of a validated JSON object.
+func memberOf(obj []byte, key string) []byte {
+	ms, err := scanTrusted(obj, nil)
+	if err != nil {
+		return nil
+	}
+	for _, m := range ms {
+		if m.key == key {
+			return m.valueBytes
+		}
+	}
+	return nil
+}
+
+// MessageText returns a stored message's role and the text of its text
+// blocks joined by newlines (reasoning, tool calls and attachments are left
+// out). msg must be validated JSON, as MessageOf returns it.
+func MessageText(msg []byte) (role, text string) {
+	ms, err := scanTrusted(msg, nil)
+	if err != nil {
+		return "", ""
+	}
+	var content []byte
+	for _, m := range ms {
+		switch m.key {
+		case "role":
+			role, _ = parseJSONString(m.valueBytes)
+		case "content":
+			content = m.valueBytes
+		}
+	}
+	if s, ok := parseJSONString(content); ok {
+		return role, s
+	}
+	var parts []string
+	i := skipWS(content, 0)
+	if i >= len(content) || content[i] != '[' {
+		return role, ""
+	}
+	i = skipWS(content, i+1)
+	for i < len(content) && content[i] != ']' {
+		end, err := skipTrusted(content, i, 1)
+		if err != nil {
+			break
+		}
+		block := content[i:end]
+		if typ, _ := parseJSONString(memberOf(block, "type")); typ == "text" {
+			if t, ok := parseJSONString(memberOf(block, "text")); ok && t != "" {
+				parts = append(parts, t)
+			}
+		}
+		i = skipWS(content, end)
+		if i < len(content) && content[i] == ',' {
+			i = skipWS(content, i+1)
+		}
+	}
+	return role, strings.Join(parts, "\n")
+}

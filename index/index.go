@@ -1,0 +1,560 @@
+// Package index is metadata.db: the SQLite index of conversations, sessions,
+// turns and message text that speeds up listing and searching. It is derived
+// data: every row can be rebuilt from the logs (convkit reindex), and the
+// runtime updates it after each flushed append with Upsert.
+package index
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
+)
+
+// SchemaVersion is stored in PRAGMA user_version. A database with another
+// version is not used: reindex rebuilds it.
+const SchemaVersion = 1
+
+// ErrSchema is wrapped when a file is not an index of this schema version
+// (garbage, another program's database, an older or newer schema).
+var ErrSchema = errors.New("not a convkit index of this schema version")
+
+const schema = `
+CREATE TABLE conversations (
+	id TEXT PRIMARY KEY,
+	dir TEXT NOT NULL,
+	title TEXT NOT NULL,
+	title_is_auto INTEGER NOT NULL,
+	cwd TEXT NOT NULL,
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL,
+	archived INTEGER NOT NULL,
+	forked_from TEXT NOT NULL,
+	after_compaction INTEGER NOT NULL,
+	agents TEXT NOT NULL,
+	models TEXT NOT NULL,
+	running_turn INTEGER NOT NULL,
+	fingerprint TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX conversations_by_updated ON conversations(archived, updated_at DESC, id);
+CREATE TABLE sessions (
+	conversation_id TEXT NOT NULL,
+	id TEXT NOT NULL,
+	parent_session TEXT NOT NULL,
+	agent TEXT NOT NULL,
+	model TEXT NOT NULL,
+	format_version INTEGER NOT NULL,
+	event_count INTEGER NOT NULL,
+	bytes INTEGER NOT NULL,
+	file TEXT NOT NULL,
+	PRIMARY KEY (conversation_id, id)
+) WITHOUT ROWID;
+CREATE TABLE turns (
+	conversation_id TEXT NOT NULL,
+	session_id TEXT NOT NULL,
+	turn INTEGER NOT NULL,
+	started_at INTEGER NOT NULL,
+	ended_at INTEGER NOT NULL,
+	outcome TEXT NOT NULL,
+	PRIMARY KEY (conversation_id, session_id, turn)
+) WITHOUT ROWID;
+CREATE TABLE skipped (
+	id TEXT PRIMARY KEY,
+	dir TEXT NOT NULL,
+	fingerprint TEXT NOT NULL,
+	reason TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE VIRTUAL TABLE messages USING fts5(
+	conversation_id UNINDEXED, session_id UNINDEXED, seq UNINDEXED, role UNINDEXED, text,
+	tokenize = 'unicode61'
+);
+`
+
+// Conversation is one conversation's rows.
+type Conversation struct {
+	ID              string    `json:"id"`
+	Dir             string    `json:"dir"`
+	Title           string    `json:"title"`
+	TitleIsAuto     bool      `json:"titleIsAuto"`
+	Cwd             string    `json:"cwd"`
+	CreatedAt       int64     `json:"createdAt"` // Unix ms
+	UpdatedAt       int64     `json:"updatedAt"` // Unix ms
+	Archived        bool      `json:"archived"`
+	ForkedFrom      string    `json:"forkedFrom"`
+	AfterCompaction bool      `json:"afterCompaction"`
+	Agents          []string  `json:"agents"`
+	Models          []string  `json:"models"`
+	RunningTurn     bool      `json:"runningTurn"`
+	Fingerprint     string    `json:"fingerprint"`
+	Sessions        []Session `json:"sessions"`
+	Turns           []Turn    `json:"turns"`
+}
+
+// Session is one session log.
+type Session struct {
+	ID            string `json:"id"`
+	ParentSession string `json:"parentSession"`
+	Agent         string `json:"agent"`
+	Model         string `json:"model"`
+	FormatVersion int    `json:"formatVersion"`
+	Events        int64  `json:"events"`
+	Bytes         int64  `json:"bytes"`
+	File          string `json:"file"`
+}
+
+// Turn is one turn; EndedAt is 0 and Outcome "" while it runs.
+type Turn struct {
+	SessionID string `json:"sessionId"`
+	Turn      int64  `json:"turn"`
+	StartedAt int64  `json:"startedAt"`
+	EndedAt   int64  `json:"endedAt"`
+	Outcome   string `json:"outcome"`
+}
+
+// Message is the searchable text of one message.
+type Message struct {
+	SessionID string
+	Seq       int64
+	Role      string
+	Text      string
+}
+
+// DB is an open index.
+type DB struct {
+	db   *sql.DB
+	path string
+}
+
+// dsn sets the pragmas in the connection string, so every pooled connection
+// has them.
+func dsn(path string, pragmas ...string) string {
+	q := url.Values{}
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+var runtimePragmas = []string{"busy_timeout(5000)", "journal_mode(WAL)", "synchronous(NORMAL)"}
+
+// Open opens an existing index. A missing file, a file that is not SQLite,
+// or another schema version gives an error wrapping ErrSchema (or
+// fs.ErrNotExist for a missing one).
+func Open(path string) (*DB, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", dsn(path, runtimePragmas...))
+	if err != nil {
+		return nil, err
+	}
+	d := &DB{db: db, path: path}
+	var v int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w: %v", path, ErrSchema, err)
+	}
+	if v != SchemaVersion {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w (found schema version %d, want %d)", path, ErrSchema, v, SchemaVersion)
+	}
+	return d, nil
+}
+
+// Create makes a new, empty index at path, which must not exist. It is
+// tuned for one bulk load (no journal, no syncs until Finish).
+func Create(path string) (*DB, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	if err := os.Chmod(path, 0o600); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", dsn(path, "journal_mode(OFF)", "synchronous(OFF)"))
+	if err != nil {
+		return nil, err
+	}
+	// One connection: the bulk load is one transaction anyway.
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(schema + fmt.Sprintf("PRAGMA user_version = %d;", SchemaVersion)); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: creating the schema: %w", path, err)
+	}
+	return &DB{db: db, path: path}, nil
+}
+
+// Finish makes a bulk-loaded index durable and ready for the runtime: WAL
+// journal, checkpointed, fsynced, closed.
+func (d *DB) Finish() error {
+	if _, err := d.db.Exec("PRAGMA journal_mode=WAL"); err != nil {
+		return err
+	}
+	if _, err := d.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+		return err
+	}
+	if err := d.db.Close(); err != nil {
+		return err
+	}
+	f, err := os.Open(d.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+// Close closes the index.
+func (d *DB) Close() error { return d.db.Close() }
+
+// Path is the database file.
+func (d *DB) Path() string { return d.path }
+
+// Writer inserts conversations inside one transaction with prepared
+// statements: bulk loads run at hundreds of thousands of rows a second,
+// where one transaction per row runs fifty times slower.
+type Writer struct {
+	tx                                    *sql.Tx
+	delConv, delSess, delTurns, delMsgs, delSkip *sql.Stmt
+	insConv, insSess, insTurn, insMessage      *sql.Stmt
+	insSkip                                    *sql.Stmt
+}
+
+// Begin starts a write transaction.
+func (d *DB) Begin(ctx context.Context) (*Writer, error) {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{tx: tx}
+	prep := func(q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var s *sql.Stmt
+		s, err = tx.PrepareContext(ctx, q)
+		return s
+	}
+	w.delConv = prep("DELETE FROM conversations WHERE id = ?")
+	w.delSess = prep("DELETE FROM sessions WHERE conversation_id = ?")
+	w.delTurns = prep("DELETE FROM turns WHERE conversation_id = ?")
+	w.delMsgs = prep("DELETE FROM messages WHERE conversation_id = ?")
+	w.delSkip = prep("DELETE FROM skipped WHERE id = ?")
+	w.insSkip = prep("INSERT INTO skipped (id, dir, fingerprint, reason) VALUES (?,?,?,?)")
+	w.insConv = prep(`INSERT INTO conversations (id, dir, title, title_is_auto, cwd, created_at, updated_at, archived,
+		forked_from, after_compaction, agents, models, running_turn, fingerprint) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	w.insSess = prep(`INSERT INTO sessions (conversation_id, id, parent_session, agent, model, format_version,
+		event_count, bytes, file) VALUES (?,?,?,?,?,?,?,?,?)`)
+	w.insTurn = prep(`INSERT INTO turns (conversation_id, session_id, turn, started_at, ended_at, outcome) VALUES (?,?,?,?,?,?)`)
+	w.insMessage = prep(`INSERT INTO messages (conversation_id, session_id, seq, role, text) VALUES (?,?,?,?,?)`)
+	if err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return w, nil
+}
+
+func jsonList(v []string) string {
+	if v == nil {
+		v = []string{}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// Put replaces every row of c.ID with c and its messages.
+func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error {
+	if err := w.Remove(ctx, c.ID); err != nil {
+		return err
+	}
+	if _, err := w.insConv.ExecContext(ctx, c.ID, c.Dir, c.Title, c.TitleIsAuto, c.Cwd, c.CreatedAt, c.UpdatedAt,
+		c.Archived, c.ForkedFrom, c.AfterCompaction, jsonList(c.Agents), jsonList(c.Models), c.RunningTurn,
+		c.Fingerprint); err != nil {
+		return fmt.Errorf("index conversation %q: %w", c.ID, err)
+	}
+	for _, s := range c.Sessions {
+		if _, err := w.insSess.ExecContext(ctx, c.ID, s.ID, s.ParentSession, s.Agent, s.Model, s.FormatVersion,
+			s.Events, s.Bytes, s.File); err != nil {
+			return fmt.Errorf("index session %q of %q: %w", s.ID, c.ID, err)
+		}
+	}
+	for _, t := range c.Turns {
+		if _, err := w.insTurn.ExecContext(ctx, c.ID, t.SessionID, t.Turn, t.StartedAt, t.EndedAt, t.Outcome); err != nil {
+			return fmt.Errorf("index turn %d of %q: %w", t.Turn, c.ID, err)
+		}
+	}
+	for _, m := range msgs {
+		if _, err := w.insMessage.ExecContext(ctx, c.ID, m.SessionID, m.Seq, m.Role, m.Text); err != nil {
+			return fmt.Errorf("index message %d of %q: %w", m.Seq, c.ID, err)
+		}
+	}
+	return nil
+}
+
+// Remove deletes every row of a conversation.
+func (w *Writer) Remove(ctx context.Context, id string) error {
+	for _, s := range []*sql.Stmt{w.delConv, w.delSess, w.delTurns, w.delMsgs, w.delSkip} {
+		if _, err := s.ExecContext(ctx, id); err != nil {
+			return fmt.Errorf("remove %q from the index: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// Skip records a conversation that could not be indexed, with the log
+// fingerprint it had and why, so readers know the index is still current
+// for it.
+func (w *Writer) Skip(ctx context.Context, id, dir, fingerprint, reason string) error {
+	if err := w.Remove(ctx, id); err != nil {
+		return err
+	}
+	if _, err := w.insSkip.ExecContext(ctx, id, dir, fingerprint, reason); err != nil {
+		return fmt.Errorf("record skipped %q in the index: %w", id, err)
+	}
+	return nil
+}
+
+// Commit ends the transaction.
+func (w *Writer) Commit() error { return w.tx.Commit() }
+
+// Rollback abandons the transaction.
+func (w *Writer) Rollback() error { return w.tx.Rollback() }
+
+// Upsert replaces one conversation's rows in its own transaction: the
+// runtime's incremental update after a flushed append.
+func (d *DB) Upsert(ctx context.Context, c *Conversation, msgs []Message) error {
+	w, err := d.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := w.Put(ctx, c, msgs); err != nil {
+		w.Rollback()
+		return err
+	}
+	return w.Commit()
+}
+
+// Delete removes a conversation's rows in its own transaction.
+func (d *DB) Delete(ctx context.Context, id string) error {
+	w, err := d.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := w.Remove(ctx, id); err != nil {
+		w.Rollback()
+		return err
+	}
+	return w.Commit()
+}
+
+// ListOptions select conversations for List.
+type ListOptions struct {
+	Archived bool // list archived conversations instead of the others
+	All      bool // list both
+	Limit    int  // 0: no limit
+	// Before continues a page: conversations updated before this time (Unix
+	// ms), or at it with a greater id.
+	Before   int64
+	BeforeID string
+}
+
+// Summary is one row of List.
+type Summary struct {
+	ID          string `json:"id"`
+	Title       string `json:"title"`
+	UpdatedAt   int64  `json:"updatedAt"`
+	CreatedAt   int64  `json:"createdAt"`
+	Archived    bool   `json:"archived"`
+	ForkedFrom  string `json:"forkedFrom"`
+	Cwd         string `json:"cwd"`
+	Sessions    int    `json:"sessions"`
+	Turns       int    `json:"turns"`
+	RunningTurn bool   `json:"runningTurn"`
+}
+
+// List returns conversations, newest first, through the updated_at index.
+func (d *DB) List(ctx context.Context, o ListOptions) ([]Summary, error) {
+	var where []string
+	var args []any
+	if !o.All {
+		where = append(where, "c.archived = ?")
+		args = append(args, o.Archived)
+	}
+	if o.Before != 0 || o.BeforeID != "" {
+		where = append(where, "(c.updated_at < ? OR (c.updated_at = ? AND c.id > ?))")
+		args = append(args, o.Before, o.Before, o.BeforeID)
+	}
+	q := `SELECT c.id, c.title, c.updated_at, c.created_at, c.archived, c.forked_from, c.cwd, c.running_turn,
+		(SELECT count(*) FROM sessions s WHERE s.conversation_id = c.id),
+		(SELECT count(*) FROM turns t WHERE t.conversation_id = c.id)
+		FROM conversations c`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY c.updated_at DESC, c.id"
+	if o.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", o.Limit)
+	}
+	rows, err := d.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Summary{}
+	for rows.Next() {
+		var s Summary
+		if err := rows.Scan(&s.ID, &s.Title, &s.UpdatedAt, &s.CreatedAt, &s.Archived, &s.ForkedFrom, &s.Cwd,
+			&s.RunningTurn, &s.Sessions, &s.Turns); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// All loads every conversation with its sessions and turns, for comparing
+// the index with the logs.
+func (d *DB) All(ctx context.Context) (map[string]*Conversation, error) {
+	out := map[string]*Conversation{}
+	rows, err := d.db.QueryContext(ctx, `SELECT id, dir, title, title_is_auto, cwd, created_at, updated_at, archived,
+		forked_from, after_compaction, agents, models, running_turn, fingerprint FROM conversations`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		c := &Conversation{}
+		var agents, models string
+		if err := rows.Scan(&c.ID, &c.Dir, &c.Title, &c.TitleIsAuto, &c.Cwd, &c.CreatedAt, &c.UpdatedAt, &c.Archived,
+			&c.ForkedFrom, &c.AfterCompaction, &agents, &models, &c.RunningTurn, &c.Fingerprint); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		json.Unmarshal([]byte(agents), &c.Agents)
+		json.Unmarshal([]byte(models), &c.Models)
+		out[c.ID] = c
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = d.db.QueryContext(ctx, `SELECT conversation_id, id, parent_session, agent, model, format_version,
+		event_count, bytes, file FROM sessions ORDER BY conversation_id, id`)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var cid string
+		var s Session
+		if err := rows.Scan(&cid, &s.ID, &s.ParentSession, &s.Agent, &s.Model, &s.FormatVersion, &s.Events, &s.Bytes, &s.File); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if c := out[cid]; c != nil {
+			c.Sessions = append(c.Sessions, s)
+		}
+	}
+	rows.Close()
+	rows, err = d.db.QueryContext(ctx, `SELECT conversation_id, session_id, turn, started_at, ended_at, outcome
+		FROM turns ORDER BY conversation_id, started_at, session_id, turn`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var cid string
+		var t Turn
+		if err := rows.Scan(&cid, &t.SessionID, &t.Turn, &t.StartedAt, &t.EndedAt, &t.Outcome); err != nil {
+			return nil, err
+		}
+		if c := out[cid]; c != nil {
+			c.Turns = append(c.Turns, t)
+		}
+	}
+	return out, rows.Err()
+}
+
+// Hit is one search result.
+type Hit struct {
+	ConversationID string  `json:"conversationId"`
+	Title          string  `json:"title"`
+	SessionID      string  `json:"sessionId"`
+	Seq            int64   `json:"seq"`
+	Role           string  `json:"role"`
+	Snippet        string  `json:"snippet"`
+	Rank           float64 `json:"rank"`
+}
+
+// Search finds messages matching an FTS5 query, best first.
+func (d *DB) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
+	if limit <= 0 {
+		limit = 50
+	}
+	rows, err := d.db.QueryContext(ctx, `SELECT m.conversation_id, coalesce(c.title, ''), m.session_id, m.seq, m.role,
+		snippet(messages, 4, '[', ']', '…', 12), bm25(messages)
+		FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id
+		WHERE messages MATCH ? ORDER BY bm25(messages) LIMIT ?`, query, limit)
+	if err != nil {
+		return nil, fmt.Errorf("search %q: %w", query, err)
+	}
+	defer rows.Close()
+	out := []Hit{}
+	for rows.Next() {
+		var h Hit
+		if err := rows.Scan(&h.ConversationID, &h.Title, &h.SessionID, &h.Seq, &h.Role, &h.Snippet, &h.Rank); err != nil {
+			return nil, err
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+// Fingerprints maps every indexed or skipped conversation to the log
+// fingerprint it was read with.
+func (d *DB) Fingerprints(ctx context.Context) (map[string]string, error) {
+	rows, err := d.db.QueryContext(ctx, "SELECT id, fingerprint FROM conversations UNION ALL SELECT id, fingerprint FROM skipped")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, fp string
+		if err := rows.Scan(&id, &fp); err != nil {
+			return nil, err
+		}
+		out[id] = fp
+	}
+	return out, rows.Err()
+}
+
+// SkippedRow is a conversation the last reindex could not index.
+type SkippedRow struct {
+	ID     string `json:"id"`
+	Dir    string `json:"dir"`
+	Reason string `json:"reason"`
+}
+
+// Skipped lists the conversations the last reindex could not index.
+func (d *DB) Skipped(ctx context.Context) ([]SkippedRow, error) {
+	rows, err := d.db.QueryContext(ctx, "SELECT id, dir, reason FROM skipped ORDER BY id")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []SkippedRow{}
+	for rows.Next() {
+		var r SkippedRow
+		if err := rows.Scan(&r.ID, &r.Dir, &r.Reason); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
