@@ -221,10 +221,10 @@ func (d *DB) Path() string { return d.path }
 // statements: bulk loads run at hundreds of thousands of rows a second,
 // where one transaction per row runs fifty times slower.
 type Writer struct {
-	tx                                    *sql.Tx
+	tx                                           *sql.Tx
 	delConv, delSess, delTurns, delMsgs, delSkip *sql.Stmt
-	insConv, insSess, insTurn, insMessage      *sql.Stmt
-	insSkip                                    *sql.Stmt
+	insConv, insSess, insTurn, insMessage        *sql.Stmt
+	insSkip                                      *sql.Stmt
 }
 
 // Begin starts a write transaction.
