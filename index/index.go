@@ -40,6 +40,8 @@ CREATE TABLE conversations (
 	agents TEXT NOT NULL,
 	models TEXT NOT NULL,
 	running_turn INTEGER NOT NULL,
+	session_count INTEGER NOT NULL,
+	turn_count INTEGER NOT NULL,
 	fingerprint TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX conversations_by_updated ON conversations(archived, updated_at DESC, id);
@@ -69,6 +71,11 @@ CREATE TABLE skipped (
 	dir TEXT NOT NULL,
 	fingerprint TEXT NOT NULL,
 	reason TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE message_rows (
+	conversation_id TEXT NOT NULL,
+	fts_rowid INTEGER NOT NULL,
+	PRIMARY KEY (conversation_id, fts_rowid)
 ) WITHOUT ROWID;
 CREATE VIRTUAL TABLE messages USING fts5(
 	conversation_id UNINDEXED, session_id UNINDEXED, seq UNINDEXED, role UNINDEXED, text,
@@ -127,8 +134,9 @@ type Message struct {
 
 // DB is an open index.
 type DB struct {
-	db   *sql.DB
-	path string
+	db    *sql.DB
+	path  string
+	fresh bool // created by Create and not yet written: bulk load
 }
 
 // dsn sets the pragmas in the connection string, so every pooled connection
@@ -188,7 +196,7 @@ func Create(path string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("%s: creating the schema: %w", path, err)
 	}
-	return &DB{db: db, path: path}, nil
+	return &DB{db: db, path: path, fresh: true}, nil
 }
 
 // Finish makes a bulk-loaded index durable and ready for the runtime: WAL
@@ -224,7 +232,10 @@ type Writer struct {
 	tx                                           *sql.Tx
 	delConv, delSess, delTurns, delMsgs, delSkip *sql.Stmt
 	insConv, insSess, insTurn, insMessage        *sql.Stmt
-	insSkip                                      *sql.Stmt
+	insSkip, delMsgRows, insMsgRow               *sql.Stmt
+	// fresh: the database was created empty by this process, so nothing
+	// needs removing before an insert.
+	fresh bool
 }
 
 // Begin starts a write transaction.
@@ -233,7 +244,9 @@ func (d *DB) Begin(ctx context.Context) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{tx: tx}
+	// Only the first transaction on a created database may skip removals.
+	w := &Writer{tx: tx, fresh: d.fresh}
+	d.fresh = false
 	prep := func(q string) *sql.Stmt {
 		if err != nil {
 			return nil
@@ -245,11 +258,16 @@ func (d *DB) Begin(ctx context.Context) (*Writer, error) {
 	w.delConv = prep("DELETE FROM conversations WHERE id = ?")
 	w.delSess = prep("DELETE FROM sessions WHERE conversation_id = ?")
 	w.delTurns = prep("DELETE FROM turns WHERE conversation_id = ?")
-	w.delMsgs = prep("DELETE FROM messages WHERE conversation_id = ?")
+	// FTS5 cannot look up an unindexed column; message_rows maps a
+	// conversation to its rows so a delete touches only them.
+	w.delMsgs = prep("DELETE FROM messages WHERE rowid IN (SELECT fts_rowid FROM message_rows WHERE conversation_id = ?)")
+	w.delMsgRows = prep("DELETE FROM message_rows WHERE conversation_id = ?")
+	w.insMsgRow = prep("INSERT INTO message_rows (conversation_id, fts_rowid) VALUES (?, ?)")
 	w.delSkip = prep("DELETE FROM skipped WHERE id = ?")
 	w.insSkip = prep("INSERT INTO skipped (id, dir, fingerprint, reason) VALUES (?,?,?,?)")
 	w.insConv = prep(`INSERT INTO conversations (id, dir, title, title_is_auto, cwd, created_at, updated_at, archived,
-		forked_from, after_compaction, agents, models, running_turn, fingerprint) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+		forked_from, after_compaction, agents, models, running_turn, session_count, turn_count, fingerprint)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	w.insSess = prep(`INSERT INTO sessions (conversation_id, id, parent_session, agent, model, format_version,
 		event_count, bytes, file) VALUES (?,?,?,?,?,?,?,?,?)`)
 	w.insTurn = prep(`INSERT INTO turns (conversation_id, session_id, turn, started_at, ended_at, outcome) VALUES (?,?,?,?,?,?)`)
@@ -271,12 +289,14 @@ func jsonList(v []string) string {
 
 // Put replaces every row of c.ID with c and its messages.
 func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error {
-	if err := w.Remove(ctx, c.ID); err != nil {
-		return err
+	if !w.fresh {
+		if err := w.Remove(ctx, c.ID); err != nil {
+			return err
+		}
 	}
 	if _, err := w.insConv.ExecContext(ctx, c.ID, c.Dir, c.Title, c.TitleIsAuto, c.Cwd, c.CreatedAt, c.UpdatedAt,
 		c.Archived, c.ForkedFrom, c.AfterCompaction, jsonList(c.Agents), jsonList(c.Models), c.RunningTurn,
-		c.Fingerprint); err != nil {
+		len(c.Sessions), len(c.Turns), c.Fingerprint); err != nil {
 		return fmt.Errorf("index conversation %q: %w", c.ID, err)
 	}
 	for _, s := range c.Sessions {
@@ -291,7 +311,15 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 		}
 	}
 	for _, m := range msgs {
-		if _, err := w.insMessage.ExecContext(ctx, c.ID, m.SessionID, m.Seq, m.Role, m.Text); err != nil {
+		r, err := w.insMessage.ExecContext(ctx, c.ID, m.SessionID, m.Seq, m.Role, m.Text)
+		if err != nil {
+			return fmt.Errorf("index message %d of %q: %w", m.Seq, c.ID, err)
+		}
+		rowid, err := r.LastInsertId()
+		if err == nil {
+			_, err = w.insMsgRow.ExecContext(ctx, c.ID, rowid)
+		}
+		if err != nil {
 			return fmt.Errorf("index message %d of %q: %w", m.Seq, c.ID, err)
 		}
 	}
@@ -300,7 +328,7 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 
 // Remove deletes every row of a conversation.
 func (w *Writer) Remove(ctx context.Context, id string) error {
-	for _, s := range []*sql.Stmt{w.delConv, w.delSess, w.delTurns, w.delMsgs, w.delSkip} {
+	for _, s := range []*sql.Stmt{w.delConv, w.delSess, w.delTurns, w.delMsgs, w.delMsgRows, w.delSkip} {
 		if _, err := s.ExecContext(ctx, id); err != nil {
 			return fmt.Errorf("remove %q from the index: %w", id, err)
 		}
@@ -312,8 +340,10 @@ func (w *Writer) Remove(ctx context.Context, id string) error {
 // fingerprint it had and why, so readers know the index is still current
 // for it.
 func (w *Writer) Skip(ctx context.Context, id, dir, fingerprint, reason string) error {
-	if err := w.Remove(ctx, id); err != nil {
-		return err
+	if !w.fresh {
+		if err := w.Remove(ctx, id); err != nil {
+			return err
+		}
 	}
 	if _, err := w.insSkip.ExecContext(ctx, id, dir, fingerprint, reason); err != nil {
 		return fmt.Errorf("record skipped %q in the index: %w", id, err)
@@ -392,9 +422,7 @@ func (d *DB) List(ctx context.Context, o ListOptions) ([]Summary, error) {
 		args = append(args, o.Before, o.Before, o.BeforeID)
 	}
 	q := `SELECT c.id, c.title, c.updated_at, c.created_at, c.archived, c.forked_from, c.cwd, c.running_turn,
-		(SELECT count(*) FROM sessions s WHERE s.conversation_id = c.id),
-		(SELECT count(*) FROM turns t WHERE t.conversation_id = c.id)
-		FROM conversations c`
+		c.session_count, c.turn_count FROM conversations c`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}

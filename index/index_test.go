@@ -1,0 +1,161 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func conv(id string, updated int64, archived bool) *Conversation {
+	return &Conversation{ID: id, Dir: id, Title: "title " + id, Cwd: "/w", CreatedAt: 1, UpdatedAt: updated,
+		Archived: archived, Agents: []string{"coder"}, Models: []string{"m"},
+		Sessions: []Session{{ID: "root", Agent: "coder", Model: "m", FormatVersion: 4, Events: 10, Bytes: 100, File: "root.v4.jsonl"}},
+		Turns:    []Turn{{SessionID: "root", Turn: 1, StartedAt: 1, EndedAt: 2, Outcome: "completed"}}}
+}
+
+func newIndex(t *testing.T) (*DB, string) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "metadata.db")
+	db, err := Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, p
+}
+
+func TestUpsertListSearch(t *testing.T) {
+	ctx := context.Background()
+	db, _ := newIndex(t)
+	for i, id := range []string{"a", "b", "c", "d"} {
+		msgs := []Message{{SessionID: "root", Seq: 1, Role: "user", Text: fmt.Sprintf("message %s about otters", id)}}
+		if err := db.Upsert(ctx, conv(id, int64(100+i), id == "c"), msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Upsert replaces, it does not duplicate.
+	if err := db.Upsert(ctx, conv("a", 200, false), []Message{{SessionID: "root", Seq: 1, Role: "user", Text: "now about badgers"}}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.List(ctx, ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range rows {
+		ids = append(ids, r.ID)
+	}
+	if fmt.Sprint(ids) != "[a d b]" || rows[0].Sessions != 1 || rows[0].Turns != 1 {
+		t.Fatalf("list = %v (%+v)", ids, rows)
+	}
+	arch, _ := db.List(ctx, ListOptions{Archived: true})
+	if len(arch) != 1 || arch[0].ID != "c" {
+		t.Fatalf("archived = %+v", arch)
+	}
+	page, _ := db.List(ctx, ListOptions{Limit: 1, Before: rows[0].UpdatedAt, BeforeID: rows[0].ID})
+	if len(page) != 1 || page[0].ID != "d" {
+		t.Fatalf("next page = %+v", page)
+	}
+	hits, err := db.Search(ctx, "otters", 10)
+	if err != nil || len(hits) != 3 {
+		t.Fatalf("otters = %+v, %v", hits, err)
+	}
+	hits, _ = db.Search(ctx, "badgers", 10)
+	if len(hits) != 1 || hits[0].ConversationID != "a" || hits[0].Title != "title a" {
+		t.Fatalf("badgers = %+v", hits)
+	}
+	if err := db.Delete(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if hits, _ = db.Search(ctx, "badgers", 10); len(hits) != 0 {
+		t.Fatalf("deleted conversation still found: %+v", hits)
+	}
+	all, err := db.All(ctx)
+	if err != nil || len(all) != 3 || len(all["b"].Sessions) != 1 || len(all["b"].Turns) != 1 {
+		t.Fatalf("all = %+v, %v", all, err)
+	}
+}
+
+func TestOpenRefusesForeignFiles(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.db")
+	os.WriteFile(garbage, []byte("definitely not SQLite"), 0o600)
+	if _, err := Open(garbage); !errors.Is(err, ErrSchema) {
+		t.Fatalf("garbage: err = %v, want ErrSchema", err)
+	}
+	_, p := newIndex(t)
+	other := filepath.Join(dir, "other.db")
+	data, _ := os.ReadFile(p)
+	os.WriteFile(other, data, 0o600)
+	db, err := Open(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.db.Exec("PRAGMA user_version = 99")
+	db.Close()
+	if _, err := Open(other); !errors.Is(err, ErrSchema) {
+		t.Fatalf("schema 99: err = %v, want ErrSchema", err)
+	}
+	if _, err := Open(filepath.Join(dir, "missing.db")); !os.IsNotExist(err) {
+		t.Fatalf("missing: err = %v", err)
+	}
+	if _, err := Create(other); err == nil {
+		t.Fatal("Create overwrote an existing file")
+	}
+}
+
+// BenchmarkListNewest50 measures the newest-50 listing over 100,000
+// conversations.
+func BenchmarkListNewest50(b *testing.B) {
+	ctx := context.Background()
+	p := filepath.Join(b.TempDir(), "metadata.db")
+	db, err := Create(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, _ := db.Begin(ctx)
+	for i := 0; i < 100000; i++ {
+		c := conv(fmt.Sprintf("c%06d", i), int64(i*7%100000), i%10 == 0)
+		if err := w.Put(ctx, c, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w.Commit()
+	db.Finish()
+	db, _ = Open(p)
+	defer db.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rows, err := db.List(ctx, ListOptions{Limit: 50})
+		if err != nil || len(rows) != 50 {
+			b.Fatal(err, len(rows))
+		}
+	}
+}
+
+// BenchmarkBulkInsert measures rows per second of a reindex-style load.
+func BenchmarkBulkInsert(b *testing.B) {
+	ctx := context.Background()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		p := filepath.Join(b.TempDir(), fmt.Sprintf("m%d.db", i))
+		db, _ := Create(p)
+		w, _ := db.Begin(ctx)
+		b.StartTimer()
+		for j := 0; j < 10000; j++ {
+			w.Put(ctx, conv(fmt.Sprintf("c%d", j), int64(j), false), []Message{{SessionID: "root", Seq: 1, Role: "user", Text: "some words to index for search"}})
+		}
+		w.Commit()
+		db.Finish()
+	}
+}
