@@ -72,7 +72,8 @@ var envelopeKeys = map[string]bool{"type": true, "seq": true, "time": true, "dat
 
 var packedTypes = map[string]bool{"text-chunks": true, "reasoning-chunks": true, "tool-call-chunks": true}
 
-// parse fills e from line. expectSeq is the seq the row must carry.
+// parse fills e from line. expectSeq is the seq the row must carry, or -1
+// to accept any (re-anchoring after a damaged row).
 func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventProblem {
 	corrupt := func(col int, format string, args ...any) *eventProblem {
 		return &eventProblem{col: col, msg: fmt.Sprintf(format, args...), kind: ErrCorrupt}
@@ -129,7 +130,7 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 	if e.Seq, ok = parseSafeInt(seq.valueBytes); !ok || e.Seq < 0 {
 		return corrupt(seq.valStart, "seq must be a non-negative safe integer")
 	}
-	if e.Seq != expectSeq {
+	if expectSeq >= 0 && e.Seq != expectSeq {
 		return corrupt(seq.valStart, "seq gap (expected %d, got %d)", expectSeq, e.Seq)
 	}
 	if tim == nil {
@@ -345,7 +346,7 @@ func (p *envelopeParser) parsePacked(e *Event, seq0, time0, data *member, expect
 	if e.Seq, ok = parseSafeInt(seq0.valueBytes); !ok || e.Seq < 0 {
 		return corrupt(seq0.valStart, "seq0 must be a non-negative safe integer")
 	}
-	if e.Seq != expectSeq {
+	if expectSeq >= 0 && e.Seq != expectSeq {
 		return corrupt(seq0.valStart, "seq gap (expected %d, got %d)", expectSeq, e.Seq)
 	}
 	if time0 == nil {

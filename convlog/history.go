@@ -48,7 +48,9 @@ func (h *History) Apply(reg *Registry, e *Event) error {
 		reg = DefaultRegistry
 	}
 	info := reg.Lookup(e.Type)
-	if info == nil || !info.Surface || !e.Known {
+	// Known is false on a read event only for an opaque ignorable one; an
+	// event built in memory leaves it unset and is interpreted by its type.
+	if info == nil || !info.Surface || (!e.Known && e.Ignorable) {
 		return nil
 	}
 	raw := e.Data

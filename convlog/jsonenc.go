@@ -43,9 +43,11 @@ func appendString(dst []byte, s string) []byte {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
-			// Invalid UTF-8 becomes U+FFFD, as JSON encoders do.
+			// Invalid UTF-8 becomes U+FFFD, as JSON encoders do. It is
+			// written as the character, not as an escape, so a string
+			// read back and written again gives the same bytes.
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
+			dst = append(dst, "\uFFFD"...)
 			i += size
 			start = i
 			continue

@@ -85,6 +85,7 @@ type Reader struct {
 
 	parser  envelopeParser
 	nextSeq int64
+	resync  bool // the previous row was damaged: accept the next good seq
 	ev      Event
 	err     error
 }
@@ -263,13 +264,22 @@ func (r *Reader) Next() (*Event, error) {
 			var fe *FormatError
 			if errors.As(err, &fe) && r.opts.OnProblem != nil && fe.Pos.Line > 0 && r.lineProblemRecoverable(fe) {
 				r.opts.OnProblem(fe)
-				r.nextSeq++
+				r.resync = true
 				continue
 			}
 			r.err = err
 			return nil, err
 		}
-		prob := r.parser.parse(line, r.nextSeq, &r.ev)
+		expect := r.nextSeq
+		if r.resync {
+			// After a damaged row its seq is unknown: the next good row
+			// re-anchors the sequence, so one bad line is one problem.
+			expect = -1
+		}
+		prob := r.parser.parse(line, expect, &r.ev)
+		if prob == nil && r.resync && r.ev.Seq < r.nextSeq {
+			prob = &eventProblem{kind: ErrCorrupt, msg: fmt.Sprintf("seq %d repeats or goes back (the last good event was seq %d)", r.ev.Seq, r.nextSeq-1)}
+		}
 		if prob != nil {
 			p := r.pos(start)
 			p.Column = int64(prob.col) + 1
@@ -279,17 +289,15 @@ func (r *Reader) Next() (*Event, error) {
 				return nil, fe
 			}
 			r.opts.OnProblem(fe)
-			if r.ev.Seq > r.nextSeq {
-				r.nextSeq = r.ev.Seq
-			}
-			r.nextSeq++
+			r.resync = true
 			continue
 		}
+		r.resync = false
 		n := r.ev.Packed
 		if n == 0 {
 			n = 1
 		}
-		r.nextSeq += n
+		r.nextSeq = r.ev.Seq + n
 		r.stats.Events++
 		return &r.ev, nil
 	}

@@ -1,6 +1,8 @@
 package convlog
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -174,6 +176,16 @@ func (w *Writer) encodeBatch(events []Event) ([]byte, error) {
 		e := events[i]
 		e.Seq = w.nextSeq + int64(i)
 		e.Raw = nil
+		if d := e.Data; len(d) > 0 && (bytes.IndexByte(d, '\n') >= 0 || isJSONSpace(d[0]) || isJSONSpace(d[len(d)-1])) {
+			// A line holds no newline, and a reader hands back data
+			// without the white space around it: store it compact, so
+			// the log reads back and rewrites to the same bytes.
+			var c bytes.Buffer
+			if err := json.Compact(&c, d); err != nil {
+				return nil, fmt.Errorf("event %d of the batch (%s): data is not valid JSON: %v", i, e.Type, err)
+			}
+			e.Data = c.Bytes()
+		}
 		start := len(w.buf)
 		w.buf = e.AppendJSON(w.buf)
 		if prob := w.parser.parse(w.buf[start:], e.Seq, &w.ev); prob != nil {
@@ -187,6 +199,8 @@ func (w *Writer) encodeBatch(events []Event) ([]byte, error) {
 	}
 	return w.buf, nil
 }
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // Append writes events as one durable batch: their seqs are assigned in
 // order, the batch is written (one zstd frame when compressed) and fsynced.

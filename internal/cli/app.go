@@ -22,8 +22,14 @@ const progName = "convkit"
 // commands and fresh flags (urfave/cli v2 flags keep state between runs).
 var commandConstructors = []func(*env) *ucli.Command{
 	newVersionCommand,
+	newListCommand,
 	newInspectCommand,
+	newReindexCommand,
+	newSearchCommand,
+	newDeleteCommand,
 	newLockCommand,
+	newFixturesCommand,
+	newDemoCommand,
 }
 
 // globals holds the root's flags, parsed before any command runs.

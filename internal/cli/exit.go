@@ -140,3 +140,16 @@ type exitErrorMessage struct {
 	Code        int    `json:"code"`
 	Message     string `json:"message"`
 }
+
+// hintErr carries a hint for the operator beside an error.
+type hintErr struct {
+	err  error
+	hint string
+}
+
+func (e *hintErr) Error() string { return e.err.Error() }
+func (e *hintErr) Unwrap() error { return e.err }
+func (e *hintErr) Hint() string  { return e.hint }
+
+// withHint attaches a hint to err.
+func withHint(err error, hint string) error { return &hintErr{err: err, hint: hint} }

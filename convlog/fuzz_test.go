@@ -1,0 +1,450 @@
+package convlog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Fuzz targets. Seed corpora live in testdata/fuzz/<FuzzName>/; run one
+// with
+//
+//	go test -run '^$' -fuzz '^FuzzReader$' -fuzztime 60s ./convlog
+
+// refDecoder decodes whole inputs for comparison, with a memory bound.
+var refDecoder, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(1<<27),
+	zstd.WithDecoderMaxMemory(64<<20))
+
+func FuzzFrameScanner(f *testing.F) {
+	f.Add([]byte{})
+	f.Add(zlog([]string{lTurnStart(0)}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		size := int64(len(data))
+		s := NewFrameScanner(bytes.NewReader(data), size)
+		var end int64
+		var frames []Frame
+		var scanErr error
+		for i := int64(1); ; i++ {
+			if i > size+2 {
+				t.Fatalf("scanner returned %d frames from %d bytes", i, size)
+			}
+			fr, err := s.Next()
+			if err == io.EOF {
+				if end != size {
+					t.Fatalf("EOF at byte %d of %d", end, size)
+				}
+				break
+			}
+			if err != nil {
+				var fe *FrameError
+				if !errors.As(err, &fe) {
+					t.Fatalf("error %T %v is not a *FrameError", err, err)
+				}
+				if fe.Frame != i || fe.Offset < end || fe.Offset >= size {
+					t.Fatalf("frame error %+v, frame %d starts at %d of %d", fe, i, end, size)
+				}
+				if _, err := s.Next(); err != io.EOF {
+					t.Fatalf("Next after an error = %v, want EOF", err)
+				}
+				scanErr = err
+				break
+			}
+			if fr.Index != i || fr.Offset != end || fr.Size <= 0 || fr.Offset+fr.Size > size {
+				t.Fatalf("frame %+v: want index %d at %d, within %d bytes", fr, i, end, size)
+			}
+			end = fr.Offset + fr.Size
+			frames = append(frames, fr)
+			if fr.Torn {
+				if end != size {
+					t.Fatalf("torn frame %+v does not reach the end (%d)", fr, size)
+				}
+				if _, err := s.Next(); err != io.EOF {
+					t.Fatalf("a frame follows torn frame %+v: %v", fr, err)
+				}
+				// The best-effort reader of a torn frame never panics.
+				if r, ok := fr.completeBlocks(bytes.NewReader(data)); ok {
+					io.Copy(io.Discard, io.LimitReader(r, 1<<20))
+				}
+				break
+			}
+		}
+		// A stream the reference decoder accepts is one the scanner walks,
+		// unless it uses what a log may not: skippable frames, the unused
+		// descriptor bit.
+		if len(data) > 0 && len(data) < 1<<16 {
+			if _, err := refDecoder.DecodeAll(data, nil); err == nil {
+				if scanErr != nil && !strings.Contains(scanErr.Error(), "skippable") &&
+					!strings.Contains(scanErr.Error(), "reserved frame-header bit") {
+					t.Fatalf("zstd decodes the input, the scanner refuses it: %v", scanErr)
+				}
+				if scanErr == nil && len(frames) > 0 && frames[len(frames)-1].Torn {
+					t.Fatalf("zstd decodes the input, the scanner finds a torn frame %+v", frames[len(frames)-1])
+				}
+			}
+		}
+	})
+}
+
+// fuzzRead reads data as a log with the given compression and checks the
+// reader's promises; it returns the events and whether the log was
+// accepted.
+func fuzzRead(t *testing.T, data []byte, comp Compression, onProblem bool) {
+	const path = "fuzz.log"
+	var problems int64
+	opts := ReaderOptions{Version: -1, MaxLineBytes: 1 << 12, Compression: &comp}
+	if onProblem {
+		opts.OnProblem = func(fe *FormatError) {
+			problems++
+			checkFormatError(t, fe, path)
+		}
+	}
+	r, err := NewReader(bytes.NewReader(data), int64(len(data)), path, opts)
+	if err != nil {
+		checkFormatError(t, err, path)
+		return
+	}
+	defer r.Close()
+	var plain bytes.Buffer
+	plain.Write(r.Header().Raw)
+	plain.WriteByte('\n')
+	var events int64
+	for {
+		if events+problems > 1<<20 {
+			if comp == Plain {
+				t.Fatalf("%d events and problems from %d bytes", events+problems, len(data))
+			}
+			return // a decompression bomb: bounded, just long
+		}
+		e, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			checkFormatError(t, err, path)
+			if _, err2 := r.Next(); err2 != err {
+				t.Fatalf("Next after error %v = %v", err, err2)
+			}
+			return
+		}
+		events++
+		if e.Seq < 0 || len(e.Raw) > 1<<12 {
+			t.Fatalf("event %+v", e)
+		}
+		c := e.Clone()
+		if !bytes.Equal(c.AppendJSON(nil), e.Raw) {
+			t.Fatalf("clone re-encodes differently")
+		}
+		plain.Write(e.Raw)
+		plain.WriteByte('\n')
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Fatalf("Next after EOF = %v", err)
+	}
+	st := r.Stats()
+	if st.Events != events || st.CommittedBytes > st.FileBytes || st.TornBytes != st.FileBytes-st.CommittedBytes ||
+		st.FileBytes != int64(len(data)) || (st.TornBytes > 0) != st.TornTail {
+		t.Fatalf("stats %+v after %d events", st, events)
+	}
+	if onProblem {
+		return
+	}
+	if st.Lines != events+1 || st.PlainBytes != int64(plain.Len()) {
+		t.Fatalf("stats %+v, %d events, %d plain bytes", st, events, plain.Len())
+	}
+	// Nothing accepted is skipped: the lines read are the content.
+	switch comp {
+	case Plain:
+		if !bytes.Equal(plain.Bytes(), data[:st.CommittedBytes]) {
+			t.Fatalf("lines read differ from the committed bytes")
+		}
+		if bytes.IndexByte(data[st.CommittedBytes:], '\n') >= 0 {
+			t.Fatalf("the torn tail holds a newline")
+		}
+	case Zstd:
+		if st.TornTail {
+			return
+		}
+		want, err := refDecoder.DecodeAll(data, nil)
+		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("the reader accepted what zstd refuses: %v", err)
+		}
+		if !bytes.Equal(plain.Bytes(), want) {
+			t.Fatalf("lines read differ from the decoded content:\n%q\n%q", plain.Bytes(), want)
+		}
+	}
+}
+
+func checkFormatError(t *testing.T, err error, path string) {
+	t.Helper()
+	var fe *FormatError
+	if !errors.As(err, &fe) {
+		t.Fatalf("error %T %v is not a *FormatError", err, err)
+	}
+	if errors.Is(err, ErrCorrupt) == errors.Is(err, ErrUnsupported) {
+		t.Fatalf("error %v: kind %v", err, fe.Kind)
+	}
+	if !strings.HasPrefix(err.Error(), path+": ") || fe.Msg == "" {
+		t.Fatalf("error %q does not name the file", err)
+	}
+}
+
+func FuzzReader(f *testing.F) {
+	f.Add(plainLog(hdrV4, lTurnStart(0)))
+	f.Add(zlog([]string{lTurnStart(0)}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRead(t, data, Plain, false)
+		fuzzRead(t, data, Plain, true)
+		fuzzRead(t, data, Zstd, false)
+		fuzzRead(t, data, Zstd, true)
+	})
+}
+
+// roundTripEvents builds a valid v4 event sequence from fuzzed values.
+func roundTripEvents(text, typ string, n uint8, seed int64) [][]Event {
+	rng := rand.New(rand.NewPCG(uint64(seed), 7))
+	q := func(s string) string { return string(appendString(nil, s)) }
+	plugin := "plugin:" + typ
+	var all []Event
+	for seq := range int64(n) {
+		tm := rng.Int64N(2*maxSafeInteger+1) - maxSafeInteger
+		if rng.IntN(4) > 0 {
+			tm = 1790000000000 + seq
+		}
+		var e Event
+		switch k := rng.IntN(9); {
+		case k == 0 || seq == 0:
+			e = Event{Type: "turn/start", Data: fmt.Appendf(nil, `{"turn":%d}`, seq)}
+		case k == 1:
+			e = Event{Type: TypeUserMessage, SurfaceOp: &SurfaceOp{},
+				Data: fmt.Appendf(nil, `{"role":"user","content":[{"type":"text","text":%s}],"source":{"kind":%s},"id":"u%d"}`, q(text), q("acme-"+typ), seq)}
+		case k == 2:
+			content := "[]"
+			if rng.IntN(2) == 0 {
+				content = fmt.Sprintf(`[{"type":"text","text":%s}]`, q(text))
+			}
+			e = Event{Type: TypeAssistantMessage, SurfaceOp: &SurfaceOp{},
+				Data: fmt.Appendf(nil, `{"turn":1,"step":1,"message":{"role":"assistant","content":%s,"source":{"kind":"model"},"id":"a%d"},"stream":[]}`, content, seq)}
+		case k == 3:
+			e = Event{Type: "tool/call", Data: fmt.Appendf(nil, `{"turn":1,"step":1,"callId":"c%d","name":%s,"arguments":%s}`, seq, q(typ), q(text))}
+		case k == 4:
+			var seqs []int64
+			for s := range seq {
+				if rng.IntN(3) == 0 {
+					seqs = append(seqs, s)
+				}
+			}
+			if rng.IntN(4) == 0 {
+				rng.Shuffle(len(seqs), func(i, j int) { seqs[i], seqs[j] = seqs[j], seqs[i] })
+			}
+			e = Event{Type: TypeToolResult, SurfaceOp: &SurfaceOp{}, SourceEventSeqs: seqs,
+				Data: fmt.Appendf(nil, `{"turn":1,"step":1,"message":{"role":"tool","source":{"kind":"tool","callId":"c"},"toolCallId":"c","content":[{"type":"text","text":%s}],"id":"r%d"}}`, q(text), seq)}
+		case k == 5:
+			e = Event{Type: plugin, Ignorable: true, Data: fmt.Appendf(nil, `{"v":%s,"n":%d}`, q(text), rng.Int64())}
+		case k == 6:
+			start := rng.Int64N(seq)
+			end := start + rng.Int64N(seq-start)
+			e = Event{Type: TypeUserMessage, SurfaceOp: &SurfaceOp{Replace: true, StartSeq: start, EndSeq: end},
+				SourceEventSeqs: []int64{start},
+				Data:            fmt.Appendf(nil, `{"role":"user","content":[],"source":{"kind":"compact-checkpoint"},"id":"k%d"}`, seq)}
+		case k == 7:
+			e = Event{Type: TypeTurnEnd, Data: fmt.Appendf(nil, `{"turn":1,"reason":{"kind":%s}}`, q(text))}
+		default:
+			e = Event{Type: "session/title", Data: fmt.Appendf(nil, `{"title":%s}`, q(text))}
+		}
+		e.Time = tm
+		all = append(all, e)
+	}
+	var batches [][]Event
+	for len(all) > 0 {
+		k := 1 + rng.IntN(len(all))
+		batches = append(batches, all[:k])
+		all = all[k:]
+	}
+	return batches
+}
+
+// decodeString is what a reader makes of s after the writer encoded it.
+func decodeString(s string) string {
+	d, _ := parseJSONString(appendString(nil, s))
+	return d
+}
+
+func FuzzRoundTrip(f *testing.F) {
+	f.Add("s1", "home/u", "hello", "thing", uint8(12), int64(1), false)
+	f.Add("s1", "home/u", "hello", "thing", uint8(12), int64(1), true)
+	f.Fuzz(func(t *testing.T, id, cwd, text, typ string, n uint8, seed int64, zst bool) {
+		if id == "" {
+			id = "s"
+		}
+		n %= 64
+		comp := Plain
+		if zst {
+			comp = Zstd
+		}
+		h := &Header{Type: SessionLog, Version: CurrentVersion, ID: id, CreatedAt: seed & maxSafeInteger, Cwd: "/" + cwd,
+			ParentSession: typ, AgentPreset: text, IsSeeded: seed < 0, DelegationDepth: int64(n)}
+		if seed%3 == 0 {
+			h.Origin = "subagent"
+		}
+		batches := roundTripEvents(text, typ, n, seed)
+		dir := t.TempDir()
+		path1 := filepath.Join(dir, FileName("a", CurrentVersion, comp))
+		var first []Event
+		if len(batches) > 0 {
+			first = batches[0]
+		}
+		w, err := Create(path1, h, first, WriterOptions{Compression: comp})
+		if err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		for _, b := range batches[min(1, len(batches)):] {
+			if err := w.Append(b); err != nil {
+				t.Fatalf("Append: %v", err)
+			}
+		}
+		w.Close()
+
+		r, err := Open(path1, ReaderOptions{})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		hdr := r.Header()
+		if hdr.ID != decodeString(id) || hdr.Cwd != decodeString("/"+cwd) || hdr.AgentPreset != decodeString(text) ||
+			hdr.IsSeeded != h.IsSeeded || hdr.DelegationDepth != h.DelegationDepth || hdr.Origin != h.Origin {
+			t.Fatalf("header read back as %+v, wrote %+v", hdr, h)
+		}
+		var evs []Event
+		for {
+			e, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("reading what Create and Append wrote: %v", err)
+			}
+			evs = append(evs, e.Clone())
+		}
+		st := r.Stats()
+		r.Close()
+		var wrote []Event
+		for _, b := range batches {
+			wrote = append(wrote, b...)
+		}
+		if len(evs) != len(wrote) || st.TornTail || (comp == Zstd && st.Frames != int64(len(batches))+1) {
+			t.Fatalf("read %d events of %d, stats %+v", len(evs), len(wrote), st)
+		}
+		for i, e := range evs {
+			w := wrote[i]
+			if e.Seq != int64(i) || e.Type != decodeString(w.Type) || e.Time != w.Time || !bytes.Equal(e.Data, w.Data) ||
+				e.Ignorable != w.Ignorable || fmt.Sprint(e.SourceEventSeqs) != fmt.Sprint(w.SourceEventSeqs) ||
+				(e.SurfaceOp == nil) != (w.SurfaceOp == nil) || (e.SurfaceOp != nil && *e.SurfaceOp != *w.SurfaceOp) {
+				t.Fatalf("event %d read back as %+v, wrote %+v", i, e, w)
+			}
+		}
+
+		// Rewrite through a second Create with what was read.
+		path2 := filepath.Join(dir, FileName("b", CurrentVersion, comp))
+		w2, err := Create(path2, hdr, evs, WriterOptions{Compression: comp})
+		if err != nil {
+			t.Fatalf("second Create: %v", err)
+		}
+		w2.Close()
+		b1, b2 := mustRead(t, path1), mustRead(t, path2)
+		if comp == Zstd {
+			if b1, err = refDecoder.DecodeAll(b1, nil); err != nil {
+				t.Fatal(err)
+			}
+			if b2, err = refDecoder.DecodeAll(b2, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(b1, b2) {
+			t.Fatalf("rewritten log differs:\n%s\n---\n%s", b1, b2)
+		}
+	})
+}
+
+func fuzzHeader(ver uint8) string {
+	switch ver {
+	case 0, 1:
+		return fmt.Sprintf(`{"type":"session","version":%d,"id":"s1","createdAt":1,"delegationDepth":0}`, ver)
+	case 2, 3:
+		return fmt.Sprintf(`{"type":"session","version":%d,"id":"s1","createdAt":1,"isSeeded":false,"delegationDepth":0}`, ver)
+	case 5:
+		return `{"type":"conversation","version":4,"id":"c1","createdAt":1}`
+	}
+	return hdrV4
+}
+
+func FuzzEnvelope(f *testing.F) {
+	f.Add(uint8(4), []byte(lTurnStart(0)))
+	f.Fuzz(func(t *testing.T, ver uint8, line []byte) {
+		ver %= 6
+		data := append([]byte(fuzzHeader(ver)+"\n"), line...)
+		data = append(data, '\n')
+		r, err := NewReader(bytes.NewReader(data), int64(len(data)), "env.log", ReaderOptions{Version: -1, MaxLineBytes: 1 << 16})
+		if err != nil {
+			t.Fatalf("header refused: %v", err)
+		}
+		defer r.Close()
+		e, err := r.Next()
+		if err != nil {
+			if err == io.EOF {
+				t.Fatal("EOF before the line")
+			}
+			checkFormatError(t, err, "env.log")
+			return
+		}
+		oneLine := bytes.IndexByte(line, '\n') < 0
+		c := e.Clone()
+		if oneLine && !bytes.Equal(c.AppendJSON(nil), line) {
+			t.Fatalf("accepted line re-encodes as %q, want %q", c.AppendJSON(nil), line)
+		}
+		if !oneLine || ver != 4 {
+			return
+		}
+		if _, err := r.Next(); err != io.EOF {
+			t.Fatalf("a second event from one line: %v", err)
+		}
+		// Encoded afresh from its fields, the event reads back the same.
+		c.Raw = nil
+		again := c.AppendJSON(nil)
+		data2 := append([]byte(fuzzHeader(ver)+"\n"), again...)
+		data2 = append(data2, '\n')
+		r2, err := NewReader(bytes.NewReader(data2), int64(len(data2)), "env2.log", ReaderOptions{Version: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r2.Close()
+		e2, err := r2.Next()
+		if err != nil {
+			t.Fatalf("re-encoded line %q refused: %v", again, err)
+		}
+		if e2.Type != c.Type || e2.Seq != c.Seq || e2.Time != c.Time || !bytes.Equal(e2.Data, c.Data) ||
+			e2.Ignorable != c.Ignorable || e2.Known != c.Known || fmt.Sprint(e2.SourceEventSeqs) != fmt.Sprint(c.SourceEventSeqs) ||
+			(e2.SurfaceOp == nil) != (c.SurfaceOp == nil) || (e2.SurfaceOp != nil && *e2.SurfaceOp != *c.SurfaceOp) {
+			t.Fatalf("re-encoded %q reads as %+v, original %+v", again, e2, c)
+		}
+	})
+}
+
+// The seed corpora are committed files; this check keeps them in place.
+func TestFuzzSeedCorpora(t *testing.T) {
+	for _, name := range []string{"FuzzFrameScanner", "FuzzReader", "FuzzRoundTrip", "FuzzEnvelope"} {
+		ents, err := os.ReadDir(filepath.Join("testdata", "fuzz", name))
+		if err != nil || len(ents) < 8 {
+			t.Errorf("%s: %d seed files, %v", name, len(ents), err)
+		}
+	}
+}

@@ -1,0 +1,226 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/fixtures"
+)
+
+func newFixturesCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:  "fixtures",
+		Usage: "write a generated store for trying commands, benchmarks and tests",
+		Description: `Writes a deterministic store into --to DIR (a new or empty directory) and
+runs nothing else: the same --seed gives the same store. It holds logs of
+every format version, plain and compressed, subagents, forks (one after a
+compaction), a torn tail, a corrupt log and an interrupted deletion; --large
+adds multi-megabyte logs. Point any command at it with --data-dir DIR.`,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "to", Usage: "write the store into `DIR`"},
+			&ucli.Int64Flag{Name: "seed", Value: 1, Usage: "the generator's `SEED`"},
+			&ucli.IntFlag{Name: "conversations", Value: 20, Usage: "write `N` conversations in all (the special cases included)"},
+			&ucli.BoolFlag{Name: "large", Usage: "add conversations with multi-megabyte logs"},
+			&ucli.StringFlag{Name: "compress", Value: "zstd", Usage: "compression of ordinary logs: `zstd` or none"},
+		},
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 0, 0); err != nil {
+				return err
+			}
+			to := c.String("to")
+			if to == "" {
+				return usagef(c, "--to DIR is required")
+			}
+			if c.Int("conversations") < 0 {
+				return usagef(c, "--conversations must not be negative")
+			}
+			comp := convlog.Zstd
+			switch c.String("compress") {
+			case "zstd":
+			case "none":
+				comp = convlog.Plain
+			default:
+				return usagef(c, "--compress must be zstd or none, not %q", c.String("compress"))
+			}
+			if err := requireEmpty(to); err != nil {
+				return err
+			}
+			rep, err := fixtures.Generate(to, fixtures.Options{Seed: c.Int64("seed"), Conversations: c.Int("conversations"),
+				Large: c.Bool("large"), Compression: comp})
+			if err != nil {
+				return err
+			}
+			if e.g.JSON {
+				return writeJSON(e.stdout, struct {
+					SchemaVersion int `json:"schemaVersion"`
+					*fixtures.Report
+				}{schemaVersion, rep})
+			}
+			logs := 0
+			for _, cv := range rep.Conversations {
+				logs += len(cv.Logs)
+			}
+			fmt.Fprintf(e.stdout, "wrote %d conversations (%d logs) into %s (seed %d)\n", len(rep.Conversations), logs, rep.DataDir, rep.Seed)
+			return nil
+		},
+	}
+}
+
+// requireEmpty refuses a target that exists and holds anything.
+func requireEmpty(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(ents) > 0 {
+		return fmt.Errorf("%s is not empty: choose a new or empty directory", dir)
+	}
+	return nil
+}
+
+func newDemoCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:  "demo",
+		Usage: "build the sample store and run the main jobs on it",
+		Description: `The quickstart. Builds the sample store (generated deterministically by the
+binary: every format version, plain and compressed, a fork after a
+compaction, subagents, a torn tail, an interrupted delete and a corrupt
+log) in a fresh temporary directory, or in --to DIR, then runs the main
+jobs on it, showing each command and what it printed. The store is left
+for you to explore. Exit 0 when every job behaved as the sample expects.`,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "to", Usage: "build the sample store in `DIR` (new or empty)"},
+		},
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 0, 0); err != nil {
+				return err
+			}
+			dir := c.String("to")
+			if dir == "" {
+				d, err := os.MkdirTemp("", "convkit-demo-")
+				if err != nil {
+					return err
+				}
+				dir = filepath.Join(d, "data")
+			} else if err := requireEmpty(dir); err != nil {
+				return err
+			}
+			dir, err := filepath.Abs(dir)
+			if err != nil {
+				return err
+			}
+			rep, err := fixtures.Sample(dir)
+			if err != nil {
+				return err
+			}
+			return runDemo(c, e, dir, rep)
+		},
+	}
+}
+
+// runMain is Main, reached through a variable: Main's command table holds
+// demo, so naming Main here directly would be an initialization cycle.
+var runMain func(context.Context, []string, io.Reader, io.Writer, io.Writer, func(string) string) int
+
+func init() { runMain = Main }
+
+// demoStep is one command the demo runs, with the exit code the sample
+// store should give.
+type demoStep struct {
+	note string
+	args []string
+	want int
+}
+
+func runDemo(c *ucli.Context, e *env, dir string, rep *fixtures.Report) error {
+	fmt.Fprintf(e.stdout, "Sample store: %s (%d conversations)\n", dir, len(rep.Conversations))
+	var steps []demoStep
+	steps = append(steps, demoStep{"the conversations, read from their logs (no index yet)", []string{"list", "--all"}, 0})
+	if cv := rep.Find(fixtures.CaseBasic); cv != nil {
+		for _, l := range cv.Logs {
+			if l.SessionID != "" {
+				steps = append(steps, demoStep{"one session log: sizes by event type", []string{"inspect", "--stats", l.Path}, 0})
+				break
+			}
+		}
+	}
+	if cv := rep.Find(fixtures.CaseTornZstd); cv != nil {
+		for _, l := range cv.Logs {
+			if l.Expect == fixtures.ExpectTorn {
+				steps = append(steps, demoStep{"a log whose last frame was torn by a crash: read, reported, left as it is", []string{"inspect", "--validate", l.Path}, 0})
+				break
+			}
+		}
+	}
+	if cv := rep.Find(fixtures.CaseCorrupt); cv != nil {
+		for _, l := range cv.Logs {
+			if l.Expect == fixtures.ExpectCorrupt {
+				steps = append(steps, demoStep{"a corrupt log: every problem with its line and byte offset (exit 1)", []string{"inspect", "--validate", l.Path}, 1})
+				break
+			}
+		}
+	}
+	steps = append(steps,
+		demoStep{"rebuild metadata.db: the corrupt conversation is skipped, the interrupted delete finished (exit 3)", []string{"reindex"}, 3},
+		demoStep{"the index now agrees with the logs", []string{"reindex", "--check"}, 0},
+		demoStep{"the conversations, now from the index", []string{"list", "--all"}, 0},
+		demoStep{"nobody holds runtime.lock", []string{"lock", "status"}, 0},
+	)
+	failed := 0
+	for _, s := range steps {
+		args := append([]string{progName, "--data-dir", dir}, s.args...)
+		fmt.Fprintf(e.stdout, "\n# %s\n$ convkit %s\n", s.note, strings.Join(quoteArgs(args[1:]), " "))
+		code := runMain(c.Context, args, e.stdin, e.stdout, e.stdout, e.g.getenv)
+		if code != s.want {
+			failed++
+			fmt.Fprintf(e.stdout, "(exit %d, expected %d)\n", code, s.want)
+		} else if code != 0 {
+			fmt.Fprintf(e.stdout, "(exit %d, as expected)\n", code)
+		}
+	}
+	fmt.Fprintf(e.stdout, "\nThe sample store is in %s. Try next:\n  convkit --data-dir %s inspect --history %s\n",
+		dir, shellQuote(dir), demoHistoryArgs(rep))
+	if failed > 0 {
+		return fmt.Errorf("%d demo step(s) did not behave as the sample store expects", failed)
+	}
+	return nil
+}
+
+func demoHistoryArgs(rep *fixtures.Report) string {
+	if cv := rep.Find(fixtures.CaseBasic); cv != nil {
+		for _, l := range cv.Logs {
+			if l.SessionID != "" {
+				return shellQuote(cv.ID) + " " + shellQuote(l.SessionID)
+			}
+		}
+	}
+	return "CONVERSATION SESSION"
+}
+
+func quoteArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = shellQuote(a)
+	}
+	return out
+}
+
+// shellQuote quotes a word for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

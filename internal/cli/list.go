@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/reindex"
+	"github.com/convkit/convkit/store"
+)
+
+func newListCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:  "list",
+		Usage: "list conversations, newest first",
+		Description: `Lists conversations from metadata.db when it is present and current (every
+conversation indexed with the logs it has now), else by replaying the
+conversation logs, and then says so on stderr. It takes no lock.`,
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "archived", Usage: "list archived conversations instead"},
+			&ucli.BoolFlag{Name: "all", Usage: "list archived and other conversations"},
+			&ucli.IntFlag{Name: "limit", Usage: "list at most `N` conversations"},
+		},
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 0, 0); err != nil {
+				return err
+			}
+			if c.Int("limit") < 0 {
+				return usagef(c, "--limit must not be negative")
+			}
+			dir, err := e.g.dataDir()
+			if err != nil {
+				return err
+			}
+			l, err := reindex.List(c.Context, dir, reindex.ListOptions{Archived: c.Bool("archived"), All: c.Bool("all"), Limit: c.Int("limit")})
+			if err != nil {
+				return err
+			}
+			if l.Source == "logs" && !e.g.Quiet {
+				fmt.Fprintf(e.stderr, "convkit: listing from the logs: %s\n", l.FallbackReason)
+			}
+			for _, s := range l.Skipped {
+				fmt.Fprintf(e.stderr, "convkit: warning: %s: %s\n", s.Path, s.Reason)
+			}
+			if e.g.JSON {
+				return writeJSON(e.stdout, l)
+			}
+			renderList(e, l.Conversations)
+			return nil
+		},
+	}
+}
+
+func renderList(e *env, rows []index.Summary) {
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTITLE\tUPDATED\tSESSIONS\tTURNS\tFLAGS")
+	for _, r := range rows {
+		var flags []string
+		if r.Archived {
+			flags = append(flags, "archived")
+		}
+		if r.RunningTurn {
+			flags = append(flags, "running")
+		}
+		if r.ForkedFrom != "" {
+			flags = append(flags, "fork of "+r.ForkedFrom)
+		}
+		title := r.Title
+		if title == "" {
+			title = "(untitled)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", r.ID, title,
+			time.UnixMilli(r.UpdatedAt).UTC().Format("2006-01-02 15:04"), r.Sessions, r.Turns, strings.Join(flags, ", "))
+	}
+	tw.Flush()
+}
+
+func newSearchCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "search",
+		Usage:     "search message text in metadata.db",
+		ArgsUsage: "QUERY",
+		Description: `Searches the text of user and assistant messages with SQLite FTS5 (query
+syntax: words, "phrases", prefix*, AND/OR/NOT). Needs metadata.db; run
+convkit reindex first. It takes no lock.`,
+		Flags: []ucli.Flag{
+			&ucli.IntFlag{Name: "limit", Value: 20, Usage: "show at most `N` matches"},
+		},
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 1, 1); err != nil {
+				return err
+			}
+			dir, err := e.g.dataDir()
+			if err != nil {
+				return err
+			}
+			db, err := index.Open(store.IndexPath(dir))
+			if err != nil {
+				return withHint(err, "run convkit reindex to build metadata.db")
+			}
+			defer db.Close()
+			hits, err := db.Search(c.Context, c.Args().First(), c.Int("limit"))
+			if err != nil {
+				return err
+			}
+			if e.g.JSON {
+				return writeJSON(e.stdout, struct {
+					SchemaVersion int         `json:"schemaVersion"`
+					Query         string      `json:"query"`
+					Hits          []index.Hit `json:"hits"`
+				}{schemaVersion, c.Args().First(), hits})
+			}
+			for _, h := range hits {
+				fmt.Fprintf(e.stdout, "%s  %q  %s#%d %s: %s\n", h.ConversationID, h.Title, h.SessionID, h.Seq, h.Role, h.Snippet)
+			}
+			return nil
+		},
+	}
+}
+
+func newDeleteCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "delete",
+		Usage:     "delete conversations through the tombstone",
+		ArgsUsage: "ID...",
+		Description: `Records a delete in each conversation's log (the tombstone), then removes its
+directory; metadata.db is updated when present. A delete is refused while a
+turn is running. An interrupted delete is finished by the next delete or
+reindex. Takes runtime.lock.`,
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 1, -1); err != nil {
+				return err
+			}
+			s, err := e.openStore(c.Context, "delete")
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			var db *index.DB
+			if d, err := index.Open(store.IndexPath(s.DataDir())); err == nil {
+				db = d
+				defer db.Close()
+			}
+			for _, id := range c.Args().Slice() {
+				if err := s.Delete(id); err != nil {
+					return err
+				}
+				if db != nil {
+					if err := db.Delete(c.Context, id); err != nil {
+						return err
+					}
+				}
+				fmt.Fprintf(e.stdout, "deleted %s\n", id)
+			}
+			return nil
+		},
+	}
+}

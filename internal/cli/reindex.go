@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/convkit/convkit/reindex"
+	"github.com/convkit/convkit/store"
+)
+
+// openStore opens the data directory for a writing command: runtime.lock
+// exclusively, failing at once or waiting up to --lock-timeout.
+func (e *env) openStore(ctx context.Context, command string) (*store.Store, error) {
+	dir, err := e.g.dataDir()
+	if err != nil {
+		return nil, err
+	}
+	return store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{
+		Mode: store.LockExclusive, Timeout: e.g.LockTimeout, Command: "convkit " + command}})
+}
+
+func newReindexCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:  "reindex",
+		Usage: "rebuild metadata.db from the logs",
+		Description: `Replays every conversation's logs into a new database beside metadata.db and
+swaps it in atomically: a crash leaves the old index in place. It takes
+runtime.lock (stop the runtime first). Each conversation it has to skip is
+reported with the reason; interrupted deletions (a tombstone whose
+directory remained) are finished. Output ends with
+"Summary: indexed=N, skipped=S, deletions-finished=D"; exit 3 if anything
+was skipped.
+
+--check compares the logs with the index and writes nothing; it takes no
+lock and runs beside the runtime. Every missing, stale and extra row is
+listed; exit 1 on any drift.`,
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "check", Usage: "compare logs and index without writing"},
+			&ucli.IntFlag{Name: "jobs", Usage: "read at most `N` conversations at once (default: CPUs, at most 16)"},
+		},
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 0, 0); err != nil {
+				return err
+			}
+			if c.IsSet("jobs") && c.Int("jobs") < 1 {
+				return usagef(c, "--jobs must be a positive safe integer")
+			}
+			if c.Bool("check") {
+				return runReindexCheck(c, e)
+			}
+			return runReindex(c, e)
+		},
+	}
+}
+
+func runReindex(c *ucli.Context, e *env) error {
+	s, err := e.openStore(c.Context, "reindex")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	bar := newProgress(e.stderr, 0, "reindex", e.g)
+	opts := reindex.Options{Jobs: c.Int("jobs"), Progress: bar}
+	if !e.g.JSON {
+		opts.Log = e.stdout
+	}
+	res, err := reindex.Run(c.Context, s, opts)
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	if e.g.JSON {
+		if err := writeJSON(e.stdout, res); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "Summary: indexed=%d, skipped=%d, deletions-finished=%d\n",
+			res.Indexed, len(res.Skipped), len(res.DeletionsFinished))
+	}
+	if len(res.Skipped) > 0 {
+		return partialf("reindex skipped %d item(s); see the SKIPPED lines", len(res.Skipped))
+	}
+	return nil
+}
+
+func runReindexCheck(c *ucli.Context, e *env) error {
+	dir, err := e.g.dataDir()
+	if err != nil {
+		return err
+	}
+	bar := newProgress(e.stderr, 0, "check", e.g)
+	res, err := reindex.Check(c.Context, dir, reindex.Options{Jobs: c.Int("jobs"), Progress: bar})
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	if e.g.JSON {
+		if err := writeJSON(e.stdout, res); err != nil {
+			return err
+		}
+	} else {
+		if res.IndexProblem != "" {
+			fmt.Fprintf(e.stdout, "INDEX %s\n", res.IndexProblem)
+		}
+		for _, d := range res.Differences {
+			fmt.Fprintf(e.stdout, "%s %q: %s\n", upper(d.Kind), d.ID, d.Detail)
+		}
+		for _, s := range res.Skipped {
+			fmt.Fprintf(e.stdout, "SKIPPED %s: %s\n", s.Path, s.Reason)
+		}
+		fmt.Fprintf(e.stdout, "Check: conversations=%d, differences=%d, skipped=%d\n",
+			res.Conversations, len(res.Differences), len(res.Skipped))
+	}
+	if res.Drift() {
+		return fmt.Errorf("the index disagrees with the logs (%d difference(s)); run convkit reindex", len(res.Differences))
+	}
+	return nil
+}
+
+func upper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'a' && c <= 'z' {
+			b[i] = c - 32
+		}
+	}
+	return string(b)
+}

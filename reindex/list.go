@@ -1,0 +1,174 @@
+package reindex
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+
+	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/store"
+)
+
+// ListOptions select conversations for List.
+type ListOptions struct {
+	Archived bool // archived conversations instead of the others
+	All      bool // both
+	Limit    int  // 0: all
+}
+
+// Listing is the result of List.
+type Listing struct {
+	SchemaVersion int `json:"schemaVersion"`
+	// Source is "index" when metadata.db answered, "logs" when the
+	// conversation logs were replayed because the index is missing,
+	// unreadable or not current; FallbackReason says why.
+	Source         string          `json:"source"`
+	FallbackReason string          `json:"fallbackReason,omitempty"`
+	Conversations  []index.Summary `json:"conversations"`
+	Skipped        []Skip          `json:"skipped"`
+}
+
+// List lists conversations, newest first. It reads metadata.db when it is
+// present and current — every conversation directory indexed with the same
+// log fingerprint (names, sizes, modification times) — and otherwise
+// replays the conversation logs. It takes no lock and writes nothing.
+func List(ctx context.Context, dataDir string, o ListOptions) (*Listing, error) {
+	tree, err := store.Walk(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	res := &Listing{SchemaVersion: 1, Conversations: []index.Summary{}, Skipped: []Skip{}}
+	reason := indexCurrent(ctx, dataDir, tree)
+	if reason == "" {
+		db, err := index.Open(store.IndexPath(dataDir))
+		if err == nil {
+			defer db.Close()
+			rows, err := db.List(ctx, index.ListOptions{Archived: o.Archived, All: o.All, Limit: o.Limit})
+			var skipped []index.SkippedRow
+			if err == nil {
+				skipped, err = db.Skipped(ctx)
+			}
+			if err == nil {
+				res.Source, res.Conversations = "index", rows
+				for _, sk := range skipped {
+					res.Skipped = append(res.Skipped, Skip{ID: sk.ID, Path: filepath.Join(store.ConversationsDir(dataDir), sk.Dir), Reason: sk.Reason})
+				}
+				return res, nil
+			}
+			reason = err.Error()
+		} else {
+			reason = err.Error()
+		}
+	}
+	res.Source, res.FallbackReason = "logs", reason
+	for _, c := range tree.Conversations {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var convLog *store.Log
+		for i := range c.Logs {
+			if c.Logs[i].IsConversationLog {
+				convLog = &c.Logs[i]
+			}
+		}
+		if convLog == nil {
+			res.Skipped = append(res.Skipped, Skip{ID: c.ID, Path: c.Path, Reason: "no conversation log (metadata.jsonl)"})
+			continue
+		}
+		info, err := store.ReadConversationFile(convLog.Path)
+		if err != nil {
+			res.Skipped = append(res.Skipped, Skip{ID: c.ID, Path: convLog.Path, Reason: err.Error()})
+			continue
+		}
+		if info.Deleting {
+			continue
+		}
+		if !o.All && info.Archived != o.Archived {
+			continue
+		}
+		res.Conversations = append(res.Conversations, index.Summary{
+			ID: info.ID, Title: info.Title, UpdatedAt: info.UpdatedAt.UnixMilli(), CreatedAt: info.CreatedAt.UnixMilli(),
+			Archived: info.Archived, ForkedFrom: info.ForkedFrom, Cwd: info.Cwd, Sessions: len(info.Sessions),
+			Turns: len(info.Turns), RunningTurn: info.RunningTurn,
+		})
+	}
+	sort.Slice(res.Conversations, func(i, j int) bool {
+		a, b := res.Conversations[i], res.Conversations[j]
+		if a.UpdatedAt != b.UpdatedAt {
+			return a.UpdatedAt > b.UpdatedAt
+		}
+		return a.ID < b.ID
+	})
+	if o.Limit > 0 && len(res.Conversations) > o.Limit {
+		res.Conversations = res.Conversations[:o.Limit]
+	}
+	return res, nil
+}
+
+// indexCurrent returns "" when metadata.db indexes exactly the conversations
+// of tree with their current fingerprints, else why not.
+func indexCurrent(ctx context.Context, dataDir string, tree *store.Tree) string {
+	db, err := index.Open(store.IndexPath(dataDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "metadata.db does not exist (run convkit reindex)"
+	}
+	if err != nil {
+		return fmt.Sprintf("metadata.db is not usable: %v", err)
+	}
+	defer db.Close()
+	fps, err := db.Fingerprints(ctx)
+	if err != nil {
+		return fmt.Sprintf("metadata.db is not usable: %v", err)
+	}
+	for _, c := range tree.Conversations {
+		fp, ok := fps[c.ID]
+		if !ok {
+			if deleting(c) {
+				continue
+			}
+			return fmt.Sprintf("conversation %q is not indexed (run convkit reindex)", c.ID)
+		}
+		if fp != dirFingerprint(c) {
+			return fmt.Sprintf("conversation %q changed since it was indexed (run convkit reindex)", c.ID)
+		}
+		delete(fps, c.ID)
+	}
+	for id := range fps {
+		return fmt.Sprintf("conversation %q is indexed but no longer exists (run convkit reindex)", id)
+	}
+	return ""
+}
+
+// deleting reports whether a conversation's directory still exists after a
+// recorded delete, which the index rightly does not list.
+func deleting(c store.ConversationDir) bool {
+	for _, l := range c.Logs {
+		if l.IsConversationLog {
+			info, err := store.ReadConversationFile(l.Path)
+			return err == nil && info.Deleting
+		}
+	}
+	return false
+}
+
+// dirFingerprint is the fingerprint readConversation computes, from the
+// directory listing alone.
+func dirFingerprint(c store.ConversationDir) string {
+	fp := sha256.New()
+	for _, l := range c.Logs {
+		if l.IsConversationLog {
+			fingerprint(fp, l.Path)
+		}
+	}
+	for _, l := range c.Logs {
+		if !l.IsConversationLog {
+			fingerprint(fp, l.Path)
+		}
+	}
+	return hex.EncodeToString(fp.Sum(nil))[:32]
+}

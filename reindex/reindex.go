@@ -1,0 +1,370 @@
+// Package reindex rebuilds metadata.db from the logs. Every conversation's
+// logs are replayed in a bounded-parallel pass into a new database file
+// beside the old one, which is then swapped in atomically: a crash at any
+// moment leaves the old index in place. Check compares logs and index
+// without writing anything.
+package reindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/progress"
+	"github.com/convkit/convkit/store"
+)
+
+// MaxIndexedText bounds the searchable text kept per message, so one huge
+// message cannot make the index (or the reindex's memory) grow with it.
+const MaxIndexedText = 32 << 10
+
+// Options tune Run and Check.
+type Options struct {
+	// Jobs bounds how many conversations are read at once (default: CPUs,
+	// at most 16).
+	Jobs int
+	// Progress counts conversations done; the total is set first.
+	Progress progress.Progress
+	// Log receives one line per skipped conversation and per finished
+	// deletion as they happen (nil: nothing).
+	Log io.Writer
+}
+
+// Skip is a conversation reindex could not index, and why.
+type Skip struct {
+	ID     string `json:"id,omitempty"`
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// Result is what Run did.
+type Result struct {
+	SchemaVersion     int      `json:"schemaVersion"`
+	Index             string   `json:"index"`
+	Indexed           int      `json:"indexed"`
+	Skipped           []Skip   `json:"skipped"`
+	DeletionsFinished []string `json:"deletionsFinished"`
+	Sessions          int      `json:"sessions"`
+	Turns             int      `json:"turns"`
+	Messages          int      `json:"messages"`
+}
+
+func (o *Options) defaults() {
+	if o.Jobs <= 0 {
+		o.Jobs = min(runtime.NumCPU(), 16)
+	}
+	if o.Progress == nil {
+		o.Progress = progress.Nop{}
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+}
+
+// built is one conversation read from its logs.
+type built struct {
+	dir      store.ConversationDir
+	conv     *index.Conversation
+	msgs     []index.Message
+	skip     *Skip
+	deleting bool
+}
+
+// Run rebuilds the index of the store s, which must hold runtime.lock
+// exclusively. Interrupted deletions (a tombstone without removal) are
+// finished and never indexed.
+func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
+	opts.defaults()
+	if s.Lock() == nil || s.Lock().Mode() != store.LockExclusive {
+		return nil, errors.New("reindex needs the store opened with the exclusive lock")
+	}
+	dataDir := s.DataDir()
+	tree, err := store.Walk(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{SchemaVersion: 1, Index: store.IndexPath(dataDir), Skipped: []Skip{}, DeletionsFinished: []string{}}
+	for _, p := range tree.Problems {
+		res.Skipped = append(res.Skipped, Skip{Path: p.Path, Reason: p.Reason})
+		fmt.Fprintf(opts.Log, "SKIPPED %s: %s\n", p.Path, p.Reason)
+	}
+	tmp, err := newTempIndex(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	db, err := index.Create(tmp)
+	if err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			db.Close()
+			os.Remove(tmp)
+		}
+	}()
+	w, err := db.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	present := map[string]bool{}
+	for _, c := range tree.Conversations {
+		present[c.ID] = true
+	}
+	opts.Progress.SetTotal(int64(len(tree.Conversations)))
+	err = build(ctx, tree.Conversations, present, opts.Jobs, func(b *built) error {
+		defer opts.Progress.Add(1)
+		switch {
+		case b.deleting:
+			if err := s.FinishDeletion(b.dir.ID); err != nil {
+				return err
+			}
+			res.DeletionsFinished = append(res.DeletionsFinished, b.dir.ID)
+			fmt.Fprintf(opts.Log, "DELETED %s: finished an interrupted deletion\n", b.dir.Path)
+		case b.skip != nil:
+			res.Skipped = append(res.Skipped, *b.skip)
+			fmt.Fprintf(opts.Log, "SKIPPED %s: %s\n", b.skip.Path, b.skip.Reason)
+			if err := w.Skip(ctx, b.dir.ID, b.dir.Name, dirFingerprint(b.dir), b.skip.Reason); err != nil {
+				return err
+			}
+		default:
+			if err := w.Put(ctx, b.conv, b.msgs); err != nil {
+				return err
+			}
+			res.Indexed++
+			res.Sessions += len(b.conv.Sessions)
+			res.Turns += len(b.conv.Turns)
+			res.Messages += len(b.msgs)
+		}
+		return nil
+	})
+	if err != nil {
+		w.Rollback()
+		return nil, err
+	}
+	if err := w.Commit(); err != nil {
+		return nil, err
+	}
+	if err := db.Finish(); err != nil {
+		return nil, err
+	}
+	committed = true
+	if err := swap(tmp, store.IndexPath(dataDir)); err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	sort.Slice(res.Skipped, func(i, j int) bool { return res.Skipped[i].Path < res.Skipped[j].Path })
+	return res, nil
+}
+
+// newTempIndex names a fresh temporary database beside metadata.db.
+func newTempIndex(dataDir string) (string, error) {
+	if err := durable.MkdirAll(dataDir); err != nil {
+		return "", err
+	}
+	f, err := durable.CreateTemp(dataDir, "."+store.IndexFileName)
+	if err != nil {
+		return "", err
+	}
+	name := f.Name()
+	f.Close()
+	// index.Create makes the file itself, exclusively.
+	return name, os.Remove(name)
+}
+
+// swap puts the new index in place of the old in one rename. The old
+// index's WAL files belong to the old database and go first; a crash
+// between the two steps leaves the old database without them, which is
+// still a consistent (if older) index.
+func swap(tmp, final string) error {
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if err := os.Remove(final + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return err
+	}
+	return durable.SyncDir(filepath.Dir(final))
+}
+
+// build reads conversations with at most jobs at once and hands each result
+// to sink in the order of convs. sink runs in the caller's goroutine.
+func build(ctx context.Context, convs []store.ConversationDir, present map[string]bool, jobs int, sink func(*built) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make([]chan *built, len(convs))
+	for i := range results {
+		results[i] = make(chan *built, 1)
+	}
+	sem := make(chan struct{}, jobs)
+	var wg sync.WaitGroup
+	go func() {
+		for i, c := range convs {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			wg.Add(1)
+			go func(i int, c store.ConversationDir) {
+				defer wg.Done()
+				results[i] <- readConversation(c, present)
+			}(i, c)
+		}
+	}()
+	defer wg.Wait()
+	for i := range convs {
+		var b *built
+		select {
+		case b = <-results[i]:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		<-sem
+		if err := sink(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readConversation replays one conversation's logs into index rows.
+func readConversation(c store.ConversationDir, present map[string]bool) *built {
+	b := &built{dir: c}
+	skip := func(path, format string, args ...any) *built {
+		b.skip = &Skip{ID: c.ID, Path: path, Reason: fmt.Sprintf(format, args...)}
+		return b
+	}
+	var convLog *store.Log
+	for i := range c.Logs {
+		if c.Logs[i].IsConversationLog {
+			convLog = &c.Logs[i]
+		}
+	}
+	if convLog == nil {
+		return skip(c.Path, "no conversation log (metadata.jsonl)")
+	}
+	info, err := store.ReadConversationFile(convLog.Path)
+	if err != nil {
+		return skip(convLog.Path, "unreadable conversation log: %v", err)
+	}
+	if info.ID != c.ID {
+		return skip(convLog.Path, "conversation log names id %q, but its directory is %q", info.ID, c.ID)
+	}
+	if info.Deleting {
+		b.deleting = true
+		return b
+	}
+	for _, dep := range store.Dependencies(info) {
+		if !present[dep] {
+			return skip(convLog.Path, "fork source %q is missing: this conversation reads older history from it", dep)
+		}
+	}
+	conv := &index.Conversation{
+		ID: info.ID, Dir: c.Name, Title: info.Title, TitleIsAuto: info.TitleIsAuto, Cwd: info.Cwd,
+		CreatedAt: info.CreatedAt.UnixMilli(), UpdatedAt: info.UpdatedAt.UnixMilli(), Archived: info.Archived,
+		ForkedFrom: info.ForkedFrom, AfterCompaction: info.AfterCompaction, Agents: info.Agents, Models: info.Models,
+		RunningTurn: info.RunningTurn,
+	}
+	for _, t := range info.Turns {
+		tr := index.Turn{SessionID: t.SessionID, Turn: t.Turn, StartedAt: t.StartedAt.UnixMilli(), Outcome: t.Outcome}
+		if !t.EndedAt.IsZero() {
+			tr.EndedAt = t.EndedAt.UnixMilli()
+		}
+		conv.Turns = append(conv.Turns, tr)
+	}
+	for _, l := range c.Logs {
+		if l.IsConversationLog {
+			continue
+		}
+		sess := index.Session{ID: l.ID, File: filepath.Base(l.Path), FormatVersion: l.Current.Version}
+		if si := info.Session(l.ID); si != nil {
+			sess.Agent, sess.Model, sess.ParentSession = si.Agent, si.Model, si.ParentSession
+		}
+		msgs, st, h, err := readSession(l.Path, l.ID)
+		if err != nil {
+			reason := "unreadable session log"
+			if errors.Is(err, convlog.ErrUnsupported) {
+				reason = "session log this build cannot read"
+			}
+			return skip(l.Path, "%s: %v", reason, err)
+		}
+		if sess.ParentSession == "" {
+			sess.ParentSession = h.ParentSession
+		}
+		sess.Events, sess.Bytes = st.Events, st.FileBytes
+		conv.Sessions = append(conv.Sessions, sess)
+		b.msgs = append(b.msgs, msgs...)
+	}
+	conv.Fingerprint = dirFingerprint(c)
+	b.conv = conv
+	return b
+}
+
+// fingerprint adds a log's name, size and modification time: a cheap
+// identity that changes whenever the log does.
+func fingerprint(h io.Writer, path string) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return
+	}
+	io.WriteString(h, filepath.Base(path)+"\x00"+strconv.FormatInt(fi.Size(), 10)+"\x00"+
+		strconv.FormatInt(fi.ModTime().UnixNano(), 10)+"\n")
+}
+
+// readSession reads one session log to its end: its stats and the text of
+// its user and assistant messages.
+func readSession(path, sessionID string) ([]index.Message, convlog.Stats, *convlog.Header, error) {
+	r, err := convlog.Open(path, convlog.ReaderOptions{})
+	if err != nil {
+		return nil, convlog.Stats{}, nil, err
+	}
+	defer r.Close()
+	var msgs []index.Message
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, convlog.Stats{}, nil, err
+		}
+		if e.Type != convlog.TypeUserMessage && e.Type != convlog.TypeAssistantMessage {
+			continue
+		}
+		raw := convlog.MessageOf(e)
+		if raw == nil {
+			continue
+		}
+		role, text := convlog.MessageText(raw)
+		if text == "" {
+			continue
+		}
+		msgs = append(msgs, index.Message{SessionID: sessionID, Seq: e.Seq, Role: role, Text: clip(text, MaxIndexedText)})
+	}
+	return msgs, r.Stats(), r.Header(), nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

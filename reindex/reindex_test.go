@@ -1,0 +1,201 @@
+package reindex
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/store"
+)
+
+var clock = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+func openStore(t *testing.T, dir string) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), dir, store.OpenOptions{
+		Lock: store.LockOptions{Mode: store.LockExclusive, Command: "test"},
+		Now:  func() time.Time { clock = clock.Add(time.Second); return clock },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// addConversation creates a conversation with a root session holding one
+// turn whose user message says text.
+func addConversation(t *testing.T, s *store.Store, id, text string) {
+	t.Helper()
+	if err := s.CreateConversation(id, "/work/"+id, []string{"coder"}, []string{"m1"}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.StartSession(id, "root", "coder", "m1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BeginTurn(id, "root", 1, text); err != nil {
+		t.Fatal(err)
+	}
+	app := &convlog.SurfaceOp{}
+	err = w.Append([]convlog.Event{
+		{Type: "turn/start", Time: 1, Data: []byte(`{"turn":1}`)},
+		{Type: "user/message", Time: 2, SurfaceOp: app, Data: []byte(fmt.Sprintf(`{"content":[{"type":"text","text":%q}],"source":{"kind":"user"},"role":"user","id":"u-%s"}`, text, id))},
+		{Type: "assistant/message", Time: 3, SurfaceOp: app, Data: []byte(`{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"done with zebra"}],"source":{"kind":"model"},"id":"a1"},"stream":[]}`)},
+		{Type: "turn/end", Time: 4, Data: []byte(`{"turn":1,"reason":{"kind":"completed"}}`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if err := s.EndTurn(id, "root", 1, store.OutcomeCompleted); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunCheckList(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	defer s.Close()
+	addConversation(t, s, "alpha", "find the giraffe in the logs")
+	addConversation(t, s, "beta/with~odd name", "second one")
+	addConversation(t, s, "gone", "to be deleted")
+	if err := s.MarkDeleting("gone"); err != nil {
+		t.Fatal(err)
+	}
+	// A conversation whose session log is corrupt is skipped, with reason.
+	addConversation(t, s, "broken", "will break")
+	p, err := store.SessionLogFile(dir, "broken", "root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	lines := strings.SplitAfter(string(b), "\n")
+	lines[2] = "{not json\n"
+	os.WriteFile(p, []byte(strings.Join(lines, "")), 0o600)
+
+	// The listing falls back to the logs before any index exists.
+	l, err := List(ctx, dir, ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Source != "logs" || !strings.Contains(l.FallbackReason, "does not exist") || len(l.Conversations) != 3 {
+		t.Fatalf("listing before reindex = %+v", l)
+	}
+
+	res, err := Run(ctx, s, Options{Jobs: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Indexed != 2 || len(res.DeletionsFinished) != 1 || res.DeletionsFinished[0] != "gone" {
+		t.Fatalf("result = %+v", res)
+	}
+	if len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, "unreadable session log") ||
+		!strings.Contains(res.Skipped[0].Reason, "line 3") {
+		t.Fatalf("skipped = %+v", res.Skipped)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "conversations", "gone")); !os.IsNotExist(err) {
+		t.Fatalf("interrupted deletion not finished: %v", err)
+	}
+
+	chk, err := Check(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chk.Drift() {
+		t.Fatalf("fresh index drifts: %+v", chk)
+	}
+	l, err = List(ctx, dir, ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Source != "index" || len(l.Conversations) != 2 || l.Conversations[0].ID != "beta/with~odd name" {
+		t.Fatalf("listing from index = %+v", l)
+	}
+	if l.Conversations[1].Title != "find the giraffe in the logs" || l.Conversations[1].Turns != 1 {
+		t.Fatalf("row = %+v", l.Conversations[1])
+	}
+	db, err := index.Open(store.IndexPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, err := db.Search(ctx, "giraffe", 10)
+	db.Close()
+	if err != nil || len(hits) != 1 || hits[0].ConversationID != "alpha" || !strings.Contains(hits[0].Snippet, "[giraffe]") {
+		t.Fatalf("search = %+v, %v", hits, err)
+	}
+
+	// A rename after the reindex: Check reports the stale row, List falls
+	// back to the logs, and a second Run brings it back in line.
+	if err := s.Rename("alpha", "Renamed"); err != nil {
+		t.Fatal(err)
+	}
+	chk, _ = Check(ctx, dir, Options{})
+	if !chk.Drift() || len(chk.Differences) != 1 || chk.Differences[0].Kind != "stale" || !strings.Contains(chk.Differences[0].Detail, "Renamed") {
+		t.Fatalf("check after rename = %+v", chk.Differences)
+	}
+	l, _ = List(ctx, dir, ListOptions{})
+	if l.Source != "logs" || !strings.Contains(l.FallbackReason, "changed since it was indexed") {
+		t.Fatalf("listing after rename = %+v", l)
+	}
+	if _, err := Run(ctx, s, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if chk, _ = Check(ctx, dir, Options{}); chk.Drift() {
+		t.Fatalf("drift after second reindex: %+v", chk)
+	}
+}
+
+func TestGarbageIndexIsReplaced(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	defer s.Close()
+	addConversation(t, s, "alpha", "hello")
+	os.WriteFile(store.IndexPath(dir), []byte("this is not a database, just garbage bytes\n"), 0o600)
+	chk, err := Check(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chk.IndexProblem == "" {
+		t.Fatal("check accepted a garbage index")
+	}
+	l, err := List(ctx, dir, ListOptions{})
+	if err != nil || l.Source != "logs" || len(l.Conversations) != 1 {
+		t.Fatalf("list with garbage index = %+v, %v", l, err)
+	}
+	if _, err := Run(ctx, s, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if chk, _ := Check(ctx, dir, Options{}); chk.Drift() {
+		t.Fatalf("drift after replacing garbage: %+v", chk)
+	}
+	fi, err := os.Stat(store.IndexPath(dir))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("index mode = %v, %v", fi, err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Errorf("temporary file left: %s", e.Name())
+		}
+	}
+}
+
+func TestRunNeedsExclusiveLock(t *testing.T) {
+	dir := t.TempDir()
+	s, err := store.Open(context.Background(), dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockNone}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := Run(context.Background(), s, Options{}); err == nil {
+		t.Fatal("reindex ran without the lock")
+	}
+}

@@ -1,0 +1,741 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/convkit/convkit/convlog"
+)
+
+// testClock advances one millisecond per call.
+type testClock struct{ t time.Time }
+
+func (c *testClock) now() time.Time {
+	c.t = c.t.Add(time.Millisecond)
+	return c.t
+}
+
+func openTestStore(t *testing.T, dir string, comp convlog.Compression) *Store {
+	t.Helper()
+	clk := &testClock{t: time.UnixMilli(1790000000000)}
+	s, err := Open(context.Background(), dir, OpenOptions{Lock: LockOptions{Mode: LockExclusive, Command: "test"},
+		Compression: comp, Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func mustNil(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readInfo(t *testing.T, dir, id string) *ConversationInfo {
+	t.Helper()
+	info, err := ReadConversation(dir, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+// sessionEvents is a small V4 session history.
+type sessionEvents struct {
+	evs  []convlog.Event
+	turn int64
+}
+
+func (b *sessionEvents) add(typ, data string, surface bool, src ...int64) int64 {
+	e := convlog.Event{Type: typ, Seq: int64(len(b.evs)), Time: 1790000000000 + int64(len(b.evs)), Data: []byte(data), SourceEventSeqs: src}
+	if surface {
+		e.SurfaceOp = &convlog.SurfaceOp{}
+	}
+	b.evs = append(b.evs, e)
+	return int64(len(b.evs) - 1)
+}
+
+func (b *sessionEvents) replace(typ, data string, start, end int64, src []int64) int64 {
+	e := convlog.Event{Type: typ, Seq: int64(len(b.evs)), Time: 1790000000000 + int64(len(b.evs)), Data: []byte(data), SourceEventSeqs: src,
+		SurfaceOp: &convlog.SurfaceOp{Replace: true, StartSeq: start, EndSeq: end}}
+	b.evs = append(b.evs, e)
+	return int64(len(b.evs) - 1)
+}
+
+func userData(id, kind, text string) string {
+	return fmt.Sprintf(`{"content":[{"type":"text","text":%q}],"source":{"kind":%q},"role":"user","id":%q}`, text, kind, id)
+}
+
+func assistantMsg(turn, step int64, id, content string) string {
+	return fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"role":"assistant","content":%s,"source":{"kind":"model","provider":"p","model":"m"},"id":%q},"stream":[]}`,
+		turn, step, content, id)
+}
+
+// turn appends one complete turn with a tool call; it returns the seq of
+// its user message.
+func (b *sessionEvents) fullTurn(text string) int64 {
+	b.turn++
+	t := b.turn
+	b.add("turn/start", fmt.Sprintf(`{"turn":%d}`, t), false)
+	b.add("step/start", fmt.Sprintf(`{"turn":%d,"step":1}`, t), false)
+	if t == 1 {
+		b.add(convlog.TypeSystemMessage, `{"turn":1,"step":1,"message":{"role":"system","content":[{"type":"text","text":"sys"}],"source":{"kind":"system-prompt"},"id":"sys"}}`, true)
+	}
+	u := b.add(convlog.TypeUserMessage, userData(fmt.Sprintf("u%d", t), "user", text), true)
+	call := fmt.Sprintf("call-%d", t)
+	b.add(convlog.TypeAssistantMessage, assistantMsg(t, 1, fmt.Sprintf("a%d", t),
+		fmt.Sprintf(`[{"type":"tool-call","id":%q,"name":"bash","arguments":"{}"}]`, call)), true)
+	cs := b.add("tool/call", fmt.Sprintf(`{"turn":%d,"step":1,"callId":%q,"name":"bash","arguments":"{}"}`, t, call), false)
+	b.add(convlog.TypeToolResult, fmt.Sprintf(`{"turn":%d,"step":1,"message":{"role":"tool","source":{"kind":"tool","callId":%q},"toolCallId":%q,"content":[{"type":"text","text":"ok"}],"isError":false,"id":"t%d"}}`, t, call, call, t), true, cs)
+	b.add("step/end", fmt.Sprintf(`{"turn":%d,"step":1}`, t), false)
+	b.add("step/start", fmt.Sprintf(`{"turn":%d,"step":2}`, t), false)
+	b.add(convlog.TypeAssistantMessage, assistantMsg(t, 2, fmt.Sprintf("a%db", t), `[{"type":"text","text":"done"}]`), true)
+	b.add("step/end", fmt.Sprintf(`{"turn":%d,"step":2}`, t), false)
+	b.add(convlog.TypeTurnEnd, fmt.Sprintf(`{"turn":%d,"reason":{"kind":"completed"}}`, t), false)
+	return u
+}
+
+func readEvents(t *testing.T, path string) (*convlog.Header, []convlog.Event) {
+	t.Helper()
+	r, err := convlog.Open(path, convlog.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var evs []convlog.Event
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			return r.Header(), evs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e.Clone())
+	}
+}
+
+func history(t *testing.T, evs []convlog.Event) []string {
+	t.Helper()
+	var h convlog.History
+	for i := range evs {
+		if err := h.Apply(nil, &evs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ids []string
+	for _, m := range h.Messages() {
+		ids = append(ids, m.Message.ID())
+	}
+	return ids
+}
+
+func TestAutoTitle(t *testing.T) {
+	long := strings.Repeat("é", 45)
+	for in, want := range map[string]string{
+		"List the files":                 "List the files",
+		"first line\nsecond line":        "first line",
+		"\n\n  indented first  \r\nnext": "indented first",
+		long:                             strings.Repeat("é", 40),
+		strings.Repeat("a", 39) + " bcd": strings.Repeat("a", 39),
+		strings.Repeat("日本語", 20):        strings.Repeat("日本語", 13) + "日",
+		"   \n\t":                        "",
+	} {
+		got := AutoTitle(in)
+		if got != want {
+			t.Errorf("AutoTitle(%q) = %q, want %q", in, got, want)
+		}
+		if n := utf8.RuneCountInString(got); n > MaxAutoTitleRunes {
+			t.Errorf("AutoTitle(%q) has %d runes", in, n)
+		}
+	}
+}
+
+func TestConversationLifecycle(t *testing.T) {
+	for _, comp := range []convlog.Compression{convlog.Plain, convlog.Zstd} {
+		t.Run(comp.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			s := openTestStore(t, dir, comp)
+			mustNil(t, s.CreateConversation("c1", "/home/u/proj", []string{"coder"}, []string{"m1"}))
+			if err := s.CreateConversation("c1", "/home/u/proj", nil, nil); !errors.Is(err, ErrConversationExists) || !errors.Is(err, fs.ErrExist) {
+				t.Fatalf("second create: %v", err)
+			}
+			if err := s.CreateConversation("c2", "relative/dir", nil, nil); err == nil {
+				t.Fatal("relative cwd accepted")
+			}
+			w, err := s.StartSession("c1", "root", "coder", "m1", "")
+			mustNil(t, err)
+			w.Close()
+			if _, err := s.StartSession("c1", "root2", "coder", "m1", ""); err == nil {
+				t.Fatal("a second root session was accepted")
+			}
+			cw, err := s.StartSession("c1", "child", "explorer", "m2", "root")
+			mustNil(t, err)
+			cw.Close()
+			gw, err := s.StartSession("c1", "grandchild", "explorer", "m2", "child")
+			mustNil(t, err)
+			gw.Close()
+
+			// A 41+ character, multi-line first message.
+			first := "Please refactor the parser package so that every error carries a position\nand more"
+			mustNil(t, s.BeginTurn("c1", "root", 1, first))
+			if err := s.BeginTurn("c1", "root", 2, "x"); !errors.Is(err, ErrTurnRunning) {
+				t.Fatalf("second running turn: %v", err)
+			}
+			mustNil(t, s.BeginTurn("c1", "child", 1, "A subagent task must not title the conversation"))
+			mustNil(t, s.EndTurn("c1", "child", 1, OutcomeCompleted))
+			mustNil(t, s.EndTurn("c1", "root", 1, OutcomeCompleted))
+			if err := s.EndTurn("c1", "root", 1, OutcomeCompleted); err == nil {
+				t.Fatal("ending a turn twice accepted")
+			}
+			if err := s.EndTurn("c1", "root", 1, "bogus"); err == nil {
+				t.Fatal("bogus outcome accepted")
+			}
+
+			info := readInfo(t, dir, "c1")
+			wantTitle := "Please refactor the parser package so th"
+			if info.Title != wantTitle || !info.TitleIsAuto {
+				t.Fatalf("title = %q auto=%v, want %q", info.Title, info.TitleIsAuto, wantTitle)
+			}
+			mustNil(t, s.BeginTurn("c1", "root", 2, "Another message"))
+			mustNil(t, s.EndTurn("c1", "root", 2, OutcomeInterrupted))
+			if info := readInfo(t, dir, "c1"); info.Title != wantTitle {
+				t.Fatalf("a later turn changed the title to %q", info.Title)
+			}
+
+			mustNil(t, s.Rename("c1", "Parser errors"))
+			mustNil(t, s.BeginTurn("c1", "root", 3, "Yet another"))
+			mustNil(t, s.EndTurn("c1", "root", 3, OutcomeFailed))
+			mustNil(t, s.Archive("c1"))
+			mustNil(t, s.Archive("c1")) // no-op
+			info = readInfo(t, dir, "c1")
+			if info.Title != "Parser errors" || info.TitleIsAuto || !info.Archived {
+				t.Fatalf("after rename+archive: %+v", info)
+			}
+			mustNil(t, s.Unarchive("c1"))
+			mustNil(t, s.MapCwd("c1", "/srv/proj"))
+
+			info = readInfo(t, dir, "c1")
+			if info.Archived || info.Cwd != "/srv/proj" || info.RunningTurn || info.Deleting {
+				t.Fatalf("info = %+v", info)
+			}
+			if got := strings.Join(info.Agents, ","); got != "coder,explorer" {
+				t.Errorf("agents = %s", got)
+			}
+			if got := strings.Join(info.Models, ","); got != "m1,m2" {
+				t.Errorf("models = %s", got)
+			}
+			if len(info.Sessions) != 3 || info.Sessions[2].DelegationDepth != 2 || info.Sessions[1].ParentSession != "root" {
+				t.Errorf("sessions = %+v", info.Sessions)
+			}
+			if len(info.Turns) != 4 || info.Turns[2].Outcome != OutcomeInterrupted || info.Turns[3].Outcome != OutcomeFailed {
+				t.Errorf("turns = %+v", info.Turns)
+			}
+			if !info.UpdatedAt.After(info.CreatedAt) {
+				t.Errorf("updatedAt %v not after createdAt %v", info.UpdatedAt, info.CreatedAt)
+			}
+			// The store's own view agrees with a fresh replay.
+			mine, err := s.Conversation("c1")
+			mustNil(t, err)
+			if mine.Title != info.Title || len(mine.Turns) != len(info.Turns) || mine.Cwd != info.Cwd {
+				t.Errorf("store view %+v differs from replay %+v", mine, info)
+			}
+
+			// The session headers.
+			p, err := SessionLogFile(dir, "c1", "grandchild")
+			mustNil(t, err)
+			h, _ := readEvents(t, p)
+			if h.ParentSession != "child" || h.Origin != "subagent" || h.DelegationDepth != 2 || h.Cwd != "/home/u/proj" {
+				t.Errorf("grandchild header = %s", h.AppendJSON(nil))
+			}
+			p, err = SessionLogFile(dir, "c1", "root")
+			mustNil(t, err)
+			if h, _ := readEvents(t, p); h.ParentSession != "" || h.Origin != "" || h.DelegationDepth != 0 || h.IsSeeded {
+				t.Errorf("root header = %s", h.AppendJSON(nil))
+			}
+			if comp == convlog.Zstd && !strings.HasSuffix(p, ".v4.jsonl.zst") {
+				t.Errorf("session log %s is not compressed", p)
+			}
+		})
+	}
+}
+
+func TestReopenContinues(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Plain)
+	mustNil(t, s.CreateConversation("c", "/p", nil, nil))
+	mustNil(t, s.RegisterSession("c", "r", "a", "m", ""))
+	mustNil(t, s.BeginTurn("c", "r", 1, "hello"))
+	mustNil(t, s.Close())
+	if _, err := Open(context.Background(), dir, OpenOptions{Lock: LockOptions{Mode: LockNone}}); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := Open(context.Background(), dir, OpenOptions{})
+	mustNil(t, err)
+	if err := ro.Rename("c", "x"); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("read-only rename: %v", err)
+	}
+	if info, err := ro.Conversation("c"); err != nil || !info.RunningTurn {
+		t.Fatalf("read-only view: %+v, %v", info, err)
+	}
+	ro.Close()
+
+	s = openTestStore(t, dir, convlog.Plain)
+	mustNil(t, s.EndTurn("c", "r", 1, OutcomeCompleted))
+	mustNil(t, s.BeginTurn("c", "r", 2, "second"))
+	mustNil(t, s.EndTurn("c", "r", 2, OutcomeCompleted))
+	info := readInfo(t, dir, "c")
+	if info.Title != "hello" || len(info.Turns) != 2 || info.RunningTurn {
+		t.Fatalf("info = %+v", info)
+	}
+}
+
+func TestForkCopiesRootHistory(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Zstd)
+	mustNil(t, s.CreateConversation("src", "/home/u/p", []string{"coder"}, []string{"m"}))
+	w, err := s.StartSession("src", "root", "coder", "m", "")
+	mustNil(t, err)
+	var b sessionEvents
+	b.fullTurn("First question about the build")
+	turn1End := int64(len(b.evs) - 1)
+	b.fullTurn("Second")
+	mustNil(t, w.Append(b.evs))
+	w.Close()
+	cw, err := s.StartSession("src", "sub", "explorer", "m", "root")
+	mustNil(t, err)
+	cw.Close()
+	mustNil(t, s.BeginTurn("src", "root", 1, "First question about the build"))
+	mustNil(t, s.EndTurn("src", "root", 1, OutcomeCompleted))
+	mustNil(t, s.Archive("src"))
+
+	// Fork through the end of turn 1.
+	mustNil(t, s.Fork("src", "root", "f1", "froot", turn1End))
+	info := readInfo(t, dir, "f1")
+	if info.ForkedFrom != "src" || info.AfterCompaction || info.Archived || len(info.Sessions) != 1 {
+		t.Fatalf("fork info = %+v", info)
+	}
+	if info.Title != "First question about the build" || !info.TitleIsAuto || info.Cwd != "/home/u/p" {
+		t.Fatalf("fork title/cwd = %q %v %q", info.Title, info.TitleIsAuto, info.Cwd)
+	}
+	if deps := Dependencies(info); len(deps) != 0 {
+		t.Errorf("plain fork depends on %v", deps)
+	}
+	p, err := SessionLogFile(dir, "f1", "froot")
+	mustNil(t, err)
+	h, evs := readEvents(t, p)
+	if h.IsSeeded || h.ParentSession != "" || int64(len(evs)) != turn1End+1 {
+		t.Fatalf("fork header %s, %d events", h.AppendJSON(nil), len(evs))
+	}
+	for i, e := range evs {
+		if e.Type != b.evs[i].Type || string(e.Data) != string(b.evs[i].Data) {
+			t.Fatalf("event %d differs: %s vs %s", i, e.Data, b.evs[i].Data)
+		}
+	}
+	if _, err := SessionLogFile(dir, "f1", "sub"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("subagent copied: %v", err)
+	}
+
+	// Fork in the middle of turn 2: after the tool call, before its result.
+	callSeq := turn1End + 4 // turn/start, step/start, user, assistant(tool-call)
+	if b.evs[callSeq].Type != convlog.TypeAssistantMessage {
+		t.Fatalf("test layout: seq %d is %s", callSeq, b.evs[callSeq].Type)
+	}
+	mustNil(t, s.Fork("src", "root", "f2", "froot", callSeq))
+	p, _ = SessionLogFile(dir, "f2", "froot")
+	_, evs = readEvents(t, p)
+	tail := evs[callSeq+1:]
+	if len(tail) != 3 || tail[0].Type != convlog.TypeToolResult || tail[1].Type != "step/end" || tail[2].Type != convlog.TypeTurnEnd ||
+		!strings.Contains(string(tail[2].Data), `"forked"`) || !strings.Contains(string(tail[0].Data), "forked-tool-result-call-2-") {
+		t.Fatalf("closing events = %+v", tail)
+	}
+	history(t, evs)
+
+	// Fork everything; errors.
+	mustNil(t, s.Fork("src", "root", "f3", "froot", -1))
+	if err := s.Fork("src", "sub", "f4", "x", -1); err == nil {
+		t.Error("forking a subagent accepted")
+	}
+	if err := s.Fork("src", "root", "f1", "x", -1); !errors.Is(err, ErrConversationExists) {
+		t.Errorf("fork onto an existing id: %v", err)
+	}
+	if err := s.Fork("src", "root", "f5", "x", 10000); err == nil {
+		t.Error("fork beyond the end accepted")
+	}
+}
+
+// compactedSource writes a source conversation whose root session compacted
+// turns 1-2 at the start of turn 3.
+func compactedSource(t *testing.T, s *Store) (b *sessionEvents, checkpoint int64) {
+	t.Helper()
+	mustNil(t, s.CreateConversation("src", "/home/u/p", nil, nil))
+	w, err := s.StartSession("src", "root", "coder", "m", "")
+	mustNil(t, err)
+	defer w.Close()
+	b = &sessionEvents{}
+	firstUser := b.fullTurn("one")
+	b.fullTurn("two")
+	// Surface nodes so far: every surface event; shadow the user message of
+	// turn 1 through the last node of turn 2.
+	var shadow []int64
+	for i, e := range b.evs {
+		if e.SurfaceOp != nil && int64(i) >= firstUser {
+			shadow = append(shadow, int64(i))
+		}
+	}
+	b.turn++
+	b.add("turn/start", `{"turn":3}`, false)
+	b.add("step/start", `{"turn":3,"step":1}`, false)
+	b.add("compaction/start", `{"compactionId":"c1"}`, false)
+	checkpoint = b.replace(convlog.TypeUserMessage,
+		`{"content":[{"type":"text","text":"summary of one and two"}],"source":{"kind":"compact-checkpoint","compactionId":"c1"},"role":"user","id":"cp1"}`,
+		shadow[0], shadow[len(shadow)-1], shadow)
+	b.add("compaction/end", `{"compactionId":"c1"}`, false)
+	b.add(convlog.TypeUserMessage, userData("u3", "user", "three"), true)
+	b.add(convlog.TypeAssistantMessage, assistantMsg(3, 1, "a3", `[{"type":"text","text":"three done"}]`), true)
+	b.add("step/end", `{"turn":3,"step":1}`, false)
+	b.add(convlog.TypeTurnEnd, `{"turn":3,"reason":{"kind":"completed"}}`, false)
+	mustNil(t, w.Append(b.evs))
+	mustNil(t, s.BeginTurn("src", "root", 1, "one"))
+	mustNil(t, s.EndTurn("src", "root", 1, OutcomeCompleted))
+	return b, checkpoint
+}
+
+func TestForkAfterCompaction(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Plain)
+	b, checkpoint := compactedSource(t, s)
+	srcHist := history(t, b.evs)
+
+	mustNil(t, s.Fork("src", "root", "fork", "froot", -1))
+	info := readInfo(t, dir, "fork")
+	if !info.AfterCompaction || info.ForkedFrom != "src" || info.Fork == nil || info.Fork.ThroughSeq != int64(len(b.evs)-1) {
+		t.Fatalf("fork info = %+v (fork %+v)", info, info.Fork)
+	}
+	if deps := Dependencies(info); len(deps) != 1 || deps[0] != "src" {
+		t.Fatalf("dependencies = %v", deps)
+	}
+	if len(info.Inherited) != 1 || info.Inherited[0].SessionID != "froot" || info.Inherited[0].SourceSession != "root" {
+		t.Fatalf("inherited = %+v", info.Inherited)
+	}
+	p, err := SessionLogFile(dir, "fork", "froot")
+	mustNil(t, err)
+	h, evs := readEvents(t, p)
+	if !h.IsSeeded || h.ParentSession != "root" || h.Origin != "" {
+		t.Fatalf("seeded header = %s", h.AppendJSON(nil))
+	}
+	last := evs[len(evs)-1]
+	if last.Type != "session/end-seed" || string(last.Data) != `{"inherited":true}` {
+		t.Fatalf("last event = %s %s", last.Type, last.Data)
+	}
+	// The older history was not copied: nothing of turns 1-2 but what the
+	// model reads (system prompt, checkpoint, later messages).
+	for _, e := range evs {
+		if strings.Contains(string(e.Data), `"text":"one"`) || strings.Contains(string(e.Data), `"id":"a1"`) {
+			t.Fatalf("older history copied: %s", e.Data)
+		}
+	}
+	if got, want := strings.Join(history(t, evs), ","), strings.Join(srcHist, ","); got != want {
+		t.Fatalf("fork history %s, source history %s", got, want)
+	}
+	if !strings.Contains(strings.Join(srcHist, ","), "cp1") {
+		t.Fatalf("source history lacks the checkpoint: %v", srcHist)
+	}
+	// Fork of the fork: a copy that inherits what its source inherited.
+	mustNil(t, s.Fork("fork", "froot", "fork2", "f2root", -1))
+	info2 := readInfo(t, dir, "fork2")
+	if info2.AfterCompaction || len(Dependencies(info2)) != 1 || Dependencies(info2)[0] != "src" {
+		t.Fatalf("fork of fork: %+v deps %v", info2, Dependencies(info2))
+	}
+	closure, err := DependencyClosure(dir, "fork2")
+	mustNil(t, err)
+	if strings.Join(closure, ",") != "fork2,src" {
+		t.Fatalf("closure = %v", closure)
+	}
+	// A fork before the compaction is a plain copy.
+	mustNil(t, s.Fork("src", "root", "early", "eroot", checkpoint-1))
+	if info := readInfo(t, dir, "early"); info.AfterCompaction || len(Dependencies(info)) != 0 {
+		t.Fatalf("early fork = %+v", info)
+	}
+}
+
+func TestRewind(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Plain)
+	mustNil(t, s.CreateConversation("src", "/p", nil, nil))
+	w, err := s.StartSession("src", "root", "coder", "m", "")
+	mustNil(t, err)
+	var b sessionEvents
+	b.fullTurn("first <message>")
+	turn1End := int64(len(b.evs) - 1)
+	u2 := b.fullTurn("second message\nwith two lines & more")
+	mustNil(t, w.Append(b.evs))
+	w.Close()
+	mustNil(t, s.Rename("src", "Named"))
+
+	text, err := s.Rewind("src", "root", "rw", "rroot", u2)
+	mustNil(t, err)
+	if text != "second message\nwith two lines & more" {
+		t.Fatalf("composer text = %q", text)
+	}
+	info := readInfo(t, dir, "rw")
+	if info.Rewind == nil || info.Rewind.BeforeSeq != u2 || info.Rewind.ComposerText != text || info.ForkedFrom != "src" {
+		t.Fatalf("rewind info = %+v %+v", info, info.Rewind)
+	}
+	if info.Title != "Named" || info.TitleIsAuto {
+		t.Errorf("rewind title = %q auto=%v", info.Title, info.TitleIsAuto)
+	}
+	// The message opened its turn, so the fork stops before that turn.
+	if info.Fork.ThroughSeq != turn1End {
+		t.Errorf("through seq = %d, want %d", info.Fork.ThroughSeq, turn1End)
+	}
+	p, _ := SessionLogFile(dir, "rw", "rroot")
+	_, evs := readEvents(t, p)
+	if int64(len(evs)) != turn1End+1 || evs[len(evs)-1].Type != convlog.TypeTurnEnd {
+		t.Fatalf("rewound log has %d events", len(evs))
+	}
+	// Rewinding to the very first message leaves an empty session and no title.
+	text, err = s.Rewind("src", "root", "rw0", "r0", 3)
+	mustNil(t, err)
+	if text != "first <message>" {
+		t.Fatalf("text = %q", text)
+	}
+	p, _ = SessionLogFile(dir, "rw0", "r0")
+	if _, evs := readEvents(t, p); len(evs) != 0 {
+		t.Fatalf("%d events before the first message", len(evs))
+	}
+	if _, err := s.Rewind("src", "root", "rw1", "r1", 0); err == nil {
+		t.Error("rewind to a turn/start accepted")
+	}
+	if _, err := s.Rewind("src", "root", "rw1", "r1", 2); err == nil {
+		t.Error("rewind to a system message accepted")
+	}
+}
+
+func TestRewindAfterCompaction(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Zstd)
+	b, _ := compactedSource(t, s)
+	var u3 int64 = -1
+	for i, e := range b.evs {
+		if strings.Contains(string(e.Data), `"id":"u3"`) {
+			u3 = int64(i)
+		}
+	}
+	text, err := s.Rewind("src", "root", "rw", "rroot", u3)
+	mustNil(t, err)
+	if text != "three" {
+		t.Fatalf("text = %q", text)
+	}
+	info := readInfo(t, dir, "rw")
+	if !info.AfterCompaction || len(Dependencies(info)) != 1 {
+		t.Fatalf("info = %+v", info)
+	}
+	p, _ := SessionLogFile(dir, "rw", "rroot")
+	_, evs := readEvents(t, p)
+	got := strings.Join(history(t, evs), ",")
+	if got != "sys,cp1" {
+		t.Fatalf("rewound history = %s", got)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Plain)
+	mustNil(t, s.CreateConversation("c", "/p", nil, nil))
+	w, err := s.StartSession("c", "r", "a", "m", "")
+	mustNil(t, err)
+	w.Close()
+	mustNil(t, s.BeginTurn("c", "r", 1, "hi"))
+	err = s.Delete("c")
+	if !errors.Is(err, ErrTurnRunning) || !strings.Contains(err.Error(), `"r" turn 1`) {
+		t.Fatalf("delete while running: %v", err)
+	}
+	if info := readInfo(t, dir, "c"); info.Deleting {
+		t.Fatal("refused delete wrote a tombstone")
+	}
+	mustNil(t, s.EndTurn("c", "r", 1, OutcomeCompleted))
+	mustNil(t, s.Delete("c"))
+	cdir, _ := ConversationPath(dir, "c")
+	if _, err := os.Lstat(cdir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("directory remains: %v", err)
+	}
+	if _, err := ReadConversation(dir, "c"); !errors.Is(err, ErrNoConversation) || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("read deleted: %v", err)
+	}
+	if err := s.Rename("c", "x"); !errors.Is(err, ErrNoConversation) {
+		t.Fatalf("rename deleted: %v", err)
+	}
+	// The id is free again.
+	mustNil(t, s.CreateConversation("c", "/p", nil, nil))
+}
+
+func TestInterruptedDelete(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Zstd)
+	mustNil(t, s.CreateConversation("c", "/p", nil, nil))
+	w, err := s.StartSession("c", "r", "a", "m", "")
+	mustNil(t, err)
+	w.Close()
+	mustNil(t, s.CreateConversation("keep", "/p", nil, nil))
+	if err := s.FinishDeletion("keep"); err == nil {
+		t.Fatal("FinishDeletion without a tombstone accepted")
+	}
+	mustNil(t, s.markDeleting("c")) // Delete's first step alone, as a crash would leave it
+	mustNil(t, s.Close())
+
+	info := readInfo(t, dir, "c")
+	if !info.Deleting {
+		t.Fatal("no tombstone")
+	}
+	s = openTestStore(t, dir, convlog.Plain)
+	if err := s.Rename("c", "x"); !errors.Is(err, ErrDeleting) {
+		t.Fatalf("rename of a deleting conversation: %v", err)
+	}
+	tree, err := Walk(dir)
+	mustNil(t, err)
+	if len(tree.Conversations) != 2 {
+		t.Fatalf("walk: %+v", tree)
+	}
+	mustNil(t, s.FinishDeletion("c"))
+	mustNil(t, s.FinishDeletion("c")) // already gone
+	tree, err = Walk(dir)
+	mustNil(t, err)
+	if len(tree.Conversations) != 1 || tree.Conversations[0].ID != "keep" || len(tree.Problems) != 0 {
+		t.Fatalf("walk after finish: %+v", tree)
+	}
+}
+
+func TestOddIDsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Plain)
+	ids := []string{"a/b", "~x", ".", "..", "with space", "日本語", "é.ü", "metadata", "x.v4", "UPPER-lower_1"}
+	for i, id := range ids {
+		mustNil(t, s.CreateConversation(id, "/p", nil, nil))
+		sess := ids[(i+1)%len(ids)]
+		w, err := s.StartSession(id, sess, "a", "m", "")
+		mustNil(t, err)
+		w.Close()
+		mustNil(t, s.BeginTurn(id, sess, 1, "title of "+id))
+		mustNil(t, s.EndTurn(id, sess, 1, OutcomeCompleted))
+	}
+	mustNil(t, s.Close())
+	for i, id := range ids {
+		info := readInfo(t, dir, id)
+		if info.ID != id || info.Title != "title of "+id || len(info.Sessions) != 1 || info.Sessions[0].ID != ids[(i+1)%len(ids)] {
+			t.Errorf("%q: %+v", id, info)
+		}
+		if _, err := SessionLogFile(dir, id, ids[(i+1)%len(ids)]); err != nil {
+			t.Error(err)
+		}
+	}
+	tree, err := Walk(dir)
+	mustNil(t, err)
+	if len(tree.Conversations) != len(ids) || len(tree.Problems) != 0 {
+		t.Fatalf("walk: %d conversations, problems %v", len(tree.Conversations), tree.Problems)
+	}
+	for _, c := range tree.Conversations {
+		if len(c.Logs) != 2 || !c.Logs[0].IsConversationLog {
+			t.Errorf("%q logs = %+v", c.ID, c.Logs)
+		}
+	}
+}
+
+func TestPermissionsUnderUmask0(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	dir := filepath.Join(t.TempDir(), "data")
+	s := openTestStore(t, dir, convlog.Zstd)
+	mustNil(t, s.CreateConversation("c/1", "/p", nil, nil))
+	w, err := s.StartSession("c/1", "r", "a", "m", "")
+	mustNil(t, err)
+	var b sessionEvents
+	b.fullTurn("hello")
+	mustNil(t, w.Append(b.evs))
+	w.Close()
+	mustNil(t, s.Fork("c/1", "r", "c/2", "r2", -1))
+	mustNil(t, s.Close())
+	n := 0
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		want := fs.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", p, fi.Mode().Perm(), want)
+		}
+		n++
+		return nil
+	})
+	mustNil(t, err)
+	if n < 8 {
+		t.Fatalf("walked only %d entries", n)
+	}
+}
+
+func TestConversationLogBytes(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Plain)
+	mustNil(t, s.CreateConversation("c", "/home/u/<proj>", []string{"coder"}, nil))
+	mustNil(t, s.RegisterSession("c", "r", "coder", "m", ""))
+	mustNil(t, s.BeginTurn("c", "r", 1, "a & b"))
+	mustNil(t, s.Close())
+	p, err := ConversationLogPath(dir, "c", 4, convlog.Plain)
+	mustNil(t, err)
+	b, err := os.ReadFile(p)
+	mustNil(t, err)
+	want := `{"type":"conversation","version":4,"id":"c","createdAt":1790000000001}
+{"type":"conversation/created","seq":0,"time":1790000000001,"data":{"cwd":"/home/u/<proj>","agents":["coder"],"models":[]}}
+{"type":"session/started","seq":1,"time":1790000000002,"data":{"sessionId":"r","agent":"coder","model":"m"}}
+{"type":"turn/started","seq":2,"time":1790000000003,"data":{"sessionId":"r","turn":1}}
+{"type":"conversation/title","seq":3,"time":1790000000004,"data":{"title":"a & b"}}
+`
+	if string(b) != want {
+		t.Fatalf("conversation log:\n%s\nwant:\n%s", b, want)
+	}
+}
+
+func TestForkRefusesOldFormat(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Plain)
+	mustNil(t, s.CreateConversation("old", "/p", nil, nil))
+	mustNil(t, s.RegisterSession("old", "r", "a", "m", ""))
+	cdir, _ := ConversationPath(dir, "old")
+	h := &convlog.Header{Type: convlog.SessionLog, Version: 3, ID: "r", CreatedAt: 1}
+	mustNil(t, convlog.WriteHistorical(filepath.Join(cdir, "r.v3.jsonl"), h,
+		[][]byte{[]byte(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`)}, convlog.Plain))
+	err := s.Fork("old", "r", "new", "n", -1)
+	if err == nil || !strings.Contains(err.Error(), "format v3") {
+		t.Fatalf("fork of a v3 session: %v", err)
+	}
+	ndir, _ := ConversationPath(dir, "new")
+	if _, err := os.Lstat(ndir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("failed fork left %s: %v", ndir, err)
+	}
+	if err := s.Fork("old", "nosuch", "new", "n", -1); err == nil {
+		t.Fatal("fork of a missing session accepted")
+	}
+	if err := s.Fork("nosuch", "r", "new", "n", -1); !errors.Is(err, ErrNoConversation) {
+		t.Fatalf("fork of a missing conversation: %v", err)
+	}
+}
