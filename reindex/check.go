@@ -77,7 +77,7 @@ func Check(ctx context.Context, dataDir string, opts Options) (*CheckResult, err
 		switch {
 		case b.skip != nil:
 			res.Skipped = append(res.Skipped, *b.skip)
-		case b.deleting:
+		case b.deleting || b.empty:
 			if got != nil {
 				res.Differences = append(res.Differences, Difference{ID: id, Kind: "extra", Detail: "deleted (tombstone recorded) but still indexed"})
 			}

@@ -80,6 +80,9 @@ type built struct {
 	msgs     []index.Message
 	skip     *Skip
 	deleting bool
+	// empty: the directory holds nothing at all, the remnant of a delete
+	// interrupted after its last file was removed.
+	empty bool
 }
 
 // Run rebuilds the index of the store s, which must hold runtime.lock
@@ -134,6 +137,16 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 			}
 			res.DeletionsFinished = append(res.DeletionsFinished, b.dir.ID)
 			fmt.Fprintf(opts.Log, "DELETED %s: finished an interrupted deletion\n", b.dir.Path)
+		case b.empty:
+			// os.Remove refuses a directory that gained an entry since.
+			if err := os.Remove(b.dir.Path); err != nil {
+				return err
+			}
+			if err := durable.SyncDir(filepath.Dir(b.dir.Path)); err != nil {
+				return err
+			}
+			res.DeletionsFinished = append(res.DeletionsFinished, b.dir.ID)
+			fmt.Fprintf(opts.Log, "DELETED %s: removed the empty directory an interrupted deletion left\n", b.dir.Path)
 		case b.skip != nil:
 			res.Skipped = append(res.Skipped, *b.skip)
 			fmt.Fprintf(opts.Log, "SKIPPED %s: %s\n", b.skip.Path, b.skip.Reason)
@@ -256,7 +269,11 @@ func readConversation(c store.ConversationDir, present map[string]bool) *built {
 		}
 	}
 	if convLog == nil {
-		return skip(c.Path, "no conversation log (metadata.jsonl)")
+		if ents, err := os.ReadDir(c.Path); err == nil && len(ents) == 0 {
+			b.empty = true
+			return b
+		}
+		return skip(c.Path, "no conversation log (metadata.jsonl): an incomplete create, or not a conversation")
 	}
 	info, err := store.ReadConversationFile(convLog.Path)
 	if err != nil {

@@ -199,3 +199,41 @@ func TestRunNeedsExclusiveLock(t *testing.T) {
 		t.Fatal("reindex ran without the lock")
 	}
 }
+
+// TestDeletionInterruptedAtEachStep leaves a delete at each of its steps
+// (tombstone written; session logs removed; conversation log removed too)
+// and checks that reindex finishes every one and indexes none.
+func TestDeletionInterruptedAtEachStep(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	defer s.Close()
+	for _, id := range []string{"step1", "step2", "step3", "kept"} {
+		addConversation(t, s, id, "hello "+id)
+	}
+	for _, id := range []string{"step1", "step2", "step3"} {
+		if err := s.MarkDeleting(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sess2, _ := store.SessionLogFile(dir, "step2", "root")
+	os.Remove(sess2)
+	d3, _ := store.ConversationPath(dir, "step3")
+	ents, _ := os.ReadDir(d3)
+	for _, e := range ents {
+		os.Remove(filepath.Join(d3, e.Name()))
+	}
+	res, err := Run(ctx, s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Indexed != 1 || len(res.DeletionsFinished) != 3 || len(res.Skipped) != 0 {
+		t.Fatalf("result = %+v", res)
+	}
+	for _, id := range []string{"step1", "step2", "step3"} {
+		p, _ := store.ConversationPath(dir, id)
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s still exists: %v", id, err)
+		}
+	}
+}
