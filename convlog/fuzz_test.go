@@ -116,6 +116,7 @@ func fuzzRead(t *testing.T, data []byte, comp Compression, onProblem bool) {
 	plain.Write(r.Header().Raw)
 	plain.WriteByte('\n')
 	var events int64
+	var hist History
 	for {
 		if events+problems > 1<<20 {
 			if comp == Plain {
@@ -144,7 +145,14 @@ func fuzzRead(t *testing.T, data []byte, comp Compression, onProblem bool) {
 		}
 		plain.Write(e.Raw)
 		plain.WriteByte('\n')
+		// The derived history and the text helpers take any accepted
+		// event without panicking (they may refuse it).
+		hist.Apply(nil, e)
+		if m := MessageOf(e); m != nil {
+			MessageText(m)
+		}
 	}
+	hist.Messages()
 	if _, err := r.Next(); err != io.EOF {
 		t.Fatalf("Next after EOF = %v", err)
 	}
@@ -391,6 +399,13 @@ func FuzzEnvelope(f *testing.F) {
 	f.Add(uint8(4), []byte(lTurnStart(0)))
 	f.Fuzz(func(t *testing.T, ver uint8, line []byte) {
 		ver %= 6
+		// An event built in memory is not validated before Apply: any data
+		// is refused or taken, never a panic or a hang.
+		for _, typ := range []string{TypeUserMessage, TypeAssistantMessage} {
+			var h History
+			h.Apply(nil, &Event{Type: typ, Data: line, SurfaceOp: &SurfaceOp{}})
+			h.Apply(nil, &Event{Type: typ, Seq: 1, Data: line, SurfaceOp: &SurfaceOp{Replace: true}})
+		}
 		data := append([]byte(fuzzHeader(ver)+"\n"), line...)
 		data = append(data, '\n')
 		r, err := NewReader(bytes.NewReader(data), int64(len(data)), "env.log", ReaderOptions{Version: -1, MaxLineBytes: 1 << 16})
@@ -407,6 +422,11 @@ func FuzzEnvelope(f *testing.F) {
 			return
 		}
 		oneLine := bytes.IndexByte(line, '\n') < 0
+		var h History
+		h.Apply(nil, e)
+		if m := MessageOf(e); m != nil {
+			MessageText(m)
+		}
 		c := e.Clone()
 		if oneLine && !bytes.Equal(c.AppendJSON(nil), line) {
 			t.Fatalf("accepted line re-encodes as %q, want %q", c.AppendJSON(nil), line)

@@ -233,6 +233,8 @@ func TestInMemoryEventApplies(t *testing.T) {
 	}
 }
 
+var kindRuns int
+
 func TestRegisterSourceKind(t *testing.T) {
 	// The brief's reserved kinds, by the names the runtime writes.
 	for _, k := range []SourceKind{"user", "model", "tool", "system-prompt", "compact-checkpoint", "dsh-session-title-llm",
@@ -249,7 +251,9 @@ func TestRegisterSourceKind(t *testing.T) {
 	if err := RegisterSourceKind(""); err == nil {
 		t.Error("empty kind accepted")
 	}
-	k := SourceKind(fmt.Sprintf("convlog-test-%d", os.Getpid()))
+	// Registration is process-wide: a fresh name for each run of the test.
+	kindRuns++
+	k := SourceKind(fmt.Sprintf("convlog-test-%d-%d", os.Getpid(), kindRuns))
 	if err := RegisterSourceKind(k); err != nil {
 		t.Fatalf("new kind refused: %v", err)
 	}

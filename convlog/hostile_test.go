@@ -607,3 +607,30 @@ func TestSourceSeqsExpansionBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestOnProblemSeqGoesBack: after a damaged row, a row whose seq repeats
+// or goes back is a problem of its own, and the next good row goes on.
+func TestOnProblemSeqGoesBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s1.v4.jsonl")
+	os.WriteFile(path, plainLog(hdrV4, lTurnStart(0), lStepStart(1), `{"type":"step/end",`, lStepStart(1), lTurnStart(2), lStepStart(4)), 0o600)
+	var probs []*FormatError
+	evs, _, _, err := readLogStrict(path, ReaderOptions{OnProblem: func(fe *FormatError) { probs = append(probs, fe) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for _, e := range evs {
+		seqs = append(seqs, e.Seq)
+	}
+	if fmt.Sprint(seqs) != "[0 1 2]" || len(probs) != 3 {
+		t.Fatalf("seqs %v, problems %v", seqs, probs)
+	}
+	for i, want := range []struct {
+		line int64
+		msg  string
+	}{{4, "not valid JSON"}, {5, "seq 1 repeats or goes back"}, {7, "expected 3, got 4"}} {
+		if probs[i].Pos.Line != want.line || !strings.Contains(probs[i].Msg, want.msg) {
+			t.Errorf("problem %d = %v, want line %d %q", i, probs[i], want.line, want.msg)
+		}
+	}
+}

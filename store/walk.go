@@ -78,8 +78,11 @@ const (
 // and a reader never falls back to a lower one, even when the highest is
 // unreadable or from a future format, because falling back would silently
 // lose whatever was written after the lower one.
-func Walk(dataDir string) (*Tree, error) {
-	root := ConversationsDir(dataDir)
+func Walk(dataDir string) (*Tree, error) { return WalkRoot(ConversationsDir(dataDir)) }
+
+// WalkRoot is Walk of a conversations root named directly (the sessions
+// root of migrate --sessions-dir). A missing root is an empty tree.
+func WalkRoot(root string) (*Tree, error) {
 	t := &Tree{}
 	fi, err := os.Lstat(root)
 	switch {

@@ -22,6 +22,7 @@ const progName = "convkit"
 // commands and fresh flags (urfave/cli v2 flags keep state between runs).
 var commandConstructors = []func(*env) *ucli.Command{
 	newVersionCommand,
+	newMigrateCommand,
 	newListCommand,
 	newInspectCommand,
 	newReindexCommand,

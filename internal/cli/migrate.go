@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/convkit/convkit/migrate"
+	"github.com/convkit/convkit/store"
+)
+
+func newMigrateCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:    "migrate",
+		Aliases: []string{"migrate-sessions"},
+		Usage:   "bring every log under the sessions root forward to format v4",
+		Description: `Converts every log under the sessions root (default: the data directory's
+conversations/) to format version 4. Each successor is written beside its
+untouched original, verified, and published without overwriting; a log
+already at v4 is opened read-only and validated (a torn tail is left as
+it is). At most --jobs logs are converted at once. A log that changes
+while it is converted is deferred and retried once after the first pass;
+a failure never stops the rest. Symbolic links are never followed; a link
+or a log outside the conversation/log shape is a failed input; a
+conversation directory holding no log is skipped.
+
+One line per log as it starts and ends, then exactly
+"Summary: converted=A, already-V4=B, failed=F, skipped=S", each failure
+with its path and message, "Full log: PATH" and "JSON summary: PATH"
+(a private folder in the temporary directory). --json prints one JSON
+object per event and then the summary. Takes runtime.lock (not with
+--dry-run). Uses no model and no API key. Exit 1 if any log failed.`,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "sessions-dir", Usage: "the sessions root `DIR` (default: <data-dir>/conversations)"},
+			&ucli.StringFlag{Name: "jobs", Usage: "convert at most `N` logs at once (default: CPUs, at most 16)"},
+			&ucli.BoolFlag{Name: "dry-run", Usage: "plan only: what each log would become and the space needed"},
+			&ucli.StringFlag{Name: "compress", Value: "keep", Usage: "successor compression: `keep`, zstd or none"},
+		},
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 0, 0); err != nil {
+				return err
+			}
+			jobs := migrate.DefaultJobs()
+			if c.IsSet("jobs") {
+				n, err := migrate.ParseJobs(c.String("jobs"))
+				if err != nil {
+					return usagef(c, "%v", err)
+				}
+				jobs = n
+			}
+			comp := migrate.Compress(c.String("compress"))
+			switch comp {
+			case migrate.CompressKeep, migrate.CompressZstd, migrate.CompressNone:
+			default:
+				return usagef(c, "--compress must be keep, zstd or none, not %q", comp)
+			}
+			dataDir, err := e.g.dataDir()
+			if err != nil {
+				return err
+			}
+			root := c.String("sessions-dir")
+			if root == "" {
+				root = store.ConversationsDir(dataDir)
+			}
+			if !c.Bool("dry-run") {
+				lock, err := store.AcquireLock(c.Context, dataDir, store.LockOptions{Mode: store.LockExclusive,
+					Timeout: e.g.LockTimeout, Command: "convkit migrate"})
+				if err != nil {
+					return err
+				}
+				defer lock.Release()
+			}
+			bar := newProgress(e.stderr, 0, "migrate", e.g)
+			opts := migrate.Options{SessionsDir: root, Jobs: jobs, DryRun: c.Bool("dry-run"), Compress: comp,
+				Out: e.stdout, Progress: bar, ToolVersion: buildVersion()}
+			if e.g.JSON {
+				var mu sync.Mutex
+				enc := json.NewEncoder(e.stdout)
+				enc.SetEscapeHTML(false)
+				opts.Out = nil
+				opts.Events = func(ev migrate.Event) {
+					mu.Lock()
+					enc.Encode(ev)
+					mu.Unlock()
+				}
+			}
+			sum, err := migrate.Run(c.Context, opts)
+			bar.Finish()
+			if err != nil {
+				return err
+			}
+			if e.g.JSON {
+				if err := writeJSON(e.stdout, struct {
+					MessageType string `json:"message_type"`
+					*migrate.Summary
+				}{"summary", sum}); err != nil {
+					return err
+				}
+			}
+			if sum.Totals.Failed > 0 {
+				return fmt.Errorf("%d log(s) failed to migrate; see %s", sum.Totals.Failed, sum.TextLogPath)
+			}
+			return nil
+		},
+	}
+}

@@ -1,0 +1,438 @@
+// Package migrate brings every log under a sessions root forward to format
+// version 4: the one-time batch migration. Each log's successor is published
+// beside its untouched original (see package upgrade); logs already at
+// version 4 are opened read-only; a log that changes while it is being
+// converted is deferred and retried once after the first pass; a failure
+// never stops the rest. A private text log and a JSON summary are written to
+// a fresh temporary folder as the run goes. No model and no API key are used.
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/progress"
+	"github.com/convkit/convkit/store"
+	"github.com/convkit/convkit/upgrade"
+)
+
+// TargetVersion is the format version this command migrates to.
+const TargetVersion = 4
+
+// ErrWriterVersion is returned when the build's writer does not write the
+// target version.
+var ErrWriterVersion = errors.New("this command requires a V4 session writer")
+
+// MaxDefaultJobs caps the default number of jobs; an explicit count may be
+// larger.
+const MaxDefaultJobs = 16
+
+// DefaultJobs is the number of CPUs, at most MaxDefaultJobs.
+func DefaultJobs() int { return min(runtime.NumCPU(), MaxDefaultJobs) }
+
+// jobsPattern accepts what a person means by a whole number: digits with
+// an optional sign, fraction of zeros or exponent ("32", "+1", "01", "1e2").
+var jobsPattern = regexp.MustCompile(`^\+?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+
+// ParseJobs parses a --jobs value: a positive safe integer.
+func ParseJobs(s string) (int, error) {
+	bad := errors.New("--jobs must be a positive safe integer")
+	t := strings.TrimSpace(s)
+	if !jobsPattern.MatchString(t) {
+		return 0, bad
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f < 1 || f > 1<<53-1 || f != float64(int64(f)) {
+		return 0, bad
+	}
+	return int(f), nil
+}
+
+// Compress chooses the compression of successors.
+type Compress string
+
+// Compression choices.
+const (
+	CompressKeep Compress = "keep"
+	CompressZstd Compress = "zstd"
+	CompressNone Compress = "none"
+)
+
+// Options configure Run.
+type Options struct {
+	// SessionsDir is the sessions root: conversations/<conversation>/<logs>.
+	SessionsDir string
+	// Jobs bounds how many logs are converted at once (default DefaultJobs).
+	Jobs int
+	// DryRun plans without writing any log: what each would become and the
+	// disk space successors need. The text log and summary are still kept.
+	DryRun   bool
+	Compress Compress
+	// Out receives the run's text lines as they happen (also in the text
+	// log). Events, when set, receives each line's structured form.
+	Out    io.Writer
+	Events func(Event)
+	// TempDir is where the private report folder is made (default
+	// os.TempDir()).
+	TempDir  string
+	Now      func() time.Time
+	Progress progress.Progress
+	// ToolVersion is recorded in the summary.
+	ToolVersion string
+	// WriterVersion is the version the build's writer writes (default
+	// convlog.CurrentVersion); anything but TargetVersion is refused.
+	WriterVersion int
+	// BeforePublish is a test hook run for each conversion after the
+	// successor is verified and before the source is checked again.
+	BeforePublish func(src string)
+}
+
+// Event is one line of the run in structured form (--json).
+type Event struct {
+	MessageType string `json:"message_type"` // "status" or "error"
+	Action      string `json:"action"`       // start, retry, converted, already-v4, skipped, deferred, failed, planned
+	Index       int    `json:"index"`
+	Count       int    `json:"count"`
+	Path        string `json:"path"`
+	File        string `json:"file,omitempty"`
+	Version     *int   `json:"sourceVersion,omitempty"`
+	Bytes       int64  `json:"bytes,omitempty"`
+	Target      string `json:"target,omitempty"`
+	TargetBytes int64  `json:"targetBytes,omitempty"`
+	Seconds     string `json:"seconds,omitempty"`
+	Completed   int    `json:"completed,omitempty"`
+	Message     string `json:"message,omitempty"`
+}
+
+// input is one thing the run reports on: a log, or a layout problem.
+type input struct {
+	index   int
+	rel     string // path relative to the root, for the report lines
+	path    string // the log, or the entry or directory
+	version int    // -1: unknown (layout problems, unreadable)
+	size    int64
+	skip    string // reason to skip
+	failure string // reason it is a failed input before any work
+}
+
+// Run migrates every log under opts.SessionsDir. The caller holds
+// runtime.lock. The returned summary is also in summary.json; its
+// Totals.Failed > 0 means the run failed.
+func Run(ctx context.Context, opts Options) (*Summary, error) {
+	if opts.WriterVersion == 0 {
+		opts.WriterVersion = convlog.CurrentVersion
+	}
+	if opts.WriterVersion != TargetVersion {
+		return nil, ErrWriterVersion
+	}
+	if opts.Jobs <= 0 {
+		opts.Jobs = DefaultJobs()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Progress == nil {
+		opts.Progress = progress.Nop{}
+	}
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	if opts.Compress == "" {
+		opts.Compress = CompressKeep
+	}
+	root, err := filepath.Abs(opts.SessionsDir)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := newReport(opts, root)
+	if err != nil {
+		return nil, err
+	}
+	defer rep.close()
+	rep.line("Session migration to V4 started %s", rep.sum.StartedAt)
+	rep.line("Root: %s", root)
+	rep.line("Session jobs: %d", opts.Jobs)
+	rep.line("Go: %s; platform: %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	if opts.DryRun {
+		rep.line("Dry run: nothing is written")
+	}
+	rep.line("Full log: %s", rep.sum.TextLogPath)
+
+	inputs, rootErr := discover(root)
+	rep.sum.InputCount = len(inputs)
+	if rootErr != nil {
+		in := &input{index: 1, rel: ".", path: root, version: -1}
+		inputs = nil
+		rep.sum.InputCount = 1
+		rep.fail(in, rootErr, 0)
+	} else {
+		rep.line("Discovered %d logs or invalid layout entries.", len(inputs))
+		opts.Progress.SetTotal(int64(len(inputs)))
+		deferred := runJobs(ctx, opts, rep, inputs)
+		for _, in := range deferred {
+			if ctx.Err() != nil {
+				break
+			}
+			rep.event(in, "retry", "RETRY %s (V%d, %d bytes)", filepath.Base(in.path), in.version, in.size)
+			process(opts, rep, in, true)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		rep.line("Interrupted: %v", err)
+		rep.finish(opts)
+		return rep.sum, err
+	}
+	return rep.finish(opts), nil
+}
+
+// runJobs processes inputs with at most opts.Jobs at once, in order, and
+// returns the deferred ones in ascending order.
+func runJobs(ctx context.Context, opts Options, rep *report, inputs []*input) []*input {
+	var mu sync.Mutex
+	var deferred []*input
+	next := 0
+	var wg sync.WaitGroup
+	for w := 0; w < min(opts.Jobs, len(inputs)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				mu.Lock()
+				if next >= len(inputs) {
+					mu.Unlock()
+					return
+				}
+				in := inputs[next]
+				next++
+				mu.Unlock()
+				if process(opts, rep, in, false) {
+					mu.Lock()
+					deferred = append(deferred, in)
+					mu.Unlock()
+				}
+				opts.Progress.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Slice(deferred, func(i, j int) bool { return deferred[i].index < deferred[j].index })
+	return deferred
+}
+
+// process handles one input and reports whether it is deferred.
+func process(opts Options, rep *report, in *input, retry bool) bool {
+	start := time.Now()
+	switch {
+	case in.failure != "":
+		rep.event(in, "start", "START inspect entry")
+		rep.fail(in, errors.New(in.failure), time.Since(start))
+		return false
+	case in.skip != "":
+		rep.event(in, "start", "START inspect entry")
+		rep.skipped(in, in.skip)
+		return false
+	}
+	if !retry {
+		rep.event(in, "start", "START %s (V%d, %d bytes)", filepath.Base(in.path), in.version, in.size)
+	}
+	if in.version >= TargetVersion {
+		if err := readToEnd(in.path); err != nil {
+			rep.fail(in, err, time.Since(start))
+			return false
+		}
+		rep.alreadyCurrent(in, time.Since(start))
+		return false
+	}
+	comp, err := successorCompression(opts.Compress, in.path)
+	if err != nil {
+		rep.fail(in, err, time.Since(start))
+		return false
+	}
+	if opts.DryRun {
+		target, bytes, err := plan(in.path, comp)
+		if err != nil {
+			rep.fail(in, err, time.Since(start))
+			return false
+		}
+		rep.planned(in, target, bytes, time.Since(start))
+		return false
+	}
+	popts := upgrade.PublishOptions{Compression: &comp, Warn: func(w string) { rep.logOnly("WARNING %q: %s", in.path, w) }}
+	if opts.BeforePublish != nil {
+		src := in.path
+		popts.BeforePublish = func() { opts.BeforePublish(src) }
+	}
+	dst, err := upgrade.Publish(in.path, popts)
+	if err != nil {
+		if errors.Is(err, upgrade.ErrSourceChanged) && !retry {
+			rep.deferred(in, err)
+			return true
+		}
+		rep.fail(in, err, time.Since(start))
+		return false
+	}
+	rep.converted(in, dst, time.Since(start))
+	return false
+}
+
+// readToEnd opens a current log read-only and validates it to its end; a
+// torn tail is accepted and left exactly as it is.
+func readToEnd(path string) error {
+	r, err := convlog.Open(path, convlog.ReaderOptions{})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for {
+		if _, err := r.Next(); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+}
+
+func successorCompression(c Compress, src string) (convlog.Compression, error) {
+	switch c {
+	case CompressZstd:
+		return convlog.Zstd, nil
+	case CompressNone:
+		return convlog.Plain, nil
+	}
+	n, ok := convlog.ParseName(filepath.Base(src))
+	if !ok {
+		return 0, fmt.Errorf("%s: not a log generation name", src)
+	}
+	return n.Compression, nil
+}
+
+// plan reads the upgraded events without writing and returns the successor
+// path and the bytes it would take: exact for a plain successor, estimated
+// from the source's own ratio for a compressed one.
+func plan(src string, comp convlog.Compression) (string, int64, error) {
+	target, err := upgrade.SuccessorPath(src, comp)
+	if err != nil {
+		return "", 0, err
+	}
+	r, err := upgrade.Open(src, upgrade.Options{})
+	if err != nil {
+		return "", 0, err
+	}
+	defer r.Close()
+	var plain int64
+	var buf []byte
+	buf = r.Header().AppendJSON(buf[:0])
+	plain += int64(len(buf)) + 1
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", 0, err
+		}
+		buf = e.AppendJSON(buf[:0])
+		plain += int64(len(buf)) + 1
+	}
+	if comp == convlog.Plain {
+		return target, plain, nil
+	}
+	// Compressed logs compress about as well as their source did.
+	ratio := 3.0
+	if fi, err := os.Stat(src); err == nil {
+		if st, err := sourceRatio(src, fi.Size()); err == nil && st > 0 {
+			ratio = st
+		}
+	}
+	return target, int64(float64(plain) / ratio), nil
+}
+
+// sourceRatio is the plain-to-file size ratio of a compressed source, or 3
+// for a plain one (a typical ratio for these logs).
+func sourceRatio(src string, size int64) (float64, error) {
+	r, err := convlog.Open(src, convlog.ReaderOptions{})
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	if r.Compression() != convlog.Zstd || size == 0 {
+		return 3, nil
+	}
+	for {
+		if _, err := r.Next(); err != nil {
+			break
+		}
+	}
+	return float64(r.Stats().PlainBytes) / float64(size), nil
+}
+
+// discover lists the inputs under root in a stable order: per conversation
+// directory (by name), its logs (conversation log first), each at its
+// highest generation; layout problems become failed inputs; a conversation
+// directory without a log is one skipped input.
+func discover(root string) ([]*input, error) {
+	fi, err := os.Lstat(root)
+	if err != nil {
+		return nil, fmt.Errorf("sessions root %s: %w", root, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("sessions root %s is not a directory", root)
+	}
+	tree, err := store.WalkRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	var ins []*input
+	rel := func(p string) string {
+		if r, err := filepath.Rel(root, p); err == nil {
+			return r
+		}
+		return p
+	}
+	for _, c := range tree.Conversations {
+		if len(c.Logs) == 0 {
+			ins = append(ins, &input{rel: rel(c.Path), path: c.Path, version: -1, skip: "no log in this conversation directory"})
+			continue
+		}
+		for _, l := range c.Logs {
+			in := &input{rel: rel(l.Path), path: l.Path, version: l.Current.Version}
+			if fi, err := os.Lstat(l.Path); err == nil {
+				in.size = fi.Size()
+			}
+			ins = append(ins, in)
+		}
+	}
+	for _, p := range tree.Problems {
+		if p.Reason == store.ReasonUnexpected {
+			continue // other files are not logs and are left alone
+		}
+		ins = append(ins, &input{rel: rel(p.Path), path: p.Path, version: -1, failure: problemReason(p.Reason)})
+	}
+	sort.SliceStable(ins, func(i, j int) bool { return ins[i].rel < ins[j].rel })
+	for i, in := range ins {
+		in.index = i + 1
+	}
+	return ins, nil
+}
+
+func problemReason(r string) string {
+	switch r {
+	case store.ReasonSymlink:
+		return "symbolic links are not traversed"
+	case store.ReasonFlatLog:
+		return "unsupported flat-file layout; expected conversation/log"
+	}
+	return r
+}

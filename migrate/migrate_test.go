@@ -1,0 +1,286 @@
+package migrate
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/store"
+)
+
+func TestParseJobs(t *testing.T) {
+	for _, ok := range []string{"1", "32", "+1", "01", " 1", "1e2", "2.0", "100"} {
+		if _, err := ParseJobs(ok); err != nil {
+			t.Errorf("ParseJobs(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"0", "-1", "1.5", "abc", "", "0x10", "9007199254740992", "NaN", "Infinity", "1e400"} {
+		if _, err := ParseJobs(bad); err == nil || err.Error() != "--jobs must be a positive safe integer" {
+			t.Errorf("ParseJobs(%q) = %v", bad, err)
+		}
+	}
+	if n, _ := ParseJobs("1e2"); n != 100 {
+		t.Errorf("1e2 = %d", n)
+	}
+}
+
+// hashTree maps every file under dir (relative path) to its SHA-256.
+func hashTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		rel, _ := filepath.Rel(dir, p)
+		out[rel] = hex.EncodeToString(sum[:])
+		return nil
+	})
+	return out
+}
+
+func generate(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "data")
+	if _, err := fixtures.Generate(dir, fixtures.Options{Seed: 5, Conversations: 20}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func run(t *testing.T, opts Options) (*Summary, string) {
+	t.Helper()
+	var out bytes.Buffer
+	opts.Out = &out
+	if opts.TempDir == "" {
+		opts.TempDir = t.TempDir()
+	}
+	sum, err := Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum, out.String()
+}
+
+func TestMigrateStore(t *testing.T) {
+	dir := generate(t)
+	root := store.ConversationsDir(dir)
+	before := hashTree(t, root)
+	sum, out := run(t, Options{SessionsDir: root, Jobs: 2})
+	if sum.Totals.Converted == 0 || sum.Totals.Failed != 1 {
+		t.Fatalf("totals = %+v\n%s", sum.Totals, out)
+	}
+	// The one failure is the corrupt v4 log, grouped with its reason.
+	if len(sum.FailureGroups) != 1 || sum.FailureGroups[0].Reason != "corrupt_log" || sum.FailureGroups[0].SourceVersion != "4" {
+		t.Fatalf("failure groups = %+v", sum.FailureGroups)
+	}
+	if !strings.Contains(out, "Summary: converted=") || !strings.Contains(out, "\nFull log: "+sum.TextLogPath+"\nJSON summary: "+sum.SummaryPath+"\n") {
+		t.Fatalf("output lacks the summary lines:\n%s", out)
+	}
+	after := hashTree(t, root)
+	for p, h := range before {
+		if after[p] != h {
+			t.Errorf("original %s changed", p)
+		}
+	}
+	var successors []string
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			successors = append(successors, p)
+			if !strings.Contains(p, ".v4.jsonl") {
+				t.Errorf("unexpected new file %s", p)
+			}
+			fi, _ := os.Stat(filepath.Join(root, p))
+			if fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s mode %v", p, fi.Mode().Perm())
+			}
+		}
+	}
+	if len(successors) != sum.Totals.Converted {
+		t.Fatalf("%d new files for %d conversions", len(successors), sum.Totals.Converted)
+	}
+	// Every successor reads as a strict v4 log.
+	for _, p := range successors {
+		r, err := convlog.Open(filepath.Join(root, p), convlog.ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, err := r.Next(); err != nil {
+				if err.Error() != "EOF" {
+					t.Errorf("%s: %v", p, err)
+				}
+				break
+			}
+		}
+		if r.Header().Version != 4 || r.Stats().TornTail {
+			t.Errorf("%s: version %d torn %v", p, r.Header().Version, r.Stats().TornTail)
+		}
+		r.Close()
+	}
+	// The report folder is private.
+	for _, p := range []string{filepath.Dir(sum.TextLogPath), sum.TextLogPath, sum.SummaryPath} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := os.FileMode(0o600)
+		if fi.IsDir() {
+			want = 0o700
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s mode %v, want %v", p, fi.Mode().Perm(), want)
+		}
+	}
+	var fromFile Summary
+	b, _ := os.ReadFile(sum.SummaryPath)
+	if err := json.Unmarshal(b, &fromFile); err != nil || fromFile.Totals != sum.Totals || fromFile.TargetVersion != 4 {
+		t.Fatalf("summary.json = %s (%v)", b, err)
+	}
+
+	// A second run converts nothing and changes no byte.
+	sum2, out2 := run(t, Options{SessionsDir: root, Jobs: 2})
+	if sum2.Totals.Converted != 0 || sum2.Totals.AlreadyV4 != sum.Totals.AlreadyV4+sum.Totals.Converted {
+		t.Fatalf("second run totals = %+v\n%s", sum2.Totals, out2)
+	}
+	again := hashTree(t, root)
+	if len(again) != len(after) {
+		t.Fatalf("second run changed the file set")
+	}
+	for p, h := range after {
+		if again[p] != h {
+			t.Errorf("second run changed %s", p)
+		}
+	}
+}
+
+func TestJobsGiveIdenticalSuccessors(t *testing.T) {
+	a, b := generate(t), generate(t)
+	run(t, Options{SessionsDir: store.ConversationsDir(a), Jobs: 1})
+	run(t, Options{SessionsDir: store.ConversationsDir(b), Jobs: 4})
+	ha, hb := hashTree(t, store.ConversationsDir(a)), hashTree(t, store.ConversationsDir(b))
+	if len(ha) != len(hb) {
+		t.Fatalf("%d files vs %d", len(ha), len(hb))
+	}
+	for p, h := range ha {
+		if strings.Contains(p, ".v4.") && hb[p] != h {
+			t.Errorf("%s differs between 1 and 4 jobs", p)
+		}
+	}
+}
+
+func TestChangedSourceIsDeferredThenRetried(t *testing.T) {
+	dir := generate(t)
+	root := store.ConversationsDir(dir)
+	var mu sync.Mutex
+	touched := map[string]int{}
+	var target string
+	hook := func(src string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if target == "" && strings.HasSuffix(src, ".v3.jsonl") {
+			target = src
+		}
+		if src == target {
+			touched[src]++
+			if touched[src] == 1 {
+				// A concurrent writer appends to the source mid-run.
+				f, _ := os.OpenFile(src, os.O_APPEND|os.O_WRONLY, 0)
+				f.Write([]byte(""))
+				f.Close()
+				now := fixtures.DefaultNow
+				os.Chtimes(src, now, now)
+			}
+		}
+	}
+	sum, out := run(t, Options{SessionsDir: root, Jobs: 1, BeforePublish: hook})
+	if target == "" {
+		t.Skip("no plain v3 log in the generated store")
+	}
+	if !strings.Contains(out, "DEFERRED: historical session generation changed during migration") ||
+		!strings.Contains(out, "RETRY "+filepath.Base(target)) {
+		t.Fatalf("no deferral and retry in:\n%s", out)
+	}
+	if touched[target] != 2 {
+		t.Fatalf("hook ran %d times for the changed log", touched[target])
+	}
+	// The retry converted it; the only failure is the corrupt log.
+	if sum.Totals.Failed != 1 {
+		t.Fatalf("totals = %+v", sum.Totals)
+	}
+	// DEFERRED comes before every RETRY, which come after the last job.
+	if strings.Index(out, "RETRY") < strings.LastIndex(out, "START") {
+		t.Errorf("retry ran before the first pass drained:\n%s", out)
+	}
+}
+
+func TestLayoutProblemsAndSkips(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "conversations")
+	os.MkdirAll(filepath.Join(root, "empty"), 0o700)
+	os.WriteFile(filepath.Join(root, "flat.v3.jsonl"), []byte("{}\n"), 0o600)
+	os.Symlink("/etc", filepath.Join(root, "linked"))
+	os.WriteFile(filepath.Join(root, "README.txt"), []byte("notes"), 0o600)
+	sum, out := run(t, Options{SessionsDir: root})
+	if sum.Totals.Failed != 2 || sum.Totals.Skipped != 1 {
+		t.Fatalf("totals = %+v\n%s", sum.Totals, out)
+	}
+	for _, want := range []string{"SKIPPED: no log in this conversation directory", "symbolic links are not traversed", "unsupported flat-file layout"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if sum.BySourceVersion["unknown"].Failed != 2 {
+		t.Errorf("by version = %+v", sum.BySourceVersion)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	if _, err := Run(context.Background(), Options{SessionsDir: t.TempDir(), WriterVersion: 3, TempDir: t.TempDir()}); !errors.Is(err, ErrWriterVersion) ||
+		err.Error() != "this command requires a V4 session writer" {
+		t.Fatalf("writer v3: err = %v", err)
+	}
+	// A missing root is one failed input, not a crash.
+	sum, out := run(t, Options{SessionsDir: filepath.Join(t.TempDir(), "missing")})
+	if sum.Totals.Failed != 1 || !strings.Contains(out, "Summary: converted=0, already-V4=0, failed=1, skipped=0") {
+		t.Fatalf("missing root: %+v\n%s", sum.Totals, out)
+	}
+}
+
+func TestDryRunWritesNoLog(t *testing.T) {
+	dir := generate(t)
+	root := store.ConversationsDir(dir)
+	before := hashTree(t, root)
+	sum, out := run(t, Options{SessionsDir: root, DryRun: true})
+	if sum.Totals.Planned == 0 || sum.Totals.Converted != 0 || sum.PlannedBytes <= 0 {
+		t.Fatalf("dry run totals = %+v, %d bytes\n%s", sum.Totals, sum.PlannedBytes, out)
+	}
+	after := hashTree(t, root)
+	var keys []string
+	for k := range after {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(after) != len(before) {
+		t.Fatalf("dry run wrote files: %v", keys)
+	}
+	if !strings.Contains(out, "would write") || !strings.Contains(out, "Plan: ") {
+		t.Errorf("dry run output:\n%s", out)
+	}
+}

@@ -1,0 +1,391 @@
+package migrate
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/store"
+	"github.com/convkit/convkit/upgrade"
+)
+
+// Counts are the outcomes of a set of inputs.
+type Counts struct {
+	Converted int `json:"converted"`
+	AlreadyV4 int `json:"alreadyV4"`
+	Failed    int `json:"failed"`
+	Skipped   int `json:"skipped"`
+	Planned   int `json:"planned,omitempty"`
+}
+
+// FailureItem is one failed input.
+type FailureItem struct {
+	InputPath   string `json:"inputPath"`
+	Reason      string `json:"reason"`
+	ErrorName   string `json:"errorName"`
+	Message     string `json:"message"`
+	EventType   string `json:"eventType,omitempty"`
+	ExpectedSeq *int64 `json:"expectedSeq,omitempty"`
+	ActualSeq   *int64 `json:"actualSeq,omitempty"`
+}
+
+// FailureGroup gathers failures of one kind.
+type FailureGroup struct {
+	SourceVersion string        `json:"sourceVersion"`
+	Reason        string        `json:"reason"`
+	ErrorName     string        `json:"errorName"`
+	EventType     string        `json:"eventType,omitempty"`
+	Count         int           `json:"count"`
+	Items         []FailureItem `json:"items"`
+}
+
+// PlannedItem is one conversion a dry run would make.
+type PlannedItem struct {
+	InputPath   string `json:"inputPath"`
+	Target      string `json:"target"`
+	TargetBytes int64  `json:"targetBytes"`
+}
+
+// Summary is summary.json.
+type Summary struct {
+	SchemaVersion   int               `json:"schemaVersion"`
+	TargetVersion   int               `json:"targetVersion"`
+	SessionRoot     string            `json:"sessionRoot"`
+	DryRun          bool              `json:"dryRun"`
+	InputCount      int               `json:"inputCount"`
+	Jobs            int               `json:"jobs"`
+	StartedAt       string            `json:"startedAt"`
+	FinishedAt      string            `json:"finishedAt"`
+	ToolVersion     string            `json:"toolVersion"`
+	Runtime         map[string]string `json:"runtime"`
+	TextLogPath     string            `json:"textLogPath"`
+	SummaryPath     string            `json:"summaryPath"`
+	Totals          Counts            `json:"totals"`
+	BySourceVersion map[string]Counts `json:"bySourceVersion"`
+	FailureGroups   []FailureGroup    `json:"failureGroups"`
+	Planned         []PlannedItem     `json:"planned,omitempty"`
+	// PlannedBytes is the disk space the planned successors need.
+	PlannedBytes int64 `json:"plannedBytes,omitempty"`
+}
+
+type report struct {
+	mu        sync.Mutex
+	opts      Options
+	sum       *Summary
+	dir       string
+	log       *os.File
+	logw      *bufio.Writer
+	completed int
+	failures  []failure
+}
+
+type failure struct {
+	version string
+	item    FailureItem
+}
+
+// newReport makes the private report folder (0700) and opens its text log
+// (0600, created exclusively).
+func newReport(opts Options, root string) (*report, error) {
+	base := opts.TempDir
+	if base == "" {
+		base = os.TempDir()
+	}
+	dir, err := os.MkdirTemp(base, "convkit-migrate-v4-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, "migration.log")
+	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return nil, err
+	}
+	sum := &Summary{SchemaVersion: 1, TargetVersion: TargetVersion, SessionRoot: root, DryRun: opts.DryRun,
+		Jobs: opts.Jobs, StartedAt: opts.Now().UTC().Format(time.RFC3339Nano), ToolVersion: opts.ToolVersion,
+		Runtime:     map[string]string{"go": runtime.Version(), "platform": runtime.GOOS, "arch": runtime.GOARCH},
+		TextLogPath: logPath, SummaryPath: filepath.Join(dir, "summary.json"),
+		BySourceVersion: map[string]Counts{}, FailureGroups: []FailureGroup{}}
+	return &report{opts: opts, sum: sum, dir: dir, log: f, logw: bufio.NewWriter(f)}, nil
+}
+
+// line writes one line to the output and the text log. The log is flushed
+// line by line, so a crash still leaves it.
+func (r *report) line(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lineLocked(format, args...)
+}
+
+func (r *report) lineLocked(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	fmt.Fprintln(r.opts.Out, s)
+	r.logw.WriteString(s + "\n")
+	r.logw.Flush()
+}
+
+func (r *report) logOnly(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logw.WriteString(fmt.Sprintf(format, args...) + "\n")
+	r.logw.Flush()
+}
+
+func versionKey(v int) string {
+	if v < 0 {
+		return "unknown"
+	}
+	return strconv.Itoa(v)
+}
+
+func (r *report) emit(ev Event) {
+	if r.opts.Events != nil {
+		r.opts.Events(ev)
+	}
+}
+
+func (r *report) base(in *input, action string) Event {
+	ev := Event{MessageType: "status", Action: action, Index: in.index, Count: r.sum.InputCount, Path: in.path}
+	if in.version >= 0 {
+		v := in.version
+		ev.Version = &v
+	}
+	return ev
+}
+
+// event writes an "[i/K] "rel" ..." line.
+func (r *report) event(in *input, action, format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lineLocked("[%d/%d] %q %s", in.index, r.sum.InputCount, in.rel, fmt.Sprintf(format, args...))
+	ev := r.base(in, action)
+	ev.File = filepath.Base(in.path)
+	ev.Bytes = in.size
+	r.emit(ev)
+}
+
+func (r *report) count(in *input, f func(*Counts)) {
+	f(&r.sum.Totals)
+	c := r.sum.BySourceVersion[versionKey(in.version)]
+	f(&c)
+	r.sum.BySourceVersion[versionKey(in.version)] = c
+	r.completed++
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.2f", d.Seconds()) }
+
+func (r *report) converted(in *input, dst string, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count(in, func(c *Counts) { c.Converted++ })
+	r.lineLocked("[%d/%d] %q V%d -> V4: %s (%ss); completed=%d/%d", in.index, r.sum.InputCount, in.rel, in.version,
+		filepath.Base(dst), secs(d), r.completed, r.sum.InputCount)
+	ev := r.base(in, "converted")
+	ev.Target, ev.Seconds, ev.Completed = dst, secs(d), r.completed
+	r.emit(ev)
+}
+
+func (r *report) planned(in *input, target string, bytes int64, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count(in, func(c *Counts) { c.Planned++ })
+	r.sum.Planned = append(r.sum.Planned, PlannedItem{InputPath: in.path, Target: target, TargetBytes: bytes})
+	r.sum.PlannedBytes += bytes
+	r.lineLocked("[%d/%d] %q V%d -> V4: would write %s (about %d bytes) (%ss); completed=%d/%d", in.index,
+		r.sum.InputCount, in.rel, in.version, filepath.Base(target), bytes, secs(d), r.completed, r.sum.InputCount)
+	ev := r.base(in, "planned")
+	ev.Target, ev.TargetBytes, ev.Seconds, ev.Completed = target, bytes, secs(d), r.completed
+	r.emit(ev)
+}
+
+func (r *report) alreadyCurrent(in *input, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count(in, func(c *Counts) { c.AlreadyV4++ })
+	r.lineLocked("[%d/%d] %q already V4 (opened successfully) (%ss); completed=%d/%d", in.index, r.sum.InputCount,
+		in.rel, secs(d), r.completed, r.sum.InputCount)
+	ev := r.base(in, "already-v4")
+	ev.Seconds, ev.Completed = secs(d), r.completed
+	r.emit(ev)
+}
+
+func (r *report) skipped(in *input, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count(in, func(c *Counts) { c.Skipped++ })
+	r.lineLocked("[%d/%d] %q SKIPPED: %s; completed=%d/%d", in.index, r.sum.InputCount, in.rel, reason,
+		r.completed, r.sum.InputCount)
+	ev := r.base(in, "skipped")
+	ev.Message, ev.Completed = reason, r.completed
+	r.emit(ev)
+}
+
+func (r *report) deferred(in *input, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lineLocked("[%d/%d] %q DEFERRED: %v; retry once after initial jobs finish", in.index, r.sum.InputCount, in.rel, err)
+	ev := r.base(in, "deferred")
+	ev.Message = err.Error()
+	r.emit(ev)
+}
+
+func (r *report) fail(in *input, err error, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.count(in, func(c *Counts) { c.Failed++ })
+	r.lineLocked("[%d/%d] %q FAILED (%ss); completed=%d/%d", in.index, r.sum.InputCount, in.rel, secs(d),
+		r.completed, r.sum.InputCount)
+	r.lineLocked("ERROR %q: %v", in.path, err)
+	r.logw.WriteString(fmt.Sprintf("  error type %T: %#v\n", err, err))
+	r.logw.Flush()
+	item := classify(in.path, err)
+	r.failures = append(r.failures, failure{version: versionKey(in.version), item: item})
+	ev := r.base(in, "failed")
+	ev.MessageType, ev.Message, ev.Seconds, ev.Completed = "error", err.Error(), secs(d), r.completed
+	r.emit(ev)
+}
+
+var (
+	unknownEventRe = regexp.MustCompile(`unknown (?:historical )?event type "([^"]+)"`)
+	seqGapRe       = regexp.MustCompile(`seq gap \(expected (\d+), got (\d+)\)`)
+	memberRe       = regexp.MustCompile(`has unexpected member "([^"]+)"`)
+)
+
+// classify gives a failure its reason and error name, for grouping.
+func classify(path string, err error) FailureItem {
+	it := FailureItem{InputPath: path, Message: err.Error(), ErrorName: errorName(err)}
+	msg := err.Error()
+	var fe *convlog.FormatError
+	var ue *upgrade.Error
+	switch {
+	case memberRe.MatchString(msg):
+		it.Reason = "unexpected_member"
+	case unknownEventRe.MatchString(msg):
+		it.Reason = "unknown_event"
+		it.EventType = unknownEventRe.FindStringSubmatch(msg)[1]
+	case seqGapRe.MatchString(msg):
+		it.Reason = "sequence_gap"
+		m := seqGapRe.FindStringSubmatch(msg)
+		e, _ := strconv.ParseInt(m[1], 10, 64)
+		a, _ := strconv.ParseInt(m[2], 10, 64)
+		it.ExpectedSeq, it.ActualSeq = &e, &a
+	case errors.Is(err, upgrade.ErrSourceChanged):
+		it.Reason = "source_changed"
+	case errors.Is(err, store.ErrLocked):
+		it.Reason = "write_locked"
+	case errors.Is(err, convlog.ErrUnsupported):
+		it.Reason = "unsupported_input"
+	case errors.Is(err, convlog.ErrCorrupt), errors.As(err, &fe), errors.As(err, &ue):
+		it.Reason = "corrupt_log"
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission):
+		it.Reason = "unreadable"
+	default:
+		it.Reason = "other"
+	}
+	return it
+}
+
+// errorName is the Go type of the outermost error that is not a plain
+// wrapper, e.g. "*convlog.FormatError".
+func errorName(err error) string {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		t := reflect.TypeOf(e).String()
+		if t != "*fmt.wrapError" && t != "*errors.errorString" && t != "*fmt.wrapErrors" {
+			return t
+		}
+	}
+	return reflect.TypeOf(err).String()
+}
+
+// finish writes the summary lines and summary.json.
+func (r *report) finish(opts Options) *Summary {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sum.FinishedAt = opts.Now().UTC().Format(time.RFC3339Nano)
+	groups := map[string]*FailureGroup{}
+	var keys []string
+	for _, f := range r.failures {
+		key := fmt.Sprintf("%s\x00%s\x00%s\x00%s", f.version, f.item.Reason, f.item.ErrorName, f.item.EventType)
+		g := groups[key]
+		if g == nil {
+			g = &FailureGroup{SourceVersion: f.version, Reason: f.item.Reason, ErrorName: f.item.ErrorName, EventType: f.item.EventType}
+			groups[key] = g
+			keys = append(keys, key)
+		}
+		g.Count++
+		g.Items = append(g.Items, f.item)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		g := groups[k]
+		sort.Slice(g.Items, func(i, j int) bool { return g.Items[i].InputPath < g.Items[j].InputPath })
+		r.sum.FailureGroups = append(r.sum.FailureGroups, *g)
+	}
+	t := r.sum.Totals
+	if r.sum.DryRun {
+		r.lineLocked("Plan: %d log(s) would be converted, needing about %d bytes", t.Planned, r.sum.PlannedBytes)
+	}
+	r.lineLocked("Summary: converted=%d, already-V4=%d, failed=%d, skipped=%d", t.Converted, t.AlreadyV4, t.Failed, t.Skipped)
+	if len(r.failures) > 0 {
+		r.lineLocked("Failures (full messages are in the log):")
+		items := make([]FailureItem, 0, len(r.failures))
+		for _, f := range r.failures {
+			items = append(items, f.item)
+		}
+		sort.Slice(items, func(i, j int) bool { return items[i].InputPath < items[j].InputPath })
+		for _, it := range items {
+			r.lineLocked("- %q: %s", it.InputPath, it.Message)
+		}
+	}
+	r.lineLocked("Full log: %s", r.sum.TextLogPath)
+	if err := writeSummary(r.sum); err != nil {
+		r.lineLocked("ERROR writing %s: %v", r.sum.SummaryPath, err)
+	}
+	r.lineLocked("JSON summary: %s", r.sum.SummaryPath)
+	return r.sum
+}
+
+func writeSummary(s *Summary) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(s.SummaryPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (r *report) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logw.Flush()
+	r.log.Sync()
+	r.log.Close()
+}

@@ -1,0 +1,253 @@
+package upgrade
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/convkit/convkit/convlog"
+)
+
+// ChildFact is what a parent's v3→v4 step needs to know about one of its
+// direct subagent children (a session whose header has origin "subagent"
+// and parentSession equal to the parent's id).
+type ChildFact struct {
+	ChildID        string
+	ChildCreatedAt int64 // the child header's createdAt
+	// DescriptorCount is the number of the child's own subagent/descriptor
+	// events (after its inherited cut); Descriptor is the first one's data,
+	// nil when there is none.
+	DescriptorCount int
+	Descriptor      json.RawMessage
+	SourcePath      string // the child's log, named in refusals; may be empty
+	// Warning is set when the child's log could not be read or upgraded: its
+	// DescriptorCount is then 0 and its catalog entry has mode "unknown".
+	Warning string
+}
+
+func (c *ChildFact) subject() string {
+	if c.SourcePath != "" {
+		return fmt.Sprintf("Session %s (raw log: %s)", c.ChildID, c.SourcePath)
+	}
+	return "Session " + c.ChildID
+}
+
+// catalogEntry is a validated subagent catalog fact.
+type catalogEntry struct {
+	childID   string
+	createdAt int64
+	mode      string
+	label     string
+	hasLabel  bool
+	raw       []byte
+}
+
+// parseCatalogFact validates a subagent/catalog payload: version 0 or 1, a
+// string childId, childCreatedAt, mode continuable, one-shot or (version 1
+// only) unknown, a string label when continuable.
+func parseCatalogFact(data []byte, subject string) (*catalogEntry, error) {
+	bad := corrupt("%s requires a supported versioned catalog fact", subject)
+	o, err := parseObject(data)
+	if err != nil {
+		return nil, bad
+	}
+	version := string(o.get("version"))
+	c := &catalogEntry{raw: data}
+	var ok bool
+	if c.childID, ok = str(o.get("childId")); !ok {
+		return nil, bad
+	}
+	if c.mode, ok = str(o.get("mode")); !ok {
+		return nil, bad
+	}
+	if l := o.get("label"); l != nil {
+		if c.label, ok = str(l); !ok {
+			return nil, bad
+		}
+		c.hasLabel = true
+	}
+	if version != "0" && version != "1" ||
+		c.mode != "continuable" && c.mode != "one-shot" && c.mode != "unknown" ||
+		version == "0" && c.mode == "unknown" ||
+		c.mode == "continuable" && !c.hasLabel {
+		return nil, bad
+	}
+	if c.createdAt, ok = count(o.get("childCreatedAt")); !ok {
+		return nil, corrupt("%s: catalog child creation time must be a non-negative integer", subject)
+	}
+	return c, nil
+}
+
+// catalogFact interprets the child's descriptor: with exactly one own
+// descriptor of version 1, 2 or 3 the fact is {version:0, childId,
+// childCreatedAt, mode, label?} (version 1 means continuable); otherwise nil
+// (the catalog entry will say mode "unknown").
+func (c *ChildFact) catalogFact() (*catalogEntry, error) {
+	d := []byte(c.Descriptor)
+	if c.DescriptorCount != 1 || !isObj(d) {
+		return nil, nil
+	}
+	v := string(memberOf(d, "version"))
+	if v != "1" && v != "2" && v != "3" {
+		return nil, nil
+	}
+	if !isStr(memberOf(d, "provider")) {
+		return nil, refusal("%s has an invalid subagent descriptor provider", c.subject())
+	}
+	mode := []byte(`"continuable"`)
+	if v != "1" {
+		mode = memberOf(d, "mode")
+		if !strIs(mode, "continuable") && !strIs(mode, "one-shot") {
+			return nil, refusal("%s has an invalid subagent descriptor mode", c.subject())
+		}
+	}
+	data := []byte(`{"version":0,"childId":`)
+	data = appendString(data, c.ChildID)
+	data = append(data, `,"childCreatedAt":`...)
+	data = appendInt(data, c.ChildCreatedAt)
+	data = append(data, `,"mode":`...)
+	data = append(data, mode...)
+	if l := memberOf(d, "label"); l != nil {
+		data = append(data, `,"label":`...)
+		data = append(data, l...)
+	}
+	data = append(data, '}')
+	return parseCatalogFact(data, c.subject())
+}
+
+// childLog is one candidate log in a session directory.
+type childLog struct {
+	path string
+	name convlog.Name
+}
+
+// currentLogs lists the highest generation of every log in dir (by
+// convlog's generation names; other files, directories and symbolic links
+// are ignored).
+func currentLogs(dir string) ([]childLog, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	best := map[string]childLog{}
+	for _, de := range entries {
+		if !de.Type().IsRegular() {
+			continue
+		}
+		n, ok := convlog.ParseName(de.Name())
+		if !ok {
+			continue
+		}
+		cur, seen := best[n.Base]
+		if !seen || n.Version > cur.name.Version || n.Version == cur.name.Version && de.Name() < filepath.Base(cur.path) {
+			best[n.Base] = childLog{path: filepath.Join(dir, de.Name()), name: n}
+		}
+	}
+	out := make([]childLog, 0, len(best))
+	for _, l := range best {
+		out = append(out, l)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out, nil
+}
+
+// childInfo is a direct child found by its header.
+type childInfo struct {
+	path      string
+	id        string
+	createdAt int64
+}
+
+// findChildren returns the current logs in dir whose header makes them
+// direct subagent children of parentID. Logs whose header cannot be read
+// are skipped: they cannot be told to be children.
+func findChildren(dir, parentID string) ([]childInfo, error) {
+	logs, err := currentLogs(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []childInfo
+	for _, l := range logs {
+		r, err := convlog.Open(l.path, convlog.ReaderOptions{})
+		if err != nil {
+			continue
+		}
+		h := r.Header()
+		r.Close()
+		if h.Type == convlog.SessionLog && h.Origin == "subagent" && h.ParentSession == parentID && h.ID != parentID {
+			out = append(out, childInfo{path: l.path, id: h.ID, createdAt: h.CreatedAt})
+		}
+	}
+	return out, nil
+}
+
+// CollectChildren gathers the facts about the direct subagent children of
+// parentID from the other logs in sessionDir (the highest generation of
+// each): every log whose header has origin "subagent" and parentSession
+// parentID. Each child is read read-only (older versions through the upgrade
+// chain) and its own subagent/descriptor events after its inherited cut are
+// counted. A child that cannot be read gets DescriptorCount 0 and a Warning
+// (see Warnings). The error is for a directory that cannot be listed.
+func CollectChildren(sessionDir string, parentID string) ([]ChildFact, error) {
+	found, err := findChildren(sessionDir, parentID)
+	if err != nil {
+		return nil, err
+	}
+	facts := make([]ChildFact, 0, len(found))
+	for _, c := range found {
+		facts = append(facts, childFact(c))
+	}
+	return facts, nil
+}
+
+// Warnings lists the warnings of facts (children that could not be read).
+func Warnings(facts []ChildFact) []string {
+	var w []string
+	for _, f := range facts {
+		if f.Warning != "" {
+			w = append(w, f.Warning)
+		}
+	}
+	return w
+}
+
+func childFact(c childInfo) ChildFact {
+	f := ChildFact{ChildID: c.id, ChildCreatedAt: c.createdAt, SourcePath: c.path}
+	r, err := Open(c.path, Options{})
+	if err != nil {
+		f.Warning = fmt.Sprintf("child session %s could not be read: %v", c.id, err)
+		return f
+	}
+	defer r.Close()
+	var first json.RawMessage
+	n := 0
+	for {
+		ev, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			f.Warning = fmt.Sprintf("child session %s could not be read: %v", c.id, err)
+			return f
+		}
+		switch ev.Type {
+		case "session/end-seed":
+			if string(memberOf(ev.Data, "inherited")) == "true" {
+				// Only descriptors after the final inherited cut are the
+				// child's own.
+				n, first = 0, nil
+			}
+		case "subagent/descriptor":
+			if n == 0 {
+				first = append(json.RawMessage(nil), ev.Data...)
+			}
+			n++
+		}
+	}
+	f.DescriptorCount, f.Descriptor = n, first
+	return f
+}

@@ -1,0 +1,287 @@
+package upgrade
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/convkit/convkit/convlog"
+)
+
+// event is one event inside the chain. Each stage receives events in its
+// source version's coordinates (dense seqs) and emits them in its target
+// version's coordinates (dense again).
+type event struct {
+	typ       string
+	seq       int64
+	time      int64
+	data      []byte // raw JSON; nil only while chunk carries the payload
+	ignorable bool
+	op        *surfaceOp // nil when absent
+	sources   []int64    // nil when absent
+	// chunk is set on assistant/chunk events expanded from a v0/v1 packed
+	// row: the delta is kept unencoded, since the v1→v2 stage consumes it.
+	chunk *chunkDelta
+}
+
+// surfaceOp is a surface event's operation, whatever its spelling in the
+// source version ({op,start,end} before v3, {op,startSeq,endSeq} from v3).
+type surfaceOp struct {
+	replace    bool
+	start, end int64
+}
+
+// payload returns the event's data, encoding a packed delta on demand.
+func (e *event) payload() []byte {
+	if e.data == nil && e.chunk != nil {
+		e.data = e.chunk.encodeEvent()
+	}
+	return e.data
+}
+
+// Error is a refusal or a problem found while upgrading a log. It names the
+// file and, when the problem belongs to one source line, that line. It wraps
+// convlog.ErrUnsupported when the log is intact but no preserving conversion
+// exists, convlog.ErrCorrupt when the log breaks its version's rules.
+type Error struct {
+	Path string
+	Line int64 // 1-based line of the source event being read; 0 when not tied to one
+	Msg  string
+	Kind error
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s: line %d: %s", e.Path, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Path, e.Msg)
+}
+
+func (e *Error) Unwrap() error { return e.Kind }
+
+// stageError is what a stage returns; the reader adds the path and line.
+type stageError struct {
+	msg  string
+	kind error
+}
+
+func (e *stageError) Error() string { return e.msg }
+
+// refusal: the log is well formed, but no preserving conversion exists.
+func refusal(format string, args ...any) error {
+	return &stageError{msg: fmt.Sprintf(format, args...), kind: convlog.ErrUnsupported}
+}
+
+// corrupt: the log breaks the rules of its version.
+func corrupt(format string, args ...any) error {
+	return &stageError{msg: fmt.Sprintf(format, args...), kind: convlog.ErrCorrupt}
+}
+
+// seqMap maps a stage's source seqs to its target seqs. It is monotone and
+// stored as runs of consecutive seqs, so it costs one entry per insertion or
+// removal, not one per event. A source seq without an entry was consumed.
+type seqMap struct {
+	runs   []seqRun
+	broken bool // some seq so far did not map to itself
+}
+
+type seqRun struct{ src, tgt, n int64 }
+
+func (m *seqMap) add(src, tgt int64) {
+	if src != tgt {
+		m.broken = true
+	}
+	if k := len(m.runs); k > 0 {
+		r := &m.runs[k-1]
+		if r.src+r.n == src && r.tgt+r.n == tgt {
+			r.n++
+			return
+		}
+	}
+	m.runs = append(m.runs, seqRun{src, tgt, 1})
+}
+
+func (m *seqMap) lookup(src int64) (int64, bool) {
+	i := sort.Search(len(m.runs), func(i int) bool { return m.runs[i].src > src }) - 1
+	if i < 0 {
+		return 0, false
+	}
+	r := m.runs[i]
+	if src >= r.src+r.n {
+		return 0, false
+	}
+	return r.tgt + src - r.src, true
+}
+
+// consume records that src has no target.
+func (m *seqMap) consume(int64) { m.broken = true }
+
+// identity reports whether every source seq so far maps to itself.
+func (m *seqMap) identity() bool { return !m.broken }
+
+// remapRefs rewrites the same-log seq references of e (in source
+// coordinates) into target coordinates: sourceEventSeqs, a replacement's
+// endpoints, command/done.sourceEventSeq, compaction shadowedRange and
+// shadowedSeqs, session/title(-llm-request) messageSeqs and
+// image/offload targets[].seq. Delivery watermarks, captured references of
+// other sessions, workflow counters and stream indices are not seqs of this
+// log and stay as they are. missing names what a reference to a source seq
+// without a target is (a consumed chunk, say).
+func remapRefs(e *event, m *seqMap, missing func(ref int64) error) error {
+	if m.identity() {
+		return nil
+	}
+	one := func(v int64) (int64, error) {
+		if v < 0 || v >= e.seq {
+			return 0, corrupt("%s at seq %d references seq %d, which is not an earlier event", e.typ, e.seq, v)
+		}
+		t, ok := m.lookup(v)
+		if !ok {
+			return 0, missing(v)
+		}
+		return t, nil
+	}
+	for i, s := range e.sources {
+		t, err := one(s)
+		if err != nil {
+			return err
+		}
+		e.sources[i] = t
+	}
+	if e.op != nil && e.op.replace {
+		var err error
+		if e.op.start, err = one(e.op.start); err != nil {
+			return err
+		}
+		if e.op.end, err = one(e.op.end); err != nil {
+			return err
+		}
+	}
+	rawOne := func(raw []byte) ([]byte, error) {
+		v, ok := count(raw)
+		if !ok {
+			return nil, corrupt("%s at seq %d has a reference that is not a seq", e.typ, e.seq)
+		}
+		t, err := one(v)
+		if err != nil {
+			return nil, err
+		}
+		return appendInt(nil, t), nil
+	}
+	rawList := func(raw []byte) ([]byte, error) {
+		elems, err := arrayElems(raw)
+		if err != nil {
+			return nil, corrupt("%s at seq %d has seq references that are not an array", e.typ, e.seq)
+		}
+		out := []byte{'['}
+		for i, el := range elems {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			t, err := rawOne(el)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, t...)
+		}
+		return append(out, ']'), nil
+	}
+	switch e.typ {
+	case "command/done", "compaction/summary", "compaction/prune", "session/title", "session/title-llm-request", "image/offload":
+	default:
+		return nil
+	}
+	d, err := parseObject(e.payload())
+	if err != nil {
+		return corrupt("%s at seq %d: data is not an object", e.typ, e.seq)
+	}
+	switch e.typ {
+	case "command/done":
+		if v := d.get("sourceEventSeq"); v != nil {
+			t, err := rawOne(v)
+			if err != nil {
+				return err
+			}
+			d.set("sourceEventSeq", t)
+		}
+	case "compaction/summary", "compaction/prune":
+		if r := d.get("shadowedRange"); r != nil {
+			ro, err := parseObject(r)
+			if err != nil {
+				return corrupt("%s at seq %d: shadowedRange is not an object", e.typ, e.seq)
+			}
+			for _, k := range []string{"start", "end"} {
+				if v := ro.get(k); v != nil {
+					t, err := rawOne(v)
+					if err != nil {
+						return err
+					}
+					ro.set(k, t)
+				}
+			}
+			d.set("shadowedRange", ro.bytes())
+		}
+		if v := d.get("shadowedSeqs"); v != nil {
+			t, err := rawList(v)
+			if err != nil {
+				return err
+			}
+			d.set("shadowedSeqs", t)
+		}
+	case "session/title", "session/title-llm-request":
+		if v := d.get("messageSeqs"); v != nil {
+			t, err := rawList(v)
+			if err != nil {
+				return err
+			}
+			d.set("messageSeqs", t)
+		}
+	case "image/offload":
+		if v := d.get("targets"); v != nil {
+			elems, err := arrayElems(v)
+			if err != nil {
+				return corrupt("image/offload at seq %d: targets must be an array", e.seq)
+			}
+			out := make([][]byte, len(elems))
+			for i, el := range elems {
+				to, err := parseObject(el)
+				if err != nil {
+					return corrupt("image/offload at seq %d: targets[%d] is not an object", e.seq, i)
+				}
+				if s := to.get("seq"); s != nil {
+					t, err := rawOne(s)
+					if err != nil {
+						return err
+					}
+					to.set("seq", t)
+				}
+				out[i] = to.bytes()
+			}
+			d.set("targets", encodeArray(nil, out))
+		}
+	}
+	e.data = d.bytes()
+	return nil
+}
+
+// toConvlog fills out with e in the version 4 envelope.
+func toConvlog(e *event, out *convlog.Event, op *convlog.SurfaceOp) {
+	*out = convlog.Event{
+		Type:            e.typ,
+		Seq:             e.seq,
+		Time:            e.time,
+		Data:            e.payload(),
+		Ignorable:       e.ignorable,
+		SourceEventSeqs: e.sources,
+		Known:           convlog.DefaultRegistry.Lookup(e.typ) != nil,
+	}
+	if e.op != nil {
+		*op = convlog.SurfaceOp{Replace: e.op.replace, StartSeq: e.op.start, EndSeq: e.op.end}
+		out.SurfaceOp = op
+	}
+}
+
+// surfaceTypes are the surface event types of versions 0 to 3 (v4 adds
+// developer/message).
+var surfaceTypes = map[string]bool{
+	"system/message": true, "user/message": true, "assistant/message": true, "tool/result": true,
+}

@@ -1,0 +1,387 @@
+package upgrade
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/durable"
+	"github.com/klauspost/compress/zstd"
+)
+
+// ErrSourceChanged is wrapped by the error Publish returns when the source
+// log, or the set of its child logs, changed while it was being upgraded:
+// the caller may retry later. Nothing was published.
+var ErrSourceChanged = errors.New("historical session generation changed during migration")
+
+// ErrAlreadyCurrent is returned (wrapped) by Publish for a log that is
+// already at the current format version.
+var ErrAlreadyCurrent = errors.New("log is already at the current format version")
+
+// SourceChangedError names the log that changed.
+type SourceChangedError struct{ Path string }
+
+func (e *SourceChangedError) Error() string {
+	return `historical session generation changed during migration: "` + e.Path + `"`
+}
+
+func (e *SourceChangedError) Unwrap() error { return ErrSourceChanged }
+
+// PublishOptions tune Publish.
+type PublishOptions struct {
+	// Compression of the successor; nil keeps the source's.
+	Compression *convlog.Compression
+	// Children, when non-nil, are the parent's child facts, used as given.
+	// When nil they are collected from the source's directory
+	// (CollectChildren), and the set of child logs (and each one's file
+	// identity) is checked again before publication.
+	Children []ChildFact
+	// Warn receives warnings: children that could not be read.
+	Warn func(string)
+	// BeforePublish runs after the staged successor is verified and before
+	// the source is checked again. A test hook.
+	BeforePublish func()
+	// MaxLineBytes bounds one line of the source (and of the staged file).
+	MaxLineBytes int
+}
+
+// fileIdentity is what says a file is unchanged: device, inode, size,
+// modification and change times (nanoseconds).
+type fileIdentity struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64
+}
+
+func statIdentity(path string) (fileIdentity, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileIdentity{}, err
+	}
+	return identityOf(fi), nil
+}
+
+// childSnapshot is the set of child logs and their identities.
+type childSnapshot struct {
+	found []childInfo
+	ids   []fileIdentity
+}
+
+func snapshotChildren(dir, parentID string) (*childSnapshot, error) {
+	found, err := findChildren(dir, parentID)
+	if err != nil {
+		return nil, err
+	}
+	s := &childSnapshot{found: found}
+	for _, c := range found {
+		id, err := statIdentity(c.path)
+		if err != nil {
+			return nil, err
+		}
+		s.ids = append(s.ids, id)
+	}
+	return s, nil
+}
+
+func (s *childSnapshot) equal(o *childSnapshot) bool {
+	if len(s.found) != len(o.found) {
+		return false
+	}
+	for i := range s.found {
+		if s.found[i] != o.found[i] || s.ids[i] != o.ids[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// SuccessorPath returns where Publish puts the version 4 successor of the
+// log at src: <base>.v4.jsonl, or <base>.v4.jsonl.zst when compressed.
+func SuccessorPath(src string, c convlog.Compression) (string, error) {
+	n, ok := convlog.ParseName(filepath.Base(src))
+	if !ok {
+		return "", fmt.Errorf("%s: not a log generation name (<base>[.vN].jsonl[.zst])", src)
+	}
+	return filepath.Join(filepath.Dir(src), convlog.FileName(n.Base, convlog.CurrentVersion, c)), nil
+}
+
+// Publish upgrades the log at src (a version older than 4) and publishes the
+// version 4 successor beside it, returning its path. The source is opened
+// read-only and never changed. The successor is staged in a temporary file
+// in the same directory (0600), fsynced, verified by reading it back
+// strictly (no error, no torn tail, the same events and message ids as
+// produced), and linked to its name without overwriting. If the source (or
+// the set of child logs) changed meanwhile, nothing is published and the
+// error wraps ErrSourceChanged. An existing successor is accepted only when
+// it is a regular file beginning with exactly the staged bytes; otherwise
+// the error says the current generation already exists. No temporary file
+// is left behind on any failure.
+func Publish(src string, opts PublishOptions) (dst string, err error) {
+	id0, err := statIdentity(src)
+	if err != nil {
+		return "", err
+	}
+	hr, err := convlog.Open(src, convlog.ReaderOptions{MaxLineBytes: opts.MaxLineBytes})
+	if err != nil {
+		return "", err
+	}
+	srcHeader, srcComp := hr.Header(), hr.Compression()
+	hr.Close()
+	if srcHeader.Version >= convlog.CurrentVersion {
+		return "", fmt.Errorf("%s: %w (v%d)", src, ErrAlreadyCurrent, srcHeader.Version)
+	}
+	comp := srcComp
+	if opts.Compression != nil {
+		comp = *opts.Compression
+	}
+	if dst, err = SuccessorPath(src, comp); err != nil {
+		return "", err
+	}
+	dir := filepath.Dir(src)
+
+	children := opts.Children
+	var snap0 *childSnapshot
+	if children == nil && srcHeader.Type == convlog.SessionLog {
+		if snap0, err = snapshotChildren(dir, srcHeader.ID); err != nil {
+			return "", err
+		}
+		children = make([]ChildFact, 0, len(snap0.found))
+		for _, c := range snap0.found {
+			f := childFact(c)
+			if f.Warning != "" && opts.Warn != nil {
+				opts.Warn(f.Warning)
+			}
+			children = append(children, f)
+		}
+	}
+
+	r, err := Open(src, Options{Children: children, MaxLineBytes: opts.MaxLineBytes})
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+
+	tmp, err := durable.CreateTemp(dir, "."+filepath.Base(dst))
+	if err != nil {
+		return "", err
+	}
+	tmpName := tmp.Name()
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			tmp.Close()
+			os.Remove(tmpName)
+		}
+	}()
+
+	st, err := writeStage(tmp, r, comp)
+	if err != nil {
+		return "", err
+	}
+	if err := tmp.Sync(); err != nil {
+		return "", fmt.Errorf("fsync %s: %w", tmpName, err)
+	}
+	if err := verifyStaged(tmpName, comp, r.Header(), st, opts.MaxLineBytes); err != nil {
+		return "", err
+	}
+	if opts.BeforePublish != nil {
+		opts.BeforePublish()
+	}
+	id1, err := statIdentity(src)
+	if err != nil || id1 != id0 {
+		return "", &SourceChangedError{Path: src}
+	}
+	if snap0 != nil {
+		snap1, err := snapshotChildren(dir, srcHeader.ID)
+		if err != nil || !snap0.equal(snap1) {
+			return "", &SourceChangedError{Path: src}
+		}
+	}
+	handedOver = true
+	if err := durable.Publish(tmp, dst); err != nil {
+		if !errors.Is(err, durable.ErrExists) {
+			return "", err
+		}
+		if why := sameStagedPrefix(dst, st); why != "" {
+			return "", fmt.Errorf(`current session generation already exists at "%s": %s`, dst, why)
+		}
+	}
+	return dst, nil
+}
+
+// staged describes what was written to the stage file.
+type staged struct {
+	size    int64
+	sum     [sha256.Size]byte
+	events  int64
+	msgSum  [sha256.Size]byte
+	headerB []byte
+}
+
+// frameTarget is the plain text size of one zstd frame of a successor.
+const frameTarget = 1 << 20
+
+// writeStage writes the header line and the upgraded events to f: plain, or
+// compressed as a header frame then frames of about 1 MiB of whole lines,
+// each with its content checksum.
+func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error) {
+	st := &staged{}
+	sum := sha256.New()
+	msgs := sha256.New()
+	var enc *zstd.Encoder
+	if comp == convlog.Zstd {
+		var err error
+		enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(true),
+			zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			return nil, err
+		}
+		defer enc.Close()
+	}
+	var plain, frame []byte
+	write := func(b []byte) error {
+		if _, err := f.Write(b); err != nil {
+			return fmt.Errorf("write %s: %w", f.Name(), err)
+		}
+		sum.Write(b)
+		st.size += int64(len(b))
+		return nil
+	}
+	flush := func() error {
+		if len(plain) == 0 {
+			return nil
+		}
+		out := plain
+		if enc != nil {
+			frame = enc.EncodeAll(plain, frame[:0])
+			out = frame
+		}
+		err := write(out)
+		plain = plain[:0]
+		return err
+	}
+	plain = r.Header().AppendJSON(plain)
+	st.headerB = bytes.Clone(plain)
+	plain = append(plain, '\n')
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		plain = ev.AppendJSON(plain)
+		plain = append(plain, '\n')
+		st.events++
+		noteMessage(msgs, ev)
+		if len(plain) >= frameTarget {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	copy(st.sum[:], sum.Sum(nil))
+	copy(st.msgSum[:], msgs.Sum(nil))
+	return st, nil
+}
+
+// noteMessage adds the message id of a surface event to h, in order.
+func noteMessage(h hash.Hash, ev *convlog.Event) {
+	var id []byte
+	switch ev.Type {
+	case convlog.TypeUserMessage:
+		id = memberOf(ev.Data, "id")
+	case convlog.TypeSystemMessage, convlog.TypeDeveloperMessage, convlog.TypeAssistantMessage, convlog.TypeToolResult:
+		id = memberOf(memberOf(ev.Data, "message"), "id")
+	default:
+		return
+	}
+	h.Write([]byte(ev.Type))
+	h.Write([]byte{0})
+	h.Write(id)
+	h.Write([]byte{'\n'})
+}
+
+// verifyStaged reads the stage file back strictly.
+func verifyStaged(path string, comp convlog.Compression, h *convlog.Header, st *staged, maxLine int) error {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%s: staged successor failed verification: %s", path, fmt.Sprintf(format, args...))
+	}
+	r, err := convlog.Open(path, convlog.ReaderOptions{Compression: &comp, Version: convlog.CurrentVersion, MaxLineBytes: maxLine})
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer r.Close()
+	if rh := r.Header(); rh.Version != convlog.CurrentVersion || rh.ID != h.ID || !bytes.Equal(rh.Raw, st.headerB) {
+		return fail("current session generation contains id %q, expected %q", rh.ID, h.ID)
+	}
+	msgs := sha256.New()
+	var n int64
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fail("%v", err)
+		}
+		n++
+		noteMessage(msgs, ev)
+	}
+	stats := r.Stats()
+	if stats.TornTail {
+		return fail("current session generation has a torn physical tail")
+	}
+	if stats.FileBytes != st.size {
+		return fail("staged session generation changed during verification")
+	}
+	if n != st.events {
+		return fail("current session generation contains %d events, expected %d", n, st.events)
+	}
+	if !bytes.Equal(msgs.Sum(nil), st.msgSum[:]) {
+		return fail("the message ids read back differ from the ones written")
+	}
+	return nil
+}
+
+// sameStagedPrefix checks an existing successor: it must be a regular file
+// whose first bytes are exactly the staged ones. It returns "" when they are,
+// else the reason.
+func sameStagedPrefix(path string, st *staged) string {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err.Error()
+	}
+	if !fi.Mode().IsRegular() {
+		return "it is not a regular file"
+	}
+	if fi.Size() < st.size {
+		return "it is shorter than the staged successor"
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.CopyN(h, f, st.size); err != nil {
+		return err.Error()
+	}
+	if !bytes.Equal(h.Sum(nil), st.sum[:]) {
+		return "its content differs from the staged successor"
+	}
+	return ""
+}

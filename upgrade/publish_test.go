@@ -1,0 +1,261 @@
+package upgrade
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convkit/convkit/convlog"
+)
+
+func noTemps(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tmp") {
+			t.Fatalf("temporary file left: %s", e.Name())
+		}
+	}
+}
+
+// readV4 reads a published log strictly and returns its lines.
+func readV4(t *testing.T, path string) (string, []string, convlog.Stats) {
+	t.Helper()
+	r, err := convlog.Open(path, convlog.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var lines []string
+	h := &convlog.History{}
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Apply(nil, ev); err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, string(ev.AppendJSON(nil)))
+	}
+	return string(r.Header().Raw), lines, r.Stats()
+}
+
+func TestPublish(t *testing.T) {
+	for _, zst := range []bool{false, true} {
+		name := "plain"
+		if zst {
+			name = "zstd"
+		}
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			var src string
+			if zst {
+				src = writeZstdLog(t, dir, "s0.jsonl.zst", v0Log...)
+			} else {
+				src = writeLog(t, dir, "s0.jsonl", v0Log...)
+			}
+			before, _ := os.ReadFile(src)
+			old := time.Now().Add(-time.Hour).Truncate(time.Second)
+			os.Chtimes(src, old, old)
+			dst, err := Publish(src, PublishOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := filepath.Join(dir, "s0.v4.jsonl")
+			if zst {
+				want += ".zst"
+			}
+			if dst != want {
+				t.Fatalf("dst %s", dst)
+			}
+			sameFile(t, before, src)
+			if fi, _ := os.Stat(src); !fi.ModTime().Equal(old) {
+				t.Fatal("source mtime changed")
+			}
+			if fi, _ := os.Stat(dst); fi.Mode().Perm() != 0o600 {
+				t.Fatalf("mode %v", fi.Mode())
+			}
+			hdr, lines, st := readV4(t, dst)
+			wantHdr, wantLines := v0Expected()
+			if hdr != wantHdr || strings.Join(lines, "\n") != strings.Join(wantLines, "\n") {
+				t.Fatalf("published\n%s\n%s", hdr, strings.Join(lines, "\n"))
+			}
+			if zst && st.Frames != 2 {
+				t.Fatalf("%d frames", st.Frames)
+			}
+			noTemps(t, dir)
+			if zst {
+				if _, err := exec.LookPath("zstd"); err == nil {
+					out, err := exec.Command("zstd", "-dc", dst).Output()
+					if err != nil {
+						t.Fatalf("zstd -dc: %v", err)
+					}
+					if string(out) != hdr+"\n"+strings.Join(lines, "\n")+"\n" {
+						t.Fatalf("zstd -dc printed\n%s", out)
+					}
+				}
+			}
+
+			// Publishing again finds the identical successor and accepts it.
+			if d2, err := Publish(src, PublishOptions{}); err != nil || d2 != dst {
+				t.Fatalf("republish: %v", err)
+			}
+			noTemps(t, dir)
+
+			// A successor with other content is never overwritten.
+			if err := os.Remove(dst); err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(dst, []byte("something else\n"), 0o600)
+			_, err = Publish(src, PublishOptions{})
+			expectErr(t, err, `current session generation already exists at "`+dst+`"`, nil)
+			sameFile(t, []byte("something else\n"), dst)
+			noTemps(t, dir)
+			sameFile(t, before, src)
+		})
+	}
+}
+
+func TestPublishCompressionAndFrames(t *testing.T) {
+	dir := t.TempDir()
+	b := newLog(v3Header).start(1, 1)
+	big := strings.Repeat("x", 4000)
+	for i := 0; i < 700; i++ {
+		b.add("user/message", userMsg("u"+itoa(int64(i)), big), app)
+	}
+	src := writeLog(t, dir, "s.v3.jsonl", b.lines...)
+	z := convlog.Zstd
+	dst, err := Publish(src, PublishOptions{Compression: &z})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(dst) != "s.v4.jsonl.zst" {
+		t.Fatal(dst)
+	}
+	_, lines, st := readV4(t, dst)
+	if len(lines) != 702 || st.Frames < 4 || st.FramesWithoutChecksum != 0 {
+		t.Fatalf("%d events, %d frames, %d without checksum", len(lines), st.Frames, st.FramesWithoutChecksum)
+	}
+}
+
+func TestPublishSourceChanged(t *testing.T) {
+	cases := map[string]func(dir, src string){
+		"source appended": func(dir, src string) {
+			f, _ := os.OpenFile(src, os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString(`{"type":"step/end","seq":9,"time":1,"data":{"turn":1,"step":1}}` + "\n")
+			f.Close()
+		},
+		"source touched": func(dir, src string) {
+			now := time.Now().Add(time.Minute)
+			os.Chtimes(src, now, now)
+		},
+		"child added": func(dir, src string) {
+			writeLog(t, dir, "kid.v3.jsonl", `{"type":"session","version":3,"id":"kid","createdAt":5,"parentSession":"s","isSeeded":false,"origin":"subagent","delegationDepth":1}`)
+		},
+	}
+	for name, change := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := writeLog(t, dir, "s.v3.jsonl", v3Log().start(1, 1).add("user/message", userMsg("u", "x"), app).lines...)
+			_, err := Publish(src, PublishOptions{BeforePublish: func() { change(dir, src) }})
+			if !errors.Is(err, ErrSourceChanged) {
+				t.Fatalf("err %v", err)
+			}
+			if err.Error() != `historical session generation changed during migration: "`+src+`"` {
+				t.Fatal(err)
+			}
+			noTemps(t, dir)
+			if _, err := os.Stat(filepath.Join(dir, "s.v4.jsonl")); !os.IsNotExist(err) {
+				t.Fatal("published anyway")
+			}
+		})
+	}
+}
+
+func TestPublishFailures(t *testing.T) {
+	dir := t.TempDir()
+	v4 := writeLog(t, dir, "a.v4.jsonl", `{"type":"session","version":4,"id":"a","createdAt":1,"isSeeded":false,"delegationDepth":0}`)
+	if _, err := Publish(v4, PublishOptions{}); !errors.Is(err, ErrAlreadyCurrent) {
+		t.Fatal(err)
+	}
+	bad := writeLog(t, dir, "b.v3.jsonl", v3Log().start(1, 1).add("request/header", `{"header":{"tools":[{"deferLoading":true}]},"reason":"initial"}`).lines...)
+	before, _ := os.ReadFile(bad)
+	_, err := Publish(bad, PublishOptions{})
+	expectErr(t, err, "deferLoading", convlog.ErrUnsupported)
+	sameFile(t, before, bad)
+	if _, err := os.Stat(filepath.Join(dir, "b.v4.jsonl")); !os.IsNotExist(err) {
+		t.Fatal("published a refused log")
+	}
+	noTemps(t, dir)
+}
+
+func TestCollectChildren(t *testing.T) {
+	dir := t.TempDir()
+	child := func(id, parent string, v int, seeded bool) string {
+		h := `{"type":"session","version":` + itoa(int64(v)) + `,"id":"` + id + `","createdAt":` + itoa(int64(len(id))*10) + `,"parentSession":"` + parent + `"`
+		if v >= 2 {
+			h += `,"isSeeded":` + map[bool]string{true: "true", false: "false"}[seeded]
+		}
+		return h + `,"origin":"subagent","delegationDepth":1}`
+	}
+	desc := `{"mode":"one-shot","version":2,"provider":"p"}`
+	parent := v3Log().start(1, 1).add("user/message", userMsg("u", "x"), app)
+	writeLog(t, dir, "s.v3.jsonl", parent.lines...)
+	writeLog(t, dir, "ka.v3.jsonl", newLog(child("ka", "s", 3, false)).add("subagent/descriptor", desc).lines...)
+	writeLog(t, dir, "ka.jsonl", `{"type":"session","version":0,"id":"ka","createdAt":1,"delegationDepth":0}`) // older generation
+	writeLog(t, dir, "kbb.v2.jsonl", newLog(child("kbb", "s", 2, false)).add("acme/x", `{}`).lines...)         // unreadable body
+	writeLog(t, dir, "kccc.v3.jsonl", newLog(child("kccc", "s", 3, true)).
+		add("subagent/descriptor", desc).add("session/end-seed", `{"inherited":true}`).
+		add("subagent/descriptor", `{"mode":"continuable","version":3,"provider":"p","label":"L"}`).lines...)
+	writeLog(t, dir, "other.v3.jsonl", newLog(child("other", "nobody", 3, false)).lines...)
+	writeLog(t, dir, "metadata.v4.jsonl", `{"type":"conversation","version":4,"id":"c","createdAt":1}`)
+	os.WriteFile(filepath.Join(dir, "junk.v3.jsonl"), []byte("not json\n"), 0o600)
+
+	facts, err := CollectChildren(dir, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(facts) != 3 {
+		t.Fatalf("%+v", facts)
+	}
+	byID := map[string]ChildFact{}
+	for _, f := range facts {
+		byID[f.ChildID] = f
+	}
+	if f := byID["ka"]; f.DescriptorCount != 1 || string(f.Descriptor) != desc || f.ChildCreatedAt != 20 || f.Warning != "" {
+		t.Fatalf("ka %+v", f)
+	}
+	if f := byID["kbb"]; f.DescriptorCount != 0 || f.Warning == "" || len(Warnings(facts)) != 1 {
+		t.Fatalf("kbb %+v", f)
+	}
+	if f := byID["kccc"]; f.DescriptorCount != 1 || !strings.Contains(string(f.Descriptor), `"L"`) {
+		t.Fatalf("kccc %+v", f)
+	}
+
+	// Publishing the parent collects the same facts and completes its catalog.
+	var warned []string
+	dst, err := Publish(filepath.Join(dir, "s.v3.jsonl"), PublishOptions{Warn: func(s string) { warned = append(warned, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, lines, _ := readV4(t, dst)
+	cat := strings.Join(lines[3:], "\n")
+	want := `{"type":"subagent/catalog","seq":3,"time":102,"data":{"version":0,"childId":"ka","childCreatedAt":20,"mode":"one-shot"}}` + "\n" +
+		`{"type":"subagent/catalog","seq":4,"time":102,"data":{"version":1,"childId":"kbb","childCreatedAt":30,"mode":"unknown"}}` + "\n" +
+		`{"type":"subagent/catalog","seq":5,"time":102,"data":{"version":0,"childId":"kccc","childCreatedAt":40,"mode":"continuable","label":"L"}}`
+	if cat != want || len(warned) != 1 {
+		t.Fatalf("catalog\n%s\nwarnings %v", cat, warned)
+	}
+}

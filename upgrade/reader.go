@@ -1,0 +1,434 @@
+package upgrade
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/convkit/convkit/convlog"
+)
+
+// Options tune an upgrading Reader.
+type Options struct {
+	// Children are the facts about this session's direct subagent children
+	// that the v3→v4 step needs to complete the parent's subagent catalog
+	// (see CollectChildren). Nil means the session has no children.
+	Children []ChildFact
+	// MaxLineBytes bounds one source line (default
+	// convlog.DefaultMaxLineBytes).
+	MaxLineBytes int
+}
+
+// stage is one step of the chain. transform receives one event in the
+// stage's source coordinates and returns the events it produces, in target
+// coordinates; finish returns what the stage holds back or appends at the
+// end. The returned slice is valid until the stage's next call.
+type stage interface {
+	transform(e *event) ([]*event, error)
+	finish() ([]*event, error)
+}
+
+// srcInfo is what the stages need to know of the source header.
+type srcInfo struct {
+	id         string
+	createdAt  int64
+	parent     bool
+	seeded     bool
+	seedLength int64 // v0/v1: the inherited event count; -1 when unseeded
+}
+
+// Reader reads a log of any version 0 to 4 and yields version 4 events.
+// Nothing is written: the source is opened read-only, and the upgrade runs in
+// memory, one event at a time.
+type Reader struct {
+	path      string
+	src       *convlog.Reader
+	srcHeader *convlog.Header
+	header    *convlog.Header
+	stages    []stage
+	info      srcInfo
+
+	pending []*event
+	pi      int
+	done    bool
+	line    int64 // source line of the event being upgraded; 0 in finish
+	err     error
+
+	out convlog.Event
+	op  convlog.SurfaceOp
+}
+
+// Open opens the log at path read-only. A version 4 log is passed through
+// as it is; an older session log is upgraded step by step as it is read.
+func Open(path string, opts Options) (*Reader, error) {
+	src, err := convlog.Open(path, convlog.ReaderOptions{MaxLineBytes: opts.MaxLineBytes})
+	if err != nil {
+		return nil, err
+	}
+	r := &Reader{path: path, src: src, srcHeader: src.Header()}
+	h := r.srcHeader
+	if h.Version >= convlog.CurrentVersion {
+		r.header = h
+		return r, nil
+	}
+	if h.Type != convlog.SessionLog {
+		src.Close()
+		return nil, &Error{Path: path, Line: 1, Kind: convlog.ErrUnsupported,
+			Msg: fmt.Sprintf("a %s log of format v%d has no upgrade path: only session logs have versions older than v%d", h.Type, h.Version, convlog.CurrentVersion)}
+	}
+	r.info = srcInfo{id: h.ID, createdAt: h.CreatedAt, parent: h.ParentSession != "", seeded: h.IsSeeded, seedLength: -1}
+	if h.Version <= 1 {
+		r.info.seeded = h.SeedLength != nil
+		if h.SeedLength != nil {
+			r.info.seedLength = *h.SeedLength
+		}
+	}
+	if h.Version == 0 {
+		r.stages = append(r.stages, newV0V1(r.info))
+	}
+	if h.Version <= 1 {
+		r.stages = append(r.stages, newV1V2(r.info))
+	}
+	if h.Version <= 2 {
+		r.stages = append(r.stages, newV2V3(r.info))
+	}
+	r.stages = append(r.stages, newV3V4(r.info, opts.Children))
+	r.header = upgradeHeader(h)
+	return r, nil
+}
+
+// upgradeHeader returns the version 4 header of an older session header:
+// seedLength becomes isSeeded (v0/v1), the preset id "code" becomes "ptc"
+// (v0-v2); it is written in the version 4 key order.
+func upgradeHeader(h *convlog.Header) *convlog.Header {
+	n := *h
+	n.Raw = nil
+	n.Version = convlog.CurrentVersion
+	if h.Version <= 1 {
+		n.IsSeeded = h.SeedLength != nil
+		n.SeedLength = nil
+	}
+	if h.Version <= 2 && n.AgentPreset == "code" {
+		n.AgentPreset = "ptc"
+	}
+	return &n
+}
+
+// Header is the version 4 header of the upgraded log.
+func (r *Reader) Header() *convlog.Header { return r.header }
+
+// SourceHeader is the header as stored in the source.
+func (r *Reader) SourceHeader() *convlog.Header { return r.srcHeader }
+
+// SourceVersion is the source's format version.
+func (r *Reader) SourceVersion() int { return r.srcHeader.Version }
+
+// Compression is how the source is stored.
+func (r *Reader) Compression() convlog.Compression { return r.src.Compression() }
+
+// SourceStats reports what has been read of the source so far (torn tail
+// included, once Next has returned io.EOF).
+func (r *Reader) SourceStats() convlog.Stats { return r.src.Stats() }
+
+// Close releases the source.
+func (r *Reader) Close() error { return r.src.Close() }
+
+// Next returns the next version 4 event, or io.EOF after the last one. The
+// event and the slices it holds are valid until the following call.
+func (r *Reader) Next() (*convlog.Event, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.stages == nil {
+		ev, err := r.src.Next()
+		if err != nil {
+			r.err = err
+		}
+		return ev, err
+	}
+	for r.pi >= len(r.pending) {
+		r.pending, r.pi = r.pending[:0], 0
+		if r.done {
+			r.err = io.EOF
+			return nil, io.EOF
+		}
+		if err := r.step(); err != nil {
+			r.err = r.wrap(err)
+			return nil, r.err
+		}
+	}
+	e := r.pending[r.pi]
+	r.pending[r.pi] = nil
+	r.pi++
+	toConvlog(e, &r.out, &r.op)
+	return &r.out, nil
+}
+
+// step reads one source row and runs it through the chain, or finishes the
+// chain at the end of the source.
+func (r *Reader) step() error {
+	ce, err := r.src.Next()
+	if err == io.EOF {
+		r.done = true
+		r.line = 0
+		for i, s := range r.stages {
+			outs, err := s.finish()
+			if err != nil {
+				return err
+			}
+			if err := r.push(i+1, outs); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	r.line = r.src.Stats().Lines
+	evs, err := r.decode(ce)
+	if err != nil {
+		return err
+	}
+	return r.push(0, evs)
+}
+
+func (r *Reader) push(i int, evs []*event) error {
+	for _, e := range evs {
+		if i == len(r.stages) {
+			r.pending = append(r.pending, e)
+			continue
+		}
+		outs, err := r.stages[i].transform(e)
+		if err != nil {
+			return err
+		}
+		if err := r.push(i+1, outs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reader) wrap(err error) error {
+	var se *stageError
+	if errors.As(err, &se) {
+		return &Error{Path: r.path, Line: r.line, Msg: se.msg, Kind: se.kind}
+	}
+	return err
+}
+
+// decode turns one source row into chain events: a v0/v1 packed row into
+// its members, any other row into one event owning a copy of its data.
+func (r *Reader) decode(ce *convlog.Event) ([]*event, error) {
+	v := r.srcHeader.Version
+	if ce.Packed > 0 {
+		return expandPacked(ce)
+	}
+	e := &event{typ: ce.Type, seq: ce.Seq, time: ce.Time, data: bytes.Clone(ce.Data), ignorable: ce.Ignorable}
+	if v >= 3 {
+		if ce.SurfaceOp != nil {
+			e.op = &surfaceOp{replace: ce.SurfaceOp.Replace, start: ce.SurfaceOp.StartSeq, end: ce.SurfaceOp.EndSeq}
+		}
+		if ce.SourceEventSeqs != nil {
+			e.sources = append([]int64(nil), ce.SourceEventSeqs...)
+		}
+		return []*event{e}, nil
+	}
+	// Before v3 the reader checks only the envelope: the surface operation
+	// (and, before v2, the cited seqs) are read here.
+	var opRaw, srcRaw []byte
+	eachMember(ce.Raw, func(k, _, val []byte) bool {
+		switch string(k) {
+		case "surfaceOp":
+			opRaw = val
+		case "sourceEventSeqs":
+			srcRaw = val
+		}
+		return true
+	})
+	if opRaw != nil {
+		op, err := parseOldSurfaceOp(opRaw, e)
+		if err != nil {
+			return nil, err
+		}
+		e.op = op
+	}
+	if v == 2 {
+		if ce.SourceEventSeqs != nil {
+			e.sources = append([]int64(nil), ce.SourceEventSeqs...)
+		}
+	} else if srcRaw != nil {
+		s, err := parseSeqList(srcRaw, e)
+		if err != nil {
+			return nil, err
+		}
+		e.sources = s
+	}
+	return []*event{e}, nil
+}
+
+// parseOldSurfaceOp reads "append" or a replacement, spelled {op,start,end}
+// (v0-v2) or {op,startSeq,endSeq}.
+func parseOldSurfaceOp(raw []byte, e *event) (*surfaceOp, error) {
+	if strIs(raw, "append") {
+		return &surfaceOp{}, nil
+	}
+	bad := corrupt(`%s at seq %d: surfaceOp must be "append" or {"op":"replace","start":N,"end":M}`, e.typ, e.seq)
+	o, err := parseObject(raw)
+	if err != nil || len(o.m) != 3 || !strIs(o.get("op"), "replace") {
+		return nil, bad
+	}
+	s, e2 := o.get("start"), o.get("end")
+	if s == nil && e2 == nil {
+		s, e2 = o.get("startSeq"), o.get("endSeq")
+	}
+	start, ok1 := count(s)
+	end, ok2 := count(e2)
+	if !ok1 || !ok2 {
+		return nil, bad
+	}
+	if start > end || end >= e.seq {
+		return nil, corrupt("%s at seq %d replaces %d..%d, which is not an earlier span", e.typ, e.seq, start, end)
+	}
+	return &surfaceOp{replace: true, start: start, end: end}, nil
+}
+
+// parseSeqList reads a v0/v1 sourceEventSeqs list (numbers; [start,end]
+// pairs are expanded as well).
+func parseSeqList(raw []byte, e *event) ([]int64, error) {
+	out := []int64{}
+	var bad error
+	err := eachElement(raw, func(_ int, v []byte) bool {
+		if isArr(v) {
+			pair, err := arrayElems(v)
+			if err != nil || len(pair) != 2 {
+				bad = corrupt("%s at seq %d: sourceEventSeqs has a malformed range", e.typ, e.seq)
+				return false
+			}
+			a, ok1 := count(pair[0])
+			b, ok2 := count(pair[1])
+			if !ok1 || !ok2 || a > b || b >= e.seq || b-a > 1<<20 {
+				bad = corrupt("%s at seq %d: sourceEventSeqs has a malformed range", e.typ, e.seq)
+				return false
+			}
+			for s := a; s <= b; s++ {
+				out = append(out, s)
+			}
+			return true
+		}
+		s, ok := count(v)
+		if !ok || s >= e.seq {
+			bad = corrupt("%s at seq %d: sourceEventSeqs must be earlier seqs", e.typ, e.seq)
+			return false
+		}
+		out = append(out, s)
+		return true
+	})
+	if bad != nil {
+		return nil, bad
+	}
+	if err != nil {
+		return nil, corrupt("%s at seq %d: sourceEventSeqs must be an array", e.typ, e.seq)
+	}
+	return out, nil
+}
+
+// expandPacked turns a v0/v1 packed row (text-chunks, reasoning-chunks,
+// tool-call-chunks with seq0, time0 and data.dt) into its members: member k
+// is an assistant/chunk event with seq seq0+k and time time0+dt[0]+…+dt[k-1].
+func expandPacked(ce *convlog.Event) ([]*event, error) {
+	data := bytes.Clone(ce.Data)
+	var kind byte
+	switch ce.Type {
+	case "text-chunks":
+		kind = kindText
+	case "reasoning-chunks":
+		kind = kindReasoning
+	default:
+		kind = kindToolCall
+	}
+	bad := func(format string, args ...any) error {
+		return corrupt("packed %s row at seq %d: %s", ce.Type, ce.Seq, fmt.Sprintf(format, args...))
+	}
+	var turn, step, index, dt, texts, id, name []byte
+	var unexpected string
+	err := eachMember(data, func(k, _, v []byte) bool {
+		switch string(k) {
+		case "turn":
+			turn = v
+		case "step":
+			step = v
+		case "index":
+			index = v
+		case "dt":
+			dt = v
+		case "texts":
+			if kind == kindToolCall {
+				unexpected = "texts"
+				return false
+			}
+			texts = v
+		case "args":
+			if kind != kindToolCall {
+				unexpected = "args"
+				return false
+			}
+			texts = v
+		case "id":
+			if kind != kindToolCall {
+				unexpected = "id"
+				return false
+			}
+			id = v
+		case "name":
+			if kind != kindToolCall {
+				unexpected = "name"
+				return false
+			}
+			name = v
+		default:
+			unexpected = string(k)
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return nil, bad("data is not an object")
+	}
+	if unexpected != "" {
+		return nil, bad("data has unexpected member %q", unexpected)
+	}
+	if turn == nil || step == nil || index == nil || dt == nil || texts == nil || kind == kindToolCall && id == nil {
+		return nil, bad("data lacks a required member")
+	}
+	gaps, err := arrayElems(dt)
+	if err != nil {
+		return nil, bad("dt must be an array")
+	}
+	members, err := arrayElems(texts)
+	if err != nil {
+		return nil, bad("members must be an array")
+	}
+	if len(members) != len(gaps)+1 {
+		return nil, bad("%d members but %d time gaps", len(members), len(gaps))
+	}
+	out := make([]*event, len(members))
+	t := ce.Time
+	for k, m := range members {
+		if !isStr(m) {
+			return nil, bad("member %d is not a string", k)
+		}
+		if k > 0 {
+			g, ok := intVal(gaps[k-1])
+			if !ok {
+				return nil, bad("dt[%d] is not an integer", k-1)
+			}
+			t += g
+		}
+		out[k] = &event{typ: "assistant/chunk", seq: ce.Seq + int64(k), time: t,
+			chunk: &chunkDelta{turn: turn, step: step, kind: kind, index: index, text: m, id: id, name: name}}
+	}
+	return out, nil
+}

@@ -1,0 +1,200 @@
+package upgrade
+
+import (
+	"bytes"
+)
+
+// chunkDelta is one assistant text, reasoning or tool-call delta of a v0/v1
+// log, its members kept as raw JSON.
+type chunkDelta struct {
+	turn, step []byte
+	kind       byte // 't' text, 'r' reasoning, 'c' tool call
+	index      []byte
+	text       []byte // text (text, reasoning) or argumentsDelta (tool call): a raw JSON string
+	id, name   []byte // tool call; name nil when absent
+}
+
+const (
+	kindText      = 't'
+	kindReasoning = 'r'
+	kindToolCall  = 'c'
+)
+
+// encodeChunk appends the delta as a chunk object.
+func (d *chunkDelta) encodeChunk(dst []byte) []byte {
+	switch d.kind {
+	case kindText:
+		dst = append(dst, `{"type":"text-delta","index":`...)
+	case kindReasoning:
+		dst = append(dst, `{"type":"reasoning-delta","index":`...)
+	default:
+		dst = append(dst, `{"type":"tool-call-delta","index":`...)
+		dst = append(dst, d.index...)
+		dst = append(dst, `,"id":`...)
+		dst = append(dst, d.id...)
+		if d.name != nil {
+			dst = append(dst, `,"name":`...)
+			dst = append(dst, d.name...)
+		}
+		dst = append(dst, `,"argumentsDelta":`...)
+		dst = append(dst, d.text...)
+		return append(dst, '}')
+	}
+	dst = append(dst, d.index...)
+	dst = append(dst, `,"text":`...)
+	dst = append(dst, d.text...)
+	return append(dst, '}')
+}
+
+// encodeEvent returns the data of the assistant/chunk event the delta is.
+func (d *chunkDelta) encodeEvent() []byte {
+	b := append([]byte(`{"turn":`), d.turn...)
+	b = append(b, `,"step":`...)
+	b = append(b, d.step...)
+	b = append(b, `,"chunk":`...)
+	b = d.encodeChunk(b)
+	return append(b, '}')
+}
+
+// parseDelta reads a chunk object as a packable delta: exactly the members
+// of a text, reasoning or tool-call delta. Anything else is kept raw.
+func parseDelta(chunk []byte) (*chunkDelta, bool) {
+	d := &chunkDelta{}
+	var typ, text, args []byte
+	n, ok := 0, true
+	err := eachMember(chunk, func(k, _, v []byte) bool {
+		n++
+		switch string(k) {
+		case "type":
+			typ = v
+		case "index":
+			d.index = v
+		case "text":
+			text = v
+		case "argumentsDelta":
+			args = v
+		case "id":
+			d.id = v
+		case "name":
+			d.name = v
+		default:
+			ok = false
+			return false
+		}
+		return true
+	})
+	if err != nil || !ok || d.index == nil {
+		return nil, false
+	}
+	switch {
+	case strIs(typ, "text-delta") && n == 3 && isStr(text):
+		d.kind, d.text = kindText, text
+	case strIs(typ, "reasoning-delta") && n == 3 && isStr(text):
+		d.kind, d.text = kindReasoning, text
+	case strIs(typ, "tool-call-delta") && text == nil && isStr(args) && d.id != nil &&
+		(n == 4 && d.name == nil || n == 5 && d.name != nil):
+		d.kind, d.text = kindToolCall, args
+	default:
+		return nil, false
+	}
+	return d, true
+}
+
+// streamBuilder compacts a sequence of timed chunks into the stream records
+// of versions 2 and later: runs of deltas of the same kind and index (and,
+// for tool calls, id and name) become one text-chunks, reasoning-chunks or
+// tool-call-chunks record with time0 and the gaps dt; every other chunk is a
+// {"type":"chunk","time","chunk"} record. Token boundaries are kept: texts
+// are never joined.
+type streamBuilder struct {
+	buf     []byte // records so far, comma separated
+	records int
+
+	open            bool
+	kind            byte
+	index, id, name []byte
+	time0, last     int64
+	dt, texts       []byte
+}
+
+func (b *streamBuilder) sep() {
+	if b.records > 0 {
+		b.buf = append(b.buf, ',')
+	}
+	b.records++
+}
+
+func (b *streamBuilder) closeRun() {
+	if !b.open {
+		return
+	}
+	b.open = false
+	b.sep()
+	switch b.kind {
+	case kindText:
+		b.buf = append(b.buf, `{"type":"text-chunks","time0":`...)
+	case kindReasoning:
+		b.buf = append(b.buf, `{"type":"reasoning-chunks","time0":`...)
+	default:
+		b.buf = append(b.buf, `{"type":"tool-call-chunks","time0":`...)
+	}
+	b.buf = appendInt(b.buf, b.time0)
+	b.buf = append(b.buf, `,"index":`...)
+	b.buf = append(b.buf, b.index...)
+	b.buf = append(b.buf, `,"dt":[`...)
+	b.buf = append(b.buf, b.dt...)
+	b.buf = append(b.buf, ']')
+	if b.kind == kindToolCall {
+		b.buf = append(b.buf, `,"id":`...)
+		b.buf = append(b.buf, b.id...)
+		if b.name != nil {
+			b.buf = append(b.buf, `,"name":`...)
+			b.buf = append(b.buf, b.name...)
+		}
+		b.buf = append(b.buf, `,"args":[`...)
+	} else {
+		b.buf = append(b.buf, `,"texts":[`...)
+	}
+	b.buf = append(b.buf, b.texts...)
+	b.buf = append(b.buf, "]}"...)
+	b.dt, b.texts = b.dt[:0], b.texts[:0]
+}
+
+func (b *streamBuilder) addDelta(t int64, d *chunkDelta) {
+	if b.open && b.kind == d.kind && bytes.Equal(b.index, d.index) &&
+		(d.kind != kindToolCall || bytes.Equal(b.id, d.id) && (b.name == nil) == (d.name == nil) && bytes.Equal(b.name, d.name)) {
+		if len(b.dt) > 0 {
+			b.dt = append(b.dt, ',')
+		}
+		b.dt = appendInt(b.dt, t-b.last)
+		b.texts = append(b.texts, ',')
+		b.texts = append(b.texts, d.text...)
+		b.last = t
+		return
+	}
+	b.closeRun()
+	b.open = true
+	b.kind, b.index, b.id, b.name = d.kind, d.index, d.id, d.name
+	b.time0, b.last = t, t
+	b.texts = append(b.texts[:0], d.text...)
+	b.dt = b.dt[:0]
+}
+
+func (b *streamBuilder) addRaw(t int64, chunk []byte) {
+	b.closeRun()
+	b.sep()
+	b.buf = append(b.buf, `{"type":"chunk","time":`...)
+	b.buf = appendInt(b.buf, t)
+	b.buf = append(b.buf, `,"chunk":`...)
+	b.buf = append(b.buf, chunk...)
+	b.buf = append(b.buf, '}')
+}
+
+// bytes returns the stream as a JSON array.
+func (b *streamBuilder) bytes() []byte {
+	b.closeRun()
+	out := make([]byte, 0, len(b.buf)+2)
+	out = append(out, '[')
+	out = append(out, b.buf...)
+	return append(out, ']')
+}

@@ -1,0 +1,424 @@
+package upgrade
+
+import (
+	"bytes"
+	"sort"
+	"unicode/utf16"
+)
+
+// v3v4 is the v3→v4 step (the released DSH rules, §4.2 of the reference):
+// the event-type gate, tool results lifted to tool-role messages, plugin
+// message sources turned into producer kinds, unknown content tags
+// namespaced, deferLoading refused, interrupted turns closed, the parent's
+// subagent catalog completed from its children, delivery markers and the
+// seeded-session cut checked.
+type v3v4 struct {
+	info     srcInfo
+	children []ChildFact
+	catalogs [][]byte // own subagent/catalog payloads after the latest inherited cut
+	cutSet   bool
+	cut      int64 // target seq of the last inherited end-seed marker
+	srcCut   int64
+	m        seqMap
+	next     int64
+	time     int64
+	foreign  int64 // seq of the last delivery marker naming another session; -1 when none
+	restart  restartTracker
+	out      []*event
+}
+
+func newV3V4(info srcInfo, children []ChildFact) *v3v4 {
+	c := append([]ChildFact(nil), children...)
+	sort.SliceStable(c, func(i, j int) bool {
+		if c[i].ChildCreatedAt != c[j].ChildCreatedAt {
+			return c[i].ChildCreatedAt < c[j].ChildCreatedAt
+		}
+		return lessUTF16(c[i].ChildID, c[j].ChildID)
+	})
+	return &v3v4{info: info, children: c, time: info.createdAt, foreign: -1, srcCut: -1}
+}
+
+// lessUTF16 orders strings by UTF-16 code units, as JavaScript does.
+func lessUTF16(a, b string) bool {
+	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
+	for i := 0; i < len(ua) && i < len(ub); i++ {
+		if ua[i] != ub[i] {
+			return ua[i] < ub[i]
+		}
+	}
+	return len(ua) < len(ub)
+}
+
+func (s *v3v4) transform(e *event) ([]*event, error) {
+	s.out = s.out[:0]
+	if t, ok := s.restart.observe(e); ok {
+		ev := interruptedTurnEnd(t, e.time)
+		ev.seq = s.next
+		s.next++
+		s.out = append(s.out, ev)
+	}
+	target := s.next
+	s.next++
+	s.time = e.time
+	switch e.typ {
+	case "session/end-seed":
+		if string(memberOf(e.payload(), "inherited")) == "true" {
+			if !s.info.seeded {
+				return nil, corrupt("unseeded format v3 Session contains an inherited end-seed marker")
+			}
+			s.srcCut, s.cut, s.cutSet = e.seq, target, true
+			s.catalogs = s.catalogs[:0]
+		}
+	case "subagent/catalog":
+		s.catalogs = append(s.catalogs, bytes.Clone(e.payload()))
+	case "session-log-deepseek/delivery-accepted":
+		if err := s.delivery(e); err != nil {
+			return nil, err
+		}
+	}
+	if !releasedV3Types[e.typ] {
+		if !e.ignorable {
+			return nil, refusal("format v3 contains unknown event type %s at seq %d", jsonString(e.typ), e.seq)
+		}
+		// Unknown ignorable events stay opaque: only their seq moves.
+		e.typ = "plugin:" + e.typ
+		s.m.add(e.seq, target)
+		e.seq = target
+		s.out = append(s.out, e)
+		return s.out, nil
+	}
+	if target != e.seq {
+		if err := remapRefs(e, &s.m, func(ref int64) error {
+			return corrupt("V3 reference must name an earlier source event")
+		}); err != nil {
+			return nil, err
+		}
+	}
+	s.m.add(e.seq, target)
+	if err := s.rewrite(e); err != nil {
+		return nil, err
+	}
+	e.seq = target
+	s.out = append(s.out, e)
+	return s.out, nil
+}
+
+// rewrite applies the payload rules to a first-party event (seq still in
+// source coordinates). The data is parsed once, and re-encoded only when a
+// rule changed something.
+func (s *v3v4) rewrite(e *event) error {
+	subject := "format v3 " + e.typ + " at seq " + itoa(e.seq)
+	switch e.typ {
+	case "user/message":
+		nm, err := s.message(e, e.payload(), subject)
+		if err != nil {
+			return err
+		}
+		if nm != nil {
+			e.data = nm
+		}
+		return nil
+	case "request/header":
+		if !bytes.Contains(e.payload(), []byte("deferLoading")) {
+			return nil
+		}
+		tools, err := arrayElems(memberOf(memberOf(e.payload(), "header"), "tools"))
+		if err != nil {
+			return nil
+		}
+		for i, t := range tools {
+			if isObj(t) && memberOf(t, "deferLoading") != nil {
+				return refusal("%s.header.tools[%d] contains deferLoading, which is only defined in V4", subject, i)
+			}
+		}
+		return nil
+	case "system/message", "developer/message", "assistant/message", "tool/result",
+		"agent/inbox/spliced", "session/title-llm-request",
+		"compaction/summary", "tool/ptc-dispatch", "team/message/queued", "assistant/attempt":
+	default:
+		return nil
+	}
+	d, err := parseObject(e.payload())
+	if err != nil {
+		return corrupt("%s: data must be an object", subject)
+	}
+	changed := false
+	setIf := func(key string, v []byte) {
+		if v != nil {
+			d.set(key, v)
+			changed = true
+		}
+	}
+	switch e.typ {
+	case "system/message", "developer/message", "assistant/message", "tool/result":
+		msg := d.get("message")
+		if !isObj(msg) {
+			return corrupt("%s at seq %d requires a message", e.typ, e.seq)
+		}
+		nm, err := s.message(e, msg, subject)
+		if err != nil {
+			return err
+		}
+		setIf("message", nm)
+	case "agent/inbox/spliced", "session/title-llm-request":
+		key := "inserted"
+		if e.typ == "session/title-llm-request" {
+			key = "messages"
+		}
+		elems, err := arrayElems(d.get(key))
+		if err != nil {
+			return corrupt("%s at seq %d requires a message array", e.typ, e.seq)
+		}
+		any := false
+		for i, el := range elems {
+			if !isObj(el) {
+				return corrupt("%s at seq %d requires message objects", e.typ, e.seq)
+			}
+			nm, err := s.message(e, el, subject)
+			if err != nil {
+				return err
+			}
+			if nm != nil {
+				elems[i], any = nm, true
+			}
+		}
+		if any {
+			setIf(key, encodeArray(nil, elems))
+		}
+	case "compaction/summary":
+		c, err := migrateContent(d.get("summary"), subject+".summary")
+		if err != nil {
+			return err
+		}
+		setIf("summary", c)
+		if d.has("rawOutput") {
+			c, err := migrateContent(d.get("rawOutput"), subject+".rawOutput")
+			if err != nil {
+				return err
+			}
+			setIf("rawOutput", c)
+		}
+	case "tool/ptc-dispatch":
+		c, err := migrateContent(d.get("content"), subject+".content")
+		if err != nil {
+			return err
+		}
+		setIf("content", c)
+	case "team/message/queued":
+		if m := d.get("message"); isObj(m) {
+			nm, err := migrateMessageContent(m, subject)
+			if err != nil {
+				return err
+			}
+			setIf("message", nm)
+		}
+	}
+	if e.typ == "assistant/message" || e.typ == "assistant/attempt" {
+		if st := d.get("stream"); isArr(st) {
+			ns, err := migrateStream(st, subject)
+			if err != nil {
+				return err
+			}
+			setIf("stream", ns)
+		}
+	}
+	if changed {
+		e.data = d.bytes()
+	}
+	return nil
+}
+
+// message applies the message rules: the source rewrite, the tool-result
+// lift (on tool/result), the content tags. It returns nil when nothing
+// changed.
+func (s *v3v4) message(e *event, msg []byte, subject string) ([]byte, error) {
+	o, err := parseObject(msg)
+	if err != nil {
+		return nil, corrupt("%s: message must be an object", subject)
+	}
+	role, _ := str(o.get("role"))
+	changed := false
+	ns, err := rewriteSource(o.get("source"), role, e.seq)
+	if err != nil {
+		return nil, err
+	}
+	if ns != nil {
+		o.set("source", ns)
+		changed = true
+	}
+	if e.typ == "tool/result" && role == "user" {
+		cur := msg
+		if changed {
+			cur = o.bytes()
+		}
+		lifted, err := liftToolResult(cur, e.seq)
+		if err != nil {
+			return nil, err
+		}
+		if nc, err := migrateMessageContent(lifted, subject); err != nil || nc != nil {
+			return nc, err
+		}
+		return lifted, nil
+	}
+	c, err := migrateContent(o.get("content"), subject)
+	if err != nil {
+		return nil, err
+	}
+	if c != nil {
+		o.set("content", c)
+		changed = true
+	}
+	if !changed {
+		return nil, nil
+	}
+	return o.bytes(), nil
+}
+
+func roleOf(msg []byte) string {
+	r, _ := str(memberOf(msg, "role"))
+	return r
+}
+
+// migrateStream namespaces the block types that raw chunk records of an
+// embedded stream carry: block-start blockType and block-end block.type.
+func migrateStream(stream []byte, subject string) ([]byte, error) {
+	elems, err := arrayElems(stream)
+	if err != nil {
+		return nil, corrupt("%s stream must be an array", subject)
+	}
+	changed := false
+	for i, entry := range elems {
+		if !isObj(entry) || !strIs(memberOf(entry, "type"), "chunk") {
+			continue
+		}
+		chunk := memberOf(entry, "chunk")
+		if !isObj(chunk) {
+			continue
+		}
+		path := subject + ".stream[" + itoa(int64(i)) + "]"
+		var nc []byte
+		switch t := memberOf(chunk, "type"); {
+		case strIs(t, "block-end"):
+			nb, err := migrateBlock(memberOf(chunk, "block"), path+".block")
+			if err != nil {
+				return nil, err
+			}
+			if nb != nil {
+				co, _ := parseObject(chunk)
+				co.set("block", nb)
+				nc = co.bytes()
+			}
+		case strIs(t, "block-start"):
+			bt, ok := str(memberOf(chunk, "blockType"))
+			if !ok {
+				return nil, corrupt("%s blockType must be a string", path)
+			}
+			if !contentKinds[bt] {
+				co, _ := parseObject(chunk)
+				co.set("blockType", jsonString("plugin:"+bt))
+				nc = co.bytes()
+			}
+		}
+		if nc != nil {
+			eo, _ := parseObject(entry)
+			eo.set("chunk", nc)
+			elems[i], changed = eo.bytes(), true
+		}
+	}
+	if !changed {
+		return nil, nil
+	}
+	return encodeArray(make([]byte, 0, len(stream)+16), elems), nil
+}
+
+// delivery checks a session-log-deepseek/delivery-accepted marker.
+func (s *v3v4) delivery(e *event) error {
+	d := e.payload()
+	if !isObj(d) {
+		return corrupt("delivery-accepted data must be an object")
+	}
+	version := int64(0)
+	if v := memberOf(d, "sessionFormatVersion"); v != nil {
+		var ok bool
+		if version, ok = count(v); !ok {
+			return corrupt("delivery sessionFormatVersion must be a non-negative integer")
+		}
+	}
+	if version == 4 {
+		return refusal("format v3 delivery marker claims target format v4")
+	}
+	if version != 3 {
+		return nil
+	}
+	through, ok := count(memberOf(d, "throughSeq"))
+	if !ok {
+		return corrupt("delivery throughSeq must be a non-negative integer")
+	}
+	if through >= e.seq {
+		return corrupt("delivery throughSeq must precede its marker")
+	}
+	id, ok := str(memberOf(d, "sessionId"))
+	if !ok || id == "" {
+		return corrupt("delivery requires a nonempty Session id")
+	}
+	if id != s.info.id {
+		s.foreign = e.seq
+	}
+	return nil
+}
+
+func (s *v3v4) finish() ([]*event, error) {
+	s.out = s.out[:0]
+	if !s.info.seeded {
+		s.cutSet, s.srcCut = true, 0
+	}
+	if !s.cutSet {
+		return nil, corrupt("seeded format v3 Session lacks an inherited end-seed marker (V3 inherited event count)")
+	}
+	existing := map[string]*catalogEntry{}
+	for _, data := range s.catalogs {
+		c, err := parseCatalogFact(data, "subagent/catalog")
+		if err != nil {
+			return nil, err
+		}
+		if existing[c.childID] != nil {
+			return nil, refusal("duplicate catalog child %s", c.childID)
+		}
+		existing[c.childID] = c
+	}
+	if s.foreign >= 0 && (!s.info.parent || s.foreign >= s.srcCut) {
+		return nil, corrupt("current-generation delivery marker names the wrong Session")
+	}
+	for i := range s.children {
+		ch := &s.children[i]
+		if ch.ChildCreatedAt < 0 || ch.DescriptorCount < 0 {
+			return nil, refusal("%s: catalog migration requires historical child identity and descriptor evidence", ch.subject())
+		}
+		fact, err := ch.catalogFact()
+		if err != nil {
+			return nil, err
+		}
+		if ex := existing[ch.ChildID]; ex != nil {
+			if ex.createdAt != ch.ChildCreatedAt ||
+				fact != nil && (ex.mode != fact.mode || ex.hasLabel != fact.hasLabel || ex.label != fact.label) {
+				return nil, refusal("%s conflicts with its parent catalog", ch.subject())
+			}
+			continue
+		}
+		var data []byte
+		if fact != nil {
+			data = fact.raw
+		} else {
+			fact = &catalogEntry{childID: ch.ChildID, createdAt: ch.ChildCreatedAt, mode: "unknown"}
+			data = []byte(`{"version":1,"childId":`)
+			data = appendString(data, ch.ChildID)
+			data = append(data, `,"childCreatedAt":`...)
+			data = appendInt(data, ch.ChildCreatedAt)
+			data = append(data, `,"mode":"unknown"}`...)
+		}
+		existing[ch.ChildID] = fact
+		s.out = append(s.out, &event{typ: "subagent/catalog", seq: s.next, time: s.time, data: data})
+		s.next++
+	}
+	return s.out, nil
+}

@@ -1,0 +1,111 @@
+package upgrade
+
+// The closed event vocabularies of the released versions 0 to 3. An event
+// of another type is refused by the step that reads that version (before v3
+// even when it is marked ignorable; in v3 unknown ignorable events become
+// plugin:<type>).
+
+func set(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// v0Types is the released v0/v1 inventory (after the v0 legacy renames),
+// with the feedback message events that v2 admits outside its inventory.
+var v0Types = set(
+	"agent-preset/selected", "agent/inbox/spliced", "approval/asked", "approval/decided", "approval/policy",
+	"assistant/chunk", "assistant/message", "command/done", "command/run", "compaction/end",
+	"compaction/prune", "compaction/start", "compaction/summary", "feedback/record", "goal/change",
+	"hook/invoked", "hook/result", "llm/retry", "llm/retry-started", "model/selection", "permission/preset",
+	"plan/mode", "request/context", "request/header", "sandbox/mode", "schedule/change",
+	"session-log-deepseek/delivery-accepted", "session/end-seed", "session/title", "session/title-llm-request",
+	"step/end", "step/start", "subagent/descriptor", "subagent/model-selection-policy", "team/member",
+	"team/message/delivered", "team/message/queued", "team/task", "todo/write", "tool-workflow/agent-end",
+	"tool-workflow/agent-start", "tool-workflow/run-end", "tool-workflow/run-start", "tool/call",
+	"tool/code-dispatch", "tool/code-dispatch-start", "tool/result", "turn/end", "turn/start", "user/message",
+	"web/deepseek-search-llm-request",
+	"feedback/message-put", "feedback/message-delete",
+)
+
+// v2Types is the released v2 inventory: v1 less top-level assistant/chunk,
+// plus assistant/attempt.
+var v2Types = func() map[string]bool {
+	m := map[string]bool{}
+	for k := range v0Types {
+		if k != "assistant/chunk" {
+			m[k] = true
+		}
+	}
+	m["assistant/attempt"] = true
+	return m
+}()
+
+// releasedV3Types is RELEASED_V3_EVENT_TYPES: the 58 names of the released
+// v3 vocabulary.
+var releasedV3Types = set(
+	"agent-preset/selected", "agent/inbox/spliced", "approval/asked", "approval/decided", "approval/policy",
+	"assistant/attempt", "assistant/message", "command/done", "command/run", "compaction/end",
+	"compaction/prune", "compaction/start", "compaction/summary", "deliverables/presented",
+	"feedback/message-delete", "feedback/message-put", "feedback/record", "goal/change", "hook/invoked",
+	"hook/result", "image/offload", "llm/retry", "llm/retry-started", "model/selection", "permission/preset",
+	"plan/mode", "request/context", "request/header", "sandbox/mode", "schedule/change",
+	"session-log-deepseek/delivery-accepted", "session/end-seed", "session/title", "session/title-llm-request",
+	"step/end", "step/start", "subagent/catalog", "subagent/descriptor", "subagent/model-selection-policy",
+	"system/message", "team/member", "team/message/delivered", "team/message/queued", "team/task",
+	"todo/write", "tool-workflow/agent-end", "tool-workflow/agent-start", "tool-workflow/run-end",
+	"tool-workflow/run-start", "tool/call", "tool/ptc-dispatch", "tool/ptc-dispatch-start", "tool/result",
+	"turn/end", "turn/start", "user/message", "web/deepseek-search-llm-request", "workspace/changes",
+)
+
+// contentKinds are the content block types of versions 2 and 3.
+var contentKinds = set("text", "reasoning", "image", "file", "tool-call", "tool-result")
+
+// restartTracker recognises the legacy restart pattern: a turn is open, no
+// step is open, the previous event was a non-empty agent/inbox/spliced with
+// target "next-turn", and the event is the turn/start of the next turn. The
+// open turn was interrupted and is closed before that turn/start.
+type restartTracker struct {
+	turn     int64
+	open     bool
+	stepOpen bool
+	spliced  bool
+}
+
+// observe returns the turn to close before e, if any.
+func (t *restartTracker) observe(e *event) (int64, bool) {
+	var next int64
+	hasTurn := false
+	if e.typ == "turn/start" {
+		next, hasTurn = count(memberOf(e.payload(), "turn"))
+	}
+	closeTurn, interrupted := t.turn, e.typ == "turn/start" && t.open && !t.stepOpen && t.spliced && hasTurn && next == t.turn+1
+	t.spliced = false
+	if e.typ == "agent/inbox/spliced" {
+		d := e.payload()
+		ins := memberOf(d, "inserted")
+		t.spliced = strIs(memberOf(d, "target"), "next-turn") && isArr(ins) && !emptyArr(ins)
+	}
+	switch e.typ {
+	case "turn/start":
+		if hasTurn {
+			t.turn, t.open = next, true
+		}
+	case "turn/end":
+		t.open = false
+	case "step/start":
+		t.stepOpen = true
+	case "step/end":
+		t.stepOpen = false
+	}
+	return closeTurn, interrupted
+}
+
+// interruptedTurnEnd builds the turn/end that closes an interrupted turn.
+func interruptedTurnEnd(turn, time int64) *event {
+	d := appendInt([]byte(`{"turn":`), turn)
+	d = append(d, `,"reason":{"kind":"interrupted"}}`...)
+	return &event{typ: "turn/end", time: time, data: d}
+}
