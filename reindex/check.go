@@ -69,7 +69,7 @@ func Check(ctx context.Context, dataDir string, opts Options) (*CheckResult, err
 	}
 	seen := map[string]bool{}
 	opts.Progress.SetTotal(int64(len(tree.Conversations)))
-	err = build(ctx, tree.Conversations, present, opts.Jobs, func(b *built) error {
+	err = build(ctx, tree.Conversations, present, opts, func(b *built) error {
 		defer opts.Progress.Add(1)
 		id := b.dir.ID
 		seen[id] = true

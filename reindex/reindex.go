@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -40,6 +41,9 @@ type Options struct {
 	// Log receives one line per skipped conversation and per finished
 	// deletion as they happen (nil: nothing).
 	Log io.Writer
+	// NoText leaves message text out of the index (no search); it exists to
+	// measure what the search index costs.
+	NoText bool
 }
 
 // Skip is a conversation reindex could not index, and why.
@@ -103,6 +107,7 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 		res.Skipped = append(res.Skipped, Skip{Path: p.Path, Reason: p.Reason})
 		fmt.Fprintf(opts.Log, "SKIPPED %s: %s\n", p.Path, p.Reason)
 	}
+	removeStaleTemps(dataDir, opts.Log)
 	tmp, err := newTempIndex(dataDir)
 	if err != nil {
 		return nil, err
@@ -128,7 +133,7 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 		present[c.ID] = true
 	}
 	opts.Progress.SetTotal(int64(len(tree.Conversations)))
-	err = build(ctx, tree.Conversations, present, opts.Jobs, func(b *built) error {
+	err = build(ctx, tree.Conversations, present, opts, func(b *built) error {
 		defer opts.Progress.Add(1)
 		switch {
 		case b.deleting:
@@ -183,6 +188,24 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	return res, nil
 }
 
+// removeStaleTemps removes the temporary databases a killed reindex left.
+// The caller holds runtime.lock, so no other reindex is writing one.
+func removeStaleTemps(dataDir string, log io.Writer) {
+	ents, err := os.ReadDir(dataDir)
+	if err != nil {
+		return
+	}
+	prefix := "." + store.IndexFileName + "."
+	for _, e := range ents {
+		n := e.Name()
+		if e.Type().IsRegular() && strings.HasPrefix(n, prefix) && (durable.IsTemp(n) || strings.Contains(n, durable.TempSuffix+"-")) {
+			if os.Remove(filepath.Join(dataDir, n)) == nil {
+				fmt.Fprintf(log, "REMOVED %s: left by an interrupted reindex\n", filepath.Join(dataDir, n))
+			}
+		}
+	}
+}
+
 // newTempIndex names a fresh temporary database beside metadata.db.
 func newTempIndex(dataDir string) (string, error) {
 	if err := durable.MkdirAll(dataDir); err != nil {
@@ -216,7 +239,8 @@ func swap(tmp, final string) error {
 
 // build reads conversations with at most jobs at once and hands each result
 // to sink in the order of convs. sink runs in the caller's goroutine.
-func build(ctx context.Context, convs []store.ConversationDir, present map[string]bool, jobs int, sink func(*built) error) error {
+func build(ctx context.Context, convs []store.ConversationDir, present map[string]bool, opts Options, sink func(*built) error) error {
+	jobs := opts.Jobs
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	results := make([]chan *built, len(convs))
@@ -235,7 +259,7 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 			wg.Add(1)
 			go func(i int, c store.ConversationDir) {
 				defer wg.Done()
-				results[i] <- readConversation(c, present)
+				results[i] <- readConversation(c, present, !opts.NoText)
 			}(i, c)
 		}
 	}()
@@ -256,7 +280,15 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 }
 
 // readConversation replays one conversation's logs into index rows.
-func readConversation(c store.ConversationDir, present map[string]bool) *built {
+func readConversation(c store.ConversationDir, present map[string]bool, withText bool) *built {
+	return readConversationWith(c, func(id string) bool { return present[id] }, withText)
+}
+
+// osLstat is os.Lstat, named for the few places that only ask whether a
+// path exists without following links.
+var osLstat = os.Lstat
+
+func readConversationWith(c store.ConversationDir, present func(string) bool, withText bool) *built {
 	b := &built{dir: c}
 	skip := func(path, format string, args ...any) *built {
 		b.skip = &Skip{ID: c.ID, Path: path, Reason: fmt.Sprintf(format, args...)}
@@ -287,7 +319,7 @@ func readConversation(c store.ConversationDir, present map[string]bool) *built {
 		return b
 	}
 	for _, dep := range store.Dependencies(info) {
-		if !present[dep] {
+		if !present(dep) {
 			return skip(convLog.Path, "fork source %q is missing: this conversation reads older history from it", dep)
 		}
 	}
@@ -312,7 +344,7 @@ func readConversation(c store.ConversationDir, present map[string]bool) *built {
 		if si := info.Session(l.ID); si != nil {
 			sess.Agent, sess.Model, sess.ParentSession = si.Agent, si.Model, si.ParentSession
 		}
-		msgs, st, h, err := readSession(l.Path, l.ID)
+		msgs, st, h, err := readSession(l.Path, l.ID, withText)
 		if err != nil {
 			reason := "unreadable session log"
 			if errors.Is(err, convlog.ErrUnsupported) {
@@ -345,7 +377,7 @@ func fingerprint(h io.Writer, path string) {
 
 // readSession reads one session log to its end: its stats and the text of
 // its user and assistant messages.
-func readSession(path, sessionID string) ([]index.Message, convlog.Stats, *convlog.Header, error) {
+func readSession(path, sessionID string, withText bool) ([]index.Message, convlog.Stats, *convlog.Header, error) {
 	r, err := convlog.Open(path, convlog.ReaderOptions{})
 	if err != nil {
 		return nil, convlog.Stats{}, nil, err
@@ -360,7 +392,7 @@ func readSession(path, sessionID string) ([]index.Message, convlog.Stats, *convl
 		if err != nil {
 			return nil, convlog.Stats{}, nil, err
 		}
-		if e.Type != convlog.TypeUserMessage && e.Type != convlog.TypeAssistantMessage {
+		if !withText || (e.Type != convlog.TypeUserMessage && e.Type != convlog.TypeAssistantMessage) {
 			continue
 		}
 		raw := convlog.MessageOf(e)
