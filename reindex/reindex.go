@@ -15,8 +15,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strings"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
