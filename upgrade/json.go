@@ -213,7 +213,7 @@ func keyBytes(raw []byte) []byte {
 // member is one member of an ordered object.
 type member struct {
 	rawKey []byte // as written, with quotes; nil for a member added here
-	key    string
+	key    []byte // decoded
 	val    []byte
 }
 
@@ -225,7 +225,7 @@ type object struct {
 func parseObject(b []byte) (*object, error) {
 	o := &object{m: make([]member, 0, 8)}
 	err := eachMember(b, func(key, rawKey, val []byte) bool {
-		o.m = append(o.m, member{rawKey: rawKey, key: string(key), val: val})
+		o.m = append(o.m, member{rawKey: rawKey, key: key, val: val})
 		return true
 	})
 	if err != nil {
@@ -236,7 +236,7 @@ func parseObject(b []byte) (*object, error) {
 
 func (o *object) index(key string) int {
 	for i := range o.m {
-		if o.m[i].key == key {
+		if string(o.m[i].key) == key {
 			return i
 		}
 	}
@@ -259,7 +259,7 @@ func (o *object) set(key string, val []byte) {
 		o.m[i].val = val
 		return
 	}
-	o.m = append(o.m, member{key: key, val: val})
+	o.m = append(o.m, member{key: []byte(key), val: val})
 }
 
 // remove deletes key; it reports whether it was there.
@@ -272,12 +272,6 @@ func (o *object) remove(key string) bool {
 	return true
 }
 
-// rename changes a member's key, keeping its position.
-func (o *object) rename(i int, key string) {
-	o.m[i].key = key
-	o.m[i].rawKey = nil
-}
-
 // encode appends the object, compact.
 func (o *object) encode(dst []byte) []byte {
 	dst = append(dst, '{')
@@ -288,7 +282,7 @@ func (o *object) encode(dst []byte) []byte {
 		if m.rawKey != nil {
 			dst = append(dst, m.rawKey...)
 		} else {
-			dst = appendString(dst, m.key)
+			dst = appendString(dst, string(m.key))
 		}
 		dst = append(dst, ':')
 		dst = append(dst, m.val...)
@@ -296,7 +290,13 @@ func (o *object) encode(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-func (o *object) bytes() []byte { return o.encode(nil) }
+func (o *object) bytes() []byte {
+	n := 2
+	for _, m := range o.m {
+		n += len(m.rawKey) + len(m.key) + 4 + len(m.val)
+	}
+	return o.encode(make([]byte, 0, n))
+}
 
 // encodeArray appends a JSON array of raw elements.
 func encodeArray(dst []byte, elems [][]byte) []byte {

@@ -311,20 +311,22 @@ func liftToolResult(msg []byte, seq int64) ([]byte, error) {
 	if !strIs(o.get("role"), "user") {
 		return nil, nil
 	}
-	fail := corrupt("format v3 tool/result at seq %d requires exactly one tool-result wrapper matching its tool source", seq)
+	fail := func() error {
+		return corrupt("format v3 tool/result at seq %d requires exactly one tool-result wrapper matching its tool source", seq)
+	}
 	id, okID := str(o.get("id"))
 	source := o.get("source")
 	callID, okCall := str(memberOf(source, "callId"))
 	if !okID || id == "" || !isObj(source) || !strIs(memberOf(source, "kind"), "tool") || !okCall || callID == "" {
-		return nil, fail
+		return nil, fail()
 	}
 	blocks, err := arrayElems(o.get("content"))
 	if err != nil || len(blocks) != 1 || !isObj(blocks[0]) {
-		return nil, fail
+		return nil, fail()
 	}
 	w, err := parseObject(blocks[0])
 	if err != nil || !strIs(w.get("type"), "tool-result") || !strIs(w.get("toolCallId"), callID) {
-		return nil, fail
+		return nil, fail()
 	}
 	isErr := w.get("isError")
 	if isErr != nil && string(isErr) != "true" && string(isErr) != "false" {
@@ -359,22 +361,22 @@ func liftToolResult(msg []byte, seq int64) ([]byte, error) {
 	out = append(out, `,"id":`...)
 	out = append(out, o.get("id")...)
 	for _, m := range o.m {
-		switch m.key {
+		switch string(m.key) {
 		case "id", "role", "source", "content":
 			continue
 		}
 		out = append(out, ',')
-		out = appendString(out, "plugin:message:"+m.key)
+		out = appendString(out, "plugin:message:"+string(m.key))
 		out = append(out, ':')
 		out = append(out, m.val...)
 	}
 	for _, m := range w.m {
-		switch m.key {
+		switch string(m.key) {
 		case "type", "toolCallId", "content", "isError":
 			continue
 		}
 		out = append(out, ',')
-		out = appendString(out, "plugin:result:"+m.key)
+		out = appendString(out, "plugin:result:"+string(m.key))
 		out = append(out, ':')
 		out = append(out, m.val...)
 	}

@@ -259,3 +259,37 @@ func TestCollectChildren(t *testing.T) {
 		t.Fatalf("catalog\n%s\nwarnings %v", cat, warned)
 	}
 }
+
+func TestPublishTornTail(t *testing.T) {
+	dir := t.TempDir()
+	b := v3Log().start(1, 1).add("user/message", userMsg("u", "x"), app)
+	src := filepath.Join(dir, "s.v3.jsonl")
+	os.WriteFile(src, []byte(strings.Join(b.lines, "\n")+"\n"+`{"type":"step/end","seq":3,"ti`), 0o600)
+	before, _ := os.ReadFile(src)
+	dst, err := Publish(src, PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, before, src)
+	_, lines, st := readV4(t, dst)
+	if len(lines) != 3 || st.TornTail {
+		t.Fatalf("%d lines, torn %v", len(lines), st.TornTail)
+	}
+
+	// A compressed source with a torn last frame contributes its complete
+	// lines; the successor of a .zstd source is written as .zst.
+	dir = t.TempDir()
+	src = writeZstdLog(t, dir, "s.v3.jsonl.zstd", b.lines...)
+	raw, _ := os.ReadFile(src)
+	os.WriteFile(src, raw[:len(raw)-2], 0o600) // cut into the checksum
+	dst, err = Publish(src, PublishOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(dst) != "s.v4.jsonl.zst" {
+		t.Fatal(dst)
+	}
+	if _, lines, _ := readV4(t, dst); len(lines) != 3 {
+		t.Fatalf("%d lines", len(lines))
+	}
+}

@@ -226,7 +226,14 @@ func (r *Reader) decode(ce *convlog.Event) ([]*event, error) {
 	if ce.Packed > 0 {
 		return expandPacked(ce)
 	}
-	e := &event{typ: ce.Type, seq: ce.Seq, time: ce.Time, data: bytes.Clone(ce.Data), ignorable: ce.Ignorable}
+	// Only the v1→v2 step holds events back across source rows; from v2 on
+	// an event is done with before the next row is read, so its data may
+	// share the source reader's buffer (the stages copy what they keep).
+	data := ce.Data
+	if v <= 1 {
+		data = bytes.Clone(data)
+	}
+	e := &event{typ: ce.Type, seq: ce.Seq, time: ce.Time, data: data, ignorable: ce.Ignorable}
 	if v >= 3 {
 		if ce.SurfaceOp != nil {
 			e.op = &surfaceOp{replace: ce.SurfaceOp.Replace, start: ce.SurfaceOp.StartSeq, end: ce.SurfaceOp.EndSeq}
@@ -275,10 +282,12 @@ func parseOldSurfaceOp(raw []byte, e *event) (*surfaceOp, error) {
 	if strIs(raw, "append") {
 		return &surfaceOp{}, nil
 	}
-	bad := corrupt(`%s at seq %d: surfaceOp must be "append" or {"op":"replace","start":N,"end":M}`, e.typ, e.seq)
+	bad := func() error {
+		return corrupt(`%s at seq %d: surfaceOp must be "append" or {"op":"replace","start":N,"end":M}`, e.typ, e.seq)
+	}
 	o, err := parseObject(raw)
 	if err != nil || len(o.m) != 3 || !strIs(o.get("op"), "replace") {
-		return nil, bad
+		return nil, bad()
 	}
 	s, e2 := o.get("start"), o.get("end")
 	if s == nil && e2 == nil {
@@ -287,7 +296,7 @@ func parseOldSurfaceOp(raw []byte, e *event) (*surfaceOp, error) {
 	start, ok1 := count(s)
 	end, ok2 := count(e2)
 	if !ok1 || !ok2 {
-		return nil, bad
+		return nil, bad()
 	}
 	if start > end || end >= e.seq {
 		return nil, corrupt("%s at seq %d replaces %d..%d, which is not an earlier span", e.typ, e.seq, start, end)

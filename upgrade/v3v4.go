@@ -282,6 +282,26 @@ func roleOf(msg []byte) string {
 // migrateStream namespaces the block types that raw chunk records of an
 // embedded stream carry: block-start blockType and block-end block.type.
 func migrateStream(stream []byte, subject string) ([]byte, error) {
+	// First pass without allocating: is any block type to be renamed?
+	need := false
+	eachElement(stream, func(_ int, entry []byte) bool {
+		if !strIs(memberOf(entry, "type"), "chunk") {
+			return true
+		}
+		chunk := memberOf(entry, "chunk")
+		switch t := memberOf(chunk, "type"); {
+		case strIs(t, "block-end"):
+			bt, ok := str(memberOf(memberOf(chunk, "block"), "type"))
+			need = !ok || !contentKinds[bt]
+		case strIs(t, "block-start"):
+			bt, ok := str(memberOf(chunk, "blockType"))
+			need = !ok || !contentKinds[bt]
+		}
+		return !need
+	})
+	if !need {
+		return nil, nil
+	}
 	elems, err := arrayElems(stream)
 	if err != nil {
 		return nil, corrupt("%s stream must be an array", subject)

@@ -39,6 +39,7 @@ listed; exit 1 on any drift.`,
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "check", Usage: "compare logs and index without writing"},
 			&ucli.IntFlag{Name: "jobs", Usage: "read at most `N` conversations at once (default: CPUs, at most 16)"},
+			&ucli.BoolFlag{Name: "no-search", Usage: "leave message text out of the index (smaller, faster; search finds nothing)"},
 		},
 		Action: func(c *ucli.Context) error {
 			if err := checkArgs(c, 0, 0); err != nil {
@@ -62,7 +63,7 @@ func runReindex(c *ucli.Context, e *env) error {
 	}
 	defer s.Close()
 	bar := newProgress(e.stderr, 0, "reindex", e.g)
-	opts := reindex.Options{Jobs: c.Int("jobs"), Progress: bar}
+	opts := reindex.Options{Jobs: c.Int("jobs"), Progress: bar, NoText: c.Bool("no-search")}
 	if !e.g.JSON {
 		opts.Log = e.stdout
 	}
