@@ -101,19 +101,19 @@ type Options struct {
 
 // Event is one line of the run in structured form (--json).
 type Event struct {
-	MessageType string `json:"message_type"` // "status" or "error"
-	Action      string `json:"action"`       // start, retry, converted, already-v4, skipped, deferred, failed, planned
-	Index       int    `json:"index"`
-	Count       int    `json:"count"`
-	Path        string `json:"path"`
-	File        string `json:"file,omitempty"`
-	Version     *int   `json:"sourceVersion,omitempty"`
-	Bytes       int64  `json:"bytes,omitempty"`
-	Target      string `json:"target,omitempty"`
-	TargetBytes int64  `json:"targetBytes,omitempty"`
-	Seconds     string `json:"seconds,omitempty"`
-	Completed   int    `json:"completed,omitempty"`
-	Message     string `json:"message,omitempty"`
+	MessageType string  `json:"message_type"` // "status" or "error"
+	Action      string  `json:"action"`       // start, retry, converted, already-v4, skipped, deferred, failed, planned
+	Index       int     `json:"index"`
+	Count       int     `json:"count"`
+	Path        string  `json:"path"`
+	File        string  `json:"file,omitempty"`
+	Version     *int    `json:"sourceVersion,omitempty"`
+	Bytes       int64   `json:"bytes,omitempty"`
+	Target      string  `json:"target,omitempty"`
+	TargetBytes int64   `json:"targetBytes,omitempty"`
+	Seconds     float64 `json:"seconds,omitempty"`
+	Completed   int     `json:"completed,omitempty"`
+	Message     string  `json:"message,omitempty"`
 }
 
 // input is one thing the run reports on: a log, or a layout problem.
@@ -170,7 +170,16 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	rep.line("Full log: %s", rep.sum.TextLogPath)
 
-	inputs, rootErr := discover(root)
+	inputs, temps, rootErr := discover(root)
+	if !opts.DryRun {
+		// Temporary files of a killed run (or runtime) are never published;
+		// holding runtime.lock, nobody else is writing them.
+		for _, p := range temps {
+			if os.Remove(p) == nil {
+				rep.line("Removed %q: a temporary file left by an interrupted write", p)
+			}
+		}
+	}
 	rep.sum.InputCount = len(inputs)
 	if rootErr != nil {
 		in := &input{index: 1, rel: ".", path: root, version: -1}
@@ -382,17 +391,17 @@ func sourceRatio(src string, size int64) (float64, error) {
 // directory (by name), its logs (conversation log first), each at its
 // highest generation; layout problems become failed inputs; a conversation
 // directory without a log is one skipped input.
-func discover(root string) ([]*input, error) {
+func discover(root string) ([]*input, []string, error) {
 	fi, err := os.Lstat(root)
 	if err != nil {
-		return nil, fmt.Errorf("sessions root %s: %w", root, err)
+		return nil, nil, fmt.Errorf("sessions root %s: %w", root, err)
 	}
 	if !fi.IsDir() {
-		return nil, fmt.Errorf("sessions root %s is not a directory", root)
+		return nil, nil, fmt.Errorf("sessions root %s is not a directory", root)
 	}
 	tree, err := store.WalkRoot(root)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var ins []*input
 	rel := func(p string) string {
@@ -406,8 +415,20 @@ func discover(root string) ([]*input, error) {
 			ins = append(ins, &input{rel: rel(c.Path), path: c.Path, version: -1, skip: "no log in this conversation directory"})
 			continue
 		}
+		deleting := false
+		for _, l := range c.Logs {
+			if l.IsConversationLog {
+				info, err := store.ReadConversationFile(l.Path)
+				deleting = err == nil && info.Deleting
+			}
+		}
 		for _, l := range c.Logs {
 			in := &input{rel: rel(l.Path), path: l.Path, version: l.Current.Version}
+			if deleting {
+				// Converting a conversation that is being deleted would
+				// only write files the next reindex removes.
+				in.skip = "the conversation is being deleted (a tombstone is recorded); reindex finishes the deletion"
+			}
 			if fi, err := os.Lstat(l.Path); err == nil {
 				in.size = fi.Size()
 			}
@@ -424,7 +445,7 @@ func discover(root string) ([]*input, error) {
 	for i, in := range ins {
 		in.index = i + 1
 	}
-	return ins, nil
+	return ins, tree.Temps, nil
 }
 
 func problemReason(r string) string {

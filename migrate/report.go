@@ -198,7 +198,7 @@ func (r *report) converted(in *input, dst string, d time.Duration) {
 	r.lineLocked("[%d/%d] %q V%d -> V4: %s (%ss); completed=%d/%d", in.index, r.sum.InputCount, in.rel, in.version,
 		filepath.Base(dst), secs(d), r.completed, r.sum.InputCount)
 	ev := r.base(in, "converted")
-	ev.Target, ev.Seconds, ev.Completed = dst, secs(d), r.completed
+	ev.Target, ev.Seconds, ev.Completed = dst, d.Seconds(), r.completed
 	r.emit(ev)
 }
 
@@ -211,7 +211,7 @@ func (r *report) planned(in *input, target string, bytes int64, d time.Duration)
 	r.lineLocked("[%d/%d] %q V%d -> V4: would write %s (about %d bytes) (%ss); completed=%d/%d", in.index,
 		r.sum.InputCount, in.rel, in.version, filepath.Base(target), bytes, secs(d), r.completed, r.sum.InputCount)
 	ev := r.base(in, "planned")
-	ev.Target, ev.TargetBytes, ev.Seconds, ev.Completed = target, bytes, secs(d), r.completed
+	ev.Target, ev.TargetBytes, ev.Seconds, ev.Completed = target, bytes, d.Seconds(), r.completed
 	r.emit(ev)
 }
 
@@ -222,7 +222,7 @@ func (r *report) alreadyCurrent(in *input, d time.Duration) {
 	r.lineLocked("[%d/%d] %q already V4 (opened successfully) (%ss); completed=%d/%d", in.index, r.sum.InputCount,
 		in.rel, secs(d), r.completed, r.sum.InputCount)
 	ev := r.base(in, "already-v4")
-	ev.Seconds, ev.Completed = secs(d), r.completed
+	ev.Seconds, ev.Completed = d.Seconds(), r.completed
 	r.emit(ev)
 }
 
@@ -258,7 +258,7 @@ func (r *report) fail(in *input, err error, d time.Duration) {
 	item := classify(in.path, err)
 	r.failures = append(r.failures, failure{version: versionKey(in.version), item: item})
 	ev := r.base(in, "failed")
-	ev.MessageType, ev.Message, ev.Seconds, ev.Completed = "error", err.Error(), secs(d), r.completed
+	ev.MessageType, ev.Message, ev.Seconds, ev.Completed = "error", err.Error(), d.Seconds(), r.completed
 	r.emit(ev)
 }
 

@@ -46,7 +46,9 @@ func Check(ctx context.Context, dataDir string, opts Options) (*CheckResult, err
 		return nil, err
 	}
 	for _, p := range tree.Problems {
-		res.Skipped = append(res.Skipped, Skip{Path: p.Path, Reason: p.Reason})
+		if p.Reason != store.ReasonUnexpected {
+			res.Skipped = append(res.Skipped, Skip{Path: p.Path, Reason: p.Reason})
+		}
 	}
 	indexed := map[string]*index.Conversation{}
 	db, err := index.Open(res.Index)

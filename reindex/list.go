@@ -77,7 +77,7 @@ func List(ctx context.Context, dataDir string, o ListOptions) (*Listing, error) 
 			}
 		}
 		if convLog == nil {
-			res.Skipped = append(res.Skipped, Skip{ID: c.ID, Path: c.Path, Reason: "no conversation log (metadata.jsonl)"})
+			res.Skipped = append(res.Skipped, Skip{ID: c.ID, Path: c.Path, Reason: "no conversation log (metadata[.vN].jsonl[.zst])"})
 			continue
 		}
 		info, err := store.ReadConversationFile(convLog.Path)

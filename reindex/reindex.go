@@ -104,8 +104,18 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	}
 	res := &Result{SchemaVersion: 1, Index: store.IndexPath(dataDir), Skipped: []Skip{}, DeletionsFinished: []string{}}
 	for _, p := range tree.Problems {
+		if p.Reason == store.ReasonUnexpected {
+			// A stray file is not a conversation: reported, not skipped.
+			fmt.Fprintf(opts.Log, "IGNORED %s: %s\n", p.Path, p.Reason)
+			continue
+		}
 		res.Skipped = append(res.Skipped, Skip{Path: p.Path, Reason: p.Reason})
 		fmt.Fprintf(opts.Log, "SKIPPED %s: %s\n", p.Path, p.Reason)
+	}
+	for _, p := range tree.Temps {
+		if os.Remove(p) == nil {
+			fmt.Fprintf(opts.Log, "REMOVED %s: left by an interrupted write\n", p)
+		}
 	}
 	removeStaleTemps(dataDir, opts.Log)
 	tmp, err := newTempIndex(dataDir)
@@ -305,7 +315,7 @@ func readConversationWith(c store.ConversationDir, present func(string) bool, wi
 			b.empty = true
 			return b
 		}
-		return skip(c.Path, "no conversation log (metadata.jsonl): an incomplete create, or not a conversation")
+		return skip(c.Path, "no conversation log (metadata[.vN].jsonl[.zst]): an incomplete create, or not a conversation")
 	}
 	info, err := store.ReadConversationFile(convLog.Path)
 	if err != nil {

@@ -449,7 +449,7 @@ func (s *convState) apply(e *convlog.Event) error {
 // (TornTail is set). A missing conversation gives an error wrapping
 // ErrNoConversation.
 func ReadConversation(dataDir, convID string) (*ConversationInfo, error) {
-	dir, err := ConversationPath(dataDir, convID)
+	dir, err := conversationDir(dataDir, convID)
 	if err != nil {
 		return nil, err
 	}
@@ -541,7 +541,7 @@ func conversationLogPath(dir, convID string) (string, error) {
 // SessionLogFile returns the path of the highest generation of session
 // sessionID's log in conversation convID.
 func SessionLogFile(dataDir, convID, sessionID string) (string, error) {
-	dir, err := ConversationPath(dataDir, convID)
+	dir, err := conversationDir(dataDir, convID)
 	if err != nil {
 		return "", err
 	}
@@ -674,7 +674,7 @@ func (s *Store) conv(convID string) (*openConv, error) {
 	if oc := s.convs[convID]; oc != nil {
 		return oc, nil
 	}
-	dir, err := ConversationPath(s.dataDir, convID)
+	dir, err := conversationDir(s.dataDir, convID)
 	if err != nil {
 		return nil, err
 	}
@@ -1155,7 +1155,7 @@ func (s *Store) FinishDeletion(convID string) error {
 // conversation log (holding the tombstone) goes last, so a crash never
 // leaves session logs without the record that they are being deleted.
 func (s *Store) removeConversation(convID string) error {
-	dir, err := ConversationPath(s.dataDir, convID)
+	dir, err := conversationDir(s.dataDir, convID)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,4 +118,28 @@ func SessionLogPath(dataDir, convID, sessionID string, version int, c convlog.Co
 		return "", err
 	}
 	return filepath.Join(dir, name), nil
+}
+
+// ErrSymlink is wrapped when a path in the store is a symbolic link: the
+// store never follows one, so a link cannot lead a read or a delete outside.
+var ErrSymlink = errors.New("symbolic links are never followed")
+
+// conversationDir is ConversationPath for an existing conversation: it
+// refuses a directory entry that is a symbolic link or not a directory. A
+// missing directory is not an error here; callers report it.
+func conversationDir(dataDir, convID string) (string, error) {
+	dir, err := ConversationPath(dataDir, convID)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Lstat(dir)
+	switch {
+	case err != nil:
+		return dir, nil
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return "", fmt.Errorf("conversation %q: %s is a symbolic link: %w", convID, dir, ErrSymlink)
+	case !fi.IsDir():
+		return "", fmt.Errorf("conversation %q: %s is not a directory", convID, dir)
+	}
+	return dir, nil
 }

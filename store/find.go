@@ -7,7 +7,7 @@ import (
 
 // WalkConversation reads one conversation directory the way Walk does.
 func WalkConversation(dataDir, convID string) (ConversationDir, []Problem, error) {
-	dir, err := ConversationPath(dataDir, convID)
+	dir, err := conversationDir(dataDir, convID)
 	if err != nil {
 		return ConversationDir{}, nil, err
 	}

@@ -19,6 +19,10 @@ type Tree struct {
 	// Problems are entries that break the layout. Walk reports them and goes
 	// on; what to do about them is the caller's decision.
 	Problems []Problem
+	// Temps are temporary files left by an interrupted write (a crashed
+	// create, upgrade or reindex) inside conversation directories. They are
+	// never read; a writer holding runtime.lock may remove them.
+	Temps []string
 }
 
 // Problem is one entry Walk could not accept.
@@ -169,6 +173,7 @@ func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
 			t.problem(p, ReasonNotRegular)
 			continue
 		case durable.IsTemp(fname):
+			t.Temps = append(t.Temps, p)
 			continue
 		}
 		n, ok := convlog.ParseName(fname)

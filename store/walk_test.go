@@ -1,6 +1,8 @@
 package store
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -230,5 +232,37 @@ func TestWalkUnreadableDirectory(t *testing.T) {
 	}
 	if len(problems) != 1 || !strings.HasPrefix(problems[0], "conversations/locked: ") || !strings.Contains(problems[0], "permission denied") {
 		t.Errorf("problems %q, want one for conversations/locked", problems)
+	}
+}
+
+// TestSymlinkedConversationIsNeverFollowed: reading, finding and deleting a
+// conversation whose directory entry is a link refuse, and the link target
+// is left untouched.
+func TestSymlinkedConversationIsNeverFollowed(t *testing.T) {
+	dataDir := t.TempDir()
+	outside := t.TempDir()
+	target := filepath.Join(outside, "victim")
+	os.MkdirAll(target, 0o700)
+	os.WriteFile(filepath.Join(target, "metadata.v4.jsonl"), []byte(`{"type":"conversation","version":4,"id":"evil","createdAt":1}`+"\n"), 0o600)
+	os.MkdirAll(ConversationsDir(dataDir), 0o700)
+	if err := os.Symlink(target, filepath.Join(ConversationsDir(dataDir), "evil")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadConversation(dataDir, "evil"); !errors.Is(err, ErrSymlink) {
+		t.Errorf("ReadConversation: err = %v, want ErrSymlink", err)
+	}
+	if _, err := FindLog(dataDir, "evil", ""); !errors.Is(err, ErrSymlink) {
+		t.Errorf("FindLog: err = %v, want ErrSymlink", err)
+	}
+	s, err := Open(context.Background(), dataDir, OpenOptions{Lock: LockOptions{Mode: LockExclusive}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Delete("evil"); !errors.Is(err, ErrSymlink) {
+		t.Errorf("Delete: err = %v, want ErrSymlink", err)
+	}
+	if _, err := os.Stat(filepath.Join(target, "metadata.v4.jsonl")); err != nil {
+		t.Fatalf("the link target was touched: %v", err)
 	}
 }

@@ -94,6 +94,9 @@ convkit reindex first. It takes no lock.`,
 			if err := checkArgs(c, 1, 1); err != nil {
 				return err
 			}
+			if c.Int("limit") < 1 {
+				return usagef(c, "--limit must be a positive number")
+			}
 			dir, err := e.g.dataDir()
 			if err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/convkit/convkit/migrate"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -38,32 +39,37 @@ lock and runs beside the runtime. Every missing, stale and extra row is
 listed; exit 1 on any drift.`,
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "check", Usage: "compare logs and index without writing"},
-			&ucli.IntFlag{Name: "jobs", Usage: "read at most `N` conversations at once (default: CPUs, at most 16)"},
+			&ucli.StringFlag{Name: "jobs", Usage: "read at most `N` conversations at once (default: CPUs, at most 16)"},
 			&ucli.BoolFlag{Name: "no-search", Usage: "leave message text out of the index (smaller, faster; search finds nothing)"},
 		},
 		Action: func(c *ucli.Context) error {
 			if err := checkArgs(c, 0, 0); err != nil {
 				return err
 			}
-			if c.IsSet("jobs") && c.Int("jobs") < 1 {
-				return usagef(c, "--jobs must be a positive safe integer")
+			jobs := 0
+			if c.IsSet("jobs") {
+				n, err := migrate.ParseJobs(c.String("jobs"))
+				if err != nil {
+					return usagef(c, "%v", err)
+				}
+				jobs = n
 			}
 			if c.Bool("check") {
-				return runReindexCheck(c, e)
+				return runReindexCheck(c, e, jobs)
 			}
-			return runReindex(c, e)
+			return runReindex(c, e, jobs)
 		},
 	}
 }
 
-func runReindex(c *ucli.Context, e *env) error {
+func runReindex(c *ucli.Context, e *env, jobs int) error {
 	s, err := e.openStore(c.Context, "reindex")
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	bar := newProgress(e.stderr, 0, "reindex", e.g)
-	opts := reindex.Options{Jobs: c.Int("jobs"), Progress: bar, NoText: c.Bool("no-search")}
+	opts := reindex.Options{Jobs: jobs, Progress: bar, NoText: c.Bool("no-search")}
 	if !e.g.JSON {
 		opts.Log = e.stdout
 	}
@@ -81,18 +87,18 @@ func runReindex(c *ucli.Context, e *env) error {
 			res.Indexed, len(res.Skipped), len(res.DeletionsFinished))
 	}
 	if len(res.Skipped) > 0 {
-		return partialf("reindex skipped %d item(s); see the SKIPPED lines", len(res.Skipped))
+		return partialf("reindex skipped %d item(s), each reported with its reason", len(res.Skipped))
 	}
 	return nil
 }
 
-func runReindexCheck(c *ucli.Context, e *env) error {
+func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 	dir, err := e.g.dataDir()
 	if err != nil {
 		return err
 	}
 	bar := newProgress(e.stderr, 0, "check", e.g)
-	res, err := reindex.Check(c.Context, dir, reindex.Options{Jobs: c.Int("jobs"), Progress: bar})
+	res, err := reindex.Check(c.Context, dir, reindex.Options{Jobs: jobs, Progress: bar})
 	bar.Finish()
 	if err != nil {
 		return err
@@ -116,6 +122,9 @@ func runReindexCheck(c *ucli.Context, e *env) error {
 	}
 	if res.Drift() {
 		return fmt.Errorf("the index disagrees with the logs (%d difference(s)); run convkit reindex", len(res.Differences))
+	}
+	if len(res.Skipped) > 0 {
+		return partialf("the index agrees with the logs, but %d item(s) could not be read", len(res.Skipped))
 	}
 	return nil
 }
