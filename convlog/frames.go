@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // Zstandard container rules: a compressed log is a plain concatenation of
@@ -52,7 +53,17 @@ type FrameScanner struct {
 
 // NewFrameScanner scans r, whose length is size.
 func NewFrameScanner(r io.ReaderAt, size int64) *FrameScanner {
-	return &FrameScanner{r: r, size: size, win: make([]byte, 0, 64<<10)}
+	return &FrameScanner{r: r, size: size, win: windowPool.Get().([]byte)[:0]}
+}
+
+var windowPool = sync.Pool{New: func() any { return make([]byte, 0, 64<<10) }}
+
+// release returns the scanner's buffer; the scanner is unusable afterwards.
+func (s *FrameScanner) release() {
+	if s.win != nil {
+		windowPool.Put(s.win[:0])
+		s.win = nil
+	}
 }
 
 // errShort reports that the file ended inside a frame.

@@ -382,8 +382,24 @@ func skipStringTrusted(b []byte, i int) (int, error) {
 	}
 }
 
+// commonKeys are interned so that scanning the usual members allocates
+// nothing for their names.
+var commonKeys = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{"type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs", "seq0",
+		"time0", "message", "role", "content", "source", "kind", "id", "text", "turn", "step", "stream", "usage",
+		"callId", "toolCallId", "isError", "name", "arguments", "reason", "op", "startSeq", "endSeq", "provider",
+		"model", "header", "sessionId", "outcome", "title", "cwd", "agents", "models", "agent", "parentSession"} {
+		m[k] = k
+	}
+	return m
+}()
+
 func decodeKey(raw []byte) (string, error) {
 	if bytes.IndexByte(raw, '\\') < 0 {
+		if k, ok := commonKeys[string(raw[1:len(raw)-1])]; ok {
+			return k, nil
+		}
 		return string(raw[1 : len(raw)-1]), nil
 	}
 	var s string

@@ -119,7 +119,8 @@ func ParseStoredMessage(raw []byte) (StoredMessage, error) {
 
 // parseStoredMessage reads a message from bytes already validated as JSON.
 func parseStoredMessage(raw []byte, keep bool) (StoredMessage, error) {
-	members, err := scanTrusted(raw, nil)
+	var buf [12]member
+	members, err := scanTrusted(raw, buf[:0])
 	if err != nil {
 		return StoredMessage{}, fmt.Errorf("message is not a JSON object: %v", err)
 	}
@@ -148,7 +149,8 @@ func parseStoredMessage(raw []byte, keep bool) (StoredMessage, error) {
 		return StoredMessage{}, fmt.Errorf("stored message %q has no source", idStr)
 	}
 	var kind string
-	if sm, err := scanTrusted(source, nil); err == nil {
+	var sbuf [8]member
+	if sm, err := scanTrusted(source, sbuf[:0]); err == nil {
 		for _, m := range sm {
 			if m.key == "kind" {
 				kind, _ = parseJSONString(m.valueBytes)

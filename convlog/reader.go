@@ -75,6 +75,9 @@ type Reader struct {
 
 	// zstd state
 	seq      *bufio.Reader // sequential reads of frame bytes for the decoder
+	cbuf     []byte        // a small frame's compressed bytes
+	pbuf     []byte        // a small frame's plain text
+	plain    bytes.Reader
 	seqPos   int64
 	frameIn  *io.LimitedReader
 	scanner  *FrameScanner
@@ -88,6 +91,24 @@ type Reader struct {
 	resync  bool // the previous row was damaged: accept the next good seq
 	ev      Event
 	err     error
+}
+
+// Buffers are pooled: a store holds thousands of small logs, and a fresh
+// 256 KiB buffer per log would make allocation and clearing the main cost of
+// reading them.
+var bufioPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 256<<10) }}
+
+func getBufio(r io.Reader) *bufio.Reader {
+	b := bufioPool.Get().(*bufio.Reader)
+	b.Reset(r)
+	return b
+}
+
+func putBufio(b *bufio.Reader) {
+	if b != nil {
+		b.Reset(nil)
+		bufioPool.Put(b)
+	}
 }
 
 var decoderPool = sync.Pool{New: func() any {
@@ -160,7 +181,7 @@ func NewReader(src io.ReaderAt, size int64, path string, opts ReaderOptions) (*R
 		r.scanner = NewFrameScanner(src, size)
 		r.dec = decoderPool.Get().(*zstd.Decoder)
 	} else {
-		r.br = bufio.NewReaderSize(io.NewSectionReader(src, 0, size), 256<<10)
+		r.br = getBufio(io.NewSectionReader(src, 0, size))
 	}
 	if err := r.readHeader(); err != nil {
 		r.release()
@@ -199,6 +220,13 @@ func (r *Reader) Close() error {
 }
 
 func (r *Reader) release() {
+	putBufio(r.br)
+	putBufio(r.seq)
+	r.br, r.seq = nil, nil
+	if r.scanner != nil {
+		r.scanner.release()
+		r.scanner = nil
+	}
 	if r.dec != nil {
 		r.dec.Reset(nil)
 		decoderPool.Put(r.dec)
@@ -376,6 +404,49 @@ func (r *Reader) nextLine() ([]byte, int64, error) {
 	}
 }
 
+// Small frames — the usual one-batch frames — are decoded whole: one call,
+// the checksum verified before any of their lines is seen, and no stream
+// set-up per frame.
+const (
+	smallFrameBytes   = 1 << 20
+	smallFrameContent = 4 << 20
+)
+
+// allDecoder decodes small frames whole; DecodeAll is safe for concurrent
+// use and bounded by the memory limit.
+var allDecoder = func() *zstd.Decoder {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxWindow(1<<27),
+		zstd.WithDecoderMaxMemory(2*smallFrameContent))
+	if err != nil {
+		panic(err)
+	}
+	return d
+}()
+
+func (r *Reader) decodeSmallFrame(f Frame) error {
+	if cap(r.cbuf) < int(f.Size) {
+		r.cbuf = make([]byte, f.Size)
+	}
+	r.cbuf = r.cbuf[:f.Size]
+	if _, err := io.ReadFull(r.frameIn, r.cbuf); err != nil {
+		r.seqPos = -1
+		return fmt.Errorf("%s: reading frame %d at byte %d: %w", r.path, f.Index, f.Offset, err)
+	}
+	out, err := allDecoder.DecodeAll(r.cbuf, r.pbuf[:0])
+	if err != nil {
+		return r.errorAt(Position{Frame: f.Index, FrameOffset: f.Offset}, ErrCorrupt, "frame failed validation: %v", err)
+	}
+	r.pbuf = out
+	r.plain.Reset(out)
+	if r.br == nil {
+		r.br = getBufio(&r.plain)
+	} else {
+		r.br.Reset(&r.plain)
+	}
+	r.inFrame = true
+	return nil
+}
+
 // InTornFrame reports whether the last line came out of a torn final frame:
 // such lines are read but were never acknowledged as durable.
 func (r *Reader) InTornFrame() bool { return r.comp == Zstd && r.frame.Torn }
@@ -408,7 +479,7 @@ func (r *Reader) openFrame() error {
 	if r.seq == nil || r.seqPos != f.Offset {
 		sr := io.NewSectionReader(r.src, f.Offset, r.stats.FileBytes-f.Offset)
 		if r.seq == nil {
-			r.seq = bufio.NewReaderSize(sr, 256<<10)
+			r.seq = getBufio(sr)
 		} else {
 			r.seq.Reset(sr)
 		}
@@ -418,6 +489,9 @@ func (r *Reader) openFrame() error {
 	}
 	r.frameIn.R, r.frameIn.N = r.seq, f.Size
 	r.seqPos = f.Offset + f.Size
+	if !f.Torn && f.Size <= smallFrameBytes && f.ContentSize >= 0 && f.ContentSize <= smallFrameContent {
+		return r.decodeSmallFrame(f)
+	}
 	var in io.Reader = r.frameIn
 	if f.Torn {
 		blocks, ok := f.completeBlocks(r.src)
@@ -430,7 +504,7 @@ func (r *Reader) openFrame() error {
 		return r.errorAt(Position{Frame: f.Index, FrameOffset: f.Offset}, ErrCorrupt, "frame failed validation: %v", err)
 	}
 	if r.br == nil {
-		r.br = bufio.NewReaderSize(r.dec, 256<<10)
+		r.br = getBufio(r.dec)
 	} else {
 		r.br.Reset(r.dec)
 	}

@@ -17,7 +17,8 @@ func MessageOf(e *Event) []byte {
 
 // memberOf returns the raw value of one member of a validated JSON object.
 func memberOf(obj []byte, key string) []byte {
-	ms, err := scanTrusted(obj, nil)
+	var buf [12]member
+	ms, err := scanTrusted(obj, buf[:0])
 	if err != nil {
 		return nil
 	}
@@ -33,7 +34,8 @@ func memberOf(obj []byte, key string) []byte {
 // blocks joined by newlines (reasoning, tool calls and attachments are left
 // out). msg must be validated JSON, as MessageOf returns it.
 func MessageText(msg []byte) (role, text string) {
-	ms, err := scanTrusted(msg, nil)
+	var buf [12]member
+	ms, err := scanTrusted(msg, buf[:0])
 	if err != nil {
 		return "", ""
 	}
