@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/durable"
@@ -234,17 +235,6 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 	st := &staged{}
 	sum := sha256.New()
 	msgs := sha256.New()
-	var enc *zstd.Encoder
-	if comp == convlog.Zstd {
-		var err error
-		enc, err = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(true),
-			zstd.WithEncoderConcurrency(1))
-		if err != nil {
-			return nil, err
-		}
-		defer enc.Close()
-	}
-	var plain, frame []byte
 	write := func(b []byte) error {
 		if _, err := f.Write(b); err != nil {
 			return fmt.Errorf("write %s: %w", f.Name(), err)
@@ -253,49 +243,162 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		st.size += int64(len(b))
 		return nil
 	}
-	flush := func() error {
-		if len(plain) == 0 {
-			return nil
-		}
-		out := plain
-		if enc != nil {
-			frame = enc.EncodeAll(plain, frame[:0])
-			out = frame
-		}
-		err := write(out)
-		plain = plain[:0]
-		return err
+	var fw *frameWriter
+	if comp == convlog.Zstd {
+		fw = newFrameWriter(write)
 	}
-	plain = r.Header().AppendJSON(plain)
+	emit := write
+	if fw != nil {
+		emit = fw.add
+	}
+	plain := r.Header().AppendJSON(nil)
 	st.headerB = bytes.Clone(plain)
 	plain = append(plain, '\n')
-	if err := flush(); err != nil {
-		return nil, err
+	// Frame 1 is exactly the header line.
+	if err := emit(plain); err != nil {
+		return nil, abort(fw, err)
 	}
+	plain = getChunk()
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, abort(fw, err)
 		}
 		plain = ev.AppendJSON(plain)
 		plain = append(plain, '\n')
 		st.events++
 		noteMessage(msgs, ev)
 		if len(plain) >= frameTarget {
-			if err := flush(); err != nil {
-				return nil, err
+			if err := emit(plain); err != nil {
+				return nil, abort(fw, err)
 			}
+			plain = getChunk()
 		}
 	}
-	if err := flush(); err != nil {
-		return nil, err
+	if len(plain) > 0 {
+		if err := emit(plain); err != nil {
+			return nil, abort(fw, err)
+		}
+	}
+	if fw != nil {
+		if err := fw.close(); err != nil {
+			return nil, err
+		}
 	}
 	copy(st.sum[:], sum.Sum(nil))
 	copy(st.msgSum[:], msgs.Sum(nil))
 	return st, nil
+}
+
+func abort(fw *frameWriter, err error) error {
+	if fw != nil {
+		fw.close()
+	}
+	return err
+}
+
+// Chunks of plain text are pooled: a migration of many logs would otherwise
+// allocate a megabyte-sized buffer per frame.
+var chunkPool = sync.Pool{New: func() any { return make([]byte, 0, frameTarget+64<<10) }}
+
+func getChunk() []byte { return chunkPool.Get().([]byte)[:0] }
+
+// encoderPool holds encoders reused across frames and logs: every frame
+// carries its content checksum; one goroutine each, as the frame writer
+// runs them in parallel itself. SpeedFastest: measured on a 200 MiB log it
+// was a third faster than SpeedDefault at the same size, because 1 MiB
+// frames and incompressible tool output (base64 images) leave the default
+// level's better matching little to find.
+var encoderPool = sync.Pool{New: func() any {
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(true),
+		zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		panic(err)
+	}
+	return e
+}}
+
+// frameEncoders is how many frames of one log are compressed at once:
+// compression is the largest cost of an upgrade, and independent frames
+// let it use a second core while the log is read and transformed.
+const frameEncoders = 2
+
+// frameWriter compresses chunks of whole lines into independent frames on
+// frameEncoders goroutines and writes the frames in order.
+type frameWriter struct {
+	work    chan *frameJob
+	order   chan *frameJob
+	done    chan error
+	closed  bool
+	wg      sync.WaitGroup
+	failed  chan struct{}
+	failErr error
+}
+
+type frameJob struct {
+	plain []byte
+	out   []byte
+	ready chan struct{}
+}
+
+func newFrameWriter(write func([]byte) error) *frameWriter {
+	fw := &frameWriter{work: make(chan *frameJob, frameEncoders), order: make(chan *frameJob, 2*frameEncoders),
+		done: make(chan error, 1), failed: make(chan struct{})}
+	for i := 0; i < frameEncoders; i++ {
+		fw.wg.Add(1)
+		go func() {
+			defer fw.wg.Done()
+			for j := range fw.work {
+				enc := encoderPool.Get().(*zstd.Encoder)
+				j.out = enc.EncodeAll(j.plain, nil)
+				encoderPool.Put(enc)
+				chunkPool.Put(j.plain[:0])
+				j.plain = nil
+				close(j.ready)
+			}
+		}()
+	}
+	go func() {
+		var err error
+		for j := range fw.order {
+			<-j.ready
+			if err == nil {
+				if err = write(j.out); err != nil {
+					fw.failErr = err
+					close(fw.failed)
+				}
+			}
+		}
+		fw.done <- err
+	}()
+	return fw
+}
+
+// add queues one chunk; the frame writer owns it from now on.
+func (fw *frameWriter) add(plain []byte) error {
+	j := &frameJob{plain: plain, ready: make(chan struct{})}
+	select {
+	case <-fw.failed:
+		return fw.failErr
+	case fw.order <- j:
+	}
+	fw.work <- j
+	return nil
+}
+
+// close waits for every queued frame to be written.
+func (fw *frameWriter) close() error {
+	if fw.closed {
+		return nil
+	}
+	fw.closed = true
+	close(fw.work)
+	close(fw.order)
+	fw.wg.Wait()
+	return <-fw.done
 }
 
 // noteMessage adds the message id of a surface event to h, in order.

@@ -1,0 +1,263 @@
+package archive
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/convkit/convkit/durable"
+)
+
+// ExtractOptions configure Extract.
+type ExtractOptions struct {
+	ReaderOptions
+	// Sync fsyncs every file written and every directory created, for an
+	// extraction that is to become a store. A throwaway extraction (verify)
+	// skips it.
+	Sync bool
+	// Progress, when set, is called with the bytes of each entry written.
+	Progress func(n int64)
+}
+
+// Extracted is one entry Extract wrote.
+type Extracted struct {
+	Name   string
+	Size   int64
+	SHA256 [sha256.Size]byte
+}
+
+// Hex is the SHA-256 in lower-case hex.
+func (e Extracted) Hex() string { return hex.EncodeToString(e.SHA256[:]) }
+
+// Extract reads the archive from r and writes every entry under dir, which
+// must be an existing empty directory that the caller made for it (see
+// NewStagingDir). Files are created exclusively (never through a link,
+// never over an existing name) with mode 0600, directories with 0700. It
+// returns the entries in archive order with their sizes and SHA-256.
+//
+// Extract stops at the first problem and returns it: what it wrote stays
+// in dir, which the caller removes. It never writes outside dir: every name
+// was checked by the Reader, and dir holds nothing else.
+func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) ([]Extracted, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(ents) > 0 {
+		return nil, fmt.Errorf("extract into %s: the directory is not empty", dir)
+	}
+	ar, err := NewReader(r, opts.ReaderOptions)
+	if err != nil {
+		return nil, err
+	}
+	defer ar.Close()
+	x := &extractor{dir: dir, opts: opts, made: map[string]bool{".": true}, buf: make([]byte, 256<<10)}
+	var out []Extracted
+	for {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		h, err := ar.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return out, err
+		}
+		e, err := x.file(ctx, ar, h)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, e)
+	}
+	if opts.Sync {
+		if err := x.syncDirs(); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+type extractor struct {
+	dir  string
+	opts ExtractOptions
+	made map[string]bool // relative directories created (or dir itself)
+	dirs []string        // in creation order, for the final fsync
+	buf  []byte
+}
+
+// mkdirs creates the parents of name inside dir, 0700.
+func (x *extractor) mkdirs(rel string) error {
+	if x.made[rel] {
+		return nil
+	}
+	if err := x.mkdirs(filepath.Dir(rel)); err != nil {
+		return err
+	}
+	p := filepath.Join(x.dir, rel)
+	if err := os.Mkdir(p, durable.DirMode); err != nil {
+		return err
+	}
+	if err := os.Chmod(p, durable.DirMode); err != nil {
+		return err
+	}
+	x.made[rel] = true
+	x.dirs = append(x.dirs, p)
+	return nil
+}
+
+func (x *extractor) file(ctx context.Context, ar *Reader, h *Header) (Extracted, error) {
+	rel := filepath.FromSlash(h.Name)
+	if err := x.mkdirs(filepath.Dir(rel)); err != nil {
+		return Extracted{}, fmt.Errorf("%s: %w", h.Name, err)
+	}
+	p := filepath.Join(x.dir, rel)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FileMode) // O_EXCL never follows a link
+	if err != nil {
+		return Extracted{}, fmt.Errorf("%s: %w", h.Name, err)
+	}
+	e := Extracted{Name: h.Name}
+	err = func() error {
+		if err := f.Chmod(FileMode); err != nil {
+			return err
+		}
+		hs := sha256.New()
+		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n, rerr := ar.Read(x.buf)
+			if n > 0 {
+				if _, err := f.Write(x.buf[:n]); err != nil {
+					return err
+				}
+				hs.Write(x.buf[:n])
+				e.Size += int64(n)
+				if x.opts.Progress != nil {
+					x.opts.Progress(int64(n))
+				}
+			}
+			if rerr == io.EOF {
+				break
+			}
+			if rerr != nil {
+				return rerr
+			}
+		}
+		hs.Sum(e.SHA256[:0])
+		if x.opts.Sync {
+			return f.Sync()
+		}
+		return nil
+	}()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		var ae *Error
+		if errors.As(err, &ae) || errors.Is(err, context.Canceled) {
+			return e, err
+		}
+		return e, fmt.Errorf("%s: %w", p, err)
+	}
+	return e, nil
+}
+
+// syncDirs fsyncs every directory created, deepest first, and dir itself.
+func (x *extractor) syncDirs() error {
+	for i := len(x.dirs) - 1; i >= 0; i-- {
+		if err := durable.SyncDir(x.dirs[i]); err != nil {
+			return err
+		}
+	}
+	return durable.SyncDir(x.dir)
+}
+
+// StagingSuffix ends the name of every staging directory NewStagingDir
+// makes, so leftovers of a killed run can be recognised.
+const StagingSuffix = durable.TempSuffix
+
+// NewStagingDir creates a new private (0700) directory beside target,
+// named ".<base of target>.<tag>-<random>.tmp", on the same file system so
+// that it can be renamed to target. The parent of target must exist.
+func NewStagingDir(target, tag string) (string, error) {
+	target = filepath.Clean(target)
+	parent, base := filepath.Split(target)
+	if parent == "" {
+		parent = "."
+	}
+	for range 100 {
+		var b [6]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", err
+		}
+		p := filepath.Join(parent, "."+base+"."+tag+"-"+hex.EncodeToString(b[:])+StagingSuffix)
+		err := os.Mkdir(p, durable.DirMode)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if err := os.Chmod(p, durable.DirMode); err != nil {
+			os.Remove(p)
+			return "", err
+		}
+		return p, nil
+	}
+	return "", fmt.Errorf("%s: could not create a staging directory", parent)
+}
+
+// IsStagingDir reports whether name (a base name) is a staging directory
+// NewStagingDir made for target's base name and tag.
+func IsStagingDir(name, targetBase, tag string) bool {
+	return strings.HasPrefix(name, "."+targetBase+"."+tag+"-") && strings.HasSuffix(name, StagingSuffix)
+}
+
+// ExtractTo extracts the archive into a new staging directory beside
+// target, runs check on it (check may add or remove files there, and may
+// clear target), and then renames the staging directory to target, which
+// must then not exist or be an empty directory. On any failure the staging
+// directory is removed and target is left as check left it: a hostile or
+// damaged archive writes nothing at target.
+func ExtractTo(ctx context.Context, r io.Reader, target string, opts ExtractOptions,
+	check func(dir string, entries []Extracted) error) ([]Extracted, error) {
+	if err := durable.MkdirAll(filepath.Dir(filepath.Clean(target))); err != nil {
+		return nil, err
+	}
+	stage, err := NewStagingDir(target, "extract")
+	if err != nil {
+		return nil, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			os.RemoveAll(stage)
+		}
+	}()
+	ents, err := Extract(ctx, r, stage, opts)
+	if err != nil {
+		return nil, err
+	}
+	if check != nil {
+		if err := check(stage, ents); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.Rename(stage, target); err != nil {
+		return nil, fmt.Errorf("move the extracted tree into place: %w", err)
+	}
+	committed = true
+	if err := durable.SyncDir(filepath.Dir(filepath.Clean(target))); err != nil {
+		return ents, err
+	}
+	return ents, nil
+}

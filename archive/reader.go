@@ -1,0 +1,265 @@
+package archive
+
+import (
+	"archive/tar"
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Limits bound what a Reader accepts, so that a hostile or damaged archive
+// cannot exhaust memory or disk. Zero fields take the defaults.
+type Limits struct {
+	// MaxEntries bounds the number of entries (default 1,000,000).
+	MaxEntries int
+	// MaxEntryBytes bounds one entry's size (default 1 TiB).
+	MaxEntryBytes int64
+	// MaxTotalBytes bounds the sum of the entries' sizes (default 16 TiB).
+	MaxTotalBytes int64
+	// MaxWindow bounds a zstd frame's window, and so the decoder's memory
+	// (default 32 MiB; convkit writes 4 MiB windows, zstd -19 uses 8 MiB).
+	MaxWindow uint64
+	// MaxTrailingBytes bounds what may follow the tar trailer inside the
+	// zstd stream (default 1 MiB: tar's record padding is 10 KiB at most).
+	MaxTrailingBytes int64
+}
+
+// DefaultLimits are the limits a zero Limits stands for.
+var DefaultLimits = Limits{
+	MaxEntries:       1_000_000,
+	MaxEntryBytes:    1 << 40,
+	MaxTotalBytes:    16 << 40,
+	MaxWindow:        32 << 20,
+	MaxTrailingBytes: 1 << 20,
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.MaxEntries > 0 {
+		d.MaxEntries = l.MaxEntries
+	}
+	if l.MaxEntryBytes > 0 {
+		d.MaxEntryBytes = l.MaxEntryBytes
+	}
+	if l.MaxTotalBytes > 0 {
+		d.MaxTotalBytes = l.MaxTotalBytes
+	}
+	if l.MaxWindow > 0 {
+		d.MaxWindow = l.MaxWindow
+	}
+	if l.MaxTrailingBytes > 0 {
+		d.MaxTrailingBytes = l.MaxTrailingBytes
+	}
+	return d
+}
+
+// ReaderOptions configure a Reader.
+type ReaderOptions struct {
+	Limits Limits
+	// CheckName accepts or refuses an entry name (default CheckStoreName).
+	// CheckName (the generic checks) always runs first.
+	CheckName func(string) error
+	// Archive names the archive in errors (a path, or "-").
+	Archive string
+}
+
+// Header is one entry as the Reader accepted it.
+type Header struct {
+	// Index is 1-based.
+	Index int
+	Name  string
+	Size  int64
+	// Offset is the byte offset of the entry's header in the tar stream.
+	Offset int64
+}
+
+// Reader reads an archive as a stream, entry by entry, checking every
+// entry before handing it out. Memory is bounded by the zstd window limit
+// and fixed buffers, whatever the archive holds.
+type Reader struct {
+	opts  ReaderOptions
+	lim   Limits
+	dec   *zstd.Decoder
+	cnt   *countingReader
+	tr    *tar.Reader
+	names map[string]bool
+	n     int
+	total int64
+	cur   *Header
+	done  bool
+	err   error
+}
+
+// NewReader starts reading an archive from r.
+func NewReader(r io.Reader, opts ReaderOptions) (*Reader, error) {
+	lim := opts.Limits.withDefaults()
+	if opts.CheckName == nil {
+		opts.CheckName = CheckStoreName
+	}
+	dec, err := zstd.NewReader(bufio.NewReaderSize(r, 256<<10),
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxWindow(lim.MaxWindow),
+		zstd.WithDecoderMaxMemory(lim.MaxWindow))
+	if err != nil {
+		return nil, &Error{Archive: opts.Archive, Msg: "not a zstd stream", Err: err}
+	}
+	cnt := &countingReader{r: dec}
+	return &Reader{opts: opts, lim: lim, dec: dec, cnt: cnt, tr: tar.NewReader(cnt), names: map[string]bool{}}, nil
+}
+
+// Close releases the decoder. It does not close the underlying reader.
+func (r *Reader) Close() {
+	if r.dec != nil {
+		r.dec.Close()
+		r.dec = nil
+	}
+}
+
+// TarBytes is how many bytes of the tar stream were read so far.
+func (r *Reader) TarBytes() int64 { return r.cnt.n }
+
+func (r *Reader) errorf(h *Header, refused bool, err error, format string, args ...any) error {
+	e := &Error{Archive: r.opts.Archive, Msg: fmt.Sprintf(format, args...), Err: err, Refused: refused}
+	if h != nil {
+		e.Entry, e.Name, e.Offset = h.Index, h.Name, h.Offset
+	} else {
+		e.Offset = r.cnt.n
+	}
+	r.err = e
+	return e
+}
+
+// Next checks and returns the next entry's header, or io.EOF after the
+// last entry (and a clean end of the stream). Any error ends the reading.
+func (r *Reader) Next() (*Header, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	if r.done {
+		return nil, io.EOF
+	}
+	if r.cur != nil {
+		// Finish the previous entry: its bytes must all be there.
+		if _, err := io.Copy(io.Discard, r.tr); err != nil {
+			return nil, r.damage(r.cur, err)
+		}
+	}
+	off := r.cnt.n
+	th, err := r.tr.Next()
+	if err == io.EOF {
+		return nil, r.end()
+	}
+	if err != nil {
+		return nil, r.damage(&Header{Index: r.n + 1, Offset: off}, err)
+	}
+	r.n++
+	h := &Header{Index: r.n, Name: th.Name, Size: th.Size, Offset: off}
+	r.cur = h
+	if r.n > r.lim.MaxEntries {
+		return nil, r.errorf(h, true, nil, "more than %d entries", r.lim.MaxEntries)
+	}
+	switch th.Typeflag {
+	case tar.TypeReg, tar.TypeRegA: //nolint:staticcheck // old archivers write TypeRegA for regular files
+	default:
+		return nil, r.errorf(h, true, nil, "refused: %s (only regular files are allowed)", typeName(th.Typeflag))
+	}
+	if err := CheckName(th.Name); err != nil {
+		return nil, r.errorf(h, true, nil, "refused: %v", err)
+	}
+	if err := r.opts.CheckName(th.Name); err != nil {
+		return nil, r.errorf(h, true, nil, "refused: %v", err)
+	}
+	if r.names[th.Name] {
+		return nil, r.errorf(h, true, nil, "refused: duplicate name")
+	}
+	r.names[th.Name] = true
+	if th.Size > r.lim.MaxEntryBytes {
+		return nil, r.errorf(h, true, nil, "refused: %d bytes exceeds the limit of %d per entry", th.Size, r.lim.MaxEntryBytes)
+	}
+	r.total += th.Size
+	if r.total > r.lim.MaxTotalBytes {
+		return nil, r.errorf(h, true, nil, "refused: the entries exceed the limit of %d bytes in all", r.lim.MaxTotalBytes)
+	}
+	return h, nil
+}
+
+// Read reads the current entry's content; io.EOF at its end.
+func (r *Reader) Read(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if r.cur == nil {
+		return 0, io.EOF
+	}
+	n, err := r.tr.Read(p)
+	if err != nil && err != io.EOF {
+		return n, r.damage(r.cur, err)
+	}
+	return n, err
+}
+
+// end checks what follows the tar trailer: only a bounded amount of
+// padding, and intact zstd frames to the end.
+func (r *Reader) end() error {
+	n, err := io.Copy(io.Discard, io.LimitReader(r.cnt, r.lim.MaxTrailingBytes+1))
+	if err != nil {
+		return r.damage(nil, err)
+	}
+	if n > r.lim.MaxTrailingBytes {
+		return r.errorf(nil, true, nil, "more than %d bytes after the end of the tar stream", r.lim.MaxTrailingBytes)
+	}
+	r.done = true
+	r.cur = nil
+	return io.EOF
+}
+
+// damage reports an error from the tar or zstd layer.
+func (r *Reader) damage(h *Header, err error) error {
+	msg := "damaged archive"
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		msg = "truncated archive (it ends inside an entry or a frame)"
+	case errors.Is(err, zstd.ErrWindowSizeExceeded), errors.Is(err, zstd.ErrDecoderSizeExceeded):
+		msg = fmt.Sprintf("refused: a zstd frame needs a window over the limit of %d bytes", r.lim.MaxWindow)
+		return r.errorf(h, true, err, "%s", msg)
+	}
+	return r.errorf(h, false, err, "%s", msg)
+}
+
+func typeName(t byte) string {
+	switch t {
+	case tar.TypeLink:
+		return "hard link"
+	case tar.TypeSymlink:
+		return "symbolic link"
+	case tar.TypeChar:
+		return "character device"
+	case tar.TypeBlock:
+		return "block device"
+	case tar.TypeDir:
+		return "directory entry"
+	case tar.TypeFifo:
+		return "FIFO"
+	case tar.TypeCont:
+		return "contiguous file"
+	case tar.TypeXGlobalHeader:
+		return "PAX global header"
+	case tar.TypeGNUSparse:
+		return "sparse file"
+	}
+	return fmt.Sprintf("entry type %q", t)
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}

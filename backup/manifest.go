@@ -1,0 +1,170 @@
+package backup
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/convkit/convkit/store"
+)
+
+// The manifest's identity. FormatVersion changes only when a field changes
+// meaning or goes away; readers ignore fields they do not know.
+const (
+	FormatName    = "convkit-backup"
+	FormatVersion = 1
+	ToolName      = "convkit"
+)
+
+// Expectations of a conversation: what a reindex of the archived logs does
+// with it (reindex.Run's rules, applied at backup time).
+const (
+	ExpectIndexed = "indexed"
+	ExpectSkipped = "skipped"
+	ExpectDeleted = "deleted" // a tombstone: reindex finishes the deletion
+)
+
+// States of the metadata.db snapshot.
+const (
+	IndexSnapshot   = "snapshot"   // archived as metadata.db (VACUUM INTO)
+	IndexAbsent     = "absent"     // the store had no metadata.db
+	IndexUnreadable = "unreadable" // it could not be read; see Problems
+)
+
+// Manifest describes an archive: the MANIFEST.json entry, written last.
+type Manifest struct {
+	Format        string `json:"format"`
+	FormatVersion int    `json:"formatVersion"`
+	Tool          string `json:"tool"`
+	ToolVersion   string `json:"toolVersion"`
+	// LogFormatVersion is the log format version the tool writes.
+	LogFormatVersion int `json:"logFormatVersion"`
+	// CreatedAt is when the backup started (UTC, whole seconds); every
+	// entry carries it as its modification time.
+	CreatedAt time.Time `json:"createdAt"`
+	// Online: runtime.lock was held by another process (Holder, when it
+	// could be read), so each log was copied up to its committed prefix
+	// while the runtime kept appending. Offline, convkit held the lock
+	// and copied every log whole.
+	Online bool          `json:"online"`
+	Holder *store.Holder `json:"holder"`
+	// LockError says why the lock could not be taken when it was not held
+	// by another process (a read-only data directory, ...): the backup then
+	// ran online.
+	LockError string `json:"lockError,omitempty"`
+	// LiveTailBytes are the bytes past the logs' committed prefixes left
+	// out of an online backup (appends in flight, torn tails).
+	LiveTailBytes int64 `json:"liveTailBytes"`
+	// Index is the state of the metadata.db snapshot.
+	Index         string         `json:"index"`
+	Counts        Counts         `json:"counts"`
+	Conversations []Conversation `json:"conversations"`
+	// Files are the entries in archive order (the manifest aside).
+	Files []File `json:"files"`
+	// Problems are files of the store that are not in the archive.
+	Problems []Problem `json:"problems"`
+}
+
+// Counts sum up an archive. Indexed, Skipped and Deleting are the
+// conversations' expectations; SessionLogs and Events count the current
+// session logs of the conversations expected to be indexed, which is what
+// the index rebuilt from the archive must hold.
+type Counts struct {
+	Files         int   `json:"files"`
+	Logs          int   `json:"logs"`
+	Bytes         int64 `json:"bytes"`
+	Conversations int   `json:"conversations"`
+	Indexed       int   `json:"indexed"`
+	Skipped       int   `json:"skipped"`
+	Deleting      int   `json:"deleting"`
+	SessionLogs   int   `json:"sessionLogs"`
+	Events        int64 `json:"events"`
+	// InvalidLogs failed the strict read; they are archived whole.
+	InvalidLogs int `json:"invalidLogs"`
+}
+
+// Conversation is one archived conversation directory.
+type Conversation struct {
+	ID  string `json:"id"`
+	Dir string `json:"dir"`
+	// Expect is ExpectIndexed, ExpectSkipped or ExpectDeleted; Reason says
+	// why for the last two.
+	Expect string `json:"expect"`
+	Reason string `json:"reason,omitempty"`
+	// DependsOn are the conversations it reads older history from (fork
+	// after compaction): they travel with it on a single restore.
+	DependsOn []string `json:"dependsOn,omitempty"`
+}
+
+// File is one archived file.
+type File struct {
+	// Name is the entry name: metadata.db or conversations/<dir>/<log>.
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	// Log is set for logs.
+	Log *Log `json:"log,omitempty"`
+}
+
+// Log describes an archived log as the strict reader found the archived
+// bytes. Every field depends only on those bytes, so a backup of a
+// restored store repeats it.
+type Log struct {
+	Conversation string `json:"conversation"`
+	// Session is the session id, "" for the conversation log.
+	Session     string `json:"session,omitempty"`
+	Version     int    `json:"version"`
+	Compression string `json:"compression"`
+	// Current: the highest archived generation of its log, the one every
+	// reader uses.
+	Current bool `json:"current"`
+	// Committed is the length of the committed prefix (Size unless the
+	// archived bytes end in a torn tail); 0 when Error is set.
+	Committed int64 `json:"committed"`
+	TornTail  bool  `json:"tornTail"`
+	Events    int64 `json:"events"`
+	// Error is the strict reader's error (the log is archived whole).
+	Error string `json:"error,omitempty"`
+}
+
+// Problem is a file of the store left out of the archive, or an entry
+// that could not be made.
+type Problem struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// maxManifestBytes bounds the manifest a reader accepts (about two million
+// files).
+const maxManifestBytes = 1 << 30
+
+// ReadManifest reads and checks a manifest file.
+func ReadManifest(path string) (*Manifest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return decodeManifest(f, path)
+}
+
+func decodeManifest(r io.Reader, name string) (*Manifest, error) {
+	var m Manifest
+	dec := json.NewDecoder(io.LimitReader(r, maxManifestBytes))
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%s: not a valid manifest: %w", name, err)
+	}
+	if m.Format != FormatName {
+		return nil, fmt.Errorf("%s: not a convkit backup manifest (format %q)", name, m.Format)
+	}
+	if m.FormatVersion < 1 || m.FormatVersion > FormatVersion {
+		return nil, fmt.Errorf("%s: manifest format version %d; this build reads version %d", name, m.FormatVersion, FormatVersion)
+	}
+	if m.Files == nil {
+		return nil, errors.New(name + ": the manifest lists no files")
+	}
+	return &m, nil
+}
