@@ -65,6 +65,9 @@ type envelopeParser struct {
 	members []member
 	seqs    []int64
 	op      SurfaceOp
+	// seqKnown: the last row parsed had a readable seq, even if it was
+	// refused for another reason.
+	seqKnown bool
 }
 
 var envelopeKeys = map[string]bool{"type": true, "seq": true, "time": true, "data": true,
@@ -79,6 +82,7 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 		return &eventProblem{col: col, msg: fmt.Sprintf(format, args...), kind: ErrCorrupt}
 	}
 	*e = Event{Raw: line}
+	p.seqKnown = false
 	var err error
 	p.members, err = scanObject(line, p.members)
 	if err != nil {
@@ -129,6 +133,10 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 	}
 	if e.Seq, ok = parseSafeInt(seq.valueBytes); !ok || e.Seq < 0 {
 		return corrupt(seq.valStart, "seq must be a non-negative safe integer")
+	}
+	p.seqKnown = true
+	if expectSeq >= 0 && e.Seq < expectSeq {
+		return corrupt(seq.valStart, "seq repeats or goes back (expected %d, got %d)", expectSeq, e.Seq)
 	}
 	if expectSeq >= 0 && e.Seq != expectSeq {
 		return corrupt(seq.valStart, "seq gap (expected %d, got %d)", expectSeq, e.Seq)
@@ -221,7 +229,10 @@ func (p *envelopeParser) parseSurfaceOp(m *member, e *Event) *eventProblem {
 	if !haveOp || !haveStart || !haveEnd {
 		return bad()
 	}
-	if p.op.StartSeq < 0 || p.op.StartSeq > p.op.EndSeq || p.op.EndSeq >= e.Seq {
+	// The span is in surface order, which after an earlier replacement is
+	// not seq order: only "both earlier" is checked here; the history
+	// checks that start does not come after end.
+	if p.op.StartSeq < 0 || p.op.EndSeq < 0 || p.op.StartSeq >= e.Seq || p.op.EndSeq >= e.Seq {
 		return &eventProblem{col: m.valStart, kind: ErrCorrupt,
 			msg: fmt.Sprintf("surfaceOp of %s at seq %d replaces %d..%d, which is not an earlier span", e.Type, e.Seq, p.op.StartSeq, p.op.EndSeq)}
 	}

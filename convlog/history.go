@@ -77,6 +77,11 @@ func (h *History) Apply(reg *Registry, e *Event) error {
 	return info.Interpret(h, e, msg)
 }
 
+// Put carries out a surface event's surfaceOp with msg: append it, or
+// replace the span it names. Interpreters (a plugin's too) call it; hidden
+// keeps the node out of Messages while it still takes part in spans.
+func (h *History) Put(e *Event, msg StoredMessage, hidden bool) error { return h.apply(e, msg, hidden) }
+
 // apply carries out the event's surfaceOp with msg.
 func (h *History) apply(e *Event, msg StoredMessage, hidden bool) error {
 	node := historyNode{seq: e.Seq, hidden: hidden}

@@ -367,3 +367,48 @@ func TestNewStoredMessageRoundTrip(t *testing.T) {
 		t.Errorf("Empty: %v %v", empty.Empty(), m.Empty())
 	}
 }
+
+// TestReplaceSpanInSurfaceOrder: after a replacement the surface is not in
+// seq order, and a later replacement names its span in surface order.
+func TestReplaceSpanInSurfaceOrder(t *testing.T) {
+	h := &History{}
+	msg := func(id string) StoredMessage {
+		m, err := NewStoredMessage(id, "user", Source{Kind: SourceUser}, []byte(`[{"type":"text","text":"x"}]`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	app := &SurfaceOp{}
+	for seq := int64(0); seq < 5; seq++ {
+		if err := h.Put(&Event{Type: TypeUserMessage, Seq: seq, SurfaceOp: app}, msg(fmt.Sprint("m", seq)), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Replace 1..2 with seq 5: the surface is now 0, 5, 3, 4.
+	if err := h.Put(&Event{Type: TypeUserMessage, Seq: 5, SurfaceOp: &SurfaceOp{Replace: true, StartSeq: 1, EndSeq: 2}}, msg("m5"), false); err != nil {
+		t.Fatal(err)
+	}
+	// Replace 5..3 (surface order) with seq 6: the surface is 0, 6, 4.
+	if err := h.Put(&Event{Type: TypeUserMessage, Seq: 6, SurfaceOp: &SurfaceOp{Replace: true, StartSeq: 5, EndSeq: 3}}, msg("m6"), false); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range h.Messages() {
+		ids = append(ids, m.Message.ID())
+	}
+	if fmt.Sprint(ids) != "[m0 m6 m4]" {
+		t.Fatalf("history = %v", ids)
+	}
+	// 4..6 would run backwards in surface order.
+	if err := h.Put(&Event{Type: TypeUserMessage, Seq: 7, SurfaceOp: &SurfaceOp{Replace: true, StartSeq: 4, EndSeq: 6}}, msg("m7"), false); err == nil {
+		t.Fatal("a span running backwards in surface order was accepted")
+	}
+	// The envelope admits such a span when read from a log.
+	line := `{"type":"user/message","seq":9,"time":1,"data":{},"surfaceOp":{"op":"replace","startSeq":5,"endSeq":3}}`
+	p := &envelopeParser{version: 4, reg: DefaultRegistry}
+	var e Event
+	if prob := p.parse([]byte(line), 9, &e); prob != nil {
+		t.Fatalf("envelope refused a surface-order span: %s", prob.msg)
+	}
+}

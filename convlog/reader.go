@@ -305,8 +305,15 @@ func (r *Reader) Next() (*Event, error) {
 			expect = -1
 		}
 		prob := r.parser.parse(line, expect, &r.ev)
-		if prob == nil && r.resync && r.ev.Seq < r.nextSeq {
-			prob = &eventProblem{kind: ErrCorrupt, msg: fmt.Sprintf("seq %d repeats or goes back (the last good event was seq %d)", r.ev.Seq, r.nextSeq-1)}
+		if prob == nil && r.resync {
+			switch {
+			case r.ev.Seq < r.nextSeq:
+				prob = &eventProblem{kind: ErrCorrupt, msg: fmt.Sprintf("seq %d repeats or goes back (the last good event was seq %d)", r.ev.Seq, r.nextSeq-1)}
+			case r.header.Version >= 2 && r.ev.Seq > r.nextSeq+1:
+				// One line is one event from v2 on: a damaged line hides
+				// at most one seq, so a larger jump is a gap of its own.
+				prob = &eventProblem{kind: ErrCorrupt, msg: fmt.Sprintf("seq gap (expected %d or %d after the damaged line, got %d)", r.nextSeq, r.nextSeq+1, r.ev.Seq)}
+			}
 		}
 		if prob != nil {
 			p := r.pos(start)
@@ -317,7 +324,13 @@ func (r *Reader) Next() (*Event, error) {
 				return nil, fe
 			}
 			r.opts.OnProblem(fe)
-			r.resync = true
+			if r.parser.seqKnown && r.ev.Seq >= r.nextSeq {
+				// The row's own seq is readable: the sequence goes on
+				// from it, so one bad row is one problem.
+				r.nextSeq, r.resync = r.ev.Seq+1, false
+			} else {
+				r.resync = true
+			}
 			continue
 		}
 		r.resync = false

@@ -1,0 +1,320 @@
+// Package backup takes, checks and restores backups of a convkit store.
+//
+// A backup is one archive (package archive: tar inside zstd) holding every
+// log of the store, a consistent snapshot of metadata.db and, last, a
+// manifest (MANIFEST.json) listing every file with its size and SHA-256,
+// and for logs what the strict reader found: the committed length, the
+// event count, a torn tail or the error.
+//
+// Write streams a backup to any io.Writer; ToDir publishes one into a
+// directory under a temporary name, renames it to convkit-<UTC time>.tar.zst
+// only when complete, and applies retention. When runtime.lock is free the
+// backup holds it for the run and copies every log whole; when the runtime
+// holds it, the backup does not wait: it copies each log's committed
+// prefix (up to its last complete line or frame) while the runtime keeps
+// appending, and the manifest says the backup was online.
+//
+// Verify checks an archive as a restore would: every checksum, every log
+// read as strictly as at backup time, and an index rebuilt in a temporary
+// directory compared with the manifest. Restore verifies first, then puts
+// the store (or one conversation and its fork ancestors) in place.
+//
+// Library code takes its streams, clock and temporary directory from the
+// caller; it never writes to os.Stdout.
+package backup
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/convkit/convkit/archive"
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/progress"
+	"github.com/convkit/convkit/store"
+)
+
+// Options configure Write.
+type Options struct {
+	// Now is the clock (default time.Now): the manifest's createdAt, every
+	// entry's modification time and ToDir's archive name.
+	Now func() time.Time
+	// ToolVersion is recorded in the manifest.
+	ToolVersion string
+	// TempDir holds the metadata.db snapshot while it is archived (default
+	// os.TempDir(); ToDir uses the destination directory).
+	TempDir string
+	// Workers read and check logs, and compress frames, in parallel
+	// (default GOMAXPROCS, at most archive.MaxWorkers).
+	Workers int
+	// Progress counts files archived; the total is set first.
+	Progress progress.Progress
+	// Log receives a line for each file left out or invalid, as found
+	// (nil: nothing).
+	Log io.Writer
+	// Archive tunes the container (tests and benchmarks).
+	Archive archive.WriterOptions
+}
+
+func (o *Options) defaults() {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.TempDir == "" {
+		o.TempDir = os.TempDir()
+	}
+	if o.Workers <= 0 {
+		o.Workers = min(runtime.GOMAXPROCS(0), archive.MaxWorkers)
+	}
+	if o.Progress == nil {
+		o.Progress = progress.Nop{}
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+}
+
+// Result is what Write did.
+type Result struct {
+	Manifest *Manifest
+	// Vanished are logs deleted between the walk and their reading
+	// (conversations deleted by the runtime during an online backup).
+	Vanished []string
+	// TarBytes is the size of the archive's tar stream; Bytes what was
+	// written.
+	TarBytes int64
+	Bytes    int64
+}
+
+// Partial reports whether anything of the store is missing from the
+// archive or failed the strict read: the caller's exit 3.
+func (r *Result) Partial() bool {
+	return len(r.Manifest.Problems) > 0 || r.Manifest.Counts.InvalidLogs > 0
+}
+
+// ErrNoStore reports a data directory that does not exist.
+var ErrNoStore = errors.New("no store")
+
+// Write streams a backup of the store in dataDir to w. Files that cannot be
+// read are left out and listed in the manifest's Problems; logs that fail
+// the strict read are archived whole with their error: neither stops the
+// backup (see Result.Partial). Write fails only when the archive cannot be
+// written or the store cannot be walked.
+func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Result, error) {
+	opts.defaults()
+	fi, err := os.Stat(dataDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s", ErrNoStore, dataDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory", dataDir)
+	}
+	now := opts.Now().UTC().Truncate(time.Second)
+	m := &Manifest{
+		Format: FormatName, FormatVersion: FormatVersion, Tool: ToolName, ToolVersion: opts.ToolVersion,
+		LogFormatVersion: convlog.CurrentVersion, CreatedAt: now,
+		Conversations: []Conversation{}, Files: []File{}, Problems: []Problem{},
+	}
+	lock, err := store.AcquireLock(ctx, dataDir, store.LockOptions{Mode: store.LockExclusive, Timeout: 0,
+		Command: "convkit backup", Now: opts.Now})
+	var locked *store.LockedError
+	switch {
+	case err == nil:
+		defer lock.Release()
+	case errors.As(err, &locked):
+		m.Online, m.Holder = true, locked.Holder
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	default:
+		// Never wait and never fail for the lock: copying committed
+		// prefixes is safe whoever writes.
+		m.Online, m.LockError = true, err.Error()
+		fmt.Fprintf(opts.Log, "WARNING runtime.lock could not be taken (%v): backing up online\n", err)
+	}
+	res := &Result{Manifest: m}
+	problem := func(p, reason string) {
+		m.Problems = append(m.Problems, Problem{Path: p, Reason: reason})
+		fmt.Fprintf(opts.Log, "UNREADABLE %s: %s\n", p, reason)
+	}
+
+	// The index first: every row it holds then refers to log bytes that
+	// the later copies include, as in the live store (logs are flushed
+	// before the index is updated).
+	snap, err := snapshotIndex(ctx, dataDir, opts.TempDir)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		m.Index = IndexUnreadable
+		problem(store.IndexPath(dataDir), err.Error())
+	case snap == "":
+		m.Index = IndexAbsent
+	default:
+		m.Index = IndexSnapshot
+		defer os.Remove(snap)
+	}
+
+	tree, err := store.Walk(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	jobs := jobsOf(tree)
+	archived := map[string]bool{}
+	for _, j := range jobs {
+		archived[j.path] = true
+	}
+	for _, p := range tree.Problems {
+		if archived[p.Path] {
+			// Two spellings of one generation: archived all the same.
+			fmt.Fprintf(opts.Log, "WARNING %s: %s\n", p.Path, p.Reason)
+			continue
+		}
+		problem(p.Path, p.Reason)
+	}
+	opts.Progress.SetTotal(int64(len(jobs)) + 2)
+
+	wopts := opts.Archive
+	wopts.ModTime = now
+	if wopts.Workers == 0 {
+		wopts.Workers = opts.Workers
+	}
+	aw := archive.NewWriter(w, wopts)
+	fail := func(err error) (*Result, error) {
+		aw.Abort()
+		return nil, err
+	}
+	if snap != "" {
+		f, err := os.Open(snap)
+		if err != nil {
+			return fail(err)
+		}
+		st, err := f.Stat()
+		if err == nil {
+			var sum archive.Sum
+			sum, err = aw.WriteEntry(archive.IndexName, archive.Text, st.Size(), bufio.NewReaderSize(f, 256<<10))
+			if err == nil {
+				m.Files = append(m.Files, File{Name: archive.IndexName, Size: sum.Size, SHA256: sum.Hex()})
+			}
+		}
+		f.Close()
+		if err != nil {
+			return fail(fmt.Errorf("archive the metadata.db snapshot: %w", err))
+		}
+	}
+	opts.Progress.Add(1)
+
+	for _, c := range tree.Conversations {
+		m.Conversations = append(m.Conversations, Conversation{ID: c.ID, Dir: c.Name})
+	}
+	facts := map[int]*convFacts{}
+	currentSeen := map[[2]string]bool{} // (conversation dir, base) whose current generation is archived
+	type archivedLog struct{ conv, file int }
+	var archivedLogs []archivedLog
+	err = loadAll(ctx, jobs, m.Online, opts.Workers, 2*opts.Workers+2, func(l *loaded) error {
+		defer l.close()
+		defer opts.Progress.Add(1)
+		j := l.job
+		switch {
+		case l.vanished:
+			res.Vanished = append(res.Vanished, j.path)
+			return nil
+		case l.problem != "":
+			problem(j.path, l.problem)
+			return nil
+		}
+		key := [2]string{tree.Conversations[j.convIdx].Name, j.base}
+		if !currentSeen[key] {
+			currentSeen[key] = true
+			l.info.Current = true
+			if j.convLog && l.info.Error == "" {
+				fc := l.conv
+				facts[j.convIdx] = &fc
+			}
+		}
+		var sum archive.Sum
+		var err error
+		if l.f == nil {
+			sum, err = aw.WriteBytes(j.name, l.kind, l.buf[:l.length])
+		} else {
+			sum, err = aw.WriteEntry(j.name, l.kind, l.length, io.NewSectionReader(l.f, 0, l.length))
+		}
+		if err != nil {
+			return fmt.Errorf("archive %s: %w", j.path, err)
+		}
+		if l.info.Error != "" {
+			m.Counts.InvalidLogs++
+			fmt.Fprintf(opts.Log, "INVALID %s: archived whole: %s\n", j.path, l.info.Error)
+		}
+		m.LiveTailBytes += l.liveTail
+		info := l.info
+		m.Files = append(m.Files, File{Name: j.name, Size: sum.Size, SHA256: sum.Hex(), Log: &info})
+		archivedLogs = append(archivedLogs, archivedLog{j.convIdx, len(m.Files) - 1})
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	// Group the archived logs by conversation (m.Files no longer grows).
+	logs := map[int][]*File{}
+	for _, a := range archivedLogs {
+		logs[a.conv] = append(logs[a.conv], &m.Files[a.file])
+	}
+	// Conversations with nothing archived (emptied by a delete, or every
+	// log unreadable) are not in the archive.
+	var convs []Conversation
+	kept := map[int]*convFacts{}
+	keptLogs := map[int][]*File{}
+	for ci, c := range m.Conversations {
+		if len(logs[ci]) == 0 {
+			continue
+		}
+		kept[len(convs)] = facts[ci]
+		keptLogs[len(convs)] = logs[ci]
+		convs = append(convs, c)
+	}
+	if convs == nil {
+		convs = []Conversation{}
+	}
+	m.Conversations = convs
+	invalid := m.Counts.InvalidLogs
+	m.Counts = expectations(m.Conversations, kept, keptLogs)
+	m.Counts.InvalidLogs = invalid
+	for _, f := range m.Files {
+		m.Counts.Files++
+		m.Counts.Bytes += f.Size
+		if f.Log != nil {
+			m.Counts.Logs++
+		}
+	}
+
+	data, err := json.MarshalIndent(m, "", " ")
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := aw.WriteBytes(archive.ManifestName, archive.Text, append(data, '\n')); err != nil {
+		return fail(fmt.Errorf("archive the manifest: %w", err))
+	}
+	if err := aw.Close(); err != nil {
+		return nil, err
+	}
+	opts.Progress.Add(1)
+	st := aw.Stats()
+	res.TarBytes, res.Bytes = st.TarBytes, st.Bytes
+	return res, nil
+}
+
+func isLogFile(p string) bool {
+	_, ok := convlog.ParseName(filepath.Base(p))
+	return ok
+}

@@ -1,0 +1,363 @@
+package backup
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/store"
+)
+
+// Archive names: convkit-<UTC time>.tar.zst, with -N before the suffix for a
+// second archive in the same second. Retention touches nothing else.
+const (
+	archivePrefix = "convkit-"
+	archiveSuffix = ".tar.zst"
+	timeLayout    = "20060102T150405Z"
+)
+
+var archiveRE = regexp.MustCompile(`^convkit-(\d{8}T\d{6}Z)(?:-([1-9]\d{0,5}))?\.tar\.zst$`)
+
+// ArchiveName is the name of an archive taken at t.
+func ArchiveName(t time.Time) string {
+	return archivePrefix + t.UTC().Format(timeLayout) + archiveSuffix
+}
+
+// ArchiveInfo is one of convkit's archives found in a directory.
+type ArchiveInfo struct {
+	Name string    `json:"name"`
+	Path string    `json:"path"`
+	Time time.Time `json:"time"`
+	Seq  int       `json:"-"`
+	Size int64     `json:"size"`
+}
+
+// ListArchives lists convkit's own archives in dir (regular files named
+// convkit-<UTC time>[-N].tar.zst, never links), oldest first.
+func ListArchives(dir string) ([]ArchiveInfo, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []ArchiveInfo
+	for _, e := range ents {
+		m := archiveRE.FindStringSubmatch(e.Name())
+		if m == nil || !e.Type().IsRegular() {
+			continue
+		}
+		t, err := time.Parse(timeLayout, m[1])
+		if err != nil {
+			continue
+		}
+		seq := 0
+		if m[2] != "" {
+			seq, _ = strconv.Atoi(m[2])
+		}
+		a := ArchiveInfo{Name: e.Name(), Path: filepath.Join(dir, e.Name()), Time: t, Seq: seq}
+		if fi, err := e.Info(); err == nil {
+			a.Size = fi.Size()
+		}
+		out = append(out, a)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Time.Equal(out[j].Time) {
+			return out[i].Time.Before(out[j].Time)
+		}
+		return out[i].Seq < out[j].Seq
+	})
+	return out, nil
+}
+
+// DirOptions configure ToDir.
+type DirOptions struct {
+	Options
+	// Keep, when positive, deletes convkit's archives in the directory
+	// beyond the newest Keep (the new one included) once the new archive is
+	// complete.
+	Keep int
+	// DryRun writes and deletes nothing: Plan says what would be.
+	DryRun bool
+}
+
+// DirResult is what ToDir did.
+type DirResult struct {
+	// Archive is the path of the new archive (on a dry run, the name it
+	// would get).
+	Archive string
+	// Result is nil on a dry run.
+	Result *Result
+	// Deleted are the archives retention removed (would remove, on a dry
+	// run).
+	Deleted []string
+	// RemovedTemps are temporary archives of killed backups removed.
+	RemovedTemps []string
+	// Plan is set on a dry run.
+	Plan *Plan
+}
+
+// Plan is what a dry run found: the files a backup would archive.
+type Plan struct {
+	Online bool          `json:"online"`
+	Holder *store.Holder `json:"holder"`
+	Files  []PlanFile    `json:"files"`
+	Bytes  int64         `json:"bytes"`
+	// Problems are files that would be left out.
+	Problems []Problem `json:"problems"`
+}
+
+// PlanFile is one file a backup would archive, at its current size.
+type PlanFile struct {
+	Name string `json:"name"`
+	Size int64  `json:"size"`
+}
+
+// ToDir takes a backup of the store in dataDir into dir (created 0700 if
+// missing): written under a temporary name (.convkit-<time>.tar.zst.<random>.tmp),
+// fsynced, and linked to its final name only when complete, so a crash at
+// any moment leaves no file under an archive name. Temporaries of killed
+// backups are removed first (each is flock'ed by its writer while
+// written, so one being written by a live backup is never touched). Then,
+// with Keep, older archives beyond the newest Keep are deleted.
+func ToDir(ctx context.Context, dataDir, dir string, opts DirOptions) (*DirResult, error) {
+	opts.defaults()
+	if opts.Keep < 0 {
+		return nil, errors.New("keep must not be negative")
+	}
+	now := opts.Now()
+	res := &DirResult{Archive: filepath.Join(dir, ArchiveName(now))}
+	if opts.DryRun {
+		return dryRun(dataDir, dir, opts, res)
+	}
+	if err := durable.MkdirAll(dir); err != nil {
+		return nil, err
+	}
+	res.RemovedTemps = removeStaleTemps(dir)
+	name := ArchiveName(now)
+	tmp, err := durable.CreateTemp(dir, "."+name)
+	if err != nil {
+		return nil, err
+	}
+	tmpName := tmp.Name()
+	held := flock.New(tmpName)
+	if ok, err := held.TryLock(); err != nil || !ok {
+		tmp.Close()
+		os.Remove(tmpName)
+		return nil, fmt.Errorf("lock %s: %v", tmpName, err)
+	}
+	defer held.Unlock()
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmpName)
+		}
+	}()
+	wo := opts.Options
+	wo.TempDir = dir
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	r, err := Write(ctx, dataDir, bw, wo)
+	if err != nil {
+		return nil, err
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, fmt.Errorf("write %s: %w", tmpName, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return nil, fmt.Errorf("fsync %s: %w", tmpName, err)
+	}
+	final, err := publishArchive(tmpName, dir, now)
+	if err != nil {
+		return nil, err
+	}
+	done = true
+	tmp.Close()
+	res.Archive, res.Result = final, r
+	if opts.Keep > 0 {
+		del, err := prune(dir, opts.Keep, final, false)
+		res.Deleted = del
+		if err != nil {
+			return res, fmt.Errorf("retention: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// publishArchive links the complete temporary file to the first free
+// archive name of now, removes the temporary name and fsyncs dir. It never
+// replaces an existing file.
+func publishArchive(tmpName, dir string, now time.Time) (string, error) {
+	base := strings.TrimSuffix(ArchiveName(now), archiveSuffix)
+	for seq := 1; seq < 1000; seq++ {
+		name := base + archiveSuffix
+		if seq > 1 {
+			name = base + "-" + strconv.Itoa(seq) + archiveSuffix
+		}
+		final := filepath.Join(dir, name)
+		err := os.Link(tmpName, final)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("publish %s: %w", final, err)
+		}
+		if err := os.Remove(tmpName); err != nil {
+			return "", fmt.Errorf("remove %s: %w", tmpName, err)
+		}
+		return final, durable.SyncDir(dir)
+	}
+	return "", fmt.Errorf("%s: no free archive name for %s", dir, base)
+}
+
+// isTempArchive reports whether name is a temporary archive ToDir makes.
+func isTempArchive(name string) bool {
+	return strings.HasPrefix(name, "."+archivePrefix) && strings.Contains(name, archiveSuffix+".") &&
+		durable.IsTemp(name)
+}
+
+// removeStaleTemps removes temporary archives whose writer is gone: their
+// flock is free (the kernel drops it when the writer dies).
+func removeStaleTemps(dir string) []string {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, e := range ents {
+		if !e.Type().IsRegular() || !isTempArchive(e.Name()) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		fl := flock.New(p, flock.SetFlag(os.O_RDONLY))
+		ok, err := fl.TryLock()
+		if err != nil || !ok {
+			continue // a live backup is writing it
+		}
+		if os.Remove(p) == nil {
+			removed = append(removed, p)
+		}
+		fl.Unlock()
+	}
+	if len(removed) > 0 {
+		durable.SyncDir(dir)
+	}
+	return removed
+}
+
+// prune deletes convkit's archives in dir beyond the newest keep, never
+// keepPath (the archive just written). With dryRun it only lists them, as
+// if a new archive were added.
+func prune(dir string, keep int, keepPath string, dryRun bool) ([]string, error) {
+	list, err := ListArchives(dir)
+	if errors.Is(err, fs.ErrNotExist) && dryRun {
+		return []string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var others []ArchiveInfo
+	for _, a := range list {
+		if a.Path != keepPath {
+			others = append(others, a)
+		}
+	}
+	// The new archive counts as one of the kept, whatever its time.
+	excess := len(others) - (keep - 1)
+	deleted := []string{}
+	for i := 0; i < excess; i++ {
+		p := others[i].Path
+		if !dryRun {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return deleted, err
+			}
+		}
+		deleted = append(deleted, p)
+	}
+	if !dryRun && len(deleted) > 0 {
+		if err := durable.SyncDir(dir); err != nil {
+			return deleted, err
+		}
+	}
+	return deleted, nil
+}
+
+// dryRun lists what a backup would archive and delete, writing nothing.
+func dryRun(dataDir, dir string, opts DirOptions, res *DirResult) (*DirResult, error) {
+	plan, err := PlanBackup(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	res.Plan = plan
+	res.Deleted = []string{}
+	if opts.Keep > 0 {
+		del, err := prune(dir, opts.Keep, res.Archive, true)
+		if err != nil {
+			return nil, err
+		}
+		res.Deleted = del
+	}
+	return res, nil
+}
+
+// PlanBackup lists, without reading any log or taking any lock, the files a
+// backup of dataDir would archive at their current sizes.
+func PlanBackup(dataDir string) (*Plan, error) {
+	fi, err := os.Stat(dataDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s", ErrNoStore, dataDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory", dataDir)
+	}
+	p := &Plan{Files: []PlanFile{}, Problems: []Problem{}}
+	st, err := store.LockStatus(dataDir)
+	if err == nil && st.Held {
+		p.Online, p.Holder = true, st.Holder
+	}
+	if ifi, err := os.Lstat(store.IndexPath(dataDir)); err == nil {
+		if ifi.Mode().IsRegular() {
+			p.Files = append(p.Files, PlanFile{Name: store.IndexFileName, Size: ifi.Size()})
+			p.Bytes += ifi.Size()
+		} else {
+			p.Problems = append(p.Problems, Problem{Path: store.IndexPath(dataDir), Reason: "not a regular file (symbolic links are not followed)"})
+		}
+	}
+	tree, err := store.Walk(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	jobs := jobsOf(tree)
+	archived := map[string]bool{}
+	for _, j := range jobs {
+		archived[j.path] = true
+		lfi, err := os.Lstat(j.path)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				p.Problems = append(p.Problems, Problem{Path: j.path, Reason: err.Error()})
+			}
+			continue
+		}
+		p.Files = append(p.Files, PlanFile{Name: j.name, Size: lfi.Size()})
+		p.Bytes += lfi.Size()
+	}
+	for _, pr := range tree.Problems {
+		if !archived[pr.Path] {
+			p.Problems = append(p.Problems, Problem{Path: pr.Path, Reason: pr.Reason})
+		}
+	}
+	return p, nil
+}

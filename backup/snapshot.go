@@ -1,0 +1,78 @@
+package backup
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+
+	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+
+	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/store"
+)
+
+// snapshotIndex writes a consistent copy of metadata.db into a new private
+// file in tmpDir with SQLite's VACUUM INTO: one read transaction, so the
+// copy is the database as of one moment even while the runtime writes (in
+// WAL mode a reader blocks no writer). It returns the copy's path, or ""
+// when the store has no metadata.db. The caller removes the copy.
+func snapshotIndex(ctx context.Context, dataDir, tmpDir string) (string, error) {
+	src := store.IndexPath(dataDir)
+	fi, err := os.Lstat(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", errors.New("not a regular file (symbolic links are not followed)")
+	}
+	tmp, err := durable.CreateTemp(tmpDir, ".convkit-index-snapshot")
+	if err != nil {
+		return "", fmt.Errorf("snapshot of %s: %w", src, err)
+	}
+	dst := tmp.Name()
+	tmp.Close() // VACUUM INTO writes into an existing empty file, keeping its 0600
+	ok := false
+	defer func() {
+		if !ok {
+			os.Remove(dst)
+		}
+	}()
+	if err := vacuumInto(ctx, src, dst, true); err != nil {
+		// A read-only open of a WAL database needs its -shm file; without
+		// one (no runtime running, and it was removed), open it as the
+		// runtime does. VACUUM INTO still only reads it.
+		if err2 := vacuumInto(ctx, src, dst, false); err2 != nil {
+			return "", err
+		}
+	}
+	ok = true
+	return dst, nil
+}
+
+func vacuumInto(ctx context.Context, src, dst string, readOnly bool) error {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	if readOnly {
+		q.Set("mode", "ro")
+	}
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: src}).EscapedPath()+"?"+q.Encode())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if err := os.Truncate(dst, 0); err != nil {
+		return err
+	}
+	if _, err := db.ExecContext(ctx, "VACUUM INTO ?", dst); err != nil {
+		return err
+	}
+	return nil
+}
