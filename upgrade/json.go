@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/convkit/convkit/convlog"
 )
 
 // The upgrade touches only the events a rule names, and of those only the
@@ -18,87 +19,18 @@ import (
 
 var errJSON = errors.New("malformed JSON")
 
-func skipWS(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\r', '\n':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
+func skipWS(b []byte, i int) int { return convlog.SkipJSONSpace(b, i) }
 
 // skipString returns the offset just past the string starting at b[i].
-func skipString(b []byte, i int) (int, error) {
-	j := i + 1
-	for {
-		if j > len(b) {
-			return len(b), errJSON
-		}
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return len(b), errJSON
-		}
-		j += k
-		n := 0
-		for p := j - 1; p > i && b[p] == '\\'; p-- {
-			n++
-		}
-		if n%2 == 0 {
-			return j + 1, nil
-		}
-		j++
-	}
-}
+func skipString(b []byte, i int) (int, error) { return skipValue(b, i) }
 
 // skipValue returns the offset just past the JSON value starting at b[i].
 func skipValue(b []byte, i int) (int, error) {
-	if i >= len(b) {
-		return i, errJSON
+	j, err := convlog.SkipJSONValue(b, i)
+	if err != nil || j == i {
+		return j, errJSON
 	}
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); {
-			switch b[j] {
-			case '"':
-				var err error
-				if j, err = skipString(b, j); err != nil {
-					return j, err
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1, nil
-				}
-			}
-			j++
-		}
-		return len(b), errJSON
-	default:
-		j := i
-		for j < len(b) {
-			switch b[j] {
-			case ',', '}', ']', ' ', '\t', '\r', '\n':
-				if j == i {
-					return i, errJSON
-				}
-				return j, nil
-			}
-			j++
-		}
-		if j == i {
-			return i, errJSON
-		}
-		return j, nil
-	}
+	return j, nil
 }
 
 // eachMember calls fn with each member of the object b: the key (decoded;
@@ -378,55 +310,8 @@ func count(raw []byte) (int64, bool) {
 
 func appendInt(dst []byte, v int64) []byte { return strconv.AppendInt(dst, v, 10) }
 
-const hexDigits = "0123456789abcdef"
-
-// appendString writes s as a JSON string the way JSON.stringify does:
-// no HTML escaping, U+2028/U+2029 as they are, control characters as
-// short escapes or \u00XX.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendString writes s as a JSON string the way the runtime does.
+func appendString(dst []byte, s string) []byte { return convlog.AppendJSONString(dst, s) }
 
 func jsonString(s string) []byte { return appendString(nil, s) }
 
