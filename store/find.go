@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"path/filepath"
+	"sort"
 )
 
 // WalkConversation reads one conversation directory the way Walk does.
@@ -36,4 +37,37 @@ func FindLog(dataDir, convID, sessionID string) (string, error) {
 		return "", fmt.Errorf("conversation %q (%s) has no conversation log", convID, c.Path)
 	}
 	return "", fmt.Errorf("conversation %q (%s) has no log for session %q", convID, c.Path, sessionID)
+}
+
+// Dependents lists the conversations that read older history from convID
+// (forks made after a compaction, transitively through their own forks are
+// not included: each names its direct source). Unreadable conversation
+// logs are passed over. Sorted.
+func Dependents(dataDir, convID string) ([]string, error) {
+	tree, err := Walk(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range tree.Conversations {
+		if c.ID == convID {
+			continue
+		}
+		for _, l := range c.Logs {
+			if !l.IsConversationLog {
+				continue
+			}
+			info, err := ReadConversationFile(l.Path)
+			if err != nil || info.Deleting {
+				continue
+			}
+			for _, dep := range Dependencies(info) {
+				if dep == convID {
+					out = append(out, c.ID)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

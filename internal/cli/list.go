@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -133,7 +134,12 @@ func newDeleteCommand(e *env) *ucli.Command {
 		Description: `Records a delete in each conversation's log (the tombstone), then removes its
 directory; metadata.db is updated when present. A delete is refused while a
 turn is running. An interrupted delete is finished by the next delete or
-reindex. Takes runtime.lock.`,
+reindex. A conversation that forks made after a compaction read older
+history from is refused unless those forks are deleted in the same command
+or --force is given. Takes runtime.lock.`,
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "force", Usage: "delete even a conversation that forks made after a compaction read older history from"},
+		},
 		Action: func(c *ucli.Context) error {
 			if err := checkArgs(c, 1, -1); err != nil {
 				return err
@@ -143,12 +149,31 @@ reindex. Takes runtime.lock.`,
 				return err
 			}
 			defer s.Close()
+			ids := c.Args().Slice()
+			if !c.Bool("force") {
+				for _, id := range ids {
+					deps, err := store.Dependents(s.DataDir(), id)
+					if err != nil {
+						return err
+					}
+					var kept []string
+					for _, d := range deps {
+						if !slices.Contains(ids, d) {
+							kept = append(kept, d)
+						}
+					}
+					if len(kept) > 0 {
+						return withHint(fmt.Errorf("conversation %q is the fork source of %s, which read older history from it; deleting it would break them",
+							id, strings.Join(quoteAll(kept), ", ")), "delete those too (name them in the same command), or pass --force")
+					}
+				}
+			}
 			var db *index.DB
 			if d, err := index.Open(store.IndexPath(s.DataDir())); err == nil {
 				db = d
 				defer db.Close()
 			}
-			for _, id := range c.Args().Slice() {
+			for _, id := range ids {
 				if err := s.Delete(id); err != nil {
 					return err
 				}
@@ -162,4 +187,12 @@ reindex. Takes runtime.lock.`,
 			return nil
 		},
 	}
+}
+
+func quoteAll(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = fmt.Sprintf("%q", id)
+	}
+	return out
 }
