@@ -294,10 +294,6 @@ func readConversation(c store.ConversationDir, present map[string]bool, withText
 	return readConversationWith(c, func(id string) bool { return present[id] }, withText)
 }
 
-// osLstat is os.Lstat, named for the few places that only ask whether a
-// path exists without following links.
-var osLstat = os.Lstat
-
 func readConversationWith(c store.ConversationDir, present func(string) bool, withText bool) *built {
 	b := &built{dir: c}
 	skip := func(path, format string, args ...any) *built {

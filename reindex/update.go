@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/convkit/convkit/index"
@@ -22,7 +23,7 @@ func Update(ctx context.Context, db *index.DB, dataDir, convID string) error {
 		if perr != nil {
 			return perr
 		}
-		if _, serr := osLstat(dir); errors.Is(serr, fs.ErrNotExist) {
+		if _, serr := os.Lstat(dir); errors.Is(serr, fs.ErrNotExist) {
 			return db.Delete(ctx, convID)
 		}
 		return err
@@ -32,7 +33,7 @@ func Update(ctx context.Context, db *index.DB, dataDir, convID string) error {
 		if err != nil {
 			return false
 		}
-		_, err = osLstat(p)
+		_, err = os.Lstat(p)
 		return err == nil
 	}
 	b := readConversationWith(c, present, true)
