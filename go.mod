@@ -3,6 +3,7 @@ module github.com/convkit/convkit
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/gofrs/flock v0.13.0
 	github.com/klauspost/compress v1.20.4
 	github.com/rogpeppe/go-internal v1.14.1

@@ -153,7 +153,8 @@ func (r *Reader) Next() (*Header, error) {
 		return nil, r.end()
 	}
 	if err != nil {
-		return nil, r.damage(&Header{Index: r.n + 1, Offset: off}, err)
+		r.cnt.n = off
+		return nil, r.damage(nil, err)
 	}
 	r.n++
 	h := &Header{Index: r.n, Name: th.Name, Size: th.Size, Offset: off}

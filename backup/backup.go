@@ -32,7 +32,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"runtime"
 	"time"
 
@@ -60,8 +59,20 @@ type Options struct {
 	// Log receives a line for each file left out or invalid, as found
 	// (nil: nothing).
 	Log io.Writer
+	// Strict reads every event of every session log as reindex does (the
+	// conversation logs always are): invalid logs are found at backup time
+	// and the manifest records event counts. It costs a full parse of the
+	// store, about as much CPU as compressing it. Without it, session logs
+	// are checked by their structure (lines and frames), which is what
+	// finds the committed prefix.
+	Strict bool
 	// Archive tunes the container (tests and benchmarks).
 	Archive archive.WriterOptions
+
+	// snapshotPath, when set, is where the metadata.db snapshot is made
+	// (ToDir: beside its temporary archive, so a killed run's leftovers
+	// are recognised).
+	snapshotPath string
 }
 
 func (o *Options) defaults() {
@@ -123,7 +134,7 @@ func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Res
 	now := opts.Now().UTC().Truncate(time.Second)
 	m := &Manifest{
 		Format: FormatName, FormatVersion: FormatVersion, Tool: ToolName, ToolVersion: opts.ToolVersion,
-		LogFormatVersion: convlog.CurrentVersion, CreatedAt: now,
+		LogFormatVersion: convlog.CurrentVersion, CreatedAt: now, LogCheck: LogCheckStructure,
 		Conversations: []Conversation{}, Files: []File{}, Problems: []Problem{},
 	}
 	lock, err := store.AcquireLock(ctx, dataDir, store.LockOptions{Mode: store.LockExclusive, Timeout: 0,
@@ -142,47 +153,43 @@ func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Res
 		m.Online, m.LockError = true, err.Error()
 		fmt.Fprintf(opts.Log, "WARNING runtime.lock could not be taken (%v): backing up online\n", err)
 	}
+	if opts.Strict {
+		m.LogCheck = LogCheckStrict
+	}
 	res := &Result{Manifest: m}
 	problem := func(p, reason string) {
 		m.Problems = append(m.Problems, Problem{Path: p, Reason: reason})
 		fmt.Fprintf(opts.Log, "UNREADABLE %s: %s\n", p, reason)
 	}
 
-	// The index first: every row it holds then refers to log bytes that
-	// the later copies include, as in the live store (logs are flushed
-	// before the index is updated).
-	snap, err := snapshotIndex(ctx, dataDir, opts.TempDir)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return nil, ctx.Err()
-	case err != nil:
-		m.Index = IndexUnreadable
-		problem(store.IndexPath(dataDir), err.Error())
-	case snap == "":
-		m.Index = IndexAbsent
-	default:
-		m.Index = IndexSnapshot
-		defer os.Remove(snap)
+	// The metadata.db snapshot is taken while the logs are read (VACUUM
+	// INTO reads the database in one transaction of its own) and archived
+	// after them. The index is derived: a restore rebuilds it from the logs.
+	type snapResult struct {
+		path string
+		err  error
 	}
-
-	tree, err := store.Walk(dataDir)
-	if err != nil {
-		return nil, err
-	}
-	jobs := jobsOf(tree)
-	archived := map[string]bool{}
-	for _, j := range jobs {
-		archived[j.path] = true
-	}
-	for _, p := range tree.Problems {
-		if archived[p.Path] {
-			// Two spellings of one generation: archived all the same.
-			fmt.Fprintf(opts.Log, "WARNING %s: %s\n", p.Path, p.Reason)
-			continue
+	snapDone := make(chan snapResult, 1)
+	go func() {
+		p, err := snapshotIndex(ctx, dataDir, opts.TempDir, opts.snapshotPath)
+		snapDone <- snapResult{p, err}
+	}()
+	var snap *snapResult
+	waitSnap := func() snapResult {
+		if snap == nil {
+			r := <-snapDone
+			snap = &r
 		}
-		problem(p.Path, p.Reason)
+		return *snap
 	}
-	opts.Progress.SetTotal(int64(len(jobs)) + 2)
+	defer func() {
+		if r := waitSnap(); r.path != "" {
+			os.Remove(r.path)
+		}
+	}()
+
+	wk := &walker{dataDir: dataDir}
+	opts.Progress.SetTotal(0)
 
 	wopts := opts.Archive
 	wopts.ModTime = now
@@ -194,34 +201,16 @@ func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Res
 		aw.Abort()
 		return nil, err
 	}
-	if snap != "" {
-		f, err := os.Open(snap)
-		if err != nil {
-			return fail(err)
-		}
-		st, err := f.Stat()
-		if err == nil {
-			var sum archive.Sum
-			sum, err = aw.WriteEntry(archive.IndexName, archive.Text, st.Size(), bufio.NewReaderSize(f, 256<<10))
-			if err == nil {
-				m.Files = append(m.Files, File{Name: archive.IndexName, Size: sum.Size, SHA256: sum.Hex()})
-			}
-		}
-		f.Close()
-		if err != nil {
-			return fail(fmt.Errorf("archive the metadata.db snapshot: %w", err))
-		}
-	}
-	opts.Progress.Add(1)
 
-	for _, c := range tree.Conversations {
-		m.Conversations = append(m.Conversations, Conversation{ID: c.ID, Dir: c.Name})
-	}
+	// Conversations in archive order, as their first archived log comes;
+	// one with nothing archived (emptied by a delete, or every log
+	// unreadable) is not in the archive.
+	convPos := map[int]int{}
 	facts := map[int]*convFacts{}
 	currentSeen := map[[2]string]bool{} // (conversation dir, base) whose current generation is archived
 	type archivedLog struct{ conv, file int }
 	var archivedLogs []archivedLog
-	err = loadAll(ctx, jobs, m.Online, opts.Workers, 2*opts.Workers+2, func(l *loaded) error {
+	err = loadAll(ctx, wk.feed, m.Online, opts.Strict, opts.Workers, 2*opts.Workers+2, func(l *loaded) error {
 		defer l.close()
 		defer opts.Progress.Add(1)
 		j := l.job
@@ -233,19 +222,25 @@ func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Res
 			problem(j.path, l.problem)
 			return nil
 		}
-		key := [2]string{tree.Conversations[j.convIdx].Name, j.base}
+		ci, ok := convPos[j.convIdx]
+		if !ok {
+			ci = len(m.Conversations)
+			convPos[j.convIdx] = ci
+			m.Conversations = append(m.Conversations, Conversation{ID: j.convID, Dir: j.convDir})
+		}
+		key := [2]string{j.convDir, j.base}
 		if !currentSeen[key] {
 			currentSeen[key] = true
 			l.info.Current = true
-			if j.convLog && l.info.Error == "" {
+			if j.convLog && l.info.Error == "" && l.info.Strict {
 				fc := l.conv
-				facts[j.convIdx] = &fc
+				facts[ci] = &fc
 			}
 		}
 		var sum archive.Sum
 		var err error
 		if l.f == nil {
-			sum, err = aw.WriteBytes(j.name, l.kind, l.buf[:l.length])
+			sum, err = aw.WriteHashed(j.name, l.kind, l.buf, l.sum)
 		} else {
 			sum, err = aw.WriteEntry(j.name, l.kind, l.length, io.NewSectionReader(l.f, 0, l.length))
 		}
@@ -259,46 +254,60 @@ func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Res
 		m.LiveTailBytes += l.liveTail
 		info := l.info
 		m.Files = append(m.Files, File{Name: j.name, Size: sum.Size, SHA256: sum.Hex(), Log: &info})
-		archivedLogs = append(archivedLogs, archivedLog{j.convIdx, len(m.Files) - 1})
+		archivedLogs = append(archivedLogs, archivedLog{ci, len(m.Files) - 1})
 		return nil
 	})
 	if err != nil {
 		return fail(err)
 	}
+	for _, p := range wk.Problems {
+		problem(p.Path, p.Reason)
+	}
+	for _, p := range wk.Warnings {
+		fmt.Fprintf(opts.Log, "WARNING %s: %s (archived)\n", p.Path, p.Reason)
+	}
+	sr := waitSnap()
+	switch {
+	case sr.err != nil && ctx.Err() != nil:
+		return fail(ctx.Err())
+	case sr.err != nil:
+		m.Index = IndexUnreadable
+		problem(store.IndexPath(dataDir), sr.err.Error())
+	case sr.path == "":
+		m.Index = IndexAbsent
+	default:
+		m.Index = IndexSnapshot
+		if err := archiveFile(aw, archive.IndexName, sr.path, m); err != nil {
+			return fail(fmt.Errorf("archive the metadata.db snapshot: %w", err))
+		}
+	}
+	opts.Progress.Add(1)
+
 	// Group the archived logs by conversation (m.Files no longer grows).
 	logs := map[int][]*File{}
 	for _, a := range archivedLogs {
 		logs[a.conv] = append(logs[a.conv], &m.Files[a.file])
 	}
-	// Conversations with nothing archived (emptied by a delete, or every
-	// log unreadable) are not in the archive.
-	var convs []Conversation
-	kept := map[int]*convFacts{}
-	keptLogs := map[int][]*File{}
-	for ci, c := range m.Conversations {
-		if len(logs[ci]) == 0 {
-			continue
-		}
-		kept[len(convs)] = facts[ci]
-		keptLogs[len(convs)] = logs[ci]
-		convs = append(convs, c)
-	}
-	if convs == nil {
-		convs = []Conversation{}
-	}
-	m.Conversations = convs
 	invalid := m.Counts.InvalidLogs
-	m.Counts = expectations(m.Conversations, kept, keptLogs)
+	if opts.Strict {
+		m.Counts = expectations(m.Conversations, facts, logs)
+	} else {
+		m.Counts = Counts{}
+	}
 	m.Counts.InvalidLogs = invalid
+	m.Counts.Conversations = len(m.Conversations)
 	for _, f := range m.Files {
 		m.Counts.Files++
 		m.Counts.Bytes += f.Size
 		if f.Log != nil {
 			m.Counts.Logs++
+			if f.Log.Current && f.Log.Session != "" {
+				m.Counts.SessionLogs++
+			}
 		}
 	}
 
-	data, err := json.MarshalIndent(m, "", " ")
+	data, err := json.Marshal(m)
 	if err != nil {
 		return fail(err)
 	}
@@ -314,7 +323,21 @@ func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Res
 	return res, nil
 }
 
-func isLogFile(p string) bool {
-	_, ok := convlog.ParseName(filepath.Base(p))
-	return ok
+// archiveFile archives the file at p as name and lists it in m.
+func archiveFile(aw *archive.Writer, name, p string, m *Manifest) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	sum, err := aw.WriteEntry(name, archive.Text, st.Size(), bufio.NewReaderSize(f, 256<<10))
+	if err != nil {
+		return err
+	}
+	m.Files = append(m.Files, File{Name: name, Size: sum.Size, SHA256: sum.Hex()})
+	return nil
 }

@@ -109,7 +109,10 @@ type DirResult struct {
 
 // Plan is what a dry run found: the files a backup would archive.
 type Plan struct {
-	Online bool          `json:"online"`
+	Online bool `json:"online"`
+	// Index is IndexSnapshot when the store has a metadata.db to
+	// snapshot, else IndexAbsent.
+	Index  string        `json:"index"`
 	Holder *store.Holder `json:"holder"`
 	Files  []PlanFile    `json:"files"`
 	Bytes  int64         `json:"bytes"`
@@ -138,6 +141,7 @@ func ToDir(ctx context.Context, dataDir, dir string, opts DirOptions) (*DirResul
 	now := opts.Now()
 	res := &DirResult{Archive: filepath.Join(dir, ArchiveName(now))}
 	if opts.DryRun {
+		res.Archive = freeArchiveName(dir, now)
 		return dryRun(dataDir, dir, opts, res)
 	}
 	if err := durable.MkdirAll(dir); err != nil {
@@ -166,6 +170,7 @@ func ToDir(ctx context.Context, dataDir, dir string, opts DirOptions) (*DirResul
 	}()
 	wo := opts.Options
 	wo.TempDir = dir
+	wo.snapshotPath = tmpName + snapshotSuffix
 	bw := bufio.NewWriterSize(tmp, 1<<20)
 	r, err := Write(ctx, dataDir, bw, wo)
 	if err != nil {
@@ -194,17 +199,36 @@ func ToDir(ctx context.Context, dataDir, dir string, opts DirOptions) (*DirResul
 	return res, nil
 }
 
+// archiveNames are the names an archive taken at now may get, in order.
+func archiveNames(now time.Time) func(seq int) string {
+	base := strings.TrimSuffix(ArchiveName(now), archiveSuffix)
+	return func(seq int) string {
+		if seq > 1 {
+			return base + "-" + strconv.Itoa(seq) + archiveSuffix
+		}
+		return base + archiveSuffix
+	}
+}
+
+// freeArchiveName is the path publishArchive would give now's archive.
+func freeArchiveName(dir string, now time.Time) string {
+	names := archiveNames(now)
+	for seq := 1; seq < 1000; seq++ {
+		p := filepath.Join(dir, names(seq))
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			return p
+		}
+	}
+	return filepath.Join(dir, names(1))
+}
+
 // publishArchive links the complete temporary file to the first free
 // archive name of now, removes the temporary name and fsyncs dir. It never
 // replaces an existing file.
 func publishArchive(tmpName, dir string, now time.Time) (string, error) {
-	base := strings.TrimSuffix(ArchiveName(now), archiveSuffix)
+	names := archiveNames(now)
 	for seq := 1; seq < 1000; seq++ {
-		name := base + archiveSuffix
-		if seq > 1 {
-			name = base + "-" + strconv.Itoa(seq) + archiveSuffix
-		}
-		final := filepath.Join(dir, name)
+		final := filepath.Join(dir, names(seq))
 		err := os.Link(tmpName, final)
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -217,8 +241,12 @@ func publishArchive(tmpName, dir string, now time.Time) (string, error) {
 		}
 		return final, durable.SyncDir(dir)
 	}
-	return "", fmt.Errorf("%s: no free archive name for %s", dir, base)
+	return "", fmt.Errorf("%s: no free archive name for %s", dir, names(1))
 }
+
+// snapshotSuffix ends the metadata.db snapshot ToDir makes beside its
+// temporary archive.
+const snapshotSuffix = ".index"
 
 // isTempArchive reports whether name is a temporary archive ToDir makes.
 func isTempArchive(name string) bool {
@@ -226,26 +254,47 @@ func isTempArchive(name string) bool {
 		durable.IsTemp(name)
 }
 
-// removeStaleTemps removes temporary archives whose writer is gone: their
-// flock is free (the kernel drops it when the writer dies).
+// removeStaleTemps removes temporary archives whose writer is gone, with
+// their index snapshots: the writer holds a flock on the temporary archive
+// while it writes, and the kernel drops it when the writer dies.
 func removeStaleTemps(dir string) []string {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
-	var removed []string
+	present := map[string]bool{}
 	for _, e := range ents {
-		if !e.Type().IsRegular() || !isTempArchive(e.Name()) {
+		present[e.Name()] = true
+	}
+	var removed []string
+	remove := func(name string) {
+		p := filepath.Join(dir, name)
+		if os.Remove(p) == nil {
+			removed = append(removed, p)
+		}
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !e.Type().IsRegular() {
 			continue
 		}
-		p := filepath.Join(dir, e.Name())
-		fl := flock.New(p, flock.SetFlag(os.O_RDONLY))
+		if snapOf, ok := strings.CutSuffix(name, snapshotSuffix); ok && isTempArchive(snapOf) {
+			if !present[snapOf] {
+				remove(name) // its archive is gone: published or removed
+			}
+			continue
+		}
+		if !isTempArchive(name) {
+			continue
+		}
+		fl := flock.New(filepath.Join(dir, name), flock.SetFlag(os.O_RDONLY))
 		ok, err := fl.TryLock()
 		if err != nil || !ok {
 			continue // a live backup is writing it
 		}
-		if os.Remove(p) == nil {
-			removed = append(removed, p)
+		remove(name)
+		if present[name+snapshotSuffix] {
+			remove(name + snapshotSuffix)
 		}
 		fl.Unlock()
 	}
@@ -323,16 +372,18 @@ func PlanBackup(dataDir string) (*Plan, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s: not a directory", dataDir)
 	}
-	p := &Plan{Files: []PlanFile{}, Problems: []Problem{}}
+	p := &Plan{Files: []PlanFile{}, Problems: []Problem{}, Index: IndexAbsent}
 	st, err := store.LockStatus(dataDir)
 	if err == nil && st.Held {
 		p.Online, p.Holder = true, st.Holder
 	}
 	if ifi, err := os.Lstat(store.IndexPath(dataDir)); err == nil {
 		if ifi.Mode().IsRegular() {
+			p.Index = IndexSnapshot
 			p.Files = append(p.Files, PlanFile{Name: store.IndexFileName, Size: ifi.Size()})
 			p.Bytes += ifi.Size()
 		} else {
+			p.Index = IndexUnreadable
 			p.Problems = append(p.Problems, Problem{Path: store.IndexPath(dataDir), Reason: "not a regular file (symbolic links are not followed)"})
 		}
 	}

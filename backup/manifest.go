@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
+
+	"github.com/convkit/convkit/convlog"
 
 	"github.com/convkit/convkit/store"
 )
@@ -25,6 +28,12 @@ const (
 	ExpectIndexed = "indexed"
 	ExpectSkipped = "skipped"
 	ExpectDeleted = "deleted" // a tombstone: reindex finishes the deletion
+)
+
+// How logs were checked at backup time (Manifest.LogCheck).
+const (
+	LogCheckStructure = "structure"
+	LogCheckStrict    = "strict"
 )
 
 // States of the metadata.db snapshot.
@@ -58,6 +67,11 @@ type Manifest struct {
 	// LiveTailBytes are the bytes past the logs' committed prefixes left
 	// out of an online backup (appends in flight, torn tails).
 	LiveTailBytes int64 `json:"liveTailBytes"`
+	// LogCheck is how session logs were checked: LogCheckStructure
+	// (lines and frames: the committed prefix) or LogCheckStrict (every
+	// event, as reindex reads it). Conversation logs are always read
+	// strictly.
+	LogCheck string `json:"logCheck"`
 	// Index is the state of the metadata.db snapshot.
 	Index         string         `json:"index"`
 	Counts        Counts         `json:"counts"`
@@ -68,34 +82,39 @@ type Manifest struct {
 	Problems []Problem `json:"problems"`
 }
 
-// Counts sum up an archive. Indexed, Skipped and Deleting are the
-// conversations' expectations; SessionLogs and Events count the current
-// session logs of the conversations expected to be indexed, which is what
-// the index rebuilt from the archive must hold.
+// Counts sum up an archive. SessionLogs counts the current session logs
+// (one per session: the highest archived generation). InvalidLogs failed
+// their check and are archived whole. The rest are set only when every
+// log was read strictly (LogCheck strict): the conversations'
+// expectations, and the session logs and events of the conversations
+// expected to be indexed, which is what an index rebuilt from the archive
+// must hold.
 type Counts struct {
 	Files         int   `json:"files"`
 	Logs          int   `json:"logs"`
 	Bytes         int64 `json:"bytes"`
 	Conversations int   `json:"conversations"`
-	Indexed       int   `json:"indexed"`
-	Skipped       int   `json:"skipped"`
-	Deleting      int   `json:"deleting"`
 	SessionLogs   int   `json:"sessionLogs"`
-	Events        int64 `json:"events"`
-	// InvalidLogs failed the strict read; they are archived whole.
-	InvalidLogs int `json:"invalidLogs"`
+	InvalidLogs   int   `json:"invalidLogs"`
+
+	Indexed         int   `json:"indexed"`
+	Skipped         int   `json:"skipped"`
+	Deleting        int   `json:"deleting"`
+	IndexedSessions int   `json:"indexedSessions"`
+	Events          int64 `json:"events"`
 }
 
 // Conversation is one archived conversation directory.
 type Conversation struct {
 	ID  string `json:"id"`
 	Dir string `json:"dir"`
-	// Expect is ExpectIndexed, ExpectSkipped or ExpectDeleted; Reason says
-	// why for the last two.
-	Expect string `json:"expect"`
+	// Expect (strict backups only) is ExpectIndexed, ExpectSkipped or
+	// ExpectDeleted: what reindex does with it; Reason says why it skips.
+	Expect string `json:"expect,omitempty"`
 	Reason string `json:"reason,omitempty"`
-	// DependsOn are the conversations it reads older history from (fork
-	// after compaction): they travel with it on a single restore.
+	// DependsOn (strict backups only) are the conversations it reads older
+	// history from (fork after compaction): they travel with it on a
+	// single restore.
 	DependsOn []string `json:"dependsOn,omitempty"`
 }
 
@@ -113,20 +132,25 @@ type File struct {
 // bytes. Every field depends only on those bytes, so a backup of a
 // restored store repeats it.
 type Log struct {
-	Conversation string `json:"conversation"`
-	// Session is the session id, "" for the conversation log.
-	Session     string `json:"session,omitempty"`
-	Version     int    `json:"version"`
-	Compression string `json:"compression"`
+	// Conversation and Session (the session id, "" for the conversation
+	// log) are not stored: the entry name says them.
+	Conversation string `json:"-"`
+	Session      string `json:"-"`
 	// Current: the highest archived generation of its log, the one every
 	// reader uses.
 	Current bool `json:"current"`
-	// Committed is the length of the committed prefix (Size unless the
-	// archived bytes end in a torn tail); 0 when Error is set.
+	// Committed is the length of the committed prefix, found from the
+	// structure (after the last complete line, before a torn final frame):
+	// Size unless the archived bytes end in a torn tail; 0 when Error is set.
 	Committed int64 `json:"committed"`
 	TornTail  bool  `json:"tornTail"`
-	Events    int64 `json:"events"`
-	// Error is the strict reader's error (the log is archived whole).
+	// Strict: every event was read as reindex reads it (conversation logs
+	// always, session logs with backup --strict). Events counts them; it is
+	// 0 when Strict is false.
+	Strict bool  `json:"strict"`
+	Events int64 `json:"events"`
+	// Error is why the structure check, or the strict read, failed: the
+	// log is archived whole.
 	Error string `json:"error,omitempty"`
 }
 
@@ -165,6 +189,20 @@ func decodeManifest(r io.Reader, name string) (*Manifest, error) {
 	}
 	if m.Files == nil {
 		return nil, errors.New(name + ": the manifest lists no files")
+	}
+	for i := range m.Files {
+		f := &m.Files[i]
+		if f.Log == nil {
+			continue
+		}
+		parts := strings.Split(f.Name, "/")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("%s: log %q is not conversations/<dir>/<log>", name, f.Name)
+		}
+		f.Log.Conversation, _ = store.DecodeSegment(parts[1])
+		if n, ok := convlog.ParseName(parts[2]); ok && n.Base != store.ConversationLogBase {
+			f.Log.Session, _ = store.DecodeBase(n.Base)
+		}
 	}
 	return &m, nil
 }

@@ -19,8 +19,9 @@ import (
 // file in tmpDir with SQLite's VACUUM INTO: one read transaction, so the
 // copy is the database as of one moment even while the runtime writes (in
 // WAL mode a reader blocks no writer). It returns the copy's path, or ""
-// when the store has no metadata.db. The caller removes the copy.
-func snapshotIndex(ctx context.Context, dataDir, tmpDir string) (string, error) {
+// when the store has no metadata.db. The caller removes the copy. With
+// path set, the copy is made there (a new file) rather than in tmpDir.
+func snapshotIndex(ctx context.Context, dataDir, tmpDir, path string) (string, error) {
 	src := store.IndexPath(dataDir)
 	fi, err := os.Lstat(src)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -32,7 +33,12 @@ func snapshotIndex(ctx context.Context, dataDir, tmpDir string) (string, error) 
 	if !fi.Mode().IsRegular() {
 		return "", errors.New("not a regular file (symbolic links are not followed)")
 	}
-	tmp, err := durable.CreateTemp(tmpDir, ".convkit-index-snapshot")
+	var tmp *os.File
+	if path != "" {
+		tmp, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, durable.FileMode)
+	} else {
+		tmp, err = durable.CreateTemp(tmpDir, ".convkit-index-snapshot")
+	}
 	if err != nil {
 		return "", fmt.Errorf("snapshot of %s: %w", src, err)
 	}

@@ -3,6 +3,7 @@ package backup
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,12 +13,17 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/store"
 )
+
+// errNotRegular refuses what is not a regular file.
+var errNotRegular = errors.New("not a regular file")
 
 // smallLog is the size up to which a log is read into memory once, checked
 // there and archived from the same bytes. Larger logs are checked through
@@ -30,6 +36,7 @@ type job struct {
 	path    string
 	convIdx int
 	convID  string
+	convDir string
 	session string // "" for the conversation log
 	base    string
 	gen     convlog.Name
@@ -42,6 +49,7 @@ type loaded struct {
 	// Exactly one of buf and f holds the bytes to archive (length of them);
 	// neither when the file was left out.
 	buf    []byte
+	sum    [sha256.Size]byte // of buf
 	f      *os.File
 	length int64
 	info   Log
@@ -52,6 +60,8 @@ type loaded struct {
 	vanished bool
 	// problem: the file could not be read; it is left out.
 	problem string
+	// shapeErr: the structure check failed (info.Error says so too).
+	shapeErr string
 	// For the conversation log: what reindex will find in it.
 	conv convFacts
 }
@@ -70,7 +80,10 @@ func (l *loaded) close() {
 		l.f.Close()
 		l.f = nil
 	}
-	l.buf = nil
+	if l.buf != nil {
+		putBuf(l.buf)
+		l.buf = nil
+	}
 }
 
 // jobsOf lists the logs of a walked store in archive order: conversations
@@ -79,15 +92,21 @@ func (l *loaded) close() {
 func jobsOf(tree *store.Tree) []*job {
 	var jobs []*job
 	for ci, c := range tree.Conversations {
-		for _, l := range c.Logs {
-			for _, g := range l.Generations {
-				jobs = append(jobs, &job{
-					name:    path.Join(store.ConversationsDirName, c.Name, g.String()),
-					path:    filepath.Join(c.Path, g.String()),
-					convIdx: ci, convID: c.ID, session: l.ID, base: l.Base, gen: g,
-					convLog: l.IsConversationLog,
-				})
-			}
+		jobs = append(jobs, jobsOfConv(c, ci)...)
+	}
+	return jobs
+}
+
+func jobsOfConv(c store.ConversationDir, ci int) []*job {
+	var jobs []*job
+	for _, l := range c.Logs {
+		for _, g := range l.Generations {
+			jobs = append(jobs, &job{
+				name:    path.Join(store.ConversationsDirName, c.Name, g.String()),
+				path:    filepath.Join(c.Path, g.String()),
+				convIdx: ci, convID: c.ID, convDir: c.Name, session: l.ID, base: l.Base, gen: g,
+				convLog: l.IsConversationLog,
+			})
 		}
 	}
 	return jobs
@@ -97,72 +116,79 @@ func jobsOf(tree *store.Tree) []*job {
 // is kept. Bytes are read once (small logs) or checked through the file
 // and later copied from the same descriptor (large ones), so the bytes
 // archived are the bytes checked.
-func load(j *job, online bool) *loaded {
+func load(j *job, online, strict bool) *loaded {
 	l := &loaded{job: j, kind: archive.Text}
 	if j.gen.Compression == convlog.Zstd {
 		l.kind = archive.Compressed
 	}
-	l.info = Log{Conversation: j.convID, Session: j.session, Version: j.gen.Version, Compression: j.gen.Compression.String()}
-	lfi, err := os.Lstat(j.path)
-	if errors.Is(err, fs.ErrNotExist) {
+	l.info = Log{Conversation: j.convID, Session: j.session}
+	buf, f, size, err := openLog(j.path, smallLog)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		l.vanished = true
 		return l
-	}
-	if err != nil {
-		l.problem = err.Error()
-		return l
-	}
-	if !lfi.Mode().IsRegular() {
+	case errors.Is(err, syscall.ELOOP), errors.Is(err, errNotRegular):
 		l.problem = "not a regular file (symbolic links are not followed)"
 		return l
-	}
-	f, err := os.Open(j.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		l.vanished = true
-		return l
-	}
-	if err != nil {
+	case err != nil:
 		l.problem = err.Error()
 		return l
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		l.problem = err.Error()
-		return l
-	}
-	if !os.SameFile(lfi, fi) || !fi.Mode().IsRegular() {
-		f.Close()
-		l.problem = "replaced while it was opened (symbolic links are not followed)"
-		return l
-	}
-	size := fi.Size()
-	var src io.ReaderAt = f
-	if size <= smallLog {
-		buf := make([]byte, size)
-		n, err := f.ReadAt(buf, 0)
-		f.Close()
-		if err != nil && err != io.EOF {
-			l.problem = err.Error()
-			return l
-		}
-		// A file that shrank (a torn tail cut by the runtime) is taken as
-		// read.
-		buf = buf[:n]
-		size = int64(n)
-		l.buf = buf
-		src = bytes.NewReader(buf)
+	var src io.ReaderAt
+	if f != nil {
+		l.f, src = f, f
 	} else {
-		l.f = f
+		// Read once: checked and archived from the same bytes. A file
+		// that shrank (a torn tail cut by the runtime) is taken as read.
+		l.buf, src = buf, bytes.NewReader(buf)
 	}
 	l.length = size
-	l.check(src, size, online)
+	l.check(src, size, online, strict)
+	if l.buf != nil {
+		l.buf = l.buf[:l.length]
+		l.sum = sha256.Sum256(l.buf)
+	}
 	return l
 }
 
-// check reads the log strictly, as reindex does, and decides how much of
-// it to archive.
-func (l *loaded) check(src io.ReaderAt, size int64, online bool) {
+// check finds the committed prefix from the log's structure (lines or
+// frames) and, with strict, reads every event as reindex does. It decides
+// how much of the log to archive: the whole file offline, the committed
+// prefix online; a log whose check fails is archived whole.
+func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
+	j := l.job
+	var sh shape
+	if l.buf != nil {
+		sh = bytesShape(l.buf, j.gen.Compression, j.name)
+	} else {
+		sh = logShape(src, size, j.gen.Compression, j.name)
+	}
+	if sh.err != "" {
+		l.shapeErr = sh.err
+		l.info.Error = sh.err
+		return
+	}
+	l.info.Committed, l.info.TornTail = sh.committed, sh.torn
+	if strict {
+		l.info.Strict = true
+		l.read(src, size, online)
+	}
+	if online && l.info.Error == "" {
+		// The runtime may be appending: keep the committed prefix only.
+		l.liveTail = size - sh.committed
+		l.length = sh.committed
+		l.info.Committed = sh.committed
+		l.info.TornTail = false
+		if l.buf != nil {
+			l.buf = l.buf[:l.length]
+		}
+	}
+}
+
+// read reads every event strictly, counting them (online, those of the
+// committed prefix only) and noting what reindex needs of a conversation
+// log.
+func (l *loaded) read(src io.ReaderAt, size int64, online bool) {
 	j := l.job
 	comp := j.gen.Compression
 	r, err := convlog.NewReader(src, size, j.name, convlog.ReaderOptions{Version: j.gen.Version, Compression: &comp})
@@ -175,7 +201,7 @@ func (l *loaded) check(src io.ReaderAt, size int64, online bool) {
 		h := r.Header()
 		l.conv.headerType, l.conv.headerID = h.Type, h.ID
 	}
-	var events, committedEvents int64
+	var events, committed int64
 	for {
 		e, err := r.Next()
 		if err == io.EOF {
@@ -188,27 +214,16 @@ func (l *loaded) check(src io.ReaderAt, size int64, online bool) {
 		events++
 		torn := r.InTornFrame()
 		if !torn {
-			committedEvents++
+			committed++
 		}
 		if j.convLog && (!online || !torn) {
 			l.conv.note(e)
 		}
 	}
-	st := r.Stats()
-	if online {
-		// The runtime may be appending: keep the committed prefix only.
-		l.liveTail = size - st.CommittedBytes
-		l.length = st.CommittedBytes
-		l.info.Committed = st.CommittedBytes
-		l.info.Events = committedEvents
-		if l.buf != nil {
-			l.buf = l.buf[:l.length]
-		}
-		return
-	}
-	l.info.Committed = st.CommittedBytes
-	l.info.TornTail = st.TornTail
 	l.info.Events = events
+	if online {
+		l.info.Events = committed
+	}
 }
 
 // note records what reindex's replay of the conversation log depends on.
@@ -233,65 +248,183 @@ func (c *convFacts) note(e *convlog.Event) {
 	}
 }
 
-// loadAll loads jobs with workers goroutines, at most ahead results in
-// memory, and hands them to sink in job order. sink runs in the caller's
-// goroutine and owns each result (it must close it).
-func loadAll(ctx context.Context, jobs []*job, online bool, workers, ahead int, sink func(*loaded) error) error {
+// feedFunc hands jobs to emit in archive order; emit returns false when
+// the consumer has stopped.
+type feedFunc func(emit func(*job) bool) error
+
+// sliceFeed feeds a list of jobs.
+func sliceFeed(jobs []*job) feedFunc {
+	return func(emit func(*job) bool) error {
+		for _, j := range jobs {
+			if !emit(j) {
+				return nil
+			}
+		}
+		return nil
+	}
+}
+
+// loadAll loads the jobs feed gives with workers goroutines, at most ahead
+// of them in flight, and hands the results to sink in feed order. The feed
+// runs in its own goroutine, so walking overlaps reading. sink runs in the
+// caller's goroutine and owns each result (it must close it).
+func loadAll(ctx context.Context, feed feedFunc, online, strict bool, workers, ahead int, sink func(*loaded) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	results := make([]chan *loaded, len(jobs))
-	for i := range results {
-		results[i] = make(chan *loaded, 1)
+	type slot struct {
+		j    *job
+		done chan *loaded
 	}
-	sem := make(chan struct{}, ahead)
-	next := make(chan int)
+	order := make(chan *slot, ahead)
+	work := make(chan *slot)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				results[i] <- load(jobs[i], online)
+			for s := range work {
+				s.done <- load(s.j, online, strict)
 			}
 		}()
 	}
+	feedErr := make(chan error, 1)
 	go func() {
-		defer close(next)
-		for i := range jobs {
+		defer close(order)
+		defer close(work)
+		feedErr <- feed(func(j *job) bool {
+			s := &slot{j: j, done: make(chan *loaded, 1)}
 			select {
-			case sem <- struct{}{}:
+			case order <- s:
 			case <-ctx.Done():
-				return
+				return false
 			}
 			select {
-			case next <- i:
+			case work <- s:
+				return true
 			case <-ctx.Done():
-				<-sem
-				return
+				return false
 			}
-		}
+		})
 	}()
 	var err error
-	for i := 0; i < len(jobs) && err == nil; i++ {
+	for s := range order {
 		select {
-		case l := <-results[i]:
-			<-sem
+		case l := <-s.done:
 			err = sink(l)
 		case <-ctx.Done():
 			err = ctx.Err()
+		}
+		if err != nil {
+			break
 		}
 	}
 	cancel()
 	wg.Wait()
 	// Release what was loaded but not consumed.
-	for i := range results {
+	for s := range order {
 		select {
-		case l := <-results[i]:
+		case l := <-s.done:
 			l.close()
 		default:
 		}
 	}
+	if ferr := <-feedErr; err == nil {
+		err = ferr
+	}
 	return err
+}
+
+// walker walks a store's conversations one directory at a time, as
+// store.Walk does (the same rules, never following a link), handing each
+// directory's logs to the loaders as soon as it is read.
+type walker struct {
+	dataDir string
+	// Problems are entries left out; Warnings entries archived all the
+	// same (two spellings of one generation). Read them after the feed.
+	Problems []Problem
+	Warnings []Problem
+	convs    int
+}
+
+func (w *walker) problem(p, reason string) {
+	w.Problems = append(w.Problems, Problem{Path: p, Reason: reason})
+}
+
+func (w *walker) feed(emit func(*job) bool) error {
+	root := store.ConversationsDir(w.dataDir)
+	fi, err := os.Lstat(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		w.problem(root, store.ReasonSymlink)
+		return nil
+	case !fi.IsDir():
+		w.problem(root, "not a directory")
+		return nil
+	}
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		w.problem(root, err.Error())
+	}
+	for _, e := range ents {
+		name := e.Name()
+		p := filepath.Join(root, name)
+		switch typ := e.Type(); {
+		case typ&fs.ModeSymlink != 0:
+			w.problem(p, store.ReasonSymlink)
+		case typ.IsDir():
+			id, err := store.DecodeSegment(name)
+			if err != nil {
+				w.problem(p, err.Error())
+				continue
+			}
+			c, probs, err := store.WalkConversation(w.dataDir, id)
+			if err != nil {
+				if _, lerr := os.Lstat(p); errors.Is(lerr, fs.ErrNotExist) {
+					continue // deleted since the directory was listed
+				}
+				for _, pr := range probs {
+					w.problem(pr.Path, pr.Reason)
+				}
+				continue
+			}
+			jobs := jobsOfConv(c, w.convs)
+			w.convs++
+			archived := map[string]bool{}
+			for _, j := range jobs {
+				archived[j.path] = true
+			}
+			for _, pr := range probs {
+				if archived[pr.Path] {
+					w.Warnings = append(w.Warnings, Problem{Path: pr.Path, Reason: pr.Reason})
+				} else {
+					w.problem(pr.Path, pr.Reason)
+				}
+			}
+			for _, j := range jobs {
+				if !emit(j) {
+					return nil
+				}
+			}
+		case !typ.IsRegular():
+			w.problem(p, store.ReasonNotRegular)
+		case logShaped(name):
+			w.problem(p, store.ReasonFlatLog)
+		default:
+			w.problem(p, store.ReasonUnexpected)
+		}
+	}
+	return nil
+}
+
+// logShaped reports whether name ends like a log file (store.Walk's rule).
+func logShaped(name string) bool {
+	name = strings.TrimSuffix(name, convlog.ZstSuffix)
+	name = strings.TrimSuffix(name, convlog.ZstdSuffix)
+	return strings.HasSuffix(name, convlog.JSONLSuffix)
 }
 
 // expectations applies reindex.Run's rules to the archived logs: what a
@@ -356,13 +489,12 @@ func expectations(convs []Conversation, facts map[int]*convFacts, logs map[int][
 		if c.Expect == "" {
 			c.Expect = ExpectIndexed
 		}
-		cnt.Conversations++
 		switch c.Expect {
 		case ExpectIndexed:
 			cnt.Indexed++
 			for _, f := range files {
 				if f.Log.Current && f.Log.Session != "" {
-					cnt.SessionLogs++
+					cnt.IndexedSessions++
 					cnt.Events += f.Log.Events
 				}
 			}

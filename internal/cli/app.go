@@ -28,6 +28,8 @@ var commandConstructors = []func(*env) *ucli.Command{
 	newReindexCommand,
 	newSearchCommand,
 	newDeleteCommand,
+	newBackupCommand, newRestoreCommand,
+	newExportCommand, newImportCommand,
 	newLockCommand,
 	newFixturesCommand,
 	newDemoCommand,

@@ -1,0 +1,453 @@
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/convkit/convkit/archive"
+	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/progress"
+	"github.com/convkit/convkit/reindex"
+	"github.com/convkit/convkit/store"
+)
+
+func runtimeCPUs() int { return runtime.NumCPU() }
+
+// Errors of Restore that callers tell apart.
+var (
+	// ErrTargetNotEmpty: the target holds something and Force was not
+	// given.
+	ErrTargetNotEmpty = errors.New("the target is not empty")
+	// ErrNotAStore: Force was given for a target that does not look like
+	// a convkit data directory, which restore will not move aside.
+	ErrNotAStore = errors.New("the target does not look like a convkit data directory")
+	// ErrConversationExists: a single restore's conversation is in the
+	// target and Force was not given.
+	ErrConversationExists = errors.New("the conversation exists in the target")
+	// ErrNotInArchive: a single restore's conversation is not in the
+	// archive (or was being deleted when the backup was taken).
+	ErrNotInArchive = errors.New("the conversation is not in the archive")
+)
+
+// RestoreOptions configure Restore.
+type RestoreOptions struct {
+	// Archive names the archive in messages (a path, or "-").
+	Archive string
+	// Target is the data directory to restore into.
+	Target string
+	// Force replaces a non-empty target (or, with Conversation, a
+	// conversation present in the target): what is replaced is moved
+	// aside, never deleted.
+	Force bool
+	// Conversation restores only this conversation and the conversations
+	// it reads older history from (its fork ancestors), into a new or an
+	// existing store.
+	Conversation string
+	// LockTimeout waits for the target's runtime.lock (0: fail at once).
+	LockTimeout time.Duration
+	// Now is the clock (names of what is moved aside).
+	Now    func() time.Time
+	Limits archive.Limits
+	// Jobs bounds parallel reads (default: CPUs).
+	Jobs     int
+	Progress progress.Progress
+	// Log receives mismatches and the rebuild's lines (nil: nothing).
+	Log io.Writer
+}
+
+// RestoreResult is what Restore did.
+type RestoreResult struct {
+	SchemaVersion int           `json:"schemaVersion"`
+	Archive       string        `json:"archive"`
+	Target        string        `json:"target"`
+	Verify        *VerifyResult `json:"verify"`
+	// MovedAside is where the replaced store (or conversation) now is.
+	MovedAside string `json:"movedAside,omitempty"`
+	// Conversations are the conversations restored (single restore), or
+	// every conversation the archive put in place.
+	Conversations []string `json:"conversations"`
+	// Kept are fork ancestors already in the target, left as they were.
+	Kept    []string        `json:"kept"`
+	Reindex *reindex.Result `json:"reindex"`
+}
+
+// Restore verifies the archive read from r and restores it into
+// opts.Target. Nothing reaches the target unless the whole archive
+// verifies: it is extracted into a private staging directory beside the
+// target (0600 files, 0700 directories, every file fsynced), checked there
+// as Verify does, the index is rebuilt there, and only then is the staging
+// directory renamed into place. A non-empty target is refused unless
+// Force: then restore takes its runtime.lock (a held lock gives
+// store.ErrLocked) and moves the old store aside to
+// <target>.replaced-<UTC time>, never deleting it.
+//
+// With Conversation, restore puts that conversation and its fork
+// ancestors into the target store (creating it if needed), under its
+// runtime.lock; an ancestor already there is kept as it is, the
+// conversation itself is refused unless Force (which moves it aside into
+// <target>/replaced-<UTC time>/). The target is then reindexed.
+func Restore(ctx context.Context, r io.Reader, opts RestoreOptions) (*RestoreResult, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Progress == nil {
+		opts.Progress = progress.Nop{}
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.Target == "" {
+		return nil, errors.New("restore needs a target directory")
+	}
+	target, err := filepath.Abs(opts.Target)
+	if err != nil {
+		return nil, err
+	}
+	opts.Target = filepath.Clean(target)
+	state, err := targetState(opts.Target)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Conversation != "" {
+		if _, err := store.EncodeSegment(opts.Conversation); err != nil {
+			return nil, fmt.Errorf("conversation id: %w", err)
+		}
+		if state == targetFull {
+			return restoreInto(ctx, r, opts)
+		}
+	}
+	return restoreWhole(ctx, r, opts, state)
+}
+
+type tstate int
+
+const (
+	targetMissing tstate = iota
+	targetEmpty
+	targetFull
+)
+
+func targetState(target string) (tstate, error) {
+	fi, err := os.Lstat(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return targetMissing, nil
+	case err != nil:
+		return 0, err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return 0, fmt.Errorf("%s is a symbolic link: restore never follows links; name the directory itself", target)
+	case !fi.IsDir():
+		return 0, fmt.Errorf("%s exists and is not a directory", target)
+	}
+	ents, err := os.ReadDir(target)
+	if err != nil {
+		return 0, err
+	}
+	if len(ents) == 0 {
+		return targetEmpty, nil
+	}
+	return targetFull, nil
+}
+
+// looksLikeStore reports whether dir holds something of a data directory.
+func looksLikeStore(dir string) bool {
+	for _, n := range []string{store.ConversationsDirName, store.IndexFileName, store.LockFileName} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// restoreWhole restores the whole archive (or, with opts.Conversation, a
+// pruned copy of it) into a missing, empty or (with Force) replaced target.
+func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state tstate) (*RestoreResult, error) {
+	target := opts.Target
+	res := &RestoreResult{SchemaVersion: 1, Archive: opts.Archive, Target: target, Conversations: []string{}, Kept: []string{}}
+	if state == targetFull {
+		if !opts.Force {
+			return nil, fmt.Errorf("%s: %w (use --force to move the store there aside and restore in its place)", target, ErrTargetNotEmpty)
+		}
+		if !looksLikeStore(target) {
+			return nil, fmt.Errorf("%s: %w (no conversations/, metadata.db or runtime.lock); it is left alone", target, ErrNotAStore)
+		}
+		lock, err := store.AcquireLock(ctx, target, store.LockOptions{Mode: store.LockExclusive, Timeout: opts.LockTimeout,
+			Command: "convkit restore", Now: opts.Now})
+		if err != nil {
+			return nil, err
+		}
+		defer lock.Release()
+	}
+	parent := filepath.Dir(target)
+	if err := durable.MkdirAll(parent); err != nil {
+		return nil, err
+	}
+	stage, err := archive.NewStagingDir(target, "restore")
+	if err != nil {
+		return nil, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			os.RemoveAll(stage)
+		}
+	}()
+	vr, _, err := verifyInto(ctx, r, stage, verifyOpts(opts), true, opts.Conversation == "")
+	if err != nil {
+		return nil, err
+	}
+	res.Verify = vr
+	if !vr.OK {
+		return res, &MismatchError{Result: vr}
+	}
+	if err := os.Remove(filepath.Join(stage, archive.ManifestName)); err != nil {
+		return nil, err
+	}
+	if opts.Conversation != "" {
+		keep, err := closureIn(stage, opts.Conversation)
+		if err != nil {
+			return nil, err
+		}
+		if err := pruneTo(stage, keep); err != nil {
+			return nil, err
+		}
+		res.Conversations = keep
+		rr, err := reindexDir(ctx, stage, opts)
+		if err != nil {
+			return nil, err
+		}
+		res.Reindex = rr
+	} else {
+		tree, err := store.Walk(stage)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range tree.Conversations {
+			res.Conversations = append(res.Conversations, c.ID)
+		}
+		res.Reindex = vr.rebuild
+	}
+	if err := durable.SyncDir(stage); err != nil {
+		return nil, err
+	}
+
+	switch state {
+	case targetFull:
+		aside, err := freeName(target + ".replaced-" + opts.Now().UTC().Format(timeLayout))
+		if err != nil {
+			return nil, err
+		}
+		if err := os.Rename(target, aside); err != nil {
+			return nil, fmt.Errorf("move the old store aside: %w", err)
+		}
+		if err := os.Rename(stage, target); err != nil {
+			if berr := os.Rename(aside, target); berr != nil {
+				return nil, fmt.Errorf("put the restored store in place: %w; the old store is at %s and the restored one at %s", err, aside, stage)
+			}
+			return nil, fmt.Errorf("put the restored store in place: %w (the old store is back)", err)
+		}
+		res.MovedAside = aside
+	case targetEmpty:
+		// rename(2) replaces an empty directory in one step.
+		if err := os.Rename(stage, target); err != nil {
+			if rerr := os.Remove(target); rerr != nil {
+				return nil, fmt.Errorf("put the restored store in place: %w", err)
+			}
+			if err := os.Rename(stage, target); err != nil {
+				return nil, fmt.Errorf("put the restored store in place: %w", err)
+			}
+		}
+	default:
+		if err := os.Rename(stage, target); err != nil {
+			return nil, fmt.Errorf("put the restored store in place: %w", err)
+		}
+	}
+	committed = true
+	if res.Reindex != nil {
+		res.Reindex = retarget(res.Reindex, stage, target)
+	}
+	return res, durable.SyncDir(parent)
+}
+
+// restoreInto restores one conversation and its ancestors into an existing
+// store, under its runtime.lock.
+func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*RestoreResult, error) {
+	target := opts.Target
+	res := &RestoreResult{SchemaVersion: 1, Archive: opts.Archive, Target: target, Conversations: []string{}, Kept: []string{}}
+	if !looksLikeStore(target) {
+		return nil, fmt.Errorf("%s: %w; restore a single conversation into a store, or into a new directory", target, ErrNotAStore)
+	}
+	s, err := store.Open(ctx, target, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive,
+		Timeout: opts.LockTimeout, Command: "convkit restore", Now: opts.Now}})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	dst, err := store.ConversationPath(target, opts.Conversation)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(dst); err == nil && !opts.Force {
+		return nil, fmt.Errorf("conversation %q (%s): %w (use --force to move it aside and restore the archived one)",
+			opts.Conversation, dst, ErrConversationExists)
+	}
+	// Staging inside the store is on its file system even when the data
+	// directory is a mount point; the walker ignores it.
+	stage, err := os.MkdirTemp(target, ".restore-*"+durable.TempSuffix)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(stage)
+	if err := os.Chmod(stage, durable.DirMode); err != nil {
+		return nil, err
+	}
+	vr, _, err := verifyInto(ctx, r, stage, verifyOpts(opts), true, false)
+	if err != nil {
+		return nil, err
+	}
+	res.Verify = vr
+	if !vr.OK {
+		return res, &MismatchError{Result: vr}
+	}
+	closure, err := closureIn(stage, opts.Conversation)
+	if err != nil {
+		return nil, err
+	}
+	convDir := store.ConversationsDir(target)
+	moved := false
+	for _, id := range closure {
+		from, _ := store.ConversationPath(stage, id)
+		to, _ := store.ConversationPath(target, id)
+		if _, err := os.Lstat(to); err == nil {
+			if id != opts.Conversation {
+				res.Kept = append(res.Kept, id)
+				continue
+			}
+			if res.MovedAside == "" {
+				aside, err := freeName(filepath.Join(target, "replaced-"+opts.Now().UTC().Format(timeLayout)))
+				if err != nil {
+					return nil, err
+				}
+				if err := durable.MkdirAll(aside); err != nil {
+					return nil, err
+				}
+				res.MovedAside = aside
+			}
+			if err := os.Rename(to, filepath.Join(res.MovedAside, filepath.Base(to))); err != nil {
+				return nil, fmt.Errorf("move %s aside: %w", to, err)
+			}
+			if err := durable.SyncDir(res.MovedAside); err != nil {
+				return nil, err
+			}
+		}
+		if err := os.Rename(from, to); err != nil {
+			return nil, fmt.Errorf("put %s in place: %w", to, err)
+		}
+		moved = true
+		res.Conversations = append(res.Conversations, id)
+	}
+	if moved {
+		if err := durable.SyncDir(convDir); err != nil {
+			return nil, err
+		}
+	}
+	rr, err := reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, Log: opts.Log})
+	if err != nil {
+		return nil, err
+	}
+	res.Reindex = rr
+	return res, nil
+}
+
+func verifyOpts(opts RestoreOptions) VerifyOptions {
+	return VerifyOptions{Archive: opts.Archive, Limits: opts.Limits, Jobs: opts.Jobs, Progress: opts.Progress, Log: opts.Log}
+}
+
+// closureIn is the conversation and its fork ancestors in the store at dir.
+func closureIn(dir, id string) ([]string, error) {
+	p, err := store.ConversationPath(dir, id)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(p); err != nil {
+		return nil, fmt.Errorf("conversation %q: %w (or it was being deleted when the backup was taken)", id, ErrNotInArchive)
+	}
+	ids, err := store.DependencyClosure(dir, id)
+	if err != nil {
+		return nil, fmt.Errorf("the fork ancestors of %q in the archive: %w", id, err)
+	}
+	return ids, nil
+}
+
+// pruneTo removes from the staged store every conversation not in keep.
+func pruneTo(dir string, keep []string) error {
+	want := map[string]bool{}
+	for _, id := range keep {
+		name, err := store.EncodeSegment(id)
+		if err != nil {
+			return err
+		}
+		want[name] = true
+	}
+	root := store.ConversationsDir(dir)
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if !want[e.Name()] {
+			if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return durable.SyncDir(root)
+}
+
+// reindexDir rebuilds the index of the store at dir.
+func reindexDir(ctx context.Context, dir string, opts RestoreOptions) (*reindex.Result, error) {
+	s, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "convkit restore"}})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, Log: opts.Log})
+}
+
+// retarget is a rebuild done in the staging directory stage, with its
+// paths made the target's (the staging directory becomes the target).
+func retarget(r *reindex.Result, stage, target string) *reindex.Result {
+	rr := *r
+	rr.Index = store.IndexPath(target)
+	rr.Skipped = make([]reindex.Skip, len(r.Skipped))
+	for i, sk := range r.Skipped {
+		if rel, err := filepath.Rel(stage, sk.Path); err == nil && !strings.HasPrefix(rel, "..") {
+			sk.Path = filepath.Join(target, rel)
+		}
+		rr.Skipped[i] = sk
+	}
+	return &rr
+}
+
+// freeName is p, or p-2, p-3, ... whichever does not exist.
+func freeName(p string) (string, error) {
+	for i := 1; i < 1000; i++ {
+		q := p
+		if i > 1 {
+			q = p + "-" + strconv.Itoa(i)
+		}
+		if _, err := os.Lstat(q); errors.Is(err, fs.ErrNotExist) {
+			return q, nil
+		}
+	}
+	return "", fmt.Errorf("%s: no free name", p)
+}

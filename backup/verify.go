@@ -1,0 +1,464 @@
+package backup
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/convkit/convkit/archive"
+	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/progress"
+	"github.com/convkit/convkit/reindex"
+	"github.com/convkit/convkit/store"
+)
+
+// VerifyOptions configure Verify.
+type VerifyOptions struct {
+	// Archive names the archive in messages (a path, or "-").
+	Archive string
+	// WorkDir is where the archive is extracted and reindexed (default
+	// os.TempDir()); it needs room for the store the archive holds.
+	WorkDir string
+	Limits  archive.Limits
+	// Jobs bounds the parallel log reads and the reindex (default: CPUs).
+	Jobs int
+	// Progress counts archive bytes extracted, then logs checked.
+	Progress progress.Progress
+	// Log receives one line per mismatch as found (nil: nothing).
+	Log io.Writer
+}
+
+func (o *VerifyOptions) defaults() {
+	if o.WorkDir == "" {
+		o.WorkDir = os.TempDir()
+	}
+	if o.Jobs <= 0 {
+		o.Jobs = min(max(1, runtimeCPUs()), 16)
+	}
+	if o.Progress == nil {
+		o.Progress = progress.Nop{}
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+}
+
+// VerifyResult is what Verify found. OK is false when anything in the
+// archive disagrees with its manifest.
+type VerifyResult struct {
+	SchemaVersion int       `json:"schemaVersion"`
+	Archive       string    `json:"archive"`
+	OK            bool      `json:"ok"`
+	CreatedAt     time.Time `json:"createdAt"`
+	Online        bool      `json:"online"`
+	ToolVersion   string    `json:"toolVersion"`
+	Files         int       `json:"files"`
+	Logs          int       `json:"logs"`
+	Bytes         int64     `json:"bytes"`
+	// Invalid are the logs that fail the strict read now (InvalidLogs of
+	// them): the same bytes as in the store, so invalid there too. They
+	// are archived whole, and are not mismatches.
+	InvalidLogs int        `json:"invalidLogs"`
+	Invalid     []Mismatch `json:"invalid"`
+	// Index is the metadata.db snapshot check; Rebuilt the index rebuilt
+	// from the archived logs; Expected the manifest's counts.
+	Index      string      `json:"index"`
+	Rebuilt    RebuiltInfo `json:"rebuilt"`
+	Expected   Counts      `json:"expected"`
+	Mismatches []Mismatch  `json:"mismatches"`
+
+	rebuild *reindex.Result // the rebuild's own result
+}
+
+// RebuiltInfo counts the index rebuilt from the archive.
+type RebuiltInfo struct {
+	Indexed           int   `json:"indexed"`
+	Skipped           int   `json:"skipped"`
+	DeletionsFinished int   `json:"deletionsFinished"`
+	Sessions          int   `json:"sessions"`
+	Events            int64 `json:"events"`
+}
+
+// Mismatch is one disagreement between the archive and its manifest.
+type Mismatch struct {
+	Name    string `json:"name"`
+	Problem string `json:"problem"`
+}
+
+// MismatchError is returned by Restore when verification finds mismatches.
+type MismatchError struct{ Result *VerifyResult }
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("%s: %d mismatch(es) with the manifest; the first: %s: %s", e.Result.Archive,
+		len(e.Result.Mismatches), e.Result.Mismatches[0].Name, e.Result.Mismatches[0].Problem)
+}
+
+// Verify checks an archive read from r the way a restore does, in a
+// temporary directory under opts.WorkDir that it removes: it extracts
+// every entry with the archive package's checks and limits, compares each
+// size and SHA-256 with the manifest, reads every log as strictly as the
+// backup did and compares what it finds, checks the metadata.db snapshot
+// with SQLite's quick_check, rebuilds an index from the logs and compares
+// it with the manifest's expectations. A damaged or hostile archive is an
+// error; disagreements are Mismatches (OK false).
+func Verify(ctx context.Context, r io.Reader, opts VerifyOptions) (*VerifyResult, error) {
+	opts.defaults()
+	dir, err := os.MkdirTemp(opts.WorkDir, "convkit-verify-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	res, _, err := verifyInto(ctx, r, dir, opts, false, false)
+	return res, err
+}
+
+// verifyInto extracts into dir (an empty directory) and verifies there; it
+// leaves the extracted store in dir with a rebuilt metadata.db (and the
+// manifest file). sync fsyncs what is extracted; text keeps message text
+// in the rebuilt index.
+func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions, sync, text bool) (*VerifyResult, *Manifest, error) {
+	opts.defaults()
+	res := &VerifyResult{SchemaVersion: 1, Archive: opts.Archive, Mismatches: []Mismatch{}, Invalid: []Mismatch{}}
+	mismatch := func(name, format string, args ...any) {
+		mm := Mismatch{Name: name, Problem: fmt.Sprintf(format, args...)}
+		res.Mismatches = append(res.Mismatches, mm)
+		fmt.Fprintf(opts.Log, "MISMATCH %s: %s\n", mm.Name, mm.Problem)
+	}
+	ents, err := archive.Extract(ctx, r, dir, archive.ExtractOptions{
+		ReaderOptions: archive.ReaderOptions{Limits: opts.Limits, Archive: opts.Archive},
+		Sync:          sync,
+		Progress:      opts.Progress.Add,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ents) == 0 || ents[len(ents)-1].Name != archive.ManifestName {
+		return nil, nil, fmt.Errorf("%s: no %s as the last entry: an incomplete archive, or not a convkit backup",
+			opts.Archive, archive.ManifestName)
+	}
+	m, err := ReadManifest(filepath.Join(dir, archive.ManifestName))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", opts.Archive, err)
+	}
+	res.CreatedAt, res.Online, res.ToolVersion, res.Expected = m.CreatedAt, m.Online, m.ToolVersion, m.Counts
+
+	// Every checksum.
+	byName := map[string]*File{}
+	for i := range m.Files {
+		f := &m.Files[i]
+		if byName[f.Name] != nil {
+			mismatch(f.Name, "listed twice in the manifest")
+		}
+		byName[f.Name] = f
+	}
+	seen := map[string]bool{}
+	for _, e := range ents[:len(ents)-1] {
+		seen[e.Name] = true
+		res.Files++
+		res.Bytes += e.Size
+		f := byName[e.Name]
+		switch {
+		case f == nil:
+			mismatch(e.Name, "in the archive but not in the manifest")
+		case f.Size != e.Size:
+			mismatch(e.Name, "size %d, the manifest says %d", e.Size, f.Size)
+		case f.SHA256 != e.Hex():
+			mismatch(e.Name, "SHA-256 %s, the manifest says %s", e.Hex(), f.SHA256)
+		}
+	}
+	for _, f := range m.Files {
+		if !seen[f.Name] {
+			mismatch(f.Name, "in the manifest but not in the archive")
+		}
+	}
+
+	// The snapshot of metadata.db, before the rebuild replaces it.
+	res.Index = m.Index
+	if m.Index == IndexSnapshot {
+		if err := quickCheck(ctx, filepath.Join(dir, archive.IndexName)); err != nil {
+			mismatch(archive.IndexName, "the snapshot fails SQLite's quick_check: %v", err)
+			res.Index = "damaged"
+		} else {
+			res.Index = "ok"
+		}
+	}
+
+	// Every log, read strictly here whatever the backup did, and compared
+	// with what the backup found: the structure always (committed length,
+	// torn tail), every event when the backup read them too.
+	tree, err := store.Walk(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range tree.Problems {
+		mismatch(relName(dir, p.Path), "the restored layout is wrong: %s", p.Reason)
+	}
+	jobs := jobsOf(tree)
+	here := make([]File, 0, len(jobs)) // what this read found, as the manifest would say it
+	type hereLog struct{ conv, file int }
+	var hereLogs []hereLog
+	facts := map[int]*convFacts{}
+	currentSeen := map[[2]string]bool{}
+	err = loadAll(ctx, sliceFeed(jobs), false, true, opts.Jobs, 2*opts.Jobs+2, func(l *loaded) error {
+		defer l.close()
+		res.Logs++
+		j := l.job
+		if l.problem != "" || l.vanished {
+			mismatch(j.name, "cannot be read back: %s", l.problem)
+			return nil
+		}
+		key := [2]string{tree.Conversations[j.convIdx].Name, j.base}
+		if !currentSeen[key] {
+			currentSeen[key] = true
+			l.info.Current = true
+			if j.convLog && l.info.Error == "" {
+				fc := l.conv
+				facts[j.convIdx] = &fc
+			}
+		}
+		got := l.info
+		here = append(here, File{Name: j.name, Size: l.length, Log: &got})
+		hereLogs = append(hereLogs, hereLog{j.convIdx, len(here) - 1})
+		if got.Error != "" {
+			res.InvalidLogs++
+			res.Invalid = append(res.Invalid, Mismatch{Name: j.name, Problem: got.Error})
+		}
+		f := byName[j.name]
+		if f == nil || f.Log == nil {
+			if f != nil {
+				mismatch(j.name, "a log the manifest does not describe as one")
+			}
+			return nil
+		}
+		want := f.Log
+		gotErr := got.Error
+		if !want.Strict {
+			gotErr = l.shapeErr
+		}
+		switch {
+		case want.Current != got.Current:
+			mismatch(j.name, "current generation %v, the manifest says %v", got.Current, want.Current)
+		case (want.Error != "") != (gotErr != ""):
+			if gotErr != "" {
+				mismatch(j.name, "fails the check it passed at backup time: %s", gotErr)
+			} else {
+				mismatch(j.name, "passes the check it failed at backup time (%s)", want.Error)
+			}
+		case want.Error != "":
+			// Invalid then and now: archived whole, as recorded.
+		case want.Committed != got.Committed:
+			mismatch(j.name, "committed length %d, the manifest says %d", got.Committed, want.Committed)
+		case want.TornTail != got.TornTail:
+			mismatch(j.name, "torn tail %v, the manifest says %v", got.TornTail, want.TornTail)
+		case want.Strict && want.Events != got.Events:
+			mismatch(j.name, "%d events, the manifest says %d", got.Events, want.Events)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+
+	// What a reindex must do with each conversation, from this read.
+	convs := make([]Conversation, len(tree.Conversations))
+	for i, c := range tree.Conversations {
+		convs[i] = Conversation{ID: c.ID, Dir: c.Name}
+	}
+	logs := map[int][]*File{}
+	for _, h := range hereLogs {
+		logs[h.conv] = append(logs[h.conv], &here[h.file])
+	}
+	expect := expectations(convs, facts, logs)
+	sessionLogs := 0
+	for _, f := range here {
+		if f.Log.Current && f.Log.Session != "" {
+			sessionLogs++
+		}
+	}
+	if len(convs) != m.Counts.Conversations || res.Logs != m.Counts.Logs || sessionLogs != m.Counts.SessionLogs {
+		mismatch(archive.ManifestName, "counts: conversations=%d logs=%d session-logs=%d in the archive, the manifest says %d, %d, %d",
+			len(convs), res.Logs, sessionLogs, m.Counts.Conversations, m.Counts.Logs, m.Counts.SessionLogs)
+	}
+	if m.LogCheck == LogCheckStrict {
+		wantByID := map[string]*Conversation{}
+		for i := range m.Conversations {
+			wantByID[m.Conversations[i].ID] = &m.Conversations[i]
+		}
+		for _, c := range convs {
+			if w := wantByID[c.ID]; w != nil && w.Expect != c.Expect {
+				mismatch(store.ConversationsDirName+"/"+c.Dir, "a reindex would make it %s, the manifest says %s", c.Expect, w.Expect)
+			}
+		}
+		if expect.Indexed != m.Counts.Indexed || expect.Skipped != m.Counts.Skipped || expect.Deleting != m.Counts.Deleting ||
+			expect.IndexedSessions != m.Counts.IndexedSessions || expect.Events != m.Counts.Events {
+			mismatch(archive.ManifestName, "counts: indexed=%d skipped=%d deleting=%d indexed-sessions=%d events=%d, the manifest says %d, %d, %d, %d, %d",
+				expect.Indexed, expect.Skipped, expect.Deleting, expect.IndexedSessions, expect.Events,
+				m.Counts.Indexed, m.Counts.Skipped, m.Counts.Deleting, m.Counts.IndexedSessions, m.Counts.Events)
+		}
+	}
+
+	// An index rebuilt from the archived logs.
+	if err := rebuildAndCompare(ctx, dir, convs, logs, expect, opts, text, res, mismatch); err != nil {
+		return nil, nil, err
+	}
+	res.OK = len(res.Mismatches) == 0
+	return res, m, nil
+}
+
+// rebuildAndCompare reindexes the store in dir and compares the index with
+// the expectations: each conversation indexed, skipped or deleted as
+// expected, and each indexed conversation's sessions with the sizes (and,
+// when read strictly, the event counts) of its current session logs.
+func rebuildAndCompare(ctx context.Context, dir string, convs []Conversation, logs map[int][]*File, expect Counts,
+	opts VerifyOptions, text bool, res *VerifyResult, mismatch func(name, format string, args ...any)) error {
+	s, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "convkit backup verify"}})
+	if err != nil {
+		return err
+	}
+	rr, err := reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, NoText: !text})
+	s.Close()
+	if err != nil {
+		return fmt.Errorf("rebuild the index from the archive: %w", err)
+	}
+	res.rebuild = rr
+	res.Rebuilt = RebuiltInfo{Indexed: rr.Indexed, Skipped: len(rr.Skipped), DeletionsFinished: len(rr.DeletionsFinished), Sessions: rr.Sessions}
+	db, err := index.Open(store.IndexPath(dir))
+	if err != nil {
+		return err
+	}
+	rows, err := db.All(ctx)
+	db.Close()
+	if err != nil {
+		return err
+	}
+	deleted := map[string]bool{}
+	for _, id := range rr.DeletionsFinished {
+		deleted[id] = true
+	}
+	skipped := map[string]reindex.Skip{}
+	for _, sk := range rr.Skipped {
+		if sk.ID == "" {
+			mismatch(relName(dir, sk.Path), "the rebuild skipped it: %s", sk.Reason)
+			continue
+		}
+		skipped[sk.ID] = sk
+	}
+	known := map[string]bool{}
+	for ci := range convs {
+		c := &convs[ci]
+		name := store.ConversationsDirName + "/" + c.Dir
+		known[c.ID] = true
+		row := rows[c.ID]
+		sk, wasSkipped := skipped[c.ID]
+		switch c.Expect {
+		case ExpectDeleted:
+			if !deleted[c.ID] {
+				mismatch(name, "its deletion was interrupted (a tombstone), but the rebuild did not finish it")
+			}
+			continue
+		case ExpectSkipped:
+			if !wasSkipped {
+				mismatch(name, "the rebuild was expected to skip it (%s), but it did not", c.Reason)
+			}
+			continue
+		}
+		switch {
+		case wasSkipped:
+			mismatch(name, "the rebuild skipped it: %s", sk.Reason)
+			continue
+		case deleted[c.ID]:
+			mismatch(name, "the rebuild finished a deletion nothing recorded")
+			continue
+		case row == nil:
+			mismatch(name, "missing from the rebuilt index")
+			continue
+		}
+		want := map[string]*File{}
+		for _, f := range logs[ci] {
+			if f.Log.Current && f.Log.Session != "" {
+				want[filepath.Base(f.Name)] = f
+			}
+		}
+		if len(row.Sessions) != len(want) {
+			mismatch(name, "%d sessions in the rebuilt index, %d current session logs in the archive", len(row.Sessions), len(want))
+		}
+		for _, sess := range row.Sessions {
+			res.Rebuilt.Events += sess.Events
+			f := want[sess.File]
+			switch {
+			case f == nil:
+				mismatch(name+"/"+sess.File, "indexed, but the archive has no such current session log")
+			case sess.Events != f.Log.Events:
+				mismatch(f.Name, "%d events in the rebuilt index, %d read from the log", sess.Events, f.Log.Events)
+			case sess.Bytes != f.Size:
+				mismatch(f.Name, "%d bytes in the rebuilt index, the log has %d", sess.Bytes, f.Size)
+			}
+		}
+	}
+	var extra []string
+	for id := range rows {
+		if !known[id] {
+			extra = append(extra, id)
+		}
+	}
+	sort.Strings(extra)
+	for _, id := range extra {
+		mismatch(id, "in the rebuilt index but not in the archive")
+	}
+	if rr.Indexed != expect.Indexed || rr.Sessions != expect.IndexedSessions || res.Rebuilt.Events != expect.Events ||
+		len(rr.DeletionsFinished) != expect.Deleting {
+		mismatch(archive.ManifestName, "counts: rebuilt indexed=%d sessions=%d events=%d deletions=%d, expected %d, %d, %d, %d",
+			rr.Indexed, rr.Sessions, res.Rebuilt.Events, len(rr.DeletionsFinished),
+			expect.Indexed, expect.IndexedSessions, expect.Events, expect.Deleting)
+	}
+	return nil
+}
+
+// quickCheck runs SQLite's quick_check on a database file, read-only.
+func quickCheck(ctx context.Context, path string) error {
+	q := url.Values{}
+	q.Set("mode", "ro")
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, "PRAGMA quick_check")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return err
+		}
+		if s != "ok" {
+			problems = append(problems, s)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// relName is p relative to dir, with slashes, for messages.
+func relName(dir, p string) string {
+	if r, err := filepath.Rel(dir, p); err == nil && !strings.HasPrefix(r, "..") {
+		return filepath.ToSlash(r)
+	}
+	return p
+}

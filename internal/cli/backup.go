@@ -1,0 +1,509 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/convkit/convkit/backup"
+	"github.com/convkit/convkit/store"
+)
+
+func newBackupCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "backup",
+		Usage:     "write one archive of the store: every log, a metadata.db snapshot, a manifest",
+		ArgsUsage: " ",
+		Description: `Writes one archive (tar inside zstd) of the data directory: every log of
+every conversation, a consistent snapshot of metadata.db (SQLite VACUUM
+INTO) and, last, MANIFEST.json: the tool and format versions and every file
+with its size and SHA-256, and for logs the committed length (and with
+--strict the event count). --to DIR publishes convkit-<UTC time>.tar.zst in DIR (created 0700),
+written under a temporary name and renamed only when complete; --to -
+streams the archive to stdout (for restic backup --stdin or rclone rcat),
+and the summary then goes to stderr.
+
+When runtime.lock is free the backup holds it for the run and copies every
+log whole. When the runtime holds it, the backup does not wait: it copies
+each log's committed prefix (up to its last complete line or frame) while
+the runtime keeps appending, and the manifest records that it was online
+and who held the lock. Symbolic links are never followed. The committed
+prefix comes from each log's structure (lines, zstd frames); --strict also
+reads every event as reindex does, which finds invalid logs at backup time
+but costs a full parse. A file that cannot be read is left out and
+reported, a log that fails its check is archived whole and reported:
+either gives exit 3.
+
+--keep N then deletes convkit's own archives in DIR beyond the newest N.
+--dry-run writes and deletes nothing and says what would be written and
+deleted. 'convkit backup verify ARCHIVE' checks an archive; 'convkit restore'
+puts one back. See docs/BACKUP.md.`,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "to", Usage: "write the archive into `DIR`, or to stdout with -"},
+			&ucli.IntFlag{Name: "keep", Usage: "then keep only the newest `N` archives in DIR (the new one included)"},
+			&ucli.BoolFlag{Name: "dry-run", Usage: "say what would be written and deleted; change nothing"},
+			&ucli.BoolFlag{Name: "strict", Usage: "also read every event of every log, as reindex does (reports invalid logs; costs a full parse)"},
+		},
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 0, 0); err != nil {
+				return err
+			}
+			to := c.String("to")
+			if to == "" {
+				return usagef(c, "--to DIR (or --to - for stdout) is required")
+			}
+			if c.IsSet("keep") && c.Int("keep") < 1 {
+				return usagef(c, "--keep must be a positive whole number")
+			}
+			if to == "-" && c.IsSet("keep") {
+				return usagef(c, "--keep needs --to DIR: there is no directory to prune when streaming to stdout")
+			}
+			return runBackup(c, e, to)
+		},
+		Subcommands: []*ucli.Command{newBackupVerifyCommand(e)},
+	}
+}
+
+// backupSummary is the --json output of backup (docs/BACKUP.md).
+type backupSummary struct {
+	SchemaVersion int               `json:"schemaVersion"`
+	Archive       string            `json:"archive"`
+	DryRun        bool              `json:"dryRun"`
+	CreatedAt     time.Time         `json:"createdAt,omitzero"`
+	Online        bool              `json:"online"`
+	Holder        *store.Holder     `json:"holder"`
+	LockError     string            `json:"lockError,omitempty"`
+	Index         string            `json:"index"`
+	Files         int               `json:"files"`
+	Logs          int               `json:"logs"`
+	Conversations int               `json:"conversations"`
+	Bytes         int64             `json:"bytes"`
+	ArchiveBytes  int64             `json:"archiveBytes"`
+	LiveTailBytes int64             `json:"liveTailBytes"`
+	InvalidLogs   int               `json:"invalidLogs"`
+	Problems      []backup.Problem  `json:"problems"`
+	Invalid       []backup.Problem  `json:"invalid"`
+	Vanished      []string          `json:"vanished"`
+	Deleted       []string          `json:"deleted"`
+	RemovedTemps  []string          `json:"removedTemps"`
+	Planned       []backup.PlanFile `json:"planned,omitempty"`
+}
+
+func runBackup(c *ucli.Context, e *env, to string) error {
+	dataDir, err := e.g.dataDir()
+	if err != nil {
+		return err
+	}
+	// Streaming to stdout: stdout carries the archive, so the summary and
+	// the warnings go to stderr.
+	out := e.stdout
+	if to == "-" {
+		out = e.stderr
+	}
+	bar := newProgress(e.stderr, 0, "backup", e.g)
+	opts := backup.Options{ToolVersion: buildVersion(), Progress: bar, Log: e.stderr, Strict: c.Bool("strict")}
+	if e.g.Quiet {
+		opts.Log = io.Discard
+	}
+	sum := backupSummary{SchemaVersion: schemaVersion, Problems: []backup.Problem{}, Invalid: []backup.Problem{},
+		Vanished: []string{}, Deleted: []string{}, RemovedTemps: []string{}}
+	var res *backup.Result
+	switch {
+	case to == "-" && c.Bool("dry-run"):
+		plan, err := backup.PlanBackup(dataDir)
+		bar.Finish()
+		if err != nil {
+			return err
+		}
+		sum.Archive, sum.DryRun = "-", true
+		fillPlan(&sum, plan)
+		out = e.stdout // nothing else goes to stdout
+	case to == "-":
+		res, err = backup.Write(c.Context, dataDir, e.stdout, opts)
+		bar.Finish()
+		if err != nil {
+			return err
+		}
+		sum.Archive = "-"
+	default:
+		dir, err := filepath.Abs(to)
+		if err != nil {
+			return err
+		}
+		dr, err := backup.ToDir(c.Context, dataDir, dir, backup.DirOptions{Options: opts, Keep: c.Int("keep"), DryRun: c.Bool("dry-run")})
+		bar.Finish()
+		if dr == nil {
+			return err
+		}
+		sum.Archive, sum.Deleted, sum.RemovedTemps = dr.Archive, nonNilStrings(dr.Deleted), nonNilStrings(dr.RemovedTemps)
+		if dr.Plan != nil {
+			sum.DryRun = true
+			fillPlan(&sum, dr.Plan)
+		}
+		res = dr.Result
+		if err != nil {
+			// Retention failed after the archive was published.
+			fillResult(&sum, res)
+			printBackup(e, out, &sum)
+			return err
+		}
+	}
+	if res != nil {
+		fillResult(&sum, res)
+	}
+	// Streaming, the text summary is informational (stderr): --quiet drops
+	// it. Under --json it is the command's result and always printed.
+	if !(to == "-" && !c.Bool("dry-run") && e.g.Quiet && !e.g.JSON) {
+		if err := printBackup(e, out, &sum); err != nil {
+			return err
+		}
+	}
+	if res != nil && res.Partial() {
+		var parts []string
+		if n := len(res.Manifest.Problems); n > 0 {
+			parts = append(parts, fmt.Sprintf("left out %d file(s) it could not read (UNREADABLE lines)", n))
+		}
+		if n := res.Manifest.Counts.InvalidLogs; n > 0 {
+			parts = append(parts, fmt.Sprintf("archived %d invalid log(s) whole (INVALID lines)", n))
+		}
+		return partialf("the backup %s", strings.Join(parts, " and "))
+	}
+	if sum.DryRun && len(sum.Problems) > 0 {
+		return partialf("a backup would leave out %d file(s)", len(sum.Problems))
+	}
+	return nil
+}
+
+func fillPlan(sum *backupSummary, p *backup.Plan) {
+	sum.Online, sum.Holder, sum.Problems, sum.Planned, sum.Index = p.Online, p.Holder, p.Problems, p.Files, p.Index
+	sum.Files, sum.Bytes = len(p.Files), p.Bytes
+	convs := map[string]bool{}
+	for _, f := range p.Files {
+		if rest, ok := strings.CutPrefix(f.Name, store.ConversationsDirName+"/"); ok {
+			sum.Logs++
+			dir, _, _ := strings.Cut(rest, "/")
+			convs[dir] = true
+		}
+	}
+	sum.Conversations = len(convs)
+}
+
+func fillResult(sum *backupSummary, r *backup.Result) {
+	if r == nil {
+		return
+	}
+	m := r.Manifest
+	sum.CreatedAt, sum.Online, sum.Holder, sum.LockError, sum.Index = m.CreatedAt, m.Online, m.Holder, m.LockError, m.Index
+	sum.Files, sum.Logs, sum.Conversations, sum.Bytes = m.Counts.Files, m.Counts.Logs, m.Counts.Conversations, m.Counts.Bytes
+	sum.ArchiveBytes, sum.LiveTailBytes, sum.InvalidLogs = r.Bytes, m.LiveTailBytes, m.Counts.InvalidLogs
+	sum.Problems = m.Problems
+	for _, f := range m.Files {
+		if f.Log != nil && f.Log.Error != "" {
+			sum.Invalid = append(sum.Invalid, backup.Problem{Path: f.Name, Reason: f.Log.Error})
+		}
+	}
+	sum.Vanished = nonNilStrings(r.Vanished)
+}
+
+func printBackup(e *env, out io.Writer, s *backupSummary) error {
+	if e.g.JSON {
+		return writeJSON(out, s)
+	}
+	if s.DryRun {
+		for _, f := range s.Planned {
+			fmt.Fprintf(out, "WOULD ARCHIVE %s (%d bytes)\n", f.Name, f.Size)
+		}
+		for _, p := range s.Problems {
+			fmt.Fprintf(out, "WOULD LEAVE OUT %s: %s\n", p.Path, p.Reason)
+		}
+		for _, d := range s.Deleted {
+			fmt.Fprintf(out, "WOULD DELETE %s\n", d)
+		}
+		fmt.Fprintf(out, "Dry run: archive=%s, files=%d, bytes=%d, online=%v, would-delete=%d\n",
+			s.Archive, s.Files, s.Bytes, s.Online, len(s.Deleted))
+		return nil
+	}
+	for _, d := range s.Deleted {
+		fmt.Fprintf(out, "DELETED %s\n", d)
+	}
+	online := "false"
+	if s.Online {
+		online = "true"
+		if s.Holder != nil {
+			online = fmt.Sprintf("true (runtime.lock held by pid %d)", s.Holder.PID)
+		}
+	}
+	fmt.Fprintf(out, "Archive: %s\n", s.Archive)
+	fmt.Fprintf(out, "Summary: files=%d, logs=%d, conversations=%d, bytes=%d, archive-bytes=%d, unreadable=%d, invalid=%d, deleted=%d, online=%s\n",
+		s.Files, s.Logs, s.Conversations, s.Bytes, s.ArchiveBytes, len(s.Problems), s.InvalidLogs, len(s.Deleted), online)
+	return nil
+}
+
+func nonNilStrings(v []string) []string {
+	if v == nil {
+		return []string{}
+	}
+	return v
+}
+
+func newBackupVerifyCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "verify",
+		Usage:     "check an archive as a restore would, without restoring it",
+		ArgsUsage: "ARCHIVE",
+		Description: `The restore drill. Extracts ARCHIVE (a path, or - for stdin) into a
+temporary directory (under --work-dir, default $TMPDIR) with every safety
+check restore makes, compares every file's size and SHA-256 with the
+manifest, reads every log as strictly as the backup did, checks the
+metadata.db snapshot with SQLite's quick_check, rebuilds an index from the
+logs and compares it with the manifest; then removes the directory. Takes
+no lock. Exit 1 on any mismatch, or when the archive is damaged, truncated
+or refused.`,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "work-dir", Usage: "extract into a temporary directory under `DIR`"},
+		},
+		Action: func(c *ucli.Context) error {
+			args, err := interspersed(c)
+			if err != nil {
+				return err
+			}
+			if len(args) != 1 {
+				return usagef(c, "want exactly one ARCHIVE (a path, or - for stdin), got %d arguments", len(args))
+			}
+			return runBackupVerify(c, e, args[0])
+		},
+	}
+}
+
+func openArchive(e *env, name string) (io.Reader, func(), error) {
+	if name == "-" {
+		return e.stdin, func() {}, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, func() { f.Close() }, nil
+}
+
+func runBackupVerify(c *ucli.Context, e *env, name string) error {
+	r, done, err := openArchive(e, name)
+	if err != nil {
+		return err
+	}
+	defer done()
+	bar := newProgress(e.stderr, 0, "verify", e.g)
+	res, err := backup.Verify(c.Context, r, backup.VerifyOptions{Archive: name, WorkDir: c.String("work-dir"), Progress: bar})
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	if err := printVerify(e, res); err != nil {
+		return err
+	}
+	if !res.OK {
+		return fmt.Errorf("%s does not match its manifest (%d mismatch(es))", name, len(res.Mismatches))
+	}
+	return nil
+}
+
+func printVerify(e *env, res *backup.VerifyResult) error {
+	if e.g.JSON {
+		return writeJSON(e.stdout, res)
+	}
+	for _, m := range res.Invalid {
+		fmt.Fprintf(e.stdout, "INVALID %s: %s\n", m.Name, m.Problem)
+	}
+	for _, m := range res.Mismatches {
+		fmt.Fprintf(e.stdout, "MISMATCH %s: %s\n", m.Name, m.Problem)
+	}
+	fmt.Fprintf(e.stdout, "Verify: files=%d, logs=%d, bytes=%d, invalid=%d, index=%s, rebuilt: indexed=%d, skipped=%d, deletions-finished=%d, sessions=%d, mismatches=%d\n",
+		res.Files, res.Logs, res.Bytes, res.InvalidLogs, res.Index, res.Rebuilt.Indexed, res.Rebuilt.Skipped,
+		res.Rebuilt.DeletionsFinished, res.Rebuilt.Sessions, len(res.Mismatches))
+	return nil
+}
+
+func newRestoreCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "restore",
+		Usage:     "verify an archive, then restore the store (or one conversation) from it",
+		ArgsUsage: "ARCHIVE --to DIR",
+		Description: `Verifies ARCHIVE (a path, or - for stdin) as 'backup verify' does, in a
+private staging directory beside DIR, and restores only when everything
+checked out: files 0600, directories 0700, each fsynced; entries with
+absolute paths, "..", links, devices or names outside the store layout
+are refused and nothing is written at DIR. The index is rebuilt in the
+staging directory, which is then renamed to DIR.
+
+A non-empty DIR is refused unless --force: restore then takes its
+runtime.lock (exit 11 while the runtime holds it) and moves the old store
+aside to DIR.replaced-<UTC time>; it never deletes it.
+
+--conversation ID restores that conversation and the conversations it
+reads older history from (its fork ancestors) into the store at DIR (new
+or existing; under its runtime.lock). Ancestors already there are kept as
+they are; the conversation itself is refused if present unless --force,
+which moves it aside to DIR/replaced-<UTC time>/. The store is then
+reindexed.`,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "to", Usage: "restore into the data directory `DIR`"},
+			&ucli.BoolFlag{Name: "force", Usage: "replace what is there, moving it aside (never deleting it)"},
+			&ucli.StringFlag{Name: "conversation", Usage: "restore only conversation `ID` and its fork ancestors"},
+		},
+		Action: func(c *ucli.Context) error {
+			args, err := interspersed(c)
+			if err != nil {
+				return err
+			}
+			if len(args) != 1 {
+				return usagef(c, "want exactly one ARCHIVE (a path, or - for stdin), got %d arguments", len(args))
+			}
+			if c.String("to") == "" {
+				return usagef(c, "--to DIR is required")
+			}
+			if c.IsSet("conversation") && c.String("conversation") == "" {
+				return usagef(c, "--conversation needs a conversation id")
+			}
+			return runRestore(c, e, args[0])
+		},
+	}
+}
+
+func runRestore(c *ucli.Context, e *env, name string) error {
+	r, done, err := openArchive(e, name)
+	if err != nil {
+		return err
+	}
+	defer done()
+	bar := newProgress(e.stderr, 0, "restore", e.g)
+	opts := backup.RestoreOptions{Archive: name, Target: c.String("to"), Force: c.Bool("force"),
+		Conversation: c.String("conversation"), LockTimeout: e.g.LockTimeout, Progress: bar}
+	if !e.g.JSON && !e.g.Quiet {
+		opts.Log = e.stderr
+	}
+	res, err := backup.Restore(c.Context, r, opts)
+	bar.Finish()
+	var mm *backup.MismatchError
+	if errors.As(err, &mm) {
+		if perr := printVerify(e, mm.Result); perr != nil {
+			return perr
+		}
+		return fmt.Errorf("%s does not match its manifest (%d mismatch(es)); nothing was restored", name, len(mm.Result.Mismatches))
+	}
+	switch {
+	case errors.Is(err, backup.ErrTargetNotEmpty):
+		return withHint(err, "restore into a new or empty directory, or add --force")
+	case errors.Is(err, backup.ErrConversationExists):
+		return withHint(err, "add --force to move the present one aside")
+	case err != nil:
+		return err
+	}
+	if e.g.JSON {
+		return writeJSON(e.stdout, res)
+	}
+	fmt.Fprintf(e.stdout, "Restored: %s into %s (%d conversations)\n", name, res.Target, len(res.Conversations))
+	if res.MovedAside != "" {
+		fmt.Fprintf(e.stdout, "Moved aside: %s\n", res.MovedAside)
+	}
+	for _, k := range res.Kept {
+		fmt.Fprintf(e.stdout, "KEPT %s: already in the store\n", k)
+	}
+	if rr := res.Reindex; rr != nil {
+		fmt.Fprintf(e.stdout, "Summary: indexed=%d, skipped=%d, deletions-finished=%d\n",
+			rr.Indexed, len(rr.Skipped), len(rr.DeletionsFinished))
+	}
+	return nil
+}
+
+// interspersed returns the command's positional arguments, applying any
+// of its flags that follow them ("restore ARCHIVE --to DIR"): urfave/cli
+// stops parsing flags at the first argument. "--" ends the flags.
+func interspersed(c *ucli.Context) ([]string, error) {
+	args := c.Args().Slice()
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		var flag ucli.Flag
+		for _, f := range c.Command.Flags {
+			for _, n := range f.Names() {
+				if n == name {
+					flag = f
+				}
+			}
+		}
+		if flag == nil {
+			if isGlobalFlag(c, name) {
+				return nil, usageWithHint(c, fmt.Sprintf("%s is a global flag: put it before the command (%s %s %s ...)",
+					dashed(name), progName, dashed(name), strings.TrimPrefix(helpName(c), progName+" ")),
+					"unknown flag %s for %s", dashed(name), helpName(c))
+			}
+			return nil, usagef(c, "unknown flag %s", dashed(name))
+		}
+		if _, isBool := flag.(*ucli.BoolFlag); isBool {
+			if !hasVal {
+				val = "true"
+			}
+		} else if !hasVal {
+			if i+1 >= len(args) {
+				return nil, usagef(c, "flag needs an argument: %s", dashed(name))
+			}
+			i++
+			val = args[i]
+		}
+		if err := c.Set(name, val); err != nil {
+			return nil, usagef(c, "invalid value %q for flag %s: %v", val, dashed(name), err)
+		}
+	}
+	return pos, nil
+}
+
+// runDemoBackup is the demo's backup step, for runDemo to call after its
+// other steps on the sample store in dataDir:
+//
+//	failed += runDemoBackup(c, e, dir)
+//
+// It runs "convkit backup --to <dataDir>-backups --keep 7" (exit 0) and
+// "convkit backup verify" on the archive it wrote (exit 0: the sample's
+// corrupt log is listed as INVALID, archived as it is in the store),
+// printing each the way runDemo prints its steps, and returns how many did
+// not exit as expected.
+func runDemoBackup(c *ucli.Context, e *env, dataDir string) int {
+	dir := dataDir + "-backups"
+	failed := 0
+	step := func(note string, want int, args ...string) {
+		args = append([]string{progName, "--data-dir", dataDir}, args...)
+		fmt.Fprintf(e.stdout, "\n# %s\n$ convkit %s\n", note, strings.Join(quoteArgs(args[1:]), " "))
+		code := runMain(c.Context, args, e.stdin, e.stdout, e.stdout, e.g.getenv)
+		if code != want {
+			failed++
+			fmt.Fprintf(e.stdout, "(exit %d, expected %d)\n", code, want)
+		} else if code != 0 {
+			fmt.Fprintf(e.stdout, "(exit %d, as expected)\n", code)
+		}
+	}
+	step("back up the store into one archive: every log, a metadata.db snapshot, a manifest with checksums", exitOK,
+		"backup", "--to", dir, "--keep", "7")
+	list, err := backup.ListArchives(dir)
+	if err != nil || len(list) == 0 {
+		fmt.Fprintf(e.stdout, "(no archive in %s)\n", dir)
+		return failed + 1
+	}
+	step("the restore drill: checksums, a strict read of every log (the corrupt one is listed), an index rebuilt and compared", exitOK,
+		"backup", "verify", list[len(list)-1].Path)
+	return failed
+}

@@ -1,0 +1,342 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/convkit/convkit/store"
+	"github.com/convkit/convkit/transfer"
+)
+
+func newExportCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "export",
+		Usage:     "write conversations, with their fork ancestors, into one archive for another machine",
+		ArgsUsage: "ID... --to FILE|-",
+		Description: `Writes the conversations ID... into one archive (tar inside zstd) with, last,
+MANIFEST.json: the format and tool versions and, for each conversation, its
+id, title, working directory, agents and models and fork source, and every
+file with its size, SHA-256 and committed length. A conversation forked
+after a compaction reads older history from its source: export adds such
+fork ancestors, transitively, and says which it added.
+
+Export takes no lock and changes nothing: it copies the committed prefix of
+each log's current generation (a torn tail, or what the runtime is
+appending, is left out), so it runs while the runtime runs; the manifest
+records whether runtime.lock was held. --to FILE writes a temporary file
+beside FILE and publishes it only when complete, never over an existing
+file; --to - streams the archive to stdout, and the summary then goes to
+stderr.
+
+A conversation with a log that cannot be read is left out and reported, as
+is a missing fork ancestor: exit 3. A conversation that does not exist:
+exit 1, nothing written. 'convkit import' reads the archive. See
+docs/TRANSFER.md.`,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "to", Usage: "write the archive to the new file `FILE`, or to stdout with -"},
+		},
+		Action: func(c *ucli.Context) error {
+			ids, err := interspersed(c)
+			if err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				return usagef(c, "missing arguments: want %s", c.Command.ArgsUsage)
+			}
+			to := c.String("to")
+			if to == "" {
+				return usagef(c, "--to FILE (or --to - for stdout) is required")
+			}
+			for _, id := range ids {
+				if _, err := store.EncodeSegment(id); err != nil {
+					return usagef(c, "conversation id %q: %v", id, err)
+				}
+			}
+			return runExport(c, e, ids, to)
+		},
+	}
+}
+
+// exportSummary is the --json output of export (docs/JSON.md).
+type exportSummary struct {
+	SchemaVersion int                     `json:"schemaVersion"`
+	Archive       string                  `json:"archive"`
+	CreatedAt     time.Time               `json:"createdAt"`
+	Online        bool                    `json:"online"`
+	Holder        *store.Holder           `json:"holder"`
+	Requested     []string                `json:"requested"`
+	Added         []string                `json:"added"`
+	Conversations []transfer.Conversation `json:"conversations"`
+	Files         int                     `json:"files"`
+	Bytes         int64                   `json:"bytes"`
+	ArchiveBytes  int64                   `json:"archiveBytes"`
+	LeftOutBytes  int64                   `json:"leftOutBytes"`
+	Problems      []transfer.Problem      `json:"problems"`
+}
+
+func runExport(c *ucli.Context, e *env, ids []string, to string) error {
+	dataDir, err := e.g.dataDir()
+	if err != nil {
+		return err
+	}
+	out := e.stdout
+	if to == "-" {
+		out = e.stderr // stdout carries the archive
+	}
+	bar := newProgress(e.stderr, 0, "export", e.g)
+	opts := transfer.ExportOptions{IDs: ids, ToolVersion: buildVersion(), Progress: bar, Log: e.stderr}
+	if e.g.Quiet {
+		opts.Log = io.Discard
+	}
+	var res *transfer.ExportResult
+	if to == "-" {
+		res, err = transfer.Export(c.Context, dataDir, e.stdout, opts)
+	} else {
+		res, err = transfer.ExportToFile(c.Context, dataDir, to, opts)
+	}
+	bar.Finish()
+	switch {
+	case errors.Is(err, transfer.ErrNotFound):
+		return withHint(err, "'convkit list --all' lists the conversations; nothing was written")
+	case errors.Is(err, fs.ErrExist):
+		return withHint(err, "name a new file")
+	case err != nil:
+		return err
+	}
+	m := res.Manifest
+	sum := exportSummary{SchemaVersion: schemaVersion, Archive: res.Archive, CreatedAt: m.CreatedAt, Online: m.Online,
+		Holder: m.Holder, Requested: m.Requested, Added: res.Added, Conversations: m.Conversations,
+		Files: len(m.Files), ArchiveBytes: res.Bytes, Problems: m.Problems}
+	for _, f := range m.Files {
+		sum.Bytes += f.Size
+		sum.LeftOutBytes += f.LeftOut
+	}
+	if !(to == "-" && e.g.Quiet && !e.g.JSON) {
+		if err := printExport(e, out, &sum); err != nil {
+			return err
+		}
+	}
+	if res.Partial() {
+		return partialf("export left out %d item(s) (see the UNREADABLE lines)", len(m.Problems))
+	}
+	return nil
+}
+
+func printExport(e *env, out io.Writer, s *exportSummary) error {
+	if e.g.JSON {
+		return writeJSON(out, s)
+	}
+	for _, c := range s.Conversations {
+		if c.Requested {
+			fmt.Fprintf(out, "EXPORTED %s %s\n", c.ID, titleOf(c.Title))
+		} else {
+			fmt.Fprintf(out, "ADDED %s %s: fork ancestor of %s\n", c.ID, titleOf(c.Title), strings.Join(c.AncestorOf, ", "))
+		}
+	}
+	online := "false"
+	if s.Online {
+		online = "true"
+		if s.Holder != nil {
+			online = fmt.Sprintf("true (runtime.lock held by pid %d)", s.Holder.PID)
+		}
+	}
+	fmt.Fprintf(out, "Archive: %s\n", s.Archive)
+	fmt.Fprintf(out, "Summary: conversations=%d, added=%d, files=%d, bytes=%d, archive-bytes=%d, unreadable=%d, online=%s\n",
+		len(s.Conversations), len(s.Added), s.Files, s.Bytes, s.ArchiveBytes, len(s.Problems), online)
+	return nil
+}
+
+func titleOf(t string) string {
+	if t == "" {
+		return "(untitled)"
+	}
+	return fmt.Sprintf("%q", t)
+}
+
+// cwdMaps collects repeated --map-cwd OLD=NEW values (a GenericFlag: a
+// string slice flag would split paths at commas).
+type cwdMaps struct{ maps []transfer.CwdMapping }
+
+func (m *cwdMaps) Set(v string) error {
+	cm, err := transfer.ParseCwdMapping(v)
+	if err != nil {
+		return err
+	}
+	m.maps = append(m.maps, cm)
+	return nil
+}
+
+func (m *cwdMaps) String() string {
+	if m == nil {
+		return ""
+	}
+	var parts []string
+	for _, cm := range m.maps {
+		parts = append(parts, cm.From+"="+cm.To)
+	}
+	return strings.Join(parts, " ")
+}
+
+func newImportCommand(e *env) *ucli.Command {
+	maps := &cwdMaps{}
+	return &ucli.Command{
+		Name:      "import",
+		Usage:     "verify an export archive, check it against this machine, and put its conversations into the store",
+		ArgsUsage: "FILE|-",
+		Description: `Reads an archive written by 'convkit export' (a path, or - for stdin).
+
+First it verifies the whole archive, before the store is looked at: it is
+extracted into a private staging directory inside the data directory
+(files 0600, directories 0700) with every safety check and limit (entries
+with absolute paths, "..", links, devices or names outside the layout are
+refused, and extraction stops at the free space of the file system), every
+file's size and SHA-256 is compared with the manifest and every log is read
+strictly (no torn tail, committed length equal to its size). Then it takes
+runtime.lock (exit 11 while the runtime holds it) and checks each
+conversation before writing anything:
+
+  - its id: a conversation already here whose logs are byte-prefixes of the
+    archived ones is updated; an identical one is left alone, as is one
+    that is newer here; one that diverged is refused (exit 1, nothing
+    written) unless --on-conflict replace (the store's copy is moved to
+    <data-dir>/replaced/ and kept) or skip (it stays);
+  - its working directory exists here, after --map-cwd OLD=NEW, which is
+    recorded as a conversation/cwd-mapped event, never by editing history;
+  - its agents and models are configured in the runtime configuration
+    (--config FILE, else $CONVKIT_CONFIG, else <data-dir>/config.toml;
+    [agents.NAME] and [models.NAME] tables);
+  - its fork sources are in the archive or in the store.
+
+--dry-run prints the plan and stops (no lock, nothing written). Otherwise
+each conversation directory is renamed into place, and metadata.db, when
+present, is updated for what was imported (without a full reindex). Every
+conversation that will not open here is listed with the reasons: exit 3.
+Importing the same archive again changes nothing. See docs/TRANSFER.md.`,
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "dry-run", Usage: "verify the archive and print the plan; take no lock, write nothing"},
+			&ucli.StringFlag{Name: "on-conflict", Value: transfer.ConflictRefuse, Usage: "for a conversation that diverged from the store's copy: refuse the import, replace the copy (moved aside, kept) or skip it (`ACTION`: refuse, replace, skip)"},
+			&ucli.GenericFlag{Name: "map-cwd", Value: maps, Usage: "record working directories at or under `OLD=NEW` as under NEW (repeatable)"},
+			&ucli.StringFlag{Name: "config", Usage: "check agents and models against the runtime configuration `FILE` (default: $CONVKIT_CONFIG, else <data-dir>/config.toml)"},
+		},
+		Action: func(c *ucli.Context) error {
+			args, err := interspersed(c)
+			if err != nil {
+				return err
+			}
+			if len(args) != 1 {
+				return usagef(c, "want exactly one FILE (a path, or - for stdin), got %d arguments", len(args))
+			}
+			switch c.String("on-conflict") {
+			case transfer.ConflictRefuse, transfer.ConflictReplace, transfer.ConflictSkip:
+			default:
+				return usagef(c, "--on-conflict must be refuse, replace or skip, not %q", c.String("on-conflict"))
+			}
+			if c.IsSet("config") && strings.TrimSpace(c.String("config")) == "" {
+				return usagef(c, "--config needs a file")
+			}
+			return runImport(c, e, args[0], maps.maps)
+		},
+	}
+}
+
+func runImport(c *ucli.Context, e *env, name string, maps []transfer.CwdMapping) error {
+	dataDir, err := e.g.dataDir()
+	if err != nil {
+		return err
+	}
+	var r io.Reader = e.stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		r = f
+	}
+	cfg, explicit := transfer.ConfigPath(c.String("config"), e.g.getenv, dataDir)
+	bar := newProgress(e.stderr, 0, "import", e.g)
+	opts := transfer.ImportOptions{Archive: name, OnConflict: c.String("on-conflict"), MapCwd: maps,
+		DryRun: c.Bool("dry-run"), ConfigPath: cfg, ConfigRequired: explicit, LockTimeout: e.g.LockTimeout,
+		Progress: bar, Log: e.stderr}
+	if e.g.Quiet {
+		opts.Log = io.Discard
+	}
+	res, err := transfer.Import(c.Context, r, dataDir, opts)
+	bar.Finish()
+	if res != nil {
+		for _, w := range res.Warnings {
+			fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, w)
+		}
+		if perr := printImport(e, res); perr != nil {
+			return perr
+		}
+	}
+	switch {
+	case errors.Is(err, transfer.ErrConflict):
+		return withHint(err, "--on-conflict replace moves the store's copy aside (kept in replaced/); --on-conflict skip keeps it")
+	case err != nil:
+		return err
+	}
+	if res.Warned() {
+		what := "import finished"
+		if res.DryRun {
+			what = "the import would finish"
+		}
+		return partialf("%s with warnings: %d conversation(s) will not open here, %d skipped (--on-conflict skip), %d other warning(s)",
+			what, res.Counts.WillNotOpen, res.Counts.Skipped, len(res.Warnings))
+	}
+	return nil
+}
+
+func printImport(e *env, r *transfer.ImportResult) error {
+	if e.g.JSON {
+		return writeJSON(e.stdout, r)
+	}
+	out := e.stdout
+	would := ""
+	if r.DryRun {
+		would = "WOULD "
+	}
+	for _, p := range r.Conversations {
+		switch p.Action {
+		case transfer.ActionImport, transfer.ActionUpdate, transfer.ActionReplace, transfer.ActionSkip:
+			fmt.Fprintf(out, "%s%s %s: %s\n", would, upper(p.Action), p.ID, p.Detail)
+		default:
+			fmt.Fprintf(out, "%s %s: %s\n", upper(p.Action), p.ID, p.Detail)
+		}
+		if p.MovedAside != "" {
+			fmt.Fprintf(out, "MOVED ASIDE %s: %s\n", p.ID, p.MovedAside)
+		}
+		if p.CwdMappedTo != "" {
+			fmt.Fprintf(out, "%sMAP-CWD %s: %s -> %s\n", would, p.ID, p.Cwd, p.CwdMappedTo)
+		}
+	}
+	for _, p := range r.Conversations {
+		if len(p.Problems) > 0 {
+			fmt.Fprintf(out, "WILL NOT OPEN %s: %s\n", p.ID, strings.Join(p.Problems, "; "))
+		}
+	}
+	switch r.Index {
+	case "updated":
+		fmt.Fprintf(out, "Index: metadata.db updated\n")
+	case "absent":
+		fmt.Fprintf(out, "Index: metadata.db does not exist; run convkit reindex to build it\n")
+	case "failed":
+		fmt.Fprintf(out, "Index: metadata.db was not updated (%s); run convkit reindex\n", r.IndexError)
+	}
+	prefix := "Summary"
+	if r.DryRun {
+		prefix = "Dry run"
+	}
+	c := r.Counts
+	fmt.Fprintf(out, "%s: conversations=%d, imported=%d, updated=%d, unchanged=%d, kept=%d, replaced=%d, skipped=%d, conflicts=%d, cwd-mapped=%d, will-not-open=%d\n",
+		prefix, c.Conversations, c.Imported, c.Updated, c.Unchanged, c.Kept, c.Replaced, c.Skipped, c.Conflicts, c.CwdMapped, c.WillNotOpen)
+	return nil
+}

@@ -1,0 +1,318 @@
+package transfer
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/store"
+)
+
+// classify compares an archived conversation with the store's copy and
+// sets p.Action and p.Detail.
+//
+// Logs are compared by their current generation, file name and bytes (the
+// store's up to its committed prefix; a torn tail is not data): the copies
+// are identical when every log is; the store's is behind when each of its
+// logs is a byte-prefix of the archived one of the same name (the archive
+// may hold more logs); it is ahead when the reverse holds. Anything else
+// diverged. One exception: a store conversation log that differs from the
+// archived one only by conversation/cwd-mapped events appended at its end
+// (an earlier import's --map-cwd) is behind; the mapping is reapplied
+// after the update.
+func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
+	to, err := store.ConversationPath(imp.dataDir, sc.id)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Lstat(to)
+	if errors.Is(err, fs.ErrNotExist) {
+		p.Action, p.Detail = ActionImport, "new in this store"
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	diverged := func(detail string) error {
+		p.Detail = detail
+		switch imp.opts.OnConflict {
+		case ConflictReplace:
+			p.Action = ActionReplace
+		case ConflictSkip:
+			p.Action = ActionSkip
+		default:
+			p.Action = ActionConflict
+		}
+		return nil
+	}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return diverged(fmt.Sprintf("the store holds a symbolic link at %s", to))
+	case !fi.IsDir():
+		return diverged(fmt.Sprintf("the store holds a file that is not a directory at %s", to))
+	}
+	cd, _, err := store.WalkConversation(imp.dataDir, sc.id)
+	if err != nil {
+		return diverged(fmt.Sprintf("the store's copy cannot be read: %v", err))
+	}
+	storeLogs := map[string]store.Log{}
+	for _, l := range cd.Logs {
+		storeLogs[l.Base] = l
+	}
+	if _, ok := storeLogs[store.ConversationLogBase]; !ok {
+		return diverged("the store's copy has no conversation log")
+	}
+	si, err := store.ReadConversation(imp.dataDir, sc.id)
+	if err != nil {
+		return diverged(fmt.Sprintf("the store's conversation log cannot be read: %v", err))
+	}
+	if si.Deleting {
+		return diverged("the store's copy is being deleted")
+	}
+
+	bases := map[string]bool{}
+	for b := range storeLogs {
+		bases[b] = true
+	}
+	for b := range sc.logs {
+		bases[b] = true
+	}
+	order := make([]string, 0, len(bases))
+	for b := range bases {
+		order = append(order, b)
+	}
+	sort.Slice(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if (a == store.ConversationLogBase) != (b == store.ConversationLogBase) {
+			return a == store.ConversationLogBase
+		}
+		return a < b
+	})
+	var behind, ahead []string // logs that make the store's copy behind, ahead
+	for _, b := range order {
+		sl, inStore := storeLogs[b]
+		al, inArchive := sc.logs[b]
+		switch {
+		case !inStore:
+			behind = append(behind, fmt.Sprintf("%s is only in the archive", al.Current))
+			continue
+		case !inArchive:
+			ahead = append(ahead, fmt.Sprintf("%s is only in the store", sl.Current))
+			continue
+		case sl.Current.String() != al.Current.String():
+			return diverged(fmt.Sprintf("log %s is %s here and %s in the archive", b, sl.Current, al.Current))
+		}
+		rel, at, err := compareLog(sl.Path, al.Path)
+		if err != nil {
+			return diverged(fmt.Sprintf("the store's %s cannot be read: %v", sl.Current, err))
+		}
+		switch rel {
+		case relEqual:
+		case relStoreShorter:
+			behind = append(behind, fmt.Sprintf("%s is longer in the archive", sl.Current))
+		case relStoreLonger:
+			ahead = append(ahead, fmt.Sprintf("%s is longer here", sl.Current))
+		default:
+			if b == store.ConversationLogBase {
+				if ok, _ := onlyLocalMappings(sl.Path, al.Path); ok {
+					p.storeCwd = si.Cwd
+					behind = append(behind, fmt.Sprintf("%s is longer in the archive (the store's working directory mapping is kept)", sl.Current))
+					continue
+				}
+			}
+			return diverged(fmt.Sprintf("%s differs at byte %d", sl.Current, at))
+		}
+	}
+	switch {
+	case len(behind) > 0 && len(ahead) > 0:
+		return diverged(fmt.Sprintf("newer in the archive (%s) and newer here (%s)", behind[0], ahead[0]))
+	case len(behind) > 0:
+		p.Action, p.Detail = ActionUpdate, "the store's copy is a prefix of the archived one: "+behind[0]
+		extra, err := extraEntries(cd)
+		if err != nil {
+			return err
+		}
+		if extra != "" {
+			p.keepAside = true
+			p.Detail += fmt.Sprintf("; the old copy is kept in %s/ (its directory holds %s)", ReplacedDirName, extra)
+		}
+	case len(ahead) > 0:
+		p.Action, p.Detail = ActionKeep, "the store's copy is newer: "+ahead[0]
+	default:
+		p.Action, p.Detail = ActionUnchanged, "identical"
+	}
+	return nil
+}
+
+// extraEntries names the first entry of a conversation directory that is
+// not the current generation of one of its logs ("" when there is none):
+// an older generation, a note, a session.lock. An update keeps such a
+// directory aside rather than removing it.
+func extraEntries(cd store.ConversationDir) (string, error) {
+	ents, err := os.ReadDir(cd.Path)
+	if err != nil {
+		return "", err
+	}
+	current := map[string]bool{}
+	for _, l := range cd.Logs {
+		current[l.Current.String()] = true
+	}
+	for _, e := range ents {
+		if !current[e.Name()] {
+			return e.Name(), nil
+		}
+	}
+	return "", nil
+}
+
+type relation int
+
+const (
+	relEqual relation = iota
+	relStoreShorter
+	relStoreLonger
+	relDiffer
+)
+
+// compareLog compares the committed prefix of the store's log with the
+// archived log (all committed). at is the first differing byte.
+func compareLog(storePath, archived string) (relation, int64, error) {
+	committed, err := committedLength(storePath)
+	if err != nil {
+		return relDiffer, 0, err
+	}
+	sf, _, err := openRegular(storePath)
+	if err != nil {
+		return relDiffer, 0, err
+	}
+	defer sf.Close()
+	af, asize, err := openRegular(archived)
+	if err != nil {
+		return relDiffer, 0, err
+	}
+	defer af.Close()
+	n := min(committed, asize)
+	at, same, err := samePrefix(io.NewSectionReader(sf, 0, n), io.NewSectionReader(af, 0, n))
+	switch {
+	case err != nil:
+		return relDiffer, 0, err
+	case !same:
+		return relDiffer, at, nil
+	case committed == asize:
+		return relEqual, 0, nil
+	case committed < asize:
+		return relStoreShorter, committed, nil
+	default:
+		return relStoreLonger, asize, nil
+	}
+}
+
+// committedLength reads a log strictly and returns its committed prefix.
+func committedLength(p string) (int64, error) {
+	r, err := convlog.Open(p, convlog.ReaderOptions{})
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	for {
+		_, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return r.Stats().CommittedBytes, nil
+}
+
+// samePrefix compares two readers of the same length; at is the offset of
+// the first difference.
+func samePrefix(a, b io.Reader) (at int64, same bool, err error) {
+	ba := bufio.NewReaderSize(a, 256<<10)
+	bb := bufio.NewReaderSize(b, 256<<10)
+	bufA := make([]byte, 64<<10)
+	bufB := make([]byte, 64<<10)
+	var off int64
+	for {
+		n, errA := io.ReadFull(ba, bufA)
+		m, errB := io.ReadFull(bb, bufB[:n])
+		if m < n {
+			if errB == nil {
+				errB = io.ErrUnexpectedEOF
+			}
+			return off, false, errB
+		}
+		if !bytes.Equal(bufA[:n], bufB[:n]) {
+			for i := range n {
+				if bufA[i] != bufB[i] {
+					return off + int64(i), false, nil
+				}
+			}
+		}
+		off += int64(n)
+		switch {
+		case errA == io.EOF || errA == io.ErrUnexpectedEOF:
+			return off, true, nil
+		case errA != nil:
+			return off, false, errA
+		}
+	}
+}
+
+// onlyLocalMappings reports whether the store's conversation log is the
+// archived one's first events followed by conversation/cwd-mapped events
+// only, where the archived log goes on with other events: what an earlier
+// import with --map-cwd leaves when the conversation then grew on the
+// machine it came from.
+func onlyLocalMappings(storePath, archived string) (bool, error) {
+	sr, err := convlog.Open(storePath, convlog.ReaderOptions{})
+	if err != nil {
+		return false, err
+	}
+	defer sr.Close()
+	ar, err := convlog.Open(archived, convlog.ReaderOptions{})
+	if err != nil {
+		return false, err
+	}
+	defer ar.Close()
+	if !bytes.Equal(sr.Header().Raw, ar.Header().Raw) {
+		return false, nil
+	}
+	for {
+		se, serr := sr.Next()
+		if serr != nil && serr != io.EOF {
+			return false, serr
+		}
+		ae, aerr := ar.Next()
+		if aerr != nil && aerr != io.EOF {
+			return false, aerr
+		}
+		if serr == io.EOF || aerr == io.EOF {
+			// One ended before they differed: a prefix, not this case.
+			return false, nil
+		}
+		if bytes.Equal(se.Raw, ae.Raw) {
+			continue
+		}
+		// They differ here: the rest of the store's log must be mappings.
+		for {
+			if se.Type != store.EventConversationCwdMapped {
+				return false, nil
+			}
+			se, serr = sr.Next()
+			if serr == io.EOF {
+				return true, nil
+			}
+			if serr != nil {
+				return false, serr
+			}
+		}
+	}
+}

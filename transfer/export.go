@@ -1,0 +1,568 @@
+package transfer
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/convkit/convkit/archive"
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/progress"
+	"github.com/convkit/convkit/store"
+)
+
+// ExportOptions configure Export.
+type ExportOptions struct {
+	// IDs are the conversations to export; their fork ancestors are added.
+	IDs []string
+	// Now is the clock (default time.Now): the manifest's createdAt and
+	// every entry's modification time.
+	Now func() time.Time
+	// ToolVersion is recorded in the manifest.
+	ToolVersion string
+	// TempDir holds a copy of each conversation log's committed prefix
+	// while it is replayed for the manifest (default os.TempDir()).
+	TempDir string
+	// Progress counts conversations exported; the total is set first.
+	Progress progress.Progress
+	// Log receives a line for each problem as found (nil: nothing).
+	Log io.Writer
+	// Archive tunes the container (tests).
+	Archive archive.WriterOptions
+}
+
+func (o *ExportOptions) defaults() {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.TempDir == "" {
+		o.TempDir = os.TempDir()
+	}
+	if o.Progress == nil {
+		o.Progress = progress.Nop{}
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+}
+
+// ExportResult is what an export wrote.
+type ExportResult struct {
+	Manifest *Manifest
+	// Archive is the published file's path, or "-".
+	Archive string
+	// Added are the conversations exported as fork ancestors of the
+	// requested ones, without being requested.
+	Added []string
+	// TarBytes is the archive's tar stream; Bytes what was written.
+	TarBytes int64
+	Bytes    int64
+}
+
+// Partial reports whether something asked for is not in the archive (an
+// unreadable log, a missing fork ancestor): the caller's exit 3.
+func (r *ExportResult) Partial() bool { return len(r.Manifest.Problems) > 0 }
+
+// Errors of Export that callers tell apart.
+var (
+	// ErrNotFound: a requested conversation does not exist (or is being
+	// deleted). It wraps store.ErrNoConversation.
+	ErrNotFound = store.ErrNoConversation
+	// ErrNoStore: the data directory does not exist.
+	ErrNoStore = errors.New("no store")
+)
+
+// Export writes an archive of the conversations opts.IDs and their fork
+// ancestors (transitively) to w. It takes no lock and changes nothing in
+// the store: each log's current generation is read strictly up to its
+// committed prefix (a torn tail, or what the runtime is appending, is left
+// out) and exactly those bytes, read from the same open file, are
+// archived. A conversation with a log that cannot be read is left out
+// whole and listed in the manifest's Problems, as is a fork ancestor that
+// is missing; neither stops the export (see ExportResult.Partial). A
+// requested conversation that does not exist fails the export before
+// anything is written (ErrNotFound).
+func Export(ctx context.Context, dataDir string, w io.Writer, opts ExportOptions) (*ExportResult, error) {
+	x, err := newExporter(dataDir, opts)
+	if err != nil {
+		return nil, err
+	}
+	res, err := x.write(ctx, w)
+	if err != nil {
+		return nil, err
+	}
+	res.Archive = "-"
+	return res, nil
+}
+
+// ExportToFile is Export into a new file at path: written beside it under
+// a temporary name and published (linked into place, never over an
+// existing file) only when complete. An existing path is refused before
+// anything is read.
+func ExportToFile(ctx context.Context, dataDir, path string, opts ExportOptions) (*ExportResult, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(abs); err == nil {
+		return nil, fmt.Errorf("%s: %w: export never overwrites a file", abs, fs.ErrExist)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	x, err := newExporter(dataDir, opts)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := durable.CreateTemp(filepath.Dir(abs), "."+filepath.Base(abs))
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	bw := bufio.NewWriterSize(tmp, 1<<20)
+	res, err := x.write(ctx, bw)
+	if err != nil {
+		return nil, err
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, err
+	}
+	ok = true // Publish removes the temporary file on failure
+	if err := durable.Publish(tmp, abs); err != nil {
+		return nil, err
+	}
+	res.Archive = abs
+	return res, nil
+}
+
+// exporter is one export, planned.
+type exporter struct {
+	dataDir string
+	opts    ExportOptions
+	m       *Manifest
+	order   []*planned
+}
+
+// planned is a conversation the export will try.
+type planned struct {
+	id         string
+	requested  bool
+	ancestorOf []string
+}
+
+func newExporter(dataDir string, opts ExportOptions) (*exporter, error) {
+	opts.defaults()
+	fi, err := os.Stat(dataDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w at %s", ErrNoStore, dataDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%s: not a directory", dataDir)
+	}
+	if len(opts.IDs) == 0 {
+		return nil, errors.New("export needs at least one conversation id")
+	}
+	now := opts.Now().UTC().Truncate(time.Second)
+	m := &Manifest{
+		Format: FormatName, FormatVersion: FormatVersion, Tool: ToolName, ToolVersion: opts.ToolVersion,
+		LogFormatVersion: convlog.CurrentVersion, CreatedAt: now,
+		Requested: []string{}, Conversations: []Conversation{}, Files: []File{}, Problems: []Problem{},
+	}
+	st, err := store.LockStatus(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	m.Online, m.Holder = st.Held, nil
+	if st.Held {
+		m.Holder = st.Holder
+	}
+	x := &exporter{dataDir: dataDir, opts: opts, m: m}
+	if err := x.plan(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+func (x *exporter) problem(id, p, reason string) {
+	reason = strings.TrimPrefix(reason, p+": ")
+	x.m.Problems = append(x.m.Problems, Problem{ID: id, Path: p, Reason: reason})
+	fmt.Fprintf(x.opts.Log, "UNREADABLE %s: %s\n", p, reason)
+}
+
+// plan checks the requested ids and finds their fork ancestors. A
+// requested id that does not exist is an error; an ancestor that does not,
+// or any conversation log that cannot be read, is a problem.
+func (x *exporter) plan() error {
+	byID := map[string]*planned{}
+	deps := map[string][]string{}
+	var queue []string
+	for _, id := range x.opts.IDs {
+		if _, err := store.EncodeSegment(id); err != nil {
+			return fmt.Errorf("conversation id %q: %w", id, err)
+		}
+		if byID[id] != nil {
+			continue
+		}
+		info, err := store.ReadConversation(x.dataDir, id)
+		switch {
+		case errors.Is(err, store.ErrNoConversation):
+			return fmt.Errorf("conversation %q: %w", id, ErrNotFound)
+		case err == nil && info.Deleting:
+			return fmt.Errorf("conversation %q: %w (it is being deleted)", id, ErrNotFound)
+		}
+		x.m.Requested = append(x.m.Requested, id)
+		byID[id] = &planned{id: id, requested: true}
+		if err != nil {
+			// Reported when the conversation is exported.
+			continue
+		}
+		deps[id] = store.Dependencies(info)
+		queue = append(queue, deps[id]...)
+	}
+	// Ancestors, transitively.
+	missing := map[string]bool{}
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		if byID[id] != nil || missing[id] {
+			continue
+		}
+		info, err := store.ReadConversation(x.dataDir, id)
+		switch {
+		case errors.Is(err, store.ErrNoConversation) || (err == nil && info.Deleting):
+			missing[id] = true
+			continue
+		case err != nil:
+			byID[id] = &planned{id: id}
+			continue
+		}
+		byID[id] = &planned{id: id}
+		deps[id] = store.Dependencies(info)
+		queue = append(queue, deps[id]...)
+	}
+	// Who each ancestor is exported for: the requested conversations that
+	// read from it, directly or not.
+	for _, id := range x.m.Requested {
+		seen := map[string]bool{}
+		var walk func(string)
+		walk = func(c string) {
+			for _, d := range deps[c] {
+				if seen[d] {
+					continue
+				}
+				seen[d] = true
+				if p := byID[d]; p != nil && !p.requested {
+					p.ancestorOf = append(p.ancestorOf, id)
+				}
+				walk(d)
+			}
+		}
+		walk(id)
+	}
+	var missingIDs []string
+	for id := range missing {
+		missingIDs = append(missingIDs, id)
+	}
+	sort.Strings(missingIDs)
+	for _, id := range missingIDs {
+		var users []string
+		for c, ds := range deps {
+			for _, d := range ds {
+				if d == id {
+					users = append(users, c)
+				}
+			}
+		}
+		sort.Strings(users)
+		p, _ := store.ConversationPath(x.dataDir, id)
+		x.problem(id, p, fmt.Sprintf("fork ancestor %q of %q is missing from the store: not exported", id, users))
+	}
+	// Archive order: ancestors first (depth first, by id), so that an
+	// import placing conversations in this order never has a fork whose
+	// source is not there yet.
+	ids := make([]string, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	done := map[string]bool{}
+	var visit func(string)
+	visit = func(id string) {
+		if done[id] || byID[id] == nil {
+			return
+		}
+		done[id] = true
+		for _, d := range deps[id] {
+			visit(d)
+		}
+		x.order = append(x.order, byID[id])
+	}
+	for _, id := range ids {
+		visit(id)
+	}
+	return nil
+}
+
+// openLog is one log of a conversation being exported, read and checked.
+type openLog struct {
+	name      string // entry name
+	path      string
+	session   string
+	gen       convlog.Name
+	isConvLog bool
+	f         *os.File
+	committed int64
+	leftOut   int64
+	events    int64
+}
+
+func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error) {
+	tmpDir, err := os.MkdirTemp(x.opts.TempDir, "convkit-export-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmpDir)
+	wopts := x.opts.Archive
+	wopts.ModTime = x.m.CreatedAt
+	aw := archive.NewWriter(w, wopts)
+	fail := func(err error) (*ExportResult, error) {
+		aw.Abort()
+		return nil, err
+	}
+	res := &ExportResult{Manifest: x.m, Added: []string{}}
+	x.opts.Progress.SetTotal(int64(len(x.order)))
+	for _, p := range x.order {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		c, logs, ok := x.read(p, tmpDir)
+		if !ok {
+			x.opts.Progress.Add(1)
+			continue
+		}
+		err := x.archiveConv(aw, logs)
+		for _, l := range logs {
+			l.f.Close()
+		}
+		if err != nil {
+			return fail(err)
+		}
+		x.m.Conversations = append(x.m.Conversations, *c)
+		if !p.requested {
+			res.Added = append(res.Added, p.id)
+		}
+		x.opts.Progress.Add(1)
+	}
+	data, err := json.Marshal(x.m)
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := aw.WriteBytes(archive.ManifestName, archive.Text, append(data, '\n')); err != nil {
+		return fail(fmt.Errorf("archive the manifest: %w", err))
+	}
+	if err := aw.Close(); err != nil {
+		return nil, err
+	}
+	st := aw.Stats()
+	res.TarBytes, res.Bytes = st.TarBytes, st.Bytes
+	return res, nil
+}
+
+// read opens and checks every current log of one conversation. Any log
+// that cannot be read strictly leaves the whole conversation out (a
+// problem); then ok is false and nothing is left open.
+func (x *exporter) read(p *planned, tmpDir string) (c *Conversation, logs []*openLog, ok bool) {
+	dir, _ := store.ConversationPath(x.dataDir, p.id)
+	defer func() {
+		if !ok {
+			for _, l := range logs {
+				l.f.Close()
+			}
+			logs = nil
+		}
+	}()
+	cd, probs, err := store.WalkConversation(x.dataDir, p.id)
+	if err != nil {
+		x.problem(p.id, dir, err.Error())
+		return nil, logs, false
+	}
+	for _, pr := range probs {
+		fmt.Fprintf(x.opts.Log, "WARNING %s: %s (not exported)\n", pr.Path, pr.Reason)
+	}
+	var convLog *openLog
+	for _, l := range cd.Logs {
+		ol := &openLog{
+			name:      path.Join(store.ConversationsDirName, cd.Name, l.Current.String()),
+			path:      l.Path,
+			session:   l.ID,
+			gen:       l.Current,
+			isConvLog: l.IsConversationLog,
+		}
+		if err := ol.open(); err != nil {
+			x.problem(p.id, l.Path, err.Error())
+			return nil, logs, false
+		}
+		logs = append(logs, ol)
+		if ol.isConvLog {
+			convLog = ol
+		}
+	}
+	if convLog == nil {
+		x.problem(p.id, dir, "no conversation log")
+		return nil, logs, false
+	}
+	// Replay exactly the bytes to be archived, for the manifest.
+	snapDir := filepath.Join(tmpDir, cd.Name)
+	if err := os.Mkdir(snapDir, durable.DirMode); err != nil {
+		x.problem(p.id, convLog.path, err.Error())
+		return nil, logs, false
+	}
+	snap := filepath.Join(snapDir, convLog.gen.String())
+	if err := copyPrefix(snap, convLog.f, convLog.committed); err != nil {
+		x.problem(p.id, convLog.path, err.Error())
+		return nil, logs, false
+	}
+	info, err := store.ReadConversationFile(snap)
+	os.RemoveAll(snapDir)
+	switch {
+	case err != nil:
+		x.problem(p.id, convLog.path, err.Error())
+		return nil, logs, false
+	case info.ID != p.id:
+		x.problem(p.id, convLog.path, fmt.Sprintf("header names conversation %q, but the directory is conversation %q", info.ID, p.id))
+		return nil, logs, false
+	case info.Deleting:
+		x.problem(p.id, dir, "the conversation is being deleted: not exported")
+		return nil, logs, false
+	}
+	c = &Conversation{
+		ID: p.id, Dir: cd.Name, Title: info.Title, Cwd: info.Cwd,
+		Agents: nonNil(info.Agents), Models: nonNil(info.Models),
+		ForkedFrom: info.ForkedFrom, AfterCompaction: info.AfterCompaction,
+		DependsOn: nonNil(store.Dependencies(info)), Archived: info.Archived,
+		Requested: p.requested, AncestorOf: nonNil(p.ancestorOf), Sessions: len(info.Sessions),
+	}
+	return c, logs, true
+}
+
+// open opens the log (never through a symbolic link) and reads it
+// strictly to find its committed prefix and count its events.
+func (l *openLog) open() error {
+	f, size, err := openRegular(l.path)
+	if err != nil {
+		return err
+	}
+	comp := l.gen.Compression
+	r, err := convlog.NewReader(f, size, l.path, convlog.ReaderOptions{Version: l.gen.Version, Compression: &comp})
+	if err != nil {
+		f.Close()
+		return err
+	}
+	var events int64
+	for {
+		_, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			r.Close()
+			f.Close()
+			return err
+		}
+		if !r.InTornFrame() {
+			events++
+		}
+	}
+	st := r.Stats()
+	r.Close()
+	l.f, l.committed, l.leftOut, l.events = f, st.CommittedBytes, size-st.CommittedBytes, events
+	return nil
+}
+
+// archiveConv writes the logs' committed prefixes, from the files they
+// were checked in.
+func (x *exporter) archiveConv(aw *archive.Writer, logs []*openLog) error {
+	for _, l := range logs {
+		kind := archive.Text
+		if l.gen.Compression == convlog.Zstd {
+			kind = archive.Compressed
+		}
+		sum, err := aw.WriteEntry(l.name, kind, l.committed, io.NewSectionReader(l.f, 0, l.committed))
+		if err != nil {
+			return fmt.Errorf("archive %s: %w", l.path, err)
+		}
+		conv, _ := store.DecodeSegment(path.Base(path.Dir(l.name)))
+		x.m.Files = append(x.m.Files, File{
+			Name: l.name, Conversation: conv, Session: l.session, Version: l.gen.Version,
+			Size: sum.Size, SHA256: sum.Hex(), Committed: sum.Size, Events: l.events, LeftOut: l.leftOut,
+		})
+	}
+	return nil
+}
+
+// copyPrefix writes the first n bytes of src into a new private file.
+func copyPrefix(dst string, src io.ReaderAt, n int64) error {
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, durable.FileMode)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, io.NewSectionReader(src, 0, n))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// errNotRegular refuses what is not a regular file.
+var errNotRegular = errors.New("not a regular file (symbolic links are not followed)")
+
+// openRegular opens a regular file for reading, never through a symbolic
+// link: the file opened must be the one Lstat saw.
+func openRegular(p string) (*os.File, int64, error) {
+	lfi, err := os.Lstat(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !lfi.Mode().IsRegular() {
+		return nil, 0, errNotRegular
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !os.SameFile(lfi, fi) {
+		err = errNotRegular
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
+}
+
+func nonNil(v []string) []string {
+	if v == nil {
+		return []string{}
+	}
+	return v
+}

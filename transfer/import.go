@@ -1,0 +1,723 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/convkit/convkit/archive"
+	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/progress"
+	"github.com/convkit/convkit/reindex"
+	"github.com/convkit/convkit/store"
+)
+
+// What --on-conflict says to do with a conversation that exists in the
+// store and diverged from the archived one.
+const (
+	// ConflictRefuse refuses the whole import (the default).
+	ConflictRefuse = "refuse"
+	// ConflictReplace moves the store's copy aside, into
+	// <data-dir>/replaced/, and imports the archived one.
+	ConflictReplace = "replace"
+	// ConflictSkip keeps the store's copy and imports the rest.
+	ConflictSkip = "skip"
+)
+
+// Actions of an import plan, one per archived conversation.
+const (
+	// ActionImport: not in the store; it is placed there.
+	ActionImport = "import"
+	// ActionUpdate: the store's copy is a byte-prefix of the archived one
+	// (the archive is newer); it is replaced, and removed.
+	ActionUpdate = "update"
+	// ActionUnchanged: the store's copy is identical; nothing is written.
+	ActionUnchanged = "unchanged"
+	// ActionKeep: the archived copy is a byte-prefix of the store's (the
+	// store is newer); nothing is written.
+	ActionKeep = "keep"
+	// ActionReplace: diverged, --on-conflict replace: the store's copy is
+	// moved aside and kept, the archived one placed.
+	ActionReplace = "replace"
+	// ActionSkip: diverged, --on-conflict skip: the store's copy stays.
+	ActionSkip = "skip"
+	// ActionConflict: diverged and refused: the import writes nothing.
+	ActionConflict = "conflict"
+)
+
+// ReplacedDirName is the directory of the data directory where import
+// keeps the conversations it replaced.
+const ReplacedDirName = "replaced"
+
+// stagingTag names import's staging directories in the data directory:
+// .conversations.import-<random>.tmp.
+const stagingTag = "import"
+
+// CwdMapping is one --map-cwd OLD=NEW: working directories at or under
+// From are recorded as the same place under To.
+type CwdMapping struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// ParseCwdMapping parses OLD=NEW; both must be absolute paths.
+func ParseCwdMapping(s string) (CwdMapping, error) {
+	from, to, ok := strings.Cut(s, "=")
+	if !ok {
+		return CwdMapping{}, fmt.Errorf("--map-cwd %q: want OLD=NEW", s)
+	}
+	if !filepath.IsAbs(from) || !filepath.IsAbs(to) {
+		return CwdMapping{}, fmt.Errorf("--map-cwd %q: OLD and NEW must be absolute paths", s)
+	}
+	return CwdMapping{From: filepath.Clean(from), To: filepath.Clean(to)}, nil
+}
+
+// mapCwd applies the mapping whose From is the longest match of cwd (at a
+// path component boundary); ok is false when none applies.
+func mapCwd(maps []CwdMapping, cwd string) (string, bool) {
+	best := -1
+	for i, m := range maps {
+		match := cwd == m.From || m.From == "/" && strings.HasPrefix(cwd, "/") ||
+			strings.HasPrefix(cwd, m.From+"/")
+		if match && (best < 0 || len(m.From) > len(maps[best].From)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return cwd, false
+	}
+	m := maps[best]
+	rest := strings.TrimPrefix(strings.TrimPrefix(cwd, m.From), "/")
+	return filepath.Join(m.To, rest), true
+}
+
+// ImportOptions configure Import.
+type ImportOptions struct {
+	// Archive names the archive in messages (a path, or "-").
+	Archive string
+	// OnConflict is ConflictRefuse (also ""), ConflictReplace or
+	// ConflictSkip.
+	OnConflict string
+	// MapCwd are the --map-cwd mappings.
+	MapCwd []CwdMapping
+	// DryRun verifies and plans, takes no lock and writes nothing.
+	DryRun bool
+	// ConfigPath is the runtime configuration to check agents and models
+	// against (see ConfigPath). A missing file is an error when
+	// ConfigRequired, else a warning that they were not checked. ""
+	// means <data-dir>/config.toml, not required.
+	ConfigPath     string
+	ConfigRequired bool
+	// LockTimeout waits for runtime.lock (0: fail at once).
+	LockTimeout time.Duration
+	// Limits bound the extraction. Zero fields take archive's defaults,
+	// except MaxTotalBytes and MaxEntryBytes, which default to the free
+	// space of the data directory's file system less a reserve.
+	Limits archive.Limits
+	// Now is the clock (names of what is moved aside).
+	Now func() time.Time
+	// Jobs bounds the parallel strict reads of the archived logs
+	// (default: CPUs, at most 16).
+	Jobs int
+	// Progress counts the archive's bytes as they are extracted.
+	Progress progress.Progress
+	// Log receives notes as they happen: stale staging directories
+	// removed, the index state (nil: nothing).
+	Log io.Writer
+}
+
+// freeReserve is the free space an import leaves on the data directory's
+// file system: extraction is refused beyond it.
+const freeReserve = 64 << 20
+
+// ImportResult is what Import found and did.
+type ImportResult struct {
+	SchemaVersion int    `json:"schemaVersion"`
+	Archive       string `json:"archive"`
+	DataDir       string `json:"dataDir"`
+	DryRun        bool   `json:"dryRun"`
+	// From the manifest: when and by what the archive was written.
+	ExportedAt   time.Time `json:"exportedAt"`
+	ExportOnline bool      `json:"exportOnline"`
+	ToolVersion  string    `json:"toolVersion"`
+	// Config is the runtime configuration agents and models were checked
+	// against; ConfigFound false when it does not exist (they were not
+	// checked).
+	Config      string `json:"config"`
+	ConfigFound bool   `json:"configFound"`
+	OnConflict  string `json:"onConflict"`
+	// Conversations is the plan, in archive order (fork ancestors first).
+	Conversations []ConversationPlan `json:"conversations"`
+	Counts        ImportCounts       `json:"counts"`
+	// Index: "updated" (the imported conversations' rows were updated in
+	// metadata.db), "absent" (there is none: run convkit reindex),
+	// "unchanged" (nothing was written), "failed" (IndexError says why:
+	// run convkit reindex) or "" on a dry run.
+	Index      string `json:"index"`
+	IndexError string `json:"indexError,omitempty"`
+	// Warnings are problems that concern the whole import (no runtime
+	// configuration, the index not updated). Those of a conversation are
+	// in its Problems.
+	Warnings []string `json:"warnings"`
+}
+
+// ConversationPlan is what import does with one archived conversation.
+type ConversationPlan struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	// Action is one of the Action constants; Detail says why (for a
+	// conflict: the first difference).
+	Action string `json:"action"`
+	Detail string `json:"detail,omitempty"`
+	// Requested: named on the export's command line; otherwise exported
+	// as a fork ancestor of AncestorOf.
+	Requested  bool     `json:"requested"`
+	AncestorOf []string `json:"ancestorOf"`
+	// Cwd is the working directory the conversation has in the store
+	// after the import (before any mapping); CwdMappedTo the one --map-cwd
+	// records, "" when none applies.
+	Cwd         string `json:"cwd"`
+	CwdMappedTo string `json:"cwdMappedTo,omitempty"`
+	// MovedAside is where the store's previous copy was kept.
+	MovedAside string `json:"movedAside,omitempty"`
+	// Problems say why the conversation will not open on this machine
+	// (missing working directory, agent, model or fork source); [] when
+	// it will.
+	Problems []string `json:"problems"`
+
+	dir       string // encoded directory name
+	storeCwd  string // cwd-mapped events the store had and the archive lacks: reapplied
+	keepAside bool   // the replaced copy is kept (not a plain prefix)
+}
+
+// ImportCounts sum up a plan.
+type ImportCounts struct {
+	Conversations int `json:"conversations"`
+	Imported      int `json:"imported"`
+	Updated       int `json:"updated"`
+	Unchanged     int `json:"unchanged"`
+	Kept          int `json:"kept"`
+	Replaced      int `json:"replaced"`
+	Skipped       int `json:"skipped"`
+	Conflicts     int `json:"conflicts"`
+	CwdMapped     int `json:"cwdMapped"`
+	WillNotOpen   int `json:"willNotOpen"`
+}
+
+// Warned reports whether the import has something to warn about: a
+// conversation that will not open, a conflict skipped, a general warning.
+// The CLI exits 3 then.
+func (r *ImportResult) Warned() bool {
+	return len(r.Warnings) > 0 || r.Counts.WillNotOpen > 0 || r.Counts.Skipped > 0
+}
+
+// Changed reports whether the import wrote (or, on a dry run, would
+// write) anything to the store.
+func (r *ImportResult) Changed() bool {
+	c := r.Counts
+	return c.Imported+c.Updated+c.Replaced+c.CwdMapped > 0
+}
+
+// ErrConflict is returned (with the plan) when conversations diverged and
+// OnConflict is ConflictRefuse: nothing was written.
+var ErrConflict = errors.New("conversations in the archive diverged from the store's copies")
+
+// VerifyError is an archive that failed verification: nothing was
+// written to the store.
+type VerifyError struct {
+	Archive string
+	Msg     string
+	Err     error
+}
+
+func (e *VerifyError) Error() string {
+	var s string
+	switch {
+	case e.Msg == "" && e.Err != nil: // an *archive.Error names the archive
+		s = e.Err.Error()
+	case e.Err != nil:
+		s = e.Archive + ": " + e.Msg + ": " + e.Err.Error()
+	default:
+		s = e.Archive + ": " + e.Msg
+	}
+	return s + "; nothing was imported"
+}
+
+func (e *VerifyError) Unwrap() error { return e.Err }
+
+// importer is one import run.
+type importer struct {
+	dataDir string
+	opts    ImportOptions
+	stage   *staging
+	m       *Manifest
+	convs   []*stagedConv
+	byID    map[string]*stagedConv
+	cfg     *RuntimeConfig
+	res     *ImportResult
+	st      *store.Store
+	now     time.Time
+}
+
+// Import verifies the archive read from r and imports its conversations
+// into the store at dataDir (docs/TRANSFER.md):
+//
+//  1. The archive is extracted into a private staging directory inside
+//     the data directory, with the archive package's name checks and
+//     limits; every entry's size and SHA-256 is compared with the
+//     manifest and every log read strictly (no torn tail, committed
+//     length equal to its size). Any failure is a *VerifyError and the
+//     store is not touched.
+//  2. runtime.lock is taken exclusively (not on a dry run).
+//  3. Each conversation is compared with the store's copy and checked:
+//     its working directory (after --map-cwd), its agents and models
+//     (against the runtime configuration) and its fork sources.
+//  4. On a dry run, or when conversations diverged and OnConflict is
+//     ConflictRefuse (ErrConflict), Import returns the plan here, having
+//     written nothing.
+//  5. Each conversation directory is renamed into place; the working
+//     directory mappings are recorded as conversation/cwd-mapped events;
+//     metadata.db, when present, is updated for what changed.
+//
+// The result is returned with ErrConflict too, so that the plan can be
+// shown.
+func Import(ctx context.Context, r io.Reader, dataDir string, opts ImportOptions) (res *ImportResult, err error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Progress == nil {
+		opts.Progress = progress.Nop{}
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.Jobs <= 0 {
+		opts.Jobs = min(max(1, cpus()), 16)
+	}
+	switch opts.OnConflict {
+	case "":
+		opts.OnConflict = ConflictRefuse
+	case ConflictRefuse, ConflictReplace, ConflictSkip:
+	default:
+		return nil, fmt.Errorf("on-conflict %q: want %s, %s or %s", opts.OnConflict, ConflictRefuse, ConflictReplace, ConflictSkip)
+	}
+	for _, m := range opts.MapCwd {
+		if !filepath.IsAbs(m.From) || !filepath.IsAbs(m.To) {
+			return nil, fmt.Errorf("cwd mapping %s=%s: both must be absolute paths", m.From, m.To)
+		}
+	}
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	dataDir = filepath.Clean(abs)
+	if opts.ConfigPath == "" {
+		opts.ConfigPath = filepath.Join(dataDir, ConfigFileName)
+	}
+	imp := &importer{dataDir: dataDir, opts: opts, now: opts.Now().UTC()}
+	imp.res = &ImportResult{SchemaVersion: 1, Archive: opts.Archive, DataDir: dataDir, DryRun: opts.DryRun,
+		Config: opts.ConfigPath, OnConflict: opts.OnConflict, Conversations: []ConversationPlan{}, Warnings: []string{}}
+
+	// An explicitly named configuration must be there before anything
+	// is read.
+	if err := imp.loadConfig(); err != nil {
+		return nil, err
+	}
+
+	createdDataDir := false
+	if _, err := os.Lstat(dataDir); errors.Is(err, fs.ErrNotExist) {
+		if err := durable.MkdirAll(dataDir); err != nil {
+			return nil, err
+		}
+		createdDataDir = true
+	} else if err != nil {
+		return nil, err
+	}
+	placed := false
+	defer func() {
+		if createdDataDir && !placed && imp.st == nil {
+			os.Remove(dataDir) // only when empty again
+		}
+	}()
+
+	stage, err := newStaging(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	imp.stage = stage
+	defer stage.remove()
+
+	// 1. Verify.
+	if err := imp.extractAndVerify(ctx, r); err != nil {
+		return nil, err
+	}
+	imp.res.ExportedAt, imp.res.ExportOnline, imp.res.ToolVersion = imp.m.CreatedAt, imp.m.Online, imp.m.ToolVersion
+
+	// 2. Lock.
+	if !opts.DryRun {
+		s, err := store.Open(ctx, dataDir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive,
+			Timeout: opts.LockTimeout, Command: "convkit import", Now: opts.Now}, Now: opts.Now})
+		if err != nil {
+			return nil, err
+		}
+		imp.st = s
+		defer s.Close()
+		removeStaleStaging(dataDir, stage.dir, opts.Log)
+	}
+
+	// 3. Compare and check.
+	if err := imp.plan(); err != nil {
+		return nil, err
+	}
+	res = imp.res
+	if opts.DryRun {
+		return res, nil
+	}
+	if res.Counts.Conflicts > 0 {
+		return res, fmt.Errorf("%w: %d conversation(s) (use --on-conflict replace or skip); nothing was imported", ErrConflict, res.Counts.Conflicts)
+	}
+
+	// 5. Place, map, index.
+	placed = true
+	if err := imp.placeAll(); err != nil {
+		return res, err
+	}
+	changed, err := imp.applyMappings()
+	if err != nil {
+		return res, err
+	}
+	imp.updateIndex(ctx, changed)
+	return res, nil
+}
+
+// loadConfig reads the runtime configuration; a missing default file is a
+// warning.
+func (imp *importer) loadConfig() error {
+	cfg, err := LoadConfig(imp.opts.ConfigPath)
+	switch {
+	case err == nil:
+		imp.cfg = cfg
+		imp.res.ConfigFound = true
+	case isNotExist(err) && !imp.opts.ConfigRequired:
+		imp.warn(fmt.Sprintf("no runtime configuration at %s: agents and models were not checked", imp.opts.ConfigPath))
+	case isNotExist(err):
+		return fmt.Errorf("runtime configuration: %w", err)
+	default:
+		return fmt.Errorf("runtime configuration: %w", err)
+	}
+	return nil
+}
+
+func (imp *importer) warn(msg string) {
+	imp.res.Warnings = append(imp.res.Warnings, msg)
+}
+
+// plan compares every archived conversation with the store and checks it.
+func (imp *importer) plan() error {
+	res := imp.res
+	for _, sc := range imp.convs {
+		p := ConversationPlan{ID: sc.id, Title: sc.info.Title, Requested: sc.m.Requested,
+			AncestorOf: nonNil(sc.m.AncestorOf), dir: sc.dir.Name, Problems: []string{}}
+		if err := imp.classify(sc, &p); err != nil {
+			return err
+		}
+		// The conversation as the store will have it.
+		info := sc.info
+		if p.Action == ActionUnchanged || p.Action == ActionKeep || p.Action == ActionSkip || p.Action == ActionConflict {
+			if si, err := store.ReadConversation(imp.dataDir, sc.id); err == nil {
+				info = si
+			}
+		}
+		p.Title = info.Title
+		p.Cwd = info.Cwd
+		if p.storeCwd != "" {
+			p.Cwd = p.storeCwd
+		}
+		if p.Action != ActionSkip && p.Action != ActionConflict {
+			if to, ok := mapCwd(imp.opts.MapCwd, p.Cwd); ok && to != p.Cwd {
+				p.CwdMappedTo = to
+			}
+		}
+		imp.check(info, &p)
+		switch p.Action {
+		case ActionImport:
+			res.Counts.Imported++
+		case ActionUpdate:
+			res.Counts.Updated++
+		case ActionUnchanged:
+			res.Counts.Unchanged++
+		case ActionKeep:
+			res.Counts.Kept++
+		case ActionReplace:
+			res.Counts.Replaced++
+		case ActionSkip:
+			res.Counts.Skipped++
+		case ActionConflict:
+			res.Counts.Conflicts++
+		}
+		if p.CwdMappedTo != "" {
+			res.Counts.CwdMapped++
+		}
+		if len(p.Problems) > 0 {
+			res.Counts.WillNotOpen++
+		}
+		res.Conversations = append(res.Conversations, p)
+	}
+	res.Counts.Conversations = len(res.Conversations)
+	return nil
+}
+
+// check lists why the conversation will not open here.
+func (imp *importer) check(info *store.ConversationInfo, p *ConversationPlan) {
+	cwd := p.Cwd
+	if p.CwdMappedTo != "" {
+		cwd = p.CwdMappedTo
+	}
+	switch fi, err := os.Stat(cwd); {
+	case cwd == "":
+		p.Problems = append(p.Problems, "it records no working directory")
+	case err != nil:
+		p.Problems = append(p.Problems, fmt.Sprintf("working directory %s does not exist here", cwd))
+	case !fi.IsDir():
+		p.Problems = append(p.Problems, fmt.Sprintf("working directory %s is not a directory", cwd))
+	}
+	if imp.cfg != nil {
+		for _, a := range info.Agents {
+			if a != "" && !imp.cfg.HasAgent(a) {
+				p.Problems = append(p.Problems, fmt.Sprintf("agent %q is not configured in %s", a, imp.cfg.Path))
+			}
+		}
+		for _, m := range info.Models {
+			if m != "" && !imp.cfg.HasModel(m) {
+				p.Problems = append(p.Problems, fmt.Sprintf("model %q is not configured in %s", m, imp.cfg.Path))
+			}
+		}
+	}
+	for _, d := range store.Dependencies(info) {
+		if imp.byID[d] != nil {
+			continue
+		}
+		if dp, err := store.ConversationPath(imp.dataDir, d); err == nil {
+			if _, err := os.Lstat(dp); err == nil {
+				continue
+			}
+		}
+		p.Problems = append(p.Problems, fmt.Sprintf("fork source %q is neither in the archive nor in this store: this conversation reads older history from it", d))
+	}
+}
+
+// placeAll puts every imported conversation directory in place, in
+// archive order (fork ancestors first).
+func (imp *importer) placeAll() error {
+	convDir := store.ConversationsDir(imp.dataDir)
+	if err := durable.MkdirAll(convDir); err != nil {
+		return err
+	}
+	replaced := filepath.Join(imp.dataDir, ReplacedDirName)
+	_, rerr := os.Lstat(replaced)
+	madeReplaced := errors.Is(rerr, fs.ErrNotExist)
+	defer func() {
+		if madeReplaced {
+			os.Remove(replaced) // only when empty
+		}
+	}()
+	for i := range imp.res.Conversations {
+		p := &imp.res.Conversations[i]
+		switch p.Action {
+		case ActionImport, ActionUpdate, ActionReplace:
+		default:
+			continue
+		}
+		if err := imp.place(p, convDir, replaced); err != nil {
+			return fmt.Errorf("conversation %q: %w", p.ID, err)
+		}
+	}
+	return nil
+}
+
+// place renames one staged conversation directory into the store. A copy
+// already there is first renamed into <data-dir>/replaced/, then the new
+// one renamed in, so a crash at any moment leaves the old copy either in
+// place or kept aside. An updated copy (a byte-prefix of the new one) is
+// then removed; a replaced one is kept.
+func (imp *importer) place(p *ConversationPlan, convDir, replaced string) error {
+	from := filepath.Join(store.ConversationsDir(imp.stage.tree), p.dir)
+	to := filepath.Join(convDir, p.dir)
+	var aside string
+	if p.Action != ActionImport {
+		if err := durable.MkdirAll(replaced); err != nil {
+			return err
+		}
+		var err error
+		aside, err = freeName(filepath.Join(replaced, p.dir+"-"+imp.now.Format(timeLayout)))
+		if err != nil {
+			return err
+		}
+		if err := os.Rename(to, aside); err != nil {
+			return fmt.Errorf("move the store's copy aside: %w", err)
+		}
+		if err := durable.SyncDir(replaced); err != nil {
+			return err
+		}
+	} else if _, err := os.Lstat(to); err == nil {
+		return fmt.Errorf("%s appeared while importing", to)
+	}
+	if err := os.Rename(from, to); err != nil {
+		if aside != "" {
+			if berr := os.Rename(aside, to); berr != nil {
+				return fmt.Errorf("put the imported copy in place: %w; the store's copy is at %s", err, aside)
+			}
+		}
+		return fmt.Errorf("put the imported copy in place: %w", err)
+	}
+	if err := durable.SyncDir(convDir); err != nil {
+		return err
+	}
+	if aside == "" {
+		return nil
+	}
+	if p.Action == ActionUpdate && !p.keepAside {
+		// Every byte of the old copy is in the new one.
+		if err := os.RemoveAll(aside); err != nil {
+			return err
+		}
+		return durable.SyncDir(replaced)
+	}
+	p.MovedAside = aside
+	return nil
+}
+
+// applyMappings records the working directory mappings, and reapplies the
+// store's own mappings to the copies that replaced it. It returns the
+// conversations whose logs changed.
+func (imp *importer) applyMappings() ([]string, error) {
+	var changed []string
+	for i := range imp.res.Conversations {
+		p := &imp.res.Conversations[i]
+		wrote := false
+		switch p.Action {
+		case ActionImport, ActionUpdate, ActionReplace:
+			wrote = true
+		}
+		if p.storeCwd != "" && p.Action == ActionUpdate {
+			if err := imp.st.MapCwd(p.ID, p.storeCwd); err != nil {
+				return changed, fmt.Errorf("conversation %q: reapply its working directory %s: %w", p.ID, p.storeCwd, err)
+			}
+		}
+		if p.CwdMappedTo != "" {
+			if err := imp.st.MapCwd(p.ID, p.CwdMappedTo); err != nil {
+				return changed, fmt.Errorf("conversation %q: map its working directory to %s: %w", p.ID, p.CwdMappedTo, err)
+			}
+			wrote = true
+		}
+		if wrote {
+			changed = append(changed, p.ID)
+		}
+	}
+	return changed, nil
+}
+
+// updateIndex brings metadata.db up to date for the conversations that
+// changed and for those in the store that read older history from them
+// (a fork whose source just arrived can now be indexed).
+func (imp *importer) updateIndex(ctx context.Context, changed []string) {
+	res := imp.res
+	if len(changed) == 0 {
+		res.Index = "unchanged"
+		return
+	}
+	path := store.IndexPath(imp.dataDir)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		res.Index = "absent"
+		return
+	}
+	fail := func(err error) {
+		res.Index, res.IndexError = "failed", err.Error()
+		imp.warn(fmt.Sprintf("metadata.db was not updated (%v): run convkit reindex", err))
+	}
+	db, err := index.Open(path)
+	if err != nil {
+		fail(err)
+		return
+	}
+	defer db.Close()
+	ids := append([]string(nil), changed...)
+	ids = append(ids, dependentsOf(imp.dataDir, changed)...)
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if err := reindex.Update(ctx, db, imp.dataDir, id); err != nil {
+			fail(err)
+			return
+		}
+	}
+	if err := db.Close(); err != nil {
+		fail(err)
+		return
+	}
+	res.Index = "updated"
+}
+
+// dependentsOf lists the store's conversations, outside ids, that depend
+// on any of ids.
+func dependentsOf(dataDir string, ids []string) []string {
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+	}
+	tree, err := store.Walk(dataDir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, c := range tree.Conversations {
+		if want[c.ID] {
+			continue
+		}
+		for _, l := range c.Logs {
+			if !l.IsConversationLog {
+				continue
+			}
+			info, err := store.ReadConversationFile(l.Path)
+			if err != nil {
+				break
+			}
+			for _, d := range store.Dependencies(info) {
+				if want[d] {
+					out = append(out, c.ID)
+					break
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// timeLayout names what is moved aside.
+const timeLayout = "20060102T150405Z"
+
+// freeName is p, or p-2, p-3, ... whichever does not exist.
+func freeName(p string) (string, error) {
+	for i := 1; i < 1000; i++ {
+		q := p
+		if i > 1 {
+			q = fmt.Sprintf("%s-%d", p, i)
+		}
+		if _, err := os.Lstat(q); errors.Is(err, fs.ErrNotExist) {
+			return q, nil
+		}
+	}
+	return "", fmt.Errorf("%s: no free name", p)
+}

@@ -1,0 +1,702 @@
+package transfer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/convkit/convkit/archive"
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/reindex"
+	"github.com/convkit/convkit/store"
+)
+
+// exportable are the generated conversations an export can take: all but
+// the corrupt one and the interrupted deletion.
+func exportable(rep *fixtures.Report) []fixtures.Conversation {
+	var out []fixtures.Conversation
+	for _, c := range rep.Conversations {
+		if c.Has(fixtures.CaseCorrupt) || c.Deleting {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func listing(t *testing.T, dataDir string, only map[string]bool) []index.Summary {
+	t.Helper()
+	l, err := reindex.List(context.Background(), dataDir, reindex.ListOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []index.Summary
+	for _, s := range l.Conversations {
+		if only == nil || only[s.ID] {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// TestRoundTrip exports every readable conversation of store A but the
+// fork source of the fork made after a compaction (export must add it),
+// imports into an empty store B, and compares: the listing, every log's
+// bytes, the ancestor. A second import changes nothing.
+func TestRoundTrip(t *testing.T) {
+	a, rep := fixtureStore(t, 7)
+	fork := rep.Find(fixtures.CaseForkAfterCompaction)
+	if fork == nil || len(fork.DependsOn) != 1 {
+		t.Fatalf("fixtures: no fork after compaction with one dependency: %+v", fork)
+	}
+	source := fork.DependsOn[0]
+	var ids []string
+	want := map[string]bool{}
+	for _, c := range exportable(rep) {
+		want[c.ID] = true
+		if c.ID != source {
+			ids = append(ids, c.ID)
+		}
+	}
+	arch, res := exportTo(t, a, ids...)
+	if res.Partial() {
+		t.Fatalf("export problems: %+v", res.Manifest.Problems)
+	}
+	if !reflect.DeepEqual(res.Added, []string{source}) {
+		t.Fatalf("added %q, want the fork source %q", res.Added, source)
+	}
+	m := res.Manifest
+	if m.Format != FormatName || m.FormatVersion != 1 || m.Online || len(m.Conversations) != len(want) {
+		t.Fatalf("manifest: %+v", m)
+	}
+	pos := map[string]int{}
+	for i, c := range m.Conversations {
+		pos[c.ID] = i
+		if c.ID == source && (c.Requested || !reflect.DeepEqual(c.AncestorOf, []string{fork.ID})) {
+			t.Fatalf("source entry %+v", c)
+		}
+		if c.ID == fork.ID && !reflect.DeepEqual(c.DependsOn, []string{source}) {
+			t.Fatalf("fork entry %+v", c)
+		}
+	}
+	if pos[source] > pos[fork.ID] {
+		t.Fatalf("the ancestor comes after its fork in the archive")
+	}
+
+	b := filepath.Join(t.TempDir(), "B")
+	cfg := writeConfig(t, allAgents, allModels)
+	ir, err := importFile(t, arch, b, ImportOptions{ConfigPath: cfg, ConfigRequired: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ir.Counts.Imported != len(want) || ir.Counts.Conversations != len(want) {
+		t.Fatalf("counts %+v", ir.Counts)
+	}
+	// The working directories (/home/dev/src/...) do not exist here:
+	// every conversation is reported, and only for that.
+	for _, p := range ir.Conversations {
+		if len(p.Problems) != 1 || !strings.Contains(p.Problems[0], "working directory") {
+			t.Fatalf("%s: problems %q", p.ID, p.Problems)
+		}
+	}
+	if !ir.Warned() || ir.Index != "absent" {
+		t.Fatalf("warned %v index %q", ir.Warned(), ir.Index)
+	}
+
+	// list shows the same conversations.
+	la, lb := listing(t, a, want), listing(t, b, nil)
+	if !reflect.DeepEqual(la, lb) {
+		t.Fatalf("listings differ:\nA %+v\nB %+v", la, lb)
+	}
+	// Every log: B holds exactly A's committed prefix (so inspect shows the
+	// same events).
+	for _, f := range m.Files {
+		got, err := os.ReadFile(filepath.Join(b, filepath.FromSlash(f.Name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := os.ReadFile(filepath.Join(a, filepath.FromSlash(f.Name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(got)) != f.Committed || !bytes.Equal(got, src[:len(got)]) {
+			t.Fatalf("%s: %d bytes imported, not A's committed prefix (%d of %d)", f.Name, len(got), f.Committed, len(src))
+		}
+		if f.LeftOut != int64(len(src))-f.Committed {
+			t.Fatalf("%s: leftOut %d", f.Name, f.LeftOut)
+		}
+		fi, _ := os.Stat(filepath.Join(b, filepath.FromSlash(f.Name)))
+		if fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: mode %v", f.Name, fi.Mode())
+		}
+	}
+	// Torn tails were left out.
+	torn := rep.Find(fixtures.CaseTornZstd)
+	var left int64
+	for _, f := range m.Files {
+		if f.Conversation == torn.ID {
+			left += f.LeftOut
+		}
+	}
+	if left == 0 {
+		t.Fatalf("the torn tail of %s was not left out", torn.ID)
+	}
+	// The ancestor is there and the fork's dependency closure resolves.
+	if _, err := store.DependencyClosure(b, fork.ID); err != nil {
+		t.Fatal(err)
+	}
+	// reindex indexes every imported conversation.
+	s, err := store.Open(context.Background(), b, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr, err := reindex.Run(context.Background(), s, reindex.Options{})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr.Indexed != len(want) || len(rr.Skipped) != 0 {
+		t.Fatalf("reindex of B: %+v", rr)
+	}
+
+	// A second import changes nothing.
+	before := treeHash(t, b)
+	ir2, err := importFile(t, arch, b, ImportOptions{ConfigPath: cfg, ConfigRequired: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ir2.Counts.Unchanged != len(want) || ir2.Changed() || ir2.Index != "unchanged" {
+		t.Fatalf("second import: %+v", ir2.Counts)
+	}
+	if after := treeHash(t, b); after != before {
+		t.Fatalf("the second import changed the store:\n%s", listTree(b))
+	}
+}
+
+// TestDryRun writes nothing, creates nothing and takes no lock.
+func TestDryRun(t *testing.T) {
+	a, rep := fixtureStore(t, 7)
+	arch, _ := exportTo(t, a, rep.Find(fixtures.CaseBasic).ID)
+	b := filepath.Join(t.TempDir(), "B")
+	ir, err := importFile(t, arch, b, ImportOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ir.DryRun || ir.Counts.Imported != 1 || ir.Index != "" {
+		t.Fatalf("%+v", ir)
+	}
+	if _, err := os.Lstat(b); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a dry run into a new directory left %s:\n%s", b, listTree(b))
+	}
+	// Into an existing store, while its runtime.lock is held.
+	lock, err := store.AcquireLock(context.Background(), a, store.LockOptions{Mode: store.LockExclusive})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	before := treeHash(t, a)
+	ir, err = importFile(t, arch, a, ImportOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ir.Counts.Unchanged != 1 {
+		t.Fatalf("%+v", ir.Counts)
+	}
+	if treeHash(t, a) != before {
+		t.Fatal("a dry run changed the store")
+	}
+}
+
+// TestIndexUpdated: with a metadata.db, import updates the imported rows
+// so that the index stays current, without a full reindex.
+func TestIndexUpdated(t *testing.T) {
+	a, rep := fixtureStore(t, 7)
+	fork := rep.Find(fixtures.CaseForkAfterCompaction)
+	arch, _ := exportTo(t, a, fork.ID)
+	b, _ := fixtureStore(t, 11)
+	s, err := store.Open(context.Background(), b, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reindex.Run(context.Background(), s, reindex.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	ir, err := importFile(t, arch, b, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ir.Index != "updated" || ir.Counts.Imported != 2 {
+		t.Fatalf("index %q counts %+v", ir.Index, ir.Counts)
+	}
+	l, err := reindex.List(context.Background(), b, reindex.ListOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Source != "index" {
+		t.Fatalf("list falls back to the logs: %s", l.FallbackReason)
+	}
+	found := 0
+	for _, c := range l.Conversations {
+		if c.ID == fork.ID || c.ID == fork.DependsOn[0] {
+			found++
+		}
+	}
+	if found != 2 {
+		t.Fatalf("the imported conversations are not listed from the index")
+	}
+	cr, err := reindex.Check(context.Background(), b, reindex.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cr.Drift() {
+		t.Fatalf("index drift after import: %+v", cr.Differences)
+	}
+}
+
+// TestConflicts: a conversation changed on both machines is refused with
+// nothing written, unless --on-conflict; one changed only at the source
+// is updated; one changed only here is kept.
+func TestConflicts(t *testing.T) {
+	a, rep := fixtureStore(t, 7)
+	basic := rep.Find(fixtures.CaseBasic).ID
+	renamed := rep.Find(fixtures.CaseRenamed).ID
+	archived := rep.Find(fixtures.CaseArchived).ID
+	arch, _ := exportTo(t, a, basic, renamed, archived)
+	b := filepath.Join(t.TempDir(), "B")
+	if _, err := importFile(t, arch, b, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rename(t, a, basic, "Changed at the source")
+	rename(t, b, basic, "Changed here") // diverged
+	rename(t, a, renamed, "Only at the source")
+	rename(t, b, archived, "Only here")
+	arch2, _ := exportTo(t, a, basic, renamed, archived)
+
+	before := treeHash(t, b)
+	basicDir, _ := store.ConversationPath(b, basic)
+	oldLog, err := os.ReadFile(filepath.Join(basicDir, "metadata.v4.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ir, err := importFile(t, arch2, b, ImportOptions{})
+	if !errors.Is(err, ErrConflict) || ir == nil {
+		t.Fatalf("want ErrConflict with the plan, got %v", err)
+	}
+	if p := planOf(t, ir, basic); p.Action != ActionConflict || !strings.Contains(p.Detail, "differs at byte") {
+		t.Fatalf("%+v", p)
+	}
+	if p := planOf(t, ir, renamed); p.Action != ActionUpdate {
+		t.Fatalf("%+v", p)
+	}
+	if p := planOf(t, ir, archived); p.Action != ActionKeep {
+		t.Fatalf("%+v", p)
+	}
+	if treeHash(t, b) != before {
+		t.Fatalf("a refused import changed the store:\n%s", listTree(b))
+	}
+
+	// skip: the diverged one stays, the rest goes ahead.
+	ir, err = importFile(t, arch2, b, ImportOptions{OnConflict: ConflictSkip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ir.Counts.Skipped != 1 || ir.Counts.Updated != 1 || ir.Counts.Kept != 1 || !ir.Warned() {
+		t.Fatalf("%+v", ir.Counts)
+	}
+	if info, _ := store.ReadConversation(b, basic); info.Title != "Changed here" {
+		t.Fatalf("skipped conversation changed: %q", info.Title)
+	}
+	if info, _ := store.ReadConversation(b, renamed); info.Title != "Only at the source" {
+		t.Fatalf("not updated: %q", info.Title)
+	}
+	if info, _ := store.ReadConversation(b, archived); info.Title != "Only here" {
+		t.Fatalf("the newer copy here was replaced: %q", info.Title)
+	}
+	if _, err := os.Lstat(filepath.Join(b, ReplacedDirName)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("an update left replaced/:\n%s", listTree(b))
+	}
+
+	// replace: the store's copy is moved aside, byte for byte, and kept.
+	ir, err = importFile(t, arch2, b, ImportOptions{OnConflict: ConflictReplace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := planOf(t, ir, basic)
+	if p.Action != ActionReplace || p.MovedAside == "" {
+		t.Fatalf("%+v", p)
+	}
+	if !strings.HasPrefix(p.MovedAside, filepath.Join(b, ReplacedDirName)+string(filepath.Separator)) {
+		t.Fatalf("moved aside to %s", p.MovedAside)
+	}
+	kept, err := os.ReadFile(filepath.Join(p.MovedAside, "metadata.v4.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(kept, oldLog) {
+		t.Fatal("the replaced copy is not the store's")
+	}
+	if info, _ := store.ReadConversation(b, basic); info.Title != "Changed at the source" {
+		t.Fatalf("not replaced: %q", info.Title)
+	}
+	// Now identical: nothing more to do.
+	ir, err = importFile(t, arch2, b, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ir.Changed() || ir.Counts.Conflicts != 0 {
+		t.Fatalf("%+v", ir.Counts)
+	}
+}
+
+// TestChecks: a missing working directory, a missing model, a missing
+// fork source are reported; --map-cwd records a new directory as an
+// event without touching history.
+func TestChecks(t *testing.T) {
+	a, rep := fixtureStore(t, 7)
+	basic := rep.Find(fixtures.CaseBasic)
+	fork := rep.Find(fixtures.CaseForkAfterCompaction)
+	arch, _ := exportTo(t, a, basic.ID, fork.ID)
+	b := filepath.Join(t.TempDir(), "B")
+	src := t.TempDir()
+	for _, p := range []string{"app", "convkit", "web-frontend", "data-pipeline", "infra"} {
+		if err := os.Mkdir(filepath.Join(src, p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := writeConfig(t, allAgents, []string{"deepseek-pro"}) // no deepseek-flash
+	ir, err := importFile(t, arch, b, ImportOptions{ConfigPath: cfg, ConfigRequired: true,
+		MapCwd: []CwdMapping{{From: "/home/dev/src", To: src}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ir.Counts.CwdMapped != 3 {
+		t.Fatalf("%+v", ir.Counts)
+	}
+	usesFlash := 0
+	for _, p := range ir.Conversations {
+		info, err := store.ReadConversation(b, p.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(info.Cwd, src+"/") || info.Cwd != p.CwdMappedTo {
+			t.Fatalf("%s: cwd %q, plan %+v", p.ID, info.Cwd, p)
+		}
+		for _, pr := range p.Problems {
+			if strings.Contains(pr, "working directory") {
+				t.Fatalf("%s: %s", p.ID, pr)
+			}
+		}
+		if slices.Contains(info.Models, "deepseek-flash") {
+			usesFlash++
+			if !slices.ContainsFunc(p.Problems, func(s string) bool { return strings.Contains(s, `model "deepseek-flash" is not configured`) }) {
+				t.Fatalf("%s: missing model not reported: %q", p.ID, p.Problems)
+			}
+		}
+		// History untouched: the archived bytes are a prefix, and the
+		// mapping is one conversation/cwd-mapped event at the end.
+		name, _ := store.EncodeSegment(p.ID)
+		var archived []byte
+		for _, f := range mustManifest(t, arch).Files {
+			if f.Conversation == p.ID && f.Session == "" {
+				archived = readEntry(t, a, f)
+			}
+		}
+		logPath, err := store.FindLog(b, p.ID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		now, _ := os.ReadFile(logPath)
+		if !bytes.HasPrefix(now, archived) {
+			t.Fatalf("%s (%s): the conversation log was rewritten", p.ID, name)
+		}
+		last := lastEvent(t, logPath)
+		if last.Type != store.EventConversationCwdMapped {
+			t.Fatalf("%s: last event %s", p.ID, last.Type)
+		}
+	}
+	if usesFlash == 0 {
+		t.Skip("no exported conversation uses deepseek-flash with this seed")
+	}
+	// A second import with the same mapping changes nothing.
+	before := treeHash(t, b)
+	ir, err = importFile(t, arch, b, ImportOptions{ConfigPath: cfg, MapCwd: []CwdMapping{{From: "/home/dev/src", To: src}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ir.Changed() || treeHash(t, b) != before {
+		t.Fatalf("second import with --map-cwd changed the store: %+v", ir.Counts)
+	}
+
+	// The fork's source continues at the source machine: the store's copy
+	// (with the local mapping) is behind, not diverged, and the mapping
+	// survives the update.
+	source := fork.DependsOn[0]
+	rename(t, a, source, "Continued at the source")
+	arch2, _ := exportTo(t, a, fork.ID)
+	ir, err = importFile(t, arch2, b, ImportOptions{ConfigPath: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := planOf(t, ir, source); p.Action != ActionUpdate {
+		t.Fatalf("%+v", p)
+	}
+	info, _ := store.ReadConversation(b, source)
+	if info.Title != "Continued at the source" || !strings.HasPrefix(info.Cwd, src+"/") {
+		t.Fatalf("after update: title %q cwd %q", info.Title, info.Cwd)
+	}
+}
+
+func mustManifest(t *testing.T, arch string) *Manifest {
+	t.Helper()
+	f, err := os.Open(arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ar, err := archive.NewReader(f, archive.ReaderOptions{CheckName: checkExportName, Archive: arch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ar.Close()
+	for {
+		h, err := ar.Next()
+		if err != nil {
+			t.Fatalf("no manifest: %v", err)
+		}
+		if h.Name == archive.ManifestName {
+			m, err := decodeManifest(ar, h.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+	}
+}
+
+func readEntry(t *testing.T, dataDir string, f File) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dataDir, filepath.FromSlash(f.Name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data[:f.Size]
+}
+
+func lastEvent(t *testing.T, p string) convlog.Event {
+	t.Helper()
+	r, err := convlog.Open(p, convlog.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var last convlog.Event
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			return last
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = e.Clone()
+	}
+}
+
+// TestMissingForkSource: a fork whose source is gone from the source store
+// exports with a problem, and imports with its source reported missing.
+func TestMissingForkSource(t *testing.T) {
+	a, rep := fixtureStore(t, 7)
+	fork := rep.Find(fixtures.CaseForkAfterCompaction)
+	dir, _ := store.ConversationPath(a, fork.DependsOn[0])
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	arch, res := exportTo(t, a, fork.ID)
+	if !res.Partial() || len(res.Manifest.Conversations) != 1 || len(res.Added) != 0 {
+		t.Fatalf("%+v", res.Manifest)
+	}
+	if !strings.Contains(res.Manifest.Problems[0].Reason, "fork ancestor") {
+		t.Fatalf("%+v", res.Manifest.Problems)
+	}
+	ir, err := importFile(t, arch, filepath.Join(t.TempDir(), "B"), ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := planOf(t, ir, fork.ID)
+	if !slices.ContainsFunc(p.Problems, func(s string) bool { return strings.Contains(s, "fork source") }) {
+		t.Fatalf("%q", p.Problems)
+	}
+}
+
+// TestExportRefusals: a requested conversation that does not exist fails
+// before anything is written; an existing file is never overwritten; an
+// unreadable conversation is left out and reported.
+func TestExportRefusals(t *testing.T) {
+	a, rep := fixtureStore(t, 7)
+	out := filepath.Join(t.TempDir(), "x.tar.zst")
+	_, err := ExportToFile(context.Background(), a, out, ExportOptions{IDs: []string{rep.Find(fixtures.CaseBasic).ID, "no-such"}})
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("got %v", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 0 {
+		t.Fatalf("left %v", ents)
+	}
+	var buf bytes.Buffer
+	if _, err := Export(context.Background(), a, &buf, ExportOptions{IDs: []string{rep.Find(fixtures.CaseInterruptedDelete).ID}}); !errors.Is(err, ErrNotFound) || buf.Len() != 0 {
+		t.Fatalf("a conversation being deleted: %v, %d bytes", err, buf.Len())
+	}
+	if err := os.WriteFile(out, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ExportToFile(context.Background(), a, out, ExportOptions{IDs: []string{rep.Find(fixtures.CaseBasic).ID}}); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("got %v", err)
+	}
+	if data, _ := os.ReadFile(out); string(data) != "keep" {
+		t.Fatal("overwritten")
+	}
+	corrupt := rep.Find(fixtures.CaseCorrupt).ID
+	basic := rep.Find(fixtures.CaseBasic).ID
+	arch, res := exportTo(t, a, corrupt, basic)
+	if !res.Partial() || len(res.Manifest.Conversations) != 1 || res.Manifest.Problems[0].ID != corrupt {
+		t.Fatalf("%+v", res.Manifest)
+	}
+	ir, err := importFile(t, arch, filepath.Join(t.TempDir(), "B"), ImportOptions{})
+	if err != nil || ir.Counts.Imported != 1 {
+		t.Fatalf("%v %+v", err, ir)
+	}
+}
+
+// TestExportOnline exports a conversation while a runtime appends to it:
+// the manifest says online, and the archive imports (committed prefixes
+// only, no torn tail).
+func TestExportOnline(t *testing.T) {
+	a, _ := fixtureStore(t, 7)
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		lw := &fixtures.LiveWriter{DataDir: a, Every: 5 * time.Millisecond, Out: pw, ConversationID: "live", Seed: 1, Compression: convlog.Zstd}
+		if err := lw.Run(ctx); err != nil {
+			t.Error(err)
+		}
+		pw.Close()
+	}()
+	defer func() {
+		cancel()
+		go io.Copy(io.Discard, pr)
+		wg.Wait()
+	}()
+	line := make([]byte, 64)
+	if _, err := pr.Read(line); err != nil || !strings.HasPrefix(string(line), "ready") {
+		t.Fatalf("live writer: %q %v", line, err)
+	}
+	go io.Copy(io.Discard, pr)
+	for i := range 5 {
+		time.Sleep(7 * time.Millisecond)
+		arch, res := exportTo(t, a, "live")
+		if !res.Manifest.Online || res.Manifest.Holder == nil {
+			t.Fatalf("export %d: not online: %+v", i, res.Manifest)
+		}
+		b := filepath.Join(t.TempDir(), "B")
+		ir, err := importFile(t, arch, b, ImportOptions{})
+		if err != nil {
+			t.Fatalf("import %d: %v", i, err)
+		}
+		if ir.Counts.Imported != 1 {
+			t.Fatalf("%+v", ir.Counts)
+		}
+	}
+}
+
+// TestImportLocked: runtime.lock held by another holder gives ErrLocked
+// after verification, with nothing written.
+func TestImportLocked(t *testing.T) {
+	a, rep := fixtureStore(t, 7)
+	arch, _ := exportTo(t, a, rep.Find(fixtures.CaseBasic).ID)
+	b, _ := fixtureStore(t, 11)
+	lock, err := store.AcquireLock(context.Background(), b, store.LockOptions{Mode: store.LockExclusive, Command: "runtime"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	before := treeHash(t, b)
+	_, err = importFile(t, arch, b, ImportOptions{})
+	if !errors.Is(err, store.ErrLocked) {
+		t.Fatalf("got %v", err)
+	}
+	if treeHash(t, b) != before {
+		t.Fatalf("changed:\n%s", listTree(b))
+	}
+}
+
+// TestStaleStaging: the staging directory of a killed import is removed by
+// the next import; a live one is left alone.
+func TestStaleStaging(t *testing.T) {
+	a, rep := fixtureStore(t, 7)
+	arch, _ := exportTo(t, a, rep.Find(fixtures.CaseBasic).ID)
+	b := t.TempDir()
+	dead, err := newStaging(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead.lock.Close() // as if its process was killed
+	live, err := newStaging(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.remove()
+	if _, err := importFile(t, arch, b, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(dead.dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("stale staging directory left: %v", err)
+	}
+	if _, err := os.Lstat(live.dir); err != nil {
+		t.Fatalf("live staging directory removed: %v", err)
+	}
+}
+
+func TestMapCwd(t *testing.T) {
+	maps := []CwdMapping{{From: "/home/dev", To: "/srv/a"}, {From: "/home/dev/src", To: "/work"}, {From: "/x", To: "/"}}
+	for _, c := range []struct{ in, want string }{
+		{"/home/dev/src/app", "/work/app"},
+		{"/home/dev/src", "/work"},
+		{"/home/dev/docs", "/srv/a/docs"},
+		{"/home/developer", "/home/developer"},
+		{"/x/y", "/y"},
+		{"/other", "/other"},
+	} {
+		got, _ := mapCwd(maps, c.in)
+		if got != c.want {
+			t.Errorf("%s: got %s, want %s", c.in, got, c.want)
+		}
+	}
+	if got, ok := mapCwd([]CwdMapping{{From: "/", To: "/new"}}, "/a/b"); !ok || got != "/new/a/b" {
+		t.Errorf("root mapping: %s", got)
+	}
+	for _, bad := range []string{"a=b", "/a", "/a=rel", "rel=/a"} {
+		if _, err := ParseCwdMapping(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if m, err := ParseCwdMapping("/a/=/b/c/"); err != nil || m != (CwdMapping{From: "/a", To: "/b/c"}) {
+		t.Errorf("%+v %v", m, err)
+	}
+}

@@ -1,0 +1,282 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/convkit/convkit/archive"
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/store"
+)
+
+// stagedConv is one conversation of the archive, extracted and verified.
+type stagedConv struct {
+	id   string
+	m    *Conversation
+	dir  store.ConversationDir
+	info *store.ConversationInfo
+	// logs by base: the one generation the archive holds.
+	logs map[string]store.Log
+}
+
+// checkExportName accepts the names of an export archive: MANIFEST.json
+// and conversations/<conversation>/<log>. metadata.db belongs to backups.
+func checkExportName(name string) error {
+	if err := archive.CheckStoreName(name); err != nil {
+		return err
+	}
+	if name == archive.IndexName {
+		return fmt.Errorf("outside the export layout (an export holds %s and %s/<conversation>/<log> only)",
+			archive.ManifestName, store.ConversationsDirName)
+	}
+	return nil
+}
+
+// limits are the extraction limits: the caller's, else the archive
+// package's defaults with the total (and each entry) bounded by the free
+// space of the data directory's file system less freeReserve.
+func (imp *importer) limits() archive.Limits {
+	l := imp.opts.Limits
+	if l.MaxTotalBytes <= 0 {
+		l.MaxTotalBytes = archive.DefaultLimits.MaxTotalBytes
+		if free, ok := freeSpace(imp.dataDir); ok {
+			l.MaxTotalBytes = min(l.MaxTotalBytes, max(free-freeReserve, 1))
+		}
+	}
+	if l.MaxEntryBytes <= 0 {
+		l.MaxEntryBytes = min(archive.DefaultLimits.MaxEntryBytes, l.MaxTotalBytes)
+	}
+	return l
+}
+
+func (imp *importer) verr(err error, format string, args ...any) error {
+	return &VerifyError{Archive: imp.opts.Archive, Msg: fmt.Sprintf(format, args...), Err: err}
+}
+
+// extractAndVerify extracts the archive into the staging tree and checks
+// everything in it before the store is looked at.
+func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
+	ents, err := archive.Extract(ctx, r, imp.stage.tree, archive.ExtractOptions{
+		ReaderOptions: archive.ReaderOptions{Limits: imp.limits(), CheckName: checkExportName, Archive: imp.opts.Archive},
+		Sync:          !imp.opts.DryRun,
+		Progress:      imp.opts.Progress.Add,
+	})
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		var ae *archive.Error
+		if errors.As(err, &ae) {
+			return &VerifyError{Archive: imp.opts.Archive, Err: err}
+		}
+		return err
+	}
+	if len(ents) == 0 || ents[len(ents)-1].Name != archive.ManifestName {
+		return imp.verr(nil, "no %s as the last entry: an incomplete archive, or not a convkit export", archive.ManifestName)
+	}
+	f, err := os.Open(filepath.Join(imp.stage.tree, archive.ManifestName))
+	if err != nil {
+		return err
+	}
+	m, err := decodeManifest(f, archive.ManifestName)
+	f.Close()
+	if err != nil {
+		return imp.verr(err, "bad manifest")
+	}
+	imp.m = m
+
+	// Every checksum, both ways.
+	byName := map[string]*File{}
+	for i := range m.Files {
+		f := &m.Files[i]
+		if byName[f.Name] != nil {
+			return imp.verr(nil, "%s is listed twice in the manifest", f.Name)
+		}
+		byName[f.Name] = f
+	}
+	seen := map[string]bool{}
+	for _, e := range ents[:len(ents)-1] {
+		seen[e.Name] = true
+		f := byName[e.Name]
+		switch {
+		case f == nil:
+			return imp.verr(nil, "%s is in the archive but not in the manifest", e.Name)
+		case f.Size != e.Size:
+			return imp.verr(nil, "%s: size %d, the manifest says %d", e.Name, e.Size, f.Size)
+		case f.SHA256 != e.Hex():
+			return imp.verr(nil, "%s: SHA-256 %s, the manifest says %s", e.Name, e.Hex(), f.SHA256)
+		case f.Committed != f.Size:
+			return imp.verr(nil, "%s: the manifest says %d committed bytes of %d", e.Name, f.Committed, f.Size)
+		}
+	}
+	for _, f := range m.Files {
+		if !seen[f.Name] {
+			return imp.verr(nil, "%s is in the manifest but not in the archive", f.Name)
+		}
+	}
+
+	// The conversations: the manifest's and the archive's agree.
+	tree, err := store.Walk(imp.stage.tree)
+	if err != nil {
+		return err
+	}
+	if len(tree.Problems) > 0 {
+		return imp.verr(nil, "%s", tree.Problems[0].String())
+	}
+	walked := map[string]store.ConversationDir{}
+	for _, c := range tree.Conversations {
+		walked[c.ID] = c
+	}
+	imp.byID = map[string]*stagedConv{}
+	for i := range m.Conversations {
+		mc := &m.Conversations[i]
+		if imp.byID[mc.ID] != nil {
+			return imp.verr(nil, "conversation %q is listed twice in the manifest", mc.ID)
+		}
+		dir, err := store.EncodeSegment(mc.ID)
+		if err != nil || dir != mc.Dir {
+			return imp.verr(err, "conversation %q: the manifest names directory %q", mc.ID, mc.Dir)
+		}
+		c, ok := walked[mc.ID]
+		if !ok {
+			return imp.verr(nil, "conversation %q is in the manifest but has no log in the archive", mc.ID)
+		}
+		sc := &stagedConv{id: mc.ID, m: mc, dir: c, logs: map[string]store.Log{}}
+		for _, l := range c.Logs {
+			if len(l.Generations) != 1 {
+				return imp.verr(nil, "conversation %q: %d generations of log %s (an export holds the current one only)", mc.ID, len(l.Generations), l.Base)
+			}
+			sc.logs[l.Base] = l
+		}
+		if _, ok := sc.logs[store.ConversationLogBase]; !ok {
+			return imp.verr(nil, "conversation %q has no conversation log in the archive", mc.ID)
+		}
+		imp.byID[mc.ID] = sc
+		imp.convs = append(imp.convs, sc)
+	}
+	for id := range walked {
+		if imp.byID[id] == nil {
+			return imp.verr(nil, "conversation %q is in the archive but not in the manifest", id)
+		}
+	}
+
+	// Every log, strictly, in parallel.
+	type job struct {
+		sc *stagedConv
+		l  store.Log
+		f  *File
+	}
+	var jobs []job
+	for _, sc := range imp.convs {
+		for _, l := range sc.dir.Logs {
+			name := path.Join(store.ConversationsDirName, sc.dir.Name, l.Current.String())
+			f := byName[name]
+			if f == nil { // cannot happen: every entry was matched
+				return imp.verr(nil, "%s is not in the manifest", name)
+			}
+			jobs = append(jobs, job{sc, l, f})
+		}
+	}
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, imp.opts.Jobs)
+	for i, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				errs[i] = ctx.Err()
+				return
+			}
+			errs[i] = checkLog(j.sc.id, j.l, j.f)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, err := range errs {
+		if err != nil {
+			return imp.verr(err, "refused")
+		}
+	}
+
+	// Each conversation log replayed, and compared with the manifest.
+	for _, sc := range imp.convs {
+		info, err := store.ReadConversationFile(sc.logs[store.ConversationLogBase].Path)
+		if err != nil {
+			return imp.verr(err, "conversation %q", sc.id)
+		}
+		sc.info = info
+		mc := sc.m
+		switch {
+		case info.Deleting:
+			return imp.verr(nil, "conversation %q carries a deletion tombstone", sc.id)
+		case info.Cwd != mc.Cwd:
+			return imp.verr(nil, "conversation %q: the manifest says working directory %q, its log %q", sc.id, mc.Cwd, info.Cwd)
+		case info.ForkedFrom != mc.ForkedFrom:
+			return imp.verr(nil, "conversation %q: the manifest says fork source %q, its log %q", sc.id, mc.ForkedFrom, info.ForkedFrom)
+		case !slices.Equal(store.Dependencies(info), mc.DependsOn):
+			return imp.verr(nil, "conversation %q: the manifest says it depends on %q, its log on %q", sc.id, mc.DependsOn, store.Dependencies(info))
+		}
+		for _, s := range info.Sessions {
+			base, err := store.EncodeBase(s.ID)
+			if err != nil {
+				return imp.verr(err, "conversation %q: session %q", sc.id, s.ID)
+			}
+			if _, ok := sc.logs[base]; !ok {
+				return imp.verr(nil, "conversation %q: session %q has no log in the archive", sc.id, s.ID)
+			}
+		}
+	}
+	return nil
+}
+
+// checkLog reads one extracted log strictly: every event, no torn tail,
+// the committed length its size, the header naming it.
+func checkLog(convID string, l store.Log, f *File) error {
+	r, err := convlog.Open(l.Path, convlog.ReaderOptions{})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	h := r.Header()
+	switch {
+	case l.IsConversationLog && (h.Type != convlog.ConversationLog || h.ID != convID):
+		return fmt.Errorf("%s: not the log of conversation %q (header type %q, id %q)", f.Name, convID, h.Type, h.ID)
+	case !l.IsConversationLog && (h.Type != convlog.SessionLog || h.ID != l.ID):
+		return fmt.Errorf("%s: not the log of session %q (header type %q, id %q)", f.Name, l.ID, h.Type, h.ID)
+	}
+	var events int64
+	for {
+		_, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		events++
+	}
+	st := r.Stats()
+	switch {
+	case st.TornTail:
+		return fmt.Errorf("%s: ends in a torn tail (%d bytes after byte %d); an export holds committed prefixes only", f.Name, st.TornBytes, st.CommittedBytes)
+	case st.CommittedBytes != f.Size:
+		return fmt.Errorf("%s: committed length %d, but the entry has %d bytes", f.Name, st.CommittedBytes, f.Size)
+	case events != f.Events:
+		return fmt.Errorf("%s: %d events, the manifest says %d", f.Name, events, f.Events)
+	case f.Version != l.Current.Version:
+		return fmt.Errorf("%s: the manifest says format v%d", f.Name, f.Version)
+	}
+	return nil
+}
