@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -76,7 +77,11 @@ func TestSIGKILLDuringMigrate(t *testing.T) {
 	originals := hashTree(t, root)
 	rng := rand.New(rand.NewSource(3))
 	kills := 0
-	for i := 0; i < 25; i++ {
+	runs := 25
+	if n, err := strconv.Atoi(os.Getenv("CONVKIT_CRASH_KILLS")); err == nil && n > 0 {
+		runs = n
+	}
+	for i := 0; i < runs; i++ {
 		cmd := exec.Command(os.Args[0], "-test.run", "^$")
 		cmd.Env = append(os.Environ(), "CONVKIT_TEST_MIGRATE="+root, "CONVKIT_TEST_TMP="+t.TempDir())
 		out, _ := cmd.StdoutPipe()
@@ -125,7 +130,7 @@ func TestSIGKILLDuringMigrate(t *testing.T) {
 			t.Errorf("after the rerun, an extra file remains: %s", p)
 		}
 	}
-	t.Logf("%d of 25 runs killed mid-way", kills)
+	t.Logf("%d of %d runs killed mid-way", kills, runs)
 }
 
 func copyTree(t *testing.T, src, dst string) {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -57,7 +58,8 @@ func TestSIGKILLDuringReindex(t *testing.T) {
 	}
 	rng := rand.New(rand.NewSource(1))
 	kills := 0
-	for i := 0; i < 12; i++ {
+	runs := crashRuns(12)
+	for i := 0; i < runs; i++ {
 		cmd := exec.Command(os.Args[0], "-test.run", "^$")
 		cmd.Env = append(os.Environ(), "CONVKIT_TEST_REINDEX="+dir)
 		out, _ := cmd.StdoutPipe()
@@ -105,7 +107,16 @@ func TestSIGKILLDuringReindex(t *testing.T) {
 			t.Errorf("temporary file left after the rerun: %s", e.Name())
 		}
 	}
-	t.Logf("%d of 12 reindex runs were killed mid-run", kills)
+	t.Logf("%d of %d reindex runs were killed mid-run", kills, runs)
+}
+
+// crashRuns is how many processes a crash test kills: def in CI, more with
+// CONVKIT_CRASH_KILLS=N for a longer run on a developer machine.
+func crashRuns(def int) int {
+	if n, err := strconv.Atoi(os.Getenv("CONVKIT_CRASH_KILLS")); err == nil && n > 0 {
+		return n
+	}
+	return def
 }
 
 // TestIncrementalEqualsRebuild: Update applied conversation by conversation
