@@ -25,6 +25,7 @@ package backup
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -166,13 +167,13 @@ func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Res
 	// INTO reads the database in one transaction of its own) and archived
 	// after them. The index is derived: a restore rebuilds it from the logs.
 	type snapResult struct {
-		path string
-		err  error
+		path, method string
+		err          error
 	}
 	snapDone := make(chan snapResult, 1)
 	go func() {
-		p, err := snapshotIndex(ctx, dataDir, opts.TempDir, opts.snapshotPath)
-		snapDone <- snapResult{p, err}
+		p, method, err := snapshotIndex(ctx, dataDir, opts.TempDir, opts.snapshotPath, !m.Online)
+		snapDone <- snapResult{p, method, err}
 	}()
 	var snap *snapResult
 	waitSnap := func() snapResult {
@@ -183,7 +184,7 @@ func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Res
 		return *snap
 	}
 	defer func() {
-		if r := waitSnap(); r.path != "" {
+		if r := waitSnap(); r.path != "" && r.method == IndexByVacuum {
 			os.Remove(r.path)
 		}
 	}()
@@ -276,7 +277,7 @@ func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Res
 	case sr.path == "":
 		m.Index = IndexAbsent
 	default:
-		m.Index = IndexSnapshot
+		m.Index, m.IndexMethod = IndexSnapshot, sr.method
 		if err := archiveFile(aw, archive.IndexName, sr.path, m); err != nil {
 			return fail(fmt.Errorf("archive the metadata.db snapshot: %w", err))
 		}
@@ -307,11 +308,13 @@ func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Res
 		}
 	}
 
-	data, err := json.Marshal(m)
-	if err != nil {
+	var data bytes.Buffer
+	enc := json.NewEncoder(&data)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
 		return fail(err)
 	}
-	if _, err := aw.WriteBytes(archive.ManifestName, archive.Text, append(data, '\n')); err != nil {
+	if _, err := aw.WriteBytes(archive.ManifestName, archive.Text, data.Bytes()); err != nil {
 		return fail(fmt.Errorf("archive the manifest: %w", err))
 	}
 	if err := aw.Close(); err != nil {
@@ -323,18 +326,15 @@ func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Res
 	return res, nil
 }
 
-// archiveFile archives the file at p as name and lists it in m.
+// archiveFile archives the file at p as name and lists it in m. It never
+// opens p through a symbolic link.
 func archiveFile(aw *archive.Writer, name, p string, m *Manifest) error {
-	f, err := os.Open(p)
+	_, f, size, err := openLog(p, -1)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	sum, err := aw.WriteEntry(name, archive.Text, st.Size(), bufio.NewReaderSize(f, 256<<10))
+	sum, err := aw.WriteEntry(name, archive.Text, size, bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 256<<10))
 	if err != nil {
 		return err
 	}

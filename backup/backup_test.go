@@ -220,7 +220,7 @@ func TestBackupRestoreBackup(t *testing.T) {
 			now := time.Date(2026, 9, 2, 3, 4, 5, 0, time.UTC)
 			a1, r1 := backupFile(t, dataDir, Options{Now: fixedClock(now), ToolVersion: "test", Strict: strict})
 			m1 := r1.Manifest
-			if m1.Online || m1.Index != IndexSnapshot || len(m1.Problems) != 0 || !m1.CreatedAt.Equal(now) {
+			if m1.Online || m1.Index != IndexSnapshot || m1.IndexMethod != IndexByCopy || len(m1.Problems) != 0 || !m1.CreatedAt.Equal(now) {
 				t.Fatalf("manifest: online=%v index=%s problems=%v createdAt=%v", m1.Online, m1.Index, m1.Problems, m1.CreatedAt)
 			}
 			// The corrupt log is archived whole; found by the structure
@@ -347,6 +347,7 @@ func TestOnlineBackupWhileTheRuntimeAppends(t *testing.T) {
 			// Only the live conversation: the generated special cases
 			// include a corrupt log on purpose.
 			os.RemoveAll(store.ConversationsDir(dataDir))
+			withIndex(t, dataDir)
 			cmd, out := child(t, liveWriterEnv+"="+dataDir, liveCompEnv+"="+comp)
 			expectLine(t, out, "ready ")
 			expectLine(t, out, "turn 3 ")
@@ -357,6 +358,9 @@ func TestOnlineBackupWhileTheRuntimeAppends(t *testing.T) {
 			for i := 0; i < 8; i++ {
 				p, res := backupFile(t, dataDir, Options{Strict: i%2 == 1})
 				m := res.Manifest
+				if m.Index != IndexSnapshot || m.IndexMethod != IndexByVacuum {
+					t.Fatalf("backup %d: index %s by %s", i, m.Index, m.IndexMethod)
+				}
 				if !m.Online || m.Holder == nil || m.Holder.PID != cmd.Process.Pid {
 					t.Fatalf("backup %d: online=%v holder=%+v, want pid %d", i, m.Online, m.Holder, cmd.Process.Pid)
 				}
@@ -977,4 +981,53 @@ func appendedBytes(t *testing.T, p string, n int) []byte {
 	w.Close()
 	grown, _ := os.ReadFile(scratch)
 	return grown[len(orig):]
+}
+
+type failAfter struct{ n int }
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if f.n -= len(p); f.n < 0 {
+		return 0, errors.New("disk full")
+	}
+	return len(p), nil
+}
+
+// TestWriteStopsCleanly: a failing destination or a cancelled context
+// ends the backup with an error, leaves no file under an archive name and
+// no goroutine behind.
+func TestWriteStopsCleanly(t *testing.T) {
+	dataDir, _ := generate(t, 22, 200, true)
+	if _, err := Write(context.Background(), dataDir, &failAfter{n: 1 << 20}, Options{TempDir: t.TempDir(),
+		Archive: archive.WriterOptions{ChunkSize: 64 << 10}}); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("failing destination: %v", err)
+	}
+	out := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	if _, err := ToDir(ctx, dataDir, out, DirOptions{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 {
+		t.Fatalf("left %v", ents)
+	}
+	// The lock was released: an offline backup runs again.
+	res, err := ToDir(context.Background(), dataDir, out, DirOptions{})
+	if err != nil || res.Result.Manifest.Online {
+		t.Fatalf("after the cancelled backup: %v", err)
+	}
+}
+
+// TestIndexSnapshotWithPendingLog: offline, a metadata.db with a pending
+// write-ahead log is not copied as a file but through VACUUM INTO.
+func TestIndexSnapshotWithPendingLog(t *testing.T) {
+	dataDir, _ := generate(t, 23, 0, false)
+	withIndex(t, dataDir)
+	os.WriteFile(store.IndexPath(dataDir)+"-wal", []byte("not a valid WAL, ignored by SQLite"), 0o600)
+	a, res := backupFile(t, dataDir, Options{})
+	if res.Manifest.Online || res.Manifest.IndexMethod != IndexByVacuum {
+		t.Fatalf("index by %s", res.Manifest.IndexMethod)
+	}
+	if v := verifyFile(t, a); !v.OK || v.Index != "ok" {
+		t.Fatalf("%+v", v)
+	}
 }

@@ -72,8 +72,13 @@ type Manifest struct {
 	// event, as reindex reads it). Conversation logs are always read
 	// strictly.
 	LogCheck string `json:"logCheck"`
-	// Index is the state of the metadata.db snapshot.
+	// Index is the state of the metadata.db snapshot; IndexMethod how it
+	// was taken: IndexByVacuum (SQLite's VACUUM INTO, one read
+	// transaction; always online) or IndexByCopy (the file itself, offline:
+	// with runtime.lock held nothing writes it, and no write-ahead log or
+	// journal was pending).
 	Index         string         `json:"index"`
+	IndexMethod   string         `json:"indexMethod,omitempty"`
 	Counts        Counts         `json:"counts"`
 	Conversations []Conversation `json:"conversations"`
 	// Files are the entries in archive order (the manifest aside).

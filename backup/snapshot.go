@@ -15,23 +15,38 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// snapshotIndex writes a consistent copy of metadata.db into a new private
-// file in tmpDir with SQLite's VACUUM INTO: one read transaction, so the
-// copy is the database as of one moment even while the runtime writes (in
-// WAL mode a reader blocks no writer). It returns the copy's path, or ""
-// when the store has no metadata.db. The caller removes the copy. With
-// path set, the copy is made there (a new file) rather than in tmpDir.
-func snapshotIndex(ctx context.Context, dataDir, tmpDir, path string) (string, error) {
+// Ways the metadata.db snapshot is taken (Manifest.IndexMethod).
+const (
+	IndexByVacuum = "vacuum-into"
+	IndexByCopy   = "copy"
+)
+
+// snapshotIndex makes a consistent copy of metadata.db. It returns the
+// path of the copy and how it was made, or "" when the store has no
+// metadata.db.
+//
+// With quiescent (this process holds runtime.lock, so nothing writes the
+// index) and no pending write-ahead log or rollback journal beside it, the
+// database file itself is consistent: its own path is returned with
+// IndexByCopy, and the caller archives it as it is (and must not remove
+// it). Otherwise SQLite's VACUUM INTO writes a copy into a new private file
+// in tmpDir (or at path, when set) in one read transaction, so the copy is
+// the database as of one moment even while the runtime writes (in WAL mode
+// a reader blocks no writer); the caller removes it.
+func snapshotIndex(ctx context.Context, dataDir, tmpDir, path string, quiescent bool) (string, string, error) {
 	src := store.IndexPath(dataDir)
 	fi, err := os.Lstat(src)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
+		return "", "", nil
 	}
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if !fi.Mode().IsRegular() {
-		return "", errors.New("not a regular file (symbolic links are not followed)")
+		return "", "", errors.New("not a regular file (symbolic links are not followed)")
+	}
+	if quiescent && !pending(src+"-wal") && !pending(src+"-journal") {
+		return src, IndexByCopy, nil
 	}
 	var tmp *os.File
 	if path != "" {
@@ -40,7 +55,7 @@ func snapshotIndex(ctx context.Context, dataDir, tmpDir, path string) (string, e
 		tmp, err = durable.CreateTemp(tmpDir, ".convkit-index-snapshot")
 	}
 	if err != nil {
-		return "", fmt.Errorf("snapshot of %s: %w", src, err)
+		return "", "", fmt.Errorf("snapshot of %s: %w", src, err)
 	}
 	dst := tmp.Name()
 	tmp.Close() // VACUUM INTO writes into an existing empty file, keeping its 0600
@@ -55,11 +70,21 @@ func snapshotIndex(ctx context.Context, dataDir, tmpDir, path string) (string, e
 		// one (no runtime running, and it was removed), open it as the
 		// runtime does. VACUUM INTO still only reads it.
 		if err2 := vacuumInto(ctx, src, dst, false); err2 != nil {
-			return "", err
+			return "", "", err
 		}
 	}
 	ok = true
-	return dst, nil
+	return dst, IndexByVacuum, nil
+}
+
+// pending reports whether a journal file holds something: anything but a
+// missing or empty file (an unreadable one counts as pending).
+func pending(p string) bool {
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	return err != nil || fi.Size() > 0
 }
 
 func vacuumInto(ctx context.Context, src, dst string, readOnly bool) error {

@@ -369,35 +369,88 @@ func (w *walker) feed(emit func(*job) bool) error {
 	if err != nil {
 		w.problem(root, err.Error())
 	}
-	for _, e := range ents {
+	// Conversation directories are read two at a time, ahead of the
+	// loaders, and handed on in order.
+	type walked struct {
+		c     store.ConversationDir
+		probs []store.Problem
+		err   error
+	}
+	type pending struct {
+		e    fs.DirEntry
+		id   string
+		done chan walked
+	}
+	order := make(chan *pending, 16)
+	work := make(chan *pending)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(stop) // runs first: the goroutines see it, then they are waited for
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for pd := range work {
+				c, probs, err := store.WalkConversation(w.dataDir, pd.id)
+				pd.done <- walked{c, probs, err}
+			}
+		}()
+	}
+	go func() {
+		defer close(order)
+		defer close(work)
+		for _, e := range ents {
+			pd := &pending{e: e, done: make(chan walked, 1)}
+			if e.Type().IsDir() && e.Type()&fs.ModeSymlink == 0 {
+				if id, err := store.DecodeSegment(e.Name()); err == nil {
+					pd.id = id
+				}
+			}
+			select {
+			case order <- pd:
+			case <-stop:
+				return
+			}
+			if pd.id != "" {
+				select {
+				case work <- pd:
+				case <-stop:
+					return
+				}
+			}
+		}
+	}()
+	for pd := range order {
+		e := pd.e
 		name := e.Name()
 		p := filepath.Join(root, name)
 		switch typ := e.Type(); {
 		case typ&fs.ModeSymlink != 0:
 			w.problem(p, store.ReasonSymlink)
 		case typ.IsDir():
-			id, err := store.DecodeSegment(name)
-			if err != nil {
+			if pd.id == "" {
+				_, err := store.DecodeSegment(name)
 				w.problem(p, err.Error())
 				continue
 			}
-			c, probs, err := store.WalkConversation(w.dataDir, id)
-			if err != nil {
+			r := <-pd.done
+			if r.err != nil {
 				if _, lerr := os.Lstat(p); errors.Is(lerr, fs.ErrNotExist) {
 					continue // deleted since the directory was listed
 				}
-				for _, pr := range probs {
+				for _, pr := range r.probs {
 					w.problem(pr.Path, pr.Reason)
 				}
 				continue
 			}
-			jobs := jobsOfConv(c, w.convs)
+			jobs := jobsOfConv(r.c, w.convs)
 			w.convs++
 			archived := map[string]bool{}
 			for _, j := range jobs {
 				archived[j.path] = true
 			}
-			for _, pr := range probs {
+			for _, pr := range r.probs {
 				if archived[pr.Path] {
 					w.Warnings = append(w.Warnings, Problem{Path: pr.Path, Reason: pr.Reason})
 				} else {

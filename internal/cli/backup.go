@@ -485,25 +485,18 @@ func interspersed(c *ucli.Context) ([]string, error) {
 func runDemoBackup(c *ucli.Context, e *env, dataDir string) int {
 	dir := dataDir + "-backups"
 	failed := 0
-	step := func(note string, want int, args ...string) {
-		args = append([]string{progName, "--data-dir", dataDir}, args...)
-		fmt.Fprintf(e.stdout, "\n# %s\n$ convkit %s\n", note, strings.Join(quoteArgs(args[1:]), " "))
-		code := runMain(c.Context, args, e.stdin, e.stdout, e.stdout, e.g.getenv)
-		if code != want {
-			failed++
-			fmt.Fprintf(e.stdout, "(exit %d, expected %d)\n", code, want)
-		} else if code != 0 {
-			fmt.Fprintf(e.stdout, "(exit %d, as expected)\n", code)
-		}
+	if !runDemoStep(c, e, dataDir, demoStep{"back up the store into one archive: every log, a metadata.db snapshot, a manifest with checksums",
+		[]string{"backup", "--to", dir, "--keep", "7"}, exitOK}) {
+		failed++
 	}
-	step("back up the store into one archive: every log, a metadata.db snapshot, a manifest with checksums", exitOK,
-		"backup", "--to", dir, "--keep", "7")
 	list, err := backup.ListArchives(dir)
 	if err != nil || len(list) == 0 {
 		fmt.Fprintf(e.stdout, "(no archive in %s)\n", dir)
 		return failed + 1
 	}
-	step("the restore drill: checksums, a strict read of every log (the corrupt one is listed), an index rebuilt and compared", exitOK,
-		"backup", "verify", list[len(list)-1].Path)
+	if !runDemoStep(c, e, dataDir, demoStep{"the restore drill: checksums, a strict read of every log (the corrupt one is listed), an index rebuilt and compared",
+		[]string{"backup", "verify", list[len(list)-1].Path}, exitOK}) {
+		failed++
+	}
 	return failed
 }

@@ -181,22 +181,33 @@ func runDemo(c *ucli.Context, e *env, dir string, rep *fixtures.Report) error {
 	)
 	failed := 0
 	for _, s := range steps {
-		args := append([]string{progName, "--data-dir", dir}, s.args...)
-		fmt.Fprintf(e.stdout, "\n# %s\n$ convkit %s\n", s.note, strings.Join(quoteArgs(args[1:]), " "))
-		code := runMain(c.Context, args, e.stdin, e.stdout, e.stdout, e.g.getenv)
-		if code != s.want {
+		if !runDemoStep(c, e, dir, s) {
 			failed++
-			fmt.Fprintf(e.stdout, "(exit %d, expected %d)\n", code, s.want)
-		} else if code != 0 {
-			fmt.Fprintf(e.stdout, "(exit %d, as expected)\n", code)
 		}
 	}
+	failed += runDemoBackup(c, e, dir)
 	fmt.Fprintf(e.stdout, "\nThe sample store is in %s. Try next:\n  convkit --data-dir %s inspect --history %s\n",
 		dir, shellQuote(dir), demoHistoryArgs(rep))
 	if failed > 0 {
 		return fmt.Errorf("%d demo step(s) did not behave as the sample store expects", failed)
 	}
 	return nil
+}
+
+// runDemoStep runs one command of the demo on the store in dir, showing the
+// command and its output, and reports whether it exited as expected.
+func runDemoStep(c *ucli.Context, e *env, dir string, s demoStep) bool {
+	args := append([]string{progName, "--data-dir", dir}, s.args...)
+	fmt.Fprintf(e.stdout, "\n# %s\n$ convkit %s\n", s.note, strings.Join(quoteArgs(args[1:]), " "))
+	code := runMain(c.Context, args, e.stdin, e.stdout, e.stdout, e.g.getenv)
+	if code != s.want {
+		fmt.Fprintf(e.stdout, "(exit %d, expected %d)\n", code, s.want)
+		return false
+	}
+	if code != 0 {
+		fmt.Fprintf(e.stdout, "(exit %d, as expected)\n", code)
+	}
+	return true
 }
 
 func demoHistoryArgs(rep *fixtures.Report) string {
