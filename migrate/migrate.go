@@ -358,33 +358,13 @@ func plan(src string, comp convlog.Compression) (string, int64, error) {
 	if comp == convlog.Plain {
 		return target, plain, nil
 	}
-	// Compressed logs compress about as well as their source did.
+	// A compressed successor compresses about as well as its source did;
+	// a plain source gives no ratio, and 3 is typical of these logs.
 	ratio := 3.0
-	if fi, err := os.Stat(src); err == nil {
-		if st, err := sourceRatio(src, fi.Size()); err == nil && st > 0 {
-			ratio = st
-		}
+	if st := r.SourceStats(); r.Compression() == convlog.Zstd && st.FileBytes > 0 && st.PlainBytes > 0 {
+		ratio = float64(st.PlainBytes) / float64(st.FileBytes)
 	}
 	return target, int64(float64(plain) / ratio), nil
-}
-
-// sourceRatio is the plain-to-file size ratio of a compressed source, or 3
-// for a plain one (a typical ratio for these logs).
-func sourceRatio(src string, size int64) (float64, error) {
-	r, err := convlog.Open(src, convlog.ReaderOptions{})
-	if err != nil {
-		return 0, err
-	}
-	defer r.Close()
-	if r.Compression() != convlog.Zstd || size == 0 {
-		return 3, nil
-	}
-	for {
-		if _, err := r.Next(); err != nil {
-			break
-		}
-	}
-	return float64(r.Stats().PlainBytes) / float64(size), nil
 }
 
 // discover lists the inputs under root in a stable order: per conversation
