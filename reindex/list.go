@@ -43,27 +43,24 @@ func List(ctx context.Context, dataDir string, o ListOptions) (*Listing, error) 
 		return nil, err
 	}
 	res := &Listing{SchemaVersion: 1, Conversations: []index.Summary{}, Skipped: []Skip{}}
-	reason := indexCurrent(ctx, dataDir, tree)
+	db, reason := indexCurrent(ctx, dataDir, tree)
+	if db != nil {
+		defer db.Close()
+	}
 	if reason == "" {
-		db, err := index.Open(store.IndexPath(dataDir))
+		rows, err := db.List(ctx, index.ListOptions{Archived: o.Archived, All: o.All, Limit: o.Limit})
+		var skipped []index.SkippedRow
 		if err == nil {
-			defer db.Close()
-			rows, err := db.List(ctx, index.ListOptions{Archived: o.Archived, All: o.All, Limit: o.Limit})
-			var skipped []index.SkippedRow
-			if err == nil {
-				skipped, err = db.Skipped(ctx)
-			}
-			if err == nil {
-				res.Source, res.Conversations = "index", rows
-				for _, sk := range skipped {
-					res.Skipped = append(res.Skipped, Skip{ID: sk.ID, Path: filepath.Join(store.ConversationsDir(dataDir), sk.Dir), Reason: sk.Reason})
-				}
-				return res, nil
-			}
-			reason = err.Error()
-		} else {
-			reason = err.Error()
+			skipped, err = db.Skipped(ctx)
 		}
+		if err == nil {
+			res.Source, res.Conversations = "index", rows
+			for _, sk := range skipped {
+				res.Skipped = append(res.Skipped, Skip{ID: sk.ID, Path: filepath.Join(store.ConversationsDir(dataDir), sk.Dir), Reason: sk.Reason})
+			}
+			return res, nil
+		}
+		reason = err.Error()
 	}
 	res.Source, res.FallbackReason = "logs", reason
 	for _, c := range tree.Conversations {
@@ -110,17 +107,22 @@ func List(ctx context.Context, dataDir string, o ListOptions) (*Listing, error) 
 	return res, nil
 }
 
-// indexCurrent returns "" when metadata.db indexes exactly the conversations
-// of tree with their current fingerprints, else why not.
-func indexCurrent(ctx context.Context, dataDir string, tree *store.Tree) string {
+// indexCurrent opens metadata.db and returns it with "" when it indexes
+// exactly the conversations of tree with their current fingerprints, else
+// why not (the database, when it opened, is returned for the caller to
+// close).
+func indexCurrent(ctx context.Context, dataDir string, tree *store.Tree) (*index.DB, string) {
 	db, err := index.Open(store.IndexPath(dataDir))
 	if errors.Is(err, fs.ErrNotExist) {
-		return "metadata.db does not exist (run convkit reindex)"
+		return nil, "metadata.db does not exist (run convkit reindex)"
 	}
 	if err != nil {
-		return fmt.Sprintf("metadata.db is not usable: %v", err)
+		return nil, fmt.Sprintf("metadata.db is not usable: %v", err)
 	}
-	defer db.Close()
+	return db, fingerprintsMatch(ctx, db, tree)
+}
+
+func fingerprintsMatch(ctx context.Context, db *index.DB, tree *store.Tree) string {
 	fps, err := db.Fingerprints(ctx)
 	if err != nil {
 		return fmt.Sprintf("metadata.db is not usable: %v", err)
