@@ -449,22 +449,30 @@ func (s *convState) apply(e *convlog.Event) error {
 // (TornTail is set). A missing conversation gives an error wrapping
 // ErrNoConversation.
 func ReadConversation(dataDir, convID string) (*ConversationInfo, error) {
-	dir, err := conversationDir(dataDir, convID)
+	_, _, st, err := replayConversation(dataDir, convID)
 	if err != nil {
 		return nil, err
 	}
-	path, err := conversationLogPath(dir, convID)
-	if err != nil {
-		return nil, err
+	return &st.info, nil
+}
+
+// replayConversation finds conversation convID's directory and current log
+// and replays it, checking that the log names the conversation its
+// directory does.
+func replayConversation(dataDir, convID string) (dir, path string, st *convState, err error) {
+	if dir, err = conversationDir(dataDir, convID); err != nil {
+		return "", "", nil, err
 	}
-	info, err := ReadConversationFile(path)
-	if err != nil {
-		return nil, err
+	if path, err = conversationLogPath(dir, convID); err != nil {
+		return "", "", nil, err
 	}
-	if info.ID != convID {
-		return nil, fmt.Errorf("%s: header names conversation %q, but the directory is conversation %q", path, info.ID, convID)
+	if st, err = replayFile(path); err != nil {
+		return "", "", nil, err
 	}
-	return info, nil
+	if st.info.ID != convID {
+		return "", "", nil, fmt.Errorf("%s: header names conversation %q, but the directory is conversation %q", path, st.info.ID, convID)
+	}
+	return dir, path, st, nil
 }
 
 // ReadConversationFile replays the conversation log at path.
@@ -674,20 +682,9 @@ func (s *Store) conv(convID string) (*openConv, error) {
 	if oc := s.convs[convID]; oc != nil {
 		return oc, nil
 	}
-	dir, err := conversationDir(s.dataDir, convID)
+	dir, path, st, err := replayConversation(s.dataDir, convID)
 	if err != nil {
 		return nil, err
-	}
-	path, err := conversationLogPath(dir, convID)
-	if err != nil {
-		return nil, err
-	}
-	st, err := replayFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if st.info.ID != convID {
-		return nil, fmt.Errorf("%s: header names conversation %q, but the directory is conversation %q", path, st.info.ID, convID)
 	}
 	w, err := convlog.OpenAppend(path, convlog.WriterOptions{})
 	if err != nil {
