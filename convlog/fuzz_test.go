@@ -2,14 +2,17 @@ package convlog
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -467,4 +470,62 @@ func TestFuzzSeedCorpora(t *testing.T) {
 			t.Errorf("%s: %d seed files, %v", name, len(ents), err)
 		}
 	}
+}
+
+// FuzzHeader checks header validation on its own: any line is either refused
+// with a FormatError on line 1 whose column lies within the line, or accepted
+// as a header of a known type whose canonical re-encoding is valid JSON and
+// parses back to the same fields.
+func FuzzHeader(f *testing.F) {
+	for ver := uint8(0); ver < 6; ver++ {
+		f.Add(int8(-1), []byte(fuzzHeader(ver)))
+	}
+	f.Add(int8(4), []byte(hdrV4))
+	f.Add(int8(3), []byte(`{"type":"session","version":4,"id":"s1","createdAt":1,"isSeeded":false,"delegationDepth":0}`))
+	f.Add(int8(1), []byte(`{"type":"session","version":1,"id":"s1","createdAt":1,"seedLength":3,"delegationDepth":0,"cwd":"/w\u00e9"}`))
+	f.Add(int8(-1), []byte(`{"type":"session","version":2,"id":"s1","id":"s2","createdAt":1,"isSeeded":true,"delegationDepth":0}`))
+	f.Add(int8(-1), []byte("{\"type\":\"session\",\"version\":2,\"id\":\"\xff\"}"))
+	f.Fuzz(func(t *testing.T, want int8, line []byte) {
+		wantVersion := int(want)
+		if wantVersion < -1 || wantVersion > 9 {
+			wantVersion = -1
+		}
+		h, err := ParseHeader("h.log", line, wantVersion)
+		if err != nil {
+			var fe *FormatError
+			if !errors.As(err, &fe) {
+				t.Fatalf("refusal is %T, not a FormatError: %v", err, err)
+			}
+			if fe.Pos.Line != 1 || fe.Pos.Column < 1 || fe.Pos.Column > int64(len(line))+1 {
+				t.Fatalf("refusal position %+v outside a %d-byte line: %v", fe.Pos, len(line), err)
+			}
+			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrUnsupported) {
+				t.Fatalf("refusal of no known kind: %v", err)
+			}
+			return
+		}
+		if h.Type != SessionLog && h.Type != ConversationLog {
+			t.Fatalf("accepted header of type %q", h.Type)
+		}
+		if wantVersion >= 0 && h.Version != wantVersion {
+			t.Fatalf("accepted version %d where the name says %d", h.Version, wantVersion)
+		}
+		if !utf8.Valid(line) || !json.Valid(line) {
+			t.Fatalf("accepted a header that is not valid UTF-8 JSON: %q", line)
+		}
+		canon := *h
+		canon.Raw = nil
+		enc := canon.AppendJSON(nil)
+		if !json.Valid(enc) {
+			t.Fatalf("canonical header is not JSON: %s", enc)
+		}
+		back, err := ParseHeader("h.log", enc, wantVersion)
+		if err != nil {
+			t.Fatalf("canonical header %s refused: %v", enc, err)
+		}
+		back.Raw = nil
+		if !reflect.DeepEqual(&canon, back) {
+			t.Fatalf("header changed through its canonical form:\n got %+v\nwant %+v", back, &canon)
+		}
+	})
 }
