@@ -147,7 +147,10 @@ func (r *Reader) Next() (*Header, error) {
 			return nil, r.damage(r.cur, err)
 		}
 	}
-	off := r.cnt.n
+	// The next header starts at the next 512-byte block: the previous
+	// entry's padding is still unread (archive/tar skips it in Next), so
+	// r.cnt.n alone named a byte inside the padding.
+	off := (r.cnt.n + blockSize - 1) / blockSize * blockSize
 	th, err := r.tr.Next()
 	if err == io.EOF {
 		return nil, r.end()
@@ -253,6 +256,9 @@ func typeName(t byte) string {
 	}
 	return fmt.Sprintf("entry type %q", t)
 }
+
+// blockSize is tar's block: every header starts at a multiple of it.
+const blockSize = 512
 
 type countingReader struct {
 	r io.Reader

@@ -200,6 +200,10 @@ func (l *loaded) read(src io.ReaderAt, size int64, online bool) {
 	if j.convLog {
 		h := r.Header()
 		l.conv.headerType, l.conv.headerID = h.Type, h.ID
+	} else if err := store.CheckSessionHeader(r.Header(), j.session); err != nil {
+		// reindex skips such a session log: so must the expectations.
+		l.info.Error = j.name + ": " + err.Error()
+		return
 	}
 	var events, committed int64
 	for {

@@ -63,6 +63,16 @@ func List(ctx context.Context, dataDir string, o ListOptions) (*Listing, error) 
 		reason = err.Error()
 	}
 	res.Source, res.FallbackReason = "logs", reason
+	// The walk's findings are met while listing from the logs: a symbolic
+	// link as conversations/ or as a conversation directory, a FIFO, ...
+	// Without them a store whose conversations/ is a link listed nothing
+	// and said nothing. Stray files are not conversations (reindex ignores
+	// them too).
+	for _, p := range tree.Problems {
+		if p.Reason != store.ReasonUnexpected {
+			res.Skipped = append(res.Skipped, Skip{Path: p.Path, Reason: p.Reason})
+		}
+	}
 	for _, c := range tree.Conversations {
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -4,7 +4,26 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+
+	"github.com/convkit/convkit/convlog"
 )
+
+// CheckSessionHeader refuses a session log whose header does not name the
+// session its file name names (or is not a session header): a log copied or
+// renamed under another session's name. Its events belong to another
+// session, so it is not read as this one. import refused such a log and
+// reindex, backup and export accepted it, so a store that reindexed
+// cleanly could export an archive import refused; they all check it here
+// now.
+func CheckSessionHeader(h *convlog.Header, sessionID string) error {
+	switch {
+	case h.Type != convlog.SessionLog:
+		return fmt.Errorf("header (line 1) is not a session header (type %q); its file name is session %q", h.Type, sessionID)
+	case h.ID != sessionID:
+		return fmt.Errorf("session log header (line 1) names id %q, but its file name is session %q", h.ID, sessionID)
+	}
+	return nil
+}
 
 // WalkConversation reads one conversation directory the way Walk does.
 func WalkConversation(dataDir, convID string) (ConversationDir, []Problem, error) {
@@ -24,7 +43,7 @@ func WalkConversation(dataDir, convID string) (ConversationDir, []Problem, error
 // conversation's own log, or of one of its session logs when sessionID is
 // set. There is no fallback to a lower generation.
 func FindLog(dataDir, convID, sessionID string) (string, error) {
-	c, _, err := WalkConversation(dataDir, convID)
+	c, probs, err := WalkConversation(dataDir, convID)
 	if err != nil {
 		return "", err
 	}
@@ -33,10 +52,22 @@ func FindLog(dataDir, convID, sessionID string) (string, error) {
 			return l.Path, nil
 		}
 	}
-	if sessionID == "" {
-		return "", fmt.Errorf("conversation %q (%s) has no conversation log", convID, c.Path)
+	// Name the entry that is there in the log's place but is not a log (a
+	// symbolic link, a FIFO): "has no log" alone hid the file at fault.
+	why := ""
+	for _, p := range probs {
+		n, ok := convlog.ParseName(filepath.Base(p.Path))
+		if !ok {
+			continue
+		}
+		if id, err := DecodeBase(n.Base); err == nil && ((sessionID == "" && n.Base == ConversationLogBase) || (sessionID != "" && n.Base != ConversationLogBase && id == sessionID)) {
+			why += "; " + p.String()
+		}
 	}
-	return "", fmt.Errorf("conversation %q (%s) has no log for session %q", convID, c.Path, sessionID)
+	if sessionID == "" {
+		return "", fmt.Errorf("conversation %q (%s) has no conversation log%s", convID, c.Path, why)
+	}
+	return "", fmt.Errorf("conversation %q (%s) has no log for session %q%s", convID, c.Path, sessionID, why)
 }
 
 // Dependents lists the conversations that read older history from convID

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/durable"
@@ -82,11 +84,19 @@ const (
 // and a reader never falls back to a lower one, even when the highest is
 // unreadable or from a future format, because falling back would silently
 // lose whatever was written after the lower one.
-func Walk(dataDir string) (*Tree, error) { return WalkRoot(ConversationsDir(dataDir)) }
+func Walk(dataDir string) (*Tree, error) { return walkRoot(ConversationsDir(dataDir), 1) }
+
+// WalkJobs is Walk listing up to jobs conversation directories at once. The
+// tree is the same, in the same order.
+func WalkJobs(dataDir string, jobs int) (*Tree, error) {
+	return walkRoot(ConversationsDir(dataDir), jobs)
+}
 
 // WalkRoot is Walk of a conversations root named directly (the sessions
 // root of migrate --sessions-dir). A missing root is an empty tree.
-func WalkRoot(root string) (*Tree, error) {
+func WalkRoot(root string) (*Tree, error) { return walkRoot(root, 1) }
+
+func walkRoot(root string, jobs int) (*Tree, error) {
 	t := &Tree{}
 	fi, err := os.Lstat(root)
 	switch {
@@ -106,28 +116,79 @@ func WalkRoot(root string) (*Tree, error) {
 		// Keep whatever was read before the error.
 		t.problem(root, err.Error())
 	}
+	// Each entry is a problem or a conversation directory, whose listing
+	// (with its own problems) is filled in below, then all are put
+	// together in the order of the entries.
+	type item struct {
+		problem  *Problem
+		id, name string
+		sub      *Tree
+	}
+	items := make([]item, 0, len(entries))
+	var dirs []int
 	for _, e := range entries {
 		name := e.Name()
 		p := filepath.Join(root, name)
+		var reason string
 		switch typ := e.Type(); {
 		case typ&fs.ModeSymlink != 0:
-			t.problem(p, ReasonSymlink)
+			reason = ReasonSymlink
 		case typ.IsDir():
 			id, err := DecodeSegment(name)
 			if err != nil {
-				t.problem(p, err.Error())
-				continue
+				reason = err.Error()
+				break
 			}
-			if c, ok := t.walkConversation(id, name, p); ok {
-				t.Conversations = append(t.Conversations, c)
-			}
+			dirs = append(dirs, len(items))
+			items = append(items, item{id: id, name: name, sub: &Tree{}})
+			continue
 		case !typ.IsRegular():
-			t.problem(p, ReasonNotRegular)
+			reason = ReasonNotRegular
 		case logShaped(name):
-			t.problem(p, ReasonFlatLog)
+			reason = ReasonFlatLog
 		default:
-			t.problem(p, ReasonUnexpected)
+			reason = ReasonUnexpected
 		}
+		items = append(items, item{problem: &Problem{Path: p, Reason: reason}})
+	}
+	walk := func(k int) {
+		it := &items[k]
+		if c, ok := it.sub.walkConversation(it.id, it.name, filepath.Join(root, it.name)); ok {
+			it.sub.Conversations = append(it.sub.Conversations, c)
+		}
+	}
+	if jobs <= 1 || len(dirs) < 2 {
+		for _, k := range dirs {
+			walk(k)
+		}
+	} else {
+		// Each directory costs a few system calls: list them in
+		// parallel.
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for range min(jobs, len(dirs)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					n := int(next.Add(1)) - 1
+					if n >= len(dirs) {
+						return
+					}
+					walk(dirs[n])
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	for _, it := range items {
+		if it.problem != nil {
+			t.Problems = append(t.Problems, *it.problem)
+			continue
+		}
+		t.Problems = append(t.Problems, it.sub.Problems...)
+		t.Temps = append(t.Temps, it.sub.Temps...)
+		t.Conversations = append(t.Conversations, it.sub.Conversations...)
 	}
 	return t, nil
 }

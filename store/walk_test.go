@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -168,6 +169,13 @@ func TestWalk(t *testing.T) {
 	if cur := c1.Logs[0].Current; cur != (convlog.Name{Base: "metadata", Version: 4, Compression: convlog.Zstd, Suffix: ".zst"}) {
 		t.Errorf("conversation log Current = %+v", cur)
 	}
+	// Listing the directories in parallel gives the same tree, in the
+	// same order.
+	for _, jobs := range []int{2, 3, 16} {
+		if par, err := WalkJobs(data, jobs); err != nil || !reflect.DeepEqual(par, tree) {
+			t.Errorf("WalkJobs(%d) = %+v, %v\nwant %+v", jobs, par, err, tree)
+		}
+	}
 }
 
 func TestWalkRoot(t *testing.T) {
@@ -264,5 +272,31 @@ func TestSymlinkedConversationIsNeverFollowed(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(target, "metadata.v4.jsonl")); err != nil {
 		t.Fatalf("the link target was touched: %v", err)
+	}
+}
+
+func TestWalkJobsManyConversations(t *testing.T) {
+	data := t.TempDir()
+	var names []string
+	for i := range 200 {
+		names = append(names, fmt.Sprintf("conversations/c%03d/metadata.v4.jsonl", i), fmt.Sprintf("conversations/c%03d/s.v4.jsonl", i))
+		if i%7 == 0 {
+			names = append(names, fmt.Sprintf("conversations/c%03d/bad.v01.jsonl", i), fmt.Sprintf("conversations/c%03d/.s.v5.jsonl.0123456789abcdef.tmp", i))
+		}
+		if i%11 == 0 {
+			names = append(names, fmt.Sprintf("conversations/stray%03d.jsonl", i))
+		}
+	}
+	mkfiles(t, data, names...)
+	want, err := Walk(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want.Conversations) != 200 || len(want.Problems) == 0 || len(want.Temps) == 0 {
+		t.Fatalf("tree: %d conversations, %d problems, %d temps", len(want.Conversations), len(want.Problems), len(want.Temps))
+	}
+	got, err := WalkJobs(data, 4)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("WalkJobs differs from Walk (%v)", err)
 	}
 }

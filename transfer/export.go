@@ -477,6 +477,15 @@ func (l *openLog) open() error {
 		f.Close()
 		return err
 	}
+	if !l.isConvLog {
+		// import refuses a session log naming another session: do not
+		// export one.
+		if err := store.CheckSessionHeader(r.Header(), l.session); err != nil {
+			r.Close()
+			f.Close()
+			return fmt.Errorf("%s: %w", l.path, err)
+		}
+	}
 	var events int64
 	for {
 		_, err := r.Next()

@@ -100,6 +100,19 @@ object per event and then the summary. Takes runtime.lock (not with
 				}
 			}
 			if sum.Totals.Failed > 0 {
+				// Name the first failure (by path) with its message, which
+				// carries the position: stderr alone must say what failed.
+				var first *migrate.FailureItem
+				for _, g := range sum.FailureGroups {
+					for i := range g.Items {
+						if it := &g.Items[i]; first == nil || it.InputPath < first.InputPath {
+							first = it
+						}
+					}
+				}
+				if first != nil {
+					return fmt.Errorf("%d log(s) failed to migrate; the first: %q: %s; see %s", sum.Totals.Failed, first.InputPath, first.Message, sum.TextLogPath)
+				}
 				return fmt.Errorf("%d log(s) failed to migrate; see %s", sum.Totals.Failed, sum.TextLogPath)
 			}
 			return nil

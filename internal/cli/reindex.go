@@ -87,9 +87,16 @@ func runReindex(c *ucli.Context, e *env, jobs int) error {
 			res.Indexed, len(res.Skipped), len(res.DeletionsFinished))
 	}
 	if len(res.Skipped) > 0 {
-		return partialf("reindex skipped %d item(s), each reported with its reason", len(res.Skipped))
+		// The error names the first item (path and reason, which carries the
+		// position): stderr alone must say what went wrong where.
+		return partialf("reindex skipped %d item(s), each reported with its reason; the first: %s", len(res.Skipped), skipText(res.Skipped))
 	}
 	return nil
+}
+
+// skipText is the first skipped item, "PATH: REASON".
+func skipText(s []reindex.Skip) string {
+	return s[0].Path + ": " + s[0].Reason
 }
 
 func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
@@ -121,10 +128,19 @@ func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 			res.Conversations, len(res.Differences), len(res.Skipped))
 	}
 	if res.Drift() {
-		return fmt.Errorf("the index disagrees with the logs (%d difference(s)); run convkit reindex", len(res.Differences))
+		// Name the first finding, as the stdout line spells it: an unusable
+		// index otherwise showed on stderr as a count of MISSING rows only.
+		var first string
+		if res.IndexProblem != "" {
+			first = "INDEX " + res.IndexProblem
+		} else {
+			d := res.Differences[0]
+			first = fmt.Sprintf("%s %q: %s", upper(d.Kind), d.ID, d.Detail)
+		}
+		return fmt.Errorf("the index disagrees with the logs (%d difference(s)); the first: %s; run convkit reindex", len(res.Differences), first)
 	}
 	if len(res.Skipped) > 0 {
-		return partialf("the index agrees with the logs, but %d item(s) could not be read", len(res.Skipped))
+		return partialf("the index agrees with the logs, but %d item(s) could not be read; the first: %s", len(res.Skipped), skipText(res.Skipped))
 	}
 	return nil
 }
