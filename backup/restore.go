@@ -191,10 +191,19 @@ func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state t
 	if err := durable.MkdirAll(parent); err != nil {
 		return nil, err
 	}
-	stage, err := archive.NewStagingDir(target, "restore")
+	stage, err := archive.NewStagingDir(target, stagingTag)
 	if err != nil {
 		return nil, err
 	}
+	// Locked until the staging directory is gone (the deferred calls run
+	// in reverse): a killed restore's is removed by the next one.
+	lock, err := lockStaging(stage)
+	if err != nil {
+		os.Remove(stage)
+		return nil, err
+	}
+	defer unlockStaging(lock)
+	removeStaleStaging(target, stage, opts.Log)
 	committed := false
 	defer func() {
 		if !committed {
@@ -301,7 +310,19 @@ func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*Restor
 			opts.Conversation, dst, ErrConversationExists)
 	}
 	// Staging inside the store is on its file system even when the data
-	// directory is a mount point; the walker ignores it.
+	// directory is a mount point; the walker ignores it. Only a restore
+	// holding runtime.lock makes one, so any other is a killed one's.
+	ents, err := os.ReadDir(target)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range ents {
+		if n := e.Name(); e.IsDir() && strings.HasPrefix(n, ".restore-") && durable.IsTemp(n) {
+			if p := filepath.Join(target, n); os.RemoveAll(p) == nil {
+				fmt.Fprintf(opts.Log, "removed %s, left by an interrupted restore\n", p)
+			}
+		}
+	}
 	stage, err := os.MkdirTemp(target, ".restore-*"+durable.TempSuffix)
 	if err != nil {
 		return nil, err

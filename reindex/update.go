@@ -55,3 +55,37 @@ func Update(ctx context.Context, db *index.DB, dataDir, convID string) error {
 	}
 	return w.Commit()
 }
+
+// Stale lists the conversations of ids whose rows in db were not read from
+// the logs they have now: a conversation with no row (unless it is being
+// deleted), a row whose conversation directory is gone, or a row with
+// another fingerprint (log names, sizes, modification times). Update
+// brings each up to date. A writer that died between changing logs and
+// updating their rows leaves such rows, which a rerun that finds nothing
+// to write would otherwise keep.
+func Stale(ctx context.Context, db *index.DB, dataDir string, ids []string) ([]string, error) {
+	fps, err := db.Fingerprints(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, id := range ids {
+		fp, indexed := fps[id]
+		c, _, err := store.WalkConversation(dataDir, id)
+		switch {
+		case err != nil:
+			// Only a directory that is gone is Update's to settle.
+			dir, perr := store.ConversationPath(dataDir, id)
+			if _, serr := os.Lstat(dir); indexed && perr == nil && errors.Is(serr, fs.ErrNotExist) {
+				out = append(out, id)
+			}
+		case !indexed:
+			if !deleting(c) {
+				out = append(out, id)
+			}
+		case fp != dirFingerprint(c):
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -382,7 +383,16 @@ func Import(ctx context.Context, r io.Reader, dataDir string, opts ImportOptions
 		return res, nil
 	}
 	if res.Counts.Conflicts > 0 {
-		return res, fmt.Errorf("%w: %d conversation(s) (use --on-conflict replace or skip); nothing was imported", ErrConflict, res.Counts.Conflicts)
+		// Name the first conversation and where it diverged: the error
+		// alone (stderr) must say what is at fault.
+		first := ""
+		for _, p := range res.Conversations {
+			if p.Action == ActionConflict {
+				first = fmt.Sprintf("; the first: %s: %s", p.ID, p.Detail)
+				break
+			}
+		}
+		return res, fmt.Errorf("%w: %d conversation(s)%s (use --on-conflict replace or skip); nothing was imported", ErrConflict, res.Counts.Conflicts, first)
 	}
 
 	// 5. Place, map, index.
@@ -585,11 +595,18 @@ func (imp *importer) place(p *ConversationPlan, convDir, replaced string) error 
 		return nil
 	}
 	if p.Action == ActionUpdate && !p.keepAside {
-		// Every byte of the old copy is in the new one.
-		if err := os.RemoveAll(aside); err != nil {
+		// Every byte of the old copy is in the new one. It goes into the
+		// staging directory first, in one rename: a kill while it is being
+		// removed leaves no partial copy in replaced/, and the next import
+		// removes the staging directory.
+		trash := filepath.Join(imp.stage.dir, "updated-"+p.dir)
+		if err := os.Rename(aside, trash); err != nil {
 			return err
 		}
-		return durable.SyncDir(replaced)
+		if err := durable.SyncDir(replaced); err != nil {
+			return err
+		}
+		return os.RemoveAll(trash)
 	}
 	p.MovedAside = aside
 	return nil
@@ -627,16 +644,16 @@ func (imp *importer) applyMappings() ([]string, error) {
 
 // updateIndex brings metadata.db up to date for the conversations that
 // changed and for those in the store that read older history from them
-// (a fork whose source just arrived can now be indexed).
+// (a fork whose source just arrived can now be indexed), and for archived
+// conversations whose rows a killed import left stale.
 func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 	res := imp.res
-	if len(changed) == 0 {
-		res.Index = "unchanged"
-		return
-	}
 	path := store.IndexPath(imp.dataDir)
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		res.Index = "absent"
+		if len(changed) == 0 {
+			res.Index = "unchanged"
+		}
 		return
 	}
 	fail := func(err error) {
@@ -645,12 +662,38 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 	}
 	db, err := index.Open(path)
 	if err != nil {
+		if len(changed) == 0 {
+			res.Index = "unchanged" // nothing to write: reindex reports the index
+			return
+		}
 		fail(err)
 		return
 	}
 	defer db.Close()
-	ids := append([]string(nil), changed...)
-	ids = append(ids, dependentsOf(imp.dataDir, changed)...)
+	// An import killed after placing or mapping conversations and before
+	// updating their rows leaves them stale, and the rerun finds those
+	// conversations unchanged: the archived conversations' rows are
+	// checked too.
+	var others []string
+	for _, p := range res.Conversations {
+		if !slices.Contains(changed, p.ID) {
+			others = append(others, p.ID)
+		}
+	}
+	stale, err := reindex.Stale(ctx, db, imp.dataDir, others)
+	if err != nil && len(changed) > 0 {
+		fail(err)
+		return
+	}
+	changed = append(changed, stale...)
+	if len(changed) == 0 {
+		res.Index = "unchanged"
+		return
+	}
+	// The dependents first: the changed rows stay stale, and a rerun finds
+	// them, until every row depending on them is updated too.
+	ids := dependentsOf(imp.dataDir, changed)
+	ids = append(ids, changed...)
 	seen := map[string]bool{}
 	for _, id := range ids {
 		if seen[id] {

@@ -268,6 +268,56 @@ func TestIndexUpdated(t *testing.T) {
 	}
 }
 
+// TestRerunUpdatesIndexAfterKill: an import killed after placing its
+// conversations and before updating metadata.db leaves their rows stale;
+// the rerun finds every conversation unchanged and must update them still.
+func TestRerunUpdatesIndexAfterKill(t *testing.T) {
+	a, rep := fixtureStore(t, 7)
+	arch, _ := exportTo(t, a, rep.Find(fixtures.CaseForkAfterCompaction).ID)
+	b, _ := fixtureStore(t, 11)
+	s, err := store.Open(context.Background(), b, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reindex.Run(context.Background(), s, reindex.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db := store.IndexPath(b)
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := importFile(t, arch, b, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The kill: the conversations are in place, the index is as before.
+	for _, suffix := range []string{"-wal", "-shm"} {
+		os.Remove(db + suffix)
+	}
+	if err := os.WriteFile(db, before, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ir, err := importFile(t, arch, b, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ir.Counts.Unchanged != 2 || ir.Index != "updated" {
+		t.Fatalf("rerun: index %q counts %+v", ir.Index, ir.Counts)
+	}
+	cr, err := reindex.Check(context.Background(), b, reindex.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cr.Drift() {
+		t.Fatalf("index drift after the rerun: %+v", cr.Differences)
+	}
+	// Once current, a rerun leaves metadata.db alone.
+	if ir, err = importFile(t, arch, b, ImportOptions{}); err != nil || ir.Index != "unchanged" {
+		t.Fatalf("third import: index %q, %v", ir.Index, err)
+	}
+}
+
 // TestConflicts: a conversation changed on both machines is refused with
 // nothing written, unless --on-conflict; one changed only at the source
 // is updated; one changed only here is kept.

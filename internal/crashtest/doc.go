@@ -1,0 +1,12 @@
+// Package crashtest holds the SIGKILL crash harness of the convkit command
+// line. It has no code of its own, only a test: it builds the real binary,
+// generates a store, and for each writing job (migrate, reindex, backup,
+// restore, import) kills the process with SIGKILL at random moments. After
+// every kill the inputs must be intact and nothing half-written published;
+// a rerun must then finish with the uninterrupted run's exit code and
+// result, leave no temporary file behind, and pass reindex --check.
+//
+// CONVKIT_CRASH_KILLS=N sets the kills per job (default 4);
+// CONVKIT_CRASH_SEED=N repeats a run's kill moments. The test is skipped
+// with -short.
+package crashtest
