@@ -68,12 +68,39 @@ type envelopeParser struct {
 	// seqKnown: the last row parsed had a readable seq, even if it was
 	// refused for another reason.
 	seqKnown bool
+	// types are registered types met in this log (see eventType).
+	types  [16]*TypeInfo
+	ntypes int
+	// inner is parsePacked's buffer.
+	inner []member
 }
 
-var envelopeKeys = map[string]bool{"type": true, "seq": true, "time": true, "data": true,
-	"ignorable": true, "surfaceOp": true, "sourceEventSeqs": true}
-
 var packedTypes = map[string]bool{"text-chunks": true, "reasoning-chunks": true, "tool-call-chunks": true}
+
+// eventType decodes the raw type member and looks it up in the registry. A
+// type met before in this log costs neither an allocation nor a registry
+// lookup: a log repeats a handful of types.
+func (p *envelopeParser) eventType(raw []byte) (string, *TypeInfo, bool) {
+	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
+		name := raw[1 : len(raw)-1]
+		for _, t := range p.types {
+			if t != nil && t.Name == string(name) {
+				return t.Name, t, true
+			}
+		}
+		if t := p.reg.lookupBytes(name); t != nil {
+			p.types[p.ntypes%len(p.types)] = t
+			p.ntypes++
+			return t.Name, t, true
+		}
+		return string(name), nil, true
+	}
+	s, ok := parseJSONString(raw)
+	if !ok {
+		return "", nil, false
+	}
+	return s, p.reg.Lookup(s), true
+}
 
 // parse fills e from line. expectSeq is the seq the row must carry, or -1
 // to accept any (re-anchoring after a damaged row).
@@ -117,14 +144,17 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 		return corrupt(0, "event has no \"type\"")
 	}
 	var ok bool
-	if e.Type, ok = parseJSONString(typ.valueBytes); !ok || e.Type == "" {
+	var info *TypeInfo
+	if e.Type, info, ok = p.eventType(typ.valueBytes); !ok || e.Type == "" {
 		return corrupt(typ.valStart, "event type must be a non-empty string")
 	}
 	if p.version <= 1 && packedTypes[e.Type] && seq0 != nil {
 		return p.parsePacked(e, seq0, time0, data, expectSeq)
 	}
 	for _, m := range p.members {
-		if !envelopeKeys[m.key] {
+		switch m.key {
+		case "type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs": // the envelope
+		default:
 			return corrupt(m.keyOff, "%s event has unexpected member %q", e.Type, m.key)
 		}
 	}
@@ -157,7 +187,6 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 		}
 		e.Ignorable = true
 	}
-	info := p.reg.Lookup(e.Type)
 	e.Known = info != nil
 	switch {
 	case p.version >= CurrentVersion && info == nil && !e.Ignorable:
@@ -370,7 +399,9 @@ func (p *envelopeParser) parsePacked(e *Event, seq0, time0, data *member, expect
 		return corrupt(0, "packed %s row has no \"data\"", e.Type)
 	}
 	e.Data = data.valueBytes
-	inner, err := scanObject(data.valueBytes, nil)
+	var err error
+	p.inner, err = scanObject(data.valueBytes, p.inner[:0])
+	inner := p.inner
 	if err != nil {
 		return corrupt(data.valStart, "packed %s row data must be an object", e.Type)
 	}

@@ -49,6 +49,8 @@ type FrameScanner struct {
 	// few reads
 	win    []byte
 	winOff int64
+	// mem, when set, holds all of r: reads are slices of it.
+	mem []byte
 }
 
 // NewFrameScanner scans r, whose length is size.
@@ -73,6 +75,9 @@ var errShort = fmt.Errorf("short")
 func (s *FrameScanner) read(off int64, n int) ([]byte, error) {
 	if off+int64(n) > s.size {
 		return nil, errShort
+	}
+	if s.mem != nil {
+		return s.mem[off : off+int64(n)], nil
 	}
 	if off >= s.winOff && off+int64(n) <= s.winOff+int64(len(s.win)) {
 		p := off - s.winOff

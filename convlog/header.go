@@ -56,7 +56,8 @@ func parseHeader(line []byte, wantVersion int) (*Header, *headerProblem) {
 	corrupt := func(col int, format string, args ...any) *headerProblem {
 		return &headerProblem{col: col, msg: fmt.Sprintf(format, args...), kind: ErrCorrupt}
 	}
-	members, err := scanObject(line, nil)
+	var buf [12]member
+	members, err := scanObject(line, buf[:0])
 	if err != nil {
 		se := err.(*syntaxError)
 		if se.msg == "not a JSON object" && len(bytes.TrimSpace(line)) > 0 && line[skipWS(line, 0)] != '{' {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"unicode/utf8"
 )
@@ -177,10 +178,14 @@ func skipString(b []byte, i int) (int, error) {
 	i++
 	for i < len(b) {
 		// Skip eight plain ASCII bytes at a time: none of '"', '\\',
-		// a control character or a non-ASCII byte among them.
+		// a control character or a non-ASCII byte among them. In a
+		// word that holds one, go straight to the first: the lowest
+		// byte each test flags is exact (only bytes above it can be
+		// flagged wrongly), and most strings are short.
 		for i+8 <= len(b) {
 			v := binary.LittleEndian.Uint64(b[i:])
-			if (hasLess(v, 0x20)|hasZero(v^0x2222222222222222)|hasZero(v^0x5C5C5C5C5C5C5C5C)|v)&0x8080808080808080 != 0 {
+			if m := (hasLess(v, 0x20) | hasZero(v^0x2222222222222222) | hasZero(v^0x5C5C5C5C5C5C5C5C) | v) & 0x8080808080808080; m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
 			i += 8
@@ -365,7 +370,19 @@ func skipTrusted(b []byte, i, _ int) (int, error) {
 func skipStringTrusted(b []byte, i int) (int, error) {
 	j := i + 1
 	for {
-		k := bytes.IndexByte(b[j:], '"')
+		// Most strings are short: look for the quote a word at a time
+		// (the lowest byte hasZero flags is exact) before handing a
+		// long one to IndexByte.
+		k := -1
+		for end := min(j+32, len(b)); j+8 <= end; j += 8 {
+			if m := hasZero(binary.LittleEndian.Uint64(b[j:]) ^ 0x2222222222222222); m != 0 {
+				k = bits.TrailingZeros64(m) >> 3
+				break
+			}
+		}
+		if k < 0 {
+			k = bytes.IndexByte(b[j:], '"')
+		}
 		if k < 0 {
 			return i, synErr(i, "unterminated string")
 		}
@@ -382,22 +399,125 @@ func skipStringTrusted(b []byte, i int) (int, error) {
 	}
 }
 
-// commonKeys are interned so that scanning the usual members allocates
-// nothing for their names.
-var commonKeys = func() map[string]string {
-	m := map[string]string{}
-	for _, k := range []string{"type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs", "seq0",
-		"time0", "message", "role", "content", "source", "kind", "id", "text", "turn", "step", "stream", "usage",
-		"callId", "toolCallId", "isError", "name", "arguments", "reason", "op", "startSeq", "endSeq", "provider",
-		"model", "header", "sessionId", "outcome", "title", "cwd", "agents", "models", "agent", "parentSession"} {
-		m[k] = k
+// commonKey returns the usual member names as constants, so that scanning
+// them allocates nothing for their names ("" for another name).
+func commonKey(b []byte) string {
+	switch string(b) {
+	case "type":
+		return "type"
+	case "seq":
+		return "seq"
+	case "time":
+		return "time"
+	case "data":
+		return "data"
+	case "ignorable":
+		return "ignorable"
+	case "surfaceOp":
+		return "surfaceOp"
+	case "sourceEventSeqs":
+		return "sourceEventSeqs"
+	case "seq0":
+		return "seq0"
+	case "time0":
+		return "time0"
+	case "message":
+		return "message"
+	case "role":
+		return "role"
+	case "content":
+		return "content"
+	case "source":
+		return "source"
+	case "kind":
+		return "kind"
+	case "id":
+		return "id"
+	case "text":
+		return "text"
+	case "turn":
+		return "turn"
+	case "step":
+		return "step"
+	case "stream":
+		return "stream"
+	case "usage":
+		return "usage"
+	case "callId":
+		return "callId"
+	case "toolCallId":
+		return "toolCallId"
+	case "isError":
+		return "isError"
+	case "name":
+		return "name"
+	case "arguments":
+		return "arguments"
+	case "reason":
+		return "reason"
+	case "op":
+		return "op"
+	case "startSeq":
+		return "startSeq"
+	case "endSeq":
+		return "endSeq"
+	case "provider":
+		return "provider"
+	case "model":
+		return "model"
+	case "header":
+		return "header"
+	case "sessionId":
+		return "sessionId"
+	case "outcome":
+		return "outcome"
+	case "title":
+		return "title"
+	case "cwd":
+		return "cwd"
+	case "agents":
+		return "agents"
+	case "models":
+		return "models"
+	case "agent":
+		return "agent"
+	case "parentSession":
+		return "parentSession"
+	case "version":
+		return "version"
+	case "createdAt":
+		return "createdAt"
+	case "index":
+		return "index"
+	case "chunk":
+		return "chunk"
+	case "dt":
+		return "dt"
+	case "texts":
+		return "texts"
+	case "args":
+		return "args"
+	case "config":
+		return "config"
+	case "delegationDepth":
+		return "delegationDepth"
+	case "origin":
+		return "origin"
+	case "isSeeded":
+		return "isSeeded"
+	case "seedLength":
+		return "seedLength"
+	case "agentPreset":
+		return "agentPreset"
+	case "messageSeqs":
+		return "messageSeqs"
 	}
-	return m
-}()
+	return ""
+}
 
 func decodeKey(raw []byte) (string, error) {
 	if bytes.IndexByte(raw, '\\') < 0 {
-		if k, ok := commonKeys[string(raw[1:len(raw)-1])]; ok {
+		if k := commonKey(raw[1 : len(raw)-1]); k != "" {
 			return k, nil
 		}
 		return string(raw[1 : len(raw)-1]), nil

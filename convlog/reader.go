@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -85,6 +86,21 @@ type Reader struct {
 	frame    Frame
 	inFrame  bool
 	frameEnd bool
+	// decBig is set once dec has streamed a frame whose window may exceed
+	// keepBufBytes: its history is that large, and it is not kept for
+	// small frames or returned to the pool.
+	decBig bool
+
+	// whole holds the file when Open read it whole (returned to its pool
+	// on Close); mtime is its modification time at Open.
+	whole *[]byte
+	mtime time.Time
+	// mem is the whole file when it is in memory.
+	mem []byte
+	// bufs carries cbuf and pbuf to and from frameBufPool.
+	bufs *frameBufs
+	// members backs the parser's first members.
+	members [10]member
 
 	parser  envelopeParser
 	nextSeq int64
@@ -126,18 +142,16 @@ var decoderPool = sync.Pool{New: func() any {
 // file name when it is a generation name, else from the header and the
 // file's first bytes. Reading never changes the file.
 func Open(path string, opts ReaderOptions) (*Reader, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
+	// Refuse what is not a regular file before opening it: opening a FIFO
+	// blocks until a writer comes (convkit inspect FIFO hung for ever), and
+	// opening a device can act on it. The open does not block either
+	// (openFlags), and the Stat after it still decides.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
 		return nil, &FormatError{Path: path, Msg: "not a regular file", Kind: ErrCorrupt}
+	}
+	f, size, mtime, err := openFile(path)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Version == 0 {
 		opts.Version = -1
@@ -149,25 +163,81 @@ func Open(path string, opts ReaderOptions) (*Reader, error) {
 			}
 		}
 	}
-	r, err := NewReader(f, fi.Size(), path, opts)
+	// A small log is read whole in one read and the file closed at once:
+	// most logs are a few kilobytes, and reading them frame by frame cost
+	// more system calls than bytes.
+	var src io.ReaderAt = f
+	var whole *[]byte
+	if size <= wholeFileBytes {
+		whole = wholePool.Get().(*[]byte)
+		buf := (*whole)[:size]
+		if n, rerr := f.ReadAt(buf, 0); n == len(buf) && (rerr == nil || rerr == io.EOF) {
+			*whole = buf
+			src = bytes.NewReader(buf)
+			if err := f.Close(); err != nil {
+				putWhole(whole)
+				return nil, err
+			}
+		} else {
+			// The file shrank since its Stat: read it in place, as
+			// larger logs are, so that the shortfall shows as it would.
+			putWhole(whole)
+			whole = nil
+		}
+	}
+	var mem []byte
+	if whole != nil {
+		mem = *whole
+	}
+	r, err := newReader(src, size, path, opts, mem)
 	if err != nil {
-		f.Close()
+		if whole != nil {
+			putWhole(whole)
+		} else {
+			f.Close()
+		}
 		return nil, err
 	}
-	r.closer = f
+	r.mtime = mtime
+	if whole != nil {
+		r.whole = whole
+	} else {
+		r.closer = f
+	}
 	return r, nil
 }
+
+// wholeFileBytes bounds the logs Open reads whole into a pooled buffer.
+const wholeFileBytes = 128 << 10
+
+var wholePool = sync.Pool{New: func() any { b := make([]byte, 0, wholeFileBytes); return &b }}
+
+func putWhole(b *[]byte) {
+	*b = (*b)[:0]
+	wholePool.Put(b)
+}
+
+// ModTime is the modification time the log had when Open opened it (zero
+// for a NewReader).
+func (r *Reader) ModTime() time.Time { return r.mtime }
 
 // NewReader reads a log of the given size from src; path names it in
 // errors. opts.Version 0 means version 0 here: pass -1 when unknown.
 func NewReader(src io.ReaderAt, size int64, path string, opts ReaderOptions) (*Reader, error) {
+	return newReader(src, size, path, opts, nil)
+}
+
+// newReader is NewReader; mem, when set, is the whole file (src reads the
+// same bytes), and frames are decoded straight out of it.
+func newReader(src io.ReaderAt, size int64, path string, opts ReaderOptions, mem []byte) (*Reader, error) {
 	if opts.Registry == nil {
 		opts.Registry = DefaultRegistry
 	}
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = DefaultMaxLineBytes
 	}
-	r := &Reader{path: path, src: src, opts: opts}
+	r := &Reader{path: path, src: src, opts: opts, mem: mem}
+	r.parser.members = r.members[:0]
 	r.stats.FileBytes = size
 	if opts.Compression != nil {
 		r.comp = *opts.Compression
@@ -179,7 +249,10 @@ func NewReader(src io.ReaderAt, size int64, path string, opts ReaderOptions) (*R
 	}
 	if r.comp == Zstd {
 		r.scanner = NewFrameScanner(src, size)
-		r.dec = decoderPool.Get().(*zstd.Decoder)
+		r.scanner.mem = mem
+		if fb, _ := frameBufPool.Get().(*frameBufs); fb != nil {
+			r.bufs, r.cbuf, r.pbuf = fb, fb.c, fb.p
+		}
 	} else {
 		r.br = getBufio(io.NewSectionReader(src, 0, size))
 	}
@@ -187,7 +260,7 @@ func NewReader(src io.ReaderAt, size int64, path string, opts ReaderOptions) (*R
 		r.release()
 		return nil, err
 	}
-	r.parser = envelopeParser{version: r.header.Version, reg: opts.Registry}
+	r.parser.version, r.parser.reg = r.header.Version, opts.Registry
 	return r, nil
 }
 
@@ -220,6 +293,10 @@ func (r *Reader) Close() error {
 }
 
 func (r *Reader) release() {
+	if r.whole != nil {
+		putWhole(r.whole)
+		r.whole = nil
+	}
 	putBufio(r.br)
 	putBufio(r.seq)
 	r.br, r.seq = nil, nil
@@ -228,11 +305,31 @@ func (r *Reader) release() {
 		r.scanner = nil
 	}
 	if r.dec != nil {
-		r.dec.Reset(nil)
-		decoderPool.Put(r.dec)
+		if r.decBig {
+			r.dec.Close()
+		} else {
+			r.dec.Reset(nil)
+			decoderPool.Put(r.dec)
+		}
 		r.dec = nil
 	}
+	if (r.cbuf != nil || r.pbuf != nil) && cap(r.cbuf) <= keepBufBytes && cap(r.pbuf) <= keepBufBytes {
+		fb := r.bufs
+		if fb == nil {
+			fb = &frameBufs{}
+		}
+		fb.c, fb.p = r.cbuf[:0], r.pbuf[:0]
+		frameBufPool.Put(fb)
+	}
+	r.bufs, r.cbuf, r.pbuf = nil, nil, nil
+	r.plain.Reset(nil)
 }
+
+// frameBufs are the frame buffers of a finished reader, for the next: a
+// store holds thousands of small logs.
+type frameBufs struct{ c, p []byte }
+
+var frameBufPool sync.Pool
 
 func (r *Reader) errorAt(pos Position, kind error, format string, args ...any) *FormatError {
 	return &FormatError{Path: r.path, Pos: pos, Msg: fmt.Sprintf(format, args...), Kind: kind}
@@ -425,6 +522,11 @@ const (
 	smallFrameContent = 4 << 20
 )
 
+// keepBufBytes bounds the frame buffers a reader keeps when it goes from
+// small frames (decoded whole) to large ones (streamed) or back: the larger
+// ones are dropped then, so that a reader does not hold both at once.
+const keepBufBytes = 2 << 20
+
 // allDecoder decodes small frames whole; DecodeAll is safe for concurrent
 // use and bounded by the memory limit.
 var allDecoder = func() *zstd.Decoder {
@@ -436,7 +538,8 @@ var allDecoder = func() *zstd.Decoder {
 	return d
 }()
 
-func (r *Reader) decodeSmallFrame(f Frame) error {
+// readSmallFrame reads frame f's bytes into cbuf and decodes them.
+func (r *Reader) readSmallFrame(f Frame) error {
 	if cap(r.cbuf) < int(f.Size) {
 		r.cbuf = make([]byte, f.Size)
 	}
@@ -445,7 +548,20 @@ func (r *Reader) decodeSmallFrame(f Frame) error {
 		r.seqPos = -1
 		return fmt.Errorf("%s: reading frame %d at byte %d: %w", r.path, f.Index, f.Offset, err)
 	}
-	out, err := allDecoder.DecodeAll(r.cbuf, r.pbuf[:0])
+	return r.decodeSmallFrame(f, r.cbuf)
+}
+
+// decodeSmallFrame decodes frame f, whose bytes are in.
+func (r *Reader) decodeSmallFrame(f Frame, in []byte) error {
+	out, err := allDecoder.DecodeAll(in, r.pbuf[:0])
+	if err != nil && f.ContentSize < 0 {
+		// A frame that does not state its size may be larger than
+		// DecodeAll takes, and a damaged one reports as a stream
+		// does (its complete lines first): it is read as a stream,
+		// from the bytes already read.
+		r.plain.Reset(in)
+		return r.streamFrame(f, &r.plain)
+	}
 	if err != nil {
 		return r.errorAt(Position{Frame: f.Index, FrameOffset: f.Offset}, ErrCorrupt, "frame failed validation: %v", err)
 	}
@@ -487,6 +603,25 @@ func (r *Reader) openFrame() error {
 			r.opts.OnProblem(r.errorAt(Position{Frame: f.Index, FrameOffset: f.Offset}, ErrCorrupt, "frame carries no content checksum"))
 		}
 	}
+	// Small frames that do not state their size are decoded whole too:
+	// a writer's one-batch frames often do not.
+	small := !f.Torn && f.Size <= smallFrameBytes && f.ContentSize <= smallFrameContent
+	if small && r.decBig && (f.ContentSize < 0 || f.ContentSize > keepBufBytes) {
+		// A history of megabytes is not held beside the megabytes of a
+		// small frame's text: the frames that hold long lines. (Dropped
+		// at every small frame, it would be made again for every large
+		// one, which costs more than it saves.)
+		r.dec.Close()
+		r.dec, r.decBig = nil, false
+	}
+	if !small && cap(r.pbuf) > keepBufBytes {
+		// Nor megabytes of small-frame text through a large frame.
+		r.pbuf = nil
+		r.plain.Reset(nil)
+	}
+	if small && r.mem != nil {
+		return r.decodeSmallFrame(f, r.mem[f.Offset:f.Offset+f.Size])
+	}
 	// Frames are consecutive: feed the decoder from one buffered sequential
 	// reader, so many small frames cost few reads.
 	if r.seq == nil || r.seqPos != f.Offset {
@@ -502,8 +637,8 @@ func (r *Reader) openFrame() error {
 	}
 	r.frameIn.R, r.frameIn.N = r.seq, f.Size
 	r.seqPos = f.Offset + f.Size
-	if !f.Torn && f.Size <= smallFrameBytes && f.ContentSize >= 0 && f.ContentSize <= smallFrameContent {
-		return r.decodeSmallFrame(f)
+	if small {
+		return r.readSmallFrame(f)
 	}
 	var in io.Reader = r.frameIn
 	if f.Torn {
@@ -512,6 +647,20 @@ func (r *Reader) openFrame() error {
 			blocks = bytes.NewReader(nil)
 		}
 		in = blocks
+	}
+	return r.streamFrame(f, in)
+}
+
+// streamFrame reads frame f from in through the stream decoder.
+func (r *Reader) streamFrame(f Frame, in io.Reader) error {
+	if r.dec == nil {
+		// Taken only when a frame is streamed: most logs have none.
+		r.dec = decoderPool.Get().(*zstd.Decoder)
+	}
+	// The window is the content size for a single-segment frame, else
+	// whatever the header declares.
+	if f.fhd&0x20 == 0 || f.ContentSize > keepBufBytes {
+		r.decBig = true
 	}
 	if err := r.dec.Reset(in); err != nil && !f.Torn {
 		return r.errorAt(Position{Frame: f.Index, FrameOffset: f.Offset}, ErrCorrupt, "frame failed validation: %v", err)

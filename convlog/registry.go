@@ -113,6 +113,13 @@ func (r *Registry) Lookup(name string) *TypeInfo {
 	return r.types[name]
 }
 
+// lookupBytes is Lookup of a name held in bytes, without converting it.
+func (r *Registry) lookupBytes(name []byte) *TypeInfo {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.types[string(name)]
+}
+
 // Names lists the registered types in order.
 func (r *Registry) Names() []string {
 	r.mu.RLock()

@@ -43,7 +43,14 @@ func MessageText(msg []byte) (role, text string) {
 	for _, m := range ms {
 		switch m.key {
 		case "role":
-			role, _ = parseJSONString(m.valueBytes)
+			switch string(m.valueBytes) {
+			case `"user"`:
+				role = "user"
+			case `"assistant"`:
+				role = "assistant"
+			default:
+				role, _ = parseJSONString(m.valueBytes)
+			}
 		case "content":
 			content = m.valueBytes
 		}
@@ -62,11 +69,8 @@ func MessageText(msg []byte) (role, text string) {
 		if err != nil {
 			break
 		}
-		block := content[i:end]
-		if typ, _ := parseJSONString(memberOf(block, "type")); typ == "text" {
-			if t, ok := parseJSONString(memberOf(block, "text")); ok && t != "" {
-				parts = append(parts, t)
-			}
+		if t, ok := blockText(content[i:end]); ok && t != "" {
+			parts = append(parts, t)
 		}
 		i = skipWS(content, end)
 		if i < len(content) && content[i] == ',' {
@@ -74,4 +78,28 @@ func MessageText(msg []byte) (role, text string) {
 		}
 	}
 	return role, strings.Join(parts, "\n")
+}
+
+// blockText returns the text of a content block of type "text".
+func blockText(block []byte) (string, bool) {
+	var buf [8]member
+	ms, err := scanTrusted(block, buf[:0])
+	if err != nil {
+		return "", false
+	}
+	var typ, text []byte
+	for _, m := range ms {
+		switch m.key {
+		case "type":
+			typ = m.valueBytes
+		case "text":
+			text = m.valueBytes
+		}
+	}
+	if string(typ) != `"text"` {
+		if t, _ := parseJSONString(typ); t != "text" {
+			return "", false
+		}
+	}
+	return parseJSONString(text)
 }

@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -157,5 +158,77 @@ func BenchmarkBulkInsert(b *testing.B) {
 		}
 		w.Commit()
 		db.Finish()
+	}
+}
+
+// TestBulkLoadMapsMessages: a bulk load maps each message to its
+// conversation at the end, as an incremental write does row by row, so
+// later deletes and replacements find them.
+func TestBulkLoadMapsMessages(t *testing.T) {
+	ctx := context.Background()
+	p := filepath.Join(t.TempDir(), "metadata.db")
+	db, err := Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []string{"a", "b", "c"} {
+		var msgs []Message
+		for j := range i + 2 {
+			msgs = append(msgs, Message{SessionID: "root", Seq: int64(j), Role: "user", Text: fmt.Sprintf("%s talks about walruses %d", id, j)})
+		}
+		if err := w.Put(ctx, conv(id, int64(100+i), false), msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Put(ctx, conv("quiet", 50, false), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var bad, rows int
+	db.db.QueryRow(`SELECT count(*) FROM message_rows r LEFT JOIN messages m ON m.rowid = r.fts_rowid
+		WHERE m.conversation_id IS NOT r.conversation_id`).Scan(&bad)
+	db.db.QueryRow(`SELECT count(*) FROM message_rows`).Scan(&rows)
+	if bad != 0 || rows != 2+3+4 {
+		t.Fatalf("message_rows: %d rows, %d not matching their message", rows, bad)
+	}
+	if err := db.Delete(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Upsert(ctx, conv("c", 300, false), []Message{{SessionID: "root", Seq: 1, Role: "user", Text: "now about seals"}}); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := db.Search(ctx, "walruses", 50)
+	if err != nil || len(hits) != 2 || hits[0].ConversationID != "a" || hits[1].ConversationID != "a" {
+		t.Fatalf("walruses = %+v, %v", hits, err)
+	}
+	if hits, _ := db.Search(ctx, "seals", 50); len(hits) != 1 || hits[0].ConversationID != "c" {
+		t.Fatalf("seals = %+v", hits)
+	}
+}
+
+func TestJSONListIsMarshal(t *testing.T) {
+	for _, v := range [][]string{nil, {}, {"coder"}, {"a", "b c"}, {`q"uote`}, {`back\slash`}, {"<html>&"}, {"é"}, {"\u2028"}, {"tab\t"}, {""}, {"~!@#$%^*()_+{}|:?-=[];',./`"}} {
+		want := "[]"
+		if v != nil {
+			b, _ := json.Marshal(v)
+			want = string(b)
+		}
+		if got := jsonList(v); got != want {
+			t.Errorf("jsonList(%q) = %s, want %s", v, got, want)
+		}
 	}
 }

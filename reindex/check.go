@@ -41,7 +41,7 @@ func (r *CheckResult) Drift() bool { return r.IndexProblem != "" || len(r.Differ
 func Check(ctx context.Context, dataDir string, opts Options) (*CheckResult, error) {
 	opts.defaults()
 	res := &CheckResult{SchemaVersion: 1, Index: store.IndexPath(dataDir), Differences: []Difference{}, Skipped: []Skip{}}
-	tree, err := store.Walk(dataDir)
+	tree, err := store.WalkJobs(dataDir, opts.Jobs)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@ package reindex
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/convkit/convkit/convlog"
@@ -98,7 +101,7 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 		return nil, errors.New("reindex needs the store opened with the exclusive lock")
 	}
 	dataDir := s.DataDir()
-	tree, err := store.Walk(dataDir)
+	tree, err := store.WalkJobs(dataDir, opts.Jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -249,31 +252,69 @@ func swap(tmp, final string) error {
 
 // build reads conversations with at most jobs at once and hands each result
 // to sink in the order of convs. sink runs in the caller's goroutine.
+//
+// jobs long-lived readers take conversations in order and may finish up to
+// aheadPerJob conversations per job, holding at most aheadBytes of message
+// text, before sink takes them: the single writer behind sink and the
+// readers then rarely wait for each other (a large conversation no longer
+// stalls the readers behind it), and memory stays bounded.
 func build(ctx context.Context, convs []store.ConversationDir, present map[string]bool, opts Options, sink func(*built) error) error {
 	jobs := opts.Jobs
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	results := make([]chan *built, len(convs))
 	for i := range results {
 		results[i] = make(chan *built, 1)
 	}
-	sem := make(chan struct{}, jobs)
-	var wg sync.WaitGroup
+	var (
+		mu      sync.Mutex
+		room    = sync.NewCond(&mu)
+		pending int   // handed to a reader, not yet to sink
+		held    int64 // message bytes read, not yet handed to sink
+		stopped bool
+	)
+	next := make(chan int)
 	go func() {
-		for i, c := range convs {
+		defer close(next)
+		for i := range convs {
+			mu.Lock()
+			for !stopped && (pending >= jobs*aheadPerJob || held >= aheadBytes) {
+				room.Wait()
+			}
+			if stopped {
+				mu.Unlock()
+				return
+			}
+			pending++
+			mu.Unlock()
 			select {
-			case sem <- struct{}{}:
+			case next <- i:
 			case <-ctx.Done():
 				return
 			}
-			wg.Add(1)
-			go func(i int, c store.ConversationDir) {
-				defer wg.Done()
-				results[i] <- readConversation(c, present, !opts.NoText)
-			}(i, c)
 		}
 	}()
-	defer wg.Wait()
+	var wg sync.WaitGroup
+	for range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				b := readConversation(convs[i], present, !opts.NoText)
+				mu.Lock()
+				held += b.textBytes()
+				mu.Unlock()
+				results[i] <- b
+			}
+		}()
+	}
+	defer func() {
+		cancel()
+		mu.Lock()
+		stopped = true
+		room.Broadcast()
+		mu.Unlock()
+		wg.Wait()
+	}()
 	for i := range convs {
 		var b *built
 		select {
@@ -281,12 +322,33 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		<-sem
+		results[i] = nil
+		mu.Lock()
+		pending--
+		held -= b.textBytes()
+		room.Signal()
+		mu.Unlock()
 		if err := sink(b); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// aheadPerJob and aheadBytes bound what the readers may have read before
+// the writer takes it: conversations per job, and message text.
+const (
+	aheadPerJob = 16
+	aheadBytes  = 64 << 20
+)
+
+// textBytes is the message text b holds.
+func (b *built) textBytes() int64 {
+	var n int64
+	for _, m := range b.msgs {
+		n += int64(len(m.Text))
+	}
+	return n
 }
 
 // readConversation replays one conversation's logs into index rows.
@@ -317,6 +379,10 @@ func readConversationWith(c store.ConversationDir, present func(string) bool, wi
 	if err != nil {
 		return skip(convLog.Path, "unreadable conversation log: %v", err)
 	}
+	// The fingerprint is dirFingerprint's, from the sizes and times the
+	// logs had when they were opened: no second stat of each.
+	fp := sha256.New()
+	fingerprintOf(fp, convLog.Path, info.LogBytes, info.LogModTime)
 	if info.ID != c.ID {
 		return skip(convLog.Path, "conversation log names id %q, but its directory is %q", info.ID, c.ID)
 	}
@@ -350,7 +416,7 @@ func readConversationWith(c store.ConversationDir, present func(string) bool, wi
 		if si := info.Session(l.ID); si != nil {
 			sess.Agent, sess.Model, sess.ParentSession = si.Agent, si.Model, si.ParentSession
 		}
-		msgs, st, h, err := readSession(l.Path, l.ID, withText)
+		msgs, st, h, mtime, err := readSession(l.Path, l.ID, withText)
 		if err != nil {
 			reason := "unreadable session log"
 			if errors.Is(err, convlog.ErrUnsupported) {
@@ -358,14 +424,18 @@ func readConversationWith(c store.ConversationDir, present func(string) bool, wi
 			}
 			return skip(l.Path, "%s: %v", reason, err)
 		}
+		if err := store.CheckSessionHeader(h, l.ID); err != nil {
+			return skip(l.Path, "%v", err)
+		}
 		if sess.ParentSession == "" {
 			sess.ParentSession = h.ParentSession
 		}
 		sess.Events, sess.Bytes = st.Events, st.FileBytes
+		fingerprintOf(fp, l.Path, st.FileBytes, mtime)
 		conv.Sessions = append(conv.Sessions, sess)
 		b.msgs = append(b.msgs, msgs...)
 	}
-	conv.Fingerprint = dirFingerprint(c)
+	conv.Fingerprint = hex.EncodeToString(fp.Sum(nil))[:32]
 	b.conv = conv
 	return b
 }
@@ -377,16 +447,27 @@ func fingerprint(h io.Writer, path string) {
 	if err != nil {
 		return
 	}
-	io.WriteString(h, filepath.Base(path)+"\x00"+strconv.FormatInt(fi.Size(), 10)+"\x00"+
-		strconv.FormatInt(fi.ModTime().UnixNano(), 10)+"\n")
+	fingerprintOf(h, path, fi.Size(), fi.ModTime())
+}
+
+// fingerprintOf adds a log of the given size and modification time.
+func fingerprintOf(h io.Writer, path string, size int64, mtime time.Time) {
+	var b [128]byte
+	line := append(b[:0], filepath.Base(path)...)
+	line = append(line, 0)
+	line = strconv.AppendInt(line, size, 10)
+	line = append(line, 0)
+	line = strconv.AppendInt(line, mtime.UnixNano(), 10)
+	line = append(line, '\n')
+	h.Write(line)
 }
 
 // readSession reads one session log to its end: its stats and the text of
 // its user and assistant messages.
-func readSession(path, sessionID string, withText bool) ([]index.Message, convlog.Stats, *convlog.Header, error) {
+func readSession(path, sessionID string, withText bool) ([]index.Message, convlog.Stats, *convlog.Header, time.Time, error) {
 	r, err := convlog.Open(path, convlog.ReaderOptions{})
 	if err != nil {
-		return nil, convlog.Stats{}, nil, err
+		return nil, convlog.Stats{}, nil, time.Time{}, err
 	}
 	defer r.Close()
 	var msgs []index.Message
@@ -396,7 +477,7 @@ func readSession(path, sessionID string, withText bool) ([]index.Message, convlo
 			break
 		}
 		if err != nil {
-			return nil, convlog.Stats{}, nil, err
+			return nil, convlog.Stats{}, nil, time.Time{}, err
 		}
 		if !withText || (e.Type != convlog.TypeUserMessage && e.Type != convlog.TypeAssistantMessage) {
 			continue
@@ -411,7 +492,7 @@ func readSession(path, sessionID string, withText bool) ([]index.Message, convlo
 		}
 		msgs = append(msgs, index.Message{SessionID: sessionID, Seq: e.Seq, Role: role, Text: clip(text, MaxIndexedText)})
 	}
-	return msgs, r.Stats(), r.Header(), nil
+	return msgs, r.Stats(), r.Header(), r.ModTime(), nil
 }
 
 func clip(s string, n int) string {

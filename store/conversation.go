@@ -199,6 +199,10 @@ type ConversationInfo struct {
 	Version  int
 	Events   int64
 	TornTail bool
+	// LogBytes and LogModTime are the log's size and modification time
+	// when it was opened for this replay.
+	LogBytes   int64
+	LogModTime time.Time
 }
 
 // SessionInfo is one session/started.
@@ -349,8 +353,11 @@ func (s *convState) apply(e *convlog.Event) error {
 	switch e.Type {
 	case EventConversationCreated:
 		var d CreatedData
-		if err := decode(&d); err != nil {
-			return err
+		if !fastCreated(e.Data, &d) {
+			d = CreatedData{}
+			if err := decode(&d); err != nil {
+				return err
+			}
 		}
 		c.Cwd = d.Cwd
 		for _, a := range d.Agents {
@@ -364,16 +371,22 @@ func (s *convState) apply(e *convlog.Event) error {
 		}
 	case EventConversationTitle:
 		var d TitleData
-		if err := decode(&d); err != nil {
-			return err
+		if !fastTitle(e.Data, &d) {
+			d = TitleData{}
+			if err := decode(&d); err != nil {
+				return err
+			}
 		}
 		if !s.renamed {
 			c.Title, c.TitleIsAuto = d.Title, true
 		}
 	case EventConversationRenamed:
 		var d RenamedData
-		if err := decode(&d); err != nil {
-			return err
+		if !fastRenamed(e.Data, &d) {
+			d = RenamedData{}
+			if err := decode(&d); err != nil {
+				return err
+			}
 		}
 		c.Title, c.TitleIsAuto, s.renamed = d.Title, false, true
 	case EventConversationArchived:
@@ -382,8 +395,11 @@ func (s *convState) apply(e *convlog.Event) error {
 		c.Archived = false
 	case EventSessionStarted:
 		var d SessionStartedData
-		if err := decode(&d); err != nil {
-			return err
+		if !fastSessionStarted(e.Data, &d) {
+			d = SessionStartedData{}
+			if err := decode(&d); err != nil {
+				return err
+			}
 		}
 		si := SessionInfo{ID: d.SessionID, Agent: d.Agent, Model: d.Model, ParentSession: d.ParentSession, StartedAt: t}
 		if p := c.Session(d.ParentSession); p != nil {
@@ -396,15 +412,21 @@ func (s *convState) apply(e *convlog.Event) error {
 		c.Models = addUnique(c.Models, d.Model)
 	case EventTurnStarted:
 		var d TurnStartedData
-		if err := decode(&d); err != nil {
-			return err
+		if !fastTurnStarted(e.Data, &d, c.Sessions) {
+			d = TurnStartedData{}
+			if err := decode(&d); err != nil {
+				return err
+			}
 		}
 		c.Turns = append(c.Turns, TurnInfo{SessionID: d.SessionID, Turn: d.Turn, StartedAt: t})
 		s.open[d.SessionID] = len(c.Turns) - 1
 	case EventTurnEnded:
 		var d TurnEndedData
-		if err := decode(&d); err != nil {
-			return err
+		if !fastTurnEnded(e.Data, &d, c.Sessions) {
+			d = TurnEndedData{}
+			if err := decode(&d); err != nil {
+				return err
+			}
 		}
 		if i, ok := s.open[d.SessionID]; ok && c.Turns[i].Turn == d.Turn {
 			c.Turns[i].EndedAt, c.Turns[i].Outcome = t, d.Outcome
@@ -507,7 +529,9 @@ func replayFile(path string) (*convState, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	st.info.TornTail = r.Stats().TornTail
+	stats := r.Stats()
+	st.info.TornTail = stats.TornTail
+	st.info.LogBytes, st.info.LogModTime = stats.FileBytes, r.ModTime()
 	return st, nil
 }
 

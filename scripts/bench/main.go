@@ -61,7 +61,7 @@ var sizes = map[string]struct {
 func main() {
 	size := flag.String("size", "small", "store size: ci, small or realistic")
 	seed := flag.Int64("seed", 8, "the store generator's seed")
-	work := flag.String("work", "", "work in `DIR` and keep it (default: a temporary directory, removed)")
+	work := flag.String("work", "", "work in `DIR` and keep it, with the generated store for the next run (default: a temporary directory, removed)")
 	flag.Parse()
 	b := &bench{log: os.Stderr}
 	if err := b.run(*size, *seed, *work); err != nil {
@@ -123,21 +123,34 @@ func (b *bench) run(size string, seed int64, work string) error {
 		return fmt.Errorf("go build (run from the module root): %v\n%s", err, out)
 	}
 
-	src := b.path("store")
-	b.say("generating a %s store: %d conversations, root logs log-normal around %s up to %s", size, sz.convs,
-		mib(sz.mix.Median), mib(sz.mix.Max))
+	// A -work directory keeps the generated store for the next run of the
+	// same size and seed; every measured run works on copies of it.
+	src, done := b.path("store"), b.path("store.done")
+	stamp := fmt.Sprintf("%s %d\n", size, seed)
 	start := time.Now()
-	mix := sz.mix
-	if _, err := fixtures.Generate(src, fixtures.Options{Seed: seed, Conversations: sz.convs, Sizes: &mix,
-		OrdinaryOnly: true, Compression: convlog.Zstd}); err != nil {
-		return fmt.Errorf("generating the store: %w", err)
+	if got, err := os.ReadFile(done); err == nil && string(got) == stamp {
+		b.say("reusing the %s store in %s", size, src)
+	} else {
+		if err := errors.Join(os.Remove(done), os.RemoveAll(src)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		b.say("generating a %s store: %d conversations, root logs log-normal around %s up to %s", size, sz.convs,
+			mib(sz.mix.Median), mib(sz.mix.Max))
+		mix := sz.mix
+		if _, err := fixtures.Generate(src, fixtures.Options{Seed: seed, Conversations: sz.convs, Sizes: &mix,
+			OrdinaryOnly: true, Compression: convlog.Zstd}); err != nil {
+			return fmt.Errorf("generating the store: %w", err)
+		}
+		if err := os.WriteFile(done, []byte(stamp), 0o600); err != nil {
+			return err
+		}
 	}
 	all, err := logsOf(src)
 	if err != nil {
 		return err
 	}
 	older := olderOf(all)
-	b.say("generated %d logs (%d older, %s plain) in %.0fs", len(all), len(older), mb(sumBytes(all)),
+	b.say("%d logs (%d older, %s plain), ready in %.0fs", len(all), len(older), mb(sumBytes(all)),
 		time.Since(start).Seconds())
 	if len(older) == 0 {
 		return errors.New("the generated store has no older logs to migrate")
@@ -547,9 +560,13 @@ func (b *bench) print(w io.Writer, size string) {
 				}
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%.1f\t%.2f\t%.1f\t%.0f\t%.1f\t%s\t%s\t%s\n", r.num, r.op, r.files,
-			float64(r.bytes)/1e6, r.secs, float64(r.bytes)/1e6/r.secs, float64(r.files)/r.secs,
-			float64(r.peak)/1024, vs, target, met)
+		perSec := float64(r.files) / r.secs
+		rate := fmt.Sprintf("%.0f", perSec)
+		if perSec < 10 {
+			rate = fmt.Sprintf("%.2f", perSec)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%.1f\t%.2f\t%.1f\t%s\t%.1f\t%s\t%s\t%s\n", r.num, r.op, r.files,
+			float64(r.bytes)/1e6, r.secs, float64(r.bytes)/1e6/r.secs, rate, float64(r.peak)/1024, vs, target, met)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)

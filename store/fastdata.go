@@ -1,0 +1,242 @@
+package store
+
+import (
+	"bytes"
+	"strconv"
+
+	"github.com/convkit/convkit/convlog"
+)
+
+// The conversation log is replayed by every listing and reindex, and most of
+// its events are small flat objects (session/started, turn/started,
+// turn/ended, the title). They are read here without encoding/json, which
+// cost more than reading the log. The fast path takes only data whose
+// meaning is beyond doubt: members it knows by their exact names, plain
+// strings without escapes, integers, arrays of those, null. Anything else
+// (an unknown or differently cased member, an escape, another type) makes
+// it give up, and the caller decodes with encoding/json as before, so the
+// result, error included, is what json.Unmarshal gives.
+
+// fastMembers calls set for each member of the event data with its key and
+// raw value (nil for null); set reports whether it took the member.
+func fastMembers(data []byte, set func(key string, v []byte) bool) bool {
+	var buf [8]convlog.JSONMember
+	ms, ok := convlog.JSONMembers(data, buf[:0])
+	if !ok {
+		return false
+	}
+	for _, m := range ms {
+		v := m.Value
+		if isNull(v) {
+			// json.Unmarshal leaves the field as it is (a slice: nil).
+			v = nil
+		}
+		if !set(m.Key, v) {
+			return false
+		}
+	}
+	return true
+}
+
+func isNull(v []byte) bool { return string(v) == "null" }
+
+// fastString sets *dst from a JSON string without escapes; v nil (null)
+// leaves it.
+func fastString(v []byte, dst *string) bool {
+	if v == nil {
+		return true
+	}
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return false
+	}
+	s := v[1 : len(v)-1]
+	if bytes.IndexByte(s, '\\') >= 0 {
+		return false
+	}
+	*dst = string(s)
+	return true
+}
+
+// fastSessionID is fastString for a session id that names one of known
+// (the sessions started so far), whose string it reuses: turns repeat
+// their session's id.
+func fastSessionID(v []byte, dst *string, known []SessionInfo) bool {
+	if v == nil || len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
+		return fastString(v, dst)
+	}
+	s := v[1 : len(v)-1]
+	for i := range known {
+		if known[i].ID == string(s) {
+			*dst = known[i].ID
+			return true
+		}
+	}
+	return fastString(v, dst)
+}
+
+// fastInt sets *dst from a JSON integer; v nil (null) leaves it.
+func fastInt(v []byte, dst *int64) bool {
+	if v == nil {
+		return true
+	}
+	if len(v) == 0 || len(v) > 20 {
+		return false
+	}
+	for k, c := range v {
+		if !(c >= '0' && c <= '9') && !(k == 0 && c == '-') {
+			return false
+		}
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return false
+	}
+	*dst = n
+	return true
+}
+
+// fastArray calls elem for each element of a JSON array; v nil (null)
+// calls nothing and reports an empty result as json.Unmarshal would (a
+// nil slice: the caller resets it).
+func fastArray(v []byte, elem func([]byte) bool) (isNull, ok bool) {
+	if v == nil {
+		return true, true
+	}
+	if len(v) < 2 || v[0] != '[' {
+		return false, false
+	}
+	i := convlog.SkipJSONSpace(v, 1)
+	if i < len(v) && v[i] == ']' {
+		return false, i == len(v)-1
+	}
+	for i < len(v) {
+		end, err := convlog.SkipJSONValue(v, i)
+		if err != nil || !elem(v[i:end]) {
+			return false, false
+		}
+		i = convlog.SkipJSONSpace(v, end)
+		if i < len(v) && v[i] == ',' {
+			i = convlog.SkipJSONSpace(v, i+1)
+			continue
+		}
+		return false, i == len(v)-1 && v[i] == ']'
+	}
+	return false, false
+}
+
+// fastStrings sets *dst from an array of plain strings.
+func fastStrings(v []byte, dst *[]string) bool {
+	list := []string{}
+	null, ok := fastArray(v, func(e []byte) bool {
+		var s string
+		if isNull(e) {
+			// json.Unmarshal leaves a null element "".
+			list = append(list, "")
+			return true
+		}
+		if !fastString(e, &s) {
+			return false
+		}
+		list = append(list, s)
+		return true
+	})
+	switch {
+	case !ok:
+		return false
+	case null:
+		*dst = nil
+	default:
+		*dst = list
+	}
+	return true
+}
+
+// fastInts checks an array of integers (the value is not kept).
+func fastInts(v []byte) bool {
+	_, ok := fastArray(v, func(e []byte) bool {
+		var n int64
+		return !isNull(e) && fastInt(e, &n)
+	})
+	return ok
+}
+
+func fastCreated(data []byte, d *CreatedData) bool {
+	return fastMembers(data, func(k string, v []byte) bool {
+		switch k {
+		case "cwd":
+			return fastString(v, &d.Cwd)
+		case "agents":
+			return fastStrings(v, &d.Agents)
+		case "models":
+			return fastStrings(v, &d.Models)
+		case "title":
+			return fastString(v, &d.Title)
+		}
+		return false
+	})
+}
+
+func fastTitle(data []byte, d *TitleData) bool {
+	return fastMembers(data, func(k string, v []byte) bool {
+		switch k {
+		case "title":
+			return fastString(v, &d.Title)
+		case "messageSeqs":
+			// Not kept by the replay, only checked as json.Unmarshal
+			// would.
+			return v == nil || fastInts(v)
+		}
+		return false
+	})
+}
+
+func fastRenamed(data []byte, d *RenamedData) bool {
+	return fastMembers(data, func(k string, v []byte) bool {
+		if k == "title" {
+			return fastString(v, &d.Title)
+		}
+		return false
+	})
+}
+
+func fastSessionStarted(data []byte, d *SessionStartedData) bool {
+	return fastMembers(data, func(k string, v []byte) bool {
+		switch k {
+		case "sessionId":
+			return fastString(v, &d.SessionID)
+		case "agent":
+			return fastString(v, &d.Agent)
+		case "model":
+			return fastString(v, &d.Model)
+		case "parentSession":
+			return fastString(v, &d.ParentSession)
+		}
+		return false
+	})
+}
+
+func fastTurnStarted(data []byte, d *TurnStartedData, known []SessionInfo) bool {
+	return fastMembers(data, func(k string, v []byte) bool {
+		switch k {
+		case "sessionId":
+			return fastSessionID(v, &d.SessionID, known)
+		case "turn":
+			return fastInt(v, &d.Turn)
+		}
+		return false
+	})
+}
+
+func fastTurnEnded(data []byte, d *TurnEndedData, known []SessionInfo) bool {
+	return fastMembers(data, func(k string, v []byte) bool {
+		switch k {
+		case "sessionId":
+			return fastSessionID(v, &d.SessionID, known)
+		case "turn":
+			return fastInt(v, &d.Turn)
+		case "outcome":
+			return fastString(v, &d.Outcome)
+		}
+		return false
+	})
+}
