@@ -87,8 +87,8 @@ type Reader struct {
 	inFrame  bool
 	frameEnd bool
 	// decBig is set once dec has streamed a frame whose window may exceed
-	// keepBufBytes: its history is that large, and it is not kept for
-	// small frames or returned to the pool.
+	// keepBufBytes: its history is that large, so it is not returned to
+	// the pool, nor kept through a large frame that is decoded whole.
 	decBig bool
 
 	// whole holds the file when Open read it whole (returned to its pool
