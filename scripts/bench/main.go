@@ -117,6 +117,18 @@ func (b *bench) run(size string, seed int64, work string) error {
 		return err
 	}
 	b.work = work
+	// Only the generated store survives from a previous run.
+	ents, err := os.ReadDir(work)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if e.Name() != "store" && e.Name() != "store.done" {
+			if err := os.RemoveAll(b.path(e.Name())); err != nil {
+				return err
+			}
+		}
+	}
 	b.bin = b.path("convkit")
 	b.say("building convkit")
 	if out, err := exec.Command("go", "build", "-o", b.bin, "./cmd/convkit").CombinedOutput(); err != nil {
@@ -711,7 +723,12 @@ func treeSize(dir string) (files int, size int64, err error) {
 	return files, size, err
 }
 
+// copyTree copies from to the new path to, replacing what a previous run
+// left there (cp -a into an existing directory would nest the copy).
 func copyTree(from, to string) error {
+	if err := os.RemoveAll(to); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
 		return err
 	}
