@@ -173,10 +173,14 @@ func (b *bench) run(size string, seed int64, work string) error {
 	// Every later job runs on the store migrated with one job: the state a
 	// runtime finds after the upgrade.
 	migrated := b.path("migrate-1")
-	if err := b.inspect(migrated); err != nil {
+	logs, err := logsOf(migrated) // read once: sizing every log decompresses it
+	if err != nil {
 		return err
 	}
-	if err := b.reindex(migrated); err != nil {
+	if err := b.inspect(logs); err != nil {
+		return err
+	}
+	if err := b.reindex(migrated, logs); err != nil {
 		return err
 	}
 	if err := b.backup(migrated); err != nil {
@@ -267,11 +271,7 @@ func (b *bench) migrate(src string, older []logFile) error {
 }
 
 // inspect times inspect --stats on the largest current compressed log.
-func (b *bench) inspect(dir string) error {
-	logs, err := logsOf(dir)
-	if err != nil {
-		return err
-	}
+func (b *bench) inspect(logs []logFile) error {
 	var big logFile
 	for _, l := range logs {
 		if l.current && l.compressed && l.bytes > big.bytes {
@@ -291,14 +291,10 @@ func (b *bench) inspect(dir string) error {
 	return err
 }
 
-// reindex times a reindex from scratch beside decompressing every current
-// log, and beside sqlite3 loading the rows the index holds into the same
-// schema.
-func (b *bench) reindex(dir string) error {
-	logs, err := logsOf(dir)
-	if err != nil {
-		return err
-	}
+// reindex times a reindex from scratch of the store in dir (whose logs are
+// logs) beside decompressing every current log, and beside sqlite3 loading
+// the rows the index holds into the same schema.
+func (b *bench) reindex(dir string, logs []logFile) error {
 	var cur, zs, ps []logFile
 	for _, l := range logs {
 		if !l.current {
