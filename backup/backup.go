@@ -38,6 +38,7 @@ import (
 
 	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/progress"
 	"github.com/convkit/convkit/store"
 )
@@ -148,6 +149,10 @@ func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Res
 		m.Online, m.Holder = true, locked.Holder
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
+	case errors.Is(err, durable.ErrSymlink) || errors.Is(err, durable.ErrNotRegular):
+		// A runtime.lock that is a link or a special file is not a lock
+		// anyone can hold: refuse, as every writing command does.
+		return nil, err
 	default:
 		// Never wait and never fail for the lock: copying committed
 		// prefixes is safe whoever writes.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/durable"
 )
 
 // Names of the entries of a data directory.
@@ -122,7 +123,7 @@ func SessionLogPath(dataDir, convID, sessionID string, version int, c convlog.Co
 
 // ErrSymlink is wrapped when a path in the store is a symbolic link: the
 // store never follows one, so a link cannot lead a read or a delete outside.
-var ErrSymlink = errors.New("symbolic links are never followed")
+var ErrSymlink = durable.ErrSymlink
 
 // conversationDir is ConversationPath for an existing conversation: it
 // refuses a directory entry that is a symbolic link or not a directory. A

@@ -157,15 +157,24 @@ func AcquireLock(ctx context.Context, dataDir string, opts LockOptions) (*Lock, 
 	if err := createLockFile(dataDir, path); err != nil {
 		return nil, err
 	}
+	// The descriptor the holder record is written through, opened without
+	// following a link and checked to be a regular file before anything is
+	// locked or written: a runtime.lock that is a link to another file must
+	// never empty that file.
+	rec, err := durable.OpenRegular(path, os.O_RDWR)
+	if err != nil {
+		return nil, lockFileError(path, err)
+	}
+	defer rec.Close()
 
-	fl := flock.New(path, flock.SetFlag(os.O_RDWR), flock.SetPermissions(durable.FileMode))
+	fl := flock.New(path, flock.SetFlag(os.O_RDWR|durable.NoFollowFlags))
 	start := time.Now()
 	wait := max(opts.Timeout, probeGrace)
 	delay := retryFirst
 	for {
 		ok, err := fl.TryLock()
 		if err != nil {
-			return nil, fmt.Errorf("lock %s: %w", path, err)
+			return nil, lockFileError(path, err)
 		}
 		if ok {
 			break
@@ -185,27 +194,63 @@ func AcquireLock(ctx context.Context, dataDir string, opts LockOptions) (*Lock, 
 	}
 
 	l := &Lock{path: path, mode: LockExclusive, fl: fl, holder: newHolder(opts)}
-	if err := writeHolder(path, l.holder); err != nil {
+	// The locked file must be the one checked above: a rename between the
+	// two opens would otherwise lock one file and write into another.
+	if err := sameFile(rec, fl); err != nil {
+		l.Release()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := writeHolder(rec, l.holder); err != nil {
 		l.Release()
 		return nil, err
 	}
 	return l, nil
 }
 
-// createLockFile creates an empty 0600 lock file unless one exists.
+// lockFileError words a failure to open or lock runtime.lock, naming the
+// file once.
+func lockFileError(path string, err error) error {
+	switch {
+	case errors.Is(err, durable.ErrSymlink):
+		return &wordedError{msg: "refusing to lock " + path + ": it is a symbolic link, and convkit never follows links when writing or locking", err: err}
+	case errors.Is(err, durable.ErrNotRegular):
+		return fmt.Errorf("refusing to lock %w", err) // err names the path
+	}
+	return fmt.Errorf("lock %s: %w", path, err)
+}
+
+// sameFile checks that the descriptor rec and the file fl locked are one
+// regular file.
+func sameFile(rec *os.File, fl *flock.Flock) error {
+	a, err := rec.Stat()
+	if err != nil {
+		return err
+	}
+	b, err := fl.Stat()
+	if err != nil {
+		return err
+	}
+	if !b.Mode().IsRegular() {
+		return durable.ErrNotRegular
+	}
+	if !os.SameFile(a, b) {
+		return errors.New("the file was replaced while it was being locked; try again")
+	}
+	return nil
+}
+
+// createLockFile creates an empty 0600 lock file unless something exists
+// at path. It never follows a link: O_EXCL fails on one, and the caller's
+// OpenRegular then refuses it.
 func createLockFile(dataDir, path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, durable.FileMode)
-	if errors.Is(err, fs.ErrExist) {
+	f, err := durable.CreateExcl(path)
+	if errors.Is(err, fs.ErrExist) || errors.Is(err, durable.ErrSymlink) || errors.Is(err, durable.ErrNotRegular) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("create %s: %w", path, err)
+		return err // an *os.PathError naming the path
 	}
-	err = f.Chmod(durable.FileMode) // the umask may have narrowed it
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
 	return durable.SyncDir(dataDir)
@@ -227,24 +272,19 @@ func newHolder(opts LockOptions) Holder {
 	return h
 }
 
-// writeHolder replaces the lock file's content. It writes through its own
-// descriptor: flock locks belong to the file, not to one descriptor of it.
-func writeHolder(path string, h Holder) error {
+// writeHolder replaces the lock file's content through rec, a descriptor of
+// the locked file: flock locks belong to the file, not to one descriptor
+// of it, and reopening the path could reach another file.
+func writeHolder(rec *os.File, h Holder) error {
+	path := rec.Name()
 	line, err := json.Marshal(h)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Truncate(0); err == nil {
-		if _, err = f.WriteAt(append(line, '\n'), 0); err == nil {
-			err = f.Sync()
+	if err = rec.Truncate(0); err == nil {
+		if _, err = rec.WriteAt(append(line, '\n'), 0); err == nil {
+			err = rec.Sync()
 		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -254,7 +294,7 @@ func writeHolder(path string, h Holder) error {
 
 // readHolder parses the lock file's first line, or returns nil.
 func readHolder(path string) *Holder {
-	f, err := os.Open(path)
+	f, err := durable.OpenRegular(path, os.O_RDONLY)
 	if err != nil {
 		return nil
 	}
@@ -290,13 +330,23 @@ type Status struct {
 func LockStatus(dataDir string) (Status, error) {
 	path := LockPath(dataDir)
 	st := Status{Path: path}
-	fl := flock.New(path, flock.SetFlag(os.O_RDONLY))
+	// Check what the path is before the probe opens it: a link is not
+	// followed and a FIFO never blocks the open.
+	f, err := durable.OpenRegular(path, os.O_RDONLY)
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, lockStatusError(path, err)
+	}
+	f.Close()
+	fl := flock.New(path, flock.SetFlag(os.O_RDONLY|durable.NoFollowFlags))
 	ok, err := fl.TryRLock()
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
 	}
 	if err != nil {
-		return st, fmt.Errorf("lock status %s: %w", path, err)
+		return st, lockStatusError(path, err)
 	}
 	if ok {
 		if err := fl.Unlock(); err != nil {
@@ -307,3 +357,23 @@ func LockStatus(dataDir string) (Status, error) {
 	st.Holder = readHolder(path)
 	return st, nil
 }
+
+func lockStatusError(path string, err error) error {
+	switch {
+	case errors.Is(err, durable.ErrSymlink):
+		return &wordedError{msg: "lock status: " + path + " is a symbolic link; convkit never follows links when locking", err: err}
+	case errors.Is(err, durable.ErrNotRegular):
+		return fmt.Errorf("lock status: %w", err)
+	}
+	return fmt.Errorf("lock status %s: %w", path, err)
+}
+
+// wordedError is an error whose message is written for the user while it
+// still wraps its cause for errors.Is.
+type wordedError struct {
+	msg string
+	err error
+}
+
+func (e *wordedError) Error() string { return e.msg }
+func (e *wordedError) Unwrap() error { return e.err }

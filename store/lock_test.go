@@ -297,3 +297,86 @@ func TestLockFileModes(t *testing.T) {
 		})
 	}
 }
+
+// TestLockRefusesLinksAndSpecialFiles: a runtime.lock that is a symbolic
+// link, a FIFO or a directory is refused by AcquireLock and LockStatus,
+// without blocking, and nothing is written through it.
+func TestLockRefusesLinksAndSpecialFiles(t *testing.T) {
+	cases := []struct {
+		name string
+		make func(t *testing.T, lockPath, victim string)
+		want string
+	}{
+		{"symlink to a file", func(t *testing.T, p, victim string) {
+			if err := os.Symlink(victim, p); err != nil {
+				t.Fatal(err)
+			}
+		}, "is a symbolic link"},
+		{"dangling symlink", func(t *testing.T, p, victim string) {
+			if err := os.Symlink(victim+".missing", p); err != nil {
+				t.Fatal(err)
+			}
+		}, "is a symbolic link"},
+		{"FIFO", func(t *testing.T, p, _ string) {
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Skipf("mkfifo: %v", err)
+			}
+		}, "not a regular file (a FIFO)"},
+		{"directory", func(t *testing.T, p, _ string) {
+			if err := os.Mkdir(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, "not a regular file (a directory)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "data")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			victim := filepath.Join(root, "victim")
+			const content = "root:x:0:0:root:/root:/bin/sh\n"
+			if err := os.WriteFile(victim, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c.make(t, LockPath(dir), victim)
+
+			done := make(chan struct{})
+			var lockErr, statusErr error
+			go func() {
+				defer close(done)
+				var l *Lock
+				l, lockErr = AcquireLock(context.Background(), dir, LockOptions{Mode: LockExclusive, Command: "test"})
+				if lockErr == nil {
+					l.Release()
+				}
+				_, statusErr = LockStatus(dir)
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("AcquireLock or LockStatus blocked")
+			}
+			for what, err := range map[string]error{"AcquireLock": lockErr, "LockStatus": statusErr} {
+				if err == nil {
+					t.Errorf("%s accepted the %s", what, c.name)
+					continue
+				}
+				if msg := err.Error(); !strings.Contains(msg, c.want) || !strings.Contains(msg, LockPath(dir)) {
+					t.Errorf("%s: %q, want it to name %s and say %q", what, msg, LockPath(dir), c.want)
+				}
+				if strings.Count(err.Error(), LockPath(dir)) != 1 {
+					t.Errorf("%s: %q names the path more than once", what, err)
+				}
+			}
+			got, err := os.ReadFile(victim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != content {
+				t.Errorf("the file behind the link was changed: %q", got)
+			}
+		})
+	}
+}

@@ -154,6 +154,7 @@ func catalogue() []hcase {
 	cs = append(cs, archiveCases()...)
 	cs = append(cs, indexCases()...)
 	cs = append(cs, fsCases()...)
+	cs = append(cs, lockCases()...)
 	return cs
 }
 

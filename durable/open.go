@@ -1,0 +1,105 @@
+package durable
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+)
+
+// ErrSymlink is wrapped when a path convkit would open for writing or
+// locking is a symbolic link: links are never followed there, so a link
+// cannot redirect a write to a file outside the store.
+var ErrSymlink = errors.New("symbolic links are never followed")
+
+// ErrNotRegular is wrapped when a path names a FIFO, a device, a socket or
+// a directory where a regular file is expected.
+var ErrNotRegular = errors.New("not a regular file")
+
+// OpenRegular opens the existing file at path with flag (os.O_RDONLY,
+// os.O_WRONLY or os.O_RDWR, optionally os.O_APPEND; never os.O_CREATE or
+// os.O_TRUNC). It never follows a symbolic link in the last component,
+// never blocks (a FIFO or a device is opened without waiting, then
+// refused), and refuses anything but a regular file. The check is made on
+// the opened descriptor, so what is checked is what is used.
+func OpenRegular(path string, flag int) (*os.File, error) {
+	if flag&(os.O_CREATE|os.O_TRUNC) != 0 {
+		return nil, fmt.Errorf("open %s: OpenRegular never creates or truncates", path)
+	}
+	f, err := os.OpenFile(path, flag|NoFollowFlags, 0)
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	if err := checkRegular(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// CreateExcl creates a new file at path, mode 0600 whatever the umask. It
+// fails if anything exists at path, a symbolic link included (O_EXCL never
+// follows one), so it never writes through a link or over a file.
+func CreateExcl(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|NoFollowFlags, FileMode)
+	if err != nil {
+		return nil, openError(path, err)
+	}
+	if err := f.Chmod(FileMode); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// checkRegular refuses an open descriptor that is not a regular file.
+func checkRegular(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("fstat %s: %w", f.Name(), err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: %w (%s)", f.Name(), ErrNotRegular, kindOf(fi.Mode()))
+	}
+	return nil
+}
+
+// kindOf names what a non-regular file is, for error messages.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return "not a file"
+}
+
+// openError words an open failure: a symbolic link (ELOOP under
+// O_NOFOLLOW, or EEXIST under O_EXCL) wraps ErrSymlink, a directory or
+// other special file (EISDIR, ENXIO on a socket) wraps ErrNotRegular, and
+// anything else keeps its cause.
+func openError(path string, err error) error {
+	if isLoop(err) {
+		return fmt.Errorf("%s is a symbolic link: %w", path, ErrSymlink)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if fi, lerr := os.Lstat(path); lerr == nil {
+		switch m := fi.Mode(); {
+		case m&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s is a symbolic link: %w", path, ErrSymlink)
+		case !m.IsRegular():
+			return fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, kindOf(m))
+		}
+	}
+	return err
+}

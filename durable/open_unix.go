@@ -1,0 +1,16 @@
+//go:build unix
+
+package durable
+
+import (
+	"errors"
+	"syscall"
+)
+
+// NoFollowFlags make an open refuse a symbolic link in the last component
+// (ELOOP) and return at once on a FIFO or a device instead of waiting for
+// the other end. O_NONBLOCK does not change reads or writes of a regular
+// file.
+const NoFollowFlags = syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+
+func isLoop(err error) bool { return errors.Is(err, syscall.ELOOP) }
