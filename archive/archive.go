@@ -21,11 +21,13 @@
 //     MANIFEST.json and conversations/<encoded id>/<canonical log name>.
 //   - The Reader enforces hard limits (entries, bytes per entry, bytes in
 //     all, zstd window) and refuses anything else: absolute paths, "..",
-//     noncanonical names, names outside the layout, duplicates and every
-//     entry that is not a regular file. Extract writes only into a
-//     directory the caller made for it, so a hostile archive writes nothing
-//     anywhere else; ExtractTo renames that directory into place only after
-//     everything checked out.
+//     noncanonical names, names outside the layout, duplicates, sparse
+//     entries of every format and every entry that is not a regular file.
+//     Extract writes only into a directory the caller made for it, so a
+//     hostile archive writes nothing anywhere else, and refuses at its
+//     header an entry that would not fit in that file system's free space
+//     less FreeReserve; ExtractTo renames that directory into place only
+//     after everything checked out.
 package archive
 
 import (
@@ -137,6 +139,8 @@ type Error struct {
 	// Name its name as stored.
 	Entry int
 	Name  string
+	// Unnamed: the entry's header could not be read, so Name is unknown.
+	Unnamed bool
 	// Offset is the byte offset in the tar stream (the decompressed
 	// archive) of the entry's header, or of the failure.
 	Offset int64
@@ -154,7 +158,9 @@ func (e *Error) Error() string {
 		b.WriteString(e.Archive)
 		b.WriteString(": ")
 	}
-	if e.Entry > 0 {
+	if e.Entry > 0 && e.Unnamed {
+		fmt.Fprintf(&b, "entry %d (tar byte %d): ", e.Entry, e.Offset)
+	} else if e.Entry > 0 {
 		fmt.Fprintf(&b, "entry %d %q (tar byte %d): ", e.Entry, e.Name, e.Offset)
 	} else if e.Offset > 0 {
 		fmt.Fprintf(&b, "tar byte %d: ", e.Offset)

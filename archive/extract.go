@@ -25,6 +25,50 @@ type ExtractOptions struct {
 	Sync bool
 	// Progress, when set, is called with the bytes of each entry written.
 	Progress func(n int64)
+	// SpaceName names the file system in a refusal for lack of free space,
+	// by a directory the user knows (the data directory, the restore
+	// target): dir itself is a temporary name (default: dir).
+	SpaceName string
+}
+
+// FreeReserve is the free space an extraction leaves on the file system
+// it writes to: Extract refuses, at its header, an entry that would take
+// the entries' total beyond the free space less this reserve.
+const FreeReserve = 64 << 20
+
+// space is the free-space budget of one extraction, measured once before
+// the first entry: each entry's declared size, rounded up to whole file
+// system blocks, is taken from it before a byte of the entry is written.
+type space struct {
+	dir          string // names the file system in a refusal
+	avail, block int64  // avail: free space less FreeReserve (may be < 0)
+	need         int64
+}
+
+func newSpace(dir, name string) *space {
+	free, block, ok := freeSpace(dir)
+	if !ok {
+		return nil
+	}
+	if name == "" {
+		name = dir
+	}
+	return &space{dir: name, avail: free - FreeReserve, block: max(block, 1)}
+}
+
+// take books an entry of size bytes, or says why it does not fit.
+func (s *space) take(size int64) error {
+	blocks := size / s.block
+	if size%s.block != 0 {
+		blocks++
+	}
+	need := s.need + blocks*s.block
+	if need > s.avail || need < s.need {
+		return fmt.Errorf("refused: extracting the archive up to this entry needs %d bytes; %d free after the %d MiB reserve on the file system of %s",
+			need, max(s.avail, 0), FreeReserve>>20, s.dir)
+	}
+	s.need = need
+	return nil
 }
 
 // Extracted is one entry Extract wrote.
@@ -43,6 +87,12 @@ func (e Extracted) Hex() string { return hex.EncodeToString(e.SHA256[:]) }
 // never over an existing name) with mode 0600, directories with 0700. It
 // returns the entries in archive order with their sizes and SHA-256.
 //
+// Besides the Reader's limits, the entries' declared sizes (in whole
+// blocks) must fit in the free space of dir's file system, measured before
+// the first entry, less FreeReserve: an entry that does not fit is refused
+// at its header, before any of its bytes are written, so a decompression
+// bomb cannot fill the disk.
+//
 // Extract stops at the first problem and returns it: what it wrote stays
 // in dir, which the caller removes. It never writes outside dir: every name
 // was checked by the Reader, and dir holds nothing else.
@@ -60,6 +110,7 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 	}
 	defer ar.Close()
 	x := &extractor{dir: dir, opts: opts, made: map[string]bool{".": true}, buf: make([]byte, 256<<10)}
+	free := newSpace(dir, opts.SpaceName)
 	var out []Extracted
 	for {
 		if err := ctx.Err(); err != nil {
@@ -71,6 +122,11 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 		}
 		if err != nil {
 			return out, err
+		}
+		if free != nil {
+			if err := free.take(h.Size); err != nil {
+				return out, ar.errorf(h, true, nil, "%v", err)
+			}
 		}
 		e, err := x.file(ctx, ar, h)
 		if err != nil {

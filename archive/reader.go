@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -155,6 +156,15 @@ func (r *Reader) Next() (*Header, error) {
 	if err == io.EOF {
 		return nil, r.end()
 	}
+	if errors.Is(err, tar.ErrHeader) {
+		// The header of the next entry (or its PAX records, GNU long name
+		// or sparse map) cannot be read: it has an index and an offset,
+		// but no name.
+		r.cnt.n = off
+		e := r.errorf(nil, false, err, "damaged archive (an unreadable tar header)").(*Error)
+		e.Entry, e.Unnamed = r.n+1, true
+		return nil, e
+	}
 	if err != nil {
 		r.cnt.n = off
 		return nil, r.damage(nil, err)
@@ -167,14 +177,22 @@ func (r *Reader) Next() (*Header, error) {
 	}
 	switch th.Typeflag {
 	case tar.TypeReg, tar.TypeRegA: //nolint:staticcheck // old archivers write TypeRegA for regular files
+	case tar.TypeGNUSparse:
+		return nil, r.errorf(h, true, nil, "refused: sparse file (GNU old sparse format, type 'S', declaring %d bytes): sparse entries are never extracted", th.Size)
 	default:
 		return nil, r.errorf(h, true, nil, "refused: %s (only regular files are allowed)", typeName(th.Typeflag))
 	}
+	// archive/tar expands the GNU sparse formats kept in PAX records into a
+	// regular entry of the declared size, holes as zeros: a few hundred
+	// bytes of archive would write gigabytes.
+	if v := sparseVersion(th.PAXRecords); v != "" {
+		return nil, r.errorf(h, true, nil, "refused: sparse file (GNU sparse format %s in PAX records, declaring %d bytes): sparse entries are never extracted", v, th.Size)
+	}
 	if err := CheckName(th.Name); err != nil {
-		return nil, r.errorf(h, true, nil, "refused: %v", err)
+		return nil, r.errorf(h, true, nil, "refused: %v%s", err, nameSource(th))
 	}
 	if err := r.opts.CheckName(th.Name); err != nil {
-		return nil, r.errorf(h, true, nil, "refused: %v", err)
+		return nil, r.errorf(h, true, nil, "refused: %v%s", err, nameSource(th))
 	}
 	if r.names[th.Name] {
 		return nil, r.errorf(h, true, nil, "refused: duplicate name")
@@ -231,6 +249,36 @@ func (r *Reader) damage(h *Header, err error) error {
 		return r.errorf(h, true, err, "%s", msg)
 	}
 	return r.errorf(h, false, err, "%s", msg)
+}
+
+// sparseVersion names the GNU sparse format that PAX records declare ("1.0",
+// "0.x"), or "" when they declare none. Any GNU.sparse record counts.
+func sparseVersion(recs map[string]string) string {
+	found := false
+	for k := range recs {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			found = true
+			break
+		}
+	}
+	switch {
+	case !found:
+		return ""
+	case recs["GNU.sparse.major"] != "" || recs["GNU.sparse.minor"] != "":
+		return recs["GNU.sparse.major"] + "." + recs["GNU.sparse.minor"]
+	}
+	// 0.0 and 0.1 carry no version; archive/tar folds 0.0's records into
+	// 0.1's map.
+	return "0.x"
+}
+
+// nameSource says where an entry's name came from when a PAX record
+// overrode the name in the tar header.
+func nameSource(th *tar.Header) string {
+	if _, ok := th.PAXRecords["path"]; ok {
+		return " (the name comes from a PAX path record)"
+	}
+	return ""
 }
 
 func typeName(t byte) string {

@@ -210,7 +210,9 @@ func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state t
 			os.RemoveAll(stage)
 		}
 	}()
-	vr, _, err := verifyInto(ctx, r, stage, verifyOpts(opts), true, opts.Conversation == "")
+	vo := verifyOpts(opts)
+	vo.spaceName = parent
+	vr, _, err := verifyInto(ctx, r, stage, vo, true, opts.Conversation == "")
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +333,9 @@ func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*Restor
 	if err := os.Chmod(stage, durable.DirMode); err != nil {
 		return nil, err
 	}
-	vr, _, err := verifyInto(ctx, r, stage, verifyOpts(opts), true, false)
+	vo := verifyOpts(opts)
+	vo.spaceName = target
+	vr, _, err := verifyInto(ctx, r, stage, vo, true, false)
 	if err != nil {
 		return nil, err
 	}

@@ -34,11 +34,18 @@ type VerifyOptions struct {
 	Progress progress.Progress
 	// Log receives one line per mismatch as found (nil: nothing).
 	Log io.Writer
+
+	// spaceName names the file system extraction checks the free space
+	// of (default WorkDir): restore's target.
+	spaceName string
 }
 
 func (o *VerifyOptions) defaults() {
 	if o.WorkDir == "" {
 		o.WorkDir = os.TempDir()
+	}
+	if o.spaceName == "" {
+		o.spaceName = o.WorkDir
 	}
 	if o.Jobs <= 0 {
 		o.Jobs = min(max(1, runtimeCPUs()), 16)
@@ -136,6 +143,7 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 		ReaderOptions: archive.ReaderOptions{Limits: opts.Limits, Archive: opts.Archive},
 		Sync:          sync,
 		Progress:      opts.Progress.Add,
+		SpaceName:     opts.spaceName,
 	})
 	if err != nil {
 		return nil, nil, err

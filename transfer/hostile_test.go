@@ -223,7 +223,7 @@ func TestHostileArchives(t *testing.T) {
 		{"zstd bomb", func() []byte {
 			// 256 MiB of zeros: a few kilobytes compressed.
 			return makeArchive(t, []entry{{hdr: tar.Header{Typeflag: tar.TypeReg, Name: log + "metadata.v4.jsonl", Mode: 0o600}, zeros: 256 << 20}}, 0)
-		}, archive.Limits{MaxTotalBytes: 16 << 20}, "exceeds the limit"},
+		}, archive.Limits{MaxTotalBytes: 16 << 20}, "the entries exceed the limit of 16777216 bytes in all"},
 		{"bomb after the tar trailer", func() []byte {
 			return makeArchive(t, goodEnts, 64<<20)
 		}, archive.Limits{}, "after the end of the tar stream"},

@@ -119,9 +119,9 @@ type ImportOptions struct {
 	ConfigRequired bool
 	// LockTimeout waits for runtime.lock (0: fail at once).
 	LockTimeout time.Duration
-	// Limits bound the extraction. Zero fields take archive's defaults,
-	// except MaxTotalBytes and MaxEntryBytes, which default to the free
-	// space of the data directory's file system less a reserve.
+	// Limits bound the extraction. Zero fields take archive's defaults;
+	// the extraction is also bounded by the free space of the data
+	// directory's file system less archive.FreeReserve.
 	Limits archive.Limits
 	// Now is the clock (names of what is moved aside).
 	Now func() time.Time
@@ -134,10 +134,6 @@ type ImportOptions struct {
 	// removed, the index state (nil: nothing).
 	Log io.Writer
 }
-
-// freeReserve is the free space an import leaves on the data directory's
-// file system: extraction is refused beyond it.
-const freeReserve = 64 << 20
 
 // ImportResult is what Import found and did.
 type ImportResult struct {

@@ -39,23 +39,6 @@ func checkExportName(name string) error {
 	return nil
 }
 
-// limits are the extraction limits: the caller's, else the archive
-// package's defaults with the total (and each entry) bounded by the free
-// space of the data directory's file system less freeReserve.
-func (imp *importer) limits() archive.Limits {
-	l := imp.opts.Limits
-	if l.MaxTotalBytes <= 0 {
-		l.MaxTotalBytes = archive.DefaultLimits.MaxTotalBytes
-		if free, ok := freeSpace(imp.dataDir); ok {
-			l.MaxTotalBytes = min(l.MaxTotalBytes, max(free-freeReserve, 1))
-		}
-	}
-	if l.MaxEntryBytes <= 0 {
-		l.MaxEntryBytes = min(archive.DefaultLimits.MaxEntryBytes, l.MaxTotalBytes)
-	}
-	return l
-}
-
 func (imp *importer) verr(err error, format string, args ...any) error {
 	return &VerifyError{Archive: imp.opts.Archive, Msg: fmt.Sprintf(format, args...), Err: err}
 }
@@ -64,9 +47,10 @@ func (imp *importer) verr(err error, format string, args ...any) error {
 // everything in it before the store is looked at.
 func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 	ents, err := archive.Extract(ctx, r, imp.stage.tree, archive.ExtractOptions{
-		ReaderOptions: archive.ReaderOptions{Limits: imp.limits(), CheckName: checkExportName, Archive: imp.opts.Archive},
+		ReaderOptions: archive.ReaderOptions{Limits: imp.opts.Limits, CheckName: checkExportName, Archive: imp.opts.Archive},
 		Sync:          !imp.opts.DryRun,
 		Progress:      imp.opts.Progress.Add,
+		SpaceName:     imp.dataDir,
 	})
 	if err != nil {
 		if errors.Is(err, context.Canceled) {

@@ -44,7 +44,7 @@ func rename(f *fx, dataDir, id, title string) {
 
 func archiveCases() []hcase {
 	logName := func(f *fx) string { return "conversations/" + filepath.Base(f.vars["basic"]) + "/x1.v4.jsonl" }
-	return []hcase{
+	return append(tarHeaderCases(), []hcase{
 		{
 			name: "archive entry with an absolute path: import refuses it",
 			setup: func(f *fx) []string {
@@ -106,8 +106,9 @@ func archiveCases() []hcase {
 				f.vars["archive"], f.vars["n"] = p, fmt.Sprint(n)
 				return []string{"import", p}
 			},
-			code:   1,
-			stderr: []string{`{archive}: entry 1 "conversations/`, `/x1.v4.jsonl" (tar byte 0): refused: {n} bytes exceeds the limit of `, "nothing was imported"},
+			code: 1,
+			stderr: []string{`{archive}: entry 1 "conversations/`, `/x1.v4.jsonl" (tar byte 0): refused: extracting the archive up to this entry needs {n} bytes; `,
+				" free after the 64 MiB reserve on the file system of {data}; nothing was imported"},
 		},
 		{
 			name: "decompression bomb over the 1 TiB entry limit: restore refuses it at its header",
@@ -251,5 +252,5 @@ func archiveCases() []hcase {
 			stderr: []string{"{archive} does not match its manifest (", "mismatch(es))"},
 			allow:  []string{"+backups", "+backups/convkit-*.tar.zst"},
 		},
-	}
+	}...)
 }
