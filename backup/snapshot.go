@@ -2,16 +2,13 @@ package backup
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 
-	_ "modernc.org/sqlite" // database/sql driver "sqlite"
-
 	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/store"
 )
 
@@ -25,14 +22,17 @@ const (
 // path of the copy and how it was made, or "" when the store has no
 // metadata.db.
 //
-// With quiescent (this process holds runtime.lock, so nothing writes the
-// index) and no pending write-ahead log or rollback journal beside it, the
-// database file itself is consistent: its own path is returned with
-// IndexByCopy, and the caller archives it as it is (and must not remove
-// it). Otherwise SQLite's VACUUM INTO writes a copy into a new private file
-// in tmpDir (or at path, when set) in one read transaction, so the copy is
+// When nothing can write the index — this process holds runtime.lock
+// (quiescent), or the index is on a read-only file system — and no
+// write-ahead log or rollback journal is pending beside it, the database
+// file itself is consistent: its own path is returned with IndexByCopy,
+// and the caller archives it as it is (and must not remove it).
+// Otherwise SQLite's VACUUM INTO writes a copy into a new private file in
+// tmpDir (or at path, when set) in one read transaction, so the copy is
 // the database as of one moment even while the runtime writes (in WAL mode
-// a reader blocks no writer); the caller removes it.
+// a reader blocks no writer); the caller removes it. The index is read as
+// index.OpenRead reads it, so a read-only medium (where a WAL reader
+// cannot make its -shm file) is read too.
 func snapshotIndex(ctx context.Context, dataDir, tmpDir, path string, quiescent bool) (string, string, error) {
 	src := store.IndexPath(dataDir)
 	fi, err := os.Lstat(src)
@@ -45,7 +45,7 @@ func snapshotIndex(ctx context.Context, dataDir, tmpDir, path string, quiescent 
 	if !fi.Mode().IsRegular() {
 		return "", "", errors.New("not a regular file (symbolic links are not followed)")
 	}
-	if quiescent && !pending(src+"-wal") && !pending(src+"-journal") {
+	if (quiescent || index.ReadOnlyFS(dataDir)) && !pending(src+"-wal") && !pending(src+"-journal") {
 		return src, IndexByCopy, nil
 	}
 	var tmp *os.File
@@ -65,13 +65,8 @@ func snapshotIndex(ctx context.Context, dataDir, tmpDir, path string, quiescent 
 			os.Remove(dst)
 		}
 	}()
-	if err := vacuumInto(ctx, src, dst, true); err != nil {
-		// A read-only open of a WAL database needs its -shm file; without
-		// one (no runtime running, and it was removed), open it as the
-		// runtime does. VACUUM INTO still only reads it.
-		if err2 := vacuumInto(ctx, src, dst, false); err2 != nil {
-			return "", "", err
-		}
+	if err := index.VacuumInto(ctx, src, dst, index.ReadOptions{TempDir: tmpDir}); err != nil {
+		return "", "", err
 	}
 	ok = true
 	return dst, IndexByVacuum, nil
@@ -85,25 +80,4 @@ func pending(p string) bool {
 		return false
 	}
 	return err != nil || fi.Size() > 0
-}
-
-func vacuumInto(ctx context.Context, src, dst string, readOnly bool) error {
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
-	if readOnly {
-		q.Set("mode", "ro")
-	}
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: src}).EscapedPath()+"?"+q.Encode())
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	if err := os.Truncate(dst, 0); err != nil {
-		return err
-	}
-	if _, err := db.ExecContext(ctx, "VACUUM INTO ?", dst); err != nil {
-		return err
-	}
-	return nil
 }

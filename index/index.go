@@ -2,6 +2,13 @@
 // turns and message text that speeds up listing and searching. It is derived
 // data: every row can be rebuilt from the logs (convkit reindex), and the
 // runtime updates it after each flushed append with Upsert.
+//
+// A database is used only after its schema checked out as exactly this
+// package's (no view, no trigger, every table a table with its columns):
+// anything else is ErrSchema, as if the file were absent. Writers open it
+// with Open; readers with OpenRead, which writes nothing and reads a
+// database on a read-only file system too. Every query takes a context,
+// and its cancellation interrupts SQLite.
 package index
 
 import (
@@ -137,6 +144,9 @@ type DB struct {
 	db    *sql.DB
 	path  string
 	fresh bool // created by Create and not yet written: bulk load
+	mode  string
+	// cleanup removes a private snapshot after the database is closed.
+	cleanup func()
 }
 
 // dsn sets the pragmas in the connection string, so every pooled connection
@@ -149,30 +159,30 @@ func dsn(path string, pragmas ...string) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
-var runtimePragmas = []string{"busy_timeout(5000)", "journal_mode(WAL)", "synchronous(NORMAL)"}
+var runtimePragmas = []string{"busy_timeout(5000)", "trusted_schema(0)", "journal_mode(WAL)", "synchronous(NORMAL)"}
 
-// Open opens an existing index. A missing file, a file that is not SQLite,
-// or another schema version gives an error wrapping ErrSchema (or
-// fs.ErrNotExist for a missing one).
+// Open opens an existing index for reading and writing: the runtime's
+// updates, delete, import. Readers use OpenRead, which never needs to
+// write. A missing file gives fs.ErrNotExist; anything but a regular file
+// (metadata.db or its -wal and -shm: a link is never followed) is refused;
+// a file that is not SQLite, another schema version or a schema that is
+// not exactly this package's (a view or a virtual table in place of a
+// table, a trigger, other columns) gives an error wrapping ErrSchema.
+// The schema is checked before any statement touches the tables.
 func Open(path string) (*DB, error) {
-	if _, err := os.Stat(path); err != nil {
+	if err := checkFiles(path); err != nil {
 		return nil, err
 	}
 	db, err := sql.Open("sqlite", dsn(path, runtimePragmas...))
 	if err != nil {
 		return nil, err
 	}
-	d := &DB{db: db, path: path}
-	var v int
-	if err := db.QueryRow("PRAGMA user_version").Scan(&v); err != nil {
+	ctx := context.Background() // the check reads the schema only: a bounded read
+	if err := checkSchema(ctx, db); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("%s: %w: %v", path, ErrSchema, err)
+		return nil, schemaError(ctx, path, err)
 	}
-	if v != SchemaVersion {
-		db.Close()
-		return nil, fmt.Errorf("%s: %w (found schema version %d, want %d)", path, ErrSchema, v, SchemaVersion)
-	}
-	return d, nil
+	return &DB{db: db, path: path, mode: ModeReadWrite}, nil
 }
 
 // Create makes a new, empty index at path, which must not exist. It is
@@ -196,7 +206,7 @@ func Create(path string) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("%s: creating the schema: %w", path, err)
 	}
-	return &DB{db: db, path: path, fresh: true}, nil
+	return &DB{db: db, path: path, fresh: true, mode: ModeReadWrite}, nil
 }
 
 // Finish makes a bulk-loaded index durable and ready for the runtime: WAL
@@ -219,8 +229,15 @@ func (d *DB) Finish() error {
 	return f.Sync()
 }
 
-// Close closes the index.
-func (d *DB) Close() error { return d.db.Close() }
+// Close closes the index (and removes a private snapshot).
+func (d *DB) Close() error {
+	err := d.db.Close()
+	if d.cleanup != nil {
+		d.cleanup()
+		d.cleanup = nil
+	}
+	return err
+}
 
 // Path is the database file.
 func (d *DB) Path() string { return d.path }

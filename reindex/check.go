@@ -51,7 +51,7 @@ func Check(ctx context.Context, dataDir string, opts Options) (*CheckResult, err
 		}
 	}
 	indexed := map[string]*index.Conversation{}
-	db, err := index.Open(res.Index)
+	db, err := index.OpenRead(ctx, res.Index, index.ReadOptions{})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		res.IndexProblem = "metadata.db does not exist"

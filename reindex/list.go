@@ -122,7 +122,7 @@ func List(ctx context.Context, dataDir string, o ListOptions) (*Listing, error) 
 // why not (the database, when it opened, is returned for the caller to
 // close).
 func indexCurrent(ctx context.Context, dataDir string, tree *store.Tree) (*index.DB, string) {
-	db, err := index.Open(store.IndexPath(dataDir))
+	db, err := index.OpenRead(ctx, store.IndexPath(dataDir), index.ReadOptions{})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "metadata.db does not exist (run convkit reindex)"
 	}

@@ -102,7 +102,7 @@ convkit reindex first. It takes no lock.`,
 			if err != nil {
 				return err
 			}
-			db, err := index.Open(store.IndexPath(dir))
+			db, err := index.OpenRead(c.Context, store.IndexPath(dir), index.ReadOptions{})
 			if err != nil {
 				return withHint(err, "run convkit reindex to build metadata.db")
 			}
