@@ -481,8 +481,9 @@ func TestSIGKILLDuringBackup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The rerun's archive and its sidecar, nothing else.
 	ents, _ := os.ReadDir(out)
-	if len(ents) != 1 || ents[0].Name() != filepath.Base(res.Archive) {
+	if len(ents) != 2 || ents[0].Name() != filepath.Base(res.Archive) || ents[1].Name() != filepath.Base(InfoPath(res.Archive)) {
 		var names []string
 		for _, e := range ents {
 			names = append(names, e.Name())

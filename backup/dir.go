@@ -37,15 +37,46 @@ func ArchiveName(t time.Time) string {
 
 // ArchiveInfo is one of convkit's archives found in a directory.
 type ArchiveInfo struct {
-	Name string    `json:"name"`
-	Path string    `json:"path"`
-	Time time.Time `json:"time"`
-	Seq  int       `json:"-"`
-	Size int64     `json:"size"`
+	Name    string    `json:"name"`
+	Path    string    `json:"path"`
+	Time    time.Time `json:"time"`
+	Seq     int       `json:"-"`
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"-"`
+	// Info is the archive's sidecar (nil when it has none, or InfoError
+	// says why it could not be read).
+	Info      *Info  `json:"-"`
+	InfoError string `json:"-"`
+}
+
+// Verification states of an archive (ArchiveInfo.Verification).
+const (
+	VerifiedOK     = "ok"     // the last verification of this very file matched
+	VerifiedFailed = "failed" // the last verification of this very file failed
+	VerifiedStale  = "stale"  // verified, but the file's size or time changed since
+	VerifiedNever  = "no"     // never verified (or no readable sidecar)
+)
+
+// Verification says whether the archive was verified: the last
+// verification recorded in its sidecar, if it was of the file as it is
+// now (same size and modification time).
+func (a ArchiveInfo) Verification() string {
+	if a.Info == nil || a.Info.Verified == nil {
+		return VerifiedNever
+	}
+	v := a.Info.Verified
+	if v.Size != a.Size || !v.ModTime.Equal(a.ModTime) {
+		return VerifiedStale
+	}
+	if v.OK {
+		return VerifiedOK
+	}
+	return VerifiedFailed
 }
 
 // ListArchives lists convkit's own archives in dir (regular files named
-// convkit-<UTC time>[-N].tar.zst, never links), oldest first.
+// convkit-<UTC time>[-N].tar.zst, never links), oldest first, each with its
+// sidecar when it has one.
 func ListArchives(dir string) ([]ArchiveInfo, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -67,7 +98,12 @@ func ListArchives(dir string) ([]ArchiveInfo, error) {
 		}
 		a := ArchiveInfo{Name: e.Name(), Path: filepath.Join(dir, e.Name()), Time: t, Seq: seq}
 		if fi, err := e.Info(); err == nil {
-			a.Size = fi.Size()
+			a.Size, a.ModTime = fi.Size(), fi.ModTime().UTC()
+		}
+		if info, err := readInfo(a.Path); err != nil {
+			a.InfoError = err.Error()
+		} else {
+			a.Info = info
 		}
 		out = append(out, a)
 	}
@@ -103,6 +139,9 @@ type DirResult struct {
 	Deleted []string
 	// RemovedTemps are temporary archives of killed backups removed.
 	RemovedTemps []string
+	// InfoError says why the archive's sidecar (InfoPath) could not be
+	// written; the archive is complete either way.
+	InfoError string
 	// Plan is set on a dry run.
 	Plan *Plan
 }
@@ -189,6 +228,13 @@ func ToDir(ctx context.Context, dataDir, dir string, opts DirOptions) (*DirResul
 	done = true
 	tmp.Close()
 	res.Archive, res.Result = final, r
+	info, err := infoOf(final, r)
+	if err == nil {
+		err = writeInfo(final, info)
+	}
+	if err != nil {
+		res.InfoError = err.Error()
+	}
 	if opts.Keep > 0 {
 		del, err := prune(dir, opts.Keep, final, false)
 		res.Deleted = del
@@ -255,8 +301,9 @@ func isTempArchive(name string) bool {
 }
 
 // removeStaleTemps removes temporary archives whose writer is gone, with
-// their index snapshots: the writer holds a flock on the temporary archive
-// while it writes, and the kernel drops it when the writer dies.
+// their index snapshots (the writer holds a flock on the temporary archive
+// while it writes, and the kernel drops it when the writer dies), and the
+// sidecars of archives that are gone.
 func removeStaleTemps(dir string) []string {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -276,6 +323,12 @@ func removeStaleTemps(dir string) []string {
 	for _, e := range ents {
 		name := e.Name()
 		if !e.Type().IsRegular() {
+			continue
+		}
+		if archive, ok := strings.CutSuffix(name, InfoSuffix); ok && IsArchiveName(archive) {
+			if !present[archive] {
+				remove(name) // the sidecar of an archive that is gone
+			}
 			continue
 		}
 		if snapOf, ok := strings.CutSuffix(name, snapshotSuffix); ok && isTempArchive(snapOf) {
@@ -329,6 +382,11 @@ func prune(dir string, keep int, keepPath string, dryRun bool) ([]string, error)
 		if !dryRun {
 			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return deleted, err
+			}
+			// Its sidecar goes with it (a regular file only: never through
+			// a link).
+			if fi, err := os.Lstat(InfoPath(p)); err == nil && fi.Mode().IsRegular() {
+				os.Remove(InfoPath(p))
 			}
 		}
 		deleted = append(deleted, p)

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 )
 
 // SchemaVersion versions every JSON document this package produces.
@@ -73,7 +74,9 @@ func each(ctx context.Context, r *convlog.Reader, fn func(*convlog.Event) error)
 }
 
 // Render writes a readable rendering of the log: its header, then one line
-// per event (seq, time, type and a summary of its data).
+// per event (seq, time, type and a summary of its data). Text from the log
+// (ids, paths, types, message text) is escaped for the terminal
+// (display.Escape).
 func Render(ctx context.Context, p string, w io.Writer, f Filter) error {
 	r, err := open(p)
 	if err != nil {
@@ -81,12 +84,14 @@ func Render(ctx context.Context, p string, w io.Writer, f Filter) error {
 	}
 	defer r.Close()
 	h := r.Header()
-	fmt.Fprintf(w, "%s log %q, format v%d, %s, created %s\n", h.Type, h.ID, h.Version, r.Compression(), msTime(h.CreatedAt))
+	if _, err := fmt.Fprintf(w, "%s log %s, format v%d, %s, created %s\n", display.Escape(h.Type), quoted(h.ID), h.Version, r.Compression(), msTime(h.CreatedAt)); err != nil {
+		return err
+	}
 	if h.Cwd != "" {
-		fmt.Fprintf(w, "  cwd: %s\n", h.Cwd)
+		fmt.Fprintf(w, "  cwd: %s\n", display.Escape(h.Cwd))
 	}
 	if h.ParentSession != "" {
-		fmt.Fprintf(w, "  parent session: %s (origin %s, depth %d)\n", h.ParentSession, orDash(h.Origin), h.DelegationDepth)
+		fmt.Fprintf(w, "  parent session: %s (origin %s, depth %d)\n", display.Escape(h.ParentSession), display.Escape(orDash(h.Origin)), h.DelegationDepth)
 	}
 	if h.IsSeeded || h.SeedLength != nil {
 		fmt.Fprintf(w, "  seeded: inherits history from its parent\n")
@@ -111,7 +116,7 @@ func Render(ctx context.Context, p string, w io.Writer, f Filter) error {
 		if e.Packed > 1 {
 			seq = fmt.Sprintf("%d-%d", e.Seq, e.Seq+e.Packed-1)
 		}
-		_, err := fmt.Fprintf(w, "%6s  %s  %-24s %s%s\n", seq, msTime(e.Time), e.Type, summarize(e), flags)
+		_, err := fmt.Fprintf(w, "%6s  %s  %s %s%s\n", seq, msTime(e.Time), display.Pad(display.Escape(e.Type), 24), display.Escape(summarize(e)), flags)
 		return err
 	})
 	if err != nil {
@@ -119,10 +124,13 @@ func Render(ctx context.Context, p string, w io.Writer, f Filter) error {
 	}
 	st := r.Stats()
 	if st.TornTail {
-		fmt.Fprintf(w, "torn tail: %d bytes after byte %d are not committed (left as they are)\n", st.TornBytes, st.CommittedBytes)
+		_, err = fmt.Fprintf(w, "torn tail: %d bytes after byte %d are not committed (left as they are)\n", st.TornBytes, st.CommittedBytes)
 	}
-	return nil
+	return err
 }
+
+// quoted is s escaped for the terminal, in double quotes.
+func quoted(s string) string { return `"` + display.Escape(s) + `"` }
 
 // WriteJSON writes each selected event as stored, one JSON object per line.
 func WriteJSON(ctx context.Context, p string, w io.Writer, f Filter) error {
@@ -288,9 +296,10 @@ func Measure(ctx context.Context, p string, f Filter) (*Stats, error) {
 	return s, nil
 }
 
-// RenderStats writes the stats as a readable table.
-func RenderStats(s *Stats, w io.Writer) {
-	fmt.Fprintf(w, "%s log %q, format v%d, %s\n", s.LogType, s.ID, s.Version, s.Compression)
+// RenderStats writes the stats as a readable table, text from the log
+// escaped for the terminal and the type column aligned by display width.
+func RenderStats(s *Stats, w io.Writer) error {
+	fmt.Fprintf(w, "%s log %s, format v%d, %s\n", display.Escape(s.LogType), quoted(s.ID), s.Version, s.Compression)
 	fmt.Fprintf(w, "file bytes:  %d\nplain bytes: %d", s.FileBytes, s.PlainBytes)
 	if s.Compression == "zstd" {
 		fmt.Fprintf(w, " (ratio %.2f)\nframes:      %d", s.CompressionRatio, s.Frames)
@@ -308,10 +317,13 @@ func RenderStats(s *Stats, w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "torn tail:   none\n")
 	}
-	fmt.Fprintf(w, "\n%-40s %10s %14s\n", "TYPE", "EVENTS", "BYTES")
+	fmt.Fprintf(w, "\n%s %10s %14s\n", display.Pad("TYPE", 40), "EVENTS", "BYTES")
 	for _, t := range s.ByType {
-		fmt.Fprintf(w, "%-40s %10d %14d\n", t.Type, t.Events, t.Bytes)
+		if _, err := fmt.Fprintf(w, "%s %10d %14d\n", display.Pad(display.Escape(t.Type), 40), t.Events, t.Bytes); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // HistoryEntry is one message of the derived history.
@@ -351,18 +363,24 @@ func History(ctx context.Context, p string) ([]HistoryEntry, error) {
 	return out, nil
 }
 
-// RenderHistory writes the history readably: one block per message.
-func RenderHistory(entries []HistoryEntry, w io.Writer) {
+// RenderHistory writes the history readably: one block per message, text
+// from the log escaped for the terminal line by line.
+func RenderHistory(entries []HistoryEntry, w io.Writer) error {
 	for _, e := range entries {
 		var src struct {
 			Kind string `json:"kind"`
 		}
 		json.Unmarshal(e.Source, &src)
-		fmt.Fprintf(w, "[%d] %s (%s) %s\n", e.Seq, e.Role, src.Kind, e.ID)
+		if _, err := fmt.Fprintf(w, "[%d] %s (%s) %s\n", e.Seq, display.Escape(e.Role), display.Escape(src.Kind), display.Escape(e.ID)); err != nil {
+			return err
+		}
 		for _, line := range strings.Split(messageText(e.Message, 2000), "\n") {
-			fmt.Fprintf(w, "    %s\n", line)
+			if _, err := fmt.Fprintf(w, "    %s\n", display.Escape(line)); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
 }
 
 // messageText extracts readable text from a message's content blocks.

@@ -3,19 +3,24 @@
 #
 #   backup-cron.sh DIR [KEEP]
 #
-# Writes one archive, convkit-<UTC time>.tar.zst, into DIR and then keeps
-# only the newest KEEP (default 14) of convkit's archives there. With
+# Writes one archive, convkit-<UTC time>.tar.zst, into DIR (created 0700,
+# like everything in it private to the user) and then keeps only the newest
+# KEEP (default 14) of convkit's archives there. With
 # CONVKIT_BACKUP_VERIFY=1 it then runs the restore drill on the new archive
-# (convkit backup verify). Silent when all is well: for cron, which mails
+# (convkit backup verify, which records the result beside the archive for
+# `convkit backup list DIR`). Silent when all is well: for cron, which mails
 # any output. Otherwise it prints one line on stderr and exits with
 # convkit's code:
 #
 #   convkit-backup: FAILED (exit 1): <convkit's error>
 #   convkit-backup: INCOMPLETE (exit 3): <what was left out> (details: DIR/convkit-backup.log)
+#   convkit-backup: INVALID (exit 3): verify of <archive> found N invalid log(s); the first: <log>: <problem> (details: DIR/convkit-backup.log)
 #
 # (exit 3: the archive was written, but a file could not be read, or a log
-# failed its check and was archived as it is.) convkit's full stderr of the
-# last run is kept in DIR/convkit-backup.log, which retention never touches.
+# failed its check and was archived as it is; or the restore drill found a
+# log that does not read, corrupt in the store as in the archive.) convkit's
+# full stderr of the last run, and the verify's INVALID lines, are kept in
+# DIR/convkit-backup.log, which retention never touches.
 #
 # Environment: CONVKIT (the binary, default: convkit on PATH),
 # CONVKIT_DATA_DIR (the store; convkit's own default otherwise),
@@ -37,12 +42,14 @@ if [ -z "$dir" ]; then
 	exit 2
 fi
 ck=${CONVKIT:-convkit}
+# Everything this script creates is private: the directory 0700 (and any
+# parent it has to make), the log 0600.
+umask 077
 if ! mkdir -p "$dir" 2>/dev/null; then
 	echo "convkit-backup: FAILED: cannot create $dir" >&2
 	exit 1
 fi
 log="$dir/convkit-backup.log"
-umask 077
 
 # fail CODE: print the one line for convkit's failure with CODE.
 fail() {
@@ -64,12 +71,22 @@ if [ $code -ne 0 ] && [ $code -ne 3 ]; then
 fi
 archive=$(printf '%s\n' "$out" | sed -n 's/^Archive: //p')
 if [ "${CONVKIT_BACKUP_VERIFY:-0}" = 1 ] && [ -n "$archive" ]; then
-	"$ck" --quiet backup verify "$archive" >/dev/null 2>>"$log"
+	vout=$("$ck" --quiet backup verify "$archive" 2>>"$log")
 	vcode=$?
 	if [ $vcode -ne 0 ]; then
 		msg=$(sed -n 's/^convkit: error: //p' "$log" | tail -n 1)
 		echo "convkit-backup: FAILED (exit $vcode): verify of $archive: $msg" >&2
 		exit $vcode
+	fi
+	# The drill reads every log strictly: a log that does not read is
+	# corrupt in the store too (the archive holds its very bytes).
+	invalid=$(printf '%s\n' "$vout" | grep '^INVALID ')
+	if [ -n "$invalid" ]; then
+		printf '%s\n' "$invalid" >>"$log"
+		n=$(printf '%s\n' "$invalid" | wc -l | tr -d ' ')
+		first=$(printf '%s\n' "$invalid" | head -n 1 | sed 's/^INVALID //')
+		echo "convkit-backup: INVALID (exit 3): verify of $archive found $n invalid log(s); the first: $first (details: $log)" >&2
+		exit 3
 	fi
 fi
 if [ $code -eq 3 ]; then

@@ -5,7 +5,16 @@
 #
 #   RESTIC_REPOSITORY=... RESTIC_PASSWORD_FILE=... restic-backup.sh
 #
-# The archive is stored as convkit-<UTC time>.tar.zst, tagged "convkit".
+# Every snapshot holds one file, /convkit.tar.zst (the same name each
+# time), tagged "convkit"; restic records when it was taken. Retention then
+# works as restic means it: `restic forget --tag convkit --group-by
+# host,tags` keeps KEEP_DAILY daily, KEEP_WEEKLY weekly and KEEP_MONTHLY
+# monthly snapshots (7/4/6) of this host's convkit snapshots, and KEEP_LAST
+# (default 0: none) most recent ones whatever their day, and prunes the
+# rest. (A name that changes with every snapshot would make each snapshot a
+# group of its own under restic's default grouping by host and paths, and
+# nothing would ever be forgotten.)
+#
 # A backup that failed midway leaves a truncated stream: that snapshot is
 # forgotten again, so restic never holds a broken archive as the latest.
 # convkit's exit 3 (the archive is complete but left a file out) keeps the
@@ -13,15 +22,19 @@
 #
 # The restore drill, straight from the repository:
 #
-#   restic dump --tag convkit latest /convkit-....tar.zst | convkit backup verify -
-#   restic dump --tag convkit latest /convkit-....tar.zst | convkit restore - --to /var/lib/convkit.new
+#   restic dump --tag convkit latest /convkit.tar.zst | convkit backup verify -
+#   restic dump --tag convkit latest /convkit.tar.zst | convkit restore - --to /var/lib/convkit.new
 #
-# Environment: CONVKIT (binary), CONVKIT_DATA_DIR, the RESTIC_* variables,
-# KEEP_DAILY/KEEP_WEEKLY/KEEP_MONTHLY (7/4/6).
+# (an older one: `restic snapshots --tag convkit` lists them; dump takes a
+# snapshot id instead of latest).
+#
+# Environment: CONVKIT (binary, default convkit on PATH), CONVKIT_DATA_DIR,
+# the RESTIC_* variables, KEEP_DAILY/KEEP_WEEKLY/KEEP_MONTHLY (7/4/6),
+# KEEP_LAST (0).
 set -uo pipefail
 
 ck=${CONVKIT:-convkit}
-name="convkit-$(date -u +%Y%m%dT%H%M%SZ).tar.zst"
+name=convkit.tar.zst
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -42,8 +55,11 @@ if [ "$rscode" -ne 0 ]; then
 	echo "restic-backup: FAILED (restic exit $rscode): $(tail -n 1 "$tmp/restic.err")" >&2
 	exit 1
 fi
-if ! restic forget --quiet --tag convkit --keep-daily "${KEEP_DAILY:-7}" --keep-weekly "${KEEP_WEEKLY:-4}" \
-	--keep-monthly "${KEEP_MONTHLY:-6}" --prune >/dev/null 2>"$tmp/forget.err"; then
+keep=(--keep-daily "${KEEP_DAILY:-7}" --keep-weekly "${KEEP_WEEKLY:-4}" --keep-monthly "${KEEP_MONTHLY:-6}")
+if [ "${KEEP_LAST:-0}" -gt 0 ]; then
+	keep+=(--keep-last "$KEEP_LAST")
+fi
+if ! restic forget --quiet --tag convkit --group-by host,tags "${keep[@]}" --prune >/dev/null 2>"$tmp/forget.err"; then
 	echo "restic-backup: FAILED: restic forget: $(tail -n 1 "$tmp/forget.err")" >&2
 	exit 1
 fi

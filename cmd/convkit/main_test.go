@@ -40,6 +40,12 @@ func TestScript(t *testing.T) {
 			env.Setenv("HOME", home)
 			env.Setenv("XDG_DATA_HOME", filepath.Join(home, ".local", "share"))
 			env.Setenv("CONVKIT_DATA_DIR", filepath.Join(env.WorkDir, "data"))
+			// The checkout's scripts, for the scripts_*.txtar tests.
+			scripts, err := filepath.Abs(filepath.Join("..", "..", "scripts"))
+			if err != nil {
+				return err
+			}
+			env.Setenv("SCRIPTS", scripts)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

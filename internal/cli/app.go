@@ -33,6 +33,8 @@ var commandConstructors = []func(*env) *ucli.Command{
 	newLockCommand,
 	newFixturesCommand,
 	newDemoCommand,
+	newCompletionCommand,
+	newManCommand,
 }
 
 // globals holds the root's flags, parsed before any command runs.
@@ -41,6 +43,7 @@ type globals struct {
 	JSON        bool          // --json
 	Quiet       bool          // --quiet, -q
 	LockTimeout time.Duration // --lock-timeout; 0 fails fast
+	Version     bool          // --version
 
 	getenv func(string) string
 }
@@ -60,6 +63,11 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	g      *globals
+	// inv is the invocation as the grammar took it apart (grammar.go).
+	inv *invocation
+	// isTerminal, when set, replaces the terminal test (progress bars,
+	// the refusal of binary output to a terminal): tests set it.
+	isTerminal func(io.Writer) bool
 }
 
 // Main runs convkit with args (args[0] is the program name) and returns the
@@ -75,7 +83,14 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		getenv = func(string) string { return "" }
 	}
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, g: &globals{getenv: getenv}}
-	err := newApp(e).RunContext(ctx, args)
+	app := newApp(e)
+	args, e.inv = normalizeArgs(app, args)
+	if e.inv.missing != "" {
+		// Placed anywhere, urfave would take the next word for its value.
+		command := strings.TrimSpace(progName + " " + strings.Join(e.inv.path, " "))
+		return report(stderr, &usageError{msg: "flag needs an argument: " + e.inv.missing, command: command}, e.inv.json())
+	}
+	err := app.RunContext(ctx, args)
 	return report(stderr, err, e.g.JSON)
 }
 
@@ -87,14 +102,15 @@ func newApp(e *env) *ucli.App {
 		commands = append(commands, newCommand(e))
 	}
 	for _, c := range commands {
-		complete(c)
+		complete(e, c)
 	}
 	return &ucli.App{
 		Name:      progName,
 		Usage:     "maintain and migrate an AI-agent conversation store",
 		UsageText: progName + " [global options] <command> [command options] [arguments...]",
 		Description: "Every command reads or writes the data directory (see --data-dir). " +
-			"Results go to stdout; logs, warnings, progress and errors go to stderr.\n\n" +
+			"Results go to stdout; logs, warnings, progress and errors go to stderr. " +
+			"Global options go before or after the command, options before or after the arguments; -- ends the options.\n\n" +
 			exitStatusText,
 		Commands: commands,
 		Flags: []ucli.Flag{
@@ -111,7 +127,7 @@ func newApp(e *env) *ucli.App {
 			&ucli.BoolFlag{
 				Name:        "quiet",
 				Aliases:     []string{"q"},
-				Usage:       "print no progress and no informational messages",
+				Usage:       "print only problems and the final summary, no progress (for cron; --json is unchanged)",
 				Destination: &g.Quiet,
 			},
 			&ucli.DurationFlag{
@@ -119,15 +135,28 @@ func newApp(e *env) *ucli.App {
 				Usage:       "wait up to `DURATION` for runtime.lock (0: fail at once if it is held)",
 				Destination: &g.LockTimeout,
 			},
+			&ucli.BoolFlag{
+				Name:        "version",
+				Usage:       "print the version and exit (as the version command does)",
+				Destination: &g.Version,
+			},
 		},
 		Before: func(c *ucli.Context) error {
 			if g.LockTimeout < 0 {
 				return usagef(c, "--lock-timeout must not be negative")
 			}
+			if g.Version {
+				// Whatever else was asked: convkit --version, like git's.
+				if err := runVersion(e); err != nil {
+					return err
+				}
+				return errDone
+			}
 			return nil
 		},
 		Action:          rootAction,
-		OnUsageError:    onUsageError,
+		OnUsageError:    e.onUsageError,
+		HideVersion:     true, // --version is ours: urfave's would claim -v
 		HideHelpCommand: true,
 		Reader:          e.stdin,
 		Writer:          e.stdout,
@@ -140,17 +169,17 @@ func newApp(e *env) *ucli.App {
 // complete finishes a command and its subcommands after construction: the
 // EXIT STATUS table ends every Description, flag errors become usage
 // errors, and a group refuses a missing or unknown subcommand.
-func complete(c *ucli.Command) {
+func complete(e *env, c *ucli.Command) {
 	c.Description = strings.TrimSpace(c.Description + "\n\n" + exitStatusText)
 	if c.OnUsageError == nil {
-		c.OnUsageError = onUsageError
+		c.OnUsageError = e.onUsageError
 	}
 	c.HideHelpCommand = true
 	if len(c.Subcommands) > 0 && c.Action == nil {
 		c.Action = groupAction
 	}
 	for _, sub := range c.Subcommands {
-		complete(sub)
+		complete(e, sub)
 	}
 }
 
@@ -172,10 +201,6 @@ func groupAction(c *ucli.Context) error {
 }
 
 func unknownCommand(c *ucli.Context, name string) error {
-	if len(name) > 1 && strings.HasPrefix(name, "-") {
-		// A flag the parser did not take: it came after "--".
-		return usageWithHint(c, "flags must come before arguments", "unexpected %q", name)
-	}
 	return usagef(c, "unknown command %q", strings.TrimPrefix(helpName(c)+" "+name, progName+" "))
 }
 
@@ -189,15 +214,16 @@ func subcommandNames(c *ucli.Command) []string {
 	return names
 }
 
-// onUsageError turns a flag parse error into a usage error; a global flag
-// given after the command gets a hint saying where it belongs.
-func onUsageError(c *ucli.Context, err error, isSubcommand bool) error {
+// onUsageError turns a flag parse error into a usage error. A flag that
+// another command defines gets a hint naming that command, with the value
+// as it was given.
+func (e *env) onUsageError(c *ucli.Context, err error, isSubcommand bool) error {
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
 		name = strings.TrimLeft(name, "-")
-		if isSubcommand && isGlobalFlag(c, name) {
-			return usageWithHint(c, fmt.Sprintf("%s is a global flag: put it before the command (%s %s %s ...)",
-				dashed(name), progName, dashed(name), strings.TrimPrefix(helpName(c), progName+" ")),
+		if m, ok := e.misplaced(name); ok {
+			return usageWithHint(c, fmt.Sprintf("%s is an option of %s, not of %s: %s %s ...",
+				dashed(name), strings.Join(m.owners, ", "), helpName(c), m.owners[0], m.spelled),
 				"unknown flag %s for %s", dashed(name), helpName(c))
 		}
 		return usagef(c, "unknown flag %s", dashed(name))
@@ -210,6 +236,14 @@ func onUsageError(c *ucli.Context, err error, isSubcommand bool) error {
 	return usagef(c, "%s", msg)
 }
 
+func (e *env) misplaced(name string) (misplacedFlag, bool) {
+	if e.inv == nil {
+		return misplacedFlag{}, false
+	}
+	m, ok := e.inv.misplaced[name]
+	return m, ok && len(m.owners) > 0
+}
+
 var flagInMessage = regexp.MustCompile(`( for (flag )?|needs an argument: )-[A-Za-z0-9][A-Za-z0-9-]*`)
 
 // dashed spells a flag name as users type it: -q, --json.
@@ -220,28 +254,12 @@ func dashed(name string) string {
 	return "--" + name
 }
 
-func isGlobalFlag(c *ucli.Context, name string) bool {
-	for _, f := range c.App.Flags {
-		for _, n := range f.Names() {
-			if n == name {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// checkArgs checks a command's positional arguments: at least min and at most
-// max of them (max < 0: no limit), none starting with "-" (urfave/cli stops
-// parsing flags at the first argument, so a later flag would otherwise be
-// taken as an argument). A lone "-" (stdin or stdout) is an argument.
+// checkArgs checks a command's positional arguments: at least min and at
+// most max of them (max < 0: no limit). Flags have been sorted out by the
+// grammar (grammar.go), so an argument that starts with "-" came after
+// "--" and is an argument.
 func checkArgs(c *ucli.Context, min, max int) error {
 	args := c.Args().Slice()
-	for _, a := range args {
-		if len(a) > 1 && strings.HasPrefix(a, "-") {
-			return usageWithHint(c, "flags must come before arguments", "unexpected %q after the arguments", a)
-		}
-	}
 	switch {
 	case len(args) < min:
 		if u := c.Command.ArgsUsage; u != "" {

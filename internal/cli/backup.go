@@ -4,14 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/convkit/convkit/backup"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/store"
 )
 
@@ -64,9 +65,14 @@ puts one back. See docs/BACKUP.md.`,
 			if to == "-" && c.IsSet("keep") {
 				return usagef(c, "--keep needs --to DIR: there is no directory to prune when streaming to stdout")
 			}
+			if to == "-" && !c.Bool("dry-run") {
+				if err := e.refuseTerminal(c, "backup --to - | restic backup --stdin --stdin-filename convkit.tar.zst", "backup --to DIR"); err != nil {
+					return err
+				}
+			}
 			return runBackup(c, e, to)
 		},
-		Subcommands: []*ucli.Command{newBackupVerifyCommand(e)},
+		Subcommands: []*ucli.Command{newBackupVerifyCommand(e), newBackupListCommand(e)},
 	}
 }
 
@@ -106,11 +112,10 @@ func runBackup(c *ucli.Context, e *env, to string) error {
 	if to == "-" {
 		out = e.stderr
 	}
-	bar := newProgress(e.stderr, 0, "backup", e.g)
-	opts := backup.Options{ToolVersion: buildVersion(), Progress: bar, Log: e.stderr, Strict: c.Bool("strict")}
-	if e.g.Quiet {
-		opts.Log = io.Discard
-	}
+	bar := e.newProgress("backup", "files archived", 0)
+	// Its lines are all problems (UNREADABLE, INVALID, WARNING): --quiet
+	// keeps them.
+	opts := backup.Options{ToolVersion: buildVersion(), Progress: bar, Log: e.libraryLines(e.stderr, nil), Strict: c.Bool("strict")}
 	sum := backupSummary{SchemaVersion: schemaVersion, Problems: []backup.Problem{}, Invalid: []backup.Problem{},
 		Vanished: []string{}, Deleted: []string{}, RemovedTemps: []string{}}
 	var res *backup.Result
@@ -142,6 +147,9 @@ func runBackup(c *ucli.Context, e *env, to string) error {
 			return err
 		}
 		sum.Archive, sum.Deleted, sum.RemovedTemps = dr.Archive, nonNilStrings(dr.Deleted), nonNilStrings(dr.RemovedTemps)
+		if dr.InfoError != "" {
+			fmt.Fprintf(e.stderr, "%s: warning: the archive is complete, but its sidecar could not be written (backup list will not show its details): %s\n", progName, text(dr.InfoError))
+		}
 		if dr.Plan != nil {
 			sum.DryRun = true
 			fillPlan(&sum, dr.Plan)
@@ -217,20 +225,22 @@ func printBackup(e *env, out io.Writer, s *backupSummary) error {
 	}
 	if s.DryRun {
 		for _, f := range s.Planned {
-			fmt.Fprintf(out, "WOULD ARCHIVE %s (%d bytes)\n", f.Name, f.Size)
+			fmt.Fprintf(out, "WOULD ARCHIVE %s (%d bytes)\n", text(f.Name), f.Size)
 		}
 		for _, p := range s.Problems {
-			fmt.Fprintf(out, "WOULD LEAVE OUT %s: %s\n", p.Path, p.Reason)
+			fmt.Fprintf(out, "WOULD LEAVE OUT %s: %s\n", text(p.Path), text(p.Reason))
 		}
 		for _, d := range s.Deleted {
-			fmt.Fprintf(out, "WOULD DELETE %s\n", d)
+			fmt.Fprintf(out, "WOULD DELETE %s\n", text(d))
 		}
 		fmt.Fprintf(out, "Dry run: archive=%s, files=%d, bytes=%d, online=%v, would-delete=%d\n",
-			s.Archive, s.Files, s.Bytes, s.Online, len(s.Deleted))
+			text(s.Archive), s.Files, s.Bytes, s.Online, len(s.Deleted))
 		return nil
 	}
-	for _, d := range s.Deleted {
-		fmt.Fprintf(out, "DELETED %s\n", d)
+	if !e.g.Quiet {
+		for _, d := range s.Deleted {
+			fmt.Fprintf(out, "DELETED %s\n", text(d))
+		}
 	}
 	online := "false"
 	if s.Online {
@@ -239,7 +249,7 @@ func printBackup(e *env, out io.Writer, s *backupSummary) error {
 			online = fmt.Sprintf("true (runtime.lock held by pid %d)", s.Holder.PID)
 		}
 	}
-	fmt.Fprintf(out, "Archive: %s\n", s.Archive)
+	fmt.Fprintf(out, "Archive: %s\n", text(s.Archive))
 	fmt.Fprintf(out, "Summary: files=%d, logs=%d, conversations=%d, bytes=%d, archive-bytes=%d, unreadable=%d, invalid=%d, deleted=%d, online=%s\n",
 		s.Files, s.Logs, s.Conversations, s.Bytes, s.ArchiveBytes, len(s.Problems), s.InvalidLogs, len(s.Deleted), online)
 	return nil
@@ -257,50 +267,58 @@ func newBackupVerifyCommand(e *env) *ucli.Command {
 		Name:      "verify",
 		Usage:     "check an archive as a restore would, without restoring it",
 		ArgsUsage: "ARCHIVE",
-		Description: `The restore drill. Extracts ARCHIVE (a path, or - for stdin) into a
-temporary directory (under --work-dir, default $TMPDIR) with every safety
-check restore makes, compares every file's size and SHA-256 with the
-manifest, reads every log as strictly as the backup did, checks the
-metadata.db snapshot with SQLite's quick_check, rebuilds an index from the
-logs and compares it with the manifest; then removes the directory. Takes
-no lock. Exit 1 on any mismatch, or when the archive is damaged, truncated
-or refused.`,
+		Description: `The restore drill. Extracts ARCHIVE (a path, DIR/latest for the newest
+archive in a backup directory, or - for stdin) into a temporary directory
+(under --work-dir, default $TMPDIR) with every safety check restore makes,
+compares every file's size and SHA-256 with the manifest, reads every log
+as strictly as the backup did, checks the metadata.db snapshot with
+SQLite's quick_check, rebuilds an index from the logs and compares it with
+the manifest; then removes the directory. Takes no lock. Exit 1 on any
+mismatch, or when the archive is damaged, truncated or refused.
+
+For an archive in a backup directory (convkit-<UTC time>.tar.zst), the
+result is recorded in its sidecar (ARCHIVE.json), which 'backup list'
+shows.`,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "work-dir", Usage: "extract into a temporary directory under `DIR`"},
 		},
 		Action: func(c *ucli.Context) error {
-			args, err := interspersed(c)
+			args := c.Args().Slice()
+			if len(args) != 1 {
+				return usagef(c, "want exactly one ARCHIVE (a path, DIR/latest, or - for stdin), got %d arguments", len(args))
+			}
+			name, err := backup.ResolveArchive(args[0])
 			if err != nil {
 				return err
 			}
-			if len(args) != 1 {
-				return usagef(c, "want exactly one ARCHIVE (a path, or - for stdin), got %d arguments", len(args))
-			}
-			return runBackupVerify(c, e, args[0])
+			return runBackupVerify(c, e, name)
 		},
 	}
 }
 
-func openArchive(e *env, name string) (io.Reader, func(), error) {
-	if name == "-" {
-		return e.stdin, func() {}, nil
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	return f, func() { f.Close() }, nil
-}
-
 func runBackupVerify(c *ucli.Context, e *env, name string) error {
-	r, done, err := openArchive(e, name)
-	if err != nil {
-		return err
+	opts := backup.VerifyOptions{Archive: name, WorkDir: c.String("work-dir")}
+	var res *backup.VerifyResult
+	var err error
+	if name == "-" {
+		var r io.Reader
+		var bar progressReporter
+		r, bar, _, err = e.archiveInput(name, "verify")
+		if err != nil {
+			return err
+		}
+		res, err = backup.Verify(c.Context, r, opts)
+		bar.Finish()
+	} else {
+		bar := e.newProgress("verify", unitBytes, 0) // VerifyArchive sets the file's size as the total
+		opts.Progress = bar
+		var recErr error
+		res, _, recErr, err = backup.VerifyArchive(c.Context, name, opts, backup.RecordOptions{ToolVersion: buildVersion()})
+		bar.Finish()
+		if recErr != nil {
+			fmt.Fprintf(e.stderr, "%s: warning: the verification was not recorded (backup list will not show it): %s\n", progName, text(recErr.Error()))
+		}
 	}
-	defer done()
-	bar := newProgress(e.stderr, 0, "verify", e.g)
-	res, err := backup.Verify(c.Context, r, backup.VerifyOptions{Archive: name, WorkDir: c.String("work-dir"), Progress: bar})
-	bar.Finish()
 	if err != nil {
 		return err
 	}
@@ -318,15 +336,126 @@ func printVerify(e *env, res *backup.VerifyResult) error {
 		return writeJSON(e.stdout, res)
 	}
 	for _, m := range res.Invalid {
-		fmt.Fprintf(e.stdout, "INVALID %s: %s\n", m.Name, m.Problem)
+		fmt.Fprintf(e.stdout, "INVALID %s\n", text(withPath(m.Name, m.Problem)))
 	}
 	for _, m := range res.Mismatches {
-		fmt.Fprintf(e.stdout, "MISMATCH %s: %s\n", m.Name, m.Problem)
+		fmt.Fprintf(e.stdout, "MISMATCH %s\n", text(withPath(m.Name, m.Problem)))
 	}
 	fmt.Fprintf(e.stdout, "Verify: files=%d, logs=%d, bytes=%d, invalid=%d, index=%s, rebuilt: indexed=%d, skipped=%d, deletions-finished=%d, sessions=%d, mismatches=%d\n",
-		res.Files, res.Logs, res.Bytes, res.InvalidLogs, res.Index, res.Rebuilt.Indexed, res.Rebuilt.Skipped,
+		res.Files, res.Logs, res.Bytes, res.InvalidLogs, text(res.Index), res.Rebuilt.Indexed, res.Rebuilt.Skipped,
 		res.Rebuilt.DeletionsFinished, res.Rebuilt.Sessions, len(res.Mismatches))
 	return nil
+}
+
+func newBackupListCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "list",
+		Usage:     "list the archives in a backup directory: time, size, conversations, online, verified",
+		ArgsUsage: "DIR",
+		Description: `Lists convkit's archives in DIR (convkit-<UTC time>[-N].tar.zst, as backup
+--to DIR writes them), oldest first, newest ("latest") last: when each was
+taken, its size, how many conversations it holds, whether it was taken
+online (while the runtime held runtime.lock), and whether it was verified:
+"ok" or "FAILED" with the time of the last 'backup verify' of this very
+file, "stale" when the file changed since, "no" when it never was. The
+details come from each archive's sidecar (ARCHIVE.json, written by backup
+and by backup verify); an archive without one shows "-". It reads no
+archive and takes no lock. --json prints one object (docs/BACKUP.md).`,
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 1, 1); err != nil {
+				return err
+			}
+			dir := c.Args().First()
+			list, err := backup.ListArchives(dir)
+			if err != nil {
+				return err
+			}
+			return printArchives(e, dir, list)
+		},
+	}
+}
+
+// archiveListing is the --json output of backup list (docs/BACKUP.md).
+type archiveListing struct {
+	SchemaVersion int             `json:"schemaVersion"`
+	Dir           string          `json:"dir"`
+	Archives      []archiveRecord `json:"archives"`
+}
+
+type archiveRecord struct {
+	Name          string               `json:"name"`
+	Path          string               `json:"path"`
+	Time          time.Time            `json:"time"`
+	Size          int64                `json:"size"`
+	Conversations *int                 `json:"conversations"` // null without a sidecar
+	Online        *bool                `json:"online"`
+	Verified      string               `json:"verified"` // ok, failed, stale, no
+	Verification  *backup.Verification `json:"verification"`
+	InfoError     string               `json:"infoError,omitempty"`
+}
+
+func printArchives(e *env, dir string, list []backup.ArchiveInfo) error {
+	out := archiveListing{SchemaVersion: schemaVersion, Dir: dir, Archives: []archiveRecord{}}
+	for _, a := range list {
+		r := archiveRecord{Name: a.Name, Path: a.Path, Time: a.Time, Size: a.Size, Verified: a.Verification(), InfoError: a.InfoError}
+		if a.Info != nil {
+			n, online := a.Info.Conversations, a.Info.Online
+			r.Conversations, r.Online, r.Verification = &n, &online, a.Info.Verified
+		}
+		out.Archives = append(out.Archives, r)
+		if a.InfoError != "" {
+			fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, text(a.InfoError))
+		}
+	}
+	if e.g.JSON {
+		return writeJSON(e.stdout, out)
+	}
+	t := display.NewTable(e.stdout, "ARCHIVE", "TIME", "SIZE", "CONVERSATIONS", "ONLINE", "VERIFIED")
+	for _, r := range out.Archives {
+		convs, online := "-", "-"
+		if r.Conversations != nil {
+			convs = strconv.Itoa(*r.Conversations)
+			online = yesNo(*r.Online)
+		}
+		verified := r.Verified
+		if v := r.Verification; v != nil && (verified == backup.VerifiedOK || verified == backup.VerifiedFailed) {
+			verified = fmt.Sprintf("%s %s", strings.ToUpper(verified), v.At.UTC().Format("2006-01-02 15:04"))
+			if r.Verified == backup.VerifiedOK {
+				verified = "ok " + v.At.UTC().Format("2006-01-02 15:04")
+			}
+		}
+		t.Row(text(r.Name), r.Time.UTC().Format("2006-01-02 15:04:05Z"), humanBytes(r.Size), convs, online, verified)
+	}
+	return t.Flush()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// humanBytes is n in IEC units, to three significant digits: 812 B,
+// 12.4 MiB, 1.07 GiB.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, exp := float64(n), 0
+	for v >= unit && exp < 6 {
+		v /= unit
+		exp++
+	}
+	suffix := []string{"", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}[exp]
+	switch {
+	case v < 10:
+		return fmt.Sprintf("%.2f %s", v, suffix)
+	case v < 100:
+		return fmt.Sprintf("%.1f %s", v, suffix)
+	}
+	return fmt.Sprintf("%.0f %s", v, suffix)
 }
 
 func newRestoreCommand(e *env) *ucli.Command {
@@ -357,12 +486,9 @@ reindexed.`,
 			&ucli.StringFlag{Name: "conversation", Usage: "restore only conversation `ID` and its fork ancestors"},
 		},
 		Action: func(c *ucli.Context) error {
-			args, err := interspersed(c)
-			if err != nil {
-				return err
-			}
+			args := c.Args().Slice()
 			if len(args) != 1 {
-				return usagef(c, "want exactly one ARCHIVE (a path, or - for stdin), got %d arguments", len(args))
+				return usagef(c, "want exactly one ARCHIVE (a path, DIR/latest, or - for stdin), got %d arguments", len(args))
 			}
 			if c.String("to") == "" {
 				return usagef(c, "--to DIR is required")
@@ -370,22 +496,25 @@ reindexed.`,
 			if c.IsSet("conversation") && c.String("conversation") == "" {
 				return usagef(c, "--conversation needs a conversation id")
 			}
-			return runRestore(c, e, args[0])
+			name, err := backup.ResolveArchive(args[0])
+			if err != nil {
+				return err
+			}
+			return runRestore(c, e, name)
 		},
 	}
 }
 
 func runRestore(c *ucli.Context, e *env, name string) error {
-	r, done, err := openArchive(e, name)
+	r, bar, done, err := e.archiveInput(name, "restore")
 	if err != nil {
 		return err
 	}
 	defer done()
-	bar := newProgress(e.stderr, 0, "restore", e.g)
 	opts := backup.RestoreOptions{Archive: name, Target: c.String("to"), Force: c.Bool("force"),
-		Conversation: c.String("conversation"), LockTimeout: e.g.LockTimeout, Progress: bar}
-	if !e.g.JSON && !e.g.Quiet {
-		opts.Log = e.stderr
+		Conversation: c.String("conversation"), LockTimeout: e.g.LockTimeout}
+	if !e.g.JSON {
+		opts.Log = e.libraryLines(e.stderr, problemLine)
 	}
 	res, err := backup.Restore(c.Context, r, opts)
 	bar.Finish()
@@ -407,69 +536,20 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 	if e.g.JSON {
 		return writeJSON(e.stdout, res)
 	}
-	fmt.Fprintf(e.stdout, "Restored: %s into %s (%d conversations)\n", name, res.Target, len(res.Conversations))
+	fmt.Fprintf(e.stdout, "Restored: %s into %s (%d conversations)\n", text(name), text(res.Target), len(res.Conversations))
 	if res.MovedAside != "" {
-		fmt.Fprintf(e.stdout, "Moved aside: %s\n", res.MovedAside)
+		fmt.Fprintf(e.stdout, "Moved aside: %s\n", text(res.MovedAside))
 	}
-	for _, k := range res.Kept {
-		fmt.Fprintf(e.stdout, "KEPT %s: already in the store\n", k)
+	if !e.g.Quiet {
+		for _, k := range res.Kept {
+			fmt.Fprintf(e.stdout, "KEPT %s: already in the store\n", text(k))
+		}
 	}
 	if rr := res.Reindex; rr != nil {
 		fmt.Fprintf(e.stdout, "Summary: indexed=%d, skipped=%d, deletions-finished=%d\n",
 			rr.Indexed, len(rr.Skipped), len(rr.DeletionsFinished))
 	}
 	return nil
-}
-
-// interspersed returns the command's positional arguments, applying any
-// of its flags that follow them ("restore ARCHIVE --to DIR"): urfave/cli
-// stops parsing flags at the first argument. "--" ends the flags.
-func interspersed(c *ucli.Context) ([]string, error) {
-	args := c.Args().Slice()
-	var pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if len(a) < 2 || a[0] != '-' {
-			pos = append(pos, a)
-			continue
-		}
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		var flag ucli.Flag
-		for _, f := range c.Command.Flags {
-			for _, n := range f.Names() {
-				if n == name {
-					flag = f
-				}
-			}
-		}
-		if flag == nil {
-			if isGlobalFlag(c, name) {
-				return nil, usageWithHint(c, fmt.Sprintf("%s is a global flag: put it before the command (%s %s %s ...)",
-					dashed(name), progName, dashed(name), strings.TrimPrefix(helpName(c), progName+" ")),
-					"unknown flag %s for %s", dashed(name), helpName(c))
-			}
-			return nil, usagef(c, "unknown flag %s", dashed(name))
-		}
-		if _, isBool := flag.(*ucli.BoolFlag); isBool {
-			if !hasVal {
-				val = "true"
-			}
-		} else if !hasVal {
-			if i+1 >= len(args) {
-				return nil, usagef(c, "flag needs an argument: %s", dashed(name))
-			}
-			i++
-			val = args[i]
-		}
-		if err := c.Set(name, val); err != nil {
-			return nil, usagef(c, "invalid value %q for flag %s: %v", val, dashed(name), err)
-		}
-	}
-	return pos, nil
 }
 
 // runDemoBackup is the demo's backup step, for runDemo to call after its

@@ -9,8 +9,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -37,12 +41,12 @@ func TestMainUsageErrors(t *testing.T) {
 		{"group without subcommand", []string{"lock"}},
 		{"unknown root flag", []string{"--frobnicate", "version"}},
 		{"unknown command flag", []string{"version", "--frobnicate"}},
-		{"global flag after command", []string{"version", "--json"}},
+		{"flag of another command", []string{"version", "--limit", "3"}},
 		{"bad duration", []string{"--lock-timeout", "soon", "version"}},
 		{"negative duration", []string{"--lock-timeout", "-1s", "version"}},
 		{"missing flag value", []string{"--data-dir"}},
 		{"extra argument", []string{"version", "extra"}},
-		{"flag after argument", []string{"lock", "status", "x", "--json"}},
+		{"argument to a command that takes none", []string{"lock", "status", "x", "--json"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,21 +75,49 @@ func TestMainHelp(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	code, stdout, stderr := run(t, nil, "version")
-	if want := "convkit " + buildVersion() + "\n"; code != exitOK || stdout != want || stderr != "" {
-		t.Errorf("version: code %d, stdout %q, stderr %q; want 0, %q, nothing", code, stdout, stderr, want)
+	for _, args := range [][]string{{"version"}, {"--version"}, {"--version", "list"}} {
+		code, stdout, stderr := run(t, nil, args...)
+		if want := "convkit " + buildVersion() + "\n"; code != exitOK || stdout != want || stderr != "" {
+			t.Errorf("%q: code %d, stdout %q, stderr %q; want 0, %q, nothing", args, code, stdout, stderr, want)
+		}
 	}
 
-	code, stdout, stderr = run(t, nil, "--json", "version")
-	if code != exitOK || stderr != "" {
-		t.Fatalf("--json version: code %d, stderr %q", code, stderr)
+	// --json carries the module versions and the revision from the build
+	// information.
+	defer func(f func() (*debug.BuildInfo, bool)) { readBuildInfo = f }(readBuildInfo)
+	readBuildInfo = func() (*debug.BuildInfo, bool) {
+		return &debug.BuildInfo{GoVersion: "go1.26.8",
+			Main: debug.Module{Path: "github.com/convkit/convkit", Version: "v1.2.3", Sum: "h1:main"},
+			Deps: []*debug.Module{{Path: "github.com/urfave/cli/v2", Version: "v2.27.7", Sum: "h1:x"},
+				{Path: "example.com/old", Version: "v1.0.0", Replace: &debug.Module{Path: "../old", Version: "(devel)"}}},
+			Settings: []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "0123abcd"},
+				{Key: "vcs.time", Value: "2026-09-01T00:00:00Z"}, {Key: "vcs.modified", Value: "true"}},
+		}, true
 	}
+	for _, args := range [][]string{{"--json", "version"}, {"version", "--json"}} {
+		code, stdout, stderr := run(t, nil, args...)
+		if code != exitOK || stderr != "" {
+			t.Fatalf("%q: code %d, stderr %q", args, code, stderr)
+		}
+		want := `{"schemaVersion":1,"version":"v1.2.3","go":"go1.26.8","platform":"` + runtime.GOOS + "/" + runtime.GOARCH + `",` +
+			`"module":{"path":"github.com/convkit/convkit","version":"v1.2.3","sum":"h1:main"},` +
+			`"vcs":{"system":"git","revision":"0123abcd","time":"2026-09-01T00:00:00Z","modified":true},` +
+			`"dependencies":[{"path":"github.com/urfave/cli/v2","version":"v2.27.7","sum":"h1:x"},` +
+			`{"path":"example.com/old","version":"v1.0.0","replace":{"path":"../old","version":"(devel)"}}]}` + "\n"
+		if stdout != want {
+			t.Errorf("%q:\n got %s\nwant %s", args, stdout, want)
+		}
+	}
+	readBuildInfo = func() (*debug.BuildInfo, bool) {
+		return &debug.BuildInfo{Main: debug.Module{Path: "m", Version: "(devel)"}}, true
+	}
+	code, stdout, _ := run(t, nil, "--json", "version")
 	var got versionResult
-	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
-		t.Fatalf("--json version: %v in %q", err, stdout)
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != 0 {
+		t.Fatalf("--json version: %d, %v in %q", code, err, stdout)
 	}
-	if want := (versionResult{SchemaVersion: 1, Version: buildVersion()}); got != want {
-		t.Errorf("--json version = %+v, want %+v", got, want)
+	if got.Version != "devel" || got.VCS != nil {
+		t.Errorf("without a version or revision: %+v, want version devel and vcs null", got)
 	}
 }
 
@@ -178,6 +210,10 @@ func TestCommandTree(t *testing.T) {
 			global[n] = true
 		}
 	}
+	// The grammar must know whether the word after a flag is its value
+	// before it knows which command the flag belongs to: a name takes a
+	// value in every command or in none.
+	takes := map[string]bool{}
 	var walk func(c *ucli.Command)
 	walk = func(c *ucli.Command) {
 		for _, f := range c.Flags {
@@ -185,6 +221,11 @@ func TestCommandTree(t *testing.T) {
 				if global[n] {
 					t.Errorf("command %s redefines global flag %s", c.Name, dashed(n))
 				}
+				v := specOf(f).takesValue
+				if prev, seen := takes[n]; seen && prev != v {
+					t.Errorf("flag %s takes a value in one command and not in another (%s)", dashed(n), c.Name)
+				}
+				takes[n] = v
 			}
 			if r, ok := f.(ucli.RequiredFlag); ok && r.IsRequired() {
 				t.Errorf("command %s: flag %s is Required; check it in the Action with usagef", c.Name, f.Names()[0])
@@ -237,9 +278,10 @@ func TestProgressOnlyOnTerminal(t *testing.T) {
 	}
 	defer f.Close()
 	for _, w := range []io.Writer{&bytes.Buffer{}, f} {
-		p := newProgress(w, 10, "test", &globals{})
+		e := &env{stderr: w, g: &globals{}}
+		p := e.newProgress("test", "logs", 10)
 		if _, ok := p.(nopReporter); !ok {
-			t.Errorf("newProgress(%T) = %T, want no bar off a terminal", w, p)
+			t.Errorf("newProgress on %T = %T, want no bar off a terminal", w, p)
 		}
 		p.SetTotal(20)
 		p.Add(5)
@@ -248,24 +290,59 @@ func TestProgressOnlyOnTerminal(t *testing.T) {
 	if info, _ := f.Stat(); info.Size() != 0 {
 		t.Errorf("progress wrote %d bytes to a file", info.Size())
 	}
+	// On a terminal, but --quiet or --json: no bar either.
+	yes := func(io.Writer) bool { return true }
+	for _, g := range []*globals{{Quiet: true}, {JSON: true}} {
+		var buf bytes.Buffer
+		e := &env{stderr: &buf, g: g, isTerminal: yes}
+		p := e.newProgress("test", "logs", 10)
+		p.Add(5)
+		p.Finish()
+		if buf.Len() != 0 {
+			t.Errorf("%+v: progress wrote %q", *g, buf.String())
+		}
+	}
 }
 
+// TestBarReporter: a bar says what it counts, how many of how many, the
+// rate and, with a total, the time left; one of bytes shows sizes.
 func TestBarReporter(t *testing.T) {
 	var buf bytes.Buffer
-	p := newBarReporter(&buf, 0, "logs")
+	p := newBarReporter(&buf, "migrate", "logs", 0)
 	p.SetTotal(4)
-	for range 4 {
+	for range 3 {
+		time.Sleep(50 * time.Millisecond)
 		p.Add(1)
 	}
-	p.Finish()
 	out := buf.String()
-	if !strings.Contains(out, "logs") || !strings.Contains(out, "/4)") {
-		t.Errorf("bar output %q does not show the description and the total", out)
+	last := out[strings.LastIndex(out, "\r")+1:]
+	p.Add(1) // done: the bar clears itself
+	p.Finish()
+	// What it counts, percent, done/total, rate, [elapsed:left].
+	if !regexp.MustCompile(`^migrate: logs +\d+% \|[^|]*\| \([0-3]/4, \d+ logs/(s|min|hr)\) \[\d+s:\d+s\]$`).MatchString(last) {
+		t.Errorf("bar %q does not show what it counts, the count, the total, the rate and the time left", last)
 	}
 	// Finished, the bar erases itself: the last thing written is a blank line
 	// between carriage returns.
+	out = buf.String()
 	lines := strings.Split(out, "\r")
 	if len(lines) < 3 || strings.TrimSpace(lines[len(lines)-2]) != "" || lines[len(lines)-1] != "" {
 		t.Errorf("bar output %q does not end by clearing the line", out)
+	}
+
+	buf.Reset()
+	p = newBarReporter(&buf, "verify", unitBytes, 4<<20)
+	p.Add(1 << 20)
+	out = buf.String()
+	if !strings.Contains(out, "verify: bytes") || !strings.Contains(out, "(1.0/4.0 MiB, ") || !strings.Contains(out, "/s") {
+		t.Errorf("byte bar %q does not show the sizes and the rate", out)
+	}
+
+	buf.Reset()
+	p = newBarReporter(&buf, "backup", "files archived", 0)
+	p.Add(3)
+	out = buf.String()
+	if !strings.Contains(out, "backup: files archived") || !strings.Contains(out, "(3/-, ") {
+		t.Errorf("bar of unknown total %q does not show the count", out)
 	}
 }

@@ -27,8 +27,18 @@
 // (partialf). Logs, warnings and progress go to e.stderr; progress bars come
 // from newProgress, which shows them only on a terminal.
 //
+// Text renderings escape every string that comes from a log, an archive or
+// the store with text or quoted (display.Escape); library lines are passed
+// through e.libraryLines, which escapes them and, under --quiet, keeps the
+// problems only. JSON is never escaped. Progress counts something named:
+// e.newProgress("migrate", "logs", total).
+//
 // app.go completes every command after construction: it appends the EXIT
 // STATUS table to the Description, installs the usage-error handler, and
 // gives command groups (commands with Subcommands) an Action that refuses a
-// missing or unknown subcommand.
+// missing or unknown subcommand. Main puts every command line into the
+// order urfave/cli parses before it parses (grammar.go): global flags
+// anywhere, options before or after arguments, "--" ends them. The help,
+// the completion scripts (completion.go) and the man page (man.go) come
+// from the same definitions.
 package cli

@@ -15,13 +15,15 @@ func newInspectCommand(e *env) *ucli.Command {
 	return &ucli.Command{
 		Name:      "inspect",
 		Usage:     "read one log of any version, plain or compressed",
-		ArgsUsage: "PATH | CONVERSATION [SESSION]",
+		ArgsUsage: "PATH | - | CONVERSATION [SESSION]",
 		Description: `Reads one log and describes it; it never changes a file and never
 takes runtime.lock, so it runs beside the runtime.
 
-The log is a file PATH, or found in the data directory: CONVERSATION alone
-is that conversation's own log, CONVERSATION SESSION one of its session
-logs (the highest generation).
+The log is a file PATH, - for stdin (plain or zstd, told apart by its
+first bytes; copied to a private temporary file under $TMPDIR, removed
+afterwards, at most the free space there less 64 MiB), or found in the
+data directory: CONVERSATION alone is that conversation's own log,
+CONVERSATION SESSION one of its session logs (the highest generation).
 
 Without a mode flag it renders the header and one line per event.
 --json prints each event as stored, one JSON object per line.
@@ -51,68 +53,83 @@ Without a mode flag it renders the header and one line per event.
 			if err := filter.Validate(); err != nil {
 				return usagef(c, "%v", err)
 			}
-			path, err := inspectTarget(e, c.Args().Slice())
+			args := c.Args().Slice()
+			if len(args) == 1 && args[0] == "-" { // stdin (a file named - is ./-)
+				sp, err := spoolStdin(c.Context, e.stdin)
+				if err != nil {
+					return err
+				}
+				defer sp.remove()
+				return sp.renameErr(runInspect(c, e, sp.path, stdinName, "-", filter))
+			}
+			path, err := inspectTarget(e, args)
 			if err != nil {
 				return err
 			}
-			ctx := c.Context
-			switch {
-			case c.Bool("validate"):
-				v, err := inspect.Validate(ctx, path)
-				if err != nil {
-					return err
-				}
-				if e.g.JSON {
-					if err := writeJSON(e.stdout, v); err != nil {
-						return err
-					}
-				} else {
-					for _, p := range v.Problems {
-						fmt.Fprintf(e.stdout, "%s: %s\n", path, problemPosition(p))
-					}
-					if v.Valid {
-						torn := ""
-						if v.TornTail {
-							torn = " (torn tail left as it is)"
-						}
-						fmt.Fprintf(e.stdout, "%s: valid, format v%d, %d events%s\n", path, v.Version, v.Events, torn)
-					}
-				}
-				if !v.Valid {
-					return fmt.Errorf("%s: %d problem(s) found", path, len(v.Problems))
-				}
-				return nil
-			case c.Bool("stats"):
-				s, err := inspect.Measure(ctx, path, filter)
-				if err != nil {
-					return err
-				}
-				if e.g.JSON {
-					return writeJSON(e.stdout, s)
-				}
-				inspect.RenderStats(s, e.stdout)
-				return nil
-			case c.Bool("history"):
-				h, err := inspect.History(ctx, path)
-				if err != nil {
-					return err
-				}
-				if e.g.JSON {
-					for _, m := range h {
-						if err := writeJSON(e.stdout, m); err != nil {
-							return err
-						}
-					}
-					return nil
-				}
-				inspect.RenderHistory(h, e.stdout)
-				return nil
-			case e.g.JSON:
-				return inspect.WriteJSON(ctx, path, e.stdout, filter)
-			default:
-				return inspect.Render(ctx, path, e.stdout, filter)
-			}
+			return runInspect(c, e, path, path, path, filter)
 		},
+	}
+}
+
+// runInspect inspects the log at path; shown is its name in text output,
+// jsonPath its name in JSON output (they differ for a copy of stdin).
+func runInspect(c *ucli.Context, e *env, path, shown, jsonPath string, filter inspect.Filter) error {
+	ctx := c.Context
+	switch {
+	case c.Bool("validate"):
+		v, err := inspect.Validate(ctx, path)
+		if err != nil {
+			return err
+		}
+		v.Path = jsonPath
+		if e.g.JSON {
+			if err := writeJSON(e.stdout, v); err != nil {
+				return err
+			}
+		} else {
+			for _, p := range v.Problems {
+				fmt.Fprintf(e.stdout, "%s: %s\n", text(shown), text(problemPosition(p)))
+			}
+			if v.Valid {
+				torn := ""
+				if v.TornTail {
+					torn = " (torn tail left as it is)"
+				}
+				fmt.Fprintf(e.stdout, "%s: valid, format v%d, %d events%s\n", text(shown), v.Version, v.Events, torn)
+			}
+		}
+		if !v.Valid {
+			return fmt.Errorf("%s: %d problem(s) found", shown, len(v.Problems))
+		}
+		return nil
+	case c.Bool("stats"):
+		s, err := inspect.Measure(ctx, path, filter)
+		if err != nil {
+			return err
+		}
+		s.Path = jsonPath
+		if e.g.JSON {
+			return writeJSON(e.stdout, s)
+		}
+		return inspect.RenderStats(s, e.stdout)
+	case c.Bool("history"):
+		h, err := inspect.History(ctx, path)
+		if err != nil {
+			return err
+		}
+		if e.g.JSON {
+			for _, m := range h {
+				if err := writeJSON(e.stdout, m); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return inspect.RenderHistory(h, e.stdout)
+	case e.g.JSON:
+		return inspect.WriteJSON(ctx, path, e.stdout, filter)
+	default:
+		return inspect.Render(ctx, path, e.stdout, filter)
 	}
 }
 

@@ -3,12 +3,13 @@ package cli
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
@@ -42,23 +43,23 @@ conversation logs, and then says so on stderr. It takes no lock.`,
 				return err
 			}
 			if l.Source == "logs" && !e.g.Quiet {
-				fmt.Fprintf(e.stderr, "convkit: listing from the logs: %s\n", l.FallbackReason)
+				fmt.Fprintf(e.stderr, "convkit: listing from the logs: %s\n", text(l.FallbackReason))
 			}
 			for _, s := range l.Skipped {
-				fmt.Fprintf(e.stderr, "convkit: warning: %s: %s\n", s.Path, s.Reason)
+				fmt.Fprintf(e.stderr, "convkit: warning: %s\n", text(withPath(s.Path, s.Reason)))
 			}
 			if e.g.JSON {
 				return writeJSON(e.stdout, l)
 			}
-			renderList(e, l.Conversations)
-			return nil
+			return renderList(e, l.Conversations)
 		},
 	}
 }
 
-func renderList(e *env, rows []index.Summary) {
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTITLE\tUPDATED\tSESSIONS\tTURNS\tFLAGS")
+// renderList writes the conversations as a table, its columns aligned by
+// display width (a CJK title takes two columns a character).
+func renderList(e *env, rows []index.Summary) error {
+	t := display.NewTable(e.stdout, "ID", "TITLE", "UPDATED", "SESSIONS", "TURNS", "FLAGS")
 	for _, r := range rows {
 		var flags []string
 		if r.Archived {
@@ -68,16 +69,16 @@ func renderList(e *env, rows []index.Summary) {
 			flags = append(flags, "running")
 		}
 		if r.ForkedFrom != "" {
-			flags = append(flags, "fork of "+r.ForkedFrom)
+			flags = append(flags, "fork of "+text(r.ForkedFrom))
 		}
-		title := r.Title
+		title := text(r.Title)
 		if title == "" {
 			title = "(untitled)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", r.ID, title,
-			time.UnixMilli(r.UpdatedAt).UTC().Format("2006-01-02 15:04"), r.Sessions, r.Turns, strings.Join(flags, ", "))
+		t.Row(text(r.ID), title, time.UnixMilli(r.UpdatedAt).UTC().Format("2006-01-02 15:04"),
+			strconv.Itoa(r.Sessions), strconv.Itoa(r.Turns), strings.Join(flags, ", "))
 	}
-	tw.Flush()
+	return t.Flush()
 }
 
 func newSearchCommand(e *env) *ucli.Command {
@@ -119,7 +120,7 @@ convkit reindex first. It takes no lock.`,
 				}{schemaVersion, c.Args().First(), hits})
 			}
 			for _, h := range hits {
-				fmt.Fprintf(e.stdout, "%s  %q  %s#%d %s: %s\n", h.ConversationID, h.Title, h.SessionID, h.Seq, h.Role, h.Snippet)
+				fmt.Fprintf(e.stdout, "%s  %s  %s#%d %s: %s\n", text(h.ConversationID), quoted(h.Title), text(h.SessionID), h.Seq, text(h.Role), text(h.Snippet))
 			}
 			return nil
 		},
@@ -182,7 +183,9 @@ or --force is given. Takes runtime.lock.`,
 						return err
 					}
 				}
-				fmt.Fprintf(e.stdout, "deleted %s\n", id)
+				if !e.g.Quiet {
+					fmt.Fprintf(e.stdout, "deleted %s\n", text(id))
+				}
 			}
 			return nil
 		},

@@ -76,10 +76,10 @@ func runLockStatus(e *env, dataDir string) error {
 	default:
 		line = fmt.Sprintf("held by pid %d", holder.PID)
 		if holder.Command != "" {
-			line += fmt.Sprintf(" (%q)", holder.Command)
+			line += " (" + quoted(holder.Command) + ")"
 		}
 		if holder.Host != "" {
-			line += " on " + holder.Host
+			line += " on " + text(holder.Host)
 		}
 		if !holder.StartedAt.IsZero() {
 			line += " since " + formatTime(holder.StartedAt)

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 
 	ucli "github.com/urfave/cli/v2"
@@ -72,9 +73,9 @@ object per event and then the summary. Takes runtime.lock (not with
 				}
 				defer lock.Release()
 			}
-			bar := newProgress(e.stderr, 0, "migrate", e.g)
+			bar := e.newProgress("migrate", "logs", 0)
 			opts := migrate.Options{SessionsDir: root, Jobs: jobs, DryRun: c.Bool("dry-run"), Compress: comp,
-				Out: e.stdout, Progress: bar, ToolVersion: buildVersion()}
+				Out: e.libraryLines(e.stdout, migrateQuiet()), Progress: bar, ToolVersion: buildVersion()}
 			if e.g.JSON {
 				var mu sync.Mutex
 				enc := json.NewEncoder(e.stdout)
@@ -111,7 +112,8 @@ object per event and then the summary. Takes runtime.lock (not with
 					}
 				}
 				if first != nil {
-					return fmt.Errorf("%d log(s) failed to migrate; the first: %q: %s; see %s", sum.Totals.Failed, first.InputPath, first.Message, sum.TextLogPath)
+					return fmt.Errorf("%d log(s) failed to migrate; the first: %s; see %s", sum.Totals.Failed,
+						withPath(strconv.Quote(first.InputPath), first.Message), sum.TextLogPath)
 				}
 				return fmt.Errorf("%d log(s) failed to migrate; see %s", sum.Totals.Failed, sum.TextLogPath)
 			}

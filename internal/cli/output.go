@@ -1,8 +1,18 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/convkit/convkit/display"
 )
 
 // schemaVersion is the version of the JSON documents convkit prints
@@ -11,9 +21,120 @@ import (
 const schemaVersion = 1
 
 // writeJSON writes v as one line of JSON. HTML characters are not escaped:
-// the output is for programs, not browsers.
+// the output is for programs, not browsers. JSON is exact: it never goes
+// through the terminal escaping.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// Text output: every string that comes from a log, an archive or the store
+// (ids, titles, paths, message text, reasons that quote them) goes through
+// display.Escape as it is rendered.
+
+// text is s escaped for the terminal.
+func text(s string) string { return display.Escape(s) }
+
+// quoted is s escaped and in double quotes: "title".
+func quoted(s string) string { return `"` + display.Escape(s) + `"` }
+
+// libraryLines wraps w for the lines a library writes itself (report and
+// warning lines): each is escaped, and under --quiet only the lines keep
+// accepts pass (nil keeps all).
+func (e *env) libraryLines(w io.Writer, keep func(line string) bool) io.Writer {
+	out := io.Writer(display.NewWriter(w))
+	if e.g.Quiet && keep != nil {
+		out = &lineFilter{w: out, keep: keep}
+	}
+	return out
+}
+
+// lineFilter passes to w the whole lines written through it that keep
+// accepts. It is safe for concurrent use.
+type lineFilter struct {
+	mu   sync.Mutex
+	w    io.Writer
+	keep func(string) bool
+	buf  []byte
+}
+
+func (f *lineFilter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.buf = append(f.buf, p...)
+	for {
+		i := bytes.IndexByte(f.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(f.buf[:i])
+		f.buf = f.buf[i+1:]
+		if f.keep(line) {
+			if _, err := io.WriteString(f.w, line+"\n"); err != nil {
+				return len(p), err
+			}
+		}
+	}
+}
+
+// Under --quiet, what the libraries' lines keep: the problems. Lines of
+// things done as they should be (a temporary file of an interrupted write
+// removed, an interrupted deletion finished) go.
+func problemLine(line string) bool {
+	for _, info := range []string{"REMOVED ", "DELETED ", "removed ", progName + ": removed "} {
+		if strings.HasPrefix(line, info) {
+			return false
+		}
+	}
+	return true
+}
+
+// migrateLine matches a per-input line of migrate: [i/K] "rel" ACTION...
+var migrateLine = regexp.MustCompile(`^\[\d+/\d+\] "(?:[^"\\]|\\.)*" (.*)$`)
+
+// migrateQuiet is what --quiet keeps of migrate's text lines
+// (docs/CLI.md): the inputs that failed or were skipped, their ERROR lines,
+// and everything from the summary on (Summary, Failures, Full log, JSON
+// summary; Plan on a dry run). The preamble and the lines of inputs
+// started, converted, found current or deferred go. The text log keeps
+// every line.
+func migrateQuiet() func(string) bool {
+	summary := false
+	return func(line string) bool {
+		if m := migrateLine.FindStringSubmatch(line); m != nil {
+			return strings.HasPrefix(m[1], "FAILED") || strings.HasPrefix(m[1], "SKIPPED")
+		}
+		if strings.HasPrefix(line, "Summary: ") || strings.HasPrefix(line, "Plan: ") {
+			summary = true
+		}
+		return summary || strings.HasPrefix(line, "ERROR ")
+	}
+}
+
+// refuseTerminal refuses to write an archive to stdout when stdout is a
+// terminal, as zstd does: binary data would garble it (and could hold
+// escape sequences). It is a usage error (exit 2), found before anything
+// is read. example is a pipeline that works, instead the form that writes
+// a file.
+func (e *env) refuseTerminal(c *ucli.Context, example, instead string) error {
+	if !e.terminal(e.stdout) {
+		return nil
+	}
+	return usageWithHint(c, fmt.Sprintf("redirect stdout to a file or a pipe (%s %s), or use %s %s", progName, example, progName, instead),
+		"refusing to write a binary archive to a terminal")
+}
+
+// withPath is "PATH: REASON", or REASON alone when it names the path
+// already (a format error carries its file): a line names a file once.
+// path may be quoted ("PATH"); the check is on the path itself.
+func withPath(path, reason string) string {
+	bare := path
+	if u, err := strconv.Unquote(path); err == nil {
+		bare = u
+	}
+	if bare != "" && strings.Contains(reason, bare) {
+		return reason
+	}
+	return path + ": " + reason
 }

@@ -68,10 +68,10 @@ func runReindex(c *ucli.Context, e *env, jobs int) error {
 		return err
 	}
 	defer s.Close()
-	bar := newProgress(e.stderr, 0, "reindex", e.g)
+	bar := e.newProgress("reindex", "conversations", 0)
 	opts := reindex.Options{Jobs: jobs, Progress: bar, NoText: c.Bool("no-search")}
 	if !e.g.JSON {
-		opts.Log = e.stdout
+		opts.Log = e.libraryLines(e.stdout, problemLine)
 	}
 	res, err := reindex.Run(c.Context, s, opts)
 	bar.Finish()
@@ -94,9 +94,9 @@ func runReindex(c *ucli.Context, e *env, jobs int) error {
 	return nil
 }
 
-// skipText is the first skipped item, "PATH: REASON".
+// skipText is the first skipped item, "PATH: REASON" (the path once).
 func skipText(s []reindex.Skip) string {
-	return s[0].Path + ": " + s[0].Reason
+	return withPath(s[0].Path, s[0].Reason)
 }
 
 func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
@@ -104,7 +104,7 @@ func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 	if err != nil {
 		return err
 	}
-	bar := newProgress(e.stderr, 0, "check", e.g)
+	bar := e.newProgress("reindex --check", "conversations", 0)
 	res, err := reindex.Check(c.Context, dir, reindex.Options{Jobs: jobs, Progress: bar})
 	bar.Finish()
 	if err != nil {
@@ -116,13 +116,13 @@ func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 		}
 	} else {
 		if res.IndexProblem != "" {
-			fmt.Fprintf(e.stdout, "INDEX %s\n", res.IndexProblem)
+			fmt.Fprintf(e.stdout, "INDEX %s\n", text(res.IndexProblem))
 		}
 		for _, d := range res.Differences {
-			fmt.Fprintf(e.stdout, "%s %q: %s\n", upper(d.Kind), d.ID, d.Detail)
+			fmt.Fprintf(e.stdout, "%s %s: %s\n", upper(d.Kind), quoted(d.ID), text(d.Detail))
 		}
 		for _, s := range res.Skipped {
-			fmt.Fprintf(e.stdout, "SKIPPED %s: %s\n", s.Path, s.Reason)
+			fmt.Fprintf(e.stdout, "SKIPPED %s\n", text(withPath(s.Path, s.Reason)))
 		}
 		fmt.Fprintf(e.stdout, "Check: conversations=%d, differences=%d, skipped=%d\n",
 			res.Conversations, len(res.Differences), len(res.Skipped))

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
 	"time"
 
@@ -43,16 +42,18 @@ docs/TRANSFER.md.`,
 			&ucli.StringFlag{Name: "to", Usage: "write the archive to the new file `FILE`, or to stdout with -"},
 		},
 		Action: func(c *ucli.Context) error {
-			ids, err := interspersed(c)
-			if err != nil {
-				return err
-			}
+			ids := c.Args().Slice()
 			if len(ids) == 0 {
 				return usagef(c, "missing arguments: want %s", c.Command.ArgsUsage)
 			}
 			to := c.String("to")
 			if to == "" {
 				return usagef(c, "--to FILE (or --to - for stdout) is required")
+			}
+			if to == "-" {
+				if err := e.refuseTerminal(c, "export ID --to - > FILE", "export ID --to FILE"); err != nil {
+					return err
+				}
 			}
 			for _, id := range ids {
 				if _, err := store.EncodeSegment(id); err != nil {
@@ -90,11 +91,9 @@ func runExport(c *ucli.Context, e *env, ids []string, to string) error {
 	if to == "-" {
 		out = e.stderr // stdout carries the archive
 	}
-	bar := newProgress(e.stderr, 0, "export", e.g)
-	opts := transfer.ExportOptions{IDs: ids, ToolVersion: buildVersion(), Progress: bar, Log: e.stderr}
-	if e.g.Quiet {
-		opts.Log = io.Discard
-	}
+	bar := e.newProgress("export", "conversations", 0)
+	// Its lines are problems (UNREADABLE, WARNING): --quiet keeps them.
+	opts := transfer.ExportOptions{IDs: ids, ToolVersion: buildVersion(), Progress: bar, Log: e.libraryLines(e.stderr, nil)}
 	var res *transfer.ExportResult
 	if to == "-" {
 		res, err = transfer.Export(c.Context, dataDir, e.stdout, opts)
@@ -133,11 +132,17 @@ func printExport(e *env, out io.Writer, s *exportSummary) error {
 	if e.g.JSON {
 		return writeJSON(out, s)
 	}
-	for _, c := range s.Conversations {
-		if c.Requested {
-			fmt.Fprintf(out, "EXPORTED %s %s\n", c.ID, titleOf(c.Title))
-		} else {
-			fmt.Fprintf(out, "ADDED %s %s: fork ancestor of %s\n", c.ID, titleOf(c.Title), strings.Join(c.AncestorOf, ", "))
+	if !e.g.Quiet {
+		for _, c := range s.Conversations {
+			if c.Requested {
+				fmt.Fprintf(out, "EXPORTED %s %s\n", text(c.ID), titleOf(c.Title))
+			} else {
+				ancestors := make([]string, len(c.AncestorOf))
+				for i, a := range c.AncestorOf {
+					ancestors[i] = text(a)
+				}
+				fmt.Fprintf(out, "ADDED %s %s: fork ancestor of %s\n", text(c.ID), titleOf(c.Title), strings.Join(ancestors, ", "))
+			}
 		}
 	}
 	online := "false"
@@ -147,7 +152,7 @@ func printExport(e *env, out io.Writer, s *exportSummary) error {
 			online = fmt.Sprintf("true (runtime.lock held by pid %d)", s.Holder.PID)
 		}
 	}
-	fmt.Fprintf(out, "Archive: %s\n", s.Archive)
+	fmt.Fprintf(out, "Archive: %s\n", text(s.Archive))
 	fmt.Fprintf(out, "Summary: conversations=%d, added=%d, files=%d, bytes=%d, archive-bytes=%d, unreadable=%d, online=%s\n",
 		len(s.Conversations), len(s.Added), s.Files, s.Bytes, s.ArchiveBytes, len(s.Problems), online)
 	return nil
@@ -157,7 +162,7 @@ func titleOf(t string) string {
 	if t == "" {
 		return "(untitled)"
 	}
-	return fmt.Sprintf("%q", t)
+	return quoted(t)
 }
 
 // cwdMaps collects repeated --map-cwd OLD=NEW values (a GenericFlag: a
@@ -226,10 +231,7 @@ Importing the same archive again changes nothing. See docs/TRANSFER.md.`,
 			&ucli.StringFlag{Name: "config", Usage: "check agents and models against the runtime configuration `FILE` (default: $CONVKIT_CONFIG, else <data-dir>/config.toml)"},
 		},
 		Action: func(c *ucli.Context) error {
-			args, err := interspersed(c)
-			if err != nil {
-				return err
-			}
+			args := c.Args().Slice()
 			if len(args) != 1 {
 				return usagef(c, "want exactly one FILE (a path, or - for stdin), got %d arguments", len(args))
 			}
@@ -251,28 +253,20 @@ func runImport(c *ucli.Context, e *env, name string, maps []transfer.CwdMapping)
 	if err != nil {
 		return err
 	}
-	var r io.Reader = e.stdin
-	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		r = f
+	r, bar, done, err := e.archiveInput(name, "import")
+	if err != nil {
+		return err
 	}
+	defer done()
 	cfg, explicit := transfer.ConfigPath(c.String("config"), e.g.getenv, dataDir)
-	bar := newProgress(e.stderr, 0, "import", e.g)
 	opts := transfer.ImportOptions{Archive: name, OnConflict: c.String("on-conflict"), MapCwd: maps,
 		DryRun: c.Bool("dry-run"), ConfigPath: cfg, ConfigRequired: explicit, LockTimeout: e.g.LockTimeout,
-		Progress: bar, Log: e.stderr}
-	if e.g.Quiet {
-		opts.Log = io.Discard
-	}
+		Log: e.libraryLines(e.stderr, problemLine)}
 	res, err := transfer.Import(c.Context, r, dataDir, opts)
 	bar.Finish()
 	if res != nil {
 		for _, w := range res.Warnings {
-			fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, w)
+			fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, text(w))
 		}
 		if perr := printImport(e, res); perr != nil {
 			return perr
@@ -305,31 +299,43 @@ func printImport(e *env, r *transfer.ImportResult) error {
 		would = "WOULD "
 	}
 	for _, p := range r.Conversations {
+		// Under --quiet only what needs a look: conflicts, skipped and
+		// replaced conversations and where the replaced copy went.
+		notable := p.Action == transfer.ActionConflict || p.Action == transfer.ActionSkip || p.Action == transfer.ActionReplace
+		if e.g.Quiet && !notable {
+			continue
+		}
 		switch p.Action {
 		case transfer.ActionImport, transfer.ActionUpdate, transfer.ActionReplace, transfer.ActionSkip:
-			fmt.Fprintf(out, "%s%s %s: %s\n", would, upper(p.Action), p.ID, p.Detail)
+			fmt.Fprintf(out, "%s%s %s: %s\n", would, upper(p.Action), text(p.ID), text(p.Detail))
 		default:
-			fmt.Fprintf(out, "%s %s: %s\n", upper(p.Action), p.ID, p.Detail)
+			fmt.Fprintf(out, "%s %s: %s\n", upper(p.Action), text(p.ID), text(p.Detail))
 		}
 		if p.MovedAside != "" {
-			fmt.Fprintf(out, "MOVED ASIDE %s: %s\n", p.ID, p.MovedAside)
+			fmt.Fprintf(out, "MOVED ASIDE %s: %s\n", text(p.ID), text(p.MovedAside))
 		}
-		if p.CwdMappedTo != "" {
-			fmt.Fprintf(out, "%sMAP-CWD %s: %s -> %s\n", would, p.ID, p.Cwd, p.CwdMappedTo)
+		if p.CwdMappedTo != "" && !e.g.Quiet {
+			fmt.Fprintf(out, "%sMAP-CWD %s: %s -> %s\n", would, text(p.ID), text(p.Cwd), text(p.CwdMappedTo))
 		}
 	}
 	for _, p := range r.Conversations {
 		if len(p.Problems) > 0 {
-			fmt.Fprintf(out, "WILL NOT OPEN %s: %s\n", p.ID, strings.Join(p.Problems, "; "))
+			problems := make([]string, len(p.Problems))
+			for i, pr := range p.Problems {
+				problems[i] = text(pr)
+			}
+			fmt.Fprintf(out, "WILL NOT OPEN %s: %s\n", text(p.ID), strings.Join(problems, "; "))
 		}
 	}
 	switch r.Index {
 	case "updated":
-		fmt.Fprintf(out, "Index: metadata.db updated\n")
+		if !e.g.Quiet {
+			fmt.Fprintf(out, "Index: metadata.db updated\n")
+		}
 	case "absent":
 		fmt.Fprintf(out, "Index: metadata.db does not exist; run convkit reindex to build it\n")
 	case "failed":
-		fmt.Fprintf(out, "Index: metadata.db was not updated (%s); run convkit reindex\n", r.IndexError)
+		fmt.Fprintf(out, "Index: metadata.db was not updated (%s); run convkit reindex\n", text(r.IndexError))
 	}
 	prefix := "Summary"
 	if r.DryRun {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 
 	ucli "github.com/urfave/cli/v2"
@@ -15,11 +16,14 @@ import (
 // "devel".
 var version string
 
+// readBuildInfo is debug.ReadBuildInfo; tests replace it.
+var readBuildInfo = debug.ReadBuildInfo
+
 func buildVersion() string {
 	if version != "" {
 		return version
 	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+	if info, ok := readBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
 		return info.Main.Version
 	}
 	return "devel"
@@ -29,8 +33,10 @@ func newVersionCommand(e *env) *ucli.Command {
 	return &ucli.Command{
 		Name:  "version",
 		Usage: "print the version of convkit",
-		Description: `Prints "convkit <version>", or with --json the object
-{"schemaVersion":1,"version":"<version>"}.`,
+		Description: `Prints "convkit <version>" (as convkit --version does). With --json, one
+object: the version, the Go version and platform, the main module, the
+version control revision the binary was built from (when Go recorded it)
+and every module compiled in (docs/JSON.md).`,
 		Action: func(c *ucli.Context) error {
 			if err := checkArgs(c, 0, 0); err != nil {
 				return err
@@ -42,15 +48,75 @@ func newVersionCommand(e *env) *ucli.Command {
 
 // versionResult is the --json output of version (docs/JSON.md).
 type versionResult struct {
-	SchemaVersion int    `json:"schemaVersion"`
-	Version       string `json:"version"`
+	SchemaVersion int             `json:"schemaVersion"`
+	Version       string          `json:"version"`
+	Go            string          `json:"go"`
+	Platform      string          `json:"platform"`
+	Module        *moduleVersion  `json:"module"`
+	VCS           *vcsInfo        `json:"vcs"`
+	Dependencies  []moduleVersion `json:"dependencies"`
+}
+
+type moduleVersion struct {
+	Path    string         `json:"path"`
+	Version string         `json:"version"`
+	Sum     string         `json:"sum,omitempty"`
+	Replace *moduleVersion `json:"replace,omitempty"`
+}
+
+// vcsInfo is what the go command records of the checkout a binary was
+// built from (go build -buildvcs, the default in a repository).
+type vcsInfo struct {
+	System   string `json:"system"`
+	Revision string `json:"revision"`
+	Time     string `json:"time,omitempty"`
+	Modified bool   `json:"modified"`
+}
+
+func moduleOf(m *debug.Module) *moduleVersion {
+	if m == nil {
+		return nil
+	}
+	return &moduleVersion{Path: m.Path, Version: m.Version, Sum: m.Sum, Replace: moduleOf(m.Replace)}
+}
+
+func versionInfo() versionResult {
+	res := versionResult{SchemaVersion: schemaVersion, Version: buildVersion(), Go: runtime.Version(),
+		Platform: runtime.GOOS + "/" + runtime.GOARCH, Dependencies: []moduleVersion{}}
+	info, ok := readBuildInfo()
+	if !ok {
+		return res
+	}
+	if info.GoVersion != "" {
+		res.Go = info.GoVersion
+	}
+	res.Module = moduleOf(&info.Main)
+	for _, d := range info.Deps {
+		res.Dependencies = append(res.Dependencies, *moduleOf(d))
+	}
+	var vcs vcsInfo
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs":
+			vcs.System = s.Value
+		case "vcs.revision":
+			vcs.Revision = s.Value
+		case "vcs.time":
+			vcs.Time = s.Value
+		case "vcs.modified":
+			vcs.Modified = s.Value == "true"
+		}
+	}
+	if vcs.Revision != "" {
+		res.VCS = &vcs
+	}
+	return res
 }
 
 func runVersion(e *env) error {
-	v := buildVersion()
 	if e.g.JSON {
-		return writeJSON(e.stdout, versionResult{SchemaVersion: schemaVersion, Version: v})
+		return writeJSON(e.stdout, versionInfo())
 	}
-	_, err := fmt.Fprintf(e.stdout, "%s %s\n", progName, v)
+	_, err := fmt.Fprintf(e.stdout, "%s %s\n", progName, buildVersion())
 	return err
 }

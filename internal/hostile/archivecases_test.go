@@ -136,7 +136,7 @@ func archiveCases() []hcase {
 			},
 			code:   1,
 			stderr: []string{"{archive}: tar byte ", ": more than 1048576 bytes after the end of the tar stream"},
-			allow:  []string{"+backups", "+backups/convkit-*.tar.zst"},
+			allow:  []string{"+backups", "+backups/convkit-*.tar.zst", "+backups/convkit-*.tar.zst.json"},
 		},
 		{
 			// The backup's tar stream re-framed into 8 KiB zstd frames (as a
@@ -158,7 +158,7 @@ func archiveCases() []hcase {
 			},
 			code:   1,
 			stderr: []string{`{archive}: entry `, ` (tar byte `, `): truncated archive (it ends inside an entry or a frame): unexpected EOF`},
-			allow:  []string{"+backups", "+backups/convkit-*.tar.zst"},
+			allow:  []string{"+backups", "+backups/convkit-*.tar.zst", "+backups/convkit-*.tar.zst.json"},
 		},
 		{
 			name: "truncated export archive: import refuses it, writes nothing",
@@ -200,7 +200,7 @@ func archiveCases() []hcase {
 			},
 			code:   1,
 			stderr: []string{"{archive}: no MANIFEST.json as the last entry: an incomplete archive, or not a convkit backup"},
-			allow:  []string{"+backups", "+backups/convkit-*.tar.zst"},
+			allow:  []string{"+backups", "+backups/convkit-*.tar.zst", "+backups/convkit-*.tar.zst.json"},
 		},
 		{
 			name: "not an archive: import refuses it",
@@ -250,7 +250,7 @@ func archiveCases() []hcase {
 			code:   1,
 			stdout: []string{"MISMATCH {entry}: ", "SHA-256"},
 			stderr: []string{"{archive} does not match its manifest (", "mismatch(es))"},
-			allow:  []string{"+backups", "+backups/convkit-*.tar.zst"},
+			allow:  []string{"+backups", "+backups/convkit-*.tar.zst", "+backups/convkit-*.tar.zst.json"},
 		},
 	}...)
 }

@@ -105,6 +105,19 @@ func runCase(t *testing.T, c hcase) {
 	if strings.Contains(r.stderr, "PANIC") || strings.Contains(r.stderr, "goroutine ") {
 		t.Errorf("the command panicked")
 	}
+	// Nothing that acts on a terminal reaches one raw: text from logs and
+	// archives is escaped (docs/CLI.md, Output).
+	for name, out := range map[string]string{"stdout": r.stdout, "stderr": r.stderr} {
+		if c, i, ok := rawTerminalControl(out); ok {
+			t.Errorf("%s carries %U raw at byte %d: %q", name, c, i, clip(out[max(0, i-40):min(len(out), i+40)]))
+		}
+	}
+	// An error or warning line names each file once.
+	for _, l := range strings.Split(r.stderr, "\n") {
+		if p, n := repeatedPath(l, f.root); n > 1 {
+			t.Errorf("stderr names %s %d times in one line: %q", p, n, l)
+		}
+	}
 
 	changes := diff(before, after)
 	for _, ch := range changes {
@@ -128,6 +141,33 @@ func runCase(t *testing.T, c hcase) {
 	if c.check != nil {
 		c.check(f, r)
 	}
+}
+
+// repeatedPath finds the path under root that a line names most often
+// (a path counts once however it continues: "DIR/x" and "DIR/x/y" are
+// both DIR/x... only when equal up to a separator or the end).
+func repeatedPath(line, root string) (string, int) {
+	counts := map[string]int{}
+	for rest := line; ; {
+		i := strings.Index(rest, root)
+		if i < 0 {
+			break
+		}
+		rest = rest[i:]
+		end := strings.IndexAny(rest, " :\"'")
+		if end < 0 {
+			end = len(rest)
+		}
+		counts[rest[:end]]++
+		rest = rest[end:]
+	}
+	best, n := "", 0
+	for p, c := range counts {
+		if c > n {
+			best, n = p, c
+		}
+	}
+	return best, n
 }
 
 // errorMessage is the message of stderr's "convkit: error: " line.
@@ -155,6 +195,7 @@ func catalogue() []hcase {
 	cs = append(cs, indexCases()...)
 	cs = append(cs, fsCases()...)
 	cs = append(cs, lockCases()...)
+	cs = append(cs, termCases()...)
 	return cs
 }
 

@@ -100,7 +100,7 @@ func fsCases() []hcase {
 				return []string{"reindex"}
 			},
 			code:   1,
-			stderr: []string{"convkit: error: lock {lock}: open {lock}: {rofs}"},
+			stderr: []string{"convkit: error: lock {lock}: open: {rofs}"},
 		},
 		{
 			name: "read-only data directory: list still lists",
@@ -232,7 +232,7 @@ func fsCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"Summary: converted=0, already-V4=8, failed=2, skipped=0"},
-			stderr: []string{`2 log(s) failed to migrate; the first: "{v3first}": write {v3}/.`, ".v4.jsonl.", ".tmp: {nospace}"},
+			stderr: []string{`2 log(s) failed to migrate; the first: "{v3first}": write {v3}/.`, ".v4.jsonl.", ".tmp: write: {nospace}"},
 			allow:  migrateReport, want: []string{lockRecord},
 		},
 		{
@@ -255,7 +255,7 @@ func fsCases() []hcase {
 				return []string{"backup", "--to", dir}
 			},
 			code:   1,
-			stderr: []string{"convkit: error: write {backups}/.convkit-", ".tar.zst.", ".tmp: {nospace}"},
+			stderr: []string{"convkit: error: write {backups}/.convkit-", ".tar.zst.", ".tmp: write: {nospace}"},
 			want:   []string{lockRecord},
 		},
 	}

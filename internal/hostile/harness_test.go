@@ -86,6 +86,8 @@ type fx struct {
 	// limit, when set, runs the command in a child process that cannot
 	// write a file past limit bytes (the full-disk fallback).
 	limit int64
+	// stdin is the command's standard input.
+	stdin string
 }
 
 // newFx makes an empty world. The data directory does not exist yet.
@@ -191,7 +193,7 @@ func (f *fx) run(args ...string) result {
 				done <- -1
 			}
 		}()
-		done <- cli.Main(context.Background(), full, strings.NewReader(""), &out, &errOut, getenv)
+		done <- cli.Main(context.Background(), full, strings.NewReader(f.stdin), &out, &errOut, getenv)
 	}()
 	select {
 	case code := <-done:

@@ -80,7 +80,7 @@ func logCases() []hcase {
 			},
 			code:   3,
 			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: frame 3 at file byte {at}: frame failed validation", "Summary: indexed=3, skipped=1,"},
-			stderr: []string{"reindex skipped 1 item(s), each reported with its reason; the first: {log}: unreadable session log: {log}: frame 3 at file byte {at}: frame failed validation: CRC check failed"},
+			stderr: []string{"reindex skipped 1 item(s), each reported with its reason; the first: unreadable session log: {log}: frame 3 at file byte {at}: frame failed validation: CRC check failed"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -129,7 +129,7 @@ func logCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"failed=1", "Summary: converted=2, already-V4=9, failed=1, skipped=0"},
-			stderr: []string{`1 log(s) failed to migrate; the first: "{log}": {log}: frame 3 at file byte {at}: corrupt zstd log: skippable frame (magic 0x184D2A50)`, "; see {tmp}/convkit-migrate-v4-"},
+			stderr: []string{`1 log(s) failed to migrate; the first: {log}: frame 3 at file byte {at}: corrupt zstd log: skippable frame (magic 0x184D2A50)`, "; see {tmp}/convkit-migrate-v4-"},
 			allow:  migrated,
 		},
 		{
@@ -170,7 +170,7 @@ func logCases() []hcase {
 			},
 			code:   3,
 			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: line 6 column 35, byte {off}: seq repeats or goes back (expected 4, got 3)"},
-			stderr: []string{"the first: {log}: unreadable session log: {log}: line 6 column 35, byte {off}: seq repeats or goes back (expected 4, got 3)"},
+			stderr: []string{"the first: unreadable session log: {log}: line 6 column 35, byte {off}: seq repeats or goes back (expected 4, got 3)"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -186,7 +186,7 @@ func logCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"Summary: converted=2, already-V4=9, failed=1, skipped=0"},
-			stderr: []string{`1 log(s) failed to migrate; the first: "{log}": {log}: line 7 column 32, byte {off}: seq repeats or goes back (expected 5, got 2)`},
+			stderr: []string{`1 log(s) failed to migrate; the first: {log}: line 7 column 32, byte {off}: seq repeats or goes back (expected 5, got 2)`},
 			allow:  migrated,
 			want:   []string{"+{v3}/*.v4.jsonl"},
 		},
@@ -200,7 +200,7 @@ func logCases() []hcase {
 			},
 			code:   3,
 			stdout: []string{`SKIPPED {log}: session log this build cannot read: {log}: line 4 column 9, byte {off}: unknown event type "x-plugin/thing" at seq 2 is not marked ignorable`},
-			stderr: []string{`the first: {log}: session log this build cannot read: {log}: line 4 column 9, byte {off}: unknown event type "x-plugin/thing" at seq 2 is not marked ignorable`},
+			stderr: []string{`the first: session log this build cannot read: {log}: line 4 column 9, byte {off}: unknown event type "x-plugin/thing" at seq 2 is not marked ignorable`},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -232,7 +232,7 @@ func logCases() []hcase {
 			stderr: []string{"INVALID {log}: archived whole: conversations/hostile-0001/s1.v4.jsonl: line 4 column {col}, byte {off}: event is not valid JSON: invalid UTF-8 in string",
 				"the backup archived 1 invalid log(s) whole (INVALID lines)"},
 			stdout: []string{"invalid=1"},
-			want:   []string{"+backups", "+backups/convkit-*.tar.zst"},
+			want:   []string{"+backups", "+backups/convkit-*.tar.zst", "+backups/convkit-*.tar.zst.json"},
 			allow:  []string{lockRecord},
 		},
 		{
@@ -256,7 +256,7 @@ func logCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"Summary: converted=2, already-V4=9, failed=1, skipped=0"},
-			stderr: []string{`the first: "{log}": {log}: line 1 column 29, byte 0: file name identifies v3, but its header identifies v4`},
+			stderr: []string{`the first: {log}: line 1 column 29, byte 0: file name identifies v3, but its header identifies v4`},
 			allow:  migrated,
 		},
 		{
@@ -267,7 +267,7 @@ func logCases() []hcase {
 			},
 			code:   3,
 			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: line 1 column", "file name identifies v4, but its header identifies v3"},
-			stderr: []string{"the first: {log}: unreadable session log: {log}: line 1 column 29, byte 0: file name identifies v4, but its header identifies v3"},
+			stderr: []string{"the first: unreadable session log: {log}: line 1 column 29, byte 0: file name identifies v4, but its header identifies v3"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -316,7 +316,7 @@ func logCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"Summary: converted=2, already-V4=9, failed=1, skipped=0"},
-			stderr: []string{`the first: "{log}": {log}: line 1 column 9, byte 0: first line is not a log header: type must be "session" or "conversation"`},
+			stderr: []string{`the first: {log}: line 1 column 9, byte 0: first line is not a log header: type must be "session" or "conversation"`},
 			allow:  migrated,
 		},
 		{
@@ -327,7 +327,7 @@ func logCases() []hcase {
 			},
 			code:   3,
 			stdout: []string{"SKIPPED {log}: session log this build cannot read: {log}: line 1", "log uses format v5, but this build reads only up to v4"},
-			stderr: []string{"the first: {log}: session log this build cannot read: {log}: line 1 column 29, byte 0: log uses format v5, but this build reads only up to v4"},
+			stderr: []string{"the first: session log this build cannot read: {log}: line 1 column 29, byte 0: log uses format v5, but this build reads only up to v4"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -345,7 +345,7 @@ func logCases() []hcase {
 				return []string{"list", "--all"}
 			},
 			code:   0,
-			stderr: []string{"convkit: listing from the logs: metadata.db does not exist", "convkit: warning: {log}: {log}: line 2 column 40, byte {off}: event is not valid JSON"},
+			stderr: []string{"convkit: listing from the logs: metadata.db does not exist", "convkit: warning: {log}: line 2 column 40, byte {off}: event is not valid JSON"},
 			stdout: []string{"{basic.id}", "{v3.id}", "{zstd.id}"},
 		},
 		{

@@ -165,7 +165,7 @@ func storeCases() []hcase {
 			},
 			code:   3,
 			stderr: []string{"UNREADABLE {fifo}: not a regular file", "the backup left out 1 file(s) it could not read (UNREADABLE lines)"},
-			want:   []string{"+backups", "+backups/convkit-*.tar.zst"},
+			want:   []string{"+backups", "+backups/convkit-*.tar.zst", "+backups/convkit-*.tar.zst.json"},
 			allow:  []string{lockRecord},
 		},
 		{

@@ -1,0 +1,465 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+)
+
+func newCompletionCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "completion",
+		Usage:     "print the shell completion script for bash, zsh or fish",
+		ArgsUsage: "bash|zsh|fish",
+		Description: `Prints a completion script, generated from the same command definitions as
+the help and the man page: commands, subcommands, every option (global
+options anywhere), option values (directories, files, the choices of
+--on-conflict and --compress) and arguments. Install it with:
+
+  bash: convkit completion bash > /etc/bash_completion.d/convkit
+        (or: source <(convkit completion bash) in ~/.bashrc)
+  zsh:  convkit completion zsh > "${fpath[1]}/_convkit"
+        (or: source <(convkit completion zsh) in ~/.zshrc, after compinit)
+  fish: convkit completion fish > ~/.config/fish/completions/convkit.fish`,
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 1, 1); err != nil {
+				return err
+			}
+			var gen func(io.Writer, *ucli.App) error
+			switch c.Args().First() {
+			case "bash":
+				gen = writeBashCompletion
+			case "zsh":
+				gen = writeZshCompletion
+			case "fish":
+				gen = writeFishCompletion
+			default:
+				return usagef(c, "no completion for %q: want bash, zsh or fish", c.Args().First())
+			}
+			return gen(e.stdout, c.App)
+		},
+	}
+}
+
+// completionChoices are the values an option takes, by "command --option"
+// (TestCompletionChoices checks each names a real option).
+var completionChoices = map[string][]string{
+	"migrate --compress":  {"keep", "zstd", "none"},
+	"fixtures --compress": {"zstd", "none"},
+	"import --on-conflict": {
+		"refuse", "replace", "skip"},
+}
+
+// What the completion offers for a value or an argument: a word list, or
+// one of these.
+const (
+	completeFiles = "@files"
+	completeDirs  = "@dirs"
+)
+
+var (
+	fileWords   = regexp.MustCompile(`\b(FILE|PATH|ARCHIVE)\b`)
+	dirWords    = regexp.MustCompile(`\bDIR\b`)
+	choiceWords = regexp.MustCompile(`^[a-z]+(\|[a-z]+)+$`)
+)
+
+// valueCompletion is what to offer after an option of the command at path.
+func valueCompletion(path string, fi flagInfo) string {
+	if ch, ok := completionChoices[path+" "+dashed(fi.names[0])]; ok {
+		return strings.Join(ch, " ")
+	}
+	return kindCompletion(fi.placeholder)
+}
+
+// argCompletion is what to offer for the arguments of c.
+func argCompletion(c *ucli.Command) string {
+	u := strings.TrimSpace(c.ArgsUsage)
+	if choiceWords.MatchString(u) {
+		return strings.ReplaceAll(u, "|", " ")
+	}
+	return kindCompletion(u)
+}
+
+func kindCompletion(words string) string {
+	switch {
+	case fileWords.MatchString(words):
+		return completeFiles
+	case dirWords.MatchString(words):
+		return completeDirs
+	}
+	return ""
+}
+
+// completionModel is the command tree as the scripts need it.
+type completionModel struct {
+	globals []flagInfo
+	nodes   []completionNode
+	valued  []string // every spelling of an option that takes a value
+}
+
+type completionNode struct {
+	path  string // "" for the root, "backup verify"
+	subs  []*ucli.Command
+	flags []flagInfo
+	args  string
+}
+
+func newCompletionModel(app *ucli.App) completionModel {
+	m := completionModel{}
+	valued := map[string]bool{}
+	note := func(fi flagInfo) {
+		if fi.takesValue {
+			for _, s := range fi.spellings() {
+				valued[s] = true
+			}
+		}
+	}
+	help := flagInfo{names: helpSpec.names, usage: "show help"}
+	for _, fi := range ownFlags(app.Flags) {
+		m.globals = append(m.globals, fi)
+		note(fi)
+	}
+	m.globals = append(m.globals, help)
+	root := completionNode{}
+	for _, c := range app.Commands {
+		if !c.Hidden {
+			root.subs = append(root.subs, c)
+		}
+	}
+	m.nodes = append(m.nodes, root)
+	for _, n := range commandNodes(app) {
+		cn := completionNode{path: n.name(), args: argCompletion(n.cmd)}
+		for _, s := range n.cmd.Subcommands {
+			if !s.Hidden {
+				cn.subs = append(cn.subs, s)
+			}
+		}
+		for _, fi := range ownFlags(n.cmd.Flags) {
+			cn.flags = append(cn.flags, fi)
+			note(fi)
+		}
+		m.nodes = append(m.nodes, cn)
+	}
+	for s := range valued {
+		m.valued = append(m.valued, s)
+	}
+	sort.Strings(m.valued)
+	return m
+}
+
+// shQuote quotes a word for sh, bash, zsh and fish alike.
+func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// writeShellCandidates writes the POSIX shell function that bash and zsh
+// share: __convkit_candidates CUR WORDS... prints what to offer for CUR
+// after WORDS (the words between the program and the cursor): words, or
+// @files or @dirs. It follows the grammar: options anywhere, each with its
+// value, subcommands before the first argument, "--" ends the options.
+func writeShellCandidates(w io.Writer, m completionModel) {
+	var b strings.Builder
+	// __convkit_sub PATH WORD: is WORD a subcommand of PATH? Prints its
+	// name (an alias gives the command's own name).
+	b.WriteString("__convkit_sub() {\n\tcase \"$1:$2\" in\n")
+	for _, n := range m.nodes {
+		for _, s := range n.subs {
+			for _, name := range s.Names() {
+				fmt.Fprintf(&b, "\t%s) echo %s ;;\n", shQuote(n.path+":"+name), shQuote(s.Name))
+			}
+		}
+	}
+	b.WriteString("\t*) return 1 ;;\n\tesac\n}\n\n")
+
+	b.WriteString("__convkit_valued() {\n\tcase \"$1\" in\n")
+	if len(m.valued) > 0 {
+		quoted := make([]string, len(m.valued))
+		for i, v := range m.valued {
+			quoted[i] = shQuote(v)
+		}
+		fmt.Fprintf(&b, "\t%s) return 0 ;;\n", strings.Join(quoted, " | "))
+	}
+	b.WriteString("\tesac\n\treturn 1\n}\n\n")
+
+	var globals []string
+	for _, g := range m.globals {
+		globals = append(globals, g.spellings()...)
+	}
+	b.WriteString("__convkit_words() {\n\tcase \"$1\" in\n")
+	for _, n := range m.nodes {
+		words := append([]string{}, globals...)
+		for _, f := range n.flags {
+			words = append(words, f.spellings()...)
+		}
+		fmt.Fprintf(&b, "\t%s) __convkit_flags=%s", shQuote(n.path), shQuote(strings.Join(uniq(words), " ")))
+		var subs []string
+		for _, s := range n.subs {
+			subs = append(subs, s.Name)
+		}
+		fmt.Fprintf(&b, " __convkit_subs=%s __convkit_args=%s ;;\n", shQuote(strings.Join(subs, " ")), shQuote(n.args))
+	}
+	b.WriteString("\t*) __convkit_flags='' __convkit_subs='' __convkit_args='' ;;\n\tesac\n}\n\n")
+
+	b.WriteString("__convkit_value() {\n\tcase \"$1 $2\" in\n")
+	for _, fi := range m.globals {
+		if v := valueCompletion("", fi); fi.takesValue && v != "" {
+			for _, s := range fi.spellings() {
+				fmt.Fprintf(&b, "\t*' '%s) echo %s ;;\n", shQuote(s), shQuote(v))
+			}
+		}
+	}
+	for _, n := range m.nodes {
+		for _, fi := range n.flags {
+			if v := valueCompletion(n.path, fi); fi.takesValue && v != "" {
+				for _, s := range fi.spellings() {
+					fmt.Fprintf(&b, "\t%s) echo %s ;;\n", shQuote(n.path+" "+s), shQuote(v))
+				}
+			}
+		}
+	}
+	b.WriteString("\tesac\n}\n\n")
+
+	b.WriteString(`__convkit_candidates() {
+	__convkit_cur=$1
+	shift
+	__convkit_path=
+	__convkit_given=
+	__convkit_expect=
+	for __convkit_w in "$@"; do
+		if [ -n "$__convkit_expect" ]; then
+			__convkit_expect=
+			continue
+		fi
+		case $__convkit_w in
+		--)
+			__convkit_given=ended
+			break
+			;;
+		-?*=*) continue ;;
+		-?*)
+			if __convkit_valued "$__convkit_w"; then
+				__convkit_expect=$__convkit_w
+			fi
+			continue
+			;;
+		esac
+		if [ -z "$__convkit_given" ] && __convkit_name=$(__convkit_sub "$__convkit_path" "$__convkit_w"); then
+			__convkit_path=${__convkit_path:+$__convkit_path }$__convkit_name
+			continue
+		fi
+		__convkit_given=seen
+	done
+	__convkit_words "$__convkit_path"
+	if [ -n "$__convkit_expect" ]; then
+		__convkit_value "$__convkit_path" "$__convkit_expect"
+		return
+	fi
+	case $__convkit_cur in
+	-*)
+		if [ "$__convkit_given" != ended ]; then
+			echo "$__convkit_flags"
+			return
+		fi
+		;;
+	esac
+	if [ -z "$__convkit_given" ] && [ -n "$__convkit_subs" ]; then
+		echo "$__convkit_subs"
+		return
+	fi
+	echo "$__convkit_args"
+}
+`)
+	io.WriteString(w, b.String())
+}
+
+func uniq(words []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, w := range words {
+		if !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func writeBashCompletion(w io.Writer, app *ucli.App) error {
+	fmt.Fprintf(w, "# bash completion for convkit (convkit completion bash), generated from its command definitions.\n\n")
+	writeShellCandidates(w, newCompletionModel(app))
+	_, err := io.WriteString(w, `
+_convkit() {
+	local cur=${COMP_WORDS[COMP_CWORD]} out
+	out=$(__convkit_candidates "$cur" "${COMP_WORDS[@]:1:COMP_CWORD-1}")
+	case $out in
+	@files)
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -f -- "$cur"))
+		;;
+	@dirs)
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -d -- "$cur"))
+		;;
+	*) COMPREPLY=($(compgen -W "$out" -- "$cur")) ;;
+	esac
+}
+complete -F _convkit convkit
+`)
+	return err
+}
+
+func writeZshCompletion(w io.Writer, app *ucli.App) error {
+	fmt.Fprintf(w, "#compdef convkit\n# zsh completion for convkit (convkit completion zsh), generated from its command definitions.\n# Put it in $fpath as _convkit, or source it after compinit.\n\n")
+	writeShellCandidates(w, newCompletionModel(app))
+	_, err := io.WriteString(w, `
+_convkit() {
+	local out
+	out=$(__convkit_candidates "${words[CURRENT]}" "${(@)words[2,CURRENT-1]}")
+	case $out in
+	@files) _files ;;
+	@dirs) _files -/ ;;
+	*) compadd -- ${=out} ;;
+	esac
+}
+
+if [ "$funcstack[1]" = _convkit ]; then
+	_convkit "$@"
+else
+	compdef _convkit convkit
+fi
+`)
+	return err
+}
+
+// fishQuote quotes for fish, where only \ and ' are special inside '...'.
+func fishQuote(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+func writeFishCompletion(w io.Writer, app *ucli.App) error {
+	m := newCompletionModel(app)
+	var b strings.Builder
+	b.WriteString("# fish completion for convkit (convkit completion fish), generated from its command definitions.\n\n")
+	var pairs, names, valued []string
+	for _, n := range m.nodes {
+		for _, s := range n.subs {
+			for _, name := range s.Names() {
+				pairs = append(pairs, fishQuote(n.path+":"+name))
+				names = append(names, fishQuote(s.Name))
+			}
+		}
+	}
+	for _, v := range m.valued {
+		valued = append(valued, fishQuote(v))
+	}
+	fmt.Fprintf(&b, "set -g __convkit_subs %s\nset -g __convkit_names %s\nset -g __convkit_valued %s\n\n",
+		strings.Join(pairs, " "), strings.Join(names, " "), strings.Join(valued, " "))
+	b.WriteString(`# __convkit_at PATH [noargs|arg]: the words before the cursor name the
+# command PATH ("" is none yet); with "noargs", no argument has been given
+# and no option waits for its value; with "arg", no option waits for its
+# value.
+function __convkit_at
+	set -l path ''
+	set -l args 0
+	set -l expect 0
+	set -l words (commandline -opc)
+	set -e words[1]
+	for w in $words
+		if test $expect = 1
+			set expect 0
+			continue
+		end
+		switch $w
+			case '--'
+				set args 1
+				break
+			case '-?*=*'
+				continue
+			case '-?*'
+				if contains -- $w $__convkit_valued
+					set expect 1
+				end
+				continue
+		end
+		if test $args = 0; and set -l i (contains -i -- "$path:$w" $__convkit_subs)
+			set path (string trim -- "$path $__convkit_names[$i]")
+			continue
+		end
+		set args 1
+	end
+	test "$path" = "$argv[1]"; or return 1
+	switch "$argv[2]"
+		case noargs
+			test $args = 0; and test $expect = 0
+		case arg
+			test $expect = 0
+	end
+end
+
+complete -c convkit -f
+`)
+	flagLine := func(cond string, fi flagInfo, values string) {
+		fmt.Fprintf(&b, "complete -c convkit")
+		if cond != "" {
+			fmt.Fprintf(&b, " -n %s", fishQuote(cond))
+		}
+		for _, n := range fi.names {
+			if len(n) == 1 {
+				fmt.Fprintf(&b, " -s %s", n)
+			} else {
+				fmt.Fprintf(&b, " -l %s", n)
+			}
+		}
+		if fi.takesValue {
+			// -r: the value follows; -F: files; -x: this value list only.
+			switch values {
+			case completeFiles:
+				b.WriteString(" -r -F")
+			case completeDirs:
+				b.WriteString(" -x -a '(__fish_complete_directories)'")
+			case "":
+				b.WriteString(" -x")
+			default:
+				fmt.Fprintf(&b, " -x -a %s", fishQuote(values))
+			}
+		}
+		fmt.Fprintf(&b, " -d %s\n", fishQuote(firstSentence(fi.usage)))
+	}
+	for _, fi := range m.globals {
+		flagLine("", fi, valueCompletion("", fi))
+	}
+	for _, n := range m.nodes {
+		at := fmt.Sprintf("__convkit_at %s", fishQuote(n.path))
+		for _, s := range n.subs {
+			fmt.Fprintf(&b, "complete -c convkit -n %s -a %s -d %s\n", fishQuote(at+" noargs"), fishQuote(s.Name), fishQuote(s.Usage))
+		}
+		for _, fi := range n.flags {
+			flagLine(at, fi, valueCompletion(n.path, fi))
+		}
+		if n.path == "" {
+			continue
+		}
+		cond := at + " arg"
+		switch n.args {
+		case "":
+		case completeFiles:
+			fmt.Fprintf(&b, "complete -c convkit -n %s -F\n", fishQuote(cond))
+		case completeDirs:
+			fmt.Fprintf(&b, "complete -c convkit -n %s -a '(__fish_complete_directories)'\n", fishQuote(cond))
+		default:
+			fmt.Fprintf(&b, "complete -c convkit -n %s -a %s\n", fishQuote(cond), fishQuote(n.args))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// firstSentence shortens a usage for fish's one-line descriptions.
+func firstSentence(s string) string {
+	if i := strings.Index(s, " ("); i > 0 {
+		s = s[:i]
+	}
+	return s
+}

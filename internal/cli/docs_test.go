@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var updateMan = flag.Bool("update", false, "rewrite docs/convkit.1 from the command definitions")
+
+// manPath is the man page kept in the source.
+var manPath = filepath.Join("..", "..", "docs", "convkit.1")
+
+// TestManPage: convkit man prints the page docs/convkit.1 holds, with every
+// command, every option, EXIT STATUS and ENVIRONMENT; man reads it
+// without a warning where man is installed.
+func TestManPage(t *testing.T) {
+	code, page, stderr := run(t, nil, "man")
+	if code != 0 || stderr != "" {
+		t.Fatalf("convkit man: exit %d, %s", code, stderr)
+	}
+	if *updateMan {
+		if err := os.WriteFile(manPath, []byte(page), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept, err := os.ReadFile(manPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(kept) != page {
+		t.Errorf("docs/convkit.1 is not what convkit man prints: run go test ./internal/cli -run TestManPage -update")
+	}
+	for _, section := range []string{".SH NAME", ".SH SYNOPSIS", ".SH GLOBAL OPTIONS", ".SH COMMANDS", ".SH EXIT STATUS", ".SH ENVIRONMENT", ".SH FILES"} {
+		if !strings.Contains(page, "\n"+section+"\n") {
+			t.Errorf("the man page has no %s section", section)
+		}
+	}
+	for _, s := range exitStatuses {
+		if !strings.Contains(page, ".TP\n.B "+strconv.Itoa(s.code)+"\n") {
+			t.Errorf("EXIT STATUS lacks %d", s.code)
+		}
+	}
+	e := &env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, g: &globals{getenv: func(string) string { return "" }}}
+	app := newApp(e)
+	for _, n := range commandNodes(app) {
+		if !strings.Contains(page, `.SS "convkit `+roff(n.name())) {
+			t.Errorf("the man page does not describe convkit %s", n.name())
+		}
+		for _, fi := range ownFlags(n.cmd.Flags) {
+			if !strings.Contains(page, `\fB`+roff(dashed(fi.names[0]))+`\fR`) {
+				t.Errorf("the man page does not list %s of %s", dashed(fi.names[0]), n.name())
+			}
+		}
+	}
+	for _, v := range []string{"CONVKIT_DATA_DIR", "XDG_DATA_HOME", "CONVKIT_CONFIG", "TMPDIR"} {
+		if !strings.Contains(page, ".B "+v+"\n") {
+			t.Errorf("ENVIRONMENT lacks %s", v)
+		}
+	}
+	if _, err := exec.LookPath("man"); err != nil {
+		t.Logf("man is not installed: the page is not rendered (%v)", err)
+		return
+	}
+	cmd := exec.Command("man", "--warnings", "-l", manPath)
+	cmd.Env = append(os.Environ(), "MANWIDTH=80", "MANPAGER=cat", "PAGER=cat")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil || errb.Len() > 0 {
+		t.Errorf("man -l docs/convkit.1: %v\n%s", err, errb.String())
+	}
+	if !strings.Contains(string(out), "EXIT STATUS") || !strings.Contains(string(out), "convkit backup list") {
+		t.Errorf("man rendered:\n%s", out)
+	}
+}

@@ -1,0 +1,280 @@
+package cli
+
+import (
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+)
+
+// The one command-line grammar (docs/CLI.md, "Invocation rules"): global
+// flags before or after the command, a command's options before or after
+// its arguments, "--" ends the options. urfave/cli v2 stops parsing flags at
+// the first argument and knows global flags only before the command, so
+// Main puts every invocation into the one order it parses,
+//
+//	convkit [global flags] command [subcommand] [command flags] -- [arguments]
+//
+// before parsing. To do that it must know, for every command, its flags and
+// which of them take a value; it reads both from the command definitions,
+// so there is nothing to keep in step by hand.
+
+// flagSpec says how a flag is spelled and whether it takes a value.
+type flagSpec struct {
+	names      []string
+	takesValue bool
+}
+
+// specOf describes an urfave flag: every kind but a boolean takes a value.
+func specOf(f ucli.Flag) flagSpec {
+	takes := true
+	if d, ok := f.(ucli.DocGenerationFlag); ok {
+		takes = d.TakesValue()
+	}
+	return flagSpec{names: f.Names(), takesValue: takes}
+}
+
+// helpSpec is urfave's -h/--help, which it adds to every command.
+var helpSpec = flagSpec{names: []string{"help", "h"}}
+
+// flagSet finds flags by name.
+type flagSet map[string]flagSpec
+
+func (s flagSet) add(specs ...flagSpec) {
+	for _, sp := range specs {
+		for _, n := range sp.names {
+			s[n] = sp
+		}
+	}
+}
+
+func flagsOf(flags []ucli.Flag) flagSet {
+	s := flagSet{}
+	for _, f := range flags {
+		s.add(specOf(f))
+	}
+	return s
+}
+
+// flagName splits a flag token: "--to=DIR" is ("to", "DIR", true); "-q" is
+// ("q", "", false). ok is false for what is not a flag: an argument, a
+// lone "-" (stdin or stdout), "--".
+func flagName(tok string) (name, value string, hasValue, ok bool) {
+	if len(tok) < 2 || tok[0] != '-' || tok == "--" {
+		return "", "", false, false
+	}
+	name = strings.TrimPrefix(tok[1:], "-")
+	if name == "" || name[0] == '-' || name[0] == '=' {
+		return "", "", false, false // "---x", "-=x": not flags; urfave refuses them as it always did
+	}
+	name, value, hasValue = strings.Cut(name, "=")
+	return name, value, hasValue, true
+}
+
+// invocation is an argument list taken apart by the grammar.
+type invocation struct {
+	globals []string // global flags, each with its value
+	path    []string // command and subcommand names, as given
+	leaf    *ucli.Command
+	flags   []string // the leaf command's flags (and unknown ones), with values
+	args    []string // positional arguments
+	// help: -h or --help was given (before "--"); the arguments are then
+	// left out, since urfave would read them as a help topic.
+	help bool
+	// missing is a flag given last without its value ("--data-dir" at the
+	// end): a usage error of the command, reported before parsing.
+	missing string
+	// misplaced maps the name of a flag the leaf command does not have but
+	// another command does to how it was given ("--keep 3"), for the hint.
+	misplaced map[string]misplacedFlag
+}
+
+// misplacedFlag is a flag given to a command that does not define it,
+// though another one does.
+type misplacedFlag struct {
+	spelled string // as given, with its value: "--keep 3"
+	owners  []string
+}
+
+// argv is the invocation in the order urfave parses.
+func (in *invocation) argv(prog string) []string {
+	out := []string{prog}
+	out = append(out, in.globals...)
+	out = append(out, in.path...)
+	out = append(out, in.flags...)
+	if len(in.args) > 0 && !in.help {
+		out = append(out, "--")
+		out = append(out, in.args...)
+	}
+	return out
+}
+
+// commandFlags collects the flags of c and of every command below it:
+// before a subcommand is named, a flag may belong to any of them.
+func commandFlags(c *ucli.Command, into flagSet) {
+	into.add(helpSpec)
+	for _, f := range c.Flags {
+		into.add(specOf(f))
+	}
+	for _, sub := range c.Subcommands {
+		commandFlags(sub, into)
+	}
+}
+
+// findCommand returns the command in cmds named (or aliased) name.
+func findCommand(cmds []*ucli.Command, name string) *ucli.Command {
+	for _, c := range cmds {
+		for _, n := range c.Names() {
+			if n == name {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// owners lists the commands (full names) that define a flag called name.
+func owners(prefix string, cmds []*ucli.Command, name string) []string {
+	var out []string
+	for _, c := range cmds {
+		full := prefix + " " + c.Name
+		for _, f := range c.Flags {
+			for _, n := range f.Names() {
+				if n == name {
+					out = append(out, full)
+				}
+			}
+		}
+		out = append(out, owners(full, c.Subcommands, name)...)
+	}
+	return out
+}
+
+// parseInvocation takes args (without the program name) apart. It never
+// fails: what it cannot place (an unknown flag, an unknown command) is
+// left where urfave will refuse it with its usual usage error.
+func parseInvocation(app *ucli.App, args []string) *invocation {
+	globals := flagsOf(app.Flags)
+	globals.add(helpSpec)
+	in := &invocation{misplaced: map[string]misplacedFlag{}}
+
+	// First pass: find the command path. Flags are skipped with their
+	// values; before a subcommand is named, a flag may belong to any
+	// command below the one named so far (TestCommandTree checks that a
+	// flag name takes a value everywhere or nowhere, so both passes agree).
+	var cmd *ucli.Command
+	cmds := app.Commands
+	pathDone := false
+	for i := 0; i < len(args); i++ {
+		tok := args[i]
+		if tok == "--" {
+			break
+		}
+		if name, _, hasValue, ok := flagName(tok); ok {
+			sp, found := globals[name]
+			if !found && cmd != nil {
+				below := flagSet{}
+				commandFlags(cmd, below)
+				sp, found = below[name]
+			}
+			if found && sp.takesValue && !hasValue {
+				i++
+			}
+			continue
+		}
+		if pathDone {
+			continue
+		}
+		if next := findCommand(cmds, tok); next != nil {
+			in.path = append(in.path, tok)
+			cmd, cmds = next, next.Subcommands
+			pathDone = len(cmds) == 0
+			continue
+		}
+		pathDone = true // the first argument: no more subcommands
+	}
+	in.leaf = cmd
+
+	// Second pass: sort every token into globals, the leaf's flags and the
+	// arguments.
+	leafFlags := flagSet{}
+	leafFlags.add(helpSpec)
+	all := flagSet{}
+	if cmd != nil {
+		leafFlags = flagsOf(cmd.Flags)
+		leafFlags.add(helpSpec)
+		for _, c := range app.Commands {
+			commandFlags(c, all)
+		}
+	}
+	pathLeft := len(in.path)
+	for i := 0; i < len(args); i++ {
+		tok := args[i]
+		if tok == "--" {
+			in.args = append(in.args, args[i+1:]...)
+			break
+		}
+		name, _, hasValue, ok := flagName(tok)
+		if !ok {
+			if pathLeft > 0 {
+				pathLeft-- // a command name, already placed
+				continue
+			}
+			in.args = append(in.args, tok)
+			continue
+		}
+		if name == "help" || name == "h" {
+			in.help = true
+		}
+		take := func(sp flagSpec, found bool) []string {
+			if found && sp.takesValue && !hasValue {
+				if i+1 < len(args) {
+					i++
+					return []string{tok, args[i]}
+				}
+				in.missing = tok
+			}
+			return []string{tok}
+		}
+		if sp, found := leafFlags[name]; found && cmd != nil {
+			in.flags = append(in.flags, take(sp, found)...)
+			continue
+		}
+		if sp, found := globals[name]; found {
+			in.globals = append(in.globals, take(sp, found)...)
+			continue
+		}
+		if cmd == nil {
+			in.globals = append(in.globals, tok) // unknown, and no command: the root refuses it
+			continue
+		}
+		// Unknown to this command. If another command has it, say so in
+		// the hint, with the value as given.
+		sp, found := all[name]
+		toks := take(sp, found)
+		if found {
+			in.misplaced[name] = misplacedFlag{spelled: strings.Join(toks, " "), owners: owners(progName, app.Commands, name)}
+		}
+		in.flags = append(in.flags, toks...)
+	}
+	return in
+}
+
+// normalizeArgs puts args (args[0] is the program) into the order urfave
+// parses; see parseInvocation.
+func normalizeArgs(app *ucli.App, args []string) ([]string, *invocation) {
+	if len(args) == 0 {
+		return args, &invocation{misplaced: map[string]misplacedFlag{}}
+	}
+	in := parseInvocation(app, args[1:])
+	return in.argv(args[0]), in
+}
+
+// json reports whether --json was given, for errors found before parsing.
+func (in *invocation) json() bool {
+	for _, g := range in.globals {
+		if g == "--json" || g == "-json" || g == "--json=true" || g == "-json=true" {
+			return true
+		}
+	}
+	return false
+}

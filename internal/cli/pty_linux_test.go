@@ -1,0 +1,147 @@
+//go:build linux
+
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/convkit/convkit/fixtures"
+)
+
+// openPty opens a pseudo-terminal: what is written to tty is read from
+// the returned buffer (filled by a goroutine until the test ends).
+func openPty(t *testing.T) (tty *os.File, read func() string) {
+	t.Helper()
+	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(master.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		master.Close()
+		t.Skipf("unlock the pseudo-terminal: %v", err)
+	}
+	n, err := unix.IoctlGetInt(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		master.Close()
+		t.Skipf("pseudo-terminal number: %v", err)
+	}
+	tty, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		master.Close()
+		t.Skipf("open the pseudo-terminal: %v", err)
+	}
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b := make([]byte, 4096)
+		for {
+			n, err := master.Read(b)
+			mu.Lock()
+			buf.Write(b[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		tty.Close()
+		master.Close()
+		<-done
+	})
+	return tty, func() string {
+		time.Sleep(50 * time.Millisecond) // let the reader drain what was written
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.String()
+	}
+}
+
+// TestBinaryToTerminalRefused: an archive is never written to a terminal
+// (exit 2, with a hint, before anything is read), as zstd refuses; to a
+// file or a pipe it is.
+func TestBinaryToTerminalRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	rep, err := fixtures.Generate(dir, fixtures.Options{Seed: 3, Conversations: fixtures.SpecialCases})
+	if err != nil {
+		t.Fatal(err)
+	}
+	basic := rep.Find(fixtures.CaseBasic).ID
+	tty, read := openPty(t)
+	for _, args := range [][]string{{"backup", "--to", "-"}, {"export", basic, "--to", "-"}, {"--json", "export", "--to", "-", basic}} {
+		var errb bytes.Buffer
+		code := Main(context.Background(), append([]string{"convkit", "--data-dir", dir}, args...), strings.NewReader(""), tty, &errb,
+			func(string) string { return "" })
+		stderr := errb.String()
+		if code != exitUsage || !strings.Contains(stderr, "convkit: error: refusing to write a binary archive to a terminal\n") ||
+			!strings.Contains(stderr, "convkit: hint: redirect stdout to a file or a pipe") {
+			t.Errorf("%q to a terminal: exit %d, stderr %q; want exit 2 and the hint", args, code, stderr)
+		}
+	}
+	if got := read(); got != "" {
+		t.Errorf("the terminal received %q", got)
+	}
+	// --dry-run writes no archive: its plan may go to the terminal.
+	var out bytes.Buffer
+	if code := Main(context.Background(), []string{"convkit", "--data-dir", dir, "backup", "--to", "-", "--dry-run"}, nil, &out, io.Discard,
+		func(string) string { return "" }); code != 0 {
+		t.Errorf("backup --to - --dry-run: exit %d", code)
+	}
+	// Not a terminal: written.
+	f, err := os.Create(filepath.Join(t.TempDir(), "out.tar.zst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if code := Main(context.Background(), []string{"convkit", "--data-dir", dir, "export", basic, "--to", "-"}, nil, f, io.Discard,
+		func(string) string { return "" }); code != 0 {
+		t.Fatalf("export --to - to a file: exit %d", code)
+	}
+	if fi, _ := f.Stat(); fi.Size() == 0 {
+		t.Error("export --to - wrote nothing to a file")
+	}
+}
+
+// TestProgressOnTerminal: on a terminal, a job's bar says what it counts,
+// and it is gone when the result is printed; -q draws none.
+func TestProgressOnTerminal(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if _, err := fixtures.Generate(dir, fixtures.Options{Seed: 3, Conversations: 40}); err != nil {
+		t.Fatal(err)
+	}
+	tty, read := openPty(t)
+	var out bytes.Buffer
+	code := Main(context.Background(), []string{"convkit", "--data-dir", dir, "reindex"}, nil, &out, tty, func(string) string { return "" })
+	if code != exitPartial {
+		t.Fatalf("reindex: exit %d", code)
+	}
+	got := read()
+	if !strings.Contains(got, "reindex: conversations") || !strings.Contains(got, "/40, ") || !strings.Contains(got, "conversations/") {
+		t.Errorf("the terminal shows %q: want the bar of conversations, with the total and the rate", got)
+	}
+	if strings.Contains(out.String(), "reindex: conversations") {
+		t.Error("the bar went to stdout")
+	}
+
+	tty2, read2 := openPty(t)
+	code = Main(context.Background(), []string{"convkit", "--data-dir", dir, "-q", "reindex"}, nil, io.Discard, tty2, func(string) string { return "" })
+	if code != exitPartial {
+		t.Fatalf("-q reindex: exit %d", code)
+	}
+	if got := read2(); strings.Contains(got, "reindex: conversations") {
+		t.Errorf("-q drew a bar: %q", got)
+	}
+}
