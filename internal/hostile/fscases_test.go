@@ -154,7 +154,7 @@ func fsCases() []hcase {
 			code:   0,
 			stdout: []string{`"online":true`, `"index":"snapshot"`, `"problems":[]`},
 			stderr: []string{"WARNING runtime.lock could not be taken", "{rofs}): backing up online"},
-			allow:  []string{"+backups", "+backups/convkit-*.tar.zst"},
+			allow:  []string{"+backups", "+backups/convkit-*.tar.zst", "+backups/convkit-*.tar.zst.json"},
 			check: func(f *fx, r result) {
 				ms, _ := filepath.Glob(filepath.Join(f.vars["backups"], "convkit-*.tar.zst"))
 				if len(ms) != 1 {
