@@ -1,0 +1,581 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/convkit/convkit/convlog"
+)
+
+// Fork copies conversation srcConv into the new conversation newConv: only
+// the history of the root session srcSession through seq throughSeq (-1: its
+// last event), as the root session newSession. Subagents, queued input and
+// the archived state are not copied.
+//
+// When the source session compacted its history (a compaction/end, or a
+// user/message with source kind "compact-checkpoint") at or before
+// throughSeq, the fork does not copy the older history: newSession's log is
+// seeded (isSeeded, parentSession = srcSession) with the history the model
+// reads at throughSeq, closed by session/end-seed {"inherited":true}, and the
+// fork's conversation log records afterCompaction and the dependency on
+// srcConv. Otherwise events 0..throughSeq are copied as they are; a turn left
+// open at the cut is closed (interrupted tool calls get error results, then
+// step/end and turn/end with reason "forked").
+func (s *Store) Fork(srcConv, srcSession, newConv, newSession string, throughSeq int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.fork(forkRequest{srcConv: srcConv, srcSession: srcSession, newConv: newConv, newSession: newSession,
+		throughSeq: throughSeq, rewindSeq: -1})
+	return err
+}
+
+// Rewind is a fork that stops just before one of the user's messages (the
+// user/message with source kind "user" at beforeSeq of srcSession) and
+// returns that message's text for the composer. When the message opens its
+// turn, the fork stops before that turn. The source stays as it was.
+func (s *Store) Rewind(srcConv, srcSession, newConv, newSession string, beforeSeq int64) (string, error) {
+	if beforeSeq < 0 {
+		return "", fmt.Errorf("rewind: seq %d is not an event", beforeSeq)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fork(forkRequest{srcConv: srcConv, srcSession: srcSession, newConv: newConv, newSession: newSession,
+		rewindSeq: beforeSeq})
+}
+
+type forkRequest struct {
+	srcConv, srcSession, newConv, newSession string
+	throughSeq                               int64
+	rewindSeq                                int64 // -1 for a plain fork
+}
+
+// forkScan is what a first pass over the source session finds.
+type forkScan struct {
+	header         *convlog.Header
+	lastSeq        int64
+	lastCompaction int64 // -1: none
+	firstUser      int64 // first user/message of kind user, -1: none
+	endSeed        int64 // last inherited session/end-seed, -1: none
+	// rewind
+	composer string
+	cut      int64
+}
+
+func (s *Store) fork(req forkRequest) (string, error) {
+	if err := s.writable(); err != nil {
+		return "", err
+	}
+	if _, err := EncodeBase(req.newSession); err != nil {
+		return "", fmt.Errorf("session id: %w", err)
+	}
+	src, err := s.conv(req.srcConv)
+	if err != nil {
+		return "", err
+	}
+	srcInfo := src.st.info.clone()
+	if srcInfo.Deleting {
+		return "", fmt.Errorf("conversation %q: %w", req.srcConv, ErrDeleting)
+	}
+	sess := srcInfo.Session(req.srcSession)
+	if sess == nil {
+		return "", fmt.Errorf("conversation %q has no session %q", req.srcConv, req.srcSession)
+	}
+	if sess.ParentSession != "" {
+		return "", fmt.Errorf("session %q of conversation %q is a subagent; only the root session can be forked", req.srcSession, req.srcConv)
+	}
+	newDir, err := s.newConversationDir(req.newConv)
+	if err != nil {
+		return "", err
+	}
+	done := false
+	defer func() {
+		if !done {
+			// Until its conversation log is published the new directory
+			// is nobody's: a failed fork leaves nothing behind.
+			os.RemoveAll(newDir)
+		}
+	}()
+	srcPath, err := SessionLogFile(s.dataDir, req.srcConv, req.srcSession)
+	if err != nil {
+		return "", err
+	}
+	if n, _ := convlog.ParseName(filepath.Base(srcPath)); n.Version != convlog.CurrentVersion {
+		return "", fmt.Errorf("%s: session log is format v%d; upgrade it to v%d (convkit migrate) before forking", srcPath, n.Version, convlog.CurrentVersion)
+	}
+	sc, err := scanForFork(srcPath, req.rewindSeq)
+	if err != nil {
+		return "", err
+	}
+	cut := req.throughSeq
+	if req.rewindSeq >= 0 {
+		cut = sc.cut
+	} else if cut < 0 {
+		cut = sc.lastSeq
+	}
+	if cut > sc.lastSeq {
+		return "", fmt.Errorf("%s: seq %d is beyond the log's last event (%d)", srcPath, cut, sc.lastSeq)
+	}
+	afterCompaction := sc.lastCompaction >= 0 && sc.lastCompaction <= cut
+	if !afterCompaction && sc.header.IsSeeded && cut < sc.endSeed {
+		return "", fmt.Errorf("%s: seq %d is inside the inherited history (through seq %d); fork at or after it", srcPath, cut, sc.endSeed)
+	}
+
+	// The session log first, fully; the conversation log last: until it is
+	// published the directory is no conversation.
+	h := &convlog.Header{Type: convlog.SessionLog, Version: convlog.CurrentVersion, ID: req.newSession,
+		CreatedAt: s.nowMs(), Cwd: srcInfo.Cwd, AgentPreset: sc.header.AgentPreset}
+	var inherited []InheritedSession
+	switch {
+	case afterCompaction:
+		h.IsSeeded, h.ParentSession = true, req.srcSession
+		inherited = []InheritedSession{{SessionID: req.newSession, SourceConversation: req.srcConv,
+			SourceSession: req.srcSession, ThroughSeq: cut}}
+	case sc.header.IsSeeded:
+		// A copy of a seeded session inherits what the source inherited.
+		h.IsSeeded, h.ParentSession = true, sc.header.ParentSession
+		for _, in := range srcInfo.Inherited {
+			if in.SessionID == req.srcSession {
+				in.SessionID = req.newSession
+				inherited = append(inherited, in)
+			}
+		}
+	}
+	name, err := SessionLogName(req.newSession, convlog.CurrentVersion, s.comp)
+	if err != nil {
+		return "", err
+	}
+	sessPath := filepath.Join(newDir, name)
+	if afterCompaction {
+		err = s.writeSeed(srcPath, sessPath, h, cut)
+	} else {
+		err = s.copyHistory(srcPath, sessPath, h, cut)
+	}
+	if err != nil {
+		return "", err
+	}
+
+	var evs []convlog.Event
+	add := func(typ string, v any) {
+		if err == nil {
+			var ev convlog.Event
+			ev, err = s.event(typ, v)
+			evs = append(evs, ev)
+		}
+	}
+	created := CreatedData{Cwd: srcInfo.Cwd, Agents: nonNil(nil), Models: nonNil(nil)}
+	created.Agents = addUnique(created.Agents, sess.Agent)
+	created.Models = addUnique(created.Models, sess.Model)
+	autoTitle := ""
+	if srcInfo.Title != "" {
+		if !srcInfo.TitleIsAuto {
+			created.Title = srcInfo.Title
+		} else if sc.firstUser >= 0 && sc.firstUser <= cut {
+			autoTitle = srcInfo.Title
+		}
+	}
+	add(EventConversationCreated, created)
+	add(EventSessionStarted, SessionStartedData{SessionID: req.newSession, Agent: sess.Agent, Model: sess.Model})
+	if autoTitle != "" {
+		add(EventConversationTitle, TitleData{Title: autoTitle})
+	}
+	add(EventConversationForked, ForkedData{SessionID: req.newSession, SourceConversation: req.srcConv,
+		SourceSession: req.srcSession, ThroughSeq: cut, AfterCompaction: afterCompaction, InheritedSessions: inherited})
+	if req.rewindSeq >= 0 {
+		add(EventConversationRewound, RewoundData{SourceConversation: req.srcConv, SourceSession: req.srcSession,
+			BeforeSeq: req.rewindSeq, ComposerText: sc.composer})
+	}
+	if err != nil {
+		return "", err
+	}
+	if err := s.createLog(req.newConv, newDir, evs); err != nil {
+		return "", err
+	}
+	done = true
+	return sc.composer, nil
+}
+
+// messageProbe reads what fork needs of a message.
+type messageProbe struct {
+	Role       string          `json:"role"`
+	ID         string          `json:"id"`
+	ToolCallID string          `json:"toolCallId"`
+	Source     json.RawMessage `json:"source"`
+	Content    []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+		ID   string `json:"id"`
+	} `json:"content"`
+}
+
+func (m *messageProbe) kind() string {
+	var src struct {
+		Kind string `json:"kind"`
+	}
+	json.Unmarshal(m.Source, &src)
+	return src.Kind
+}
+
+func (m *messageProbe) text() string {
+	var parts []string
+	for _, b := range m.Content {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// eventMessage returns the message a surface event carries.
+func eventMessage(e *convlog.Event) (*messageProbe, error) {
+	var m messageProbe
+	if e.Type == convlog.TypeUserMessage {
+		if err := json.Unmarshal(e.Data, &m); err != nil {
+			return nil, fmt.Errorf("%s at seq %d: %v", e.Type, e.Seq, err)
+		}
+		return &m, nil
+	}
+	var d struct {
+		Message *messageProbe `json:"message"`
+	}
+	if err := json.Unmarshal(e.Data, &d); err != nil || d.Message == nil {
+		return nil, fmt.Errorf("%s at seq %d: data has no message", e.Type, e.Seq)
+	}
+	return d.Message, nil
+}
+
+type turnStep struct {
+	Turn int64 `json:"turn"`
+	Step int64 `json:"step"`
+}
+
+func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
+	r, err := convlog.Open(path, convlog.ReaderOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	sc := &forkScan{header: r.Header(), lastSeq: -1, lastCompaction: -1, firstUser: -1, endSeed: -1, cut: -1}
+	turnStart := int64(-1) // seq of the open turn's turn/start
+	turnContent := false   // the open turn has history beyond system/message
+	foundRewind := false
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		sc.lastSeq = e.Seq
+		switch e.Type {
+		case "turn/start":
+			turnStart, turnContent = e.Seq, false
+		case convlog.TypeTurnEnd:
+			turnStart = -1
+		case "compaction/end":
+			sc.lastCompaction = e.Seq
+		case "session/end-seed":
+			var d struct {
+				Inherited bool `json:"inherited"`
+			}
+			if json.Unmarshal(e.Data, &d) == nil && d.Inherited {
+				sc.endSeed = e.Seq
+			}
+		case convlog.TypeUserMessage:
+			m, err := eventMessage(e)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			kind := m.kind()
+			if kind == string(convlog.SourceCheckpoint) {
+				sc.lastCompaction = e.Seq
+			}
+			if kind == string(convlog.SourceUser) && sc.firstUser < 0 {
+				sc.firstUser = e.Seq
+			}
+			if e.Seq == rewindSeq {
+				if kind != string(convlog.SourceUser) {
+					return nil, fmt.Errorf("%s: seq %d is a %q message, not one of the user's", path, e.Seq, kind)
+				}
+				foundRewind = true
+				sc.composer = m.text()
+				sc.cut = e.Seq - 1
+				if turnStart >= 0 && !turnContent {
+					sc.cut = turnStart - 1
+				}
+			}
+		}
+		if e.Seq == rewindSeq && !foundRewind {
+			return nil, fmt.Errorf("%s: seq %d is a %s event, not one of the user's messages", path, e.Seq, e.Type)
+		}
+		if info := convlog.DefaultRegistry.Lookup(e.Type); info != nil && info.Surface && e.Type != convlog.TypeSystemMessage {
+			turnContent = true
+		}
+		if rewindSeq >= 0 && foundRewind && e.Seq >= rewindSeq {
+			break
+		}
+	}
+	if rewindSeq >= 0 && !foundRewind {
+		return nil, fmt.Errorf("%s: no event at seq %d", path, rewindSeq)
+	}
+	if sc.lastCompaction <= sc.endSeed {
+		// A checkpoint inside an inherited prefix was compacted in the
+		// conversation this one inherits from: a copy keeps that dependency.
+		sc.lastCompaction = -1
+	}
+	return sc, nil
+}
+
+// closer tracks the open turn, step and tool calls of a copied prefix, to
+// close it at the cut.
+type closer struct {
+	turn, step int64
+	turnOpen   bool
+	stepOpen   bool
+	calls      []string // tool calls of the open step without a result, in order
+}
+
+func (c *closer) observe(e *convlog.Event) {
+	switch e.Type {
+	case "turn/start":
+		var d turnStep
+		json.Unmarshal(e.Data, &d)
+		c.turn, c.turnOpen, c.stepOpen, c.calls = d.Turn, true, false, nil
+	case convlog.TypeTurnEnd:
+		c.turnOpen, c.stepOpen, c.calls = false, false, nil
+	case "step/start":
+		var d turnStep
+		json.Unmarshal(e.Data, &d)
+		c.step, c.stepOpen, c.calls = d.Step, true, nil
+	case "step/end":
+		c.stepOpen = false
+	case convlog.TypeAssistantMessage:
+		if m, err := eventMessage(e); err == nil {
+			for _, b := range m.Content {
+				if b.Type == "tool-call" && b.ID != "" {
+					c.calls = append(c.calls, b.ID)
+				}
+			}
+		}
+	case convlog.TypeToolResult:
+		if m, err := eventMessage(e); err == nil {
+			c.calls = slices.DeleteFunc(c.calls, func(id string) bool { return id == m.ToolCallID })
+		}
+	}
+}
+
+// forkedToolResult is the error result of a tool call a fork cut off.
+func forkedToolResult(turn, step int64, callID string, seq int64) []byte {
+	str := func(v string) string {
+		b, _ := encodeData(v)
+		return string(b)
+	}
+	id := fmt.Sprintf("forked-tool-result-%s-%d", callID, seq)
+	return []byte(fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"role":"tool","source":{"kind":"tool","callId":%s},`+
+		`"toolCallId":%s,"content":[{"type":"text","text":"The tool call was cut off when the conversation was forked. `+
+		`Retry it if it is still needed."}],"isError":true,"id":%s}}`, turn, step, str(callID), str(callID), str(id)))
+}
+
+// closing returns the events that close an open turn at the cut; next is the
+// seq the first of them gets.
+func (c *closer) closing(next int64, now int64) []convlog.Event {
+	var evs []convlog.Event
+	if !c.turnOpen {
+		return nil
+	}
+	app := &convlog.SurfaceOp{}
+	if c.stepOpen {
+		for _, id := range c.calls {
+			evs = append(evs, convlog.Event{Type: convlog.TypeToolResult, Time: now,
+				Data: forkedToolResult(c.turn, c.step, id, next+int64(len(evs))), SurfaceOp: app})
+		}
+		evs = append(evs, convlog.Event{Type: "step/end", Time: now, Data: []byte(fmt.Sprintf(`{"turn":%d,"step":%d}`, c.turn, c.step))})
+	}
+	evs = append(evs, convlog.Event{Type: convlog.TypeTurnEnd, Time: now,
+		Data: []byte(fmt.Sprintf(`{"turn":%d,"reason":{"kind":"forked"}}`, c.turn))})
+	return evs
+}
+
+// batchLimit bounds a copy batch (events and bytes), so memory stays flat.
+const (
+	batchEvents = 1024
+	batchBytes  = 4 << 20
+)
+
+// batcher streams events into a new log: the first batch is published with
+// the header, later ones are appended.
+type batcher struct {
+	path  string
+	h     *convlog.Header
+	comp  convlog.Compression
+	w     *convlog.Writer
+	evs   []convlog.Event
+	bytes int
+}
+
+func (b *batcher) add(e convlog.Event) error {
+	b.evs = append(b.evs, e)
+	b.bytes += len(e.Data)
+	if len(b.evs) >= batchEvents || b.bytes >= batchBytes {
+		return b.flush()
+	}
+	return nil
+}
+
+func (b *batcher) flush() error {
+	var err error
+	if b.w == nil {
+		b.w, err = convlog.Create(b.path, b.h, b.evs, convlog.WriterOptions{Compression: b.comp})
+	} else if len(b.evs) > 0 {
+		err = b.w.Append(b.evs)
+	}
+	b.evs, b.bytes = b.evs[:0], 0
+	return err
+}
+
+func (b *batcher) close() error {
+	err := b.flush()
+	if b.w != nil {
+		err = errors.Join(err, b.w.Close())
+	}
+	return err
+}
+
+// nextSeq is the seq the next added event will get.
+func (b *batcher) nextSeq() int64 {
+	n := int64(len(b.evs))
+	if b.w != nil {
+		n += b.w.NextSeq()
+	}
+	return n
+}
+
+// copyHistory copies events 0..cut of src into a new log and closes a turn
+// left open at the cut.
+func (s *Store) copyHistory(src, dst string, h *convlog.Header, cut int64) error {
+	b := &batcher{path: dst, h: h, comp: s.comp}
+	var cl closer
+	if cut >= 0 {
+		r, err := convlog.Open(src, convlog.ReaderOptions{})
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for {
+			e, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if e.Seq > cut {
+				break
+			}
+			cl.observe(e)
+			if err := b.add(e.Clone()); err != nil {
+				b.close()
+				return err
+			}
+		}
+	}
+	for _, e := range cl.closing(b.nextSeq(), s.nowMs()) {
+		if err := b.add(e); err != nil {
+			b.close()
+			return err
+		}
+	}
+	return b.close()
+}
+
+// surfaceNode is one node of the source's current history.
+type surfaceNode struct {
+	seq       int64
+	typ       string
+	time      int64
+	data      []byte
+	ignorable bool
+}
+
+// writeSeed writes a seeded log holding the history the model reads at cut
+// (each node re-appended), error results for tool calls that have none, and
+// the inherited session/end-seed marker.
+func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
+	r, err := convlog.Open(src, convlog.ReaderOptions{})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	var nodes []surfaceNode
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if e.Seq > cut {
+			break
+		}
+		if e.SurfaceOp == nil {
+			continue
+		}
+		n := surfaceNode{seq: e.Seq, typ: e.Type, time: e.Time, data: bytes.Clone(e.Data), ignorable: e.Ignorable}
+		if !e.SurfaceOp.Replace {
+			nodes = append(nodes, n)
+			continue
+		}
+		start := slices.IndexFunc(nodes, func(x surfaceNode) bool { return x.seq == e.SurfaceOp.StartSeq })
+		end := slices.IndexFunc(nodes, func(x surfaceNode) bool { return x.seq == e.SurfaceOp.EndSeq })
+		if start < 0 || end < start {
+			return fmt.Errorf("%s: %s at seq %d replaces %d..%d, which is not a span of the current history",
+				src, e.Type, e.Seq, e.SurfaceOp.StartSeq, e.SurfaceOp.EndSeq)
+		}
+		nodes = slices.Replace(nodes, start, end+1, n)
+	}
+	b := &batcher{path: dst, h: h, comp: s.comp}
+	app := &convlog.SurfaceOp{}
+	var pending []string
+	var last turnStep
+	for _, n := range nodes {
+		e := convlog.Event{Type: n.typ, Time: n.time, Data: n.data, SurfaceOp: app, Ignorable: n.ignorable}
+		if m, err := eventMessage(&e); err == nil {
+			switch n.typ {
+			case convlog.TypeAssistantMessage:
+				json.Unmarshal(n.data, &last)
+				for _, blk := range m.Content {
+					if blk.Type == "tool-call" && blk.ID != "" {
+						pending = append(pending, blk.ID)
+					}
+				}
+			case convlog.TypeToolResult:
+				pending = slices.DeleteFunc(pending, func(id string) bool { return id == m.ToolCallID })
+			}
+		}
+		if err := b.add(e); err != nil {
+			b.close()
+			return err
+		}
+	}
+	now := s.nowMs()
+	for _, id := range pending {
+		e := convlog.Event{Type: convlog.TypeToolResult, Time: now, Data: forkedToolResult(last.Turn, last.Step, id, b.nextSeq()), SurfaceOp: app}
+		if err := b.add(e); err != nil {
+			b.close()
+			return err
+		}
+	}
+	if err := b.add(convlog.Event{Type: "session/end-seed", Time: now, Data: []byte(`{"inherited":true}`)}); err != nil {
+		b.close()
+		return err
+	}
+	return b.close()
+}

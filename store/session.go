@@ -1,0 +1,334 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/convkit/convkit/convlog"
+)
+
+// AutoTitle is the automatic title of a first user message: its first
+// non-blank line, trimmed and cut to MaxAutoTitleRunes characters.
+func AutoTitle(text string) string {
+	text = strings.ToValidUTF8(text, "\uFFFD")
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if utf8.RuneCountInString(line) > MaxAutoTitleRunes {
+			r := []rune(line)
+			line = strings.TrimRightFunc(string(r[:MaxAutoTitleRunes]), func(r rune) bool { return r == ' ' || r == '\t' })
+		}
+		return line
+	}
+	return ""
+}
+
+func nonNil(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return list
+}
+
+func checkCwd(cwd string) error {
+	if !filepath.IsAbs(cwd) || !strings.HasPrefix(cwd, "/") {
+		return fmt.Errorf("working directory %q is not an absolute path", cwd)
+	}
+	return nil
+}
+
+// newConversationDir checks that convID is free and returns its directory.
+func (s *Store) newConversationDir(convID string) (string, error) {
+	dir, err := ConversationPath(s.dataDir, convID)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		return "", fmt.Errorf("conversation %q (%s): %w", convID, dir, ErrConversationExists)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	return dir, nil
+}
+
+// createLog publishes a new conversation log holding first as its first
+// batch, and caches it.
+func (s *Store) createLog(convID, dir string, first []convlog.Event) error {
+	path := filepath.Join(dir, ConversationLogName(convlog.CurrentVersion, s.comp))
+	h := &convlog.Header{Type: convlog.ConversationLog, Version: convlog.CurrentVersion, ID: convID}
+	if len(first) > 0 {
+		h.CreatedAt = first[0].Time // the creation's own time
+	} else {
+		h.CreatedAt = s.nowMs()
+	}
+	w, err := convlog.Create(path, h, first, convlog.WriterOptions{Compression: s.comp})
+	if err != nil {
+		return err
+	}
+	st := newConvState(h, path)
+	for i := range first {
+		first[i].Seq = int64(i)
+		if err := st.apply(&first[i]); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	s.convs[convID] = &openConv{dir: dir, w: w, st: st}
+	return nil
+}
+
+// CreateConversation creates conversation id working in cwd (an absolute
+// path) with the agents and models named so far. The directory must not
+// exist.
+func (s *Store) CreateConversation(id, cwd string, agents, models []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writable(); err != nil {
+		return err
+	}
+	if err := checkCwd(cwd); err != nil {
+		return err
+	}
+	dir, err := s.newConversationDir(id)
+	if err != nil {
+		return err
+	}
+	ev, err := s.event(EventConversationCreated, CreatedData{Cwd: cwd, Agents: nonNil(agents), Models: nonNil(models)})
+	if err != nil {
+		return err
+	}
+	if err := s.createLog(id, dir, []convlog.Event{ev}); err != nil {
+		// Nothing refers to a directory without a conversation log.
+		os.RemoveAll(dir)
+		return err
+	}
+	return nil
+}
+
+// sessionHeader builds a new session's header in conversation info.
+func (s *Store) sessionHeader(info *ConversationInfo, sessionID, parentSession string) (*convlog.Header, error) {
+	h := &convlog.Header{Type: convlog.SessionLog, Version: convlog.CurrentVersion, ID: sessionID,
+		CreatedAt: s.nowMs(), Cwd: info.Cwd}
+	if parentSession != "" {
+		p := info.Session(parentSession)
+		if p == nil {
+			return nil, fmt.Errorf("conversation %q has no session %q to be the parent of %q", info.ID, parentSession, sessionID)
+		}
+		h.ParentSession, h.Origin, h.DelegationDepth = parentSession, "subagent", p.DelegationDepth+1
+	}
+	return h, nil
+}
+
+func (s *Store) checkNewSession(info *ConversationInfo, sessionID, parentSession string) error {
+	if _, err := EncodeBase(sessionID); err != nil {
+		return fmt.Errorf("session id: %w", err)
+	}
+	if info.Session(sessionID) != nil {
+		return fmt.Errorf("conversation %q already has session %q", info.ID, sessionID)
+	}
+	if parentSession == "" {
+		if r := info.RootSession(); r != nil {
+			return fmt.Errorf("conversation %q already has root session %q", info.ID, r.ID)
+		}
+	} else if info.Session(parentSession) == nil {
+		return fmt.Errorf("conversation %q has no session %q to be the parent of %q", info.ID, parentSession, sessionID)
+	}
+	return nil
+}
+
+// StartSession creates session sessionID's log in conversation convID and
+// records session/started. parentSession "" starts the root session (one per
+// conversation); otherwise the session is a subagent of parentSession
+// (origin "subagent", delegation depth parent+1). The caller appends the
+// session's events to the returned writer and closes it.
+func (s *Store) StartSession(convID, sessionID, agent, model, parentSession string) (*convlog.Writer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oc, err := s.liveConv(convID)
+	if err != nil {
+		return nil, err
+	}
+	info := &oc.st.info
+	if err := s.checkNewSession(info, sessionID, parentSession); err != nil {
+		return nil, err
+	}
+	h, err := s.sessionHeader(info, sessionID, parentSession)
+	if err != nil {
+		return nil, err
+	}
+	name, err := SessionLogName(sessionID, convlog.CurrentVersion, s.comp)
+	if err != nil {
+		return nil, err
+	}
+	// The log first: the conversation log never names a session whose log
+	// was not published.
+	w, err := convlog.Create(filepath.Join(oc.dir, name), h, nil, convlog.WriterOptions{Compression: s.comp})
+	if err != nil {
+		return nil, err
+	}
+	ev, err := s.event(EventSessionStarted, SessionStartedData{SessionID: sessionID, Agent: agent, Model: model, ParentSession: parentSession})
+	if err == nil {
+		err = oc.appendEvents(ev)
+	}
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// RegisterSession records session/started for a session whose log the
+// caller writes itself (import, fixtures writing historical logs). It checks
+// the same as StartSession but creates no file.
+func (s *Store) RegisterSession(convID, sessionID, agent, model, parentSession string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oc, err := s.liveConv(convID)
+	if err != nil {
+		return err
+	}
+	if err := s.checkNewSession(&oc.st.info, sessionID, parentSession); err != nil {
+		return err
+	}
+	ev, err := s.event(EventSessionStarted, SessionStartedData{SessionID: sessionID, Agent: agent, Model: model, ParentSession: parentSession})
+	if err != nil {
+		return err
+	}
+	return oc.appendEvents(ev)
+}
+
+// BeginTurn records turn/started for a session. For the root session's
+// turns, until the conversation is renamed and while it has no title, the
+// automatic title is taken from userText (the user's message) in the same
+// batch. A session runs one turn at a time.
+func (s *Store) BeginTurn(convID, sessionID string, turn int64, userText string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oc, err := s.liveConv(convID)
+	if err != nil {
+		return err
+	}
+	info := &oc.st.info
+	sess := info.Session(sessionID)
+	if sess == nil {
+		return fmt.Errorf("conversation %q has no session %q", convID, sessionID)
+	}
+	if i, ok := oc.st.open[sessionID]; ok {
+		return fmt.Errorf("conversation %q session %q: turn %d is still running: %w", convID, sessionID, info.Turns[i].Turn, ErrTurnRunning)
+	}
+	ev, err := s.event(EventTurnStarted, TurnStartedData{SessionID: sessionID, Turn: turn})
+	if err != nil {
+		return err
+	}
+	evs := []convlog.Event{ev}
+	if sess.ParentSession == "" && info.Title == "" && !oc.st.renamed {
+		if title := AutoTitle(userText); title != "" {
+			tev, err := s.event(EventConversationTitle, TitleData{Title: title})
+			if err != nil {
+				return err
+			}
+			evs = append(evs, tev)
+		}
+	}
+	return oc.appendEvents(evs...)
+}
+
+// EndTurn records turn/ended for the session's running turn.
+func (s *Store) EndTurn(convID, sessionID string, turn int64, outcome string) error {
+	switch outcome {
+	case OutcomeCompleted, OutcomeFailed, OutcomeInterrupted:
+	default:
+		return fmt.Errorf("turn outcome %q is not %s, %s or %s", outcome, OutcomeCompleted, OutcomeFailed, OutcomeInterrupted)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oc, err := s.liveConv(convID)
+	if err != nil {
+		return err
+	}
+	i, ok := oc.st.open[sessionID]
+	if !ok || oc.st.info.Turns[i].Turn != turn {
+		return fmt.Errorf("conversation %q session %q has no running turn %d", convID, sessionID, turn)
+	}
+	ev, err := s.event(EventTurnEnded, TurnEndedData{SessionID: sessionID, Turn: turn, Outcome: outcome})
+	if err != nil {
+		return err
+	}
+	return oc.appendEvents(ev)
+}
+
+// Rename sets the title; automatic titles no longer apply.
+func (s *Store) Rename(convID, title string) error {
+	title = strings.TrimSpace(title)
+	if title == "" {
+		return errors.New("a title cannot be empty")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oc, err := s.liveConv(convID)
+	if err != nil {
+		return err
+	}
+	ev, err := s.event(EventConversationRenamed, RenamedData{Title: title})
+	if err != nil {
+		return err
+	}
+	return oc.appendEvents(ev)
+}
+
+// Archive hides the conversation from the main list; it changes nothing
+// else and does not stop a running turn. Archiving an archived conversation
+// records nothing.
+func (s *Store) Archive(convID string) error { return s.setArchived(convID, true) }
+
+// Unarchive brings an archived conversation back.
+func (s *Store) Unarchive(convID string) error { return s.setArchived(convID, false) }
+
+func (s *Store) setArchived(convID string, archived bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oc, err := s.liveConv(convID)
+	if err != nil {
+		return err
+	}
+	if oc.st.info.Archived == archived {
+		return nil
+	}
+	typ := EventConversationUnarchived
+	if archived {
+		typ = EventConversationArchived
+	}
+	ev, err := s.event(typ, nil)
+	if err != nil {
+		return err
+	}
+	return oc.appendEvents(ev)
+}
+
+// MapCwd records a new working directory (an absolute path).
+func (s *Store) MapCwd(convID, to string) error {
+	if err := checkCwd(to); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oc, err := s.liveConv(convID)
+	if err != nil {
+		return err
+	}
+	if oc.st.info.Cwd == to {
+		return nil
+	}
+	ev, err := s.event(EventConversationCwdMapped, CwdMappedData{From: oc.st.info.Cwd, To: to})
+	if err != nil {
+		return err
+	}
+	return oc.appendEvents(ev)
+}
