@@ -28,17 +28,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"runtime"
 	"time"
 
 	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/progress"
 	"github.com/convkit/convkit/store"
 )
@@ -113,51 +110,33 @@ func (r *Result) Partial() bool {
 	return len(r.Manifest.Problems) > 0 || r.Manifest.Counts.InvalidLogs > 0
 }
 
-// ErrNoStore reports a data directory that does not exist.
-var ErrNoStore = errors.New("no store")
+// ErrNoStore reports a data directory that is not a store.
+var ErrNoStore = store.ErrNoStore
 
-// Write streams a backup of the store in dataDir to w. Files that cannot be
-// read are left out and listed in the manifest's Problems; logs that fail
-// the strict read are archived whole with their error: neither stops the
-// backup (see Result.Partial). Write fails only when the archive cannot be
-// written or the store cannot be walked.
-func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Result, error) {
+// Write streams a backup of the store s to w. s is opened with
+// store.LockIfFree: holding runtime.lock, every log is copied whole; without
+// it (the runtime holds it, or it could not be taken) the backup is online
+// and copies each log's committed prefix, and the manifest says so. Files
+// that cannot be read are left out and listed in the manifest's Problems;
+// logs that fail the strict read are archived whole with their error:
+// neither stops the backup (see Result.Partial). Write fails only when the
+// archive cannot be written or the store cannot be walked.
+func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Result, error) {
 	opts.defaults()
-	fi, err := os.Stat(dataDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w at %s", ErrNoStore, dataDir)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s: not a directory", dataDir)
-	}
 	now := opts.Now().UTC().Truncate(time.Second)
 	m := &Manifest{
 		Format: FormatName, FormatVersion: FormatVersion, Tool: ToolName, ToolVersion: opts.ToolVersion,
 		LogFormatVersion: convlog.CurrentVersion, CreatedAt: now, LogCheck: LogCheckStructure,
 		Conversations: []Conversation{}, Files: []File{}, Problems: []Problem{},
 	}
-	lock, err := store.AcquireLock(ctx, dataDir, store.LockOptions{Mode: store.LockExclusive, Timeout: 0,
-		Command: "convkit backup", Now: opts.Now})
-	var locked *store.LockedError
-	switch {
-	case err == nil:
-		defer lock.Release()
-	case errors.As(err, &locked):
-		m.Online, m.Holder = true, locked.Holder
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
-	case errors.Is(err, durable.ErrSymlink) || errors.Is(err, durable.ErrNotRegular):
-		// A runtime.lock that is a link or a special file is not a lock
-		// anyone can hold: refuse, as every writing command does.
-		return nil, err
-	default:
-		// Never wait and never fail for the lock: copying committed
-		// prefixes is safe whoever writes.
-		m.Online, m.LockError = true, err.Error()
-		fmt.Fprintf(opts.Log, "WARNING runtime.lock could not be taken (%v): backing up online\n", err)
+	if !s.Writable() {
+		// Online: copying committed prefixes is safe whoever writes.
+		_, holder, why := s.Online()
+		m.Online, m.Holder = true, holder
+		if why != nil {
+			m.LockError = why.Error()
+			fmt.Fprintf(opts.Log, "WARNING runtime.lock could not be taken (%v): backing up online\n", why)
+		}
 	}
 	if opts.Strict {
 		m.LogCheck = LogCheckStrict
@@ -177,7 +156,7 @@ func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Res
 	}
 	snapDone := make(chan snapResult, 1)
 	go func() {
-		p, method, err := snapshotIndex(ctx, dataDir, opts.TempDir, opts.snapshotPath, !m.Online)
+		p, method, err := snapshotIndex(ctx, s.IndexPath(), opts.TempDir, opts.snapshotPath, !m.Online)
 		snapDone <- snapResult{p, method, err}
 	}()
 	var snap *snapResult
@@ -194,7 +173,7 @@ func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Res
 		}
 	}()
 
-	wk := &walker{dataDir: dataDir}
+	wk := &walker{s: s}
 	opts.Progress.SetTotal(0)
 
 	wopts := opts.Archive
@@ -216,7 +195,7 @@ func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Res
 	currentSeen := map[[2]string]bool{} // (conversation dir, base) whose current generation is archived
 	type archivedLog struct{ conv, file int }
 	var archivedLogs []archivedLog
-	err = loadAll(ctx, wk.feed, m.Online, opts.Strict, opts.Workers, 2*opts.Workers+2, func(l *loaded) error {
+	err := loadAll(ctx, wk.feed, m.Online, opts.Strict, opts.Workers, 2*opts.Workers+2, func(l *loaded) error {
 		defer l.close()
 		defer opts.Progress.Add(1)
 		j := l.job
@@ -278,7 +257,7 @@ func Write(ctx context.Context, dataDir string, w io.Writer, opts Options) (*Res
 		return fail(ctx.Err())
 	case sr.err != nil:
 		m.Index = IndexUnreadable
-		problem(store.IndexPath(dataDir), sr.err.Error())
+		problem(s.IndexPath(), sr.err.Error())
 	case sr.path == "":
 		m.Index = IndexAbsent
 	default:

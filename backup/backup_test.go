@@ -57,19 +57,19 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	case os.Getenv(lockHolderEnv) != "":
-		l, err := store.AcquireLock(context.Background(), os.Getenv(lockHolderEnv), store.LockOptions{Mode: store.LockExclusive, Command: "test holder"})
+		l, err := store.Open(context.Background(), os.Getenv(lockHolderEnv), store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "test holder"}, Create: store.CreateAlways})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
 		fmt.Println("locked")
 		time.Sleep(time.Hour)
-		l.Release()
+		l.Close()
 		os.Exit(0)
 	case os.Getenv(backupEnv) != "":
 		data, out, _ := strings.Cut(os.Getenv(backupEnv), ":")
 		fmt.Println("started")
-		if _, err := ToDir(context.Background(), data, out, DirOptions{Options: Options{Workers: 1}}); err != nil {
+		if _, err := toDir(context.Background(), data, out, DirOptions{Options: Options{Workers: 1}}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -147,7 +147,7 @@ func backupFile(t *testing.T, dataDir string, opts Options) (string, *Result) {
 	if opts.TempDir == "" {
 		opts.TempDir = t.TempDir()
 	}
-	res, err := Write(context.Background(), dataDir, f, opts)
+	res, err := writeBackup(context.Background(), dataDir, f, opts)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -385,7 +385,7 @@ func TestOnlineBackupWhileTheRuntimeAppends(t *testing.T) {
 				if _, err := restoreFile(t, a, RestoreOptions{Target: target}); err != nil {
 					t.Fatal(err)
 				}
-				tree, err := store.Walk(target)
+				tree, err := reader(t, target).Walk()
 				if err != nil || len(tree.Problems) != 0 || len(tree.Conversations) != 1 {
 					t.Fatalf("restored tree %+v (%v)", tree, err)
 				}
@@ -477,7 +477,7 @@ func TestSIGKILLDuringBackup(t *testing.T) {
 			os.Remove(a.Path)
 		}
 	}
-	res, err := ToDir(context.Background(), dataDir, out, DirOptions{})
+	res, err := toDir(context.Background(), dataDir, out, DirOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -659,7 +659,7 @@ func TestRestoreOneConversation(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("restored %v, want %v", got, want)
 	}
-	tree, _ := store.Walk(target)
+	tree, _ := reader(t, target).Walk()
 	if len(tree.Conversations) != len(want) {
 		t.Fatalf("%d conversations in the new store", len(tree.Conversations))
 	}
@@ -691,7 +691,7 @@ func TestRestoreOneConversation(t *testing.T) {
 	if !slices.Equal(rr.Conversations, []string{fork.ID}) || !slices.Equal(rr.Kept, fork.DependsOn) {
 		t.Fatalf("restored %v, kept %v", rr.Conversations, rr.Kept)
 	}
-	if _, err := store.ReadConversation(dataDir, fork.ID); err != nil {
+	if _, err := reader(t, dataDir).ReadConversation(fork.ID); err != nil {
 		t.Fatal(err)
 	}
 	// Present now: refused, then replaced with --force (moved aside).
@@ -729,7 +729,7 @@ func TestRetention(t *testing.T) {
 	var made []string
 	for i := 0; i < 4; i++ {
 		now := base.Add(time.Duration(i) * time.Hour)
-		res, err := ToDir(context.Background(), dataDir, out, DirOptions{Options: Options{Now: fixedClock(now)}, Keep: 3})
+		res, err := toDir(context.Background(), dataDir, out, DirOptions{Options: Options{Now: fixedClock(now)}, Keep: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -739,7 +739,7 @@ func TestRetention(t *testing.T) {
 		}
 	}
 	// Two in the same second get distinct names.
-	res, err := ToDir(context.Background(), dataDir, out, DirOptions{Options: Options{Now: fixedClock(base.Add(3 * time.Hour))}})
+	res, err := toDir(context.Background(), dataDir, out, DirOptions{Options: Options{Now: fixedClock(base.Add(3 * time.Hour))}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -747,7 +747,7 @@ func TestRetention(t *testing.T) {
 		t.Fatalf("second archive of one second: %s", res.Archive)
 	}
 	// Dry run: says what it would delete, deletes nothing, writes nothing.
-	dr, err := ToDir(context.Background(), dataDir, out, DirOptions{Options: Options{Now: fixedClock(base.Add(9 * time.Hour))}, Keep: 2, DryRun: true})
+	dr, err := toDir(context.Background(), dataDir, out, DirOptions{Options: Options{Now: fixedClock(base.Add(9 * time.Hour))}, Keep: 2, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -788,7 +788,7 @@ func TestLeftOutFilesArePartial(t *testing.T) {
 // where convlog's Reader does, on every prefix of real logs.
 func TestShapeMatchesReader(t *testing.T) {
 	dataDir, _ := generate(t, 20, 0, false)
-	tree, _ := store.Walk(dataDir)
+	tree, _ := reader(t, dataDir).Walk()
 	n := 0
 	for _, c := range tree.Conversations {
 		for _, l := range c.Logs {
@@ -998,21 +998,21 @@ func (f *failAfter) Write(p []byte) (int, error) {
 // no goroutine behind.
 func TestWriteStopsCleanly(t *testing.T) {
 	dataDir, _ := generate(t, 22, 200, true)
-	if _, err := Write(context.Background(), dataDir, &failAfter{n: 1 << 20}, Options{TempDir: t.TempDir(),
+	if _, err := writeBackup(context.Background(), dataDir, &failAfter{n: 1 << 20}, Options{TempDir: t.TempDir(),
 		Archive: archive.WriterOptions{ChunkSize: 64 << 10}}); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("failing destination: %v", err)
 	}
 	out := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
-	if _, err := ToDir(ctx, dataDir, out, DirOptions{}); !errors.Is(err, context.Canceled) {
+	if _, err := toDir(ctx, dataDir, out, DirOptions{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
 	if ents, _ := os.ReadDir(out); len(ents) != 0 {
 		t.Fatalf("left %v", ents)
 	}
 	// The lock was released: an offline backup runs again.
-	res, err := ToDir(context.Background(), dataDir, out, DirOptions{})
+	res, err := toDir(context.Background(), dataDir, out, DirOptions{})
 	if err != nil || res.Result.Manifest.Online {
 		t.Fatalf("after the cancelled backup: %v", err)
 	}

@@ -41,7 +41,7 @@ func BenchmarkWrite(b *testing.B) {
 			_, lvl := zstd.EncoderLevelFromString(l)
 			opts.Archive.TextLevel, opts.Archive.CompressedLevel = lvl, lvl
 		}
-		res, err := Write(context.Background(), dir, cw, opts)
+		res, err := writeBackup(context.Background(), dir, cw, opts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func BenchmarkToDir(b *testing.B) {
 	out := b.TempDir()
 	var in int64
 	for b.Loop() {
-		res, err := ToDir(context.Background(), dir, out, DirOptions{Keep: 1})
+		res, err := toDir(context.Background(), dir, out, DirOptions{Keep: 1})
 		if err != nil {
 			b.Fatal(err)
 		}

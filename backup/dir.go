@@ -165,14 +165,15 @@ type PlanFile struct {
 	Size int64  `json:"size"`
 }
 
-// ToDir takes a backup of the store in dataDir into dir (created 0700 if
+// ToDir takes a backup of the store s (opened as Write says; read-only for
+// a dry run) into dir (created 0700 if
 // missing): written under a temporary name (.convkit-<time>.tar.zst.<random>.tmp),
 // fsynced, and linked to its final name only when complete, so a crash at
 // any moment leaves no file under an archive name. Temporaries of killed
 // backups are removed first (each is flock'ed by its writer while
 // written, so one being written by a live backup is never touched). Then,
 // with Keep, older archives beyond the newest Keep are deleted.
-func ToDir(ctx context.Context, dataDir, dir string, opts DirOptions) (*DirResult, error) {
+func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*DirResult, error) {
 	opts.defaults()
 	if opts.Keep < 0 {
 		return nil, errors.New("keep must not be negative")
@@ -181,7 +182,7 @@ func ToDir(ctx context.Context, dataDir, dir string, opts DirOptions) (*DirResul
 	res := &DirResult{Archive: filepath.Join(dir, ArchiveName(now))}
 	if opts.DryRun {
 		res.Archive = freeArchiveName(dir, now)
-		return dryRun(dataDir, dir, opts, res)
+		return dryRun(s, dir, opts, res)
 	}
 	if err := durable.MkdirAll(dir); err != nil {
 		return nil, err
@@ -211,7 +212,7 @@ func ToDir(ctx context.Context, dataDir, dir string, opts DirOptions) (*DirResul
 	wo.TempDir = dir
 	wo.snapshotPath = tmpName + snapshotSuffix
 	bw := bufio.NewWriterSize(tmp, 1<<20)
-	r, err := Write(ctx, dataDir, bw, wo)
+	r, err := Write(ctx, s, bw, wo)
 	if err != nil {
 		return nil, err
 	}
@@ -400,8 +401,8 @@ func prune(dir string, keep int, keepPath string, dryRun bool) ([]string, error)
 }
 
 // dryRun lists what a backup would archive and delete, writing nothing.
-func dryRun(dataDir, dir string, opts DirOptions, res *DirResult) (*DirResult, error) {
-	plan, err := PlanBackup(dataDir)
+func dryRun(s *store.Store, dir string, opts DirOptions, res *DirResult) (*DirResult, error) {
+	plan, err := PlanBackup(s)
 	if err != nil {
 		return nil, err
 	}
@@ -418,34 +419,24 @@ func dryRun(dataDir, dir string, opts DirOptions, res *DirResult) (*DirResult, e
 }
 
 // PlanBackup lists, without reading any log or taking any lock, the files a
-// backup of dataDir would archive at their current sizes.
-func PlanBackup(dataDir string) (*Plan, error) {
-	fi, err := os.Stat(dataDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w at %s", ErrNoStore, dataDir)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s: not a directory", dataDir)
-	}
+// backup of the store s would archive at their current sizes.
+func PlanBackup(s *store.Store) (*Plan, error) {
 	p := &Plan{Files: []PlanFile{}, Problems: []Problem{}, Index: IndexAbsent}
-	st, err := store.LockStatus(dataDir)
+	st, err := s.LockStatus()
 	if err == nil && st.Held {
 		p.Online, p.Holder = true, st.Holder
 	}
-	if ifi, err := os.Lstat(store.IndexPath(dataDir)); err == nil {
+	if ifi, err := os.Lstat(s.IndexPath()); err == nil {
 		if ifi.Mode().IsRegular() {
 			p.Index = IndexSnapshot
 			p.Files = append(p.Files, PlanFile{Name: store.IndexFileName, Size: ifi.Size()})
 			p.Bytes += ifi.Size()
 		} else {
 			p.Index = IndexUnreadable
-			p.Problems = append(p.Problems, Problem{Path: store.IndexPath(dataDir), Reason: "not a regular file (symbolic links are not followed)"})
+			p.Problems = append(p.Problems, Problem{Path: s.IndexPath(), Reason: "not a regular file (symbolic links are not followed)"})
 		}
 	}
-	tree, err := store.Walk(dataDir)
+	tree, err := s.Walk()
 	if err != nil {
 		return nil, err
 	}

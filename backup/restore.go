@@ -158,14 +158,24 @@ func targetState(target string) (tstate, error) {
 	return targetFull, nil
 }
 
-// looksLikeStore reports whether dir holds something of a data directory.
-func looksLikeStore(dir string) bool {
-	for _, n := range []string{store.ConversationsDirName, store.IndexFileName, store.LockFileName} {
-		if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {
-			return true
-		}
+// openTarget opens the store at the target exclusively (restore writes it);
+// a target that is not a store gives ErrNotAStore, saying what.
+func openTarget(ctx context.Context, opts RestoreOptions, what string) (*store.Store, error) {
+	s, err := store.Open(ctx, opts.Target, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive,
+		Timeout: opts.LockTimeout, Command: "convkit restore", Now: opts.Now}})
+	if errors.Is(err, store.ErrNoStore) {
+		return nil, fmt.Errorf("%s: %w (no %s/, %s or %s)%s", opts.Target, ErrNotAStore,
+			store.ConversationsDirName, store.IndexFileName, store.LockFileName, what)
 	}
-	return false
+	return s, err
+}
+
+// openStaged opens a store restore builds, in a staging directory: read
+// only, or exclusively to reindex it. It becomes a store whatever the
+// archive held.
+func openStaged(ctx context.Context, dir string, mode store.LockMode) (*store.Store, error) {
+	return store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: mode, Command: "convkit restore"},
+		Create: store.CreateAlways})
 }
 
 // restoreWhole restores the whole archive (or, with opts.Conversation, a
@@ -177,15 +187,11 @@ func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state t
 		if !opts.Force {
 			return nil, fmt.Errorf("%s: %w (use --force to move the store there aside and restore in its place)", target, ErrTargetNotEmpty)
 		}
-		if !looksLikeStore(target) {
-			return nil, fmt.Errorf("%s: %w (no conversations/, metadata.db or runtime.lock); it is left alone", target, ErrNotAStore)
-		}
-		lock, err := store.AcquireLock(ctx, target, store.LockOptions{Mode: store.LockExclusive, Timeout: opts.LockTimeout,
-			Command: "convkit restore", Now: opts.Now})
+		old, err := openTarget(ctx, opts, "; it is left alone")
 		if err != nil {
 			return nil, err
 		}
-		defer lock.Release()
+		defer old.Close()
 	}
 	parent := filepath.Dir(target)
 	if err := durable.MkdirAll(parent); err != nil {
@@ -223,12 +229,16 @@ func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state t
 	if err := os.Remove(filepath.Join(stage, archive.ManifestName)); err != nil {
 		return nil, err
 	}
+	staged, err := openStaged(ctx, stage, store.LockNone)
+	if err != nil {
+		return nil, err
+	}
 	if opts.Conversation != "" {
-		keep, err := closureIn(stage, opts.Conversation)
+		keep, err := closureIn(staged, opts.Conversation)
 		if err != nil {
 			return nil, err
 		}
-		if err := pruneTo(stage, keep); err != nil {
+		if err := pruneTo(staged, keep); err != nil {
 			return nil, err
 		}
 		res.Conversations = keep
@@ -238,7 +248,7 @@ func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state t
 		}
 		res.Reindex = rr
 	} else {
-		tree, err := store.Walk(stage)
+		tree, err := staged.Walk()
 		if err != nil {
 			return nil, err
 		}
@@ -294,16 +304,12 @@ func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state t
 func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*RestoreResult, error) {
 	target := opts.Target
 	res := &RestoreResult{SchemaVersion: 1, Archive: opts.Archive, Target: target, Conversations: []string{}, Kept: []string{}}
-	if !looksLikeStore(target) {
-		return nil, fmt.Errorf("%s: %w; restore a single conversation into a store, or into a new directory", target, ErrNotAStore)
-	}
-	s, err := store.Open(ctx, target, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive,
-		Timeout: opts.LockTimeout, Command: "convkit restore", Now: opts.Now}})
+	s, err := openTarget(ctx, opts, "; restore a single conversation into a store, or into a new directory")
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	dst, err := store.ConversationPath(target, opts.Conversation)
+	dst, err := s.ConversationPath(opts.Conversation)
 	if err != nil {
 		return nil, err
 	}
@@ -343,15 +349,19 @@ func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*Restor
 	if !vr.OK {
 		return res, &MismatchError{Result: vr}
 	}
-	closure, err := closureIn(stage, opts.Conversation)
+	staged, err := openStaged(ctx, stage, store.LockNone)
 	if err != nil {
 		return nil, err
 	}
-	convDir := store.ConversationsDir(target)
+	closure, err := closureIn(staged, opts.Conversation)
+	if err != nil {
+		return nil, err
+	}
+	convDir := s.ConversationsDir()
 	moved := false
 	for _, id := range closure {
-		from, _ := store.ConversationPath(stage, id)
-		to, _ := store.ConversationPath(target, id)
+		from, _ := staged.ConversationPath(id)
+		to, _ := s.ConversationPath(id)
 		if _, err := os.Lstat(to); err == nil {
 			if id != opts.Conversation {
 				res.Kept = append(res.Kept, id)
@@ -397,16 +407,16 @@ func verifyOpts(opts RestoreOptions) VerifyOptions {
 	return VerifyOptions{Archive: opts.Archive, Limits: opts.Limits, Jobs: opts.Jobs, Progress: opts.Progress, Log: opts.Log}
 }
 
-// closureIn is the conversation and its fork ancestors in the store at dir.
-func closureIn(dir, id string) ([]string, error) {
-	p, err := store.ConversationPath(dir, id)
+// closureIn is the conversation and its fork ancestors in the store s.
+func closureIn(s *store.Store, id string) ([]string, error) {
+	p, err := s.ConversationPath(id)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := os.Lstat(p); err != nil {
 		return nil, fmt.Errorf("conversation %q: %w (or it was being deleted when the backup was taken)", id, ErrNotInArchive)
 	}
-	ids, err := store.DependencyClosure(dir, id)
+	ids, err := s.DependencyClosure(id)
 	if err != nil {
 		return nil, fmt.Errorf("the fork ancestors of %q in the archive: %w", id, err)
 	}
@@ -414,7 +424,7 @@ func closureIn(dir, id string) ([]string, error) {
 }
 
 // pruneTo removes from the staged store every conversation not in keep.
-func pruneTo(dir string, keep []string) error {
+func pruneTo(s *store.Store, keep []string) error {
 	want := map[string]bool{}
 	for _, id := range keep {
 		name, err := store.EncodeSegment(id)
@@ -423,7 +433,7 @@ func pruneTo(dir string, keep []string) error {
 		}
 		want[name] = true
 	}
-	root := store.ConversationsDir(dir)
+	root := s.ConversationsDir()
 	ents, err := os.ReadDir(root)
 	if err != nil {
 		return err
@@ -438,9 +448,9 @@ func pruneTo(dir string, keep []string) error {
 	return durable.SyncDir(root)
 }
 
-// reindexDir rebuilds the index of the store at dir.
+// reindexDir rebuilds the index of the store restore builds at dir.
 func reindexDir(ctx context.Context, dir string, opts RestoreOptions) (*reindex.Result, error) {
-	s, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "convkit restore"}})
+	s, err := openStaged(ctx, dir, store.LockExclusive)
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ func TestSidecars(t *testing.T) {
 	base := time.Date(2026, 9, 1, 3, 0, 0, 0, time.UTC)
 	var archives []string
 	for i := range 3 {
-		dr, err := ToDir(context.Background(), dataDir, out, DirOptions{Options: Options{Now: fixedClock(base.Add(time.Duration(i) * time.Hour))}})
+		dr, err := toDir(context.Background(), dataDir, out, DirOptions{Options: Options{Now: fixedClock(base.Add(time.Duration(i) * time.Hour))}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func TestSidecars(t *testing.T) {
 	// Retention takes sidecars with their archives; a sidecar whose archive
 	// is gone goes at the next backup.
 	os.Remove(archives[1])
-	dr, err := ToDir(context.Background(), dataDir, out, DirOptions{Options: Options{Now: fixedClock(base.Add(20 * time.Hour))}, Keep: 1})
+	dr, err := toDir(context.Background(), dataDir, out, DirOptions{Options: Options{Now: fixedClock(base.Add(20 * time.Hour))}, Keep: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestSidecars(t *testing.T) {
 func TestSidecarHostile(t *testing.T) {
 	dataDir, _ := generate(t, 6, 20, false)
 	out := filepath.Join(t.TempDir(), "backups")
-	dr, err := ToDir(context.Background(), dataDir, out, DirOptions{})
+	dr, err := toDir(context.Background(), dataDir, out, DirOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

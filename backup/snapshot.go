@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/index"
-	"github.com/convkit/convkit/store"
 )
 
 // Ways the metadata.db snapshot is taken (Manifest.IndexMethod).
@@ -33,8 +33,7 @@ const (
 // a reader blocks no writer); the caller removes it. The index is read as
 // index.OpenRead reads it, so a read-only medium (where a WAL reader
 // cannot make its -shm file) is read too.
-func snapshotIndex(ctx context.Context, dataDir, tmpDir, path string, quiescent bool) (string, string, error) {
-	src := store.IndexPath(dataDir)
+func snapshotIndex(ctx context.Context, src, tmpDir, path string, quiescent bool) (string, string, error) {
 	fi, err := os.Lstat(src)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", "", nil
@@ -45,7 +44,7 @@ func snapshotIndex(ctx context.Context, dataDir, tmpDir, path string, quiescent 
 	if !fi.Mode().IsRegular() {
 		return "", "", errors.New("not a regular file (symbolic links are not followed)")
 	}
-	if (quiescent || index.ReadOnlyFS(dataDir)) && !pending(src+"-wal") && !pending(src+"-journal") {
+	if (quiescent || index.ReadOnlyFS(filepath.Dir(src))) && !pending(src+"-wal") && !pending(src+"-journal") {
 		return src, IndexByCopy, nil
 	}
 	var tmp *os.File

@@ -342,7 +342,7 @@ func loadAll(ctx context.Context, feed feedFunc, online, strict bool, workers, a
 // store.Walk does (the same rules, never following a link), handing each
 // directory's logs to the loaders as soon as it is read.
 type walker struct {
-	dataDir string
+	s *store.Store
 	// Problems are entries left out; Warnings entries archived all the
 	// same (two spellings of one generation). Read them after the feed.
 	Problems []Problem
@@ -355,7 +355,7 @@ func (w *walker) problem(p, reason string) {
 }
 
 func (w *walker) feed(emit func(*job) bool) error {
-	root := store.ConversationsDir(w.dataDir)
+	root := w.s.ConversationsDir()
 	fi, err := os.Lstat(root)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -396,7 +396,7 @@ func (w *walker) feed(emit func(*job) bool) error {
 		go func() {
 			defer wg.Done()
 			for pd := range work {
-				c, probs, err := store.WalkConversation(w.dataDir, pd.id)
+				c, probs, err := w.s.WalkConversation(pd.id)
 				pd.done <- walked{c, probs, err}
 			}
 		}()

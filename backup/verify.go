@@ -202,7 +202,13 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	// Every log, read strictly here whatever the backup did, and compared
 	// with what the backup found: the structure always (committed length,
 	// torn tail), every event when the backup read them too.
-	tree, err := store.Walk(dir)
+	// The drill's store: a store whatever the archive held (one without
+	// conversations has no conversations/ to make it one).
+	drill, err := store.Open(ctx, dir, store.OpenOptions{Create: store.CreateAlways})
+	if err != nil {
+		return nil, nil, err
+	}
+	tree, err := drill.Walk()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -327,7 +333,8 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 // when read strictly, the event counts) of its current session logs.
 func rebuildAndCompare(ctx context.Context, dir string, convs []Conversation, logs map[int][]*File, expect Counts,
 	opts VerifyOptions, text bool, res *VerifyResult, mismatch func(name, format string, args ...any)) error {
-	s, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "convkit backup verify"}})
+	s, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "convkit backup verify"},
+		Create: store.CreateAlways})
 	if err != nil {
 		return err
 	}
@@ -338,7 +345,7 @@ func rebuildAndCompare(ctx context.Context, dir string, convs []Conversation, lo
 	}
 	res.rebuild = rr
 	res.Rebuilt = RebuiltInfo{Indexed: rr.Indexed, Skipped: len(rr.Skipped), DeletionsFinished: len(rr.DeletionsFinished), Sessions: rr.Sessions}
-	db, err := index.Open(store.IndexPath(dir))
+	db, err := index.Open(s.IndexPath())
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,10 @@ import (
 func TestMain(m *testing.M) {
 	if root := os.Getenv("CONVKIT_TEST_MIGRATE"); root != "" {
 		os.Stdout.WriteString("started\n")
-		_, err := Run(context.Background(), Options{SessionsDir: root, Jobs: 2, TempDir: os.Getenv("CONVKIT_TEST_TMP")})
+		s, err := openRoot(root, false)
+		if err == nil {
+			_, err = Run(context.Background(), s, Options{Jobs: 2, TempDir: os.Getenv("CONVKIT_TEST_TMP")})
+		}
 		if err != nil {
 			os.Exit(1)
 		}
@@ -68,7 +71,7 @@ func TestSIGKILLDuringMigrate(t *testing.T) {
 	// The uninterrupted reference run, on a copy.
 	ref := filepath.Join(t.TempDir(), "ref")
 	copyTree(t, gen, ref)
-	run(t, Options{SessionsDir: store.ConversationsDir(ref), Jobs: 2})
+	run(t, store.ConversationsDir(ref), Options{Jobs: 2})
 	want := hashTree(t, store.ConversationsDir(ref))
 
 	dir := filepath.Join(t.TempDir(), "data")
@@ -115,7 +118,7 @@ func TestSIGKILLDuringMigrate(t *testing.T) {
 	if kills == 0 {
 		t.Fatal("no run was killed mid-way; the test proves nothing")
 	}
-	sum, out := run(t, Options{SessionsDir: root, Jobs: 2})
+	sum, out := run(t, root, Options{Jobs: 2})
 	if sum.Totals.Failed != 1 { // the generated corrupt log
 		t.Fatalf("final run: %+v\n%s", sum.Totals, out)
 	}

@@ -74,8 +74,6 @@ const (
 
 // Options configure Run.
 type Options struct {
-	// SessionsDir is the sessions root: conversations/<conversation>/<logs>.
-	SessionsDir string
 	// Jobs bounds how many logs are converted at once (default DefaultJobs).
 	Jobs int
 	// DryRun plans without writing any log: what each would become and the
@@ -160,17 +158,21 @@ type input struct {
 	failure string // reason it is a failed input before any work
 }
 
-// Run migrates every log under opts.SessionsDir. The caller holds
-// runtime.lock. Unless GOMEMLIMIT is set, Run sets the Go runtime's soft
+// Run migrates every log under the sessions root of the store s, its
+// conversations directory: conversations/<conversation>/<logs>. s holds
+// runtime.lock exclusively, except for a dry run, which reads only. Unless GOMEMLIMIT is set, Run sets the Go runtime's soft
 // memory limit for its duration: 64 MiB + 32 MiB per job, less the
 // program's own pages (softMemoryLimit). The returned summary is also in summary.json; its
 // Totals.Failed > 0 means the run failed.
-func Run(ctx context.Context, opts Options) (*Summary, error) {
+func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	if opts.WriterVersion == 0 {
 		opts.WriterVersion = convlog.CurrentVersion
 	}
 	if opts.WriterVersion != TargetVersion {
 		return nil, ErrWriterVersion
+	}
+	if !opts.DryRun && !s.Writable() {
+		return nil, errors.New("migrate needs the store opened with the exclusive lock (a dry run does not)")
 	}
 	if opts.Jobs <= 0 {
 		opts.Jobs = DefaultJobs()
@@ -188,7 +190,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	if opts.Compress == "" {
 		opts.Compress = CompressKeep
 	}
-	root, err := filepath.Abs(opts.SessionsDir)
+	root, err := filepath.Abs(s.ConversationsDir())
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +208,7 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	rep.line("Full log: %s", rep.sum.TextLogPath)
 
-	inputs, temps, rootErr := discover(root)
+	inputs, temps, rootErr := discover(s, root)
 	if !opts.DryRun {
 		// Temporary files of a killed run (or runtime) are never published;
 		// holding runtime.lock, nobody else is writing them.
@@ -407,7 +409,7 @@ func plan(src string, comp convlog.Compression) (string, int64, error) {
 // directory (by name), its logs (conversation log first), each at its
 // highest generation; layout problems become failed inputs; a conversation
 // directory without a log is one skipped input.
-func discover(root string) ([]*input, []string, error) {
+func discover(s *store.Store, root string) ([]*input, []string, error) {
 	fi, err := os.Lstat(root)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sessions root %s: %w", root, err)
@@ -415,7 +417,7 @@ func discover(root string) ([]*input, []string, error) {
 	if !fi.IsDir() {
 		return nil, nil, fmt.Errorf("sessions root %s is not a directory", root)
 	}
-	tree, err := store.WalkRoot(root)
+	tree, err := s.Walk()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -65,14 +65,31 @@ func generate(t *testing.T) string {
 	return dir
 }
 
-func run(t *testing.T, opts Options) (*Summary, string) {
+// openRoot opens the store whose conversations directory is root as the
+// migrate command does: exclusively, or read-only for a dry run.
+func openRoot(root string, dryRun bool) (*store.Store, error) {
+	mode := store.LockExclusive
+	if dryRun {
+		mode = store.LockNone
+	}
+	return store.Open(context.Background(), filepath.Dir(root), store.OpenOptions{Lock: store.LockOptions{Mode: mode, Command: "convkit migrate"}})
+}
+
+// run migrates the sessions root root, the conversations directory of a
+// store.
+func run(t *testing.T, root string, opts Options) (*Summary, string) {
 	t.Helper()
 	var out bytes.Buffer
 	opts.Out = &out
 	if opts.TempDir == "" {
 		opts.TempDir = t.TempDir()
 	}
-	sum, err := Run(context.Background(), opts)
+	s, err := openRoot(root, opts.DryRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sum, err := Run(context.Background(), s, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +100,7 @@ func TestMigrateStore(t *testing.T) {
 	dir := generate(t)
 	root := store.ConversationsDir(dir)
 	before := hashTree(t, root)
-	sum, out := run(t, Options{SessionsDir: root, Jobs: 2})
+	sum, out := run(t, root, Options{Jobs: 2})
 	if sum.Totals.Converted == 0 || sum.Totals.Failed != 1 {
 		t.Fatalf("totals = %+v\n%s", sum.Totals, out)
 	}
@@ -156,7 +173,7 @@ func TestMigrateStore(t *testing.T) {
 	}
 
 	// A second run converts nothing and changes no byte.
-	sum2, out2 := run(t, Options{SessionsDir: root, Jobs: 2})
+	sum2, out2 := run(t, root, Options{Jobs: 2})
 	if sum2.Totals.Converted != 0 || sum2.Totals.AlreadyV4 != sum.Totals.AlreadyV4+sum.Totals.Converted {
 		t.Fatalf("second run totals = %+v\n%s", sum2.Totals, out2)
 	}
@@ -173,8 +190,8 @@ func TestMigrateStore(t *testing.T) {
 
 func TestJobsGiveIdenticalSuccessors(t *testing.T) {
 	a, b := generate(t), generate(t)
-	run(t, Options{SessionsDir: store.ConversationsDir(a), Jobs: 1})
-	run(t, Options{SessionsDir: store.ConversationsDir(b), Jobs: 4})
+	run(t, store.ConversationsDir(a), Options{Jobs: 1})
+	run(t, store.ConversationsDir(b), Options{Jobs: 4})
 	ha, hb := hashTree(t, store.ConversationsDir(a)), hashTree(t, store.ConversationsDir(b))
 	if len(ha) != len(hb) {
 		t.Fatalf("%d files vs %d", len(ha), len(hb))
@@ -210,7 +227,7 @@ func TestChangedSourceIsDeferredThenRetried(t *testing.T) {
 			}
 		}
 	}
-	sum, out := run(t, Options{SessionsDir: root, Jobs: 1, BeforePublish: hook})
+	sum, out := run(t, root, Options{Jobs: 1, BeforePublish: hook})
 	if target == "" {
 		t.Skip("no plain v3 log in the generated store")
 	}
@@ -237,7 +254,7 @@ func TestLayoutProblemsAndSkips(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "flat.v3.jsonl"), []byte("{}\n"), 0o600)
 	os.Symlink("/etc", filepath.Join(root, "linked"))
 	os.WriteFile(filepath.Join(root, "README.txt"), []byte("notes"), 0o600)
-	sum, out := run(t, Options{SessionsDir: root})
+	sum, out := run(t, root, Options{})
 	if sum.Totals.Failed != 2 || sum.Totals.Skipped != 1 {
 		t.Fatalf("totals = %+v\n%s", sum.Totals, out)
 	}
@@ -252,12 +269,24 @@ func TestLayoutProblemsAndSkips(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
-	if _, err := Run(context.Background(), Options{SessionsDir: t.TempDir(), WriterVersion: 3, TempDir: t.TempDir()}); !errors.Is(err, ErrWriterVersion) ||
+	s, err := store.Open(context.Background(), t.TempDir(), store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive},
+		Create: store.CreateAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := Run(context.Background(), s, Options{WriterVersion: 3, TempDir: t.TempDir()}); !errors.Is(err, ErrWriterVersion) ||
 		err.Error() != "this command requires a V4 session writer" {
 		t.Fatalf("writer v3: err = %v", err)
 	}
-	// A missing root is one failed input, not a crash.
-	sum, out := run(t, Options{SessionsDir: filepath.Join(t.TempDir(), "missing")})
+	// A missing root (a store without conversations yet) is one failed
+	// input, not a crash.
+	var buf bytes.Buffer
+	sum, err := Run(context.Background(), s, Options{Out: &buf, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
 	if sum.Totals.Failed != 1 || !strings.Contains(out, "Summary: converted=0, already-V4=0, failed=1, skipped=0") {
 		t.Fatalf("missing root: %+v\n%s", sum.Totals, out)
 	}
@@ -267,7 +296,7 @@ func TestDryRunWritesNoLog(t *testing.T) {
 	dir := generate(t)
 	root := store.ConversationsDir(dir)
 	before := hashTree(t, root)
-	sum, out := run(t, Options{SessionsDir: root, DryRun: true})
+	sum, out := run(t, root, Options{DryRun: true})
 	if sum.Totals.Planned == 0 || sum.Totals.Converted != 0 || sum.PlannedBytes <= 0 {
 		t.Fatalf("dry run totals = %+v, %d bytes\n%s", sum.Totals, sum.PlannedBytes, out)
 	}

@@ -65,7 +65,7 @@ func benchStore(b *testing.B) string {
 // the readers' share of a rebuild.
 func BenchmarkRead(b *testing.B) {
 	dir := benchStore(b)
-	tree, err := store.Walk(dir)
+	tree, err := reader(b, dir).Walk()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func BenchmarkRead(b *testing.B) {
 // index: the writer's share of a rebuild.
 func BenchmarkWrite(b *testing.B) {
 	dir := benchStore(b)
-	tree, err := store.Walk(dir)
+	tree, err := reader(b, dir).Walk()
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/fixtures"
-	"github.com/convkit/convkit/store"
 )
 
 // TestReadFingerprintIsDirFingerprint: the fingerprint a read records, from
@@ -18,7 +17,7 @@ func TestReadFingerprintIsDirFingerprint(t *testing.T) {
 	if _, err := fixtures.Sample(dir); err != nil {
 		t.Fatal(err)
 	}
-	tree, err := store.Walk(dir)
+	tree, err := reader(t, dir).Walk()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +49,7 @@ func TestBuildOrderAndEarlyStop(t *testing.T) {
 	if _, err := fixtures.Generate(dir, fixtures.Options{Seed: 7, Conversations: 60, OrdinaryOnly: true}); err != nil {
 		t.Fatal(err)
 	}
-	tree, err := store.Walk(dir)
+	tree, err := reader(t, dir).Walk()
 	if err != nil {
 		t.Fatal(err)
 	}

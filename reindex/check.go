@@ -38,10 +38,10 @@ func (r *CheckResult) Drift() bool { return r.IndexProblem != "" || len(r.Differ
 // Check compares the logs with metadata.db and writes nothing. It takes no
 // lock, so it runs beside the runtime; a log appended to while it runs can
 // show as stale. Message text (the search index) is not compared.
-func Check(ctx context.Context, dataDir string, opts Options) (*CheckResult, error) {
+func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, error) {
 	opts.defaults()
-	res := &CheckResult{SchemaVersion: 1, Index: store.IndexPath(dataDir), Differences: []Difference{}, Skipped: []Skip{}}
-	tree, err := store.WalkJobs(dataDir, opts.Jobs)
+	res := &CheckResult{SchemaVersion: 1, Index: s.IndexPath(), Differences: []Difference{}, Skipped: []Skip{}}
+	tree, err := s.WalkJobs(opts.Jobs)
 	if err != nil {
 		return nil, err
 	}

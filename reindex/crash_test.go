@@ -98,7 +98,7 @@ func TestSIGKILLDuringReindex(t *testing.T) {
 	if again.Indexed != first.Indexed {
 		t.Fatalf("rerun indexed %d, first run %d", again.Indexed, first.Indexed)
 	}
-	if chk, _ := Check(ctx, dir, Options{}); chk.Drift() {
+	if chk, _ := Check(ctx, reader(t, dir), Options{}); chk.Drift() {
 		t.Fatalf("drift after rerun: %+v", chk.Differences)
 	}
 	ents, _ := os.ReadDir(dir)
@@ -139,9 +139,9 @@ func TestIncrementalEqualsRebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inc.Close()
-	tree, _ := store.Walk(dir)
+	tree, _ := reader(t, dir).Walk()
 	for _, c := range tree.Conversations {
-		if err := Update(ctx, inc, dir, c.ID); err != nil {
+		if err := Update(ctx, inc, reader(t, dir), c.ID); err != nil {
 			t.Fatal(err)
 		}
 	}

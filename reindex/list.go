@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
 	"sort"
 
 	"github.com/convkit/convkit/index"
@@ -37,13 +36,13 @@ type Listing struct {
 // present and current — every conversation directory indexed with the same
 // log fingerprint (names, sizes, modification times) — and otherwise
 // replays the conversation logs. It takes no lock and writes nothing.
-func List(ctx context.Context, dataDir string, o ListOptions) (*Listing, error) {
-	tree, err := store.Walk(dataDir)
+func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) {
+	tree, err := s.Walk()
 	if err != nil {
 		return nil, err
 	}
 	res := &Listing{SchemaVersion: 1, Conversations: []index.Summary{}, Skipped: []Skip{}}
-	db, reason := indexCurrent(ctx, dataDir, tree)
+	db, reason := indexCurrent(ctx, s, tree)
 	if db != nil {
 		defer db.Close()
 	}
@@ -56,7 +55,11 @@ func List(ctx context.Context, dataDir string, o ListOptions) (*Listing, error) 
 		if err == nil {
 			res.Source, res.Conversations = "index", rows
 			for _, sk := range skipped {
-				res.Skipped = append(res.Skipped, Skip{ID: sk.ID, Path: filepath.Join(store.ConversationsDir(dataDir), sk.Dir), Reason: sk.Reason})
+				p, err := s.ConversationPath(sk.ID)
+				if err != nil {
+					p = sk.Dir
+				}
+				res.Skipped = append(res.Skipped, Skip{ID: sk.ID, Path: p, Reason: sk.Reason})
 			}
 			return res, nil
 		}
@@ -121,8 +124,8 @@ func List(ctx context.Context, dataDir string, o ListOptions) (*Listing, error) 
 // exactly the conversations of tree with their current fingerprints, else
 // why not (the database, when it opened, is returned for the caller to
 // close).
-func indexCurrent(ctx context.Context, dataDir string, tree *store.Tree) (*index.DB, string) {
-	db, err := index.OpenRead(ctx, store.IndexPath(dataDir), index.ReadOptions{})
+func indexCurrent(ctx context.Context, s *store.Store, tree *store.Tree) (*index.DB, string) {
+	db, err := index.OpenRead(ctx, s.IndexPath(), index.ReadOptions{})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "metadata.db does not exist (run convkit reindex)"
 	}

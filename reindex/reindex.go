@@ -18,7 +18,6 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -100,12 +99,11 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	if s.Lock() == nil || s.Lock().Mode() != store.LockExclusive {
 		return nil, errors.New("reindex needs the store opened with the exclusive lock")
 	}
-	dataDir := s.DataDir()
-	tree, err := store.WalkJobs(dataDir, opts.Jobs)
+	tree, err := s.WalkJobs(opts.Jobs)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{SchemaVersion: 1, Index: store.IndexPath(dataDir), Skipped: []Skip{}, DeletionsFinished: []string{}}
+	res := &Result{SchemaVersion: 1, Index: s.IndexPath(), Skipped: []Skip{}, DeletionsFinished: []string{}}
 	for _, p := range tree.Problems {
 		if p.Reason == store.ReasonUnexpected {
 			// A stray file is not a conversation: reported, not skipped.
@@ -120,8 +118,12 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 			fmt.Fprintf(opts.Log, "REMOVED %s: left by an interrupted write\n", p)
 		}
 	}
-	removeStaleTemps(dataDir, opts.Log)
-	tmp, err := newTempIndex(dataDir)
+	for _, p := range s.TempIndexes() {
+		if os.Remove(p) == nil {
+			fmt.Fprintf(opts.Log, "REMOVED %s: left by an interrupted reindex\n", p)
+		}
+	}
+	tmp, err := s.NewTempIndex()
 	if err != nil {
 		return nil, err
 	}
@@ -193,45 +195,12 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 		return nil, err
 	}
 	committed = true
-	if err := swap(tmp, store.IndexPath(dataDir)); err != nil {
+	if err := swap(tmp, s.IndexPath()); err != nil {
 		os.Remove(tmp)
 		return nil, err
 	}
 	sort.Slice(res.Skipped, func(i, j int) bool { return res.Skipped[i].Path < res.Skipped[j].Path })
 	return res, nil
-}
-
-// removeStaleTemps removes the temporary databases a killed reindex left.
-// The caller holds runtime.lock, so no other reindex is writing one.
-func removeStaleTemps(dataDir string, log io.Writer) {
-	ents, err := os.ReadDir(dataDir)
-	if err != nil {
-		return
-	}
-	prefix := "." + store.IndexFileName + "."
-	for _, e := range ents {
-		n := e.Name()
-		if e.Type().IsRegular() && strings.HasPrefix(n, prefix) && (durable.IsTemp(n) || strings.Contains(n, durable.TempSuffix+"-")) {
-			if os.Remove(filepath.Join(dataDir, n)) == nil {
-				fmt.Fprintf(log, "REMOVED %s: left by an interrupted reindex\n", filepath.Join(dataDir, n))
-			}
-		}
-	}
-}
-
-// newTempIndex names a fresh temporary database beside metadata.db.
-func newTempIndex(dataDir string) (string, error) {
-	if err := durable.MkdirAll(dataDir); err != nil {
-		return "", err
-	}
-	f, err := durable.CreateTemp(dataDir, "."+store.IndexFileName)
-	if err != nil {
-		return "", err
-	}
-	name := f.Name()
-	f.Close()
-	// index.Create makes the file itself, exclusively.
-	return name, os.Remove(name)
 }
 
 // swap puts the new index in place of the old in one rename. The old

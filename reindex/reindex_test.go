@@ -19,8 +19,9 @@ var clock = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 func openStore(t *testing.T, dir string) *store.Store {
 	t.Helper()
 	s, err := store.Open(context.Background(), dir, store.OpenOptions{
-		Lock: store.LockOptions{Mode: store.LockExclusive, Command: "test"},
-		Now:  func() time.Time { clock = clock.Add(time.Second); return clock },
+		Lock:   store.LockOptions{Mode: store.LockExclusive, Command: "test"},
+		Create: store.CreateAlways,
+		Now:    func() time.Time { clock = clock.Add(time.Second); return clock },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestRunCheckList(t *testing.T) {
 	}
 	// A conversation whose session log is corrupt is skipped, with reason.
 	addConversation(t, s, "broken", "will break")
-	p, err := store.SessionLogFile(dir, "broken", "root")
+	p, err := reader(t, dir).SessionLogFile("broken", "root")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestRunCheckList(t *testing.T) {
 	os.WriteFile(p, []byte(strings.Join(lines, "")), 0o600)
 
 	// The listing falls back to the logs before any index exists.
-	l, err := List(ctx, dir, ListOptions{})
+	l, err := List(ctx, reader(t, dir), ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,14 +105,14 @@ func TestRunCheckList(t *testing.T) {
 		t.Fatalf("interrupted deletion not finished: %v", err)
 	}
 
-	chk, err := Check(ctx, dir, Options{})
+	chk, err := Check(ctx, reader(t, dir), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if chk.Drift() {
 		t.Fatalf("fresh index drifts: %+v", chk)
 	}
-	l, err = List(ctx, dir, ListOptions{})
+	l, err = List(ctx, reader(t, dir), ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,18 +137,18 @@ func TestRunCheckList(t *testing.T) {
 	if err := s.Rename("alpha", "Renamed"); err != nil {
 		t.Fatal(err)
 	}
-	chk, _ = Check(ctx, dir, Options{})
+	chk, _ = Check(ctx, reader(t, dir), Options{})
 	if !chk.Drift() || len(chk.Differences) != 1 || chk.Differences[0].Kind != "stale" || !strings.Contains(chk.Differences[0].Detail, "Renamed") {
 		t.Fatalf("check after rename = %+v", chk.Differences)
 	}
-	l, _ = List(ctx, dir, ListOptions{})
+	l, _ = List(ctx, reader(t, dir), ListOptions{})
 	if l.Source != "logs" || !strings.Contains(l.FallbackReason, "changed since it was indexed") {
 		t.Fatalf("listing after rename = %+v", l)
 	}
 	if _, err := Run(ctx, s, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if chk, _ = Check(ctx, dir, Options{}); chk.Drift() {
+	if chk, _ = Check(ctx, reader(t, dir), Options{}); chk.Drift() {
 		t.Fatalf("drift after second reindex: %+v", chk)
 	}
 }
@@ -159,21 +160,21 @@ func TestGarbageIndexIsReplaced(t *testing.T) {
 	defer s.Close()
 	addConversation(t, s, "alpha", "hello")
 	os.WriteFile(store.IndexPath(dir), []byte("this is not a database, just garbage bytes\n"), 0o600)
-	chk, err := Check(ctx, dir, Options{})
+	chk, err := Check(ctx, reader(t, dir), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if chk.IndexProblem == "" {
 		t.Fatal("check accepted a garbage index")
 	}
-	l, err := List(ctx, dir, ListOptions{})
+	l, err := List(ctx, reader(t, dir), ListOptions{})
 	if err != nil || l.Source != "logs" || len(l.Conversations) != 1 {
 		t.Fatalf("list with garbage index = %+v, %v", l, err)
 	}
 	if _, err := Run(ctx, s, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if chk, _ := Check(ctx, dir, Options{}); chk.Drift() {
+	if chk, _ := Check(ctx, reader(t, dir), Options{}); chk.Drift() {
 		t.Fatalf("drift after replacing garbage: %+v", chk)
 	}
 	fi, err := os.Stat(store.IndexPath(dir))
@@ -190,7 +191,7 @@ func TestGarbageIndexIsReplaced(t *testing.T) {
 
 func TestRunNeedsExclusiveLock(t *testing.T) {
 	dir := t.TempDir()
-	s, err := store.Open(context.Background(), dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockNone}})
+	s, err := store.Open(context.Background(), dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockNone}, Create: store.CreateAlways})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestDeletionInterruptedAtEachStep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sess2, _ := store.SessionLogFile(dir, "step2", "root")
+	sess2, _ := reader(t, dir).SessionLogFile("step2", "root")
 	os.Remove(sess2)
 	d3, _ := store.ConversationPath(dir, "step3")
 	ents, _ := os.ReadDir(d3)

@@ -30,7 +30,7 @@ func TestStale(t *testing.T) {
 	defer db.Close()
 	stale := func(want ...string) {
 		t.Helper()
-		got, err := Stale(ctx, db, dir, []string{"a", "b", "c", "d", "e", "f"})
+		got, err := Stale(ctx, db, reader(t, dir), []string{"a", "b", "c", "d", "e", "f"})
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("Stale = %v, %v; want %v", got, err, want)
 		}
@@ -49,7 +49,7 @@ func TestStale(t *testing.T) {
 	addConversation(t, s, "f", "hello f") // not indexed
 	stale("a", "b", "d", "f")
 	for _, id := range []string{"a", "b", "d", "f"} {
-		if err := Update(ctx, db, dir, id); err != nil {
+		if err := Update(ctx, db, reader(t, dir), id); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -16,10 +16,10 @@ import (
 // the runtime's incremental update after a flushed append. A conversation
 // whose directory is gone, or that is being deleted, is removed from the
 // index; one that cannot be read is recorded as skipped, with the reason.
-func Update(ctx context.Context, db *index.DB, dataDir, convID string) error {
-	c, _, err := store.WalkConversation(dataDir, convID)
+func Update(ctx context.Context, db *index.DB, s *store.Store, convID string) error {
+	c, _, err := s.WalkConversation(convID)
 	if err != nil {
-		dir, perr := store.ConversationPath(dataDir, convID)
+		dir, perr := s.ConversationPath(convID)
 		if perr != nil {
 			return perr
 		}
@@ -29,7 +29,7 @@ func Update(ctx context.Context, db *index.DB, dataDir, convID string) error {
 		return err
 	}
 	present := func(id string) bool {
-		p, err := store.ConversationPath(dataDir, id)
+		p, err := s.ConversationPath(id)
 		if err != nil {
 			return false
 		}
@@ -63,7 +63,7 @@ func Update(ctx context.Context, db *index.DB, dataDir, convID string) error {
 // brings each up to date. A writer that died between changing logs and
 // updating their rows leaves such rows, which a rerun that finds nothing
 // to write would otherwise keep.
-func Stale(ctx context.Context, db *index.DB, dataDir string, ids []string) ([]string, error) {
+func Stale(ctx context.Context, db *index.DB, s *store.Store, ids []string) ([]string, error) {
 	fps, err := db.Fingerprints(ctx)
 	if err != nil {
 		return nil, err
@@ -71,11 +71,11 @@ func Stale(ctx context.Context, db *index.DB, dataDir string, ids []string) ([]s
 	var out []string
 	for _, id := range ids {
 		fp, indexed := fps[id]
-		c, _, err := store.WalkConversation(dataDir, id)
+		c, _, err := s.WalkConversation(id)
 		switch {
 		case err != nil:
 			// Only a directory that is gone is Update's to settle.
-			dir, perr := store.ConversationPath(dataDir, id)
+			dir, perr := s.ConversationPath(id)
 			if _, serr := os.Lstat(dir); indexed && perr == nil && errors.Is(serr, fs.ErrNotExist) {
 				out = append(out, id)
 			}

@@ -28,7 +28,7 @@ func (c *testClock) now() time.Time {
 func openTestStore(t *testing.T, dir string, comp convlog.Compression) *Store {
 	t.Helper()
 	clk := &testClock{t: time.UnixMilli(1790000000000)}
-	s, err := Open(context.Background(), dir, OpenOptions{Lock: LockOptions{Mode: LockExclusive, Command: "test"},
+	s, err := Open(context.Background(), dir, OpenOptions{Lock: LockOptions{Mode: LockExclusive, Command: "test"}, Create: CreateAlways,
 		Compression: comp, Now: clk.now})
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func mustNil(t *testing.T, err error) {
 
 func readInfo(t *testing.T, dir, id string) *ConversationInfo {
 	t.Helper()
-	info, err := ReadConversation(dir, id)
+	info, err := at(dir).ReadConversation(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,13 +255,13 @@ func TestConversationLifecycle(t *testing.T) {
 			}
 
 			// The session headers.
-			p, err := SessionLogFile(dir, "c1", "grandchild")
+			p, err := at(dir).SessionLogFile("c1", "grandchild")
 			mustNil(t, err)
 			h, _ := readEvents(t, p)
 			if h.ParentSession != "child" || h.Origin != "subagent" || h.DelegationDepth != 2 || h.Cwd != "/home/u/proj" {
 				t.Errorf("grandchild header = %s", h.AppendJSON(nil))
 			}
-			p, err = SessionLogFile(dir, "c1", "root")
+			p, err = at(dir).SessionLogFile("c1", "root")
 			mustNil(t, err)
 			if h, _ := readEvents(t, p); h.ParentSession != "" || h.Origin != "" || h.DelegationDepth != 0 || h.IsSeeded {
 				t.Errorf("root header = %s", h.AppendJSON(nil))
@@ -334,7 +334,7 @@ func TestForkCopiesRootHistory(t *testing.T) {
 	if deps := Dependencies(info); len(deps) != 0 {
 		t.Errorf("plain fork depends on %v", deps)
 	}
-	p, err := SessionLogFile(dir, "f1", "froot")
+	p, err := at(dir).SessionLogFile("f1", "froot")
 	mustNil(t, err)
 	h, evs := readEvents(t, p)
 	if h.IsSeeded || h.ParentSession != "" || int64(len(evs)) != turn1End+1 {
@@ -345,7 +345,7 @@ func TestForkCopiesRootHistory(t *testing.T) {
 			t.Fatalf("event %d differs: %s vs %s", i, e.Data, b.evs[i].Data)
 		}
 	}
-	if _, err := SessionLogFile(dir, "f1", "sub"); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := at(dir).SessionLogFile("f1", "sub"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("subagent copied: %v", err)
 	}
 
@@ -355,7 +355,7 @@ func TestForkCopiesRootHistory(t *testing.T) {
 		t.Fatalf("test layout: seq %d is %s", callSeq, b.evs[callSeq].Type)
 	}
 	mustNil(t, s.Fork("src", "root", "f2", "froot", callSeq))
-	p, _ = SessionLogFile(dir, "f2", "froot")
+	p, _ = at(dir).SessionLogFile("f2", "froot")
 	_, evs = readEvents(t, p)
 	tail := evs[callSeq+1:]
 	if len(tail) != 3 || tail[0].Type != convlog.TypeToolResult || tail[1].Type != "step/end" || tail[2].Type != convlog.TypeTurnEnd ||
@@ -431,7 +431,7 @@ func TestForkAfterCompaction(t *testing.T) {
 	if len(info.Inherited) != 1 || info.Inherited[0].SessionID != "froot" || info.Inherited[0].SourceSession != "root" {
 		t.Fatalf("inherited = %+v", info.Inherited)
 	}
-	p, err := SessionLogFile(dir, "fork", "froot")
+	p, err := at(dir).SessionLogFile("fork", "froot")
 	mustNil(t, err)
 	h, evs := readEvents(t, p)
 	if !h.IsSeeded || h.ParentSession != "root" || h.Origin != "" {
@@ -460,7 +460,7 @@ func TestForkAfterCompaction(t *testing.T) {
 	if info2.AfterCompaction || len(Dependencies(info2)) != 1 || Dependencies(info2)[0] != "src" {
 		t.Fatalf("fork of fork: %+v deps %v", info2, Dependencies(info2))
 	}
-	closure, err := DependencyClosure(dir, "fork2")
+	closure, err := at(dir).DependencyClosure("fork2")
 	mustNil(t, err)
 	if strings.Join(closure, ",") != "fork2,src" {
 		t.Fatalf("closure = %v", closure)
@@ -502,7 +502,7 @@ func TestRewind(t *testing.T) {
 	if info.Fork.ThroughSeq != turn1End {
 		t.Errorf("through seq = %d, want %d", info.Fork.ThroughSeq, turn1End)
 	}
-	p, _ := SessionLogFile(dir, "rw", "rroot")
+	p, _ := at(dir).SessionLogFile("rw", "rroot")
 	_, evs := readEvents(t, p)
 	if int64(len(evs)) != turn1End+1 || evs[len(evs)-1].Type != convlog.TypeTurnEnd {
 		t.Fatalf("rewound log has %d events", len(evs))
@@ -513,7 +513,7 @@ func TestRewind(t *testing.T) {
 	if text != "first <message>" {
 		t.Fatalf("text = %q", text)
 	}
-	p, _ = SessionLogFile(dir, "rw0", "r0")
+	p, _ = at(dir).SessionLogFile("rw0", "r0")
 	if _, evs := readEvents(t, p); len(evs) != 0 {
 		t.Fatalf("%d events before the first message", len(evs))
 	}
@@ -544,7 +544,7 @@ func TestRewindAfterCompaction(t *testing.T) {
 	if !info.AfterCompaction || len(Dependencies(info)) != 1 {
 		t.Fatalf("info = %+v", info)
 	}
-	p, _ := SessionLogFile(dir, "rw", "rroot")
+	p, _ := at(dir).SessionLogFile("rw", "rroot")
 	_, evs := readEvents(t, p)
 	got := strings.Join(history(t, evs), ",")
 	if got != "sys,cp1" {
@@ -573,7 +573,7 @@ func TestDelete(t *testing.T) {
 	if _, err := os.Lstat(cdir); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("directory remains: %v", err)
 	}
-	if _, err := ReadConversation(dir, "c"); !errors.Is(err, ErrNoConversation) || !errors.Is(err, fs.ErrNotExist) {
+	if _, err := at(dir).ReadConversation("c"); !errors.Is(err, ErrNoConversation) || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("read deleted: %v", err)
 	}
 	if err := s.Rename("c", "x"); !errors.Is(err, ErrNoConversation) {
@@ -605,14 +605,14 @@ func TestInterruptedDelete(t *testing.T) {
 	if err := s.Rename("c", "x"); !errors.Is(err, ErrDeleting) {
 		t.Fatalf("rename of a deleting conversation: %v", err)
 	}
-	tree, err := Walk(dir)
+	tree, err := at(dir).Walk()
 	mustNil(t, err)
 	if len(tree.Conversations) != 2 {
 		t.Fatalf("walk: %+v", tree)
 	}
 	mustNil(t, s.FinishDeletion("c"))
 	mustNil(t, s.FinishDeletion("c")) // already gone
-	tree, err = Walk(dir)
+	tree, err = at(dir).Walk()
 	mustNil(t, err)
 	if len(tree.Conversations) != 1 || tree.Conversations[0].ID != "keep" || len(tree.Problems) != 0 {
 		t.Fatalf("walk after finish: %+v", tree)
@@ -638,11 +638,11 @@ func TestOddIDsRoundTrip(t *testing.T) {
 		if info.ID != id || info.Title != "title of "+id || len(info.Sessions) != 1 || info.Sessions[0].ID != ids[(i+1)%len(ids)] {
 			t.Errorf("%q: %+v", id, info)
 		}
-		if _, err := SessionLogFile(dir, id, ids[(i+1)%len(ids)]); err != nil {
+		if _, err := at(dir).SessionLogFile(id, ids[(i+1)%len(ids)]); err != nil {
 			t.Error(err)
 		}
 	}
-	tree, err := Walk(dir)
+	tree, err := at(dir).Walk()
 	mustNil(t, err)
 	if len(tree.Conversations) != len(ids) || len(tree.Problems) != 0 {
 		t.Fatalf("walk: %d conversations, problems %v", len(tree.Conversations), tree.Problems)

@@ -128,8 +128,8 @@ var ErrSymlink = durable.ErrSymlink
 // conversationDir is ConversationPath for an existing conversation: it
 // refuses a directory entry that is a symbolic link or not a directory. A
 // missing directory is not an error here; callers report it.
-func conversationDir(dataDir, convID string) (string, error) {
-	dir, err := ConversationPath(dataDir, convID)
+func (s *Store) conversationDir(convID string) (string, error) {
+	dir, err := ConversationPath(s.dataDir, convID)
 	if err != nil {
 		return "", err
 	}
@@ -143,4 +143,125 @@ func conversationDir(dataDir, convID string) (string, error) {
 		return "", fmt.Errorf("conversation %q: %s is not a directory", convID, dir)
 	}
 	return dir, nil
+}
+
+// ConfigFileName is the runtime configuration's name in the data directory,
+// where it is looked for by default.
+const ConfigFileName = "config.toml"
+
+// ErrNoStore is wrapped by the error Open gives for a directory that is not
+// a store (a *NoStoreError).
+var ErrNoStore = errors.New("no store")
+
+// NoStoreError reports that Dir is not a store, and Why.
+type NoStoreError struct {
+	Dir string
+	Why string
+}
+
+func (e *NoStoreError) Error() string {
+	msg := "no store at " + e.Dir
+	if e.Why != "" {
+		msg += ": " + e.Why
+	}
+	return msg
+}
+
+func (e *NoStoreError) Unwrap() error { return ErrNoStore }
+
+// What probe found at a data directory.
+type dirKind int
+
+const (
+	isStore  dirKind = iota
+	isEmpty          // missing, or nothing but the configuration and temporary files
+	notStore         // a directory holding something else
+	notDir
+)
+
+type probed struct {
+	kind dirKind
+	why  string // for all but isStore
+}
+
+// probe tells what dataDir is. A directory is a store when it holds an entry
+// named conversations, metadata.db or runtime.lock, whatever its type (what
+// is wrong with the entry is for the command to report): every store has
+// had runtime.lock since the first process wrote it, and a store restored
+// or copied by hand has its conversations/. The directory itself may be a
+// symbolic link: it is the one the user named.
+func probe(dataDir string) (probed, error) {
+	fi, err := os.Stat(dataDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return probed{kind: isEmpty, why: "the directory does not exist"}, nil
+	case err != nil:
+		return probed{}, err
+	case !fi.IsDir():
+		return probed{kind: notDir, why: "not a directory"}, nil
+	}
+	for _, name := range []string{ConversationsDirName, IndexFileName, LockFileName} {
+		if _, err := os.Lstat(filepath.Join(dataDir, name)); err == nil {
+			return probed{kind: isStore}, nil
+		}
+	}
+	const none = "it holds no " + ConversationsDirName + "/, " + IndexFileName + " or " + LockFileName
+	ents, err := os.ReadDir(dataDir)
+	if err != nil {
+		return probed{kind: notStore, why: none + " (" + err.Error() + ")"}, nil
+	}
+	if len(ents) == 0 {
+		return probed{kind: isEmpty, why: "the directory is empty"}, nil
+	}
+	for _, e := range ents {
+		if e.Name() != ConfigFileName && !durable.IsTemp(e.Name()) {
+			return probed{kind: notStore, why: none}, nil
+		}
+	}
+	return probed{kind: isEmpty, why: none}, nil
+}
+
+// ConversationsDir is the store's conversations directory.
+func (s *Store) ConversationsDir() string { return ConversationsDir(s.dataDir) }
+
+// IndexPath is the path of the store's metadata.db.
+func (s *Store) IndexPath() string { return IndexPath(s.dataDir) }
+
+// ConversationPath is the directory of conversation convID in the store.
+func (s *Store) ConversationPath(convID string) (string, error) {
+	return ConversationPath(s.dataDir, convID)
+}
+
+// TempIndexes lists the temporary databases a killed rebuild left beside
+// metadata.db (NewTempIndex's names, with their -wal and -shm files). Only a
+// holder of runtime.lock rebuilds, so while it holds the lock they are
+// nobody's.
+func (s *Store) TempIndexes() []string {
+	ents, err := os.ReadDir(s.dataDir)
+	if err != nil {
+		return nil
+	}
+	prefix := "." + IndexFileName + "."
+	var out []string
+	for _, e := range ents {
+		n := e.Name()
+		if e.Type().IsRegular() && strings.HasPrefix(n, prefix) && (durable.IsTemp(n) || strings.Contains(n, durable.TempSuffix+"-")) {
+			out = append(out, filepath.Join(s.dataDir, n))
+		}
+	}
+	return out
+}
+
+// NewTempIndex names a fresh temporary database beside metadata.db
+// (.metadata.db.<16 hex>.tmp) for a rebuild to create and then rename over
+// metadata.db. The name is free; nothing is left at it.
+func (s *Store) NewTempIndex() (string, error) {
+	f, err := durable.CreateTemp(s.dataDir, "."+IndexFileName)
+	if err != nil {
+		return "", err
+	}
+	name := f.Name()
+	f.Close()
+	// The database is created at the name by its own code, exclusively.
+	return name, os.Remove(name)
 }

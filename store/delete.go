@@ -98,7 +98,7 @@ func (s *Store) FinishDeletion(convID string) error {
 // conversation log (holding the tombstone) goes last, so a crash never
 // leaves session logs without the record that they are being deleted.
 func (s *Store) removeConversation(convID string) error {
-	dir, err := conversationDir(s.dataDir, convID)
+	dir, err := s.conversationDir(convID)
 	if err != nil {
 		return err
 	}

@@ -26,8 +26,8 @@ func CheckSessionHeader(h *convlog.Header, sessionID string) error {
 }
 
 // WalkConversation reads one conversation directory the way Walk does.
-func WalkConversation(dataDir, convID string) (ConversationDir, []Problem, error) {
-	dir, err := conversationDir(dataDir, convID)
+func (s *Store) WalkConversation(convID string) (ConversationDir, []Problem, error) {
+	dir, err := s.conversationDir(convID)
 	if err != nil {
 		return ConversationDir{}, nil, err
 	}
@@ -42,8 +42,8 @@ func WalkConversation(dataDir, convID string) (ConversationDir, []Problem, error
 // FindLog returns the path of the current (highest) generation of a
 // conversation's own log, or of one of its session logs when sessionID is
 // set. There is no fallback to a lower generation.
-func FindLog(dataDir, convID, sessionID string) (string, error) {
-	c, probs, err := WalkConversation(dataDir, convID)
+func (s *Store) FindLog(convID, sessionID string) (string, error) {
+	c, probs, err := s.WalkConversation(convID)
 	if err != nil {
 		return "", err
 	}
@@ -74,8 +74,8 @@ func FindLog(dataDir, convID, sessionID string) (string, error) {
 // (forks made after a compaction, transitively through their own forks are
 // not included: each names its direct source). Unreadable conversation
 // logs are passed over. Sorted.
-func Dependents(dataDir, convID string) ([]string, error) {
-	tree, err := Walk(dataDir)
+func (s *Store) Dependents(convID string) ([]string, error) {
+	tree, err := s.Walk()
 	if err != nil {
 		return nil, err
 	}

@@ -102,7 +102,7 @@ func (s *Store) fork(req forkRequest) (string, error) {
 			os.RemoveAll(newDir)
 		}
 	}()
-	srcPath, err := SessionLogFile(s.dataDir, req.srcConv, req.srcSession)
+	srcPath, err := s.SessionLogFile(req.srcConv, req.srcSession)
 	if err != nil {
 		return "", err
 	}

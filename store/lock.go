@@ -26,6 +26,11 @@ const (
 	LockNone LockMode = iota
 	// LockExclusive is taken by the runtime and by every writing command.
 	LockExclusive
+	// LockIfFree takes the exclusive lock when it is free and never waits:
+	// when another process holds it, or it cannot be taken (a read-only
+	// file system), the store opens read-only and says why (Store.Online).
+	// Online backup opens the store this way.
+	LockIfFree
 )
 
 func (m LockMode) String() string {
@@ -34,6 +39,8 @@ func (m LockMode) String() string {
 		return "none"
 	case LockExclusive:
 		return "exclusive"
+	case LockIfFree:
+		return "if-free"
 	}
 	return "LockMode(" + strconv.Itoa(int(m)) + ")"
 }
@@ -47,11 +54,12 @@ type Holder struct {
 	StartedAt time.Time `json:"startedAt"`
 }
 
-// LockOptions configures AcquireLock. Zero PID, Host and Now default to
-// os.Getpid, os.Hostname and time.Now.
+// LockOptions say what Open takes on runtime.lock. Zero PID, Host and Now
+// default to os.Getpid, os.Hostname and time.Now.
 type LockOptions struct {
 	Mode LockMode
-	// Timeout is how long to wait for a holder to go away; 0 fails fast.
+	// Timeout is how long LockExclusive waits for a holder to go away; 0
+	// fails fast.
 	Timeout time.Duration
 	// Command is recorded in the lock file for others to read, e.g.
 	// "convkit reindex".
@@ -131,28 +139,16 @@ const (
 	probeGrace = 50 * time.Millisecond
 )
 
-// AcquireLock is how the runtime and every command open the store. For
-// LockExclusive it creates dataDir and runtime.lock (0700 and 0600) if
-// missing, takes an exclusive flock, waiting up to opts.Timeout (or until ctx
-// is done) for a holder to go away, and records this process in the file.
-// A holder that stays gives a *LockedError naming it. The kernel drops the
-// lock when its holder exits, so a crash never leaves a stale lock.
-//
-// LockNone returns a Lock holding nothing and touches nothing.
-func AcquireLock(ctx context.Context, dataDir string, opts LockOptions) (*Lock, error) {
+// acquireLock takes runtime.lock of the existing directory dataDir for
+// Open, the only caller: it creates runtime.lock (0600) if missing, takes an
+// exclusive flock, waiting up to opts.Timeout (or until ctx is done) for a
+// holder to go away, and records this process in the file. A holder that
+// stays gives a *LockedError naming it. The kernel drops the lock when its
+// holder exits, so a crash never leaves a stale lock.
+func acquireLock(ctx context.Context, dataDir string, opts LockOptions) (*Lock, error) {
 	path := LockPath(dataDir)
-	switch opts.Mode {
-	case LockNone:
-		return &Lock{path: path, mode: LockNone}, nil
-	case LockExclusive:
-	default:
-		return nil, fmt.Errorf("lock %s: unknown mode %v", path, opts.Mode)
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	if err := durable.MkdirAll(dataDir); err != nil {
-		return nil, fmt.Errorf("create data directory: %w", err)
 	}
 	if err := createLockFile(dataDir, path); err != nil {
 		return nil, err

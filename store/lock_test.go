@@ -25,7 +25,7 @@ const holderCommand = "convkit test-holder"
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(lockHolderEnv); dir != "" {
-		l, err := AcquireLock(context.Background(), dir, LockOptions{Mode: LockExclusive, Command: holderCommand})
+		l, err := lockDir(context.Background(), dir, LockOptions{Mode: LockExclusive, Command: holderCommand})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
@@ -79,7 +79,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 
 	// Held: fail fast, naming the holder.
 	start := time.Now()
-	l, err := AcquireLock(ctx, dir, LockOptions{Mode: LockExclusive, Command: "convkit test"})
+	l, err := lockDir(ctx, dir, LockOptions{Mode: LockExclusive, Command: "convkit test"})
 	if err == nil {
 		l.Release()
 		t.Fatal("AcquireLock succeeded while another process holds the lock")
@@ -110,7 +110,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 
 	// Held: wait for the timeout.
 	start = time.Now()
-	_, err = AcquireLock(ctx, dir, LockOptions{Mode: LockExclusive, Timeout: 300 * time.Millisecond})
+	_, err = lockDir(ctx, dir, LockOptions{Mode: LockExclusive, Timeout: 300 * time.Millisecond})
 	if d := time.Since(start); !errors.Is(err, ErrLocked) || d < 290*time.Millisecond || d > 5*time.Second {
 		t.Fatalf("AcquireLock with timeout: %v after %v", err, d)
 	}
@@ -118,13 +118,13 @@ func TestLockAcrossProcesses(t *testing.T) {
 	// Held: a cancelled context ends the wait.
 	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	_, err = AcquireLock(cctx, dir, LockOptions{Mode: LockExclusive, Timeout: time.Minute})
+	_, err = lockDir(cctx, dir, LockOptions{Mode: LockExclusive, Timeout: time.Minute})
 	if !errors.Is(err, ErrLocked) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("AcquireLock with a context deadline: %v", err)
 	}
 
 	// Readers take nothing and never wait.
-	r, err := AcquireLock(ctx, dir, LockOptions{Mode: LockNone})
+	r, err := lockDir(ctx, dir, LockOptions{Mode: LockNone})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 		t.Fatalf("LockStatus after kill = %+v, want free, last held by %d", st, pid)
 	}
 	start = time.Now()
-	l, err = AcquireLock(ctx, dir, LockOptions{Mode: LockExclusive, Command: "convkit test"})
+	l, err = lockDir(ctx, dir, LockOptions{Mode: LockExclusive, Command: "convkit test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 func TestLockHolderRecord(t *testing.T) {
 	dir := t.TempDir()
 	at := time.Date(2026, 11, 30, 5, 0, 0, 0, time.FixedZone("x", 3600))
-	l, err := AcquireLock(context.Background(), dir, LockOptions{
+	l, err := lockDir(context.Background(), dir, LockOptions{
 		Mode: LockExclusive, Command: "convkit reindex", PID: 1234, Host: "h",
 		Now: func() time.Time { return at },
 	})
@@ -199,7 +199,7 @@ func TestLockHolderRecord(t *testing.T) {
 
 	// A second acquisition in this process conflicts too (flock is per open
 	// file), and the error renders the record.
-	_, err = AcquireLock(context.Background(), dir, LockOptions{Mode: LockExclusive})
+	_, err = lockDir(context.Background(), dir, LockOptions{Mode: LockExclusive})
 	wantErr := `runtime.lock is held by pid 1234 ("convkit reindex") on host h since 2026-11-30T04:00:00Z (` + LockPath(dir) + ")"
 	if err == nil || err.Error() != wantErr {
 		t.Fatalf("got %v, want %s", err, wantErr)
@@ -259,7 +259,7 @@ func TestLockStatusCreatesNothing(t *testing.T) {
 
 func TestLockNoneCreatesNothing(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	l, err := AcquireLock(context.Background(), dir, LockOptions{Mode: LockNone})
+	l, err := lockDir(context.Background(), dir, LockOptions{Mode: LockNone})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestLockFileModes(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "a", "data")
 			old := syscall.Umask(mask)
 			defer syscall.Umask(old)
-			l, err := AcquireLock(context.Background(), dir, LockOptions{Mode: LockExclusive})
+			l, err := lockDir(context.Background(), dir, LockOptions{Mode: LockExclusive})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -347,7 +347,7 @@ func TestLockRefusesLinksAndSpecialFiles(t *testing.T) {
 			go func() {
 				defer close(done)
 				var l *Lock
-				l, lockErr = AcquireLock(context.Background(), dir, LockOptions{Mode: LockExclusive, Command: "test"})
+				l, lockErr = lockDir(context.Background(), dir, LockOptions{Mode: LockExclusive, Command: "test"})
 				if lockErr == nil {
 					l.Release()
 				}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -16,23 +17,54 @@ import (
 
 // OpenOptions configure Open.
 type OpenOptions struct {
-	// Lock: LockExclusive for the runtime and writing commands, LockNone
-	// for readers (which then cannot write).
+	// Lock says what is taken on runtime.lock: LockNone for readers (which
+	// then cannot write), LockExclusive for the runtime and writing
+	// commands, LockIfFree for online backup.
 	Lock LockOptions
+	// Create says what Open does with a directory that is not a store yet
+	// (see IsStore). The default refuses it.
+	Create Create
 	// Compression of logs created from now on (existing logs keep theirs).
 	Compression convlog.Compression
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
 
+// Create says what Open does with a directory that is not a store.
+type Create int
+
+const (
+	// CreateNever refuses a directory that is not a store: a *NoStoreError
+	// (ErrNoStore), and nothing is created. A mistyped data directory
+	// must not become an empty store.
+	CreateNever Create = iota
+	// CreateAlways makes the directory a store, whatever it holds: the
+	// runtime's first write, fixtures, the store a restore or its drill
+	// builds.
+	CreateAlways
+	// CreateIfEmpty makes the directory a store only when it does not
+	// exist or holds nothing but the runtime configuration (config.toml)
+	// and temporary files (*.tmp): import into a new store.
+	CreateIfEmpty
+)
+
 // Store is an open data directory: the conversation API the runtime and the
-// writing commands use. Every change is one durable batch appended to the
-// conversation's log through convlog.Writer. A Store is safe for concurrent
-// use; operations are serialized.
+// writing commands use, and the reading methods every command uses. Every
+// change is one durable batch appended to the conversation's log through
+// convlog.Writer. A Store is safe for concurrent use; operations are
+// serialized.
 type Store struct {
 	dataDir string
 	lock    *Lock
 	now     func() time.Time
+	// exists is false for a store Open was allowed to create but, read-only,
+	// did not: it reads as empty.
+	exists bool
+	// online: opened LockIfFree without the lock; holder and lockErr say
+	// why (held by holder, or not takeable: lockErr).
+	online  bool
+	holder  *Holder
+	lockErr error
 
 	mu    sync.Mutex
 	comp  convlog.Compression
@@ -45,32 +77,122 @@ type openConv struct {
 	st  *convState
 }
 
-// Open opens the store in dataDir, taking runtime.lock as opts.Lock says.
-// With the exclusive lock it creates the data directory and conversations/
-// (0700) when missing.
+// Open opens the store in dataDir. It is how the runtime, every command,
+// fixtures and tests get at a store, and the only place runtime.lock is
+// taken.
+//
+// dataDir must be a store (IsStore) unless opts.Create allows it to become
+// one; otherwise Open fails with a *NoStoreError and creates nothing. Read
+// only (LockNone), Open takes no lock, creates nothing and never blocks the
+// runtime; a store it was allowed to create reads as empty (Exists is
+// false). LockExclusive takes runtime.lock, failing fast or waiting up to
+// opts.Lock.Timeout, with a *LockedError naming the holder; it creates the
+// store when opts.Create allows: the directory (0700) and runtime.lock
+// (0600); conversations/ comes with the first conversation. LockIfFree
+// takes the exclusive lock only when it is free, never waiting; when the
+// lock is held, or cannot be taken though no one holds it (a read-only file
+// system), the store opens read-only and Online says why.
 func Open(ctx context.Context, dataDir string, opts OpenOptions) (*Store, error) {
-	lock, err := AcquireLock(ctx, dataDir, opts.Lock)
+	abs, err := filepath.Abs(dataDir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("data directory %s: %w", dataDir, err)
 	}
-	if lock.Mode() == LockExclusive {
-		if err := durable.MkdirAll(ConversationsDir(dataDir)); err != nil {
-			lock.Release()
-			return nil, err
-		}
-	}
+	dataDir = abs
 	now := opts.Now
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{dataDir: dataDir, lock: lock, now: now, comp: opts.Compression, convs: map[string]*openConv{}}, nil
+	s := &Store{dataDir: dataDir, now: now, comp: opts.Compression, convs: map[string]*openConv{},
+		lock: &Lock{path: LockPath(dataDir), mode: LockNone}, exists: true}
+	st, err := probe(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	create := false
+	if st.kind != isStore {
+		switch {
+		case opts.Create == CreateAlways && st.kind != notDir, opts.Create == CreateIfEmpty && st.kind == isEmpty:
+			create = true
+		default:
+			return nil, &NoStoreError{Dir: dataDir, Why: st.why}
+		}
+	}
+	switch opts.Lock.Mode {
+	case LockNone:
+		s.exists = !create
+		return s, nil
+	case LockExclusive:
+	case LockIfFree:
+		if create {
+			return nil, fmt.Errorf("open %s: a store is never created online", dataDir)
+		}
+		return s.openIfFree(ctx, opts.Lock)
+	default:
+		return nil, fmt.Errorf("open %s: unknown lock mode %v", dataDir, opts.Lock.Mode)
+	}
+	if create {
+		if err := durable.MkdirAll(dataDir); err != nil {
+			return nil, fmt.Errorf("create the store: %w", err)
+		}
+	}
+	lock, err := acquireLock(ctx, dataDir, opts.Lock)
+	if err != nil {
+		return nil, err
+	}
+	s.lock = lock
+	return s, nil
+}
+
+// openIfFree is Open's LockIfFree.
+func (s *Store) openIfFree(ctx context.Context, opts LockOptions) (*Store, error) {
+	opts.Timeout = 0
+	lock, err := acquireLock(ctx, s.dataDir, opts)
+	var locked *LockedError
+	switch {
+	case err == nil:
+		s.lock = lock
+		return s, nil
+	case errors.As(err, &locked):
+		s.online, s.holder = true, locked.Holder
+		return s, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.Is(err, durable.ErrSymlink) || errors.Is(err, durable.ErrNotRegular):
+		// A runtime.lock that is a link or a special file is not a lock
+		// anyone can hold: refused, as by every writing command.
+		return nil, err
+	}
+	// Nobody holds it, but it cannot be taken (a read-only file system):
+	// whoever writes, reading committed prefixes stays safe.
+	s.online, s.lockErr = true, err
+	return s, nil
 }
 
 // DataDir is the store's directory.
 func (s *Store) DataDir() string { return s.dataDir }
 
-// Lock is the hold on runtime.lock.
+// Lock is the hold on runtime.lock (mode LockNone when nothing is held).
 func (s *Store) Lock() *Lock { return s.lock }
+
+// Writable reports whether the store holds runtime.lock exclusively, which
+// every change needs.
+func (s *Store) Writable() bool { return s.writable() == nil }
+
+// Exists reports whether the directory is a store. It is false only for a
+// store Open was allowed to create but, opened read-only, did not: such a
+// store reads as empty.
+func (s *Store) Exists() bool { return s.exists }
+
+// Online reports whether a store opened LockIfFree went without the lock:
+// another process holds it (holder, nil when it has not recorded itself)
+// or it could not be taken (why: a read-only file system, say).
+func (s *Store) Online() (online bool, holder *Holder, why error) {
+	return s.online, s.holder, s.lockErr
+}
+
+// LockStatus reports whether the store's runtime.lock is held (see the
+// function LockStatus).
+func (s *Store) LockStatus() (Status, error) { return LockStatus(s.dataDir) }
 
 // SetCompression sets the compression of logs created from now on.
 func (s *Store) SetCompression(c convlog.Compression) {
@@ -111,7 +233,7 @@ func (s *Store) conv(convID string) (*openConv, error) {
 	if oc := s.convs[convID]; oc != nil {
 		return oc, nil
 	}
-	dir, path, st, err := replayConversation(s.dataDir, convID)
+	dir, path, st, err := s.replayConversation(convID)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +305,7 @@ func (s *Store) Conversation(convID string) (*ConversationInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.writable() != nil {
-		return ReadConversation(s.dataDir, convID)
+		return s.ReadConversation(convID)
 	}
 	oc, err := s.conv(convID)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // DependencyClosure returns convIDs and every conversation they depend on,
 // directly or through other dependencies, sorted. A missing dependency is an
 // error wrapping ErrNoConversation that names it.
-func DependencyClosure(dataDir string, convIDs ...string) ([]string, error) {
+func (s *Store) DependencyClosure(convIDs ...string) ([]string, error) {
 	seen := map[string]bool{}
 	queue := append([]string(nil), convIDs...)
 	for len(queue) > 0 {
@@ -28,7 +28,7 @@ func DependencyClosure(dataDir string, convIDs ...string) ([]string, error) {
 			continue
 		}
 		seen[id] = true
-		info, err := ReadConversation(dataDir, id)
+		info, err := s.ReadConversation(id)
 		if err != nil {
 			return nil, err
 		}
@@ -194,11 +194,11 @@ func (s *convState) apply(e *convlog.Event) error {
 }
 
 // ReadConversation replays conversation convID's log (its highest
-// generation). It takes no lock and changes nothing: a torn tail is ignored
-// (TornTail is set). A missing conversation gives an error wrapping
-// ErrNoConversation.
-func ReadConversation(dataDir, convID string) (*ConversationInfo, error) {
-	_, _, st, err := replayConversation(dataDir, convID)
+// generation) from the disk. It takes no lock and changes nothing: a torn
+// tail is ignored (TornTail is set). A missing conversation gives an error
+// wrapping ErrNoConversation.
+func (s *Store) ReadConversation(convID string) (*ConversationInfo, error) {
+	_, _, st, err := s.replayConversation(convID)
 	if err != nil {
 		return nil, err
 	}
@@ -208,8 +208,8 @@ func ReadConversation(dataDir, convID string) (*ConversationInfo, error) {
 // replayConversation finds conversation convID's directory and current log
 // and replays it, checking that the log names the conversation its
 // directory does.
-func replayConversation(dataDir, convID string) (dir, path string, st *convState, err error) {
-	if dir, err = conversationDir(dataDir, convID); err != nil {
+func (s *Store) replayConversation(convID string) (dir, path string, st *convState, err error) {
+	if dir, err = s.conversationDir(convID); err != nil {
 		return "", "", nil, err
 	}
 	if path, err = conversationLogPath(dir, convID); err != nil {
@@ -299,8 +299,8 @@ func conversationLogPath(dir, convID string) (string, error) {
 
 // SessionLogFile returns the path of the highest generation of session
 // sessionID's log in conversation convID.
-func SessionLogFile(dataDir, convID, sessionID string) (string, error) {
-	dir, err := conversationDir(dataDir, convID)
+func (s *Store) SessionLogFile(convID, sessionID string) (string, error) {
+	dir, err := s.conversationDir(convID)
 	if err != nil {
 		return "", err
 	}

@@ -72,7 +72,7 @@ const (
 	reasonMixedGenZstds = "both .zst and .zstd generations of %s v%d"
 )
 
-// Walk lists the conversations under <dataDir>/conversations and their logs.
+// Walk lists the conversations under <data-dir>/conversations and their logs.
 // It never follows a symbolic link (one could lead out of the store or make
 // two names for one log) and never stats through one: every entry is
 // classified by its own type. A missing conversations directory is an empty
@@ -84,17 +84,13 @@ const (
 // and a reader never falls back to a lower one, even when the highest is
 // unreadable or from a future format, because falling back would silently
 // lose whatever was written after the lower one.
-func Walk(dataDir string) (*Tree, error) { return walkRoot(ConversationsDir(dataDir), 1) }
+func (s *Store) Walk() (*Tree, error) { return walkRoot(s.ConversationsDir(), 1) }
 
 // WalkJobs is Walk listing up to jobs conversation directories at once. The
 // tree is the same, in the same order.
-func WalkJobs(dataDir string, jobs int) (*Tree, error) {
-	return walkRoot(ConversationsDir(dataDir), jobs)
+func (s *Store) WalkJobs(jobs int) (*Tree, error) {
+	return walkRoot(s.ConversationsDir(), jobs)
 }
-
-// WalkRoot is Walk of a conversations root named directly (the sessions
-// root of migrate --sessions-dir). A missing root is an empty tree.
-func WalkRoot(root string) (*Tree, error) { return walkRoot(root, 1) }
 
 func walkRoot(root string, jobs int) (*Tree, error) {
 	t := &Tree{}

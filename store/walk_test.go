@@ -119,7 +119,7 @@ func TestWalk(t *testing.T) {
 		}
 	}
 
-	tree, err := Walk(data)
+	tree, err := at(data).Walk()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestWalk(t *testing.T) {
 	// Listing the directories in parallel gives the same tree, in the
 	// same order.
 	for _, jobs := range []int{2, 3, 16} {
-		if par, err := WalkJobs(data, jobs); err != nil || !reflect.DeepEqual(par, tree) {
+		if par, err := at(data).WalkJobs(jobs); err != nil || !reflect.DeepEqual(par, tree) {
 			t.Errorf("WalkJobs(%d) = %+v, %v\nwant %+v", jobs, par, err, tree)
 		}
 	}
@@ -207,7 +207,7 @@ func TestWalkRoot(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "data")
 			tt.setup(t, data)
-			tree, err := Walk(data)
+			tree, err := at(data).Walk()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,7 +230,7 @@ func TestWalkUnreadableDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Chmod(locked, 0o700)
-	tree, err := Walk(data)
+	tree, err := at(data).Walk()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,10 +256,10 @@ func TestSymlinkedConversationIsNeverFollowed(t *testing.T) {
 	if err := os.Symlink(target, filepath.Join(ConversationsDir(dataDir), "evil")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadConversation(dataDir, "evil"); !errors.Is(err, ErrSymlink) {
+	if _, err := at(dataDir).ReadConversation("evil"); !errors.Is(err, ErrSymlink) {
 		t.Errorf("ReadConversation: err = %v, want ErrSymlink", err)
 	}
-	if _, err := FindLog(dataDir, "evil", ""); !errors.Is(err, ErrSymlink) {
+	if _, err := at(dataDir).FindLog("evil", ""); !errors.Is(err, ErrSymlink) {
 		t.Errorf("FindLog: err = %v, want ErrSymlink", err)
 	}
 	s, err := Open(context.Background(), dataDir, OpenOptions{Lock: LockOptions{Mode: LockExclusive}})
@@ -288,14 +288,14 @@ func TestWalkJobsManyConversations(t *testing.T) {
 		}
 	}
 	mkfiles(t, data, names...)
-	want, err := Walk(data)
+	want, err := at(data).Walk()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(want.Conversations) != 200 || len(want.Problems) == 0 || len(want.Temps) == 0 {
 		t.Fatalf("tree: %d conversations, %d problems, %d temps", len(want.Conversations), len(want.Problems), len(want.Temps))
 	}
-	got, err := WalkJobs(data, 4)
+	got, err := at(data).WalkJobs(4)
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("WalkJobs differs from Walk (%v)", err)
 	}

@@ -27,7 +27,7 @@ import (
 // (an earlier import's --map-cwd) is behind; the mapping is reapplied
 // after the update.
 func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
-	to, err := store.ConversationPath(imp.dataDir, sc.id)
+	to, err := imp.s.ConversationPath(sc.id)
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
 	case !fi.IsDir():
 		return diverged(fmt.Sprintf("the store holds a file that is not a directory at %s", to))
 	}
-	cd, _, err := store.WalkConversation(imp.dataDir, sc.id)
+	cd, _, err := imp.s.WalkConversation(sc.id)
 	if err != nil {
 		return diverged(fmt.Sprintf("the store's copy cannot be read: %v", err))
 	}
@@ -68,7 +68,7 @@ func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
 	if _, ok := storeLogs[store.ConversationLogBase]; !ok {
 		return diverged("the store's copy has no conversation log")
 	}
-	si, err := store.ReadConversation(imp.dataDir, sc.id)
+	si, err := imp.s.ReadConversation(sc.id)
 	if err != nil {
 		return diverged(fmt.Sprintf("the store's conversation log cannot be read: %v", err))
 	}

@@ -79,13 +79,13 @@ var (
 	// ErrNotFound: a requested conversation does not exist (or is being
 	// deleted). It wraps store.ErrNoConversation.
 	ErrNotFound = store.ErrNoConversation
-	// ErrNoStore: the data directory does not exist.
-	ErrNoStore = errors.New("no store")
+	// ErrNoStore: the data directory is not a store.
+	ErrNoStore = store.ErrNoStore
 )
 
 // Export writes an archive of the conversations opts.IDs and their fork
-// ancestors (transitively) to w. It takes no lock and changes nothing in
-// the store: each log's current generation is read strictly up to its
+// ancestors (transitively) from the store s, opened read-only, to w. It
+// takes no lock and changes nothing in the store: each log's current generation is read strictly up to its
 // committed prefix (a torn tail, or what the runtime is appending, is left
 // out) and exactly those bytes, read from the same open file, are
 // archived. A conversation with a log that cannot be read is left out
@@ -93,8 +93,8 @@ var (
 // is missing; neither stops the export (see ExportResult.Partial). A
 // requested conversation that does not exist fails the export before
 // anything is written (ErrNotFound).
-func Export(ctx context.Context, dataDir string, w io.Writer, opts ExportOptions) (*ExportResult, error) {
-	x, err := newExporter(dataDir, opts)
+func Export(ctx context.Context, s *store.Store, w io.Writer, opts ExportOptions) (*ExportResult, error) {
+	x, err := newExporter(s, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func Export(ctx context.Context, dataDir string, w io.Writer, opts ExportOptions
 // a temporary name and published (linked into place, never over an
 // existing file) only when complete. An existing path is refused before
 // anything is read.
-func ExportToFile(ctx context.Context, dataDir, path string, opts ExportOptions) (*ExportResult, error) {
+func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportOptions) (*ExportResult, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -120,7 +120,7 @@ func ExportToFile(ctx context.Context, dataDir, path string, opts ExportOptions)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	x, err := newExporter(dataDir, opts)
+	x, err := newExporter(s, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -153,10 +153,10 @@ func ExportToFile(ctx context.Context, dataDir, path string, opts ExportOptions)
 
 // exporter is one export, planned.
 type exporter struct {
-	dataDir string
-	opts    ExportOptions
-	m       *Manifest
-	order   []*planned
+	s     *store.Store
+	opts  ExportOptions
+	m     *Manifest
+	order []*planned
 }
 
 // planned is a conversation the export will try.
@@ -166,18 +166,8 @@ type planned struct {
 	ancestorOf []string
 }
 
-func newExporter(dataDir string, opts ExportOptions) (*exporter, error) {
+func newExporter(s *store.Store, opts ExportOptions) (*exporter, error) {
 	opts.defaults()
-	fi, err := os.Stat(dataDir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w at %s", ErrNoStore, dataDir)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("%s: not a directory", dataDir)
-	}
 	if len(opts.IDs) == 0 {
 		return nil, errors.New("export needs at least one conversation id")
 	}
@@ -187,7 +177,7 @@ func newExporter(dataDir string, opts ExportOptions) (*exporter, error) {
 		LogFormatVersion: convlog.CurrentVersion, CreatedAt: now,
 		Requested: []string{}, Conversations: []Conversation{}, Files: []File{}, Problems: []Problem{},
 	}
-	st, err := store.LockStatus(dataDir)
+	st, err := s.LockStatus()
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +185,7 @@ func newExporter(dataDir string, opts ExportOptions) (*exporter, error) {
 	if st.Held {
 		m.Holder = st.Holder
 	}
-	x := &exporter{dataDir: dataDir, opts: opts, m: m}
+	x := &exporter{s: s, opts: opts, m: m}
 	if err := x.plan(); err != nil {
 		return nil, err
 	}
@@ -222,7 +212,7 @@ func (x *exporter) plan() error {
 		if byID[id] != nil {
 			continue
 		}
-		info, err := store.ReadConversation(x.dataDir, id)
+		info, err := x.s.ReadConversation(id)
 		switch {
 		case errors.Is(err, store.ErrNoConversation):
 			return fmt.Errorf("conversation %q: %w", id, ErrNotFound)
@@ -246,7 +236,7 @@ func (x *exporter) plan() error {
 		if byID[id] != nil || missing[id] {
 			continue
 		}
-		info, err := store.ReadConversation(x.dataDir, id)
+		info, err := x.s.ReadConversation(id)
 		switch {
 		case errors.Is(err, store.ErrNoConversation) || (err == nil && info.Deleting):
 			missing[id] = true
@@ -293,7 +283,7 @@ func (x *exporter) plan() error {
 			}
 		}
 		sort.Strings(users)
-		p, _ := store.ConversationPath(x.dataDir, id)
+		p, _ := x.s.ConversationPath(id)
 		x.problem(id, p, fmt.Sprintf("fork ancestor %q of %q is missing from the store: not exported", id, users))
 	}
 	// Archive order: ancestors first (depth first, by id), so that an
@@ -391,7 +381,7 @@ func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error
 // that cannot be read strictly leaves the whole conversation out (a
 // problem); then ok is false and nothing is left open.
 func (x *exporter) read(p *planned, tmpDir string) (c *Conversation, logs []*openLog, ok bool) {
-	dir, _ := store.ConversationPath(x.dataDir, p.id)
+	dir, _ := x.s.ConversationPath(p.id)
 	defer func() {
 		if !ok {
 			for _, l := range logs {
@@ -400,7 +390,7 @@ func (x *exporter) read(p *planned, tmpDir string) (c *Conversation, logs []*ope
 			logs = nil
 		}
 	}()
-	cd, probs, err := store.WalkConversation(x.dataDir, p.id)
+	cd, probs, err := x.s.WalkConversation(p.id)
 	if err != nil {
 		x.problem(p.id, dir, err.Error())
 		return nil, logs, false

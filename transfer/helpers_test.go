@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -140,7 +141,7 @@ func listTree(dir string) string {
 func exportTo(t *testing.T, dataDir string, ids ...string) (string, *ExportResult) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "export.tar.zst")
-	res, err := ExportToFile(context.Background(), dataDir, p, ExportOptions{IDs: ids, Now: fixedNow, ToolVersion: "test"})
+	res, err := ExportToFile(context.Background(), reader(t, dataDir), p, ExportOptions{IDs: ids, Now: fixedNow, ToolVersion: "test"})
 	if err != nil {
 		t.Fatalf("export: %v", err)
 	}
@@ -160,7 +161,17 @@ func importFile(t *testing.T, archivePath, dataDir string, opts ImportOptions) (
 	if opts.Now == nil {
 		opts.Now = fixedNow
 	}
-	return Import(context.Background(), f, dataDir, opts)
+	return importInto(context.Background(), f, dataDir, opts)
+}
+
+// importInto is Import into the store in dataDir, opened as the import
+// command opens it (a new store made of a missing or empty directory).
+func importInto(ctx context.Context, r io.Reader, dataDir string, opts ImportOptions) (*ImportResult, error) {
+	s, err := store.Open(ctx, dataDir, store.OpenOptions{Create: store.CreateIfEmpty})
+	if err != nil {
+		return nil, err
+	}
+	return Import(ctx, r, s, opts)
 }
 
 func importBytes(t *testing.T, data []byte, dataDir string, opts ImportOptions) (*ImportResult, error) {
@@ -168,7 +179,7 @@ func importBytes(t *testing.T, data []byte, dataDir string, opts ImportOptions) 
 	if opts.Archive == "" {
 		opts.Archive = "test.tar.zst"
 	}
-	return Import(context.Background(), bytes.NewReader(data), dataDir, opts)
+	return importInto(context.Background(), bytes.NewReader(data), dataDir, opts)
 }
 
 // writeConfig writes a runtime configuration naming agents and models.

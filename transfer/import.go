@@ -253,19 +253,28 @@ func (e *VerifyError) Unwrap() error { return e.Err }
 // importer is one import run.
 type importer struct {
 	dataDir string
-	opts    ImportOptions
-	stage   *staging
-	m       *Manifest
-	convs   []*stagedConv
-	byID    map[string]*stagedConv
-	cfg     *RuntimeConfig
-	res     *ImportResult
-	st      *store.Store
-	now     time.Time
+	// s is the store as given, read-only; st the same store opened
+	// exclusively to write (nil on a dry run).
+	s     *store.Store
+	opts  ImportOptions
+	stage *staging
+	m     *Manifest
+	convs []*stagedConv
+	byID  map[string]*stagedConv
+	cfg   *RuntimeConfig
+	res   *ImportResult
+	st    *store.Store
+	// staged is the store extracted from the archive, in staging.
+	staged *store.Store
+	now    time.Time
 }
 
 // Import verifies the archive read from r and imports its conversations
-// into the store at dataDir (docs/TRANSFER.md):
+// into the store s (docs/TRANSFER.md). s is opened read-only, with
+// store.CreateIfEmpty when the import may make a new store: a data
+// directory that does not exist, or holds nothing but the runtime
+// configuration, becomes one once the archive verifies; a dry run creates
+// nothing. Import itself opens the store exclusively, after verifying:
 //
 //  1. The archive is extracted into a private staging directory inside
 //     the data directory, with the archive package's name checks and
@@ -273,7 +282,8 @@ type importer struct {
 //     manifest and every log read strictly (no torn tail, committed
 //     length equal to its size). Any failure is a *VerifyError and the
 //     store is not touched.
-//  2. runtime.lock is taken exclusively (not on a dry run).
+//  2. The store is opened with runtime.lock taken exclusively (not on a
+//     dry run), and created if it is new.
 //  3. Each conversation is compared with the store's copy and checked:
 //     its working directory (after --map-cwd), its agents and models
 //     (against the runtime configuration) and its fork sources.
@@ -286,7 +296,7 @@ type importer struct {
 //
 // The result is returned with ErrConflict too, so that the plan can be
 // shown.
-func Import(ctx context.Context, r io.Reader, dataDir string, opts ImportOptions) (res *ImportResult, err error) {
+func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions) (res *ImportResult, err error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -311,15 +321,11 @@ func Import(ctx context.Context, r io.Reader, dataDir string, opts ImportOptions
 			return nil, fmt.Errorf("cwd mapping %s=%s: both must be absolute paths", m.From, m.To)
 		}
 	}
-	abs, err := filepath.Abs(dataDir)
-	if err != nil {
-		return nil, err
-	}
-	dataDir = filepath.Clean(abs)
+	dataDir := s.DataDir()
 	if opts.ConfigPath == "" {
 		opts.ConfigPath = filepath.Join(dataDir, ConfigFileName)
 	}
-	imp := &importer{dataDir: dataDir, opts: opts, now: opts.Now().UTC()}
+	imp := &importer{dataDir: dataDir, s: s, opts: opts, now: opts.Now().UTC()}
 	imp.res = &ImportResult{SchemaVersion: 1, Archive: opts.Archive, DataDir: dataDir, DryRun: opts.DryRun,
 		Config: opts.ConfigPath, OnConflict: opts.OnConflict, Conversations: []ConversationPlan{}, Warnings: []string{}}
 
@@ -360,13 +366,14 @@ func Import(ctx context.Context, r io.Reader, dataDir string, opts ImportOptions
 
 	// 2. Lock.
 	if !opts.DryRun {
-		s, err := store.Open(ctx, dataDir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive,
-			Timeout: opts.LockTimeout, Command: "convkit import", Now: opts.Now}, Now: opts.Now})
+		// The lock belongs to the store s names, created now if it is new.
+		st, err := store.Open(ctx, dataDir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive,
+			Timeout: opts.LockTimeout, Command: "convkit import", Now: opts.Now}, Create: store.CreateIfEmpty, Now: opts.Now})
 		if err != nil {
 			return nil, err
 		}
-		imp.st = s
-		defer s.Close()
+		imp.st = st
+		defer st.Close()
 		removeStaleStaging(dataDir, stage.dir, opts.Log)
 	}
 
@@ -438,7 +445,7 @@ func (imp *importer) plan() error {
 		// The conversation as the store will have it.
 		info := sc.info
 		if p.Action == ActionUnchanged || p.Action == ActionKeep || p.Action == ActionSkip || p.Action == ActionConflict {
-			if si, err := store.ReadConversation(imp.dataDir, sc.id); err == nil {
+			if si, err := imp.s.ReadConversation(sc.id); err == nil {
 				info = si
 			}
 		}
@@ -511,7 +518,7 @@ func (imp *importer) check(info *store.ConversationInfo, p *ConversationPlan) {
 		if imp.byID[d] != nil {
 			continue
 		}
-		if dp, err := store.ConversationPath(imp.dataDir, d); err == nil {
+		if dp, err := imp.s.ConversationPath(d); err == nil {
 			if _, err := os.Lstat(dp); err == nil {
 				continue
 			}
@@ -523,7 +530,7 @@ func (imp *importer) check(info *store.ConversationInfo, p *ConversationPlan) {
 // placeAll puts every imported conversation directory in place, in
 // archive order (fork ancestors first).
 func (imp *importer) placeAll() error {
-	convDir := store.ConversationsDir(imp.dataDir)
+	convDir := imp.st.ConversationsDir()
 	if err := durable.MkdirAll(convDir); err != nil {
 		return err
 	}
@@ -555,14 +562,19 @@ func (imp *importer) placeAll() error {
 // place or kept aside. An updated copy (a byte-prefix of the new one) is
 // then removed; a replaced one is kept.
 func (imp *importer) place(p *ConversationPlan, convDir, replaced string) error {
-	from := filepath.Join(store.ConversationsDir(imp.stage.tree), p.dir)
-	to := filepath.Join(convDir, p.dir)
+	from, err := imp.staged.ConversationPath(p.ID)
+	if err != nil {
+		return err
+	}
+	to, err := imp.st.ConversationPath(p.ID)
+	if err != nil {
+		return err
+	}
 	var aside string
 	if p.Action != ActionImport {
 		if err := durable.MkdirAll(replaced); err != nil {
 			return err
 		}
-		var err error
 		aside, err = freeName(filepath.Join(replaced, p.dir+"-"+imp.now.Format(timeLayout)))
 		if err != nil {
 			return err
@@ -644,7 +656,7 @@ func (imp *importer) applyMappings() ([]string, error) {
 // conversations whose rows a killed import left stale.
 func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 	res := imp.res
-	path := store.IndexPath(imp.dataDir)
+	path := imp.st.IndexPath()
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		res.Index = "absent"
 		if len(changed) == 0 {
@@ -676,7 +688,7 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 			others = append(others, p.ID)
 		}
 	}
-	stale, err := reindex.Stale(ctx, db, imp.dataDir, others)
+	stale, err := reindex.Stale(ctx, db, imp.st, others)
 	if err != nil && len(changed) > 0 {
 		fail(err)
 		return
@@ -688,7 +700,7 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 	}
 	// The dependents first: the changed rows stay stale, and a rerun finds
 	// them, until every row depending on them is updated too.
-	ids := dependentsOf(imp.dataDir, changed)
+	ids := dependentsOf(imp.st, changed)
 	ids = append(ids, changed...)
 	seen := map[string]bool{}
 	for _, id := range ids {
@@ -696,7 +708,7 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 			continue
 		}
 		seen[id] = true
-		if err := reindex.Update(ctx, db, imp.dataDir, id); err != nil {
+		if err := reindex.Update(ctx, db, imp.st, id); err != nil {
 			fail(err)
 			return
 		}
@@ -710,12 +722,12 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 
 // dependentsOf lists the store's conversations, outside ids, that depend
 // on any of ids.
-func dependentsOf(dataDir string, ids []string) []string {
+func dependentsOf(s *store.Store, ids []string) []string {
 	want := map[string]bool{}
 	for _, id := range ids {
 		want[id] = true
 	}
-	tree, err := store.Walk(dataDir)
+	tree, err := s.Walk()
 	if err != nil {
 		return nil
 	}

@@ -39,7 +39,7 @@ func exportable(rep *fixtures.Report) []fixtures.Conversation {
 
 func listing(t *testing.T, dataDir string, only map[string]bool) []index.Summary {
 	t.Helper()
-	l, err := reindex.List(context.Background(), dataDir, reindex.ListOptions{All: true})
+	l, err := reindex.List(context.Background(), reader(t, dataDir), reindex.ListOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("the torn tail of %s was not left out", torn.ID)
 	}
 	// The ancestor is there and the fork's dependency closure resolves.
-	if _, err := store.DependencyClosure(b, fork.ID); err != nil {
+	if _, err := reader(t, b).DependencyClosure(fork.ID); err != nil {
 		t.Fatal(err)
 	}
 	// reindex indexes every imported conversation.
@@ -203,11 +203,11 @@ func TestDryRun(t *testing.T) {
 		t.Fatalf("a dry run into a new directory left %s:\n%s", b, listTree(b))
 	}
 	// Into an existing store, while its runtime.lock is held.
-	lock, err := store.AcquireLock(context.Background(), a, store.LockOptions{Mode: store.LockExclusive})
+	lock, err := store.Open(context.Background(), a, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lock.Release()
+	defer lock.Close()
 	before := treeHash(t, a)
 	ir, err = importFile(t, arch, a, ImportOptions{DryRun: true})
 	if err != nil {
@@ -243,7 +243,7 @@ func TestIndexUpdated(t *testing.T) {
 	if ir.Index != "updated" || ir.Counts.Imported != 2 {
 		t.Fatalf("index %q counts %+v", ir.Index, ir.Counts)
 	}
-	l, err := reindex.List(context.Background(), b, reindex.ListOptions{All: true})
+	l, err := reindex.List(context.Background(), reader(t, b), reindex.ListOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +259,7 @@ func TestIndexUpdated(t *testing.T) {
 	if found != 2 {
 		t.Fatalf("the imported conversations are not listed from the index")
 	}
-	cr, err := reindex.Check(context.Background(), b, reindex.Options{})
+	cr, err := reindex.Check(context.Background(), reader(t, b), reindex.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestRerunUpdatesIndexAfterKill(t *testing.T) {
 	if ir.Counts.Unchanged != 2 || ir.Index != "updated" {
 		t.Fatalf("rerun: index %q counts %+v", ir.Index, ir.Counts)
 	}
-	cr, err := reindex.Check(context.Background(), b, reindex.Options{})
+	cr, err := reindex.Check(context.Background(), reader(t, b), reindex.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,13 +368,13 @@ func TestConflicts(t *testing.T) {
 	if ir.Counts.Skipped != 1 || ir.Counts.Updated != 1 || ir.Counts.Kept != 1 || !ir.Warned() {
 		t.Fatalf("%+v", ir.Counts)
 	}
-	if info, _ := store.ReadConversation(b, basic); info.Title != "Changed here" {
+	if info, _ := reader(t, b).ReadConversation(basic); info.Title != "Changed here" {
 		t.Fatalf("skipped conversation changed: %q", info.Title)
 	}
-	if info, _ := store.ReadConversation(b, renamed); info.Title != "Only at the source" {
+	if info, _ := reader(t, b).ReadConversation(renamed); info.Title != "Only at the source" {
 		t.Fatalf("not updated: %q", info.Title)
 	}
-	if info, _ := store.ReadConversation(b, archived); info.Title != "Only here" {
+	if info, _ := reader(t, b).ReadConversation(archived); info.Title != "Only here" {
 		t.Fatalf("the newer copy here was replaced: %q", info.Title)
 	}
 	if _, err := os.Lstat(filepath.Join(b, ReplacedDirName)); !errors.Is(err, fs.ErrNotExist) {
@@ -400,7 +400,7 @@ func TestConflicts(t *testing.T) {
 	if !bytes.Equal(kept, oldLog) {
 		t.Fatal("the replaced copy is not the store's")
 	}
-	if info, _ := store.ReadConversation(b, basic); info.Title != "Changed at the source" {
+	if info, _ := reader(t, b).ReadConversation(basic); info.Title != "Changed at the source" {
 		t.Fatalf("not replaced: %q", info.Title)
 	}
 	// Now identical: nothing more to do.
@@ -439,7 +439,7 @@ func TestChecks(t *testing.T) {
 	}
 	usesFlash := 0
 	for _, p := range ir.Conversations {
-		info, err := store.ReadConversation(b, p.ID)
+		info, err := reader(t, b).ReadConversation(p.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -466,7 +466,7 @@ func TestChecks(t *testing.T) {
 				archived = readEntry(t, a, f)
 			}
 		}
-		logPath, err := store.FindLog(b, p.ID, "")
+		logPath, err := reader(t, b).FindLog(p.ID, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -505,7 +505,7 @@ func TestChecks(t *testing.T) {
 	if p := planOf(t, ir, source); p.Action != ActionUpdate {
 		t.Fatalf("%+v", p)
 	}
-	info, _ := store.ReadConversation(b, source)
+	info, _ := reader(t, b).ReadConversation(source)
 	if info.Title != "Continued at the source" || !strings.HasPrefix(info.Cwd, src+"/") {
 		t.Fatalf("after update: title %q cwd %q", info.Title, info.Cwd)
 	}
@@ -599,7 +599,7 @@ func TestMissingForkSource(t *testing.T) {
 func TestExportRefusals(t *testing.T) {
 	a, rep := fixtureStore(t, 7)
 	out := filepath.Join(t.TempDir(), "x.tar.zst")
-	_, err := ExportToFile(context.Background(), a, out, ExportOptions{IDs: []string{rep.Find(fixtures.CaseBasic).ID, "no-such"}})
+	_, err := ExportToFile(context.Background(), reader(t, a), out, ExportOptions{IDs: []string{rep.Find(fixtures.CaseBasic).ID, "no-such"}})
 	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("got %v", err)
 	}
@@ -607,13 +607,13 @@ func TestExportRefusals(t *testing.T) {
 		t.Fatalf("left %v", ents)
 	}
 	var buf bytes.Buffer
-	if _, err := Export(context.Background(), a, &buf, ExportOptions{IDs: []string{rep.Find(fixtures.CaseInterruptedDelete).ID}}); !errors.Is(err, ErrNotFound) || buf.Len() != 0 {
+	if _, err := Export(context.Background(), reader(t, a), &buf, ExportOptions{IDs: []string{rep.Find(fixtures.CaseInterruptedDelete).ID}}); !errors.Is(err, ErrNotFound) || buf.Len() != 0 {
 		t.Fatalf("a conversation being deleted: %v, %d bytes", err, buf.Len())
 	}
 	if err := os.WriteFile(out, []byte("keep"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ExportToFile(context.Background(), a, out, ExportOptions{IDs: []string{rep.Find(fixtures.CaseBasic).ID}}); !errors.Is(err, fs.ErrExist) {
+	if _, err := ExportToFile(context.Background(), reader(t, a), out, ExportOptions{IDs: []string{rep.Find(fixtures.CaseBasic).ID}}); !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("got %v", err)
 	}
 	if data, _ := os.ReadFile(out); string(data) != "keep" {
@@ -681,11 +681,11 @@ func TestImportLocked(t *testing.T) {
 	a, rep := fixtureStore(t, 7)
 	arch, _ := exportTo(t, a, rep.Find(fixtures.CaseBasic).ID)
 	b, _ := fixtureStore(t, 11)
-	lock, err := store.AcquireLock(context.Background(), b, store.LockOptions{Mode: store.LockExclusive, Command: "runtime"})
+	lock, err := store.Open(context.Background(), b, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "runtime"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lock.Release()
+	defer lock.Close()
 	before := treeHash(t, b)
 	_, err = importFile(t, arch, b, ImportOptions{})
 	if !errors.Is(err, store.ErrLocked) {

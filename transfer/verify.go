@@ -107,7 +107,14 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 	}
 
 	// The conversations: the manifest's and the archive's agree.
-	tree, err := store.Walk(imp.stage.tree)
+	// The staged tree is a store of its own (one without conversations has
+	// no conversations/ to make it one).
+	staged, err := store.Open(ctx, imp.stage.tree, store.OpenOptions{Create: store.CreateAlways})
+	if err != nil {
+		return err
+	}
+	imp.staged = staged
+	tree, err := staged.Walk()
 	if err != nil {
 		return err
 	}

@@ -99,10 +99,10 @@ func holdlock() {
 		os.Exit(2)
 	}
 	dir := os.Args[1]
-	lock, err := store.AcquireLock(context.Background(), dir, store.LockOptions{
+	lock, err := store.Open(context.Background(), dir, store.OpenOptions{Lock: store.LockOptions{
 		Mode:    store.LockExclusive,
 		Command: "holdlock",
-	})
+	}, Create: store.CreateAlways})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "holdlock:", err)
 		os.Exit(1)
@@ -115,7 +115,7 @@ func holdlock() {
 		fmt.Fprintln(os.Stderr, "holdlock: no .release after", waitTimeout)
 		os.Exit(1)
 	}
-	if err := lock.Release(); err != nil {
+	if err := lock.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "holdlock:", err)
 		os.Exit(1)
 	}

@@ -102,10 +102,17 @@ type backupSummary struct {
 }
 
 func runBackup(c *ucli.Context, e *env, to string) error {
-	dataDir, err := e.g.dataDir()
+	// A backup holds runtime.lock when it is free and goes online when not;
+	// a dry run only looks.
+	mode := store.LockIfFree
+	if c.Bool("dry-run") {
+		mode = store.LockNone
+	}
+	s, err := e.openStore(c.Context, "backup", mode)
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	// Streaming to stdout: stdout carries the archive, so the summary and
 	// the warnings go to stderr.
 	out := e.stdout
@@ -121,7 +128,7 @@ func runBackup(c *ucli.Context, e *env, to string) error {
 	var res *backup.Result
 	switch {
 	case to == "-" && c.Bool("dry-run"):
-		plan, err := backup.PlanBackup(dataDir)
+		plan, err := backup.PlanBackup(s)
 		bar.Finish()
 		if err != nil {
 			return err
@@ -130,7 +137,7 @@ func runBackup(c *ucli.Context, e *env, to string) error {
 		fillPlan(&sum, plan)
 		out = e.stdout // nothing else goes to stdout
 	case to == "-":
-		res, err = backup.Write(c.Context, dataDir, e.stdout, opts)
+		res, err = backup.Write(c.Context, s, e.stdout, opts)
 		bar.Finish()
 		if err != nil {
 			return err
@@ -141,7 +148,7 @@ func runBackup(c *ucli.Context, e *env, to string) error {
 		if err != nil {
 			return err
 		}
-		dr, err := backup.ToDir(c.Context, dataDir, dir, backup.DirOptions{Options: opts, Keep: c.Int("keep"), DryRun: c.Bool("dry-run")})
+		dr, err := backup.ToDir(c.Context, s, dir, backup.DirOptions{Options: opts, Keep: c.Int("keep"), DryRun: c.Bool("dry-run")})
 		bar.Finish()
 		if dr == nil {
 			return err

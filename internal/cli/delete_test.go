@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/convkit/convkit/fixtures"
-	"github.com/convkit/convkit/store"
 )
 
 // TestDeleteRefusesForkSource: deleting the conversation a fork made after
@@ -35,7 +34,7 @@ func TestDeleteRefusesForkSource(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "is the fork source of") || !strings.Contains(stderr, fork.ID) {
 		t.Fatalf("delete of a fork source: exit %d, stderr %q", code, stderr)
 	}
-	if _, err := store.ReadConversation(dir, src); err != nil {
+	if _, err := reader(t, dir).ReadConversation(src); err != nil {
 		t.Fatalf("the refused delete touched the source: %v", err)
 	}
 	code, stdout, stderr := run("delete", src, fork.ID)

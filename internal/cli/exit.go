@@ -40,6 +40,10 @@ const exitStatusText = `EXIT STATUS:
 // hint of its own.
 const lockedHint = "'convkit lock status' shows the holder; --lock-timeout DURATION waits for it"
 
+// noStoreHint is shown with an error that wraps store.ErrNoStore and brings
+// no hint of its own: the data directory is likely mistyped.
+const noStoreHint = "name the store's data directory with --data-dir DIR or $CONVKIT_DATA_DIR"
+
 // usageError is a bad invocation: unknown command or flag, bad flag value,
 // wrong arguments. It is found before any data is touched (exit 2).
 type usageError struct {
@@ -126,6 +130,8 @@ func report(w io.Writer, err error, asJSON bool) int {
 		hints = append(hints, h.Hint())
 	} else if code == exitLocked {
 		hints = append(hints, lockedHint)
+	} else if errors.Is(err, store.ErrNoStore) {
+		hints = append(hints, noStoreHint)
 	}
 	var usage *usageError
 	if errors.As(err, &usage) {

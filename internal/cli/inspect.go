@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -62,7 +63,7 @@ Without a mode flag it renders the header and one line per event.
 				defer sp.remove()
 				return sp.renameErr(runInspect(c, e, sp.path, stdinName, "-", filter))
 			}
-			path, err := inspectTarget(e, args)
+			path, err := inspectTarget(c.Context, e, args)
 			if err != nil {
 				return err
 			}
@@ -135,7 +136,7 @@ func runInspect(c *ucli.Context, e *env, path, shown, jsonPath string, filter in
 
 // inspectTarget resolves the arguments to a log file: an existing path, or
 // a conversation (and session) id in the data directory.
-func inspectTarget(e *env, args []string) (string, error) {
+func inspectTarget(ctx context.Context, e *env, args []string) (string, error) {
 	if len(args) == 1 {
 		if _, err := os.Lstat(args[0]); err == nil {
 			return args[0], nil
@@ -149,7 +150,11 @@ func inspectTarget(e *env, args []string) (string, error) {
 	if len(args) == 2 {
 		session = args[1]
 	}
-	p, err := store.FindLog(dir, args[0], session)
+	s, err := e.openStoreAt(ctx, dir, "inspect", store.LockNone, store.CreateNever)
+	var p string
+	if err == nil {
+		p, err = s.FindLog(args[0], session)
+	}
 	if err != nil {
 		if len(args) == 1 {
 			return "", fmt.Errorf("%q is neither a file nor a conversation in %s: %w", args[0], dir, err)

@@ -34,11 +34,11 @@ conversation logs, and then says so on stderr. It takes no lock.`,
 			if c.Int("limit") < 0 {
 				return usagef(c, "--limit must not be negative")
 			}
-			dir, err := e.g.dataDir()
+			s, err := e.openStore(c.Context, "list", store.LockNone)
 			if err != nil {
 				return err
 			}
-			l, err := reindex.List(c.Context, dir, reindex.ListOptions{Archived: c.Bool("archived"), All: c.Bool("all"), Limit: c.Int("limit")})
+			l, err := reindex.List(c.Context, s, reindex.ListOptions{Archived: c.Bool("archived"), All: c.Bool("all"), Limit: c.Int("limit")})
 			if err != nil {
 				return err
 			}
@@ -99,11 +99,11 @@ convkit reindex first. It takes no lock.`,
 			if c.Int("limit") < 1 {
 				return usagef(c, "--limit must be a positive number")
 			}
-			dir, err := e.g.dataDir()
+			s, err := e.openStore(c.Context, "search", store.LockNone)
 			if err != nil {
 				return err
 			}
-			db, err := index.OpenRead(c.Context, store.IndexPath(dir), index.ReadOptions{})
+			db, err := index.OpenRead(c.Context, s.IndexPath(), index.ReadOptions{})
 			if err != nil {
 				return withHint(err, "run convkit reindex to build metadata.db")
 			}
@@ -145,7 +145,7 @@ or --force is given. Takes runtime.lock.`,
 			if err := checkArgs(c, 1, -1); err != nil {
 				return err
 			}
-			s, err := e.openStore(c.Context, "delete")
+			s, err := e.openStore(c.Context, "delete", store.LockExclusive)
 			if err != nil {
 				return err
 			}
@@ -153,7 +153,7 @@ or --force is given. Takes runtime.lock.`,
 			ids := c.Args().Slice()
 			if !c.Bool("force") {
 				for _, id := range ids {
-					deps, err := store.Dependents(s.DataDir(), id)
+					deps, err := s.Dependents(id)
 					if err != nil {
 						return err
 					}
@@ -170,7 +170,7 @@ or --force is given. Takes runtime.lock.`,
 				}
 			}
 			var db *index.DB
-			if d, err := index.Open(store.IndexPath(s.DataDir())); err == nil {
+			if d, err := index.Open(s.IndexPath()); err == nil {
 				db = d
 				defer db.Close()
 			}

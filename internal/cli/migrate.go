@@ -3,7 +3,10 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	ucli "github.com/urfave/cli/v2"
@@ -57,24 +60,21 @@ object per event and then the summary. Takes runtime.lock (not with
 			default:
 				return usagef(c, "--compress must be keep, zstd or none, not %q", comp)
 			}
-			dataDir, err := e.g.dataDir()
+			dataDir, err := migrateStore(c, e)
 			if err != nil {
 				return err
 			}
-			root := c.String("sessions-dir")
-			if root == "" {
-				root = store.ConversationsDir(dataDir)
+			mode := store.LockExclusive
+			if c.Bool("dry-run") {
+				mode = store.LockNone
 			}
-			if !c.Bool("dry-run") {
-				lock, err := store.AcquireLock(c.Context, dataDir, store.LockOptions{Mode: store.LockExclusive,
-					Timeout: e.g.LockTimeout, Command: "convkit migrate"})
-				if err != nil {
-					return err
-				}
-				defer lock.Release()
+			s, err := e.openStoreAt(c.Context, dataDir, "migrate", mode, store.CreateNever)
+			if err != nil {
+				return err
 			}
+			defer s.Close()
 			bar := e.newProgress("migrate", "logs", 0)
-			opts := migrate.Options{SessionsDir: root, Jobs: jobs, DryRun: c.Bool("dry-run"), Compress: comp,
+			opts := migrate.Options{Jobs: jobs, DryRun: c.Bool("dry-run"), Compress: comp,
 				Out: e.libraryLines(e.stdout, migrateQuiet()), Progress: bar, ToolVersion: buildVersion()}
 			if e.g.JSON {
 				var mu sync.Mutex
@@ -87,7 +87,7 @@ object per event and then the summary. Takes runtime.lock (not with
 					mu.Unlock()
 				}
 			}
-			sum, err := migrate.Run(c.Context, opts)
+			sum, err := migrate.Run(c.Context, s, opts)
 			bar.Finish()
 			if err != nil {
 				return err
@@ -120,4 +120,40 @@ object per event and then the summary. Takes runtime.lock (not with
 			return nil
 		},
 	}
+}
+
+// migrateStore is the data directory of the store migrate changes: the
+// store whose conversations directory --sessions-dir names, else the data
+// directory's. The lock taken is that store's. A --data-dir naming another
+// store beside --sessions-dir is a usage error ($CONVKIT_DATA_DIR and the
+// defaults give way to --sessions-dir).
+func migrateStore(c *ucli.Context, e *env) (string, error) {
+	dir := c.String("sessions-dir")
+	if dir == "" {
+		return e.g.dataDir()
+	}
+	root, err := migrate.FindRoot(dir)
+	if err != nil {
+		return "", withHint(err, "--sessions-dir names DATA/"+store.ConversationsDirName+" of the store at DATA; leave it out to migrate the data directory's store")
+	}
+	if strings.TrimSpace(e.g.DataDir) != "" {
+		given, err := e.g.dataDir()
+		if err != nil {
+			return "", err
+		}
+		if !sameDir(given, root.DataDir) {
+			return "", usagef(c, "--sessions-dir %s belongs to the store %s, not to --data-dir %s: a migration takes the lock of the store it changes; give one of them", root.Dir, root.DataDir, given)
+		}
+	}
+	return root.DataDir, nil
+}
+
+// sameDir reports whether a and b name one directory.
+func sameDir(a, b string) bool {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 
 	ucli "github.com/urfave/cli/v2"
@@ -10,17 +9,6 @@ import (
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
-
-// openStore opens the data directory for a writing command: runtime.lock
-// exclusively, failing at once or waiting up to --lock-timeout.
-func (e *env) openStore(ctx context.Context, command string) (*store.Store, error) {
-	dir, err := e.g.dataDir()
-	if err != nil {
-		return nil, err
-	}
-	return store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{
-		Mode: store.LockExclusive, Timeout: e.g.LockTimeout, Command: "convkit " + command}})
-}
 
 func newReindexCommand(e *env) *ucli.Command {
 	return &ucli.Command{
@@ -63,7 +51,7 @@ listed; exit 1 on any drift.`,
 }
 
 func runReindex(c *ucli.Context, e *env, jobs int) error {
-	s, err := e.openStore(c.Context, "reindex")
+	s, err := e.openStore(c.Context, "reindex", store.LockExclusive)
 	if err != nil {
 		return err
 	}
@@ -100,12 +88,12 @@ func skipText(s []reindex.Skip) string {
 }
 
 func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
-	dir, err := e.g.dataDir()
+	s, err := e.openStore(c.Context, "reindex --check", store.LockNone)
 	if err != nil {
 		return err
 	}
 	bar := e.newProgress("reindex --check", "conversations", 0)
-	res, err := reindex.Check(c.Context, dir, reindex.Options{Jobs: jobs, Progress: bar})
+	res, err := reindex.Check(c.Context, s, reindex.Options{Jobs: jobs, Progress: bar})
 	bar.Finish()
 	if err != nil {
 		return err

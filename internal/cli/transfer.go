@@ -83,7 +83,7 @@ type exportSummary struct {
 }
 
 func runExport(c *ucli.Context, e *env, ids []string, to string) error {
-	dataDir, err := e.g.dataDir()
+	s, err := e.openStore(c.Context, "export", store.LockNone)
 	if err != nil {
 		return err
 	}
@@ -96,9 +96,9 @@ func runExport(c *ucli.Context, e *env, ids []string, to string) error {
 	opts := transfer.ExportOptions{IDs: ids, ToolVersion: buildVersion(), Progress: bar, Log: e.libraryLines(e.stderr, nil)}
 	var res *transfer.ExportResult
 	if to == "-" {
-		res, err = transfer.Export(c.Context, dataDir, e.stdout, opts)
+		res, err = transfer.Export(c.Context, s, e.stdout, opts)
 	} else {
-		res, err = transfer.ExportToFile(c.Context, dataDir, to, opts)
+		res, err = transfer.ExportToFile(c.Context, s, to, opts)
 	}
 	bar.Finish()
 	switch {
@@ -258,11 +258,18 @@ func runImport(c *ucli.Context, e *env, name string, maps []transfer.CwdMapping)
 		return err
 	}
 	defer done()
+	// Import makes a new store of a data directory that does not exist or
+	// holds nothing but the runtime configuration; any other directory
+	// must be a store.
+	s, err := e.openStoreAt(c.Context, dataDir, "import", store.LockNone, store.CreateIfEmpty)
+	if err != nil {
+		return err
+	}
 	cfg, explicit := transfer.ConfigPath(c.String("config"), e.g.getenv, dataDir)
 	opts := transfer.ImportOptions{Archive: name, OnConflict: c.String("on-conflict"), MapCwd: maps,
 		DryRun: c.Bool("dry-run"), ConfigPath: cfg, ConfigRequired: explicit, LockTimeout: e.g.LockTimeout,
 		Log: e.libraryLines(e.stderr, problemLine)}
-	res, err := transfer.Import(c.Context, r, dataDir, opts)
+	res, err := transfer.Import(c.Context, r, s, opts)
 	bar.Finish()
 	if res != nil {
 		for _, w := range res.Warnings {

@@ -396,7 +396,7 @@ func prepareInputs(t *testing.T, h *harness) *inputs {
 	if len(plain) < 16 {
 		t.Fatalf("only %d plain conversations", len(plain))
 	}
-	tree, err := store.Walk(in.gen)
+	tree, err := reader(t, in.gen).Walk()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,12 +481,12 @@ func prepareImport(t *testing.T, h *harness, in *inputs, dir string, plain []str
 	args := []string{"--data-dir", src, "-q", "export", "--to", filepath.Join(dir, "bundle.tar.zst")}
 	agents, models, cwds := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, root := range []string{src, in.target} {
-		tr, err := store.Walk(root)
+		tr, err := reader(t, root).Walk()
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range tr.Conversations {
-			info, err := store.ReadConversation(root, c.ID)
+			info, err := reader(t, root).ReadConversation(c.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -658,7 +658,11 @@ func isDeleting(dataDir, rel string) bool {
 	if _, err := os.Lstat(filepath.Join(store.ConversationsDir(dataDir), dir)); errors.Is(err, fs.ErrNotExist) {
 		return true
 	}
-	info, err := store.ReadConversation(dataDir, id)
+	s, err := store.Open(context.Background(), dataDir, store.OpenOptions{})
+	if err != nil {
+		return false
+	}
+	info, err := s.ReadConversation(id)
 	return err == nil && info.Deleting
 }
 

@@ -29,6 +29,9 @@ type hcase struct {
 	check func(f *fx, r result)
 	// bare: the case starts from an empty root, without the base store.
 	bare bool
+	// noDataDir: the command runs without --data-dir, so the data
+	// directory is the environment's ($CONVKIT_DATA_DIR in f.env).
+	noDataDir bool
 }
 
 // Documented outputs that several cases allow.
@@ -68,9 +71,12 @@ func runCase(t *testing.T, c hcase) {
 	args := c.setup(f)
 	before := snapshot(t, f.root)
 	var r result
-	if f.limit > 0 {
+	switch {
+	case f.limit > 0:
 		r = f.runLimited(f.limit, args...)
-	} else {
+	case c.noDataDir:
+		r = f.runFull(args...)
+	default:
 		r = f.run(args...)
 	}
 	after := snapshot(t, f.root)
@@ -196,6 +202,7 @@ func catalogue() []hcase {
 	cs = append(cs, fsCases()...)
 	cs = append(cs, lockCases()...)
 	cs = append(cs, termCases()...)
+	cs = append(cs, noStoreCases()...)
 	return cs
 }
 

@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(limitedEnv) != "" {
 		os.Exit(limitedMain())
 	}
+	if dir := os.Getenv(holderEnv); dir != "" {
+		os.Exit(holderMain(dir))
+	}
 	dir, err := os.MkdirTemp("", "convkit-hostile-base-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -182,7 +185,14 @@ const cmdTimeout = 30 * time.Second
 // run runs convkit --data-dir DATA args... in-process.
 func (f *fx) run(args ...string) result {
 	f.t.Helper()
-	full := append([]string{"convkit", "--data-dir", f.data}, args...)
+	return f.runFull(append([]string{"--data-dir", f.data}, args...)...)
+}
+
+// runFull runs convkit args... in-process, the data directory coming from
+// the arguments or from f.env.
+func (f *fx) runFull(args ...string) result {
+	f.t.Helper()
+	full := append([]string{"convkit"}, args...)
 	var out, errOut bytes.Buffer
 	getenv := func(k string) string { return f.env[k] }
 	done := make(chan int, 1)

@@ -29,6 +29,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -446,7 +447,7 @@ func (b *bench) backup(dir string) error {
 // transfer times exporting every conversation and importing the archive
 // into an empty store, beside tar and zstd on the same directories.
 func (b *bench) transfer(dir string) error {
-	tree, err := store.Walk(dir)
+	tree, err := walk(dir)
 	if err != nil {
 		return err
 	}
@@ -599,7 +600,7 @@ type logFile struct {
 // logsOf lists every generation of every log under the data dir with its
 // plain size.
 func logsOf(dataDir string) ([]logFile, error) {
-	tree, err := store.Walk(dataDir)
+	tree, err := walk(dataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -754,4 +755,13 @@ func mib(n int64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
+// walk lists the conversations of the store in dataDir, opened read-only.
+func walk(dataDir string) (*store.Tree, error) {
+	s, err := store.Open(context.Background(), dataDir, store.OpenOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return s.Walk()
 }
