@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/archive"
+	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/progress"
 	"github.com/convkit/convkit/reindex"
@@ -182,7 +183,7 @@ func openStaged(ctx context.Context, dir string, mode store.LockMode) (*store.St
 // pruned copy of it) into a missing, empty or (with Force) replaced target.
 func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state tstate) (*RestoreResult, error) {
 	target := opts.Target
-	res := &RestoreResult{SchemaVersion: 1, Archive: opts.Archive, Target: target, Conversations: []string{}, Kept: []string{}}
+	res := &RestoreResult{SchemaVersion: contract.Version, Archive: opts.Archive, Target: target, Conversations: []string{}, Kept: []string{}}
 	if state == targetFull {
 		if !opts.Force {
 			return nil, fmt.Errorf("%s: %w (use --force to move the store there aside and restore in its place)", target, ErrTargetNotEmpty)
@@ -303,7 +304,7 @@ func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state t
 // store, under its runtime.lock.
 func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*RestoreResult, error) {
 	target := opts.Target
-	res := &RestoreResult{SchemaVersion: 1, Archive: opts.Archive, Target: target, Conversations: []string{}, Kept: []string{}}
+	res := &RestoreResult{SchemaVersion: contract.Version, Archive: opts.Archive, Target: target, Conversations: []string{}, Kept: []string{}}
 	s, err := openTarget(ctx, opts, "; restore a single conversation into a store, or into a new directory")
 	if err != nil {
 		return nil, err

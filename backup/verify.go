@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/archive"
+	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/progress"
 	"github.com/convkit/convkit/reindex"
@@ -133,7 +134,7 @@ func Verify(ctx context.Context, r io.Reader, opts VerifyOptions) (*VerifyResult
 // in the rebuilt index.
 func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions, sync, text bool) (*VerifyResult, *Manifest, error) {
 	opts.defaults()
-	res := &VerifyResult{SchemaVersion: 1, Archive: opts.Archive, Mismatches: []Mismatch{}, Invalid: []Mismatch{}}
+	res := &VerifyResult{SchemaVersion: contract.Version, Archive: opts.Archive, Mismatches: []Mismatch{}, Invalid: []Mismatch{}}
 	mismatch := func(name, format string, args ...any) {
 		mm := Mismatch{Name: name, Problem: fmt.Sprintf(format, args...)}
 		res.Mismatches = append(res.Mismatches, mm)

@@ -16,12 +16,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
 )
 
-// SchemaVersion versions every JSON document this package produces.
-const SchemaVersion = 1
+// SchemaVersion versions every JSON document this package produces: the
+// version of convkit's JSON contract.
+const SchemaVersion = contract.Version
 
 // Filter selects events by type with shell patterns ("tool/*"); no pattern
 // selects everything.

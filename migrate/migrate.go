@@ -12,15 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
-	"runtime/debug"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -43,24 +38,6 @@ const MaxDefaultJobs = 16
 
 // DefaultJobs is the number of CPUs, at most MaxDefaultJobs.
 func DefaultJobs() int { return min(runtime.NumCPU(), MaxDefaultJobs) }
-
-// jobsPattern accepts what a person means by a whole number: digits with
-// an optional sign, fraction of zeros or exponent ("32", "+1", "01", "1e2").
-var jobsPattern = regexp.MustCompile(`^\+?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
-
-// ParseJobs parses a --jobs value: a positive safe integer.
-func ParseJobs(s string) (int, error) {
-	bad := errors.New("--jobs must be a positive safe integer")
-	t := strings.TrimSpace(s)
-	if !jobsPattern.MatchString(t) {
-		return 0, bad
-	}
-	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f < 1 || f > 1<<53-1 || f != float64(int64(f)) {
-		return 0, bad
-	}
-	return int(f), nil
-}
 
 // Compress chooses the compression of successors.
 type Compress string
@@ -116,37 +93,6 @@ type Event struct {
 	Message     string  `json:"message,omitempty"`
 }
 
-// memoryBudget is the peak memory (resident set) a run with the given
-// number of jobs is meant to stay within: 64 MiB for the process and 32 MiB
-// per job.
-func memoryBudget(jobs int) int64 { return 64<<20 + int64(jobs)*(32<<20) }
-
-// unaccountedMemory is what a process's resident set holds beside the
-// memory the Go runtime counts against its limit: the program's own code
-// and data pages (about 8 MiB at start), with some room.
-const unaccountedMemory = 12 << 20
-
-// softMemoryLimit sets the Go runtime's soft memory limit to memoryBudget
-// less unaccountedMemory, unless GOMEMLIMIT or the program has set one, and
-// returns what restores the previous limit. The garbage collector lets the
-// heap grow to twice what is live (GOGC 100); a job's live data is tens of
-// megabytes when lines are megabytes long (see docs/PERFORMANCE.md), so
-// that growth alone could pass the budget. Below the limit the limit does
-// nothing; near it the collector runs more often; a job whose live data
-// passes it (lines of tens of megabytes) still finishes, the collector
-// then taking up to half the CPU.
-func softMemoryLimit(jobs int) (restore func()) {
-	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
-		return func() {}
-	}
-	prev := debug.SetMemoryLimit(-1)
-	if prev != math.MaxInt64 {
-		return func() {}
-	}
-	debug.SetMemoryLimit(memoryBudget(jobs) - unaccountedMemory)
-	return func() { debug.SetMemoryLimit(prev) }
-}
-
 // input is one thing the run reports on: a log, or a layout problem.
 type input struct {
 	index   int
@@ -160,9 +106,9 @@ type input struct {
 
 // Run migrates every log under the sessions root of the store s, its
 // conversations directory: conversations/<conversation>/<logs>. s holds
-// runtime.lock exclusively, except for a dry run, which reads only. Unless GOMEMLIMIT is set, Run sets the Go runtime's soft
-// memory limit for its duration: 64 MiB + 32 MiB per job, less the
-// program's own pages (softMemoryLimit). The returned summary is also in summary.json; its
+// runtime.lock exclusively, except for a dry run, which reads only. The
+// process's memory limit is the caller's (convkit migrate sets one for the
+// jobs it asks for). The returned summary is also in summary.json; its
 // Totals.Failed > 0 means the run failed.
 func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	if opts.WriterVersion == 0 {
@@ -177,7 +123,6 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	if opts.Jobs <= 0 {
 		opts.Jobs = DefaultJobs()
 	}
-	defer softMemoryLimit(opts.Jobs)()
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

@@ -20,22 +20,6 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-func TestParseJobs(t *testing.T) {
-	for _, ok := range []string{"1", "32", "+1", "01", " 1", "1e2", "2.0", "100"} {
-		if _, err := ParseJobs(ok); err != nil {
-			t.Errorf("ParseJobs(%q) = %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"0", "-1", "1.5", "abc", "", "0x10", "9007199254740992", "NaN", "Infinity", "1e400"} {
-		if _, err := ParseJobs(bad); err == nil || err.Error() != "--jobs must be a positive safe integer" {
-			t.Errorf("ParseJobs(%q) = %v", bad, err)
-		}
-	}
-	if n, _ := ParseJobs("1e2"); n != 100 {
-		t.Errorf("1e2 = %d", n)
-	}
-}
-
 // hashTree maps every file under dir (relative path) to its SHA-256.
 func hashTree(t *testing.T, dir string) map[string]string {
 	t.Helper()

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/upgrade"
@@ -118,7 +119,7 @@ func newReport(opts Options, root string) (*report, error) {
 		f.Close()
 		return nil, err
 	}
-	sum := &Summary{SchemaVersion: 1, TargetVersion: TargetVersion, SessionRoot: root, DryRun: opts.DryRun,
+	sum := &Summary{SchemaVersion: contract.Version, TargetVersion: TargetVersion, SessionRoot: root, DryRun: opts.DryRun,
 		Jobs: opts.Jobs, StartedAt: opts.Now().UTC().Format(time.RFC3339Nano), ToolVersion: opts.ToolVersion,
 		Runtime:     map[string]string{"go": runtime.Version(), "platform": runtime.GOOS, "arch": runtime.GOARCH},
 		TextLogPath: logPath, SummaryPath: filepath.Join(dir, "summary.json"),

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/store"
 )
@@ -40,7 +41,7 @@ func (r *CheckResult) Drift() bool { return r.IndexProblem != "" || len(r.Differ
 // show as stale. Message text (the search index) is not compared.
 func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, error) {
 	opts.defaults()
-	res := &CheckResult{SchemaVersion: 1, Index: s.IndexPath(), Differences: []Difference{}, Skipped: []Skip{}}
+	res := &CheckResult{SchemaVersion: contract.Version, Index: s.IndexPath(), Differences: []Difference{}, Skipped: []Skip{}}
 	tree, err := s.WalkJobs(opts.Jobs)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"sort"
 
+	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/store"
 )
@@ -41,7 +42,7 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 	if err != nil {
 		return nil, err
 	}
-	res := &Listing{SchemaVersion: 1, Conversations: []index.Summary{}, Skipped: []Skip{}}
+	res := &Listing{SchemaVersion: contract.Version, Conversations: []index.Summary{}, Skipped: []Skip{}}
 	db, reason := indexCurrent(ctx, s, tree)
 	if db != nil {
 		defer db.Close()

@@ -22,6 +22,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/index"
@@ -103,7 +104,7 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{SchemaVersion: 1, Index: s.IndexPath(), Skipped: []Skip{}, DeletionsFinished: []string{}}
+	res := &Result{SchemaVersion: contract.Version, Index: s.IndexPath(), Skipped: []Skip{}, DeletionsFinished: []string{}}
 	for _, p := range tree.Problems {
 		if p.Reason == store.ReasonUnexpected {
 			// A stray file is not a conversation: reported, not skipped.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/archive"
+	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/progress"
@@ -326,7 +327,7 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 		opts.ConfigPath = filepath.Join(dataDir, ConfigFileName)
 	}
 	imp := &importer{dataDir: dataDir, s: s, opts: opts, now: opts.Now().UTC()}
-	imp.res = &ImportResult{SchemaVersion: 1, Archive: opts.Archive, DataDir: dataDir, DryRun: opts.DryRun,
+	imp.res = &ImportResult{SchemaVersion: contract.Version, Archive: opts.Archive, DataDir: dataDir, DryRun: opts.DryRun,
 		Config: opts.ConfigPath, OnConflict: opts.OnConflict, Conversations: []ConversationPlan{}, Warnings: []string{}}
 
 	// An explicitly named configuration must be there before anything

@@ -48,7 +48,7 @@ object per event and then the summary. Takes runtime.lock (not with
 			}
 			jobs := migrate.DefaultJobs()
 			if c.IsSet("jobs") {
-				n, err := migrate.ParseJobs(c.String("jobs"))
+				n, err := parseJobs(c.String("jobs"))
 				if err != nil {
 					return usagef(c, "%v", err)
 				}
@@ -87,6 +87,9 @@ object per event and then the summary. Takes runtime.lock (not with
 					mu.Unlock()
 				}
 			}
+			// The process's memory: 64 MiB + 32 MiB per job, unless
+			// GOMEMLIMIT says otherwise.
+			defer softMemoryLimit(jobs)()
 			sum, err := migrate.Run(c.Context, s, opts)
 			bar.Finish()
 			if err != nil {

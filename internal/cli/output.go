@@ -12,13 +12,13 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/display"
 )
 
 // schemaVersion is the version of the JSON documents convkit prints
-// (docs/JSON.md). It changes only when a field changes meaning or goes away;
-// new fields do not change it.
-const schemaVersion = 1
+// (docs/JSON.md), the libraries' too.
+const schemaVersion = contract.Version
 
 // writeJSON writes v as one line of JSON. HTML characters are not escaped:
 // the output is for programs, not browsers. JSON is exact: it never goes

@@ -5,7 +5,6 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/convkit/convkit/migrate"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -36,7 +35,7 @@ listed; exit 1 on any drift.`,
 			}
 			jobs := 0
 			if c.IsSet("jobs") {
-				n, err := migrate.ParseJobs(c.String("jobs"))
+				n, err := parseJobs(c.String("jobs"))
 				if err != nil {
 					return usagef(c, "%v", err)
 				}

@@ -1,4 +1,4 @@
-package migrate
+package cli
 
 import (
 	"math"
@@ -7,7 +7,23 @@ import (
 	"testing"
 )
 
-// TestSoftMemoryLimit: a run sets the soft memory limit to its budget less
+func TestParseJobs(t *testing.T) {
+	for _, ok := range []string{"1", "32", "+1", "01", " 1", "1e2", "2.0", "100"} {
+		if _, err := parseJobs(ok); err != nil {
+			t.Errorf("parseJobs(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"0", "-1", "1.5", "abc", "", "0x10", "9007199254740992", "NaN", "Infinity", "1e400"} {
+		if _, err := parseJobs(bad); err == nil || err.Error() != "--jobs must be a positive safe integer" {
+			t.Errorf("parseJobs(%q) = %v", bad, err)
+		}
+	}
+	if n, _ := parseJobs("1e2"); n != 100 {
+		t.Errorf("1e2 = %d", n)
+	}
+}
+
+// TestSoftMemoryLimit: a migration sets the soft memory limit to its budget less
 // the program's own pages, and restores the previous one; a limit already
 // set (GOMEMLIMIT, or the program) is left alone.
 func TestSoftMemoryLimit(t *testing.T) {
