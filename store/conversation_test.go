@@ -739,3 +739,32 @@ func TestForkRefusesOldFormat(t *testing.T) {
 		t.Fatalf("fork of a missing conversation: %v", err)
 	}
 }
+
+// TestDeleteGuard: the runtime's Delete refuses a conversation that a fork
+// made after a compaction reads older history from; the two go together.
+func TestDeleteGuard(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Plain)
+	compactedSource(t, s)
+	mustNil(t, s.Fork("src", "root", "fork", "froot", -1))
+	mustNil(t, s.Fork("src", "root", "plain", "proot", 0))
+
+	err := s.Delete("src")
+	var de *DependentsError
+	if !errors.Is(err, ErrHasDependents) || !errors.As(err, &de) || de.ID != "src" || strings.Join(de.Dependents, ",") != "fork" {
+		t.Fatalf("Delete of a fork source: %v", err)
+	}
+	if !strings.Contains(err.Error(), `conversation "src" is the fork source of "fork", which read older history from it`) {
+		t.Fatalf("message: %v", err)
+	}
+	if _, err := at(dir).ReadConversation("src"); err != nil {
+		t.Fatalf("the refused delete touched the source: %v", err)
+	}
+	mustNil(t, s.CheckDelete("src", "fork"))
+	mustNil(t, s.Delete("plain")) // no dependents
+	mustNil(t, s.Delete("fork"))
+	mustNil(t, s.Delete("src"))
+	if _, err := at(dir).ReadConversation("src"); !errors.Is(err, ErrNoConversation) {
+		t.Fatalf("src after delete: %v", err)
+	}
+}

@@ -12,12 +12,75 @@ import (
 	"github.com/convkit/convkit/durable"
 )
 
-// Delete removes a conversation for good: refused while a turn runs, it
-// records the conversation/delete-started tombstone durably, then removes the
-// directory and fsyncs conversations/. A crash in between leaves the
-// tombstone, and FinishDeletion (reindex) completes the job. Deleting a
-// conversation that already carries a tombstone finishes it.
+// ErrHasDependents is wrapped by the *DependentsError of a refused delete.
+var ErrHasDependents = errors.New("forks made after a compaction read older history from it")
+
+// DependentsError refuses deleting ID: the conversations Dependents read
+// older history from it (forks made after a compaction).
+type DependentsError struct {
+	ID         string
+	Dependents []string
+}
+
+func (e *DependentsError) Error() string {
+	q := make([]string, len(e.Dependents))
+	for i, d := range e.Dependents {
+		q[i] = fmt.Sprintf("%q", d)
+	}
+	return fmt.Sprintf("conversation %q is the fork source of %s, which read older history from it; deleting it would break them",
+		e.ID, strings.Join(q, ", "))
+}
+
+func (e *DependentsError) Unwrap() error { return ErrHasDependents }
+
+// CheckDelete is the dependents guard: it refuses deleting the conversations
+// convIDs together, with a *DependentsError, when a conversation not among
+// them reads older history from one of them (a fork made after a
+// compaction). It walks the store: its cost grows with the store.
+func (s *Store) CheckDelete(convIDs ...string) error {
+	going := map[string]bool{}
+	for _, id := range convIDs {
+		going[id] = true
+	}
+	for _, id := range convIDs {
+		deps, err := s.Dependents(id)
+		if err != nil {
+			return err
+		}
+		var kept []string
+		for _, d := range deps {
+			if !going[d] {
+				kept = append(kept, d)
+			}
+		}
+		if len(kept) > 0 {
+			return &DependentsError{ID: id, Dependents: kept}
+		}
+	}
+	return nil
+}
+
+// Delete removes a conversation for good: refused while a turn runs, and
+// (CheckDelete) while forks made after a compaction read older history
+// from it, it records the conversation/delete-started tombstone durably,
+// then removes the directory and fsyncs conversations/. A crash in between
+// leaves the tombstone, and FinishDeletion (reindex) completes the job.
+// Deleting a conversation that already carries a tombstone finishes it.
 func (s *Store) Delete(convID string) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	if err := s.CheckDelete(convID); err != nil {
+		return err
+	}
+	return s.DeleteUnguarded(convID)
+}
+
+// DeleteUnguarded is Delete without the dependents guard: for a caller
+// that checked a set of conversations with CheckDelete before deleting
+// them one by one, or was told to break the forks that depend on it
+// (convkit delete --force).
+func (s *Store) DeleteUnguarded(convID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.markDeleting(convID); err != nil {

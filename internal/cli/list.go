@@ -1,8 +1,8 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -152,21 +152,11 @@ or --force is given. Takes runtime.lock.`,
 			defer s.Close()
 			ids := c.Args().Slice()
 			if !c.Bool("force") {
-				for _, id := range ids {
-					deps, err := s.Dependents(id)
-					if err != nil {
-						return err
+				if err := s.CheckDelete(ids...); err != nil {
+					if errors.Is(err, store.ErrHasDependents) {
+						return withHint(err, "delete those too (name them in the same command), or pass --force")
 					}
-					var kept []string
-					for _, d := range deps {
-						if !slices.Contains(ids, d) {
-							kept = append(kept, d)
-						}
-					}
-					if len(kept) > 0 {
-						return withHint(fmt.Errorf("conversation %q is the fork source of %s, which read older history from it; deleting it would break them",
-							id, strings.Join(quoteAll(kept), ", ")), "delete those too (name them in the same command), or pass --force")
-					}
+					return err
 				}
 			}
 			var db *index.DB
@@ -175,7 +165,7 @@ or --force is given. Takes runtime.lock.`,
 				defer db.Close()
 			}
 			for _, id := range ids {
-				if err := s.Delete(id); err != nil {
+				if err := s.DeleteUnguarded(id); err != nil {
 					return err
 				}
 				if db != nil {
@@ -190,12 +180,4 @@ or --force is given. Takes runtime.lock.`,
 			return nil
 		},
 	}
-}
-
-func quoteAll(ids []string) []string {
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = fmt.Sprintf("%q", id)
-	}
-	return out
 }
