@@ -55,9 +55,9 @@ type Options struct {
 	Workers int
 	// Progress counts files archived; the total is set first.
 	Progress progress.Progress
-	// Log receives a line for each file left out or invalid, as found
-	// (nil: nothing).
-	Log io.Writer
+	// OnEvent receives each file left out, each log invalid and each entry
+	// archived out of shape, as found (nil: nothing).
+	OnEvent func(Event)
 	// Strict reads every event of every session log as reindex does (the
 	// conversation logs always are): invalid logs are found at backup time
 	// and the manifest records event counts. It costs a full parse of the
@@ -87,9 +87,7 @@ func (o *Options) defaults() {
 	if o.Progress == nil {
 		o.Progress = progress.Nop{}
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.OnEvent = emitter(o.OnEvent)
 }
 
 // Result is what Write did.
@@ -135,7 +133,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		m.Online, m.Holder = true, holder
 		if why != nil {
 			m.LockError = why.Error()
-			fmt.Fprintf(opts.Log, "WARNING runtime.lock could not be taken (%v): backing up online\n", why)
+			opts.OnEvent(Event{Kind: EventOnline, Path: s.Lock().Path(), Reason: why.Error()})
 		}
 	}
 	if opts.Strict {
@@ -144,7 +142,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	res := &Result{Manifest: m}
 	problem := func(p, reason string) {
 		m.Problems = append(m.Problems, Problem{Path: p, Reason: reason})
-		fmt.Fprintf(opts.Log, "UNREADABLE %s: %s\n", p, reason)
+		opts.OnEvent(Event{Kind: EventUnreadable, Path: p, Reason: reason})
 	}
 
 	// The metadata.db snapshot is taken while the logs are read (VACUUM
@@ -234,7 +232,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		}
 		if l.info.Error != "" {
 			m.Counts.InvalidLogs++
-			fmt.Fprintf(opts.Log, "INVALID %s: archived whole: %s\n", j.path, l.info.Error)
+			opts.OnEvent(Event{Kind: EventInvalid, Path: j.path, Reason: l.info.Error})
 		}
 		m.LiveTailBytes += l.liveTail
 		info := l.info
@@ -249,7 +247,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		problem(p.Path, p.Reason)
 	}
 	for _, p := range wk.Warnings {
-		fmt.Fprintf(opts.Log, "WARNING %s: %s (archived)\n", p.Path, p.Reason)
+		opts.OnEvent(Event{Kind: EventWarning, Path: p.Path, Reason: p.Reason})
 	}
 	sr := waitSnap()
 	switch {

@@ -61,7 +61,11 @@ type RestoreOptions struct {
 	// Jobs bounds parallel reads (default: CPUs).
 	Jobs     int
 	Progress progress.Progress
-	// Log receives mismatches and the rebuild's lines (nil: nothing).
+	// OnEvent receives the mismatches, what the rebuild reports and the
+	// staging directories of killed restores removed (nil: nothing).
+	OnEvent func(Event)
+	// Log receives the notes of the sweep of staging directories killed
+	// restores left beside the target (nil: nothing).
 	Log io.Writer
 }
 
@@ -106,6 +110,7 @@ func Restore(ctx context.Context, r io.Reader, opts RestoreOptions) (*RestoreRes
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
+	opts.OnEvent = emitter(opts.OnEvent)
 	if opts.Target == "" {
 		return nil, errors.New("restore needs a target directory")
 	}
@@ -328,7 +333,7 @@ func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*Restor
 	for _, e := range ents {
 		if n := e.Name(); e.IsDir() && strings.HasPrefix(n, ".restore-") && durable.IsTemp(n) {
 			if p := filepath.Join(target, n); os.RemoveAll(p) == nil {
-				fmt.Fprintf(opts.Log, "removed %s, left by an interrupted restore\n", p)
+				opts.OnEvent(Event{Kind: EventRemovedStaging, Path: p})
 			}
 		}
 	}
@@ -396,7 +401,7 @@ func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*Restor
 			return nil, err
 		}
 	}
-	rr, err := reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, Log: opts.Log})
+	rr, err := reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, OnEvent: reindexEvents(opts.OnEvent)})
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +410,7 @@ func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*Restor
 }
 
 func verifyOpts(opts RestoreOptions) VerifyOptions {
-	return VerifyOptions{Archive: opts.Archive, Limits: opts.Limits, Jobs: opts.Jobs, Progress: opts.Progress, Log: opts.Log}
+	return VerifyOptions{Archive: opts.Archive, Limits: opts.Limits, Jobs: opts.Jobs, Progress: opts.Progress, OnEvent: opts.OnEvent}
 }
 
 // closureIn is the conversation and its fork ancestors in the store s.
@@ -456,7 +461,7 @@ func reindexDir(ctx context.Context, dir string, opts RestoreOptions) (*reindex.
 		return nil, err
 	}
 	defer s.Close()
-	return reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, Log: opts.Log})
+	return reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, OnEvent: reindexEvents(opts.OnEvent)})
 }
 
 // retarget is a rebuild done in the staging directory stage, with its

@@ -33,8 +33,8 @@ type VerifyOptions struct {
 	Jobs int
 	// Progress counts archive bytes extracted, then logs checked.
 	Progress progress.Progress
-	// Log receives one line per mismatch as found (nil: nothing).
-	Log io.Writer
+	// OnEvent receives each mismatch as found (nil: nothing).
+	OnEvent func(Event)
 
 	// spaceName names the file system extraction checks the free space
 	// of (default WorkDir): restore's target.
@@ -54,9 +54,7 @@ func (o *VerifyOptions) defaults() {
 	if o.Progress == nil {
 		o.Progress = progress.Nop{}
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.OnEvent = emitter(o.OnEvent)
 }
 
 // VerifyResult is what Verify found. OK is false when anything in the
@@ -138,7 +136,7 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	mismatch := func(name, format string, args ...any) {
 		mm := Mismatch{Name: name, Problem: fmt.Sprintf(format, args...)}
 		res.Mismatches = append(res.Mismatches, mm)
-		fmt.Fprintf(opts.Log, "MISMATCH %s: %s\n", mm.Name, mm.Problem)
+		opts.OnEvent(Event{Kind: EventMismatch, Path: mm.Name, Reason: mm.Problem})
 	}
 	ents, err := archive.Extract(ctx, r, dir, archive.ExtractOptions{
 		ReaderOptions: archive.ReaderOptions{Limits: opts.Limits, Archive: opts.Archive},

@@ -57,10 +57,12 @@ type Options struct {
 	// disk space successors need. The text log and summary are still kept.
 	DryRun   bool
 	Compress Compress
-	// Out receives the run's text lines as they happen (also in the text
-	// log). Events, when set, receives each line's structured form.
-	Out    io.Writer
-	Events func(Event)
+	// OnEvent, when set, receives every step of the run as it happens,
+	// in the order of the text log: each input's steps (MessageType
+	// "status" or "error": the --json stream) and the run's own lines
+	// (Action "note": its preamble and summary). Event.Line is each as
+	// the text log has it.
+	OnEvent func(Event)
 	// TempDir is where the private report folder is made (default
 	// os.TempDir()).
 	TempDir  string
@@ -76,10 +78,11 @@ type Options struct {
 	BeforePublish func(src string)
 }
 
-// Event is one line of the run in structured form (--json).
+// Event is one step of the run. Those of inputs are the --json stream;
+// notes (MessageType "", Action "note") are lines of the text log only.
 type Event struct {
-	MessageType string  `json:"message_type"` // "status" or "error"
-	Action      string  `json:"action"`       // start, retry, converted, already-v4, skipped, deferred, failed, planned
+	MessageType string  `json:"message_type"` // "status" or "error"; "" for a note
+	Action      string  `json:"action"`       // start, retry, converted, already-v4, skipped, deferred, failed, planned; note
 	Index       int     `json:"index"`
 	Count       int     `json:"count"`
 	Path        string  `json:"path"`
@@ -91,6 +94,45 @@ type Event struct {
 	Seconds     float64 `json:"seconds,omitempty"`
 	Completed   int     `json:"completed,omitempty"`
 	Message     string  `json:"message,omitempty"`
+	// Rel is the input's path under the root, as the text log names it.
+	Rel string `json:"-"`
+}
+
+// Line is the event as the text log (migration.log) writes it: one line,
+// or two for a failure (the step, then its error).
+func (e Event) Line() string {
+	if e.Action == "note" {
+		return e.Message
+	}
+	at := fmt.Sprintf("[%d/%d] %q ", e.Index, e.Count, e.Rel)
+	done := fmt.Sprintf("completed=%d/%d", e.Completed, e.Count)
+	secs := fmt.Sprintf("%.2f", e.Seconds)
+	v := -1
+	if e.Version != nil {
+		v = *e.Version
+	}
+	switch e.Action {
+	case "start":
+		if e.Version == nil {
+			return at + "START inspect entry"
+		}
+		return at + fmt.Sprintf("START %s (V%d, %d bytes)", e.File, v, e.Bytes)
+	case "retry":
+		return at + fmt.Sprintf("RETRY %s (V%d, %d bytes)", e.File, v, e.Bytes)
+	case "converted":
+		return at + fmt.Sprintf("V%d -> V4: %s (%ss); %s", v, filepath.Base(e.Target), secs, done)
+	case "planned":
+		return at + fmt.Sprintf("V%d -> V4: would write %s (about %d bytes) (%ss); %s", v, filepath.Base(e.Target), e.TargetBytes, secs, done)
+	case "already-v4":
+		return at + fmt.Sprintf("already V4 (opened successfully) (%ss); %s", secs, done)
+	case "skipped":
+		return at + fmt.Sprintf("SKIPPED: %s; %s", e.Message, done)
+	case "deferred":
+		return at + fmt.Sprintf("DEFERRED: %s; retry once after initial jobs finish", e.Message)
+	case "failed":
+		return at + fmt.Sprintf("FAILED (%ss); %s\nERROR %q: %s", secs, done, e.Path, e.Message)
+	}
+	return at + e.Action
 }
 
 // input is one thing the run reports on: a log, or a layout problem.
@@ -128,9 +170,6 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	}
 	if opts.Progress == nil {
 		opts.Progress = progress.Nop{}
-	}
-	if opts.Out == nil {
-		opts.Out = io.Discard
 	}
 	if opts.Compress == "" {
 		opts.Compress = CompressKeep
@@ -177,7 +216,7 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 			if ctx.Err() != nil {
 				break
 			}
-			rep.event(in, "retry", "RETRY %s (V%d, %d bytes)", filepath.Base(in.path), in.version, in.size)
+			rep.event(in, "retry")
 			process(opts, rep, in, true)
 		}
 	}
@@ -228,16 +267,16 @@ func process(opts Options, rep *report, in *input, retry bool) bool {
 	start := time.Now()
 	switch {
 	case in.failure != "":
-		rep.event(in, "start", "START inspect entry")
+		rep.event(in, "start")
 		rep.fail(in, errors.New(in.failure), time.Since(start))
 		return false
 	case in.skip != "":
-		rep.event(in, "start", "START inspect entry")
+		rep.event(in, "start")
 		rep.skipped(in, in.skip)
 		return false
 	}
 	if !retry {
-		rep.event(in, "start", "START %s (V%d, %d bytes)", filepath.Base(in.path), in.version, in.size)
+		rep.event(in, "start")
 	}
 	if in.version >= TargetVersion {
 		if err := readToEnd(in.path); err != nil {

@@ -49,6 +49,11 @@ func generate(t *testing.T) string {
 	return dir
 }
 
+// lines writes each event's line to out, as convkit migrate prints them.
+func lines(out *bytes.Buffer) func(Event) {
+	return func(ev Event) { out.WriteString(ev.Line() + "\n") }
+}
+
 // openRoot opens the store whose conversations directory is root as the
 // migrate command does: exclusively, or read-only for a dry run.
 func openRoot(root string, dryRun bool) (*store.Store, error) {
@@ -64,7 +69,7 @@ func openRoot(root string, dryRun bool) (*store.Store, error) {
 func run(t *testing.T, root string, opts Options) (*Summary, string) {
 	t.Helper()
 	var out bytes.Buffer
-	opts.Out = &out
+	opts.OnEvent = lines(&out)
 	if opts.TempDir == "" {
 		opts.TempDir = t.TempDir()
 	}
@@ -266,7 +271,7 @@ func TestRefusals(t *testing.T) {
 	// A missing root (a store without conversations yet) is one failed
 	// input, not a crash.
 	var buf bytes.Buffer
-	sum, err := Run(context.Background(), s, Options{Out: &buf, TempDir: t.TempDir()})
+	sum, err := Run(context.Background(), s, Options{OnEvent: lines(&buf), TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

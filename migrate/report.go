@@ -127,8 +127,7 @@ func newReport(opts Options, root string) (*report, error) {
 	return &report{opts: opts, sum: sum, dir: dir, log: f, logw: bufio.NewWriter(f)}, nil
 }
 
-// line writes one line to the output and the text log. The log is flushed
-// line by line, so a crash still leaves it.
+// line reports a note: a line of the run's own (preamble, summary).
 func (r *report) line(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -136,10 +135,7 @@ func (r *report) line(format string, args ...any) {
 }
 
 func (r *report) lineLocked(format string, args ...any) {
-	s := fmt.Sprintf(format, args...)
-	fmt.Fprintln(r.opts.Out, s)
-	r.logw.WriteString(s + "\n")
-	r.logw.Flush()
+	r.emit(Event{Action: "note", Message: fmt.Sprintf(format, args...)})
 }
 
 func (r *report) logOnly(format string, args ...any) {
@@ -156,14 +152,19 @@ func versionKey(v int) string {
 	return strconv.Itoa(v)
 }
 
+// emit writes the event's line to the text log and hands the event to
+// OnEvent. The log is flushed line by line, so a crash still leaves it.
+// The caller holds r.mu: events come in the log's order.
 func (r *report) emit(ev Event) {
-	if r.opts.Events != nil {
-		r.opts.Events(ev)
+	r.logw.WriteString(ev.Line() + "\n")
+	r.logw.Flush()
+	if r.opts.OnEvent != nil {
+		r.opts.OnEvent(ev)
 	}
 }
 
 func (r *report) base(in *input, action string) Event {
-	ev := Event{MessageType: "status", Action: action, Index: in.index, Count: r.sum.InputCount, Path: in.path}
+	ev := Event{MessageType: "status", Action: action, Index: in.index, Count: r.sum.InputCount, Path: in.path, Rel: in.rel}
 	if in.version >= 0 {
 		v := in.version
 		ev.Version = &v
@@ -171,11 +172,10 @@ func (r *report) base(in *input, action string) Event {
 	return ev
 }
 
-// event writes an "[i/K] "rel" ..." line.
-func (r *report) event(in *input, action, format string, args ...any) {
+// event reports an input's start or retry.
+func (r *report) event(in *input, action string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.lineLocked("[%d/%d] %q %s", in.index, r.sum.InputCount, in.rel, fmt.Sprintf(format, args...))
 	ev := r.base(in, action)
 	ev.File = filepath.Base(in.path)
 	ev.Bytes = in.size
@@ -190,14 +190,10 @@ func (r *report) count(in *input, f func(*Counts)) {
 	r.completed++
 }
 
-func secs(d time.Duration) string { return fmt.Sprintf("%.2f", d.Seconds()) }
-
 func (r *report) converted(in *input, dst string, d time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.count(in, func(c *Counts) { c.Converted++ })
-	r.lineLocked("[%d/%d] %q V%d -> V4: %s (%ss); completed=%d/%d", in.index, r.sum.InputCount, in.rel, in.version,
-		filepath.Base(dst), secs(d), r.completed, r.sum.InputCount)
 	ev := r.base(in, "converted")
 	ev.Target, ev.Seconds, ev.Completed = dst, d.Seconds(), r.completed
 	r.emit(ev)
@@ -209,8 +205,6 @@ func (r *report) planned(in *input, target string, bytes int64, d time.Duration)
 	r.count(in, func(c *Counts) { c.Planned++ })
 	r.sum.Planned = append(r.sum.Planned, PlannedItem{InputPath: in.path, Target: target, TargetBytes: bytes})
 	r.sum.PlannedBytes += bytes
-	r.lineLocked("[%d/%d] %q V%d -> V4: would write %s (about %d bytes) (%ss); completed=%d/%d", in.index,
-		r.sum.InputCount, in.rel, in.version, filepath.Base(target), bytes, secs(d), r.completed, r.sum.InputCount)
 	ev := r.base(in, "planned")
 	ev.Target, ev.TargetBytes, ev.Seconds, ev.Completed = target, bytes, d.Seconds(), r.completed
 	r.emit(ev)
@@ -220,8 +214,6 @@ func (r *report) alreadyCurrent(in *input, d time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.count(in, func(c *Counts) { c.AlreadyV4++ })
-	r.lineLocked("[%d/%d] %q already V4 (opened successfully) (%ss); completed=%d/%d", in.index, r.sum.InputCount,
-		in.rel, secs(d), r.completed, r.sum.InputCount)
 	ev := r.base(in, "already-v4")
 	ev.Seconds, ev.Completed = d.Seconds(), r.completed
 	r.emit(ev)
@@ -231,8 +223,6 @@ func (r *report) skipped(in *input, reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.count(in, func(c *Counts) { c.Skipped++ })
-	r.lineLocked("[%d/%d] %q SKIPPED: %s; completed=%d/%d", in.index, r.sum.InputCount, in.rel, reason,
-		r.completed, r.sum.InputCount)
 	ev := r.base(in, "skipped")
 	ev.Message, ev.Completed = reason, r.completed
 	r.emit(ev)
@@ -241,7 +231,6 @@ func (r *report) skipped(in *input, reason string) {
 func (r *report) deferred(in *input, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.lineLocked("[%d/%d] %q DEFERRED: %v; retry once after initial jobs finish", in.index, r.sum.InputCount, in.rel, err)
 	ev := r.base(in, "deferred")
 	ev.Message = err.Error()
 	r.emit(ev)
@@ -251,16 +240,13 @@ func (r *report) fail(in *input, err error, d time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.count(in, func(c *Counts) { c.Failed++ })
-	r.lineLocked("[%d/%d] %q FAILED (%ss); completed=%d/%d", in.index, r.sum.InputCount, in.rel, secs(d),
-		r.completed, r.sum.InputCount)
-	r.lineLocked("ERROR %q: %v", in.path, err)
-	r.logw.WriteString(fmt.Sprintf("  error type %T: %#v\n", err, err))
-	r.logw.Flush()
 	item := classify(in.path, err)
 	r.failures = append(r.failures, failure{version: versionKey(in.version), item: item})
 	ev := r.base(in, "failed")
 	ev.MessageType, ev.Message, ev.Seconds, ev.Completed = "error", err.Error(), d.Seconds(), r.completed
 	r.emit(ev)
+	r.logw.WriteString(fmt.Sprintf("  error type %T: %#v\n", err, err))
+	r.logw.Flush()
 }
 
 var (

@@ -41,12 +41,43 @@ type Options struct {
 	Jobs int
 	// Progress counts conversations done; the total is set first.
 	Progress progress.Progress
-	// Log receives one line per skipped conversation and per finished
-	// deletion as they happen (nil: nothing).
-	Log io.Writer
+	// OnEvent receives, as they happen, every entry reported and every
+	// file removed (nil: nothing): the walk's findings, temporary files
+	// removed, finished deletions, skipped conversations.
+	OnEvent func(Event)
 	// NoText leaves message text out of the index (no search); it exists to
 	// measure what the search index costs.
 	NoText bool
+}
+
+// EventKind says what an Event reports.
+type EventKind string
+
+// What Run reports as it goes.
+const (
+	// EventIgnored: a stray file in conversations/, not counted.
+	EventIgnored EventKind = "ignored"
+	// EventSkipped: an entry out of shape, or a conversation that cannot
+	// be indexed (Reason says why).
+	EventSkipped EventKind = "skipped"
+	// EventRemovedTemp: a temporary file of an interrupted write, removed.
+	EventRemovedTemp EventKind = "removed-temp"
+	// EventRemovedIndex: a temporary database of an interrupted reindex,
+	// removed.
+	EventRemovedIndex EventKind = "removed-index"
+	// EventDeletionFinished: a conversation whose log carries the
+	// tombstone, removed (Path is its directory).
+	EventDeletionFinished EventKind = "deletion-finished"
+	// EventEmptyRemoved: an empty conversation directory an interrupted
+	// deletion left, removed.
+	EventEmptyRemoved EventKind = "empty-removed"
+)
+
+// Event is one thing Run reports as it happens.
+type Event struct {
+	Kind   EventKind
+	Path   string
+	Reason string
 }
 
 // Skip is a conversation reindex could not index, and why.
@@ -75,8 +106,8 @@ func (o *Options) defaults() {
 	if o.Progress == nil {
 		o.Progress = progress.Nop{}
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
+	if o.OnEvent == nil {
+		o.OnEvent = func(Event) {}
 	}
 }
 
@@ -108,20 +139,20 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	for _, p := range tree.Problems {
 		if p.Reason == store.ReasonUnexpected {
 			// A stray file is not a conversation: reported, not skipped.
-			fmt.Fprintf(opts.Log, "IGNORED %s: %s\n", p.Path, p.Reason)
+			opts.OnEvent(Event{Kind: EventIgnored, Path: p.Path, Reason: p.Reason})
 			continue
 		}
 		res.Skipped = append(res.Skipped, Skip{Path: p.Path, Reason: p.Reason})
-		fmt.Fprintf(opts.Log, "SKIPPED %s: %s\n", p.Path, p.Reason)
+		opts.OnEvent(Event{Kind: EventSkipped, Path: p.Path, Reason: p.Reason})
 	}
 	for _, p := range tree.Temps {
 		if os.Remove(p) == nil {
-			fmt.Fprintf(opts.Log, "REMOVED %s: left by an interrupted write\n", p)
+			opts.OnEvent(Event{Kind: EventRemovedTemp, Path: p})
 		}
 	}
 	for _, p := range s.TempIndexes() {
 		if os.Remove(p) == nil {
-			fmt.Fprintf(opts.Log, "REMOVED %s: left by an interrupted reindex\n", p)
+			opts.OnEvent(Event{Kind: EventRemovedIndex, Path: p})
 		}
 	}
 	tmp, err := s.NewTempIndex()
@@ -157,7 +188,7 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 				return err
 			}
 			res.DeletionsFinished = append(res.DeletionsFinished, b.dir.ID)
-			fmt.Fprintf(opts.Log, "DELETED %s: finished an interrupted deletion\n", b.dir.Path)
+			opts.OnEvent(Event{Kind: EventDeletionFinished, Path: b.dir.Path})
 		case b.empty:
 			// os.Remove refuses a directory that gained an entry since.
 			if err := os.Remove(b.dir.Path); err != nil {
@@ -167,10 +198,10 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 				return err
 			}
 			res.DeletionsFinished = append(res.DeletionsFinished, b.dir.ID)
-			fmt.Fprintf(opts.Log, "DELETED %s: removed the empty directory an interrupted deletion left\n", b.dir.Path)
+			opts.OnEvent(Event{Kind: EventEmptyRemoved, Path: b.dir.Path})
 		case b.skip != nil:
 			res.Skipped = append(res.Skipped, *b.skip)
-			fmt.Fprintf(opts.Log, "SKIPPED %s: %s\n", b.skip.Path, b.skip.Reason)
+			opts.OnEvent(Event{Kind: EventSkipped, Path: b.skip.Path, Reason: b.skip.Reason})
 			if err := w.Skip(ctx, b.dir.ID, b.dir.Name, dirFingerprint(b.dir), b.skip.Reason); err != nil {
 				return err
 			}

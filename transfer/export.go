@@ -36,8 +36,9 @@ type ExportOptions struct {
 	TempDir string
 	// Progress counts conversations exported; the total is set first.
 	Progress progress.Progress
-	// Log receives a line for each problem as found (nil: nothing).
-	Log io.Writer
+	// OnEvent receives each conversation left out and each entry out of
+	// shape, as found (nil: nothing).
+	OnEvent func(ExportEvent)
 	// Archive tunes the container (tests).
 	Archive archive.WriterOptions
 }
@@ -52,9 +53,22 @@ func (o *ExportOptions) defaults() {
 	if o.Progress == nil {
 		o.Progress = progress.Nop{}
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
+	if o.OnEvent == nil {
+		o.OnEvent = func(ExportEvent) {}
 	}
+}
+
+// ExportEvent is one thing an export reports as it happens: a conversation
+// left out because one of its logs cannot be read strictly, or a fork
+// ancestor missing (Unreadable, also in the manifest's Problems), or an
+// entry of a conversation directory that breaks the layout, not exported
+// (Unreadable false).
+type ExportEvent struct {
+	Unreadable bool
+	// ID is the conversation (for Unreadable).
+	ID     string
+	Path   string
+	Reason string
 }
 
 // ExportResult is what an export wrote.
@@ -195,7 +209,7 @@ func newExporter(s *store.Store, opts ExportOptions) (*exporter, error) {
 func (x *exporter) problem(id, p, reason string) {
 	reason = strings.TrimPrefix(reason, p+": ")
 	x.m.Problems = append(x.m.Problems, Problem{ID: id, Path: p, Reason: reason})
-	fmt.Fprintf(x.opts.Log, "UNREADABLE %s: %s\n", p, reason)
+	x.opts.OnEvent(ExportEvent{Unreadable: true, ID: id, Path: p, Reason: reason})
 }
 
 // plan checks the requested ids and finds their fork ancestors. A
@@ -396,7 +410,7 @@ func (x *exporter) read(p *planned, tmpDir string) (c *Conversation, logs []*ope
 		return nil, logs, false
 	}
 	for _, pr := range probs {
-		fmt.Fprintf(x.opts.Log, "WARNING %s: %s (not exported)\n", pr.Path, pr.Reason)
+		x.opts.OnEvent(ExportEvent{ID: p.id, Path: pr.Path, Reason: pr.Reason})
 	}
 	var convLog *openLog
 	for _, l := range cd.Logs {

@@ -120,9 +120,9 @@ func runBackup(c *ucli.Context, e *env, to string) error {
 		out = e.stderr
 	}
 	bar := e.newProgress("backup", "files archived", 0)
-	// Its lines are all problems (UNREADABLE, INVALID, WARNING): --quiet
+	// Its events are all problems (UNREADABLE, INVALID, WARNING): --quiet
 	// keeps them.
-	opts := backup.Options{ToolVersion: buildVersion(), Progress: bar, Log: e.libraryLines(e.stderr, nil), Strict: c.Bool("strict")}
+	opts := backup.Options{ToolVersion: buildVersion(), Progress: bar, OnEvent: backupRenderer(e.libraryLines(e.stderr, nil)), Strict: c.Bool("strict")}
 	sum := backupSummary{SchemaVersion: schemaVersion, Problems: []backup.Problem{}, Invalid: []backup.Problem{},
 		Vanished: []string{}, Deleted: []string{}, RemovedTemps: []string{}}
 	var res *backup.Result
@@ -522,6 +522,7 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 		Conversation: c.String("conversation"), LockTimeout: e.g.LockTimeout}
 	if !e.g.JSON {
 		opts.Log = e.libraryLines(e.stderr, problemLine)
+		opts.OnEvent = backupRenderer(opts.Log)
 	}
 	res, err := backup.Restore(c.Context, r, opts)
 	bar.Finish()
@@ -586,4 +587,27 @@ func runDemoBackup(c *ucli.Context, e *env, dataDir string) int {
 		failed++
 	}
 	return failed
+}
+
+// backupRenderer prints what backup, verify and restore report as they go,
+// one line each (docs/BACKUP.md).
+func backupRenderer(w io.Writer) func(backup.Event) {
+	return func(ev backup.Event) {
+		switch ev.Kind {
+		case backup.EventOnline:
+			fmt.Fprintf(w, "WARNING runtime.lock could not be taken (%s): backing up online\n", ev.Reason)
+		case backup.EventUnreadable:
+			fmt.Fprintf(w, "UNREADABLE %s: %s\n", ev.Path, ev.Reason)
+		case backup.EventInvalid:
+			fmt.Fprintf(w, "INVALID %s: archived whole: %s\n", ev.Path, ev.Reason)
+		case backup.EventWarning:
+			fmt.Fprintf(w, "WARNING %s: %s (archived)\n", ev.Path, ev.Reason)
+		case backup.EventMismatch:
+			fmt.Fprintf(w, "MISMATCH %s: %s\n", ev.Path, ev.Reason)
+		case backup.EventRemovedStaging:
+			fmt.Fprintf(w, "removed %s, left by an interrupted restore\n", ev.Path)
+		case backup.EventReindex:
+			fmt.Fprintln(w, reindexLine(*ev.Reindex))
+		}
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -75,18 +74,7 @@ object per event and then the summary. Takes runtime.lock (not with
 			defer s.Close()
 			bar := e.newProgress("migrate", "logs", 0)
 			opts := migrate.Options{Jobs: jobs, DryRun: c.Bool("dry-run"), Compress: comp,
-				Out: e.libraryLines(e.stdout, migrateQuiet()), Progress: bar, ToolVersion: buildVersion()}
-			if e.g.JSON {
-				var mu sync.Mutex
-				enc := json.NewEncoder(e.stdout)
-				enc.SetEscapeHTML(false)
-				opts.Out = nil
-				opts.Events = func(ev migrate.Event) {
-					mu.Lock()
-					enc.Encode(ev)
-					mu.Unlock()
-				}
-			}
+				Progress: bar, ToolVersion: buildVersion(), OnEvent: migrateRenderer(e)}
 			// The process's memory: 64 MiB + 32 MiB per job, unless
 			// GOMEMLIMIT says otherwise.
 			defer softMemoryLimit(jobs)()
@@ -159,4 +147,21 @@ func sameDir(a, b string) bool {
 	fa, errA := os.Stat(a)
 	fb, errB := os.Stat(b)
 	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
+
+// migrateRenderer prints migrate's events as they come: each as its line
+// of the text log, or under --json the inputs' steps as JSON Lines (the
+// notes are the text log's own). migrate calls it one event at a time.
+func migrateRenderer(e *env) func(migrate.Event) {
+	if !e.g.JSON {
+		lines := e.libraryLines(e.stdout, migrateQuiet())
+		return func(ev migrate.Event) { fmt.Fprintln(lines, ev.Line()) }
+	}
+	enc := json.NewEncoder(e.stdout)
+	enc.SetEscapeHTML(false)
+	return func(ev migrate.Event) {
+		if ev.MessageType != "" {
+			enc.Encode(ev)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -58,7 +59,8 @@ func runReindex(c *ucli.Context, e *env, jobs int) error {
 	bar := e.newProgress("reindex", "conversations", 0)
 	opts := reindex.Options{Jobs: jobs, Progress: bar, NoText: c.Bool("no-search")}
 	if !e.g.JSON {
-		opts.Log = e.libraryLines(e.stdout, problemLine)
+		lines := e.libraryLines(e.stdout, problemLine)
+		opts.OnEvent = func(ev reindex.Event) { fmt.Fprintln(lines, reindexLine(ev)) }
 	}
 	res, err := reindex.Run(c.Context, s, opts)
 	bar.Finish()
@@ -140,4 +142,23 @@ func upper(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// reindexLine is a reindex event as reindex prints it (docs/CLI.md).
+func reindexLine(ev reindex.Event) string {
+	switch ev.Kind {
+	case reindex.EventIgnored:
+		return "IGNORED " + ev.Path + ": " + ev.Reason
+	case reindex.EventSkipped:
+		return "SKIPPED " + ev.Path + ": " + ev.Reason
+	case reindex.EventRemovedTemp:
+		return "REMOVED " + ev.Path + ": left by an interrupted write"
+	case reindex.EventRemovedIndex:
+		return "REMOVED " + ev.Path + ": left by an interrupted reindex"
+	case reindex.EventDeletionFinished:
+		return "DELETED " + ev.Path + ": finished an interrupted deletion"
+	case reindex.EventEmptyRemoved:
+		return "DELETED " + ev.Path + ": removed the empty directory an interrupted deletion left"
+	}
+	return strings.ToUpper(string(ev.Kind)) + " " + ev.Path + ": " + ev.Reason
 }

@@ -92,8 +92,15 @@ func runExport(c *ucli.Context, e *env, ids []string, to string) error {
 		out = e.stderr // stdout carries the archive
 	}
 	bar := e.newProgress("export", "conversations", 0)
-	// Its lines are problems (UNREADABLE, WARNING): --quiet keeps them.
-	opts := transfer.ExportOptions{IDs: ids, ToolVersion: buildVersion(), Progress: bar, Log: e.libraryLines(e.stderr, nil)}
+	// Its events are problems (UNREADABLE, WARNING): --quiet keeps them.
+	lines := e.libraryLines(e.stderr, nil)
+	opts := transfer.ExportOptions{IDs: ids, ToolVersion: buildVersion(), Progress: bar, OnEvent: func(ev transfer.ExportEvent) {
+		if ev.Unreadable {
+			fmt.Fprintf(lines, "UNREADABLE %s: %s\n", ev.Path, ev.Reason)
+		} else {
+			fmt.Fprintf(lines, "WARNING %s: %s (not exported)\n", ev.Path, ev.Reason)
+		}
+	}}
 	var res *transfer.ExportResult
 	if to == "-" {
 		res, err = transfer.Export(c.Context, s, e.stdout, opts)
