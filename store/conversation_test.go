@@ -768,3 +768,49 @@ func TestDeleteGuard(t *testing.T) {
 		t.Fatalf("src after delete: %v", err)
 	}
 }
+
+// TestForkSeedKeepsHistoryOrder: the seed holds the messages in the order
+// the model reads them, which after a replacement in the middle of the
+// history is not the order of their seqs.
+func TestForkSeedKeepsHistoryOrder(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Plain)
+	mustNil(t, s.CreateConversation("src", "/home/u/p", nil, nil))
+	w, err := s.StartSession("src", "root", "coder", "m", "")
+	mustNil(t, err)
+	b := &sessionEvents{}
+	b.fullTurn("one")
+	b.fullTurn("two")
+	var surface []int64
+	for i, e := range b.evs {
+		if e.SurfaceOp != nil {
+			surface = append(surface, int64(i))
+		}
+	}
+	// Replace the first turn's messages (after the system prompt) with one
+	// summary: the later turn's messages stay after it, with lower seqs.
+	b.turn++
+	b.add("turn/start", `{"turn":3}`, false)
+	b.add("step/start", `{"turn":3,"step":1}`, false)
+	b.add("compaction/start", `{"compactionId":"c1"}`, false)
+	b.replace(convlog.TypeUserMessage,
+		`{"content":[{"type":"text","text":"summary of one"}],"source":{"kind":"compact-checkpoint","compactionId":"c1"},"role":"user","id":"cp1"}`,
+		surface[1], surface[3], surface[1:4])
+	b.add("compaction/end", `{"compactionId":"c1"}`, false)
+	b.add("step/end", `{"turn":3,"step":1}`, false)
+	b.add(convlog.TypeTurnEnd, `{"turn":3,"reason":{"kind":"completed"}}`, false)
+	mustNil(t, w.Append(b.evs))
+	mustNil(t, w.Close())
+	srcHist := history(t, b.evs)
+	if len(srcHist) < 4 || !strings.Contains(srcHist[1], "cp1") {
+		t.Fatalf("source history %v: the summary is not second", srcHist)
+	}
+
+	mustNil(t, s.Fork("src", "root", "fork", "froot", -1))
+	p, err := at(dir).SessionLogFile("fork", "froot")
+	mustNil(t, err)
+	_, evs := readEvents(t, p)
+	if got, want := strings.Join(history(t, evs), ","), strings.Join(srcHist, ","); got != want {
+		t.Fatalf("seed history %s, source history %s", got, want)
+	}
+}

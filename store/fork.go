@@ -495,62 +495,48 @@ func (s *Store) copyHistory(src, dst string, h *convlog.Header, cut int64) error
 	return b.close()
 }
 
-// surfaceNode is one node of the source's current history.
-type surfaceNode struct {
-	seq       int64
-	typ       string
-	time      int64
-	data      []byte
-	ignorable bool
-}
-
 // writeSeed writes a seeded log holding the history the model reads at cut
-// (each node re-appended), error results for tool calls that have none, and
-// the inherited session/end-seed marker.
+// (each message's event re-appended in history order, with its time),
+// error results for tool calls that have none, and the inherited
+// session/end-seed marker. The history is convlog's: the source is replayed
+// through History and its interpreters; a second pass takes the events of
+// the messages it holds.
 func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
+	order, err := historyAt(src, cut)
+	if err != nil {
+		return err
+	}
+	keep := make(map[int64]convlog.Event, len(order))
+	for _, seq := range order {
+		keep[seq] = convlog.Event{}
+	}
 	r, err := convlog.Open(src, convlog.ReaderOptions{})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	var nodes []surfaceNode
+	app := &convlog.SurfaceOp{}
 	for {
-		e, err := r.Next()
-		if err == io.EOF {
+		ev, err := r.Next()
+		if err == io.EOF || (err == nil && ev.Seq > cut) {
 			break
 		}
 		if err != nil {
 			return err
 		}
-		if e.Seq > cut {
-			break
+		if _, ok := keep[ev.Seq]; ok {
+			keep[ev.Seq] = convlog.Event{Type: ev.Type, Time: ev.Time, Data: bytes.Clone(ev.Data), SurfaceOp: app, Ignorable: ev.Ignorable}
 		}
-		if e.SurfaceOp == nil {
-			continue
-		}
-		n := surfaceNode{seq: e.Seq, typ: e.Type, time: e.Time, data: bytes.Clone(e.Data), ignorable: e.Ignorable}
-		if !e.SurfaceOp.Replace {
-			nodes = append(nodes, n)
-			continue
-		}
-		start := slices.IndexFunc(nodes, func(x surfaceNode) bool { return x.seq == e.SurfaceOp.StartSeq })
-		end := slices.IndexFunc(nodes, func(x surfaceNode) bool { return x.seq == e.SurfaceOp.EndSeq })
-		if start < 0 || end < start {
-			return fmt.Errorf("%s: %s at seq %d replaces %d..%d, which is not a span of the current history",
-				src, e.Type, e.Seq, e.SurfaceOp.StartSeq, e.SurfaceOp.EndSeq)
-		}
-		nodes = slices.Replace(nodes, start, end+1, n)
 	}
 	b := &batcher{path: dst, h: h, comp: s.comp}
-	app := &convlog.SurfaceOp{}
 	var pending []string
 	var last turnStep
-	for _, n := range nodes {
-		e := convlog.Event{Type: n.typ, Time: n.time, Data: n.data, SurfaceOp: app, Ignorable: n.ignorable}
+	for _, seq := range order {
+		e := keep[seq]
 		if m, err := eventMessage(&e); err == nil {
-			switch n.typ {
+			switch e.Type {
 			case convlog.TypeAssistantMessage:
-				json.Unmarshal(n.data, &last)
+				json.Unmarshal(e.Data, &last)
 				for _, blk := range m.Content {
 					if blk.Type == "tool-call" && blk.ID != "" {
 						pending = append(pending, blk.ID)
@@ -578,4 +564,34 @@ func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
 		return err
 	}
 	return b.close()
+}
+
+// historyAt is the seqs of the messages the model reads at cut in the log
+// at src, in history order: its events through cut replayed by convlog's
+// History.
+func historyAt(src string, cut int64) ([]int64, error) {
+	r, err := convlog.Open(src, convlog.ReaderOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var hist convlog.History
+	for {
+		e, err := r.Next()
+		if err == io.EOF || (err == nil && e.Seq > cut) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := hist.Apply(convlog.DefaultRegistry, e); err != nil {
+			return nil, fmt.Errorf("%s: %w", src, err)
+		}
+	}
+	msgs := hist.Messages()
+	order := make([]int64, len(msgs))
+	for i, m := range msgs {
+		order[i] = m.Seq
+	}
+	return order, nil
 }
