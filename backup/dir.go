@@ -213,6 +213,10 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 	wo.snapshotPath = tmpName + snapshotSuffix
 	bw := bufio.NewWriterSize(tmp, 1<<20)
 	r, err := Write(ctx, s, bw, wo)
+	if err == nil {
+		// Interrupted once the archive was written: not published.
+		err = ctx.Err()
+	}
 	if err != nil {
 		return nil, err
 	}

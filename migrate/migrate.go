@@ -36,6 +36,11 @@ var ErrWriterVersion = errors.New("this command requires a V4 session writer")
 // larger.
 const MaxDefaultJobs = 16
 
+// MaxJobs bounds the logs converted at once, whatever Options.Jobs asks:
+// each job holds up to tens of megabytes, and more jobs than CPUs only
+// contend. Never more jobs run than there are inputs.
+const MaxJobs = 64
+
 // DefaultJobs is the number of CPUs, at most MaxDefaultJobs.
 func DefaultJobs() int { return min(runtime.NumCPU(), MaxDefaultJobs) }
 
@@ -51,7 +56,8 @@ const (
 
 // Options configure Run.
 type Options struct {
-	// Jobs bounds how many logs are converted at once (default DefaultJobs).
+	// Jobs bounds how many logs are converted at once (default DefaultJobs;
+	// never more than MaxJobs).
 	Jobs int
 	// DryRun plans without writing any log: what each would become and the
 	// disk space successors need. The text log and summary are still kept.
@@ -165,6 +171,7 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	if opts.Jobs <= 0 {
 		opts.Jobs = DefaultJobs()
 	}
+	opts.Jobs = min(opts.Jobs, MaxJobs)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

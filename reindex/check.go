@@ -94,7 +94,7 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 		}
 		return nil
 	})
-	if err != nil {
+	if err = interrupted(ctx, err); err != nil {
 		return nil, err
 	}
 	for id := range indexed {

@@ -34,10 +34,15 @@ import (
 // message cannot make the index (or the reindex's memory) grow with it.
 const MaxIndexedText = 32 << 10
 
+// MaxJobs bounds the conversations read at once, whatever Options.Jobs
+// asks: more readers would only contend for the CPUs and hold more of the
+// store in memory. Never more readers run than there are conversations.
+const MaxJobs = 64
+
 // Options tune Run and Check.
 type Options struct {
 	// Jobs bounds how many conversations are read at once (default: CPUs,
-	// at most 16).
+	// at most 16; never more than MaxJobs).
 	Jobs int
 	// Progress counts conversations done; the total is set first.
 	Progress progress.Progress
@@ -103,6 +108,7 @@ func (o *Options) defaults() {
 	if o.Jobs <= 0 {
 		o.Jobs = min(runtime.NumCPU(), 16)
 	}
+	o.Jobs = min(o.Jobs, MaxJobs)
 	if o.Progress == nil {
 		o.Progress = progress.Nop{}
 	}
@@ -121,6 +127,9 @@ type built struct {
 	// empty: the directory holds nothing at all, the remnant of a delete
 	// interrupted after its last file was removed.
 	empty bool
+	// err: the read was interrupted (the context is done); nothing else
+	// holds.
+	err error
 }
 
 // Run rebuilds the index of the store s, which must hold runtime.lock
@@ -216,7 +225,8 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 		}
 		return nil
 	})
-	if err != nil {
+	// Interrupted, even after the last conversation: not swapped in.
+	if err = interrupted(ctx, err); err != nil {
 		w.Rollback()
 		return nil, err
 	}
@@ -233,6 +243,16 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	}
 	sort.Slice(res.Skipped, func(i, j int) bool { return res.Skipped[i].Path < res.Skipped[j].Path })
 	return res, nil
+}
+
+// interrupted is ctx's error once ctx is done, whatever err the work that
+// stopped gave (a statement the cancellation closed, say), else err: an
+// interrupted run says so.
+func interrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }
 
 // swap puts the new index in place of the old in one rename. The old
@@ -260,7 +280,8 @@ func swap(tmp, final string) error {
 // readers then rarely wait for each other (a large conversation no longer
 // stalls the readers behind it), and memory stays bounded.
 func build(ctx context.Context, convs []store.ConversationDir, present map[string]bool, opts Options, sink func(*built) error) error {
-	jobs := opts.Jobs
+	// Never more readers than conversations.
+	jobs := min(opts.Jobs, len(convs))
 	ctx, cancel := context.WithCancel(ctx)
 	results := make([]chan *built, len(convs))
 	for i := range results {
@@ -300,7 +321,7 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				b := readConversation(convs[i], present, !opts.NoText)
+				b := readConversationWith(ctx, convs[i], func(id string) bool { return present[id] }, !opts.NoText)
 				mu.Lock()
 				held += b.textBytes()
 				mu.Unlock()
@@ -324,6 +345,9 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 			return ctx.Err()
 		}
 		results[i] = nil
+		if b.err != nil {
+			return b.err
+		}
 		mu.Lock()
 		pending--
 		held -= b.textBytes()
@@ -354,10 +378,12 @@ func (b *built) textBytes() int64 {
 
 // readConversation replays one conversation's logs into index rows.
 func readConversation(c store.ConversationDir, present map[string]bool, withText bool) *built {
-	return readConversationWith(c, func(id string) bool { return present[id] }, withText)
+	return readConversationWith(context.Background(), c, func(id string) bool { return present[id] }, withText)
 }
 
-func readConversationWith(c store.ConversationDir, present func(string) bool, withText bool) *built {
+// readConversationWith is readConversation that stops when ctx is done
+// (b.err set).
+func readConversationWith(ctx context.Context, c store.ConversationDir, present func(string) bool, withText bool) *built {
 	b := &built{dir: c}
 	skip := func(path, format string, args ...any) *built {
 		b.skip = &Skip{ID: c.ID, Path: path, Reason: fmt.Sprintf(format, args...)}
@@ -417,7 +443,11 @@ func readConversationWith(c store.ConversationDir, present func(string) bool, wi
 		if si := info.Session(l.ID); si != nil {
 			sess.Agent, sess.Model, sess.ParentSession = si.Agent, si.Model, si.ParentSession
 		}
-		msgs, st, h, mtime, err := readSession(l.Path, l.ID, withText)
+		msgs, st, h, mtime, err := readSession(ctx, l.Path, l.ID, withText)
+		if err != nil && ctx.Err() != nil {
+			b.err = ctx.Err()
+			return b
+		}
 		if err != nil {
 			reason := "unreadable session log"
 			if errors.Is(err, convlog.ErrUnsupported) {
@@ -465,14 +495,17 @@ func fingerprintOf(h io.Writer, path string, size int64, mtime time.Time) {
 
 // readSession reads one session log to its end: its stats and the text of
 // its user and assistant messages.
-func readSession(path, sessionID string, withText bool) ([]index.Message, convlog.Stats, *convlog.Header, time.Time, error) {
+func readSession(ctx context.Context, path, sessionID string, withText bool) ([]index.Message, convlog.Stats, *convlog.Header, time.Time, error) {
 	r, err := convlog.Open(path, convlog.ReaderOptions{})
 	if err != nil {
 		return nil, convlog.Stats{}, nil, time.Time{}, err
 	}
 	defer r.Close()
 	var msgs []index.Message
-	for {
+	for n := 0; ; n++ {
+		if n%1024 == 0 && ctx.Err() != nil {
+			return nil, convlog.Stats{}, nil, time.Time{}, ctx.Err()
+		}
 		e, err := r.Next()
 		if err == io.EOF {
 			break

@@ -36,7 +36,10 @@ func Update(ctx context.Context, db *index.DB, s *store.Store, convID string) er
 		_, err = os.Lstat(p)
 		return err == nil
 	}
-	b := readConversationWith(c, present, true)
+	b := readConversationWith(ctx, c, present, true)
+	if b.err != nil {
+		return b.err
+	}
 	w, err := db.Begin(ctx)
 	if err != nil {
 		return err
@@ -51,7 +54,7 @@ func Update(ctx context.Context, db *index.DB, s *store.Store, convID string) er
 	}
 	if err != nil {
 		w.Rollback()
-		return fmt.Errorf("update %q in the index: %w", convID, err)
+		return fmt.Errorf("update %q in the index: %w", convID, interrupted(ctx, err))
 	}
 	return w.Commit()
 }

@@ -157,6 +157,9 @@ func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportO
 	if err := bw.Flush(); err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // interrupted: not published
+	}
 	ok = true // Publish removes the temporary file on failure
 	if err := durable.Publish(tmp, abs); err != nil {
 		return nil, err

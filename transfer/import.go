@@ -400,6 +400,9 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 	}
 
 	// 5. Place, map, index.
+	if err := ctx.Err(); err != nil {
+		return res, err // interrupted before anything was placed
+	}
 	placed = true
 	if err := imp.placeAll(); err != nil {
 		return res, err

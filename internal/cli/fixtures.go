@@ -54,7 +54,7 @@ adds multi-megabyte logs. Point any command at it with --data-dir DIR.`,
 			if err := requireEmpty(to); err != nil {
 				return err
 			}
-			rep, err := fixtures.Generate(to, fixtures.Options{Seed: c.Int64("seed"), Conversations: c.Int("conversations"),
+			rep, err := fixtures.GenerateContext(c.Context, to, fixtures.Options{Seed: c.Int64("seed"), Conversations: c.Int("conversations"),
 				Large: c.Bool("large"), Compression: comp})
 			if err != nil {
 				return err
@@ -121,7 +121,7 @@ for you to explore. Exit 0 when every job behaved as the sample expects.`,
 			if err != nil {
 				return err
 			}
-			rep, err := fixtures.Sample(dir)
+			rep, err := fixtures.SampleContext(c.Context, dir)
 			if err != nil {
 				return err
 			}

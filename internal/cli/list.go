@@ -165,6 +165,9 @@ or --force is given. Takes runtime.lock.`,
 				defer db.Close()
 			}
 			for _, id := range ids {
+				if err := c.Context.Err(); err != nil {
+					return err // interrupted between two deletions
+				}
 				if err := s.DeleteUnguarded(id); err != nil {
 					return err
 				}

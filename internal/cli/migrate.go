@@ -77,7 +77,7 @@ object per event and then the summary. Takes runtime.lock (not with
 				Progress: bar, ToolVersion: buildVersion(), OnEvent: migrateRenderer(e)}
 			// The process's memory: 64 MiB + 32 MiB per job, unless
 			// GOMEMLIMIT says otherwise.
-			defer softMemoryLimit(jobs)()
+			defer softMemoryLimit(min(jobs, migrate.MaxJobs))()
 			sum, err := migrate.Run(c.Context, s, opts)
 			bar.Finish()
 			if err != nil {

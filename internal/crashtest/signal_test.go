@@ -1,0 +1,189 @@
+//go:build unix
+
+package crashtest
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/convkit/convkit/fixtures"
+)
+
+// signalDeadline is how long a job may take to end after SIGTERM: a hang
+// detector, far above the second the command line promises.
+const signalDeadline = 20 * time.Second
+
+// TestSIGTERM sends SIGTERM to each job mid-run (the process is stopped as
+// soon as it has started its work, signalled, and continued, so the signal
+// always lands mid-way) and checks that it exits 130 within the deadline,
+// leaves no temporary file, and leaves its originals as they were.
+func TestSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds convkit and signals processes")
+	}
+	h := &harness{env: childEnv(t.TempDir())}
+	base := t.TempDir()
+	src := filepath.Join(base, "src")
+	// Large logs make every job last long enough that the signal, sent
+	// the moment its work begins, lands well before it ends.
+	rep, err := fixtures.Generate(src, fixtures.Options{Seed: 41, Conversations: 60, Large: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without interrupted deletions: reindex would rightly finish them.
+	var ids []string
+	for _, c := range rep.Conversations {
+		if c.Deleting {
+			if err := os.RemoveAll(c.Dir); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if !c.Has(fixtures.CaseCorrupt) {
+			ids = append(ids, c.ID)
+		}
+	}
+	bundle := filepath.Join(base, "bundle.tar.zst")
+	h.must(t, 0, append([]string{"--data-dir", src, "-q", "export", "--to", bundle}, ids...)...)
+	tmp := strings.TrimPrefix(h.env[len(h.env)-1], "TMPDIR=")
+
+	type trial struct {
+		args []string
+		// started is a glob that matches once the job has begun its work.
+		started string
+		// scan must hold no temporary file afterwards; unchanged are the
+		// trees whose files must be as they were (lock file aside), and
+		// absent the paths that must not exist.
+		scan, unchanged, absent []string
+	}
+	jobs := []struct {
+		name    string
+		prepare func(t *testing.T, dir string) trial
+	}{
+		{"reindex", func(t *testing.T, dir string) trial {
+			data := filepath.Join(dir, "data")
+			copyTree(t, src, data)
+			return trial{args: []string{"--data-dir", data, "reindex", "--jobs", "9007199254740991"},
+				started: filepath.Join(data, ".metadata.db.*.tmp"), scan: []string{data}, unchanged: []string{data},
+				absent: []string{filepath.Join(data, "metadata.db")}}
+		}},
+		{"migrate", func(t *testing.T, dir string) trial {
+			data := filepath.Join(dir, "data")
+			copyTree(t, src, data)
+			return trial{args: []string{"--data-dir", data, "migrate", "--jobs", "2"},
+				started: filepath.Join(tmp, "convkit-migrate-v4-*"), scan: []string{data}, unchanged: []string{data}}
+		}},
+		{"backup", func(t *testing.T, dir string) trial {
+			data, bk := filepath.Join(dir, "data"), filepath.Join(dir, "bk")
+			copyTree(t, src, data)
+			return trial{args: []string{"--data-dir", data, "backup", "--to", bk},
+				started: filepath.Join(bk, ".convkit-*"), scan: []string{data, bk}, unchanged: []string{data}}
+		}},
+		{"export", func(t *testing.T, dir string) trial {
+			data, out := filepath.Join(dir, "data"), filepath.Join(dir, "out.tar.zst")
+			copyTree(t, src, data)
+			return trial{args: append([]string{"--data-dir", data, "export", "--to", out}, ids...),
+				started: filepath.Join(dir, ".out.tar.zst.*"), scan: []string{dir}, unchanged: []string{data},
+				absent: []string{out}}
+		}},
+		{"import", func(t *testing.T, dir string) trial {
+			target, arch := filepath.Join(dir, "target"), filepath.Join(dir, "bundle.tar.zst")
+			copyData(bundle, arch)
+			return trial{args: []string{"--data-dir", target, "import", arch},
+				started: filepath.Join(target, ".conversations.import-*"), scan: []string{dir},
+				unchanged: []string{filepath.Dir(arch)}}
+		}},
+	}
+	for _, j := range jobs {
+		t.Run(j.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tr := j.prepare(t, dir)
+			before := map[string]map[string]string{}
+			for _, u := range tr.unchanged {
+				before[u] = hashTree(t, u, isLockFile)
+			}
+			code, took, stderr := h.interrupt(t, tr.started, tr.args...)
+			t.Logf("convkit %s: exit %d %s after SIGTERM", j.name, code, took.Round(time.Millisecond))
+			if code != 130 {
+				t.Fatalf("exit %d after SIGTERM, want 130\n%s", code, stderr)
+			}
+			if took > signalDeadline {
+				t.Fatalf("took %s to end after SIGTERM", took)
+			}
+			if left := temps(t, tr.scan...); len(left) > 0 {
+				t.Fatalf("temporary files left: %v", left)
+			}
+			for _, u := range tr.unchanged {
+				after := hashTree(t, u, isLockFile)
+				for rel, sum := range before[u] {
+					if after[rel] != sum {
+						t.Fatalf("%s/%s changed or vanished", u, rel)
+					}
+				}
+			}
+			for _, p := range tr.absent {
+				if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("%s exists after the interrupted run", p)
+				}
+			}
+		})
+	}
+}
+
+// interrupt starts convkit, stops it as soon as started (a glob) matches,
+// sends SIGTERM and lets it go on; it returns the exit code and how long
+// the process took to end once continued, and its stderr.
+func (h *harness) interrupt(t *testing.T, started string, args ...string) (int, time.Duration, string) {
+	t.Helper()
+	cmd, _, errb := h.command(args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if m, _ := filepath.Glob(started); len(m) > 0 {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("convkit %s ended (%v) before it could be interrupted\n%s", strings.Join(args, " "), err, errb)
+		default:
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("convkit %s: nothing matches %s after a minute", strings.Join(args, " "), started)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGSTOP)
+	cmd.Process.Signal(syscall.SIGTERM)
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGCONT)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(signalDeadline + 10*time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("convkit %s still runs %s after SIGTERM", strings.Join(args, " "), time.Since(start).Round(time.Second))
+	}
+	took := time.Since(start)
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, took, errb.String()
+	case errors.As(err, &ee) && ee.Exited():
+		return ee.ExitCode(), took, errb.String()
+	default:
+		t.Fatalf("convkit %s: %v\n%s", strings.Join(args, " "), err, errb)
+	}
+	return 0, took, ""
+}
