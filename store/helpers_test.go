@@ -2,15 +2,18 @@ package store
 
 import (
 	"context"
-	"time"
 )
 
-// at is a read-only handle of dir for the reading methods, made without
-// Open's check that dir is a store: these tests read layouts that are not
-// all stores (a missing conversations directory, say).
+// at is a read-only handle of dir for the reading methods. These tests
+// read layouts that are not all stores yet (a missing conversations
+// directory, say), so Open may take dir for a new store: read-only, that
+// creates nothing.
 func at(dir string) *Store {
-	return &Store{dataDir: dir, lock: &Lock{path: LockPath(dir), mode: LockNone}, now: time.Now, exists: true,
-		convs: map[string]*openConv{}}
+	s, err := Open(context.Background(), dir, OpenOptions{Create: CreateAlways})
+	if err != nil {
+		panic(err)
+	}
+	return s
 }
 
 // lockDir takes runtime.lock of dir (made a store if it is not one) through

@@ -82,10 +82,10 @@ func TestLockAcrossProcesses(t *testing.T) {
 	l, err := lockDir(ctx, dir, LockOptions{Mode: LockExclusive, Command: "convkit test"})
 	if err == nil {
 		l.Release()
-		t.Fatal("AcquireLock succeeded while another process holds the lock")
+		t.Fatal("Open succeeded while another process holds the lock")
 	}
 	if d := time.Since(start); d > 250*time.Millisecond {
-		t.Errorf("fail-fast AcquireLock took %v", d)
+		t.Errorf("fail-fast Open took %v", d)
 	}
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("error %v does not wrap ErrLocked", err)
@@ -112,7 +112,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 	start = time.Now()
 	_, err = lockDir(ctx, dir, LockOptions{Mode: LockExclusive, Timeout: 300 * time.Millisecond})
 	if d := time.Since(start); !errors.Is(err, ErrLocked) || d < 290*time.Millisecond || d > 5*time.Second {
-		t.Fatalf("AcquireLock with timeout: %v after %v", err, d)
+		t.Fatalf("Open with timeout: %v after %v", err, d)
 	}
 
 	// Held: a cancelled context ends the wait.
@@ -120,7 +120,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 	defer cancel()
 	_, err = lockDir(cctx, dir, LockOptions{Mode: LockExclusive, Timeout: time.Minute})
 	if !errors.Is(err, ErrLocked) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("AcquireLock with a context deadline: %v", err)
+		t.Fatalf("Open with a context deadline: %v", err)
 	}
 
 	// Readers take nothing and never wait.
@@ -150,7 +150,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d > 100*time.Millisecond {
-		t.Errorf("AcquireLock of a free lock took %v", d)
+		t.Errorf("Open of a free lock took %v", d)
 	}
 	st, err = LockStatus(dir)
 	if err != nil {
@@ -299,7 +299,7 @@ func TestLockFileModes(t *testing.T) {
 }
 
 // TestLockRefusesLinksAndSpecialFiles: a runtime.lock that is a symbolic
-// link, a FIFO or a directory is refused by AcquireLock and LockStatus,
+// link, a FIFO or a directory is refused by Open (exclusive) and LockStatus,
 // without blocking, and nothing is written through it.
 func TestLockRefusesLinksAndSpecialFiles(t *testing.T) {
 	cases := []struct {
@@ -356,9 +356,9 @@ func TestLockRefusesLinksAndSpecialFiles(t *testing.T) {
 			select {
 			case <-done:
 			case <-time.After(10 * time.Second):
-				t.Fatal("AcquireLock or LockStatus blocked")
+				t.Fatal("Open or LockStatus blocked")
 			}
-			for what, err := range map[string]error{"AcquireLock": lockErr, "LockStatus": statusErr} {
+			for what, err := range map[string]error{"Open": lockErr, "LockStatus": statusErr} {
 				if err == nil {
 					t.Errorf("%s accepted the %s", what, c.name)
 					continue
