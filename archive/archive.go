@@ -26,8 +26,23 @@
 //     Extract writes only into a directory the caller made for it, so a
 //     hostile archive writes nothing anywhere else, and refuses at its
 //     header an entry that would not fit in that file system's free space
-//     less FreeReserve; ExtractTo renames that directory into place only
-//     after everything checked out.
+//     less FreeReserve; ExtractTo extracts into a staging directory and
+//     renames its tree into place only after everything checked out.
+//
+// Around the container, what backup, restore, export and import share:
+//
+//   - Staging: a private directory where an archive is extracted and
+//     checked before anything reaches its destination, flock'ed while its
+//     process lives; SweepStaging removes those killed processes left and
+//     never a live one's.
+//   - TempFile: the file an archive is written to before it is published
+//     under its final name, flock'ed while written; SweepTemps removes
+//     those of killed writers.
+//   - The manifest: ManifestHeader opens every manifest (backup's and
+//     export's each embed it); a ManifestFormat writes it as the last
+//     entry, decodes and checks it, and Verify is the manifest-last check
+//     of an extraction: the manifest last, then every entry against it.
+//     Backup and transfer keep only their own fields and policies.
 package archive
 
 import (

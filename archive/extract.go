@@ -2,16 +2,13 @@ package archive
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/convkit/convkit/durable"
 )
@@ -76,6 +73,8 @@ type Extracted struct {
 	Name   string
 	Size   int64
 	SHA256 [sha256.Size]byte
+	// Offset is the byte offset of the entry's header in the tar stream.
+	Offset int64
 }
 
 // Hex is the SHA-256 in lower-case hex.
@@ -83,7 +82,7 @@ func (e Extracted) Hex() string { return hex.EncodeToString(e.SHA256[:]) }
 
 // Extract reads the archive from r and writes every entry under dir, which
 // must be an existing empty directory that the caller made for it (see
-// NewStagingDir). Files are created exclusively (never through a link,
+// NewStaging). Files are created exclusively (never through a link,
 // never over an existing name) with mode 0600, directories with 0700. It
 // returns the entries in archive order with their sizes and SHA-256.
 //
@@ -180,7 +179,7 @@ func (x *extractor) file(ctx context.Context, ar *Reader, h *Header) (Extracted,
 	if err != nil {
 		return Extracted{}, fmt.Errorf("%s: %w", h.Name, err)
 	}
-	e := Extracted{Name: h.Name}
+	e := Extracted{Name: h.Name, Offset: h.Offset}
 	err = func() error {
 		if err := f.Chmod(FileMode); err != nil {
 			return err
@@ -237,82 +236,39 @@ func (x *extractor) syncDirs() error {
 	return durable.SyncDir(x.dir)
 }
 
-// StagingSuffix ends the name of every staging directory NewStagingDir
-// makes, so leftovers of a killed run can be recognised.
-const StagingSuffix = durable.TempSuffix
-
-// NewStagingDir creates a new private (0700) directory beside target,
-// named ".<base of target>.<tag>-<random>.tmp", on the same file system so
-// that it can be renamed to target. The parent of target must exist.
-func NewStagingDir(target, tag string) (string, error) {
-	target = filepath.Clean(target)
-	parent, base := filepath.Split(target)
-	if parent == "" {
-		parent = "."
-	}
-	for range 100 {
-		var b [6]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return "", err
-		}
-		p := filepath.Join(parent, "."+base+"."+tag+"-"+hex.EncodeToString(b[:])+StagingSuffix)
-		err := os.Mkdir(p, durable.DirMode)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		if err := os.Chmod(p, durable.DirMode); err != nil {
-			os.Remove(p)
-			return "", err
-		}
-		return p, nil
-	}
-	return "", fmt.Errorf("%s: could not create a staging directory", parent)
-}
-
-// IsStagingDir reports whether name (a base name) is a staging directory
-// NewStagingDir made for target's base name and tag.
-func IsStagingDir(name, targetBase, tag string) bool {
-	return strings.HasPrefix(name, "."+targetBase+"."+tag+"-") && strings.HasSuffix(name, StagingSuffix)
-}
-
 // ExtractTo extracts the archive into a new staging directory beside
-// target, runs check on it (check may add or remove files there, and may
-// clear target), and then renames the staging directory to target, which
-// must then not exist or be an empty directory. On any failure the staging
-// directory is removed and target is left as check left it: a hostile or
-// damaged archive writes nothing at target.
+// target (NewStaging), runs check on its tree (check may add or remove
+// files there, and may clear target), and then renames the tree to
+// target, which must then not exist or be an empty directory. The staging
+// directory is removed in any case, and target is left as check left it
+// on a failure: a hostile or damaged archive writes nothing at target.
+// Staging directories of killed extractions to target are removed first.
 func ExtractTo(ctx context.Context, r io.Reader, target string, opts ExtractOptions,
 	check func(dir string, entries []Extracted) error) ([]Extracted, error) {
-	if err := durable.MkdirAll(filepath.Dir(filepath.Clean(target))); err != nil {
+	target = filepath.Clean(target)
+	parent, name := filepath.Dir(target), "."+filepath.Base(target)+".extract"
+	if err := durable.MkdirAll(parent); err != nil {
 		return nil, err
 	}
-	stage, err := NewStagingDir(target, "extract")
+	stage, err := NewStaging(parent, name)
 	if err != nil {
 		return nil, err
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			os.RemoveAll(stage)
-		}
-	}()
-	ents, err := Extract(ctx, r, stage, opts)
+	defer stage.Remove()
+	SweepStaging(parent, name, stage, UnlockedStagingAge)
+	ents, err := Extract(ctx, r, stage.Tree(), opts)
 	if err != nil {
 		return nil, err
 	}
 	if check != nil {
-		if err := check(stage, ents); err != nil {
+		if err := check(stage.Tree(), ents); err != nil {
 			return nil, err
 		}
 	}
-	if err := os.Rename(stage, target); err != nil {
+	if err := os.Rename(stage.Tree(), target); err != nil {
 		return nil, fmt.Errorf("move the extracted tree into place: %w", err)
 	}
-	committed = true
-	if err := durable.SyncDir(filepath.Dir(filepath.Clean(target))); err != nil {
+	if err := durable.SyncDir(parent); err != nil {
 		return ents, err
 	}
 	return ents, nil

@@ -25,9 +25,7 @@ package backup
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -35,7 +33,6 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/archive"
-	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/progress"
 	"github.com/convkit/convkit/store"
 )
@@ -121,12 +118,9 @@ var ErrNoStore = store.ErrNoStore
 // archive cannot be written or the store cannot be walked.
 func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Result, error) {
 	opts.defaults()
-	now := opts.Now().UTC().Truncate(time.Second)
-	m := &Manifest{
-		Format: FormatName, FormatVersion: FormatVersion, Tool: ToolName, ToolVersion: opts.ToolVersion,
-		LogFormatVersion: convlog.CurrentVersion, CreatedAt: now, LogCheck: LogCheckStructure,
-		Conversations: []Conversation{}, Files: []File{}, Problems: []Problem{},
-	}
+	m := &Manifest{ManifestHeader: manifestFormat.Header(opts.ToolVersion, opts.Now()), LogCheck: LogCheckStructure,
+		Conversations: []Conversation{}, Files: []File{}, Problems: []Problem{}}
+	now := m.CreatedAt
 	if !s.Writable() {
 		// Online: copying committed prefixes is safe whoever writes.
 		_, holder, why := s.Online()
@@ -290,14 +284,8 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		}
 	}
 
-	var data bytes.Buffer
-	enc := json.NewEncoder(&data)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(m); err != nil {
+	if _, err := archive.WriteManifest(aw, m); err != nil {
 		return fail(err)
-	}
-	if _, err := aw.WriteBytes(archive.ManifestName, archive.Text, data.Bytes()); err != nil {
-		return fail(fmt.Errorf("archive the manifest: %w", err))
 	}
 	if err := aw.Close(); err != nil {
 		return nil, err

@@ -1,16 +1,12 @@
 package backup
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
-	"time"
 
+	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
-
 	"github.com/convkit/convkit/store"
 )
 
@@ -19,8 +15,13 @@ import (
 const (
 	FormatName    = "convkit-backup"
 	FormatVersion = 1
-	ToolName      = "convkit"
+	ToolName      = archive.ToolName
 )
+
+// manifestFormat is the backup's manifest for the archive package, which
+// writes, reads and checks it. A backup lists every file of a store: the
+// bound allows about two million.
+var manifestFormat = archive.ManifestFormat{Name: FormatName, Version: FormatVersion, Kind: "backup", MaxBytes: 1 << 30}
 
 // Expectations of a conversation: what a reindex of the archived logs does
 // with it (reindex.Run's rules, applied at backup time).
@@ -45,21 +46,12 @@ const (
 
 // Manifest describes an archive: the MANIFEST.json entry, written last.
 type Manifest struct {
-	Format        string `json:"format"`
-	FormatVersion int    `json:"formatVersion"`
-	Tool          string `json:"tool"`
-	ToolVersion   string `json:"toolVersion"`
-	// LogFormatVersion is the log format version the tool writes.
-	LogFormatVersion int `json:"logFormatVersion"`
-	// CreatedAt is when the backup started (UTC, whole seconds); every
-	// entry carries it as its modification time.
-	CreatedAt time.Time `json:"createdAt"`
-	// Online: runtime.lock was held by another process (Holder, when it
-	// could be read), so each log was copied up to its committed prefix
-	// while the runtime kept appending. Offline, convkit held the lock
-	// and copied every log whole.
-	Online bool          `json:"online"`
-	Holder *store.Holder `json:"holder"`
+	// The header: format, tool and log format versions, when the backup
+	// started (CreatedAt), and whether it was online: runtime.lock was
+	// held by another process (Holder, when it could be read), so each log
+	// was copied up to its committed prefix while the runtime kept
+	// appending. Offline, convkit held the lock and copied every log whole.
+	archive.ManifestHeader
 	// LockError says why the lock could not be taken when it was not held
 	// by another process (a read-only data directory, ...): the backup then
 	// ran online.
@@ -166,34 +158,29 @@ type Problem struct {
 	Reason string `json:"reason"`
 }
 
-// maxManifestBytes bounds the manifest a reader accepts (about two million
-// files).
-const maxManifestBytes = 1 << 30
-
-// ReadManifest reads and checks a manifest file.
-func ReadManifest(path string) (*Manifest, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return decodeManifest(f, path)
+// Listing is every file the manifest lists (the manifest aside).
+func (m *Manifest) Listing() []archive.Listed {
+	return archive.ListFiles(m.Files, func(f *File) archive.Listed { return archive.Listed{Name: f.Name, Size: f.Size, SHA256: f.SHA256} })
 }
 
-func decodeManifest(r io.Reader, name string) (*Manifest, error) {
+// ReadManifest reads and checks a manifest file (never through a symbolic
+// link).
+func ReadManifest(path string) (*Manifest, error) {
 	var m Manifest
-	dec := json.NewDecoder(io.LimitReader(r, maxManifestBytes))
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("%s: not a valid manifest: %w", name, err)
+	if err := manifestFormat.ReadFile(path, &m); err != nil {
+		return nil, err
 	}
-	if m.Format != FormatName {
-		return nil, fmt.Errorf("%s: not a convkit backup manifest (format %q)", name, m.Format)
+	if err := m.resolve(path); err != nil {
+		return nil, err
 	}
-	if m.FormatVersion < 1 || m.FormatVersion > FormatVersion {
-		return nil, fmt.Errorf("%s: manifest format version %d; this build reads version %d", name, m.FormatVersion, FormatVersion)
-	}
+	return &m, nil
+}
+
+// resolve checks what the archive package does not know of and derives
+// each log's conversation and session from its entry name.
+func (m *Manifest) resolve(name string) error {
 	if m.Files == nil {
-		return nil, errors.New(name + ": the manifest lists no files")
+		return errors.New(name + ": the manifest lists no files")
 	}
 	for i := range m.Files {
 		f := &m.Files[i]
@@ -202,12 +189,12 @@ func decodeManifest(r io.Reader, name string) (*Manifest, error) {
 		}
 		parts := strings.Split(f.Name, "/")
 		if len(parts) != 3 {
-			return nil, fmt.Errorf("%s: log %q is not conversations/<dir>/<log>", name, f.Name)
+			return fmt.Errorf("%s: log %q is not conversations/<dir>/<log>", name, f.Name)
 		}
 		f.Log.Conversation, _ = store.DecodeSegment(parts[1])
 		if n, ok := convlog.ParseName(parts[2]); ok && n.Base != store.ConversationLogBase {
 			f.Log.Session, _ = store.DecodeBase(n.Base)
 		}
 	}
-	return &m, nil
+	return nil
 }

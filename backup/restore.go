@@ -203,25 +203,14 @@ func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state t
 	if err := durable.MkdirAll(parent); err != nil {
 		return nil, err
 	}
-	stage, err := archive.NewStagingDir(target, stagingTag)
+	staging, err := newWholeStaging(target, opts.Log)
 	if err != nil {
 		return nil, err
 	}
-	// Locked until the staging directory is gone (the deferred calls run
-	// in reverse): a killed restore's is removed by the next one.
-	lock, err := lockStaging(stage)
-	if err != nil {
-		os.Remove(stage)
-		return nil, err
-	}
-	defer unlockStaging(lock)
-	removeStaleStaging(target, stage, opts.Log)
-	committed := false
-	defer func() {
-		if !committed {
-			os.RemoveAll(stage)
-		}
-	}()
+	// Locked until it is gone: a killed restore's is removed by the next
+	// one. The tree becomes the target.
+	defer staging.Remove()
+	stage := staging.Tree()
 	vo := verifyOpts(opts)
 	vo.spaceName = parent
 	vr, _, err := verifyInto(ctx, r, stage, vo, true, opts.Conversation == "")
@@ -298,7 +287,6 @@ func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state t
 			return nil, fmt.Errorf("put the restored store in place: %w", err)
 		}
 	}
-	committed = true
 	if res.Reindex != nil {
 		res.Reindex = retarget(res.Reindex, stage, target)
 	}
@@ -323,28 +311,12 @@ func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*Restor
 		return nil, fmt.Errorf("conversation %q (%s): %w (use --force to move it aside and restore the archived one)",
 			opts.Conversation, dst, ErrConversationExists)
 	}
-	// Staging inside the store is on its file system even when the data
-	// directory is a mount point; the walker ignores it. Only a restore
-	// holding runtime.lock makes one, so any other is a killed one's.
-	ents, err := os.ReadDir(target)
+	staging, err := newIntoStaging(target, opts.OnEvent, opts.Log)
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range ents {
-		if n := e.Name(); e.IsDir() && strings.HasPrefix(n, ".restore-") && durable.IsTemp(n) {
-			if p := filepath.Join(target, n); os.RemoveAll(p) == nil {
-				opts.OnEvent(Event{Kind: EventRemovedStaging, Path: p})
-			}
-		}
-	}
-	stage, err := os.MkdirTemp(target, ".restore-*"+durable.TempSuffix)
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(stage)
-	if err := os.Chmod(stage, durable.DirMode); err != nil {
-		return nil, err
-	}
+	defer staging.Remove()
+	stage := staging.Tree()
 	vo := verifyOpts(opts)
 	vo.spaceName = target
 	vr, _, err := verifyInto(ctx, r, stage, vo, true, false)

@@ -1,115 +1,66 @@
 package backup
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"strings"
-	"time"
-
-	"github.com/gofrs/flock"
 
 	"github.com/convkit/convkit/archive"
-	"github.com/convkit/convkit/durable"
 )
 
-// A whole restore extracts into .<target>.restore-<random>.tmp beside the
-// target and holds a flock on <staging>.lock, beside it (extraction needs
-// the staging directory empty), until the staging directory is renamed
-// into place or removed. A restore killed meanwhile leaves both, and the
-// next restore into the same target removes them once the lock is free:
-// a live restore's staging directory is never touched.
-const (
-	stagingTag     = "restore"
-	stagingLockExt = ".lock"
-	// staleStagingAge: a staging directory without its lock file (its
-	// restore died between creating the one and the other, or an older
-	// convkit made it) is removed only when this old, so that one whose
-	// restore is about to lock it is not taken for a dead one.
-	staleStagingAge = time.Hour
-)
+// Where a restore stages the archive (archive.Staging: the directory, its
+// lock and the sweep of those killed processes left are the archive
+// package's):
+//
+//   - a whole restore, beside the target: .<target name>.restore-<random>.tmp,
+//     whose tree becomes the target by rename;
+//   - a single conversation's restore into an existing store, inside it:
+//     <target>/.restore-<random>.tmp, on the store's file system even when
+//     the data directory is a mount point (the walker ignores it).
+//
+// Each restore first removes what killed restores into the same target
+// left. A staging directory without a lock is an earlier build's, whose
+// restore died between making it and locking it, or is about to lock it:
+// beside the target it goes only when an hour old; inside the store only a
+// restore holding runtime.lock makes one, so under runtime.lock every
+// unlocked one is a killed restore's.
+const intoStagingName = ".restore"
 
-// lockStaging creates and locks the lock file of the staging directory.
-func lockStaging(stage string) (*flock.Flock, error) {
-	l := flock.New(stage + stagingLockExt)
-	ok, err := l.TryLock()
-	if err == nil && !ok {
-		err = errors.New("locked by another process")
-	}
-	if err == nil {
-		err = os.Chmod(l.Path(), durable.FileMode)
-	}
+func wholeStagingName(target string) string { return "." + filepath.Base(target) + ".restore" }
+
+// newWholeStaging makes the staging directory of a whole restore into
+// target and removes those of killed restores into it.
+func newWholeStaging(target string, log io.Writer) (*archive.Staging, error) {
+	parent := filepath.Dir(target)
+	stage, err := archive.NewStaging(parent, wholeStagingName(target))
 	if err != nil {
-		l.Close()
-		return nil, fmt.Errorf("lock %s: %w", l.Path(), err)
+		return nil, err
 	}
-	return l, nil
+	logSwept(log, archive.SweepStaging(parent, wholeStagingName(target), stage, archive.UnlockedStagingAge))
+	return stage, nil
 }
 
-// unlockStaging removes the lock file, then releases it; its staging
-// directory is gone by then.
-func unlockStaging(l *flock.Flock) {
-	os.Remove(l.Path())
-	l.Close()
-}
-
-// tryStagingLock locks an existing lock file, or returns nil when it is
-// held (its restore runs) or cannot be opened.
-func tryStagingLock(path string) *flock.Flock {
-	l := flock.New(path, flock.SetFlag(os.O_RDONLY))
-	if ok, err := l.TryLock(); err != nil || !ok {
-		l.Close()
-		return nil
-	}
-	return l
-}
-
-// removeStaleStaging removes what killed restores into target left beside
-// it: staging directories whose lock is free (with their lock files), and
-// lock files whose staging directory is gone. own is this restore's.
-func removeStaleStaging(target, own string, log io.Writer) {
-	parent, base := filepath.Split(filepath.Clean(target))
-	ents, err := os.ReadDir(parent)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		name := e.Name()
-		stage := strings.TrimSuffix(name, stagingLockExt)
-		p := filepath.Join(parent, name)
-		if !archive.IsStagingDir(stage, base, stagingTag) || filepath.Join(parent, stage) == own {
-			continue
-		}
-		if name != stage { // a lock file, removed here only without its directory
-			if _, err := os.Lstat(filepath.Join(parent, stage)); err != nil {
-				if l := tryStagingLock(p); l != nil {
-					os.Remove(p)
-					l.Close()
-				}
-			}
-			continue
-		}
-		if !e.IsDir() {
-			continue
-		}
-		var l *flock.Flock
-		if fi, err := os.Lstat(p + stagingLockExt); err == nil && fi.Mode().IsRegular() {
-			if l = tryStagingLock(p + stagingLockExt); l == nil {
-				continue // a live restore
-			}
-		} else if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < staleStagingAge {
-			continue
-		}
-		if err := os.RemoveAll(p); err == nil {
-			fmt.Fprintf(log, "removed %s, left by an interrupted restore\n", p)
+// newIntoStaging makes the staging directory of a restore into the store
+// at target, whose runtime.lock the caller holds, after removing those of
+// killed restores: each removed is an EventRemovedStaging, each that could
+// not be a note on log.
+func newIntoStaging(target string, onEvent func(Event), log io.Writer) (*archive.Staging, error) {
+	for _, s := range archive.SweepStaging(target, intoStagingName, nil, 0) {
+		if s.Err != nil {
+			logSwept(log, []archive.Swept{s})
 		} else {
-			fmt.Fprintf(log, "could not remove %s: %v\n", p, err)
+			onEvent(Event{Kind: EventRemovedStaging, Path: s.Path})
 		}
-		if l != nil {
-			os.Remove(l.Path())
-			l.Close()
+	}
+	return archive.NewStaging(target, intoStagingName)
+}
+
+func logSwept(log io.Writer, swept []archive.Swept) {
+	for _, s := range swept {
+		if s.Err != nil {
+			fmt.Fprintf(log, "could not remove %s: %v\n", s.Path, s.Err)
+		} else {
+			fmt.Fprintf(log, "removed %s, left by an interrupted restore\n", s.Path)
 		}
 	}
 }

@@ -2,9 +2,11 @@ package backup
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gofrs/flock"
@@ -14,18 +16,23 @@ import (
 )
 
 // TestRestoreRemovesKilledStaging: what a killed restore left beside its
-// target (a staging directory and its free lock file, or a lock file
-// alone) is removed by the next restore into that target; a live
-// restore's staging directory, and one whose lock file is missing and that
-// is not yet old, are left alone. A killed single-conversation restore's
-// staging directory inside the store is removed under runtime.lock.
+// target (a staging directory and its free lock file beside it, named as
+// this build or an earlier one names it, or such a lock file alone) is
+// removed by the next restore into that target; a live restore's staging
+// directory, and one whose lock file is missing and that is not yet old,
+// are left alone. A killed single-conversation restore's staging
+// directory inside the store is removed under runtime.lock, a live one's
+// is not.
 func TestRestoreRemovesKilledStaging(t *testing.T) {
 	dataDir, rep := generate(t, 17, 20, false)
 	a, _ := backupFile(t, dataDir, Options{})
 	target := filepath.Join(t.TempDir(), "store")
-	stage := func() string {
-		p, err := archive.NewStagingDir(target, stagingTag)
-		if err != nil {
+	parent := filepath.Dir(target)
+	n := 0
+	stage := func() string { // a staging directory as an earlier build made it
+		n++
+		p := filepath.Join(parent, fmt.Sprintf(".%s.restore-%012x.tmp", filepath.Base(target), n))
+		if err := os.Mkdir(p, 0o700); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(filepath.Join(p, "MANIFEST.json"), []byte("{}"), 0o600); err != nil {
@@ -33,37 +40,48 @@ func TestRestoreRemovesKilledStaging(t *testing.T) {
 		}
 		return p
 	}
+	const lockExt = ".lock"
 	killed := stage()
-	if err := os.WriteFile(killed+stagingLockExt, nil, 0o600); err != nil {
+	if err := os.WriteFile(killed+lockExt, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	orphan := filepath.Join(filepath.Dir(target), "."+filepath.Base(target)+".restore-0123456789ab.tmp"+stagingLockExt)
+	orphan := filepath.Join(parent, "."+filepath.Base(target)+".restore-0123456789ab.tmp"+lockExt)
 	if err := os.WriteFile(orphan, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	live := stage()
-	held := flock.New(live + stagingLockExt)
+	held := flock.New(live + lockExt)
 	if ok, err := held.TryLock(); err != nil || !ok {
 		t.Fatalf("lock: %v", err)
 	}
 	defer held.Close()
 	young := stage() // its restore has not locked it yet
+	// This build's: the lock file beside, <staging>.lock.tmp.
+	killedNow := stage()
+	if err := os.WriteFile(strings.TrimSuffix(killedNow, ".tmp")+".lock.tmp", nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	liveNow, err := archive.NewStaging(parent, "."+filepath.Base(target)+".restore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer liveNow.Remove()
 
 	if _, err := restoreFile(t, a, RestoreOptions{Target: target}); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{killed, killed + stagingLockExt, orphan} {
+	for _, p := range []string{killed, killed + lockExt, orphan, killedNow, strings.TrimSuffix(killedNow, ".tmp") + ".lock.tmp"} {
 		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s was left: %v", filepath.Base(p), err)
 		}
 	}
-	for _, p := range []string{live, live + stagingLockExt, young} {
+	for _, p := range []string{live, live + lockExt, young, liveNow.Dir(), liveNow.Tree()} {
 		if _, err := os.Lstat(p); err != nil {
 			t.Errorf("%s was removed: %v", filepath.Base(p), err)
 		}
 	}
-	ents, _ := os.ReadDir(filepath.Dir(target))
-	if len(ents) != 4 { // the store, live and its lock, young
+	ents, _ := os.ReadDir(parent)
+	if len(ents) != 6 { // the store, live and its lock, young, liveNow and its lock
 		var names []string
 		for _, e := range ents {
 			names = append(names, e.Name())
@@ -75,11 +93,30 @@ func TestRestoreRemovesKilledStaging(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(inside, "conversations"), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	liveInside, err := archive.NewStaging(target, ".restore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer liveInside.Remove()
 	fork := rep.Find(fixtures.CaseForkAfterCompaction)
 	if _, err := restoreFile(t, a, RestoreOptions{Target: target, Conversation: fork.ID, Force: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(inside); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("%s was left: %v", inside, err)
+	}
+	if _, err := os.Lstat(liveInside.Tree()); err != nil {
+		t.Errorf("a live staging directory inside the store was removed: %v", err)
+	}
+	var left []string
+	ents, _ = os.ReadDir(target)
+	for _, e := range ents {
+		live := strings.TrimSuffix(filepath.Base(liveInside.Dir()), ".tmp")
+		if strings.HasPrefix(e.Name(), ".restore-") && !strings.HasPrefix(e.Name(), live+".") {
+			left = append(left, e.Name())
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("staging left in the store: %v", left)
 	}
 }

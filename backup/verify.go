@@ -94,10 +94,7 @@ type RebuiltInfo struct {
 }
 
 // Mismatch is one disagreement between the archive and its manifest.
-type Mismatch struct {
-	Name    string `json:"name"`
-	Problem string `json:"problem"`
-}
+type Mismatch = archive.Mismatch
 
 // MismatchError is returned by Restore when verification finds mismatches.
 type MismatchError struct{ Result *VerifyResult }
@@ -147,44 +144,26 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(ents) == 0 || ents[len(ents)-1].Name != archive.ManifestName {
-		return nil, nil, fmt.Errorf("%s: no %s as the last entry: an incomplete archive, or not a convkit backup",
-			opts.Archive, archive.ManifestName)
-	}
-	m, err := ReadManifest(filepath.Join(dir, archive.ManifestName))
+	// The manifest, last, and every checksum, both ways.
+	m := &Manifest{}
+	found, err := manifestFormat.Verify(opts.Archive, dir, ents, m)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := m.resolve(archive.ManifestName); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", opts.Archive, err)
 	}
 	res.CreatedAt, res.Online, res.ToolVersion, res.Expected = m.CreatedAt, m.Online, m.ToolVersion, m.Counts
-
-	// Every checksum.
+	for _, mm := range found {
+		mismatch(mm.Name, "%s", mm.Problem)
+	}
 	byName := map[string]*File{}
 	for i := range m.Files {
-		f := &m.Files[i]
-		if byName[f.Name] != nil {
-			mismatch(f.Name, "listed twice in the manifest")
-		}
-		byName[f.Name] = f
+		byName[m.Files[i].Name] = &m.Files[i]
 	}
-	seen := map[string]bool{}
 	for _, e := range ents[:len(ents)-1] {
-		seen[e.Name] = true
 		res.Files++
 		res.Bytes += e.Size
-		f := byName[e.Name]
-		switch {
-		case f == nil:
-			mismatch(e.Name, "in the archive but not in the manifest")
-		case f.Size != e.Size:
-			mismatch(e.Name, "size %d, the manifest says %d", e.Size, f.Size)
-		case f.SHA256 != e.Hex():
-			mismatch(e.Name, "SHA-256 %s, the manifest says %s", e.Hex(), f.SHA256)
-		}
-	}
-	for _, f := range m.Files {
-		if !seen[f.Name] {
-			mismatch(f.Name, "in the manifest but not in the archive")
-		}
 	}
 
 	// The snapshot of metadata.db, before the rebuild replaces it.

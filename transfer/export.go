@@ -3,7 +3,6 @@ package transfer
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -60,11 +59,13 @@ func (o *ExportOptions) defaults() {
 
 // ExportEvent is one thing an export reports as it happens: a conversation
 // left out because one of its logs cannot be read strictly, or a fork
-// ancestor missing (Unreadable, also in the manifest's Problems), or an
-// entry of a conversation directory that breaks the layout, not exported
-// (Unreadable false).
+// ancestor missing (Unreadable, also in the manifest's Problems), a
+// temporary file a killed export to the same file left, removed (Removed;
+// Reason says why when it could not be), or an entry of a conversation
+// directory that breaks the layout, not exported (neither).
 type ExportEvent struct {
 	Unreadable bool
+	Removed    bool
 	// ID is the conversation (for Unreadable).
 	ID     string
 	Path   string
@@ -82,6 +83,9 @@ type ExportResult struct {
 	// TarBytes is the archive's tar stream; Bytes what was written.
 	TarBytes int64
 	Bytes    int64
+	// RemovedTemps are the temporary files of killed exports to the same
+	// file that ExportToFile removed.
+	RemovedTemps []string
 }
 
 // Partial reports whether something asked for is not in the archive (an
@@ -121,14 +125,18 @@ func Export(ctx context.Context, s *store.Store, w io.Writer, opts ExportOptions
 }
 
 // ExportToFile is Export into a new file at path: written beside it under
-// a temporary name and published (linked into place, never over an
-// existing file) only when complete. An existing path is refused before
-// anything is read.
+// a temporary name (archive.TempFile: flock'ed while it is written) and
+// published (linked into place, never over an existing file) only when
+// complete. Temporary files that killed exports to the same path left
+// (their lock is free) are removed first; then an existing path is
+// refused before anything is read.
 func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportOptions) (*ExportResult, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
 	}
+	opts.defaults()
+	removed := removeStaleTemps(abs, opts.OnEvent)
 	if _, err := os.Lstat(abs); err == nil {
 		return nil, fmt.Errorf("%s: %w: export never overwrites a file", abs, fs.ErrExist)
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -138,17 +146,11 @@ func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportO
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := durable.CreateTemp(filepath.Dir(abs), "."+filepath.Base(abs))
+	tmp, err := archive.CreateTemp(abs)
 	if err != nil {
 		return nil, err
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
+	defer tmp.Discard() // nothing once published
 	bw := bufio.NewWriterSize(tmp, 1<<20)
 	res, err := x.write(ctx, bw)
 	if err != nil {
@@ -160,12 +162,27 @@ func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportO
 	if err := ctx.Err(); err != nil {
 		return nil, err // interrupted: not published
 	}
-	ok = true // Publish removes the temporary file on failure
-	if err := durable.Publish(tmp, abs); err != nil {
+	if err := tmp.Publish(abs); err != nil {
 		return nil, err
 	}
-	res.Archive = abs
+	res.Archive, res.RemovedTemps = abs, removed
 	return res, nil
+}
+
+// removeStaleTemps removes the temporary files of killed exports to path,
+// reporting each, and returns those it removed.
+func removeStaleTemps(path string, onEvent func(ExportEvent)) []string {
+	removed := []string{}
+	for _, s := range archive.SweepTemps(path) {
+		ev := ExportEvent{Removed: true, Path: s.Path}
+		if s.Err != nil {
+			ev.Reason = s.Err.Error()
+		} else {
+			removed = append(removed, s.Path)
+		}
+		onEvent(ev)
+	}
+	return removed
 }
 
 // exporter is one export, planned.
@@ -188,12 +205,8 @@ func newExporter(s *store.Store, opts ExportOptions) (*exporter, error) {
 	if len(opts.IDs) == 0 {
 		return nil, errors.New("export needs at least one conversation id")
 	}
-	now := opts.Now().UTC().Truncate(time.Second)
-	m := &Manifest{
-		Format: FormatName, FormatVersion: FormatVersion, Tool: ToolName, ToolVersion: opts.ToolVersion,
-		LogFormatVersion: convlog.CurrentVersion, CreatedAt: now,
-		Requested: []string{}, Conversations: []Conversation{}, Files: []File{}, Problems: []Problem{},
-	}
+	m := &Manifest{ManifestHeader: manifestFormat.Header(opts.ToolVersion, opts.Now()),
+		Requested: []string{}, Conversations: []Conversation{}, Files: []File{}, Problems: []Problem{}}
 	st, err := s.LockStatus()
 	if err != nil {
 		return nil, err
@@ -379,12 +392,8 @@ func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error
 		}
 		x.opts.Progress.Add(1)
 	}
-	data, err := json.Marshal(x.m)
-	if err != nil {
+	if _, err := archive.WriteManifest(aw, x.m); err != nil {
 		return fail(err)
-	}
-	if _, err := aw.WriteBytes(archive.ManifestName, archive.Text, append(data, '\n')); err != nil {
-		return fail(fmt.Errorf("archive the manifest: %w", err))
 	}
 	if err := aw.Close(); err != nil {
 		return nil, err

@@ -59,10 +59,6 @@ const (
 // keeps the conversations it replaced.
 const ReplacedDirName = "replaced"
 
-// stagingTag names import's staging directories in the data directory:
-// .conversations.import-<random>.tmp.
-const stagingTag = "import"
-
 // CwdMapping is one --map-cwd OLD=NEW: working directories at or under
 // From are recorded as the same place under To.
 type CwdMapping struct {
@@ -258,7 +254,7 @@ type importer struct {
 	// exclusively to write (nil on a dry run).
 	s     *store.Store
 	opts  ImportOptions
-	stage *staging
+	stage *archive.Staging
 	m     *Manifest
 	convs []*stagedConv
 	byID  map[string]*stagedConv
@@ -357,7 +353,7 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 		return nil, err
 	}
 	imp.stage = stage
-	defer stage.remove()
+	defer stage.Remove()
 
 	// 1. Verify.
 	if err := imp.extractAndVerify(ctx, r); err != nil {
@@ -375,7 +371,7 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 		}
 		imp.st = st
 		defer st.Close()
-		removeStaleStaging(dataDir, stage.dir, opts.Log)
+		removeStaleStaging(dataDir, stage, opts.Log)
 	}
 
 	// 3. Compare and check.
@@ -611,7 +607,7 @@ func (imp *importer) place(p *ConversationPlan, convDir, replaced string) error 
 		// staging directory first, in one rename: a kill while it is being
 		// removed leaves no partial copy in replaced/, and the next import
 		// removes the staging directory.
-		trash := filepath.Join(imp.stage.dir, "updated-"+p.dir)
+		trash := filepath.Join(imp.stage.Dir(), "updated-"+p.dir)
 		if err := os.Rename(aside, trash); err != nil {
 			return err
 		}

@@ -1,12 +1,9 @@
 package transfer
 
 import (
-	"encoding/json"
-	"fmt"
 	"io"
-	"time"
 
-	"github.com/convkit/convkit/store"
+	"github.com/convkit/convkit/archive"
 )
 
 // The manifest's identity. FormatVersion changes only when a field changes
@@ -14,26 +11,22 @@ import (
 const (
 	FormatName    = "convkit-export"
 	FormatVersion = 1
-	ToolName      = "convkit"
+	ToolName      = archive.ToolName
 )
+
+// manifestFormat is the export's manifest for the archive package, which
+// writes, reads and checks it.
+var manifestFormat = archive.ManifestFormat{Name: FormatName, Version: FormatVersion, Kind: "export", MaxBytes: 256 << 20}
 
 // Manifest describes an export archive: its MANIFEST.json entry, written
 // last (docs/TRANSFER.md).
 type Manifest struct {
-	Format        string `json:"format"`
-	FormatVersion int    `json:"formatVersion"`
-	Tool          string `json:"tool"`
-	ToolVersion   string `json:"toolVersion"`
-	// LogFormatVersion is the log format version the exporting tool writes.
-	LogFormatVersion int `json:"logFormatVersion"`
-	// CreatedAt is when the export started (UTC, whole seconds); every
-	// entry carries it as its modification time.
-	CreatedAt time.Time `json:"createdAt"`
-	// Online: runtime.lock was held by another process (Holder) while the
-	// export ran. Export never takes the lock: it always copies each log's
-	// committed prefix, so the archive is consistent either way.
-	Online bool          `json:"online"`
-	Holder *store.Holder `json:"holder"`
+	// The header: format, tool and log format versions, when the export
+	// started (CreatedAt), and whether runtime.lock was held by another
+	// process (Online, Holder) while it ran. Export never takes the lock:
+	// it always copies each log's committed prefix, so the archive is
+	// consistent either way.
+	archive.ManifestHeader
 	// Requested are the ids named on the command line, as given.
 	Requested []string `json:"requested"`
 	// Conversations are the exported conversations in archive order (fork
@@ -103,25 +96,16 @@ type Problem struct {
 	Reason string `json:"reason"`
 }
 
-// maxManifestBytes bounds the manifest an import accepts.
-const maxManifestBytes = 256 << 20
+// Listing is every file the manifest lists (the manifest aside).
+func (m *Manifest) Listing() []archive.Listed {
+	return archive.ListFiles(m.Files, func(f *File) archive.Listed { return archive.Listed{Name: f.Name, Size: f.Size, SHA256: f.SHA256} })
+}
 
-// decodeManifest reads and checks the manifest's identity.
+// decodeManifest reads a manifest and checks its header.
 func decodeManifest(r io.Reader, name string) (*Manifest, error) {
 	var m Manifest
-	lr := &io.LimitedReader{R: r, N: maxManifestBytes + 1}
-	dec := json.NewDecoder(lr)
-	if err := dec.Decode(&m); err != nil {
-		if lr.N <= 0 {
-			return nil, fmt.Errorf("%s: the manifest is larger than %d bytes", name, maxManifestBytes)
-		}
-		return nil, fmt.Errorf("%s: not a valid manifest: %w", name, err)
-	}
-	if m.Format != FormatName {
-		return nil, fmt.Errorf("%s: not a convkit export (manifest format %q, want %q)", name, m.Format, FormatName)
-	}
-	if m.FormatVersion < 1 || m.FormatVersion > FormatVersion {
-		return nil, fmt.Errorf("%s: export format version %d; this build reads version %d", name, m.FormatVersion, FormatVersion)
+	if err := manifestFormat.Decode(r, name, &m); err != nil {
+		return nil, err
 	}
 	return &m, nil
 }

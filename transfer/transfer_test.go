@@ -702,23 +702,26 @@ func TestStaleStaging(t *testing.T) {
 	a, rep := fixtureStore(t, 7)
 	arch, _ := exportTo(t, a, rep.Find(fixtures.CaseBasic).ID)
 	b := t.TempDir()
-	dead, err := newStaging(b)
-	if err != nil {
+	// What a killed import leaves: its lock file, free, and a tree.
+	dead := filepath.Join(b, stagingName+"-0123456789ab.tmp")
+	if err := os.MkdirAll(filepath.Join(dead, "tree", "conversations"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	dead.lock.Close() // as if its process was killed
+	if err := os.WriteFile(filepath.Join(dead, ".lock"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	live, err := newStaging(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer live.remove()
+	defer live.Remove()
 	if _, err := importFile(t, arch, b, ImportOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Lstat(dead.dir); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(dead); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("stale staging directory left: %v", err)
 	}
-	if _, err := os.Lstat(live.dir); err != nil {
+	if _, err := os.Lstat(live.Tree()); err != nil {
 		t.Fatalf("live staging directory removed: %v", err)
 	}
 }

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"sync"
 
@@ -46,7 +44,7 @@ func (imp *importer) verr(err error, format string, args ...any) error {
 // extractAndVerify extracts the archive into the staging tree and checks
 // everything in it before the store is looked at.
 func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
-	ents, err := archive.Extract(ctx, r, imp.stage.tree, archive.ExtractOptions{
+	ents, err := archive.Extract(ctx, r, imp.stage.Tree(), archive.ExtractOptions{
 		ReaderOptions: archive.ReaderOptions{Limits: imp.opts.Limits, CheckName: checkExportName, Archive: imp.opts.Archive},
 		Sync:          !imp.opts.DryRun,
 		Progress:      imp.opts.Progress.Add,
@@ -62,54 +60,30 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 		}
 		return err
 	}
-	if len(ents) == 0 || ents[len(ents)-1].Name != archive.ManifestName {
-		return imp.verr(nil, "no %s as the last entry: an incomplete archive, or not a convkit export", archive.ManifestName)
-	}
-	f, err := os.Open(filepath.Join(imp.stage.tree, archive.ManifestName))
+	// The manifest, last, and every checksum, both ways: the first
+	// disagreement refuses the archive.
+	m := &Manifest{}
+	mismatches, err := manifestFormat.Verify(imp.opts.Archive, imp.stage.Tree(), ents, m)
 	if err != nil {
-		return err
+		return &VerifyError{Archive: imp.opts.Archive, Err: err}
 	}
-	m, err := decodeManifest(f, archive.ManifestName)
-	f.Close()
-	if err != nil {
-		return imp.verr(err, "bad manifest")
+	if len(mismatches) > 0 {
+		return imp.verr(nil, "%s: %s", mismatches[0].Name, mismatches[0].Problem)
 	}
 	imp.m = m
-
-	// Every checksum, both ways.
 	byName := map[string]*File{}
 	for i := range m.Files {
 		f := &m.Files[i]
-		if byName[f.Name] != nil {
-			return imp.verr(nil, "%s is listed twice in the manifest", f.Name)
-		}
 		byName[f.Name] = f
-	}
-	seen := map[string]bool{}
-	for _, e := range ents[:len(ents)-1] {
-		seen[e.Name] = true
-		f := byName[e.Name]
-		switch {
-		case f == nil:
-			return imp.verr(nil, "%s is in the archive but not in the manifest", e.Name)
-		case f.Size != e.Size:
-			return imp.verr(nil, "%s: size %d, the manifest says %d", e.Name, e.Size, f.Size)
-		case f.SHA256 != e.Hex():
-			return imp.verr(nil, "%s: SHA-256 %s, the manifest says %s", e.Name, e.Hex(), f.SHA256)
-		case f.Committed != f.Size:
-			return imp.verr(nil, "%s: the manifest says %d committed bytes of %d", e.Name, f.Committed, f.Size)
-		}
-	}
-	for _, f := range m.Files {
-		if !seen[f.Name] {
-			return imp.verr(nil, "%s is in the manifest but not in the archive", f.Name)
+		if f.Committed != f.Size {
+			return imp.verr(nil, "%s: the manifest says %d committed bytes of %d", f.Name, f.Committed, f.Size)
 		}
 	}
 
 	// The conversations: the manifest's and the archive's agree.
 	// The staged tree is a store of its own (one without conversations has
 	// no conversations/ to make it one).
-	staged, err := store.Open(ctx, imp.stage.tree, store.OpenOptions{Create: store.CreateAlways})
+	staged, err := store.Open(ctx, imp.stage.Tree(), store.OpenOptions{Create: store.CreateAlways})
 	if err != nil {
 		return err
 	}

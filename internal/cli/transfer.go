@@ -92,12 +92,18 @@ func runExport(c *ucli.Context, e *env, ids []string, to string) error {
 		out = e.stderr // stdout carries the archive
 	}
 	bar := e.newProgress("export", "conversations", 0)
-	// Its events are problems (UNREADABLE, WARNING): --quiet keeps them.
-	lines := e.libraryLines(e.stderr, nil)
+	// Its events are problems (UNREADABLE, WARNING), which --quiet keeps,
+	// and REMOVED lines (a killed export's temporary file), which it drops.
+	lines := e.libraryLines(e.stderr, problemLine)
 	opts := transfer.ExportOptions{IDs: ids, ToolVersion: buildVersion(), Progress: bar, OnEvent: func(ev transfer.ExportEvent) {
-		if ev.Unreadable {
+		switch {
+		case ev.Removed && ev.Reason == "":
+			fmt.Fprintf(lines, "REMOVED %s: left by an interrupted export\n", ev.Path)
+		case ev.Removed:
+			fmt.Fprintf(lines, "WARNING %s: left by an interrupted export, not removed: %s\n", ev.Path, ev.Reason)
+		case ev.Unreadable:
 			fmt.Fprintf(lines, "UNREADABLE %s: %s\n", ev.Path, ev.Reason)
-		} else {
+		default:
 			fmt.Fprintf(lines, "WARNING %s: %s (not exported)\n", ev.Path, ev.Reason)
 		}
 	}}

@@ -5,6 +5,8 @@
 // every kill the inputs must be intact and nothing half-written published;
 // a rerun must then finish with the uninterrupted run's exit code and
 // result, leave no temporary file behind, and pass reindex --check.
+// TestSIGKILLExport does the same for export --to FILE, whose rerun over
+// an archive published before the kill must refuse to overwrite it.
 //
 // CONVKIT_CRASH_KILLS=N sets the kills per job (default 4);
 // CONVKIT_CRASH_SEED=N repeats a run's kill moments. The test is skipped

@@ -203,6 +203,7 @@ func catalogue() []hcase {
 	cs = append(cs, lockCases()...)
 	cs = append(cs, termCases()...)
 	cs = append(cs, noStoreCases()...)
+	cs = append(cs, stagingCases()...)
 	return cs
 }
 

@@ -1,0 +1,22 @@
+//go:build windows
+
+package archive
+
+import (
+	"errors"
+	"os"
+
+	"golang.org/x/sys/windows"
+)
+
+// tryLock takes an exclusive lock on f's first byte without waiting: false
+// when another handle holds it. Windows drops it when the handle is
+// closed, or its process dies.
+func tryLock(f *os.File) (bool, error) {
+	err := windows.LockFileEx(windows.Handle(f.Fd()), windows.LOCKFILE_EXCLUSIVE_LOCK|windows.LOCKFILE_FAIL_IMMEDIATELY,
+		0, 1, 0, new(windows.Overlapped))
+	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) {
+		return false, nil
+	}
+	return err == nil, err
+}

@@ -1,0 +1,321 @@
+package archive
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/convkit/convkit/durable"
+)
+
+// Staging is a private directory where an archive is extracted and
+// checked before anything of it reaches its destination:
+//
+//	<dir>/<name>-<12 hex>.lock.tmp   the lock: flock'ed by its process while the staging lives
+//	<dir>/<name>-<12 hex>.tmp/       0700
+//	└── tree/                        0700, where the archive is extracted (Tree)
+//
+// The caller makes it on the file system of the destination (in it, or
+// beside it), so that the tree, or what is in it, moves into place by
+// rename. The lock tells a live staging, however slow its process, from
+// one whose process was killed: the kernel drops a flock when its holder
+// dies, and SweepStaging removes a staging whose lock is free, never one
+// whose lock is held. The lock file is created (durable.CreateExcl: never
+// through a link) and locked before the directory is made, and removed
+// after it, so that no process of this build, killed at any moment,
+// leaves a staging directory without its lock; its name ends in .tmp like
+// every temporary name.
+type Staging struct {
+	dir, tree, lockPath string
+	lock                *os.File
+}
+
+const (
+	// StagingSuffix ends the name of every staging directory.
+	StagingSuffix = durable.TempSuffix
+	// UnlockedStagingAge is how old a staging directory without a lock
+	// file (made by an earlier build, whose process died between making
+	// the directory and locking it) must be to count as a killed
+	// process's, when a live one may be doing just that (see
+	// SweepStaging).
+	UnlockedStagingAge = time.Hour
+
+	stagingLockSuffix = ".lock" + durable.TempSuffix
+	stagingTreeName   = "tree"
+	// Where earlier builds kept the lock: beside a restore's staging
+	// directory (<staging>.lock), inside an import's (<staging>/.lock).
+	besideLockExt = ".lock"
+	innerLockName = ".lock"
+)
+
+// errNameTaken: the random name is another's; NewStaging draws again.
+var errNameTaken = errors.New("name taken")
+
+// NewStaging makes a new staging directory dir/<name>-<random>.tmp, locked,
+// with an empty tree. dir must exist. name is the caller's: it says what
+// the staging is for, and SweepStaging finds stale ones by it.
+func NewStaging(dir, name string) (*Staging, error) {
+	for range 100 {
+		var b [6]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, err
+		}
+		base := filepath.Join(dir, name+"-"+hex.EncodeToString(b[:]))
+		s := &Staging{dir: base + StagingSuffix, tree: filepath.Join(base+StagingSuffix, stagingTreeName), lockPath: base + stagingLockSuffix}
+		err := s.lockFirst()
+		if err == nil {
+			err = s.makeDirs()
+		}
+		if errors.Is(err, errNameTaken) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("staging directory %s: %w", s.dir, err)
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("%s: could not make a staging directory", dir)
+}
+
+// lockFirst creates and locks the lock file. A sweep that took the new
+// file for the lock of a staging directory that is gone may hold it, or
+// have removed it, before it is locked here: then the name is given up.
+func (s *Staging) lockFirst() error {
+	f, err := durable.CreateExcl(s.lockPath)
+	if errors.Is(err, fs.ErrExist) {
+		return errNameTaken
+	}
+	if err != nil {
+		return err
+	}
+	ok, err := tryLock(f)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		// Unlocked: a sweep never removes it (see lock_other.go).
+	case err != nil:
+		f.Close()
+		os.Remove(s.lockPath)
+		return fmt.Errorf("lock %s: %w", s.lockPath, err)
+	case !ok:
+		f.Close() // a sweep holds it, and removes it
+		return errNameTaken
+	}
+	if fi, err := os.Lstat(s.lockPath); err != nil || !sameFile(f, fi) {
+		f.Close() // a sweep removed it
+		return errNameTaken
+	}
+	s.lock = f
+	return nil
+}
+
+// makeDirs makes the locked staging directory and its tree.
+func (s *Staging) makeDirs() error {
+	if err := os.Mkdir(s.dir, durable.DirMode); err != nil {
+		// Not ours: the lock goes, the directory stays.
+		os.Remove(s.lockPath)
+		s.lock.Close()
+		s.lock = nil
+		if errors.Is(err, fs.ErrExist) {
+			return errNameTaken
+		}
+		return err
+	}
+	err := privateDir(s.dir)
+	if err == nil {
+		err = os.Mkdir(s.tree, durable.DirMode)
+	}
+	if err == nil {
+		err = privateDir(s.tree)
+	}
+	if err != nil {
+		s.Remove()
+	}
+	return err
+}
+
+func sameFile(f *os.File, fi fs.FileInfo) bool {
+	ffi, err := f.Stat()
+	return err == nil && os.SameFile(ffi, fi)
+}
+
+// privateDir sets a directory convkit made to 0700 whatever the umask,
+// through a descriptor opened without following a link.
+func privateDir(p string) error {
+	d, err := os.OpenFile(p, os.O_RDONLY|durable.NoFollowFlags, 0)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	fi, err := d.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: not a directory", p)
+	}
+	return d.Chmod(durable.DirMode)
+}
+
+// Dir is the staging directory; what the caller puts there besides the
+// tree goes with it.
+func (s *Staging) Dir() string { return s.dir }
+
+// Tree is the empty directory to extract into.
+func (s *Staging) Tree() string { return s.tree }
+
+// Remove removes the staging directory with whatever is left in it, then
+// its lock file, and releases the lock. It may be called more than once.
+// Should the directory not go, the lock file stays with it, for a later
+// sweep.
+func (s *Staging) Remove() error {
+	err := os.RemoveAll(s.dir)
+	if s.lock != nil {
+		if err == nil {
+			os.Remove(s.lockPath)
+		}
+		s.lock.Close()
+		s.lock = nil
+	}
+	return err
+}
+
+// Swept is a leftover of a killed process that a sweep removed, or failed
+// to remove (Err).
+type Swept struct {
+	Path string
+	Err  error
+}
+
+// SweepStaging removes the staging directories dir/<name>-*.tmp that
+// killed processes left, with their lock files: those whose lock is free,
+// lock files alone (their process was killed before it made the
+// directory, or after it removed it) when free, and staging directories
+// without a lock file once unlockedAge old. A staging whose lock is held,
+// or whose lock cannot be tried, is never touched; own (nil for none) is
+// the caller's. No process of this build leaves a staging directory
+// without its lock file; earlier builds could, between making it and
+// locking it, so unlockedAge is UnlockedStagingAge unless the caller holds
+// what every maker of such a staging takes before making it
+// (runtime.lock): then 0 removes every unlocked one at once.
+//
+// Staging directories of earlier builds are swept too: their restores
+// kept the lock file beside the directory (<staging>.lock), their imports
+// inside it (<staging>/.lock).
+func SweepStaging(dir, name string, own *Staging, unlockedAge time.Duration) []Swept {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	present := make(map[string]bool, len(ents))
+	for _, e := range ents {
+		present[e.Name()] = true
+	}
+	var out []Swept
+	for _, e := range ents {
+		n := e.Name()
+		p := filepath.Join(dir, n)
+		if own != nil && (p == own.dir || p == own.lockPath) {
+			continue
+		}
+		if e.Type().IsRegular() {
+			// A lock file alone: removed when free.
+			stage := ""
+			if base, ok := strings.CutSuffix(n, stagingLockSuffix); ok {
+				stage = base + StagingSuffix
+			} else if base, ok := strings.CutSuffix(n, besideLockExt); ok {
+				stage = base
+			}
+			if stage != "" && isStaging(stage, name) && !present[stage] {
+				if l := lockFree(p); l != nil {
+					out = append(out, Swept{Path: p, Err: os.Remove(p)})
+					l.Close()
+				}
+			}
+			continue
+		}
+		if !e.IsDir() || !isStaging(n, name) {
+			continue
+		}
+		var l *os.File
+		beside := ""
+		held := false
+		for _, c := range []string{strings.TrimSuffix(p, StagingSuffix) + stagingLockSuffix, p + besideLockExt, filepath.Join(p, innerLockName)} {
+			st, f := probeLock(c)
+			if st == lockHeld {
+				held = true
+				break
+			}
+			if st == lockFreed {
+				l = f
+				if filepath.Dir(c) == dir {
+					beside = c
+				}
+				break
+			}
+		}
+		if held {
+			continue
+		}
+		if l == nil {
+			if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < unlockedAge {
+				continue
+			}
+		}
+		err := os.RemoveAll(p)
+		if err == nil && beside != "" {
+			err = os.Remove(beside)
+		}
+		if l != nil {
+			l.Close()
+		}
+		out = append(out, Swept{Path: p, Err: err})
+	}
+	return out
+}
+
+// isStaging reports whether n is the name of a staging directory
+// NewStaging made for name (or an earlier build: any random part).
+func isStaging(n, name string) bool {
+	rest, ok := strings.CutPrefix(n, name+"-")
+	return ok && len(rest) > len(StagingSuffix) && strings.HasSuffix(rest, StagingSuffix) && !strings.HasSuffix(rest, stagingLockSuffix)
+}
+
+type lockState int
+
+const (
+	lockMissing lockState = iota // no lock file, or one that is not a regular file
+	lockHeld                     // held by a live process, or cannot be tried
+	lockFreed                    // free: now held by this process
+)
+
+// probeLock tries the lock file at p. A free lock is returned held, for
+// the caller to close once what it guards is gone.
+func probeLock(p string) (lockState, *os.File) {
+	f, err := durable.OpenRegular(p, os.O_RDONLY)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, durable.ErrSymlink), errors.Is(err, durable.ErrNotRegular):
+		return lockMissing, nil
+	case err != nil:
+		return lockHeld, nil
+	}
+	if ok, err := tryLock(f); err != nil || !ok {
+		f.Close()
+		return lockHeld, nil
+	}
+	return lockFreed, f
+}
+
+// lockFree returns the lock file at p held by this process when it was
+// free, else nil.
+func lockFree(p string) *os.File {
+	if st, f := probeLock(p); st == lockFreed {
+		return f
+	}
+	return nil
+}
