@@ -207,3 +207,44 @@ func TestManifestVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzManifestDecode: Decode never panics, and what it accepts has this
+// format's header, which a manifest written from it repeats.
+func FuzzManifestDecode(f *testing.F) {
+	f.Add([]byte(`{"format":"convkit-test","formatVersion":1,"tool":"convkit","toolVersion":"v","logFormatVersion":4,"createdAt":"2026-12-01T09:29:56Z","online":true,"holder":{"pid":7,"host":"h","command":"c","startedAt":"2026-01-02T03:04:05Z"},"note":"x","files":[{"name":"a","size":1,"sha256":"00"}]}`))
+	f.Add([]byte(`{"format":"convkit-test","formatVersion":2}`))
+	f.Add([]byte(`{"format":"convkit-backup","formatVersion":1}`))
+	f.Add([]byte(`{"format":"convkit-test","formatVersion":1,"holder":null,"files":null}` + "\n" + `{}`))
+	f.Add([]byte(`[{"format":"convkit-test"}]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var m testManifest
+		if err := testFormat.Decode(bytes.NewReader(data), ManifestName, &m); err != nil {
+			if !strings.HasPrefix(err.Error(), ManifestName+": ") {
+				t.Fatalf("the error does not name the manifest: %v", err)
+			}
+			return
+		}
+		if m.Format != testFormat.Name || m.FormatVersion < 1 || m.FormatVersion > testFormat.Version {
+			t.Fatalf("accepted header %+v", m.ManifestHeader)
+		}
+		var buf bytes.Buffer
+		w := NewWriter(&buf, WriterOptions{})
+		if _, err := WriteManifest(w, &m); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		dir := t.TempDir()
+		ents, err := Extract(context.Background(), bytes.NewReader(buf.Bytes()), dir, ExtractOptions{ReaderOptions: ReaderOptions{CheckName: func(string) error { return nil }}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back testManifest
+		if _, err := testFormat.Verify("A", dir, ents, &back); err != nil {
+			t.Fatalf("a manifest written from an accepted one: %v", err)
+		}
+		if back.Format != m.Format || back.FormatVersion != m.FormatVersion || back.ToolVersion != m.ToolVersion ||
+			!back.CreatedAt.Equal(m.CreatedAt) || (back.Holder == nil) != (m.Holder == nil) {
+			t.Fatalf("header %+v, written back %+v", m.ManifestHeader, back.ManifestHeader)
+		}
+	})
+}
