@@ -17,6 +17,7 @@ import (
 	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/progress"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
@@ -258,7 +259,7 @@ type importer struct {
 	m     *Manifest
 	convs []*stagedConv
 	byID  map[string]*stagedConv
-	cfg   *RuntimeConfig
+	mach  *machine.Machine
 	res   *ImportResult
 	st    *store.Store
 	// staged is the store extracted from the archive, in staging.
@@ -320,7 +321,7 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 	}
 	dataDir := s.DataDir()
 	if opts.ConfigPath == "" {
-		opts.ConfigPath = filepath.Join(dataDir, ConfigFileName)
+		opts.ConfigPath = filepath.Join(dataDir, machine.ConfigFileName)
 	}
 	imp := &importer{dataDir: dataDir, s: s, opts: opts, now: opts.Now().UTC()}
 	imp.res = &ImportResult{SchemaVersion: contract.Version, Archive: opts.Archive, DataDir: dataDir, DryRun: opts.DryRun,
@@ -414,17 +415,14 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 // loadConfig reads the runtime configuration; a missing default file is a
 // warning.
 func (imp *importer) loadConfig() error {
-	cfg, err := LoadConfig(imp.opts.ConfigPath)
-	switch {
-	case err == nil:
-		imp.cfg = cfg
-		imp.res.ConfigFound = true
-	case isNotExist(err) && !imp.opts.ConfigRequired:
-		imp.warn(fmt.Sprintf("no runtime configuration at %s: agents and models were not checked", imp.opts.ConfigPath))
-	case isNotExist(err):
-		return fmt.Errorf("runtime configuration: %w", err)
-	default:
-		return fmt.Errorf("runtime configuration: %w", err)
+	m, warning, err := machine.Load(imp.opts.ConfigPath, imp.opts.ConfigRequired)
+	if err != nil {
+		return err
+	}
+	imp.mach = m
+	imp.res.ConfigFound = m.Checked()
+	if warning != "" {
+		imp.warn(warning)
 	}
 	return nil
 }
@@ -488,43 +486,26 @@ func (imp *importer) plan() error {
 	return nil
 }
 
-// check lists why the conversation will not open here.
+// check lists why the conversation will not open here, by the rules of
+// package machine: its working directory (as mapped), its agents and
+// models, its fork sources (in the archive or in the store).
 func (imp *importer) check(info *store.ConversationInfo, p *ConversationPlan) {
-	cwd := p.Cwd
+	n := machine.NeedsOf(info)
+	n.Cwd = p.Cwd
 	if p.CwdMappedTo != "" {
-		cwd = p.CwdMappedTo
+		n.Cwd = p.CwdMappedTo
 	}
-	switch fi, err := os.Stat(cwd); {
-	case cwd == "":
-		p.Problems = append(p.Problems, "it records no working directory")
-	case err != nil:
-		p.Problems = append(p.Problems, fmt.Sprintf("working directory %s does not exist here", cwd))
-	case !fi.IsDir():
-		p.Problems = append(p.Problems, fmt.Sprintf("working directory %s is not a directory", cwd))
-	}
-	if imp.cfg != nil {
-		for _, a := range info.Agents {
-			if a != "" && !imp.cfg.HasAgent(a) {
-				p.Problems = append(p.Problems, fmt.Sprintf("agent %q is not configured in %s", a, imp.cfg.Path))
-			}
+	p.Problems = append(p.Problems, imp.mach.Check(n, func(id string) bool {
+		if imp.byID[id] != nil {
+			return true
 		}
-		for _, m := range info.Models {
-			if m != "" && !imp.cfg.HasModel(m) {
-				p.Problems = append(p.Problems, fmt.Sprintf("model %q is not configured in %s", m, imp.cfg.Path))
-			}
+		dp, err := imp.s.ConversationPath(id)
+		if err != nil {
+			return false
 		}
-	}
-	for _, d := range store.Dependencies(info) {
-		if imp.byID[d] != nil {
-			continue
-		}
-		if dp, err := imp.s.ConversationPath(d); err == nil {
-			if _, err := os.Lstat(dp); err == nil {
-				continue
-			}
-		}
-		p.Problems = append(p.Problems, fmt.Sprintf("fork source %q is neither in the archive nor in this store: this conversation reads older history from it", d))
-	}
+		_, err = os.Lstat(dp)
+		return err == nil
+	})...)
 }
 
 // placeAll puts every imported conversation directory in place, in

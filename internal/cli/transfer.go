@@ -10,6 +10,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/transfer"
 )
@@ -278,7 +279,7 @@ func runImport(c *ucli.Context, e *env, name string, maps []transfer.CwdMapping)
 	if err != nil {
 		return err
 	}
-	cfg, explicit := transfer.ConfigPath(c.String("config"), e.g.getenv, dataDir)
+	cfg, explicit := machine.ConfigPath(c.String("config"), e.g.getenv, dataDir)
 	opts := transfer.ImportOptions{Archive: name, OnConflict: c.String("on-conflict"), MapCwd: maps,
 		DryRun: c.Bool("dry-run"), ConfigPath: cfg, ConfigRequired: explicit, LockTimeout: e.g.LockTimeout,
 		Log: e.libraryLines(e.stderr, problemLine)}

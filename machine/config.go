@@ -1,10 +1,9 @@
-package transfer
+package machine
 
 import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -26,9 +25,9 @@ const (
 // maxConfigBytes bounds the configuration file read.
 const maxConfigBytes = 16 << 20
 
-// RuntimeConfig is what import needs of the runtime's configuration: the
-// names of the agents and models configured on this machine.
-type RuntimeConfig struct {
+// Config is what convkit needs of the runtime's configuration: the names
+// of the agents and models configured on this machine.
+type Config struct {
 	// Path is the file read.
 	Path   string
 	Agents map[string]AgentConfig
@@ -46,22 +45,22 @@ type AgentConfig struct {
 type ModelConfig struct{}
 
 // HasAgent reports whether agent name is configured.
-func (c *RuntimeConfig) HasAgent(name string) bool {
+func (c *Config) HasAgent(name string) bool {
 	_, ok := c.Agents[name]
 	return ok
 }
 
 // HasModel reports whether model name is configured.
-func (c *RuntimeConfig) HasModel(name string) bool {
+func (c *Config) HasModel(name string) bool {
 	_, ok := c.Models[name]
 	return ok
 }
 
 // AgentNames lists the configured agents, sorted.
-func (c *RuntimeConfig) AgentNames() []string { return sortedKeys(c.Agents) }
+func (c *Config) AgentNames() []string { return sortedKeys(c.Agents) }
 
 // ModelNames lists the configured models, sorted.
-func (c *RuntimeConfig) ModelNames() []string { return sortedKeys(c.Models) }
+func (c *Config) ModelNames() []string { return sortedKeys(c.Models) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
@@ -94,7 +93,14 @@ func ConfigPath(flag string, getenv func(string) string, dataDir string) (path s
 // an error wrapping fs.ErrNotExist. Keys and tables other than
 // [agents.<name>] and [models.<name>] are the runtime's and are ignored;
 // an agent's model must be a string.
-func LoadConfig(path string) (*RuntimeConfig, error) {
+func LoadConfig(path string) (*Config, error) {
+	// A FIFO or a device in its place must not block the open; a link to
+	// the runtime's own file is fine (it is only read).
+	if fi, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -117,7 +123,7 @@ func LoadConfig(path string) (*RuntimeConfig, error) {
 	return parseConfig(path, string(data))
 }
 
-func parseConfig(path, text string) (*RuntimeConfig, error) {
+func parseConfig(path, text string) (*Config, error) {
 	var raw map[string]any
 	if _, err := toml.Decode(text, &raw); err != nil {
 		var pe toml.ParseError
@@ -126,7 +132,7 @@ func parseConfig(path, text string) (*RuntimeConfig, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	c := &RuntimeConfig{Path: path, Agents: map[string]AgentConfig{}, Models: map[string]ModelConfig{}}
+	c := &Config{Path: path, Agents: map[string]AgentConfig{}, Models: map[string]ModelConfig{}}
 	tables := func(key string) (map[string]map[string]any, error) {
 		v, ok := raw[key]
 		if !ok {
@@ -170,6 +176,3 @@ func parseConfig(path, text string) (*RuntimeConfig, error) {
 	}
 	return c, nil
 }
-
-// isNotExist reports a missing file.
-func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
