@@ -25,12 +25,31 @@ import (
 )
 
 // SchemaVersion is stored in PRAGMA user_version. A database with another
-// version is not used: reindex rebuilds it.
-const SchemaVersion = 1
+// version is not used (a *VersionError): reindex rebuilds it, and readers
+// take it for an index that is not current. Version 2 added why each
+// conversation will not open on this machine
+// (conversations.will_not_open).
+const SchemaVersion = 2
 
 // ErrSchema is wrapped when a file is not an index of this schema version
 // (garbage, another program's database, an older or newer schema).
 var ErrSchema = errors.New("not a convkit index of this schema version")
+
+// VersionError is a database of another schema version: an older one was
+// written by an older convkit and is stale, not damaged. It wraps
+// ErrSchema.
+type VersionError struct {
+	Found, Want int
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("%v (found schema version %d, want %d)", ErrSchema, e.Found, e.Want)
+}
+
+func (e *VersionError) Unwrap() error { return ErrSchema }
+
+// Older reports an index written by an older convkit.
+func (e *VersionError) Older() bool { return e.Found < e.Want }
 
 const schema = `
 CREATE TABLE conversations (
@@ -49,7 +68,8 @@ CREATE TABLE conversations (
 	running_turn INTEGER NOT NULL,
 	session_count INTEGER NOT NULL,
 	turn_count INTEGER NOT NULL,
-	fingerprint TEXT NOT NULL
+	fingerprint TEXT NOT NULL,
+	will_not_open TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX conversations_by_updated ON conversations(archived, updated_at DESC, id);
 CREATE TABLE sessions (
@@ -92,22 +112,26 @@ CREATE VIRTUAL TABLE messages USING fts5(
 
 // Conversation is one conversation's rows.
 type Conversation struct {
-	ID              string    `json:"id"`
-	Dir             string    `json:"dir"`
-	Title           string    `json:"title"`
-	TitleIsAuto     bool      `json:"titleIsAuto"`
-	Cwd             string    `json:"cwd"`
-	CreatedAt       int64     `json:"createdAt"` // Unix ms
-	UpdatedAt       int64     `json:"updatedAt"` // Unix ms
-	Archived        bool      `json:"archived"`
-	ForkedFrom      string    `json:"forkedFrom"`
-	AfterCompaction bool      `json:"afterCompaction"`
-	Agents          []string  `json:"agents"`
-	Models          []string  `json:"models"`
-	RunningTurn     bool      `json:"runningTurn"`
-	Fingerprint     string    `json:"fingerprint"`
-	Sessions        []Session `json:"sessions"`
-	Turns           []Turn    `json:"turns"`
+	ID              string   `json:"id"`
+	Dir             string   `json:"dir"`
+	Title           string   `json:"title"`
+	TitleIsAuto     bool     `json:"titleIsAuto"`
+	Cwd             string   `json:"cwd"`
+	CreatedAt       int64    `json:"createdAt"` // Unix ms
+	UpdatedAt       int64    `json:"updatedAt"` // Unix ms
+	Archived        bool     `json:"archived"`
+	ForkedFrom      string   `json:"forkedFrom"`
+	AfterCompaction bool     `json:"afterCompaction"`
+	Agents          []string `json:"agents"`
+	Models          []string `json:"models"`
+	RunningTurn     bool     `json:"runningTurn"`
+	Fingerprint     string   `json:"fingerprint"`
+	// WillNotOpen lists why the conversation will not open on this
+	// machine, as package machine checked it when the row was written
+	// (empty: it will).
+	WillNotOpen []string  `json:"willNotOpen"`
+	Sessions    []Session `json:"sessions"`
+	Turns       []Turn    `json:"turns"`
 }
 
 // Session is one session log.
@@ -286,8 +310,8 @@ func (d *DB) Begin(ctx context.Context) (*Writer, error) {
 	w.delSkip = prep("DELETE FROM skipped WHERE id = ?")
 	w.insSkip = prep("INSERT INTO skipped (id, dir, fingerprint, reason) VALUES (?,?,?,?)")
 	w.insConv = prep(`INSERT INTO conversations (id, dir, title, title_is_auto, cwd, created_at, updated_at, archived,
-		forked_from, after_compaction, agents, models, running_turn, session_count, turn_count, fingerprint)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+		forked_from, after_compaction, agents, models, running_turn, session_count, turn_count, fingerprint, will_not_open)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	w.insSess = prep(`INSERT INTO sessions (conversation_id, id, parent_session, agent, model, format_version,
 		event_count, bytes, file) VALUES (?,?,?,?,?,?,?,?,?)`)
 	w.insTurn = prep(`INSERT INTO turns (conversation_id, session_id, turn, started_at, ended_at, outcome) VALUES (?,?,?,?,?,?)`)
@@ -300,6 +324,9 @@ func (d *DB) Begin(ctx context.Context) (*Writer, error) {
 }
 
 func jsonList(v []string) string {
+	if len(v) == 0 {
+		return "[]"
+	}
 	// Names of printable ASCII that json.Marshal writes as they are are
 	// written here, without reflection: one call per conversation and
 	// list.
@@ -335,7 +362,7 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 	}
 	if _, err := w.insConv.ExecContext(ctx, c.ID, c.Dir, c.Title, c.TitleIsAuto, c.Cwd, c.CreatedAt, c.UpdatedAt,
 		c.Archived, c.ForkedFrom, c.AfterCompaction, jsonList(c.Agents), jsonList(c.Models), c.RunningTurn,
-		len(c.Sessions), len(c.Turns), c.Fingerprint); err != nil {
+		len(c.Sessions), len(c.Turns), c.Fingerprint, jsonList(c.WillNotOpen)); err != nil {
 		return fmt.Errorf("index conversation %q: %w", c.ID, err)
 	}
 	for _, s := range c.Sessions {
@@ -444,6 +471,9 @@ type ListOptions struct {
 	Archived bool // list archived conversations instead of the others
 	All      bool // list both
 	Limit    int  // 0: no limit
+	// WillNotOpen lists only the conversations that will not open on this
+	// machine.
+	WillNotOpen bool
 	// Before continues a page: conversations updated before this time (Unix
 	// ms), or at it with a greater id.
 	Before   int64
@@ -462,6 +492,9 @@ type Summary struct {
 	Sessions    int    `json:"sessions"`
 	Turns       int    `json:"turns"`
 	RunningTurn bool   `json:"runningTurn"`
+	// WillNotOpen lists why it will not open on this machine ([]: it
+	// will).
+	WillNotOpen []string `json:"willNotOpen"`
 }
 
 // List returns conversations, newest first, through the updated_at index.
@@ -476,8 +509,11 @@ func (d *DB) List(ctx context.Context, o ListOptions) ([]Summary, error) {
 		where = append(where, "(c.updated_at < ? OR (c.updated_at = ? AND c.id > ?))")
 		args = append(args, o.Before, o.Before, o.BeforeID)
 	}
+	if o.WillNotOpen {
+		where = append(where, "c.will_not_open != '[]'")
+	}
 	q := `SELECT c.id, c.title, c.updated_at, c.created_at, c.archived, c.forked_from, c.cwd, c.running_turn,
-		c.session_count, c.turn_count FROM conversations c`
+		c.session_count, c.turn_count, c.will_not_open FROM conversations c`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -493,10 +529,12 @@ func (d *DB) List(ctx context.Context, o ListOptions) ([]Summary, error) {
 	out := []Summary{}
 	for rows.Next() {
 		var s Summary
+		var wno string
 		if err := rows.Scan(&s.ID, &s.Title, &s.UpdatedAt, &s.CreatedAt, &s.Archived, &s.ForkedFrom, &s.Cwd,
-			&s.RunningTurn, &s.Sessions, &s.Turns); err != nil {
+			&s.RunningTurn, &s.Sessions, &s.Turns, &wno); err != nil {
 			return nil, err
 		}
+		s.WillNotOpen = stringList(wno)
 		out = append(out, s)
 	}
 	return out, rows.Err()
@@ -507,20 +545,21 @@ func (d *DB) List(ctx context.Context, o ListOptions) ([]Summary, error) {
 func (d *DB) All(ctx context.Context) (map[string]*Conversation, error) {
 	out := map[string]*Conversation{}
 	rows, err := d.db.QueryContext(ctx, `SELECT id, dir, title, title_is_auto, cwd, created_at, updated_at, archived,
-		forked_from, after_compaction, agents, models, running_turn, fingerprint FROM conversations`)
+		forked_from, after_compaction, agents, models, running_turn, fingerprint, will_not_open FROM conversations`)
 	if err != nil {
 		return nil, err
 	}
 	for rows.Next() {
 		c := &Conversation{}
-		var agents, models string
+		var agents, models, wno string
 		if err := rows.Scan(&c.ID, &c.Dir, &c.Title, &c.TitleIsAuto, &c.Cwd, &c.CreatedAt, &c.UpdatedAt, &c.Archived,
-			&c.ForkedFrom, &c.AfterCompaction, &agents, &models, &c.RunningTurn, &c.Fingerprint); err != nil {
+			&c.ForkedFrom, &c.AfterCompaction, &agents, &models, &c.RunningTurn, &c.Fingerprint, &wno); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		json.Unmarshal([]byte(agents), &c.Agents)
 		json.Unmarshal([]byte(models), &c.Models)
+		c.WillNotOpen = stringList(wno)
 		out[c.ID] = c
 	}
 	rows.Close()
@@ -615,6 +654,39 @@ func (d *DB) Fingerprints(ctx context.Context) (map[string]string, error) {
 		out[id] = fp
 	}
 	return out, rows.Err()
+}
+
+// ErrNotIndexed is wrapped when a conversation has no row in the index.
+var ErrNotIndexed = errors.New("not in the index")
+
+// WillNotOpen returns why the conversation id will not open on this
+// machine, as recorded when its row was written: an empty list when it
+// will. A conversation without a row (not indexed, skipped or deleted)
+// gives an error wrapping ErrNotIndexed. It is how the runtime reads what
+// reindex, import and the other writers of the index found.
+func (d *DB) WillNotOpen(ctx context.Context, id string) ([]string, error) {
+	var wno string
+	err := d.db.QueryRowContext(ctx, "SELECT will_not_open FROM conversations WHERE id = ?", id).Scan(&wno)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("conversation %q: %w", id, ErrNotIndexed)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return stringList(wno), nil
+}
+
+// stringList decodes a JSON list of strings as jsonList wrote it; anything
+// else reads as empty.
+func stringList(s string) []string {
+	out := []string{}
+	if s != "[]" {
+		json.Unmarshal([]byte(s), &out)
+	}
+	if out == nil {
+		out = []string{}
+	}
+	return out
 }
 
 // SkippedRow is a conversation the last reindex could not index.

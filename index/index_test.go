@@ -232,3 +232,57 @@ func TestJSONListIsMarshal(t *testing.T) {
 		}
 	}
 }
+
+// TestWillNotOpen: the reasons a conversation will not open are stored
+// with its row, listed, filtered on, and read back one conversation at a
+// time (the runtime's read).
+func TestWillNotOpen(t *testing.T) {
+	ctx := context.Background()
+	db, _ := newIndex(t)
+	bad := conv("bad", 300, false)
+	bad.WillNotOpen = []string{"working directory /nowhere does not exist here", `model "m" is not configured in /etc/c.toml`}
+	for _, c := range []*Conversation{conv("good", 200, false), bad, conv("quiet", 100, true)} {
+		if err := db.Upsert(ctx, c, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := db.WillNotOpen(ctx, "bad")
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(bad.WillNotOpen) {
+		t.Fatalf("WillNotOpen(bad) = %q, %v", got, err)
+	}
+	if got, err := db.WillNotOpen(ctx, "good"); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("WillNotOpen(good) = %#v, %v; want an empty list", got, err)
+	}
+	if _, err := db.WillNotOpen(ctx, "gone"); !errors.Is(err, ErrNotIndexed) {
+		t.Fatalf("WillNotOpen(gone): %v, want ErrNotIndexed", err)
+	}
+	rows, err := db.List(ctx, ListOptions{All: true, WillNotOpen: true})
+	if err != nil || len(rows) != 1 || rows[0].ID != "bad" || len(rows[0].WillNotOpen) != 2 {
+		t.Fatalf("List(WillNotOpen) = %+v, %v", rows, err)
+	}
+	rows, _ = db.List(ctx, ListOptions{All: true})
+	if len(rows) != 3 || rows[1].ID != "good" || rows[1].WillNotOpen == nil || len(rows[1].WillNotOpen) != 0 {
+		t.Fatalf("List = %+v", rows)
+	}
+	all, err := db.All(ctx)
+	if err != nil || fmt.Sprint(all["bad"].WillNotOpen) != fmt.Sprint(bad.WillNotOpen) {
+		t.Fatalf("All: %+v, %v", all["bad"], err)
+	}
+}
+
+// TestOlderSchema: an index of an older schema version is told apart from
+// a damaged one, so that readers can call it stale.
+func TestOlderSchema(t *testing.T) {
+	_, p := newIndex(t)
+	db, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.db.Exec(fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion-1))
+	db.Close()
+	_, err = Open(p)
+	var ve *VersionError
+	if !errors.As(err, &ve) || !ve.Older() || !errors.Is(err, ErrSchema) {
+		t.Fatalf("Open of an older schema: %v", err)
+	}
+}

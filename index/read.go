@@ -75,10 +75,15 @@ func OpenRead(ctx context.Context, path string, o ReadOptions) (*DB, error) {
 	return d, nil
 }
 
-// schemaError wraps a failed check in ErrSchema, unless the context ended.
+// schemaError wraps a failed check in ErrSchema, unless the context ended;
+// another schema version stays a *VersionError.
 func schemaError(ctx context.Context, path string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	var ve *VersionError
+	if errors.As(err, &ve) {
+		return fmt.Errorf("%s: %w", path, ve)
 	}
 	return fmt.Errorf("%s: %w: %v", path, ErrSchema, err)
 }

@@ -144,7 +144,7 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 		return err
 	}
 	if v != SchemaVersion {
-		return fmt.Errorf("found schema version %d, want %d", v, SchemaVersion)
+		return &VersionError{Found: v, Want: SchemaVersion}
 	}
 	got, err := readObjects(ctx, db)
 	if err != nil {

@@ -3,6 +3,7 @@ package index
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,7 +80,8 @@ var hostileSchemas = []struct{ name, sql, want string }{
 	{"the index on another table", `DROP INDEX conversations_by_updated; CREATE INDEX conversations_by_updated ON sessions(conversation_id);`,
 		`index "conversations_by_updated" belongs to "sessions", not "conversations"`},
 	{"a table missing", `DROP TABLE turns;`, `table "turns" is missing`},
-	{"another user_version", `PRAGMA user_version = 2;`, `found schema version 2, want 1`},
+	{"another user_version", `PRAGMA user_version = 99;`, fmt.Sprintf(`found schema version 99, want %d`, SchemaVersion)},
+	{"an older user_version", `PRAGMA user_version = 1;`, fmt.Sprintf(`found schema version 1, want %d`, SchemaVersion)},
 }
 
 // TestSchemaCheckRefusesHostileDatabases: every hostile schema is refused
@@ -123,7 +125,7 @@ func TestSchemaCheckRefusesHostileDatabases(t *testing.T) {
 // the check: it compares what the schema means, not one library's bytes.
 func TestSchemaOfTheSqliteTool(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "metadata.db")
-	sqlite3(t, p, schema+"PRAGMA user_version = 1; PRAGMA journal_mode = WAL;")
+	sqlite3(t, p, schema+fmt.Sprintf("PRAGMA user_version = %d; PRAGMA journal_mode = WAL;", SchemaVersion))
 	db, err := OpenRead(context.Background(), p, ReadOptions{})
 	if err != nil {
 		t.Fatal(err)

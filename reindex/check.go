@@ -31,6 +31,12 @@ type CheckResult struct {
 	Conversations int          `json:"conversations"`
 	Differences   []Difference `json:"differences"`
 	Skipped       []Skip       `json:"skipped"`
+	// WillNotOpen are the conversations the logs hold that will not open
+	// on this machine, checked now (an index row records what was found
+	// when it was written; a difference is stale).
+	WillNotOpen []WillNotOpen `json:"willNotOpen"`
+	// Warnings: see Result.Warnings.
+	Warnings []string `json:"warnings"`
 }
 
 // Drift reports whether the index disagrees with the logs.
@@ -41,7 +47,8 @@ func (r *CheckResult) Drift() bool { return r.IndexProblem != "" || len(r.Differ
 // show as stale. Message text (the search index) is not compared.
 func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, error) {
 	opts.defaults()
-	res := &CheckResult{SchemaVersion: contract.Version, Index: s.IndexPath(), Differences: []Difference{}, Skipped: []Skip{}}
+	res := &CheckResult{SchemaVersion: contract.Version, Index: s.IndexPath(), Differences: []Difference{}, Skipped: []Skip{},
+		WillNotOpen: []WillNotOpen{}, Warnings: opts.warnings()}
 	tree, err := s.WalkJobs(opts.Jobs)
 	if err != nil {
 		return nil, err
@@ -86,6 +93,9 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 			}
 		default:
 			res.Conversations++
+			if len(b.conv.WillNotOpen) > 0 {
+				res.WillNotOpen = append(res.WillNotOpen, WillNotOpen{ID: id, Reasons: b.conv.WillNotOpen})
+			}
 			if got == nil {
 				res.Differences = append(res.Differences, Difference{ID: id, Kind: "missing", Detail: "in the logs but not in the index"})
 			} else if d := compare(b.conv, got); d != "" {
@@ -129,6 +139,7 @@ func compare(want, got *index.Conversation) string {
 	field("running turn", want.RunningTurn, got.RunningTurn)
 	field("agents", nonNil(want.Agents), nonNil(got.Agents))
 	field("models", nonNil(want.Models), nonNil(got.Models))
+	field("will not open", nonNil(want.WillNotOpen), nonNil(got.WillNotOpen))
 	ws, gs := sessionsByID(want.Sessions), sessionsByID(got.Sessions)
 	for id, s := range ws {
 		g, ok := gs[id]

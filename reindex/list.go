@@ -11,6 +11,7 @@ import (
 
 	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 )
 
@@ -19,6 +20,13 @@ type ListOptions struct {
 	Archived bool // archived conversations instead of the others
 	All      bool // both
 	Limit    int  // 0: all
+	// WillNotOpen lists only the conversations that will not open on this
+	// machine.
+	WillNotOpen bool
+	// Machine checks the conversations listed from the logs (nil: their
+	// working directories and fork sources only); from the index, each
+	// row says what was found when it was written.
+	Machine *machine.Machine
 }
 
 // Listing is the result of List.
@@ -31,6 +39,10 @@ type Listing struct {
 	FallbackReason string          `json:"fallbackReason,omitempty"`
 	Conversations  []index.Summary `json:"conversations"`
 	Skipped        []Skip          `json:"skipped"`
+	// Warnings are said once: listing conversations that will not open
+	// from the logs without a runtime configuration checks no agents or
+	// models.
+	Warnings []string `json:"warnings"`
 }
 
 // List lists conversations, newest first. It reads metadata.db when it is
@@ -42,13 +54,13 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 	if err != nil {
 		return nil, err
 	}
-	res := &Listing{SchemaVersion: contract.Version, Conversations: []index.Summary{}, Skipped: []Skip{}}
+	res := &Listing{SchemaVersion: contract.Version, Conversations: []index.Summary{}, Skipped: []Skip{}, Warnings: []string{}}
 	db, reason := indexCurrent(ctx, s, tree)
 	if db != nil {
 		defer db.Close()
 	}
 	if reason == "" {
-		rows, err := db.List(ctx, index.ListOptions{Archived: o.Archived, All: o.All, Limit: o.Limit})
+		rows, err := db.List(ctx, index.ListOptions{Archived: o.Archived, All: o.All, Limit: o.Limit, WillNotOpen: o.WillNotOpen})
 		var skipped []index.SkippedRow
 		if err == nil {
 			skipped, err = db.Skipped(ctx)
@@ -67,6 +79,13 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 		reason = err.Error()
 	}
 	res.Source, res.FallbackReason = "logs", reason
+	if o.WillNotOpen && !o.Machine.Checked() {
+		res.Warnings = (&Options{Machine: o.Machine}).warnings()
+	}
+	present := map[string]bool{}
+	for _, c := range tree.Conversations {
+		present[c.ID] = true
+	}
 	// The walk's findings are met while listing from the logs: a symbolic
 	// link as conversations/ or as a conversation directory, a FIFO, ...
 	// Without them a store whose conversations/ is a link listed nothing
@@ -102,10 +121,14 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 		if !o.All && info.Archived != o.Archived {
 			continue
 		}
+		reasons := o.Machine.Check(machine.NeedsOf(info), func(id string) bool { return present[id] })
+		if o.WillNotOpen && len(reasons) == 0 {
+			continue
+		}
 		res.Conversations = append(res.Conversations, index.Summary{
 			ID: info.ID, Title: info.Title, UpdatedAt: info.UpdatedAt.UnixMilli(), CreatedAt: info.CreatedAt.UnixMilli(),
 			Archived: info.Archived, ForkedFrom: info.ForkedFrom, Cwd: info.Cwd, Sessions: len(info.Sessions),
-			Turns: len(info.Turns), RunningTurn: info.RunningTurn,
+			Turns: len(info.Turns), RunningTurn: info.RunningTurn, WillNotOpen: reasons,
 		})
 	}
 	sort.Slice(res.Conversations, func(i, j int) bool {
@@ -129,6 +152,10 @@ func indexCurrent(ctx context.Context, s *store.Store, tree *store.Tree) (*index
 	db, err := index.OpenRead(ctx, s.IndexPath(), index.ReadOptions{})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "metadata.db does not exist (run convkit reindex)"
+	}
+	var ve *index.VersionError
+	if errors.As(err, &ve) && ve.Older() {
+		return nil, fmt.Sprintf("metadata.db was written by an older convkit (schema version %d; this one reads %d) (run convkit reindex)", ve.Found, ve.Want)
 	}
 	if err != nil {
 		return nil, fmt.Sprintf("metadata.db is not usable: %v", err)

@@ -3,6 +3,11 @@
 // beside the old one, which is then swapped in atomically: a crash at any
 // moment leaves the old index in place. Check compares logs and index
 // without writing anything.
+//
+// Every conversation indexed is also checked against this machine
+// (package machine): its working directory, its agents and models, its
+// fork sources. A conversation that will not open here is still indexed,
+// with the reasons (index.Conversation.WillNotOpen), and reported.
 package reindex
 
 import (
@@ -18,6 +23,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -26,6 +32,7 @@ import (
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/progress"
 	"github.com/convkit/convkit/store"
 )
@@ -53,6 +60,15 @@ type Options struct {
 	// NoText leaves message text out of the index (no search); it exists to
 	// measure what the search index costs.
 	NoText bool
+	// Machine checks whether each conversation will open here (nil: its
+	// working directory and fork sources are checked, its agents and
+	// models are not).
+	Machine *machine.Machine
+	// ReportAs, when set, is the directory the store is reported as: the
+	// paths of events, skips and the skip reasons recorded in the index
+	// name it in place of the store's own directory. Restore reindexes a
+	// store in a staging directory that then becomes ReportAs.
+	ReportAs string
 }
 
 // EventKind says what an Event reports.
@@ -76,13 +92,25 @@ const (
 	// EventEmptyRemoved: an empty conversation directory an interrupted
 	// deletion left, removed.
 	EventEmptyRemoved EventKind = "empty-removed"
+	// EventWillNotOpen: a conversation indexed that will not open on this
+	// machine (ID, Reasons; Path is its directory).
+	EventWillNotOpen EventKind = "will-not-open"
 )
 
 // Event is one thing Run reports as it happens.
 type Event struct {
-	Kind   EventKind
-	Path   string
-	Reason string
+	Kind    EventKind
+	Path    string
+	Reason  string
+	ID      string
+	Reasons []string
+}
+
+// WillNotOpen is a conversation that will not open on this machine, and
+// why (package machine's reasons, in its order).
+type WillNotOpen struct {
+	ID      string   `json:"id"`
+	Reasons []string `json:"reasons"`
 }
 
 // Skip is a conversation reindex could not index, and why.
@@ -102,6 +130,11 @@ type Result struct {
 	Sessions          int      `json:"sessions"`
 	Turns             int      `json:"turns"`
 	Messages          int      `json:"messages"`
+	// WillNotOpen are the conversations indexed that will not open here.
+	WillNotOpen []WillNotOpen `json:"willNotOpen"`
+	// Warnings are said once per run: no runtime configuration, so agents
+	// and models were not checked.
+	Warnings []string `json:"warnings"`
 }
 
 func (o *Options) defaults() {
@@ -115,6 +148,53 @@ func (o *Options) defaults() {
 	if o.OnEvent == nil {
 		o.OnEvent = func(Event) {}
 	}
+}
+
+// warnings are what a run says once about its checks.
+func (o *Options) warnings() []string {
+	if o.Machine.Checked() {
+		return []string{}
+	}
+	where := "the runtime's configuration"
+	if o.Machine != nil && o.Machine.ConfigPath != "" {
+		where = o.Machine.ConfigPath
+	}
+	return []string{machine.NotCheckedWarning(where)}
+}
+
+// reporter rewrites the store's directory in what is reported (see
+// Options.ReportAs).
+type reporter struct{ from, to string }
+
+func newReporter(s *store.Store, o Options) reporter {
+	if o.ReportAs == "" {
+		return reporter{}
+	}
+	return reporter{from: s.DataDir(), to: filepath.Clean(o.ReportAs)}
+}
+
+// path is p as reported.
+func (r reporter) path(p string) string {
+	if r.from == "" {
+		return p
+	}
+	if rel, err := filepath.Rel(r.from, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return filepath.Join(r.to, rel)
+	}
+	return p
+}
+
+// text is a reason with every mention of the store's directory replaced.
+func (r reporter) text(s string) string {
+	if r.from == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, r.from+string(filepath.Separator), r.to+string(filepath.Separator))
+}
+
+func (r reporter) skip(sk Skip) Skip {
+	sk.Path, sk.Reason = r.path(sk.Path), r.text(sk.Reason)
+	return sk
 }
 
 // built is one conversation read from its logs.
@@ -144,24 +224,27 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{SchemaVersion: contract.Version, Index: s.IndexPath(), Skipped: []Skip{}, DeletionsFinished: []string{}}
+	rp := newReporter(s, opts)
+	res := &Result{SchemaVersion: contract.Version, Index: rp.path(s.IndexPath()), Skipped: []Skip{}, DeletionsFinished: []string{},
+		WillNotOpen: []WillNotOpen{}, Warnings: opts.warnings()}
 	for _, p := range tree.Problems {
 		if p.Reason == store.ReasonUnexpected {
 			// A stray file is not a conversation: reported, not skipped.
-			opts.OnEvent(Event{Kind: EventIgnored, Path: p.Path, Reason: p.Reason})
+			opts.OnEvent(Event{Kind: EventIgnored, Path: rp.path(p.Path), Reason: p.Reason})
 			continue
 		}
-		res.Skipped = append(res.Skipped, Skip{Path: p.Path, Reason: p.Reason})
-		opts.OnEvent(Event{Kind: EventSkipped, Path: p.Path, Reason: p.Reason})
+		sk := rp.skip(Skip{Path: p.Path, Reason: p.Reason})
+		res.Skipped = append(res.Skipped, sk)
+		opts.OnEvent(Event{Kind: EventSkipped, Path: sk.Path, Reason: sk.Reason})
 	}
 	for _, p := range tree.Temps {
 		if os.Remove(p) == nil {
-			opts.OnEvent(Event{Kind: EventRemovedTemp, Path: p})
+			opts.OnEvent(Event{Kind: EventRemovedTemp, Path: rp.path(p)})
 		}
 	}
 	for _, p := range s.TempIndexes() {
 		if os.Remove(p) == nil {
-			opts.OnEvent(Event{Kind: EventRemovedIndex, Path: p})
+			opts.OnEvent(Event{Kind: EventRemovedIndex, Path: rp.path(p)})
 		}
 	}
 	tmp, err := s.NewTempIndex()
@@ -197,7 +280,7 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 				return err
 			}
 			res.DeletionsFinished = append(res.DeletionsFinished, b.dir.ID)
-			opts.OnEvent(Event{Kind: EventDeletionFinished, Path: b.dir.Path})
+			opts.OnEvent(Event{Kind: EventDeletionFinished, Path: rp.path(b.dir.Path)})
 		case b.empty:
 			// os.Remove refuses a directory that gained an entry since.
 			if err := os.Remove(b.dir.Path); err != nil {
@@ -207,16 +290,24 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 				return err
 			}
 			res.DeletionsFinished = append(res.DeletionsFinished, b.dir.ID)
-			opts.OnEvent(Event{Kind: EventEmptyRemoved, Path: b.dir.Path})
+			opts.OnEvent(Event{Kind: EventEmptyRemoved, Path: rp.path(b.dir.Path)})
 		case b.skip != nil:
-			res.Skipped = append(res.Skipped, *b.skip)
-			opts.OnEvent(Event{Kind: EventSkipped, Path: b.skip.Path, Reason: b.skip.Reason})
-			if err := w.Skip(ctx, b.dir.ID, b.dir.Name, dirFingerprint(b.dir), b.skip.Reason); err != nil {
+			sk := rp.skip(*b.skip)
+			res.Skipped = append(res.Skipped, sk)
+			opts.OnEvent(Event{Kind: EventSkipped, Path: sk.Path, Reason: sk.Reason})
+			if err := w.Skip(ctx, b.dir.ID, b.dir.Name, dirFingerprint(b.dir), sk.Reason); err != nil {
 				return err
 			}
 		default:
+			for i, r := range b.conv.WillNotOpen {
+				b.conv.WillNotOpen[i] = rp.text(r)
+			}
 			if err := w.Put(ctx, b.conv, b.msgs); err != nil {
 				return err
+			}
+			if len(b.conv.WillNotOpen) > 0 {
+				res.WillNotOpen = append(res.WillNotOpen, WillNotOpen{ID: b.dir.ID, Reasons: b.conv.WillNotOpen})
+				opts.OnEvent(Event{Kind: EventWillNotOpen, Path: rp.path(b.dir.Path), ID: b.dir.ID, Reasons: b.conv.WillNotOpen})
 			}
 			res.Indexed++
 			res.Sessions += len(b.conv.Sessions)
@@ -321,7 +412,8 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				b := readConversationWith(ctx, convs[i], func(id string) bool { return present[id] }, !opts.NoText)
+				b := readConversationWith(ctx, convs[i], readEnv{present: func(id string) bool { return present[id] },
+					withText: !opts.NoText, machine: opts.Machine})
 				mu.Lock()
 				held += b.textBytes()
 				mu.Unlock()
@@ -378,12 +470,23 @@ func (b *built) textBytes() int64 {
 
 // readConversation replays one conversation's logs into index rows.
 func readConversation(c store.ConversationDir, present map[string]bool, withText bool) *built {
-	return readConversationWith(context.Background(), c, func(id string) bool { return present[id] }, withText)
+	return readConversationWith(context.Background(), c, readEnv{present: func(id string) bool { return present[id] }, withText: withText})
+}
+
+// readEnv is what reading a conversation needs besides its directory.
+type readEnv struct {
+	// present reports whether a conversation is in the store (its fork
+	// sources).
+	present func(string) bool
+	// withText keeps the message text (search).
+	withText bool
+	// machine checks whether it will open here.
+	machine *machine.Machine
 }
 
 // readConversationWith is readConversation that stops when ctx is done
 // (b.err set).
-func readConversationWith(ctx context.Context, c store.ConversationDir, present func(string) bool, withText bool) *built {
+func readConversationWith(ctx context.Context, c store.ConversationDir, env readEnv) *built {
 	b := &built{dir: c}
 	skip := func(path, format string, args ...any) *built {
 		b.skip = &Skip{ID: c.ID, Path: path, Reason: fmt.Sprintf(format, args...)}
@@ -417,16 +520,14 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, present 
 		b.deleting = true
 		return b
 	}
-	for _, dep := range store.Dependencies(info) {
-		if !present(dep) {
-			return skip(convLog.Path, "fork source %q is missing: this conversation reads older history from it", dep)
-		}
-	}
 	conv := &index.Conversation{
 		ID: info.ID, Dir: c.Name, Title: info.Title, TitleIsAuto: info.TitleIsAuto, Cwd: info.Cwd,
 		CreatedAt: info.CreatedAt.UnixMilli(), UpdatedAt: info.UpdatedAt.UnixMilli(), Archived: info.Archived,
 		ForkedFrom: info.ForkedFrom, AfterCompaction: info.AfterCompaction, Agents: info.Agents, Models: info.Models,
 		RunningTurn: info.RunningTurn,
+		// A fork whose source is missing is indexed, as one whose working
+		// directory is missing: its logs read, it will not open here.
+		WillNotOpen: env.machine.Check(machine.NeedsOf(info), env.present),
 	}
 	for _, t := range info.Turns {
 		tr := index.Turn{SessionID: t.SessionID, Turn: t.Turn, StartedAt: t.StartedAt.UnixMilli(), Outcome: t.Outcome}
@@ -443,7 +544,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, present 
 		if si := info.Session(l.ID); si != nil {
 			sess.Agent, sess.Model, sess.ParentSession = si.Agent, si.Model, si.ParentSession
 		}
-		msgs, st, h, mtime, err := readSession(ctx, l.Path, l.ID, withText)
+		msgs, st, h, mtime, err := readSession(ctx, l.Path, l.ID, env.withText)
 		if err != nil && ctx.Err() != nil {
 			b.err = ctx.Err()
 			return b

@@ -9,14 +9,26 @@ import (
 	"path/filepath"
 
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 )
 
+// UpdateOptions configure Update.
+type UpdateOptions struct {
+	// Machine checks whether the conversation will open here (nil: its
+	// working directory and fork sources are checked, its agents and
+	// models are not), as Options.Machine does for Run.
+	Machine *machine.Machine
+}
+
 // Update brings one conversation's rows in db up to date with its logs:
-// the runtime's incremental update after a flushed append. A conversation
-// whose directory is gone, or that is being deleted, is removed from the
-// index; one that cannot be read is recorded as skipped, with the reason.
-func Update(ctx context.Context, db *index.DB, s *store.Store, convID string) error {
+// the incremental update of the index after a flushed append, by the
+// runtime and by every command that changes a conversation (import,
+// rename, archive, delete). A conversation whose directory is gone, or
+// that is being deleted, is removed from the index; one that cannot be
+// read is recorded as skipped, with the reason; the row of one that is
+// read records why it will not open on this machine.
+func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, opts UpdateOptions) error {
 	c, _, err := s.WalkConversation(convID)
 	if err != nil {
 		dir, perr := s.ConversationPath(convID)
@@ -36,7 +48,7 @@ func Update(ctx context.Context, db *index.DB, s *store.Store, convID string) er
 		_, err = os.Lstat(p)
 		return err == nil
 	}
-	b := readConversationWith(ctx, c, present, true)
+	b := readConversationWith(ctx, c, readEnv{present: present, withText: true, machine: opts.Machine})
 	if b.err != nil {
 		return b.err
 	}

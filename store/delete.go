@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -38,11 +39,17 @@ func (e *DependentsError) Unwrap() error { return ErrHasDependents }
 // them reads older history from one of them (a fork made after a
 // compaction). It walks the store: its cost grows with the store.
 func (s *Store) CheckDelete(convIDs ...string) error {
+	return s.checkDelete(convIDs, convIDs)
+}
+
+// checkDelete is CheckDelete of the conversations check, deleted together
+// with all.
+func (s *Store) checkDelete(check, all []string) error {
 	going := map[string]bool{}
-	for _, id := range convIDs {
+	for _, id := range all {
 		going[id] = true
 	}
-	for _, id := range convIDs {
+	for _, id := range check {
 		deps, err := s.Dependents(id)
 		if err != nil {
 			return err
@@ -111,21 +118,195 @@ func (s *Store) markDeleting(convID string) error {
 	if info.Deleting {
 		return nil
 	}
-	if info.RunningTurn {
-		var running []string
-		for _, t := range info.Turns {
-			if t.Running() {
-				running = append(running, fmt.Sprintf("session %q turn %d", t.SessionID, t.Turn))
-			}
-		}
-		return fmt.Errorf("cannot delete conversation %q: %w (%s); wait for it to end or interrupt it",
-			convID, ErrTurnRunning, strings.Join(running, ", "))
+	if err := runningError(info); err != nil {
+		return err
 	}
 	ev, err := s.event(EventDeleteStarted, nil)
 	if err != nil {
 		return err
 	}
 	return oc.appendEvents(ev) // durable: Append fsyncs
+}
+
+// runningError refuses deleting a conversation while a turn runs.
+func runningError(info *ConversationInfo) error {
+	if !info.RunningTurn {
+		return nil
+	}
+	var running []string
+	for _, t := range info.Turns {
+		if t.Running() {
+			running = append(running, fmt.Sprintf("session %q turn %d", t.SessionID, t.Turn))
+		}
+	}
+	return fmt.Errorf("cannot delete conversation %q: %w (%s); wait for it to end or interrupt it",
+		info.ID, ErrTurnRunning, strings.Join(running, ", "))
+}
+
+// DeleteOptions configure DeleteAll.
+type DeleteOptions struct {
+	// Force deletes a conversation that forks made after a compaction
+	// read older history from, breaking them (no dependents guard).
+	Force bool
+	// Done is called for each conversation once it is gone, in the order
+	// given, before the next is touched; already is true for one a killed
+	// delete had removed. An error stops the command there. It is where
+	// the caller updates metadata.db.
+	Done func(convID string, already bool) error
+}
+
+// What DeleteAll finds of each conversation before it deletes any.
+type deleteState int
+
+const (
+	deleteLive       deleteState = iota // to record the tombstone for, then remove
+	deleteTombstoned                    // a deletion was recorded: finish it
+	deleteEmpty                         // an empty directory a kill left: remove it
+	deleteAlready                       // gone, and a killed delete's journal names it
+)
+
+// DeleteAll deletes the conversations convIDs as one command, in order
+// (an id given twice counts once), so that running it again after a kill
+// finishes it. Before anything is deleted it checks them all: each must
+// be in the store (or be named by the journal of a killed delete, which
+// removed it: "already deleted"), be no symbolic link and run no turn,
+// and, unless opts.Force, no fork left behind may read older history from
+// one of them (a *DependentsError). Then it publishes its journal (see
+// deletejournal.go) and deletes each as Delete does; a conversation whose
+// deletion was recorded, or whose directory a kill left empty, is
+// finished. The journal is removed at the end, with those of killed
+// deletes whose conversations are all gone. An interrupted run (ctx)
+// stops between two conversations and keeps its journal.
+func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOptions) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	var ids []string
+	seen := map[string]bool{}
+	for _, id := range convIDs {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	journals, err := s.deleteJournals()
+	if err != nil {
+		return err
+	}
+	journaled := map[string]bool{}
+	for _, j := range journals {
+		for _, id := range j.ids {
+			journaled[id] = true
+		}
+	}
+	states := make([]deleteState, len(ids))
+	var live []string
+	for i, id := range ids {
+		if states[i], err = s.deleteStateOf(id, journaled[id]); err != nil {
+			return err
+		}
+		if states[i] == deleteLive {
+			live = append(live, id)
+		}
+	}
+	if !opts.Force {
+		if err := s.checkDelete(live, ids); err != nil {
+			return err
+		}
+	}
+	own, err := s.writeDeleteJournal(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		switch states[i] {
+		case deleteAlready:
+		case deleteEmpty:
+			if err := s.removeEmpty(id); err != nil {
+				return err
+			}
+		default:
+			if err := s.DeleteUnguarded(id); err != nil {
+				return err
+			}
+		}
+		if opts.Done != nil {
+			if err := opts.Done(id, states[i] == deleteAlready); err != nil {
+				return err
+			}
+		}
+	}
+	done := []string{own}
+	for _, j := range journals {
+		if j.ids == nil || s.allGone(j.ids) {
+			done = append(done, j.path)
+		}
+	}
+	return s.removeJournals(done)
+}
+
+// deleteStateOf finds what DeleteAll has to do with a conversation, or why
+// it cannot delete it.
+func (s *Store) deleteStateOf(convID string, journaled bool) (deleteState, error) {
+	dir, err := s.conversationDir(convID)
+	if err != nil {
+		return 0, err
+	}
+	ents, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && journaled:
+		return deleteAlready, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return 0, fmt.Errorf("conversation %q: %w", convID, ErrNoConversation)
+	case err != nil:
+		return 0, err
+	case len(ents) == 0:
+		return deleteEmpty, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oc, err := s.conv(convID)
+	if err != nil {
+		return 0, err
+	}
+	if oc.st.info.Deleting {
+		return deleteTombstoned, nil
+	}
+	if err := runningError(&oc.st.info); err != nil {
+		return 0, err
+	}
+	return deleteLive, nil
+}
+
+// removeEmpty removes a conversation directory that holds nothing: what a
+// delete killed after its last file left. os.Remove refuses a directory
+// that gained an entry since.
+func (s *Store) removeEmpty(convID string) error {
+	dir, err := s.conversationDir(convID)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete conversation %q: %w", convID, err)
+	}
+	return durable.SyncDir(ConversationsDir(s.dataDir))
+}
+
+// allGone reports whether none of the conversations ids has a directory.
+func (s *Store) allGone(ids []string) bool {
+	for _, id := range ids {
+		p, err := ConversationPath(s.dataDir, id)
+		if err != nil {
+			continue
+		}
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			return false
+		}
+	}
+	return true
 }
 
 // FinishDeletion completes a deletion whose tombstone was found (reindex

@@ -689,7 +689,7 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 			continue
 		}
 		seen[id] = true
-		if err := reindex.Update(ctx, db, imp.st, id); err != nil {
+		if err := reindex.Update(ctx, db, imp.st, id, reindex.UpdateOptions{Machine: imp.mach}); err != nil {
 			fail(err)
 			return
 		}

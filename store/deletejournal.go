@@ -1,0 +1,145 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/convkit/convkit/durable"
+)
+
+// A delete of several conversations is one command, but a kill can stop it
+// after some are gone; run again, the same command must finish the job,
+// and tell the conversations the killed run removed ("already deleted")
+// from ids that never were in the store ("no such conversation"). Once a
+// directory is gone nothing in the store remembers it, so DeleteAll keeps
+// a journal while it runs: <data-dir>/.delete-<16 hex>.journal, one JSON
+// object naming the conversations the command deletes, published before
+// the first of them is touched and removed when the command ends. A
+// journal that remains is a killed delete's; the next DeleteAll reads it,
+// and removes it once every conversation it names is gone.
+
+const (
+	journalPrefix = ".delete-"
+	journalSuffix = ".journal"
+	// maxJournalBytes bounds the read of a journal: it names the ids of
+	// one command line.
+	maxJournalBytes = 16 << 20
+)
+
+// deleteJournal is a journal's content.
+type deleteJournal struct {
+	IDs []string `json:"ids"`
+}
+
+// journalFile is a journal found in the data directory.
+type journalFile struct {
+	path string
+	ids  []string // nil when unreadable (a kill while it was written: no deletion had begun)
+}
+
+// isJournalName reports a name DeleteAll gives its journals.
+func isJournalName(name string) bool {
+	hexPart, ok := strings.CutPrefix(name, journalPrefix)
+	if !ok {
+		return false
+	}
+	hexPart, ok = strings.CutSuffix(hexPart, journalSuffix)
+	if !ok || len(hexPart) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(hexPart)
+	return err == nil
+}
+
+// deleteJournals lists the journals killed deletes left in the data
+// directory. Entries that are not regular files are not journals (links are
+// never followed) and are left alone.
+func (s *Store) deleteJournals() ([]journalFile, error) {
+	ents, err := os.ReadDir(s.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []journalFile
+	for _, e := range ents {
+		if !isJournalName(e.Name()) || !e.Type().IsRegular() {
+			continue
+		}
+		j := journalFile{path: filepath.Join(s.dataDir, e.Name())}
+		f, err := durable.OpenRegular(j.path, os.O_RDONLY)
+		if err != nil {
+			continue
+		}
+		b, err := io.ReadAll(io.LimitReader(f, maxJournalBytes+1))
+		f.Close()
+		var dj deleteJournal
+		if err == nil && len(b) <= maxJournalBytes && json.Unmarshal(bytes.TrimSpace(b), &dj) == nil {
+			j.ids = dj.IDs
+			if j.ids == nil {
+				j.ids = []string{}
+			}
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// writeDeleteJournal publishes a journal naming ids: a new file, written,
+// fsynced, and its directory fsynced, before any of them is touched.
+func (s *Store) writeDeleteJournal(ctx context.Context, ids []string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	var r [8]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", err
+	}
+	path := filepath.Join(s.dataDir, journalPrefix+hex.EncodeToString(r[:])+journalSuffix)
+	b, err := json.Marshal(deleteJournal{IDs: ids})
+	if err != nil {
+		return "", err
+	}
+	f, err := durable.CreateExcl(path)
+	if err != nil {
+		return "", fmt.Errorf("the delete journal: %w", err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = durable.SyncDir(s.dataDir)
+	}
+	if err != nil {
+		os.Remove(path)
+		return "", fmt.Errorf("write the delete journal %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// removeJournals removes the journals at paths, then fsyncs the data
+// directory.
+func (s *Store) removeJournals(paths []string) error {
+	var errs []error
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if len(paths) > 0 {
+		errs = append(errs, durable.SyncDir(s.dataDir))
+	}
+	return errors.Join(errs...)
+}
