@@ -139,7 +139,9 @@ func compare(want, got *index.Conversation) string {
 	field("running turn", want.RunningTurn, got.RunningTurn)
 	field("agents", nonNil(want.Agents), nonNil(got.Agents))
 	field("models", nonNil(want.Models), nonNil(got.Models))
-	field("will not open", nonNil(want.WillNotOpen), nonNil(got.WillNotOpen))
+	if w, g := nonNil(want.WillNotOpen), nonNil(got.WillNotOpen); !reflect.DeepEqual(w, g) {
+		diffs = append(diffs, fmt.Sprintf("will not open: now [%s], index [%s]", strings.Join(w, "; "), strings.Join(g, "; ")))
+	}
 	ws, gs := sessionsByID(want.Sessions), sessionsByID(got.Sessions)
 	for id, s := range ws {
 		g, ok := gs[id]

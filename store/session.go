@@ -264,11 +264,31 @@ func (s *Store) EndTurn(convID, sessionID string, turn int64, outcome string) er
 	return oc.appendEvents(ev)
 }
 
-// Rename sets the title; automatic titles no longer apply.
-func (s *Store) Rename(convID, title string) error {
+// CheckTitle returns title as Rename records it (without leading and
+// trailing white space), or why it cannot be one: a title is one line of
+// text, not empty, without control characters.
+func CheckTitle(title string) (string, error) {
 	title = strings.TrimSpace(title)
 	if title == "" {
-		return errors.New("a title cannot be empty")
+		return "", errors.New("a title cannot be empty")
+	}
+	if !utf8.ValidString(title) {
+		return "", errors.New("a title must be valid UTF-8 text")
+	}
+	for i, r := range title {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' {
+			return "", fmt.Errorf("a title is one line of text without control characters (found %U at byte %d)", r, i)
+		}
+	}
+	return title, nil
+}
+
+// Rename sets the title (see CheckTitle); automatic titles no longer
+// apply.
+func (s *Store) Rename(convID, title string) error {
+	title, err := CheckTitle(title)
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

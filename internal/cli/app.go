@@ -27,6 +27,7 @@ var commandConstructors = []func(*env) *ucli.Command{
 	newInspectCommand,
 	newReindexCommand,
 	newSearchCommand,
+	newRenameCommand, newArchiveCommand, newUnarchiveCommand,
 	newDeleteCommand,
 	newBackupCommand, newRestoreCommand,
 	newExportCommand, newImportCommand,

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -21,11 +20,19 @@ func newListCommand(e *env) *ucli.Command {
 		Usage: "list conversations, newest first",
 		Description: `Lists conversations from metadata.db when it is present and current (every
 conversation indexed with the logs it has now), else by replaying the
-conversation logs, and then says so on stderr. It takes no lock.`,
+conversation logs, and then says so on stderr. It takes no lock.
+
+FLAGS says "will not open" for a conversation that will not open on this
+machine (a missing working directory, an agent or model the runtime
+configuration lacks, a missing fork source): from the index, as found when
+its row was written; from the logs, checked now. --will-not-open lists
+only those, with a WHY column.`,
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "archived", Usage: "list archived conversations instead"},
 			&ucli.BoolFlag{Name: "all", Usage: "list archived and other conversations"},
 			&ucli.IntFlag{Name: "limit", Usage: "list at most `N` conversations"},
+			&ucli.BoolFlag{Name: "will-not-open", Usage: "list only conversations that will not open on this machine, and why"},
+			configFlag(),
 		},
 		Action: func(c *ucli.Context) error {
 			if err := checkArgs(c, 0, 0); err != nil {
@@ -38,10 +45,16 @@ conversation logs, and then says so on stderr. It takes no lock.`,
 			if err != nil {
 				return err
 			}
-			l, err := reindex.List(c.Context, s, reindex.ListOptions{Archived: c.Bool("archived"), All: c.Bool("all"), Limit: c.Int("limit")})
+			m, _, err := e.loadMachine(c, s.DataDir())
 			if err != nil {
 				return err
 			}
+			l, err := reindex.List(c.Context, s, reindex.ListOptions{Archived: c.Bool("archived"), All: c.Bool("all"),
+				Limit: c.Int("limit"), WillNotOpen: c.Bool("will-not-open"), Machine: m})
+			if err != nil {
+				return err
+			}
+			e.warnings(l.Warnings)
 			if l.Source == "logs" && !e.g.Quiet {
 				fmt.Fprintf(e.stderr, "convkit: listing from the logs: %s\n", text(l.FallbackReason))
 			}
@@ -51,15 +64,20 @@ conversation logs, and then says so on stderr. It takes no lock.`,
 			if e.g.JSON {
 				return writeJSON(e.stdout, l)
 			}
-			return renderList(e, l.Conversations)
+			return renderList(e, l.Conversations, c.Bool("will-not-open"))
 		},
 	}
 }
 
 // renderList writes the conversations as a table, its columns aligned by
-// display width (a CJK title takes two columns a character).
-func renderList(e *env, rows []index.Summary) error {
-	t := display.NewTable(e.stdout, "ID", "TITLE", "UPDATED", "SESSIONS", "TURNS", "FLAGS")
+// display width (a CJK title takes two columns a character); why adds the
+// reasons a conversation will not open.
+func renderList(e *env, rows []index.Summary, why bool) error {
+	head := []string{"ID", "TITLE", "UPDATED", "SESSIONS", "TURNS", "FLAGS"}
+	if why {
+		head = append(head, "WHY")
+	}
+	t := display.NewTable(e.stdout, head...)
 	for _, r := range rows {
 		var flags []string
 		if r.Archived {
@@ -71,12 +89,19 @@ func renderList(e *env, rows []index.Summary) error {
 		if r.ForkedFrom != "" {
 			flags = append(flags, "fork of "+text(r.ForkedFrom))
 		}
+		if len(r.WillNotOpen) > 0 {
+			flags = append(flags, "will not open")
+		}
 		title := text(r.Title)
 		if title == "" {
 			title = "(untitled)"
 		}
-		t.Row(text(r.ID), title, time.UnixMilli(r.UpdatedAt).UTC().Format("2006-01-02 15:04"),
-			strconv.Itoa(r.Sessions), strconv.Itoa(r.Turns), strings.Join(flags, ", "))
+		row := []string{text(r.ID), title, time.UnixMilli(r.UpdatedAt).UTC().Format("2006-01-02 15:04"),
+			strconv.Itoa(r.Sessions), strconv.Itoa(r.Turns), strings.Join(flags, ", ")}
+		if why {
+			row = append(row, text(strings.Join(r.WillNotOpen, "; ")))
+		}
+		t.Row(row...)
 	}
 	return t.Flush()
 }
@@ -121,64 +146,6 @@ convkit reindex first. It takes no lock.`,
 			}
 			for _, h := range hits {
 				fmt.Fprintf(e.stdout, "%s  %s  %s#%d %s: %s\n", text(h.ConversationID), quoted(h.Title), text(h.SessionID), h.Seq, text(h.Role), text(h.Snippet))
-			}
-			return nil
-		},
-	}
-}
-
-func newDeleteCommand(e *env) *ucli.Command {
-	return &ucli.Command{
-		Name:      "delete",
-		Usage:     "delete conversations through the tombstone",
-		ArgsUsage: "ID...",
-		Description: `Records a delete in each conversation's log (the tombstone), then removes its
-directory; metadata.db is updated when present. A delete is refused while a
-turn is running. An interrupted delete is finished by the next delete or
-reindex. A conversation that forks made after a compaction read older
-history from is refused unless those forks are deleted in the same command
-or --force is given. Takes runtime.lock.`,
-		Flags: []ucli.Flag{
-			&ucli.BoolFlag{Name: "force", Usage: "delete even a conversation that forks made after a compaction read older history from"},
-		},
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 1, -1); err != nil {
-				return err
-			}
-			s, err := e.openStore(c.Context, "delete", store.LockExclusive)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			ids := c.Args().Slice()
-			if !c.Bool("force") {
-				if err := s.CheckDelete(ids...); err != nil {
-					if errors.Is(err, store.ErrHasDependents) {
-						return withHint(err, "delete those too (name them in the same command), or pass --force")
-					}
-					return err
-				}
-			}
-			var db *index.DB
-			if d, err := index.Open(s.IndexPath()); err == nil {
-				db = d
-				defer db.Close()
-			}
-			for _, id := range ids {
-				if err := c.Context.Err(); err != nil {
-					return err // interrupted between two deletions
-				}
-				if err := s.DeleteUnguarded(id); err != nil {
-					return err
-				}
-				if db != nil {
-					if err := db.Delete(c.Context, id); err != nil {
-						return err
-					}
-				}
-				if !e.g.Quiet {
-					fmt.Fprintf(e.stdout, "deleted %s\n", text(id))
-				}
 			}
 			return nil
 		},

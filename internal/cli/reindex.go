@@ -18,9 +18,12 @@ func newReindexCommand(e *env) *ucli.Command {
 swaps it in atomically: a crash leaves the old index in place. It takes
 runtime.lock (stop the runtime first). Each conversation it has to skip is
 reported with the reason; interrupted deletions (a tombstone whose
-directory remained) are finished. Output ends with
-"Summary: indexed=N, skipped=S, deletions-finished=D"; exit 3 if anything
-was skipped.
+directory remained) are finished. Every conversation that will not open on
+this machine (its working directory missing, an agent or model not in the
+runtime configuration, a fork source missing) is indexed and reported as
+"WILL NOT OPEN ID: reason; reason". Output ends with
+"Summary: indexed=N, skipped=S, deletions-finished=D, will-not-open=W";
+exit 3 if anything was skipped (or, with --strict, will not open).
 
 --check compares the logs with the index and writes nothing; it takes no
 lock and runs beside the runtime. Every missing, stale and extra row is
@@ -29,6 +32,8 @@ listed; exit 1 on any drift.`,
 			&ucli.BoolFlag{Name: "check", Usage: "compare logs and index without writing"},
 			&ucli.StringFlag{Name: "jobs", Usage: "read at most `N` conversations at once (default: CPUs, at most 16)"},
 			&ucli.BoolFlag{Name: "no-search", Usage: "leave message text out of the index (smaller, faster; search finds nothing)"},
+			&ucli.BoolFlag{Name: "strict", Usage: "exit 3 when a conversation will not open on this machine"},
+			configFlag(),
 		},
 		Action: func(c *ucli.Context) error {
 			if err := checkArgs(c, 0, 0); err != nil {
@@ -51,13 +56,21 @@ listed; exit 1 on any drift.`,
 }
 
 func runReindex(c *ucli.Context, e *env, jobs int) error {
+	dataDir, err := e.g.dataDir()
+	if err != nil {
+		return err
+	}
 	s, err := e.openStore(c.Context, "reindex", store.LockExclusive)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	m, _, err := e.loadMachine(c, dataDir)
+	if err != nil {
+		return err
+	}
 	bar := e.newProgress("reindex", "conversations", 0)
-	opts := reindex.Options{Jobs: jobs, Progress: bar, NoText: c.Bool("no-search")}
+	opts := reindex.Options{Jobs: jobs, Progress: bar, NoText: c.Bool("no-search"), Machine: m}
 	if !e.g.JSON {
 		lines := e.libraryLines(e.stdout, problemLine)
 		opts.OnEvent = func(ev reindex.Event) { fmt.Fprintln(lines, reindexLine(ev)) }
@@ -67,20 +80,43 @@ func runReindex(c *ucli.Context, e *env, jobs int) error {
 	if err != nil {
 		return err
 	}
+	e.warnings(res.Warnings)
 	if e.g.JSON {
 		if err := writeJSON(e.stdout, res); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(e.stdout, "Summary: indexed=%d, skipped=%d, deletions-finished=%d\n",
-			res.Indexed, len(res.Skipped), len(res.DeletionsFinished))
+		fmt.Fprintf(e.stdout, "Summary: indexed=%d, skipped=%d, deletions-finished=%d, will-not-open=%d\n",
+			res.Indexed, len(res.Skipped), len(res.DeletionsFinished), len(res.WillNotOpen))
 	}
 	if len(res.Skipped) > 0 {
 		// The error names the first item (path and reason, which carries the
 		// position): stderr alone must say what went wrong where.
 		return partialf("reindex skipped %d item(s), each reported with its reason; the first: %s", len(res.Skipped), skipText(res.Skipped))
 	}
-	return nil
+	return strictError(c, res.WillNotOpen)
+}
+
+// warnings prints the warnings a library said once about a run.
+func (e *env) warnings(ws []string) {
+	for _, w := range ws {
+		fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, text(w))
+	}
+}
+
+// strictError is exit 3 under --strict when conversations will not open
+// here; without it they do not change the exit status.
+func strictError(c *ucli.Context, w []reindex.WillNotOpen) error {
+	if !c.Bool("strict") || len(w) == 0 {
+		return nil
+	}
+	return partialf("%d conversation(s) will not open on this machine (--strict); the first: %s", len(w), willNotOpenText(w[0]))
+}
+
+// willNotOpenText is "ID: reason; reason", as a WILL NOT OPEN line spells
+// it.
+func willNotOpenText(w reindex.WillNotOpen) string {
+	return w.ID + ": " + strings.Join(w.Reasons, "; ")
 }
 
 // skipText is the first skipped item, "PATH: REASON" (the path once).
@@ -89,16 +125,25 @@ func skipText(s []reindex.Skip) string {
 }
 
 func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
+	dataDir, err := e.g.dataDir()
+	if err != nil {
+		return err
+	}
 	s, err := e.openStore(c.Context, "reindex --check", store.LockNone)
 	if err != nil {
 		return err
 	}
+	m, _, err := e.loadMachine(c, dataDir)
+	if err != nil {
+		return err
+	}
 	bar := e.newProgress("reindex --check", "conversations", 0)
-	res, err := reindex.Check(c.Context, s, reindex.Options{Jobs: jobs, Progress: bar})
+	res, err := reindex.Check(c.Context, s, reindex.Options{Jobs: jobs, Progress: bar, Machine: m})
 	bar.Finish()
 	if err != nil {
 		return err
 	}
+	e.warnings(res.Warnings)
 	if e.g.JSON {
 		if err := writeJSON(e.stdout, res); err != nil {
 			return err
@@ -113,8 +158,11 @@ func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 		for _, s := range res.Skipped {
 			fmt.Fprintf(e.stdout, "SKIPPED %s\n", text(withPath(s.Path, s.Reason)))
 		}
-		fmt.Fprintf(e.stdout, "Check: conversations=%d, differences=%d, skipped=%d\n",
-			res.Conversations, len(res.Differences), len(res.Skipped))
+		for _, w := range res.WillNotOpen {
+			fmt.Fprintf(e.stdout, "WILL NOT OPEN %s\n", text(willNotOpenText(w)))
+		}
+		fmt.Fprintf(e.stdout, "Check: conversations=%d, differences=%d, skipped=%d, will-not-open=%d\n",
+			res.Conversations, len(res.Differences), len(res.Skipped), len(res.WillNotOpen))
 	}
 	if res.Drift() {
 		// Name the first finding, as the stdout line spells it: an unusable
@@ -131,7 +179,7 @@ func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 	if len(res.Skipped) > 0 {
 		return partialf("the index agrees with the logs, but %d item(s) could not be read; the first: %s", len(res.Skipped), skipText(res.Skipped))
 	}
-	return nil
+	return strictError(c, res.WillNotOpen)
 }
 
 func upper(s string) string {
@@ -159,6 +207,8 @@ func reindexLine(ev reindex.Event) string {
 		return "DELETED " + ev.Path + ": finished an interrupted deletion"
 	case reindex.EventEmptyRemoved:
 		return "DELETED " + ev.Path + ": removed the empty directory an interrupted deletion left"
+	case reindex.EventWillNotOpen:
+		return "WILL NOT OPEN " + willNotOpenText(reindex.WillNotOpen{ID: ev.ID, Reasons: ev.Reasons})
 	}
 	return strings.ToUpper(string(ev.Kind)) + " " + ev.Path + ": " + ev.Reason
 }

@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/convkit/convkit/machine"
+	"github.com/convkit/convkit/manage"
+	"github.com/convkit/convkit/store"
+)
+
+func newRenameCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "rename",
+		Usage:     "set a conversation's title",
+		ArgsUsage: "ID TITLE",
+		Description: `Records the title in the conversation's log (conversation/renamed): from then
+on the automatic title (the first line of the first message) never replaces
+it. A title is one line of text without control characters. metadata.db is
+updated when present. Takes runtime.lock.`,
+		Flags: []ucli.Flag{configFlag()},
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 2, 2); err != nil {
+				return err
+			}
+			if _, err := store.CheckTitle(c.Args().Get(1)); err != nil {
+				return usagef(c, "%v", err)
+			}
+			return e.runManage(c, "rename", func(s *store.Store, opts manage.Options) (*manage.Result, error) {
+				return manage.Rename(c.Context, s, c.Args().Get(0), c.Args().Get(1), opts)
+			})
+		},
+	}
+}
+
+func newArchiveCommand(e *env) *ucli.Command {
+	return newArchivingCommand(e, "archive", "hide conversations from the main list", `Records conversation/archived in each conversation's log: it is hidden from
+the main list (convkit list --archived shows it), nothing else changes, and a
+running turn goes on. A conversation already archived is left as it is.
+Every ID must exist before anything is recorded. metadata.db is updated when
+present. Takes runtime.lock.`, manage.Archive)
+}
+
+func newUnarchiveCommand(e *env) *ucli.Command {
+	return newArchivingCommand(e, "unarchive", "bring archived conversations back to the main list", `Records conversation/unarchived in each conversation's log. A conversation
+that is not archived is left as it is. Every ID must exist before anything
+is recorded. metadata.db is updated when present. Takes runtime.lock.`, manage.Unarchive)
+}
+
+type archiveFunc func(ctx context.Context, s *store.Store, ids []string, opts manage.Options) (*manage.Result, error)
+
+func newArchivingCommand(e *env, name, usage, desc string, do archiveFunc) *ucli.Command {
+	return &ucli.Command{
+		Name:        name,
+		Usage:       usage,
+		ArgsUsage:   "ID...",
+		Description: desc,
+		Flags:       []ucli.Flag{configFlag()},
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 1, -1); err != nil {
+				return err
+			}
+			return e.runManage(c, name, func(s *store.Store, opts manage.Options) (*manage.Result, error) {
+				return do(c.Context, s, c.Args().Slice(), opts)
+			})
+		},
+	}
+}
+
+func newDeleteCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "delete",
+		Usage:     "delete conversations through the tombstone",
+		ArgsUsage: "ID...",
+		Description: `Records a delete in each conversation's log (the tombstone), then removes its
+directory; metadata.db is updated when present. Every ID is checked before
+anything is deleted: it must exist, run no turn, and, unless --force, no
+fork made after a compaction that stays may read older history from it
+(name such forks in the same command). A delete that was interrupted is
+finished by running it again (conversations it had removed are reported as
+"already deleted"), or by reindex. Takes runtime.lock.`,
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "force", Usage: "delete even a conversation that forks made after a compaction read older history from"},
+			configFlag(),
+		},
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 1, -1); err != nil {
+				return err
+			}
+			err := e.runManage(c, "delete", func(s *store.Store, opts manage.Options) (*manage.Result, error) {
+				return manage.Delete(c.Context, s, c.Args().Slice(), c.Bool("force"), opts)
+			})
+			if errors.Is(err, store.ErrHasDependents) {
+				return withHint(err, "delete those too (name them in the same command), or pass --force")
+			}
+			return err
+		},
+	}
+}
+
+// runManage opens the store exclusively and runs an edit of package
+// manage, printing each conversation's line as it is done (or, with
+// --json, the result at the end).
+func (e *env) runManage(c *ucli.Context, command string, do func(*store.Store, manage.Options) (*manage.Result, error)) error {
+	dataDir, err := e.g.dataDir()
+	if err != nil {
+		return err
+	}
+	s, err := e.openStore(c.Context, command, store.LockExclusive)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	// The configuration only decides the will-not-open reasons of the
+	// index rows written: a broken default file is said, not fatal; a
+	// file the user named must be there and valid.
+	path, explicit := machine.ConfigPath(c.String("config"), e.g.getenv, dataDir)
+	m, _, err := machine.Load(path, explicit)
+	if err != nil {
+		if explicit {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "%s: warning: %s: agents and models were not checked for metadata.db\n", progName, text(err.Error()))
+		m = &machine.Machine{ConfigPath: path}
+	}
+	opts := manage.Options{Machine: m}
+	if !e.g.JSON && !e.g.Quiet {
+		// Each line says what was done as it should be: --quiet drops
+		// them all (docs/CLI.md).
+		opts.OnDone = func(o manage.Outcome) { fmt.Fprintln(e.stdout, manageLine(o)) }
+	}
+	res, err := do(s, opts)
+	if res != nil {
+		e.warnings(res.Warnings)
+		if e.g.JSON {
+			if jerr := writeJSON(e.stdout, res); jerr != nil && err == nil {
+				err = jerr
+			}
+		}
+	}
+	return err
+}
+
+// manageLine is the stdout line of one conversation's outcome
+// (docs/CLI.md).
+func manageLine(o manage.Outcome) string {
+	id := text(o.ID)
+	switch o.Action {
+	case manage.ActionRenamed:
+		return fmt.Sprintf("renamed %s: %s", id, quoted(o.Title))
+	case manage.ActionUnchanged:
+		return fmt.Sprintf("unchanged %s: already titled %s", id, quoted(o.Title))
+	case manage.ActionArchived:
+		return "archived " + id
+	case manage.ActionAlreadyArchived:
+		return "already archived " + id
+	case manage.ActionUnarchived:
+		return "unarchived " + id
+	case manage.ActionNotArchived:
+		return "not archived " + id
+	case manage.ActionDeleted:
+		return "deleted " + id
+	case manage.ActionAlreadyDeleted:
+		return "already deleted " + id
+	}
+	return o.Action + " " + id
+}

@@ -1,0 +1,295 @@
+// Package manage carries out the operator's edits of conversations:
+// rename, archive, unarchive and delete. Each goes through the store's
+// conversation API, which appends it to the conversation's log and flushes
+// it first; then metadata.db is brought up to date for what changed, one
+// conversation at a time, with the index's incremental update
+// (reindex.Update). The store must hold runtime.lock exclusively.
+//
+// Every id is checked before anything is written: a command naming a
+// conversation that does not exist (or is being deleted) changes nothing.
+package manage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/convkit/convkit/contract"
+	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/machine"
+	"github.com/convkit/convkit/reindex"
+	"github.com/convkit/convkit/store"
+)
+
+// Options configure every edit.
+type Options struct {
+	// Machine checks, for the index rows written, whether each
+	// conversation will open here (see reindex.UpdateOptions).
+	Machine *machine.Machine
+	// OnDone receives each conversation's outcome as soon as it is done
+	// (nil: nothing), before the next is touched.
+	OnDone func(Outcome)
+}
+
+// What an edit did to one conversation (Outcome.Action).
+const (
+	ActionRenamed          = "renamed"
+	ActionUnchanged        = "unchanged" // renamed to the title it has
+	ActionArchived         = "archived"
+	ActionAlreadyArchived  = "already-archived"
+	ActionUnarchived       = "unarchived"
+	ActionNotArchived      = "not-archived" // unarchive of one that is not archived
+	ActionDeleted          = "deleted"
+	ActionAlreadyDeleted   = "already-deleted" // a killed delete had removed it
+	indexUpdated           = "updated"
+	indexAbsent            = "absent"
+	indexUnchanged         = "unchanged"
+	indexNotUpdated        = "not-updated"
+	indexNotUpdatedHintFmt = "metadata.db was not updated (%s): list reads the logs until convkit reindex rebuilds it"
+)
+
+// Outcome is what an edit did to one conversation.
+type Outcome struct {
+	ID     string `json:"id"`
+	Action string `json:"action"`
+	// Title is the conversation's title after a rename.
+	Title string `json:"title,omitempty"`
+}
+
+// Result is what an edit did.
+type Result struct {
+	SchemaVersion int       `json:"schemaVersion"`
+	Conversations []Outcome `json:"conversations"`
+	// Index is "updated", "unchanged" (nothing changed), "absent" (there
+	// is no metadata.db: list reads the logs) or "not-updated" (it could
+	// not be used or written: IndexError says why, and Warnings too).
+	Index      string   `json:"index"`
+	IndexError string   `json:"indexError,omitempty"`
+	Warnings   []string `json:"warnings"`
+}
+
+func newResult() *Result {
+	return &Result{SchemaVersion: contract.Version, Conversations: []Outcome{}, Index: indexUnchanged, Warnings: []string{}}
+}
+
+// Rename sets the title of conversation id (store.Rename's rules: one line,
+// not empty; from then on the automatic title never replaces it).
+func Rename(ctx context.Context, s *store.Store, id, title string, opts Options) (*Result, error) {
+	res := newResult()
+	if err := writable(s); err != nil {
+		return nil, err
+	}
+	info, err := live(s, id)
+	if err != nil {
+		return nil, err
+	}
+	title, err = store.CheckTitle(title)
+	if err != nil {
+		return nil, err
+	}
+	ix := openIndex(s, res)
+	defer ix.close()
+	o := Outcome{ID: id, Action: ActionUnchanged, Title: title}
+	if info.Title != title || info.TitleIsAuto {
+		if err := s.Rename(id, title); err != nil {
+			return nil, err
+		}
+		o.Action = ActionRenamed
+		ix.update(ctx, s, id, opts)
+	}
+	res.done(o, opts)
+	ix.finish(res)
+	return res, nil
+}
+
+// Archive hides the conversations ids from the main list (store.Archive:
+// nothing else changes, a running turn goes on). One already archived is
+// left as it is.
+func Archive(ctx context.Context, s *store.Store, ids []string, opts Options) (*Result, error) {
+	return setArchived(ctx, s, ids, true, opts)
+}
+
+// Unarchive brings the archived conversations ids back to the main list.
+// One that is not archived is left as it is.
+func Unarchive(ctx context.Context, s *store.Store, ids []string, opts Options) (*Result, error) {
+	return setArchived(ctx, s, ids, false, opts)
+}
+
+func setArchived(ctx context.Context, s *store.Store, ids []string, archived bool, opts Options) (*Result, error) {
+	res := newResult()
+	if err := writable(s); err != nil {
+		return nil, err
+	}
+	ids = unique(ids)
+	infos := make([]*store.ConversationInfo, len(ids))
+	for i, id := range ids {
+		info, err := live(s, id)
+		if err != nil {
+			return nil, err
+		}
+		infos[i] = info
+	}
+	ix := openIndex(s, res)
+	defer ix.close()
+	for i, id := range ids {
+		if err := ctx.Err(); err != nil {
+			ix.finish(res)
+			return res, err
+		}
+		o := Outcome{ID: id}
+		switch {
+		case infos[i].Archived == archived && archived:
+			o.Action = ActionAlreadyArchived
+		case infos[i].Archived == archived:
+			o.Action = ActionNotArchived
+		default:
+			var err error
+			if archived {
+				o.Action, err = ActionArchived, s.Archive(id)
+			} else {
+				o.Action, err = ActionUnarchived, s.Unarchive(id)
+			}
+			if err != nil {
+				ix.finish(res)
+				return res, err
+			}
+			ix.update(ctx, s, id, opts)
+		}
+		res.done(o, opts)
+	}
+	ix.finish(res)
+	return res, nil
+}
+
+// Delete deletes the conversations ids through the tombstone, as one
+// command that its rerun finishes after a kill (store.DeleteAll): every id
+// is checked first; a conversation a killed delete removed is reported as
+// already deleted; force breaks the forks that read older history from
+// one of them. Each conversation's rows leave metadata.db as soon as its
+// directory is gone.
+func Delete(ctx context.Context, s *store.Store, ids []string, force bool, opts Options) (*Result, error) {
+	res := newResult()
+	if err := writable(s); err != nil {
+		return nil, err
+	}
+	ix := openIndex(s, res)
+	defer ix.close()
+	err := s.DeleteAll(ctx, ids, store.DeleteOptions{Force: force, Done: func(id string, already bool) error {
+		o := Outcome{ID: id, Action: ActionDeleted}
+		if already {
+			o.Action = ActionAlreadyDeleted
+		}
+		// A kill between the removal and the index update leaves the
+		// row: the update of an id already deleted removes it too.
+		ix.update(ctx, s, id, opts)
+		res.done(o, opts)
+		return nil
+	}})
+	ix.finish(res)
+	if err != nil {
+		if len(res.Conversations) == 0 {
+			return nil, err
+		}
+		return res, err
+	}
+	return res, nil
+}
+
+func (r *Result) done(o Outcome, opts Options) {
+	r.Conversations = append(r.Conversations, o)
+	if opts.OnDone != nil {
+		opts.OnDone(o)
+	}
+}
+
+func writable(s *store.Store) error {
+	if !s.Writable() {
+		return fmt.Errorf("%s: %w", s.DataDir(), store.ErrReadOnly)
+	}
+	return nil
+}
+
+// live reads conversation id, which must exist and not be being deleted.
+func live(s *store.Store, id string) (*store.ConversationInfo, error) {
+	info, err := s.Conversation(id)
+	if err != nil {
+		return nil, err
+	}
+	if info.Deleting {
+		return nil, fmt.Errorf("conversation %q: %w (run convkit delete %s again, or convkit reindex, to finish it)", id, store.ErrDeleting, id)
+	}
+	return info, nil
+}
+
+func unique(ids []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// indexWriter updates metadata.db for the conversations an edit changed:
+// each as soon as its change is durable in its log. The first failure
+// stops the updates; the index is then left for reindex, as list notices
+// (its rows no longer match the logs).
+type indexWriter struct {
+	db      *index.DB
+	state   string // indexUpdated, indexAbsent, indexUnchanged or indexNotUpdated
+	why     string
+	changed bool
+}
+
+// openIndex opens metadata.db when there is a usable one.
+func openIndex(s *store.Store, res *Result) *indexWriter {
+	ix := &indexWriter{state: indexUnchanged}
+	db, err := index.Open(s.IndexPath())
+	var ve *index.VersionError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		ix.state = indexAbsent
+	case errors.As(err, &ve) && ve.Older():
+		ix.state, ix.why = indexNotUpdated, fmt.Sprintf("it was written by an older convkit, schema version %d", ve.Found)
+	case err != nil:
+		ix.state, ix.why = indexNotUpdated, err.Error()
+	default:
+		ix.db = db
+	}
+	return ix
+}
+
+func (ix *indexWriter) update(ctx context.Context, s *store.Store, id string, opts Options) {
+	ix.changed = true
+	if ix.db == nil || ix.state == indexNotUpdated {
+		return
+	}
+	if err := reindex.Update(ctx, ix.db, s, id, reindex.UpdateOptions{Machine: opts.Machine}); err != nil {
+		ix.state, ix.why = indexNotUpdated, err.Error()
+		return
+	}
+	ix.state = indexUpdated
+}
+
+func (ix *indexWriter) finish(res *Result) {
+	if !ix.changed {
+		res.Index = indexUnchanged
+		return
+	}
+	res.Index = ix.state
+	if ix.state == indexNotUpdated {
+		res.IndexError = ix.why
+		res.Warnings = append(res.Warnings, fmt.Sprintf(indexNotUpdatedHintFmt, ix.why))
+	}
+}
+
+func (ix *indexWriter) close() {
+	if ix.db != nil {
+		ix.db.Close()
+		ix.db = nil
+	}
+}
