@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/convkit/convkit/archive"
@@ -100,6 +99,11 @@ type RestoreResult struct {
 // runtime.lock; an ancestor already there is kept as it is, the
 // conversation itself is refused unless Force (which moves it aside into
 // <target>/replaced-<UTC time>/). The target is then reindexed.
+//
+// The rebuild of the index may skip conversations, as reindex does: the
+// result's Reindex.Skipped lists them (convkit restore then exits 3), with
+// the restored paths, and the skip reasons metadata.db records name them
+// too, never the staging directory.
 func Restore(ctx context.Context, r io.Reader, opts RestoreOptions) (*RestoreResult, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -213,6 +217,7 @@ func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state t
 	stage := staging.Tree()
 	vo := verifyOpts(opts)
 	vo.spaceName = parent
+	vo.reportAs = target
 	vr, _, err := verifyInto(ctx, r, stage, vo, true, opts.Conversation == "")
 	if err != nil {
 		return nil, err
@@ -237,7 +242,7 @@ func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state t
 			return nil, err
 		}
 		res.Conversations = keep
-		rr, err := reindexDir(ctx, stage, opts)
+		rr, err := reindexDir(ctx, stage, target, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -286,9 +291,6 @@ func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state t
 		if err := os.Rename(stage, target); err != nil {
 			return nil, fmt.Errorf("put the restored store in place: %w", err)
 		}
-	}
-	if res.Reindex != nil {
-		res.Reindex = retarget(res.Reindex, stage, target)
 	}
 	return res, durable.SyncDir(parent)
 }
@@ -426,29 +428,16 @@ func pruneTo(s *store.Store, keep []string) error {
 	return durable.SyncDir(root)
 }
 
-// reindexDir rebuilds the index of the store restore builds at dir.
-func reindexDir(ctx context.Context, dir string, opts RestoreOptions) (*reindex.Result, error) {
+// reindexDir rebuilds the index of the store restore builds at dir, which
+// then becomes target: what it reports, and the skip reasons it records,
+// name target.
+func reindexDir(ctx context.Context, dir, target string, opts RestoreOptions) (*reindex.Result, error) {
 	s, err := openStaged(ctx, dir, store.LockExclusive)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	return reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, OnEvent: reindexEvents(opts.OnEvent)})
-}
-
-// retarget is a rebuild done in the staging directory stage, with its
-// paths made the target's (the staging directory becomes the target).
-func retarget(r *reindex.Result, stage, target string) *reindex.Result {
-	rr := *r
-	rr.Index = store.IndexPath(target)
-	rr.Skipped = make([]reindex.Skip, len(r.Skipped))
-	for i, sk := range r.Skipped {
-		if rel, err := filepath.Rel(stage, sk.Path); err == nil && !strings.HasPrefix(rel, "..") {
-			sk.Path = filepath.Join(target, rel)
-		}
-		rr.Skipped[i] = sk
-	}
-	return &rr
+	return reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, OnEvent: reindexEvents(opts.OnEvent), ReportAs: target})
 }
 
 // freeName is p, or p-2, p-3, ... whichever does not exist.

@@ -39,6 +39,10 @@ type VerifyOptions struct {
 	// spaceName names the file system extraction checks the free space
 	// of (default WorkDir): restore's target.
 	spaceName string
+	// reportAs is the directory a restore renames the extraction to: the
+	// rebuild reports its paths, and records its skip reasons, as there
+	// (reindex.Options.ReportAs).
+	reportAs string
 }
 
 func (o *VerifyOptions) defaults() {
@@ -316,7 +320,7 @@ func rebuildAndCompare(ctx context.Context, dir string, convs []Conversation, lo
 	if err != nil {
 		return err
 	}
-	rr, err := reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, NoText: !text})
+	rr, err := reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, NoText: !text, ReportAs: opts.reportAs})
 	s.Close()
 	if err != nil {
 		return fmt.Errorf("rebuild the index from the archive: %w", err)
@@ -337,9 +341,13 @@ func rebuildAndCompare(ctx context.Context, dir string, convs []Conversation, lo
 		deleted[id] = true
 	}
 	skipped := map[string]reindex.Skip{}
+	base := dir
+	if opts.reportAs != "" {
+		base = opts.reportAs
+	}
 	for _, sk := range rr.Skipped {
 		if sk.ID == "" {
-			mismatch(relName(dir, sk.Path), "the rebuild skipped it: %s", sk.Reason)
+			mismatch(relName(base, sk.Path), "the rebuild skipped it: %s", sk.Reason)
 			continue
 		}
 		skipped[sk.ID] = sk

@@ -73,15 +73,26 @@ type LockOptions struct {
 // ErrLocked.
 type LockedError struct {
 	Path string
-	// Holder is read from the lock file; nil when unreadable (for instance
-	// the holder has not written it yet).
+	// Holder is read from the lock file, when it is the holder's record
+	// (holder.go); nil when there is none to believe: the holder left no
+	// record (flock(1), or a holder that has not written it yet), and the
+	// file names a process that is gone.
 	Holder *Holder
+	// RecordIgnored says why the record in the lock file is not the
+	// holder's ("" when there is none, or Holder is set).
+	RecordIgnored string
+	// KernelPIDs are the processes the kernel lists as holding the lock
+	// (nil when it does not say).
+	KernelPIDs []int
 }
+
+// NoRecord is the text of a lock held by a process that left no record.
+const NoRecord = "held by a process that left no record"
 
 func (e *LockedError) Error() string {
 	h := e.Holder
 	if h == nil {
-		return fmt.Sprintf("%s (%s)", ErrLocked, e.Path)
+		return fmt.Sprintf("%s is %s%s (%s)", LockFileName, NoRecord, noRecordDetail(e.RecordIgnored, e.KernelPIDs), e.Path)
 	}
 	msg := LockFileName + " is held by pid " + strconv.Itoa(h.PID)
 	if h.Command != "" {
@@ -177,13 +188,13 @@ func acquireLock(ctx context.Context, dataDir string, opts LockOptions) (*Lock, 
 		}
 		left := wait - time.Since(start)
 		if left <= 0 {
-			return nil, &LockedError{Path: path, Holder: readHolder(path)}
+			return nil, lockedError(path)
 		}
 		timer := time.NewTimer(min(delay, left))
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return nil, fmt.Errorf("%w (%w)", &LockedError{Path: path, Holder: readHolder(path)}, ctx.Err())
+			return nil, fmt.Errorf("%w (%w)", lockedError(path), ctx.Err())
 		case <-timer.C:
 		}
 		delay = min(2*delay, retryMax)
@@ -201,6 +212,12 @@ func acquireLock(ctx context.Context, dataDir string, opts LockOptions) (*Lock, 
 		return nil, err
 	}
 	return l, nil
+}
+
+// lockedError names who holds the lock at path, as far as it is known.
+func lockedError(path string) *LockedError {
+	hc := checkHolder(path)
+	return &LockedError{Path: path, Holder: hc.holder, RecordIgnored: hc.ignored, KernelPIDs: hc.kernel}
 }
 
 // lockFileError words a failure to open or lock runtime.lock, naming the
@@ -314,9 +331,20 @@ func readHolder(path string) *Holder {
 type Status struct {
 	Path string
 	Held bool
-	// Holder is the process named in the lock file: the holder when Held,
-	// else the last one. Nil when the file is missing, empty or unreadable.
+	// Holder is the process named in the lock file: when Held, the holder,
+	// if the record is its own (see LockedError.Holder); else the last
+	// one. Nil when the file is missing, empty or unreadable.
 	Holder *Holder
+	// RecordIgnored and KernelPIDs: see LockedError.
+	RecordIgnored string
+	KernelPIDs    []int
+}
+
+// NoRecordText is the description of a lock held by a process that left
+// no record, with what is known ("held by a process that left no record
+// (...)").
+func (st Status) NoRecordText() string {
+	return NoRecord + noRecordDetail(st.RecordIgnored, st.KernelPIDs)
 }
 
 // LockStatus reports whether runtime.lock is held, without disturbing a
@@ -350,7 +378,12 @@ func LockStatus(dataDir string) (Status, error) {
 		}
 	}
 	st.Held = !ok
-	st.Holder = readHolder(path)
+	if !st.Held {
+		st.Holder = readHolder(path)
+		return st, nil
+	}
+	hc := checkHolder(path)
+	st.Holder, st.RecordIgnored, st.KernelPIDs = hc.holder, hc.ignored, hc.kernel
 	return st, nil
 }
 

@@ -179,9 +179,10 @@ func TestLockAcrossProcesses(t *testing.T) {
 
 func TestLockHolderRecord(t *testing.T) {
 	dir := t.TempDir()
-	at := time.Date(2026, 11, 30, 5, 0, 0, 0, time.FixedZone("x", 3600))
+	at := time.Now().Truncate(time.Second)
+	host, _ := os.Hostname()
 	l, err := lockDir(context.Background(), dir, LockOptions{
-		Mode: LockExclusive, Command: "convkit reindex", PID: 1234, Host: "h",
+		Mode: LockExclusive, Command: "convkit reindex",
 		Now: func() time.Time { return at },
 	})
 	if err != nil {
@@ -192,17 +193,106 @@ func TestLockHolderRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"pid":1234,"host":"h","command":"convkit reindex","startedAt":"2026-11-30T04:00:00Z"}` + "\n"
-	if string(data) != want {
-		t.Fatalf("lock file holds %q, want %q", data, want)
+	rec := fmt.Sprintf(`{"pid":%d,"host":%q,"command":"convkit reindex","startedAt":%q}`, os.Getpid(), host, at.UTC().Format(time.RFC3339))
+	if string(data) != rec+"\n" {
+		t.Fatalf("lock file holds %q, want %q", data, rec)
 	}
 
 	// A second acquisition in this process conflicts too (flock is per open
-	// file), and the error renders the record.
+	// file), and the error renders the record: it is the holder's.
 	_, err = lockDir(context.Background(), dir, LockOptions{Mode: LockExclusive})
-	wantErr := `runtime.lock is held by pid 1234 ("convkit reindex") on host h since 2026-11-30T04:00:00Z (` + LockPath(dir) + ")"
+	wantErr := fmt.Sprintf(`runtime.lock is held by pid %d ("convkit reindex") on host %s since %s (%s)`, os.Getpid(), host, at.UTC().Format(time.RFC3339), LockPath(dir))
 	if err == nil || err.Error() != wantErr {
 		t.Fatalf("got %v, want %s", err, wantErr)
+	}
+
+	// A record that cannot be the holder's is not believed.
+	for _, tc := range []struct {
+		name string
+		h    Holder
+		want string
+	}{
+		{"another host", Holder{PID: os.Getpid(), Host: "elsewhere", StartedAt: at},
+			fmt.Sprintf("the last record names pid %d on host elsewhere, which cannot be checked from this host", os.Getpid())},
+		{"a pid not running", Holder{PID: deadPID(t), Host: host, StartedAt: at}, "which is not running"},
+		{"written before the process started", Holder{PID: os.Getpid(), Host: host, StartedAt: time.Unix(1000, 0)}, "after the record was written"},
+	} {
+		rec, err := os.OpenFile(LockPath(dir), os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := writeHolder(rec, tc.h); err != nil {
+			t.Fatal(err)
+		}
+		rec.Close()
+		_, err = lockDir(context.Background(), dir, LockOptions{Mode: LockExclusive})
+		var le *LockedError
+		if !errors.As(err, &le) || le.Holder != nil || !strings.Contains(err.Error(), "runtime.lock is held by a process that left no record (") ||
+			!strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want no holder and %q", tc.name, err, tc.want)
+		}
+		st, err := LockStatus(dir)
+		if err != nil || !st.Held || st.Holder != nil || !strings.Contains(st.NoRecordText(), tc.want) {
+			t.Errorf("%s: LockStatus %+v, %v", tc.name, st, err)
+		}
+	}
+}
+
+// deadPID is the pid of a process that has exited.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
+
+// TestLockHeldWithoutRecord: flock(1) holds runtime.lock and writes no
+// record; the file still names the convkit process that held it before.
+// Both the lock status and the refusal say the holder left no record, and
+// which process the kernel says holds it.
+func TestLockHeldWithoutRecord(t *testing.T) {
+	flockBin, err := exec.LookPath("flock")
+	if err != nil {
+		t.Skip("flock(1) is not installed")
+	}
+	dir := filepath.Join(t.TempDir(), "data")
+	child := startHolder(t, dir)
+	child.Process.Kill()
+	child.Wait()
+	ready := filepath.Join(t.TempDir(), "ready")
+	cmd := exec.Command(flockBin, "--nonblock", LockPath(dir), "sh", "-c", "touch "+ready+"; exec sleep 60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("flock did not take the lock")
+		}
+	}
+	st, err := LockStatus(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Held || st.Holder != nil || !strings.HasPrefix(st.NoRecordText(), "held by a process that left no record (") ||
+		!strings.Contains(st.RecordIgnored, fmt.Sprintf("pid %d, which is not running", child.Process.Pid)) {
+		t.Fatalf("LockStatus = %+v (%s)", st, st.NoRecordText())
+	}
+	_, err = lockDir(context.Background(), dir, LockOptions{Mode: LockExclusive})
+	var le *LockedError
+	if !errors.As(err, &le) || le.Holder != nil || !strings.Contains(err.Error(), "runtime.lock is held by a process that left no record") {
+		t.Fatalf("lock: %v", err)
+	}
+	if pids, ok := lockPIDs(LockPath(dir)); ok {
+		// flock(1) takes the lock itself, then runs the shell.
+		if len(pids) != 1 || pids[0] != cmd.Process.Pid || !strings.Contains(err.Error(), fmt.Sprintf("the kernel lists pid %d as holding it", cmd.Process.Pid)) {
+			t.Fatalf("the kernel lists %v; error %v; flock is pid %d", pids, err, cmd.Process.Pid)
+		}
 	}
 }
 
@@ -212,7 +302,9 @@ func TestLockedErrorMessage(t *testing.T) {
 		err  LockedError
 		want string
 	}{
-		{"no holder", LockedError{Path: "/d/runtime.lock"}, "runtime.lock is held by another process (/d/runtime.lock)"},
+		{"no holder", LockedError{Path: "/d/runtime.lock"}, "runtime.lock is held by a process that left no record (/d/runtime.lock)"},
+		{"no holder, what is known", LockedError{Path: "/d/runtime.lock", RecordIgnored: "the last record names pid 9, which is not running", KernelPIDs: []int{12}},
+			"runtime.lock is held by a process that left no record (the kernel lists pid 12 as holding it; the last record names pid 9, which is not running) (/d/runtime.lock)"},
 		{"full", LockedError{Path: "/d/runtime.lock", Holder: &Holder{PID: 7, Host: "h", Command: "convkit serve", StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}},
 			`runtime.lock is held by pid 7 ("convkit serve") on host h since 2026-01-02T03:04:05Z (/d/runtime.lock)`},
 		{"pid only", LockedError{Path: "/d/runtime.lock", Holder: &Holder{PID: 7}}, "runtime.lock is held by pid 7 (/d/runtime.lock)"},

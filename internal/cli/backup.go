@@ -542,7 +542,10 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 		return err
 	}
 	if e.g.JSON {
-		return writeJSON(e.stdout, res)
+		if err := writeJSON(e.stdout, res); err != nil {
+			return err
+		}
+		return restoreSkips(res)
 	}
 	fmt.Fprintf(e.stdout, "Restored: %s into %s (%d conversations)\n", text(name), text(res.Target), len(res.Conversations))
 	if res.MovedAside != "" {
@@ -554,8 +557,17 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 		}
 	}
 	if rr := res.Reindex; rr != nil {
-		fmt.Fprintf(e.stdout, "Summary: indexed=%d, skipped=%d, deletions-finished=%d\n",
-			rr.Indexed, len(rr.Skipped), len(rr.DeletionsFinished))
+		fmt.Fprintf(e.stdout, "Summary: indexed=%d, skipped=%d, deletions-finished=%d, will-not-open=%d\n",
+			rr.Indexed, len(rr.Skipped), len(rr.DeletionsFinished), len(rr.WillNotOpen))
+	}
+	return restoreSkips(res)
+}
+
+// restoreSkips is exit 3 when the rebuild of the restored index skipped
+// anything, as reindex alone exits.
+func restoreSkips(res *backup.RestoreResult) error {
+	if rr := res.Reindex; rr != nil && len(rr.Skipped) > 0 {
+		return partialf("restored, but the rebuild of metadata.db skipped %d item(s); the first: %s", len(rr.Skipped), skipText(rr.Skipped))
 	}
 	return nil
 }

@@ -37,6 +37,10 @@ type lockStatusResult struct {
 	Path          string            `json:"path"`
 	Held          bool              `json:"held"`
 	Holder        *lockHolderResult `json:"holder"` // null when free or unknown
+	// RecordIgnored says why the lock file's record is not the holder's;
+	// KernelPIDs are the holders the kernel lists (docs/JSON.md).
+	RecordIgnored string `json:"recordIgnored,omitempty"`
+	KernelPIDs    []int  `json:"kernelPids,omitempty"`
 }
 
 type lockHolderResult struct {
@@ -57,6 +61,9 @@ func runLockStatus(e *env, dataDir string) error {
 	}
 	if e.g.JSON {
 		res := lockStatusResult{SchemaVersion: schemaVersion, Path: st.Path, Held: st.Held}
+		if st.Held && holder == nil {
+			res.RecordIgnored, res.KernelPIDs = st.RecordIgnored, st.KernelPIDs
+		}
 		if holder != nil {
 			res.Holder = &lockHolderResult{
 				PID:       holder.PID,
@@ -72,7 +79,7 @@ func runLockStatus(e *env, dataDir string) error {
 	case !st.Held:
 		line = "free"
 	case holder == nil:
-		line = "held (the holder has not recorded itself)"
+		line = st.NoRecordText()
 	default:
 		line = fmt.Sprintf("held by pid %d", holder.PID)
 		if holder.Command != "" {

@@ -1,0 +1,105 @@
+package store
+
+import (
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The lock file's record names the process that last took runtime.lock.
+// The kernel drops the lock when its holder dies, but the record stays:
+// read while the lock is held by a process that writes none (flock(1),
+// say, or a holder between taking the lock and writing its record), it
+// names a process that is gone. So a record is believed only when it can
+// be the holder's: made on this host, by a process that is alive, started
+// before the record was written (a pid reused by a later process is not
+// the one recorded) and, where the kernel lists a lock's holders
+// (/proc/locks), one of them. Otherwise the lock is held by a process that
+// left no record.
+
+// startSlack absorbs the granularity of process start times (the boot
+// time is known to the second) and small clock adjustments.
+const startSlack = 2 * time.Second
+
+// holderCheck is what was found about who holds runtime.lock.
+type holderCheck struct {
+	// holder is the record, when it is believed.
+	holder *Holder
+	// ignored says why a record was not believed ("" when there was none,
+	// or it was).
+	ignored string
+	// kernel are the pids the kernel lists as holding the lock (nil when
+	// it does not say).
+	kernel []int
+}
+
+// checkHolder reads the record of the lock file at path, held by some
+// process, and checks it.
+func checkHolder(path string) holderCheck {
+	var hc holderCheck
+	kernel, listed := lockPIDs(path)
+	if listed {
+		hc.kernel = kernel
+	}
+	h := readHolder(path)
+	if h == nil {
+		return hc
+	}
+	if why := recordMismatch(h, kernel, listed); why != "" {
+		hc.ignored = "the last record names pid " + strconv.Itoa(h.PID) + why
+		return hc
+	}
+	hc.holder = h
+	return hc
+}
+
+// recordMismatch says why h cannot be the record of the lock's holder
+// (", which is not running"), or "".
+func recordMismatch(h *Holder, kernel []int, listed bool) string {
+	if host, err := os.Hostname(); err == nil && h.Host != "" && h.Host != host {
+		return " on host " + h.Host + ", which cannot be checked from this host"
+	}
+	if alive, known := processAlive(h.PID); known && !alive {
+		return ", which is not running"
+	}
+	if start, ok := processStart(h.PID); ok && !h.StartedAt.IsZero() && start.After(h.StartedAt.Add(startSlack)) {
+		return ", now a process started at " + start.UTC().Format(time.RFC3339) + ", after the record was written"
+	}
+	// The kernel's pid of a lock held in another pid namespace may be 0.
+	if listed && !slices.Contains(kernel, h.PID) && slices.ContainsFunc(kernel, func(p int) bool { return p > 0 }) {
+		return ", which does not hold it"
+	}
+	return ""
+}
+
+// pidList is "pid 1" or "pids 1, 2".
+func pidList(pids []int) string {
+	var s []string
+	for _, p := range pids {
+		if p > 0 {
+			s = append(s, strconv.Itoa(p))
+		}
+	}
+	if len(s) == 1 {
+		return "pid " + s[0]
+	}
+	return "pids " + strings.Join(s, ", ")
+}
+
+// noRecordDetail is what is known of a lock held by a process that left
+// no record (" (...)"), or "".
+func noRecordDetail(ignored string, kernel []int) string {
+	var parts []string
+	if len(kernel) > 0 && slices.ContainsFunc(kernel, func(p int) bool { return p > 0 }) {
+		parts = append(parts, "the kernel lists "+pidList(kernel)+" as holding it")
+	}
+	if ignored != "" {
+		parts = append(parts, ignored)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
+}
