@@ -267,7 +267,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	}
 	invalid := m.Counts.InvalidLogs
 	if opts.Strict {
-		m.Counts = expectations(m.Conversations, facts, logs)
+		m.Counts = expectations(m.Conversations, facts, logs, false)
 	} else {
 		m.Counts = Counts{}
 	}

@@ -486,8 +486,10 @@ func logShaped(name string) bool {
 
 // expectations applies reindex.Run's rules to the archived logs: what a
 // reindex of a store restored from the archive does with each
-// conversation.
-func expectations(convs []Conversation, facts map[int]*convFacts, logs map[int][]*File) Counts {
+// conversation. A conversation whose fork source is missing is indexed
+// (it will not open, but its logs read); builds before that skipped it,
+// and legacyForkSkip applies their rule, to verify their archives.
+func expectations(convs []Conversation, facts map[int]*convFacts, logs map[int][]*File, legacyForkSkip bool) Counts {
 	var cnt Counts
 	present := map[string]bool{}
 	for ci := range convs {
@@ -527,7 +529,7 @@ func expectations(convs []Conversation, facts map[int]*convFacts, logs map[int][
 		if fc != nil {
 			c.DependsOn = uniqueSorted(fc.deps, c.ID)
 		}
-		if c.Expect == "" {
+		if c.Expect == "" && legacyForkSkip {
 			for _, d := range c.DependsOn {
 				if !present[d] {
 					skip("fork source %q is missing: this conversation reads older history from it", d)
