@@ -153,7 +153,8 @@ type ImportResult struct {
 	Conversations []ConversationPlan `json:"conversations"`
 	Counts        ImportCounts       `json:"counts"`
 	// Index: "updated" (the imported conversations' rows were updated in
-	// metadata.db), "absent" (there is none: run convkit reindex),
+	// metadata.db), "built" (there was none, or one of an older convkit:
+	// it was rebuilt from every log of the store, as reindex does),
 	// "unchanged" (nothing was written), "failed" (IndexError says why:
 	// run convkit reindex) or "" on a dry run.
 	Index      string `json:"index"`
@@ -638,18 +639,19 @@ func (imp *importer) applyMappings() ([]string, error) {
 func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 	res := imp.res
 	path := imp.st.IndexPath()
-	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
-		res.Index = "absent"
-		if len(changed) == 0 {
-			res.Index = "unchanged"
-		}
-		return
-	}
 	fail := func(err error) {
 		res.Index, res.IndexError = "failed", err.Error()
 		imp.warn(fmt.Sprintf("metadata.db was not updated (%v): run convkit reindex", err))
 	}
 	db, err := index.Open(path)
+	var ve *index.VersionError
+	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &ve) && ve.Older() {
+		// No index yet (a new store, say), or one of an older convkit:
+		// built from every log, as reindex does, under the lock import
+		// holds; list then reads it.
+		imp.buildIndex(ctx, fail)
+		return
+	}
 	if err != nil {
 		if len(changed) == 0 {
 			res.Index = "unchanged" // nothing to write: reindex reports the index
@@ -699,6 +701,21 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 		return
 	}
 	res.Index = "updated"
+}
+
+// buildIndex builds metadata.db from the store's logs (reindex.Run). What
+// the build skipped is a warning.
+func (imp *importer) buildIndex(ctx context.Context, fail func(error)) {
+	rr, err := reindex.Run(ctx, imp.st, reindex.Options{Jobs: imp.opts.Jobs, Machine: imp.mach})
+	if err != nil {
+		fail(err)
+		return
+	}
+	imp.res.Index = "built"
+	if n := len(rr.Skipped); n > 0 {
+		imp.warn(fmt.Sprintf("metadata.db was built, but %d item(s) of the store were skipped, as reindex skips them; the first: %s: %s",
+			n, rr.Skipped[0].Path, rr.Skipped[0].Reason))
+	}
 }
 
 // dependentsOf lists the store's conversations, outside ids, that depend

@@ -113,8 +113,12 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("%s: problems %q", p.ID, p.Problems)
 		}
 	}
-	if !ir.Warned() || ir.Index != "absent" {
+	// B had no metadata.db: the import built it, and list reads it.
+	if !ir.Warned() || ir.Index != "built" {
 		t.Fatalf("warned %v index %q", ir.Warned(), ir.Index)
+	}
+	if l, err := reindex.List(context.Background(), reader(t, b), reindex.ListOptions{All: true}); err != nil || l.Source != "index" {
+		t.Fatalf("list after the import: source %q (%s), %v", l.Source, l.FallbackReason, err)
 	}
 
 	// list shows the same conversations.

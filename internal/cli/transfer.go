@@ -353,8 +353,10 @@ func printImport(e *env, r *transfer.ImportResult) error {
 		if !e.g.Quiet {
 			fmt.Fprintf(out, "Index: metadata.db updated\n")
 		}
-	case "absent":
-		fmt.Fprintf(out, "Index: metadata.db does not exist; run convkit reindex to build it\n")
+	case "built":
+		if !e.g.Quiet {
+			fmt.Fprintf(out, "Index: metadata.db built from the store's logs\n")
+		}
 	case "failed":
 		fmt.Fprintf(out, "Index: metadata.db was not updated (%s); run convkit reindex\n", text(r.IndexError))
 	}
