@@ -43,7 +43,7 @@ type VersionError struct {
 }
 
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("%v (found schema version %d, want %d)", ErrSchema, e.Found, e.Want)
+	return fmt.Sprintf("%v: found schema version %d, want %d", ErrSchema, e.Found, e.Want)
 }
 
 func (e *VersionError) Unwrap() error { return ErrSchema }

@@ -283,12 +283,13 @@ func CheckTitle(title string) (string, error) {
 	return title, nil
 }
 
-// Rename sets the title (see CheckTitle); automatic titles no longer
-// apply.
+// Rename sets the title; automatic titles no longer apply. The title is
+// recorded without leading and trailing white space and cannot be empty;
+// operators' renames are held to CheckTitle too (package manage).
 func (s *Store) Rename(convID, title string) error {
-	title, err := CheckTitle(title)
-	if err != nil {
-		return err
+	title = strings.TrimSpace(title)
+	if title == "" {
+		return errors.New("a title cannot be empty")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
+	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/store"
 )
 
@@ -136,7 +138,7 @@ func indexCases() []hcase {
 				return []string{"list", "--all"}
 			},
 			code:   0,
-			stderr: []string{"convkit: listing from the logs: metadata.db is not usable: {db}: not a convkit index of this schema version: found schema version 7, want 1"},
+			stderr: []string{"convkit: listing from the logs: metadata.db is not usable: {db}: not a convkit index of this schema version: found schema version 7, want " + strconv.Itoa(index.SchemaVersion)},
 			stdout: []string{"{basic.id}", "{v3.id}", "{zstd.id}"},
 		},
 		{
