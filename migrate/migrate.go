@@ -82,6 +82,11 @@ type Options struct {
 	// BeforePublish is a test hook run for each conversion after the
 	// successor is verified and before the source is checked again.
 	BeforePublish func(src string)
+
+	// publications are the successors this run published: a parent's
+	// conversion does not take its subagent's successor, published by
+	// another job of the run, for a change of the child.
+	publications *upgrade.Publications
 }
 
 // Event is one step of the run. Those of inputs are the --json stream;
@@ -181,6 +186,7 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	if opts.Compress == "" {
 		opts.Compress = CompressKeep
 	}
+	opts.publications = &upgrade.Publications{}
 	root, err := filepath.Abs(s.ConversationsDir())
 	if err != nil {
 		return nil, err
@@ -307,7 +313,8 @@ func process(opts Options, rep *report, in *input, retry bool) bool {
 		rep.planned(in, target, bytes, time.Since(start))
 		return false
 	}
-	popts := upgrade.PublishOptions{Compression: &comp, Warn: func(w string) { rep.logOnly("WARNING %q: %s", in.path, w) }}
+	popts := upgrade.PublishOptions{Compression: &comp, Warn: func(w string) { rep.logOnly("WARNING %q: %s", in.path, w) },
+		Publications: opts.publications}
 	if opts.BeforePublish != nil {
 		src := in.path
 		popts.BeforePublish = func() { opts.BeforePublish(src) }

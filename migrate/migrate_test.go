@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/fixtures"
@@ -300,5 +302,99 @@ func TestDryRunWritesNoLog(t *testing.T) {
 	}
 	if !strings.Contains(out, "would write") || !strings.Contains(out, "Plan: ") {
 		t.Errorf("dry run output:\n%s", out)
+	}
+}
+
+// parentWithChildren finds, in the store under root, a session log older
+// than v4 whose direct subagent children are older than v4 too: the
+// parent's conversion reads them.
+func parentWithChildren(t *testing.T, root string) (parent string, children []string) {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(root, "*", "*.jsonl*"))
+	headers := map[string]*convlog.Header{}
+	for _, p := range logs {
+		r, err := convlog.Open(p, convlog.ReaderOptions{})
+		if err != nil {
+			continue
+		}
+		headers[p] = r.Header()
+		r.Close()
+	}
+	for p, h := range headers {
+		if h.Type != convlog.SessionLog || h.Version >= convlog.CurrentVersion {
+			continue
+		}
+		var kids []string
+		for q, k := range headers {
+			if filepath.Dir(q) == filepath.Dir(p) && k.Type == convlog.SessionLog && k.Origin == "subagent" &&
+				k.ParentSession == h.ID && k.Version < convlog.CurrentVersion {
+				kids = append(kids, q)
+			}
+		}
+		if len(kids) > 0 {
+			sort.Strings(kids)
+			return p, kids
+		}
+	}
+	t.Skip("no older parent log with older children in the generated store")
+	return "", nil
+}
+
+// TestOwnPublicationsAreNotChanges: with two jobs, the successors of a
+// parent's subagents are published by the other job while the parent is
+// converted. That is this run's own work, not a change of the children:
+// the parent is converted in the first pass, not deferred. A child
+// successor that changes after its publication still defers the parent.
+func TestOwnPublicationsAreNotChanges(t *testing.T) {
+	for _, changed := range []bool{false, true} {
+		dir := generate(t)
+		root := store.ConversationsDir(dir)
+		parent, children := parentWithChildren(t, root)
+		successor := func(p string) string {
+			n, _ := convlog.ParseName(filepath.Base(p))
+			return filepath.Join(filepath.Dir(p), convlog.FileName(n.Base, convlog.CurrentVersion, n.Compression))
+		}
+		var once sync.Once
+		hook := func(src string) {
+			if src != parent {
+				return
+			}
+			once.Do(func() {
+				// Hold the parent between its two looks at the children
+				// until the other job has published their successors.
+				for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+					all := true
+					for _, c := range children {
+						if _, err := os.Stat(successor(c)); err != nil {
+							all = false
+						}
+					}
+					if all {
+						break
+					}
+				}
+				if changed {
+					later := time.Now().Add(time.Hour)
+					os.Chtimes(successor(children[0]), later, later)
+				}
+			})
+		}
+		_, out := run(t, root, Options{Jobs: 2, BeforePublish: hook})
+		rel, _ := filepath.Rel(root, parent)
+		deferred := strings.Contains(out, fmt.Sprintf("%q DEFERRED: ", rel))
+		for _, c := range children {
+			if _, err := os.Stat(successor(c)); err != nil {
+				t.Fatalf("child %s was not converted: %v\n%s", c, err, out)
+			}
+		}
+		switch {
+		case !changed && deferred:
+			t.Fatalf("the parent was deferred for its children's successors, published by this run:\n%s", out)
+		case changed && !deferred:
+			t.Fatalf("a child's successor changed after its publication, and the parent was not deferred:\n%s", out)
+		}
+		if _, err := os.Stat(successor(parent)); err != nil {
+			t.Fatalf("the parent was not converted (changed=%v): %v\n%s", changed, err, out)
+		}
 	}
 }

@@ -51,6 +51,56 @@ type PublishOptions struct {
 	BeforePublish func()
 	// MaxLineBytes bounds one line of the source (and of the staged file).
 	MaxLineBytes int
+	// Publications, when set, records what this Publish publishes, and
+	// tells the child logs' check which successors the same caller
+	// published meanwhile: a child whose log was replaced by its own
+	// successor, published by the caller from the source it had, has not
+	// changed. A batch migration shares one across its jobs.
+	Publications *Publications
+}
+
+// Publications records the successors that one caller (a migration run)
+// published: each source's path and identity, and its successor's path and
+// identity just after publication. It is safe for concurrent use.
+type Publications struct {
+	mu sync.Mutex
+	m  map[string]publication
+}
+
+type publication struct {
+	src, dst fileIdentity
+	dstPath  string
+	id       string // the log id its header names
+}
+
+func (p *Publications) add(srcPath string, src fileIdentity, dstPath string, id string) {
+	if p == nil {
+		return
+	}
+	dst, err := statIdentity(dstPath)
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]publication{}
+	}
+	p.m[srcPath] = publication{src: src, dst: dst, dstPath: dstPath, id: id}
+}
+
+// explains reports whether child log a (with identity aID), seen before,
+// became b (bID) only because its successor was published here: b is the
+// successor published from a, a had the identity it was published from,
+// and b still has the identity it had when it was published.
+func (p *Publications) explains(a childInfo, aID fileIdentity, b childInfo, bID fileIdentity) bool {
+	if p == nil || a.id != b.id {
+		return false
+	}
+	p.mu.Lock()
+	pub, ok := p.m[a.path]
+	p.mu.Unlock()
+	return ok && pub.dstPath == b.path && pub.src == aID && pub.dst == bID && pub.id == b.id
 }
 
 // fileIdentity is what says a file is unchanged: device, inode, size,
@@ -91,12 +141,26 @@ func snapshotChildren(dir, parentID string) (*childSnapshot, error) {
 	return s, nil
 }
 
-func (s *childSnapshot) equal(o *childSnapshot) bool {
+// sameAs reports whether o holds the same child logs as s: each child the
+// same file with the same identity, or replaced by the successor that pubs
+// says was published from it (the same session, the same events).
+func (s *childSnapshot) sameAs(o *childSnapshot, pubs *Publications) bool {
 	if len(s.found) != len(o.found) {
 		return false
 	}
-	for i := range s.found {
-		if s.found[i] != o.found[i] || s.ids[i] != o.ids[i] {
+	byID := map[string]int{}
+	for j, c := range o.found {
+		byID[c.id] = j
+	}
+	for i, c := range s.found {
+		j, ok := byID[c.id]
+		if !ok {
+			return false
+		}
+		if c == o.found[j] && s.ids[i] == o.ids[j] {
+			continue
+		}
+		if !pubs.explains(c, s.ids[i], o.found[j], o.ids[j]) {
 			return false
 		}
 	}
@@ -201,7 +265,7 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 	}
 	if snap0 != nil {
 		snap1, err := snapshotChildren(dir, srcHeader.ID)
-		if err != nil || !snap0.equal(snap1) {
+		if err != nil || !snap0.sameAs(snap1, opts.Publications) {
 			return "", &SourceChangedError{Path: src}
 		}
 	}
@@ -213,7 +277,9 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 		if why := sameStagedPrefix(dst, st); why != "" {
 			return "", fmt.Errorf(`current session generation already exists at "%s": %s`, dst, why)
 		}
+		return dst, nil
 	}
+	opts.Publications.add(src, id0, dst, srcHeader.ID)
 	return dst, nil
 }
 
