@@ -694,7 +694,21 @@ func TestRestoreOneConversation(t *testing.T) {
 	if _, err := reader(t, dataDir).ReadConversation(fork.ID); err != nil {
 		t.Fatal(err)
 	}
-	// Present now: refused, then replaced with --force (moved aside).
+	// Present now, as archived (the rerun of a killed restore finds it
+	// so): already restored, nothing moved.
+	rr, err = restoreFile(t, a, RestoreOptions{Target: dataDir, Conversation: fork.ID})
+	if err != nil || !slices.Equal(rr.Conversations, []string{fork.ID}) || rr.MovedAside != "" {
+		t.Fatalf("restore of the conversation as archived: %+v, %v", rr, err)
+	}
+	// Changed since: refused, then replaced with --force (moved aside).
+	s, err = store.Open(context.Background(), dataDir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Rename(fork.ID, "changed since the backup"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
 	if _, err := restoreFile(t, a, RestoreOptions{Target: dataDir, Conversation: fork.ID}); !errors.Is(err, ErrConversationExists) {
 		t.Fatalf("restore of a present conversation: %v", err)
 	}

@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -309,10 +310,11 @@ func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*Restor
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Lstat(dst); err == nil && !opts.Force {
-		return nil, fmt.Errorf("conversation %q (%s): %w (use --force to move it aside and restore the archived one)",
-			opts.Conversation, dst, ErrConversationExists)
-	}
+	// A conversation in the target is refused without Force, unless it is
+	// the archived one byte for byte (a killed restore put it there): that
+	// is found once the archive is staged, before anything is moved.
+	_, lerr := os.Lstat(dst)
+	present := lerr == nil
 	staging, err := newIntoStaging(target, opts.OnEvent, opts.Log)
 	if err != nil {
 		return nil, err
@@ -337,6 +339,17 @@ func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*Restor
 	if err != nil {
 		return nil, err
 	}
+	same := false
+	if present {
+		from, _ := staged.ConversationPath(opts.Conversation)
+		if same, err = sameTree(from, dst); err != nil {
+			return nil, err
+		}
+		if !same && !opts.Force {
+			return nil, fmt.Errorf("conversation %q (%s): %w (use --force to move it aside and restore the archived one)",
+				opts.Conversation, dst, ErrConversationExists)
+		}
+	}
 	convDir := s.ConversationsDir()
 	moved := false
 	for _, id := range closure {
@@ -345,6 +358,11 @@ func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*Restor
 		if _, err := os.Lstat(to); err == nil {
 			if id != opts.Conversation {
 				res.Kept = append(res.Kept, id)
+				continue
+			}
+			if same {
+				// Already restored, as archived: nothing to move.
+				res.Conversations = append(res.Conversations, id)
 				continue
 			}
 			if res.MovedAside == "" {
@@ -385,6 +403,75 @@ func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*Restor
 
 func verifyOpts(opts RestoreOptions) VerifyOptions {
 	return VerifyOptions{Archive: opts.Archive, Limits: opts.Limits, Jobs: opts.Jobs, Progress: opts.Progress, OnEvent: opts.OnEvent}
+}
+
+// sameTree reports whether the directories a and b hold the same regular
+// files with the same bytes, and nothing else. Links and other entries are
+// never followed; one makes them differ.
+func sameTree(a, b string) (bool, error) {
+	ea, err := os.ReadDir(a)
+	if err != nil {
+		return false, err
+	}
+	eb, err := os.ReadDir(b)
+	if err != nil {
+		return false, err
+	}
+	if len(ea) != len(eb) {
+		return false, nil
+	}
+	for i := range ea {
+		if ea[i].Name() != eb[i].Name() || !ea[i].Type().IsRegular() || !eb[i].Type().IsRegular() {
+			return false, nil
+		}
+		eq, err := sameFile(filepath.Join(a, ea[i].Name()), filepath.Join(b, eb[i].Name()))
+		if err != nil || !eq {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// sameFile compares two regular files byte for byte.
+func sameFile(a, b string) (bool, error) {
+	fa, err := durable.OpenRegular(a, os.O_RDONLY)
+	if err != nil {
+		return false, err
+	}
+	defer fa.Close()
+	fb, err := durable.OpenRegular(b, os.O_RDONLY)
+	if err != nil {
+		return false, err
+	}
+	defer fb.Close()
+	sa, err := fa.Stat()
+	if err != nil {
+		return false, err
+	}
+	sb, err := fb.Stat()
+	if err != nil {
+		return false, err
+	}
+	if sa.Size() != sb.Size() {
+		return false, nil
+	}
+	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
+	for {
+		na, erra := io.ReadFull(fa, ba)
+		nb, errb := io.ReadFull(fb, bb)
+		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+			return false, nil
+		}
+		if erra == io.EOF || erra == io.ErrUnexpectedEOF {
+			return errb == io.EOF || errb == io.ErrUnexpectedEOF, nil
+		}
+		if erra != nil {
+			return false, erra
+		}
+		if errb != nil {
+			return false, errb
+		}
+	}
 }
 
 // closureIn is the conversation and its fork ancestors in the store s.
