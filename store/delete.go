@@ -166,17 +166,16 @@ const (
 )
 
 // DeleteAll deletes the conversations convIDs as one command, in order
-// (an id given twice counts once), so that running it again after a kill
-// finishes it. Before anything is deleted it checks them all: each must
-// be in the store (or be named by the journal of a killed delete, which
-// removed it: "already deleted"), be no symbolic link and run no turn,
-// and, unless opts.Force, no fork left behind may read older history from
-// one of them (a *DependentsError). Then it publishes its journal (see
-// deletejournal.go) and deletes each as Delete does; a conversation whose
-// deletion was recorded, or whose directory a kill left empty, is
-// finished. The journal is removed at the end, with those of killed
-// deletes whose conversations are all gone. An interrupted run (ctx)
-// stops between two conversations and keeps its journal.
+// (an id given twice counts once), so that running it again, after a kill
+// or not, finishes it. Before anything is deleted it checks them all: each
+// must be in the store (or be named by the journal of an earlier delete,
+// which removed it: "already deleted"), be no symbolic link and run no
+// turn, and, unless opts.Force, no fork left behind may read older history
+// from one of them (a *DependentsError). Then it publishes its journal
+// (see deletejournal.go) and deletes each as Delete does; a conversation
+// whose deletion was recorded, or whose directory a kill left empty, is
+// finished. At the end, journals that no longer serve are removed. An
+// interrupted run (ctx) stops between two conversations.
 func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOptions) error {
 	if err := s.writable(); err != nil {
 		return err
@@ -239,13 +238,7 @@ func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOpti
 			}
 		}
 	}
-	done := []string{own}
-	for _, j := range journals {
-		if j.ids == nil || s.allGone(j.ids) {
-			done = append(done, j.path)
-		}
-	}
-	return s.removeJournals(done)
+	return s.removeJournals(s.expiredJournals(journals, own))
 }
 
 // deleteStateOf finds what DeleteAll has to do with a conversation, or why
@@ -293,20 +286,6 @@ func (s *Store) removeEmpty(convID string) error {
 		return fmt.Errorf("delete conversation %q: %w", convID, err)
 	}
 	return durable.SyncDir(ConversationsDir(s.dataDir))
-}
-
-// allGone reports whether none of the conversations ids has a directory.
-func (s *Store) allGone(ids []string) bool {
-	for _, id := range ids {
-		p, err := ConversationPath(s.dataDir, id)
-		if err != nil {
-			continue
-		}
-		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
-			return false
-		}
-	}
-	return true
 }
 
 // FinishDeletion completes a deletion whose tombstone was found (reindex

@@ -3,12 +3,14 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/convkit/convkit/convlog"
 )
@@ -24,8 +26,9 @@ func journals(t *testing.T, dir string) []string {
 // TestDeleteAllRerun: a delete of several conversations killed part-way
 // leaves its journal; the same command run again finishes it, reporting
 // the conversations already removed as such, finishing a recorded
-// deletion, removing the empty directory a kill left, deleting the rest,
-// and removing the journal.
+// deletion, removing the empty directory a kill left, and deleting the
+// rest. Run once more, it reports them all as already deleted. Journals
+// expire: an id whose journal is gone is unknown again.
 func TestDeleteAllRerun(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -67,14 +70,61 @@ func TestDeleteAllRerun(t *testing.T) {
 	if len(tree.Conversations) != 1 || tree.Conversations[0].ID != "keep" {
 		t.Fatalf("left: %+v", tree.Conversations)
 	}
-	if j := journals(t, dir); len(j) != 0 {
-		t.Fatalf("journals remain: %v", j)
+	got = nil
+	mustNil(t, s.DeleteAll(ctx, ids, DeleteOptions{Done: func(id string, already bool) error {
+		got = append(got, done{id, already})
+		return nil
+	}}))
+	for i, d := range got {
+		if d != (done{ids[i], true}) {
+			t.Fatalf("the third run: %v, want every one already deleted", got)
+		}
 	}
-	// With its journal gone, an id that is not there is unknown again.
+	if len(got) != len(ids) {
+		t.Fatalf("the third run: %v", got)
+	}
+	// An unknown id refuses the command, journals or not.
+	if err := s.DeleteAll(ctx, []string{"a", "typo"}, DeleteOptions{}); !errors.Is(err, ErrNoConversation) {
+		t.Fatalf("an unknown id: %v", err)
+	}
+	// Journals older than JournalAge go with the next delete; then "a" is
+	// unknown.
+	old := time.Now().Add(-JournalAge - time.Hour)
+	for _, j := range journals(t, dir) {
+		mustNil(t, os.Chtimes(j, old, old))
+	}
+	mustNil(t, s.DeleteAll(ctx, []string{"keep"}, DeleteOptions{}))
+	if j := journals(t, dir); len(j) != 1 {
+		t.Fatalf("journals after the expiry: %v, want the last run's", j)
+	}
 	err = s.DeleteAll(ctx, []string{"a"}, DeleteOptions{})
 	if !errors.Is(err, ErrNoConversation) || !strings.Contains(err.Error(), `conversation "a": no such conversation`) {
-		t.Fatalf("delete of a gone id without a journal: %v", err)
+		t.Fatalf("delete of a gone id whose journal expired: %v", err)
 	}
+}
+
+// TestDeleteJournalsAreBounded: at most MaxJournals are kept, the newest.
+func TestDeleteJournalsAreBounded(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Plain)
+	base := time.Now().Add(-time.Hour)
+	for i := range MaxJournals + 20 {
+		p, err := s.writeDeleteJournal(ctx, []string{fmt.Sprintf("c%d", i)})
+		mustNil(t, err)
+		at := base.Add(time.Duration(i) * time.Second)
+		mustNil(t, os.Chtimes(p, at, at))
+	}
+	mustNil(t, s.CreateConversation("x", "/p", nil, nil))
+	mustNil(t, s.DeleteAll(ctx, []string{"x"}, DeleteOptions{}))
+	if n := len(journals(t, dir)); n != MaxJournals {
+		t.Fatalf("%d journals kept, want %d", n, MaxJournals)
+	}
+	// The oldest went: c0 is unknown, the newest still known.
+	if err := s.DeleteAll(ctx, []string{"c0"}, DeleteOptions{}); !errors.Is(err, ErrNoConversation) {
+		t.Fatalf("c0: %v", err)
+	}
+	mustNil(t, s.DeleteAll(ctx, []string{fmt.Sprintf("c%d", MaxJournals+19)}, DeleteOptions{}))
 }
 
 // TestDeleteAllChecksFirst: an unknown id, a running turn or a fork left
@@ -142,7 +192,7 @@ func TestDeleteAllInterrupted(t *testing.T) {
 		}
 		return nil
 	}}))
-	if !reflect.DeepEqual(already, []string{"a"}) || len(journals(t, dir)) != 0 {
-		t.Fatalf("already deleted %v; journals %v", already, journals(t, dir))
+	if !reflect.DeepEqual(already, []string{"a"}) {
+		t.Fatalf("already deleted %v", already)
 	}
 }

@@ -12,21 +12,24 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/convkit/convkit/durable"
 )
 
 // A delete of several conversations is one command, but a kill can stop it
 // after some are gone; run again, the same command must finish the job,
-// and tell the conversations the killed run removed ("already deleted")
-// from ids that never were in the store ("no such conversation"). Once a
-// directory is gone nothing in the store remembers it, so DeleteAll keeps
-// a journal while it runs: <data-dir>/.delete-<16 hex>.journal, one JSON
-// object naming the conversations the command deletes, published before
-// the first of them is touched and removed when the command ends. A
-// journal that remains is a killed delete's; the next DeleteAll reads it,
-// and removes it once every conversation it names is gone.
+// and tell the conversations a delete removed ("already deleted") from ids
+// that never were in the store ("no such conversation"), whether the first
+// run was killed or not. Once a directory is gone nothing in the store
+// remembers it, so DeleteAll writes a journal: <data-dir>/.delete-<16
+// hex>.journal, one JSON object naming the conversations the command
+// deletes, published (fsynced) before the first of them is touched. Every
+// id in it was a conversation of the store when it was written: one that
+// is gone now was deleted. Journals are kept for JournalAge, and at most
+// MaxJournals of them: a rerun within that time finds what it needs.
 
 const (
 	journalPrefix = ".delete-"
@@ -36,6 +39,12 @@ const (
 	maxJournalBytes = 16 << 20
 )
 
+// How long, and how many, delete journals are kept.
+const (
+	JournalAge  = 30 * 24 * time.Hour
+	MaxJournals = 256
+)
+
 // deleteJournal is a journal's content.
 type deleteJournal struct {
 	IDs []string `json:"ids"`
@@ -43,8 +52,9 @@ type deleteJournal struct {
 
 // journalFile is a journal found in the data directory.
 type journalFile struct {
-	path string
-	ids  []string // nil when unreadable (a kill while it was written: no deletion had begun)
+	path  string
+	ids   []string // nil when unreadable (a kill while it was written: no deletion had begun)
+	mtime time.Time
 }
 
 // isJournalName reports a name DeleteAll gives its journals.
@@ -78,6 +88,9 @@ func (s *Store) deleteJournals() ([]journalFile, error) {
 		f, err := durable.OpenRegular(j.path, os.O_RDONLY)
 		if err != nil {
 			continue
+		}
+		if fi, err := f.Stat(); err == nil {
+			j.mtime = fi.ModTime()
 		}
 		b, err := io.ReadAll(io.LimitReader(f, maxJournalBytes+1))
 		f.Close()
@@ -127,6 +140,34 @@ func (s *Store) writeDeleteJournal(ctx context.Context, ids []string) (string, e
 		return "", fmt.Errorf("write the delete journal %s: %w", path, err)
 	}
 	return path, nil
+}
+
+// expiredJournals are the journals to remove once a delete has finished:
+// those that do not read (a kill while one was written, before anything
+// was deleted), those older than JournalAge, and the oldest beyond
+// MaxJournals (keep is this run's own, never removed).
+func (s *Store) expiredJournals(all []journalFile, keep string) []string {
+	var out []string
+	var kept []journalFile
+	// Ages are of file modification times: the system's clock, not the
+	// store's.
+	cutoff := time.Now().Add(-JournalAge)
+	for _, j := range all {
+		switch {
+		case j.path == keep:
+		case j.ids == nil, j.mtime.Before(cutoff):
+			out = append(out, j.path)
+		default:
+			kept = append(kept, j)
+		}
+	}
+	sort.Slice(kept, func(i, k int) bool { return kept[i].mtime.After(kept[k].mtime) })
+	for i, j := range kept {
+		if i+1 >= MaxJournals { // this run's counts as one
+			out = append(out, j.path)
+		}
+	}
+	return out
 }
 
 // removeJournals removes the journals at paths, then fsyncs the data

@@ -120,7 +120,8 @@ func TestSIGKILL(t *testing.T) {
 	t.Logf("seed %d (CONVKIT_CRASH_SEED=%d repeats the kill moments); %d kills per job", seed, seed, kills)
 	h := &harness{env: childEnv(t.TempDir())}
 	in := prepareInputs(t, h)
-	jobs := []*job{migrateJob(h, in), reindexJob(h, in), backupJob(h, in), restoreJob(h, in), importJob(h, in)}
+	jobs := []*job{migrateJob(h, in), reindexJob(h, in), backupJob(h, in), restoreJob(h, in), importJob(h, in),
+		deleteJob(h, in), restoreConversationJob(h, in)}
 	start := time.Now()
 	var total, midway int
 	for i, j := range jobs {
@@ -159,6 +160,9 @@ type trial struct {
 	// extra, when set, accepts an entry of a rerun's result that the
 	// uninterrupted run does not have (a documented leftover).
 	extra func(key, value string) bool
+	// rerunCheck, when set, looks at the store a kill left and returns a
+	// check of what the rerun then printed on stdout.
+	rerunCheck func(t *testing.T, at string) func(stdout string)
 }
 
 // crash runs j uninterrupted, then kills it kills times, and returns how
@@ -202,12 +206,19 @@ func crash(t *testing.T, h *harness, j *job, kills int, rng *rand.Rand) int {
 		h.unlocked(t, tr.dataDir, at)
 
 		at += ", rerun"
+		var check func(string)
+		if tr.rerunCheck != nil {
+			check = tr.rerunCheck(t, at)
+		}
 		o := h.run(t, tr.args...)
 		if o.code == 11 {
 			t.Fatalf("%s: exit 11: runtime.lock still counts as held after its holder was killed\n%s", at, o.stderr)
 		}
 		if o.code != refCode {
 			t.Fatalf("%s: exit %d, the uninterrupted run exits %d\n%s", at, o.code, refCode, o.stderr)
+		}
+		if check != nil {
+			check(o.stdout)
 		}
 		tr.intact(t, at)
 		tr.published(t, at, want)
@@ -363,6 +374,14 @@ type inputs struct {
 	// bundleTree is bundle extracted; config and cwdRoot let every
 	// conversation open here (no import warning).
 	bundleTree, config, cwdRoot string
+	// archiveTree is archive extracted.
+	archiveTree string
+	// deleteIDs are the conversations the delete job deletes: plain ones
+	// of live, the first with its deletion recorded.
+	deleteIDs []string
+	// forkID is live's fork made after a compaction, which restore
+	// --conversation restores with the conversation it depends on.
+	forkID string
 	// updated are the conversations (directory names) import updates.
 	updated []string
 	// targetFiles and bundleFiles are the logs of target and bundle by
@@ -428,6 +447,15 @@ func prepareInputs(t *testing.T, h *harness) *inputs {
 		t.Fatalf("backups: %v %v", list, err)
 	}
 	in.archive = list[0].Path
+
+	in.deleteIDs = plain[1:6]
+	if f := rep.Find(fixtures.CaseForkAfterCompaction); f != nil && len(f.DependsOn) > 0 {
+		in.forkID = f.ID
+	} else {
+		t.Fatal("no fork after compaction in the generated store")
+	}
+	in.archiveTree = filepath.Join(dir, "archive")
+	extractTo(t, in.archive, in.archiveTree)
 
 	in.oldStore = filepath.Join(dir, "old")
 	generate(t, in.oldStore, 32, 25)
@@ -533,22 +561,28 @@ func prepareImport(t *testing.T, h *harness, in *inputs, dir string, plain []str
 	}
 
 	in.bundleTree = filepath.Join(dir, "bundle")
-	if err := os.Mkdir(in.bundleTree, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(in.bundle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := archive.Extract(context.Background(), f, in.bundleTree, archive.ExtractOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	extractTo(t, in.bundle, in.bundleTree)
 	in.targetFiles = dirSums(t, store.ConversationsDir(in.target))
 	in.bundleFiles = dirSums(t, store.ConversationsDir(in.bundleTree))
 	in.targetDigest = map[string]string{}
 	for k, v := range digestTree(t, store.ConversationsDir(in.target), eventsDigest) {
 		in.targetDigest["replaced/"+k] = v
+	}
+}
+
+// extractTo extracts the archive at p into the new directory dir.
+func extractTo(t *testing.T, p, dir string) {
+	t.Helper()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := archive.Extract(context.Background(), f, dir, archive.ExtractOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
