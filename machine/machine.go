@@ -18,7 +18,10 @@ import (
 )
 
 // Machine checks conversations against this machine: its file system and
-// its runtime configuration. It is safe for concurrent use.
+// its runtime configuration. It looks at each working directory once (a
+// run checks thousands of conversations that share a few), so a
+// long-lived caller, the runtime say, makes a new one when the machine
+// may have changed. It is safe for concurrent use.
 type Machine struct {
 	// Config is the runtime configuration; nil when there is none, and
 	// then agents and models are not checked.

@@ -155,11 +155,10 @@ func (o *Options) warnings() []string {
 	if o.Machine.Checked() {
 		return []string{}
 	}
-	where := "the runtime's configuration"
-	if o.Machine != nil && o.Machine.ConfigPath != "" {
-		where = o.Machine.ConfigPath
+	if o.Machine == nil || o.Machine.ConfigPath == "" {
+		return []string{"agents and models were not checked: no runtime configuration was given"}
 	}
-	return []string{machine.NotCheckedWarning(where)}
+	return []string{machine.NotCheckedWarning(o.Machine.ConfigPath)}
 }
 
 // reporter rewrites the store's directory in what is reported (see
