@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -195,4 +196,33 @@ func TestDeleteAllInterrupted(t *testing.T) {
 	if !reflect.DeepEqual(already, []string{"a"}) {
 		t.Fatalf("already deleted %v", already)
 	}
+}
+
+// FuzzDeleteJournal: whatever a file named like a journal holds, reading
+// it never fails the delete: it is a list of ids a store can hold, or not a
+// journal. What DeleteAll writes reads back.
+func FuzzDeleteJournal(f *testing.F) {
+	f.Add([]byte(`{"ids":["a","b/c","team/α β ~1 ../x"]}` + "\n"))
+	f.Add([]byte(`{"ids":[`))
+	f.Add([]byte(`{"ids":null}`))
+	f.Add([]byte(`{"ids":["", "..", "a\u0000b"]}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ids := parseJournal(b)
+		for _, id := range ids {
+			if _, err := EncodeSegment(id); err != nil {
+				t.Fatalf("id %q from a journal cannot be a conversation: %v", id, err)
+			}
+		}
+		if ids == nil {
+			return
+		}
+		out, err := json.Marshal(deleteJournal{IDs: ids})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again := parseJournal(out); !reflect.DeepEqual(again, ids) {
+			t.Fatalf("written %q, read back %q", ids, again)
+		}
+	})
 }

@@ -94,16 +94,29 @@ func (s *Store) deleteJournals() ([]journalFile, error) {
 		}
 		b, err := io.ReadAll(io.LimitReader(f, maxJournalBytes+1))
 		f.Close()
-		var dj deleteJournal
-		if err == nil && len(b) <= maxJournalBytes && json.Unmarshal(bytes.TrimSpace(b), &dj) == nil {
-			j.ids = dj.IDs
-			if j.ids == nil {
-				j.ids = []string{}
-			}
+		if err == nil && len(b) <= maxJournalBytes {
+			j.ids = parseJournal(b)
 		}
 		out = append(out, j)
 	}
 	return out, nil
+}
+
+// parseJournal reads a journal's ids, or nil when b is not a journal
+// (one that a kill cut short, or anything else).
+func parseJournal(b []byte) []string {
+	var dj deleteJournal
+	if json.Unmarshal(bytes.TrimSpace(b), &dj) != nil {
+		return nil
+	}
+	ids := []string{}
+	for _, id := range dj.IDs {
+		// Only ids a store can hold were written.
+		if _, err := EncodeSegment(id); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // writeDeleteJournal publishes a journal naming ids: a new file, written,
