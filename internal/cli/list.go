@@ -45,7 +45,7 @@ only those, with a WHY column.`,
 			if err != nil {
 				return err
 			}
-			m, _, err := e.loadMachine(c, s.DataDir())
+			m, err := e.loadMachineLenient(c, s.DataDir(), "")
 			if err != nil {
 				return err
 			}

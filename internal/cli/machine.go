@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/convkit/convkit/machine"
@@ -19,4 +21,21 @@ func configFlag() ucli.Flag {
 func (e *env) loadMachine(c *ucli.Context, dataDir string) (*machine.Machine, string, error) {
 	path, explicit := machine.ConfigPath(c.String("config"), e.g.getenv, dataDir)
 	return machine.Load(path, explicit)
+}
+
+// loadMachineLenient is loadMachine for a command the configuration only
+// informs (list, the edits): a default file that is broken is said on
+// stderr, and agents and models are then not checked; a file the user
+// named must be there and valid.
+func (e *env) loadMachineLenient(c *ucli.Context, dataDir, what string) (*machine.Machine, error) {
+	path, explicit := machine.ConfigPath(c.String("config"), e.g.getenv, dataDir)
+	m, _, err := machine.Load(path, explicit)
+	if err == nil {
+		return m, nil
+	}
+	if explicit {
+		return nil, err
+	}
+	fmt.Fprintf(e.stderr, "%s: warning: %s: agents and models were not checked%s\n", progName, text(err.Error()), what)
+	return &machine.Machine{ConfigPath: path}, nil
 }

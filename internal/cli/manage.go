@@ -7,7 +7,6 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/manage"
 	"github.com/convkit/convkit/store"
 )
@@ -115,16 +114,10 @@ func (e *env) runManage(c *ucli.Context, command string, do func(*store.Store, m
 	}
 	defer s.Close()
 	// The configuration only decides the will-not-open reasons of the
-	// index rows written: a broken default file is said, not fatal; a
-	// file the user named must be there and valid.
-	path, explicit := machine.ConfigPath(c.String("config"), e.g.getenv, dataDir)
-	m, _, err := machine.Load(path, explicit)
+	// index rows written.
+	m, err := e.loadMachineLenient(c, dataDir, " for metadata.db")
 	if err != nil {
-		if explicit {
-			return err
-		}
-		fmt.Fprintf(e.stderr, "%s: warning: %s: agents and models were not checked for metadata.db\n", progName, text(err.Error()))
-		m = &machine.Machine{ConfigPath: path}
+		return err
 	}
 	opts := manage.Options{Machine: m}
 	if !e.g.JSON && !e.g.Quiet {
