@@ -79,7 +79,7 @@ func runLockStatus(e *env, dataDir string) error {
 	case !st.Held:
 		line = "free"
 	case holder == nil:
-		line = st.NoRecordText()
+		line = text(st.NoRecordText()) // the record's host is the file's text
 	default:
 		line = fmt.Sprintf("held by pid %d", holder.PID)
 		if holder.Command != "" {
