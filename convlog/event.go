@@ -3,6 +3,7 @@ package convlog
 import (
 	"bytes"
 	"fmt"
+	"github.com/convkit/convkit/internal/rawjson"
 )
 
 // SurfaceOp says how a surface event changes the derived history.
@@ -95,7 +96,7 @@ func (p *envelopeParser) eventType(raw []byte) (string, *TypeInfo, bool) {
 		}
 		return string(name), nil, true
 	}
-	s, ok := parseJSONString(raw)
+	s, ok := rawjson.String(raw)
 	if !ok {
 		return "", nil, false
 	}
@@ -111,15 +112,15 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 	*e = Event{Raw: line}
 	p.seqKnown = false
 	var err error
-	p.members, err = scanObject(line, p.members)
+	p.members, err = rawjson.Object(line, p.members)
 	if err != nil {
-		se := err.(*syntaxError)
-		return corrupt(se.off, "event is not valid JSON: %s", se.msg)
+		se := err.(*rawjson.SyntaxError)
+		return corrupt(se.Offset, "event is not valid JSON: %s", se.Msg)
 	}
 	var typ, seq, tim, data, ign, sop, ses, seq0, time0 *member
 	for i := range p.members {
 		m := &p.members[i]
-		switch m.key {
+		switch string(m.Key) {
 		case "type":
 			typ = m
 		case "seq":
@@ -145,57 +146,57 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 	}
 	var ok bool
 	var info *TypeInfo
-	if e.Type, info, ok = p.eventType(typ.valueBytes); !ok || e.Type == "" {
-		return corrupt(typ.valStart, "event type must be a non-empty string")
+	if e.Type, info, ok = p.eventType(typ.Value); !ok || e.Type == "" {
+		return corrupt(typ.ValOff, "event type must be a non-empty string")
 	}
 	if p.version <= 1 && packedTypes[e.Type] && seq0 != nil {
 		return p.parsePacked(e, seq0, time0, data, expectSeq)
 	}
 	for _, m := range p.members {
-		switch m.key {
+		switch string(m.Key) {
 		case "type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs": // the envelope
 		default:
-			return corrupt(m.keyOff, "%s event has unexpected member %q", e.Type, m.key)
+			return corrupt(m.KeyOff, "%s event has unexpected member %q", e.Type, m.Key)
 		}
 	}
 	if seq == nil {
 		return corrupt(0, "%s event has no \"seq\"", e.Type)
 	}
-	if e.Seq, ok = parseSafeInt(seq.valueBytes); !ok || e.Seq < 0 {
-		return corrupt(seq.valStart, "seq must be a non-negative safe integer")
+	if e.Seq, ok = rawjson.Int(seq.Value); !ok || e.Seq < 0 {
+		return corrupt(seq.ValOff, "seq must be a non-negative safe integer")
 	}
 	p.seqKnown = true
 	if expectSeq >= 0 && e.Seq < expectSeq {
-		return corrupt(seq.valStart, "seq repeats or goes back (expected %d, got %d)", expectSeq, e.Seq)
+		return corrupt(seq.ValOff, "seq repeats or goes back (expected %d, got %d)", expectSeq, e.Seq)
 	}
 	if expectSeq >= 0 && e.Seq != expectSeq {
-		return corrupt(seq.valStart, "seq gap (expected %d, got %d)", expectSeq, e.Seq)
+		return corrupt(seq.ValOff, "seq gap (expected %d, got %d)", expectSeq, e.Seq)
 	}
 	if tim == nil {
 		return corrupt(0, "%s event at seq %d has no \"time\"", e.Type, e.Seq)
 	}
-	if e.Time, ok = parseSafeInt(tim.valueBytes); !ok {
-		return corrupt(tim.valStart, "time must be a safe integer (Unix milliseconds)")
+	if e.Time, ok = rawjson.Int(tim.Value); !ok {
+		return corrupt(tim.ValOff, "time must be a safe integer (Unix milliseconds)")
 	}
 	if data == nil {
 		return corrupt(0, "%s event at seq %d has no \"data\"", e.Type, e.Seq)
 	}
-	e.Data = data.valueBytes
+	e.Data = data.Value
 	if ign != nil {
-		if string(ign.valueBytes) != "true" {
-			return corrupt(ign.valStart, "ignorable must be exactly true when present")
+		if string(ign.Value) != "true" {
+			return corrupt(ign.ValOff, "ignorable must be exactly true when present")
 		}
 		e.Ignorable = true
 	}
 	e.Known = info != nil
 	switch {
 	case p.version >= CurrentVersion && info == nil && !e.Ignorable:
-		return &eventProblem{col: typ.valStart, kind: ErrUnsupported,
+		return &eventProblem{col: typ.ValOff, kind: ErrUnsupported,
 			msg: fmt.Sprintf("unknown event type %q at seq %d is not marked ignorable", e.Type, e.Seq)}
 	case p.version == 3 && !releasedV3Types[e.Type]:
 		e.Known = false
 		if !e.Ignorable {
-			return &eventProblem{col: typ.valStart, kind: ErrUnsupported,
+			return &eventProblem{col: typ.ValOff, kind: ErrUnsupported,
 				msg: fmt.Sprintf("format v3 contains unknown event type %q at seq %d", e.Type, e.Seq)}
 		}
 	case p.version < 3:
@@ -209,10 +210,10 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 			return corrupt(0, "surface event %s at seq %d has no surfaceOp", e.Type, e.Seq)
 		}
 		if !surface && sop != nil {
-			return corrupt(sop.keyOff, "log-only event %s at seq %d may not carry surfaceOp", e.Type, e.Seq)
+			return corrupt(sop.KeyOff, "log-only event %s at seq %d may not carry surfaceOp", e.Type, e.Seq)
 		}
 		if ses != nil && (!surface || e.Type == TypeAssistantMessage) {
-			return corrupt(ses.keyOff, "%s event at seq %d may not carry sourceEventSeqs", e.Type, e.Seq)
+			return corrupt(ses.KeyOff, "%s event at seq %d may not carry sourceEventSeqs", e.Type, e.Seq)
 		}
 	}
 	if sop != nil && p.version >= 3 {
@@ -232,27 +233,29 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 
 func (p *envelopeParser) parseSurfaceOp(m *member, e *Event) *eventProblem {
 	bad := func() *eventProblem {
-		return &eventProblem{col: m.valStart, kind: ErrCorrupt,
+		return &eventProblem{col: m.ValOff, kind: ErrCorrupt,
 			msg: fmt.Sprintf(`surfaceOp of %s at seq %d must be "append" or {"op":"replace","startSeq":N,"endSeq":M}`, e.Type, e.Seq)}
 	}
-	if string(m.valueBytes) == `"append"` {
+	if string(m.Value) == `"append"` {
 		p.op = SurfaceOp{}
 		return nil
 	}
-	inner, err := scanObject(m.valueBytes, nil)
+	// The line is validated: the members are only found.
+	var buf [4]member
+	inner, err := rawjson.Members(m.Value, buf[:0])
 	if err != nil || len(inner) != 3 {
 		return bad()
 	}
 	p.op = SurfaceOp{Replace: true}
 	var haveOp, haveStart, haveEnd bool
 	for _, im := range inner {
-		switch im.key {
+		switch string(im.Key) {
 		case "op":
-			haveOp = string(im.valueBytes) == `"replace"`
+			haveOp = string(im.Value) == `"replace"`
 		case "startSeq":
-			p.op.StartSeq, haveStart = parseSafeInt(im.valueBytes)
+			p.op.StartSeq, haveStart = rawjson.Int(im.Value)
 		case "endSeq":
-			p.op.EndSeq, haveEnd = parseSafeInt(im.valueBytes)
+			p.op.EndSeq, haveEnd = rawjson.Int(im.Value)
 		}
 	}
 	if !haveOp || !haveStart || !haveEnd {
@@ -262,7 +265,7 @@ func (p *envelopeParser) parseSurfaceOp(m *member, e *Event) *eventProblem {
 	// not seq order: only "both earlier" is checked here; the history
 	// checks that start does not come after end.
 	if p.op.StartSeq < 0 || p.op.EndSeq < 0 || p.op.StartSeq >= e.Seq || p.op.EndSeq >= e.Seq {
-		return &eventProblem{col: m.valStart, kind: ErrCorrupt,
+		return &eventProblem{col: m.ValOff, kind: ErrCorrupt,
 			msg: fmt.Sprintf("surfaceOp of %s at seq %d replaces %d..%d, which is not an earlier span", e.Type, e.Seq, p.op.StartSeq, p.op.EndSeq)}
 	}
 	return nil
@@ -272,84 +275,79 @@ func (p *envelopeParser) parseSurfaceOp(m *member, e *Event) *eventProblem {
 // [start,end] pairs for runs of three or more.
 func (p *envelopeParser) parseSourceSeqs(m *member, e *Event) *eventProblem {
 	bad := func(format string, args ...any) *eventProblem {
-		return &eventProblem{col: m.valStart, kind: ErrCorrupt,
+		return &eventProblem{col: m.ValOff, kind: ErrCorrupt,
 			msg: fmt.Sprintf("sourceEventSeqs of %s at seq %d: ", e.Type, e.Seq) + fmt.Sprintf(format, args...)}
 	}
-	b := m.valueBytes
+	b := m.Value
 	if len(b) == 0 || b[0] != '[' {
 		return bad("must be an array")
 	}
 	p.seqs = p.seqs[:0]
 	usedRange, increasing := false, true
-	i := skipWS(b, 1)
-	if i < len(b) && b[i] == ']' {
-		return bad("must not be empty")
-	}
-	for i < len(b) {
-		if b[i] == '[' {
-			j := skipWS(b, i+1)
-			end, err := skipNumber(b, j)
-			if err != nil {
-				return bad("a range must be [start,end]")
+	var prob *eventProblem
+	n := 0
+	// The line is validated: elements are only found.
+	rawjson.EachElement(b, func(_ int, v []byte) bool {
+		n++
+		if v[0] == '[' {
+			var pair [3][]byte
+			ends, err := rawjson.Elements(v, pair[:0])
+			var start, stop int64
+			ok := err == nil && len(ends) == 2
+			if ok {
+				var ok1, ok2 bool
+				start, ok1 = rawjson.Int(ends[0])
+				stop, ok2 = rawjson.Int(ends[1])
+				ok = ok1 && ok2
 			}
-			start, ok := parseSafeInt(b[j:end])
-			j = skipWS(b, end)
-			if !ok || j >= len(b) || b[j] != ',' {
-				return bad("a range must be [start,end]")
+			switch {
+			case !ok:
+				prob = bad("a range must be [start,end]")
+			case start < 0 || start > stop || stop >= e.Seq:
+				prob = bad("range [%d,%d] must satisfy start <= end < %d", start, stop, e.Seq)
+			case stop-start > maxSourceSeqs:
+				prob = bad("range [%d,%d] is implausibly long", start, stop)
+			case len(p.seqs) > 0 && (!increasing || start <= p.seqs[len(p.seqs)-1]):
+				// The order and the count are checked before expanding,
+				// so a short line cannot expand into an unbounded list.
+				prob = bad("must be strictly increasing when ranges are used")
+			case int64(len(p.seqs))+stop-start+1 > maxSourceSeqs:
+				prob = bad("cites implausibly many seqs (more than %d)", maxSourceSeqs)
 			}
-			j = skipWS(b, j+1)
-			end2, err := skipNumber(b, j)
-			if err != nil {
-				return bad("a range must be [start,end]")
-			}
-			stop, ok2 := parseSafeInt(b[j:end2])
-			j = skipWS(b, end2)
-			if !ok2 || j >= len(b) || b[j] != ']' {
-				return bad("a range must be [start,end]")
-			}
-			if start < 0 || start > stop || stop >= e.Seq {
-				return bad("range [%d,%d] must satisfy start <= end < %d", start, stop, e.Seq)
-			}
-			if stop-start > maxSourceSeqs {
-				return bad("range [%d,%d] is implausibly long", start, stop)
-			}
-			// Check the order and the count before expanding, so a short
-			// line cannot expand into an unbounded list.
-			if n := len(p.seqs); n > 0 && (!increasing || start <= p.seqs[n-1]) {
-				return bad("must be strictly increasing when ranges are used")
-			}
-			if int64(len(p.seqs))+stop-start+1 > maxSourceSeqs {
-				return bad("cites implausibly many seqs (more than %d)", maxSourceSeqs)
+			if prob != nil {
+				return false
 			}
 			usedRange = true
 			for s := start; s <= stop; s++ {
 				p.seqs = append(p.seqs, s)
 			}
-			i = j + 1
-		} else {
-			end, err := skipNumber(b, i)
-			if err != nil {
-				return bad("entries must be integers or [start,end] ranges")
-			}
-			v, ok := parseSafeInt(b[i:end])
-			if !ok || v < 0 || v >= e.Seq {
-				return bad("%s is not an earlier seq", b[i:end])
-			}
-			if len(p.seqs) >= maxSourceSeqs {
-				return bad("cites implausibly many seqs (more than %d)", maxSourceSeqs)
-			}
-			if n := len(p.seqs); n > 0 && v <= p.seqs[n-1] {
-				increasing = false
-			}
-			p.seqs = append(p.seqs, v)
-			i = end
+			return true
 		}
-		i = skipWS(b, i)
-		if i < len(b) && b[i] == ',' {
-			i = skipWS(b, i+1)
-			continue
+		if v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+			prob = bad("entries must be integers or [start,end] ranges")
+			return false
 		}
-		break
+		s, ok := rawjson.Int(v)
+		switch {
+		case !ok || s < 0 || s >= e.Seq:
+			prob = bad("%s is not an earlier seq", v)
+		case len(p.seqs) >= maxSourceSeqs:
+			prob = bad("cites implausibly many seqs (more than %d)", maxSourceSeqs)
+		}
+		if prob != nil {
+			return false
+		}
+		if k := len(p.seqs); k > 0 && s <= p.seqs[k-1] {
+			increasing = false
+		}
+		p.seqs = append(p.seqs, s)
+		return true
+	})
+	switch {
+	case prob != nil:
+		return prob
+	case n == 0:
+		return bad("must not be empty")
 	}
 	if !increasing {
 		if usedRange {
@@ -376,41 +374,41 @@ func (p *envelopeParser) parsePacked(e *Event, seq0, time0, data *member, expect
 		return &eventProblem{col: col, msg: fmt.Sprintf(format, args...), kind: ErrCorrupt}
 	}
 	for _, m := range p.members {
-		switch m.key {
+		switch string(m.Key) {
 		case "type", "seq0", "time0", "data":
 		default:
-			return corrupt(m.keyOff, "packed %s row has unexpected member %q", e.Type, m.key)
+			return corrupt(m.KeyOff, "packed %s row has unexpected member %q", e.Type, m.Key)
 		}
 	}
 	var ok bool
-	if e.Seq, ok = parseSafeInt(seq0.valueBytes); !ok || e.Seq < 0 {
-		return corrupt(seq0.valStart, "seq0 must be a non-negative safe integer")
+	if e.Seq, ok = rawjson.Int(seq0.Value); !ok || e.Seq < 0 {
+		return corrupt(seq0.ValOff, "seq0 must be a non-negative safe integer")
 	}
 	if expectSeq >= 0 && e.Seq != expectSeq {
-		return corrupt(seq0.valStart, "seq gap (expected %d, got %d)", expectSeq, e.Seq)
+		return corrupt(seq0.ValOff, "seq gap (expected %d, got %d)", expectSeq, e.Seq)
 	}
 	if time0 == nil {
 		return corrupt(0, "packed %s row has no \"time0\"", e.Type)
 	}
-	if e.Time, ok = parseSafeInt(time0.valueBytes); !ok {
-		return corrupt(time0.valStart, "time0 must be a safe integer")
+	if e.Time, ok = rawjson.Int(time0.Value); !ok {
+		return corrupt(time0.ValOff, "time0 must be a safe integer")
 	}
 	if data == nil {
 		return corrupt(0, "packed %s row has no \"data\"", e.Type)
 	}
-	e.Data = data.valueBytes
+	e.Data = data.Value
 	var err error
-	p.inner, err = scanObject(data.valueBytes, p.inner[:0])
+	p.inner, err = rawjson.Members(data.Value, p.inner[:0])
 	inner := p.inner
 	if err != nil {
-		return corrupt(data.valStart, "packed %s row data must be an object", e.Type)
+		return corrupt(data.ValOff, "packed %s row data must be an object", e.Type)
 	}
 	e.Packed = 1
 	for _, im := range inner {
-		if im.key == "dt" {
-			n, ok := countArray(im.valueBytes)
+		if string(im.Key) == "dt" {
+			n, ok := countArray(im.Value)
 			if !ok {
-				return corrupt(data.valStart+im.valStart, "packed %s row data.dt must be an array", e.Type)
+				return corrupt(data.ValOff+im.ValOff, "packed %s row data.dt must be an array", e.Type)
 			}
 			e.Packed = int64(n) + 1
 		}
@@ -419,29 +417,11 @@ func (p *envelopeParser) parsePacked(e *Event, seq0, time0, data *member, expect
 	return nil
 }
 
-// countArray counts the elements of a raw JSON array.
+// countArray counts the elements of a raw JSON array of a validated line.
 func countArray(b []byte) (int, bool) {
-	if len(b) < 2 || b[0] != '[' {
-		return 0, false
-	}
-	i := skipWS(b, 1)
-	if b[i] == ']' {
-		return 0, true
-	}
 	n := 0
-	for {
-		end, err := skipValue(b, i, 1)
-		if err != nil {
-			return 0, false
-		}
-		n++
-		i = skipWS(b, end)
-		if i < len(b) && b[i] == ',' {
-			i = skipWS(b, i+1)
-			continue
-		}
-		return n, true
-	}
+	err := rawjson.EachElement(b, func(int, []byte) bool { n++; return true })
+	return n, err == nil
 }
 
 // AppendJSON appends the event line (without newline). An event read from a
@@ -452,11 +432,11 @@ func (e *Event) AppendJSON(dst []byte) []byte {
 		return append(dst, e.Raw...)
 	}
 	dst = append(dst, `{"type":`...)
-	dst = appendString(dst, e.Type)
+	dst = rawjson.AppendString(dst, e.Type)
 	dst = append(dst, `,"seq":`...)
-	dst = appendInt(dst, e.Seq)
+	dst = rawjson.AppendInt(dst, e.Seq)
 	dst = append(dst, `,"time":`...)
-	dst = appendInt(dst, e.Time)
+	dst = rawjson.AppendInt(dst, e.Time)
 	dst = append(dst, `,"data":`...)
 	if len(e.Data) == 0 {
 		dst = append(dst, "null"...)
@@ -474,9 +454,9 @@ func (e *Event) AppendJSON(dst []byte) []byte {
 		dst = append(dst, `,"surfaceOp":`...)
 		if e.SurfaceOp.Replace {
 			dst = append(dst, `{"op":"replace","startSeq":`...)
-			dst = appendInt(dst, e.SurfaceOp.StartSeq)
+			dst = rawjson.AppendInt(dst, e.SurfaceOp.StartSeq)
 			dst = append(dst, `,"endSeq":`...)
-			dst = appendInt(dst, e.SurfaceOp.EndSeq)
+			dst = rawjson.AppendInt(dst, e.SurfaceOp.EndSeq)
 			dst = append(dst, '}')
 		} else {
 			dst = append(dst, `"append"`...)
@@ -507,14 +487,14 @@ func appendSeqs(dst []byte, seqs []int64) []byte {
 		}
 		if j-i >= 2 {
 			dst = append(dst, '[')
-			dst = appendInt(dst, seqs[i])
+			dst = rawjson.AppendInt(dst, seqs[i])
 			dst = append(dst, ',')
-			dst = appendInt(dst, seqs[j])
+			dst = rawjson.AppendInt(dst, seqs[j])
 			dst = append(dst, ']')
 			i = j + 1
 			continue
 		}
-		dst = appendInt(dst, seqs[i])
+		dst = rawjson.AppendInt(dst, seqs[i])
 		i++
 	}
 	return append(dst, ']')

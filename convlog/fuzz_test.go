@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/convkit/convkit/internal/rawjson"
 )
 
 // Fuzz targets. Seed corpora live in testdata/fuzz/<FuzzName>/; run one
@@ -224,7 +226,7 @@ func FuzzReader(f *testing.F) {
 // roundTripEvents builds a valid v4 event sequence from fuzzed values.
 func roundTripEvents(text, typ string, n uint8, seed int64) [][]Event {
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
-	q := func(s string) string { return string(appendString(nil, s)) }
+	q := func(s string) string { return string(AppendJSONString(nil, s)) }
 	plugin := "plugin:" + typ
 	var all []Event
 	for seq := range int64(n) {
@@ -287,7 +289,7 @@ func roundTripEvents(text, typ string, n uint8, seed int64) [][]Event {
 
 // decodeString is what a reader makes of s after the writer encoded it.
 func decodeString(s string) string {
-	d, _ := parseJSONString(appendString(nil, s))
+	d, _ := rawjson.String(AppendJSONString(nil, s))
 	return d
 }
 

@@ -3,6 +3,7 @@ package convlog
 import (
 	"bytes"
 	"fmt"
+	"github.com/convkit/convkit/internal/rawjson"
 	"strings"
 )
 
@@ -56,21 +57,25 @@ func parseHeader(line []byte, wantVersion int) (*Header, *headerProblem) {
 	corrupt := func(col int, format string, args ...any) *headerProblem {
 		return &headerProblem{col: col, msg: fmt.Sprintf(format, args...), kind: ErrCorrupt}
 	}
+	if bytes.HasPrefix(line, []byte("\xEF\xBB\xBF")) {
+		// Not white space to JSON.parse either.
+		return nil, corrupt(0, "header line starts with a UTF-8 byte order mark (EF BB BF)")
+	}
 	var buf [12]member
-	members, err := scanObject(line, buf[:0])
+	members, err := rawjson.Object(line, buf[:0])
 	if err != nil {
-		se := err.(*syntaxError)
-		if se.msg == "not a JSON object" && len(bytes.TrimSpace(line)) > 0 && line[skipWS(line, 0)] != '{' {
-			if _, err2 := skipValue(line, skipWS(line, 0), 0); err2 == nil {
-				return nil, corrupt(se.off, "first line is not a JSON object")
+		se := err.(*rawjson.SyntaxError)
+		if se.Msg == "not a JSON object" && len(bytes.TrimSpace(line)) > 0 && line[rawjson.SkipSpace(line, 0)] != '{' {
+			if rawjson.Valid(line) == nil {
+				return nil, corrupt(se.Offset, "first line is not a JSON object")
 			}
 		}
-		return nil, corrupt(se.off, "header line is not valid JSON: %s", se.msg)
+		return nil, corrupt(se.Offset, "header line is not valid JSON: %s", se.Msg)
 	}
 	h := &Header{Raw: line, Version: -1}
 	get := func(k string) *member {
 		for i := range members {
-			if members[i].key == k {
+			if string(members[i].Key) == k {
 				return &members[i]
 			}
 		}
@@ -80,25 +85,25 @@ func parseHeader(line []byte, wantVersion int) (*Header, *headerProblem) {
 	if t == nil {
 		return nil, corrupt(0, "first line is not a log header: it has no \"type\"")
 	}
-	typ, ok := parseJSONString(t.valueBytes)
+	typ, ok := rawjson.String(t.Value)
 	if !ok || (typ != SessionLog && typ != ConversationLog) {
-		return nil, corrupt(t.valStart, "first line is not a log header: type must be %q or %q", SessionLog, ConversationLog)
+		return nil, corrupt(t.ValOff, "first line is not a log header: type must be %q or %q", SessionLog, ConversationLog)
 	}
 	h.Type = typ
 	v := get("version")
 	if v == nil {
 		return nil, corrupt(0, "header has no \"version\"")
 	}
-	ver, ok := parseSafeInt(v.valueBytes)
+	ver, ok := rawjson.Int(v.Value)
 	if !ok || ver < 0 {
-		return nil, corrupt(v.valStart, "header version is not a non-negative safe integer")
+		return nil, corrupt(v.ValOff, "header version is not a non-negative safe integer")
 	}
 	h.Version = int(ver)
 	if wantVersion >= 0 && h.Version != wantVersion {
-		return nil, corrupt(v.valStart, "file name identifies v%d, but its header identifies v%d", wantVersion, h.Version)
+		return nil, corrupt(v.ValOff, "file name identifies v%d, but its header identifies v%d", wantVersion, h.Version)
 	}
 	if h.Version > CurrentVersion {
-		return nil, &headerProblem{col: v.valStart, kind: ErrUnsupported,
+		return nil, &headerProblem{col: v.ValOff, kind: ErrUnsupported,
 			msg: fmt.Sprintf("log uses format v%d, but this build reads only up to v%d: the log was written by a newer runtime; upgrade convkit to read it", h.Version, CurrentVersion)}
 	}
 	allowed := conversationKeys
@@ -112,59 +117,59 @@ func parseHeader(line []byte, wantVersion int) (*Header, *headerProblem) {
 		}
 	}
 	for _, m := range members {
-		if !allowed[m.key] {
-			return nil, corrupt(m.keyOff, "header has unexpected member %q", m.key)
+		if !allowed[string(m.Key)] {
+			return nil, corrupt(m.KeyOff, "header has unexpected member %q", m.Key)
 		}
 	}
 	id := get("id")
 	if id == nil {
 		return nil, corrupt(0, "header has no \"id\"")
 	}
-	if h.ID, ok = parseJSONString(id.valueBytes); !ok || h.ID == "" {
-		return nil, corrupt(id.valStart, "header id must be a non-empty string")
+	if h.ID, ok = rawjson.String(id.Value); !ok || h.ID == "" {
+		return nil, corrupt(id.ValOff, "header id must be a non-empty string")
 	}
 	ca := get("createdAt")
 	if ca == nil {
 		return nil, corrupt(0, "header has no \"createdAt\"")
 	}
-	if h.CreatedAt, ok = parseSafeInt(ca.valueBytes); !ok || h.CreatedAt < 0 {
-		return nil, corrupt(ca.valStart, "header createdAt must be a non-negative safe integer (Unix milliseconds)")
+	if h.CreatedAt, ok = rawjson.Int(ca.Value); !ok || h.CreatedAt < 0 {
+		return nil, corrupt(ca.ValOff, "header createdAt must be a non-negative safe integer (Unix milliseconds)")
 	}
 	if h.Type == ConversationLog {
 		return h, nil
 	}
 	if m := get("cwd"); m != nil {
-		if h.Cwd, ok = parseJSONString(m.valueBytes); !ok || !strings.HasPrefix(h.Cwd, "/") {
-			return nil, corrupt(m.valStart, "header cwd must be an absolute path")
+		if h.Cwd, ok = rawjson.String(m.Value); !ok || !strings.HasPrefix(h.Cwd, "/") {
+			return nil, corrupt(m.ValOff, "header cwd must be an absolute path")
 		}
 	}
 	if m := get("parentSession"); m != nil {
-		if h.ParentSession, ok = parseJSONString(m.valueBytes); !ok || h.ParentSession == "" {
-			return nil, corrupt(m.valStart, "header parentSession must be a non-empty string")
+		if h.ParentSession, ok = rawjson.String(m.Value); !ok || h.ParentSession == "" {
+			return nil, corrupt(m.ValOff, "header parentSession must be a non-empty string")
 		}
 	}
 	if m := get("origin"); m != nil {
-		if h.Origin, ok = parseJSONString(m.valueBytes); !ok || h.Origin != "subagent" {
-			return nil, corrupt(m.valStart, "header origin must be \"subagent\"")
+		if h.Origin, ok = rawjson.String(m.Value); !ok || h.Origin != "subagent" {
+			return nil, corrupt(m.ValOff, "header origin must be \"subagent\"")
 		}
 	}
 	if m := get("agentPreset"); m != nil {
-		if h.AgentPreset, ok = parseJSONString(m.valueBytes); !ok {
-			return nil, corrupt(m.valStart, "header agentPreset must be a string")
+		if h.AgentPreset, ok = rawjson.String(m.Value); !ok {
+			return nil, corrupt(m.ValOff, "header agentPreset must be a string")
 		}
 	}
 	dd := get("delegationDepth")
 	if dd == nil {
 		return nil, corrupt(0, "header has no \"delegationDepth\"")
 	}
-	if h.DelegationDepth, ok = parseSafeInt(dd.valueBytes); !ok || h.DelegationDepth < 0 {
-		return nil, corrupt(dd.valStart, "header delegationDepth must be a non-negative safe integer")
+	if h.DelegationDepth, ok = rawjson.Int(dd.Value); !ok || h.DelegationDepth < 0 {
+		return nil, corrupt(dd.ValOff, "header delegationDepth must be a non-negative safe integer")
 	}
 	if h.Version <= 1 {
 		if m := get("seedLength"); m != nil {
-			n, ok := parseSafeInt(m.valueBytes)
+			n, ok := rawjson.Int(m.Value)
 			if !ok || n < 0 {
-				return nil, corrupt(m.valStart, "header seedLength must be a non-negative safe integer")
+				return nil, corrupt(m.ValOff, "header seedLength must be a non-negative safe integer")
 			}
 			h.SeedLength = &n
 		}
@@ -174,12 +179,12 @@ func parseHeader(line []byte, wantVersion int) (*Header, *headerProblem) {
 	if s == nil {
 		return nil, corrupt(0, "header has no \"isSeeded\"")
 	}
-	switch string(s.valueBytes) {
+	switch string(s.Value) {
 	case "true":
 		h.IsSeeded = true
 	case "false":
 	default:
-		return nil, corrupt(s.valStart, "header isSeeded must be a boolean")
+		return nil, corrupt(s.ValOff, "header isSeeded must be a boolean")
 	}
 	return h, nil
 }
@@ -203,40 +208,40 @@ func (h *Header) AppendJSON(dst []byte) []byte {
 		return append(dst, h.Raw...)
 	}
 	dst = append(dst, `{"type":`...)
-	dst = appendString(dst, h.Type)
+	dst = rawjson.AppendString(dst, h.Type)
 	dst = append(dst, `,"version":`...)
-	dst = appendInt(dst, int64(h.Version))
+	dst = rawjson.AppendInt(dst, int64(h.Version))
 	dst = append(dst, `,"id":`...)
-	dst = appendString(dst, h.ID)
+	dst = rawjson.AppendString(dst, h.ID)
 	dst = append(dst, `,"createdAt":`...)
-	dst = appendInt(dst, h.CreatedAt)
+	dst = rawjson.AppendInt(dst, h.CreatedAt)
 	if h.Type == ConversationLog {
 		return append(dst, '}')
 	}
 	if h.Cwd != "" {
 		dst = append(dst, `,"cwd":`...)
-		dst = appendString(dst, h.Cwd)
+		dst = rawjson.AppendString(dst, h.Cwd)
 	}
 	if h.ParentSession != "" {
 		dst = append(dst, `,"parentSession":`...)
-		dst = appendString(dst, h.ParentSession)
+		dst = rawjson.AppendString(dst, h.ParentSession)
 	}
 	if h.Version >= 2 {
 		dst = append(dst, `,"isSeeded":`...)
 		dst = appendBool(dst, h.IsSeeded)
 	} else if h.SeedLength != nil {
 		dst = append(dst, `,"seedLength":`...)
-		dst = appendInt(dst, *h.SeedLength)
+		dst = rawjson.AppendInt(dst, *h.SeedLength)
 	}
 	if h.Origin != "" {
 		dst = append(dst, `,"origin":`...)
-		dst = appendString(dst, h.Origin)
+		dst = rawjson.AppendString(dst, h.Origin)
 	}
 	dst = append(dst, `,"delegationDepth":`...)
-	dst = appendInt(dst, h.DelegationDepth)
+	dst = rawjson.AppendInt(dst, h.DelegationDepth)
 	if h.AgentPreset != "" {
 		dst = append(dst, `,"agentPreset":`...)
-		dst = appendString(dst, h.AgentPreset)
+		dst = rawjson.AppendString(dst, h.AgentPreset)
 	}
 	return append(dst, '}')
 }

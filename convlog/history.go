@@ -2,6 +2,7 @@ package convlog
 
 import (
 	"fmt"
+	"github.com/convkit/convkit/internal/rawjson"
 )
 
 // History is the message sequence a model reads, derived from surface
@@ -56,14 +57,14 @@ func (h *History) Apply(reg *Registry, e *Event) error {
 	raw := e.Data
 	if info.MessagePath != "" {
 		var err error
-		h.members, err = scanTrusted(e.Data, h.members)
+		h.members, err = rawjson.Members(e.Data, h.members)
 		if err != nil {
 			return fmt.Errorf("%s at seq %d: data is not an object", e.Type, e.Seq)
 		}
 		raw = nil
 		for _, m := range h.members {
-			if m.key == info.MessagePath {
-				raw = m.valueBytes
+			if string(m.Key) == info.MessagePath {
+				raw = m.Value
 			}
 		}
 		if raw == nil {

@@ -3,6 +3,7 @@ package convlog
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/convkit/convkit/internal/rawjson"
 	"sync"
 )
 
@@ -96,22 +97,13 @@ func (m StoredMessage) JSON() json.RawMessage { return m.raw }
 // Empty reports whether the message carries no content: its content array
 // is empty. Such a model answer is recorded but left out of the history.
 func (m StoredMessage) Empty() bool {
-	members, err := scanTrusted(m.raw, nil)
-	if err != nil {
-		return false
-	}
-	for _, mb := range members {
-		if mb.key == "content" {
-			return emptyArray(mb.valueBytes)
-		}
-	}
-	return false
+	return emptyArray(rawjson.Get(m.raw, "content"))
 }
 
 // ParseStoredMessage reads a stored message, requiring a non-empty id, a
 // role and a source with a non-empty kind.
 func ParseStoredMessage(raw []byte) (StoredMessage, error) {
-	if _, err := skipValue(raw, skipWS(raw, 0), 0); err != nil {
+	if err := rawjson.Valid(raw); err != nil {
 		return StoredMessage{}, fmt.Errorf("message is not valid JSON: %v", err)
 	}
 	return parseStoredMessage(raw, true)
@@ -120,28 +112,28 @@ func ParseStoredMessage(raw []byte) (StoredMessage, error) {
 // parseStoredMessage reads a message from bytes already validated as JSON.
 func parseStoredMessage(raw []byte, keep bool) (StoredMessage, error) {
 	var buf [12]member
-	members, err := scanTrusted(raw, buf[:0])
+	members, err := rawjson.Members(raw, buf[:0])
 	if err != nil {
 		return StoredMessage{}, fmt.Errorf("message is not a JSON object: %v", err)
 	}
 	var id, role, source, content []byte
 	for _, m := range members {
-		switch m.key {
+		switch string(m.Key) {
 		case "id":
-			id = m.valueBytes
+			id = m.Value
 		case "role":
-			role = m.valueBytes
+			role = m.Value
 		case "source":
-			source = m.valueBytes
+			source = m.Value
 		case "content":
-			content = m.valueBytes
+			content = m.Value
 		}
 	}
-	idStr, ok := parseJSONString(id)
+	idStr, ok := rawjson.String(id)
 	if !ok || idStr == "" {
 		return StoredMessage{}, fmt.Errorf("stored message has no id")
 	}
-	roleStr, ok := parseJSONString(role)
+	roleStr, ok := rawjson.String(role)
 	if !ok || roleStr == "" {
 		return StoredMessage{}, fmt.Errorf("stored message %q has no role", idStr)
 	}
@@ -150,10 +142,10 @@ func parseStoredMessage(raw []byte, keep bool) (StoredMessage, error) {
 	}
 	var kind string
 	var sbuf [8]member
-	if sm, err := scanTrusted(source, sbuf[:0]); err == nil {
+	if sm, err := rawjson.Members(source, sbuf[:0]); err == nil {
 		for _, m := range sm {
-			if m.key == "kind" {
-				kind, _ = parseJSONString(m.valueBytes)
+			if string(m.Key) == "kind" {
+				kind, _ = rawjson.String(m.Value)
 			}
 		}
 	}
@@ -178,11 +170,11 @@ func parseStoredMessage(raw []byte, keep bool) (StoredMessage, error) {
 
 // emptyArray reports whether raw is a JSON array with no elements.
 func emptyArray(raw []byte) bool {
-	i := skipWS(raw, 0)
+	i := rawjson.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '[' {
 		return false
 	}
-	i = skipWS(raw, i+1)
+	i = rawjson.SkipSpace(raw, i+1)
 	return i < len(raw) && raw[i] == ']'
 }
 
@@ -197,19 +189,19 @@ func NewStoredMessage(id, role string, source Source, content json.RawMessage) (
 	}
 	srcRaw := source.Raw
 	if len(srcRaw) == 0 {
-		srcRaw = appendString([]byte(`{"kind":`), string(source.Kind))
+		srcRaw = rawjson.AppendString([]byte(`{"kind":`), string(source.Kind))
 		srcRaw = append(srcRaw, '}')
 	}
 	if len(content) == 0 {
 		content = json.RawMessage("[]")
 	}
-	b := appendString([]byte(`{"role":`), role)
+	b := rawjson.AppendString([]byte(`{"role":`), role)
 	b = append(b, `,"content":`...)
 	b = append(b, content...)
 	b = append(b, `,"source":`...)
 	b = append(b, srcRaw...)
 	b = append(b, `,"id":`...)
-	b = appendString(b, id)
+	b = rawjson.AppendString(b, id)
 	b = append(b, '}')
 	return StoredMessage{id: id, role: role, source: Source{Kind: source.Kind, Raw: srcRaw}, raw: b}, nil
 }

@@ -2,17 +2,12 @@ package convlog
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -231,139 +226,5 @@ func TestOpenSmallLogWhole(t *testing.T) {
 	}
 	if _, err := Open(filepath.Join(dir, "missing.v4.jsonl"), ReaderOptions{}); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing log: %v", err)
-	}
-}
-
-// skipStringReference is skipString as it was before it jumped to the
-// first byte that needs a look.
-func skipStringReference(b []byte, i int) (int, error) {
-	start := i
-	i++
-	for i < len(b) {
-		for i+8 <= len(b) {
-			v := binary.LittleEndian.Uint64(b[i:])
-			if (hasLess(v, 0x20)|hasZero(v^0x2222222222222222)|hasZero(v^0x5C5C5C5C5C5C5C5C)|v)&0x8080808080808080 != 0 {
-				break
-			}
-			i += 8
-		}
-		if i >= len(b) {
-			break
-		}
-		c := b[i]
-		switch {
-		case c == '"':
-			return i + 1, nil
-		case c == '\\':
-			if i+1 >= len(b) {
-				return i, synErr(i, "unterminated string escape")
-			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(b) {
-					return i, synErr(i, "truncated \\u escape")
-				}
-				for _, h := range b[i+2 : i+6] {
-					if !isHex(h) {
-						return i, synErr(i, "invalid \\u escape")
-					}
-				}
-				i += 6
-			default:
-				return i, synErr(i, "invalid escape \\%c in string", b[i+1])
-			}
-		case c < 0x20:
-			return i, synErr(i, "control character 0x%02x in string", c)
-		case c < utf8.RuneSelf:
-			i++
-		default:
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size <= 1 {
-				return i, synErr(i, "invalid UTF-8 in string")
-			}
-			i += size
-		}
-	}
-	return start, synErr(start, "unterminated string")
-}
-
-func TestSkipStringMatchesReference(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	alphabet := []string{"a", "b", " ", "\"", "\\", "\\\"", "\\n", "\\u00e9", "\\u12", "\\x", "\n", "\x01", "\x7f",
-		"é", "€", "𝄞", "\xff", "\xc3", "\xe2\x82", "0123456789abcdef", strings.Repeat("z", 9)}
-	for range 200000 {
-		var b strings.Builder
-		b.WriteByte('"')
-		for range rng.IntN(12) {
-			b.WriteString(alphabet[rng.IntN(len(alphabet))])
-		}
-		if rng.IntN(4) > 0 {
-			b.WriteString(`"`)
-		}
-		b.WriteString(strings.Repeat(",", rng.IntN(10)))
-		s := []byte(b.String())
-		got, gerr := skipString(s, 0)
-		want, werr := skipStringReference(s, 0)
-		if got != want || fmt.Sprint(gerr) != fmt.Sprint(werr) {
-			t.Fatalf("skipString(%q) = %d, %v; want %d, %v", s, got, gerr, want, werr)
-		}
-	}
-}
-
-func TestJSONMembers(t *testing.T) {
-	got, ok := JSONMembers([]byte(` { "a" : 1 , "b\u0041":[1,{"x":"}"}], "a":"s\"" } `), nil)
-	want := []JSONMember{{"a", []byte("1")}, {"bA", []byte(`[1,{"x":"}"}]`)}, {"a", []byte(`"s\""`)}}
-	if !ok || !reflect.DeepEqual(got, want) {
-		t.Fatalf("members = %q, %v", got, ok)
-	}
-	for _, in := range []string{`[]`, `"x"`, `null`, ``} {
-		if _, ok := JSONMembers([]byte(in), nil); ok {
-			t.Errorf("JSONMembers(%q) accepted it", in)
-		}
-	}
-	if got, ok := JSONMembers([]byte(`{}`), nil); !ok || len(got) != 0 {
-		t.Errorf("empty object: %q, %v", got, ok)
-	}
-}
-
-func TestSkipStringTrustedMatchesIndexByte(t *testing.T) {
-	reference := func(b []byte, i int) (int, error) {
-		j := i + 1
-		for {
-			k := bytes.IndexByte(b[j:], '"')
-			if k < 0 {
-				return i, synErr(i, "unterminated string")
-			}
-			j += k
-			n := 0
-			for p := j - 1; p > i && b[p] == '\\'; p-- {
-				n++
-			}
-			if n%2 == 0 {
-				return j + 1, nil
-			}
-			j++
-		}
-	}
-	rng := rand.New(rand.NewPCG(5, 6))
-	parts := []string{"a", "\\\"", "\\\\", "\\", "é", strings.Repeat("x", 7), strings.Repeat("y", 40), "\\u0041"}
-	for range 100000 {
-		var b strings.Builder
-		b.WriteByte('"')
-		for range rng.IntN(10) {
-			b.WriteString(parts[rng.IntN(len(parts))])
-		}
-		if rng.IntN(5) > 0 {
-			b.WriteByte('"')
-		}
-		b.WriteString(strings.Repeat(`,"z"`, rng.IntN(3)))
-		s := []byte(b.String())
-		got, gerr := skipStringTrusted(s, 0)
-		want, werr := reference(s, 0)
-		if got != want || fmt.Sprint(gerr) != fmt.Sprint(werr) {
-			t.Fatalf("skipStringTrusted(%q) = %d, %v; want %d, %v", s, got, gerr, want, werr)
-		}
 	}
 }

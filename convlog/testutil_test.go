@@ -14,7 +14,7 @@ func testHeader(id string) *Header {
 }
 
 func userMsg(id, text string) []byte {
-	return []byte(fmt.Sprintf(`{"content":[{"type":"text","text":%s}],"source":{"kind":"user"},"role":"user","id":%q}`, appendString(nil, text), id))
+	return []byte(fmt.Sprintf(`{"content":[{"type":"text","text":%s}],"source":{"kind":"user"},"role":"user","id":%q}`, AppendJSONString(nil, text), id))
 }
 
 func assistantData(id, text string) []byte {

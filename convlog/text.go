@@ -1,6 +1,10 @@
 package convlog
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/convkit/convkit/internal/rawjson"
+)
 
 // MessageOf returns the raw stored message a surface event carries: the data
 // of user/message, data.message of the other surface types; nil for other
@@ -17,17 +21,7 @@ func MessageOf(e *Event) []byte {
 
 // memberOf returns the raw value of one member of a validated JSON object.
 func memberOf(obj []byte, key string) []byte {
-	var buf [12]member
-	ms, err := scanTrusted(obj, buf[:0])
-	if err != nil {
-		return nil
-	}
-	for _, m := range ms {
-		if m.key == key {
-			return m.valueBytes
-		}
-	}
-	return nil
+	return rawjson.Get(obj, key)
 }
 
 // MessageText returns a stored message's role and the text of its text
@@ -35,71 +29,59 @@ func memberOf(obj []byte, key string) []byte {
 // out). msg must be validated JSON, as MessageOf returns it.
 func MessageText(msg []byte) (role, text string) {
 	var buf [12]member
-	ms, err := scanTrusted(msg, buf[:0])
+	ms, err := rawjson.Members(msg, buf[:0])
 	if err != nil {
 		return "", ""
 	}
 	var content []byte
 	for _, m := range ms {
-		switch m.key {
+		switch string(m.Key) {
 		case "role":
-			switch string(m.valueBytes) {
+			switch string(m.Value) {
 			case `"user"`:
 				role = "user"
 			case `"assistant"`:
 				role = "assistant"
 			default:
-				role, _ = parseJSONString(m.valueBytes)
+				role, _ = rawjson.String(m.Value)
 			}
 		case "content":
-			content = m.valueBytes
+			content = m.Value
 		}
 	}
-	if s, ok := parseJSONString(content); ok {
+	if s, ok := rawjson.String(content); ok {
 		return role, s
 	}
 	var parts []string
-	i := skipWS(content, 0)
-	if i >= len(content) || content[i] != '[' {
-		return role, ""
-	}
-	i = skipWS(content, i+1)
-	for i < len(content) && content[i] != ']' {
-		end, err := skipTrusted(content, i, 1)
-		if err != nil {
-			break
-		}
-		if t, ok := blockText(content[i:end]); ok && t != "" {
+	rawjson.EachElement(content, func(_ int, block []byte) bool {
+		if t, ok := blockText(block); ok && t != "" {
 			parts = append(parts, t)
 		}
-		i = skipWS(content, end)
-		if i < len(content) && content[i] == ',' {
-			i = skipWS(content, i+1)
-		}
-	}
+		return true
+	})
 	return role, strings.Join(parts, "\n")
 }
 
 // blockText returns the text of a content block of type "text".
 func blockText(block []byte) (string, bool) {
 	var buf [8]member
-	ms, err := scanTrusted(block, buf[:0])
+	ms, err := rawjson.Members(block, buf[:0])
 	if err != nil {
 		return "", false
 	}
 	var typ, text []byte
 	for _, m := range ms {
-		switch m.key {
+		switch string(m.Key) {
 		case "type":
-			typ = m.valueBytes
+			typ = m.Value
 		case "text":
-			text = m.valueBytes
+			text = m.Value
 		}
 	}
 	if string(typ) != `"text"` {
-		if t, _ := parseJSONString(typ); t != "text" {
+		if t, _ := rawjson.String(typ); t != "text" {
 			return "", false
 		}
 	}
-	return parseJSONString(text)
+	return rawjson.String(text)
 }

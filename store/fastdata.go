@@ -2,40 +2,35 @@ package store
 
 import (
 	"bytes"
-	"strconv"
 
-	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/internal/rawjson"
 )
 
 // The conversation log is replayed by every listing and reindex, and most of
 // its events are small flat objects (session/started, turn/started,
 // turn/ended, the title). They are read here without encoding/json, which
-// cost more than reading the log. The fast path takes only data whose
-// meaning is beyond doubt: members it knows by their exact names, plain
-// strings without escapes, integers, arrays of those, null. Anything else
+// cost more than reading the log. The fast path (through rawjson, the
+// module's one JSON scanner) takes only data whose meaning is beyond doubt:
+// members it knows by their exact names, plain strings without escapes,
+// safe integers, arrays of those, null. Anything else
 // (an unknown or differently cased member, an escape, another type) makes
 // it give up, and the caller decodes with encoding/json as before, so the
 // result, error included, is what json.Unmarshal gives.
 
 // fastMembers calls set for each member of the event data with its key and
 // raw value (nil for null); set reports whether it took the member.
-func fastMembers(data []byte, set func(key string, v []byte) bool) bool {
-	var buf [8]convlog.JSONMember
-	ms, ok := convlog.JSONMembers(data, buf[:0])
-	if !ok {
-		return false
-	}
-	for _, m := range ms {
+func fastMembers(data []byte, set func(key, v []byte) bool) bool {
+	ok := true
+	err := rawjson.EachMember(data, func(m rawjson.Member) bool {
 		v := m.Value
 		if isNull(v) {
 			// json.Unmarshal leaves the field as it is (a slice: nil).
 			v = nil
 		}
-		if !set(m.Key, v) {
-			return false
-		}
-	}
-	return true
+		ok = set(m.Key, v)
+		return ok
+	})
+	return ok && err == nil
 }
 
 func isNull(v []byte) bool { return string(v) == "null" }
@@ -74,25 +69,17 @@ func fastSessionID(v []byte, dst *string, known []SessionInfo) bool {
 	return fastString(v, dst)
 }
 
-// fastInt sets *dst from a JSON integer; v nil (null) leaves it.
+// fastInt sets *dst from a JSON integer of the format (a safe integer);
+// v nil (null) leaves it. Other numbers go to encoding/json.
 func fastInt(v []byte, dst *int64) bool {
 	if v == nil {
 		return true
 	}
-	if len(v) == 0 || len(v) > 20 {
-		return false
+	n, ok := rawjson.Int(v)
+	if ok {
+		*dst = n
 	}
-	for k, c := range v {
-		if !(c >= '0' && c <= '9') && !(k == 0 && c == '-') {
-			return false
-		}
-	}
-	n, err := strconv.ParseInt(string(v), 10, 64)
-	if err != nil {
-		return false
-	}
-	*dst = n
-	return true
+	return ok
 }
 
 // fastArray calls elem for each element of a JSON array; v nil (null)
@@ -102,26 +89,12 @@ func fastArray(v []byte, elem func([]byte) bool) (isNull, ok bool) {
 	if v == nil {
 		return true, true
 	}
-	if len(v) < 2 || v[0] != '[' {
-		return false, false
-	}
-	i := convlog.SkipJSONSpace(v, 1)
-	if i < len(v) && v[i] == ']' {
-		return false, i == len(v)-1
-	}
-	for i < len(v) {
-		end, err := convlog.SkipJSONValue(v, i)
-		if err != nil || !elem(v[i:end]) {
-			return false, false
-		}
-		i = convlog.SkipJSONSpace(v, end)
-		if i < len(v) && v[i] == ',' {
-			i = convlog.SkipJSONSpace(v, i+1)
-			continue
-		}
-		return false, i == len(v)-1 && v[i] == ']'
-	}
-	return false, false
+	ok = true
+	err := rawjson.EachElement(v, func(_ int, e []byte) bool {
+		ok = elem(e)
+		return ok
+	})
+	return false, ok && err == nil
 }
 
 // fastStrings sets *dst from an array of plain strings.
@@ -161,8 +134,8 @@ func fastInts(v []byte) bool {
 }
 
 func fastCreated(data []byte, d *CreatedData) bool {
-	return fastMembers(data, func(k string, v []byte) bool {
-		switch k {
+	return fastMembers(data, func(k, v []byte) bool {
+		switch string(k) {
 		case "cwd":
 			return fastString(v, &d.Cwd)
 		case "agents":
@@ -177,8 +150,8 @@ func fastCreated(data []byte, d *CreatedData) bool {
 }
 
 func fastTitle(data []byte, d *TitleData) bool {
-	return fastMembers(data, func(k string, v []byte) bool {
-		switch k {
+	return fastMembers(data, func(k, v []byte) bool {
+		switch string(k) {
 		case "title":
 			return fastString(v, &d.Title)
 		case "messageSeqs":
@@ -191,8 +164,8 @@ func fastTitle(data []byte, d *TitleData) bool {
 }
 
 func fastRenamed(data []byte, d *RenamedData) bool {
-	return fastMembers(data, func(k string, v []byte) bool {
-		if k == "title" {
+	return fastMembers(data, func(k, v []byte) bool {
+		if string(k) == "title" {
 			return fastString(v, &d.Title)
 		}
 		return false
@@ -200,8 +173,8 @@ func fastRenamed(data []byte, d *RenamedData) bool {
 }
 
 func fastSessionStarted(data []byte, d *SessionStartedData) bool {
-	return fastMembers(data, func(k string, v []byte) bool {
-		switch k {
+	return fastMembers(data, func(k, v []byte) bool {
+		switch string(k) {
 		case "sessionId":
 			return fastString(v, &d.SessionID)
 		case "agent":
@@ -216,8 +189,8 @@ func fastSessionStarted(data []byte, d *SessionStartedData) bool {
 }
 
 func fastTurnStarted(data []byte, d *TurnStartedData, known []SessionInfo) bool {
-	return fastMembers(data, func(k string, v []byte) bool {
-		switch k {
+	return fastMembers(data, func(k, v []byte) bool {
+		switch string(k) {
 		case "sessionId":
 			return fastSessionID(v, &d.SessionID, known)
 		case "turn":
@@ -228,8 +201,8 @@ func fastTurnStarted(data []byte, d *TurnStartedData, known []SessionInfo) bool 
 }
 
 func fastTurnEnded(data []byte, d *TurnEndedData, known []SessionInfo) bool {
-	return fastMembers(data, func(k string, v []byte) bool {
-		switch k {
+	return fastMembers(data, func(k, v []byte) bool {
+		switch string(k) {
 		case "sessionId":
 			return fastSessionID(v, &d.SessionID, known)
 		case "turn":

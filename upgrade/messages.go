@@ -361,24 +361,24 @@ func liftToolResult(msg []byte, seq int64) ([]byte, error) {
 	out = append(out, `,"id":`...)
 	out = append(out, o.get("id")...)
 	for _, m := range o.m {
-		switch string(m.key) {
+		switch string(m.Key) {
 		case "id", "role", "source", "content":
 			continue
 		}
 		out = append(out, ',')
-		out = appendString(out, "plugin:message:"+string(m.key))
+		out = appendString(out, "plugin:message:"+string(m.Key))
 		out = append(out, ':')
-		out = append(out, m.val...)
+		out = append(out, m.Value...)
 	}
 	for _, m := range w.m {
-		switch string(m.key) {
+		switch string(m.Key) {
 		case "type", "toolCallId", "content", "isError":
 			continue
 		}
 		out = append(out, ',')
-		out = appendString(out, "plugin:result:"+string(m.key))
+		out = appendString(out, "plugin:result:"+string(m.Key))
 		out = append(out, ':')
-		out = append(out, m.val...)
+		out = append(out, m.Value...)
 	}
 	return append(out, '}'), nil
 }

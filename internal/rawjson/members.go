@@ -1,0 +1,278 @@
+package rawjson
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math/bits"
+)
+
+// Member is one member of a JSON object: spans of the scanned bytes.
+type Member struct {
+	// Key is the decoded key. It aliases the scanned bytes unless the key
+	// holds an escape.
+	Key []byte
+	// RawKey is the key as written, with its quotes.
+	RawKey []byte
+	// Value is the raw value.
+	Value []byte
+	// KeyOff and ValOff are the offsets of the key's opening quote and of
+	// the value in the scanned bytes.
+	KeyOff, ValOff int
+}
+
+// Object checks that b is exactly one JSON object (white space around it
+// allowed) as Skip does, and appends its members to buf in order.
+func Object(b []byte, buf []Member) ([]Member, error) {
+	members := buf[:0]
+	i := SkipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return members, synErr(i, "not a JSON object")
+	}
+	i = SkipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		i++
+	} else {
+		var keys keySet
+		for {
+			if i >= len(b) || b[i] != '"' {
+				return members, synErr(i, "expected a string key in object")
+			}
+			ks := i
+			ke, esc, err := scanString(b, i)
+			if err != nil {
+				return members, err
+			}
+			if keys.add(b, ks, ke, esc) {
+				return members, duplicate(ks, b[ks:ke])
+			}
+			i = SkipSpace(b, ke)
+			if i >= len(b) || b[i] != ':' {
+				return members, synErr(i, "expected ':' after object key")
+			}
+			vs := SkipSpace(b, i+1)
+			ve, err := skipValue(b, vs, 1)
+			if err != nil {
+				return members, err
+			}
+			members = append(members, Member{Key: keyOf(b[ks:ke], esc), RawKey: b[ks:ke], Value: b[vs:ve], KeyOff: ks, ValOff: vs})
+			i = SkipSpace(b, ve)
+			if i < len(b) && b[i] == ',' {
+				i = SkipSpace(b, i+1)
+				continue
+			}
+			if i < len(b) && b[i] == '}' {
+				i++
+				break
+			}
+			return members, synErr(i, "expected ',' or '}' in object")
+		}
+	}
+	if j := SkipSpace(b, i); j != len(b) {
+		return members, synErr(j, "unexpected data after the JSON object")
+	}
+	return members, nil
+}
+
+// keyOf decodes a raw key; without escapes it aliases raw.
+func keyOf(raw []byte, esc bool) []byte {
+	if !esc {
+		return raw[1 : len(raw)-1]
+	}
+	d, _ := AppendUnquote(nil, raw)
+	return d
+}
+
+// ErrMalformed is returned by the functions for validated bytes when the
+// bytes are not what they expect.
+var ErrMalformed = errors.New("malformed JSON")
+
+// Members appends the members of the object b to buf, in order, for bytes
+// that passed Valid (a value of a validated line): values are skipped, not
+// checked again.
+func Members(b []byte, buf []Member) ([]Member, error) {
+	members := buf[:0]
+	err := EachMember(b, func(m Member) bool {
+		members = append(members, m)
+		return true
+	})
+	return members, err
+}
+
+// EachMember calls fn with each member of the object b, for validated
+// bytes; fn returns false to stop.
+func EachMember(b []byte, fn func(Member) bool) error {
+	i := SkipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return ErrMalformed
+	}
+	i = SkipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return ErrMalformed
+		}
+		ks := i
+		ke, err := skipStringTrusted(b, i)
+		if err != nil {
+			return err
+		}
+		i = SkipSpace(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return ErrMalformed
+		}
+		vs := SkipSpace(b, i+1)
+		ve, err := Next(b, vs)
+		if err != nil {
+			return err
+		}
+		raw := b[ks:ke]
+		if !fn(Member{Key: keyOf(raw, bytes.IndexByte(raw, '\\') >= 0), RawKey: raw, Value: b[vs:ve], KeyOff: ks, ValOff: vs}) {
+			return nil
+		}
+		i = SkipSpace(b, ve)
+		if i < len(b) && b[i] == ',' {
+			i = SkipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			return nil
+		}
+		return ErrMalformed
+	}
+}
+
+// Get returns the raw value of the member key of the validated object b,
+// nil when b has none or is not an object.
+func Get(b []byte, key string) []byte {
+	var v []byte
+	EachMember(b, func(m Member) bool {
+		if string(m.Key) == key {
+			v = m.Value
+			return false
+		}
+		return true
+	})
+	return v
+}
+
+// EachElement calls fn with each element of the array b, for validated
+// bytes; fn returns false to stop.
+func EachElement(b []byte, fn func(i int, v []byte) bool) error {
+	i := SkipSpace(b, 0)
+	if i >= len(b) || b[i] != '[' {
+		return ErrMalformed
+	}
+	i = SkipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return nil
+	}
+	for n := 0; ; n++ {
+		vs := i
+		end, err := Next(b, i)
+		if err != nil {
+			return err
+		}
+		if !fn(n, b[vs:end]) {
+			return nil
+		}
+		i = SkipSpace(b, end)
+		if i < len(b) && b[i] == ',' {
+			i = SkipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == ']' {
+			return nil
+		}
+		return ErrMalformed
+	}
+}
+
+// Elements appends the elements of the validated array b to buf.
+func Elements(b []byte, buf [][]byte) ([][]byte, error) {
+	out := buf[:0]
+	err := EachElement(b, func(_ int, v []byte) bool {
+		out = append(out, v)
+		return true
+	})
+	return out, err
+}
+
+// Next returns the offset just past the value starting at b[i], for
+// validated bytes: strings end at their closing quote, containers at their
+// matching bracket, other values at the next delimiter.
+func Next(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return i, ErrMalformed
+	}
+	switch b[i] {
+	case '"':
+		return skipStringTrusted(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				e, err := skipStringTrusted(b, i)
+				if err != nil {
+					return i, err
+				}
+				i = e
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1, nil
+				}
+			}
+			i++
+		}
+		return i, ErrMalformed
+	case ',', '}', ']', ':', ' ', '\t', '\r', '\n':
+		return i, ErrMalformed
+	default:
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case ',', '}', ']', ' ', '\t', '\r', '\n':
+				return j, nil
+			}
+		}
+		return len(b), nil
+	}
+}
+
+func skipStringTrusted(b []byte, i int) (int, error) {
+	j := i + 1
+	for {
+		// Most strings are short: look for the quote a word at a time
+		// (the lowest byte hasZero flags is exact) before handing a
+		// long one to IndexByte.
+		k := -1
+		for end := min(j+32, len(b)); j+8 <= end; j += 8 {
+			if m := hasZero(binary.LittleEndian.Uint64(b[j:]) ^ 0x2222222222222222); m != 0 {
+				k = bits.TrailingZeros64(m) >> 3
+				break
+			}
+		}
+		if k < 0 {
+			k = bytes.IndexByte(b[j:], '"')
+		}
+		if k < 0 {
+			return i, ErrMalformed
+		}
+		j += k
+		// The quote is escaped when an odd number of backslashes precede it.
+		n := 0
+		for p := j - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1, nil
+		}
+		j++
+	}
+}
