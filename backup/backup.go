@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/archive"
+	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/progress"
 	"github.com/convkit/convkit/store"
 )
@@ -214,13 +215,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 				facts[ci] = &fc
 			}
 		}
-		var sum archive.Sum
-		var err error
-		if l.f == nil {
-			sum, err = aw.WriteHashed(j.name, l.kind, l.buf, l.sum)
-		} else {
-			sum, err = aw.WriteEntry(j.name, l.kind, l.length, io.NewSectionReader(l.f, 0, l.length))
-		}
+		sum, err := l.archive(aw, j.name)
 		if err != nil {
 			return fmt.Errorf("archive %s: %w", j.path, err)
 		}
@@ -299,11 +294,16 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 // archiveFile archives the file at p as name and lists it in m. It never
 // opens p through a symbolic link.
 func archiveFile(aw *archive.Writer, name, p string, m *Manifest) error {
-	_, f, size, err := openLog(p, -1)
+	f, err := durable.OpenRegular(p, os.O_RDONLY)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := fi.Size()
 	sum, err := aw.WriteEntry(name, archive.Text, size, bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 256<<10))
 	if err != nil {
 		return err

@@ -798,9 +798,11 @@ func TestLeftOutFilesArePartial(t *testing.T) {
 	}
 }
 
-// TestShapeMatchesReader: the structure check finds the committed prefix
-// where convlog's Reader does, on every prefix of real logs.
-func TestShapeMatchesReader(t *testing.T) {
+// TestPrefixMatchesReader: the committed prefix backup archives online
+// (convlog.CommittedPrefix) is where convlog's Reader puts CommittedBytes,
+// on every prefix of real logs, over a file as in memory, and the copy
+// reads as the same events.
+func TestPrefixMatchesReader(t *testing.T) {
 	dataDir, _ := generate(t, 20, 0, false)
 	tree, _ := reader(t, dataDir).Walk()
 	n := 0
@@ -811,36 +813,56 @@ func TestShapeMatchesReader(t *testing.T) {
 				t.Fatal(err)
 			}
 			step := max(1, len(data)/97)
+			comp := l.Current.Compression
 			for cut := 0; cut <= len(data); cut += step {
 				b := data[:cut]
-				mem := bytesShape(b, l.Current.Compression, "x")
-				file := logShape(bytes.NewReader(b), int64(len(b)), l.Current.Compression, "x")
-				if mem != file {
-					t.Fatalf("%s[:%d]: %+v in memory, %+v through the file", l.Path, cut, mem, file)
+				mem, merr := convlog.CommittedPrefixBytes(b, comp, "x")
+				file, ferr := convlog.CommittedPrefix(bytes.NewReader(b), int64(len(b)), comp, "x")
+				if mem != file || fmt.Sprint(merr) != fmt.Sprint(ferr) {
+					t.Fatalf("%s[:%d]: %+v %v in memory, %+v %v through the file", l.Path, cut, mem, merr, file, ferr)
 				}
-				comp := l.Current.Compression
 				r, err := convlog.NewReader(bytes.NewReader(b), int64(len(b)), "x", convlog.ReaderOptions{Version: l.Current.Version, Compression: &comp})
 				if err != nil {
 					continue // no complete header: nothing to compare
 				}
+				events := 0
 				for err == nil {
-					_, err = r.Next()
-				}
-				if err != io.EOF {
-					r.Close()
-					continue // content the structure says nothing about
+					if _, err = r.Next(); err == nil {
+						events++
+					}
 				}
 				st := r.Stats()
 				r.Close()
-				if mem.err != "" && st.CommittedBytes == 0 {
+				if err != io.EOF {
+					continue // content the structure says nothing about
+				}
+				if merr != nil && st.CommittedBytes == 0 {
 					// No complete header frame or line: the reader may recover
 					// the header from a torn frame's blocks; the structure
 					// check calls the log broken (it is archived whole).
 					continue
 				}
-				if mem.err != "" || st.CommittedBytes != mem.committed || st.TornTail != mem.torn {
-					t.Fatalf("%s[:%d]: shape %+v, reader committed %d torn %v", l.Path, cut, mem, st.CommittedBytes, st.TornTail)
+				if merr != nil || st.CommittedBytes != mem.Bytes || st.TornTail != mem.Torn || st.RecoveredLines != mem.RecoveredLines {
+					t.Fatalf("%s[:%d]: prefix %+v %v, reader stats %+v", l.Path, cut, mem, merr, st)
 				}
+				cp, err := io.ReadAll(mem.Reader(bytes.NewReader(b)))
+				if err != nil || int64(len(cp)) != mem.Len() {
+					t.Fatalf("%s[:%d]: copy of %d bytes, Len %d: %v", l.Path, cut, len(cp), mem.Len(), err)
+				}
+				cr, err := convlog.NewReader(bytes.NewReader(cp), int64(len(cp)), "x", convlog.ReaderOptions{Version: l.Current.Version, Compression: &comp})
+				if err != nil {
+					t.Fatal(err)
+				}
+				copied := 0
+				for err == nil {
+					if _, err = cr.Next(); err == nil {
+						copied++
+					}
+				}
+				if cst := cr.Stats(); err != io.EOF || copied != events || cst.TornTail {
+					t.Fatalf("%s[:%d]: copy reads %d events of %d, %+v, %v", l.Path, cut, copied, events, cst, err)
+				}
+				cr.Close()
 				n++
 			}
 		}
@@ -850,8 +872,10 @@ func TestShapeMatchesReader(t *testing.T) {
 
 // TestOnlineBackupCutsAnAppendInFlight: the runtime holds the lock while a
 // session log grows a few bytes at a time, as a slow append would. Every
-// online backup archives the log up to its last complete line or frame,
-// never a partial one, and says how much it left out.
+// online backup archives the log's committed prefix (up to its last
+// complete line or frame, and the complete lines of a frame torn in its
+// checksum in a frame of their own), never a partial line, and says how
+// much it left out: the restored log holds the first events of the log.
 func TestOnlineBackupCutsAnAppendInFlight(t *testing.T) {
 	for _, comp := range []convlog.Compression{convlog.Zstd, convlog.Plain} {
 		t.Run(comp.String(), func(t *testing.T) {
@@ -919,6 +943,7 @@ func TestOnlineBackupCutsAnAppendInFlight(t *testing.T) {
 				t.Fatalf("%d online backups, none caught the append in flight", len(archives))
 			}
 			final, _ := os.ReadFile(logPath)
+			finalEvents := eventsOf(t, logPath)
 			name, _ := filepath.Rel(dir, logPath)
 			grew := 0
 			for _, a := range archives {
@@ -930,23 +955,18 @@ func TestOnlineBackupCutsAnAppendInFlight(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !bytes.HasPrefix(final, got) {
-					t.Fatal("not a prefix of the log")
-				}
 				if len(got) > len(final)-len(tail) {
 					grew++
 				}
-				r, err := convlog.Open(filepath.Join(target, name), convlog.ReaderOptions{})
-				if err != nil {
-					t.Fatal(err)
+				evs := eventsOf(t, filepath.Join(target, name))
+				if len(evs) > len(finalEvents) {
+					t.Fatalf("restored log holds %d events, the log %d", len(evs), len(finalEvents))
 				}
-				for err == nil {
-					_, err = r.Next()
+				for i := range evs {
+					if evs[i] != finalEvents[i] {
+						t.Fatalf("restored event %d is not the log's: %s", i, evs[i])
+					}
 				}
-				if err != io.EOF || r.Stats().TornTail {
-					t.Fatalf("restored log: %v, %+v", err, r.Stats())
-				}
-				r.Close()
 			}
 			if grew == 0 {
 				t.Fatal("no backup saw the log grow")
@@ -954,6 +974,31 @@ func TestOnlineBackupCutsAnAppendInFlight(t *testing.T) {
 			t.Logf("%d online backups (%d saw the log grow) left %d bytes of appends in flight and torn tails out", len(archives), grew, cut)
 		})
 	}
+}
+
+// eventsOf reads the log at p strictly (no torn tail allowed): its lines.
+func eventsOf(t *testing.T, p string) []string {
+	t.Helper()
+	r, err := convlog.Open(p, convlog.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []string
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		out = append(out, string(e.Raw))
+	}
+	if r.Stats().TornTail {
+		t.Fatalf("%s: a torn tail: %+v", p, r.Stats())
+	}
+	return out
 }
 
 // appendedBytes returns the bytes n more batches would append to the log
@@ -1044,5 +1089,58 @@ func TestIndexSnapshotWithPendingLog(t *testing.T) {
 	}
 	if v := verifyFile(t, a); !v.OK || v.Index != "ok" {
 		t.Fatalf("%+v", v)
+	}
+}
+
+// TestOnlineBackupKeepsTheLinesOfATornFrame: a compressed log whose last
+// frame lost its checksum (a crash in the last append) holds that frame's
+// lines as events: an online backup archives them, in a frame of their own,
+// so the restored log reads as the store's does, without a torn tail, and
+// the restore drill agrees with the manifest.
+func TestOnlineBackupKeepsTheLinesOfATornFrame(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	rep, err := fixtures.Generate(dir, fixtures.Options{Seed: 5, Conversations: 0, Compression: convlog.Zstd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logPath string
+	for _, c := range rep.Conversations {
+		for _, l := range c.Logs {
+			if !c.Deleting && l.SessionID != "" && l.Compression == convlog.Zstd && l.Expect == fixtures.ExpectValid && l.Version == convlog.CurrentVersion {
+				logPath = l.Path
+			}
+		}
+	}
+	if logPath == "" {
+		t.Fatal("no compressed session log")
+	}
+	data, _ := os.ReadFile(logPath)
+	want := eventsOf(t, logPath)
+	if err := os.WriteFile(logPath, data[:len(data)-2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	holder, out := child(t, lockHolderEnv+"="+dir)
+	expectLine(t, out, "locked")
+	a, res := backupFile(t, dir, Options{Workers: 1, Strict: true})
+	holder.Process.Kill()
+	holder.Wait()
+	if !res.Manifest.Online || res.Manifest.LiveTailBytes == 0 {
+		t.Fatalf("online=%v, live tail %d", res.Manifest.Online, res.Manifest.LiveTailBytes)
+	}
+	name, _ := filepath.Rel(dir, logPath)
+	e, ok := logEntries(res.Manifest)[filepath.ToSlash(name)]
+	if !ok || e.Log.TornTail || e.Log.Committed != e.Size || e.Log.Events != int64(len(want)) {
+		t.Fatalf("manifest entry %+v (%v), want %d events", e, ok, len(want))
+	}
+	if v := verifyFile(t, a); !v.OK {
+		t.Fatalf("verify: %+v", v)
+	}
+	target := filepath.Join(t.TempDir(), "r")
+	if _, err := restoreFile(t, a, RestoreOptions{Target: target}); err != nil {
+		t.Fatal(err)
+	}
+	got := eventsOf(t, filepath.Join(target, name))
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("restored %d events, the store's reader reads %d", len(got), len(want))
 	}
 }

@@ -15,15 +15,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/store"
 )
-
-// errNotRegular refuses what is not a regular file.
-var errNotRegular = errors.New("not a regular file")
 
 // smallLog is the size up to which a log is read into memory once, checked
 // there and archived from the same bytes. Larger logs are checked through
@@ -47,13 +44,18 @@ type job struct {
 type loaded struct {
 	job *job
 	// Exactly one of buf and f holds the bytes to archive (length of them);
-	// neither when the file was left out.
+	// neither when the file was left out. Online, prefix says what of f
+	// (or of buf, when copy is set) to archive.
 	buf    []byte
 	sum    [sha256.Size]byte // of buf
-	f      *os.File
+	f      *convlog.File
 	length int64
-	info   Log
-	kind   archive.Kind
+	prefix *convlog.Prefix
+	// copy: buf is a copy of the committed prefix made here (the lines of
+	// a torn frame in a frame of their own), not a pooled buffer.
+	copy bool
+	info Log
+	kind archive.Kind
 	// liveTail: bytes past the committed prefix left out (online).
 	liveTail int64
 	// The file is gone (deleted since the walk): nothing to archive.
@@ -81,9 +83,22 @@ func (l *loaded) close() {
 		l.f = nil
 	}
 	if l.buf != nil {
-		putBuf(l.buf)
+		if !l.copy {
+			putBuf(l.buf)
+		}
 		l.buf = nil
 	}
+}
+
+// archive writes the log's bytes to be archived as the entry name.
+func (l *loaded) archive(aw *archive.Writer, name string) (archive.Sum, error) {
+	switch {
+	case l.f == nil:
+		return aw.WriteHashed(name, l.kind, l.buf, l.sum)
+	case l.prefix != nil:
+		return aw.WriteEntry(name, l.kind, l.length, l.prefix.Reader(l.f))
+	}
+	return aw.WriteEntry(name, l.kind, l.length, io.NewSectionReader(l.f, 0, l.length))
 }
 
 // jobsOf lists the logs of a walked store in archive order: conversations
@@ -122,76 +137,125 @@ func load(j *job, online, strict bool) *loaded {
 		l.kind = archive.Compressed
 	}
 	l.info = Log{Conversation: j.convID, Session: j.session}
-	buf, f, size, err := openLog(j.path, smallLog)
+	// convlog's one way to open a log: never through a symbolic link,
+	// never blocking, a regular file only.
+	f, err := convlog.OpenFile(j.path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		l.vanished = true
 		return l
-	case errors.Is(err, syscall.ELOOP), errors.Is(err, errNotRegular):
+	case errors.Is(err, durable.ErrSymlink), errors.Is(err, durable.ErrNotRegular):
 		l.problem = "not a regular file (symbolic links are not followed)"
 		return l
 	case err != nil:
 		l.problem = err.Error()
 		return l
 	}
+	size := f.Size()
 	var src io.ReaderAt
-	if f != nil {
-		l.f, src = f, f
-	} else {
+	if size <= smallLog {
 		// Read once: checked and archived from the same bytes. A file
 		// that shrank (a torn tail cut by the runtime) is taken as read.
-		l.buf, src = buf, bytes.NewReader(buf)
+		buf := getBuf(int(size))
+		n, rerr := f.ReadAt(buf, 0)
+		f.Close()
+		if rerr != nil && rerr != io.EOF {
+			putBuf(buf)
+			l.problem = rerr.Error()
+			return l
+		}
+		l.buf, size = buf[:n], int64(n)
+		src = bytes.NewReader(l.buf)
+	} else {
+		l.f, src = f, f
 	}
 	l.length = size
 	l.check(src, size, online, strict)
 	if l.buf != nil {
-		l.buf = l.buf[:l.length]
 		l.sum = sha256.Sum256(l.buf)
 	}
 	return l
 }
 
-// check finds the committed prefix from the log's structure (lines or
-// frames) and, with strict, reads every event as reindex does. It decides
-// how much of the log to archive: the whole file offline, the committed
-// prefix online; a log whose check fails is archived whole.
+// check finds the committed prefix (convlog.CommittedPrefix: from the
+// log's structure; a torn final frame is read) and, with strict, reads
+// every event as reindex does. It decides what of the log to archive: the
+// whole file offline, the committed prefix online (its complete lines or
+// frames, and the lines of a torn final frame in a frame of their own); a
+// log whose check fails is archived whole.
 func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
 	j := l.job
-	var sh shape
+	var pr convlog.Prefix
+	var err error
 	if l.buf != nil {
-		sh = bytesShape(l.buf, j.gen.Compression, j.name)
+		pr, err = convlog.CommittedPrefixBytes(l.buf, j.gen.Compression, j.name)
 	} else {
-		sh = logShape(src, size, j.gen.Compression, j.name)
+		pr, err = convlog.CommittedPrefix(src, size, j.gen.Compression, j.name)
 	}
-	if sh.err != "" {
-		l.shapeErr = sh.err
-		l.info.Error = sh.err
+	if err != nil {
+		l.shapeErr = err.Error()
+		l.info.Error = err.Error()
 		return
 	}
-	l.info.Committed, l.info.TornTail = sh.committed, sh.torn
+	l.info.Committed, l.info.TornTail = pr.Bytes, pr.Torn
 	if strict {
 		l.info.Strict = true
-		l.read(src, size, online)
+		l.read(src, size)
 	}
-	if online && l.info.Error == "" {
-		// The runtime may be appending: keep the committed prefix only.
-		l.liveTail = size - sh.committed
-		l.length = sh.committed
-		l.info.Committed = sh.committed
-		l.info.TornTail = false
-		if l.buf != nil {
-			l.buf = l.buf[:l.length]
+	if !online || l.info.Error != "" {
+		return
+	}
+	// The runtime may be appending: keep the committed prefix only.
+	l.liveTail = size - pr.Bytes
+	l.length = pr.Len()
+	l.info.Committed = l.length
+	l.info.TornTail = false
+	switch {
+	case pr.RecoveredBytes == 0 && l.buf != nil:
+		l.buf = l.buf[:l.length]
+	case l.buf != nil:
+		cp := make([]byte, 0, l.length)
+		cp, err = readAllInto(cp, pr.Reader(bytes.NewReader(l.buf)))
+		putBuf(l.buf)
+		l.buf, l.copy = cp, true
+		if err != nil {
+			l.info.Error = fmt.Sprintf("%s: %v", j.name, err)
+		}
+	default:
+		l.prefix = &pr
+	}
+}
+
+// readAllInto reads r to its end into buf.
+func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
 		}
 	}
 }
 
-// read reads every event strictly, counting them (online, those of the
-// committed prefix only) and noting what reindex needs of a conversation
-// log.
-func (l *loaded) read(src io.ReaderAt, size int64, online bool) {
+// read reads every event strictly, counting them and noting what
+// reindex needs of a conversation log. The lines of a torn final frame are
+// events too (they are in the archive, online as offline).
+func (l *loaded) read(src io.ReaderAt, size int64) {
 	j := l.job
 	comp := j.gen.Compression
-	r, err := convlog.NewReader(src, size, j.name, convlog.ReaderOptions{Version: j.gen.Version, Compression: &comp})
+	opts := convlog.ReaderOptions{Version: j.gen.Version, Compression: &comp}
+	if !j.convLog {
+		// reindex skips a session log naming another session: so must
+		// the expectations.
+		opts.WantID = j.session
+	}
+	r, err := convlog.NewReader(src, size, j.name, opts)
 	if err != nil {
 		l.info.Error = err.Error()
 		return
@@ -200,12 +264,8 @@ func (l *loaded) read(src io.ReaderAt, size int64, online bool) {
 	if j.convLog {
 		h := r.Header()
 		l.conv.headerType, l.conv.headerID = h.Type, h.ID
-	} else if err := store.CheckSessionHeader(r.Header(), j.session); err != nil {
-		// reindex skips such a session log: so must the expectations.
-		l.info.Error = j.name + ": " + err.Error()
-		return
 	}
-	var events, committed int64
+	var events int64
 	for {
 		e, err := r.Next()
 		if err == io.EOF {
@@ -216,18 +276,11 @@ func (l *loaded) read(src io.ReaderAt, size int64, online bool) {
 			return
 		}
 		events++
-		torn := r.InTornFrame()
-		if !torn {
-			committed++
-		}
-		if j.convLog && (!online || !torn) {
+		if j.convLog {
 			l.conv.note(e)
 		}
 	}
 	l.info.Events = events
-	if online {
-		l.info.Events = committed
-	}
 }
 
 // note records what reindex's replay of the conversation log depends on.

@@ -54,11 +54,17 @@ type FormatError struct {
 	// Kind is ErrCorrupt or ErrUnsupported.
 	Kind error
 
-	tooLong bool // an over-long line: the reader can go on after it
+	tooLong bool  // an over-long line: the reader can go on after it
+	cause   error // what else the error is (durable.ErrSymlink, ...), or nil
 }
 
 func (e *FormatError) Error() string {
 	return fmt.Sprintf("%s: %s: %s", e.Path, e.Pos, e.Msg)
 }
 
-func (e *FormatError) Unwrap() error { return e.Kind }
+func (e *FormatError) Unwrap() []error {
+	if e.cause != nil {
+		return []error{e.Kind, e.cause}
+	}
+	return []error{e.Kind}
+}

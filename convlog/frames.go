@@ -18,6 +18,10 @@ const (
 	skippableMagicMask = 0xFFFFFFF0
 	skippableMagic     = 0x184D2A50
 	maxBlockSize       = 128 << 10
+	// maxWindow is the largest window (history) a reader allows a frame:
+	// zstd's default for decoders, as the runtime's reader has it. Frames
+	// the runtime and convkit write need far less.
+	maxWindow = 128 << 20
 )
 
 // Frame is one zstd frame found by the scanner.
@@ -39,7 +43,9 @@ type Frame struct {
 	blocksEnd int64 // offset just past the last complete block
 }
 
-// FrameScanner walks the frames of a compressed log held in an io.ReaderAt.
+// FrameScanner walks the frames of a compressed log held in an io.ReaderAt
+// (a file) or in memory. It is the one frame parser of convkit: readers,
+// the committed prefix and every copier of a log use it.
 type FrameScanner struct {
 	r    io.ReaderAt
 	size int64
@@ -56,6 +62,12 @@ type FrameScanner struct {
 // NewFrameScanner scans r, whose length is size.
 func NewFrameScanner(r io.ReaderAt, size int64) *FrameScanner {
 	return &FrameScanner{r: r, size: size, win: windowPool.Get().([]byte)[:0]}
+}
+
+// NewFrameScannerBytes scans the compressed log held in b: the same walk as
+// NewFrameScanner's, without a read buffer or copies.
+func NewFrameScannerBytes(b []byte) *FrameScanner {
+	return &FrameScanner{r: bytes.NewReader(b), size: int64(len(b)), mem: b}
 }
 
 var windowPool = sync.Pool{New: func() any { return make([]byte, 0, 64<<10) }}
@@ -138,9 +150,14 @@ func (s *FrameScanner) Next() (Frame, error) {
 		var magic, rest [4]byte
 		binary.LittleEndian.PutUint32(magic[:], zstdMagic)
 		n := int(min(s.size-p, 4))
-		if m, rerr := s.r.ReadAt(rest[:n], p); m < n && rerr != nil && rerr != io.EOF {
+		if s.mem != nil {
+			copy(rest[:n], s.mem[p:])
+		} else if m, rerr := s.r.ReadAt(rest[:n], p); m < n && rerr != nil && rerr != io.EOF {
 			return Frame{}, rerr
-		} else if m == n && !bytes.Equal(rest[:n], magic[:n]) {
+		} else if m < n {
+			return torn() // the file shrank under the scan
+		}
+		if !bytes.Equal(rest[:n], magic[:n]) {
 			return bad(p, "invalid frame magic: %d trailing bytes do not start a zstd frame", n)
 		}
 		return torn()
@@ -184,6 +201,24 @@ func (s *FrameScanner) Next() (Frame, error) {
 	} else if err != nil {
 		return Frame{}, err
 	}
+	if !singleSegment {
+		wd := b[0]
+		wlog := 10 + uint(wd>>3)
+		window := uint64(1)<<wlog + (uint64(1)<<wlog)/8*uint64(wd&7)
+		if window > maxWindow {
+			return bad(p, "frame window of %d bytes (%s) exceeds the %s a log reader allows", window, humanBytes(window), humanBytes(maxWindow))
+		}
+	}
+	if dictBytes > 0 {
+		d := b[hdr-fcsBytes-dictBytes : hdr-fcsBytes]
+		var id uint32
+		for k := dictBytes - 1; k >= 0; k-- {
+			id = id<<8 | uint32(d[k])
+		}
+		if id != 0 {
+			return bad(p, "frame needs zstd dictionary %d: log frames are written without a dictionary", id)
+		}
+	}
 	if fcsBytes > 0 {
 		fcs := b[hdr-fcsBytes:]
 		switch fcsBytes {
@@ -196,6 +231,10 @@ func (s *FrameScanner) Next() (Frame, error) {
 		case 8:
 			f.ContentSize = int64(binary.LittleEndian.Uint64(fcs) & (1<<63 - 1))
 		}
+	}
+	if singleSegment && uint64(f.ContentSize) > maxWindow {
+		// One segment: the whole content is the window.
+		return bad(p-1, "single-segment frame of %d bytes (%s) exceeds the %s window a log reader allows", f.ContentSize, humanBytes(uint64(f.ContentSize)), humanBytes(maxWindow))
 	}
 	p += int64(hdr)
 	f.hdrEnd = p
@@ -291,4 +330,15 @@ func (f Frame) completeBlocks(r io.ReaderAt) (io.Reader, bool) {
 		bytes.NewReader(last[:]),
 		io.NewSectionReader(r, f.lastBlock+3, f.blocksEnd-f.lastBlock-3),
 	), true
+}
+
+// humanBytes is n in binary units, for messages.
+func humanBytes(n uint64) string {
+	units := []string{"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	u := 0
+	for n >= 1024 && n%1024 == 0 && u < len(units)-1 {
+		n /= 1024
+		u++
+	}
+	return fmt.Sprintf("%d %s", n, units[u])
 }

@@ -33,6 +33,18 @@ func FuzzFrameScanner(f *testing.F) {
 	f.Add(zlog([]string{lTurnStart(0)}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		size := int64(len(data))
+		// The scan over bytes gives exactly the scan over a file.
+		mem, file := NewFrameScannerBytes(data), NewFrameScanner(bytes.NewReader(data), size)
+		for i := 1; ; i++ {
+			got, gerr := mem.Next()
+			want, werr := file.Next()
+			if fmt.Sprint(got, gerr) != fmt.Sprint(want, werr) {
+				t.Fatalf("frame %d over bytes %+v, %v; over a file %+v, %v", i, got, gerr, want, werr)
+			}
+			if gerr != nil {
+				break
+			}
+		}
 		s := NewFrameScanner(bytes.NewReader(data), size)
 		var end int64
 		var frames []Frame
@@ -93,6 +105,62 @@ func FuzzFrameScanner(f *testing.F) {
 				if scanErr == nil && len(frames) > 0 && frames[len(frames)-1].Torn {
 					t.Fatalf("zstd decodes the input, the scanner finds a torn frame %+v", frames[len(frames)-1])
 				}
+			}
+		}
+	})
+}
+
+// FuzzCommittedPrefix: any bytes are either refused with a FormatError or
+// given a prefix the reader agrees with (where it reads the log strictly),
+// the same over a file and over bytes; a copy of the prefix is a log with
+// no torn tail holding the same events, and Len long.
+func FuzzCommittedPrefix(f *testing.F) {
+	rows := []string{lTurnStart(0), lStepStart(1), lUser(2, "u1")}
+	full := zlog(rows[:1], rows[1:])
+	f.Add(full, true)
+	f.Add(full[:len(full)-2], true)
+	f.Add(full[:len(full)-9], true)
+	f.Add(plainLog(append([]string{hdrV4}, rows...)...), false)
+	f.Add(append(plainLog(hdrV4, rows[0]), rows[1][:9]...), false)
+	f.Add([]byte{}, false)
+	f.Fuzz(func(t *testing.T, data []byte, compressed bool) {
+		comp := Plain
+		if compressed {
+			comp = Zstd
+		}
+		p, err := CommittedPrefixBytes(data, comp, "f.v4.jsonl")
+		pf, errf := CommittedPrefix(bytes.NewReader(data), int64(len(data)), comp, "f.v4.jsonl")
+		if fmt.Sprint(p, err) != fmt.Sprint(pf, errf) {
+			t.Fatalf("over bytes %+v, %v; over a file %+v, %v", p, err, pf, errf)
+		}
+		if err != nil {
+			checkFormatError(t, err, "f.v4.jsonl")
+			return
+		}
+		if p.Bytes <= 0 || p.Bytes > int64(len(data)) || p.Torn != (p.Bytes < int64(len(data))) || (p.RecoveredBytes > 0) != (p.RecoveredLines > 0) {
+			t.Fatalf("prefix %+v of %d bytes", p, len(data))
+		}
+		evs, st, rerr := readBytes(t, data, comp)
+		if rerr != nil {
+			if p.RecoveredLines != 0 {
+				t.Fatalf("prefix %+v recovers lines of a log the reader refuses: %v", p, rerr)
+			}
+			return
+		}
+		if p.Bytes != st.CommittedBytes || p.RecoveredLines != st.RecoveredLines {
+			t.Fatalf("prefix %+v, reader stats %+v", p, st)
+		}
+		out, err := io.ReadAll(p.Reader(bytes.NewReader(data)))
+		if err != nil || int64(len(out)) != p.Len() {
+			t.Fatalf("copy of %d bytes (Len %d): %v", len(out), p.Len(), err)
+		}
+		got, cst, err := readBytes(t, out, comp)
+		if err != nil || cst.TornTail || len(got) != len(evs) {
+			t.Fatalf("copy reads %d events of %d, stats %+v, %v", len(got), len(evs), cst, err)
+		}
+		for i := range got {
+			if !bytes.Equal(got[i].Raw, evs[i].Raw) {
+				t.Fatalf("event %d differs in the copy", i)
 			}
 		}
 	})
@@ -466,7 +534,7 @@ func FuzzEnvelope(f *testing.F) {
 
 // The seed corpora are committed files; this check keeps them in place.
 func TestFuzzSeedCorpora(t *testing.T) {
-	for _, name := range []string{"FuzzFrameScanner", "FuzzReader", "FuzzRoundTrip", "FuzzEnvelope"} {
+	for _, name := range []string{"FuzzFrameScanner", "FuzzReader", "FuzzRoundTrip", "FuzzEnvelope", "FuzzHeader", "FuzzCommittedPrefix"} {
 		ents, err := os.ReadDir(filepath.Join("testdata", "fuzz", name))
 		if err != nil || len(ents) < 8 {
 			t.Errorf("%s: %d seed files, %v", name, len(ents), err)

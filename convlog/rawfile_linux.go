@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"syscall"
 	"time"
+
+	"github.com/convkit/convkit/durable"
 )
 
 // rawFile is a log opened for reading without the os.File machinery: on
@@ -17,16 +19,18 @@ type rawFile struct {
 	path string
 }
 
-func openFile(path string) (f *rawFile, size int64, mtime time.Time, err error) {
+// openRaw opens path as OpenFile describes: O_NOFOLLOW, O_NONBLOCK, the
+// descriptor checked to be a regular file.
+func openRaw(path string) (f *rawFile, size int64, mtime time.Time, err error) {
 	var fd int
 	for {
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC|openFlags, 0)
+		fd, err = syscall.Open(path, syscall.O_RDONLY|durable.NoFollowFlags, 0)
 		if err != syscall.EINTR {
 			break
 		}
 	}
 	if err != nil {
-		return nil, 0, time.Time{}, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, 0, time.Time{}, openError(path, err, fs.FileMode(0))
 	}
 	f = &rawFile{fd: fd, path: path}
 	var st syscall.Stat_t
@@ -38,13 +42,32 @@ func openFile(path string) (f *rawFile, size int64, mtime time.Time, err error) 
 	}
 	if err != nil {
 		f.Close()
-		return nil, 0, time.Time{}, &fs.PathError{Op: "stat", Path: path, Err: err}
+		return nil, 0, time.Time{}, &fs.PathError{Op: "fstat", Path: path, Err: err}
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		f.Close()
-		return nil, 0, time.Time{}, &FormatError{Path: path, Msg: "not a regular file", Kind: ErrCorrupt}
+		return nil, 0, time.Time{}, notRegular(path, modeOf(st.Mode))
 	}
 	return f, st.Size, time.Unix(st.Mtim.Unix()), nil
+}
+
+// modeOf is the fs.FileMode type bits of a stat mode.
+func modeOf(m uint32) fs.FileMode {
+	switch m & syscall.S_IFMT {
+	case syscall.S_IFDIR:
+		return fs.ModeDir
+	case syscall.S_IFIFO:
+		return fs.ModeNamedPipe
+	case syscall.S_IFSOCK:
+		return fs.ModeSocket
+	case syscall.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFBLK:
+		return fs.ModeDevice
+	case syscall.S_IFLNK:
+		return fs.ModeSymlink
+	}
+	return fs.ModeIrregular
 }
 
 // ReadAt implements io.ReaderAt.

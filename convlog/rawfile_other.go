@@ -3,26 +3,32 @@
 package convlog
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"time"
+
+	"github.com/convkit/convkit/durable"
 )
 
 // rawFile is an os.File elsewhere; see rawfile_linux.go.
 type rawFile = os.File
 
-func openFile(path string) (f *rawFile, size int64, mtime time.Time, err error) {
-	f, err = os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+func openRaw(path string) (f *rawFile, size int64, mtime time.Time, err error) {
+	f, err = durable.OpenRegular(path, os.O_RDONLY)
 	if err != nil {
-		return nil, 0, time.Time{}, err
+		var mode fs.FileMode
+		if errors.Is(err, durable.ErrNotRegular) {
+			if fi, lerr := os.Lstat(path); lerr == nil {
+				mode = fi.Mode()
+			}
+		}
+		return nil, 0, time.Time{}, openError(path, err, mode)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
 		return nil, 0, time.Time{}, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, 0, time.Time{}, &FormatError{Path: path, Msg: "not a regular file", Kind: ErrCorrupt}
 	}
 	return f, fi.Size(), fi.ModTime(), nil
 }

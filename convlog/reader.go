@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -34,6 +33,15 @@ type ReaderOptions struct {
 	Version int
 	// Compression overrides detection from the name and the first bytes.
 	Compression *Compression
+	// WantID, when set, is the id the log's place implies: its file name's
+	// session, or with WantType ConversationLog its directory's
+	// conversation. A header of another type or id is refused with an
+	// *IdentityError (a log copied or renamed under another's name), so no
+	// caller has to remember the check.
+	WantID string
+	// WantType is the header type WantID names: SessionLog (the default)
+	// or ConversationLog.
+	WantType string
 }
 
 // Stats describes what a reader has read so far.
@@ -131,25 +139,21 @@ var decoderPool = sync.Pool{New: func() any {
 	// One goroutine per decoder: frames are decoded in the caller's
 	// goroutine, and jobs bound the parallelism. The window limit bounds
 	// memory for hostile frames.
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(1<<27))
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxWindow))
 	if err != nil {
 		panic(err)
 	}
 	return d
 }}
 
-// Open opens a log file read-only. The version and compression come from the
-// file name when it is a generation name, else from the header and the
-// file's first bytes. Reading never changes the file.
+// Open opens a log file read-only, as OpenFile opens it (never through a
+// symbolic link, never blocking, a regular file only). The version and
+// compression come from the file name when it is a generation name, else
+// from the header and the file's first bytes. With opts.WantID set, the
+// header must name the log the path implies (IdentityError). Reading never
+// changes the file.
 func Open(path string, opts ReaderOptions) (*Reader, error) {
-	// Refuse what is not a regular file before opening it: opening a FIFO
-	// blocks until a writer comes (convkit inspect FIFO hung for ever), and
-	// opening a device can act on it. The open does not block either
-	// (openFlags), and the Stat after it still decides.
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, &FormatError{Path: path, Msg: "not a regular file", Kind: ErrCorrupt}
-	}
-	f, size, mtime, err := openFile(path)
+	f, size, mtime, err := openRaw(path)
 	if err != nil {
 		return nil, err
 	}
@@ -259,6 +263,12 @@ func newReader(src io.ReaderAt, size int64, path string, opts ReaderOptions, mem
 	if err := r.readHeader(); err != nil {
 		r.release()
 		return nil, err
+	}
+	if opts.WantID != "" {
+		if err := checkIdentity(r.header, opts.WantType, opts.WantID, path); err != nil {
+			r.release()
+			return nil, err
+		}
 	}
 	r.parser.version, r.parser.reg = r.header.Version, opts.Registry
 	return r, nil
@@ -530,7 +540,7 @@ const keepBufBytes = 2 << 20
 // allDecoder decodes small frames whole; DecodeAll is safe for concurrent
 // use and bounded by the memory limit.
 var allDecoder = func() *zstd.Decoder {
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxWindow(1<<27),
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxWindow(maxWindow),
 		zstd.WithDecoderMaxMemory(2*smallFrameContent))
 	if err != nil {
 		panic(err)

@@ -10,19 +10,12 @@ import (
 
 // CheckSessionHeader refuses a session log whose header does not name the
 // session its file name names (or is not a session header): a log copied or
-// renamed under another session's name. Its events belong to another
-// session, so it is not read as this one. import refused such a log and
-// reindex, backup and export accepted it, so a store that reindexed
-// cleanly could export an archive import refused; they all check it here
-// now.
+// renamed under another session's name. It is convlog.CheckIdentity, which
+// convlog.Open applies itself when given ReaderOptions.WantID.
+//
+// Deprecated: open the log with ReaderOptions.WantID set instead.
 func CheckSessionHeader(h *convlog.Header, sessionID string) error {
-	switch {
-	case h.Type != convlog.SessionLog:
-		return fmt.Errorf("header (line 1) is not a session header (type %q); its file name is session %q", h.Type, sessionID)
-	case h.ID != sessionID:
-		return fmt.Errorf("session log header (line 1) names id %q, but its file name is session %q", h.ID, sessionID)
-	}
-	return nil
+	return convlog.CheckIdentity(h, convlog.SessionLog, sessionID)
 }
 
 // WalkConversation reads one conversation directory the way Walk does.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/convkit/convkit/convlog"
@@ -21,7 +22,10 @@ import (
 // store's up to its committed prefix; a torn tail is not data): the copies
 // are identical when every log is; the store's is behind when each of its
 // logs is a byte-prefix of the archived one of the same name (the archive
-// may hold more logs); it is ahead when the reverse holds. Anything else
+// may hold more logs); it is ahead when the reverse holds. Compressed logs
+// whose bytes differ are compared by their lines: the same lines in other
+// frames (the lines of a torn frame, rewritten by a writer's repair or by
+// a copy in a frame of their own) are the same log. Anything else
 // diverged. One exception: a store conversation log that differs from the
 // archived one only by conversation/cwd-mapped events appended at its end
 // (an earlier import's --map-cwd) is behind; the mapping is reapplied
@@ -187,22 +191,26 @@ func compareLog(storePath, archived string) (relation, int64, error) {
 	if err != nil {
 		return relDiffer, 0, err
 	}
-	sf, _, err := openRegular(storePath)
+	sf, err := convlog.OpenFile(storePath)
 	if err != nil {
 		return relDiffer, 0, err
 	}
 	defer sf.Close()
-	af, asize, err := openRegular(archived)
+	af, err := convlog.OpenFile(archived)
 	if err != nil {
 		return relDiffer, 0, err
 	}
 	defer af.Close()
+	asize := af.Size()
 	n := min(committed, asize)
 	at, same, err := samePrefix(io.NewSectionReader(sf, 0, n), io.NewSectionReader(af, 0, n))
 	switch {
 	case err != nil:
 		return relDiffer, 0, err
 	case !same:
+		if rel, ok := compareLines(storePath, archived); ok {
+			return rel, 0, nil
+		}
 		return relDiffer, at, nil
 	case committed == asize:
 		return relEqual, 0, nil
@@ -210,6 +218,43 @@ func compareLog(storePath, archived string) (relation, int64, error) {
 		return relStoreShorter, committed, nil
 	default:
 		return relStoreLonger, asize, nil
+	}
+}
+
+// compareLines compares two compressed logs by their lines (header
+// included); ok is false when they differ, are plain or cannot be read.
+func compareLines(storePath, archived string) (relation, bool) {
+	if n, ok := convlog.ParseName(filepath.Base(storePath)); !ok || n.Compression != convlog.Zstd {
+		return relDiffer, false
+	}
+	sr, err := convlog.Open(storePath, convlog.ReaderOptions{})
+	if err != nil {
+		return relDiffer, false
+	}
+	defer sr.Close()
+	ar, err := convlog.Open(archived, convlog.ReaderOptions{})
+	if err != nil {
+		return relDiffer, false
+	}
+	defer ar.Close()
+	if !bytes.Equal(sr.Header().Raw, ar.Header().Raw) {
+		return relDiffer, false
+	}
+	for {
+		se, serr := sr.Next()
+		ae, aerr := ar.Next()
+		switch {
+		case (serr != nil && serr != io.EOF) || (aerr != nil && aerr != io.EOF):
+			return relDiffer, false
+		case serr == io.EOF && aerr == io.EOF:
+			return relEqual, true
+		case serr == io.EOF:
+			return relStoreShorter, true
+		case aerr == io.EOF:
+			return relStoreLonger, true
+		case !bytes.Equal(se.Raw, ae.Raw):
+			return relDiffer, false
+		}
 	}
 }
 

@@ -349,8 +349,8 @@ type openLog struct {
 	session   string
 	gen       convlog.Name
 	isConvLog bool
-	f         *os.File
-	committed int64
+	f         *convlog.File
+	prefix    convlog.Prefix // what of f is archived
 	leftOut   int64
 	events    int64
 }
@@ -453,7 +453,7 @@ func (x *exporter) read(p *planned, tmpDir string) (c *Conversation, logs []*ope
 		return nil, logs, false
 	}
 	snap := filepath.Join(snapDir, convLog.gen.String())
-	if err := copyPrefix(snap, convLog.f, convLog.committed); err != nil {
+	if err := copyPrefix(snap, convLog.prefix.Reader(convLog.f)); err != nil {
 		x.problem(p.id, convLog.path, err.Error())
 		return nil, logs, false
 	}
@@ -480,27 +480,24 @@ func (x *exporter) read(p *planned, tmpDir string) (c *Conversation, logs []*ope
 	return c, logs, true
 }
 
-// open opens the log (never through a symbolic link) and reads it
-// strictly to find its committed prefix and count its events.
+// open opens the log (convlog's way: never through a symbolic link, never
+// blocking, a regular file only), reads it strictly to count its events
+// (import refuses a session log naming another session: such a log is not
+// exported) and finds its committed prefix.
 func (l *openLog) open() error {
-	f, size, err := openRegular(l.path)
+	f, err := convlog.OpenFile(l.path)
 	if err != nil {
 		return err
 	}
 	comp := l.gen.Compression
-	r, err := convlog.NewReader(f, size, l.path, convlog.ReaderOptions{Version: l.gen.Version, Compression: &comp})
+	opts := convlog.ReaderOptions{Version: l.gen.Version, Compression: &comp}
+	if !l.isConvLog {
+		opts.WantID = l.session
+	}
+	r, err := convlog.NewReader(f, f.Size(), l.path, opts)
 	if err != nil {
 		f.Close()
 		return err
-	}
-	if !l.isConvLog {
-		// import refuses a session log naming another session: do not
-		// export one.
-		if err := store.CheckSessionHeader(r.Header(), l.session); err != nil {
-			r.Close()
-			f.Close()
-			return fmt.Errorf("%s: %w", l.path, err)
-		}
 	}
 	var events int64
 	for {
@@ -513,13 +510,20 @@ func (l *openLog) open() error {
 			f.Close()
 			return err
 		}
-		if !r.InTornFrame() {
-			events++
-		}
+		// The lines of a torn final frame are events too: the prefix
+		// archived holds them.
+		events++
 	}
-	st := r.Stats()
 	r.Close()
-	l.f, l.committed, l.leftOut, l.events = f, st.CommittedBytes, size-st.CommittedBytes, events
+	pr, err := convlog.CommittedPrefix(f, f.Size(), comp, l.path)
+	if err == nil && pr.RecoveredLines != r.Stats().RecoveredLines {
+		err = fmt.Errorf("%s: changed while it was read", l.path)
+	}
+	if err != nil {
+		f.Close()
+		return err
+	}
+	l.f, l.prefix, l.leftOut, l.events = f, pr, f.Size()-pr.Bytes, events
 	return nil
 }
 
@@ -531,7 +535,7 @@ func (x *exporter) archiveConv(aw *archive.Writer, logs []*openLog) error {
 		if l.gen.Compression == convlog.Zstd {
 			kind = archive.Compressed
 		}
-		sum, err := aw.WriteEntry(l.name, kind, l.committed, io.NewSectionReader(l.f, 0, l.committed))
+		sum, err := aw.WriteEntry(l.name, kind, l.prefix.Len(), l.prefix.Reader(l.f))
 		if err != nil {
 			return fmt.Errorf("archive %s: %w", l.path, err)
 		}
@@ -544,45 +548,17 @@ func (x *exporter) archiveConv(aw *archive.Writer, logs []*openLog) error {
 	return nil
 }
 
-// copyPrefix writes the first n bytes of src into a new private file.
-func copyPrefix(dst string, src io.ReaderAt, n int64) error {
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, durable.FileMode)
+// copyPrefix writes what src yields into a new private file.
+func copyPrefix(dst string, src io.Reader) error {
+	f, err := durable.CreateExcl(dst)
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(f, io.NewSectionReader(src, 0, n))
+	_, err = io.Copy(f, src)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err
-}
-
-// errNotRegular refuses what is not a regular file.
-var errNotRegular = errors.New("not a regular file (symbolic links are not followed)")
-
-// openRegular opens a regular file for reading, never through a symbolic
-// link: the file opened must be the one Lstat saw.
-func openRegular(p string) (*os.File, int64, error) {
-	lfi, err := os.Lstat(p)
-	if err != nil {
-		return nil, 0, err
-	}
-	if !lfi.Mode().IsRegular() {
-		return nil, 0, errNotRegular
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, 0, err
-	}
-	fi, err := f.Stat()
-	if err == nil && !os.SameFile(lfi, fi) {
-		err = errNotRegular
-	}
-	if err != nil {
-		f.Close()
-		return nil, 0, err
-	}
-	return f, fi.Size(), nil
 }
 
 func nonNil(v []string) []string {

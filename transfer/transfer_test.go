@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -755,5 +756,96 @@ func TestMapCwd(t *testing.T) {
 	}
 	if m, err := ParseCwdMapping("/a/=/b/c/"); err != nil || m != (CwdMapping{From: "/a", To: "/b/c"}) {
 		t.Errorf("%+v %v", m, err)
+	}
+}
+
+// TestExportKeepsTheLinesOfATornFrame: a compressed session log whose last
+// frame lost its checksum holds that frame's lines as events. Export
+// archives them (in a frame of their own), import checks and places a log
+// that reads as the source does with no torn tail, and once the source's
+// writer has repaired the tail (its lines in a frame it compressed
+// itself), the next import finds the store's copy behind, not diverged.
+func TestExportKeepsTheLinesOfATornFrame(t *testing.T) {
+	a, rep := fixtureStore(t, 7)
+	var c *fixtures.Conversation
+	var logPath string
+	for _, cv := range exportable(rep) {
+		for _, l := range cv.Logs {
+			if logPath == "" && l.SessionID != "" && l.Compression == convlog.Zstd && l.Version == convlog.CurrentVersion && l.Expect == fixtures.ExpectValid {
+				// The report names the generated store; a is a copy.
+				rel := l.Path[strings.LastIndex(l.Path, string(filepath.Separator)+store.ConversationsDirName+string(filepath.Separator))+1:]
+				c, logPath = &cv, filepath.Join(a, rel)
+			}
+		}
+	}
+	if logPath == "" {
+		t.Fatal("the store has no compressed v4 session log")
+	}
+	linesOf := func(p string) []string {
+		t.Helper()
+		r, err := convlog.Open(p, convlog.ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		var out []string
+		for {
+			e, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, string(e.Raw))
+		}
+		if p != logPath && r.Stats().TornTail {
+			t.Fatalf("%s: torn tail", p)
+		}
+		return out
+	}
+	want := linesOf(logPath)
+	data, _ := os.ReadFile(logPath)
+	os.WriteFile(logPath, data[:len(data)-2], 0o600)
+
+	arch, res := exportTo(t, a, c.ID)
+	name, _ := filepath.Rel(a, logPath)
+	var entry *File
+	for i := range res.Manifest.Files {
+		if res.Manifest.Files[i].Name == filepath.ToSlash(name) {
+			entry = &res.Manifest.Files[i]
+		}
+	}
+	if entry == nil || entry.Events != int64(len(want)) || entry.LeftOut == 0 || entry.Committed != entry.Size {
+		t.Fatalf("manifest entry %+v for %s, want %d events", entry, name, len(want))
+	}
+	b := filepath.Join(t.TempDir(), "B")
+	if _, err := importFile(t, arch, b, ImportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := linesOf(filepath.Join(b, name)); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("imported %d events, the source reads %d", len(got), len(want))
+	}
+
+	// The source's writer repairs the tail and appends.
+	w, err := convlog.OpenAppend(logPath, convlog.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := lastEvent(t, filepath.Join(b, name))
+	if err := w.Append([]convlog.Event{{Type: last.Type, Time: last.Time, Data: last.Data, SurfaceOp: last.SurfaceOp}}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	arch2, _ := exportTo(t, a, c.ID)
+	ir, err := importFile(t, arch2, b, ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := planOf(t, ir, c.ID); p.Action != ActionUpdate {
+		t.Fatalf("second import: %s (%s), want %s", p.Action, p.Detail, ActionUpdate)
+	}
+	if got := linesOf(filepath.Join(b, name)); len(got) != len(want)+1 {
+		t.Fatalf("updated log holds %d events, want %d", len(got), len(want)+1)
 	}
 }

@@ -1,0 +1,59 @@
+package convlog
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrIdentity is wrapped by an IdentityError: the log's header names
+// another log than its place in the store does.
+var ErrIdentity = errors.New("log header names another log than its place")
+
+// IdentityError refuses a log whose header is not the one its path implies:
+// a session log whose header is another session's (a log copied or renamed
+// under another session's name), or a conversation log naming another
+// conversation. Its events belong elsewhere, so it is not read as this log.
+type IdentityError struct {
+	Path string // "" from CheckIdentity
+	// Msg says what is wrong, without the path.
+	Msg string
+	// Type and ID are the header's; WantType and WantID the place's.
+	Type, ID, WantType, WantID string
+}
+
+func (e *IdentityError) Error() string {
+	if e.Path == "" {
+		return e.Msg
+	}
+	return e.Path + ": " + e.Msg
+}
+
+func (e *IdentityError) Unwrap() error { return ErrIdentity }
+
+// CheckIdentity refuses a header that does not name the log its place
+// implies: a session log of session id (typ SessionLog or ""), or the
+// conversation log of conversation id (typ ConversationLog). The
+// *IdentityError names no path.
+func CheckIdentity(h *Header, typ, id string) error { return checkIdentity(h, typ, id, "") }
+
+func checkIdentity(h *Header, typ, id, path string) error {
+	if typ == "" {
+		typ = SessionLog
+	}
+	e := &IdentityError{Path: path, Type: h.Type, ID: h.ID, WantType: typ, WantID: id}
+	switch {
+	case typ == SessionLog && h.Type != SessionLog:
+		e.Msg = fmt.Sprintf("header (line 1) is not a session header (type %q); its file name is session %q", h.Type, id)
+	case typ == SessionLog && h.ID != id:
+		e.Msg = fmt.Sprintf("session log header (line 1) names id %q, but its file name is session %q", h.ID, id)
+	case typ == ConversationLog && h.Type != ConversationLog:
+		e.Msg = fmt.Sprintf("not a conversation log (header type %q)", h.Type)
+	case typ == ConversationLog && h.ID != id:
+		e.Msg = fmt.Sprintf("conversation log names id %q, but its directory is %q", h.ID, id)
+	case typ != SessionLog && typ != ConversationLog:
+		e.Msg = fmt.Sprintf("no log type %q", typ)
+	default:
+		return nil
+	}
+	return e
+}

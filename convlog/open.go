@@ -1,0 +1,94 @@
+package convlog
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/convkit/convkit/durable"
+)
+
+// File is a log file opened for reading the one way convkit opens a log:
+// never through a symbolic link (O_NOFOLLOW: a link in the log's place is
+// refused, not followed), never blocking (O_NONBLOCK: a FIFO in its place
+// does not wait for a writer), and only a regular file, checked on the
+// opened descriptor, so the file checked is the file read. Reads are
+// preads: a File is an io.ReaderAt of Size bytes.
+type File struct {
+	f     *rawFile
+	path  string
+	size  int64
+	mtime time.Time
+}
+
+// OpenFile opens the log file at path. A symbolic link, a FIFO, a socket,
+// a device or a directory is refused with a *FormatError naming it (it
+// wraps durable.ErrSymlink or durable.ErrNotRegular, and ErrCorrupt); a
+// missing file gives an error wrapping fs.ErrNotExist.
+func OpenFile(path string) (*File, error) {
+	f, size, mtime, err := openRaw(path)
+	if err != nil {
+		return nil, err
+	}
+	return &File{f: f, path: path, size: size, mtime: mtime}, nil
+}
+
+// ReadAt implements io.ReaderAt.
+func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, off) }
+
+// Size is the file's size when it was opened.
+func (f *File) Size() int64 { return f.size }
+
+// ModTime is the file's modification time when it was opened.
+func (f *File) ModTime() time.Time { return f.mtime }
+
+// Name is the path the file was opened by.
+func (f *File) Name() string { return f.path }
+
+// Close closes the file.
+func (f *File) Close() error { return f.f.Close() }
+
+// notRegular refuses what is not a regular file.
+func notRegular(path string, mode fs.FileMode) error {
+	return &FormatError{Path: path, Msg: "not a regular file (" + kindOf(mode) + ")", Kind: ErrCorrupt, cause: durable.ErrNotRegular}
+}
+
+// openError words a failed open: a symbolic link (ELOOP under O_NOFOLLOW)
+// and special files (ENXIO for a socket) are refused as such; anything else
+// keeps its cause.
+func openError(path string, err error, mode fs.FileMode) error {
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, durable.ErrSymlink) || (errors.As(err, &errno) && errno == syscall.ELOOP):
+		return &FormatError{Path: path, Msg: "a symbolic link: symbolic links are never followed", Kind: ErrCorrupt, cause: durable.ErrSymlink}
+	case errors.Is(err, durable.ErrNotRegular):
+		return notRegular(path, mode)
+	case errors.As(err, &errno) && (errno == syscall.ENXIO || errno == syscall.ENODEV || errno == syscall.EISDIR):
+		if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
+			return notRegular(path, fi.Mode())
+		}
+	}
+	if _, ok := err.(*fs.PathError); ok {
+		return err
+	}
+	return &fs.PathError{Op: "open", Path: path, Err: err}
+}
+
+// kindOf names what a file that is not regular is.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return "not a file"
+}

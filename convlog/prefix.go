@@ -1,0 +1,256 @@
+package convlog
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Prefix is the committed part of a log (docs/FORMAT.md, Torn tails): what
+// a copy of a live log holds, and where a writer cuts a torn tail.
+type Prefix struct {
+	// Bytes is the length of the committed bytes: through the last
+	// complete line of a plain log, through the last complete frame of a
+	// compressed one. A writer cuts a torn tail here before appending;
+	// it is a reader's Stats().CommittedBytes.
+	Bytes int64
+	// Torn is set when bytes follow Bytes (a torn line or frame).
+	Torn bool
+	// RecoveredLines and RecoveredBytes are the complete lines of a torn
+	// final frame and their plain bytes. A reader returns them as events,
+	// so a copy holds them too: as one frame of their own after Bytes, as a
+	// writer's repair rewrites them. They are counted only when the whole
+	// log reads strictly; otherwise (a log readers refuse) they are 0.
+	RecoveredLines, RecoveredBytes int64
+
+	comp Compression
+	torn Frame  // the torn final frame
+	sum  uint64 // XXH64 of the recovered lines
+}
+
+// Len is the length of a copy of the committed prefix (see Reader): Bytes,
+// plus the frame of the recovered lines.
+func (p Prefix) Len() int64 {
+	if p.RecoveredBytes == 0 {
+		return p.Bytes
+	}
+	return p.Bytes + rawFrameLen(p.RecoveredBytes)
+}
+
+// CommittedPrefix finds the committed prefix of the log of size bytes held
+// in src (path names it in errors) from its structure: the last newline of
+// a plain log; the frame and block headers of a compressed one, which are
+// walked without decoding, and only a torn final frame is decoded (the
+// whole log is then read strictly, to count its lines as a reader does).
+// A log without one complete line or frame, or whose frames break the
+// container rules, is refused with a *FormatError.
+func CommittedPrefix(src io.ReaderAt, size int64, c Compression, path string) (Prefix, error) {
+	if c == Zstd {
+		return zstdPrefix(NewFrameScanner(src, size), src, size, path)
+	}
+	return plainPrefix(src, size, path)
+}
+
+// CommittedPrefixBytes is CommittedPrefix of a log held in memory.
+func CommittedPrefixBytes(b []byte, c Compression, path string) (Prefix, error) {
+	if c == Zstd {
+		return zstdPrefix(NewFrameScannerBytes(b), bytes.NewReader(b), int64(len(b)), path)
+	}
+	i := bytes.LastIndexByte(b, '\n')
+	if i < 0 {
+		return Prefix{}, headerless(path, len(b) == 0)
+	}
+	return Prefix{Bytes: int64(i) + 1, Torn: i+1 < len(b)}, nil
+}
+
+func headerless(path string, empty bool) error {
+	msg := "empty or header-less log: the first line must be a complete header line"
+	if !empty {
+		msg += " (the file holds no complete line)"
+	}
+	return &FormatError{Path: path, Msg: msg, Kind: ErrCorrupt}
+}
+
+func plainPrefix(src io.ReaderAt, size int64, path string) (Prefix, error) {
+	const chunk = 64 << 10
+	buf := make([]byte, min(chunk, size))
+	for end := size; end > 0; {
+		start := max(0, end-chunk)
+		b := buf[:end-start]
+		if n, err := src.ReadAt(b, start); n < len(b) {
+			if err == nil || err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return Prefix{}, fmt.Errorf("%s: %w", path, err)
+		}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			c := start + int64(i) + 1
+			return Prefix{Bytes: c, Torn: c < size}, nil
+		}
+		end = start
+	}
+	return Prefix{}, headerless(path, size == 0)
+}
+
+func zstdPrefix(sc *FrameScanner, src io.ReaderAt, size int64, path string) (Prefix, error) {
+	defer sc.release()
+	p := Prefix{comp: Zstd}
+	complete := 0
+	for {
+		f, err := sc.Next()
+		if err == io.EOF {
+			break
+		}
+		if fe, ok := err.(*FrameError); ok {
+			return Prefix{}, &FormatError{Path: path, Pos: Position{Frame: fe.Frame, FrameOffset: fe.Offset}, Msg: "corrupt zstd log: " + fe.Msg, Kind: ErrCorrupt}
+		}
+		if err != nil {
+			return Prefix{}, fmt.Errorf("%s: %w", path, err)
+		}
+		if f.Torn {
+			p.Torn, p.torn = true, f
+			break
+		}
+		complete++
+		p.Bytes = f.Offset + f.Size
+	}
+	if complete == 0 {
+		if size == 0 {
+			return Prefix{}, &FormatError{Path: path, Msg: "empty or header-less log: no zstd frame", Kind: ErrCorrupt}
+		}
+		return Prefix{}, &FormatError{Path: path, Pos: Position{Frame: 1}, Msg: "empty or header-less log: the header frame is torn", Kind: ErrCorrupt}
+	}
+	if p.Torn && p.torn.lastBlock >= 0 {
+		p.recover(src, size, path)
+	}
+	return p, nil
+}
+
+// recover counts the lines a strict reader returns from the torn final
+// frame.
+func (p *Prefix) recover(src io.ReaderAt, size int64, path string) {
+	comp := Zstd
+	version := -1
+	if n, ok := ParseName(filepath.Base(path)); ok {
+		version = n.Version
+	}
+	r, err := NewReader(src, size, path, ReaderOptions{Compression: &comp, Version: version})
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	h := newXXH64()
+	var lines, n int64
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return
+		}
+		if r.InTornFrame() {
+			h.write(e.Raw)
+			h.write([]byte{'\n'})
+			lines++
+			n += int64(len(e.Raw)) + 1
+		}
+	}
+	if r.Stats().CommittedBytes != p.Bytes {
+		return // the file is not what the scan saw
+	}
+	p.RecoveredLines, p.RecoveredBytes, p.sum = lines, n, h.sum()
+}
+
+// Reader returns the copy of the committed prefix of the log in src (the
+// ReaderAt CommittedPrefix read): its first Bytes bytes, then, when a torn
+// final frame holds complete lines, one frame of them (stored blocks with
+// a content checksum), Len bytes in all. The copy reads as the same events
+// as the log, and has no torn tail. If the torn frame no longer holds the
+// lines counted (the file changed), reading fails instead of ending.
+func (p Prefix) Reader(src io.ReaderAt) io.Reader {
+	head := io.NewSectionReader(src, 0, p.Bytes)
+	if p.RecoveredBytes == 0 {
+		return head
+	}
+	return io.MultiReader(head, &tailReader{p: p, src: src})
+}
+
+// tailReader streams the frame of the recovered lines: the torn frame's
+// complete blocks decoded again, cut at the counted bytes, stored.
+type tailReader struct {
+	p    Prefix
+	src  io.ReaderAt
+	dec  *zstd.Decoder
+	in   io.Reader
+	fw   *rawFrameWriter
+	out  bytes.Buffer
+	buf  []byte
+	done bool
+	err  error
+}
+
+func (t *tailReader) Read(b []byte) (int, error) {
+	for t.out.Len() == 0 {
+		switch {
+		case t.err != nil:
+			return 0, t.err
+		case t.done:
+			return 0, io.EOF
+		}
+		t.err = t.fill()
+	}
+	return t.out.Read(b)
+}
+
+// fill decodes the next piece of the recovered lines into out.
+func (t *tailReader) fill() error {
+	changed := func() error {
+		t.release()
+		t.out.Reset()
+		return fmt.Errorf("the torn final frame at byte %d changed while the log was copied", t.p.torn.Offset)
+	}
+	if t.fw == nil {
+		blocks, ok := t.p.torn.completeBlocks(t.src)
+		if !ok {
+			return changed()
+		}
+		d, err := zstd.NewReader(blocks, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxWindow))
+		if err != nil {
+			return changed()
+		}
+		t.dec, t.in = d, io.LimitReader(d, t.p.RecoveredBytes)
+		if t.fw, err = newRawFrameWriter(&t.out, t.p.RecoveredBytes); err != nil {
+			return err
+		}
+		t.buf = make([]byte, 64<<10)
+	}
+	n, err := t.in.Read(t.buf)
+	if n > 0 {
+		t.fw.Write(t.buf[:n])
+	}
+	switch {
+	case t.fw.left == 0:
+		// The checksum is in out, not yet handed on: the copy ends only
+		// if the lines are the ones counted.
+		if t.fw.h.sum() != t.p.sum {
+			return changed()
+		}
+		t.done = true
+		t.release()
+	case err != nil:
+		// The decode ended or failed before the counted bytes.
+		return changed()
+	}
+	return nil
+}
+
+func (t *tailReader) release() {
+	if t.dec != nil {
+		t.dec.Close()
+		t.dec = nil
+	}
+}
