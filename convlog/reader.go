@@ -17,16 +17,32 @@ import (
 // DefaultMaxLineBytes bounds one line of a log, and so the reader's memory.
 const DefaultMaxLineBytes = 64 << 20
 
+// The decode limit of a compressed log (ReaderOptions.MaxPlainBytes):
+// DefaultPlainRatio times its size on disk, and never less than
+// DefaultMinPlainBytes. Logs the runtime writes compress 2 to 10 times; a
+// log that decodes to more is refused as a decompression bomb instead of
+// keeping a reader busy for minutes (zstd can expand a byte 32,768 times).
+const (
+	DefaultPlainRatio    = 128
+	DefaultMinPlainBytes = 256 << 20
+)
+
 // ReaderOptions tune a Reader. The zero value reads strictly with the
 // default registry.
 type ReaderOptions struct {
 	Registry *Registry
-	// MaxLineBytes bounds one line (default DefaultMaxLineBytes).
+	// MaxLineBytes bounds one line (default DefaultMaxLineBytes). In a
+	// compressed log a longer line ends the read where the limit is passed:
+	// the rest is not decoded.
 	MaxLineBytes int
+	// MaxPlainBytes bounds what a compressed log may decode to, frames of
+	// it read before included (default: DefaultPlainRatio times the file's
+	// size, at least DefaultMinPlainBytes; negative: no limit).
+	MaxPlainBytes int64
 	// OnProblem, when set, receives every problem that does not prevent
 	// reading on (a bad row, a seq gap, a frame without checksum), and the
-	// reader continues with the next line. When nil the first problem is
-	// returned as the error.
+	// reader continues with the next line (unless OnProblem calls Stop).
+	// When nil the first problem is returned as the error.
 	OnProblem func(*FormatError)
 	// Version is the version the file name carries; -1 (or use Open) to
 	// take it from the name, or from the header alone for foreign names.
@@ -109,6 +125,11 @@ type Reader struct {
 	bufs *frameBufs
 	// members backs the parser's first members.
 	members [10]member
+
+	// decoded counts the plain bytes decoded so far against budget.
+	decoded, budget int64
+	budgeted        budgetReader
+	stopped         bool
 
 	parser  envelopeParser
 	nextSeq int64
@@ -241,6 +262,14 @@ func newReader(src io.ReaderAt, size int64, path string, opts ReaderOptions, mem
 		opts.MaxLineBytes = DefaultMaxLineBytes
 	}
 	r := &Reader{path: path, src: src, opts: opts, mem: mem}
+	switch {
+	case opts.MaxPlainBytes > 0:
+		r.budget = opts.MaxPlainBytes
+	case opts.MaxPlainBytes < 0:
+		r.budget = 1<<63 - 1
+	default:
+		r.budget = max(DefaultMinPlainBytes, DefaultPlainRatio*size)
+	}
 	r.parser.members = r.members[:0]
 	r.stats.FileBytes = size
 	if opts.Compression != nil {
@@ -386,6 +415,11 @@ func (r *Reader) readHeader() error {
 	return nil
 }
 
+// Stop ends the read: Next returns io.EOF from now on, and Stats covers
+// what was read. OnProblem calls it to stop at a problem (once the outcome
+// of a check is decided, say).
+func (r *Reader) Stop() { r.stopped = true }
+
 // Next returns the next event, or io.EOF after the last committed one. The
 // event and the slices it holds are valid until the following call; use
 // Event.Clone to keep one.
@@ -394,6 +428,9 @@ func (r *Reader) Next() (*Event, error) {
 		return nil, r.err
 	}
 	for {
+		if r.stopped {
+			return nil, io.EOF
+		}
 		line, start, err := r.nextLine()
 		if err != nil {
 			var fe *FormatError
@@ -457,7 +494,7 @@ func (r *Reader) lineProblemRecoverable(fe *FormatError) bool { return fe.tooLon
 // the end of the committed lines.
 func (r *Reader) nextLine() ([]byte, int64, error) {
 	for {
-		if r.done {
+		if r.done || r.stopped {
 			return nil, 0, io.EOF
 		}
 		if r.comp == Zstd && !r.inFrame {
@@ -470,6 +507,22 @@ func (r *Reader) nextLine() ([]byte, int64, error) {
 		}
 		start := r.plainOff
 		line, complete, tooLong, err := r.readLine()
+		if errors.Is(err, errDecodeBudget) {
+			r.done = true
+			why := fmt.Sprintf("%d times its %d bytes on disk, at least %s", DefaultPlainRatio, r.stats.FileBytes, humanBytes(DefaultMinPlainBytes))
+			if r.opts.MaxPlainBytes > 0 {
+				why = "the limit set"
+			}
+			return nil, 0, r.errorAt(Position{Frame: r.frame.Index, FrameOffset: r.frame.Offset, Offset: start}, ErrCorrupt,
+				"the log decodes to more than %d bytes (%s): refused as a decompression bomb", r.budget, why)
+		}
+		if tooLong && r.comp == Zstd {
+			// The rest of the line is not decoded: a compressed line can
+			// expand without end (zstd turns 4 bytes into 128 KiB).
+			r.done = true
+			r.line++
+			return nil, start, r.errorAt(r.pos(start), ErrCorrupt, "line is longer than the limit of %d bytes (the log is not decoded past it)", r.opts.MaxLineBytes)
+		}
 		if complete {
 			r.line++
 			r.stats.Lines++
@@ -576,6 +629,12 @@ func (r *Reader) decodeSmallFrame(f Frame, in []byte) error {
 		return r.errorAt(Position{Frame: f.Index, FrameOffset: f.Offset}, ErrCorrupt, "frame failed validation: %v", err)
 	}
 	r.pbuf = out
+	if r.decoded += int64(len(out)); r.decoded > r.budget {
+		r.plain.Reset(nil)
+		r.br = r.brOver(r.br)
+		r.inFrame = true
+		return nil
+	}
 	r.plain.Reset(out)
 	if r.br == nil {
 		r.br = getBufio(&r.plain)
@@ -675,18 +734,52 @@ func (r *Reader) streamFrame(f Frame, in io.Reader) error {
 	if err := r.dec.Reset(in); err != nil && !f.Torn {
 		return r.errorAt(Position{Frame: f.Index, FrameOffset: f.Offset}, ErrCorrupt, "frame failed validation: %v", err)
 	}
+	r.budgeted.r, r.budgeted.reader = r.dec, r
 	if r.br == nil {
-		r.br = getBufio(r.dec)
+		r.br = getBufio(&r.budgeted)
 	} else {
-		r.br.Reset(r.dec)
+		r.br.Reset(&r.budgeted)
 	}
 	r.inFrame = true
 	return nil
 }
 
+// errDecodeBudget: the log decoded to more than its budget.
+var errDecodeBudget = errors.New("decode limit reached")
+
+// budgetReader charges what it reads to the reader's decode budget.
+type budgetReader struct {
+	r      io.Reader
+	reader *Reader
+}
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.reader.decoded >= b.reader.budget {
+		return 0, errDecodeBudget
+	}
+	p = p[:min(int64(len(p)), b.reader.budget-b.reader.decoded+1)]
+	n, err := b.r.Read(p)
+	b.reader.decoded += int64(n)
+	if b.reader.decoded > b.reader.budget {
+		return n, errDecodeBudget
+	}
+	return n, err
+}
+
+// brOver makes br report the exhausted budget.
+func (r *Reader) brOver(br *bufio.Reader) *bufio.Reader {
+	r.budgeted.r, r.budgeted.reader = &r.plain, r
+	if br == nil {
+		return getBufio(&r.budgeted)
+	}
+	br.Reset(&r.budgeted)
+	return br
+}
+
 // readLine reads up to and including '\n'. complete reports a full line
 // (returned without '\n'); otherwise line holds what came before the end.
-// A line over the limit is consumed whole and reported tooLong.
+// A line over the limit is reported tooLong: in a plain log it is consumed
+// whole (its bytes are on disk), in a compressed one reading stops there.
 func (r *Reader) readLine() (line []byte, complete, tooLong bool, err error) {
 	r.lineBuf = r.lineBuf[:0]
 	total := 0
@@ -695,6 +788,9 @@ func (r *Reader) readLine() (line []byte, complete, tooLong bool, err error) {
 		total += len(frag)
 		if total > r.opts.MaxLineBytes+1 {
 			tooLong = true
+			if r.comp == Zstd {
+				return nil, false, true, nil
+			}
 		}
 		switch err {
 		case nil:

@@ -172,7 +172,32 @@ type Validation struct {
 	Events        int64     `json:"events"`
 	TornTail      bool      `json:"tornTail"`
 	Problems      []Problem `json:"problems"`
+	// MaxProblems is the most problems listed; MoreProblems counts those
+	// found beyond it, up to MaxUnlisted.
+	MaxProblems  int   `json:"maxProblems"`
+	MoreProblems int64 `json:"moreProblems"`
+	// StoppedAt, when set, is the problem at which reading stopped, more
+	// than MaxUnlisted problems past the limit: the rest of the log was
+	// not read, and Events covers what was.
+	StoppedAt *Problem `json:"stoppedAt,omitempty"`
 }
+
+// ValidateOptions tune Validate.
+type ValidateOptions struct {
+	// MaxProblems is the most problems listed (default
+	// DefaultMaxProblems). Problems past it are counted, and reading stops
+	// after MaxUnlisted of them: the outcome is decided long before.
+	MaxProblems int
+}
+
+const (
+	// DefaultMaxProblems is the most problems Validate lists by default.
+	DefaultMaxProblems = 100
+	// MaxUnlisted is how many problems past the limit Validate counts
+	// before it stops reading: a log of 100 GiB of empty lines, each a
+	// problem, is not read to its end.
+	MaxUnlisted = 10000
+)
 
 func problemOf(fe *convlog.FormatError) Problem {
 	kind := "corrupt"
@@ -183,19 +208,36 @@ func problemOf(fe *convlog.FormatError) Problem {
 		FrameOffset: fe.Pos.FrameOffset, Kind: kind, Message: fe.Msg}
 }
 
-// Validate reads the whole log, collecting every problem with its position
-// instead of stopping at the first. For a version 4 log it also replays the
-// surface to check each message and replacement. A torn tail is not a
-// problem: it is reported, as a reader tolerates it.
-func Validate(ctx context.Context, p string) (*Validation, error) {
-	v := &Validation{SchemaVersion: SchemaVersion, Path: p, Problems: []Problem{}}
+// Validate reads the log, collecting every problem with its position
+// instead of stopping at the first, up to opts.MaxProblems (the rest are
+// counted, up to MaxUnlisted, then reading stops). For a version 4 log it
+// also replays the surface to check each message and replacement. A torn
+// tail is not a problem: it is reported, as a reader tolerates it. Every
+// read is bounded as convlog bounds it (line and decode limits).
+func Validate(ctx context.Context, p string, opts ValidateOptions) (*Validation, error) {
+	if opts.MaxProblems <= 0 {
+		opts.MaxProblems = DefaultMaxProblems
+	}
+	v := &Validation{SchemaVersion: SchemaVersion, Path: p, Problems: []Problem{}, MaxProblems: opts.MaxProblems}
+	var r *convlog.Reader
+	add := func(pr Problem) {
+		switch {
+		case len(v.Problems) < opts.MaxProblems:
+			v.Problems = append(v.Problems, pr)
+		case v.MoreProblems < MaxUnlisted:
+			v.MoreProblems++
+		default:
+			v.StoppedAt = &pr
+			if r != nil {
+				r.Stop()
+			}
+		}
+	}
 	var line int64
-	r, err := convlog.Open(p, convlog.ReaderOptions{OnProblem: func(fe *convlog.FormatError) {
-		v.Problems = append(v.Problems, problemOf(fe))
-	}})
+	r, err := convlog.Open(p, convlog.ReaderOptions{OnProblem: func(fe *convlog.FormatError) { add(problemOf(fe)) }})
 	var fe *convlog.FormatError
 	if errors.As(err, &fe) {
-		v.Problems = append(v.Problems, problemOf(fe))
+		add(problemOf(fe))
 		return v, nil
 	}
 	if err != nil {
@@ -208,13 +250,13 @@ func Validate(ctx context.Context, p string) (*Validation, error) {
 		line = r.Stats().Lines
 		if v.Version == convlog.CurrentVersion {
 			if herr := hist.Apply(nil, e); herr != nil {
-				v.Problems = append(v.Problems, Problem{Line: line, Kind: "corrupt", Message: herr.Error()})
+				add(Problem{Line: line, Kind: "corrupt", Message: herr.Error()})
 			}
 		}
 		return nil
 	})
 	if errors.As(err, &fe) {
-		v.Problems = append(v.Problems, problemOf(fe))
+		add(problemOf(fe))
 	} else if err != nil {
 		return nil, err
 	}

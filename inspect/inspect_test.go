@@ -3,10 +3,12 @@ package inspect
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/convkit/convkit/convlog"
 )
@@ -34,7 +36,7 @@ func writeFile(t *testing.T, name string, lines ...string) string {
 
 func TestValidateGood(t *testing.T) {
 	p := writeFile(t, "s1.v4.jsonl", append([]string{header}, goodLines...)...)
-	v, err := Validate(context.Background(), p)
+	v, err := Validate(context.Background(), p, ValidateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	lines[6] = `{"type":"user/message","seq":5,"time":6,"data":{"content":[],"source":{"kind":"user"},"role":"user","id":"u2"},"surfaceOp":{"op":"replace","startSeq":40,"endSeq":41}}`
 	p := writeFile(t, "s1.v4.jsonl", lines...)
 	before, _ := os.ReadFile(p)
-	v, err := Validate(context.Background(), p)
+	v, err := Validate(context.Background(), p, ValidateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +148,7 @@ func TestOlderVersionReadsRaw(t *testing.T) {
 		`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`,
 		`{"type":"text-chunks","seq0":1,"time0":2,"data":{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b","c"]}}`,
 		`{"type":"turn/end","seq":4,"time":5,"data":{"turn":1,"reason":{"kind":"completed"}}}`)
-	v, err := Validate(context.Background(), p)
+	v, err := Validate(context.Background(), p, ValidateOptions{})
 	if err != nil || !v.Valid || v.Events != 3 {
 		t.Fatalf("v0 validation = %+v, %v", v, err)
 	}
@@ -154,4 +156,79 @@ func TestOlderVersionReadsRaw(t *testing.T) {
 		t.Fatalf("history of a v0 log: err = %v", err)
 	}
 	_ = convlog.CurrentVersion
+}
+
+// rleFrame is a zstd frame (no checksum) of n RLE blocks of 128 KiB of b:
+// 4 bytes on disk for each 128 KiB it decodes to.
+func rleFrame(b byte, n int) []byte {
+	out := []byte{0x28, 0xB5, 0x2F, 0xFD, 0x00, 7 << 3} // no size, no checksum; 128 KiB window
+	for i := range n {
+		bh := uint32(128<<10)<<3 | 1<<1 // an RLE block
+		if i == n-1 {
+			bh |= 1
+		}
+		out = append(out, byte(bh), byte(bh>>8), byte(bh>>16), b)
+	}
+	return out
+}
+
+// TestValidateBounded: problems past --max-problems are counted, not
+// listed; a frame of 100 GiB of newlines (3.2 MB on disk) is read only
+// until 10,000 problems past the limit, and a frame of 100 GiB of one
+// byte only to the line limit.
+func TestValidateBounded(t *testing.T) {
+	lines := []string{header}
+	for i := range 250 {
+		lines = append(lines, fmt.Sprintf(`{"type":"turn/start","seq":%d,"time":1,"data":{}`, i))
+	}
+	p := writeFile(t, "s1.v4.jsonl", lines...)
+	v, err := Validate(context.Background(), p, ValidateOptions{MaxProblems: 30})
+	if err != nil || v.Valid || len(v.Problems) != 30 || v.MoreProblems != 220 || v.StoppedAt != nil || v.MaxProblems != 30 {
+		t.Fatalf("validation %d problems, %d more, stopped %v: %v", len(v.Problems), v.MoreProblems, v.StoppedAt, err)
+	}
+	if v.Problems[29].Line != 31 {
+		t.Errorf("the 30th problem is on line %d", v.Problems[29].Line)
+	}
+
+	hdr := headerFrame(t)
+	for _, tc := range []struct {
+		name  string
+		fill  byte
+		check func(v *Validation) bool
+	}{
+		{"newlines", '\n', func(v *Validation) bool {
+			return len(v.Problems) == DefaultMaxProblems && v.MoreProblems == MaxUnlisted && v.StoppedAt != nil && v.StoppedAt.Line == DefaultMaxProblems+MaxUnlisted+1
+		}},
+		{"one byte", 'a', func(v *Validation) bool {
+			return len(v.Problems) == 2 && strings.Contains(v.Problems[1].Message, "longer than the limit") && v.StoppedAt == nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "s1.v4.jsonl.zst")
+			os.WriteFile(p, append(bytes.Clone(hdr), rleFrame(tc.fill, 819200)...), 0o600)
+			start := time.Now()
+			v, err := Validate(context.Background(), p, ValidateOptions{})
+			if err != nil || v.Valid || !tc.check(v) {
+				t.Fatalf("%d problems (%v), %d more, stopped at %+v: %v", len(v.Problems), v.Problems[:min(2, len(v.Problems))], v.MoreProblems, v.StoppedAt, err)
+			}
+			t.Logf("%s: %v", tc.name, time.Since(start))
+		})
+	}
+}
+
+// headerFrame is the header frame of a compressed session log, as the
+// writer writes it.
+func headerFrame(t *testing.T) []byte {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "h.v4.jsonl.zst")
+	w, err := convlog.Create(p, &convlog.Header{Type: convlog.SessionLog, Version: 4, ID: "s1", CreatedAt: 1790000000000, Cwd: "/p"}, nil, convlog.WriterOptions{Compression: convlog.Zstd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -28,11 +28,13 @@ CONVERSATION SESSION one of its session logs (the highest generation).
 
 Without a mode flag it renders the header and one line per event.
 --json prints each event as stored, one JSON object per line.
---validate lists every problem with its line and byte offset; exit 1 if any.
+--validate lists every problem with its line and byte offset (at most
+--max-problems, default 100; the rest are counted); exit 1 if any.
 --stats counts events and bytes by type, frames, compression ratio, torn tail.
 --history prints the derived history a model reads (format v4 logs).`,
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "validate", Usage: "list every format problem with its position"},
+			&ucli.IntFlag{Name: "max-problems", Value: inspect.DefaultMaxProblems, Usage: "with --validate, list at most `N` problems (the rest are counted)"},
 			&ucli.BoolFlag{Name: "stats", Usage: "sizes by event type, frames, compression, torn tail"},
 			&ucli.BoolFlag{Name: "history", Usage: "the derived history (the messages a model reads)"},
 			&ucli.StringSliceFlag{Name: "type", Usage: "only events whose type matches `PATTERN` (shell pattern, repeatable)", Destination: &types},
@@ -49,6 +51,11 @@ Without a mode flag it renders the header and one line per event.
 			}
 			if modes > 1 {
 				return usagef(c, "--validate, --stats and --history exclude each other")
+			}
+			if n := c.Int("max-problems"); n < 1 {
+				return usagef(c, "--max-problems must be a positive whole number")
+			} else if c.IsSet("max-problems") && !c.Bool("validate") {
+				return usagef(c, "--max-problems applies to --validate only")
 			}
 			filter := inspect.Filter(types.Value())
 			if err := filter.Validate(); err != nil {
@@ -78,7 +85,7 @@ func runInspect(c *ucli.Context, e *env, path, shown, jsonPath string, filter in
 	ctx := c.Context
 	switch {
 	case c.Bool("validate"):
-		v, err := inspect.Validate(ctx, path)
+		v, err := inspect.Validate(ctx, path, inspect.ValidateOptions{MaxProblems: c.Int("max-problems")})
 		if err != nil {
 			return err
 		}
@@ -91,6 +98,13 @@ func runInspect(c *ucli.Context, e *env, path, shown, jsonPath string, filter in
 			for _, p := range v.Problems {
 				fmt.Fprintf(e.stdout, "%s: %s\n", text(shown), text(problemPosition(p)))
 			}
+			switch {
+			case v.StoppedAt != nil:
+				fmt.Fprintf(e.stdout, "%s: more than %d further problems not listed; reading stopped at %s (--max-problems N lists up to N)\n",
+					text(shown), v.MoreProblems, stopPosition(*v.StoppedAt))
+			case v.MoreProblems > 0:
+				fmt.Fprintf(e.stdout, "%s: %d further problem(s) not listed (--max-problems N lists up to N)\n", text(shown), v.MoreProblems)
+			}
 			if v.Valid {
 				torn := ""
 				if v.TornTail {
@@ -99,8 +113,11 @@ func runInspect(c *ucli.Context, e *env, path, shown, jsonPath string, filter in
 				fmt.Fprintf(e.stdout, "%s: valid, format v%d, %d events%s\n", text(shown), v.Version, v.Events, torn)
 			}
 		}
-		if !v.Valid {
-			return fmt.Errorf("%s: %d problem(s) found", shown, len(v.Problems))
+		switch {
+		case v.StoppedAt != nil:
+			return fmt.Errorf("%s: more than %d problems found; reading stopped at %s", shown, int64(len(v.Problems))+v.MoreProblems, stopPosition(*v.StoppedAt))
+		case !v.Valid:
+			return fmt.Errorf("%s: %d problem(s) found", shown, int64(len(v.Problems))+v.MoreProblems)
 		}
 		return nil
 	case c.Bool("stats"):
@@ -162,6 +179,18 @@ func inspectTarget(ctx context.Context, e *env, args []string) (string, error) {
 		return "", err
 	}
 	return p, nil
+}
+
+// stopPosition names where a read stopped.
+func stopPosition(p inspect.Problem) string {
+	s := ""
+	if p.Line > 0 {
+		s = fmt.Sprintf("line %d, ", p.Line)
+	}
+	if p.Frame > 0 {
+		s += fmt.Sprintf("frame %d at file byte %d, ", p.Frame, p.FrameOffset)
+	}
+	return fmt.Sprintf("%sbyte %d", s, p.Offset)
 }
 
 func problemPosition(p inspect.Problem) string {
