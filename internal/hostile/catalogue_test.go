@@ -196,6 +196,7 @@ func clip(s string) string {
 func catalogue() []hcase {
 	var cs []hcase
 	cs = append(cs, logCases()...)
+	cs = append(cs, formatCases()...)
 	cs = append(cs, storeCases()...)
 	cs = append(cs, archiveCases()...)
 	cs = append(cs, indexCases()...)
