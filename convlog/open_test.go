@@ -124,3 +124,24 @@ func TestOpenWantID(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAppendNeverFollowsALink: a symbolic link in a log's place is
+// refused for appending, and the file behind it is not written.
+func TestOpenAppendNeverFollowsALink(t *testing.T) {
+	dir := t.TempDir()
+	evs := sampleEvents()
+	target := writeLog(t, dir, "real.v4.jsonl", Plain, evs)
+	before := mustRead(t, target)
+	link := filepath.Join(dir, "s1.v4.jsonl")
+	os.Symlink(target, link)
+	if w, err := OpenAppend(link, WriterOptions{}); err == nil || !errors.Is(err, durable.ErrSymlink) {
+		if w != nil {
+			w.Append(evs[:1])
+			w.Close()
+		}
+		t.Fatalf("OpenAppend through a link: %v", err)
+	}
+	if string(mustRead(t, target)) != string(before) {
+		t.Fatal("the file behind the link changed")
+	}
+}

@@ -98,7 +98,8 @@ func Create(path string, h *Header, first []Event, opts WriterOptions) (*Writer,
 	if err := durable.Publish(tmp, path); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	// Never through a link, and only the regular file just published.
+	f, err := durable.OpenRegular(path, os.O_WRONLY)
 	if err != nil {
 		return nil, err
 	}
@@ -121,11 +122,35 @@ func newWriter(path string, reg *Registry, comp Compression, h *Header) *Writer 
 // Append, which cuts it and rewrites the complete lines recovered from a torn
 // final frame as a fresh frame.
 func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
-	r, err := Open(path, ReaderOptions{Registry: opts.Registry, Version: -1})
+	// One descriptor, opened as a log is opened (never through a link,
+	// never blocking, a regular file), is read and then written: the log
+	// checked is the log appended to.
+	f, err := durable.OpenRegular(path, os.O_RDWR)
 	if err != nil {
 		return nil, err
 	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	ropts := ReaderOptions{Registry: opts.Registry, Version: -1}
+	if n, ok := ParseName(filepath.Base(path)); ok {
+		c := n.Compression
+		ropts.Compression = &c
+	}
+	r, err := NewReader(f, fi.Size(), path, ropts)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
 	defer r.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+		}
+	}()
 	if v := r.Header().Version; v != CurrentVersion {
 		return nil, fmt.Errorf("%s: log is format v%d; it must be upgraded to v%d before appending", path, v, CurrentVersion)
 	}
@@ -148,11 +173,7 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 	w.size = st.CommittedBytes
 	w.torn = st.TornTail
 	w.tornAt = st.CommittedBytes
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	w.f = f
+	w.f, keep = f, true
 	if !w.torn {
 		w.size = st.FileBytes
 	}
