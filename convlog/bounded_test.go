@@ -90,3 +90,16 @@ func TestDecompressionBombs(t *testing.T) {
 		t.Fatalf("over the limit: %d events, %v", len(evs), err)
 	}
 }
+
+// TestNoDecodeLimit: a negative MaxPlainBytes reads a compressed log
+// without the limit.
+func TestNoDecodeLimit(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "s1.v4.jsonl.zst")
+	os.WriteFile(p, zlog([]string{lTurnStart(0)}, []string{lStepStart(1)}), 0o600)
+	if evs, _, _, err := readLogStrict(p, ReaderOptions{MaxPlainBytes: -1}); err != nil || len(evs) != 2 {
+		t.Fatalf("%d events, %v", len(evs), err)
+	}
+	if evs, _, _, err := readLogStrict(p, ReaderOptions{MaxPlainBytes: 1}); err == nil || len(evs) != 0 || !strings.Contains(err.Error(), "decompression bomb") {
+		t.Fatalf("limit of 1 byte: %d events, %v", len(evs), err)
+	}
+}

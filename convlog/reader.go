@@ -757,7 +757,10 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 	if b.reader.decoded >= b.reader.budget {
 		return 0, errDecodeBudget
 	}
-	p = p[:min(int64(len(p)), b.reader.budget-b.reader.decoded+1)]
+	// One byte past the budget at most: enough to see it passed.
+	if left := b.reader.budget - b.reader.decoded; left < int64(len(p)) {
+		p = p[:left+1]
+	}
 	n, err := b.r.Read(p)
 	b.reader.decoded += int64(n)
 	if b.reader.decoded > b.reader.budget {

@@ -11,11 +11,10 @@ import (
 // turn/ended, the title). They are read here without encoding/json, which
 // cost more than reading the log. The fast path (through rawjson, the
 // module's one JSON scanner) takes only data whose meaning is beyond doubt:
-// members it knows by their exact names, plain strings without escapes,
-// safe integers, arrays of those, null. Anything else
-// (an unknown or differently cased member, an escape, another type) makes
-// it give up, and the caller decodes with encoding/json as before, so the
-// result, error included, is what json.Unmarshal gives.
+// members it knows by their exact names, strings, safe integers, arrays of
+// those, null. Anything else (an unknown or differently cased member,
+// another type) makes it give up, and the caller decodes with encoding/json
+// as before, so the result, error included, is what json.Unmarshal gives.
 
 // fastMembers calls set for each member of the event data with its key and
 // raw value (nil for null); set reports whether it took the member.
@@ -35,21 +34,17 @@ func fastMembers(data []byte, set func(key, v []byte) bool) bool {
 
 func isNull(v []byte) bool { return string(v) == "null" }
 
-// fastString sets *dst from a JSON string without escapes; v nil (null)
-// leaves it.
+// fastString sets *dst from a JSON string (rawjson decodes escapes as
+// encoding/json does); v nil (null) leaves it.
 func fastString(v []byte, dst *string) bool {
 	if v == nil {
 		return true
 	}
-	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
-		return false
+	str, ok := rawjson.String(v)
+	if ok {
+		*dst = str
 	}
-	s := v[1 : len(v)-1]
-	if bytes.IndexByte(s, '\\') >= 0 {
-		return false
-	}
-	*dst = string(s)
-	return true
+	return ok
 }
 
 // fastSessionID is fastString for a session id that names one of known
