@@ -284,10 +284,13 @@ func (p *envelopeParser) parseSourceSeqs(m *member, e *Event) *eventProblem {
 	}
 	p.seqs = p.seqs[:0]
 	usedRange, increasing := false, true
-	var prob *eventProblem
 	n := 0
 	// The line is validated: elements are only found.
-	rawjson.EachElement(b, func(_ int, v []byte) bool {
+	for it := rawjson.Array(b); ; {
+		v, ok := it.Next()
+		if !ok {
+			break
+		}
 		n++
 		if v[0] == '[' {
 			var pair [3][]byte
@@ -302,51 +305,40 @@ func (p *envelopeParser) parseSourceSeqs(m *member, e *Event) *eventProblem {
 			}
 			switch {
 			case !ok:
-				prob = bad("a range must be [start,end]")
+				return bad("a range must be [start,end]")
 			case start < 0 || start > stop || stop >= e.Seq:
-				prob = bad("range [%d,%d] must satisfy start <= end < %d", start, stop, e.Seq)
+				return bad("range [%d,%d] must satisfy start <= end < %d", start, stop, e.Seq)
 			case stop-start > maxSourceSeqs:
-				prob = bad("range [%d,%d] is implausibly long", start, stop)
+				return bad("range [%d,%d] is implausibly long", start, stop)
 			case len(p.seqs) > 0 && (!increasing || start <= p.seqs[len(p.seqs)-1]):
 				// The order and the count are checked before expanding,
 				// so a short line cannot expand into an unbounded list.
-				prob = bad("must be strictly increasing when ranges are used")
+				return bad("must be strictly increasing when ranges are used")
 			case int64(len(p.seqs))+stop-start+1 > maxSourceSeqs:
-				prob = bad("cites implausibly many seqs (more than %d)", maxSourceSeqs)
-			}
-			if prob != nil {
-				return false
+				return bad("cites implausibly many seqs (more than %d)", maxSourceSeqs)
 			}
 			usedRange = true
 			for s := start; s <= stop; s++ {
 				p.seqs = append(p.seqs, s)
 			}
-			return true
+			continue
 		}
 		if v[0] != '-' && (v[0] < '0' || v[0] > '9') {
-			prob = bad("entries must be integers or [start,end] ranges")
-			return false
+			return bad("entries must be integers or [start,end] ranges")
 		}
 		s, ok := rawjson.Int(v)
 		switch {
 		case !ok || s < 0 || s >= e.Seq:
-			prob = bad("%s is not an earlier seq", v)
+			return bad("%s is not an earlier seq", v)
 		case len(p.seqs) >= maxSourceSeqs:
-			prob = bad("cites implausibly many seqs (more than %d)", maxSourceSeqs)
-		}
-		if prob != nil {
-			return false
+			return bad("cites implausibly many seqs (more than %d)", maxSourceSeqs)
 		}
 		if k := len(p.seqs); k > 0 && s <= p.seqs[k-1] {
 			increasing = false
 		}
 		p.seqs = append(p.seqs, s)
-		return true
-	})
-	switch {
-	case prob != nil:
-		return prob
-	case n == 0:
+	}
+	if n == 0 {
 		return bad("must not be empty")
 	}
 	if !increasing {
@@ -420,8 +412,11 @@ func (p *envelopeParser) parsePacked(e *Event, seq0, time0, data *member, expect
 // countArray counts the elements of a raw JSON array of a validated line.
 func countArray(b []byte) (int, bool) {
 	n := 0
-	err := rawjson.EachElement(b, func(int, []byte) bool { n++; return true })
-	return n, err == nil
+	it := rawjson.Array(b)
+	for _, ok := it.Next(); ok; _, ok = it.Next() {
+		n++
+	}
+	return n, it.Err() == nil
 }
 
 // AppendJSON appends the event line (without newline). An event read from a

@@ -53,12 +53,15 @@ func MessageText(msg []byte) (role, text string) {
 		return role, s
 	}
 	var parts []string
-	rawjson.EachElement(content, func(_ int, block []byte) bool {
+	for it := rawjson.Array(content); ; {
+		block, ok := it.Next()
+		if !ok {
+			break
+		}
 		if t, ok := blockText(block); ok && t != "" {
 			parts = append(parts, t)
 		}
-		return true
-	})
+	}
 	return role, strings.Join(parts, "\n")
 }
 

@@ -161,34 +161,73 @@ func Get(b []byte, key string) []byte {
 // EachElement calls fn with each element of the array b, for validated
 // bytes; fn returns false to stop.
 func EachElement(b []byte, fn func(i int, v []byte) bool) error {
+	it := Array(b)
+	for n := 0; ; n++ {
+		v, ok := it.Next()
+		if !ok {
+			return it.Err()
+		}
+		if !fn(n, v) {
+			return nil
+		}
+	}
+}
+
+// Iter walks the elements of a validated array without a callback (a
+// loop's variables then stay the caller's, on its stack):
+//
+//	for it := rawjson.Array(b); ; {
+//		v, ok := it.Next()
+//		if !ok {
+//			break // it.Err() says whether b was an array
+//		}
+//	}
+type Iter struct {
+	b   []byte
+	i   int
+	err error
+}
+
+// Array starts a walk of the array b.
+func Array(b []byte) Iter {
 	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '[' {
-		return ErrMalformed
+		return Iter{err: ErrMalformed}
 	}
 	i = SkipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
-		return nil
+		return Iter{i: -1}
 	}
-	for n := 0; ; n++ {
-		vs := i
-		end, err := Next(b, i)
-		if err != nil {
-			return err
-		}
-		if !fn(n, b[vs:end]) {
-			return nil
-		}
-		i = SkipSpace(b, end)
-		if i < len(b) && b[i] == ',' {
-			i = SkipSpace(b, i+1)
-			continue
-		}
-		if i < len(b) && b[i] == ']' {
-			return nil
-		}
-		return ErrMalformed
-	}
+	return Iter{b: b, i: i}
 }
+
+// Next returns the next element; ok is false at the end or on malformed
+// bytes (Err).
+func (it *Iter) Next() (v []byte, ok bool) {
+	if it.err != nil || it.i < 0 {
+		return nil, false
+	}
+	vs := it.i
+	end, err := Next(it.b, vs)
+	if err != nil {
+		it.err = err
+		return nil, false
+	}
+	i := SkipSpace(it.b, end)
+	switch {
+	case i < len(it.b) && it.b[i] == ',':
+		it.i = SkipSpace(it.b, i+1)
+	case i < len(it.b) && it.b[i] == ']':
+		it.i = -1
+	default:
+		it.err = ErrMalformed
+		return nil, false
+	}
+	return it.b[vs:end], true
+}
+
+// Err is what ended the walk early: ErrMalformed, or nil.
+func (it *Iter) Err() error { return it.err }
 
 // Elements appends the elements of the validated array b to buf.
 func Elements(b []byte, buf [][]byte) ([][]byte, error) {
