@@ -33,7 +33,11 @@ func Object(b []byte, buf []Member) ([]Member, error) {
 	if i < len(b) && b[i] == '}' {
 		i++
 	} else {
-		var keys keySet
+		var keys objKeys
+		start := i - 1 // the '{' (white space after it is skipped again)
+		for b[start] != '{' {
+			start--
+		}
 		for {
 			if i >= len(b) || b[i] != '"' {
 				return members, synErr(i, "expected a string key in object")
@@ -43,7 +47,7 @@ func Object(b []byte, buf []Member) ([]Member, error) {
 			if err != nil {
 				return members, err
 			}
-			if keys.add(b, ks, ke, esc) {
+			if keys.add(b, start, ks, ke, esc) {
 				return members, duplicate(ks, b[ks:ke])
 			}
 			i = SkipSpace(b, ke)

@@ -253,6 +253,96 @@ func TestMembers(t *testing.T) {
 	}
 }
 
+// hasDuplicate reports whether any object in the valid JSON b holds a key
+// twice, walking encoding/json's tokens: the reference for Valid's check.
+func hasDuplicate(b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	type frame struct {
+		obj    bool
+		keys   map[string]bool
+		expect bool // the next string token is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		top := func() *frame {
+			if len(stack) == 0 {
+				return nil
+			}
+			return stack[len(stack)-1]
+		}
+		if f := top(); f != nil && f.obj && f.expect {
+			if k, ok := tok.(string); ok {
+				if f.keys[k] {
+					return true
+				}
+				f.keys[k] = true
+				f.expect = false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{obj: true, keys: map[string]bool{}, expect: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		if f := top(); f != nil && f.obj {
+			f.expect = true // a value ended: a key comes next
+		}
+	}
+}
+
+// TestDuplicateKeysAnywhere: a repeated key is found wherever it is, in
+// objects of any size (inline offsets, a second walk, a map), spelled with
+// or without escapes, and keys that only look alike are not taken for one.
+func TestDuplicateKeysAnywhere(t *testing.T) {
+	key := func(i int, esc bool) string {
+		k := fmt.Sprintf("k%d", i)
+		if esc {
+			return `"\u006b` + k[1:] + `"`
+		}
+		return `"` + k + `"`
+	}
+	for n := 1; n <= 40; n++ {
+		for dup := -1; dup < n; dup++ {
+			for _, esc := range []bool{false, true} {
+				var parts []string
+				for i := range n {
+					parts = append(parts, key(i, esc && i%3 == 1)+`:{"a":[1,{"b":2}],"k1":1}`)
+				}
+				if dup >= 0 {
+					parts = append(parts, key(dup, esc)+":0")
+				}
+				doc := `[{"x":1},{` + strings.Join(parts, ",") + `}]`
+				err := Valid([]byte(doc))
+				want := hasDuplicate([]byte(doc))
+				if want != (dup >= 0) {
+					t.Fatalf("n=%d dup=%d: the reference says %v", n, dup, want)
+				}
+				if (err != nil) != want || (err != nil && !strings.Contains(err.Error(), "duplicate member")) {
+					t.Fatalf("n=%d dup=%d esc=%v: Valid = %v", n, dup, esc, err)
+				}
+			}
+		}
+	}
+	// Keys with the same length and end bytes, all distinct.
+	var parts []string
+	for i := range 60 {
+		parts = append(parts, fmt.Sprintf(`"a%02dz":%d`, i, i))
+	}
+	if err := Valid([]byte("{" + strings.Join(parts, ",") + "}")); err != nil {
+		t.Fatalf("alike keys: %v", err)
+	}
+}
+
 // FuzzValid: Valid accepts exactly what encoding/json accepts, but for the
 // three things the format refuses on purpose (a duplicate key, nesting
 // deeper than MaxDepth, invalid UTF-8 in a string); and on what it accepts, the functions for validated bytes
@@ -275,6 +365,12 @@ func FuzzValid(f *testing.F) {
 			t.Fatalf("Valid(%q): offset %d out of range", b, se.Offset)
 		case err != nil && std && !strings.HasPrefix(se.Msg, "duplicate member") && !strings.HasPrefix(se.Msg, "JSON nested deeper") && (se.Msg != "invalid UTF-8 in string" || utf8.Valid(b)):
 			t.Fatalf("Valid refuses %q (%v), encoding/json accepts it", b, err)
+		}
+		if err == nil && hasDuplicate(b) {
+			t.Fatalf("Valid accepts %q, which repeats a key", b)
+		}
+		if err != nil && std && strings.HasPrefix(se.Msg, "duplicate member") && !hasDuplicate(b) {
+			t.Fatalf("Valid finds a repeated key in %q, which has none", b)
 		}
 		if err != nil {
 			return

@@ -27,6 +27,7 @@
 package rawjson
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math/bits"
@@ -86,10 +87,54 @@ func skipValue(b []byte, i, depth int) (int, error) {
 	}
 	switch c := b[i]; {
 	case c == '"':
-		end, _, err := scanString(b, i)
-		return end, err
+		return skipString(b, i)
 	case c == '{':
-		return skipObject(b, i, depth)
+		if depth >= MaxDepth {
+			return i, synErr(i, "JSON nested deeper than %d levels", MaxDepth)
+		}
+		start := i
+		i = SkipSpace(b, i+1)
+		if i < len(b) && b[i] == '}' {
+			return i + 1, nil
+		}
+		var keys objKeys
+		for {
+			if i >= len(b) || b[i] != '"' {
+				return i, synErr(i, "expected a string key in object")
+			}
+			ks := i
+			ke, esc, err := scanString(b, i)
+			if err != nil {
+				return ke, err
+			}
+			// objKeys.add, by hand: the call per key cost more than the
+			// check.
+			// (n passes linearKeys once the keys are in a map; offs is
+			// read only while n fits it.)
+			if bit := keyBit(b[ks+1 : ke-1]); !esc && keys.bloom&bit == 0 && keys.n < linearKeys {
+				keys.offs[keys.n&(len(keys.offs)-1)] = uint32(ks)
+				keys.bloom |= bit
+				keys.n++
+			} else if keys.addSlow(b, start, ks, ke, esc) {
+				return ks, duplicate(ks, b[ks:ke])
+			}
+			i = SkipSpace(b, ke)
+			if i >= len(b) || b[i] != ':' {
+				return i, synErr(i, "expected ':' after object key")
+			}
+			if i, err = skipValue(b, SkipSpace(b, i+1), depth+1); err != nil {
+				return i, err
+			}
+			i = SkipSpace(b, i)
+			if i < len(b) && b[i] == ',' {
+				i = SkipSpace(b, i+1)
+				continue
+			}
+			if i < len(b) && b[i] == '}' {
+				return i + 1, nil
+			}
+			return i, synErr(i, "expected ',' or '}' in object")
+		}
 	case c == '[':
 		if depth >= MaxDepth {
 			return i, synErr(i, "JSON nested deeper than %d levels", MaxDepth)
@@ -126,106 +171,135 @@ func skipValue(b []byte, i, depth int) (int, error) {
 	}
 }
 
-// skipObject checks the object at b[i] ('{'), its keys unique.
-func skipObject(b []byte, i, depth int) (int, error) {
-	if depth >= MaxDepth {
-		return i, synErr(i, "JSON nested deeper than %d levels", MaxDepth)
-	}
-	i = SkipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
-	}
-	var keys keySet
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return i, synErr(i, "expected a string key in object")
-		}
-		ks := i
-		ke, esc, err := scanString(b, i)
-		if err != nil {
-			return ke, err
-		}
-		if keys.add(b, ks, ke, esc) {
-			return ks, duplicate(ks, b[ks:ke])
-		}
-		i = SkipSpace(b, ke)
-		if i >= len(b) || b[i] != ':' {
-			return i, synErr(i, "expected ':' after object key")
-		}
-		if i, err = skipValue(b, SkipSpace(b, i+1), depth+1); err != nil {
-			return i, err
-		}
-		i = SkipSpace(b, i)
-		if i < len(b) && b[i] == ',' {
-			i = SkipSpace(b, i+1)
-			continue
-		}
-		if i < len(b) && b[i] == '}' {
-			return i + 1, nil
-		}
-		return i, synErr(i, "expected ',' or '}' in object")
-	}
-}
-
 func duplicate(off int, rawKey []byte) *SyntaxError {
 	k, _ := String(rawKey)
 	return synErr(off, "duplicate member %q", k)
 }
 
-// keySet finds a repeated key in one object. Keys are compared as decoded
-// ("a" and "\u0061" are one key); the first few are kept inline as spans of
-// the scanned bytes, the rest in a map, so an object of many keys costs
-// linear time.
-type keySet struct {
-	n      int
-	inline [10]struct{ s, e int } // raw keys without escapes, quotes stripped
-	esc    []string               // decoded keys that held escapes
-	more   map[string]struct{}
+// objKeys finds a repeated key in one object, as cheaply as the scan
+// allows: each key sets one bit of a 64-bit filter (from its length and end
+// bytes, or from its decoded form when it holds an escape), and only when a
+// key's bit is set already is it compared with the object's earlier keys
+// (decoded: "a" and "\u0061" are one key), found from the offsets kept of
+// the first ones, or by walking the object's validated bytes again. Past
+// linearKeys keys the object's keys go to a map, so an object of many keys
+// costs linear time.
+type objKeys struct {
+	bloom uint64
+	n     int
+	offs  [8]uint32 // where the first keys start (their opening quote)
+	more  map[string]struct{}
 }
 
-// add records the key b[ks:ke] (with its quotes) and reports whether the
-// object had it already.
-func (s *keySet) add(b []byte, ks, ke int, esc bool) bool {
-	k := b[ks+1 : ke-1]
-	var d string
-	if esc {
-		d, _ = String(b[ks:ke])
-		k = []byte(d)
+const linearKeys = 16
+
+func keyBit(k []byte) uint64 {
+	if len(k) == 0 {
+		return 1
 	}
-	if s.more != nil {
-		if _, ok := s.more[string(k)]; ok {
-			return true
-		}
-		s.more[string(k)] = struct{}{}
+	h := (uint32(len(k))<<16 | uint32(k[0])<<8 | uint32(k[len(k)-1])) * 0x9E3779B1
+	return 1 << (h >> 26)
+}
+
+// add records the key b[ks:ke] (with its quotes) of the object starting
+// at b[obj] and reports whether the object had it already.
+func (o *objKeys) add(b []byte, obj, ks, ke int, esc bool) bool {
+	if bit := keyBit(b[ks+1 : ke-1]); !esc && o.bloom&bit == 0 && o.n < linearKeys {
+		o.keep(ks)
+		o.bloom |= bit
+		o.n++
 		return false
 	}
-	for _, p := range s.inline[:s.n] {
-		if string(b[p.s:p.e]) == string(k) {
+	return o.addSlow(b, obj, ks, ke, esc)
+}
+
+// keep notes where the key at b[ks] starts, for the first keys.
+func (o *objKeys) keep(ks int) { o.offs[o.n&(len(o.offs)-1)] = uint32(ks) }
+
+func (o *objKeys) addSlow(b []byte, obj, ks, ke int, esc bool) bool {
+	k := b[ks+1 : ke-1]
+	if esc {
+		d, _ := AppendUnquote(nil, b[ks:ke])
+		k = d
+	}
+	if o.more == nil && o.n < linearKeys {
+		if o.seen(b, obj, ks, k) {
 			return true
 		}
+		o.keep(ks)
+		o.bloom |= keyBit(k)
+		o.n++
+		return false
 	}
-	for _, e := range s.esc {
-		if e == string(k) {
+	if o.more == nil {
+		o.n = linearKeys + 1 // the fast path is closed from now on
+		o.more = make(map[string]struct{}, 4*linearKeys)
+		eachKey(b, obj, ks, func(prev []byte) bool {
+			o.more[string(prev)] = struct{}{}
 			return true
-		}
+		})
 	}
-	switch {
-	case s.n+len(s.esc) >= len(s.inline):
-		s.more = make(map[string]struct{}, 4*len(s.inline))
-		for _, p := range s.inline[:s.n] {
-			s.more[string(b[p.s:p.e])] = struct{}{}
-		}
-		for _, e := range s.esc {
-			s.more[e] = struct{}{}
-		}
-		s.more[string(k)] = struct{}{}
-	case esc:
-		s.esc = append(s.esc, d)
-	default:
-		s.inline[s.n] = struct{ s, e int }{ks + 1, ke - 1}
-		s.n++
+	if _, ok := o.more[string(k)]; ok {
+		return true
 	}
+	o.more[string(k)] = struct{}{}
 	return false
+}
+
+// seen reports whether one of the object's keys before b[ks] is k.
+func (o *objKeys) seen(b []byte, obj, ks int, k []byte) bool {
+	if o.n <= len(o.offs) && ks <= 1<<32-1 {
+		for _, off := range o.offs[:o.n] {
+			ke, err := skipStringTrusted(b, int(off))
+			if err != nil {
+				break
+			}
+			if prev := b[off+1 : ke-1]; bytes.IndexByte(prev, '\\') < 0 {
+				if string(prev) == string(k) {
+					return true
+				}
+			} else if d, _ := AppendUnquote(nil, b[off:ke]); string(d) == string(k) {
+				return true
+			}
+		}
+		return false
+	}
+	dup := false
+	eachKey(b, obj, ks, func(prev []byte) bool {
+		dup = string(prev) == string(k)
+		return !dup
+	})
+	return dup
+}
+
+// eachKey calls fn with each key (decoded) of the object at b[obj] that
+// comes before offset end, which the scan has validated.
+func eachKey(b []byte, obj, end int, fn func([]byte) bool) {
+	i := SkipSpace(b, obj+1)
+	for i < end && i < len(b) && b[i] == '"' {
+		ke, err := skipStringTrusted(b, i)
+		if err != nil {
+			return
+		}
+		raw := b[i:ke]
+		k := raw[1 : len(raw)-1]
+		if bytes.IndexByte(k, '\\') >= 0 {
+			k, _ = AppendUnquote(nil, raw)
+		}
+		if !fn(k) {
+			return
+		}
+		i = SkipSpace(b, ke)
+		i = SkipSpace(b, i+1) // past ':'
+		ve, err := Next(b, i)
+		if err != nil {
+			return
+		}
+		i = SkipSpace(b, ve)
+		if i < len(b) && b[i] == ',' {
+			i = SkipSpace(b, i+1)
+		}
+	}
 }
 
 func skipLiteral(b []byte, i int, lit string) (int, error) {
@@ -293,8 +367,7 @@ func scanString(b []byte, i int) (end int, esc bool, err error) {
 		// test flags is exact (only bytes above it can be flagged
 		// wrongly), and most strings are short.
 		for i+8 <= len(b) {
-			v := binary.LittleEndian.Uint64(b[i:])
-			if m := (hasLess(v, 0x20) | hasZero(v^0x2222222222222222) | hasZero(v^0x5C5C5C5C5C5C5C5C) | v) & 0x8080808080808080; m != 0 {
+			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
 				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
@@ -341,6 +414,73 @@ func scanString(b []byte, i int) (end int, esc bool, err error) {
 		}
 	}
 	return start, esc, synErr(start, "unterminated string")
+}
+
+// skipString is scanString for a value: without telling escapes apart,
+// which costs the hot loop a register.
+func skipString(b []byte, i int) (int, error) {
+	start := i
+	i++
+	for i < len(b) {
+		// Skip eight plain ASCII bytes at a time: none of '"', '\\', a
+		// control character or a non-ASCII byte among them. In a word
+		// that holds one, go straight to the first: the lowest byte each
+		// test flags is exact (only bytes above it can be flagged
+		// wrongly), and most strings are short.
+		for i+8 <= len(b) {
+			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1, nil
+		case c == '\\':
+			if i+1 >= len(b) {
+				return i, synErr(i, "unterminated string escape")
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) {
+					return i, synErr(i, "truncated \\u escape")
+				}
+				for _, h := range b[i+2 : i+6] {
+					if unhex(h) < 0 {
+						return i, synErr(i, "invalid \\u escape")
+					}
+				}
+				i += 6
+			default:
+				return i, synErr(i, "invalid escape \\%c in string", b[i+1])
+			}
+		case c < 0x20:
+			return i, synErr(i, "control character 0x%02x in string", c)
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size <= 1 {
+				return i, synErr(i, "invalid UTF-8 in string")
+			}
+			i += size
+		}
+	}
+	return start, synErr(start, "unterminated string")
+}
+
+// special sets the high bit of the bytes of v a string scan must look at:
+// '"', '\\', control characters and non-ASCII bytes. The lowest byte flagged
+// is exact; bytes above it may be flagged wrongly.
+func special(v uint64) uint64 {
+	return (hasLess(v, 0x20) | hasZero(v^0x2222222222222222) | hasZero(v^0x5C5C5C5C5C5C5C5C) | v) & 0x8080808080808080
 }
 
 // hasZero sets the high bit of each zero byte of v (and possibly of bytes

@@ -1,0 +1,49 @@
+package rawjson
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// benchLines are event lines of the shapes logs hold: small lifecycle
+// events, messages, a request header with tool definitions (objects of
+// a few keys, many of them), a streamed answer.
+func benchLines() [][]byte {
+	tools := `[` + strings.Repeat(`{"name":"bash","description":"Run a shell command in the workspace and return its output.","parameters":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}},`, 10) + `{"name":"x","description":"d","parameters":{}}]`
+	text := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 40)
+	var texts []string
+	for i := range 60 {
+		texts = append(texts, fmt.Sprintf("%q", fmt.Sprint("token ", i, " ")))
+	}
+	stream := `[{"type":"chunk","time":5,"chunk":{"type":"block-start","index":0,"blockType":"text"}},{"type":"text-chunks","time0":6,"index":0,"dt":[` +
+		strings.TrimSuffix(strings.Repeat("3,", 59), ",") + `],"texts":[` + strings.Join(texts, ",") + `]},{"type":"chunk","time":10,"chunk":{"type":"usage","usage":{"inputTokens":10,"outputTokens":60}}}]`
+	return [][]byte{
+		[]byte(`{"type":"turn/start","seq":0,"time":1790000000001,"data":{"turn":1}}`),
+		[]byte(`{"type":"step/start","seq":1,"time":1790000000002,"data":{"turn":1,"step":1}}`),
+		[]byte(`{"type":"user/message","seq":2,"time":1790000000003,"data":{"content":[{"type":"text","text":"please look at the failing test"}],"source":{"kind":"user"},"role":"user","id":"u1"},"surfaceOp":"append"}`),
+		[]byte(`{"type":"request/header","seq":3,"time":1790000000004,"data":{"header":{"config":{"provider":"p","model":"m"},"tools":` + tools + `},"reason":"initial"}}`),
+		[]byte(`{"type":"assistant/message","seq":4,"time":1790000000005,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"` + text[:200] + `"}],"source":{"kind":"model","provider":"p","model":"m"},"id":"a1"},"usage":{"inputTokens":10,"outputTokens":60},"stream":` + stream + `},"surfaceOp":"append"}`),
+		[]byte(`{"type":"tool/result","seq":5,"time":1790000000006,"data":{"turn":1,"step":1,"message":{"role":"tool","source":{"kind":"tool","callId":"c1"},"toolCallId":"c1","content":[{"type":"text","text":"` + text + `"}],"id":"r1"}},"sourceEventSeqs":[4],"surfaceOp":"append"}`),
+		[]byte(`{"type":"turn/end","seq":6,"time":1790000000007,"data":{"turn":1,"reason":{"kind":"completed"}}}`),
+	}
+}
+
+// BenchmarkObject is the envelope scan of every line a reader reads:
+// syntax, UTF-8, nesting and duplicate keys checked.
+func BenchmarkObject(b *testing.B) {
+	lines := benchLines()
+	n := 0
+	for _, l := range lines {
+		n += len(l)
+	}
+	b.SetBytes(int64(n))
+	var buf [10]Member
+	for b.Loop() {
+		for _, l := range lines {
+			if _, err := Object(l, buf[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
