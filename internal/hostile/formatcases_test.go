@@ -146,7 +146,7 @@ func formatCases() []hcase {
 			name:  "zstd frame of 100 GiB of one byte: reindex skips the log at the line limit",
 			setup: func(f *fx) []string { bomb(f, 'a'); return []string{"reindex"} },
 			code:  3, stdout: []string{"SKIPPED {log}: unreadable session log: " + bombLine, "indexed=3, skipped=1"},
-			stderr: []string{"the first: {log}: unreadable session log: " + bombLine},
+			stderr: []string{"the first: unreadable session log: " + bombLine},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -157,7 +157,7 @@ func formatCases() []hcase {
 		{
 			name:  "zstd frame of 100 GiB of one byte: migrate fails the log at the line limit",
 			setup: func(f *fx) []string { bomb(f, 'a'); return []string{"migrate"} },
-			code:  1, stdout: []string{"failed=1"}, stderr: []string{`the first: "{log}": ` + bombLine},
+			code:  1, stdout: []string{"failed=1"}, stderr: []string{`the first: ` + bombLine},
 			allow: migrated,
 		},
 		{
@@ -173,7 +173,7 @@ func formatCases() []hcase {
 			name:  "zstd frame of 100 GiB of one byte: backup --strict archives it whole as INVALID",
 			setup: func(f *fx) []string { bomb(f, 'a'); return []string{"backup", "--strict", "--to", f.path("backups")} },
 			code:  3, stderr: []string{"INVALID {log}: archived whole: conversations/hostile-0001/s1.v4.jsonl.zst: line 2, frame 2"},
-			want: []string{"+backups", "+backups/convkit-*.tar.zst"}, allow: []string{lockRecord},
+			want: []string{"+backups", "+backups/convkit-*.tar.zst", "+backups/convkit-*.tar.zst.json"}, allow: []string{lockRecord},
 		},
 		// A frame of newlines: one problem per empty line.
 		{
@@ -199,7 +199,7 @@ func formatCases() []hcase {
 			setup:  func(f *fx) []string { bomb(f, '\n'); return []string{"reindex"} },
 			code:   3,
 			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: line 2 column 1, frame 2 at file byte {at}, plain byte {plain}: event is not valid JSON: not a JSON object"},
-			stderr: []string{"the first: {log}: unreadable session log: {log}: line 2 column 1"},
+			stderr: []string{"the first: unreadable session log: {log}: line 2 column 1"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -224,7 +224,7 @@ func formatCases() []hcase {
 			code: 3,
 			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: frame {frame} at file byte",
 				"the log decodes to more than {budget} bytes (128 times its {size} bytes on disk, at least 256 MiB): refused as a decompression bomb"},
-			stderr: []string{"the first: {log}: unreadable session log: {log}: frame {frame}"},
+			stderr: []string{"the first: unreadable session log: {log}: frame {frame}"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -283,7 +283,7 @@ func formatCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"failed=1"},
-			stderr: []string{`the first: "{log}": {log}: line 3 column {col}, byte {off}: event is not valid JSON: JSON nested deeper than 512 levels`},
+			stderr: []string{`the first: {log}: line 3 column {col}, byte {off}: event is not valid JSON: JSON nested deeper than 512 levels`},
 			allow:  migrated,
 		},
 
@@ -329,7 +329,7 @@ func formatCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"failed=1"},
-			stderr: []string{`the first: "{log}": {log}: line 2 column {col}, byte {off}: event is not valid JSON: duplicate member "k"`},
+			stderr: []string{`the first: {log}: line 2 column {col}, byte {off}: event is not valid JSON: duplicate member "k"`},
 			allow:  migrated,
 		},
 
@@ -388,7 +388,7 @@ func formatCases() []hcase {
 			},
 			code:   3,
 			stderr: []string{"INVALID {log}: archived whole: conversations/hostile-0001/s1.v4.jsonl: line 1 column {col}, byte 0: header version is not a non-negative safe integer"},
-			want:   []string{"+backups", "+backups/convkit-*.tar.zst"}, allow: []string{lockRecord},
+			want:   []string{"+backups", "+backups/convkit-*.tar.zst", "+backups/convkit-*.tar.zst.json"}, allow: []string{lockRecord},
 		},
 		{
 			name: `header version written "3" in a v3 log: migrate fails it`,
@@ -398,7 +398,7 @@ func formatCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"failed=1"},
-			stderr: []string{`the first: "{log}": {log}: line 1 column {col}, byte 0: header version is not a non-negative safe integer`},
+			stderr: []string{`the first: {log}: line 1 column {col}, byte 0: header version is not a non-negative safe integer`},
 			allow:  migrated,
 		},
 
