@@ -19,6 +19,7 @@ import (
 	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/upgrade"
 )
 
 // SchemaVersion versions every JSON document this package produces: the
@@ -56,8 +57,14 @@ func open(p string) (*convlog.Reader, error) {
 	return convlog.Open(p, convlog.ReaderOptions{})
 }
 
-// each streams the events of the log at p through fn.
-func each(ctx context.Context, r *convlog.Reader, fn func(*convlog.Event) error) error {
+// events is what the renderings read: a log as stored (convlog.Reader) or
+// upgraded in memory (upgrade.Reader).
+type events interface {
+	Next() (*convlog.Event, error)
+}
+
+// each streams the events of r through fn.
+func each(ctx context.Context, r events, fn func(*convlog.Event) error) error {
 	for n := 0; ; n++ {
 		if n&1023 == 0 && ctx.Err() != nil {
 			return ctx.Err()
@@ -85,8 +92,14 @@ func Render(ctx context.Context, p string, w io.Writer, f Filter) error {
 		return err
 	}
 	defer r.Close()
-	h := r.Header()
-	if _, err := fmt.Fprintf(w, "%s log %s, format v%d, %s, created %s\n", display.Escape(h.Type), quoted(h.ID), h.Version, r.Compression(), msTime(h.CreatedAt)); err != nil {
+	return render(ctx, w, f, r.Header(), r.Compression(), "", r, r.Stats)
+}
+
+// render writes the header lines, then the events of r; note is a line
+// after the header details ("" for none); stats gives the torn tail once
+// r is read.
+func render(ctx context.Context, w io.Writer, f Filter, h *convlog.Header, comp convlog.Compression, note string, r events, stats func() convlog.Stats) error {
+	if _, err := fmt.Fprintf(w, "%s log %s, format v%d, %s, created %s\n", display.Escape(h.Type), quoted(h.ID), h.Version, comp, msTime(h.CreatedAt)); err != nil {
 		return err
 	}
 	if h.Cwd != "" {
@@ -98,7 +111,10 @@ func Render(ctx context.Context, p string, w io.Writer, f Filter) error {
 	if h.IsSeeded || h.SeedLength != nil {
 		fmt.Fprintf(w, "  seeded: inherits history from its parent\n")
 	}
-	err = each(ctx, r, func(e *convlog.Event) error {
+	if note != "" {
+		fmt.Fprintf(w, "  %s\n", note)
+	}
+	err := each(ctx, r, func(e *convlog.Event) error {
 		if !f.Match(e.Type) {
 			return nil
 		}
@@ -124,7 +140,7 @@ func Render(ctx context.Context, p string, w io.Writer, f Filter) error {
 	if err != nil {
 		return err
 	}
-	st := r.Stats()
+	st := stats()
 	if st.TornTail {
 		_, err = fmt.Fprintf(w, "torn tail: %d bytes after byte %d are not committed (left as they are)\n", st.TornBytes, st.CommittedBytes)
 	}
@@ -141,6 +157,10 @@ func WriteJSON(ctx context.Context, p string, w io.Writer, f Filter) error {
 		return err
 	}
 	defer r.Close()
+	return writeJSONEvents(ctx, r, w, f)
+}
+
+func writeJSONEvents(ctx context.Context, r events, w io.Writer, f Filter) error {
 	var buf []byte
 	return each(ctx, r, func(e *convlog.Event) error {
 		if !f.Match(e.Type) {
@@ -379,20 +399,26 @@ type HistoryEntry struct {
 	Message json.RawMessage `json:"message"`
 }
 
-// History derives the messages a model reads from a version 4 log.
+// History derives the messages a model reads from a log. A log older than
+// version 4 is upgraded in memory first, read-only, as the runtime reads
+// it (the subagent catalog the upgrade completes is no message, so its
+// children are not looked for); a newer one is refused.
 func History(ctx context.Context, p string) ([]HistoryEntry, error) {
-	r, err := open(p)
+	r, err := upgrade.Open(p, upgrade.Options{})
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	if v := r.Header().Version; v != convlog.CurrentVersion {
-		return nil, fmt.Errorf("%s: the derived history is read from format v%d logs; this log is v%d (convkit migrate brings it forward)", p, convlog.CurrentVersion, v)
+	if v := r.SourceVersion(); v > convlog.CurrentVersion {
+		return nil, fmt.Errorf("%s: format v%d is newer than this build reads (v%d)", p, v, convlog.CurrentVersion)
 	}
 	h := &convlog.History{}
 	err = each(ctx, r, func(e *convlog.Event) error {
 		if err := h.Apply(nil, e); err != nil {
-			return fmt.Errorf("%s: line %d: %w", p, r.Stats().Lines, err)
+			if r.SourceVersion() < convlog.CurrentVersion {
+				return fmt.Errorf("%s: event seq %d of the upgraded log: %w", p, e.Seq, err)
+			}
+			return fmt.Errorf("%s: line %d: %w", p, r.SourceStats().Lines, err)
 		}
 		return nil
 	})

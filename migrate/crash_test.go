@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/dshroot"
 	"github.com/convkit/convkit/fixtures"
 	"github.com/convkit/convkit/store"
 )
@@ -22,6 +23,20 @@ import (
 // TestMain lets the test binary act as a migrating process that the crash
 // test kills.
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("CONVKIT_TEST_HOLD_SESSION"); dir != "" {
+		holdSession(dir)
+	}
+	if root := os.Getenv("CONVKIT_TEST_MIGRATE_SESSIONS"); root != "" {
+		os.Stdout.WriteString("started\n")
+		r, err := dshroot.Open(root)
+		if err == nil {
+			_, err = RunSessions(context.Background(), r, Options{Jobs: 2, TempDir: os.Getenv("CONVKIT_TEST_TMP")})
+		}
+		if err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if root := os.Getenv("CONVKIT_TEST_MIGRATE"); root != "" {
 		os.Stdout.WriteString("started\n")
 		s, err := openRoot(root, false)

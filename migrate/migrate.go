@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/dshroot"
 	"github.com/convkit/convkit/progress"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/upgrade"
@@ -74,8 +75,11 @@ type Options struct {
 	TempDir  string
 	Now      func() time.Time
 	Progress progress.Progress
-	// ToolVersion is recorded in the summary.
+	// ToolVersion is recorded in the summary, and Revision (the version
+	// control revision the build comes from, "" when unknown) as its
+	// checkoutCommit.
 	ToolVersion string
+	Revision    string
 	// WriterVersion is the version the build's writer writes (default
 	// convlog.CurrentVersion); anything but TargetVersion is refused.
 	WriterVersion int
@@ -141,12 +145,16 @@ func (e Event) Line() string {
 	case "deferred":
 		return at + fmt.Sprintf("DEFERRED: %s; retry once after initial jobs finish", e.Message)
 	case "failed":
+		if e.Index == 0 { // the root itself: no input was worked on
+			return fmt.Sprintf("ERROR %q: %s", e.Path, e.Message)
+		}
 		return at + fmt.Sprintf("FAILED (%ss); %s\nERROR %q: %s", secs, done, e.Path, e.Message)
 	}
 	return at + e.Action
 }
 
-// input is one thing the run reports on: a log, or a layout problem.
+// input is one thing the run reports on: a log (a session directory in
+// the runtime's layout), or a layout problem.
 type input struct {
 	index   int
 	rel     string // path relative to the root, for the report lines
@@ -155,6 +163,26 @@ type input struct {
 	size    int64
 	skip    string // reason to skip
 	failure string // reason it is a failed input before any work
+	// session is the input's session directory in the runtime's layout.
+	session *dshroot.Session
+}
+
+// tree is what a run found under its root, in either layout.
+type tree struct {
+	layout Layout
+	root   string
+	// noun names the inputs in the "Discovered" line.
+	noun   string
+	inputs []*input
+	// rootErr fails the whole run: a missing root, a root that mixes
+	// compressions. No input is worked on.
+	rootErr error
+	// convkit's layout: the temporary files of interrupted writes, removed
+	// first under runtime.lock.
+	temps []string
+	// the runtime's layout: the root, the finder of a parent's children
+	// and the lock of each session.
+	dsh *dshroot.Root
 }
 
 // Run migrates every log under the sessions root of the store s, its
@@ -164,14 +192,45 @@ type input struct {
 // jobs it asks for). The returned summary is also in summary.json; its
 // Totals.Failed > 0 means the run failed.
 func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
+	if err := checkOptions(&opts); err != nil {
+		return nil, err
+	}
+	if !opts.DryRun && !s.Writable() {
+		return nil, errors.New("migrate needs the store opened with the exclusive lock (a dry run does not)")
+	}
+	root, err := filepath.Abs(s.ConversationsDir())
+	if err != nil {
+		return nil, err
+	}
+	return runTree(ctx, opts, root, LayoutConvkit, func() *tree { return discover(s, root) })
+}
+
+// RunSessions migrates every session under r, a sessions root in the
+// runtime's layout (<root>/<project-dir>/<session-dir>/<generations>): the
+// runtime's own migration command, done convkit's way. No lock is taken on
+// the root and nothing is created there; each older session is converted
+// holding its session.lock (a session whose lock another process holds
+// fails with reason write_locked and is left alone), its header must name
+// its place (CheckIdentity), a parent's children are found anywhere under
+// the root, and a successor keeps its source's compression and suffix
+// (opts.Compress must be keep: one root holds one compression). A dry run
+// locks nothing.
+func RunSessions(ctx context.Context, r *dshroot.Root, opts Options) (*Summary, error) {
+	if err := checkOptions(&opts); err != nil {
+		return nil, err
+	}
+	if opts.Compress != CompressKeep {
+		return nil, fmt.Errorf("--compress %s: a sessions root in the dsh layout holds one compression, and successors keep their source's", opts.Compress)
+	}
+	return runTree(ctx, opts, r.Dir(), LayoutDSH, func() *tree { return discoverSessions(r) })
+}
+
+func checkOptions(opts *Options) error {
 	if opts.WriterVersion == 0 {
 		opts.WriterVersion = convlog.CurrentVersion
 	}
 	if opts.WriterVersion != TargetVersion {
-		return nil, ErrWriterVersion
-	}
-	if !opts.DryRun && !s.Writable() {
-		return nil, errors.New("migrate needs the store opened with the exclusive lock (a dry run does not)")
+		return ErrWriterVersion
 	}
 	if opts.Jobs <= 0 {
 		opts.Jobs = DefaultJobs()
@@ -187,50 +246,57 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 		opts.Compress = CompressKeep
 	}
 	opts.publications = &upgrade.Publications{}
-	root, err := filepath.Abs(s.ConversationsDir())
-	if err != nil {
-		return nil, err
-	}
-	rep, err := newReport(opts, root)
+	return nil
+}
+
+func runTree(ctx context.Context, opts Options, root string, layout Layout, find func() *tree) (*Summary, error) {
+	rep, err := newReport(opts, root, layout)
 	if err != nil {
 		return nil, err
 	}
 	defer rep.close()
 	rep.line("Session migration to V4 started %s", rep.sum.StartedAt)
 	rep.line("Root: %s", root)
+	rep.line("Layout: %s", layout)
 	rep.line("Session jobs: %d", opts.Jobs)
 	rep.line("Go: %s; platform: %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	rep.line("Build: %s; revision %s", orUnknown(opts.ToolVersion), orUnknown(opts.Revision))
 	if opts.DryRun {
 		rep.line("Dry run: nothing is written")
 	}
 	rep.line("Full log: %s", rep.sum.TextLogPath)
 
-	inputs, temps, rootErr := discover(s, root)
+	t := find()
 	if !opts.DryRun {
 		// Temporary files of a killed run (or runtime) are never published;
 		// holding runtime.lock, nobody else is writing them.
-		for _, p := range temps {
+		for _, p := range t.temps {
 			if os.Remove(p) == nil {
 				rep.line("Removed %q: a temporary file left by an interrupted write", p)
 			}
 		}
 	}
-	rep.sum.InputCount = len(inputs)
-	if rootErr != nil {
-		in := &input{index: 1, rel: ".", path: root, version: -1}
-		inputs = nil
-		rep.sum.InputCount = 1
-		rep.fail(in, rootErr, 0)
-	} else {
-		rep.line("Discovered %d logs or invalid layout entries.", len(inputs))
-		opts.Progress.SetTotal(int64(len(inputs)))
-		deferred := runJobs(ctx, opts, rep, inputs)
+	rep.sum.InputCount = len(t.inputs)
+	switch {
+	case t.rootErr != nil && t.inputs == nil:
+		rep.failRoot(t.rootErr)
+	case t.rootErr != nil:
+		// Found, but refused whole: nothing is worked on.
+		rep.line("Discovered %d %s.", len(t.inputs), t.noun)
+		rep.failRoot(t.rootErr)
+	default:
+		rep.line("Discovered %d %s.", len(t.inputs), t.noun)
+		if len(t.inputs) == 0 {
+			rep.line("The sessions root is empty: there is nothing to migrate.")
+		}
+		opts.Progress.SetTotal(int64(len(t.inputs)))
+		deferred := runJobs(ctx, opts, rep, t)
 		for _, in := range deferred {
 			if ctx.Err() != nil {
 				break
 			}
 			rep.event(in, "retry")
-			process(opts, rep, in, true)
+			process(opts, rep, t, in, true)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -241,9 +307,17 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	return rep.finish(opts), nil
 }
 
-// runJobs processes inputs with at most opts.Jobs at once, in order, and
-// returns the deferred ones in ascending order.
-func runJobs(ctx context.Context, opts Options, rep *report, inputs []*input) []*input {
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// runJobs processes the inputs with at most opts.Jobs at once, in order,
+// and returns the deferred ones in ascending order.
+func runJobs(ctx context.Context, opts Options, rep *report, t *tree) []*input {
+	inputs := t.inputs
 	var mu sync.Mutex
 	var deferred []*input
 	next := 0
@@ -261,7 +335,7 @@ func runJobs(ctx context.Context, opts Options, rep *report, inputs []*input) []
 				in := inputs[next]
 				next++
 				mu.Unlock()
-				if process(opts, rep, in, false) {
+				if process(opts, rep, t, in, false) {
 					mu.Lock()
 					deferred = append(deferred, in)
 					mu.Unlock()
@@ -276,7 +350,7 @@ func runJobs(ctx context.Context, opts Options, rep *report, inputs []*input) []
 }
 
 // process handles one input and reports whether it is deferred.
-func process(opts Options, rep *report, in *input, retry bool) bool {
+func process(opts Options, rep *report, t *tree, in *input, retry bool) bool {
 	start := time.Now()
 	switch {
 	case in.failure != "":
@@ -291,8 +365,20 @@ func process(opts Options, rep *report, in *input, retry bool) bool {
 	if !retry {
 		rep.event(in, "start")
 	}
+	var checkHeader func(*convlog.Header) error
+	if s := in.session; s != nil {
+		if err := sessionProblem(s); err != nil {
+			rep.fail(in, err, time.Since(start))
+			return false
+		}
+		path := in.path
+		checkHeader = func(h *convlog.Header) error { return t.dsh.CheckIdentity(path, h) }
+	}
 	if in.version >= TargetVersion {
-		if err := readToEnd(in.path); err != nil {
+		if in.session != nil && !opts.DryRun {
+			removeStages(rep, t, in, nil)
+		}
+		if err := readToEnd(in.path, checkHeader); err != nil {
 			rep.fail(in, err, time.Since(start))
 			return false
 		}
@@ -305,7 +391,7 @@ func process(opts Options, rep *report, in *input, retry bool) bool {
 		return false
 	}
 	if opts.DryRun {
-		target, bytes, err := plan(in.path, comp)
+		target, bytes, err := plan(in.path, comp, checkHeader)
 		if err != nil {
 			rep.fail(in, err, time.Since(start))
 			return false
@@ -313,8 +399,29 @@ func process(opts Options, rep *report, in *input, retry bool) bool {
 		rep.planned(in, target, bytes, time.Since(start))
 		return false
 	}
+	if in.session != nil {
+		// A log that does not name its place fails before anything is
+		// written there, its session.lock included.
+		if err := checkHeaderOf(in.path, checkHeader); err != nil {
+			rep.fail(in, err, time.Since(start))
+			return false
+		}
+		// The runtime converts a session only under its session.lock:
+		// held by another process, the session is theirs.
+		lock, err := t.dsh.LockSession(in.session)
+		if err != nil {
+			rep.fail(in, err, time.Since(start))
+			return false
+		}
+		defer lock.Release()
+		removeStages(rep, t, in, lock)
+	}
 	popts := upgrade.PublishOptions{Compression: &comp, Warn: func(w string) { rep.logOnly("WARNING %q: %s", in.path, w) },
 		Publications: opts.publications}
+	popts.CheckHeader = checkHeader
+	if t.dsh != nil {
+		popts.Finder = t.dsh
+	}
 	if opts.BeforePublish != nil {
 		src := in.path
 		popts.BeforePublish = func() { opts.BeforePublish(src) }
@@ -332,14 +439,30 @@ func process(opts Options, rep *report, in *input, retry bool) bool {
 	return false
 }
 
-// readToEnd opens a current log read-only and validates it to its end; a
-// torn tail is accepted and left exactly as it is.
-func readToEnd(path string) error {
+// checkHeaderOf reads the header of the log at path and checks it.
+func checkHeaderOf(path string, check func(*convlog.Header) error) error {
 	r, err := convlog.Open(path, convlog.ReaderOptions{})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	return check(r.Header())
+}
+
+// readToEnd opens a current log read-only and validates it to its end; a
+// torn tail is accepted and left exactly as it is. checkHeader, when set,
+// checks the header first.
+func readToEnd(path string, checkHeader func(*convlog.Header) error) error {
+	r, err := convlog.Open(path, convlog.ReaderOptions{})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if checkHeader != nil {
+		if err := checkHeader(r.Header()); err != nil {
+			return err
+		}
+	}
 	for {
 		if _, err := r.Next(); err == io.EOF {
 			return nil
@@ -366,7 +489,7 @@ func successorCompression(c Compress, src string) (convlog.Compression, error) {
 // plan reads the upgraded events without writing and returns the successor
 // path and the bytes it would take: exact for a plain successor, estimated
 // from the source's own ratio for a compressed one.
-func plan(src string, comp convlog.Compression) (string, int64, error) {
+func plan(src string, comp convlog.Compression, checkHeader func(*convlog.Header) error) (string, int64, error) {
 	target, err := upgrade.SuccessorPath(src, comp)
 	if err != nil {
 		return "", 0, err
@@ -376,6 +499,11 @@ func plan(src string, comp convlog.Compression) (string, int64, error) {
 		return "", 0, err
 	}
 	defer r.Close()
+	if checkHeader != nil {
+		if err := checkHeader(r.SourceHeader()); err != nil {
+			return "", 0, err
+		}
+	}
 	var plain int64
 	var buf []byte
 	buf = r.Header().AppendJSON(buf[:0])
@@ -407,17 +535,21 @@ func plan(src string, comp convlog.Compression) (string, int64, error) {
 // directory (by name), its logs (conversation log first), each at its
 // highest generation; layout problems become failed inputs; a conversation
 // directory without a log is one skipped input.
-func discover(s *store.Store, root string) ([]*input, []string, error) {
+func discover(s *store.Store, root string) *tree {
+	t := &tree{layout: LayoutConvkit, root: root, noun: "logs or invalid layout entries"}
 	fi, err := os.Lstat(root)
 	if err != nil {
-		return nil, nil, fmt.Errorf("sessions root %s: %w", root, err)
+		t.rootErr = fmt.Errorf("sessions root %s: %w", root, err)
+		return t
 	}
 	if !fi.IsDir() {
-		return nil, nil, fmt.Errorf("sessions root %s is not a directory", root)
+		t.rootErr = fmt.Errorf("sessions root %s is not a directory", root)
+		return t
 	}
 	tree, err := s.Walk()
 	if err != nil {
-		return nil, nil, err
+		t.rootErr = err
+		return t
 	}
 	var ins []*input
 	rel := func(p string) string {
@@ -461,7 +593,8 @@ func discover(s *store.Store, root string) ([]*input, []string, error) {
 	for i, in := range ins {
 		in.index = i + 1
 	}
-	return ins, tree.Temps, nil
+	t.inputs, t.temps = ins, tree.Temps
+	return t
 }
 
 func problemReason(r string) string {

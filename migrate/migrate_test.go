@@ -30,12 +30,17 @@ func hashTree(t *testing.T, dir string) map[string]string {
 		if err != nil || d.IsDir() {
 			return err
 		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.Type()&fs.ModeSymlink != 0 {
+			target, _ := os.Readlink(p)
+			out[rel] = "link to " + target
+			return nil
+		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
 		sum := sha256.Sum256(b)
-		rel, _ := filepath.Rel(dir, p)
 		out[rel] = hex.EncodeToString(sum[:])
 		return nil
 	})
@@ -96,7 +101,7 @@ func TestMigrateStore(t *testing.T) {
 		t.Fatalf("totals = %+v\n%s", sum.Totals, out)
 	}
 	// The one failure is the corrupt v4 log, grouped with its reason.
-	if len(sum.FailureGroups) != 1 || sum.FailureGroups[0].Reason != "corrupt_log" || sum.FailureGroups[0].SourceVersion != "4" {
+	if len(sum.FailureGroups) != 1 || sum.FailureGroups[0].Reason != "corrupt_log" || sum.FailureGroups[0].SourceVersion == nil || *sum.FailureGroups[0].SourceVersion != 4 {
 		t.Fatalf("failure groups = %+v", sum.FailureGroups)
 	}
 	if !strings.Contains(out, "Summary: converted=") || !strings.Contains(out, "\nFull log: "+sum.TextLogPath+"\nJSON summary: "+sum.SummaryPath+"\n") {
@@ -278,7 +283,7 @@ func TestRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	if sum.Totals.Failed != 1 || !strings.Contains(out, "Summary: converted=0, already-V4=0, failed=1, skipped=0") {
+	if sum.Totals.Failed != 1 || sum.InputCount != 0 || !strings.Contains(out, "Summary: converted=0, already-V4=0, failed=1, skipped=0") {
 		t.Fatalf("missing root: %+v\n%s", sum.Totals, out)
 	}
 }

@@ -12,11 +12,13 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/dshroot"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/upgrade"
 )
@@ -32,21 +34,30 @@ type Counts struct {
 
 // FailureItem is one failed input.
 type FailureItem struct {
-	InputPath   string `json:"inputPath"`
-	Reason      string `json:"reason"`
-	ErrorName   string `json:"errorName"`
-	Message     string `json:"message"`
-	EventType   string `json:"eventType,omitempty"`
+	InputPath string `json:"inputPath"`
+	Reason    string `json:"reason"`
+	ErrorName string `json:"errorName"`
+	Message   string `json:"message"`
+	EventType string `json:"eventType,omitempty"`
+	// Member is the unexpected member of an unexpected_member failure.
+	Member string `json:"member,omitempty"`
+	// Child is set when the failure is a child session's (the message
+	// begins "child Session ").
+	Child       bool   `json:"child,omitempty"`
 	ExpectedSeq *int64 `json:"expectedSeq,omitempty"`
 	ActualSeq   *int64 `json:"actualSeq,omitempty"`
 }
 
 // FailureGroup gathers failures of one kind.
 type FailureGroup struct {
-	SourceVersion string        `json:"sourceVersion"`
+	// SourceVersion is the inputs' format version, nil when unknown
+	// (layout problems, the root).
+	SourceVersion *int          `json:"sourceVersion"`
 	Reason        string        `json:"reason"`
 	ErrorName     string        `json:"errorName"`
 	EventType     string        `json:"eventType,omitempty"`
+	Member        string        `json:"member,omitempty"`
+	Child         bool          `json:"child,omitempty"`
 	Count         int           `json:"count"`
 	Items         []FailureItem `json:"items"`
 }
@@ -63,12 +74,14 @@ type Summary struct {
 	SchemaVersion   int               `json:"schemaVersion"`
 	TargetVersion   int               `json:"targetVersion"`
 	SessionRoot     string            `json:"sessionRoot"`
+	Layout          Layout            `json:"layout"`
 	DryRun          bool              `json:"dryRun"`
 	InputCount      int               `json:"inputCount"`
 	Jobs            int               `json:"jobs"`
 	StartedAt       string            `json:"startedAt"`
 	FinishedAt      string            `json:"finishedAt"`
 	ToolVersion     string            `json:"toolVersion"`
+	CheckoutCommit  *string           `json:"checkoutCommit"`
 	Runtime         map[string]string `json:"runtime"`
 	TextLogPath     string            `json:"textLogPath"`
 	SummaryPath     string            `json:"summaryPath"`
@@ -92,13 +105,13 @@ type report struct {
 }
 
 type failure struct {
-	version string
+	version int // -1: unknown
 	item    FailureItem
 }
 
 // newReport makes the private report folder (0700) and opens its text log
 // (0600, created exclusively).
-func newReport(opts Options, root string) (*report, error) {
+func newReport(opts Options, root string, layout Layout) (*report, error) {
 	base := opts.TempDir
 	if base == "" {
 		base = os.TempDir()
@@ -119,8 +132,13 @@ func newReport(opts Options, root string) (*report, error) {
 		f.Close()
 		return nil, err
 	}
-	sum := &Summary{SchemaVersion: contract.Version, TargetVersion: TargetVersion, SessionRoot: root, DryRun: opts.DryRun,
-		Jobs: opts.Jobs, StartedAt: opts.Now().UTC().Format(time.RFC3339Nano), ToolVersion: opts.ToolVersion,
+	var commit *string
+	if opts.Revision != "" {
+		commit = &opts.Revision
+	}
+	sum := &Summary{SchemaVersion: contract.Version, TargetVersion: TargetVersion, SessionRoot: root, Layout: layout, DryRun: opts.DryRun,
+		CheckoutCommit: commit,
+		Jobs:           opts.Jobs, StartedAt: opts.Now().UTC().Format(time.RFC3339Nano), ToolVersion: opts.ToolVersion,
 		Runtime:     map[string]string{"go": runtime.Version(), "platform": runtime.GOOS, "arch": runtime.GOARCH},
 		TextLogPath: logPath, SummaryPath: filepath.Join(dir, "summary.json"),
 		BySourceVersion: map[string]Counts{}, FailureGroups: []FailureGroup{}}
@@ -241,9 +259,24 @@ func (r *report) fail(in *input, err error, d time.Duration) {
 	defer r.mu.Unlock()
 	r.count(in, func(c *Counts) { c.Failed++ })
 	item := classify(in.path, err)
-	r.failures = append(r.failures, failure{version: versionKey(in.version), item: item})
+	r.failures = append(r.failures, failure{version: in.version, item: item})
 	ev := r.base(in, "failed")
 	ev.MessageType, ev.Message, ev.Seconds, ev.Completed = "error", err.Error(), d.Seconds(), r.completed
+	r.emit(ev)
+	r.logw.WriteString(fmt.Sprintf("  error type %T: %#v\n", err, err))
+	r.logw.Flush()
+}
+
+// failRoot fails the run as a whole (a missing root, a root that mixes
+// compressions): one failure of unknown version, naming the root.
+func (r *report) failRoot(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	in := &input{path: r.sum.SessionRoot, version: -1}
+	r.count(in, func(c *Counts) { c.Failed++ })
+	r.failures = append(r.failures, failure{version: -1, item: classify(in.path, err)})
+	ev := r.base(in, "failed")
+	ev.MessageType, ev.Message, ev.Completed = "error", err.Error(), r.completed
 	r.emit(ev)
 	r.logw.WriteString(fmt.Sprintf("  error type %T: %#v\n", err, err))
 	r.logw.Flush()
@@ -253,17 +286,23 @@ var (
 	unknownEventRe = regexp.MustCompile(`unknown (?:historical )?event type "([^"]+)"`)
 	seqGapRe       = regexp.MustCompile(`seq gap \(expected (\d+), got (\d+)\)`)
 	memberRe       = regexp.MustCompile(`has unexpected member "([^"]+)"`)
+	memberTypeRe   = regexp.MustCompile(`(\S+) \d+ data has unexpected member `)
 )
 
 // classify gives a failure its reason and error name, for grouping.
 func classify(path string, err error) FailureItem {
 	it := FailureItem{InputPath: path, Message: err.Error(), ErrorName: errorName(err)}
 	msg := err.Error()
+	it.Child = strings.HasPrefix(msg, "child Session ")
 	var fe *convlog.FormatError
 	var ue *upgrade.Error
 	switch {
 	case memberRe.MatchString(msg):
 		it.Reason = "unexpected_member"
+		it.Member = memberRe.FindStringSubmatch(msg)[1]
+		if m := memberTypeRe.FindStringSubmatch(msg); m != nil {
+			it.EventType = m[1]
+		}
 	case unknownEventRe.MatchString(msg):
 		it.Reason = "unknown_event"
 		it.EventType = unknownEventRe.FindStringSubmatch(msg)[1]
@@ -275,7 +314,7 @@ func classify(path string, err error) FailureItem {
 		it.ExpectedSeq, it.ActualSeq = &e, &a
 	case errors.Is(err, upgrade.ErrSourceChanged):
 		it.Reason = "source_changed"
-	case errors.Is(err, store.ErrLocked):
+	case errors.Is(err, store.ErrLocked), errors.Is(err, dshroot.ErrOwned):
 		it.Reason = "write_locked"
 	case errors.Is(err, convlog.ErrUnsupported):
 		it.Reason = "unsupported_input"
@@ -309,10 +348,14 @@ func (r *report) finish(opts Options) *Summary {
 	groups := map[string]*FailureGroup{}
 	var keys []string
 	for _, f := range r.failures {
-		key := fmt.Sprintf("%s\x00%s\x00%s\x00%s", f.version, f.item.Reason, f.item.ErrorName, f.item.EventType)
+		key := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%s\x00%t", versionKey(f.version), f.item.Reason, f.item.ErrorName, f.item.EventType, f.item.Member, f.item.Child)
 		g := groups[key]
 		if g == nil {
-			g = &FailureGroup{SourceVersion: f.version, Reason: f.item.Reason, ErrorName: f.item.ErrorName, EventType: f.item.EventType}
+			g = &FailureGroup{Reason: f.item.Reason, ErrorName: f.item.ErrorName, EventType: f.item.EventType, Member: f.item.Member, Child: f.item.Child}
+			if f.version >= 0 {
+				v := f.version
+				g.SourceVersion = &v
+			}
 			groups[key] = g
 			keys = append(keys, key)
 		}

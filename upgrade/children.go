@@ -119,21 +119,39 @@ func (c *ChildFact) catalogFact() (*catalogEntry, error) {
 	return parseCatalogFact(data, c.subject())
 }
 
-// childLog is one candidate log in a session directory.
-type childLog struct {
-	path string
-	name convlog.Name
+// ChildFinder says where the direct subagent children of a session may be:
+// a parent's v3→v4 step completes its subagent catalog from them. The
+// layout decides: in convkit's, a session's children are logs of its own
+// conversation directory (DirChildren); in the runtime's sessions root,
+// they are sessions anywhere under the root (package dshroot).
+type ChildFinder interface {
+	// ChildCandidates returns the current generation of every log that may
+	// be a direct child of parentID, by path. It may return more logs than
+	// the children, never fewer: each candidate's header is read, and only
+	// those with origin "subagent" and parentSession parentID are
+	// children.
+	ChildCandidates(parentID string) ([]string, error)
 }
 
-// currentLogs lists the highest generation of every log in dir (by
-// convlog's generation names; other files, directories and symbolic links
-// are ignored).
-func currentLogs(dir string) ([]childLog, error) {
+// DirChildren is the ChildFinder of convkit's layout: the highest
+// generation of every log in dir, a conversation directory, by convlog's
+// generation names (other files, directories and symbolic links are not
+// logs).
+func DirChildren(dir string) ChildFinder { return dirChildren(dir) }
+
+type dirChildren string
+
+func (d dirChildren) ChildCandidates(string) ([]string, error) {
+	dir := string(d)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	best := map[string]childLog{}
+	type best struct {
+		name string
+		gen  convlog.Name
+	}
+	byBase := map[string]best{}
 	for _, de := range entries {
 		if !de.Type().IsRegular() {
 			continue
@@ -142,16 +160,15 @@ func currentLogs(dir string) ([]childLog, error) {
 		if !ok {
 			continue
 		}
-		cur, seen := best[n.Base]
-		if !seen || n.Version > cur.name.Version || n.Version == cur.name.Version && de.Name() < filepath.Base(cur.path) {
-			best[n.Base] = childLog{path: filepath.Join(dir, de.Name()), name: n}
+		cur, seen := byBase[n.Base]
+		if !seen || n.Version > cur.gen.Version || n.Version == cur.gen.Version && de.Name() < cur.name {
+			byBase[n.Base] = best{name: de.Name(), gen: n}
 		}
 	}
-	out := make([]childLog, 0, len(best))
-	for _, l := range best {
-		out = append(out, l)
+	out := make([]string, 0, len(byBase))
+	for _, b := range byBase {
+		out = append(out, filepath.Join(dir, b.name))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
 	return out, nil
 }
 
@@ -162,24 +179,25 @@ type childInfo struct {
 	createdAt int64
 }
 
-// findChildren returns the current logs in dir whose header makes them
-// direct subagent children of parentID. Logs whose header cannot be read
-// are skipped: they cannot be told to be children.
-func findChildren(dir, parentID string) ([]childInfo, error) {
-	logs, err := currentLogs(dir)
+// findChildren returns the candidates of finder whose header makes them
+// direct subagent children of parentID, by path. Logs whose header cannot
+// be read are skipped: they cannot be told to be children.
+func findChildren(finder ChildFinder, parentID string) ([]childInfo, error) {
+	paths, err := finder.ChildCandidates(parentID)
 	if err != nil {
 		return nil, err
 	}
+	sort.Strings(paths)
 	var out []childInfo
-	for _, l := range logs {
-		r, err := convlog.Open(l.path, convlog.ReaderOptions{})
+	for _, p := range paths {
+		r, err := convlog.Open(p, convlog.ReaderOptions{})
 		if err != nil {
 			continue
 		}
 		h := r.Header()
 		r.Close()
 		if h.Type == convlog.SessionLog && h.Origin == "subagent" && h.ParentSession == parentID && h.ID != parentID {
-			out = append(out, childInfo{path: l.path, id: h.ID, createdAt: h.CreatedAt})
+			out = append(out, childInfo{path: p, id: h.ID, createdAt: h.CreatedAt})
 		}
 	}
 	return out, nil
@@ -187,13 +205,20 @@ func findChildren(dir, parentID string) ([]childInfo, error) {
 
 // CollectChildren gathers the facts about the direct subagent children of
 // parentID from the other logs in sessionDir (the highest generation of
-// each): every log whose header has origin "subagent" and parentSession
-// parentID. Each child is read read-only (older versions through the upgrade
-// chain) and its own subagent/descriptor events after its inherited cut are
-// counted. A child that cannot be read gets DescriptorCount 0 and a Warning
-// (see Warnings). The error is for a directory that cannot be listed.
+// each): CollectChildrenFrom with DirChildren(sessionDir).
 func CollectChildren(sessionDir string, parentID string) ([]ChildFact, error) {
-	found, err := findChildren(sessionDir, parentID)
+	return CollectChildrenFrom(DirChildren(sessionDir), parentID)
+}
+
+// CollectChildrenFrom gathers the facts about the direct subagent children
+// of parentID among the candidates of finder: every log whose header has
+// origin "subagent" and parentSession parentID. Each child is read
+// read-only (older versions through the upgrade chain) and its own
+// subagent/descriptor events after its inherited cut are counted. A child
+// that cannot be read gets DescriptorCount 0 and a Warning (see Warnings).
+// The error is the finder's (a directory that cannot be listed).
+func CollectChildrenFrom(finder ChildFinder, parentID string) ([]ChildFact, error) {
+	found, err := findChildren(finder, parentID)
 	if err != nil {
 		return nil, err
 	}

@@ -40,10 +40,16 @@ type PublishOptions struct {
 	// Compression of the successor; nil keeps the source's.
 	Compression *convlog.Compression
 	// Children, when non-nil, are the parent's child facts, used as given.
-	// When nil they are collected from the source's directory
-	// (CollectChildren), and the set of child logs (and each one's file
-	// identity) is checked again before publication.
+	// When nil they are collected from Finder's candidates, and the set of
+	// child logs (and each one's file identity) is checked again before
+	// publication.
 	Children []ChildFact
+	// Finder says where the source's children may be (nil: the logs of
+	// the source's own directory, DirChildren).
+	Finder ChildFinder
+	// CheckHeader, when set, checks the source's header before anything
+	// is upgraded: a layout's rule that the header names the log's place.
+	CheckHeader func(*convlog.Header) error
 	// Warn receives warnings: children that could not be read.
 	Warn func(string)
 	// BeforePublish runs after the staged successor is verified and before
@@ -125,8 +131,8 @@ type childSnapshot struct {
 	ids   []fileIdentity
 }
 
-func snapshotChildren(dir, parentID string) (*childSnapshot, error) {
-	found, err := findChildren(dir, parentID)
+func snapshotChildren(finder ChildFinder, parentID string) (*childSnapshot, error) {
+	found, err := findChildren(finder, parentID)
 	if err != nil {
 		return nil, err
 	}
@@ -168,13 +174,20 @@ func (s *childSnapshot) sameAs(o *childSnapshot, pubs *Publications) bool {
 }
 
 // SuccessorPath returns where Publish puts the version 4 successor of the
-// log at src: <base>.v4.jsonl, or <base>.v4.jsonl.zst when compressed.
+// log at src: <base>.v4.jsonl, or compressed <base>.v4.jsonl.zst. A
+// compressed successor of a compressed source keeps the source's suffix
+// (.zstd stays .zstd: the runtime's layout reads no other), and a
+// compressed successor of a plain source gets .zst.
 func SuccessorPath(src string, c convlog.Compression) (string, error) {
 	n, ok := convlog.ParseName(filepath.Base(src))
 	if !ok {
-		return "", fmt.Errorf("%s: not a log generation name (<base>[.vN].jsonl[.zst])", src)
+		return "", fmt.Errorf("%s: not a log generation name (<base>[.vN].jsonl[.zst|.zstd])", src)
 	}
-	return filepath.Join(filepath.Dir(src), convlog.FileName(n.Base, convlog.CurrentVersion, c)), nil
+	next := convlog.Name{Base: n.Base, Version: convlog.CurrentVersion, Compression: c}
+	if c == convlog.Zstd && n.Compression == convlog.Zstd {
+		next.Suffix = n.Suffix
+	}
+	return filepath.Join(filepath.Dir(src), next.String()), nil
 }
 
 // Publish upgrades the log at src (a version older than 4) and publishes the
@@ -199,6 +212,11 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 	}
 	srcHeader, srcComp := hr.Header(), hr.Compression()
 	hr.Close()
+	if opts.CheckHeader != nil {
+		if err := opts.CheckHeader(srcHeader); err != nil {
+			return "", err
+		}
+	}
 	if srcHeader.Version >= convlog.CurrentVersion {
 		return "", fmt.Errorf("%s: %w (v%d)", src, ErrAlreadyCurrent, srcHeader.Version)
 	}
@@ -212,9 +230,13 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 	dir := filepath.Dir(src)
 
 	children := opts.Children
+	finder := opts.Finder
+	if finder == nil {
+		finder = DirChildren(dir)
+	}
 	var snap0 *childSnapshot
 	if children == nil && srcHeader.Type == convlog.SessionLog {
-		if snap0, err = snapshotChildren(dir, srcHeader.ID); err != nil {
+		if snap0, err = snapshotChildren(finder, srcHeader.ID); err != nil {
 			return "", err
 		}
 		children = make([]ChildFact, 0, len(snap0.found))
@@ -264,7 +286,7 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 		return "", &SourceChangedError{Path: src}
 	}
 	if snap0 != nil {
-		snap1, err := snapshotChildren(dir, srcHeader.ID)
+		snap1, err := snapshotChildren(finder, srcHeader.ID)
 		if err != nil || !snap0.sameAs(snap1, opts.Publications) {
 			return "", &SourceChangedError{Path: src}
 		}

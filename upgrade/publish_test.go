@@ -277,7 +277,7 @@ func TestPublishTornTail(t *testing.T) {
 	}
 
 	// A compressed source with a torn last frame contributes its complete
-	// lines; the successor of a .zstd source is written as .zst.
+	// lines; the successor of a .zstd source keeps .zstd.
 	dir = t.TempDir()
 	src = writeZstdLog(t, dir, "s.v3.jsonl.zstd", b.lines...)
 	raw, _ := os.ReadFile(src)
@@ -286,10 +286,35 @@ func TestPublishTornTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filepath.Base(dst) != "s.v4.jsonl.zst" {
+	if filepath.Base(dst) != "s.v4.jsonl.zstd" {
 		t.Fatal(dst)
 	}
 	if _, lines, _ := readV4(t, dst); len(lines) != 3 {
 		t.Fatalf("%d lines", len(lines))
+	}
+}
+
+// TestSuccessorPath: a successor keeps its source's compression suffix; a
+// compressed successor of a plain source is .zst, a plain one .jsonl.
+func TestSuccessorPath(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		comp convlog.Compression
+		want string
+	}{
+		{"d/s.v3.jsonl.zstd", convlog.Zstd, "d/s.v4.jsonl.zstd"},
+		{"d/session.jsonl.zstd", convlog.Zstd, "d/session.v4.jsonl.zstd"},
+		{"d/s.v2.jsonl.zst", convlog.Zstd, "d/s.v4.jsonl.zst"},
+		{"d/s.jsonl", convlog.Plain, "d/s.v4.jsonl"},
+		{"d/s.v1.jsonl", convlog.Zstd, "d/s.v4.jsonl.zst"},
+		{"d/s.v3.jsonl.zstd", convlog.Plain, "d/s.v4.jsonl"},
+	} {
+		got, err := SuccessorPath(c.src, c.comp)
+		if err != nil || got != c.want {
+			t.Errorf("SuccessorPath(%q, %v) = %q, %v; want %q", c.src, c.comp, got, err, c.want)
+		}
+	}
+	if _, err := SuccessorPath("d/s.v01.jsonl", convlog.Plain); err == nil {
+		t.Error("a noncanonical name has a successor")
 	}
 }

@@ -18,7 +18,7 @@ func newCompletionCommand(e *env) *ucli.Command {
 		Description: `Prints a completion script, generated from the same command definitions as
 the help and the man page: commands, subcommands, every option (global
 options anywhere), option values (directories, files, the choices of
---on-conflict and --compress) and arguments. Install it with:
+--on-conflict, --compress and --layout) and arguments. Install it with:
 
   bash: convkit completion bash > /etc/bash_completion.d/convkit
         (or: source <(convkit completion bash) in ~/.bashrc)
@@ -49,7 +49,9 @@ options anywhere), option values (directories, files, the choices of
 // (TestCompletionChoices checks each names a real option).
 var completionChoices = map[string][]string{
 	"migrate --compress":  {"keep", "zstd", "none"},
+	"migrate --layout":    {"auto", "convkit", "dsh"},
 	"fixtures --compress": {"zstd", "none"},
+	"fixtures --layout":   {"convkit", "dsh"},
 	"import --on-conflict": {
 		"refuse", "replace", "skip"},
 }

@@ -24,13 +24,21 @@ func newFixturesCommand(e *env) *ucli.Command {
 runs nothing else: the same --seed gives the same store. It holds logs of
 every format version, plain and compressed, subagents, forks (one after a
 compaction), a torn tail, a corrupt log and an interrupted deletion; --large
-adds multi-megabyte logs. Point any command at it with --data-dir DIR.`,
+adds multi-megabyte logs. Point any command at it with --data-dir DIR.
+
+--layout dsh writes a sessions root in the runtime's own layout instead
+(<root>/<project-dir>/<session-dir>/session[.vN].jsonl[.zstd]): sessions of
+every version, one compression (--compress), subagents in session
+directories of their own, a seeded fork, torn tails, a flat file and a
+symbolically linked project; --conversations N is then the number of
+top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "to", Usage: "write the store into `DIR`"},
 			&ucli.Int64Flag{Name: "seed", Value: 1, Usage: "the generator's `SEED`"},
 			&ucli.IntFlag{Name: "conversations", Value: 20, Usage: "write `N` conversations in all (the special cases included)"},
 			&ucli.BoolFlag{Name: "large", Usage: "add conversations with multi-megabyte logs"},
-			&ucli.StringFlag{Name: "compress", Value: "zstd", Usage: "compression of ordinary logs: `zstd` or none"},
+			&ucli.StringFlag{Name: "compress", Value: "zstd", Usage: "compression of ordinary logs (with --layout dsh, of every log): `zstd` or none"},
+			&ucli.StringFlag{Name: "layout", Value: "convkit", Usage: "write a convkit store (`convkit`) or a sessions root in the runtime's layout (dsh)"},
 		},
 		Action: func(c *ucli.Context) error {
 			if err := checkArgs(c, 0, 0); err != nil {
@@ -51,8 +59,29 @@ adds multi-megabyte logs. Point any command at it with --data-dir DIR.`,
 			default:
 				return usagef(c, "--compress must be zstd or none, not %q", c.String("compress"))
 			}
+			layout := c.String("layout")
+			if layout != "convkit" && layout != "dsh" {
+				return usagef(c, "--layout must be convkit or dsh, not %q", layout)
+			}
 			if err := requireEmpty(to); err != nil {
 				return err
+			}
+			if layout == "dsh" {
+				rep, err := fixtures.GenerateSessions(c.Context, to, fixtures.SessionsOptions{Seed: c.Int64("seed"), Sessions: c.Int("conversations"),
+					Large: c.Bool("large"), Compression: comp})
+				if err != nil {
+					return err
+				}
+				if e.g.JSON {
+					return writeJSON(e.stdout, struct {
+						SchemaVersion int    `json:"schemaVersion"`
+						Layout        string `json:"layout"`
+						*fixtures.SessionsReport
+					}{schemaVersion, layout, rep})
+				}
+				fmt.Fprintf(e.stdout, "wrote %d session directories and %d invalid layout entries into %s (layout dsh, %s, seed %d)\n",
+					len(rep.Sessions), len(rep.Invalid), rep.Root, comp, rep.Seed)
+				return nil
 			}
 			rep, err := fixtures.GenerateContext(c.Context, to, fixtures.Options{Seed: c.Int64("seed"), Conversations: c.Int("conversations"),
 				Large: c.Bool("large"), Compression: comp})

@@ -16,27 +16,36 @@ func newInspectCommand(e *env) *ucli.Command {
 	return &ucli.Command{
 		Name:      "inspect",
 		Usage:     "read one log of any version, plain or compressed",
-		ArgsUsage: "PATH | - | CONVERSATION [SESSION]",
+		ArgsUsage: "PATH | DIR | - | CONVERSATION [SESSION]",
 		Description: `Reads one log and describes it; it never changes a file and never
 takes runtime.lock, so it runs beside the runtime.
 
-The log is a file PATH, - for stdin (plain or zstd, told apart by its
-first bytes; copied to a private temporary file under $TMPDIR, removed
-afterwards, at most the free space there less 64 MiB), or found in the
-data directory: CONVERSATION alone is that conversation's own log,
-CONVERSATION SESSION one of its session logs (the highest generation).
+The log is a file PATH of either layout; a directory DIR: a session
+directory of the runtime's sessions root (its highest generation) or a
+convkit conversation directory (its conversation log); - for stdin (plain
+or zstd, told apart by its first bytes; copied to a private temporary file
+under $TMPDIR, removed afterwards, at most the free space there less 64
+MiB); or found in the data directory: CONVERSATION alone is that
+conversation's own log, CONVERSATION SESSION one of its session logs (the
+highest generation).
 
 Without a mode flag it renders the header and one line per event.
 --json prints each event as stored, one JSON object per line.
 --validate lists every problem with its line and byte offset (at most
 --max-problems, default 100; the rest are counted); exit 1 if any.
 --stats counts events and bytes by type, frames, compression ratio, torn tail.
---history prints the derived history a model reads (format v4 logs).`,
+--history prints the derived history a model reads (an older log is
+upgraded in memory first; nothing is written).
+--upgrade shows an older log's events as its version 4 successor would
+hold them (upgraded in memory, its subagent catalog completed from the
+children found beside it, or anywhere under a sessions root in the
+runtime's layout); with --json, one JSON object per event.`,
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "validate", Usage: "list every format problem with its position"},
 			&ucli.IntFlag{Name: "max-problems", Value: inspect.DefaultMaxProblems, Usage: "with --validate, list at most `N` problems (the rest are counted)"},
 			&ucli.BoolFlag{Name: "stats", Usage: "sizes by event type, frames, compression, torn tail"},
 			&ucli.BoolFlag{Name: "history", Usage: "the derived history (the messages a model reads)"},
+			&ucli.BoolFlag{Name: "upgrade", Usage: "show the events as the log's version 4 successor would hold them"},
 			&ucli.StringSliceFlag{Name: "type", Usage: "only events whose type matches `PATTERN` (shell pattern, repeatable)", Destination: &types},
 		},
 		Action: func(c *ucli.Context) error {
@@ -57,6 +66,9 @@ Without a mode flag it renders the header and one line per event.
 			} else if c.IsSet("max-problems") && !c.Bool("validate") {
 				return usagef(c, "--max-problems applies to --validate only")
 			}
+			if c.Bool("upgrade") && (c.Bool("validate") || c.Bool("stats")) {
+				return usagef(c, "--upgrade shows the upgraded events; --validate and --stats read the log as stored (migrate --dry-run checks an upgrade)")
+			}
 			filter := inspect.Filter(types.Value())
 			if err := filter.Validate(); err != nil {
 				return usagef(c, "%v", err)
@@ -68,21 +80,27 @@ Without a mode flag it renders the header and one line per event.
 					return err
 				}
 				defer sp.remove()
-				return sp.renameErr(runInspect(c, e, sp.path, stdinName, "-", filter))
+				// A log from stdin has no place: no children are looked for.
+				t := &inspect.Target{Path: sp.path}
+				return sp.renameErr(runInspect(c, e, t, stdinName, "-", filter))
 			}
-			path, err := inspectTarget(c.Context, e, args)
+			t, err := inspectTarget(c.Context, e, args)
 			if err != nil {
 				return err
 			}
-			return runInspect(c, e, path, path, path, filter)
+			if err := t.CheckPlace(); err != nil {
+				fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, text(err.Error()))
+			}
+			return runInspect(c, e, t, t.Path, t.Path, filter)
 		},
 	}
 }
 
-// runInspect inspects the log at path; shown is its name in text output,
+// runInspect inspects the log of t; shown is its name in text output,
 // jsonPath its name in JSON output (they differ for a copy of stdin).
-func runInspect(c *ucli.Context, e *env, path, shown, jsonPath string, filter inspect.Filter) error {
+func runInspect(c *ucli.Context, e *env, t *inspect.Target, shown, jsonPath string, filter inspect.Filter) error {
 	ctx := c.Context
+	path := t.Path
 	switch {
 	case c.Bool("validate"):
 		v, err := inspect.Validate(ctx, path, inspect.ValidateOptions{MaxProblems: c.Int("max-problems")})
@@ -144,6 +162,19 @@ func runInspect(c *ucli.Context, e *env, path, shown, jsonPath string, filter in
 			return nil
 		}
 		return inspect.RenderHistory(h, e.stdout)
+	case c.Bool("upgrade"):
+		u, err := inspect.OpenUpgraded(t)
+		if err != nil {
+			return err
+		}
+		defer u.Close()
+		for _, w := range u.Warnings {
+			fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, text(w))
+		}
+		if e.g.JSON {
+			return inspect.WriteUpgradedJSON(ctx, u, e.stdout, filter)
+		}
+		return inspect.RenderUpgraded(ctx, u, e.stdout, filter)
 	case e.g.JSON:
 		return inspect.WriteJSON(ctx, path, e.stdout, filter)
 	default:
@@ -151,17 +182,18 @@ func runInspect(c *ucli.Context, e *env, path, shown, jsonPath string, filter in
 	}
 }
 
-// inspectTarget resolves the arguments to a log file: an existing path, or
-// a conversation (and session) id in the data directory.
-func inspectTarget(ctx context.Context, e *env, args []string) (string, error) {
+// inspectTarget resolves the arguments to a log file: an existing path (a
+// log file, or a directory holding one: inspect.Resolve), or a
+// conversation (and session) id in the data directory.
+func inspectTarget(ctx context.Context, e *env, args []string) (*inspect.Target, error) {
 	if len(args) == 1 {
 		if _, err := os.Lstat(args[0]); err == nil {
-			return args[0], nil
+			return inspect.Resolve(args[0])
 		}
 	}
 	dir, err := e.g.dataDir()
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	session := ""
 	if len(args) == 2 {
@@ -174,11 +206,11 @@ func inspectTarget(ctx context.Context, e *env, args []string) (string, error) {
 	}
 	if err != nil {
 		if len(args) == 1 {
-			return "", fmt.Errorf("%q is neither a file nor a conversation in %s: %w", args[0], dir, err)
+			return nil, fmt.Errorf("%q is neither a file nor a conversation in %s: %w", args[0], dir, err)
 		}
-		return "", err
+		return nil, err
 	}
-	return p, nil
+	return inspect.Resolve(p)
 }
 
 // stopPosition names where a read stopped.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/convkit/convkit/dshroot"
 	"github.com/convkit/convkit/migrate"
 	"github.com/convkit/convkit/store"
 )
@@ -26,20 +28,28 @@ already at v4 is opened read-only and validated (a torn tail is left as
 it is). At most --jobs logs are converted at once. A log that changes
 while it is converted is deferred and retried once after the first pass;
 a failure never stops the rest. Symbolic links are never followed; a link
-or a log outside the conversation/log shape is a failed input; a
-conversation directory holding no log is skipped.
+or a log outside the layout's shape is a failed input; a directory
+holding no log is skipped.
+
+The root is a convkit store's conversations/ (locked by its runtime.lock)
+or a sessions root in the runtime's own layout,
+<root>/<project-dir>/<session-dir>/session[.vN].jsonl[.zstd] (each older
+session converted holding its session.lock; a locked one fails). --layout
+auto (the default) tells them apart by shape and refuses a root showing
+both, or neither.
 
 One line per log as it starts and ends, then exactly
 "Summary: converted=A, already-V4=B, failed=F, skipped=S", each failure
 with its path and message, "Full log: PATH" and "JSON summary: PATH"
 (a private folder in the temporary directory). --json prints one JSON
-object per event and then the summary. Takes runtime.lock (not with
---dry-run). Uses no model and no API key. Exit 1 if any log failed.`,
+object per event and then the summary. Uses no model and no API key.
+Exit 1 if any log failed.`,
 		Flags: []ucli.Flag{
-			&ucli.StringFlag{Name: "sessions-dir", Usage: "the sessions root `DIR` (default: <data-dir>/conversations)"},
+			&ucli.StringFlag{Name: "sessions-dir", Usage: "the sessions root `DIR` (default: <data-dir>/conversations; with --layout dsh, $DSH_HOME/sessions or ~/.dsh/sessions)"},
+			&ucli.StringFlag{Name: "layout", Value: "auto", Usage: "the root's layout: `auto`, convkit or dsh"},
 			&ucli.StringFlag{Name: "jobs", Usage: "convert at most `N` logs at once (default: CPUs, at most 16)"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "plan only: what each log would become and the space needed"},
-			&ucli.StringFlag{Name: "compress", Value: "keep", Usage: "successor compression: `keep`, zstd or none"},
+			&ucli.StringFlag{Name: "compress", Value: "keep", Usage: "successor compression: `keep`, zstd or none (convkit layout only)"},
 		},
 		Action: func(c *ucli.Context) error {
 			if err := checkArgs(c, 0, 0); err != nil {
@@ -59,29 +69,46 @@ object per event and then the summary. Takes runtime.lock (not with
 			default:
 				return usagef(c, "--compress must be keep, zstd or none, not %q", comp)
 			}
-			dataDir, err := migrateStore(c, e)
+			layout, err := migrate.ParseLayout(c.String("layout"))
+			if err != nil {
+				return usagef(c, "%v", err)
+			}
+			root, err := migrateRoot(c, e, layout)
 			if err != nil {
 				return err
 			}
-			mode := store.LockExclusive
-			if c.Bool("dry-run") {
-				mode = store.LockNone
+			if root.Layout == migrate.LayoutDSH && comp != migrate.CompressKeep {
+				return usagef(c, "--compress %s: a sessions root in the dsh layout (%s) holds one compression, and successors keep their source's", comp, root.Dir)
 			}
-			s, err := e.openStoreAt(c.Context, dataDir, "migrate", mode, store.CreateNever)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
 			bar := e.newProgress("migrate", "logs", 0)
 			opts := migrate.Options{Jobs: jobs, DryRun: c.Bool("dry-run"), Compress: comp,
-				Progress: bar, ToolVersion: buildVersion(), OnEvent: migrateRenderer(e)}
+				Progress: bar, ToolVersion: buildVersion(), Revision: buildRevision(), OnEvent: migrateRenderer(e)}
 			// The process's memory: 64 MiB + 32 MiB per job, unless
 			// GOMEMLIMIT says otherwise.
 			defer softMemoryLimit(min(jobs, migrate.MaxJobs))()
-			sum, err := migrate.Run(c.Context, s, opts)
+			var sum *migrate.Summary
+			var runErr error
+			if root.Layout == migrate.LayoutDSH {
+				r, err := dshroot.Open(root.Dir)
+				if err != nil {
+					return err
+				}
+				sum, runErr = migrate.RunSessions(c.Context, r, opts)
+			} else {
+				mode := store.LockExclusive
+				if c.Bool("dry-run") {
+					mode = store.LockNone
+				}
+				s, err := e.openStoreAt(c.Context, root.DataDir, "migrate", mode, store.CreateNever)
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				sum, runErr = migrate.Run(c.Context, s, opts)
+			}
 			bar.Finish()
-			if err != nil {
-				return err
+			if runErr != nil {
+				return runErr
 			}
 			if e.g.JSON {
 				if err := writeJSON(e.stdout, struct {
@@ -113,30 +140,59 @@ object per event and then the summary. Takes runtime.lock (not with
 	}
 }
 
-// migrateStore is the data directory of the store migrate changes: the
-// store whose conversations directory --sessions-dir names, else the data
-// directory's. The lock taken is that store's. A --data-dir naming another
-// store beside --sessions-dir is a usage error ($CONVKIT_DATA_DIR and the
-// defaults give way to --sessions-dir).
-func migrateStore(c *ucli.Context, e *env) (string, error) {
+// migrateRoot is the sessions root migrate works on, as migrate.FindRoot
+// recognises it. Without --sessions-dir it is the data directory's store
+// (convkit's layout), or with --layout dsh the runtime's default root. In
+// convkit's layout the lock taken is the store's: a --data-dir naming
+// another store beside --sessions-dir is a usage error ($CONVKIT_DATA_DIR
+// and the defaults give way to --sessions-dir); a root in the dsh layout
+// belongs to no store, and --data-dir beside it is a usage error too.
+func migrateRoot(c *ucli.Context, e *env, layout migrate.Layout) (migrate.Root, error) {
 	dir := c.String("sessions-dir")
 	if dir == "" {
-		return e.g.dataDir()
+		if layout != migrate.LayoutDSH {
+			dataDir, err := e.g.dataDir()
+			if err != nil {
+				return migrate.Root{}, err
+			}
+			return migrate.Root{Dir: store.ConversationsDir(dataDir), Layout: migrate.LayoutConvkit, DataDir: dataDir}, nil
+		}
+		var err error
+		if dir, err = dshSessionsDir(e.g.getenv); err != nil {
+			return migrate.Root{}, usagef(c, "%v", err)
+		}
 	}
-	root, err := migrate.FindRoot(dir)
+	root, err := migrate.FindRoot(dir, layout)
 	if err != nil {
-		return "", withHint(err, "--sessions-dir names DATA/"+store.ConversationsDirName+" of the store at DATA; leave it out to migrate the data directory's store")
+		return migrate.Root{}, withHint(err, "--sessions-dir names DATA/"+store.ConversationsDirName+" of the store at DATA, or a sessions root in the dsh layout (<root>/<project>/<session>/session[.vN].jsonl[.zstd]); --layout says which")
 	}
-	if strings.TrimSpace(e.g.DataDir) != "" {
-		given, err := e.g.dataDir()
-		if err != nil {
-			return "", err
-		}
-		if !sameDir(given, root.DataDir) {
-			return "", usagef(c, "--sessions-dir %s belongs to the store %s, not to --data-dir %s: a migration takes the lock of the store it changes; give one of them", root.Dir, root.DataDir, given)
-		}
+	if strings.TrimSpace(e.g.DataDir) == "" {
+		return root, nil
 	}
-	return root.DataDir, nil
+	given, err := e.g.dataDir()
+	if err != nil {
+		return migrate.Root{}, err
+	}
+	if root.Layout == migrate.LayoutDSH {
+		return migrate.Root{}, usagef(c, "--sessions-dir %s is a sessions root in the dsh layout, which belongs to no convkit store: leave out --data-dir %s", root.Dir, given)
+	}
+	if !sameDir(given, root.DataDir) {
+		return migrate.Root{}, usagef(c, "--sessions-dir %s belongs to the store %s, not to --data-dir %s: a migration takes the lock of the store it changes; give one of them", root.Dir, root.DataDir, given)
+	}
+	return root, nil
+}
+
+// dshSessionsDir is the runtime's default sessions root: $DSH_HOME/sessions,
+// else ~/.dsh/sessions (a blank $DSH_HOME counts as unset).
+func dshSessionsDir(getenv func(string) string) (string, error) {
+	if h := strings.TrimSpace(getenv("DSH_HOME")); h != "" {
+		return filepath.Join(getenv("DSH_HOME"), "sessions"), nil
+	}
+	home := getenv("HOME")
+	if strings.TrimSpace(home) == "" {
+		return "", errors.New("--layout dsh without --sessions-dir: neither $DSH_HOME nor $HOME is set; name the root with --sessions-dir DIR")
+	}
+	return filepath.Join(home, ".dsh", "sessions"), nil
 }
 
 // sameDir reports whether a and b name one directory.

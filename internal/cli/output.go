@@ -107,7 +107,7 @@ var migrateLine = regexp.MustCompile(`^\[\d+/\d+\] "(?:[^"\\]|\\.)*" (.*)$`)
 
 // migrateQuiet is what --quiet keeps of migrate's text lines
 // (docs/CLI.md): the inputs that failed or were skipped, their ERROR lines,
-// and everything from the summary on (Summary, Failures, Full log, JSON
+// the line that says the root is empty, and everything from the summary on (Summary, Failures, Full log, JSON
 // summary; Plan on a dry run). The preamble and the lines of inputs
 // started, converted, found current or deferred go. The text log keeps
 // every line.
@@ -120,7 +120,7 @@ func migrateQuiet() func(string) bool {
 		if strings.HasPrefix(line, "Summary: ") || strings.HasPrefix(line, "Plan: ") {
 			summary = true
 		}
-		return summary || strings.HasPrefix(line, "ERROR ")
+		return summary || strings.HasPrefix(line, "ERROR ") || strings.HasPrefix(line, "The sessions root is empty")
 	}
 }
 

@@ -193,3 +193,21 @@ func TestListAlignsWideTitles(t *testing.T) {
 		t.Errorf("the wide title is not listed:\n%s", stdout)
 	}
 }
+
+// TestQuietEmptySessionsRoot: an empty sessions root is said to be empty,
+// -q or not: it is never a silent success.
+func TestQuietEmptySessionsRoot(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	root := t.TempDir()
+	for _, q := range [][]string{nil, {"-q"}} {
+		var out, errb bytes.Buffer
+		args := append(append([]string{"convkit"}, q...), "migrate", "--sessions-dir", root)
+		code := Main(context.Background(), args, strings.NewReader(""), &out, &errb, func(string) string { return "" })
+		if code != 0 || !strings.Contains(out.String(), "The sessions root is empty: there is nothing to migrate.\nSummary: converted=0, already-V4=0, failed=0, skipped=0\n") {
+			t.Fatalf("%v: exit %d\n%s%s", q, code, out.String(), errb.String())
+		}
+		if quiet := len(q) > 0; quiet == strings.Contains(out.String(), "Layout: dsh") {
+			t.Errorf("%v: the preamble is printed %v:\n%s", q, !quiet, out.String())
+		}
+	}
+}

@@ -120,3 +120,12 @@ func runVersion(e *env) error {
 	_, err := fmt.Fprintf(e.stdout, "%s %s\n", progName, buildVersion())
 	return err
 }
+
+// buildRevision is the version control revision the binary was built from,
+// "" when Go recorded none.
+func buildRevision() string {
+	if v := versionInfo().VCS; v != nil {
+		return v.Revision
+	}
+	return ""
+}

@@ -1,0 +1,220 @@
+package dshroot
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/convkit/convkit/convlog"
+)
+
+// ChildCandidates returns the current generation of every session under
+// the root whose header names parentID as its parentSession: the
+// candidates for the direct subagent children of parentID (the caller
+// reads their headers and keeps those with origin "subagent"). It makes
+// the Root an upgrade.ChildFinder: in this layout a parent's children live
+// in their own session directories, in any project directory of the root.
+//
+// The first call reads the header of every session's current generation
+// and indexes the sessions by parent. Each later call brings the index up
+// to date cheaply: a project directory (or the root) whose modification
+// time, size, inode or link count changed is listed again and its new
+// session directories read, and each candidate's directory is listed again
+// for its current generation. A session that already existed when it was
+// indexed and whose newer generation names another parent is not seen; the
+// runtime never rewrites a header's parent.
+func (r *Root) ChildCandidates(parentID string) ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.idx == nil {
+		r.idx = &childIndex{projects: map[string]*projectIndex{}}
+	}
+	if err := r.idx.refresh(r.dir); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, pname := range sortedKeys(r.idx.projects) {
+		p := r.idx.projects[pname]
+		for _, sname := range sortedKeys(p.sessions) {
+			s := p.sessions[sname]
+			if s.parent != parentID {
+				continue
+			}
+			if path := currentGeneration(s.dir); path != "" {
+				out = append(out, path)
+			}
+		}
+	}
+	return out, nil
+}
+
+// dirStamp is what says a directory's entries may have changed.
+type dirStamp struct {
+	mtime, size int64
+	ino, nlink  uint64
+}
+
+type childIndex struct {
+	root     dirStamp
+	listed   bool
+	projects map[string]*projectIndex
+}
+
+type projectIndex struct {
+	dir      string
+	stamp    dirStamp
+	listed   bool
+	sessions map[string]*indexedSession
+}
+
+type indexedSession struct {
+	dir    string
+	parent string // the current generation's header's parentSession
+	// read is false while no header could be read (a session directory
+	// the runtime is still creating, say): its directory is checked on
+	// every refresh, and the header read again when it changed.
+	read  bool
+	stamp dirStamp
+}
+
+func indexSession(dir string) *indexedSession {
+	s := &indexedSession{dir: dir}
+	s.update()
+	return s
+}
+
+func (s *indexedSession) update() {
+	fi, err := os.Lstat(s.dir)
+	if err != nil {
+		return
+	}
+	s.stamp = stampOf(fi)
+	s.parent, s.read = parentOf(currentGeneration(s.dir))
+}
+
+// refresh lists again what changed since the last call.
+func (x *childIndex) refresh(root string) error {
+	fi, err := os.Stat(root)
+	if err != nil {
+		return err
+	}
+	if st := stampOf(fi); !x.listed || st != x.root {
+		entries, err := os.ReadDir(root)
+		if err != nil {
+			return err
+		}
+		x.root, x.listed = st, true
+		seen := map[string]bool{}
+		for _, e := range entries {
+			if !e.Type().IsDir() { // links are not traversed
+				continue
+			}
+			seen[e.Name()] = true
+			if x.projects[e.Name()] == nil {
+				x.projects[e.Name()] = &projectIndex{dir: filepath.Join(root, e.Name()), sessions: map[string]*indexedSession{}}
+			}
+		}
+		for name := range x.projects {
+			if !seen[name] {
+				delete(x.projects, name)
+			}
+		}
+	}
+	for _, p := range x.projects {
+		p.refresh()
+	}
+	return nil
+}
+
+func (p *projectIndex) refresh() {
+	for _, s := range p.sessions {
+		if !s.read {
+			if fi, err := os.Lstat(s.dir); err == nil && stampOf(fi) != s.stamp {
+				s.update()
+			}
+		}
+	}
+	fi, err := os.Lstat(p.dir)
+	if err != nil || !fi.IsDir() {
+		p.sessions = map[string]*indexedSession{}
+		p.listed = false
+		return
+	}
+	st := stampOf(fi)
+	if p.listed && st == p.stamp {
+		return
+	}
+	entries, err := os.ReadDir(p.dir)
+	if err != nil {
+		return // listed again next time
+	}
+	p.stamp, p.listed = st, true
+	seen := map[string]bool{}
+	for _, e := range entries {
+		if !e.Type().IsDir() {
+			continue
+		}
+		seen[e.Name()] = true
+		if p.sessions[e.Name()] == nil {
+			p.sessions[e.Name()] = indexSession(filepath.Join(p.dir, e.Name()))
+		}
+	}
+	for name := range p.sessions {
+		if !seen[name] {
+			delete(p.sessions, name)
+		}
+	}
+}
+
+// currentGeneration is the path of the highest generation in dir that is
+// a regular file, "" when the highest is not one (never a fallback to a
+// lower one) or there is none.
+func currentGeneration(dir string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	var best Generation
+	found := false
+	for _, e := range entries {
+		n, ok := ParseGeneration(e.Name())
+		if !ok {
+			continue
+		}
+		g := Generation{Name: n, File: e.Name(), Regular: e.Type()&fs.ModeType == 0}
+		if !found || g.Version > best.Version || g.Version == best.Version && g.File < best.File {
+			best, found = g, true
+		}
+	}
+	if !found || !best.Regular {
+		return ""
+	}
+	return filepath.Join(dir, best.File)
+}
+
+// parentOf reads the parentSession of the log at path; read is false when
+// there is no log or its header cannot be read.
+func parentOf(path string) (parent string, read bool) {
+	if path == "" {
+		return "", false
+	}
+	r, err := convlog.Open(path, convlog.ReaderOptions{})
+	if err != nil {
+		return "", false
+	}
+	defer r.Close()
+	if h := r.Header(); h.Type == convlog.SessionLog {
+		return h.ParentSession, true
+	}
+	return "", true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

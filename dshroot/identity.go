@@ -1,0 +1,54 @@
+package dshroot
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/convkit/convkit/convlog"
+)
+
+// IdentityError refuses a log whose header names another place than the
+// one it sits in. It wraps convlog.ErrCorrupt.
+type IdentityError struct {
+	Path     string // the log
+	ID, Cwd  string // the header's
+	Expected string // where the header says the log belongs
+}
+
+func (e *IdentityError) Error() string {
+	return fmt.Sprintf("corrupt session log %q: header id %q and cwd identify %q", e.Path, e.ID, e.Expected)
+}
+
+func (e *IdentityError) Unwrap() error { return convlog.ErrCorrupt }
+
+// GenerationPath is where generation version of the session id, whose
+// header has the working directory cwd, lives under the root: the project
+// directory of cwd, the session directory of id, the generation's name
+// (compressed with suffix, "" meaning ".zstd").
+func (r *Root) GenerationPath(cwd, id string, version int, c convlog.Compression, suffix string) (string, error) {
+	dir, err := SessionDir(id)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(r.dir, ProjectDir(cwd), dir, GenerationName(version, c, suffix)), nil
+}
+
+// CheckIdentity refuses the header h of the log at path (a generation of a
+// session directory of this root) unless the header's id and working
+// directory reproduce that path: the id names the session directory, the
+// working directory the project directory. A log copied or moved to
+// another session's place is refused, not read as that session.
+func (r *Root) CheckIdentity(path string, h *convlog.Header) error {
+	n, ok := ParseGeneration(filepath.Base(path))
+	if !ok {
+		return fmt.Errorf("%s: not a generation file name", path)
+	}
+	want, err := r.GenerationPath(h.Cwd, h.ID, h.Version, n.Compression, n.Suffix)
+	if err != nil {
+		want = filepath.Join(r.dir, ProjectDir(h.Cwd), "(no session directory: "+err.Error()+")")
+	}
+	if err == nil && filepath.Clean(path) == want {
+		return nil
+	}
+	return &IdentityError{Path: path, ID: h.ID, Cwd: h.Cwd, Expected: want}
+}

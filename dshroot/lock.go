@@ -1,0 +1,105 @@
+package dshroot
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/gofrs/flock"
+
+	"github.com/convkit/convkit/durable"
+)
+
+// ErrOwned is wrapped by an *OwnedError.
+var ErrOwned = errors.New("session is already owned by another process")
+
+// OwnedError reports a session whose session.lock another process holds:
+// the runtime's SessionAlreadyOwnedError. A migration counts such a session
+// as failed (reason write_locked) and leaves it alone.
+type OwnedError struct {
+	ID   string
+	Path string // the lock file
+}
+
+func (e *OwnedError) Error() string {
+	return fmt.Sprintf("session %q is already owned: %s is locked by another process", e.ID, e.Path)
+}
+
+func (e *OwnedError) Unwrap() error { return ErrOwned }
+
+// SessionLock is a hold on one session's session.lock.
+type SessionLock struct {
+	path string
+	fl   *flock.Flock
+}
+
+// lockAttempts is how often LockSession locks again when the file it locked
+// is no longer the one at the path (the runtime retries 3 times too).
+const lockAttempts = 3
+
+// LockSession takes the session's session.lock as the runtime does: the
+// file is created when missing (empty; 0600, where the runtime leaves the
+// mode to the umask), then locked with a non-blocking exclusive flock. A
+// lock another process holds gives an *OwnedError at once. The locked file
+// must still be the one at the path, else it is locked again. The file is
+// never deleted: a waiter could otherwise lock an inode that a newcomer no
+// longer finds. It is never opened through a symbolic link, and a link,
+// FIFO or directory named session.lock is refused.
+func (r *Root) LockSession(s *Session) (*SessionLock, error) {
+	path := filepath.Join(s.Dir, LockFileName)
+	for attempt := 1; ; attempt++ {
+		l, retry, err := lockOnce(path, s.ID)
+		if err == nil || !retry || attempt == lockAttempts {
+			return l, err
+		}
+	}
+}
+
+func lockOnce(path, id string) (l *SessionLock, retry bool, err error) {
+	if f, err := durable.CreateExcl(path); err == nil {
+		f.Close()
+	} else if !errors.Is(err, fs.ErrExist) && !errors.Is(err, durable.ErrSymlink) && !errors.Is(err, durable.ErrNotRegular) {
+		return nil, false, fmt.Errorf("lock %s: %w", path, unwrapPath(err))
+	}
+	// What is checked is a descriptor opened without following a link;
+	// what is locked must be that same file.
+	rec, err := durable.OpenRegular(path, os.O_RDONLY)
+	if err != nil {
+		return nil, false, fmt.Errorf("refusing to lock %s: %w", path, unwrapPath(err))
+	}
+	defer rec.Close()
+	fl := flock.New(path, flock.SetFlag(os.O_RDONLY|durable.NoFollowFlags))
+	ok, err := fl.TryLock()
+	if err != nil {
+		return nil, false, fmt.Errorf("lock %s: %w", path, unwrapPath(err))
+	}
+	if !ok {
+		return nil, false, &OwnedError{ID: id, Path: path}
+	}
+	a, errA := rec.Stat()
+	b, errB := fl.Stat()
+	cur, errC := os.Lstat(path)
+	if errA != nil || errB != nil || errC != nil || !os.SameFile(a, b) || !os.SameFile(b, cur) {
+		fl.Unlock()
+		return nil, true, fmt.Errorf("lock %s: the file was replaced while it was being locked", path)
+	}
+	return &SessionLock{path: path, fl: fl}, false, nil
+}
+
+// Path is the lock file.
+func (l *SessionLock) Path() string { return l.path }
+
+// Release gives the lock up; the file stays. Safe on nil and more than once.
+func (l *SessionLock) Release() error {
+	if l == nil || l.fl == nil {
+		return nil
+	}
+	fl := l.fl
+	l.fl = nil
+	if err := fl.Unlock(); err != nil {
+		return fmt.Errorf("unlock %s: %w", l.path, err)
+	}
+	return nil
+}

@@ -1,0 +1,304 @@
+package dshroot
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/durable"
+)
+
+// Root is an open sessions root. Open takes no lock and creates nothing;
+// sessions are locked one at a time (LockSession). A Root is safe for
+// concurrent use.
+type Root struct {
+	dir string
+
+	mu  sync.Mutex
+	idx *childIndex // built on the first ChildCandidates
+}
+
+// Open opens the sessions root dir. It checks nothing and creates nothing:
+// Walk says what the root holds (a missing root is Walk's error).
+func Open(dir string) (*Root, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("sessions root %s: %w", dir, err)
+	}
+	return &Root{dir: abs}, nil
+}
+
+// Dir is the root's absolute path.
+func (r *Root) Dir() string { return r.dir }
+
+// Reasons Walk gives for entries that break the layout (the runtime's
+// migration command words them so).
+const (
+	ReasonProjectSymlink = "project symbolic links are not traversed"
+	ReasonSessionSymlink = "Session symbolic links are not traversed"
+	ReasonFlatFile       = "unsupported flat-file layout; expected project/session/generation"
+)
+
+// Tree is what Walk found, in the order the runtime's migration command
+// discovers it: the root's entries by name, each project directory's
+// entries by name inside it.
+type Tree struct {
+	Entries []Entry
+	// Compression is the root's: that of the first generation found
+	// (zstd, the runtime's default, when there is none).
+	Compression convlog.Compression
+	// Mixed is set when the root holds generations of both compressions:
+	// one root holds one compression, and such a root is refused whole.
+	Mixed *MixedError
+}
+
+// Entry is one thing Walk found: a session directory or an entry that
+// breaks the layout (exactly one of the two is set).
+type Entry struct {
+	Session *Session
+	Problem *Problem
+}
+
+// Problem is an entry of the root or of a project directory that breaks
+// the layout: a symbolic link, a log file outside a session directory, a
+// project directory that cannot be read.
+type Problem struct {
+	Path   string
+	Reason string
+}
+
+// Session is one session directory.
+type Session struct {
+	Project string // the project directory's name
+	Name    string // the session directory's name
+	ID      string // Name decoded; "" when it does not decode
+	Dir     string
+	// Generations are the entries named as generations, highest first
+	// (version descending, then name): Generations[0] is the current one
+	// whatever it is, since a reader never falls back to a lower one.
+	Generations []Generation
+	// Temps are temporary files a killed convkit upgrade left (durable's
+	// names, ".session…tmp"); they are removed only under session.lock.
+	Temps []string
+	// Err is set when the session breaks the layout whatever its log
+	// holds: a noncanonical directory name, an id that another project
+	// directory holds too, a directory that cannot be read.
+	Err error
+}
+
+// Generation is one entry of a session directory named as a generation.
+type Generation struct {
+	convlog.Name
+	File string // the entry's name
+	// Regular is false for an entry that is not a regular file (a
+	// symbolic link, a FIFO, a directory): it is still the current
+	// generation when it is the highest, and reading it fails.
+	Regular bool
+	Symlink bool
+}
+
+// Current is the current generation: the highest canonical one.
+func (s *Session) Current() (Generation, bool) {
+	if len(s.Generations) == 0 {
+		return Generation{}, false
+	}
+	return s.Generations[0], true
+}
+
+// Path is the current generation's path, "" when there is none.
+func (s *Session) Path() string {
+	if g, ok := s.Current(); ok {
+		return filepath.Join(s.Dir, g.File)
+	}
+	return ""
+}
+
+// MixedError refuses a root holding generations of both compressions.
+type MixedError struct {
+	Path        string // the first generation of the other compression
+	First       string // the generation that set the root's compression
+	Compression convlog.Compression
+}
+
+func (e *MixedError) Error() string {
+	uses := ".jsonl"
+	if e.Compression == convlog.Plain {
+		uses = ".jsonl.zstd"
+	}
+	return fmt.Sprintf("session artifact %q uses %s, but this root's compression is %q (as %q): one root holds one compression; move the sessions of the other compression to a separate root",
+		e.Path, uses, e.Compression, e.First)
+}
+
+// Walk lists the root. It never follows a symbolic link below the root
+// (the root itself may be one: it is the directory the user named) and
+// judges every entry by its own type. Entries that break the layout are
+// reported in Entries, not as errors, so one bad entry does not hide the
+// rest; Walk fails only when the root cannot be listed.
+func (r *Root) Walk() (*Tree, error) {
+	fi, err := os.Stat(r.dir)
+	if err != nil {
+		return nil, fmt.Errorf("sessions root %s: %w", r.dir, unwrapPath(err))
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("sessions root %s is not a directory", r.dir)
+	}
+	entries, err := os.ReadDir(r.dir)
+	if err != nil {
+		return nil, fmt.Errorf("sessions root %s: %w", r.dir, unwrapPath(err))
+	}
+	t := &Tree{Compression: convlog.Zstd}
+	for _, e := range entries {
+		p := filepath.Join(r.dir, e.Name())
+		switch typ := e.Type(); {
+		case typ&fs.ModeSymlink != 0:
+			t.problem(p, ReasonProjectSymlink)
+		case typ.IsDir():
+			t.walkProject(e.Name(), p)
+		case typ.IsRegular() && logShaped(e.Name()):
+			t.problem(p, ReasonFlatFile)
+		}
+		// Other files are not the layout's and are left alone.
+	}
+	t.markDuplicates()
+	t.checkCompression()
+	return t, nil
+}
+
+func (t *Tree) problem(path, reason string) {
+	t.Entries = append(t.Entries, Entry{Problem: &Problem{Path: path, Reason: reason}})
+}
+
+func (t *Tree) walkProject(name, dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		// A partly read project would look like a project missing
+		// sessions: it is one failed entry.
+		t.problem(dir, unwrapPath(err).Error())
+		return
+	}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		switch typ := e.Type(); {
+		case typ&fs.ModeSymlink != 0:
+			t.problem(p, ReasonSessionSymlink)
+		case typ.IsDir():
+			t.Entries = append(t.Entries, Entry{Session: walkSession(name, e.Name(), p)})
+		case typ.IsRegular() && logShaped(e.Name()):
+			t.problem(p, ReasonFlatFile)
+		}
+	}
+}
+
+func walkSession(project, name, dir string) *Session {
+	s := &Session{Project: project, Name: name, Dir: dir}
+	if id, err := DecodeSessionDir(name); err != nil {
+		s.Err = err
+	} else {
+		s.ID = id
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if s.Err == nil {
+			s.Err = fmt.Errorf("session directory %s: %w", dir, unwrapPath(err))
+		}
+		return s
+	}
+	for _, e := range entries {
+		fname := e.Name()
+		typ := e.Type()
+		if n, ok := ParseGeneration(fname); ok {
+			s.Generations = append(s.Generations, Generation{Name: n, File: fname, Regular: typ.IsRegular(), Symlink: typ&fs.ModeSymlink != 0})
+			continue
+		}
+		if typ.IsRegular() && isStage(fname) {
+			s.Temps = append(s.Temps, filepath.Join(dir, fname))
+		}
+		// session.lock, the runtime's own temporary files and anything
+		// else are not generations and are left alone.
+	}
+	sort.Slice(s.Generations, func(i, j int) bool {
+		a, b := s.Generations[i], s.Generations[j]
+		if a.Version != b.Version {
+			return a.Version > b.Version
+		}
+		return a.File < b.File
+	})
+	return s
+}
+
+// isStage reports whether name is a temporary file of a convkit upgrade in
+// a session directory: durable's ".<successor name>.<16 hex>.tmp".
+func isStage(name string) bool {
+	if !durable.IsTemp(name) || !strings.HasPrefix(name, "."+GenerationBase+".") {
+		return false
+	}
+	stem := strings.TrimSuffix(name[1:], durable.TempSuffix)
+	dot := strings.LastIndexByte(stem, '.')
+	if dot < 0 || len(stem)-dot-1 != 16 {
+		return false
+	}
+	_, ok := ParseGeneration(stem[:dot])
+	return ok
+}
+
+// markDuplicates fails every session whose id another project directory
+// holds too: a session id names one session.
+func (t *Tree) markDuplicates() {
+	byID := map[string][]*Session{}
+	for _, e := range t.Entries {
+		if s := e.Session; s != nil && s.ID != "" {
+			byID[s.ID] = append(byID[s.ID], s)
+		}
+	}
+	for id, ss := range byID {
+		if len(ss) < 2 {
+			continue
+		}
+		for _, s := range ss {
+			if s.Err == nil {
+				s.Err = fmt.Errorf("duplicate JSONL session id %q appears in multiple project directories", id)
+			}
+		}
+	}
+}
+
+// checkCompression sets the root's compression from the first generation
+// found, and Mixed when any generation has the other.
+func (t *Tree) checkCompression() {
+	var first string
+	for _, e := range t.Entries {
+		s := e.Session
+		if s == nil {
+			continue
+		}
+		for _, g := range s.Generations {
+			p := filepath.Join(s.Dir, g.File)
+			if first == "" {
+				first, t.Compression = p, g.Compression
+				continue
+			}
+			if g.Compression != t.Compression && t.Mixed == nil {
+				t.Mixed = &MixedError{Path: p, First: first, Compression: t.Compression}
+			}
+		}
+	}
+}
+
+// Empty reports whether the root holds nothing of the layout: no session
+// directory and no entry that breaks it.
+func (t *Tree) Empty() bool { return len(t.Entries) == 0 }
+
+// unwrapPath drops the path an *fs.PathError repeats: the callers name it.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}

@@ -1,0 +1,163 @@
+package inspect
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/dshroot"
+	"github.com/convkit/convkit/store"
+	"github.com/convkit/convkit/upgrade"
+)
+
+// Layouts a Target can be in.
+const (
+	LayoutConvkit = "convkit" // a log of a convkit conversation directory
+	LayoutDSH     = "dsh"     // a generation of a session directory of the runtime's sessions root
+)
+
+// Target is the log a path names, and where that log's subagent children
+// are.
+type Target struct {
+	Path string
+	// Layout is LayoutConvkit, LayoutDSH, or "" for a file in neither.
+	Layout string
+	// Root is the sessions root of a LayoutDSH target.
+	Root *dshroot.Root
+	// Children finds the log's children (the other logs of its directory,
+	// or, in the runtime's layout, the sessions of its whole root); nil
+	// for a log with no place (stdin).
+	Children upgrade.ChildFinder
+}
+
+// Resolve names the log at path: a log file of either layout, or a
+// directory: a session directory of the runtime's layout (its current
+// generation: the highest canonical one, never a lower one) or a convkit
+// conversation directory (the current generation of its conversation
+// log). Symbolic links given as path are followed; those inside a
+// directory are not, and a current generation that is not a regular file
+// is refused.
+func Resolve(path string) (*Target, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return targetOf(path), nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, err
+	}
+	type gen struct {
+		name string
+		n    convlog.Name
+		typ  fs.FileMode
+	}
+	var sessions, conversation []gen
+	bases := map[string]bool{}
+	for _, e := range entries {
+		n, ok := convlog.ParseName(e.Name())
+		if !ok {
+			continue
+		}
+		g := gen{name: e.Name(), n: n, typ: e.Type()}
+		switch {
+		case n.Base == dshroot.GenerationBase:
+			sessions = append(sessions, g)
+		case n.Base == store.ConversationLogBase:
+			conversation = append(conversation, g)
+		default:
+			bases[n.Base] = true
+		}
+	}
+	gens := sessions
+	switch {
+	case len(sessions) > 0 && len(conversation) > 0:
+		return nil, fmt.Errorf("%s holds both session generations (session[.vN].jsonl…) and a conversation log (metadata[.vN].jsonl…): name the log file", path)
+	case len(conversation) > 0:
+		gens = conversation
+	case len(sessions) == 0 && len(bases) > 0:
+		return nil, fmt.Errorf("%s holds the logs of %d sessions but no session generation or conversation log: name the log file", path, len(bases))
+	case len(sessions) == 0:
+		return nil, fmt.Errorf("%s holds no log: neither a session directory (session[.vN].jsonl[.zstd]) nor a conversation directory (metadata[.vN].jsonl[.zst])", path)
+	}
+	sort.Slice(gens, func(i, j int) bool {
+		if gens[i].n.Version != gens[j].n.Version {
+			return gens[i].n.Version > gens[j].n.Version
+		}
+		return gens[i].name < gens[j].name
+	})
+	cur := gens[0]
+	p := filepath.Join(path, cur.name)
+	switch {
+	case cur.typ&fs.ModeSymlink != 0:
+		return nil, fmt.Errorf("%s: the current generation is a symbolic link, which is not followed (a lower generation is never read instead)", p)
+	case !cur.typ.IsRegular():
+		return nil, fmt.Errorf("%s: the current generation is not a regular file (a lower generation is never read instead)", p)
+	}
+	return targetOf(p), nil
+}
+
+// targetOf tells which layout the log file at path sits in: a generation
+// of a session directory in a project directory is the runtime's (its
+// root three levels up); anything else has its children beside it.
+func targetOf(path string) *Target {
+	t := &Target{Path: path, Children: upgrade.DirChildren(filepath.Dir(path))}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return t
+	}
+	project := filepath.Dir(filepath.Dir(abs))
+	if _, ok := dshroot.ParseGeneration(filepath.Base(abs)); ok && dshroot.IsProjectDirName(filepath.Base(project)) {
+		if r, err := dshroot.Open(filepath.Dir(project)); err == nil {
+			t.Layout, t.Root, t.Children = LayoutDSH, r, r
+			return t
+		}
+	}
+	if n, ok := convlog.ParseName(filepath.Base(abs)); ok {
+		if n.Base == store.ConversationLogBase || hasConversationLog(filepath.Dir(abs)) {
+			t.Layout = LayoutConvkit
+		}
+	}
+	return t
+}
+
+func hasConversationLog(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if n, ok := convlog.ParseName(e.Name()); ok && n.Base == store.ConversationLogBase {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckPlace checks, for a log in the runtime's layout, that its header
+// names the place it sits in (dshroot's identity rule); nil otherwise.
+func (t *Target) CheckPlace() error {
+	if t.Layout != LayoutDSH {
+		return nil
+	}
+	r, err := convlog.Open(t.Path, convlog.ReaderOptions{})
+	if err != nil {
+		return nil // the reading that follows reports it
+	}
+	defer r.Close()
+	abs, err := filepath.Abs(t.Path)
+	if err != nil {
+		return err
+	}
+	var ie *dshroot.IdentityError
+	if err := t.Root.CheckIdentity(abs, r.Header()); errors.As(err, &ie) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// put writes a file under root, creating its directories.
+func put(t *testing.T, root, rel string, lines ...string) string {
+	t.Helper()
+	p := filepath.Join(root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// v3 is a hand-written v3 session log: a turn with one user message.
+func v3(id, cwd, parent string, extra ...string) []string {
+	h := fmt.Sprintf(`{"type":"session","version":3,"id":%q,"createdAt":7`, id)
+	if cwd != "" {
+		h += fmt.Sprintf(`,"cwd":%q`, cwd)
+	}
+	if parent != "" {
+		h += fmt.Sprintf(`,"parentSession":%q,"isSeeded":false,"origin":"subagent","delegationDepth":1}`, parent)
+	} else {
+		h += `,"isSeeded":false,"delegationDepth":0}`
+	}
+	lines := []string{h,
+		`{"type":"turn/start","seq":0,"time":10,"data":{"turn":1}}`,
+		`{"type":"step/start","seq":1,"time":11,"data":{"turn":1,"step":1}}`,
+		`{"type":"user/message","seq":2,"time":12,"data":{"role":"user","id":"m1","content":[{"type":"text","text":"hello there"}],"source":{"kind":"user"}},"surfaceOp":"append"}`,
+		`{"type":"step/end","seq":3,"time":13,"data":{"turn":1,"step":1}}`,
+		`{"type":"turn/end","seq":4,"time":14,"data":{"turn":1,"reason":{"kind":"completed"}}}`,
+	}
+	return append(lines, extra...)
+}
+
+func TestResolve(t *testing.T) {
+	root := t.TempDir()
+	// A session directory of the runtime's layout: its highest generation.
+	put(t, root, "--p--/s/session.v3.jsonl", v3("s", "/p", "")...)
+	put(t, root, "--p--/s/session.v10.jsonl", "x")
+	put(t, root, "--p--/s/session.lock")
+	tg, err := Resolve(filepath.Join(root, "--p--", "s"))
+	if err != nil || filepath.Base(tg.Path) != "session.v10.jsonl" || tg.Layout != LayoutDSH || tg.Root == nil || tg.Root.Dir() != root {
+		t.Fatalf("%+v %v", tg, err)
+	}
+	// A generation file of that layout.
+	tg, err = Resolve(filepath.Join(root, "--p--", "s", "session.v3.jsonl"))
+	if err != nil || tg.Layout != LayoutDSH || tg.Children == nil {
+		t.Fatalf("%+v %v", tg, err)
+	}
+	// A convkit conversation directory: its conversation log.
+	conv := t.TempDir()
+	put(t, conv, "metadata.v4.jsonl", `{"type":"conversation","version":4,"id":"c","createdAt":1}`)
+	put(t, conv, "abc.v3.jsonl", v3("abc", "", "")...)
+	tg, err = Resolve(conv)
+	if err != nil || filepath.Base(tg.Path) != "metadata.v4.jsonl" || tg.Layout != LayoutConvkit {
+		t.Fatalf("%+v %v", tg, err)
+	}
+	if tg, _ := Resolve(filepath.Join(conv, "abc.v3.jsonl")); tg.Layout != LayoutConvkit {
+		t.Fatalf("a session log of a conversation: %+v", tg)
+	}
+	// Never a lower generation: a highest one that is a link is refused.
+	put(t, root, "--p--/l/session.v3.jsonl", v3("l", "/p", "")...)
+	os.Symlink("session.v3.jsonl", filepath.Join(root, "--p--", "l", "session.v4.jsonl"))
+	if _, err := Resolve(filepath.Join(root, "--p--", "l")); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("a linked highest generation: %v", err)
+	}
+	// Directories holding no log, or several sessions' logs.
+	if _, err := Resolve(t.TempDir()); err == nil || !strings.Contains(err.Error(), "holds no log") {
+		t.Fatalf("empty: %v", err)
+	}
+	many := t.TempDir()
+	put(t, many, "a.v3.jsonl", "x")
+	put(t, many, "b.v3.jsonl", "x")
+	if _, err := Resolve(many); err == nil || !strings.Contains(err.Error(), "holds the logs of 2 sessions") {
+		t.Fatalf("many: %v", err)
+	}
+}
+
+// --upgrade shows an older log as its successor would hold it: the v4
+// header and events, the parent's catalog completed from children found
+// anywhere under the root; nothing is written.
+func TestUpgraded(t *testing.T) {
+	root := t.TempDir()
+	parent := put(t, root, "--p--/parent/session.v3.jsonl", v3("parent", "/p", "")...)
+	put(t, root, "--q--/kid/session.v3.jsonl", v3("kid", "/q", "parent",
+		`{"type":"subagent/descriptor","seq":5,"time":15,"data":{"version":2,"provider":"x","mode":"one-shot"}}`)...)
+	before, _ := os.ReadFile(parent)
+	tg, err := Resolve(filepath.Dir(parent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := OpenUpgraded(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := RenderUpgraded(context.Background(), u, &out, nil); err != nil {
+		t.Fatal(err)
+	}
+	u.Close()
+	for _, want := range []string{`session log "parent", format v4,`, "upgraded in memory from format v3, nothing written; 1 subagent children found", "subagent/catalog", "user: hello there"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("rendering lacks %q:\n%s", want, out.String())
+		}
+	}
+	u, _ = OpenUpgraded(tg)
+	out.Reset()
+	if err := WriteUpgradedJSON(context.Background(), u, &out, Filter{"subagent/*"}); err != nil {
+		t.Fatal(err)
+	}
+	u.Close()
+	want := `{"type":"subagent/catalog","seq":5,"time":14,"data":{"version":0,"childId":"kid","childCreatedAt":7,"mode":"one-shot"}}` + "\n"
+	if out.String() != want {
+		t.Fatalf("--upgrade --json:\n%s\nwant\n%s", out.String(), want)
+	}
+	if after, _ := os.ReadFile(parent); !bytes.Equal(before, after) {
+		t.Fatal("the source changed")
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(parent)); len(entries) != 1 {
+		t.Fatalf("something was written beside the source: %v", entries)
+	}
+	// A log with no place: children not looked for, and said so.
+	u, _ = OpenUpgraded(&Target{Path: parent})
+	out.Reset()
+	RenderUpgraded(context.Background(), u, &out, nil)
+	u.Close()
+	if !strings.Contains(out.String(), "its subagent children were not looked for") || strings.Contains(out.String(), "subagent/catalog") {
+		t.Fatalf("no place:\n%s", out.String())
+	}
+	// The history of the v3 log, through the upgrade.
+	h, err := History(context.Background(), parent)
+	if err != nil || len(h) != 1 || h[0].ID != "m1" {
+		t.Fatalf("%+v %v", h, err)
+	}
+}
+
+func TestCheckPlace(t *testing.T) {
+	root := t.TempDir()
+	good := put(t, root, "--p--/s/session.v3.jsonl", v3("s", "/p", "")...)
+	bad := put(t, root, "--p--/t/session.v3.jsonl", v3("s", "/p", "")...)
+	if tg, _ := Resolve(good); tg.CheckPlace() != nil {
+		t.Error(tg.CheckPlace())
+	}
+	tg, _ := Resolve(bad)
+	if err := tg.CheckPlace(); err == nil || !strings.Contains(err.Error(), `header id "s" and cwd identify "`+filepath.Join(root, "--p--", "s", "session.v3.jsonl")+`"`) {
+		t.Fatalf("%v", err)
+	}
+}
