@@ -8,10 +8,14 @@
 // It generates a store with the fixtures package (ordinary conversations
 // only; root-log sizes drawn from a log-normal mix, big logs made of tool
 // output and base64 screenshots; 40% of the conversations in older format
-// versions), then runs each job beside its reference:
+// versions), and a sessions root in the runtime's layout of as many
+// sessions drawn from the same mix (fixtures.GenerateSessions), then runs
+// each job beside its reference:
 //
 //	migrate of the largest older log     zstd -dc | zstd -3 -T1
 //	migrate of the store, 1 and 2 jobs   the same per log, xargs -P1 / -P2
+//	migrate of a sessions root in the    the same per log, xargs -P1 / -P2
+//	runtime's layout, 1 and 2 jobs
 //	inspect --stats of the largest log   zstd -dc > /dev/null
 //	reindex of the migrated store        zstd -dc (cat if plain) of every
 //	                                     current log; sqlite3 importing
@@ -45,6 +49,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/dshroot"
 	"github.com/convkit/convkit/fixtures"
 	"github.com/convkit/convkit/store"
 )
@@ -124,7 +129,7 @@ func (b *bench) run(size string, seed int64, work string) error {
 		return err
 	}
 	for _, e := range ents {
-		if e.Name() != "store" && e.Name() != "store.done" {
+		if n := e.Name(); n != "store" && n != "store.done" && n != "sessions" && n != "sessions.done" {
 			if err := os.RemoveAll(b.path(e.Name())); err != nil {
 				return err
 			}
@@ -169,6 +174,9 @@ func (b *bench) run(size string, seed int64, work string) error {
 		return errors.New("the generated store has no older logs to migrate")
 	}
 	if err := b.migrate(src, older); err != nil {
+		return err
+	}
+	if err := b.migrateSessions(size, seed, sz.convs, sz.mix); err != nil {
 		return err
 	}
 	// Every later job runs on the store migrated with one job: the state a
@@ -269,6 +277,103 @@ func (b *bench) migrate(src string, older []logFile) error {
 		}
 	}
 	return nil
+}
+
+// migrateSessions times migrate on a sessions root in the runtime's layout
+// (project, session and generation directories; children found across the
+// root; session.lock taken per session) with 1 and 2 jobs, each beside the
+// per-log pipeline the store's migration is compared with.
+func (b *bench) migrateSessions(size string, seed int64, sessions int, mix fixtures.SizeMix) error {
+	src, done := b.path("sessions"), b.path("sessions.done")
+	stamp := fmt.Sprintf("%s %d\n", size, seed)
+	if got, err := os.ReadFile(done); err == nil && string(got) == stamp {
+		b.say("reusing the %s sessions root in %s", size, src)
+	} else {
+		if err := errors.Join(os.Remove(done), os.RemoveAll(src)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		b.say("generating a %s sessions root in the dsh layout: %d sessions", size, sessions)
+		if _, err := fixtures.GenerateSessions(context.Background(), src, fixtures.SessionsOptions{Seed: seed, Sessions: sessions,
+			Sizes: &mix, OrdinaryOnly: true, Compression: convlog.Zstd}); err != nil {
+			return fmt.Errorf("generating the sessions root: %w", err)
+		}
+		if err := os.WriteFile(done, []byte(stamp), 0o600); err != nil {
+			return err
+		}
+	}
+	all, err := sessionLogsOf(src)
+	if err != nil {
+		return err
+	}
+	older := olderOf(all)
+	if len(older) == 0 {
+		return errors.New("the generated sessions root has no older logs to migrate")
+	}
+	n, plain := len(older), sumBytes(older)
+	b.say("sessions root: %d sessions (%d older, %s plain)", len(all), n, mb(plain))
+	for _, jobs := range []int{1, 2} {
+		refDir := b.path("ref")
+		if err := copyTree(src, refDir); err != nil {
+			return err
+		}
+		list := b.path("older.list")
+		if err := writeList(list, rebase(older, src, refDir)); err != nil {
+			return err
+		}
+		warm(older)
+		b.say("migrate, dsh layout: %d older logs, %d at a time", n, jobs)
+		ref, err := b.run1(fmt.Sprintf("zstd -dc | zstd -3 -T1 per log, xargs -P%d, dsh layout", jobs), n, plain, nil, 0,
+			"sh", "-c", `xargs -0 -n1 -P"$2" sh -c 'zstd -dcqf "$0" | zstd -3 -T1 -qf -o "$0.ref"' < "$1"`,
+			"sh", list, fmt.Sprint(jobs))
+		if err != nil {
+			return err
+		}
+		os.RemoveAll(refDir)
+		dst := b.path(fmt.Sprintf("sessions-migrate-%d", jobs))
+		if err := copyTree(src, dst); err != nil {
+			return err
+		}
+		target := 0.0
+		if jobs == 2 {
+			target = 1.2
+		}
+		if _, err := b.run1(fmt.Sprintf("convkit migrate --jobs %d, dsh layout", jobs), n, plain, ref, target,
+			b.bin, "migrate", "--sessions-dir", dst, "--jobs", fmt.Sprint(jobs)); err != nil {
+			return err
+		}
+		os.RemoveAll(dst)
+	}
+	return nil
+}
+
+// sessionLogsOf lists every generation of every session under a sessions
+// root in the runtime's layout, with its plain size.
+func sessionLogsOf(root string) ([]logFile, error) {
+	r, err := dshroot.Open(root)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := r.Walk()
+	if err != nil {
+		return nil, err
+	}
+	var out []logFile
+	for _, e := range tree.Entries {
+		if e.Problem != nil {
+			return nil, fmt.Errorf("%s breaks the layout: %s", e.Problem.Path, e.Problem.Reason)
+		}
+		s := e.Session
+		for i, g := range s.Generations {
+			p := filepath.Join(s.Dir, g.File)
+			z := g.Compression == convlog.Zstd
+			n, err := plainSize(p, z)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, logFile{path: p, version: g.Version, compressed: z, current: i == 0, bytes: n})
+		}
+	}
+	return out, nil
 }
 
 // inspect times inspect --stats on the largest current compressed log.
