@@ -66,8 +66,13 @@ func lockOnce(path, id string) (l *SessionLock, retry bool, err error) {
 	// What is checked is a descriptor opened without following a link;
 	// what is locked must be that same file.
 	rec, err := durable.OpenRegular(path, os.O_RDONLY)
-	if err != nil {
-		return nil, false, fmt.Errorf("refusing to lock %s: %w", path, unwrapPath(err))
+	switch {
+	case errors.Is(err, durable.ErrSymlink):
+		return nil, false, &refusal{msg: "refusing to lock " + path + ": it is a symbolic link, and links are never followed when locking", err: err}
+	case errors.Is(err, durable.ErrNotRegular):
+		return nil, false, fmt.Errorf("refusing to lock %w", err) // err names the path
+	case err != nil:
+		return nil, false, fmt.Errorf("lock %s: %w", path, unwrapPath(err))
 	}
 	defer rec.Close()
 	fl := flock.New(path, flock.SetFlag(os.O_RDONLY|durable.NoFollowFlags))
@@ -103,3 +108,12 @@ func (l *SessionLock) Release() error {
 	}
 	return nil
 }
+
+// refusal is an error worded for the user that still wraps its cause.
+type refusal struct {
+	msg string
+	err error
+}
+
+func (e *refusal) Error() string { return e.msg }
+func (e *refusal) Unwrap() error { return e.err }

@@ -205,6 +205,7 @@ func catalogue() []hcase {
 	cs = append(cs, termCases()...)
 	cs = append(cs, noStoreCases()...)
 	cs = append(cs, stagingCases()...)
+	cs = append(cs, sessionCases()...)
 	return cs
 }
 
