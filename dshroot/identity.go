@@ -1,6 +1,7 @@
 package dshroot
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -8,18 +9,48 @@ import (
 )
 
 // IdentityError refuses a log whose header names another place than the
-// one it sits in. It wraps convlog.ErrCorrupt.
+// one it sits in. It wraps convlog.ErrCorrupt and convlog.ErrIdentity.
 type IdentityError struct {
-	Path     string // the log
-	ID, Cwd  string // the header's
-	Expected string // where the header says the log belongs
+	Path    string // the log
+	ID, Cwd string // the header's
+	// Expected is where the header's id and cwd say the log belongs.
+	// When the opener refused the header for naming another session than
+	// the directory does, it is "" and Session is the directory's session.
+	Expected string
+	Session  string
 }
 
 func (e *IdentityError) Error() string {
+	if e.Expected == "" {
+		return fmt.Sprintf("corrupt session log %q: header id %q is not the session %q its session directory names", e.Path, e.ID, e.Session)
+	}
 	return fmt.Sprintf("corrupt session log %q: header id %q and cwd identify %q", e.Path, e.ID, e.Expected)
 }
 
-func (e *IdentityError) Unwrap() error { return convlog.ErrCorrupt }
+func (e *IdentityError) Unwrap() []error { return []error{convlog.ErrCorrupt, convlog.ErrIdentity} }
+
+// CheckLog checks that the log at path, a generation in a session
+// directory of this root, is the session its place names: it is opened
+// with convlog's opener told the session id the directory names
+// (ReaderOptions.WantID: a header of another session is refused there),
+// then the header's cwd must name the project directory (CheckIdentity).
+// Either refusal is an *IdentityError; other errors are the opener's.
+func (r *Root) CheckLog(path string) error {
+	id, err := DecodeSessionDir(filepath.Base(filepath.Dir(path)))
+	if err != nil {
+		return err
+	}
+	lr, err := convlog.Open(path, convlog.ReaderOptions{WantID: id})
+	var ie *convlog.IdentityError
+	if errors.As(err, &ie) {
+		return &IdentityError{Path: path, ID: ie.ID, Session: id}
+	}
+	if err != nil {
+		return err
+	}
+	defer lr.Close()
+	return r.CheckIdentity(path, lr.Header())
+}
 
 // GenerationPath is where generation version of the session id, whose
 // header has the working directory cwd, lives under the root: the project

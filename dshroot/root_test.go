@@ -370,3 +370,37 @@ func TestCheckIdentity(t *testing.T) {
 		}
 	}
 }
+
+// CheckLog opens the log through convlog's opener told the session its
+// directory names, then checks the cwd: both refusals are IdentityErrors.
+func TestCheckLog(t *testing.T) {
+	root := t.TempDir()
+	r, _ := Open(root)
+	good := session(t, root, 3, "s", "/p", "")
+	if err := r.CheckLog(good); err != nil {
+		t.Fatal(err)
+	}
+	copied := put(t, root, "--p--/t/session.v3.jsonl", append([]string{hdr(3, "s", "/p", "")}, turn()...)...)
+	err := r.CheckLog(copied)
+	var ie *IdentityError
+	if !errors.As(err, &ie) || !errors.Is(err, convlog.ErrIdentity) || !errors.Is(err, convlog.ErrCorrupt) ||
+		err.Error() != `corrupt session log "`+copied+`": header id "s" is not the session "t" its session directory names` {
+		t.Fatalf("another id: %v", err)
+	}
+	moved := put(t, root, "--q--/u/session.v3.jsonl", append([]string{hdr(3, "u", "/p", "")}, turn()...)...)
+	if err := r.CheckLog(moved); !errors.As(err, &ie) || !errors.Is(err, convlog.ErrIdentity) ||
+		err.Error() != `corrupt session log "`+moved+`": header id "u" and cwd identify "`+filepath.Join(root, "--p--", "u", "session.v3.jsonl")+`"` {
+		t.Fatalf("another cwd: %v", err)
+	}
+	// What the opener refuses for another reason is its own error.
+	bad := put(t, root, "--p--/v/session.v3.jsonl", "not json")
+	if err := r.CheckLog(bad); err == nil || errors.As(err, &ie) {
+		t.Fatalf("garbage: %v", err)
+	}
+	link := filepath.Join(root, "--p--", "w", "session.v3.jsonl")
+	os.MkdirAll(filepath.Dir(link), 0o700)
+	os.Symlink(good, link)
+	if err := r.CheckLog(link); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Fatalf("a link: %v", err)
+	}
+}

@@ -38,11 +38,11 @@ type Target struct {
 // directory: a session directory of the runtime's layout (its current
 // generation: the highest canonical one, never a lower one) or a convkit
 // conversation directory (the current generation of its conversation
-// log). Symbolic links given as path are followed; those inside a
-// directory are not, and a current generation that is not a regular file
-// is refused.
+// log). No symbolic link is followed: one given as path is left to the
+// opener, which refuses it, and a current generation that is a link or
+// not a regular file is refused.
 func Resolve(path string) (*Target, error) {
-	fi, err := os.Stat(path)
+	fi, err := os.Lstat(path)
 	if err != nil {
 		return nil, err
 	}
@@ -141,22 +141,19 @@ func hasConversationLog(dir string) bool {
 }
 
 // CheckPlace checks, for a log in the runtime's layout, that its header
-// names the place it sits in (dshroot's identity rule); nil otherwise.
+// names the place it sits in (dshroot's identity rule, through convlog's
+// opener); nil otherwise, and for a log that cannot be opened (the
+// reading that follows reports why).
 func (t *Target) CheckPlace() error {
 	if t.Layout != LayoutDSH {
 		return nil
 	}
-	r, err := convlog.Open(t.Path, convlog.ReaderOptions{})
-	if err != nil {
-		return nil // the reading that follows reports it
-	}
-	defer r.Close()
 	abs, err := filepath.Abs(t.Path)
 	if err != nil {
 		return err
 	}
 	var ie *dshroot.IdentityError
-	if err := t.Root.CheckIdentity(abs, r.Header()); errors.As(err, &ie) {
+	if err := t.Root.CheckLog(abs); errors.As(err, &ie) {
 		return err
 	}
 	return nil

@@ -154,7 +154,13 @@ func TestCheckPlace(t *testing.T) {
 		t.Error(tg.CheckPlace())
 	}
 	tg, _ := Resolve(bad)
-	if err := tg.CheckPlace(); err == nil || !strings.Contains(err.Error(), `header id "s" and cwd identify "`+filepath.Join(root, "--p--", "s", "session.v3.jsonl")+`"`) {
+	if err := tg.CheckPlace(); err == nil || !strings.Contains(err.Error(), `header id "s" is not the session "t" its session directory names`) {
+		t.Fatalf("%v", err)
+	}
+	// Another cwd than its project directory's.
+	cwd := put(t, root, "--p--/u/session.v3.jsonl", v3("u", "/q", "")...)
+	tg, _ = Resolve(cwd)
+	if err := tg.CheckPlace(); err == nil || !strings.Contains(err.Error(), `header id "u" and cwd identify "`+filepath.Join(root, "--q--", "u", "session.v3.jsonl")+`"`) {
 		t.Fatalf("%v", err)
 	}
 }

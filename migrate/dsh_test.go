@@ -133,7 +133,7 @@ func TestSessionsRoot(t *testing.T) {
 	for rel, msg := range map[string]string{
 		"--home-dev-app--/bad/session.v4.jsonl":      "header line is not valid JSON",
 		"--home-dev-app--/future/session.v5.jsonl":   "v5",
-		"--home-dev-app--/moved/session.v3.jsonl":    `: header id "elsewhere" and cwd identify "` + filepath.Join(root, "--home-dev-app--/elsewhere/session.v3.jsonl") + `"`,
+		"--home-dev-app--/moved/session.v3.jsonl":    `: header id "elsewhere" is not the session "moved" its session directory names`,
 		"--home-dev-app--/wrongcwd/session.v3.jsonl": `: header id "wrongcwd" and cwd identify "` + filepath.Join(root, "--srv-x--/wrongcwd/session.v3.jsonl") + `"`,
 		"--home-dev-app--/a b/session.v3.jsonl":      `noncanonical Session directory name "a b"`,
 		"--home-dev-app--/twice/session.v3.jsonl":    `duplicate JSONL session id "twice" appears in multiple project directories`,

@@ -371,6 +371,12 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) bool {
 			rep.fail(in, err, time.Since(start))
 			return false
 		}
+		// A log that does not name its place fails before anything is
+		// written there, its session.lock included.
+		if err := t.dsh.CheckLog(in.path); err != nil {
+			rep.fail(in, err, time.Since(start))
+			return false
+		}
 		path := in.path
 		checkHeader = func(h *convlog.Header) error { return t.dsh.CheckIdentity(path, h) }
 	}
@@ -378,7 +384,7 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) bool {
 		if in.session != nil && !opts.DryRun {
 			removeStages(rep, t, in, nil)
 		}
-		if err := readToEnd(in.path, checkHeader); err != nil {
+		if err := readToEnd(in.path); err != nil {
 			rep.fail(in, err, time.Since(start))
 			return false
 		}
@@ -391,7 +397,7 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) bool {
 		return false
 	}
 	if opts.DryRun {
-		target, bytes, err := plan(in.path, comp, checkHeader)
+		target, bytes, err := plan(in.path, comp)
 		if err != nil {
 			rep.fail(in, err, time.Since(start))
 			return false
@@ -400,12 +406,6 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) bool {
 		return false
 	}
 	if in.session != nil {
-		// A log that does not name its place fails before anything is
-		// written there, its session.lock included.
-		if err := checkHeaderOf(in.path, checkHeader); err != nil {
-			rep.fail(in, err, time.Since(start))
-			return false
-		}
 		// The runtime converts a session only under its session.lock:
 		// held by another process, the session is theirs.
 		lock, err := t.dsh.LockSession(in.session)
@@ -439,30 +439,14 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) bool {
 	return false
 }
 
-// checkHeaderOf reads the header of the log at path and checks it.
-func checkHeaderOf(path string, check func(*convlog.Header) error) error {
-	r, err := convlog.Open(path, convlog.ReaderOptions{})
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	return check(r.Header())
-}
-
 // readToEnd opens a current log read-only and validates it to its end; a
-// torn tail is accepted and left exactly as it is. checkHeader, when set,
-// checks the header first.
-func readToEnd(path string, checkHeader func(*convlog.Header) error) error {
+// torn tail is accepted and left exactly as it is.
+func readToEnd(path string) error {
 	r, err := convlog.Open(path, convlog.ReaderOptions{})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	if checkHeader != nil {
-		if err := checkHeader(r.Header()); err != nil {
-			return err
-		}
-	}
 	for {
 		if _, err := r.Next(); err == io.EOF {
 			return nil
@@ -489,7 +473,7 @@ func successorCompression(c Compress, src string) (convlog.Compression, error) {
 // plan reads the upgraded events without writing and returns the successor
 // path and the bytes it would take: exact for a plain successor, estimated
 // from the source's own ratio for a compressed one.
-func plan(src string, comp convlog.Compression, checkHeader func(*convlog.Header) error) (string, int64, error) {
+func plan(src string, comp convlog.Compression) (string, int64, error) {
 	target, err := upgrade.SuccessorPath(src, comp)
 	if err != nil {
 		return "", 0, err
@@ -499,11 +483,6 @@ func plan(src string, comp convlog.Compression, checkHeader func(*convlog.Header
 		return "", 0, err
 	}
 	defer r.Close()
-	if checkHeader != nil {
-		if err := checkHeader(r.SourceHeader()); err != nil {
-			return "", 0, err
-		}
-	}
 	var plain int64
 	var buf []byte
 	buf = r.Header().AppendJSON(buf[:0])

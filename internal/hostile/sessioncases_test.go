@@ -50,7 +50,7 @@ func sessionCases() []hcase {
 				return args(f)
 			},
 			code:   1,
-			stdout: []string{`ERROR "{log}": corrupt session log "{log}": header id "good" and cwd identify "{sessions}/--p--/good/session.v3.jsonl"`},
+			stdout: []string{`ERROR "{log}": corrupt session log "{log}": header id "good" is not the session "copy" its session directory names`},
 			stderr: []string{`1 log(s) failed to migrate; the first: corrupt session log "{log}": header id "good"`},
 			allow:  converted, want: converted[:2],
 		},
