@@ -249,13 +249,20 @@ func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
 func (l *loaded) read(src io.ReaderAt, size int64) {
 	j := l.job
 	comp := j.gen.Compression
-	opts := convlog.ReaderOptions{Version: j.gen.Version, Compression: &comp}
-	if !j.convLog {
-		// reindex skips a session log naming another session: so must
-		// the expectations.
-		opts.WantID = j.session
+	// The store's identity check, as reindex opens the log: reindex skips
+	// a log naming another log, so must the expectations.
+	opts, err := store.LogReaderOptions(j.name, convlog.ReaderOptions{Version: j.gen.Version, Compression: &comp})
+	if err != nil {
+		l.info.Error = err.Error()
+		return
 	}
 	r, err := convlog.NewReader(src, size, j.name, opts)
+	var ie *convlog.IdentityError
+	if j.convLog && errors.As(err, &ie) {
+		// Expected skipped with the reason reindex gives (expectations).
+		l.conv.headerType, l.conv.headerID = ie.Type, ie.ID
+		return
+	}
 	if err != nil {
 		l.info.Error = err.Error()
 		return

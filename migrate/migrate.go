@@ -379,6 +379,16 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) bool {
 		}
 		path := in.path
 		checkHeader = func(h *convlog.Header) error { return t.dsh.CheckIdentity(path, h) }
+	} else if t.layout == LayoutConvkit {
+		// The store's opener checks that the log is the one its place
+		// names, before anything is written; the upgrade chain, which
+		// reads the source itself, checks the same on its header.
+		if err := checkStoreLog(in.path); err != nil {
+			rep.fail(in, err, time.Since(start))
+			return false
+		}
+		path := in.path
+		checkHeader = func(h *convlog.Header) error { return store.CheckLogHeader(path, h) }
 	}
 	if in.version >= TargetVersion {
 		if in.session != nil && !opts.DryRun {
@@ -437,6 +447,16 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) bool {
 	}
 	rep.converted(in, dst, time.Since(start))
 	return false
+}
+
+// checkStoreLog opens a log of a store as the store opens its logs, which
+// refuses one whose header names another log, and reads its header only.
+func checkStoreLog(path string) error {
+	r, err := store.OpenLog(path, convlog.ReaderOptions{})
+	if err != nil {
+		return err
+	}
+	return r.Close()
 }
 
 // readToEnd opens a current log read-only and validates it to its end; a

@@ -318,7 +318,7 @@ func classify(path string, err error) FailureItem {
 		it.Reason = "write_locked"
 	case errors.Is(err, convlog.ErrUnsupported):
 		it.Reason = "unsupported_input"
-	case errors.Is(err, convlog.ErrCorrupt), errors.As(err, &fe), errors.As(err, &ue):
+	case errors.Is(err, convlog.ErrCorrupt), errors.Is(err, convlog.ErrIdentity), errors.As(err, &fe), errors.As(err, &ue):
 		it.Reason = "corrupt_log"
 	case errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission):
 		it.Reason = "unreadable"

@@ -505,6 +505,10 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 		return skip(c.Path, "no conversation log (metadata[.vN].jsonl[.zst]): an incomplete create, or not a conversation")
 	}
 	info, err := store.ReadConversationFile(convLog.Path)
+	var ie *convlog.IdentityError
+	if errors.As(err, &ie) {
+		return skip(convLog.Path, "%s", ie.Msg)
+	}
 	if err != nil {
 		return skip(convLog.Path, "unreadable conversation log: %v", err)
 	}
@@ -512,9 +516,6 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 	// logs had when they were opened: no second stat of each.
 	fp := sha256.New()
 	fingerprintOf(fp, convLog.Path, info.LogBytes, info.LogModTime)
-	if info.ID != c.ID {
-		return skip(convLog.Path, "conversation log names id %q, but its directory is %q", info.ID, c.ID)
-	}
 	if info.Deleting {
 		b.deleting = true
 		return b
@@ -548,15 +549,15 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 			b.err = ctx.Err()
 			return b
 		}
+		if errors.As(err, &ie) {
+			return skip(l.Path, "%s", ie.Msg)
+		}
 		if err != nil {
 			reason := "unreadable session log"
 			if errors.Is(err, convlog.ErrUnsupported) {
 				reason = "session log this build cannot read"
 			}
 			return skip(l.Path, "%s: %v", reason, err)
-		}
-		if err := store.CheckSessionHeader(h, l.ID); err != nil {
-			return skip(l.Path, "%v", err)
 		}
 		if sess.ParentSession == "" {
 			sess.ParentSession = h.ParentSession
@@ -594,9 +595,10 @@ func fingerprintOf(h io.Writer, path string, size int64, mtime time.Time) {
 }
 
 // readSession reads one session log to its end: its stats and the text of
-// its user and assistant messages.
+// its user and assistant messages. A log whose header names another
+// session is refused by the store's opener (*convlog.IdentityError).
 func readSession(ctx context.Context, path, sessionID string, withText bool) ([]index.Message, convlog.Stats, *convlog.Header, time.Time, error) {
-	r, err := convlog.Open(path, convlog.ReaderOptions{})
+	r, err := store.OpenLog(path, convlog.ReaderOptions{})
 	if err != nil {
 		return nil, convlog.Stats{}, nil, time.Time{}, err
 	}

@@ -8,16 +8,6 @@ import (
 	"github.com/convkit/convkit/convlog"
 )
 
-// CheckSessionHeader refuses a session log whose header does not name the
-// session its file name names (or is not a session header): a log copied or
-// renamed under another session's name. It is convlog.CheckIdentity, which
-// convlog.Open applies itself when given ReaderOptions.WantID.
-//
-// Deprecated: open the log with ReaderOptions.WantID set instead.
-func CheckSessionHeader(h *convlog.Header, sessionID string) error {
-	return convlog.CheckIdentity(h, convlog.SessionLog, sessionID)
-}
-
 // WalkConversation reads one conversation directory the way Walk does.
 func (s *Store) WalkConversation(convID string) (ConversationDir, []Problem, error) {
 	dir, err := s.conversationDir(convID)

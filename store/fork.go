@@ -256,7 +256,7 @@ type turnStep struct {
 }
 
 func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
-	r, err := convlog.Open(path, convlog.ReaderOptions{})
+	r, err := OpenLog(path, convlog.ReaderOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -463,7 +463,7 @@ func (s *Store) copyHistory(src, dst string, h *convlog.Header, cut int64) error
 	b := &batcher{path: dst, h: h, comp: s.comp}
 	var cl closer
 	if cut >= 0 {
-		r, err := convlog.Open(src, convlog.ReaderOptions{})
+		r, err := OpenLog(src, convlog.ReaderOptions{})
 		if err != nil {
 			return err
 		}
@@ -510,7 +510,7 @@ func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
 	for _, seq := range order {
 		keep[seq] = convlog.Event{}
 	}
-	r, err := convlog.Open(src, convlog.ReaderOptions{})
+	r, err := OpenLog(src, convlog.ReaderOptions{})
 	if err != nil {
 		return err
 	}
@@ -570,7 +570,7 @@ func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
 // at src, in history order: its events through cut replayed by convlog's
 // History.
 func historyAt(src string, cut int64) ([]int64, error) {
-	r, err := convlog.Open(src, convlog.ReaderOptions{})
+	r, err := OpenLog(src, convlog.ReaderOptions{})
 	if err != nil {
 		return nil, err
 	}

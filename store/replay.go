@@ -218,13 +218,13 @@ func (s *Store) replayConversation(convID string) (dir, path string, st *convSta
 	if st, err = replayFile(path); err != nil {
 		return "", "", nil, err
 	}
-	if st.info.ID != convID {
-		return "", "", nil, fmt.Errorf("%s: header names conversation %q, but the directory is conversation %q", path, st.info.ID, convID)
-	}
 	return dir, path, st, nil
 }
 
-// ReadConversationFile replays the conversation log at path.
+// ReadConversationFile replays the conversation log at path, a log of a
+// store (or of a tree laid out as one), opened as OpenLog opens it: its
+// header must name the conversation its directory names (a
+// *convlog.IdentityError otherwise).
 func ReadConversationFile(path string) (*ConversationInfo, error) {
 	st, err := replayFile(path)
 	if err != nil {
@@ -234,13 +234,14 @@ func ReadConversationFile(path string) (*ConversationInfo, error) {
 }
 
 func replayFile(path string) (*convState, error) {
-	r, err := convlog.Open(path, convlog.ReaderOptions{})
+	r, err := OpenLog(path, convlog.ReaderOptions{})
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
 	h := r.Header()
 	if h.Type != convlog.ConversationLog {
+		// A session log's file name: OpenLog checked it as one.
 		return nil, fmt.Errorf("%s: not a conversation log (header type %q)", path, h.Type)
 	}
 	st := newConvState(h, path)

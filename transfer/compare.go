@@ -227,12 +227,12 @@ func compareLines(storePath, archived string) (relation, bool) {
 	if n, ok := convlog.ParseName(filepath.Base(storePath)); !ok || n.Compression != convlog.Zstd {
 		return relDiffer, false
 	}
-	sr, err := convlog.Open(storePath, convlog.ReaderOptions{})
+	sr, err := store.OpenLog(storePath, convlog.ReaderOptions{})
 	if err != nil {
 		return relDiffer, false
 	}
 	defer sr.Close()
-	ar, err := convlog.Open(archived, convlog.ReaderOptions{})
+	ar, err := store.OpenLog(archived, convlog.ReaderOptions{})
 	if err != nil {
 		return relDiffer, false
 	}
@@ -260,7 +260,7 @@ func compareLines(storePath, archived string) (relation, bool) {
 
 // committedLength reads a log strictly and returns its committed prefix.
 func committedLength(p string) (int64, error) {
-	r, err := convlog.Open(p, convlog.ReaderOptions{})
+	r, err := store.OpenLog(p, convlog.ReaderOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -317,12 +317,12 @@ func samePrefix(a, b io.Reader) (at int64, same bool, err error) {
 // import with --map-cwd leaves when the conversation then grew on the
 // machine it came from.
 func onlyLocalMappings(storePath, archived string) (bool, error) {
-	sr, err := convlog.Open(storePath, convlog.ReaderOptions{})
+	sr, err := store.OpenLog(storePath, convlog.ReaderOptions{})
 	if err != nil {
 		return false, err
 	}
 	defer sr.Close()
-	ar, err := convlog.Open(archived, convlog.ReaderOptions{})
+	ar, err := store.OpenLog(archived, convlog.ReaderOptions{})
 	if err != nil {
 		return false, err
 	}

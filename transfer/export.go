@@ -457,14 +457,17 @@ func (x *exporter) read(p *planned, tmpDir string) (c *Conversation, logs []*ope
 		x.problem(p.id, convLog.path, err.Error())
 		return nil, logs, false
 	}
+	// The copy sits in a directory of the conversation's name: it is read
+	// as the log it copies, its header checked against its place.
 	info, err := store.ReadConversationFile(snap)
 	os.RemoveAll(snapDir)
+	var ie *convlog.IdentityError
 	switch {
+	case errors.As(err, &ie):
+		x.problem(p.id, convLog.path, ie.Msg)
+		return nil, logs, false
 	case err != nil:
 		x.problem(p.id, convLog.path, err.Error())
-		return nil, logs, false
-	case info.ID != p.id:
-		x.problem(p.id, convLog.path, fmt.Sprintf("header names conversation %q, but the directory is conversation %q", info.ID, p.id))
 		return nil, logs, false
 	case info.Deleting:
 		x.problem(p.id, dir, "the conversation is being deleted: not exported")
@@ -490,9 +493,10 @@ func (l *openLog) open() error {
 		return err
 	}
 	comp := l.gen.Compression
-	opts := convlog.ReaderOptions{Version: l.gen.Version, Compression: &comp}
-	if !l.isConvLog {
-		opts.WantID = l.session
+	opts, err := store.LogReaderOptions(l.path, convlog.ReaderOptions{Version: l.gen.Version, Compression: &comp})
+	if err != nil {
+		f.Close()
+		return err
 	}
 	r, err := convlog.NewReader(f, f.Size(), l.path, opts)
 	if err != nil {

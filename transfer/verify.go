@@ -162,7 +162,7 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 				errs[i] = ctx.Err()
 				return
 			}
-			errs[i] = checkLog(j.sc.id, j.l, j.f)
+			errs[i] = checkLog(j.l, j.f)
 		}()
 	}
 	wg.Wait()
@@ -208,19 +208,17 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 
 // checkLog reads one extracted log strictly: every event, no torn tail,
 // the committed length its size, the header naming it.
-func checkLog(convID string, l store.Log, f *File) error {
-	r, err := convlog.Open(l.Path, convlog.ReaderOptions{})
+func checkLog(l store.Log, f *File) error {
+	r, err := l.Open(convlog.ReaderOptions{})
+	var ie *convlog.IdentityError
+	if errors.As(err, &ie) {
+		// Named as the archive names it, not by its staging path.
+		return fmt.Errorf("%s: %s", f.Name, ie.Msg)
+	}
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	h := r.Header()
-	switch {
-	case l.IsConversationLog && (h.Type != convlog.ConversationLog || h.ID != convID):
-		return fmt.Errorf("%s: not the log of conversation %q (header type %q, id %q)", f.Name, convID, h.Type, h.ID)
-	case !l.IsConversationLog && (h.Type != convlog.SessionLog || h.ID != l.ID):
-		return fmt.Errorf("%s: not the log of session %q (header type %q, id %q)", f.Name, l.ID, h.Type, h.ID)
-	}
 	var events int64
 	for {
 		_, err := r.Next()

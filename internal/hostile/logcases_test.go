@@ -176,9 +176,12 @@ func logCases() []hcase {
 		{
 			name: "seq goes back in a v3 log: migrate fails it, converts the rest",
 			setup: func(f *fx) []string {
-				lines, _ := v3Lines(f)
-				// Event 4 (line 6) is followed by event 2 again.
+				lines, name := v3Lines(f)
+				// Event 4 (line 6) is followed by event 2 again, in a log
+				// whose header names s1, the session of its file name.
 				bad := append(append([]string{}, lines[:6]...), lines[3])
+				sid := strings.TrimSuffix(name, ".v3.jsonl")
+				bad[0] = strings.Replace(bad[0], `"id":"`+sid+`"`, `"id":"`+hostileSID+`"`, 1)
 				data := joinLines(bad...)
 				f.vars["off"] = fmt.Sprint(offsetOfLine(data, 7))
 				f.session("s1.v3.jsonl", data)
@@ -297,6 +300,28 @@ func logCases() []hcase {
 			stdout: []string{`SKIPPED {log}: session log header (line 1) names id "s2", but its file name is session "s1"`, "indexed=3, skipped=1"},
 			stderr: []string{`{log}: session log header (line 1) names id "s2", but its file name is session "s1"`},
 			allow:  reindexed, want: []string{newIndex},
+		},
+		{
+			name: "session log header names another id in a v3 log: migrate fails it before writing, converts the rest",
+			setup: func(f *fx) []string {
+				plainPlus(f, "s1.v3.jsonl", append([]string{sessionHeader("s2", 3)}, ev...)...)
+				return []string{"migrate"}
+			},
+			code:   1,
+			stdout: []string{"Summary: converted=2, already-V4=9, failed=1, skipped=0"},
+			stderr: []string{`the first: {log}: session log header (line 1) names id "s2", but its file name is session "s1"`},
+			allow:  migrated,
+		},
+		{
+			name: "session log header names another id in a v4 log: migrate fails it, converts the rest",
+			setup: func(f *fx) []string {
+				plainPlus(f, "s1.v4.jsonl", append([]string{sessionHeader("s2", 4)}, ev...)...)
+				return []string{"migrate"}
+			},
+			code:   1,
+			stdout: []string{"Summary: converted=2, already-V4=9, failed=1, skipped=0"},
+			stderr: []string{`the first: {log}: session log header (line 1) names id "s2", but its file name is session "s1"`},
+			allow:  migrated,
 		},
 		{
 			name: "empty file: inspect",
