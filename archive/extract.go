@@ -161,7 +161,7 @@ func (x *extractor) mkdirs(rel string) error {
 	if err := os.Mkdir(p, durable.DirMode); err != nil {
 		return err
 	}
-	if err := os.Chmod(p, durable.DirMode); err != nil {
+	if err := durable.PrivateDir(p); err != nil {
 		return err
 	}
 	x.made[rel] = true
@@ -175,7 +175,7 @@ func (x *extractor) file(ctx context.Context, ar *Reader, h *Header) (Extracted,
 		return Extracted{}, fmt.Errorf("%s: %w", h.Name, err)
 	}
 	p := filepath.Join(x.dir, rel)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, FileMode) // O_EXCL never follows a link
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|durable.NoFollowFlags, FileMode) // O_EXCL never follows a link
 	if err != nil {
 		return Extracted{}, fmt.Errorf("%s: %w", h.Name, err)
 	}

@@ -41,15 +41,27 @@ func CreateTemp(final string) (*TempFile, error) {
 }
 
 func (t *TempFile) lockIt() error {
-	l, err := durable.OpenRegular(t.Name(), os.O_RDONLY)
+	l, err := lockOwn(t.File)
 	if err != nil {
 		return err
 	}
-	a, aerr := t.Stat()
+	t.lock = l
+	return nil
+}
+
+// lockOwn flocks f, a file this process just created, through a
+// descriptor of its own (so that the lock outlives a close of f), opened
+// without following a link and checked to be f's file.
+func lockOwn(f *os.File) (*os.File, error) {
+	l, err := durable.OpenRegular(f.Name(), os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	a, aerr := f.Stat()
 	b, berr := l.Stat()
 	if aerr != nil || berr != nil || !os.SameFile(a, b) {
 		l.Close()
-		return fmt.Errorf("%s was replaced while it was created", t.Name())
+		return nil, fmt.Errorf("%s was replaced while it was created", f.Name())
 	}
 	ok, err := tryLock(l)
 	switch {
@@ -57,14 +69,31 @@ func (t *TempFile) lockIt() error {
 		// Unlocked: no sweep removes it (see lock_other.go).
 	case err != nil:
 		l.Close()
-		return err
+		return nil, err
 	case !ok:
 		l.Close()
-		return errors.New("locked by another process")
+		return nil, errors.New("locked by another process")
 	}
-	t.lock = l
-	return nil
+	return l, nil
 }
+
+// LockTemp flocks f, a temporary file this process just created
+// (durable.CreateTemp), as CreateTemp's files are locked while written:
+// through a descriptor of its own, never through a link. Close the
+// returned file to release the lock.
+func LockTemp(f *os.File) (*os.File, error) {
+	l, err := lockOwn(f)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return l, nil
+}
+
+// LockIfFree returns the temporary file at p held by this process when
+// its lock was free (its writer is gone), else nil: a symbolic link, a
+// FIFO or anything but a regular file is never opened through, nor waited
+// on. Close it once the file is removed.
+func LockIfFree(p string) *os.File { return lockFree(p) }
 
 // Publish fsyncs the file, links it to final (never over an existing
 // file), removes the temporary name and fsyncs the directory, as

@@ -14,8 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gofrs/flock"
-
+	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/store"
 )
@@ -194,13 +193,13 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 		return nil, err
 	}
 	tmpName := tmp.Name()
-	held := flock.New(tmpName)
-	if ok, err := held.TryLock(); err != nil || !ok {
+	held, err := archive.LockTemp(tmp)
+	if err != nil {
 		tmp.Close()
 		os.Remove(tmpName)
-		return nil, fmt.Errorf("lock %s: %v", tmpName, err)
+		return nil, err
 	}
-	defer held.Unlock()
+	defer held.Close()
 	done := false
 	defer func() {
 		if !done {
@@ -345,16 +344,17 @@ func removeStaleTemps(dir string) []string {
 		if !isTempArchive(name) {
 			continue
 		}
-		fl := flock.New(filepath.Join(dir, name), flock.SetFlag(os.O_RDONLY))
-		ok, err := fl.TryLock()
-		if err != nil || !ok {
+		// Opened without following a link and without waiting: a link or
+		// a FIFO put there since the listing is left alone.
+		fl := archive.LockIfFree(filepath.Join(dir, name))
+		if fl == nil {
 			continue // a live backup is writing it
 		}
 		remove(name)
 		if present[name+snapshotSuffix] {
 			remove(name + snapshotSuffix)
 		}
-		fl.Unlock()
+		fl.Close()
 	}
 	if len(removed) > 0 {
 		durable.SyncDir(dir)

@@ -14,8 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/gofrs/flock"
-
+	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/progress"
 )
@@ -128,13 +127,13 @@ func writeInfo(archivePath string, info *Info) error {
 		return err
 	}
 	name := tmp.Name()
-	held := flock.New(name)
-	if ok, err := held.TryLock(); err != nil || !ok {
+	held, err := archive.LockTemp(tmp)
+	if err != nil {
 		tmp.Close()
 		os.Remove(name)
-		return fmt.Errorf("lock %s: %v", name, err)
+		return err
 	}
-	defer held.Unlock()
+	defer held.Close()
 	published := false
 	defer func() {
 		if !published {
@@ -204,7 +203,9 @@ type RecordOptions struct {
 // recordErr says why it could not be recorded; the verification stands
 // either way.
 func VerifyArchive(ctx context.Context, path string, opts VerifyOptions, ro RecordOptions) (res *VerifyResult, rec *Verification, recordErr, err error) {
-	f, err := os.Open(path)
+	// The archive the user named: a link there is followed (it is only
+	// read), but a FIFO never blocks the open, and is then refused.
+	f, err := durable.OpenInput(path)
 	if err != nil {
 		return nil, nil, nil, err
 	}

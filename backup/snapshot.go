@@ -49,7 +49,7 @@ func snapshotIndex(ctx context.Context, src, tmpDir, path string, quiescent bool
 	}
 	var tmp *os.File
 	if path != "" {
-		tmp, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, durable.FileMode)
+		tmp, err = durable.CreateExcl(path)
 	} else {
 		tmp, err = durable.CreateTemp(tmpDir, ".convkit-index-snapshot")
 	}

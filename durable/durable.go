@@ -34,7 +34,10 @@ func MkdirAll(dir string) error {
 	dir = filepath.Clean(dir)
 	fi, err := os.Lstat(dir)
 	if err == nil {
-		if !fi.IsDir() {
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s is a symbolic link: %w; name the directory itself", dir, ErrSymlink)
+		case !fi.IsDir():
 			return fmt.Errorf("%s: exists and is not a directory", dir)
 		}
 		return nil
@@ -54,7 +57,7 @@ func MkdirAll(dir string) error {
 		}
 		return err
 	}
-	if err := os.Chmod(dir, DirMode); err != nil {
+	if err := PrivateDir(dir); err != nil {
 		return err
 	}
 	return SyncDir(parent)
@@ -63,9 +66,12 @@ func MkdirAll(dir string) error {
 // SyncDir fsyncs a directory so that entries created or removed in it survive
 // a crash.
 func SyncDir(dir string) error {
-	d, err := os.Open(dir)
+	// Read-only, never waiting on a FIFO: only a directory is opened (a
+	// data directory that is a link to one is synced through it: fsync
+	// writes nothing there).
+	d, err := os.OpenFile(dir, os.O_RDONLY|InputFlags|DirFlag, 0)
 	if err != nil {
-		return err
+		return openError(dir, err)
 	}
 	err = d.Sync()
 	if cerr := d.Close(); err == nil {
@@ -87,7 +93,7 @@ func CreateTemp(dir, prefix string) (*os.File, error) {
 			return nil, err
 		}
 		name := filepath.Join(dir, prefix+"."+hex.EncodeToString(b[:])+TempSuffix)
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|NoFollowFlags, FileMode)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}

@@ -103,3 +103,34 @@ func openError(path string, err error) error {
 	}
 	return err
 }
+
+// OpenInput opens path for reading as an input the user named (an archive
+// argument, a configuration file): a symbolic link given there is
+// followed, as any reader would, but the open never blocks, so a FIFO
+// without a writer cannot hang it (a FIFO or pipe opened this way is read
+// as a stream; with no writer it reads as empty).
+func OpenInput(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|InputFlags, 0)
+}
+
+// PrivateDir sets the directory dir to mode 0700 whatever the umask,
+// through a descriptor opened without following a link (a link put in its
+// place is refused, never chmod'ed through).
+func PrivateDir(dir string) error {
+	d, err := os.OpenFile(dir, os.O_RDONLY|NoFollowFlags|DirFlag, 0)
+	if err != nil {
+		return openError(dir, err)
+	}
+	defer d.Close()
+	fi, err := d.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: not a directory", dir)
+	}
+	if err := d.Chmod(DirMode); err != nil {
+		return fmt.Errorf("chmod %s: %w", dir, err)
+	}
+	return nil
+}

@@ -13,4 +13,10 @@ import (
 // file.
 const NoFollowFlags = syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
 
+// InputFlags open an input without waiting for a FIFO's writer.
+const InputFlags = syscall.O_NONBLOCK | syscall.O_CLOEXEC
+
+// DirFlag makes an open fail unless it names a directory.
+const DirFlag = syscall.O_DIRECTORY
+
 func isLoop(err error) bool { return errors.Is(err, syscall.ELOOP) }

@@ -22,6 +22,8 @@ import (
 	"strings"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
+
+	"github.com/convkit/convkit/durable"
 )
 
 // SchemaVersion is stored in PRAGMA user_version. A database with another
@@ -212,12 +214,13 @@ func Open(path string) (*DB, error) {
 // Create makes a new, empty index at path, which must not exist. It is
 // tuned for one bulk load (no journal, no syncs until Finish).
 func Create(path string) (*DB, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	// Created exclusively, 0600, never through a link: SQLite then opens
+	// the empty file by its name (see checkFiles for what that leaves).
+	f, err := durable.CreateExcl(path)
 	if err != nil {
 		return nil, err
 	}
-	f.Close()
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := f.Close(); err != nil {
 		return nil, err
 	}
 	db, err := sql.Open("sqlite", dsn(path, "journal_mode(OFF)", "synchronous(OFF)"))
@@ -245,7 +248,7 @@ func (d *DB) Finish() error {
 	if err := d.db.Close(); err != nil {
 		return err
 	}
-	f, err := os.Open(d.path)
+	f, err := durable.OpenRegular(d.path, os.O_RDONLY)
 	if err != nil {
 		return err
 	}

@@ -92,21 +92,50 @@ func schemaError(ctx context.Context, path string, err error) error {
 // ModeImmutable or ModeSnapshot.
 func (d *DB) Mode() string { return d.mode }
 
-// VacuumInto writes a consistent copy of the database at src into dst (an
-// empty file), reading src as OpenRead does. The schema is not checked:
-// VACUUM INTO copies whatever the database holds and runs none of it.
+// VacuumInto writes a consistent copy of the database at src into dst, an
+// empty file the caller has just created exclusively (durable.CreateExcl),
+// reading src as OpenRead does. The schema is not checked: VACUUM INTO
+// copies whatever the database holds and runs none of it.
+//
+// SQLite opens dst by its name: the file checked here, and still there
+// afterwards, must be the one it wrote (a link put in its place in
+// between is refused, and nothing is written through it by this
+// process, though SQLite's own open resolves links: see checkFiles).
 func VacuumInto(ctx context.Context, src, dst string, o ReadOptions) error {
+	pin, err := durable.OpenRegular(dst, os.O_RDONLY)
+	if err != nil {
+		return err
+	}
+	defer pin.Close()
+	if fi, err := pin.Stat(); err != nil || fi.Size() != 0 {
+		return fmt.Errorf("%s: not the empty file VACUUM INTO needs", dst)
+	}
 	db, _, cleanup, err := openReadOnly(ctx, src, o, vacuumPragmas)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
 	defer db.Close()
-	if err := os.Truncate(dst, 0); err != nil {
+	if _, err = db.ExecContext(ctx, "VACUUM INTO ?", dst); err != nil {
 		return err
 	}
-	_, err = db.ExecContext(ctx, "VACUUM INTO ?", dst)
-	return err
+	return samePinned(pin, dst)
+}
+
+// samePinned checks that path is still the regular file pin was opened on.
+func samePinned(pin *os.File, path string) error {
+	a, err := pin.Stat()
+	if err != nil {
+		return err
+	}
+	b, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if !b.Mode().IsRegular() || !os.SameFile(a, b) {
+		return fmt.Errorf("%s was replaced while SQLite wrote it", path)
+	}
+	return nil
 }
 
 // readPragmas: readers wait for a checkpoint in progress, a schema is
@@ -186,6 +215,19 @@ func cannotOpen(err error) bool {
 // checkFiles refuses a database, write-ahead log or WAL index that is
 // anything but a regular file: SQLite would follow a link, or block on a
 // FIFO.
+//
+// What is left to SQLite: it opens these files by name itself. It opens
+// the -wal, -journal and -shm files with O_NOFOLLOW (a link put there is
+// refused, ELOOP, never followed), but resolves a link in the database's
+// own name (and in its directories) before it opens it, and it opens
+// without O_NONBLOCK. So between this check and SQLite's open, a few
+// microseconds, a process that can write the data directory (0700: this
+// user or root) could swap in a link to another database file, which
+// SQLite would then open, or a FIFO, on which an open for reading only
+// (mode=ro) would wait. Such a process can already write the files a
+// link could point to in the store; the check closes every path that does
+// not race with convkit, and the holder of runtime.lock is the only
+// writer of metadata.db.
 func checkFiles(path string) error {
 	fi, err := os.Lstat(path)
 	if err != nil {
@@ -239,7 +281,7 @@ func snapshot(ctx context.Context, path, tmpDir string) (string, string, error) 
 	if err != nil {
 		return "", "", err
 	}
-	if err := os.Chmod(dir, durable.DirMode); err != nil {
+	if err := durable.PrivateDir(dir); err != nil {
 		os.RemoveAll(dir)
 		return "", "", err
 	}

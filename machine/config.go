@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/convkit/convkit/durable"
 )
 
 // The runtime's configuration file names the agents and models that exist
@@ -101,7 +103,7 @@ func LoadConfig(path string) (*Config, error) {
 	} else if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
-	f, err := os.Open(path)
+	f, err := durable.OpenInput(path) // a FIFO put there since never blocks
 	if err != nil {
 		return nil, err
 	}

@@ -304,7 +304,10 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 		rep.finish(opts)
 		return rep.sum, err
 	}
-	return rep.finish(opts), nil
+	sum := rep.finish(opts)
+	// A run whose summary.json could not be written (its name taken by a
+	// link or a FIFO, a full disk) fails, naming it.
+	return sum, rep.summaryErr
 }
 
 func orUnknown(s string) string {

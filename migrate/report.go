@@ -19,6 +19,7 @@ import (
 	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/dshroot"
+	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/upgrade"
 )
@@ -102,6 +103,8 @@ type report struct {
 	logw      *bufio.Writer
 	completed int
 	failures  []failure
+	// summaryErr says why summary.json could not be written (finish).
+	summaryErr error
 }
 
 type failure struct {
@@ -120,16 +123,15 @@ func newReport(opts Options, root string, layout Layout) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
+	if err := durable.PrivateDir(dir); err != nil {
 		return nil, err
 	}
+	// Created exclusively, 0600, never through a link (durable.CreateExcl):
+	// the folder is new and private, but nothing written here is written
+	// through whatever else may be put in it.
 	logPath := filepath.Join(dir, "migration.log")
-	f, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := durable.CreateExcl(logPath)
 	if err != nil {
-		return nil, err
-	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
 		return nil, err
 	}
 	var commit *string
@@ -386,7 +388,8 @@ func (r *report) finish(opts Options) *Summary {
 	}
 	r.lineLocked("Full log: %s", r.sum.TextLogPath)
 	if err := writeSummary(r.sum); err != nil {
-		r.lineLocked("ERROR writing %s: %v", r.sum.SummaryPath, err)
+		r.lineLocked("ERROR writing the JSON summary: %v", err)
+		r.summaryErr = fmt.Errorf("the JSON summary was not written: %w", err)
 	}
 	r.lineLocked("JSON summary: %s", r.sum.SummaryPath)
 	return r.sum
@@ -397,7 +400,7 @@ func writeSummary(s *Summary) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(s.SummaryPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := durable.CreateExcl(s.SummaryPath)
 	if err != nil {
 		return err
 	}

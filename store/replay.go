@@ -272,19 +272,46 @@ func currentGeneration(dir, base string) (convlog.Name, bool, error) {
 	}
 	var best convlog.Name
 	found := false
+	var odd error // an entry named like a generation that is not a regular file
 	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
 		n, ok := convlog.ParseName(e.Name())
 		if !ok || n.Base != base {
+			continue
+		}
+		if !e.Type().IsRegular() {
+			if odd == nil {
+				odd = notALog(filepath.Join(dir, e.Name()), e.Type())
+			}
 			continue
 		}
 		if !found || n.Version > best.Version || (n.Version == best.Version && n.String() < best.String()) {
 			best, found = n, true
 		}
 	}
+	if !found && odd != nil {
+		// Say what is in the log's place: "no log" alone would hide it.
+		return best, false, odd
+	}
 	return best, found, nil
+}
+
+// notALog refuses an entry in a log's place that is not a regular file.
+func notALog(p string, t fs.FileMode) error {
+	if t&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s is a symbolic link: %w", p, ErrSymlink)
+	}
+	kind := "not a file"
+	switch {
+	case t.IsDir():
+		kind = "a directory"
+	case t&fs.ModeNamedPipe != 0:
+		kind = "a FIFO"
+	case t&fs.ModeSocket != 0:
+		kind = "a socket"
+	case t&fs.ModeDevice != 0:
+		kind = "a device"
+	}
+	return fmt.Errorf("%s: %s (%s)", p, ReasonNotRegular, kind)
 }
 
 func conversationLogPath(dir, convID string) (string, error) {

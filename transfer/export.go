@@ -418,7 +418,12 @@ func (x *exporter) read(p *planned, tmpDir string) (c *Conversation, logs []*ope
 	}()
 	cd, probs, err := x.s.WalkConversation(p.id)
 	if err != nil {
-		x.problem(p.id, dir, err.Error())
+		if len(probs) > 0 {
+			// The entry at fault and why, each said once.
+			x.problem(p.id, probs[0].Path, probs[0].Reason)
+		} else {
+			x.problem(p.id, dir, err.Error())
+		}
 		return nil, logs, false
 	}
 	for _, pr := range probs {

@@ -649,7 +649,7 @@ func sameStagedPrefix(path string, st *staged) string {
 	if fi.Size() < st.size {
 		return "it is shorter than the staged successor"
 	}
-	f, err := os.Open(path)
+	f, err := durable.OpenRegular(path, os.O_RDONLY)
 	if err != nil {
 		return err.Error()
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/progress"
 )
 
@@ -127,7 +128,9 @@ func (e *env) archiveInput(name, what string) (io.Reader, progressReporter, func
 		bar := e.newProgress(what, unitBytes, 0)
 		return &progressReader{r: e.stdin, p: bar}, bar, func() {}, nil
 	}
-	f, err := os.Open(name)
+	// A link given as the archive is followed (it is only read); a FIFO
+	// or a pipe (<(...)) never blocks the open, and is read as a stream.
+	f, err := durable.OpenInput(name)
 	if err != nil {
 		return nil, nil, nil, err
 	}

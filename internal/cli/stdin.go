@@ -38,7 +38,7 @@ func spoolStdin(ctx context.Context, r io.Reader) (*spooledStdin, error) {
 		return nil, err
 	}
 	s := &spooledStdin{dir: dir, path: filepath.Join(dir, "stdin")}
-	if err := os.Chmod(dir, durable.DirMode); err != nil {
+	if err := durable.PrivateDir(dir); err != nil {
 		s.remove()
 		return nil, err
 	}

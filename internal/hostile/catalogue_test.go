@@ -79,6 +79,9 @@ func runCase(t *testing.T, c hcase) {
 	default:
 		r = f.run(args...)
 	}
+	if f.after != nil {
+		f.after()
+	}
 	after := snapshot(t, f.root)
 	t.Logf("convkit %s: exit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(args, " "), r.code, clip(r.stdout), clip(r.stderr))
 
@@ -206,6 +209,8 @@ func catalogue() []hcase {
 	cs = append(cs, noStoreCases()...)
 	cs = append(cs, stagingCases()...)
 	cs = append(cs, sessionCases()...)
+	cs = append(cs, writeCases()...)
+	cs = append(cs, conversationsFileCases()...)
 	return cs
 }
 

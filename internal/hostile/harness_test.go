@@ -91,6 +91,9 @@ type fx struct {
 	limit int64
 	// stdin is the command's standard input.
 	stdin string
+	// after, when set, runs once the command has returned, before the
+	// checks (a case that acts while the command runs waits for itself).
+	after func()
 }
 
 // newFx makes an empty world. The data directory does not exist yet.
