@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/convkit/convkit/fixtures"
 )
 
 // noMount makes TestFullDisk act as if mount(2) were not permitted, to
@@ -180,4 +182,85 @@ func fill(t *testing.T, dir string) string {
 		}
 	}
 	return p
+}
+
+// TestFullDiskExport runs `export --to FILE` where FILE's file system has
+// no room: on a tmpfs filled to its last byte, and under RLIMIT_FSIZE (a
+// disk that fills while the archive is written). Either way export exits
+// 1 naming the temporary file it could not write, publishes nothing at
+// FILE, leaves no temporary file and the store as it was; with room again
+// the same command publishes the archive an export with room gives.
+func TestFullDiskExport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds convkit and mounts file systems")
+	}
+	h := &harness{env: childEnv(t.TempDir())}
+	base := t.TempDir()
+	data := filepath.Join(base, "data")
+	rep := generate(t, data, 35, 20)
+	var ids []string
+	for _, c := range rep.Conversations {
+		if !c.Deleting && !c.Has(fixtures.CaseCorrupt) {
+			ids = append(ids, c.ID)
+		}
+	}
+	orig := hashTree(t, data, isLockFile)
+	args := func(file string) []string {
+		return append([]string{"--data-dir", data, "-q", "export", "--to", file}, ids...)
+	}
+	ref := filepath.Join(base, "ref", "out.tar.zst")
+	if err := os.MkdirAll(filepath.Dir(ref), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.must(t, 0, args(ref)...)
+	want := withoutKeys(t, manifestOf(t, ref), "createdAt")
+	check := func(t *testing.T, at, dir, file string, o outcome, wantErr string) {
+		t.Helper()
+		if o.code != 1 || !strings.Contains(o.stderr, wantErr) || !strings.Contains(o.stderr, filepath.Join(dir, ".out.tar.zst.")) {
+			t.Fatalf("%s: exit %d, want 1 naming the temporary file and %q\n%s", at, o.code, wantErr, o.stderr)
+		}
+		t.Logf("%s: %s", at, strings.TrimSpace(o.stderr))
+		if _, err := os.Lstat(file); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s: %s was published", at, file)
+		}
+		if left := temps(t, dir); len(left) > 0 {
+			t.Fatalf("%s: temporary files remain: %v", at, left)
+		}
+		if !equalMaps(hashTree(t, data, isLockFile), orig) {
+			t.Fatalf("%s: the store changed", at)
+		}
+	}
+	again := func(t *testing.T, at, dir, file string) {
+		t.Helper()
+		h.must(t, 0, args(file)...)
+		if got := withoutKeys(t, manifestOf(t, file), "createdAt"); got != want {
+			t.Fatalf("%s: the archive's manifest is not that of an export with room", at)
+		}
+		if left := temps(t, dir); len(left) > 0 {
+			t.Fatalf("%s: temporary files remain: %v", at, left)
+		}
+	}
+
+	t.Run("tmpfs", func(t *testing.T) {
+		dir := filepath.Join(base, "tmpfs")
+		if err := mountTmpfs(t, dir, 8<<20); err != nil {
+			t.Skipf("%v (the RLIMIT_FSIZE case runs instead)", err)
+		}
+		filler := fill(t, dir)
+		file := filepath.Join(dir, "out.tar.zst")
+		check(t, "on a full file system", dir, file, h.run(t, args(file)...), "no space left on device")
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		again(t, "full tmpfs, with room again", dir, file)
+	})
+	t.Run("RLIMIT_FSIZE", func(t *testing.T) {
+		dir := filepath.Join(base, "rlimit")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(dir, "out.tar.zst")
+		check(t, "under RLIMIT_FSIZE", dir, file, h.runLimited(t, 16, args(file)...), "file too large")
+		again(t, "RLIMIT_FSIZE, unlimited again", dir, file)
+	})
 }

@@ -3,7 +3,9 @@
 package crashtest
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/store"
 )
 
 // signalDeadline is how long a job may take to end after SIGTERM: a hang
@@ -52,6 +56,17 @@ func TestSIGTERM(t *testing.T) {
 	bundle := filepath.Join(base, "bundle.tar.zst")
 	h.must(t, 0, append([]string{"--data-dir", src, "-q", "export", "--to", bundle}, ids...)...)
 	tmp := strings.TrimPrefix(h.env[len(h.env)-1], "TMPDIR=")
+	bk := filepath.Join(base, "backups")
+	h.must(t, 0, "--data-dir", src, "-q", "backup", "--to", bk)
+	backups, err := filepath.Glob(filepath.Join(bk, "convkit-*.tar.zst"))
+	if err != nil || len(backups) != 1 {
+		t.Fatalf("backups: %v %v", backups, err)
+	}
+	sessions := filepath.Join(base, "sessions")
+	if _, err := fixtures.GenerateSessions(context.Background(), sessions, fixtures.SessionsOptions{Seed: 43, Sessions: 40,
+		Compression: convlog.Zstd, Large: true, OrdinaryOnly: true}); err != nil {
+		t.Fatal(err)
+	}
 
 	type trial struct {
 		args []string
@@ -61,6 +76,22 @@ func TestSIGTERM(t *testing.T) {
 		// trees whose files must be as they were (lock file aside), and
 		// absent the paths that must not exist.
 		scan, unchanged, absent []string
+		// lockedBy, when set, is a store whose runtime.lock this test
+		// holds while the job runs with --lock-timeout: the job is
+		// signalled while it waits for the lock (started is unused),
+		// once it has runtime.lock open.
+		lockedBy string
+	}
+	// An edit waits for runtime.lock held here: quick commands are
+	// signalled while they wait, which is where they spend their time
+	// when the runtime is busy.
+	edit := func(args ...string) func(t *testing.T, dir string) trial {
+		return func(t *testing.T, dir string) trial {
+			data := filepath.Join(dir, "data")
+			copyTree(t, src, data)
+			return trial{args: append([]string{"--data-dir", data, "--lock-timeout", "1m"}, args...),
+				scan: []string{data}, unchanged: []string{data}, lockedBy: data}
+		}
 	}
 	jobs := []struct {
 		name    string
@@ -99,6 +130,37 @@ func TestSIGTERM(t *testing.T) {
 				started: filepath.Join(target, ".conversations.import-*"), scan: []string{dir},
 				unchanged: []string{filepath.Dir(arch)}}
 		}},
+		{"rename", edit("rename", ids[0], "renamed while the runtime was busy")},
+		{"archive", edit("archive", ids[0], ids[1])},
+		{"unarchive", edit("unarchive", ids[0])},
+		{"delete", edit("delete", ids[0], ids[1])},
+		{"restore", func(t *testing.T, dir string) trial {
+			target := filepath.Join(dir, "restored")
+			return trial{args: []string{"restore", backups[0], "--to", target},
+				started: filepath.Join(dir, ".restored.restore-*"), scan: []string{dir},
+				unchanged: []string{bk}, absent: []string{target}}
+		}},
+		{"restore --conversation waiting for the lock", func(t *testing.T, dir string) trial {
+			data := filepath.Join(dir, "data")
+			copyTree(t, src, data)
+			return trial{args: []string{"--lock-timeout", "1m", "restore", "--conversation", ids[0], "--force", "--to", data, backups[0]},
+				scan: []string{data}, unchanged: []string{data, bk}, lockedBy: data}
+		}},
+		{"backup verify", func(t *testing.T, dir string) trial {
+			return trial{args: []string{"backup", "verify", backups[0]},
+				started: filepath.Join(tmp, "convkit-verify-*"), scan: []string{bk, tmp}, unchanged: []string{bk}}
+		}},
+		{"migrate on a sessions root", func(t *testing.T, dir string) trial {
+			root := filepath.Join(dir, "sessions")
+			copyTree(t, sessions, root)
+			// The report folders of the runs before would match at once.
+			old, _ := filepath.Glob(filepath.Join(tmp, "convkit-migrate-v4-*"))
+			for _, p := range old {
+				os.RemoveAll(p)
+			}
+			return trial{args: []string{"migrate", "--sessions-dir", root, "--jobs", "2"},
+				started: filepath.Join(tmp, "convkit-migrate-v4-*"), scan: []string{root}, unchanged: []string{root}}
+		}},
 	}
 	for _, j := range jobs {
 		t.Run(j.name, func(t *testing.T) {
@@ -108,7 +170,20 @@ func TestSIGTERM(t *testing.T) {
 			for _, u := range tr.unchanged {
 				before[u] = hashTree(t, u, isLockFile)
 			}
-			code, took, stderr := h.interrupt(t, tr.started, tr.args...)
+			var code int
+			var took time.Duration
+			var stderr string
+			if tr.lockedBy != "" {
+				held, err := store.Open(context.Background(), tr.lockedBy, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "crash test"}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				lock := filepath.Join(tr.lockedBy, store.LockFileName)
+				code, took, stderr = h.interruptWhen(t, func(pid int) bool { return hasOpen(pid, lock) }, tr.args...)
+				held.Close()
+			} else {
+				code, took, stderr = h.interrupt(t, tr.started, tr.args...)
+			}
 			t.Logf("convkit %s: exit %d %s after SIGTERM", j.name, code, took.Round(time.Millisecond))
 			if code != 130 {
 				t.Fatalf("exit %d after SIGTERM, want 130\n%s", code, stderr)
@@ -141,6 +216,27 @@ func TestSIGTERM(t *testing.T) {
 // the process took to end once continued, and its stderr.
 func (h *harness) interrupt(t *testing.T, started string, args ...string) (int, time.Duration, string) {
 	t.Helper()
+	return h.interruptWhen(t, func(int) bool {
+		m, _ := filepath.Glob(started)
+		return len(m) > 0
+	}, args...)
+}
+
+// hasOpen reports whether process pid has the file path open.
+func hasOpen(pid int, path string) bool {
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && l == path {
+			return true
+		}
+	}
+	return false
+}
+
+// interruptWhen is interrupt, the moment ready reports true of the
+// process.
+func (h *harness) interruptWhen(t *testing.T, ready func(pid int) bool, args ...string) (int, time.Duration, string) {
+	t.Helper()
 	cmd, _, errb := h.command(args...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -149,7 +245,7 @@ func (h *harness) interrupt(t *testing.T, started string, args ...string) (int, 
 	go func() { done <- cmd.Wait() }()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if m, _ := filepath.Glob(started); len(m) > 0 {
+		if ready(cmd.Process.Pid) {
 			break
 		}
 		select {
@@ -159,7 +255,7 @@ func (h *harness) interrupt(t *testing.T, started string, args ...string) (int, 
 		}
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
-			t.Fatalf("convkit %s: nothing matches %s after a minute", strings.Join(args, " "), started)
+			t.Fatalf("convkit %s: not ready to be interrupted after a minute", strings.Join(args, " "))
 		}
 		time.Sleep(time.Millisecond)
 	}
