@@ -1033,8 +1033,12 @@ func appendedBytes(t *testing.T, p string, n int) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Two log-only events a batch: the last turn has ended, and repeating
+	// its end would break the turn's path.
+	last := events[len(events)-1].Time
 	for i := 0; i < n; i++ {
-		if err := w.Append(events[len(events)-2:]); err != nil {
+		title := convlog.Event{Type: "session/title", Time: last, Data: []byte(fmt.Sprintf(`{"title":"grown %d"}`, i))}
+		if err := w.Append([]convlog.Event{title, title}); err != nil {
 			t.Fatal(err)
 		}
 	}

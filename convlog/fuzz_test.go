@@ -291,34 +291,42 @@ func FuzzReader(f *testing.F) {
 	})
 }
 
-// roundTripEvents builds a valid v4 event sequence from fuzzed values.
+// roundTripEvents builds a valid v4 event sequence from fuzzed values: its
+// turns follow their path and its replacements name spans of the history.
 func roundTripEvents(text, typ string, n uint8, seed int64) [][]Event {
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 	q := func(s string) string { return string(AppendJSONString(nil, s)) }
 	plugin := "plugin:" + typ
 	var all []Event
+	var nodes []int64    // the history's surface nodes
+	var pending []string // tool calls without a result
+	turn, step := int64(0), int64(0)
+	turnOpen, stepOpen := false, false
+	user := func(seq int64) Event {
+		return Event{Type: TypeUserMessage, SurfaceOp: &SurfaceOp{},
+			Data: fmt.Appendf(nil, `{"role":"user","content":[{"type":"text","text":%s}],"source":{"kind":%s},"id":"u%d"}`, q(text), q("acme-"+typ), seq)}
+	}
 	for seq := range int64(n) {
 		tm := rng.Int64N(2*maxSafeInteger+1) - maxSafeInteger
 		if rng.IntN(4) > 0 {
 			tm = 1790000000000 + seq
 		}
 		var e Event
-		switch k := rng.IntN(9); {
-		case k == 0 || seq == 0:
-			e = Event{Type: "turn/start", Data: fmt.Appendf(nil, `{"turn":%d}`, seq)}
-		case k == 1:
-			e = Event{Type: TypeUserMessage, SurfaceOp: &SurfaceOp{},
-				Data: fmt.Appendf(nil, `{"role":"user","content":[{"type":"text","text":%s}],"source":{"kind":%s},"id":"u%d"}`, q(text), q("acme-"+typ), seq)}
-		case k == 2:
-			content := "[]"
-			if rng.IntN(2) == 0 {
-				content = fmt.Sprintf(`[{"type":"text","text":%s}]`, q(text))
-			}
-			e = Event{Type: TypeAssistantMessage, SurfaceOp: &SurfaceOp{},
-				Data: fmt.Appendf(nil, `{"turn":1,"step":1,"message":{"role":"assistant","content":%s,"source":{"kind":"model"},"id":"a%d"},"stream":[]}`, content, seq)}
-		case k == 3:
-			e = Event{Type: "tool/call", Data: fmt.Appendf(nil, `{"turn":1,"step":1,"callId":"c%d","name":%s,"arguments":%s}`, seq, q(typ), q(text))}
-		case k == 4:
+		k := rng.IntN(9)
+		if (k == 2 || k == 3 || k == 4) && !stepOpen {
+			k = 0 // a model call, a tool call or a result needs a step
+		}
+		switch {
+		case seq == 0 || (k == 0 && !turnOpen):
+			turn, step, turnOpen, stepOpen, pending = turn+1, 0, true, false, nil
+			e = Event{Type: "turn/start", Data: fmt.Appendf(nil, `{"turn":%d}`, turn)}
+		case k == 0 && !stepOpen:
+			step, stepOpen = step+1, true
+			e = Event{Type: "step/start", Data: fmt.Appendf(nil, `{"turn":%d,"step":%d}`, turn, step)}
+		case k == 0 && len(pending) == 0:
+			stepOpen = false
+			e = Event{Type: "step/end", Data: fmt.Appendf(nil, `{"turn":%d,"step":%d}`, turn, step)}
+		case k == 0 || (k == 4 && len(pending) > 0):
 			var seqs []int64
 			for s := range seq {
 				if rng.IntN(3) == 0 {
@@ -328,20 +336,39 @@ func roundTripEvents(text, typ string, n uint8, seed int64) [][]Event {
 			if rng.IntN(4) == 0 {
 				rng.Shuffle(len(seqs), func(i, j int) { seqs[i], seqs[j] = seqs[j], seqs[i] })
 			}
+			call := pending[0]
+			pending = pending[1:]
 			e = Event{Type: TypeToolResult, SurfaceOp: &SurfaceOp{}, SourceEventSeqs: seqs,
-				Data: fmt.Appendf(nil, `{"turn":1,"step":1,"message":{"role":"tool","source":{"kind":"tool","callId":"c"},"toolCallId":"c","content":[{"type":"text","text":%s}],"id":"r%d"}}`, q(text), seq)}
+				Data: fmt.Appendf(nil, `{"turn":%d,"step":%d,"message":{"role":"tool","source":{"kind":"tool","callId":%q},"toolCallId":%q,"content":[{"type":"text","text":%s}],"id":"r%d"}}`, turn, step, call, call, q(text), seq)}
+		case k == 1 || k == 4:
+			e = user(seq)
+		case k == 2:
+			content := "[]"
+			if rng.IntN(2) == 0 {
+				content = fmt.Sprintf(`[{"type":"text","text":%s}]`, q(text))
+			}
+			e = Event{Type: TypeAssistantMessage, SurfaceOp: &SurfaceOp{},
+				Data: fmt.Appendf(nil, `{"turn":%d,"step":%d,"message":{"role":"assistant","content":%s,"source":{"kind":"model"},"id":"a%d"},"stream":[]}`, turn, step, content, seq)}
+		case k == 3:
+			pending = append(pending, fmt.Sprintf("c%d", seq))
+			e = Event{Type: "tool/call", Data: fmt.Appendf(nil, `{"turn":%d,"step":%d,"callId":"c%d","name":%s,"arguments":%s}`, turn, step, seq, q(typ), q(text))}
 		case k == 5:
 			e = Event{Type: plugin, Ignorable: true, Data: fmt.Appendf(nil, `{"v":%s,"n":%d}`, q(text), rng.Int64())}
-		case k == 6:
-			start := rng.Int64N(seq)
-			end := start + rng.Int64N(seq-start)
-			e = Event{Type: TypeUserMessage, SurfaceOp: &SurfaceOp{Replace: true, StartSeq: start, EndSeq: end},
-				SourceEventSeqs: []int64{start},
+		case k == 6 && len(nodes) > 0:
+			i := rng.IntN(len(nodes))
+			j := i + rng.IntN(len(nodes)-i)
+			e = Event{Type: TypeUserMessage, SurfaceOp: &SurfaceOp{Replace: true, StartSeq: nodes[i], EndSeq: nodes[j]},
+				SourceEventSeqs: []int64{nodes[i]},
 				Data:            fmt.Appendf(nil, `{"role":"user","content":[],"source":{"kind":"compact-checkpoint"},"id":"k%d"}`, seq)}
-		case k == 7:
-			e = Event{Type: TypeTurnEnd, Data: fmt.Appendf(nil, `{"turn":1,"reason":{"kind":%s}}`, q(text))}
+			nodes = append(nodes[:i:i], append([]int64{seq}, nodes[j+1:]...)...)
+		case k == 7 && turnOpen && !stepOpen:
+			turnOpen = false
+			e = Event{Type: TypeTurnEnd, Data: fmt.Appendf(nil, `{"turn":%d,"reason":{"kind":%q}}`, turn, TurnEndKinds[rng.IntN(len(TurnEndKinds))])}
 		default:
 			e = Event{Type: "session/title", Data: fmt.Appendf(nil, `{"title":%s}`, q(text))}
+		}
+		if e.SurfaceOp != nil && !e.SurfaceOp.Replace {
+			nodes = append(nodes, seq)
 		}
 		e.Time = tm
 		all = append(all, e)

@@ -129,31 +129,19 @@ func parseStoredMessage(raw []byte, keep bool) (StoredMessage, error) {
 			content = m.Value
 		}
 	}
-	idStr, ok := rawjson.String(id)
-	if !ok || idStr == "" {
-		return StoredMessage{}, fmt.Errorf("stored message has no id")
-	}
-	roleStr, ok := rawjson.String(role)
-	if !ok || roleStr == "" {
-		return StoredMessage{}, fmt.Errorf("stored message %q has no role", idStr)
-	}
-	if source == nil {
-		return StoredMessage{}, fmt.Errorf("stored message %q has no source", idStr)
-	}
 	var kind string
 	var sbuf [8]member
-	if sm, err := rawjson.Members(source, sbuf[:0]); err == nil {
+	sm, serr := rawjson.Members(source, sbuf[:0])
+	if serr == nil {
 		for _, m := range sm {
 			if string(m.Key) == "kind" {
 				kind, _ = rawjson.String(m.Value)
 			}
 		}
 	}
-	if kind == "" {
-		return StoredMessage{}, fmt.Errorf("stored message %q: source must be an object with a non-empty kind", idStr)
-	}
-	if SourceKind(kind) == SourcePlugin {
-		return StoredMessage{}, fmt.Errorf("stored message %q requires a producer-owned source kind, not %q", idStr, SourcePlugin)
+	idStr, roleStr, err := checkMessageIdentity(id, role, source, source != nil && serr == nil, kind)
+	if err != nil {
+		return StoredMessage{}, err
 	}
 	m := StoredMessage{id: idStr, role: roleStr, source: Source{Kind: SourceKind(kind)}}
 	if keep {
@@ -183,6 +171,9 @@ func emptyArray(raw []byte) bool {
 func NewStoredMessage(id, role string, source Source, content json.RawMessage) (StoredMessage, error) {
 	if id == "" {
 		return StoredMessage{}, fmt.Errorf("stored message needs an id")
+	}
+	if role == "" {
+		return StoredMessage{}, fmt.Errorf("stored message %q needs a role", id)
 	}
 	if source.Kind == "" || source.Kind == SourcePlugin {
 		return StoredMessage{}, fmt.Errorf("stored message %q needs a producer-owned source kind", id)

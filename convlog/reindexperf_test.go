@@ -83,8 +83,8 @@ func sameEvents(t *testing.T, got, want []Event) {
 func TestFramesWithoutContentSize(t *testing.T) {
 	dir := t.TempDir()
 	var batches [][]Event
-	for range 30 {
-		batches = append(batches, sampleEvents())
+	for i := range 30 {
+		batches = append(batches, sampleTurn(int64(i+1)))
 	}
 	plain := writeLog(t, dir, "s1.v4.jsonl", Plain, batches...)
 	want, wantStats, err := readAll(t, plain)
@@ -115,8 +115,8 @@ func TestFramesWithoutContentSize(t *testing.T) {
 	// A frame that decodes to more than a whole decode takes.
 	var big [][]Event
 	text := strings.Repeat("all work and no play makes jack a dull boy ", 200)
-	for range 1000 {
-		evs := sampleEvents()
+	for i := range 1000 {
+		evs := sampleTurn(int64(i + 1))
 		evs[2].Data = userMsg("u1", text)
 		big = append(big, evs)
 	}
@@ -194,7 +194,7 @@ func TestOpenSmallLogWhole(t *testing.T) {
 		if comp == Zstd {
 			name += ".zst"
 		}
-		p := writeLog(t, dir, name, comp, sampleEvents(), sampleEvents())
+		p := writeLog(t, dir, name, comp, sampleTurn(1), sampleTurn(2))
 		r, err := Open(p, ReaderOptions{})
 		if err != nil {
 			t.Fatal(err)

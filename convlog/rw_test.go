@@ -139,7 +139,7 @@ func TestTornTails(t *testing.T) {
 		if !bytes.Equal(mustRead(t, path), torn) {
 			t.Fatal("opening for append changed the file before any append")
 		}
-		if err := w.Append(evs[:1]); err != nil {
+		if err := w.Append(sampleTurn(2)[:1]); err != nil {
 			t.Fatal(err)
 		}
 		w.Close()
@@ -165,7 +165,7 @@ func TestTornTails(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Append(evs[:1]); err != nil {
+		if err := w.Append(sampleTurn(2)[:1]); err != nil {
 			t.Fatal(err)
 		}
 		w.Close()

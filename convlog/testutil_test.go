@@ -1,6 +1,7 @@
 package convlog
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,16 +28,28 @@ func assistantData(id, text string) []byte {
 }
 
 // sampleEvents is one small turn.
-func sampleEvents() []Event {
+func sampleEvents() []Event { return sampleTurn(1) }
+
+// sampleTurn is turn n: one step, the user's message, an empty answer and
+// an answer.
+func sampleTurn(n int64) []Event {
 	app := &SurfaceOp{}
+	ts := fmt.Sprintf(`{"turn":%d,"step":1}`, n)
+	answer := func(id, text string) []byte {
+		return bytes.Replace(assistantData(id, text), []byte(`{"turn":1,"step":1,`), []byte(ts[:len(ts)-1]+","), 1)
+	}
+	sfx := ""
+	if n > 1 {
+		sfx = fmt.Sprint("-", n)
+	}
 	return []Event{
-		{Type: "turn/start", Time: 1, Data: []byte(`{"turn":1}`)},
-		{Type: "step/start", Time: 2, Data: []byte(`{"turn":1,"step":1}`)},
-		{Type: TypeUserMessage, Time: 3, Data: userMsg("u1", "List the files <&>"), SurfaceOp: app},
-		{Type: TypeAssistantMessage, Time: 4, Data: assistantData("a0", ""), SurfaceOp: app},
-		{Type: TypeAssistantMessage, Time: 5, Data: assistantData("a1", "README.md"), SurfaceOp: app},
-		{Type: "step/end", Time: 6, Data: []byte(`{"turn":1,"step":1}`)},
-		{Type: TypeTurnEnd, Time: 7, Data: []byte(`{"turn":1,"reason":{"kind":"completed"}}`)},
+		{Type: "turn/start", Time: 1, Data: []byte(fmt.Sprintf(`{"turn":%d}`, n))},
+		{Type: "step/start", Time: 2, Data: []byte(ts)},
+		{Type: TypeUserMessage, Time: 3, Data: userMsg("u1"+sfx, "List the files <&>"), SurfaceOp: app},
+		{Type: TypeAssistantMessage, Time: 4, Data: answer("a0"+sfx, ""), SurfaceOp: app},
+		{Type: TypeAssistantMessage, Time: 5, Data: answer("a1"+sfx, "README.md"), SurfaceOp: app},
+		{Type: "step/end", Time: 6, Data: []byte(ts)},
+		{Type: TypeTurnEnd, Time: 7, Data: []byte(fmt.Sprintf(`{"turn":%d,"reason":{"kind":"completed"}}`, n))},
 	}
 }
 

@@ -32,6 +32,7 @@ type Writer struct {
 	nextSeq int64
 	header  *Header
 	parser  envelopeParser
+	v       *Validator // the rules beyond one line, over every event so far
 	buf     []byte
 	frame   []byte
 	ev      Event
@@ -114,7 +115,7 @@ func newWriter(path string, reg *Registry, comp Compression, h *Header) *Writer 
 		reg = DefaultRegistry
 	}
 	return &Writer{path: path, comp: comp, reg: reg, header: h,
-		parser: envelopeParser{version: CurrentVersion, reg: reg}}
+		parser: envelopeParser{version: CurrentVersion, reg: reg}, v: newStrictValidator(h, reg)}
 }
 
 // OpenAppend opens an existing version 4 log for appending. It reads the
@@ -163,6 +164,9 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := w.v.Check(ev); err != nil {
+			return nil, fmt.Errorf("%w; this log cannot be appended to", r.RuleProblem(err))
+		}
 		if r.InTornFrame() {
 			w.recovered = ev.AppendJSON(w.recovered)
 			w.recovered = append(w.recovered, '\n')
@@ -182,6 +186,11 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 
 // Header is the log's header.
 func (w *Writer) Header() *Header { return w.header }
+
+// Turn reports where the session's turn stands after what was written: an
+// open turn, its open step and the tool calls without a result (CloseTurn
+// closes it).
+func (w *Writer) Turn() TurnState { return w.v.Turn() }
 
 // NextSeq is the seq the next appended event gets.
 func (w *Writer) NextSeq() int64 { return w.nextSeq }
@@ -212,6 +221,9 @@ func (w *Writer) encodeBatch(events []Event) ([]byte, error) {
 		if prob := w.parser.parse(w.buf[start:], e.Seq, &w.ev); prob != nil {
 			return nil, fmt.Errorf("event %d of the batch (%s): %s", i, e.Type, prob.msg)
 		}
+		if err := w.v.Check(&w.ev); err != nil {
+			return nil, fmt.Errorf("event %d of the batch: %w", i, err)
+		}
 		w.buf = append(w.buf, '\n')
 	}
 	if w.comp == Zstd && len(w.buf) > 0 {
@@ -239,13 +251,17 @@ func (w *Writer) Append(events []Event) error {
 			return err
 		}
 	}
+	m := w.v.mark(events)
 	batch, err := w.encodeBatch(events)
 	if err != nil {
+		w.v.reset(m)
 		return fmt.Errorf("%s: %w", w.path, err)
 	}
 	if err := w.writeAt(batch); err != nil {
+		w.v.reset(m)
 		return err
 	}
+	w.v.commit()
 	w.nextSeq += int64(len(events))
 	return nil
 }

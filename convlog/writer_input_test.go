@@ -54,15 +54,15 @@ func TestAppendDataWhitespace(t *testing.T) {
 	}
 	defer w.Close()
 	for _, d := range []string{"{\n", "{} {}", "", "\n"} {
-		err := w.Append([]Event{{Type: "turn/start", Data: []byte(d)}})
+		err := w.Append([]Event{{Type: "session/title", Data: []byte(d)}})
 		if d == "" {
 			continue // empty data is written as null
 		}
-		if err == nil || !strings.Contains(err.Error(), "event 0 of the batch (turn/start)") {
+		if err == nil || !strings.Contains(err.Error(), "event 0 of the batch (session/title)") {
 			t.Errorf("data %q: err = %v", d, err)
 		}
 	}
-	if err := w.Append([]Event{{Type: "turn/start", Data: []byte("{}")}}); err != nil {
+	if err := w.Append([]Event{{Type: "session/title", Data: []byte("{}")}}); err != nil {
 		t.Fatal(err)
 	}
 	got, _, err := readAll(t, filepath.Join(filepath.Dir(w.path), "c.v4.jsonl"))

@@ -230,10 +230,12 @@ func problemOf(fe *convlog.FormatError) Problem {
 
 // Validate reads the log, collecting every problem with its position
 // instead of stopping at the first, up to opts.MaxProblems (the rest are
-// counted, up to MaxUnlisted, then reading stops). For a version 4 log it
-// also replays the surface to check each message and replacement. A torn
-// tail is not a problem: it is reported, as a reader tolerates it. Every
-// read is bounded as convlog bounds it (line and decode limits).
+// counted, up to MaxUnlisted, then reading stops). Beyond each line it
+// checks what convlog.Validator checks (the rules reindex and the writer
+// apply too): the turn's path, and for a version 4 log each stored
+// message's identity and the history's replacements. A torn tail is not a
+// problem: it is reported, as a reader tolerates it. Every read is bounded
+// as convlog bounds it (line and decode limits).
 func Validate(ctx context.Context, p string, opts ValidateOptions) (*Validation, error) {
 	if opts.MaxProblems <= 0 {
 		opts.MaxProblems = DefaultMaxProblems
@@ -253,7 +255,6 @@ func Validate(ctx context.Context, p string, opts ValidateOptions) (*Validation,
 			}
 		}
 	}
-	var line int64
 	r, err := convlog.Open(p, convlog.ReaderOptions{OnProblem: func(fe *convlog.FormatError) { add(problemOf(fe)) }})
 	var fe *convlog.FormatError
 	if errors.As(err, &fe) {
@@ -265,12 +266,11 @@ func Validate(ctx context.Context, p string, opts ValidateOptions) (*Validation,
 	}
 	defer r.Close()
 	v.Version = r.Header().Version
-	hist := &convlog.History{SkipBodies: true}
+	rules := convlog.NewValidator(r.Header(), nil)
 	err = each(ctx, r, func(e *convlog.Event) error {
-		line = r.Stats().Lines
-		if v.Version == convlog.CurrentVersion {
-			if herr := hist.Apply(nil, e); herr != nil {
-				add(Problem{Line: line, Kind: "corrupt", Message: herr.Error()})
+		if rerr := rules.Check(e); rerr != nil {
+			if errors.As(r.RuleProblem(rerr), &fe) {
+				add(problemOf(fe))
 			}
 		}
 		return nil
@@ -279,6 +279,9 @@ func Validate(ctx context.Context, p string, opts ValidateOptions) (*Validation,
 		add(problemOf(fe))
 	} else if err != nil {
 		return nil, err
+	}
+	if ferr := rules.Finish(); ferr != nil {
+		add(Problem{Line: 1, Kind: "corrupt", Message: ferr.Error()})
 	}
 	st := r.Stats()
 	v.Events, v.TornTail = st.Events, st.TornTail

@@ -17,12 +17,14 @@ const header = `{"type":"session","version":4,"id":"s1","createdAt":179000000000
 
 var goodLines = []string{
 	`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`,
-	`{"type":"user/message","seq":1,"time":2,"data":{"content":[{"type":"text","text":"hi there"}],"source":{"kind":"user"},"role":"user","id":"u1"},"surfaceOp":"append"}`,
-	`{"type":"assistant/message","seq":2,"time":3,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[],"source":{"kind":"model"},"id":"a0"},"stream":[]},"surfaceOp":"append"}`,
-	`{"type":"assistant/message","seq":3,"time":4,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"hello"}],"source":{"kind":"model"},"id":"a1"},"stream":[]},"surfaceOp":"append"}`,
-	`{"type":"x/custom","seq":4,"time":5,"data":{},"ignorable":true}`,
-	`{"type":"user/message","seq":5,"time":6,"data":{"content":[{"type":"text","text":"summary"}],"source":{"kind":"compact-checkpoint","compactionId":"c1"},"role":"user","id":"u2"},"sourceEventSeqs":[1,2,3],"surfaceOp":{"op":"replace","startSeq":1,"endSeq":3}}`,
-	`{"type":"turn/end","seq":6,"time":7,"data":{"turn":1,"reason":{"kind":"completed"}}}`,
+	`{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}`,
+	`{"type":"user/message","seq":2,"time":2,"data":{"content":[{"type":"text","text":"hi there"}],"source":{"kind":"user"},"role":"user","id":"u1"},"surfaceOp":"append"}`,
+	`{"type":"assistant/message","seq":3,"time":3,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[],"source":{"kind":"model"},"id":"a0"},"stream":[]},"surfaceOp":"append"}`,
+	`{"type":"assistant/message","seq":4,"time":4,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"hello"}],"source":{"kind":"model"},"id":"a1"},"stream":[]},"surfaceOp":"append"}`,
+	`{"type":"x/custom","seq":5,"time":5,"data":{},"ignorable":true}`,
+	`{"type":"user/message","seq":6,"time":6,"data":{"content":[{"type":"text","text":"summary"}],"source":{"kind":"compact-checkpoint","compactionId":"c1"},"role":"user","id":"u2"},"sourceEventSeqs":[2,3,4],"surfaceOp":{"op":"replace","startSeq":2,"endSeq":4}}`,
+	`{"type":"step/end","seq":7,"time":7,"data":{"turn":1,"step":1}}`,
+	`{"type":"turn/end","seq":8,"time":7,"data":{"turn":1,"reason":{"kind":"completed"}}}`,
 }
 
 func writeFile(t *testing.T, name string, lines ...string) string {
@@ -40,16 +42,16 @@ func TestValidateGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !v.Valid || v.Events != 7 || len(v.Problems) != 0 {
+	if !v.Valid || v.Events != 9 || len(v.Problems) != 0 {
 		t.Fatalf("validation = %+v", v)
 	}
 }
 
 func TestValidateReportsEveryProblem(t *testing.T) {
 	lines := append([]string{header}, goodLines...)
-	lines[2] = `{"type":"user/message","seq":1,"time":2,"data":{"content":[],"source":{"kind":"user"},"role":"user"},"surfaceOp":"append"}` // no id
-	lines[4] = `{"type":"assistant/message","seq":3,"time":4.5,"data":{},"surfaceOp":"append"}`                                             // bad time
-	lines[6] = `{"type":"user/message","seq":5,"time":6,"data":{"content":[],"source":{"kind":"user"},"role":"user","id":"u2"},"surfaceOp":{"op":"replace","startSeq":40,"endSeq":41}}`
+	lines[3] = `{"type":"user/message","seq":2,"time":2,"data":{"content":[],"source":{"kind":"user"},"role":"user"},"surfaceOp":"append"}` // no id
+	lines[5] = `{"type":"assistant/message","seq":4,"time":4.5,"data":{},"surfaceOp":"append"}`                                             // bad time
+	lines[7] = `{"type":"user/message","seq":6,"time":6,"data":{"content":[],"source":{"kind":"user"},"role":"user","id":"u2"},"surfaceOp":{"op":"replace","startSeq":40,"endSeq":41}}`
 	p := writeFile(t, "s1.v4.jsonl", lines...)
 	before, _ := os.ReadFile(p)
 	v, err := Validate(context.Background(), p, ValidateOptions{})
@@ -59,7 +61,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	if v.Valid {
 		t.Fatal("a log with three problems is valid")
 	}
-	want := map[int64]string{3: "no id", 5: "time must be a safe integer", 7: "replaces 40..41"}
+	want := map[int64]string{4: "no id", 6: "time must be a safe integer", 8: "replaces 40..41"}
 	got := map[int64]string{}
 	for _, pr := range v.Problems {
 		got[pr.Line] = pr.Message
@@ -84,7 +86,7 @@ func TestMeasureAndTornTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Events != 7 || !s.TornTail || s.TornBytes != int64(len(`{"type":"turn/st`)) {
+	if s.Events != 9 || !s.TornTail || s.TornBytes != int64(len(`{"type":"turn/st`)) {
 		t.Fatalf("stats = %+v", s)
 	}
 	byType := map[string]int64{}
@@ -101,7 +103,7 @@ func TestMeasureAndTornTail(t *testing.T) {
 }
 
 func TestHistory(t *testing.T) {
-	p := writeFile(t, "s1.v4.jsonl", append([]string{header}, goodLines[:4]...)...)
+	p := writeFile(t, "s1.v4.jsonl", append([]string{header}, goodLines[:5]...)...)
 	h, err := History(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +117,7 @@ func TestHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The checkpoint replaced seqs 1..3.
+	// The checkpoint replaced seqs 2..4.
 	if len(h) != 1 || h[0].ID != "u2" || !strings.Contains(string(h[0].Source), "compactionId") {
 		t.Fatalf("history after replace = %+v", h)
 	}
@@ -127,7 +129,7 @@ func TestRenderAndJSON(t *testing.T) {
 	if err := Render(context.Background(), p, &out, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`session log "s1", format v4`, "user: hi there", "[ignorable] [unknown]", "[replaces 1..3]"} {
+	for _, want := range []string{`session log "s1", format v4`, "user: hi there", "[ignorable] [unknown]", "[replaces 2..4]"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("rendering lacks %q:\n%s", want, out.String())
 		}
@@ -136,7 +138,7 @@ func TestRenderAndJSON(t *testing.T) {
 	if err := WriteJSON(context.Background(), p, &out, Filter{"turn/*"}); err != nil {
 		t.Fatal(err)
 	}
-	want := goodLines[0] + "\n" + goodLines[6] + "\n"
+	want := goodLines[0] + "\n" + goodLines[8] + "\n"
 	if out.String() != want {
 		t.Fatalf("--json --type turn/* =\n%s\nwant\n%s", out.String(), want)
 	}

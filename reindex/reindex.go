@@ -604,6 +604,9 @@ func readSession(ctx context.Context, path, sessionID string, withText bool) ([]
 	}
 	defer r.Close()
 	var msgs []index.Message
+	// The rules inspect --validate and the writer check: a log one of
+	// them refuses is not indexed.
+	rules := convlog.NewValidator(r.Header(), nil)
 	for n := 0; ; n++ {
 		if n%1024 == 0 && ctx.Err() != nil {
 			return nil, convlog.Stats{}, nil, time.Time{}, ctx.Err()
@@ -615,10 +618,13 @@ func readSession(ctx context.Context, path, sessionID string, withText bool) ([]
 		if err != nil {
 			return nil, convlog.Stats{}, nil, time.Time{}, err
 		}
+		if err := rules.Check(e); err != nil {
+			return nil, convlog.Stats{}, nil, time.Time{}, r.RuleProblem(err)
+		}
 		if !withText || (e.Type != convlog.TypeUserMessage && e.Type != convlog.TypeAssistantMessage) {
 			continue
 		}
-		raw := convlog.MessageOf(e)
+		raw := rules.Message()
 		if raw == nil {
 			continue
 		}
@@ -627,6 +633,9 @@ func readSession(ctx context.Context, path, sessionID string, withText bool) ([]
 			continue
 		}
 		msgs = append(msgs, index.Message{SessionID: sessionID, Seq: e.Seq, Role: role, Text: clip(text, MaxIndexedText)})
+	}
+	if err := rules.Finish(); err != nil {
+		return nil, convlog.Stats{}, nil, time.Time{}, fmt.Errorf("%s: line 1: %w", path, err)
 	}
 	return msgs, r.Stats(), r.Header(), r.ModTime(), nil
 }

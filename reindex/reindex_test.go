@@ -11,6 +11,7 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/inspect"
 	"github.com/convkit/convkit/store"
 )
 
@@ -46,8 +47,10 @@ func addConversation(t *testing.T, s *store.Store, id, text string) {
 	app := &convlog.SurfaceOp{}
 	err = w.Append([]convlog.Event{
 		{Type: "turn/start", Time: 1, Data: []byte(`{"turn":1}`)},
+		{Type: "step/start", Time: 1, Data: []byte(`{"turn":1,"step":1}`)},
 		{Type: "user/message", Time: 2, SurfaceOp: app, Data: []byte(fmt.Sprintf(`{"content":[{"type":"text","text":%q}],"source":{"kind":"user"},"role":"user","id":"u-%s"}`, text, id))},
 		{Type: "assistant/message", Time: 3, SurfaceOp: app, Data: []byte(`{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"done with zebra"}],"source":{"kind":"model"},"id":"a1"},"stream":[]}`)},
+		{Type: "step/end", Time: 4, Data: []byte(`{"turn":1,"step":1}`)},
 		{Type: "turn/end", Time: 4, Data: []byte(`{"turn":1,"reason":{"kind":"completed"}}`)},
 	})
 	if err != nil {
@@ -236,5 +239,50 @@ func TestDeletionInterruptedAtEachStep(t *testing.T) {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s still exists: %v", id, err)
 		}
+	}
+}
+
+// TestSkipsWhatValidateRefuses: a session log whose lines are each well
+// formed but break the format's rules (a message without identity or
+// source, a step outside a turn), written by a build that did not check
+// them, is skipped with the reason inspect --validate gives, at the same
+// line and byte.
+func TestSkipsWhatValidateRefuses(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct{ name, line, want string }{
+		{"identity", `{"type":"user/message","seq":4,"time":5,"data":{"role":"user","content":[{"type":"text","text":"x"}]},"surfaceOp":"append"}`,
+			"stored message has no id and no source"},
+		{"path", `{"type":"step/start","seq":4,"time":5,"data":{"turn":1,"step":2}}`, "step starts while step 1 of turn 1 is still open"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openStore(t, dir)
+			defer s.Close()
+			addConversation(t, s, "good", "fine")
+			addConversation(t, s, "bad", "will break")
+			p, err := reader(t, dir).SessionLogFile("bad", "root")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := os.ReadFile(p)
+			lines := strings.SplitAfter(string(b), "\n")
+			// The line takes the place of the step's and the turn's end.
+			lines = append(lines[:len(lines)-3], c.line+"\n")
+			os.WriteFile(p, []byte(strings.Join(lines, "")), 0o600)
+
+			v, err := inspect.Validate(ctx, p, inspect.ValidateOptions{})
+			if err != nil || v.Valid || len(v.Problems) != 1 || !strings.Contains(v.Problems[0].Message, c.want) {
+				t.Fatalf("validate = %+v, %v", v, err)
+			}
+			pos := fmt.Sprintf("line %d, byte %d", v.Problems[0].Line, v.Problems[0].Offset)
+			res, err := Run(ctx, s, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Indexed != 1 || len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, c.want) ||
+				!strings.Contains(res.Skipped[0].Reason, pos) {
+				t.Fatalf("reindex = %+v, want a skip at %s: %s", res, pos, c.want)
+			}
+		})
 	}
 }

@@ -1,0 +1,372 @@
+package convlog
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/convkit/convkit/internal/rawjson"
+)
+
+// The turn's path (docs/FORMAT.md, "A turn's path"): turn/start, then
+// steps (step/start ... step/end), each holding the request, the answers
+// and the tool calls and results of one model call, then turn/end. A
+// pathState follows it event by event from fields already scanned.
+
+// pathRole is what an event type is to the path.
+type pathRole uint8
+
+const (
+	roleNone pathRole = iota
+	roleTurnStart
+	roleTurnEnd
+	roleStepStart
+	roleStepEnd
+	roleInStep  // belongs to the open step: requests, attempts, prompts
+	roleAnswer  // assistant/message: in the open step; announces tool calls
+	roleAttempt // assistant/attempt: in the open step; a model call without an answer
+	roleRetry   // llm/retry, llm/retry-started: the attempt before is retried
+	roleToolCall
+	roleToolResult
+	roleSplice  // agent/inbox/spliced: input taken from the inbox
+	roleEndSeed // session/end-seed
+)
+
+var pathRoles = map[string]pathRole{
+	"turn/start":          roleTurnStart,
+	TypeTurnEnd:           roleTurnEnd,
+	"step/start":          roleStepStart,
+	"step/end":            roleStepEnd,
+	"request/header":      roleInStep,
+	"request/context":     roleInStep,
+	TypeSystemMessage:     roleInStep,
+	TypeDeveloperMessage:  roleInStep,
+	TypeAssistantMessage:  roleAnswer,
+	"assistant/attempt":   roleAttempt,
+	"llm/retry":           roleRetry,
+	"llm/retry-started":   roleRetry,
+	"tool/call":           roleToolCall,
+	TypeToolResult:        roleToolResult,
+	"agent/inbox/spliced": roleSplice,
+	"session/end-seed":    roleEndSeed,
+}
+
+// TurnEndKinds are the reasons a turn/end may give (data.reason.kind).
+var TurnEndKinds = []string{"completed", "aborted", "blocked", "error", "max-tokens", "interrupted", "forked"}
+
+func knownTurnEnd(kind string) bool {
+	for _, k := range TurnEndKinds {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// eventFields are the members of an event's data the path reads.
+type eventFields struct {
+	turn, step       int64
+	hasTurn, hasStep bool
+	// callID: tool/call's callId, or the call a tool result answers.
+	callID string
+	// toolCalls: the tool-call blocks of an answer.
+	toolCalls  []string
+	reasonKind string
+	hasReason  bool
+	// spliceNext: a non-empty "next-turn" inbox splice.
+	spliceNext bool
+	inherited  bool
+}
+
+func (f *eventFields) read(ms []member) {
+	var target, inserted []byte
+	for _, m := range ms {
+		switch string(m.Key) {
+		case "turn":
+			f.turn, f.hasTurn = rawjson.Int(m.Value)
+		case "step":
+			f.step, f.hasStep = rawjson.Int(m.Value)
+		case "callId":
+			f.callID, _ = rawjson.String(m.Value)
+		case "reason":
+			f.hasReason = true
+			var buf [4]member
+			if rs, err := rawjson.Members(m.Value, buf[:0]); err == nil {
+				f.reasonKind, _ = rawjson.String(memberValue(rs, "kind"))
+			}
+		case "target":
+			target = m.Value
+		case "inserted":
+			inserted = m.Value
+		case "inherited":
+			f.inherited = string(m.Value) == "true"
+		}
+	}
+	f.spliceNext = string(target) == `"next-turn"` && len(inserted) > 0 && inserted[0] == '[' && !emptyArray(inserted)
+}
+
+// callRec is one tool call of the open turn.
+type callRec struct {
+	seq      int64 // the event that made it known
+	step     int64
+	started  bool // a tool/call recorded it
+	resolved bool // its tool/result came
+	name     string
+}
+
+type callUndo struct {
+	m       map[string]callRec
+	id      string
+	prev    callRec
+	existed bool
+}
+
+// pathState is where a session's path stands.
+type pathState struct {
+	version            int
+	open, stepOpen     bool
+	turn, step         int64
+	lastTurn, lastStep int64
+	turnSeq            int64 // seq of the open turn's turn/start
+	// spliced: the previous event was a non-empty next-turn splice.
+	spliced bool
+	calls   map[string]callRec
+	order   []string // the open turn's calls, as they became known
+	// attempt is the open step's last assistant/attempt that neither an
+	// answer nor a retry followed: a model call cut off.
+	attempt    []byte
+	attemptSeq int64
+
+	journaling bool
+	journal    []callUndo
+}
+
+func (p *pathState) setCall(id string, rec callRec) {
+	if p.calls == nil {
+		p.calls = map[string]callRec{}
+	}
+	if p.journaling {
+		prev, ok := p.calls[id]
+		p.journal = append(p.journal, callUndo{m: p.calls, id: id, prev: prev, existed: ok})
+	}
+	if _, ok := p.calls[id]; !ok {
+		p.order = append(p.order, id)
+	}
+	p.calls[id] = rec
+}
+
+// rollback undoes the call changes journaled since mark.
+func (p *pathState) rollback() {
+	for i := len(p.journal) - 1; i >= 0; i-- {
+		u := p.journal[i]
+		if u.existed {
+			u.m[u.id] = u.prev
+		} else {
+			delete(u.m, u.id)
+		}
+	}
+	p.journaling = false
+}
+
+// afterSeed starts the path afresh after inherited history: its turn
+// numbers are the source's.
+func (p *pathState) afterSeed() {
+	*p = pathState{version: p.version, journaling: p.journaling, journal: p.journal}
+}
+
+// check says what is wrong with e at this point of the path ("" when
+// nothing), changing nothing. spliced is whether the previous event was a
+// non-empty next-turn splice.
+func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool) string {
+	switch role {
+	case roleTurnStart:
+		if !f.hasTurn || f.turn < 1 {
+			return "turn/start needs a turn number (a positive integer)"
+		}
+		if p.open {
+			if p.closesByUpgrade(f, spliced) {
+				return ""
+			}
+			return fmt.Sprintf("turn %d starts while turn %d is still open: a turn must end before the next one starts", f.turn, p.turn)
+		}
+		if f.turn <= p.lastTurn {
+			return fmt.Sprintf("turn/start opens turn %d, but turn %d was already started", f.turn, p.lastTurn)
+		}
+	case roleTurnEnd:
+		switch {
+		case !p.open && f.hasTurn:
+			return fmt.Sprintf("turn/end of turn %d without its turn/start", f.turn)
+		case !p.open:
+			return "turn/end without its turn/start"
+		case f.hasTurn && f.turn != p.turn:
+			return fmt.Sprintf("turn/end closes turn %d, but turn %d is open", f.turn, p.turn)
+		case p.stepOpen:
+			return fmt.Sprintf("turn %d ends while its step %d is still open", p.turn, p.step)
+		}
+		if p.version >= 1 {
+			if !f.hasReason || f.reasonKind == "" {
+				return "turn/end needs a reason with a kind (" + strings.Join(TurnEndKinds, ", ") + ")"
+			}
+			if !knownTurnEnd(f.reasonKind) {
+				return fmt.Sprintf("turn/end reason kind %q is not one of %s", f.reasonKind, strings.Join(TurnEndKinds, ", "))
+			}
+		}
+	case roleStepStart:
+		switch {
+		case !p.open:
+			return "step/start outside a turn"
+		case f.hasTurn && f.turn != p.turn:
+			return fmt.Sprintf("step/start names turn %d, but turn %d is open", f.turn, p.turn)
+		case p.stepOpen:
+			return fmt.Sprintf("step starts while step %d of turn %d is still open", p.step, p.turn)
+		case !f.hasStep || f.step < 1:
+			return "step/start needs a step number (a positive integer)"
+		case f.step <= p.lastStep:
+			return fmt.Sprintf("step/start opens step %d, but step %d of turn %d was already started", f.step, p.lastStep, p.turn)
+		}
+	case roleStepEnd:
+		switch {
+		case !p.open:
+			return "step/end outside a turn"
+		case !p.stepOpen:
+			return fmt.Sprintf("step/end without its step/start (no step of turn %d is open)", p.turn)
+		case (f.hasTurn && f.turn != p.turn) || (f.hasStep && f.step != p.step):
+			return fmt.Sprintf("step/end closes step %d of turn %d, but step %d of turn %d is open", f.step, f.turn, p.step, p.turn)
+		}
+	case roleInStep, roleAnswer, roleAttempt, roleToolCall, roleToolResult:
+		what := map[pathRole]string{roleInStep: "it belongs to a step", roleAnswer: "an answer belongs to a step",
+			roleAttempt: "a model call belongs to a step", roleToolCall: "a tool call belongs to a step",
+			roleToolResult: "a tool result belongs to a step"}[role]
+		if e.Type == "request/header" || e.Type == "request/context" {
+			what = "a request belongs to a step"
+		}
+		switch {
+		case !p.open:
+			return "outside a step (no turn is open): " + what
+		case !p.stepOpen:
+			return fmt.Sprintf("outside a step (turn %d has no open step): %s", p.turn, what)
+		case (f.hasTurn && f.turn != p.turn) || (f.hasStep && f.hasTurn && f.step != p.step):
+			return fmt.Sprintf("names step %d of turn %d, but step %d of turn %d is open", f.step, f.turn, p.step, p.turn)
+		}
+		switch role {
+		case roleToolCall:
+			if f.callID == "" {
+				return "tool/call needs a callId"
+			}
+			if rec, ok := p.calls[f.callID]; ok && rec.started {
+				return fmt.Sprintf("tool call %q is recorded twice", f.callID)
+			}
+		case roleToolResult:
+			if f.callID == "" {
+				if p.version >= CurrentVersion {
+					return "a tool result needs the id of its call"
+				}
+				return ""
+			}
+			rec, ok := p.calls[f.callID]
+			if !ok {
+				return fmt.Sprintf("tool result for call %q, which no answer or tool/call of turn %d made", f.callID, p.turn)
+			}
+			if rec.resolved {
+				return fmt.Sprintf("tool call %q already has its result", f.callID)
+			}
+		}
+	}
+	return ""
+}
+
+// closesByUpgrade: the restart an older version's upgrade closes as
+// interrupted (v3→v4 item 6): no step open, a non-empty next-turn splice
+// just before, and the next turn's number.
+func (p *pathState) closesByUpgrade(f *eventFields, spliced bool) bool {
+	return p.version < CurrentVersion && !p.stepOpen && spliced && f.turn == p.turn+1
+}
+
+// apply moves the path past e, which check accepted.
+func (p *pathState) apply(e *Event, role pathRole, f *eventFields) {
+	switch role {
+	case roleTurnStart:
+		p.open, p.turn, p.turnSeq, p.lastTurn = true, f.turn, e.Seq, f.turn
+		p.stepOpen, p.step, p.lastStep = false, 0, 0
+		p.calls, p.order, p.attempt = nil, nil, nil
+	case roleTurnEnd:
+		p.open, p.stepOpen = false, false
+		p.calls, p.order, p.attempt = nil, nil, nil
+	case roleStepStart:
+		p.stepOpen, p.step, p.lastStep = true, f.step, f.step
+		p.attempt = nil
+	case roleStepEnd:
+		p.stepOpen, p.attempt = false, nil
+	case roleAnswer:
+		p.attempt = nil
+		for _, id := range f.toolCalls {
+			if _, ok := p.calls[id]; !ok {
+				p.setCall(id, callRec{seq: e.Seq, step: p.step})
+			}
+		}
+	case roleAttempt:
+		p.attempt, p.attemptSeq = append([]byte(nil), e.Data...), e.Seq
+	case roleRetry:
+		p.attempt = nil
+	case roleToolCall:
+		rec, ok := p.calls[f.callID]
+		if !ok {
+			rec = callRec{seq: e.Seq, step: p.step}
+		}
+		rec.started = true
+		p.setCall(f.callID, rec)
+	case roleToolResult:
+		if rec, ok := p.calls[f.callID]; ok {
+			rec.resolved = true
+			p.setCall(f.callID, rec)
+		}
+	case roleSplice:
+		p.spliced = f.spliceNext
+	}
+}
+
+// TurnState is where a session's turn stands after the events read so far.
+type TurnState struct {
+	// Open: a turn started and has not ended (it runs, or a crash left it).
+	Open     bool
+	Turn     int64
+	StepOpen bool
+	// Step is the open step, or the last step of the open turn.
+	Step int64
+	// Calls are the open turn's tool calls without a result, in the order
+	// they were made.
+	Calls []OpenCall
+	// CutOff is set when the open step's last model call was recorded only
+	// as an assistant/attempt (no answer and no retry followed): AttemptSeq
+	// is its seq.
+	CutOff     bool
+	AttemptSeq int64
+	attempt    []byte
+}
+
+// OpenCall is a tool call without a result.
+type OpenCall struct {
+	ID string
+	// Seq is the event that made it: the answer that asked for it, or its
+	// tool/call.
+	Seq int64
+	// Started: a tool/call recorded that it ran.
+	Started bool
+}
+
+// Turn reports where the session's turn stands.
+func (v *Validator) Turn() TurnState {
+	p := &v.path
+	ts := TurnState{Open: p.open, Turn: p.turn, StepOpen: p.stepOpen, Step: p.step}
+	if !p.open {
+		return ts
+	}
+	for _, id := range p.order {
+		if rec := p.calls[id]; !rec.resolved {
+			ts.Calls = append(ts.Calls, OpenCall{ID: id, Seq: rec.seq, Started: rec.started})
+		}
+	}
+	if p.attempt != nil && p.stepOpen {
+		ts.CutOff, ts.AttemptSeq, ts.attempt = true, p.attemptSeq, p.attempt
+	}
+	return ts
+}
