@@ -190,6 +190,7 @@ func fuzzRead(t *testing.T, data []byte, comp Compression, onProblem bool) {
 	plain.WriteByte('\n')
 	var events int64
 	var hist History
+	rules := NewValidator(r.Header(), nil)
 	for {
 		if events+problems > 1<<20 {
 			if comp == Plain {
@@ -224,7 +225,19 @@ func fuzzRead(t *testing.T, data []byte, comp Compression, onProblem bool) {
 		if m := MessageOf(e); m != nil {
 			MessageText(m)
 		}
+		// So does the validator; what it refuses is a *RuleError at the
+		// event's line.
+		if rerr := rules.Check(e); rerr != nil {
+			var re *RuleError
+			fe := r.RuleProblem(rerr)
+			if !errors.As(fe, &re) || !errors.Is(fe, ErrCorrupt) || fe.(*FormatError).Pos.Line < 2 {
+				t.Fatalf("rule problem %v", fe)
+			}
+		}
+		ts := rules.Turn()
+		CloseTurn(ts, e.Seq+1, e.Time, "interrupted")
 	}
+	rules.Finish()
 	hist.Messages()
 	if _, err := r.Next(); err != io.EOF {
 		t.Fatalf("Next after EOF = %v", err)
