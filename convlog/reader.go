@@ -76,8 +76,14 @@ type Stats struct {
 	CommittedBytes int64
 	// TornBytes is FileBytes - CommittedBytes.
 	TornBytes int64
-	// RecoveredLines are the complete lines read out of a torn final frame.
+	// RecoveredLines are the complete lines after the committed prefix: the
+	// lines read out of a torn final frame (or, in a log whose frames do
+	// not end between lines, out of the frames after the last boundary
+	// that does). A writer rewrites them as a fresh frame.
 	RecoveredLines int64
+	// Framing is the log's zstd framing as it departs from the canonical
+	// one (see framing.go); the zero value is canonical.
+	Framing Framing
 }
 
 // Reader streams the events of one log. Memory does not depend on the
@@ -130,6 +136,12 @@ type Reader struct {
 	decoded, budget int64
 	budgeted        budgetReader
 	stopped         bool
+
+	// Lines across frames (framing.go): carry is the start of a line a
+	// complete frame ended inside; aligned is the last frame start that
+	// fell between two lines.
+	carry   []byte
+	aligned alignedMark
 
 	parser  envelopeParser
 	nextSeq int64
@@ -390,9 +402,10 @@ func (r *Reader) readHeader() error {
 	if err != nil {
 		return err
 	}
-	if r.comp == Zstd && r.frame.Index != 1 {
-		// Frame 1 was empty: the header must be its only content.
-		return r.errorAt(Position{Frame: 1, FrameOffset: 0}, ErrCorrupt, "first frame is not exactly one header line")
+	if r.comp == Zstd && r.frame.Index != 1 && r.stats.Framing.Departures == 0 {
+		// Frame 1 did not hold the whole header line (it was empty; a
+		// line going on in a later frame was noted): read, not canonical.
+		r.noteFraming(fmt.Sprintf("the header line ends in frame %d at file byte %d, not in frame 1", r.frame.Index, r.frame.Offset))
 	}
 	h, perr := parseHeader(line, r.opts.Version)
 	if perr != nil {
@@ -403,11 +416,14 @@ func (r *Reader) readHeader() error {
 	h.Raw = bytes.Clone(line)
 	r.header = h
 	if r.comp == Zstd && r.frame.Index == 1 && !r.frame.Torn {
-		// Frame 1 holds exactly the header line.
+		// Frame 1 holds exactly the header line when the framing is
+		// canonical; more is read (the zstd tool writes one frame), and
+		// noted.
 		_, err := r.br.Peek(1)
 		switch {
 		case err == nil:
-			return r.errorAt(Position{Frame: 1, FrameOffset: 0, Line: 1}, ErrCorrupt, "first frame is not exactly one header line")
+			r.noteFraming("frame 1 holds more than the header line")
+			r.stats.Framing.headerShared = true
 		case err != io.EOF:
 			return r.errorAt(Position{Frame: 1, FrameOffset: 0, Line: 1}, ErrCorrupt, "header frame failed validation: %v", err)
 		}
@@ -529,8 +545,8 @@ func (r *Reader) nextLine() ([]byte, int64, error) {
 			n := int64(len(line)) + 1
 			r.plainOff += n
 			r.stats.PlainBytes += n
-			if r.comp == Zstd && r.frame.Torn {
-				r.stats.RecoveredLines++
+			if r.comp == Zstd {
+				r.aligned.lines++
 			}
 			if tooLong {
 				fe := r.errorAt(r.pos(start), ErrCorrupt, "line is longer than the limit of %d bytes", r.opts.MaxLineBytes)
@@ -561,18 +577,20 @@ func (r *Reader) nextLine() ([]byte, int64, error) {
 		case r.frame.Torn:
 			// Best effort: the complete lines of a torn final frame
 			// count; the rest is the torn tail.
-			r.stats.TornTail = true
-			r.stats.CommittedBytes = r.frame.Offset
-			r.done = true
+			r.tornAtAligned()
 			return nil, 0, io.EOF
 		case err != nil && err != io.EOF:
 			r.done = true
 			return nil, 0, r.errorAt(Position{Frame: r.frame.Index, FrameOffset: r.frame.Offset, Offset: start},
 				ErrCorrupt, "frame failed validation: %v", err)
-		case len(line) > 0 || tooLong:
+		case tooLong:
 			r.done = true
 			return nil, 0, r.errorAt(Position{Frame: r.frame.Index, FrameOffset: r.frame.Offset, Offset: start},
 				ErrCorrupt, "complete frame contains a torn JSONL record")
+		case len(line) > 0:
+			// The line goes on in the next frame: not canonical, but the
+			// plain text is what counts.
+			r.carryLine(line)
 		}
 	}
 }
@@ -655,7 +673,14 @@ func (r *Reader) openFrame() error {
 		if r.stats.Frames == 0 {
 			return r.errorAt(Position{}, ErrCorrupt, "empty or header-less log: no zstd frame")
 		}
+		if len(r.carry) > 0 {
+			// The last complete frame ended inside a line: a torn line.
+			r.tornAtAligned()
+		}
 		return io.EOF
+	}
+	if len(r.carry) == 0 {
+		r.aligned = alignedMark{file: f.Offset, plain: r.plainOff}
 	}
 	if err != nil {
 		var fe *FrameError
@@ -784,8 +809,9 @@ func (r *Reader) brOver(br *bufio.Reader) *bufio.Reader {
 // A line over the limit is reported tooLong: in a plain log it is consumed
 // whole (its bytes are on disk), in a compressed one reading stops there.
 func (r *Reader) readLine() (line []byte, complete, tooLong bool, err error) {
-	r.lineBuf = r.lineBuf[:0]
-	total := 0
+	r.lineBuf = append(r.lineBuf[:0], r.carry...)
+	total := len(r.carry)
+	r.carry = r.carry[:0]
 	for {
 		frag, err := r.br.ReadSlice('\n')
 		total += len(frag)

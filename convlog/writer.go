@@ -41,6 +41,10 @@ type Writer struct {
 	tornAt    int64
 	recovered []byte
 	torn      bool
+	// recoverHeader: the cut comes before the header line's end (a frame
+	// of the zstd tool held it with the lines after it): the header is
+	// written again first, as a frame of its own.
+	recoverHeader bool
 }
 
 var encoderPool = sync.Pool{New: func() any {
@@ -156,6 +160,9 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 		return nil, fmt.Errorf("%s: log is format v%d; it must be upgraded to v%d before appending", path, v, CurrentVersion)
 	}
 	w := newWriter(path, opts.Registry, r.Compression(), r.Header())
+	// The lines after the last frame start between two lines: should the
+	// tail be torn, a first append rewrites them as a fresh frame.
+	from, overflow := int64(-1), false
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {
@@ -167,13 +174,28 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 		if err := w.v.Check(ev); err != nil {
 			return nil, fmt.Errorf("%w; this log cannot be appended to", r.RuleProblem(err))
 		}
-		if r.InTornFrame() {
-			w.recovered = ev.AppendJSON(w.recovered)
-			w.recovered = append(w.recovered, '\n')
+		if r.comp == Zstd {
+			if f := r.recoveredFrom(); f != from {
+				from, overflow, w.recovered = f, false, w.recovered[:0]
+			}
+			if len(w.recovered) < maxRecoveredBytes {
+				w.recovered = ev.AppendJSON(w.recovered)
+				w.recovered = append(w.recovered, '\n')
+			} else {
+				overflow = true
+			}
 		}
 		w.nextSeq = ev.Seq + 1
 	}
 	st := r.Stats()
+	if !st.TornTail {
+		w.recovered = nil
+	} else if r.comp == Zstd && r.recoveredFrom() == 0 {
+		w.recoverHeader = true
+	}
+	if st.TornTail && overflow {
+		return nil, fmt.Errorf("%s: the torn tail follows more than %d bytes of lines in frames that do not end between two lines (not the canonical framing); this build cannot append to it", path, maxRecoveredBytes)
+	}
 	w.size = st.CommittedBytes
 	w.torn = st.TornTail
 	w.tornAt = st.CommittedBytes
@@ -183,6 +205,10 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 	}
 	return w, nil
 }
+
+// maxRecoveredBytes bounds the lines OpenAppend keeps to rewrite after a
+// torn tail: one frame's in the canonical framing.
+const maxRecoveredBytes = 128 << 20
 
 // Header is the log's header.
 func (w *Writer) Header() *Header { return w.header }
@@ -293,6 +319,12 @@ func (w *Writer) repairTornTail() error {
 	}
 	w.size = w.tornAt
 	w.torn = false
+	if w.recoverHeader {
+		if err := w.writeAt(encodeFrame(nil, append(w.header.AppendJSON(nil), '\n'))); err != nil {
+			return err
+		}
+		w.recoverHeader = false
+	}
 	if len(w.recovered) > 0 {
 		frame := encodeFrame(nil, w.recovered)
 		if err := w.writeAt(frame); err != nil {

@@ -200,6 +200,9 @@ type Validation struct {
 	// than MaxUnlisted problems past the limit: the rest of the log was
 	// not read, and Events covers what was.
 	StoppedAt *Problem `json:"stoppedAt,omitempty"`
+	// Warnings are findings that do not make the log invalid: a zstd
+	// framing other than the writer's.
+	Warnings []Problem `json:"warnings"`
 }
 
 // ValidateOptions tune Validate.
@@ -240,7 +243,7 @@ func Validate(ctx context.Context, p string, opts ValidateOptions) (*Validation,
 	if opts.MaxProblems <= 0 {
 		opts.MaxProblems = DefaultMaxProblems
 	}
-	v := &Validation{SchemaVersion: SchemaVersion, Path: p, Problems: []Problem{}, MaxProblems: opts.MaxProblems}
+	v := &Validation{SchemaVersion: SchemaVersion, Path: p, Problems: []Problem{}, MaxProblems: opts.MaxProblems, Warnings: []Problem{}}
 	var r *convlog.Reader
 	add := func(pr Problem) {
 		switch {
@@ -280,13 +283,27 @@ func Validate(ctx context.Context, p string, opts ValidateOptions) (*Validation,
 	} else if err != nil {
 		return nil, err
 	}
-	if ferr := rules.Finish(); ferr != nil {
+	if ferr := rules.Finish(); ferr != nil && v.StoppedAt == nil {
 		add(Problem{Line: 1, Kind: "corrupt", Message: ferr.Error()})
 	}
 	st := r.Stats()
 	v.Events, v.TornTail = st.Events, st.TornTail
+	if f := st.Framing; !f.Canonical() {
+		v.Warnings = append(v.Warnings, Problem{Frame: f.FirstFrame, FrameOffset: f.FirstOffset, Kind: "framing",
+			Message: FramingWarning(f)})
+	}
 	v.Valid = len(v.Problems) == 0
 	return v, nil
+}
+
+// FramingWarning says how a compressed log's framing departs from the
+// writer's, and that it is read all the same.
+func FramingWarning(f convlog.Framing) string {
+	more := ""
+	if f.Departures > 1 {
+		more = fmt.Sprintf(" (and %d more places)", f.Departures-1)
+	}
+	return fmt.Sprintf("zstd framing is not the writer's (frame 1 the header line alone, then one frame per batch, each ending between two lines): %s%s; it is read all the same, and an append adds frames of the writer's", f.First, more)
 }
 
 // TypeStats is the count and stored size of one event type.
@@ -314,7 +331,11 @@ type Stats struct {
 	CommittedBytes        int64       `json:"committedBytes"`
 	TornBytes             int64       `json:"tornBytes"`
 	RecoveredLines        int64       `json:"recoveredLines"`
-	ByType                []TypeStats `json:"byType"`
+	// CanonicalFraming is false for a compressed log whose frames are not
+	// the writer's (FramingNote says how); always true for a plain log.
+	CanonicalFraming bool        `json:"canonicalFraming"`
+	FramingNote      string      `json:"framingNote,omitempty"`
+	ByType           []TypeStats `json:"byType"`
 }
 
 // Measure reads the whole log and counts events and bytes by type.
@@ -347,7 +368,7 @@ func Measure(ctx context.Context, p string, f Filter) (*Stats, error) {
 		Compression: r.Compression().String(), FileBytes: st.FileBytes, PlainBytes: st.PlainBytes,
 		Events: st.Events, Frames: st.Frames, FramesWithoutChecksum: st.FramesWithoutChecksum,
 		TornTail: st.TornTail, CommittedBytes: st.CommittedBytes, TornBytes: st.TornBytes,
-		RecoveredLines: st.RecoveredLines, ByType: []TypeStats{}}
+		RecoveredLines: st.RecoveredLines, CanonicalFraming: st.Framing.Canonical(), FramingNote: st.Framing.First, ByType: []TypeStats{}}
 	if st.FileBytes > 0 {
 		s.CompressionRatio = float64(st.PlainBytes) / float64(st.FileBytes)
 	}
@@ -372,6 +393,9 @@ func RenderStats(s *Stats, w io.Writer) error {
 		fmt.Fprintf(w, " (ratio %.2f)\nframes:      %d", s.CompressionRatio, s.Frames)
 		if s.FramesWithoutChecksum > 0 {
 			fmt.Fprintf(w, " (%d without checksum)", s.FramesWithoutChecksum)
+		}
+		if !s.CanonicalFraming {
+			fmt.Fprintf(w, " (not the writer's framing: %s)", display.Escape(s.FramingNote))
 		}
 	}
 	fmt.Fprintf(w, "\nevents:      %d\n", s.Events)
