@@ -315,22 +315,22 @@ type TypeStats struct {
 
 // Stats is the result of Measure.
 type Stats struct {
-	SchemaVersion         int         `json:"schemaVersion"`
-	Path                  string      `json:"path"`
-	LogType               string      `json:"logType"`
-	ID                    string      `json:"id"`
-	Version               int         `json:"version"`
-	Compression           string      `json:"compression"`
-	FileBytes             int64       `json:"fileBytes"`
-	PlainBytes            int64       `json:"plainBytes"`
-	CompressionRatio      float64     `json:"compressionRatio"`
-	Events                int64       `json:"events"`
-	Frames                int64       `json:"frames"`
-	FramesWithoutChecksum int64       `json:"framesWithoutChecksum"`
-	TornTail              bool        `json:"tornTail"`
-	CommittedBytes        int64       `json:"committedBytes"`
-	TornBytes             int64       `json:"tornBytes"`
-	RecoveredLines        int64       `json:"recoveredLines"`
+	SchemaVersion         int     `json:"schemaVersion"`
+	Path                  string  `json:"path"`
+	LogType               string  `json:"logType"`
+	ID                    string  `json:"id"`
+	Version               int     `json:"version"`
+	Compression           string  `json:"compression"`
+	FileBytes             int64   `json:"fileBytes"`
+	PlainBytes            int64   `json:"plainBytes"`
+	CompressionRatio      float64 `json:"compressionRatio"`
+	Events                int64   `json:"events"`
+	Frames                int64   `json:"frames"`
+	FramesWithoutChecksum int64   `json:"framesWithoutChecksum"`
+	TornTail              bool    `json:"tornTail"`
+	CommittedBytes        int64   `json:"committedBytes"`
+	TornBytes             int64   `json:"tornBytes"`
+	RecoveredLines        int64   `json:"recoveredLines"`
 	// CanonicalFraming is false for a compressed log whose frames are not
 	// the writer's (FramingNote says how); always true for a plain log.
 	CanonicalFraming bool        `json:"canonicalFraming"`
