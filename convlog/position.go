@@ -21,3 +21,6 @@ func (r *Reader) RuleProblem(err error) error {
 	}
 	return &FormatError{Path: r.path, Pos: r.EventPosition(), Msg: re.Error(), Kind: ErrCorrupt, cause: re}
 }
+
+// Path is the file the writer appends to.
+func (w *Writer) Path() string { return w.path }

@@ -126,7 +126,8 @@ type pathState struct {
 	open, stepOpen     bool
 	turn, step         int64
 	lastTurn, lastStep int64
-	turnSeq            int64 // seq of the open turn's turn/start
+	turnSeq            int64  // seq of the open turn's turn/start
+	lastReason         string // the last turn/end's reason kind
 	// spliced: the previous event was a non-empty next-turn splice.
 	spliced bool
 	calls   map[string]callRec
@@ -289,7 +290,7 @@ func (p *pathState) apply(e *Event, role pathRole, f *eventFields) {
 		p.stepOpen, p.step, p.lastStep = false, 0, 0
 		p.calls, p.order, p.attempt = nil, nil, nil
 	case roleTurnEnd:
-		p.open, p.stepOpen = false, false
+		p.open, p.stepOpen, p.lastReason = false, false, f.reasonKind
 		p.calls, p.order, p.attempt = nil, nil, nil
 	case roleStepStart:
 		p.stepOpen, p.step, p.lastStep = true, f.step, f.step
@@ -332,6 +333,11 @@ type TurnState struct {
 	StepOpen bool
 	// Step is the open step, or the last step of the open turn.
 	Step int64
+	// LastTurn is the highest turn started since the log's inherited
+	// history (0: none): the next turn must be greater. LastEnd is the
+	// reason kind the last turn/end gave.
+	LastTurn int64
+	LastEnd  string
 	// Calls are the open turn's tool calls without a result, in the order
 	// they were made.
 	Calls []OpenCall
@@ -356,7 +362,7 @@ type OpenCall struct {
 // Turn reports where the session's turn stands.
 func (v *Validator) Turn() TurnState {
 	p := &v.path
-	ts := TurnState{Open: p.open, Turn: p.turn, StepOpen: p.stepOpen, Step: p.step}
+	ts := TurnState{Open: p.open, Turn: p.turn, StepOpen: p.stepOpen, Step: p.step, LastTurn: p.lastTurn, LastEnd: p.lastReason}
 	if !p.open {
 		return ts
 	}

@@ -325,6 +325,7 @@ func (s *Store) removeConversation(convID string) error {
 	if err != nil {
 		return err
 	}
+	s.closeSessions(convID)
 	if oc := s.convs[convID]; oc != nil {
 		oc.w.Close()
 		delete(s.convs, convID)

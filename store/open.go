@@ -69,6 +69,8 @@ type Store struct {
 	mu    sync.Mutex
 	comp  convlog.Compression
 	convs map[string]*openConv
+	// sessions are the runtime's open sessions (runtime.go).
+	sessions map[sessionKey]*Session
 }
 
 type openConv struct {
@@ -102,7 +104,7 @@ func Open(ctx context.Context, dataDir string, opts OpenOptions) (*Store, error)
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{dataDir: dataDir, now: now, comp: opts.Compression, convs: map[string]*openConv{},
+	s := &Store{dataDir: dataDir, now: now, comp: opts.Compression, convs: map[string]*openConv{}, sessions: map[sessionKey]*Session{},
 		lock: &Lock{path: LockPath(dataDir), mode: LockNone}, exists: true}
 	st, err := probe(dataDir)
 	if err != nil {
@@ -206,6 +208,9 @@ func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error
+	for _, se := range s.sessions {
+		errs = append(errs, se.closeLocked())
+	}
 	ids := make([]string, 0, len(s.convs))
 	for id := range s.convs {
 		ids = append(ids, id)

@@ -215,6 +215,12 @@ func (s *Store) BeginTurn(convID, sessionID string, turn int64, userText string)
 	if err != nil {
 		return err
 	}
+	return s.beginTurn(oc, sessionID, turn, userText)
+}
+
+// beginTurn is BeginTurn on the open conversation oc.
+func (s *Store) beginTurn(oc *openConv, sessionID string, turn int64, userText string) error {
+	convID := oc.st.info.ID
 	info := &oc.st.info
 	sess := info.Session(sessionID)
 	if sess == nil {
@@ -253,6 +259,12 @@ func (s *Store) EndTurn(convID, sessionID string, turn int64, outcome string) er
 	if err != nil {
 		return err
 	}
+	return s.endTurn(oc, sessionID, turn, outcome)
+}
+
+// endTurn is EndTurn on the open conversation oc.
+func (s *Store) endTurn(oc *openConv, sessionID string, turn int64, outcome string) error {
+	convID := oc.st.info.ID
 	i, ok := oc.st.open[sessionID]
 	if !ok || oc.st.info.Turns[i].Turn != turn {
 		return fmt.Errorf("conversation %q session %q has no running turn %d", convID, sessionID, turn)

@@ -29,6 +29,7 @@ var commandConstructors = []func(*env) *ucli.Command{
 	newSearchCommand,
 	newRenameCommand, newArchiveCommand, newUnarchiveCommand,
 	newDeleteCommand,
+	newRepairCommand,
 	newBackupCommand, newRestoreCommand,
 	newExportCommand, newImportCommand,
 	newLockCommand,

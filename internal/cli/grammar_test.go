@@ -86,6 +86,7 @@ var grammarCases = []struct {
 	{"archive", []string{"--config", "/etc/runtime.toml"}, "config", "/etc/runtime.toml", "conv-1"},
 	{"unarchive", []string{"--config", "/etc/runtime.toml"}, "config", "/etc/runtime.toml", "conv-1"},
 	{"delete", []string{"--force"}, "force", "true", "conv-1"},
+	{"repair", []string{"--dry-run"}, "dry-run", "true", ""},
 	{"backup", []string{"--to", "/backups"}, "to", "/backups", ""},
 	{"backup verify", []string{"--work-dir", "/scratch"}, "work-dir", "/scratch", "a.tar.zst"},
 	{"backup list", nil, "", "", "/backups"},

@@ -92,8 +92,13 @@ finished by running it again (conversations it had removed are reported as
 			err := e.runManage(c, "delete", func(s *store.Store, opts manage.Options) (*manage.Result, error) {
 				return manage.Delete(c.Context, s, c.Args().Slice(), c.Bool("force"), opts)
 			})
-			if errors.Is(err, store.ErrHasDependents) {
+			switch {
+			case errors.Is(err, store.ErrHasDependents):
 				return withHint(err, "delete those too (name them in the same command), or pass --force")
+			case errors.Is(err, store.ErrTurnRunning):
+				// delete holds runtime.lock, so no runtime runs that
+				// turn: a crash left it open.
+				return withHint(err, "no runtime holds runtime.lock, so a crash left that turn open: convkit repair closes it (as interrupted), then delete it")
 			}
 			return err
 		},

@@ -1,0 +1,316 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/upgrade"
+)
+
+// RepairOptions tune Repair.
+type RepairOptions struct {
+	// DryRun finds and reports what Repair would change, and changes
+	// nothing.
+	DryRun bool
+	// OnChange, when set, receives each change as it is made (or found,
+	// dry).
+	OnChange func(RepairChange)
+}
+
+// RepairKind says what a RepairChange did.
+type RepairKind string
+
+// What Repair changes.
+const (
+	// RepairTurnClosed: a turn a crash left open was closed as interrupted
+	// (Turn says how).
+	RepairTurnClosed RepairKind = "turn-closed"
+	// RepairDeletionFinished: a conversation whose log carries the
+	// tombstone was removed.
+	RepairDeletionFinished RepairKind = "deletion-finished"
+	// RepairEmptyRemoved: the empty directory an interrupted deletion left
+	// was removed.
+	RepairEmptyRemoved RepairKind = "empty-removed"
+	// RepairTempRemoved: a temporary file of an interrupted write was
+	// removed (a log being created or upgraded, an index being rebuilt).
+	RepairTempRemoved RepairKind = "temp-removed"
+)
+
+// RepairChange is one change Repair made.
+type RepairChange struct {
+	Kind RepairKind `json:"kind"`
+	// Conversation is the conversation concerned ("" for a temporary
+	// index); Path the file or directory.
+	Conversation string      `json:"conversation,omitempty"`
+	Path         string      `json:"path"`
+	Turn         *ClosedTurn `json:"turn,omitempty"`
+}
+
+// RepairSkip is something Repair found and left alone, and why.
+type RepairSkip struct {
+	Conversation string `json:"conversation,omitempty"`
+	Path         string `json:"path"`
+	Reason       string `json:"reason"`
+}
+
+// RepairResult is what Repair did.
+type RepairResult struct {
+	DryRun  bool           `json:"dryRun"`
+	Changes []RepairChange `json:"changes"`
+	Skipped []RepairSkip   `json:"skipped"`
+	// TurnsClosed, DeletionsFinished and TempsRemoved count the changes
+	// by kind (an empty directory removed counts as a deletion finished).
+	TurnsClosed       int `json:"turnsClosed"`
+	DeletionsFinished int `json:"deletionsFinished"`
+	TempsRemoved      int `json:"tempsRemoved"`
+}
+
+// Repair brings a store a crash left behind to a consistent state, by
+// appending only (docs/CLI.md, "repair"): every turn left open (in a
+// session log, or only in the conversation log) is closed as interrupted,
+// as the user's interrupt closes one (convlog.CloseTurn); interrupted
+// deletions are finished; temporary files of interrupted writes are
+// removed. Nothing recorded is rewritten. A session log of an older format
+// version with a turn to close is upgraded first (its version 4 successor
+// published beside it, as the runtime's next write would). The store must
+// hold runtime.lock exclusively (so nobody else is writing it); sessions
+// open in this Store are left alone. Conversations it cannot read are
+// skipped with the reason, and the rest repaired.
+func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, error) {
+	if err := s.writable(); err != nil {
+		return nil, err
+	}
+	res := &RepairResult{DryRun: opts.DryRun, Changes: []RepairChange{}, Skipped: []RepairSkip{}}
+	change := func(c RepairChange) {
+		switch c.Kind {
+		case RepairTurnClosed:
+			res.TurnsClosed++
+		case RepairDeletionFinished, RepairEmptyRemoved:
+			res.DeletionsFinished++
+		case RepairTempRemoved:
+			res.TempsRemoved++
+		}
+		res.Changes = append(res.Changes, c)
+		if opts.OnChange != nil {
+			opts.OnChange(c)
+		}
+	}
+	tree, err := s.Walk()
+	if err != nil {
+		return nil, err
+	}
+	temps := append(append([]string(nil), tree.Temps...), s.TempIndexes()...)
+	for _, p := range temps {
+		if !opts.DryRun {
+			if err := os.Remove(p); err != nil {
+				res.Skipped = append(res.Skipped, RepairSkip{Path: p, Reason: err.Error()})
+				continue
+			}
+		}
+		change(RepairChange{Kind: RepairTempRemoved, Path: p})
+	}
+	for _, c := range tree.Conversations {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		skip, err := s.repairConversation(c, opts.DryRun, change)
+		if err != nil {
+			return nil, err
+		}
+		if skip != nil {
+			res.Skipped = append(res.Skipped, *skip)
+		}
+	}
+	return res, nil
+}
+
+// repairConversation repairs one conversation directory. A conversation
+// it cannot read is a skip; an error stops the repair.
+func (s *Store) repairConversation(c ConversationDir, dry bool, change func(RepairChange)) (*RepairSkip, error) {
+	var convLog *Log
+	for i := range c.Logs {
+		if c.Logs[i].IsConversationLog {
+			convLog = &c.Logs[i]
+		}
+	}
+	if convLog == nil {
+		ents, err := os.ReadDir(c.Path)
+		if err == nil && len(ents) == 0 {
+			if !dry {
+				if err := os.Remove(c.Path); err != nil {
+					return nil, err
+				}
+				if err := durable.SyncDir(filepath.Dir(c.Path)); err != nil {
+					return nil, err
+				}
+			}
+			change(RepairChange{Kind: RepairEmptyRemoved, Conversation: c.ID, Path: c.Path})
+			return nil, nil
+		}
+		return &RepairSkip{Conversation: c.ID, Path: c.Path, Reason: "no conversation log (metadata[.vN].jsonl[.zst]): an incomplete create, or not a conversation; left as it is"}, nil
+	}
+	info, err := ReadConversationFile(convLog.Path)
+	if err != nil {
+		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: "unreadable conversation log: " + err.Error()}, nil
+	}
+	if info.ID != c.ID {
+		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: fmt.Sprintf("conversation log names id %q, but its directory is %q", info.ID, c.ID)}, nil
+	}
+	if info.Deleting {
+		if !dry {
+			s.mu.Lock()
+			err := s.finishDeletion(c.ID)
+			s.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+		}
+		change(RepairChange{Kind: RepairDeletionFinished, Conversation: c.ID, Path: c.Path})
+		return nil, nil
+	}
+	// Which sessions have something open: in their log, or in the
+	// conversation log only.
+	type target struct {
+		log   *Log
+		state convlog.TurnState
+		next  int64
+	}
+	var targets []target
+	seen := map[string]bool{}
+	for i := range c.Logs {
+		l := &c.Logs[i]
+		if l.IsConversationLog {
+			continue
+		}
+		seen[l.ID] = true
+		ts, next, err := readTurnState(l.Path)
+		if err != nil {
+			running := false
+			for _, t := range info.Turns {
+				running = running || (t.SessionID == l.ID && t.Running())
+			}
+			if running {
+				return &RepairSkip{Conversation: c.ID, Path: l.Path, Reason: "unreadable session log with a running turn: " + err.Error()}, nil
+			}
+			continue
+		}
+		if ts.Open || runningIn(info, l.ID) {
+			targets = append(targets, target{log: l, state: ts, next: next})
+		}
+	}
+	for _, t := range info.Turns {
+		if t.Running() && !seen[t.SessionID] {
+			targets = append(targets, target{})
+			seen[t.SessionID] = true
+			targets[len(targets)-1].log = &Log{ID: t.SessionID}
+		}
+	}
+	if len(targets) == 0 {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oc, err := s.conv(c.ID)
+	if err != nil {
+		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: err.Error()}, nil
+	}
+	for _, t := range targets {
+		if s.sessions[sessionKey{c.ID, t.log.ID}] != nil {
+			continue // open in this Store: it is live
+		}
+		closed, err := s.repairSession(oc, t.log, t.state, t.next, dry)
+		if err != nil {
+			return nil, err
+		}
+		if closed != nil {
+			path := t.log.Path
+			if path == "" {
+				path = convLog.Path
+			}
+			change(RepairChange{Kind: RepairTurnClosed, Conversation: c.ID, Path: path, Turn: closed})
+		}
+	}
+	return nil, nil
+}
+
+func runningIn(info *ConversationInfo, sessionID string) bool {
+	for _, t := range info.Turns {
+		if t.SessionID == sessionID && t.Running() {
+			return true
+		}
+	}
+	return false
+}
+
+// repairSession closes session l's open turn (state, read from its log)
+// and its running turn in the conversation log.
+func (s *Store) repairSession(oc *openConv, l *Log, state convlog.TurnState, next int64, dry bool) (*ClosedTurn, error) {
+	if l.Path == "" || !state.Open {
+		return s.closeTurnState(oc, l.ID, state, next, "", func([]convlog.Event) error { return nil }, dry)
+	}
+	if dry {
+		c, err := s.closeTurnState(oc, l.ID, state, next, filepath.Base(l.Path), func([]convlog.Event) error { return nil }, true)
+		if c != nil && l.Current.Version < convlog.CurrentVersion {
+			c.Upgraded, _ = upgrade.SuccessorPath(l.Path, l.Current.Compression)
+			c.SessionLog = filepath.Base(c.Upgraded)
+		}
+		return c, err
+	}
+	w, current, err := upgrade.OpenAppend(l.Path, upgrade.PublishOptions{}, convlog.WriterOptions{})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	c, err := s.closeCrashedTurn(oc, l.ID, w, false)
+	if c != nil && current != l.Path {
+		c.Upgraded = current
+	}
+	return c, err
+}
+
+// readTurnState reads a session log through the validator (as the writer
+// would, read-only) and reports where its turn stands and its next seq.
+func readTurnState(path string) (convlog.TurnState, int64, error) {
+	r, err := convlog.Open(path, convlog.ReaderOptions{})
+	if err != nil {
+		return convlog.TurnState{}, 0, err
+	}
+	defer r.Close()
+	v := convlog.NewValidator(r.Header(), nil)
+	var next int64
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return convlog.TurnState{}, 0, err
+		}
+		if err := v.Check(e); err != nil {
+			return convlog.TurnState{}, 0, r.RuleProblem(err)
+		}
+		next = e.Seq + max(e.Packed, 1)
+	}
+	return v.Turn(), next, nil
+}
+
+// finishDeletion is FinishDeletion under the lock.
+func (s *Store) finishDeletion(convID string) error {
+	oc, err := s.conv(convID)
+	if errors.Is(err, ErrNoConversation) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !oc.st.info.Deleting {
+		return fmt.Errorf("conversation %q has no deletion tombstone", convID)
+	}
+	return s.removeConversation(convID)
+}

@@ -1,0 +1,349 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/convkit/convkit/convlog"
+)
+
+func storedMsg(t *testing.T, id, role, kind, text string) convlog.StoredMessage {
+	t.Helper()
+	m, err := convlog.NewStoredMessage(id, role, convlog.Source{Kind: convlog.SourceKind(kind)},
+		[]byte(fmt.Sprintf(`[{"type":"text","text":%q}]`, text)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// ruleProblems reads a log through the validator the writer, inspect
+// --validate and reindex apply.
+func ruleProblems(t *testing.T, path string) []string {
+	t.Helper()
+	h, evs := readEvents(t, path)
+	r, err := convlog.Open(path, convlog.ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	v := convlog.NewValidator(h, nil)
+	var out []string
+	for i := range evs {
+		evs[i].Known = true
+		if err := v.Check(&evs[i]); err != nil {
+			out = append(out, err.Error())
+		}
+	}
+	if err := v.Finish(); err != nil {
+		out = append(out, err.Error())
+	}
+	return out
+}
+
+// steps appends one step of turn: the prompt (first step only), a request
+// and an answer.
+func steps(t *testing.T, se *Session, turn, step int64, prompt *convlog.StoredMessage, answer string) {
+	t.Helper()
+	ts := fmt.Sprintf(`{"turn":%d,"step":%d}`, turn, step)
+	evs := []convlog.Event{{Type: "step/start", Time: 1, Data: []byte(ts)}}
+	if prompt != nil {
+		evs = append(evs, userEvent(*prompt, 1))
+	}
+	evs = append(evs,
+		convlog.Event{Type: "request/header", Time: 1, Data: []byte(`{"header":{"config":{"provider":"p","model":"m"}},"reason":"initial"}`)},
+		convlog.Event{Type: convlog.TypeAssistantMessage, Time: 1, Data: []byte(assistantMsg(turn, step, fmt.Sprintf("a%d-%d", turn, step), answer)), SurfaceOp: &convlog.SurfaceOp{}},
+		convlog.Event{Type: "step/end", Time: 1, Data: []byte(ts)})
+	mustNil(t, se.Append(evs...))
+}
+
+func TestSessionTurns(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Zstd)
+	spec := NewConversation{ID: "c1", Cwd: "/home/u/p", SessionID: "root", Agent: "coder", Model: "m1"}
+
+	// Opened and left without a message: nothing is kept.
+	se, err := s.NewConversation(spec)
+	mustNil(t, err)
+	if err := se.Append(convlog.Event{Type: "session/title", Time: 1, Data: []byte(`{}`)}); err == nil {
+		t.Fatal("an append before the first message was accepted")
+	}
+	mustNil(t, se.Close())
+	if _, err := os.Lstat(filepath.Join(dir, "conversations", "c1")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("an empty conversation left %v", err)
+	}
+
+	// Kept from its first message, which titles it and makes it running.
+	se, err = s.NewConversation(spec)
+	mustNil(t, err)
+	if _, err := s.NewConversation(spec); !errors.Is(err, ErrConversationExists) {
+		t.Fatalf("a second new conversation of the same id: %v", err)
+	}
+	p1 := storedMsg(t, "u1", "user", "user", "Fix the flaky test\nit fails on CI")
+	turn, err := se.BeginTurn(p1)
+	mustNil(t, err)
+	info := readInfo(t, dir, "c1")
+	if turn != 1 || !info.RunningTurn || info.Title != "Fix the flaky test" || len(info.Sessions) != 1 {
+		t.Fatalf("after the first message: turn %d, %+v", turn, info)
+	}
+	if _, err := se.BeginTurn(storedMsg(t, "u9", "user", "user", "again")); !errors.Is(err, ErrTurnRunning) {
+		t.Fatalf("a second turn while one runs: %v", err)
+	}
+	steps(t, se, 1, 1, &p1, `[{"type":"text","text":"looking"}]`)
+	// A misplaced event is refused before it is written, with a typed error.
+	err = se.Append(convlog.Event{Type: "tool/call", Time: 1, Data: []byte(`{"turn":1,"step":2,"callId":"x","name":"bash","arguments":""}`)})
+	if !errors.Is(err, convlog.ErrTurnPath) {
+		t.Fatalf("a tool call outside a step: %v", err)
+	}
+	mustNil(t, se.EndTurn("completed"))
+	if info := readInfo(t, dir, "c1"); info.RunningTurn || info.Turns[0].Outcome != OutcomeCompleted {
+		t.Fatalf("after EndTurn: %+v", info.Turns)
+	}
+
+	// Turn 2: steered, then interrupted with a partial answer.
+	p2 := storedMsg(t, "u2", "user", "user", "now the docs")
+	turn, err = se.BeginTurn(p2)
+	mustNil(t, err)
+	if turn != 2 {
+		t.Fatalf("second turn is %d", turn)
+	}
+	steps(t, se, 2, 1, &p2, `[{"type":"tool-call","id":"c7","name":"bash","arguments":"{}"}]`)
+	mustNil(t, se.Steer(storedMsg(t, "u3", "user", "user", "and keep it short")))
+	mustNil(t, se.Append(convlog.Event{Type: "step/start", Time: 1, Data: []byte(`{"turn":2,"step":2}`)}))
+	partial := storedMsg(t, "a-partial", "assistant", "model", "The docs say")
+	mustNil(t, se.Interrupt(&partial))
+	if ts := se.Turn(); ts.Open {
+		t.Fatalf("turn still open: %+v", ts)
+	}
+	info = readInfo(t, dir, "c1")
+	if info.RunningTurn || info.Turns[1].Outcome != OutcomeInterrupted {
+		t.Fatalf("after Interrupt: %+v", info.Turns)
+	}
+	path, err := s.SessionLogFile("c1", "root")
+	mustNil(t, err)
+	if probs := ruleProblems(t, path); len(probs) > 0 {
+		t.Fatalf("the runtime's log breaks rules: %v", probs)
+	}
+	_, evs := readEvents(t, path)
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type)
+	}
+	got := strings.Join(types, " ")
+	want := "agent/inbox/spliced turn/start step/start user/message request/header assistant/message step/end turn/end " +
+		"agent/inbox/spliced turn/start step/start user/message request/header assistant/message step/end agent/inbox/spliced user/message " +
+		"step/start assistant/message tool/result step/end turn/end"
+	if got != want {
+		t.Fatalf("session log:\n%s\nwant\n%s", got, want)
+	}
+	if !bytes.Contains(evs[len(evs)-4].Data, []byte(`"text":"The docs say"`)) || !bytes.Contains(evs[len(evs)-4].Data, []byte(`"interrupted":true`)) {
+		t.Errorf("partial answer %s", evs[len(evs)-4].Data)
+	}
+	if !bytes.Contains(evs[len(evs)-3].Data, []byte(convlog.CodeToolNotStarted)) {
+		t.Errorf("interrupted tool result %s", evs[len(evs)-3].Data)
+	}
+
+	// A subagent, its first turn from its task.
+	child, err := se.Spawn("child", "reviewer", "m2")
+	mustNil(t, err)
+	_, err = child.BeginTurn(storedMsg(t, "task", "user", "user", "review it"))
+	mustNil(t, err)
+	steps(t, child, 1, 1, nil, `[]`) // an empty answer is recorded too
+	mustNil(t, child.EndTurn("max-tokens"))
+	info = readInfo(t, dir, "c1")
+	if len(info.Sessions) != 2 || info.Sessions[1].ParentSession != "root" || info.Turns[2].Outcome != OutcomeFailed || info.Title != "Fix the flaky test" {
+		t.Fatalf("after the subagent: %+v", info)
+	}
+
+	// Opened again: a session is open once.
+	if _, err := s.OpenSession("c1", "root"); !errors.Is(err, ErrSessionOpen) {
+		t.Fatalf("second open: %v", err)
+	}
+	mustNil(t, se.Close())
+	mustNil(t, child.Close())
+	se, err = s.OpenSession("c1", "root")
+	mustNil(t, err)
+	if se.Repaired() != nil {
+		t.Fatalf("nothing to repair, repaired %+v", se.Repaired())
+	}
+	turn, err = se.BeginTurn(storedMsg(t, "u4", "user", "user", "once more"))
+	mustNil(t, err)
+	if turn != 3 {
+		t.Fatalf("turn after reopening: %d", turn)
+	}
+}
+
+// crashedStore writes a store a crash left: a turn open in a session log
+// with a tool call running, a v3 session log with an open turn, a turn the
+// session log ended but the conversation log did not hear of, and a turn
+// only the conversation log recorded.
+func crashedStore(t *testing.T, dir string) {
+	t.Helper()
+	s := openTestStore(t, dir, convlog.Plain)
+	defer s.Close() // the process is gone: runtime.lock is free
+	se, err := s.NewConversation(NewConversation{ID: "open", Cwd: "/w", SessionID: "root", Agent: "a", Model: "m"})
+	mustNil(t, err)
+	p := storedMsg(t, "u1", "user", "user", "run it")
+	_, err = se.BeginTurn(p)
+	mustNil(t, err)
+	mustNil(t, se.Append(convlog.Event{Type: "step/start", Time: 1, Data: []byte(`{"turn":1,"step":1}`)}, userEvent(p, 1),
+		convlog.Event{Type: convlog.TypeAssistantMessage, Time: 1, SurfaceOp: &convlog.SurfaceOp{},
+			Data: []byte(assistantMsg(1, 1, "a1", `[{"type":"reasoning","text":"run"},{"type":"tool-call","id":"k1","name":"bash","arguments":"{}"}]`))},
+		convlog.Event{Type: "tool/call", Time: 1, Data: []byte(`{"turn":1,"step":1,"callId":"k1","name":"bash","arguments":"{}"}`)}))
+	mustNil(t, se.Close()) // the crash: nothing more is written
+
+	mustNil(t, s.CreateConversation("old", "/w", []string{"a"}, []string{"m"}))
+	mustNil(t, s.RegisterSession("old", "root", "a", "m", ""))
+	mustNil(t, s.BeginTurn("old", "root", 1, "hello"))
+	h := &convlog.Header{Type: convlog.SessionLog, Version: 3, ID: "root", CreatedAt: 1, Cwd: "/w"}
+	lines := [][]byte{[]byte(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`), []byte(`{"type":"step/start","seq":1,"time":2,"data":{"turn":1,"step":1}}`)}
+	mustNil(t, convlog.WriteHistorical(filepath.Join(dir, "conversations", "old", "root.v3.jsonl"), h, lines, convlog.Plain))
+
+	se, err = s.NewConversation(NewConversation{ID: "ended", Cwd: "/w", SessionID: "root", Agent: "a", Model: "m"})
+	mustNil(t, err)
+	_, err = se.BeginTurn(p)
+	mustNil(t, err)
+	mustNil(t, se.Append(convlog.Event{Type: convlog.TypeTurnEnd, Time: 1, Data: []byte(`{"turn":1,"reason":{"kind":"completed"}}`)}))
+	mustNil(t, se.Close())
+
+	mustNil(t, s.CreateConversation("convonly", "/w", []string{"a"}, []string{"m"}))
+	w, err := s.StartSession("convonly", "root", "a", "m", "")
+	mustNil(t, err)
+	w.Close()
+	mustNil(t, s.BeginTurn("convonly", "root", 1, "hi"))
+
+	// An interrupted deletion and a temporary file of an interrupted write.
+	mustNil(t, s.CreateConversation("gone", "/w", []string{"a"}, []string{"m"}))
+	mustNil(t, s.MarkDeleting("gone"))
+	mustNil(t, os.WriteFile(filepath.Join(dir, "conversations", "open", ".root.v4.jsonl.0123456789abcdef.tmp"), []byte("x"), 0o600))
+}
+
+// snapshot is every file under dir with its bytes.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && d.Name() != LockFileName {
+			b, _ := os.ReadFile(p)
+			out[p] = string(b)
+		}
+		return nil
+	})
+	return out
+}
+
+func TestRepair(t *testing.T) {
+	dir := t.TempDir()
+	crashedStore(t, dir)
+	before := snapshot(t, dir)
+	s := openTestStore(t, dir, convlog.Plain)
+	if err := s.Delete("open"); !errors.Is(err, ErrTurnRunning) {
+		t.Fatalf("deleting a conversation with a turn a crash left: %v", err)
+	}
+
+	dry, err := s.Repair(context.Background(), RepairOptions{DryRun: true})
+	mustNil(t, err)
+	if after := snapshot(t, dir); len(after) != len(before) {
+		t.Fatal("a dry run changed the store")
+	} else {
+		for p, b := range before {
+			if after[p] != b {
+				t.Fatalf("a dry run changed %s", p)
+			}
+		}
+	}
+	if dry.TurnsClosed != 4 || dry.DeletionsFinished != 1 || dry.TempsRemoved != 1 || !dry.DryRun {
+		t.Fatalf("dry run = %+v", dry)
+	}
+
+	var seen []RepairKind
+	res, err := s.Repair(context.Background(), RepairOptions{OnChange: func(c RepairChange) { seen = append(seen, c.Kind) }})
+	mustNil(t, err)
+	if res.TurnsClosed != 4 || res.DeletionsFinished != 1 || res.TempsRemoved != 1 || len(seen) != len(res.Changes) || len(res.Skipped) != 0 {
+		t.Fatalf("repair = %+v", res)
+	}
+	byConv := map[string]*ClosedTurn{}
+	for _, c := range res.Changes {
+		if c.Kind == RepairTurnClosed {
+			byConv[c.Conversation] = c.Turn
+		}
+	}
+	if c := byConv["open"]; c == nil || strings.Join(c.Appended, " ") != "tool/result step/end turn/end" || c.ToolCalls[0] != "k1" || c.Outcome != OutcomeInterrupted {
+		t.Fatalf("open: %+v", c)
+	}
+	if c := byConv["old"]; c == nil || !strings.HasSuffix(c.Upgraded, "root.v4.jsonl") || c.Outcome != OutcomeInterrupted {
+		t.Fatalf("old: %+v", c)
+	}
+	if c := byConv["ended"]; c == nil || len(c.Appended) != 0 || c.Outcome != OutcomeCompleted {
+		t.Fatalf("ended: %+v", c)
+	}
+	if c := byConv["convonly"]; c == nil || c.Outcome != OutcomeInterrupted {
+		t.Fatalf("convonly: %+v", c)
+	}
+	// Appending only: every log that was there begins with its old bytes.
+	for p, b := range before {
+		if strings.HasSuffix(p, ".tmp") || strings.Contains(p, "/gone/") {
+			continue
+		}
+		got, err := os.ReadFile(p)
+		if err != nil || !strings.HasPrefix(string(got), b) {
+			t.Fatalf("%s was rewritten (%v)", p, err)
+		}
+	}
+	for _, id := range []string{"open", "old", "ended", "convonly"} {
+		if info := readInfo(t, dir, id); info.RunningTurn {
+			t.Fatalf("%s still running", id)
+		}
+		path, err := s.SessionLogFile(id, "root")
+		mustNil(t, err)
+		if probs := ruleProblems(t, path); len(probs) > 0 {
+			t.Fatalf("%s after repair: %v", id, probs)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "conversations", "gone")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal("the interrupted deletion was not finished")
+	}
+	again, err := s.Repair(context.Background(), RepairOptions{})
+	mustNil(t, err)
+	if len(again.Changes) != 0 {
+		t.Fatalf("a second repair changed %+v", again.Changes)
+	}
+	// Repaired, the conversation can be deleted.
+	mustNil(t, s.Delete("open"))
+}
+
+// TestOpenSessionAfterACrash: the runtime's next open of a session closes
+// the turn a crash left, upgrading an older log first (its original stays
+// byte for byte).
+func TestOpenSessionAfterACrash(t *testing.T) {
+	dir := t.TempDir()
+	crashedStore(t, dir)
+	orig, err := os.ReadFile(filepath.Join(dir, "conversations", "old", "root.v3.jsonl"))
+	mustNil(t, err)
+	s := openTestStore(t, dir, convlog.Plain)
+	se, err := s.OpenSession("old", "root")
+	mustNil(t, err)
+	if r := se.Repaired(); r == nil || r.Outcome != OutcomeInterrupted || strings.Join(r.Appended, " ") != "step/end turn/end" {
+		t.Fatalf("repaired %+v", r)
+	}
+	now, _ := os.ReadFile(filepath.Join(dir, "conversations", "old", "root.v3.jsonl"))
+	if !bytes.Equal(orig, now) {
+		t.Fatal("the lazy upgrade changed the original")
+	}
+	turn, err := se.BeginTurn(storedMsg(t, "u2", "user", "user", "go on"))
+	mustNil(t, err)
+	if turn != 2 {
+		t.Fatalf("next turn %d", turn)
+	}
+	path, _ := s.SessionLogFile("old", "root")
+	if filepath.Base(path) != "root.v4.jsonl" || len(ruleProblems(t, path)) > 0 {
+		t.Fatalf("successor %s: %v", path, ruleProblems(t, path))
+	}
+}
