@@ -2,13 +2,17 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/convkit/convkit/inspect"
 	"github.com/convkit/convkit/store"
+	"github.com/convkit/convkit/transcript"
 )
 
 func newInspectCommand(e *env) *ucli.Command {
@@ -39,13 +43,17 @@ upgraded in memory first; nothing is written).
 --upgrade shows an older log's events as its version 4 successor would
 hold them (upgraded in memory, its subagent catalog completed from the
 children found beside it, or anywhere under a sessions root in the
-runtime's layout); with --json, one JSON object per event.`,
+runtime's layout); with --json, one JSON object per event.
+--transcript prints what clients show: every message in order, those a
+compaction summarised included; a fork made after a compaction gets its
+older part from the conversation it was forked from (read-only).`,
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "validate", Usage: "list every format problem with its position"},
 			&ucli.IntFlag{Name: "max-problems", Value: inspect.DefaultMaxProblems, Usage: "with --validate, list at most `N` problems (the rest are counted)"},
 			&ucli.BoolFlag{Name: "stats", Usage: "sizes by event type, frames, compression, torn tail"},
 			&ucli.BoolFlag{Name: "history", Usage: "the derived history (the messages a model reads)"},
 			&ucli.BoolFlag{Name: "upgrade", Usage: "show the events as the log's version 4 successor would hold them"},
+			&ucli.BoolFlag{Name: "transcript", Usage: "what clients show: every message in order, a fork's inherited part joined"},
 			&ucli.StringSliceFlag{Name: "type", Usage: "only events whose type matches `PATTERN` (shell pattern, repeatable)", Destination: &types},
 		},
 		Action: func(c *ucli.Context) error {
@@ -53,18 +61,21 @@ runtime's layout); with --json, one JSON object per event.`,
 				return err
 			}
 			modes := 0
-			for _, m := range []string{"validate", "stats", "history"} {
+			for _, m := range []string{"validate", "stats", "history", "transcript"} {
 				if c.Bool(m) {
 					modes++
 				}
 			}
 			if modes > 1 {
-				return usagef(c, "--validate, --stats and --history exclude each other")
+				return usagef(c, "--validate, --stats, --history and --transcript exclude each other")
 			}
 			if n := c.Int("max-problems"); n < 1 {
 				return usagef(c, "--max-problems must be a positive whole number")
 			} else if c.IsSet("max-problems") && !c.Bool("validate") {
 				return usagef(c, "--max-problems applies to --validate only")
+			}
+			if c.Bool("upgrade") && c.Bool("transcript") {
+				return usagef(c, "--upgrade and --transcript exclude each other (a transcript reads an older log upgraded already)")
 			}
 			if c.Bool("upgrade") && (c.Bool("validate") || c.Bool("stats")) {
 				return usagef(c, "--upgrade shows the upgraded events; --validate and --stats read the log as stored (migrate --dry-run checks an upgrade)")
@@ -151,6 +162,8 @@ func runInspect(c *ucli.Context, e *env, t *inspect.Target, shown, jsonPath stri
 			return writeJSON(e.stdout, s)
 		}
 		return inspect.RenderStats(s, e.stdout)
+	case c.Bool("transcript"):
+		return runTranscript(ctx, e, path, jsonPath == "-")
 	case c.Bool("history"):
 		h, err := inspect.History(ctx, path)
 		if err != nil {
@@ -241,4 +254,73 @@ func problemPosition(p inspect.Problem) string {
 		s += fmt.Sprintf("frame %d at file byte %d, ", p.Frame, p.FrameOffset)
 	}
 	return fmt.Sprintf("%sbyte %d: %s: %s", s, p.Offset, p.Kind, p.Message)
+}
+
+// runTranscript prints the transcript of the session log at path. The
+// store it sits in (<data-dir>/conversations/<conversation>/<log>), opened
+// read-only, is where a fork's inherited history is found; stdin has none.
+func runTranscript(ctx context.Context, e *env, path string, stdin bool) error {
+	var s *store.Store
+	if abs, err := filepath.Abs(path); err == nil && !stdin {
+		convs := filepath.Dir(filepath.Dir(abs))
+		if filepath.Base(convs) == "conversations" {
+			if st, err := e.openStoreAt(ctx, filepath.Dir(convs), "inspect", store.LockNone, store.CreateNever); err == nil {
+				s = st
+			}
+		}
+	}
+	var from string
+	return transcript.ReadLog(ctx, s, path, func(it *transcript.Item) error {
+		if e.g.JSON {
+			return writeJSON(e.stdout, it)
+		}
+		var flags []string
+		if it.Inherited && it.Conversation != from {
+			from = it.Conversation
+			fmt.Fprintf(e.stdout, "-- from conversation %s, session %s (inherited, read-only)\n", quoted(it.Conversation), quoted(it.Session))
+		} else if !it.Inherited && from != "" {
+			from = ""
+			fmt.Fprintf(e.stdout, "-- this session\n")
+		}
+		if it.Ended != "" {
+			detail := ""
+			if it.Detail != "" {
+				detail = ": " + it.Detail
+			}
+			_, err := fmt.Fprintf(e.stdout, "[%d] turn %d ended: %s%s\n", it.Seq, it.Turn, text(it.Ended), text(detail))
+			return err
+		}
+		for _, f := range []struct {
+			on   bool
+			name string
+		}{{it.Summary, "summary"}, {it.Empty, "empty answer"}, {it.Interrupted, "interrupted"}} {
+			if f.on {
+				flags = append(flags, f.name)
+			}
+		}
+		kind := ""
+		var src struct {
+			Kind string `json:"kind"`
+		}
+		if json.Unmarshal(it.Source, &src) == nil {
+			kind = src.Kind
+		}
+		flag := ""
+		if len(flags) > 0 {
+			flag = " [" + strings.Join(flags, ", ") + "]"
+		}
+		if _, err := fmt.Fprintf(e.stdout, "[%d] %s (%s) %s%s\n", it.Seq, text(it.Role), text(kind), text(it.ID), flag); err != nil {
+			return err
+		}
+		body := transcript.Text(it.Message)
+		if r := []rune(body); len(r) > 2000 {
+			body = string(r[:2000]) + "…"
+		}
+		for _, line := range strings.Split(body, "\n") {
+			if _, err := fmt.Fprintf(e.stdout, "    %s\n", text(line)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

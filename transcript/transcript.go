@@ -1,0 +1,365 @@
+// Package transcript reads what clients show of a session: every message of
+// its record in order, those a compaction summarised included, where the
+// history a model reads (convlog.History) keeps only the summary and what
+// came after it. For a fork made after a compaction, whose log holds the
+// compacted history only, the older part is read from the conversation it
+// was forked from (its inherited session, through the seq the fork took),
+// and joined before the fork's own part. Reading changes nothing: logs of
+// every format version are read as they are (older ones upgraded in memory),
+// and a torn tail is left alone.
+package transcript
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/store"
+	"github.com/convkit/convkit/upgrade"
+)
+
+// Item is one message of a transcript, or the end of a turn that did not
+// complete.
+type Item struct {
+	// Conversation and Session are where the message is recorded: the
+	// source's for an item read from the conversation a fork inherits
+	// from (Inherited).
+	Conversation string `json:"conversation"`
+	Session      string `json:"session"`
+	// Seq and Time are those of the event that recorded it; Type is that
+	// event's type; Turn is the turn it belongs to (0: none).
+	Seq  int64  `json:"seq"`
+	Time int64  `json:"time"`
+	Type string `json:"type"`
+	Turn int64  `json:"turn,omitempty"`
+	// ID, Role and Source are the message's; Message is the message as
+	// stored.
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Source  json.RawMessage `json:"source"`
+	Message json.RawMessage `json:"message"`
+	// Inherited: read from the conversation the session's fork came from.
+	Inherited bool `json:"inherited,omitempty"`
+	// Summary: a compaction's checkpoint, which took the place of the
+	// items before it in what the model reads (they stay here).
+	Summary bool `json:"summary,omitempty"`
+	// Empty: a model answer that had no content (recorded, never read by
+	// the model). Interrupted: an answer the user's interrupt cut off.
+	Empty       bool `json:"empty,omitempty"`
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Ended is set on the item of a turn/end that did not complete (no
+	// message then): its reason kind (error, interrupted, max-tokens,
+	// ...), and Detail the error's message when it gives one.
+	Ended  string `json:"ended,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// ErrMissingSource is wrapped when the conversation a fork reads its older
+// history from is not in the store.
+var ErrMissingSource = errors.New("the conversation a fork reads its older history from is missing")
+
+// maxDepth bounds the chain of forks followed.
+const maxDepth = 64
+
+// Read streams to fn the transcript of session sessionID of conversation
+// convID in s, its highest log generation: the inherited older part first,
+// read-only from the conversation it comes from, then the session's own.
+func Read(ctx context.Context, s *store.Store, convID, sessionID string, fn func(*Item) error) error {
+	path, err := s.SessionLogFile(convID, sessionID)
+	if err != nil {
+		return err
+	}
+	r := &reader{ctx: ctx, s: s, fn: fn, seen: map[[2]string]bool{}}
+	return r.session(convID, sessionID, path, -1, false, 0)
+}
+
+// ReadLog streams to fn the transcript of the session log at path. s, when
+// not nil, is the store holding it, where a fork's inherited history is
+// found (through its conversation log beside path); without it, a log whose
+// history begins in another conversation is refused.
+func ReadLog(ctx context.Context, s *store.Store, path string, fn func(*Item) error) error {
+	r := &reader{ctx: ctx, s: s, fn: fn, seen: map[[2]string]bool{}}
+	convID, sessionID := "", ""
+	if s != nil {
+		if id, err := store.DecodeSegment(filepath.Base(filepath.Dir(path))); err == nil {
+			convID = id
+		}
+		if n, ok := convlog.ParseName(filepath.Base(path)); ok {
+			if id, err := store.DecodeBase(n.Base); err == nil {
+				sessionID = id
+			}
+		}
+	}
+	return r.session(convID, sessionID, path, -1, false, 0)
+}
+
+type reader struct {
+	ctx  context.Context
+	s    *store.Store
+	fn   func(*Item) error
+	seen map[[2]string]bool
+}
+
+// open reads a log of any version as version 4 events.
+func open(path string) (*upgrade.Reader, error) { return upgrade.Open(path, upgrade.Options{}) }
+
+// session emits the transcript of one session log, through seq through (-1:
+// all), marking its items inherited when it is read for a fork.
+func (r *reader) session(convID, sessionID, path string, through int64, inherited bool, depth int) error {
+	if depth > maxDepth || r.seen[[2]string{convID, sessionID}] {
+		return fmt.Errorf("%s: the chain of forks it inherits from goes round or is longer than %d", path, maxDepth)
+	}
+	r.seen[[2]string{convID, sessionID}] = true
+	lr, err := open(path)
+	if err != nil {
+		return err
+	}
+	defer lr.Close()
+	h := lr.Header()
+	if h.Type != convlog.SessionLog {
+		return fmt.Errorf("%s: a transcript is read from a session log, not a %s log", path, h.Type)
+	}
+	if !h.IsSeeded {
+		return r.emit(lr, convID, sessionID, through, inherited, nil)
+	}
+	src, err := r.source(convID, sessionID, path)
+	if err != nil {
+		return err
+	}
+	// The seed (before the inherited end-seed marker) is the source's
+	// history at the cut: its messages are read from the source, with
+	// those before them. What the fork added to it (a cut-off tool call's
+	// result) is not there, and follows.
+	seed, err := seedItems(lr, convID, sessionID)
+	if err != nil {
+		return err
+	}
+	lr.Close()
+	ids := map[string]bool{}
+	for _, it := range seed {
+		ids[it.ID] = true
+	}
+	spath, err := r.s.SessionLogFile(src.SourceConversation, src.SourceSession)
+	if err != nil {
+		return fmt.Errorf("%s: conversation %q session %q reads its older history from conversation %q session %q: %w (%v)",
+			path, convID, sessionID, src.SourceConversation, src.SourceSession, ErrMissingSource, err)
+	}
+	outer := r.fn
+	r.fn = func(it *Item) error {
+		if it.ID != "" {
+			delete(ids, it.ID)
+		}
+		return outer(it)
+	}
+	err = r.session(src.SourceConversation, src.SourceSession, spath, src.ThroughSeq, true, depth+1)
+	r.fn = outer
+	if err != nil {
+		return err
+	}
+	for i := range seed {
+		if ids[seed[i].ID] && (through < 0 || seed[i].Seq <= through) {
+			seed[i].Inherited = inherited
+			if err := r.fn(&seed[i]); err != nil {
+				return err
+			}
+		}
+	}
+	if lr, err = open(path); err != nil {
+		return err
+	}
+	defer lr.Close()
+	return r.emit(lr, convID, sessionID, through, inherited, skipSeed{})
+}
+
+// source is the inherited session a seeded log reads its older history
+// from, as its conversation log records it.
+func (r *reader) source(convID, sessionID, path string) (*store.InheritedSession, error) {
+	if r.s == nil || convID == "" || sessionID == "" {
+		return nil, fmt.Errorf("%s: the log's history begins in another conversation (its header is seeded); read it by its conversation and session in its store", path)
+	}
+	info, err := r.s.ReadConversation(convID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range info.Inherited {
+		if info.Inherited[i].SessionID == sessionID {
+			return &info.Inherited[i], nil
+		}
+	}
+	return nil, fmt.Errorf("%s: the log's header is seeded, but conversation %q records no conversation session %q inherits from", path, convID, sessionID)
+}
+
+// skipSeed says to pass over the events through the inherited marker.
+type skipSeed struct{}
+
+// seedItems reads the items of a seeded log's inherited history.
+func seedItems(lr *upgrade.Reader, convID, sessionID string) ([]Item, error) {
+	var out []Item
+	var turn int64
+	for {
+		e, err := lr.Next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if endSeed(e) {
+			return out, nil
+		}
+		if it, ok, err := itemOf(e, convID, sessionID, &turn); err != nil {
+			return nil, err
+		} else if ok && it.ID != "" {
+			it.Message = append(json.RawMessage(nil), it.Message...)
+			it.Source = append(json.RawMessage(nil), it.Source...)
+			out = append(out, it)
+		}
+	}
+}
+
+func endSeed(e *convlog.Event) bool {
+	if e.Type != "session/end-seed" {
+		return false
+	}
+	var d struct {
+		Inherited bool `json:"inherited"`
+	}
+	return json.Unmarshal(e.Data, &d) == nil && d.Inherited
+}
+
+// emit streams the items of lr through seq through (-1: all); with
+// skipSeed, those after the inherited marker only.
+func (r *reader) emit(lr *upgrade.Reader, convID, sessionID string, through int64, inherited bool, skip any) error {
+	_, skipping := skip.(skipSeed)
+	var turn int64
+	for n := 0; ; n++ {
+		if n&1023 == 0 {
+			if err := r.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		e, err := lr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if through >= 0 && e.Seq > through {
+			return nil
+		}
+		if skipping {
+			if endSeed(e) {
+				skipping = false
+			}
+			continue
+		}
+		it, ok, err := itemOf(e, convID, sessionID, &turn)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		it.Inherited = inherited
+		if err := r.fn(&it); err != nil {
+			return err
+		}
+	}
+}
+
+// itemOf is the item a surface event records; turn follows turn/start.
+func itemOf(e *convlog.Event, convID, sessionID string, turn *int64) (Item, bool, error) {
+	switch e.Type {
+	case "turn/start":
+		var d struct {
+			Turn int64 `json:"turn"`
+		}
+		if json.Unmarshal(e.Data, &d) == nil {
+			*turn = d.Turn
+		}
+		return Item{}, false, nil
+	case convlog.TypeTurnEnd:
+		// A turn that did not complete shows how it ended.
+		defer func() { *turn = 0 }()
+		var d struct {
+			Reason struct {
+				Kind  string `json:"kind"`
+				Error struct {
+					Message string `json:"message"`
+				} `json:"error"`
+			} `json:"reason"`
+		}
+		if json.Unmarshal(e.Data, &d) != nil || d.Reason.Kind == "completed" || d.Reason.Kind == "" {
+			return Item{}, false, nil
+		}
+		return Item{Conversation: convID, Session: sessionID, Seq: e.Seq, Time: e.Time, Type: e.Type, Turn: *turn,
+			Ended: d.Reason.Kind, Detail: d.Reason.Error.Message}, true, nil
+	}
+	raw := convlog.MessageOf(e)
+	if raw == nil {
+		return Item{}, false, nil
+	}
+	m, err := convlog.ParseStoredMessage(raw)
+	if err != nil {
+		return Item{}, false, fmt.Errorf("%s at seq %d: %v", e.Type, e.Seq, err)
+	}
+	it := Item{Conversation: convID, Session: sessionID, Seq: e.Seq, Time: e.Time, Type: e.Type, Turn: *turn,
+		ID: m.ID(), Role: m.Role(), Source: m.Source().Raw, Message: m.JSON(),
+		Summary: m.Source().Kind == convlog.SourceCheckpoint}
+	if e.Type == convlog.TypeAssistantMessage {
+		it.Empty = m.Empty()
+		var d struct {
+			Interrupted bool `json:"interrupted"`
+		}
+		json.Unmarshal(e.Data, &d)
+		it.Interrupted = d.Interrupted
+	}
+	return it, true, nil
+}
+
+// Text is the readable text of a message: its text blocks; reasoning,
+// tool calls and attachments in parentheses.
+func Text(msg json.RawMessage) string {
+	var m struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(msg, &m) != nil {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		Name        string `json:"name"`
+		Arguments   string `json:"arguments"`
+		Interrupted bool   `json:"interrupted"`
+	}
+	json.Unmarshal(m.Content, &blocks)
+	var parts []string
+	for _, b := range blocks {
+		cut := ""
+		if b.Interrupted {
+			cut = " (interrupted)"
+		}
+		switch b.Type {
+		case "text":
+			parts = append(parts, b.Text+cut)
+		case "reasoning":
+			parts = append(parts, "(reasoning) "+b.Text+cut)
+		case "tool-call":
+			parts = append(parts, fmt.Sprintf("(tool call %s %s)", b.Name, b.Arguments))
+		default:
+			parts = append(parts, "("+b.Type+")")
+		}
+	}
+	return strings.Join(parts, "\n")
+}
