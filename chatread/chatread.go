@@ -1,0 +1,549 @@
+// Package chatread is the read-only chat-reading API a deployment may
+// offer its agents (the runtime imports it to serve its chat-reading
+// tools): the chats related to the asking chat, a chat's messages (what
+// clients show) and history (what its model reads), and a search of them.
+//
+// It is off unless the deployment's configuration enables it (Config,
+// LoadConfig: [chat_reading] enabled = true in the runtime configuration):
+// disabled, every operation answers ErrDisabled. Every answer is
+// authorised from the chat that asked, by one policy (Readable):
+//
+//   - a chat reads itself;
+//   - its subagents, and theirs, down the conversation's session tree;
+//   - its fork ancestors, when it is a conversation's root session: the
+//     chat its conversation was forked (or rewound) from, as it was up to
+//     the fork (the events the fork took, not what the source did after),
+//     and that chat's own fork ancestors in turn;
+//   - nothing else: not its parent, not its siblings, not another
+//     conversation; a chat being deleted is read by nobody.
+//
+// A chat the policy does not let the asker read is answered exactly as one
+// that does not exist (ErrNotReadable), so asking tells nothing about what
+// else is stored.
+//
+// Paged answers end with an opaque cursor for the next page (cursor.go):
+// sealed with the deployment's key, it shows no offset, sequence number or
+// path; a cursor changed, cut, forged, made with another key, or given
+// back for another chat, asker, operation or query is refused
+// (ErrBadCursor). Items carry message ids, never seqs or file names.
+//
+// Reading changes nothing and takes no lock: the store may be open
+// read-only beside the runtime.
+package chatread
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/store"
+	"github.com/convkit/convkit/transcript"
+	"github.com/convkit/convkit/upgrade"
+)
+
+// Errors of the API.
+var (
+	ErrDisabled    = errors.New("chat reading is not enabled in this deployment's configuration ([chat_reading] enabled = true)")
+	ErrNotReadable = errors.New("no such chat, or the asking chat may not read it")
+)
+
+// Config is the deployment's [chat_reading] configuration.
+type Config struct {
+	// Enabled turns the API on; the zero Config is off.
+	Enabled bool
+	// Key seals the paging cursors: the deployment's own secret, at least
+	// MinKeyBytes bytes.
+	Key []byte
+}
+
+// LoadConfig reads the [chat_reading] table of the runtime configuration
+// at path:
+//
+//	[chat_reading]
+//	enabled = true
+//	key_file = "chat-reading.key"   # relative to the configuration's directory
+//
+// A file without the table, or with enabled = false, is a disabled Config.
+// Enabled, key_file must name a regular file (not a link) of at least
+// MinKeyBytes bytes (NewKeyFile writes one).
+func LoadConfig(path string) (Config, error) {
+	f, err := durable.OpenRegular(path, os.O_RDONLY)
+	if err != nil {
+		return Config{}, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, 16<<20))
+	f.Close()
+	if err != nil {
+		return Config{}, err
+	}
+	var raw struct {
+		ChatReading *struct {
+			Enabled *bool  `toml:"enabled"`
+			KeyFile string `toml:"key_file"`
+		} `toml:"chat_reading"`
+	}
+	if _, err := toml.Decode(string(data), &raw); err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return Config{}, fmt.Errorf("%s: line %d: %s", path, pe.Position.Line, pe.Message)
+		}
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	c := raw.ChatReading
+	if c == nil || c.Enabled == nil || !*c.Enabled {
+		return Config{}, nil
+	}
+	if c.KeyFile == "" {
+		return Config{}, fmt.Errorf("%s: [chat_reading] is enabled but names no key_file (the key that seals its cursors)", path)
+	}
+	kp := c.KeyFile
+	if !filepath.IsAbs(kp) {
+		kp = filepath.Join(filepath.Dir(path), kp)
+	}
+	kf, err := durable.OpenRegular(kp, os.O_RDONLY)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: [chat_reading] key_file: %w", path, err)
+	}
+	key, err := io.ReadAll(io.LimitReader(kf, 4096))
+	kf.Close()
+	if err != nil {
+		return Config{}, err
+	}
+	if len(key) < MinKeyBytes {
+		return Config{}, fmt.Errorf("%s: [chat_reading] key_file %s holds %d bytes; it needs at least %d", path, kp, len(key), MinKeyBytes)
+	}
+	return Config{Enabled: true, Key: key}, nil
+}
+
+// NewKeyFile writes a fresh random key of MinKeyBytes bytes to path (0600,
+// a new file: an existing one is never overwritten).
+func NewKeyFile(path string) error {
+	key := make([]byte, MinKeyBytes)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	f, err := durable.CreateExcl(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(key); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Chat names one chat: an agent session of a conversation.
+type Chat struct {
+	Conversation string `json:"conversation"`
+	Session      string `json:"session"`
+}
+
+// Relation is how a readable chat relates to the asking one.
+type Relation string
+
+// The relations the policy lets a chat read.
+const (
+	RelationSelf         Relation = "self"
+	RelationSubagent     Relation = "subagent"
+	RelationForkAncestor Relation = "fork-ancestor"
+)
+
+// RelatedChat is a chat the asker may read.
+type RelatedChat struct {
+	Chat
+	Relation Relation `json:"relation"`
+	Agent    string   `json:"agent"`
+	Model    string   `json:"model"`
+	// Title is its conversation's title.
+	Title string `json:"title"`
+	// Partial: a fork ancestor, read as it was up to the fork.
+	Partial bool `json:"partial,omitempty"`
+}
+
+// Message is one item of a page: a message, its text, and where it is in
+// the chat's record (no seqs, no paths).
+type Message struct {
+	Chat
+	ID     string `json:"id"`
+	Role   string `json:"role"`
+	Source string `json:"source"`
+	// Time is Unix milliseconds; Turn the turn it belongs to (0: none).
+	Time int64  `json:"time"`
+	Turn int64  `json:"turn,omitempty"`
+	Text string `json:"text"`
+	// Summary, Empty, Interrupted: a compaction's checkpoint, an empty
+	// answer, an answer the user's interrupt cut off.
+	Summary     bool `json:"summary,omitempty"`
+	Empty       bool `json:"empty,omitempty"`
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Inherited: a fork's item read from the chat it was forked from.
+	Inherited bool `json:"inherited,omitempty"`
+}
+
+// Page is one page of an answer; Next, when not empty, is the cursor of
+// the one after.
+type Page struct {
+	Items []Message `json:"items"`
+	Next  string    `json:"next,omitempty"`
+}
+
+// Request asks for one page: Cursor "" for the first; Limit items at most
+// (default DefaultLimit, at most MaxLimit).
+type Request struct {
+	Cursor string
+	Limit  int
+}
+
+// Page sizes.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 500
+)
+
+// Reader answers the API's operations from a store.
+type Reader struct {
+	s   *store.Store
+	cfg Config
+	sl  *sealer
+}
+
+// New returns the API over the store s (opened read-only or not) as cfg
+// says. A disabled cfg gives a Reader that answers ErrDisabled to
+// everything; an enabled one needs its key.
+func New(s *store.Store, cfg Config) (*Reader, error) {
+	r := &Reader{s: s, cfg: cfg}
+	if !cfg.Enabled {
+		return r, nil
+	}
+	sl, err := newSealer(cfg.Key)
+	if err != nil {
+		return nil, err
+	}
+	r.sl = sl
+	return r, nil
+}
+
+// grant is what the policy lets the asker read of one chat.
+type grant struct {
+	RelatedChat
+	// through is the last seq readable (-1: all).
+	through int64
+	born    int64
+}
+
+// Readable lists the chats asker may read, itself first: its subagents,
+// then its fork ancestors (docs above). An asker that is not a chat of the
+// store reads nothing (ErrNotReadable).
+func (r *Reader) Readable(ctx context.Context, asker Chat) ([]RelatedChat, error) {
+	if !r.cfg.Enabled {
+		return nil, ErrDisabled
+	}
+	gs, err := r.grants(asker)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RelatedChat, len(gs))
+	for i, g := range gs {
+		out[i] = g.RelatedChat
+	}
+	return out, nil
+}
+
+// Related is Readable: the chats related to the asking chat.
+func (r *Reader) Related(ctx context.Context, asker Chat) ([]RelatedChat, error) {
+	return r.Readable(ctx, asker)
+}
+
+func (r *Reader) grants(asker Chat) ([]grant, error) {
+	info, err := r.s.ReadConversation(asker.Conversation)
+	if err != nil || info.Deleting || info.Session(asker.Session) == nil {
+		return nil, ErrNotReadable
+	}
+	self := info.Session(asker.Session)
+	gs := []grant{{RelatedChat: RelatedChat{Chat: asker, Relation: RelationSelf, Agent: self.Agent, Model: self.Model, Title: info.Title}, through: -1}}
+	// Subagents, breadth first down the session tree.
+	parents := map[string]bool{asker.Session: true}
+	for changed := true; changed; {
+		changed = false
+		for _, si := range info.Sessions {
+			if si.ParentSession != "" && parents[si.ParentSession] && !parents[si.ID] {
+				parents[si.ID], changed = true, true
+				gs = append(gs, grant{RelatedChat: RelatedChat{Chat: Chat{asker.Conversation, si.ID}, Relation: RelationSubagent,
+					Agent: si.Agent, Model: si.Model, Title: info.Title}, through: -1})
+			}
+		}
+	}
+	// Fork ancestors, of a root session only, each up to its fork.
+	seen := map[string]bool{asker.Conversation: true}
+	cur, sess := info, self
+	for depth := 0; depth < 64 && sess.ParentSession == "" && cur.Fork != nil; depth++ {
+		f := cur.Fork
+		if f.SessionID != sess.ID || seen[f.SourceConversation] {
+			break
+		}
+		seen[f.SourceConversation] = true
+		src, err := r.s.ReadConversation(f.SourceConversation)
+		if err != nil || src.Deleting {
+			break
+		}
+		ss := src.Session(f.SourceSession)
+		if ss == nil {
+			break
+		}
+		gs = append(gs, grant{RelatedChat: RelatedChat{Chat: Chat{f.SourceConversation, f.SourceSession}, Relation: RelationForkAncestor,
+			Agent: ss.Agent, Model: ss.Model, Title: src.Title, Partial: true}, through: f.ThroughSeq})
+		cur, sess = src, ss
+	}
+	return gs, nil
+}
+
+// authorise finds target among what asker may read.
+func (r *Reader) authorise(asker, target Chat) (grant, error) {
+	if !r.cfg.Enabled {
+		return grant{}, ErrDisabled
+	}
+	gs, err := r.grants(asker)
+	if err != nil {
+		return grant{}, err
+	}
+	for _, g := range gs {
+		if g.Chat == target {
+			path, err := r.s.SessionLogFile(target.Conversation, target.Session)
+			if err != nil {
+				return grant{}, ErrNotReadable
+			}
+			g.born = headerTime(path)
+			return g, nil
+		}
+	}
+	return grant{}, ErrNotReadable
+}
+
+func headerTime(path string) int64 {
+	lr, err := convlog.Open(path, convlog.ReaderOptions{})
+	if err != nil {
+		return 0
+	}
+	defer lr.Close()
+	return lr.Header().CreatedAt
+}
+
+// start checks the request's cursor against the request and returns the
+// count of items to pass over.
+func (r *Reader) start(req Request, op string, asker, target Chat, query string, born int64) (int64, int, error) {
+	limit := req.Limit
+	switch {
+	case limit <= 0:
+		limit = DefaultLimit
+	case limit > MaxLimit:
+		limit = MaxLimit
+	}
+	if req.Cursor == "" {
+		return 0, limit, nil
+	}
+	p, err := r.sl.open(req.Cursor)
+	if err != nil {
+		return 0, 0, err
+	}
+	if p.Op != op || p.Asker != asker || p.Target != target || p.Query != query || p.Born != born {
+		return 0, 0, ErrBadCursor
+	}
+	return p.Next, limit, nil
+}
+
+// pager collects one page from a stream of items.
+type pager struct {
+	skip, limit int64
+	n           int64
+	items       []Message
+	more        bool
+}
+
+var errPageFull = errors.New("page full")
+
+func (p *pager) add(m Message) error {
+	if p.n < p.skip {
+		p.n++
+		return nil
+	}
+	if int64(len(p.items)) == p.limit {
+		p.more = true
+		return errPageFull
+	}
+	p.items = append(p.items, m)
+	p.n++
+	return nil
+}
+
+func (r *Reader) finish(p *pager, op string, asker, target Chat, query string, born int64) (*Page, error) {
+	page := &Page{Items: p.items}
+	if page.Items == nil {
+		page.Items = []Message{}
+	}
+	if p.more {
+		c, err := r.sl.seal(position{Op: op, Asker: asker, Target: target, Query: query, Next: p.n, Born: born})
+		if err != nil {
+			return nil, err
+		}
+		page.Next = c
+	}
+	return page, nil
+}
+
+func messageOf(c Chat, it *transcript.Item) Message {
+	var src struct {
+		Kind string `json:"kind"`
+	}
+	json.Unmarshal(it.Source, &src)
+	return Message{Chat: c, ID: it.ID, Role: it.Role, Source: src.Kind, Time: it.Time, Turn: it.Turn,
+		Text: transcript.Text(it.Message), Summary: it.Summary, Empty: it.Empty, Interrupted: it.Interrupted, Inherited: it.Inherited}
+}
+
+// transcriptOf streams the messages of g (what clients show), through its
+// grant's cut.
+func (r *Reader) transcriptOf(ctx context.Context, g grant, fn func(Message) error) error {
+	return transcript.Read(ctx, r.s, g.Conversation, g.Session, func(it *transcript.Item) error {
+		if it.ID == "" {
+			return nil // a turn's end: not a message
+		}
+		if g.through >= 0 && !it.Inherited && it.Seq > g.through {
+			return io.EOF
+		}
+		return fn(messageOf(Chat{it.Conversation, it.Session}, it))
+	})
+}
+
+// Messages is one page of what clients show of target: every message in
+// order, a fork's inherited part included.
+func (r *Reader) Messages(ctx context.Context, asker, target Chat, req Request) (*Page, error) {
+	g, err := r.authorise(asker, target)
+	if err != nil {
+		return nil, err
+	}
+	skip, limit, err := r.start(req, "messages", asker, target, "", g.born)
+	if err != nil {
+		return nil, err
+	}
+	p := &pager{skip: skip, limit: int64(limit)}
+	err = r.transcriptOf(ctx, g, p.add)
+	if err != nil && err != errPageFull && err != io.EOF {
+		return nil, err
+	}
+	return r.finish(p, "messages", asker, target, "", g.born)
+}
+
+// History is one page of what target's model reads: its derived history
+// (empty answers and what a compaction replaced left out), as it is when
+// the page is read.
+func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (*Page, error) {
+	g, err := r.authorise(asker, target)
+	if err != nil {
+		return nil, err
+	}
+	skip, limit, err := r.start(req, "history", asker, target, "", g.born)
+	if err != nil {
+		return nil, err
+	}
+	path, err := r.s.SessionLogFile(target.Conversation, target.Session)
+	if err != nil {
+		return nil, ErrNotReadable
+	}
+	lr, err := upgrade.Open(path, upgrade.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer lr.Close()
+	var h convlog.History
+	times := map[int64]int64{}
+	for n := 0; ; n++ {
+		if n&1023 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		e, err := lr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if g.through >= 0 && e.Seq > g.through {
+			break
+		}
+		if err := h.Apply(nil, e); err != nil {
+			return nil, err
+		}
+		if e.SurfaceOp != nil {
+			times[e.Seq] = e.Time
+		}
+	}
+	p := &pager{skip: skip, limit: int64(limit)}
+	for _, m := range h.Messages() {
+		msg := Message{Chat: target, ID: m.Message.ID(), Role: m.Message.Role(), Source: string(m.Message.Source().Kind),
+			Time: times[m.Seq], Text: transcript.Text(m.Message.JSON()), Summary: m.Message.Source().Kind == convlog.SourceCheckpoint}
+		if p.add(msg) == errPageFull {
+			break
+		}
+	}
+	return r.finish(p, "history", asker, target, "", g.born)
+}
+
+// Search is one page of the messages of the chats asker may read whose
+// text holds every word of query (case-folded), in the order of
+// Readable, each chat's in order.
+func (r *Reader) Search(ctx context.Context, asker Chat, query string, req Request) (*Page, error) {
+	if !r.cfg.Enabled {
+		return nil, ErrDisabled
+	}
+	words := strings.Fields(strings.ToLower(query))
+	if len(words) == 0 {
+		return nil, fmt.Errorf("an empty query")
+	}
+	gs, err := r.grants(asker)
+	if err != nil {
+		return nil, err
+	}
+	skip, limit, err := r.start(req, "search", asker, asker, query, 0)
+	if err != nil {
+		return nil, err
+	}
+	p := &pager{skip: skip, limit: int64(limit)}
+	for _, g := range gs {
+		err := r.transcriptOf(ctx, g, func(m Message) error {
+			if m.Inherited {
+				// A fork's inherited part is its ancestor's, searched
+				// there (up to the fork).
+				return nil
+			}
+			text := strings.ToLower(m.Text)
+			for _, w := range words {
+				if !strings.Contains(text, w) {
+					return nil
+				}
+			}
+			return p.add(m)
+		})
+		if err == errPageFull {
+			break
+		}
+		if err != nil && err != io.EOF && !errors.Is(err, transcript.ErrMissingSource) {
+			return nil, err
+		}
+	}
+	return r.finish(p, "search", asker, asker, query, 0)
+}
