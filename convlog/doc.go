@@ -1,0 +1,32 @@
+// Package convlog is the chat log format: one log file of JSON Lines (a
+// header, then one event per line), plain or as checksummed zstd frames, of
+// every format version 0 to 4; docs/FORMAT.md is its authority.
+//
+// The runtime does not open logs itself: the store package is where it
+// starts (its doc is the runtime's manual: store.Open, Store.NewConversation
+// and Store.OpenSession, then Session.BeginTurn, Session.Append and
+// Session.EndTurn), and store writes through this package. What this
+// package provides, for the store, the commands and the runtime's own
+// checks:
+//
+//   - Reading: Open (never through a link, a regular file only), Reader.Next
+//     one event at a time with memory bounded by the longest line, a torn
+//     tail tolerated and never touched, every zstd framing of the same text
+//     read (Stats.Framing says how it departs from the writer's), and
+//     FrameScanner and CommittedPrefix for copies of a live log.
+//   - Writing: Create publishes a new version 4 log without overwriting;
+//     OpenAppend and Writer.Append add durable batches (one zstd frame
+//     each), cutting a torn tail before the first.
+//   - The rules beyond one line: Validator checks a stored message's
+//     identity and source (StoredMessage, NewStoredMessage), the history's
+//     replacements and the turn's path, for the writer (a batch that breaks
+//     one is refused with a *RuleError before anything is written), for
+//     inspect --validate and for reindex alike. Writer.Turn says where a
+//     turn stands, and CloseTurn builds the events that close an
+//     interrupted one.
+//   - The history a model reads: History, with one interpreter per surface
+//     type in the Registry.
+//
+// Older versions are read as they are; the upgrade package turns them
+// into version 4 events.
+package convlog
