@@ -193,6 +193,15 @@ func runDemo(c *ucli.Context, e *env, dir string, rep *fixtures.Report) error {
 			}
 		}
 	}
+	if cv := rep.Find(fixtures.CaseForkAfterCompaction); cv != nil {
+		for _, l := range cv.Logs {
+			if l.SessionID != "" {
+				steps = append(steps, demoStep{"what clients show of a fork made after a compaction: its source's older part joined (a cut-off answer, a failed and an interrupted turn, the summary), then its own",
+					[]string{"inspect", "--transcript", cv.ID, l.SessionID}, 0})
+				break
+			}
+		}
+	}
 	if cv := rep.Find(fixtures.CaseCorrupt); cv != nil {
 		for _, l := range cv.Logs {
 			if l.Expect == fixtures.ExpectCorrupt {
@@ -205,7 +214,9 @@ func runDemo(c *ucli.Context, e *env, dir string, rep *fixtures.Report) error {
 		demoStep{"bring every older log forward to v4 beside its original; the corrupt log fails without stopping the rest (exit 1)", []string{"migrate"}, 1},
 		demoStep{"rebuild metadata.db: the corrupt conversation is skipped, the interrupted delete finished (exit 3)", []string{"reindex"}, 3},
 		demoStep{"the index now agrees with the logs; the corrupt conversation is still unreadable (exit 3)", []string{"reindex", "--check"}, 3},
-		demoStep{"the conversations, now from the index", []string{"list", "--all"}, 0},
+		demoStep{"what repair would change: the turns the crashes left running are closed as interrupted, by appending", []string{"repair", "--dry-run"}, 0},
+		demoStep{"repair: the turns closed by appending (a torn tail cut first where it appends), the index rows updated", []string{"repair"}, 0},
+		demoStep{"the conversations, now from the index: none is running", []string{"list", "--all"}, 0},
 		demoStep{"nobody holds runtime.lock", []string{"lock", "status"}, 0},
 	)
 	failed := 0
