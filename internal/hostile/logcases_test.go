@@ -174,6 +174,40 @@ func logCases() []hcase {
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
+			// Every line reads, but the log breaks the rules beyond a line:
+			// reindex refuses what inspect --validate refuses, with the
+			// same message at the same line and byte.
+			name: "a message without identity or source: reindex skips it",
+			setup: func(f *fx) []string {
+				data := joinLines(hdr, ev[0], ev[1], `{"type":"user/message","seq":2,"time":1790000000003,"data":{"role":"user","content":[{"type":"text","text":"hi"}]},"surfaceOp":"append"}`)
+				f.vars["off"] = fmt.Sprint(offsetOfLine(data, 4))
+				f.session("s1.v4.jsonl", data)
+				return []string{"reindex"}
+			},
+			code:   3,
+			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: line 4, byte {off}: user/message at seq 2: stored message has no id and no source"},
+			allow:  reindexed, want: []string{newIndex},
+		},
+		{
+			name: "events outside the turn's path: inspect --validate lists each",
+			setup: func(f *fx) []string {
+				data := joinLines(hdr, ev[1], ev[0], ev[4], evAssistant(3, "late"))
+				data = bytes.Replace(data, []byte(`"seq":1,"time":1790000000002,"data":{"turn":1,"step":1}`), []byte(`"seq":0,"time":1790000000002,"data":{"turn":1,"step":1}`), 1)
+				data = bytes.Replace(data, []byte(`{"type":"turn/start","seq":0,`), []byte(`{"type":"turn/start","seq":1,`), 1)
+				data = bytes.Replace(data, []byte(`"seq":4,"time"`), []byte(`"seq":2,"time"`), 1)
+				f.vars["a"] = fmt.Sprint(offsetOfLine(data, 2))
+				f.vars["b"] = fmt.Sprint(offsetOfLine(data, 4))
+				f.vars["c"] = fmt.Sprint(offsetOfLine(data, 5))
+				f.session("s1.v4.jsonl", data)
+				return []string{"inspect", "--validate", f.vars["log"]}
+			},
+			code: 1,
+			stdout: []string{"{log}: line 2, byte {a}: corrupt: step/start at seq 0: step/start outside a turn",
+				"{log}: line 4, byte {b}: corrupt: step/end at seq 2: step/end without its step/start (no step of turn 1 is open)",
+				"{log}: line 5, byte {c}: corrupt: assistant/message at seq 3: outside a step (turn 1 has no open step): an answer belongs to a step"},
+			stderr: []string{"{log}: 3 problem(s) found"},
+		},
+		{
 			name: "seq goes back in a v3 log: migrate fails it, converts the rest",
 			setup: func(f *fx) []string {
 				lines, name := v3Lines(f)
