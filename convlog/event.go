@@ -35,11 +35,19 @@ type Event struct {
 	// Raw is the line as stored (without newline). Writers copy it verbatim
 	// when set, so a log read and rewritten is byte-identical.
 	Raw []byte
+
+	// The members of data and of data.message, kept as the line was
+	// checked (rules.go reads them); scanned says they are set.
+	dataMembers, msgMembers []member
+	scanned, msgScanned     bool
+	// info is the type's registration the reader found (nil: unknown).
+	info *TypeInfo
 }
 
 // Clone returns a copy that does not share memory with the reader's buffers.
 func (e *Event) Clone() Event {
 	c := *e
+	c.dataMembers, c.msgMembers, c.scanned, c.msgScanned, c.info = nil, nil, false, false, nil
 	c.Data = bytes.Clone(e.Data)
 	c.Raw = bytes.Clone(e.Raw)
 	c.SourceEventSeqs = append([]int64(nil), e.SourceEventSeqs...)
@@ -74,6 +82,9 @@ type envelopeParser struct {
 	ntypes int
 	// inner is parsePacked's buffer.
 	inner []member
+	// nested keeps the members of data and data.message as the line is
+	// checked: the rules beyond a line read them without a second scan.
+	nested, nestedMsg rawjson.Nested
 }
 
 var packedTypes = map[string]bool{"text-chunks": true, "reasoning-chunks": true, "tool-call-chunks": true}
@@ -112,10 +123,19 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 	*e = Event{Raw: line}
 	p.seqKnown = false
 	var err error
-	p.members, err = rawjson.Object(line, p.members)
+	if p.nested.Key == "" {
+		p.nested.Key, p.nestedMsg.Key, p.nested.Inner = "data", "message", &p.nestedMsg
+	}
+	p.members, err = rawjson.ObjectNested(line, p.members, &p.nested)
 	if err != nil {
 		se := err.(*rawjson.SyntaxError)
 		return corrupt(se.Offset, "event is not valid JSON: %s", se.Msg)
+	}
+	if p.nested.Found {
+		e.dataMembers, e.scanned = p.nested.Members, true
+		if p.nestedMsg.Found {
+			e.msgMembers, e.msgScanned = p.nestedMsg.Members, true
+		}
 	}
 	var typ, seq, tim, data, ign, sop, ses, seq0, time0 *member
 	for i := range p.members {
@@ -188,7 +208,7 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 		}
 		e.Ignorable = true
 	}
-	e.Known = info != nil
+	e.Known, e.info = info != nil, info
 	switch {
 	case p.version >= CurrentVersion && info == nil && !e.Ignorable:
 		return &eventProblem{col: typ.ValOff, kind: ErrUnsupported,

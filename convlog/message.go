@@ -109,45 +109,21 @@ func ParseStoredMessage(raw []byte) (StoredMessage, error) {
 	return parseStoredMessage(raw, true)
 }
 
-// parseStoredMessage reads a message from bytes already validated as JSON.
+// parseStoredMessage reads a message from bytes already validated as JSON;
+// the identity rule is msgcheck.go's.
 func parseStoredMessage(raw []byte, keep bool) (StoredMessage, error) {
-	var buf [12]member
-	members, err := rawjson.Members(raw, buf[:0])
-	if err != nil {
-		return StoredMessage{}, fmt.Errorf("message is not a JSON object: %v", err)
+	f, ok := scanMessage(raw)
+	if !ok {
+		return StoredMessage{}, fmt.Errorf("message is not a JSON object")
 	}
-	var id, role, source, content []byte
-	for _, m := range members {
-		switch string(m.Key) {
-		case "id":
-			id = m.Value
-		case "role":
-			role = m.Value
-		case "source":
-			source = m.Value
-		case "content":
-			content = m.Value
-		}
-	}
-	var kind string
-	var sbuf [8]member
-	sm, serr := rawjson.Members(source, sbuf[:0])
-	if serr == nil {
-		for _, m := range sm {
-			if string(m.Key) == "kind" {
-				kind, _ = rawjson.String(m.Value)
-			}
-		}
-	}
-	idStr, roleStr, err := checkMessageIdentity(id, role, source, source != nil && serr == nil, kind)
-	if err != nil {
+	if err := f.identityError(); err != nil {
 		return StoredMessage{}, err
 	}
-	m := StoredMessage{id: idStr, role: roleStr, source: Source{Kind: SourceKind(kind)}}
+	m := StoredMessage{id: str(f.id), role: roleOf(f.role), source: Source{Kind: SourceKind(str(f.kind))}}
 	if keep {
 		m.raw = append(json.RawMessage(nil), raw...)
-		m.source.Raw = append(json.RawMessage(nil), source...)
-	} else if emptyArray(content) {
+		m.source.Raw = append(json.RawMessage(nil), f.source...)
+	} else if emptyArray(f.content) {
 		// Emptiness is decided now; the body is not kept.
 		m.raw = json.RawMessage(`{"content":[]}`)
 	} else {

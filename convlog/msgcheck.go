@@ -13,87 +13,134 @@ import (
 // history replay.
 
 // messageFields are the members of a stored message the rules read, as raw
-// JSON spans of validated bytes.
+// JSON spans of validated bytes: nothing is decoded unless it is needed.
 type messageFields struct {
-	id, role, kind string
-	source         []byte
-	content        []byte
+	id, role, kind, source, content []byte
 	// toolCallID is the message's toolCallId, sourceCallID its source's
 	// callId (tool results).
-	toolCallID, sourceCallID string
-	hasToolCallID            bool
+	toolCallID, sourceCallID []byte
+	sourceIsObject           bool
 }
 
-// scanMessage reads the members of a stored message (validated JSON) and
-// checks its identity. The error says what is missing, naming the message
-// by its id when it has one.
-func scanMessage(raw []byte, buf []member) (messageFields, []member, error) {
+// scanMessage reads the members of a stored message (validated JSON).
+func scanMessage(raw []byte) (messageFields, bool) {
 	var f messageFields
-	members, err := rawjson.Members(raw, buf[:0])
-	if err != nil {
-		return f, members, fmt.Errorf("message is not a JSON object")
+	if rawjson.EachMember(raw, func(m member) bool {
+		f.member(m)
+		return true
+	}) != nil {
+		return f, false
 	}
-	var id, role, toolCallID []byte
-	for _, m := range members {
-		switch string(m.Key) {
-		case "id":
-			id = m.Value
-		case "role":
-			role = m.Value
-		case "source":
-			f.source = m.Value
-		case "content":
-			f.content = m.Value
-		case "toolCallId":
-			toolCallID = m.Value
-		}
+	f.readSource()
+	return f, true
+}
+
+// messageOf is scanMessage of members a reader kept as it checked them.
+func messageOf(ms []member) messageFields {
+	var f messageFields
+	for _, m := range ms {
+		f.member(m)
 	}
-	if toolCallID != nil {
-		f.toolCallID, f.hasToolCallID = rawjson.String(toolCallID)
+	f.readSource()
+	return f
+}
+
+func (f *messageFields) member(m member) {
+	switch string(m.Key) {
+	case "id":
+		f.id = m.Value
+	case "role":
+		f.role = m.Value
+	case "source":
+		f.source = m.Value
+	case "content":
+		f.content = m.Value
+	case "toolCallId":
+		f.toolCallID = m.Value
 	}
-	var sbuf [8]member
-	var sourceMembers []member
-	if f.source != nil {
-		if sm, err := rawjson.Members(f.source, sbuf[:0]); err == nil {
-			sourceMembers = sm
-		}
+}
+
+func (f *messageFields) readSource() {
+	if f.source == nil {
+		return
 	}
-	for _, m := range sourceMembers {
+	f.sourceIsObject = rawjson.EachMember(f.source, func(m member) bool {
 		switch string(m.Key) {
 		case "kind":
-			f.kind, _ = rawjson.String(m.Value)
+			f.kind = m.Value
 		case "callId":
-			f.sourceCallID, _ = rawjson.String(m.Value)
+			f.sourceCallID = m.Value
 		}
-	}
-	f.id, f.role, err = checkMessageIdentity(id, role, f.source, sourceMembers != nil, f.kind)
-	return f, members, err
+		return true
+	}) == nil
 }
 
-// checkMessageIdentity is the identity rule over the raw id and role, whether the
-// source is an object, and its kind.
-func checkMessageIdentity(id, role, source []byte, sourceIsObject bool, kind string) (idStr, roleStr string, err error) {
-	idStr, ok := rawjson.String(id)
-	if !ok || idStr == "" {
-		if source == nil {
-			return "", "", fmt.Errorf("stored message has no id and no source")
+// identityError says what a stored message lacks, or nil: a non-empty id,
+// a role, a source object with a producer-owned kind.
+func (f *messageFields) identityError() error {
+	if !nonEmptyString(f.id) {
+		if f.source == nil {
+			return fmt.Errorf("stored message has no id and no source")
 		}
-		return "", "", fmt.Errorf("stored message has no id")
+		return fmt.Errorf("stored message has no id")
 	}
-	roleStr, ok = rawjson.String(role)
-	if !ok || roleStr == "" {
-		return "", "", fmt.Errorf("stored message %q has no role", idStr)
+	if !nonEmptyString(f.role) {
+		return fmt.Errorf("stored message %q has no role", str(f.id))
 	}
-	if source == nil {
-		return "", "", fmt.Errorf("stored message %q has no source", idStr)
+	if f.source == nil {
+		return fmt.Errorf("stored message %q has no source", str(f.id))
 	}
-	if !sourceIsObject || kind == "" {
-		return "", "", fmt.Errorf("stored message %q: source must be an object with a non-empty kind", idStr)
+	if !f.sourceIsObject || !nonEmptyString(f.kind) {
+		return fmt.Errorf("stored message %q: source must be an object with a non-empty kind", str(f.id))
 	}
-	if SourceKind(kind) == SourcePlugin {
-		return "", "", fmt.Errorf("stored message %q requires a producer-owned source kind, not %q", idStr, SourcePlugin)
+	if rawjson.StringIs(f.kind, string(SourcePlugin)) {
+		return fmt.Errorf("stored message %q requires a producer-owned source kind, not %q", str(f.id), SourcePlugin)
 	}
-	return idStr, roleStr, nil
+	return nil
+}
+
+// nonEmptyString reports whether raw is a JSON string of at least one
+// character.
+func nonEmptyString(raw []byte) bool { return len(raw) > 2 && raw[0] == '"' }
+
+// str decodes a raw JSON string ("" when it is not one).
+func str(raw []byte) string {
+	s, _ := rawjson.String(raw)
+	return s
+}
+
+// unquoted is the content of a raw JSON string, decoded only when it holds
+// an escape; nil when raw is not a string.
+func unquoted(raw []byte) []byte {
+	if len(raw) < 2 || raw[0] != '"' {
+		return nil
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return raw[1 : len(raw)-1]
+	}
+	s, ok := rawjson.String(raw)
+	if !ok {
+		return nil
+	}
+	return []byte(s)
+}
+
+// roleOf is a message's role as a string, the usual ones without an
+// allocation.
+func roleOf(raw []byte) string {
+	switch string(raw) {
+	case `"user"`:
+		return "user"
+	case `"assistant"`:
+		return "assistant"
+	case `"tool"`:
+		return "tool"
+	case `"system"`:
+		return "system"
+	case `"developer"`:
+		return "developer"
+	}
+	return str(raw)
 }
 
 // toolCallIDs appends the ids of the tool-call blocks of a message's

@@ -20,6 +20,9 @@ type TypeInfo struct {
 	// the whole data object (user/message), else the member of data.
 	MessagePath string
 	Interpret   Interpreter
+
+	// role is what the type is to a turn's path (turnpath.go).
+	role pathRole
 }
 
 // Registry is the set of event types a reader admits.
@@ -69,10 +72,11 @@ func NewRegistry() *Registry {
 	r := &Registry{types: map[string]*TypeInfo{}}
 	for _, t := range surfaceTypes() {
 		t := t
+		t.role = pathRoles[t.Name]
 		r.types[t.Name] = &t
 	}
 	for _, n := range logOnlyTypes {
-		r.types[n] = &TypeInfo{Name: n}
+		r.types[n] = &TypeInfo{Name: n, role: pathRoles[n]}
 	}
 	for _, n := range ConversationLogTypes {
 		if _, ok := r.types[n]; !ok {

@@ -1,11 +1,10 @@
 package convlog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/convkit/convkit/internal/rawjson"
 )
 
 // The rules an event must keep beyond its own line (docs/FORMAT.md,
@@ -71,8 +70,6 @@ type Validator struct {
 	seedLen        int64
 	marker         bool
 
-	members []member
-	msgBuf  []member
 	calls   []string
 	types   [16]*TypeInfo
 	ntypes  int
@@ -136,11 +133,14 @@ func (v *Validator) Check(e *Event) error {
 	}
 	spliced := v.path.spliced
 	v.path.spliced = false
-	info := v.lookup(e.Type)
+	info := e.info
+	if info == nil || info.Name != e.Type {
+		info = v.lookup(e.Type)
+	}
 	if info == nil || (!e.Known && e.Ignorable) {
 		return nil
 	}
-	role := pathRoles[e.Type]
+	role := info.role
 	if role == 0 && !info.Surface {
 		return nil
 	}
@@ -148,9 +148,12 @@ func (v *Validator) Check(e *Event) error {
 		return &RuleError{Seq: e.Seq, Type: e.Type, Msg: fmt.Sprintf(format, args...), Kind: kind}
 	}
 	var f eventFields
+	var msg []byte
+	if info.Surface && info.MessagePath == "" {
+		msg = e.Data
+	}
 	if info.MessagePath != "" || role != 0 {
-		var err error
-		if v.members, err = rawjson.Members(e.Data, v.members[:0]); err != nil {
+		if err := f.read(e, info.MessagePath, &msg); err != nil {
 			switch {
 			case info.Surface && v.version >= CurrentVersion:
 				return rerr(ErrMessageIdentity, "data is not a JSON object: a surface event carries a stored message")
@@ -159,31 +162,33 @@ func (v *Validator) Check(e *Event) error {
 			}
 			return rerr(ErrTurnPath, "data is not a JSON object")
 		}
-		f.read(v.members)
-	}
-	var msg []byte
-	if info.Surface {
-		msg = e.Data
-		if info.MessagePath != "" {
-			msg = memberValue(v.members, info.MessagePath)
-		}
 	}
 	var mf messageFields
 	if msg != nil {
-		var ierr error
-		mf, v.msgBuf, ierr = scanMessage(msg, v.msgBuf)
+		ok := true
+		switch {
+		case info.MessagePath == "" && e.scanned:
+			mf = messageOf(e.dataMembers) // data is the message
+		case info.MessagePath == "message" && e.msgScanned:
+			mf = messageOf(e.msgMembers)
+		default:
+			mf, ok = scanMessage(msg)
+		}
 		if v.version >= CurrentVersion {
-			if ierr != nil {
+			if !ok {
+				return rerr(ErrMessageIdentity, "message is not a JSON object")
+			}
+			if ierr := mf.identityError(); ierr != nil {
 				return rerr(ErrMessageIdentity, "%v", ierr)
 			}
-			if e.Type == TypeToolResult && (!mf.hasToolCallID || mf.toolCallID == "" || mf.toolCallID != mf.sourceCallID) {
+			if e.Type == TypeToolResult && (!nonEmptyString(mf.toolCallID) || !bytes.Equal(unquoted(mf.toolCallID), unquoted(mf.sourceCallID))) {
 				return rerr(ErrMessageIdentity, "tool result %q needs a toolCallId equal to its source's callId (toolCallId %q, source callId %q)",
-					mf.id, mf.toolCallID, mf.sourceCallID)
+					str(mf.id), str(mf.toolCallID), str(mf.sourceCallID))
 			}
 		}
-		f.callID = mf.toolCallID
-		if f.callID == "" {
-			f.callID = mf.sourceCallID
+		f.callID = unquoted(mf.toolCallID)
+		if len(f.callID) == 0 {
+			f.callID = unquoted(mf.sourceCallID)
 		}
 		if e.Type == TypeAssistantMessage {
 			v.calls = toolCallIDs(mf.content, v.calls[:0])
@@ -209,7 +214,9 @@ func (v *Validator) Check(e *Event) error {
 	if info.Surface && v.version >= CurrentVersion {
 		// A reader replays the history even past a path problem, so that
 		// one misplaced event is one problem.
-		sm := StoredMessage{id: mf.id, role: mf.role, source: Source{Kind: SourceKind(mf.kind)}, raw: stubContent(mf.content)}
+		// Interpreters read the role, the kind and whether the answer is
+		// empty: the stub is made of those, without decoding more.
+		sm := StoredMessage{role: roleOf(mf.role), raw: stubContent(mf.content)}
 		if err := info.Interpret(&v.hist, e, sm); err != nil && first == nil {
 			return rerr(ErrHistory, "%v", trimEventPrefix(err, e))
 		}
@@ -256,10 +263,12 @@ func trimEventPrefix(err error, e *Event) string {
 // empty answer stays empty.
 func stubContent(content []byte) []byte {
 	if emptyArray(content) {
-		return []byte(`{"content":[]}`)
+		return emptyStub
 	}
-	return []byte(`{"content":[null]}`)
+	return fullStub
 }
+
+var emptyStub, fullStub = []byte(`{"content":[]}`), []byte(`{"content":[null]}`)
 
 func memberValue(ms []member, key string) []byte {
 	for _, m := range ms {

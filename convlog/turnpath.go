@@ -66,42 +66,59 @@ func knownTurnEnd(kind string) bool {
 type eventFields struct {
 	turn, step       int64
 	hasTurn, hasStep bool
-	// callID: tool/call's callId, or the call a tool result answers.
-	callID string
+	// callID: tool/call's callId, or the call a tool result answers
+	// (decoded).
+	callID []byte
 	// toolCalls: the tool-call blocks of an answer.
 	toolCalls  []string
 	reasonKind string
 	hasReason  bool
 	// spliceNext: a non-empty "next-turn" inbox splice.
-	spliceNext bool
-	inherited  bool
+	spliceNext       bool
+	inherited        bool
+	target, inserted []byte
 }
 
-func (f *eventFields) read(ms []member) {
-	var target, inserted []byte
-	for _, m := range ms {
-		switch string(m.Key) {
-		case "turn":
-			f.turn, f.hasTurn = rawjson.Int(m.Value)
-		case "step":
-			f.step, f.hasStep = rawjson.Int(m.Value)
-		case "callId":
-			f.callID, _ = rawjson.String(m.Value)
-		case "reason":
-			f.hasReason = true
-			var buf [4]member
-			if rs, err := rawjson.Members(m.Value, buf[:0]); err == nil {
-				f.reasonKind, _ = rawjson.String(memberValue(rs, "kind"))
-			}
-		case "target":
-			target = m.Value
-		case "inserted":
-			inserted = m.Value
-		case "inherited":
-			f.inherited = string(m.Value) == "true"
+// read takes the fields from data (validated JSON), and the value of its
+// member msgKey, when set, into msg: one walk of the object, or none when
+// the reader kept its members as it checked the line (e.scanned).
+func (f *eventFields) read(e *Event, msgKey string, msg *[]byte) error {
+	if e.scanned {
+		for _, m := range e.dataMembers {
+			f.member(m, msgKey, msg)
+		}
+	} else if err := rawjson.EachMember(e.Data, func(m member) bool {
+		f.member(m, msgKey, msg)
+		return true
+	}); err != nil {
+		return err
+	}
+	f.spliceNext = string(f.target) == `"next-turn"` && len(f.inserted) > 0 && f.inserted[0] == '[' && !emptyArray(f.inserted)
+	return nil
+}
+
+func (f *eventFields) member(m member, msgKey string, msg *[]byte) {
+	switch string(m.Key) {
+	case "turn":
+		f.turn, f.hasTurn = rawjson.Int(m.Value)
+	case "step":
+		f.step, f.hasStep = rawjson.Int(m.Value)
+	case "callId":
+		f.callID = unquoted(m.Value)
+	case "reason":
+		f.hasReason = true
+		f.reasonKind = str(rawjson.Get(m.Value, "kind"))
+	case "target":
+		f.target = m.Value
+	case "inserted":
+		f.inserted = m.Value
+	case "inherited":
+		f.inherited = string(m.Value) == "true"
+	default:
+		if msgKey != "" && string(m.Key) == msgKey {
+			*msg = m.Value
 		}
 	}
-	f.spliceNext = string(target) == `"next-turn"` && len(inserted) > 0 && inserted[0] == '[' && !emptyArray(inserted)
 }
 
 // callRec is one tool call of the open turn.
@@ -153,6 +170,19 @@ func (p *pathState) setCall(id string, rec callRec) {
 		p.order = append(p.order, id)
 	}
 	p.calls[id] = rec
+}
+
+// newTurnCalls forgets the calls of the turn that ended. A reader reuses
+// the map; the writer, which may have to go back to the calls of the turn
+// before, starts a new one.
+func (p *pathState) newTurnCalls() {
+	p.attempt = nil
+	if p.journaling || p.calls == nil {
+		p.calls, p.order = nil, nil
+		return
+	}
+	clear(p.calls)
+	p.order = p.order[:0]
 }
 
 // rollback undoes the call changes journaled since mark.
@@ -234,36 +264,30 @@ func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool)
 			return fmt.Sprintf("step/end closes step %d of turn %d, but step %d of turn %d is open", f.step, f.turn, p.step, p.turn)
 		}
 	case roleInStep, roleAnswer, roleAttempt, roleToolCall, roleToolResult:
-		what := map[pathRole]string{roleInStep: "it belongs to a step", roleAnswer: "an answer belongs to a step",
-			roleAttempt: "a model call belongs to a step", roleToolCall: "a tool call belongs to a step",
-			roleToolResult: "a tool result belongs to a step"}[role]
-		if e.Type == "request/header" || e.Type == "request/context" {
-			what = "a request belongs to a step"
-		}
 		switch {
 		case !p.open:
-			return "outside a step (no turn is open): " + what
+			return "outside a step (no turn is open): " + belongs(e, role)
 		case !p.stepOpen:
-			return fmt.Sprintf("outside a step (turn %d has no open step): %s", p.turn, what)
+			return fmt.Sprintf("outside a step (turn %d has no open step): %s", p.turn, belongs(e, role))
 		case (f.hasTurn && f.turn != p.turn) || (f.hasStep && f.hasTurn && f.step != p.step):
 			return fmt.Sprintf("names step %d of turn %d, but step %d of turn %d is open", f.step, f.turn, p.step, p.turn)
 		}
 		switch role {
 		case roleToolCall:
-			if f.callID == "" {
+			if len(f.callID) == 0 {
 				return "tool/call needs a callId"
 			}
-			if rec, ok := p.calls[f.callID]; ok && rec.started {
+			if rec, ok := p.calls[string(f.callID)]; ok && rec.started {
 				return fmt.Sprintf("tool call %q is recorded twice", f.callID)
 			}
 		case roleToolResult:
-			if f.callID == "" {
+			if len(f.callID) == 0 {
 				if p.version >= CurrentVersion {
 					return "a tool result needs the id of its call"
 				}
 				return ""
 			}
-			rec, ok := p.calls[f.callID]
+			rec, ok := p.calls[string(f.callID)]
 			if !ok {
 				return fmt.Sprintf("tool result for call %q, which no answer or tool/call of turn %d made", f.callID, p.turn)
 			}
@@ -273,6 +297,23 @@ func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool)
 		}
 	}
 	return ""
+}
+
+// belongs says what an event outside a step should have been inside.
+func belongs(e *Event, role pathRole) string {
+	switch {
+	case e.Type == "request/header" || e.Type == "request/context":
+		return "a request belongs to a step"
+	case role == roleAnswer:
+		return "an answer belongs to a step"
+	case role == roleAttempt:
+		return "a model call belongs to a step"
+	case role == roleToolCall:
+		return "a tool call belongs to a step"
+	case role == roleToolResult:
+		return "a tool result belongs to a step"
+	}
+	return "it belongs to a step"
 }
 
 // closesByUpgrade: the restart an older version's upgrade closes as
@@ -288,10 +329,10 @@ func (p *pathState) apply(e *Event, role pathRole, f *eventFields) {
 	case roleTurnStart:
 		p.open, p.turn, p.turnSeq, p.lastTurn = true, f.turn, e.Seq, f.turn
 		p.stepOpen, p.step, p.lastStep = false, 0, 0
-		p.calls, p.order, p.attempt = nil, nil, nil
+		p.newTurnCalls()
 	case roleTurnEnd:
 		p.open, p.stepOpen, p.lastReason = false, false, f.reasonKind
-		p.calls, p.order, p.attempt = nil, nil, nil
+		p.newTurnCalls()
 	case roleStepStart:
 		p.stepOpen, p.step, p.lastStep = true, f.step, f.step
 		p.attempt = nil
@@ -309,16 +350,16 @@ func (p *pathState) apply(e *Event, role pathRole, f *eventFields) {
 	case roleRetry:
 		p.attempt = nil
 	case roleToolCall:
-		rec, ok := p.calls[f.callID]
+		rec, ok := p.calls[string(f.callID)]
 		if !ok {
 			rec = callRec{seq: e.Seq, step: p.step}
 		}
 		rec.started = true
-		p.setCall(f.callID, rec)
+		p.setCall(string(f.callID), rec)
 	case roleToolResult:
-		if rec, ok := p.calls[f.callID]; ok {
+		if rec, ok := p.calls[string(f.callID)]; ok {
 			rec.resolved = true
-			p.setCall(f.callID, rec)
+			p.setCall(string(f.callID), rec)
 		}
 	case roleSplice:
 		p.spliced = f.spliceNext

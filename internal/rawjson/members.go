@@ -23,59 +23,92 @@ type Member struct {
 
 // Object checks that b is exactly one JSON object (white space around it
 // allowed) as Skip does, and appends its members to buf in order.
-func Object(b []byte, buf []Member) ([]Member, error) {
-	members := buf[:0]
+func Object(b []byte, buf []Member) ([]Member, error) { return ObjectNested(b, buf, nil) }
+
+// Nested asks ObjectNested to keep, as it checks them, the members of the
+// value of the member Key (when that value is an object): they go into
+// Members, whose storage is reused, and Found says whether it was met.
+// Inner, when set, asks the same of one member of that value. The bytes are
+// scanned once: what Object checks is checked, and nested members come for
+// free.
+type Nested struct {
+	Key     string
+	Members []Member
+	Found   bool
+	Inner   *Nested
+}
+
+// ObjectNested is Object that also keeps the members n asks for.
+func ObjectNested(b []byte, buf []Member, n *Nested) ([]Member, error) {
 	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
-		return members, synErr(i, "not a JSON object")
+		return buf[:0], synErr(i, "not a JSON object")
 	}
-	i = SkipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		i++
-	} else {
-		var keys objKeys
-		start := i - 1 // the '{' (white space after it is skipped again)
-		for b[start] != '{' {
-			start--
-		}
-		for {
-			if i >= len(b) || b[i] != '"' {
-				return members, synErr(i, "expected a string key in object")
-			}
-			ks := i
-			ke, esc, err := scanString(b, i)
-			if err != nil {
-				return members, err
-			}
-			if keys.add(b, start, ks, ke, esc) {
-				return members, duplicate(ks, b[ks:ke])
-			}
-			i = SkipSpace(b, ke)
-			if i >= len(b) || b[i] != ':' {
-				return members, synErr(i, "expected ':' after object key")
-			}
-			vs := SkipSpace(b, i+1)
-			ve, err := skipValue(b, vs, 1)
-			if err != nil {
-				return members, err
-			}
-			members = append(members, Member{Key: keyOf(b[ks:ke], esc), RawKey: b[ks:ke], Value: b[vs:ve], KeyOff: ks, ValOff: vs})
-			i = SkipSpace(b, ve)
-			if i < len(b) && b[i] == ',' {
-				i = SkipSpace(b, i+1)
-				continue
-			}
-			if i < len(b) && b[i] == '}' {
-				i++
-				break
-			}
-			return members, synErr(i, "expected ',' or '}' in object")
-		}
+	members, end, err := object(b, i, 0, buf[:0], n)
+	if err != nil {
+		return members, err
 	}
-	if j := SkipSpace(b, i); j != len(b) {
+	if j := SkipSpace(b, end); j != len(b) {
 		return members, synErr(j, "unexpected data after the JSON object")
 	}
 	return members, nil
+}
+
+// object checks the object starting at b[start] ('{') at nesting depth
+// depth, appends its members to members, and returns the offset just past
+// it. n says which member's object value to keep the members of too.
+func object(b []byte, start, depth int, members []Member, n *Nested) ([]Member, int, error) {
+	if n != nil {
+		n.Found = false
+		n.Members = n.Members[:0]
+	}
+	i := SkipSpace(b, start+1)
+	if i < len(b) && b[i] == '}' {
+		return members, i + 1, nil
+	}
+	var keys objKeys
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return members, i, synErr(i, "expected a string key in object")
+		}
+		ks := i
+		ke, esc, err := scanString(b, i)
+		if err != nil {
+			return members, i, err
+		}
+		if keys.add(b, start, ks, ke, esc) {
+			return members, i, duplicate(ks, b[ks:ke])
+		}
+		i = SkipSpace(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return members, i, synErr(i, "expected ':' after object key")
+		}
+		vs := SkipSpace(b, i+1)
+		key := keyOf(b[ks:ke], esc)
+		var ve int
+		if n != nil && !n.Found && vs < len(b) && b[vs] == '{' && string(key) == n.Key {
+			if depth+1 >= MaxDepth {
+				return members, vs, synErr(vs, "JSON nested deeper than %d levels", MaxDepth)
+			}
+			n.Members, ve, err = object(b, vs, depth+1, n.Members, n.Inner)
+			n.Found = err == nil
+		} else {
+			ve, err = skipValue(b, vs, depth+1)
+		}
+		if err != nil {
+			return members, ve, err
+		}
+		members = append(members, Member{Key: key, RawKey: b[ks:ke], Value: b[vs:ve], KeyOff: ks, ValOff: vs})
+		i = SkipSpace(b, ve)
+		if i < len(b) && b[i] == ',' {
+			i = SkipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			return members, i + 1, nil
+		}
+		return members, i, synErr(i, "expected ',' or '}' in object")
+	}
 }
 
 // keyOf decodes a raw key; without escapes it aliases raw.

@@ -413,3 +413,56 @@ func FuzzValid(f *testing.F) {
 		}
 	})
 }
+
+// FuzzObjectNested: ObjectNested accepts and refuses what Object does, at
+// the same offsets, with the same members, and the nested members it keeps
+// are the members of the values they belong to.
+func FuzzObjectNested(f *testing.F) {
+	for _, s := range []string{`{"data":{"message":{"id":"m","content":[1]},"turn":1},"type":"x"}`, `{"data":1}`,
+		`{"data":{"message":[]}}`, `{"data":{"a":1,"a":2}}`, `{"data":{"message":{"x":"\ud83d"}}}`, `{"data":{}}`, `{}`,
+		`{"a":{"data":{"message":{}}},"data":{"message":{"k":{"message":1}}}}`, `{"data":{"message":{"id":1} ,"z":2}} x`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want, werr := Object(b, nil)
+		n := &Nested{Key: "data", Inner: &Nested{Key: "message"}}
+		got, err := ObjectNested(b, nil, n)
+		if (err == nil) != (werr == nil) || (err != nil && err.Error() != werr.Error()) {
+			t.Fatalf("ObjectNested(%q) = %v, Object = %v", b, err, werr)
+		}
+		if err != nil {
+			return
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d members, Object has %d", len(got), len(want))
+		}
+		check := func(n *Nested, parent []Member) []byte {
+			var v []byte
+			for _, m := range parent {
+				if string(m.Key) == n.Key && len(m.Value) > 0 && m.Value[0] == '{' {
+					v = m.Value
+					break
+				}
+			}
+			if (v != nil) != n.Found {
+				t.Fatalf("%q: found %v, the value is %q", b, n.Found, v)
+			}
+			if v == nil {
+				return nil
+			}
+			ms, err := Members(v, nil)
+			if err != nil || len(ms) != len(n.Members) {
+				t.Fatalf("%q: nested %d members, Members has %d (%v)", b, len(n.Members), len(ms), err)
+			}
+			for i := range ms {
+				if string(ms[i].Key) != string(n.Members[i].Key) || string(ms[i].Value) != string(n.Members[i].Value) {
+					t.Fatalf("%q: nested member %d differs", b, i)
+				}
+			}
+			return v
+		}
+		if check(n, got) != nil {
+			check(n.Inner, n.Members)
+		}
+	})
+}
