@@ -34,7 +34,7 @@ func TestPublishMemoryLongLines(t *testing.T) {
 	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "large.v3.jsonl.zst")
-	if err := fixtures.LargeLog(src, 3, convlog.Zstd, 40<<20, 1); err != nil {
+	if err := fixtures.LargeLog(src, 3, convlog.Zstd, fixtures.LongLines, 40<<20, 1); err != nil {
 		t.Fatal(err)
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(2))

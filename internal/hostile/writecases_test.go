@@ -95,7 +95,7 @@ func (f *fx) plantDuring(plant func(dir string)) (check func()) {
 func (f *fx) largeV3() {
 	dir := f.addConv(hostileID, hostileSID)
 	tmp := filepath.Join(f.root, "large.v3.jsonl")
-	if err := fixtures.LargeLog(tmp, 3, convlog.Plain, 24<<20, 5); err != nil {
+	if err := fixtures.LargeLog(tmp, 3, convlog.Plain, fixtures.LongLines, 24<<20, 5); err != nil {
 		f.t.Fatal(err)
 	}
 	b, err := os.ReadFile(tmp)

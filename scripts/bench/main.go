@@ -1,33 +1,44 @@
 // Command bench measures convkit's jobs beside reference tools doing the
-// same byte work on the same data, in one run, and prints one table.
+// same byte work on the same data, in one run, and prints one table with
+// each target and whether it is met.
 //
 //	go run ./scripts/bench                   small store, a few minutes
 //	go run ./scripts/bench -size ci          tiny store, under a minute (CI)
-//	go run ./scripts/bench -size realistic   10,000 conversations, logs up to 256 MiB
+//	go run ./scripts/bench -size realistic   10,000 conversations, logs up to 256 MiB (about 20 minutes)
 //
-// It generates a store with the fixtures package (ordinary conversations
-// only; root-log sizes drawn from a log-normal mix, big logs made of tool
-// output and base64 screenshots; 40% of the conversations in older format
-// versions), and a sessions root in the runtime's layout of as many
-// sessions drawn from the same mix (fixtures.GenerateSessions), then runs
-// each job beside its reference:
+// It generates two large older logs with scripts/genlog's generator (one
+// of long tool-output lines, one of many short text lines), a store with
+// the fixtures package (ordinary conversations only; root-log sizes drawn
+// from a log-normal mix, big logs made of tool output and base64
+// screenshots; 40% of the conversations in older format versions), a
+// sessions root in the runtime's layout of as many sessions drawn from the
+// same mix (fixtures.GenerateSessions), a store of small logs and, for the
+// backup's memory, a store of many files cloned from a generated one. Then it runs each job beside its
+// reference:
 //
-//	migrate of the largest older log     zstd -dc | zstd -3 -T1
+//	migrate of each large log            zstd -dc | zstd -3 -T1
+//	inspect --stats and --validate of    zstd -dc > /dev/null
+//	  each successor
 //	migrate of the store, 1 and 2 jobs   the same per log, xargs -P1 / -P2
 //	migrate of a sessions root in the    the same per log, xargs -P1 / -P2
-//	runtime's layout, 1 and 2 jobs
-//	inspect --stats of the largest log   zstd -dc > /dev/null
+//	  runtime's layout, 1 and 2 jobs
+//	migrate of the store of small logs   an empty store (the fixed cost per log)
 //	reindex of the migrated store        zstd -dc (cat if plain) of every
 //	                                     current log; sqlite3 importing
 //	                                     the index's rows
+//	reindex --incremental                nothing changed; 1% and 10% of the
+//	                                     conversations changed
 //	backup                               tar -cf - | zstd -3 -T0
 //	export of every conversation         tar -cf - conversations | zstd -3 -T0
 //	import of that archive               zstd -dc | tar -xf -
 //
-// Times are wall-clock seconds of whole processes with a warm page cache;
-// peak memory is the process tree's maximum resident set (getrusage). The
-// table goes to stdout, progress to stderr. docs/PERFORMANCE.md holds the
-// latest figures and the targets.
+// Each convkit run and its reference run alternate, repeated (-runs) when
+// a round is short; the table shows the median time, the spread of the
+// ratios over the rounds and the process tree's peak resident set (GNU
+// time). The table goes to stdout, progress to stderr. -convkit runs a
+// given binary instead of building this tree (to measure an older build
+// on the same data: rows it cannot run say so). docs/PERFORMANCE.md holds
+// the latest figures.
 package main
 
 import (
@@ -39,10 +50,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -52,48 +65,186 @@ import (
 	"github.com/convkit/convkit/dshroot"
 	"github.com/convkit/convkit/fixtures"
 	"github.com/convkit/convkit/store"
+	"github.com/klauspost/compress/zstd"
 )
 
-// sizes are the generated stores, by -size.
-var sizes = map[string]struct {
+// spec is what one -size generates.
+type spec struct {
 	convs int
 	mix   fixtures.SizeMix
-}{
-	"ci":        {120, fixtures.SizeMix{Median: 8 << 10, Max: 4 << 20, Sigma: 1.5}},
-	"small":     {400, fixtures.SizeMix{Median: 16 << 10, Max: 32 << 20, Sigma: 1.7}},
-	"realistic": {10000, fixtures.SizeMix{Median: 16 << 10, Max: 256 << 20, Sigma: 2.0}},
+	// long and short are the plain sizes of the two large older logs.
+	long, short int64
+	// small is the conversations of the store of small logs (the fixed
+	// cost per log).
+	small int
+	// manyFiles are the file counts of stores cloned for the backup's
+	// memory (besides the store itself).
+	manyFiles []int
+	// runs is the most rounds of a short measurement; rounds stop once
+	// they have taken budget seconds.
+	runs   int
+	budget float64
+}
+
+var sizes = map[string]spec{
+	"ci": {convs: 120, mix: fixtures.SizeMix{Median: 8 << 10, Max: 4 << 20, Sigma: 1.5},
+		long: 8 << 20, short: 8 << 20, small: 200, runs: 1, budget: 0},
+	"small": {convs: 400, mix: fixtures.SizeMix{Median: 16 << 10, Max: 32 << 20, Sigma: 1.7},
+		long: 64 << 20, short: 64e6, small: 1000, manyFiles: []int{30000}, runs: 5, budget: 20},
+	"realistic": {convs: 10000, mix: fixtures.SizeMix{Median: 16 << 10, Max: 256 << 20, Sigma: 2.0},
+		long: 256 << 20, short: 200e6, small: 4000, manyFiles: []int{300000}, runs: 3, budget: 15},
 }
 
 func main() {
 	size := flag.String("size", "small", "store size: ci, small or realistic")
-	seed := flag.Int64("seed", 8, "the store generator's seed")
-	work := flag.String("work", "", "work in `DIR` and keep it, with the generated store for the next run (default: a temporary directory, removed)")
+	seed := flag.Int64("seed", 8, "the generators' seed")
+	work := flag.String("work", "", "work in `DIR` and keep it, with the generated data for the next run (default: a temporary directory, removed)")
+	bin := flag.String("convkit", "", "measure this convkit `binary` instead of building ./cmd/convkit")
+	runs := flag.Int("runs", 0, "at most `N` rounds of each short measurement (default: by size)")
+	only := flag.String("only", "", "run only these comma-separated `parts`: migrate, inspect, store, dsh, small, reindex, backup, transfer")
 	flag.Parse()
-	b := &bench{log: os.Stderr}
-	if err := b.run(*size, *seed, *work); err != nil {
+	sp, ok := sizes[*size]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "bench: -size %q: want ci, small or realistic\n", *size)
+		os.Exit(2)
+	}
+	if *runs > 0 {
+		sp.runs = *runs
+	}
+	b := &bench{log: os.Stderr, spec: sp, size: *size, seed: *seed, bin: *bin}
+	if *only != "" {
+		b.only = strings.Split(*only, ",")
+	}
+	if err := b.run(*work); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-// row is one line of the table: a convkit run or a reference run.
+// A target is what a row must reach; zero kind: none.
+type target struct {
+	kind  targetKind
+	value float64
+}
+
+type targetKind int
+
+const (
+	noTarget  targetKind = iota
+	minSpeed             // reference seconds over convkit seconds, at least value
+	maxSecs              // seconds, at most value
+	maxPeak              // peak MiB, at most value
+	maxPerLog            // milliseconds per log, at most value
+)
+
+func (t target) String() string {
+	switch t.kind {
+	case minSpeed:
+		return fmt.Sprintf("≥ %.2f×", t.value)
+	case maxSecs:
+		return fmt.Sprintf("≤ %.2f s", t.value)
+	case maxPeak:
+		return fmt.Sprintf("≤ %.0f MiB", t.value)
+	case maxPerLog:
+		return fmt.Sprintf("≤ %.1f ms", t.value)
+	}
+	return ""
+}
+
+// row is one line of the table: a measured run (convkit's or a
+// reference's), or a figure derived from others (derived is set).
 type row struct {
 	num    int
 	op     string
 	files  int
 	bytes  int64 // bytes the job processes (plain log bytes, or bytes on disk)
-	secs   float64
-	peak   int64 // KiB
-	ref    *row  // the reference this run is compared with
-	target float64
+	secs   []float64
+	peaks  []int64 // KiB
+	ref    *row    // the reference this run is compared with
+	target target
 	note   string // printed under the table
+	// derived rows show result and met instead of measurements.
+	derived bool
+	result  string
+	value   float64
+	// missing: the binary measured cannot run this job (an older build).
+	missing string
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func (r *row) med() float64 { return median(r.secs) }
+
+func (r *row) peak() int64 {
+	var p int64
+	for _, v := range r.peaks {
+		p = max(p, v)
+	}
+	return p
+}
+
+// speed is the reference's median seconds over this row's.
+func (r *row) speed() float64 { return r.ref.med() / r.med() }
+
+// spread is the range of the per-round ratios against the reference.
+func (r *row) spread() (lo, hi float64) {
+	n := min(len(r.secs), len(r.ref.secs))
+	lo, hi = 1e18, 0
+	for i := 0; i < n; i++ {
+		v := r.ref.secs[i] / r.secs[i]
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	return lo, hi
+}
+
+// met is "yes", "no" or "" (no target, or nothing measured).
+func (r *row) met() string {
+	if r.target.kind == noTarget || r.missing != "" {
+		return ""
+	}
+	var ok bool
+	switch r.target.kind {
+	case minSpeed:
+		ok = r.speed() >= r.target.value
+	case maxSecs:
+		ok = r.med() <= r.target.value
+	case maxPeak:
+		if r.derived {
+			ok = r.value <= r.target.value
+		} else {
+			ok = float64(r.peak())/1024 <= r.target.value
+		}
+	case maxPerLog:
+		ok = r.value <= r.target.value
+	}
+	if ok {
+		return "yes"
+	}
+	return "no"
 }
 
 type bench struct {
 	log  io.Writer
+	spec spec
+	size string
+	seed int64
+	only []string
 	work string
 	bin  string
+	tmp  string // TMPDIR of every measured process
 	rows []*row
+	// load is the load average before and after the run.
+	load [2]string
 }
 
 func (b *bench) say(format string, args ...any) {
@@ -102,11 +253,9 @@ func (b *bench) say(format string, args ...any) {
 
 func (b *bench) path(name string) string { return filepath.Join(b.work, name) }
 
-func (b *bench) run(size string, seed int64, work string) error {
-	sz, ok := sizes[size]
-	if !ok {
-		return fmt.Errorf("-size %q: want ci, small or realistic", size)
-	}
+func (b *bench) doing(part string) bool { return len(b.only) == 0 || slices.Contains(b.only, part) }
+
+func (b *bench) run(work string) error {
 	for _, tool := range []string{"zstd", "tar", "sqlite3", "cp", "xargs", "sh", "/usr/bin/time"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s is needed: %w", tool, err)
@@ -123,183 +272,259 @@ func (b *bench) run(size string, seed int64, work string) error {
 		return err
 	}
 	b.work = work
-	// Only the generated store survives from a previous run.
+	// Only generated data (gen-*) survives from a previous run.
 	ents, err := os.ReadDir(work)
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
-		if n := e.Name(); n != "store" && n != "store.done" && n != "sessions" && n != "sessions.done" {
+		if !strings.HasPrefix(e.Name(), "gen-") {
 			if err := os.RemoveAll(b.path(e.Name())); err != nil {
 				return err
 			}
 		}
 	}
-	b.bin = b.path("convkit")
-	b.say("building convkit")
-	if out, err := exec.Command("go", "build", "-o", b.bin, "./cmd/convkit").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build (run from the module root): %v\n%s", err, out)
+	b.tmp = b.path("tmp")
+	if err := os.Mkdir(b.tmp, 0o700); err != nil {
+		return err
 	}
+	if b.bin == "" {
+		b.bin = b.path("convkit")
+		b.say("building convkit")
+		if out, err := exec.Command("go", "build", "-o", b.bin, "./cmd/convkit").CombinedOutput(); err != nil {
+			return fmt.Errorf("go build (run from the module root): %v\n%s", err, out)
+		}
+	} else if b.bin, err = filepath.Abs(b.bin); err != nil {
+		return err
+	}
+	b.load[0] = loadAvg()
 
-	// A -work directory keeps the generated store for the next run of the
-	// same size and seed; every measured run works on copies of it.
-	src, done := b.path("store"), b.path("store.done")
-	stamp := fmt.Sprintf("%s %d\n", size, seed)
-	start := time.Now()
-	if got, err := os.ReadFile(done); err == nil && string(got) == stamp {
-		b.say("reusing the %s store in %s", size, src)
-	} else {
-		if err := errors.Join(os.Remove(done), os.RemoveAll(src)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		b.say("generating a %s store: %d conversations, root logs log-normal around %s up to %s", size, sz.convs,
-			mib(sz.mix.Median), mib(sz.mix.Max))
-		mix := sz.mix
-		if _, err := fixtures.Generate(src, fixtures.Options{Seed: seed, Conversations: sz.convs, Sizes: &mix,
-			OrdinaryOnly: true, Compression: convlog.Zstd}); err != nil {
-			return fmt.Errorf("generating the store: %w", err)
-		}
-		if err := os.WriteFile(done, []byte(stamp), 0o600); err != nil {
+	if b.doing("migrate") || b.doing("inspect") {
+		if err := b.largeLogs(); err != nil {
 			return err
 		}
 	}
+	var src string
+	if b.doing("store") || b.doing("reindex") || b.doing("backup") || b.doing("transfer") {
+		if src, err = b.genStore(); err != nil {
+			return err
+		}
+	}
+	if b.doing("store") {
+		if err := b.migrateStore(src); err != nil {
+			return err
+		}
+	}
+	if b.doing("dsh") {
+		if err := b.migrateSessions(); err != nil {
+			return err
+		}
+	}
+	if b.doing("small") {
+		if err := b.smallLogs(); err != nil {
+			return err
+		}
+	}
+	if b.doing("reindex") || b.doing("backup") || b.doing("transfer") {
+		// Every later job runs on the store migrated with one job: the
+		// state a runtime finds after the upgrade.
+		migrated := b.path("migrated")
+		if err := copyTree(src, migrated); err != nil {
+			return err
+		}
+		if err := b.cmd(b.bin, "--data-dir", migrated, "-q", "migrate", "--jobs", "2"); err != nil {
+			return fmt.Errorf("migrating the store: %w", err)
+		}
+		if b.doing("reindex") {
+			if err := b.reindex(migrated); err != nil {
+				return err
+			}
+		}
+		if b.doing("backup") {
+			if err := b.backup(migrated); err != nil {
+				return err
+			}
+		}
+		if b.doing("transfer") {
+			if err := b.transfer(migrated); err != nil {
+				return err
+			}
+		}
+	}
+	b.load[1] = loadAvg()
+	b.print(os.Stdout)
+	return nil
+}
+
+// cmd runs a setup command that must succeed.
+func (b *bench) cmd(name string, args ...string) error {
+	c := exec.Command(name, args...)
+	c.Env = append(os.Environ(), "TMPDIR="+b.tmp)
+	out, err := c.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, tail(string(out), 2000))
+	}
+	return nil
+}
+
+// cached runs gen unless a previous run in the same -work directory left
+// what it makes at path for the same stamp.
+func (b *bench) cached(path, stamp string, gen func(string) error) error {
+	done := path + ".done"
+	if got, err := os.ReadFile(done); err == nil && string(got) == stamp {
+		b.say("reusing %s", path)
+		return nil
+	}
+	if err := errors.Join(os.Remove(done), os.RemoveAll(path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	start := time.Now()
+	if err := gen(path); err != nil {
+		return err
+	}
+	b.say("  generated in %.0fs", time.Since(start).Seconds())
+	return os.WriteFile(done, []byte(stamp), 0o600)
+}
+
+// largeLogs times migrate of each large older log, then inspect of its
+// successor.
+func (b *bench) largeLogs() error {
+	for _, kind := range []fixtures.LineKind{fixtures.LongLines, fixtures.ShortLines} {
+		size := b.spec.long
+		if kind == fixtures.ShortLines {
+			size = b.spec.short
+		}
+		gen := b.path("gen-" + kind.String())
+		log := filepath.Join(gen, "conversations", "c", "large.v3.jsonl.zst")
+		err := b.cached(gen, fmt.Sprintf("%s %d %d\n", kind, size, b.seed), func(dir string) error {
+			b.say("generating a v3 log of %s lines, %s plain", kind, mb(size))
+			return fixtures.LargeLog(log, 3, convlog.Zstd, kind, size, b.seed)
+		})
+		if err != nil {
+			return err
+		}
+		lf := []logFile{{path: log, compressed: true}}
+		plain, err := plainSize(log, true)
+		if err != nil {
+			return err
+		}
+		lines, err := lineCount(log)
+		if err != nil {
+			return err
+		}
+		// Migrate in a copy of the store, the successor removed before
+		// each round.
+		dir := b.path("large-" + kind.String())
+		if err := copyTree(gen, dir); err != nil {
+			return err
+		}
+		clog := filepath.Join(dir, "conversations", "c", "large.v3.jsonl.zst")
+		succ := filepath.Join(dir, "conversations", "c", "large.v4.jsonl.zst")
+		warm(lf)
+		name := fmt.Sprintf("%s-line log (%d lines)", kind, lines)
+		b.say("migrate: the %s, %s plain", name, mb(plain))
+		if b.doing("migrate") {
+			ref := &row{op: "zstd -dc | zstd -3 -T1, " + name, files: 1, bytes: plain}
+			cv := &row{op: "convkit migrate, " + name, files: 1, bytes: plain, ref: ref, target: target{minSpeed, 0.85}}
+			err := b.pair(ref, cv, func() error { return os.RemoveAll(b.path("ref.zst")) },
+				func() error { return removeIfAny(succ) },
+				[]string{"sh", "-c", `zstd -dcqf "$1" | zstd -3 -T1 -qf -o "$2"`, "sh", clog, b.path("ref.zst")},
+				[]string{b.bin, "--data-dir", dir, "migrate", "--jobs", "1"})
+			if err != nil {
+				return err
+			}
+			os.Remove(b.path("ref.zst"))
+		}
+		if _, err := os.Stat(succ); err != nil {
+			if err := b.cmd(b.bin, "--data-dir", dir, "-q", "migrate", "--jobs", "1"); err != nil {
+				return err
+			}
+		}
+		if b.doing("inspect") {
+			sl := []logFile{{path: succ, compressed: true}}
+			warm(sl)
+			ref := &row{op: "zstd -dc > /dev/null, its v4 successor", files: 1, bytes: plain}
+			steps := []step{{r: ref, args: []string{"zstd", "-dcq", succ}}}
+			for _, mode := range []string{"--stats", "--validate"} {
+				cv := &row{op: fmt.Sprintf("convkit inspect %s, the same", mode), files: 1, bytes: plain, ref: ref,
+					target: target{minSpeed, 0.8}}
+				steps = append(steps, step{r: cv, args: []string{b.bin, "inspect", mode, succ}})
+			}
+			if err := b.rounds(steps...); err != nil {
+				return err
+			}
+		}
+		os.RemoveAll(dir)
+	}
+	return nil
+}
+
+// genStore generates (or reuses) the store and returns its directory.
+func (b *bench) genStore() (string, error) {
+	src := b.path("gen-store")
+	mix := b.spec.mix
+	err := b.cached(src, fmt.Sprintf("%s %d\n", b.size, b.seed), func(dir string) error {
+		b.say("generating a %s store: %d conversations, root logs log-normal around %s up to %s", b.size, b.spec.convs,
+			mib(mix.Median), mib(mix.Max))
+		_, err := fixtures.Generate(dir, fixtures.Options{Seed: b.seed, Conversations: b.spec.convs, Sizes: &mix,
+			OrdinaryOnly: true, Compression: convlog.Zstd})
+		return err
+	})
+	return src, err
+}
+
+// migrateStore times migrate of the whole store with 1 and 2 jobs, each
+// beside zstd doing the same per older log.
+func (b *bench) migrateStore(src string) error {
 	all, err := logsOf(src)
 	if err != nil {
 		return err
 	}
 	older := olderOf(all)
-	b.say("%d logs (%d older, %s plain), ready in %.0fs", len(all), len(older), mb(sumBytes(all)),
-		time.Since(start).Seconds())
 	if len(older) == 0 {
 		return errors.New("the generated store has no older logs to migrate")
 	}
-	if err := b.migrate(src, older); err != nil {
-		return err
-	}
-	if err := b.migrateSessions(size, seed, sz.convs, sz.mix); err != nil {
-		return err
-	}
-	// Every later job runs on the store migrated with one job: the state a
-	// runtime finds after the upgrade.
-	migrated := b.path("migrate-1")
-	logs, err := logsOf(migrated) // read once: sizing every log decompresses it
-	if err != nil {
-		return err
-	}
-	if err := b.inspect(logs); err != nil {
-		return err
-	}
-	if err := b.reindex(migrated, logs); err != nil {
-		return err
-	}
-	if err := b.backup(migrated); err != nil {
-		return err
-	}
-	if err := b.transfer(migrated); err != nil {
-		return err
-	}
-	b.print(os.Stdout, size)
-	return nil
-}
-
-// migrate times migrate on the largest older log alone, then on the whole
-// store with 1 and 2 jobs, each beside zstd doing the same per log.
-func (b *bench) migrate(src string, older []logFile) error {
-	big := older[0]
-	for _, l := range older {
-		if l.bytes > big.bytes {
-			big = l
-		}
-	}
-	// A store holding only the largest older log's conversation.
-	one := b.path("one")
-	rel, err := filepath.Rel(src, filepath.Dir(big.path))
-	if err != nil {
-		return err
-	}
-	if err := copyTree(filepath.Join(src, rel), filepath.Join(one, rel)); err != nil {
-		return err
-	}
-	oneLogs, err := logsOf(one)
-	if err != nil {
-		return err
-	}
-	oneOlder := olderOf(oneLogs)
-	warm(oneOlder)
-	b.say("migrate: the largest older log, %s plain", mb(big.bytes))
-	ref, err := b.run1("zstd -dc | zstd -3 -T1, largest older log", len(oneOlder), sumBytes(oneOlder), nil, 0,
-		"sh", "-c", `zstd -dcqf "$1" | zstd -3 -T1 -qf -o "$2"`, "sh", big.path, b.path("ref.zst"))
-	if err != nil {
-		return err
-	}
-	os.Remove(b.path("ref.zst"))
-	if _, err := b.run1("convkit migrate, largest older log", len(oneOlder), sumBytes(oneOlder), ref, 0.85,
-		b.bin, "--data-dir", one, "migrate", "--jobs", "1"); err != nil {
-		return err
-	}
-	os.RemoveAll(one)
-
-	// The whole store: the per-log pipeline one and two at a time, then
-	// migrate with 1 and 2 jobs, each on a fresh copy.
 	n, plain := len(older), sumBytes(older)
+	b.say("migrate: the store, %d logs, %d older (%s plain)", len(all), n, mb(plain))
+	refDir, dst := b.path("ref"), b.path("migrate")
+	list := b.path("older.list")
+	if err := writeList(list, rebase(older, src, refDir)); err != nil {
+		return err
+	}
 	for _, jobs := range []int{1, 2} {
-		refDir := b.path("ref")
-		if err := copyTree(src, refDir); err != nil {
-			return err
+		ref := &row{op: fmt.Sprintf("zstd -dc | zstd -3 -T1 per older log, xargs -P%d", jobs), files: n, bytes: plain}
+		cv := &row{op: fmt.Sprintf("convkit migrate --jobs %d, store", jobs), files: n, bytes: plain, ref: ref}
+		if jobs == 2 {
+			cv.target = target{minSpeed, 1.2}
 		}
-		list := b.path("older.list")
-		if err := writeList(list, rebase(older, src, refDir)); err != nil {
-			return err
-		}
-		warm(older)
-		b.say("migrate: %d older logs, %d at a time", n, jobs)
-		ref, err := b.run1(fmt.Sprintf("zstd -dc | zstd -3 -T1 per log, xargs -P%d", jobs), n, plain, nil, 0,
-			"sh", "-c", `xargs -0 -n1 -P"$2" sh -c 'zstd -dcqf "$0" | zstd -3 -T1 -qf -o "$0.ref"' < "$1"`,
-			"sh", list, fmt.Sprint(jobs))
+		err := b.pair(ref, cv,
+			func() error { err := copyTree(src, refDir); warm(older); return err },
+			func() error { return copyTree(src, dst) },
+			[]string{"sh", "-c", `xargs -0 -n1 -P"$2" sh -c 'zstd -dcqf "$0" | zstd -3 -T1 -qf -o "$0.ref"' < "$1"`,
+				"sh", list, fmt.Sprint(jobs)},
+			[]string{b.bin, "--data-dir", dst, "migrate", "--jobs", fmt.Sprint(jobs)})
 		if err != nil {
 			return err
 		}
-		os.RemoveAll(refDir)
-		dst := b.path(fmt.Sprintf("migrate-%d", jobs))
-		if err := copyTree(src, dst); err != nil {
-			return err
-		}
-		target := 0.0
-		if jobs == 2 {
-			target = 1.2
-		}
-		if _, err := b.run1(fmt.Sprintf("convkit migrate --jobs %d, store", jobs), n, plain, ref, target,
-			b.bin, "--data-dir", dst, "migrate", "--jobs", fmt.Sprint(jobs)); err != nil {
-			return err
-		}
-		if jobs == 2 {
-			os.RemoveAll(dst)
-		}
 	}
-	return nil
+	return errors.Join(os.RemoveAll(refDir), os.RemoveAll(dst))
 }
 
 // migrateSessions times migrate on a sessions root in the runtime's layout
 // (project, session and generation directories; children found across the
 // root; session.lock taken per session) with 1 and 2 jobs, each beside the
 // per-log pipeline the store's migration is compared with.
-func (b *bench) migrateSessions(size string, seed int64, sessions int, mix fixtures.SizeMix) error {
-	src, done := b.path("sessions"), b.path("sessions.done")
-	stamp := fmt.Sprintf("%s %d\n", size, seed)
-	if got, err := os.ReadFile(done); err == nil && string(got) == stamp {
-		b.say("reusing the %s sessions root in %s", size, src)
-	} else {
-		if err := errors.Join(os.Remove(done), os.RemoveAll(src)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		b.say("generating a %s sessions root in the dsh layout: %d sessions", size, sessions)
-		if _, err := fixtures.GenerateSessions(context.Background(), src, fixtures.SessionsOptions{Seed: seed, Sessions: sessions,
-			Sizes: &mix, OrdinaryOnly: true, Compression: convlog.Zstd}); err != nil {
-			return fmt.Errorf("generating the sessions root: %w", err)
-		}
-		if err := os.WriteFile(done, []byte(stamp), 0o600); err != nil {
-			return err
-		}
+func (b *bench) migrateSessions() error {
+	src := b.path("gen-sessions")
+	mix := b.spec.mix
+	err := b.cached(src, fmt.Sprintf("%s %d\n", b.size, b.seed), func(dir string) error {
+		b.say("generating a %s sessions root in the runtime's layout: %d sessions", b.size, b.spec.convs)
+		_, err := fixtures.GenerateSessions(context.Background(), dir, fixtures.SessionsOptions{Seed: b.seed,
+			Sessions: b.spec.convs, Sizes: &mix, OrdinaryOnly: true, Compression: convlog.Zstd})
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	all, err := sessionLogsOf(src)
 	if err != nil {
@@ -310,40 +535,29 @@ func (b *bench) migrateSessions(size string, seed int64, sessions int, mix fixtu
 		return errors.New("the generated sessions root has no older logs to migrate")
 	}
 	n, plain := len(older), sumBytes(older)
-	b.say("sessions root: %d sessions (%d older, %s plain)", len(all), n, mb(plain))
+	b.say("migrate, the runtime's layout: %d sessions (%d older, %s plain)", len(all), n, mb(plain))
+	refDir, dst := b.path("ref"), b.path("sessions")
+	list := b.path("older.list")
+	if err := writeList(list, rebase(older, src, refDir)); err != nil {
+		return err
+	}
 	for _, jobs := range []int{1, 2} {
-		refDir := b.path("ref")
-		if err := copyTree(src, refDir); err != nil {
-			return err
+		ref := &row{op: fmt.Sprintf("zstd -dc | zstd -3 -T1 per older log, xargs -P%d, runtime's layout", jobs), files: n, bytes: plain}
+		cv := &row{op: fmt.Sprintf("convkit migrate --jobs %d, runtime's layout", jobs), files: n, bytes: plain, ref: ref}
+		if jobs == 2 {
+			cv.target = target{minSpeed, 1.2}
 		}
-		list := b.path("older.list")
-		if err := writeList(list, rebase(older, src, refDir)); err != nil {
-			return err
-		}
-		warm(older)
-		b.say("migrate, dsh layout: %d older logs, %d at a time", n, jobs)
-		ref, err := b.run1(fmt.Sprintf("zstd -dc | zstd -3 -T1 per log, xargs -P%d, dsh layout", jobs), n, plain, nil, 0,
-			"sh", "-c", `xargs -0 -n1 -P"$2" sh -c 'zstd -dcqf "$0" | zstd -3 -T1 -qf -o "$0.ref"' < "$1"`,
-			"sh", list, fmt.Sprint(jobs))
+		err := b.pair(ref, cv,
+			func() error { err := copyTree(src, refDir); warm(older); return err },
+			func() error { return copyTree(src, dst) },
+			[]string{"sh", "-c", `xargs -0 -n1 -P"$2" sh -c 'zstd -dcqf "$0" | zstd -3 -T1 -qf -o "$0.ref"' < "$1"`,
+				"sh", list, fmt.Sprint(jobs)},
+			[]string{b.bin, "migrate", "--sessions-dir", dst, "--jobs", fmt.Sprint(jobs)})
 		if err != nil {
 			return err
 		}
-		os.RemoveAll(refDir)
-		dst := b.path(fmt.Sprintf("sessions-migrate-%d", jobs))
-		if err := copyTree(src, dst); err != nil {
-			return err
-		}
-		target := 0.0
-		if jobs == 2 {
-			target = 1.2
-		}
-		if _, err := b.run1(fmt.Sprintf("convkit migrate --jobs %d, dsh layout", jobs), n, plain, ref, target,
-			b.bin, "migrate", "--sessions-dir", dst, "--jobs", fmt.Sprint(jobs)); err != nil {
-			return err
-		}
-		os.RemoveAll(dst)
 	}
-	return nil
+	return errors.Join(os.RemoveAll(refDir), os.RemoveAll(dst))
 }
 
 // sessionLogsOf lists every generation of every session under a sessions
@@ -376,31 +590,55 @@ func sessionLogsOf(root string) ([]logFile, error) {
 	return out, nil
 }
 
-// inspect times inspect --stats on the largest current compressed log.
-func (b *bench) inspect(logs []logFile) error {
-	var big logFile
-	for _, l := range logs {
-		if l.current && l.compressed && l.bytes > big.bytes {
-			big = l
-		}
-	}
-	if big.path == "" {
-		return errors.New("no compressed log to inspect")
-	}
-	warm([]logFile{big})
-	b.say("inspect: %s, %s plain", filepath.Base(big.path), mb(big.bytes))
-	ref, err := b.run1("zstd -dc > /dev/null, largest log", 1, big.bytes, nil, 0, "zstd", "-dcq", big.path)
+// smallLogs times migrate of a store of small logs beside migrate of an
+// empty store: the difference per log is migrate's fixed cost per log.
+func (b *bench) smallLogs() error {
+	gen := b.path("gen-small")
+	err := b.cached(gen, fmt.Sprintf("%d %d\n", b.spec.small, b.seed), func(dir string) error {
+		b.say("generating a store of %d conversations of small logs", b.spec.small)
+		_, err := fixtures.Generate(dir, fixtures.Options{Seed: b.seed, Conversations: b.spec.small, OrdinaryOnly: true,
+			Compression: convlog.Zstd})
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	_, err = b.run1("convkit inspect --stats, largest log", 1, big.bytes, ref, 0.8, b.bin, "inspect", "--stats", big.path)
-	return err
+	all, err := logsOf(gen)
+	if err != nil {
+		return err
+	}
+	older := olderOf(all)
+	empty, dst := b.path("empty"), b.path("small")
+	if err := os.MkdirAll(filepath.Join(empty, "conversations"), 0o700); err != nil {
+		return err
+	}
+	b.say("migrate: %d small logs (%d older, %s plain)", len(all), len(older), mb(sumBytes(all)))
+	base := &row{op: "convkit migrate, empty store", files: 0, bytes: 0}
+	cv := &row{op: fmt.Sprintf("convkit migrate --jobs 1, %d small logs (%d older)", len(all), len(older)),
+		files: len(all), bytes: sumBytes(all)}
+	err = b.pair(base, cv, nil, func() error { return copyTree(gen, dst) },
+		[]string{b.bin, "--data-dir", empty, "migrate", "--jobs", "1"},
+		[]string{b.bin, "--data-dir", dst, "migrate", "--jobs", "1"})
+	if err != nil {
+		return err
+	}
+	perLog := (cv.med() - base.med()) / float64(len(all)) * 1000
+	b.add(&row{op: "migrate's fixed cost per log: (#" + fmt.Sprint(cv.num) + " − #" + fmt.Sprint(base.num) + ") / logs",
+		derived: true, value: perLog, result: fmt.Sprintf("%.2f ms", perLog), target: target{maxPerLog, 1},
+		note: fmt.Sprintf("the logs are %s on average; every one is read and checked, the %d older ones upgraded, fsynced and published",
+			kb(sumBytes(all)/int64(len(all))), len(older))})
+	return errors.Join(os.RemoveAll(empty), os.RemoveAll(dst))
 }
 
-// reindex times a reindex from scratch of the store in dir (whose logs are
-// logs) beside decompressing every current log, and beside sqlite3 loading
-// the rows the index holds into the same schema.
-func (b *bench) reindex(dir string, logs []logFile) error {
+// reindex times a full rebuild of the store in dir beside decompressing
+// every current log and beside sqlite3 loading the rows the index holds,
+// then incremental runs after changing none, 1% and 10% of the
+// conversations.
+func (b *bench) reindex(dir string) error {
+	logs, err := logsOf(dir)
+	if err != nil {
+		return err
+	}
 	var cur, zs, ps []logFile
 	for _, l := range logs {
 		if !l.current {
@@ -419,30 +657,88 @@ func (b *bench) reindex(dir string, logs []logFile) error {
 	}
 	warm(cur)
 	b.say("reindex: %d current logs", len(cur))
-	ref, err := b.run1("zstd -dc (cat if plain) of every current log", len(cur), sumBytes(cur), nil, 0,
-		"sh", "-c", `xargs -0 -r zstd -dcq < "$1" && xargs -0 -r cat < "$2"`, "sh", zl, pl)
+	db := filepath.Join(dir, "metadata.db")
+	ref := &row{op: "zstd -dc (cat if plain) of every current log", files: len(cur), bytes: sumBytes(cur)}
+	rx := &row{op: "convkit reindex", files: len(cur), bytes: sumBytes(cur), ref: ref, target: target{minSpeed, 0.67}}
+	err = b.pair(ref, rx, nil, func() error { return removeIndex(db) },
+		[]string{"sh", "-c", `xargs -0 -r zstd -dcq < "$1" && xargs -0 -r cat < "$2"`, "sh", zl, pl},
+		[]string{b.bin, "--data-dir", dir, "reindex"})
 	if err != nil {
 		return err
 	}
-	os.Remove(filepath.Join(dir, "metadata.db"))
-	rx, err := b.run1("convkit reindex", len(cur), sumBytes(cur), ref, 1/1.5, b.bin, "--data-dir", dir, "reindex")
+	script, rows, err := importScript(db, b.path("rows"))
 	if err != nil {
 		return err
 	}
-	script, rows, err := importScript(filepath.Join(dir, "metadata.db"), b.path("rows"))
-	if err != nil {
+	refDB := b.path("ref.db")
+	sq := &row{op: "sqlite3 importing the same rows", files: len(cur), bytes: sumBytes(cur)}
+	if err := b.measure(sq, script, nil, func() error { return os.RemoveAll(refDB) }, "sqlite3", "-bail", refDB); err != nil {
 		return err
 	}
-	db := b.path("ref.db")
-	sq, err := b.runIn([]int{0}, script, "sqlite3 importing the same rows", len(cur), sumBytes(cur), nil, 0,
-		"sqlite3", "-bail", db)
-	if err != nil {
-		return err
-	}
-	os.Remove(db)
+	os.Remove(refDB)
 	os.RemoveAll(b.path("rows"))
 	rx.note = fmt.Sprintf("reindex wrote %d rows; beside #%d plus #%d together its speed is %.2f×",
-		rows, ref.num, sq.num, (ref.secs+sq.secs)/rx.secs)
+		rows, ref.num, sq.num, (ref.med()+sq.med())/rx.med())
+
+	// Incremental: the index the full run left is current.
+	tree, err := walk(dir)
+	if err != nil {
+		return err
+	}
+	n := len(tree.Conversations)
+	noop := &row{op: fmt.Sprintf("convkit reindex --incremental, nothing changed (%d conversations)", n),
+		files: len(cur), target: target{maxSecs, 1}}
+	if err := b.measure(noop, "", nil, nil, b.bin, "--data-dir", dir, "reindex", "--incremental"); err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(uint64(b.seed), 7))
+	round := 0
+	for _, pct := range []int{1, 10} {
+		k := max(1, n*pct/100)
+		r := &row{op: fmt.Sprintf("convkit reindex --incremental, %d%% (%d) changed", pct, k), files: k}
+		if noop.missing == "" {
+			r.target = target{maxSecs, noop.med() + 2*float64(k)/float64(n)*rx.med()}
+		}
+		change := func() error {
+			round++
+			return renameSome(dir, tree, rng, k, round)
+		}
+		if err := b.measure(r, "", nil, change, b.bin, "--data-dir", dir, "reindex", "--incremental"); err != nil {
+			return err
+		}
+		r.note = fmt.Sprintf("target: the no-op (#%d) plus twice a full rebuild's time per conversation (#%d) for each changed one; each changed conversation was renamed (one event appended to its conversation log)",
+			noop.num, rx.num)
+	}
+	return nil
+}
+
+// removeIndex removes metadata.db and its write-ahead log.
+func removeIndex(db string) error { return removeIfAny(db, db+"-wal", db+"-shm") }
+
+// removeIfAny removes the files that exist of paths.
+func removeIfAny(paths ...string) error {
+	var errs []error
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// renameSome appends a rename to k conversations of tree picked at
+// random, through the store (the index is left as it was).
+func renameSome(dir string, tree *store.Tree, rng *rand.Rand, k, round int) error {
+	s, err := store.Open(context.Background(), dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive}})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for _, i := range rng.Perm(len(tree.Conversations))[:k] {
+		if err := s.Rename(tree.Conversations[i].ID, fmt.Sprintf("renamed by the bench, round %d", round)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -515,8 +811,9 @@ func sqlite(db, query string) (string, error) {
 	return string(out), err
 }
 
-// backup times backup beside tar | zstd of the same directory and compares
-// the archive sizes.
+// backup times backup beside tar | zstd of the same directory, compares
+// the archive sizes, and measures the backup's memory on the stores of
+// many files.
 func (b *bench) backup(dir string) error {
 	files, size, err := treeSize(dir)
 	if err != nil {
@@ -524,12 +821,11 @@ func (b *bench) backup(dir string) error {
 	}
 	b.say("backup: %d files, %s on disk", files, mb(size))
 	refOut, out := b.path("ref.tar.zst"), b.path("backups")
-	ref, err := b.run1("tar -cf - | zstd -3 -T0, store", files, size, nil, 0,
-		"sh", "-c", `tar -cf - -C "$1" . | zstd -3 -T0 -qf -o "$2"`, "sh", dir, refOut)
-	if err != nil {
-		return err
-	}
-	r, err := b.run1("convkit backup", files, size, ref, 1/1.2, b.bin, "--data-dir", dir, "backup", "--to", out)
+	ref := &row{op: "tar -cf - | zstd -3 -T0, store", files: files, bytes: size}
+	cv := &row{op: "convkit backup", files: files, bytes: size, ref: ref, target: target{minSpeed, 1 / 1.2}}
+	err = b.pair(ref, cv, nil, func() error { return os.RemoveAll(out) },
+		[]string{"sh", "-c", `tar -cf - -C "$1" . | zstd -3 -T0 -qf -o "$2"`, "sh", dir, refOut},
+		[]string{b.bin, "--data-dir", dir, "backup", "--to", out})
 	if err != nil {
 		return err
 	}
@@ -542,11 +838,116 @@ func (b *bench) backup(dir string) error {
 	if err := errors.Join(err1, err2); err != nil {
 		return err
 	}
-	r.note = fmt.Sprintf("the backup archive is %s, tar | zstd -3 makes %s: %+.1f%% (target: within 5%%)",
+	cv.note = fmt.Sprintf("the backup archive is %s, tar | zstd -3 makes %s: %+.1f%% (target: within 5%%)",
 		mb(cs.Size()), mb(rs.Size()), 100*(float64(cs.Size())/float64(rs.Size())-1))
 	os.Remove(refOut)
 	os.RemoveAll(out)
+	b.add(&row{op: fmt.Sprintf("backup's peak memory, %d files (#%d)", files, cv.num), derived: true,
+		value: float64(cv.peak()) / 1024, result: mib(cv.peak() << 10), target: target{maxPeak, 64}})
+
+	for _, n := range b.spec.manyFiles {
+		many := b.path(fmt.Sprintf("gen-files-%d", n))
+		err := b.cached(many, fmt.Sprintf("%d %d\n", n, b.seed), func(d string) error {
+			b.say("cloning conversations into a store of %d files", n)
+			return b.manyFiles(d, n)
+		})
+		if err != nil {
+			return err
+		}
+		files, size, err := treeSize(many)
+		if err != nil {
+			return err
+		}
+		r := &row{op: fmt.Sprintf("convkit backup, %d files", files), files: files, bytes: size, target: target{maxPeak, 64}}
+		if err := b.measure(r, "", nil, func() error { return os.RemoveAll(out) }, b.bin, "--data-dir", many, "backup", "--to", out); err != nil {
+			return err
+		}
+		os.RemoveAll(out)
+	}
 	return nil
+}
+
+// manyFiles makes a store of about n files in dir: a generated store of
+// small conversations, cloned under new ids (each clone's conversation
+// log gets a header naming its id; every other byte is the original's).
+func (b *bench) manyFiles(dir string, n int) error {
+	base := b.path("gen-clone-base")
+	if err := b.cached(base, fmt.Sprintf("%d\n", b.seed), func(d string) error {
+		_, err := fixtures.Generate(d, fixtures.Options{Seed: b.seed, Conversations: 2000, OrdinaryOnly: true, Compression: convlog.Zstd})
+		return err
+	}); err != nil {
+		return err
+	}
+	tree, err := walk(base)
+	if err != nil {
+		return err
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderCRC(true))
+	if err != nil {
+		return err
+	}
+	files := 0
+	for round := 0; files < n; round++ {
+		for _, c := range tree.Conversations {
+			if files >= n {
+				break
+			}
+			id := fmt.Sprintf("%s-%d", c.ID, round)
+			to, err := store.ConversationPath(dir, id)
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(to, 0o700); err != nil {
+				return err
+			}
+			ents, err := os.ReadDir(c.Path)
+			if err != nil {
+				return err
+			}
+			for _, e := range ents {
+				data, err := os.ReadFile(filepath.Join(c.Path, e.Name()))
+				if err != nil {
+					return err
+				}
+				if strings.HasPrefix(e.Name(), store.ConversationLogBase+".") {
+					if data, err = withHeaderID(data, c.ID, id, enc); err != nil {
+						return fmt.Errorf("%s: %w", filepath.Join(c.Path, e.Name()), err)
+					}
+				}
+				if err := os.WriteFile(filepath.Join(to, e.Name()), data, 0o600); err != nil {
+					return err
+				}
+				files++
+			}
+		}
+	}
+	return nil
+}
+
+// withHeaderID replaces the id in the header of a compressed conversation
+// log: its first frame holds exactly the header line.
+func withHeaderID(data []byte, from, to string, enc *zstd.Encoder) ([]byte, error) {
+	dec, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return nil, err
+	}
+	defer dec.Close()
+	br := bufio.NewReader(dec)
+	header, err := br.ReadBytes('\n')
+	if err != nil {
+		return nil, err
+	}
+	f, err := convlog.NewFrameScanner(bytes.NewReader(data), int64(len(data))).Next()
+	if err != nil {
+		return nil, err
+	}
+	frame := f.Size
+	old := []byte(fmt.Sprintf(`"id":%q`, from))
+	if !bytes.Contains(header, old) {
+		return nil, errors.New("the header does not name the conversation")
+	}
+	header = bytes.Replace(header, old, []byte(fmt.Sprintf(`"id":%q`, to)), 1)
+	return append(enc.EncodeAll(header, nil), data[frame:]...), nil
 }
 
 // transfer times exporting every conversation and importing the archive
@@ -557,7 +958,7 @@ func (b *bench) transfer(dir string) error {
 		return err
 	}
 	archive := b.path("export.tar.zst")
-	args := []string{"--data-dir", dir, "export", "--to", archive}
+	args := []string{b.bin, "--data-dir", dir, "export", "--to", archive}
 	for _, c := range tree.Conversations {
 		args = append(args, c.ID)
 	}
@@ -567,59 +968,111 @@ func (b *bench) transfer(dir string) error {
 	}
 	b.say("export and import: %d conversations", len(tree.Conversations))
 	refOut := b.path("ref.tar.zst")
-	ref, err := b.run1("tar -cf - conversations | zstd -3 -T0", files, size, nil, 0,
-		"sh", "-c", `tar -cf - -C "$1" conversations | zstd -3 -T0 -qf -o "$2"`, "sh", dir, refOut)
-	if err != nil {
-		return err
-	}
-	if _, err := b.run1(fmt.Sprintf("convkit export, %d conversations", len(tree.Conversations)), files, size, ref, 0,
-		b.bin, args...); err != nil {
-		return err
-	}
-	untar := b.path("untar")
-	if err := os.Mkdir(untar, 0o700); err != nil {
-		return err
-	}
-	ref, err = b.run1("zstd -dc | tar -xf -", files, size, nil, 0,
-		"sh", "-c", `zstd -dcq "$1" | tar -xf - -C "$2"`, "sh", refOut, untar)
+	ref := &row{op: "tar -cf - conversations | zstd -3 -T0", files: files, bytes: size}
+	cv := &row{op: fmt.Sprintf("convkit export, %d conversations", len(tree.Conversations)), files: files, bytes: size,
+		ref: ref, target: target{minSpeed, 0.5}}
+	err = b.pair(ref, cv, nil, func() error { return os.RemoveAll(archive) },
+		[]string{"sh", "-c", `tar -cf - -C "$1" conversations | zstd -3 -T0 -qf -o "$2"`, "sh", dir, refOut}, args)
 	if err != nil {
 		return err
 	}
 	// The importing machine knows the generated agents and models; the
 	// working directories do not exist here, which import reports (exit 3).
-	target := b.path("imported")
-	if err := os.Mkdir(target, 0o700); err != nil {
-		return err
-	}
+	untar, target := b.path("untar"), b.path("imported")
 	cfg := "[agents.coder]\n[agents.explorer]\n[agents.reviewer]\n[models.deepseek-flash]\n[models.deepseek-pro]\n"
-	if err := os.WriteFile(filepath.Join(target, "config.toml"), []byte(cfg), 0o600); err != nil {
-		return err
-	}
-	r, err := b.runIn([]int{0, 3}, "", "convkit import into an empty store", files, size, ref, 0,
-		b.bin, "--data-dir", target, "import", archive)
+	ref = &row{op: "zstd -dc | tar -xf -", files: files, bytes: size}
+	cv = &row{op: "convkit import into an empty store", files: files, bytes: size, ref: ref}
+	cv.target.kind, cv.target.value = minSpeed, 0.6
+	cv.note = "import warns that the generated working directories do not exist here (exit 3); it imports everything"
+	err = b.rounds(
+		step{r: ref, prep: func() error { return errors.Join(os.RemoveAll(untar), os.Mkdir(untar, 0o700)) },
+			args: []string{"sh", "-c", `zstd -dcq "$1" | tar -xf - -C "$2"`, "sh", refOut, untar}},
+		step{r: cv, ok: []int{0, 3}, prep: func() error {
+			return errors.Join(os.RemoveAll(target), os.Mkdir(target, 0o700),
+				os.WriteFile(filepath.Join(target, "config.toml"), []byte(cfg), 0o600))
+		}, args: []string{b.bin, "--data-dir", target, "import", archive}})
 	if err != nil {
 		return err
 	}
-	r.note = "import warns that the generated working directories do not exist here (exit 3); it imports everything"
 	for _, p := range []string{refOut, archive, untar, target} {
 		os.RemoveAll(p)
 	}
 	return nil
 }
 
-// run1 runs one process that must exit 0.
-func (b *bench) run1(op string, files int, size int64, ref *row, target float64, name string, args ...string) (*row, error) {
-	return b.runIn([]int{0}, "", op, files, size, ref, target, name, args...)
+// add numbers a row and appends it to the table.
+func (b *bench) add(r *row) *row {
+	r.num = len(b.rows) + 1
+	b.rows = append(b.rows, r)
+	return r
 }
 
-// runIn runs one process to completion with stdin and records its wall time
-// and peak resident set; an exit code outside ok fails the bench.
-func (b *bench) runIn(ok []int, stdin, op string, files int, size int64, ref *row, target float64, name string, args ...string) (*row, error) {
+// step is one process of a round: its row, what to do before it
+// (untimed; nil: nothing), the exit codes that pass (nil: 0), its stdin
+// and its command line.
+type step struct {
+	r     *row
+	prep  func() error
+	ok    []int
+	stdin string
+	args  []string
+}
+
+// rounds runs the steps one after the other, round after round: a
+// reference and the convkit runs compared with it alternate, so each
+// round's ratios come from the same moment. Rounds repeat up to the
+// size's runs while they take less than its budget in all.
+func (b *bench) rounds(steps ...step) error {
+	for _, s := range steps {
+		b.add(s.r)
+	}
+	start := time.Now()
+	for round := 0; round < b.spec.runs; round++ {
+		if round > 0 && time.Since(start).Seconds()*float64(round+1)/float64(round) > b.spec.budget {
+			break
+		}
+		for _, s := range steps {
+			if s.r.missing != "" {
+				continue
+			}
+			ok := s.ok
+			if ok == nil {
+				ok = []int{0}
+			}
+			if err := b.once(s.r, s.stdin, ok, s.prep, s.args[0], s.args[1:]...); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pair is rounds of a reference and one convkit run.
+func (b *bench) pair(ref, cv *row, refPrep, cvPrep func() error, refArgs, cvArgs []string) error {
+	return b.rounds(step{r: ref, prep: refPrep, args: refArgs}, step{r: cv, prep: cvPrep, args: cvArgs})
+}
+
+// measure is rounds of one run.
+func (b *bench) measure(r *row, stdin string, ok []int, prep func() error, args ...string) error {
+	return b.rounds(step{r: r, prep: prep, ok: ok, stdin: stdin, args: args})
+}
+
+// once runs prep, then one process to completion with stdin, and records
+// its wall time and peak resident set; an exit code outside ok fails the
+// bench, but for exit 2 of convkit (a usage error: a build without the
+// job), which marks the row missing.
+func (b *bench) once(r *row, stdin string, ok []int, prep func() error, name string, args ...string) error {
+	if prep != nil {
+		if err := prep(); err != nil {
+			return fmt.Errorf("%s: preparing: %w", r.op, err)
+		}
+	}
 	// GNU time reports the peak of the process tree it forks. Go starts
 	// children by vfork, so a direct child's getrusage would count this
 	// program's own memory as the child's.
 	peakFile := b.path("peak")
 	cmd := exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", peakFile, name}, args...)...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+b.tmp)
 	var stderr bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), io.Discard, &stderr
 	start := time.Now()
@@ -630,57 +1083,73 @@ func (b *bench) runIn(ok []int, stdin, op string, files int, size int64, ref *ro
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
+		return fmt.Errorf("%s: %w", r.op, err)
 	}
-	good := false
-	for _, c := range ok {
-		good = good || c == code
+	if code == 2 && name == b.bin {
+		r.missing = "not in this build: " + firstLine(stderr.String())
+		b.say("  #%d %s: %s", r.num, r.op, r.missing)
+		return nil
 	}
-	if !good {
-		return nil, fmt.Errorf("%s: %s exited %d:\n%s", op, strings.Join(cmd.Args, " "), code, tail(stderr.String(), 2000))
+	if !slices.Contains(ok, code) {
+		return fmt.Errorf("%s: %s exited %d:\n%s", r.op, strings.Join(cmd.Args, " "), code, tail(stderr.String(), 2000))
 	}
 	out, err := os.ReadFile(peakFile)
 	if err != nil {
-		return nil, fmt.Errorf("%s: reading the peak memory: %w", op, err)
+		return fmt.Errorf("%s: reading the peak memory: %w", r.op, err)
 	}
 	var peak int64 // KiB
 	if _, err := fmt.Sscan(lastLine(string(out)), &peak); err != nil {
-		return nil, fmt.Errorf("%s: /usr/bin/time wrote %q: %w", op, out, err)
+		return fmt.Errorf("%s: /usr/bin/time wrote %q: %w", r.op, out, err)
 	}
-	r := &row{num: len(b.rows) + 1, op: op, files: files, bytes: size, secs: secs, peak: peak, ref: ref, target: target}
-	b.rows = append(b.rows, r)
-	b.say("  #%d %-48s %7.2fs %10s peak", r.num, op, secs, mib(peak<<10))
-	return r, nil
+	r.secs, r.peaks = append(r.secs, secs), append(r.peaks, peak)
+	b.say("  #%d %-60s %7.2fs %10s peak", r.num, r.op, secs, mib(peak<<10))
+	os.RemoveAll(b.tmp)
+	return os.Mkdir(b.tmp, 0o700)
 }
 
-// print writes the table: one row per run; a convkit run shows its speed
-// relative to the reference run it names (reference seconds / convkit
-// seconds: above 1, convkit is faster).
-func (b *bench) print(w io.Writer, size string) {
+// print writes the table: one row per measurement; a convkit run shows
+// its speed relative to the reference run it names (reference seconds /
+// convkit seconds: above 1, convkit is faster), with the range of the
+// per-round ratios.
+func (b *bench) print(w io.Writer) {
 	host, _ := os.Hostname()
-	fmt.Fprintf(w, "convkit bench -size %s: %s/%s, %d CPUs, host %s, %s, %s\n\n", size, runtime.GOOS, runtime.GOARCH,
+	fmt.Fprintf(w, "convkit bench -size %s: %s/%s, %d CPUs, host %s, %s, %s\n", b.size, runtime.GOOS, runtime.GOARCH,
 		runtime.NumCPU(), host, runtime.Version(), time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "load average before: %s; after: %s\n\n", b.load[0], b.load[1])
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\toperation\tfiles\tMB\tseconds\tMB/s\tfiles/s\tpeak MiB\tspeed vs ref\ttarget\tmet")
+	fmt.Fprintln(tw, "#\toperation\tfiles\tMB\truns\tseconds\tMB/s\tfiles/s\tpeak MiB\tresult\tratio range\ttarget\tmet")
 	for _, r := range b.rows {
-		vs, target, met := "", "", ""
-		if r.ref != nil {
-			speed := r.ref.secs / r.secs
-			vs = fmt.Sprintf("%.2f× #%d", speed, r.ref.num)
-			if r.target > 0 {
-				target, met = fmt.Sprintf("≥ %.2f×", r.target), "no"
-				if speed >= r.target {
-					met = "yes"
-				}
-			}
+		switch {
+		case r.derived:
+			fmt.Fprintf(tw, "%d\t%s\t\t\t\t\t\t\t\t%s\t\t%s\t%s\n", r.num, r.op, r.result, r.target, r.met())
+			continue
+		case r.missing != "":
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%.1f\t\t\t\t\t\t%s\t\t%s\t\n", r.num, r.op, r.files, float64(r.bytes)/1e6, "n/a", r.target)
+			continue
 		}
-		perSec := float64(r.files) / r.secs
+		result, spread := "", ""
+		if r.ref != nil && r.ref.missing == "" && len(r.ref.secs) > 0 {
+			result = fmt.Sprintf("%.2f× #%d", r.speed(), r.ref.num)
+			if lo, hi := r.spread(); len(r.secs) > 1 {
+				spread = fmt.Sprintf("%.2f–%.2f", lo, hi)
+			}
+		} else if r.target.kind == maxSecs {
+			result = fmt.Sprintf("%.2f s", r.med())
+		} else if r.target.kind == maxPeak {
+			result = mib(r.peak() << 10)
+		}
+		secs := r.med()
+		perSec := float64(r.files) / secs
 		rate := fmt.Sprintf("%.0f", perSec)
 		if perSec < 10 {
 			rate = fmt.Sprintf("%.2f", perSec)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%.1f\t%.2f\t%.1f\t%s\t%.1f\t%s\t%s\t%s\n", r.num, r.op, r.files,
-			float64(r.bytes)/1e6, r.secs, float64(r.bytes)/1e6/r.secs, rate, float64(r.peak)/1024, vs, target, met)
+		mbs := fmt.Sprintf("%.1f", float64(r.bytes)/1e6/secs)
+		if r.bytes == 0 {
+			mbs = ""
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%.1f\t%d\t%.2f\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\n", r.num, r.op, r.files,
+			float64(r.bytes)/1e6, len(r.secs), secs, mbs, rate, float64(r.peak())/1024, result, spread, r.target, r.met())
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -688,9 +1157,25 @@ func (b *bench) print(w io.Writer, size string) {
 		if r.note != "" {
 			fmt.Fprintf(w, "#%d: %s\n", r.num, r.note)
 		}
+		if r.missing != "" {
+			fmt.Fprintf(w, "#%d: %s\n", r.num, r.missing)
+		}
 	}
+	fmt.Fprintln(w, "seconds: the median of the runs; ratio range: the reference's time over convkit's, lowest and highest round.")
 	fmt.Fprintln(w, "MB: plain log bytes for migrate, inspect and reindex; bytes on disk for backup, export and import.")
-	fmt.Fprintln(w, "Memory targets: migrate ≤ 64 MiB + 32 MiB per job; inspect, reindex and backup flat in log and store size.")
+	fmt.Fprintln(w, "peak: the largest of the runs. Memory targets besides the table's: migrate ≤ 64 MiB + 32 MiB per job; inspect and reindex flat in log and store size.")
+}
+
+func loadAvg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // logFile is one log file of a store.
@@ -740,6 +1225,27 @@ func olderOf(ls []logFile) []logFile {
 	return out
 }
 
+// zstdOut runs zstd -dc on path and hands its output to use.
+func zstdOut(path string, use func(io.Reader) error) error {
+	cmd := exec.Command("zstd", "-dcq", path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	err = use(out)
+	io.Copy(io.Discard, out)
+	if werr := cmd.Wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
+		return fmt.Errorf("zstd -dc %s: %w", path, err)
+	}
+	return nil
+}
+
 func plainSize(path string, compressed bool) (int64, error) {
 	if !compressed {
 		fi, err := os.Stat(path)
@@ -748,22 +1254,30 @@ func plainSize(path string, compressed bool) (int64, error) {
 		}
 		return fi.Size(), nil
 	}
-	cmd := exec.Command("zstd", "-dcq", path)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, err
-	}
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	n, err := io.Copy(io.Discard, out)
-	if werr := cmd.Wait(); err == nil {
-		err = werr
-	}
-	if err != nil {
-		return 0, fmt.Errorf("zstd -dc %s: %w", path, err)
-	}
-	return n, nil
+	var n int64
+	err := zstdOut(path, func(r io.Reader) (err error) {
+		n, err = io.Copy(io.Discard, r)
+		return err
+	})
+	return n, err
+}
+
+func lineCount(path string) (int, error) {
+	n := 0
+	err := zstdOut(path, func(r io.Reader) error {
+		buf := make([]byte, 1<<20)
+		for {
+			k, err := r.Read(buf)
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+	})
+	return n, err
 }
 
 func sumBytes(ls []logFile) int64 {
@@ -847,6 +1361,11 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
 func tail(s string, n int) string {
 	if len(s) > n {
 		return "..." + s[len(s)-n:]
@@ -855,6 +1374,7 @@ func tail(s string, n int) string {
 }
 
 func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
+func kb(n int64) string { return fmt.Sprintf("%.1f KB", float64(n)/1e3) }
 func mib(n int64) string {
 	if n < 1<<20 {
 		return fmt.Sprintf("%d KiB", n>>10)
@@ -868,5 +1388,6 @@ func walk(dataDir string) (*store.Tree, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.Close()
 	return s.Walk()
 }

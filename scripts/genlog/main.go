@@ -1,6 +1,13 @@
-// Command genlog writes one large session log for benchmarks:
+// Command genlog writes one large session log for benchmarks, of either
+// kind of line the benchmarks measure:
 //
-//	go run ./scripts/genlog -version 3 -size 256MiB -zstd /tmp/big.v3.jsonl.zst
+//	go run ./scripts/genlog -lines long -version 3 -size 256MiB -zstd /tmp/big.v3.jsonl.zst
+//	go run ./scripts/genlog -lines short -version 3 -size 200MB /tmp/chat.v3.jsonl
+//
+// -lines long: tool outputs of 1–3 MiB and base64 screenshots, each one
+// line, every seventh turn (most bytes are in lines over 1 MiB); -lines
+// short: a text chat with tools, many short events and messages, no line
+// over 64 KiB.
 package main
 
 import (
@@ -16,15 +23,21 @@ import (
 
 func main() {
 	version := flag.Int("version", 3, "format version of the log (0-4)")
-	size := flag.String("size", "64MiB", "plain size: bytes, or with KiB, MiB, GiB")
+	size := flag.String("size", "64MiB", "plain size: bytes, or with KB, MB, GB, KiB, MiB, GiB")
+	lines := flag.String("lines", "long", "kind of lines: long (multi-megabyte tool outputs) or short (a text chat)")
 	compress := flag.Bool("zstd", false, "compress (the file name must end in .zst)")
 	seed := flag.Int64("seed", 1, "generator seed")
 	flag.Parse()
 	if flag.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: genlog [-version N] [-size SIZE] [-zstd] PATH")
+		fmt.Fprintln(os.Stderr, "usage: genlog [-lines long|short] [-version N] [-size SIZE] [-zstd] PATH")
 		os.Exit(2)
 	}
 	n, err := parseSize(*size)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "genlog:", err)
+		os.Exit(2)
+	}
+	kind, err := fixtures.ParseLineKind(*lines)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "genlog:", err)
 		os.Exit(2)
@@ -33,7 +46,7 @@ func main() {
 	if *compress {
 		c = convlog.Zstd
 	}
-	if err := fixtures.LargeLog(flag.Arg(0), *version, c, n, *seed); err != nil {
+	if err := fixtures.LargeLog(flag.Arg(0), *version, c, kind, n, *seed); err != nil {
 		fmt.Fprintln(os.Stderr, "genlog:", err)
 		os.Exit(1)
 	}
@@ -41,9 +54,13 @@ func main() {
 
 func parseSize(s string) (int64, error) {
 	mult := int64(1)
-	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
-		if strings.HasSuffix(s, suffix) {
-			s, mult = strings.TrimSuffix(s, suffix), m
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.m
+			break
 		}
 	}
 	v, err := strconv.ParseInt(s, 10, 64)
