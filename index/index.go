@@ -13,7 +13,9 @@ package index
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,8 +32,11 @@ import (
 // version is not used (a *VersionError): reindex rebuilds it, and readers
 // take it for an index that is not current. Version 2 added why each
 // conversation will not open on this machine
-// (conversations.will_not_open).
-const SchemaVersion = 2
+// (conversations.will_not_open); version 3 the conversations it reads
+// older history from (conversations.fork_sources), so that an incremental
+// reindex checks a row it keeps as a rebuild would, and fingerprints
+// that hold each log's device, inode and change time.
+const SchemaVersion = 3
 
 // ErrSchema is wrapped when a file is not an index of this schema version
 // (garbage, another program's database, an older or newer schema).
@@ -71,7 +76,8 @@ CREATE TABLE conversations (
 	session_count INTEGER NOT NULL,
 	turn_count INTEGER NOT NULL,
 	fingerprint TEXT NOT NULL,
-	will_not_open TEXT NOT NULL
+	will_not_open TEXT NOT NULL,
+	fork_sources TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX conversations_by_updated ON conversations(archived, updated_at DESC, id);
 CREATE TABLE sessions (
@@ -131,7 +137,10 @@ type Conversation struct {
 	// WillNotOpen lists why the conversation will not open on this
 	// machine, as package machine checked it when the row was written
 	// (empty: it will).
-	WillNotOpen []string  `json:"willNotOpen"`
+	WillNotOpen []string `json:"willNotOpen"`
+	// ForkSources are the conversations it reads older history from
+	// (store.Dependencies), sorted.
+	ForkSources []string  `json:"forkSources"`
 	Sessions    []Session `json:"sessions"`
 	Turns       []Turn    `json:"turns"`
 }
@@ -276,7 +285,7 @@ type Writer struct {
 	tx                                           *sql.Tx
 	delConv, delSess, delTurns, delMsgs, delSkip *sql.Stmt
 	insConv, insSess, insTurn, insMessage        *sql.Stmt
-	insSkip, delMsgRows, insMsgRow               *sql.Stmt
+	insSkip, delMsgRows, insMsgRow, setWNO       *sql.Stmt
 	// fresh: the database was created empty by this process, so nothing
 	// needs removing before an insert.
 	fresh bool
@@ -313,8 +322,9 @@ func (d *DB) Begin(ctx context.Context) (*Writer, error) {
 	w.delSkip = prep("DELETE FROM skipped WHERE id = ?")
 	w.insSkip = prep("INSERT INTO skipped (id, dir, fingerprint, reason) VALUES (?,?,?,?)")
 	w.insConv = prep(`INSERT INTO conversations (id, dir, title, title_is_auto, cwd, created_at, updated_at, archived,
-		forked_from, after_compaction, agents, models, running_turn, session_count, turn_count, fingerprint, will_not_open)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+		forked_from, after_compaction, agents, models, running_turn, session_count, turn_count, fingerprint, will_not_open,
+		fork_sources) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+	w.setWNO = prep("UPDATE conversations SET will_not_open = ? WHERE id = ?")
 	w.insSess = prep(`INSERT INTO sessions (conversation_id, id, parent_session, agent, model, format_version,
 		event_count, bytes, file) VALUES (?,?,?,?,?,?,?,?,?)`)
 	w.insTurn = prep(`INSERT INTO turns (conversation_id, session_id, turn, started_at, ended_at, outcome) VALUES (?,?,?,?,?,?)`)
@@ -365,7 +375,7 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 	}
 	if _, err := w.insConv.ExecContext(ctx, c.ID, c.Dir, c.Title, c.TitleIsAuto, c.Cwd, c.CreatedAt, c.UpdatedAt,
 		c.Archived, c.ForkedFrom, c.AfterCompaction, jsonList(c.Agents), jsonList(c.Models), c.RunningTurn,
-		len(c.Sessions), len(c.Turns), c.Fingerprint, jsonList(c.WillNotOpen)); err != nil {
+		len(c.Sessions), len(c.Turns), c.Fingerprint, jsonList(c.WillNotOpen), jsonList(c.ForkSources)); err != nil {
 		return fmt.Errorf("index conversation %q: %w", c.ID, err)
 	}
 	for _, s := range c.Sessions {
@@ -406,6 +416,15 @@ func (w *Writer) Remove(ctx context.Context, id string) error {
 		if _, err := s.ExecContext(ctx, id); err != nil {
 			return fmt.Errorf("remove %q from the index: %w", id, err)
 		}
+	}
+	return nil
+}
+
+// SetWillNotOpen replaces why the indexed conversation id will not open
+// on this machine (an incremental reindex keeping its other rows).
+func (w *Writer) SetWillNotOpen(ctx context.Context, id string, reasons []string) error {
+	if _, err := w.setWNO.ExecContext(ctx, jsonList(reasons), id); err != nil {
+		return fmt.Errorf("index %q: %w", id, err)
 	}
 	return nil
 }
@@ -548,21 +567,24 @@ func (d *DB) List(ctx context.Context, o ListOptions) ([]Summary, error) {
 func (d *DB) All(ctx context.Context) (map[string]*Conversation, error) {
 	out := map[string]*Conversation{}
 	rows, err := d.db.QueryContext(ctx, `SELECT id, dir, title, title_is_auto, cwd, created_at, updated_at, archived,
-		forked_from, after_compaction, agents, models, running_turn, fingerprint, will_not_open FROM conversations`)
+		forked_from, after_compaction, agents, models, running_turn, fingerprint, will_not_open, fork_sources FROM conversations`)
 	if err != nil {
 		return nil, err
 	}
 	for rows.Next() {
 		c := &Conversation{}
-		var agents, models, wno string
+		var agents, models, wno, sources string
 		if err := rows.Scan(&c.ID, &c.Dir, &c.Title, &c.TitleIsAuto, &c.Cwd, &c.CreatedAt, &c.UpdatedAt, &c.Archived,
-			&c.ForkedFrom, &c.AfterCompaction, &agents, &models, &c.RunningTurn, &c.Fingerprint, &wno); err != nil {
+			&c.ForkedFrom, &c.AfterCompaction, &agents, &models, &c.RunningTurn, &c.Fingerprint, &wno, &sources); err != nil {
 			rows.Close()
 			return nil, err
 		}
 		json.Unmarshal([]byte(agents), &c.Agents)
 		json.Unmarshal([]byte(models), &c.Models)
 		c.WillNotOpen = stringList(wno)
+		if sources != "[]" {
+			c.ForkSources = stringList(sources)
+		}
 		out[c.ID] = c
 	}
 	rows.Close()
@@ -659,6 +681,122 @@ func (d *DB) Fingerprints(ctx context.Context) (map[string]string, error) {
 	return out, rows.Err()
 }
 
+// Stored is what the index holds of one conversation, for an incremental
+// reindex: the fingerprint its row was read with and, for an indexed one,
+// what checking it on this machine needs and what was found.
+type Stored struct {
+	Fingerprint string
+	// Skipped: a row of the skipped table (nothing else is set).
+	Skipped bool
+	Cwd     string
+	// Agents, Models and ForkSources are nil when empty.
+	Agents, Models, ForkSources []string
+	WillNotOpen                 []string
+}
+
+// Stored maps every indexed or skipped conversation to what the index
+// holds of it.
+func (d *DB) Stored(ctx context.Context) (map[string]Stored, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT id, fingerprint, cwd, agents, models, fork_sources, will_not_open FROM conversations`)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Stored{}
+	list := func(s string) []string {
+		if s == "[]" {
+			return nil
+		}
+		return stringList(s)
+	}
+	for rows.Next() {
+		var id, agents, models, sources, wno string
+		var st Stored
+		if err := rows.Scan(&id, &st.Fingerprint, &st.Cwd, &agents, &models, &sources, &wno); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		st.Agents, st.Models, st.ForkSources, st.WillNotOpen = list(agents), list(models), list(sources), stringList(wno)
+		out[id] = st
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = d.db.QueryContext(ctx, "SELECT id, fingerprint FROM skipped")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, fp string
+		if err := rows.Scan(&id, &fp); err != nil {
+			return nil, err
+		}
+		out[id] = Stored{Fingerprint: fp, Skipped: true}
+	}
+	return out, rows.Err()
+}
+
+// Totals counts what the index holds: conversations, sessions, turns
+// and searchable messages.
+type Totals struct {
+	Conversations, Sessions, Turns, Messages int
+}
+
+// Totals counts the rows of the index.
+func (d *DB) Totals(ctx context.Context) (Totals, error) {
+	var t Totals
+	err := d.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(session_count), 0), coalesce(sum(turn_count), 0),
+		(SELECT count(*) FROM message_rows) FROM conversations`).Scan(&t.Conversations, &t.Sessions, &t.Turns, &t.Messages)
+	return t, err
+}
+
+// MessageDigest sums up the searchable messages of one conversation: how
+// many, and a digest of their session, seq, role and text that does not
+// depend on their order.
+type MessageDigest struct {
+	Count int
+	Sum   uint64
+}
+
+// Add counts one message.
+func (d *MessageDigest) Add(m Message) {
+	h := sha256.New()
+	var num [8]byte
+	binary.LittleEndian.PutUint64(num[:], uint64(m.Seq))
+	for _, part := range []string{m.SessionID, string(num[:]), m.Role, m.Text} {
+		binary.LittleEndian.PutUint64(num[:], uint64(len(part)))
+		h.Write(num[:])
+		h.Write([]byte(part))
+	}
+	var sum [sha256.Size]byte
+	d.Count++
+	d.Sum += binary.LittleEndian.Uint64(h.Sum(sum[:0]))
+}
+
+// MessageDigests sums up the messages of every conversation, as
+// MessageDigest.Add does message by message.
+func (d *DB) MessageDigests(ctx context.Context) (map[string]MessageDigest, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT r.conversation_id, m.session_id, m.seq, m.role, m.text
+		FROM message_rows r JOIN messages m ON m.rowid = r.fts_rowid`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]MessageDigest{}
+	for rows.Next() {
+		var id string
+		var m Message
+		if err := rows.Scan(&id, &m.SessionID, &m.Seq, &m.Role, &m.Text); err != nil {
+			return nil, err
+		}
+		dg := out[id]
+		dg.Add(m)
+		out[id] = dg
+	}
+	return out, rows.Err()
+}
+
 // ErrNotIndexed is wrapped when a conversation has no row in the index.
 var ErrNotIndexed = errors.New("not in the index")
 
@@ -697,11 +835,13 @@ type SkippedRow struct {
 	ID     string `json:"id"`
 	Dir    string `json:"dir"`
 	Reason string `json:"reason"`
+	// Fingerprint is that of the logs it was skipped for.
+	Fingerprint string `json:"-"`
 }
 
 // Skipped lists the conversations the last reindex could not index.
 func (d *DB) Skipped(ctx context.Context) ([]SkippedRow, error) {
-	rows, err := d.db.QueryContext(ctx, "SELECT id, dir, reason FROM skipped ORDER BY id")
+	rows, err := d.db.QueryContext(ctx, "SELECT id, dir, reason, fingerprint FROM skipped ORDER BY id")
 	if err != nil {
 		return nil, err
 	}
@@ -709,7 +849,7 @@ func (d *DB) Skipped(ctx context.Context) ([]SkippedRow, error) {
 	out := []SkippedRow{}
 	for rows.Next() {
 		var r SkippedRow
-		if err := rows.Scan(&r.ID, &r.Dir, &r.Reason); err != nil {
+		if err := rows.Scan(&r.ID, &r.Dir, &r.Reason, &r.Fingerprint); err != nil {
 			return nil, err
 		}
 		out = append(out, r)

@@ -9,9 +9,8 @@ import (
 	"github.com/convkit/convkit/fixtures"
 )
 
-// TestReadFingerprintIsDirFingerprint: the fingerprint a read records, from
-// the sizes and times of the logs it opened, is the one List and Check
-// compute from the directory.
+// TestReadFingerprintIsDirFingerprint: the fingerprint a read records is
+// the one List, Check and an incremental run compute from the directory.
 func TestReadFingerprintIsDirFingerprint(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := fixtures.Sample(dir); err != nil {
@@ -60,7 +59,7 @@ func TestBuildOrderAndEarlyStop(t *testing.T) {
 	}
 	for _, jobs := range []int{1, 2, 5} {
 		var seen []string
-		err := build(context.Background(), convs, present, Options{Jobs: jobs}, func(b *built) error {
+		err := build(context.Background(), convs, present, Options{Jobs: jobs}, nil, func(b *built) error {
 			// A slow writer: the readers run ahead of it.
 			time.Sleep(time.Millisecond)
 			seen = append(seen, b.dir.ID)
@@ -79,7 +78,7 @@ func TestBuildOrderAndEarlyStop(t *testing.T) {
 		n := 0
 		done := make(chan error, 1)
 		go func() {
-			done <- build(context.Background(), convs, present, Options{Jobs: jobs}, func(*built) error {
+			done <- build(context.Background(), convs, present, Options{Jobs: jobs}, nil, func(*built) error {
 				if n++; n == 5 {
 					return stop
 				}

@@ -58,58 +58,88 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 			res.Skipped = append(res.Skipped, Skip{Path: p.Path, Reason: p.Reason})
 		}
 	}
-	indexed := map[string]*index.Conversation{}
-	db, err := index.OpenRead(ctx, res.Index, index.ReadOptions{})
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		res.IndexProblem = "metadata.db does not exist"
-	case err != nil:
+	ix, err := readIndexed(ctx, res.Index, !opts.NoText)
+	if err != nil {
 		res.IndexProblem = err.Error()
-	default:
-		indexed, err = db.All(ctx)
-		db.Close()
-		if err != nil {
-			res.IndexProblem = fmt.Sprintf("reading %s: %v", res.Index, err)
-			indexed = map[string]*index.Conversation{}
-		}
 	}
-	present := map[string]bool{}
-	for _, c := range tree.Conversations {
-		present[c.ID] = true
-	}
+	present := presentIn(tree)
 	seen := map[string]bool{}
+	// Forks are compared once every conversation is read: a fork source
+	// being deleted is missing, as reindex finds it (finishForks).
+	type deferred struct {
+		conv   *index.Conversation
+		got    *index.Conversation
+		digest index.MessageDigest
+	}
+	var forks []deferred
+	gone := map[string]bool{}
+	reasons := map[string][]string{}
 	opts.Progress.SetTotal(int64(len(tree.Conversations)))
-	err = build(ctx, tree.Conversations, present, opts, func(b *built) error {
+	err = build(ctx, tree.Conversations, present, opts, nil, func(b *built) error {
 		defer opts.Progress.Add(1)
 		id := b.dir.ID
 		seen[id] = true
-		got := indexed[id]
+		got := ix.convs[id]
+		skipped, wasSkipped := ix.skipped[id]
+		diff := func(kind, format string, args ...any) {
+			res.Differences = append(res.Differences, Difference{ID: id, Kind: kind, Detail: fmt.Sprintf(format, args...)})
+		}
 		switch {
 		case b.skip != nil:
 			res.Skipped = append(res.Skipped, *b.skip)
+			switch {
+			case ix.problem:
+			case got != nil:
+				diff("stale", "indexed, but a rebuild skips it: %s", b.skip.Reason)
+			case !wasSkipped:
+				diff("missing", "skipped (%s), but not recorded as skipped in the index", b.skip.Reason)
+			case skipped.reason != b.skip.Reason:
+				diff("stale", "skipped: logs %q, index %q", b.skip.Reason, skipped.reason)
+			case skipped.fingerprint != b.fingerprint:
+				diff("stale", "skipped, but its logs changed since (fingerprint: logs %s, index %s)", b.fingerprint, skipped.fingerprint)
+			}
 		case b.deleting || b.empty:
-			if got != nil {
-				res.Differences = append(res.Differences, Difference{ID: id, Kind: "extra", Detail: "deleted (tombstone recorded) but still indexed"})
+			gone[id] = true
+			if got != nil || wasSkipped {
+				diff("extra", "deleted (tombstone recorded) but still indexed")
 			}
 		default:
 			res.Conversations++
-			if len(b.conv.WillNotOpen) > 0 {
-				res.WillNotOpen = append(res.WillNotOpen, WillNotOpen{ID: id, Reasons: b.conv.WillNotOpen})
+			var digest index.MessageDigest
+			for _, m := range b.msgs {
+				digest.Add(m)
 			}
-			if got == nil {
-				res.Differences = append(res.Differences, Difference{ID: id, Kind: "missing", Detail: "in the logs but not in the index"})
-			} else if d := compare(b.conv, got); d != "" {
-				res.Differences = append(res.Differences, Difference{ID: id, Kind: "stale", Detail: d})
+			if len(b.conv.ForkSources) > 0 {
+				forks = append(forks, deferred{b.conv, got, digest})
+				break
 			}
+			reasons[id] = b.conv.WillNotOpen
+			res.Differences = append(res.Differences, ix.compare(b.conv, got, digest)...)
 		}
 		return nil
 	})
 	if err = interrupted(ctx, err); err != nil {
 		return nil, err
 	}
-	for id := range indexed {
+	for _, f := range forks {
+		f.conv.WillNotOpen = opts.Machine.Check(needsOf(f.conv), func(id string) bool { return present[id] && !gone[id] })
+		reasons[f.conv.ID] = f.conv.WillNotOpen
+		res.Differences = append(res.Differences, ix.compare(f.conv, f.got, f.digest)...)
+	}
+	for _, c := range tree.Conversations {
+		// Directory order, as reindex reports them.
+		if r := reasons[c.ID]; len(r) > 0 {
+			res.WillNotOpen = append(res.WillNotOpen, WillNotOpen{ID: c.ID, Reasons: r})
+		}
+	}
+	for id := range ix.convs {
 		if !seen[id] {
 			res.Differences = append(res.Differences, Difference{ID: id, Kind: "extra", Detail: "in the index but no conversation directory exists"})
+		}
+	}
+	for id := range ix.skipped {
+		if !seen[id] {
+			res.Differences = append(res.Differences, Difference{ID: id, Kind: "extra", Detail: "recorded as skipped in the index, but no conversation directory exists"})
 		}
 	}
 	sort.Slice(res.Differences, func(i, j int) bool {
@@ -122,6 +152,81 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 	return res, nil
 }
 
+// compare is the differences between the row got (nil: none) and what the
+// logs give, conv and the digest of its messages.
+func (ix *indexed) compare(conv, got *index.Conversation, digest index.MessageDigest) []Difference {
+	if got == nil {
+		return []Difference{{ID: conv.ID, Kind: "missing", Detail: "in the logs but not in the index"}}
+	}
+	d := compare(conv, got)
+	if ix.digests != nil {
+		if g := ix.digests[conv.ID]; g != digest {
+			d = join(d, fmt.Sprintf("messages: logs %d, index %d%s", digest.Count, g.Count,
+				map[bool]string{true: " (their text differs)"}[g.Count == digest.Count]))
+		}
+	}
+	if d == "" {
+		return nil
+	}
+	return []Difference{{ID: conv.ID, Kind: "stale", Detail: d}}
+}
+
+// indexed is what Check reads of the index.
+type indexed struct {
+	convs   map[string]*index.Conversation
+	skipped map[string]skippedRow
+	// digests: the messages, when their text is compared.
+	digests map[string]index.MessageDigest
+	// problem: the index could not be read; every conversation of the
+	// logs is missing.
+	problem bool
+}
+
+type skippedRow struct{ reason, fingerprint string }
+
+// readIndexed reads the index at path as list does (OpenRead); an error
+// says why it could not be, and the result is then empty.
+func readIndexed(ctx context.Context, path string, text bool) (*indexed, error) {
+	ix := &indexed{convs: map[string]*index.Conversation{}, skipped: map[string]skippedRow{}}
+	db, err := index.OpenRead(ctx, path, index.ReadOptions{})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		ix.problem = true
+		return ix, errors.New("metadata.db does not exist")
+	case err != nil:
+		ix.problem = true
+		return ix, err
+	}
+	defer db.Close()
+	fail := func(err error) (*indexed, error) {
+		return &indexed{convs: map[string]*index.Conversation{}, skipped: map[string]skippedRow{}, problem: true},
+			fmt.Errorf("reading %s: %v", path, err)
+	}
+	if ix.convs, err = db.All(ctx); err != nil {
+		return fail(err)
+	}
+	rows, err := db.Skipped(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	for _, r := range rows {
+		ix.skipped[r.ID] = skippedRow{reason: r.Reason, fingerprint: r.Fingerprint}
+	}
+	if text {
+		if ix.digests, err = db.MessageDigests(ctx); err != nil {
+			return fail(err)
+		}
+	}
+	return ix, nil
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
 // compare names the fields where the index row differs from the logs.
 func compare(want, got *index.Conversation) string {
 	var diffs []string
@@ -130,7 +235,15 @@ func compare(want, got *index.Conversation) string {
 			diffs = append(diffs, fmt.Sprintf("%s: logs %v, index %v", name, w, g))
 		}
 	}
+	field("directory", want.Dir, got.Dir)
 	field("title", want.Title, got.Title)
+	field("automatic title", want.TitleIsAuto, got.TitleIsAuto)
+	field("after compaction", want.AfterCompaction, got.AfterCompaction)
+	field("fork sources", nonNil(want.ForkSources), nonNil(got.ForkSources))
+	if want.Fingerprint != got.Fingerprint {
+		diffs = append(diffs, fmt.Sprintf("fingerprint: logs %s, index %s (its logs changed, or were copied, since it was indexed)",
+			want.Fingerprint, got.Fingerprint))
+	}
 	field("cwd", want.Cwd, got.Cwd)
 	field("created", want.CreatedAt, got.CreatedAt)
 	field("updated", want.UpdatedAt, got.UpdatedAt)

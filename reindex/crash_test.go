@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 			os.Exit(2)
 		}
 		os.Stdout.WriteString("started\n")
-		if _, err := Run(context.Background(), s, Options{Jobs: 2}); err != nil {
+		if _, err := Run(context.Background(), s, Options{Jobs: 2, Incremental: os.Getenv("CONVKIT_TEST_INCREMENTAL") != ""}); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -108,6 +108,96 @@ func TestSIGKILLDuringReindex(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d reindex runs were killed mid-run", kills, runs)
+}
+
+// TestSIGKILLDuringIncremental kills real incremental reindexing
+// processes, each after changes to a third of the conversations: the
+// index stays usable, its rows are those of a run or of the one before,
+// and a rerun leaves what a rebuild writes.
+func TestSIGKILLDuringIncremental(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills processes")
+	}
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	if _, err := fixtures.Generate(dir, fixtures.Options{Seed: 11, Conversations: 60, OrdinaryOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	exclusive := func() *store.Store {
+		s, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := exclusive()
+	first, err := Run(ctx, s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := s.Walk()
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(2))
+	kills := 0
+	for i := 0; i < crashRuns(12); i++ {
+		s := exclusive()
+		titles := map[string]string{}
+		for _, k := range rng.Perm(len(tree.Conversations))[:len(tree.Conversations)/3] {
+			id := tree.Conversations[k].ID
+			titles[id] = "round " + strconv.Itoa(i)
+			if err := s.Rename(id, titles[id]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.Close()
+		cmd := exec.Command(os.Args[0], "-test.run", "^$")
+		cmd.Env = append(os.Environ(), "CONVKIT_TEST_REINDEX="+dir, "CONVKIT_TEST_INCREMENTAL=1")
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		bufio.NewReader(out).ReadString('\n')
+		time.Sleep(time.Duration(rng.Intn(120)) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		killed := cmd.Wait() != nil
+		db, err := index.Open(store.IndexPath(dir))
+		if err != nil {
+			t.Fatalf("after kill %d: %v", i, err)
+		}
+		rows, err := db.List(ctx, index.ListOptions{All: true})
+		db.Close()
+		if err != nil || len(rows) != first.Indexed {
+			t.Fatalf("after kill %d: %d rows, %v; want %d", i, len(rows), err, first.Indexed)
+		}
+		// One transaction: all of this round's titles, or none.
+		renamed := 0
+		for _, r := range rows {
+			if titles[r.ID] != "" && r.Title == titles[r.ID] {
+				renamed++
+			}
+		}
+		if renamed != 0 && renamed != len(titles) {
+			t.Fatalf("after kill %d: %d of the %d renames indexed", i, renamed, len(titles))
+		}
+		if killed && renamed == 0 {
+			kills++
+		}
+	}
+	if kills == 0 {
+		t.Fatal("no incremental run was killed mid-run; the test proves nothing")
+	}
+	s = exclusive()
+	defer s.Close()
+	if _, err := Run(ctx, s, Options{Incremental: true}); err != nil {
+		t.Fatal(err)
+	}
+	if chk, err := Check(ctx, s, Options{}); err != nil || chk.Drift() {
+		t.Fatalf("drift after the rerun: %v %+v", err, chk)
+	}
+	t.Logf("%d incremental runs killed before they committed", kills)
 }
 
 // crashRuns is how many processes a crash test kills: def in CI, more with

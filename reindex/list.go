@@ -2,8 +2,6 @@ package reindex
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -197,21 +195,4 @@ func deleting(c store.ConversationDir) bool {
 		}
 	}
 	return false
-}
-
-// dirFingerprint is the fingerprint readConversation computes, from the
-// directory listing alone.
-func dirFingerprint(c store.ConversationDir) string {
-	fp := sha256.New()
-	for _, l := range c.Logs {
-		if l.IsConversationLog {
-			fingerprint(fp, l.Path)
-		}
-	}
-	for _, l := range c.Logs {
-		if !l.IsConversationLog {
-			fingerprint(fp, l.Path)
-		}
-	}
-	return hex.EncodeToString(fp.Sum(nil))[:32]
 }

@@ -12,20 +12,18 @@ package reindex
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/convkit/convkit/contract"
@@ -64,6 +62,17 @@ type Options struct {
 	// working directory and fork sources are checked, its agents and
 	// models are not).
 	Machine *machine.Machine
+	// Incremental updates metadata.db in place instead of rebuilding it:
+	// the rows of every conversation whose logs have the fingerprint its
+	// rows were read with (see dirFingerprint) are kept, and only why it
+	// will not open here is checked again; conversations changed, new or
+	// skipped are replayed as a rebuild replays them, and the rows of
+	// conversations gone are removed, all in one transaction. The index
+	// then holds what a rebuild writes (but message text: rows kept keep
+	// theirs, so an index rebuilt with NoText stays without it). A missing
+	// index, one written by an older convkit or one that is not usable
+	// is rebuilt (Result.FullReason says why).
+	Incremental bool
 	// ReportAs, when set, is the directory the store is reported as: the
 	// paths of events, skips and the skip reasons recorded in the index
 	// name it in place of the store's own directory. Restore reindexes a
@@ -135,6 +144,18 @@ type Result struct {
 	// Warnings are said once per run: no runtime configuration, so agents
 	// and models were not checked.
 	Warnings []string `json:"warnings"`
+	// Incremental: Options.Incremental was asked for; FullReason, when
+	// set, is why the index was rebuilt all the same. Then Kept counts the
+	// conversations whose rows were kept (Rechecked those of them whose
+	// will-not-open reasons changed), Replayed those read from their logs
+	// and written, Removed the conversations gone whose rows went.
+	// Indexed, Sessions, Turns and Messages count the whole index.
+	Incremental bool   `json:"incremental"`
+	FullReason  string `json:"fullReason,omitempty"`
+	Kept        int    `json:"kept"`
+	Rechecked   int    `json:"rechecked"`
+	Replayed    int    `json:"replayed"`
+	Removed     int    `json:"removed"`
 }
 
 func (o *Options) defaults() {
@@ -196,13 +217,20 @@ func (r reporter) skip(sk Skip) Skip {
 	return sk
 }
 
-// built is one conversation read from its logs.
+// built is one conversation read from its logs, or kept as the index
+// holds it.
 type built struct {
-	dir      store.ConversationDir
-	conv     *index.Conversation
-	msgs     []index.Message
-	skip     *Skip
-	deleting bool
+	dir store.ConversationDir
+	// fingerprint is dirFingerprint's, taken before the logs were read.
+	fingerprint string
+	// kept: an incremental run keeps the conversation's rows (the
+	// fingerprint matches), willNotOpen is why it will not open now.
+	kept        *index.Stored
+	willNotOpen []string
+	conv        *index.Conversation
+	msgs        []index.Message
+	skip        *Skip
+	deleting    bool
 	// empty: the directory holds nothing at all, the remnant of a delete
 	// interrupted after its last file was removed.
 	empty bool
@@ -213,7 +241,8 @@ type built struct {
 
 // Run rebuilds the index of the store s, which must hold runtime.lock
 // exclusively. Interrupted deletions (a tombstone without removal) are
-// finished and never indexed.
+// finished and never indexed. With Options.Incremental it updates the
+// index in place instead (see Options.Incremental).
 func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	opts.defaults()
 	if s.Lock() == nil || s.Lock().Mode() != store.LockExclusive {
@@ -246,14 +275,42 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 			opts.OnEvent(Event{Kind: EventRemovedIndex, Path: rp.path(p)})
 		}
 	}
+	j := &job{s: s, opts: opts, rp: rp, res: res}
+	if opts.Incremental {
+		res.Incremental = true
+		db, why := openForUpdate(s)
+		if db != nil {
+			defer db.Close()
+			err := j.update(ctx, db, tree)
+			if err == nil || !errors.Is(err, errIndexUnusable) {
+				if err == nil {
+					sort.Slice(res.Skipped, func(i, j int) bool { return res.Skipped[i].Path < res.Skipped[j].Path })
+				}
+				return res, err
+			}
+			why = err.Error()
+		}
+		res.FullReason = why
+	}
+	if err := j.rebuild(ctx, tree); err != nil {
+		return nil, err
+	}
+	sort.Slice(res.Skipped, func(i, j int) bool { return res.Skipped[i].Path < res.Skipped[j].Path })
+	return res, nil
+}
+
+// rebuild replays every conversation into a new database beside the old
+// one and swaps it in.
+func (j *job) rebuild(ctx context.Context, tree *store.Tree) error {
+	s, opts := j.s, j.opts
 	tmp, err := s.NewTempIndex()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	db, err := index.Create(tmp)
 	if err != nil {
 		os.Remove(tmp)
-		return nil, err
+		return err
 	}
 	committed := false
 	defer func() {
@@ -264,75 +321,276 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	}()
 	w, err := db.Begin(ctx)
 	if err != nil {
-		return nil, err
-	}
-	present := map[string]bool{}
-	for _, c := range tree.Conversations {
-		present[c.ID] = true
+		return err
 	}
 	opts.Progress.SetTotal(int64(len(tree.Conversations)))
-	err = build(ctx, tree.Conversations, present, opts, func(b *built) error {
+	j.present = presentIn(tree)
+	err = build(ctx, tree.Conversations, j.present, opts, nil, func(b *built) error {
 		defer opts.Progress.Add(1)
-		switch {
-		case b.deleting:
-			if err := s.FinishDeletion(b.dir.ID); err != nil {
-				return err
-			}
-			res.DeletionsFinished = append(res.DeletionsFinished, b.dir.ID)
-			opts.OnEvent(Event{Kind: EventDeletionFinished, Path: rp.path(b.dir.Path)})
-		case b.empty:
-			// os.Remove refuses a directory that gained an entry since.
-			if err := os.Remove(b.dir.Path); err != nil {
-				return err
-			}
-			if err := durable.SyncDir(filepath.Dir(b.dir.Path)); err != nil {
-				return err
-			}
-			res.DeletionsFinished = append(res.DeletionsFinished, b.dir.ID)
-			opts.OnEvent(Event{Kind: EventEmptyRemoved, Path: rp.path(b.dir.Path)})
-		case b.skip != nil:
-			sk := rp.skip(*b.skip)
-			res.Skipped = append(res.Skipped, sk)
-			opts.OnEvent(Event{Kind: EventSkipped, Path: sk.Path, Reason: sk.Reason})
-			if err := w.Skip(ctx, b.dir.ID, b.dir.Name, dirFingerprint(b.dir), sk.Reason); err != nil {
-				return err
-			}
-		default:
-			for i, r := range b.conv.WillNotOpen {
-				b.conv.WillNotOpen[i] = rp.text(r)
-			}
-			if err := w.Put(ctx, b.conv, b.msgs); err != nil {
-				return err
-			}
-			if len(b.conv.WillNotOpen) > 0 {
-				res.WillNotOpen = append(res.WillNotOpen, WillNotOpen{ID: b.dir.ID, Reasons: b.conv.WillNotOpen})
-				opts.OnEvent(Event{Kind: EventWillNotOpen, Path: rp.path(b.dir.Path), ID: b.dir.ID, Reasons: b.conv.WillNotOpen})
-			}
-			res.Indexed++
-			res.Sessions += len(b.conv.Sessions)
-			res.Turns += len(b.conv.Turns)
-			res.Messages += len(b.msgs)
-		}
-		return nil
+		return j.apply(ctx, w, b)
 	})
+	if err == nil {
+		err = j.finishForks(ctx, w, tree)
+	}
 	// Interrupted, even after the last conversation: not swapped in.
 	if err = interrupted(ctx, err); err != nil {
 		w.Rollback()
-		return nil, err
+		return err
 	}
 	if err := w.Commit(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := db.Finish(); err != nil {
-		return nil, err
+		return err
 	}
 	committed = true
 	if err := swap(tmp, s.IndexPath()); err != nil {
 		os.Remove(tmp)
-		return nil, err
+		return err
 	}
-	sort.Slice(res.Skipped, func(i, j int) bool { return res.Skipped[i].Path < res.Skipped[j].Path })
-	return res, nil
+	return nil
+}
+
+// presentIn is the set of conversations the walk found: the fork sources
+// a conversation may need.
+func presentIn(tree *store.Tree) map[string]bool {
+	present := make(map[string]bool, len(tree.Conversations))
+	for _, c := range tree.Conversations {
+		present[c.ID] = true
+	}
+	return present
+}
+
+// apply writes what was read of one conversation with w: finishes a
+// deletion, records a skip, or puts its rows.
+func (j *job) apply(ctx context.Context, w *index.Writer, b *built) error {
+	s, rp, res := j.s, j.rp, j.res
+	switch {
+	case b.deleting:
+		if err := w.Remove(ctx, b.dir.ID); err != nil {
+			return err
+		}
+		if err := s.FinishDeletion(b.dir.ID); err != nil {
+			return err
+		}
+		res.DeletionsFinished = append(res.DeletionsFinished, b.dir.ID)
+		j.opts.OnEvent(Event{Kind: EventDeletionFinished, Path: rp.path(b.dir.Path)})
+	case b.empty:
+		if err := w.Remove(ctx, b.dir.ID); err != nil {
+			return err
+		}
+		// os.Remove refuses a directory that gained an entry since.
+		if err := os.Remove(b.dir.Path); err != nil {
+			return err
+		}
+		if err := durable.SyncDir(filepath.Dir(b.dir.Path)); err != nil {
+			return err
+		}
+		res.DeletionsFinished = append(res.DeletionsFinished, b.dir.ID)
+		j.opts.OnEvent(Event{Kind: EventEmptyRemoved, Path: rp.path(b.dir.Path)})
+	case b.skip != nil:
+		sk := rp.skip(*b.skip)
+		res.Skipped = append(res.Skipped, sk)
+		j.opts.OnEvent(Event{Kind: EventSkipped, Path: sk.Path, Reason: sk.Reason})
+		if err := w.Skip(ctx, b.dir.ID, b.dir.Name, b.fingerprint, sk.Reason); err != nil {
+			return err
+		}
+	case b.kept != nil:
+		res.Kept++
+		if len(b.kept.ForkSources) > 0 {
+			j.forks = append(j.forks, fork{dir: b.dir, written: b.kept.WillNotOpen, kept: true,
+				needs: machine.Needs{Cwd: b.kept.Cwd, Agents: b.kept.Agents, Models: b.kept.Models, Sources: b.kept.ForkSources}})
+			break
+		}
+		if !slices.Equal(b.kept.WillNotOpen, b.willNotOpen) {
+			if err := w.SetWillNotOpen(ctx, b.dir.ID, b.willNotOpen); err != nil {
+				return err
+			}
+			res.Rechecked++
+		}
+		j.willNotOpen(b.dir, b.willNotOpen)
+	default:
+		for i, r := range b.conv.WillNotOpen {
+			b.conv.WillNotOpen[i] = rp.text(r)
+		}
+		if err := w.Put(ctx, b.conv, b.msgs); err != nil {
+			return err
+		}
+		if len(b.conv.ForkSources) > 0 {
+			j.forks = append(j.forks, fork{dir: b.dir, written: b.conv.WillNotOpen, needs: needsOf(b.conv)})
+		} else {
+			j.willNotOpen(b.dir, b.conv.WillNotOpen)
+		}
+		res.Indexed++
+		res.Replayed++
+		res.Sessions += len(b.conv.Sessions)
+		res.Turns += len(b.conv.Turns)
+		res.Messages += len(b.msgs)
+	}
+	return nil
+}
+
+// willNotOpen reports an indexed conversation that will not open here.
+func (j *job) willNotOpen(c store.ConversationDir, reasons []string) {
+	if len(reasons) > 0 {
+		j.res.WillNotOpen = append(j.res.WillNotOpen, WillNotOpen{ID: c.ID, Reasons: reasons})
+		j.opts.OnEvent(Event{Kind: EventWillNotOpen, Path: j.rp.path(c.Path), ID: c.ID, Reasons: reasons})
+	}
+}
+
+// job is one run of Run.
+type job struct {
+	s    *store.Store
+	opts Options
+	rp   reporter
+	res  *Result
+	// present are the conversations the walk found; forks those indexed
+	// that read older history from others, whose fork sources are checked
+	// once every conversation has been read (see finishForks).
+	present map[string]bool
+	forks   []fork
+}
+
+// fork is a conversation indexed that depends on fork sources, with the
+// will-not-open reasons its row holds.
+type fork struct {
+	dir     store.ConversationDir
+	needs   machine.Needs
+	written []string
+	kept    bool // an incremental run kept its rows
+}
+
+func needsOf(c *index.Conversation) machine.Needs {
+	return machine.Needs{Cwd: c.Cwd, Agents: c.Agents, Models: c.Models, Sources: c.ForkSources}
+}
+
+// finishForks checks the fork sources of the conversations indexed once
+// every conversation has been read: a source whose deletion the run
+// finished is missing, which a reader could not know while its own logs
+// were read (in parallel, in any order). Rows whose reasons change are
+// updated; the forks that will not open are reported, and the list of
+// them put back in directory order.
+func (j *job) finishForks(ctx context.Context, w *index.Writer, tree *store.Tree) error {
+	if len(j.forks) == 0 {
+		return nil
+	}
+	present := maps.Clone(j.present)
+	for _, id := range j.res.DeletionsFinished {
+		delete(present, id)
+	}
+	for _, f := range j.forks {
+		reasons := j.opts.Machine.Check(f.needs, func(id string) bool { return present[id] })
+		for i, r := range reasons {
+			reasons[i] = j.rp.text(r)
+		}
+		if !slices.Equal(reasons, f.written) {
+			if err := w.SetWillNotOpen(ctx, f.dir.ID, reasons); err != nil {
+				return err
+			}
+			if f.kept {
+				j.res.Rechecked++
+			}
+		}
+		j.willNotOpen(f.dir, reasons)
+	}
+	sortByTree(j.res.WillNotOpen, tree)
+	return nil
+}
+
+// sortByTree puts conversations back in directory order.
+func sortByTree(list []WillNotOpen, tree *store.Tree) {
+	pos := make(map[string]int, len(tree.Conversations))
+	for i, c := range tree.Conversations {
+		pos[c.ID] = i
+	}
+	sort.SliceStable(list, func(a, b int) bool { return pos[list[a].ID] < pos[list[b].ID] })
+}
+
+// errIndexUnusable is wrapped by update when the index cannot be updated
+// in place and is rebuilt instead.
+var errIndexUnusable = errors.New("metadata.db cannot be updated in place")
+
+// openForUpdate opens metadata.db for an incremental run, or says why it
+// is rebuilt instead.
+func openForUpdate(s *store.Store) (*index.DB, string) {
+	db, err := index.Open(s.IndexPath())
+	var ve *index.VersionError
+	switch {
+	case err == nil:
+		return db, ""
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, "metadata.db does not exist"
+	case errors.As(err, &ve) && ve.Older():
+		return nil, fmt.Sprintf("metadata.db was written by an older convkit (schema version %d; this one writes %d)", ve.Found, ve.Want)
+	}
+	return nil, fmt.Sprintf("metadata.db is not usable: %v", err)
+}
+
+// update brings the index db up to date with the logs in one transaction:
+// the rows of a conversation whose fingerprint matches are kept (only why
+// it will not open here is checked again, from what its row records),
+// every other conversation is replayed as a rebuild replays it, and the
+// rows of conversations no longer in the store are removed.
+func (j *job) update(ctx context.Context, db *index.DB, tree *store.Tree) error {
+	opts, rp, res := j.opts, j.rp, j.res
+	stored, err := db.Stored(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: reading it: %v", errIndexUnusable, err)
+	}
+	w, err := db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	present := presentIn(tree)
+	j.present = present
+	for id := range stored {
+		if !present[id] {
+			if err := w.Remove(ctx, id); err != nil {
+				w.Rollback()
+				return err
+			}
+			res.Removed++
+		}
+	}
+	keep := func(c store.ConversationDir) *built {
+		st, ok := stored[c.ID]
+		if !ok || st.Skipped {
+			// A skipped conversation is read again: the reason may lie
+			// outside its logs.
+			return nil
+		}
+		fp := dirFingerprint(c)
+		if fp != st.Fingerprint {
+			return nil
+		}
+		n := machine.Needs{Cwd: st.Cwd, Agents: st.Agents, Models: st.Models, Sources: st.ForkSources}
+		reasons := opts.Machine.Check(n, func(id string) bool { return present[id] })
+		for i, r := range reasons {
+			reasons[i] = rp.text(r)
+		}
+		return &built{dir: c, fingerprint: fp, kept: &st, willNotOpen: reasons}
+	}
+	opts.Progress.SetTotal(int64(len(tree.Conversations)))
+	err = build(ctx, tree.Conversations, present, opts, keep, func(b *built) error {
+		defer opts.Progress.Add(1)
+		return j.apply(ctx, w, b)
+	})
+	if err == nil {
+		err = j.finishForks(ctx, w, tree)
+	}
+	if err = interrupted(ctx, err); err != nil {
+		w.Rollback()
+		return err
+	}
+	if err := w.Commit(); err != nil {
+		return err
+	}
+	t, err := db.Totals(ctx)
+	if err != nil {
+		return err
+	}
+	res.Indexed, res.Sessions, res.Turns, res.Messages = t.Conversations, t.Sessions, t.Turns, t.Messages
+	return nil
 }
 
 // interrupted is ctx's error once ctx is done, whatever err the work that
@@ -362,14 +620,17 @@ func swap(tmp, final string) error {
 }
 
 // build reads conversations with at most jobs at once and hands each result
-// to sink in the order of convs. sink runs in the caller's goroutine.
+// to sink in the order of convs. sink runs in the caller's goroutine. keep
+// (when not nil) runs first for each: what it returns is handed on without
+// reading the logs.
 //
 // jobs long-lived readers take conversations in order and may finish up to
 // aheadPerJob conversations per job, holding at most aheadBytes of message
 // text, before sink takes them: the single writer behind sink and the
 // readers then rarely wait for each other (a large conversation no longer
 // stalls the readers behind it), and memory stays bounded.
-func build(ctx context.Context, convs []store.ConversationDir, present map[string]bool, opts Options, sink func(*built) error) error {
+func build(ctx context.Context, convs []store.ConversationDir, present map[string]bool, opts Options,
+	keep func(store.ConversationDir) *built, sink func(*built) error) error {
 	// Never more readers than conversations.
 	jobs := min(opts.Jobs, len(convs))
 	ctx, cancel := context.WithCancel(ctx)
@@ -411,8 +672,14 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				b := readConversationWith(ctx, convs[i], readEnv{present: func(id string) bool { return present[id] },
-					withText: !opts.NoText, machine: opts.Machine})
+				var b *built
+				if keep != nil {
+					b = keep(convs[i])
+				}
+				if b == nil {
+					b = readConversationWith(ctx, convs[i], readEnv{present: func(id string) bool { return present[id] },
+						withText: !opts.NoText, machine: opts.Machine})
+				}
 				mu.Lock()
 				held += b.textBytes()
 				mu.Unlock()
@@ -486,7 +753,8 @@ type readEnv struct {
 // readConversationWith is readConversation that stops when ctx is done
 // (b.err set).
 func readConversationWith(ctx context.Context, c store.ConversationDir, env readEnv) *built {
-	b := &built{dir: c}
+	// Taken before the logs are read (see dirFingerprint).
+	b := &built{dir: c, fingerprint: dirFingerprint(c)}
 	skip := func(path, format string, args ...any) *built {
 		b.skip = &Skip{ID: c.ID, Path: path, Reason: fmt.Sprintf(format, args...)}
 		return b
@@ -512,10 +780,6 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 	if err != nil {
 		return skip(convLog.Path, "unreadable conversation log: %v", err)
 	}
-	// The fingerprint is dirFingerprint's, from the sizes and times the
-	// logs had when they were opened: no second stat of each.
-	fp := sha256.New()
-	fingerprintOf(fp, convLog.Path, info.LogBytes, info.LogModTime)
 	if info.Deleting {
 		b.deleting = true
 		return b
@@ -524,7 +788,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 		ID: info.ID, Dir: c.Name, Title: info.Title, TitleIsAuto: info.TitleIsAuto, Cwd: info.Cwd,
 		CreatedAt: info.CreatedAt.UnixMilli(), UpdatedAt: info.UpdatedAt.UnixMilli(), Archived: info.Archived,
 		ForkedFrom: info.ForkedFrom, AfterCompaction: info.AfterCompaction, Agents: info.Agents, Models: info.Models,
-		RunningTurn: info.RunningTurn,
+		RunningTurn: info.RunningTurn, ForkSources: store.Dependencies(info), Fingerprint: b.fingerprint,
 		// A fork whose source is missing is indexed, as one whose working
 		// directory is missing: its logs read, it will not open here.
 		WillNotOpen: env.machine.Check(machine.NeedsOf(info), env.present),
@@ -544,7 +808,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 		if si := info.Session(l.ID); si != nil {
 			sess.Agent, sess.Model, sess.ParentSession = si.Agent, si.Model, si.ParentSession
 		}
-		msgs, st, h, mtime, err := readSession(ctx, l.Path, l.ID, env.withText)
+		msgs, st, h, err := readSession(ctx, l.Path, l.ID, env.withText)
 		if err != nil && ctx.Err() != nil {
 			b.err = ctx.Err()
 			return b
@@ -563,44 +827,20 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 			sess.ParentSession = h.ParentSession
 		}
 		sess.Events, sess.Bytes = st.Events, st.FileBytes
-		fingerprintOf(fp, l.Path, st.FileBytes, mtime)
 		conv.Sessions = append(conv.Sessions, sess)
 		b.msgs = append(b.msgs, msgs...)
 	}
-	conv.Fingerprint = hex.EncodeToString(fp.Sum(nil))[:32]
 	b.conv = conv
 	return b
-}
-
-// fingerprint adds a log's name, size and modification time: a cheap
-// identity that changes whenever the log does.
-func fingerprint(h io.Writer, path string) {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return
-	}
-	fingerprintOf(h, path, fi.Size(), fi.ModTime())
-}
-
-// fingerprintOf adds a log of the given size and modification time.
-func fingerprintOf(h io.Writer, path string, size int64, mtime time.Time) {
-	var b [128]byte
-	line := append(b[:0], filepath.Base(path)...)
-	line = append(line, 0)
-	line = strconv.AppendInt(line, size, 10)
-	line = append(line, 0)
-	line = strconv.AppendInt(line, mtime.UnixNano(), 10)
-	line = append(line, '\n')
-	h.Write(line)
 }
 
 // readSession reads one session log to its end: its stats and the text of
 // its user and assistant messages. A log whose header names another
 // session is refused by the store's opener (*convlog.IdentityError).
-func readSession(ctx context.Context, path, sessionID string, withText bool) ([]index.Message, convlog.Stats, *convlog.Header, time.Time, error) {
+func readSession(ctx context.Context, path, sessionID string, withText bool) ([]index.Message, convlog.Stats, *convlog.Header, error) {
 	r, err := store.OpenLog(path, convlog.ReaderOptions{})
 	if err != nil {
-		return nil, convlog.Stats{}, nil, time.Time{}, err
+		return nil, convlog.Stats{}, nil, err
 	}
 	defer r.Close()
 	var msgs []index.Message
@@ -609,17 +849,17 @@ func readSession(ctx context.Context, path, sessionID string, withText bool) ([]
 	rules := convlog.NewValidator(r.Header(), nil)
 	for n := 0; ; n++ {
 		if n%1024 == 0 && ctx.Err() != nil {
-			return nil, convlog.Stats{}, nil, time.Time{}, ctx.Err()
+			return nil, convlog.Stats{}, nil, ctx.Err()
 		}
 		e, err := r.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, convlog.Stats{}, nil, time.Time{}, err
+			return nil, convlog.Stats{}, nil, err
 		}
 		if err := rules.Check(e); err != nil {
-			return nil, convlog.Stats{}, nil, time.Time{}, r.RuleProblem(err)
+			return nil, convlog.Stats{}, nil, r.RuleProblem(err)
 		}
 		if !withText || (e.Type != convlog.TypeUserMessage && e.Type != convlog.TypeAssistantMessage) {
 			continue
@@ -635,9 +875,9 @@ func readSession(ctx context.Context, path, sessionID string, withText bool) ([]
 		msgs = append(msgs, index.Message{SessionID: sessionID, Seq: e.Seq, Role: role, Text: clip(text, MaxIndexedText)})
 	}
 	if err := rules.Finish(); err != nil {
-		return nil, convlog.Stats{}, nil, time.Time{}, fmt.Errorf("%s: line 1: %w", path, err)
+		return nil, convlog.Stats{}, nil, fmt.Errorf("%s: line 1: %w", path, err)
 	}
-	return msgs, r.Stats(), r.Header(), r.ModTime(), nil
+	return msgs, r.Stats(), r.Header(), nil
 }
 
 func clip(s string, n int) string {

@@ -25,11 +25,20 @@ runtime configuration, a fork source missing) is indexed and reported as
 "Summary: indexed=N, skipped=S, deletions-finished=D, will-not-open=W";
 exit 3 if anything was skipped (or, with --strict, will not open).
 
+--incremental updates metadata.db in place: the rows of conversations whose
+logs have not changed since they were indexed (their fingerprint: each
+log's name, size, modification and change times, device and inode) are
+kept, the others replayed, those of conversations gone removed, in one
+transaction; the index is then what a rebuild writes. Without a usable
+index it rebuilds it in full, and says why. The summary adds
+"kept=K, replayed=R, removed=X".
+
 --check compares the logs with the index and writes nothing; it takes no
 lock and runs beside the runtime. Every missing, stale and extra row is
 listed; exit 1 on any drift.`,
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "check", Usage: "compare logs and index without writing"},
+			&ucli.BoolFlag{Name: "incremental", Usage: "update metadata.db in place: replay only the conversations changed since they were indexed"},
 			&ucli.StringFlag{Name: "jobs", Usage: "read at most `N` conversations at once (default: CPUs, at most 16)"},
 			&ucli.BoolFlag{Name: "no-search", Usage: "leave message text out of the index (smaller, faster; search finds nothing)"},
 			&ucli.BoolFlag{Name: "strict", Usage: "exit 3 when a conversation will not open on this machine"},
@@ -48,6 +57,9 @@ listed; exit 1 on any drift.`,
 				jobs = n
 			}
 			if c.Bool("check") {
+				if c.Bool("incremental") {
+					return usagef(c, "--check writes nothing: --incremental does not apply to it")
+				}
 				return runReindexCheck(c, e, jobs)
 			}
 			return runReindex(c, e, jobs)
@@ -70,7 +82,7 @@ func runReindex(c *ucli.Context, e *env, jobs int) error {
 		return err
 	}
 	bar := e.newProgress("reindex", "conversations", 0)
-	opts := reindex.Options{Jobs: jobs, Progress: bar, NoText: c.Bool("no-search"), Machine: m}
+	opts := reindex.Options{Jobs: jobs, Progress: bar, NoText: c.Bool("no-search"), Machine: m, Incremental: c.Bool("incremental")}
 	if !e.g.JSON {
 		lines := e.libraryLines(e.stdout, problemLine)
 		opts.OnEvent = func(ev reindex.Event) { fmt.Fprintln(lines, reindexLine(ev)) }
@@ -81,13 +93,20 @@ func runReindex(c *ucli.Context, e *env, jobs int) error {
 		return err
 	}
 	e.warnings(res.Warnings)
+	if res.FullReason != "" && !e.g.Quiet {
+		fmt.Fprintf(e.stderr, "%s: reindex --incremental: %s: rebuilding it in full\n", progName, text(res.FullReason))
+	}
 	if e.g.JSON {
 		if err := writeJSON(e.stdout, res); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(e.stdout, "Summary: indexed=%d, skipped=%d, deletions-finished=%d, will-not-open=%d\n",
+		fmt.Fprintf(e.stdout, "Summary: indexed=%d, skipped=%d, deletions-finished=%d, will-not-open=%d",
 			res.Indexed, len(res.Skipped), len(res.DeletionsFinished), len(res.WillNotOpen))
+		if res.Incremental && res.FullReason == "" {
+			fmt.Fprintf(e.stdout, ", kept=%d, replayed=%d, removed=%d", res.Kept, res.Replayed, res.Removed)
+		}
+		fmt.Fprintln(e.stdout)
 	}
 	if len(res.Skipped) > 0 {
 		// The error names the first item (path and reason, which carries the
@@ -138,7 +157,7 @@ func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 		return err
 	}
 	bar := e.newProgress("reindex --check", "conversations", 0)
-	res, err := reindex.Check(c.Context, s, reindex.Options{Jobs: jobs, Progress: bar, Machine: m})
+	res, err := reindex.Check(c.Context, s, reindex.Options{Jobs: jobs, Progress: bar, Machine: m, NoText: c.Bool("no-search")})
 	bar.Finish()
 	if err != nil {
 		return err
