@@ -18,9 +18,13 @@ import (
 // Defaults of WriterOptions.
 const (
 	// DefaultChunkSize is how many bytes of the tar stream go into one zstd
-	// frame. Frames are independent, so smaller frames lose ratio (1 MiB
-	// frames cost about 1 % against 4 MiB ones); larger ones cost memory.
-	DefaultChunkSize = 4 << 20
+	// frame. Frames are independent, so smaller frames lose ratio; larger
+	// ones cost memory: a frame's input and output per worker, a few more
+	// waiting to be written, and an encoder window of the frame's size.
+	// Measured on stores written by convkit fixtures, 1 MiB frames cost
+	// 0.1-0.4 % of ratio against 4 MiB ones, and took a backup's heap from
+	// 80 MiB to 29 MiB.
+	DefaultChunkSize = 1 << 20
 	// MaxWorkers bounds the parallel frame compressors.
 	MaxWorkers = 8
 )

@@ -29,7 +29,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/convkit/convkit/archive"
@@ -90,7 +92,13 @@ func (o *Options) defaults() {
 
 // Result is what Write did.
 type Result struct {
+	// Manifest is the archive's manifest without its lists of
+	// conversations and files, which were streamed into the archive (read
+	// them back with ReadManifest): its header, counts and problems.
 	Manifest *Manifest
+	// Invalid are the logs archived whole because their check failed
+	// (entry name and error), in archive order.
+	Invalid []Problem
 	// Vanished are logs deleted between the walk and their reading
 	// (conversations deleted by the runtime during an online backup).
 	Vanished []string
@@ -120,7 +128,7 @@ var ErrNoStore = store.ErrNoStore
 func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Result, error) {
 	opts.defaults()
 	m := &Manifest{ManifestHeader: manifestFormat.Header(opts.ToolVersion, opts.Now()), LogCheck: LogCheckStructure,
-		Conversations: []Conversation{}, Files: []File{}, Problems: []Problem{}}
+		Problems: []Problem{}}
 	now := m.CreatedAt
 	if !s.Writable() {
 		// Online: copying committed prefixes is safe whoever writes.
@@ -134,7 +142,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	if opts.Strict {
 		m.LogCheck = LogCheckStrict
 	}
-	res := &Result{Manifest: m}
+	res := &Result{Manifest: m, Invalid: []Problem{}}
 	problem := func(p, reason string) {
 		m.Problems = append(m.Problems, Problem{Path: p, Reason: reason})
 		opts.OnEvent(Event{Kind: EventUnreadable, Path: p, Reason: reason})
@@ -180,15 +188,85 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		return nil, err
 	}
 
+	// The manifest's conversations and files are spooled as they come
+	// (see writeManifest), so memory does not grow with the store.
+	spoolAt := func(what string) string {
+		if opts.snapshotPath != "" {
+			return strings.TrimSuffix(opts.snapshotPath, snapshotSuffix) + spoolSuffix + what
+		}
+		return filepath.Join(opts.TempDir, fmt.Sprintf(".convkit-manifest-%d-%s-%s.tmp", os.Getpid(), now.Format("20060102T150405Z"), what))
+	}
+	convSpool, err := newSpool(spoolAt("conversations"))
+	if err != nil {
+		return fail(err)
+	}
+	defer convSpool.close()
+	fileSpool, err := newSpool(spoolAt("files"))
+	if err != nil {
+		return fail(err)
+	}
+	defer fileSpool.close()
+	addFile := func(f File) error {
+		m.Counts.Files++
+		m.Counts.Bytes += f.Size
+		if f.Log != nil {
+			m.Counts.Logs++
+			if f.Log.Current && f.Log.Session != "" {
+				m.Counts.SessionLogs++
+			}
+			if f.Log.Error != "" {
+				res.Invalid = append(res.Invalid, Problem{Path: f.Name, Reason: f.Log.Error})
+			}
+		}
+		return fileSpool.add(f)
+	}
+
 	// Conversations in archive order, as their first archived log comes;
 	// one with nothing archived (emptied by a delete, or every log
-	// unreadable) is not in the archive.
-	convPos := map[int]int{}
-	facts := map[int]*convFacts{}
-	currentSeen := map[[2]string]bool{} // (conversation dir, base) whose current generation is archived
-	type archivedLog struct{ conv, file int }
-	var archivedLogs []archivedLog
-	err := loadAll(ctx, wk.feed, m.Online, opts.Strict, opts.Workers, 2*opts.Workers+2, func(l *loaded) error {
+	// unreadable) is not in the archive. Logs come conversation by
+	// conversation: each is finished (its expectation, with strict) when
+	// the next one begins.
+	var (
+		cur       *Conversation
+		curIdx    = -1
+		curFacts  *convFacts
+		curFiles  []File
+		curSeen   = map[string]bool{} // bases whose current generation is archived
+		expect    Counts
+		conversed int
+	)
+	flush := func() error {
+		if cur == nil {
+			return nil
+		}
+		if opts.Strict {
+			files := make([]*File, len(curFiles))
+			for i := range curFiles {
+				files[i] = &curFiles[i]
+			}
+			convs := []Conversation{*cur}
+			c := expectations(convs, map[int]*convFacts{0: curFacts}, map[int][]*File{0: files}, false)
+			*cur = convs[0]
+			expect.Indexed += c.Indexed
+			expect.Skipped += c.Skipped
+			expect.Deleting += c.Deleting
+			expect.IndexedSessions += c.IndexedSessions
+			expect.Events += c.Events
+		}
+		conversed++
+		if err := convSpool.add(cur); err != nil {
+			return err
+		}
+		for _, f := range curFiles {
+			if err := addFile(f); err != nil {
+				return err
+			}
+		}
+		cur, curFacts, curFiles = nil, nil, curFiles[:0]
+		clear(curSeen)
+		return nil
+	}
+	err = loadAll(ctx, wk.feed, m.Online, opts.Strict, opts.Workers, 2*opts.Workers+2, func(l *loaded) error {
 		defer l.close()
 		defer opts.Progress.Add(1)
 		j := l.job
@@ -200,19 +278,18 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 			problem(j.path, l.problem)
 			return nil
 		}
-		ci, ok := convPos[j.convIdx]
-		if !ok {
-			ci = len(m.Conversations)
-			convPos[j.convIdx] = ci
-			m.Conversations = append(m.Conversations, Conversation{ID: j.convID, Dir: j.convDir})
+		if cur == nil || curIdx != j.convIdx {
+			if err := flush(); err != nil {
+				return err
+			}
+			cur, curIdx = &Conversation{ID: j.convID, Dir: j.convDir}, j.convIdx
 		}
-		key := [2]string{j.convDir, j.base}
-		if !currentSeen[key] {
-			currentSeen[key] = true
+		if !curSeen[j.base] {
+			curSeen[j.base] = true
 			l.info.Current = true
 			if j.convLog && l.info.Error == "" && l.info.Strict {
 				fc := l.conv
-				facts[ci] = &fc
+				curFacts = &fc
 			}
 		}
 		sum, err := l.archive(aw, j.name)
@@ -225,10 +302,12 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		}
 		m.LiveTailBytes += l.liveTail
 		info := l.info
-		m.Files = append(m.Files, File{Name: j.name, Size: sum.Size, SHA256: sum.Hex(), Log: &info})
-		archivedLogs = append(archivedLogs, archivedLog{ci, len(m.Files) - 1})
+		curFiles = append(curFiles, File{Name: j.name, Size: sum.Size, SHA256: sum.Hex(), Log: &info})
 		return nil
 	})
+	if err == nil {
+		err = flush()
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -249,37 +328,26 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		m.Index = IndexAbsent
 	default:
 		m.Index, m.IndexMethod = IndexSnapshot, sr.method
-		if err := archiveFile(aw, archive.IndexName, sr.path, m); err != nil {
+		f, err := archiveFile(aw, archive.IndexName, sr.path)
+		if err == nil {
+			err = addFile(f)
+		}
+		if err != nil {
 			return fail(fmt.Errorf("archive the metadata.db snapshot: %w", err))
 		}
 	}
 	opts.Progress.Add(1)
 
-	// Group the archived logs by conversation (m.Files no longer grows).
-	logs := map[int][]*File{}
-	for _, a := range archivedLogs {
-		logs[a.conv] = append(logs[a.conv], &m.Files[a.file])
-	}
-	invalid := m.Counts.InvalidLogs
+	counted := m.Counts
 	if opts.Strict {
-		m.Counts = expectations(m.Conversations, facts, logs, false)
+		m.Counts = expect
 	} else {
 		m.Counts = Counts{}
 	}
-	m.Counts.InvalidLogs = invalid
-	m.Counts.Conversations = len(m.Conversations)
-	for _, f := range m.Files {
-		m.Counts.Files++
-		m.Counts.Bytes += f.Size
-		if f.Log != nil {
-			m.Counts.Logs++
-			if f.Log.Current && f.Log.Session != "" {
-				m.Counts.SessionLogs++
-			}
-		}
-	}
-
-	if _, err := archive.WriteManifest(aw, m); err != nil {
+	m.Counts.InvalidLogs = counted.InvalidLogs
+	m.Counts.Conversations = conversed
+	m.Counts.Files, m.Counts.Bytes, m.Counts.Logs, m.Counts.SessionLogs = counted.Files, counted.Bytes, counted.Logs, counted.SessionLogs
+	if err := writeManifest(aw, m, convSpool, fileSpool); err != nil {
 		return fail(err)
 	}
 	if err := aw.Close(); err != nil {
@@ -291,23 +359,22 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	return res, nil
 }
 
-// archiveFile archives the file at p as name and lists it in m. It never
-// opens p through a symbolic link.
-func archiveFile(aw *archive.Writer, name, p string, m *Manifest) error {
+// archiveFile archives the file at p as name and returns its manifest
+// entry. It never opens p through a symbolic link.
+func archiveFile(aw *archive.Writer, name, p string) (File, error) {
 	f, err := durable.OpenRegular(p, os.O_RDONLY)
 	if err != nil {
-		return err
+		return File{}, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return err
+		return File{}, err
 	}
 	size := fi.Size()
 	sum, err := aw.WriteEntry(name, archive.Text, size, bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 256<<10))
 	if err != nil {
-		return err
+		return File{}, err
 	}
-	m.Files = append(m.Files, File{Name: name, Size: sum.Size, SHA256: sum.Hex()})
-	return nil
+	return File{Name: name, Size: sum.Size, SHA256: sum.Hex()}, nil
 }

@@ -295,8 +295,25 @@ func publishArchive(tmpName, dir string, now time.Time) (string, error) {
 }
 
 // snapshotSuffix ends the metadata.db snapshot ToDir makes beside its
-// temporary archive.
-const snapshotSuffix = ".index"
+// temporary archive; spoolSuffix, followed by what they hold, the
+// manifest's spools (removed as soon as they are made, where the system
+// allows).
+const (
+	snapshotSuffix = ".index"
+	spoolSuffix    = ".manifest-"
+)
+
+// companionOf is the temporary archive a snapshot or spool beside it
+// belongs to.
+func companionOf(name string) (string, bool) {
+	if a, ok := strings.CutSuffix(name, snapshotSuffix); ok && isTempArchive(a) {
+		return a, true
+	}
+	if i := strings.LastIndex(name, spoolSuffix); i > 0 && isTempArchive(name[:i]) {
+		return name[:i], true
+	}
+	return "", false
+}
 
 // isTempArchive reports whether name is a temporary archive ToDir makes.
 func isTempArchive(name string) bool {
@@ -335,8 +352,8 @@ func removeStaleTemps(dir string) []string {
 			}
 			continue
 		}
-		if snapOf, ok := strings.CutSuffix(name, snapshotSuffix); ok && isTempArchive(snapOf) {
-			if !present[snapOf] {
+		if of, ok := companionOf(name); ok {
+			if !present[of] {
 				remove(name) // its archive is gone: published or removed
 			}
 			continue
@@ -351,8 +368,10 @@ func removeStaleTemps(dir string) []string {
 			continue // a live backup is writing it
 		}
 		remove(name)
-		if present[name+snapshotSuffix] {
-			remove(name + snapshotSuffix)
+		for other := range present {
+			if of, ok := companionOf(other); ok && of == name {
+				remove(other)
+			}
 		}
 		fl.Close()
 	}

@@ -37,11 +37,12 @@ func TestForkSourceMissing(t *testing.T) {
 	if err := os.RemoveAll(src.Dir); err != nil {
 		t.Fatal(err)
 	}
-	p, res := backupFile(t, dir, Options{Strict: true})
+	p, _ := backupFile(t, dir, Options{Strict: true})
+	archived := extractedManifest(t, p)
 	var mc *Conversation
-	for i := range res.Manifest.Conversations {
-		if res.Manifest.Conversations[i].ID == fork.ID {
-			mc = &res.Manifest.Conversations[i]
+	for i := range archived.Conversations {
+		if archived.Conversations[i].ID == fork.ID {
+			mc = &archived.Conversations[i]
 		}
 	}
 	if mc == nil || mc.Expect != ExpectIndexed {
@@ -103,7 +104,7 @@ func TestForkSourceMissing(t *testing.T) {
 		return out.Name()
 	}
 	var forkSessions, forkEvents float64
-	for _, f := range res.Manifest.Files {
+	for _, f := range archived.Files {
 		if f.Log != nil && f.Log.Current && f.Log.Session != "" && strings.HasPrefix(f.Name, "conversations/"+mc.Dir+"/") {
 			forkSessions++
 			forkEvents += float64(f.Log.Events)

@@ -101,7 +101,12 @@ type backupSummary struct {
 	Planned       []backup.PlanFile `json:"planned,omitempty"`
 }
 
+// backupMemory is the resident set a backup is meant to stay within,
+// whatever the size of the store (the manifest is streamed).
+const backupMemory = 64 << 20
+
 func runBackup(c *ucli.Context, e *env, to string) error {
+	defer softMemoryLimitOf(backupMemory)()
 	// A backup holds runtime.lock when it is free and goes online when not;
 	// a dry run only looks.
 	mode := store.LockIfFree
@@ -218,11 +223,7 @@ func fillResult(sum *backupSummary, r *backup.Result) {
 	sum.Files, sum.Logs, sum.Conversations, sum.Bytes = m.Counts.Files, m.Counts.Logs, m.Counts.Conversations, m.Counts.Bytes
 	sum.ArchiveBytes, sum.LiveTailBytes, sum.InvalidLogs = r.Bytes, m.LiveTailBytes, m.Counts.InvalidLogs
 	sum.Problems = m.Problems
-	for _, f := range m.Files {
-		if f.Log != nil && f.Log.Error != "" {
-			sum.Invalid = append(sum.Invalid, backup.Problem{Path: f.Name, Reason: f.Log.Error})
-		}
-	}
+	sum.Invalid = append(sum.Invalid, r.Invalid...)
 	sum.Vanished = nonNilStrings(r.Vanished)
 }
 

@@ -49,7 +49,11 @@ const unaccountedMemory = 12 << 20
 // budget. Below the limit the limit does nothing; near it the collector
 // runs more often; a job whose live data passes it (lines of tens of
 // megabytes) still finishes, the collector then taking up to half the CPU.
-func softMemoryLimit(jobs int) (restore func()) {
+func softMemoryLimit(jobs int) (restore func()) { return softMemoryLimitOf(memoryBudget(jobs)) }
+
+// softMemoryLimitOf is softMemoryLimit for a process meant to stay within
+// budget bytes (a backup: 64 MiB, whatever the store's size).
+func softMemoryLimitOf(budget int64) (restore func()) {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
 		return func() {}
 	}
@@ -57,6 +61,6 @@ func softMemoryLimit(jobs int) (restore func()) {
 	if prev != math.MaxInt64 {
 		return func() {}
 	}
-	debug.SetMemoryLimit(memoryBudget(jobs) - unaccountedMemory)
+	debug.SetMemoryLimit(budget - unaccountedMemory)
 	return func() { debug.SetMemoryLimit(prev) }
 }

@@ -57,6 +57,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -102,6 +103,7 @@ func main() {
 	bin := flag.String("convkit", "", "measure this convkit `binary` instead of building ./cmd/convkit")
 	runs := flag.Int("runs", 0, "at most `N` rounds of each short measurement (default: by size)")
 	only := flag.String("only", "", "run only these comma-separated `parts`: migrate, inspect, store, dsh, small, reindex, backup, transfer")
+	files := flag.String("files", "", "the file counts of the stores of many files the backup's memory is measured on, comma-separated (default: by size)")
 	flag.Parse()
 	sp, ok := sizes[*size]
 	if !ok {
@@ -110,6 +112,17 @@ func main() {
 	}
 	if *runs > 0 {
 		sp.runs = *runs
+	}
+	if *files != "" {
+		sp.manyFiles = nil
+		for _, f := range strings.Split(*files, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n <= 0 {
+				fmt.Fprintf(os.Stderr, "bench: -files %q: want positive whole numbers\n", *files)
+				os.Exit(2)
+			}
+			sp.manyFiles = append(sp.manyFiles, n)
+		}
 	}
 	b := &bench{log: os.Stderr, spec: sp, size: *size, seed: *seed, bin: *bin}
 	if *only != "" {

@@ -1,0 +1,72 @@
+package backup
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/convkit/convkit/archive"
+)
+
+// TestStreamedManifestIsTheWholeEncoding: the manifest put together from
+// its spools is byte for byte the encoding of the whole Manifest, as
+// builds that held it in memory wrote it (one line of compact JSON, <, >
+// and & as they are), so every reader of the format reads it as before;
+// its lists are those of the archive, and ToDir leaves no spool behind.
+func TestStreamedManifestIsTheWholeEncoding(t *testing.T) {
+	dataDir, _ := generate(t, 23, 30, false)
+	for _, strict := range []bool{false, true} {
+		dir := t.TempDir()
+		r, err := toDir(context.Background(), dataDir, dir, DirOptions{Options: Options{Strict: strict}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if e.Name() != filepath.Base(r.Archive) && e.Name() != filepath.Base(InfoPath(r.Archive)) {
+				t.Errorf("strict %v: %s left in the backup directory", strict, e.Name())
+			}
+		}
+		f, err := os.Open(r.Archive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := t.TempDir()
+		extracted, err := archive.Extract(context.Background(), f, x, archive.ExtractOptions{})
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(filepath.Join(x, archive.ManifestName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := ReadManifest(filepath.Join(x, archive.ManifestName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var whole bytes.Buffer
+		enc := json.NewEncoder(&whole)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(m); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(raw, whole.Bytes()) {
+			t.Fatalf("strict %v: the manifest (%d bytes) is not the encoding of what it holds (%d bytes)", strict, len(raw), whole.Len())
+		}
+		if len(m.Files) != len(extracted)-1 || len(m.Conversations) < 30 || m.Counts.Files != len(m.Files) ||
+			m.Counts.Conversations != len(m.Conversations) {
+			t.Fatalf("strict %v: %d files listed (counts %d), %d entries; %d conversations (counts %d)", strict,
+				len(m.Files), m.Counts.Files, len(extracted), len(m.Conversations), m.Counts.Conversations)
+		}
+		if mm := archive.CheckListing(extracted[:len(extracted)-1], m.Listing()); len(mm) > 0 {
+			t.Fatalf("strict %v: %+v", strict, mm)
+		}
+		if strict && m.Counts.Indexed == 0 {
+			t.Fatalf("strict: no conversation expected indexed: %+v", m.Counts)
+		}
+	}
+}
