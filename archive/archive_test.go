@@ -491,3 +491,36 @@ func FuzzReader(f *testing.F) {
 		})
 	})
 }
+
+// TestWriterRefusesDuplicateNames: a name written twice is refused, in
+// its directory or after it was left, without a set of every name.
+func TestWriterRefusesDuplicateNames(t *testing.T) {
+	for _, tc := range []struct {
+		names []string
+		bad   string // the name refused; "" none
+	}{
+		{[]string{"conversations/a/x", "conversations/a/y", "conversations/b/x", "metadata.db", "MANIFEST.json"}, ""},
+		{[]string{"conversations/a/x", "conversations/a/x"}, "conversations/a/x"},
+		{[]string{"metadata.db", "conversations/a/x", "MANIFEST.json"}, ""},
+		{[]string{"metadata.db", "conversations/a/x", "metadata.db"}, "metadata.db"},
+		{[]string{"conversations/a/x", "conversations/b/x", "conversations/a/y"}, "conversations/a/y"},
+		{[]string{"conversations/a/x", "conversations/b/x", "conversations/a/x"}, "conversations/a/x"},
+		{[]string{"MANIFEST.json", "MANIFEST.json"}, "MANIFEST.json"},
+	} {
+		w := NewWriter(io.Discard, WriterOptions{})
+		var refused string
+		for _, n := range tc.names {
+			if _, err := w.WriteBytes(n, Text, []byte("x")); err != nil {
+				refused = n
+				if !strings.Contains(err.Error(), n) {
+					t.Errorf("%v: the error does not name the entry: %v", tc.names, err)
+				}
+				break
+			}
+		}
+		if refused != tc.bad {
+			t.Errorf("%v: refused %q, want %q", tc.names, refused, tc.bad)
+		}
+		w.Abort()
+	}
+}

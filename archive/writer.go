@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,7 +86,7 @@ type Writer struct {
 	tw      *tar.Writer
 	ch      *chunker
 	modTime time.Time
-	names   map[string]bool
+	names   *nameSet
 	entries int64
 	err     error
 	closed  bool
@@ -111,7 +113,7 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 		mt = time.Unix(0, 0)
 	}
 	ch := newChunker(w, opts)
-	return &Writer{tw: tar.NewWriter(ch), ch: ch, modTime: mt.UTC().Truncate(time.Second), names: map[string]bool{}}
+	return &Writer{tw: tar.NewWriter(ch), ch: ch, modTime: mt.UTC().Truncate(time.Second), names: newNameSet()}
 }
 
 // WriteEntry writes one regular-file entry of exactly size bytes read from
@@ -173,13 +175,12 @@ func (w *Writer) begin(name string, kind Kind, size int64) error {
 	if err := CheckName(name); err != nil {
 		return fmt.Errorf("archive entry %q: %w", name, err)
 	}
-	if w.names[name] {
-		return fmt.Errorf("archive entry %q: written twice", name)
+	if err := w.names.add(name); err != nil {
+		return fmt.Errorf("archive entry %q: %w", name, err)
 	}
 	if size < 0 {
 		return fmt.Errorf("archive entry %q: negative size", name)
 	}
-	w.names[name] = true
 	w.ch.setKind(Text) // the header is text
 	hdr := &tar.Header{
 		Typeflag: tar.TypeReg,
@@ -194,6 +195,57 @@ func (w *Writer) begin(name string, kind Kind, size int64) error {
 		return w.err
 	}
 	w.ch.setKind(kind)
+	return nil
+}
+
+// nameSet refuses an entry name written twice without holding every name:
+// a backup writes hundreds of thousands of entries, and a set of their
+// names grew with the archive (tens of megabytes). Names in a directory
+// (what precedes the last '/') are checked within it, and its entries must
+// come one after the other, as every writer of a store's files walks it; a
+// directory left is remembered by a 64-bit digest of its name (two
+// directories of the same digest, one chance in 2^64 per pair, would
+// refuse the second as left). Names at the top (metadata.db, the
+// manifest: a few) may come anywhere and are all kept.
+type nameSet struct {
+	top  map[string]bool
+	dir  string
+	here map[string]bool // the names of dir's entries
+	left map[uint64]bool // digests of the directories left
+	seed maphash.Seed
+}
+
+func newNameSet() *nameSet {
+	return &nameSet{top: map[string]bool{}, here: map[string]bool{}, left: map[uint64]bool{}, seed: maphash.MakeSeed()}
+}
+
+// errDirLeft refuses an entry of a directory whose entries ended before.
+var errDirLeft = errors.New("its directory's entries ended before it (the entries of a directory are written one after the other)")
+
+func (s *nameSet) add(name string) error {
+	i := strings.LastIndexByte(name, '/')
+	if i < 0 {
+		if s.top[name] {
+			return errors.New("written twice")
+		}
+		s.top[name] = true
+		return nil
+	}
+	dir, base := name[:i], name[i+1:]
+	if dir != s.dir {
+		if s.left[maphash.String(s.seed, dir)] {
+			return errDirLeft
+		}
+		if len(s.here) > 0 {
+			s.left[maphash.String(s.seed, s.dir)] = true
+		}
+		clear(s.here)
+		s.dir = dir
+	}
+	if s.here[base] {
+		return errors.New("written twice")
+	}
+	s.here[base] = true
 	return nil
 }
 
