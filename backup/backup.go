@@ -196,15 +196,8 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		}
 		return filepath.Join(opts.TempDir, fmt.Sprintf(".convkit-manifest-%d-%s-%s.tmp", os.Getpid(), now.Format("20060102T150405Z"), what))
 	}
-	convSpool, err := newSpool(spoolAt("conversations"))
-	if err != nil {
-		return fail(err)
-	}
+	convSpool, fileSpool := newSpool(spoolAt("conversations")), newSpool(spoolAt("files"))
 	defer convSpool.close()
-	fileSpool, err := newSpool(spoolAt("files"))
-	if err != nil {
-		return fail(err)
-	}
 	defer fileSpool.close()
 	addFile := func(f File) error {
 		m.Counts.Files++
@@ -266,7 +259,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		clear(curSeen)
 		return nil
 	}
-	err = loadAll(ctx, wk.feed, m.Online, opts.Strict, opts.Workers, 2*opts.Workers+2, func(l *loaded) error {
+	err := loadAll(ctx, wk.feed, m.Online, opts.Strict, opts.Workers, 2*opts.Workers+2, func(l *loaded) error {
 		defer l.close()
 		defer opts.Progress.Add(1)
 		j := l.job

@@ -24,30 +24,30 @@ import (
 // change, and every reader of an archive reads it as before.
 
 // spool is one list of the manifest, spooled: its elements' JSON, comma
-// separated, in a file removed as soon as it is made (where the system
-// allows; else at close).
+// separated, held in memory up to spoolMemory and beyond it in a file at
+// path, removed as soon as it is made (where the system allows; else at
+// close). A store of a few thousand files never writes one.
 type spool struct {
+	path    string
+	mem     []byte
 	f       *os.File
-	path    string // "" once removed
 	w       *bufio.Writer
 	buf     bytes.Buffer
 	enc     *json.Encoder
 	n, size int64
 }
 
-// newSpool makes a spool at path, which must not exist (a private file).
-func newSpool(path string) (*spool, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, durable.FileMode)
-	if err != nil {
-		return nil, err
-	}
-	s := &spool{f: f, path: path, w: bufio.NewWriterSize(f, 256<<10)}
-	if os.Remove(path) == nil {
-		s.path = ""
-	}
+// spoolMemory is how much of one list is held in memory (a variable for
+// the tests).
+var spoolMemory = 1 << 20
+
+// newSpool makes a spool that writes to path, which must not exist (a
+// private file), once its list outgrows spoolMemory.
+func newSpool(path string) *spool {
+	s := &spool{path: path}
 	s.enc = json.NewEncoder(&s.buf)
 	s.enc.SetEscapeHTML(false)
-	return s, nil
+	return s
 }
 
 // add appends one element.
@@ -60,7 +60,14 @@ func (s *spool) add(v any) error {
 		return err
 	}
 	b := bytes.TrimSuffix(s.buf.Bytes(), []byte{'\n'})
-	if _, err := s.w.Write(b); err != nil {
+	if s.f == nil && len(s.mem)+len(b) > spoolMemory {
+		if err := s.toFile(); err != nil {
+			return err
+		}
+	}
+	if s.f == nil {
+		s.mem = append(s.mem, b...)
+	} else if _, err := s.w.Write(b); err != nil {
 		return fmt.Errorf("spooling the manifest: %w", err)
 	}
 	s.n++
@@ -68,8 +75,28 @@ func (s *spool) add(v any) error {
 	return nil
 }
 
+// toFile moves the list to the spool's file.
+func (s *spool) toFile() error {
+	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, durable.FileMode)
+	if err != nil {
+		return fmt.Errorf("spooling the manifest: %w", err)
+	}
+	if os.Remove(s.path) == nil {
+		s.path = ""
+	}
+	s.f, s.w = f, bufio.NewWriterSize(f, 256<<10)
+	if _, err := s.w.Write(s.mem); err != nil {
+		return fmt.Errorf("spooling the manifest: %w", err)
+	}
+	s.mem = nil
+	return nil
+}
+
 // reader is the spooled elements.
 func (s *spool) reader() (io.Reader, error) {
+	if s.f == nil {
+		return bytes.NewReader(s.mem), nil
+	}
 	if err := s.w.Flush(); err != nil {
 		return nil, fmt.Errorf("spooling the manifest: %w", err)
 	}
@@ -77,6 +104,9 @@ func (s *spool) reader() (io.Reader, error) {
 }
 
 func (s *spool) close() {
+	if s.f == nil {
+		return
+	}
 	s.f.Close()
 	if s.path != "" {
 		os.Remove(s.path)
