@@ -97,8 +97,12 @@ type Reader struct {
 	header *Header
 	stats  Stats
 
-	// line source
+	// line source: text (from tpos) when the plain text is in memory (a
+	// frame decoded whole, a plain log read whole), else br
 	br       *bufio.Reader
+	text     []byte
+	tpos     int
+	inText   bool
 	lineBuf  []byte
 	plainOff int64
 	line     int64
@@ -116,6 +120,10 @@ type Reader struct {
 	frame    Frame
 	inFrame  bool
 	frameEnd bool
+	// pre decodes frames ahead (see prefetch.go); cur is the frame the
+	// reader is on.
+	pre *prefetcher
+	cur *pframe
 	// decBig is set once dec has streamed a frame whose window may exceed
 	// keepBufBytes: its history is that large, so it is not returned to
 	// the pool, nor kept through a large frame that is decoded whole.
@@ -264,6 +272,12 @@ func NewReader(src io.ReaderAt, size int64, path string, opts ReaderOptions) (*R
 	return newReader(src, size, path, opts, nil)
 }
 
+// NewReaderBytes is NewReader of a log held in memory: frames are decoded
+// straight out of b, which must not change while the reader is used.
+func NewReaderBytes(b []byte, path string, opts ReaderOptions) (*Reader, error) {
+	return newReader(bytes.NewReader(b), int64(len(b)), path, opts, b)
+}
+
 // newReader is NewReader; mem, when set, is the whole file (src reads the
 // same bytes), and frames are decoded straight out of it.
 func newReader(src io.ReaderAt, size int64, path string, opts ReaderOptions, mem []byte) (*Reader, error) {
@@ -298,6 +312,9 @@ func newReader(src io.ReaderAt, size int64, path string, opts ReaderOptions, mem
 		if fb, _ := frameBufPool.Get().(*frameBufs); fb != nil {
 			r.bufs, r.cbuf, r.pbuf = fb, fb.c, fb.p
 		}
+	} else if mem != nil {
+		// Lines are sliced out of the file's bytes, never copied.
+		r.text, r.inText = mem, true
 	} else {
 		r.br = getBufio(io.NewSectionReader(src, 0, size))
 	}
@@ -344,6 +361,7 @@ func (r *Reader) Close() error {
 }
 
 func (r *Reader) release() {
+	r.stopPrefetch()
 	if r.whole != nil {
 		putWhole(r.whole)
 		r.whole = nil
@@ -419,7 +437,14 @@ func (r *Reader) readHeader() error {
 		// Frame 1 holds exactly the header line when the framing is
 		// canonical; more is read (the zstd tool writes one frame), and
 		// noted.
-		_, err := r.br.Peek(1)
+		var err error
+		if r.inText {
+			if r.tpos == len(r.text) {
+				err = io.EOF
+			}
+		} else {
+			_, err = r.br.Peek(1)
+		}
 		switch {
 		case err == nil:
 			r.noteFraming("frame 1 holds more than the header line")
@@ -635,6 +660,13 @@ func (r *Reader) readSmallFrame(f Frame) error {
 // decodeSmallFrame decodes frame f, whose bytes are in.
 func (r *Reader) decodeSmallFrame(f Frame, in []byte) error {
 	out, err := allDecoder.DecodeAll(in, r.pbuf[:0])
+	r.pbuf = out
+	return r.decodedFrame(f, in, out, err)
+}
+
+// decodedFrame starts reading frame f, whose bytes in decoded to out, or
+// failed to with err.
+func (r *Reader) decodedFrame(f Frame, in, out []byte, err error) error {
 	if err != nil && f.ContentSize < 0 {
 		// A frame that does not state its size may be larger than
 		// DecodeAll takes, and a damaged one reports as a stream
@@ -646,19 +678,14 @@ func (r *Reader) decodeSmallFrame(f Frame, in []byte) error {
 	if err != nil {
 		return r.errorAt(Position{Frame: f.Index, FrameOffset: f.Offset}, ErrCorrupt, "frame failed validation: %v", err)
 	}
-	r.pbuf = out
 	if r.decoded += int64(len(out)); r.decoded > r.budget {
 		r.plain.Reset(nil)
 		r.br = r.brOver(r.br)
-		r.inFrame = true
+		r.inText, r.inFrame = false, true
 		return nil
 	}
-	r.plain.Reset(out)
-	if r.br == nil {
-		r.br = getBufio(&r.plain)
-	} else {
-		r.br.Reset(&r.plain)
-	}
+	// The frame's lines are sliced out of its text.
+	r.text, r.tpos, r.inText = out, 0, true
 	r.inFrame = true
 	return nil
 }
@@ -668,7 +695,18 @@ func (r *Reader) decodeSmallFrame(f Frame, in []byte) error {
 func (r *Reader) InTornFrame() bool { return r.comp == Zstd && r.frame.Torn }
 
 func (r *Reader) openFrame() error {
-	f, err := r.scanner.Next()
+	if r.pre == nil && r.stats.Frames > 0 && r.usePrefetch() {
+		r.startPrefetch()
+	}
+	var f Frame
+	var err error
+	var pf *pframe
+	if r.pre != nil {
+		pf = r.nextPrefetched()
+		f, err = pf.f, pf.err
+	} else {
+		f, err = r.scanner.Next()
+	}
 	if err == io.EOF {
 		if r.stats.Frames == 0 {
 			return r.errorAt(Position{}, ErrCorrupt, "empty or header-less log: no zstd frame")
@@ -712,6 +750,20 @@ func (r *Reader) openFrame() error {
 		// Nor megabytes of small-frame text through a large frame.
 		r.pbuf = nil
 		r.plain.Reset(nil)
+	}
+	if pf != nil {
+		if pf.whole {
+			return r.decodedFrame(f, pf.in, pf.out, pf.derr)
+		}
+		var in io.Reader = io.NewSectionReader(r.src, f.Offset, f.Size)
+		if f.Torn {
+			blocks, ok := f.completeBlocks(r.src)
+			if !ok {
+				blocks = bytes.NewReader(nil)
+			}
+			in = blocks
+		}
+		return r.streamFrame(f, in)
 	}
 	if small && r.mem != nil {
 		return r.decodeSmallFrame(f, r.mem[f.Offset:f.Offset+f.Size])
@@ -765,7 +817,7 @@ func (r *Reader) streamFrame(f Frame, in io.Reader) error {
 	} else {
 		r.br.Reset(&r.budgeted)
 	}
-	r.inFrame = true
+	r.inText, r.inFrame = false, true
 	return nil
 }
 
@@ -809,6 +861,9 @@ func (r *Reader) brOver(br *bufio.Reader) *bufio.Reader {
 // A line over the limit is reported tooLong: in a plain log it is consumed
 // whole (its bytes are on disk), in a compressed one reading stops there.
 func (r *Reader) readLine() (line []byte, complete, tooLong bool, err error) {
+	if r.inText {
+		return r.textLine()
+	}
 	r.lineBuf = append(r.lineBuf[:0], r.carry...)
 	total := len(r.carry)
 	r.carry = r.carry[:0]
@@ -842,4 +897,41 @@ func (r *Reader) readLine() (line []byte, complete, tooLong bool, err error) {
 			return r.lineBuf, false, tooLong, err
 		}
 	}
+}
+
+// textLine is readLine over text held in memory: the line is a slice of
+// it, unless it began in the frame before (carry).
+func (r *Reader) textLine() (line []byte, complete, tooLong bool, err error) {
+	rest := r.text[r.tpos:]
+	i := bytes.IndexByte(rest, '\n')
+	n := len(rest)
+	if i >= 0 {
+		n = i + 1
+	}
+	if len(r.carry)+n > r.opts.MaxLineBytes+1 {
+		r.carry = r.carry[:0]
+		if r.comp == Zstd {
+			return nil, false, true, nil
+		}
+		r.tpos += n
+		if i < 0 {
+			return nil, false, true, io.EOF
+		}
+		return nil, true, true, nil
+	}
+	r.tpos += n
+	if i >= 0 {
+		line = rest[:i]
+	} else {
+		line = rest
+	}
+	if len(r.carry) > 0 {
+		r.lineBuf = append(append(r.lineBuf[:0], r.carry...), line...)
+		line = r.lineBuf
+		r.carry = r.carry[:0]
+	}
+	if i < 0 {
+		return line, false, false, io.EOF
+	}
+	return line, true, false, nil
 }

@@ -233,11 +233,42 @@ func ReadConversationFile(path string) (*ConversationInfo, error) {
 	return &st.info, nil
 }
 
+// ReadConversationBytes replays a conversation log held in memory, as
+// ReadConversationFile replays the file at path: path, the log's place in
+// a store, names it in errors, gives its version and compression, and the
+// identity its header must have (LogReaderOptions). It replays what an
+// export archives of a log, its committed prefix.
+func ReadConversationBytes(b []byte, path string) (*ConversationInfo, error) {
+	opts := convlog.ReaderOptions{Version: -1}
+	if n, ok := convlog.ParseName(filepath.Base(path)); ok {
+		c := n.Compression
+		opts.Version, opts.Compression = n.Version, &c
+	}
+	opts, err := LogReaderOptions(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	r, err := convlog.NewReaderBytes(b, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	st, err := replay(r, path)
+	if err != nil {
+		return nil, err
+	}
+	return &st.info, nil
+}
+
 func replayFile(path string) (*convState, error) {
 	r, err := OpenLog(path, convlog.ReaderOptions{})
 	if err != nil {
 		return nil, err
 	}
+	return replay(r, path)
+}
+
+// replay replays the conversation log r reads, and closes r.
+func replay(r *convlog.Reader, path string) (*convState, error) {
 	defer r.Close()
 	h := r.Header()
 	if h.Type != convlog.ConversationLog {

@@ -2,7 +2,9 @@ package transfer
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -10,8 +12,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/convkit/convkit/archive"
@@ -350,9 +354,52 @@ type openLog struct {
 	gen       convlog.Name
 	isConvLog bool
 	f         *convlog.File
-	prefix    convlog.Prefix // what of f is archived
-	leftOut   int64
-	events    int64
+	// buf holds a small log whole, read once: checked and archived from
+	// the same bytes (src reads buf, else f); data is its committed prefix
+	// as archived, sum data's SHA-256 (both computed by the worker that
+	// read it).
+	buf     []byte
+	src     io.ReaderAt
+	data    []byte
+	sum     [sha256.Size]byte
+	prefix  convlog.Prefix // what of src is archived
+	leftOut int64
+	events  int64
+}
+
+func (l *openLog) close() {
+	if l.f != nil {
+		l.f.Close()
+		l.f = nil
+	}
+}
+
+// smallLog is the size up to which a log is read into memory once and
+// checked and archived from there; larger ones are checked through the
+// file and archived from the same descriptor.
+const smallLog = 1 << 20
+
+// aheadBytes bounds the bytes of small logs held by conversations read
+// ahead of the archive writer.
+const aheadBytes = 32 << 20
+
+// readConv is one conversation read and checked by a worker: what the
+// writer archives, and what it reports, in the order of the export.
+type readConv struct {
+	p    *planned
+	c    *Conversation // nil: left out (problem says why)
+	logs []*openLog
+	// events are the layout findings to report; problem, when set, the
+	// problem that leaves the conversation out.
+	events  []ExportEvent
+	problem *Problem
+	bytes   int64 // of buffered logs
+}
+
+func (rc *readConv) close() {
+	for _, l := range rc.logs {
+		l.close()
+	}
 }
 
 func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error) {
@@ -370,27 +417,30 @@ func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error
 	}
 	res := &ExportResult{Manifest: x.m, Added: []string{}}
 	x.opts.Progress.SetTotal(int64(len(x.order)))
-	for _, p := range x.order {
-		if err := ctx.Err(); err != nil {
-			return fail(err)
+	err = x.readAll(ctx, tmpDir, func(rc *readConv) error {
+		defer x.opts.Progress.Add(1)
+		defer rc.close()
+		for _, ev := range rc.events {
+			x.opts.OnEvent(ev)
 		}
-		c, logs, ok := x.read(p, tmpDir)
-		if !ok {
-			x.opts.Progress.Add(1)
-			continue
+		if rc.problem != nil {
+			x.problem(rc.problem.ID, rc.problem.Path, rc.problem.Reason)
+			return nil
 		}
-		err := x.archiveConv(aw, logs)
-		for _, l := range logs {
-			l.f.Close()
+		if err := x.archiveConv(aw, rc.logs); err != nil {
+			return err
 		}
-		if err != nil {
-			return fail(err)
+		x.m.Conversations = append(x.m.Conversations, *rc.c)
+		if !rc.p.requested {
+			res.Added = append(res.Added, rc.p.id)
 		}
-		x.m.Conversations = append(x.m.Conversations, *c)
-		if !p.requested {
-			res.Added = append(res.Added, p.id)
-		}
-		x.opts.Progress.Add(1)
+		return nil
+	})
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return fail(err)
 	}
 	if _, err := archive.WriteManifest(aw, x.m); err != nil {
 		return fail(err)
@@ -403,31 +453,127 @@ func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error
 	return res, nil
 }
 
-// read opens and checks every current log of one conversation. Any log
-// that cannot be read strictly leaves the whole conversation out (a
-// problem); then ok is false and nothing is left open.
-func (x *exporter) read(p *planned, tmpDir string) (c *Conversation, logs []*openLog, ok bool) {
-	dir, _ := x.s.ConversationPath(p.id)
-	defer func() {
-		if !ok {
-			for _, l := range logs {
-				l.f.Close()
+// readAll reads the conversations of the export with as many workers as
+// there are CPUs (at most 8), ahead of the archive writer by at most two
+// conversations a worker and aheadBytes of small logs, and hands each to
+// sink in the export's order. sink runs in the caller's goroutine.
+func (x *exporter) readAll(ctx context.Context, tmpDir string, sink func(*readConv) error) error {
+	workers := min(max(1, runtime.GOMAXPROCS(0)), 8, len(x.order))
+	if workers == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type slot struct {
+		p    *planned
+		done chan *readConv
+	}
+	order := make(chan *slot, 2*workers)
+	work := make(chan *slot)
+	var (
+		mu    sync.Mutex
+		room  = sync.NewCond(&mu)
+		held  int64
+		ended bool
+	)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range work {
+				rc := x.read(s.p, tmpDir)
+				mu.Lock()
+				held += rc.bytes
+				mu.Unlock()
+				s.done <- rc
 			}
-			logs = nil
+		}()
+	}
+	go func() {
+		defer close(order)
+		defer close(work)
+		for _, p := range x.order {
+			mu.Lock()
+			for held >= aheadBytes && !ended {
+				room.Wait()
+			}
+			stop := ended
+			mu.Unlock()
+			if stop {
+				return
+			}
+			s := &slot{p: p, done: make(chan *readConv, 1)}
+			select {
+			case order <- s:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case work <- s:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}()
+	var err error
+	for s := range order {
+		var rc *readConv
+		select {
+		case rc = <-s.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			break
+		}
+		mu.Lock()
+		held -= rc.bytes
+		room.Broadcast()
+		mu.Unlock()
+		if err = sink(rc); err != nil {
+			break
+		}
+	}
+	cancel()
+	mu.Lock()
+	ended = true
+	room.Broadcast()
+	mu.Unlock()
+	wg.Wait()
+	// Release what was read but not archived.
+	for s := range order {
+		select {
+		case rc := <-s.done:
+			rc.close()
+		default:
+		}
+	}
+	return err
+}
+
+// read opens and checks every current log of one conversation. Any log
+// that cannot be read strictly leaves the whole conversation out (a
+// problem); then nothing is left open.
+func (x *exporter) read(p *planned, tmpDir string) *readConv {
+	rc := &readConv{p: p}
+	dir, _ := x.s.ConversationPath(p.id)
+	leaveOut := func(path, reason string) *readConv {
+		rc.close()
+		rc.logs, rc.bytes = nil, 0
+		rc.problem = &Problem{ID: p.id, Path: path, Reason: reason}
+		return rc
+	}
 	cd, probs, err := x.s.WalkConversation(p.id)
 	if err != nil {
 		if len(probs) > 0 {
 			// The entry at fault and why, each said once.
-			x.problem(p.id, probs[0].Path, probs[0].Reason)
-		} else {
-			x.problem(p.id, dir, err.Error())
+			return leaveOut(probs[0].Path, probs[0].Reason)
 		}
-		return nil, logs, false
+		return leaveOut(dir, err.Error())
 	}
 	for _, pr := range probs {
-		x.opts.OnEvent(ExportEvent{ID: p.id, Path: pr.Path, Reason: pr.Reason})
+		rc.events = append(rc.events, ExportEvent{ID: p.id, Path: pr.Path, Reason: pr.Reason})
 	}
 	var convLog *openLog
 	for _, l := range cd.Logs {
@@ -439,73 +585,91 @@ func (x *exporter) read(p *planned, tmpDir string) (c *Conversation, logs []*ope
 			isConvLog: l.IsConversationLog,
 		}
 		if err := ol.open(); err != nil {
-			x.problem(p.id, l.Path, err.Error())
-			return nil, logs, false
+			return leaveOut(l.Path, err.Error())
 		}
-		logs = append(logs, ol)
+		rc.logs = append(rc.logs, ol)
+		rc.bytes += int64(len(ol.buf))
 		if ol.isConvLog {
 			convLog = ol
 		}
 	}
 	if convLog == nil {
-		x.problem(p.id, dir, "no conversation log")
-		return nil, logs, false
+		return leaveOut(dir, "no conversation log")
 	}
-	// Replay exactly the bytes to be archived, for the manifest.
-	snapDir := filepath.Join(tmpDir, cd.Name)
-	if err := os.Mkdir(snapDir, durable.DirMode); err != nil {
-		x.problem(p.id, convLog.path, err.Error())
-		return nil, logs, false
+	// Replay exactly the bytes to be archived, for the manifest: from
+	// memory, or from a copy of a large log's committed prefix.
+	var info *store.ConversationInfo
+	if convLog.data != nil {
+		info, err = store.ReadConversationBytes(convLog.data, convLog.path)
+	} else {
+		snapDir := filepath.Join(tmpDir, cd.Name)
+		if err = os.Mkdir(snapDir, durable.DirMode); err == nil {
+			snap := filepath.Join(snapDir, convLog.gen.String())
+			if err = copyPrefix(snap, convLog.prefix.Reader(convLog.src)); err == nil {
+				info, err = store.ReadConversationFile(snap)
+			}
+			os.RemoveAll(snapDir)
+		}
 	}
-	snap := filepath.Join(snapDir, convLog.gen.String())
-	if err := copyPrefix(snap, convLog.prefix.Reader(convLog.f)); err != nil {
-		x.problem(p.id, convLog.path, err.Error())
-		return nil, logs, false
-	}
-	// The copy sits in a directory of the conversation's name: it is read
-	// as the log it copies, its header checked against its place.
-	info, err := store.ReadConversationFile(snap)
-	os.RemoveAll(snapDir)
 	var ie *convlog.IdentityError
 	switch {
 	case errors.As(err, &ie):
-		x.problem(p.id, convLog.path, ie.Msg)
-		return nil, logs, false
+		return leaveOut(convLog.path, ie.Msg)
 	case err != nil:
-		x.problem(p.id, convLog.path, err.Error())
-		return nil, logs, false
+		return leaveOut(convLog.path, err.Error())
 	case info.Deleting:
-		x.problem(p.id, dir, "the conversation is being deleted: not exported")
-		return nil, logs, false
+		return leaveOut(dir, "the conversation is being deleted: not exported")
 	}
-	c = &Conversation{
+	rc.c = &Conversation{
 		ID: p.id, Dir: cd.Name, Title: info.Title, Cwd: info.Cwd,
 		Agents: nonNil(info.Agents), Models: nonNil(info.Models),
 		ForkedFrom: info.ForkedFrom, AfterCompaction: info.AfterCompaction,
 		DependsOn: nonNil(store.Dependencies(info)), Archived: info.Archived,
 		Requested: p.requested, AncestorOf: nonNil(p.ancestorOf), Sessions: len(info.Sessions),
 	}
-	return c, logs, true
+	return rc
 }
 
 // open opens the log (convlog's way: never through a symbolic link, never
 // blocking, a regular file only), reads it strictly to count its events
 // (import refuses a session log naming another session: such a log is not
-// exported) and finds its committed prefix.
+// exported) and finds its committed prefix. A small log is read whole
+// first, and the file closed.
 func (l *openLog) open() error {
 	f, err := convlog.OpenFile(l.path)
 	if err != nil {
 		return err
 	}
+	size := f.Size()
+	l.src = f
+	if size <= smallLog {
+		buf := make([]byte, size)
+		if n, err := f.ReadAt(buf, 0); n < len(buf) {
+			f.Close()
+			if err == nil || err == io.EOF {
+				err = fmt.Errorf("%s: changed while it was read (%d of %d bytes)", l.path, n, size)
+			}
+			return err
+		}
+		f.Close()
+		l.buf, l.src = buf, bytes.NewReader(buf)
+	} else {
+		l.f = f
+	}
 	comp := l.gen.Compression
 	opts, err := store.LogReaderOptions(l.path, convlog.ReaderOptions{Version: l.gen.Version, Compression: &comp})
 	if err != nil {
-		f.Close()
+		l.close()
 		return err
 	}
-	r, err := convlog.NewReader(f, f.Size(), l.path, opts)
+	var r *convlog.Reader
+	if l.buf != nil {
+		r, err = convlog.NewReaderBytes(l.buf, l.path, opts)
+	} else {
+		r, err = convlog.NewReader(f, size, l.path, opts)
+	}
 	if err != nil {
-		f.Close()
+		l.close()
 		return err
 	}
 	var events int64
@@ -516,7 +680,7 @@ func (l *openLog) open() error {
 		}
 		if err != nil {
 			r.Close()
-			f.Close()
+			l.close()
 			return err
 		}
 		// The lines of a torn final frame are events too: the prefix
@@ -524,27 +688,47 @@ func (l *openLog) open() error {
 		events++
 	}
 	r.Close()
-	pr, err := convlog.CommittedPrefix(f, f.Size(), comp, l.path)
+	var pr convlog.Prefix
+	if l.buf != nil {
+		pr, err = convlog.CommittedPrefixBytes(l.buf, comp, l.path)
+	} else {
+		pr, err = convlog.CommittedPrefix(f, size, comp, l.path)
+	}
 	if err == nil && pr.RecoveredLines != r.Stats().RecoveredLines {
 		err = fmt.Errorf("%s: changed while it was read", l.path)
 	}
 	if err != nil {
-		f.Close()
+		l.close()
 		return err
 	}
-	l.f, l.prefix, l.leftOut, l.events = f, pr, f.Size()-pr.Bytes, events
+	l.prefix, l.leftOut, l.events = pr, size-pr.Bytes, events
+	if l.buf != nil {
+		l.data = l.buf[:pr.Bytes]
+		if pr.RecoveredBytes > 0 {
+			if l.data, err = io.ReadAll(pr.Reader(l.src)); err != nil {
+				return err
+			}
+		}
+		l.sum = sha256.Sum256(l.data)
+	}
 	return nil
 }
 
-// archiveConv writes the logs' committed prefixes, from the files they
-// were checked in.
+// archiveConv writes the logs' committed prefixes, from the bytes or
+// files they were checked in.
 func (x *exporter) archiveConv(aw *archive.Writer, logs []*openLog) error {
 	for _, l := range logs {
 		kind := archive.Text
 		if l.gen.Compression == convlog.Zstd {
 			kind = archive.Compressed
 		}
-		sum, err := aw.WriteEntry(l.name, kind, l.prefix.Len(), l.prefix.Reader(l.f))
+		var sum archive.Sum
+		var err error
+		if l.data != nil {
+			sum, err = aw.WriteHashed(l.name, kind, l.data, l.sum)
+		} else {
+			sum, err = aw.WriteEntry(l.name, kind, l.prefix.Len(), l.prefix.Reader(l.src))
+		}
 		if err != nil {
 			return fmt.Errorf("archive %s: %w", l.path, err)
 		}

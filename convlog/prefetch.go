@@ -1,0 +1,127 @@
+package convlog
+
+import (
+	"io"
+	"runtime"
+)
+
+// A compressed log's frames are decoded ahead of the lines being read, on a
+// goroutine of the reader's own: decoding (about 1.3 GB/s) and checking
+// every line (about 1 GB/s) then run on two cores instead of one after the
+// other. The prefetcher owns the frame scanner; it decodes a frame whole
+// when it is small enough (a compressed and a plain size of at most
+// prefetchFrameBytes; frames that do not state their plain size at most
+// smallFrameBytes) and hands the rest over to be streamed by the reader,
+// as before. It runs at most one frame ahead: two frames' buffers per
+// reader.
+
+// prefetchFrameBytes bounds a frame the prefetcher decodes whole; the
+// frames migrate writes (1 MiB of lines, and the line that crosses the
+// mark) are mostly within it.
+const prefetchFrameBytes = 4 << 20
+
+// prefetchMinFile is the size from which a compressed log is prefetched:
+// a log of a few frames gains nothing from a goroutine.
+const prefetchMinFile = 1 << 20
+
+// pframe is one frame as the prefetcher found it.
+type pframe struct {
+	f   Frame
+	err error // from the scanner (io.EOF after the last frame)
+	// whole: in holds the frame's bytes and out its text, or derr why they
+	// did not decode.
+	whole   bool
+	in, out []byte
+	derr    error
+}
+
+type prefetcher struct {
+	frames chan *pframe
+	free   chan *pframe
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// usePrefetch reports whether r's frames are worth decoding ahead.
+func (r *Reader) usePrefetch() bool {
+	return r.comp == Zstd && r.stats.FileBytes >= prefetchMinFile && runtime.GOMAXPROCS(0) > 1
+}
+
+// startPrefetch hands the frame scanner to a prefetcher.
+func (r *Reader) startPrefetch() {
+	p := &prefetcher{frames: make(chan *pframe, 1), free: make(chan *pframe, 2), stop: make(chan struct{}), done: make(chan struct{})}
+	for range 2 {
+		p.free <- &pframe{}
+	}
+	r.pre = p
+	sc, src, mem := r.scanner, r.src, r.mem
+	go func() {
+		defer close(p.done)
+		for {
+			var pf *pframe
+			select {
+			case pf = <-p.free:
+			case <-p.stop:
+				return
+			}
+			f, err := sc.Next()
+			pf.f, pf.err, pf.whole, pf.derr = f, err, false, nil
+			if err == nil && !f.Torn && f.Size <= prefetchFrameBytes &&
+				(f.ContentSize >= 0 && f.ContentSize <= prefetchFrameBytes || f.ContentSize < 0 && f.Size <= smallFrameBytes) {
+				pf.whole = true
+				if mem != nil {
+					pf.in = mem[f.Offset : f.Offset+f.Size]
+				} else {
+					if int64(cap(pf.in)) < f.Size {
+						pf.in = make([]byte, f.Size)
+					}
+					pf.in = pf.in[:f.Size]
+					if _, rerr := src.ReadAt(pf.in, f.Offset); rerr != nil && rerr != io.EOF {
+						pf.err = rerr
+					}
+				}
+				if pf.err == nil {
+					pf.out, pf.derr = allDecoder.DecodeAll(pf.in, pf.out[:0])
+				}
+			}
+			select {
+			case p.frames <- pf:
+			case <-p.stop:
+				return
+			}
+			if err != nil || f.Torn {
+				return // the last
+			}
+		}
+	}()
+}
+
+// stopPrefetch ends the prefetcher (its scanner is the reader's to
+// release afterwards).
+func (r *Reader) stopPrefetch() {
+	if r.pre == nil {
+		return
+	}
+	close(r.pre.stop)
+	<-r.pre.done
+	r.pre, r.cur = nil, nil
+}
+
+// nextPrefetched is the next frame from the prefetcher; the frame the
+// reader was on goes back to it, its buffers to be filled again.
+func (r *Reader) nextPrefetched() *pframe {
+	if r.cur != nil {
+		r.cur.in = r.cur.in[:0]
+		if r.mem != nil {
+			r.cur.in = nil
+		}
+		r.pre.free <- r.cur
+		r.cur = nil
+	}
+	pf, ok := <-r.pre.frames
+	if !ok {
+		return &pframe{err: io.EOF}
+	}
+	r.cur = pf
+	return pf
+}
