@@ -12,8 +12,9 @@ import (
 // when it is small enough (a compressed and a plain size of at most
 // prefetchFrameBytes; frames that do not state their plain size at most
 // smallFrameBytes) and hands the rest over to be streamed by the reader,
-// as before. It runs at most one frame ahead: two frames' buffers per
-// reader.
+// as before (ReaderOptions.LowMemory: of at most smallFrameBytes and
+// smallFrameContent, as the reader itself decodes whole). It runs at most
+// one frame ahead: two frames' buffers per reader.
 
 // prefetchFrameBytes bounds a frame the prefetcher decodes whole; the
 // frames migrate writes (1 MiB of lines, and the line that crosses the
@@ -55,6 +56,10 @@ func (r *Reader) startPrefetch() {
 	}
 	r.pre = p
 	sc, src, mem := r.scanner, r.src, r.mem
+	whole := int64(prefetchFrameBytes)
+	if r.opts.LowMemory {
+		whole = smallFrameBytes
+	}
 	go func() {
 		defer close(p.done)
 		for {
@@ -66,8 +71,8 @@ func (r *Reader) startPrefetch() {
 			}
 			f, err := sc.Next()
 			pf.f, pf.err, pf.whole, pf.derr = f, err, false, nil
-			if err == nil && !f.Torn && f.Size <= prefetchFrameBytes &&
-				(f.ContentSize >= 0 && f.ContentSize <= prefetchFrameBytes || f.ContentSize < 0 && f.Size <= smallFrameBytes) {
+			if err == nil && !f.Torn && f.Size <= whole &&
+				(f.ContentSize >= 0 && f.ContentSize <= max(whole, smallFrameContent) || f.ContentSize < 0 && f.Size <= smallFrameBytes) {
 				pf.whole = true
 				if mem != nil {
 					pf.in = mem[f.Offset : f.Offset+f.Size]

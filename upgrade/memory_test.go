@@ -10,13 +10,17 @@ import (
 	"testing"
 )
 
-// TestMemoryFlat upgrades a large v0 log (packed chunk rows folded into
-// streams by the v1→v2 step) and checks that the live heap stays small:
-// memory does not grow with the log.
-func TestMemoryFlat(t *testing.T) {
-	if testing.Short() {
-		t.Skip("large log")
+// BenchmarkMemoryFlat upgrades a large v0 log (packed chunk rows folded
+// into streams by the v1→v2 step) and reports the highest live heap seen
+// (MiB-live): memory does not grow with the log (docs/UPGRADE.md). A
+// figure, not an assertion: memory is measured, never asserted in a test.
+func BenchmarkMemoryFlat(b *testing.B) {
+	for b.Loop() {
+		b.ReportMetric(memoryFlat(b), "MiB-live")
 	}
+}
+
+func memoryFlat(t testing.TB) float64 {
 	var sb strings.Builder
 	sb.WriteString(v0Header + "\n")
 	seq := 0
@@ -68,8 +72,5 @@ func TestMemoryFlat(t *testing.T) {
 			}
 		}
 	}
-	if maxHeap > 16<<20 {
-		t.Fatalf("live heap reached %d MiB while upgrading a 24 MiB log", maxHeap>>20)
-	}
-	t.Logf("max live heap %.1f MiB", float64(maxHeap)/(1<<20))
+	return float64(maxHeap) / (1 << 20)
 }

@@ -195,7 +195,7 @@ func SuccessorPath(src string, c convlog.Compression) (string, error) {
 // read-only and never changed. The successor is staged in a temporary file
 // in the same directory (0600), fsynced, verified by reading it back
 // strictly (no error, no torn tail, the same events and message ids as
-// produced), and linked to its name without overwriting. If the source (or
+// produced: see writeStage), and linked to its name without overwriting. If the source (or
 // the set of child logs) changed meanwhile, nothing is published and the
 // error wraps ErrSourceChanged. An existing successor is accepted only when
 // it is a regular file beginning with exactly the staged bytes; otherwise
@@ -275,7 +275,10 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 	if err := tmp.Sync(); err != nil {
 		return "", fmt.Errorf("fsync %s: %w", tmpName, err)
 	}
-	if err := verifyStaged(tmpName, comp, r.Header(), st, opts.MaxLineBytes); err != nil {
+	if stageWritten != nil {
+		stageWritten(tmpName)
+	}
+	if err := verifyStaged(tmpName, st); err != nil {
 		return "", err
 	}
 	if opts.BeforePublish != nil {
@@ -307,11 +310,9 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 
 // staged describes what was written to the stage file.
 type staged struct {
-	size    int64
-	sum     [sha256.Size]byte
-	events  int64
-	msgSum  [sha256.Size]byte
-	headerB []byte
+	size   int64
+	sum    [sha256.Size]byte
+	events int64
 }
 
 // frameTarget is the plain text size of one zstd frame of a successor.
@@ -320,10 +321,21 @@ const frameTarget = 1 << 20
 // writeStage writes the header line and the upgraded events to f: plain, or
 // compressed as a header frame then frames of about 1 MiB of whole lines,
 // each with its content checksum.
+//
+// What is written is verified as it is written, with the strength of
+// reading the stage back strictly but without a second decode and parse
+// of every line after the first: each chunk of lines is checked line by
+// line as a reader checks them (convlog.LineChecker: the envelope, the
+// type's rules, the seq expected), its events counted and its message ids
+// compared with those of the events produced; a compressed frame is
+// decoded again (its checksum verified) and must give the chunk's bytes
+// exactly. This runs on the frame writer's goroutines, beside the reading
+// of the source. Once the stage is fsynced, verifyStaged reads it back
+// and its SHA-256 must be that of the bytes written: the file holds
+// exactly the frames that were checked.
 func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error) {
 	st := &staged{}
 	sum := sha256.New()
-	msgs := sha256.New()
 	write := func(b []byte) error {
 		if _, err := f.Write(b); err != nil {
 			return fmt.Errorf("write %s: %w", f.Name(), err)
@@ -332,28 +344,29 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		st.size += int64(len(b))
 		return nil
 	}
-	var fw *frameWriter
-	if comp == convlog.Zstd {
-		fw = newFrameWriter(write)
+	header := r.Header()
+	line := header.AppendJSON(nil)
+	if _, err := convlog.ParseHeader(f.Name(), line, convlog.CurrentVersion); err != nil {
+		return nil, fmt.Errorf("%s: staged successor failed verification: %w", f.Name(), err)
 	}
-	emit := write
-	next := func(b []byte) []byte { // plain: written at once, so reused
-		if b == nil {
-			return getChunk()
-		}
-		return b[:0]
-	}
-	if fw != nil {
-		emit, next = fw.add, fw.chunk
-	}
-	plain := r.Header().AppendJSON(nil)
-	st.headerB = bytes.Clone(plain)
-	plain = append(plain, '\n')
+	fw := newFrameWriter(write, comp == convlog.Zstd, convlog.NewLineChecker(f.Name(), header, nil), convlog.NewLineChecker(f.Name(), header, nil))
 	// Frame 1 is exactly the header line.
-	if err := emit(plain); err != nil {
+	if err := fw.add(&frameJob{plain: append(line, '\n'), header: true}); err != nil {
 		return nil, abort(fw, err)
 	}
-	plain = next(nil)
+	msgs := sha256.New()
+	job := &frameJob{plain: fw.chunk(), firstLine: 2}
+	emit := func() error {
+		msgs.Sum(job.msgs[:0])
+		msgs.Reset()
+		next := &frameJob{firstSeq: job.firstSeq + job.events, firstLine: job.firstLine + job.events}
+		if err := fw.add(job); err != nil {
+			return err
+		}
+		next.plain = fw.chunk()
+		job = next
+		return nil
+	}
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {
@@ -362,36 +375,31 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		if err != nil {
 			return nil, abort(fw, err)
 		}
-		plain = ev.AppendJSON(plain)
-		plain = append(plain, '\n')
+		job.plain = ev.AppendJSON(job.plain)
+		job.plain = append(job.plain, '\n')
+		job.events++
 		st.events++
 		noteMessage(msgs, ev)
-		if len(plain) >= frameTarget {
-			if err := emit(plain); err != nil {
+		if len(job.plain) >= frameTarget {
+			if err := emit(); err != nil {
 				return nil, abort(fw, err)
 			}
-			plain = next(plain)
 		}
 	}
-	if len(plain) > 0 {
-		if err := emit(plain); err != nil {
+	if len(job.plain) > 0 {
+		if err := emit(); err != nil {
 			return nil, abort(fw, err)
 		}
 	}
-	if fw != nil {
-		if err := fw.close(); err != nil {
-			return nil, err
-		}
+	if err := fw.close(); err != nil {
+		return nil, err
 	}
 	copy(st.sum[:], sum.Sum(nil))
-	copy(st.msgSum[:], msgs.Sum(nil))
 	return st, nil
 }
 
 func abort(fw *frameWriter, err error) error {
-	if fw != nil {
-		fw.close()
-	}
+	fw.close()
 	return err
 }
 
@@ -454,13 +462,16 @@ var encodeSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
 // in-use heap's high-water mark was the same with two to five.
 const framesInFlight = 4
 
-// frameWriter compresses chunks of whole lines into independent frames on
-// frameEncoders goroutines and writes the frames in order.
+// frameWriter checks chunks of whole lines and, for a compressed
+// successor, compresses each into an independent frame, on frameEncoders
+// goroutines, and writes them in order (see writeStage). The first error
+// stops the writing.
 type frameWriter struct {
-	work  chan *frameJob
-	order chan *frameJob
-	slots chan struct{} // one token per frame queued and not yet written
-	// spare holds the chunk of a compressed frame for the next frame, and
+	compress bool
+	work     chan *frameJob
+	order    chan *frameJob
+	slots    chan struct{} // one token per frame queued and not yet written
+	// spare holds the chunk of a written frame for the next frame, and
 	// spareOut the buffer of a written one: grown for a long line, they
 	// are not made again (and grown again) for every frame.
 	spare    chan []byte
@@ -469,42 +480,91 @@ type frameWriter struct {
 	closed   bool
 	wg       sync.WaitGroup
 	failed   chan struct{}
+	failOnce sync.Once
 	failErr  error
 }
 
+// frameJob is one frame: the header line alone, or a chunk of event lines
+// (events of them, from seq firstSeq on line firstLine, whose message ids
+// digest to msgs as the events were produced).
 type frameJob struct {
-	plain []byte
-	out   []byte
-	ready chan struct{}
+	plain     []byte
+	header    bool
+	firstSeq  int64
+	firstLine int64
+	events    int64
+	msgs      [sha256.Size]byte
+	out       []byte
+	err       error
+	ready     chan struct{}
 }
 
-func newFrameWriter(write func([]byte) error) *frameWriter {
-	fw := &frameWriter{work: make(chan *frameJob, framesInFlight), order: make(chan *frameJob, framesInFlight),
+// roundTrip decodes the frames just compressed, to compare them with what
+// was checked; DecodeAll is safe for concurrent use. The frames are this
+// process's own, of a chunk and the line that crosses it.
+var roundTrip = func() *zstd.Decoder {
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<40))
+	if err != nil {
+		panic(err)
+	}
+	return d
+}()
+
+// stageWritten, when set (tests), is called with the stage file's path
+// once it is written and fsynced, before it is verified.
+var stageWritten func(path string)
+
+// linesTampered and frameTampered, when set (tests), may change a chunk
+// of lines before it is checked, and a frame between its compression and
+// its check.
+var linesTampered, frameTampered func(j *frameJob)
+
+// newFrameWriter starts the goroutines; checkers holds one line checker
+// per goroutine.
+func newFrameWriter(write func([]byte) error, compress bool, checkers ...*convlog.LineChecker) *frameWriter {
+	fw := &frameWriter{compress: compress, work: make(chan *frameJob, framesInFlight), order: make(chan *frameJob, framesInFlight),
 		slots: make(chan struct{}, framesInFlight), spare: make(chan []byte, 1), spareOut: make(chan []byte, 1),
 		done: make(chan error, 1), failed: make(chan struct{})}
 	for i := 0; i < frameEncoders; i++ {
 		fw.wg.Add(1)
+		check := checkers[i]
 		go func() {
 			defer fw.wg.Done()
+			var back []byte
 			for j := range fw.work {
-				encodeSlots <- struct{}{}
-				var out []byte
-				select {
-				case out = <-fw.spareOut:
-				default:
-				}
-				enc := encoderPool.Get().(*zstd.Encoder)
-				j.out = enc.EncodeAll(j.plain, out)
-				encoderPool.Put(enc)
-				<-encodeSlots
-				if cap(j.plain) >= frameTarget { // not the header line's
-					select {
-					case fw.spare <- j.plain[:0]:
-					default:
-						putChunk(j.plain)
+				if !j.header {
+					if linesTampered != nil {
+						linesTampered(j)
 					}
+					j.err = checkChunk(check, j)
 				}
-				j.plain = nil
+				if j.err == nil && compress {
+					encodeSlots <- struct{}{}
+					var out []byte
+					select {
+					case out = <-fw.spareOut:
+					default:
+					}
+					enc := encoderPool.Get().(*zstd.Encoder)
+					j.out = enc.EncodeAll(j.plain, out)
+					encoderPool.Put(enc)
+					if frameTampered != nil {
+						frameTampered(j)
+					}
+					var err error
+					back, err = roundTrip.DecodeAll(j.out, back[:0])
+					<-encodeSlots
+					if err != nil || !bytes.Equal(back, j.plain) {
+						j.err = fmt.Errorf("staged successor failed verification: frame of lines %d on does not decode to the lines checked (%v)", j.firstLine, err)
+					}
+					if cap(back) > 2*chunkCap {
+						back = nil
+					}
+					fw.recycle(j.plain)
+					j.plain = nil
+				} else if !compress {
+					j.out = j.plain
+				}
 				close(j.ready)
 			}
 		}()
@@ -514,16 +574,23 @@ func newFrameWriter(write func([]byte) error) *frameWriter {
 		for j := range fw.order {
 			<-j.ready
 			if err == nil {
-				if err = write(j.out); err != nil {
-					fw.failErr = err
-					close(fw.failed)
+				err = j.err
+				if err == nil {
+					err = write(j.out)
+				}
+				if err != nil {
+					fw.fail(err)
 				}
 			}
-			select {
-			case fw.spareOut <- j.out[:0]:
-			default:
+			if compress {
+				select {
+				case fw.spareOut <- j.out[:0]:
+				default:
+				}
+			} else {
+				fw.recycle(j.out)
 			}
-			j.out = nil
+			j.out, j.plain = nil, nil
 			<-fw.slots
 		}
 		fw.done <- err
@@ -531,23 +598,71 @@ func newFrameWriter(write func([]byte) error) *frameWriter {
 	return fw
 }
 
-// add queues one chunk; the frame writer owns it from now on. It waits
-// while framesInFlight frames are queued and not yet written.
-func (fw *frameWriter) add(plain []byte) error {
+// checkChunk checks j's lines as a reader reads them and compares their
+// count and message ids with the events produced.
+func checkChunk(c *convlog.LineChecker, j *frameJob) error {
+	msgs := sha256.New()
+	rest := j.plain
+	seq, line := j.firstSeq, j.firstLine
+	for len(rest) > 0 {
+		k := bytes.IndexByte(rest, '\n')
+		if k < 0 {
+			return fmt.Errorf("staged successor failed verification: line %d is not complete", line)
+		}
+		ev, err := c.Check(rest[:k], seq, line)
+		if err != nil {
+			return fmt.Errorf("staged successor failed verification: %w", err)
+		}
+		noteMessage(msgs, ev)
+		rest = rest[k+1:]
+		seq++
+		line++
+	}
+	if n := seq - j.firstSeq; n != j.events {
+		return fmt.Errorf("staged successor failed verification: current session generation contains %d events from line %d, expected %d", n, j.firstLine, j.events)
+	}
+	var sum [sha256.Size]byte
+	if msgs.Sum(sum[:0]); sum != j.msgs {
+		return fmt.Errorf("staged successor failed verification: the message ids of lines %d to %d differ from the events produced", j.firstLine, line-1)
+	}
+	return nil
+}
+
+// recycle keeps a chunk for the log's next frame, or gives it back.
+func (fw *frameWriter) recycle(b []byte) {
+	if cap(b) < frameTarget { // the header line's
+		return
+	}
+	select {
+	case fw.spare <- b[:0]:
+	default:
+		putChunk(b)
+	}
+}
+
+func (fw *frameWriter) fail(err error) {
+	fw.failOnce.Do(func() {
+		fw.failErr = err
+		close(fw.failed)
+	})
+}
+
+// add queues one job; the frame writer owns its chunk from now on. It
+// waits while framesInFlight frames are queued and not yet written.
+func (fw *frameWriter) add(j *frameJob) error {
 	select {
 	case <-fw.failed:
 		return fw.failErr
 	case fw.slots <- struct{}{}:
 	}
-	j := &frameJob{plain: plain, ready: make(chan struct{})}
+	j.ready = make(chan struct{})
 	fw.order <- j
 	fw.work <- j
 	return nil
 }
 
-// chunk returns an empty chunk for the next frame, once the frame writer
-// owns the previous one.
-func (fw *frameWriter) chunk([]byte) []byte {
+// chunk returns an empty chunk for the next frame.
+func (fw *frameWriter) chunk() []byte {
 	select {
 	case b := <-fw.spare:
 		return b
@@ -556,7 +671,8 @@ func (fw *frameWriter) chunk([]byte) []byte {
 	}
 }
 
-// close waits for every queued frame to be written.
+// close waits for every queued frame to be written, and returns the
+// first error.
 func (fw *frameWriter) close() error {
 	if fw.closed {
 		return nil
@@ -593,44 +709,27 @@ func noteMessage(h hash.Hash, ev *convlog.Event) {
 	h.Write([]byte{'\n'})
 }
 
-// verifyStaged reads the stage file back strictly.
-func verifyStaged(path string, comp convlog.Compression, h *convlog.Header, st *staged, maxLine int) error {
+// verifyStaged reads the stage file back: it must be a regular file of
+// exactly the bytes written, which were checked as they were written
+// (writeStage).
+func verifyStaged(path string, st *staged) error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: staged successor failed verification: %s", path, fmt.Sprintf(format, args...))
 	}
-	r, err := convlog.Open(path, convlog.ReaderOptions{Compression: &comp, Version: convlog.CurrentVersion, MaxLineBytes: maxLine})
+	f, err := durable.OpenRegular(path, os.O_RDONLY)
 	if err != nil {
 		return fail("%v", err)
 	}
-	defer r.Close()
-	if rh := r.Header(); rh.Version != convlog.CurrentVersion || rh.ID != h.ID || !bytes.Equal(rh.Raw, st.headerB) {
-		return fail("current session generation contains id %q, expected %q", rh.ID, h.ID)
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return fail("%v", err)
 	}
-	msgs := sha256.New()
-	var n int64
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fail("%v", err)
-		}
-		n++
-		noteMessage(msgs, ev)
-	}
-	stats := r.Stats()
-	if stats.TornTail {
-		return fail("current session generation has a torn physical tail")
-	}
-	if stats.FileBytes != st.size {
-		return fail("staged session generation changed during verification")
-	}
-	if n != st.events {
-		return fail("current session generation contains %d events, expected %d", n, st.events)
-	}
-	if !bytes.Equal(msgs.Sum(nil), st.msgSum[:]) {
-		return fail("the message ids read back differ from the ones written")
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	if n != st.size || sum != st.sum {
+		return fail("staged session generation changed during verification (%d bytes read back, %d written)", n, st.size)
 	}
 	return nil
 }

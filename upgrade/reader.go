@@ -62,7 +62,8 @@ type Reader struct {
 // Open opens the log at path read-only. A version 4 log is passed through
 // as it is; an older session log is upgraded step by step as it is read.
 func Open(path string, opts Options) (*Reader, error) {
-	src, err := convlog.Open(path, convlog.ReaderOptions{MaxLineBytes: opts.MaxLineBytes})
+	// LowMemory: a migration holds several logs at once within its budget.
+	src, err := convlog.Open(path, convlog.ReaderOptions{MaxLineBytes: opts.MaxLineBytes, LowMemory: true})
 	if err != nil {
 		return nil, err
 	}
