@@ -355,7 +355,7 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		return nil, abort(fw, err)
 	}
 	msgs := sha256.New()
-	job := &frameJob{plain: fw.chunk(), firstLine: 2}
+	job := &frameJob{firstLine: 2}
 	emit := func() error {
 		msgs.Sum(job.msgs[:0])
 		msgs.Reset()
@@ -363,7 +363,6 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		if err := fw.add(job); err != nil {
 			return err
 		}
-		next.plain = fw.chunk()
 		job = next
 		return nil
 	}
@@ -374,6 +373,11 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		}
 		if err != nil {
 			return nil, abort(fw, err)
+		}
+		if job.plain == nil {
+			// A chunk only for a frame that gets lines: an empty one
+			// fetched for nothing would cost a megabyte's allocation.
+			job.plain = fw.chunk()
 		}
 		job.plain = ev.AppendJSON(job.plain)
 		job.plain = append(job.plain, '\n')
