@@ -34,8 +34,9 @@ type ExportOptions struct {
 	Now func() time.Time
 	// ToolVersion is recorded in the manifest.
 	ToolVersion string
-	// TempDir holds a copy of each conversation log's committed prefix
-	// while it is replayed for the manifest (default os.TempDir()).
+	// TempDir holds a copy of the committed prefix of a conversation log
+	// over 1 MiB while it is replayed for the manifest (default
+	// os.TempDir()); smaller ones are replayed from memory.
 	TempDir string
 	// Progress counts conversations exported; the total is set first.
 	Progress progress.Progress
