@@ -409,9 +409,10 @@ func (b *bench) largeLogs() error {
 		}
 		gen := b.path("gen-" + kind.String())
 		log := filepath.Join(gen, "conversations", "c", "large.v3.jsonl.zst")
-		err := b.cached(gen, fmt.Sprintf("%s %d %d\n", kind, size, b.seed), func(dir string) error {
+		err := b.cached(gen, fmt.Sprintf("%s %d %d named\n", kind, size, b.seed), func(dir string) error {
 			b.say("generating a v3 log of %s lines, %s plain", kind, mb(size))
-			return fixtures.LargeLog(log, 3, convlog.Zstd, kind, size, b.seed)
+			// Session "large", as its file name says.
+			return fixtures.LargeLogOf(log, "large", 3, convlog.Zstd, kind, size, b.seed)
 		})
 		if err != nil {
 			return err
@@ -560,12 +561,12 @@ func (b *bench) migrateSessions() error {
 		if jobs == 2 {
 			cv.target = target{minSpeed, 1.2}
 		}
-		err := b.pair(ref, cv,
-			func() error { err := copyTree(src, refDir); warm(older); return err },
-			func() error { return copyTree(src, dst) },
-			[]string{"sh", "-c", `xargs -0 -n1 -P"$2" sh -c 'zstd -dcqf "$0" | zstd -3 -T1 -qf -o "$0.ref"' < "$1"`,
-				"sh", list, fmt.Sprint(jobs)},
-			[]string{b.bin, "migrate", "--sessions-dir", dst, "--jobs", fmt.Sprint(jobs)})
+		err := b.rounds(
+			step{r: ref, prep: func() error { err := copyTree(src, refDir); warm(older); return err },
+				args: []string{"sh", "-c", `xargs -0 -n1 -P"$2" sh -c 'zstd -dcqf "$0" | zstd -3 -T1 -qf -o "$0.ref"' < "$1"`,
+					"sh", list, fmt.Sprint(jobs)}},
+			step{r: cv, prep: func() error { return copyTree(src, dst) }, missingIf: "not a sessions root convkit knows",
+				args: []string{b.bin, "migrate", "--sessions-dir", dst, "--jobs", fmt.Sprint(jobs)}})
 		if err != nil {
 			return err
 		}
@@ -1029,6 +1030,8 @@ type step struct {
 	ok    []int
 	stdin string
 	args  []string
+	// missingIf: an older build that fails saying this lacks the job.
+	missingIf string
 }
 
 // rounds runs the steps one after the other, round after round: a
@@ -1052,7 +1055,7 @@ func (b *bench) rounds(steps ...step) error {
 			if ok == nil {
 				ok = []int{0}
 			}
-			if err := b.once(s.r, s.stdin, ok, s.prep, s.args[0], s.args[1:]...); err != nil {
+			if err := b.onceOr(s.r, s.stdin, ok, s.missingIf, s.prep, s.args[0], s.args[1:]...); err != nil {
 				return err
 			}
 		}
@@ -1075,6 +1078,10 @@ func (b *bench) measure(r *row, stdin string, ok []int, prep func() error, args 
 // bench, but for exit 2 of convkit (a usage error: a build without the
 // job), which marks the row missing.
 func (b *bench) once(r *row, stdin string, ok []int, prep func() error, name string, args ...string) error {
+	return b.onceOr(r, stdin, ok, "", prep, name, args...)
+}
+
+func (b *bench) onceOr(r *row, stdin string, ok []int, missingIf string, prep func() error, name string, args ...string) error {
 	if prep != nil {
 		if err := prep(); err != nil {
 			return fmt.Errorf("%s: preparing: %w", r.op, err)
@@ -1098,7 +1105,7 @@ func (b *bench) once(r *row, stdin string, ok []int, prep func() error, name str
 	} else if err != nil {
 		return fmt.Errorf("%s: %w", r.op, err)
 	}
-	if code == 2 && name == b.bin {
+	if name == b.bin && (code == 2 || code != 0 && missingIf != "" && strings.Contains(stderr.String(), missingIf)) {
 		r.missing = "not in this build: " + firstLine(stderr.String())
 		b.say("  #%d %s: %s", r.num, r.op, r.missing)
 		return nil

@@ -3,11 +3,14 @@
 //
 //	go run ./scripts/genlog -lines long -version 3 -size 256MiB -zstd /tmp/big.v3.jsonl.zst
 //	go run ./scripts/genlog -lines short -version 3 -size 200MB /tmp/chat.v3.jsonl
+//	go run ./scripts/genlog -id large -size 64MiB -zstd DIR/conversations/c/large.v3.jsonl.zst
 //
 // -lines long: tool outputs of 1–3 MiB and base64 screenshots, each one
 // line, every seventh turn (most bytes are in lines over 1 MiB); -lines
 // short: a text chat with tools, many short events and messages, no line
-// over 64 KiB.
+// over 64 KiB. -id names the session in the header: a store's reader
+// refuses a session log whose header names another session than its
+// file name (large.v3.jsonl is session "large").
 package main
 
 import (
@@ -27,6 +30,7 @@ func main() {
 	lines := flag.String("lines", "long", "kind of lines: long (multi-megabyte tool outputs) or short (a text chat)")
 	compress := flag.Bool("zstd", false, "compress (the file name must end in .zst)")
 	seed := flag.Int64("seed", 1, "generator seed")
+	id := flag.String("id", "", "the session `ID` the header names (default: large- and 8 hex digits)")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: genlog [-lines long|short] [-version N] [-size SIZE] [-zstd] PATH")
@@ -46,7 +50,7 @@ func main() {
 	if *compress {
 		c = convlog.Zstd
 	}
-	if err := fixtures.LargeLog(flag.Arg(0), *version, c, kind, n, *seed); err != nil {
+	if err := fixtures.LargeLogOf(flag.Arg(0), *id, *version, c, kind, n, *seed); err != nil {
 		fmt.Fprintln(os.Stderr, "genlog:", err)
 		os.Exit(1)
 	}
