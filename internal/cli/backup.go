@@ -13,6 +13,7 @@ import (
 
 	"github.com/convkit/convkit/backup"
 	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/store"
 )
 
@@ -573,26 +574,40 @@ func restoreSkips(res *backup.RestoreResult) error {
 	return nil
 }
 
+// demoBackupDir is where the demo writes its backups: DIR-backups beside
+// the sample store in DIR, a directory the demo makes (the demo command
+// refuses one that exists and holds anything).
+func demoBackupDir(dataDir string) string { return dataDir + "-backups" }
+
 // runDemoBackup is the demo's backup step, for runDemo to call after its
 // other steps on the sample store in dataDir:
 //
 //	failed += runDemoBackup(c, e, dir)
 //
-// It runs "convkit backup --to <dataDir>-backups --keep 7" (exit 0) and
-// "convkit backup verify" on the archive it wrote (exit 0: the sample's
-// corrupt log is listed as INVALID, archived as it is in the store),
-// printing each the way runDemo prints its steps, and returns how many did
-// not exit as expected.
+// It makes demoBackupDir(dataDir), runs "convkit backup --to <that
+// directory>" (exit 0) and "convkit backup verify" on the archive it wrote
+// (exit 0: the sample's corrupt log is listed as INVALID, archived as it
+// is in the store), printing each the way runDemo prints its steps, and
+// returns how many did not exit as expected. No --keep: the directory is
+// the demo's own, and nothing in it is deleted.
 func runDemoBackup(c *ucli.Context, e *env, dataDir string) int {
-	dir := dataDir + "-backups"
+	dir := demoBackupDir(dataDir)
+	if err := requireEmpty(dir); err != nil {
+		fmt.Fprintf(e.stdout, "(%s)\n", text(err.Error()))
+		return 1
+	}
+	if err := durable.MkdirAll(dir); err != nil {
+		fmt.Fprintf(e.stdout, "(%s)\n", text(err.Error()))
+		return 1
+	}
 	failed := 0
-	if !runDemoStep(c, e, dataDir, demoStep{"back up the store into one archive: every log, a metadata.db snapshot, a manifest with checksums",
-		[]string{"backup", "--to", dir, "--keep", "7"}, exitOK}) {
+	if !runDemoStep(c, e, dataDir, demoStep{"back up the store into one archive, in a directory of the demo's own: every log, a metadata.db snapshot, a manifest with checksums",
+		[]string{"backup", "--to", dir}, exitOK}) {
 		failed++
 	}
 	list, err := backup.ListArchives(dir)
 	if err != nil || len(list) == 0 {
-		fmt.Fprintf(e.stdout, "(no archive in %s)\n", dir)
+		fmt.Fprintf(e.stdout, "(no archive in %s)\n", text(dir))
 		return failed + 1
 	}
 	if !runDemoStep(c, e, dataDir, demoStep{"the restore drill: checksums, a strict read of every log (the corrupt one is listed), an index rebuilt and compared",

@@ -104,12 +104,21 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 	}
 }
 
-// requireEmpty refuses a target that exists and holds anything.
+// requireEmpty refuses a target that exists and is not an empty
+// directory: one that holds anything, a file, or a symbolic link (never
+// followed to write behind it).
 func requireEmpty(dir string) error {
-	ents, err := os.ReadDir(dir)
+	fi, err := os.Lstat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s exists and is not a directory: choose a new or empty directory", dir)
+	}
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
@@ -127,8 +136,10 @@ func newDemoCommand(e *env) *ucli.Command {
 binary: every format version, plain and compressed, a fork after a
 compaction, subagents, a torn tail, an interrupted delete and a corrupt
 log) in a fresh temporary directory, or in --to DIR, then runs the main
-jobs on it, showing each command and what it printed. The store is left
-for you to explore. Exit 0 when every job behaved as the sample expects.`,
+jobs on it, showing each command and what it printed. Its backups go to
+DIR-backups beside the store; both must be new or empty, and the demo
+touches nothing it did not create. The store is left for you to explore.
+Exit 0 when every job behaved as the sample expects.`,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "to", Usage: "build the sample store in `DIR` (new or empty)"},
 		},
@@ -149,6 +160,12 @@ for you to explore. Exit 0 when every job behaved as the sample expects.`,
 			dir, err := filepath.Abs(dir)
 			if err != nil {
 				return err
+			}
+			// The backup step writes beside the store, into a directory of
+			// its own: checked before anything is written, so that the demo
+			// never deletes or changes a file it did not make.
+			if err := requireEmpty(demoBackupDir(dir)); err != nil {
+				return fmt.Errorf("%w (the demo writes its backups into DIR-backups beside the store in DIR)", err)
 			}
 			rep, err := fixtures.SampleContext(c.Context, dir)
 			if err != nil {
