@@ -63,6 +63,10 @@ type PublishOptions struct {
 	// successor, published by the caller from the source it had, has not
 	// changed. A batch migration shares one across its jobs.
 	Publications *Publications
+
+	// afterLink, when set, runs once the successor is linked into place
+	// and before its publication is recorded. A test hook.
+	afterLink func()
 }
 
 // Publications records the successors that one caller (a migration run)
@@ -77,6 +81,39 @@ type publication struct {
 	src, dst fileIdentity
 	dstPath  string
 	id       string // the log id its header names
+	// linking: the successor is being linked into place, and dst is the
+	// staged file's identity; linking changes its change time, so until
+	// add records the identity the link gave it, the change time is not
+	// compared.
+	linking bool
+}
+
+// linking records, before the successor's link, that the staged file
+// (identity staged) is about to become dstPath: a parent checking its
+// children again between the link and add sees the successor already, and
+// it is this caller's own.
+func (p *Publications) linking(srcPath string, src fileIdentity, dstPath string, staged fileIdentity, id string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]publication{}
+	}
+	p.m[srcPath] = publication{src: src, dst: staged, dstPath: dstPath, id: id, linking: true}
+}
+
+// drop forgets a publication that did not happen (the link failed).
+func (p *Publications) drop(srcPath string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pub, ok := p.m[srcPath]; ok && pub.linking {
+		delete(p.m, srcPath)
+	}
 }
 
 func (p *Publications) add(srcPath string, src fileIdentity, dstPath string, id string) {
@@ -85,6 +122,7 @@ func (p *Publications) add(srcPath string, src fileIdentity, dstPath string, id 
 	}
 	dst, err := statIdentity(dstPath)
 	if err != nil {
+		p.drop(srcPath)
 		return
 	}
 	p.mu.Lock()
@@ -98,7 +136,8 @@ func (p *Publications) add(srcPath string, src fileIdentity, dstPath string, id 
 // explains reports whether child log a (with identity aID), seen before,
 // became b (bID) only because its successor was published here: b is the
 // successor published from a, a had the identity it was published from,
-// and b still has the identity it had when it was published.
+// and b still has the identity it had when it was published (while it is
+// being linked: the staged file's, its change time aside).
 func (p *Publications) explains(a childInfo, aID fileIdentity, b childInfo, bID fileIdentity) bool {
 	if p == nil || a.id != b.id {
 		return false
@@ -106,7 +145,13 @@ func (p *Publications) explains(a childInfo, aID fileIdentity, b childInfo, bID 
 	p.mu.Lock()
 	pub, ok := p.m[a.path]
 	p.mu.Unlock()
-	return ok && pub.dstPath == b.path && pub.src == aID && pub.dst == bID && pub.id == b.id
+	if !ok || pub.dstPath != b.path || pub.src != aID || pub.id != b.id {
+		return false
+	}
+	if pub.linking {
+		bID.ctime = pub.dst.ctime
+	}
+	return pub.dst == bID
 }
 
 // fileIdentity is what says a file is unchanged: device, inode, size,
@@ -294,8 +339,14 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 			return "", &SourceChangedError{Path: src}
 		}
 	}
+	// Recorded before the link makes the successor visible: a parent
+	// whose child this is may look at its children at any moment.
+	if fi, err := tmp.Stat(); err == nil {
+		opts.Publications.linking(src, id0, dst, identityOf(fi), srcHeader.ID)
+	}
 	handedOver = true
 	if err := durable.Publish(tmp, dst); err != nil {
+		opts.Publications.drop(src)
 		if !errors.Is(err, durable.ErrExists) {
 			return "", err
 		}
@@ -303,6 +354,9 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 			return "", fmt.Errorf(`current session generation already exists at "%s": %s`, dst, why)
 		}
 		return dst, nil
+	}
+	if opts.afterLink != nil {
+		opts.afterLink()
 	}
 	opts.Publications.add(src, id0, dst, srcHeader.ID)
 	return dst, nil

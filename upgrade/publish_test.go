@@ -318,3 +318,54 @@ func TestSuccessorPath(t *testing.T) {
 		t.Error("a noncanonical name has a successor")
 	}
 }
+
+// TestPublishChildBeingLinked: a parent checks its children again while a
+// child's successor, published by the same caller, has just been linked
+// into place and is not yet recorded. That is the caller's own work, not a
+// change: the parent is published. A successor changed in that window
+// still defers the parent.
+func TestPublishChildBeingLinked(t *testing.T) {
+	for _, tamper := range []bool{false, true} {
+		t.Run(map[bool]string{false: "own successor", true: "successor changed"}[tamper], func(t *testing.T) {
+			dir := t.TempDir()
+			parent := writeLog(t, dir, "s.v3.jsonl", v3Log().start(1, 1).add("user/message", userMsg("u", "x"), app).lines...)
+			child := writeLog(t, dir, "kid.v3.jsonl",
+				`{"type":"session","version":3,"id":"kid","createdAt":5,"parentSession":"s","isSeeded":false,"origin":"subagent","delegationDepth":1}`)
+			pubs := &Publications{}
+			parentReady, inWindow := make(chan struct{}), make(chan struct{})
+			parentDone := make(chan error, 1)
+			go func() {
+				// Held after its first look at the children until the
+				// child's successor is linked, then it looks again.
+				_, err := Publish(parent, PublishOptions{Publications: pubs, BeforePublish: func() { close(parentReady); <-inWindow }})
+				parentDone <- err
+			}()
+			<-parentReady
+			var parentErr error
+			dst, err := Publish(child, PublishOptions{Publications: pubs, afterLink: func() {
+				if tamper {
+					f, err := os.OpenFile(filepath.Join(dir, "kid.v4.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+					if err != nil {
+						t.Error(err)
+					} else {
+						f.WriteString(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}` + "\n")
+						f.Close()
+					}
+				}
+				close(inWindow)
+				parentErr = <-parentDone
+			}})
+			if err != nil || dst != filepath.Join(dir, "kid.v4.jsonl") {
+				t.Fatalf("child: %q, %v", dst, err)
+			}
+			_, statErr := os.Stat(filepath.Join(dir, "s.v4.jsonl"))
+			switch {
+			case !tamper && (parentErr != nil || statErr != nil):
+				t.Fatalf("the parent was not published for a successor of its child this caller was linking: %v (%v)", parentErr, statErr)
+			case tamper && !errors.Is(parentErr, ErrSourceChanged):
+				t.Fatalf("a child's successor changed after its link, and the parent was published: %v", parentErr)
+			}
+			noTemps(t, dir)
+		})
+	}
+}
