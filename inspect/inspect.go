@@ -53,8 +53,8 @@ func (f Filter) Validate() error {
 	return nil
 }
 
-func open(p string) (*convlog.Reader, error) {
-	return convlog.Open(p, convlog.ReaderOptions{})
+func open(t *Target) (*convlog.Reader, error) {
+	return t.open(convlog.ReaderOptions{})
 }
 
 // events is what the renderings read: a log as stored (convlog.Reader) or
@@ -86,8 +86,8 @@ func each(ctx context.Context, r events, fn func(*convlog.Event) error) error {
 // per event (seq, time, type and a summary of its data). Text from the log
 // (ids, paths, types, message text) is escaped for the terminal
 // (display.Escape).
-func Render(ctx context.Context, p string, w io.Writer, f Filter) error {
-	r, err := open(p)
+func Render(ctx context.Context, t *Target, w io.Writer, f Filter) error {
+	r, err := open(t)
 	if err != nil {
 		return err
 	}
@@ -151,8 +151,8 @@ func render(ctx context.Context, w io.Writer, f Filter, h *convlog.Header, comp 
 func quoted(s string) string { return `"` + display.Escape(s) + `"` }
 
 // WriteJSON writes each selected event as stored, one JSON object per line.
-func WriteJSON(ctx context.Context, p string, w io.Writer, f Filter) error {
-	r, err := open(p)
+func WriteJSON(ctx context.Context, t *Target, w io.Writer, f Filter) error {
+	r, err := open(t)
 	if err != nil {
 		return err
 	}
@@ -239,11 +239,11 @@ func problemOf(fe *convlog.FormatError) Problem {
 // message's identity and the history's replacements. A torn tail is not a
 // problem: it is reported, as a reader tolerates it. Every read is bounded
 // as convlog bounds it (line and decode limits).
-func Validate(ctx context.Context, p string, opts ValidateOptions) (*Validation, error) {
+func Validate(ctx context.Context, t *Target, opts ValidateOptions) (*Validation, error) {
 	if opts.MaxProblems <= 0 {
 		opts.MaxProblems = DefaultMaxProblems
 	}
-	v := &Validation{SchemaVersion: SchemaVersion, Path: p, Problems: []Problem{}, MaxProblems: opts.MaxProblems, Warnings: []Problem{}}
+	v := &Validation{SchemaVersion: SchemaVersion, Path: t.Path, Problems: []Problem{}, MaxProblems: opts.MaxProblems, Warnings: []Problem{}}
 	var r *convlog.Reader
 	add := func(pr Problem) {
 		switch {
@@ -258,7 +258,7 @@ func Validate(ctx context.Context, p string, opts ValidateOptions) (*Validation,
 			}
 		}
 	}
-	r, err := convlog.Open(p, convlog.ReaderOptions{OnProblem: func(fe *convlog.FormatError) { add(problemOf(fe)) }})
+	r, err := t.open(convlog.ReaderOptions{OnProblem: func(fe *convlog.FormatError) { add(problemOf(fe)) }})
 	var fe *convlog.FormatError
 	if errors.As(err, &fe) {
 		add(problemOf(fe))
@@ -339,8 +339,8 @@ type Stats struct {
 }
 
 // Measure reads the whole log and counts events and bytes by type.
-func Measure(ctx context.Context, p string, f Filter) (*Stats, error) {
-	r, err := open(p)
+func Measure(ctx context.Context, t *Target, f Filter) (*Stats, error) {
+	r, err := open(t)
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +364,7 @@ func Measure(ctx context.Context, p string, f Filter) (*Stats, error) {
 	}
 	st := r.Stats()
 	h := r.Header()
-	s := &Stats{SchemaVersion: SchemaVersion, Path: p, LogType: h.Type, ID: h.ID, Version: h.Version,
+	s := &Stats{SchemaVersion: SchemaVersion, Path: t.Path, LogType: h.Type, ID: h.ID, Version: h.Version,
 		Compression: r.Compression().String(), FileBytes: st.FileBytes, PlainBytes: st.PlainBytes,
 		Events: st.Events, Frames: st.Frames, FramesWithoutChecksum: st.FramesWithoutChecksum,
 		TornTail: st.TornTail, CommittedBytes: st.CommittedBytes, TornBytes: st.TornBytes,
@@ -430,11 +430,12 @@ type HistoryEntry struct {
 // version 4 is upgraded in memory first, read-only, as the runtime reads
 // it (the subagent catalog the upgrade completes is no message, so its
 // children are not looked for); a newer one is refused.
-func History(ctx context.Context, p string) ([]HistoryEntry, error) {
-	r, err := upgrade.Open(p, upgrade.Options{})
+func History(ctx context.Context, t *Target) ([]HistoryEntry, error) {
+	r, err := t.OpenV4(upgrade.Options{})
 	if err != nil {
 		return nil, err
 	}
+	p := t.Path
 	defer r.Close()
 	if v := r.SourceVersion(); v > convlog.CurrentVersion {
 		return nil, fmt.Errorf("%s: format v%d is newer than this build reads (v%d)", p, v, convlog.CurrentVersion)

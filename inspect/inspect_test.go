@@ -38,7 +38,7 @@ func writeFile(t *testing.T, name string, lines ...string) string {
 
 func TestValidateGood(t *testing.T) {
 	p := writeFile(t, "s1.v4.jsonl", append([]string{header}, goodLines...)...)
-	v, err := Validate(context.Background(), p, ValidateOptions{})
+	v, err := Validate(context.Background(), &Target{Path: p}, ValidateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	lines[7] = `{"type":"user/message","seq":6,"time":6,"data":{"content":[],"source":{"kind":"user"},"role":"user","id":"u2"},"surfaceOp":{"op":"replace","startSeq":40,"endSeq":41}}`
 	p := writeFile(t, "s1.v4.jsonl", lines...)
 	before, _ := os.ReadFile(p)
-	v, err := Validate(context.Background(), p, ValidateOptions{})
+	v, err := Validate(context.Background(), &Target{Path: p}, ValidateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestMeasureAndTornTail(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "s1.v4.jsonl")
 	content := strings.Join(lines, "\n") + "\n" + `{"type":"turn/st`
 	os.WriteFile(p, []byte(content), 0o600)
-	s, err := Measure(context.Background(), p, nil)
+	s, err := Measure(context.Background(), &Target{Path: p}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestMeasureAndTornTail(t *testing.T) {
 	if byType["user/message"] != 2 || byType["assistant/message"] != 2 || byType["x/custom"] != 1 {
 		t.Errorf("by type = %v", byType)
 	}
-	f, _ := Measure(context.Background(), p, Filter{"user/*"})
+	f, _ := Measure(context.Background(), &Target{Path: p}, Filter{"user/*"})
 	if len(f.ByType) != 1 || f.ByType[0].Type != "user/message" {
 		t.Errorf("filtered stats = %+v", f.ByType)
 	}
@@ -104,7 +104,7 @@ func TestMeasureAndTornTail(t *testing.T) {
 
 func TestHistory(t *testing.T) {
 	p := writeFile(t, "s1.v4.jsonl", append([]string{header}, goodLines[:5]...)...)
-	h, err := History(context.Background(), p)
+	h, err := History(context.Background(), &Target{Path: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestHistory(t *testing.T) {
 		t.Fatalf("history = %+v", h)
 	}
 	full := writeFile(t, "s1.v4.jsonl", append([]string{header}, goodLines...)...)
-	h, err = History(context.Background(), full)
+	h, err = History(context.Background(), &Target{Path: full})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestHistory(t *testing.T) {
 func TestRenderAndJSON(t *testing.T) {
 	p := writeFile(t, "s1.v4.jsonl", append([]string{header}, goodLines...)...)
 	var out bytes.Buffer
-	if err := Render(context.Background(), p, &out, nil); err != nil {
+	if err := Render(context.Background(), &Target{Path: p}, &out, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`session log "s1", format v4`, "user: hi there", "[ignorable] [unknown]", "[replaces 2..4]"} {
@@ -135,7 +135,7 @@ func TestRenderAndJSON(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := WriteJSON(context.Background(), p, &out, Filter{"turn/*"}); err != nil {
+	if err := WriteJSON(context.Background(), &Target{Path: p}, &out, Filter{"turn/*"}); err != nil {
 		t.Fatal(err)
 	}
 	want := goodLines[0] + "\n" + goodLines[8] + "\n"
@@ -150,14 +150,14 @@ func TestOlderVersionReadsRaw(t *testing.T) {
 		`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`,
 		`{"type":"text-chunks","seq0":1,"time0":2,"data":{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b","c"]}}`,
 		`{"type":"turn/end","seq":4,"time":5,"data":{"turn":1,"reason":{"kind":"completed"}}}`)
-	v, err := Validate(context.Background(), p, ValidateOptions{})
+	v, err := Validate(context.Background(), &Target{Path: p}, ValidateOptions{})
 	if err != nil || !v.Valid || v.Events != 3 {
 		t.Fatalf("v0 validation = %+v, %v", v, err)
 	}
 	// The history of an older log is read through the upgrade, in memory:
 	// the packed chunks become the answer's stream, not a message.
 	before, _ := os.ReadFile(p)
-	if h, err := History(context.Background(), p); err != nil || len(h) != 0 {
+	if h, err := History(context.Background(), &Target{Path: p}); err != nil || len(h) != 0 {
 		t.Fatalf("history of a v0 log: %+v, %v", h, err)
 	}
 	if after, _ := os.ReadFile(p); !bytes.Equal(before, after) {
@@ -190,7 +190,7 @@ func TestValidateBounded(t *testing.T) {
 		lines = append(lines, fmt.Sprintf(`{"type":"turn/start","seq":%d,"time":1,"data":{}`, i))
 	}
 	p := writeFile(t, "s1.v4.jsonl", lines...)
-	v, err := Validate(context.Background(), p, ValidateOptions{MaxProblems: 30})
+	v, err := Validate(context.Background(), &Target{Path: p}, ValidateOptions{MaxProblems: 30})
 	if err != nil || v.Valid || len(v.Problems) != 30 || v.MoreProblems != 220 || v.StoppedAt != nil || v.MaxProblems != 30 {
 		t.Fatalf("validation %d problems, %d more, stopped %v: %v", len(v.Problems), v.MoreProblems, v.StoppedAt, err)
 	}
@@ -215,7 +215,7 @@ func TestValidateBounded(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "s1.v4.jsonl.zst")
 			os.WriteFile(p, append(bytes.Clone(hdr), rleFrame(tc.fill, 819200)...), 0o600)
 			start := time.Now()
-			v, err := Validate(context.Background(), p, ValidateOptions{})
+			v, err := Validate(context.Background(), &Target{Path: p}, ValidateOptions{})
 			if err != nil || v.Valid || !tc.check(v) {
 				t.Fatalf("%d problems (%v), %d more, stopped at %+v: %v", len(v.Problems), v.Problems[:min(2, len(v.Problems))], v.MoreProblems, v.StoppedAt, err)
 			}

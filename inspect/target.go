@@ -3,6 +3,7 @@ package inspect
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -32,6 +33,44 @@ type Target struct {
 	// or, in the runtime's layout, the sessions of its whole root); nil
 	// for a log with no place (stdin).
 	Children upgrade.ChildFinder
+
+	// held, when set, holds the log's heldSize bytes, and Path only names
+	// it (Held).
+	held     io.ReaderAt
+	heldSize int64
+}
+
+// Held is a log that has no name on disk, such as a copy of stdin whose
+// file was removed as soon as it was made: its size bytes are read from
+// src, and name stands for it in messages. It has no place, so no children
+// are looked for.
+func Held(name string, src io.ReaderAt, size int64) *Target {
+	return &Target{Path: name, held: src, heldSize: size}
+}
+
+// open opens the target's log as stored, as every log is opened
+// (convlog.Open), or from what it holds.
+func (t *Target) open(opts convlog.ReaderOptions) (*convlog.Reader, error) {
+	if t.held == nil {
+		return convlog.Open(t.Path, opts)
+	}
+	if opts.Version == 0 {
+		opts.Version = -1 // unknown: from the header
+	}
+	return convlog.NewReader(t.held, t.heldSize, t.Path, opts)
+}
+
+// OpenV4 opens the target's log upgraded in memory to version 4, as
+// upgrade.Open opens a path (read-only; a version 4 log as it is).
+func (t *Target) OpenV4(opts upgrade.Options) (*upgrade.Reader, error) {
+	if t.held == nil {
+		return upgrade.Open(t.Path, opts)
+	}
+	src, err := t.open(convlog.ReaderOptions{MaxLineBytes: opts.MaxLineBytes})
+	if err != nil {
+		return nil, err
+	}
+	return upgrade.FromReader(src, t.Path, opts)
 }
 
 // Resolve names the log at path: a log file of either layout, or a

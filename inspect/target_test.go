@@ -140,7 +140,7 @@ func TestUpgraded(t *testing.T) {
 		t.Fatalf("no place:\n%s", out.String())
 	}
 	// The history of the v3 log, through the upgrade.
-	h, err := History(context.Background(), parent)
+	h, err := History(context.Background(), &Target{Path: parent})
 	if err != nil || len(h) != 1 || h[0].ID != "m1" {
 		t.Fatalf("%+v %v", h, err)
 	}

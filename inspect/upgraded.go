@@ -25,7 +25,7 @@ type Upgraded struct {
 
 // OpenUpgraded opens t's log for RenderUpgraded and WriteUpgradedJSON.
 func OpenUpgraded(t *Target) (*Upgraded, error) {
-	hr, err := convlog.Open(t.Path, convlog.ReaderOptions{})
+	hr, err := t.open(convlog.ReaderOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ func OpenUpgraded(t *Target) (*Upgraded, error) {
 		}
 		u.Children, u.Warnings = len(facts), upgrade.Warnings(facts)
 	}
-	if u.r, err = upgrade.Open(t.Path, upgrade.Options{Children: facts}); err != nil {
+	if u.r, err = t.OpenV4(upgrade.Options{Children: facts}); err != nil {
 		return nil, err
 	}
 	return u, nil

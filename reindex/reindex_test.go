@@ -270,7 +270,7 @@ func TestSkipsWhatValidateRefuses(t *testing.T) {
 			lines = append(lines[:len(lines)-3], c.line+"\n")
 			os.WriteFile(p, []byte(strings.Join(lines, "")), 0o600)
 
-			v, err := inspect.Validate(ctx, p, inspect.ValidateOptions{})
+			v, err := inspect.Validate(ctx, &inspect.Target{Path: p}, inspect.ValidateOptions{})
 			if err != nil || v.Valid || len(v.Problems) != 1 || !strings.Contains(v.Problems[0].Message, c.want) {
 				t.Fatalf("validate = %+v, %v", v, err)
 			}

@@ -98,15 +98,33 @@ func ReadLog(ctx context.Context, s *store.Store, path string, fn func(*Item) er
 	return r.session(convID, sessionID, path, -1, false, 0)
 }
 
+// ReadHeld streams to fn the transcript of a session log that has no name
+// on disk (a copy of stdin whose file is gone): open reads it, as version
+// 4 events, each time it is read; name stands for it in messages. It
+// belongs to no store, so a log whose history begins in another
+// conversation is refused.
+func ReadHeld(ctx context.Context, name string, open func() (*upgrade.Reader, error), fn func(*Item) error) error {
+	r := &reader{ctx: ctx, fn: fn, seen: map[[2]string]bool{}, heldName: name, held: open}
+	return r.session("", "", name, -1, false, 0)
+}
+
 type reader struct {
 	ctx  context.Context
 	s    *store.Store
 	fn   func(*Item) error
 	seen map[[2]string]bool
+	// held opens the log named heldName (ReadHeld).
+	heldName string
+	held     func() (*upgrade.Reader, error)
 }
 
 // open reads a log of any version as version 4 events.
-func open(path string) (*upgrade.Reader, error) { return upgrade.Open(path, upgrade.Options{}) }
+func (r *reader) open(path string) (*upgrade.Reader, error) {
+	if r.held != nil && path == r.heldName {
+		return r.held()
+	}
+	return upgrade.Open(path, upgrade.Options{})
+}
 
 // session emits the transcript of one session log, through seq through (-1:
 // all), marking its items inherited when it is read for a fork.
@@ -115,7 +133,7 @@ func (r *reader) session(convID, sessionID, path string, through int64, inherite
 		return fmt.Errorf("%s: the chain of forks it inherits from goes round or is longer than %d", path, maxDepth)
 	}
 	r.seen[[2]string{convID, sessionID}] = true
-	lr, err := open(path)
+	lr, err := r.open(path)
 	if err != nil {
 		return err
 	}
@@ -169,7 +187,7 @@ func (r *reader) session(convID, sessionID, path string, through int64, inherite
 			}
 		}
 	}
-	if lr, err = open(path); err != nil {
+	if lr, err = r.open(path); err != nil {
 		return err
 	}
 	defer lr.Close()

@@ -67,6 +67,13 @@ func Open(path string, opts Options) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	return FromReader(src, path, opts)
+}
+
+// FromReader upgrades the log src reads (path names it in errors), as Open
+// does; the Reader takes src over and closes it. On an error src is
+// closed.
+func FromReader(src *convlog.Reader, path string, opts Options) (*Reader, error) {
 	r := &Reader{path: path, src: src, srcHeader: src.Header()}
 	h := r.srcHeader
 	if h.Version >= convlog.CurrentVersion {

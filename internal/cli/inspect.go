@@ -13,6 +13,7 @@ import (
 	"github.com/convkit/convkit/inspect"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/transcript"
+	"github.com/convkit/convkit/upgrade"
 )
 
 func newInspectCommand(e *env) *ucli.Command {
@@ -28,8 +29,8 @@ The log is a file PATH of either layout; a directory DIR: a session
 directory of the runtime's sessions root (its highest generation) or a
 convkit conversation directory (its conversation log); - for stdin (plain
 or zstd, told apart by its first bytes; copied to a private temporary file
-under $TMPDIR, removed afterwards, at most the free space there less 64
-MiB); or found in the data directory: CONVERSATION alone is that
+under $TMPDIR, whose name is removed as soon as it is made, at most the
+free space there less 64 MiB); or found in the data directory: CONVERSATION alone is that
 conversation's own log, CONVERSATION SESSION one of its session logs (the
 highest generation).
 
@@ -90,10 +91,10 @@ older part from the conversation it was forked from (read-only).`,
 				if err != nil {
 					return err
 				}
-				defer sp.remove()
+				defer sp.close()
 				// A log from stdin has no place: no children are looked for.
-				t := &inspect.Target{Path: sp.path}
-				return sp.renameErr(runInspect(c, e, t, stdinName, "-", filter))
+				t := inspect.Held(stdinName, sp.f, sp.size)
+				return runInspect(c, e, t, stdinName, "-", filter)
 			}
 			t, err := inspectTarget(c.Context, e, args)
 			if err != nil {
@@ -111,10 +112,9 @@ older part from the conversation it was forked from (read-only).`,
 // jsonPath its name in JSON output (they differ for a copy of stdin).
 func runInspect(c *ucli.Context, e *env, t *inspect.Target, shown, jsonPath string, filter inspect.Filter) error {
 	ctx := c.Context
-	path := t.Path
 	switch {
 	case c.Bool("validate"):
-		v, err := inspect.Validate(ctx, path, inspect.ValidateOptions{MaxProblems: c.Int("max-problems")})
+		v, err := inspect.Validate(ctx, t, inspect.ValidateOptions{MaxProblems: c.Int("max-problems")})
 		if err != nil {
 			return err
 		}
@@ -153,7 +153,7 @@ func runInspect(c *ucli.Context, e *env, t *inspect.Target, shown, jsonPath stri
 		}
 		return nil
 	case c.Bool("stats"):
-		s, err := inspect.Measure(ctx, path, filter)
+		s, err := inspect.Measure(ctx, t, filter)
 		if err != nil {
 			return err
 		}
@@ -163,9 +163,9 @@ func runInspect(c *ucli.Context, e *env, t *inspect.Target, shown, jsonPath stri
 		}
 		return inspect.RenderStats(s, e.stdout)
 	case c.Bool("transcript"):
-		return runTranscript(ctx, e, path, jsonPath == "-")
+		return runTranscript(ctx, e, t, jsonPath == "-")
 	case c.Bool("history"):
-		h, err := inspect.History(ctx, path)
+		h, err := inspect.History(ctx, t)
 		if err != nil {
 			return err
 		}
@@ -192,9 +192,9 @@ func runInspect(c *ucli.Context, e *env, t *inspect.Target, shown, jsonPath stri
 		}
 		return inspect.RenderUpgraded(ctx, u, e.stdout, filter)
 	case e.g.JSON:
-		return inspect.WriteJSON(ctx, path, e.stdout, filter)
+		return inspect.WriteJSON(ctx, t, e.stdout, filter)
 	default:
-		return inspect.Render(ctx, path, e.stdout, filter)
+		return inspect.Render(ctx, t, e.stdout, filter)
 	}
 }
 
@@ -256,10 +256,11 @@ func problemPosition(p inspect.Problem) string {
 	return fmt.Sprintf("%sbyte %d: %s: %s", s, p.Offset, p.Kind, p.Message)
 }
 
-// runTranscript prints the transcript of the session log at path. The
-// store it sits in (<data-dir>/conversations/<conversation>/<log>), opened
+// runTranscript prints the transcript of t's session log. The store it
+// sits in (<data-dir>/conversations/<conversation>/<log>), opened
 // read-only, is where a fork's inherited history is found; stdin has none.
-func runTranscript(ctx context.Context, e *env, path string, stdin bool) error {
+func runTranscript(ctx context.Context, e *env, t *inspect.Target, stdin bool) error {
+	path := t.Path
 	var s *store.Store
 	if abs, err := filepath.Abs(path); err == nil && !stdin {
 		convs := filepath.Dir(filepath.Dir(abs))
@@ -270,7 +271,7 @@ func runTranscript(ctx context.Context, e *env, path string, stdin bool) error {
 		}
 	}
 	var from string
-	return transcript.ReadLog(ctx, s, path, func(it *transcript.Item) error {
+	render := func(it *transcript.Item) error {
 		if e.g.JSON {
 			return writeJSON(e.stdout, it)
 		}
@@ -322,5 +323,9 @@ func runTranscript(ctx context.Context, e *env, path string, stdin bool) error {
 			}
 		}
 		return nil
-	})
+	}
+	if stdin {
+		return transcript.ReadHeld(ctx, path, func() (*upgrade.Reader, error) { return t.OpenV4(upgrade.Options{}) }, render)
+	}
+	return transcript.ReadLog(ctx, s, path, render)
 }

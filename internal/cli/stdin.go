@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/convkit/convkit/durable"
 )
@@ -22,73 +21,65 @@ const spaceReserve = 64 << 20
 // spooledStdin is a copy of stdin in a private temporary file: a log read
 // from stdin needs random access (the zstd frame scanner reads frame
 // headers ahead, the torn-tail rules need its size), which a pipe does not
-// give. Memory stays bounded by one copy buffer; the copy is bounded by
-// the file system's free space less spaceReserve.
+// give. The file is removed as soon as it is made, before stdin is read:
+// the copy lives as long as its descriptor, and nothing is left behind
+// however the process ends (a closed stdout's SIGPIPE, SIGKILL). Memory
+// stays bounded by one copy buffer; the copy is bounded by the file
+// system's free space less spaceReserve.
 type spooledStdin struct {
-	dir, path string
+	f    *os.File
+	size int64
 }
 
-// spoolStdin copies r to a new private file (0600, in a new 0700
-// directory under $TMPDIR). Plain and zstd logs alike: the reader tells
-// them apart by their first bytes, as it does for any file whose name
-// says nothing.
+// spoolStdin copies r to a new private file (0600, made in a new 0700
+// directory under $TMPDIR, both removed at once). Plain and zstd logs
+// alike: the reader tells them apart by their first bytes, as it does for
+// any file whose name says nothing.
 func spoolStdin(ctx context.Context, r io.Reader) (*spooledStdin, error) {
 	dir, err := os.MkdirTemp("", "convkit-stdin-")
 	if err != nil {
 		return nil, err
 	}
-	s := &spooledStdin{dir: dir, path: filepath.Join(dir, "stdin")}
+	path := filepath.Join(dir, "stdin")
 	if err := durable.PrivateDir(dir); err != nil {
-		s.remove()
+		os.RemoveAll(dir)
 		return nil, err
 	}
-	f, err := durable.CreateExcl(s.path)
+	f, err := durable.CreateExcl(path)
 	if err != nil {
-		s.remove()
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	limit, bounded := freeSpace(dir)
 	limit -= spaceReserve
+	rmErr := os.Remove(path)
+	if err := os.Remove(dir); rmErr == nil {
+		rmErr = err
+	}
+	if rmErr != nil {
+		f.Close()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("remove the copy of %s: %w", stdinName, rmErr)
+	}
 	var src io.Reader = r
 	if bounded {
 		src = io.LimitReader(r, max(limit, 0)+1)
 	}
 	n, err := io.Copy(f, &ctxReader{ctx: ctx, r: src})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
 	switch {
 	case err != nil:
-		s.remove()
-		return nil, fmt.Errorf("copy %s to %s: %w", stdinName, s.path, err)
+		f.Close()
+		return nil, fmt.Errorf("copy %s to a temporary file in %s: %w", stdinName, filepath.Dir(dir), err)
 	case bounded && n > limit:
-		s.remove()
+		f.Close()
 		return nil, withHint(fmt.Errorf("%s holds more than %d bytes, the free space in %s less 64 MiB", stdinName, max(limit, 0), filepath.Dir(dir)),
 			"write it to a file and inspect the file, or point TMPDIR at a larger file system")
 	}
-	return s, nil
+	return &spooledStdin{f: f, size: n}, nil
 }
 
-func (s *spooledStdin) remove() { os.RemoveAll(s.dir) }
-
-// rename makes messages about the copy name stdin instead.
-func (s *spooledStdin) rename(msg string) string { return strings.ReplaceAll(msg, s.path, stdinName) }
-
-// renameErr is err, its message naming stdin instead of the copy.
-func (s *spooledStdin) renameErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &renamedError{err: err, msg: s.rename(err.Error())}
-}
-
-type renamedError struct {
-	err error
-	msg string
-}
-
-func (e *renamedError) Error() string { return e.msg }
-func (e *renamedError) Unwrap() error { return e.err }
+// close releases the copy (its space goes with the descriptor).
+func (s *spooledStdin) close() { s.f.Close() }
 
 // ctxReader stops a copy when ctx is done (an interrupt while stdin is
 // read).
