@@ -15,9 +15,11 @@ var (
 )
 
 // Position locates a problem in a log. Line is 1-based (0 when unknown).
-// Offset is the byte offset of the line in the log's plain text; for a
+// Offset is the byte offset of the line in the log's plain text (of a
+// problem with a whole frame: where the frame's text begins); for a
 // compressed log Frame (1-based) and FrameOffset (the frame's byte offset in
-// the file) say where its compressed bytes are.
+// the file) say where its compressed bytes are. A negative Offset is not
+// known (a frame found damaged before the frames ahead of it were decoded).
 type Position struct {
 	Line        int64
 	Offset      int64
@@ -37,7 +39,7 @@ func (p Position) String() string {
 	}
 	if p.Frame > 0 {
 		parts = append(parts, fmt.Sprintf("frame %d at file byte %d", p.Frame, p.FrameOffset))
-		if p.Line > 0 {
+		if p.Offset >= 0 {
 			parts = append(parts, fmt.Sprintf("plain byte %d", p.Offset))
 		}
 	} else {

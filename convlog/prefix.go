@@ -105,7 +105,13 @@ func zstdPrefix(sc *FrameScanner, src io.ReaderAt, size int64, path string) (Pre
 			break
 		}
 		if fe, ok := err.(*FrameError); ok {
-			return Prefix{}, &FormatError{Path: path, Pos: Position{Frame: fe.Frame, FrameOffset: fe.Offset}, Msg: "corrupt zstd log: " + fe.Msg, Kind: ErrCorrupt}
+			// Frames are not decoded here: where a later frame's text
+			// begins is not known.
+			pos := Position{Frame: fe.Frame, FrameOffset: fe.Offset, Offset: -1}
+			if fe.Frame == 1 {
+				pos.Offset = 0
+			}
+			return Prefix{}, &FormatError{Path: path, Pos: pos, Msg: "corrupt zstd log: " + fe.Msg, Kind: ErrCorrupt}
 		}
 		if err != nil {
 			return Prefix{}, fmt.Errorf("%s: %w", path, err)

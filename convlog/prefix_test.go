@@ -152,7 +152,7 @@ func TestCommittedPrefixRefusals(t *testing.T) {
 		{"empty plain", nil, Plain, "s.log: byte 0: empty or header-less log: the first line must be a complete header line"},
 		{"no newline", []byte(hdrV4), Plain, "(the file holds no complete line)"},
 		{"empty zstd", nil, Zstd, "empty or header-less log: no zstd frame"},
-		{"torn header frame", zframe(hdrV4 + "\n")[:20], Zstd, "s.log: frame 1 at file byte 0: empty or header-less log: the header frame is torn"},
+		{"torn header frame", zframe(hdrV4 + "\n")[:20], Zstd, "s.log: frame 1 at file byte 0, plain byte 0: empty or header-less log: the header frame is torn"},
 		{"foreign bytes", append(zframe(hdrV4+"\n"), "junk"...), Zstd, "invalid frame magic 0x6B6E756A"},
 		{"2 TiB window", append(zframe(hdrV4+"\n"), 0x28, 0xB5, 0x2F, 0xFD, 0x00, 31<<3, 1, 0, 0), Zstd, "frame window of 2199023255552 bytes (2 TiB) exceeds the 128 MiB a log reader allows"},
 		{"dictionary", append(zframe(hdrV4+"\n"), 0x28, 0xB5, 0x2F, 0xFD, 0x21, 7, 1, 0, 0), Zstd, "frame needs zstd dictionary 7"},

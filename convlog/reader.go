@@ -409,6 +409,13 @@ func (r *Reader) errorAt(pos Position, kind error, format string, args ...any) *
 	return &FormatError{Path: r.path, Pos: pos, Msg: fmt.Sprintf(format, args...), Kind: kind}
 }
 
+// framePos is the position of a problem with frame f as a whole: the frame,
+// and the plain offset where its text begins (frames are read in order,
+// so that is where the reader is).
+func (r *Reader) framePos(f Frame) Position {
+	return Position{Frame: f.Index, FrameOffset: f.Offset, Offset: r.plainOff}
+}
+
 func (r *Reader) pos(lineStart int64) Position {
 	p := Position{Line: r.line, Offset: lineStart}
 	if r.comp == Zstd {
@@ -681,7 +688,7 @@ func (r *Reader) decodedFrame(f Frame, in, out []byte, err error) error {
 		return r.streamFrame(f, &r.plain)
 	}
 	if err != nil {
-		return r.errorAt(Position{Frame: f.Index, FrameOffset: f.Offset}, ErrCorrupt, "frame failed validation: %v", err)
+		return r.errorAt(r.framePos(f), ErrCorrupt, "frame failed validation: %v", err)
 	}
 	if r.decoded += int64(len(out)); r.decoded > r.budget {
 		r.plain.Reset(nil)
@@ -728,7 +735,7 @@ func (r *Reader) openFrame() error {
 	if err != nil {
 		var fe *FrameError
 		if errors.As(err, &fe) {
-			return r.errorAt(Position{Frame: fe.Frame, FrameOffset: fe.Offset}, ErrCorrupt, "corrupt zstd log: %s", fe.Msg)
+			return r.errorAt(Position{Frame: fe.Frame, FrameOffset: fe.Offset, Offset: r.plainOff}, ErrCorrupt, "corrupt zstd log: %s", fe.Msg)
 		}
 		return fmt.Errorf("%s: %w", r.path, err)
 	}
@@ -737,7 +744,7 @@ func (r *Reader) openFrame() error {
 	if !f.Checksum && !f.Torn {
 		r.stats.FramesWithoutChecksum++
 		if r.opts.OnProblem != nil {
-			r.opts.OnProblem(r.errorAt(Position{Frame: f.Index, FrameOffset: f.Offset}, ErrCorrupt, "frame carries no content checksum"))
+			r.opts.OnProblem(r.errorAt(r.framePos(f), ErrCorrupt, "frame carries no content checksum"))
 		}
 	}
 	// Small frames that do not state their size are decoded whole too:
@@ -814,7 +821,7 @@ func (r *Reader) streamFrame(f Frame, in io.Reader) error {
 		r.decBig = true
 	}
 	if err := r.dec.Reset(in); err != nil && !f.Torn {
-		return r.errorAt(Position{Frame: f.Index, FrameOffset: f.Offset}, ErrCorrupt, "frame failed validation: %v", err)
+		return r.errorAt(r.framePos(f), ErrCorrupt, "frame failed validation: %v", err)
 	}
 	r.budgeted.r, r.budgeted.reader = r.dec, r
 	if r.br == nil {

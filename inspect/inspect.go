@@ -5,6 +5,7 @@
 package inspect
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -174,13 +175,48 @@ func writeJSONEvents(ctx context.Context, r events, w io.Writer, f Filter) error
 
 // Problem is one format problem found by Validate.
 type Problem struct {
-	Line        int64  `json:"line,omitempty"`
-	Column      int64  `json:"column,omitempty"`
-	Offset      int64  `json:"offset"`
-	Frame       int64  `json:"frame,omitempty"`
+	Line   int64 `json:"line,omitempty"`
+	Column int64 `json:"column,omitempty"`
+	// Offset is the plain-text byte offset of the line, or, for a problem
+	// with a whole frame, of the frame's text.
+	Offset int64 `json:"offset"`
+	Frame  int64 `json:"frame,omitempty"`
+	// FrameOffset is the frame's byte offset in the file, set (0 for
+	// frame 1 included) whenever Frame is.
 	FrameOffset int64  `json:"frameOffset,omitempty"`
 	Kind        string `json:"kind"`
 	Message     string `json:"message"`
+}
+
+// MarshalJSON writes frameOffset whenever frame is set: frame 1's offset
+// 0 is an offset, not an absent one.
+func (p Problem) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Line        int64  `json:"line,omitempty"`
+		Column      int64  `json:"column,omitempty"`
+		Offset      int64  `json:"offset"`
+		Frame       int64  `json:"frame,omitempty"`
+		FrameOffset *int64 `json:"frameOffset,omitempty"`
+		Kind        string `json:"kind"`
+		Message     string `json:"message"`
+	}{Line: p.Line, Column: p.Column, Offset: p.Offset, Frame: p.Frame, Kind: p.Kind, Message: p.Message}
+	if p.Frame > 0 {
+		out.FrameOffset = &p.FrameOffset
+	}
+	// As the command line writes JSON: <, > and & as they are.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// Position is where the problem is, as convlog words positions ("line 3
+// column 7, frame 2 at file byte 120, plain byte 301").
+func (p Problem) Position() convlog.Position {
+	return convlog.Position{Line: p.Line, Column: p.Column, Offset: p.Offset, Frame: p.Frame, FrameOffset: p.FrameOffset}
 }
 
 // Validation is the result of Validate.

@@ -229,31 +229,18 @@ func inspectTarget(ctx context.Context, e *env, args []string) (*inspect.Target,
 	return inspect.Resolve(p)
 }
 
-// stopPosition names where a read stopped.
+// stopPosition names where a read stopped (the line, not the column), as
+// convlog words a position.
 func stopPosition(p inspect.Problem) string {
-	s := ""
-	if p.Line > 0 {
-		s = fmt.Sprintf("line %d, ", p.Line)
-	}
-	if p.Frame > 0 {
-		s += fmt.Sprintf("frame %d at file byte %d, ", p.Frame, p.FrameOffset)
-	}
-	return fmt.Sprintf("%sbyte %d", s, p.Offset)
+	pos := p.Position()
+	pos.Column = 0
+	return pos.String()
 }
 
+// problemPosition is a problem as --validate lists it: its position, as
+// convlog words it in an error line too, then its kind and message.
 func problemPosition(p inspect.Problem) string {
-	s := ""
-	if p.Line > 0 {
-		s = fmt.Sprintf("line %d", p.Line)
-		if p.Column > 0 {
-			s += fmt.Sprintf(" column %d", p.Column)
-		}
-		s += ", "
-	}
-	if p.Frame > 0 {
-		s += fmt.Sprintf("frame %d at file byte %d, ", p.Frame, p.FrameOffset)
-	}
-	return fmt.Sprintf("%sbyte %d: %s: %s", s, p.Offset, p.Kind, p.Message)
+	return fmt.Sprintf("%s: %s: %s", p.Position(), p.Kind, p.Message)
 }
 
 // runTranscript prints the transcript of t's session log. The store it

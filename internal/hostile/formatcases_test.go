@@ -111,7 +111,7 @@ func lyingFrame(f *fx, delta int) []byte {
 	for k := range n {
 		fr[off+k] = byte(v >> (8 * k))
 	}
-	f.vars["at"] = fmt.Sprint(frameAt(frames, 2))
+	f.vars["at"], f.vars["plain"] = fmt.Sprint(frameAt(frames, 2)), zplainAt(2)
 	return zjoin(frames)
 }
 
@@ -139,7 +139,7 @@ func formatCases() []hcase {
 		{
 			name:  "zstd frame of 100 GiB of one byte (3.2 MB): inspect --validate stops at the line limit",
 			setup: func(f *fx) []string { bomb(f, 'a'); return []string{"inspect", "--validate", f.vars["log"]} },
-			code:  1, stdout: []string{"{log}: line 2, frame 2 at file byte {at}, byte {plain}: corrupt: line is longer than the limit of 67108864 bytes (the log is not decoded past it)"},
+			code:  1, stdout: []string{"{log}: line 2, frame 2 at file byte {at}, plain byte {plain}: corrupt: line is longer than the limit of 67108864 bytes (the log is not decoded past it)"},
 			stderr: []string{"{log}: 2 problem(s) found"},
 		},
 		{
@@ -185,9 +185,9 @@ func formatCases() []hcase {
 				return []string{"inspect", "--validate", f.vars["log"]}
 			},
 			code: 1,
-			stdout: []string{"{log}: line 2 column 1, frame 2 at file byte {at}, byte {plain}: corrupt: event is not valid JSON: not a JSON object",
-				"{log}: more than 10000 further problems not listed; reading stopped at line 10101, frame 2 at file byte {at}, byte {stop} (--max-problems N lists up to N)"},
-			stderr: []string{"{log}: more than 10100 problems found; reading stopped at line 10101, frame 2 at file byte {at}, byte {stop}"},
+			stdout: []string{"{log}: line 2 column 1, frame 2 at file byte {at}, plain byte {plain}: corrupt: event is not valid JSON: not a JSON object",
+				"{log}: more than 10000 further problems not listed; reading stopped at line 10101, frame 2 at file byte {at}, plain byte {stop} (--max-problems N lists up to N)"},
+			stderr: []string{"{log}: more than 10100 problems found; reading stopped at line 10101, frame 2 at file byte {at}, plain byte {stop}"},
 			check: func(f *fx, r result) {
 				if n := strings.Count(r.stdout, ": corrupt: "); n != 100 {
 					f.t.Errorf("%d problems listed, want 100", n)
@@ -470,12 +470,12 @@ func formatCases() []hcase {
 			name: "NUL bytes after the last zstd frame: reindex skips the log (not a zstd frame)",
 			setup: func(f *fx) []string {
 				frames := zlog(f.t, hostileSID, zbatches()...)
-				f.vars["at"] = fmt.Sprint(len(zjoin(frames)))
+				f.vars["at"], f.vars["plain"] = fmt.Sprint(len(zjoin(frames))), zplainAt(4)
 				f.session("s1.v4.jsonl.zst", append(zjoin(frames), make([]byte, 4096)...))
 				return []string{"reindex"}
 			},
 			code:   3,
-			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: frame 5 at file byte {at}: corrupt zstd log: invalid frame magic 0x00000000, expected 0xFD2FB528"},
+			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: frame 5 at file byte {at}, plain byte {plain}: corrupt zstd log: invalid frame magic 0x00000000, expected 0xFD2FB528"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 
@@ -533,7 +533,7 @@ func formatCases() []hcase {
 				return []string{"inspect", f.vars["log"]}
 			},
 			code:   1,
-			stderr: []string{"{log}: frame 3 at file byte {at}: frame failed validation"},
+			stderr: []string{"{log}: frame 3 at file byte {at}, plain byte {plain}: frame failed validation"},
 		},
 		{
 			name: "zstd frame stating a larger content size than it holds: reindex skips the log",
@@ -542,41 +542,41 @@ func formatCases() []hcase {
 				return []string{"reindex"}
 			},
 			code:   3,
-			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: frame 3 at file byte {at}: frame failed validation"},
+			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: frame 3 at file byte {at}, plain byte {plain}: frame failed validation"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
 			name: "zstd frame that needs a dictionary: inspect refuses it before decoding",
 			setup: func(f *fx) []string {
 				frames := zlog(f.t, hostileSID, zbatches()...)
-				f.vars["at"] = fmt.Sprint(len(zjoin(frames)) + 5) // the window byte
+				f.vars["at"], f.vars["plain"] = fmt.Sprint(len(zjoin(frames))+5), zplainAt(4) // the window byte
 				// Dictionary id 7 in one byte, a 1 KiB window.
 				f.session("s1.v4.jsonl.zst", append(zjoin(frames), frameHeader(0x01, 0x00, 7)...))
 				return []string{"inspect", f.vars["log"]}
 			},
 			code:   1,
-			stderr: []string{"{log}: frame 5 at file byte {at}: corrupt zstd log: frame needs zstd dictionary 7: log frames are written without a dictionary"},
+			stderr: []string{"{log}: frame 5 at file byte {at}, plain byte {plain}: corrupt zstd log: frame needs zstd dictionary 7: log frames are written without a dictionary"},
 			stdout: []string{"turn/end"},
 		},
 		{
 			name: "zstd frame with a 2 TiB window: reindex skips the log without decoding it",
 			setup: func(f *fx) []string {
 				frames := zlog(f.t, hostileSID, zbatches()...)
-				f.vars["at"] = fmt.Sprint(frameAt(frames, 2) + 5) // the window byte
+				f.vars["at"], f.vars["plain"] = fmt.Sprint(frameAt(frames, 2)+5), zplainAt(2) // the window byte
 				// Window exponent 31: 2^41 bytes.
 				frames[2] = frameHeader(0x00, 31<<3)
 				f.session("s1.v4.jsonl.zst", zjoin(frames))
 				return []string{"reindex"}
 			},
 			code:   3,
-			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: frame 3 at file byte {at}: corrupt zstd log: frame window of 2199023255552 bytes (2 TiB) exceeds the 128 MiB a log reader allows"},
+			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: frame 3 at file byte {at}, plain byte {plain}: corrupt zstd log: frame window of 2199023255552 bytes (2 TiB) exceeds the 128 MiB a log reader allows"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
 			name: "zstd single-segment frame declaring 2 TiB of content: inspect refuses it",
 			setup: func(f *fx) []string {
 				frames := zlog(f.t, hostileSID, zbatches()...)
-				f.vars["at"] = fmt.Sprint(frameAt(frames, 2) + 4) // the descriptor
+				f.vars["at"], f.vars["plain"] = fmt.Sprint(frameAt(frames, 2)+4), zplainAt(2) // the descriptor
 				size := make([]byte, 8)
 				binary.LittleEndian.PutUint64(size, 2<<40)
 				frames[2] = frameHeader(0xE0, size...) // 8-byte content size, single segment
@@ -584,7 +584,7 @@ func formatCases() []hcase {
 				return []string{"inspect", f.vars["log"]}
 			},
 			code:   1,
-			stderr: []string{"{log}: frame 3 at file byte {at}: corrupt zstd log: single-segment frame of 2199023255552 bytes (2 TiB) exceeds the 128 MiB window a log reader allows"},
+			stderr: []string{"{log}: frame 3 at file byte {at}, plain byte {plain}: corrupt zstd log: single-segment frame of 2199023255552 bytes (2 TiB) exceeds the 128 MiB window a log reader allows"},
 		},
 	}
 	return cases

@@ -60,18 +60,18 @@ func logCases() []hcase {
 				frames := zlog(f.t, hostileSID, zbatches()...)
 				// One flipped byte inside frame 3's block.
 				frames[2][len(frames[2])/2] ^= 0x55
-				f.vars["at"] = fmt.Sprint(frameAt(frames, 2))
+				f.vars["at"], f.vars["plain"] = fmt.Sprint(frameAt(frames, 2)), zplainAt(2)
 				f.session("s1.v4.jsonl.zst", zjoin(frames))
 				return []string{"inspect", f.vars["log"]}
 			},
 			code:   1,
-			stderr: []string{"{log}: frame 3 at file byte {at}: frame failed validation"},
+			stderr: []string{"{log}: frame 3 at file byte {at}, plain byte {plain}: frame failed validation"},
 		},
 		{
 			name: "zstd frame truncated mid-log: reindex skips it",
 			setup: func(f *fx) []string {
 				frames := zlog(f.t, hostileSID, zbatches()...)
-				f.vars["at"] = fmt.Sprint(frameAt(frames, 2))
+				f.vars["at"], f.vars["plain"] = fmt.Sprint(frameAt(frames, 2)), zplainAt(2)
 				// Frame 3 loses the last two bytes of its checksum; frame 4
 				// follows it.
 				frames[2] = frames[2][:len(frames[2])-2]
@@ -79,8 +79,8 @@ func logCases() []hcase {
 				return []string{"reindex"}
 			},
 			code:   3,
-			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: frame 3 at file byte {at}: frame failed validation", "Summary: indexed=3, skipped=1,"},
-			stderr: []string{"reindex skipped 1 item(s), each reported with its reason; the first: unreadable session log: {log}: frame 3 at file byte {at}: frame failed validation: CRC check failed"},
+			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: frame 3 at file byte {at}, plain byte {plain}: frame failed validation", "Summary: indexed=3, skipped=1,"},
+			stderr: []string{"reindex skipped 1 item(s), each reported with its reason; the first: unreadable session log: {log}: frame 3 at file byte {at}, plain byte {plain}: frame failed validation: CRC check failed"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -108,12 +108,12 @@ func logCases() []hcase {
 				frames := zlog(f.t, hostileSID, zbatches()...)
 				fr := frames[2]
 				fr[len(fr)-1] ^= 0xFF // the last byte of the content checksum
-				f.vars["at"] = fmt.Sprint(frameAt(frames, 2))
+				f.vars["at"], f.vars["plain"] = fmt.Sprint(frameAt(frames, 2)), zplainAt(2)
 				f.session("s1.v4.jsonl.zst", zjoin(frames))
 				return []string{"export", f.vars["basic.id"], hostileID, "--to", f.path("out.tar.zst")}
 			},
 			code:   3,
-			stderr: []string{"UNREADABLE {log}: frame 3 at file byte {at}: frame failed validation: CRC check failed", "export left out 1 item(s)"},
+			stderr: []string{"UNREADABLE {log}: frame 3 at file byte {at}, plain byte {plain}: frame failed validation: CRC check failed", "export left out 1 item(s)"},
 			stdout: []string{"EXPORTED {basic.id}", "unreadable=1"},
 			want:   []string{"+out.tar.zst"},
 		},
@@ -123,13 +123,13 @@ func logCases() []hcase {
 				frames := zlog(f.t, hostileSID, zbatches()...)
 				skippable := []byte{0x50, 0x2A, 0x4D, 0x18, 4, 0, 0, 0, 'j', 'u', 'n', 'k'}
 				frames = append(frames[:2], append([][]byte{skippable}, frames[2:]...)...)
-				f.vars["at"] = fmt.Sprint(frameAt(frames, 2))
+				f.vars["at"], f.vars["plain"] = fmt.Sprint(frameAt(frames, 2)), zplainAt(2)
 				f.session("s1.v4.jsonl.zst", zjoin(frames))
 				return []string{"migrate"}
 			},
 			code:   1,
 			stdout: []string{"failed=1", "Summary: converted=2, already-V4=9, failed=1, skipped=0"},
-			stderr: []string{`1 log(s) failed to migrate; the first: {log}: frame 3 at file byte {at}: corrupt zstd log: skippable frame (magic 0x184D2A50)`, "; see {tmp}/convkit-migrate-v4-"},
+			stderr: []string{`1 log(s) failed to migrate; the first: {log}: frame 3 at file byte {at}, plain byte {plain}: corrupt zstd log: skippable frame (magic 0x184D2A50)`, "; see {tmp}/convkit-migrate-v4-"},
 			allow:  migrated,
 		},
 		{
@@ -137,12 +137,12 @@ func logCases() []hcase {
 			setup: func(f *fx) []string {
 				frames := zlog(f.t, hostileSID, zbatches()...)
 				copy(frames[1], "\x28\xb5\x2f\xfe")
-				f.vars["at"] = fmt.Sprint(frameAt(frames, 1))
+				f.vars["at"], f.vars["plain"] = fmt.Sprint(frameAt(frames, 1)), zplainAt(1)
 				f.session("s1.v4.jsonl.zst", zjoin(frames))
 				return []string{"inspect", hostileID, hostileSID}
 			},
 			code:   1,
-			stderr: []string{"{log}: frame 2 at file byte {at}: ", "invalid frame magic 0xFE2FB528, expected 0xFD2FB528"},
+			stderr: []string{"{log}: frame 2 at file byte {at}, plain byte {plain}: ", "invalid frame magic 0xFE2FB528, expected 0xFD2FB528"},
 		},
 		{
 			name: "seq gap: inspect",

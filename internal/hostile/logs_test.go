@@ -106,6 +106,20 @@ func zbatches() [][]string {
 	return [][]string{evs[:2], evs[2:4], evs[4:]}
 }
 
+// zplainAt is the plain-text offset where frame i (0-based; 0 is the
+// header frame) of zlog(t, hostileSID, zbatches()...) begins: problems
+// with a whole frame name it.
+func zplainAt(i int) string {
+	n := len(joinLines(sessionHeader(hostileSID, 4)))
+	if i == 0 {
+		n = 0
+	}
+	for _, b := range zbatches()[:max(i-1, 0)] {
+		n += len(joinLines(b...))
+	}
+	return fmt.Sprint(n)
+}
+
 // frameAt is the file offset of frame i (0-based) of frames.
 func frameAt(frames [][]byte, i int) int {
 	off := 0
