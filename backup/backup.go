@@ -36,6 +36,7 @@ import (
 
 	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/progress"
 	"github.com/convkit/convkit/store"
 )
@@ -135,8 +136,8 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		_, holder, why := s.Online()
 		m.Online, m.Holder = true, holder
 		if why != nil {
-			m.LockError = why.Error()
-			opts.OnEvent(Event{Kind: EventOnline, Path: s.Lock().Path(), Reason: why.Error()})
+			m.LockError = fileerr.Text(why)
+			opts.OnEvent(Event{Kind: EventOnline, Path: s.Lock().Path(), Reason: m.LockError})
 		}
 	}
 	if opts.Strict {

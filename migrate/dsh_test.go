@@ -311,7 +311,7 @@ func TestSessionsEmptyAndMissingRoot(t *testing.T) {
 	}
 	missing := filepath.Join(root, "missing")
 	sum, out = runSessions(t, missing, Options{})
-	if sum.Totals != (Counts{Failed: 1}) || sum.InputCount != 0 || !strings.Contains(out, `ERROR "`+missing+`": sessions root `+missing+`: no such file or directory`) {
+	if sum.Totals != (Counts{Failed: 1}) || sum.InputCount != 0 || !strings.Contains(out, `ERROR "`+missing+`": sessions root: no such file or directory`) {
 		t.Fatalf("missing: %+v\n%s", sum.Totals, out)
 	}
 	var fromFile map[string]any

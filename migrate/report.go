@@ -20,6 +20,7 @@ import (
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/dshroot"
 	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/upgrade"
 )
@@ -263,7 +264,7 @@ func (r *report) fail(in *input, err error, d time.Duration) {
 	item := classify(in.path, err)
 	r.failures = append(r.failures, failure{version: in.version, item: item})
 	ev := r.base(in, "failed")
-	ev.MessageType, ev.Message, ev.Seconds, ev.Completed = "error", err.Error(), d.Seconds(), r.completed
+	ev.MessageType, ev.Message, ev.Seconds, ev.Completed = "error", item.Message, d.Seconds(), r.completed
 	r.emit(ev)
 	r.logw.WriteString(fmt.Sprintf("  error type %T: %#v\n", err, err))
 	r.logw.Flush()
@@ -276,9 +277,10 @@ func (r *report) failRoot(err error) {
 	defer r.mu.Unlock()
 	in := &input{path: r.sum.SessionRoot, version: -1}
 	r.count(in, func(c *Counts) { c.Failed++ })
-	r.failures = append(r.failures, failure{version: -1, item: classify(in.path, err)})
+	item := classify(in.path, err)
+	r.failures = append(r.failures, failure{version: -1, item: item})
 	ev := r.base(in, "failed")
-	ev.MessageType, ev.Message, ev.Completed = "error", err.Error(), r.completed
+	ev.MessageType, ev.Message, ev.Completed = "error", item.Message, r.completed
 	r.emit(ev)
 	r.logw.WriteString(fmt.Sprintf("  error type %T: %#v\n", err, err))
 	r.logw.Flush()
@@ -291,9 +293,10 @@ var (
 	memberTypeRe   = regexp.MustCompile(`(\S+) \d+ data has unexpected member `)
 )
 
-// classify gives a failure its reason and error name, for grouping.
+// classify gives a failure its reason and error name, for grouping, and
+// its message: err's, without a mention of path (the item names it).
 func classify(path string, err error) FailureItem {
-	it := FailureItem{InputPath: path, Message: err.Error(), ErrorName: errorName(err)}
+	it := FailureItem{InputPath: path, Message: fileerr.Reason(path, err), ErrorName: errorName(err)}
 	msg := err.Error()
 	it.Child = strings.HasPrefix(msg, "child Session ")
 	var fe *convlog.FormatError

@@ -93,8 +93,8 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 				diff("stale", "indexed, but a rebuild skips it: %s", b.skip.Reason)
 			case !wasSkipped:
 				diff("missing", "skipped (%s), but not recorded as skipped in the index", b.skip.Reason)
-			case skipped.reason != b.skip.Reason:
-				diff("stale", "skipped: logs %q, index %q", b.skip.Reason, skipped.reason)
+			case skipped.reason != storedReason(b.dir.Path, b.skip):
+				diff("stale", "skipped: logs %q, index %q", storedReason(b.dir.Path, b.skip), skipped.reason)
 			case skipped.fingerprint != b.fingerprint:
 				diff("stale", "skipped, but its logs changed since (fingerprint: logs %s, index %s)", b.fingerprint, skipped.fingerprint)
 			}

@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/convkit/convkit/contract"
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
@@ -70,7 +74,7 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 				if err != nil {
 					p = sk.Dir
 				}
-				res.Skipped = append(res.Skipped, Skip{ID: sk.ID, Path: p, Reason: sk.Reason})
+				res.Skipped = append(res.Skipped, indexedSkip(sk.ID, p, sk.Reason))
 			}
 			return res, nil
 		}
@@ -110,7 +114,7 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 		}
 		info, err := store.ReadConversationFile(convLog.Path)
 		if err != nil {
-			res.Skipped = append(res.Skipped, Skip{ID: c.ID, Path: convLog.Path, Reason: err.Error()})
+			res.Skipped = append(res.Skipped, Skip{ID: c.ID, Path: convLog.Path, Reason: "unreadable conversation log: " + fileerr.Reason(convLog.Path, err)})
 			continue
 		}
 		if info.Deleting {
@@ -195,4 +199,17 @@ func deleting(c store.ConversationDir) bool {
 		}
 	}
 	return false
+}
+
+// indexedSkip is a skip the index records for the conversation in dir
+// (where the store is now): a reason about one of its logs begins with the
+// log's name (storedReason), which a canonical log name spells without
+// ": ".
+func indexedSkip(id, dir, reason string) Skip {
+	if name, rest, ok := strings.Cut(reason, ": "); ok {
+		if _, isLog := convlog.ParseName(name); isLog && !strings.ContainsRune(name, filepath.Separator) {
+			return Skip{ID: id, Path: filepath.Join(dir, name), Reason: rest}
+		}
+	}
+	return Skip{ID: id, Path: dir, Reason: reason}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/progress"
@@ -217,6 +218,17 @@ func (r reporter) skip(sk Skip) Skip {
 	return sk
 }
 
+// storedReason is a skip's reason as the index records it: one about a
+// file of the conversation directory names the file relative to it, so
+// the record stays true in a store moved or copied elsewhere (list names
+// the directory where the store is now).
+func storedReason(dir string, sk *Skip) string {
+	if rel, err := filepath.Rel(dir, sk.Path); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+		return rel + ": " + sk.Reason
+	}
+	return sk.Reason
+}
+
 // built is one conversation read from its logs, or kept as the index
 // holds it.
 type built struct {
@@ -392,7 +404,7 @@ func (j *job) apply(ctx context.Context, w *index.Writer, b *built) error {
 		sk := rp.skip(*b.skip)
 		res.Skipped = append(res.Skipped, sk)
 		j.opts.OnEvent(Event{Kind: EventSkipped, Path: sk.Path, Reason: sk.Reason})
-		if err := w.Skip(ctx, b.dir.ID, b.dir.Name, b.fingerprint, sk.Reason); err != nil {
+		if err := w.Skip(ctx, b.dir.ID, b.dir.Name, b.fingerprint, storedReason(b.dir.Path, b.skip)); err != nil {
 			return err
 		}
 	case b.kept != nil:
@@ -778,7 +790,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 		return skip(convLog.Path, "%s", ie.Msg)
 	}
 	if err != nil {
-		return skip(convLog.Path, "unreadable conversation log: %v", err)
+		return skip(convLog.Path, "unreadable conversation log: %s", fileerr.Reason(convLog.Path, err))
 	}
 	if info.Deleting {
 		b.deleting = true
@@ -821,7 +833,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 			if errors.Is(err, convlog.ErrUnsupported) {
 				reason = "session log this build cannot read"
 			}
-			return skip(l.Path, "%s: %v", reason, err)
+			return skip(l.Path, "%s: %s", reason, fileerr.Reason(l.Path, err))
 		}
 		if sess.ParentSession == "" {
 			sess.ParentSession = h.ParentSession

@@ -60,7 +60,7 @@ func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, op
 	case b.deleting || b.empty:
 		err = w.Remove(ctx, convID)
 	case b.skip != nil:
-		err = w.Skip(ctx, convID, filepath.Base(c.Path), b.fingerprint, b.skip.Reason)
+		err = w.Skip(ctx, convID, filepath.Base(c.Path), b.fingerprint, storedReason(c.Path, b.skip))
 	default:
 		err = w.Put(ctx, b.conv, b.msgs)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/upgrade"
 )
 
@@ -109,7 +110,7 @@ func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, 
 	for _, p := range temps {
 		if !opts.DryRun {
 			if err := os.Remove(p); err != nil {
-				res.Skipped = append(res.Skipped, RepairSkip{Path: p, Reason: err.Error()})
+				res.Skipped = append(res.Skipped, RepairSkip{Path: p, Reason: fileerr.Reason(p, err)})
 				continue
 			}
 		}
@@ -157,7 +158,7 @@ func (s *Store) repairConversation(c ConversationDir, dry bool, change func(Repa
 	}
 	info, err := ReadConversationFile(convLog.Path)
 	if err != nil {
-		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: "unreadable conversation log: " + err.Error()}, nil
+		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: "unreadable conversation log: " + fileerr.Reason(convLog.Path, err)}, nil
 	}
 	if info.ID != c.ID {
 		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: fmt.Sprintf("conversation log names id %q, but its directory is %q", info.ID, c.ID)}, nil
@@ -196,7 +197,7 @@ func (s *Store) repairConversation(c ConversationDir, dry bool, change func(Repa
 				running = running || (t.SessionID == l.ID && t.Running())
 			}
 			if running {
-				return &RepairSkip{Conversation: c.ID, Path: l.Path, Reason: "unreadable session log with a running turn: " + err.Error()}, nil
+				return &RepairSkip{Conversation: c.ID, Path: l.Path, Reason: "unreadable session log with a running turn: " + fileerr.Reason(l.Path, err)}, nil
 			}
 			continue
 		}
@@ -218,7 +219,7 @@ func (s *Store) repairConversation(c ConversationDir, dry bool, change func(Repa
 	defer s.mu.Unlock()
 	oc, err := s.conv(c.ID)
 	if err != nil {
-		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: err.Error()}, nil
+		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: fileerr.Reason(convLog.Path, err)}, nil
 	}
 	for _, t := range targets {
 		if s.sessions[sessionKey{c.ID, t.log.ID}] != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/fileerr"
 )
 
 // Tree is what Walk found under <data-dir>/conversations.
@@ -110,7 +111,7 @@ func walkRoot(root string, jobs int) (*Tree, error) {
 	entries, err := os.ReadDir(root) // sorted by name
 	if err != nil {
 		// Keep whatever was read before the error.
-		t.problem(root, err.Error())
+		t.problem(root, fileerr.Reason(root, err))
 	}
 	// Each entry is a problem or a conversation directory, whose listing
 	// (with its own problems) is filled in below, then all are put
@@ -205,7 +206,7 @@ func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
 	if err != nil {
 		// A partly read directory would look like a conversation missing
 		// logs, so it is left out.
-		t.problem(dir, err.Error())
+		t.problem(dir, fileerr.Reason(dir, err))
 		return ConversationDir{}, false
 	}
 	c := ConversationDir{ID: id, Name: name, Path: dir}

@@ -14,13 +14,13 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/progress"
 	"github.com/convkit/convkit/store"
 )
@@ -228,7 +228,6 @@ func newExporter(s *store.Store, opts ExportOptions) (*exporter, error) {
 }
 
 func (x *exporter) problem(id, p, reason string) {
-	reason = strings.TrimPrefix(reason, p+": ")
 	x.m.Problems = append(x.m.Problems, Problem{ID: id, Path: p, Reason: reason})
 	x.opts.OnEvent(ExportEvent{Unreadable: true, ID: id, Path: p, Reason: reason})
 }
@@ -571,7 +570,7 @@ func (x *exporter) read(p *planned, tmpDir string) *readConv {
 			// The entry at fault and why, each said once.
 			return leaveOut(probs[0].Path, probs[0].Reason)
 		}
-		return leaveOut(dir, err.Error())
+		return leaveOut(dir, fileerr.Reason(dir, err))
 	}
 	for _, pr := range probs {
 		rc.events = append(rc.events, ExportEvent{ID: p.id, Path: pr.Path, Reason: pr.Reason})
@@ -586,7 +585,7 @@ func (x *exporter) read(p *planned, tmpDir string) *readConv {
 			isConvLog: l.IsConversationLog,
 		}
 		if err := ol.open(); err != nil {
-			return leaveOut(l.Path, err.Error())
+			return leaveOut(l.Path, fileerr.Reason(l.Path, err))
 		}
 		rc.logs = append(rc.logs, ol)
 		rc.bytes += int64(len(ol.buf))
@@ -617,7 +616,7 @@ func (x *exporter) read(p *planned, tmpDir string) *readConv {
 	case errors.As(err, &ie):
 		return leaveOut(convLog.path, ie.Msg)
 	case err != nil:
-		return leaveOut(convLog.path, err.Error())
+		return leaveOut(convLog.path, fileerr.Reason(convLog.path, err))
 	case info.Deleting:
 		return leaveOut(dir, "the conversation is being deleted: not exported")
 	}

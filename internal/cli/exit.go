@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"regexp"
-	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/store"
 )
 
@@ -120,7 +117,10 @@ func report(w io.Writer, err error, asJSON bool) int {
 	if err == nil || err == errDone {
 		return code
 	}
-	msg := onePath(err)
+	// Messages are built to name each file once (package fileerr); a
+	// system call's error wrapped by a message naming its file already is
+	// worded here from the error's chain, the last safety net.
+	msg := fileerr.Text(err)
 	if err == context.Canceled { // bare: nothing more to say than this
 		msg = "interrupted"
 	}
@@ -148,78 +148,6 @@ func report(w io.Writer, err error, asJSON bool) int {
 		_ = writeJSON(w, exitErrorMessage{MessageType: "exit_error", Code: code, Message: msg})
 	}
 	return code
-}
-
-// onePath is err's message with each file named once. A system call's
-// error names its file ("write F: no space left on device"), and the
-// callers that wrap it often name the file too ("write F: write F: no
-// space left on device"): a *fs.PathError or *os.LinkError whose file the
-// message names before it loses its own mention ("write F: write: no
-// space left on device").
-func onePath(err error) string {
-	msg := err.Error()
-	var visit func(error)
-	visit = func(e error) {
-		for e != nil {
-			var full, short string
-			var paths []string
-			switch pe := e.(type) {
-			case *fs.PathError:
-				full, short, paths = pe.Error(), pe.Op+": "+pe.Err.Error(), []string{pe.Path}
-			case *os.LinkError:
-				full, short, paths = pe.Error(), pe.Op+": "+pe.Err.Error(), []string{pe.Old, pe.New}
-			}
-			if full != "" {
-				if i := strings.LastIndex(msg, full); i > 0 {
-					before := msg[:i]
-					named := true
-					for _, p := range paths {
-						named = named && p != "" && strings.Contains(before, p)
-					}
-					if named {
-						msg = before + short + msg[i+len(full):]
-					}
-				}
-			}
-			switch u := e.(type) {
-			case interface{ Unwrap() []error }:
-				for _, inner := range u.Unwrap() {
-					visit(inner)
-				}
-				return
-			case interface{ Unwrap() error }:
-				e = u.Unwrap()
-			default:
-				return
-			}
-		}
-	}
-	visit(err)
-	return collapsePaths(msg)
-}
-
-// repeatedPath matches "P: OP P: " with an absolute path P on both sides
-// (checked equal by collapsePaths): a message that went through a string
-// (a summary's failure text) keeps the shape of the wrapped error.
-var repeatedPath = regexp.MustCompile(`(/[^\s:"]+): ([a-z]+) (/[^\s:"]+): `)
-
-// collapsePaths rewrites "OP1 P: OP2 P: cause" as "OP1 P: OP2: cause".
-func collapsePaths(msg string) string {
-	for start := 0; start < len(msg); {
-		m := repeatedPath.FindStringSubmatchIndex(msg[start:])
-		if m == nil {
-			break
-		}
-		p1, op, p2 := msg[start+m[2]:start+m[3]], msg[start+m[4]:start+m[5]], msg[start+m[6]:start+m[7]]
-		if p1 != p2 {
-			start += m[3]
-			continue
-		}
-		repl := p1 + ": " + op + ": "
-		msg = msg[:start+m[0]] + repl + msg[start+m[1]:]
-		start += m[0] + len(repl)
-	}
-	return msg
 }
 
 // exitErrorMessage is the last thing printed on stderr under --json when a

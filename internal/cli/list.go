@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"strconv"
 	"strings"
 	"time"
@@ -59,6 +61,8 @@ only those, with a WHY column.`,
 				fmt.Fprintf(e.stderr, "convkit: listing from the logs: %s\n", text(l.FallbackReason))
 			}
 			for _, s := range l.Skipped {
+				// withPath: a reason an older convkit recorded in the index
+				// may name the path already.
 				fmt.Fprintf(e.stderr, "convkit: warning: %s\n", text(withPath(s.Path, s.Reason)))
 			}
 			if e.g.JSON {
@@ -115,7 +119,7 @@ func newSearchCommand(e *env) *ucli.Command {
 syntax: words, "phrases", prefix*, AND/OR/NOT). Needs metadata.db; run
 convkit reindex first. It takes no lock.`,
 		Flags: []ucli.Flag{
-			&ucli.IntFlag{Name: "limit", Value: 20, Usage: "show at most `N` matches"},
+			&ucli.IntFlag{Name: "limit", Value: 20, Usage: "show at most `N` matches (a positive whole number)"},
 		},
 		Action: func(c *ucli.Context) error {
 			if err := checkArgs(c, 1, 1); err != nil {
@@ -129,6 +133,11 @@ convkit reindex first. It takes no lock.`,
 				return err
 			}
 			db, err := index.OpenRead(c.Context, s.IndexPath(), index.ReadOptions{})
+			if errors.Is(err, fs.ErrNotExist) {
+				// The index is what search reads; the system's own words
+				// for a missing file (lstat …) say less.
+				err = fmt.Errorf("search reads metadata.db, and %s does not exist", s.IndexPath())
+			}
 			if err != nil {
 				return withHint(err, "run convkit reindex to build metadata.db")
 			}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -129,11 +128,13 @@ Exit 1 if any log failed.`,
 						}
 					}
 				}
+				// An input is a log, an entry out of the layout's shape (a
+				// link, a flat file) or the root itself: not always a log.
 				if first != nil {
-					return fmt.Errorf("%d log(s) failed to migrate; the first: %s; see %s", sum.Totals.Failed,
-						withPath(strconv.Quote(first.InputPath), first.Message), sum.TextLogPath)
+					return fmt.Errorf("%d input(s) failed to migrate; the first: \"%s\": %s; see %s", sum.Totals.Failed,
+						first.InputPath, first.Message, sum.TextLogPath)
 				}
-				return fmt.Errorf("%d log(s) failed to migrate; see %s", sum.Totals.Failed, sum.TextLogPath)
+				return fmt.Errorf("%d input(s) failed to migrate; see %s", sum.Totals.Failed, sum.TextLogPath)
 			}
 			return nil
 		},

@@ -40,26 +40,14 @@ func text(s string) string { return display.Escape(s) }
 func quoted(s string) string { return `"` + display.Escape(s) + `"` }
 
 // libraryLines wraps w for the lines a library writes itself (report and
-// warning lines): each is escaped and names each file once, and under
-// --quiet only the lines keep accepts pass (nil keeps all).
+// warning lines): each is escaped, and under --quiet only the lines keep
+// accepts pass (nil keeps all).
 func (e *env) libraryLines(w io.Writer, keep func(line string) bool) io.Writer {
-	out := io.Writer(onePathWriter{display.NewWriter(w)})
+	out := io.Writer(display.NewWriter(w))
 	if e.g.Quiet && keep != nil {
 		out = &lineFilter{w: out, keep: keep}
 	}
 	return out
-}
-
-// onePathWriter names each file once in the lines written through it, as
-// report does in an error line (collapsePaths): a library's warning that
-// quotes a wrapped system error repeats its file otherwise.
-type onePathWriter struct{ w io.Writer }
-
-func (o onePathWriter) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(o.w, collapsePaths(string(p))); err != nil {
-		return 0, err
-	}
-	return len(p), nil
 }
 
 // lineFilter passes to w the whole lines written through it that keep

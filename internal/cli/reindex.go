@@ -138,9 +138,10 @@ func willNotOpenText(w reindex.WillNotOpen) string {
 	return w.ID + ": " + strings.Join(w.Reasons, "; ")
 }
 
-// skipText is the first skipped item, "PATH: REASON" (the path once).
+// skipText is the first skipped item, "PATH: REASON" (a reason never
+// names its path again).
 func skipText(s []reindex.Skip) string {
-	return withPath(s[0].Path, s[0].Reason)
+	return s[0].Path + ": " + s[0].Reason
 }
 
 func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
@@ -175,7 +176,7 @@ func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 			fmt.Fprintf(e.stdout, "%s %s: %s\n", upper(d.Kind), quoted(d.ID), text(d.Detail))
 		}
 		for _, s := range res.Skipped {
-			fmt.Fprintf(e.stdout, "SKIPPED %s\n", text(withPath(s.Path, s.Reason)))
+			fmt.Fprintf(e.stdout, "%s\n", text(reindexLine(reindex.Event{Kind: reindex.EventSkipped, Path: s.Path, Reason: s.Reason})))
 		}
 		for _, w := range res.WillNotOpen {
 			fmt.Fprintf(e.stdout, "WILL NOT OPEN %s\n", text(willNotOpenText(w)))

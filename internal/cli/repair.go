@@ -73,7 +73,7 @@ func runRepair(c *ucli.Context, e *env, dry bool) error {
 		}
 	} else {
 		for _, sk := range res.Skipped {
-			fmt.Fprintf(e.stdout, "SKIPPED %s\n", text(withPath(sk.Path, sk.Reason)))
+			fmt.Fprintf(e.stdout, "SKIPPED %s: %s\n", text(sk.Path), text(sk.Reason))
 		}
 		if dry {
 			fmt.Fprintln(e.stdout, "Dry run: nothing was changed.")
@@ -83,7 +83,7 @@ func runRepair(c *ucli.Context, e *env, dry bool) error {
 	}
 	if len(res.Skipped) > 0 {
 		return partialf("repair skipped %d item(s), each reported with its reason; the first: %s", len(res.Skipped),
-			withPath(res.Skipped[0].Path, res.Skipped[0].Reason))
+			res.Skipped[0].Path+": "+res.Skipped[0].Reason)
 	}
 	return nil
 }

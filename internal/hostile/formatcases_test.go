@@ -132,7 +132,8 @@ func formatCases() []hcase {
 		f.write(filepath.Join(dir, "s1.v4.jsonl"), plainSession(hostileSID))
 		return dir
 	}
-	bombLine := "{log}: line 2, frame 2 at file byte {at}, plain byte {plain}: line is longer than the limit of 67108864 bytes (the log is not decoded past it)"
+	bombWhere := "line 2, frame 2 at file byte {at}, plain byte {plain}: line is longer than the limit of 67108864 bytes (the log is not decoded past it)"
+	bombLine := "{log}: " + bombWhere
 	cases := []hcase{
 		// Bounded reads: a 3.2 MB frame of 100 GiB of one byte is read to
 		// the line limit and no further, by every command that reads it.
@@ -145,8 +146,8 @@ func formatCases() []hcase {
 		{
 			name:  "zstd frame of 100 GiB of one byte: reindex skips the log at the line limit",
 			setup: func(f *fx) []string { bomb(f, 'a'); return []string{"reindex"} },
-			code:  3, stdout: []string{"SKIPPED {log}: unreadable session log: " + bombLine, "indexed=3, skipped=1"},
-			stderr: []string{"the first: unreadable session log: " + bombLine},
+			code:  3, stdout: []string{"SKIPPED {log}: unreadable session log: " + bombWhere, "indexed=3, skipped=1"},
+			stderr: []string{"the first: {log}: unreadable session log: " + bombWhere},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -157,7 +158,7 @@ func formatCases() []hcase {
 		{
 			name:  "zstd frame of 100 GiB of one byte: migrate fails the log at the line limit",
 			setup: func(f *fx) []string { bomb(f, 'a'); return []string{"migrate"} },
-			code:  1, stdout: []string{"failed=1"}, stderr: []string{`the first: ` + bombLine},
+			code:  1, stdout: []string{"failed=1"}, stderr: []string{`the first: "{log}": ` + bombWhere},
 			allow: migrated,
 		},
 		{
@@ -198,8 +199,8 @@ func formatCases() []hcase {
 			name:   "zstd frame of 100 GiB of newlines: reindex skips the log at its first empty line",
 			setup:  func(f *fx) []string { bomb(f, '\n'); return []string{"reindex"} },
 			code:   3,
-			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: line 2 column 1, frame 2 at file byte {at}, plain byte {plain}: event is not valid JSON: not a JSON object"},
-			stderr: []string{"the first: unreadable session log: {log}: line 2 column 1"},
+			stdout: []string{"SKIPPED {log}: unreadable session log: line 2 column 1, frame 2 at file byte {at}, plain byte {plain}: event is not valid JSON: not a JSON object"},
+			stderr: []string{"the first: {log}: unreadable session log: line 2 column 1"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -222,9 +223,9 @@ func formatCases() []hcase {
 				return []string{"reindex"}
 			},
 			code: 3,
-			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: frame {frame} at file byte",
+			stdout: []string{"SKIPPED {log}: unreadable session log: frame {frame} at file byte",
 				"the log decodes to more than {budget} bytes (128 times its {size} bytes on disk, at least 256 MiB): refused as a decompression bomb"},
-			stderr: []string{"the first: unreadable session log: {log}: frame {frame}"},
+			stderr: []string{"the first: {log}: unreadable session log: frame {frame}"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -269,7 +270,7 @@ func formatCases() []hcase {
 				return []string{"reindex"}
 			},
 			code:   3,
-			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: line 1 column {col}, byte 0: header line is not valid JSON: JSON nested deeper than 512 levels"},
+			stdout: []string{"SKIPPED {log}: unreadable session log: line 1 column {col}, byte 0: header line is not valid JSON: JSON nested deeper than 512 levels"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -283,7 +284,7 @@ func formatCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"failed=1"},
-			stderr: []string{`the first: {log}: line 3 column {col}, byte {off}: event is not valid JSON: JSON nested deeper than 512 levels`},
+			stderr: []string{`the first: "{log}": line 3 column {col}, byte {off}: event is not valid JSON: JSON nested deeper than 512 levels`},
 			allow:  migrated,
 		},
 
@@ -297,7 +298,7 @@ func formatCases() []hcase {
 				return []string{"reindex"}
 			},
 			code:   3,
-			stdout: []string{`SKIPPED {log}: unreadable session log: {log}: line 1 column {col}, byte 0: header line is not valid JSON: duplicate member "id"`},
+			stdout: []string{`SKIPPED {log}: unreadable session log: line 1 column {col}, byte 0: header line is not valid JSON: duplicate member "id"`},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -329,7 +330,7 @@ func formatCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"failed=1"},
-			stderr: []string{`the first: {log}: line 2 column {col}, byte {off}: event is not valid JSON: duplicate member "k"`},
+			stderr: []string{`the first: "{log}": line 2 column {col}, byte {off}: event is not valid JSON: duplicate member "k"`},
 			allow:  migrated,
 		},
 
@@ -346,7 +347,7 @@ func formatCases() []hcase {
 		{
 			name:  "seq written -0: reindex skips the log",
 			setup: func(f *fx) []string { lineCase(f, 2, seqForm("-0"), "-0"); return []string{"reindex"} },
-			code:  3, stdout: []string{"SKIPPED {log}: unreadable session log: {log}: line 2 column {col}, byte {off}: seq must be a non-negative safe integer"},
+			code:  3, stdout: []string{"SKIPPED {log}: unreadable session log: line 2 column {col}, byte {off}: seq must be a non-negative safe integer"},
 			allow: reindexed, want: []string{newIndex},
 		},
 		{
@@ -377,7 +378,7 @@ func formatCases() []hcase {
 		{
 			name:  "header version written 1e999: reindex skips the log",
 			setup: func(f *fx) []string { lineCase(f, 1, versionForm("1e999"), "1e999"); return []string{"reindex"} },
-			code:  3, stdout: []string{"SKIPPED {log}: unreadable session log: {log}: line 1 column {col}, byte 0: header version is not a non-negative safe integer"},
+			code:  3, stdout: []string{"SKIPPED {log}: unreadable session log: line 1 column {col}, byte 0: header version is not a non-negative safe integer"},
 			allow: reindexed, want: []string{newIndex},
 		},
 		{
@@ -398,7 +399,7 @@ func formatCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"failed=1"},
-			stderr: []string{`the first: {log}: line 1 column {col}, byte 0: header version is not a non-negative safe integer`},
+			stderr: []string{`the first: "{log}": line 1 column {col}, byte 0: header version is not a non-negative safe integer`},
 			allow:  migrated,
 		},
 
@@ -410,7 +411,7 @@ func formatCases() []hcase {
 				return []string{"reindex"}
 			},
 			code:   3,
-			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: line 1 column 1, byte 0: header line starts with a UTF-8 byte order mark (EF BB BF)"},
+			stdout: []string{"SKIPPED {log}: unreadable session log: line 1 column 1, byte 0: header line starts with a UTF-8 byte order mark (EF BB BF)"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -452,7 +453,7 @@ func formatCases() []hcase {
 				return []string{"reindex"}
 			},
 			code:   3,
-			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: line 4 column {col}, byte {off}: event is not valid JSON: control character 0x00 in string"},
+			stdout: []string{"SKIPPED {log}: unreadable session log: line 4 column {col}, byte {off}: event is not valid JSON: control character 0x00 in string"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -475,7 +476,7 @@ func formatCases() []hcase {
 				return []string{"reindex"}
 			},
 			code:   3,
-			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: frame 5 at file byte {at}, plain byte {plain}: corrupt zstd log: invalid frame magic 0x00000000, expected 0xFD2FB528"},
+			stdout: []string{"SKIPPED {log}: unreadable session log: frame 5 at file byte {at}, plain byte {plain}: corrupt zstd log: invalid frame magic 0x00000000, expected 0xFD2FB528"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 
@@ -542,7 +543,7 @@ func formatCases() []hcase {
 				return []string{"reindex"}
 			},
 			code:   3,
-			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: frame 3 at file byte {at}, plain byte {plain}: frame failed validation"},
+			stdout: []string{"SKIPPED {log}: unreadable session log: frame 3 at file byte {at}, plain byte {plain}: frame failed validation"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -569,7 +570,7 @@ func formatCases() []hcase {
 				return []string{"reindex"}
 			},
 			code:   3,
-			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: frame 3 at file byte {at}, plain byte {plain}: corrupt zstd log: frame window of 2199023255552 bytes (2 TiB) exceeds the 128 MiB a log reader allows"},
+			stdout: []string{"SKIPPED {log}: unreadable session log: frame 3 at file byte {at}, plain byte {plain}: corrupt zstd log: frame window of 2199023255552 bytes (2 TiB) exceeds the 128 MiB a log reader allows"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{

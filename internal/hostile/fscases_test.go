@@ -209,7 +209,7 @@ func fsCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"Summary: converted=0, already-V4=8, failed=2, skipped=0"},
-			stderr: []string{`2 log(s) failed to migrate; the first: "{v3first}": open {v3}/.`, ".v4.jsonl.", ".tmp: {rofs}"},
+			stderr: []string{`2 input(s) failed to migrate; the first: "{v3first}": open {v3}/.`, ".v4.jsonl.", ".tmp: {rofs}"},
 			allow:  migrateReport, want: []string{lockRecord},
 		},
 		{
@@ -232,7 +232,7 @@ func fsCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"Summary: converted=0, already-V4=8, failed=2, skipped=0"},
-			stderr: []string{`2 log(s) failed to migrate; the first: "{v3first}": write {v3}/.`, ".v4.jsonl.", ".tmp: write: {nospace}"},
+			stderr: []string{`2 input(s) failed to migrate; the first: "{v3first}": write {v3}/.`, ".v4.jsonl.", ".tmp: write: {nospace}"},
 			allow:  migrateReport, want: []string{lockRecord},
 		},
 		{

@@ -79,8 +79,8 @@ func logCases() []hcase {
 				return []string{"reindex"}
 			},
 			code:   3,
-			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: frame 3 at file byte {at}, plain byte {plain}: frame failed validation", "Summary: indexed=3, skipped=1,"},
-			stderr: []string{"reindex skipped 1 item(s), each reported with its reason; the first: unreadable session log: {log}: frame 3 at file byte {at}, plain byte {plain}: frame failed validation: CRC check failed"},
+			stdout: []string{"SKIPPED {log}: unreadable session log: frame 3 at file byte {at}, plain byte {plain}: frame failed validation", "Summary: indexed=3, skipped=1,"},
+			stderr: []string{"reindex skipped 1 item(s), each reported with its reason; the first: {log}: unreadable session log: frame 3 at file byte {at}, plain byte {plain}: frame failed validation: CRC check failed"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -129,7 +129,7 @@ func logCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"failed=1", "Summary: converted=2, already-V4=9, failed=1, skipped=0"},
-			stderr: []string{`1 log(s) failed to migrate; the first: {log}: frame 3 at file byte {at}, plain byte {plain}: corrupt zstd log: skippable frame (magic 0x184D2A50)`, "; see {tmp}/convkit-migrate-v4-"},
+			stderr: []string{`1 input(s) failed to migrate; the first: "{log}": frame 3 at file byte {at}, plain byte {plain}: corrupt zstd log: skippable frame (magic 0x184D2A50)`, "; see {tmp}/convkit-migrate-v4-"},
 			allow:  migrated,
 		},
 		{
@@ -169,8 +169,8 @@ func logCases() []hcase {
 				return []string{"reindex"}
 			},
 			code:   3,
-			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: line 6 column 35, byte {off}: seq repeats or goes back (expected 4, got 3)"},
-			stderr: []string{"the first: unreadable session log: {log}: line 6 column 35, byte {off}: seq repeats or goes back (expected 4, got 3)"},
+			stdout: []string{"SKIPPED {log}: unreadable session log: line 6 column 35, byte {off}: seq repeats or goes back (expected 4, got 3)"},
+			stderr: []string{"the first: {log}: unreadable session log: line 6 column 35, byte {off}: seq repeats or goes back (expected 4, got 3)"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -185,7 +185,7 @@ func logCases() []hcase {
 				return []string{"reindex"}
 			},
 			code:   3,
-			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: line 4, byte {off}: user/message at seq 2: stored message has no id and no source"},
+			stdout: []string{"SKIPPED {log}: unreadable session log: line 4, byte {off}: user/message at seq 2: stored message has no id and no source"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -223,7 +223,7 @@ func logCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"Summary: converted=2, already-V4=9, failed=1, skipped=0"},
-			stderr: []string{`1 log(s) failed to migrate; the first: {log}: line 7 column 32, byte {off}: seq repeats or goes back (expected 5, got 2)`},
+			stderr: []string{`1 input(s) failed to migrate; the first: "{log}": line 7 column 32, byte {off}: seq repeats or goes back (expected 5, got 2)`},
 			allow:  migrated,
 			want:   []string{"+{v3}/*.v4.jsonl"},
 		},
@@ -236,8 +236,8 @@ func logCases() []hcase {
 				return []string{"reindex"}
 			},
 			code:   3,
-			stdout: []string{`SKIPPED {log}: session log this build cannot read: {log}: line 4 column 9, byte {off}: unknown event type "x-plugin/thing" at seq 2 is not marked ignorable`},
-			stderr: []string{`the first: session log this build cannot read: {log}: line 4 column 9, byte {off}: unknown event type "x-plugin/thing" at seq 2 is not marked ignorable`},
+			stdout: []string{`SKIPPED {log}: session log this build cannot read: line 4 column 9, byte {off}: unknown event type "x-plugin/thing" at seq 2 is not marked ignorable`},
+			stderr: []string{`the first: {log}: session log this build cannot read: line 4 column 9, byte {off}: unknown event type "x-plugin/thing" at seq 2 is not marked ignorable`},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -293,7 +293,7 @@ func logCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"Summary: converted=2, already-V4=9, failed=1, skipped=0"},
-			stderr: []string{`the first: {log}: line 1 column 29, byte 0: file name identifies v3, but its header identifies v4`},
+			stderr: []string{`the first: "{log}": line 1 column 29, byte 0: file name identifies v3, but its header identifies v4`},
 			allow:  migrated,
 		},
 		{
@@ -303,8 +303,8 @@ func logCases() []hcase {
 				return []string{"reindex"}
 			},
 			code:   3,
-			stdout: []string{"SKIPPED {log}: unreadable session log: {log}: line 1 column", "file name identifies v4, but its header identifies v3"},
-			stderr: []string{"the first: unreadable session log: {log}: line 1 column 29, byte 0: file name identifies v4, but its header identifies v3"},
+			stdout: []string{"SKIPPED {log}: unreadable session log: line 1 column", "file name identifies v4, but its header identifies v3"},
+			stderr: []string{"the first: {log}: unreadable session log: line 1 column 29, byte 0: file name identifies v4, but its header identifies v3"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -343,7 +343,7 @@ func logCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"Summary: converted=2, already-V4=9, failed=1, skipped=0"},
-			stderr: []string{`the first: {log}: session log header (line 1) names id "s2", but its file name is session "s1"`},
+			stderr: []string{`the first: "{log}": session log header (line 1) names id "s2", but its file name is session "s1"`},
 			allow:  migrated,
 		},
 		{
@@ -354,7 +354,7 @@ func logCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"Summary: converted=2, already-V4=9, failed=1, skipped=0"},
-			stderr: []string{`the first: {log}: session log header (line 1) names id "s2", but its file name is session "s1"`},
+			stderr: []string{`the first: "{log}": session log header (line 1) names id "s2", but its file name is session "s1"`},
 			allow:  migrated,
 		},
 		{
@@ -375,7 +375,7 @@ func logCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"Summary: converted=2, already-V4=9, failed=1, skipped=0"},
-			stderr: []string{`the first: {log}: line 1 column 9, byte 0: first line is not a log header: type must be "session" or "conversation"`},
+			stderr: []string{`the first: "{log}": line 1 column 9, byte 0: first line is not a log header: type must be "session" or "conversation"`},
 			allow:  migrated,
 		},
 		{
@@ -385,8 +385,8 @@ func logCases() []hcase {
 				return []string{"reindex"}
 			},
 			code:   3,
-			stdout: []string{"SKIPPED {log}: session log this build cannot read: {log}: line 1", "log uses format v5, but this build reads only up to v4"},
-			stderr: []string{"the first: session log this build cannot read: {log}: line 1 column 29, byte 0: log uses format v5, but this build reads only up to v4"},
+			stdout: []string{"SKIPPED {log}: session log this build cannot read: line 1", "log uses format v5, but this build reads only up to v4"},
+			stderr: []string{"the first: {log}: session log this build cannot read: line 1 column 29, byte 0: log uses format v5, but this build reads only up to v4"},
 			allow:  reindexed, want: []string{newIndex},
 		},
 		{
@@ -404,7 +404,7 @@ func logCases() []hcase {
 				return []string{"list", "--all"}
 			},
 			code:   0,
-			stderr: []string{"convkit: listing from the logs: metadata.db does not exist", "convkit: warning: {log}: line 2 column 40, byte {off}: event is not valid JSON"},
+			stderr: []string{"convkit: listing from the logs: metadata.db does not exist", "convkit: warning: {log}: unreadable conversation log: line 2 column 40, byte {off}: event is not valid JSON"},
 			stdout: []string{"{basic.id}", "{v3.id}", "{zstd.id}"},
 		},
 		{

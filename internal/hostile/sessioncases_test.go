@@ -50,8 +50,8 @@ func sessionCases() []hcase {
 				return args(f)
 			},
 			code:   1,
-			stdout: []string{`ERROR "{log}": corrupt session log "{log}": header id "good" is not the session "copy" its session directory names`},
-			stderr: []string{`1 log(s) failed to migrate; the first: corrupt session log "{log}": header id "good"`},
+			stdout: []string{`ERROR "{log}": corrupt session log: header id "good" is not the session "copy" its session directory names`},
+			stderr: []string{`1 input(s) failed to migrate; the first: "{log}": corrupt session log: header id "good"`},
 			allow:  converted, want: converted[:2],
 		},
 		{
@@ -68,7 +68,7 @@ func sessionCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{`ERROR "{sessions}/--p--/linked/session.v3.jsonl": refusing to lock {lock}: `, "symbolic link"},
-			stderr: []string{"1 log(s) failed to migrate"},
+			stderr: []string{"1 input(s) failed to migrate"},
 			allow:  converted, want: converted[:2],
 		},
 		{
@@ -123,8 +123,8 @@ func sessionCases() []hcase {
 				return args(f)
 			},
 			code:   1,
-			stdout: []string{`ERROR "{fifo}": {fifo}: the current generation is not a regular file`},
-			stderr: []string{"1 log(s) failed to migrate"},
+			stdout: []string{`ERROR "{fifo}": the current generation is not a regular file`},
+			stderr: []string{"1 input(s) failed to migrate"},
 			allow:  converted, want: converted[:2],
 		},
 		{

@@ -96,7 +96,7 @@ func storeCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{"Summary: converted=2, already-V4=8, failed=1, skipped=0", `ERROR "{link}": symbolic links are not traversed`},
-			stderr: []string{`1 log(s) failed to migrate; the first: "{link}": symbolic links are not traversed`},
+			stderr: []string{`1 input(s) failed to migrate; the first: "{link}": symbolic links are not traversed`},
 			allow:  migrated,
 		},
 		{

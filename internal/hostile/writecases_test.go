@@ -348,7 +348,7 @@ func writeCases() []hcase {
 			},
 			code:   1,
 			stdout: []string{`ERROR "{sessions}/--p--/piped/session.v3.jsonl": refusing to lock {lock}: not a regular file (a FIFO)`},
-			stderr: []string{"1 log(s) failed to migrate"},
+			stderr: []string{"1 input(s) failed to migrate"},
 			allow:  converted, want: converted[:2],
 		},
 		{
@@ -440,8 +440,8 @@ func conversationsFileCases() []hcase {
 				return []string{"migrate"}
 			},
 			code:   1,
-			stdout: []string{"sessions root {convs} is not a directory"},
-			stderr: []string{"1 log(s) failed to migrate; the first: sessions root {convs} is not a directory"},
+			stdout: []string{`ERROR "{convs}": sessions root is not a directory`},
+			stderr: []string{`1 input(s) failed to migrate; the first: "{convs}": sessions root is not a directory`},
 			allow:  migrated,
 		},
 	}
