@@ -14,6 +14,7 @@ import (
 	"github.com/convkit/convkit/backup"
 	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
 
@@ -524,7 +525,16 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 		Conversation: c.String("conversation"), LockTimeout: e.g.LockTimeout}
 	if !e.g.JSON {
 		opts.Log = e.libraryLines(e.stderr, problemLine)
-		opts.OnEvent = backupRenderer(opts.Log)
+		render := backupRenderer(opts.Log)
+		opts.OnEvent = func(ev backup.Event) {
+			// The rebuild's SKIPPED and WILL NOT OPEN lines are results,
+			// printed on stdout from the result below, the same for a
+			// whole restore and --conversation.
+			if ev.Kind == backup.EventReindex && (ev.Reindex.Kind == reindex.EventSkipped || ev.Reindex.Kind == reindex.EventWillNotOpen) {
+				return
+			}
+			render(ev)
+		}
 	}
 	res, err := backup.Restore(c.Context, r, opts)
 	bar.Finish()
@@ -559,6 +569,12 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 		}
 	}
 	if rr := res.Reindex; rr != nil {
+		for _, sk := range rr.Skipped {
+			fmt.Fprintln(e.stdout, text(reindexLine(reindex.Event{Kind: reindex.EventSkipped, Path: sk.Path, Reason: sk.Reason})))
+		}
+		for _, w := range rr.WillNotOpen {
+			fmt.Fprintln(e.stdout, text(reindexLine(reindex.Event{Kind: reindex.EventWillNotOpen, ID: w.ID, Reasons: w.Reasons})))
+		}
 		fmt.Fprintf(e.stdout, "Summary: indexed=%d, skipped=%d, deletions-finished=%d, will-not-open=%d\n",
 			rr.Indexed, len(rr.Skipped), len(rr.DeletionsFinished), len(rr.WillNotOpen))
 	}
