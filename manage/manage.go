@@ -180,9 +180,13 @@ func Delete(ctx context.Context, s *store.Store, ids []string, force bool, opts 
 		if already {
 			o.Action = ActionAlreadyDeleted
 		}
-		// A kill between the removal and the index update leaves the
-		// row: the update of an id already deleted removes it too.
-		ix.update(ctx, s, id, opts)
+		if already {
+			// A kill between the removal and the index update leaves the
+			// row, which the update of an id already deleted removes.
+			ix.settle(ctx, s, id, opts)
+		} else {
+			ix.update(ctx, s, id, opts)
+		}
 		res.done(o, opts)
 		return nil
 	}})
@@ -273,6 +277,19 @@ func (ix *indexWriter) update(ctx context.Context, s *store.Store, id string, op
 		return
 	}
 	ix.state = indexUpdated
+}
+
+// settle updates the rows of id only when they are not what its logs say
+// (reindex.Stale): an id deleted earlier, whose rows went with it, leaves
+// the index unchanged.
+func (ix *indexWriter) settle(ctx context.Context, s *store.Store, id string, opts Options) {
+	if ix.db != nil && ix.state != indexNotUpdated {
+		stale, err := reindex.Stale(ctx, ix.db, s, []string{id})
+		if err == nil && len(stale) == 0 {
+			return
+		}
+	}
+	ix.update(ctx, s, id, opts)
 }
 
 func (ix *indexWriter) finish(res *Result) {

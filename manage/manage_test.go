@@ -195,4 +195,13 @@ func TestDeleteKeepsTheIndex(t *testing.T) {
 		t.Fatal("rows remain")
 	}
 	current(t, dir)
+	// Deleted already, rows and all: nothing changes in the index.
+	res, err = Delete(ctx, s, []string{basic}, false, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Outcome{{ID: basic, Action: ActionAlreadyDeleted}}; !reflect.DeepEqual(res.Conversations, want) || res.Index != "unchanged" {
+		t.Fatalf("delete again: %+v", res)
+	}
+	current(t, dir)
 }
