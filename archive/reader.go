@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/convkit/convkit/display"
 )
 
 // Limits bound what a Reader accepts, so that a hostile or damaged archive
@@ -302,7 +304,7 @@ func typeName(t byte) string {
 	case tar.TypeGNUSparse:
 		return "sparse file"
 	}
-	return fmt.Sprintf("entry type %q", t)
+	return fmt.Sprintf("entry type %s", display.Quote(string(t)))
 }
 
 // blockSize is tar's block: every header starts at a multiple of it.

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/convkit/convkit/display"
 )
 
 // Defaults of WriterOptions.
@@ -173,13 +175,13 @@ func (w *Writer) begin(name string, kind Kind, size int64) error {
 		return errors.New("archive: write after Close")
 	}
 	if err := CheckName(name); err != nil {
-		return fmt.Errorf("archive entry %q: %w", name, err)
+		return fmt.Errorf("archive entry %s: %w", display.Quote(name), err)
 	}
 	if err := w.names.add(name); err != nil {
-		return fmt.Errorf("archive entry %q: %w", name, err)
+		return fmt.Errorf("archive entry %s: %w", display.Quote(name), err)
 	}
 	if size < 0 {
-		return fmt.Errorf("archive entry %q: negative size", name)
+		return fmt.Errorf("archive entry %s: negative size", display.Quote(name))
 	}
 	w.ch.setKind(Text) // the header is text
 	hdr := &tar.Header{
@@ -191,7 +193,7 @@ func (w *Writer) begin(name string, kind Kind, size int64) error {
 		Format:   tar.FormatUnknown, // USTAR when the name fits, else PAX
 	}
 	if err := w.tw.WriteHeader(hdr); err != nil {
-		w.err = fmt.Errorf("archive entry %q: %w", name, err)
+		w.err = fmt.Errorf("archive entry %s: %w", display.Quote(name), err)
 		return w.err
 	}
 	w.ch.setKind(kind)

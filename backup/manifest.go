@@ -7,6 +7,7 @@ import (
 
 	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/store"
 )
 
@@ -189,7 +190,7 @@ func (m *Manifest) resolve(name string) error {
 		}
 		parts := strings.Split(f.Name, "/")
 		if len(parts) != 3 {
-			return fmt.Errorf("%s: log %q is not conversations/<dir>/<log>", name, f.Name)
+			return fmt.Errorf("%s: log %s is not conversations/<dir>/<log>", name, display.Quote(f.Name))
 		}
 		f.Log.Conversation, _ = store.DecodeSegment(parts[1])
 		if n, ok := convlog.ParseName(parts[2]); ok && n.Base != store.ConversationLogBase {

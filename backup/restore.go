@@ -15,6 +15,7 @@ import (
 
 	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/contract"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/progress"
 	"github.com/convkit/convkit/reindex"
@@ -346,8 +347,8 @@ func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*Restor
 			return nil, err
 		}
 		if !same && !opts.Force {
-			return nil, fmt.Errorf("conversation %q (%s): %w (use --force to move it aside and restore the archived one)",
-				opts.Conversation, dst, ErrConversationExists)
+			return nil, fmt.Errorf("conversation %s (%s): %w (use --force to move it aside and restore the archived one)",
+				display.Quote(opts.Conversation), dst, ErrConversationExists)
 		}
 	}
 	convDir := s.ConversationsDir()
@@ -481,11 +482,11 @@ func closureIn(s *store.Store, id string) ([]string, error) {
 		return nil, err
 	}
 	if _, err := os.Lstat(p); err != nil {
-		return nil, fmt.Errorf("conversation %q: %w (or it was being deleted when the backup was taken)", id, ErrNotInArchive)
+		return nil, fmt.Errorf("conversation %s: %w (or it was being deleted when the backup was taken)", display.Quote(id), ErrNotInArchive)
 	}
 	ids, err := s.DependencyClosure(id)
 	if err != nil {
-		return nil, fmt.Errorf("the fork ancestors of %q in the archive: %w", id, err)
+		return nil, fmt.Errorf("the fork ancestors of %s in the archive: %w", display.Quote(id), err)
 	}
 	return ids, nil
 }

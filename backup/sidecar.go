@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/archive"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/progress"
 )
@@ -101,7 +102,7 @@ func readInfo(archivePath string) (*Info, error) {
 		return nil, fmt.Errorf("%s: %v", f.Name(), err)
 	}
 	if info.Format != InfoFormat || info.Archive != filepath.Base(archivePath) {
-		return nil, fmt.Errorf("%s: not the sidecar of %s (format %q, archive %q)", f.Name(), filepath.Base(archivePath), info.Format, info.Archive)
+		return nil, fmt.Errorf("%s: not the sidecar of %s (format %s, archive %s)", f.Name(), filepath.Base(archivePath), display.Quote(info.Format), display.Quote(info.Archive))
 	}
 	return &info, nil
 }

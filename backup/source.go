@@ -20,6 +20,7 @@ import (
 
 	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/store"
 )
@@ -643,11 +644,11 @@ func expectations(convs []Conversation, facts map[int]*convFacts, logs map[int][
 		case fc == nil:
 			skip("no conversation log")
 		case fc.headerType != convlog.ConversationLog:
-			skip("%s: not a conversation log (header type %q)", convLog.Name, fc.headerType)
+			skip("%s: not a conversation log (header type %s)", convLog.Name, display.Quote(fc.headerType))
 		case fc.bad != "":
 			skip("unreadable conversation log: %s", fc.bad)
 		case fc.headerID != c.ID:
-			skip("conversation log names id %q, but its directory is %q", fc.headerID, c.ID)
+			skip("conversation log names id %s, but its directory is %s", display.Quote(fc.headerID), display.Quote(c.ID))
 		case fc.deleting:
 			c.Expect = ExpectDeleted
 		}
@@ -657,7 +658,7 @@ func expectations(convs []Conversation, facts map[int]*convFacts, logs map[int][
 		if c.Expect == "" && legacyForkSkip {
 			for _, d := range c.DependsOn {
 				if !present[d] {
-					skip("fork source %q is missing: this conversation reads older history from it", d)
+					skip("fork source %s is missing: this conversation reads older history from it", display.Quote(d))
 					break
 				}
 			}

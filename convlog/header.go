@@ -3,6 +3,7 @@ package convlog
 import (
 	"bytes"
 	"fmt"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/rawjson"
 	"strings"
 )
@@ -87,7 +88,7 @@ func parseHeader(line []byte, wantVersion int) (*Header, *headerProblem) {
 	}
 	typ, ok := rawjson.String(t.Value)
 	if !ok || (typ != SessionLog && typ != ConversationLog) {
-		return nil, corrupt(t.ValOff, "first line is not a log header: type must be %q or %q", SessionLog, ConversationLog)
+		return nil, corrupt(t.ValOff, "first line is not a log header: type must be %s or %s", display.Quote(SessionLog), display.Quote(ConversationLog))
 	}
 	h.Type = typ
 	v := get("version")
@@ -118,7 +119,7 @@ func parseHeader(line []byte, wantVersion int) (*Header, *headerProblem) {
 	}
 	for _, m := range members {
 		if !allowed[string(m.Key)] {
-			return nil, corrupt(m.KeyOff, "header has unexpected member %q", m.Key)
+			return nil, corrupt(m.KeyOff, "header has unexpected member %s", display.Quote(string(m.Key)))
 		}
 	}
 	id := get("id")

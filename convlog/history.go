@@ -2,6 +2,7 @@ package convlog
 
 import (
 	"fmt"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/rawjson"
 )
 
@@ -68,7 +69,7 @@ func (h *History) Apply(reg *Registry, e *Event) error {
 			}
 		}
 		if raw == nil {
-			return fmt.Errorf("%s at seq %d: data has no %q", e.Type, e.Seq, info.MessagePath)
+			return fmt.Errorf("%s at seq %d: data has no %s", e.Type, e.Seq, display.Quote(info.MessagePath))
 		}
 	}
 	msg, err := parseStoredMessage(raw, !h.SkipBodies)
@@ -118,7 +119,7 @@ func requireRole(e *Event, msg StoredMessage, roles ...string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%s at seq %d carries a %q message, expected role %v", e.Type, e.Seq, msg.Role(), roles)
+	return fmt.Errorf("%s at seq %d carries a %s message, expected role %v", e.Type, e.Seq, display.Quote(msg.Role()), roles)
 }
 
 func interpretSystem(h *History, e *Event, msg StoredMessage) error {

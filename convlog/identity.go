@@ -3,6 +3,8 @@ package convlog
 import (
 	"errors"
 	"fmt"
+
+	"github.com/convkit/convkit/display"
 )
 
 // ErrIdentity is wrapped by an IdentityError: the log's header names
@@ -43,15 +45,15 @@ func checkIdentity(h *Header, typ, id, path string) error {
 	e := &IdentityError{Path: path, Type: h.Type, ID: h.ID, WantType: typ, WantID: id}
 	switch {
 	case typ == SessionLog && h.Type != SessionLog:
-		e.Msg = fmt.Sprintf("header (line 1) is not a session header (type %q); its file name is session %q", h.Type, id)
+		e.Msg = fmt.Sprintf("header (line 1) is not a session header (type %s); its file name is session %s", display.Quote(h.Type), display.Quote(id))
 	case typ == SessionLog && h.ID != id:
-		e.Msg = fmt.Sprintf("session log header (line 1) names id %q, but its file name is session %q", h.ID, id)
+		e.Msg = fmt.Sprintf("session log header (line 1) names id %s, but its file name is session %s", display.Quote(h.ID), display.Quote(id))
 	case typ == ConversationLog && h.Type != ConversationLog:
-		e.Msg = fmt.Sprintf("not a conversation log (header type %q)", h.Type)
+		e.Msg = fmt.Sprintf("not a conversation log (header type %s)", display.Quote(h.Type))
 	case typ == ConversationLog && h.ID != id:
-		e.Msg = fmt.Sprintf("conversation log names id %q, but its directory is %q", h.ID, id)
+		e.Msg = fmt.Sprintf("conversation log names id %s, but its directory is %s", display.Quote(h.ID), display.Quote(id))
 	case typ != SessionLog && typ != ConversationLog:
-		e.Msg = fmt.Sprintf("no log type %q", typ)
+		e.Msg = fmt.Sprintf("no log type %s", display.Quote(typ))
 	default:
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/rawjson"
 )
 
@@ -85,16 +86,16 @@ func (f *messageFields) identityError() error {
 		return fmt.Errorf("stored message has no id")
 	}
 	if !nonEmptyString(f.role) {
-		return fmt.Errorf("stored message %q has no role", str(f.id))
+		return fmt.Errorf("stored message %s has no role", display.Quote(str(f.id)))
 	}
 	if f.source == nil {
-		return fmt.Errorf("stored message %q has no source", str(f.id))
+		return fmt.Errorf("stored message %s has no source", display.Quote(str(f.id)))
 	}
 	if !f.sourceIsObject || !nonEmptyString(f.kind) {
-		return fmt.Errorf("stored message %q: source must be an object with a non-empty kind", str(f.id))
+		return fmt.Errorf("stored message %s: source must be an object with a non-empty kind", display.Quote(str(f.id)))
 	}
 	if rawjson.StringIs(f.kind, string(SourcePlugin)) {
-		return fmt.Errorf("stored message %q requires a producer-owned source kind, not %q", str(f.id), SourcePlugin)
+		return fmt.Errorf("stored message %s requires a producer-owned source kind, not %s", display.Quote(str(f.id)), display.Quote(string(SourcePlugin)))
 	}
 	return nil
 }

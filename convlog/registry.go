@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/convkit/convkit/display"
 )
 
 // Interpreter applies one surface event's message to the derived history.
@@ -96,15 +98,15 @@ func (r *Registry) Register(t TypeInfo) error {
 		return fmt.Errorf("event type name is empty")
 	}
 	if t.Surface && t.Interpret == nil {
-		return fmt.Errorf("surface event type %q has no interpreter", t.Name)
+		return fmt.Errorf("surface event type %s has no interpreter", display.Quote(t.Name))
 	}
 	if !t.Surface && t.Interpret != nil {
-		return fmt.Errorf("log-only event type %q cannot have an interpreter", t.Name)
+		return fmt.Errorf("log-only event type %s cannot have an interpreter", display.Quote(t.Name))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.types[t.Name]; ok {
-		return fmt.Errorf("event type %q is already registered", t.Name)
+		return fmt.Errorf("event type %s is already registered", display.Quote(t.Name))
 	}
 	r.types[t.Name] = &t
 	return nil

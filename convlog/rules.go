@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/convkit/convkit/display"
 )
 
 // The rules an event must keep beyond its own line (docs/FORMAT.md,
@@ -182,8 +184,8 @@ func (v *Validator) Check(e *Event) error {
 				return rerr(ErrMessageIdentity, "%v", ierr)
 			}
 			if e.Type == TypeToolResult && (!nonEmptyString(mf.toolCallID) || !bytes.Equal(unquoted(mf.toolCallID), unquoted(mf.sourceCallID))) {
-				return rerr(ErrMessageIdentity, "tool result %q needs a toolCallId equal to its source's callId (toolCallId %q, source callId %q)",
-					str(mf.id), str(mf.toolCallID), str(mf.sourceCallID))
+				return rerr(ErrMessageIdentity, "tool result %s needs a toolCallId equal to its source's callId (toolCallId %s, source callId %s)",
+					display.Quote(str(mf.id)), display.Quote(str(mf.toolCallID)), display.Quote(str(mf.sourceCallID)))
 			}
 		}
 		f.callID = unquoted(mf.toolCallID)
@@ -195,7 +197,7 @@ func (v *Validator) Check(e *Event) error {
 			f.toolCalls = v.calls
 		}
 	} else if info.Surface && v.version >= CurrentVersion {
-		return rerr(ErrMessageIdentity, "data has no %q: a surface event carries a stored message", info.MessagePath)
+		return rerr(ErrMessageIdentity, "data has no %s: a surface event carries a stored message", display.Quote(info.MessagePath))
 	}
 	if role == roleEndSeed && f.inherited {
 		if !v.seeded {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/rawjson"
 )
 
@@ -238,7 +239,7 @@ func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool)
 				return "turn/end needs a reason with a kind (" + strings.Join(TurnEndKinds, ", ") + ")"
 			}
 			if !knownTurnEnd(f.reasonKind) {
-				return fmt.Sprintf("turn/end reason kind %q is not one of %s", f.reasonKind, strings.Join(TurnEndKinds, ", "))
+				return fmt.Sprintf("turn/end reason kind %s is not one of %s", display.Quote(f.reasonKind), strings.Join(TurnEndKinds, ", "))
 			}
 		}
 	case roleStepStart:
@@ -278,7 +279,7 @@ func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool)
 				return "tool/call needs a callId"
 			}
 			if rec, ok := p.calls[string(f.callID)]; ok && rec.started {
-				return fmt.Sprintf("tool call %q is recorded twice", f.callID)
+				return fmt.Sprintf("tool call %s is recorded twice", display.Quote(string(f.callID)))
 			}
 		case roleToolResult:
 			if len(f.callID) == 0 {
@@ -289,10 +290,10 @@ func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool)
 			}
 			rec, ok := p.calls[string(f.callID)]
 			if !ok {
-				return fmt.Sprintf("tool result for call %q, which no answer or tool/call of turn %d made", f.callID, p.turn)
+				return fmt.Sprintf("tool result for call %s, which no answer or tool/call of turn %d made", display.Quote(string(f.callID)), p.turn)
 			}
 			if rec.resolved {
-				return fmt.Sprintf("tool call %q already has its result", f.callID)
+				return fmt.Sprintf("tool call %s already has its result", display.Quote(string(f.callID)))
 			}
 		}
 	}

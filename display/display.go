@@ -6,7 +6,8 @@
 // measured in terminal columns, so that tables align with wide characters.
 //
 // Renderers escape as they render: the data itself is never changed, and
-// JSON output, which is exact, never goes through this package.
+// JSON output, which is exact, never goes through this package, except
+// for the names a message quotes (Quote), quoted the same in every line.
 package display
 
 import (
@@ -188,4 +189,19 @@ func (e *Writer) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// Quote is s between double quotes, escaped as Escape escapes it: how a
+// message quotes a name, an id or a path that may hold anything (Go's %q
+// would show other escapes, \a and \\, than the renderers do).
+func Quote(s string) string { return `"` + Escape(s) + `"` }
+
+// QuoteList is each of ss quoted as Quote quotes it, between brackets and
+// separated by spaces.
+func QuoteList(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = Quote(s)
+	}
+	return "[" + strings.Join(q, " ") + "]"
 }

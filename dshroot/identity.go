@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 )
 
 // IdentityError refuses a log whose header names another place than the
@@ -22,9 +23,9 @@ type IdentityError struct {
 
 func (e *IdentityError) Error() string {
 	if e.Expected == "" {
-		return fmt.Sprintf("corrupt session log %q: header id %q is not the session %q its session directory names", e.Path, e.ID, e.Session)
+		return fmt.Sprintf("corrupt session log %s: header id %s is not the session %s its session directory names", display.Quote(e.Path), display.Quote(e.ID), display.Quote(e.Session))
 	}
-	return fmt.Sprintf("corrupt session log %q: header id %q and cwd identify %q", e.Path, e.ID, e.Expected)
+	return fmt.Sprintf("corrupt session log %s: header id %s and cwd identify %s", display.Quote(e.Path), display.Quote(e.ID), display.Quote(e.Expected))
 }
 
 func (e *IdentityError) Unwrap() []error { return []error{convlog.ErrCorrupt, convlog.ErrIdentity} }

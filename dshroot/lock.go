@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/durable"
 )
 
@@ -24,7 +25,7 @@ type OwnedError struct {
 }
 
 func (e *OwnedError) Error() string {
-	return fmt.Sprintf("session %q is already owned: %s is locked by another process", e.ID, e.Path)
+	return fmt.Sprintf("session %s is already owned: %s is locked by another process", display.Quote(e.ID), e.Path)
 }
 
 func (e *OwnedError) Unwrap() error { return ErrOwned }

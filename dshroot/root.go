@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/durable"
 )
 
@@ -131,8 +132,8 @@ func (e *MixedError) Error() string {
 	if e.Compression == convlog.Plain {
 		uses = ".jsonl.zstd"
 	}
-	return fmt.Sprintf("session artifact %q uses %s, but this root's compression is %q (as %q): one root holds one compression; move the sessions of the other compression to a separate root",
-		e.Path, uses, e.Compression, e.First)
+	return fmt.Sprintf("session artifact %s uses %s, but this root's compression is %s (as %s): one root holds one compression; move the sessions of the other compression to a separate root",
+		display.Quote(e.Path), uses, display.Quote(e.Compression.String()), display.Quote(e.First))
 }
 
 // Walk lists the root. It never follows a symbolic link below the root
@@ -262,7 +263,7 @@ func (t *Tree) markDuplicates() {
 		}
 		for _, s := range ss {
 			if s.Err == nil {
-				s.Err = fmt.Errorf("duplicate JSONL session id %q appears in multiple project directories", id)
+				s.Err = fmt.Errorf("duplicate JSONL session id %s appears in multiple project directories", display.Quote(id))
 			}
 		}
 	}

@@ -25,6 +25,7 @@ import (
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/durable"
 )
 
@@ -376,23 +377,23 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 	if _, err := w.insConv.ExecContext(ctx, c.ID, c.Dir, c.Title, c.TitleIsAuto, c.Cwd, c.CreatedAt, c.UpdatedAt,
 		c.Archived, c.ForkedFrom, c.AfterCompaction, jsonList(c.Agents), jsonList(c.Models), c.RunningTurn,
 		len(c.Sessions), len(c.Turns), c.Fingerprint, jsonList(c.WillNotOpen), jsonList(c.ForkSources)); err != nil {
-		return fmt.Errorf("index conversation %q: %w", c.ID, err)
+		return fmt.Errorf("index conversation %s: %w", display.Quote(c.ID), err)
 	}
 	for _, s := range c.Sessions {
 		if _, err := w.insSess.ExecContext(ctx, c.ID, s.ID, s.ParentSession, s.Agent, s.Model, s.FormatVersion,
 			s.Events, s.Bytes, s.File); err != nil {
-			return fmt.Errorf("index session %q of %q: %w", s.ID, c.ID, err)
+			return fmt.Errorf("index session %s of %s: %w", display.Quote(s.ID), display.Quote(c.ID), err)
 		}
 	}
 	for _, t := range c.Turns {
 		if _, err := w.insTurn.ExecContext(ctx, c.ID, t.SessionID, t.Turn, t.StartedAt, t.EndedAt, t.Outcome); err != nil {
-			return fmt.Errorf("index turn %d of %q: %w", t.Turn, c.ID, err)
+			return fmt.Errorf("index turn %d of %s: %w", t.Turn, display.Quote(c.ID), err)
 		}
 	}
 	for _, m := range msgs {
 		r, err := w.insMessage.ExecContext(ctx, c.ID, m.SessionID, m.Seq, m.Role, m.Text)
 		if err != nil {
-			return fmt.Errorf("index message %d of %q: %w", m.Seq, c.ID, err)
+			return fmt.Errorf("index message %d of %s: %w", m.Seq, display.Quote(c.ID), err)
 		}
 		if w.fresh {
 			// Commit maps every message to its conversation at once.
@@ -404,7 +405,7 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 			_, err = w.insMsgRow.ExecContext(ctx, c.ID, rowid)
 		}
 		if err != nil {
-			return fmt.Errorf("index message %d of %q: %w", m.Seq, c.ID, err)
+			return fmt.Errorf("index message %d of %s: %w", m.Seq, display.Quote(c.ID), err)
 		}
 	}
 	return nil
@@ -414,7 +415,7 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 func (w *Writer) Remove(ctx context.Context, id string) error {
 	for _, s := range []*sql.Stmt{w.delConv, w.delSess, w.delTurns, w.delMsgs, w.delMsgRows, w.delSkip} {
 		if _, err := s.ExecContext(ctx, id); err != nil {
-			return fmt.Errorf("remove %q from the index: %w", id, err)
+			return fmt.Errorf("remove %s from the index: %w", display.Quote(id), err)
 		}
 	}
 	return nil
@@ -424,7 +425,7 @@ func (w *Writer) Remove(ctx context.Context, id string) error {
 // on this machine (an incremental reindex keeping its other rows).
 func (w *Writer) SetWillNotOpen(ctx context.Context, id string, reasons []string) error {
 	if _, err := w.setWNO.ExecContext(ctx, jsonList(reasons), id); err != nil {
-		return fmt.Errorf("index %q: %w", id, err)
+		return fmt.Errorf("index %s: %w", display.Quote(id), err)
 	}
 	return nil
 }
@@ -439,7 +440,7 @@ func (w *Writer) Skip(ctx context.Context, id, dir, fingerprint, reason string) 
 		}
 	}
 	if _, err := w.insSkip.ExecContext(ctx, id, dir, fingerprint, reason); err != nil {
-		return fmt.Errorf("record skipped %q in the index: %w", id, err)
+		return fmt.Errorf("record skipped %s in the index: %w", display.Quote(id), err)
 	}
 	return nil
 }
@@ -648,7 +649,7 @@ func (d *DB) Search(ctx context.Context, query string, limit int) ([]Hit, error)
 		FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id
 		WHERE messages MATCH ? ORDER BY bm25(messages) LIMIT ?`, query, limit)
 	if err != nil {
-		return nil, fmt.Errorf("search %q: %w", query, err)
+		return nil, fmt.Errorf("search %s: %w", display.Quote(query), err)
 	}
 	defer rows.Close()
 	out := []Hit{}
@@ -809,7 +810,7 @@ func (d *DB) WillNotOpen(ctx context.Context, id string) ([]string, error) {
 	var wno string
 	err := d.db.QueryRowContext(ctx, "SELECT will_not_open FROM conversations WHERE id = ?", id).Scan(&wno)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("conversation %q: %w", id, ErrNotIndexed)
+		return nil, fmt.Errorf("conversation %s: %w", display.Quote(id), ErrNotIndexed)
 	}
 	if err != nil {
 		return nil, err

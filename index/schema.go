@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/convkit/convkit/display"
 )
 
 // A metadata.db is a file anyone who can write the data directory can
@@ -160,23 +162,23 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 		w, ok := want[n]
 		switch {
 		case g.typ == "view" || g.typ == "trigger":
-			return fmt.Errorf("%s %q is not part of the schema (an index holds no views or triggers)", g.typ, n)
+			return fmt.Errorf("%s %s is not part of the schema (an index holds no views or triggers)", g.typ, display.Quote(n))
 		case !ok && sqliteInternal(g):
 		case !ok:
-			return fmt.Errorf("%s %q is not part of the schema", g.typ, n)
+			return fmt.Errorf("%s %s is not part of the schema", g.typ, display.Quote(n))
 		case g.typ != w.typ:
-			return fmt.Errorf("%q is a %s, not a %s", n, g.typ, w.typ)
+			return fmt.Errorf("%s is a %s, not a %s", display.Quote(n), g.typ, w.typ)
 		case g.virtual != w.virtual:
-			return fmt.Errorf("%q is %s", n, map[bool]string{true: "a virtual table, not a table", false: "a table, not an FTS5 table"}[g.virtual])
+			return fmt.Errorf("%s is %s", display.Quote(n), map[bool]string{true: "a virtual table, not a table", false: "a table, not an FTS5 table"}[g.virtual])
 		case g.virtual && !strings.Contains(strings.ToLower(g.sql), "using fts5("):
-			return fmt.Errorf("%q is not an FTS5 table", n)
+			return fmt.Errorf("%s is not an FTS5 table", display.Quote(n))
 		case g.table != w.table:
-			return fmt.Errorf("%s %q belongs to %q, not %q", g.typ, n, g.table, w.table)
+			return fmt.Errorf("%s %s belongs to %s, not %s", g.typ, display.Quote(n), display.Quote(g.table), display.Quote(w.table))
 		}
 	}
 	for n, w := range want {
 		if _, ok := got[n]; !ok {
-			return fmt.Errorf("%s %q is missing", w.typ, n)
+			return fmt.Errorf("%s %s is missing", w.typ, display.Quote(n))
 		}
 	}
 	// Only now, with every object of the right kind, are the columns read
@@ -187,7 +189,7 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 	for _, n := range names {
 		g, w := got[n], want[n]
 		if !slices.Equal(g.columns, w.columns) {
-			return fmt.Errorf("%s %q has the columns [%s], want [%s]", g.typ, n, strings.Join(g.columns, ", "), strings.Join(w.columns, ", "))
+			return fmt.Errorf("%s %s has the columns [%s], want [%s]", g.typ, display.Quote(n), strings.Join(g.columns, ", "), strings.Join(w.columns, ", "))
 		}
 	}
 	return nil

@@ -48,7 +48,7 @@ func (f Filter) Match(typ string) bool {
 func (f Filter) Validate() error {
 	for _, p := range f {
 		if _, err := path.Match(p, ""); err != nil {
-			return fmt.Errorf("bad --type pattern %q: %v", p, err)
+			return fmt.Errorf("bad --type pattern %s: %v", display.Quote(p), err)
 		}
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"io/fs"
 
 	"github.com/convkit/convkit/contract"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/reindex"
@@ -221,7 +222,7 @@ func live(s *store.Store, id string) (*store.ConversationInfo, error) {
 		return nil, err
 	}
 	if info.Deleting {
-		return nil, fmt.Errorf("conversation %q: %w (run convkit delete %s again, or convkit reindex, to finish it)", id, store.ErrDeleting, id)
+		return nil, fmt.Errorf("conversation %s: %w (run convkit delete %s again, or convkit reindex, to finish it)", display.Quote(id), store.ErrDeleting, id)
 	}
 	return info, nil
 }

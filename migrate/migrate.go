@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/dshroot"
 	"github.com/convkit/convkit/progress"
 	"github.com/convkit/convkit/store"
@@ -119,7 +120,7 @@ func (e Event) Line() string {
 	if e.Action == "note" {
 		return e.Message
 	}
-	at := fmt.Sprintf("[%d/%d] %q ", e.Index, e.Count, e.Rel)
+	at := fmt.Sprintf("[%d/%d] %s ", e.Index, e.Count, display.Quote(e.Rel))
 	done := fmt.Sprintf("completed=%d/%d", e.Completed, e.Count)
 	secs := fmt.Sprintf("%.2f", e.Seconds)
 	v := -1
@@ -146,9 +147,9 @@ func (e Event) Line() string {
 		return at + fmt.Sprintf("DEFERRED: %s; retry once after initial jobs finish", e.Message)
 	case "failed":
 		if e.Index == 0 { // the root itself: no input was worked on
-			return fmt.Sprintf("ERROR %q: %s", e.Path, e.Message)
+			return fmt.Sprintf("ERROR %s: %s", display.Quote(e.Path), e.Message)
 		}
-		return at + fmt.Sprintf("FAILED (%ss); %s\nERROR %q: %s", secs, done, e.Path, e.Message)
+		return at + fmt.Sprintf("FAILED (%ss); %s\nERROR %s: %s", secs, done, display.Quote(e.Path), e.Message)
 	}
 	return at + e.Action
 }
@@ -272,7 +273,7 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 		// holding runtime.lock, nobody else is writing them.
 		for _, p := range t.temps {
 			if os.Remove(p) == nil {
-				rep.line("Removed %q: a temporary file left by an interrupted write", p)
+				rep.line("Removed %s: a temporary file left by an interrupted write", display.Quote(p))
 			}
 		}
 	}
@@ -429,7 +430,7 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) bool {
 		defer lock.Release()
 		removeStages(rep, t, in, lock)
 	}
-	popts := upgrade.PublishOptions{Compression: &comp, Warn: func(w string) { rep.logOnly("WARNING %q: %s", in.path, w) },
+	popts := upgrade.PublishOptions{Compression: &comp, Warn: func(w string) { rep.logOnly("WARNING %s: %s", display.Quote(in.path), w) },
 		Publications: opts.publications}
 	popts.CheckHeader = checkHeader
 	if t.dsh != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/dshroot"
 	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/fileerr"
@@ -386,7 +387,7 @@ func (r *report) finish(opts Options) *Summary {
 		}
 		sort.Slice(items, func(i, j int) bool { return items[i].InputPath < items[j].InputPath })
 		for _, it := range items {
-			r.lineLocked("- %q: %s", it.InputPath, it.Message)
+			r.lineLocked("- %s: %s", display.Quote(it.InputPath), it.Message)
 		}
 	}
 	r.lineLocked("Full log: %s", r.sum.TextLogPath)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/dshroot"
 	"github.com/convkit/convkit/store"
 )
@@ -37,7 +38,7 @@ func ParseLayout(s string) (Layout, error) {
 	case LayoutAuto, LayoutConvkit, LayoutDSH:
 		return l, nil
 	}
-	return "", fmt.Errorf("--layout must be auto, convkit or dsh, not %q", s)
+	return "", fmt.Errorf("--layout must be auto, convkit or dsh, not %s", display.Quote(s))
 }
 
 // Root is a sessions root as FindRoot recognised it.
@@ -97,7 +98,7 @@ func FindRoot(dir string, layout Layout) (Root, error) {
 		return dsh, nil
 	case LayoutAuto, "":
 	default:
-		return Root{}, fmt.Errorf("unknown layout %q", layout)
+		return Root{}, fmt.Errorf("unknown layout %s", display.Quote(string(layout)))
 	}
 	sh, err := shapeOf(abs)
 	if err != nil {
@@ -187,7 +188,7 @@ func shapeOf(dir string) (shape, error) {
 				label += "/"
 			}
 			if len(sh.other) < maxNamed {
-				sh.other = append(sh.other, fmt.Sprintf("%q", label))
+				sh.other = append(sh.other, fmt.Sprintf("%s", display.Quote(label)))
 			} else {
 				sh.more++
 			}

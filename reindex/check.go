@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/convkit/convkit/contract"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/store"
 )
@@ -94,7 +95,7 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 			case !wasSkipped:
 				diff("missing", "skipped (%s), but not recorded as skipped in the index", b.skip.Reason)
 			case skipped.reason != storedReason(b.dir.Path, b.skip):
-				diff("stale", "skipped: logs %q, index %q", storedReason(b.dir.Path, b.skip), skipped.reason)
+				diff("stale", "skipped: logs %s, index %s", display.Quote(storedReason(b.dir.Path, b.skip)), display.Quote(skipped.reason))
 			case skipped.fingerprint != b.fingerprint:
 				diff("stale", "skipped, but its logs changed since (fingerprint: logs %s, index %s)", b.fingerprint, skipped.fingerprint)
 			}
@@ -260,15 +261,15 @@ func compare(want, got *index.Conversation) string {
 		g, ok := gs[id]
 		switch {
 		case !ok:
-			diffs = append(diffs, fmt.Sprintf("session %q missing from the index", id))
+			diffs = append(diffs, fmt.Sprintf("session %s missing from the index", display.Quote(id)))
 		case s != g:
-			diffs = append(diffs, fmt.Sprintf("session %q: logs %d events/%d bytes v%d, index %d events/%d bytes v%d",
-				id, s.Events, s.Bytes, s.FormatVersion, g.Events, g.Bytes, g.FormatVersion))
+			diffs = append(diffs, fmt.Sprintf("session %s: logs %d events/%d bytes v%d, index %d events/%d bytes v%d",
+				display.Quote(id), s.Events, s.Bytes, s.FormatVersion, g.Events, g.Bytes, g.FormatVersion))
 		}
 	}
 	for id := range gs {
 		if _, ok := ws[id]; !ok {
-			diffs = append(diffs, fmt.Sprintf("session %q indexed but has no log", id))
+			diffs = append(diffs, fmt.Sprintf("session %s indexed but has no log", display.Quote(id)))
 		}
 	}
 	if len(want.Turns) != len(got.Turns) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/machine"
@@ -176,15 +177,15 @@ func fingerprintsMatch(ctx context.Context, db *index.DB, tree *store.Tree) stri
 			if deleting(c) {
 				continue
 			}
-			return fmt.Sprintf("conversation %q is not indexed (run convkit reindex)", c.ID)
+			return fmt.Sprintf("conversation %s is not indexed (run convkit reindex)", display.Quote(c.ID))
 		}
 		if fp != dirFingerprint(c) {
-			return fmt.Sprintf("conversation %q changed since it was indexed (run convkit reindex)", c.ID)
+			return fmt.Sprintf("conversation %s changed since it was indexed (run convkit reindex)", display.Quote(c.ID))
 		}
 		delete(fps, c.ID)
 	}
 	for id := range fps {
-		return fmt.Sprintf("conversation %q is indexed but no longer exists (run convkit reindex)", id)
+		return fmt.Sprintf("conversation %s is indexed but no longer exists (run convkit reindex)", display.Quote(id))
 	}
 	return ""
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
@@ -66,7 +67,7 @@ func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, op
 	}
 	if err != nil {
 		w.Rollback()
-		return fmt.Errorf("update %q in the index: %w", convID, interrupted(ctx, err))
+		return fmt.Errorf("update %s in the index: %w", display.Quote(convID), interrupted(ctx, err))
 	}
 	return w.Commit()
 }

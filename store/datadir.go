@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/durable"
 )
 
@@ -138,9 +139,9 @@ func (s *Store) conversationDir(convID string) (string, error) {
 	case err != nil:
 		return dir, nil
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return "", fmt.Errorf("conversation %q: %s is a symbolic link: %w", convID, dir, ErrSymlink)
+		return "", fmt.Errorf("conversation %s: %s is a symbolic link: %w", display.Quote(convID), dir, ErrSymlink)
 	case !fi.IsDir():
-		return "", fmt.Errorf("conversation %q: %s is not a directory", convID, dir)
+		return "", fmt.Errorf("conversation %s: %s is not a directory", display.Quote(convID), dir)
 	}
 	return dir, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/durable"
 )
 
@@ -26,10 +27,10 @@ type DependentsError struct {
 func (e *DependentsError) Error() string {
 	q := make([]string, len(e.Dependents))
 	for i, d := range e.Dependents {
-		q[i] = fmt.Sprintf("%q", d)
+		q[i] = fmt.Sprintf("%s", display.Quote(d))
 	}
-	return fmt.Sprintf("conversation %q is the fork source of %s, which read older history from it; deleting it would break them",
-		e.ID, strings.Join(q, ", "))
+	return fmt.Sprintf("conversation %s is the fork source of %s, which read older history from it; deleting it would break them",
+		display.Quote(e.ID), strings.Join(q, ", "))
 }
 
 func (e *DependentsError) Unwrap() error { return ErrHasDependents }
@@ -136,11 +137,11 @@ func runningError(info *ConversationInfo) error {
 	var running []string
 	for _, t := range info.Turns {
 		if t.Running() {
-			running = append(running, fmt.Sprintf("session %q turn %d", t.SessionID, t.Turn))
+			running = append(running, fmt.Sprintf("session %s turn %d", display.Quote(t.SessionID), t.Turn))
 		}
 	}
-	return fmt.Errorf("cannot delete conversation %q: %w (%s); wait for it to end or interrupt it",
-		info.ID, ErrTurnRunning, strings.Join(running, ", "))
+	return fmt.Errorf("cannot delete conversation %s: %w (%s); wait for it to end or interrupt it",
+		display.Quote(info.ID), ErrTurnRunning, strings.Join(running, ", "))
 }
 
 // DeleteOptions configure DeleteAll.
@@ -253,7 +254,7 @@ func (s *Store) deleteStateOf(convID string, journaled bool) (deleteState, error
 	case errors.Is(err, fs.ErrNotExist) && journaled:
 		return deleteAlready, nil
 	case errors.Is(err, fs.ErrNotExist):
-		return 0, fmt.Errorf("conversation %q: %w", convID, ErrNoConversation)
+		return 0, fmt.Errorf("conversation %s: %w", display.Quote(convID), ErrNoConversation)
 	case err != nil:
 		return 0, err
 	case len(ents) == 0:
@@ -283,7 +284,7 @@ func (s *Store) removeEmpty(convID string) error {
 		return err
 	}
 	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("delete conversation %q: %w", convID, err)
+		return fmt.Errorf("delete conversation %s: %w", display.Quote(convID), err)
 	}
 	return durable.SyncDir(ConversationsDir(s.dataDir))
 }
@@ -312,7 +313,7 @@ func (s *Store) FinishDeletion(convID string) error {
 		return err
 	}
 	if !oc.st.info.Deleting {
-		return fmt.Errorf("conversation %q has no deletion tombstone; delete it with Delete", convID)
+		return fmt.Errorf("conversation %s has no deletion tombstone; delete it with Delete", display.Quote(convID))
 	}
 	return s.removeConversation(convID)
 }
@@ -342,7 +343,7 @@ func (s *Store) removeConversation(convID string) error {
 			continue
 		}
 		if err := os.RemoveAll(p); err != nil {
-			return fmt.Errorf("delete conversation %q: %w", convID, err)
+			return fmt.Errorf("delete conversation %s: %w", display.Quote(convID), err)
 		}
 	}
 	if len(entries) > 0 {
@@ -352,11 +353,11 @@ func (s *Store) removeConversation(convID string) error {
 	}
 	for _, p := range last {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("delete conversation %q: %w", convID, err)
+			return fmt.Errorf("delete conversation %s: %w", display.Quote(convID), err)
 		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("delete conversation %q: %w", convID, err)
+		return fmt.Errorf("delete conversation %s: %w", display.Quote(convID), err)
 	}
 	return durable.SyncDir(ConversationsDir(s.dataDir))
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 )
 
 // Fork copies conversation srcConv into the new conversation newConv: only
@@ -81,14 +82,14 @@ func (s *Store) fork(req forkRequest) (string, error) {
 	}
 	srcInfo := src.st.info.clone()
 	if srcInfo.Deleting {
-		return "", fmt.Errorf("conversation %q: %w", req.srcConv, ErrDeleting)
+		return "", fmt.Errorf("conversation %s: %w", display.Quote(req.srcConv), ErrDeleting)
 	}
 	sess := srcInfo.Session(req.srcSession)
 	if sess == nil {
-		return "", fmt.Errorf("conversation %q has no session %q", req.srcConv, req.srcSession)
+		return "", fmt.Errorf("conversation %s has no session %s", display.Quote(req.srcConv), display.Quote(req.srcSession))
 	}
 	if sess.ParentSession != "" {
-		return "", fmt.Errorf("session %q of conversation %q is a subagent; only the root session can be forked", req.srcSession, req.srcConv)
+		return "", fmt.Errorf("session %s of conversation %s is a subagent; only the root session can be forked", display.Quote(req.srcSession), display.Quote(req.srcConv))
 	}
 	newDir, err := s.newConversationDir(req.newConv)
 	if err != nil {
@@ -302,7 +303,7 @@ func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
 			}
 			if e.Seq == rewindSeq {
 				if kind != string(convlog.SourceUser) {
-					return nil, fmt.Errorf("%s: seq %d is a %q message, not one of the user's", path, e.Seq, kind)
+					return nil, fmt.Errorf("%s: seq %d is a %s message, not one of the user's", path, e.Seq, display.Quote(kind))
 				}
 				foundRewind = true
 				sc.composer = m.text()

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/convkit/convkit/display"
 )
 
 // Ids become file names with DSH's encodeSegment escaping: one UTF-16 code
@@ -43,7 +45,7 @@ func DecodeSegment(name string) (string, error) {
 			return id, nil
 		}
 	}
-	return "", fmt.Errorf("noncanonical directory name %q", name)
+	return "", fmt.Errorf("noncanonical directory name %s", display.Quote(name))
 }
 
 // EncodeBase encodes id as the base of a log file name. Unlike EncodeSegment
@@ -69,7 +71,7 @@ func DecodeBase(name string) (string, error) {
 			return id, nil
 		}
 	}
-	return "", fmt.Errorf("noncanonical log file base %q", name)
+	return "", fmt.Errorf("noncanonical log file base %s", display.Quote(name))
 }
 
 func checkID(id string) error {
@@ -77,7 +79,7 @@ func checkID(id string) error {
 		return errors.New("cannot encode an empty path segment")
 	}
 	if !utf8.ValidString(id) {
-		return fmt.Errorf("cannot encode id %q: not valid UTF-8", id)
+		return fmt.Errorf("cannot encode id %s: not valid UTF-8", display.Quote(id))
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/durable"
 )
 
@@ -96,7 +97,7 @@ func (e *LockedError) Error() string {
 	}
 	msg := LockFileName + " is held by pid " + strconv.Itoa(h.PID)
 	if h.Command != "" {
-		msg += fmt.Sprintf(" (%q)", h.Command)
+		msg += fmt.Sprintf(" (%s)", display.Quote(h.Command))
 	}
 	if h.Host != "" {
 		msg += " on host " + h.Host

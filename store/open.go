@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/durable"
 )
 
@@ -261,7 +262,7 @@ func (s *Store) liveConv(convID string) (*openConv, error) {
 		return nil, err
 	}
 	if oc.st.info.Deleting {
-		return nil, fmt.Errorf("conversation %q: %w", convID, ErrDeleting)
+		return nil, fmt.Errorf("conversation %s: %w", display.Quote(convID), ErrDeleting)
 	}
 	return oc, nil
 }

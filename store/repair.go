@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/upgrade"
@@ -161,7 +162,7 @@ func (s *Store) repairConversation(c ConversationDir, dry bool, change func(Repa
 		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: "unreadable conversation log: " + fileerr.Reason(convLog.Path, err)}, nil
 	}
 	if info.ID != c.ID {
-		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: fmt.Sprintf("conversation log names id %q, but its directory is %q", info.ID, c.ID)}, nil
+		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: fmt.Sprintf("conversation log names id %s, but its directory is %s", display.Quote(info.ID), display.Quote(c.ID))}, nil
 	}
 	if info.Deleting {
 		if !dry {
@@ -311,7 +312,7 @@ func (s *Store) finishDeletion(convID string) error {
 		return err
 	}
 	if !oc.st.info.Deleting {
-		return fmt.Errorf("conversation %q has no deletion tombstone", convID)
+		return fmt.Errorf("conversation %s has no deletion tombstone", display.Quote(convID))
 	}
 	return s.removeConversation(convID)
 }

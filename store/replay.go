@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 )
 
 // DependencyClosure returns convIDs and every conversation they depend on,
@@ -273,7 +274,7 @@ func replay(r *convlog.Reader, path string) (*convState, error) {
 	h := r.Header()
 	if h.Type != convlog.ConversationLog {
 		// A session log's file name: OpenLog checked it as one.
-		return nil, fmt.Errorf("%s: not a conversation log (header type %q)", path, h.Type)
+		return nil, fmt.Errorf("%s: not a conversation log (header type %s)", path, display.Quote(h.Type))
 	}
 	st := newConvState(h, path)
 	for {
@@ -348,7 +349,7 @@ func notALog(p string, t fs.FileMode) error {
 func conversationLogPath(dir, convID string) (string, error) {
 	n, ok, err := currentGeneration(dir, ConversationLogBase)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && !ok) {
-		return "", fmt.Errorf("conversation %q: %w", convID, ErrNoConversation)
+		return "", fmt.Errorf("conversation %s: %w", display.Quote(convID), ErrNoConversation)
 	}
 	if err != nil {
 		return "", err
@@ -369,7 +370,7 @@ func (s *Store) SessionLogFile(convID, sessionID string) (string, error) {
 	}
 	n, ok, err := currentGeneration(dir, base)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && !ok) {
-		return "", fmt.Errorf("conversation %q has no log for session %q: %w", convID, sessionID, fs.ErrNotExist)
+		return "", fmt.Errorf("conversation %s has no log for session %s: %w", display.Quote(convID), display.Quote(sessionID), fs.ErrNotExist)
 	}
 	if err != nil {
 		return "", err

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/upgrade"
 )
 
@@ -82,7 +83,7 @@ func (s *Store) NewConversation(c NewConversation) (*Session, error) {
 		return nil, fmt.Errorf("session id: %w", err)
 	}
 	if c.Agent == "" || c.Model == "" {
-		return nil, fmt.Errorf("conversation %q: the root session needs an agent and a model", c.ID)
+		return nil, fmt.Errorf("conversation %s: the root session needs an agent and a model", display.Quote(c.ID))
 	}
 	if _, err := s.newConversationDir(c.ID); err != nil {
 		return nil, err
@@ -90,7 +91,7 @@ func (s *Store) NewConversation(c NewConversation) (*Session, error) {
 	key := sessionKey{c.ID, c.SessionID}
 	for k := range s.sessions {
 		if k.conv == c.ID {
-			return nil, fmt.Errorf("conversation %q: %w", c.ID, ErrConversationExists)
+			return nil, fmt.Errorf("conversation %s: %w", display.Quote(c.ID), ErrConversationExists)
 		}
 	}
 	se := &Session{st: s, convID: c.ID, id: c.SessionID, pending: &c}
@@ -109,14 +110,14 @@ func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 	defer s.mu.Unlock()
 	key := sessionKey{convID, sessionID}
 	if s.sessions[key] != nil {
-		return nil, fmt.Errorf("conversation %q session %q: %w", convID, sessionID, ErrSessionOpen)
+		return nil, fmt.Errorf("conversation %s session %s: %w", display.Quote(convID), display.Quote(sessionID), ErrSessionOpen)
 	}
 	oc, err := s.liveConv(convID)
 	if err != nil {
 		return nil, err
 	}
 	if oc.st.info.Session(sessionID) == nil {
-		return nil, fmt.Errorf("conversation %q has no session %q", convID, sessionID)
+		return nil, fmt.Errorf("conversation %s has no session %s", display.Quote(convID), display.Quote(sessionID))
 	}
 	path, err := s.SessionLogFile(convID, sessionID)
 	if err != nil {
@@ -168,7 +169,7 @@ func (se *Session) NextSeq() int64 {
 
 func (se *Session) usable() error {
 	if se.closed {
-		return fmt.Errorf("conversation %q session %q: %w", se.convID, se.id, ErrClosed)
+		return fmt.Errorf("conversation %s session %s: %w", display.Quote(se.convID), display.Quote(se.id), ErrClosed)
 	}
 	return nil
 }
@@ -208,7 +209,7 @@ func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
 		return 0, err
 	}
 	if prompt.ID() == "" || prompt.Role() != "user" {
-		return 0, fmt.Errorf("conversation %q session %q: a turn starts with a stored user message (id %q, role %q)", se.convID, se.id, prompt.ID(), prompt.Role())
+		return 0, fmt.Errorf("conversation %s session %s: a turn starts with a stored user message (id %s, role %s)", display.Quote(se.convID), display.Quote(se.id), display.Quote(prompt.ID()), display.Quote(prompt.Role()))
 	}
 	_, text := convlog.MessageText(prompt.JSON())
 	if se.pending != nil {
@@ -224,7 +225,7 @@ func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
 		if ok {
 			t = oc.st.info.Turns[i].Turn
 		}
-		return 0, fmt.Errorf("conversation %q session %q: turn %d is still running: %w", se.convID, se.id, t, ErrTurnRunning)
+		return 0, fmt.Errorf("conversation %s session %s: turn %d is still running: %w", display.Quote(se.convID), display.Quote(se.id), t, ErrTurnRunning)
 	}
 	turn := ts.LastTurn
 	for _, t := range oc.st.info.Turns {
@@ -312,7 +313,7 @@ func (se *Session) Append(events ...convlog.Event) error {
 		return err
 	}
 	if se.w == nil {
-		return fmt.Errorf("conversation %q: nothing is written before the first message (BeginTurn)", se.convID)
+		return fmt.Errorf("conversation %s: nothing is written before the first message (BeginTurn)", display.Quote(se.convID))
 	}
 	if err := s.writable(); err != nil {
 		return err
@@ -332,7 +333,7 @@ func (se *Session) Steer(msg convlog.StoredMessage) error {
 		return err
 	}
 	if se.w == nil || !se.w.Turn().Open {
-		return fmt.Errorf("conversation %q session %q: %w to steer", se.convID, se.id, ErrNoTurn)
+		return fmt.Errorf("conversation %s session %s: %w to steer", display.Quote(se.convID), display.Quote(se.id), ErrNoTurn)
 	}
 	now := s.nowMs()
 	return se.w.Append([]convlog.Event{spliceEvent(SpliceCurrentTurn, msg, now), userEvent(msg, now)})
@@ -362,10 +363,10 @@ func (se *Session) EndTurn(reason string) error {
 		return err
 	}
 	if reason == "interrupted" || reason == "forked" {
-		return fmt.Errorf("conversation %q session %q: a turn ends as %s through Interrupt or a fork, not EndTurn", se.convID, se.id, reason)
+		return fmt.Errorf("conversation %s session %s: a turn ends as %s through Interrupt or a fork, not EndTurn", display.Quote(se.convID), display.Quote(se.id), reason)
 	}
 	if se.w == nil || !se.w.Turn().Open {
-		return fmt.Errorf("conversation %q session %q: %w", se.convID, se.id, ErrNoTurn)
+		return fmt.Errorf("conversation %s session %s: %w", display.Quote(se.convID), display.Quote(se.id), ErrNoTurn)
 	}
 	oc, err := s.liveConv(se.convID)
 	if err != nil {
@@ -396,7 +397,7 @@ func (se *Session) Interrupt(partial *convlog.StoredMessage) error {
 		return err
 	}
 	if se.w == nil || !se.w.Turn().Open {
-		return fmt.Errorf("conversation %q session %q: %w to interrupt", se.convID, se.id, ErrNoTurn)
+		return fmt.Errorf("conversation %s session %s: %w to interrupt", display.Quote(se.convID), display.Quote(se.id), ErrNoTurn)
 	}
 	oc, err := s.liveConv(se.convID)
 	if err != nil {
@@ -405,7 +406,7 @@ func (se *Session) Interrupt(partial *convlog.StoredMessage) error {
 	ts := se.w.Turn()
 	if partial != nil {
 		if !ts.StepOpen || partial.Role() != "assistant" {
-			return fmt.Errorf("conversation %q session %q: a partial answer is an assistant message of the open step", se.convID, se.id)
+			return fmt.Errorf("conversation %s session %s: a partial answer is an assistant message of the open step", display.Quote(se.convID), display.Quote(se.id))
 		}
 		d := fmt.Appendf(nil, `{"turn":%d,"step":%d,"message":`, ts.Turn, ts.Step)
 		d = append(d, partial.JSON()...)
@@ -433,7 +434,7 @@ func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
 		return nil, err
 	}
 	if se.w == nil {
-		return nil, fmt.Errorf("conversation %q: nothing is written before the first message (BeginTurn)", se.convID)
+		return nil, fmt.Errorf("conversation %s: nothing is written before the first message (BeginTurn)", display.Quote(se.convID))
 	}
 	w, err := se.st.StartSession(se.convID, childID, agent, model, se.id)
 	if err != nil {

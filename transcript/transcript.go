@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/upgrade"
 )
@@ -164,8 +165,8 @@ func (r *reader) session(convID, sessionID, path string, through int64, inherite
 	}
 	spath, err := r.s.SessionLogFile(src.SourceConversation, src.SourceSession)
 	if err != nil {
-		return fmt.Errorf("%s: conversation %q session %q reads its older history from conversation %q session %q: %w (%v)",
-			path, convID, sessionID, src.SourceConversation, src.SourceSession, ErrMissingSource, err)
+		return fmt.Errorf("%s: conversation %s session %s reads its older history from conversation %s session %s: %w (%v)",
+			path, display.Quote(convID), display.Quote(sessionID), display.Quote(src.SourceConversation), display.Quote(src.SourceSession), ErrMissingSource, err)
 	}
 	outer := r.fn
 	r.fn = func(it *Item) error {
@@ -209,7 +210,7 @@ func (r *reader) source(convID, sessionID, path string) (*store.InheritedSession
 			return &info.Inherited[i], nil
 		}
 	}
-	return nil, fmt.Errorf("%s: the log's header is seeded, but conversation %q records no conversation session %q inherits from", path, convID, sessionID)
+	return nil, fmt.Errorf("%s: the log's header is seeded, but conversation %s records no conversation session %s inherits from", path, display.Quote(convID), display.Quote(sessionID))
 }
 
 // skipSeed says to pass over the events through the inherited marker.

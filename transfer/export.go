@@ -19,6 +19,7 @@ import (
 
 	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/progress"
@@ -241,7 +242,7 @@ func (x *exporter) plan() error {
 	var queue []string
 	for _, id := range x.opts.IDs {
 		if _, err := store.EncodeSegment(id); err != nil {
-			return fmt.Errorf("conversation id %q: %w", id, err)
+			return fmt.Errorf("conversation id %s: %w", display.Quote(id), err)
 		}
 		if byID[id] != nil {
 			continue
@@ -249,9 +250,9 @@ func (x *exporter) plan() error {
 		info, err := x.s.ReadConversation(id)
 		switch {
 		case errors.Is(err, store.ErrNoConversation):
-			return fmt.Errorf("conversation %q: %w", id, ErrNotFound)
+			return fmt.Errorf("conversation %s: %w", display.Quote(id), ErrNotFound)
 		case err == nil && info.Deleting:
-			return fmt.Errorf("conversation %q: %w (it is being deleted)", id, ErrNotFound)
+			return fmt.Errorf("conversation %s: %w (it is being deleted)", display.Quote(id), ErrNotFound)
 		}
 		x.m.Requested = append(x.m.Requested, id)
 		byID[id] = &planned{id: id, requested: true}
@@ -318,7 +319,7 @@ func (x *exporter) plan() error {
 		}
 		sort.Strings(users)
 		p, _ := x.s.ConversationPath(id)
-		x.problem(id, p, fmt.Sprintf("fork ancestor %q of %q is missing from the store: not exported", id, users))
+		x.problem(id, p, fmt.Sprintf("fork ancestor %s of %s is missing from the store: not exported", display.Quote(id), display.QuoteList(users)))
 	}
 	// Archive order: ancestors first (depth first, by id), so that an
 	// import placing conversations in this order never has a fork whose

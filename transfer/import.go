@@ -15,6 +15,7 @@ import (
 
 	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/contract"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/machine"
@@ -71,10 +72,10 @@ type CwdMapping struct {
 func ParseCwdMapping(s string) (CwdMapping, error) {
 	from, to, ok := strings.Cut(s, "=")
 	if !ok {
-		return CwdMapping{}, fmt.Errorf("--map-cwd %q: want OLD=NEW", s)
+		return CwdMapping{}, fmt.Errorf("--map-cwd %s: want OLD=NEW", display.Quote(s))
 	}
 	if !filepath.IsAbs(from) || !filepath.IsAbs(to) {
-		return CwdMapping{}, fmt.Errorf("--map-cwd %q: OLD and NEW must be absolute paths", s)
+		return CwdMapping{}, fmt.Errorf("--map-cwd %s: OLD and NEW must be absolute paths", display.Quote(s))
 	}
 	return CwdMapping{From: filepath.Clean(from), To: filepath.Clean(to)}, nil
 }
@@ -313,7 +314,7 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 		opts.OnConflict = ConflictRefuse
 	case ConflictRefuse, ConflictReplace, ConflictSkip:
 	default:
-		return nil, fmt.Errorf("on-conflict %q: want %s, %s or %s", opts.OnConflict, ConflictRefuse, ConflictReplace, ConflictSkip)
+		return nil, fmt.Errorf("on-conflict %s: want %s, %s or %s", display.Quote(opts.OnConflict), ConflictRefuse, ConflictReplace, ConflictSkip)
 	}
 	for _, m := range opts.MapCwd {
 		if !filepath.IsAbs(m.From) || !filepath.IsAbs(m.To) {
@@ -532,7 +533,7 @@ func (imp *importer) placeAll() error {
 			continue
 		}
 		if err := imp.place(p, convDir, replaced); err != nil {
-			return fmt.Errorf("conversation %q: %w", p.ID, err)
+			return fmt.Errorf("conversation %s: %w", display.Quote(p.ID), err)
 		}
 	}
 	return nil
@@ -616,12 +617,12 @@ func (imp *importer) applyMappings() ([]string, error) {
 		}
 		if p.storeCwd != "" && p.Action == ActionUpdate {
 			if err := imp.st.MapCwd(p.ID, p.storeCwd); err != nil {
-				return changed, fmt.Errorf("conversation %q: reapply its working directory %s: %w", p.ID, p.storeCwd, err)
+				return changed, fmt.Errorf("conversation %s: reapply its working directory %s: %w", display.Quote(p.ID), p.storeCwd, err)
 			}
 		}
 		if p.CwdMappedTo != "" {
 			if err := imp.st.MapCwd(p.ID, p.CwdMappedTo); err != nil {
-				return changed, fmt.Errorf("conversation %q: map its working directory to %s: %w", p.ID, p.CwdMappedTo, err)
+				return changed, fmt.Errorf("conversation %s: map its working directory to %s: %w", display.Quote(p.ID), p.CwdMappedTo, err)
 			}
 			wrote = true
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/store"
 )
 
@@ -103,32 +104,32 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 	for i := range m.Conversations {
 		mc := &m.Conversations[i]
 		if imp.byID[mc.ID] != nil {
-			return imp.verr(nil, "conversation %q is listed twice in the manifest", mc.ID)
+			return imp.verr(nil, "conversation %s is listed twice in the manifest", display.Quote(mc.ID))
 		}
 		dir, err := store.EncodeSegment(mc.ID)
 		if err != nil || dir != mc.Dir {
-			return imp.verr(err, "conversation %q: the manifest names directory %q", mc.ID, mc.Dir)
+			return imp.verr(err, "conversation %s: the manifest names directory %s", display.Quote(mc.ID), display.Quote(mc.Dir))
 		}
 		c, ok := walked[mc.ID]
 		if !ok {
-			return imp.verr(nil, "conversation %q is in the manifest but has no log in the archive", mc.ID)
+			return imp.verr(nil, "conversation %s is in the manifest but has no log in the archive", display.Quote(mc.ID))
 		}
 		sc := &stagedConv{id: mc.ID, m: mc, dir: c, logs: map[string]store.Log{}}
 		for _, l := range c.Logs {
 			if len(l.Generations) != 1 {
-				return imp.verr(nil, "conversation %q: %d generations of log %s (an export holds the current one only)", mc.ID, len(l.Generations), l.Base)
+				return imp.verr(nil, "conversation %s: %d generations of log %s (an export holds the current one only)", display.Quote(mc.ID), len(l.Generations), l.Base)
 			}
 			sc.logs[l.Base] = l
 		}
 		if _, ok := sc.logs[store.ConversationLogBase]; !ok {
-			return imp.verr(nil, "conversation %q has no conversation log in the archive", mc.ID)
+			return imp.verr(nil, "conversation %s has no conversation log in the archive", display.Quote(mc.ID))
 		}
 		imp.byID[mc.ID] = sc
 		imp.convs = append(imp.convs, sc)
 	}
 	for id := range walked {
 		if imp.byID[id] == nil {
-			return imp.verr(nil, "conversation %q is in the archive but not in the manifest", id)
+			return imp.verr(nil, "conversation %s is in the archive but not in the manifest", display.Quote(id))
 		}
 	}
 
@@ -179,27 +180,27 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 	for _, sc := range imp.convs {
 		info, err := store.ReadConversationFile(sc.logs[store.ConversationLogBase].Path)
 		if err != nil {
-			return imp.verr(err, "conversation %q", sc.id)
+			return imp.verr(err, "conversation %s", display.Quote(sc.id))
 		}
 		sc.info = info
 		mc := sc.m
 		switch {
 		case info.Deleting:
-			return imp.verr(nil, "conversation %q carries a deletion tombstone", sc.id)
+			return imp.verr(nil, "conversation %s carries a deletion tombstone", display.Quote(sc.id))
 		case info.Cwd != mc.Cwd:
-			return imp.verr(nil, "conversation %q: the manifest says working directory %q, its log %q", sc.id, mc.Cwd, info.Cwd)
+			return imp.verr(nil, "conversation %s: the manifest says working directory %s, its log %s", display.Quote(sc.id), display.Quote(mc.Cwd), display.Quote(info.Cwd))
 		case info.ForkedFrom != mc.ForkedFrom:
-			return imp.verr(nil, "conversation %q: the manifest says fork source %q, its log %q", sc.id, mc.ForkedFrom, info.ForkedFrom)
+			return imp.verr(nil, "conversation %s: the manifest says fork source %s, its log %s", display.Quote(sc.id), display.Quote(mc.ForkedFrom), display.Quote(info.ForkedFrom))
 		case !slices.Equal(store.Dependencies(info), mc.DependsOn):
-			return imp.verr(nil, "conversation %q: the manifest says it depends on %q, its log on %q", sc.id, mc.DependsOn, store.Dependencies(info))
+			return imp.verr(nil, "conversation %s: the manifest says it depends on %s, its log on %s", display.Quote(sc.id), display.QuoteList(mc.DependsOn), display.QuoteList(store.Dependencies(info)))
 		}
 		for _, s := range info.Sessions {
 			base, err := store.EncodeBase(s.ID)
 			if err != nil {
-				return imp.verr(err, "conversation %q: session %q", sc.id, s.ID)
+				return imp.verr(err, "conversation %s: session %s", display.Quote(sc.id), display.Quote(s.ID))
 			}
 			if _, ok := sc.logs[base]; !ok {
-				return imp.verr(nil, "conversation %q: session %q has no log in the archive", sc.id, s.ID)
+				return imp.verr(nil, "conversation %s: session %s has no log in the archive", display.Quote(sc.id), display.Quote(s.ID))
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 )
 
 // Options tune an upgrading Reader.
@@ -415,7 +416,7 @@ func expandPacked(ce *convlog.Event) ([]*event, error) {
 		return nil, bad("data is not an object")
 	}
 	if unexpected != "" {
-		return nil, bad("data has unexpected member %q", unexpected)
+		return nil, bad("data has unexpected member %s", display.Quote(unexpected))
 	}
 	if turn == nil || step == nil || index == nil || dt == nil || texts == nil || kind == kindToolCall && id == nil {
 		return nil, bad("data lacks a required member")

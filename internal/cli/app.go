@@ -10,6 +10,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/store"
 )
 
@@ -203,7 +204,7 @@ func groupAction(c *ucli.Context) error {
 }
 
 func unknownCommand(c *ucli.Context, name string) error {
-	return usagef(c, "unknown command %q", strings.TrimPrefix(helpName(c)+" "+name, progName+" "))
+	return usagef(c, "unknown command %s", display.Quote(strings.TrimPrefix(helpName(c)+" "+name, progName+" ")))
 }
 
 func subcommandNames(c *ucli.Command) []string {
@@ -270,7 +271,7 @@ func checkArgs(c *ucli.Context, min, max int) error {
 		return usagef(c, "missing arguments: want at least %d", min)
 	case max >= 0 && len(args) > max:
 		if max == 0 {
-			return usagef(c, "%s takes no arguments, got %q", helpName(c), args[0])
+			return usagef(c, "%s takes no arguments, got %s", helpName(c), display.Quote(args[0]))
 		}
 		return usagef(c, "too many arguments: want at most %d, got %d", max, len(args))
 	}

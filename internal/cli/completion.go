@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/convkit/convkit/display"
 )
 
 func newCompletionCommand(e *env) *ucli.Command {
@@ -38,7 +40,7 @@ options anywhere), option values (directories, files, the choices of
 			case "fish":
 				gen = writeFishCompletion
 			default:
-				return usagef(c, "no completion for %q: want bash, zsh or fish", c.Args().First())
+				return usagef(c, "no completion for %s: want bash, zsh or fish", display.Quote(c.Args().First()))
 			}
 			return gen(e.stdout, c.App)
 		},

@@ -13,6 +13,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/fixtures"
 )
 
@@ -57,11 +58,11 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 			case "none":
 				comp = convlog.Plain
 			default:
-				return usagef(c, "--compress must be zstd or none, not %q", c.String("compress"))
+				return usagef(c, "--compress must be zstd or none, not %s", display.Quote(c.String("compress")))
 			}
 			layout := c.String("layout")
 			if layout != "convkit" && layout != "dsh" {
-				return usagef(c, "--layout must be convkit or dsh, not %q", layout)
+				return usagef(c, "--layout must be convkit or dsh, not %s", display.Quote(layout))
 			}
 			if err := requireEmpty(to); err != nil {
 				return err

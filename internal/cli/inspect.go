@@ -10,6 +10,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/inspect"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/transcript"
@@ -222,7 +223,7 @@ func inspectTarget(ctx context.Context, e *env, args []string) (*inspect.Target,
 	}
 	if err != nil {
 		if len(args) == 1 {
-			return nil, fmt.Errorf("%q is neither a file nor a conversation in %s: %w", args[0], dir, err)
+			return nil, fmt.Errorf("%s is neither a file nor a conversation in %s: %w", display.Quote(args[0]), dir, err)
 		}
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/dshroot"
 	"github.com/convkit/convkit/migrate"
 	"github.com/convkit/convkit/store"
@@ -66,7 +67,7 @@ Exit 1 if any log failed.`,
 			switch comp {
 			case migrate.CompressKeep, migrate.CompressZstd, migrate.CompressNone:
 			default:
-				return usagef(c, "--compress must be keep, zstd or none, not %q", comp)
+				return usagef(c, "--compress must be keep, zstd or none, not %s", display.Quote(string(comp)))
 			}
 			layout, err := migrate.ParseLayout(c.String("layout"))
 			if err != nil {

@@ -136,7 +136,7 @@ func termCases() []hcase {
 				return []string{"import", f.evil(regEntry("conversations/x\x1b[2J\x1b]52;c;ZXZpbA==\x07/metadata.v4.jsonl", []byte("{}\n")))}
 			},
 			code:   1,
-			stderr: []string{`{archive}: entry 2 "conversations/x\x1b[2J\x1b]52;c;ZXZpbA==\a/metadata.v4.jsonl" (tar byte 1024): refused`},
+			stderr: []string{`{archive}: entry 2 "conversations/x\x1b[2J\x1b]52;c;ZXZpbA==\x07/metadata.v4.jsonl" (tar byte 1024): refused`},
 		},
 		{
 			name: "archive entry name with an escape sequence: backup verify refuses it, the name escaped",
