@@ -200,7 +200,7 @@ func writeShellCandidates(w io.Writer, m completionModel) {
 		fmt.Fprintf(&b, "\t%s) __convkit_flags=%s", shQuote(n.path), shQuote(strings.Join(uniq(words), " ")))
 		var subs []string
 		for _, s := range n.subs {
-			subs = append(subs, s.Name)
+			subs = append(subs, s.Names()...) // aliases too
 		}
 		fmt.Fprintf(&b, " __convkit_subs=%s __convkit_args=%s ;;\n", shQuote(strings.Join(subs, " ")), shQuote(n.args))
 	}
@@ -437,7 +437,9 @@ complete -c convkit -f
 	for _, n := range m.nodes {
 		at := fmt.Sprintf("__convkit_at %s", fishQuote(n.path))
 		for _, s := range n.subs {
-			fmt.Fprintf(&b, "complete -c convkit -n %s -a %s -d %s\n", fishQuote(at+" noargs"), fishQuote(s.Name), fishQuote(s.Usage))
+			for _, name := range s.Names() { // aliases too
+				fmt.Fprintf(&b, "complete -c convkit -n %s -a %s -d %s\n", fishQuote(at+" noargs"), fishQuote(name), fishQuote(s.Usage))
+			}
 		}
 		for _, fi := range n.flags {
 			flagLine(at, fi, valueCompletion(n.path, fi))

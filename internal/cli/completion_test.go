@@ -20,6 +20,8 @@ var completionCases = []struct {
 }{
 	{[]string{""}, []string{"migrate", "backup", "completion", "man", "version"}, []string{"verify", "--stats"}},
 	{[]string{"ba"}, []string{"backup"}, []string{"migrate"}},
+	// Aliases are offered too.
+	{[]string{"mig"}, []string{"migrate", "migrate-sessions"}, []string{"backup"}},
 	{[]string{"backup", ""}, []string{"verify", "list"}, []string{"migrate"}},
 	{[]string{"--data-dir", "/srv/convkit", "backup", "v"}, []string{"verify"}, nil},
 	{[]string{"backup", "--to", "/backups", "--"}, []string{"--keep", "--dry-run", "--json", "--data-dir"}, []string{"--work-dir"}},
