@@ -82,6 +82,15 @@ older part from the conversation it was forked from (read-only).`,
 			if c.Bool("upgrade") && (c.Bool("validate") || c.Bool("stats")) {
 				return usagef(c, "--upgrade shows the upgraded events; --validate and --stats read the log as stored (migrate --dry-run checks an upgrade)")
 			}
+			if c.IsSet("type") {
+				// These read whole logs (every problem, the history a model
+				// reads, every message): a filter would silently not apply.
+				for _, m := range []string{"validate", "history", "transcript"} {
+					if c.Bool(m) {
+						return usagef(c, "--type selects the events shown or measured; it does not apply to --%s", m)
+					}
+				}
+			}
 			filter := inspect.Filter(types.Value())
 			if err := filter.Validate(); err != nil {
 				return usagef(c, "%v", err)
