@@ -74,6 +74,26 @@ func TestMainHelp(t *testing.T) {
 	}
 }
 
+// TestHelpEndsWithExitStatus: the help of the program and of every command
+// ends with the EXIT STATUS table, after the options (docs/CLI.md).
+func TestHelpEndsWithExitStatus(t *testing.T) {
+	e := &env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, g: &globals{getenv: func(string) string { return "" }}}
+	helps := [][]string{{"--help"}}
+	for _, n := range commandNodes(newApp(e)) {
+		helps = append(helps, append(strings.Fields(n.name()), "--help"))
+	}
+	for _, args := range helps {
+		code, stdout, _ := run(t, nil, args...)
+		i := strings.LastIndex(stdout, "\nEXIT STATUS:\n")
+		if code != exitOK || i < 0 || !strings.HasSuffix(stdout, "130  interrupted\n") || strings.Contains(stdout[i:], "OPTIONS:") {
+			t.Errorf("%q: exit %d; want the help to end with its EXIT STATUS section:\n%s", args, code, stdout)
+		}
+		if strings.Count(stdout, "EXIT STATUS:") != 1 {
+			t.Errorf("%q: EXIT STATUS %d times", args, strings.Count(stdout, "EXIT STATUS:"))
+		}
+	}
+}
+
 func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"version"}, {"--version"}, {"--version", "list"}} {
 		code, stdout, stderr := run(t, nil, args...)

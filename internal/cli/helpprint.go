@@ -1,0 +1,58 @@
+package cli
+
+import (
+	"bytes"
+	"io"
+	"strings"
+
+	ucli "github.com/urfave/cli/v2"
+)
+
+// Every command's help ends with its EXIT STATUS table (docs/CLI.md):
+// urfave renders the Description, which carries the table, before the
+// options, so the printer moves the table after them.
+func init() {
+	render := ucli.HelpPrinterCustom
+	ucli.HelpPrinterCustom = func(w io.Writer, templ string, data interface{}, funcs map[string]interface{}) {
+		var b bytes.Buffer
+		render(&b, templ, data, funcs)
+		io.WriteString(w, exitStatusLast(b.String()))
+	}
+}
+
+// exitStatusLast moves the EXIT STATUS table out of a rendered help's
+// DESCRIPTION section to the end, as a section of its own.
+func exitStatusLast(help string) string {
+	lines := strings.Split(strings.TrimRight(help, "\n"), "\n")
+	start := -1
+	for i, l := range lines {
+		if strings.TrimSpace(l) == "EXIT STATUS:" && strings.HasPrefix(l, " ") {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return help
+	}
+	end := start + 1
+	for end < len(lines) && strings.TrimSpace(lines[end]) != "" && strings.HasPrefix(lines[end], " ") {
+		end++
+	}
+	table := []string{"", "EXIT STATUS:"}
+	for _, l := range lines[start+1 : end] {
+		table = append(table, "   "+strings.TrimSpace(l))
+	}
+	// The table's lines are "CODE  meaning": keep the columns.
+	for i := 2; i < len(table); i++ {
+		if code, rest, ok := strings.Cut(strings.TrimSpace(table[i]), " "); ok {
+			table[i] = "   " + code + strings.Repeat(" ", max(1, 5-len(code))) + strings.TrimSpace(rest)
+		}
+	}
+	rest := append([]string{}, lines[:start]...)
+	// The blank line before the table goes with it.
+	if n := len(rest); n > 0 && strings.TrimSpace(rest[n-1]) == "" {
+		rest = rest[:n-1]
+	}
+	rest = append(rest, lines[end:]...)
+	return strings.Join(append(rest, table...), "\n") + "\n"
+}
