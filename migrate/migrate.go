@@ -226,12 +226,26 @@ func RunSessions(ctx context.Context, r *dshroot.Root, opts Options) (*Summary, 
 	return runTree(ctx, opts, r.Dir(), LayoutDSH, func() *tree { return discoverSessions(r) })
 }
 
+// CheckWriter is ErrWriterVersion unless v, the version the build's
+// writer writes (0: convlog.CurrentVersion), is TargetVersion: the refusal
+// Run and RunSessions begin with, for a caller that checks before it opens
+// the store.
+func CheckWriter(v int) error {
+	if v == 0 {
+		v = convlog.CurrentVersion
+	}
+	if v != TargetVersion {
+		return ErrWriterVersion
+	}
+	return nil
+}
+
 func checkOptions(opts *Options) error {
 	if opts.WriterVersion == 0 {
 		opts.WriterVersion = convlog.CurrentVersion
 	}
-	if opts.WriterVersion != TargetVersion {
-		return ErrWriterVersion
+	if err := CheckWriter(opts.WriterVersion); err != nil {
+		return err
 	}
 	if opts.Jobs <= 0 {
 		opts.Jobs = DefaultJobs()

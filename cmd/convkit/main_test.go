@@ -14,6 +14,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/convkit/convkit/internal/cli"
 	"github.com/convkit/convkit/store"
 )
 
@@ -25,6 +26,8 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"convkit":  main,
 		"holdlock": holdlock,
+		// convkit built with a session writer of format version 5.
+		"convkit-writer5": func() { cli.SetWriterVersion(5); main() },
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -73,6 +74,10 @@ Exit 1 if any log failed.`,
 			if err != nil {
 				return usagef(c, "%v", err)
 			}
+			// Refused before the store is opened (its lock taken).
+			if err := migrate.CheckWriter(writerVersion()); err != nil {
+				return err
+			}
 			root, err := migrateRoot(c, e, layout)
 			if err != nil {
 				return err
@@ -81,7 +86,7 @@ Exit 1 if any log failed.`,
 				return usagef(c, "--compress %s: a sessions root in the dsh layout (%s) holds one compression, and successors keep their source's", comp, root.Dir)
 			}
 			bar := e.newProgress("migrate", "logs", 0)
-			opts := migrate.Options{Jobs: jobs, DryRun: c.Bool("dry-run"), Compress: comp,
+			opts := migrate.Options{Jobs: jobs, DryRun: c.Bool("dry-run"), Compress: comp, WriterVersion: writerVersion(),
 				Progress: bar, ToolVersion: buildVersion(), Revision: buildRevision(), OnEvent: migrateRenderer(e)}
 			// The process's memory: 64 MiB + 32 MiB per job, unless
 			// GOMEMLIMIT says otherwise.
@@ -222,4 +227,29 @@ func migrateRenderer(e *env) func(migrate.Event) {
 			enc.Encode(ev)
 		}
 	}
+}
+
+// writerVersionOverride, when set at link time, is the format version this
+// build's session writer is taken to write instead of
+// convlog.CurrentVersion: a build whose writer is not V4 refuses to
+// migrate, and a test shows the refusal with
+//
+//	go build -ldflags "-X github.com/convkit/convkit/internal/cli.writerVersionOverride=5" ./cmd/convkit
+//
+// or SetWriterVersion.
+var writerVersionOverride string
+
+// SetWriterVersion makes the build's writer version v (0: the real one,
+// convlog.CurrentVersion), as writerVersionOverride does: a seam for tests
+// of the refusal through the whole command line.
+func SetWriterVersion(v int) { writerVersionOverride = strconv.Itoa(v) }
+
+// writerVersion is the version migrate checks the writer against: 0 (the
+// build's own) unless overridden.
+func writerVersion() int {
+	v, err := strconv.Atoi(writerVersionOverride)
+	if err != nil {
+		return 0
+	}
+	return v
 }
