@@ -462,7 +462,7 @@ func (r *Reader) readHeader() error {
 			r.noteFraming("frame 1 holds more than the header line")
 			r.stats.Framing.headerShared = true
 		case err != io.EOF:
-			return r.errorAt(Position{Frame: 1, FrameOffset: 0, Line: 1}, ErrCorrupt, "header frame failed validation: %v", err)
+			return r.errorAt(Position{Frame: 1, FrameOffset: 0, Line: 1}, ErrCorrupt, "header frame failed validation: %s", zstdFault(err))
 		}
 	}
 	return nil
@@ -619,7 +619,7 @@ func (r *Reader) nextLine() ([]byte, int64, error) {
 		case err != nil && err != io.EOF:
 			r.done = true
 			return nil, 0, r.errorAt(Position{Frame: r.frame.Index, FrameOffset: r.frame.Offset, Offset: start},
-				ErrCorrupt, "frame failed validation: %v", err)
+				ErrCorrupt, "frame failed validation: %s", zstdFault(err))
 		case tooLong:
 			r.done = true
 			return nil, 0, r.errorAt(Position{Frame: r.frame.Index, FrameOffset: r.frame.Offset, Offset: start},
@@ -688,7 +688,7 @@ func (r *Reader) decodedFrame(f Frame, in, out []byte, err error) error {
 		return r.streamFrame(f, &r.plain)
 	}
 	if err != nil {
-		return r.errorAt(r.framePos(f), ErrCorrupt, "frame failed validation: %v", err)
+		return r.errorAt(r.framePos(f), ErrCorrupt, "frame failed validation: %s", zstdFault(err))
 	}
 	if r.decoded += int64(len(out)); r.decoded > r.budget {
 		r.plain.Reset(nil)
@@ -821,7 +821,7 @@ func (r *Reader) streamFrame(f Frame, in io.Reader) error {
 		r.decBig = true
 	}
 	if err := r.dec.Reset(in); err != nil && !f.Torn {
-		return r.errorAt(r.framePos(f), ErrCorrupt, "frame failed validation: %v", err)
+		return r.errorAt(r.framePos(f), ErrCorrupt, "frame failed validation: %s", zstdFault(err))
 	}
 	r.budgeted.r, r.budgeted.reader = r.dec, r
 	if r.br == nil {
