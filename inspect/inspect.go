@@ -296,8 +296,15 @@ func Validate(ctx context.Context, t *Target, opts ValidateOptions) (*Validation
 	}
 	r, err := t.open(convlog.ReaderOptions{OnProblem: func(fe *convlog.FormatError) { add(problemOf(fe)) }})
 	var fe *convlog.FormatError
-	if errors.As(err, &fe) {
+	var ie *convlog.IdentityError
+	switch {
+	case errors.As(err, &fe):
 		add(problemOf(fe))
+		return v, nil
+	case errors.As(err, &ie):
+		// A log named by its ids whose header names another: its events
+		// belong elsewhere, and are not read as this log's.
+		add(Problem{Line: 1, Kind: "corrupt", Message: ie.Msg})
 		return v, nil
 	}
 	if err != nil {

@@ -34,10 +34,28 @@ type Target struct {
 	// for a log with no place (stdin).
 	Children upgrade.ChildFinder
 
+	// ByID says the log was named by its ids in a store (FindLog): its
+	// header must name the log its place implies, which the store's
+	// opener checks (store.LogReaderOptions), refusing another with a
+	// *convlog.IdentityError. A path names a file, not an identity, and
+	// is read whatever its header names (CheckPlace warns).
+	ByID bool
+
 	// held, when set, holds the log's heldSize bytes, and Path only names
 	// it (Held).
 	held     io.ReaderAt
 	heldSize int64
+}
+
+// StoreTarget is the target of the log at path, a log of a store that was
+// named by its ids: Resolve, with ByID set.
+func StoreTarget(path string) (*Target, error) {
+	t, err := Resolve(path)
+	if err != nil {
+		return nil, err
+	}
+	t.ByID = true
+	return t, nil
 }
 
 // Held is a log that has no name on disk, such as a copy of stdin whose
@@ -51,6 +69,9 @@ func Held(name string, src io.ReaderAt, size int64) *Target {
 // open opens the target's log as stored, as every log is opened
 // (convlog.Open), or from what it holds.
 func (t *Target) open(opts convlog.ReaderOptions) (*convlog.Reader, error) {
+	if t.ByID {
+		return store.OpenLog(t.Path, opts)
+	}
 	if t.held == nil {
 		return convlog.Open(t.Path, opts)
 	}
@@ -63,6 +84,13 @@ func (t *Target) open(opts convlog.ReaderOptions) (*convlog.Reader, error) {
 // OpenV4 opens the target's log upgraded in memory to version 4, as
 // upgrade.Open opens a path (read-only; a version 4 log as it is).
 func (t *Target) OpenV4(opts upgrade.Options) (*upgrade.Reader, error) {
+	if t.ByID {
+		ro, err := store.LogReaderOptions(t.Path, convlog.ReaderOptions{})
+		if err != nil {
+			return nil, err
+		}
+		opts.WantType, opts.WantID = ro.WantType, ro.WantID
+	}
 	if t.held == nil {
 		return upgrade.Open(t.Path, opts)
 	}
@@ -179,12 +207,27 @@ func hasConversationLog(dir string) bool {
 	return false
 }
 
-// CheckPlace checks, for a log in the runtime's layout, that its header
-// names the place it sits in (dshroot's identity rule, through convlog's
-// opener); nil otherwise, and for a log that cannot be opened (the
-// reading that follows reports why).
+// CheckPlace checks, for a log given by path in either layout, that its
+// header names the place it sits in (dshroot's identity rule in the
+// runtime's layout, the store's in convkit's, both through convlog's
+// opener); nil otherwise, for a log named by its ids (whose reading
+// refuses a mismatch), and for a log that cannot be opened (the reading
+// that follows reports why).
 func (t *Target) CheckPlace() error {
-	if t.Layout != LayoutDSH {
+	switch {
+	case t.ByID || t.held != nil:
+		return nil
+	case t.Layout == LayoutConvkit:
+		r, err := store.OpenLog(t.Path, convlog.ReaderOptions{})
+		var ie *convlog.IdentityError
+		if errors.As(err, &ie) {
+			return err
+		}
+		if err == nil {
+			r.Close()
+		}
+		return nil
+	case t.Layout != LayoutDSH:
 		return nil
 	}
 	abs, err := filepath.Abs(t.Path)

@@ -119,12 +119,15 @@ type reader struct {
 	held     func() (*upgrade.Reader, error)
 }
 
-// open reads a log of any version as version 4 events.
-func (r *reader) open(path string) (*upgrade.Reader, error) {
+// open reads a log of any version as version 4 events. A log of a store
+// (sessionID its place's session) is the log of that session: a header
+// naming another is refused by the opener (*convlog.IdentityError), as
+// every reader of a store refuses it.
+func (r *reader) open(path, sessionID string) (*upgrade.Reader, error) {
 	if r.held != nil && path == r.heldName {
 		return r.held()
 	}
-	return upgrade.Open(path, upgrade.Options{})
+	return upgrade.Open(path, upgrade.Options{WantType: convlog.SessionLog, WantID: sessionID})
 }
 
 // session emits the transcript of one session log, through seq through (-1:
@@ -134,7 +137,7 @@ func (r *reader) session(convID, sessionID, path string, through int64, inherite
 		return fmt.Errorf("%s: the chain of forks it inherits from goes round or is longer than %d", path, maxDepth)
 	}
 	r.seen[[2]string{convID, sessionID}] = true
-	lr, err := r.open(path)
+	lr, err := r.open(path, sessionID)
 	if err != nil {
 		return err
 	}
@@ -188,7 +191,7 @@ func (r *reader) session(convID, sessionID, path string, through int64, inherite
 			}
 		}
 	}
-	if lr, err = r.open(path); err != nil {
+	if lr, err = r.open(path, sessionID); err != nil {
 		return err
 	}
 	defer lr.Close()

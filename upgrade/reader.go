@@ -19,6 +19,10 @@ type Options struct {
 	// MaxLineBytes bounds one source line (default
 	// convlog.DefaultMaxLineBytes).
 	MaxLineBytes int
+	// WantType and WantID, when WantID is set, are the identity the
+	// source's place implies (store.LogIdentity): the opener refuses a
+	// header naming another log (convlog.ReaderOptions).
+	WantType, WantID string
 }
 
 // stage is one step of the chain. transform receives one event in the
@@ -64,7 +68,8 @@ type Reader struct {
 // as it is; an older session log is upgraded step by step as it is read.
 func Open(path string, opts Options) (*Reader, error) {
 	// LowMemory: a migration holds several logs at once within its budget.
-	src, err := convlog.Open(path, convlog.ReaderOptions{MaxLineBytes: opts.MaxLineBytes, LowMemory: true})
+	src, err := convlog.Open(path, convlog.ReaderOptions{MaxLineBytes: opts.MaxLineBytes, LowMemory: true,
+		WantType: opts.WantType, WantID: opts.WantID})
 	if err != nil {
 		return nil, err
 	}

@@ -236,7 +236,7 @@ func inspectTarget(ctx context.Context, e *env, args []string) (*inspect.Target,
 		}
 		return nil, err
 	}
-	return inspect.Resolve(p)
+	return inspect.StoreTarget(p)
 }
 
 // stopPosition names where a read stopped (the line, not the column), as

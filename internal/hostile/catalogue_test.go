@@ -211,6 +211,7 @@ func catalogue() []hcase {
 	cs = append(cs, sessionCases()...)
 	cs = append(cs, writeCases()...)
 	cs = append(cs, conversationsFileCases()...)
+	cs = append(cs, identityCases()...)
 	return cs
 }
 

@@ -1,0 +1,86 @@
+package hostile
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// identityCases: a log named by its ids in the store whose header names
+// another log. inspect reads it as the store's opener does (refused);
+// given by path, it is read as it is, with a warning.
+func identityCases() []hcase {
+	foreign := func(f *fx) {
+		f.session("s1.v4.jsonl", joinLines(append([]string{sessionHeader("s2", 4)}, sessionEvents()...)...))
+	}
+	const mismatch = `{log}: session log header (line 1) names id "s2", but its file name is session "s1"`
+	return []hcase{
+		{
+			name: "session log header names another id: inspect by ids refuses it",
+			setup: func(f *fx) []string {
+				foreign(f)
+				return []string{"inspect", hostileID, hostileSID}
+			},
+			code:   1,
+			stderr: []string{"convkit: error: " + mismatch},
+		},
+		{
+			name: "session log header names another id: inspect --validate by ids lists it",
+			setup: func(f *fx) []string {
+				foreign(f)
+				return []string{"inspect", "--validate", hostileID, hostileSID}
+			},
+			code:   1,
+			stdout: []string{`{log}: line 1, byte 0: corrupt: session log header (line 1) names id "s2", but its file name is session "s1"`},
+			stderr: []string{"{log}: 1 problem(s) found"},
+			check: func(f *fx, r result) {
+				if strings.Contains(r.stdout, "valid, format") {
+					f.t.Errorf("the log was called valid:\n%s", r.stdout)
+				}
+			},
+		},
+		{
+			name: "session log header names another id: inspect --history by ids refuses it",
+			setup: func(f *fx) []string {
+				foreign(f)
+				return []string{"inspect", "--history", hostileID, hostileSID}
+			},
+			code:   1,
+			stderr: []string{"convkit: error: " + mismatch},
+		},
+		{
+			name: "session log header names another id: inspect --transcript by ids refuses it",
+			setup: func(f *fx) []string {
+				foreign(f)
+				return []string{"inspect", "--transcript", hostileID, hostileSID}
+			},
+			code:   1,
+			stderr: []string{"convkit: error: " + mismatch},
+		},
+		{
+			name: "session log header names another id: inspect of its path warns and reads it",
+			setup: func(f *fx) []string {
+				foreign(f)
+				return []string{"inspect", "--validate", f.vars["log"]}
+			},
+			code:   0,
+			stdout: []string{"{log}: valid, format v4"},
+			stderr: []string{"convkit: warning: " + mismatch},
+		},
+		{
+			name: "conversation log header names another id: inspect by id refuses it",
+			setup: func(f *fx) []string {
+				dir := f.addConv(hostileID, hostileSID)
+				f.write(filepath.Join(dir, "s1.v4.jsonl"), plainSession(hostileSID))
+				p := filepath.Join(dir, "metadata.v4.jsonl")
+				f.vars["log"] = p
+				lines := readLines(f.t, p)
+				lines[0] = strings.Replace(lines[0], `"id":"`+hostileID+`"`, `"id":"someone-else"`, 1)
+				f.write(p, joinLines(lines...))
+				return []string{"inspect", "--validate", hostileID}
+			},
+			code:   1,
+			stdout: []string{`{log}: line 1, byte 0: corrupt: conversation log names id "someone-else", but its directory is "hostile-0001"`},
+			stderr: []string{"{log}: 1 problem(s) found"},
+		},
+	}
+}
