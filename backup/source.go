@@ -419,18 +419,8 @@ func (w *walker) problem(p, reason string) {
 
 func (w *walker) feed(emit func(*job) bool) error {
 	root := w.s.ConversationsDir()
-	fi, err := os.Lstat(root)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
+	if ok, err := w.s.ConversationsExist(); !ok || err != nil {
 		return err
-	case fi.Mode()&fs.ModeSymlink != 0:
-		w.problem(root, store.ReasonSymlink)
-		return nil
-	case !fi.IsDir():
-		w.problem(root, "not a directory")
-		return nil
 	}
 	ents, err := readDirCompact(root)
 	if err != nil {

@@ -554,13 +554,10 @@ func plan(src string, comp convlog.Compression) (string, int64, error) {
 // directory without a log is one skipped input.
 func discover(s *store.Store, root string) *tree {
 	t := &tree{layout: LayoutConvkit, root: root, noun: "logs or invalid layout entries"}
-	fi, err := os.Lstat(root)
-	if err != nil {
+	// A missing root fails here; anything but a directory in its place is
+	// the walk's to refuse (store.ConversationsDirError).
+	if _, err := os.Lstat(root); err != nil {
 		t.rootErr = fmt.Errorf("sessions root %s: %w", root, err)
-		return t
-	}
-	if !fi.IsDir() {
-		t.rootErr = fmt.Errorf("sessions root %s is not a directory", root)
 		return t
 	}
 	tree, err := s.Walk()

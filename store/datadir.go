@@ -127,11 +127,16 @@ func SessionLogPath(dataDir, convID, sessionID string, version int, c convlog.Co
 var ErrSymlink = durable.ErrSymlink
 
 // conversationDir is ConversationPath for an existing conversation: it
-// refuses a directory entry that is a symbolic link or not a directory. A
-// missing directory is not an error here; callers report it.
+// refuses a directory entry that is a symbolic link or not a directory,
+// and a store whose conversations entry is not a directory (the walk's
+// rule, *ConversationsDirError). A missing directory is not an error
+// here; callers report it.
 func (s *Store) conversationDir(convID string) (string, error) {
 	dir, err := ConversationPath(s.dataDir, convID)
 	if err != nil {
+		return "", err
+	}
+	if _, err := conversationsRoot(s.ConversationsDir()); err != nil {
 		return "", err
 	}
 	fi, err := os.Lstat(dir)

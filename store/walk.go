@@ -68,18 +68,81 @@ const (
 	ReasonUnexpected    = "unexpected file"
 	ReasonNotRegular    = "not a regular file"
 	ReasonNoncanonical  = "noncanonical log file name"
-	reasonNotDirectory  = "not a directory"
 	reasonMixedGenBoth  = "both compressed and plain generations of %s v%d"
 	reasonMixedGenZstds = "both .zst and .zstd generations of %s v%d"
 )
+
+// ErrConversationsDir is wrapped by a *ConversationsDirError.
+var ErrConversationsDir = errors.New("the store's conversations entry is not a directory")
+
+// ConversationsDirError refuses a store whose conversations entry
+// (<data-dir>/conversations) is there but is not a directory: a regular
+// file, a FIFO, a symbolic link (never followed, even to a directory).
+// Such a store is broken, not empty: no command reads it as holding no
+// conversation (a rebuilt index would then replace a good one with an
+// empty one, a backup archive nothing).
+type ConversationsDirError struct {
+	Path string
+	// Found says what is there: "a regular file", "a FIFO", ...
+	Found string
+}
+
+func (e *ConversationsDirError) Error() string {
+	return fmt.Sprintf("%s: %s, expected the directory of the store's conversations (conversations/<conversation>/<log>); the store is not read as empty", e.Path, e.Found)
+}
+
+func (e *ConversationsDirError) Unwrap() error { return ErrConversationsDir }
+
+// conversationsRoot reports whether the conversations directory root
+// exists: a missing one is an empty store (false, nil); anything but a
+// directory in its place is a *ConversationsDirError. It is the one rule
+// every listing of the store (Walk, ConversationsExist) and every lookup
+// of a conversation by id applies.
+func conversationsRoot(root string) (bool, error) {
+	fi, err := os.Lstat(root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	case !fi.IsDir():
+		return false, &ConversationsDirError{Path: root, Found: entryKind(fi.Mode())}
+	}
+	return true, nil
+}
+
+// entryKind names what a directory entry that is not a directory is.
+func entryKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link (not followed)"
+	case m.IsRegular():
+		return "a regular file"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a directory"
+}
+
+// ConversationsExist reports whether the store's conversations directory
+// exists, as Walk decides it: false for a missing one (an empty store), a
+// *ConversationsDirError for an entry in its place that is not a
+// directory. For readers that list the directory their own way (a backup
+// reads it ahead of its loaders).
+func (s *Store) ConversationsExist() (bool, error) { return conversationsRoot(s.ConversationsDir()) }
 
 // Walk lists the conversations under <data-dir>/conversations and their logs.
 // It never follows a symbolic link (one could lead out of the store or make
 // two names for one log) and never stats through one: every entry is
 // classified by its own type. A missing conversations directory is an empty
-// store. Layout violations become Problems rather than errors, so one bad
-// entry does not hide the rest; Walk fails only when it cannot tell what the
-// conversations directory is.
+// store; an entry in its place that is not a directory (a regular file, a
+// FIFO, a symbolic link) fails the walk with a *ConversationsDirError: the
+// store is broken, not empty. Layout violations inside become Problems
+// rather than errors, so one bad entry does not hide the rest.
 //
 // The highest version of a log is authoritative: Current is that generation,
 // and a reader never falls back to a lower one, even when the highest is
@@ -95,17 +158,9 @@ func (s *Store) WalkJobs(jobs int) (*Tree, error) {
 
 func walkRoot(root string, jobs int) (*Tree, error) {
 	t := &Tree{}
-	fi, err := os.Lstat(root)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return t, nil
-	case err != nil:
+	if ok, err := conversationsRoot(root); err != nil {
 		return nil, err
-	case fi.Mode()&fs.ModeSymlink != 0:
-		t.problem(root, ReasonSymlink)
-		return t, nil
-	case !fi.IsDir():
-		t.problem(root, reasonNotDirectory)
+	} else if !ok {
 		return t, nil
 	}
 	entries, err := os.ReadDir(root) // sorted by name

@@ -180,40 +180,65 @@ func TestWalk(t *testing.T) {
 
 func TestWalkRoot(t *testing.T) {
 	tests := []struct {
-		name         string
-		setup        func(t *testing.T, data string)
-		wantProblems []string
+		name  string
+		setup func(t *testing.T, data string)
+		// wantFound, when set, is the refusal's Found: the store is
+		// broken, not empty.
+		wantFound string
 	}{
-		{"missing data dir", func(*testing.T, string) {}, nil},
+		{"missing data dir", func(*testing.T, string) {}, ""},
 		{"missing conversations dir", func(t *testing.T, data string) {
 			mkfiles(t, data, "runtime.lock")
-		}, nil},
+		}, ""},
 		{"empty conversations dir", func(t *testing.T, data string) {
 			if err := os.MkdirAll(filepath.Join(data, "conversations"), 0o700); err != nil {
 				t.Fatal(err)
 			}
-		}, nil},
+		}, ""},
 		{"conversations is a symbolic link", func(t *testing.T, data string) {
 			mkfiles(t, data, "elsewhere/c/metadata.v4.jsonl")
 			if err := os.Symlink("elsewhere", filepath.Join(data, "conversations")); err != nil {
 				t.Fatal(err)
 			}
-		}, []string{"conversations: symbolic links are not followed"}},
+		}, "a symbolic link (not followed)"},
 		{"conversations is a file", func(t *testing.T, data string) {
 			mkfiles(t, data, "conversations")
-		}, []string{"conversations: not a directory"}},
+		}, "a regular file"},
+		{"conversations is a FIFO", func(t *testing.T, data string) {
+			if err := os.MkdirAll(data, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Mkfifo(filepath.Join(data, "conversations"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "a FIFO"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "data")
 			tt.setup(t, data)
-			tree, err := at(data).Walk()
-			if err != nil {
-				t.Fatal(err)
+			s := at(data)
+			tree, err := s.Walk()
+			exists, xerr := s.ConversationsExist()
+			_, lerr := s.FindLog("c", "")
+			if tt.wantFound == "" {
+				if err != nil || xerr != nil {
+					t.Fatal(err, xerr)
+				}
+				convs, problems := summarize(t, data, tree)
+				if len(convs) != 0 || len(problems) != 0 {
+					t.Fatalf("conversations %q, problems %q; want none", convs, problems)
+				}
+				return
 			}
-			convs, problems := summarize(t, data, tree)
-			if len(convs) != 0 || !reflect.DeepEqual(problems, tt.wantProblems) {
-				t.Fatalf("conversations %q, problems %q; want none and %q", convs, problems, tt.wantProblems)
+			var ce *ConversationsDirError
+			for _, e := range []error{err, xerr, lerr} {
+				if !errors.As(e, &ce) || ce.Found != tt.wantFound || ce.Path != filepath.Join(data, "conversations") || !errors.Is(e, ErrConversationsDir) {
+					t.Errorf("Walk, ConversationsExist, FindLog: %v; want a *ConversationsDirError for %s, %s", e, filepath.Join(data, "conversations"), tt.wantFound)
+				}
+			}
+			if tree != nil || exists {
+				t.Errorf("a broken store was listed: tree %+v, exists %v", tree, exists)
 			}
 		})
 	}

@@ -249,6 +249,10 @@ func (x *exporter) plan() error {
 		}
 		info, err := x.s.ReadConversation(id)
 		switch {
+		case errors.Is(err, store.ErrConversationsDir):
+			// The store is broken, not this conversation: nothing is
+			// exported from it.
+			return err
 		case errors.Is(err, store.ErrNoConversation):
 			return fmt.Errorf("conversation %s: %w", display.Quote(id), ErrNotFound)
 		case err == nil && info.Deleting:

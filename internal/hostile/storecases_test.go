@@ -115,7 +115,7 @@ func storeCases() []hcase {
 			allow:  []string{lockRecord},
 		},
 		{
-			name: "conversations directory is a symbolic link: list lists nothing and says why",
+			name: "conversations directory is a symbolic link to a directory: list refuses it, follows nothing",
 			setup: func(f *fx) []string {
 				real := filepath.Join(f.root, "elsewhere", "conversations")
 				if err := os.MkdirAll(filepath.Dir(real), 0o700); err != nil {
@@ -130,9 +130,8 @@ func storeCases() []hcase {
 				}
 				return []string{"list", "--all"}
 			},
-			code:   0,
-			stderr: []string{"convkit: warning: {link}: symbolic links are not followed"},
-			stdout: []string{"ID  "},
+			code:   1,
+			stderr: []string{"convkit: error: {link}: a symbolic link (not followed), expected the directory of the store's conversations"},
 		},
 		{
 			name: "FIFO named like a session log: reindex reports it without opening it",

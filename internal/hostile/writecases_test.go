@@ -1,6 +1,7 @@
 package hostile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/store"
 )
 
 // The cases of every class of file convkit opens for writing or locking
@@ -389,62 +391,103 @@ func writeCases() []hcase {
 	}
 }
 
-// conversationsFile replaces conversations/ with a regular file,
-// {convs}.
-func (f *fx) conversationsFile() {
+// conversationsFile builds a good metadata.db from the base store, then
+// puts kind ("file", "fifo" or "symlink", to the real directory moved
+// aside) in conversations/'s place, {convs}.
+func (f *fx) conversationsFile(kind string) {
+	f.t.Helper()
+	if r := f.run("reindex"); !fileExists(store.IndexPath(f.data)) {
+		f.t.Fatalf("setup: reindex wrote no metadata.db: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
 	p := filepath.Join(f.data, "conversations")
-	if err := os.RemoveAll(p); err != nil {
+	f.vars["convs"] = p
+	aside := filepath.Join(f.data, "conversations.real")
+	if err := os.Rename(p, aside); err != nil {
 		f.t.Fatal(err)
 	}
-	f.vars["convs"] = f.write(p, []byte("not a directory\n"))
+	var err error
+	switch kind {
+	case "file":
+		err = os.WriteFile(p, []byte("not a directory\n"), 0o600)
+	case "fifo":
+		err = syscallMkfifo(p)
+	case "symlink":
+		err = os.Symlink("conversations.real", p)
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
 }
 
-// conversationsFileCases: conversations/ is a regular file.
+func fileExists(p string) bool { _, err := os.Lstat(p); return err == nil }
+
+// conversationsFileCases: conversations/ is not a directory. The store is
+// broken, not empty: every command that lists or looks up conversations
+// refuses it (exit 1), naming the entry and what was expected, and the
+// good metadata.db stays as it is (the snapshot allows no change to it).
 func conversationsFileCases() []hcase {
-	return []hcase{
-		{
-			name: "conversations is a regular file: list warns and lists nothing",
+	const refused = "{convs}: %s, expected the directory of the store's conversations (conversations/<conversation>/<log>)"
+	type run struct {
+		name  string
+		kind  string
+		args  func(f *fx) []string
+		allow []string
+		// first: the error is migrate's first failure.
+		first bool
+	}
+	found := map[string]string{"file": "a regular file", "fifo": "a FIFO", "symlink": "a symbolic link (not followed)"}
+	what := map[string]string{"file": "a regular file", "fifo": "a FIFO", "symlink": "a symbolic link"}
+	runs := []run{
+		{name: "reindex refuses it, metadata.db unchanged", kind: "file", args: func(*fx) []string { return []string{"reindex"} }, allow: []string{lockRecord}},
+		{name: "reindex refuses it, metadata.db unchanged", kind: "fifo", args: func(*fx) []string { return []string{"reindex"} }, allow: []string{lockRecord}},
+		{name: "reindex refuses it, metadata.db unchanged", kind: "symlink", args: func(*fx) []string { return []string{"reindex"} }, allow: []string{lockRecord}},
+		{name: "reindex --incremental refuses it, metadata.db unchanged", kind: "file", args: func(*fx) []string { return []string{"reindex", "--incremental"} }, allow: []string{lockRecord}},
+		{name: "reindex --check refuses it", kind: "file", args: func(*fx) []string { return []string{"reindex", "--check"} }},
+		{name: "list from the logs refuses it", kind: "file", args: func(f *fx) []string {
+			// Without an index, list reads the logs.
+			if err := os.Rename(store.IndexPath(f.data), filepath.Join(f.root, "metadata.db.aside")); err != nil {
+				f.t.Fatal(err)
+			}
+			return []string{"list", "--all"}
+		}},
+		{name: "list from the logs refuses it", kind: "symlink", args: func(f *fx) []string {
+			if err := os.Rename(store.IndexPath(f.data), filepath.Join(f.root, "metadata.db.aside")); err != nil {
+				f.t.Fatal(err)
+			}
+			return []string{"list", "--all"}
+		}},
+		{name: "backup refuses it, writes no archive", kind: "file", args: func(f *fx) []string {
+			dir := filepath.Join(f.root, "backups")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				f.t.Fatal(err)
+			}
+			return []string{"backup", "--to", dir}
+		}, allow: []string{lockRecord}},
+		{name: "export refuses it, writes no archive", kind: "file", args: func(f *fx) []string {
+			return []string{"export", f.vars["basic.id"], "--to", f.path("out.tar.zst")}
+		}},
+		{name: "migrate fails the root, writes nothing there", kind: "file", args: func(*fx) []string { return []string{"migrate"} },
+			allow: append([]string{lockRecord}, migrateReport...), first: true},
+	}
+	var cs []hcase
+	for _, r := range runs {
+		want := "convkit: error: " + fmt.Sprintf(refused, found[r.kind])
+		if r.first {
+			// migrate names its input quoted, once.
+			want = `1 input(s) failed to migrate; the first: "{convs}": ` + strings.TrimPrefix(fmt.Sprintf(refused, found[r.kind]), "{convs}: ")
+		}
+		cs = append(cs, hcase{
+			name: "conversations is " + what[r.kind] + ": " + r.name,
 			setup: func(f *fx) []string {
-				f.conversationsFile()
-				return []string{"list", "--all"}
-			},
-			code:   0,
-			stderr: []string{"convkit: warning: {convs}: not a directory"},
-		},
-		{
-			name: "conversations is a regular file: reindex reports it",
-			setup: func(f *fx) []string {
-				f.conversationsFile()
-				return []string{"reindex"}
-			},
-			code:   3,
-			stdout: []string{"SKIPPED {convs}: not a directory", "indexed=0, skipped=1"},
-			stderr: []string{"the first: {convs}: not a directory"},
-			allow:  reindexed, want: []string{newIndex},
-		},
-		{
-			name: "conversations is a regular file: export leaves the conversation out",
-			setup: func(f *fx) []string {
-				f.conversationsFile()
-				f.vars["dir"] = filepath.Join(f.vars["convs"], filepath.Base(base.basic.Dir))
-				return []string{"export", f.vars["basic.id"], "--to", f.path("out.tar.zst")}
-			},
-			code:   3,
-			stderr: []string{"UNREADABLE {dir}: open: not a directory"},
-			allow:  []string{"+out.tar.zst"},
-		},
-		{
-			name: "conversations is a regular file: migrate fails the root, writes nothing there",
-			setup: func(f *fx) []string {
-				f.conversationsFile()
-				return []string{"migrate"}
+				f.conversationsFile(r.kind)
+				return r.args(f)
 			},
 			code:   1,
-			stdout: []string{`ERROR "{convs}": sessions root is not a directory`},
-			stderr: []string{`1 input(s) failed to migrate; the first: "{convs}": sessions root is not a directory`},
-			allow:  migrated,
-		},
+			stderr: []string{want},
+			allow:  r.allow,
+		})
 	}
+	return cs
 }
 
 func syscallMkfifo(p string) error { return syscall.Mkfifo(p, 0o600) }
