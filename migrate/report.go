@@ -302,6 +302,7 @@ func classify(path string, err error) FailureItem {
 	it.Child = strings.HasPrefix(msg, "child Session ")
 	var fe *convlog.FormatError
 	var ue *upgrade.Error
+	var re *convlog.RuleError
 	switch {
 	case memberRe.MatchString(msg):
 		it.Reason = "unexpected_member"
@@ -324,7 +325,7 @@ func classify(path string, err error) FailureItem {
 		it.Reason = "write_locked"
 	case errors.Is(err, convlog.ErrUnsupported):
 		it.Reason = "unsupported_input"
-	case errors.Is(err, convlog.ErrCorrupt), errors.Is(err, convlog.ErrIdentity), errors.As(err, &fe), errors.As(err, &ue):
+	case errors.Is(err, convlog.ErrCorrupt), errors.Is(err, convlog.ErrIdentity), errors.As(err, &fe), errors.As(err, &ue), errors.As(err, &re):
 		it.Reason = "corrupt_log"
 	case errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission):
 		it.Reason = "unreadable"

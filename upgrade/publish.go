@@ -380,7 +380,10 @@ const frameTarget = 1 << 20
 // reading the stage back strictly but without a second decode and parse
 // of every line after the first: each chunk of lines is checked line by
 // line as a reader checks them (convlog.LineChecker: the envelope, the
-// type's rules, the seq expected), its events counted and its message ids
+// type's rules, the seq expected), then against the rules beyond a line
+// that reindex and inspect --validate apply (convlog.Validator: the
+// turn's path, each stored message's identity, the history's
+// replacements; see pathRules), its events counted and its message ids
 // compared with those of the events produced; a compressed frame is
 // decoded again (its checksum verified) and must give the chunk's bytes
 // exactly. This runs on the frame writer's goroutines, beside the reading
@@ -403,7 +406,8 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 	if _, err := convlog.ParseHeader(f.Name(), line, convlog.CurrentVersion); err != nil {
 		return nil, fmt.Errorf("%s: staged successor failed verification: %w", f.Name(), err)
 	}
-	fw := newFrameWriter(write, comp == convlog.Zstd, convlog.NewLineChecker(f.Name(), header, nil), convlog.NewLineChecker(f.Name(), header, nil))
+	rules := &pathRules{v: convlog.NewValidator(header, nil), src: r.path}
+	fw := newFrameWriter(write, comp == convlog.Zstd, rules, convlog.NewLineChecker(f.Name(), header, nil), convlog.NewLineChecker(f.Name(), header, nil))
 	// Frame 1 is exactly the header line.
 	if err := fw.add(&frameJob{plain: append(line, '\n'), header: true}); err != nil {
 		return nil, abort(fw, err)
@@ -451,6 +455,9 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 	}
 	if err := fw.close(); err != nil {
 		return nil, err
+	}
+	if err := rules.v.Finish(); err != nil {
+		return nil, rules.refuse(err)
 	}
 	copy(st.sum[:], sum.Sum(nil))
 	return st, nil
@@ -540,6 +547,11 @@ type frameWriter struct {
 	failed   chan struct{}
 	failOnce sync.Once
 	failErr  error
+
+	// rules are the path rules; lastChecked is the checked channel of the
+	// job queued last (closed for none).
+	rules       *pathRules
+	lastChecked chan struct{}
 }
 
 // frameJob is one frame: the header line alone, or a chunk of event lines
@@ -555,6 +567,26 @@ type frameJob struct {
 	out       []byte
 	err       error
 	ready     chan struct{}
+	// prev is closed once the frame before this one has been checked,
+	// checked once this one has: the path rules see the lines in order.
+	prev, checked chan struct{}
+}
+
+// pathRules checks the successor's events against the rules beyond one
+// line, which are a state machine over the whole log: the chunks of lines
+// are checked one after another (frameJob.prev), each by the goroutine
+// that checks its lines, on the events that goroutine's LineChecker has
+// just parsed. Compression stays parallel: a chunk is compressed once it
+// is checked, while the next is checked.
+type pathRules struct {
+	v   *convlog.Validator
+	src string
+}
+
+// refuse words a rule the successor would break: the source is not
+// converted, since a reader of the successor would refuse it.
+func (p *pathRules) refuse(err error) error {
+	return fmt.Errorf("%s: not converted: its successor would break a rule that reindex and inspect --validate check: %w (inspect --validate lists the source's problems)", p.src, err)
 }
 
 // roundTrip decodes the frames just compressed, to compare them with what
@@ -578,11 +610,12 @@ var stageWritten func(path string)
 var linesTampered, frameTampered func(j *frameJob)
 
 // newFrameWriter starts the goroutines; checkers holds one line checker
-// per goroutine.
-func newFrameWriter(write func([]byte) error, compress bool, checkers ...*convlog.LineChecker) *frameWriter {
-	fw := &frameWriter{compress: compress, work: make(chan *frameJob, framesInFlight), order: make(chan *frameJob, framesInFlight),
+// per goroutine, rules the log's path rules (nil: none).
+func newFrameWriter(write func([]byte) error, compress bool, rules *pathRules, checkers ...*convlog.LineChecker) *frameWriter {
+	fw := &frameWriter{compress: compress, rules: rules, work: make(chan *frameJob, framesInFlight), order: make(chan *frameJob, framesInFlight),
 		slots: make(chan struct{}, framesInFlight), spare: make(chan []byte, 1), spareOut: make(chan []byte, 1),
-		done: make(chan error, 1), failed: make(chan struct{})}
+		done: make(chan error, 1), failed: make(chan struct{}), lastChecked: make(chan struct{})}
+	close(fw.lastChecked)
 	for i := 0; i < frameEncoders; i++ {
 		fw.wg.Add(1)
 		check := checkers[i]
@@ -594,8 +627,10 @@ func newFrameWriter(write func([]byte) error, compress bool, checkers ...*convlo
 					if linesTampered != nil {
 						linesTampered(j)
 					}
-					j.err = checkChunk(check, j)
+					<-j.prev
+					j.err = checkChunk(check, fw.rules, j)
 				}
+				close(j.checked)
 				if j.err == nil && compress {
 					encodeSlots <- struct{}{}
 					var out []byte
@@ -656,9 +691,10 @@ func newFrameWriter(write func([]byte) error, compress bool, checkers ...*convlo
 	return fw
 }
 
-// checkChunk checks j's lines as a reader reads them and compares their
+// checkChunk checks j's lines as a reader reads them, and against rules
+// (once the chunks before it have been: see pathRules), and compares their
 // count and message ids with the events produced.
-func checkChunk(c *convlog.LineChecker, j *frameJob) error {
+func checkChunk(c *convlog.LineChecker, rules *pathRules, j *frameJob) error {
 	msgs := sha256.New()
 	rest := j.plain
 	seq, line := j.firstSeq, j.firstLine
@@ -670,6 +706,11 @@ func checkChunk(c *convlog.LineChecker, j *frameJob) error {
 		ev, err := c.Check(rest[:k], seq, line)
 		if err != nil {
 			return fmt.Errorf("staged successor failed verification: %w", err)
+		}
+		if rules != nil {
+			if err := rules.v.Check(ev); err != nil {
+				return rules.refuse(err)
+			}
 		}
 		noteMessage(msgs, ev)
 		rest = rest[k+1:]
@@ -713,7 +754,9 @@ func (fw *frameWriter) add(j *frameJob) error {
 		return fw.failErr
 	case fw.slots <- struct{}{}:
 	}
-	j.ready = make(chan struct{})
+	j.ready, j.checked = make(chan struct{}), make(chan struct{})
+	j.prev = fw.lastChecked
+	fw.lastChecked = j.checked
 	fw.order <- j
 	fw.work <- j
 	return nil

@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -367,5 +368,73 @@ func TestPublishChildBeingLinked(t *testing.T) {
 			}
 			noTemps(t, dir)
 		})
+	}
+}
+
+// TestPublishPathRules: a successor that a reader's rules beyond one line
+// would refuse (inspect --validate, reindex) is not published; the rules
+// run in order across frames, so a turn may span many of them; a turn left
+// running (a crash) is legal.
+func TestPublishPathRules(t *testing.T) {
+	big := strings.Repeat("x", 4000)
+	// long fills about 2.8 MB of one step with user messages: several
+	// frames of about 1 MiB.
+	long := func(b *logb) *logb {
+		for i := 0; i < 700; i++ {
+			b.add("user/message", userMsg("u"+itoa(int64(i)), big), app)
+		}
+		return b
+	}
+	end := func(b *logb, turn int) *logb {
+		return b.add("step/end", fmt.Sprintf(`{"turn":%d,"step":1}`, turn)).add("turn/end", fmt.Sprintf(`{"turn":%d,"reason":{"kind":"completed"}}`, turn))
+	}
+	tests := []struct {
+		name string
+		log  func() *logb
+		// want is the rule broken, "" for a successor published.
+		want string
+	}{
+		{"a turn spanning frames", func() *logb { return end(long(v3Log().start(1, 1)), 1) }, ""},
+		{"a turn left running", func() *logb { return long(v3Log().start(1, 1)) }, ""},
+		{"a step outside a turn", func() *logb {
+			return v3Log().add("step/start", `{"turn":1,"step":1}`).add("user/message", userMsg("u1", "hi"), app)
+		}, "step/start at seq 0: step/start outside a turn"},
+		{"a second turn frames after the first, which never ended", func() *logb {
+			return long(long(v3Log().start(1, 1)).start(2, 1))
+		}, "turn/start at seq 702: turn 2 starts while turn 1 is still open"},
+	}
+	for _, tt := range tests {
+		for _, zst := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/zstd=%v", tt.name, zst), func(t *testing.T) {
+				dir := t.TempDir()
+				var src string
+				if zst {
+					src = writeZstdLog(t, dir, "s.v3.jsonl.zst", tt.log().lines...)
+				} else {
+					src = writeLog(t, dir, "s.v3.jsonl", tt.log().lines...)
+				}
+				before, _ := os.ReadFile(src)
+				dst, err := Publish(src, PublishOptions{})
+				sameFile(t, before, src)
+				noTemps(t, dir)
+				if tt.want == "" {
+					if err != nil {
+						t.Fatal(err)
+					}
+					_, lines, st := readV4(t, dst)
+					if len(lines) < 700 || (zst && st.Frames < 4) {
+						t.Fatalf("%d events in %d frames", len(lines), st.Frames)
+					}
+					return
+				}
+				if !errors.Is(err, convlog.ErrTurnPath) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), src+": not converted") {
+					t.Fatalf("err = %v; want %q (convlog.ErrTurnPath) naming %s", err, tt.want, src)
+				}
+				ents, _ := os.ReadDir(dir)
+				if len(ents) != 1 {
+					t.Fatalf("the directory holds %d entries, want the source alone", len(ents))
+				}
+			})
+		}
 	}
 }

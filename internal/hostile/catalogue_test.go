@@ -212,6 +212,7 @@ func catalogue() []hcase {
 	cs = append(cs, writeCases()...)
 	cs = append(cs, conversationsFileCases()...)
 	cs = append(cs, identityCases()...)
+	cs = append(cs, pathCases()...)
 	return cs
 }
 

@@ -84,3 +84,34 @@ func identityCases() []hcase {
 		},
 	}
 }
+
+// pathCases: an older log whose events break the turn's path. Its
+// successor would be refused by every reader (inspect --validate,
+// reindex), so migrate fails the log, naming it and the rule, and
+// publishes nothing for it; the rest is converted.
+func pathCases() []hcase {
+	return []hcase{
+		{
+			name: "v3 log with a step outside a turn: migrate fails it, publishes no successor, converts the rest",
+			setup: func(f *fx) []string {
+				f.session("s1.v3.jsonl", joinLines(sessionHeader(hostileSID, 3), evStepStart(0), evUser(1, "List the files"), evStepEnd(2)))
+				return []string{"migrate"}
+			},
+			code:   1,
+			stdout: []string{"Summary: converted=2, already-V4=9, failed=1, skipped=0"},
+			stderr: []string{`the first: "{log}": not converted: its successor would break a rule that reindex and inspect --validate check: step/start at seq 0: step/start outside a turn`},
+			allow:  migrated,
+		},
+		{
+			name: "v3 log with a turn left running: migrate converts it",
+			setup: func(f *fx) []string {
+				f.session("s1.v3.jsonl", joinLines(sessionHeader(hostileSID, 3), evTurnStart(0), evStepStart(1), evUser(2, "List the files")))
+				return []string{"migrate"}
+			},
+			code:   0,
+			stdout: []string{"Summary: converted=3, already-V4=9, failed=0, skipped=0"},
+			allow:  append([]string{"+{conv}/s1.v4.jsonl"}, migrated...),
+			want:   []string{"+{conv}/s1.v4.jsonl"},
+		},
+	}
+}
