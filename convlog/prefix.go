@@ -29,6 +29,10 @@ type Prefix struct {
 	comp Compression
 	torn Frame  // the torn final frame
 	sum  uint64 // XXH64 of the recovered lines
+	// end is where the complete frames after Bytes end (the torn frame's
+	// offset, or the file's size): the recovered lines are decoded from
+	// Bytes to end, then from the torn frame's complete blocks.
+	end int64
 }
 
 // Len is the length of a copy of the committed prefix (see Reader): Bytes,
@@ -99,6 +103,7 @@ func zstdPrefix(sc *FrameScanner, src io.ReaderAt, size int64, path string) (Pre
 	defer sc.release()
 	p := Prefix{comp: Zstd}
 	complete := 0
+	var last Frame // the last complete frame
 	for {
 		f, err := sc.Next()
 		if err == io.EOF {
@@ -121,22 +126,61 @@ func zstdPrefix(sc *FrameScanner, src io.ReaderAt, size int64, path string) (Pre
 			break
 		}
 		complete++
+		last = f
 		p.Bytes = f.Offset + f.Size
 	}
-	if complete == 0 {
-		if size == 0 {
-			return Prefix{}, &FormatError{Path: path, Msg: "empty or header-less log: no zstd frame", Kind: ErrCorrupt}
-		}
-		return Prefix{}, &FormatError{Path: path, Pos: Position{Frame: 1}, Msg: "empty or header-less log: the header frame is torn", Kind: ErrCorrupt}
+	if size == 0 {
+		return Prefix{}, &FormatError{Path: path, Msg: "empty or header-less log: no zstd frame", Kind: ErrCorrupt}
 	}
-	if p.Torn && p.torn.lastBlock >= 0 {
+	p.end = size
+	if p.Torn {
+		p.end = p.torn.Offset
+	}
+	// The structure says where frames end, not lines: a frame of another
+	// framing than the writer's (the zstd tool's) may end inside a line.
+	// When the text does not end between two lines at the last complete
+	// frame, or a torn frame follows, the log is read as a reader reads
+	// it, and the committed prefix is the reader's: up to the last frame
+	// that starts between two lines, the complete lines after it
+	// recovered.
+	if (p.Torn && p.torn.lastBlock >= 0) || (complete > 0 && !endsLine(src, last, max(DefaultMinPlainBytes, DefaultPlainRatio*size))) {
 		p.recover(src, size, path)
+	}
+	if complete == 0 && p.RecoveredLines == 0 {
+		return Prefix{}, &FormatError{Path: path, Pos: Position{Frame: 1}, Msg: "empty or header-less log: the header frame is torn", Kind: ErrCorrupt}
 	}
 	return p, nil
 }
 
-// recover counts the lines a strict reader returns from the torn final
-// frame.
+// endsLine reports whether the text of frame f ends with a newline,
+// decoding it as a stream, at most budget bytes of it (a longer text, an
+// empty one or a frame that does not decode: false).
+func endsLine(src io.ReaderAt, f Frame, budget int64) bool {
+	d, err := zstd.NewReader(io.NewSectionReader(src, f.Offset, f.Size), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxWindow))
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	var w lastByteWriter
+	n, err := io.Copy(&w, io.LimitReader(d, budget))
+	return err == nil && n > 0 && n < budget && w.last == '\n'
+}
+
+// lastByteWriter keeps the last byte written to it.
+type lastByteWriter struct{ last byte }
+
+func (w *lastByteWriter) Write(p []byte) (int, error) {
+	if len(p) > 0 {
+		w.last = p[len(p)-1]
+	}
+	return len(p), nil
+}
+
+// recover reads the log as a strict reader does and takes its committed
+// prefix: Bytes where the reader puts CommittedBytes (the last frame start
+// between two lines, when the log ends inside a line or in a torn frame),
+// and the complete lines after it, which the reader returns, as the
+// recovered lines. A log the reader refuses keeps the structure's answer.
 func (p *Prefix) recover(src io.ReaderAt, size int64, path string) {
 	comp := Zstd
 	version := -1
@@ -148,8 +192,20 @@ func (p *Prefix) recover(src io.ReaderAt, size int64, path string) {
 		return
 	}
 	defer r.Close()
+	// The lines after the last frame start between two lines: counted
+	// again from each such start.
+	// The header line is one of them when no frame after the first
+	// starts between two lines.
 	h := newXXH64()
 	var lines, n int64
+	add := func(raw []byte) {
+		h.write(raw)
+		h.write([]byte{'\n'})
+		lines++
+		n += int64(len(raw)) + 1
+	}
+	from := r.aligned.plain
+	add(r.Header().Raw)
 	for {
 		e, err := r.Next()
 		if err == io.EOF {
@@ -158,15 +214,25 @@ func (p *Prefix) recover(src io.ReaderAt, size int64, path string) {
 		if err != nil {
 			return
 		}
-		if r.InTornFrame() {
-			h.write(e.Raw)
-			h.write([]byte{'\n'})
-			lines++
-			n += int64(len(e.Raw)) + 1
+		if r.aligned.plain != from {
+			from, h, lines, n = r.aligned.plain, newXXH64(), 0, 0
 		}
+		add(e.Raw)
 	}
-	if r.Stats().CommittedBytes != p.Bytes {
-		return // the file is not what the scan saw
+	if r.aligned.plain != from {
+		lines, n = 0, 0 // a last frame start between two lines, and no complete line after it
+	}
+	st := r.Stats()
+	if !st.TornTail {
+		return // every line complete, as the structure said
+	}
+	if st.RecoveredLines != lines {
+		return // not what a reader returns: the structure's answer stands
+	}
+	p.Bytes, p.Torn = st.CommittedBytes, true
+	if lines == 0 {
+		p.RecoveredLines, p.RecoveredBytes = 0, 0
+		return
 	}
 	p.RecoveredLines, p.RecoveredBytes, p.sum = lines, n, h.sum()
 }
@@ -220,11 +286,17 @@ func (t *tailReader) fill() error {
 		return fmt.Errorf("the torn final frame at byte %d changed while the log was copied", t.p.torn.Offset)
 	}
 	if t.fw == nil {
-		blocks, ok := t.p.torn.completeBlocks(t.src)
-		if !ok {
-			return changed()
+		// The complete frames after the committed prefix, then the torn
+		// frame's complete blocks.
+		var in io.Reader = io.NewSectionReader(t.src, t.p.Bytes, t.p.end-t.p.Bytes)
+		if t.p.Torn && t.p.torn.lastBlock >= 0 {
+			blocks, ok := t.p.torn.completeBlocks(t.src)
+			if !ok {
+				return changed()
+			}
+			in = io.MultiReader(in, blocks)
 		}
-		d, err := zstd.NewReader(blocks, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxWindow))
+		d, err := zstd.NewReader(in, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxWindow))
 		if err != nil {
 			return changed()
 		}

@@ -213,6 +213,7 @@ func catalogue() []hcase {
 	cs = append(cs, conversationsFileCases()...)
 	cs = append(cs, identityCases()...)
 	cs = append(cs, pathCases()...)
+	cs = append(cs, framingCases()...)
 	return cs
 }
 

@@ -1,8 +1,14 @@
 package hostile
 
 import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/convkit/convkit/convlog"
 )
 
 // identityCases: a log named by its ids in the store whose header names
@@ -112,6 +118,72 @@ func pathCases() []hcase {
 			stdout: []string{"Summary: converted=3, already-V4=9, failed=0, skipped=0"},
 			allow:  append([]string{"+{conv}/s1.v4.jsonl"}, migrated...),
 			want:   []string{"+{conv}/s1.v4.jsonl"},
+		},
+	}
+}
+
+// framingCases: a session log the zstd tool compressed as one frame whose
+// text ends inside a line (a torn line within a complete frame). A reader
+// takes its complete lines; export archives exactly those, as a frame of
+// their own, with no torn tail, and keeps the conversation.
+func framingCases() []hcase {
+	return []hcase{
+		{
+			name: "zstd tool frame ending inside a line: export archives the lines a reader takes",
+			setup: func(f *fx) []string {
+				zstdBin, err := exec.LookPath("zstd")
+				if err != nil {
+					f.t.Skip("zstd tool not installed")
+				}
+				text := append(plainSession(hostileSID), `{"type":"turn/start","seq":6,"ti`...)
+				cmd := exec.Command(zstdBin, "-q", "-c")
+				cmd.Stdin = bytes.NewReader(text)
+				z, err := cmd.Output()
+				if err != nil {
+					f.t.Fatal(err)
+				}
+				f.session("s1.v4.jsonl.zst", z)
+				return []string{"export", hostileID, "--to", f.path("out.tar.zst")}
+			},
+			code:   0,
+			stdout: []string{"EXPORTED " + hostileID, "unreadable=0"},
+			want:   []string{"+out.tar.zst"},
+			check: func(f *fx, r result) {
+				// The archived log reads as the six events, no torn tail.
+				zstdBin, _ := exec.LookPath("zstd")
+				tarred, err := exec.Command(zstdBin, "-dc", f.path("out.tar.zst")).Output()
+				if err != nil {
+					f.t.Fatal(err)
+				}
+				tr := tar.NewReader(bytes.NewReader(tarred))
+				for {
+					h, err := tr.Next()
+					if err != nil {
+						f.t.Fatalf("the archive holds no s1.v4.jsonl.zst: %v", err)
+					}
+					if !strings.HasSuffix(h.Name, "/s1.v4.jsonl.zst") {
+						continue
+					}
+					data, _ := io.ReadAll(tr)
+					z := convlog.Zstd
+					lr, err := convlog.NewReader(bytes.NewReader(data), int64(len(data)), h.Name, convlog.ReaderOptions{Compression: &z, Version: 4})
+					if err != nil {
+						f.t.Fatal(err)
+					}
+					n := 0
+					for {
+						if _, err = lr.Next(); err != nil {
+							break
+						}
+						n++
+					}
+					if st := lr.Stats(); err != io.EOF || n != 6 || st.TornTail {
+						f.t.Errorf("the archived log reads %d events, torn tail %v: %v", n, st.TornTail, err)
+					}
+					lr.Close()
+					return
+				}
+			},
 		},
 	}
 }
