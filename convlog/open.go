@@ -52,7 +52,7 @@ func (f *File) Close() error { return f.f.Close() }
 
 // notRegular refuses what is not a regular file.
 func notRegular(path string, mode fs.FileMode) error {
-	return &FormatError{Path: path, Msg: "not a regular file (" + kindOf(mode) + ")", Kind: ErrCorrupt, cause: durable.ErrNotRegular}
+	return &FormatError{Path: path, Msg: "not a regular file (" + durable.Kind(mode) + ")", Kind: ErrCorrupt, cause: durable.ErrNotRegular}
 }
 
 // openError words a failed open: a symbolic link (ELOOP under O_NOFOLLOW)
@@ -74,21 +74,4 @@ func openError(path string, err error, mode fs.FileMode) error {
 		return err
 	}
 	return &fs.PathError{Op: "open", Path: path, Err: err}
-}
-
-// kindOf names what a file that is not regular is.
-func kindOf(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return "not a file"
 }

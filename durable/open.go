@@ -60,14 +60,17 @@ func checkRegular(f *os.File) error {
 		return fmt.Errorf("fstat %s: %w", f.Name(), err)
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: %w (%s)", f.Name(), ErrNotRegular, kindOf(fi.Mode()))
+		return fmt.Errorf("%s: %w (%s)", f.Name(), ErrNotRegular, Kind(fi.Mode()))
 	}
 	return nil
 }
 
-// kindOf names what a non-regular file is, for error messages.
-func kindOf(m fs.FileMode) string {
+// Kind names what a file of mode m is, for messages: "a regular file",
+// "a directory", "a FIFO", "a socket", "a device", "a symbolic link".
+func Kind(m fs.FileMode) string {
 	switch {
+	case m.IsRegular():
+		return "a regular file"
 	case m.IsDir():
 		return "a directory"
 	case m&fs.ModeNamedPipe != 0:
@@ -98,7 +101,7 @@ func openError(path string, err error) error {
 		case m&fs.ModeSymlink != 0:
 			return fmt.Errorf("%s is a symbolic link: %w", path, ErrSymlink)
 		case !m.IsRegular():
-			return fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, kindOf(m))
+			return fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, Kind(m))
 		}
 	}
 	return err

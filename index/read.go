@@ -246,19 +246,10 @@ func checkFiles(path string) error {
 }
 
 func modeName(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
+	if m&fs.ModeSymlink != 0 {
 		return "a symbolic link; links are never followed"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
 	}
-	return m.Type().String()
+	return durable.Kind(m)
 }
 
 // pending reports whether a write-ahead log holds something (an

@@ -14,6 +14,7 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/durable"
 )
 
 // DependencyClosure returns convIDs and every conversation they depend on,
@@ -332,18 +333,7 @@ func notALog(p string, t fs.FileMode) error {
 	if t&fs.ModeSymlink != 0 {
 		return fmt.Errorf("%s is a symbolic link: %w", p, ErrSymlink)
 	}
-	kind := "not a file"
-	switch {
-	case t.IsDir():
-		kind = "a directory"
-	case t&fs.ModeNamedPipe != 0:
-		kind = "a FIFO"
-	case t&fs.ModeSocket != 0:
-		kind = "a socket"
-	case t&fs.ModeDevice != 0:
-		kind = "a device"
-	}
-	return fmt.Errorf("%s: %s (%s)", p, ReasonNotRegular, kind)
+	return fmt.Errorf("%s: %s (%s)", p, ReasonNotRegular, durable.Kind(t))
 }
 
 func conversationLogPath(dir, convID string) (string, error) {

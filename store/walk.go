@@ -113,19 +113,10 @@ func conversationsRoot(root string) (bool, error) {
 
 // entryKind names what a directory entry that is not a directory is.
 func entryKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
+	if m&fs.ModeSymlink != 0 {
 		return "a symbolic link (not followed)"
-	case m.IsRegular():
-		return "a regular file"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
 	}
-	return "not a directory"
+	return durable.Kind(m)
 }
 
 // ConversationsExist reports whether the store's conversations directory
