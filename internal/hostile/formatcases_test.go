@@ -598,11 +598,22 @@ func (f *fx) socket(p string) string {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		f.t.Fatal(err)
 	}
-	l, err := net.Listen("unix", p)
+	// A socket's path must fit sun_path (108 bytes) and a test's temp
+	// directory may not: it is bound under a short name, then renamed
+	// into place (rename moves the socket file itself).
+	short, err := os.MkdirTemp("", "sock")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { os.RemoveAll(short) })
+	l, err := net.Listen("unix", filepath.Join(short, "s"))
 	if err != nil {
 		f.t.Skipf("no Unix socket: %v", err)
 	}
 	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	f.t.Cleanup(func() { l.Close() })
+	if err := os.Rename(filepath.Join(short, "s"), p); err != nil {
+		f.t.Fatal(err)
+	}
 	return p
 }
