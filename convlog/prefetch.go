@@ -3,18 +3,23 @@ package convlog
 import (
 	"io"
 	"runtime"
+	"sync"
 )
 
-// A compressed log's frames are decoded ahead of the lines being read, on a
-// goroutine of the reader's own: decoding (about 1.3 GB/s) and checking
-// every line (about 1 GB/s) then run on two cores instead of one after the
-// other. The prefetcher owns the frame scanner; it decodes a frame whole
-// when it is small enough (a compressed and a plain size of at most
-// prefetchFrameBytes; frames that do not state their plain size at most
-// smallFrameBytes) and hands the rest over to be streamed by the reader,
-// as before (ReaderOptions.LowMemory: of at most smallFrameBytes and
-// smallFrameContent, as the reader itself decodes whole). It runs at most
-// one frame ahead: two frames' buffers per reader.
+// A compressed log's frames are decoded ahead of the lines being read, on
+// goroutines of the reader's own: decoding (about 1.3 GB/s per core) and
+// checking every line (about 1 GB/s) then run on every core instead of one
+// after the other. The prefetcher owns the frame scanner; it decodes a
+// frame whole when it is small enough (a compressed and a plain size of at
+// most prefetchFrameBytes; frames that do not state their plain size at
+// most smallFrameBytes) and hands the rest over to be streamed by the
+// reader, as before (ReaderOptions.LowMemory: of at most smallFrameBytes
+// and smallFrameContent, as the reader itself decodes whole). Frames are
+// independent, so up to prefetchDecoders of them are decoded at once, each
+// on its own goroutine, and handed to the reader in file order: the frames
+// of long lines, which take longer to decode than to check, are decoded on
+// two cores. A LowMemory reader decodes one frame ahead. Each decoder holds
+// one frame's buffers, and the reader one more.
 
 // prefetchFrameBytes bounds a frame the prefetcher decodes whole; the
 // frames migrate writes (1 MiB of lines, and the line that crosses the
@@ -25,6 +30,9 @@ const prefetchFrameBytes = 4 << 20
 // a log of a few frames gains nothing from a goroutine.
 const prefetchMinFile = 1 << 20
 
+// prefetchDecoders bounds the frames one reader decodes at once.
+const prefetchDecoders = 2
+
 // pframe is one frame as the prefetcher found it.
 type pframe struct {
 	f   Frame
@@ -34,11 +42,15 @@ type pframe struct {
 	whole   bool
 	in, out []byte
 	derr    error
+	// ready is signalled once the frame may be used (decoded, if whole).
+	ready chan struct{}
 }
 
 type prefetcher struct {
+	// frames are in file order, ready or being decoded.
 	frames chan *pframe
 	free   chan *pframe
+	work   chan *pframe
 	stop   chan struct{}
 	done   chan struct{}
 }
@@ -50,18 +62,42 @@ func (r *Reader) usePrefetch() bool {
 
 // startPrefetch hands the frame scanner to a prefetcher.
 func (r *Reader) startPrefetch() {
-	p := &prefetcher{frames: make(chan *pframe, 1), free: make(chan *pframe, 2), stop: make(chan struct{}), done: make(chan struct{})}
-	for range 2 {
-		p.free <- &pframe{}
+	decoders := min(prefetchDecoders, runtime.GOMAXPROCS(0))
+	whole := int64(prefetchFrameBytes)
+	if r.opts.LowMemory {
+		whole, decoders = smallFrameBytes, 1
+	}
+	bufs := decoders + 1
+	p := &prefetcher{frames: make(chan *pframe, bufs), free: make(chan *pframe, bufs), work: make(chan *pframe, bufs),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	for range bufs {
+		p.free <- &pframe{ready: make(chan struct{}, 1)}
 	}
 	r.pre = p
 	sc, src, mem := r.scanner, r.src, r.mem
-	whole := int64(prefetchFrameBytes)
-	if r.opts.LowMemory {
-		whole = smallFrameBytes
+	var wg sync.WaitGroup
+	for range decoders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case pf, ok := <-p.work:
+					if !ok {
+						return
+					}
+					pf.out, pf.derr = allDecoder.DecodeAll(pf.in, pf.out[:0])
+					pf.ready <- struct{}{}
+				case <-p.stop:
+					return
+				}
+			}
+		}()
 	}
 	go func() {
 		defer close(p.done)
+		defer wg.Wait()
+		defer close(p.work)
 		for {
 			var pf *pframe
 			select {
@@ -85,14 +121,13 @@ func (r *Reader) startPrefetch() {
 						pf.err = rerr
 					}
 				}
-				if pf.err == nil {
-					pf.out, pf.derr = allDecoder.DecodeAll(pf.in, pf.out[:0])
-				}
 			}
-			select {
-			case p.frames <- pf:
-			case <-p.stop:
-				return
+			// Both channels have a place for every buffer: neither blocks.
+			p.frames <- pf
+			if pf.whole && pf.err == nil {
+				p.work <- pf
+			} else {
+				pf.ready <- struct{}{}
 			}
 			if err != nil || f.Torn {
 				return // the last
@@ -123,10 +158,8 @@ func (r *Reader) nextPrefetched() *pframe {
 		r.pre.free <- r.cur
 		r.cur = nil
 	}
-	pf, ok := <-r.pre.frames
-	if !ok {
-		return &pframe{err: io.EOF}
-	}
+	pf := <-r.pre.frames
+	<-pf.ready
 	r.cur = pf
 	return pf
 }
