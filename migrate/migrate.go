@@ -384,6 +384,7 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) bool {
 		rep.event(in, "start")
 	}
 	var checkHeader func(*convlog.Header) error
+	open := convlog.Open
 	if s := in.session; s != nil {
 		if err := sessionProblem(s); err != nil {
 			rep.fail(in, err, time.Since(start))
@@ -400,8 +401,11 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) bool {
 	} else if t.layout == LayoutConvkit {
 		// The store's opener checks that the log is the one its place
 		// names, before anything is written; the upgrade chain, which
-		// reads the source itself, checks the same on its header.
-		if err := checkStoreLog(in.path); err != nil {
+		// reads the source itself, checks the same on its header. A
+		// current log is opened so once, below, and read to its end.
+		if in.version >= TargetVersion {
+			open = store.OpenLog
+		} else if err := checkStoreLog(in.path); err != nil {
 			rep.fail(in, err, time.Since(start))
 			return false
 		}
@@ -412,7 +416,7 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) bool {
 		if in.session != nil && !opts.DryRun {
 			removeStages(rep, t, in, nil)
 		}
-		if err := readToEnd(in.path); err != nil {
+		if err := readToEnd(open, in.path); err != nil {
 			rep.fail(in, err, time.Since(start))
 			return false
 		}
@@ -477,10 +481,10 @@ func checkStoreLog(path string) error {
 	return r.Close()
 }
 
-// readToEnd opens a current log read-only and validates it to its end; a
-// torn tail is accepted and left exactly as it is.
-func readToEnd(path string) error {
-	r, err := convlog.Open(path, convlog.ReaderOptions{})
+// readToEnd opens a current log read-only with open and validates it to
+// its end; a torn tail is accepted and left exactly as it is.
+func readToEnd(open func(string, convlog.ReaderOptions) (*convlog.Reader, error), path string) error {
+	r, err := open(path, convlog.ReaderOptions{})
 	if err != nil {
 		return err
 	}

@@ -183,6 +183,22 @@ type childInfo struct {
 // direct subagent children of parentID, by path. Logs whose header cannot
 // be read are skipped: they cannot be told to be children.
 func findChildren(finder ChildFinder, parentID string) ([]childInfo, error) {
+	return findChildrenSeen(finder, parentID, nil)
+}
+
+// candidateSeen is what a candidate's header said (child nil: not a
+// child), and the identity its file had before the header was read.
+type candidateSeen struct {
+	id    fileIdentity
+	child *childInfo
+}
+
+// findChildrenSeen is findChildren remembering, in seen when it is not
+// nil, what each candidate's header said: a candidate found again with
+// the identity it had (the same file, unchanged: logs are only appended
+// to, and an append changes its size and times) is not read again. A
+// header that could not be read is not remembered.
+func findChildrenSeen(finder ChildFinder, parentID string, seen map[string]candidateSeen) ([]childInfo, error) {
 	paths, err := finder.ChildCandidates(parentID)
 	if err != nil {
 		return nil, err
@@ -190,14 +206,31 @@ func findChildren(finder ChildFinder, parentID string) ([]childInfo, error) {
 	sort.Strings(paths)
 	var out []childInfo
 	for _, p := range paths {
+		var ident fileIdentity
+		if seen != nil {
+			if ident, err = statIdentity(p); err != nil {
+				continue
+			}
+			if s, ok := seen[p]; ok && s.id == ident {
+				if s.child != nil {
+					out = append(out, *s.child)
+				}
+				continue
+			}
+		}
 		r, err := convlog.Open(p, convlog.ReaderOptions{})
 		if err != nil {
 			continue
 		}
 		h := r.Header()
 		r.Close()
+		var c *childInfo
 		if h.Type == convlog.SessionLog && h.Origin == "subagent" && h.ParentSession == parentID && h.ID != parentID {
-			out = append(out, childInfo{path: p, id: h.ID, createdAt: h.CreatedAt})
+			c = &childInfo{path: p, id: h.ID, createdAt: h.CreatedAt}
+			out = append(out, *c)
+		}
+		if seen != nil {
+			seen[p] = candidateSeen{id: ident, child: c}
 		}
 	}
 	return out, nil

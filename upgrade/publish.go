@@ -176,18 +176,17 @@ type childSnapshot struct {
 	ids   []fileIdentity
 }
 
-func snapshotChildren(finder ChildFinder, parentID string) (*childSnapshot, error) {
-	found, err := findChildren(finder, parentID)
+// snapshotChildren finds the children of parentID (through seen: a
+// second snapshot reads again only the candidates that changed) with the
+// identity each child's file had when its header was read.
+func snapshotChildren(finder ChildFinder, parentID string, seen map[string]candidateSeen) (*childSnapshot, error) {
+	found, err := findChildrenSeen(finder, parentID, seen)
 	if err != nil {
 		return nil, err
 	}
 	s := &childSnapshot{found: found}
 	for _, c := range found {
-		id, err := statIdentity(c.path)
-		if err != nil {
-			return nil, err
-		}
-		s.ids = append(s.ids, id)
+		s.ids = append(s.ids, seen[c.path].id)
 	}
 	return s, nil
 }
@@ -280,8 +279,9 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 		finder = DirChildren(dir)
 	}
 	var snap0 *childSnapshot
+	seen := map[string]candidateSeen{}
 	if children == nil && srcHeader.Type == convlog.SessionLog {
-		if snap0, err = snapshotChildren(finder, srcHeader.ID); err != nil {
+		if snap0, err = snapshotChildren(finder, srcHeader.ID, seen); err != nil {
 			return "", err
 		}
 		children = make([]ChildFact, 0, len(snap0.found))
@@ -334,7 +334,7 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 		return "", &SourceChangedError{Path: src}
 	}
 	if snap0 != nil {
-		snap1, err := snapshotChildren(finder, srcHeader.ID)
+		snap1, err := snapshotChildren(finder, srcHeader.ID, seen)
 		if err != nil || !snap0.sameAs(snap1, opts.Publications) {
 			return "", &SourceChangedError{Path: src}
 		}

@@ -185,6 +185,49 @@ func TestPublishSourceChanged(t *testing.T) {
 	}
 }
 
+// TestPublishChildChanged: the second look at the children reads again a
+// candidate whose file changed, so a child appended to, and a log that
+// became a child under the name of one that was not, are both seen.
+func TestPublishChildChanged(t *testing.T) {
+	kid := `{"type":"session","version":3,"id":"kid","createdAt":5,"parentSession":"s","isSeeded":false,"origin":"subagent","delegationDepth":1}`
+	other := `{"type":"session","version":3,"id":"kid","createdAt":5,"isSeeded":false,"delegationDepth":0}`
+	cases := map[string]struct {
+		before string
+		change func(dir string)
+	}{
+		"child appended": {kid, func(dir string) {
+			f, _ := os.OpenFile(filepath.Join(dir, "kid.v3.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString(`{"type":"turn/start","seq":1,"time":6,"data":{"turn":1}}` + "\n")
+			f.Close()
+		}},
+		"log replaced by a child": {other, func(dir string) {
+			tmp := filepath.Join(t.TempDir(), "kid.v3.jsonl")
+			os.WriteFile(tmp, []byte(kid+"\n"), 0o600)
+			if err := os.Rename(tmp, filepath.Join(dir, "kid.v3.jsonl")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := writeLog(t, dir, "s.v3.jsonl", v3Log().start(1, 1).add("user/message", userMsg("u", "x"), app).lines...)
+			writeLog(t, dir, "kid.v3.jsonl", tc.before)
+			_, err := Publish(src, PublishOptions{BeforePublish: func() { tc.change(dir) }})
+			if !errors.Is(err, ErrSourceChanged) {
+				t.Fatalf("err %v, want the source reported changed", err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "s.v4.jsonl")); !os.IsNotExist(err) {
+				t.Fatal("published anyway")
+			}
+			// Unchanged, the same children publish.
+			if _, err := Publish(src, PublishOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 func TestPublishFailures(t *testing.T) {
 	dir := t.TempDir()
 	v4 := writeLog(t, dir, "a.v4.jsonl", `{"type":"session","version":4,"id":"a","createdAt":1,"isSeeded":false,"delegationDepth":0}`)
