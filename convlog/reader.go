@@ -58,10 +58,11 @@ type ReaderOptions struct {
 	// WantType is the header type WantID names: SessionLog (the default)
 	// or ConversationLog.
 	WantType string
-	// LowMemory: frames of more than a megabyte are not decoded ahead
-	// (see prefetch.go), which holds up to two such frames' bytes and
-	// text at once: for callers that hold many logs within a memory
-	// budget (a migration's jobs).
+	// LowMemory: frames of more than a megabyte are not decoded ahead,
+	// and one frame at most is decoded ahead (see prefetch.go, which
+	// otherwise holds up to three frames' bytes and text at once): for
+	// callers that hold many logs within a memory budget (a migration's
+	// jobs).
 	LowMemory bool
 }
 

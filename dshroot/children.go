@@ -33,19 +33,24 @@ func (r *Root) ChildCandidates(parentID string) ([]string, error) {
 	if err := r.idx.refresh(r.dir); err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, pname := range sortedKeys(r.idx.projects) {
-		p := r.idx.projects[pname]
-		for _, sname := range sortedKeys(p.sessions) {
-			s := p.sessions[sname]
-			if s.parent != parentID {
-				continue
-			}
-			if path := currentGeneration(s.dir); path != "" {
-				out = append(out, path)
+	if r.idx.byParent == nil {
+		// Made again only after a refresh changed the index: a migration
+		// asks twice for each older session, and looks up its few
+		// children, not every session of the root.
+		r.idx.byParent = map[string][]*indexedSession{}
+		for _, p := range r.idx.projects {
+			for _, s := range p.sessions {
+				r.idx.byParent[s.parent] = append(r.idx.byParent[s.parent], s)
 			}
 		}
 	}
+	var out []string
+	for _, s := range r.idx.byParent[parentID] {
+		if path := currentGeneration(s.dir); path != "" {
+			out = append(out, path)
+		}
+	}
+	sort.Strings(out)
 	return out, nil
 }
 
@@ -59,6 +64,9 @@ type childIndex struct {
 	root     dirStamp
 	listed   bool
 	projects map[string]*projectIndex
+	// byParent is the sessions by parent, nil after a refresh that
+	// changed a session or the sessions.
+	byParent map[string][]*indexedSession
 }
 
 type projectIndex struct {
@@ -105,6 +113,7 @@ func (x *childIndex) refresh(root string) error {
 			return err
 		}
 		x.root, x.listed = st, true
+		x.byParent = nil
 		seen := map[string]bool{}
 		for _, e := range entries {
 			if !e.Type().IsDir() { // links are not traversed
@@ -122,33 +131,40 @@ func (x *childIndex) refresh(root string) error {
 		}
 	}
 	for _, p := range x.projects {
-		p.refresh()
+		if p.refresh() {
+			x.byParent = nil
+		}
 	}
 	return nil
 }
 
-func (p *projectIndex) refresh() {
+// refresh reports whether a session, or the set of sessions, may have
+// changed.
+func (p *projectIndex) refresh() (changed bool) {
 	for _, s := range p.sessions {
 		if !s.read {
 			if fi, err := os.Lstat(s.dir); err == nil && stampOf(fi) != s.stamp {
 				s.update()
+				changed = true
 			}
 		}
 	}
 	fi, err := os.Lstat(p.dir)
 	if err != nil || !fi.IsDir() {
+		changed = changed || len(p.sessions) > 0
 		p.sessions = map[string]*indexedSession{}
 		p.listed = false
-		return
+		return changed
 	}
 	st := stampOf(fi)
 	if p.listed && st == p.stamp {
-		return
+		return changed
 	}
 	entries, err := os.ReadDir(p.dir)
 	if err != nil {
-		return // listed again next time
+		return changed // listed again next time
 	}
+	changed = true
 	p.stamp, p.listed = st, true
 	seen := map[string]bool{}
 	for _, e := range entries {
@@ -165,6 +181,7 @@ func (p *projectIndex) refresh() {
 			delete(p.sessions, name)
 		}
 	}
+	return changed
 }
 
 // currentGeneration is the path of the highest generation in dir that is
@@ -208,13 +225,4 @@ func parentOf(path string) (parent string, read bool) {
 		return h.ParentSession, true
 	}
 	return "", true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -83,6 +83,12 @@ func TestChildCandidates(t *testing.T) {
 	if s := rels(t, root, got); !strings.Contains(s, "--p--/k5/session.v3.jsonl") {
 		t.Fatalf("late first generation: %s", s)
 	}
+	// A child added to a project directory alone (the root unchanged).
+	session(t, root, 3, "k6", "/p", "parent")
+	got, _ = r.ChildCandidates("parent")
+	if s := rels(t, root, got); !strings.Contains(s, "--p--/k6/session.v3.jsonl") {
+		t.Fatalf("new child in an existing project: %s", s)
+	}
 
 	// Links are not traversed to find children.
 	elsewhere := t.TempDir()

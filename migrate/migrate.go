@@ -482,9 +482,10 @@ func checkStoreLog(path string) error {
 }
 
 // readToEnd opens a current log read-only with open and validates it to
-// its end; a torn tail is accepted and left exactly as it is.
+// its end; a torn tail is accepted and left exactly as it is. It reads
+// within a job's memory budget (LowMemory), as the upgrade does.
 func readToEnd(open func(string, convlog.ReaderOptions) (*convlog.Reader, error), path string) error {
-	r, err := open(path, convlog.ReaderOptions{})
+	r, err := open(path, convlog.ReaderOptions{LowMemory: true})
 	if err != nil {
 		return err
 	}
