@@ -29,6 +29,11 @@ type ExtractOptions struct {
 	// by a directory the user knows (the data directory, the restore
 	// target): dir itself is a temporary name (default: dir).
 	SpaceName string
+	// OnFile, when set, is called in Extract's goroutine with each file
+	// once it is written whole and closed, and the path it was written to:
+	// a caller may read it (hand it to its own goroutines) while the
+	// extraction goes on. What it blocks holds the extraction back.
+	OnFile func(e Extracted, path string)
 }
 
 // FreeReserve is the free space an extraction leaves on the file system
@@ -135,6 +140,9 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 			return out, err
 		}
 		out = append(out, e)
+		if opts.OnFile != nil {
+			opts.OnFile(e, filepath.Join(dir, filepath.FromSlash(h.Name)))
+		}
 	}
 	if opts.Sync {
 		if err := x.sync(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"path"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/convkit/convkit/archive"
@@ -45,12 +46,18 @@ func (imp *importer) verr(err error, format string, args ...any) error {
 // extractAndVerify extracts the archive into the staging tree and checks
 // everything in it before the store is looked at.
 func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
+	// Every log is read strictly as soon as it is extracted, by at most
+	// Jobs readers beside the extraction (which waits for a free one); what
+	// each found is compared with the manifest, which comes last, below.
+	checks := newLogChecks(ctx, imp.opts.Jobs)
 	ents, err := archive.Extract(ctx, r, imp.stage.Tree(), archive.ExtractOptions{
 		ReaderOptions: archive.ReaderOptions{Limits: imp.opts.Limits, CheckName: checkExportName, Archive: imp.opts.Archive},
 		Sync:          !imp.opts.DryRun,
 		Progress:      imp.opts.Progress.Add,
 		SpaceName:     imp.dataDir,
+		OnFile:        checks.start,
 	})
+	checks.wait()
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
 			return err
@@ -133,13 +140,7 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 		}
 	}
 
-	// Every log, strictly, in parallel.
-	type job struct {
-		sc *stagedConv
-		l  store.Log
-		f  *File
-	}
-	var jobs []job
+	// Every log, as read while it was extracted.
 	for _, sc := range imp.convs {
 		for _, l := range sc.dir.Logs {
 			name := path.Join(store.ConversationsDirName, sc.dir.Name, l.Current.String())
@@ -147,33 +148,16 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 			if f == nil { // cannot happen: every entry was matched
 				return imp.verr(nil, "%s is not in the manifest", name)
 			}
-			jobs = append(jobs, job{sc, l, f})
+			if err := checks.result(name, l, f); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return imp.verr(err, "refused")
+			}
 		}
 	}
-	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, imp.opts.Jobs)
-	for i, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if ctx.Err() != nil {
-				errs[i] = ctx.Err()
-				return
-			}
-			errs[i] = checkLog(j.l, j.f)
-		}()
-	}
-	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return err
-	}
-	for _, err := range errs {
-		if err != nil {
-			return imp.verr(err, "refused")
-		}
 	}
 
 	// Each conversation log replayed, and compared with the manifest.
@@ -207,17 +191,92 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 	return nil
 }
 
-// checkLog reads one extracted log strictly: every event, no torn tail,
-// the committed length its size, the header naming it.
-func checkLog(l store.Log, f *File) error {
-	r, err := l.Open(convlog.ReaderOptions{})
+// logChecks reads the extracted logs strictly, in parallel, as the
+// extraction writes them.
+type logChecks struct {
+	ctx  context.Context
+	sem  chan struct{}
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	read map[string]*logRead // by entry name
+}
+
+// logRead is what the strict read of one extracted log found.
+type logRead struct {
+	events int64
+	stats  convlog.Stats
+	err    error
+}
+
+func newLogChecks(ctx context.Context, jobs int) *logChecks {
+	return &logChecks{ctx: ctx, sem: make(chan struct{}, max(jobs, 1)), read: map[string]*logRead{}}
+}
+
+// start reads the entry just extracted at p, if it is a log, on a reader
+// of its own once one is free.
+func (c *logChecks) start(e archive.Extracted, p string) {
+	if !strings.HasPrefix(e.Name, store.ConversationsDirName+"/") {
+		return
+	}
+	lr := &logRead{}
+	c.mu.Lock()
+	c.read[e.Name] = lr
+	c.mu.Unlock()
+	c.sem <- struct{}{}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer func() { <-c.sem }()
+		if err := c.ctx.Err(); err != nil {
+			lr.err = err
+			return
+		}
+		lr.events, lr.stats, lr.err = readLog(p, e.Name)
+	}()
+}
+
+// wait waits for every read started.
+func (c *logChecks) wait() { c.wg.Wait() }
+
+// result compares what the read of the log l found with its manifest
+// entry f: every event read, no torn tail, the committed length its size,
+// the header naming it.
+func (c *logChecks) result(name string, l store.Log, f *File) error {
+	c.mu.Lock()
+	lr := c.read[name]
+	c.mu.Unlock()
+	if lr == nil { // cannot happen: the walk lists what was extracted
+		return fmt.Errorf("%s was not read", name)
+	}
+	if lr.err != nil {
+		return lr.err
+	}
+	st := lr.stats
+	switch {
+	case st.TornTail:
+		return fmt.Errorf("%s: ends in a torn tail (%d bytes after byte %d); an export holds committed prefixes only", f.Name, st.TornBytes, st.CommittedBytes)
+	case st.CommittedBytes != f.Size:
+		return fmt.Errorf("%s: committed length %d, but the entry has %d bytes", f.Name, st.CommittedBytes, f.Size)
+	case lr.events != f.Events:
+		return fmt.Errorf("%s: %d events, the manifest says %d", f.Name, lr.events, f.Events)
+	case f.Version != l.Current.Version:
+		return fmt.Errorf("%s: the manifest says format v%d", f.Name, f.Version)
+	}
+	return nil
+}
+
+// readLog reads the extracted log at p, the entry name, strictly to its
+// end (the store's opener: the header must name the log) and counts its
+// events.
+func readLog(p, name string) (int64, convlog.Stats, error) {
+	r, err := store.OpenLog(p, convlog.ReaderOptions{})
 	var ie *convlog.IdentityError
 	if errors.As(err, &ie) {
 		// Named as the archive names it, not by its staging path.
-		return fmt.Errorf("%s: %s", f.Name, ie.Msg)
+		return 0, convlog.Stats{}, fmt.Errorf("%s: %s", name, ie.Msg)
 	}
 	if err != nil {
-		return err
+		return 0, convlog.Stats{}, err
 	}
 	defer r.Close()
 	var events int64
@@ -227,20 +286,9 @@ func checkLog(l store.Log, f *File) error {
 			break
 		}
 		if err != nil {
-			return err
+			return 0, convlog.Stats{}, err
 		}
 		events++
 	}
-	st := r.Stats()
-	switch {
-	case st.TornTail:
-		return fmt.Errorf("%s: ends in a torn tail (%d bytes after byte %d); an export holds committed prefixes only", f.Name, st.TornBytes, st.CommittedBytes)
-	case st.CommittedBytes != f.Size:
-		return fmt.Errorf("%s: committed length %d, but the entry has %d bytes", f.Name, st.CommittedBytes, f.Size)
-	case events != f.Events:
-		return fmt.Errorf("%s: %d events, the manifest says %d", f.Name, events, f.Events)
-	case f.Version != l.Current.Version:
-		return fmt.Errorf("%s: the manifest says format v%d", f.Name, f.Version)
-	}
-	return nil
+	return events, r.Stats(), nil
 }
