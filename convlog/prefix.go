@@ -332,3 +332,16 @@ func (t *tailReader) release() {
 		t.dec = nil
 	}
 }
+
+// ReadPrefix is the committed prefix of the log r read, for a caller
+// whose Next returned io.EOF, when that strict read found the whole file
+// committed (no torn tail, nothing recovered): what CommittedPrefix finds
+// of the same bytes, without reading them again. ok is false otherwise
+// (CommittedPrefix then finds it).
+func (r *Reader) ReadPrefix() (p Prefix, ok bool) {
+	s := r.Stats()
+	if !r.done || r.stopped || s.TornTail || s.RecoveredLines > 0 || s.CommittedBytes != s.FileBytes || s.FileBytes == 0 {
+		return Prefix{}, false
+	}
+	return Prefix{Bytes: s.FileBytes, comp: r.comp, end: s.FileBytes}, true
+}

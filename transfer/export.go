@@ -693,10 +693,16 @@ func (l *openLog) open() error {
 		events++
 	}
 	r.Close()
-	var pr convlog.Prefix
-	if l.buf != nil {
+	// A log the read found whole is its own committed prefix; otherwise
+	// the prefix is found from the structure, and must agree with the read.
+	pr, whole := r.ReadPrefix()
+	switch {
+	case whole && pr.Bytes != size:
+		err = fmt.Errorf("%s: changed while it was read", l.path)
+	case whole:
+	case l.buf != nil:
 		pr, err = convlog.CommittedPrefixBytes(l.buf, comp, l.path)
-	} else {
+	default:
 		pr, err = convlog.CommittedPrefix(f, size, comp, l.path)
 	}
 	if err == nil && pr.RecoveredLines != r.Stats().RecoveredLines {
