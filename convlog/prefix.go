@@ -343,5 +343,9 @@ func (r *Reader) ReadPrefix() (p Prefix, ok bool) {
 	if !r.done || r.stopped || s.TornTail || s.RecoveredLines > 0 || s.CommittedBytes != s.FileBytes || s.FileBytes == 0 {
 		return Prefix{}, false
 	}
-	return Prefix{Bytes: s.FileBytes, comp: r.comp, end: s.FileBytes}, true
+	p = Prefix{Bytes: s.FileBytes, comp: r.comp}
+	if r.comp == Zstd {
+		p.end = s.FileBytes // as zstdPrefix sets it
+	}
+	return p, true
 }

@@ -167,3 +167,50 @@ func TestCommittedPrefixRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestReadPrefixEveryCut: where a strict read to the end found the whole
+// log committed, ReadPrefix is exactly what CommittedPrefixBytes finds of
+// the same bytes; where it did not (a torn line or frame, recovered
+// lines), ReadPrefix declines.
+func TestReadPrefixEveryCut(t *testing.T) {
+	rows := []string{lTurnStart(0), lStepStart(1), lUser(2, "u1"), lAssistant(3, "a1", strings.Repeat("long answer ", 40)), lStepStart(4)}
+	logs := map[Compression][]byte{
+		Plain: plainLog(append([]string{hdrV4}, rows...)...),
+		Zstd:  zlog(rows[:2], rows[2:4], rows[4:]),
+	}
+	for comp, full := range logs {
+		t.Run(comp.String(), func(t *testing.T) {
+			whole, declined := 0, 0
+			for cut := 0; cut <= len(full); cut++ {
+				data := full[:cut]
+				want, perr := CommittedPrefixBytes(data, comp, "s1.v4.jsonl")
+				r, err := NewReader(bytes.NewReader(data), int64(len(data)), "s1.v4.jsonl", ReaderOptions{Version: -1, Compression: &comp})
+				if err != nil {
+					continue
+				}
+				for err == nil {
+					_, err = r.Next()
+				}
+				got, ok := r.ReadPrefix()
+				r.Close()
+				if err != io.EOF {
+					continue
+				}
+				if !ok {
+					declined++
+					if perr == nil && !want.Torn && want.RecoveredLines == 0 && want.Bytes == int64(cut) {
+						t.Fatalf("cut %d: declined a whole log (prefix %+v)", cut, want)
+					}
+					continue
+				}
+				whole++
+				if perr != nil || got != want {
+					t.Fatalf("cut %d: ReadPrefix %+v, CommittedPrefixBytes %+v %v", cut, got, want, perr)
+				}
+			}
+			if whole == 0 || declined == 0 {
+				t.Errorf("%d cuts whole, %d declined: want both", whole, declined)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package convlog
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"path/filepath"
 	"testing"
 )
@@ -63,6 +64,20 @@ func TestCommittedPrefixForeignFraming(t *testing.T) {
 			if p.Bytes != st.CommittedBytes || p.Torn != st.TornTail || p.RecoveredLines != st.RecoveredLines {
 				t.Fatalf("prefix %d bytes, torn %v, %d lines recovered; the reader: %d bytes, torn %v, %d lines recovered",
 					p.Bytes, p.Torn, p.RecoveredLines, st.CommittedBytes, st.TornTail, st.RecoveredLines)
+			}
+			// A strict read that found the log whole gives the same prefix.
+			comp := c.comp
+			r, err := NewReader(bytes.NewReader(c.data), int64(len(c.data)), "x", ReaderOptions{Version: -1, Compression: &comp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for err == nil {
+				_, err = r.Next()
+			}
+			rp, whole := r.ReadPrefix()
+			r.Close()
+			if err != io.EOF || whole != (!p.Torn && p.RecoveredLines == 0 && p.Bytes == int64(len(c.data))) || whole && rp != p {
+				t.Fatalf("read to %v, ReadPrefix %+v %v; the prefix %+v", err, rp, whole, p)
 			}
 			cp := copyOf(t, p, c.data)
 			cevs, cst, err := readBytes(t, cp, c.comp)
