@@ -253,6 +253,14 @@ func TestHostileArchives(t *testing.T) {
 			e.hdr.Size = int64(len(e.body))
 			return makeArchive(t, rewriteManifest(t, ents), 0)
 		}, archive.Limits{}, "torn tail"},
+		{"fewer events than the manifest says", func() []byte {
+			ents := clone()
+			e := &ents[plainLog]
+			// The last line goes whole: the log still reads cleanly.
+			e.body = e.body[:bytes.LastIndexByte(e.body[:len(e.body)-1], '\n')+1]
+			e.hdr.Size = int64(len(e.body))
+			return makeArchive(t, rewriteManifest(t, ents), 0)
+		}, archive.Limits{}, "events, the manifest says"},
 		{"corrupt log", func() []byte {
 			ents := clone()
 			e := &ents[plainLog]
