@@ -86,6 +86,11 @@ type envelopeParser struct {
 	// nested keeps the members of data and data.message as the line is
 	// checked: the rules beyond a line read them without a second scan.
 	nested, nestedMsg rawjson.Nested
+	// pre, when set, holds the line about to be parsed (its line preK)
+	// as a prefetcher parsed it with the same check (preparse.go); parse
+	// clears it.
+	pre  *framePre
+	preK int
 }
 
 var packedTypes = map[string]bool{"text-chunks": true, "reasoning-chunks": true, "tool-call-chunks": true}
@@ -127,7 +132,10 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 	if p.nested.Key == "" {
 		p.nested.Key, p.nestedMsg.Key, p.nested.Inner = "data", "message", &p.nestedMsg
 	}
-	p.members, err = rawjson.ObjectNested(line, p.members, &p.nested)
+	if pre := p.pre; pre == nil || !pre.restore(p.preK, line, p) {
+		p.members, err = rawjson.ObjectNested(line, p.members, &p.nested)
+	}
+	p.pre = nil
 	if err != nil {
 		se := err.(*rawjson.SyntaxError)
 		return corrupt(se.Offset, "event is not valid JSON: %s", se.Msg)

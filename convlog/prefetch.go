@@ -42,6 +42,9 @@ type pframe struct {
 	whole   bool
 	in, out []byte
 	derr    error
+	// pre: out's lines as the decoder's goroutine parsed them
+	// (preparse.go).
+	pre framePre
 	// ready is signalled once the frame may be used (decoded, if whole).
 	ready chan struct{}
 }
@@ -75,6 +78,8 @@ func (r *Reader) startPrefetch() {
 	}
 	r.pre = p
 	sc, src, mem := r.scanner, r.src, r.mem
+	// A LowMemory reader (a migration's) keeps its cores for compressing.
+	check := !r.opts.LowMemory
 	var wg sync.WaitGroup
 	for range decoders {
 		wg.Add(1)
@@ -87,6 +92,9 @@ func (r *Reader) startPrefetch() {
 						return
 					}
 					pf.out, pf.derr = allDecoder.DecodeAll(pf.in, pf.out[:0])
+					if check && pf.derr == nil {
+						pf.pre.parse(pf.out)
+					}
 					pf.ready <- struct{}{}
 				case <-p.stop:
 					return
@@ -107,6 +115,7 @@ func (r *Reader) startPrefetch() {
 			}
 			f, err := sc.Next()
 			pf.f, pf.err, pf.whole, pf.derr = f, err, false, nil
+			pf.pre.lines = pf.pre.lines[:0]
 			if err == nil && !f.Torn && f.Size <= whole &&
 				(f.ContentSize >= 0 && f.ContentSize <= max(whole, smallFrameContent) || f.ContentSize < 0 && f.Size <= smallFrameBytes) {
 				pf.whole = true

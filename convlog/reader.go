@@ -105,10 +105,16 @@ type Reader struct {
 
 	// line source: text (from tpos) when the plain text is in memory (a
 	// frame decoded whole, a plain log read whole), else br
-	br       *bufio.Reader
-	text     []byte
-	tpos     int
-	inText   bool
+	br     *bufio.Reader
+	text   []byte
+	tpos   int
+	inText bool
+	// textPre: text's lines as a prefetcher's goroutine parsed them, when
+	// it did (preparse.go); tline counts text's lines read; lineK is the
+	// line just read's index in text, -1 if it is not one of them whole.
+	textPre  *framePre
+	tline    int
+	lineK    int
 	lineBuf  []byte
 	plainOff int64
 	line     int64
@@ -502,6 +508,9 @@ func (r *Reader) Next() (*Event, error) {
 			// re-anchors the sequence, so one bad line is one problem.
 			expect = -1
 		}
+		if r.lineK >= 0 && r.textPre != nil {
+			r.parser.pre, r.parser.preK = r.textPre, r.lineK
+		}
 		prob := r.parser.parse(line, expect, &r.ev)
 		if prob == nil && r.resync {
 			switch {
@@ -698,7 +707,7 @@ func (r *Reader) decodedFrame(f Frame, in, out []byte, err error) error {
 		return nil
 	}
 	// The frame's lines are sliced out of its text.
-	r.text, r.tpos, r.inText = out, 0, true
+	r.text, r.tpos, r.inText, r.textPre, r.tline = out, 0, true, nil, 0
 	r.inFrame = true
 	return nil
 }
@@ -766,7 +775,11 @@ func (r *Reader) openFrame() error {
 	}
 	if pf != nil {
 		if pf.whole {
-			return r.decodedFrame(f, pf.in, pf.out, pf.derr)
+			err := r.decodedFrame(f, pf.in, pf.out, pf.derr)
+			if err == nil && r.inText {
+				r.textPre = &pf.pre
+			}
+			return err
 		}
 		var in io.Reader = io.NewSectionReader(r.src, f.Offset, f.Size)
 		if f.Torn {
@@ -874,6 +887,7 @@ func (r *Reader) brOver(br *bufio.Reader) *bufio.Reader {
 // A line over the limit is reported tooLong: in a plain log it is consumed
 // whole (its bytes are on disk), in a compressed one reading stops there.
 func (r *Reader) readLine() (line []byte, complete, tooLong bool, err error) {
+	r.lineK = -1
 	if r.inText {
 		return r.textLine()
 	}
@@ -931,6 +945,12 @@ func (r *Reader) textLine() (line []byte, complete, tooLong bool, err error) {
 			return nil, false, true, io.EOF
 		}
 		return nil, true, true, nil
+	}
+	if i >= 0 {
+		if len(r.carry) == 0 {
+			r.lineK = r.tline
+		}
+		r.tline++
 	}
 	r.tpos += n
 	if i >= 0 {

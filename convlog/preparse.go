@@ -1,0 +1,126 @@
+package convlog
+
+import (
+	"bytes"
+
+	"github.com/convkit/convkit/internal/rawjson"
+)
+
+// A prefetched frame's lines are also parsed on its decoder's goroutine,
+// with the same check the reader makes (rawjson.ObjectNested, keeping the
+// members of data and data.message), and the members' offsets kept: the
+// reader then only slices the line it is given, which is the same bytes,
+// instead of scanning it on its own goroutine. On text of many short lines
+// the check is as large as decoding, and the reader's goroutine was the
+// bound. A line that does not pass, or whose keys hold escapes, is left to
+// the reader, which checks and reports it as it always has.
+
+// memberSpan is one member's offsets in its line: key from ks to ke
+// (quotes included), value from vs to ve.
+type memberSpan struct{ ks, ke, vs, ve int32 }
+
+// lineSpans locates a line's members in framePre.spans: top members from
+// first, then data's (if found) and data.message's (if found).
+type lineSpans struct {
+	first          int32
+	top, data, msg int16
+	ok             bool
+	dataFound      bool
+	msgFound       bool
+}
+
+// framePre is what the decoder's goroutine found in a frame's lines: one
+// lineSpans per line ended by '\n', in order.
+type framePre struct {
+	lines []lineSpans
+	spans []memberSpan
+	// the decoder goroutine's own parsing buffers
+	members           []member
+	nested, nestedMsg rawjson.Nested
+}
+
+// maxSpanned bounds the members of one line kept (beyond it, the reader
+// parses the line itself), and with it the offsets kept per byte of text.
+const maxSpanned = 64
+
+// parse fills p from text, the frame's plain text.
+func (p *framePre) parse(text []byte) {
+	p.lines, p.spans = p.lines[:0], p.spans[:0]
+	if p.nested.Key == "" {
+		p.nested.Key, p.nestedMsg.Key, p.nested.Inner = "data", "message", &p.nestedMsg
+	}
+	for off := 0; ; {
+		i := bytes.IndexByte(text[off:], '\n')
+		if i < 0 {
+			return
+		}
+		line := text[off : off+i]
+		off += i + 1
+		ls := lineSpans{first: int32(len(p.spans))}
+		var err error
+		p.members, err = rawjson.ObjectNested(line, p.members, &p.nested)
+		if err == nil && len(line) < 1<<31-1 {
+			ls.ok = p.add(line, p.members, &ls.top)
+			if ls.ok && p.nested.Found {
+				ls.dataFound = true
+				ls.ok = p.add(line, p.nested.Members, &ls.data)
+				if ls.ok && p.nestedMsg.Found {
+					ls.msgFound = true
+					ls.ok = p.add(line, p.nestedMsg.Members, &ls.msg)
+				}
+			}
+		}
+		if !ls.ok {
+			p.spans = p.spans[:ls.first]
+			ls = lineSpans{}
+		}
+		p.lines = append(p.lines, ls)
+	}
+}
+
+// add keeps ms's offsets; false when they cannot be rebuilt by slicing (a
+// key with an escape) or are too many.
+func (p *framePre) add(line []byte, ms []member, n *int16) bool {
+	if len(ms) > maxSpanned {
+		return false
+	}
+	for _, m := range ms {
+		if len(m.Key) != len(m.RawKey)-2 {
+			return false
+		}
+		vs := m.ValOff
+		p.spans = append(p.spans, memberSpan{ks: int32(m.KeyOff), ke: int32(m.KeyOff + len(m.RawKey)), vs: int32(vs), ve: int32(vs + len(m.Value))})
+	}
+	*n = int16(len(ms))
+	return true
+}
+
+// appendMembers appends the members of spans to dst, sliced out of line.
+func appendMembers(dst []member, line []byte, spans []memberSpan) []member {
+	for _, s := range spans {
+		dst = append(dst, member{Key: line[s.ks+1 : s.ke-1], RawKey: line[s.ks:s.ke], Value: line[s.vs:s.ve], KeyOff: int(s.ks), ValOff: int(s.vs)})
+	}
+	return dst
+}
+
+// members rebuilds, into the parser's buffers, what ObjectNested found in
+// line k of the frame, which is line; false when the reader must parse it.
+func (p *framePre) restore(k int, line []byte, ep *envelopeParser) bool {
+	if k >= len(p.lines) || !p.lines[k].ok {
+		return false
+	}
+	ls := p.lines[k]
+	i := int(ls.first)
+	ep.members = appendMembers(ep.members[:0], line, p.spans[i:i+int(ls.top)])
+	i += int(ls.top)
+	ep.nested.Found, ep.nested.Members = ls.dataFound, ep.nested.Members[:0]
+	if ls.dataFound {
+		ep.nested.Members = appendMembers(ep.nested.Members, line, p.spans[i:i+int(ls.data)])
+		i += int(ls.data)
+		ep.nestedMsg.Found, ep.nestedMsg.Members = ls.msgFound, ep.nestedMsg.Members[:0]
+		if ls.msgFound {
+			ep.nestedMsg.Members = appendMembers(ep.nestedMsg.Members, line, p.spans[i:i+int(ls.msg)])
+		}
+	}
+	return true
+}
