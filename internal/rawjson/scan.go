@@ -479,8 +479,16 @@ func skipString(b []byte, i int) (int, error) {
 // special sets the high bit of the bytes of v a string scan must look at:
 // '"', '\\', control characters and non-ASCII bytes. The lowest byte flagged
 // is exact; bytes above it may be flagged wrongly.
+//
+// Each term is a bytewise subtraction whose result has its high bit set for
+// the bytes sought: below 0x20 (and from 0xA0), equal to '"' or '\\' (and
+// some non-ASCII bytes); v's own high bits flag every non-ASCII byte, so
+// the terms need not clear theirs (the &^ of hasZero and hasLess). A
+// borrow into a byte comes only from a flagged byte below it, so the
+// lowest byte flagged stays exact.
 func special(v uint64) uint64 {
-	return (hasLess(v, 0x20) | hasZero(v^0x2222222222222222) | hasZero(v^0x5C5C5C5C5C5C5C5C) | v) & 0x8080808080808080
+	const ones = 0x0101010101010101
+	return (v | (v - 0x20*ones) | ((v ^ 0x22*ones) - ones) | ((v ^ 0x5C*ones) - ones)) & 0x8080808080808080
 }
 
 // hasZero sets the high bit of each zero byte of v (and possibly of bytes

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -124,6 +125,39 @@ func TestSkipStringTrustedMatchesIndexByte(t *testing.T) {
 		want, werr := reference(s, 0)
 		if got != want || fmt.Sprint(gerr) != fmt.Sprint(werr) {
 			t.Fatalf("skipStringTrusted(%q) = %d, %v; want %d, %v", s, got, gerr, want, werr)
+		}
+	}
+}
+
+// TestSpecialLowestExact: special flags a word that holds a byte a string
+// scan must look at, and its lowest flag is the first such byte.
+func TestSpecialLowestExact(t *testing.T) {
+	isSpecial := func(c byte) bool { return c < 0x20 || c == '"' || c == '\\' || c >= 0x80 }
+	interesting := []byte{0, 1, 0x1F, 0x20, 0x21, '"', 0x23, '[', '\\', ']', 'a', 0x7F, 0x80, 0x9F, 0xA0, 0xA2, 0xDC, 0xFF}
+	rng := rand.New(rand.NewPCG(3, 3))
+	var w [8]byte
+	for n := range 2_000_000 {
+		for j := range w {
+			if n%2 == 0 {
+				w[j] = interesting[rng.IntN(len(interesting))]
+			} else {
+				w[j] = byte(rng.IntN(256))
+			}
+		}
+		first := -1
+		for j, c := range w {
+			if isSpecial(c) {
+				first = j
+				break
+			}
+		}
+		m := special(binary.LittleEndian.Uint64(w[:]))
+		got := -1
+		if m != 0 {
+			got = bits.TrailingZeros64(m) >> 3
+		}
+		if got != first {
+			t.Fatalf("special(% x): first flagged byte %d, want %d", w, got, first)
 		}
 	}
 }
