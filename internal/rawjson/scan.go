@@ -366,13 +366,7 @@ func scanString(b []byte, i int) (end int, esc bool, err error) {
 		// that holds one, go straight to the first: the lowest byte each
 		// test flags is exact (only bytes above it can be flagged
 		// wrongly), and most strings are short.
-		for i+8 <= len(b) {
-			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			i += 8
-		}
+		i = plainRun(b, i)
 		if i >= len(b) {
 			break
 		}
@@ -427,13 +421,7 @@ func skipString(b []byte, i int) (int, error) {
 		// that holds one, go straight to the first: the lowest byte each
 		// test flags is exact (only bytes above it can be flagged
 		// wrongly), and most strings are short.
-		for i+8 <= len(b) {
-			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			i += 8
-		}
+		i = plainRun(b, i)
 		if i >= len(b) {
 			break
 		}
@@ -474,6 +462,28 @@ func skipString(b []byte, i int) (int, error) {
 		}
 	}
 	return start, synErr(start, "unterminated string")
+}
+
+// plainRun returns the offset of the first byte from i on that a string
+// scan must look at (see special), len(b) or a few bytes before it when
+// there is none: two words a turn on long runs, one on short ones.
+func plainRun(b []byte, i int) int {
+	for i+16 <= len(b) {
+		if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		if m := special(binary.LittleEndian.Uint64(b[i+8:])); m != 0 {
+			return i + 8 + bits.TrailingZeros64(m)>>3
+		}
+		i += 16
+	}
+	if i+8 <= len(b) {
+		if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	return i
 }
 
 // special sets the high bit of the bytes of v a string scan must look at:
