@@ -89,7 +89,8 @@ func (g *benchGen) turn(evs []Event, turn int) []Event {
 			base64.StdEncoding.EncodeToString(img))
 	}
 	evs = g.add(evs, TypeUserMessage, fmt.Appendf(nil, `{"role":"user","content":%s,"source":{"kind":"user"},"id":"u%d"}`, content, g.seq), true)
-	for step := 1; step <= 1+g.rng.IntN(4); step++ {
+	steps := 1 + g.rng.IntN(4)
+	for step := 1; step <= steps; step++ {
 		evs = g.add(evs, "step/start", fmt.Appendf(nil, `{"turn":%d,"step":%d}`, turn, step), false)
 		callID := fmt.Sprintf("call_%d_%d", turn, step)
 		args := fmt.Sprintf(`{"path":"/home/u/proj/%s","pattern":%s}`, benchWords[g.rng.IntN(len(benchWords))], q(g.words(3)))
@@ -104,9 +105,13 @@ func (g *benchGen) turn(evs []Event, turn int) []Event {
 			turn, step, callID, callID, q(g.toolOutput()), g.seq), true, callSeq)
 		evs = g.add(evs, "step/end", fmt.Appendf(nil, `{"turn":%d,"step":%d}`, turn, step), false)
 	}
+	// The answer is a step of its own, as a turn's path requires.
+	last := steps + 1
+	evs = g.add(evs, "step/start", fmt.Appendf(nil, `{"turn":%d,"step":%d}`, turn, last), false)
 	evs = g.add(evs, TypeAssistantMessage, fmt.Appendf(nil,
-		`{"turn":%d,"step":9,"message":{"role":"assistant","content":[{"type":"text","text":%s}],"source":{"kind":"model","provider":"deepseek","model":"deepseek-chat"},"id":"a%d"},"stream":[]}`,
-		turn, q(g.words(50+g.rng.IntN(300))), g.seq), true)
+		`{"turn":%d,"step":%d,"message":{"role":"assistant","content":[{"type":"text","text":%s}],"source":{"kind":"model","provider":"deepseek","model":"deepseek-chat"},"id":"a%d"},"stream":[]}`,
+		turn, last, q(g.words(50+g.rng.IntN(300))), g.seq), true)
+	evs = g.add(evs, "step/end", fmt.Appendf(nil, `{"turn":%d,"step":%d}`, turn, last), false)
 	return g.add(evs, TypeTurnEnd, fmt.Appendf(nil, `{"turn":%d,"reason":{"kind":"completed"}}`, turn), false)
 }
 
