@@ -408,16 +408,8 @@ func readLogStrict(path string, opts ReaderOptions) (evs []Event, st Stats, open
 		return nil, Stats{}, err, err
 	}
 	defer r.Close()
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			return evs, r.Stats(), nil, nil
-		}
-		if err != nil {
-			return evs, r.Stats(), nil, err
-		}
-		evs = append(evs, e.Clone())
-	}
+	evs, st, err = drain(r)
+	return evs, st, nil, err
 }
 
 func TestHostileInput(t *testing.T) {

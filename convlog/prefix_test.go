@@ -19,17 +19,7 @@ func readBytes(t testing.TB, data []byte, comp Compression) ([]Event, Stats, err
 		return nil, Stats{}, err
 	}
 	defer r.Close()
-	var evs []Event
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			return evs, r.Stats(), nil
-		}
-		if err != nil {
-			return evs, r.Stats(), err
-		}
-		evs = append(evs, e.Clone())
-	}
+	return drain(r)
 }
 
 func copyOf(t testing.TB, p Prefix, src []byte) []byte {

@@ -83,6 +83,12 @@ func readAll(t testing.TB, path string) ([]Event, Stats, error) {
 		return nil, Stats{}, err
 	}
 	defer r.Close()
+	return drain(r)
+}
+
+// drain reads r to its end or first error: every event (cloned) and the
+// stats.
+func drain(r *Reader) ([]Event, Stats, error) {
 	var evs []Event
 	for {
 		e, err := r.Next()

@@ -93,6 +93,29 @@ func envInt(name string) (uint64, bool) {
 	return n, err == nil && n > 0
 }
 
+// killPlan is how many kills a crash test makes and the seed of their
+// moments: 4 and the clock unless CONVKIT_CRASH_KILLS and
+// CONVKIT_CRASH_SEED say otherwise; it logs both, and skips the test
+// under -short. per says what the kill count is per ("per job").
+func killPlan(t *testing.T, per string) (kills, seed uint64) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds convkit and kills processes")
+	}
+	kills, seed = 4, uint64(time.Now().UnixNano())
+	if n, ok := envInt("CONVKIT_CRASH_KILLS"); ok {
+		kills = n
+	}
+	if n, ok := envInt("CONVKIT_CRASH_SEED"); ok {
+		seed = n
+	}
+	if per != "" {
+		per = " " + per
+	}
+	t.Logf("seed %d (CONVKIT_CRASH_SEED=%d repeats the kill moments); %d kills%s", seed, seed, kills, per)
+	return kills, seed
+}
+
 // TestSIGKILL kills each writing job at random moments and checks, after
 // every kill and after the rerun that follows it:
 //
@@ -106,18 +129,7 @@ func envInt(name string) (uint64, bool) {
 //  5. the rerun's result equals the uninterrupted run's (what is compared
 //     is said at each job).
 func TestSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds convkit and kills processes")
-	}
-	kills := uint64(4)
-	if n, ok := envInt("CONVKIT_CRASH_KILLS"); ok {
-		kills = n
-	}
-	seed := uint64(time.Now().UnixNano())
-	if n, ok := envInt("CONVKIT_CRASH_SEED"); ok {
-		seed = n
-	}
-	t.Logf("seed %d (CONVKIT_CRASH_SEED=%d repeats the kill moments); %d kills per job", seed, seed, kills)
+	kills, seed := killPlan(t, "per job")
 	h := &harness{env: childEnv(t.TempDir())}
 	in := prepareInputs(t, h)
 	jobs := []*job{migrateJob(h, in), reindexJob(h, in), backupJob(h, in), restoreJob(h, in), importJob(h, in),

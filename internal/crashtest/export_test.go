@@ -28,18 +28,7 @@ import (
 //     same archive, or, when FILE was published already, refuses to
 //     overwrite it (exit 1).
 func TestSIGKILLExport(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds convkit and kills processes")
-	}
-	kills := uint64(4)
-	if n, ok := envInt("CONVKIT_CRASH_KILLS"); ok {
-		kills = n
-	}
-	seed := uint64(time.Now().UnixNano())
-	if n, ok := envInt("CONVKIT_CRASH_SEED"); ok {
-		seed = n
-	}
-	t.Logf("seed %d (CONVKIT_CRASH_SEED=%d repeats the kill moments); %d kills", seed, seed, kills)
+	kills, seed := killPlan(t, "")
 	rng := rand.New(rand.NewPCG(seed, 7))
 	h := &harness{env: childEnv(t.TempDir())}
 	base := t.TempDir()

@@ -26,18 +26,7 @@ import (
 // once decompressed (session.lock files included: each converted session
 // has one, empty).
 func TestSIGKILLSessionsRoot(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds convkit and kills processes")
-	}
-	kills := uint64(4)
-	if n, ok := envInt("CONVKIT_CRASH_KILLS"); ok {
-		kills = n
-	}
-	seed := uint64(time.Now().UnixNano())
-	if n, ok := envInt("CONVKIT_CRASH_SEED"); ok {
-		seed = n
-	}
-	t.Logf("seed %d; %d kills per compression", seed, kills)
+	kills, seed := killPlan(t, "per compression")
 	h := &harness{env: childEnv(t.TempDir())}
 	for i, comp := range []convlog.Compression{convlog.Zstd, convlog.Plain} {
 		t.Run(comp.String(), func(t *testing.T) {
