@@ -1151,3 +1151,97 @@ func TestOnlineBackupKeepsTheLinesOfATornFrame(t *testing.T) {
 		t.Fatalf("restored %d events, the store's reader reads %d", len(got), len(want))
 	}
 }
+
+// TestStrictOnlineBackupOfForeignFraming: a compressed log the zstd tool
+// wrote in frames cut inside lines, whole or with a last line torn inside
+// its one frame, backed up online with --strict (the read that counts the
+// events also gives the committed prefix when it found the log whole):
+// the manifest counts the reader's events, the archive verifies, and the
+// restored log reads as the store's does.
+func TestStrictOnlineBackupOfForeignFraming(t *testing.T) {
+	if _, err := exec.LookPath("zstd"); err != nil {
+		t.Fatal("the zstd tool is needed (.ci/run installs it)")
+	}
+	zstdTool := func(in []byte) []byte {
+		cmd := exec.Command("zstd", "-q", "-c")
+		cmd.Stdin = bytes.NewReader(in)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		cut  int    // bytes of plain text per frame (0: one frame)
+		torn string // appended to the text: a line the runtime never finished
+	}{
+		{"frames cut inside lines", 97, ""},
+		{"one frame ending inside a line", 0, `{"type":"turn/start","seq":999,"ti`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			rep, err := fixtures.Generate(dir, fixtures.Options{Seed: 5, Conversations: 0, Compression: convlog.Zstd})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logPath string
+			for _, cv := range rep.Conversations {
+				for _, l := range cv.Logs {
+					if !cv.Deleting && l.SessionID != "" && l.Compression == convlog.Zstd && l.Expect == fixtures.ExpectValid && l.Version == convlog.CurrentVersion {
+						logPath = l.Path
+					}
+				}
+			}
+			if logPath == "" {
+				t.Fatal("no compressed session log")
+			}
+			want := eventsOf(t, logPath)
+			dec := exec.Command("zstd", "-q", "-d", "-c", logPath)
+			text, err := dec.Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			text = append(text, c.torn...)
+			var data []byte
+			if c.cut == 0 {
+				data = zstdTool(text)
+			} else {
+				for off := 0; off < len(text); off += c.cut {
+					data = append(data, zstdTool(text[off:min(off+c.cut, len(text))])...)
+				}
+			}
+			if err := os.WriteFile(logPath, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if c.torn == "" { // the strict helper refuses a torn tail
+				if got := eventsOf(t, logPath); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("the rewritten log reads %d events, the original %d", len(got), len(want))
+				}
+			}
+			holder, out := child(t, lockHolderEnv+"="+dir)
+			expectLine(t, out, "locked")
+			a, res := backupFile(t, dir, Options{Workers: 1, Strict: true})
+			holder.Process.Kill()
+			holder.Wait()
+			if !res.Manifest.Online {
+				t.Fatal("the backup was not online")
+			}
+			name, _ := filepath.Rel(dir, logPath)
+			e, ok := logEntries(extractedManifest(t, a))[filepath.ToSlash(name)]
+			if !ok || e.Log.TornTail || e.Log.Committed != e.Size || e.Log.Events != int64(len(want)) || e.Log.Error != "" {
+				t.Fatalf("manifest entry %+v (%v), want %d events", e, ok, len(want))
+			}
+			if v := verifyFile(t, a); !v.OK {
+				t.Fatalf("verify: %+v", v)
+			}
+			target := filepath.Join(t.TempDir(), "r")
+			if _, err := restoreFile(t, a, RestoreOptions{Target: target}); err != nil {
+				t.Fatal(err)
+			}
+			if got := eventsOf(t, filepath.Join(target, name)); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("restored %d events, the store's reader reads %d", len(got), len(want))
+			}
+		})
+	}
+}

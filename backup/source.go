@@ -188,23 +188,31 @@ func load(j *job, online, strict bool) *loaded {
 // log whose check fails is archived whole.
 func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
 	j := l.job
+	// A strict read that finds the whole log committed is its committed
+	// prefix (convlog.Reader.ReadPrefix): the log is not read again for it.
 	var pr convlog.Prefix
-	var err error
-	if l.buf != nil {
-		pr, err = convlog.CommittedPrefixBytes(l.buf, j.gen.Compression, j.name)
-	} else {
-		pr, err = convlog.CommittedPrefix(src, size, j.gen.Compression, j.name)
+	whole := false
+	if strict {
+		pr, whole = l.read(src, size)
 	}
-	if err != nil {
-		l.shapeErr = err.Error()
-		l.info.Error = err.Error()
-		return
+	if !whole {
+		var err error
+		if l.buf != nil {
+			pr, err = convlog.CommittedPrefixBytes(l.buf, j.gen.Compression, j.name)
+		} else {
+			pr, err = convlog.CommittedPrefix(src, size, j.gen.Compression, j.name)
+		}
+		if err != nil {
+			// The structure check's failure is the log's one error: what
+			// the strict read noted of it is dropped.
+			l.conv, l.info.Events = convFacts{}, 0
+			l.shapeErr = err.Error()
+			l.info.Error = err.Error()
+			return
+		}
 	}
 	l.info.Committed, l.info.TornTail = pr.Bytes, pr.Torn
-	if strict {
-		l.info.Strict = true
-		l.read(src, size)
-	}
+	l.info.Strict = strict
 	if !online || l.info.Error != "" {
 		return
 	}
@@ -217,8 +225,7 @@ func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
 	case pr.RecoveredBytes == 0 && l.buf != nil:
 		l.buf = l.buf[:l.length]
 	case l.buf != nil:
-		cp := make([]byte, 0, l.length)
-		cp, err = readAllInto(cp, pr.Reader(bytes.NewReader(l.buf)))
+		cp, err := readAllInto(make([]byte, 0, l.length), pr.Reader(bytes.NewReader(l.buf)))
 		putBuf(l.buf)
 		l.buf, l.copy = cp, true
 		if err != nil {
@@ -249,7 +256,10 @@ func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
 // read reads every event strictly, counting them and noting what
 // reindex needs of a conversation log. The lines of a torn final frame are
 // events too (they are in the archive, online as offline).
-func (l *loaded) read(src io.ReaderAt, size int64) {
+//
+// When the read finds the whole file committed it returns the log's
+// committed prefix and true.
+func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole bool) {
 	j := l.job
 	comp := j.gen.Compression
 	// The store's identity check, as reindex opens the log: reindex skips
@@ -291,6 +301,8 @@ func (l *loaded) read(src io.ReaderAt, size int64) {
 		}
 	}
 	l.info.Events = events
+	pr, whole = r.ReadPrefix()
+	return pr, whole && pr.Bytes == size
 }
 
 // note records what reindex's replay of the conversation log depends on.
