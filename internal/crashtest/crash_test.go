@@ -663,6 +663,7 @@ func reindexJob(h *harness, in *inputs) *job {
 		copyTree(t, in.live, data)
 		root := store.ConversationsDir(data)
 		orig := hashTree(t, root, nil)
+		deleting := deletingDirs(t, data)
 		db := store.IndexPath(data)
 		oldDB := fileHash(t, db)
 		return &trial{
@@ -672,7 +673,7 @@ func reindexJob(h *harness, in *inputs) *job {
 			intact: func(t *testing.T, at string) {
 				// The conversation being deleted may be gone, wholly or
 				// file by file; every other log stays as it is.
-				sameFiles(t, at, root, orig, func(rel string) bool { return isDeleting(data, rel) })
+				sameFiles(t, at, root, orig, func(rel string) bool { return deleting[strings.Split(rel, "/")[0]] })
 			},
 			published: func(t *testing.T, at string, _ map[string]string) {
 				// metadata.db is the old index or a complete new one.
@@ -692,24 +693,36 @@ func reindexJob(h *harness, in *inputs) *job {
 	}}
 }
 
-// isDeleting reports whether the log at rel (under conversations/) belongs
-// to a conversation whose deletion is recorded. A missing directory was
-// one: the deletion finished.
-func isDeleting(dataDir, rel string) bool {
-	dir := strings.Split(filepath.ToSlash(rel), "/")[0]
-	id, err := store.DecodeSegment(dir)
-	if err != nil {
-		return false
-	}
-	if _, err := os.Lstat(filepath.Join(store.ConversationsDir(dataDir), dir)); errors.Is(err, fs.ErrNotExist) {
-		return true
-	}
+// deletingDirs lists the conversation directories of the store in dataDir
+// whose deletion is recorded, read before the job runs: after a kill such a
+// directory may be in any state of its removal (session logs gone, then
+// the conversation log, then the directory), where the store can no
+// longer say that it was being deleted.
+func deletingDirs(t *testing.T, dataDir string) map[string]bool {
+	t.Helper()
 	s, err := store.Open(context.Background(), dataDir, store.OpenOptions{})
 	if err != nil {
-		return false
+		t.Fatal(err)
 	}
-	info, err := s.ReadConversation(id)
-	return err == nil && info.Deleting
+	defer s.Close()
+	ents, err := os.ReadDir(store.ConversationsDir(dataDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, e := range ents {
+		id, err := store.DecodeSegment(e.Name())
+		if err != nil {
+			continue
+		}
+		if info, err := s.ReadConversation(id); err == nil && info.Deleting {
+			out[e.Name()] = true
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no conversation of the store has its deletion recorded")
+	}
+	return out
 }
 
 // backup: compared are the new archive's manifest (createdAt aside) and
