@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/convkit/convkit/archive"
@@ -240,6 +241,7 @@ func (x *exporter) plan() error {
 	byID := map[string]*planned{}
 	deps := map[string][]string{}
 	var queue []string
+	infos := x.readInfos(nil, x.opts.IDs)
 	for _, id := range x.opts.IDs {
 		if _, err := store.EncodeSegment(id); err != nil {
 			return fmt.Errorf("conversation id %s: %w", display.Quote(id), err)
@@ -247,7 +249,7 @@ func (x *exporter) plan() error {
 		if byID[id] != nil {
 			continue
 		}
-		info, err := x.s.ReadConversation(id)
+		info, err := infos.get(x.s, id)
 		switch {
 		case errors.Is(err, store.ErrConversationsDir):
 			// The store is broken, not this conversation: nothing is
@@ -275,7 +277,11 @@ func (x *exporter) plan() error {
 		if byID[id] != nil || missing[id] {
 			continue
 		}
-		info, err := x.s.ReadConversation(id)
+		if _, ok := infos[id]; !ok {
+			// The ancestors found so far, read together.
+			infos = x.readInfos(infos, queue)
+		}
+		info, err := infos.get(x.s, id)
 		switch {
 		case errors.Is(err, store.ErrNoConversation) || (err == nil && info.Deleting):
 			missing[id] = true
@@ -351,6 +357,70 @@ func (x *exporter) plan() error {
 	return nil
 }
 
+// readInfo is a conversation read for the plan.
+type readInfo struct {
+	info *store.ConversationInfo
+	err  error
+}
+
+// infoSet holds the conversations read for the plan, by id.
+type infoSet map[string]readInfo
+
+// get is what the store's ReadConversation gave for id, read now if it was
+// not read ahead.
+func (is infoSet) get(s *store.Store, id string) (*store.ConversationInfo, error) {
+	r, ok := is[id]
+	if !ok {
+		r.info, r.err = s.ReadConversation(id)
+	}
+	return r.info, r.err
+}
+
+// readInfos adds to is (nil: a new set) the conversations of ids it does
+// not hold, read by as many goroutines as readAll uses: the plan reads
+// every conversation log before anything is archived, and one goroutine
+// reading them in turn left the other cores idle. Ids that are not valid
+// are left for the plan to refuse.
+func (x *exporter) readInfos(is infoSet, ids []string) infoSet {
+	if is == nil {
+		is = infoSet{}
+	}
+	var todo []string
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if _, ok := is[id]; ok || seen[id] {
+			continue
+		}
+		if _, err := store.EncodeSegment(id); err != nil {
+			continue
+		}
+		seen[id] = true
+		todo = append(todo, id)
+	}
+	res := make([]readInfo, len(todo))
+	workers := min(max(1, runtime.GOMAXPROCS(0)), 8, len(todo))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(todo) {
+					return
+				}
+				res[i].info, res[i].err = x.s.ReadConversation(todo[i])
+			}
+		}()
+	}
+	wg.Wait()
+	for i, id := range todo {
+		is[id] = res[i]
+	}
+	return is
+}
+
 // openLog is one log of a conversation being exported, read and checked.
 type openLog struct {
 	name      string // entry name
@@ -384,9 +454,16 @@ func (l *openLog) close() {
 // file and archived from the same descriptor.
 const smallLog = 1 << 20
 
-// aheadBytes bounds the bytes of small logs held by conversations read
-// ahead of the archive writer.
-const aheadBytes = 32 << 20
+// Conversations read ahead of the archive writer are bounded by their
+// count (aheadConvs a worker), by the bytes of their small logs held
+// (aheadBytes) and by their large logs held open (aheadFiles). The count
+// is generous: with two a worker, one large conversation held the other
+// workers, and the compressors behind the writer, idle until it was read.
+const (
+	aheadConvs = 16
+	aheadBytes = 32 << 20
+	aheadFiles = 64
+)
 
 // readConv is one conversation read and checked by a worker: what the
 // writer archives, and what it reports, in the order of the export.
@@ -399,6 +476,7 @@ type readConv struct {
 	events  []ExportEvent
 	problem *Problem
 	bytes   int64 // of buffered logs
+	files   int   // logs held open (larger than smallLog)
 }
 
 func (rc *readConv) close() {
@@ -459,8 +537,9 @@ func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error
 }
 
 // readAll reads the conversations of the export with as many workers as
-// there are CPUs (at most 8), ahead of the archive writer by at most two
-// conversations a worker and aheadBytes of small logs, and hands each to
+// there are CPUs (at most 8), ahead of the archive writer by at most
+// aheadConvs conversations a worker, aheadBytes of small logs and
+// aheadFiles open large ones, and hands each to
 // sink in the export's order. sink runs in the caller's goroutine.
 func (x *exporter) readAll(ctx context.Context, tmpDir string, sink func(*readConv) error) error {
 	workers := min(max(1, runtime.GOMAXPROCS(0)), 8, len(x.order))
@@ -473,12 +552,13 @@ func (x *exporter) readAll(ctx context.Context, tmpDir string, sink func(*readCo
 		p    *planned
 		done chan *readConv
 	}
-	order := make(chan *slot, 2*workers)
+	order := make(chan *slot, aheadConvs*workers)
 	work := make(chan *slot)
 	var (
 		mu    sync.Mutex
 		room  = sync.NewCond(&mu)
 		held  int64
+		files int
 		ended bool
 	)
 	var wg sync.WaitGroup
@@ -490,6 +570,7 @@ func (x *exporter) readAll(ctx context.Context, tmpDir string, sink func(*readCo
 				rc := x.read(s.p, tmpDir)
 				mu.Lock()
 				held += rc.bytes
+				files += rc.files
 				mu.Unlock()
 				s.done <- rc
 			}
@@ -500,7 +581,7 @@ func (x *exporter) readAll(ctx context.Context, tmpDir string, sink func(*readCo
 		defer close(work)
 		for _, p := range x.order {
 			mu.Lock()
-			for held >= aheadBytes && !ended {
+			for (held >= aheadBytes || files >= aheadFiles) && !ended {
 				room.Wait()
 			}
 			stop := ended
@@ -534,6 +615,7 @@ func (x *exporter) readAll(ctx context.Context, tmpDir string, sink func(*readCo
 		}
 		mu.Lock()
 		held -= rc.bytes
+		files -= rc.files
 		room.Broadcast()
 		mu.Unlock()
 		if err = sink(rc); err != nil {
@@ -565,7 +647,7 @@ func (x *exporter) read(p *planned, tmpDir string) *readConv {
 	dir, _ := x.s.ConversationPath(p.id)
 	leaveOut := func(path, reason string) *readConv {
 		rc.close()
-		rc.logs, rc.bytes = nil, 0
+		rc.logs, rc.bytes, rc.files = nil, 0, 0
 		rc.problem = &Problem{ID: p.id, Path: path, Reason: reason}
 		return rc
 	}
@@ -594,6 +676,9 @@ func (x *exporter) read(p *planned, tmpDir string) *readConv {
 		}
 		rc.logs = append(rc.logs, ol)
 		rc.bytes += int64(len(ol.buf))
+		if ol.f != nil {
+			rc.files++
+		}
 		if ol.isConvLog {
 			convLog = ol
 		}
