@@ -97,6 +97,43 @@ func (o *object) encode(dst []byte) []byte {
 	return append(dst, '}')
 }
 
+// encodeBefore and encodeAfter are encode in two parts around the value
+// of member i: encodeBefore appends the members before it and i's key,
+// encodeAfter the members after it. Appending i's value between them
+// gives what encode gives with that value.
+func (o *object) encodeBefore(dst []byte, i int) []byte {
+	dst = append(dst, '{')
+	for k, m := range o.m[:i+1] {
+		if k > 0 {
+			dst = append(dst, ',')
+		}
+		if m.RawKey != nil {
+			dst = append(dst, m.RawKey...)
+		} else {
+			dst = appendString(dst, string(m.Key))
+		}
+		dst = append(dst, ':')
+		if k < i {
+			dst = append(dst, m.Value...)
+		}
+	}
+	return dst
+}
+
+func (o *object) encodeAfter(dst []byte, i int) []byte {
+	for _, m := range o.m[i+1:] {
+		dst = append(dst, ',')
+		if m.RawKey != nil {
+			dst = append(dst, m.RawKey...)
+		} else {
+			dst = appendString(dst, string(m.Key))
+		}
+		dst = append(dst, ':')
+		dst = append(dst, m.Value...)
+	}
+	return append(dst, '}')
+}
+
 func (o *object) bytes() []byte {
 	n := 2
 	for _, m := range o.m {

@@ -1,6 +1,7 @@
 package upgrade
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -301,9 +302,10 @@ func rewriteSource(src []byte, role string, seq int64) ([]byte, error) {
 // tool-result wrapper) into a v4 tool-role message: role, source,
 // toolCallId, content, isError (from the wrapper, when present), id; other
 // message members become plugin:message:<k>, other wrapper members
-// plugin:result:<k>. msg must already have its source rewritten. It
-// returns nil when the message is not a user-role result.
-func liftToolResult(msg []byte, seq int64) ([]byte, error) {
+// plugin:result:<k>. msg must already have its source rewritten. The
+// message is appended to dst. It returns nil when the message is not a
+// user-role result.
+func liftToolResult(dst, msg []byte, seq int64) ([]byte, error) {
 	o, err := parseObject(msg)
 	if err != nil {
 		return nil, corrupt("format v3 tool/result at seq %d: message must be an object", seq)
@@ -347,7 +349,7 @@ func liftToolResult(msg []byte, seq int64) ([]byte, error) {
 	if nested {
 		return nil, refusal("format v3 tool/result at seq %d contains a nested tool-result unsupported by this converter", seq)
 	}
-	out := make([]byte, 0, len(msg)+32)
+	out := slices.Grow(dst, len(msg)+32)
 	out = append(out, `{"role":"tool","source":`...)
 	out = append(out, source...)
 	out = append(out, `,"toolCallId":`...)

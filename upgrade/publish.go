@@ -468,6 +468,10 @@ func abort(fw *frameWriter, err error) error {
 	return err
 }
 
+// spareChunks is how many chunks a frame writer keeps for its next frames
+// beyond those in flight.
+const spareChunks = 2
+
 // chunkCap is the capacity of a pooled chunk: a frame's target and room for
 // the line that crosses it.
 const chunkCap = frameTarget + 64<<10
@@ -487,23 +491,72 @@ func putChunk(b []byte) {
 	}
 }
 
-// encoderPool holds encoders reused across frames and logs: every frame
-// carries its content checksum; one goroutine each, as the frame writer
-// runs them in parallel itself. SpeedFastest: measured on a 200 MiB log it
-// was a third faster than SpeedDefault at the same size, because 1 MiB
-// frames and incompressible tool output (base64 images) leave the default
-// level's better matching little to find. WithLowerEncoderMem: the history
-// buffer is the window (4 MiB at SpeedFastest) plus one block instead of
-// twice the window; frames are encoded whole, so no match reaches further
-// back than the window either way, and the frames are the same bytes.
-var encoderPool = sync.Pool{New: func() any {
+// Encoders are reused across frames and logs: every frame carries its
+// content checksum; one goroutine each, as the frame writer runs them in
+// parallel itself. SpeedFastest: measured on a 200 MiB log it was a third
+// faster than SpeedDefault at the same size, because 1 MiB frames and
+// incompressible tool output (base64 images) leave the default level's
+// better matching little to find. WithLowerEncoderMem: the history buffer
+// is the window (4 MiB at SpeedFastest) plus one block instead of twice
+// the window; frames are encoded whole, so no match reaches further back
+// than the window either way, and the frames are the same bytes.
+//
+// They are kept in a free list of at most encodeSlots (no more are ever in
+// use at once) while some frame writer runs, and let go when the last one
+// closes. A sync.Pool lost them at every collection, which the soft memory
+// limit makes frequent: making one again (its tables and a history of
+// 4 MiB, touched anew) was a tenth of a long-line log's allocations.
+var encoders = struct {
+	sync.Mutex
+	free   []*zstd.Encoder
+	active int // frame writers running
+}{}
+
+func newEncoder() *zstd.Encoder {
 	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(true),
 		zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
 	if err != nil {
 		panic(err)
 	}
 	return e
-}}
+}
+
+// getEncoder is called holding an encodeSlots token.
+func getEncoder() *zstd.Encoder {
+	encoders.Lock()
+	defer encoders.Unlock()
+	if n := len(encoders.free); n > 0 {
+		e := encoders.free[n-1]
+		encoders.free = encoders.free[:n-1]
+		return e
+	}
+	return newEncoder()
+}
+
+func putEncoder(e *zstd.Encoder) {
+	encoders.Lock()
+	defer encoders.Unlock()
+	if encoders.active > 0 && len(encoders.free) < cap(encodeSlots) {
+		encoders.free = append(encoders.free, e)
+	}
+}
+
+// writerStarted and writerClosed count the frame writers running; the
+// free encoders are dropped when none is.
+func writerStarted() {
+	encoders.Lock()
+	encoders.active++
+	encoders.Unlock()
+}
+
+func writerClosed() {
+	encoders.Lock()
+	defer encoders.Unlock()
+	if encoders.active--; encoders.active == 0 {
+		clear(encoders.free)
+		encoders.free = encoders.free[:0]
+	}
+}
 
 // frameEncoders is how many frames of one log are compressed at once:
 // compression is the largest cost of an upgrade, and independent frames let
@@ -536,9 +589,11 @@ type frameWriter struct {
 	work     chan *frameJob
 	order    chan *frameJob
 	slots    chan struct{} // one token per frame queued and not yet written
-	// spare holds the chunk of a written frame for the next frame, and
-	// spareOut the buffer of a written one: grown for a long line, they
-	// are not made again (and grown again) for every frame.
+	// spare holds chunks of written frames for the next frames (up to
+	// spareChunks), and spareOut the buffers of written ones (one per
+	// encoder goroutine): grown for a long line, they are not made again
+	// (and grown again) for every frame. Each encoder goroutine likewise
+	// keeps the buffer it decodes its frames back into, for the log.
 	spare    chan []byte
 	spareOut chan []byte
 	done     chan error
@@ -613,9 +668,10 @@ var linesTampered, frameTampered func(j *frameJob)
 // per goroutine, rules the log's path rules (nil: none).
 func newFrameWriter(write func([]byte) error, compress bool, rules *pathRules, checkers ...*convlog.LineChecker) *frameWriter {
 	fw := &frameWriter{compress: compress, rules: rules, work: make(chan *frameJob, framesInFlight), order: make(chan *frameJob, framesInFlight),
-		slots: make(chan struct{}, framesInFlight), spare: make(chan []byte, 1), spareOut: make(chan []byte, 1),
+		slots: make(chan struct{}, framesInFlight), spare: make(chan []byte, spareChunks), spareOut: make(chan []byte, frameEncoders),
 		done: make(chan error, 1), failed: make(chan struct{}), lastChecked: make(chan struct{})}
 	close(fw.lastChecked)
+	writerStarted()
 	for i := 0; i < frameEncoders; i++ {
 		fw.wg.Add(1)
 		check := checkers[i]
@@ -638,9 +694,9 @@ func newFrameWriter(write func([]byte) error, compress bool, rules *pathRules, c
 					case out = <-fw.spareOut:
 					default:
 					}
-					enc := encoderPool.Get().(*zstd.Encoder)
+					enc := getEncoder()
 					j.out = enc.EncodeAll(j.plain, out)
-					encoderPool.Put(enc)
+					putEncoder(enc)
 					if frameTampered != nil {
 						frameTampered(j)
 					}
@@ -649,9 +705,6 @@ func newFrameWriter(write func([]byte) error, compress bool, rules *pathRules, c
 					<-encodeSlots
 					if err != nil || !bytes.Equal(back, j.plain) {
 						j.err = fmt.Errorf("staged successor failed verification: frame of lines %d on does not decode to the lines checked (%v)", j.firstLine, err)
-					}
-					if cap(back) > 2*chunkCap {
-						back = nil
 					}
 					fw.recycle(j.plain)
 					j.plain = nil
@@ -783,6 +836,7 @@ func (fw *frameWriter) close() error {
 	close(fw.order)
 	fw.wg.Wait()
 	err := <-fw.done
+	writerClosed()
 	for {
 		select {
 		case b := <-fw.spare:

@@ -155,6 +155,12 @@ func (s *v3v4) rewrite(e *event) error {
 		if !isObj(msg) {
 			return corrupt("%s at seq %d requires a message", e.typ, e.seq)
 		}
+		if e.typ == "tool/result" {
+			if data, ok := liftedData(e, d, msg, subject); ok {
+				e.data = data
+				return nil
+			}
+		}
 		nm, err := s.message(e, msg, subject)
 		if err != nil {
 			return err
@@ -251,7 +257,7 @@ func (s *v3v4) message(e *event, msg []byte, subject string) ([]byte, error) {
 		if changed {
 			cur = o.bytes()
 		}
-		lifted, err := liftToolResult(cur, e.seq)
+		lifted, err := liftToolResult(nil, cur, e.seq)
 		if err != nil {
 			return nil, err
 		}
@@ -272,6 +278,42 @@ func (s *v3v4) message(e *event, msg []byte, subject string) ([]byte, error) {
 		return nil, nil
 	}
 	return o.bytes(), nil
+}
+
+// liftedData is rewrite's common case of a tool result, its message
+// (msg, d's "message") lifted to a tool-role message as message would
+// lift it, with no source to rewrite and no content tag to migrate: the
+// lifted message is written straight into the event's new data, which is
+// d encoded as d.bytes would encode it with that message, instead of being
+// built apart and copied in (a tool result is often megabytes). ok is
+// false for every other case and for any error: message then does the
+// work, and words the error.
+func liftedData(e *event, d *object, msg []byte, subject string) (data []byte, ok bool) {
+	o, err := parseObject(msg)
+	if err != nil {
+		return nil, false
+	}
+	role, _ := str(o.get("role"))
+	if role != "user" {
+		return nil, false
+	}
+	if ns, err := rewriteSource(o.get("source"), role, e.seq); err != nil || ns != nil {
+		return nil, false
+	}
+	i := d.index("message")
+	if i < 0 {
+		return nil, false
+	}
+	buf := d.encodeBefore(make([]byte, 0, len(e.payload())+256), i)
+	start := len(buf)
+	buf, err = liftToolResult(buf, msg, e.seq)
+	if err != nil || len(buf) <= start {
+		return nil, false
+	}
+	if nc, err := migrateMessageContent(buf[start:], subject); err != nil || nc != nil {
+		return nil, false
+	}
+	return d.encodeAfter(buf, i), true
 }
 
 func roleOf(msg []byte) string {
