@@ -310,8 +310,16 @@ func liftToolResult(dst, msg []byte, seq int64) ([]byte, error) {
 	if err != nil {
 		return nil, corrupt("format v3 tool/result at seq %d: message must be an object", seq)
 	}
+	out, _, err := liftObject(dst, o, len(msg), seq)
+	return out, err
+}
+
+// liftObject is liftToolResult of the message o, parsed from size bytes;
+// it also returns the lifted message's content (the wrapper's, as the
+// lifted message holds it).
+func liftObject(dst []byte, o *object, size int, seq int64) (out, content []byte, err error) {
 	if !strIs(o.get("role"), "user") {
-		return nil, nil
+		return nil, nil, nil
 	}
 	fail := func() error {
 		return corrupt("format v3 tool/result at seq %d requires exactly one tool-result wrapper matching its tool source", seq)
@@ -320,23 +328,23 @@ func liftToolResult(dst, msg []byte, seq int64) ([]byte, error) {
 	source := o.get("source")
 	callID, okCall := str(memberOf(source, "callId"))
 	if !okID || id == "" || !isObj(source) || !strIs(memberOf(source, "kind"), "tool") || !okCall || callID == "" {
-		return nil, fail()
+		return nil, nil, fail()
 	}
 	blocks, err := arrayElems(o.get("content"))
 	if err != nil || len(blocks) != 1 || !isObj(blocks[0]) {
-		return nil, fail()
+		return nil, nil, fail()
 	}
 	w, err := parseObject(blocks[0])
 	if err != nil || !strIs(w.get("type"), "tool-result") || !strIs(w.get("toolCallId"), callID) {
-		return nil, fail()
+		return nil, nil, fail()
 	}
 	isErr := w.get("isError")
 	if isErr != nil && string(isErr) != "true" && string(isErr) != "false" {
-		return nil, corrupt("format v3 tool/result at seq %d tool-result isError must be boolean", seq)
+		return nil, nil, corrupt("format v3 tool/result at seq %d tool-result isError must be boolean", seq)
 	}
-	content := w.get("content")
+	content = w.get("content")
 	if !isArr(content) {
-		return nil, corrupt("format v3 tool/result at seq %d tool-result content must be an array", seq)
+		return nil, nil, corrupt("format v3 tool/result at seq %d tool-result content must be an array", seq)
 	}
 	nested := false
 	eachElement(content, func(_ int, b []byte) bool {
@@ -347,9 +355,9 @@ func liftToolResult(dst, msg []byte, seq int64) ([]byte, error) {
 		return true
 	})
 	if nested {
-		return nil, refusal("format v3 tool/result at seq %d contains a nested tool-result unsupported by this converter", seq)
+		return nil, nil, refusal("format v3 tool/result at seq %d contains a nested tool-result unsupported by this converter", seq)
 	}
-	out := slices.Grow(dst, len(msg)+32)
+	out = slices.Grow(dst, size+32)
 	out = append(out, `{"role":"tool","source":`...)
 	out = append(out, source...)
 	out = append(out, `,"toolCallId":`...)
@@ -382,7 +390,7 @@ func liftToolResult(dst, msg []byte, seq int64) ([]byte, error) {
 		out = append(out, ':')
 		out = append(out, m.Value...)
 	}
-	return append(out, '}'), nil
+	return append(out, '}'), content, nil
 }
 
 // hasGeneratedIDPrefix reports whether a message id could collide with the

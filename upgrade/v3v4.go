@@ -306,11 +306,13 @@ func liftedData(e *event, d *object, msg []byte, subject string) (data []byte, o
 	}
 	buf := d.encodeBefore(make([]byte, 0, len(e.payload())+256), i)
 	start := len(buf)
-	buf, err = liftToolResult(buf, msg, e.seq)
+	buf, content, err := liftObject(buf, o, len(msg), e.seq)
 	if err != nil || len(buf) <= start {
 		return nil, false
 	}
-	if nc, err := migrateMessageContent(buf[start:], subject); err != nil || nc != nil {
+	// migrateMessageContent of the lifted message, without parsing it
+	// again: its content is content.
+	if c, err := migrateContent(content, subject); err != nil || c != nil {
 		return nil, false
 	}
 	return d.encodeAfter(buf, i), true
