@@ -699,6 +699,12 @@ func newFrameWriter(write func([]byte) error, compress bool, rules *pathRules, c
 					case out = <-fw.spareOut:
 					default:
 					}
+					// Room for the frame at once (incompressible text
+					// grows by a few bytes a block): grown as it is
+					// encoded, it was copied at each doubling.
+					if n := len(j.plain) + len(j.plain)>>10 + 64; cap(out) < n {
+						out = make([]byte, 0, n)
+					}
 					enc := getEncoder()
 					j.out = enc.EncodeAll(j.plain, out)
 					putEncoder(enc)
