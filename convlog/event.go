@@ -45,6 +45,29 @@ type Event struct {
 	info *TypeInfo
 }
 
+// CheckedMember returns the raw value of data's member key, or of
+// data.message's when inMessage is set, from the members kept as the line
+// was checked (the value a lookup in Data finds: the check refuses
+// duplicate members). ok is false when they were not kept (the value is
+// then to be looked up in Data).
+func (e *Event) CheckedMember(inMessage bool, key string) (v []byte, ok bool) {
+	ms := e.dataMembers
+	if inMessage {
+		if !e.msgScanned {
+			return nil, false
+		}
+		ms = e.msgMembers
+	} else if !e.scanned {
+		return nil, false
+	}
+	for i := range ms {
+		if string(ms[i].Key) == key {
+			return ms[i].Value, true
+		}
+	}
+	return nil, true
+}
+
 // Clone returns a copy that does not share memory with the reader's buffers.
 func (e *Event) Clone() Event {
 	c := *e

@@ -446,7 +446,7 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		job.plain = append(job.plain, '\n')
 		job.events++
 		st.events++
-		noteMessage(msgs, ev)
+		noteMessage(msgs, ev, false)
 		if len(job.plain) >= frameTarget {
 			if err := emit(); err != nil {
 				return nil, abort(fw, err)
@@ -776,7 +776,7 @@ func checkChunk(c *convlog.LineChecker, rules *pathRules, j *frameJob) error {
 				return rules.refuse(err)
 			}
 		}
-		noteMessage(msgs, ev)
+		noteMessage(msgs, ev, true)
 		rest = rest[k+1:]
 		seq++
 		line++
@@ -858,14 +858,27 @@ func (fw *frameWriter) close() error {
 	}
 }
 
-// noteMessage adds the message id of a surface event to h, in order.
-func noteMessage(h hash.Hash, ev *convlog.Event) {
+// noteMessage adds the message id of a surface event to h, in order. An
+// event a LineChecker has just checked gives it from the members it kept
+// (checked set), without a second scan of its data.
+func noteMessage(h hash.Hash, ev *convlog.Event, checked bool) {
 	var id []byte
+	var ok bool
 	switch ev.Type {
 	case convlog.TypeUserMessage:
-		id = memberOf(ev.Data, "id")
+		if checked {
+			id, ok = ev.CheckedMember(false, "id")
+		}
+		if !ok {
+			id = memberOf(ev.Data, "id")
+		}
 	case convlog.TypeSystemMessage, convlog.TypeDeveloperMessage, convlog.TypeAssistantMessage, convlog.TypeToolResult:
-		id = memberOf(memberOf(ev.Data, "message"), "id")
+		if checked {
+			id, ok = ev.CheckedMember(true, "id")
+		}
+		if !ok {
+			id = memberOf(memberOf(ev.Data, "message"), "id")
+		}
 	default:
 		return
 	}
