@@ -22,6 +22,30 @@ func TestCheckedMember(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", line, err)
 		}
+		// The members kept are those rawjson.Members finds, offsets aside.
+		for _, in := range []bool{false, true} {
+			kept, ok := ev.CheckedMembers(in)
+			b := ev.Data
+			if in {
+				b = rawjson.Get(ev.Data, "message")
+			}
+			want, err := rawjson.Members(b, nil)
+			if !ok {
+				if err == nil {
+					t.Errorf("%s: the members of an object (message %v) not kept", line, in)
+				}
+				continue
+			}
+			if err != nil || len(kept) != len(want) {
+				t.Fatalf("%s: %d members kept, rawjson.Members finds %d (%v)", line, len(kept), len(want), err)
+			}
+			for i := range kept {
+				if string(kept[i].Key) != string(want[i].Key) || string(kept[i].RawKey) != string(want[i].RawKey) || string(kept[i].Value) != string(want[i].Value) {
+					t.Errorf("%s: member %d kept as %q %q %q, rawjson.Members finds %q %q %q", line, i,
+						kept[i].Key, kept[i].RawKey, kept[i].Value, want[i].Key, want[i].RawKey, want[i].Value)
+				}
+			}
+		}
 		for _, key := range []string{"id", "turn", "content", "missing"} {
 			if v, ok := ev.CheckedMember(false, key); !ok || string(v) != string(rawjson.Get(ev.Data, key)) {
 				t.Errorf("%s: data %q: %q %v, want %q", line, key, v, ok, rawjson.Get(ev.Data, key))

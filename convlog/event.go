@@ -51,13 +51,8 @@ type Event struct {
 // duplicate members). ok is false when they were not kept (the value is
 // then to be looked up in Data).
 func (e *Event) CheckedMember(inMessage bool, key string) (v []byte, ok bool) {
-	ms := e.dataMembers
-	if inMessage {
-		if !e.msgScanned {
-			return nil, false
-		}
-		ms = e.msgMembers
-	} else if !e.scanned {
+	ms, ok := e.CheckedMembers(inMessage)
+	if !ok {
 		return nil, false
 	}
 	for i := range ms {
@@ -66,6 +61,18 @@ func (e *Event) CheckedMember(inMessage bool, key string) (v []byte, ok bool) {
 		}
 	}
 	return nil, true
+}
+
+// CheckedMembers returns the members of data, or of data.message when
+// inMessage is set, as the line's check kept them (what rawjson.Members
+// of those bytes gives, but for the offsets, which count from the line's
+// start), valid until the reader's or checker's next line; ok is false
+// when they were not kept (data or data.message is not an object).
+func (e *Event) CheckedMembers(inMessage bool) (ms []rawjson.Member, ok bool) {
+	if inMessage {
+		return e.msgMembers, e.msgScanned
+	}
+	return e.dataMembers, e.scanned
 }
 
 // Clone returns a copy that does not share memory with the reader's buffers.

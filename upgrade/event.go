@@ -21,6 +21,30 @@ type event struct {
 	// chunk is set on assistant/chunk events expanded from a v0/v1 packed
 	// row: the delta is kept unencoded, since the v1→v2 stage consumes it.
 	chunk *chunkDelta
+	// srcData and srcMsg are the source row's data and data.message as
+	// the source reader checked them, and dataMembers and msgMembers
+	// their members as it kept them (nil: not kept); valid while the row
+	// is (see Reader.decode). parse uses them for those very bytes.
+	srcData, srcMsg         []byte
+	dataMembers, msgMembers []member
+}
+
+// parse is parseObject(b), from the members the source reader kept when
+// b is the row's data or data.message as it was read: a stage that has
+// not replaced them need not scan them again.
+func (e *event) parse(b []byte) (*object, error) {
+	switch {
+	case e.dataMembers != nil && sameBytes(b, e.srcData):
+		return &object{m: append(make([]member, 0, len(e.dataMembers)+2), e.dataMembers...)}, nil
+	case e.msgMembers != nil && sameBytes(b, e.srcMsg):
+		return &object{m: append(make([]member, 0, len(e.msgMembers)+2), e.msgMembers...)}, nil
+	}
+	return parseObject(b)
+}
+
+// sameBytes reports whether a and b are the same bytes in memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
 }
 
 // surfaceOp is a surface event's operation, whatever its spelling in the

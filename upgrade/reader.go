@@ -248,6 +248,22 @@ func (r *Reader) decode(ce *convlog.Event) ([]*event, error) {
 		data = bytes.Clone(data)
 	}
 	e := &event{typ: ce.Type, seq: ce.Seq, time: ce.Time, data: data, ignorable: ce.Ignorable}
+	if v >= 2 {
+		// The members the reader kept as it checked the row, for the
+		// stages that read data or data.message as it is.
+		if dm, ok := ce.CheckedMembers(false); ok {
+			e.srcData, e.dataMembers = ce.Data, dm
+			if mm, ok := ce.CheckedMembers(true); ok {
+				e.msgMembers = mm
+				for _, m := range dm {
+					if string(m.Key) == "message" {
+						e.srcMsg = m.Value
+						break
+					}
+				}
+			}
+		}
+	}
 	if v >= 3 {
 		if ce.SurfaceOp != nil {
 			e.op = &surfaceOp{replace: ce.SurfaceOp.Replace, start: ce.SurfaceOp.StartSeq, end: ce.SurfaceOp.EndSeq}

@@ -138,7 +138,7 @@ func (s *v3v4) rewrite(e *event) error {
 	default:
 		return nil
 	}
-	d, err := parseObject(e.payload())
+	d, err := e.parse(e.payload())
 	if err != nil {
 		return corrupt("%s: data must be an object", subject)
 	}
@@ -238,7 +238,7 @@ func (s *v3v4) rewrite(e *event) error {
 // lift (on tool/result), the content tags. It returns nil when nothing
 // changed.
 func (s *v3v4) message(e *event, msg []byte, subject string) ([]byte, error) {
-	o, err := parseObject(msg)
+	o, err := e.parse(msg)
 	if err != nil {
 		return nil, corrupt("%s: message must be an object", subject)
 	}
@@ -289,7 +289,7 @@ func (s *v3v4) message(e *event, msg []byte, subject string) ([]byte, error) {
 // false for every other case and for any error: message then does the
 // work, and words the error.
 func liftedData(e *event, d *object, msg []byte, subject string) (data []byte, ok bool) {
-	o, err := parseObject(msg)
+	o, err := e.parse(msg)
 	if err != nil {
 		return nil, false
 	}
