@@ -79,6 +79,10 @@ type Options struct {
 	// name it in place of the store's own directory. Restore reindexes a
 	// store in a staging directory that then becomes ReportAs.
 	ReportAs string
+	// Prereads are session logs read already by the caller: each is
+	// indexed from what that read found while it stands for the log (see
+	// Preread), not read again. nil: every log is read.
+	Prereads Prereads
 }
 
 // EventKind says what an Event reports.
@@ -690,7 +694,7 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 				}
 				if b == nil {
 					b = readConversationWith(ctx, convs[i], readEnv{present: func(id string) bool { return present[id] },
-						withText: !opts.NoText, machine: opts.Machine})
+						withText: !opts.NoText, machine: opts.Machine, prereads: opts.Prereads})
 				}
 				mu.Lock()
 				held += b.textBytes()
@@ -760,6 +764,8 @@ type readEnv struct {
 	withText bool
 	// machine checks whether it will open here.
 	machine *machine.Machine
+	// prereads are session logs read already (see Preread).
+	prereads Prereads
 }
 
 // readConversationWith is readConversation that stops when ctx is done
@@ -819,6 +825,15 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 		sess := index.Session{ID: l.ID, File: filepath.Base(l.Path), FormatVersion: l.Current.Version}
 		if si := info.Session(l.ID); si != nil {
 			sess.Agent, sess.Model, sess.ParentSession = si.Agent, si.Model, si.ParentSession
+		}
+		if pr, msgs, ok := env.preread(l.Path); ok {
+			if sess.ParentSession == "" {
+				sess.ParentSession = pr.Parent
+			}
+			sess.Events, sess.Bytes = pr.Events, pr.Bytes
+			conv.Sessions = append(conv.Sessions, sess)
+			b.msgs = append(b.msgs, msgs...)
+			continue
 		}
 		msgs, st, h, err := readSession(ctx, l.Path, l.ID, env.withText)
 		if err != nil && ctx.Err() != nil {

@@ -20,6 +20,8 @@ type UpdateOptions struct {
 	// working directory and fork sources are checked, its agents and
 	// models are not), as Options.Machine does for Run.
 	Machine *machine.Machine
+	// Prereads are session logs read already, as Options.Prereads.
+	Prereads Prereads
 }
 
 // Update brings one conversation's rows in db up to date with its logs:
@@ -49,7 +51,7 @@ func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, op
 		_, err = os.Lstat(p)
 		return err == nil
 	}
-	b := readConversationWith(ctx, c, readEnv{present: present, withText: true, machine: opts.Machine})
+	b := readConversationWith(ctx, c, readEnv{present: present, withText: true, machine: opts.Machine, prereads: opts.Prereads})
 	if b.err != nil {
 		return b.err
 	}

@@ -266,6 +266,9 @@ type importer struct {
 	st    *store.Store
 	// staged is the store extracted from the archive, in staging.
 	staged *store.Store
+	// checks are the strict reads of the extracted logs, which the index
+	// is built from.
+	checks *logChecks
 	now    time.Time
 }
 
@@ -357,6 +360,11 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 	}
 	imp.stage = stage
 	defer stage.Remove()
+	defer func() {
+		if imp.checks != nil {
+			imp.checks.spool.close()
+		}
+	}()
 
 	// 1. Verify.
 	if err := imp.extractAndVerify(ctx, r); err != nil {
@@ -692,7 +700,7 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 			continue
 		}
 		seen[id] = true
-		if err := reindex.Update(ctx, db, imp.st, id, reindex.UpdateOptions{Machine: imp.mach}); err != nil {
+		if err := reindex.Update(ctx, db, imp.st, id, reindex.UpdateOptions{Machine: imp.mach, Prereads: imp.prereads()}); err != nil {
 			fail(err)
 			return
 		}
@@ -707,7 +715,7 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 // buildIndex builds metadata.db from the store's logs (reindex.Run). What
 // the build skipped is a warning.
 func (imp *importer) buildIndex(ctx context.Context, fail func(error)) {
-	rr, err := reindex.Run(ctx, imp.st, reindex.Options{Jobs: imp.opts.Jobs, Machine: imp.mach})
+	rr, err := reindex.Run(ctx, imp.st, reindex.Options{Jobs: imp.opts.Jobs, Machine: imp.mach, Prereads: imp.prereads()})
 	if err != nil {
 		fail(err)
 		return
@@ -716,6 +724,23 @@ func (imp *importer) buildIndex(ctx context.Context, fail func(error)) {
 	if n := len(rr.Skipped); n > 0 {
 		imp.warn(fmt.Sprintf("metadata.db was built, but %d item(s) of the store were skipped, as reindex skips them; the first: %s: %s",
 			n, rr.Skipped[0].Path, rr.Skipped[0].Reason))
+	}
+}
+
+// prereads looks up the strict read of a log placed in the store by its
+// path there: the archive's entry name is its path relative to the data
+// directory.
+func (imp *importer) prereads() reindex.Prereads {
+	if imp.checks == nil || imp.checks.spool == nil {
+		return nil
+	}
+	root := imp.st.DataDir()
+	return func(p string) *reindex.Preread {
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return nil
+		}
+		return imp.checks.preread(filepath.ToSlash(rel))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
 
@@ -50,6 +51,16 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 	// Jobs readers beside the extraction (which waits for a free one); what
 	// each found is compared with the manifest, which comes last, below.
 	checks := newLogChecks(ctx, imp.opts.Jobs)
+	imp.checks = checks
+	if !imp.opts.DryRun {
+		// The index is built from these reads (reindex.Preread): no log
+		// is read a second time for it. A dry run writes no index.
+		spool, err := newMsgSpool(imp.stage.Dir())
+		if err != nil {
+			return err
+		}
+		checks.spool = spool
+	}
 	ents, err := archive.Extract(ctx, r, imp.stage.Tree(), archive.ExtractOptions{
 		ReaderOptions: archive.ReaderOptions{Limits: imp.opts.Limits, CheckName: checkExportName, Archive: imp.opts.Archive},
 		Sync:          !imp.opts.DryRun,
@@ -199,6 +210,9 @@ type logChecks struct {
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	read map[string]*logRead // by entry name
+	// spool, when set, keeps the message text of each session log read
+	// for the index, which is then built from the reads.
+	spool *msgSpool
 }
 
 // logRead is what the strict read of one extracted log found.
@@ -206,6 +220,9 @@ type logRead struct {
 	events int64
 	stats  convlog.Stats
 	err    error
+	// pre is what indexing the log takes from it (a session log whose
+	// read the index's rules accepted, when indexing), nil otherwise.
+	pre *reindex.Preread
 }
 
 func newLogChecks(ctx context.Context, jobs int) *logChecks {
@@ -231,8 +248,27 @@ func (c *logChecks) start(e archive.Extracted, p string) {
 			lr.err = err
 			return
 		}
-		lr.events, lr.stats, lr.err = readLog(p, e.Name)
+		var pre *reindex.Preread
+		lr.events, lr.stats, pre, lr.err = readLog(p, e.Name, c.spool != nil)
+		if pre != nil && lr.err == nil {
+			// The text goes to the spool; without it, the log is read
+			// again for the index.
+			if load, err := c.spool.put(pre.Msgs); err == nil {
+				pre.Msgs, pre.Load = nil, load
+				lr.pre = pre
+			}
+		}
 	}()
+}
+
+// preread is the Preread of the log of entry name, nil when there is none.
+func (c *logChecks) preread(name string) *reindex.Preread {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if lr := c.read[name]; lr != nil {
+		return lr.pre
+	}
+	return nil
 }
 
 // wait waits for every read started.
@@ -267,28 +303,45 @@ func (c *logChecks) result(name string, l store.Log, f *File) error {
 
 // readLog reads the extracted log at p, the entry name, strictly to its
 // end (the store's opener: the header must name the log) and counts its
-// events.
-func readLog(p, name string) (int64, convlog.Stats, error) {
+// events. With index, a session log's read also collects what indexing it
+// takes (reindex.SessionIndexer).
+func readLog(p, name string, index bool) (int64, convlog.Stats, *reindex.Preread, error) {
+	var x *reindex.SessionIndexer
+	if index {
+		if typ, id, err := store.LogIdentity(p); err == nil && typ == convlog.SessionLog {
+			x = reindex.NewSessionIndexer(p, id)
+		}
+	}
 	r, err := store.OpenLog(p, convlog.ReaderOptions{})
 	var ie *convlog.IdentityError
 	if errors.As(err, &ie) {
 		// Named as the archive names it, not by its staging path.
-		return 0, convlog.Stats{}, fmt.Errorf("%s: %s", name, ie.Msg)
+		return 0, convlog.Stats{}, nil, fmt.Errorf("%s: %s", name, ie.Msg)
 	}
 	if err != nil {
-		return 0, convlog.Stats{}, err
+		return 0, convlog.Stats{}, nil, err
 	}
 	defer r.Close()
+	if x != nil {
+		x.Begin(r)
+	}
 	var events int64
 	for {
-		_, err := r.Next()
+		e, err := r.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return 0, convlog.Stats{}, err
+			return 0, convlog.Stats{}, nil, err
+		}
+		if x != nil {
+			x.Add(e)
 		}
 		events++
 	}
-	return events, r.Stats(), nil
+	var pre *reindex.Preread
+	if x != nil {
+		pre = x.Finish(r)
+	}
+	return events, r.Stats(), pre, nil
 }

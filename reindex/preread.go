@@ -1,0 +1,129 @@
+package reindex
+
+import (
+	"bytes"
+	"os"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/index"
+)
+
+// A Preread is what indexing one session log takes from it (its stats,
+// its parent session, the text of its messages), found by a strict read
+// another job did anyway (import reads every log it extracts), so that the
+// index is built without reading the log again. It stands for the log
+// only while the log has the stat identity it had before that read (the
+// fingerprint's: name, size, modification and change time, device,
+// inode); Run and Update read a log whose identity changed, or for which
+// there is no Preread, as they read any other. A log the index's rules
+// refuse has none: it is read again, and the skip and its reason are
+// those of any reindex.
+type Preread struct {
+	ident  []byte
+	Events int64
+	Bytes  int64
+	Parent string
+	// Msgs are the session's user and assistant messages with text, as
+	// Run indexes them (clipped to MaxIndexedText); Load, when set, gives
+	// them instead (a caller that keeps them elsewhere than in memory).
+	Msgs []index.Message
+	Load func() ([]index.Message, error)
+}
+
+// Prereads looks up the Preread of the session log at path, the path
+// Run finds it at in the store; nil when there is none.
+type Prereads func(path string) *Preread
+
+// SessionIndexer collects a session log's Preread from the events of a
+// strict read, as Run's own read of the log would: call Begin once the log
+// is open, Add with every event the reader returns, and Finish once it
+// returned io.EOF.
+type SessionIndexer struct {
+	sessionID string
+	ident     []byte
+	rules     *convlog.Validator
+	msgs      []index.Message
+	refused   bool
+}
+
+// NewSessionIndexer starts the Preread of the session log at path, whose
+// session is sessionID. It takes the log's identity, so it must be called
+// before the log is opened.
+func NewSessionIndexer(path, sessionID string) *SessionIndexer {
+	return &SessionIndexer{sessionID: sessionID, ident: identity(path)}
+}
+
+// Begin takes the rules from the log's header.
+func (x *SessionIndexer) Begin(r *convlog.Reader) {
+	x.rules = convlog.NewValidator(r.Header(), nil)
+}
+
+// Add takes one event. After an event the rules refuse, nothing more is
+// collected and Finish gives no Preread.
+func (x *SessionIndexer) Add(e *convlog.Event) {
+	if x.refused || x.rules == nil {
+		x.refused = true
+		return
+	}
+	if err := x.rules.Check(e); err != nil {
+		x.refused, x.msgs = true, nil
+		return
+	}
+	if e.Type != convlog.TypeUserMessage && e.Type != convlog.TypeAssistantMessage {
+		return
+	}
+	raw := x.rules.Message()
+	if raw == nil {
+		return
+	}
+	role, text := convlog.MessageText(raw)
+	if text == "" {
+		return
+	}
+	x.msgs = append(x.msgs, index.Message{SessionID: x.sessionID, Seq: e.Seq, Role: role, Text: clip(text, MaxIndexedText)})
+}
+
+// Finish ends the read of r: the log's Preread, or nil when the rules
+// refused it (Run's own read then finds why).
+func (x *SessionIndexer) Finish(r *convlog.Reader) *Preread {
+	if x.refused || x.rules == nil || x.rules.Finish() != nil || x.ident == nil {
+		return nil
+	}
+	st := r.Stats()
+	return &Preread{ident: x.ident, Events: st.Events, Bytes: st.FileBytes, Parent: r.Header().ParentSession, Msgs: x.msgs}
+}
+
+// identity is the log's line of the fingerprint, nil when it cannot be
+// stated.
+func identity(path string) []byte {
+	if _, err := os.Lstat(path); err != nil {
+		return nil
+	}
+	var b bytes.Buffer
+	fingerprint(&b, path)
+	return b.Bytes()
+}
+
+// preread is the Preread of the session log at path that still stands for
+// it, with its messages; ok false when the log is to be read.
+func (env readEnv) preread(path string) (pr *Preread, msgs []index.Message, ok bool) {
+	if env.prereads == nil {
+		return nil, nil, false
+	}
+	pr = env.prereads(path)
+	if pr == nil || pr.ident == nil || !bytes.Equal(pr.ident, identity(path)) {
+		return nil, nil, false
+	}
+	msgs = pr.Msgs
+	if pr.Load != nil {
+		m, err := pr.Load()
+		if err != nil {
+			return nil, nil, false
+		}
+		msgs = m
+	}
+	if !env.withText {
+		msgs = nil
+	}
+	return pr, msgs, true
+}

@@ -1,0 +1,183 @@
+package transfer
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/convkit/convkit/machine"
+	"github.com/convkit/convkit/reindex"
+	"github.com/convkit/convkit/store"
+)
+
+// TestImportIndexIsARebuild: the index an import builds, or updates, from
+// the strict reads of the extraction, without reading the logs again, is
+// exactly the index a rebuild writes (every row, the search text
+// included), with a working directory mapped (a conversation log changed
+// after its read) and without; reindex --check finds no difference.
+func TestImportIndexIsARebuild(t *testing.T) {
+	a, rep := fixtureStore(t, 9)
+	var ids []string
+	sessions := 0
+	for _, c := range exportable(rep) {
+		ids = append(ids, c.ID)
+	}
+	arch, _ := exportTo(t, a, ids...)
+	cfg := writeConfig(t, allAgents, allModels)
+
+	// Into an empty store: the index is built.
+	b := filepath.Join(t.TempDir(), "B")
+	before := prereadsTaken.Load()
+	ir, err := importFile(t, arch, b, ImportOptions{ConfigPath: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ir.Index != "built" || ir.Counts.Imported != len(ids) {
+		t.Fatalf("index %q, counts %+v", ir.Index, ir.Counts)
+	}
+	tree, err := reader(t, b).Walk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range tree.Conversations {
+		for _, l := range c.Logs {
+			if !l.IsConversationLog {
+				sessions++
+			}
+		}
+	}
+	if got := prereadsTaken.Load() - before; got != int64(sessions) || sessions == 0 {
+		t.Fatalf("%d of %d session logs indexed from the extraction's reads", got, sessions)
+	}
+	sameAsRebuild(t, b, cfg)
+
+	// Into a store with an index, a working directory mapped: the rows
+	// are updated.
+	c, _ := fixtureStore(t, 13)
+	rebuild(t, c, cfg)
+	cwd := ir.Conversations[0].Cwd
+	before = prereadsTaken.Load()
+	ir, err = importFile(t, arch, c, ImportOptions{ConfigPath: cfg, OnConflict: ConflictReplace, MapCwd: []CwdMapping{{From: cwd, To: "/srv/elsewhere"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ir.Index != "updated" || ir.Counts.CwdMapped == 0 {
+		t.Fatalf("index %q, counts %+v", ir.Index, ir.Counts)
+	}
+	if prereadsTaken.Load() == before {
+		t.Fatal("the update read every log again")
+	}
+	sameAsRebuild(t, c, cfg)
+}
+
+// sameAsRebuild checks that the index of the store in dir is what a
+// rebuild writes, and that reindex --check agrees.
+func sameAsRebuild(t *testing.T, dir, cfg string) {
+	t.Helper()
+	m := loadMachine(t, cfg)
+	cr, err := reindex.Check(context.Background(), reader(t, dir), reindex.Options{Machine: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cr.Drift() {
+		t.Fatalf("check after the import: %s %+v", cr.IndexProblem, cr.Differences)
+	}
+	got := dumpIndex(t, store.IndexPath(dir))
+	rebuild(t, dir, cfg)
+	want := dumpIndex(t, store.IndexPath(dir))
+	if !slices.Equal(got, want) {
+		for i := range max(len(got), len(want)) {
+			g, w := "", ""
+			if i < len(got) {
+				g = got[i]
+			}
+			if i < len(want) {
+				w = want[i]
+			}
+			if g != w {
+				t.Fatalf("the imported index differs from the rebuild at row %d of %d/%d:\nimport  %.300s\nrebuild %.300s", i, len(got), len(want), g, w)
+			}
+		}
+	}
+}
+
+func rebuild(t *testing.T, dir, cfg string) {
+	t.Helper()
+	s, err := store.Open(context.Background(), dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := reindex.Run(context.Background(), s, reindex.Options{Machine: loadMachine(t, cfg)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dumpIndex is every row of every table of the index at path, sorted.
+func dumpIndex(t *testing.T, path string) []string {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var out []string
+	for _, q := range []string{
+		"SELECT 'conversation', * FROM conversations",
+		"SELECT 'session', * FROM sessions",
+		"SELECT 'turn', * FROM turns",
+		"SELECT 'skipped', * FROM skipped",
+		`SELECT 'message', r.conversation_id, m.conversation_id, m.session_id, m.seq, m.role, m.text
+			FROM message_rows r JOIN messages m ON m.rowid = r.fts_rowid`,
+		"SELECT 'orphan message', rowid FROM messages WHERE rowid NOT IN (SELECT fts_rowid FROM message_rows)",
+	} {
+		rows, err := db.Query(q)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			for i, v := range vals {
+				if i > 0 {
+					b.WriteString(" | ")
+				}
+				if raw, ok := v.([]byte); ok {
+					v = string(raw)
+				}
+				fmt.Fprint(&b, v)
+			}
+			out = append(out, b.String())
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+	}
+	slices.Sort(out)
+	if len(out) == 0 {
+		t.Fatalf("%s is empty", path)
+	}
+	return out
+}
+
+func loadMachine(t *testing.T, cfg string) *machine.Machine {
+	t.Helper()
+	m, _, err := machine.Load(cfg, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
