@@ -84,7 +84,8 @@ func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
 	for b := range storeLogs {
 		bases[b] = true
 	}
-	for b := range sc.logs {
+	archLogs := sc.logsByBase()
+	for b := range archLogs {
 		bases[b] = true
 	}
 	order := make([]string, 0, len(bases))
@@ -101,7 +102,7 @@ func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
 	var behind, ahead []string // logs that make the store's copy behind, ahead
 	for _, b := range order {
 		sl, inStore := storeLogs[b]
-		al, inArchive := sc.logs[b]
+		al, inArchive := archLogs[b]
 		switch {
 		case !inStore:
 			behind = append(behind, fmt.Sprintf("%s is only in the archive", al.Current))

@@ -418,6 +418,9 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 	if err != nil {
 		return res, err
 	}
+	// What was kept of the archive for the plan is not needed by the
+	// index: it goes before the index is written.
+	imp.convs, imp.byID, imp.m, imp.staged = nil, nil, nil, nil
 	imp.updateIndex(ctx, changed)
 	return res, nil
 }

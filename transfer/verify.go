@@ -22,9 +22,38 @@ type stagedConv struct {
 	id   string
 	m    *Conversation
 	dir  store.ConversationDir
+	// info is what planning needs of its conversation log's replay (see
+	// planInfo).
 	info *store.ConversationInfo
-	// logs by base: the one generation the archive holds.
-	logs map[string]store.Log
+}
+
+// log is the archived log of base (the one generation the archive holds).
+func (sc *stagedConv) log(base string) (store.Log, bool) {
+	for _, l := range sc.dir.Logs {
+		if l.Base == base {
+			return l, true
+		}
+	}
+	return store.Log{}, false
+}
+
+// logsByBase are the archived logs by base.
+func (sc *stagedConv) logsByBase() map[string]store.Log {
+	m := make(map[string]store.Log, len(sc.dir.Logs))
+	for _, l := range sc.dir.Logs {
+		m[l.Base] = l
+	}
+	return m
+}
+
+// planInfo is the part of a conversation log's replay that planning and
+// checking an import read (machine.NeedsOf, store.Dependencies, the
+// title): an import holds one per archived conversation until it is
+// placed, so not its sessions and turns.
+func planInfo(info *store.ConversationInfo) *store.ConversationInfo {
+	return &store.ConversationInfo{ID: info.ID, Title: info.Title, TitleIsAuto: info.TitleIsAuto, Cwd: info.Cwd,
+		Agents: info.Agents, Models: info.Models, ForkedFrom: info.ForkedFrom, AfterCompaction: info.AfterCompaction,
+		Inherited: info.Inherited, Archived: info.Archived}
 }
 
 // checkExportName accepts the names of an export archive: MANIFEST.json
@@ -132,14 +161,13 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 		if !ok {
 			return imp.verr(nil, "conversation %s is in the manifest but has no log in the archive", display.Quote(mc.ID))
 		}
-		sc := &stagedConv{id: mc.ID, m: mc, dir: c, logs: map[string]store.Log{}}
+		sc := &stagedConv{id: mc.ID, m: mc, dir: c}
 		for _, l := range c.Logs {
 			if len(l.Generations) != 1 {
 				return imp.verr(nil, "conversation %s: %d generations of log %s (an export holds the current one only)", display.Quote(mc.ID), len(l.Generations), l.Base)
 			}
-			sc.logs[l.Base] = l
 		}
-		if _, ok := sc.logs[store.ConversationLogBase]; !ok {
+		if _, ok := sc.log(store.ConversationLogBase); !ok {
 			return imp.verr(nil, "conversation %s has no conversation log in the archive", display.Quote(mc.ID))
 		}
 		imp.byID[mc.ID] = sc
@@ -170,14 +198,18 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// Only what the index takes of the reads is kept, and of the manifest
+	// its conversations.
+	checks.keepPrereads()
+	m.Files = nil
 
 	// Each conversation log replayed, and compared with the manifest.
 	for _, sc := range imp.convs {
-		info, err := store.ReadConversationFile(sc.logs[store.ConversationLogBase].Path)
+		cl, _ := sc.log(store.ConversationLogBase)
+		info, err := store.ReadConversationFile(cl.Path)
 		if err != nil {
 			return imp.verr(err, "conversation %s", display.Quote(sc.id))
 		}
-		sc.info = info
 		mc := sc.m
 		switch {
 		case info.Deleting:
@@ -194,10 +226,11 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 			if err != nil {
 				return imp.verr(err, "conversation %s: session %s", display.Quote(sc.id), display.Quote(s.ID))
 			}
-			if _, ok := sc.logs[base]; !ok {
+			if _, ok := sc.log(base); !ok {
 				return imp.verr(nil, "conversation %s: session %s has no log in the archive", display.Quote(sc.id), display.Quote(s.ID))
 			}
 		}
+		sc.info = planInfo(info)
 	}
 	return nil
 }
@@ -213,6 +246,9 @@ type logChecks struct {
 	// spool, when set, keeps the message text of each session log read
 	// for the index, which is then built from the reads.
 	spool *msgSpool
+	// pre are the Prereads by entry name, once the reads were checked
+	// (keepPrereads).
+	pre map[string]*reindex.Preread
 }
 
 // logRead is what the strict read of one extracted log found.
@@ -261,14 +297,25 @@ func (c *logChecks) start(e archive.Extracted, p string) {
 	}()
 }
 
+// keepPrereads drops what the reads found but their Prereads, once every
+// read was compared with the manifest.
+func (c *logChecks) keepPrereads() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pre = make(map[string]*reindex.Preread, len(c.read))
+	for name, lr := range c.read {
+		if lr.pre != nil {
+			c.pre[name] = lr.pre
+		}
+	}
+	c.read = nil
+}
+
 // preread is the Preread of the log of entry name, nil when there is none.
 func (c *logChecks) preread(name string) *reindex.Preread {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if lr := c.read[name]; lr != nil {
-		return lr.pre
-	}
-	return nil
+	return c.pre[name]
 }
 
 // wait waits for every read started.
