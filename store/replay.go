@@ -272,12 +272,10 @@ func replayFile(path string) (*convState, error) {
 // replay replays the conversation log r reads, and closes r.
 func replay(r *convlog.Reader, path string) (*convState, error) {
 	defer r.Close()
-	h := r.Header()
-	if h.Type != convlog.ConversationLog {
-		// A session log's file name: OpenLog checked it as one.
-		return nil, fmt.Errorf("%s: not a conversation log (header type %s)", path, display.Quote(h.Type))
+	p := NewReplayer(r, path)
+	if p.err != nil {
+		return nil, p.err
 	}
-	st := newConvState(h, path)
 	for {
 		e, err := r.Next()
 		if err == io.EOF {
@@ -286,14 +284,14 @@ func replay(r *convlog.Reader, path string) (*convState, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := st.apply(e); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+		if p.Add(e); p.err != nil {
+			return nil, p.err
 		}
 	}
-	stats := r.Stats()
-	st.info.TornTail = stats.TornTail
-	st.info.LogBytes, st.info.LogModTime = stats.FileBytes, r.ModTime()
-	return st, nil
+	if _, err := p.Finish(r); err != nil {
+		return nil, err
+	}
+	return p.st, nil
 }
 
 // currentGeneration finds the highest generation of base in dir (ties: the

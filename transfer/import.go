@@ -536,6 +536,10 @@ func (imp *importer) placeAll() error {
 			os.Remove(replaced) // only when empty
 		}
 	}()
+	// A new conversation's rename is made durable with the next fsync of
+	// conversations/: an update's or a replace's, or the one after the
+	// last; until then a crash loses only renames the rerun makes again.
+	unsynced := false
 	for i := range imp.res.Conversations {
 		p := &imp.res.Conversations[i]
 		switch p.Action {
@@ -546,6 +550,10 @@ func (imp *importer) placeAll() error {
 		if err := imp.place(p, convDir, replaced); err != nil {
 			return fmt.Errorf("conversation %s: %w", display.Quote(p.ID), err)
 		}
+		unsynced = p.Action == ActionImport
+	}
+	if unsynced {
+		return durable.SyncDir(convDir)
 	}
 	return nil
 }
@@ -590,11 +598,11 @@ func (imp *importer) place(p *ConversationPlan, convDir, replaced string) error 
 		}
 		return fmt.Errorf("put the imported copy in place: %w", err)
 	}
+	if aside == "" {
+		return nil // a new conversation: placeAll fsyncs conversations/
+	}
 	if err := durable.SyncDir(convDir); err != nil {
 		return err
-	}
-	if aside == "" {
-		return nil
 	}
 	if p.Action == ActionUpdate && !p.keepAside {
 		// Every byte of the old copy is in the new one. It goes into the

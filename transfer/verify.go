@@ -19,9 +19,9 @@ import (
 
 // stagedConv is one conversation of the archive, extracted and verified.
 type stagedConv struct {
-	id   string
-	m    *Conversation
-	dir  store.ConversationDir
+	id  string
+	m   *Conversation
+	dir store.ConversationDir
 	// info is what planning needs of its conversation log's replay (see
 	// planInfo).
 	info *store.ConversationInfo
@@ -44,6 +44,19 @@ func (sc *stagedConv) logsByBase() map[string]store.Log {
 		m[l.Base] = l
 	}
 	return m
+}
+
+// verifyInfo is the part of a conversation log's replay that verifying
+// an import reads: planInfo's, whether it is being deleted, and its
+// sessions' ids.
+func verifyInfo(info *store.ConversationInfo) *store.ConversationInfo {
+	v := planInfo(info)
+	v.Deleting = info.Deleting
+	v.Sessions = make([]store.SessionInfo, len(info.Sessions))
+	for i, s := range info.Sessions {
+		v.Sessions[i].ID = s.ID
+	}
+	return v
 }
 
 // planInfo is the part of a conversation log's replay that planning and
@@ -198,15 +211,13 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// Only what the index takes of the reads is kept, and of the manifest
-	// its conversations.
-	checks.keepPrereads()
-	m.Files = nil
+	m.Files = nil // compared: of the manifest, its conversations are kept
 
-	// Each conversation log replayed, and compared with the manifest.
+	// Each conversation log, as replayed by its read, compared with the
+	// manifest.
 	for _, sc := range imp.convs {
 		cl, _ := sc.log(store.ConversationLogBase)
-		info, err := store.ReadConversationFile(cl.Path)
+		info, err := checks.replayed(path.Join(store.ConversationsDirName, sc.dir.Name, cl.Current.String()))
 		if err != nil {
 			return imp.verr(err, "conversation %s", display.Quote(sc.id))
 		}
@@ -232,6 +243,8 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 		}
 		sc.info = planInfo(info)
 	}
+	// Only what the index takes of the reads is kept.
+	checks.keepPrereads()
 	return nil
 }
 
@@ -259,6 +272,10 @@ type logRead struct {
 	// pre is what indexing the log takes from it (a session log whose
 	// read the index's rules accepted, when indexing), nil otherwise.
 	pre *reindex.Preread
+	// info and replayErr are the replay of a conversation log (what
+	// verifyInfo keeps of it).
+	info      *store.ConversationInfo
+	replayErr error
 }
 
 func newLogChecks(ctx context.Context, jobs int) *logChecks {
@@ -285,7 +302,7 @@ func (c *logChecks) start(e archive.Extracted, p string) {
 			return
 		}
 		var pre *reindex.Preread
-		lr.events, lr.stats, pre, lr.err = readLog(p, e.Name, c.spool != nil)
+		lr.events, lr.stats, pre, lr.info, lr.replayErr, lr.err = readLog(p, e.Name, c.spool != nil)
 		if pre != nil && lr.err == nil {
 			// The text goes to the spool; without it, the log is read
 			// again for the index.
@@ -295,6 +312,23 @@ func (c *logChecks) start(e archive.Extracted, p string) {
 			}
 		}
 	}()
+}
+
+// replayed is the replay of the conversation log of entry name by its
+// read.
+func (c *logChecks) replayed(name string) (*store.ConversationInfo, error) {
+	c.mu.Lock()
+	lr := c.read[name]
+	c.mu.Unlock()
+	switch {
+	case lr == nil: // cannot happen: every log was read
+		return nil, fmt.Errorf("%s was not read", name)
+	case lr.replayErr != nil:
+		return nil, lr.replayErr
+	case lr.info == nil: // cannot happen: its name makes it a conversation log
+		return nil, fmt.Errorf("%s is not a conversation log", name)
+	}
+	return lr.info, nil
 }
 
 // keepPrereads drops what the reads found but their Prereads, once every
@@ -350,45 +384,56 @@ func (c *logChecks) result(name string, l store.Log, f *File) error {
 
 // readLog reads the extracted log at p, the entry name, strictly to its
 // end (the store's opener: the header must name the log) and counts its
-// events. With index, a session log's read also collects what indexing it
-// takes (reindex.SessionIndexer).
-func readLog(p, name string, index bool) (int64, convlog.Stats, *reindex.Preread, error) {
+// events. A conversation log is replayed from the same read
+// (store.Replayer: info, or replayErr). With index, a session log's read
+// also collects what indexing it takes (reindex.SessionIndexer).
+func readLog(p, name string, index bool) (events int64, stats convlog.Stats, pre *reindex.Preread,
+	info *store.ConversationInfo, replayErr error, err error) {
+	typ, id, idErr := store.LogIdentity(p)
 	var x *reindex.SessionIndexer
-	if index {
-		if typ, id, err := store.LogIdentity(p); err == nil && typ == convlog.SessionLog {
-			x = reindex.NewSessionIndexer(p, id)
-		}
+	if index && idErr == nil && typ == convlog.SessionLog {
+		x = reindex.NewSessionIndexer(p, id)
 	}
 	r, err := store.OpenLog(p, convlog.ReaderOptions{})
 	var ie *convlog.IdentityError
 	if errors.As(err, &ie) {
 		// Named as the archive names it, not by its staging path.
-		return 0, convlog.Stats{}, nil, fmt.Errorf("%s: %s", name, ie.Msg)
+		return 0, convlog.Stats{}, nil, nil, nil, fmt.Errorf("%s: %s", name, ie.Msg)
 	}
 	if err != nil {
-		return 0, convlog.Stats{}, nil, err
+		return 0, convlog.Stats{}, nil, nil, nil, err
 	}
 	defer r.Close()
+	var rp *store.Replayer
+	if idErr == nil && typ == convlog.ConversationLog {
+		rp = store.NewReplayer(r, p)
+	}
 	if x != nil {
 		x.Begin(r)
 	}
-	var events int64
 	for {
 		e, err := r.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return 0, convlog.Stats{}, nil, err
+			return 0, convlog.Stats{}, nil, nil, nil, err
 		}
 		if x != nil {
 			x.Add(e)
 		}
+		if rp != nil {
+			rp.Add(e)
+		}
 		events++
 	}
-	var pre *reindex.Preread
 	if x != nil {
 		pre = x.Finish(r)
 	}
-	return events, r.Stats(), pre, nil
+	if rp != nil {
+		if info, replayErr = rp.Finish(r); info != nil {
+			info = verifyInfo(info)
+		}
+	}
+	return events, r.Stats(), pre, info, replayErr, nil
 }
