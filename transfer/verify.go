@@ -123,22 +123,17 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 	}
 	// The manifest, last, and every checksum, both ways: the first
 	// disagreement refuses the archive.
-	m := &Manifest{}
-	mismatches, err := manifestFormat.Verify(imp.opts.Archive, imp.stage.Tree(), ents, m)
+	vm, mismatches, err := verifyManifest(imp.opts.Archive, imp.stage.Tree(), ents)
 	if err != nil {
 		return &VerifyError{Archive: imp.opts.Archive, Err: err}
 	}
 	if len(mismatches) > 0 {
 		return imp.verr(nil, "%s: %s", mismatches[0].Name, mismatches[0].Problem)
 	}
+	m := vm.m
 	imp.m = m
-	byName := map[string]*File{}
-	for i := range m.Files {
-		f := &m.Files[i]
-		byName[f.Name] = f
-		if f.Committed != f.Size {
-			return imp.verr(nil, "%s: the manifest says %d committed bytes of %d", f.Name, f.Committed, f.Size)
-		}
+	if vm.uncommitted != "" {
+		return imp.verr(nil, "%s", vm.uncommitted)
 	}
 
 	// The conversations: the manifest's and the archive's agree.
@@ -196,8 +191,8 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 	for _, sc := range imp.convs {
 		for _, l := range sc.dir.Logs {
 			name := path.Join(store.ConversationsDirName, sc.dir.Name, l.Current.String())
-			f := byName[name]
-			if f == nil { // cannot happen: every entry was matched
+			f, ok := vm.files[name]
+			if !ok { // cannot happen: every entry was matched
 				return imp.verr(nil, "%s is not in the manifest", name)
 			}
 			if err := checks.result(name, l, f); err != nil {
@@ -211,7 +206,7 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	m.Files = nil // compared: of the manifest, its conversations are kept
+	vm = nil // compared: of the manifest, its conversations are kept
 
 	// Each conversation log, as replayed by its read, compared with the
 	// manifest.
@@ -355,10 +350,10 @@ func (c *logChecks) preread(name string) *reindex.Preread {
 // wait waits for every read started.
 func (c *logChecks) wait() { c.wg.Wait() }
 
-// result compares what the read of the log l found with its manifest
-// entry f: every event read, no torn tail, the committed length its size,
+// result compares what the read of the log l found with what its
+// manifest entry f says: every event read, no torn tail, the committed length its size,
 // the header naming it.
-func (c *logChecks) result(name string, l store.Log, f *File) error {
+func (c *logChecks) result(name string, l store.Log, f fileCheck) error {
 	c.mu.Lock()
 	lr := c.read[name]
 	c.mu.Unlock()
@@ -371,13 +366,13 @@ func (c *logChecks) result(name string, l store.Log, f *File) error {
 	st := lr.stats
 	switch {
 	case st.TornTail:
-		return fmt.Errorf("%s: ends in a torn tail (%d bytes after byte %d); an export holds committed prefixes only", f.Name, st.TornBytes, st.CommittedBytes)
-	case st.CommittedBytes != f.Size:
-		return fmt.Errorf("%s: committed length %d, but the entry has %d bytes", f.Name, st.CommittedBytes, f.Size)
-	case lr.events != f.Events:
-		return fmt.Errorf("%s: %d events, the manifest says %d", f.Name, lr.events, f.Events)
-	case f.Version != l.Current.Version:
-		return fmt.Errorf("%s: the manifest says format v%d", f.Name, f.Version)
+		return fmt.Errorf("%s: ends in a torn tail (%d bytes after byte %d); an export holds committed prefixes only", name, st.TornBytes, st.CommittedBytes)
+	case st.CommittedBytes != f.size:
+		return fmt.Errorf("%s: committed length %d, but the entry has %d bytes", name, st.CommittedBytes, f.size)
+	case lr.events != f.events:
+		return fmt.Errorf("%s: %d events, the manifest says %d", name, lr.events, f.events)
+	case f.version != l.Current.Version:
+		return fmt.Errorf("%s: the manifest says format v%d", name, f.version)
 	}
 	return nil
 }
