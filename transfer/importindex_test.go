@@ -55,6 +55,19 @@ func TestImportIndexIsARebuild(t *testing.T) {
 	}
 	sameAsRebuild(t, b, cfg)
 
+	// The same with the message text spooled to a file almost whole.
+	defer func(n int) { spoolMemory = n }(spoolMemory)
+	spoolMemory = 2 << 10
+	b2 := filepath.Join(t.TempDir(), "B2")
+	before = prereadsTaken.Load()
+	if ir, err := importFile(t, arch, b2, ImportOptions{ConfigPath: cfg}); err != nil || ir.Index != "built" {
+		t.Fatalf("import with the text spooled: %v", err)
+	}
+	if got := prereadsTaken.Load() - before; got != int64(sessions) {
+		t.Fatalf("%d of %d session logs indexed from the extraction's reads, text spooled", got, sessions)
+	}
+	sameAsRebuild(t, b2, cfg)
+
 	// Into a store with an index, a working directory mapped: the rows
 	// are updated.
 	c, _ := fixtureStore(t, 13)

@@ -14,22 +14,49 @@ import (
 )
 
 // msgSpool keeps the message text the strict reads of an import collect
-// for the index (reindex.Preread) in one file of the staging directory,
-// outside the tree that becomes the store, so that memory does not grow
-// with the text of the archive. It goes with the staging directory.
+// for the index (reindex.Preread): up to spoolMemory bytes in memory, the
+// rest in one file of the staging directory (outside the tree that
+// becomes the store, made when first needed), so that memory does not
+// grow with the text of the archive. The file goes with the staging
+// directory.
 type msgSpool struct {
+	dir string
 	mu  sync.Mutex
+	mem []byte
 	f   *os.File
 	end int64
 	err error
 }
 
-func newMsgSpool(dir string) (*msgSpool, error) {
-	f, err := durable.CreateExcl(filepath.Join(dir, "messages.spool"))
-	if err != nil {
-		return nil, err
+// spoolMemory is how much message text an import keeps in memory for its
+// index before it spools the rest to a file.
+var spoolMemory = 8 << 20
+
+func newMsgSpool(dir string) *msgSpool { return &msgSpool{dir: dir} }
+
+// write stores b and says where: in memory at off, or in the file at off.
+func (s *msgSpool) write(b []byte) (inMem bool, off int64, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return false, 0, s.err
 	}
-	return &msgSpool{f: f}, nil
+	if len(s.mem)+len(b) <= spoolMemory {
+		off = int64(len(s.mem))
+		s.mem = append(s.mem, b...)
+		return true, off, nil
+	}
+	if s.f == nil {
+		if s.f, s.err = durable.CreateExcl(filepath.Join(s.dir, "messages.spool")); s.err != nil {
+			return false, 0, s.err
+		}
+	}
+	off = s.end
+	if _, s.err = s.f.WriteAt(b, off); s.err != nil {
+		return false, 0, s.err
+	}
+	s.end += int64(len(b))
+	return false, off, nil
 }
 
 // put appends the messages of one session (all of one session id) and
@@ -51,21 +78,17 @@ func (s *msgSpool) put(msgs []index.Message) (func() ([]index.Message, error), e
 		b = binary.AppendUvarint(b, uint64(len(m.Text)))
 		b = append(b, m.Text...)
 	}
-	s.mu.Lock()
-	off := s.end
-	if s.err == nil {
-		_, s.err = s.f.WriteAt(b, off)
-		s.end += int64(len(b))
-	}
-	err := s.err
-	s.mu.Unlock()
+	inMem, off, err := s.write(b)
 	if err != nil {
 		return nil, err
 	}
 	n := len(b)
 	return func() ([]index.Message, error) {
-		prereadsTaken.Add(1)
-		return s.get(sessionID, off, n)
+		msgs, err := s.get(sessionID, inMem, off, n)
+		if err == nil {
+			prereadsTaken.Add(1)
+		}
+		return msgs, err
 	}, nil
 }
 
@@ -75,11 +98,19 @@ var prereadsTaken atomic.Int64
 
 var errSpool = errors.New("message spool: malformed record")
 
-// get reads back the record of n bytes at off.
-func (s *msgSpool) get(sessionID string, off int64, n int) ([]index.Message, error) {
-	b := make([]byte, n)
-	if _, err := s.f.ReadAt(b, off); err != nil {
-		return nil, fmt.Errorf("message spool: %w", err)
+// get reads back the record of n bytes at off (in memory, or in the
+// file).
+func (s *msgSpool) get(sessionID string, inMem bool, off int64, n int) ([]index.Message, error) {
+	var b []byte
+	if inMem {
+		s.mu.Lock()
+		b = s.mem[off : off+int64(n)]
+		s.mu.Unlock()
+	} else {
+		b = make([]byte, n)
+		if _, err := s.f.ReadAt(b, off); err != nil {
+			return nil, fmt.Errorf("message spool: %w", err)
+		}
 	}
 	count, k := binary.Uvarint(b)
 	if k <= 0 || count > uint64(n) {
@@ -116,7 +147,7 @@ func (s *msgSpool) get(sessionID string, off int64, n int) ([]index.Message, err
 }
 
 func (s *msgSpool) close() {
-	if s != nil {
+	if s != nil && s.f != nil {
 		s.f.Close()
 	}
 }
