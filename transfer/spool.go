@@ -22,41 +22,55 @@ import (
 type msgSpool struct {
 	dir string
 	mu  sync.Mutex
-	mem []byte
+	// mem are chunks of spoolChunk bytes, filled in turn; records that do
+	// not fit in one go to the file.
+	mem [][]byte
 	f   *os.File
 	end int64
 	err error
 }
 
 // spoolMemory is how much message text an import keeps in memory for its
-// index before it spools the rest to a file.
+// index before it spools the rest to a file, in chunks of spoolChunk.
 var spoolMemory = 8 << 20
+
+const spoolChunk = 512 << 10
 
 func newMsgSpool(dir string) *msgSpool { return &msgSpool{dir: dir} }
 
-// write stores b and says where: in memory at off, or in the file at off.
-func (s *msgSpool) write(b []byte) (inMem bool, off int64, err error) {
+// write stores b and says where: in memory chunk chunk at off, or in the
+// file at off (chunk -1).
+func (s *msgSpool) write(b []byte) (chunk int, off int64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
-		return false, 0, s.err
+		return -1, 0, s.err
 	}
-	if len(s.mem)+len(b) <= spoolMemory {
-		off = int64(len(s.mem))
-		s.mem = append(s.mem, b...)
-		return true, off, nil
+	if len(b) <= spoolChunk {
+		n := len(s.mem)
+		if n == 0 || len(s.mem[n-1])+len(b) > spoolChunk {
+			if (n+1)*spoolChunk <= spoolMemory {
+				s.mem = append(s.mem, make([]byte, 0, spoolChunk))
+				n++
+			}
+		}
+		if n > 0 && len(s.mem[n-1])+len(b) <= spoolChunk {
+			off = int64(len(s.mem[n-1]))
+			s.mem[n-1] = append(s.mem[n-1], b...)
+			return n - 1, off, nil
+		}
 	}
 	if s.f == nil {
 		if s.f, s.err = durable.CreateExcl(filepath.Join(s.dir, "messages.spool")); s.err != nil {
-			return false, 0, s.err
+			return -1, 0, s.err
 		}
 	}
 	off = s.end
 	if _, s.err = s.f.WriteAt(b, off); s.err != nil {
-		return false, 0, s.err
+		return -1, 0, s.err
 	}
 	s.end += int64(len(b))
-	return false, off, nil
+	return -1, off, nil
 }
 
 // put appends the messages of one session (all of one session id) and
@@ -78,13 +92,13 @@ func (s *msgSpool) put(msgs []index.Message) (func() ([]index.Message, error), e
 		b = binary.AppendUvarint(b, uint64(len(m.Text)))
 		b = append(b, m.Text...)
 	}
-	inMem, off, err := s.write(b)
+	chunk, off, err := s.write(b)
 	if err != nil {
 		return nil, err
 	}
 	n := len(b)
 	return func() ([]index.Message, error) {
-		msgs, err := s.get(sessionID, inMem, off, n)
+		msgs, err := s.get(sessionID, chunk, off, n)
 		if err == nil {
 			prereadsTaken.Add(1)
 		}
@@ -98,13 +112,13 @@ var prereadsTaken atomic.Int64
 
 var errSpool = errors.New("message spool: malformed record")
 
-// get reads back the record of n bytes at off (in memory, or in the
-// file).
-func (s *msgSpool) get(sessionID string, inMem bool, off int64, n int) ([]index.Message, error) {
+// get reads back the record of n bytes at off (of a chunk in memory, or
+// of the file: chunk -1).
+func (s *msgSpool) get(sessionID string, chunk int, off int64, n int) ([]index.Message, error) {
 	var b []byte
-	if inMem {
+	if chunk >= 0 {
 		s.mu.Lock()
-		b = s.mem[off : off+int64(n)]
+		b = s.mem[chunk][off : off+int64(n)]
 		s.mu.Unlock()
 	} else {
 		b = make([]byte, n)
