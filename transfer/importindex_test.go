@@ -68,6 +68,14 @@ func TestImportIndexIsARebuild(t *testing.T) {
 	}
 	sameAsRebuild(t, b2, cfg)
 
+	// An archive an earlier build wrote (testdata/v1).
+	spoolMemory = 8 << 20
+	b3 := filepath.Join(t.TempDir(), "B3")
+	if ir, err := importFile(t, filepath.Join("testdata", "v1", "export.tar.zst"), b3, ImportOptions{ConfigPath: cfg}); err != nil || ir.Index != "built" {
+		t.Fatalf("import of the earlier build's archive: %v", err)
+	}
+	sameAsRebuild(t, b3, cfg)
+
 	// Into a store with an index, a working directory mapped: the rows
 	// are updated.
 	c, _ := fixtureStore(t, 13)
