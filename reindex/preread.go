@@ -2,7 +2,6 @@ package reindex
 
 import (
 	"bytes"
-	"os"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/index"
@@ -94,13 +93,13 @@ func (x *SessionIndexer) Finish(r *convlog.Reader) *Preread {
 }
 
 // identity is the log's line of the fingerprint, nil when it cannot be
-// stated.
+// stated (the line then holds its name alone, with no NUL).
 func identity(path string) []byte {
-	if _, err := os.Lstat(path); err != nil {
-		return nil
-	}
 	var b bytes.Buffer
 	fingerprint(&b, path)
+	if bytes.IndexByte(b.Bytes(), 0) < 0 {
+		return nil
+	}
 	return b.Bytes()
 }
 
