@@ -548,6 +548,9 @@ func (imp *importer) placeAll() error {
 			continue
 		}
 		if err := imp.place(p, convDir, replaced); err != nil {
+			if unsynced {
+				durable.SyncDir(convDir) // what was placed stays placed
+			}
 			return fmt.Errorf("conversation %s: %w", display.Quote(p.ID), err)
 		}
 		unsynced = p.Action == ActionImport

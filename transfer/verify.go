@@ -202,7 +202,6 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	vm = nil // compared: of the manifest, its conversations are kept
 
 	// Each conversation log, as replayed by its read, compared with the
 	// manifest.
