@@ -2,6 +2,8 @@ package convlog
 
 import (
 	"fmt"
+	"slices"
+
 	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/rawjson"
 )
@@ -88,7 +90,10 @@ func (h *History) Put(e *Event, msg StoredMessage, hidden bool) error { return h
 func (h *History) apply(e *Event, msg StoredMessage, hidden bool) error {
 	node := historyNode{seq: e.Seq, hidden: hidden}
 	if !h.SkipBodies {
-		node.msg = &msg
+		// A copy taken here, so that msg itself stays on the stack when
+		// the bodies are skipped (every line of a validation).
+		kept := msg
+		node.msg = &kept
 	}
 	if e.SurfaceOp == nil || !e.SurfaceOp.Replace {
 		h.nodes = append(h.nodes, node)
@@ -119,6 +124,12 @@ func requireRole(e *Event, msg StoredMessage, roles ...string) error {
 			return nil
 		}
 	}
+	return roleError(e, msg, slices.Clone(roles))
+}
+
+// roleError is requireRole's error; roles is a copy, so that the variadic
+// slice of every call does not escape to the heap.
+func roleError(e *Event, msg StoredMessage, roles []string) error {
 	return fmt.Errorf("%s at seq %d carries a %s message, expected role %v", e.Type, e.Seq, display.Quote(msg.Role()), roles)
 }
 

@@ -3,6 +3,7 @@ package convlog
 import (
 	"io"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -74,7 +75,14 @@ func (r *Reader) startPrefetch() {
 	p := &prefetcher{frames: make(chan *pframe, bufs), free: make(chan *pframe, bufs), work: make(chan *pframe, bufs),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	for range bufs {
-		p.free <- &pframe{ready: make(chan struct{}, 1)}
+		var pf *pframe
+		if !r.opts.LowMemory {
+			pf, _ = pframePool.Get().(*pframe)
+		}
+		if pf == nil {
+			pf = &pframe{ready: make(chan struct{}, 1)}
+		}
+		p.free <- pf
 	}
 	r.pre = p
 	sc, src, mem := r.scanner, r.src, r.mem
@@ -115,7 +123,7 @@ func (r *Reader) startPrefetch() {
 			}
 			f, err := sc.Next()
 			pf.f, pf.err, pf.whole, pf.derr = f, err, false, nil
-			pf.pre.lines = pf.pre.lines[:0]
+			pf.pre.lines, pf.pre.ends = pf.pre.lines[:0], pf.pre.ends[:0]
 			if err == nil && !f.Torn && f.Size <= whole &&
 				(f.ContentSize >= 0 && f.ContentSize <= max(whole, smallFrameContent) || f.ContentSize < 0 && f.Size <= smallFrameBytes) {
 				pf.whole = true
@@ -153,7 +161,64 @@ func (r *Reader) stopPrefetch() {
 	}
 	close(r.pre.stop)
 	<-r.pre.done
+	if !r.opts.LowMemory {
+		r.pre.recycle(r.cur, r.mem != nil)
+	}
 	r.pre, r.cur = nil, nil
+}
+
+// pframePool holds the frames of finished prefetchers, with their
+// buffers, for the next reader: a store's large logs are read one after
+// another, and each frame's buffers grew to a frame's size. A LowMemory
+// reader (a migration's, within its memory budget) neither takes nor
+// gives: its frames hold no more than its own log needs.
+var pframePool sync.Pool
+
+// keepPframeBytes bounds the buffers a frame keeps in the pool: those of
+// frames decoded whole, not of a hostile frame's.
+const keepPframeBytes = prefetchFrameBytes + 1<<20
+
+// recycle puts p's frames back in the pool once every goroutine of p has
+// ended, cur (the reader's) among them; in of a reader of mem is the
+// file's bytes, not the frame's to keep.
+func (p *prefetcher) recycle(cur *pframe, mem bool) {
+	var all []*pframe
+	add := func(pf *pframe) {
+		if pf != nil && !slices.Contains(all, pf) {
+			all = append(all, pf)
+		}
+	}
+	add(cur)
+	for _, ch := range []chan *pframe{p.free, p.frames, p.work} {
+	drain:
+		for {
+			select {
+			case pf, ok := <-ch:
+				if !ok {
+					break drain
+				}
+				add(pf)
+			default:
+				break drain
+			}
+		}
+	}
+	for _, pf := range all {
+		select {
+		case <-pf.ready:
+		default:
+		}
+		if mem {
+			pf.in = nil
+		}
+		if cap(pf.in) > keepPframeBytes || cap(pf.out) > keepPframeBytes {
+			continue
+		}
+		pf.f, pf.err, pf.whole, pf.derr = Frame{}, nil, false, nil
+		pf.in, pf.out = pf.in[:0], pf.out[:0]
+		pf.pre.lines, pf.pre.ends, pf.pre.spans = pf.pre.lines[:0], pf.pre.ends[:0], pf.pre.spans[:0]
+		pframePool.Put(pf)
+	}
 }
 
 // nextPrefetched is the next frame from the prefetcher; the frame the

@@ -33,6 +33,9 @@ type lineSpans struct {
 // lineSpans per line ended by '\n', in order.
 type framePre struct {
 	lines []lineSpans
+	// ends are where the lines end: the offset of each '\n' in the text,
+	// so that the reader does not look for them again.
+	ends  []int32
 	spans []memberSpan
 	// the decoder goroutine's own parsing buffers
 	members           []member
@@ -45,7 +48,10 @@ const maxSpanned = 64
 
 // parse fills p from text, the frame's plain text.
 func (p *framePre) parse(text []byte) {
-	p.lines, p.spans = p.lines[:0], p.spans[:0]
+	p.lines, p.ends, p.spans = p.lines[:0], p.ends[:0], p.spans[:0]
+	if len(text) > 1<<31-1 {
+		return
+	}
 	if p.nested.Key == "" {
 		p.nested.Key, p.nestedMsg.Key, p.nested.Inner = "data", "message", &p.nestedMsg
 	}
@@ -55,6 +61,7 @@ func (p *framePre) parse(text []byte) {
 			return
 		}
 		line := text[off : off+i]
+		p.ends = append(p.ends, int32(off+i))
 		off += i + 1
 		ls := lineSpans{first: int32(len(p.spans))}
 		var err error

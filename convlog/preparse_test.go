@@ -185,3 +185,58 @@ func TestFramePreRestores(t *testing.T) {
 		t.Fatal("a line past the frame's restored")
 	}
 }
+
+// TestPrefetchFramesPooled: the frames a closed prefetcher leaves in the
+// pool (some queued or being decoded when its reader closed partway) give
+// the next readers the events fresh frames give: two logs of different
+// frame sizes read in turn, in several rounds.
+func TestPrefetchFramesPooled(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("a log is prefetched on more than one core only")
+	}
+	var logs [2]string
+	var want [2][]Event
+	for k := range logs {
+		dir := t.TempDir()
+		rng := rand.New(rand.NewSource(int64(k + 7)))
+		var batches [][]Event
+		for i := range 1500 + 700*k {
+			evs := sampleTurn(int64(i + 1))
+			b := make([]byte, 900+300*k)
+			rng.Read(b)
+			evs[2].Data = userMsg("u1", base64.StdEncoding.EncodeToString(b))
+			if i%50 == 0 {
+				batches = append(batches, nil)
+			}
+			batches[len(batches)-1] = append(batches[len(batches)-1], evs...)
+		}
+		plain := writeLog(t, dir, "s1.v4.jsonl", Plain, batches...)
+		logs[k] = noSizeLog(t, plain, "s1.v4.jsonl.zst", 30+50*k)
+		if fi, _ := os.Stat(logs[k]); fi.Size() < prefetchMinFile {
+			t.Fatalf("log of %d bytes is too small to be prefetched", fi.Size())
+		}
+		var err error
+		if want[k], _, err = readWith(t, plain, ReaderOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range 3 {
+		r, err := Open(logs[round%2], ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 300 * (round + 1) {
+			if _, err := r.Next(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.Close()
+		for k := range logs {
+			got, probs, err := readWith(t, logs[k], ReaderOptions{})
+			if err != nil || len(probs) > 0 {
+				t.Fatalf("round %d, log %d: %v %q", round, k, err, probs)
+			}
+			sameEvents(t, got, want[k])
+		}
+	}
+}

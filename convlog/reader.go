@@ -930,7 +930,14 @@ func (r *Reader) readLine() (line []byte, complete, tooLong bool, err error) {
 // it, unless it began in the frame before (carry).
 func (r *Reader) textLine() (line []byte, complete, tooLong bool, err error) {
 	rest := r.text[r.tpos:]
-	i := bytes.IndexByte(rest, '\n')
+	var i int
+	if p := r.textPre; p != nil && r.tline < len(p.ends) {
+		// The line's end as the prefetcher's goroutine found it (tline
+		// counts the lines of text read, tpos is past the last).
+		i = int(p.ends[r.tline]) - r.tpos
+	} else {
+		i = bytes.IndexByte(rest, '\n')
+	}
 	n := len(rest)
 	if i >= 0 {
 		n = i + 1

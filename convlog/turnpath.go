@@ -173,6 +173,18 @@ func (p *pathState) setCall(id string, rec callRec) {
 	p.calls[id] = rec
 }
 
+// idOf is id as a string: the one order holds when the call is among the
+// last few known (a call's events follow the answer that made it), so that
+// recording its start and its result makes no new string.
+func (p *pathState) idOf(id []byte) string {
+	for i := len(p.order) - 1; i >= max(0, len(p.order)-8); i-- {
+		if p.order[i] == string(id) {
+			return p.order[i]
+		}
+	}
+	return string(id)
+}
+
 // newTurnCalls forgets the calls of the turn that ended. A reader reuses
 // the map; the writer, which may have to go back to the calls of the turn
 // before, starts a new one.
@@ -356,11 +368,11 @@ func (p *pathState) apply(e *Event, role pathRole, f *eventFields) {
 			rec = callRec{seq: e.Seq, step: p.step}
 		}
 		rec.started = true
-		p.setCall(string(f.callID), rec)
+		p.setCall(p.idOf(f.callID), rec)
 	case roleToolResult:
 		if rec, ok := p.calls[string(f.callID)]; ok {
 			rec.resolved = true
-			p.setCall(string(f.callID), rec)
+			p.setCall(p.idOf(f.callID), rec)
 		}
 	case roleSplice:
 		p.spliced = f.spliceNext

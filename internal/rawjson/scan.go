@@ -107,8 +107,8 @@ func skipValue(b []byte, i, depth int) (int, error) {
 			if err != nil {
 				return ke, err
 			}
-			// objKeys.add, by hand: the call per key cost more than the
-			// check.
+			// A key's fast path, by hand: a call per key cost more than
+			// the check.
 			// (n passes linearKeys once the keys are in a map; offs is
 			// read only while n fits it.)
 			if bit := keyBit(b[ks+1 : ke-1]); !esc && keys.bloom&bit == 0 && keys.n < linearKeys {
@@ -122,7 +122,13 @@ func skipValue(b []byte, i, depth int) (int, error) {
 			if i >= len(b) || b[i] != ':' {
 				return i, synErr(i, "expected ':' after object key")
 			}
-			if i, err = skipValue(b, SkipSpace(b, i+1), depth+1); err != nil {
+			// A string value without skipValue's call and switch.
+			if i = SkipSpace(b, i+1); i < len(b) && b[i] == '"' {
+				i, err = skipString(b, i)
+			} else {
+				i, err = skipValue(b, i, depth+1)
+			}
+			if err != nil {
 				return i, err
 			}
 			i = SkipSpace(b, i)
@@ -177,13 +183,13 @@ func duplicate(off int, rawKey []byte) *SyntaxError {
 }
 
 // objKeys finds a repeated key in one object, as cheaply as the scan
-// allows: each key sets one bit of a 64-bit filter (from its length and end
-// bytes, or from its decoded form when it holds an escape), and only when a
-// key's bit is set already is it compared with the object's earlier keys
-// (decoded: "a" and "\u0061" are one key), found from the offsets kept of
-// the first ones, or by walking the object's validated bytes again. Past
-// linearKeys keys the object's keys go to a map, so an object of many keys
-// costs linear time.
+// allows: each key sets one bit of a 64-bit filter (from its length, end
+// and middle bytes, or from its decoded form when it holds an escape), and
+// only when a key's bit is set already is it compared with the object's
+// earlier keys (decoded: "a" and "\u0061" are one key), found from the
+// offsets kept of the first ones, or by walking the object's validated
+// bytes again. Past linearKeys keys the object's keys go to a map, so an
+// object of many keys costs linear time.
 type objKeys struct {
 	bloom uint64
 	n     int
@@ -197,20 +203,13 @@ func keyBit(k []byte) uint64 {
 	if len(k) == 0 {
 		return 1
 	}
-	h := (uint32(len(k))<<16 | uint32(k[0])<<8 | uint32(k[len(k)-1])) * 0x9E3779B1
+	// The middle byte too: "type" and "time", which open every line,
+	// agree in length and end bytes. The multiplier is one under which the
+	// keys of each of the format's common objects (the envelope, data,
+	// messages, content blocks, sources, usage, tool definitions) take
+	// bits of their own: a key whose bit is taken costs a comparison.
+	h := (uint32(len(k))<<24 | uint32(k[0])<<16 | uint32(k[len(k)>>1])<<8 | uint32(k[len(k)-1])) * 0x516C42B1
 	return 1 << (h >> 26)
-}
-
-// add records the key b[ks:ke] (with its quotes) of the object starting
-// at b[obj] and reports whether the object had it already.
-func (o *objKeys) add(b []byte, obj, ks, ke int, esc bool) bool {
-	if bit := keyBit(b[ks+1 : ke-1]); !esc && o.bloom&bit == 0 && o.n < linearKeys {
-		o.keep(ks)
-		o.bloom |= bit
-		o.n++
-		return false
-	}
-	return o.addSlow(b, obj, ks, ke, esc)
 }
 
 // keep notes where the key at b[ks] starts, for the first keys.
@@ -360,6 +359,15 @@ func skipNumber(b []byte, i int) (int, error) {
 func scanString(b []byte, i int) (end int, esc bool, err error) {
 	start := i
 	i++
+	// As in skipString: a short key ends in its first word.
+	if i+8 <= len(b) {
+		m := special(binary.LittleEndian.Uint64(b[i:]))
+		if m == 0 {
+			i += 8
+		} else if i += bits.TrailingZeros64(m) >> 3; b[i] == '"' {
+			return i + 1, false, nil
+		}
+	}
 	for i < len(b) {
 		// Skip eight plain ASCII bytes at a time: none of '"', '\\', a
 		// control character or a non-ASCII byte among them. In a word
@@ -415,6 +423,16 @@ func scanString(b []byte, i int) (end int, esc bool, err error) {
 func skipString(b []byte, i int) (int, error) {
 	start := i
 	i++
+	// Most strings are a few bytes: their first word, looked at here
+	// without a call, holds the closing quote.
+	if i+8 <= len(b) {
+		m := special(binary.LittleEndian.Uint64(b[i:]))
+		if m == 0 {
+			i += 8
+		} else if i += bits.TrailingZeros64(m) >> 3; b[i] == '"' {
+			return i + 1, nil
+		}
+	}
 	for i < len(b) {
 		// Skip eight plain ASCII bytes at a time: none of '"', '\\', a
 		// control character or a non-ASCII byte among them. In a word

@@ -58,7 +58,9 @@ func String(raw []byte) (string, bool) {
 	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return string(inner), true
 	}
-	d, ok := AppendUnquote(nil, raw)
+	// Decoding never makes a valid string longer than it is written
+	// (an escape is longer than what it stands for): one allocation.
+	d, ok := AppendUnquote(make([]byte, 0, len(inner)), raw)
 	return string(d), ok
 }
 
