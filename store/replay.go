@@ -211,16 +211,32 @@ func (s *Store) ReadConversation(convID string) (*ConversationInfo, error) {
 // and replays it, checking that the log names the conversation its
 // directory does.
 func (s *Store) replayConversation(convID string) (dir, path string, st *convState, err error) {
-	if dir, err = s.conversationDir(convID); err != nil {
-		return "", "", nil, err
-	}
-	if path, err = conversationLogPath(dir, convID); err != nil {
+	if dir, path, err = s.conversationLog(convID); err != nil {
 		return "", "", nil, err
 	}
 	if st, err = replayFile(path); err != nil {
 		return "", "", nil, err
 	}
 	return dir, path, st, nil
+}
+
+// ConversationLogFile returns the path of the current generation of
+// conversation convID's log, with the errors ReadConversation gives
+// before it reads the log: for a reader that replays the log from a read
+// of its own (a Replayer).
+func (s *Store) ConversationLogFile(convID string) (string, error) {
+	_, path, err := s.conversationLog(convID)
+	return path, err
+}
+
+func (s *Store) conversationLog(convID string) (dir, path string, err error) {
+	if dir, err = s.conversationDir(convID); err != nil {
+		return "", "", err
+	}
+	if path, err = conversationLogPath(dir, convID); err != nil {
+		return "", "", err
+	}
+	return dir, path, nil
 }
 
 // ReadConversationFile replays the conversation log at path, a log of a
