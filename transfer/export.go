@@ -205,6 +205,9 @@ type planned struct {
 	id         string
 	requested  bool
 	ancestorOf []string
+	// plan is the plan's read of the conversation log, for the worker
+	// that exports the conversation (nil: none kept).
+	plan *planLog
 }
 
 func newExporter(s *store.Store, opts ExportOptions) (*exporter, error) {
@@ -261,7 +264,7 @@ func (x *exporter) plan() error {
 			return fmt.Errorf("conversation %s: %w (it is being deleted)", display.Quote(id), ErrNotFound)
 		}
 		x.m.Requested = append(x.m.Requested, id)
-		byID[id] = &planned{id: id, requested: true}
+		byID[id] = &planned{id: id, requested: true, plan: infos[id].plan}
 		if err != nil {
 			// Reported when the conversation is exported.
 			continue
@@ -290,7 +293,7 @@ func (x *exporter) plan() error {
 			byID[id] = &planned{id: id}
 			continue
 		}
-		byID[id] = &planned{id: id}
+		byID[id] = &planned{id: id, plan: infos[id].plan}
 		deps[id] = store.Dependencies(info)
 		queue = append(queue, deps[id]...)
 	}
@@ -361,6 +364,49 @@ func (x *exporter) plan() error {
 type readInfo struct {
 	info *store.ConversationInfo
 	err  error
+	plan *planLog
+}
+
+// planLog is what the plan's strict read of a small conversation log
+// found (openLog.open), kept so that the export's own read of the log
+// does not check and replay it again when the log holds the same bytes
+// (the same SHA-256): those are then the bytes archived, and the results
+// of the read are those of the bytes.
+type planLog struct {
+	path   string
+	size   int64
+	sum    [sha256.Size]byte
+	events int64
+	prefix convlog.Prefix
+	info   *store.ConversationInfo
+	err    error
+}
+
+// readPlan reads conversation id's log for the plan, as the export reads
+// it (openLog.open), and gives what ReadConversation gives: the replay of
+// that read when it found the log whole, else ReadConversation's own.
+func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, error) {
+	p, err := x.s.ConversationLogFile(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	gen, ok := convlog.ParseName(filepath.Base(p))
+	if !ok {
+		info, err := x.s.ReadConversation(id)
+		return info, nil, err
+	}
+	ol := &openLog{path: p, gen: gen, isConvLog: true}
+	err = ol.open()
+	ol.close()
+	if err != nil || !ol.replayed {
+		info, err := x.s.ReadConversation(id)
+		return info, nil, err
+	}
+	if ol.buf == nil {
+		return ol.info, nil, ol.infoErr
+	}
+	return ol.info, &planLog{path: p, size: int64(len(ol.buf)), sum: ol.sum,
+		events: ol.events, prefix: ol.prefix, info: ol.info, err: ol.infoErr}, ol.infoErr
 }
 
 // infoSet holds the conversations read for the plan, by id.
@@ -410,7 +456,7 @@ func (x *exporter) readInfos(is infoSet, ids []string) infoSet {
 				if i >= len(todo) {
 					return
 				}
-				res[i].info, res[i].err = x.s.ReadConversation(todo[i])
+				res[i].info, res[i].plan, res[i].err = x.readPlan(todo[i])
 			}
 		}()
 	}
@@ -440,6 +486,12 @@ type openLog struct {
 	prefix  convlog.Prefix // what of src is archived
 	leftOut int64
 	events  int64
+	// info and infoErr are the replay of a conversation log, taken from
+	// its strict read when that read found the log whole (replayed set):
+	// the bytes archived are then the bytes replayed.
+	replayed bool
+	info     *store.ConversationInfo
+	infoErr  error
 }
 
 func (l *openLog) close() {
@@ -671,7 +723,14 @@ func (x *exporter) read(p *planned, tmpDir string) *readConv {
 			gen:       l.Current,
 			isConvLog: l.IsConversationLog,
 		}
-		if err := ol.open(); err != nil {
+		var err error
+		if pl := p.plan; ol.isConvLog && pl != nil && pl.path == ol.path {
+			p.plan = nil
+			err = ol.openAsPlanned(pl)
+		} else {
+			err = ol.open()
+		}
+		if err != nil {
 			return leaveOut(l.Path, fileerr.Reason(l.Path, err))
 		}
 		rc.logs = append(rc.logs, ol)
@@ -689,9 +748,12 @@ func (x *exporter) read(p *planned, tmpDir string) *readConv {
 	// Replay exactly the bytes to be archived, for the manifest: from
 	// memory, or from a copy of a large log's committed prefix.
 	var info *store.ConversationInfo
-	if convLog.data != nil {
+	switch {
+	case convLog.replayed:
+		info, err = convLog.info, convLog.infoErr
+	case convLog.data != nil:
 		info, err = store.ReadConversationBytes(convLog.data, convLog.path)
-	} else {
+	default:
 		snapDir := filepath.Join(tmpDir, cd.Name)
 		if err = os.Mkdir(snapDir, durable.DirMode); err == nil {
 			snap := filepath.Join(snapDir, convLog.gen.String())
@@ -762,9 +824,15 @@ func (l *openLog) open() error {
 		l.close()
 		return err
 	}
+	// A conversation log is replayed from this read (for the manifest);
+	// the replay counts only if the read finds the log whole.
+	var rp *store.Replayer
+	if l.isConvLog {
+		rp = store.NewReplayer(r, l.path)
+	}
 	var events int64
 	for {
-		_, err := r.Next()
+		e, err := r.Next()
 		if err == io.EOF {
 			break
 		}
@@ -776,11 +844,18 @@ func (l *openLog) open() error {
 		// The lines of a torn final frame are events too: the prefix
 		// archived holds them.
 		events++
+		if rp != nil {
+			rp.Add(e)
+		}
 	}
-	r.Close()
 	// A log the read found whole is its own committed prefix; otherwise
 	// the prefix is found from the structure, and must agree with the read.
 	pr, whole := r.ReadPrefix()
+	if rp != nil && whole && pr.Bytes == size {
+		l.info, l.infoErr = rp.Finish(r)
+		l.replayed = true
+	}
+	r.Close()
 	switch {
 	case whole && pr.Bytes != size:
 		err = fmt.Errorf("%s: changed while it was read", l.path)
@@ -807,6 +882,30 @@ func (l *openLog) open() error {
 		}
 		l.sum = sha256.Sum256(l.data)
 	}
+	return nil
+}
+
+// openAsPlanned reads the log whole and takes the results of the plan's
+// read of it, pl, if it holds the bytes that read checked; otherwise (or
+// on any error) it opens the log as open does.
+func (l *openLog) openAsPlanned(pl *planLog) error {
+	f, err := convlog.OpenFile(l.path)
+	if err != nil {
+		return l.open()
+	}
+	buf := make([]byte, pl.size)
+	same := f.Size() == pl.size
+	if same {
+		n, _ := f.ReadAt(buf, 0)
+		same = n == len(buf)
+	}
+	f.Close()
+	if !same || sha256.Sum256(buf) != pl.sum {
+		return l.open()
+	}
+	l.buf, l.src, l.data, l.sum = buf, bytes.NewReader(buf), buf, pl.sum
+	l.prefix, l.leftOut, l.events = pl.prefix, 0, pl.events
+	l.replayed, l.info, l.infoErr = true, pl.info, pl.err
 	return nil
 }
 
