@@ -417,11 +417,8 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 	if err := fw.add(&frameJob{plain: append(line, '\n'), header: true}); err != nil {
 		return nil, abort(fw, err)
 	}
-	msgs := sha256.New()
 	job := &frameJob{firstLine: 2}
 	emit := func() error {
-		msgs.Sum(job.msgs[:0])
-		msgs.Reset()
 		next := &frameJob{firstSeq: job.firstSeq + job.events, firstLine: job.firstLine + job.events}
 		if err := fw.add(job); err != nil {
 			return err
@@ -446,7 +443,7 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		job.plain = append(job.plain, '\n')
 		job.events++
 		st.events++
-		noteMessage(msgs, ev, false)
+		job.msgs = noteMessage(job.msgs, ev, false)
 		if len(job.plain) >= frameTarget {
 			if err := emit(); err != nil {
 				return nil, abort(fw, err)
@@ -622,14 +619,14 @@ type frameWriter struct {
 
 // frameJob is one frame: the header line alone, or a chunk of event lines
 // (events of them, from seq firstSeq on line firstLine, whose message ids
-// digest to msgs as the events were produced).
+// are msgs as the events were produced: see noteMessage).
 type frameJob struct {
 	plain     []byte
 	header    bool
 	firstSeq  int64
 	firstLine int64
 	events    int64
-	msgs      [sha256.Size]byte
+	msgs      []byte
 	out       []byte
 	err       error
 	ready     chan struct{}
@@ -765,7 +762,9 @@ func newFrameWriter(write func([]byte) error, compress bool, rules *pathRules, c
 // (once the chunks before it have been: see pathRules), and compares their
 // count and message ids with the events produced.
 func checkChunk(c *convlog.LineChecker, rules *pathRules, j *frameJob) error {
-	msgs := sha256.New()
+	// The message ids of the lines checked must be those produced, in
+	// order: compared as they come (want is what is left of j.msgs).
+	want, idsDiffer := j.msgs, false
 	rest := j.plain
 	seq, line := j.firstSeq, j.firstLine
 	for len(rest) > 0 {
@@ -782,7 +781,14 @@ func checkChunk(c *convlog.LineChecker, rules *pathRules, j *frameJob) error {
 				return rules.refuse(err)
 			}
 		}
-		noteMessage(msgs, ev, true)
+		if typ, id, ok := messageID(ev, true); ok && !idsDiffer {
+			n := len(typ) + len(id) + 2
+			idsDiffer = len(want) < n || string(want[:len(typ)]) != typ || want[len(typ)] != 0 ||
+				!bytes.Equal(want[len(typ)+1:n-1], id) || want[n-1] != '\n'
+			if !idsDiffer {
+				want = want[n:]
+			}
+		}
 		rest = rest[k+1:]
 		seq++
 		line++
@@ -790,8 +796,7 @@ func checkChunk(c *convlog.LineChecker, rules *pathRules, j *frameJob) error {
 	if n := seq - j.firstSeq; n != j.events {
 		return fmt.Errorf("staged successor failed verification: current session generation contains %d events from line %d, expected %d", n, j.firstLine, j.events)
 	}
-	var sum [sha256.Size]byte
-	if msgs.Sum(sum[:0]); sum != j.msgs {
+	if idsDiffer || len(want) > 0 {
 		return fmt.Errorf("staged successor failed verification: the message ids of lines %d to %d differ from the events produced", j.firstLine, line-1)
 	}
 	return nil
@@ -864,12 +869,25 @@ func (fw *frameWriter) close() error {
 	}
 }
 
-// noteMessage adds the message id of a surface event to h, in order. An
+// noteMessage appends to b the message id of a surface event, as its type,
+// a NUL, the id's raw JSON and a newline (which neither holds), so that the
+// ids of a chunk's events are compared exactly, in order, with those of its
+// lines once checked.
+func noteMessage(b []byte, ev *convlog.Event, checked bool) []byte {
+	typ, id, ok := messageID(ev, checked)
+	if !ok {
+		return b
+	}
+	b = append(b, typ...)
+	b = append(b, 0)
+	b = append(b, id...)
+	return append(b, '\n')
+}
+
+// messageID is the message id of a surface event (ok false: not one). An
 // event a LineChecker has just checked gives it from the members it kept
 // (checked set), without a second scan of its data.
-func noteMessage(h hash.Hash, ev *convlog.Event, checked bool) {
-	var id []byte
-	var ok bool
+func messageID(ev *convlog.Event, checked bool) (typ string, id []byte, ok bool) {
 	switch ev.Type {
 	case convlog.TypeUserMessage:
 		if checked {
@@ -886,12 +904,9 @@ func noteMessage(h hash.Hash, ev *convlog.Event, checked bool) {
 			id = memberOf(memberOf(ev.Data, "message"), "id")
 		}
 	default:
-		return
+		return "", nil, false
 	}
-	h.Write([]byte(ev.Type))
-	h.Write([]byte{0})
-	h.Write(id)
-	h.Write([]byte{'\n'})
+	return ev.Type, id, true
 }
 
 // verifyStaged reads the stage file back: it must be a regular file of

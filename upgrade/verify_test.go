@@ -1,6 +1,7 @@
 package upgrade_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,15 @@ func TestStagedSuccessorIsVerified(t *testing.T) {
 		}},
 		{"a line lost", "expected", convlog.Zstd, func() func() {
 			return upgrade.SetTamper(func(_ []byte, events *int64) { *events++ }, nil, nil)
+		}},
+		{"a message id changed", "differ from the events produced", convlog.Zstd, func() func() {
+			return upgrade.SetTamper(func(plain []byte, _ *int64) {
+				// The last message's id, one letter of it: the line
+				// stays an event of its kind.
+				if i := bytes.LastIndex(plain, []byte(`"id":"msg-`)); i >= 0 {
+					plain[i+len(`"id":"msg-`)] ^= 1
+				}
+			}, nil, nil)
 		}},
 		{"bad frame", "does not decode to the lines checked", convlog.Zstd, func() func() {
 			return upgrade.SetTamper(nil, func(out []byte, header bool) {
