@@ -901,7 +901,7 @@ func messageID(ev *convlog.Event, checked bool) (typ string, id []byte, ok bool)
 			id, ok = ev.CheckedMember(true, "id")
 		}
 		if !ok {
-			id = memberOf(memberOf(ev.Data, "message"), "id")
+			id = memberOf(memberFrom(ev.Data, "message"), "id")
 		}
 	default:
 		return "", nil, false

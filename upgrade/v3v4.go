@@ -332,10 +332,13 @@ func migrateStream(stream []byte, subject string) ([]byte, error) {
 		if !strIs(memberOf(entry, "type"), "chunk") {
 			return true
 		}
-		chunk := memberOf(entry, "chunk")
+		// The entry's chunk and its block are not skipped whole to read
+		// their first members: the block of a block-end holds the whole
+		// text of its block, as the message does.
+		chunk := memberFrom(entry, "chunk")
 		switch t := memberOf(chunk, "type"); {
 		case strIs(t, "block-end"):
-			bt, ok := str(memberOf(memberOf(chunk, "block"), "type"))
+			bt, ok := str(memberOf(memberFrom(chunk, "block"), "type"))
 			need = !ok || !contentKinds[bt]
 		case strIs(t, "block-start"):
 			bt, ok := str(memberOf(chunk, "blockType"))
