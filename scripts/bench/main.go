@@ -33,9 +33,11 @@
 //	import of that archive               zstd -dc | tar -xf -
 //
 // Each convkit run and its reference run alternate, repeated (-runs) when
-// a round is short; the table shows the median time, the spread of the
-// ratios over the rounds and the process tree's peak resident set (GNU
-// time). The table goes to stdout, progress to stderr. -convkit runs a
+// a round is short; the table shows the median wall and CPU time (user +
+// system of the whole process tree, every process of a pipeline), the
+// spread of the ratios over the rounds, the ratio of CPU times and the
+// process tree's peak resident set (GNU time); the load average is
+// printed at the start and the end. The table goes to stdout, progress to stderr. -convkit runs a
 // given binary instead of building this tree (to measure an older build
 // on the same data: rows it cannot run say so). docs/PERFORMANCE.md holds
 // the latest figures.
@@ -172,8 +174,9 @@ type row struct {
 	files  int
 	bytes  int64 // bytes the job processes (plain log bytes, or bytes on disk)
 	secs   []float64
-	peaks  []int64 // KiB
-	ref    *row    // the reference this run is compared with
+	cpus   []float64 // CPU seconds (user + system) of the process tree
+	peaks  []int64   // KiB
+	ref    *row      // the reference this run is compared with
 	target target
 	note   string // printed under the table
 	// derived rows show result and met instead of measurements.
@@ -197,6 +200,13 @@ func median(v []float64) float64 {
 }
 
 func (r *row) med() float64 { return median(r.secs) }
+
+// cpu is the median CPU seconds of the runs.
+func (r *row) cpu() float64 { return median(r.cpus) }
+
+// cpuSpeed is the reference's median CPU seconds over this row's: the
+// ratio that load on the machine moves least.
+func (r *row) cpuSpeed() float64 { return r.ref.cpu() / r.cpu() }
 
 func (r *row) peak() int64 {
 	var p int64
@@ -1098,6 +1108,13 @@ func (b *bench) onceOr(r *row, stdin string, ok []int, missingIf string, prep fu
 	start := time.Now()
 	err := cmd.Run()
 	secs := time.Since(start).Seconds()
+	// The rusage wait4 returns for /usr/bin/time counts the processes it
+	// and they waited for: every process of a pipeline, and time's own
+	// (about a millisecond).
+	var cpu float64
+	if cmd.ProcessState != nil {
+		cpu = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	}
 	code := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -1121,8 +1138,8 @@ func (b *bench) onceOr(r *row, stdin string, ok []int, missingIf string, prep fu
 	if _, err := fmt.Sscan(lastLine(string(out)), &peak); err != nil {
 		return fmt.Errorf("%s: /usr/bin/time wrote %q: %w", r.op, out, err)
 	}
-	r.secs, r.peaks = append(r.secs, secs), append(r.peaks, peak)
-	b.say("  #%d %-60s %7.2fs %10s peak", r.num, r.op, secs, mib(peak<<10))
+	r.secs, r.cpus, r.peaks = append(r.secs, secs), append(r.cpus, cpu), append(r.peaks, peak)
+	b.say("  #%d %-60s %7.2fs %7.2f CPU s %10s peak (load %s)", r.num, r.op, secs, cpu, mib(peak<<10), loadAvg())
 	os.RemoveAll(b.tmp)
 	return os.Mkdir(b.tmp, 0o700)
 }
@@ -1137,19 +1154,20 @@ func (b *bench) print(w io.Writer) {
 		runtime.NumCPU(), host, runtime.Version(), time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "load average before: %s; after: %s\n\n", b.load[0], b.load[1])
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\toperation\tfiles\tMB\truns\tseconds\tMB/s\tfiles/s\tpeak MiB\tresult\tratio range\ttarget\tmet")
+	fmt.Fprintln(tw, "#\toperation\tfiles\tMB\truns\tseconds\tCPU s\tMB/s\tfiles/s\tpeak MiB\tresult\tratio range\tCPU ratio\ttarget\tmet")
 	for _, r := range b.rows {
 		switch {
 		case r.derived:
-			fmt.Fprintf(tw, "%d\t%s\t\t\t\t\t\t\t\t%s\t\t%s\t%s\n", r.num, r.op, r.result, r.target, r.met())
+			fmt.Fprintf(tw, "%d\t%s\t\t\t\t\t\t\t\t\t%s\t\t\t%s\t%s\n", r.num, r.op, r.result, r.target, r.met())
 			continue
 		case r.missing != "":
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%.1f\t\t\t\t\t\t%s\t\t%s\t\n", r.num, r.op, r.files, float64(r.bytes)/1e6, "n/a", r.target)
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%.1f\t\t\t\t\t\t\t%s\t\t\t%s\t\n", r.num, r.op, r.files, float64(r.bytes)/1e6, "n/a", r.target)
 			continue
 		}
-		result, spread := "", ""
+		result, spread, cpuRatio := "", "", ""
 		if r.ref != nil && r.ref.missing == "" && len(r.ref.secs) > 0 {
 			result = fmt.Sprintf("%.2f× #%d", r.speed(), r.ref.num)
+			cpuRatio = fmt.Sprintf("%.2f×", r.cpuSpeed())
 			if lo, hi := r.spread(); len(r.secs) > 1 {
 				spread = fmt.Sprintf("%.2f–%.2f", lo, hi)
 			}
@@ -1168,8 +1186,9 @@ func (b *bench) print(w io.Writer) {
 		if r.bytes == 0 {
 			mbs = ""
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%.1f\t%d\t%.2f\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\n", r.num, r.op, r.files,
-			float64(r.bytes)/1e6, len(r.secs), secs, mbs, rate, float64(r.peak())/1024, result, spread, r.target, r.met())
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%.1f\t%d\t%.2f\t%.2f\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\n", r.num, r.op, r.files,
+			float64(r.bytes)/1e6, len(r.secs), secs, r.cpu(), mbs, rate, float64(r.peak())/1024, result, spread, cpuRatio,
+			r.target, r.met())
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -1181,7 +1200,9 @@ func (b *bench) print(w io.Writer) {
 			fmt.Fprintf(w, "#%d: %s\n", r.num, r.missing)
 		}
 	}
-	fmt.Fprintln(w, "seconds: the median of the runs; ratio range: the reference's time over convkit's, lowest and highest round.")
+	fmt.Fprintln(w, "seconds: the median of the runs (wall); ratio range: the reference's time over convkit's, lowest and highest round.")
+	fmt.Fprintln(w, "CPU s: the median of the runs' user + system seconds, every process of a pipeline counted; CPU ratio: the reference's")
+	fmt.Fprintln(w, "median CPU seconds over convkit's (above 1, convkit does less work). Targets and met are wall ratios.")
 	fmt.Fprintln(w, "MB: plain log bytes for migrate, inspect and reindex; bytes on disk for backup, export and import.")
 	fmt.Fprintln(w, "peak: the largest of the runs. Memory targets besides the table's: migrate ≤ 64 MiB + 32 MiB per job; inspect and reindex flat in log and store size.")
 }
