@@ -285,14 +285,20 @@ func (d *DB) Path() string { return d.path }
 type Writer struct {
 	tx                                           *sql.Tx
 	delConv, delSess, delTurns, delMsgs, delSkip *sql.Stmt
-	insConv, insSess, insTurn, insMessage        *sql.Stmt
+	insConv, insMessage                          *sql.Stmt
 	insSkip, delMsgRows, insMsgRow, setWNO       *sql.Stmt
+	sessions, turns                              multiInsert
+	args                                         []any // reused for each multi-row statement
 	// fresh: the database was created empty by this process, so nothing
 	// needs removing before an insert.
 	fresh bool
-	// messages: a fresh load wrote messages, whose message_rows Commit
-	// writes.
-	messages bool
+	// lastRow is the rowid of the last message a fresh load wrote: it
+	// numbers the messages itself, 1, 2, ... as SQLite would, so that
+	// their message_rows go in with the conversation's other rows.
+	lastRow int64
+	// insMessageAt inserts a message with its rowid (a fresh load).
+	insMessageAt *sql.Stmt
+	msgRows      multiInsert
 }
 
 // Begin starts a write transaction.
@@ -326,15 +332,89 @@ func (d *DB) Begin(ctx context.Context) (*Writer, error) {
 		forked_from, after_compaction, agents, models, running_turn, session_count, turn_count, fingerprint, will_not_open,
 		fork_sources) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	w.setWNO = prep("UPDATE conversations SET will_not_open = ? WHERE id = ?")
-	w.insSess = prep(`INSERT INTO sessions (conversation_id, id, parent_session, agent, model, format_version,
-		event_count, bytes, file) VALUES (?,?,?,?,?,?,?,?,?)`)
-	w.insTurn = prep(`INSERT INTO turns (conversation_id, session_id, turn, started_at, ended_at, outcome) VALUES (?,?,?,?,?,?)`)
+	w.sessions = multiInsert{tx: tx, cols: 9, head: `INSERT OR FAIL INTO sessions (conversation_id, id, parent_session,
+		agent, model, format_version, event_count, bytes, file) VALUES `}
+	w.turns = multiInsert{tx: tx, cols: 6,
+		head: "INSERT OR FAIL INTO turns (conversation_id, session_id, turn, started_at, ended_at, outcome) VALUES "}
 	w.insMessage = prep(`INSERT INTO messages (conversation_id, session_id, seq, role, text) VALUES (?,?,?,?,?)`)
+	w.insMessageAt = prep(`INSERT INTO messages (rowid, conversation_id, session_id, seq, role, text) VALUES (?,?,?,?,?,?)`)
+	w.msgRows = multiInsert{tx: tx, cols: 2, head: "INSERT OR FAIL INTO message_rows (conversation_id, fts_rowid) VALUES "}
 	if err != nil {
 		tx.Rollback()
 		return nil, err
 	}
 	return w, nil
+}
+
+// maxRows is the most rows one statement of a multiInsert carries.
+const maxRows = 32
+
+// multiInsert inserts up to maxRows rows of one table per statement, one
+// statement prepared per row count when first needed: a conversation's
+// sessions and turns take one or a few statements instead of one each
+// (per statement, database/sql and the driver cost about as much as
+// SQLite's own insert of a row). OR FAIL: SQLite opens a statement
+// journal (a savepoint) for a statement of several rows that may abort,
+// and at every savepoint FTS5 writes its pending terms to disk, which
+// made a bulk load half as slow again; a failed statement here may leave
+// its earlier rows, and every caller rolls the transaction back on an
+// error anyway.
+type multiInsert struct {
+	tx    *sql.Tx
+	head  string // "INSERT ... VALUES "
+	cols  int
+	stmts [maxRows + 1]*sql.Stmt
+}
+
+// stmt is the statement of n rows.
+func (m *multiInsert) stmt(ctx context.Context, n int) (*sql.Stmt, error) {
+	if s := m.stmts[n]; s != nil {
+		return s, nil
+	}
+	var q strings.Builder
+	q.WriteString(m.head)
+	for r := range n {
+		if r > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteByte('(')
+		for c := range m.cols {
+			if c > 0 {
+				q.WriteByte(',')
+			}
+			q.WriteByte('?')
+		}
+		q.WriteByte(')')
+	}
+	s, err := m.tx.PrepareContext(ctx, q.String())
+	if err != nil {
+		return nil, err
+	}
+	m.stmts[n] = s
+	return s, nil
+}
+
+// insert writes n rows, asking row for the values of row i appended to
+// args.
+func (w *Writer) insert(ctx context.Context, m *multiInsert, n int, row func(args []any, i int) []any) error {
+	for start := 0; start < n; start += maxRows {
+		k := min(maxRows, n-start)
+		s, err := m.stmt(ctx, k)
+		if err != nil {
+			return err
+		}
+		args := w.args[:0]
+		for i := start; i < start+k; i++ {
+			args = row(args, i)
+		}
+		_, err = s.ExecContext(ctx, args...)
+		clear(args) // the strings are not kept past the conversation
+		w.args = args[:0]
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func jsonList(v []string) string {
@@ -367,7 +447,9 @@ func jsonList(v []string) string {
 	return string(append(b, ']'))
 }
 
-// Put replaces every row of c.ID with c and its messages.
+// Put replaces every row of c.ID with c and its messages. After an
+// error the transaction must be rolled back: a statement that failed may
+// have written part of its rows.
 func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error {
 	if !w.fresh {
 		if err := w.Remove(ctx, c.ID); err != nil {
@@ -379,26 +461,43 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 		len(c.Sessions), len(c.Turns), c.Fingerprint, jsonList(c.WillNotOpen), jsonList(c.ForkSources)); err != nil {
 		return fmt.Errorf("index conversation %s: %w", display.Quote(c.ID), err)
 	}
-	for _, s := range c.Sessions {
-		if _, err := w.insSess.ExecContext(ctx, c.ID, s.ID, s.ParentSession, s.Agent, s.Model, s.FormatVersion,
-			s.Events, s.Bytes, s.File); err != nil {
-			return fmt.Errorf("index session %s of %s: %w", display.Quote(s.ID), display.Quote(c.ID), err)
-		}
+	err := w.insert(ctx, &w.sessions, len(c.Sessions), func(args []any, i int) []any {
+		s := &c.Sessions[i]
+		return append(args, c.ID, s.ID, s.ParentSession, s.Agent, s.Model, s.FormatVersion, s.Events, s.Bytes, s.File)
+	})
+	if err != nil {
+		return fmt.Errorf("index the sessions of %s: %w", display.Quote(c.ID), err)
 	}
-	for _, t := range c.Turns {
-		if _, err := w.insTurn.ExecContext(ctx, c.ID, t.SessionID, t.Turn, t.StartedAt, t.EndedAt, t.Outcome); err != nil {
-			return fmt.Errorf("index turn %d of %s: %w", t.Turn, display.Quote(c.ID), err)
+	err = w.insert(ctx, &w.turns, len(c.Turns), func(args []any, i int) []any {
+		t := &c.Turns[i]
+		return append(args, c.ID, t.SessionID, t.Turn, t.StartedAt, t.EndedAt, t.Outcome)
+	})
+	if err != nil {
+		return fmt.Errorf("index the turns of %s: %w", display.Quote(c.ID), err)
+	}
+	if w.fresh {
+		// Nothing was deleted from the new table: the rowids SQLite
+		// would choose are 1, 2, ...; numbered here, the messages'
+		// message_rows take a few statements instead of one each.
+		first := w.lastRow + 1
+		for _, m := range msgs {
+			w.lastRow++
+			if _, err := w.insMessageAt.ExecContext(ctx, w.lastRow, c.ID, m.SessionID, m.Seq, m.Role, m.Text); err != nil {
+				return fmt.Errorf("index message %d of %s: %w", m.Seq, display.Quote(c.ID), err)
+			}
 		}
+		err := w.insert(ctx, &w.msgRows, len(msgs), func(args []any, i int) []any {
+			return append(args, c.ID, first+int64(i))
+		})
+		if err != nil {
+			return fmt.Errorf("index the messages of %s: %w", display.Quote(c.ID), err)
+		}
+		return nil
 	}
 	for _, m := range msgs {
 		r, err := w.insMessage.ExecContext(ctx, c.ID, m.SessionID, m.Seq, m.Role, m.Text)
 		if err != nil {
 			return fmt.Errorf("index message %d of %s: %w", m.Seq, display.Quote(c.ID), err)
-		}
-		if w.fresh {
-			// Commit maps every message to its conversation at once.
-			w.messages = true
-			continue
 		}
 		rowid, err := r.LastInsertId()
 		if err == nil {
@@ -447,15 +546,6 @@ func (w *Writer) Skip(ctx context.Context, id, dir, fingerprint, reason string) 
 
 // Commit ends the transaction.
 func (w *Writer) Commit() error {
-	if w.messages {
-		// A bulk load's messages all belong to the conversations it
-		// wrote: one statement maps them all, where an insert per
-		// message cost a quarter of the load.
-		if _, err := w.tx.Exec("INSERT INTO message_rows (conversation_id, fts_rowid) SELECT conversation_id, rowid FROM messages"); err != nil {
-			w.tx.Rollback()
-			return fmt.Errorf("index message rows: %w", err)
-		}
-	}
 	return w.tx.Commit()
 }
 

@@ -286,3 +286,97 @@ func TestOlderSchema(t *testing.T) {
 		t.Fatalf("Open of an older schema: %v", err)
 	}
 }
+
+// TestBulkLoadEqualsUpserts writes conversations with more sessions, turns
+// and messages than one statement of a bulk load carries, once as a bulk
+// load and once conversation by conversation, and compares every row.
+func TestBulkLoadEqualsUpserts(t *testing.T) {
+	ctx := context.Background()
+	var convs []*Conversation
+	var msgs [][]Message
+	for i, n := range []int{0, 1, maxRows, maxRows + 1, 2*maxRows + 5} {
+		c := conv(fmt.Sprintf("c%d", i), int64(100+i), false)
+		c.Sessions, c.Turns = nil, nil
+		var ms []Message
+		for k := range n {
+			sid := fmt.Sprintf("s%03d", k)
+			c.Sessions = append(c.Sessions, Session{ID: sid, ParentSession: "root", Agent: "coder", Model: "m",
+				FormatVersion: 4, Events: int64(k), Bytes: int64(10 * k), File: sid + ".v4.jsonl"})
+			c.Turns = append(c.Turns, Turn{SessionID: "root", Turn: int64(k + 1), StartedAt: int64(k), EndedAt: int64(k + 1), Outcome: "completed"})
+			ms = append(ms, Message{SessionID: sid, Seq: int64(k), Role: "assistant", Text: fmt.Sprintf("narwhal %d of %s", k, c.ID)})
+		}
+		convs, msgs = append(convs, c), append(msgs, ms)
+	}
+	bulk := filepath.Join(t.TempDir(), "metadata.db")
+	db, err := Create(bulk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range convs {
+		if err := w.Put(ctx, c, msgs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(bulk); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	one, _ := newIndex(t)
+	for i, c := range convs {
+		if err := one.Upsert(ctx, c, msgs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := func(d *DB, q string) []string {
+		r, err := d.db.Query(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		cols, _ := r.Columns()
+		var out []string
+		for r.Next() {
+			v := make([]any, len(cols))
+			p := make([]any, len(cols))
+			for i := range v {
+				p[i] = &v[i]
+			}
+			if err := r.Scan(p...); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprint(v...))
+		}
+		return out
+	}
+	for _, q := range []string{
+		"SELECT * FROM conversations ORDER BY id",
+		"SELECT * FROM sessions ORDER BY conversation_id, id",
+		"SELECT * FROM turns ORDER BY conversation_id, session_id, turn",
+		"SELECT * FROM message_rows ORDER BY conversation_id, fts_rowid",
+		"SELECT rowid, * FROM messages ORDER BY rowid",
+	} {
+		got, want := rows(db, q), rows(one, q)
+		if len(got) != len(want) || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: bulk load %d rows, upserts %d rows:\n%q\n%q", q, len(got), len(want), got, want)
+		}
+	}
+	var n int
+	db.db.QueryRow("SELECT count(*) FROM turns").Scan(&n)
+	if want := 0 + 1 + maxRows + maxRows + 1 + 2*maxRows + 5; n != want {
+		t.Errorf("%d turns, want %d", n, want)
+	}
+	hits, err := db.Search(ctx, "narwhal", 1000)
+	if err != nil || len(hits) != n {
+		t.Errorf("search: %d hits, want %d (%v)", len(hits), n, err)
+	}
+}
