@@ -510,14 +510,19 @@ func putChunk(b []byte) {
 // than the window either way, and the frames are the same bytes.
 //
 // They are kept in a free list of at most encodeSlots (no more are ever in
-// use at once) while some frame writer runs, and let go when the last one
-// closes. A sync.Pool lost them at every collection, which the soft memory
-// limit makes frequent: making one again (its tables and a history of
-// 4 MiB, touched anew) was a tenth of a long-line log's allocations.
+// use at once) while some frame writer runs: a sync.Pool lost them at every
+// collection, which the soft memory limit makes frequent, and making one
+// again (its tables and a history of 4 MiB, touched anew) was a tenth of a
+// long-line log's allocations. When the last writer closes they move to
+// idle, a sync.Pool: the next log, usually a moment later in a migration
+// of many small ones, takes them from there (making them anew for each
+// small log doubled migrate's CPU time per log), and a process that stops
+// publishing lets them go at a collection.
 var encoders = struct {
 	sync.Mutex
 	free   []*zstd.Encoder
 	active int // frame writers running
+	idle   sync.Pool
 }{}
 
 func newEncoder() *zstd.Encoder {
@@ -538,19 +543,25 @@ func getEncoder() *zstd.Encoder {
 		encoders.free = encoders.free[:n-1]
 		return e
 	}
+	if e, ok := encoders.idle.Get().(*zstd.Encoder); ok {
+		return e
+	}
 	return newEncoder()
 }
 
 func putEncoder(e *zstd.Encoder) {
 	encoders.Lock()
 	defer encoders.Unlock()
-	if encoders.active > 0 && len(encoders.free) < cap(encodeSlots) {
+	switch {
+	case encoders.active > 0 && len(encoders.free) < cap(encodeSlots):
 		encoders.free = append(encoders.free, e)
+	case encoders.active == 0:
+		encoders.idle.Put(e)
 	}
 }
 
 // writerStarted and writerClosed count the frame writers running; the
-// free encoders are dropped when none is.
+// free encoders go idle when none is.
 func writerStarted() {
 	encoders.Lock()
 	encoders.active++
@@ -561,6 +572,9 @@ func writerClosed() {
 	encoders.Lock()
 	defer encoders.Unlock()
 	if encoders.active--; encoders.active == 0 {
+		for _, e := range encoders.free {
+			encoders.idle.Put(e)
+		}
 		clear(encoders.free)
 		encoders.free = encoders.free[:0]
 	}
