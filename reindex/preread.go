@@ -68,18 +68,9 @@ func (x *SessionIndexer) Add(e *convlog.Event) {
 		x.refused, x.msgs = true, nil
 		return
 	}
-	if e.Type != convlog.TypeUserMessage && e.Type != convlog.TypeAssistantMessage {
-		return
+	if m, ok := indexedMessage(x.rules, e, x.sessionID); ok {
+		x.msgs = append(x.msgs, m)
 	}
-	raw := x.rules.Message()
-	if raw == nil {
-		return
-	}
-	role, text := convlog.MessageText(raw)
-	if text == "" {
-		return
-	}
-	x.msgs = append(x.msgs, index.Message{SessionID: x.sessionID, Seq: e.Seq, Role: role, Text: clip(text, MaxIndexedText)})
 }
 
 // Finish ends the read of r: the log's Preread, or nil when the rules

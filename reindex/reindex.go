@@ -888,23 +888,36 @@ func readSession(ctx context.Context, path, sessionID string, withText bool) ([]
 		if err := rules.Check(e); err != nil {
 			return nil, convlog.Stats{}, nil, r.RuleProblem(err)
 		}
-		if !withText || (e.Type != convlog.TypeUserMessage && e.Type != convlog.TypeAssistantMessage) {
+		if !withText {
 			continue
 		}
-		raw := rules.Message()
-		if raw == nil {
-			continue
+		if m, ok := indexedMessage(rules, e, sessionID); ok {
+			msgs = append(msgs, m)
 		}
-		role, text := convlog.MessageText(raw)
-		if text == "" {
-			continue
-		}
-		msgs = append(msgs, index.Message{SessionID: sessionID, Seq: e.Seq, Role: role, Text: clip(text, MaxIndexedText)})
 	}
 	if err := rules.Finish(); err != nil {
 		return nil, convlog.Stats{}, nil, fmt.Errorf("%s: line 1: %w", path, err)
 	}
 	return msgs, r.Stats(), r.Header(), nil
+}
+
+// indexedMessage is what the index keeps of event e, which rules has just
+// checked: the text of a user or assistant message, clipped to
+// MaxIndexedText; ok false for any other event or an empty text. Run's own
+// read and a SessionIndexer both index through it.
+func indexedMessage(rules *convlog.Validator, e *convlog.Event, sessionID string) (m index.Message, ok bool) {
+	if e.Type != convlog.TypeUserMessage && e.Type != convlog.TypeAssistantMessage {
+		return m, false
+	}
+	raw := rules.Message()
+	if raw == nil {
+		return m, false
+	}
+	role, text := convlog.MessageText(raw)
+	if text == "" {
+		return m, false
+	}
+	return index.Message{SessionID: sessionID, Seq: e.Seq, Role: role, Text: clip(text, MaxIndexedText)}, true
 }
 
 func clip(s string, n int) string {
