@@ -211,7 +211,7 @@ func (p *prefetcher) recycle(cur *pframe, mem bool) {
 		if mem {
 			pf.in = nil
 		}
-		if cap(pf.in) > keepPframeBytes || cap(pf.out) > keepPframeBytes {
+		if cap(pf.in) > keepPframeBytes || cap(pf.out) > keepPframeBytes || pf.pre.parsedBytes() > keepPframeBytes {
 			continue
 		}
 		pf.f, pf.err, pf.whole, pf.derr = Frame{}, nil, false, nil

@@ -2,6 +2,7 @@ package convlog
 
 import (
 	"bytes"
+	"unsafe"
 
 	"github.com/convkit/convkit/internal/rawjson"
 )
@@ -40,6 +41,13 @@ type framePre struct {
 	// the decoder goroutine's own parsing buffers
 	members           []member
 	nested, nestedMsg rawjson.Nested
+}
+
+// parsedBytes is what p's per-line buffers hold on to: a frame of very
+// many short lines (a hostile one of newlines) grows them to many times
+// the frame's size, and such a frame's buffers do not go back to the pool.
+func (p *framePre) parsedBytes() int {
+	return cap(p.lines)*int(unsafe.Sizeof(lineSpans{})) + cap(p.ends)*4 + cap(p.spans)*int(unsafe.Sizeof(memberSpan{}))
 }
 
 // maxSpanned bounds the members of one line kept (beyond it, the reader
