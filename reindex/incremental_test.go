@@ -3,7 +3,6 @@ package reindex_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/internal/indexdump"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
@@ -529,58 +529,7 @@ func dump(t *testing.T, path string) []string {
 	if _, err := os.Stat(path + "-wal"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("%s-wal remains after the run", path)
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var out []string
-	for _, q := range []string{
-		"SELECT 'conversation', * FROM conversations",
-		"SELECT 'session', * FROM sessions",
-		"SELECT 'turn', * FROM turns",
-		"SELECT 'skipped', * FROM skipped",
-		`SELECT 'message', r.conversation_id, m.conversation_id, m.session_id, m.seq, m.role, m.text
-			FROM message_rows r JOIN messages m ON m.rowid = r.fts_rowid`,
-		"SELECT 'orphan message', rowid FROM messages WHERE rowid NOT IN (SELECT fts_rowid FROM message_rows)",
-		"SELECT 'orphan row', * FROM message_rows WHERE fts_rowid NOT IN (SELECT rowid FROM messages)",
-	} {
-		rows, err := db.Query(q)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			var b strings.Builder
-			for i, v := range vals {
-				if i > 0 {
-					b.WriteString(" | ")
-				}
-				if raw, ok := v.([]byte); ok {
-					v = string(raw)
-				}
-				fmt.Fprint(&b, v)
-			}
-			out = append(out, b.String())
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rows.Close()
-	}
-	slices.Sort(out)
-	if len(out) == 0 {
-		t.Fatalf("%s is empty", path)
-	}
-	return out
+	return indexdump.Rows(t, path)
 }
 
 // diffLines lists the lines only one of a and b holds (both sorted).

@@ -2,13 +2,11 @@ package transfer
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
+	"github.com/convkit/convkit/internal/indexdump"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
@@ -107,9 +105,9 @@ func sameAsRebuild(t *testing.T, dir, cfg string) {
 	if cr.Drift() {
 		t.Fatalf("check after the import: %s %+v", cr.IndexProblem, cr.Differences)
 	}
-	got := dumpIndex(t, store.IndexPath(dir))
+	got := indexdump.Rows(t, store.IndexPath(dir))
 	rebuild(t, dir, cfg)
-	want := dumpIndex(t, store.IndexPath(dir))
+	want := indexdump.Rows(t, store.IndexPath(dir))
 	if !slices.Equal(got, want) {
 		for i := range max(len(got), len(want)) {
 			g, w := "", ""
@@ -136,62 +134,6 @@ func rebuild(t *testing.T, dir, cfg string) {
 	if _, err := reindex.Run(context.Background(), s, reindex.Options{Machine: loadMachine(t, cfg)}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// dumpIndex is every row of every table of the index at path, sorted.
-func dumpIndex(t *testing.T, path string) []string {
-	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var out []string
-	for _, q := range []string{
-		"SELECT 'conversation', * FROM conversations",
-		"SELECT 'session', * FROM sessions",
-		"SELECT 'turn', * FROM turns",
-		"SELECT 'skipped', * FROM skipped",
-		`SELECT 'message', r.conversation_id, m.conversation_id, m.session_id, m.seq, m.role, m.text
-			FROM message_rows r JOIN messages m ON m.rowid = r.fts_rowid`,
-		"SELECT 'orphan message', rowid FROM messages WHERE rowid NOT IN (SELECT fts_rowid FROM message_rows)",
-	} {
-		rows, err := db.Query(q)
-		if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			var b strings.Builder
-			for i, v := range vals {
-				if i > 0 {
-					b.WriteString(" | ")
-				}
-				if raw, ok := v.([]byte); ok {
-					v = string(raw)
-				}
-				fmt.Fprint(&b, v)
-			}
-			out = append(out, b.String())
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rows.Close()
-	}
-	slices.Sort(out)
-	if len(out) == 0 {
-		t.Fatalf("%s is empty", path)
-	}
-	return out
 }
 
 func loadMachine(t *testing.T, cfg string) *machine.Machine {
