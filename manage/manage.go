@@ -273,7 +273,7 @@ func (ix *indexWriter) update(ctx context.Context, s *store.Store, id string, op
 	if ix.db == nil || ix.state == indexNotUpdated {
 		return
 	}
-	if err := reindex.Update(ctx, ix.db, s, id, reindex.UpdateOptions{Machine: opts.Machine}); err != nil {
+	if _, err := reindex.Update(ctx, ix.db, s, id, reindex.UpdateOptions{Machine: opts.Machine}); err != nil {
 		ix.state, ix.why = indexNotUpdated, err.Error()
 		return
 	}

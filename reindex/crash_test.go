@@ -231,7 +231,7 @@ func TestIncrementalEqualsRebuild(t *testing.T) {
 	defer inc.Close()
 	tree, _ := reader(t, dir).Walk()
 	for _, c := range tree.Conversations {
-		if err := Update(ctx, inc, reader(t, dir), c.ID, UpdateOptions{}); err != nil {
+		if _, err := Update(ctx, inc, reader(t, dir), c.ID, UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

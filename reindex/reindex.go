@@ -161,6 +161,10 @@ type Result struct {
 	Rechecked   int    `json:"rechecked"`
 	Replayed    int    `json:"replayed"`
 	Removed     int    `json:"removed"`
+	// FromPrereads counts the session logs of the conversations written
+	// that were indexed from their Preread rather than read again. Not
+	// part of the JSON report.
+	FromPrereads int `json:"-"`
 }
 
 func (o *Options) defaults() {
@@ -245,8 +249,11 @@ type built struct {
 	willNotOpen []string
 	conv        *index.Conversation
 	msgs        []index.Message
-	skip        *Skip
-	deleting    bool
+	// fromPrereads counts the session logs of conv taken from their
+	// Preread.
+	fromPrereads int
+	skip         *Skip
+	deleting     bool
 	// empty: the directory holds nothing at all, the remnant of a delete
 	// interrupted after its last file was removed.
 	empty bool
@@ -442,6 +449,7 @@ func (j *job) apply(ctx context.Context, w *index.Writer, b *built) error {
 		res.Sessions += len(b.conv.Sessions)
 		res.Turns += len(b.conv.Turns)
 		res.Messages += len(b.msgs)
+		res.FromPrereads += b.fromPrereads
 	}
 	return nil
 }
@@ -833,6 +841,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 			sess.Events, sess.Bytes = pr.Events, pr.Bytes
 			conv.Sessions = append(conv.Sessions, sess)
 			b.msgs = append(b.msgs, msgs...)
+			b.fromPrereads++
 			continue
 		}
 		msgs, st, h, err := readSession(ctx, l.Path, l.ID, env.withText)

@@ -49,7 +49,7 @@ func TestStale(t *testing.T) {
 	addConversation(t, s, "f", "hello f") // not indexed
 	stale("a", "b", "d", "f")
 	for _, id := range []string{"a", "b", "d", "f"} {
-		if err := Update(ctx, db, reader(t, dir), id, UpdateOptions{}); err != nil {
+		if _, err := Update(ctx, db, reader(t, dir), id, UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -24,6 +24,13 @@ type UpdateOptions struct {
 	Prereads Prereads
 }
 
+// UpdateResult is what Update did.
+type UpdateResult struct {
+	// FromPrereads counts the session logs written to the index from
+	// their Preread rather than read again.
+	FromPrereads int
+}
+
 // Update brings one conversation's rows in db up to date with its logs:
 // the incremental update of the index after a flushed append, by the
 // runtime and by every command that changes a conversation (import,
@@ -31,17 +38,17 @@ type UpdateOptions struct {
 // that is being deleted, is removed from the index; one that cannot be
 // read is recorded as skipped, with the reason; the row of one that is
 // read records why it will not open on this machine.
-func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, opts UpdateOptions) error {
+func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, opts UpdateOptions) (UpdateResult, error) {
 	c, _, err := s.WalkConversation(convID)
 	if err != nil {
 		dir, perr := s.ConversationPath(convID)
 		if perr != nil {
-			return perr
+			return UpdateResult{}, perr
 		}
 		if _, serr := os.Lstat(dir); errors.Is(serr, fs.ErrNotExist) {
-			return db.Delete(ctx, convID)
+			return UpdateResult{}, db.Delete(ctx, convID)
 		}
-		return err
+		return UpdateResult{}, err
 	}
 	present := func(id string) bool {
 		p, err := s.ConversationPath(id)
@@ -53,12 +60,13 @@ func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, op
 	}
 	b := readConversationWith(ctx, c, readEnv{present: present, withText: true, machine: opts.Machine, prereads: opts.Prereads})
 	if b.err != nil {
-		return b.err
+		return UpdateResult{}, b.err
 	}
 	w, err := db.Begin(ctx)
 	if err != nil {
-		return err
+		return UpdateResult{}, err
 	}
+	var res UpdateResult
 	switch {
 	case b.deleting || b.empty:
 		err = w.Remove(ctx, convID)
@@ -66,12 +74,13 @@ func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, op
 		err = w.Skip(ctx, convID, filepath.Base(c.Path), b.fingerprint, storedReason(c.Path, b.skip))
 	default:
 		err = w.Put(ctx, b.conv, b.msgs)
+		res.FromPrereads = b.fromPrereads
 	}
 	if err != nil {
 		w.Rollback()
-		return fmt.Errorf("update %s in the index: %w", display.Quote(convID), interrupted(ctx, err))
+		return UpdateResult{}, fmt.Errorf("update %s in the index: %w", display.Quote(convID), interrupted(ctx, err))
 	}
-	return w.Commit()
+	return res, w.Commit()
 }
 
 // Stale lists the conversations of ids whose rows in db were not read from

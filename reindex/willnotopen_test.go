@@ -173,7 +173,7 @@ func TestWillNotOpen(t *testing.T) {
 	if err != nil || len(ck.Differences) != 1 || ck.Differences[0].ID != "no-cwd" || !strings.Contains(ck.Differences[0].Detail, "will not open") {
 		t.Fatalf("check after the directory was made: %+v, %v", ck.Differences, err)
 	}
-	if err := Update(ctx, db, reader(t, dir), "no-cwd", UpdateOptions{Machine: m2}); err != nil {
+	if _, err := Update(ctx, db, reader(t, dir), "no-cwd", UpdateOptions{Machine: m2}); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := db.WillNotOpen(ctx, "no-cwd"); err != nil || len(r) != 0 {

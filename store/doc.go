@@ -90,7 +90,7 @@
 // rows with one incremental call:
 //
 //	db, err := index.Open(st.IndexPath())
-//	err = reindex.Update(ctx, db, st, convID, reindex.UpdateOptions{})
+//	_, err = reindex.Update(ctx, db, st, convID, reindex.UpdateOptions{})
 //
 // A missing or unusable index is rebuilt from the logs by reindex.Run (the
 // runtime holds the lock it needs), as convkit reindex does.

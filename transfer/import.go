@@ -132,6 +132,8 @@ type ImportOptions struct {
 	// Log receives notes as they happen: stale staging directories
 	// removed, the index state (nil: nothing).
 	Log io.Writer
+	// spoolMemory overrides defaultSpoolMemory (0: the default).
+	spoolMemory int
 }
 
 // ImportResult is what Import found and did.
@@ -160,6 +162,10 @@ type ImportResult struct {
 	// run convkit reindex) or "" on a dry run.
 	Index      string `json:"index"`
 	IndexError string `json:"indexError,omitempty"`
+	// IndexFromReads counts the session logs the index took from the
+	// import's strict reads rather than read again (reindex.Preread). Not
+	// part of the JSON report.
+	IndexFromReads int `json:"-"`
 	// Warnings are problems that concern the whole import (no runtime
 	// configuration, the index not updated). Those of a conversation are
 	// in its Problems.
@@ -714,10 +720,12 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 			continue
 		}
 		seen[id] = true
-		if err := reindex.Update(ctx, db, imp.st, id, reindex.UpdateOptions{Machine: imp.mach, Prereads: imp.prereads()}); err != nil {
+		ur, err := reindex.Update(ctx, db, imp.st, id, reindex.UpdateOptions{Machine: imp.mach, Prereads: imp.prereads()})
+		if err != nil {
 			fail(err)
 			return
 		}
+		res.IndexFromReads += ur.FromPrereads
 	}
 	if err := db.Close(); err != nil {
 		fail(err)
@@ -734,7 +742,7 @@ func (imp *importer) buildIndex(ctx context.Context, fail func(error)) {
 		fail(err)
 		return
 	}
-	imp.res.Index = "built"
+	imp.res.Index, imp.res.IndexFromReads = "built", rr.FromPrereads
 	if n := len(rr.Skipped); n > 0 {
 		imp.warn(fmt.Sprintf("metadata.db was built, but %d item(s) of the store were skipped, as reindex skips them; the first: %s: %s",
 			n, rr.Skipped[0].Path, rr.Skipped[0].Reason))

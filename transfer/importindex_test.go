@@ -29,7 +29,6 @@ func TestImportIndexIsARebuild(t *testing.T) {
 
 	// Into an empty store: the index is built.
 	b := filepath.Join(t.TempDir(), "B")
-	before := prereadsTaken.Load()
 	ir, err := importFile(t, arch, b, ImportOptions{ConfigPath: cfg})
 	if err != nil {
 		t.Fatal(err)
@@ -48,26 +47,23 @@ func TestImportIndexIsARebuild(t *testing.T) {
 			}
 		}
 	}
-	if got := prereadsTaken.Load() - before; got != int64(sessions) || sessions == 0 {
+	if got := ir.IndexFromReads; got != sessions || sessions == 0 {
 		t.Fatalf("%d of %d session logs indexed from the extraction's reads", got, sessions)
 	}
 	sameAsRebuild(t, b, cfg)
 
 	// The same with the message text spooled to a file almost whole.
-	defer func(n int) { spoolMemory = n }(spoolMemory)
-	spoolMemory = 2 << 10
 	b2 := filepath.Join(t.TempDir(), "B2")
-	before = prereadsTaken.Load()
-	if ir, err := importFile(t, arch, b2, ImportOptions{ConfigPath: cfg}); err != nil || ir.Index != "built" {
+	ir2, err := importFile(t, arch, b2, ImportOptions{ConfigPath: cfg, spoolMemory: 2 << 10})
+	if err != nil || ir2.Index != "built" {
 		t.Fatalf("import with the text spooled: %v", err)
 	}
-	if got := prereadsTaken.Load() - before; got != int64(sessions) {
+	if got := ir2.IndexFromReads; got != sessions {
 		t.Fatalf("%d of %d session logs indexed from the extraction's reads, text spooled", got, sessions)
 	}
 	sameAsRebuild(t, b2, cfg)
 
 	// An archive an earlier build wrote (testdata/v1).
-	spoolMemory = 8 << 20
 	b3 := filepath.Join(t.TempDir(), "B3")
 	if ir, err := importFile(t, filepath.Join("testdata", "v1", "export.tar.zst"), b3, ImportOptions{ConfigPath: cfg}); err != nil || ir.Index != "built" {
 		t.Fatalf("import of the earlier build's archive: %v", err)
@@ -79,7 +75,6 @@ func TestImportIndexIsARebuild(t *testing.T) {
 	c, _ := fixtureStore(t, 13)
 	rebuild(t, c, cfg)
 	cwd := ir.Conversations[0].Cwd
-	before = prereadsTaken.Load()
 	ir, err = importFile(t, arch, c, ImportOptions{ConfigPath: cfg, OnConflict: ConflictReplace, MapCwd: []CwdMapping{{From: cwd, To: "/srv/elsewhere"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +82,7 @@ func TestImportIndexIsARebuild(t *testing.T) {
 	if ir.Index != "updated" || ir.Counts.CwdMapped == 0 {
 		t.Fatalf("index %q, counts %+v", ir.Index, ir.Counts)
 	}
-	if prereadsTaken.Load() == before {
+	if ir.IndexFromReads == 0 {
 		t.Fatal("the update read every log again")
 	}
 	sameAsRebuild(t, c, cfg)

@@ -7,21 +7,21 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 
 	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/index"
 )
 
 // msgSpool keeps the message text the strict reads of an import collect
-// for the index (reindex.Preread): up to spoolMemory bytes in memory, the
+// for the index (reindex.Preread): up to memory bytes in memory, the
 // rest in one file of the staging directory (outside the tree that
 // becomes the store, made when first needed), so that memory does not
 // grow with the text of the archive. The file goes with the staging
 // directory.
 type msgSpool struct {
-	dir string
-	mu  sync.Mutex
+	dir    string
+	memory int
+	mu     sync.Mutex
 	// mem are chunks of spoolChunk bytes, filled in turn; records that do
 	// not fit in one go to the file.
 	mem [][]byte
@@ -30,13 +30,21 @@ type msgSpool struct {
 	err error
 }
 
-// spoolMemory is how much message text an import keeps in memory for its
-// index before it spools the rest to a file, in chunks of spoolChunk.
-var spoolMemory = 8 << 20
+// defaultSpoolMemory is how much message text an import keeps in memory
+// for its index before it spools the rest to a file, in chunks of
+// spoolChunk.
+const defaultSpoolMemory = 8 << 20
 
 const spoolChunk = 512 << 10
 
-func newMsgSpool(dir string) *msgSpool { return &msgSpool{dir: dir} }
+// newMsgSpool starts a spool in dir that keeps up to memory bytes in
+// memory (0: defaultSpoolMemory).
+func newMsgSpool(dir string, memory int) *msgSpool {
+	if memory <= 0 {
+		memory = defaultSpoolMemory
+	}
+	return &msgSpool{dir: dir, memory: memory}
+}
 
 // write stores b and says where: in memory chunk chunk at off, or in the
 // file at off (chunk -1).
@@ -49,7 +57,7 @@ func (s *msgSpool) write(b []byte) (chunk int, off int64, err error) {
 	if len(b) <= spoolChunk {
 		n := len(s.mem)
 		if n == 0 || len(s.mem[n-1])+len(b) > spoolChunk {
-			if (n+1)*spoolChunk <= spoolMemory {
+			if (n+1)*spoolChunk <= s.memory {
 				s.mem = append(s.mem, make([]byte, 0, spoolChunk))
 				n++
 			}
@@ -77,10 +85,7 @@ func (s *msgSpool) write(b []byte) (chunk int, off int64, err error) {
 // returns what loads them back.
 func (s *msgSpool) put(msgs []index.Message) (func() ([]index.Message, error), error) {
 	if len(msgs) == 0 {
-		return func() ([]index.Message, error) {
-			prereadsTaken.Add(1)
-			return nil, nil
-		}, nil
+		return func() ([]index.Message, error) { return nil, nil }, nil
 	}
 	sessionID := msgs[0].SessionID
 	var b []byte
@@ -97,18 +102,8 @@ func (s *msgSpool) put(msgs []index.Message) (func() ([]index.Message, error), e
 		return nil, err
 	}
 	n := len(b)
-	return func() ([]index.Message, error) {
-		msgs, err := s.get(sessionID, chunk, off, n)
-		if err == nil {
-			prereadsTaken.Add(1)
-		}
-		return msgs, err
-	}, nil
+	return func() ([]index.Message, error) { return s.get(sessionID, chunk, off, n) }, nil
 }
-
-// prereadsTaken counts the session logs indexed from their strict read
-// (for tests: that the index build did not read them again).
-var prereadsTaken atomic.Int64
 
 var errSpool = errors.New("message spool: malformed record")
 

@@ -97,7 +97,7 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 	if !imp.opts.DryRun {
 		// The index is built from these reads (reindex.Preread): no log
 		// is read a second time for it. A dry run writes no index.
-		checks.spool = newMsgSpool(imp.stage.Dir())
+		checks.spool = newMsgSpool(imp.stage.Dir(), imp.opts.spoolMemory)
 	}
 	ents, err := archive.Extract(ctx, r, imp.stage.Tree(), archive.ExtractOptions{
 		ReaderOptions: archive.ReaderOptions{Limits: imp.opts.Limits, CheckName: checkExportName, Archive: imp.opts.Archive},

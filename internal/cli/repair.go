@@ -113,7 +113,7 @@ func (e *env) updateRepaired(c *ucli.Context, s *store.Store, res *store.RepairR
 		return err
 	}
 	for _, id := range ids {
-		if err := reindex.Update(c.Context, db, s, id, reindex.UpdateOptions{Machine: m}); err != nil {
+		if _, err := reindex.Update(c.Context, db, s, id, reindex.UpdateOptions{Machine: m}); err != nil {
 			return err
 		}
 	}
