@@ -1,10 +1,6 @@
 package upgrade
 
-import (
-	"bytes"
-
-	"github.com/convkit/convkit/internal/rawjson"
-)
+import "github.com/convkit/convkit/internal/rawjson"
 
 // The upgrade touches only the events a rule names, and of those only the
 // members the rule reads. Values are kept as raw JSON byte spans: an object
@@ -211,51 +207,6 @@ func emptyObj(raw []byte) bool {
 // not an object) without building the object.
 func memberOf(b []byte, key string) []byte { return rawjson.Get(b, key) }
 
-// memberFrom returns the bytes of the validated object b from the value of
-// its member key on (the first such member, as memberOf finds it), nil
-// when b has none or is not an object. It does not look for the end of
-// that value: a lookup of a member near the start of a large value (the
-// type of a stream entry's block, the id of a message) need not skip the
-// whole value first. memberOf(memberFrom(b, k), m) is memberOf(memberOf(b,
-// k), m) for validated bytes.
-func memberFrom(b []byte, key string) []byte {
-	i := rawjson.SkipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return nil
-	}
-	i = rawjson.SkipSpace(b, i+1)
-	for i < len(b) && b[i] == '"' {
-		ke, err := rawjson.Next(b, i)
-		if err != nil {
-			return nil
-		}
-		raw := b[i:ke]
-		i = rawjson.SkipSpace(b, ke)
-		if i >= len(b) || b[i] != ':' {
-			return nil
-		}
-		vs := rawjson.SkipSpace(b, i+1)
-		if keyIs(raw, key) {
-			return b[vs:]
-		}
-		ve, err := rawjson.Next(b, vs)
-		if err != nil {
-			return nil
-		}
-		i = rawjson.SkipSpace(b, ve)
-		if i >= len(b) || b[i] != ',' {
-			return nil
-		}
-		i = rawjson.SkipSpace(b, i+1)
-	}
-	return nil
-}
-
-// keyIs reports whether the raw key (with its quotes) decodes to key.
-func keyIs(raw []byte, key string) bool {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1:len(raw)-1]) == key
-	}
-	d, _ := rawjson.AppendUnquote(nil, raw)
-	return string(d) == key
-}
+// memberFrom returns b from the value of key on, without finding the end
+// of that value (see rawjson.GetFrom).
+func memberFrom(b []byte, key string) []byte { return rawjson.GetFrom(b, key) }

@@ -47,3 +47,20 @@ func BenchmarkObject(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGetFrom is the upgrade chain's lookups of a member near the
+// start of a large value: a block-end's block type, a message's id.
+func BenchmarkGetFrom(b *testing.B) {
+	text := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 400)
+	entry := []byte(`{"type":"chunk","time":9,"chunk":{"type":"block-end","index":0,"block":{"type":"text","text":"` + text + `"}}}`)
+	data := []byte(`{"turn":1,"step":1,"message":{"role":"tool","source":{"kind":"tool","callId":"c1"},"toolCallId":"c1","content":[{"type":"text","text":"` + text + `"}],"id":"r1"}}`)
+	b.SetBytes(int64(len(entry) + len(data)))
+	for b.Loop() {
+		if t := Get(GetFrom(GetFrom(entry, "chunk"), "block"), "type"); string(t) != `"text"` {
+			b.Fatalf("block type %s", t)
+		}
+		if id := Get(GetFrom(data, "message"), "id"); string(id) != `"r1"` {
+			b.Fatalf("message id %s", id)
+		}
+	}
+}

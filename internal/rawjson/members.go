@@ -202,6 +202,44 @@ func Get(b []byte, key string) []byte {
 	return v
 }
 
+// GetFrom returns the validated object b from the value of its member key
+// on (the first such member, as Get finds it), nil when b has none or is
+// not an object. It does not look for the end of that value: a lookup of a
+// member near the start of a large value need not skip the whole value
+// first. Get(GetFrom(b, k), m) is Get(Get(b, k), m) for validated bytes.
+func GetFrom(b []byte, key string) []byte {
+	i := SkipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil
+	}
+	i = SkipSpace(b, i+1)
+	for i < len(b) && b[i] == '"' {
+		ke, err := skipStringTrusted(b, i)
+		if err != nil {
+			return nil
+		}
+		raw := b[i:ke]
+		i = SkipSpace(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return nil
+		}
+		vs := SkipSpace(b, i+1)
+		if string(keyOf(raw, bytes.IndexByte(raw, '\\') >= 0)) == key {
+			return b[vs:]
+		}
+		ve, err := Next(b, vs)
+		if err != nil {
+			return nil
+		}
+		i = SkipSpace(b, ve)
+		if i >= len(b) || b[i] != ',' {
+			return nil
+		}
+		i = SkipSpace(b, i+1)
+	}
+	return nil
+}
+
 // EachElement calls fn with each element of the array b, for validated
 // bytes; fn returns false to stop.
 func EachElement(b []byte, fn func(i int, v []byte) bool) error {

@@ -9,9 +9,9 @@
 //
 // Valid, Object and Skip check everything: syntax, UTF-8 in strings,
 // nesting (at most MaxDepth levels) and duplicate keys (refused in every
-// object, at every depth). Members, EachMember, EachElement and Next take
-// bytes those checks already passed (a member of a validated line) and only
-// find boundaries; on other bytes they return an error or stop early, never
+// object, at every depth). Members, EachMember, Get, GetFrom, EachElement
+// and Next take bytes those checks already passed (a member of a validated
+// line) and only find boundaries; on other bytes they return an error or stop early, never
 // panic, but do not diagnose.
 //
 // # Numbers and strings
