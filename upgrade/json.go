@@ -86,13 +86,7 @@ func (o *object) encode(dst []byte) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		if m.RawKey != nil {
-			dst = append(dst, m.RawKey...)
-		} else {
-			dst = appendString(dst, string(m.Key))
-		}
-		dst = append(dst, ':')
-		dst = append(dst, m.Value...)
+		dst = append(appendKey(dst, m), m.Value...)
 	}
 	return append(dst, '}')
 }
@@ -107,12 +101,7 @@ func (o *object) encodeBefore(dst []byte, i int) []byte {
 		if k > 0 {
 			dst = append(dst, ',')
 		}
-		if m.RawKey != nil {
-			dst = append(dst, m.RawKey...)
-		} else {
-			dst = appendString(dst, string(m.Key))
-		}
-		dst = append(dst, ':')
+		dst = appendKey(dst, m)
 		if k < i {
 			dst = append(dst, m.Value...)
 		}
@@ -123,15 +112,20 @@ func (o *object) encodeBefore(dst []byte, i int) []byte {
 func (o *object) encodeAfter(dst []byte, i int) []byte {
 	for _, m := range o.m[i+1:] {
 		dst = append(dst, ',')
-		if m.RawKey != nil {
-			dst = append(dst, m.RawKey...)
-		} else {
-			dst = appendString(dst, string(m.Key))
-		}
-		dst = append(dst, ':')
-		dst = append(dst, m.Value...)
+		dst = append(appendKey(dst, m), m.Value...)
 	}
 	return append(dst, '}')
+}
+
+// appendKey appends m's key as the source wrote it (RawKey) or encoded,
+// and the colon.
+func appendKey(dst []byte, m member) []byte {
+	if m.RawKey != nil {
+		dst = append(dst, m.RawKey...)
+	} else {
+		dst = appendString(dst, string(m.Key))
+	}
+	return append(dst, ':')
 }
 
 func (o *object) bytes() []byte {
