@@ -1099,18 +1099,15 @@ func TestIndexSnapshotWithPendingLog(t *testing.T) {
 	}
 }
 
-// TestOnlineBackupKeepsTheLinesOfATornFrame: a compressed log whose last
-// frame lost its checksum (a crash in the last append) holds that frame's
-// lines as events: an online backup archives them, in a frame of their own,
-// so the restored log reads as the store's does, without a torn tail, and
-// the restore drill agrees with the manifest.
-func TestOnlineBackupKeepsTheLinesOfATornFrame(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
+// zstdSessionStore generates a small compressed store in a new data
+// directory and returns it with the path of its last valid v4 session log.
+func zstdSessionStore(t *testing.T) (dir, logPath string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "data")
 	rep, err := fixtures.Generate(dir, fixtures.Options{Seed: 5, Conversations: 0, Compression: convlog.Zstd})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logPath string
 	for _, c := range rep.Conversations {
 		for _, l := range c.Logs {
 			if !c.Deleting && l.SessionID != "" && l.Compression == convlog.Zstd && l.Expect == fixtures.ExpectValid && l.Version == convlog.CurrentVersion {
@@ -1121,6 +1118,16 @@ func TestOnlineBackupKeepsTheLinesOfATornFrame(t *testing.T) {
 	if logPath == "" {
 		t.Fatal("no compressed session log")
 	}
+	return dir, logPath
+}
+
+// TestOnlineBackupKeepsTheLinesOfATornFrame: a compressed log whose last
+// frame lost its checksum (a crash in the last append) holds that frame's
+// lines as events: an online backup archives them, in a frame of their own,
+// so the restored log reads as the store's does, without a torn tail, and
+// the restore drill agrees with the manifest.
+func TestOnlineBackupKeepsTheLinesOfATornFrame(t *testing.T) {
+	dir, logPath := zstdSessionStore(t)
 	data, _ := os.ReadFile(logPath)
 	want := eventsOf(t, logPath)
 	if err := os.WriteFile(logPath, data[:len(data)-2], 0o600); err != nil {
@@ -1180,22 +1187,7 @@ func TestStrictOnlineBackupOfForeignFraming(t *testing.T) {
 		{"one frame ending inside a line", 0, `{"type":"turn/start","seq":999,"ti`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "data")
-			rep, err := fixtures.Generate(dir, fixtures.Options{Seed: 5, Conversations: 0, Compression: convlog.Zstd})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var logPath string
-			for _, cv := range rep.Conversations {
-				for _, l := range cv.Logs {
-					if !cv.Deleting && l.SessionID != "" && l.Compression == convlog.Zstd && l.Expect == fixtures.ExpectValid && l.Version == convlog.CurrentVersion {
-						logPath = l.Path
-					}
-				}
-			}
-			if logPath == "" {
-				t.Fatal("no compressed session log")
-			}
+			dir, logPath := zstdSessionStore(t)
 			want := eventsOf(t, logPath)
 			dec := exec.Command("zstd", "-q", "-d", "-c", logPath)
 			text, err := dec.Output()

@@ -34,16 +34,22 @@ func copyOf(t testing.TB, p Prefix, src []byte) []byte {
 	return out
 }
 
+// prefixLogs is one log, plain and in three zstd frames, that the
+// every-cut tests cut at each byte.
+func prefixLogs() map[Compression][]byte {
+	rows := []string{lTurnStart(0), lStepStart(1), lUser(2, "u1"), lAssistant(3, "a1", strings.Repeat("long answer ", 40)), lStepStart(4)}
+	return map[Compression][]byte{
+		Plain: plainLog(append([]string{hdrV4}, rows...)...),
+		Zstd:  zlog(rows[:2], rows[2:4], rows[4:]),
+	}
+}
+
 // TestCommittedPrefixEveryCut cuts logs at every byte: the committed prefix
 // is where the reader puts CommittedBytes, its recovered lines are the ones
 // the reader returns from a torn frame, the file and the in-memory scans
 // agree, and a copy reads as the same events with no torn tail.
 func TestCommittedPrefixEveryCut(t *testing.T) {
-	rows := []string{lTurnStart(0), lStepStart(1), lUser(2, "u1"), lAssistant(3, "a1", strings.Repeat("long answer ", 40)), lStepStart(4)}
-	logs := map[Compression][]byte{
-		Plain: plainLog(append([]string{hdrV4}, rows...)...),
-		Zstd:  zlog(rows[:2], rows[2:4], rows[4:]),
-	}
+	logs := prefixLogs()
 	for comp, full := range logs {
 		t.Run(comp.String(), func(t *testing.T) {
 			recoveredSeen := false
@@ -163,11 +169,7 @@ func TestCommittedPrefixRefusals(t *testing.T) {
 // the same bytes; where it did not (a torn line or frame, recovered
 // lines), ReadPrefix declines.
 func TestReadPrefixEveryCut(t *testing.T) {
-	rows := []string{lTurnStart(0), lStepStart(1), lUser(2, "u1"), lAssistant(3, "a1", strings.Repeat("long answer ", 40)), lStepStart(4)}
-	logs := map[Compression][]byte{
-		Plain: plainLog(append([]string{hdrV4}, rows...)...),
-		Zstd:  zlog(rows[:2], rows[2:4], rows[4:]),
-	}
+	logs := prefixLogs()
 	for comp, full := range logs {
 		t.Run(comp.String(), func(t *testing.T) {
 			whole, declined := 0, 0
