@@ -137,7 +137,7 @@ func FuzzCommittedPrefix(f *testing.F) {
 			checkFormatError(t, err, "f.v4.jsonl")
 			return
 		}
-		if p.Bytes <= 0 || p.Bytes > int64(len(data)) || p.Torn != (p.Bytes < int64(len(data))) || (p.RecoveredBytes > 0) != (p.RecoveredLines > 0) {
+		if p.Bytes < 0 || p.Len() <= 0 || p.Bytes > int64(len(data)) || p.Torn != (p.Bytes < int64(len(data))) || (p.RecoveredBytes > 0) != (p.RecoveredLines > 0) {
 			t.Fatalf("prefix %+v of %d bytes", p, len(data))
 		}
 		evs, st, rerr := readBytes(t, data, comp)
