@@ -88,6 +88,7 @@ func (r *Reader) startPrefetch() {
 	sc, src, mem := r.scanner, r.src, r.mem
 	// A LowMemory reader (a migration's) keeps its cores for compressing.
 	check := !r.opts.LowMemory
+	limit := r.bufLimit(keepPframeBytes)
 	var wg sync.WaitGroup
 	for range decoders {
 		wg.Add(1)
@@ -99,7 +100,7 @@ func (r *Reader) startPrefetch() {
 					if !ok {
 						return
 					}
-					pf.out, pf.derr = allDecoder.DecodeAll(pf.in, pf.out[:0])
+					pf.out, pf.derr = allDecoder.DecodeAll(pf.in, frameOut(pf.out, pf.f, limit))
 					if check && pf.derr == nil {
 						pf.pre.parse(pf.out)
 					}
@@ -130,10 +131,7 @@ func (r *Reader) startPrefetch() {
 				if mem != nil {
 					pf.in = mem[f.Offset : f.Offset+f.Size]
 				} else {
-					if int64(cap(pf.in)) < f.Size {
-						pf.in = make([]byte, f.Size)
-					}
-					pf.in = pf.in[:f.Size]
+					pf.in = growBuf(pf.in, f.Size, limit)[:f.Size]
 					if _, rerr := src.ReadAt(pf.in, f.Offset); rerr != nil && rerr != io.EOF {
 						pf.err = rerr
 					}

@@ -668,10 +668,7 @@ var allDecoder = func() *zstd.Decoder {
 
 // readSmallFrame reads frame f's bytes into cbuf and decodes them.
 func (r *Reader) readSmallFrame(f Frame) error {
-	if cap(r.cbuf) < int(f.Size) {
-		r.cbuf = make([]byte, f.Size)
-	}
-	r.cbuf = r.cbuf[:f.Size]
+	r.cbuf = growBuf(r.cbuf, f.Size, r.bufLimit(keepBufBytes))[:f.Size]
 	if _, err := io.ReadFull(r.frameIn, r.cbuf); err != nil {
 		r.seqPos = -1
 		return fmt.Errorf("%s: reading frame %d at byte %d: %w", r.path, f.Index, f.Offset, err)
@@ -681,10 +678,47 @@ func (r *Reader) readSmallFrame(f Frame) error {
 
 // decodeSmallFrame decodes frame f, whose bytes are in.
 func (r *Reader) decodeSmallFrame(f Frame, in []byte) error {
-	out, err := allDecoder.DecodeAll(in, r.pbuf[:0])
+	out, err := allDecoder.DecodeAll(in, frameOut(r.pbuf, f, r.bufLimit(keepBufBytes)))
 	r.pbuf = out
 	return r.decodedFrame(f, in, out, err)
 }
+
+// growBuf returns buf emptied with room for n bytes. A buffer it makes
+// has a quarter more room than n (at least minFrameBuf, at most limit or n
+// beyond it): a log's frames differ in size, and a buffer made to the size
+// of each larger one made the decoders' buffers most of a store's
+// allocations.
+func growBuf(buf []byte, n int64, limit int) []byte {
+	if n <= int64(cap(buf)) {
+		return buf[:0]
+	}
+	return make([]byte, 0, max(int(n), min(max(int(n+n/4), minFrameBuf), limit)))
+}
+
+// bufLimit is how far r's frame buffers grow ahead of need: not at all
+// for a LowMemory reader (a migration's, whose budget counts them).
+func (r *Reader) bufLimit(limit int) int {
+	if r.opts.LowMemory {
+		return 0
+	}
+	return limit
+}
+
+// minFrameBuf is the least a frame buffer is made with.
+const minFrameBuf = 16 << 10
+
+// frameOut is buf emptied, with room for the text of frame f, whose bytes
+// DecodeAll decodes into it: its stated size and the decoder's margin,
+// no more than the frame's blocks can decode to (as DecodeAll bounds it).
+func frameOut(buf []byte, f Frame, limit int) []byte {
+	if f.ContentSize < 0 {
+		return buf[:0]
+	}
+	return growBuf(buf, min(f.ContentSize, f.Size*(128<<10)/4)+decodeMargin, limit)
+}
+
+// decodeMargin is the room DecodeAll wants past a frame's text.
+const decodeMargin = 32
 
 // decodedFrame starts reading frame f, whose bytes in decoded to out, or
 // failed to with err.
