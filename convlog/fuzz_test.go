@@ -234,6 +234,14 @@ func fuzzRead(t *testing.T, data []byte, comp Compression, onProblem bool) {
 				t.Fatalf("rule problem %v", fe)
 			}
 		}
+		if m := rules.Message(); m != nil {
+			// The text from the members the line's check kept is the
+			// text of a scan of the message.
+			r1, t1 := EventMessageText(e, m)
+			if r2, t2 := MessageText(m); r1 != r2 || t1 != t2 {
+				t.Fatalf("EventMessageText = %q, %q; MessageText = %q, %q", r1, t1, r2, t2)
+			}
+		}
 		ts := rules.Turn()
 		CloseTurn(ts, e.Seq+1, e.Time, "interrupted")
 	}

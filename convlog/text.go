@@ -33,6 +33,43 @@ func MessageText(msg []byte) (role, text string) {
 	if err != nil {
 		return "", ""
 	}
+	return messageText(ms)
+}
+
+// EventMessageText is MessageText(msg) for msg, the message of event e
+// (what a Validator's Message returns after checking e): from the members
+// the line's check kept of it, when it kept them, instead of scanning the
+// message (its whole content) once more.
+func EventMessageText(e *Event, msg []byte) (role, text string) {
+	if ms, ok := keptMembers(e, msg); ok {
+		return messageText(ms)
+	}
+	return MessageText(msg)
+}
+
+// keptMembers returns the members the check of e's line kept of msg, when
+// msg is e's data or data.message (the same bytes, not a copy).
+func keptMembers(e *Event, msg []byte) ([]member, bool) {
+	if len(msg) == 0 {
+		return nil, false
+	}
+	same := func(b []byte) bool { return len(b) == len(msg) && &b[0] == &msg[0] }
+	if e.scanned && same(e.Data) {
+		return e.dataMembers, true
+	}
+	if !e.scanned || !e.msgScanned {
+		return nil, false
+	}
+	for _, m := range e.dataMembers {
+		if string(m.Key) == "message" {
+			return e.msgMembers, same(m.Value)
+		}
+	}
+	return nil, false
+}
+
+// messageText is MessageText of a message's members.
+func messageText(ms []member) (role, text string) {
 	var content []byte
 	for _, m := range ms {
 		switch string(m.Key) {

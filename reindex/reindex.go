@@ -922,7 +922,7 @@ func indexedMessage(rules *convlog.Validator, e *convlog.Event, sessionID string
 	if raw == nil {
 		return m, false
 	}
-	role, text := convlog.MessageText(raw)
+	role, text := convlog.EventMessageText(e, raw)
 	if text == "" {
 		return m, false
 	}
