@@ -32,7 +32,7 @@ func TestLiftedDataMatchesGeneralPath(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			data, ok := liftedData(fast, d, d.get("message"), "subject")
+			data, ok := liftedData(nil, fast, d, d.get("message"), "subject")
 			if ok != c.fast {
 				t.Fatalf("fast path taken: %v, want %v", ok, c.fast)
 			}

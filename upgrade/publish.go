@@ -294,7 +294,7 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 		}
 	}
 
-	r, err := Open(src, Options{Children: children, MaxLineBytes: opts.MaxLineBytes})
+	r, err := Open(src, Options{Children: children, MaxLineBytes: opts.MaxLineBytes, reuseData: true})
 	if err != nil {
 		return "", err
 	}
@@ -718,15 +718,23 @@ func newFrameWriter(write func([]byte) error, compress bool, rules *pathRules, c
 					}
 					// Room for the frame at once (incompressible text
 					// grows by a few bytes a block): grown as it is
-					// encoded, it was copied at each doubling.
+					// encoded, it was copied at each doubling. A buffer
+					// made anew has a quarter to spare, so that the
+					// next frames, a little longer, fit in it too.
 					if n := len(j.plain) + len(j.plain)>>10 + 64; cap(out) < n {
-						out = make([]byte, 0, n)
+						out = make([]byte, 0, n+n>>2)
 					}
 					enc := getEncoder()
 					j.out = enc.EncodeAll(j.plain, out)
 					putEncoder(enc)
 					if frameTampered != nil {
 						frameTampered(j)
+					}
+					// DecodeAll makes a buffer of the frame's size when
+					// back is smaller: one with a quarter to spare
+					// serves the next frames too.
+					if n := len(j.plain); cap(back) < n {
+						back = make([]byte, 0, n+n>>2)
 					}
 					var err error
 					back, err = roundTrip.DecodeAll(j.out, back[:0])

@@ -23,6 +23,12 @@ type Options struct {
 	// source's place implies (store.LogIdentity): the opener refuses a
 	// header naming another log (convlog.ReaderOptions).
 	WantType, WantID string
+
+	// reuseData: the caller keeps nothing of an event past the next call
+	// of Next (Publish copies each into its frame), so the buffers of data
+	// the step rewrites are reused from one source row to the next
+	// instead of being made anew (a multi-megabyte tool result each).
+	reuseData bool
 }
 
 // stage is one step of the chain. transform receives one event in the
@@ -62,6 +68,49 @@ type Reader struct {
 
 	out convlog.Event
 	op  convlog.SurfaceOp
+
+	// scratch holds the rewritten data of the events pending (nil: each
+	// is allocated apart); see Options.reuseData.
+	scratch *dataScratch
+}
+
+// dataScratch lends buffers for rewritten data: those lent during one
+// source row's step are given back once its events have all been
+// returned and the caller has asked for the next (Next's contract: an
+// event's slices are valid until the following call).
+type dataScratch struct {
+	free, lent [][]byte
+}
+
+// get returns an empty buffer of at least n bytes' capacity; a nil
+// scratch allocates one.
+func (a *dataScratch) get(n int) []byte {
+	if a != nil {
+		if k := len(a.free); k > 0 {
+			b := a.free[k-1]
+			a.free = a.free[:k-1]
+			if cap(b) >= n {
+				return b[:0]
+			}
+		}
+	}
+	return make([]byte, 0, n)
+}
+
+// lend records b, the data of an event now pending.
+func (a *dataScratch) lend(b []byte) {
+	if a != nil {
+		a.lent = append(a.lent, b)
+	}
+}
+
+// reclaim takes back every buffer lent.
+func (a *dataScratch) reclaim() {
+	if a != nil {
+		a.free = append(a.free, a.lent...)
+		clear(a.lent)
+		a.lent = a.lent[:0]
+	}
 }
 
 // Open opens the log at path read-only. A version 4 log is passed through
@@ -107,7 +156,12 @@ func FromReader(src *convlog.Reader, path string, opts Options) (*Reader, error)
 	if h.Version <= 2 {
 		r.stages = append(r.stages, newV2V3(r.info))
 	}
-	r.stages = append(r.stages, newV3V4(r.info, opts.Children))
+	v4 := newV3V4(r.info, opts.Children)
+	if opts.reuseData {
+		r.scratch = &dataScratch{}
+		v4.scratch = r.scratch
+	}
+	r.stages = append(r.stages, v4)
 	r.header = upgradeHeader(h)
 	return r, nil
 }
@@ -163,6 +217,9 @@ func (r *Reader) Next() (*convlog.Event, error) {
 	}
 	for r.pi >= len(r.pending) {
 		r.pending, r.pi = r.pending[:0], 0
+		// The events of the last step have all been returned, and the
+		// caller asks for the next: their data may be overwritten.
+		r.scratch.reclaim()
 		if r.done {
 			r.err = io.EOF
 			return nil, io.EOF

@@ -188,6 +188,20 @@ func TestV1Streams(t *testing.T) {
 			`"type":"tool/call","seq":4`,
 			`"type":"tool/result","seq":5`, `"sourceEventSeqs":[4]`,
 		}},
+		{name: "tool results held behind an attempt", build: func(b *logb) {
+			// The attempt holds back what follows it until its step ends:
+			// both tool results come out of the chain at once, each with
+			// its own lifted data.
+			b.start(1, 1).add("assistant/chunk", chunk(1, 1, text(0, "a"))).
+				add("tool/call", `{"turn":1,"step":1,"callId":"x","name":"n","arguments":"{}"}`).
+				add("tool/result", `{"turn":1,"step":1,"message":{"role":"user","id":"r1","content":[{"type":"tool-result","toolCallId":"x","content":[{"type":"text","text":"first"}]}],"source":{"kind":"tool","callId":"x"}}}`, app).
+				add("tool/call", `{"turn":1,"step":1,"callId":"y","name":"n","arguments":"{}"}`).
+				add("tool/result", `{"turn":1,"step":1,"message":{"role":"user","id":"r2","content":[{"type":"tool-result","toolCallId":"y","content":[{"type":"text","text":"second, longer"}]}],"source":{"kind":"tool","callId":"y"}}}`, app).
+				add("step/end", `{"turn":1,"step":1}`)
+		}, want: []string{
+			`"type":"tool/result","seq":5,"time":104,"data":{"turn":1,"step":1,"message":{"role":"tool","source":{"kind":"tool","callId":"x"},"toolCallId":"x","content":[{"type":"text","text":"first"}],"id":"r1"}}`,
+			`"type":"tool/result","seq":7,"time":106,"data":{"turn":1,"step":1,"message":{"role":"tool","source":{"kind":"tool","callId":"y"},"toolCallId":"y","content":[{"type":"text","text":"second, longer"}],"id":"r2"}}`,
+		}},
 		{name: "explicit empty sources claim nothing", build: func(b *logb) {
 			b.start(1, 1).add("assistant/chunk", chunk(1, 1, text(0, "a"))).add("assistant/message", amsg("a1"), `"sourceEventSeqs":[]`, app)
 		}, want: []string{`"type":"assistant/attempt","seq":3`, `"type":"assistant/message","seq":4`, `"stream":[]`}},

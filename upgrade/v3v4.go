@@ -25,6 +25,8 @@ type v3v4 struct {
 	foreign  int64 // seq of the last delivery marker naming another session; -1 when none
 	restart  restartTracker
 	out      []*event
+	// scratch lends the buffers of lifted data (nil: allocated apart).
+	scratch *dataScratch
 }
 
 func newV3V4(info srcInfo, children []ChildFact) *v3v4 {
@@ -156,7 +158,8 @@ func (s *v3v4) rewrite(e *event) error {
 			return corrupt("%s at seq %d requires a message", e.typ, e.seq)
 		}
 		if e.typ == "tool/result" {
-			if data, ok := liftedData(e, d, msg, subject); ok {
+			if data, ok := liftedData(s.scratch, e, d, msg, subject); ok {
+				s.scratch.lend(data)
 				e.data = data
 				return nil
 			}
@@ -288,7 +291,7 @@ func (s *v3v4) message(e *event, msg []byte, subject string) ([]byte, error) {
 // built apart and copied in (a tool result is often megabytes). ok is
 // false for every other case and for any error: message then does the
 // work, and words the error.
-func liftedData(e *event, d *object, msg []byte, subject string) (data []byte, ok bool) {
+func liftedData(scratch *dataScratch, e *event, d *object, msg []byte, subject string) (data []byte, ok bool) {
 	o, err := e.parse(msg)
 	if err != nil {
 		return nil, false
@@ -304,7 +307,7 @@ func liftedData(e *event, d *object, msg []byte, subject string) (data []byte, o
 	if i < 0 {
 		return nil, false
 	}
-	buf := d.encodeBefore(make([]byte, 0, len(e.payload())+256), i)
+	buf := d.encodeBefore(scratch.get(len(e.payload())+256), i)
 	start := len(buf)
 	buf, content, err := liftObject(buf, o, len(msg), e.seq)
 	if err != nil || len(buf) <= start {
