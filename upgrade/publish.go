@@ -531,6 +531,9 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 			// fetched for nothing would cost a megabyte's allocation.
 			job.plain = fw.chunk()
 		}
+		// A long line takes a spare chunk that has room for it, if
+		// one has, rather than growing this one.
+		job.plain = fw.grow(job.plain, eventSize(ev)+1)
 		job.plain = ev.AppendJSON(job.plain)
 		job.plain = append(job.plain, '\n')
 		job.events++
@@ -554,6 +557,15 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		return nil, rules.refuse(err)
 	}
 	return st, nil
+}
+
+// eventSize is about the length of ev's line (AppendJSON): exactly for
+// one read from a file, within some bytes for one built in memory.
+func eventSize(ev *convlog.Event) int {
+	if ev.Raw != nil {
+		return len(ev.Raw)
+	}
+	return len(ev.Type) + len(ev.Data) + 96 + 12*len(ev.SourceEventSeqs)
 }
 
 func abort(fw *frameWriter, err error) error {
@@ -704,11 +716,12 @@ type frameWriter struct {
 	slots    chan struct{} // one token per frame queued and not yet written
 	// spare holds chunks of written frames for the next frames (up to
 	// spareChunks), and spareOut the buffers of written ones (one per
-	// encoder goroutine): grown for a long line, they are not made again
-	// (and grown again) for every frame. Each encoder goroutine likewise
-	// keeps the buffer it decodes its frames back into, for the log.
-	spare    chan []byte
-	spareOut chan []byte
+	// encoder goroutine and one more), the largest offered: grown for a
+	// long line, they are not made again (and grown again) for every
+	// frame. Each encoder goroutine likewise keeps the buffer it decodes
+	// its frames back into, for the log.
+	spare    spareBufs
+	spareOut spareBufs
 	done     chan error
 	closed   bool
 	wg       sync.WaitGroup
@@ -781,7 +794,7 @@ var linesTampered, frameTampered func(j *frameJob)
 // per goroutine, rules the log's path rules (nil: none).
 func newFrameWriter(write func([]byte) error, compress bool, rules *pathRules, checkers ...*convlog.LineChecker) *frameWriter {
 	fw := &frameWriter{compress: compress, rules: rules, work: make(chan *frameJob, framesInFlight), order: make(chan *frameJob, framesInFlight),
-		slots: make(chan struct{}, framesInFlight), spare: make(chan []byte, spareChunks), spareOut: make(chan []byte, frameEncoders),
+		slots: make(chan struct{}, framesInFlight), spare: spareBufs{n: spareChunks}, spareOut: spareBufs{n: frameEncoders + 1},
 		done: make(chan error, 1), failed: make(chan struct{}), lastChecked: make(chan struct{})}
 	close(fw.lastChecked)
 	writerStarted()
@@ -802,17 +815,14 @@ func newFrameWriter(write func([]byte) error, compress bool, rules *pathRules, c
 				close(j.checked)
 				if j.err == nil && compress {
 					encodeSlots <- struct{}{}
-					var out []byte
-					select {
-					case out = <-fw.spareOut:
-					default:
-					}
 					// Room for the frame at once (incompressible text
 					// grows by a few bytes a block): grown as it is
 					// encoded, it was copied at each doubling. A buffer
 					// made anew has a quarter to spare, so that the
 					// next frames, a little longer, fit in it too.
-					if n := len(j.plain) + len(j.plain)>>10 + 64; cap(out) < n {
+					n := len(j.plain) + len(j.plain)>>10 + 64
+					out := fw.spareOut.get(n)
+					if out == nil {
 						out = make([]byte, 0, n+n>>2)
 					}
 					enc := getEncoder()
@@ -856,10 +866,7 @@ func newFrameWriter(write func([]byte) error, compress bool, rules *pathRules, c
 				}
 			}
 			if compress {
-				select {
-				case fw.spareOut <- j.out[:0]:
-				default:
-				}
+				fw.spareOut.put(j.out)
 			} else {
 				fw.recycle(j.out)
 			}
@@ -920,11 +927,86 @@ func (fw *frameWriter) recycle(b []byte) {
 	if cap(b) < frameTarget { // the header line's
 		return
 	}
-	select {
-	case fw.spare <- b[:0]:
-	default:
-		putChunk(b)
+	if d := fw.spare.put(b); d != nil {
+		putChunk(d)
 	}
+}
+
+// spareBufs keeps up to n buffers for reuse, the largest of those
+// offered. It is safe for concurrent use.
+type spareBufs struct {
+	mu   sync.Mutex
+	n    int
+	bufs [][]byte
+}
+
+// get returns the smallest buffer kept whose capacity is at least size,
+// empty, or nil if none is.
+func (s *spareBufs) get(size int) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	best := -1
+	for i, b := range s.bufs {
+		if cap(b) >= size && (best < 0 || cap(b) < cap(s.bufs[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	b := s.bufs[best]
+	last := len(s.bufs) - 1
+	s.bufs[best] = s.bufs[last]
+	s.bufs[last] = nil
+	s.bufs = s.bufs[:last]
+	return b[:0]
+}
+
+// put offers b, and returns the buffer not kept (b, or a smaller one it
+// replaced), or nil.
+func (s *spareBufs) put(b []byte) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.bufs) < s.n {
+		s.bufs = append(s.bufs, b[:0])
+		return nil
+	}
+	small := 0
+	for i, k := range s.bufs {
+		if cap(k) < cap(s.bufs[small]) {
+			small = i
+		}
+	}
+	if d := s.bufs[small]; cap(d) < cap(b) {
+		s.bufs[small] = b[:0]
+		return d
+	}
+	return b
+}
+
+// drain returns the buffers kept and keeps none.
+func (s *spareBufs) drain() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.bufs
+	s.bufs = nil
+	return b
+}
+
+// grow returns chunk with room for n more bytes: itself, or a spare
+// chunk with that room holding its bytes (and chunk goes back to the
+// spares), or nil when no spare has the room (append then grows it).
+func (fw *frameWriter) grow(chunk []byte, n int) []byte {
+	if cap(chunk)-len(chunk) >= n {
+		return chunk
+	}
+	b := fw.spare.get(len(chunk) + n)
+	if b == nil {
+		return chunk
+	}
+	b = append(b, chunk...)
+	fw.recycle(chunk)
+	return b
 }
 
 func (fw *frameWriter) fail(err error) {
@@ -952,12 +1034,10 @@ func (fw *frameWriter) add(j *frameJob) error {
 
 // chunk returns an empty chunk for the next frame.
 func (fw *frameWriter) chunk() []byte {
-	select {
-	case b := <-fw.spare:
+	if b := fw.spare.get(0); b != nil {
 		return b
-	default:
-		return getChunk()
 	}
+	return getChunk()
 }
 
 // close waits for every queued frame to be written, and returns the
@@ -972,14 +1052,10 @@ func (fw *frameWriter) close() error {
 	fw.wg.Wait()
 	err := <-fw.done
 	writerClosed()
-	for {
-		select {
-		case b := <-fw.spare:
-			putChunk(b)
-		default:
-			return err
-		}
+	for _, b := range fw.spare.drain() {
+		putChunk(b)
 	}
+	return err
 }
 
 // noteMessage appends to b the message id of a surface event, as its type,
