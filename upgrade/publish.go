@@ -466,6 +466,10 @@ func (st *staged) readBack(src io.Reader, toEOF bool) (n int64, same bool, err e
 // frameTarget is the plain text size of one zstd frame of a successor.
 const frameTarget = 1 << 20
 
+// writebackBytes is how much of a stage is written before its writeback
+// to the disk is started (startWriteback).
+const writebackBytes = 4 << 20
+
 // writeStage writes the header line and the upgraded events to f: plain, or
 // compressed as a header frame then frames of about 1 MiB of whole lines,
 // each with its content checksum.
@@ -491,11 +495,35 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		return nil, err
 	}
 	st := &staged{mac: mac}
+	// The disk writes the stage while the rest is being made: the fsync
+	// that ends it (tens of milliseconds for a large log, the whole file)
+	// then waits for the last few megabytes only. The writeback is
+	// started on a goroutine of its own, which a congested disk may hold
+	// up, not the writing; a range it is not ready for joins the next.
+	var flushed int64 // the bytes whose writeback was started
+	wb, wbDone := make(chan [2]int64, 1), make(chan struct{})
+	go func() {
+		defer close(wbDone)
+		for r := range wb {
+			startWriteback(f, r[0], r[1])
+		}
+	}()
+	defer func() {
+		close(wb)
+		<-wbDone
+	}()
 	write := func(b []byte) error {
 		if _, err := f.Write(b); err != nil {
 			return fmt.Errorf("write %s: %w", f.Name(), err)
 		}
 		st.add(b)
+		if st.size-flushed >= writebackBytes {
+			select {
+			case wb <- [2]int64{flushed, st.size - flushed}:
+				flushed = st.size
+			default:
+			}
+		}
 		return nil
 	}
 	header := r.Header()
