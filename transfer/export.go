@@ -509,10 +509,13 @@ const smallLog = 1 << 20
 // Conversations read ahead of the archive writer are bounded by their
 // count (aheadConvs a worker), by the bytes of their small logs held
 // (aheadBytes) and by their large logs held open (aheadFiles). The count
-// is generous: with two a worker, one large conversation held the other
-// workers, and the compressors behind the writer, idle until it was read.
+// is generous, so that the bytes and the open files are what bound: with
+// two a worker, one large conversation held the other workers, and the
+// compressors behind the writer, idle until it was read; with sixteen, the
+// order (32 conversations of about 40 KiB) still filled behind a large one
+// while its logs were read, the writer and the other worker waiting.
 const (
-	aheadConvs = 16
+	aheadConvs = 128
 	aheadBytes = 32 << 20
 	aheadFiles = 64
 )
