@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 
 	"github.com/convkit/convkit/durable"
 )
@@ -29,10 +31,11 @@ type ExtractOptions struct {
 	// by a directory the user knows (the data directory, the restore
 	// target): dir itself is a temporary name (default: dir).
 	SpaceName string
-	// OnFile, when set, is called in Extract's goroutine with each file
-	// once it is written whole and closed, and the path it was written to:
-	// a caller may read it (hand it to its own goroutines) while the
-	// extraction goes on. What it blocks holds the extraction back.
+	// OnFile, when set, is called with each file once it is written whole
+	// and closed, and the path it was written to: a caller may read it
+	// (hand it to its own goroutines) while the extraction goes on. It is
+	// called from the goroutines that write the files, several at once,
+	// in no particular order. What it blocks holds the extraction back.
 	OnFile func(e Extracted, path string)
 }
 
@@ -100,9 +103,16 @@ func (e Extracted) Hex() string { return hex.EncodeToString(e.SHA256[:]) }
 // at its header, before any of its bytes are written, so a decompression
 // bomb cannot fill the disk.
 //
-// Extract stops at the first problem and returns it: what it wrote stays
-// in dir, which the caller removes. It never writes outside dir: every name
-// was checked by the Reader, and dir holds nothing else.
+// Entries are read from the stream in order; those of up to keepEntry
+// bytes are read whole and created and written by extractWriters
+// goroutines, the larger ones as they are read: on a disk, creating each
+// file and directory took most of an extraction, and one goroutine doing
+// it left the other cores idle.
+//
+// Extract stops at the first problem (in archive order) and returns it:
+// what it wrote stays in dir, which the caller removes. It never writes
+// outside dir: every name was checked by the Reader, and dir holds nothing
+// else.
 func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) ([]Extracted, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -116,10 +126,62 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 		return nil, err
 	}
 	defer ar.Close()
-	x := &extractor{dir: dir, opts: opts, made: map[string]bool{".": true}, buf: make([]byte, 256<<10)}
+	x := &extractor{dir: dir, opts: opts, made: map[string]*madeDir{}, buf: make([]byte, 256<<10), failedAt: -1}
 	free := newSpace(dir, opts.SpaceName)
+	jobs := make(chan writeJob, extractWriters)
+	var wg sync.WaitGroup
+	for range extractWriters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				x.write(j)
+			}
+		}()
+	}
+	out, err := x.extract(ctx, ar, free, jobs)
+	close(jobs)
+	wg.Wait()
+	// The first problem in archive order: a writer's (its entry comes
+	// before any the reading stopped at), or the reading's.
+	if x.failedAt >= 0 {
+		return out[:x.failedAt], x.failedErr
+	}
+	if err != nil {
+		return out, err
+	}
+	if opts.Sync {
+		if err := x.sync(); err != nil {
+			return out, fmt.Errorf("%s: making the extraction durable: %w", dir, err)
+		}
+	}
+	return out, nil
+}
+
+// Bounds of the parallel writes of an extraction: entries of at most
+// keepEntry bytes are read whole and handed to extractWriters goroutines,
+// through a queue as long; so at most (2 × extractWriters + 1) ×
+// keepEntry bytes are held.
+const (
+	extractWriters = 4
+	keepEntry      = 1 << 20
+)
+
+// writeJob is one entry read whole, for a writer: its index in the
+// archive's entries, its path relative to dir, what it is and its bytes.
+type writeJob struct {
+	i    int
+	rel  string
+	e    Extracted
+	data []byte
+}
+
+// extract reads the entries in order, writing the larger ones itself and
+// handing the others to the writers. It returns the entries read and the
+// reading's problem; it stops early, without one, when a writer failed.
+func (x *extractor) extract(ctx context.Context, ar *Reader, free *space, jobs chan<- writeJob) ([]Extracted, error) {
 	var out []Extracted
-	for {
+	for !x.failed.Load() {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
@@ -135,21 +197,114 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 				return out, ar.errorf(h, true, nil, "%v", err)
 			}
 		}
+		if h.Size <= keepEntry {
+			e, data, err := x.read(ctx, ar, h)
+			if err != nil {
+				return out, err
+			}
+			jobs <- writeJob{i: len(out), rel: filepath.FromSlash(h.Name), e: e, data: data}
+			out = append(out, e)
+			continue
+		}
 		e, err := x.file(ctx, ar, h)
 		if err != nil {
 			return out, err
 		}
 		out = append(out, e)
-		if opts.OnFile != nil {
-			opts.OnFile(e, filepath.Join(dir, filepath.FromSlash(h.Name)))
-		}
-	}
-	if opts.Sync {
-		if err := x.sync(); err != nil {
-			return out, fmt.Errorf("%s: making the extraction durable: %w", dir, err)
+		if x.opts.OnFile != nil {
+			x.opts.OnFile(e, filepath.Join(x.dir, filepath.FromSlash(h.Name)))
 		}
 	}
 	return out, nil
+}
+
+// fail records a writer's problem with entry i; the first in archive
+// order is kept.
+func (x *extractor) fail(i int, err error) {
+	x.mu.Lock()
+	if x.failedAt < 0 || i < x.failedAt {
+		x.failedAt, x.failedErr = i, err
+	}
+	x.mu.Unlock()
+	x.failed.Store(true)
+}
+
+// read reads the entry h whole, as file copies it: its bytes, its size and
+// SHA-256.
+func (x *extractor) read(ctx context.Context, ar *Reader, h *Header) (Extracted, []byte, error) {
+	e := Extracted{Name: h.Name, Offset: h.Offset}
+	mem := make([]byte, 0, h.Size)
+	hs := sha256.New()
+	for {
+		if err := ctx.Err(); err != nil {
+			return e, nil, err
+		}
+		dst := x.buf
+		if len(mem) < cap(mem) {
+			dst = mem[len(mem):cap(mem)]
+		}
+		n, rerr := ar.Read(dst)
+		if n > 0 {
+			if &dst[0] == &x.buf[0] {
+				mem = append(mem, dst[:n]...)
+			} else {
+				mem = mem[:len(mem)+n]
+			}
+			hs.Write(dst[:n])
+			e.Size += int64(n)
+			if x.opts.Progress != nil {
+				x.opts.Progress(int64(n))
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			var ae *Error
+			if errors.As(rerr, &ae) {
+				return e, nil, rerr
+			}
+			return e, nil, fmt.Errorf("%s: %w", filepath.Join(x.dir, filepath.FromSlash(h.Name)), rerr)
+		}
+	}
+	hs.Sum(e.SHA256[:0])
+	return e, mem, nil
+}
+
+// write creates the file of a job and writes its bytes (a writer's part),
+// then hands it to OnFile. After a writer's problem the jobs left are
+// dropped: the extraction stops there.
+func (x *extractor) write(j writeJob) {
+	if x.failed.Load() {
+		return
+	}
+	if err := x.mkdirs(filepath.Dir(j.rel)); err != nil {
+		x.fail(j.i, fmt.Errorf("%s: %w", j.e.Name, err))
+		return
+	}
+	p := filepath.Join(x.dir, j.rel)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|durable.NoFollowFlags, FileMode) // O_EXCL never follows a link
+	if err != nil {
+		x.fail(j.i, fmt.Errorf("%s: %w", j.e.Name, err))
+		return
+	}
+	err = f.Chmod(FileMode)
+	if err == nil && len(j.data) > 0 {
+		_, err = f.Write(j.data)
+	}
+	if err == nil && x.opts.Sync && !haveSyncFS {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		x.fail(j.i, fmt.Errorf("%s: %w", p, err))
+		return
+	}
+	if x.opts.OnFile != nil {
+		x.opts.OnFile(j.e, p)
+	}
 }
 
 // sync makes the extraction durable: one syncfs where there is one, else
@@ -164,29 +319,53 @@ func (x *extractor) sync() error {
 type extractor struct {
 	dir  string
 	opts ExtractOptions
-	made map[string]bool // relative directories created (or dir itself)
-	dirs []string        // in creation order, for the final fsync
-	buf  []byte
+	buf  []byte // the reading goroutine's
+	// failed is set once a writer failed: failedAt is the first entry in
+	// archive order that failed, failedErr its problem.
+	failed    atomic.Bool
+	mu        sync.Mutex
+	made      map[string]*madeDir // relative directories, created once
+	dirs      []string            // in creation order, for the final fsync
+	failedAt  int
+	failedErr error
 }
 
-// mkdirs creates the parents of name inside dir, 0700.
+// madeDir is one directory of the extraction, made once by whichever
+// goroutine needs it first; the others wait for it.
+type madeDir struct {
+	once sync.Once
+	err  error
+}
+
+// mkdirs creates the directory rel (relative to dir) and its parents
+// inside dir, 0700, each once.
 func (x *extractor) mkdirs(rel string) error {
-	if x.made[rel] {
+	if rel == "." {
 		return nil
 	}
-	if err := x.mkdirs(filepath.Dir(rel)); err != nil {
-		return err
+	x.mu.Lock()
+	d := x.made[rel]
+	if d == nil {
+		d = &madeDir{}
+		x.made[rel] = d
 	}
-	p := filepath.Join(x.dir, rel)
-	if err := os.Mkdir(p, durable.DirMode); err != nil {
-		return err
-	}
-	if err := durable.PrivateDir(p); err != nil {
-		return err
-	}
-	x.made[rel] = true
-	x.dirs = append(x.dirs, p)
-	return nil
+	x.mu.Unlock()
+	d.once.Do(func() {
+		if d.err = x.mkdirs(filepath.Dir(rel)); d.err != nil {
+			return
+		}
+		p := filepath.Join(x.dir, rel)
+		if d.err = os.Mkdir(p, durable.DirMode); d.err != nil {
+			return
+		}
+		if d.err = durable.PrivateDir(p); d.err != nil {
+			return
+		}
+		x.mu.Lock()
+		x.dirs = append(x.dirs, p)
+		x.mu.Unlock()
+	})
+	return d.err
 }
 
 func (x *extractor) file(ctx context.Context, ar *Reader, h *Header) (Extracted, error) {
