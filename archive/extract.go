@@ -25,6 +25,13 @@ type ExtractOptions struct {
 	// import's time with an fsync of each file and directory), elsewhere
 	// with an fsync of each. A throwaway extraction (verify) skips it.
 	Sync bool
+	// Synced, with Sync, lets the caller go on while the extraction is
+	// made durable: Extract returns once everything is written, and the
+	// last step (the syncfs, or the fsync of each directory) runs on its
+	// own goroutine, which sends its result, the error Extract would have
+	// returned or nil, on Synced (the caller makes room for it). Nothing
+	// extracted is durable before that result is received.
+	Synced chan<- error
 	// Progress, when set, is called with the bytes of each entry written.
 	Progress func(n int64)
 	// SpaceName names the file system in a refusal for lack of free space,
@@ -151,8 +158,18 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 		return out, err
 	}
 	if opts.Sync {
-		if err := x.sync(); err != nil {
-			return out, fmt.Errorf("%s: making the extraction durable: %w", dir, err)
+		sync := func() error {
+			if err := x.sync(); err != nil {
+				return fmt.Errorf("%s: making the extraction durable: %w", dir, err)
+			}
+			return nil
+		}
+		if opts.Synced != nil {
+			go func() { opts.Synced <- sync() }()
+			return out, nil
+		}
+		if err := sync(); err != nil {
+			return out, err
 		}
 	}
 	return out, nil

@@ -88,7 +88,7 @@ func (imp *importer) verr(err error, format string, args ...any) error {
 
 // extractAndVerify extracts the archive into the staging tree and checks
 // everything in it before the store is looked at.
-func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
+func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err error) {
 	// Every log is read strictly as soon as it is extracted, by at most
 	// Jobs readers beside the extraction (which waits for a free one); what
 	// each found is compared with the manifest, which comes last, below.
@@ -99,13 +99,28 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) error {
 		// is read a second time for it. A dry run writes no index.
 		checks.spool = newMsgSpool(imp.stage.Dir(), imp.opts.spoolMemory)
 	}
+	// The extraction is made durable (one syncfs) while the last reads
+	// end and the manifest is checked: nothing is placed before it is, and
+	// its failure is the import's, as if it had come first.
+	var synced chan error
+	if !imp.opts.DryRun {
+		synced = make(chan error, 1)
+	}
 	ents, err := archive.Extract(ctx, r, imp.stage.Tree(), archive.ExtractOptions{
 		ReaderOptions: archive.ReaderOptions{Limits: imp.opts.Limits, CheckName: checkExportName, Archive: imp.opts.Archive},
 		Sync:          !imp.opts.DryRun,
+		Synced:        synced,
 		Progress:      imp.opts.Progress.Add,
 		SpaceName:     imp.dataDir,
 		OnFile:        checks.start,
 	})
+	if err == nil && synced != nil {
+		defer func() {
+			if serr := <-synced; serr != nil {
+				err = serr
+			}
+		}()
+	}
 	checks.wait()
 	if err != nil {
 		if errors.Is(err, context.Canceled) {
