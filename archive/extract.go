@@ -251,23 +251,34 @@ func (x *extractor) fail(i int, err error) {
 func (x *extractor) read(ctx context.Context, ar *Reader, h *Header) (Extracted, []byte, error) {
 	e := Extracted{Name: h.Name, Offset: h.Offset}
 	mem := make([]byte, 0, h.Size)
+	err := x.copyEntry(ctx, ar, &e, func(b []byte) error {
+		mem = append(mem, b...)
+		return nil
+	})
+	if err != nil {
+		var ae *Error
+		if errors.As(err, &ae) || ctx.Err() != nil {
+			return e, nil, err
+		}
+		return e, nil, fmt.Errorf("%s: %w", filepath.Join(x.dir, filepath.FromSlash(h.Name)), err)
+	}
+	return e, mem, nil
+}
+
+// copyEntry reads the current entry to its end, handing each piece to
+// put, and records its size and SHA-256 in e.
+func (x *extractor) copyEntry(ctx context.Context, ar *Reader, e *Extracted, put func([]byte) error) error {
 	hs := sha256.New()
 	for {
 		if err := ctx.Err(); err != nil {
-			return e, nil, err
+			return err
 		}
-		dst := x.buf
-		if len(mem) < cap(mem) {
-			dst = mem[len(mem):cap(mem)]
-		}
-		n, rerr := ar.Read(dst)
+		n, rerr := ar.Read(x.buf)
 		if n > 0 {
-			if &dst[0] == &x.buf[0] {
-				mem = append(mem, dst[:n]...)
-			} else {
-				mem = mem[:len(mem)+n]
+			if err := put(x.buf[:n]); err != nil {
+				return err
 			}
-			hs.Write(dst[:n])
+			hs.Write(x.buf[:n])
 			e.Size += int64(n)
 			if x.opts.Progress != nil {
 				x.opts.Progress(int64(n))
@@ -277,15 +288,11 @@ func (x *extractor) read(ctx context.Context, ar *Reader, h *Header) (Extracted,
 			break
 		}
 		if rerr != nil {
-			var ae *Error
-			if errors.As(rerr, &ae) {
-				return e, nil, rerr
-			}
-			return e, nil, fmt.Errorf("%s: %w", filepath.Join(x.dir, filepath.FromSlash(h.Name)), rerr)
+			return rerr
 		}
 	}
 	hs.Sum(e.SHA256[:0])
-	return e, mem, nil
+	return nil
 }
 
 // write creates the file of a job and writes its bytes (a writer's part),
@@ -400,30 +407,13 @@ func (x *extractor) file(ctx context.Context, ar *Reader, h *Header) (Extracted,
 		if err := f.Chmod(FileMode); err != nil {
 			return err
 		}
-		hs := sha256.New()
-		for {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			n, rerr := ar.Read(x.buf)
-			if n > 0 {
-				if _, err := f.Write(x.buf[:n]); err != nil {
-					return err
-				}
-				hs.Write(x.buf[:n])
-				e.Size += int64(n)
-				if x.opts.Progress != nil {
-					x.opts.Progress(int64(n))
-				}
-			}
-			if rerr == io.EOF {
-				break
-			}
-			if rerr != nil {
-				return rerr
-			}
+		err := x.copyEntry(ctx, ar, &e, func(b []byte) error {
+			_, err := f.Write(b)
+			return err
+		})
+		if err != nil {
+			return err
 		}
-		hs.Sum(e.SHA256[:0])
 		if x.opts.Sync && !haveSyncFS {
 			return f.Sync()
 		}
