@@ -62,7 +62,8 @@ type ReaderOptions struct {
 	// and one frame at most is decoded ahead (see prefetch.go, which
 	// otherwise holds up to three frames' bytes and text at once): for
 	// callers that hold many logs within a memory budget (a migration's
-	// jobs).
+	// jobs). The stream decoder of its large frames keeps one history,
+	// of a window of up to 8 MiB, from frame to frame (keepHistBytes).
 	LowMemory bool
 }
 
@@ -138,8 +139,12 @@ type Reader struct {
 	cur *pframe
 	// decBig is set once dec has streamed a frame whose window may exceed
 	// keepBufBytes: its history is that large, so it is not returned to
-	// the pool, nor kept through a large frame that is decoded whole.
+	// the pool, nor kept through a large frame that is decoded whole
+	// (except by a LowMemory reader, up to keepHistBytes). decWin is the
+	// largest window dec streamed, -1 once one was not stated.
 	decBig bool
+	decWin int64
+	hist   bytes.Reader // histFrame, for sizeHistory
 
 	// whole holds the file when Open read it whole (returned to its pool
 	// on Close); mtime is its modification time at Open.
@@ -794,13 +799,13 @@ func (r *Reader) openFrame() error {
 	// Small frames that do not state their size are decoded whole too:
 	// a writer's one-batch frames often do not.
 	small := !f.Torn && f.Size <= smallFrameBytes && f.ContentSize <= smallFrameContent
-	if small && r.decBig && (f.ContentSize < 0 || f.ContentSize > keepBufBytes) {
+	if small && r.decBig && (f.ContentSize < 0 || f.ContentSize > keepBufBytes) && !r.keepHistory() {
 		// A history of megabytes is not held beside the megabytes of a
 		// small frame's text: the frames that hold long lines. (Dropped
 		// at every small frame, it would be made again for every large
 		// one, which costs more than it saves.)
 		r.dec.Close()
-		r.dec, r.decBig = nil, false
+		r.dec, r.decBig, r.decWin = nil, false, 0
 	}
 	if !small && cap(r.pbuf) > keepBufBytes {
 		// Nor megabytes of small-frame text through a large frame.
@@ -868,6 +873,15 @@ func (r *Reader) streamFrame(f Frame, in io.Reader) error {
 	if f.fhd&0x20 == 0 || f.ContentSize > keepBufBytes {
 		r.decBig = true
 	}
+	switch {
+	case f.fhd&0x20 == 0 || f.ContentSize < 0:
+		r.decWin = -1
+	case r.opts.LowMemory && r.decWin >= 0 && r.decWin < f.ContentSize && f.ContentSize > keepBufBytes && f.ContentSize <= keepHistBytes:
+		r.sizeHistory()
+		r.decWin = max(r.decWin, f.ContentSize)
+	case r.decWin >= 0:
+		r.decWin = max(r.decWin, f.ContentSize)
+	}
 	if err := r.dec.Reset(in); err != nil && !f.Torn {
 		return r.errorAt(r.framePos(f), ErrCorrupt, "frame failed validation: %s", zstdFault(err))
 	}
@@ -880,6 +894,43 @@ func (r *Reader) streamFrame(f Frame, in io.Reader) error {
 	r.inText, r.inFrame = false, true
 	return nil
 }
+
+// keepHistBytes bounds the history a LowMemory reader keeps through the
+// frames it decodes whole. The decoder's history is made for the largest
+// window it streamed (a single-segment frame's window is its size): the
+// frames of long lines alternate with small ones, and a history made again
+// for each large frame was a quarter of a migration's allocations. Held
+// beside a small frame's text, it stays within a job's memory budget.
+const keepHistBytes = 8 << 20
+
+// keepHistory reports whether r keeps its stream decoder, and the history
+// it holds, through a frame decoded whole.
+func (r *Reader) keepHistory() bool {
+	return r.opts.LowMemory && r.decWin >= 0 && r.decWin <= keepHistBytes
+}
+
+// sizeHistory makes r.dec's history once for a window of keepHistBytes,
+// so that it serves every later frame of up to that window: the decoder
+// keeps its history from frame to frame, and makes it again only for a
+// larger window. It decodes histFrame, an empty frame that declares that
+// window.
+func (r *Reader) sizeHistory() {
+	r.hist.Reset(histFrame)
+	if err := r.dec.Reset(&r.hist); err == nil {
+		var b [1]byte
+		if n, err := r.dec.Read(b[:]); n == 0 && err == io.EOF {
+			r.decWin = keepHistBytes
+			return
+		}
+	}
+	// Not as expected: the next frame makes its own.
+	r.dec.Close()
+	r.dec, r.decWin = decoderPool.Get().(*zstd.Decoder), 0
+}
+
+// histFrame is a zstd frame of no content (one empty last raw block) whose
+// header declares a window of keepHistBytes (exponent 13: 1 KiB << 13).
+var histFrame = []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 13 << 3, 0x01, 0x00, 0x00}
 
 // errDecodeBudget: the log decoded to more than its budget.
 var errDecodeBudget = errors.New("decode limit reached")
