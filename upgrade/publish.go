@@ -552,6 +552,28 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		job = next
 		return nil
 	}
+	// A lifted tool result's data is written in the frame's chunk where
+	// its line puts it (lineRoom).
+	room := &lineRoom{grow: func(n int) []byte {
+		if job.plain == nil {
+			job.plain = fw.chunk()
+		}
+		job.plain = fw.grow(job.plain, n)
+		if cap(job.plain)-len(job.plain) < n {
+			// As append grows it; slices.Grow would clear and copy
+			// a slice of n zeros as well.
+			b := make([]byte, len(job.plain), max(len(job.plain)+n, cap(job.plain)+cap(job.plain)/4))
+			copy(b, job.plain)
+			fw.recycle(job.plain)
+			job.plain = b
+		}
+		return job.plain
+	}}
+	if r.scratch != nil {
+		r.scratch.room = room
+		defer func() { r.scratch.room = nil }()
+	}
+	var around [256]byte
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {
@@ -560,15 +582,29 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		if err != nil {
 			return nil, abort(fw, err)
 		}
-		if job.plain == nil {
-			// A chunk only for a frame that gets lines: an empty one
-			// fetched for nothing would cost a megabyte's allocation.
-			job.plain = fw.chunk()
+		inPlace := false
+		if room.placed(ev.Data) {
+			room.start = nil
+			if ev.Raw == nil {
+				job.plain, inPlace = lineInPlace(job.plain, ev, room.off, around[:0])
+			}
+			if !inPlace {
+				// Out of the chunk's spare room, which the line
+				// is appended to.
+				ev.Data = bytes.Clone(ev.Data)
+			}
 		}
-		// A long line takes a spare chunk that has room for it, if
-		// one has, rather than growing this one.
-		job.plain = fw.grow(job.plain, eventSize(ev)+1)
-		job.plain = ev.AppendJSON(job.plain)
+		if !inPlace {
+			if job.plain == nil {
+				// A chunk only for a frame that gets lines: an empty one
+				// fetched for nothing would cost a megabyte's allocation.
+				job.plain = fw.chunk()
+			}
+			// A long line takes a spare chunk that has room for it, if
+			// one has, rather than growing this one.
+			job.plain = fw.grow(job.plain, eventSize(ev)+1)
+			job.plain = ev.AppendJSON(job.plain)
+		}
 		job.plain = append(job.plain, '\n')
 		job.events++
 		st.events++
@@ -591,6 +627,26 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		return nil, rules.refuse(err)
 	}
 	return st, nil
+}
+
+// lineInPlace appends ev's line to chunk, its data being already in the
+// chunk's spare room at offset off: the line is written around the data
+// (moved first if the line puts it elsewhere), as AppendJSON writes it.
+// ok is false, and chunk as it was, if the line does not fit in chunk.
+func lineInPlace(chunk []byte, ev *convlog.Event, off int, tmp []byte) (_ []byte, ok bool) {
+	around, p := lineAround(ev, tmp)
+	n0 := len(chunk)
+	at := n0 + p
+	if p < 0 || at+len(ev.Data) > cap(chunk) {
+		return chunk, false
+	}
+	line := chunk[:at+len(ev.Data)]
+	if at != off {
+		copy(line[at:], ev.Data)
+		ev.Data = line[at:]
+	}
+	copy(line[n0:at], around[:p])
+	return append(line, around[p+len("null"):]...), true
 }
 
 // eventSize is about the length of ev's line (AppendJSON): exactly for

@@ -80,6 +80,66 @@ type Reader struct {
 // event's slices are valid until the following call).
 type dataScratch struct {
 	free, lent [][]byte
+	// room, when set, lends one row's lifted data its place in the frame
+	// being written (see lineRoom).
+	room *lineRoom
+}
+
+// lineRoom lends a lifted tool result's new data (often megabytes) its
+// place in the chunk of the frame being written, just past the start of
+// its line, so that the line is completed around it instead of the data
+// being copied in. grow is the publisher's: the chunk, with room for n
+// more bytes. A row's events are returned before the next row is read;
+// only the row's first event may keep its data in the room (a later one
+// would be overwritten by the lines before it), and only one.
+type lineRoom struct {
+	grow func(n int) []byte
+	at   *byte // where lineBuf lent the room, nil when it did not
+	off  int   // at's offset in the chunk
+	// start is set to at once the data written there is an event's,
+	// pending (lend).
+	start *byte
+}
+
+// lineBuf returns an empty buffer of at least n bytes' capacity for the
+// data of e: in the room when one is free, else as get returns one.
+func (a *dataScratch) lineBuf(e *event, n int) []byte {
+	if a == nil || a.room == nil || a.room.at != nil {
+		return a.get(n)
+	}
+	var tmp [128]byte
+	ev := convlog.Event{Type: e.typ, Seq: e.seq, Time: e.time, Ignorable: e.ignorable, SourceEventSeqs: e.sources}
+	_, p := lineAround(&ev, tmp[:0])
+	if p < 0 {
+		return a.get(n)
+	}
+	chunk := a.room.grow(n + len(tmp))
+	off := len(chunk) + p
+	if off+n > cap(chunk) {
+		return a.get(n)
+	}
+	a.room.at, a.room.off = &chunk[:off+1][off], off
+	return chunk[off:off]
+}
+
+// lineAround is ev's line with no data (AppendJSON's, with null for it),
+// and the offset the data takes in ev's line (-1 if not found).
+func lineAround(ev *convlog.Event, dst []byte) ([]byte, int) {
+	data := ev.Data
+	ev.Data = nil
+	line := ev.AppendJSON(dst)
+	ev.Data = data
+	// The type before it is a JSON string: its quotes are escaped.
+	i := bytes.Index(line, []byte(`,"data":null`))
+	if i < 0 {
+		return line, -1
+	}
+	return line, i + len(`,"data":`)
+}
+
+// placed reports whether data is the data pending in the room.
+func (m *lineRoom) placed(data []byte) bool {
+	return m != nil && m.start != nil && len(data) > 0 && &data[0] == m.start
 }
 
 // get returns an empty buffer of at least n bytes' capacity; a nil
@@ -97,16 +157,25 @@ func (a *dataScratch) get(n int) []byte {
 	return make([]byte, 0, n)
 }
 
-// lend records b, the data of an event now pending.
+// lend records b, the data of an event now pending (in the room, if it
+// was written where lineBuf lent it).
 func (a *dataScratch) lend(b []byte) {
-	if a != nil {
-		a.lent = append(a.lent, b)
+	if a == nil {
+		return
 	}
+	if m := a.room; m != nil && m.start == nil && len(b) > 0 && &b[0] == m.at {
+		m.start = m.at
+		return
+	}
+	a.lent = append(a.lent, b)
 }
 
 // reclaim takes back every buffer lent.
 func (a *dataScratch) reclaim() {
 	if a != nil {
+		if a.room != nil {
+			a.room.at, a.room.start, a.room.off = nil, nil, 0
+		}
 		a.free = append(a.free, a.lent...)
 		clear(a.lent)
 		a.lent = a.lent[:0]
@@ -228,12 +297,36 @@ func (r *Reader) Next() (*convlog.Event, error) {
 			r.err = r.wrap(err)
 			return nil, r.err
 		}
+		r.keepRoom()
 	}
 	e := r.pending[r.pi]
 	r.pending[r.pi] = nil
 	r.pi++
 	toConvlog(e, &r.out, &r.op)
 	return &r.out, nil
+}
+
+// keepRoom moves the data of the row's events that lineBuf lent the room
+// out of it, unless it belongs to the first of them.
+func (r *Reader) keepRoom() {
+	m := r.scratch.roomOf()
+	if m == nil || m.start == nil {
+		return
+	}
+	for i, e := range r.pending {
+		if i > 0 && m.placed(e.data) {
+			e.data = append(r.scratch.get(len(e.data)), e.data...)
+			r.scratch.lent = append(r.scratch.lent, e.data)
+			m.start = nil
+		}
+	}
+}
+
+func (a *dataScratch) roomOf() *lineRoom {
+	if a == nil {
+		return nil
+	}
+	return a.room
 }
 
 // step reads one source row and runs it through the chain, or finishes the

@@ -307,7 +307,7 @@ func liftedData(scratch *dataScratch, e *event, d *object, msg []byte, subject s
 	if i < 0 {
 		return nil, false
 	}
-	buf := d.encodeBefore(scratch.get(len(e.payload())+256), i)
+	buf := d.encodeBefore(scratch.lineBuf(e, len(e.payload())+256), i)
 	start := len(buf)
 	buf, content, err := liftObject(buf, o, len(msg), e.seq)
 	if err != nil || len(buf) <= start {
