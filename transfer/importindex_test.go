@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/convkit/convkit/fixtures"
 	"github.com/convkit/convkit/internal/indexdump"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/reindex"
@@ -19,23 +20,10 @@ import (
 // after its read) and without; reindex --check finds no difference.
 func TestImportIndexIsARebuild(t *testing.T) {
 	a, rep := fixtureStore(t, 9)
-	var ids []string
 	sessions := 0
-	for _, c := range exportable(rep) {
-		ids = append(ids, c.ID)
-	}
-	arch, _ := exportTo(t, a, ids...)
-	cfg := writeConfig(t, allAgents, allModels)
 
 	// Into an empty store: the index is built.
-	b := filepath.Join(t.TempDir(), "B")
-	ir, err := importFile(t, arch, b, ImportOptions{ConfigPath: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ir.Index != "built" || ir.Counts.Imported != len(ids) {
-		t.Fatalf("index %q, counts %+v", ir.Index, ir.Counts)
-	}
+	arch, cfg, b, ir := importAllIntoEmpty(t, a, rep)
 	tree, err := reader(t, b).Walk()
 	if err != nil {
 		t.Fatal(err)
@@ -138,4 +126,28 @@ func loadMachine(t *testing.T, cfg string) *machine.Machine {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// importAllIntoEmpty exports every exportable conversation of the store a
+// (rep its fixtures report) and imports the archive into a new store,
+// whose index must then be built with every conversation imported. It
+// returns the archive, the runtime configuration used, the new store's
+// data directory and the import's result.
+func importAllIntoEmpty(t *testing.T, a string, rep *fixtures.Report) (arch, cfg, b string, ir *ImportResult) {
+	t.Helper()
+	var ids []string
+	for _, c := range exportable(rep) {
+		ids = append(ids, c.ID)
+	}
+	arch, _ = exportTo(t, a, ids...)
+	cfg = writeConfig(t, allAgents, allModels)
+	b = filepath.Join(t.TempDir(), "B")
+	ir, err := importFile(t, arch, b, ImportOptions{ConfigPath: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ir.Index != "built" || ir.Counts.Imported != len(ids) {
+		t.Fatalf("index %q, counts %+v", ir.Index, ir.Counts)
+	}
+	return arch, cfg, b, ir
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -51,20 +50,7 @@ func TestImportIndexOfLogsTheZstdToolWrote(t *testing.T) {
 	if recompressed == 0 {
 		t.Fatal("no compressed session log to recompress")
 	}
-	var ids []string
-	for _, c := range exportable(rep) {
-		ids = append(ids, c.ID)
-	}
-	arch, _ := exportTo(t, a, ids...)
-	cfg := writeConfig(t, allAgents, allModels)
-	b := filepath.Join(t.TempDir(), "B")
-	ir, err := importFile(t, arch, b, ImportOptions{ConfigPath: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ir.Index != "built" || ir.Counts.Imported != len(ids) {
-		t.Fatalf("index %q, counts %+v", ir.Index, ir.Counts)
-	}
+	_, cfg, b, ir := importAllIntoEmpty(t, a, rep)
 	btree, err := reader(t, b).Walk()
 	if err != nil {
 		t.Fatal(err)
