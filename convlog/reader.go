@@ -63,7 +63,9 @@ type ReaderOptions struct {
 	// otherwise holds up to three frames' bytes and text at once): for
 	// callers that hold many logs within a memory budget (a migration's
 	// jobs). The stream decoder of its large frames keeps one history,
-	// of a window of up to 8 MiB, from frame to frame (keepHistBytes).
+	// of a window of up to 8 MiB, from frame to frame (keepHistBytes),
+	// while every frame's window is its size (the writer's frames; not
+	// the zstd tool's, which state a window apart).
 	LowMemory bool
 }
 
