@@ -311,7 +311,7 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 				break
 			}
 			rep.event(in, "retry")
-			process(opts, rep, t, in, true)
+			retry(opts, rep, t, in)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -334,13 +334,43 @@ func orUnknown(s string) string {
 
 // runJobs processes the inputs with at most opts.Jobs at once, in order,
 // and returns the deferred ones in ascending order.
+//
+// A job upgrades a log into its stage file (CPU work) and hands the stage
+// to a publisher, which makes it durable, reads it back and links it into
+// place (work that waits for the disk), so that jobs do not sit idle in
+// fsync: publications run beside the next conversions, and their fsyncs
+// share the file system's journal commits. At most opts.Jobs stages wait
+// for a publisher, and opts.Jobs publishers run at once.
 func runJobs(ctx context.Context, opts Options, rep *report, t *tree) []*input {
 	inputs := t.inputs
 	var mu sync.Mutex
 	var deferred []*input
+	defer0 := func(in *input) {
+		mu.Lock()
+		deferred = append(deferred, in)
+		mu.Unlock()
+	}
+	workers := min(opts.Jobs, len(inputs))
+	pending := make(chan *publication, workers)
+	var pubs sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		pubs.Add(1)
+		go func() {
+			defer pubs.Done()
+			for p := range pending {
+				if ctx.Err() != nil {
+					// Interrupted: nothing more is published.
+					p.discard()
+				} else if p.publish(rep, false) {
+					defer0(p.in)
+				}
+				opts.Progress.Add(1)
+			}
+		}()
+	}
 	next := 0
 	var wg sync.WaitGroup
-	for w := 0; w < min(opts.Jobs, len(inputs)); w++ {
+	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -353,32 +383,83 @@ func runJobs(ctx context.Context, opts Options, rep *report, t *tree) []*input {
 				in := inputs[next]
 				next++
 				mu.Unlock()
-				if process(opts, rep, t, in, false) {
-					mu.Lock()
-					deferred = append(deferred, in)
-					mu.Unlock()
+				p, isDeferred := process(opts, rep, t, in, false)
+				if p != nil {
+					pending <- p
+					continue
+				}
+				if isDeferred {
+					defer0(in)
 				}
 				opts.Progress.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
+	close(pending)
+	pubs.Wait()
 	sort.Slice(deferred, func(i, j int) bool { return deferred[i].index < deferred[j].index })
 	return deferred
 }
 
-// process handles one input and reports whether it is deferred.
-func process(opts Options, rep *report, t *tree, in *input, retry bool) bool {
+// retry processes a deferred input again, publishing it at once.
+func retry(opts Options, rep *report, t *tree, in *input) {
+	if p, _ := process(opts, rep, t, in, true); p != nil {
+		p.publish(rep, true)
+	}
+}
+
+// publication is an input's successor, staged and checked, waiting to be
+// published; it holds the session's lock in the runtime's layout.
+type publication struct {
+	in    *input
+	stage *upgrade.Staged
+	lock  *dshroot.SessionLock
+	start time.Time
+}
+
+// publish publishes the stage and reports the outcome; it reports whether
+// the input is deferred (its source changed, on the first pass).
+func (p *publication) publish(rep *report, retry bool) bool {
+	defer p.release()
+	dst, err := p.stage.Publish()
+	if err != nil {
+		if errors.Is(err, upgrade.ErrSourceChanged) && !retry {
+			rep.deferred(p.in, err)
+			return true
+		}
+		rep.fail(p.in, err, time.Since(p.start))
+		return false
+	}
+	rep.converted(p.in, dst, time.Since(p.start))
+	return false
+}
+
+func (p *publication) discard() {
+	p.stage.Discard()
+	p.release()
+}
+
+func (p *publication) release() {
+	if p.lock != nil {
+		p.lock.Release()
+	}
+}
+
+// process handles one input. A log it converts comes back staged, to be
+// published; otherwise it is done, and the result says whether it is
+// deferred.
+func process(opts Options, rep *report, t *tree, in *input, retry bool) (pub *publication, deferred bool) {
 	start := time.Now()
 	switch {
 	case in.failure != "":
 		rep.event(in, "start")
 		rep.fail(in, errors.New(in.failure), time.Since(start))
-		return false
+		return nil, false
 	case in.skip != "":
 		rep.event(in, "start")
 		rep.skipped(in, in.skip)
-		return false
+		return nil, false
 	}
 	if !retry {
 		rep.event(in, "start")
@@ -388,13 +469,13 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) bool {
 	if s := in.session; s != nil {
 		if err := sessionProblem(s); err != nil {
 			rep.fail(in, err, time.Since(start))
-			return false
+			return nil, false
 		}
 		// A log that does not name its place fails before anything is
 		// written there, its session.lock included.
 		if err := t.dsh.CheckLog(in.path); err != nil {
 			rep.fail(in, err, time.Since(start))
-			return false
+			return nil, false
 		}
 		path := in.path
 		checkHeader = func(h *convlog.Header) error { return t.dsh.CheckIdentity(path, h) }
@@ -407,7 +488,7 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) bool {
 			open = store.OpenLog
 		} else if err := checkStoreLog(in.path); err != nil {
 			rep.fail(in, err, time.Since(start))
-			return false
+			return nil, false
 		}
 		path := in.path
 		checkHeader = func(h *convlog.Header) error { return store.CheckLogHeader(path, h) }
@@ -418,34 +499,36 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) bool {
 		}
 		if err := readToEnd(open, in.path); err != nil {
 			rep.fail(in, err, time.Since(start))
-			return false
+			return nil, false
 		}
 		rep.alreadyCurrent(in, time.Since(start))
-		return false
+		return nil, false
 	}
 	comp, err := successorCompression(opts.Compress, in.path)
 	if err != nil {
 		rep.fail(in, err, time.Since(start))
-		return false
+		return nil, false
 	}
 	if opts.DryRun {
 		target, bytes, err := plan(in.path, comp)
 		if err != nil {
 			rep.fail(in, err, time.Since(start))
-			return false
+			return nil, false
 		}
 		rep.planned(in, target, bytes, time.Since(start))
-		return false
+		return nil, false
 	}
+	p := &publication{in: in, start: start}
 	if in.session != nil {
 		// The runtime converts a session only under its session.lock:
-		// held by another process, the session is theirs.
+		// held by another process, the session is theirs. It is held
+		// until the successor is published.
 		lock, err := t.dsh.LockSession(in.session)
 		if err != nil {
 			rep.fail(in, err, time.Since(start))
-			return false
+			return nil, false
 		}
-		defer lock.Release()
+		p.lock = lock
 		removeStages(rep, t, in, lock)
 	}
 	popts := upgrade.PublishOptions{Compression: &comp, Warn: func(w string) { rep.logOnly("WARNING %s: %s", display.Quote(in.path), w) },
@@ -458,17 +541,12 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) bool {
 		src := in.path
 		popts.BeforePublish = func() { opts.BeforePublish(src) }
 	}
-	dst, err := upgrade.Publish(in.path, popts)
-	if err != nil {
-		if errors.Is(err, upgrade.ErrSourceChanged) && !retry {
-			rep.deferred(in, err)
-			return true
-		}
+	if p.stage, err = upgrade.Stage(in.path, popts); err != nil {
+		p.release()
 		rep.fail(in, err, time.Since(start))
-		return false
+		return nil, false
 	}
-	rep.converted(in, dst, time.Since(start))
-	return false
+	return p, false
 }
 
 // checkStoreLog opens a log of a store as the store opens its logs, which

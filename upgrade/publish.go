@@ -246,31 +246,63 @@ func SuccessorPath(src string, c convlog.Compression) (string, error) {
 // it is a regular file beginning with exactly the staged bytes; otherwise
 // the error says the current generation already exists. No temporary file
 // is left behind on any failure.
+//
+// Publish is Stage followed by the stage's Publish.
 func Publish(src string, opts PublishOptions) (dst string, err error) {
-	id0, err := statIdentity(src)
+	s, err := Stage(src, opts)
 	if err != nil {
 		return "", err
 	}
+	return s.Publish()
+}
+
+// Staged is a successor written and checked in its temporary file beside
+// the source, not yet durable nor published. Exactly one of Publish or
+// Discard must be called; until then it holds the open temporary file.
+// A batch migration stages with its CPU-bound jobs and publishes on other
+// goroutines, so that a job does not wait for the disk.
+type Staged struct {
+	src, dst  string
+	opts      PublishOptions
+	tmp       *os.File
+	st        *staged
+	id0       fileIdentity
+	snap0     *childSnapshot
+	seen      map[string]candidateSeen
+	finder    ChildFinder
+	srcHeader *convlog.Header
+	done      bool
+}
+
+// Stage does Publish's work up to the publication: it upgrades the log at
+// src into a temporary file beside it, checking every frame as it is
+// written (writeStage). On an error nothing is left behind.
+func Stage(src string, opts PublishOptions) (*Staged, error) {
+	id0, err := statIdentity(src)
+	if err != nil {
+		return nil, err
+	}
 	hr, err := convlog.Open(src, convlog.ReaderOptions{MaxLineBytes: opts.MaxLineBytes})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	srcHeader, srcComp := hr.Header(), hr.Compression()
 	hr.Close()
 	if opts.CheckHeader != nil {
 		if err := opts.CheckHeader(srcHeader); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	if srcHeader.Version >= convlog.CurrentVersion {
-		return "", fmt.Errorf("%s: %w (v%d)", src, ErrAlreadyCurrent, srcHeader.Version)
+		return nil, fmt.Errorf("%s: %w (v%d)", src, ErrAlreadyCurrent, srcHeader.Version)
 	}
 	comp := srcComp
 	if opts.Compression != nil {
 		comp = *opts.Compression
 	}
-	if dst, err = SuccessorPath(src, comp); err != nil {
-		return "", err
+	dst, err := SuccessorPath(src, comp)
+	if err != nil {
+		return nil, err
 	}
 	dir := filepath.Dir(src)
 
@@ -283,7 +315,7 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 	seen := map[string]candidateSeen{}
 	if children == nil && srcHeader.Type == convlog.SessionLog {
 		if snap0, err = snapshotChildren(finder, srcHeader.ID, seen); err != nil {
-			return "", err
+			return nil, err
 		}
 		children = make([]ChildFact, 0, len(snap0.found))
 		for _, c := range snap0.found {
@@ -297,30 +329,56 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 
 	r, err := Open(src, Options{Children: children, MaxLineBytes: opts.MaxLineBytes, reuseData: true})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer r.Close()
 
 	tmp, err := durable.CreateTemp(dir, "."+filepath.Base(dst))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	tmpName := tmp.Name()
+	st, err := writeStage(tmp, r, comp)
+	if err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, err
+	}
+	if stageWritten != nil {
+		stageWritten(tmp.Name())
+	}
+	return &Staged{src: src, dst: dst, opts: opts, tmp: tmp, st: st, id0: id0, snap0: snap0, seen: seen,
+		finder: finder, srcHeader: srcHeader}, nil
+}
+
+// Source is the log the stage upgrades.
+func (s *Staged) Source() string { return s.src }
+
+// Discard removes the temporary file of a stage that is not to be
+// published. It does nothing after Publish.
+func (s *Staged) Discard() {
+	if s.done {
+		return
+	}
+	s.done = true
+	s.tmp.Close()
+	os.Remove(s.tmp.Name())
+}
+
+// Publish makes the staged successor durable, verifies it by reading it
+// back, checks that the source and its children have not changed since
+// Stage, and links it to its name without overwriting: the rest of the
+// package's Publish. No temporary file is left behind.
+func (s *Staged) Publish() (dst string, err error) {
+	if s.done {
+		return "", fmt.Errorf("%s: stage already published or discarded", s.src)
+	}
+	tmp, tmpName, opts, src, st := s.tmp, s.tmp.Name(), s.opts, s.src, s.st
 	handedOver := false
 	defer func() {
 		if !handedOver {
-			tmp.Close()
-			os.Remove(tmpName)
+			s.Discard()
 		}
 	}()
-
-	st, err := writeStage(tmp, r, comp)
-	if err != nil {
-		return "", err
-	}
-	if stageWritten != nil {
-		stageWritten(tmpName)
-	}
 	// The stage is read back while it is fsynced: both must succeed before
 	// anything is published, and the read no longer waits for the disk.
 	synced := make(chan error, 1)
@@ -336,21 +394,23 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 		opts.BeforePublish()
 	}
 	id1, err := statIdentity(src)
-	if err != nil || id1 != id0 {
+	if err != nil || id1 != s.id0 {
 		return "", &SourceChangedError{Path: src}
 	}
-	if snap0 != nil {
-		snap1, err := snapshotChildren(finder, srcHeader.ID, seen)
-		if err != nil || !snap0.sameAs(snap1, opts.Publications) {
+	if s.snap0 != nil {
+		snap1, err := snapshotChildren(s.finder, s.srcHeader.ID, s.seen)
+		if err != nil || !s.snap0.sameAs(snap1, opts.Publications) {
 			return "", &SourceChangedError{Path: src}
 		}
 	}
+	dst = s.dst
 	// Recorded before the link makes the successor visible: a parent
 	// whose child this is may look at its children at any moment.
 	if fi, err := tmp.Stat(); err == nil {
-		opts.Publications.linking(src, id0, dst, identityOf(fi), srcHeader.ID)
+		opts.Publications.linking(src, s.id0, dst, identityOf(fi), s.srcHeader.ID)
 	}
 	handedOver = true
+	s.done = true
 	if err := durable.Publish(tmp, dst); err != nil {
 		opts.Publications.drop(src)
 		if !errors.Is(err, durable.ErrExists) {
@@ -364,7 +424,7 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 	if opts.afterLink != nil {
 		opts.afterLink()
 	}
-	opts.Publications.add(src, id0, dst, srcHeader.ID)
+	opts.Publications.add(src, s.id0, dst, s.srcHeader.ID)
 	return dst, nil
 }
 

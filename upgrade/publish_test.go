@@ -504,3 +504,82 @@ func TestPublishPathRules(t *testing.T) {
 		}
 	}
 }
+
+// TestStageThenPublish: a staged successor exists only as a temporary
+// file until its Publish; Discard removes it; a change to the source
+// between Stage and Publish (the time a batch migration's stage waits
+// for a publisher) is seen; a stage is published once.
+func TestStageThenPublish(t *testing.T) {
+	lines := v3Log().start(1, 1).add("user/message", userMsg("u", "x"), app).lines
+	t.Run("discard", func(t *testing.T) {
+		dir := t.TempDir()
+		src := writeLog(t, dir, "s.v3.jsonl", lines...)
+		s, err := Stage(src, PublishOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Source() != src {
+			t.Fatalf("source %q", s.Source())
+		}
+		ents, _ := os.ReadDir(dir)
+		if len(ents) != 2 || !strings.HasSuffix(ents[0].Name(), ".tmp") && !strings.HasSuffix(ents[1].Name(), ".tmp") {
+			t.Fatalf("want the source and one temporary file, have %v", ents)
+		}
+		s.Discard()
+		s.Discard()
+		noTemps(t, dir)
+		if _, err := s.Publish(); err == nil {
+			t.Fatal("a discarded stage was published")
+		}
+		if _, err := os.Stat(filepath.Join(dir, "s.v4.jsonl")); !os.IsNotExist(err) {
+			t.Fatal("published anyway")
+		}
+	})
+	t.Run("source changed while staged", func(t *testing.T) {
+		dir := t.TempDir()
+		src := writeLog(t, dir, "s.v3.jsonl", lines...)
+		s, err := Stage(src, PublishOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := os.OpenFile(src, os.O_APPEND|os.O_WRONLY, 0)
+		f.WriteString(`{"type":"step/end","seq":9,"time":1,"data":{"turn":1,"step":1}}` + "\n")
+		f.Close()
+		if _, err := s.Publish(); !errors.Is(err, ErrSourceChanged) {
+			t.Fatalf("err %v", err)
+		}
+		noTemps(t, dir)
+		if _, err := os.Stat(filepath.Join(dir, "s.v4.jsonl")); !os.IsNotExist(err) {
+			t.Fatal("published anyway")
+		}
+	})
+	t.Run("published once", func(t *testing.T) {
+		dir := t.TempDir()
+		src := writeLog(t, dir, "s.v3.jsonl", lines...)
+		s, err := Stage(src, PublishOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst, err := s.Publish()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Publish(writeLog(t, t.TempDir(), "s.v3.jsonl", lines...), PublishOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(dst)
+		wantb, _ := os.ReadFile(want)
+		if !bytes.Equal(got, wantb) {
+			t.Fatal("a staged and published successor differs from Publish's")
+		}
+		if _, err := s.Publish(); err == nil {
+			t.Fatal("published twice")
+		}
+		s.Discard() // after Publish: nothing to remove
+		if _, err := os.Stat(dst); err != nil {
+			t.Fatal(err)
+		}
+		noTemps(t, dir)
+	})
+}
