@@ -267,7 +267,7 @@ func (r *report) fail(in *input, err error, d time.Duration) {
 	ev := r.base(in, "failed")
 	ev.MessageType, ev.Message, ev.Seconds, ev.Completed = "error", item.Message, d.Seconds(), r.completed
 	r.emit(ev)
-	r.logw.WriteString(fmt.Sprintf("  error type %T: %#v\n", err, err))
+	r.logw.WriteString("  error chain: " + errorChain(err) + "\n")
 	r.logw.Flush()
 }
 
@@ -283,8 +283,35 @@ func (r *report) failRoot(err error) {
 	ev := r.base(in, "failed")
 	ev.MessageType, ev.Message, ev.Completed = "error", item.Message, r.completed
 	r.emit(ev)
-	r.logw.WriteString(fmt.Sprintf("  error type %T: %#v\n", err, err))
+	r.logw.WriteString("  error chain: " + errorChain(err) + "\n")
 	r.logw.Flush()
+}
+
+// errorChain names the Go types of an error and of the errors it wraps,
+// outermost first ("*fmt.wrapError > *fs.PathError > syscall.Errno"):
+// the log's detail for a failure, whose message the line above holds.
+func errorChain(err error) string {
+	var b strings.Builder
+	for err != nil {
+		if b.Len() > 0 {
+			b.WriteString(" > ")
+		}
+		fmt.Fprintf(&b, "%T", err)
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			var parts []string
+			for _, e := range u.Unwrap() {
+				parts = append(parts, errorChain(e))
+			}
+			b.WriteString(" (" + strings.Join(parts, "; ") + ")")
+			err = nil
+		default:
+			err = nil
+		}
+	}
+	return b.String()
 }
 
 var (
