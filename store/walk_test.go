@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -246,7 +247,10 @@ func TestWalkRoot(t *testing.T) {
 
 func TestWalkUnreadableDirectory(t *testing.T) {
 	if os.Geteuid() == 0 {
-		t.Skip("permissions do not restrict root")
+		// Permissions do not restrict root (CI runs as root): the test
+		// runs again in a child process under an unprivileged uid.
+		runAsNobody(t, "TestWalkUnreadableDirectory")
+		return
 	}
 	data := t.TempDir()
 	mkfiles(t, data, "conversations/locked/metadata.v4.jsonl", "conversations/ok/metadata.v4.jsonl")
@@ -323,5 +327,49 @@ func TestWalkJobsManyConversations(t *testing.T) {
 	got, err := at(data).WalkJobs(4)
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("WalkJobs differs from Walk (%v)", err)
+	}
+}
+
+// runAsNobody runs the named test of this test binary in a child process
+// under uid and gid 65534, and fails unless it passed there (not skipped).
+// The binary is copied where that uid can execute it.
+func runAsNobody(t *testing.T, name string) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "convkit-asnobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	copyPath := filepath.Join(dir, "store.test")
+	if err := os.WriteFile(copyPath, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
+	if err := os.Chmod(copyPath, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(copyPath, "-test.run=^"+name+"$", "-test.v", "-test.count=1")
+	cmd.Dir = "/"
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + os.TempDir()}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if errors.Is(err, syscall.EPERM) {
+		t.Skipf("cannot start a process under another uid here: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("%s as uid 65534: %v\n%s", name, err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: "+name) {
+		t.Fatalf("%s as uid 65534 did not pass:\n%s", name, out)
 	}
 }
