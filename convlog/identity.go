@@ -21,6 +21,8 @@ type IdentityError struct {
 	Msg string
 	// Type and ID are the header's; WantType and WantID the place's.
 	Type, ID, WantType, WantID string
+	// Version is the header's format version.
+	Version int
 }
 
 func (e *IdentityError) Error() string {
@@ -42,7 +44,7 @@ func checkIdentity(h *Header, typ, id, path string) error {
 	if typ == "" {
 		typ = SessionLog
 	}
-	e := &IdentityError{Path: path, Type: h.Type, ID: h.ID, WantType: typ, WantID: id}
+	e := &IdentityError{Path: path, Type: h.Type, ID: h.ID, WantType: typ, WantID: id, Version: h.Version}
 	switch {
 	case typ == SessionLog && h.Type != SessionLog:
 		e.Msg = fmt.Sprintf("header (line 1) is not a session header (type %s); its file name is session %s", display.Quote(h.Type), display.Quote(id))

@@ -303,7 +303,9 @@ func Validate(ctx context.Context, t *Target, opts ValidateOptions) (*Validation
 		return v, nil
 	case errors.As(err, &ie):
 		// A log named by its ids whose header names another: its events
-		// belong elsewhere, and are not read as this log's.
+		// belong elsewhere, and are not read as this log's. Its header
+		// was read: its version is reported.
+		v.Version = ie.Version
 		add(Problem{Line: 1, Kind: "corrupt", Message: ie.Msg})
 		return v, nil
 	}

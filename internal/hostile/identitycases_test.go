@@ -45,6 +45,15 @@ func identityCases() []hcase {
 			},
 		},
 		{
+			name: "session log header names another id: inspect --validate --json by ids reports the header's version",
+			setup: func(f *fx) []string {
+				foreign(f)
+				return []string{"--json", "inspect", "--validate", hostileID, hostileSID}
+			},
+			code:   1,
+			stdout: []string{`"valid":false,"version":4,`, `names id \"s2\", but its file name is session \"s1\"`},
+		},
+		{
 			name: "session log header names another id: inspect --history by ids refuses it",
 			setup: func(f *fx) []string {
 				foreign(f)
