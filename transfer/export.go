@@ -208,6 +208,15 @@ type planned struct {
 	// plan is the plan's read of the conversation log, for the worker
 	// that exports the conversation (nil: none kept).
 	plan *planLog
+	// listing is the plan's listing of the conversation's directory, for
+	// that worker too (nil: it lists the directory itself).
+	listing *planDir
+}
+
+// planDir is a conversation directory as store.WalkConversation read it.
+type planDir struct {
+	cd    store.ConversationDir
+	probs []store.Problem
 }
 
 func newExporter(s *store.Store, opts ExportOptions) (*exporter, error) {
@@ -264,7 +273,7 @@ func (x *exporter) plan() error {
 			return fmt.Errorf("conversation %s: %w (it is being deleted)", display.Quote(id), ErrNotFound)
 		}
 		x.m.Requested = append(x.m.Requested, id)
-		byID[id] = &planned{id: id, requested: true, plan: infos[id].plan}
+		byID[id] = &planned{id: id, requested: true, plan: infos[id].plan, listing: infos[id].listing}
 		if err != nil {
 			// Reported when the conversation is exported.
 			continue
@@ -293,7 +302,7 @@ func (x *exporter) plan() error {
 			byID[id] = &planned{id: id}
 			continue
 		}
-		byID[id] = &planned{id: id, plan: infos[id].plan}
+		byID[id] = &planned{id: id, plan: infos[id].plan, listing: infos[id].listing}
 		deps[id] = store.Dependencies(info)
 		queue = append(queue, deps[id]...)
 	}
@@ -362,9 +371,10 @@ func (x *exporter) plan() error {
 
 // readInfo is a conversation read for the plan.
 type readInfo struct {
-	info *store.ConversationInfo
-	err  error
-	plan *planLog
+	info    *store.ConversationInfo
+	err     error
+	plan    *planLog
+	listing *planDir
 }
 
 // planLog is what the plan's strict read of a small conversation log
@@ -384,29 +394,38 @@ type planLog struct {
 
 // readPlan reads conversation id's log for the plan, as the export reads
 // it (openLog.open), and gives what ReadConversation gives: the replay of
-// that read when it found the log whole, else ReadConversation's own.
-func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, error) {
-	p, err := x.s.ConversationLogFile(id)
-	if err != nil {
-		return nil, nil, err
+// that read when it found the log whole, else ReadConversation's own. It
+// lists the conversation's directory as the export does
+// (store.WalkConversation) and finds the log there, and gives that
+// listing for the export to take; where the listing finds no conversation
+// log, the store's own lookup says why, as before.
+func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, *planDir, error) {
+	cd, probs, err := x.s.WalkConversation(id)
+	var conv *store.Log
+	if err == nil {
+		for i := range cd.Logs {
+			if cd.Logs[i].IsConversationLog {
+				conv = &cd.Logs[i]
+			}
+		}
 	}
-	gen, ok := convlog.ParseName(filepath.Base(p))
-	if !ok {
+	if conv == nil {
 		info, err := x.s.ReadConversation(id)
-		return info, nil, err
+		return info, nil, nil, err
 	}
-	ol := &openLog{path: p, gen: gen, isConvLog: true}
+	ls := &planDir{cd: cd, probs: probs}
+	ol := &openLog{path: conv.Path, gen: conv.Current, isConvLog: true}
 	err = ol.open()
 	ol.close()
 	if err != nil || !ol.replayed {
 		info, err := x.s.ReadConversation(id)
-		return info, nil, err
+		return info, nil, ls, err
 	}
 	if ol.buf == nil {
-		return ol.info, nil, ol.infoErr
+		return ol.info, nil, ls, ol.infoErr
 	}
-	return ol.info, &planLog{path: p, size: int64(len(ol.buf)), sum: ol.sum,
-		events: ol.events, prefix: ol.prefix, info: ol.info, err: ol.infoErr}, ol.infoErr
+	return ol.info, &planLog{path: conv.Path, size: int64(len(ol.buf)), sum: ol.sum,
+		events: ol.events, prefix: ol.prefix, info: ol.info, err: ol.infoErr}, ls, ol.infoErr
 }
 
 // infoSet holds the conversations read for the plan, by id.
@@ -456,7 +475,7 @@ func (x *exporter) readInfos(is infoSet, ids []string) infoSet {
 				if i >= len(todo) {
 					return
 				}
-				res[i].info, res[i].plan, res[i].err = x.readPlan(todo[i])
+				res[i].info, res[i].plan, res[i].listing, res[i].err = x.readPlan(todo[i])
 			}
 		}()
 	}
@@ -696,8 +715,26 @@ func (x *exporter) readAll(ctx context.Context, tmpDir string, sink func(*readCo
 
 // read opens and checks every current log of one conversation. Any log
 // that cannot be read strictly leaves the whole conversation out (a
-// problem); then nothing is left open.
+// problem); then nothing is left open. The directory is the plan's
+// listing of it when there is one (listing it again cost a tenth of the
+// export's system calls), unless the conversation log read names a
+// session whose log that listing does not hold: the runtime publishes a
+// session's log before the conversation log names it, so a listing taken
+// after the log was read holds it, and the directory is listed again.
 func (x *exporter) read(p *planned, tmpDir string) *readConv {
+	if ls := p.listing; ls != nil {
+		p.listing = nil
+		if rc := x.readListed(p, tmpDir, ls); rc != nil {
+			return rc
+		}
+	}
+	return x.readListed(p, tmpDir, nil)
+}
+
+// readListed is read of the directory as ls lists it (nil: listed now).
+// It returns nil, with nothing left open, when ls misses a session log
+// the conversation log names.
+func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv {
 	rc := &readConv{p: p}
 	dir, _ := x.s.ConversationPath(p.id)
 	leaveOut := func(path, reason string) *readConv {
@@ -706,8 +743,14 @@ func (x *exporter) read(p *planned, tmpDir string) *readConv {
 		rc.problem = &Problem{ID: p.id, Path: path, Reason: reason}
 		return rc
 	}
-	cd, probs, err := x.s.WalkConversation(p.id)
-	if err != nil {
+	var (
+		cd    store.ConversationDir
+		probs []store.Problem
+		err   error
+	)
+	if ls != nil {
+		cd, probs = ls.cd, ls.probs
+	} else if cd, probs, err = x.s.WalkConversation(p.id); err != nil {
 		if len(probs) > 0 {
 			// The entry at fault and why, each said once.
 			return leaveOut(probs[0].Path, probs[0].Reason)
@@ -774,6 +817,9 @@ func (x *exporter) read(p *planned, tmpDir string) *readConv {
 		return leaveOut(convLog.path, fileerr.Reason(convLog.path, err))
 	case info.Deleting:
 		return leaveOut(dir, "the conversation is being deleted: not exported")
+	case ls != nil && !sessionsListed(info, cd):
+		rc.close()
+		return nil
 	}
 	rc.c = &Conversation{
 		ID: p.id, Dir: cd.Name, Title: info.Title, Cwd: info.Cwd,
@@ -783,6 +829,24 @@ func (x *exporter) read(p *planned, tmpDir string) *readConv {
 		Requested: p.requested, AncestorOf: nonNil(p.ancestorOf), Sessions: len(info.Sessions),
 	}
 	return rc
+}
+
+// sessionsListed reports whether cd holds a log of every session info
+// names.
+func sessionsListed(info *store.ConversationInfo, cd store.ConversationDir) bool {
+	for _, si := range info.Sessions {
+		found := false
+		for _, l := range cd.Logs {
+			if !l.IsConversationLog && l.ID == si.ID {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // open opens the log (convlog's way: never through a symbolic link, never
