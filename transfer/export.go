@@ -413,6 +413,11 @@ func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, *plan
 		info, err := x.s.ReadConversation(id)
 		return info, nil, nil, err
 	}
+	for i := range cd.Logs {
+		// Only the current generation is read; the plan keeps a listing
+		// of every conversation until it is exported.
+		cd.Logs[i].Generations = nil
+	}
 	ls := &planDir{cd: cd, probs: probs}
 	ol := &openLog{path: conv.Path, gen: conv.Current, isConvLog: true}
 	err = ol.open()
@@ -421,11 +426,26 @@ func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, *plan
 		info, err := x.s.ReadConversation(id)
 		return info, nil, ls, err
 	}
+	info := keptInfo(ol.info)
 	if ol.buf == nil {
-		return ol.info, nil, ls, ol.infoErr
+		return info, nil, ls, ol.infoErr
 	}
-	return ol.info, &planLog{path: conv.Path, size: int64(len(ol.buf)), sum: ol.sum,
-		events: ol.events, prefix: ol.prefix, info: ol.info, err: ol.infoErr}, ls, ol.infoErr
+	return info, &planLog{path: conv.Path, size: int64(len(ol.buf)), sum: ol.sum,
+		events: ol.events, prefix: ol.prefix, info: info, err: ol.infoErr}, ls, ol.infoErr
+}
+
+// keptInfo is info, a replay the plan keeps until the conversation is
+// exported, without its turns, which neither the plan nor the manifest
+// reads, and apart from the replay's own state: kept whole, the replays
+// of every conversation were two thirds of an export's heap, scanned by
+// every collection.
+func keptInfo(info *store.ConversationInfo) *store.ConversationInfo {
+	if info == nil {
+		return nil
+	}
+	c := *info
+	c.Turns = nil
+	return &c
 }
 
 // infoSet holds the conversations read for the plan, by id.
