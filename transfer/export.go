@@ -421,16 +421,17 @@ func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, *plan
 	ls := &planDir{cd: cd, probs: probs}
 	ol := &openLog{path: conv.Path, gen: conv.Current, isConvLog: true}
 	err = ol.open()
-	ol.close()
+	size := int64(len(ol.buf))
+	ol.release()
 	if err != nil || !ol.replayed {
 		info, err := x.s.ReadConversation(id)
 		return info, nil, ls, err
 	}
 	info := keptInfo(ol.info)
-	if ol.buf == nil {
+	if !ol.small {
 		return info, nil, ls, ol.infoErr
 	}
-	return info, &planLog{path: conv.Path, size: int64(len(ol.buf)), sum: ol.sum,
+	return info, &planLog{path: conv.Path, size: size, sum: ol.sum,
 		events: ol.events, prefix: ol.prefix, info: info, err: ol.infoErr}, ls, ol.infoErr
 }
 
@@ -519,6 +520,7 @@ type openLog struct {
 	// as archived, sum data's SHA-256 (both computed by the worker that
 	// read it).
 	buf     []byte
+	small   bool // read whole into buf
 	src     io.ReaderAt
 	data    []byte
 	sum     [sha256.Size]byte
@@ -537,6 +539,16 @@ func (l *openLog) close() {
 	if l.f != nil {
 		l.f.Close()
 		l.f = nil
+	}
+}
+
+// release closes the log and gives its buffer back (putLogBuf): nothing
+// may read the log's bytes afterwards.
+func (l *openLog) release() {
+	l.close()
+	if l.buf != nil {
+		putLogBuf(l.buf)
+		l.buf, l.src, l.data = nil, nil, nil
 	}
 }
 
@@ -573,9 +585,11 @@ type readConv struct {
 	files   int   // logs held open (larger than smallLog)
 }
 
+// close releases the logs (openLog.release): once they are archived, or
+// left out.
 func (rc *readConv) close() {
 	for _, l := range rc.logs {
-		l.close()
+		l.release()
 	}
 }
 
@@ -800,7 +814,7 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 			return leaveOut(l.Path, fileerr.Reason(l.Path, err))
 		}
 		rc.logs = append(rc.logs, ol)
-		rc.bytes += int64(len(ol.buf))
+		rc.bytes += int64(cap(ol.buf))
 		if ol.f != nil {
 			rc.files++
 		}
@@ -882,16 +896,17 @@ func (l *openLog) open() error {
 	size := f.Size()
 	l.src = f
 	if size <= smallLog {
-		buf := make([]byte, size)
+		buf := getLogBuf(size)
 		if n, err := f.ReadAt(buf, 0); n < len(buf) {
 			f.Close()
+			putLogBuf(buf)
 			if err == nil || err == io.EOF {
 				err = fmt.Errorf("%s: changed while it was read (%d of %d bytes)", l.path, n, size)
 			}
 			return err
 		}
 		f.Close()
-		l.buf, l.src = buf, bytes.NewReader(buf)
+		l.buf, l.src, l.small = buf, bytes.NewReader(buf), true
 	} else {
 		l.f = f
 	}
@@ -980,17 +995,21 @@ func (l *openLog) openAsPlanned(pl *planLog) error {
 	if err != nil {
 		return l.open()
 	}
-	buf := make([]byte, pl.size)
 	same := f.Size() == pl.size
+	var buf []byte
 	if same {
+		buf = getLogBuf(pl.size)
 		n, _ := f.ReadAt(buf, 0)
-		same = n == len(buf)
+		same = n == len(buf) && sha256.Sum256(buf) == pl.sum
 	}
 	f.Close()
-	if !same || sha256.Sum256(buf) != pl.sum {
+	if !same {
+		if buf != nil {
+			putLogBuf(buf)
+		}
 		return l.open()
 	}
-	l.buf, l.src, l.data, l.sum = buf, bytes.NewReader(buf), buf, pl.sum
+	l.buf, l.src, l.data, l.sum, l.small = buf, bytes.NewReader(buf), buf, pl.sum, true
 	l.prefix, l.leftOut, l.events = pl.prefix, 0, pl.events
 	l.replayed, l.info, l.infoErr = true, pl.info, pl.err
 	return nil
