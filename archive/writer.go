@@ -397,7 +397,12 @@ func (c *chunker) newChunk() *chunk {
 		ch.ready = make(chan struct{})
 		return ch
 	default:
-		return &chunk{in: make([]byte, 0, c.size), ready: make(chan struct{})}
+		// out has room for a frame of incompressible bytes (stored blocks
+		// of at most 128 KiB, 3 bytes of header each, the frame's header
+		// and checksum): EncodeAll appended a full chunk's frame to an
+		// empty out a block at a time, growing it by a quarter each time,
+		// about 4 MiB allocated for each 1 MiB frame.
+		return &chunk{in: make([]byte, 0, c.size), out: make([]byte, 0, c.size+3*(c.size>>17+1)+32), ready: make(chan struct{})}
 	}
 }
 

@@ -208,6 +208,15 @@ type planned struct {
 	// plan is the plan's read of the conversation log, for the worker
 	// that exports the conversation (nil: none kept).
 	plan *planLog
+	// listing is the plan's listing of the conversation's directory, for
+	// that worker too (nil: it lists the directory itself).
+	listing *planDir
+}
+
+// planDir is a conversation directory as store.WalkConversation read it.
+type planDir struct {
+	cd    store.ConversationDir
+	probs []store.Problem
 }
 
 func newExporter(s *store.Store, opts ExportOptions) (*exporter, error) {
@@ -264,7 +273,7 @@ func (x *exporter) plan() error {
 			return fmt.Errorf("conversation %s: %w (it is being deleted)", display.Quote(id), ErrNotFound)
 		}
 		x.m.Requested = append(x.m.Requested, id)
-		byID[id] = &planned{id: id, requested: true, plan: infos[id].plan}
+		byID[id] = &planned{id: id, requested: true, plan: infos[id].plan, listing: infos[id].listing}
 		if err != nil {
 			// Reported when the conversation is exported.
 			continue
@@ -293,7 +302,7 @@ func (x *exporter) plan() error {
 			byID[id] = &planned{id: id}
 			continue
 		}
-		byID[id] = &planned{id: id, plan: infos[id].plan}
+		byID[id] = &planned{id: id, plan: infos[id].plan, listing: infos[id].listing}
 		deps[id] = store.Dependencies(info)
 		queue = append(queue, deps[id]...)
 	}
@@ -362,9 +371,10 @@ func (x *exporter) plan() error {
 
 // readInfo is a conversation read for the plan.
 type readInfo struct {
-	info *store.ConversationInfo
-	err  error
-	plan *planLog
+	info    *store.ConversationInfo
+	err     error
+	plan    *planLog
+	listing *planDir
 }
 
 // planLog is what the plan's strict read of a small conversation log
@@ -384,29 +394,59 @@ type planLog struct {
 
 // readPlan reads conversation id's log for the plan, as the export reads
 // it (openLog.open), and gives what ReadConversation gives: the replay of
-// that read when it found the log whole, else ReadConversation's own.
-func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, error) {
-	p, err := x.s.ConversationLogFile(id)
-	if err != nil {
-		return nil, nil, err
+// that read when it found the log whole, else ReadConversation's own. It
+// lists the conversation's directory as the export does
+// (store.WalkConversation) and finds the log there, and gives that
+// listing for the export to take; where the listing finds no conversation
+// log, the store's own lookup says why, as before.
+func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, *planDir, error) {
+	cd, probs, err := x.s.WalkConversation(id)
+	var conv *store.Log
+	if err == nil {
+		for i := range cd.Logs {
+			if cd.Logs[i].IsConversationLog {
+				conv = &cd.Logs[i]
+			}
+		}
 	}
-	gen, ok := convlog.ParseName(filepath.Base(p))
-	if !ok {
+	if conv == nil {
 		info, err := x.s.ReadConversation(id)
-		return info, nil, err
+		return info, nil, nil, err
 	}
-	ol := &openLog{path: p, gen: gen, isConvLog: true}
+	for i := range cd.Logs {
+		// Only the current generation is read; the plan keeps a listing
+		// of every conversation until it is exported.
+		cd.Logs[i].Generations = nil
+	}
+	ls := &planDir{cd: cd, probs: probs}
+	ol := &openLog{path: conv.Path, gen: conv.Current, isConvLog: true}
 	err = ol.open()
-	ol.close()
+	size := int64(len(ol.buf))
+	ol.release()
 	if err != nil || !ol.replayed {
 		info, err := x.s.ReadConversation(id)
-		return info, nil, err
+		return info, nil, ls, err
 	}
-	if ol.buf == nil {
-		return ol.info, nil, ol.infoErr
+	info := keptInfo(ol.info)
+	if !ol.small {
+		return info, nil, ls, ol.infoErr
 	}
-	return ol.info, &planLog{path: p, size: int64(len(ol.buf)), sum: ol.sum,
-		events: ol.events, prefix: ol.prefix, info: ol.info, err: ol.infoErr}, ol.infoErr
+	return info, &planLog{path: conv.Path, size: size, sum: ol.sum,
+		events: ol.events, prefix: ol.prefix, info: info, err: ol.infoErr}, ls, ol.infoErr
+}
+
+// keptInfo is info, a replay the plan keeps until the conversation is
+// exported, without its turns, which neither the plan nor the manifest
+// reads, and apart from the replay's own state: kept whole, the replays
+// of every conversation were two thirds of an export's heap, scanned by
+// every collection.
+func keptInfo(info *store.ConversationInfo) *store.ConversationInfo {
+	if info == nil {
+		return nil
+	}
+	c := *info
+	c.Turns = nil
+	return &c
 }
 
 // infoSet holds the conversations read for the plan, by id.
@@ -456,7 +496,7 @@ func (x *exporter) readInfos(is infoSet, ids []string) infoSet {
 				if i >= len(todo) {
 					return
 				}
-				res[i].info, res[i].plan, res[i].err = x.readPlan(todo[i])
+				res[i].info, res[i].plan, res[i].listing, res[i].err = x.readPlan(todo[i])
 			}
 		}()
 	}
@@ -480,6 +520,7 @@ type openLog struct {
 	// as archived, sum data's SHA-256 (both computed by the worker that
 	// read it).
 	buf     []byte
+	small   bool // read whole into buf
 	src     io.ReaderAt
 	data    []byte
 	sum     [sha256.Size]byte
@@ -498,6 +539,16 @@ func (l *openLog) close() {
 	if l.f != nil {
 		l.f.Close()
 		l.f = nil
+	}
+}
+
+// release closes the log and gives its buffer back (putLogBuf): nothing
+// may read the log's bytes afterwards.
+func (l *openLog) release() {
+	l.close()
+	if l.buf != nil {
+		putLogBuf(l.buf)
+		l.buf, l.src, l.data = nil, nil, nil
 	}
 }
 
@@ -534,9 +585,11 @@ type readConv struct {
 	files   int   // logs held open (larger than smallLog)
 }
 
+// close releases the logs (openLog.release): once they are archived, or
+// left out.
 func (rc *readConv) close() {
 	for _, l := range rc.logs {
-		l.close()
+		l.release()
 	}
 }
 
@@ -696,8 +749,26 @@ func (x *exporter) readAll(ctx context.Context, tmpDir string, sink func(*readCo
 
 // read opens and checks every current log of one conversation. Any log
 // that cannot be read strictly leaves the whole conversation out (a
-// problem); then nothing is left open.
+// problem); then nothing is left open. The directory is the plan's
+// listing of it when there is one (listing it again cost a tenth of the
+// export's system calls), unless the conversation log read names a
+// session whose log that listing does not hold: the runtime publishes a
+// session's log before the conversation log names it, so a listing taken
+// after the log was read holds it, and the directory is listed again.
 func (x *exporter) read(p *planned, tmpDir string) *readConv {
+	if ls := p.listing; ls != nil {
+		p.listing = nil
+		if rc := x.readListed(p, tmpDir, ls); rc != nil {
+			return rc
+		}
+	}
+	return x.readListed(p, tmpDir, nil)
+}
+
+// readListed is read of the directory as ls lists it (nil: listed now).
+// It returns nil, with nothing left open, when ls misses a session log
+// the conversation log names.
+func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv {
 	rc := &readConv{p: p}
 	dir, _ := x.s.ConversationPath(p.id)
 	leaveOut := func(path, reason string) *readConv {
@@ -706,8 +777,14 @@ func (x *exporter) read(p *planned, tmpDir string) *readConv {
 		rc.problem = &Problem{ID: p.id, Path: path, Reason: reason}
 		return rc
 	}
-	cd, probs, err := x.s.WalkConversation(p.id)
-	if err != nil {
+	var (
+		cd    store.ConversationDir
+		probs []store.Problem
+		err   error
+	)
+	if ls != nil {
+		cd, probs = ls.cd, ls.probs
+	} else if cd, probs, err = x.s.WalkConversation(p.id); err != nil {
 		if len(probs) > 0 {
 			// The entry at fault and why, each said once.
 			return leaveOut(probs[0].Path, probs[0].Reason)
@@ -737,7 +814,7 @@ func (x *exporter) read(p *planned, tmpDir string) *readConv {
 			return leaveOut(l.Path, fileerr.Reason(l.Path, err))
 		}
 		rc.logs = append(rc.logs, ol)
-		rc.bytes += int64(len(ol.buf))
+		rc.bytes += int64(cap(ol.buf))
 		if ol.f != nil {
 			rc.files++
 		}
@@ -774,6 +851,9 @@ func (x *exporter) read(p *planned, tmpDir string) *readConv {
 		return leaveOut(convLog.path, fileerr.Reason(convLog.path, err))
 	case info.Deleting:
 		return leaveOut(dir, "the conversation is being deleted: not exported")
+	case ls != nil && !sessionsListed(info, cd):
+		rc.close()
+		return nil
 	}
 	rc.c = &Conversation{
 		ID: p.id, Dir: cd.Name, Title: info.Title, Cwd: info.Cwd,
@@ -783,6 +863,24 @@ func (x *exporter) read(p *planned, tmpDir string) *readConv {
 		Requested: p.requested, AncestorOf: nonNil(p.ancestorOf), Sessions: len(info.Sessions),
 	}
 	return rc
+}
+
+// sessionsListed reports whether cd holds a log of every session info
+// names.
+func sessionsListed(info *store.ConversationInfo, cd store.ConversationDir) bool {
+	for _, si := range info.Sessions {
+		found := false
+		for _, l := range cd.Logs {
+			if !l.IsConversationLog && l.ID == si.ID {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // open opens the log (convlog's way: never through a symbolic link, never
@@ -798,16 +896,17 @@ func (l *openLog) open() error {
 	size := f.Size()
 	l.src = f
 	if size <= smallLog {
-		buf := make([]byte, size)
+		buf := getLogBuf(size)
 		if n, err := f.ReadAt(buf, 0); n < len(buf) {
 			f.Close()
+			putLogBuf(buf)
 			if err == nil || err == io.EOF {
 				err = fmt.Errorf("%s: changed while it was read (%d of %d bytes)", l.path, n, size)
 			}
 			return err
 		}
 		f.Close()
-		l.buf, l.src = buf, bytes.NewReader(buf)
+		l.buf, l.src, l.small = buf, bytes.NewReader(buf), true
 	} else {
 		l.f = f
 	}
@@ -896,17 +995,21 @@ func (l *openLog) openAsPlanned(pl *planLog) error {
 	if err != nil {
 		return l.open()
 	}
-	buf := make([]byte, pl.size)
 	same := f.Size() == pl.size
+	var buf []byte
 	if same {
+		buf = getLogBuf(pl.size)
 		n, _ := f.ReadAt(buf, 0)
-		same = n == len(buf)
+		same = n == len(buf) && sha256.Sum256(buf) == pl.sum
 	}
 	f.Close()
-	if !same || sha256.Sum256(buf) != pl.sum {
+	if !same {
+		if buf != nil {
+			putLogBuf(buf)
+		}
 		return l.open()
 	}
-	l.buf, l.src, l.data, l.sum = buf, bytes.NewReader(buf), buf, pl.sum
+	l.buf, l.src, l.data, l.sum, l.small = buf, bytes.NewReader(buf), buf, pl.sum, true
 	l.prefix, l.leftOut, l.events = pl.prefix, 0, pl.events
 	l.replayed, l.info, l.infoErr = true, pl.info, pl.err
 	return nil
