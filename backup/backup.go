@@ -69,6 +69,9 @@ type Options struct {
 	// Archive tunes the container (tests and benchmarks).
 	Archive archive.WriterOptions
 
+	// spoolMemory is how much of each manifest list is held in memory
+	// before it goes to its spool file (default defaultSpoolMemory).
+	spoolMemory int
 	// snapshotPath, when set, is where the metadata.db snapshot is made
 	// (ToDir: beside its temporary archive, so a killed run's leftovers
 	// are recognised).
@@ -197,7 +200,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		}
 		return filepath.Join(opts.TempDir, fmt.Sprintf(".convkit-manifest-%d-%s-%s.tmp", os.Getpid(), now.Format("20060102T150405Z"), what))
 	}
-	convSpool, fileSpool := newSpool(spoolAt("conversations")), newSpool(spoolAt("files"))
+	convSpool, fileSpool := newSpool(spoolAt("conversations"), opts.spoolMemory), newSpool(spoolAt("files"), opts.spoolMemory)
 	defer convSpool.close()
 	defer fileSpool.close()
 	addFile := func(f File) error {

@@ -24,11 +24,12 @@ import (
 // change, and every reader of an archive reads it as before.
 
 // spool is one list of the manifest, spooled: its elements' JSON, comma
-// separated, held in memory up to spoolMemory and beyond it in a file at
+// separated, held in memory up to memory bytes and beyond it in a file at
 // path, removed as soon as it is made (where the system allows; else at
 // close). A store of a few thousand files never writes one.
 type spool struct {
 	path    string
+	memory  int
 	mem     []byte
 	f       *os.File
 	w       *bufio.Writer
@@ -37,14 +38,16 @@ type spool struct {
 	n, size int64
 }
 
-// spoolMemory is how much of one list is held in memory (a variable for
-// the tests).
-var spoolMemory = 1 << 20
+// defaultSpoolMemory is how much of one list is held in memory.
+const defaultSpoolMemory = 1 << 20
 
 // newSpool makes a spool that writes to path, which must not exist (a
-// private file), once its list outgrows spoolMemory.
-func newSpool(path string) *spool {
-	s := &spool{path: path}
+// private file), once its list outgrows memory bytes (0: the default).
+func newSpool(path string, memory int) *spool {
+	if memory <= 0 {
+		memory = defaultSpoolMemory
+	}
+	s := &spool{path: path, memory: memory}
 	s.enc = json.NewEncoder(&s.buf)
 	s.enc.SetEscapeHTML(false)
 	return s
@@ -60,7 +63,7 @@ func (s *spool) add(v any) error {
 		return err
 	}
 	b := bytes.TrimSuffix(s.buf.Bytes(), []byte{'\n'})
-	if s.f == nil && len(s.mem)+len(b) > spoolMemory {
+	if s.f == nil && len(s.mem)+len(b) > s.memory {
 		if err := s.toFile(); err != nil {
 			return err
 		}

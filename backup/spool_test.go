@@ -18,13 +18,13 @@ import (
 // its lists are those of the archive, and ToDir leaves no spool behind.
 func TestStreamedManifestIsTheWholeEncoding(t *testing.T) {
 	dataDir, _ := generate(t, 23, 30, false)
-	defer func(n int) { spoolMemory = n }(spoolMemory)
 	for i, strict := range []bool{false, true, false, true} {
-		if i == 2 {
-			spoolMemory = 300 // the lists go to their files
+		opts := Options{Strict: strict}
+		if i >= 2 {
+			opts.spoolMemory = 300 // the lists go to their files
 		}
 		dir := t.TempDir()
-		r, err := toDir(context.Background(), dataDir, dir, DirOptions{Options: Options{Strict: strict}})
+		r, err := toDir(context.Background(), dataDir, dir, DirOptions{Options: opts})
 		if err != nil {
 			t.Fatal(err)
 		}
