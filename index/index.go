@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 
@@ -181,6 +182,8 @@ type DB struct {
 	path  string
 	fresh bool // created by Create and not yet written: bulk load
 	mode  string
+	// wb writes a bulk load's pages back as it goes (see writeback).
+	wb *writeback
 	// cleanup removes a private snapshot after the database is closed.
 	cleanup func()
 }
@@ -230,25 +233,68 @@ func Create(path string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := f.Close(); err != nil {
-		return nil, err
-	}
 	db, err := sql.Open("sqlite", dsn(path, "journal_mode(OFF)", "synchronous(OFF)"))
 	if err != nil {
+		f.Close()
 		return nil, err
 	}
 	// One connection: the bulk load is one transaction anyway.
 	db.SetMaxOpenConns(1)
 	if _, err := db.Exec(schema + fmt.Sprintf("PRAGMA user_version = %d;", SchemaVersion)); err != nil {
 		db.Close()
+		f.Close()
 		return nil, fmt.Errorf("%s: creating the schema: %w", path, err)
 	}
-	return &DB{db: db, path: path, fresh: true, mode: ModeReadWrite}, nil
+	return &DB{db: db, path: path, fresh: true, mode: ModeReadWrite, wb: startWritingBack(f)}, nil
+}
+
+// writeback starts the kernel writing a bulk load's pages to disk every
+// writebackEvery while the load runs (they reach the file as SQLite's
+// page cache spills), so that the fsync of Finish, which the rebuild
+// waits for, finds most of them written: with synchronous(OFF) nothing is
+// written back until then (a 108 MB index took 62 ms to sync, 12 ms
+// with this).
+type writeback struct {
+	f    *os.File
+	stop chan struct{}
+	done chan struct{}
+}
+
+const writebackEvery = 100 * time.Millisecond
+
+func startWritingBack(f *os.File) *writeback {
+	wb := &writeback{f: f, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(wb.done)
+		t := time.NewTicker(writebackEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				startWriteback(f)
+			case <-wb.stop:
+				return
+			}
+		}
+	}()
+	return wb
+}
+
+// end stops the writeback and closes its descriptor; nil does nothing.
+func (wb *writeback) end() {
+	if wb == nil {
+		return
+	}
+	close(wb.stop)
+	<-wb.done
+	wb.f.Close()
 }
 
 // Finish makes a bulk-loaded index durable and ready for the runtime: WAL
 // journal, checkpointed, fsynced, closed.
 func (d *DB) Finish() error {
+	d.wb.end()
+	d.wb = nil
 	if _, err := d.db.Exec("PRAGMA journal_mode=WAL"); err != nil {
 		return err
 	}
@@ -268,6 +314,8 @@ func (d *DB) Finish() error {
 
 // Close closes the index (and removes a private snapshot).
 func (d *DB) Close() error {
+	d.wb.end()
+	d.wb = nil
 	err := d.db.Close()
 	if d.cleanup != nil {
 		d.cleanup()

@@ -3,6 +3,8 @@ package reindex
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,4 +96,92 @@ func TestBuildOrderAndEarlyStop(t *testing.T) {
 			t.Fatalf("jobs %d: build did not return after the sink failed", jobs)
 		}
 	}
+}
+
+// TestReadOrder: conversations of similar sizes keep their order; a large
+// one is read ahead of its turn by about jobs times its size in the bytes
+// before it; one reader reads in order.
+func TestReadOrder(t *testing.T) {
+	sizes := []int64{10, 10, 10, 10, 10, 10, 25, 10, 10, 10}
+	if got := readOrder(sizes, 1); !slices.Equal(got, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+		t.Errorf("one job: %v", got)
+	}
+	// The 25 falls at 60, less 2×25: 10, as the 10 at 30 (30−2×10); ties
+	// keep the order.
+	if got := readOrder(sizes, 2); !slices.Equal(got, []int{0, 1, 2, 3, 6, 4, 5, 7, 8, 9}) {
+		t.Errorf("two jobs: %v", got)
+	}
+	if got := readOrder([]int64{1, 1, 1, 1000}, 2); !slices.Equal(got, []int{3, 0, 1, 2}) {
+		t.Errorf("a large one last: %v", got)
+	}
+}
+
+// TestReadQueueNeverStalls: whatever the read order and however tight the
+// bounds, the conversation the writer takes next is handed out, and every
+// conversation once.
+func TestReadQueueNeverStalls(t *testing.T) {
+	const n = 200
+	for _, tc := range []struct {
+		name     string
+		order    []int
+		maxTaken int
+		maxHeld  int64
+	}{
+		{"in order", nil, 4, 1 << 20},
+		{"reversed", reversed(n), 4, 1 << 20},
+		{"reversed, one taken", reversed(n), 1, 1 << 20},
+		{"reversed, text full", reversed(n), 64, 1},
+	} {
+		order := tc.order
+		if order == nil {
+			order = reversed(n)
+			slices.Reverse(order)
+		}
+		for _, jobs := range []int{1, 2, 5} {
+			q := newReadQueue(order, tc.maxTaken, tc.maxHeld)
+			results := make([]chan int, n)
+			for i := range results {
+				results[i] = make(chan int, 1)
+			}
+			var wg sync.WaitGroup
+			for range jobs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						i, ok := q.take()
+						if !ok {
+							return
+						}
+						q.read(1)
+						results[i] <- i
+					}
+				}()
+			}
+			done := make(chan bool)
+			go func() {
+				for i := range n {
+					if got := <-results[i]; got != i {
+						t.Errorf("%s, %d jobs: result %d for %d", tc.name, jobs, got, i)
+					}
+					q.written(i, 1)
+				}
+				done <- true
+			}()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s, %d jobs: stalled", tc.name, jobs)
+			}
+			wg.Wait()
+		}
+	}
+}
+
+func reversed(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = n - 1 - i
+	}
+	return out
 }

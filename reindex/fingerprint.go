@@ -30,27 +30,37 @@ import (
 // from an lstat of each (the conversation log first, then the sessions in
 // the walk's order).
 func dirFingerprint(c store.ConversationDir) string {
+	fp, _ := dirFingerprintSize(c)
+	return fp
+}
+
+// dirFingerprintSize is dirFingerprint and the size of the logs it
+// stated.
+func dirFingerprintSize(c store.ConversationDir) (string, int64) {
 	fp := sha256.New()
+	var size int64
 	for _, l := range c.Logs {
 		if l.IsConversationLog {
-			fingerprint(fp, l.Path)
+			size += fingerprint(fp, l.Path)
 		}
 	}
 	for _, l := range c.Logs {
 		if !l.IsConversationLog {
-			fingerprint(fp, l.Path)
+			size += fingerprint(fp, l.Path)
 		}
 	}
-	return hex.EncodeToString(fp.Sum(nil))[:32]
+	return hex.EncodeToString(fp.Sum(nil))[:32], size
 }
 
-// fingerprint adds one log's line. A log that cannot be stated adds its
-// name alone: the read that follows fails and the conversation is
-// skipped, or it is gone and the next walk does not list it.
-func fingerprint(h io.Writer, path string) {
+// fingerprint adds one log's line and returns its size. A log that cannot
+// be stated adds its name alone: the read that follows fails and the
+// conversation is skipped, or it is gone and the next walk does not list
+// it.
+func fingerprint(h io.Writer, path string) (size int64) {
 	var b [160]byte
 	line := append(b[:0], filepath.Base(path)...)
 	if fi, err := os.Lstat(path); err == nil {
+		size = fi.Size()
 		line = append(line, 0)
 		line = strconv.AppendInt(line, fi.Size(), 10)
 		line = append(line, 0)
@@ -66,4 +76,5 @@ func fingerprint(h io.Writer, path string) {
 	}
 	line = append(line, '\n')
 	h.Write(line)
+	return size
 }

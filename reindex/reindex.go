@@ -24,6 +24,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/convkit/convkit/contract"
@@ -576,14 +577,13 @@ func (j *job) update(ctx context.Context, db *index.DB, tree *store.Tree) error 
 			res.Removed++
 		}
 	}
-	keep := func(c store.ConversationDir) *built {
+	keep := func(c store.ConversationDir, fp string) *built {
 		st, ok := stored[c.ID]
 		if !ok || st.Skipped {
 			// A skipped conversation is read again: the reason may lie
 			// outside its logs.
 			return nil
 		}
-		fp := dirFingerprint(c)
 		if fp != st.Fingerprint {
 			return nil
 		}
@@ -645,78 +645,55 @@ func swap(tmp, final string) error {
 
 // build reads conversations with at most jobs at once and hands each result
 // to sink in the order of convs. sink runs in the caller's goroutine. keep
-// (when not nil) runs first for each: what it returns is handed on without
-// reading the logs.
+// (when not nil) runs first for each, given its fingerprint: what it
+// returns is handed on without reading the logs.
 //
-// jobs long-lived readers take conversations in order and may finish up to
+// jobs long-lived readers take conversations and may finish up to
 // aheadPerJob conversations per job, holding at most aheadBytes of message
 // text, before sink takes them: the single writer behind sink and the
-// readers then rarely wait for each other (a large conversation no longer
-// stalls the readers behind it), and memory stays bounded.
+// readers then rarely wait for each other, and memory stays bounded. The
+// readers take them in readOrder: a large conversation ahead of its turn,
+// so that its read (one reader's, however long) is over when the writer
+// gets to it instead of leaving the writer waiting, or one reader alone at
+// the end. The conversation the writer waits for is taken first, whatever
+// the bounds.
 func build(ctx context.Context, convs []store.ConversationDir, present map[string]bool, opts Options,
-	keep func(store.ConversationDir) *built, sink func(*built) error) error {
+	keep func(c store.ConversationDir, fingerprint string) *built, sink func(*built) error) error {
 	// Never more readers than conversations.
 	jobs := min(opts.Jobs, len(convs))
 	ctx, cancel := context.WithCancel(ctx)
+	fps, sizes := fingerprints(ctx, convs, jobs)
+	q := newReadQueue(readOrder(sizes, jobs), jobs*aheadPerJob, aheadBytes)
 	results := make([]chan *built, len(convs))
 	for i := range results {
 		results[i] = make(chan *built, 1)
 	}
-	var (
-		mu      sync.Mutex
-		room    = sync.NewCond(&mu)
-		pending int   // handed to a reader, not yet to sink
-		held    int64 // message bytes read, not yet handed to sink
-		stopped bool
-	)
-	next := make(chan int)
-	go func() {
-		defer close(next)
-		for i := range convs {
-			mu.Lock()
-			for !stopped && (pending >= jobs*aheadPerJob || held >= aheadBytes) {
-				room.Wait()
-			}
-			if stopped {
-				mu.Unlock()
-				return
-			}
-			pending++
-			mu.Unlock()
-			select {
-			case next <- i:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
 	var wg sync.WaitGroup
 	for range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
+			for {
+				i, ok := q.take()
+				if !ok {
+					return
+				}
 				var b *built
 				if keep != nil {
-					b = keep(convs[i])
+					b = keep(convs[i], fps[i])
 				}
 				if b == nil {
 					b = readConversationWith(ctx, convs[i], readEnv{present: func(id string) bool { return present[id] },
-						withText: !opts.NoText, machine: opts.Machine, prereads: opts.Prereads})
+						withText: !opts.NoText, machine: opts.Machine, prereads: opts.Prereads, fingerprint: fps[i]})
 				}
-				mu.Lock()
-				held += b.textBytes()
-				mu.Unlock()
+				q.read(b.textBytes())
 				results[i] <- b
 			}
 		}()
 	}
 	defer func() {
 		cancel()
-		mu.Lock()
-		stopped = true
-		room.Broadcast()
-		mu.Unlock()
+		q.stop()
 		wg.Wait()
 	}()
 	for i := range convs {
@@ -730,16 +707,142 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 		if b.err != nil {
 			return b.err
 		}
-		mu.Lock()
-		pending--
-		held -= b.textBytes()
-		room.Signal()
-		mu.Unlock()
+		q.written(i, b.textBytes())
 		if err := sink(b); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// readQueue hands the readers conversations (their indexes) in a read
+// order, within bounds on what is read and not yet written: conversations
+// taken, message text held. The one the writer takes next is handed out
+// first, whatever the bounds, so that the bounds never stop the run.
+type readQueue struct {
+	mu       sync.Mutex
+	room     *sync.Cond
+	order    []int
+	taken    []bool
+	at       int // order[at:] are the reads left, some taken already
+	want     int // the conversation the writer takes next
+	pending  int // taken, not yet written
+	held     int64
+	maxTaken int
+	maxHeld  int64
+	stopped  bool
+}
+
+func newReadQueue(order []int, maxTaken int, maxHeld int64) *readQueue {
+	q := &readQueue{order: order, taken: make([]bool, len(order)), maxTaken: maxTaken, maxHeld: maxHeld}
+	q.room = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *readQueue) full() bool { return q.pending >= q.maxTaken || q.held >= q.maxHeld }
+
+// take is the next conversation to read; ok false: none is left, or the
+// queue stopped.
+func (q *readQueue) take() (i int, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for !q.stopped {
+		if q.want < len(q.taken) && !q.taken[q.want] {
+			i = q.want
+		} else {
+			for q.at < len(q.order) && q.taken[q.order[q.at]] {
+				q.at++
+			}
+			if q.at == len(q.order) {
+				q.room.Broadcast() // none left for the readers waiting either
+				return 0, false
+			}
+			if q.full() {
+				q.room.Wait()
+				continue
+			}
+			i = q.order[q.at]
+		}
+		q.taken[i] = true
+		q.pending++
+		if !q.full() {
+			q.room.Signal() // room for another reader waiting
+		}
+		return i, true
+	}
+	return 0, false
+}
+
+// read counts the message text of a conversation read.
+func (q *readQueue) read(text int64) {
+	q.mu.Lock()
+	q.held += text
+	q.mu.Unlock()
+}
+
+// written records that the writer took conversation i, which held text.
+func (q *readQueue) written(i int, text int64) {
+	q.mu.Lock()
+	q.pending--
+	q.held -= text
+	q.want = i + 1
+	q.room.Signal()
+	q.mu.Unlock()
+}
+
+// stop makes take return false from now on.
+func (q *readQueue) stop() {
+	q.mu.Lock()
+	q.stopped = true
+	q.room.Broadcast()
+	q.mu.Unlock()
+}
+
+// fingerprints are the fingerprints of convs (dirFingerprint) and the
+// sizes of their logs, taken by jobs goroutines before any log is read.
+func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int) ([]string, []int64) {
+	fps, sizes := make([]string, len(convs)), make([]int64, len(convs))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range max(jobs, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				n := int(next.Add(1)) - 1
+				if n >= len(convs) {
+					return
+				}
+				fps[n], sizes[n] = dirFingerprintSize(convs[n])
+			}
+		}()
+	}
+	wg.Wait()
+	return fps, sizes
+}
+
+// readOrder is the order in which jobs readers take the conversations
+// whose logs have these sizes: by where each falls in the bytes to read,
+// less jobs times its own size. Conversations of similar sizes keep their
+// order, the writer's; a large one is read ahead, by about the bytes the
+// other readers get through while it is read, so it is ready when the
+// writer gets to it.
+func readOrder(sizes []int64, jobs int) []int {
+	order := make([]int, len(sizes))
+	for i := range order {
+		order[i] = i
+	}
+	if jobs < 2 {
+		return order
+	}
+	keys := make([]int64, len(sizes))
+	var at int64
+	for i, n := range sizes {
+		keys[i] = at - int64(jobs)*n
+		at += n
+	}
+	sort.SliceStable(order, func(a, b int) bool { return keys[order[a]] < keys[order[b]] })
+	return order
 }
 
 // aheadPerJob and aheadBytes bound what the readers may have read before
@@ -774,13 +877,18 @@ type readEnv struct {
 	machine *machine.Machine
 	// prereads are session logs read already (see Preread).
 	prereads Prereads
+	// fingerprint, when set, is the conversation's, taken already.
+	fingerprint string
 }
 
 // readConversationWith is readConversation that stops when ctx is done
 // (b.err set).
 func readConversationWith(ctx context.Context, c store.ConversationDir, env readEnv) *built {
 	// Taken before the logs are read (see dirFingerprint).
-	b := &built{dir: c, fingerprint: dirFingerprint(c)}
+	b := &built{dir: c, fingerprint: env.fingerprint}
+	if b.fingerprint == "" {
+		b.fingerprint = dirFingerprint(c)
+	}
 	skip := func(path, format string, args ...any) *built {
 		b.skip = &Skip{ID: c.ID, Path: path, Reason: fmt.Sprintf(format, args...)}
 		return b
