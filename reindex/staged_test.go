@@ -21,24 +21,7 @@ import (
 func stageCopy(t *testing.T, gen, base string) *store.Tree {
 	t.Helper()
 	tree := filepath.Join(base, "tree")
-	err := filepath.WalkDir(store.ConversationsDir(gen), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(gen, p)
-		to := filepath.Join(tree, rel)
-		if d.IsDir() {
-			return os.MkdirAll(to, 0o700)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(to, b, 0o600)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	copyDir(t, store.ConversationsDir(gen), filepath.Join(tree, filepath.Base(store.ConversationsDir(gen))))
 	staged, err := reader(t, tree).Walk()
 	if err != nil || len(staged.Problems) > 0 || len(staged.Temps) > 0 {
 		t.Fatalf("the staged tree: %v %v", err, staged.Problems)
