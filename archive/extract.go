@@ -44,12 +44,6 @@ type ExtractOptions struct {
 	// called from the goroutines that write the files, several at once,
 	// in no particular order. What it blocks holds the extraction back.
 	OnFile func(e Extracted, path string)
-	// OnEntry, when set, is called with the name of each entry once its
-	// header is read, before its bytes are, from the goroutine reading the
-	// archive, in archive order: a caller learns that the entries of a
-	// group (a directory) have all been named when the next entry is
-	// outside it. It must not block.
-	OnEntry func(name string)
 }
 
 // FreeReserve is the free space an extraction leaves on the file system
@@ -219,9 +213,6 @@ func (x *extractor) extract(ctx context.Context, ar *Reader, free *space, jobs c
 			if err := free.take(h.Size); err != nil {
 				return out, ar.errorf(h, true, nil, "%v", err)
 			}
-		}
-		if x.opts.OnEntry != nil {
-			x.opts.OnEntry(h.Name)
 		}
 		if h.Size <= keepEntry {
 			e, data, err := x.read(ctx, ar, h)

@@ -3,46 +3,9 @@ package reindex
 import (
 	"bytes"
 
-	"github.com/convkit/convkit/store"
-
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/index"
 )
-
-// A ConversationPreread is a conversation log's replay (store.Replayer)
-// by a strict read another job did anyway, which stands for the log's
-// replay (store.ReadConversationFile) while the log has the stat identity
-// it had before that read, as a Preread does.
-type ConversationPreread struct {
-	ident []byte
-	Info  *store.ConversationInfo
-}
-
-// NewConversationPreread takes the identity of the conversation log at
-// path, before it is opened; Info is set once its replay ended without
-// an error.
-func NewConversationPreread(path string) *ConversationPreread {
-	return &ConversationPreread{ident: identity(path)}
-}
-
-// ConversationPrereads looks up the ConversationPreread of the
-// conversation log at path, the path it has in the store; nil when there
-// is none.
-type ConversationPrereads func(path string) *ConversationPreread
-
-// conversationPreread is the replay of the conversation log at path by a
-// ConversationPreread that still stands for it; nil when the log is to be
-// replayed.
-func (env readEnv) conversationPreread(path string) *store.ConversationInfo {
-	if env.convPrereads == nil {
-		return nil
-	}
-	cp := env.convPrereads(path)
-	if cp == nil || cp.Info == nil || cp.ident == nil || !bytes.Equal(cp.ident, identity(path)) {
-		return nil
-	}
-	return cp.Info
-}
 
 // A Preread is what indexing one session log takes from it (its stats,
 // its parent session, the text of its messages), found by a strict read

@@ -84,10 +84,6 @@ type Options struct {
 	// indexed from what that read found while it stands for the log (see
 	// Preread), not read again. nil: every log is read.
 	Prereads Prereads
-	// ConversationPrereads are conversation logs replayed already by the
-	// caller, as Prereads are session logs read (see
-	// ConversationPreread). nil: every conversation log is replayed.
-	ConversationPrereads ConversationPrereads
 }
 
 // EventKind says what an Event reports.
@@ -688,7 +684,7 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 				}
 				if b == nil {
 					b = readConversationWith(ctx, convs[i], readEnv{present: func(id string) bool { return present[id] },
-						withText: !opts.NoText, machine: opts.Machine, prereads: opts.Prereads, convPrereads: opts.ConversationPrereads, fingerprint: fps[i]})
+						withText: !opts.NoText, machine: opts.Machine, prereads: opts.Prereads, fingerprint: fps[i]})
 				}
 				q.read(b.textBytes())
 				results[i] <- b
@@ -881,8 +877,6 @@ type readEnv struct {
 	machine *machine.Machine
 	// prereads are session logs read already (see Preread).
 	prereads Prereads
-	// convPrereads are conversation logs replayed already.
-	convPrereads ConversationPrereads
 	// fingerprint, when set, is the conversation's, taken already.
 	fingerprint string
 }
@@ -912,10 +906,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 		}
 		return skip(c.Path, "no conversation log (metadata[.vN].jsonl[.zst]): an incomplete create, or not a conversation")
 	}
-	info, err := env.conversationPreread(convLog.Path), error(nil)
-	if info == nil {
-		info, err = store.ReadConversationFile(convLog.Path)
-	}
+	info, err := store.ReadConversationFile(convLog.Path)
 	var ie *convlog.IdentityError
 	if errors.As(err, &ie) {
 		return skip(convLog.Path, "%s", ie.Msg)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"sort"
 
@@ -23,36 +22,6 @@ func (s *Store) WalkConversation(convID string) (ConversationDir, []Problem, err
 	}
 	return c, t.Problems, nil
 }
-
-// ConversationDirOf is the conversation directory dir, whose name is its
-// encoded id, as Walk would list it if it held exactly the regular files
-// named files (and nothing else): for a caller that wrote them and knows
-// what it holds, without reading the directory. ok is false when Walk
-// would not list it as it is (a problem or a temporary file in it, a name
-// that does not decode).
-func ConversationDirOf(dir string, files []string) (c ConversationDir, ok bool) {
-	name := filepath.Base(dir)
-	id, err := DecodeSegment(name)
-	if err != nil {
-		return ConversationDir{}, false
-	}
-	entries := make([]fs.DirEntry, len(files))
-	for i, f := range files {
-		entries[i] = regularEntry(f)
-	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
-	t := &Tree{}
-	c, ok = t.conversationOf(id, name, dir, entries)
-	return c, ok && len(t.Problems) == 0 && len(t.Temps) == 0
-}
-
-// regularEntry is a directory entry of a regular file.
-type regularEntry string
-
-func (e regularEntry) Name() string               { return string(e) }
-func (e regularEntry) IsDir() bool                { return false }
-func (e regularEntry) Type() fs.FileMode          { return 0 }
-func (e regularEntry) Info() (fs.FileInfo, error) { return nil, fs.ErrInvalid }
 
 // FindLog returns the path of the current (highest) generation of a
 // conversation's own log, or of one of its session logs when sessionID is

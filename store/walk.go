@@ -255,12 +255,6 @@ func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
 		t.problem(dir, fileerr.Reason(dir, err))
 		return ConversationDir{}, false
 	}
-	return t.conversationOf(id, name, dir, entries)
-}
-
-// conversationOf is walkConversation's reading of the directory's
-// entries.
-func (t *Tree) conversationOf(id, name, dir string, entries []fs.DirEntry) (ConversationDir, bool) {
 	c := ConversationDir{ID: id, Name: name, Path: dir}
 	byBase := map[string]*Log{}
 	for _, e := range entries {
@@ -298,12 +292,9 @@ func (t *Tree) conversationOf(id, name, dir string, entries []fs.DirEntry) (Conv
 			l = &Log{Base: n.Base}
 			if n.Base == ConversationLogBase {
 				l.IsConversationLog = true
-			} else {
-				var err error
-				if l.ID, err = DecodeBase(n.Base); err != nil {
-					t.problem(p, err.Error())
-					continue
-				}
+			} else if l.ID, err = DecodeBase(n.Base); err != nil {
+				t.problem(p, err.Error())
+				continue
 			}
 			byBase[n.Base] = l
 		}

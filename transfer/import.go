@@ -166,9 +166,6 @@ type ImportResult struct {
 	// import's strict reads rather than read again (reindex.Preread). Not
 	// part of the JSON report.
 	IndexFromReads int `json:"-"`
-	// IndexStaged: the index was built while the archive was extracted
-	// (see stagedIndex). Not part of the JSON report.
-	IndexStaged bool `json:"-"`
 	// Warnings are problems that concern the whole import (no runtime
 	// configuration, the index not updated). Those of a conversation are
 	// in its Problems.
@@ -278,10 +275,7 @@ type importer struct {
 	// checks are the strict reads of the extracted logs, which the index
 	// is built from.
 	checks *logChecks
-	// ix, when set, is the index being built in staging (see
-	// stagedIndex).
-	ix  *stagedIndex
-	now time.Time
+	now    time.Time
 }
 
 // Import verifies the archive read from r and imports its conversations
@@ -377,11 +371,6 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 			imp.checks.spool.close()
 		}
 	}()
-	defer func() {
-		if imp.ix != nil {
-			imp.ix.abandon()
-		}
-	}()
 
 	// 1. Verify.
 	if err := imp.extractAndVerify(ctx, r); err != nil {
@@ -426,12 +415,6 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 	// 5. Place, map, index.
 	if err := ctx.Err(); err != nil {
 		return res, err // interrupted before anything was placed
-	}
-	if imp.ix != nil && imp.ix.wait() != nil {
-		// The staged index reads the staging tree: done before anything
-		// moves out of it.
-		imp.ix.abandon()
-		imp.ix = nil
 	}
 	placed = true
 	if err := imp.placeAll(); err != nil {
@@ -754,19 +737,6 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 // buildIndex builds metadata.db from the store's logs (reindex.Run). What
 // the build skipped is a warning.
 func (imp *importer) buildIndex(ctx context.Context, fail func(error)) {
-	if ix := imp.ix; ix != nil {
-		// Built in staging while the archive was extracted: published
-		// when it stands for the store as placed, else built again here.
-		if ix.wait() == nil {
-			if rr, err := ix.ix.Publish(ctx, imp.st); err == nil {
-				imp.ix = nil
-				imp.res.Index, imp.res.IndexFromReads, imp.res.IndexStaged = "built", rr.FromPrereads, true
-				return
-			}
-		}
-		imp.ix = nil
-		ix.abandon()
-	}
 	rr, err := reindex.Run(ctx, imp.st, reindex.Options{Jobs: imp.opts.Jobs, Machine: imp.mach, Prereads: imp.prereads()})
 	if err != nil {
 		fail(err)

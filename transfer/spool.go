@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"unsafe"
 
 	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/index"
@@ -128,18 +127,12 @@ func (s *msgSpool) get(sessionID string, chunk int, off int64, n int) ([]index.M
 	}
 	b = b[k:]
 	msgs := make([]index.Message, 0, count)
-	// The strings share the record's bytes, which are never written
-	// again (a chunk is only appended to; a record read from the file
-	// has bytes of its own): the text is not copied once more.
 	str := func() (string, bool) {
 		l, k := binary.Uvarint(b)
 		if k <= 0 || l > uint64(len(b)-k) {
 			return "", false
 		}
-		var v string
-		if l > 0 {
-			v = unsafe.String(&b[k], int(l))
-		}
+		v := string(b[k : k+int(l)])
 		b = b[k+int(l):]
 		return v, true
 	}

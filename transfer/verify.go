@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -107,14 +106,6 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 	if !imp.opts.DryRun {
 		synced = make(chan error, 1)
 	}
-	var onEntry func(string)
-	if !imp.opts.DryRun && mayStageIndex(imp.dataDir) {
-		imp.ix = startStagedIndex(ctx, filepath.Join(imp.stage.Dir(), store.IndexFileName), imp.stage.Tree(), checks,
-			reindex.Options{Jobs: imp.opts.Jobs, Machine: imp.mach})
-		if imp.ix != nil {
-			onEntry = imp.ix.onEntry
-		}
-	}
 	ents, err := archive.Extract(ctx, r, imp.stage.Tree(), archive.ExtractOptions{
 		ReaderOptions: archive.ReaderOptions{Limits: imp.opts.Limits, CheckName: checkExportName, Archive: imp.opts.Archive},
 		Sync:          !imp.opts.DryRun,
@@ -122,12 +113,7 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 		Progress:      imp.opts.Progress.Add,
 		SpaceName:     imp.dataDir,
 		OnFile:        checks.start,
-		OnEntry:       onEntry,
 	})
-	checks.extractionEnded()
-	if imp.ix != nil {
-		imp.ix.extractionEnded(err == nil)
-	}
 	if err == nil && synced != nil {
 		defer func() {
 			if serr := <-synced; serr != nil {
@@ -281,21 +267,7 @@ type logChecks struct {
 	// pre are the Prereads by entry name, once the reads were checked
 	// (keepPrereads).
 	pre map[string]*reindex.Preread
-	// registered is signalled (on mu) when a read starts and once the
-	// extraction ended (ended): a staged index waits for reads.
-	registered *sync.Cond
-	ended      bool
-	// keepConv keeps each conversation log's whole replay for a staged
-	// index (logRead.conv), up to maxHeldConversations not yet taken
-	// (convHeld).
-	keepConv bool
-	convHeld int
 }
-
-// maxHeldConversations bounds the conversation logs' replays kept for a
-// staged index that has not taken them yet: one that falls behind the
-// reads replays the others again rather than hold every one.
-const maxHeldConversations = 256
 
 // logRead is what the strict read of one extracted log found.
 type logRead struct {
@@ -309,86 +281,10 @@ type logRead struct {
 	// verifyInfo keeps of it).
 	info      *store.ConversationInfo
 	replayErr error
-	// done is closed once the read ended.
-	done chan struct{}
-	// conv is a conversation log's whole replay, kept for a staged index
-	// until it takes it (takeConversation).
-	conv *reindex.ConversationPreread
 }
 
 func newLogChecks(ctx context.Context, jobs int) *logChecks {
-	c := &logChecks{ctx: ctx, sem: make(chan struct{}, max(jobs, 1)), read: map[string]*logRead{}}
-	c.registered = sync.NewCond(&c.mu)
-	return c
-}
-
-// extractionEnded says no read will start any more.
-func (c *logChecks) extractionEnded() {
-	c.mu.Lock()
-	c.ended = true
-	c.registered.Broadcast()
-	c.mu.Unlock()
-}
-
-// awaitRead waits for the read of the entry name to end; false when it
-// was never started (the extraction ended first). Once the reads were
-// checked (keepPrereads) every read has ended.
-func (c *logChecks) awaitRead(name string) bool {
-	c.mu.Lock()
-	lr := c.read[name]
-	for lr == nil && !c.ended && c.read != nil {
-		c.registered.Wait()
-		lr = c.read[name]
-	}
-	gone := c.read == nil // every read ended (keepPrereads)
-	c.mu.Unlock()
-	if lr == nil {
-		return gone
-	}
-	<-lr.done
-	return true
-}
-
-// takeConversation hands over the whole replay of the conversation log of
-// entry name, once its read ended, and forgets it; nil when there is none.
-func (c *logChecks) takeConversation(name string) *reindex.ConversationPreread {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	lr := c.read[name]
-	if lr == nil {
-		return nil
-	}
-	select {
-	case <-lr.done:
-	default:
-		return nil
-	}
-	cp := lr.conv
-	if cp != nil {
-		lr.conv = nil
-		c.convHeld--
-	}
-	return cp
-}
-
-// readPreread is the Preread the read of entry name found, once it
-// ended, before or after keepPrereads.
-func (c *logChecks) readPreread(name string) *reindex.Preread {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.read == nil {
-		return c.pre[name]
-	}
-	lr := c.read[name]
-	if lr == nil {
-		return nil
-	}
-	select {
-	case <-lr.done:
-		return lr.pre
-	default:
-		return nil
-	}
+	return &logChecks{ctx: ctx, sem: make(chan struct{}, max(jobs, 1)), read: map[string]*logRead{}}
 }
 
 // start reads the entry just extracted at p, if it is a log, on a reader
@@ -397,37 +293,21 @@ func (c *logChecks) start(e archive.Extracted, p string) {
 	if !strings.HasPrefix(e.Name, store.ConversationsDirName+"/") {
 		return
 	}
-	lr := &logRead{done: make(chan struct{})}
+	lr := &logRead{}
 	c.mu.Lock()
 	c.read[e.Name] = lr
-	c.registered.Broadcast()
 	c.mu.Unlock()
 	c.sem <- struct{}{}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		defer func() { <-c.sem }()
-		defer close(lr.done)
 		if err := c.ctx.Err(); err != nil {
 			lr.err = err
 			return
 		}
 		var pre *reindex.Preread
-		var full *store.ConversationInfo
-		var cp *reindex.ConversationPreread
-		if c.keepConv {
-			cp = reindex.NewConversationPreread(p)
-		}
-		lr.events, lr.stats, pre, lr.info, full, lr.replayErr, lr.err = readLog(p, e.Name, c.spool != nil)
-		if cp != nil && full != nil && lr.err == nil {
-			cp.Info = full
-			c.mu.Lock()
-			if c.convHeld < maxHeldConversations {
-				lr.conv = cp
-				c.convHeld++
-			}
-			c.mu.Unlock()
-		}
+		lr.events, lr.stats, pre, lr.info, lr.replayErr, lr.err = readLog(p, e.Name, c.spool != nil)
 		if pre != nil && lr.err == nil {
 			// The text goes to the spool; without it, the log is read
 			// again for the index.
@@ -513,7 +393,7 @@ func (c *logChecks) result(name string, l store.Log, f fileCheck) error {
 // (store.Replayer: info, or replayErr). With index, a session log's read
 // also collects what indexing it takes (reindex.SessionIndexer).
 func readLog(p, name string, index bool) (events int64, stats convlog.Stats, pre *reindex.Preread,
-	info, full *store.ConversationInfo, replayErr error, err error) {
+	info *store.ConversationInfo, replayErr error, err error) {
 	typ, id, idErr := store.LogIdentity(p)
 	var x *reindex.SessionIndexer
 	if index && idErr == nil && typ == convlog.SessionLog {
@@ -523,10 +403,10 @@ func readLog(p, name string, index bool) (events int64, stats convlog.Stats, pre
 	var ie *convlog.IdentityError
 	if errors.As(err, &ie) {
 		// Named as the archive names it, not by its staging path.
-		return 0, convlog.Stats{}, nil, nil, nil, nil, fmt.Errorf("%s: %s", name, ie.Msg)
+		return 0, convlog.Stats{}, nil, nil, nil, fmt.Errorf("%s: %s", name, ie.Msg)
 	}
 	if err != nil {
-		return 0, convlog.Stats{}, nil, nil, nil, nil, err
+		return 0, convlog.Stats{}, nil, nil, nil, err
 	}
 	defer r.Close()
 	var rp *store.Replayer
@@ -542,7 +422,7 @@ func readLog(p, name string, index bool) (events int64, stats convlog.Stats, pre
 			break
 		}
 		if err != nil {
-			return 0, convlog.Stats{}, nil, nil, nil, nil, err
+			return 0, convlog.Stats{}, nil, nil, nil, err
 		}
 		if x != nil {
 			x.Add(e)
@@ -556,9 +436,9 @@ func readLog(p, name string, index bool) (events int64, stats convlog.Stats, pre
 		pre = x.Finish(r)
 	}
 	if rp != nil {
-		if full, replayErr = rp.Finish(r); full != nil {
-			info = verifyInfo(full)
+		if info, replayErr = rp.Finish(r); info != nil {
+			info = verifyInfo(info)
 		}
 	}
-	return events, r.Stats(), pre, info, full, replayErr, nil
+	return events, r.Stats(), pre, info, replayErr, nil
 }

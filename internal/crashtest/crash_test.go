@@ -133,7 +133,7 @@ func TestSIGKILL(t *testing.T) {
 	h := &harness{env: childEnv(t.TempDir())}
 	in := prepareInputs(t, h)
 	jobs := []*job{migrateJob(h, in), reindexJob(h, in), backupJob(h, in), restoreJob(h, in), importJob(h, in),
-		importEmptyJob(h, in), deleteJob(h, in), restoreConversationJob(h, in)}
+		deleteJob(h, in), restoreConversationJob(h, in)}
 	start := time.Now()
 	var total, midway int
 	for i, j := range jobs {
@@ -967,65 +967,6 @@ func importJob(h *harness, in *inputs) *job {
 				// The old copy of an interrupted update.
 				name := strings.Split(strings.TrimPrefix(k, "replaced/"), "/")[0]
 				return strings.HasPrefix(k, "replaced/") && contains(in.updated, name) && in.targetDigest[k] == v
-			},
-		}
-	}}
-}
-
-// import into a new store (metadata.db built while the bundle is
-// extracted, published once the conversations are placed): what is
-// compared are the logs under conversations/; whenever metadata.db is
-// there, every conversation is placed and the index agrees with the logs
-// (never one half-published).
-func importEmptyJob(h *harness, in *inputs) *job {
-	bundle := in.bundleFiles
-	return &job{name: "import-empty", prepare: func(t *testing.T, dir string) *trial {
-		file := filepath.Join(dir, "in", "bundle.tar.zst")
-		copyFile(t, in.bundle, file)
-		fileSum := fileHash(t, file)
-		data := filepath.Join(dir, "data")
-		conv := store.ConversationsDir(data)
-		return &trial{
-			args:    []string{"--data-dir", data, "-q", "import", "--config", in.config, file},
-			dataDir: data,
-			scan:    []string{data},
-			intact: func(t *testing.T, at string) {
-				if fileHash(t, file) != fileSum {
-					t.Fatalf("%s: the bundle changed", at)
-				}
-			},
-			published: func(t *testing.T, at string, _ map[string]string) {
-				ents, err := os.ReadDir(conv)
-				if err != nil && !os.IsNotExist(err) {
-					t.Fatal(err)
-				}
-				placed := 0
-				for _, e := range ents {
-					name := e.Name()
-					p := filepath.Join(conv, name)
-					if isTemp(name) {
-						continue
-					}
-					nw, ok := bundle[name]
-					if !ok || !extends(t, p, nw, true) {
-						t.Fatalf("%s: %s is not the bundle's copy", at, p)
-					}
-					for rel := range hashTree(t, p, nil) {
-						mustRead(t, at, filepath.Join(p, rel))
-					}
-					placed++
-				}
-				if _, err := os.Lstat(store.IndexPath(data)); err == nil {
-					if placed != len(bundle) {
-						t.Fatalf("%s: metadata.db is there with %d of %d conversations placed", at, placed, len(bundle))
-					}
-					if o := h.run(t, "--data-dir", data, "-q", "reindex", "--check"); o.code != 0 && o.code != 3 {
-						t.Fatalf("%s: metadata.db does not agree with the logs (reindex --check exits %d)\n%s", at, o.code, o.stderr)
-					}
-				}
-			},
-			result: func(t *testing.T) map[string]string {
-				return digestTree(t, conv, eventsDigest)
 			},
 		}
 	}}
