@@ -203,7 +203,7 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	return runTree(ctx, opts, root, LayoutConvkit, func() *tree { return discover(s, root) })
+	return runTree(ctx, opts, root, LayoutConvkit, func() *tree { return discover(s, root, opts.Jobs) })
 }
 
 // RunSessions migrates every session under r, a sessions root in the
@@ -635,7 +635,7 @@ func plan(src string, comp convlog.Compression) (string, int64, error) {
 // directory (by name), its logs (conversation log first), each at its
 // highest generation; layout problems become failed inputs; a conversation
 // directory without a log is one skipped input.
-func discover(s *store.Store, root string) *tree {
+func discover(s *store.Store, root string, jobs int) *tree {
 	t := &tree{layout: LayoutConvkit, root: root, noun: "logs or invalid layout entries"}
 	// A missing root fails here; anything but a directory in its place is
 	// the walk's to refuse (store.ConversationsDirError).
@@ -655,18 +655,13 @@ func discover(s *store.Store, root string) *tree {
 		}
 		return p
 	}
-	for _, c := range tree.Conversations {
+	tombstoned := deletions(tree.Conversations, jobs)
+	for ci, c := range tree.Conversations {
 		if len(c.Logs) == 0 {
 			ins = append(ins, &input{rel: rel(c.Path), path: c.Path, version: -1, skip: "no log in this conversation directory"})
 			continue
 		}
-		deleting := false
-		for _, l := range c.Logs {
-			if l.IsConversationLog {
-				info, err := store.ReadConversationFile(l.Path)
-				deleting = err == nil && info.Deleting
-			}
-		}
+		deleting := tombstoned[ci]
 		for _, l := range c.Logs {
 			in := &input{rel: rel(l.Path), path: l.Path, version: l.Current.Version}
 			if deleting {
@@ -692,6 +687,36 @@ func discover(s *store.Store, root string) *tree {
 	}
 	t.inputs, t.temps = ins, tree.Temps
 	return t
+}
+
+// deletions reports, for each conversation, whether its conversation log
+// records a deletion (a tombstone), reading the conversation logs with up
+// to jobs at once: read one after the other, they were the serial start
+// of a store's migration (every conversation log read in full).
+func deletions(convs []store.ConversationDir, jobs int) []bool {
+	out := make([]bool, len(convs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range max(1, min(jobs, len(convs))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				for _, l := range convs[i].Logs {
+					if l.IsConversationLog {
+						info, err := store.ReadConversationFile(l.Path)
+						out[i] = err == nil && info.Deleting
+					}
+				}
+			}
+		}()
+	}
+	for i := range convs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
 }
 
 func problemReason(r string) string {

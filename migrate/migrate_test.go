@@ -104,6 +104,11 @@ func TestMigrateStore(t *testing.T) {
 	if len(sum.FailureGroups) != 1 || sum.FailureGroups[0].Reason != "corrupt_log" || sum.FailureGroups[0].SourceVersion == nil || *sum.FailureGroups[0].SourceVersion != 4 {
 		t.Fatalf("failure groups = %+v", sum.FailureGroups)
 	}
+	// The fixtures' interrupted delete: its logs are skipped, found by the
+	// tombstone in its conversation log.
+	if sum.Totals.Skipped == 0 || !strings.Contains(out, "SKIPPED: the conversation is being deleted (a tombstone is recorded)") {
+		t.Fatalf("the conversation being deleted was not skipped: totals = %+v\n%s", sum.Totals, out)
+	}
 	if !strings.Contains(out, "Summary: converted=") || !strings.Contains(out, "\nFull log: "+sum.TextLogPath+"\nJSON summary: "+sum.SummaryPath+"\n") {
 		t.Fatalf("output lacks the summary lines:\n%s", out)
 	}
