@@ -25,7 +25,8 @@
 // sealed with the deployment's key, it shows no offset, sequence number or
 // path; a cursor changed, cut, forged, made with another key, or given
 // back for another chat, asker, operation or query is refused
-// (ErrBadCursor). Items carry message ids, never seqs or file names.
+// (ErrBadCursor); one older than Config.CursorTTL is refused as expired
+// (ErrCursorExpired). Items carry message ids, never seqs or file names.
 //
 // Reading changes nothing and takes no lock: the store may be open
 // read-only beside the runtime.
@@ -41,6 +42,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 
@@ -55,6 +57,22 @@ import (
 var (
 	ErrDisabled    = errors.New("chat reading is not enabled in this deployment's configuration ([chat_reading] enabled = true)")
 	ErrNotReadable = errors.New("no such chat, or the asking chat may not read it")
+	// ErrCursorExpired is returned for a cursor this deployment gave for
+	// the request, but longer ago than Config.CursorTTL: the first page
+	// is asked for again.
+	ErrCursorExpired = errors.New("the cursor has expired: ask for the first page again")
+)
+
+// Cursor lifetimes.
+const (
+	// DefaultCursorTTL is how long a cursor stays good when the
+	// configuration does not say.
+	DefaultCursorTTL = 24 * time.Hour
+	// MaxCursorTTL bounds cursor_ttl.
+	MaxCursorTTL = 30 * 24 * time.Hour
+	// cursorSkew is how far in the future a cursor's date may lie (a
+	// clock set back) and still be taken.
+	cursorSkew = time.Minute
 )
 
 // Config is the deployment's [chat_reading] configuration.
@@ -64,6 +82,11 @@ type Config struct {
 	// Key seals the paging cursors: the deployment's own secret, at least
 	// MinKeyBytes bytes.
 	Key []byte
+	// CursorTTL is how long a cursor stays good after its page was given
+	// (0: DefaultCursorTTL; at most MaxCursorTTL).
+	CursorTTL time.Duration
+	// Now dates cursors and checks their age (nil: time.Now).
+	Now func() time.Time
 }
 
 // LoadConfig reads the [chat_reading] table of the runtime configuration
@@ -72,6 +95,7 @@ type Config struct {
 //	[chat_reading]
 //	enabled = true
 //	key_file = "chat-reading.key"   # relative to the configuration's directory
+//	cursor_ttl = "1h"               # optional; default 24h, at most 720h
 //
 // A file without the table, or with enabled = false, is a disabled Config.
 // Enabled, key_file must name a regular file (not a link) of at least
@@ -88,8 +112,9 @@ func LoadConfig(path string) (Config, error) {
 	}
 	var raw struct {
 		ChatReading *struct {
-			Enabled *bool  `toml:"enabled"`
-			KeyFile string `toml:"key_file"`
+			Enabled   *bool  `toml:"enabled"`
+			KeyFile   string `toml:"key_file"`
+			CursorTTL string `toml:"cursor_ttl"`
 		} `toml:"chat_reading"`
 	}
 	if _, err := toml.Decode(string(data), &raw); err != nil {
@@ -105,6 +130,14 @@ func LoadConfig(path string) (Config, error) {
 	}
 	if c.KeyFile == "" {
 		return Config{}, fmt.Errorf("%s: [chat_reading] is enabled but names no key_file (the key that seals its cursors)", path)
+	}
+	var ttl time.Duration
+	if c.CursorTTL != "" {
+		d, err := time.ParseDuration(c.CursorTTL)
+		if err != nil || d <= 0 || d > MaxCursorTTL {
+			return Config{}, fmt.Errorf("%s: [chat_reading] cursor_ttl %q: expected a duration from 1s to %s, such as \"1h\" or \"30m\"", path, c.CursorTTL, MaxCursorTTL)
+		}
+		ttl = d
 	}
 	kp := c.KeyFile
 	if !filepath.IsAbs(kp) {
@@ -122,7 +155,7 @@ func LoadConfig(path string) (Config, error) {
 	if len(key) < MinKeyBytes {
 		return Config{}, fmt.Errorf("%s: [chat_reading] key_file %s holds %d bytes; it needs at least %d", path, kp, len(key), MinKeyBytes)
 	}
-	return Config{Enabled: true, Key: key}, nil
+	return Config{Enabled: true, Key: key, CursorTTL: ttl}, nil
 }
 
 // NewKeyFile writes a fresh random key of MinKeyBytes bytes to path (0600,
@@ -230,6 +263,15 @@ func New(s *store.Store, cfg Config) (*Reader, error) {
 	r := &Reader{s: s, cfg: cfg}
 	if !cfg.Enabled {
 		return r, nil
+	}
+	if cfg.CursorTTL < 0 || cfg.CursorTTL > MaxCursorTTL {
+		return nil, fmt.Errorf("the cursor lifetime %s is outside 0 to %s", cfg.CursorTTL, MaxCursorTTL)
+	}
+	if cfg.CursorTTL == 0 {
+		r.cfg.CursorTTL = DefaultCursorTTL
+	}
+	if cfg.Now == nil {
+		r.cfg.Now = time.Now
 	}
 	sl, err := newSealer(cfg.Key)
 	if err != nil {
@@ -364,6 +406,11 @@ func (r *Reader) start(req Request, op string, asker, target Chat, query string,
 	if p.Op != op || p.Asker != asker || p.Target != target || p.Query != query || p.Born != born {
 		return 0, 0, ErrBadCursor
 	}
+	// A cursor sealed before cursors were dated has no date: expired.
+	age := r.cfg.Now().Sub(time.Unix(p.Issued, 0))
+	if p.Issued <= 0 || age > r.cfg.CursorTTL || age < -cursorSkew {
+		return 0, 0, ErrCursorExpired
+	}
 	return p.Next, limit, nil
 }
 
@@ -397,7 +444,8 @@ func (r *Reader) finish(p *pager, op string, asker, target Chat, query string, b
 		page.Items = []Message{}
 	}
 	if p.more {
-		c, err := r.sl.seal(position{Op: op, Asker: asker, Target: target, Query: query, Next: p.n, Born: born})
+		c, err := r.sl.seal(position{Op: op, Asker: asker, Target: target, Query: query, Next: p.n, Born: born,
+			Issued: r.cfg.Now().Unix()})
 		if err != nil {
 			return nil, err
 		}

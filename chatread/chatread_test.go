@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/convkit/convkit/fixtures"
 	"github.com/convkit/convkit/store"
@@ -272,6 +273,82 @@ func TestCursors(t *testing.T) {
 	}
 }
 
+// TestCursorExpiry: a cursor is good for Config.CursorTTL after its page
+// was given, by the caller's clock, and is refused as expired after it,
+// when dated too far ahead (a clock set back), or when undated (sealed
+// before cursors were dated); the next page's cursor is dated anew.
+func TestCursorExpiry(t *testing.T) {
+	sm := newSample(t)
+	ctx := context.Background()
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	r, err := New(sm.s, Config{Enabled: true, Key: testKey, CursorTTL: time.Hour, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	basic := sm.root(t, fixtures.CaseBasic)
+	given := now
+	p, err := r.Messages(ctx, basic, basic, Request{Limit: 1})
+	if err != nil || p.Next == "" {
+		t.Fatalf("first page: %v", err)
+	}
+	c := p.Next
+	for _, tc := range []struct {
+		name string
+		at   time.Time
+		want error
+	}{
+		{"at once", given, nil},
+		{"at the end of its hour", given.Add(time.Hour), nil},
+		{"a second after", given.Add(time.Hour + time.Second), ErrCursorExpired},
+		{"a day after", given.Add(24 * time.Hour), ErrCursorExpired},
+		{"the clock set back half a minute", given.Add(-30 * time.Second), nil},
+		{"the clock set back two minutes", given.Add(-2 * time.Minute), ErrCursorExpired},
+	} {
+		now = tc.at
+		_, err := r.Messages(ctx, basic, basic, Request{Cursor: c, Limit: 1})
+		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+		if errors.Is(err, ErrCursorExpired) && errors.Is(err, ErrBadCursor) {
+			t.Errorf("%s: an expired cursor is also reported as not this deployment's", tc.name)
+		}
+	}
+	// Paging on: each page's cursor is dated when it is given.
+	now = given.Add(50 * time.Minute)
+	p2, err := r.Messages(ctx, basic, basic, Request{Cursor: c, Limit: 1})
+	if err != nil || p2.Next == "" {
+		t.Fatalf("second page: %v", err)
+	}
+	now = given.Add(100 * time.Minute)
+	if _, err := r.Messages(ctx, basic, basic, Request{Cursor: p2.Next, Limit: 1}); err != nil {
+		t.Fatalf("the second page's cursor, 50 minutes after it was given: %v", err)
+	}
+	if _, err := r.Messages(ctx, basic, basic, Request{Cursor: c, Limit: 1}); !errors.Is(err, ErrCursorExpired) {
+		t.Fatalf("the first page's cursor, 100 minutes after it was given: %v", err)
+	}
+	// Sealed without a date, as before cursors were dated, and otherwise
+	// good for this request.
+	pos, err := r.sl.open(c)
+	if err != nil || pos.Issued != given.Unix() {
+		t.Fatalf("the first cursor's date: %+v %v", pos, err)
+	}
+	pos.Issued = 0
+	undated, err := r.sl.seal(pos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = given
+	if _, err := r.Messages(ctx, basic, basic, Request{Cursor: undated, Limit: 1}); !errors.Is(err, ErrCursorExpired) {
+		t.Fatalf("an undated cursor: %v", err)
+	}
+	if _, err := New(sm.s, Config{Enabled: true, Key: testKey, CursorTTL: -time.Second}); err == nil {
+		t.Fatal("a negative cursor lifetime was taken")
+	}
+	if _, err := New(sm.s, Config{Enabled: true, Key: testKey, CursorTTL: MaxCursorTTL + time.Second}); err == nil {
+		t.Fatal("a cursor lifetime over the maximum was taken")
+	}
+}
+
 // TestSearch: a search finds what the asker may read, and nothing else.
 func TestSearch(t *testing.T) {
 	sm := newSample(t)
@@ -363,6 +440,19 @@ func TestLoadConfig(t *testing.T) {
 	write("short.key", "tooshort")
 	if _, err := LoadConfig(write("short.toml", "[chat_reading]\nenabled = true\nkey_file = \"short.key\"\n")); err == nil {
 		t.Fatal("a short key file was taken")
+	}
+	if c.CursorTTL != 0 {
+		t.Fatalf("on: cursor_ttl %v without one in the file", c.CursorTTL)
+	}
+	c, err = LoadConfig(write("ttl.toml", "[chat_reading]\nenabled = true\nkey_file = \"chat.key\"\ncursor_ttl = \"90m\"\n"))
+	if err != nil || c.CursorTTL != 90*time.Minute {
+		t.Fatalf("cursor_ttl 90m: %+v %v", c.CursorTTL, err)
+	}
+	for _, bad := range []string{"0s", "-1h", "an hour", "721h", "3"} {
+		p := write("badttl.toml", "[chat_reading]\nenabled = true\nkey_file = \"chat.key\"\ncursor_ttl = \""+bad+"\"\n")
+		if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), "cursor_ttl") || !strings.Contains(err.Error(), p) {
+			t.Errorf("cursor_ttl %q: %v", bad, err)
+		}
 	}
 	os.Symlink(filepath.Join(dir, "chat.key"), filepath.Join(dir, "link.key"))
 	if _, err := LoadConfig(write("link.toml", "[chat_reading]\nenabled = true\nkey_file = \"link.key\"\n")); err == nil {

@@ -16,7 +16,8 @@ import (
 // sealed, so a cursor shows no offset, sequence number or path) and
 // tamper-evident (a cursor not made by this deployment, or changed, or
 // cut, is refused). It is bound to the request it continues: the chat that
-// asked, the operation, the chat read or the query. Layout, base64url
+// asked, the operation, the chat read or the query; and dated, so that it
+// expires (Config.CursorTTL). Layout, base64url
 // without padding:
 //
 //	"c1" | nonce (16) | AES-256-CTR(encKey, nonce, payload) | HMAC-SHA256(macKey, "c1" | nonce | ciphertext)
@@ -48,6 +49,9 @@ type position struct {
 	// header time, so a chat made again under the same id is not continued.
 	Next int64 `json:"n"`
 	Born int64 `json:"b"`
+	// Issued is when the cursor was given (Unix seconds): it expires
+	// Config.CursorTTL later.
+	Issued int64 `json:"i"`
 }
 
 type sealer struct {
