@@ -712,7 +712,7 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 	}
 	// The dependents first: the changed rows stay stale, and a rerun finds
 	// them, until every row depending on them is updated too.
-	ids := dependentsOf(imp.st, changed)
+	ids := dependentsOf(ctx, db, imp.st, changed)
 	ids = append(ids, changed...)
 	seen := map[string]bool{}
 	for _, id := range ids {
@@ -767,8 +767,12 @@ func (imp *importer) prereads() reindex.Prereads {
 }
 
 // dependentsOf lists the store's conversations, outside ids, that depend
-// on any of ids.
-func dependentsOf(s *store.Store, ids []string) []string {
+// on any of ids. A conversation's fork sources are fixed when the fork is
+// made, and its row in db records them: the rows say which depend on ids.
+// Only the conversations db has no row of (a writer died before updating
+// it), or a skipped one, have their conversation logs read; a store's
+// other conversation logs are not replayed for an import.
+func dependentsOf(ctx context.Context, db *index.DB, s *store.Store, ids []string) []string {
 	want := map[string]bool{}
 	for _, id := range ids {
 		want[id] = true
@@ -777,9 +781,22 @@ func dependentsOf(s *store.Store, ids []string) []string {
 	if err != nil {
 		return nil
 	}
+	stored, err := db.Stored(ctx)
+	if err != nil {
+		stored = nil // every conversation log is read instead
+	}
+	dependsOnWanted := func(sources []string) bool {
+		return slices.ContainsFunc(sources, func(d string) bool { return want[d] })
+	}
 	var out []string
 	for _, c := range tree.Conversations {
 		if want[c.ID] {
+			continue
+		}
+		if st, ok := stored[c.ID]; ok && !st.Skipped {
+			if dependsOnWanted(st.ForkSources) {
+				out = append(out, c.ID)
+			}
 			continue
 		}
 		for _, l := range c.Logs {
@@ -787,15 +804,10 @@ func dependentsOf(s *store.Store, ids []string) []string {
 				continue
 			}
 			info, err := store.ReadConversationFile(l.Path)
-			if err != nil {
-				break
+			if err == nil && dependsOnWanted(store.Dependencies(info)) {
+				out = append(out, c.ID)
 			}
-			for _, d := range store.Dependencies(info) {
-				if want[d] {
-					out = append(out, c.ID)
-					break
-				}
-			}
+			break
 		}
 	}
 	sort.Strings(out)
