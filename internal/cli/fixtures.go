@@ -137,9 +137,11 @@ func newDemoCommand(e *env) *ucli.Command {
 binary: every format version, plain and compressed, a fork after a
 compaction, subagents, a torn tail, an interrupted delete and a corrupt
 log) in a fresh temporary directory, or in --to DIR, then runs the main
-jobs on it, showing each command and what it printed. Its backups go to
-DIR-backups beside the store; both must be new or empty, and the demo
-touches nothing it did not create. The store is left for you to explore.
+jobs on it, showing each command and what it printed. The conversations'
+working directories are made in DIR-work and its backups go to
+DIR-backups, beside the store; all three must be new or empty, and the
+demo touches nothing it did not create. The store is left for you to
+explore.
 Exit 0 when every job behaved as the sample expects.`,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "to", Usage: "build the sample store in `DIR` (new or empty)"},
@@ -168,7 +170,15 @@ Exit 0 when every job behaved as the sample expects.`,
 			if err := requireEmpty(demoBackupDir(dir)); err != nil {
 				return fmt.Errorf("%w (the demo writes its backups into DIR-backups beside the store in DIR)", err)
 			}
-			rep, err := fixtures.SampleContext(c.Context, dir)
+			// The sample's conversations work in DIR-work, so that they
+			// open here: what the demo shows will not open is what the
+			// sample means to.
+			opts := fixtures.SampleOptions()
+			opts.WorkRoot = dir + "-work"
+			if err := requireEmpty(opts.WorkRoot); err != nil {
+				return fmt.Errorf("%w (the demo makes the conversations' working directories in DIR-work beside the store in DIR)", err)
+			}
+			rep, err := fixtures.GenerateContext(c.Context, dir, opts)
 			if err != nil {
 				return err
 			}
