@@ -514,6 +514,10 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 		return append(args, c.ID, s.ID, s.ParentSession, s.Agent, s.Model, s.FormatVersion, s.Events, s.Bytes, s.File)
 	})
 	if err != nil {
+		if a, b, dup := duplicateAt(len(c.Sessions), func(i int) string { return c.Sessions[i].ID }); dup {
+			return fmt.Errorf("index session %s of %s: the conversation has it twice (its sessions %d and %d): %w",
+				display.Quote(c.Sessions[b].ID), display.Quote(c.ID), a+1, b+1, err)
+		}
 		return fmt.Errorf("index the sessions of %s: %w", display.Quote(c.ID), err)
 	}
 	err = w.insert(ctx, &w.turns, len(c.Turns), func(args []any, i int) []any {
@@ -521,6 +525,10 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 		return append(args, c.ID, t.SessionID, t.Turn, t.StartedAt, t.EndedAt, t.Outcome)
 	})
 	if err != nil {
+		if a, b, dup := duplicateAt(len(c.Turns), func(i int) string { return fmt.Sprintf("%d %s", c.Turns[i].Turn, c.Turns[i].SessionID) }); dup {
+			return fmt.Errorf("index turn %d of session %s of %s: the conversation records it twice (its turns %d and %d): %w",
+				c.Turns[b].Turn, display.Quote(c.Turns[b].SessionID), display.Quote(c.ID), a+1, b+1, err)
+		}
 		return fmt.Errorf("index the turns of %s: %w", display.Quote(c.ID), err)
 	}
 	if w.fresh {
@@ -556,6 +564,21 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 		}
 	}
 	return nil
+}
+
+// duplicateAt finds the first of n keys that repeats an earlier one, and
+// that earlier one: the row that broke the primary key of a statement of
+// several rows, which SQLite names by its columns only.
+func duplicateAt(n int, key func(i int) string) (first, again int, ok bool) {
+	seen := make(map[string]int, n)
+	for i := range n {
+		k := key(i)
+		if j, dup := seen[k]; dup {
+			return j, i, true
+		}
+		seen[k] = i
+	}
+	return 0, 0, false
 }
 
 // Remove deletes every row of a conversation.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -378,5 +379,54 @@ func TestBulkLoadEqualsUpserts(t *testing.T) {
 	hits, err := db.Search(ctx, "narwhal", 1000)
 	if err != nil || len(hits) != n {
 		t.Errorf("search: %d hits, want %d (%v)", len(hits), n, err)
+	}
+}
+
+// TestPutNamesTheDuplicateRow: a conversation whose sessions or turns
+// repeat a primary key fails its Put with an error that names the row,
+// not only the conversation, on a new index (rows written several a
+// statement) and on an existing one.
+func TestPutNamesTheDuplicateRow(t *testing.T) {
+	ctx := context.Background()
+	dupSession := func() *Conversation {
+		c := conv("c", 5, false)
+		s := c.Sessions[0]
+		s.File = "other.v4.jsonl"
+		c.Sessions = append(c.Sessions, Session{ID: "kid", File: "kid.v4.jsonl"}, s)
+		return c
+	}
+	dupTurn := func() *Conversation {
+		c := conv("c", 5, false)
+		c.Turns = append(c.Turns, Turn{SessionID: "root", Turn: 2, StartedAt: 3}, Turn{SessionID: "root", Turn: 1, StartedAt: 4})
+		return c
+	}
+	for _, fresh := range []bool{true, false} {
+		for _, tc := range []struct {
+			name string
+			c    *Conversation
+			want string
+		}{
+			{"session", dupSession(), `index session "root" of "c": the conversation has it twice (its sessions 1 and 3): `},
+			{"turn", dupTurn(), `index turn 1 of session "root" of "c": the conversation records it twice (its turns 1 and 3): `},
+		} {
+			db, p := newIndex(t)
+			if !fresh {
+				db.Close()
+				var err error
+				if db, err = Open(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w, err := db.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = w.Put(ctx, tc.c, nil)
+			w.Rollback()
+			db.Close()
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "UNIQUE") {
+				t.Errorf("fresh %v, %s: %v", fresh, tc.name, err)
+			}
+		}
 	}
 }
