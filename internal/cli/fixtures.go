@@ -40,6 +40,7 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 			&ucli.BoolFlag{Name: "large", Usage: "add conversations with multi-megabyte logs"},
 			&ucli.StringFlag{Name: "compress", Value: "zstd", Usage: "compression of ordinary logs (with --layout dsh, of every log): `zstd` or none"},
 			&ucli.StringFlag{Name: "layout", Value: "convkit", Usage: "write a convkit store (`convkit`) or a sessions root in the runtime's layout (dsh)"},
+			&ucli.StringFlag{Name: "work-root", Usage: "make the conversations' working directories in `DIR` (new or empty), so that they open on this machine (default: under /home/dev/src, not made)"},
 		},
 		Action: func(c *ucli.Context) error {
 			if err := checkArgs(c, 0, 0); err != nil {
@@ -67,6 +68,19 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 			if err := requireEmpty(to); err != nil {
 				return err
 			}
+			work := c.String("work-root")
+			if work != "" {
+				if layout == "dsh" {
+					return usagef(c, "--work-root applies to --layout convkit only")
+				}
+				var err error
+				if work, err = filepath.Abs(work); err != nil {
+					return err
+				}
+				if err := requireEmpty(work); err != nil {
+					return err
+				}
+			}
 			if layout == "dsh" {
 				rep, err := fixtures.GenerateSessions(c.Context, to, fixtures.SessionsOptions{Seed: c.Int64("seed"), Sessions: c.Int("conversations"),
 					Large: c.Bool("large"), Compression: comp})
@@ -85,7 +99,7 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 				return nil
 			}
 			rep, err := fixtures.GenerateContext(c.Context, to, fixtures.Options{Seed: c.Int64("seed"), Conversations: c.Int("conversations"),
-				Large: c.Bool("large"), Compression: comp})
+				Large: c.Bool("large"), Compression: comp, WorkRoot: work})
 			if err != nil {
 				return err
 			}
