@@ -78,16 +78,7 @@ func isForkSource(reason string) bool { return strings.Contains(reason, "fork so
 // open; it fails the test when id has no row.
 func willNotOpen(t *testing.T, dataDir, id string) []string {
 	t.Helper()
-	db, err := index.OpenRead(context.Background(), store.IndexPath(dataDir), index.ReadOptions{TempDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	st, err := db.Stored(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	row, ok := st[id]
+	row, ok := storeRows(t, dataDir)[id]
 	if !ok {
 		t.Fatalf("%s has no row", id)
 	}
