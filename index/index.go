@@ -333,10 +333,13 @@ func (d *DB) Path() string { return d.path }
 type Writer struct {
 	tx                                           *sql.Tx
 	delConv, delSess, delTurns, delMsgs, delSkip *sql.Stmt
-	insConv, insMessage                          *sql.Stmt
-	insSkip, delMsgRows, insMsgRow, setWNO       *sql.Stmt
-	sessions, turns                              multiInsert
-	args                                         []any // reused for each multi-row statement
+	// oldMsgs reads a conversation's messages in the order Put wrote
+	// them; delMsgsFrom and delMsgRowsFrom remove them from a rowid on.
+	oldMsgs, delMsgsFrom, delMsgRowsFrom   *sql.Stmt
+	insConv, insMessage                    *sql.Stmt
+	insSkip, delMsgRows, insMsgRow, setWNO *sql.Stmt
+	sessions, turns                        multiInsert
+	args                                   []any // reused for each multi-row statement
 	// fresh: the database was created empty by this process, so nothing
 	// needs removing before an insert.
 	fresh bool
@@ -373,6 +376,10 @@ func (d *DB) Begin(ctx context.Context) (*Writer, error) {
 	// conversation to its rows so a delete touches only them.
 	w.delMsgs = prep("DELETE FROM messages WHERE rowid IN (SELECT fts_rowid FROM message_rows WHERE conversation_id = ?)")
 	w.delMsgRows = prep("DELETE FROM message_rows WHERE conversation_id = ?")
+	w.oldMsgs = prep(`SELECT r.fts_rowid, m.session_id, m.seq, m.role, m.text FROM message_rows r
+		JOIN messages m ON m.rowid = r.fts_rowid WHERE r.conversation_id = ? ORDER BY r.fts_rowid`)
+	w.delMsgsFrom = prep("DELETE FROM messages WHERE rowid IN (SELECT fts_rowid FROM message_rows WHERE conversation_id = ? AND fts_rowid >= ?)")
+	w.delMsgRowsFrom = prep("DELETE FROM message_rows WHERE conversation_id = ? AND fts_rowid >= ?")
 	w.insMsgRow = prep("INSERT INTO message_rows (conversation_id, fts_rowid) VALUES (?, ?)")
 	w.delSkip = prep("DELETE FROM skipped WHERE id = ?")
 	w.insSkip = prep("INSERT INTO skipped (id, dir, fingerprint, reason) VALUES (?,?,?,?)")
@@ -498,11 +505,24 @@ func jsonList(v []string) string {
 // Put replaces every row of c.ID with c and its messages. After an
 // error the transaction must be rolled back: a statement that failed may
 // have written part of its rows.
+//
+// The messages the index has already, in the same order, are kept: those
+// up to the first that differs (all of them when the conversation's logs
+// only grew), so that an update touches the full-text index only for what
+// changed. A message's row is the same whether kept or written again, and
+// later messages keep the order Put gives them (rowids grow).
 func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error {
 	if !w.fresh {
-		if err := w.Remove(ctx, c.ID); err != nil {
-			return err
+		for _, s := range []*sql.Stmt{w.delConv, w.delSess, w.delTurns, w.delSkip} {
+			if _, err := s.ExecContext(ctx, c.ID); err != nil {
+				return fmt.Errorf("remove %s from the index: %w", display.Quote(c.ID), err)
+			}
 		}
+		kept, err := w.keepMessages(ctx, c.ID, msgs)
+		if err != nil {
+			return fmt.Errorf("update the messages of %s in the index: %w", display.Quote(c.ID), err)
+		}
+		msgs = msgs[kept:]
 	}
 	if _, err := w.insConv.ExecContext(ctx, c.ID, c.Dir, c.Title, c.TitleIsAuto, c.Cwd, c.CreatedAt, c.UpdatedAt,
 		c.Archived, c.ForkedFrom, c.AfterCompaction, jsonList(c.Agents), jsonList(c.Models), c.RunningTurn,
@@ -564,6 +584,50 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 		}
 	}
 	return nil
+}
+
+// keepMessages compares the messages indexed for conversation id, in
+// the order they were written, with msgs: the leading ones that are equal
+// in every column stay, every later row is deleted. It returns how many
+// stayed.
+func (w *Writer) keepMessages(ctx context.Context, id string, msgs []Message) (int, error) {
+	rows, err := w.oldMsgs.QueryContext(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	kept, cut := 0, int64(-1)
+	var (
+		rowid, seq          int64
+		session, role, text sql.RawBytes
+	)
+	for rows.Next() {
+		if err := rows.Scan(&rowid, &session, &seq, &role, &text); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		if kept < len(msgs) {
+			m := &msgs[kept]
+			if m.Seq == seq && string(session) == m.SessionID && string(role) == m.Role && string(text) == m.Text {
+				kept++
+				continue
+			}
+		}
+		cut = rowid
+		break
+	}
+	// The read ends before the deletes write the tables it reads.
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return 0, err
+	}
+	if cut < 0 {
+		return kept, nil
+	}
+	for _, s := range []*sql.Stmt{w.delMsgsFrom, w.delMsgRowsFrom} {
+		if _, err := s.ExecContext(ctx, id, cut); err != nil {
+			return 0, err
+		}
+	}
+	return kept, nil
 }
 
 // duplicateAt finds the first of n keys that repeats an earlier one, and

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -428,5 +429,125 @@ func TestPutNamesTheDuplicateRow(t *testing.T) {
 				t.Errorf("fresh %v, %s: %v", fresh, tc.name, err)
 			}
 		}
+	}
+}
+
+// TestPutKeepsUnchangedMessages: a Put on an existing index keeps the
+// rows of the leading messages that are unchanged (the same rowids: the
+// full-text index is not written for them) and writes the rest again; the
+// rows, the search and FTS5's own integrity check then agree with the
+// messages given, and the other conversations are untouched.
+func TestPutKeepsUnchangedMessages(t *testing.T) {
+	ctx := context.Background()
+	base := []Message{
+		{SessionID: "s1", Seq: 1, Role: "user", Text: "alpha otter"},
+		{SessionID: "s1", Seq: 2, Role: "assistant", Text: "beta heron"},
+		{SessionID: "s2", Seq: 1, Role: "user", Text: "gamma lynx"},
+	}
+	with := func(f func(m []Message) []Message) []Message { return f(slices.Clone(base)) }
+	for _, tc := range []struct {
+		name    string
+		msgs    []Message
+		kept    int
+		gone    string // a word of base no longer indexed for "a"
+		present string // a word that must be found in "a"
+	}{
+		{"the same messages", base, 3, "", "heron"},
+		{"one appended", with(func(m []Message) []Message {
+			return append(m, Message{SessionID: "s2", Seq: 2, Role: "assistant", Text: "delta walrus"})
+		}), 3, "", "walrus"},
+		{"a text changed in the middle", with(func(m []Message) []Message { m[1].Text = "kappa heron"; return m }), 1, "beta", "kappa"},
+		{"the last one gone", base[:2], 2, "gamma", "beta"},
+		{"all gone", nil, 0, "alpha", ""},
+		{"the first role changed", with(func(m []Message) []Message { m[0].Role = "assistant"; return m }), 0, "", "alpha"},
+		{"a seq changed", with(func(m []Message) []Message { m[2].Seq = 7; return m }), 2, "", "gamma"},
+		{"a session changed", with(func(m []Message) []Message { m[1].SessionID = "s3"; return m }), 1, "", "beta"},
+		{"one inserted before the last", with(func(m []Message) []Message {
+			return slices.Insert(m, 2, Message{SessionID: "s1", Seq: 3, Role: "user", Text: "epsilon"})
+		}), 2, "", "epsilon"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, _ := newIndex(t)
+			if err := db.Upsert(ctx, conv("a", 100, false), base); err != nil {
+				t.Fatal(err)
+			}
+			other := []Message{{SessionID: "root", Seq: 1, Role: "user", Text: "alpha beta gamma in b"}}
+			if err := db.Upsert(ctx, conv("b", 90, false), other); err != nil {
+				t.Fatal(err)
+			}
+			type row struct {
+				rowid int64
+				m     Message
+			}
+			read := func(id string) []row {
+				rs, err := db.db.Query(`SELECT m.rowid, m.session_id, m.seq, m.role, m.text FROM message_rows r
+					JOIN messages m ON m.rowid = r.fts_rowid AND m.conversation_id = r.conversation_id
+					WHERE r.conversation_id = ? ORDER BY r.fts_rowid`, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rs.Close()
+				var out []row
+				for rs.Next() {
+					var r row
+					if err := rs.Scan(&r.rowid, &r.m.SessionID, &r.m.Seq, &r.m.Role, &r.m.Text); err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, r)
+				}
+				return out
+			}
+			before, otherBefore := read("a"), read("b")
+			c := conv("a", 200, false)
+			c.Title = "renamed"
+			if err := db.Upsert(ctx, c, tc.msgs); err != nil {
+				t.Fatal(err)
+			}
+			after := read("a")
+			var got []Message
+			for _, r := range after {
+				got = append(got, r.m)
+			}
+			if !slices.Equal(got, tc.msgs) {
+				t.Fatalf("messages of a = %+v, want %+v", got, tc.msgs)
+			}
+			for i := range after {
+				if same := i < len(before) && after[i].rowid == before[i].rowid; same != (i < tc.kept) {
+					t.Errorf("message %d: kept its row %v, want %v (rowids before %v, after %v)", i, same, i < tc.kept, before, after)
+				}
+				if i > 0 && after[i].rowid <= after[i-1].rowid {
+					t.Errorf("message %d: rowid %d after %d: the order is not kept", i, after[i].rowid, after[i-1].rowid)
+				}
+			}
+			var rowsTotal, messagesTotal int
+			db.db.QueryRow("SELECT count(*) FROM message_rows").Scan(&rowsTotal)
+			db.db.QueryRow("SELECT count(*) FROM messages").Scan(&messagesTotal)
+			if want := len(tc.msgs) + len(other); rowsTotal != want || messagesTotal != want {
+				t.Errorf("%d message_rows and %d messages, want %d", rowsTotal, messagesTotal, want)
+			}
+			if fmt.Sprint(read("b")) != fmt.Sprint(otherBefore) {
+				t.Errorf("b changed: %v, was %v", read("b"), otherBefore)
+			}
+			if _, err := db.db.Exec("INSERT INTO messages(messages) VALUES('integrity-check')"); err != nil {
+				t.Errorf("FTS5 integrity check: %v", err)
+			}
+			in := func(word string) bool {
+				hits, err := db.Search(ctx, word, 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return slices.ContainsFunc(hits, func(h Hit) bool { return h.ConversationID == "a" })
+			}
+			if tc.gone != "" && in(tc.gone) {
+				t.Errorf("%q still finds a", tc.gone)
+			}
+			if tc.present != "" && !in(tc.present) {
+				t.Errorf("%q does not find a", tc.present)
+			}
+			all, err := db.All(ctx)
+			if err != nil || all["a"] == nil || all["a"].Title != "renamed" {
+				t.Errorf("conversation a = %+v, %v", all["a"], err)
+			}
+		})
 	}
 }
