@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -334,8 +335,10 @@ type Writer struct {
 	tx                                           *sql.Tx
 	delConv, delSess, delTurns, delMsgs, delSkip *sql.Stmt
 	// oldMsgs reads a conversation's messages in the order Put wrote
-	// them; delMsgsFrom and delMsgRowsFrom remove them from a rowid on.
-	oldMsgs, delMsgsFrom, delMsgRowsFrom   *sql.Stmt
+	// them; delMsgsIn and delMsgRowsIn remove those of a JSON array of
+	// rowids, in one statement each (FTS5 flushes its pending terms at
+	// every statement that opens a savepoint).
+	oldMsgs, delMsgsIn, delMsgRowsIn       *sql.Stmt
 	insConv, insMessage                    *sql.Stmt
 	insSkip, delMsgRows, insMsgRow, setWNO *sql.Stmt
 	sessions, turns                        multiInsert
@@ -376,10 +379,13 @@ func (d *DB) Begin(ctx context.Context) (*Writer, error) {
 	// conversation to its rows so a delete touches only them.
 	w.delMsgs = prep("DELETE FROM messages WHERE rowid IN (SELECT fts_rowid FROM message_rows WHERE conversation_id = ?)")
 	w.delMsgRows = prep("DELETE FROM message_rows WHERE conversation_id = ?")
-	w.oldMsgs = prep(`SELECT r.fts_rowid, m.session_id, m.seq, m.role, m.text FROM message_rows r
-		JOIN messages m ON m.rowid = r.fts_rowid WHERE r.conversation_id = ? ORDER BY r.fts_rowid`)
-	w.delMsgsFrom = prep("DELETE FROM messages WHERE rowid IN (SELECT fts_rowid FROM message_rows WHERE conversation_id = ? AND fts_rowid >= ?)")
-	w.delMsgRowsFrom = prep("DELETE FROM message_rows WHERE conversation_id = ? AND fts_rowid >= ?")
+	// LEFT JOIN: a message_rows row whose message is missing is read too
+	// (and, unequal to any message, removed with the rest).
+	w.oldMsgs = prep(`SELECT r.fts_rowid, m.rowid IS NOT NULL, coalesce(m.session_id, ''), coalesce(m.seq, -1),
+		coalesce(m.role, ''), coalesce(m.text, '') FROM message_rows r
+		LEFT JOIN messages m ON m.rowid = r.fts_rowid WHERE r.conversation_id = ? ORDER BY r.fts_rowid`)
+	w.delMsgsIn = prep("DELETE FROM messages WHERE rowid IN (SELECT value FROM json_each(?))")
+	w.delMsgRowsIn = prep("DELETE FROM message_rows WHERE conversation_id = ? AND fts_rowid IN (SELECT value FROM json_each(?))")
 	w.insMsgRow = prep("INSERT INTO message_rows (conversation_id, fts_rowid) VALUES (?, ?)")
 	w.delSkip = prep("DELETE FROM skipped WHERE id = ?")
 	w.insSkip = prep("INSERT INTO skipped (id, dir, fingerprint, reason) VALUES (?,?,?,?)")
@@ -506,11 +512,12 @@ func jsonList(v []string) string {
 // error the transaction must be rolled back: a statement that failed may
 // have written part of its rows.
 //
-// The messages the index has already, in the same order, are kept: those
-// up to the first that differs (all of them when the conversation's logs
-// only grew), so that an update touches the full-text index only for what
-// changed. A message's row is the same whether kept or written again, and
-// later messages keep the order Put gives them (rowids grow).
+// Of each session, the messages the index has already are kept, in the
+// same order: those up to the first that differs (all of them when the
+// session's log only grew), so that an update touches the full-text index
+// only for what changed. A message's row is the same whether kept or
+// written again, and each session's messages keep the order Put gives
+// them (rowids grow).
 func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error {
 	if !w.fresh {
 		for _, s := range []*sql.Stmt{w.delConv, w.delSess, w.delTurns, w.delSkip} {
@@ -518,11 +525,10 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 				return fmt.Errorf("remove %s from the index: %w", display.Quote(c.ID), err)
 			}
 		}
-		kept, err := w.keepMessages(ctx, c.ID, msgs)
-		if err != nil {
+		var err error
+		if msgs, err = w.keepMessages(ctx, c.ID, msgs); err != nil {
 			return fmt.Errorf("update the messages of %s in the index: %w", display.Quote(c.ID), err)
 		}
-		msgs = msgs[kept:]
 	}
 	if _, err := w.insConv.ExecContext(ctx, c.ID, c.Dir, c.Title, c.TitleIsAuto, c.Cwd, c.CreatedAt, c.UpdatedAt,
 		c.Archived, c.ForkedFrom, c.AfterCompaction, jsonList(c.Agents), jsonList(c.Models), c.RunningTurn,
@@ -586,48 +592,82 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 	return nil
 }
 
-// keepMessages compares the messages indexed for conversation id, in
-// the order they were written, with msgs: the leading ones that are equal
-// in every column stay, every later row is deleted. It returns how many
-// stayed.
-func (w *Writer) keepMessages(ctx context.Context, id string, msgs []Message) (int, error) {
+// keepMessages compares the messages indexed for conversation id with
+// msgs, session by session in the order they were written: the leading
+// rows of a session equal in every column to its first messages in msgs
+// stay, and every other row of the conversation is deleted. It returns
+// the messages of msgs that are not in the index now, in order.
+func (w *Writer) keepMessages(ctx context.Context, id string, msgs []Message) ([]Message, error) {
+	type session struct {
+		msgs   []int // indexes into msgs
+		next   int   // of msgs: the next one a row may be
+		broken bool  // a row differed: the session's later rows go
+	}
+	sessions := map[string]*session{}
+	for i := range msgs {
+		st := sessions[msgs[i].SessionID]
+		if st == nil {
+			st = &session{}
+			sessions[msgs[i].SessionID] = st
+		}
+		st.msgs = append(st.msgs, i)
+	}
 	rows, err := w.oldMsgs.QueryContext(ctx, id)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	kept, cut := 0, int64(-1)
+	kept := make([]bool, len(msgs))
 	var (
-		rowid, seq          int64
-		session, role, text sql.RawBytes
+		drop                  []byte // a JSON array of the rowids to delete
+		damaged               bool   // a row's message is missing: the order is not known
+		rowid, seq            int64
+		present               bool
+		sessionID, role, text sql.RawBytes
 	)
 	for rows.Next() {
-		if err := rows.Scan(&rowid, &session, &seq, &role, &text); err != nil {
+		if err := rows.Scan(&rowid, &present, &sessionID, &seq, &role, &text); err != nil {
 			rows.Close()
-			return 0, err
+			return nil, err
 		}
-		if kept < len(msgs) {
-			m := &msgs[kept]
-			if m.Seq == seq && string(session) == m.SessionID && string(role) == m.Role && string(text) == m.Text {
-				kept++
-				continue
+		damaged = damaged || !present
+		if st := sessions[string(sessionID)]; st != nil && !damaged {
+			if !st.broken && st.next < len(st.msgs) {
+				m := &msgs[st.msgs[st.next]]
+				if m.Seq == seq && string(role) == m.Role && string(text) == m.Text {
+					kept[st.msgs[st.next]] = true
+					st.next++
+					continue
+				}
 			}
+			st.broken = true
 		}
-		cut = rowid
-		break
+		if drop == nil {
+			drop = append(drop, '[')
+		} else {
+			drop = append(drop, ',')
+		}
+		drop = strconv.AppendInt(drop, rowid, 10)
 	}
 	// The read ends before the deletes write the tables it reads.
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return 0, err
+		return nil, err
 	}
-	if cut < 0 {
-		return kept, nil
-	}
-	for _, s := range []*sql.Stmt{w.delMsgsFrom, w.delMsgRowsFrom} {
-		if _, err := s.ExecContext(ctx, id, cut); err != nil {
-			return 0, err
+	if drop != nil {
+		list := string(append(drop, ']'))
+		if _, err := w.delMsgsIn.ExecContext(ctx, list); err != nil {
+			return nil, err
+		}
+		if _, err := w.delMsgRowsIn.ExecContext(ctx, id, list); err != nil {
+			return nil, err
 		}
 	}
-	return kept, nil
+	var rest []Message
+	for i := range msgs {
+		if !kept[i] {
+			rest = append(rest, msgs[i])
+		}
+	}
+	return rest, nil
 }
 
 // duplicateAt finds the first of n keys that repeats an earlier one, and

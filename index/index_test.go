@@ -432,11 +432,12 @@ func TestPutNamesTheDuplicateRow(t *testing.T) {
 	}
 }
 
-// TestPutKeepsUnchangedMessages: a Put on an existing index keeps the
-// rows of the leading messages that are unchanged (the same rowids: the
-// full-text index is not written for them) and writes the rest again; the
-// rows, the search and FTS5's own integrity check then agree with the
-// messages given, and the other conversations are untouched.
+// TestPutKeepsUnchangedMessages: a Put on an existing index keeps, of
+// each session, the rows of the leading messages that are unchanged (the
+// same rowids: the full-text index is not written for them) and writes the
+// rest again; the rows, the search and FTS5's own integrity check then
+// agree with the messages given, each session's messages keep their
+// order, and the other conversations are untouched.
 func TestPutKeepsUnchangedMessages(t *testing.T) {
 	ctx := context.Background()
 	base := []Message{
@@ -448,23 +449,28 @@ func TestPutKeepsUnchangedMessages(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		msgs    []Message
-		kept    int
+		kept    []int  // the messages of msgs whose rows stay
 		gone    string // a word of base no longer indexed for "a"
 		present string // a word that must be found in "a"
+		// damage, when set, runs on the index before the update.
+		damage string
 	}{
-		{"the same messages", base, 3, "", "heron"},
+		{"the same messages", base, []int{0, 1, 2}, "", "heron", ""},
 		{"one appended", with(func(m []Message) []Message {
 			return append(m, Message{SessionID: "s2", Seq: 2, Role: "assistant", Text: "delta walrus"})
-		}), 3, "", "walrus"},
-		{"a text changed in the middle", with(func(m []Message) []Message { m[1].Text = "kappa heron"; return m }), 1, "beta", "kappa"},
-		{"the last one gone", base[:2], 2, "gamma", "beta"},
-		{"all gone", nil, 0, "alpha", ""},
-		{"the first role changed", with(func(m []Message) []Message { m[0].Role = "assistant"; return m }), 0, "", "alpha"},
-		{"a seq changed", with(func(m []Message) []Message { m[2].Seq = 7; return m }), 2, "", "gamma"},
-		{"a session changed", with(func(m []Message) []Message { m[1].SessionID = "s3"; return m }), 1, "", "beta"},
-		{"one inserted before the last", with(func(m []Message) []Message {
+		}), []int{0, 1, 2}, "", "walrus", ""},
+		{"one appended to the first of two sessions", with(func(m []Message) []Message {
 			return slices.Insert(m, 2, Message{SessionID: "s1", Seq: 3, Role: "user", Text: "epsilon"})
-		}), 2, "", "epsilon"},
+		}), []int{0, 1, 3}, "", "epsilon", ""},
+		{"a text changed", with(func(m []Message) []Message { m[1].Text = "kappa heron"; return m }), []int{0, 2}, "beta", "kappa", ""},
+		{"the last one gone", base[:2], []int{0, 1}, "gamma", "beta", ""},
+		{"all gone", nil, nil, "alpha", "", ""},
+		{"the first role changed", with(func(m []Message) []Message { m[0].Role = "assistant"; return m }), []int{2}, "", "alpha", ""},
+		{"a seq changed", with(func(m []Message) []Message { m[2].Seq = 7; return m }), []int{0, 1}, "", "gamma", ""},
+		{"a message moved to another session", with(func(m []Message) []Message { m[1].SessionID = "s3"; return m }), []int{0, 2}, "", "beta", ""},
+		{"the first two swapped", with(func(m []Message) []Message { m[0], m[1] = m[1], m[0]; return m }), []int{2}, "", "alpha", ""},
+		{"the second message's row lost from the search table", base, []int{0}, "", "beta",
+			"DELETE FROM messages WHERE rowid = (SELECT fts_rowid FROM message_rows WHERE conversation_id = 'a' ORDER BY fts_rowid LIMIT 1 OFFSET 1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db, _ := newIndex(t)
@@ -497,6 +503,11 @@ func TestPutKeepsUnchangedMessages(t *testing.T) {
 				}
 				return out
 			}
+			if tc.damage != "" {
+				if _, err := db.db.Exec(tc.damage); err != nil {
+					t.Fatal(err)
+				}
+			}
 			before, otherBefore := read("a"), read("b")
 			c := conv("a", 200, false)
 			c.Title = "renamed"
@@ -504,20 +515,36 @@ func TestPutKeepsUnchangedMessages(t *testing.T) {
 				t.Fatal(err)
 			}
 			after := read("a")
-			var got []Message
+			if len(after) != len(tc.msgs) {
+				t.Fatalf("%d message rows for a, want %d: %+v", len(after), len(tc.msgs), after)
+			}
+			// Each message has its own row; a session's rows follow the
+			// order of its messages; the rows kept are those of tc.kept.
+			rowOf := map[Message]row{}
 			for _, r := range after {
-				got = append(got, r.m)
+				rowOf[r.m] = r
 			}
-			if !slices.Equal(got, tc.msgs) {
-				t.Fatalf("messages of a = %+v, want %+v", got, tc.msgs)
+			wasThere := map[row]bool{}
+			for _, r := range before {
+				wasThere[r] = true
 			}
-			for i := range after {
-				if same := i < len(before) && after[i].rowid == before[i].rowid; same != (i < tc.kept) {
-					t.Errorf("message %d: kept its row %v, want %v (rowids before %v, after %v)", i, same, i < tc.kept, before, after)
+			last := map[string]int64{}
+			var kept []int
+			for i, m := range tc.msgs {
+				r, ok := rowOf[m]
+				if !ok {
+					t.Fatalf("message %d (%+v) has no row: %+v", i, m, after)
 				}
-				if i > 0 && after[i].rowid <= after[i-1].rowid {
-					t.Errorf("message %d: rowid %d after %d: the order is not kept", i, after[i].rowid, after[i-1].rowid)
+				if r.rowid <= last[m.SessionID] {
+					t.Errorf("message %d: rowid %d after %d in session %s: the order is not kept", i, r.rowid, last[m.SessionID], m.SessionID)
 				}
+				last[m.SessionID] = r.rowid
+				if wasThere[r] {
+					kept = append(kept, i)
+				}
+			}
+			if fmt.Sprint(kept) != fmt.Sprint(tc.kept) {
+				t.Errorf("rows kept for messages %v, want %v (before %v, after %v)", kept, tc.kept, before, after)
 			}
 			var rowsTotal, messagesTotal int
 			db.db.QueryRow("SELECT count(*) FROM message_rows").Scan(&rowsTotal)

@@ -27,7 +27,8 @@
 //	                                     current log; sqlite3 importing
 //	                                     the index's rows
 //	reindex --incremental                nothing changed; 1% and 10% of the
-//	                                     conversations changed
+//	                                     conversations renamed; 10% with a
+//	                                     turn appended to the root session
 //	backup                               tar -cf - | zstd -3 -T0
 //	export of every conversation         tar -cf - conversations | zstd -3 -T0
 //	import of that archive               zstd -dc | tar -xf -
@@ -47,6 +48,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -657,7 +659,7 @@ func (b *bench) smallLogs() error {
 // reindex times a full rebuild of the store in dir beside decompressing
 // every current log and beside sqlite3 loading the rows the index holds,
 // then incremental runs after changing none, 1% and 10% of the
-// conversations.
+// conversations (renamed), and 10% again with a new turn each.
 func (b *bench) reindex(dir string) error {
 	logs, err := logsOf(dir)
 	if err != nil {
@@ -717,23 +719,111 @@ func (b *bench) reindex(dir string) error {
 	}
 	rng := rand.New(rand.NewPCG(uint64(b.seed), 7))
 	round := 0
-	for _, pct := range []int{1, 10} {
-		k := max(1, n*pct/100)
-		r := &row{op: fmt.Sprintf("convkit reindex --incremental, %d%% (%d) changed", pct, k), files: k}
+	for _, ch := range []struct {
+		pct        int
+		turn       bool
+		what, note string
+	}{
+		{1, false, "changed", "each changed conversation was renamed (one event appended to its conversation log)"},
+		{10, false, "changed", "each changed conversation was renamed (one event appended to its conversation log)"},
+		{10, true, "with a new turn", "each changed conversation's root session gained a turn (a prompt and an answer) as the runtime writes it"},
+	} {
+		k := max(1, n*ch.pct/100)
+		r := &row{op: fmt.Sprintf("convkit reindex --incremental, %d%% (%d) %s", ch.pct, k, ch.what), files: k}
 		if noop.missing == "" {
 			r.target = target{maxSecs, noop.med() + 2*float64(k)/float64(n)*rx.med()}
 		}
 		change := func() error {
 			round++
+			if ch.turn {
+				return appendTurns(dir, tree, rng, k, round)
+			}
 			return renameSome(dir, tree, rng, k, round)
 		}
 		if err := b.measure(r, "", nil, change, b.bin, "--data-dir", dir, "reindex", "--incremental"); err != nil {
 			return err
 		}
-		r.note = fmt.Sprintf("target: the no-op (#%d) plus twice a full rebuild's time per conversation (#%d) for each changed one; each changed conversation was renamed (one event appended to its conversation log)",
-			noop.num, rx.num)
+		r.note = fmt.Sprintf("target: the no-op (#%d) plus twice a full rebuild's time per conversation (#%d) for each changed one; %s",
+			noop.num, rx.num, ch.note)
 	}
 	return nil
+}
+
+// appendTurns appends a turn to the root session of k conversations of
+// tree picked at random, through the store's runtime API (the index is
+// left as it was): the prompt and one step with a model answer. A
+// conversation the runtime would not open for writing is passed over.
+func appendTurns(dir string, tree *store.Tree, rng *rand.Rand, k, round int) error {
+	s, err := store.Open(context.Background(), dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive}})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	done := 0
+	var firstErr error
+	for _, i := range rng.Perm(len(tree.Conversations)) {
+		if done == k {
+			return nil
+		}
+		if err := appendTurn(s, tree.Conversations[i].ID, round); err != nil {
+			if firstErr == nil {
+				firstErr = fmt.Errorf("conversation %s: %w", tree.Conversations[i].ID, err)
+			}
+			continue
+		}
+		done++
+	}
+	if done < k {
+		return fmt.Errorf("a turn was appended to %d conversations of %d; the first refused: %w", done, k, firstErr)
+	}
+	return nil
+}
+
+// appendTurn appends one completed turn to conversation id's root session.
+func appendTurn(s *store.Store, id string, round int) error {
+	info, err := s.Conversation(id)
+	if err != nil {
+		return err
+	}
+	root := ""
+	for _, si := range info.Sessions {
+		if si.ParentSession == "" {
+			root = si.ID
+			break
+		}
+	}
+	se, err := s.OpenSession(id, root)
+	if err != nil {
+		return err
+	}
+	defer se.Close()
+	text := func(t string) json.RawMessage {
+		b, _ := json.Marshal([]map[string]string{{"type": "text", "text": t}})
+		return b
+	}
+	prompt, err := convlog.NewStoredMessage(fmt.Sprintf("bench-prompt-%d", round), "user",
+		convlog.Source{Kind: "user"}, text(fmt.Sprintf("bench round %d: summarise what changed", round)))
+	if err != nil {
+		return err
+	}
+	turn, err := se.BeginTurn(prompt)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UnixMilli()
+	ts := fmt.Sprintf(`{"turn":%d,"step":1}`, turn)
+	answer := fmt.Sprintf(`{"turn":%d,"step":1,"message":{"role":"assistant","content":%s,"source":{"kind":"model","provider":"deepseek","model":"deepseek-flash"},"id":"bench-answer-%d"},"stream":[]}`,
+		turn, text(fmt.Sprintf("round %d: the retry loop now backs off exponentially", round)), round)
+	err = se.Append(
+		convlog.Event{Type: "step/start", Time: now, Data: []byte(ts)},
+		convlog.Event{Type: convlog.TypeUserMessage, Time: now, Data: prompt.JSON(), SurfaceOp: &convlog.SurfaceOp{}},
+		convlog.Event{Type: "request/header", Time: now, Data: []byte(`{"header":{"config":{"provider":"deepseek","model":"deepseek-flash"}},"reason":"initial"}`)},
+		convlog.Event{Type: convlog.TypeAssistantMessage, Time: now, Data: []byte(answer), SurfaceOp: &convlog.SurfaceOp{}},
+		convlog.Event{Type: "step/end", Time: now, Data: []byte(ts)})
+	if err != nil {
+		return err
+	}
+	return se.EndTurn("completed")
 }
 
 // removeIndex removes metadata.db and its write-ahead log.
