@@ -1,0 +1,97 @@
+package convlog
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// TestEndsLine: whether a frame's text ends with a newline, for frames
+// that declare their size (decoded by pooled decoders, called in turn so
+// that a decoder's state from one frame would show in the next) and
+// frames that do not (a stream encoder's), within the budget or past it,
+// and for frames that do not decode.
+func TestEndsLine(t *testing.T) {
+	sized := func(s string) []byte {
+		e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e.EncodeAll([]byte(s), nil)
+	}
+	streamed := func(s string) []byte {
+		var b bytes.Buffer
+		e, err := zstd.NewWriter(&b, zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Write([]byte(s))
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	long := strings.Repeat("a tool's output line\n", 20000) // 420,000 bytes
+	// Frames of a few kilobytes and more declare a single segment of their
+	// size (those of less than a kilobyte do not).
+	pad := strings.Repeat("{\"type\":\"step/start\"}\n", 200)
+	corrupt := sized("a line\nand another\n")
+	corrupt[len(corrupt)-6] ^= 0xff
+	paths := map[bool]int{} // frames by the decoder endsLine takes: pooled or its own
+	for round := range 2 {
+		for _, tc := range []struct {
+			name   string
+			frame  []byte
+			budget int64
+			want   bool
+		}{
+			{"sized, ends a line", sized(pad + "{\"a\":1}\n{\"b\":2}\n"), 1 << 20, true},
+			{"sized, ends inside a line", sized(pad + "{\"a\":1}\n{\"b\":"), 1 << 20, false},
+			{"sized, tiny, ends a line", sized("{\"a\":1}\n"), 1 << 20, true},
+			{"sized, tiny, ends inside a line", sized("{\"a\":1}\n{"), 1 << 20, false},
+			{"sized, empty", sized(""), 1 << 20, false},
+			{"sized, long, ends a line", sized(long), 1 << 20, true},
+			{"sized, long, past the budget", sized(long), 1000, false},
+			{"sized, exactly the budget", sized(pad), int64(len(pad)), false},
+			{"sized, one byte under the budget", sized(pad), int64(len(pad)) + 1, true},
+			{"streamed, ends a line", streamed(long), 1 << 20, true},
+			{"streamed, ends inside a line", streamed(long + "{\"c\""), 1 << 20, false},
+			{"streamed, past the budget", streamed(long), 4096, false},
+			{"corrupt", corrupt, 1 << 20, false},
+		} {
+			f, err := NewFrameScannerBytes(tc.frame).Next()
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			paths[f.fhd&0x20 != 0 && f.ContentSize >= 0 && f.ContentSize <= keepBufBytes]++
+			if got := endsLine(bytes.NewReader(tc.frame), f, tc.budget); got != tc.want {
+				t.Errorf("round %d, %s: endsLine = %v, want %v", round, tc.name, got, tc.want)
+			}
+		}
+	}
+	if paths[true] == 0 || paths[false] == 0 {
+		t.Errorf("frames decoded by a pooled decoder: %d, by a decoder of their own: %d; want both", paths[true], paths[false])
+	}
+}
+
+// BenchmarkCommittedPrefixSmall is the committed prefix of a small
+// compressed log held in memory, as backup and export take it for each
+// log: one frame of 8 KiB, decoded to see that it ends a line.
+func BenchmarkCommittedPrefixSmall(b *testing.B) {
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := strings.Repeat("{\"type\":\"assistant/message\",\"seq\":1,\"data\":{\"text\":\"a line of an answer\"}}\n", 100)
+	log := e.EncodeAll([]byte(text), nil)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		p, err := CommittedPrefixBytes(log, Zstd, "bench.v4.jsonl.zst")
+		if err != nil || p.Bytes != int64(len(log)) || p.RecoveredLines != 0 {
+			b.Fatalf("prefix %+v, %v", p, err)
+		}
+	}
+}
