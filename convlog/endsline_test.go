@@ -2,6 +2,7 @@ package convlog
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -73,6 +74,43 @@ func TestEndsLine(t *testing.T) {
 	}
 	if paths[true] == 0 || paths[false] == 0 {
 		t.Errorf("frames decoded by a pooled decoder: %d, by a decoder of their own: %d; want both", paths[true], paths[false])
+	}
+}
+
+// TestEndsLineZstdTool: frames the zstd tool wrote, with the size
+// declared (--stream-size: a single segment, decoded by a pooled decoder)
+// and without, ending a line or inside one.
+func TestEndsLineZstdTool(t *testing.T) {
+	text := []byte(strings.Repeat("{\"type\":\"tool/result\",\"data\":\"output\"}\n", 300))
+	cut := text[:len(text)-10]
+	for _, tc := range []struct {
+		name  string
+		text  []byte
+		sized bool
+		want  bool
+	}{
+		{"sized, ends a line", text, true, true},
+		{"sized, ends inside a line", cut, true, false},
+		{"streamed, ends a line", text, false, true},
+		{"streamed, ends inside a line", cut, false, false},
+	} {
+		var args []string
+		if tc.sized {
+			args = append(args, fmt.Sprintf("--stream-size=%d", len(tc.text)))
+		}
+		frame := zstdTool(t, tc.text, args...)
+		f, err := NewFrameScannerBytes(frame).Next()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if pooled := f.fhd&0x20 != 0 && f.ContentSize >= 0; pooled != tc.sized {
+			t.Fatalf("%s: the frame declares a single segment of its size: %v", tc.name, pooled)
+		}
+		for round := range 2 {
+			if got := endsLine(bytes.NewReader(frame), f, 1<<20); got != tc.want {
+				t.Errorf("round %d, %s: endsLine = %v, want %v", round, tc.name, got, tc.want)
+			}
+		}
 	}
 }
 
