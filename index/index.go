@@ -520,12 +520,11 @@ func jsonList(v []string) string {
 // them (rowids grow).
 func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error {
 	if !w.fresh {
-		for _, s := range []*sql.Stmt{w.delConv, w.delSess, w.delTurns, w.delSkip} {
-			if _, err := s.ExecContext(ctx, c.ID); err != nil {
-				return fmt.Errorf("remove %s from the index: %w", display.Quote(c.ID), err)
-			}
+		// Every row but the messages', which keepMessages sorts out.
+		err := w.removeRows(ctx, c.ID, w.delConv, w.delSess, w.delTurns, w.delSkip)
+		if err != nil {
+			return err
 		}
-		var err error
 		if msgs, err = w.keepMessages(ctx, c.ID, msgs); err != nil {
 			return fmt.Errorf("update the messages of %s in the index: %w", display.Quote(c.ID), err)
 		}
@@ -687,7 +686,12 @@ func duplicateAt(n int, key func(i int) string) (first, again int, ok bool) {
 
 // Remove deletes every row of a conversation.
 func (w *Writer) Remove(ctx context.Context, id string) error {
-	for _, s := range []*sql.Stmt{w.delConv, w.delSess, w.delTurns, w.delMsgs, w.delMsgRows, w.delSkip} {
+	return w.removeRows(ctx, id, w.delConv, w.delSess, w.delTurns, w.delMsgs, w.delMsgRows, w.delSkip)
+}
+
+// removeRows runs each of dels, a delete of a conversation's rows, for id.
+func (w *Writer) removeRows(ctx context.Context, id string, dels ...*sql.Stmt) error {
+	for _, s := range dels {
 		if _, err := s.ExecContext(ctx, id); err != nil {
 			return fmt.Errorf("remove %s from the index: %w", display.Quote(id), err)
 		}

@@ -578,3 +578,68 @@ func TestPutKeepsUnchangedMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestPutRepairsRowsTheSqlite3ToolChanged: rows another program changed
+// (the sqlite3 tool: a message's text rewritten, another's search row
+// deleted, a message_rows row pointing nowhere added) are not kept by a
+// Put of the conversation's messages: it leaves exactly those messages,
+// searchable, with FTS5's integrity check passing.
+func TestPutRepairsRowsTheSqlite3ToolChanged(t *testing.T) {
+	ctx := context.Background()
+	db, p := newIndex(t)
+	msgs := []Message{
+		{SessionID: "root", Seq: 1, Role: "user", Text: "alpha otter"},
+		{SessionID: "root", Seq: 2, Role: "assistant", Text: "beta heron"},
+		{SessionID: "root", Seq: 3, Role: "user", Text: "gamma lynx"},
+		{SessionID: "child", Seq: 1, Role: "user", Text: "delta walrus"},
+	}
+	if err := db.Upsert(ctx, conv("a", 100, false), msgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sqlite3(t, p, `UPDATE messages SET text = 'tampered badger' WHERE rowid = (SELECT fts_rowid FROM message_rows WHERE conversation_id = 'a' ORDER BY fts_rowid LIMIT 1);
+DELETE FROM messages WHERE rowid = (SELECT fts_rowid FROM message_rows WHERE conversation_id = 'a' ORDER BY fts_rowid LIMIT 1 OFFSET 3);
+INSERT INTO message_rows (conversation_id, fts_rowid) VALUES ('a', 9999);`)
+	db, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Upsert(ctx, conv("a", 200, false), msgs); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := db.db.Query(`SELECT m.session_id, m.seq, m.role, m.text FROM message_rows r
+		JOIN messages m ON m.rowid = r.fts_rowid WHERE r.conversation_id = 'a' ORDER BY m.session_id, m.seq`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Message
+	for rs.Next() {
+		var m Message
+		if err := rs.Scan(&m.SessionID, &m.Seq, &m.Role, &m.Text); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m)
+	}
+	rs.Close()
+	want := []Message{msgs[3], msgs[0], msgs[1], msgs[2]} // by session, then seq
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("messages of a = %+v, want %+v", got, want)
+	}
+	var rows, messages int
+	db.db.QueryRow("SELECT count(*) FROM message_rows").Scan(&rows)
+	db.db.QueryRow("SELECT count(*) FROM messages").Scan(&messages)
+	if rows != len(msgs) || messages != len(msgs) {
+		t.Errorf("%d message_rows and %d messages, want %d", rows, messages, len(msgs))
+	}
+	if _, err := db.db.Exec("INSERT INTO messages(messages) VALUES('integrity-check')"); err != nil {
+		t.Errorf("FTS5 integrity check: %v", err)
+	}
+	for word, want := range map[string]int{"badger": 0, "alpha": 1, "walrus": 1} {
+		if hits, err := db.Search(ctx, word, 10); err != nil || len(hits) != want {
+			t.Errorf("%q: %d hits (%v), want %d", word, len(hits), err, want)
+		}
+	}
+}

@@ -779,20 +779,21 @@ func appendTurns(dir string, tree *store.Tree, rng *rand.Rand, k, round int) err
 	return nil
 }
 
-// appendTurn appends one completed turn to conversation id's root session.
+// appendTurn appends one completed turn to conversation id's root session,
+// answered by the session's model.
 func appendTurn(s *store.Store, id string, round int) error {
 	info, err := s.Conversation(id)
 	if err != nil {
 		return err
 	}
-	root := ""
+	var root store.SessionInfo
 	for _, si := range info.Sessions {
 		if si.ParentSession == "" {
-			root = si.ID
+			root = si
 			break
 		}
 	}
-	se, err := s.OpenSession(id, root)
+	se, err := s.OpenSession(id, root.ID)
 	if err != nil {
 		return err
 	}
@@ -812,12 +813,14 @@ func appendTurn(s *store.Store, id string, round int) error {
 	}
 	now := time.Now().UnixMilli()
 	ts := fmt.Sprintf(`{"turn":%d,"step":1}`, turn)
-	answer := fmt.Sprintf(`{"turn":%d,"step":1,"message":{"role":"assistant","content":%s,"source":{"kind":"model","provider":"deepseek","model":"deepseek-flash"},"id":"bench-answer-%d"},"stream":[]}`,
-		turn, text(fmt.Sprintf("round %d: the retry loop now backs off exponentially", round)), round)
+	model, _ := json.Marshal(root.Model)
+	answer := fmt.Sprintf(`{"turn":%d,"step":1,"message":{"role":"assistant","content":%s,"source":{"kind":"model","provider":"deepseek","model":%s},"id":"bench-answer-%d"},"stream":[]}`,
+		turn, text(fmt.Sprintf("round %d: the retry loop now backs off exponentially", round)), model, round)
+	header := fmt.Sprintf(`{"header":{"config":{"provider":"deepseek","model":%s}},"reason":"initial"}`, model)
 	err = se.Append(
 		convlog.Event{Type: "step/start", Time: now, Data: []byte(ts)},
 		convlog.Event{Type: convlog.TypeUserMessage, Time: now, Data: prompt.JSON(), SurfaceOp: &convlog.SurfaceOp{}},
-		convlog.Event{Type: "request/header", Time: now, Data: []byte(`{"header":{"config":{"provider":"deepseek","model":"deepseek-flash"}},"reason":"initial"}`)},
+		convlog.Event{Type: "request/header", Time: now, Data: []byte(header)},
 		convlog.Event{Type: convlog.TypeAssistantMessage, Time: now, Data: []byte(answer), SurfaceOp: &convlog.SurfaceOp{}},
 		convlog.Event{Type: "step/end", Time: now, Data: []byte(ts)})
 	if err != nil {
