@@ -3,6 +3,9 @@ package convlog
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -35,6 +38,26 @@ func TestEndsLine(t *testing.T) {
 		return b.Bytes()
 	}
 	long := strings.Repeat("a tool's output line\n", 20000) // 420,000 bytes
+	// Text that does not compress: its frame is larger than the half of
+	// endsLine's buffer that a frame is read into whole.
+	rng := rand.New(rand.NewPCG(1, 2))
+	noise := make([]byte, 48<<10)
+	for i := range noise {
+		noise[i] = 'a' + byte(rng.IntN(26))
+	}
+	noisy := string(noise) + "\n"
+	smallWindow := func(s string) []byte {
+		var b bytes.Buffer
+		e, err := zstd.NewWriter(&b, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Write([]byte(s))
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
 	// Frames of a few kilobytes and more declare a single segment of their
 	// size (those of less than a kilobyte do not).
 	pad := strings.Repeat("{\"type\":\"step/start\"}\n", 200)
@@ -50,7 +73,9 @@ func TestEndsLine(t *testing.T) {
 		}{
 			{"sized, ends a line", sized(pad + "{\"a\":1}\n{\"b\":2}\n"), 1 << 20, true},
 			{"sized, ends inside a line", sized(pad + "{\"a\":1}\n{\"b\":"), 1 << 20, false},
+			// Under 256 bytes: a window of 1 KiB and no size declared.
 			{"sized, tiny, ends a line", sized("{\"a\":1}\n"), 1 << 20, true},
+			{"sized, tiny, past the budget", sized("{\"a\":1}\n"), 4, false},
 			{"sized, tiny, ends inside a line", sized("{\"a\":1}\n{"), 1 << 20, false},
 			{"sized, empty", sized(""), 1 << 20, false},
 			{"sized, long, ends a line", sized(long), 1 << 20, true},
@@ -60,13 +85,18 @@ func TestEndsLine(t *testing.T) {
 			{"streamed, ends a line", streamed(long), 1 << 20, true},
 			{"streamed, ends inside a line", streamed(long + "{\"c\""), 1 << 20, false},
 			{"streamed, past the budget", streamed(long), 4096, false},
+			{"streamed, 1 MiB window, ends a line", smallWindow(long), 1 << 20, true},
+			{"streamed, 1 MiB window, ends inside a line", smallWindow(long + "{\"c\""), 1 << 20, false},
+			{"sized, larger than the read buffer, ends a line", sized(noisy), 1 << 20, true},
+			{"sized, larger than the read buffer, ends inside a line", sized(noisy + "{"), 1 << 20, false},
+			{"sized, larger than the read buffer, past the budget", sized(noisy), 40 << 10, false},
 			{"corrupt", corrupt, 1 << 20, false},
 		} {
 			f, err := NewFrameScannerBytes(tc.frame).Next()
 			if err != nil {
 				t.Fatalf("%s: %v", tc.name, err)
 			}
-			paths[f.fhd&0x20 != 0 && f.ContentSize >= 0 && f.ContentSize <= keepBufBytes]++
+			paths[pooledFrame(f)]++
 			if got := endsLine(bytes.NewReader(tc.frame), f, tc.budget); got != tc.want {
 				t.Errorf("round %d, %s: endsLine = %v, want %v", round, tc.name, got, tc.want)
 			}
@@ -103,8 +133,8 @@ func TestEndsLineZstdTool(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if pooled := f.fhd&0x20 != 0 && f.ContentSize >= 0; pooled != tc.sized {
-			t.Fatalf("%s: the frame declares a single segment of its size: %v", tc.name, pooled)
+		if single := f.fhd&0x20 != 0 && f.ContentSize >= 0; single != tc.sized {
+			t.Fatalf("%s: the frame declares a single segment of its size: %v", tc.name, single)
 		}
 		for round := range 2 {
 			if got := endsLine(bytes.NewReader(frame), f, 1<<20); got != tc.want {
@@ -130,6 +160,36 @@ func BenchmarkCommittedPrefixSmall(b *testing.B) {
 		p, err := CommittedPrefixBytes(log, Zstd, "bench.v4.jsonl.zst")
 		if err != nil || p.Bytes != int64(len(log)) || p.RecoveredLines != 0 {
 			b.Fatalf("prefix %+v, %v", p, err)
+		}
+	}
+}
+
+// BenchmarkEndsLineTinyFrameFile is the line-end check of a log's last
+// frame when it is a runtime batch of under 256 bytes (a window and no
+// size declared), read from a file as backup and export read it.
+func BenchmarkEndsLineTinyFrameFile(b *testing.B) {
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	frame := e.EncodeAll([]byte("{\"type\":\"turn/end\",\"seq\":9,\"time\":\"2026-12-02T10:00:00Z\",\"data\":{}}\n"), nil)
+	path := filepath.Join(b.TempDir(), "tiny.zst")
+	if err := os.WriteFile(path, frame, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	fr, err := NewFrameScanner(f, int64(len(frame))).Next()
+	if err != nil || fr.ContentSize >= 0 {
+		b.Fatalf("frame %+v, %v: want one without a declared size", fr, err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if !endsLine(f, fr, 1<<20) {
+			b.Fatal("the frame ends a line")
 		}
 	}
 }

@@ -37,6 +37,7 @@ type Frame struct {
 
 	// Structure, for a best-effort decode of a torn frame's complete blocks.
 	fhd       byte
+	window    int64 // the history a decoder keeps: the declared window, or a single segment's content (at least 1 KiB)
 	hdrOff    int64 // offset just past the frame-header descriptor
 	hdrEnd    int64 // offset of the first block header
 	lastBlock int64 // offset of the last complete block's header, or -1
@@ -208,6 +209,7 @@ func (s *FrameScanner) Next() (Frame, error) {
 		if window > maxWindow {
 			return bad(p, "frame window of %d bytes (%s) exceeds the %s a log reader allows", window, humanBytes(window), humanBytes(maxWindow))
 		}
+		f.window = int64(window)
 	}
 	if dictBytes > 0 {
 		d := b[hdr-fcsBytes-dictBytes : hdr-fcsBytes]
@@ -235,6 +237,9 @@ func (s *FrameScanner) Next() (Frame, error) {
 	if singleSegment && uint64(f.ContentSize) > maxWindow {
 		// One segment: the whole content is the window.
 		return bad(p-1, "single-segment frame of %d bytes (%s) exceeds the %s window a log reader allows", f.ContentSize, humanBytes(uint64(f.ContentSize)), humanBytes(maxWindow))
+	}
+	if singleSegment {
+		f.window = max(f.ContentSize, 1<<10) // as a decoder sizes it
 	}
 	p += int64(hdr)
 	f.hdrEnd = p
