@@ -25,9 +25,9 @@ func TestEndsLine(t *testing.T) {
 		}
 		return e.EncodeAll([]byte(s), nil)
 	}
-	streamed := func(s string) []byte {
+	streamed := func(s string, opts ...zstd.EOption) []byte {
 		var b bytes.Buffer
-		e, err := zstd.NewWriter(&b, zstd.WithEncoderConcurrency(1))
+		e, err := zstd.NewWriter(&b, append([]zstd.EOption{zstd.WithEncoderConcurrency(1)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,18 +46,7 @@ func TestEndsLine(t *testing.T) {
 		noise[i] = 'a' + byte(rng.IntN(26))
 	}
 	noisy := string(noise) + "\n"
-	smallWindow := func(s string) []byte {
-		var b bytes.Buffer
-		e, err := zstd.NewWriter(&b, zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.Write([]byte(s))
-		if err := e.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return b.Bytes()
-	}
+	smallWindow := func(s string) []byte { return streamed(s, zstd.WithWindowSize(1<<20)) }
 	// Frames of a few kilobytes and more declare a single segment of their
 	// size (those of less than a kilobyte do not).
 	pad := strings.Repeat("{\"type\":\"step/start\"}\n", 200)
