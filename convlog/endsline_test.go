@@ -98,24 +98,35 @@ func TestEndsLine(t *testing.T) {
 
 // TestEndsLineZstdTool: frames the zstd tool wrote, with the size
 // declared (--stream-size: a single segment, decoded by a pooled decoder)
-// and without, ending a line or inside one.
+// and without, ending a line or inside one; streamed with a window set
+// (--zstd=wlog): 128 KiB, decoded by a pooled decoder, and 16 MiB, by a
+// decoder of its own.
 func TestEndsLineZstdTool(t *testing.T) {
 	text := []byte(strings.Repeat("{\"type\":\"tool/result\",\"data\":\"output\"}\n", 300))
 	cut := text[:len(text)-10]
 	for _, tc := range []struct {
-		name  string
-		text  []byte
-		sized bool
-		want  bool
+		name   string
+		text   []byte
+		sized  bool
+		wlog   int  // --zstd=wlog, 0: the tool's own
+		pooled bool // with wlog: the decoder endsLine takes
+		want   bool
 	}{
-		{"sized, ends a line", text, true, true},
-		{"sized, ends inside a line", cut, true, false},
-		{"streamed, ends a line", text, false, true},
-		{"streamed, ends inside a line", cut, false, false},
+		{"sized, ends a line", text, true, 0, true, true},
+		{"sized, ends inside a line", cut, true, 0, true, false},
+		{"streamed, ends a line", text, false, 0, false, true},
+		{"streamed, ends inside a line", cut, false, 0, false, false},
+		{"streamed, 128 KiB window, ends a line", text, false, 17, true, true},
+		{"streamed, 128 KiB window, ends inside a line", cut, false, 17, true, false},
+		{"streamed, 16 MiB window, ends a line", text, false, 24, false, true},
+		{"streamed, 16 MiB window, ends inside a line", cut, false, 24, false, false},
 	} {
 		var args []string
 		if tc.sized {
 			args = append(args, fmt.Sprintf("--stream-size=%d", len(tc.text)))
+		}
+		if tc.wlog > 0 {
+			args = append(args, fmt.Sprintf("--zstd=wlog=%d", tc.wlog))
 		}
 		frame := zstdTool(t, tc.text, args...)
 		f, err := NewFrameScannerBytes(frame).Next()
@@ -124,6 +135,9 @@ func TestEndsLineZstdTool(t *testing.T) {
 		}
 		if single := f.fhd&0x20 != 0 && f.ContentSize >= 0; single != tc.sized {
 			t.Fatalf("%s: the frame declares a single segment of its size: %v", tc.name, single)
+		}
+		if (tc.sized || tc.wlog > 0) && pooledFrame(f) != tc.pooled {
+			t.Fatalf("%s: decoded by a pooled decoder: %v, want %v (window %d)", tc.name, pooledFrame(f), tc.pooled, f.window)
 		}
 		for round := range 2 {
 			if got := endsLine(bytes.NewReader(frame), f, 1<<20); got != tc.want {
