@@ -148,7 +148,9 @@ func BenchmarkListNewest50(b *testing.B) {
 
 // BenchmarkBulkInsert measures rows per second of a reindex-style load.
 func BenchmarkBulkInsert(b *testing.B) {
-	ctx := context.Background()
+	// Cancelable, as the command's context.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		p := filepath.Join(b.TempDir(), fmt.Sprintf("m%d.db", i))
@@ -641,5 +643,100 @@ INSERT INTO message_rows (conversation_id, fts_rowid) VALUES ('a', 9999);`)
 		if hits, err := db.Search(ctx, word, 10); err != nil || len(hits) != want {
 			t.Errorf("%q: %d hits (%v), want %d", word, len(hits), err, want)
 		}
+	}
+}
+
+// cancelAfter is a context whose Err is nil for its first n calls and
+// context.Canceled after: where a Writer looks at its context shows.
+type cancelAfter struct {
+	context.Context
+	n    int
+	done chan struct{}
+}
+
+func (c *cancelAfter) Err() error {
+	if c.n--; c.n < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+func (c *cancelAfter) Done() <-chan struct{} { return c.done }
+
+// TestWriterStopsWhenCanceled: the statements run without the context's
+// cancellation, so the Writer checks the context itself: before a call
+// writes anything, and every checkEvery messages of a Put, on a created
+// index (numbered messages) and an existing one.
+func TestWriterStopsWhenCanceled(t *testing.T) {
+	const n = 1000
+	var msgs []Message
+	for i := range n {
+		msgs = append(msgs, Message{SessionID: "root", Seq: int64(i), Role: "user", Text: fmt.Sprintf("word%d", i)})
+	}
+	count := func(t *testing.T, w *Writer, table string) int {
+		t.Helper()
+		var k int
+		if err := w.tx.QueryRow("SELECT count(*) FROM " + table).Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	for _, fresh := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fresh=%v", fresh), func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "metadata.db")
+			db, err := Create(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !fresh {
+				if err := db.Finish(); err != nil {
+					t.Fatal(err)
+				}
+				if db, err = Open(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			defer db.Close()
+			w, err := db.Begin(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Rollback()
+			if w.fresh != fresh {
+				t.Fatalf("writer fresh=%v", w.fresh)
+			}
+			// The first check passes and so does the one at message
+			// checkEvery; the one at 2*checkEvery stops the Put.
+			ctx := &cancelAfter{Context: context.Background(), n: 2, done: make(chan struct{})}
+			err = w.Put(ctx, conv("c", 1, false), msgs)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Put: %v, want context.Canceled", err)
+			}
+			if got, want := count(t, w, "messages"), 2*checkEvery-1; got != want {
+				t.Errorf("%d messages written before the Put stopped, want %d", got, want)
+			}
+			// Canceled before the call: nothing is written.
+			before := count(t, w, "conversations") + count(t, w, "skipped")
+			done := &cancelAfter{Context: context.Background(), done: make(chan struct{})}
+			if err := w.Put(done, conv("d", 1, false), msgs[:1]); !errors.Is(err, context.Canceled) {
+				t.Errorf("Put: %v", err)
+			}
+			if err := w.Skip(done, "e", "e", "fp", "why"); !errors.Is(err, context.Canceled) {
+				t.Errorf("Skip: %v", err)
+			}
+			if err := w.Remove(done, "c"); !errors.Is(err, context.Canceled) {
+				t.Errorf("Remove: %v", err)
+			}
+			if err := w.SetWillNotOpen(done, "c", []string{"x"}); !errors.Is(err, context.Canceled) {
+				t.Errorf("SetWillNotOpen: %v", err)
+			}
+			if got := count(t, w, "conversations") + count(t, w, "skipped"); got != before {
+				t.Errorf("%d conversation and skipped rows after canceled calls, want %d", got, before)
+			}
+			var wno string
+			if err := w.tx.QueryRow("SELECT will_not_open FROM conversations WHERE id = 'c'").Scan(&wno); err != nil || wno != "[]" {
+				t.Errorf("will_not_open of c: %q, %v; want [] (kept)", wno, err)
+			}
+		})
 	}
 }
