@@ -267,7 +267,11 @@ type bench struct {
 	work string
 	bin  string
 	tmp  string // TMPDIR of every measured process
-	rows []*row
+	// trash holds what rounds made and no longer need, until the run
+	// ends (setAside); set is how many were set aside.
+	trash string
+	set   int
+	rows  []*row
 	// load is the load average before and after the run.
 	load [2]string
 }
@@ -322,6 +326,8 @@ func (b *bench) run(work string) error {
 	} else if b.bin, err = filepath.Abs(b.bin); err != nil {
 		return err
 	}
+	b.trash = b.path("trash")
+	defer os.RemoveAll(b.trash)
 	b.load[0] = loadAvg()
 
 	if b.doing("migrate") || b.doing("inspect") {
@@ -354,7 +360,7 @@ func (b *bench) run(work string) error {
 		// Every later job runs on the store migrated with one job: the
 		// state a runtime finds after the upgrade.
 		migrated := b.path("migrated")
-		if err := copyTree(src, migrated); err != nil {
+		if err := b.copyTree(src, migrated); err != nil {
 			return err
 		}
 		if err := b.cmd(b.bin, "--data-dir", migrated, "-q", "migrate", "--jobs", "2"); err != nil {
@@ -441,7 +447,7 @@ func (b *bench) largeLogs() error {
 		// Migrate in a copy of the store, the successor removed before
 		// each round.
 		dir := b.path("large-" + kind.String())
-		if err := copyTree(gen, dir); err != nil {
+		if err := b.copyTree(gen, dir); err != nil {
 			return err
 		}
 		clog := filepath.Join(dir, "conversations", "c", "large.v3.jsonl.zst")
@@ -524,8 +530,8 @@ func (b *bench) migrateStore(src string) error {
 			cv.target = target{minSpeed, 1.2}
 		}
 		err := b.pair(ref, cv,
-			func() error { err := copyTree(src, refDir); warm(older); return err },
-			func() error { return copyTree(src, dst) },
+			func() error { err := b.copyTree(src, refDir); warm(older); return err },
+			func() error { return b.copyTree(src, dst) },
 			[]string{"sh", "-c", `xargs -0 -n1 -P"$2" sh -c 'zstd -dcqf "$0" | zstd -3 -T1 -qf -o "$0.ref"' < "$1"`,
 				"sh", list, fmt.Sprint(jobs)},
 			[]string{b.bin, "--data-dir", dst, "migrate", "--jobs", fmt.Sprint(jobs)})
@@ -533,7 +539,7 @@ func (b *bench) migrateStore(src string) error {
 			return err
 		}
 	}
-	return errors.Join(os.RemoveAll(refDir), os.RemoveAll(dst))
+	return errors.Join(b.setAside(refDir), b.setAside(dst))
 }
 
 // migrateSessions times migrate on a sessions root in the runtime's layout
@@ -574,16 +580,16 @@ func (b *bench) migrateSessions() error {
 			cv.target = target{minSpeed, 1.2}
 		}
 		err := b.rounds(
-			step{r: ref, prep: func() error { err := copyTree(src, refDir); warm(older); return err },
+			step{r: ref, prep: func() error { err := b.copyTree(src, refDir); warm(older); return err },
 				args: []string{"sh", "-c", `xargs -0 -n1 -P"$2" sh -c 'zstd -dcqf "$0" | zstd -3 -T1 -qf -o "$0.ref"' < "$1"`,
 					"sh", list, fmt.Sprint(jobs)}},
-			step{r: cv, prep: func() error { return copyTree(src, dst) }, missingIf: "not a sessions root convkit knows",
+			step{r: cv, prep: func() error { return b.copyTree(src, dst) }, missingIf: "not a sessions root convkit knows",
 				args: []string{b.bin, "migrate", "--sessions-dir", dst, "--jobs", fmt.Sprint(jobs)}})
 		if err != nil {
 			return err
 		}
 	}
-	return errors.Join(os.RemoveAll(refDir), os.RemoveAll(dst))
+	return errors.Join(b.setAside(refDir), b.setAside(dst))
 }
 
 // sessionLogsOf lists every generation of every session under a sessions
@@ -642,7 +648,7 @@ func (b *bench) smallLogs() error {
 	base := &row{op: "convkit migrate, empty store", files: 0, bytes: 0}
 	cv := &row{op: fmt.Sprintf("convkit migrate --jobs 1, %d small logs (%d older)", len(all), len(older)),
 		files: len(all), bytes: sumBytes(all)}
-	err = b.pair(base, cv, nil, func() error { return copyTree(gen, dst) },
+	err = b.pair(base, cv, nil, func() error { return b.copyTree(gen, dst) },
 		[]string{b.bin, "--data-dir", empty, "migrate", "--jobs", "1"},
 		[]string{b.bin, "--data-dir", dst, "migrate", "--jobs", "1"})
 	if err != nil {
@@ -653,7 +659,7 @@ func (b *bench) smallLogs() error {
 		derived: true, value: perLog, result: fmt.Sprintf("%.2f ms", perLog), target: target{maxPerLog, 1},
 		note: fmt.Sprintf("the logs are %s on average; every one is read and checked, the %d older ones upgraded, fsynced and published",
 			kb(sumBytes(all)/int64(len(all))), len(older))})
-	return errors.Join(os.RemoveAll(empty), os.RemoveAll(dst))
+	return errors.Join(b.setAside(empty), b.setAside(dst))
 }
 
 // reindex times a full rebuild of the store in dir beside decompressing
@@ -1102,19 +1108,16 @@ func (b *bench) transfer(dir string) error {
 	cv.target.kind, cv.target.value = minSpeed, 0.6
 	cv.note = "import warns that the generated working directories do not exist here (exit 3); it imports everything"
 	err = b.rounds(
-		step{r: ref, prep: func() error { return errors.Join(os.RemoveAll(untar), os.Mkdir(untar, 0o700)) },
+		step{r: ref, prep: func() error { return errors.Join(b.setAside(untar), os.Mkdir(untar, 0o700)) },
 			args: []string{"sh", "-c", `zstd -dcq "$1" | tar -xf - -C "$2"`, "sh", refOut, untar}},
 		step{r: cv, ok: []int{0, 3}, prep: func() error {
-			return errors.Join(os.RemoveAll(target), os.Mkdir(target, 0o700),
+			return errors.Join(b.setAside(target), os.Mkdir(target, 0o700),
 				os.WriteFile(filepath.Join(target, "config.toml"), []byte(cfg), 0o600))
 		}, args: []string{b.bin, "--data-dir", target, "import", archive}})
 	if err != nil {
 		return err
 	}
-	for _, p := range []string{refOut, archive, untar, target} {
-		os.RemoveAll(p)
-	}
-	return nil
+	return errors.Join(os.Remove(refOut), os.Remove(archive), b.setAside(untar), b.setAside(target))
 }
 
 // add numbers a row and appends it to the table.
@@ -1473,12 +1476,30 @@ func treeSize(dir string) (files int, size int64, err error) {
 	return files, size, err
 }
 
-// copyTree copies from to the new path to, replacing what a previous run
+// setAside renames p, if it exists, into the bench's trash, which is
+// removed when the run ends. A tree is not removed between rounds: on
+// ext4 without a journal, an inode freed in the last 30 seconds is
+// skipped, one by one, when a new one is allocated, and the runs after a
+// removal of tens of thousands of files spent most of their time there
+// (an import's system time grew from 4 to 24 s over three rounds, tar's
+// from 2.5 to 5.5 s). The trash takes the disk space of every round.
+func (b *bench) setAside(p string) error {
+	if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := os.MkdirAll(b.trash, 0o700); err != nil {
+		return err
+	}
+	b.set++
+	return os.Rename(p, filepath.Join(b.trash, fmt.Sprint(b.set)))
+}
+
+// copyTree copies from to the new path to, setting aside what a previous run
 // left there (cp -a into an existing directory would nest the copy), and
 // writes the copy to disk: a measured run that fsyncs would otherwise pay
 // for the write-back of the bench's own copy.
-func copyTree(from, to string) error {
-	if err := os.RemoveAll(to); err != nil {
+func (b *bench) copyTree(from, to string) error {
+	if err := b.setAside(to); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
