@@ -4,7 +4,7 @@
 //
 //	go run ./scripts/bench                   small store, a few minutes
 //	go run ./scripts/bench -size ci          tiny store, under a minute (CI)
-//	go run ./scripts/bench -size realistic   10,000 conversations, logs up to 256 MiB (about 20 minutes)
+//	go run ./scripts/bench -size realistic   10,000 conversations, logs up to 256 MiB (about 30 minutes)
 //
 // It generates two large older logs with scripts/genlog's generator (one
 // of long tool-output lines, one of many short text lines), a store with
@@ -40,8 +40,10 @@
 // process tree's peak resident set (GNU time); the load average is
 // printed at the start and the end. The table goes to stdout, progress to stderr. -convkit runs a
 // given binary instead of building this tree (to measure an older build
-// on the same data: rows it cannot run say so). docs/PERFORMANCE.md holds
-// the latest figures.
+// on the same data: rows it cannot run say so). What a round leaves (a
+// copied store, an extraction) is renamed aside, not removed, until the
+// run ends (see setAside): the realistic run needs several GB of disk
+// beyond its data. docs/PERFORMANCE.md holds the latest figures.
 package main
 
 import (
