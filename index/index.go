@@ -512,9 +512,11 @@ func jsonList(v []string) string {
 // (context.WithoutCancel) and checks ctx itself: before each call, and
 // every checkEvery messages of a Put. modernc's driver starts a goroutine
 // and installs a progress handler for every statement run under a context
-// that can be canceled, which made a bulk load take 30-100% more CPU time;
-// one statement here inserts or deletes a conversation's rows, so a
-// canceled write still stops within a few milliseconds.
+// that can be canceled: 4% of a realistic rebuild's CPU time, and the
+// small bench store's rebuild took 0.86 CPU s with it, 0.63 without (see
+// docs/PERFORMANCE.md). One statement here inserts or deletes a
+// conversation's rows, so a canceled write still stops within a few
+// milliseconds.
 const checkEvery = 256
 
 // canceled is ctx's error when the i-th message is one to check ctx at.
