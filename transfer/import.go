@@ -304,7 +304,8 @@ type importer struct {
 //     metadata.db, when present, is updated for what changed.
 //
 // The result is returned with ErrConflict too, so that the plan can be
-// shown.
+// shown, and with ctx's error when ctx ends while metadata.db is written
+// (every conversation is placed by then; the index is not finished).
 func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions) (res *ImportResult, err error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -428,6 +429,13 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 	// index: it goes before the index is written.
 	imp.convs, imp.byID, imp.m, imp.staged = nil, nil, nil, nil
 	imp.updateIndex(ctx, changed)
+	if err := ctx.Err(); err != nil {
+		// Interrupted while the index was written: the import is not
+		// finished, whatever the warning about the index says (a rerun
+		// finds the conversations unchanged and brings the index up to
+		// date).
+		return res, err
+	}
 	return res, nil
 }
 

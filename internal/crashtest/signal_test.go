@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -81,6 +82,12 @@ func TestSIGTERM(t *testing.T) {
 		// signalled while it waits for the lock (started is unused),
 		// once it has runtime.lock open.
 		lockedBy string
+		// rerun, when set, are the exit codes the same command may give
+		// when run again after the interruption; made are the paths that
+		// must exist after that run, and check a command that must exit 0
+		// after it.
+		rerun       []int
+		made, check []string
 	}
 	// An edit waits for runtime.lock held here: quick commands are
 	// signalled while they wait, which is where they spend their time
@@ -129,6 +136,21 @@ func TestSIGTERM(t *testing.T) {
 			return trial{args: []string{"--data-dir", target, "import", arch},
 				started: filepath.Join(target, ".conversations.import-*"), scan: []string{dir},
 				unchanged: []string{filepath.Dir(arch)}}
+		}},
+		{"import, while it builds the index", func(t *testing.T, dir string) trial {
+			// Into a new store: the conversations are placed, then the index
+			// is built beside them, as reindex builds it; interrupted there,
+			// it is not swapped in.
+			target, arch := filepath.Join(dir, "target"), filepath.Join(dir, "bundle.tar.zst")
+			copyData(bundle, arch)
+			return trial{args: []string{"--data-dir", target, "import", arch},
+				started: filepath.Join(target, ".metadata.db.*.tmp"), scan: []string{dir},
+				unchanged: []string{filepath.Dir(arch)}, absent: []string{filepath.Join(target, "metadata.db")},
+				// The rerun finds the conversations placed and builds the
+				// index (exit 3: the generated working directories do not
+				// exist here), which then agrees with the logs.
+				rerun: []int{0, 3}, made: []string{filepath.Join(target, "metadata.db")},
+				check: []string{"--data-dir", target, "reindex", "--check"}}
 		}},
 		{"rename", edit("rename", ids[0], "renamed while the runtime was busy")},
 		{"archive", edit("archive", ids[0], ids[1])},
@@ -206,6 +228,20 @@ func TestSIGTERM(t *testing.T) {
 				if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
 					t.Fatalf("%s exists after the interrupted run", p)
 				}
+			}
+			if tr.rerun == nil {
+				return
+			}
+			if o := h.run(t, tr.args...); !slices.Contains(tr.rerun, o.code) {
+				t.Fatalf("convkit %s run again: exit %d, want one of %v\n%s", j.name, o.code, tr.rerun, o.stderr)
+			}
+			for _, p := range tr.made {
+				if _, err := os.Lstat(p); err != nil {
+					t.Fatalf("after the run again: %v", err)
+				}
+			}
+			if tr.check != nil {
+				h.must(t, 0, tr.check...)
 			}
 		})
 	}
