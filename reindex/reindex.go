@@ -645,28 +645,43 @@ func swap(tmp, final string) error {
 
 // build reads conversations with at most jobs at once and hands each result
 // to sink in the order of convs. sink runs in the caller's goroutine. keep
-// (when not nil) runs first for each, given its fingerprint: what it
-// returns is handed on without reading the logs.
+// (when not nil) runs first for each, beside the fingerprints, given its
+// fingerprint: what it returns is handed on without reading the logs.
 //
-// jobs long-lived readers take conversations and may finish up to
-// aheadPerJob conversations per job, holding at most aheadBytes of message
+// jobs long-lived readers take the conversations to read and may finish up
+// to aheadPerJob of them per job, holding at most aheadBytes of message
 // text, before sink takes them: the single writer behind sink and the
-// readers then rarely wait for each other, and memory stays bounded. The
-// readers take them in readOrder: a large conversation ahead of its turn,
-// so that its read (one reader's, however long) is over when the writer
-// gets to it instead of leaving the writer waiting, or one reader alone at
-// the end. The conversation the writer waits for is taken first, whatever
-// the bounds.
+// readers then rarely wait for each other, and memory stays bounded. Only
+// the conversations keep did not settle count: in an incremental run, a
+// few changed conversations among thousands kept are read well ahead of
+// the writer, two at a time, while it writes the ones before them, instead
+// of each being read only when the writer gets near it. The readers take
+// them in readOrder: a large conversation ahead of its turn, so that its
+// read (one reader's, however long) is over when the writer gets to it
+// instead of leaving the writer waiting, or one reader alone at the end.
+// The conversation the writer waits for is taken first, whatever the
+// bounds.
 func build(ctx context.Context, convs []store.ConversationDir, present map[string]bool, opts Options,
 	keep func(c store.ConversationDir, fingerprint string) *built, sink func(*built) error) error {
-	// Never more readers than conversations.
-	jobs := min(opts.Jobs, len(convs))
 	ctx, cancel := context.WithCancel(ctx)
-	fps, sizes := fingerprints(ctx, convs, jobs)
-	q := newReadQueue(readOrder(sizes, jobs), jobs*aheadPerJob, aheadBytes)
-	results := make([]chan *built, len(convs))
-	for i := range results {
-		results[i] = make(chan *built, 1)
+	fps, sizes, kept := fingerprints(ctx, convs, min(opts.Jobs, len(convs)), keep)
+	// toRead: the conversations keep did not settle, in the writer's order.
+	toRead := make([]int, 0, len(convs))
+	for i := range convs {
+		if kept == nil || kept[i] == nil {
+			toRead = append(toRead, i)
+		}
+	}
+	readSizes := make([]int64, len(toRead))
+	for k, i := range toRead {
+		readSizes[k] = sizes[i]
+	}
+	// Never more readers than conversations to read.
+	jobs := min(opts.Jobs, len(toRead))
+	q := newReadQueue(readOrder(readSizes, jobs), jobs*aheadPerJob, aheadBytes)
+	results := make([]chan *built, len(toRead))
+	for k := range results {
+		results[k] = make(chan *built, 1)
 	}
 	var wg sync.WaitGroup
 	for range jobs {
@@ -674,20 +689,15 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 		go func() {
 			defer wg.Done()
 			for {
-				i, ok := q.take()
+				k, ok := q.take()
 				if !ok {
 					return
 				}
-				var b *built
-				if keep != nil {
-					b = keep(convs[i], fps[i])
-				}
-				if b == nil {
-					b = readConversationWith(ctx, convs[i], readEnv{present: func(id string) bool { return present[id] },
-						withText: !opts.NoText, machine: opts.Machine, prereads: opts.Prereads, fingerprint: fps[i]})
-				}
+				i := toRead[k]
+				b := readConversationWith(ctx, convs[i], readEnv{present: func(id string) bool { return present[id] },
+					withText: !opts.NoText, machine: opts.Machine, prereads: opts.Prereads, fingerprint: fps[i]})
 				q.read(b.textBytes())
-				results[i] <- b
+				results[k] <- b
 			}
 		}()
 	}
@@ -696,18 +706,27 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 		q.stop()
 		wg.Wait()
 	}()
+	k := 0
 	for i := range convs {
 		var b *built
-		select {
-		case b = <-results[i]:
-		case <-ctx.Done():
-			return ctx.Err()
+		if kept != nil && kept[i] != nil {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			b, kept[i] = kept[i], nil
+		} else {
+			select {
+			case b = <-results[k]:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			results[k] = nil
+			if b.err != nil {
+				return b.err
+			}
+			q.written(k, b.textBytes())
+			k++
 		}
-		results[i] = nil
-		if b.err != nil {
-			return b.err
-		}
-		q.written(i, b.textBytes())
 		if err := sink(b); err != nil {
 			return err
 		}
@@ -799,9 +818,16 @@ func (q *readQueue) stop() {
 }
 
 // fingerprints are the fingerprints of convs (dirFingerprint) and the
-// sizes of their logs, taken by jobs goroutines before any log is read.
-func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int) ([]string, []int64) {
+// sizes of their logs, taken by jobs goroutines before any log is read,
+// and, when keep is not nil, what keep returns for each (nil for every
+// conversation to read).
+func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int,
+	keep func(c store.ConversationDir, fingerprint string) *built) ([]string, []int64, []*built) {
 	fps, sizes := make([]string, len(convs)), make([]int64, len(convs))
+	var kept []*built
+	if keep != nil {
+		kept = make([]*built, len(convs))
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range max(jobs, 1) {
@@ -814,11 +840,14 @@ func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int) 
 					return
 				}
 				fps[n], sizes[n] = dirFingerprintSize(convs[n])
+				if keep != nil {
+					kept[n] = keep(convs[n], fps[n])
+				}
 			}
 		}()
 	}
 	wg.Wait()
-	return fps, sizes
+	return fps, sizes, kept
 }
 
 // readOrder is the order in which jobs readers take the conversations
