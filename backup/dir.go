@@ -164,6 +164,10 @@ type PlanFile struct {
 	Size int64  `json:"size"`
 }
 
+// archiveWriteback is how many bytes of an archive are written between
+// the starts of their writeback to the disk.
+const archiveWriteback = 8 << 20
+
 // ToDir takes a backup of the store s (opened as Write says; read-only for
 // a dry run) into dir (created 0700 if
 // missing): written under a temporary name (.convkit-<time>.tar.zst.<random>.tmp),
@@ -210,7 +214,11 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 	wo := opts.Options
 	wo.TempDir = dir
 	wo.snapshotPath = tmpName + snapshotSuffix
-	bw := bufio.NewWriterSize(tmp, 1<<20)
+	// The disk writes the archive while the rest is made: the fsync
+	// before publication then waits for its last megabytes only.
+	wb := durable.NewWriteback(tmp, archiveWriteback)
+	defer wb.Close()
+	bw := bufio.NewWriterSize(wb, 1<<20)
 	r, err := Write(ctx, s, bw, wo)
 	if err == nil {
 		// Interrupted once the archive was written: not published.
@@ -222,6 +230,7 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 	if err := bw.Flush(); err != nil {
 		return nil, fmt.Errorf("write %s: %w", tmpName, err)
 	}
+	wb.Close()
 	if err := tmp.Sync(); err != nil {
 		return nil, fmt.Errorf("fsync %s: %w", tmpName, err)
 	}

@@ -272,7 +272,7 @@ func startWritingBack(f *os.File) *writeback {
 		for {
 			select {
 			case <-t.C:
-				startWriteback(f)
+				durable.StartWriteback(f, 0, 0)
 			case <-wb.stop:
 				return
 			}

@@ -533,7 +533,7 @@ func (st *staged) readBack(src io.Reader, toEOF bool) (n int64, same bool, err e
 const frameTarget = 1 << 20
 
 // writebackBytes is how much of a stage is written before its writeback
-// to the disk is started (startWriteback).
+// to the disk is started (durable.StartWriteback).
 const writebackBytes = 4 << 20
 
 // writeStage writes the header line and the upgraded events to f: plain, or
@@ -571,7 +571,7 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 	go func() {
 		defer close(wbDone)
 		for r := range wb {
-			startWriteback(f, r[0], r[1])
+			durable.StartWriteback(f, r[0], r[1])
 		}
 	}()
 	defer func() {
