@@ -101,7 +101,7 @@ func Rename(ctx context.Context, s *store.Store, id, title string, opts Options)
 	}
 	res.done(o, opts)
 	ix.finish(res)
-	return res, nil
+	return res, ix.interrupted
 }
 
 // Archive hides the conversations ids from the main list (store.Archive:
@@ -160,7 +160,7 @@ func setArchived(ctx context.Context, s *store.Store, ids []string, archived boo
 		res.done(o, opts)
 	}
 	ix.finish(res)
-	return res, nil
+	return res, ix.interrupted
 }
 
 // Delete deletes the conversations ids through the tombstone, as one
@@ -198,7 +198,7 @@ func Delete(ctx context.Context, s *store.Store, ids []string, force bool, opts 
 		}
 		return res, err
 	}
-	return res, nil
+	return res, ix.interrupted
 }
 
 func (r *Result) done(o Outcome, opts Options) {
@@ -248,6 +248,9 @@ type indexWriter struct {
 	state   string // indexUpdated, indexAbsent, indexUnchanged or indexNotUpdated
 	why     string
 	changed bool
+	// interrupted: the context ended during an update, which was not
+	// made; the edit returns its error with the result (exit 130).
+	interrupted error
 }
 
 // openIndex opens metadata.db when there is a usable one.
@@ -275,6 +278,9 @@ func (ix *indexWriter) update(ctx context.Context, s *store.Store, id string, op
 	}
 	if _, err := reindex.Update(ctx, ix.db, s, id, reindex.UpdateOptions{Machine: opts.Machine}); err != nil {
 		ix.state, ix.why = indexNotUpdated, err.Error()
+		if ctx.Err() != nil {
+			ix.interrupted, ix.why = ctx.Err(), "interrupted"
+		}
 		return
 	}
 	ix.state = indexUpdated

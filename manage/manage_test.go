@@ -205,3 +205,62 @@ func TestDeleteKeepsTheIndex(t *testing.T) {
 	}
 	current(t, dir)
 }
+
+// errAfter is a canceled context whose Err reports nil for its first k
+// calls: the edit's own checks pass (archive checks once per id, delete
+// once as it writes its journal and once per id), the index update that
+// follows sees the cancellation (through Err or Done).
+type errAfter struct {
+	context.Context
+	k int
+}
+
+func (c *errAfter) Err() error {
+	if c.k > 0 {
+		c.k--
+		return nil
+	}
+	return c.Context.Err()
+}
+
+// TestInterruptedIndexUpdate: an edit interrupted while it updates the
+// index returns the interruption with its result (the CLI's exit 130),
+// the event appended and the warning saying the index was not updated;
+// reindex --incremental then brings the index up to date.
+func TestInterruptedIndexUpdate(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir, rep, basic, renamed := fixture(t)
+	forked := rep.Find(fixtures.CaseForkAfterCompaction).ID
+	s := open(t, dir)
+	cases := []struct {
+		name string
+		do   func() (*Result, error)
+		ok   func() bool
+	}{
+		{"rename", func() (*Result, error) { return Rename(canceled, s, basic, "a new title", Options{}) },
+			func() bool { info, _ := s.Conversation(basic); return info.Title == "a new title" }},
+		{"archive", func() (*Result, error) { return Archive(&errAfter{canceled, 1}, s, []string{renamed}, Options{}) },
+			func() bool { info, _ := s.Conversation(renamed); return info.Archived }},
+		{"delete", func() (*Result, error) { return Delete(&errAfter{canceled, 2}, s, []string{forked}, false, Options{}) },
+			func() bool { _, err := s.Conversation(forked); return errors.Is(err, os.ErrNotExist) }},
+	}
+	for _, c := range cases {
+		res, err := c.do()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("%s: err = %v, want context.Canceled", c.name, err)
+		}
+		if res == nil || res.Index != "not-updated" || res.IndexError != "interrupted" || len(res.Warnings) != 1 ||
+			!strings.Contains(res.Warnings[0], "not updated (interrupted)") || len(res.Conversations) != 1 {
+			t.Fatalf("%s: result %+v", c.name, res)
+		}
+		if !c.ok() {
+			t.Fatalf("%s: the edit was not made", c.name)
+		}
+	}
+	if _, err := reindex.Run(context.Background(), s, reindex.Options{Incremental: true}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	current(t, dir)
+}
