@@ -577,22 +577,28 @@ func (j *job) update(ctx context.Context, db *index.DB, tree *store.Tree) error 
 			res.Removed++
 		}
 	}
-	keep := func(c store.ConversationDir, fp string) *built {
-		st, ok := stored[c.ID]
-		if !ok || st.Skipped {
-			// A skipped conversation is read again: the reason may lie
-			// outside its logs.
-			return nil
-		}
-		if fp != st.Fingerprint {
-			return nil
-		}
-		n := machine.Needs{Cwd: st.Cwd, Agents: st.Agents, Models: st.Models, Sources: st.ForkSources}
-		reasons := opts.Machine.Check(n, func(id string) bool { return present[id] })
-		for i, r := range reasons {
-			reasons[i] = rp.text(r)
-		}
-		return &built{dir: c, fingerprint: fp, kept: &st, willNotOpen: reasons}
+	keep := &keeper{
+		keep: func(c store.ConversationDir, fp string) ([]string, bool) {
+			st, ok := stored[c.ID]
+			if !ok || st.Skipped {
+				// A skipped conversation is read again: the reason may
+				// lie outside its logs.
+				return nil, false
+			}
+			if fp != st.Fingerprint {
+				return nil, false
+			}
+			n := machine.Needs{Cwd: st.Cwd, Agents: st.Agents, Models: st.Models, Sources: st.ForkSources}
+			reasons := opts.Machine.Check(n, func(id string) bool { return present[id] })
+			for i, r := range reasons {
+				reasons[i] = rp.text(r)
+			}
+			return reasons, true
+		},
+		built: func(c store.ConversationDir, fp string, reasons []string) *built {
+			st := stored[c.ID]
+			return &built{dir: c, fingerprint: fp, kept: &st, willNotOpen: reasons}
+		},
 	}
 	opts.Progress.SetTotal(int64(len(tree.Conversations)))
 	err = build(ctx, tree.Conversations, present, opts, keep, func(b *built) error {
@@ -643,10 +649,22 @@ func swap(tmp, final string) error {
 	return durable.SyncDir(filepath.Dir(final))
 }
 
+// keeper is what an incremental run keeps without reading the logs.
+type keeper struct {
+	// keep reports whether the rows of c, whose logs have fingerprint
+	// fp, are kept, and why it will not open here now.
+	keep func(c store.ConversationDir, fp string) (willNotOpen []string, ok bool)
+	// built is what the writer is handed for a kept c.
+	built func(c store.ConversationDir, fp string, willNotOpen []string) *built
+}
+
 // build reads conversations with at most jobs at once and hands each result
-// to sink in the order of convs. sink runs in the caller's goroutine. keep
-// (when not nil) runs first for each, beside the fingerprints, given its
-// fingerprint: what it returns is handed on without reading the logs.
+// to sink in the order of convs. sink runs in the caller's goroutine.
+// keep (when not nil) decides first for each, beside the fingerprints,
+// whether its rows are kept: a kept one is handed on without reading its
+// logs. Until the writer takes it, a kept conversation holds a flag and
+// its will-not-open reasons only, so that what a run holds grows by a few
+// bytes per conversation of the store.
 //
 // jobs long-lived readers take the conversations to read and may finish up
 // to aheadPerJob of them per job, holding at most aheadBytes of message
@@ -662,13 +680,13 @@ func swap(tmp, final string) error {
 // The conversation the writer waits for is taken first, whatever the
 // bounds.
 func build(ctx context.Context, convs []store.ConversationDir, present map[string]bool, opts Options,
-	keep func(c store.ConversationDir, fingerprint string) *built, sink func(*built) error) error {
+	keep *keeper, sink func(*built) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	fps, sizes, kept := fingerprints(ctx, convs, min(opts.Jobs, len(convs)), keep)
 	// toRead: the conversations keep did not settle, in the writer's order.
 	toRead := make([]int, 0, len(convs))
 	for i := range convs {
-		if kept == nil || kept[i] == nil {
+		if kept == nil || !kept[i].ok {
 			toRead = append(toRead, i)
 		}
 	}
@@ -709,11 +727,12 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 	k := 0
 	for i := range convs {
 		var b *built
-		if kept != nil && kept[i] != nil {
+		if kept != nil && kept[i].ok {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			b, kept[i] = kept[i], nil
+			b = keep.built(convs[i], fps[i], kept[i].willNotOpen)
+			kept[i] = keptFlag{}
 		} else {
 			select {
 			case b = <-results[k]:
@@ -817,16 +836,20 @@ func (q *readQueue) stop() {
 	q.mu.Unlock()
 }
 
+// keptFlag is keeper.keep's answer for one conversation.
+type keptFlag struct {
+	willNotOpen []string
+	ok          bool
+}
+
 // fingerprints are the fingerprints of convs (dirFingerprint) and the
 // sizes of their logs, taken by jobs goroutines before any log is read,
-// and, when keep is not nil, what keep returns for each (nil for every
-// conversation to read).
-func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int,
-	keep func(c store.ConversationDir, fingerprint string) *built) ([]string, []int64, []*built) {
+// and, when keep is not nil, its answer for each.
+func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int, keep *keeper) ([]string, []int64, []keptFlag) {
 	fps, sizes := make([]string, len(convs)), make([]int64, len(convs))
-	var kept []*built
+	var kept []keptFlag
 	if keep != nil {
-		kept = make([]*built, len(convs))
+		kept = make([]keptFlag, len(convs))
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -841,7 +864,7 @@ func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int,
 				}
 				fps[n], sizes[n] = dirFingerprintSize(convs[n])
 				if keep != nil {
-					kept[n] = keep(convs[n], fps[n])
+					kept[n].willNotOpen, kept[n].ok = keep.keep(convs[n], fps[n])
 				}
 			}
 		}()
