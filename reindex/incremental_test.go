@@ -558,3 +558,101 @@ func clipLine(s string) string {
 	}
 	return s
 }
+
+// TestIncrementalSparseForeignAppends: in a store of more conversations
+// than the readers may hold ahead of the writer, a few far apart are
+// changed by hand: an event line appended to a compressed session log in
+// a frame the zstd tool wrote.
+// The incremental run replays exactly those, keeps the rest, and leaves
+// the index a full rebuild writes, the appended events counted.
+func TestIncrementalSparseForeignAppends(t *testing.T) {
+	if _, err := exec.LookPath("zstd"); err != nil {
+		t.Skip("zstd tool not installed")
+	}
+	base := t.TempDir()
+	dir := filepath.Join(base, "data")
+	if _, err := fixtures.Generate(dir, fixtures.Options{Seed: 5, Conversations: 90, OrdinaryOnly: true, Compression: convlog.Zstd}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, reindex.Options{Jobs: 2})
+	orig := dump(t, store.IndexPath(dir))
+	tree := walkOf(t, dir)
+	if len(tree.Conversations) <= 2*16 {
+		t.Fatalf("%d conversations: not more than the readers hold ahead", len(tree.Conversations))
+	}
+	var changed []string
+	for i := 3; i < len(tree.Conversations); i += 17 {
+		// A compressed version 4 session log of the conversation.
+		conv := tree.Conversations[i]
+		var p string
+		for _, l := range conv.Logs {
+			if !l.IsConversationLog && strings.HasSuffix(l.Path, ".v4.jsonl.zst") {
+				p = l.Path
+			}
+		}
+		if p == "" {
+			continue
+		}
+		// The seq the log's next event takes: opened for appending and
+		// closed without an append, which writes nothing.
+		w, err := convlog.OpenAppend(p, convlog.WriterOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq := w.NextSeq()
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		ev := convlog.Event{Type: "test/note", Seq: seq, Time: time.Now().UnixMilli(), Data: []byte(`{"by":"hand"}`), Ignorable: true}
+		cmd := exec.Command("zstd", "-q", "-c")
+		cmd.Stdin = bytes.NewReader(append(ev.AppendJSON(nil), '\n'))
+		frame, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("zstd: %v", err)
+		}
+		appendBytes(t, p, frame)
+		changed = append(changed, conv.ID)
+	}
+	if len(changed) < 3 {
+		t.Fatalf("%d conversations changed: want at least 3 far apart", len(changed))
+	}
+
+	res := run(t, dir, reindex.Options{Incremental: true, Jobs: 2})
+	if res.Replayed != len(changed) || res.Kept != len(tree.Conversations)-len(changed) {
+		t.Fatalf("replayed %d and kept %d of %d conversations; want %d replayed", res.Replayed, res.Kept,
+			len(tree.Conversations), len(changed))
+	}
+	inc := dump(t, store.IndexPath(dir))
+	if chk, err := reindex.Check(context.Background(), readOnly(t, dir), reindex.Options{}); err != nil || chk.Drift() {
+		t.Fatalf("check after the incremental run: %v %+v", err, chk)
+	}
+	db, aside := store.IndexPath(dir), filepath.Join(base, "incremental.db")
+	if err := os.Rename(db, aside); err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, reindex.Options{Jobs: 2})
+	if d := diffLines(inc, dump(t, db)); d != "" {
+		t.Fatalf("the incremental index differs from the rebuild (-incremental +rebuild):\n%s", d)
+	}
+	// The events appended by hand are in the index: the rows that differ
+	// from the index before are those of the changed conversations (their
+	// sessions' event counts and sizes), some for each.
+	var differ []string // the rows of one index only
+	for _, pair := range [][2][]string{{orig, inc}, {inc, orig}} {
+		for _, l := range pair[0] {
+			if _, found := slices.BinarySearch(pair[1], l); !found {
+				differ = append(differ, l)
+			}
+		}
+	}
+	for _, id := range changed {
+		if !slices.ContainsFunc(differ, func(l string) bool { return strings.Contains(l, id) }) {
+			t.Errorf("no row of %s changed", id)
+		}
+	}
+	for _, l := range differ {
+		if !slices.ContainsFunc(changed, func(id string) bool { return strings.Contains(l, id) }) {
+			t.Errorf("a row of an unchanged conversation differs: %s", clipLine(l))
+		}
+	}
+}
