@@ -264,3 +264,90 @@ func TestFullDiskExport(t *testing.T) {
 		again(t, "RLIMIT_FSIZE, unlimited again", dir, file)
 	})
 }
+
+// TestFullDiskBackup: `backup --to DIR` where the archive does not fit (a
+// full tmpfs holding DIR; RLIMIT_FSIZE, also where mount(2) is not
+// permitted) exits 1 naming the temporary archive it could not write,
+// publishes no archive, leaves no temporary file in DIR and the store as
+// it was; with room again the same command publishes the archive a backup
+// with room writes.
+func TestFullDiskBackup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds convkit and mounts file systems")
+	}
+	h := &harness{env: childEnv(t.TempDir())}
+	base := t.TempDir()
+	data := filepath.Join(base, "data")
+	generate(t, data, 36, 20)
+	h.must(t, 0, "--data-dir", data, "-q", "reindex")
+	orig := hashTree(t, data, isLockFile)
+	args := func(dir string) []string { return []string{"--data-dir", data, "-q", "backup", "--to", dir} }
+	refDir := filepath.Join(base, "ref")
+	refCode := h.run(t, args(refDir)...).code
+	archives := func(t *testing.T, dir string) []string {
+		t.Helper()
+		m, err := filepath.Glob(filepath.Join(dir, "convkit-*.tar.zst"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	ref := archives(t, refDir)
+	if len(ref) != 1 {
+		t.Fatalf("the backup with room made %v (exit %d)", ref, refCode)
+	}
+	want := withoutKeys(t, manifestOf(t, ref[0]), "createdAt")
+	check := func(t *testing.T, at, dir string, o outcome, wantErr string) {
+		t.Helper()
+		if o.code != 1 || !strings.Contains(o.stderr, wantErr) || !strings.Contains(o.stderr, filepath.Join(dir, ".convkit-")) {
+			t.Fatalf("%s: exit %d, want 1 naming the temporary archive and %q\n%s", at, o.code, wantErr, o.stderr)
+		}
+		t.Logf("%s: %s", at, strings.TrimSpace(o.stderr))
+		if m := archives(t, dir); len(m) > 0 {
+			t.Fatalf("%s: published %v", at, m)
+		}
+		if left := temps(t, dir); len(left) > 0 {
+			t.Fatalf("%s: temporary files remain: %v", at, left)
+		}
+		if !equalMaps(hashTree(t, data, isLockFile), orig) {
+			t.Fatalf("%s: the store changed", at)
+		}
+	}
+	again := func(t *testing.T, at, dir string) {
+		t.Helper()
+		if o := h.run(t, args(dir)...); o.code != refCode {
+			t.Fatalf("%s: exit %d, want %d as with room\n%s", at, o.code, refCode, o.stderr)
+		}
+		m := archives(t, dir)
+		if len(m) != 1 {
+			t.Fatalf("%s: archives %v, want one", at, m)
+		}
+		if got := withoutKeys(t, manifestOf(t, m[0]), "createdAt"); got != want {
+			t.Fatalf("%s: the archive's manifest is not that of a backup with room", at)
+		}
+		if left := temps(t, dir); len(left) > 0 {
+			t.Fatalf("%s: temporary files remain: %v", at, left)
+		}
+	}
+
+	t.Run("tmpfs", func(t *testing.T) {
+		dir := filepath.Join(base, "tmpfs")
+		if err := mountTmpfs(t, dir, 8<<20); err != nil {
+			t.Skipf("%v (the RLIMIT_FSIZE case runs instead)", err)
+		}
+		filler := fill(t, dir)
+		check(t, "on a full file system", dir, h.run(t, args(dir)...), "no space left on device")
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		again(t, "full tmpfs, with room again", dir)
+	})
+	t.Run("RLIMIT_FSIZE", func(t *testing.T) {
+		dir := filepath.Join(base, "rlimit")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		check(t, "under RLIMIT_FSIZE", dir, h.runLimited(t, 16, args(dir)...), "file too large")
+		again(t, "RLIMIT_FSIZE, unlimited again", dir)
+	})
+}
