@@ -9,7 +9,9 @@
 // export --to FILE, whose rerun over an archive published before the kill
 // must refuse to overwrite it. TestFullDisk runs import and restore where
 // there is no room (a full tmpfs; RLIMIT_FSIZE, also where mount(2) is not
-// permitted): they fail cleanly, and succeed once there is.
+// permitted): they fail cleanly, and succeed once there is;
+// TestFullDiskExport and TestFullDiskBackup do the same for export --to
+// FILE and backup --to DIR.
 //
 // CONVKIT_CRASH_KILLS=N sets the kills per job (default 4);
 // CONVKIT_CRASH_SEED=N repeats a run's kill moments;
