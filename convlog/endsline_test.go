@@ -13,10 +13,12 @@ import (
 )
 
 // TestEndsLine: whether a frame's text ends with a newline, for frames
-// that declare their size (decoded by pooled decoders, called in turn so
-// that a decoder's state from one frame would show in the next) and
-// frames that do not (a stream encoder's), within the budget or past it,
-// and for frames that do not decode.
+// that declare their size (the small ones decoded whole, the others by
+// pooled decoders, called in turn so that a decoder's state from one
+// frame would show in the next) and frames that do not (a stream
+// encoder's), within the budget or past it, and for frames that do not
+// decode: corrupt, a wrong checksum, a declared size the content does
+// not have.
 func TestEndsLine(t *testing.T) {
 	sized := func(s string) []byte {
 		e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
@@ -52,7 +54,20 @@ func TestEndsLine(t *testing.T) {
 	pad := strings.Repeat("{\"type\":\"step/start\"}\n", 200)
 	corrupt := sized("a line\nand another\n")
 	corrupt[len(corrupt)-6] ^= 0xff
-	paths := map[bool]int{} // frames by the decoder endsLine takes: pooled or its own
+	// A frame decoded whole whose checksum is wrong.
+	badSum := sized(pad)
+	badSum[len(badSum)-1] ^= 0xff
+	// Single-segment frames holding one raw block "abcdefghi\n" that
+	// declare 5 and 20 bytes of text: the block is the one to trust of
+	// neither.
+	lying := func(declared byte) []byte {
+		const n = 10
+		const bh = 1 | n<<3 // last, raw, 10 bytes
+		return append([]byte{0x28, 0xb5, 0x2f, 0xfd, 0x20, declared, bh, 0, 0}, "abcdefghi\n"...)
+	}
+	// frames by how endsLine decodes them: whole, by a pooled decoder, by
+	// a decoder of its own
+	paths := map[string]int{}
 	for round := range 2 {
 		for _, tc := range []struct {
 			name   string
@@ -80,19 +95,30 @@ func TestEndsLine(t *testing.T) {
 			{"sized, larger than the read buffer, ends inside a line", sized(noisy + "{"), 1 << 20, false},
 			{"sized, larger than the read buffer, past the budget", sized(noisy), 40 << 10, false},
 			{"corrupt", corrupt, 1 << 20, false},
+			{"sized, a wrong checksum", badSum, 1 << 20, false},
+			{"declares less text than it holds", lying(5), 1 << 20, false},
+			{"declares more text than it holds", lying(20), 1 << 20, false},
+			{"declares the text it holds", lying(10), 1 << 20, true},
 		} {
 			f, err := NewFrameScannerBytes(tc.frame).Next()
 			if err != nil {
 				t.Fatalf("%s: %v", tc.name, err)
 			}
-			paths[pooledFrame(f)]++
+			switch {
+			case decodedWhole(f):
+				paths["whole"]++
+			case pooledFrame(f):
+				paths["pooled"]++
+			default:
+				paths["own"]++
+			}
 			if got := endsLine(bytes.NewReader(tc.frame), f, tc.budget); got != tc.want {
 				t.Errorf("round %d, %s: endsLine = %v, want %v", round, tc.name, got, tc.want)
 			}
 		}
 	}
-	if paths[true] == 0 || paths[false] == 0 {
-		t.Errorf("frames decoded by a pooled decoder: %d, by a decoder of their own: %d; want both", paths[true], paths[false])
+	if paths["whole"] == 0 || paths["pooled"] == 0 || paths["own"] == 0 {
+		t.Errorf("frames decoded whole, by a pooled decoder, by a decoder of their own: %v; want each way", paths)
 	}
 }
 

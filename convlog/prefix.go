@@ -154,16 +154,29 @@ func zstdPrefix(sc *FrameScanner, src io.ReaderAt, size int64, path string) (Pre
 }
 
 // endsLine reports whether the text of frame f ends with a newline,
-// decoding it as a stream, at most budget bytes of it (a longer text, an
-// empty one or a frame that does not decode: false). A frame whose
-// decoder keeps a small history (a window, or a single segment, of at
-// most keepBufBytes) is decoded by a pooled decoder, its history made
-// once (a decoder made for each log was a fifth of a backup's CPU, most
-// of it allocating and clearing its history; a frame of under 256 bytes
-// declares a window and no size, and was 21 µs of set-up for a few bytes);
-// another by a decoder of its own, closed after, as a Reader does with its
-// large frames.
+// decoding at most budget bytes of it (a longer text, an empty one or a
+// frame that does not decode: false). A frame that declares a text of at
+// most lineEndWhole bytes (most last frames of a log: a runtime's batch)
+// is decoded whole into a pooled buffer, without a streaming decoder's
+// set-up and history. Another is decoded as a stream: by a pooled
+// decoder when its decoder keeps a small history (a window, or a single
+// segment, of at most keepBufBytes; a decoder made for each log was a
+// fifth of a backup's CPU, most of it allocating and clearing its
+// history; a frame of under 256 bytes declares a window and no size, and
+// was 21 µs of set-up for a few bytes); else by a decoder of its own,
+// closed after, as a Reader does with its large frames.
 func endsLine(src io.ReaderAt, f Frame, budget int64) bool {
+	if decodedWhole(f) {
+		bp := lineEndBufs.Get().(*[]byte)
+		defer lineEndBufs.Put(bp)
+		in, out := (*bp)[lineEndWhole:][:f.Size], (*bp)[:0:lineEndWhole]
+		if k, _ := src.ReadAt(in, f.Offset); k < len(in) {
+			return false
+		}
+		// DecodeAll verifies the checksum and the declared size.
+		out, err := allDecoder.DecodeAll(in, out)
+		return err == nil && len(out) > 0 && int64(len(out)) < budget && out[len(out)-1] == '\n'
+	}
 	var d *zstd.Decoder
 	if pooledFrame(f) {
 		d = decoderPool.Get().(*zstd.Decoder)
@@ -218,10 +231,20 @@ func endsLine(src io.ReaderAt, f Frame, budget int64) bool {
 // decoder keeps.
 func pooledFrame(f Frame) bool { return f.window > 0 && f.window <= keepBufBytes }
 
+// decodedWhole reports whether endsLine decodes f whole: f declares a
+// text of at most lineEndWhole bytes and is no larger itself, so each
+// fits half of one of lineEndBufs.
+func decodedWhole(f Frame) bool {
+	return f.ContentSize >= 0 && f.ContentSize <= lineEndWhole && f.Size <= lineEndWhole
+}
+
+// lineEndWhole is half of one of lineEndBufs.
+const lineEndWhole = 16 << 10
+
 // lineEndBufs are endsLine's buffers: a frame of up to half a buffer is
 // read whole into its second half and its text decoded into the first;
 // a larger frame's text is decoded into the whole buffer.
-var lineEndBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+var lineEndBufs = sync.Pool{New: func() any { b := make([]byte, 2*lineEndWhole); return &b }}
 
 // recover reads the log as a strict reader does and takes its committed
 // prefix: Bytes where the reader puts CommittedBytes (the last frame start
