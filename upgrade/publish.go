@@ -532,13 +532,22 @@ func (st *staged) readBack(src io.Reader, toEOF bool) (n int64, same bool, err e
 // frameTarget is the plain text size of one zstd frame of a successor.
 const frameTarget = 1 << 20
 
+// tailFrameMin is the length past which a successor's last frame is cut
+// before its last line, which then makes a frame of its own. Whoever
+// copies a log (backup, export) or opens it to append decodes its last
+// complete frame to see that it ends between two lines (FORMAT.md, Torn
+// tails): a log the runtime has appended to ends in a frame of its last
+// batch, and a successor that ends in a short frame costs as little.
+const tailFrameMin = 64 << 10
+
 // writebackBytes is how much of a stage is written before its writeback
 // to the disk is started (durable.StartWriteback).
 const writebackBytes = 4 << 20
 
 // writeStage writes the header line and the upgraded events to f: plain, or
 // compressed as a header frame then frames of about 1 MiB of whole lines,
-// each with its content checksum.
+// each with its content checksum, the last line alone in the last frame
+// after a long chunk (tailFrameMin).
 //
 // What is written is verified as it is written, with the strength of
 // reading the stage back strictly but without a second decode and parse
@@ -634,6 +643,9 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		defer func() { r.scratch.room = nil }()
 	}
 	var around [256]byte
+	// Where the chunk's last line and its message ids start, for the
+	// log's last frame (tailFrameMin).
+	var lastLine, lastMsgs int
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {
@@ -642,6 +654,7 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		if err != nil {
 			return nil, abort(fw, err)
 		}
+		lastLine, lastMsgs = len(job.plain), len(job.msgs)
 		inPlace := false
 		if room.placed(ev.Data) {
 			room.start = nil
@@ -674,6 +687,16 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 				return nil, abort(fw, err)
 			}
 		}
+	}
+	if comp == convlog.Zstd && job.events > 1 && len(job.plain) > tailFrameMin {
+		// The last line in a frame of its own: the rest of the chunk
+		// first.
+		line, msgs := bytes.Clone(job.plain[lastLine:]), bytes.Clone(job.msgs[lastMsgs:])
+		job.plain, job.msgs, job.events = job.plain[:lastLine], job.msgs[:lastMsgs], job.events-1
+		if err := emit(); err != nil {
+			return nil, abort(fw, err)
+		}
+		job.plain, job.msgs, job.events = line, msgs, 1
 	}
 	if len(job.plain) > 0 {
 		if err := emit(); err != nil {

@@ -174,6 +174,83 @@ func TestPublishCompressionAndFrames(t *testing.T) {
 	}
 }
 
+// TestPublishLastFrame: a compressed successor whose last chunk of lines
+// is longer than tailFrameMin ends in a frame that holds its last line
+// alone, which is what a copy's check of the committed prefix decodes; a
+// shorter chunk is one frame. The zstd tool decodes the successor to the
+// same text as the strict reader, the framing canonical.
+func TestPublishLastFrame(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		messages  int
+		textBytes int
+		frames    int  // 0: more than 3
+		alone     bool // the last line in a frame of its own
+	}{
+		{"a short chunk", 10, 2000, 2, false},
+		{"a long chunk", 100, 2000, 3, true},
+		{"frames of a megabyte before", 700, 4000, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			b := newLog(v3Header).start(1, 1)
+			for i := range tc.messages {
+				b.add("user/message", userMsg("u"+itoa(int64(i)), strings.Repeat(string(rune('a'+i%26)), tc.textBytes)), app)
+			}
+			z := convlog.Zstd
+			dst, err := Publish(writeLog(t, dir, "s.v3.jsonl", b.lines...), PublishOptions{Compression: &z})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, lines, st := readV4(t, dst)
+			if len(lines) != tc.messages+2 || !st.Framing.Canonical() || st.FramesWithoutChecksum != 0 {
+				t.Fatalf("%d events, framing %+v, %d frames without checksum", len(lines), st.Framing, st.FramesWithoutChecksum)
+			}
+			file, err := os.ReadFile(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var frames []convlog.Frame
+			for sc := convlog.NewFrameScannerBytes(file); ; {
+				f, err := sc.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				frames = append(frames, f)
+			}
+			if tc.frames > 0 && len(frames) != tc.frames || tc.frames == 0 && len(frames) <= 3 {
+				t.Fatalf("%d frames, want %d (0: more than 3)", len(frames), tc.frames)
+			}
+			unzstd := func(b []byte) string {
+				cmd := exec.Command("zstd", "-dc")
+				cmd.Stdin = bytes.NewReader(b)
+				out, err := cmd.Output()
+				if err != nil {
+					t.Fatalf("zstd -dc: %v", err)
+				}
+				return string(out)
+			}
+			text := strings.Split(strings.TrimSuffix(unzstd(file), "\n"), "\n")
+			if len(text) != len(lines)+1 {
+				t.Fatalf("zstd -dc: %d lines, the reader %d events and a header", len(text), len(lines))
+			}
+			for i, l := range lines {
+				if text[i+1] != l {
+					t.Fatalf("line %d: zstd -dc gives %.80q, the reader %.80q", i+2, text[i+1], l)
+				}
+			}
+			last := frames[len(frames)-1]
+			lastText := unzstd(file[last.Offset : last.Offset+last.Size])
+			if alone := lastText == text[len(text)-1]+"\n"; alone != tc.alone {
+				t.Fatalf("the last frame holds the last line alone: %v, want %v (%d bytes of text)", alone, tc.alone, len(lastText))
+			}
+		})
+	}
+}
+
 func TestPublishSourceChanged(t *testing.T) {
 	cases := map[string]func(dir, src string){
 		"source appended": func(dir, src string) {
