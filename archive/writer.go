@@ -392,6 +392,9 @@ func (c *chunker) failed() error {
 
 func (c *chunker) setKind(k Kind) { c.kind = k }
 
+// frameBound is the most a zstd frame of n bytes takes.
+func frameBound(n int) int { return n + n>>8 + 64 }
+
 func (c *chunker) newChunk() *chunk {
 	select {
 	case ch := <-c.free:
@@ -399,12 +402,15 @@ func (c *chunker) newChunk() *chunk {
 		ch.ready = make(chan struct{})
 		return ch
 	default:
-		// out has room for a frame of incompressible bytes (stored blocks
-		// of at most 128 KiB, 3 bytes of header each, the frame's header
-		// and checksum): EncodeAll appended a full chunk's frame to an
-		// empty out a block at a time, growing it by a quarter each time,
-		// about 4 MiB allocated for each 1 MiB frame.
-		return &chunk{in: make([]byte, 0, c.size), out: make([]byte, 0, c.size+3*(c.size>>17+1)+32), ready: make(chan struct{})}
+		// out has room for any frame of a chunk: zstd's compress bound
+		// (ZSTD_COMPRESSBOUND: the input and 1/256 of it, for block
+		// headers, the frame's header and checksum). EncodeAll appended a
+		// full chunk's frame to an empty out a block at a time, growing
+		// it by a quarter each time, about 4 MiB allocated for each 1 MiB
+		// frame; with room for a block header per 128 KiB, 5 of 531
+		// chunks of a backup still grew (by their checksum), the encoder
+		// having cut smaller blocks.
+		return &chunk{in: make([]byte, 0, c.size), out: make([]byte, 0, frameBound(c.size)), ready: make(chan struct{})}
 	}
 }
 
