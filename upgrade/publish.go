@@ -537,7 +537,9 @@ const frameTarget = 1 << 20
 // copies a log (backup, export) or opens it to append decodes its last
 // complete frame to see that it ends between two lines (FORMAT.md, Torn
 // tails): a log the runtime has appended to ends in a frame of its last
-// batch, and a successor that ends in a short frame costs as little.
+// batch, and a successor that ends in a short frame costs as little. A
+// chunk is written once it holds frameTarget bytes, before the next event
+// is read: when the log's last line fills it, the log ends in that chunk.
 const tailFrameMin = 64 << 10
 
 // writebackBytes is how much of a stage is written before its writeback
