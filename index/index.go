@@ -241,13 +241,22 @@ func Create(path string) (*DB, error) {
 	}
 	// One connection: the bulk load is one transaction anyway.
 	db.SetMaxOpenConns(1)
-	if _, err := db.Exec(schema + fmt.Sprintf("PRAGMA user_version = %d;", SchemaVersion)); err != nil {
+	if _, err := db.Exec(schema + fmt.Sprintf("PRAGMA user_version = %d;", SchemaVersion) + bulkHashSize); err != nil {
 		db.Close()
 		f.Close()
 		return nil, fmt.Errorf("%s: creating the schema: %w", path, err)
 	}
 	return &DB{db: db, path: path, fresh: true, mode: ModeReadWrite, wb: startWritingBack(f)}, nil
 }
+
+// bulkHashSize raises, for a bulk load, how much text FTS5 holds in memory
+// before it writes a segment of the search index (1 MiB by default): each
+// segment written is merged again with others later, and a rebuild of a
+// store of 10,000 conversations (712,215 rows, a 108 MB index) took
+// 3.6-3.8 s with 16 MiB against 4.0-4.1 s. The setting is a row of the
+// FTS5 table's configuration, removed by Finish: the runtime's
+// transactions and an incremental update keep the default.
+const bulkHashSize = "INSERT INTO messages(messages, rank) VALUES('hashsize', 16777216);"
 
 // writeback starts the kernel writing a bulk load's pages to disk every
 // writebackEvery while the load runs (they reach the file as SQLite's
@@ -296,6 +305,11 @@ func (wb *writeback) end() {
 func (d *DB) Finish() error {
 	d.wb.end()
 	d.wb = nil
+	// The bulk load's setting (bulkHashSize) goes: this connection, the
+	// only one, is closed below, and the next reads the default.
+	if _, err := d.db.Exec("DELETE FROM messages_config WHERE k = 'hashsize'"); err != nil {
+		return err
+	}
 	if _, err := d.db.Exec("PRAGMA journal_mode=WAL"); err != nil {
 		return err
 	}

@@ -194,6 +194,19 @@ func TestBulkLoadMapsMessages(t *testing.T) {
 	if err := w.Commit(); err != nil {
 		t.Fatal(err)
 	}
+	// The load ran with FTS5's larger pending-text threshold; the index
+	// handed over keeps the default (no configuration row).
+	hashSize := func() (n int64) {
+		t.Helper()
+		err := db.db.QueryRow(`SELECT coalesce((SELECT v FROM messages_config WHERE k = 'hashsize'), 0)`).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := hashSize(); n != 16<<20 {
+		t.Fatalf("hashsize during the bulk load = %d, want %d", n, 16<<20)
+	}
 	if err := db.Finish(); err != nil {
 		t.Fatal(err)
 	}
@@ -202,6 +215,9 @@ func TestBulkLoadMapsMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	if n := hashSize(); n != 0 {
+		t.Fatalf("hashsize after Finish = %d, want no row", n)
+	}
 	var bad, rows int
 	db.db.QueryRow(`SELECT count(*) FROM message_rows r LEFT JOIN messages m ON m.rowid = r.fts_rowid
 		WHERE m.conversation_id IS NOT r.conversation_id`).Scan(&bad)

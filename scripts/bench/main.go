@@ -161,13 +161,23 @@ func (t target) String() string {
 	case minSpeed:
 		return fmt.Sprintf("≥ %.2f×", t.value)
 	case maxSecs:
-		return fmt.Sprintf("≤ %.2f s", t.value)
+		return "≤ " + secs(t.value)
 	case maxPeak:
 		return fmt.Sprintf("≤ %.0f MiB", t.value)
 	case maxPerLog:
 		return fmt.Sprintf("≤ %.1f ms", t.value)
 	}
 	return ""
+}
+
+// secs formats a time that a maxSecs target compares: to the millisecond
+// under 1 s, where rounding to hundredths would show a miss as "0.02 s ≤
+// 0.02 s".
+func secs(v float64) string {
+	if v < 1 {
+		return fmt.Sprintf("%.3f s", v)
+	}
+	return fmt.Sprintf("%.2f s", v)
 }
 
 // row is one line of the table: a measured run (convkit's or a
@@ -1270,7 +1280,7 @@ func (b *bench) print(w io.Writer) {
 				spread = fmt.Sprintf("%.2f–%.2f", lo, hi)
 			}
 		} else if r.target.kind == maxSecs {
-			result = fmt.Sprintf("%.2f s", r.med())
+			result = secs(r.med())
 		} else if r.target.kind == maxPeak {
 			result = mib(r.peak() << 10)
 		}
