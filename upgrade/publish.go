@@ -131,6 +131,17 @@ func (p *Publications) add(srcPath string, src fileIdentity, dstPath string, id 
 	if p.m == nil {
 		p.m = map[string]publication{}
 	}
+	if pub, ok := p.m[srcPath]; ok && pub.linking && pub.dstPath == dstPath {
+		// The link changed the change time only: a successor that
+		// differs from the staged file otherwise was changed since, by
+		// someone else. The record keeps the staged identity, which
+		// does not explain it.
+		staged := pub.dst
+		staged.ctime = dst.ctime
+		if staged != dst {
+			return
+		}
+	}
 	p.m[srcPath] = publication{src: src, dst: dst, dstPath: dstPath, id: id}
 }
 

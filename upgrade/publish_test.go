@@ -514,6 +514,41 @@ func TestPublishChildBeingLinked(t *testing.T) {
 	}
 }
 
+// TestPublishChildChangedBeforeRecorded: a child's successor changed
+// between its link and the record of its publication is not this caller's
+// own work, though the parent looks at its children only after the
+// record: the record keeps the identity the successor was linked with,
+// and the parent is deferred.
+func TestPublishChildChangedBeforeRecorded(t *testing.T) {
+	dir := t.TempDir()
+	parent := writeLog(t, dir, "s.v3.jsonl", v3Log().start(1, 1).add("user/message", userMsg("u", "x"), app).lines...)
+	child := writeLog(t, dir, "kid.v3.jsonl",
+		`{"type":"session","version":3,"id":"kid","createdAt":5,"parentSession":"s","isSeeded":false,"origin":"subagent","delegationDepth":1}`)
+	pubs := &Publications{}
+	parentReady, childDone := make(chan struct{}), make(chan struct{})
+	parentDone := make(chan error, 1)
+	go func() {
+		_, err := Publish(parent, PublishOptions{Publications: pubs, BeforePublish: func() { close(parentReady); <-childDone }})
+		parentDone <- err
+	}()
+	<-parentReady
+	kid := filepath.Join(dir, "kid.v4.jsonl")
+	dst, err := Publish(child, PublishOptions{Publications: pubs, afterLink: func() {
+		later := time.Now().Add(time.Hour)
+		if err := os.Chtimes(kid, later, later); err != nil {
+			t.Error(err)
+		}
+	}})
+	close(childDone)
+	if err != nil || dst != kid {
+		t.Fatalf("child: %q, %v", dst, err)
+	}
+	if err := <-parentDone; !errors.Is(err, ErrSourceChanged) {
+		t.Fatalf("a child's successor changed before its publication was recorded, and the parent was published: %v", err)
+	}
+	noTemps(t, dir)
+}
+
 // TestPublishPathRules: a successor that a reader's rules beyond one line
 // would refuse (inspect --validate, reindex) is not published; the rules
 // run in order across frames, so a turn may span many of them; a turn left
