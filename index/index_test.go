@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -237,6 +238,57 @@ func TestBulkLoadMapsMessages(t *testing.T) {
 	}
 	if hits, _ := db.Search(ctx, "seals", 50); len(hits) != 1 || hits[0].ConversationID != "c" {
 		t.Fatalf("seals = %+v", hits)
+	}
+}
+
+// TestBulkLoadReadBySqlite3: an index loaded with more text than FTS5's
+// default pending threshold (bulkHashSize) is read by the sqlite3 tool as
+// any other: FTS5's integrity check passes, a search finds every message,
+// and no configuration row is left.
+func TestBulkLoadReadBySqlite3(t *testing.T) {
+	if _, err := exec.LookPath("sqlite3"); err != nil {
+		t.Skip("sqlite3 is not installed (.ci/run installs it)")
+	}
+	ctx := context.Background()
+	p := filepath.Join(t.TempDir(), "metadata.db")
+	db, err := Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 3 MiB of text: past the default's 1 MiB, within the bulk load's.
+	filler := strings.Repeat("lorem ipsum dolor ", 1<<10)
+	const convs, perConv = 64, 3
+	for i := range convs {
+		var msgs []Message
+		for j := range perConv {
+			msgs = append(msgs, Message{SessionID: "root", Seq: int64(j), Role: "user", Text: fmt.Sprintf("walrus%d %s", i, filler)})
+		}
+		if err := w.Put(ctx, conv(fmt.Sprintf("c%02d", i), int64(i), false), msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sqlite3", "-bail", p)
+	cmd.Stdin = strings.NewReader(`INSERT INTO messages(messages) VALUES('integrity-check');
+SELECT count(*) FROM messages_config WHERE k = 'hashsize';
+SELECT count(*) FROM messages WHERE messages MATCH 'ipsum';
+SELECT count(*) FROM messages WHERE messages MATCH 'walrus7';
+`)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("sqlite3 %s: %v\n%s", p, err, out)
+	}
+	if got, want := strings.Fields(string(out)), []string{"0", fmt.Sprint(convs * perConv), fmt.Sprint(perConv)}; !slices.Equal(got, want) {
+		t.Fatalf("sqlite3 read %q, want %q (hashsize rows, matches of a common word, of one conversation's)", got, want)
 	}
 }
 

@@ -467,28 +467,46 @@ func TestSuccessorPath(t *testing.T) {
 // child's successor, published by the same caller, has just been linked
 // into place and is not yet recorded. That is the caller's own work, not a
 // change: the parent is published. A successor changed in that window
-// still defers the parent.
+// still defers the parent, whether the parent looks in the window or only
+// after the record (which keeps the identity the successor was linked
+// with).
 func TestPublishChildBeingLinked(t *testing.T) {
-	for _, tamper := range []bool{false, true} {
-		t.Run(map[bool]string{false: "own successor", true: "successor changed"}[tamper], func(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// tamper changes the successor in the window: a line appended,
+		// or (touch) its modification time alone; afterRecord holds the
+		// parent's second look until the child's Publish returns.
+		tamper, touch, afterRecord bool
+	}{
+		{"own successor", false, false, false},
+		{"successor changed", true, false, false},
+		{"successor touched, looked at after its record", true, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			parent := writeLog(t, dir, "s.v3.jsonl", v3Log().start(1, 1).add("user/message", userMsg("u", "x"), app).lines...)
 			child := writeLog(t, dir, "kid.v3.jsonl",
 				`{"type":"session","version":3,"id":"kid","createdAt":5,"parentSession":"s","isSeeded":false,"origin":"subagent","delegationDepth":1}`)
+			kid := filepath.Join(dir, "kid.v4.jsonl")
 			pubs := &Publications{}
-			parentReady, inWindow := make(chan struct{}), make(chan struct{})
+			parentReady, release := make(chan struct{}), make(chan struct{})
 			parentDone := make(chan error, 1)
 			go func() {
-				// Held after its first look at the children until the
-				// child's successor is linked, then it looks again.
-				_, err := Publish(parent, PublishOptions{Publications: pubs, BeforePublish: func() { close(parentReady); <-inWindow }})
+				// Held after its first look at the children until
+				// released, then it looks again.
+				_, err := Publish(parent, PublishOptions{Publications: pubs, BeforePublish: func() { close(parentReady); <-release }})
 				parentDone <- err
 			}()
 			<-parentReady
 			var parentErr error
 			dst, err := Publish(child, PublishOptions{Publications: pubs, afterLink: func() {
-				if tamper {
-					f, err := os.OpenFile(filepath.Join(dir, "kid.v4.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+				if tc.touch {
+					later := time.Now().Add(time.Hour)
+					if err := os.Chtimes(kid, later, later); err != nil {
+						t.Error(err)
+					}
+				} else if tc.tamper {
+					f, err := os.OpenFile(kid, os.O_APPEND|os.O_WRONLY, 0)
 					if err != nil {
 						t.Error(err)
 					} else {
@@ -496,57 +514,28 @@ func TestPublishChildBeingLinked(t *testing.T) {
 						f.Close()
 					}
 				}
-				close(inWindow)
-				parentErr = <-parentDone
+				if !tc.afterRecord {
+					close(release)
+					parentErr = <-parentDone
+				}
 			}})
-			if err != nil || dst != filepath.Join(dir, "kid.v4.jsonl") {
+			if tc.afterRecord {
+				close(release)
+				parentErr = <-parentDone
+			}
+			if err != nil || dst != kid {
 				t.Fatalf("child: %q, %v", dst, err)
 			}
 			_, statErr := os.Stat(filepath.Join(dir, "s.v4.jsonl"))
 			switch {
-			case !tamper && (parentErr != nil || statErr != nil):
+			case !tc.tamper && (parentErr != nil || statErr != nil):
 				t.Fatalf("the parent was not published for a successor of its child this caller was linking: %v (%v)", parentErr, statErr)
-			case tamper && !errors.Is(parentErr, ErrSourceChanged):
+			case tc.tamper && !errors.Is(parentErr, ErrSourceChanged):
 				t.Fatalf("a child's successor changed after its link, and the parent was published: %v", parentErr)
 			}
 			noTemps(t, dir)
 		})
 	}
-}
-
-// TestPublishChildChangedBeforeRecorded: a child's successor changed
-// between its link and the record of its publication is not this caller's
-// own work, though the parent looks at its children only after the
-// record: the record keeps the identity the successor was linked with,
-// and the parent is deferred.
-func TestPublishChildChangedBeforeRecorded(t *testing.T) {
-	dir := t.TempDir()
-	parent := writeLog(t, dir, "s.v3.jsonl", v3Log().start(1, 1).add("user/message", userMsg("u", "x"), app).lines...)
-	child := writeLog(t, dir, "kid.v3.jsonl",
-		`{"type":"session","version":3,"id":"kid","createdAt":5,"parentSession":"s","isSeeded":false,"origin":"subagent","delegationDepth":1}`)
-	pubs := &Publications{}
-	parentReady, childDone := make(chan struct{}), make(chan struct{})
-	parentDone := make(chan error, 1)
-	go func() {
-		_, err := Publish(parent, PublishOptions{Publications: pubs, BeforePublish: func() { close(parentReady); <-childDone }})
-		parentDone <- err
-	}()
-	<-parentReady
-	kid := filepath.Join(dir, "kid.v4.jsonl")
-	dst, err := Publish(child, PublishOptions{Publications: pubs, afterLink: func() {
-		later := time.Now().Add(time.Hour)
-		if err := os.Chtimes(kid, later, later); err != nil {
-			t.Error(err)
-		}
-	}})
-	close(childDone)
-	if err != nil || dst != kid {
-		t.Fatalf("child: %q, %v", dst, err)
-	}
-	if err := <-parentDone; !errors.Is(err, ErrSourceChanged) {
-		t.Fatalf("a child's successor changed before its publication was recorded, and the parent was published: %v", err)
-	}
-	noTemps(t, dir)
 }
 
 // TestPublishPathRules: a successor that a reader's rules beyond one line
