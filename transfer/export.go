@@ -158,7 +158,11 @@ func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportO
 		return nil, err
 	}
 	defer tmp.Discard() // nothing once published
-	bw := bufio.NewWriterSize(tmp, 1<<20)
+	// The disk writes the archive while the rest is made: the fsync
+	// before publication then waits for its last megabytes only.
+	wb := durable.NewWriteback(tmp.File, archiveWriteback)
+	defer wb.Close()
+	bw := bufio.NewWriterSize(wb, 1<<20)
 	res, err := x.write(ctx, bw)
 	if err != nil {
 		return nil, err
@@ -166,6 +170,7 @@ func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportO
 	if err := bw.Flush(); err != nil {
 		return nil, err
 	}
+	wb.Close()
 	if err := ctx.Err(); err != nil {
 		return nil, err // interrupted: not published
 	}
@@ -175,6 +180,10 @@ func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportO
 	res.Archive, res.RemovedTemps = abs, removed
 	return res, nil
 }
+
+// archiveWriteback is how many bytes of an archive are written between
+// the starts of their writeback to the disk.
+const archiveWriteback = 8 << 20
 
 // removeStaleTemps removes the temporary files of killed exports to path,
 // reporting each, and returns those it removed.
