@@ -33,6 +33,10 @@
 //	export of every conversation         tar -cf - conversations | zstd -3 -T0
 //	import of that archive               zstd -dc | tar -xf -
 //
+// A run that times both the full rebuild and import adds import's bound:
+// the most its ratio can be on this machine's cores, from the CPU time of
+// the work it cannot leave out (the extraction and a full rebuild's).
+//
 // Each convkit run and its reference run alternate, repeated (-runs) when
 // a round is short; the table shows the median wall and CPU time (user +
 // system of the whole process tree, every process of a pipeline), the
@@ -284,6 +288,8 @@ type bench struct {
 	trash string
 	set   int
 	rows  []*row
+	// fullReindex is the row of the full rebuild, when this run timed it.
+	fullReindex *row
 	// load is the load average before and after the run.
 	load [2]string
 }
@@ -710,6 +716,7 @@ func (b *bench) reindex(dir string) error {
 	if err != nil {
 		return err
 	}
+	b.fullReindex = rx
 	script, rows, err := importScript(db, b.path("rows"))
 	if err != nil {
 		return err
@@ -1128,6 +1135,19 @@ func (b *bench) transfer(dir string) error {
 		}, args: []string{b.bin, "--data-dir", target, "import", archive}})
 	if err != nil {
 		return err
+	}
+	if rx := b.fullReindex; rx != nil && len(rx.cpus) > 0 && len(ref.cpus) > 0 {
+		// Import reads, checks and indexes every log it places, as a
+		// full rebuild does, besides extracting them: even with every
+		// core busy throughout, it cannot take less than those CPU
+		// seconds shared by the cores.
+		cores := runtime.NumCPU()
+		least := (rx.cpu() + ref.cpu()) / float64(cores)
+		bound := ref.med() / least
+		b.add(&row{op: fmt.Sprintf("import's bound: #%d s / ((CPU #%d + CPU #%d) / %d cores)", ref.num, rx.num, ref.num, cores),
+			derived: true, value: bound, result: fmt.Sprintf("≤ %.2f×", bound),
+			note: fmt.Sprintf("import extracts the archive (the work of #%d) and reads, checks and indexes every log (the work of a full rebuild, #%d): at least %.2f CPU s, %s on %d cores kept busy throughout",
+				ref.num, rx.num, rx.cpu()+ref.cpu(), secs(least), cores)})
 	}
 	return errors.Join(os.Remove(refOut), os.Remove(archive), b.setAside(untar), b.setAside(target))
 }
