@@ -2,8 +2,13 @@ package archive
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -73,5 +78,58 @@ func TestChunkEncoding(t *testing.T) {
 		if got := c.encodingOf(tc.text, tc.comp); got != tc.want {
 			t.Errorf("%d text and %d compressed bytes: %+v, want %+v", tc.text, tc.comp, got, tc.want)
 		}
+	}
+}
+
+// TestCompressedLogFramesReadByTools: a log of small frames written by the
+// zstd tool, as a runtime appends batches, fills frames the chunker writes
+// without entropy coding. Those frames still match what repeats across the
+// log's frames (here whole frames: the archive is a fraction of the log),
+// and the zstd and tar tools read them back byte for byte.
+func TestCompressedLogFramesReadByTools(t *testing.T) {
+	for _, tool := range []string{"zstd", "tar"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skip(tool + " not installed")
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	var frames [][]byte
+	for seq := 0; seq < 40; seq += 2 {
+		batch := fmt.Sprintf(`{"type":"step/start","seq":%d,"time":%d,"data":{"turn":%d,"step":%d}}`+"\n"+
+			`{"type":"tool/call","seq":%d,"time":%d,"data":{"turn":%d,"step":%d,"callId":"call_%x","name":"bash","arguments":%q}}`+"\n",
+			seq, 1788253211042+seq*37, seq/8, seq%8, seq+1, 1788253211060+seq*37, seq/8, seq%8, rng.Uint32(), randomText(rng, 20+rng.IntN(200)))
+		cmd := exec.Command("zstd", "-q", "-c")
+		cmd.Stdin = strings.NewReader(batch)
+		frame, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("zstd: %v", err)
+		}
+		frames = append(frames, frame)
+	}
+	var log []byte
+	for len(log) < 96<<10 {
+		log = append(log, frames[rng.IntN(len(frames))]...)
+	}
+	c := newChunker(io.Discard, WriterOptions{ChunkSize: 32 << 10, Workers: 1, TextLevel: TextLevel, CompressedLevel: CompressedLevel})
+	if enc := c.encodingOf(512, len(log)); !enc.noEntropy {
+		t.Fatalf("a chunk of the log and one tar header: %+v, want no entropy coding", enc)
+	}
+	c.close(true)
+
+	data, _ := write(t, []entry{{logB, Compressed, log}}, WriterOptions{ChunkSize: 32 << 10})
+	if len(data) > len(log)/4 {
+		t.Errorf("the archive is %d bytes for a log of %d: the frames repeated in it were not matched", len(data), len(log))
+	}
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.tar.zst")
+	if err := os.WriteFile(a, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("zstd", "-t", "-q", a).CombinedOutput(); err != nil {
+		t.Fatalf("zstd -t: %v\n%s", err, out)
+	}
+	got, err := exec.Command("sh", "-c", `zstd -dcq "$1" | tar -xOf - "$2"`, "sh", a, logB).Output()
+	if err != nil || !bytes.Equal(got, log) {
+		t.Fatalf("zstd -dc | tar -xO gave %d bytes of %d (%v)", len(got), len(log), err)
 	}
 }
