@@ -31,6 +31,11 @@ const (
 	DefaultChunkSize = 1 << 20
 	// MaxWorkers bounds the parallel frame compressors.
 	MaxWorkers = 8
+	// WritebackBytes is how many bytes of an archive written to a file
+	// go between the starts of their writeback to the disk
+	// (durable.Writeback), so that the fsync before it is published waits
+	// for the last of them only.
+	WritebackBytes = 8 << 20
 )
 
 // Levels used for frames of text and of already-compressed bytes, chosen

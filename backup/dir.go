@@ -164,10 +164,6 @@ type PlanFile struct {
 	Size int64  `json:"size"`
 }
 
-// archiveWriteback is how many bytes of an archive are written between
-// the starts of their writeback to the disk.
-const archiveWriteback = 8 << 20
-
 // ToDir takes a backup of the store s (opened as Write says; read-only for
 // a dry run) into dir (created 0700 if
 // missing): written under a temporary name (.convkit-<time>.tar.zst.<random>.tmp),
@@ -216,7 +212,7 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 	wo.snapshotPath = tmpName + snapshotSuffix
 	// The disk writes the archive while the rest is made: the fsync
 	// before publication then waits for its last megabytes only.
-	wb := durable.NewWriteback(tmp, archiveWriteback)
+	wb := durable.NewWriteback(tmp, archive.WritebackBytes)
 	defer wb.Close()
 	bw := bufio.NewWriterSize(wb, 1<<20)
 	r, err := Write(ctx, s, bw, wo)

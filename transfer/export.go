@@ -160,7 +160,7 @@ func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportO
 	defer tmp.Discard() // nothing once published
 	// The disk writes the archive while the rest is made: the fsync
 	// before publication then waits for its last megabytes only.
-	wb := durable.NewWriteback(tmp.File, archiveWriteback)
+	wb := durable.NewWriteback(tmp.File, archive.WritebackBytes)
 	defer wb.Close()
 	bw := bufio.NewWriterSize(wb, 1<<20)
 	res, err := x.write(ctx, bw)
@@ -180,10 +180,6 @@ func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportO
 	res.Archive, res.RemovedTemps = abs, removed
 	return res, nil
 }
-
-// archiveWriteback is how many bytes of an archive are written between
-// the starts of their writeback to the disk.
-const archiveWriteback = 8 << 20
 
 // removeStaleTemps removes the temporary files of killed exports to path,
 // reporting each, and returns those it removed.
