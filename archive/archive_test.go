@@ -146,24 +146,37 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// TestZstdToolReadsArchive checks interop with the real zstd and tar tools.
-func TestZstdToolReadsArchive(t *testing.T) {
-	if _, err := exec.LookPath("zstd"); err != nil {
-		t.Skip("zstd not installed")
+// needTools skips the test unless every tool is installed.
+func needTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skip(tool + " not installed")
+		}
 	}
-	if _, err := exec.LookPath("tar"); err != nil {
-		t.Skip("tar not installed")
-	}
-	entries := sampleEntries()
-	data, _ := write(t, entries, WriterOptions{ChunkSize: 128 << 10})
-	dir := t.TempDir()
-	a := filepath.Join(dir, "a.tar.zst")
+}
+
+// testedByZstd writes the archive data to a file of its own, has `zstd -t`
+// test it and returns its path.
+func testedByZstd(t *testing.T, data []byte) string {
+	t.Helper()
+	a := filepath.Join(t.TempDir(), "a.tar.zst")
 	if err := os.WriteFile(a, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("zstd", "-t", "-q", a).CombinedOutput(); err != nil {
 		t.Fatalf("zstd -t: %v\n%s", err, out)
 	}
+	return a
+}
+
+// TestZstdToolReadsArchive checks interop with the real zstd and tar tools.
+func TestZstdToolReadsArchive(t *testing.T) {
+	needTools(t, "zstd", "tar")
+	entries := sampleEntries()
+	data, _ := write(t, entries, WriterOptions{ChunkSize: 128 << 10})
+	a := testedByZstd(t, data)
+	dir := filepath.Dir(a)
 	out, err := exec.Command("sh", "-c", "zstd -dc "+a+" | tar -tf -").Output()
 	if err != nil {
 		t.Fatal(err)

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -87,11 +85,7 @@ func TestChunkEncoding(t *testing.T) {
 // log's frames (here whole frames: the archive is a fraction of the log),
 // and the zstd and tar tools read them back byte for byte.
 func TestCompressedLogFramesReadByTools(t *testing.T) {
-	for _, tool := range []string{"zstd", "tar"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skip(tool + " not installed")
-		}
-	}
+	needTools(t, "zstd", "tar")
 	rng := rand.New(rand.NewPCG(5, 6))
 	var frames [][]byte
 	for seq := 0; seq < 40; seq += 2 {
@@ -120,14 +114,7 @@ func TestCompressedLogFramesReadByTools(t *testing.T) {
 	if len(data) > len(log)/4 {
 		t.Errorf("the archive is %d bytes for a log of %d: the frames repeated in it were not matched", len(data), len(log))
 	}
-	dir := t.TempDir()
-	a := filepath.Join(dir, "a.tar.zst")
-	if err := os.WriteFile(a, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("zstd", "-t", "-q", a).CombinedOutput(); err != nil {
-		t.Fatalf("zstd -t: %v\n%s", err, out)
-	}
+	a := testedByZstd(t, data)
 	got, err := exec.Command("sh", "-c", `zstd -dcq "$1" | tar -xOf - "$2"`, "sh", a, logB).Output()
 	if err != nil || !bytes.Equal(got, log) {
 		t.Fatalf("zstd -dc | tar -xO gave %d bytes of %d (%v)", len(got), len(log), err)
