@@ -166,12 +166,11 @@ func BenchmarkBulkInsert(b *testing.B) {
 	}
 }
 
-// TestBulkLoadMapsMessages: a bulk load maps each message to its
-// conversation at the end, as an incremental write does row by row, so
-// later deletes and replacements find them.
-func TestBulkLoadMapsMessages(t *testing.T) {
+// bulkLoaded creates the index p and bulk-loads what load puts into it,
+// committed but not finished.
+func bulkLoaded(t *testing.T, p string, load func(put func(*Conversation, []Message))) *DB {
+	t.Helper()
 	ctx := context.Background()
-	p := filepath.Join(t.TempDir(), "metadata.db")
 	db, err := Create(p)
 	if err != nil {
 		t.Fatal(err)
@@ -180,21 +179,33 @@ func TestBulkLoadMapsMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, id := range []string{"a", "b", "c"} {
-		var msgs []Message
-		for j := range i + 2 {
-			msgs = append(msgs, Message{SessionID: "root", Seq: int64(j), Role: "user", Text: fmt.Sprintf("%s talks about walruses %d", id, j)})
-		}
-		if err := w.Put(ctx, conv(id, int64(100+i), false), msgs); err != nil {
+	load(func(c *Conversation, msgs []Message) {
+		if err := w.Put(ctx, c, msgs); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := w.Put(ctx, conv("quiet", 50, false), nil); err != nil {
-		t.Fatal(err)
-	}
+	})
 	if err := w.Commit(); err != nil {
 		t.Fatal(err)
 	}
+	return db
+}
+
+// TestBulkLoadMapsMessages: a bulk load maps each message to its
+// conversation at the end, as an incremental write does row by row, so
+// later deletes and replacements find them.
+func TestBulkLoadMapsMessages(t *testing.T) {
+	ctx := context.Background()
+	p := filepath.Join(t.TempDir(), "metadata.db")
+	db := bulkLoaded(t, p, func(put func(*Conversation, []Message)) {
+		for i, id := range []string{"a", "b", "c"} {
+			var msgs []Message
+			for j := range i + 2 {
+				msgs = append(msgs, Message{SessionID: "root", Seq: int64(j), Role: "user", Text: fmt.Sprintf("%s talks about walruses %d", id, j)})
+			}
+			put(conv(id, int64(100+i), false), msgs)
+		}
+		put(conv("quiet", 50, false), nil)
+	})
 	// The load ran with FTS5's larger pending-text threshold; the index
 	// handed over keeps the default (no configuration row).
 	hashSize := func() (n int64) {
@@ -211,7 +222,7 @@ func TestBulkLoadMapsMessages(t *testing.T) {
 	if err := db.Finish(); err != nil {
 		t.Fatal(err)
 	}
-	db, err = Open(p)
+	db, err := Open(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,31 +260,19 @@ func TestBulkLoadReadBySqlite3(t *testing.T) {
 	if _, err := exec.LookPath("sqlite3"); err != nil {
 		t.Skip("sqlite3 is not installed (.ci/run installs it)")
 	}
-	ctx := context.Background()
 	p := filepath.Join(t.TempDir(), "metadata.db")
-	db, err := Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// 3 MiB of text: past the default's 1 MiB, within the bulk load's.
 	filler := strings.Repeat("lorem ipsum dolor ", 1<<10)
 	const convs, perConv = 64, 3
-	for i := range convs {
-		var msgs []Message
-		for j := range perConv {
-			msgs = append(msgs, Message{SessionID: "root", Seq: int64(j), Role: "user", Text: fmt.Sprintf("walrus%d %s", i, filler)})
+	db := bulkLoaded(t, p, func(put func(*Conversation, []Message)) {
+		for i := range convs {
+			var msgs []Message
+			for j := range perConv {
+				msgs = append(msgs, Message{SessionID: "root", Seq: int64(j), Role: "user", Text: fmt.Sprintf("walrus%d %s", i, filler)})
+			}
+			put(conv(fmt.Sprintf("c%02d", i), int64(i), false), msgs)
 		}
-		if err := w.Put(ctx, conv(fmt.Sprintf("c%02d", i), int64(i), false), msgs); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	if err := db.Finish(); err != nil {
 		t.Fatal(err)
 	}
