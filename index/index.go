@@ -305,26 +305,32 @@ func (wb *writeback) end() {
 func (d *DB) Finish() error {
 	d.wb.end()
 	d.wb = nil
+	fail := func(step string, err error) error {
+		return fmt.Errorf("%s: finishing the bulk load: %s: %w", d.path, step, err)
+	}
 	// The bulk load's setting (bulkHashSize) goes: this connection, the
 	// only one, is closed below, and the next reads the default.
 	if _, err := d.db.Exec("DELETE FROM messages_config WHERE k = 'hashsize'"); err != nil {
-		return err
+		return fail("removing FTS5's hashsize setting", err)
 	}
 	if _, err := d.db.Exec("PRAGMA journal_mode=WAL"); err != nil {
-		return err
+		return fail("switching to the WAL journal", err)
 	}
 	if _, err := d.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
-		return err
+		return fail("checkpointing", err)
 	}
 	if err := d.db.Close(); err != nil {
-		return err
+		return fail("closing", err)
 	}
 	f, err := durable.OpenRegular(d.path, os.O_RDONLY)
 	if err != nil {
-		return err
+		return err // names the file
 	}
 	defer f.Close()
-	return f.Sync()
+	if err := f.Sync(); err != nil {
+		return fail("fsync", err)
+	}
+	return nil
 }
 
 // Close closes the index (and removes a private snapshot).

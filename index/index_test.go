@@ -807,3 +807,15 @@ func TestWriterStopsWhenCanceled(t *testing.T) {
 		})
 	}
 }
+
+// TestFinishErrorNamesIndex: a bulk load that cannot be finished says which
+// index file and which step.
+func TestFinishErrorNamesIndex(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "metadata.db")
+	db := bulkLoaded(t, p, func(put func(*Conversation, []Message)) { put(conv("a", 1, false), nil) })
+	db.db.Close() // the connection lost under it
+	err := db.Finish()
+	if err == nil || !strings.HasPrefix(err.Error(), p+": finishing the bulk load: removing FTS5's hashsize setting: ") {
+		t.Fatalf("Finish = %v, want an error naming %s and the step", err, p)
+	}
+}
