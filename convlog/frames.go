@@ -81,6 +81,40 @@ func (s *FrameScanner) release() {
 	}
 }
 
+// zeroTail reports whether every byte from off to the end is zero, reading
+// a window at a time.
+func (s *FrameScanner) zeroTail(off int64) bool {
+	if s.mem != nil {
+		for _, c := range s.mem[off:] {
+			if c != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	var buf [4096]byte
+	for off < s.size {
+		b := buf[:min(int64(len(buf)), s.size-off)]
+		if m, err := s.r.ReadAt(b, off); m < len(b) {
+			return err == io.EOF && allZero(b[:m]) // the file shrank under the scan
+		}
+		if !allZero(b) {
+			return false
+		}
+		off += int64(len(b))
+	}
+	return true
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // errShort reports that the file ended inside a frame.
 var errShort = fmt.Errorf("short")
 
@@ -144,6 +178,12 @@ func (s *FrameScanner) Next() (Frame, error) {
 		return Frame{}, &FrameError{Frame: f.Index, Offset: at, Msg: fmt.Sprintf(format, args...)}
 	}
 	p := s.off
+	if b, err := s.read(p, 1); err == nil && b[0] == 0 && s.n > 1 && s.zeroTail(p) {
+		// NUL padding: what a file system leaves when a crash extended
+		// the file and did not write its data. A torn frame, cut
+		// before its magic.
+		return torn()
+	}
 	b, err := s.read(p, 4)
 	if err == errShort {
 		// A torn frame starts with a prefix of the magic; other short

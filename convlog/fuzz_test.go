@@ -582,7 +582,7 @@ func FuzzEnvelope(f *testing.F) {
 
 // The seed corpora are committed files; this check keeps them in place.
 func TestFuzzSeedCorpora(t *testing.T) {
-	for _, name := range []string{"FuzzFrameScanner", "FuzzReader", "FuzzRoundTrip", "FuzzEnvelope", "FuzzHeader", "FuzzCommittedPrefix"} {
+	for _, name := range []string{"FuzzFrameScanner", "FuzzReader", "FuzzRoundTrip", "FuzzEnvelope", "FuzzHeader", "FuzzCommittedPrefix", "FuzzAppendAfterTail"} {
 		ents, err := os.ReadDir(filepath.Join("testdata", "fuzz", name))
 		if err != nil || len(ents) < 8 {
 			t.Errorf("%s: %d seed files, %v", name, len(ents), err)

@@ -162,7 +162,7 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 	w := newWriter(path, opts.Registry, r.Compression(), r.Header())
 	// The lines after the last frame start between two lines: should the
 	// tail be torn, a first append rewrites them as a fresh frame.
-	from, overflow := int64(-1), false
+	from, overflow, recoveredLines := int64(-1), false, int64(0)
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {
@@ -176,8 +176,9 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 		}
 		if r.comp == Zstd {
 			if f := r.recoveredFrom(); f != from {
-				from, overflow, w.recovered = f, false, w.recovered[:0]
+				from, overflow, w.recovered, recoveredLines = f, false, w.recovered[:0], 0
 			}
+			recoveredLines++
 			if len(w.recovered) < maxRecoveredBytes {
 				w.recovered = ev.AppendJSON(w.recovered)
 				w.recovered = append(w.recovered, '\n')
@@ -188,10 +189,24 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 		w.nextSeq = ev.Seq + 1
 	}
 	st := r.Stats()
+	if r.comp == Zstd && r.recoveredFrom() != from {
+		// A frame started after the last complete line (a torn frame
+		// with no complete line, or nothing but its first bytes): the
+		// lines kept are committed already, before CommittedBytes.
+		w.recovered, overflow, recoveredLines = nil, false, 0
+	}
 	if !st.TornTail {
 		w.recovered = nil
-	} else if r.comp == Zstd && r.recoveredFrom() == 0 {
-		w.recoverHeader = true
+	} else if r.comp == Zstd {
+		if r.recoveredFrom() == 0 {
+			w.recoverHeader = true
+			recoveredLines++ // the header line is one of the reader's
+		}
+		if recoveredLines != st.RecoveredLines {
+			// Rewriting other lines than the ones cut would lose
+			// events or write them twice.
+			return nil, fmt.Errorf("%s: the torn tail at byte %d leaves %d complete lines to rewrite where the reader recovered %d; this build cannot append to it", path, st.CommittedBytes, recoveredLines, st.RecoveredLines)
+		}
 	}
 	if st.TornTail && overflow {
 		return nil, fmt.Errorf("%s: the torn tail follows more than %d bytes of lines in frames that do not end between two lines (not the canonical framing); this build cannot append to it", path, maxRecoveredBytes)
