@@ -28,7 +28,7 @@ func (r *Root) ChildCandidates(parentID string) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.idx == nil {
-		r.idx = &childIndex{projects: map[string]*projectIndex{}}
+		r.idx = &childIndex{projects: map[string]*projectIndex{}, check: r.CheckIdentity, ignored: r.ignored, reported: map[string]bool{}}
 	}
 	if err := r.idx.refresh(r.dir); err != nil {
 		return nil, err
@@ -54,6 +54,20 @@ func (r *Root) ChildCandidates(parentID string) ([]string, error) {
 	return out, nil
 }
 
+// OnIgnoredChild sets the function told, once per session directory, of a
+// session that names a parent in its header but is left out of the
+// parent's children because its header does not name its place (the
+// *IdentityError). It is called from ChildCandidates, with the Root's lock
+// held: it must not call the Root.
+func (r *Root) OnIgnoredChild(f func(dir, parent string, err error)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ignored = f
+	if r.idx != nil {
+		r.idx.ignored = f
+	}
+}
+
 // dirStamp is what says a directory's entries may have changed.
 type dirStamp struct {
 	mtime, size int64
@@ -61,6 +75,11 @@ type dirStamp struct {
 }
 
 type childIndex struct {
+	// check is the root's identity check; ignored is told of the sessions
+	// it refuses that name a parent, once each (reported).
+	check    func(path string, h *convlog.Header) error
+	ignored  func(dir, parent string, err error)
+	reported map[string]bool
 	root     dirStamp
 	listed   bool
 	projects map[string]*projectIndex
@@ -70,6 +89,7 @@ type childIndex struct {
 }
 
 type projectIndex struct {
+	x        *childIndex
 	dir      string
 	stamp    dirStamp
 	listed   bool
@@ -86,19 +106,34 @@ type indexedSession struct {
 	stamp dirStamp
 }
 
-func indexSession(dir string) *indexedSession {
+func (x *childIndex) indexSession(dir string) *indexedSession {
 	s := &indexedSession{dir: dir}
-	s.update()
+	x.update(s)
 	return s
 }
 
-func (s *indexedSession) update() {
+func (x *childIndex) update(s *indexedSession) {
 	fi, err := os.Lstat(s.dir)
 	if err != nil {
 		return
 	}
 	s.stamp = stampOf(fi)
-	s.parent, s.read = parentOf(currentGeneration(s.dir))
+	path := currentGeneration(s.dir)
+	h, read := headerOf(path)
+	s.parent, s.read = "", read
+	if h == nil || h.Type != convlog.SessionLog {
+		return
+	}
+	if err := x.check(path, h); err != nil {
+		if h.ParentSession != "" && !x.reported[s.dir] {
+			x.reported[s.dir] = true
+			if x.ignored != nil {
+				x.ignored(s.dir, h.ParentSession, err)
+			}
+		}
+		return
+	}
+	s.parent = h.ParentSession
 }
 
 // refresh lists again what changed since the last call.
@@ -121,7 +156,7 @@ func (x *childIndex) refresh(root string) error {
 			}
 			seen[e.Name()] = true
 			if x.projects[e.Name()] == nil {
-				x.projects[e.Name()] = &projectIndex{dir: filepath.Join(root, e.Name()), sessions: map[string]*indexedSession{}}
+				x.projects[e.Name()] = &projectIndex{x: x, dir: filepath.Join(root, e.Name()), sessions: map[string]*indexedSession{}}
 			}
 		}
 		for name := range x.projects {
@@ -144,7 +179,7 @@ func (p *projectIndex) refresh() (changed bool) {
 	for _, s := range p.sessions {
 		if !s.read {
 			if fi, err := os.Lstat(s.dir); err == nil && stampOf(fi) != s.stamp {
-				s.update()
+				p.x.update(s)
 				changed = true
 			}
 		}
@@ -173,7 +208,7 @@ func (p *projectIndex) refresh() (changed bool) {
 		}
 		seen[e.Name()] = true
 		if p.sessions[e.Name()] == nil {
-			p.sessions[e.Name()] = indexSession(filepath.Join(p.dir, e.Name()))
+			p.sessions[e.Name()] = p.x.indexSession(filepath.Join(p.dir, e.Name()))
 		}
 	}
 	for name := range p.sessions {
@@ -210,19 +245,16 @@ func currentGeneration(dir string) string {
 	return filepath.Join(dir, best.File)
 }
 
-// parentOf reads the parentSession of the log at path; read is false when
-// there is no log or its header cannot be read.
-func parentOf(path string) (parent string, read bool) {
+// headerOf reads the header of the log at path; read is false when there
+// is no log or its header cannot be read.
+func headerOf(path string) (h *convlog.Header, read bool) {
 	if path == "" {
-		return "", false
+		return nil, false
 	}
 	r, err := convlog.Open(path, convlog.ReaderOptions{})
 	if err != nil {
-		return "", false
+		return nil, false
 	}
 	defer r.Close()
-	if h := r.Header(); h.Type == convlog.SessionLog {
-		return h.ParentSession, true
-	}
-	return "", true
+	return r.Header(), true
 }

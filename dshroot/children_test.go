@@ -1,6 +1,7 @@
 package dshroot
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -97,5 +98,51 @@ func TestChildCandidates(t *testing.T) {
 	got, _ = r.ChildCandidates("parent")
 	if s := rels(t, root, got); strings.Contains(s, "far") {
 		t.Fatalf("followed a link: %s", s)
+	}
+}
+
+// A copy of a child's session directory beside it (an operator's backup,
+// cp -r k1 k1-bak) names k1 from k1-bak: it is no child, is left out of
+// the candidates, and is reported once however often the index is asked.
+func TestChildCandidatesIgnoreCopies(t *testing.T) {
+	root := t.TempDir()
+	session(t, root, 3, "parent", "/p", "")
+	k1 := session(t, root, 3, "k1", "/p", "parent", descriptor)
+	body, err := os.ReadFile(k1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, root, "--p--/k1-bak/session.v3.jsonl", strings.TrimSuffix(string(body), "\n"))
+	// A copy in another project directory: its cwd names --p--.
+	put(t, root, "--q--/k1/session.v3.jsonl", strings.TrimSuffix(string(body), "\n"))
+	r, _ := Open(root)
+	var reported []string
+	r.OnIgnoredChild(func(dir, parent string, err error) {
+		var ie *IdentityError
+		if !errors.As(err, &ie) || parent != "parent" {
+			t.Errorf("%s: parent %q, %v", dir, parent, err)
+		}
+		rel, _ := filepath.Rel(root, dir)
+		reported = append(reported, rel)
+	})
+	for range 2 {
+		got, err := r.ChildCandidates("parent")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := rels(t, root, got); s != "--p--/k1/session.v3.jsonl" {
+			t.Fatalf("candidates: %s", s)
+		}
+		// A change of the copy's directory reads it again; it is still
+		// reported once.
+		put(t, root, "--p--/k1-bak/notes.txt", "x")
+	}
+	sort.Strings(reported)
+	if strings.Join(reported, " ") != "--p--/k1-bak --q--/k1" {
+		t.Fatalf("reported %q", reported)
+	}
+	facts, err := upgrade.CollectChildrenFrom(r, "parent")
+	if err != nil || len(facts) != 1 || facts[0].SourcePath != k1 {
+		t.Fatalf("%+v %v", facts, err)
 	}
 }

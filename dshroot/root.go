@@ -21,8 +21,9 @@ import (
 type Root struct {
 	dir string
 
-	mu  sync.Mutex
-	idx *childIndex // built on the first ChildCandidates
+	mu      sync.Mutex
+	idx     *childIndex // built on the first ChildCandidates
+	ignored func(dir, parent string, err error)
 }
 
 // Open opens the sessions root dir. It checks nothing and creates nothing:

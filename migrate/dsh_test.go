@@ -434,7 +434,9 @@ func TestSessionsChildChangeDefers(t *testing.T) {
 	}
 	// One job, the parent first: the child is converted after it.
 	sum, out := runSessions(t, root, Options{Jobs: 1, BeforePublish: hook})
-	if !strings.Contains(out, `"--p--/parent" DEFERRED: historical session generation changed during migration: "`+filepath.Join(root, "--p--/parent/session.v3.jsonl")+`"; retry once after initial jobs finish`) ||
+	// The deferral names what changed: the child's log.
+	if !strings.Contains(out, `"--p--/parent" DEFERRED: historical session generation changed during migration: "`+filepath.Join(root, "--p--/parent/session.v3.jsonl")+
+		`": child session "kid" changed: `+child+`: its modification time changed (same size); retry once after initial jobs finish`) ||
 		!strings.Contains(out, `"--p--/parent" RETRY session.v3.jsonl (V3, `) {
 		t.Fatalf("no deferral and retry:\n%s", out)
 	}
@@ -562,6 +564,34 @@ func TestConvkitLayoutKeepsSuffix(t *testing.T) {
 		}
 		if _, err := os.Lstat(other); err == nil {
 			t.Errorf("%s: a successor with the other suffix too: %s", src, other)
+		}
+	}
+}
+
+// A stray copy of a child's session directory (cp -r kid kid-bak) fails on
+// its own identity check, is reported once as no child, and the parent
+// converts with its one child: no deferral, in one job or two.
+func TestSessionsStrayChildCopy(t *testing.T) {
+	for _, jobs := range []int{1, 2} {
+		root := t.TempDir()
+		session(t, root, 3, "parent", "", "")
+		kid := session(t, root, 3, "kid", "", "parent", descriptorV2)
+		body, _ := os.ReadFile(kid)
+		put(t, root, "_no-cwd/kid-bak/session.v3.jsonl", strings.TrimSuffix(string(body), "\n"))
+		sum, out := runSessions(t, root, Options{Jobs: jobs})
+		if sum.Totals != (Counts{Converted: 2, Failed: 1}) || strings.Contains(out, "DEFERRED") {
+			t.Fatalf("jobs %d: %+v\n%s", jobs, sum.Totals, out)
+		}
+		it := items(t, root, sum)["_no-cwd/kid-bak/session.v3.jsonl"]
+		if it.Reason != "corrupt_log" || !strings.Contains(it.Message, `header id "kid" is not the session "kid-bak" its session directory names`) {
+			t.Fatalf("the copy: %+v", it)
+		}
+		if n := strings.Count(out, `Ignored "`+filepath.Join(root, "_no-cwd/kid-bak")+`" as a child of session "parent": corrupt session log`); n != 1 {
+			t.Fatalf("jobs %d: the copy reported %d times\n%s", jobs, n, out)
+		}
+		parent, _ := os.ReadFile(filepath.Join(root, "_no-cwd/parent/session.v4.jsonl"))
+		if n := strings.Count(string(parent), `"type":"subagent/catalog"`); n != 1 || !strings.Contains(string(parent), `"childId":"kid"`) {
+			t.Fatalf("jobs %d: parent's catalog:\n%s", jobs, parent)
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/dshroot"
+	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/progress"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/upgrade"
@@ -282,6 +283,14 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 	rep.line("Full log: %s", rep.sum.TextLogPath)
 
 	t := find()
+	if t.dsh != nil {
+		// A session that names a parent but not its own place (a copy of
+		// a child's directory) is no child: said once, in the log.
+		t.dsh.OnIgnoredChild(func(dir, parent string, err error) {
+			rep.line("Ignored %s as a child of session %s: %s", display.Quote(dir), display.Quote(parent), fileerr.Text(err))
+		})
+		defer t.dsh.OnIgnoredChild(nil)
+	}
 	if !opts.DryRun {
 		// Temporary files of a killed run (or runtime) are never published;
 		// holding runtime.lock, nobody else is writing them.

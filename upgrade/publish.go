@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/durable"
 	"github.com/klauspost/compress/zstd"
 )
@@ -27,11 +28,17 @@ var ErrSourceChanged = errors.New("historical session generation changed during 
 // already at the current format version.
 var ErrAlreadyCurrent = errors.New("log is already at the current format version")
 
-// SourceChangedError names the log that changed.
-type SourceChangedError struct{ Path string }
+// SourceChangedError names the log that changed, and what changed: the
+// source itself or one of its child logs.
+type SourceChangedError struct {
+	Path string
+	// What says what changed ("its size went from 120 to 180 bytes",
+	// "child session "k1" was added: <path>").
+	What string
+}
 
 func (e *SourceChangedError) Error() string {
-	return `historical session generation changed during migration: "` + e.Path + `"`
+	return `historical session generation changed during migration: "` + e.Path + `": ` + e.What
 }
 
 func (e *SourceChangedError) Unwrap() error { return ErrSourceChanged }
@@ -182,6 +189,22 @@ func statIdentity(path string) (fileIdentity, error) {
 	return identityOf(fi), nil
 }
 
+// change says how identity b of a file differs from a, the identity it
+// had: "" when it does not.
+func (a fileIdentity) change(b fileIdentity) string {
+	switch {
+	case a == b:
+		return ""
+	case a.dev != b.dev || a.ino != b.ino:
+		return "it was replaced by another file"
+	case a.size != b.size:
+		return fmt.Sprintf("its size went from %d to %d bytes", a.size, b.size)
+	case a.mtime != b.mtime:
+		return "its modification time changed (same size)"
+	}
+	return "its status changed (change time; same size and modification time)"
+}
+
 // childSnapshot is the set of child logs and their identities.
 type childSnapshot struct {
 	found []childInfo
@@ -203,30 +226,63 @@ func snapshotChildren(finder ChildFinder, parentID string, seen map[string]candi
 	return s, nil
 }
 
-// sameAs reports whether o holds the same child logs as s: each child the
-// same file with the same identity, or replaced by the successor that pubs
-// says was published from it (the same session, the same events).
-func (s *childSnapshot) sameAs(o *childSnapshot, pubs *Publications) bool {
-	if len(s.found) != len(o.found) {
-		return false
-	}
-	byID := map[string]int{}
+// diff says how o differs from s, "" when it holds the same child logs:
+// each child the same file with the same identity, or replaced by the
+// successor that pubs says was published from it (the same session, the
+// same events). Children are matched by path, then by session id.
+func (s *childSnapshot) diff(o *childSnapshot, pubs *Publications) string {
+	byPath := map[string]int{}
 	for j, c := range o.found {
-		byID[c.id] = j
+		byPath[c.path] = j
 	}
+	matched := make([]bool, len(o.found))
+	var unmatched []int
 	for i, c := range s.found {
-		j, ok := byID[c.id]
+		j, ok := byPath[c.path]
 		if !ok {
-			return false
-		}
-		if c == o.found[j] && s.ids[i] == o.ids[j] {
+			unmatched = append(unmatched, i)
 			continue
 		}
-		if !pubs.explains(c, s.ids[i], o.found[j], o.ids[j]) {
-			return false
+		matched[j] = true
+		if d := c.changeTo(s.ids[i], o.found[j], o.ids[j]); d != "" {
+			return d
 		}
 	}
-	return true
+	for _, i := range unmatched {
+		c := s.found[i]
+		j := -1
+		for k, b := range o.found {
+			if !matched[k] && b.id == c.id {
+				j = k
+				break
+			}
+		}
+		if j < 0 {
+			return fmt.Sprintf("child session %s is gone: %s", display.Quote(c.id), c.path)
+		}
+		matched[j] = true
+		if !pubs.explains(c, s.ids[i], o.found[j], o.ids[j]) {
+			return fmt.Sprintf("child session %s moved from %s to %s", display.Quote(c.id), c.path, o.found[j].path)
+		}
+	}
+	for j, b := range o.found {
+		if !matched[j] {
+			return fmt.Sprintf("child session %s was added: %s", display.Quote(b.id), b.path)
+		}
+	}
+	return ""
+}
+
+// changeTo says how child c (identity a) differs from b (identity bID),
+// the child found at the same path: "" when it does not.
+func (c childInfo) changeTo(a fileIdentity, b childInfo, bID fileIdentity) string {
+	if c != b {
+		return fmt.Sprintf("child log %s now names session %s (created %d), not %s (created %d)", c.path, display.Quote(b.id), b.createdAt, display.Quote(c.id), c.createdAt)
+	}
+	if d := a.change(bID); d != "" {
+		return fmt.Sprintf("child session %s changed: %s: %s", display.Quote(c.id), c.path, d)
+	}
+	return ""
 }
 
 // SuccessorPath returns where Publish puts the version 4 successor of the
@@ -405,13 +461,19 @@ func (s *Staged) Publish() (dst string, err error) {
 		opts.BeforePublish()
 	}
 	id1, err := statIdentity(src)
-	if err != nil || id1 != s.id0 {
-		return "", &SourceChangedError{Path: src}
+	if err != nil {
+		return "", &SourceChangedError{Path: src, What: "it can no longer be read: " + err.Error()}
+	}
+	if d := s.id0.change(id1); d != "" {
+		return "", &SourceChangedError{Path: src, What: d}
 	}
 	if s.snap0 != nil {
 		snap1, err := snapshotChildren(s.finder, s.srcHeader.ID, s.seen)
-		if err != nil || !s.snap0.sameAs(snap1, opts.Publications) {
-			return "", &SourceChangedError{Path: src}
+		if err != nil {
+			return "", &SourceChangedError{Path: src, What: "its child sessions could not be listed again: " + err.Error()}
+		}
+		if d := s.snap0.diff(snap1, opts.Publications); d != "" {
+			return "", &SourceChangedError{Path: src, What: d}
 		}
 	}
 	dst = s.dst

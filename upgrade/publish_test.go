@@ -252,6 +252,11 @@ func TestPublishLastFrame(t *testing.T) {
 }
 
 func TestPublishSourceChanged(t *testing.T) {
+	what := map[string]string{
+		"source appended": ": its size went from ",
+		"source touched":  ": its modification time changed (same size)",
+		"child added":     `: child session "kid" was added: `,
+	}
 	cases := map[string]func(dir, src string){
 		"source appended": func(dir, src string) {
 			f, _ := os.OpenFile(src, os.O_APPEND|os.O_WRONLY, 0)
@@ -274,8 +279,9 @@ func TestPublishSourceChanged(t *testing.T) {
 			if !errors.Is(err, ErrSourceChanged) {
 				t.Fatalf("err %v", err)
 			}
-			if err.Error() != `historical session generation changed during migration: "`+src+`"` {
-				t.Fatal(err)
+			// The message names the source and what changed in it.
+			if want := `historical session generation changed during migration: "` + src + `"` + what[name]; !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("%v\nwant it to begin %s", err, want)
 			}
 			noTemps(t, dir)
 			if _, err := os.Stat(filepath.Join(dir, "s.v4.jsonl")); !os.IsNotExist(err) {
@@ -294,19 +300,20 @@ func TestPublishChildChanged(t *testing.T) {
 	cases := map[string]struct {
 		before string
 		change func(dir string)
+		what   string
 	}{
 		"child appended": {kid, func(dir string) {
 			f, _ := os.OpenFile(filepath.Join(dir, "kid.v3.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
 			f.WriteString(`{"type":"turn/start","seq":1,"time":6,"data":{"turn":1}}` + "\n")
 			f.Close()
-		}},
+		}, `: child session "kid" changed: `},
 		"log replaced by a child": {other, func(dir string) {
 			tmp := filepath.Join(t.TempDir(), "kid.v3.jsonl")
 			os.WriteFile(tmp, []byte(kid+"\n"), 0o600)
 			if err := os.Rename(tmp, filepath.Join(dir, "kid.v3.jsonl")); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, `: child session "kid" was added: `},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -314,8 +321,8 @@ func TestPublishChildChanged(t *testing.T) {
 			src := writeLog(t, dir, "s.v3.jsonl", v3Log().start(1, 1).add("user/message", userMsg("u", "x"), app).lines...)
 			writeLog(t, dir, "kid.v3.jsonl", tc.before)
 			_, err := Publish(src, PublishOptions{BeforePublish: func() { tc.change(dir) }})
-			if !errors.Is(err, ErrSourceChanged) {
-				t.Fatalf("err %v, want the source reported changed", err)
+			if !errors.Is(err, ErrSourceChanged) || !strings.Contains(err.Error(), tc.what+filepath.Join(dir, "kid.v3.jsonl")) {
+				t.Fatalf("err %v, want the source reported changed, with %s", err, tc.what)
 			}
 			if _, err := os.Stat(filepath.Join(dir, "s.v4.jsonl")); !os.IsNotExist(err) {
 				t.Fatal("published anyway")

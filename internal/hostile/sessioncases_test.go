@@ -55,6 +55,24 @@ func sessionCases() []hcase {
 			allow:  converted, want: converted[:2],
 		},
 		{
+			name: "sessions root: a stray copy of a child's session directory: migrate fails the copy, converts the parent and the child",
+			bare: true, noDataDir: true,
+			setup: func(f *fx) []string {
+				root := f.sessionsRoot()
+				kid := strings.Replace(string(dshSession("kid", "/p")), `"delegationDepth":0`, `"parentSession":"good","origin":"subagent","delegationDepth":1`, 1)
+				f.write(filepath.Join(root, "--p--", "kid", "session.v3.jsonl"), []byte(kid))
+				f.vars["copy"] = f.write(filepath.Join(root, "--p--", "kid-bak", "session.v3.jsonl"), []byte(kid))
+				return args(f)
+			},
+			code: 1,
+			stdout: []string{`Ignored "{sessions}/--p--/kid-bak" as a child of session "good": corrupt session log "{copy}": header id "kid"`,
+				`ERROR "{copy}": corrupt session log: header id "kid" is not the session "kid-bak" its session directory names`,
+				"converted=2, already-V4=0, failed=1"},
+			stderr: []string{`1 input(s) failed to migrate; the first: "{copy}"`},
+			allow:  append([]string{"+sessions/--p--/kid/session.v4.jsonl", "+sessions/--p--/kid/session.lock"}, converted...),
+			want:   append([]string{"+sessions/--p--/kid/session.v4.jsonl"}, converted[:2]...),
+		},
+		{
 			name: "sessions root: session.lock is a symbolic link: migrate locks nothing through it, fails the session",
 			bare: true, noDataDir: true,
 			setup: func(f *fx) []string {
