@@ -82,6 +82,12 @@ func runSessions(t *testing.T, root string, opts Options) (*Summary, string) {
 	if opts.TempDir == "" {
 		opts.TempDir = t.TempDir()
 	}
+	return runSessionsOpts(t, root, opts), out.String()
+}
+
+// runSessionsOpts migrates the sessions root root with opts as they are.
+func runSessionsOpts(t *testing.T, root string, opts Options) *Summary {
+	t.Helper()
 	r, err := dshroot.Open(root)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +96,7 @@ func runSessions(t *testing.T, root string, opts Options) (*Summary, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sum, out.String()
+	return sum
 }
 
 // items indexes the failure items of a summary by path under root.

@@ -39,10 +39,14 @@ var ErrWriterVersion = errors.New("this command requires a V4 session writer")
 // larger.
 const MaxDefaultJobs = 16
 
-// MaxJobs bounds the logs converted at once, whatever Options.Jobs asks:
-// each job holds up to tens of megabytes, and more jobs than CPUs only
-// contend. Never more jobs run than there are inputs.
+// MaxJobs bounds the logs converted at once, whatever Options.Jobs asks
+// (Workers): each job holds up to tens of megabytes, and more jobs than
+// CPUs only contend. Never more jobs run than there are inputs. The
+// banner and the summary report the number asked for.
 const MaxJobs = 64
+
+// Workers is how many logs a run asked for jobs converts at once at most.
+func Workers(jobs int) int { return max(1, min(jobs, MaxJobs)) }
 
 // DefaultJobs is the number of CPUs, at most MaxDefaultJobs.
 func DefaultJobs() int { return min(runtime.NumCPU(), MaxDefaultJobs) }
@@ -59,8 +63,9 @@ const (
 
 // Options configure Run.
 type Options struct {
-	// Jobs bounds how many logs are converted at once (default DefaultJobs;
-	// never more than MaxJobs).
+	// Jobs bounds how many logs are converted at once (default
+	// DefaultJobs; never more than MaxJobs run: Workers). One job works on
+	// one input at a time, from its start to its result.
 	Jobs int
 	// DryRun plans without writing any log: what each would become and the
 	// disk space successors need. The text log and summary are still kept.
@@ -204,7 +209,7 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	return runTree(ctx, opts, root, LayoutConvkit, func() *tree { return discover(s, root, opts.Jobs) })
+	return runTree(ctx, opts, root, LayoutConvkit, func() *tree { return discover(s, root, Workers(opts.Jobs)) })
 }
 
 // RunSessions migrates every session under r, a sessions root in the
@@ -251,7 +256,6 @@ func checkOptions(opts *Options) error {
 	if opts.Jobs <= 0 {
 		opts.Jobs = DefaultJobs()
 	}
-	opts.Jobs = min(opts.Jobs, MaxJobs)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -341,15 +345,17 @@ func orUnknown(s string) string {
 	return s
 }
 
-// runJobs processes the inputs with at most opts.Jobs at once, in order,
-// and returns the deferred ones in ascending order.
+// runJobs processes the inputs with at most Workers(opts.Jobs) at once,
+// in order, and returns the deferred ones in ascending order.
 //
-// A job upgrades a log into its stage file (CPU work) and hands the stage
-// to a publisher, which makes it durable, reads it back and links it into
-// place (work that waits for the disk), so that jobs do not sit idle in
-// fsync: publications run beside the next conversions, and their fsyncs
-// share the file system's journal commits. At most opts.Jobs stages wait
-// for a publisher, and opts.Jobs publishers run at once.
+// With one job each input is worked on from its start to its result
+// before the next starts. With more, a job upgrades a log into its stage
+// file (CPU work) and hands the stage to a publisher, which makes it
+// durable, reads it back and links it into place (work that waits for the
+// disk), so that jobs do not sit idle in fsync: publications run beside
+// the next conversions, and their fsyncs share the file system's journal
+// commits. At most that many stages wait for a publisher, and that many
+// publishers run at once.
 func runJobs(ctx context.Context, opts Options, rep *report, t *tree) []*input {
 	inputs := t.inputs
 	var mu sync.Mutex
@@ -359,7 +365,23 @@ func runJobs(ctx context.Context, opts Options, rep *report, t *tree) []*input {
 		deferred = append(deferred, in)
 		mu.Unlock()
 	}
-	workers := min(opts.Jobs, len(inputs))
+	if opts.Jobs == 1 {
+		for _, in := range inputs {
+			if ctx.Err() != nil {
+				break
+			}
+			p, isDeferred := process(opts, rep, t, in, false)
+			if p != nil {
+				isDeferred = p.publish(rep, false)
+			}
+			if isDeferred {
+				defer0(in)
+			}
+			opts.Progress.Add(1)
+		}
+		return deferred
+	}
+	workers := min(Workers(opts.Jobs), len(inputs))
 	pending := make(chan *publication, workers)
 	var pubs sync.WaitGroup
 	for w := 0; w < workers; w++ {

@@ -90,7 +90,7 @@ Exit 1 if any log failed.`,
 				Progress: bar, ToolVersion: buildVersion(), Revision: buildRevision(), OnEvent: migrateRenderer(e)}
 			// The process's memory: 64 MiB + 32 MiB per job, unless
 			// GOMEMLIMIT says otherwise.
-			defer softMemoryLimit(min(jobs, migrate.MaxJobs))()
+			defer softMemoryLimit(migrate.Workers(jobs))()
 			var sum *migrate.Summary
 			var runErr error
 			if root.Layout == migrate.LayoutDSH {
