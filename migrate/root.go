@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
@@ -63,15 +61,13 @@ var ErrUnknownLayout = errors.New("not a sessions root convkit knows")
 //     changes files under one root while holding another store's lock.
 //   - dsh: dir is the runtime's sessions root; it must not be a store's
 //     conversations directory (whose lock is runtime.lock).
-//   - auto: by shape. A store's conversations directory, or a directory of
-//     conversation directories (each holding metadata[.vN].jsonl[.zst]), is
-//     convkit's; a directory of project directories ("--<slug>--" or
-//     "_no-cwd", or directories of session directories holding
-//     session[.vN].jsonl[.zstd]) is the runtime's. A root showing both, or
-//     neither while it holds entries, is refused, saying what was found. An
-//     empty or missing directory is the runtime's layout, unless it is a
-//     store's conversations directory: the run then says it is empty, or
-//     fails on the missing root.
+//   - auto: by shape. A store's conversations directory is convkit's
+//     (refused if it holds a DSH project directory too); a directory that
+//     is no store's is the runtime's, as the runtime's own command takes
+//     any root (its walk then fails flat files and links and leaves other
+//     files alone), unless it shows convkit's shape (a directory holding
+//     metadata[.vN].jsonl[.zst]): refused, having no lock to take, or, if
+//     it shows both, saying what was found.
 func FindRoot(dir string, layout Layout) (Root, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -116,16 +112,8 @@ func FindRoot(dir string, layout Layout) (Root, error) {
 	case sh.convkit != "":
 		return Root{}, fmt.Errorf("--sessions-dir %s: %w: it holds convkit conversation directories (%s) but is not the %s directory of a convkit store (beside DATA/%s or DATA/%s), whose lock a migration takes; name the store's %s directory",
 			abs, ErrUnknownLayout, sh.convkit, store.ConversationsDirName, store.LockFileName, store.IndexFileName, store.ConversationsDirName)
-	case sh.dsh != "", sh.missing, len(sh.other) == 0:
-		return dsh, nil
 	}
-	found := strings.Join(sh.other, ", ")
-	if sh.more > 0 {
-		found += fmt.Sprintf(" and %d more", sh.more)
-	}
-	return Root{}, fmt.Errorf("--sessions-dir %s: %w: it holds neither layout: no convkit conversation directory (<conversation>/%s) and no DSH project directory (<project>/<session>/%s); found %s",
-		abs, ErrUnknownLayout, convlog.FileName(store.ConversationLogBase, convlog.CurrentVersion, convlog.Zstd),
-		dshroot.GenerationName(convlog.CurrentVersion, convlog.Zstd, ""), found)
+	return dsh, nil
 }
 
 // isStoreConversations reports whether dir is the conversations directory
@@ -147,15 +135,9 @@ func isStoreConversations(dir string) (bool, error) {
 
 // shape is what a root's first two levels show.
 type shape struct {
-	missing bool
 	convkit string // an entry in convkit's layout, "" when none
 	dsh     string // an entry in the runtime's layout, "" when none
-	other   []string
-	more    int
 }
-
-// maxNamed is how many unrecognised entries a refusal names.
-const maxNamed = 5
 
 // shapeOf looks at the root's entries: a directory holding a conversation
 // log is convkit's; an entry named as a project directory, or a directory
@@ -166,7 +148,6 @@ func shapeOf(dir string) (shape, error) {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		sh.missing = true
 		return sh, nil
 	case err != nil:
 		return sh, fmt.Errorf("sessions root %s: %w", dir, err)
@@ -182,22 +163,11 @@ func shapeOf(dir string) (shape, error) {
 			sh.convkit = name
 		case isDir && sh.dsh == "" && holdsSessionDir(p):
 			sh.dsh = name
-		case sh.convkit == "" && sh.dsh == "":
-			label := name
-			if isDir {
-				label += "/"
-			}
-			if len(sh.other) < maxNamed {
-				sh.other = append(sh.other, fmt.Sprintf("%s", display.Quote(label)))
-			} else {
-				sh.more++
-			}
 		}
 		if sh.convkit != "" && sh.dsh != "" {
 			break
 		}
 	}
-	sort.Strings(sh.other)
 	return sh, nil
 }
 

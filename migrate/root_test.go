@@ -94,14 +94,16 @@ func TestFindRoot(t *testing.T) {
 	if _, err := FindRoot(loose, LayoutAuto); !errors.Is(err, ErrUnknownLayout) || !strings.Contains(err.Error(), "holds convkit conversation directories (c1) but is not the conversations directory of a convkit store") {
 		t.Errorf("loose convkit: %v", err)
 	}
-	// Neither, with files: refused, saying what was found.
+	// Neither, with files (a flat log, a link, other files): the runtime's
+	// layout, as the runtime's own command takes any root; its walk fails
+	// the flat log and the link.
 	neither := t.TempDir()
 	put(t, neither, "notes.txt", "x")
 	put(t, neither, "photos/a.jpg", "x")
-	put(t, neither, "session.jsonl", "x")
-	_, err = FindRoot(neither, LayoutAuto)
-	if !errors.Is(err, ErrUnknownLayout) || !strings.Contains(err.Error(), `it holds neither layout: no convkit conversation directory (<conversation>/metadata.v4.jsonl.zst) and no DSH project directory (<project>/<session>/session.v4.jsonl.zstd); found "notes.txt", "photos/", "session.jsonl"`) {
-		t.Errorf("neither: %v", err)
+	put(t, neither, "legacy.jsonl", "x")
+	os.Symlink(t.TempDir(), filepath.Join(neither, "linked-project"))
+	if r, err := FindRoot(neither, LayoutAuto); err != nil || r.Layout != LayoutDSH {
+		t.Errorf("neither: %+v %v", r, err)
 	}
 	// A forced layout takes such a root as it is told.
 	if r, err := FindRoot(neither, LayoutDSH); err != nil || r.Layout != LayoutDSH {
