@@ -326,6 +326,10 @@ func TestSessionsEmptyAndMissingRoot(t *testing.T) {
 	if fromFile["inputCount"] != 0.0 || fromFile["bySourceVersion"].(map[string]any)["unknown"] == nil {
 		t.Errorf("summary.json: %s", b)
 	}
+	// The runtime's reason and error name for a missing root.
+	if g := sum.FailureGroups; len(g) != 1 || g[0].Reason != "other" || g[0].ErrorName != "Error" || g[0].SourceVersion != nil {
+		t.Errorf("missing root's group: %+v", g)
+	}
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Error("the missing root was created")
 	}
@@ -394,7 +398,7 @@ func TestSessionLockHeld(t *testing.T) {
 		t.Fatalf("%+v\n%s", sum.Totals, out)
 	}
 	it := items(t, root, sum)["--p--/busy/session.v3.jsonl"]
-	if it.Reason != "write_locked" || it.ErrorName != "*dshroot.OwnedError" ||
+	if it.Reason != "write_locked" || it.ErrorName != "SessionAlreadyOwnedError" ||
 		it.Message != `session "busy" is already owned: `+filepath.Join(busy, "session.lock")+` is locked by another process` {
 		t.Fatalf("%+v", it)
 	}

@@ -328,7 +328,7 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		rep.line("Interrupted: %v", err)
+		rep.interrupted()
 		rep.finish(opts)
 		return rep.sum, err
 	}

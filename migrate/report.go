@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"runtime"
 	"sort"
@@ -91,7 +90,10 @@ type Summary struct {
 	Totals          Counts            `json:"totals"`
 	BySourceVersion map[string]Counts `json:"bySourceVersion"`
 	FailureGroups   []FailureGroup    `json:"failureGroups"`
-	Planned         []PlannedItem     `json:"planned,omitempty"`
+	// Interrupted is set when the run was stopped (SIGINT, SIGTERM)
+	// before every input was worked on: the totals count those done.
+	Interrupted bool          `json:"interrupted"`
+	Planned     []PlannedItem `json:"planned,omitempty"`
 	// PlannedBytes is the disk space the planned successors need.
 	PlannedBytes int64 `json:"plannedBytes,omitempty"`
 }
@@ -322,9 +324,16 @@ var (
 )
 
 // classify gives a failure its reason and error name, for grouping, and
-// its message: err's, without a mention of path (the item names it).
+// its message: err's, without a mention of path (the item names it). The
+// reasons and the checks' order are the runtime's (its
+// migration-failure-summary); so are the error names (errorNames).
 func classify(path string, err error) FailureItem {
-	it := FailureItem{InputPath: path, Message: fileerr.Reason(path, err), ErrorName: errorName(err)}
+	it := FailureItem{InputPath: path, Message: fileerr.Reason(path, err)}
+	var sc *upgrade.SourceChangedError
+	if errors.As(err, &sc) && sc.Path == path {
+		// Reason would leave the colon that preceded the path.
+		it.Message = upgrade.ErrSourceChanged.Error() + ": " + sc.What
+	}
 	msg := err.Error()
 	it.Child = strings.HasPrefix(msg, "child Session ")
 	var fe *convlog.FormatError
@@ -354,24 +363,37 @@ func classify(path string, err error) FailureItem {
 		it.Reason = "unsupported_input"
 	case errors.Is(err, convlog.ErrCorrupt), errors.Is(err, convlog.ErrIdentity), errors.As(err, &fe), errors.As(err, &ue), errors.As(err, &re):
 		it.Reason = "corrupt_log"
-	case errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission):
-		it.Reason = "unreadable"
 	default:
+		// A missing root, a file that cannot be read, the layout's own
+		// refusals: the runtime's "other".
 		it.Reason = "other"
 	}
+	it.ErrorName = errorNames[it.Reason]
 	return it
 }
 
-// errorName is the Go type of the outermost error that is not a plain
-// wrapper, e.g. "*convlog.FormatError".
-func errorName(err error) string {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		t := reflect.TypeOf(e).String()
-		if t != "*fmt.wrapError" && t != "*errors.errorString" && t != "*fmt.wrapErrors" {
-			return t
-		}
-	}
-	return reflect.TypeOf(err).String()
+// errorNames names each reason's kind of failure as the runtime's
+// migration names its error classes, so that one kind of failure has one
+// name whatever the source version or the code that refused it. An
+// unknown event type is a log intact but without a preserving conversion;
+// an unexpected member and a sequence gap break the log's own version.
+var errorNames = map[string]string{
+	"unexpected_member": "SessionPersistenceCorruptionError",
+	"unknown_event":     "SessionFormatUnsupportedError",
+	"sequence_gap":      "SessionPersistenceCorruptionError",
+	"source_changed":    "JsonlGenerationSourceChangedError",
+	"write_locked":      "SessionAlreadyOwnedError",
+	"unsupported_input": "SessionFormatUnsupportedError",
+	"corrupt_log":       "SessionPersistenceCorruptionError",
+	"other":             "Error",
+}
+
+// interrupted marks the run as stopped before every input was worked on.
+func (r *report) interrupted() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sum.Interrupted = true
+	r.lineLocked("Interrupted: stopped after %d of %d input(s); the rest were not worked on, and a rerun goes on from what is done", r.completed, r.sum.InputCount)
 }
 
 // finish writes the summary lines and summary.json.
@@ -419,24 +441,28 @@ func (r *report) finish(opts Options) *Summary {
 		}
 	}
 	r.lineLocked("Full log: %s", r.sum.TextLogPath)
-	if err := writeSummary(r.sum); err != nil {
+	b, err := json.MarshalIndent(r.sum, "", "  ")
+	if err == nil {
+		b = append(b, '\n')
+		err = writeSummary(r.sum.SummaryPath, b)
+	}
+	if err != nil {
 		r.lineLocked("ERROR writing the JSON summary: %v", err)
 		r.summaryErr = fmt.Errorf("the JSON summary was not written: %w", err)
 	}
 	r.lineLocked("JSON summary: %s", r.sum.SummaryPath)
+	// The log ends with summary.json's bytes, as the runtime's does.
+	r.logw.Write(b)
+	r.logw.Flush()
 	return r.sum
 }
 
-func writeSummary(s *Summary) error {
-	b, err := json.MarshalIndent(s, "", "  ")
+func writeSummary(path string, b []byte) error {
+	f, err := durable.CreateExcl(path)
 	if err != nil {
 		return err
 	}
-	f, err := durable.CreateExcl(s.SummaryPath)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
+	if _, err := f.Write(b); err != nil {
 		f.Close()
 		return err
 	}
