@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 		os.Stdout.WriteString("started\n")
 		r, err := dshroot.Open(root)
 		if err == nil {
-			_, err = RunSessions(context.Background(), r, Options{Jobs: 2, TempDir: os.Getenv("CONVKIT_TEST_TMP")})
+			_, err = RunSessions(context.Background(), r, Options{Jobs: 2, ReportDir: os.Getenv("CONVKIT_TEST_TMP")})
 		}
 		if err != nil {
 			os.Exit(1)
@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 		os.Stdout.WriteString("started\n")
 		s, err := openRoot(root, false)
 		if err == nil {
-			_, err = Run(context.Background(), s, Options{Jobs: 2, TempDir: os.Getenv("CONVKIT_TEST_TMP")})
+			_, err = Run(context.Background(), s, Options{Jobs: 2, ReportDir: os.Getenv("CONVKIT_TEST_TMP")})
 		}
 		if err != nil {
 			os.Exit(1)

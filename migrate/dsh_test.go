@@ -79,8 +79,8 @@ func runSessions(t *testing.T, root string, opts Options) (*Summary, string) {
 	t.Helper()
 	var out bytes.Buffer
 	opts.OnEvent = lines(&out)
-	if opts.TempDir == "" {
-		opts.TempDir = t.TempDir()
+	if opts.ReportDir == "" {
+		opts.ReportDir = t.TempDir()
 	}
 	return runSessionsOpts(t, root, opts), out.String()
 }
@@ -337,7 +337,7 @@ func TestSessionsEmptyAndMissingRoot(t *testing.T) {
 
 func TestSessionsRefuseCompress(t *testing.T) {
 	r, _ := dshroot.Open(t.TempDir())
-	if _, err := RunSessions(context.Background(), r, Options{Compress: CompressZstd, TempDir: t.TempDir()}); err == nil {
+	if _, err := RunSessions(context.Background(), r, Options{Compress: CompressZstd, ReportDir: t.TempDir()}); err == nil {
 		t.Fatal("--compress zstd accepted in the dsh layout")
 	}
 }

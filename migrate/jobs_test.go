@@ -30,7 +30,7 @@ func TestOneJobIsSerial(t *testing.T) {
 		seq = append(seq, fmt.Sprintf("%s %d", ev.Action, ev.Index))
 		mu.Unlock()
 	}
-	opts.TempDir = t.TempDir()
+	opts.ReportDir = t.TempDir()
 	sum := runSessionsOpts(t, root, opts)
 	if sum.Totals != (Counts{Converted: 5, AlreadyV4: 1}) {
 		t.Fatalf("%+v", sum.Totals)

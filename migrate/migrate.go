@@ -13,9 +13,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,9 +79,14 @@ type Options struct {
 	// (Action "note": its preamble and summary). Event.Line is each as
 	// the text log has it.
 	OnEvent func(Event)
-	// TempDir is where the private report folder is made (default
-	// os.TempDir()).
-	TempDir  string
+	// ReportDir is where the private report folder is made (default
+	// os.TempDir(); made, 0700, when missing). Report folders of earlier
+	// runs there older than ReportMaxAge are removed first.
+	ReportDir string
+	// Exclude are patterns (path.Match, "/" between names) of inputs not
+	// worked on: an input whose path under the root, or a directory it
+	// is in, matches one is skipped with the reason "excluded".
+	Exclude  []string
 	Now      func() time.Time
 	Progress progress.Progress
 	// ToolVersion is recorded in the summary, and Revision (the version
@@ -265,6 +272,9 @@ func checkOptions(opts *Options) error {
 	if opts.Compress == "" {
 		opts.Compress = CompressKeep
 	}
+	if err := CheckExclude(opts.Exclude); err != nil {
+		return err
+	}
 	opts.publications = &upgrade.Publications{}
 	return nil
 }
@@ -285,8 +295,16 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 		rep.line("Dry run: nothing is written")
 	}
 	rep.line("Full log: %s", rep.sum.TextLogPath)
+	if rep.cleaned > 0 {
+		rep.line("Removed %d report folder(s) older than %d days from %s", rep.cleaned, int(ReportMaxAge.Hours()/24), display.Quote(filepath.Dir(rep.dir)))
+	}
 
 	t := find()
+	for _, in := range t.inputs {
+		if excluded(opts.Exclude, in.rel) {
+			in.failure, in.skip = "", SkipExcluded
+		}
+	}
 	if t.dsh != nil {
 		// A session that names a parent but not its own place (a copy of
 		// a child's directory) is no child: said once, in the log.
@@ -336,6 +354,37 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 	// A run whose summary.json could not be written (its name taken by a
 	// link or a FIFO, a full disk) fails, naming it.
 	return sum, rep.summaryErr
+}
+
+// SkipExcluded is the reason an input matching Options.Exclude is skipped.
+const SkipExcluded = "excluded"
+
+// CheckExclude refuses a malformed exclude pattern.
+func CheckExclude(patterns []string) error {
+	for _, g := range patterns {
+		if _, err := path.Match(g, ""); err != nil {
+			return fmt.Errorf("--exclude %s: %w", display.Quote(g), err)
+		}
+	}
+	return nil
+}
+
+// excluded reports whether rel, an input's path under the root, or a
+// directory it is in, matches one of patterns.
+func excluded(patterns []string, rel string) bool {
+	for p := filepath.ToSlash(rel); p != "" && p != "."; {
+		for _, g := range patterns {
+			if ok, _ := path.Match(g, p); ok {
+				return true
+			}
+		}
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return false
 }
 
 func orUnknown(s string) string {

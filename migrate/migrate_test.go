@@ -77,8 +77,8 @@ func run(t *testing.T, root string, opts Options) (*Summary, string) {
 	t.Helper()
 	var out bytes.Buffer
 	opts.OnEvent = lines(&out)
-	if opts.TempDir == "" {
-		opts.TempDir = t.TempDir()
+	if opts.ReportDir == "" {
+		opts.ReportDir = t.TempDir()
 	}
 	s, err := openRoot(root, opts.DryRun)
 	if err != nil {
@@ -276,14 +276,14 @@ func TestRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := Run(context.Background(), s, Options{WriterVersion: 3, TempDir: t.TempDir()}); !errors.Is(err, ErrWriterVersion) ||
+	if _, err := Run(context.Background(), s, Options{WriterVersion: 3, ReportDir: t.TempDir()}); !errors.Is(err, ErrWriterVersion) ||
 		err.Error() != "this command requires a V4 session writer" {
 		t.Fatalf("writer v3: err = %v", err)
 	}
 	// A missing root (a store without conversations yet) is one failed
 	// input, not a crash.
 	var buf bytes.Buffer
-	sum, err := Run(context.Background(), s, Options{OnEvent: lines(&buf), TempDir: t.TempDir()})
+	sum, err := Run(context.Background(), s, Options{OnEvent: lines(&buf), ReportDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

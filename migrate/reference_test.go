@@ -137,7 +137,7 @@ func refRun(t *testing.T, root string, opts Options) refResult {
 		out.WriteString(ev.Line() + "\n")
 		mu.Unlock()
 	}
-	opts.TempDir = t.TempDir()
+	opts.ReportDir = t.TempDir()
 	sum, err := RunSessions(context.Background(), r, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -546,7 +546,7 @@ func TestReferenceMissingRoot(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing")
 	r, _ := dshroot.Open(missing)
 	var out bytes.Buffer
-	sum, err := RunSessions(context.Background(), r, Options{TempDir: t.TempDir(), OnEvent: lines(&out)})
+	sum, err := RunSessions(context.Background(), r, Options{ReportDir: t.TempDir(), OnEvent: lines(&out)})
 	if err != nil {
 		t.Fatal(err)
 	}

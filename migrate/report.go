@@ -90,6 +90,8 @@ type Summary struct {
 	Totals          Counts            `json:"totals"`
 	BySourceVersion map[string]Counts `json:"bySourceVersion"`
 	FailureGroups   []FailureGroup    `json:"failureGroups"`
+	// Exclude are Options.Exclude's patterns.
+	Exclude []string `json:"exclude,omitempty"`
 	// Interrupted is set when the run was stopped (SIGINT, SIGTERM)
 	// before every input was worked on: the totals count those done.
 	Interrupted bool          `json:"interrupted"`
@@ -109,6 +111,8 @@ type report struct {
 	failures  []failure
 	// summaryErr says why summary.json could not be written (finish).
 	summaryErr error
+	// cleaned is how many old report folders newReport removed.
+	cleaned int
 }
 
 type failure struct {
@@ -116,14 +120,26 @@ type failure struct {
 	item    FailureItem
 }
 
+// ReportPrefix begins the name of every report folder.
+const ReportPrefix = "convkit-migrate-v4-"
+
+// ReportMaxAge is how long a report folder is kept: a run removes the
+// folders of its own kind in its report directory that nothing has
+// changed for longer.
+const ReportMaxAge = 7 * 24 * time.Hour
+
 // newReport makes the private report folder (0700) and opens its text log
-// (0600, created exclusively).
+// (0600, created exclusively), after removing report folders older than
+// ReportMaxAge from the same directory.
 func newReport(opts Options, root string, layout Layout) (*report, error) {
-	base := opts.TempDir
+	base := opts.ReportDir
 	if base == "" {
 		base = os.TempDir()
+	} else if err := os.MkdirAll(base, 0o700); err != nil {
+		return nil, fmt.Errorf("--report-dir: %w", err)
 	}
-	dir, err := os.MkdirTemp(base, "convkit-migrate-v4-")
+	cleaned := cleanReports(base, opts.Now().Add(-ReportMaxAge))
+	dir, err := os.MkdirTemp(base, ReportPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -146,9 +162,53 @@ func newReport(opts Options, root string, layout Layout) (*report, error) {
 		CheckoutCommit: commit,
 		Jobs:           opts.Jobs, StartedAt: opts.Now().UTC().Format(time.RFC3339Nano), ToolVersion: opts.ToolVersion,
 		Runtime:     map[string]string{"go": runtime.Version(), "platform": runtime.GOOS, "arch": runtime.GOARCH},
-		TextLogPath: logPath, SummaryPath: filepath.Join(dir, "summary.json"),
+		TextLogPath: logPath, SummaryPath: filepath.Join(dir, "summary.json"), Exclude: opts.Exclude,
 		BySourceVersion: map[string]Counts{}, FailureGroups: []FailureGroup{}}
-	return &report{opts: opts, sum: sum, dir: dir, log: f, logw: bufio.NewWriter(f)}, nil
+	return &report{opts: opts, sum: sum, dir: dir, log: f, logw: bufio.NewWriter(f), cleaned: cleaned}, nil
+}
+
+// cleanReports removes the report folders in base that are convkit's own
+// and older than before, and returns how many it removed. A folder is
+// removed only when it is one a run makes: a directory (not a link)
+// named ReportPrefix..., private (0700) and the user's, holding nothing
+// but migration.log and summary.json, regular files and the user's,
+// none of them modified since before. Anything else is left alone.
+func cleanReports(base string, before time.Time) int {
+	entries, err := os.ReadDir(base)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if !e.Type().IsDir() || !strings.HasPrefix(e.Name(), ReportPrefix) {
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		fi, err := os.Lstat(dir)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 || !ownFile(fi) || !fi.ModTime().Before(before) {
+			continue
+		}
+		files, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		ok := true
+		for _, f := range files {
+			fi, err := os.Lstat(filepath.Join(dir, f.Name()))
+			ok = ok && err == nil && (f.Name() == "migration.log" || f.Name() == "summary.json") &&
+				fi.Mode().IsRegular() && ownFile(fi) && fi.ModTime().Before(before)
+		}
+		if !ok {
+			continue
+		}
+		for _, f := range files {
+			os.Remove(filepath.Join(dir, f.Name()))
+		}
+		if os.Remove(dir) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // line reports a note: a line of the run's own (preamble, summary).

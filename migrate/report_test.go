@@ -97,7 +97,7 @@ func TestInterruptedRun(t *testing.T) {
 	defer cancel()
 	var out bytes.Buffer
 	r, _ := dshroot.Open(root)
-	sum, err := RunSessions(ctx, r, Options{Jobs: 1, TempDir: t.TempDir(), OnEvent: lines(&out),
+	sum, err := RunSessions(ctx, r, Options{Jobs: 1, ReportDir: t.TempDir(), OnEvent: lines(&out),
 		BeforePublish: func(string) { cancel() }})
 	if !errors.Is(err, context.Canceled) || sum == nil || !sum.Interrupted {
 		t.Fatalf("err %v, summary %+v", err, sum)

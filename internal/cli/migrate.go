@@ -42,15 +42,20 @@ both, or neither.
 One line per log as it starts and ends, then exactly
 "Summary: converted=A, already-V4=B, failed=F, skipped=S", each failure
 with its path and message, "Full log: PATH" and "JSON summary: PATH"
-(a private folder in the temporary directory). --json prints one JSON
-object per event and then the summary. Uses no model and no API key.
-Exit 1 if any log failed.`,
+(a private folder in the temporary directory, or --report-dir; report
+folders there older than 7 days are removed). --exclude GLOB (repeatable)
+skips the inputs whose path under the root, or a directory they are in,
+matches: a cron job acknowledges entries it cannot convert and exits 0
+until something new fails. --json prints one JSON object per event and
+then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "sessions-dir", Usage: "the sessions root `DIR` (default: <data-dir>/conversations; with --layout dsh, $DSH_HOME/sessions or ~/.dsh/sessions)"},
 			&ucli.StringFlag{Name: "layout", Value: "auto", Usage: "the root's layout: `auto`, convkit or dsh"},
 			&ucli.StringFlag{Name: "jobs", Usage: "convert at most `N` logs at once (default: CPUs, at most 16)"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "plan only: what each log would become and the space needed"},
 			&ucli.StringFlag{Name: "compress", Value: "keep", Usage: "successor compression: `keep`, zstd or none (convkit layout only)"},
+			&ucli.StringFlag{Name: "report-dir", Usage: "make the report folder (migration.log, summary.json) in `DIR` (default: $TMPDIR); folders there older than 7 days are removed"},
+			&ucli.StringSliceFlag{Name: "exclude", Usage: "skip the inputs whose path under the root, or a directory they are in, matches `GLOB` (repeatable): reported as skipped, reason excluded"},
 		},
 		Action: func(c *ucli.Context) error {
 			if err := checkArgs(c, 0, 0); err != nil {
@@ -74,6 +79,10 @@ Exit 1 if any log failed.`,
 			if err != nil {
 				return usagef(c, "%v", err)
 			}
+			exclude := c.StringSlice("exclude")
+			if err := migrate.CheckExclude(exclude); err != nil {
+				return usagef(c, "%v", err)
+			}
 			// Refused before the store is opened (its lock taken).
 			if err := migrate.CheckWriter(writerVersion()); err != nil {
 				return err
@@ -87,6 +96,7 @@ Exit 1 if any log failed.`,
 			}
 			bar := e.newProgress("migrate", "logs", 0)
 			opts := migrate.Options{Jobs: jobs, DryRun: c.Bool("dry-run"), Compress: comp, WriterVersion: writerVersion(),
+				ReportDir: c.String("report-dir"), Exclude: exclude,
 				Progress: bar, ToolVersion: buildVersion(), Revision: buildRevision(), OnEvent: migrateRenderer(e)}
 			// The process's memory: 64 MiB + 32 MiB per job, unless
 			// GOMEMLIMIT says otherwise.
