@@ -24,6 +24,7 @@ const progName = "convkit"
 var commandConstructors = []func(*env) *ucli.Command{
 	newVersionCommand,
 	newMigrateCommand,
+	newPruneCommand,
 	newListCommand,
 	newInspectCommand,
 	newReindexCommand,

@@ -78,6 +78,7 @@ var grammarCases = []struct {
 }{
 	{"version", nil, "", "", ""},
 	{"migrate", []string{"--jobs", "2"}, "jobs", "2", ""},
+	{"prune", []string{"--sessions-dir", "/sessions"}, "sessions-dir", "/sessions", ""},
 	{"list", []string{"--limit", "5"}, "limit", "5", ""},
 	{"inspect", []string{"--type", "tool/*"}, "type", "[tool/*]", "log.v4.jsonl"},
 	{"reindex", []string{"--jobs", "3"}, "jobs", "3", ""},

@@ -55,6 +55,7 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 			&ucli.BoolFlag{Name: "dry-run", Usage: "plan only: what each log would become and the space needed"},
 			&ucli.StringFlag{Name: "compress", Value: "keep", Usage: "successor compression: `keep`, zstd or none (convkit layout only)"},
 			&ucli.StringFlag{Name: "report-dir", Usage: "make the report folder (migration.log, summary.json) in `DIR` (default: $TMPDIR); folders there older than 7 days are removed"},
+			&ucli.BoolFlag{Name: "prune", Usage: "when no input failed, then remove the older generations the successors hold (as convkit prune)"},
 			&ucli.StringSliceFlag{Name: "exclude", Usage: "skip the inputs whose path under the root, or a directory they are in, matches `GLOB` (repeatable): reported as skipped, reason excluded"},
 		},
 		Action: func(c *ucli.Context) error {
@@ -103,12 +104,15 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 			defer softMemoryLimit(migrate.Workers(jobs))()
 			var sum *migrate.Summary
 			var runErr error
+			var pruneAfter func() error
+			dry := c.Bool("dry-run")
 			if root.Layout == migrate.LayoutDSH {
 				r, err := dshroot.Open(root.Dir)
 				if err != nil {
 					return err
 				}
 				sum, runErr = migrate.RunSessions(c.Context, r, opts)
+				pruneAfter = func() error { return e.prune(c.Context, nil, r, dry, "prune_summary") }
 			} else {
 				mode := store.LockExclusive
 				if c.Bool("dry-run") {
@@ -120,6 +124,7 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 				}
 				defer s.Close()
 				sum, runErr = migrate.Run(c.Context, s, opts)
+				pruneAfter = func() error { return e.prune(c.Context, s, nil, dry, "prune_summary") }
 			}
 			bar.Finish()
 			if runErr != nil {
@@ -130,6 +135,13 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 					MessageType string `json:"message_type"`
 					*migrate.Summary
 				}{"summary", sum}); err != nil {
+					return err
+				}
+			}
+			if c.Bool("prune") {
+				if sum.Totals.Failed > 0 {
+					e.warnings([]string{fmt.Sprintf("--prune: nothing pruned: %d input(s) failed to migrate", sum.Totals.Failed)})
+				} else if err := pruneAfter(); err != nil {
 					return err
 				}
 			}

@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	ucli "github.com/urfave/cli/v2"
+
+	"github.com/convkit/convkit/dshroot"
+	"github.com/convkit/convkit/migrate"
+	"github.com/convkit/convkit/prune"
+	"github.com/convkit/convkit/store"
+)
+
+func newPruneCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:  "prune",
+		Usage: "remove the older generations of logs whose v4 successor holds their events",
+		Description: `After a migration every v0-v3 log stays beside its v4 successor. prune
+removes an older generation when, checked now, the log's current
+generation is at format v4, reads to its end as a strict reader reads it,
+names the same log, and holds every event the upgrade chain derives from
+the older generation (the same seqs, equal); a log whose current
+generation is older is never touched. Each file removed is printed with
+its size, then "Summary: files=N, reclaimed=SIZE, logs=L, kept=K"; a
+generation the check refuses is kept ("KEPT <path>: <why>", exit 3).
+Each removal is one unlink: a crash leaves each file whole or gone.
+
+The root is the data directory's store (runtime.lock taken), or with
+--sessions-dir a sessions root as migrate takes it (in the runtime's
+layout, each session pruned holding its session.lock). --dry-run checks
+and removes nothing, taking no lock.`,
+		Flags: []ucli.Flag{
+			&ucli.BoolFlag{Name: "dry-run", Usage: "check and say what would be removed, remove nothing"},
+			&ucli.StringFlag{Name: "sessions-dir", Usage: "the sessions root `DIR` (default: <data-dir>/conversations)"},
+			&ucli.StringFlag{Name: "layout", Value: "auto", Usage: "the root's layout: `auto`, convkit or dsh"},
+		},
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 0, 0); err != nil {
+				return err
+			}
+			layout, err := migrate.ParseLayout(c.String("layout"))
+			if err != nil {
+				return usagef(c, "%v", err)
+			}
+			root, err := migrateRoot(c, e, layout)
+			if err != nil {
+				return err
+			}
+			dry := c.Bool("dry-run")
+			if root.Layout == migrate.LayoutDSH {
+				r, err := dshroot.Open(root.Dir)
+				if err != nil {
+					return err
+				}
+				return e.prune(c.Context, nil, r, dry, "summary")
+			}
+			mode, command := store.LockExclusive, "prune"
+			if dry {
+				mode, command = store.LockNone, "prune --dry-run"
+			}
+			s, err := e.openStoreAt(c.Context, root.DataDir, command, mode, store.CreateNever)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			return e.prune(c.Context, s, nil, dry, "summary")
+		},
+	}
+}
+
+// prune prunes the store s, or the sessions root r, printing each file
+// and the summary (under --json, of message_type summaryType); some
+// generation kept is exit 3.
+func (e *env) prune(ctx context.Context, s *store.Store, r *dshroot.Root, dry bool, summaryType string) error {
+	opts := prune.Options{DryRun: dry}
+	if e.g.JSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetEscapeHTML(false)
+		action := "removed"
+		if dry {
+			action = "removable"
+		}
+		opts.OnFile = func(f prune.File) {
+			enc.Encode(struct {
+				MessageType string `json:"message_type"`
+				Action      string `json:"action"`
+				prune.File
+			}{"status", action, f})
+		}
+		opts.OnKept = func(k prune.Kept) {
+			enc.Encode(struct {
+				MessageType string `json:"message_type"`
+				Action      string `json:"action"`
+				prune.Kept
+			}{"status", "kept", k})
+		}
+	} else {
+		lines := e.libraryLines(e.stdout, nil)
+		verb := "REMOVED"
+		if dry {
+			verb = "WOULD REMOVE"
+		}
+		opts.OnFile = func(f prune.File) {
+			fmt.Fprintf(lines, "%s %s (v%d, %s)\n", verb, quoted(f.Path), f.Version, humanBytes(f.Bytes))
+		}
+		opts.OnKept = func(k prune.Kept) { fmt.Fprintf(lines, "KEPT %s: %s\n", quoted(k.Path), text(k.Reason)) }
+	}
+	var res *prune.Result
+	var err error
+	if r != nil {
+		res, err = prune.Sessions(ctx, r, opts)
+	} else {
+		res, err = prune.Store(ctx, s, opts)
+	}
+	if err != nil {
+		return err
+	}
+	if e.g.JSON {
+		if err := writeJSON(e.stdout, struct {
+			MessageType   string `json:"message_type"`
+			SchemaVersion int    `json:"schemaVersion"`
+			*prune.Result
+		}{summaryType, schemaVersion, res}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "Summary: files=%d, reclaimed=%s, logs=%d, kept=%d\n", res.Files, humanBytes(res.Bytes), res.Logs, res.Kept)
+		if dry {
+			fmt.Fprintln(e.stdout, "Dry run: nothing was removed.")
+		}
+	}
+	if res.Kept > 0 {
+		return partialf("%d older generation(s) kept: their successor does not hold them, or their session is locked (see KEPT above)", res.Kept)
+	}
+	return nil
+}

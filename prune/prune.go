@@ -1,0 +1,328 @@
+// Package prune reclaims the space the older generations of a log hold once
+// its current-version successor holds their history: after a migration,
+// every v0–v3 log stays beside its v4 successor, and backups archive both.
+//
+// An older generation is removed only when, at prune time, the log's
+// current generation is at the current format version, reads to its end
+// as a strict reader reads it (the rules beyond one line included), names
+// the same log (its header is the one the upgrade chain derives from the
+// older generation's), and holds every event the chain derives from the
+// older generation, at the same seqs, equal (data compared as JSON); what
+// the successor holds beyond them was appended since. A log whose current
+// generation is older is never touched. What the check refuses is kept,
+// with the reason.
+//
+// Each removal is one unlink(2) of a file nobody reads any more (readers
+// take the highest generation), followed by an fsync of its directory: a
+// crash at any moment leaves each older generation whole or gone, and the
+// store readable. In convkit's layout the caller holds runtime.lock (Store
+// takes the *store.Store handle); in the runtime's layout each session is
+// pruned holding its session.lock (Sessions).
+package prune
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/dshroot"
+	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/store"
+	"github.com/convkit/convkit/upgrade"
+)
+
+// Options tune a prune.
+type Options struct {
+	// DryRun checks as a prune does and removes nothing; the files that
+	// would be removed are reported as removed would be.
+	DryRun bool
+	// OnFile receives each older generation as it is removed (or, in a dry
+	// run, found removable); OnKept each one kept, with the reason.
+	OnFile func(File)
+	OnKept func(Kept)
+}
+
+// File is an older generation removed, or removable in a dry run.
+type File struct {
+	Path    string `json:"path"`
+	Version int    `json:"version"`
+	Bytes   int64  `json:"bytes"`
+	// Successor is the current generation that holds its events.
+	Successor string `json:"successor"`
+}
+
+// Kept is an older generation kept: the check refused it, or its session
+// is locked by another process.
+type Kept struct {
+	Path      string `json:"path"`
+	Successor string `json:"successor,omitempty"`
+	Reason    string `json:"reason"`
+}
+
+// Result sums up a prune.
+type Result struct {
+	DryRun bool `json:"dryRun"`
+	// Files and Bytes are the older generations removed (in a dry run,
+	// removable) and their size; Logs the logs they belonged to.
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
+	Logs  int   `json:"logs"`
+	// Kept counts the older generations kept (Options.OnKept says why).
+	Kept int `json:"kept"`
+}
+
+// Store prunes the logs of the store s, whose conversations directory it
+// walks as reindex does. s must hold runtime.lock exclusively, except for a
+// dry run, which only reads.
+func Store(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
+	if !opts.DryRun && !s.Writable() {
+		return nil, errors.New("prune needs the store opened with the exclusive lock (a dry run does not)")
+	}
+	tree, err := s.Walk()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{DryRun: opts.DryRun}
+	for _, c := range tree.Conversations {
+		for _, l := range c.Logs {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			var older []generation
+			for _, g := range l.Generations[1:] {
+				if g.Version < l.Current.Version {
+					older = append(older, generation{path: filepath.Join(c.Path, g.String()), version: g.Version})
+				}
+			}
+			if l.Current.Version != convlog.CurrentVersion || len(older) == 0 {
+				continue
+			}
+			typ, id, err := store.LogIdentity(l.Path)
+			if err != nil {
+				return nil, err
+			}
+			want := convlog.ReaderOptions{WantType: typ, WantID: id}
+			pruneLog(res, opts, l.Path, older, want, nil)
+		}
+	}
+	return res, nil
+}
+
+// Sessions prunes the sessions of r, a sessions root in the runtime's
+// layout, each holding its session.lock (taken as the runtime takes it; a
+// session whose lock another process holds is kept). A dry run locks
+// nothing. Sessions the layout refuses (a noncanonical name, an id in two
+// project directories) and generations that are not regular files are
+// left alone.
+func Sessions(ctx context.Context, r *dshroot.Root, opts Options) (*Result, error) {
+	tree, err := r.Walk()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{DryRun: opts.DryRun}
+	for _, e := range tree.Entries {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		s := e.Session
+		if s == nil || s.Err != nil {
+			continue
+		}
+		cur, ok := s.Current()
+		if !ok || !cur.Regular || cur.Version != convlog.CurrentVersion {
+			continue
+		}
+		var older []generation
+		for _, g := range s.Generations[1:] {
+			if g.Version < cur.Version && g.Regular {
+				older = append(older, generation{path: filepath.Join(s.Dir, g.File), version: g.Version})
+			}
+		}
+		if len(older) == 0 {
+			continue
+		}
+		successor := s.Path()
+		if !opts.DryRun {
+			lock, err := r.LockSession(s)
+			if err != nil {
+				for _, g := range older {
+					res.keep(opts, Kept{Path: g.path, Successor: successor, Reason: err.Error()})
+				}
+				continue
+			}
+			pruneLog(res, opts, successor, older, convlog.ReaderOptions{WantID: s.ID}, r)
+			lock.Release()
+			continue
+		}
+		pruneLog(res, opts, successor, older, convlog.ReaderOptions{WantID: s.ID}, r)
+	}
+	return res, nil
+}
+
+type generation struct {
+	path    string
+	version int
+}
+
+func (res *Result) keep(opts Options, k Kept) {
+	res.Kept++
+	if opts.OnKept != nil {
+		opts.OnKept(k)
+	}
+}
+
+// pruneLog checks each older generation of one log against its successor
+// and removes those it holds; root, in the runtime's layout, checks that
+// the successor's header names its place.
+func pruneLog(res *Result, opts Options, successor string, older []generation, want convlog.ReaderOptions, root *dshroot.Root) {
+	removed := false
+	for _, g := range older {
+		before, err := os.Lstat(g.path)
+		if err != nil || !before.Mode().IsRegular() {
+			continue // gone meanwhile, or not a file a prune removes
+		}
+		if err := holds(successor, g.path, want, root); err != nil {
+			res.keep(opts, Kept{Path: g.path, Successor: successor, Reason: err.Error()})
+			continue
+		}
+		f := File{Path: g.path, Version: g.version, Bytes: before.Size(), Successor: successor}
+		if !opts.DryRun {
+			// The file checked is the one removed: logs are only
+			// appended to, and a change shows in its size or times.
+			after, err := os.Lstat(g.path)
+			if err != nil || !os.SameFile(before, after) || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
+				res.keep(opts, Kept{Path: g.path, Successor: successor, Reason: "it changed while it was checked"})
+				continue
+			}
+			if err := os.Remove(g.path); err != nil {
+				res.keep(opts, Kept{Path: g.path, Successor: successor, Reason: err.Error()})
+				continue
+			}
+		}
+		removed = true
+		res.Files++
+		res.Bytes += f.Bytes
+		if opts.OnFile != nil {
+			opts.OnFile(f)
+		}
+	}
+	if removed {
+		res.Logs++
+		if !opts.DryRun {
+			// The removals made durable: without it a crash could bring a
+			// removed generation back, which is harmless (it is checked
+			// again next time), but the bytes reported would be a lie.
+			durable.SyncDir(filepath.Dir(successor))
+		}
+	}
+}
+
+// holds checks that the successor reads back to its end as a strict
+// reader reads it and holds every event the upgrade chain derives from the
+// older generation old, and that both name the same log. nil: it does.
+func holds(successor, old string, want convlog.ReaderOptions, root *dshroot.Root) error {
+	sr, err := convlog.Open(successor, convlog.ReaderOptions{WantID: want.WantID, WantType: want.WantType, LowMemory: true})
+	if err != nil {
+		return fmt.Errorf("the successor %s does not read: %w", successor, err)
+	}
+	defer sr.Close()
+	if root != nil {
+		if err := root.CheckIdentity(successor, sr.Header()); err != nil {
+			return fmt.Errorf("the successor does not name its place: %w", err)
+		}
+	}
+	or, err := upgrade.Open(old, upgrade.Options{WantID: want.WantID, WantType: want.WantType})
+	if err != nil {
+		return fmt.Errorf("the upgrade chain does not read it: %w", err)
+	}
+	defer or.Close()
+	sh, oh := sr.Header().AppendJSON(nil), or.Header().AppendJSON(nil)
+	if !bytes.Equal(sh, oh) {
+		return fmt.Errorf("the successor's header %s is not the one the upgrade chain derives from it, %s", sh, oh)
+	}
+	v := convlog.NewValidator(sr.Header(), nil)
+	n := 0
+	for {
+		oe, oerr := or.Next()
+		if oerr != nil && oerr != io.EOF {
+			return fmt.Errorf("the upgrade chain does not read it: %w", oerr)
+		}
+		se, serr := sr.Next()
+		if serr == io.EOF {
+			if oerr == io.EOF {
+				break
+			}
+			return fmt.Errorf("the successor %s ends after %d events, before the event of seq %d the upgrade chain derives from it", successor, n, oe.Seq)
+		}
+		if serr != nil {
+			return fmt.Errorf("the successor %s does not read: %w", successor, serr)
+		}
+		if err := v.Check(se); err != nil {
+			return fmt.Errorf("the successor %s breaks a rule: %w", successor, err)
+		}
+		if oerr == nil {
+			if why := differ(oe, se); why != "" {
+				return fmt.Errorf("the successor's event of seq %d is not the one the upgrade chain derives from it: %s", oe.Seq, why)
+			}
+			n++
+		}
+		// Past the derived events, the successor is read to its end:
+		// what was appended since must read too.
+	}
+	if err := v.Finish(); err != nil {
+		return fmt.Errorf("the successor %s breaks a rule: %w", successor, err)
+	}
+	return nil
+}
+
+// differ says how successor event s differs from derived event o, "" when
+// it does not: the envelope equal, the data equal as JSON (a successor
+// written by another program may order or space its keys otherwise).
+func differ(o, s *convlog.Event) string {
+	switch {
+	case o.Type != s.Type:
+		return fmt.Sprintf("type %q, derived %q", s.Type, o.Type)
+	case o.Seq != s.Seq:
+		return fmt.Sprintf("seq %d", s.Seq)
+	case o.Time != s.Time:
+		return fmt.Sprintf("time %d, derived %d", s.Time, o.Time)
+	case o.Ignorable != s.Ignorable:
+		return "its ignorable mark differs"
+	case (o.SurfaceOp == nil) != (s.SurfaceOp == nil) || o.SurfaceOp != nil && *o.SurfaceOp != *s.SurfaceOp:
+		return "its surfaceOp differs"
+	case !slices.Equal(o.SourceEventSeqs, s.SourceEventSeqs):
+		return "its sourceEventSeqs differ"
+	case !bytes.Equal(o.Data, s.Data) && !sameJSON(o.Data, s.Data):
+		return "its data differs"
+	}
+	return ""
+}
+
+// sameJSON reports whether a and b are the same JSON value, numbers
+// compared as written.
+func sameJSON(a, b []byte) bool {
+	va, ok := decode(a)
+	if !ok {
+		return false
+	}
+	vb, ok := decode(b)
+	return ok && reflect.DeepEqual(va, vb)
+}
+
+func decode(b []byte) (any, bool) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, false
+	}
+	return v, true
+}
