@@ -133,7 +133,7 @@ func TestSIGKILL(t *testing.T) {
 	h := &harness{env: childEnv(t.TempDir())}
 	in := prepareInputs(t, h)
 	jobs := []*job{migrateJob(h, in), reindexJob(h, in), backupJob(h, in), restoreJob(h, in), importJob(h, in),
-		deleteJob(h, in), restoreConversationJob(h, in)}
+		deleteJob(h, in), restoreConversationJob(h, in), pruneJob(h, in)}
 	start := time.Now()
 	var total, midway int
 	for i, j := range jobs {
@@ -371,6 +371,9 @@ type inputs struct {
 	// corrupt conversation is removed: with it reindex always exits 3,
 	// which would hide a skip a crash caused.
 	gen string
+	// migrated is gen migrated: each older log beside its successor, for
+	// prune.
+	migrated string
 	// live is gen with an index behind its logs (a conversation renamed
 	// and a deletion interrupted after the index was built), as a store
 	// looks where the runtime died between appending and indexing.
@@ -441,6 +444,10 @@ func prepareInputs(t *testing.T, h *harness) *inputs {
 		}
 	}
 	t.Logf("store: %d conversations, %d logs, %d of them older than v%d", len(tree.Conversations), logs, older, convlog.CurrentVersion)
+
+	in.migrated = filepath.Join(dir, "migrated")
+	copyTree(t, in.gen, in.migrated)
+	h.must(t, 0, "--data-dir", in.migrated, "-q", "migrate")
 
 	in.live = filepath.Join(dir, "live")
 	copyTree(t, in.gen, in.live)

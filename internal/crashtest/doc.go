@@ -1,7 +1,7 @@
 // Package crashtest holds the SIGKILL crash harness of the convkit command
 // line. It has no code of its own, only tests: it builds the real binary,
 // generates a store, and for each writing job (migrate, reindex, backup,
-// restore, import, delete, restore --conversation) kills the process with
+// restore, import, delete, restore --conversation, prune) kills the process with
 // SIGKILL at random moments. After every kill the inputs must be intact
 // and nothing half-written published; a rerun must then finish with the
 // uninterrupted run's exit code and result, leave no temporary file
