@@ -13,7 +13,7 @@
 // with the reason.
 //
 // Each removal is one unlink(2) of a file nobody reads any more (readers
-// take the highest generation), followed by an fsync of its directory: a
+// take the highest generation); the directories are fsynced at the end: a
 // crash at any moment leaves each older generation whole or gone, and the
 // store readable. In convkit's layout the caller holds runtime.lock (Store
 // takes the *store.Store handle); in the runtime's layout each session is
@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sync"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/dshroot"
@@ -77,6 +78,35 @@ type Result struct {
 	Logs  int   `json:"logs"`
 	// Kept counts the older generations kept (Options.OnKept says why).
 	Kept int `json:"kept"`
+
+	// dirs are the directories files were removed from, to fsync.
+	dirs []string
+}
+
+// syncDirs makes the removals durable: each directory fsynced once, 8 at
+// once (their fsyncs share the file system's journal commits: the prune of
+// a migrated 400-conversation fixture store took 1.25 s fsyncing after
+// each log, 0.5 s so, 0.23 s as a dry run). Without it a crash could bring a removed generation back,
+// which is harmless (it is checked again next time), but the bytes
+// reported reclaimed would not be.
+func (res *Result) syncDirs() {
+	next := make(chan string)
+	var wg sync.WaitGroup
+	for range min(len(res.dirs), 8) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range next {
+				durable.SyncDir(d)
+			}
+		}()
+	}
+	for _, d := range res.dirs {
+		next <- d
+	}
+	close(next)
+	wg.Wait()
+	res.dirs = nil
 }
 
 // Store prunes the logs of the store s, whose conversations directory it
@@ -91,6 +121,7 @@ func Store(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{DryRun: opts.DryRun}
+	defer res.syncDirs()
 	for _, c := range tree.Conversations {
 		for _, l := range c.Logs {
 			if err := ctx.Err(); err != nil {
@@ -128,6 +159,7 @@ func Sessions(ctx context.Context, r *dshroot.Root, opts Options) (*Result, erro
 		return nil, err
 	}
 	res := &Result{DryRun: opts.DryRun}
+	defer res.syncDirs()
 	for _, e := range tree.Entries {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -216,11 +248,8 @@ func pruneLog(res *Result, opts Options, successor string, older []generation, w
 	}
 	if removed {
 		res.Logs++
-		if !opts.DryRun {
-			// The removals made durable: without it a crash could bring a
-			// removed generation back, which is harmless (it is checked
-			// again next time), but the bytes reported would be a lie.
-			durable.SyncDir(filepath.Dir(successor))
+		if dir := filepath.Dir(successor); !opts.DryRun && (len(res.dirs) == 0 || res.dirs[len(res.dirs)-1] != dir) {
+			res.dirs = append(res.dirs, dir)
 		}
 	}
 }
