@@ -139,6 +139,8 @@ type Reader struct {
 	// reader is on.
 	pre *prefetcher
 	cur *pframe
+	// stream decodes a large frame ahead (streamdec.go).
+	stream *streamDec
 	// decBig is set once dec has streamed a frame whose window may exceed
 	// keepBufBytes: its history is that large, so it is not returned to
 	// the pool, nor kept through a large frame that is decoded whole
@@ -380,6 +382,7 @@ func (r *Reader) Close() error {
 }
 
 func (r *Reader) release() {
+	r.endStream()
 	r.stopPrefetch()
 	if r.whole != nil {
 		putWhole(r.whole)
@@ -622,6 +625,7 @@ func (r *Reader) nextLine() ([]byte, int64, error) {
 			return nil, 0, io.EOF
 		}
 		r.inFrame = false
+		r.endStream()
 		if r.frameIn != nil && r.frameIn.N > 0 {
 			if _, derr := io.Copy(io.Discard, r.frameIn); derr != nil {
 				r.seqPos = -1
@@ -758,6 +762,7 @@ func (r *Reader) decodedFrame(f Frame, in, out []byte, err error) error {
 func (r *Reader) InTornFrame() bool { return r.comp == Zstd && r.frame.Torn }
 
 func (r *Reader) openFrame() error {
+	r.endStream()
 	if r.pre == nil && r.stats.Frames > 0 && r.usePrefetch() {
 		r.startPrefetch()
 	}
@@ -888,6 +893,10 @@ func (r *Reader) streamFrame(f Frame, in io.Reader) error {
 		return r.errorAt(r.framePos(f), ErrCorrupt, "frame failed validation: %s", zstdFault(err))
 	}
 	r.budgeted.r, r.budgeted.reader = r.dec, r
+	if r.useStream(f) {
+		r.stream = startStream(r.dec)
+		r.budgeted.r = r.stream
+	}
 	if r.br == nil {
 		r.br = getBufio(&r.budgeted)
 	} else {
