@@ -72,9 +72,11 @@ func object(b []byte, start, depth int, members []Member, n *Nested) ([]Member, 
 			return members, i, synErr(i, "expected a string key in object")
 		}
 		ks := i
-		ke, esc, err := scanString(b, i)
-		if err != nil {
-			return members, i, err
+		ke, esc, err := shortKey(b, i)
+		if ke < 0 {
+			if ke, esc, err = scanString(b, i); err != nil {
+				return members, i, err
+			}
 		}
 		// A key's fast path, by hand, as in skipValue.
 		if bit := keyBit(b[ks+1 : ke-1]); !esc && keys.bloom&bit == 0 && keys.n < linearKeys {

@@ -103,9 +103,11 @@ func skipValue(b []byte, i, depth int) (int, error) {
 				return i, synErr(i, "expected a string key in object")
 			}
 			ks := i
-			ke, esc, err := scanString(b, i)
-			if err != nil {
-				return ke, err
+			ke, esc, err := shortKey(b, i)
+			if ke < 0 {
+				if ke, esc, err = scanString(b, i); err != nil {
+					return ke, err
+				}
 			}
 			// A key's fast path, by hand: a call per key cost more than
 			// the check.
@@ -353,6 +355,21 @@ func skipNumber(b []byte, i int) (int, error) {
 	return i, nil
 }
 
+// shortKey is scanString's answer for a key of at most seven plain ASCII
+// bytes, whose closing quote is in the word after its opening one, and -1
+// for any other: small enough to inline, so that the usual key costs no
+// call.
+func shortKey(b []byte, i int) (end int, esc bool, err error) {
+	if i+9 <= len(b) {
+		if m := special(binary.LittleEndian.Uint64(b[i+1:])); m != 0 {
+			if j := i + 1 + bits.TrailingZeros64(m)>>3; b[j] == '"' {
+				return j + 1, false, nil
+			}
+		}
+	}
+	return -1, false, nil
+}
+
 // scanString checks the JSON string starting at the opening quote b[i]:
 // escapes, no raw control characters, valid UTF-8. It returns the offset
 // past the closing quote and whether the string holds an escape.
@@ -434,12 +451,9 @@ func skipString(b []byte, i int) (int, error) {
 		}
 	}
 	for i < len(b) {
-		// Skip eight plain ASCII bytes at a time: none of '"', '\\', a
-		// control character or a non-ASCII byte among them. In a word
-		// that holds one, go straight to the first: the lowest byte each
-		// test flags is exact (only bytes above it can be flagged
-		// wrongly), and most strings are short.
-		i = plainRun(b, i)
+		// Pass over plain ASCII bytes (and, with AVX2, two-byte escapes)
+		// many at a time: see stringRun.
+		i = stringRun(b, i)
 		if i >= len(b) {
 			break
 		}
