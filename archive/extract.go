@@ -43,7 +43,10 @@ type ExtractOptions struct {
 	// (hand it to its own goroutines) while the extraction goes on. It is
 	// called from the goroutines that write the files, several at once,
 	// in no particular order. What it blocks holds the extraction back.
-	OnFile func(e Extracted, path string)
+	// data is the file's bytes when the extraction held them whole (an
+	// entry of up to a megabyte), else nil: the caller's from then on,
+	// so that it need not read again what was just written.
+	OnFile func(e Extracted, path string, data []byte)
 }
 
 // FreeReserve is the free space an extraction leaves on the file system
@@ -229,7 +232,7 @@ func (x *extractor) extract(ctx context.Context, ar *Reader, free *space, jobs c
 		}
 		out = append(out, e)
 		if x.opts.OnFile != nil {
-			x.opts.OnFile(e, filepath.Join(x.dir, filepath.FromSlash(h.Name)))
+			x.opts.OnFile(e, filepath.Join(x.dir, filepath.FromSlash(h.Name)), nil)
 		}
 	}
 	return out, nil
@@ -327,7 +330,7 @@ func (x *extractor) write(j writeJob) {
 		return
 	}
 	if x.opts.OnFile != nil {
-		x.opts.OnFile(j.e, p)
+		x.opts.OnFile(j.e, p, j.data)
 	}
 }
 

@@ -219,16 +219,7 @@ func Open(path string, opts ReaderOptions) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Version == 0 {
-		opts.Version = -1
-		if n, ok := ParseName(filepath.Base(path)); ok {
-			opts.Version = n.Version
-			if opts.Compression == nil {
-				c := n.Compression
-				opts.Compression = &c
-			}
-		}
-	}
+	opts = namedOptions(path, opts)
 	// A small log is read whole in one read and the file closed at once:
 	// most logs are a few kilobytes, and reading them frame by frame cost
 	// more system calls than bytes.
@@ -271,6 +262,30 @@ func Open(path string, opts ReaderOptions) (*Reader, error) {
 		r.closer = f
 	}
 	return r, nil
+}
+
+// namedOptions is opts with the version and compression path's name
+// says, unless opts sets them (Open's defaults).
+func namedOptions(path string, opts ReaderOptions) ReaderOptions {
+	if opts.Version == 0 {
+		opts.Version = -1
+		if n, ok := ParseName(filepath.Base(path)); ok {
+			opts.Version = n.Version
+			if opts.Compression == nil {
+				c := n.Compression
+				opts.Compression = &c
+			}
+		}
+	}
+	return opts
+}
+
+// OpenBytes reads the log at path from b, its bytes as a caller already
+// holds them (an extraction that just wrote the file), as Open would read
+// the file: the version and compression from its name, the same checks.
+// ModTime is zero; b must not change while the reader is used.
+func OpenBytes(path string, b []byte, opts ReaderOptions) (*Reader, error) {
+	return newReader(bytes.NewReader(b), int64(len(b)), path, namedOptions(path, opts), b)
 }
 
 // wholeFileBytes bounds the logs Open reads whole into a pooled buffer.

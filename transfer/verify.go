@@ -288,8 +288,9 @@ func newLogChecks(ctx context.Context, jobs int) *logChecks {
 }
 
 // start reads the entry just extracted at p, if it is a log, on a reader
-// of its own once one is free.
-func (c *logChecks) start(e archive.Extracted, p string) {
+// of its own once one is free; from data, when the extraction held its
+// bytes.
+func (c *logChecks) start(e archive.Extracted, p string, data []byte) {
 	if !strings.HasPrefix(e.Name, store.ConversationsDirName+"/") {
 		return
 	}
@@ -307,7 +308,7 @@ func (c *logChecks) start(e archive.Extracted, p string) {
 			return
 		}
 		var pre *reindex.Preread
-		lr.events, lr.stats, pre, lr.info, lr.replayErr, lr.err = readLog(p, e.Name, c.spool != nil)
+		lr.events, lr.stats, pre, lr.info, lr.replayErr, lr.err = readLog(p, e.Name, c.spool != nil, data)
 		if pre != nil && lr.err == nil {
 			// The text goes to the spool; without it, the log is read
 			// again for the index.
@@ -391,15 +392,26 @@ func (c *logChecks) result(name string, l store.Log, f fileCheck) error {
 // end (the store's opener: the header must name the log) and counts its
 // events. A conversation log is replayed from the same read
 // (store.Replayer: info, or replayErr). With index, a session log's read
-// also collects what indexing it takes (reindex.SessionIndexer).
-func readLog(p, name string, index bool) (events int64, stats convlog.Stats, pre *reindex.Preread,
+// also collects what indexing it takes (reindex.SessionIndexer). A session
+// log is read from data when the extraction held its bytes; a
+// conversation log's replay takes the file's modification time, so it is
+// opened.
+func readLog(p, name string, index bool, data []byte) (events int64, stats convlog.Stats, pre *reindex.Preread,
 	info *store.ConversationInfo, replayErr error, err error) {
 	typ, id, idErr := store.LogIdentity(p)
 	var x *reindex.SessionIndexer
 	if index && idErr == nil && typ == convlog.SessionLog {
 		x = reindex.NewSessionIndexer(p, id)
 	}
-	r, err := store.OpenLog(p, convlog.ReaderOptions{})
+	var r *convlog.Reader
+	if data != nil && idErr == nil && typ == convlog.SessionLog {
+		var opts convlog.ReaderOptions
+		if opts, err = store.LogReaderOptions(p, opts); err == nil {
+			r, err = convlog.OpenBytes(p, data, opts)
+		}
+	} else {
+		r, err = store.OpenLog(p, convlog.ReaderOptions{})
+	}
 	var ie *convlog.IdentityError
 	if errors.As(err, &ie) {
 		// Named as the archive names it, not by its staging path.
