@@ -58,9 +58,11 @@ type ReaderOptions struct {
 	// WantType is the header type WantID names: SessionLog (the default)
 	// or ConversationLog.
 	WantType string
-	// LowMemory: frames of more than a megabyte are not decoded ahead,
-	// and one frame at most is decoded ahead (see prefetch.go, which
-	// otherwise holds up to three frames' bytes and text at once): for
+	// LowMemory: frames of more than a megabyte are not decoded ahead
+	// whole, and one frame at most is (see prefetch.go, which otherwise
+	// holds up to three frames' bytes and text at once; a frame too large
+	// to decode whole is still decoded ahead 512 KiB at a time, see
+	// streamdec.go): for
 	// callers that hold many logs within a memory budget (a migration's
 	// jobs). The stream decoder of its large frames keeps one history,
 	// of a window of up to 8 MiB, from frame to frame (keepHistBytes),
