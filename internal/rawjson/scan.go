@@ -355,14 +355,20 @@ func skipNumber(b []byte, i int) (int, error) {
 	return i, nil
 }
 
-// shortKey is scanString's answer for a key of at most seven plain ASCII
-// bytes, whose closing quote is in the word after its opening one, and -1
-// for any other: small enough to inline, so that the usual key costs no
-// call.
+// shortKey is scanString's answer for a key of at most fifteen plain
+// ASCII bytes, whose closing quote is in the two words after its opening
+// one, and -1 for any other: the usual key, without scanString's escapes,
+// UTF-8 and error paths.
 func shortKey(b []byte, i int) (end int, esc bool, err error) {
-	if i+9 <= len(b) {
-		if m := special(binary.LittleEndian.Uint64(b[i+1:])); m != 0 {
-			if j := i + 1 + bits.TrailingZeros64(m)>>3; b[j] == '"' {
+	if i+17 <= len(b) {
+		j := i + 1
+		m := special(binary.LittleEndian.Uint64(b[j:]))
+		if m == 0 {
+			j += 8
+			m = special(binary.LittleEndian.Uint64(b[j:]))
+		}
+		if m != 0 {
+			if j += bits.TrailingZeros64(m) >> 3; b[j] == '"' {
 				return j + 1, false, nil
 			}
 		}
@@ -440,10 +446,14 @@ func scanString(b []byte, i int) (end int, esc bool, err error) {
 func skipString(b []byte, i int) (int, error) {
 	start := i
 	i++
-	// Most strings are a few bytes: their first word, looked at here
-	// without a call, holds the closing quote.
-	if i+8 <= len(b) {
+	// Most strings are a few bytes: their first two words, looked at
+	// here without a call, hold the closing quote.
+	if i+16 <= len(b) {
 		m := special(binary.LittleEndian.Uint64(b[i:]))
+		if m == 0 {
+			i += 8
+			m = special(binary.LittleEndian.Uint64(b[i:]))
+		}
 		if m == 0 {
 			i += 8
 		} else if i += bits.TrailingZeros64(m) >> 3; b[i] == '"' {
