@@ -109,7 +109,7 @@ type spec struct {
 
 var sizes = map[string]spec{
 	"ci": {convs: 120, mix: fixtures.SizeMix{Median: 8 << 10, Max: 4 << 20, Sigma: 1.5},
-		long: 8 << 20, short: 4 << 20, small: 200, medium: 100, mediumMix: mediumMix, runs: 1, budget: 0},
+		long: 4 << 20, short: 2 << 20, small: 200, medium: 100, mediumMix: mediumMix, runs: 1, budget: 0},
 	"small": {convs: 400, mix: fixtures.SizeMix{Median: 16 << 10, Max: 32 << 20, Sigma: 1.7},
 		long: 64 << 20, short: 64e6, small: 1000, medium: 3000, mediumMix: mediumMix, manyFiles: []int{30000}, runs: 5, budget: 20},
 	"realistic": {convs: 10000, mix: fixtures.SizeMix{Median: 16 << 10, Max: 256 << 20, Sigma: 2.0},
