@@ -485,7 +485,9 @@ func TestReferenceDeferralAndRetry(t *testing.T) {
 	deferred := find(func(l string) bool { return strings.Contains(l, "[1/2]") && strings.Contains(l, "DEFERRED") })
 	childDone := find(func(l string) bool { return strings.Contains(l, "[2/2]") && strings.Contains(l, "completed=1/2") })
 	retry := find(func(l string) bool { return strings.Contains(l, "[1/2]") && strings.Contains(l, "RETRY") })
-	if deferred < 0 || childDone <= deferred || retry <= childDone || strings.Count(res.stdout, "RETRY") != 1 {
+	// The two jobs run at once: the child may finish before or after the
+	// parent's deferral, and the retry comes after both.
+	if deferred < 0 || childDone < 0 || retry <= max(deferred, childDone) || strings.Count(res.stdout, "RETRY") != 1 {
 		t.Fatalf("deferred at %d, child done at %d, retry at %d:\n%s", deferred, childDone, retry, res.stdout)
 	}
 	if !strings.Contains(lines[deferred], "its modification time changed (same size)") {
