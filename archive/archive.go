@@ -13,8 +13,13 @@
 //     index, the manifest) gets a stronger level; bytes that are already
 //     compressed (.zst logs) a faster one, which still wins back the
 //     framing overhead of small append batches.
+//   - Rsyncable (WriterOptions) lays the stream out for deduplicating
+//     copiers: already-compressed entries stored as they are in raw
+//     frames, the rest in frames cut where a rolling hash of the content
+//     says, so unchanged and append-grown entries give the same bytes.
 //   - Every entry is a regular file with mode 0600, no owner (uid, gid 0,
-//     no user or group names) and one modification time the caller gives.
+//     no user or group names) and the modification time the caller gives
+//     (SetModTime: the file's own, so an unchanged file's header is too).
 //     Directories are implied by the names; there are no links, devices or
 //     FIFOs.
 //   - Names follow the store layout (CheckStoreName): metadata.db,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
 )
 
@@ -76,6 +77,16 @@ type WriterOptions struct {
 	// TextLevel and CompressedLevel override the levels (zero: the
 	// package's TextLevel and CompressedLevel).
 	TextLevel, CompressedLevel zstd.EncoderLevel
+	// Rsyncable lays the archive out for a deduplicating copier (restic,
+	// borg, kopia), which finds an unchanged or append-grown entry in two
+	// archives as the same bytes: already-compressed content is stored as
+	// it is, in raw frames cut every ChunkSize bytes from the content's
+	// start, and the rest (headers, text entries) is compressed in frames
+	// cut where its content decides (a rolling hash of the last 64
+	// bytes), so a change moves no frame boundary beyond the next cut.
+	// The archive is larger (compressed entries are not compressed again)
+	// and reads as any other.
+	Rsyncable bool
 }
 
 // Sum describes one entry as written.
@@ -102,13 +113,14 @@ type WriterStats struct {
 // the archive. After any error the Writer is broken: every later call
 // returns that error, and the caller should Abort.
 type Writer struct {
-	tw      *tar.Writer
-	ch      *chunker
-	modTime time.Time
-	names   *nameSet
-	entries int64
-	err     error
-	closed  bool
+	tw        *tar.Writer
+	ch        *chunker
+	modTime   time.Time
+	entryTime time.Time
+	names     *nameSet
+	entries   int64
+	err       error
+	closed    bool
 }
 
 // NewWriter starts an archive on w. The Writer owns background goroutines
@@ -132,7 +144,20 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 		mt = time.Unix(0, 0)
 	}
 	ch := newChunker(w, opts)
-	return &Writer{tw: tar.NewWriter(ch), ch: ch, modTime: mt.UTC().Truncate(time.Second), names: newNameSet()}
+	mt = mt.UTC().Truncate(time.Second)
+	return &Writer{tw: tar.NewWriter(ch), ch: ch, modTime: mt, entryTime: mt, names: newNameSet()}
+}
+
+// SetModTime sets the modification time of the entries written from now
+// on (truncated to seconds; zero: the writer's ModTime). A file's own time
+// keeps its entry's header the same from one archive to the next while
+// the file does not change.
+func (w *Writer) SetModTime(t time.Time) {
+	if t.IsZero() {
+		w.entryTime = w.modTime
+		return
+	}
+	w.entryTime = t.UTC().Truncate(time.Second)
 }
 
 // WriteEntry writes one regular-file entry of exactly size bytes read from
@@ -206,7 +231,7 @@ func (w *Writer) begin(name string, kind Kind, size int64) error {
 		Name:     name,
 		Size:     size,
 		Mode:     FileMode,
-		ModTime:  w.modTime,
+		ModTime:  w.entryTime,
 		Format:   tar.FormatUnknown, // USTAR when the name fits, else PAX
 	}
 	if err := w.tw.WriteHeader(hdr); err != nil {
@@ -342,6 +367,11 @@ type chunker struct {
 	in   int64
 	buf  []byte // copy buffer for WriteEntry
 
+	// Rsyncable: compressed bytes go to raw frames; text frames are cut
+	// where gear, a rolling hash of the last 64 text bytes, says.
+	rsync bool
+	gear  uint64
+
 	jobs    chan *chunk
 	order   chan *chunk
 	free    chan *chunk
@@ -358,6 +388,7 @@ type chunk struct {
 	in         []byte
 	out        []byte
 	text, comp int // bytes of each kind in in
+	raw        bool
 	enc        encoding
 	ready      chan struct{}
 }
@@ -368,6 +399,7 @@ func newChunker(out io.Writer, opts WriterOptions) *chunker {
 		size:      opts.ChunkSize,
 		textLevel: opts.TextLevel,
 		compLevel: opts.CompressedLevel,
+		rsync:     opts.Rsyncable,
 		jobs:      make(chan *chunk),
 		// In flight at most: one being filled, one per worker, and a few
 		// done and waiting for their turn to be written.
@@ -413,7 +445,7 @@ func frameBound(n int) int { return n + n>>8 + 64 }
 func (c *chunker) newChunk() *chunk {
 	select {
 	case ch := <-c.free:
-		ch.in, ch.out, ch.text, ch.comp = ch.in[:0], ch.out[:0], 0, 0
+		ch.in, ch.out, ch.text, ch.comp, ch.raw = ch.in[:0], ch.out[:0], 0, 0, false
 		ch.ready = make(chan struct{})
 		return ch
 	default:
@@ -436,10 +468,19 @@ func (c *chunker) Write(p []byte) (int, error) {
 	}
 	n := len(p)
 	for len(p) > 0 {
+		raw := c.rsync && c.kind == Compressed
+		if c.cur != nil && c.rsync && c.cur.raw != raw {
+			c.submit() // compressed content starts and ends a frame
+		}
 		if c.cur == nil {
 			c.cur = c.newChunk()
+			c.cur.raw = raw
 		}
 		m := min(len(p), c.size-len(c.cur.in))
+		cut := false
+		if c.rsync && !raw {
+			m, cut = c.textCut(p[:m])
+		}
 		c.cur.in = append(c.cur.in, p[:m]...)
 		if c.kind == Compressed {
 			c.cur.comp += m
@@ -448,12 +489,52 @@ func (c *chunker) Write(p []byte) (int, error) {
 		}
 		p = p[m:]
 		c.in += int64(m)
-		if len(c.cur.in) == c.size {
+		if cut || len(c.cur.in) == c.size {
 			c.submit()
 		}
 	}
 	return n, nil
 }
+
+// Rsyncable text frames: at least minTextFrame bytes, then cut after a
+// byte where the top textCutBits bits of the gear hash are zero (on
+// average every 128 KiB), at most the chunk size.
+const (
+	minTextFrame = 64 << 10
+	textCutBits  = 17
+)
+
+// textCut feeds p, which fits the current chunk, to the rolling hash and
+// returns how much of it goes into the chunk and whether the chunk ends
+// there. The hash depends on the last 64 text bytes only (each step
+// shifts the oldest out), so the cuts depend on the content alone.
+func (c *chunker) textCut(p []byte) (int, bool) {
+	h, have := c.gear, len(c.cur.in)
+	for i, b := range p {
+		h = h<<1 + gearTable[b]
+		if have+i+1 >= minTextFrame && h>>(64-textCutBits) == 0 {
+			c.gear = h
+			return i + 1, true
+		}
+	}
+	c.gear = h
+	return len(p), false
+}
+
+// gearTable is the rolling hash's fixed table (splitmix64 from a fixed
+// seed): it must never change, or every rsyncable archive's frames would
+// be cut elsewhere once.
+var gearTable = func() (t [256]uint64) {
+	x := uint64(0x636f6e766b6974) // "convkit"
+	for i := range t {
+		x += 0x9e3779b97f4a7c15
+		z := x
+		z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+		z = (z ^ z>>27) * 0x94d049bb133111eb
+		t[i] = z ^ z>>31
+	}
+	return t
+}()
 
 // submit hands the current chunk to the workers, in order.
 func (c *chunker) submit() {
@@ -474,6 +555,11 @@ func (c *chunker) work(window int) {
 	}()
 	for ch := range c.jobs {
 		if c.aborted.Load() || c.failed() != nil {
+			close(ch.ready)
+			continue
+		}
+		if ch.raw {
+			ch.out = convlog.AppendRawFrame(ch.out[:0], ch.in)
 			close(ch.ready)
 			continue
 		}

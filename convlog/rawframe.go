@@ -22,6 +22,27 @@ func rawFrameLen(n int64) int64 {
 // size.
 const rawFrameHeaderLen = 4 + 1 + 1 + 8
 
+// AppendRawFrame appends to dst the raw frame holding content (at least one
+// byte): content stored as it is, so that it appears verbatim in the
+// output, which is what a deduplicating copier needs of bytes that are
+// compressed already.
+func AppendRawFrame(dst, content []byte) []byte {
+	w := appendWriter{b: dst}
+	fw, _ := newRawFrameWriter(&w, int64(len(content)))
+	fw.Write(content) // appending to memory never fails
+	return w.b
+}
+
+// RawFrameLen is the length of the raw frame holding n bytes (n > 0).
+func RawFrameLen(n int64) int64 { return rawFrameLen(n) }
+
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
 // rawFrameWriter streams content into a raw frame of a declared length.
 type rawFrameWriter struct {
 	w    io.Writer

@@ -41,6 +41,9 @@ func TestRawFrame(t *testing.T) {
 			t.Errorf("n=%d: a byte past the declared length was taken", n)
 		}
 		frame := out.Bytes()
+		if app := AppendRawFrame([]byte("x"), content); !bytes.Equal(app[1:], frame) || app[0] != 'x' {
+			t.Errorf("n=%d: AppendRawFrame differs from the streamed frame", n)
+		}
 		if int64(len(frame)) != rawFrameLen(int64(n)) {
 			t.Errorf("n=%d: frame of %d bytes, rawFrameLen %d", n, len(frame), rawFrameLen(int64(n)))
 		}
