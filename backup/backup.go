@@ -66,6 +66,17 @@ type Options struct {
 	// are checked by their structure (lines and frames), which is what
 	// finds the committed prefix.
 	Strict bool
+	// Rsyncable lays the archive out for a deduplicating copier (restic,
+	// borg, kopia; archive.WriterOptions.Rsyncable) and makes it
+	// reproducible: the manifest's createdAt is the newest modification
+	// time of what is archived, not the time of the backup, so two
+	// backups of an unchanged store are the same bytes.
+	Rsyncable bool
+	// NoIndex leaves metadata.db out (Manifest.Index IndexLeftOut): a
+	// restore rebuilds it from the logs either way, and in a deduplicated
+	// repository its pages, rewritten all over the file by every change,
+	// are most of what each new backup adds.
+	NoIndex bool
 	// Archive tunes the container (tests and benchmarks).
 	Archive archive.WriterOptions
 
@@ -157,12 +168,24 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	// after them. The index is derived: a restore rebuilds it from the logs.
 	type snapResult struct {
 		path, method string
+		mtime        time.Time
 		err          error
 	}
 	snapDone := make(chan snapResult, 1)
 	go func() {
+		if opts.NoIndex {
+			snapDone <- snapResult{}
+			return
+		}
+		// The index's modification time before the snapshot: a write
+		// meanwhile makes it older than what the snapshot holds, never
+		// newer.
+		var mtime time.Time
+		if fi, err := os.Lstat(s.IndexPath()); err == nil {
+			mtime = fi.ModTime()
+		}
 		p, method, err := snapshotIndex(ctx, s.IndexPath(), opts.TempDir, opts.snapshotPath, !m.Online)
-		snapDone <- snapResult{p, method, err}
+		snapDone <- snapResult{p, method, mtime, err}
 	}()
 	var snap *snapResult
 	waitSnap := func() snapResult {
@@ -178,11 +201,20 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		}
 	}()
 
-	wk := &walker{s: s}
+	wk := &walker{s: s, byAge: opts.Rsyncable}
 	opts.Progress.SetTotal(0)
 
 	wopts := opts.Archive
 	wopts.ModTime = now
+	wopts.Rsyncable = wopts.Rsyncable || opts.Rsyncable
+	// The newest modification time archived: an rsyncable archive's
+	// createdAt.
+	var newest time.Time
+	seen := func(t time.Time) {
+		if t.After(newest) {
+			newest = t
+		}
+	}
 	if wopts.Workers == 0 {
 		wopts.Workers = opts.Workers
 	}
@@ -289,6 +321,8 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 				curFacts = &fc
 			}
 		}
+		aw.SetModTime(l.mtime)
+		seen(l.mtime)
 		sum, err := l.archive(aw, j.name)
 		if err != nil {
 			return fmt.Errorf("archive %s: %w", j.path, err)
@@ -321,10 +355,16 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	case sr.err != nil:
 		m.Index = IndexUnreadable
 		problem(s.IndexPath(), sr.err.Error())
+	case opts.NoIndex:
+		m.Index = IndexLeftOut
 	case sr.path == "":
 		m.Index = IndexAbsent
 	default:
 		m.Index, m.IndexMethod = IndexSnapshot, sr.method
+		// The index's own time, not the snapshot's: an unchanged index
+		// keeps its header.
+		aw.SetModTime(sr.mtime)
+		seen(sr.mtime)
 		f, err := archiveFile(aw, archive.IndexName, sr.path)
 		if err == nil {
 			err = addFile(f)
@@ -344,6 +384,13 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	m.Counts.InvalidLogs = counted.InvalidLogs
 	m.Counts.Conversations = conversed
 	m.Counts.Files, m.Counts.Bytes, m.Counts.Logs, m.Counts.SessionLogs = counted.Files, counted.Bytes, counted.Logs, counted.SessionLogs
+	if opts.Rsyncable {
+		if newest.IsZero() {
+			newest = time.Unix(0, 0)
+		}
+		m.CreatedAt = newest.UTC().Truncate(time.Second)
+	}
+	aw.SetModTime(m.CreatedAt)
 	if err := writeManifest(aw, m, convSpool, fileSpool); err != nil {
 		return fail(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -237,7 +238,7 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 	done = true
 	tmp.Close()
 	res.Archive, res.Result = final, r
-	info, err := infoOf(final, r)
+	info, err := infoOf(final, r, now)
 	if err == nil {
 		err = writeInfo(final, info)
 	}
@@ -434,6 +435,9 @@ func dryRun(s *store.Store, dir string, opts DirOptions, res *DirResult) (*DirRe
 	if err != nil {
 		return nil, err
 	}
+	if opts.NoIndex {
+		plan.LeaveIndexOut()
+	}
 	res.Plan = plan
 	res.Deleted = []string{}
 	if opts.Keep > 0 {
@@ -444,6 +448,21 @@ func dryRun(s *store.Store, dir string, opts DirOptions, res *DirResult) (*DirRe
 		res.Deleted = del
 	}
 	return res, nil
+}
+
+// LeaveIndexOut drops metadata.db from the plan, as Options.NoIndex does
+// from a backup.
+func (p *Plan) LeaveIndexOut() {
+	if p.Index == IndexSnapshot {
+		p.Files = slices.DeleteFunc(p.Files, func(f PlanFile) bool {
+			if f.Name == store.IndexFileName {
+				p.Bytes -= f.Size
+				return true
+			}
+			return false
+		})
+	}
+	p.Index = IndexLeftOut
 }
 
 // PlanBackup lists, without reading any log or taking any lock, the files a

@@ -43,6 +43,7 @@ const (
 	IndexSnapshot   = "snapshot"   // archived as metadata.db (VACUUM INTO)
 	IndexAbsent     = "absent"     // the store had no metadata.db
 	IndexUnreadable = "unreadable" // it could not be read; see Problems
+	IndexLeftOut    = "left-out"   // left out on request (Options.NoIndex)
 )
 
 // Manifest describes an archive: the MANIFEST.json entry, written last.

@@ -158,14 +158,16 @@ func writeInfo(archivePath string, info *Info) error {
 	return durable.SyncDir(dir)
 }
 
-// infoOf is the sidecar backup writes for the archive it just published.
-func infoOf(archivePath string, r *Result) (*Info, error) {
+// infoOf is the sidecar backup writes for the archive it just published,
+// begun at start (an rsyncable manifest's createdAt is the newest time it
+// holds instead).
+func infoOf(archivePath string, r *Result, start time.Time) (*Info, error) {
 	fi, err := os.Lstat(archivePath)
 	if err != nil {
 		return nil, err
 	}
 	m := r.Manifest
-	return &Info{Size: fi.Size(), CreatedAt: m.CreatedAt, ToolVersion: m.ToolVersion, Online: m.Online,
+	return &Info{Size: fi.Size(), CreatedAt: start.UTC().Truncate(time.Second), ToolVersion: m.ToolVersion, Online: m.Online,
 		Conversations: m.Counts.Conversations, Logs: m.Counts.Logs, Files: m.Counts.Files, Bytes: m.Counts.Bytes}, nil
 }
 

@@ -2,6 +2,7 @@ package backup
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -17,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
@@ -59,6 +61,8 @@ type loaded struct {
 	copy bool
 	info Log
 	kind archive.Kind
+	// mtime is the file's modification time, its entry's.
+	mtime time.Time
 	// liveTail: bytes past the committed prefix left out (online).
 	liveTail int64
 	// The file is gone (deleted since the walk): nothing to archive.
@@ -155,6 +159,7 @@ func load(j *job, online, strict bool) *loaded {
 		return l
 	}
 	size := f.Size()
+	l.mtime = f.ModTime()
 	var src io.ReaderAt
 	if size <= smallLog {
 		// Read once: checked and archived from the same bytes. A file
@@ -423,6 +428,11 @@ type walker struct {
 	Problems []Problem
 	Warnings []Problem
 	convs    int
+	// byAge hands conversations on oldest first (by their newest log's
+	// modification time, then by name), so that the conversations that
+	// change, the recently active ones, sit together at the end of an
+	// rsyncable archive.
+	byAge bool
 }
 
 func (w *walker) problem(p, reason string) {
@@ -466,10 +476,20 @@ func (w *walker) feed(emit func(*job) bool) error {
 			}
 		}()
 	}
+	seq := func(yield func(int) bool) {
+		for i := range ents.n() {
+			if !yield(i) {
+				return
+			}
+		}
+	}
+	if w.byAge {
+		seq = slices.Values(byAge(root, ents))
+	}
 	go func() {
 		defer close(order)
 		defer close(work)
-		for i := range ents.n() {
+		for i := range seq {
 			e := ents.at(i)
 			pd := &pending{e: e, done: make(chan walked, 1)}
 			if e.typ.IsDir() && e.typ&fs.ModeSymlink == 0 {
@@ -541,6 +561,33 @@ func (w *walker) feed(emit func(*job) bool) error {
 		}
 	}
 	return nil
+}
+
+// byAge orders the entries of the conversations directory root by the
+// newest modification time of the log-shaped files in each (entries that
+// are not directories, or cannot be read, count as the oldest), then by
+// name. It reads every conversation directory once more.
+func byAge(root string, ents *compactDir) []int {
+	newest := make([]int64, ents.n())
+	order := make([]int, ents.n())
+	for i := range order {
+		order[i] = i
+		e := ents.at(i)
+		if !e.typ.IsDir() || e.typ&fs.ModeSymlink != 0 {
+			continue
+		}
+		des, _ := os.ReadDir(filepath.Join(root, e.name))
+		for _, de := range des {
+			if !de.Type().IsRegular() || !logShaped(de.Name()) {
+				continue
+			}
+			if fi, err := de.Info(); err == nil {
+				newest[i] = max(newest[i], fi.ModTime().UnixNano())
+			}
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(newest[a], newest[b]) })
+	return order
 }
 
 // compactDir is a directory's listing sorted by name, held compactly: the

@@ -6,7 +6,10 @@
 #   RESTIC_REPOSITORY=... RESTIC_PASSWORD_FILE=... restic-backup.sh
 #
 # Every snapshot holds one file, /convkit.tar.zst (the same name each
-# time), tagged "convkit"; restic records when it was taken. Retention then
+# time), tagged "convkit"; restic records when it was taken. The archive is
+# laid out for restic to deduplicate (backup --rsyncable: an unchanged
+# store adds next to nothing to the repository) and leaves the index out
+# (--no-index: a restore rebuilds it). Retention then
 # works as restic means it: `restic forget --tag convkit --group-by
 # host,tags` keeps KEEP_DAILY daily, KEEP_WEEKLY weekly and KEEP_MONTHLY
 # monthly snapshots (7/4/6) of this host's convkit snapshots, and KEEP_LAST
@@ -38,7 +41,7 @@ name=convkit.tar.zst
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-"$ck" --quiet backup --to - 2>"$tmp/convkit.err" |
+"$ck" --quiet backup --rsyncable --no-index --to - 2>"$tmp/convkit.err" |
 	restic backup --quiet --json --stdin --stdin-filename "$name" --tag convkit >"$tmp/restic.json" 2>"$tmp/restic.err"
 codes=("${PIPESTATUS[@]}")
 ckcode=${codes[0]}

@@ -52,6 +52,8 @@ puts one back. See docs/BACKUP.md.`,
 			&ucli.IntFlag{Name: "keep", Usage: "then keep only the newest `N` archives in DIR (the new one included)"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "say what would be written and deleted; change nothing"},
 			&ucli.BoolFlag{Name: "strict", Usage: "also read every event of every log, as reindex does (reports invalid logs; costs a full parse)"},
+			&ucli.BoolFlag{Name: "no-index", Usage: "leave metadata.db out (restore rebuilds it from the logs)"},
+			&ucli.BoolFlag{Name: "rsyncable", Usage: "lay the archive out for restic, borg or kopia to deduplicate: the same store gives the same bytes, a grown log the same bytes but its end"},
 		},
 		Action: func(c *ucli.Context) error {
 			if err := checkArgs(c, 0, 0); err != nil {
@@ -129,7 +131,8 @@ func runBackup(c *ucli.Context, e *env, to string) error {
 	bar := e.newProgress("backup", "files archived", 0)
 	// Its events are all problems (UNREADABLE, INVALID, WARNING): --quiet
 	// keeps them.
-	opts := backup.Options{ToolVersion: buildVersion(), Progress: bar, OnEvent: backupRenderer(e.libraryLines(e.stderr, nil)), Strict: c.Bool("strict")}
+	opts := backup.Options{ToolVersion: buildVersion(), Progress: bar, OnEvent: backupRenderer(e.libraryLines(e.stderr, nil)), Strict: c.Bool("strict"),
+		Rsyncable: c.Bool("rsyncable"), NoIndex: c.Bool("no-index")}
 	sum := backupSummary{SchemaVersion: schemaVersion, Problems: []backup.Problem{}, Invalid: []backup.Problem{},
 		Vanished: []string{}, Deleted: []string{}, RemovedTemps: []string{}}
 	var res *backup.Result
@@ -139,6 +142,9 @@ func runBackup(c *ucli.Context, e *env, to string) error {
 		bar.Finish()
 		if err != nil {
 			return err
+		}
+		if opts.NoIndex {
+			plan.LeaveIndexOut()
 		}
 		sum.Archive, sum.DryRun = "-", true
 		fillPlan(&sum, plan)
