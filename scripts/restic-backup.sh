@@ -21,7 +21,14 @@
 # A backup that failed midway leaves a truncated stream: that snapshot is
 # forgotten again, so restic never holds a broken archive as the latest.
 # convkit's exit 3 (the archive is complete but left a file out) keeps the
-# snapshot and still exits 3.
+# snapshot and still exits 3. Each failure is one line on stderr naming
+# the program that failed, its exit code and its last error line:
+#
+#   restic-backup: FAILED (restic backup exit 1): Fatal: wrong password or no key found
+#   restic-backup: FAILED (convkit exit 1): no store at /var/lib/convkit; the partial snapshot was forgotten
+#
+# (convkit killed by SIGPIPE, exit 141, when restic stopped reading, is
+# not a failure of its own and is not reported.)
 #
 # The restore drill, straight from the repository:
 #
@@ -41,6 +48,15 @@ name=convkit.tar.zst
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# last_error FILE: a program's last error line: restic's last "Fatal" line
+# (a missing repository is followed by lines that only name it), else the
+# last line that is not blank.
+last_error() {
+	line=$(grep 'Fatal' "$1" | tail -n 1)
+	[ -n "$line" ] || line=$(grep -v '^[[:space:]]*$' "$1" | tail -n 1)
+	printf '%s' "${line:-no error message}"
+}
+
 "$ck" --quiet backup --rsyncable --no-index --to - 2>"$tmp/convkit.err" |
 	restic backup --quiet --json --stdin --stdin-filename "$name" --tag convkit >"$tmp/restic.json" 2>"$tmp/restic.err"
 codes=("${PIPESTATUS[@]}")
@@ -48,27 +64,63 @@ ckcode=${codes[0]}
 rscode=${codes[1]}
 snap=$(sed -n 's/.*"snapshot_id":"\([0-9a-f]*\)".*/\1/p' "$tmp/restic.json" | tail -n 1)
 
-if [ "$ckcode" -ne 0 ] && [ "$ckcode" -ne 3 ]; then
-	[ -n "$snap" ] && restic forget --quiet "$snap" >/dev/null 2>&1
+# convkit's message, when convkit failed for a reason of its own: killed
+# by SIGPIPE (141), it only met restic's end of the pipe closing.
+ckfailed() { [ "$ckcode" -ne 0 ] && [ "$ckcode" -ne 3 ] && [ "$ckcode" -ne 141 ]; }
+ckmsg() {
 	msg=$(sed -n 's/^convkit: error: //p' "$tmp/convkit.err" | tail -n 1)
-	echo "restic-backup: FAILED (convkit exit $ckcode): ${msg:-see the output of convkit}; the partial snapshot was forgotten" >&2
+	printf '%s' "${msg:-$(last_error "$tmp/convkit.err")}"
+}
+
+# forget_partial: a snapshot of a stream convkit did not finish must never
+# stay (nor become the latest); says why when it cannot be forgotten.
+forget_partial() {
+	[ -n "$snap" ] || return 0
+	restic forget --quiet "$snap" >/dev/null 2>"$tmp/forget.err"
+	fcode=$?
+	if [ "$fcode" -ne 0 ]; then
+		echo "restic-backup: FAILED (restic forget exit $fcode): the partial snapshot $snap was not forgotten: $(last_error "$tmp/forget.err")" >&2
+	fi
+}
+
+# convkit failing on its own comes first: restic's failure, if any, may
+# only be the empty or cut stream it was given.
+if ckfailed; then
+	if [ -n "$snap" ]; then
+		forget_partial
+		what="the partial snapshot was forgotten"
+	else
+		what="no snapshot was saved"
+	fi
+	echo "restic-backup: FAILED (convkit exit $ckcode): $(ckmsg); $what" >&2
+	if [ "$rscode" -ne 0 ]; then
+		echo "restic-backup: FAILED (restic backup exit $rscode): $(last_error "$tmp/restic.err")" >&2
+	fi
 	exit "$ckcode"
 fi
 if [ "$rscode" -ne 0 ]; then
-	echo "restic-backup: FAILED (restic exit $rscode): $(tail -n 1 "$tmp/restic.err")" >&2
+	echo "restic-backup: FAILED (restic backup exit $rscode): $(last_error "$tmp/restic.err")" >&2
+	forget_partial
 	exit 1
+fi
+if [ "$ckcode" -ne 0 ] && [ "$ckcode" -ne 3 ]; then
+	# Killed by SIGPIPE while restic succeeded: the stream is cut.
+	forget_partial
+	echo "restic-backup: FAILED (convkit exit $ckcode): the stream was cut; the partial snapshot was forgotten" >&2
+	exit "$ckcode"
 fi
 keep=(--keep-daily "${KEEP_DAILY:-7}" --keep-weekly "${KEEP_WEEKLY:-4}" --keep-monthly "${KEEP_MONTHLY:-6}")
 if [ "${KEEP_LAST:-0}" -gt 0 ]; then
 	keep+=(--keep-last "$KEEP_LAST")
 fi
-if ! restic forget --quiet --tag convkit --group-by host,tags "${keep[@]}" --prune >/dev/null 2>"$tmp/forget.err"; then
-	echo "restic-backup: FAILED: restic forget: $(tail -n 1 "$tmp/forget.err")" >&2
+restic forget --quiet --tag convkit --group-by host,tags "${keep[@]}" --prune >/dev/null 2>"$tmp/forget.err"
+fcode=$?
+if [ "$fcode" -ne 0 ]; then
+	echo "restic-backup: FAILED (restic forget exit $fcode): $(last_error "$tmp/forget.err")" >&2
 	exit 1
 fi
 if [ "$ckcode" -eq 3 ]; then
-	msg=$(sed -n 's/^convkit: error: //p' "$tmp/convkit.err" | tail -n 1)
-	echo "restic-backup: INCOMPLETE (exit 3): $msg (snapshot $snap)" >&2
+	echo "restic-backup: INCOMPLETE (exit 3): $(ckmsg) (snapshot $snap)" >&2
 	exit 3
 fi
 exit 0
