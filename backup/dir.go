@@ -55,20 +55,31 @@ const (
 	VerifiedFailed = "failed" // the last verification of this very file failed
 	VerifiedStale  = "stale"  // verified, but the file's size or time changed since
 	VerifiedNever  = "no"     // never verified (or no readable sidecar)
+	// VerifiedInvalid: the archive holds logs that do not read (archived
+	// as they were in the store), found by its last verification or, not
+	// yet verified, by the backup itself. It restores, but not whole:
+	// verify and restore exit 3 on it.
+	VerifiedInvalid = "invalid"
 )
 
 // Verification says whether the archive was verified: the last
 // verification recorded in its sidecar, if it was of the file as it is
 // now (same size and modification time).
 func (a ArchiveInfo) Verification() string {
-	if a.Info == nil || a.Info.Verified == nil {
+	if a.Info == nil {
 		return VerifiedNever
 	}
 	v := a.Info.Verified
-	if v.Size != a.Size || !v.ModTime.Equal(a.ModTime) {
+	switch {
+	case v == nil && a.Info.InvalidLogs > 0:
+		return VerifiedInvalid
+	case v == nil:
+		return VerifiedNever
+	case v.Size != a.Size || !v.ModTime.Equal(a.ModTime):
 		return VerifiedStale
-	}
-	if v.OK {
+	case v.OK && v.InvalidLogs > 0:
+		return VerifiedInvalid
+	case v.OK:
 		return VerifiedOK
 	}
 	return VerifiedFailed

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/convkit/convkit/archive"
@@ -82,8 +83,32 @@ type RestoreResult struct {
 	// every conversation the archive put in place.
 	Conversations []string `json:"conversations"`
 	// Kept are fork ancestors already in the target, left as they were.
-	Kept    []string        `json:"kept"`
+	Kept []string `json:"kept"`
+	// Invalid are the logs restored that do not read (the verification's
+	// INVALID, of the conversations restored): archived as they were in
+	// the store, restored as they are.
+	Invalid []Mismatch      `json:"invalid"`
 	Reindex *reindex.Result `json:"reindex"`
+}
+
+// restoredInvalid sets res.Invalid: the verification's invalid logs that
+// are in the conversations restored.
+func (res *RestoreResult) restoredInvalid() {
+	res.Invalid = []Mismatch{}
+	if res.Verify == nil {
+		return
+	}
+	dirs := map[string]bool{}
+	for _, id := range res.Conversations {
+		if d, err := store.EncodeSegment(id); err == nil {
+			dirs[store.ConversationsDirName+"/"+d+"/"] = true
+		}
+	}
+	for _, m := range res.Verify.Invalid {
+		if i := strings.LastIndexByte(m.Name, '/'); i >= 0 && dirs[m.Name[:i+1]] {
+			res.Invalid = append(res.Invalid, m)
+		}
+	}
 }
 
 // Restore verifies the archive read from r and restores it into
@@ -294,6 +319,7 @@ func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state t
 			return nil, fmt.Errorf("put the restored store in place: %w", err)
 		}
 	}
+	res.restoredInvalid()
 	return res, durable.SyncDir(parent)
 }
 
@@ -399,6 +425,7 @@ func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*Restor
 		return nil, err
 	}
 	res.Reindex = rr
+	res.restoredInvalid()
 	return res, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/convkit/convkit/archive"
@@ -49,6 +50,10 @@ type Info struct {
 	Logs          int       `json:"logs"`
 	Files         int       `json:"files"`
 	Bytes         int64     `json:"bytes"`
+	// LogCheck is how the backup checked its logs (LogCheckStructure or
+	// LogCheckStrict); InvalidLogs how many failed: archived whole.
+	LogCheck    string `json:"logCheck,omitempty"`
+	InvalidLogs int    `json:"invalidLogs"`
 	// Verified is the last 'backup verify' of the archive, null until one
 	// ran.
 	Verified *Verification `json:"verified"`
@@ -61,6 +66,10 @@ type Verification struct {
 	// why the archive was refused.
 	OK      bool   `json:"ok"`
 	Problem string `json:"problem,omitempty"`
+	// InvalidLogs are the logs the strict read refused (archived as they
+	// were in the store: not mismatches); Invalid the first of them.
+	InvalidLogs int    `json:"invalidLogs"`
+	Invalid     string `json:"invalid,omitempty"`
 	// The archive file as it was verified: its size, modification time and
 	// the SHA-256 of its bytes (empty when the verification stopped before
 	// the end). A file that no longer has this size and time is not the one
@@ -168,7 +177,8 @@ func infoOf(archivePath string, r *Result, start time.Time) (*Info, error) {
 	}
 	m := r.Manifest
 	return &Info{Size: fi.Size(), CreatedAt: start.UTC().Truncate(time.Second), ToolVersion: m.ToolVersion, Online: m.Online,
-		Conversations: m.Counts.Conversations, Logs: m.Counts.Logs, Files: m.Counts.Files, Bytes: m.Counts.Bytes}, nil
+		Conversations: m.Counts.Conversations, Logs: m.Counts.Logs, Files: m.Counts.Files, Bytes: m.Counts.Bytes,
+		LogCheck: m.LogCheck, InvalidLogs: m.Counts.InvalidLogs}, nil
 }
 
 // ResolveArchive names the archive an argument means: "DIR/latest" (or
@@ -244,6 +254,13 @@ func VerifyArchive(ctx context.Context, path string, opts VerifyOptions, ro Reco
 		rec.Problem = res.Mismatches[0].Name + ": " + res.Mismatches[0].Problem
 	default:
 		rec.OK = true
+		if rec.InvalidLogs = res.InvalidLogs; len(res.Invalid) > 0 {
+			// The strict reader's error names the log already.
+			rec.Invalid = res.Invalid[0].Problem
+			if !strings.Contains(rec.Invalid, res.Invalid[0].Name) {
+				rec.Invalid = res.Invalid[0].Name + ": " + rec.Invalid
+			}
+		}
 		// The reader stops after the tar trailer and what little may follow
 		// it; the digest covers the whole file.
 		if _, cerr := io.Copy(io.Discard, cr); cerr == nil && cr.n == fi.Size() {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/convkit/convkit/fixtures"
 )
 
 // TestSidecars: a backup into a directory publishes the archive's sidecar;
@@ -60,15 +62,24 @@ func TestSidecars(t *testing.T) {
 		t.Errorf("- = %q", got)
 	}
 
-	// A verification is recorded, with the file's digest.
+	// A verification is recorded, with the file's digest. The store's
+	// corrupt log makes it invalid: it matches, and a log does not read.
 	at := base.Add(10 * time.Hour)
 	res, rec, recErr, err := VerifyArchive(context.Background(), archives[2], VerifyOptions{}, RecordOptions{ToolVersion: "test", Now: fixedClock(at)})
 	if err != nil || recErr != nil || !res.OK || rec == nil || !rec.OK || len(rec.SHA256) != 64 {
 		t.Fatalf("VerifyArchive: %v %v %+v %+v", err, recErr, res, rec)
 	}
+	corrupt := rep.Find(fixtures.CaseCorrupt)
+	if rec.InvalidLogs != 1 || !strings.HasPrefix(rec.Invalid, "conversations/"+corrupt.ID+"/") ||
+		strings.Count(rec.Invalid, "conversations/") != 1 {
+		t.Errorf("the verification records invalid logs %d, %q; want 1, the corrupt log's, named once", rec.InvalidLogs, rec.Invalid)
+	}
 	list, _ = ListArchives(out)
-	if v := list[2].Verification(); v != VerifiedOK || !list[2].Info.Verified.At.Equal(at) {
+	if v := list[2].Verification(); v != VerifiedInvalid || !list[2].Info.Verified.At.Equal(at) {
 		t.Errorf("after verify: %q %+v", v, list[2].Info.Verified)
+	}
+	if list[2].Info.LogCheck != LogCheckStructure || list[1].Info.InvalidLogs != 0 || list[1].Verification() != VerifiedNever {
+		t.Errorf("the backup's record: logCheck %q, invalid logs %d, verified %q", list[2].Info.LogCheck, list[1].Info.InvalidLogs, list[1].Verification())
 	}
 	if list[2].Info.Conversations != res.Expected.Conversations {
 		t.Errorf("the sidecar kept %d conversations, the manifest says %d", list[2].Info.Conversations, res.Expected.Conversations)
@@ -100,7 +111,7 @@ func TestSidecars(t *testing.T) {
 		t.Fatalf("verify without a sidecar: %v %v", err, recErr)
 	}
 	list, _ = ListArchives(out)
-	if list[1].Info == nil || list[1].Info.Conversations == 0 || list[1].Verification() != VerifiedOK {
+	if list[1].Info == nil || list[1].Info.Conversations == 0 || list[1].Verification() != VerifiedInvalid {
 		t.Errorf("sidecar written by verify: %+v", list[1].Info)
 	}
 

@@ -73,7 +73,8 @@ archive=$(printf '%s\n' "$out" | sed -n 's/^Archive: //p')
 if [ "${CONVKIT_BACKUP_VERIFY:-0}" = 1 ] && [ -n "$archive" ]; then
 	vout=$("$ck" --quiet backup verify "$archive" 2>>"$log")
 	vcode=$?
-	if [ $vcode -ne 0 ]; then
+	# Exit 3: it verified, but holds logs that do not read (INVALID lines).
+	if [ $vcode -ne 0 ] && [ $vcode -ne 3 ]; then
 		msg=$(sed -n 's/^convkit: error: //p' "$log" | tail -n 1)
 		echo "convkit-backup: FAILED (exit $vcode): verify of $archive: $msg" >&2
 		exit $vcode

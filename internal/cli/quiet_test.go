@@ -62,7 +62,7 @@ func TestQuiet(t *testing.T) {
 		{"reindex", []string{"reindex"}, 3, "DELETED "},
 		{"backup", []string{"backup", "--to", "BK"}, 0, ""},
 		{"backup --keep", []string{"backup", "--to", "BK", "--keep", "1"}, 0, "DELETED "},
-		{"backup verify", []string{"backup", "verify", "BK/latest"}, 0, ""},
+		{"backup verify", []string{"backup", "verify", "BK/latest"}, 3, ""},
 		{"export", []string{"export", basic, "--to", "ONE"}, 0, "EXPORTED "},
 		{"import", []string{"--data-dir", "OTHER", "import", "ONE"}, 3, "IMPORT "},
 		{"reindex --check", []string{"reindex", "--check"}, 3, ""},
