@@ -604,8 +604,10 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 		for _, sk := range rr.Skipped {
 			fmt.Fprintln(e.stdout, text(reindexLine(reindex.Event{Kind: reindex.EventSkipped, Path: sk.Path, Reason: sk.Reason})))
 		}
-		for _, w := range rr.WillNotOpen {
-			fmt.Fprintln(e.stdout, text(reindexLine(reindex.Event{Kind: reindex.EventWillNotOpen, ID: w.ID, Reasons: w.Reasons})))
+		if e.showWillNotOpen(false) {
+			for _, w := range rr.WillNotOpen {
+				fmt.Fprintln(e.stdout, text(reindexLine(reindex.Event{Kind: reindex.EventWillNotOpen, ID: w.ID, Reasons: w.Reasons})))
+			}
 		}
 		fmt.Fprintf(e.stdout, "Summary: indexed=%d, skipped=%d, deletions-finished=%d, will-not-open=%d\n",
 			rr.Indexed, len(rr.Skipped), len(rr.DeletionsFinished), len(rr.WillNotOpen))

@@ -82,13 +82,24 @@ func (f *lineFilter) Write(p []byte) (int, error) {
 // things done as they should be (a temporary file of an interrupted write
 // removed, an interrupted deletion finished) go.
 func problemLine(line string) bool {
-	for _, info := range []string{"REMOVED ", "DELETED ", "removed ", progName + ": removed "} {
+	for _, info := range []string{"REMOVED ", "DELETED ", "removed ", progName + ": removed ", willNotOpenPrefix} {
 		if strings.HasPrefix(line, info) {
 			return false
 		}
 	}
 	return true
 }
+
+// willNotOpenPrefix begins the line of a conversation that will not open
+// on this machine. Under --quiet such lines are one count in the summary
+// (will-not-open=N; --json keeps the list, list --will-not-open shows
+// them): a store restored on another machine would otherwise print one
+// for nearly every conversation on every run. Under reindex --strict they
+// are why it fails, and stay.
+const willNotOpenPrefix = "WILL NOT OPEN "
+
+// showWillNotOpen says whether the WILL NOT OPEN lines are printed.
+func (e *env) showWillNotOpen(strict bool) bool { return !e.g.Quiet || strict }
 
 // migrateLine matches a per-input line of migrate: [i/K] "rel" ACTION...
 var migrateLine = regexp.MustCompile(`^\[\d+/\d+\] "(?:[^"\\]|\\.)*" (.*)$`)

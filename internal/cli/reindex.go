@@ -85,7 +85,11 @@ func runReindex(c *ucli.Context, e *env, jobs int) error {
 	bar := e.newProgress("reindex", "conversations", 0)
 	opts := reindex.Options{Jobs: jobs, Progress: bar, NoText: c.Bool("no-search"), Machine: m, Incremental: c.Bool("incremental")}
 	if !e.g.JSON {
-		lines := e.libraryLines(e.stdout, problemLine)
+		keep := problemLine
+		if c.Bool("strict") {
+			keep = func(l string) bool { return strings.HasPrefix(l, willNotOpenPrefix) || problemLine(l) }
+		}
+		lines := e.libraryLines(e.stdout, keep)
 		opts.OnEvent = func(ev reindex.Event) { fmt.Fprintln(lines, reindexLine(ev)) }
 	}
 	res, err := reindex.Run(c.Context, s, opts)
@@ -179,8 +183,10 @@ func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 		for _, s := range res.Skipped {
 			fmt.Fprintf(e.stdout, "%s\n", text(reindexLine(reindex.Event{Kind: reindex.EventSkipped, Path: s.Path, Reason: s.Reason})))
 		}
-		for _, w := range res.WillNotOpen {
-			fmt.Fprintf(e.stdout, "WILL NOT OPEN %s\n", text(willNotOpenText(w)))
+		if e.showWillNotOpen(c.Bool("strict")) {
+			for _, w := range res.WillNotOpen {
+				fmt.Fprintf(e.stdout, "%s%s\n", willNotOpenPrefix, text(willNotOpenText(w)))
+			}
 		}
 		fmt.Fprintf(e.stdout, "Check: conversations=%d, differences=%d, skipped=%d, will-not-open=%d\n",
 			res.Conversations, len(res.Differences), len(res.Skipped), len(res.WillNotOpen))

@@ -341,7 +341,7 @@ func printImport(e *env, r *transfer.ImportResult) error {
 		}
 	}
 	for _, p := range r.Conversations {
-		if len(p.Problems) > 0 {
+		if len(p.Problems) > 0 && e.showWillNotOpen(false) {
 			problems := make([]string, len(p.Problems))
 			for i, pr := range p.Problems {
 				problems[i] = text(pr)
