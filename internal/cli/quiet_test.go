@@ -69,6 +69,7 @@ func TestQuiet(t *testing.T) {
 		{"export", []string{"export", basic, "--to", "ONE"}, 0, "EXPORTED "},
 		{"import", []string{"--data-dir", "OTHER", "import", "ONE"}, 3, "IMPORT "},
 		{"reindex --check", []string{"reindex", "--check"}, 3, ""},
+		{"repair", []string{"repair"}, 0, "CLOSED "},
 		{"delete", []string{"delete", plain.ID}, 0, "deleted "},
 	}
 	for _, job := range jobs {

@@ -52,7 +52,13 @@ func runRepair(c *ucli.Context, e *env, dry bool) error {
 	defer s.Close()
 	opts := store.RepairOptions{DryRun: dry}
 	if !e.g.JSON {
-		lines := e.libraryLines(e.stdout, nil)
+		// Under --quiet a repair's changes are its summary's counts: they
+		// need no action. A dry run's lines are its result.
+		var keep func(string) bool
+		if !dry {
+			keep = func(string) bool { return false }
+		}
+		lines := e.libraryLines(e.stdout, keep)
 		opts.OnChange = func(ch store.RepairChange) { fmt.Fprintln(lines, repairLine(ch, dry)) }
 	}
 	res, err := s.Repair(c.Context, opts)
