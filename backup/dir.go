@@ -519,3 +519,65 @@ func PlanBackup(s *store.Store) (*Plan, error) {
 	}
 	return p, nil
 }
+
+// ErrNoArchive: a backup directory holds none of convkit's archives.
+var ErrNoArchive = errors.New("no archive named convkit-<UTC time>.tar.zst")
+
+// LatestOptions say what Latest requires of the newest archive.
+type LatestOptions struct {
+	// MaxAge, when set, is how old (by the time in its name) the newest
+	// archive may be at Now.
+	MaxAge Span
+	// Verified requires its last verification to have matched, with
+	// every log read (Verification VerifiedOK).
+	Verified bool
+	Now      func() time.Time // default time.Now
+}
+
+// StaleError says why the newest archive does not do.
+type StaleError struct {
+	Archive ArchiveInfo
+	Reason  string
+}
+
+func (e *StaleError) Error() string { return e.Archive.Path + ": " + e.Reason }
+
+// Latest returns the newest of convkit's archives in dir, and a
+// *StaleError with it when it is older than opts.MaxAge or, with
+// opts.Verified, not verified good; ErrNoArchive when there is none.
+func Latest(dir string, opts LatestOptions) (*ArchiveInfo, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	list, err := ListArchives(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("%s: %w", dir, ErrNoArchive)
+	}
+	a := list[len(list)-1]
+	now := opts.Now()
+	if !opts.MaxAge.IsZero() && a.Time.Before(opts.MaxAge.Before(now)) {
+		return &a, &StaleError{Archive: a, Reason: fmt.Sprintf("taken %s, %s ago: older than %s",
+			a.Time.UTC().Format(time.RFC3339), now.Sub(a.Time).Truncate(time.Minute), opts.MaxAge)}
+	}
+	if opts.Verified {
+		switch v := a.Verification(); v {
+		case VerifiedOK:
+		case VerifiedNever:
+			return &a, &StaleError{Archive: a, Reason: "not verified (convkit backup verify records it)"}
+		case VerifiedStale:
+			return &a, &StaleError{Archive: a, Reason: "changed since it was verified"}
+		case VerifiedInvalid:
+			return &a, &StaleError{Archive: a, Reason: "it holds logs that do not read (INVALID)"}
+		default:
+			reason := "its verification failed"
+			if a.Info != nil && a.Info.Verified != nil && a.Info.Verified.Problem != "" {
+				reason += ": " + a.Info.Verified.Problem
+			}
+			return &a, &StaleError{Archive: a, Reason: reason}
+		}
+	}
+	return &a, nil
+}

@@ -24,8 +24,9 @@
 #
 # Environment: CONVKIT (the binary, default: convkit on PATH),
 # CONVKIT_DATA_DIR (the store; convkit's own default otherwise),
-# CONVKIT_BACKUP_VERIFY=1 (verify the new archive), TMPDIR (where verify
-# extracts; it needs room for the store).
+# CONVKIT_BACKUP_VERIFY=1 (verify the new archive), CONVKIT_BACKUP_METRICS
+# (a file for node_exporter's textfile collector: backup --metrics-file),
+# TMPDIR (where verify extracts; it needs room for the store).
 #
 # crontab line (03:15 every night, 14 archives kept, verified):
 #
@@ -64,7 +65,11 @@ fail() {
 	exit "$code"
 }
 
-out=$("$ck" --quiet backup --to "$dir" --keep "$keep" 2>"$log")
+if [ -n "${CONVKIT_BACKUP_METRICS:-}" ]; then
+	out=$("$ck" --quiet backup --to "$dir" --keep "$keep" --metrics-file "$CONVKIT_BACKUP_METRICS" 2>"$log")
+else
+	out=$("$ck" --quiet backup --to "$dir" --keep "$keep" 2>"$log")
+fi
 code=$?
 if [ $code -ne 0 ] && [ $code -ne 3 ]; then
 	fail $code

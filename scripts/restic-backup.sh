@@ -38,9 +38,15 @@
 # (an older one: `restic snapshots --tag convkit` lists them; dump takes a
 # snapshot id instead of latest).
 #
+# CONVKIT_BACKUP_METRICS names a file for node_exporter's textfile
+# collector (convkit backup --metrics-file): it is replaced when the
+# snapshot is saved, or convkit failed (recording its exit status); when
+# restic fails it is left as it was, so its last success time ages and the
+# freshness alert fires.
+#
 # Environment: CONVKIT (binary, default convkit on PATH), CONVKIT_DATA_DIR,
 # the RESTIC_* variables, KEEP_DAILY/KEEP_WEEKLY/KEEP_MONTHLY (7/4/6),
-# KEEP_LAST (0).
+# KEEP_LAST (0), CONVKIT_BACKUP_METRICS.
 set -uo pipefail
 
 ck=${CONVKIT:-convkit}
@@ -57,7 +63,26 @@ last_error() {
 	printf '%s' "${line:-no error message}"
 }
 
-"$ck" --quiet backup --rsyncable --no-index --to - 2>"$tmp/convkit.err" |
+# The metrics go to a copy of the file beside it (convkit keeps the last
+# success's figures from it), put in place once the outcome is known.
+metrics=()
+if [ -n "${CONVKIT_BACKUP_METRICS:-}" ]; then
+	mtmp="$CONVKIT_BACKUP_METRICS.restic-backup.tmp"
+	rm -f "$mtmp"
+	if [ -f "$CONVKIT_BACKUP_METRICS" ] && [ ! -L "$CONVKIT_BACKUP_METRICS" ]; then
+		cp "$CONVKIT_BACKUP_METRICS" "$mtmp"
+	fi
+	metrics=(--metrics-file "$mtmp")
+	trap 'rm -rf "$tmp"; rm -f "$mtmp"' EXIT
+fi
+# metrics_done: put the run's metrics in place.
+metrics_done() {
+	if [ -n "${mtmp:-}" ] && [ -f "$mtmp" ]; then
+		mv -f "$mtmp" "$CONVKIT_BACKUP_METRICS"
+	fi
+}
+
+"$ck" --quiet backup --rsyncable --no-index ${metrics[@]+"${metrics[@]}"} --to - 2>"$tmp/convkit.err" |
 	restic backup --quiet --json --stdin --stdin-filename "$name" --tag convkit >"$tmp/restic.json" 2>"$tmp/restic.err"
 codes=("${PIPESTATUS[@]}")
 ckcode=${codes[0]}
@@ -93,6 +118,7 @@ if ckfailed; then
 		what="no snapshot was saved"
 	fi
 	echo "restic-backup: FAILED (convkit exit $ckcode): $(ckmsg); $what" >&2
+	metrics_done
 	if [ "$rscode" -ne 0 ]; then
 		echo "restic-backup: FAILED (restic backup exit $rscode): $(last_error "$tmp/restic.err")" >&2
 	fi
@@ -109,6 +135,8 @@ if [ "$ckcode" -ne 0 ] && [ "$ckcode" -ne 3 ]; then
 	echo "restic-backup: FAILED (convkit exit $ckcode): the stream was cut; the partial snapshot was forgotten" >&2
 	exit "$ckcode"
 fi
+# The snapshot is saved: the run's metrics stand.
+metrics_done
 keep=(--keep-daily "${KEEP_DAILY:-7}" --keep-weekly "${KEEP_WEEKLY:-4}" --keep-monthly "${KEEP_MONTHLY:-6}")
 if [ "${KEEP_LAST:-0}" -gt 0 ]; then
 	keep+=(--keep-last "$KEEP_LAST")

@@ -14,6 +14,7 @@ import (
 	"github.com/convkit/convkit/backup"
 	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -53,6 +54,7 @@ puts one back. See docs/BACKUP.md.`,
 			&ucli.BoolFlag{Name: "dry-run", Usage: "say what would be written and deleted; change nothing"},
 			&ucli.BoolFlag{Name: "strict", Usage: "also read every event of every log, as reindex does (reports invalid logs; costs a full parse)"},
 			&ucli.BoolFlag{Name: "no-index", Usage: "leave metadata.db out (restore rebuilds it from the logs)"},
+			&ucli.StringFlag{Name: "metrics-file", Usage: "then write the run's metrics to `FILE` (Prometheus text format, for node_exporter's textfile collector), good or bad"},
 			&ucli.BoolFlag{Name: "rsyncable", Usage: "lay the archive out for restic, borg or kopia to deduplicate: the same store gives the same bytes, a grown log the same bytes but its end"},
 		},
 		Action: func(c *ucli.Context) error {
@@ -74,9 +76,27 @@ puts one back. See docs/BACKUP.md.`,
 					return err
 				}
 			}
-			return runBackup(c, e, to)
+			metrics := c.String("metrics-file")
+			if metrics == "" || c.Bool("dry-run") {
+				_, err := runBackup(c, e, to)
+				return err
+			}
+			start := time.Now()
+			res, err := runBackup(c, e, to)
+			end := time.Now()
+			code := exitCode(err)
+			if code != exitOK && code != exitPartial {
+				res = nil // no complete archive
+			}
+			if merr := backup.WriteMetrics(metrics, backup.MetricsRun{End: end, Duration: end.Sub(start), ExitCode: code, Result: res}); merr != nil {
+				if err == nil {
+					return fmt.Errorf("the backup is complete, but its metrics were not written: %w", merr)
+				}
+				fmt.Fprintf(e.stderr, "%s: warning: the metrics were not written: %s\n", progName, text(fileerr.Text(merr)))
+			}
+			return err
 		},
-		Subcommands: []*ucli.Command{newBackupVerifyCommand(e), newBackupListCommand(e)},
+		Subcommands: []*ucli.Command{newBackupVerifyCommand(e), newBackupListCommand(e), newBackupLatestCommand(e)},
 	}
 }
 
@@ -110,7 +130,9 @@ type backupSummary struct {
 // whatever the size of the store (the manifest is streamed).
 const backupMemory = 64 << 20
 
-func runBackup(c *ucli.Context, e *env, to string) error {
+// runBackup runs the backup and returns what it wrote (nil when nothing:
+// a dry run, or a failure before the archive was complete).
+func runBackup(c *ucli.Context, e *env, to string) (res *backup.Result, err error) {
 	defer softMemoryLimitOf(backupMemory)()
 	// A backup holds runtime.lock when it is free and goes online when not;
 	// a dry run only looks.
@@ -120,7 +142,7 @@ func runBackup(c *ucli.Context, e *env, to string) error {
 	}
 	s, err := e.openStore(c.Context, "backup", mode)
 	if err != nil {
-		return err
+		return res, err
 	}
 	defer s.Close()
 	// Streaming to stdout: stdout carries the archive, so the summary and
@@ -136,13 +158,12 @@ func runBackup(c *ucli.Context, e *env, to string) error {
 		Rsyncable: c.Bool("rsyncable"), NoIndex: c.Bool("no-index")}
 	sum := backupSummary{SchemaVersion: schemaVersion, Problems: []backup.Problem{}, Invalid: []backup.Problem{},
 		Vanished: []string{}, Deleted: []string{}, RemovedTemps: []string{}}
-	var res *backup.Result
 	switch {
 	case to == "-" && c.Bool("dry-run"):
 		plan, err := backup.PlanBackup(s)
 		bar.Finish()
 		if err != nil {
-			return err
+			return res, err
 		}
 		if opts.NoIndex {
 			plan.LeaveIndexOut()
@@ -154,18 +175,18 @@ func runBackup(c *ucli.Context, e *env, to string) error {
 		res, err = backup.Write(c.Context, s, e.stdout, opts)
 		bar.Finish()
 		if err != nil {
-			return err
+			return res, err
 		}
 		sum.Archive = "-"
 	default:
 		dir, err := filepath.Abs(to)
 		if err != nil {
-			return err
+			return res, err
 		}
 		dr, err := backup.ToDir(c.Context, s, dir, backup.DirOptions{Options: opts, Keep: c.Int("keep"), DryRun: c.Bool("dry-run")})
 		bar.Finish()
 		if dr == nil {
-			return err
+			return res, err
 		}
 		sum.Archive, sum.Deleted, sum.RemovedTemps = dr.Archive, nonNilStrings(dr.Deleted), nonNilStrings(dr.RemovedTemps)
 		if dr.InfoError != "" {
@@ -180,7 +201,7 @@ func runBackup(c *ucli.Context, e *env, to string) error {
 			// Retention failed after the archive was published.
 			fillResult(&sum, res)
 			printBackup(e, out, &sum)
-			return err
+			return res, err
 		}
 	}
 	if res != nil {
@@ -190,7 +211,7 @@ func runBackup(c *ucli.Context, e *env, to string) error {
 	// it. Under --json it is the command's result and always printed.
 	if !(to == "-" && !c.Bool("dry-run") && e.g.Quiet && !e.g.JSON) {
 		if err := printBackup(e, out, &sum); err != nil {
-			return err
+			return res, err
 		}
 	}
 	if res != nil && res.Partial() {
@@ -201,12 +222,12 @@ func runBackup(c *ucli.Context, e *env, to string) error {
 		if n := res.Manifest.Counts.InvalidLogs; n > 0 {
 			parts = append(parts, fmt.Sprintf("archived %d invalid log(s) whole (INVALID lines)", n))
 		}
-		return partialf("the backup %s", strings.Join(parts, " and "))
+		return res, partialf("the backup %s", strings.Join(parts, " and "))
 	}
 	if sum.DryRun && len(sum.Problems) > 0 {
-		return partialf("a backup would leave out %d file(s)", len(sum.Problems))
+		return res, partialf("a backup would leave out %d file(s)", len(sum.Problems))
 	}
-	return nil
+	return res, nil
 }
 
 func fillPlan(sum *backupSummary, p *backup.Plan) {
@@ -414,6 +435,60 @@ archive and takes no lock. --json prints one object (docs/BACKUP.md).`,
 	}
 }
 
+func newBackupLatestCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "latest",
+		Usage:     "print the newest archive in a backup directory; exit 1 when there is none, or it is too old or not verified",
+		ArgsUsage: "DIR",
+		Description: `Prints the path of the newest of convkit's archives in DIR (by the time in
+its name; --json: its record, as backup list prints it) and exits 0. Exit 1
+when DIR holds none, when the newest is older than --max-age, or, with
+--verified, when its last verification did not match with every log read
+(never verified, failed, changed since, or holding logs that do not read):
+an alert in one line of cron, such as
+
+  convkit -q backup latest /var/backups/convkit --max-age 26h --verified
+
+--max-age takes years, months, days and hours as restic writes them: 1y6m,
+7d, 26h. It reads no archive and takes no lock.`,
+		Flags: []ucli.Flag{
+			&ucli.StringFlag{Name: "max-age", Usage: "exit 1 when the newest archive is older than `AGE` (1y6m, 7d, 26h)"},
+			&ucli.BoolFlag{Name: "verified", Usage: "exit 1 unless the newest archive's last verification matched"},
+		},
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 1, 1); err != nil {
+				return err
+			}
+			var opts backup.LatestOptions
+			if c.IsSet("max-age") {
+				span, err := backup.ParseSpan(c.String("max-age"))
+				if err != nil || span.IsZero() {
+					if err == nil {
+						err = fmt.Errorf("%q is no time at all", c.String("max-age"))
+					}
+					return usagef(c, "--max-age: %v", err)
+				}
+				opts.MaxAge = span
+			}
+			opts.Verified = c.Bool("verified")
+			dir := c.Args().First()
+			a, err := backup.Latest(dir, opts)
+			if a != nil {
+				if e.g.JSON {
+					r := recordOf(*a)
+					r.SchemaVersion = schemaVersion
+					if jerr := writeJSON(e.stdout, r); jerr != nil {
+						return jerr
+					}
+				} else {
+					fmt.Fprintln(e.stdout, text(a.Path))
+				}
+			}
+			return err
+		},
+	}
+}
+
 // archiveListing is the --json output of backup list (docs/BACKUP.md).
 type archiveListing struct {
 	SchemaVersion int             `json:"schemaVersion"`
@@ -422,6 +497,9 @@ type archiveListing struct {
 }
 
 type archiveRecord struct {
+	// SchemaVersion is set in backup latest's object only (backup list's
+	// records are inside its listing).
+	SchemaVersion int                  `json:"schemaVersion,omitempty"`
 	Name          string               `json:"name"`
 	Path          string               `json:"path"`
 	Time          time.Time            `json:"time"`
@@ -433,14 +511,20 @@ type archiveRecord struct {
 	InfoError     string               `json:"infoError,omitempty"`
 }
 
+// recordOf is an archive as backup list and backup latest print it.
+func recordOf(a backup.ArchiveInfo) archiveRecord {
+	r := archiveRecord{Name: a.Name, Path: a.Path, Time: a.Time, Size: a.Size, Verified: a.Verification(), InfoError: a.InfoError}
+	if a.Info != nil {
+		n, online := a.Info.Conversations, a.Info.Online
+		r.Conversations, r.Online, r.Verification = &n, &online, a.Info.Verified
+	}
+	return r
+}
+
 func printArchives(e *env, dir string, list []backup.ArchiveInfo) error {
 	out := archiveListing{SchemaVersion: schemaVersion, Dir: dir, Archives: []archiveRecord{}}
 	for _, a := range list {
-		r := archiveRecord{Name: a.Name, Path: a.Path, Time: a.Time, Size: a.Size, Verified: a.Verification(), InfoError: a.InfoError}
-		if a.Info != nil {
-			n, online := a.Info.Conversations, a.Info.Online
-			r.Conversations, r.Online, r.Verification = &n, &online, a.Info.Verified
-		}
+		r := recordOf(a)
 		out.Archives = append(out.Archives, r)
 		if a.InfoError != "" {
 			fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, text(a.InfoError))

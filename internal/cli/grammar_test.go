@@ -91,6 +91,7 @@ var grammarCases = []struct {
 	{"backup", []string{"--to", "/backups"}, "to", "/backups", ""},
 	{"backup verify", []string{"--work-dir", "/scratch"}, "work-dir", "/scratch", "a.tar.zst"},
 	{"backup list", nil, "", "", "/backups"},
+	{"backup latest", []string{"--max-age", "26h"}, "max-age", "26h", "/backups"},
 	{"restore", []string{"--to", "/restored"}, "to", "/restored", "a.tar.zst"},
 	{"export", []string{"--to", "out.tar.zst"}, "to", "out.tar.zst", "conv-1"},
 	{"import", []string{"--on-conflict", "skip"}, "on-conflict", "skip", "in.tar.zst"},
