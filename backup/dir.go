@@ -132,8 +132,10 @@ type DirOptions struct {
 	Options
 	// Keep, when positive, deletes convkit's archives in the directory
 	// beyond the newest Keep (the new one included) once the new archive is
-	// complete.
+	// complete: Retention.Last.
 	Keep int
+	// Retention then deletes the archives it does not keep (see Keep).
+	Retention Retention
 	// DryRun writes and deletes nothing: Plan says what would be.
 	DryRun bool
 }
@@ -182,12 +184,15 @@ type PlanFile struct {
 // fsynced, and linked to its final name only when complete, so a crash at
 // any moment leaves no file under an archive name. Temporaries of killed
 // backups are removed first (each is flock'ed by its writer while
-// written, so one being written by a live backup is never touched). Then,
-// with Keep, older archives beyond the newest Keep are deleted.
+// written, so one being written by a live backup is never touched). Then
+// the archives opts.Retention (or Keep) does not keep are deleted.
 func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*DirResult, error) {
 	opts.defaults()
-	if opts.Keep < 0 {
-		return nil, errors.New("keep must not be negative")
+	if opts.Keep < 0 || opts.Retention.Last < 0 || opts.Retention.Daily < 0 || opts.Retention.Weekly < 0 || opts.Retention.Monthly < 0 {
+		return nil, errors.New("retention counts must not be negative")
+	}
+	if opts.Keep > 0 {
+		opts.Retention.Last = opts.Keep
 	}
 	now := opts.Now()
 	res := &DirResult{Archive: filepath.Join(dir, ArchiveName(now))}
@@ -256,8 +261,8 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 	if err != nil {
 		res.InfoError = err.Error()
 	}
-	if opts.Keep > 0 {
-		del, err := prune(dir, opts.Keep, final, false)
+	if !opts.Retention.IsZero() {
+		del, err := prune(dir, opts.Retention, final, now, false)
 		res.Deleted = del
 		if err != nil {
 			return res, fmt.Errorf("retention: %w", err)
@@ -398,39 +403,37 @@ func removeStaleTemps(dir string) []string {
 	return removed
 }
 
-// prune deletes convkit's archives in dir beyond the newest keep, never
-// keepPath (the archive just written). With dryRun it only lists them, as
-// if a new archive were added.
-func prune(dir string, keep int, keepPath string, dryRun bool) ([]string, error) {
+// prune deletes convkit's archives in dir that r does not keep, never
+// keepPath (the archive just written) nor the newest verified one. With
+// dryRun it only lists them, as if keepPath, taken at now, were there.
+func prune(dir string, r Retention, keepPath string, now time.Time, dryRun bool) ([]string, error) {
 	list, err := ListArchives(dir)
 	if errors.Is(err, fs.ErrNotExist) && dryRun {
-		return []string{}, nil
+		list, err = nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var others []ArchiveInfo
-	for _, a := range list {
-		if a.Path != keepPath {
-			others = append(others, a)
-		}
+	if dryRun {
+		list = append(list, ArchiveInfo{Name: filepath.Base(keepPath), Path: keepPath, Time: now.UTC().Truncate(time.Second), Seq: 1 << 30})
 	}
-	// The new archive counts as one of the kept, whatever its time.
-	excess := len(others) - (keep - 1)
+	kept := r.keeps(list, keepPath)
 	deleted := []string{}
-	for i := 0; i < excess; i++ {
-		p := others[i].Path
+	for _, a := range list {
+		if kept[a.Path] {
+			continue
+		}
 		if !dryRun {
-			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := os.Remove(a.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return deleted, err
 			}
 			// Its sidecar goes with it (a regular file only: never through
 			// a link).
-			if fi, err := os.Lstat(InfoPath(p)); err == nil && fi.Mode().IsRegular() {
-				os.Remove(InfoPath(p))
+			if fi, err := os.Lstat(InfoPath(a.Path)); err == nil && fi.Mode().IsRegular() {
+				os.Remove(InfoPath(a.Path))
 			}
 		}
-		deleted = append(deleted, p)
+		deleted = append(deleted, a.Path)
 	}
 	if !dryRun && len(deleted) > 0 {
 		if err := durable.SyncDir(dir); err != nil {
@@ -438,6 +441,73 @@ func prune(dir string, keep int, keepPath string, dryRun bool) ([]string, error)
 		}
 	}
 	return deleted, nil
+}
+
+// Retention says which of convkit's archives in a directory a backup into
+// it keeps, by restic forget's policies: an archive any of them keeps
+// stays, the rest go. The zero Retention keeps every archive. Days, weeks
+// (ISO) and months are UTC's, as the archives' names are.
+type Retention struct {
+	// Last keeps the newest Last archives.
+	Last int
+	// Within keeps the archives taken within Within of the newest.
+	Within Span
+	// Daily, Weekly and Monthly keep the newest archive of each of the
+	// last N days (weeks, months) that have one.
+	Daily, Weekly, Monthly int
+}
+
+// IsZero reports whether r keeps everything (no policy set).
+func (r Retention) IsZero() bool { return r == Retention{} }
+
+// keeps returns the paths of the archives of list (oldest first) that r
+// keeps: those its policies keep, keepPath (the archive just written,
+// whatever its time) and the newest whose last verification matched, so
+// that a directory never loses its last known good archive.
+func (r Retention) keeps(list []ArchiveInfo, keepPath string) map[string]bool {
+	kept := map[string]bool{keepPath: true}
+	if r.IsZero() {
+		for _, a := range list {
+			kept[a.Path] = true
+		}
+		return kept
+	}
+	newest := slices.Clone(list)
+	slices.Reverse(newest)
+	for _, a := range newest {
+		if a.Verification() == VerifiedOK {
+			kept[a.Path] = true
+			break
+		}
+	}
+	for i := 0; i < r.Last && i < len(newest); i++ {
+		kept[newest[i].Path] = true
+	}
+	if !r.Within.IsZero() && len(newest) > 0 {
+		from := r.Within.Before(newest[0].Time)
+		for _, a := range newest {
+			if !a.Time.Before(from) {
+				kept[a.Path] = true
+			}
+		}
+	}
+	bucket := func(n int, key func(time.Time) string) {
+		last := ""
+		for _, a := range newest {
+			if n == 0 {
+				return
+			}
+			if k := key(a.Time.UTC()); k != last {
+				kept[a.Path] = true
+				last = k
+				n--
+			}
+		}
+	}
+	bucket(r.Daily, func(t time.Time) string { return t.Format("2006-01-02") })
+	bucket(r.Weekly, func(t time.Time) string { y, w := t.ISOWeek(); return fmt.Sprintf("%d-W%02d", y, w) })
+	bucket(r.Monthly, func(t time.Time) string { return t.Format("2006-01") })
+	return kept
 }
 
 // dryRun lists what a backup would archive and delete, writing nothing.
@@ -451,8 +521,8 @@ func dryRun(s *store.Store, dir string, opts DirOptions, res *DirResult) (*DirRe
 	}
 	res.Plan = plan
 	res.Deleted = []string{}
-	if opts.Keep > 0 {
-		del, err := prune(dir, opts.Keep, res.Archive, true)
+	if !opts.Retention.IsZero() {
+		del, err := prune(dir, opts.Retention, res.Archive, opts.Now(), true)
 		if err != nil {
 			return nil, err
 		}

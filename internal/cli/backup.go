@@ -44,13 +44,21 @@ but costs a full parse. A file that cannot be read is left out and
 reported, a log that fails its check is archived whole and reported:
 either gives exit 3.
 
---keep N then deletes convkit's own archives in DIR beyond the newest N.
---dry-run writes and deletes nothing and says what would be written and
-deleted. 'convkit backup verify ARCHIVE' checks an archive; 'convkit restore'
+Retention then deletes convkit's own archives in DIR that no policy keeps,
+as restic forget names them: --keep N (the newest N), --keep-within AGE
+(taken within AGE of the newest), --keep-daily, --keep-weekly and
+--keep-monthly N (the newest of each of the last N UTC days, ISO weeks,
+months that have one). The new archive and the newest verified one are
+always kept. --dry-run writes and deletes nothing and says what would be
+written and deleted. 'convkit backup verify ARCHIVE' checks an archive; 'convkit restore'
 puts one back. See docs/BACKUP.md.`,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "to", Usage: "write the archive into `DIR`, or to stdout with -"},
-			&ucli.IntFlag{Name: "keep", Usage: "then keep only the newest `N` archives in DIR (the new one included)"},
+			&ucli.IntFlag{Name: "keep", Usage: "then keep the newest `N` archives in DIR (the new one included)"},
+			&ucli.StringFlag{Name: "keep-within", Usage: "then keep the archives taken within `AGE` of the newest (1y6m, 7d, 26h)"},
+			&ucli.IntFlag{Name: "keep-daily", Usage: "then keep the newest archive of each of the last `N` days that have one"},
+			&ucli.IntFlag{Name: "keep-weekly", Usage: "then keep the newest archive of each of the last `N` weeks that have one"},
+			&ucli.IntFlag{Name: "keep-monthly", Usage: "then keep the newest archive of each of the last `N` months that have one"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "say what would be written and deleted; change nothing"},
 			&ucli.BoolFlag{Name: "strict", Usage: "also read every event of every log, as reindex does (reports invalid logs; costs a full parse)"},
 			&ucli.BoolFlag{Name: "no-index", Usage: "leave metadata.db out (restore rebuilds it from the logs)"},
@@ -65,11 +73,23 @@ puts one back. See docs/BACKUP.md.`,
 			if to == "" {
 				return usagef(c, "--to DIR (or --to - for stdout) is required")
 			}
-			if c.IsSet("keep") && c.Int("keep") < 1 {
-				return usagef(c, "--keep must be a positive whole number")
+			for _, f := range []string{"keep", "keep-daily", "keep-weekly", "keep-monthly"} {
+				if c.IsSet(f) && c.Int(f) < 1 {
+					return usagef(c, "--%s must be a positive whole number", f)
+				}
 			}
-			if to == "-" && c.IsSet("keep") {
-				return usagef(c, "--keep needs --to DIR: there is no directory to prune when streaming to stdout")
+			if c.IsSet("keep-within") {
+				if span, err := backup.ParseSpan(c.String("keep-within")); err != nil || span.IsZero() {
+					if err == nil {
+						err = fmt.Errorf("%q is no time at all", c.String("keep-within"))
+					}
+					return usagef(c, "--keep-within: %v", err)
+				}
+			}
+			for _, f := range []string{"keep", "keep-within", "keep-daily", "keep-weekly", "keep-monthly"} {
+				if to == "-" && c.IsSet(f) {
+					return usagef(c, "--%s needs --to DIR: there is no directory to prune when streaming to stdout", f)
+				}
 			}
 			if to == "-" && !c.Bool("dry-run") {
 				if err := e.refuseTerminal(c, "backup --to - | restic backup --stdin --stdin-filename convkit.tar.zst", "backup --to DIR"); err != nil {
@@ -183,7 +203,9 @@ func runBackup(c *ucli.Context, e *env, to string) (res *backup.Result, err erro
 		if err != nil {
 			return res, err
 		}
-		dr, err := backup.ToDir(c.Context, s, dir, backup.DirOptions{Options: opts, Keep: c.Int("keep"), DryRun: c.Bool("dry-run")})
+		within, _ := backup.ParseSpan(c.String("keep-within")) // checked above
+		keep := backup.Retention{Last: c.Int("keep"), Within: within, Daily: c.Int("keep-daily"), Weekly: c.Int("keep-weekly"), Monthly: c.Int("keep-monthly")}
+		dr, err := backup.ToDir(c.Context, s, dir, backup.DirOptions{Options: opts, Retention: keep, DryRun: c.Bool("dry-run")})
 		bar.Finish()
 		if dr == nil {
 			return res, err
