@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,11 +52,25 @@ func TestScript(t *testing.T) {
 			env.Setenv("SCRIPTS", scripts)
 			return nil
 		},
+		Condition: condition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exitcode": cmdExitcode,
 			"waitfile": cmdWaitfile,
 		},
 	})
+}
+
+// condition adds the scripts' own conditions to testscript's:
+//
+//	[systemd-offline]  systemd-analyze can score a unit file offline
+//	                   (security --offline, systemd 250 and later)
+func condition(cond string) (bool, error) {
+	switch cond {
+	case "systemd-offline":
+		out, err := exec.Command("systemd-analyze", "security", "--help").Output()
+		return err == nil && strings.Contains(string(out), "--offline"), nil
+	}
+	return false, fmt.Errorf("unknown condition %q", cond)
 }
 
 // cmdExitcode runs a program and checks its exit status:
