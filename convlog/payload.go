@@ -1,0 +1,481 @@
+package convlog
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/rawjson"
+)
+
+// Payload types: the data of the events a turn records, as Go values that
+// encode to the members docs/FORMAT.md gives each event type (the shapes of
+// the runtime the format comes from; JSON member names in the tags, in the
+// order it writes them). store.Session fills them in; a runtime never
+// builds their JSON.
+
+// Block is one content block of a stored message: Type BlockText or
+// BlockReasoning with Text, BlockToolCall with ID, Name and Arguments (the
+// model's raw JSON text), BlockImage or BlockFile with Attachment.
+type Block struct {
+	Type       string
+	Text       string
+	ID         string
+	Name       string
+	Arguments  string
+	Attachment *Attachment
+}
+
+// Attachment is the file an image or file block names: for an image its
+// MediaType (image/png, image/jpeg, image/webp, image/gif), Width and
+// Height; for a file its Name. Name is optional on an image.
+type Attachment struct {
+	ID        string
+	MediaType string
+	Bytes     int64
+	Width     int64
+	Height    int64
+	Name      string
+}
+
+// TextBlock is a text block.
+func TextBlock(text string) Block { return Block{Type: BlockText, Text: text} }
+
+// ReasoningBlock is a reasoning block.
+func ReasoningBlock(text string) Block { return Block{Type: BlockReasoning, Text: text} }
+
+// ToolCallBlock is a tool call the model asked for: its id, the tool's
+// name and the arguments as the model wrote them (JSON text).
+func ToolCallBlock(id, name, arguments string) Block {
+	return Block{Type: BlockToolCall, ID: id, Name: name, Arguments: arguments}
+}
+
+// Check says what is wrong with the block, or nil: a known type needs
+// its members (a tool call a non-empty id and name, an image a listed
+// media type and positive dimensions, an attachment an id).
+func (b Block) Check() error {
+	switch b.Type {
+	case BlockText, BlockReasoning:
+	case BlockToolCall:
+		if b.ID == "" || b.Name == "" {
+			return fmt.Errorf("a tool-call block needs an id and a name (id %s, name %s)", display.Quote(b.ID), display.Quote(b.Name))
+		}
+	case BlockImage, BlockFile:
+		a := b.Attachment
+		if a == nil || a.ID == "" || a.Bytes < 0 {
+			return fmt.Errorf("a %s block needs an attachment with an id and a byte count", b.Type)
+		}
+		if b.Type == BlockFile && a.Name == "" {
+			return fmt.Errorf("a file block's attachment needs a name")
+		}
+		if b.Type == BlockImage {
+			switch a.MediaType {
+			case "image/png", "image/jpeg", "image/webp", "image/gif":
+			default:
+				return fmt.Errorf("image media type %s is not image/png, image/jpeg, image/webp or image/gif", display.Quote(a.MediaType))
+			}
+			if a.Width <= 0 || a.Height <= 0 {
+				return fmt.Errorf("an image needs a positive width and height")
+			}
+		}
+	case "":
+		return fmt.Errorf("a content block needs a type")
+	default:
+		return fmt.Errorf("content block type %s is not one this build writes (text, reasoning, tool-call, image, file)", display.Quote(b.Type))
+	}
+	return nil
+}
+
+// MarshalJSON writes exactly the block type's members.
+func (b Block) MarshalJSON() ([]byte, error) {
+	if err := b.Check(); err != nil {
+		return nil, err
+	}
+	return b.appendJSON(nil), nil
+}
+
+func (b Block) appendJSON(d []byte) []byte {
+	d = rawjson.AppendString(append(d, `{"type":`...), b.Type)
+	switch b.Type {
+	case BlockText, BlockReasoning:
+		d = rawjson.AppendString(append(d, `,"text":`...), b.Text)
+	case BlockToolCall:
+		d = rawjson.AppendString(append(d, `,"id":`...), b.ID)
+		d = rawjson.AppendString(append(d, `,"name":`...), b.Name)
+		d = rawjson.AppendString(append(d, `,"arguments":`...), b.Arguments)
+	case BlockImage, BlockFile:
+		a := b.Attachment
+		d = rawjson.AppendString(append(d, `,"attachment":{"attachmentId":`...), a.ID)
+		if b.Type == BlockImage {
+			d = rawjson.AppendString(append(d, `,"mediaType":`...), a.MediaType)
+		}
+		d = rawjson.AppendInt(append(d, `,"bytes":`...), a.Bytes)
+		if b.Type == BlockImage {
+			d = rawjson.AppendInt(append(d, `,"width":`...), a.Width)
+			d = rawjson.AppendInt(append(d, `,"height":`...), a.Height)
+		}
+		if a.Name != "" {
+			d = rawjson.AppendString(append(d, `,"name":`...), a.Name)
+		}
+		d = append(d, '}')
+	}
+	return append(d, '}')
+}
+
+// BlocksJSON is the JSON array of blocks, each checked.
+func BlocksJSON(blocks []Block) (json.RawMessage, error) {
+	d := []byte{'['}
+	for i, b := range blocks {
+		if err := b.Check(); err != nil {
+			return nil, fmt.Errorf("content block %d: %w", i, err)
+		}
+		if i > 0 {
+			d = append(d, ',')
+		}
+		d = b.appendJSON(d)
+	}
+	return append(d, ']'), nil
+}
+
+// NewMessage builds a stored message of role with its content blocks and
+// source, in the runtime's key order role, content, source, id. The
+// source's members beyond its kind come from Source.Raw (see ModelSource,
+// ToolSource and the other constructors).
+func NewMessage(id, role string, source Source, blocks []Block) (StoredMessage, error) {
+	content, err := BlocksJSON(blocks)
+	if err != nil {
+		return StoredMessage{}, fmt.Errorf("message %s: %w", display.Quote(id), err)
+	}
+	return NewStoredMessage(id, role, source, content)
+}
+
+// NewUserMessage is a message the user sent (source kind user).
+func NewUserMessage(id string, blocks ...Block) (StoredMessage, error) {
+	return NewMessage(id, "user", Source{Kind: SourceUser}, blocks)
+}
+
+// NewToolMessage is the result of tool call callID (role tool, source kind
+// tool naming the call, toolCallId the same, isError always written), in
+// the runtime's key order role, source, toolCallId, content, isError, id.
+func NewToolMessage(id, callID string, isError bool, blocks []Block) (StoredMessage, error) {
+	if callID == "" {
+		return StoredMessage{}, fmt.Errorf("tool result %s needs the id of its call", display.Quote(id))
+	}
+	content, err := BlocksJSON(blocks)
+	if err != nil {
+		return StoredMessage{}, fmt.Errorf("message %s: %w", display.Quote(id), err)
+	}
+	src := sourceJSON(SourceTool, "callId", callID)
+	d := append([]byte(`{"role":"tool","source":`), src...)
+	d = rawjson.AppendString(append(d, `,"toolCallId":`...), callID)
+	d = append(append(d, `,"content":`...), content...)
+	d = fmt.Appendf(d, `,"isError":%t,"id":`, isError)
+	d = append(rawjson.AppendString(d, id), '}')
+	return ParseStoredMessage(d)
+}
+
+// sourceJSON is a source object: kind, then the key/value string pairs.
+func sourceJSON(kind SourceKind, kv ...string) []byte {
+	d := rawjson.AppendString([]byte(`{"kind":`), string(kind))
+	for i := 0; i+1 < len(kv); i += 2 {
+		d = append(d, ',')
+		d = rawjson.AppendString(d, kv[i])
+		d = append(d, ':')
+		d = rawjson.AppendString(d, kv[i+1])
+	}
+	return append(d, '}')
+}
+
+// ModelSource is the source of a model's answer: kind model, the provider
+// and the model that wrote it.
+func ModelSource(provider, model string) Source {
+	return Source{Kind: SourceModel, Raw: sourceJSON(SourceModel, "provider", provider, "model", model)}
+}
+
+// CheckpointSource is the source of a compaction's checkpoint: kind
+// compact-checkpoint and the compaction's id.
+func CheckpointSource(compactionID string) Source {
+	return Source{Kind: SourceCheckpoint, Raw: sourceJSON(SourceCheckpoint, "compactionId", compactionID)}
+}
+
+// SourceSubagentSettled is the source kind of a subagent's report to its
+// parent, sent every time it finishes a turn.
+const SourceSubagentSettled SourceKind = "subagent-settled"
+
+// SubagentSource is the source of a subagent's report: kind
+// subagent-settled, form notice, the subagent's session and a one-line
+// summary.
+func SubagentSource(senderSession, summary string) Source {
+	return Source{Kind: SourceSubagentSettled, Raw: sourceJSON(SourceSubagentSettled, "form", "notice",
+		"senderSessionId", senderSession, "summary", summary)}
+}
+
+// Usage is the token usage a provider reported for a model call (the
+// optional counts are left out when zero).
+type Usage struct {
+	InputTokens      int64 `json:"inputTokens"`
+	OutputTokens     int64 `json:"outputTokens"`
+	CacheReadTokens  int64 `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int64 `json:"cacheWriteTokens,omitempty"`
+	ReasoningTokens  int64 `json:"reasoningTokens,omitempty"`
+	TotalTokens      int64 `json:"totalTokens,omitempty"`
+}
+
+// LLMFailure is why a model call failed: a code and a message, and what
+// the provider said.
+type LLMFailure struct {
+	Code                 string `json:"code"`
+	Message              string `json:"message"`
+	Status               int64  `json:"status,omitempty"`
+	RequestID            string `json:"requestId,omitempty"`
+	ProviderRetryAfterMs int64  `json:"providerRetryAfterMs,omitempty"`
+}
+
+// Check says what is wrong with the failure, or nil.
+func (f *LLMFailure) Check() error {
+	if f == nil || f.Code == "" || f.Message == "" {
+		return fmt.Errorf("a model call's failure needs a code and a message")
+	}
+	return nil
+}
+
+// TurnStep is the data of step/start and step/end.
+type TurnStep struct {
+	Turn int64 `json:"turn"`
+	Step int64 `json:"step"`
+}
+
+// TurnStartData is the data of turn/start.
+type TurnStartData struct {
+	Turn int64 `json:"turn"`
+}
+
+// TurnEndReason is how a turn ended: Kind one of TurnEndKinds; an aborted
+// turn gives its Cause, a failed one (EndError) its Error.
+type TurnEndReason struct {
+	Kind  string       `json:"kind"`
+	Cause *CancelCause `json:"reason,omitempty"`
+	Error *LLMFailure  `json:"error,omitempty"`
+}
+
+// CancelCause is who aborted a turn: user, parent, hook (with a Reason),
+// disposed or legacy.
+type CancelCause struct {
+	Kind   string `json:"kind"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// TurnEndData is the data of turn/end.
+type TurnEndData struct {
+	Turn   int64         `json:"turn"`
+	Reason TurnEndReason `json:"reason"`
+}
+
+// InboxSplicedData is the data of agent/inbox/spliced: messages inserted
+// into the session's inbox at Start (after RemovedCount removed), for the
+// next turn or the running one (Target).
+type InboxSplicedData struct {
+	Target       string            `json:"target"`
+	Start        int64             `json:"start"`
+	RemovedCount int64             `json:"removedCount,omitempty"`
+	Inserted     []json.RawMessage `json:"inserted"`
+}
+
+// RequestHeaderData is the data of request/header: the header of the
+// requests that follow, and why it is written (HeaderInitial, ...).
+type RequestHeaderData struct {
+	Header       EpochHeader `json:"header"`
+	Reason       string      `json:"reason"`
+	StartsSeries bool        `json:"startsSeries,omitempty"`
+}
+
+// EpochHeader is a request header: the call's configuration, which of
+// its values the adapter chose (AdapterDefaults, left out unless one is
+// set) and the tools offered (left out when none).
+type EpochHeader struct {
+	Config          LLMConfig        `json:"config"`
+	AdapterDefaults *AdapterDefaults `json:"adapterDefaults,omitempty"`
+	Tools           []ToolSchema     `json:"tools,omitempty"`
+}
+
+// LLMConfig is a model call's configuration.
+type LLMConfig struct {
+	Provider        string   `json:"provider"`
+	Model           string   `json:"model"`
+	MaxTokens       int64    `json:"maxTokens,omitempty"`
+	ReasoningEffort string   `json:"reasoningEffort,omitempty"`
+	Temperature     *float64 `json:"temperature,omitempty"`
+	Stop            []string `json:"stop,omitempty"`
+}
+
+// AdapterDefaults marks the configuration values the adapter chose.
+type AdapterDefaults struct {
+	ReasoningEffort bool `json:"reasoningEffort,omitempty"`
+	MaxTokens       bool `json:"maxTokens,omitempty"`
+}
+
+// ToolSchema is a tool offered to the model: its name, description and
+// parameters, a JSON Schema: any value that encodes to a JSON object (a
+// map, a struct, or the schema's JSON as a json.RawMessage), kept as
+// given.
+type ToolSchema struct {
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	Parameters   any    `json:"parameters"`
+	DeferLoading bool   `json:"deferLoading,omitempty"`
+}
+
+// Check says what is wrong with the tool, or nil.
+func (t ToolSchema) Check() error {
+	if t.Name == "" {
+		return fmt.Errorf("a tool needs a name")
+	}
+	p, err := EncodeData(t.Parameters)
+	if err != nil || len(p) == 0 || p[0] != '{' {
+		return fmt.Errorf("tool %s: parameters must be a JSON object (a JSON Schema)", display.Quote(t.Name))
+	}
+	return nil
+}
+
+// ToolCallData is the data of tool/call: a tool call the answer asked for
+// starts, with its name and arguments exactly as the answer gave them.
+type ToolCallData struct {
+	Turn      int64  `json:"turn"`
+	Step      int64  `json:"step"`
+	CallID    string `json:"callId"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolError is the error a failed tool result carries (with isError).
+type ToolError struct {
+	Name   string `json:"name"`
+	Code   string `json:"code"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// ToolResultData is the data of tool/result.
+type ToolResultData struct {
+	Turn    int64           `json:"turn"`
+	Step    int64           `json:"step"`
+	Message json.RawMessage `json:"message"`
+	Error   *ToolError      `json:"error,omitempty"`
+}
+
+// MessageData is the data of system/message (and developer/message): the
+// message with its turn and step.
+type MessageData struct {
+	Turn    int64           `json:"turn"`
+	Step    int64           `json:"step"`
+	Message json.RawMessage `json:"message"`
+}
+
+// AnswerData is the data of assistant/message: the answer, the usage the
+// provider reported (left out when none), the stream it was assembled
+// from, and Interrupted when the user's interrupt cut it off.
+type AnswerData struct {
+	Turn        int64           `json:"turn"`
+	Step        int64           `json:"step"`
+	Message     json.RawMessage `json:"message"`
+	Usage       *Usage          `json:"usage,omitempty"`
+	Stream      json.RawMessage `json:"stream"`
+	Interrupted bool            `json:"interrupted,omitempty"`
+}
+
+// AttemptData is the data of assistant/attempt: a model call that gave
+// no answer (it failed, and is retried or fails the turn), with what it
+// streamed.
+type AttemptData struct {
+	Turn   int64           `json:"turn"`
+	Step   int64           `json:"step"`
+	Stream json.RawMessage `json:"stream"`
+}
+
+// RetryData is the data of llm/retry: a model call that failed with a
+// temporary error is tried again after DelayMs. Retry counts the attempts
+// of one chain (same turn, step, provider and PolicyKey) from 1, under one
+// RetryID; MaxRetries is set in mode RetryNormal only.
+type RetryData struct {
+	Mode       string     `json:"mode"`
+	Turn       int64      `json:"turn"`
+	Step       int64      `json:"step"`
+	Provider   string     `json:"provider"`
+	PolicyKey  string     `json:"policyKey"`
+	RetryID    string     `json:"retryId"`
+	Retry      int64      `json:"retry"`
+	DelayMs    int64      `json:"delayMs"`
+	MaxRetries *int64     `json:"maxRetries,omitempty"`
+	Failure    LLMFailure `json:"failure"`
+}
+
+// RetryStartedData is the data of llm/retry-started: the retry scheduled
+// by the llm/retry with the same RetryID and Retry began.
+type RetryStartedData struct {
+	Turn    int64  `json:"turn"`
+	Step    int64  `json:"step"`
+	RetryID string `json:"retryId"`
+	Retry   int64  `json:"retry"`
+}
+
+// SeqRange is an inclusive span of seqs.
+type SeqRange struct {
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+}
+
+// CompactionStartData is the data of compaction/start; Turn is the open
+// turn, nil (null) for a compaction between turns.
+type CompactionStartData struct {
+	CompactionID    string `json:"compactionId"`
+	SourceCommandID string `json:"sourceCommandId,omitempty"`
+	Turn            *int64 `json:"turn"`
+}
+
+// CompactionSummaryData is the data of compaction/summary: the summary of
+// the history span it shadows (ShadowedSeqs, the current surface nodes from
+// ShadowedRange.Start to End), priced at ShadowedTokenCount, and who wrote
+// it.
+type CompactionSummaryData struct {
+	CompactionID       string   `json:"compactionId"`
+	SourceCommandID    string   `json:"sourceCommandId,omitempty"`
+	Summary            []Block  `json:"summary"`
+	ShadowedRange      SeqRange `json:"shadowedRange"`
+	ShadowedSeqs       []int64  `json:"shadowedSeqs"`
+	ShadowedTokenCount int64    `json:"shadowedTokenCount"`
+	Provider           string   `json:"provider"`
+	Model              string   `json:"model"`
+	MaxTokens          int64    `json:"maxTokens,omitempty"`
+	Usage              *Usage   `json:"usage,omitempty"`
+}
+
+// CompactionEndData is the data of compaction/end; Error is set when the
+// compaction failed.
+type CompactionEndData struct {
+	CompactionID    string `json:"compactionId"`
+	SourceCommandID string `json:"sourceCommandId,omitempty"`
+	Turn            *int64 `json:"turn"`
+	Error           string `json:"error,omitempty"`
+}
+
+// SubagentCatalogData is the data of subagent/catalog in a parent's log:
+// a subagent it started (Mode "continuable": it can be messaged again).
+type SubagentCatalogData struct {
+	Version        int64  `json:"version"`
+	Mode           string `json:"mode"`
+	Label          string `json:"label"`
+	ChildID        string `json:"childId"`
+	ChildCreatedAt int64  `json:"childCreatedAt"`
+}
+
+// EncodeData is v as an event's data: JSON without HTML escaping or a
+// trailing newline.
+func EncodeData(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
