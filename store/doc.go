@@ -53,34 +53,35 @@
 //
 // # A turn
 //
-// Each stage of a turn is recorded as it happens, and nothing written is
-// rewritten (docs/FORMAT.md, "What a turn records"):
+// A Session is the recorder of one agent session: each stage of a turn is
+// one typed call that fills in the seqs, times (the store's clock, Open's
+// Now), turn and step numbers, surface operations and the payloads of
+// docs/FORMAT.md, and refuses a call out of place, or a value the format
+// cannot hold, with a *RecordError before anything is written
+// (docs/FORMAT.md, "What a turn records"; Example shows each):
 //
-//	prompt, _ := convlog.NewStoredMessage(msgID, "user", convlog.Source{Kind: convlog.SourceUser}, content)
-//	turn, err := se.BeginTurn(prompt) // admitted; the chat reads as running; the turn starts
-//	err = se.Append(stepStart, systemMessage, userMessage, requestHeader)
-//	err = se.Append(answer)           // every successful model call, an empty one too
-//	err = se.Append(toolCall, toolResult, stepEnd)
-//	err = se.Steer(msg)               // a message sent while the turn runs
-//	err = se.EndTurn("completed")     // the turn ends; the chat reads as idle
+//	prompt, _ := convlog.NewUserMessage(msgID, convlog.TextBlock(text))
+//	turn, err := se.BeginTurn(prompt)   // admitted; running; turn/start
+//	step, err := se.BeginStep()         // step/start
+//	err = se.Request(req)               // system prompt, waiting input, request header
+//	call, err := se.BeginModelCall()    // the answer as it streams in
+//	call.Text(0, delta); call.Usage(u); call.Finish(reason)
+//	err = call.Complete(answerID)       // every successful call, an empty one too
+//	err = call.Retry(retry)             // or: a temporary failure, tried again
+//	err = se.ToolCall(callID); err = se.ToolResult(result)
+//	err = se.EndStep()
+//	err = se.Steer(msg)                 // input sent while the turn runs
+//	err = se.EndTurn(store.OutcomeCompleted, nil) // or OutcomeFailed with its error
 //
-// Append writes one durable batch (fsynced before it returns). Every
-// stored message needs an identity and a source (convlog.StoredMessage: a
-// request-only convlog.RequestMessage cannot be passed for one), and the
-// turn's events keep their path (a step inside a turn; requests, answers,
-// tool calls and results inside a step; a result answers a call of its
-// turn). The writer checks both before anything is written and refuses a
-// batch that breaks them with a *convlog.RuleError (errors.Is
-// convlog.ErrMessageIdentity, convlog.ErrTurnPath, convlog.ErrHistory): what
-// the runtime can write, convkit reads as valid. A model call that fails
-// with a temporary error is recorded as assistant/attempt, then llm/retry,
-// before the next attempt; a turn whose model call fails for good ends with
-// EndTurn("error").
-//
-// When the user interrupts, Interrupt ends the turn keeping what was
-// produced: the partial answer the runtime passes is recorded marked
-// interrupted, every tool call without a result gets an interrupted
-// result, the step and the turn end (reason interrupted).
+// Each call is one durable append (fsynced before it returns); Batch
+// groups the calls of its function into one. Message ids come from the
+// caller (NewMessageID makes them); the ids the recorder makes itself are
+// documented with the call that makes them. Compact records a compaction,
+// SubagentReport a subagent's report, Interrupt the user's interrupt
+// (keeping what the call in flight had streamed), History the history the
+// model reads with the interrupted marks, Fork and Rewind take message
+// ids. Append remains for event types the format does not define (a
+// plugin's); it refuses what breaks a rule with a *convlog.RuleError.
 //
 // # The index
 //

@@ -13,37 +13,21 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// msg is a stored message with one text block.
-func msg(id, role string, kind convlog.SourceKind, text string) convlog.StoredMessage {
-	m, err := convlog.NewStoredMessage(id, role, convlog.Source{Kind: kind}, fmt.Appendf(nil, `[{"type":"text","text":%q}]`, text))
-	if err != nil {
-		panic(err)
-	}
-	return m
-}
-
-// ev is a session log event; surface events append to the history.
-func ev(typ, data string) convlog.Event {
-	e := convlog.Event{Type: typ, Data: []byte(data)}
-	if info := convlog.DefaultRegistry.Lookup(typ); info != nil && info.Surface {
-		e.SurfaceOp = &convlog.SurfaceOp{}
-	}
-	return e
-}
-
-func surface(typ string, turn, step int64, m convlog.StoredMessage) convlog.Event {
-	return ev(typ, fmt.Sprintf(`{"turn":%d,"step":%d,"message":%s}`, turn, step, m.JSON()))
-}
-
 func must(err error) {
 	if err != nil {
 		panic(err)
 	}
 }
 
+func user(id, text string) convlog.StoredMessage {
+	m, err := convlog.NewUserMessage(id, convlog.TextBlock(text))
+	must(err)
+	return m
+}
+
 // The runtime's whole path: open the store, start a conversation at its
-// first message, record a turn, keep the index current, resume a session
-// of an older format (the lazy upgrade), and delete.
+// first message, record a turn with a typed call for each stage, resume a
+// session of an older format (the lazy upgrade), and delete.
 func Example() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "runtime-")
@@ -69,42 +53,51 @@ func Example() {
 	// Its first message keeps it: admitted, running, the turn starts.
 	se, err = st.NewConversation(store.NewConversation{ID: "c1", Cwd: "/home/dev/src/app", SessionID: "root", Agent: "coder", Model: "deepseek-pro"})
 	must(err)
-	prompt := msg("u1", "user", convlog.SourceUser, "List the Go files\nand count them")
-	turn, err := se.BeginTurn(prompt)
+	turn, err := se.BeginTurn(user("u1", "List the Go files\nand count them"))
 	must(err)
 	info, _ := st.ReadConversation("c1")
 	fmt.Printf("turn %d, running %v, title %q\n", turn, info.RunningTurn, info.Title)
 
-	// The turn's steps, one durable batch at a time.
-	model := convlog.Source{Kind: convlog.SourceModel}
-	ask, _ := convlog.NewStoredMessage("a1", "assistant", model,
-		[]byte(`[{"type":"tool-call","id":"k1","name":"bash","arguments":"{\"command\":\"ls *.go\"}"}]`))
-	// A tool result names its call (toolCallId, its source's callId).
-	result, err := convlog.ParseStoredMessage([]byte(`{"role":"tool","content":[{"type":"text","text":"a.go b.go c.go"}],` +
-		`"source":{"kind":"tool","callId":"k1"},"toolCallId":"k1","id":"r1"}`))
+	// A step: the request (with the system prompt and the prompt), the
+	// answer as it streams in, the tool call it asked for and its result.
+	req := store.Request{
+		System: "You are a coding agent.",
+		Config: convlog.LLMConfig{Provider: "deepseek", Model: "deepseek-pro"},
+		Tools: []convlog.ToolSchema{{Name: "bash", Description: "Run a shell command",
+			Parameters: map[string]any{"type": "object", "properties": map[string]any{"command": map[string]any{"type": "string"}}}}},
+	}
+	_, err = se.BeginStep()
 	must(err)
-	must(se.Append(
-		ev("step/start", `{"turn":1,"step":1}`),
-		surface(convlog.TypeSystemMessage, 1, 1, msg("sys", "system", convlog.SourceSystemPrompt, "You are a coding agent.")),
-		ev(convlog.TypeUserMessage, string(prompt.JSON())),
-		ev("request/header", `{"header":{"config":{"provider":"p","model":"deepseek-pro"}},"reason":"initial"}`),
-		surface(convlog.TypeAssistantMessage, 1, 1, ask)))
-	must(se.Append(
-		ev("tool/call", `{"turn":1,"step":1,"callId":"k1","name":"bash","arguments":"{\"command\":\"ls *.go\"}"}`),
-		surface(convlog.TypeToolResult, 1, 1, result),
-		ev("step/end", `{"turn":1,"step":1}`)))
+	must(se.Request(req))
+	call, err := se.BeginModelCall()
+	must(err)
+	call.ToolCall(0, "k1", "bash", `{"command":"ls *.go"}`)
+	call.Usage(convlog.Usage{InputTokens: 120, OutputTokens: 14})
+	call.Finish(convlog.FinishReason{Kind: convlog.FinishToolCalls})
+	must(call.Complete("a1"))
+	must(se.ToolCall("k1"))
+	must(se.ToolResult(store.ToolResult{CallID: "k1", ID: "r1", Content: []convlog.Block{convlog.TextBlock("a.go b.go c.go")}}))
+	must(se.EndStep())
 
-	// What breaks a rule is refused before anything is written.
-	err = se.Append(ev("request/header", `{"header":{"config":{"provider":"p","model":"m"}},"reason":"series"}`))
-	fmt.Println("a request outside a step:", errors.Is(err, convlog.ErrTurnPath))
-	err = se.Append(ev(convlog.TypeUserMessage, `{"role":"user","content":[]}`))
-	fmt.Println("a message without identity:", errors.Is(err, convlog.ErrMessageIdentity))
+	// A call out of place is refused before anything is written.
+	err = se.ToolCall("k1")
+	fmt.Println("a tool call outside a step:", errors.Is(err, store.ErrOrder))
+	_, err = se.BeginStep()
+	must(err)
+	err = se.ToolResult(store.ToolResult{CallID: "k9", ID: "r9"})
+	fmt.Println("a result for a call never made:", errors.Is(err, store.ErrUnknownCall))
 
-	must(se.Append(
-		ev("step/start", `{"turn":1,"step":2}`),
-		surface(convlog.TypeAssistantMessage, 1, 2, msg("a2", "assistant", convlog.SourceModel, "3 files."))))
-	must(se.Append(ev("step/end", `{"turn":1,"step":2}`)))
-	must(se.EndTurn("completed"))
+	must(se.Request(req)) // the same header: nothing new to record
+	call, err = se.BeginModelCall()
+	must(err)
+	call.Text(0, "3 files.")
+	must(call.Complete("a2"))
+	must(se.EndStep())
+	must(se.EndTurn(store.OutcomeCompleted, nil))
+	for _, h := range se.History() {
+		_, text := convlog.MessageText(h.Message.JSON())
+		fmt.Printf("  %-9s %q\n", h.Message.Role(), text)
+	}
 
 	// The index: built once, then one incremental update per change.
 	_, err = reindex.Run(ctx, st, reindex.Options{})
@@ -112,7 +105,7 @@ func Example() {
 	db, err := index.Open(st.IndexPath())
 	must(err)
 	defer db.Close()
-	_, err = se.BeginTurn(msg("u2", "user", convlog.SourceUser, "Now delete them"))
+	_, err = se.BeginTurn(user("u2", "Now delete them"))
 	must(err)
 	_, err = reindex.Update(ctx, db, st, "c1", reindex.UpdateOptions{})
 	must(err)
@@ -133,14 +126,15 @@ func Example() {
 	// Resumed in one call: upgraded beside the untouched original.
 	old, err := st.OpenSession("old", "root")
 	must(err)
-	turn, err = old.BeginTurn(msg("u1", "user", convlog.SourceUser, "Carry on"))
+	turn, err = old.BeginTurn(user("u1", "Carry on"))
 	must(err)
 	ents, _ := os.ReadDir(conv)
 	for _, e := range ents {
 		fmt.Println("  ", e.Name())
 	}
 	fmt.Println("next turn:", turn)
-	must(old.Append(ev("step/start", `{"turn":2,"step":1}`)))
+	_, err = old.BeginStep()
+	must(err)
 	must(old.Interrupt(nil))
 	must(old.Close())
 
@@ -152,8 +146,13 @@ func Example() {
 	// Output:
 	// draft kept: false
 	// turn 1, running true, title "List the Go files"
-	// a request outside a step: true
-	// a message without identity: true
+	// a tool call outside a step: true
+	// a result for a call never made: true
+	//   system    "You are a coding agent."
+	//   user      "List the Go files\nand count them"
+	//   assistant ""
+	//   tool      "a.go b.go c.go"
+	//   assistant "3 files."
 	// indexed: "List the Go files", 2 turns, running true
 	//    metadata.v4.jsonl
 	//    root.v3.jsonl

@@ -40,7 +40,9 @@ func (s *Store) Fork(srcConv, srcSession, newConv, newSession string, throughSeq
 // Rewind is a fork that stops just before one of the user's messages (the
 // user/message with source kind "user" at beforeSeq of srcSession) and
 // returns that message's text for the composer. When the message opens its
-// turn, the fork stops before that turn. The source stays as it was.
+// turn, the fork stops before that turn, and before the message's
+// admission (agent/inbox/spliced) just before it. The source stays as it
+// was.
 func (s *Store) Rewind(srcConv, srcSession, newConv, newSession string, beforeSeq int64) (string, error) {
 	if beforeSeq < 0 {
 		return "", fmt.Errorf("rewind: seq %d is not an event", beforeSeq)
@@ -266,6 +268,9 @@ func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
 	turnStart := int64(-1) // seq of the open turn's turn/start
 	turnContent := false   // the open turn has history beyond system/message
 	foundRewind := false
+	// admitted: the seq of the agent/inbox/spliced that admitted each
+	// message, so that a rewind leaves out its message's admission too.
+	admitted := map[string]int64{}
 	for {
 		e, err := r.Next()
 		if err == io.EOF {
@@ -278,6 +283,20 @@ func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
 		switch e.Type {
 		case "turn/start":
 			turnStart, turnContent = e.Seq, false
+		case convlog.TypeInboxSpliced:
+			if rewindSeq >= 0 {
+				var d struct {
+					Inserted []struct {
+						ID string `json:"id"`
+					} `json:"inserted"`
+				}
+				json.Unmarshal(e.Data, &d)
+				for _, m := range d.Inserted {
+					if _, ok := admitted[m.ID]; !ok && m.ID != "" {
+						admitted[m.ID] = e.Seq
+					}
+				}
+			}
 		case convlog.TypeTurnEnd:
 			turnStart = -1
 		case "compaction/end":
@@ -310,6 +329,10 @@ func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
 				sc.cut = e.Seq - 1
 				if turnStart >= 0 && !turnContent {
 					sc.cut = turnStart - 1
+				}
+				if a, ok := admitted[m.ID]; ok && a == sc.cut {
+					// The message's own admission goes with it.
+					sc.cut--
 				}
 			}
 		}

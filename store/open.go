@@ -227,6 +227,12 @@ func (s *Store) Close() error {
 
 func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
 
+// lockSession takes what a call on se needs, and returns its release.
+func (s *Store) lockSession(se *Session) func() {
+	s.mu.Lock()
+	return s.mu.Unlock
+}
+
 func (s *Store) writable() error {
 	if s.lock == nil || s.lock.Mode() != LockExclusive {
 		return ErrReadOnly

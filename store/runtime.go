@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,19 +16,6 @@ import (
 // The runtime's sessions: how a turn is recorded, stage by stage, in the
 // session log and the conversation log (docs/FORMAT.md, "What a turn
 // records"). The package doc is the manual.
-
-// EventInboxSpliced records input taken from the conversation's inbox into
-// a session: {"target":SpliceNextTurn|SpliceCurrentTurn,"inserted":[message]}.
-const EventInboxSpliced = "agent/inbox/spliced"
-
-// Splice targets.
-const (
-	// SpliceNextTurn admits the prompt that starts the next turn.
-	SpliceNextTurn = "next-turn"
-	// SpliceCurrentTurn hands a steering message to the running turn,
-	// which reads it before its next model call.
-	SpliceCurrentTurn = "current-turn"
-)
 
 // Errors of the session API.
 var (
@@ -47,10 +35,15 @@ type NewConversation struct {
 }
 
 // Session is one agent session of a conversation, open for the runtime:
-// its log open for appending, and the conversation log's record of its
-// turns. Get one from NewConversation, OpenSession or Session.Spawn; a
-// Session is used under the Store's lock, so its methods may be called
-// from several goroutines.
+// the recorder of its turns. Its log is open for appending, and it knows
+// where the turn stands, the session's inbox, its message ids and the
+// history the model reads, so that each stage of a turn is one typed call
+// (recorder.go) that fills in the seqs, times, turn and step numbers and
+// surface operations, and refuses a call out of place with a *RecordError
+// before anything is written. Get one from NewConversation, OpenSession or
+// Session.Spawn. Calls on the sessions of one conversation are carried out
+// one at a time, in order; those of different conversations run in
+// parallel.
 type Session struct {
 	st     *Store
 	convID string
@@ -60,8 +53,16 @@ type Session struct {
 	// kept from its first message (BeginTurn).
 	pending *NewConversation
 	closed  bool
+	// broken: a batch could not be written after its calls were taken;
+	// the session must be opened again to record more.
+	broken error
 	// repaired is what OpenSession closed of a turn a crash left open.
 	repaired *ClosedTurn
+	rec      recState
+	// batch holds the events of the calls made inside Batch.
+	batch   []convlog.Event
+	inBatch bool
+	call    *ModelCall
 }
 
 type sessionKey struct{ conv, session string }
@@ -94,7 +95,7 @@ func (s *Store) NewConversation(c NewConversation) (*Session, error) {
 			return nil, fmt.Errorf("conversation %s: %w", display.Quote(c.ID), ErrConversationExists)
 		}
 	}
-	se := &Session{st: s, convID: c.ID, id: c.SessionID, pending: &c}
+	se := &Session{st: s, convID: c.ID, id: c.SessionID, pending: &c, rec: newRecState()}
 	s.sessions[key] = se
 	return se, nil
 }
@@ -103,8 +104,9 @@ func (s *Store) NewConversation(c NewConversation) (*Session, error) {
 // runtime's next write, in one call: a log of an older format version is
 // upgraded first and its version 4 successor published beside the untouched
 // original (the lazy upgrade; upgrade.Publish), and a turn a crash left
-// open is closed as repair closes it (Repaired says what was closed). A
-// session is open once per Store.
+// open is closed as repair closes it (Repaired says what was closed). The
+// log is read once to know where it stands (the history, the message ids,
+// the last request header). A session is open once per Store.
 func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -132,6 +134,12 @@ func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 		w.Close()
 		return nil, err
 	}
+	if se.rec, err = scanLog(w.Path()); err != nil {
+		w.Close()
+		return nil, err
+	}
+	// Waiting messages are kept in memory only: a restart loses them.
+	se.rec.inbox = nil
 	s.sessions[key] = se
 	return se, nil
 }
@@ -146,70 +154,152 @@ func (se *Session) ID() string { return se.id }
 // Conversation is the id of the session's conversation.
 func (se *Session) Conversation() string { return se.convID }
 
-// Turn reports where the session's turn stands (convlog.TurnState): the
-// zero value for a new conversation not kept yet.
+// Turn reports where the session's turn stands, as the log's writer sees
+// what was written (convlog.TurnState): the zero value for a new
+// conversation not kept yet.
 func (se *Session) Turn() convlog.TurnState {
-	se.st.mu.Lock()
-	defer se.st.mu.Unlock()
+	unlock := se.st.lockSession(se)
+	defer unlock()
 	if se.w == nil {
 		return convlog.TurnState{}
 	}
 	return se.w.Turn()
 }
 
-// NextSeq is the seq the next appended event gets.
+// NextSeq is the seq the next recorded event gets.
 func (se *Session) NextSeq() int64 {
-	se.st.mu.Lock()
-	defer se.st.mu.Unlock()
-	if se.w == nil {
-		return 0
-	}
-	return se.w.NextSeq()
+	unlock := se.st.lockSession(se)
+	defer unlock()
+	return se.rec.next
 }
 
-func (se *Session) usable() error {
+// enter takes the session for one call and checks it can record.
+func (se *Session) enter() (unlock func(), err error) {
+	unlock = se.st.lockSession(se)
 	if se.closed {
-		return fmt.Errorf("conversation %s session %s: %w", display.Quote(se.convID), display.Quote(se.id), ErrClosed)
+		err = fmt.Errorf("conversation %s session %s: %w", display.Quote(se.convID), display.Quote(se.id), ErrClosed)
+	} else if se.broken != nil {
+		err = fmt.Errorf("conversation %s session %s: a batch could not be written (%v); open the session again: %w",
+			display.Quote(se.convID), display.Quote(se.id), se.broken, ErrClosed)
+	} else if se.w != nil {
+		err = se.st.writable()
+	}
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
+}
+
+// record writes events as one durable batch (or, inside Batch, adds them to
+// the batch) and takes them into the session's state. The events get
+// their seqs here; a zero Time gets the store's clock.
+func (se *Session) record(evs ...convlog.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	now := se.st.nowMs()
+	for i := range evs {
+		if evs[i].Time == 0 {
+			evs[i].Time = now
+		}
+	}
+	if se.inBatch {
+		for i := range evs {
+			evs[i].Seq = se.rec.next
+			se.rec.observe(&evs[i])
+			se.batch = append(se.batch, evs[i])
+		}
+		return nil
+	}
+	seq := se.w.NextSeq()
+	if err := se.w.Append(evs); err != nil {
+		return err
+	}
+	for i := range evs {
+		evs[i].Seq = seq + int64(i)
+		se.rec.observe(&evs[i])
 	}
 	return nil
 }
 
-func spliceEvent(target string, msg convlog.StoredMessage, ms int64) convlog.Event {
-	d := append([]byte(`{"target":`), convlog.AppendJSONString(nil, target)...)
-	d = append(d, `,"inserted":[`...)
-	d = append(d, msg.JSON()...)
-	d = append(d, "]}"...)
-	return convlog.Event{Type: EventInboxSpliced, Time: ms, Data: d}
+// flush writes the batch held so far (Batch), before a call that writes
+// the conversation log or another log.
+func (se *Session) flush() error {
+	if len(se.batch) == 0 {
+		return nil
+	}
+	evs := se.batch
+	se.batch = nil
+	if err := se.w.Append(evs); err != nil {
+		se.broken = err
+		return err
+	}
+	return nil
 }
 
-func userEvent(msg convlog.StoredMessage, ms int64) convlog.Event {
-	return convlog.Event{Type: convlog.TypeUserMessage, Time: ms, Data: msg.JSON(), SurfaceOp: &convlog.SurfaceOp{}}
+// Batch runs fn, whose typed calls on the session are written together:
+// one durable append (one zstd frame, one fsync) at the end instead of one
+// each. A crash during fn loses all of its calls, where one append each
+// loses only the call in flight; in exchange the appends cost one fsync,
+// and a compressed log gets one frame for them all (a frame per small
+// event makes a zstd log larger than a plain one). Calls that write
+// another log (BeginTurn and EndTurn, which write the conversation log,
+// Interrupt, Spawn) first write what the batch holds. If the batch cannot
+// be written, the calls it held were taken for written: the session
+// refuses further calls and must be opened again (OpenSession), which
+// reads the log as it is.
+func (se *Session) Batch(fn func() error) error {
+	unlock, err := se.enter()
+	if err != nil {
+		return err
+	}
+	if se.inBatch || se.w == nil {
+		unlock()
+		if se.inBatch {
+			return se.refuse("Batch", ErrOrder, "a batch is already open")
+		}
+		return se.refuse("Batch", ErrOrder, "nothing is written before the first message (BeginTurn)")
+	}
+	se.inBatch = true
+	unlock()
+	ferr := fn()
+	unlock, err = se.enter()
+	if err != nil {
+		return errors.Join(ferr, err)
+	}
+	defer unlock()
+	se.inBatch = false
+	return errors.Join(ferr, se.flush())
 }
 
-// BeginTurn starts the session's next turn with the user's prompt (a stored
-// message of role user), and returns its number. It records, in order: the
-// prompt's admission (agent/inbox/spliced, target next-turn) in the
-// session log; turn/started in the conversation log, from which the chat
-// reads as running (and, for the root session's first titled prompt, the
-// automatic title); turn/start in the session log. For a new conversation
-// it first writes the conversation: its session log (the header and the
-// admission), then its conversation log (created, session/started,
-// turn/started, title), which makes it a conversation.
-//
-// The runtime then appends the turn's steps with Append: step/start, the
-// system prompt (system/message), the prompt itself (user/message), the
-// request (request/header), each model call's answer (assistant/message,
-// even an empty one), tool calls and results, step/end; and ends the turn
-// with EndTurn or Interrupt.
+// BeginTurn starts the session's next turn with its input, a stored
+// message of role user (the user's prompt, a queued message, a steering
+// message the last turn did not read, a subagent's report), and returns
+// the turn's number. It records, in order: the input's admission
+// (agent/inbox/spliced, target next-turn; none for a message admitted
+// already) in the session log; turn/started in the conversation log, from
+// which the chat reads as running (and, for the root session's first
+// titled prompt, the automatic title); turn/start in the session log. For
+// a new conversation it first writes the conversation: its session log
+// (the header and the admission), then its conversation log (created,
+// session/started, turn/started, title), which makes it a conversation.
+// The input is recorded as a user/message by the turn's first Request.
 func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
-	s := se.st
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := se.usable(); err != nil {
+	unlock, err := se.enter()
+	if err != nil {
 		return 0, err
 	}
-	if prompt.ID() == "" || prompt.Role() != "user" {
-		return 0, fmt.Errorf("conversation %s session %s: a turn starts with a stored user message (id %s, role %s)", display.Quote(se.convID), display.Quote(se.id), display.Quote(prompt.ID()), display.Quote(prompt.Role()))
+	defer unlock()
+	s := se.st
+	if prompt.ID() == "" {
+		return 0, se.refuse("BeginTurn", ErrEmptyID, "the turn's input needs an id (convlog.NewUserMessage)")
+	}
+	if prompt.Role() != "user" {
+		return 0, se.refuse("BeginTurn", ErrInvalid, "a turn starts with a stored user message (id %s, role %s)", display.Quote(prompt.ID()), display.Quote(prompt.Role()))
+	}
+	if se.call != nil {
+		return 0, se.refuse("BeginTurn", ErrOrder, "a model call is in flight")
 	}
 	_, text := convlog.MessageText(prompt.JSON())
 	if se.pending != nil {
@@ -219,36 +309,61 @@ func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	ts := se.w.Turn()
-	if i, ok := oc.st.open[se.id]; ok || ts.Open {
-		t := ts.Turn
+	if i, ok := oc.st.open[se.id]; ok || se.rec.turnOpen {
+		t := se.rec.turn
 		if ok {
 			t = oc.st.info.Turns[i].Turn
 		}
-		return 0, fmt.Errorf("conversation %s session %s: turn %d is still running: %w", display.Quote(se.convID), display.Quote(se.id), t, ErrTurnRunning)
+		return 0, se.refuse("BeginTurn", ErrTurnRunning, "turn %d is still running", t)
 	}
-	turn := ts.LastTurn
+	admitted := se.waiting(prompt.ID())
+	if !admitted && se.rec.ids[prompt.ID()] {
+		return 0, se.refuse("BeginTurn", ErrDuplicateID, "message id %s is used already", display.Quote(prompt.ID()))
+	}
+	turn := se.rec.lastTurn
 	for _, t := range oc.st.info.Turns {
 		if t.SessionID == se.id && t.Turn > turn {
 			turn = t.Turn
 		}
 	}
 	turn++
-	now := s.nowMs()
-	if err := se.w.Append([]convlog.Event{spliceEvent(SpliceNextTurn, prompt, now)}); err != nil {
+	if !admitted {
+		if err := se.record(se.splice(convlog.SpliceNextTurn, prompt)); err != nil {
+			return 0, err
+		}
+	}
+	if err := se.flush(); err != nil {
 		return 0, err
 	}
 	if err := s.beginTurn(oc, se.id, turn, text); err != nil {
 		return 0, err
 	}
-	if err := se.w.Append([]convlog.Event{turnStart(turn, s.nowMs())}); err != nil {
+	if err := se.record(turnStart(turn)); err != nil {
 		return 0, err
 	}
 	return turn, nil
 }
 
-func turnStart(turn, ms int64) convlog.Event {
-	return convlog.Event{Type: "turn/start", Time: ms, Data: fmt.Appendf(nil, `{"turn":%d}`, turn)}
+// waiting reports whether message id is in the inbox.
+func (se *Session) waiting(id string) bool {
+	for _, m := range se.rec.inbox {
+		if m.ID() == id {
+			return true
+		}
+	}
+	return false
+}
+
+// splice is the admission of msg into the inbox, at its end.
+func (se *Session) splice(target string, msg convlog.StoredMessage) convlog.Event {
+	d, _ := convlog.EncodeData(convlog.InboxSplicedData{Target: target, Start: int64(len(se.rec.inbox)),
+		Inserted: []json.RawMessage{msg.JSON()}})
+	return convlog.Event{Type: convlog.TypeInboxSpliced, Data: d}
+}
+
+func turnStart(turn int64) convlog.Event {
+	d, _ := convlog.EncodeData(convlog.TurnStartData{Turn: turn})
+	return convlog.Event{Type: convlog.TypeTurnStart, Data: d}
 }
 
 // create writes a new conversation at its first message: the session log
@@ -268,7 +383,9 @@ func (se *Session) create(prompt convlog.StoredMessage, text string) error {
 		return err
 	}
 	h := &convlog.Header{Type: convlog.SessionLog, Version: convlog.CurrentVersion, ID: c.SessionID, CreatedAt: s.nowMs(), Cwd: c.Cwd}
-	w, err := convlog.Create(filepath.Join(dir, name), h, []convlog.Event{spliceEvent(SpliceNextTurn, prompt, s.nowMs())},
+	admission := se.splice(convlog.SpliceNextTurn, prompt)
+	admission.Time = s.nowMs()
+	w, err := convlog.Create(filepath.Join(dir, name), h, []convlog.Event{admission},
 		convlog.WriterOptions{Compression: s.comp})
 	if err != nil {
 		os.RemoveAll(dir)
@@ -297,154 +414,213 @@ func (se *Session) create(prompt convlog.StoredMessage, text string) error {
 		return err
 	}
 	se.w, se.pending = w, nil
-	return w.Append([]convlog.Event{turnStart(1, s.nowMs())})
+	se.rec.observe(&admission)
+	return se.record(turnStart(1))
 }
 
-// Append writes events to the session log as one durable batch (see
-// convlog.Writer.Append): seqs are assigned, and a batch that breaks a rule
-// of the format (a stored message without identity, an event outside its
-// place in the turn's path) is refused with a *convlog.RuleError before
-// anything is written.
+// Append records events the format does not type (a plugin's), as one
+// durable batch (see convlog.Writer.Append): seqs are assigned, a zero
+// Time gets the store's clock, and a batch that breaks a rule of the
+// format is refused with a *convlog.RuleError before anything is written.
+// Every stage of a turn has its typed call; Append is for what they do
+// not cover.
 func (se *Session) Append(events ...convlog.Event) error {
-	s := se.st
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := se.usable(); err != nil {
+	unlock, err := se.enter()
+	if err != nil {
 		return err
 	}
+	defer unlock()
 	if se.w == nil {
-		return fmt.Errorf("conversation %s: nothing is written before the first message (BeginTurn)", display.Quote(se.convID))
+		return se.refuse("Append", ErrOrder, "nothing is written before the first message (BeginTurn)")
 	}
-	if err := s.writable(); err != nil {
-		return err
-	}
-	return se.w.Append(events)
+	return se.record(events...)
 }
 
 // Steer hands a message the user sent while the turn runs to the running
-// turn: its admission (agent/inbox/spliced, target current-turn) and the
-// message (user/message) are recorded at once, so the next model call reads
-// it.
+// turn: its admission (agent/inbox/spliced, target next-step) is recorded
+// now, and the turn's next Request records it as a user/message, so the
+// next model call reads it. A message the turn did not read before it
+// ended starts the next turn (BeginTurn with it).
 func (se *Session) Steer(msg convlog.StoredMessage) error {
-	s := se.st
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := se.usable(); err != nil {
+	unlock, err := se.enter()
+	if err != nil {
 		return err
 	}
-	if se.w == nil || !se.w.Turn().Open {
-		return fmt.Errorf("conversation %s session %s: %w to steer", display.Quote(se.convID), display.Quote(se.id), ErrNoTurn)
+	defer unlock()
+	if se.w == nil || !se.rec.turnOpen {
+		return se.refuse("Steer", ErrNoTurn, "no turn is running to steer")
 	}
-	now := s.nowMs()
-	return se.w.Append([]convlog.Event{spliceEvent(SpliceCurrentTurn, msg, now), userEvent(msg, now)})
+	if err := se.checkNewID("Steer", msg.ID()); err != nil {
+		return err
+	}
+	if msg.Role() != "user" {
+		return se.refuse("Steer", ErrInvalid, "a steering message has role user, not %s", display.Quote(msg.Role()))
+	}
+	return se.record(se.splice(convlog.SpliceNextStep, msg))
 }
 
 // OutcomeOf is the conversation log's outcome of a turn/end reason kind:
 // completed, interrupted, or failed for every other.
 func OutcomeOf(reason string) string {
 	switch reason {
-	case "completed":
+	case convlog.EndCompleted:
 		return OutcomeCompleted
-	case "interrupted":
+	case convlog.EndInterrupted:
 		return OutcomeInterrupted
 	}
 	return OutcomeFailed
 }
 
-// EndTurn ends the running turn: turn/end with reason kind (completed,
-// error, max-tokens, aborted, blocked; Interrupt ends one as interrupted)
-// in the session log, then turn/ended in the conversation log, after which
-// the chat reads as idle. Its last step must have ended.
-func (se *Session) EndTurn(reason string) error {
-	s := se.st
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := se.usable(); err != nil {
-		return err
-	}
-	if reason == "interrupted" || reason == "forked" {
-		return fmt.Errorf("conversation %s session %s: a turn ends as %s through Interrupt or a fork, not EndTurn", display.Quote(se.convID), display.Quote(se.id), reason)
-	}
-	if se.w == nil || !se.w.Turn().Open {
-		return fmt.Errorf("conversation %s session %s: %w", display.Quote(se.convID), display.Quote(se.id), ErrNoTurn)
-	}
-	oc, err := s.liveConv(se.convID)
+// EndTurn ends the running turn with its outcome, in the words the
+// conversation log records: OutcomeCompleted, or OutcomeFailed with the
+// failure that ended it (Interrupt ends a turn as interrupted). The
+// session log records turn/end (reason kind completed, or error carrying
+// the failure), then the conversation log turn/ended with the outcome,
+// after which the chat reads as idle. Its last step must have ended.
+func (se *Session) EndTurn(outcome string, failure *convlog.LLMFailure) error {
+	unlock, err := se.enter()
 	if err != nil {
 		return err
 	}
-	turn := se.w.Turn().Turn
-	d := fmt.Appendf(nil, `{"turn":%d,"reason":{"kind":`, turn)
-	d = append(convlog.AppendJSONString(d, reason), "}}"...)
-	if err := se.w.Append([]convlog.Event{{Type: convlog.TypeTurnEnd, Time: s.nowMs(), Data: d}}); err != nil {
+	defer unlock()
+	reason := convlog.TurnEndReason{Kind: convlog.EndCompleted}
+	switch outcome {
+	case OutcomeCompleted:
+		if failure != nil {
+			return se.refuse("EndTurn", ErrInvalid, "a completed turn carries no failure")
+		}
+	case OutcomeFailed:
+		if err := failure.Check(); err != nil {
+			return se.refuse("EndTurn", ErrInvalid, "a failed turn carries its error: %v", err)
+		}
+		f := *failure
+		reason = convlog.TurnEndReason{Kind: convlog.EndError, Error: &f}
+	case OutcomeInterrupted:
+		return se.refuse("EndTurn", ErrInvalid, "a turn ends as interrupted through Interrupt")
+	default:
+		return se.refuse("EndTurn", ErrInvalid, "turn outcome %s is not %s or %s", display.Quote(outcome), OutcomeCompleted, OutcomeFailed)
+	}
+	if se.w == nil || !se.rec.turnOpen {
+		return se.refuse("EndTurn", ErrNoTurn, "no turn is running")
+	}
+	if se.call != nil {
+		return se.refuse("EndTurn", ErrOrder, "a model call is in flight: complete it, retry it or fail it first")
+	}
+	if se.rec.stepOpen {
+		return se.refuse("EndTurn", ErrOrder, "step %d is still open (EndStep)", se.rec.step)
+	}
+	oc, err := se.st.liveConv(se.convID)
+	if err != nil {
 		return err
 	}
-	return s.endTurn(oc, se.id, turn, OutcomeOf(reason))
+	turn := se.rec.turn
+	d, _ := convlog.EncodeData(convlog.TurnEndData{Turn: turn, Reason: reason})
+	if err := se.record(convlog.Event{Type: convlog.TypeTurnEnd, Data: d}); err != nil {
+		return err
+	}
+	if err := se.flush(); err != nil {
+		return err
+	}
+	return se.st.endTurn(oc, se.id, turn, outcome)
 }
 
 // Interrupt ends the running turn as the user's interrupt does: whatever
 // the agent had produced is kept and what was unfinished is marked. The
-// partial answer of the model call in flight, when given (a stored message
-// of role assistant: the text and reasoning streamed so far), is recorded
-// with "interrupted":true; every tool call without a result gets an
-// interrupted error result; the open step ends; turn/end gives reason
-// interrupted; the conversation log records turn/ended (interrupted). On
-// the next turn the model reads that the previous one was interrupted.
-func (se *Session) Interrupt(partial *convlog.StoredMessage) error {
-	s := se.st
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := se.usable(); err != nil {
-		return err
-	}
-	if se.w == nil || !se.w.Turn().Open {
-		return fmt.Errorf("conversation %s session %s: %w to interrupt", display.Quote(se.convID), display.Quote(se.id), ErrNoTurn)
-	}
-	oc, err := s.liveConv(se.convID)
+// model call in flight, when given, keeps what it had streamed: its text
+// and reasoning are recorded as an answer (id interrupted-answer-<seq>)
+// with "interrupted":true and its stream (nothing when it streamed no
+// text); every tool call without a result gets an interrupted error
+// result; the open step ends; turn/end gives reason interrupted; the
+// conversation log records turn/ended (interrupted). On the next turn the
+// model reads that the previous one was interrupted (History marks it).
+func (se *Session) Interrupt(call *ModelCall) error {
+	unlock, err := se.enter()
 	if err != nil {
 		return err
 	}
-	ts := se.w.Turn()
-	if partial != nil {
-		if !ts.StepOpen || partial.Role() != "assistant" {
-			return fmt.Errorf("conversation %s session %s: a partial answer is an assistant message of the open step", display.Quote(se.convID), display.Quote(se.id))
-		}
-		d := fmt.Appendf(nil, `{"turn":%d,"step":%d,"message":`, ts.Turn, ts.Step)
-		d = append(d, partial.JSON()...)
-		d = append(d, `,"interrupted":true}`...)
-		if err := se.w.Append([]convlog.Event{{Type: convlog.TypeAssistantMessage, Time: s.nowMs(), Data: d, SurfaceOp: &convlog.SurfaceOp{}}}); err != nil {
-			return err
-		}
-		ts = se.w.Turn()
+	defer unlock()
+	if se.w == nil || !se.rec.turnOpen {
+		return se.refuse("Interrupt", ErrNoTurn, "no turn is running to interrupt")
 	}
-	if err := se.w.Append(convlog.CloseTurn(ts, se.w.NextSeq(), s.nowMs(), "interrupted")); err != nil {
+	if call != nil && call != se.call {
+		return se.refuse("Interrupt", ErrOrder, "the model call given is not the one in flight")
+	}
+	oc, err := se.st.liveConv(se.convID)
+	if err != nil {
+		return err
+	}
+	if err := se.flush(); err != nil {
+		return err
+	}
+	if c := se.call; c != nil {
+		se.call = nil
+		c.done = true
+		if call != nil {
+			partial, err := c.stream.Partial()
+			if err != nil {
+				return se.refuse("Interrupt", ErrInvalid, "%v", err)
+			}
+			if string(partial) != "[]" {
+				id := fmt.Sprintf("interrupted-answer-%d", se.rec.next)
+				msg, err := convlog.NewStoredMessage(id, "assistant", convlog.ModelSource(c.provider, c.model), partial)
+				if err != nil {
+					return err
+				}
+				ev, err := se.answerEvent(msg, c, true)
+				if err != nil {
+					return err
+				}
+				if err := se.record(ev); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	ts := se.w.Turn()
+	if err := se.record(convlog.CloseTurn(ts, se.w.NextSeq(), se.st.nowMs(), convlog.EndInterrupted)...); err != nil {
 		return err
 	}
 	if _, ok := oc.st.open[se.id]; ok {
-		return s.endTurn(oc, se.id, oc.st.info.Turns[oc.st.open[se.id]].Turn, OutcomeInterrupted)
+		return se.st.endTurn(oc, se.id, oc.st.info.Turns[oc.st.open[se.id]].Turn, OutcomeInterrupted)
 	}
 	return nil
 }
 
 // Spawn starts a subagent of this session: a new session of the same
 // conversation (origin subagent, delegation depth one more), its log
-// published with its header. Its first turn starts with the task message
-// (BeginTurn).
+// published with its header, and subagent/catalog in this session's log
+// naming it (label: its agent). Its first turn starts with the task
+// message (BeginTurn); it reports back with SubagentReport.
 func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
-	if err := se.usable(); err != nil {
-		return nil, err
-	}
-	if se.w == nil {
-		return nil, fmt.Errorf("conversation %s: nothing is written before the first message (BeginTurn)", display.Quote(se.convID))
-	}
-	w, err := se.st.StartSession(se.convID, childID, agent, model, se.id)
+	unlock, err := se.enter()
 	if err != nil {
 		return nil, err
 	}
-	child := &Session{st: se.st, convID: se.convID, id: childID, w: w}
-	se.st.mu.Lock()
-	se.st.sessions[sessionKey{se.convID, childID}] = child
-	se.st.mu.Unlock()
-	return child, nil
+	if se.w == nil {
+		unlock()
+		return nil, se.refuse("Spawn", ErrOrder, "nothing is written before the first message (BeginTurn)")
+	}
+	err = se.flush()
+	unlock()
+	if err != nil {
+		return nil, err
+	}
+	s := se.st
+	w, err := s.StartSession(se.convID, childID, agent, model, se.id)
+	if err != nil {
+		return nil, err
+	}
+	child := &Session{st: s, convID: se.convID, id: childID, w: w, rec: newRecState()}
+	s.mu.Lock()
+	s.sessions[sessionKey{se.convID, childID}] = child
+	s.mu.Unlock()
+	if unlock, err = se.enter(); err != nil {
+		return child, err
+	}
+	defer unlock()
+	d, _ := convlog.EncodeData(convlog.SubagentCatalogData{Version: 0, Mode: "continuable", Label: agent, ChildID: childID,
+		ChildCreatedAt: w.Header().CreatedAt})
+	return child, se.record(convlog.Event{Type: convlog.TypeSubagentCatalog, Data: d})
 }
 
 // Close closes the session's log. A running turn stays running: the
@@ -465,7 +641,7 @@ func (se *Session) closeLocked() error {
 	se.closed = true
 	delete(se.st.sessions, sessionKey{se.convID, se.id})
 	if se.w != nil {
-		return se.w.Close()
+		return errors.Join(se.flush(), se.w.Close())
 	}
 	return nil
 }

@@ -48,20 +48,29 @@ func ruleProblems(t *testing.T, path string) []string {
 	return out
 }
 
-// steps appends one step of turn: the prompt (first step only), a request
-// and an answer.
-func steps(t *testing.T, se *Session, turn, step int64, prompt *convlog.StoredMessage, answer string) {
+// step records one step of the running turn: a request and a model call
+// answering text (none: an empty answer), then the step's end.
+func step(t *testing.T, se *Session, id, text string) {
 	t.Helper()
-	ts := fmt.Sprintf(`{"turn":%d,"step":%d}`, turn, step)
-	evs := []convlog.Event{{Type: "step/start", Time: 1, Data: []byte(ts)}}
-	if prompt != nil {
-		evs = append(evs, userEvent(*prompt, 1))
+	_, err := se.BeginStep()
+	mustNil(t, err)
+	mustNil(t, se.Request(Request{System: "You are a coding agent.", Config: convlog.LLMConfig{Provider: "p", Model: "m"}}))
+	call, err := se.BeginModelCall()
+	mustNil(t, err)
+	if text != "" {
+		call.Text(0, text)
 	}
-	evs = append(evs,
-		convlog.Event{Type: "request/header", Time: 1, Data: []byte(`{"header":{"config":{"provider":"p","model":"m"}},"reason":"initial"}`)},
-		convlog.Event{Type: convlog.TypeAssistantMessage, Time: 1, Data: []byte(assistantMsg(turn, step, fmt.Sprintf("a%d-%d", turn, step), answer)), SurfaceOp: &convlog.SurfaceOp{}},
-		convlog.Event{Type: "step/end", Time: 1, Data: []byte(ts)})
-	mustNil(t, se.Append(evs...))
+	call.Finish(convlog.FinishReason{Kind: convlog.FinishStop})
+	mustNil(t, call.Complete(id))
+	mustNil(t, se.EndStep())
+}
+
+func eventTypes(evs []convlog.Event) string {
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type)
+	}
+	return strings.Join(types, " ")
 }
 
 func TestSessionTurns(t *testing.T) {
@@ -72,8 +81,8 @@ func TestSessionTurns(t *testing.T) {
 	// Opened and left without a message: nothing is kept.
 	se, err := s.NewConversation(spec)
 	mustNil(t, err)
-	if err := se.Append(convlog.Event{Type: "session/title", Time: 1, Data: []byte(`{}`)}); err == nil {
-		t.Fatal("an append before the first message was accepted")
+	if _, err := se.BeginStep(); !errors.Is(err, ErrNoTurn) || !errors.Is(err, ErrOrder) {
+		t.Fatalf("a step before the first message: %v", err)
 	}
 	mustNil(t, se.Close())
 	if _, err := os.Lstat(filepath.Join(dir, "conversations", "c1")); !errors.Is(err, fs.ErrNotExist) {
@@ -96,29 +105,43 @@ func TestSessionTurns(t *testing.T) {
 	if _, err := se.BeginTurn(storedMsg(t, "u9", "user", "user", "again")); !errors.Is(err, ErrTurnRunning) {
 		t.Fatalf("a second turn while one runs: %v", err)
 	}
-	steps(t, se, 1, 1, &p1, `[{"type":"text","text":"looking"}]`)
+	step(t, se, "a1", "looking")
 	// A misplaced event is refused before it is written, with a typed error.
-	err = se.Append(convlog.Event{Type: "tool/call", Time: 1, Data: []byte(`{"turn":1,"step":2,"callId":"x","name":"bash","arguments":""}`)})
+	err = se.Append(convlog.Event{Type: "tool/call", Data: []byte(`{"turn":1,"step":2,"callId":"x","name":"bash","arguments":""}`)})
 	if !errors.Is(err, convlog.ErrTurnPath) {
 		t.Fatalf("a tool call outside a step: %v", err)
 	}
-	mustNil(t, se.EndTurn("completed"))
+	mustNil(t, se.EndTurn(OutcomeCompleted, nil))
 	if info := readInfo(t, dir, "c1"); info.RunningTurn || info.Turns[0].Outcome != OutcomeCompleted {
 		t.Fatalf("after EndTurn: %+v", info.Turns)
 	}
 
-	// Turn 2: steered, then interrupted with a partial answer.
-	p2 := storedMsg(t, "u2", "user", "user", "now the docs")
-	turn, err = se.BeginTurn(p2)
+	// Turn 2: a tool call, steered, then interrupted mid-answer.
+	turn, err = se.BeginTurn(storedMsg(t, "u2", "user", "user", "now the docs"))
 	mustNil(t, err)
 	if turn != 2 {
 		t.Fatalf("second turn is %d", turn)
 	}
-	steps(t, se, 2, 1, &p2, `[{"type":"tool-call","id":"c7","name":"bash","arguments":"{}"}]`)
+	_, err = se.BeginStep()
+	mustNil(t, err)
+	mustNil(t, se.Request(Request{System: "You are a coding agent.", Config: convlog.LLMConfig{Provider: "p", Model: "m"}}))
+	call, err := se.BeginModelCall()
+	mustNil(t, err)
+	call.ToolCall(0, "c7", "bash", `{"command":"ls docs"}`)
+	call.Finish(convlog.FinishReason{Kind: convlog.FinishToolCalls})
+	mustNil(t, call.Complete("a2"))
+	mustNil(t, se.ToolCall("c7"))
 	mustNil(t, se.Steer(storedMsg(t, "u3", "user", "user", "and keep it short")))
-	mustNil(t, se.Append(convlog.Event{Type: "step/start", Time: 1, Data: []byte(`{"turn":2,"step":2}`)}))
-	partial := storedMsg(t, "a-partial", "assistant", "model", "The docs say")
-	mustNil(t, se.Interrupt(&partial))
+	mustNil(t, se.ToolResult(ToolResult{CallID: "c7", ID: "r7", Content: []convlog.Block{convlog.TextBlock("a.md")}}))
+	mustNil(t, se.EndStep())
+	_, err = se.BeginStep()
+	mustNil(t, err)
+	mustNil(t, se.Request(Request{System: "You are a coding agent.", Config: convlog.LLMConfig{Provider: "p", Model: "m"}}))
+	call, err = se.BeginModelCall()
+	mustNil(t, err)
+	call.Text(0, "The docs say")
+	call.ToolCall(1, "c8", "bash", `{"comm`)
+	mustNil(t, se.Interrupt(call))
 	if ts := se.Turn(); ts.Open {
 		t.Fatalf("turn still open: %+v", ts)
 	}
@@ -132,40 +155,63 @@ func TestSessionTurns(t *testing.T) {
 		t.Fatalf("the runtime's log breaks rules: %v", probs)
 	}
 	_, evs := readEvents(t, path)
-	var types []string
-	for _, e := range evs {
-		types = append(types, e.Type)
-	}
-	got := strings.Join(types, " ")
-	want := "agent/inbox/spliced turn/start step/start user/message request/header assistant/message step/end turn/end " +
-		"agent/inbox/spliced turn/start step/start user/message request/header assistant/message step/end agent/inbox/spliced user/message " +
-		"step/start assistant/message tool/result step/end turn/end"
+	got := eventTypes(evs)
+	want := "agent/inbox/spliced turn/start step/start system/message user/message request/header assistant/message step/end turn/end " +
+		"agent/inbox/spliced turn/start step/start user/message assistant/message tool/call agent/inbox/spliced tool/result step/end " +
+		"step/start user/message assistant/message step/end turn/end"
 	if got != want {
 		t.Fatalf("session log:\n%s\nwant\n%s", got, want)
 	}
-	if !bytes.Contains(evs[len(evs)-4].Data, []byte(`"text":"The docs say"`)) || !bytes.Contains(evs[len(evs)-4].Data, []byte(`"interrupted":true`)) {
-		t.Errorf("partial answer %s", evs[len(evs)-4].Data)
+	partial := evs[len(evs)-3].Data
+	if !bytes.Contains(partial, []byte(`"content":[{"type":"text","text":"The docs say"}]`)) || !bytes.Contains(partial, []byte(`"interrupted":true`)) ||
+		bytes.Contains(partial, []byte(`"content":[{"type":"text","text":"The docs say"},`)) {
+		t.Errorf("partial answer %s", partial)
 	}
-	if !bytes.Contains(evs[len(evs)-3].Data, []byte(convlog.CodeToolNotStarted)) {
-		t.Errorf("interrupted tool result %s", evs[len(evs)-3].Data)
+	for _, e := range evs {
+		if e.Time < 1790000000000 {
+			t.Fatalf("%s at seq %d has time %d, not the store's clock", e.Type, e.Seq, e.Time)
+		}
+	}
+	// The history the model reads, with the interrupt marked.
+	hist := se.History()
+	var ids []string
+	for _, h := range hist {
+		ids = append(ids, h.Message.ID())
+	}
+	if n := len(hist); n != 8 || !hist[n-1].Interrupted || hist[n-2].Interrupted || hist[n-2].Message.ID() != "u3" {
+		t.Fatalf("history %v", ids)
 	}
 
-	// A subagent, its first turn from its task.
+	// A subagent: its first turn from its task, an empty answer, a failure;
+	// its report starts the parent's next turn.
 	child, err := se.Spawn("child", "reviewer", "m2")
 	mustNil(t, err)
 	_, err = child.BeginTurn(storedMsg(t, "task", "user", "user", "review it"))
 	mustNil(t, err)
-	steps(t, child, 1, 1, nil, `[]`) // an empty answer is recorded too
-	mustNil(t, child.EndTurn("max-tokens"))
+	step(t, child, "c-a1", "") // an empty answer is recorded too
+	failure := convlog.LLMFailure{Code: "context_length", Message: "the request is too long"}
+	mustNil(t, child.EndTurn(OutcomeFailed, &failure))
+	report, err := se.SubagentReport("child", "rep1", "review failed", []convlog.Block{convlog.TextBlock("The review failed.")})
+	mustNil(t, err)
 	info = readInfo(t, dir, "c1")
 	if len(info.Sessions) != 2 || info.Sessions[1].ParentSession != "root" || info.Turns[2].Outcome != OutcomeFailed || info.Title != "Fix the flaky test" {
 		t.Fatalf("after the subagent: %+v", info)
 	}
+	cpath, _ := s.SessionLogFile("c1", "child")
+	_, cevs := readEvents(t, cpath)
+	if last := cevs[len(cevs)-1]; last.Type != convlog.TypeTurnEnd || string(last.Data) != `{"turn":1,"reason":{"kind":"error","error":{"code":"context_length","message":"the request is too long"}}}` {
+		t.Fatalf("the failed turn's end: %s %s", last.Type, last.Data)
+	}
+	turn, err = se.BeginTurn(report)
+	mustNil(t, err)
+	step(t, se, "a3", "I will fix the review.")
+	mustNil(t, se.EndTurn(OutcomeCompleted, nil))
 
 	// Opened again: a session is open once.
 	if _, err := s.OpenSession("c1", "root"); !errors.Is(err, ErrSessionOpen) {
 		t.Fatalf("second open: %v", err)
 	}
+	before := se.History()
 	mustNil(t, se.Close())
 	mustNil(t, child.Close())
 	se, err = s.OpenSession("c1", "root")
@@ -173,10 +219,24 @@ func TestSessionTurns(t *testing.T) {
 	if se.Repaired() != nil {
 		t.Fatalf("nothing to repair, repaired %+v", se.Repaired())
 	}
+	if after := se.History(); len(after) != len(before) || after[len(after)-1].Message.ID() != "a3" || !after[7].Interrupted {
+		t.Fatalf("history after reopening: %d entries, before %d", len(after), len(before))
+	}
 	turn, err = se.BeginTurn(storedMsg(t, "u4", "user", "user", "once more"))
 	mustNil(t, err)
-	if turn != 3 {
+	if turn != 4 {
 		t.Fatalf("turn after reopening: %d", turn)
+	}
+	// The first request after reopening resumes the header.
+	_, err = se.BeginStep()
+	mustNil(t, err)
+	mustNil(t, se.Request(Request{System: "You are a coding agent.", Config: convlog.LLMConfig{Provider: "p", Model: "m"}}))
+	_, evs = readEvents(t, path)
+	if e := evs[len(evs)-1]; e.Type != convlog.TypeRequestHeader || !bytes.Contains(e.Data, []byte(`"reason":"resume"`)) {
+		t.Fatalf("after reopening: %s %s", e.Type, e.Data)
+	}
+	if probs := ruleProblems(t, path); len(probs) > 0 {
+		t.Fatalf("the runtime's log breaks rules: %v", probs)
 	}
 }
 
@@ -193,10 +253,15 @@ func crashedStore(t *testing.T, dir string) {
 	p := storedMsg(t, "u1", "user", "user", "run it")
 	_, err = se.BeginTurn(p)
 	mustNil(t, err)
-	mustNil(t, se.Append(convlog.Event{Type: "step/start", Time: 1, Data: []byte(`{"turn":1,"step":1}`)}, userEvent(p, 1),
-		convlog.Event{Type: convlog.TypeAssistantMessage, Time: 1, SurfaceOp: &convlog.SurfaceOp{},
-			Data: []byte(assistantMsg(1, 1, "a1", `[{"type":"reasoning","text":"run"},{"type":"tool-call","id":"k1","name":"bash","arguments":"{}"}]`))},
-		convlog.Event{Type: "tool/call", Time: 1, Data: []byte(`{"turn":1,"step":1,"callId":"k1","name":"bash","arguments":"{}"}`)}))
+	_, err = se.BeginStep()
+	mustNil(t, err)
+	mustNil(t, se.Request(Request{Config: convlog.LLMConfig{Provider: "p", Model: "m"}}))
+	call, err := se.BeginModelCall()
+	mustNil(t, err)
+	call.Reasoning(0, "run")
+	call.ToolCall(1, "k1", "bash", "{}")
+	mustNil(t, call.Complete("a1"))
+	mustNil(t, se.ToolCall("k1"))
 	mustNil(t, se.Close()) // the crash: nothing more is written
 
 	mustNil(t, s.CreateConversation("old", "/w", []string{"a"}, []string{"m"}))

@@ -297,12 +297,13 @@ func CheckTitle(title string) (string, error) {
 }
 
 // Rename sets the title; automatic titles no longer apply. The title is
-// recorded without leading and trailing white space and cannot be empty;
-// operators' renames are held to CheckTitle too (package manage).
+// recorded without leading and trailing white space; one CheckTitle
+// refuses (empty, a line break, a control character) is refused with a
+// *RecordError (ErrInvalid) and nothing is written.
 func (s *Store) Rename(convID, title string) error {
-	title = strings.TrimSpace(title)
-	if title == "" {
-		return errors.New("a title cannot be empty")
+	title, err := CheckTitle(title)
+	if err != nil {
+		return &RecordError{Conversation: convID, Call: "Rename", Msg: err.Error(), Kind: ErrInvalid}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,12 +1,16 @@
 package hostile
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/store"
 )
 
 // Text from logs and archives that would act on a terminal: an OSC 52
@@ -66,7 +70,35 @@ func (f *fx) hostileMessages(title, text string) {
 	}
 	f.session("s1.v4.jsonl", joinLines(lines...))
 	if title != "" {
-		rename(f, f.data, hostileID, title)
+		renameRaw(f, f.data, hostileID, title)
+	}
+}
+
+// renameRaw appends conversation/renamed with title to the conversation
+// log as another writer could: the store's Rename refuses a title with
+// control characters.
+func renameRaw(f *fx, dataDir, id, title string) {
+	f.t.Helper()
+	s, err := store.Open(context.Background(), dataDir, store.OpenOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer s.Close()
+	path, err := s.ConversationLogFile(id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	w, err := convlog.OpenAppend(path, convlog.WriterOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer w.Close()
+	data, err := convlog.EncodeData(store.RenamedData{Title: title})
+	if err == nil {
+		err = w.Append([]convlog.Event{{Type: store.EventConversationRenamed, Time: 1790000000000, Data: data}})
+	}
+	if err != nil {
+		f.t.Fatal(err)
 	}
 }
 

@@ -1,0 +1,316 @@
+package store
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/convkit/convkit/convlog"
+)
+
+// misuseFixture is a session in a given state, in a store of its own.
+type misuseFixture struct {
+	s     *Store
+	se    *Session
+	child *Session
+	call  *ModelCall
+	dir   string
+}
+
+// toState brings a session to state, where a misuse can be tried: idle
+// after a completed turn (with a subagent), in a step after its request,
+// after an answer that asked for tool call k1, after k1 started, and while
+// a model call streams.
+func toState(t *testing.T, f *misuseFixture, state string) {
+	switch state {
+	case "idle":
+	case "step":
+		_, err := f.se.BeginTurn(storedMsg(t, "u2", "user", "user", "go on"))
+		mustNil(t, err)
+		_, err = f.se.BeginStep()
+		mustNil(t, err)
+		mustNil(t, f.se.Request(Request{System: "sys", Config: convlog.LLMConfig{Provider: "p", Model: "m"}}))
+	case "asked":
+		toState(t, f, "step")
+		call, err := f.se.BeginModelCall()
+		mustNil(t, err)
+		call.ToolCall(0, "k1", "bash", `{"command":"ls"}`)
+		mustNil(t, call.Complete("a2"))
+	case "started":
+		toState(t, f, "asked")
+		mustNil(t, f.se.ToolCall("k1"))
+	case "streaming":
+		toState(t, f, "step")
+		call, err := f.se.BeginModelCall()
+		mustNil(t, err)
+		call.Text(0, "partial")
+		f.call = call
+	default:
+		t.Fatalf("no state %q", state)
+	}
+}
+
+func endStep(t *testing.T, f *misuseFixture) { mustNil(t, f.se.EndStep()) }
+
+func newMisuseFixture(t *testing.T, state string) *misuseFixture {
+	dir := t.TempDir()
+	f := &misuseFixture{s: openTestStore(t, dir, convlog.Plain), dir: dir}
+	se, err := f.s.NewConversation(NewConversation{ID: "c", Cwd: "/w", SessionID: "root", Agent: "a", Model: "m"})
+	mustNil(t, err)
+	f.se = se
+	_, err = se.BeginTurn(storedMsg(t, "u1", "user", "user", "first"))
+	mustNil(t, err)
+	step(t, se, "a1", "done")
+	mustNil(t, se.EndTurn(OutcomeCompleted, nil))
+	f.child, err = se.Spawn("child", "reviewer", "m")
+	mustNil(t, err)
+	toState(t, f, state)
+	return f
+}
+
+// files is every log of the conversation with its bytes.
+func (f *misuseFixture) files(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	ents, err := os.ReadDir(filepath.Join(f.dir, "conversations", "c"))
+	mustNil(t, err)
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(f.dir, "conversations", "c", e.Name()))
+		mustNil(t, err)
+		out[e.Name()] = string(b)
+	}
+	return out
+}
+
+// TestRecorderRefusesMisuse: each wrong shape the typed calls can still be
+// handed is refused with a *RecordError of its kind, and nothing is
+// written.
+func TestRecorderRefusesMisuse(t *testing.T) {
+	text := []convlog.Block{convlog.TextBlock("x")}
+	fail := &convlog.LLMFailure{Code: "overloaded", Message: "busy"}
+	cases := []struct {
+		name, state string
+		kind        error
+		// prep records what the misuse needs before it; do is the misuse.
+		prep func(t *testing.T, f *misuseFixture)
+		do   func(t *testing.T, f *misuseFixture) error
+	}{
+		{"a turn from a message without id", "idle", ErrEmptyID, nil, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.se.BeginTurn(convlog.StoredMessage{})
+			return err
+		}},
+		{"a turn from a model's message", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.se.BeginTurn(storedMsg(t, "x", "assistant", "model", "hi"))
+			return err
+		}},
+		{"a turn from a message id used before", "idle", ErrDuplicateID, nil, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.se.BeginTurn(storedMsg(t, "a1", "user", "user", "again"))
+			return err
+		}},
+		{"a second turn while one runs", "step", ErrTurnRunning, nil, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.se.BeginTurn(storedMsg(t, "u3", "user", "user", "more"))
+			return err
+		}},
+		{"steering without a turn", "idle", ErrNoTurn, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Steer(storedMsg(t, "s1", "user", "user", "faster"))
+		}},
+		{"steering with an id used before", "step", ErrDuplicateID, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Steer(storedMsg(t, "u1", "user", "user", "faster"))
+		}},
+		{"steering with a message without id", "step", ErrEmptyID, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Steer(convlog.StoredMessage{})
+		}},
+		{"a step without a turn", "idle", ErrNoTurn, nil, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.se.BeginStep()
+			return err
+		}},
+		{"a step inside a step", "step", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.se.BeginStep()
+			return err
+		}},
+		{"a request outside a step", "idle", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Request(Request{Config: convlog.LLMConfig{Provider: "p", Model: "m"}})
+		}},
+		{"a request without a model", "step", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Request(Request{Config: convlog.LLMConfig{Provider: "p"}})
+		}},
+		{"a tool whose parameters are no object", "step", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Request(Request{Config: convlog.LLMConfig{Provider: "p", Model: "m"},
+				Tools: []convlog.ToolSchema{{Name: "bash", Parameters: []string{"command"}}}})
+		}},
+		{"a request while a model call streams", "streaming", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Request(Request{Config: convlog.LLMConfig{Provider: "p", Model: "m"}})
+		}},
+		{"a second model call while one streams", "streaming", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.se.BeginModelCall()
+			return err
+		}},
+		{"an answer without id", "streaming", ErrEmptyID, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.call.Complete("")
+		}},
+		{"an answer with an id used before", "streaming", ErrDuplicateID, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.call.Complete("u2")
+		}},
+		{"an answer whose stream does not assemble", "streaming", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			f.call.ToolCall(0, "k2", "bash", "{}")
+			return f.call.Complete("a9")
+		}},
+		{"an answer asking for a tool call id the turn has", "asked", ErrDuplicateID, func(t *testing.T, f *misuseFixture) {
+			mustNil(t, f.se.ToolCall("k1"))
+			mustNil(t, f.se.ToolResult(ToolResult{CallID: "k1", ID: "r1", Content: text}))
+			mustNil(t, f.se.Request(Request{Config: convlog.LLMConfig{Provider: "p", Model: "m"}}))
+			call, err := f.se.BeginModelCall()
+			mustNil(t, err)
+			call.ToolCall(0, "k1", "bash", "{}")
+			f.call = call
+		}, func(t *testing.T, f *misuseFixture) error {
+			return f.call.Complete("a9")
+		}},
+		{"an answer ended twice", "streaming", ErrOrder, func(t *testing.T, f *misuseFixture) {
+			mustNil(t, f.call.Complete("a9"))
+		}, func(t *testing.T, f *misuseFixture) error {
+			return f.call.Complete("a10")
+		}},
+		{"a retry without its failure", "streaming", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.call.Retry(Retry{Delay: 1000})
+		}},
+		{"a failure without its code", "streaming", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.call.Fail(convlog.LLMFailure{Message: "no code"})
+		}},
+		{"a tool call no answer asked for", "asked", ErrUnknownCall, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.ToolCall("k9")
+		}},
+		{"a tool call started twice", "started", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.ToolCall("k1")
+		}},
+		{"a tool result for an unknown call", "started", ErrUnknownCall, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.ToolResult(ToolResult{CallID: "k9", ID: "r9", Content: text})
+		}},
+		{"a tool result before its call started", "asked", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.ToolResult(ToolResult{CallID: "k1", ID: "r1", Content: text})
+		}},
+		{"a tool result without id", "started", ErrEmptyID, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.ToolResult(ToolResult{CallID: "k1", Content: text})
+		}},
+		{"a tool result with an id used before", "started", ErrDuplicateID, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.ToolResult(ToolResult{CallID: "k1", ID: "a2", Content: text})
+		}},
+		{"a tool error on a result that is no error", "started", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.ToolResult(ToolResult{CallID: "k1", ID: "r1", Content: text, Error: &convlog.ToolError{Name: "E", Code: "E"}})
+		}},
+		{"a tool result with an image of no known type", "started", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.ToolResult(ToolResult{CallID: "k1", ID: "r1", Content: []convlog.Block{{Type: convlog.BlockImage,
+				Attachment: &convlog.Attachment{ID: "i", MediaType: "image/tiff", Bytes: 1, Width: 1, Height: 1}}}})
+		}},
+		{"a tool result answered twice", "started", ErrOrder, func(t *testing.T, f *misuseFixture) {
+			mustNil(t, f.se.ToolResult(ToolResult{CallID: "k1", ID: "r1", Content: text}))
+		}, func(t *testing.T, f *misuseFixture) error {
+			return f.se.ToolResult(ToolResult{CallID: "k1", ID: "r2", Content: text})
+		}},
+		{"a step ended with a tool call open", "started", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.EndStep()
+		}},
+		{"a turn ended with a step open", "step", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.EndTurn(OutcomeCompleted, nil)
+		}},
+		{"a failed turn without its error", "step", ErrInvalid, endStep, func(t *testing.T, f *misuseFixture) error {
+			return f.se.EndTurn(OutcomeFailed, nil)
+		}},
+		{"a completed turn with an error", "step", ErrInvalid, endStep, func(t *testing.T, f *misuseFixture) error {
+			return f.se.EndTurn(OutcomeCompleted, fail)
+		}},
+		{"a turn ended with the session log's word for failed", "step", ErrInvalid, endStep, func(t *testing.T, f *misuseFixture) error {
+			return f.se.EndTurn("error", fail)
+		}},
+		{"an interrupt through EndTurn", "step", ErrInvalid, endStep, func(t *testing.T, f *misuseFixture) error {
+			return f.se.EndTurn(OutcomeInterrupted, nil)
+		}},
+		{"a turn ended while a model call streams", "streaming", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.EndTurn(OutcomeCompleted, nil)
+		}},
+		{"an interrupt of another session's call", "streaming", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Interrupt(&ModelCall{se: f.se})
+		}},
+		{"a compaction keeping a message the history lacks", "idle", ErrUnknownMessage, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Compact(Compaction{KeepFrom: "nope", Summary: "s", Provider: "p", Model: "m"})
+		}},
+		{"a compaction with nothing to summarise", "idle", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Compact(Compaction{KeepFrom: "u1", Summary: "s", Provider: "p", Model: "m"})
+		}},
+		{"a compaction without its summary", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Compact(Compaction{Provider: "p", Model: "m"})
+		}},
+		{"a compaction reusing a compaction's id", "idle", ErrDuplicateID, func(t *testing.T, f *misuseFixture) {
+			mustNil(t, f.se.Compact(Compaction{ID: "k", KeepFrom: "a1", Summary: "s", Provider: "p", Model: "m"}))
+		}, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Compact(Compaction{ID: "k", Summary: "s2", Provider: "p", Model: "m"})
+		}},
+		{"a manual compaction with input waiting", "idle", ErrOrder, func(t *testing.T, f *misuseFixture) {
+			_, err := f.se.SubagentReport("child", "rep", "done", text)
+			mustNil(t, err)
+		}, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Compact(Compaction{Summary: "s", Provider: "p", Model: "m"})
+		}},
+		{"a compaction while a model call streams", "streaming", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Compact(Compaction{Summary: "s", Provider: "p", Model: "m"})
+		}},
+		{"a report from a session that is no subagent", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.child.SubagentReport("root", "rep", "done", text)
+			return err
+		}},
+		{"a report with an id used before", "idle", ErrDuplicateID, nil, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.se.SubagentReport("child", "u1", "done", text)
+			return err
+		}},
+		{"a title with a line break", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.s.Rename("c", "two\nlines")
+		}},
+		{"an empty title", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.s.Rename("c", "  ")
+		}},
+		{"a rewind to a message never recorded", "idle", ErrUnknownMessage, nil, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.se.Rewind("c2", "root", "nope")
+			return err
+		}},
+		{"a rewind to no message", "idle", ErrEmptyID, nil, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.se.Rewind("c2", "root", "")
+			return err
+		}},
+		{"a fork through a message never recorded", "idle", ErrUnknownMessage, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Fork("c2", "root", "nope")
+		}},
+		{"a batch inside a batch", "step", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Batch(func() error { return f.se.Batch(func() error { return nil }) })
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newMisuseFixture(t, c.state)
+			if c.prep != nil {
+				c.prep(t, f)
+			}
+			before := f.files(t)
+			err := c.do(t, f)
+			var re *RecordError
+			if !errors.Is(err, c.kind) || !errors.As(err, &re) {
+				t.Fatalf("error %v, want a *RecordError of kind %v", err, c.kind)
+			}
+			if after := f.files(t); len(after) != len(before) {
+				t.Fatalf("files %d, before %d", len(after), len(before))
+			} else {
+				for name, b := range before {
+					if after[name] != b {
+						t.Fatalf("%s changed", name)
+					}
+				}
+			}
+			// What the session can still do is unchanged by the refusal.
+			if c.state == "step" && !errors.Is(err, ErrTurnRunning) {
+				if _, err := f.se.BeginModelCall(); err != nil && !errors.Is(err, ErrOrder) {
+					t.Fatalf("after the refusal: %v", err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,780 @@
+package store
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/display"
+)
+
+// The recorder: one typed call on Session for each stage of a turn
+// (docs/FORMAT.md, "What a turn records"). A call checks that it comes in
+// its place and that what it is given is whole before anything is written,
+// fills in the seqs, times, turn and step numbers, surface operations and
+// the ids it makes, and writes one durable batch (or adds to the one Batch
+// holds). In order:
+//
+//	turn, _ := se.BeginTurn(prompt)        // admitted, running, turn/start
+//	step, _ := se.BeginStep()              // step/start
+//	se.Request(store.Request{System: sys, Config: cfg, Tools: tools})
+//	                                       // system/message, user/message, request/header
+//	call, _ := se.BeginModelCall()         // the answer as it arrives:
+//	call.Text(0, "Two files"); call.Usage(u); call.Finish(reason)
+//	call.Complete(answerID)                // assistant/message (an empty one too)
+//	se.ToolCall("k1"); se.ToolResult(store.ToolResult{...})
+//	se.EndStep()                           // step/end
+//	se.EndTurn(store.OutcomeCompleted, nil) // turn/end, turn/ended: idle
+
+// Errors of the recorder. A refused call returns a *RecordError wrapping
+// one of them (and ErrOrder for a call out of place).
+var (
+	// ErrOrder: the call does not come in its place (a step before its
+	// turn, a tool result before its call, a turn ended with a step
+	// open, ...).
+	ErrOrder = errors.New("call out of order")
+	// ErrEmptyID: a message, a compaction or a call needs an id.
+	ErrEmptyID = errors.New("empty id")
+	// ErrDuplicateID: the id names another message of the session.
+	ErrDuplicateID = errors.New("id already used in the session")
+	// ErrUnknownCall: a tool call the turn's answers did not ask for.
+	ErrUnknownCall = errors.New("no such tool call in the turn")
+	// ErrUnknownMessage: a message id the session's history does not
+	// hold.
+	ErrUnknownMessage = errors.New("no such message in the history")
+	// ErrInvalid: a value the format cannot hold (a title with a line
+	// break, a block without its members, an unknown outcome, ...).
+	ErrInvalid = errors.New("invalid value")
+)
+
+// RecordError is a call the recorder refused; nothing was written.
+type RecordError struct {
+	Conversation, Session string
+	// Call is the method refused (Request, ToolResult, ...).
+	Call string
+	Msg  string
+	// Kind is one of the recorder's errors, or ErrNoTurn or
+	// ErrTurnRunning (both also ErrOrder).
+	Kind error
+}
+
+func (e *RecordError) Error() string {
+	if e.Session == "" {
+		return fmt.Sprintf("conversation %s: %s: %s", display.Quote(e.Conversation), e.Call, e.Msg)
+	}
+	return fmt.Sprintf("conversation %s session %s: %s: %s", display.Quote(e.Conversation), display.Quote(e.Session), e.Call, e.Msg)
+}
+
+// Unwrap gives the kind, and ErrOrder for the order kinds.
+func (e *RecordError) Unwrap() []error {
+	if e.Kind == ErrNoTurn || e.Kind == ErrTurnRunning {
+		return []error{e.Kind, ErrOrder}
+	}
+	return []error{e.Kind}
+}
+
+func (se *Session) refuse(call string, kind error, format string, args ...any) error {
+	return &RecordError{Conversation: se.convID, Session: se.id, Call: call, Msg: fmt.Sprintf(format, args...), Kind: kind}
+}
+
+// NewMessageID returns a fresh message id: a random UUID (version 4), as
+// the runtime the format comes from makes them. The ids the recorder
+// makes itself are interrupted-answer-<seq> for an interrupted answer,
+// and a NewMessageID for a system prompt and a compaction's checkpoint.
+func NewMessageID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// checkNewID refuses an empty id and one the session holds already.
+func (se *Session) checkNewID(call, id string) error {
+	if id == "" {
+		return se.refuse(call, ErrEmptyID, "the message needs an id (NewMessageID makes one)")
+	}
+	if se.rec.ids[id] {
+		return se.refuse(call, ErrDuplicateID, "message id %s names another message of the session", display.Quote(id))
+	}
+	return nil
+}
+
+// inStep refuses a call outside an open step, or while a model call is
+// in flight.
+func (se *Session) inStep(call string) error {
+	switch {
+	case se.w == nil || !se.rec.turnOpen:
+		return se.refuse(call, ErrNoTurn, "no turn is running (BeginTurn)")
+	case !se.rec.stepOpen:
+		return se.refuse(call, ErrOrder, "turn %d has no open step (BeginStep)", se.rec.turn)
+	case se.call != nil:
+		return se.refuse(call, ErrOrder, "a model call is in flight: complete it, retry it or fail it first")
+	}
+	return nil
+}
+
+func turnStepEvent(typ string, turn, step int64) convlog.Event {
+	d, _ := convlog.EncodeData(convlog.TurnStep{Turn: turn, Step: step})
+	return convlog.Event{Type: typ, Data: d}
+}
+
+// BeginStep opens the running turn's next step (step/start) and returns
+// its number.
+func (se *Session) BeginStep() (int64, error) {
+	unlock, err := se.enter()
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	switch {
+	case se.w == nil || !se.rec.turnOpen:
+		return 0, se.refuse("BeginStep", ErrNoTurn, "no turn is running (BeginTurn)")
+	case se.rec.stepOpen:
+		return 0, se.refuse("BeginStep", ErrOrder, "step %d is still open (EndStep)", se.rec.step)
+	}
+	step := se.rec.lastStep + 1
+	return step, se.record(turnStepEvent(convlog.TypeStepStart, se.rec.turn, step))
+}
+
+// EndStep ends the open step (step/end). Every tool call of the step must
+// have its result.
+func (se *Session) EndStep() error {
+	unlock, err := se.enter()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := se.inStep("EndStep"); err != nil {
+		return err
+	}
+	if open := se.rec.unresolved(); len(open) > 0 {
+		return se.refuse("EndStep", ErrOrder, "tool call %s has no result (ToolResult)", display.Quote(open[0]))
+	}
+	return se.record(turnStepEvent(convlog.TypeStepEnd, se.rec.turn, se.rec.step))
+}
+
+// Request is what one model request of a step sends.
+type Request struct {
+	// System is the system prompt ("": none). It is recorded as the
+	// history's first message when the session has none, and replaces it
+	// when it changed.
+	System string
+	// Config is the call's configuration (a provider and a model at
+	// least); AdapterDefaults marks the values the adapter chose.
+	Config          convlog.LLMConfig
+	AdapterDefaults convlog.AdapterDefaults
+	// Tools are the tools offered.
+	Tools []convlog.ToolSchema
+}
+
+// Request records a model request of the open step: the system prompt
+// (system/message) when it is new or changed, the messages waiting in the
+// inbox (the turn's prompt, steering, subagents' reports) as user/message,
+// in the order they were admitted, and the request's header
+// (request/header) when this session has not written it yet or it
+// changed, or after a compaction began a new series (reason initial,
+// resume, change or series).
+func (se *Session) Request(req Request) error {
+	unlock, err := se.enter()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := se.inStep("Request"); err != nil {
+		return err
+	}
+	if req.Config.Provider == "" || req.Config.Model == "" {
+		return se.refuse("Request", ErrInvalid, "the request needs a provider and a model")
+	}
+	for _, t := range req.Tools {
+		if err := t.Check(); err != nil {
+			return se.refuse("Request", ErrInvalid, "%v", err)
+		}
+	}
+	var evs []convlog.Event
+	content := []byte("[]")
+	if req.System != "" {
+		content, _ = convlog.BlocksJSON([]convlog.Block{convlog.TextBlock(req.System)})
+	}
+	r := &se.rec
+	switch {
+	case r.head < 0 && r.hist.Len() > 0 && req.System != "":
+		return se.refuse("Request", ErrOrder, "the history has messages and no system prompt at its head: a system prompt can no longer be added")
+	case r.head < 0 && r.hist.Len() == 0, r.head >= 0 && !bytes.Equal(content, r.system):
+		msg, err := convlog.NewStoredMessage(NewMessageID(), "system", convlog.Source{Kind: convlog.SourceSystemPrompt}, content)
+		if err != nil {
+			return err
+		}
+		d, _ := convlog.EncodeData(convlog.MessageData{Turn: r.turn, Step: r.step, Message: msg.JSON()})
+		ev := convlog.Event{Type: convlog.TypeSystemMessage, Data: d, SurfaceOp: &convlog.SurfaceOp{}}
+		if r.head >= 0 {
+			ev.SurfaceOp = &convlog.SurfaceOp{Replace: true, StartSeq: r.head, EndSeq: r.head}
+			ev.SourceEventSeqs = []int64{r.head}
+		}
+		evs = append(evs, ev)
+	}
+	for _, m := range r.inbox {
+		evs = append(evs, convlog.Event{Type: convlog.TypeUserMessage, Data: m.JSON(), SurfaceOp: &convlog.SurfaceOp{}})
+	}
+	h := convlog.EpochHeader{Config: req.Config, Tools: req.Tools}
+	if req.AdapterDefaults != (convlog.AdapterDefaults{}) {
+		ad := req.AdapterDefaults
+		h.AdapterDefaults = &ad
+	}
+	hj, err := convlog.EncodeData(h)
+	if err != nil {
+		return se.refuse("Request", ErrInvalid, "%v", err)
+	}
+	reason := ""
+	replaced := r.series || (len(evs) > 0 && evs[0].SurfaceOp.Replace)
+	switch {
+	case r.header == nil:
+		reason = convlog.HeaderInitial
+	case !r.headerRun:
+		reason = convlog.HeaderResume
+	case !bytes.Equal(hj, r.header):
+		reason = convlog.HeaderChange
+	case replaced:
+		reason = convlog.HeaderSeries
+	}
+	if reason != "" {
+		d, _ := convlog.EncodeData(convlog.RequestHeaderData{Header: h, Reason: reason})
+		evs = append(evs, convlog.Event{Type: convlog.TypeRequestHeader, Data: d})
+	}
+	if err := se.record(evs...); err != nil {
+		return err
+	}
+	if reason != "" {
+		r.headerRun = true
+	}
+	return nil
+}
+
+// ModelCall is one model call of the open step, its answer taken as it
+// streams in: each chunk with its time, in memory until the call ends
+// with Complete (the answer), Retry (a temporary failure, tried again) or
+// Fail (the turn fails), or Interrupt takes what it had produced. A crash
+// before it ends loses what it had streamed; the turn is closed as
+// interrupted when the session is opened again. The chunk methods may be
+// called from the goroutine reading the model's stream; the rest of the
+// session's calls wait for the call to end.
+type ModelCall struct {
+	se              *Session
+	stream          convlog.Stream
+	provider, model string
+	done            bool
+}
+
+// BeginModelCall starts a model call of the open step, after its Request
+// (its provider and model are the request's). When the call before it was
+// retried, llm/retry-started is recorded now: the retry begins.
+func (se *Session) BeginModelCall() (*ModelCall, error) {
+	unlock, err := se.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := se.inStep("BeginModelCall"); err != nil {
+		return nil, err
+	}
+	r := &se.rec
+	if r.provider == "" {
+		return nil, se.refuse("BeginModelCall", ErrOrder, "no request was recorded (Request)")
+	}
+	if c := r.pendingRetry; c != nil && !c.started {
+		d, _ := convlog.EncodeData(convlog.RetryStartedData{Turn: c.turn, Step: c.step, RetryID: c.id, Retry: c.n})
+		if err := se.record(convlog.Event{Type: convlog.TypeRetryStarted, Data: d}); err != nil {
+			return nil, err
+		}
+	}
+	se.call = &ModelCall{se: se, provider: r.provider, model: r.model}
+	return se.call, nil
+}
+
+func (c *ModelCall) now() int64 { return c.se.st.nowMs() }
+
+// Text takes a piece of the text block at index.
+func (c *ModelCall) Text(index int, delta string) { c.stream.Text(c.now(), index, delta) }
+
+// Reasoning takes a piece of the reasoning block at index.
+func (c *ModelCall) Reasoning(index int, delta string) { c.stream.Reasoning(c.now(), index, delta) }
+
+// ToolCall takes a piece of the tool call at index: its id, its name (in
+// the piece that carries it) and a piece of its arguments.
+func (c *ModelCall) ToolCall(index int, id, name, argsDelta string) {
+	c.stream.ToolCall(c.now(), index, id, name, argsDelta)
+}
+
+// BlockStart takes the start of a block of type typ at index.
+func (c *ModelCall) BlockStart(index int, typ string) { c.stream.BlockStart(c.now(), index, typ) }
+
+// BlockEnd takes the end of the block at index, whole.
+func (c *ModelCall) BlockEnd(index int, b convlog.Block) { c.stream.BlockEnd(c.now(), index, b) }
+
+// Usage takes the token usage the provider reported; the last is the
+// answer's usage.
+func (c *ModelCall) Usage(u convlog.Usage) { c.stream.Usage(c.now(), u) }
+
+// Finish takes why the stream ended (convlog.FinishStop, FinishToolCalls,
+// FinishMaxTokens for an answer cut off at the output limit).
+func (c *ModelCall) Finish(r convlog.FinishReason) { c.stream.Finish(c.now(), r) }
+
+// end takes the session for the call that ends c.
+func (c *ModelCall) end(call string) (func(), error) {
+	se := c.se
+	unlock, err := se.enter()
+	if err != nil {
+		return nil, err
+	}
+	if c.done || se.call != c {
+		unlock()
+		return nil, se.refuse(call, ErrOrder, "the model call has ended already")
+	}
+	return unlock, nil
+}
+
+// answerEvent is assistant/message with msg, from c's stream.
+func (se *Session) answerEvent(msg convlog.StoredMessage, c *ModelCall, interrupted bool) (convlog.Event, error) {
+	d, err := convlog.EncodeData(convlog.AnswerData{Turn: se.rec.turn, Step: se.rec.step, Message: msg.JSON(),
+		Usage: c.stream.UsageReported(), Stream: c.stream.Records(), Interrupted: interrupted})
+	return convlog.Event{Type: convlog.TypeAssistantMessage, Data: d, SurfaceOp: &convlog.SurfaceOp{}}, err
+}
+
+// Complete records the call's answer as message id: assistant/message
+// with the content its stream assembles into, the usage reported and the
+// stream. Every successful model call is recorded: an empty answer (kept
+// out of the history the model reads) and one cut off at the output limit
+// (its tool calls left out) too. The answer's tool calls are then the
+// step's to run (ToolCall, ToolResult).
+func (c *ModelCall) Complete(id string) error {
+	unlock, err := c.end("Complete")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	se := c.se
+	if err := se.checkNewID("Complete", id); err != nil {
+		return err
+	}
+	content, err := c.stream.Content()
+	if err != nil {
+		return se.refuse("Complete", ErrInvalid, "%v", err)
+	}
+	var blocks []convlog.Block
+	json.Unmarshal(content, &blockList{&blocks})
+	seen := map[string]bool{}
+	for _, b := range blocks {
+		if b.Type != convlog.BlockToolCall {
+			continue
+		}
+		switch {
+		case b.ID == "":
+			return se.refuse("Complete", ErrEmptyID, "a tool call of the answer has no id")
+		case seen[b.ID] || se.rec.calls[b.ID] != nil:
+			return se.refuse("Complete", ErrDuplicateID, "tool call id %s is asked for twice in the turn", display.Quote(b.ID))
+		}
+		seen[b.ID] = true
+	}
+	msg, err := convlog.NewStoredMessage(id, "assistant", convlog.ModelSource(c.provider, c.model), content)
+	if err != nil {
+		return se.refuse("Complete", ErrInvalid, "%v", err)
+	}
+	ev, err := se.answerEvent(msg, c, false)
+	if err != nil {
+		return err
+	}
+	if err := se.record(ev); err != nil {
+		return err
+	}
+	c.done, se.call = true, nil
+	return nil
+}
+
+// Retry is a model call that failed with a temporary error and is tried
+// again.
+type Retry struct {
+	// PolicyKey names the retry policy ("" is "default"): the attempts of
+	// one policy in one step are one chain, counted from 1.
+	PolicyKey string
+	// Delay is the wait before the next attempt.
+	Delay time.Duration
+	// MaxRetries is the policy's limit (0: none, mode always).
+	MaxRetries int64
+	Failure    convlog.LLMFailure
+}
+
+// Retry records that the call failed with a temporary error and will be
+// tried again after r.Delay: what it streamed (assistant/attempt), then
+// llm/retry with the chain's id and count. The next BeginModelCall of the
+// step is the retry (llm/retry-started).
+func (c *ModelCall) Retry(r Retry) error {
+	unlock, err := c.end("Retry")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	se := c.se
+	if err := r.Failure.Check(); err != nil {
+		return se.refuse("Retry", ErrInvalid, "%v", err)
+	}
+	if r.Delay < 0 || r.MaxRetries < 0 {
+		return se.refuse("Retry", ErrInvalid, "a retry's delay and limit cannot be negative")
+	}
+	policy := r.PolicyKey
+	if policy == "" {
+		policy = "default"
+	}
+	rs := &se.rec
+	k := retryKey{rs.turn, rs.step, c.provider, policy}
+	id, n := fmt.Sprintf("retry-%d", rs.next+1), int64(1)
+	if ch := rs.retryChains[k]; ch != nil {
+		id, n = ch.id, ch.n+1
+	}
+	if r.MaxRetries > 0 && n > r.MaxRetries {
+		return se.refuse("Retry", ErrInvalid, "retry %d is beyond the policy's %d", n, r.MaxRetries)
+	}
+	d := convlog.RetryData{Mode: convlog.RetryAlways, Turn: rs.turn, Step: rs.step, Provider: c.provider, PolicyKey: policy,
+		RetryID: id, Retry: n, DelayMs: r.Delay.Milliseconds(), Failure: r.Failure}
+	if r.MaxRetries > 0 {
+		d.Mode, d.MaxRetries = convlog.RetryNormal, &r.MaxRetries
+	}
+	ad, _ := convlog.EncodeData(convlog.AttemptData{Turn: rs.turn, Step: rs.step, Stream: c.stream.Records()})
+	rd, _ := convlog.EncodeData(d)
+	if err := se.record(convlog.Event{Type: convlog.TypeAssistantAttempt, Data: ad}, convlog.Event{Type: convlog.TypeRetry, Data: rd}); err != nil {
+		return err
+	}
+	c.done, se.call = true, nil
+	return nil
+}
+
+// Fail records that the call failed for good (assistant/attempt with what
+// it streamed and its failure). The turn then fails: EndStep, then
+// EndTurn(OutcomeFailed, &failure).
+func (c *ModelCall) Fail(failure convlog.LLMFailure) error {
+	unlock, err := c.end("Fail")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	se := c.se
+	if err := failure.Check(); err != nil {
+		return se.refuse("Fail", ErrInvalid, "%v", err)
+	}
+	if c.stream.FinishReason().Kind != convlog.FinishError {
+		f := failure
+		c.stream.Finish(c.now(), convlog.FinishReason{Kind: convlog.FinishError, Failure: &f})
+	}
+	ad, _ := convlog.EncodeData(convlog.AttemptData{Turn: se.rec.turn, Step: se.rec.step, Stream: c.stream.Records()})
+	if err := se.record(convlog.Event{Type: convlog.TypeAssistantAttempt, Data: ad}); err != nil {
+		return err
+	}
+	c.done, se.call = true, nil
+	return nil
+}
+
+// ToolCall records that tool call callID, which an answer of the turn
+// asked for, starts (tool/call with the name and arguments the answer
+// gave).
+func (se *Session) ToolCall(callID string) error {
+	unlock, err := se.enter()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := se.inStep("ToolCall"); err != nil {
+		return err
+	}
+	c := se.rec.calls[callID]
+	switch {
+	case callID == "":
+		return se.refuse("ToolCall", ErrEmptyID, "the tool call needs its id")
+	case c == nil:
+		return se.refuse("ToolCall", ErrUnknownCall, "no answer of turn %d asked for tool call %s", se.rec.turn, display.Quote(callID))
+	case c.startSeq >= 0:
+		return se.refuse("ToolCall", ErrOrder, "tool call %s has started already", display.Quote(callID))
+	case c.step != se.rec.step:
+		return se.refuse("ToolCall", ErrOrder, "tool call %s belongs to step %d, not step %d", display.Quote(callID), c.step, se.rec.step)
+	}
+	d, _ := convlog.EncodeData(convlog.ToolCallData{Turn: se.rec.turn, Step: se.rec.step, CallID: callID, Name: c.name, Arguments: c.args})
+	return se.record(convlog.Event{Type: convlog.TypeToolCall, Data: d})
+}
+
+// ToolResult is the result of a tool call.
+type ToolResult struct {
+	CallID string
+	// ID is the result message's id.
+	ID      string
+	Content []convlog.Block
+	// IsError says the tool failed; Error, only then, says how.
+	IsError bool
+	Error   *convlog.ToolError
+}
+
+// ToolResult records the result of a started tool call (tool/result, role
+// tool, citing its tool/call).
+func (se *Session) ToolResult(r ToolResult) error {
+	unlock, err := se.enter()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := se.inStep("ToolResult"); err != nil {
+		return err
+	}
+	c := se.rec.calls[r.CallID]
+	switch {
+	case r.CallID == "":
+		return se.refuse("ToolResult", ErrEmptyID, "the result needs its call's id")
+	case c == nil:
+		return se.refuse("ToolResult", ErrUnknownCall, "no answer of turn %d asked for tool call %s", se.rec.turn, display.Quote(r.CallID))
+	case c.resolved:
+		return se.refuse("ToolResult", ErrOrder, "tool call %s has its result already", display.Quote(r.CallID))
+	case c.startSeq < 0:
+		return se.refuse("ToolResult", ErrOrder, "tool call %s has not started (ToolCall)", display.Quote(r.CallID))
+	case r.Error != nil && !r.IsError:
+		return se.refuse("ToolResult", ErrInvalid, "an error is carried only by a result marked IsError")
+	case r.Error != nil && (r.Error.Name == "" || r.Error.Code == ""):
+		return se.refuse("ToolResult", ErrInvalid, "a tool error needs a name and a code")
+	}
+	if err := se.checkNewID("ToolResult", r.ID); err != nil {
+		return err
+	}
+	msg, err := convlog.NewToolMessage(r.ID, r.CallID, r.IsError, r.Content)
+	if err != nil {
+		return se.refuse("ToolResult", ErrInvalid, "%v", err)
+	}
+	d, _ := convlog.EncodeData(convlog.ToolResultData{Turn: se.rec.turn, Step: se.rec.step, Message: msg.JSON(), Error: r.Error})
+	return se.record(convlog.Event{Type: convlog.TypeToolResult, Data: d, SurfaceOp: &convlog.SurfaceOp{}, SourceEventSeqs: []int64{c.startSeq}})
+}
+
+// Compaction is a summary of the older history written by the compact
+// model.
+type Compaction struct {
+	// ID names the compaction ("": a NewMessageID).
+	ID string
+	// KeepFrom is the id of the first message of the recent part kept
+	// ("": nothing is kept). The summary takes the place of every message
+	// between the system prompt and it, an earlier summary included.
+	KeepFrom string
+	Summary  string
+	// Provider and Model wrote the summary; MaxTokens and Usage are its
+	// call's.
+	Provider, Model string
+	MaxTokens       int64
+	Usage           *convlog.Usage
+	// TokenCount is what the span summarised counted (0: its bytes / 4).
+	TokenCount int64
+	// CheckpointID is the summary message's id ("": a NewMessageID).
+	CheckpointID string
+}
+
+// Compact records a compaction, manual (no turn running: nothing may be
+// running or waiting) or automatic (before a model call of the running
+// turn), as one durable batch once the summary is written: compaction/start,
+// compaction/summary (the span it shadows), the summary as a user/message
+// (source compact-checkpoint) that replaces the span in the history the
+// model reads, compaction/end. The full history stays in the log; a crash
+// during the compact model's call leaves nothing to close.
+func (se *Session) Compact(c Compaction) error {
+	unlock, err := se.enter()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	r := &se.rec
+	switch {
+	case se.w == nil:
+		return se.refuse("Compact", ErrOrder, "nothing is written before the first message (BeginTurn)")
+	case se.call != nil:
+		return se.refuse("Compact", ErrOrder, "a model call is in flight")
+	case !r.turnOpen && len(r.inbox) > 0:
+		return se.refuse("Compact", ErrOrder, "a manual compaction needs nothing waiting (%d message(s) are)", len(r.inbox))
+	case c.Summary == "":
+		return se.refuse("Compact", ErrInvalid, "the compaction needs its summary")
+	case c.Provider == "" || c.Model == "":
+		return se.refuse("Compact", ErrInvalid, "the compaction needs the provider and model that wrote it")
+	}
+	if c.ID == "" {
+		c.ID = NewMessageID()
+	} else if r.compactions[c.ID] {
+		return se.refuse("Compact", ErrDuplicateID, "compaction id %s is used already", display.Quote(c.ID))
+	}
+	if c.CheckpointID == "" {
+		c.CheckpointID = NewMessageID()
+	} else if err := se.checkNewID("Compact", c.CheckpointID); err != nil {
+		return err
+	}
+	nodes := r.hist.Surface()
+	first := 0
+	if len(nodes) > 0 && nodes[0].Seq == r.head {
+		first = 1 // the system prompt stays
+	}
+	end := len(nodes)
+	if c.KeepFrom != "" {
+		end = -1
+		for i, n := range nodes {
+			if n.Message != nil && n.Message.ID() == c.KeepFrom {
+				end = i
+			}
+		}
+		if end < 0 {
+			return se.refuse("Compact", ErrUnknownMessage, "message %s is not in the history the model reads", display.Quote(c.KeepFrom))
+		}
+	}
+	if end <= first {
+		return se.refuse("Compact", ErrOrder, "nothing before message %s to summarise", display.Quote(c.KeepFrom))
+	}
+	span := nodes[first:end]
+	seqs := make([]int64, len(span))
+	count := c.TokenCount
+	for i, n := range span {
+		seqs[i] = n.Seq
+		if c.TokenCount == 0 && n.Message != nil {
+			count += int64(len(n.Message.JSON())+3) / 4
+		}
+	}
+	var turn *int64
+	if r.turnOpen {
+		t := r.turn
+		turn = &t
+	}
+	summary := []convlog.Block{convlog.TextBlock(c.Summary)}
+	start, _ := convlog.EncodeData(convlog.CompactionStartData{CompactionID: c.ID, Turn: turn})
+	sum, _ := convlog.EncodeData(convlog.CompactionSummaryData{CompactionID: c.ID, Summary: summary,
+		ShadowedRange: convlog.SeqRange{Start: seqs[0], End: seqs[len(seqs)-1]}, ShadowedSeqs: seqs, ShadowedTokenCount: count,
+		Provider: c.Provider, Model: c.Model, MaxTokens: c.MaxTokens, Usage: c.Usage})
+	msg, err := convlog.NewMessage(c.CheckpointID, "user", convlog.CheckpointSource(c.ID), summary)
+	if err != nil {
+		return se.refuse("Compact", ErrInvalid, "%v", err)
+	}
+	endData, _ := convlog.EncodeData(convlog.CompactionEndData{CompactionID: c.ID, Turn: turn})
+	return se.record(
+		convlog.Event{Type: convlog.TypeCompactionStart, Data: start},
+		convlog.Event{Type: convlog.TypeCompactionSummary, Data: sum},
+		convlog.Event{Type: convlog.TypeUserMessage, Data: msg.JSON(), SourceEventSeqs: slices.Sorted(slices.Values(seqs)),
+			SurfaceOp: &convlog.SurfaceOp{Replace: true, StartSeq: seqs[0], EndSeq: seqs[len(seqs)-1]}},
+		convlog.Event{Type: convlog.TypeCompactionEnd, Data: endData})
+}
+
+// SubagentReport records the report subagent childID (a subagent of this
+// session) sends when it finishes a turn: a message of id with a one-line
+// summary and its content, admitted to this session's inbox
+// (agent/inbox/spliced, source subagent-settled). While a turn runs, its
+// next Request records it; otherwise it waits, and the runtime starts a
+// turn with it (BeginTurn with the message returned) when nothing of the
+// user's is waiting.
+func (se *Session) SubagentReport(childID, id, summary string, content []convlog.Block) (convlog.StoredMessage, error) {
+	unlock, err := se.enter()
+	if err != nil {
+		return convlog.StoredMessage{}, err
+	}
+	defer unlock()
+	if se.w == nil {
+		return convlog.StoredMessage{}, se.refuse("SubagentReport", ErrOrder, "nothing is written before the first message (BeginTurn)")
+	}
+	oc, err := se.st.liveConv(se.convID)
+	if err != nil {
+		return convlog.StoredMessage{}, err
+	}
+	if c := oc.st.info.Session(childID); c == nil || c.ParentSession != se.id {
+		return convlog.StoredMessage{}, se.refuse("SubagentReport", ErrInvalid, "session %s is not a subagent of this session", display.Quote(childID))
+	}
+	if err := se.checkNewID("SubagentReport", id); err != nil {
+		return convlog.StoredMessage{}, err
+	}
+	msg, err := convlog.NewMessage(id, "user", convlog.SubagentSource(childID, summary), content)
+	if err != nil {
+		return convlog.StoredMessage{}, se.refuse("SubagentReport", ErrInvalid, "%v", err)
+	}
+	target := convlog.SpliceNextTurn
+	if se.rec.turnOpen {
+		target = convlog.SpliceNextStep
+	}
+	return msg, se.record(se.splice(target, msg))
+}
+
+// HistoryEntry is one message of the history the model reads: the seq of
+// the event that put it there, and whether an interrupt or a crash cut it
+// off (an interrupted answer, an interrupted tool call's result).
+type HistoryEntry struct {
+	Seq         int64
+	Message     convlog.StoredMessage
+	Interrupted bool
+}
+
+// History returns the history the model reads now, as convlog.History
+// derives it from the log (an empty answer left out, a compaction's
+// summary in place of what it shadows), with the interrupted marks.
+func (se *Session) History() []HistoryEntry {
+	unlock := se.st.lockSession(se)
+	defer unlock()
+	msgs := se.rec.hist.Messages()
+	out := make([]HistoryEntry, len(msgs))
+	for i, m := range msgs {
+		out[i] = HistoryEntry{Seq: m.Seq, Message: m.Message, Interrupted: se.rec.interrupted[m.Seq]}
+	}
+	return out
+}
+
+// Waiting returns the messages admitted to the session's inbox and not yet
+// recorded for the model (Request records them).
+func (se *Session) Waiting() []convlog.StoredMessage {
+	unlock := se.st.lockSession(se)
+	defer unlock()
+	return append([]convlog.StoredMessage(nil), se.rec.inbox...)
+}
+
+// seqOf is the seq of the surface event that recorded message id.
+func (se *Session) seqOf(call, id string) (int64, error) {
+	unlock, err := se.enter()
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	if se.w == nil {
+		return 0, se.refuse(call, ErrOrder, "nothing is written before the first message (BeginTurn)")
+	}
+	if err := se.flush(); err != nil {
+		return 0, err
+	}
+	if id == "" {
+		return se.rec.next - 1, nil
+	}
+	seq, ok := se.rec.surfaceSeq[id]
+	if !ok {
+		return 0, se.refuse(call, ErrUnknownMessage, "no message %s was recorded in the session", display.Quote(id))
+	}
+	return seq, nil
+}
+
+// Fork copies this session (a root session) into the new conversation
+// newConv as its root session newSession: its history through the event
+// that recorded message throughID ("": all of it); see Store.Fork.
+func (se *Session) Fork(newConv, newSession, throughID string) error {
+	seq, err := se.seqOf("Fork", throughID)
+	if err != nil {
+		return err
+	}
+	return se.st.Fork(se.convID, se.id, newConv, newSession, seq)
+}
+
+// Rewind is a fork that stops just before the user's message beforeID,
+// and returns its text for the composer (see Store.Rewind).
+func (se *Session) Rewind(newConv, newSession, beforeID string) (string, error) {
+	if beforeID == "" {
+		return "", se.refuse("Rewind", ErrEmptyID, "a rewind names the user's message it stops before")
+	}
+	seq, err := se.seqOf("Rewind", beforeID)
+	if err != nil {
+		return "", err
+	}
+	return se.st.Rewind(se.convID, se.id, newConv, newSession, seq)
+}

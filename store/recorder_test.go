@@ -1,0 +1,272 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convkit/convkit/convlog"
+)
+
+// historyIDs is the ids of the history the model reads.
+func historyIDs(se *Session) string {
+	var ids []string
+	for _, h := range se.History() {
+		ids = append(ids, h.Message.ID())
+	}
+	return strings.Join(ids, " ")
+}
+
+// TestCompactionForkRewind: a compaction by message id (a summary of the
+// older history, the recent part kept), a fork after it, which reads its
+// older history from the source, and a rewind by message id, which leaves
+// the rewound prompt and its admission out.
+func TestCompactionForkRewind(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Zstd)
+	se, err := s.NewConversation(NewConversation{ID: "c", Cwd: "/w", SessionID: "root", Agent: "a", Model: "m"})
+	mustNil(t, err)
+	for i, id := range []string{"u1", "u2", "u3"} {
+		_, err := se.BeginTurn(storedMsg(t, id, "user", "user", "prompt "+id))
+		mustNil(t, err)
+		step(t, se, "a"+id[1:], "")
+		if i == 1 {
+			// An empty answer stays in the record, out of the history.
+			step(t, se, "a2b", "answer 2")
+		}
+		mustNil(t, se.EndTurn(OutcomeCompleted, nil))
+	}
+	sys := se.History()[0].Message.ID()
+	if got := historyIDs(se); got != sys+" u1 u2 a2b u3" {
+		t.Fatalf("history %s", got)
+	}
+	// Manual: the history up to u3 summarised, u3 and after kept.
+	mustNil(t, se.Compact(Compaction{ID: "k1", KeepFrom: "u3", Summary: "Turns 1 and 2 asked for prompts.", Provider: "p", Model: "m",
+		CheckpointID: "sum1"}))
+	if got := historyIDs(se); got != sys+" sum1 u3" {
+		t.Fatalf("history after compaction %s", got)
+	}
+	path, _ := s.SessionLogFile("c", "root")
+	_, evs := readEvents(t, path)
+	n := len(evs)
+	if got := eventTypes(evs[n-4:]); got != "compaction/start compaction/summary user/message compaction/end" {
+		t.Fatalf("compaction recorded as %s", got)
+	}
+	// The span is every node between the system prompt and u3, the empty
+	// answers of turns 1 and 2 included.
+	if !bytes.Contains(evs[n-3].Data, []byte(`"turn":null`)) && !bytes.Contains(evs[n-4].Data, []byte(`"turn":null`)) {
+		t.Errorf("a manual compaction's turn is not null: %s", evs[n-4].Data)
+	}
+	var spanTypes []string
+	for _, q := range evs[n-2].SourceEventSeqs {
+		spanTypes = append(spanTypes, evs[q].Type)
+	}
+	if got := strings.Join(spanTypes, " "); got != "user/message assistant/message user/message assistant/message assistant/message" {
+		t.Fatalf("compaction shadows %s", got)
+	}
+	if probs := ruleProblems(t, path); len(probs) > 0 {
+		t.Fatal(probs)
+	}
+
+	// An automatic one, inside a turn, before its model call; the next
+	// request starts a new series.
+	_, err = se.BeginTurn(storedMsg(t, "u4", "user", "user", "prompt u4"))
+	mustNil(t, err)
+	_, err = se.BeginStep()
+	mustNil(t, err)
+	mustNil(t, se.Compact(Compaction{KeepFrom: "u3", Summary: "Cumulative.", Provider: "p", Model: "m", CheckpointID: "sum2"}))
+	mustNil(t, se.Request(Request{System: "You are a coding agent.", Config: convlog.LLMConfig{Provider: "p", Model: "m"}}))
+	_, evs = readEvents(t, path)
+	if e := evs[len(evs)-1]; e.Type != convlog.TypeRequestHeader || !bytes.Contains(e.Data, []byte(`"reason":"series"`)) {
+		t.Fatalf("after a compaction: %s %s", e.Type, e.Data)
+	}
+	call, err := se.BeginModelCall()
+	mustNil(t, err)
+	call.Text(0, "Four.")
+	mustNil(t, call.Complete("a4"))
+	mustNil(t, se.EndStep())
+	mustNil(t, se.EndTurn(OutcomeCompleted, nil))
+	if got := historyIDs(se); got != sys+" sum2 u3 u4 a4" {
+		t.Fatalf("history after the second compaction %s", got)
+	}
+
+	// A fork after it reads the compacted history, and depends on c.
+	mustNil(t, se.Fork("f", "root", ""))
+	finfo := readInfo(t, dir, "f")
+	if !finfo.AfterCompaction || strings.Join(Dependencies(finfo), ",") != "c" {
+		t.Fatalf("fork after compaction: %+v", finfo)
+	}
+	fs, err := s.OpenSession("f", "root")
+	mustNil(t, err)
+	if got := historyIDs(fs); got != sys+" sum2 u3 u4 a4" {
+		t.Fatalf("the fork's history %s", got)
+	}
+	_, err = fs.BeginTurn(storedMsg(t, "u5", "user", "user", "continue here"))
+	mustNil(t, err)
+	step(t, fs, "a5", "Five.")
+	mustNil(t, fs.EndTurn(OutcomeCompleted, nil))
+	fpath, _ := s.SessionLogFile("f", "root")
+	if probs := ruleProblems(t, fpath); len(probs) > 0 {
+		t.Fatal(probs)
+	}
+
+	// A rewind to u2, which the compaction shadows: a copy of the log up to
+	// u2's turn, without u2 and its admission.
+	text, err := se.Rewind("r", "root", "u2")
+	mustNil(t, err)
+	if text != "prompt u2" {
+		t.Fatalf("composer %q", text)
+	}
+	rpath, _ := s.SessionLogFile("r", "root")
+	_, revs := readEvents(t, rpath)
+	if last := revs[len(revs)-1]; last.Type != convlog.TypeTurnEnd || string(last.Data) != `{"turn":1,"reason":{"kind":"completed"}}` {
+		t.Fatalf("the rewound log ends with %s %s", last.Type, last.Data)
+	}
+	for _, e := range revs {
+		if bytes.Contains(e.Data, []byte(`"id":"u2"`)) {
+			t.Fatalf("the rewound log holds u2 at seq %d (%s)", e.Seq, e.Type)
+		}
+	}
+	rs, err := s.OpenSession("r", "root")
+	mustNil(t, err)
+	if got := historyIDs(rs); got != sys+" u1" {
+		t.Fatalf("the rewind's history %s", got)
+	}
+	if _, err := rs.BeginTurn(storedMsg(t, "u2b", "user", "user", "prompt u2, edited")); err != nil {
+		t.Fatal(err)
+	}
+	// A rewind to a message the rewound source holds after a compaction:
+	// the fork reads the compacted history.
+	if _, err := se.Rewind("r2", "root", "u4"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBatch: the calls inside Batch are one durable append: one zstd
+// frame, nothing on disk until it ends; a call that writes the
+// conversation log writes what the batch held first.
+func TestBatch(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Zstd)
+	se, err := s.NewConversation(NewConversation{ID: "c", Cwd: "/w", SessionID: "root", Agent: "a", Model: "m"})
+	mustNil(t, err)
+	_, err = se.BeginTurn(storedMsg(t, "u1", "user", "user", "hi"))
+	mustNil(t, err)
+	path, _ := s.SessionLogFile("c", "root")
+	frames := func() int {
+		r, err := convlog.Open(path, convlog.ReaderOptions{})
+		mustNil(t, err)
+		defer r.Close()
+		for {
+			if _, err := r.Next(); err != nil {
+				break
+			}
+		}
+		return int(r.Stats().Frames)
+	}
+	before := frames()
+	var mid int
+	err = se.Batch(func() error {
+		if _, err := se.BeginStep(); err != nil {
+			return err
+		}
+		if err := se.Request(Request{System: "sys", Config: convlog.LLMConfig{Provider: "p", Model: "m"}}); err != nil {
+			return err
+		}
+		call, err := se.BeginModelCall()
+		if err != nil {
+			return err
+		}
+		call.Text(0, "hello")
+		if err := call.Complete("a1"); err != nil {
+			return err
+		}
+		mid = frames()
+		return se.EndStep()
+	})
+	mustNil(t, err)
+	after := frames()
+	if mid != before || after != before+1 {
+		t.Fatalf("frames before %d, inside the batch %d, after %d: want one frame for the batch", before, mid, after)
+	}
+	// EndTurn inside a batch: the session log's events reach the disk
+	// before the conversation log hears of the end.
+	mustNil(t, se.Batch(func() error { return se.EndTurn(OutcomeCompleted, nil) }))
+	if info := readInfo(t, dir, "c"); info.RunningTurn {
+		t.Fatal("still running")
+	}
+	if probs := ruleProblems(t, path); len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	// A failing call inside the batch returns its error; what came before
+	// it is written.
+	_, err = se.BeginTurn(storedMsg(t, "u2", "user", "user", "again"))
+	mustNil(t, err)
+	err = se.Batch(func() error {
+		if _, err := se.BeginStep(); err != nil {
+			return err
+		}
+		return se.ToolCall("nope")
+	})
+	if !errors.Is(err, ErrUnknownCall) {
+		t.Fatalf("batch error %v", err)
+	}
+	if ts := se.Turn(); !ts.StepOpen {
+		t.Fatalf("the step the batch opened was not written: %+v", ts)
+	}
+}
+
+// TestRetryChain: retries of one step are one chain counted from 1, each
+// begun by llm/retry-started; the turn then fails with its error.
+func TestRetryChain(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Plain)
+	se, err := s.NewConversation(NewConversation{ID: "c", Cwd: "/w", SessionID: "root", Agent: "a", Model: "m"})
+	mustNil(t, err)
+	_, err = se.BeginTurn(storedMsg(t, "u1", "user", "user", "hi"))
+	mustNil(t, err)
+	_, err = se.BeginStep()
+	mustNil(t, err)
+	mustNil(t, se.Request(Request{Config: convlog.LLMConfig{Provider: "p", Model: "m"}}))
+	failure := convlog.LLMFailure{Code: "stream_dropped", Message: "the stream dropped", Status: 503}
+	for i := 0; i < 2; i++ {
+		call, err := se.BeginModelCall()
+		mustNil(t, err)
+		call.Text(0, "par")
+		mustNil(t, call.Retry(Retry{Delay: time.Second, MaxRetries: 2, Failure: failure}))
+	}
+	call, err := se.BeginModelCall()
+	mustNil(t, err)
+	if err := call.Retry(Retry{Delay: time.Second, MaxRetries: 2, Failure: failure}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a third retry of two: %v", err)
+	}
+	mustNil(t, call.Fail(failure))
+	mustNil(t, se.EndStep())
+	mustNil(t, se.EndTurn(OutcomeFailed, &failure))
+	path, _ := s.SessionLogFile("c", "root")
+	_, evs := readEvents(t, path)
+	var retries []string
+	for _, e := range evs {
+		switch e.Type {
+		case convlog.TypeRetry, convlog.TypeRetryStarted:
+			retries = append(retries, string(e.Data))
+		}
+	}
+	want := []string{
+		`{"mode":"normal","turn":1,"step":1,"provider":"p","policyKey":"default","retryId":"retry-7","retry":1,"delayMs":1000,"maxRetries":2,"failure":{"code":"stream_dropped","message":"the stream dropped","status":503}}`,
+		`{"turn":1,"step":1,"retryId":"retry-7","retry":1}`,
+		`{"mode":"normal","turn":1,"step":1,"provider":"p","policyKey":"default","retryId":"retry-7","retry":2,"delayMs":1000,"maxRetries":2,"failure":{"code":"stream_dropped","message":"the stream dropped","status":503}}`,
+		`{"turn":1,"step":1,"retryId":"retry-7","retry":2}`,
+	}
+	if strings.Join(retries, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("retries:\n%s", strings.Join(retries, "\n"))
+	}
+	if info := readInfo(t, dir, "c"); info.Turns[0].Outcome != OutcomeFailed {
+		t.Fatalf("outcome %q", info.Turns[0].Outcome)
+	}
+	if probs := ruleProblems(t, path); len(probs) > 0 {
+		t.Fatal(probs)
+	}
+}
