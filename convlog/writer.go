@@ -307,11 +307,12 @@ func (w *Writer) Append(events []Event) error {
 	return nil
 }
 
-// writeAt writes b at the committed end and fsyncs, rolling back on failure.
+// writeAt writes b at the committed end and syncs its data (fdatasync: an
+// append's size is synced with it), rolling back on failure.
 func (w *Writer) writeAt(b []byte) error {
 	_, err := w.f.WriteAt(b, w.size)
 	if err == nil {
-		err = w.f.Sync()
+		err = durable.DataSync(w.f)
 	}
 	if err != nil {
 		// Roll back to the committed length so no partial batch remains.

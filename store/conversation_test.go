@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,9 +19,14 @@ import (
 )
 
 // testClock advances one millisecond per call.
-type testClock struct{ t time.Time }
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
 
 func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.t = c.t.Add(time.Millisecond)
 	return c.t
 }

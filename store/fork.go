@@ -197,7 +197,7 @@ func (s *Store) fork(req forkRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := s.createLog(req.newConv, newDir, evs); err != nil {
+	if err := s.createLog(req.newConv, newDir, evs, nil); err != nil {
 		return "", err
 	}
 	done = true

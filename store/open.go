@@ -27,7 +27,8 @@ type OpenOptions struct {
 	Create Create
 	// Compression of logs created from now on (existing logs keep theirs).
 	Compression convlog.Compression
-	// Now is the clock (default time.Now).
+	// Now is the clock (default time.Now), called from the goroutines
+	// that record at once: it must be safe for concurrent use.
 	Now func() time.Time
 }
 
@@ -52,8 +53,10 @@ const (
 // Store is an open data directory: the conversation API the runtime and the
 // writing commands use, and the reading methods every command uses. Every
 // change is one durable batch appended to the conversation's log through
-// convlog.Writer. A Store is safe for concurrent use; operations are
-// serialized.
+// convlog.Writer. A Store is safe for concurrent use: the runtime's calls on
+// the sessions of different conversations run in parallel (each holds its
+// conversation, so the calls of one conversation are carried out in
+// order); every other change runs alone.
 type Store struct {
 	dataDir string
 	lock    *Lock
@@ -67,7 +70,12 @@ type Store struct {
 	holder  *Holder
 	lockErr error
 
-	mu    sync.Mutex
+	// mu is held exclusively by the Store's changes and read-locked by
+	// the runtime's Session calls, which also hold their conversation's
+	// openConv.mu; mapMu guards convs against two Session calls creating
+	// conversations at once.
+	mu    sync.RWMutex
+	mapMu sync.Mutex
 	comp  convlog.Compression
 	convs map[string]*openConv
 	// sessions are the runtime's open sessions (runtime.go).
@@ -75,6 +83,9 @@ type Store struct {
 }
 
 type openConv struct {
+	// mu orders the Session calls on the conversation (shared with the
+	// Session that created it).
+	mu  *sync.Mutex
 	dir string
 	w   *convlog.Writer
 	st  *convState
@@ -227,10 +238,17 @@ func (s *Store) Close() error {
 
 func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
 
-// lockSession takes what a call on se needs, and returns its release.
+// lockSession takes what a call on se needs: the Store read-locked (no
+// change of another kind runs) and se's conversation; it returns their
+// release. The append and its fsync run under these, so that the calls of
+// different conversations proceed in parallel.
 func (s *Store) lockSession(se *Session) func() {
-	s.mu.Lock()
-	return s.mu.Unlock
+	s.mu.RLock()
+	se.cmu.Lock()
+	return func() {
+		se.cmu.Unlock()
+		s.mu.RUnlock()
+	}
 }
 
 func (s *Store) writable() error {
@@ -253,7 +271,7 @@ func (s *Store) conv(convID string) (*openConv, error) {
 	if err != nil {
 		return nil, err
 	}
-	oc := &openConv{dir: dir, w: w, st: st}
+	oc := &openConv{mu: new(sync.Mutex), dir: dir, w: w, st: st}
 	s.convs[convID] = oc
 	return oc, nil
 }

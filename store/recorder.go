@@ -680,7 +680,7 @@ func (se *Session) SubagentReport(childID, id, summary string, content []convlog
 	if se.w == nil {
 		return convlog.StoredMessage{}, se.refuse("SubagentReport", ErrOrder, "nothing is written before the first message (BeginTurn)")
 	}
-	oc, err := se.st.liveConv(se.convID)
+	oc, err := se.liveConv()
 	if err != nil {
 		return convlog.StoredMessage{}, err
 	}

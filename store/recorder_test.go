@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -268,5 +269,109 @@ func TestRetryChain(t *testing.T) {
 	}
 	if probs := ruleProblems(t, path); len(probs) > 0 {
 		t.Fatal(probs)
+	}
+}
+
+// TestConcurrentSessions: the sessions of several conversations (a root
+// and its subagent each) record at once, beside the Store's own changes;
+// every log comes out whole and in order.
+func TestConcurrentSessions(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Zstd)
+	const convs, turns = 4, 5
+	var ses []*Session
+	for i := range convs {
+		se, err := s.NewConversation(NewConversation{ID: "c" + string(rune('0'+i)), Cwd: "/w", SessionID: "root", Agent: "a", Model: "m"})
+		mustNil(t, err)
+		_, err = se.BeginTurn(storedMsg(t, "u0", "user", "user", "start"))
+		mustNil(t, err)
+		step(t, se, "a0", "ok")
+		mustNil(t, se.EndTurn(OutcomeCompleted, nil))
+		child, err := se.Spawn("child", "r", "m")
+		mustNil(t, err)
+		ses = append(ses, se, child)
+	}
+	errs := make(chan error, len(ses)+1)
+	done := make(chan struct{})
+	go func() {
+		// The Store's own changes run alone, between the sessions' calls.
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				errs <- nil
+				return
+			default:
+			}
+			if err := s.Rename("c0", "renamed "+string(rune('a'+i%26))); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for _, se := range ses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 1; k <= turns; k++ {
+				id := se.ID() + "-" + string(rune('0'+k))
+				m, _ := convlog.NewUserMessage("u"+id, convlog.TextBlock("go"))
+				if _, err := se.BeginTurn(m); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := se.BeginStep(); err != nil {
+					errs <- err
+					return
+				}
+				if err := se.Request(Request{Config: convlog.LLMConfig{Provider: "p", Model: "m"}}); err != nil {
+					errs <- err
+					return
+				}
+				call, err := se.BeginModelCall()
+				if err != nil {
+					errs <- err
+					return
+				}
+				call.Text(0, "done "+id)
+				if err := call.Complete("a" + id); err != nil {
+					errs <- err
+					return
+				}
+				if err := se.EndStep(); err != nil {
+					errs <- err
+					return
+				}
+				if err := se.EndTurn(OutcomeCompleted, nil); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(done)
+	for range 1 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	for i := range convs {
+		id := "c" + string(rune('0'+i))
+		info := readInfo(t, dir, id)
+		if len(info.Turns) != 1+2*turns || info.RunningTurn {
+			t.Fatalf("%s: %d turns, running %v", id, len(info.Turns), info.RunningTurn)
+		}
+		for _, sess := range []string{"root", "child"} {
+			path, _ := s.SessionLogFile(id, sess)
+			if probs := ruleProblems(t, path); len(probs) > 0 {
+				t.Fatalf("%s %s: %v", id, sess, probs)
+			}
+		}
 	}
 }

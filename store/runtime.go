@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
@@ -48,7 +49,11 @@ type Session struct {
 	st     *Store
 	convID string
 	id     string
-	w      *convlog.Writer
+	// oc is the session's conversation (nil until a new one is written);
+	// cmu orders the calls on its sessions (oc.mu once there is oc).
+	oc  *openConv
+	cmu *sync.Mutex
+	w   *convlog.Writer
 	// pending is a new conversation nothing of which is written yet: it is
 	// kept from its first message (BeginTurn).
 	pending *NewConversation
@@ -95,7 +100,7 @@ func (s *Store) NewConversation(c NewConversation) (*Session, error) {
 			return nil, fmt.Errorf("conversation %s: %w", display.Quote(c.ID), ErrConversationExists)
 		}
 	}
-	se := &Session{st: s, convID: c.ID, id: c.SessionID, pending: &c, rec: newRecState()}
+	se := &Session{st: s, convID: c.ID, id: c.SessionID, pending: &c, rec: newRecState(), cmu: new(sync.Mutex)}
 	s.sessions[key] = se
 	return se, nil
 }
@@ -129,7 +134,7 @@ func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	se := &Session{st: s, convID: convID, id: sessionID, w: w}
+	se := &Session{st: s, convID: convID, id: sessionID, w: w, oc: oc, cmu: oc.mu}
 	if se.repaired, err = s.closeCrashedTurn(oc, sessionID, w, false); err != nil {
 		w.Close()
 		return nil, err
@@ -305,7 +310,7 @@ func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
 	if se.pending != nil {
 		return 1, se.create(prompt, text)
 	}
-	oc, err := s.liveConv(se.convID)
+	oc, err := se.liveConv()
 	if err != nil {
 		return 0, err
 	}
@@ -342,6 +347,18 @@ func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
 		return 0, err
 	}
 	return turn, nil
+}
+
+// liveConv is the session's conversation, for a change: it must not be
+// deleting.
+func (se *Session) liveConv() (*openConv, error) {
+	if err := se.st.writable(); err != nil {
+		return nil, err
+	}
+	if se.oc.st.info.Deleting {
+		return nil, fmt.Errorf("conversation %s: %w", display.Quote(se.convID), ErrDeleting)
+	}
+	return se.oc, nil
 }
 
 // waiting reports whether message id is in the inbox.
@@ -406,13 +423,16 @@ func (se *Session) create(prompt convlog.StoredMessage, text string) error {
 		add(EventConversationTitle, TitleData{Title: title})
 	}
 	if err == nil {
-		err = s.createLog(c.ID, dir, evs)
+		err = s.createLog(c.ID, dir, evs, se.cmu)
 	}
 	if err != nil {
 		w.Close()
 		os.RemoveAll(dir)
 		return err
 	}
+	s.mapMu.Lock()
+	se.oc = s.convs[c.ID]
+	s.mapMu.Unlock()
 	se.w, se.pending = w, nil
 	se.rec.observe(&admission)
 	return se.record(turnStart(1))
@@ -509,7 +529,7 @@ func (se *Session) EndTurn(outcome string, failure *convlog.LLMFailure) error {
 	if se.rec.stepOpen {
 		return se.refuse("EndTurn", ErrOrder, "step %d is still open (EndStep)", se.rec.step)
 	}
-	oc, err := se.st.liveConv(se.convID)
+	oc, err := se.liveConv()
 	if err != nil {
 		return err
 	}
@@ -545,7 +565,7 @@ func (se *Session) Interrupt(call *ModelCall) error {
 	if call != nil && call != se.call {
 		return se.refuse("Interrupt", ErrOrder, "the model call given is not the one in flight")
 	}
-	oc, err := se.st.liveConv(se.convID)
+	oc, err := se.liveConv()
 	if err != nil {
 		return err
 	}
@@ -610,7 +630,7 @@ func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	child := &Session{st: s, convID: se.convID, id: childID, w: w, rec: newRecState()}
+	child := &Session{st: s, convID: se.convID, id: childID, w: w, rec: newRecState(), oc: se.oc, cmu: se.cmu}
 	s.mu.Lock()
 	s.sessions[sessionKey{se.convID, childID}] = child
 	s.mu.Unlock()

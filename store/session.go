@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/convkit/convkit/convlog"
@@ -60,8 +61,8 @@ func (s *Store) newConversationDir(convID string) (string, error) {
 }
 
 // createLog publishes a new conversation log holding first as its first
-// batch, and caches it.
-func (s *Store) createLog(convID, dir string, first []convlog.Event) error {
+// batch, and caches it; mu orders the Session calls on it (nil: a new one).
+func (s *Store) createLog(convID, dir string, first []convlog.Event, mu *sync.Mutex) error {
 	path := filepath.Join(dir, ConversationLogName(convlog.CurrentVersion, s.comp))
 	h := &convlog.Header{Type: convlog.ConversationLog, Version: convlog.CurrentVersion, ID: convID}
 	if len(first) > 0 {
@@ -81,7 +82,12 @@ func (s *Store) createLog(convID, dir string, first []convlog.Event) error {
 			return err
 		}
 	}
-	s.convs[convID] = &openConv{dir: dir, w: w, st: st}
+	if mu == nil {
+		mu = new(sync.Mutex)
+	}
+	s.mapMu.Lock()
+	s.convs[convID] = &openConv{mu: mu, dir: dir, w: w, st: st}
+	s.mapMu.Unlock()
 	return nil
 }
 
@@ -105,7 +111,7 @@ func (s *Store) CreateConversation(id, cwd string, agents, models []string) erro
 	if err != nil {
 		return err
 	}
-	if err := s.createLog(id, dir, []convlog.Event{ev}); err != nil {
+	if err := s.createLog(id, dir, []convlog.Event{ev}, nil); err != nil {
 		// Nothing refers to a directory without a conversation log.
 		os.RemoveAll(dir)
 		return err
