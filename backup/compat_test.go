@@ -221,7 +221,7 @@ func treeSums(t *testing.T, root string) map[string]string {
 }
 
 // indexRows are the rows of a store's metadata.db, without the logs'
-// fingerprints (their sizes and modification times: the restore's clock).
+// fingerprints and log identities (their sizes and modification times: the restore's clock).
 func indexRows(t *testing.T, dataDir string) map[string]*index.Conversation {
 	t.Helper()
 	db, err := index.Open(store.IndexPath(dataDir))
@@ -234,7 +234,7 @@ func indexRows(t *testing.T, dataDir string) map[string]*index.Conversation {
 		t.Fatal(err)
 	}
 	for _, r := range rows {
-		r.Fingerprint = ""
+		r.Fingerprint, r.LogIdentity = "", ""
 	}
 	return rows
 }

@@ -38,8 +38,11 @@ import (
 // (conversations.will_not_open); version 3 the conversations it reads
 // older history from (conversations.fork_sources), so that an incremental
 // reindex checks a row it keeps as a rebuild would, and fingerprints
-// that hold each log's device, inode and change time.
-const SchemaVersion = 3
+// that hold each log's device, inode and change time; version 4 the
+// conversation log's own identity (conversations.log_identity), by which
+// listing, which reads the conversation log alone, knows its rows are
+// current while a running turn's session log grows.
+const SchemaVersion = 4
 
 // ErrSchema is wrapped when a file is not an index of this schema version
 // (garbage, another program's database, an older or newer schema).
@@ -80,7 +83,8 @@ CREATE TABLE conversations (
 	turn_count INTEGER NOT NULL,
 	fingerprint TEXT NOT NULL,
 	will_not_open TEXT NOT NULL,
-	fork_sources TEXT NOT NULL
+	fork_sources TEXT NOT NULL,
+	log_identity TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX conversations_by_updated ON conversations(archived, updated_at DESC, id);
 CREATE TABLE sessions (
@@ -143,7 +147,11 @@ type Conversation struct {
 	WillNotOpen []string `json:"willNotOpen"`
 	// ForkSources are the conversations it reads older history from
 	// (store.Dependencies), sorted.
-	ForkSources []string  `json:"forkSources"`
+	ForkSources []string `json:"forkSources"`
+	// LogIdentity is the conversation log's identity when the row was
+	// read (its part of Fingerprint): what listing reads is current while
+	// it matches.
+	LogIdentity string    `json:"logIdentity"`
 	Sessions    []Session `json:"sessions"`
 	Turns       []Turn    `json:"turns"`
 }
@@ -411,7 +419,7 @@ func (d *DB) Begin(ctx context.Context) (*Writer, error) {
 	w.insSkip = prep("INSERT INTO skipped (id, dir, fingerprint, reason) VALUES (?,?,?,?)")
 	w.insConv = prep(`INSERT INTO conversations (id, dir, title, title_is_auto, cwd, created_at, updated_at, archived,
 		forked_from, after_compaction, agents, models, running_turn, session_count, turn_count, fingerprint, will_not_open,
-		fork_sources) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+		fork_sources, log_identity) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
 	w.setWNO = prep("UPDATE conversations SET will_not_open = ? WHERE id = ?")
 	w.sessions = multiInsert{tx: tx, cols: 9, head: `INSERT OR FAIL INTO sessions (conversation_id, id, parent_session,
 		agent, model, format_version, event_count, bytes, file) VALUES `}
@@ -575,7 +583,7 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 	}
 	if _, err := w.insConv.ExecContext(ctx, c.ID, c.Dir, c.Title, c.TitleIsAuto, c.Cwd, c.CreatedAt, c.UpdatedAt,
 		c.Archived, c.ForkedFrom, c.AfterCompaction, jsonList(c.Agents), jsonList(c.Models), c.RunningTurn,
-		len(c.Sessions), len(c.Turns), c.Fingerprint, jsonList(c.WillNotOpen), jsonList(c.ForkSources)); err != nil {
+		len(c.Sessions), len(c.Turns), c.Fingerprint, jsonList(c.WillNotOpen), jsonList(c.ForkSources), c.LogIdentity); err != nil {
 		return fmt.Errorf("index conversation %s: %w", display.Quote(c.ID), err)
 	}
 	err := w.insert(ctx, &w.sessions, len(c.Sessions), func(args []any, i int) []any {
@@ -894,10 +902,18 @@ func (d *DB) List(ctx context.Context, o ListOptions) ([]Summary, error) {
 
 // All loads every conversation with its sessions and turns, for comparing
 // the index with the logs.
-func (d *DB) All(ctx context.Context) (map[string]*Conversation, error) {
+func (d *DB) All(ctx context.Context) (map[string]*Conversation, error) { return d.all(ctx, "") }
+
+// all is All, of conversation only when it is not "".
+func (d *DB) all(ctx context.Context, only string) (map[string]*Conversation, error) {
+	where, args := "", []any{}
+	if only != "" {
+		where, args = " WHERE id = ?", []any{only}
+	}
 	out := map[string]*Conversation{}
 	rows, err := d.db.QueryContext(ctx, `SELECT id, dir, title, title_is_auto, cwd, created_at, updated_at, archived,
-		forked_from, after_compaction, agents, models, running_turn, fingerprint, will_not_open, fork_sources FROM conversations`)
+		forked_from, after_compaction, agents, models, running_turn, fingerprint, will_not_open, fork_sources, log_identity
+		FROM conversations`+where, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -905,7 +921,7 @@ func (d *DB) All(ctx context.Context) (map[string]*Conversation, error) {
 		c := &Conversation{}
 		var agents, models, wno, sources string
 		if err := rows.Scan(&c.ID, &c.Dir, &c.Title, &c.TitleIsAuto, &c.Cwd, &c.CreatedAt, &c.UpdatedAt, &c.Archived,
-			&c.ForkedFrom, &c.AfterCompaction, &agents, &models, &c.RunningTurn, &c.Fingerprint, &wno, &sources); err != nil {
+			&c.ForkedFrom, &c.AfterCompaction, &agents, &models, &c.RunningTurn, &c.Fingerprint, &wno, &sources, &c.LogIdentity); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -921,8 +937,11 @@ func (d *DB) All(ctx context.Context) (map[string]*Conversation, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	if only != "" {
+		where = " WHERE conversation_id = ?"
+	}
 	rows, err = d.db.QueryContext(ctx, `SELECT conversation_id, id, parent_session, agent, model, format_version,
-		event_count, bytes, file FROM sessions ORDER BY conversation_id, id`)
+		event_count, bytes, file FROM sessions`+where+` ORDER BY conversation_id, id`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -939,7 +958,7 @@ func (d *DB) All(ctx context.Context) (map[string]*Conversation, error) {
 	}
 	rows.Close()
 	rows, err = d.db.QueryContext(ctx, `SELECT conversation_id, session_id, turn, started_at, ended_at, outcome
-		FROM turns ORDER BY conversation_id, started_at, session_id, turn`)
+		FROM turns`+where+` ORDER BY conversation_id, started_at, session_id, turn`, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -38,18 +38,24 @@ type CheckResult struct {
 	WillNotOpen []WillNotOpen `json:"willNotOpen"`
 	// Warnings: see Result.Warnings.
 	Warnings []string `json:"warnings"`
+	// InFlight are the conversations whose rows lag behind their logs by
+	// the turns running in them only (the runtime updates them when a turn
+	// ends): no difference.
+	InFlight []InFlight `json:"inFlight"`
 }
 
 // Drift reports whether the index disagrees with the logs.
 func (r *CheckResult) Drift() bool { return r.IndexProblem != "" || len(r.Differences) > 0 }
 
 // Check compares the logs with metadata.db and writes nothing. It takes no
-// lock, so it runs beside the runtime; a log appended to while it runs can
-// show as stale. Message text (the search index) is not compared.
+// lock, so it runs beside the runtime: rows that lag by the turns in
+// flight are InFlight, and while another process holds runtime.lock a
+// conversation that differs is read again (recheck), as the runtime
+// updates the index just after its logs.
 func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, error) {
 	opts.defaults()
 	res := &CheckResult{SchemaVersion: contract.Version, Index: s.IndexPath(), Differences: []Difference{}, Skipped: []Skip{},
-		WillNotOpen: []WillNotOpen{}, Warnings: opts.warnings()}
+		WillNotOpen: []WillNotOpen{}, Warnings: opts.warnings(), InFlight: []InFlight{}}
 	tree, err := s.WalkJobs(opts.Jobs)
 	if err != nil {
 		return nil, err
@@ -68,9 +74,16 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 	// Forks are compared once every conversation is read: a fork source
 	// being deleted is missing, as reindex finds it (finishForks).
 	type deferred struct {
-		conv   *index.Conversation
-		got    *index.Conversation
-		digest index.MessageDigest
+		conv *index.Conversation
+		got  *index.Conversation
+		msgs []index.Message
+	}
+	judge := func(conv, got *index.Conversation, msgs []index.Message) {
+		d, lag := ix.judge(conv, got, msgs)
+		res.Differences = append(res.Differences, d...)
+		if lag != nil {
+			res.InFlight = append(res.InFlight, *lag)
+		}
 	}
 	var forks []deferred
 	gone := map[string]bool{}
@@ -106,16 +119,12 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 			}
 		default:
 			res.Conversations++
-			var digest index.MessageDigest
-			for _, m := range b.msgs {
-				digest.Add(m)
-			}
 			if len(b.conv.ForkSources) > 0 {
-				forks = append(forks, deferred{b.conv, got, digest})
+				forks = append(forks, deferred{b.conv, got, b.msgs})
 				break
 			}
 			reasons[id] = b.conv.WillNotOpen
-			res.Differences = append(res.Differences, ix.compare(b.conv, got, digest)...)
+			judge(b.conv, got, b.msgs)
 		}
 		return nil
 	})
@@ -125,7 +134,14 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 	for _, f := range forks {
 		f.conv.WillNotOpen = opts.Machine.Check(needsOf(f.conv), func(id string) bool { return present[id] && !gone[id] })
 		reasons[f.conv.ID] = f.conv.WillNotOpen
-		res.Differences = append(res.Differences, ix.compare(f.conv, f.got, f.digest)...)
+		judge(f.conv, f.got, f.msgs)
+	}
+	if len(res.Differences) > 0 && !ix.problem {
+		if st, err := s.LockStatus(); err == nil && st.Held && !s.Writable() {
+			if err := recheckAll(ctx, s, res, opts, present); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for _, c := range tree.Conversations {
 		// Directory order, as reindex reports them.
@@ -143,6 +159,7 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 			res.Differences = append(res.Differences, Difference{ID: id, Kind: "extra", Detail: "recorded as skipped in the index, but no conversation directory exists"})
 		}
 	}
+	sort.Slice(res.InFlight, func(i, j int) bool { return res.InFlight[i].ID < res.InFlight[j].ID })
 	sort.Slice(res.Differences, func(i, j int) bool {
 		a, b := res.Differences[i], res.Differences[j]
 		if a.ID != b.ID {

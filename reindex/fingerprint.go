@@ -78,3 +78,23 @@ func fingerprint(h io.Writer, path string) (size int64) {
 	h.Write(line)
 	return size
 }
+
+// logIdentity is the identity of the conversation log of c alone: a
+// digest of its line of the fingerprint. What listing reads comes from the
+// conversation log only, so a row whose log identity matches lists as
+// current while a running turn's session log grows.
+func logIdentity(c store.ConversationDir) string {
+	for _, l := range c.Logs {
+		if l.IsConversationLog {
+			return logIdentityOf(l.Path)
+		}
+	}
+	return ""
+}
+
+// logIdentityOf is logIdentity of the conversation log at path.
+func logIdentityOf(path string) string {
+	h := sha256.New()
+	fingerprint(h, path)
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}

@@ -49,9 +49,11 @@ type Listing struct {
 }
 
 // List lists conversations, newest first. It reads metadata.db when it is
-// present and current — every conversation directory indexed with the same
-// log fingerprint (names, sizes, modification times) — and otherwise
-// replays the conversation logs. It takes no lock and writes nothing.
+// present and current — every conversation directory indexed, its row
+// read from the conversation log it has now (what listing shows comes
+// from the conversation log alone, so a running turn's session log may
+// grow), a skipped one with the logs it had — and otherwise replays the
+// conversation logs. It takes no lock and writes nothing.
 func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) {
 	tree, err := s.Walk()
 	if err != nil {
@@ -154,20 +156,29 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 func indexCurrent(ctx context.Context, s *store.Store, tree *store.Tree) (*index.DB, string) {
 	db, err := index.OpenRead(ctx, s.IndexPath(), index.ReadOptions{})
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "metadata.db does not exist (run convkit reindex)"
+		return nil, fmt.Sprintf("metadata.db does not exist (%s)", ReindexHint(s))
 	}
 	var ve *index.VersionError
 	if errors.As(err, &ve) && ve.Older() {
-		return nil, fmt.Sprintf("metadata.db was written by an older convkit (schema version %d; this one reads %d) (run convkit reindex)", ve.Found, ve.Want)
+		return nil, fmt.Sprintf("metadata.db was written by an older convkit (schema version %d; this one reads %d) (%s)", ve.Found, ve.Want, ReindexHint(s))
 	}
 	if err != nil {
 		return nil, fmt.Sprintf("metadata.db is not usable: %v", err)
 	}
-	return db, fingerprintsMatch(ctx, db, tree)
+	if why := listingCurrent(ctx, db, tree); why != "" {
+		return db, fmt.Sprintf("%s (%s)", why, ReindexHint(s))
+	}
+	return db, ""
 }
 
-func fingerprintsMatch(ctx context.Context, db *index.DB, tree *store.Tree) string {
+// listingCurrent says why the rows of db do not list tree as its logs
+// would, or "".
+func listingCurrent(ctx context.Context, db *index.DB, tree *store.Tree) string {
 	fps, err := db.Fingerprints(ctx)
+	if err != nil {
+		return fmt.Sprintf("metadata.db is not usable: %v", err)
+	}
+	ids, err := db.LogIdentities(ctx)
 	if err != nil {
 		return fmt.Sprintf("metadata.db is not usable: %v", err)
 	}
@@ -177,17 +188,40 @@ func fingerprintsMatch(ctx context.Context, db *index.DB, tree *store.Tree) stri
 			if deleting(c) {
 				continue
 			}
-			return fmt.Sprintf("conversation %s is not indexed (run convkit reindex)", display.Quote(c.ID))
+			return fmt.Sprintf("conversation %s is not indexed", display.Quote(c.ID))
 		}
-		if fp != dirFingerprint(c) {
-			return fmt.Sprintf("conversation %s changed since it was indexed (run convkit reindex)", display.Quote(c.ID))
+		if li, indexed := ids[c.ID]; indexed {
+			if li != logIdentity(c) {
+				return fmt.Sprintf("conversation %s changed since it was indexed", display.Quote(c.ID))
+			}
+		} else if fp != dirFingerprint(c) {
+			return fmt.Sprintf("conversation %s changed since it was skipped", display.Quote(c.ID))
 		}
 		delete(fps, c.ID)
 	}
 	for id := range fps {
-		return fmt.Sprintf("conversation %s is indexed but no longer exists (run convkit reindex)", display.Quote(id))
+		return fmt.Sprintf("conversation %s is indexed but no longer exists", display.Quote(id))
 	}
 	return ""
+}
+
+// ReindexHint says how to bring metadata.db up to date: "run convkit
+// reindex", which needs runtime.lock; while another process holds it (the
+// runtime, which keeps the index current as it writes when it runs with a
+// Keeper), who holds it and that reindex waits for it.
+func ReindexHint(s *store.Store) string {
+	st, err := s.LockStatus()
+	if err != nil || !st.Held || s.Writable() {
+		return "run convkit reindex"
+	}
+	who := "another process"
+	if h := st.Holder; h != nil {
+		who = fmt.Sprintf("pid %d", h.PID)
+		if h.Command != "" {
+			who += fmt.Sprintf(" (%s)", display.Quote(h.Command))
+		}
+	}
+	return fmt.Sprintf("runtime.lock is held by %s, which updates metadata.db as it writes when it runs with a reindex.Keeper; convkit reindex needs the lock: run it once that process stops", who)
 }
 
 // deleting reports whether a conversation's directory still exists after a

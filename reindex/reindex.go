@@ -941,6 +941,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 	if b.fingerprint == "" {
 		b.fingerprint = dirFingerprint(c)
 	}
+	logID := logIdentity(c)
 	skip := func(path, format string, args ...any) *built {
 		b.skip = &Skip{ID: c.ID, Path: path, Reason: fmt.Sprintf(format, args...)}
 		return b
@@ -974,7 +975,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 		ID: info.ID, Dir: c.Name, Title: info.Title, TitleIsAuto: info.TitleIsAuto, Cwd: info.Cwd,
 		CreatedAt: info.CreatedAt.UnixMilli(), UpdatedAt: info.UpdatedAt.UnixMilli(), Archived: info.Archived,
 		ForkedFrom: info.ForkedFrom, AfterCompaction: info.AfterCompaction, Agents: info.Agents, Models: info.Models,
-		RunningTurn: info.RunningTurn, ForkSources: store.Dependencies(info), Fingerprint: b.fingerprint,
+		RunningTurn: info.RunningTurn, ForkSources: store.Dependencies(info), Fingerprint: b.fingerprint, LogIdentity: logID,
 		// A fork whose source is missing is indexed, as one whose working
 		// directory is missing: its logs read, it will not open here.
 		WillNotOpen: env.machine.Check(machine.NeedsOf(info), env.present),

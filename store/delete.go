@@ -126,7 +126,11 @@ func (s *Store) markDeleting(convID string) error {
 	if err != nil {
 		return err
 	}
-	return oc.appendEvents(ev) // durable: Append fsyncs
+	if err := oc.appendEvents(ev); err != nil { // durable: Append fsyncs
+		return err
+	}
+	s.tellRemoved(convID)
+	return nil
 }
 
 // runningError refuses deleting a conversation while a turn runs.

@@ -86,15 +86,19 @@
 // # The index
 //
 // metadata.db is derived: every change is in a log before the index hears
-// of it. After a flushed change listing cares about (a turn started or
-// ended, a title, a new session), the runtime updates the conversation's
-// rows with one incremental call:
+// of it. The runtime gives the store a keeper once, after Open, and the
+// store updates the index itself from then on:
 //
-//	db, err := index.Open(st.IndexPath())
-//	_, err = reindex.Update(ctx, db, st, convID, reindex.UpdateOptions{})
+//	k, _, err := reindex.NewKeeper(ctx, st, reindex.KeeperOptions{Machine: m})
+//	defer k.Close()
 //
-// A missing or unusable index is rebuilt from the logs by reindex.Run (the
-// runtime holds the lock it needs), as convkit reindex does.
+// NewKeeper brings the index up to date (an incremental reindex, a rebuild
+// when it is missing or older); the store then tells it every change of a
+// conversation log (a conversation kept, a turn started or ended, a title,
+// a subagent, a rename, a fork, a delete) and every change between turns,
+// and it writes only what changed (IndexKeeper). The appends of a running
+// turn reach the index with the turn's end: list reads the index all the
+// while, and reindex --check reports the turn in flight as such.
 //
 // # Forks, edits and deletes
 //

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -99,18 +98,16 @@ func Example() {
 		fmt.Printf("  %-9s %q\n", h.Message.Role(), text)
 	}
 
-	// The index: built once, then one incremental update per change.
-	_, err = reindex.Run(ctx, st, reindex.Options{})
+	// The index: brought up to date once, then kept current by the store.
+	k, _, err := reindex.NewKeeper(ctx, st, reindex.KeeperOptions{})
 	must(err)
-	db, err := index.Open(st.IndexPath())
-	must(err)
-	defer db.Close()
+	defer k.Close()
 	_, err = se.BeginTurn(user("u2", "Now delete them"))
 	must(err)
-	_, err = reindex.Update(ctx, db, st, "c1", reindex.UpdateOptions{})
-	must(err)
-	rows, _ := db.List(ctx, index.ListOptions{})
-	fmt.Printf("indexed: %q, %d turns, running %v\n", rows[0].Title, rows[0].Turns, rows[0].RunningTurn)
+	reader, _ := store.Open(ctx, dataDir, store.OpenOptions{}) // as convkit list opens it
+	l, _ := reindex.List(ctx, reader, reindex.ListOptions{})
+	r := l.Conversations[0]
+	fmt.Printf("listed from the %s: %q, %d turns, running %v\n", l.Source, r.Title, r.Turns, r.RunningTurn)
 	must(se.Interrupt(nil))
 	must(se.Close())
 
@@ -153,7 +150,7 @@ func Example() {
 	//   assistant ""
 	//   tool      "a.go b.go c.go"
 	//   assistant "3 files."
-	// indexed: "List the Go files", 2 turns, running true
+	// listed from the index: "List the Go files", 2 turns, running true
 	//    metadata.v4.jsonl
 	//    root.v3.jsonl
 	//    root.v4.jsonl

@@ -200,6 +200,7 @@ func (s *Store) fork(req forkRequest) (string, error) {
 	if err := s.createLog(req.newConv, newDir, evs, nil); err != nil {
 		return "", err
 	}
+	s.tellIndex(s.convs[req.newConv], true)
 	done = true
 	return sc.composer, nil
 }

@@ -80,6 +80,8 @@ type Store struct {
 	convs map[string]*openConv
 	// sessions are the runtime's open sessions (runtime.go).
 	sessions map[sessionKey]*Session
+	// keeper is told every change the index depends on (SetIndexKeeper).
+	keeper IndexKeeper
 }
 
 type openConv struct {
@@ -89,6 +91,8 @@ type openConv struct {
 	dir string
 	w   *convlog.Writer
 	st  *convState
+	// pending: what its sessions appended since the keeper was last told.
+	pending pendingIndex
 }
 
 // Open opens the store in dataDir. It is how the runtime, every command,

@@ -656,6 +656,7 @@ func (se *Session) Compact(c Compaction) error {
 		return se.refuse("Compact", ErrInvalid, "%v", err)
 	}
 	endData, _ := convlog.EncodeData(convlog.CompactionEndData{CompactionID: c.ID, Turn: turn})
+	defer se.indexPoint(false)
 	return se.record(
 		convlog.Event{Type: convlog.TypeCompactionStart, Data: start},
 		convlog.Event{Type: convlog.TypeCompactionSummary, Data: sum},
@@ -698,7 +699,11 @@ func (se *Session) SubagentReport(childID, id, summary string, content []convlog
 	if se.rec.turnOpen {
 		target = convlog.SpliceNextStep
 	}
-	return msg, se.record(se.splice(target, msg))
+	if err := se.record(se.splice(target, msg)); err != nil {
+		return convlog.StoredMessage{}, err
+	}
+	se.indexPoint(false)
+	return msg, nil
 }
 
 // HistoryEntry is one message of the history the model reads: the seq of

@@ -236,6 +236,9 @@ func (s *Store) repairConversation(c ConversationDir, dry bool, change func(Repa
 				path = convLog.Path
 			}
 			change(RepairChange{Kind: RepairTurnClosed, Conversation: c.ID, Path: path, Turn: closed})
+			if !dry {
+				s.tellIndex(oc, true)
+			}
 		}
 	}
 	return nil, nil

@@ -64,10 +64,13 @@ type Session struct {
 	// repaired is what OpenSession closed of a turn a crash left open.
 	repaired *ClosedTurn
 	rec      recState
-	// batch holds the events of the calls made inside Batch.
-	batch   []convlog.Event
-	inBatch bool
-	call    *ModelCall
+	// batch holds the events of the calls made inside Batch; deferPoint
+	// and deferTurns a change for the index keeper made inside it.
+	batch      []convlog.Event
+	inBatch    bool
+	deferPoint bool
+	deferTurns []TurnInfo
+	call       *ModelCall
 }
 
 type sessionKey struct{ conv, session string }
@@ -138,6 +141,9 @@ func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 	if se.repaired, err = s.closeCrashedTurn(oc, sessionID, w, false); err != nil {
 		w.Close()
 		return nil, err
+	}
+	if se.repaired != nil {
+		s.tellIndex(oc, true)
 	}
 	if se.rec, err = scanLog(w.Path()); err != nil {
 		w.Close()
@@ -225,6 +231,7 @@ func (se *Session) record(evs ...convlog.Event) error {
 		evs[i].Seq = seq + int64(i)
 		se.rec.observe(&evs[i])
 	}
+	se.noteAppend(evs)
 	return nil
 }
 
@@ -240,6 +247,7 @@ func (se *Session) flush() error {
 		se.broken = err
 		return err
 	}
+	se.noteAppend(evs)
 	return nil
 }
 
@@ -275,7 +283,13 @@ func (se *Session) Batch(fn func() error) error {
 	}
 	defer unlock()
 	se.inBatch = false
-	return errors.Join(ferr, se.flush())
+	err = se.flush()
+	if err == nil {
+		point, turns := se.deferPoint, se.deferTurns
+		se.deferPoint, se.deferTurns = false, nil
+		se.indexPoint(point, turns...)
+	}
+	return errors.Join(ferr, err)
 }
 
 // BeginTurn starts the session's next turn with its input, a stored
@@ -346,6 +360,7 @@ func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
 	if err := se.record(turnStart(turn)); err != nil {
 		return 0, err
 	}
+	se.indexPoint(true, lastTurn(oc, se.id)...)
 	return turn, nil
 }
 
@@ -435,7 +450,15 @@ func (se *Session) create(prompt convlog.StoredMessage, text string) error {
 	s.mapMu.Unlock()
 	se.w, se.pending = w, nil
 	se.rec.observe(&admission)
-	return se.record(turnStart(1))
+	if err := se.record(turnStart(1)); err != nil {
+		return err
+	}
+	if !se.inBatch {
+		s.tellIndex(se.oc, true)
+	} else {
+		se.deferPoint = true
+	}
+	return nil
 }
 
 // Append records events the format does not type (a plugin's), as one
@@ -453,7 +476,11 @@ func (se *Session) Append(events ...convlog.Event) error {
 	if se.w == nil {
 		return se.refuse("Append", ErrOrder, "nothing is written before the first message (BeginTurn)")
 	}
-	return se.record(events...)
+	if err := se.record(events...); err != nil {
+		return err
+	}
+	se.indexPoint(false)
+	return nil
 }
 
 // Steer hands a message the user sent while the turn runs to the running
@@ -541,7 +568,11 @@ func (se *Session) EndTurn(outcome string, failure *convlog.LLMFailure) error {
 	if err := se.flush(); err != nil {
 		return err
 	}
-	return se.st.endTurn(oc, se.id, turn, outcome)
+	if err := se.st.endTurn(oc, se.id, turn, outcome); err != nil {
+		return err
+	}
+	se.indexPoint(true, lastTurn(oc, se.id)...)
+	return nil
 }
 
 // Interrupt ends the running turn as the user's interrupt does: whatever
@@ -601,8 +632,11 @@ func (se *Session) Interrupt(call *ModelCall) error {
 		return err
 	}
 	if _, ok := oc.st.open[se.id]; ok {
-		return se.st.endTurn(oc, se.id, oc.st.info.Turns[oc.st.open[se.id]].Turn, OutcomeInterrupted)
+		if err := se.st.endTurn(oc, se.id, oc.st.info.Turns[oc.st.open[se.id]].Turn, OutcomeInterrupted); err != nil {
+			return err
+		}
 	}
+	se.indexPoint(true, lastTurn(oc, se.id)...)
 	return nil
 }
 
@@ -626,12 +660,13 @@ func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
 		return nil, err
 	}
 	s := se.st
-	w, err := s.StartSession(se.convID, childID, agent, model, se.id)
+	s.mu.Lock()
+	w, _, err := s.startSession(se.convID, childID, agent, model, se.id)
 	if err != nil {
+		s.mu.Unlock()
 		return nil, err
 	}
 	child := &Session{st: s, convID: se.convID, id: childID, w: w, rec: newRecState(), oc: se.oc, cmu: se.cmu}
-	s.mu.Lock()
 	s.sessions[sessionKey{se.convID, childID}] = child
 	s.mu.Unlock()
 	if unlock, err = se.enter(); err != nil {
@@ -640,7 +675,12 @@ func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
 	defer unlock()
 	d, _ := convlog.EncodeData(convlog.SubagentCatalogData{Version: 0, Mode: "continuable", Label: agent, ChildID: childID,
 		ChildCreatedAt: w.Header().CreatedAt})
-	return child, se.record(convlog.Event{Type: convlog.TypeSubagentCatalog, Data: d})
+	if err := se.record(convlog.Event{Type: convlog.TypeSubagentCatalog, Data: d}); err != nil {
+		return child, err
+	}
+	child.noteAppend(nil)
+	se.indexPoint(true)
+	return child, nil
 }
 
 // Close closes the session's log. A running turn stays running: the

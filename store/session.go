@@ -116,6 +116,7 @@ func (s *Store) CreateConversation(id, cwd string, agents, models []string) erro
 		os.RemoveAll(dir)
 		return err
 	}
+	s.tellIndex(s.convs[id], true)
 	return nil
 }
 
@@ -158,27 +159,36 @@ func (s *Store) checkNewSession(info *ConversationInfo, sessionID, parentSession
 func (s *Store) StartSession(convID, sessionID, agent, model, parentSession string) (*convlog.Writer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	w, oc, err := s.startSession(convID, sessionID, agent, model, parentSession)
+	if err == nil {
+		s.tellIndex(oc, true)
+	}
+	return w, err
+}
+
+// startSession is StartSession under the Store's lock.
+func (s *Store) startSession(convID, sessionID, agent, model, parentSession string) (*convlog.Writer, *openConv, error) {
 	oc, err := s.liveConv(convID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	info := &oc.st.info
 	if err := s.checkNewSession(info, sessionID, parentSession); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	h, err := s.sessionHeader(info, sessionID, parentSession)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	name, err := SessionLogName(sessionID, convlog.CurrentVersion, s.comp)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The log first: the conversation log never names a session whose log
 	// was not published.
 	w, err := convlog.Create(filepath.Join(oc.dir, name), h, nil, convlog.WriterOptions{Compression: s.comp})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ev, err := s.event(EventSessionStarted, SessionStartedData{SessionID: sessionID, Agent: agent, Model: model, ParentSession: parentSession})
 	if err == nil {
@@ -186,9 +196,9 @@ func (s *Store) StartSession(convID, sessionID, agent, model, parentSession stri
 	}
 	if err != nil {
 		w.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return w, nil
+	return w, oc, nil
 }
 
 // RegisterSession records session/started for a session whose log the
@@ -208,7 +218,7 @@ func (s *Store) RegisterSession(convID, sessionID, agent, model, parentSession s
 	if err != nil {
 		return err
 	}
-	return oc.appendEvents(ev)
+	return s.changed(oc, true, oc.appendEvents(ev))
 }
 
 // BeginTurn records turn/started for a session. For the root session's
@@ -222,7 +232,7 @@ func (s *Store) BeginTurn(convID, sessionID string, turn int64, userText string)
 	if err != nil {
 		return err
 	}
-	return s.beginTurn(oc, sessionID, turn, userText)
+	return s.changed(oc, true, s.beginTurn(oc, sessionID, turn, userText))
 }
 
 // beginTurn is BeginTurn on the open conversation oc.
@@ -266,7 +276,7 @@ func (s *Store) EndTurn(convID, sessionID string, turn int64, outcome string) er
 	if err != nil {
 		return err
 	}
-	return s.endTurn(oc, sessionID, turn, outcome)
+	return s.changed(oc, true, s.endTurn(oc, sessionID, turn, outcome))
 }
 
 // endTurn is EndTurn on the open conversation oc.
@@ -321,7 +331,7 @@ func (s *Store) Rename(convID, title string) error {
 	if err != nil {
 		return err
 	}
-	return oc.appendEvents(ev)
+	return s.changed(oc, false, oc.appendEvents(ev))
 }
 
 // Archive hides the conversation from the main list; it changes nothing
@@ -350,7 +360,7 @@ func (s *Store) setArchived(convID string, archived bool) error {
 	if err != nil {
 		return err
 	}
-	return oc.appendEvents(ev)
+	return s.changed(oc, false, oc.appendEvents(ev))
 }
 
 // MapCwd records a new working directory (an absolute path).
@@ -371,5 +381,5 @@ func (s *Store) MapCwd(convID, to string) error {
 	if err != nil {
 		return err
 	}
-	return oc.appendEvents(ev)
+	return s.changed(oc, false, oc.appendEvents(ev))
 }

@@ -158,7 +158,7 @@ func storeSums(t *testing.T, root string) map[string]string {
 }
 
 // storeRows are the rows of a store's metadata.db, without the logs'
-// fingerprints (their sizes and modification times: the import's clock);
+// fingerprints and log identities (their sizes and modification times: the import's clock);
 // nil when it has none.
 func storeRows(t *testing.T, dataDir string) map[string]*index.Conversation {
 	t.Helper()
@@ -175,7 +175,7 @@ func storeRows(t *testing.T, dataDir string) map[string]*index.Conversation {
 		t.Fatal(err)
 	}
 	for _, r := range rows {
-		r.Fingerprint = ""
+		r.Fingerprint, r.LogIdentity = "", ""
 	}
 	return rows
 }

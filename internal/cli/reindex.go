@@ -188,6 +188,9 @@ func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 				fmt.Fprintf(e.stdout, "%s%s\n", willNotOpenPrefix, text(willNotOpenText(w)))
 			}
 		}
+		for _, f := range res.InFlight {
+			fmt.Fprintf(e.stdout, "IN FLIGHT %s: %s\n", quoted(f.ID), text(f.Detail))
+		}
 		fmt.Fprintf(e.stdout, "Check: conversations=%d, differences=%d, skipped=%d, will-not-open=%d\n",
 			res.Conversations, len(res.Differences), len(res.Skipped), len(res.WillNotOpen))
 	}
@@ -201,7 +204,7 @@ func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 			d := res.Differences[0]
 			first = fmt.Sprintf("%s %s: %s", upper(d.Kind), display.Quote(d.ID), d.Detail)
 		}
-		return fmt.Errorf("the index disagrees with the logs (%d difference(s)); the first: %s; run convkit reindex", len(res.Differences), first)
+		return fmt.Errorf("the index disagrees with the logs (%d difference(s)); the first: %s; %s", len(res.Differences), first, reindex.ReindexHint(s))
 	}
 	if len(res.Skipped) > 0 {
 		return partialf("the index agrees with the logs, but %d item(s) could not be read; the first: %s", len(res.Skipped), skipText(res.Skipped))

@@ -1,0 +1,230 @@
+package reindex_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/internal/indexdump"
+	"github.com/convkit/convkit/reindex"
+	"github.com/convkit/convkit/store"
+)
+
+// keeperStep records one step of se's running turn answering text.
+func keeperStep(t *testing.T, se *store.Session, id, text string) {
+	t.Helper()
+	if _, err := se.BeginStep(); err != nil {
+		t.Fatal(err)
+	}
+	if err := se.Request(store.Request{System: "sys", Config: convlog.LLMConfig{Provider: "p", Model: "m"}}); err != nil {
+		t.Fatal(err)
+	}
+	call, err := se.BeginModelCall()
+	if err != nil {
+		t.Fatal(err)
+	}
+	call.Text(0, text)
+	if err := call.Complete(id); err != nil {
+		t.Fatal(err)
+	}
+	if err := se.EndStep(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func userMsg(t *testing.T, id, text string) convlog.StoredMessage {
+	m, err := convlog.NewUserMessage(id, convlog.TextBlock(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestKeeperKeepsIndexCurrent: with a Keeper, the store updates
+// metadata.db itself; after every change between turns it holds exactly
+// what a rebuild writes (every row of every table, the search text
+// included), list reads it, and reindex --check agrees; during a turn,
+// list still reads it and the check reports the turn in flight, not a
+// difference.
+func TestKeeperKeepsIndexCurrent(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	s, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "runtime"},
+		Create: store.CreateAlways, Compression: convlog.Zstd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var keepErr error
+	k, _, err := reindex.NewKeeper(ctx, s, reindex.KeeperOptions{OnError: func(err error) { keepErr = err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	reader, err := store.Open(ctx, dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// agrees: the index is what a rebuild writes, list reads it, the
+	// check finds no difference; inFlight is the conversation whose turn
+	// runs ("" none).
+	agrees := func(stage, inFlight string) {
+		t.Helper()
+		if keepErr != nil {
+			t.Fatalf("%s: the keeper failed: %v", stage, keepErr)
+		}
+		l, err := reindex.List(ctx, reader, reindex.ListOptions{All: true})
+		if err != nil || l.Source != "index" {
+			t.Fatalf("%s: list from %s (%s, %v)", stage, l.Source, l.FallbackReason, err)
+		}
+		res, err := reindex.Check(ctx, reader, reindex.Options{})
+		if err != nil || res.Drift() {
+			t.Fatalf("%s: check: %v %+v", stage, err, res)
+		}
+		if inFlight == "" {
+			if len(res.InFlight) > 0 {
+				t.Fatalf("%s: in flight %+v", stage, res.InFlight)
+			}
+			rebuilt := filepath.Join(t.TempDir(), "rebuilt")
+			if err := os.CopyFS(rebuilt, os.DirFS(dir)); err != nil {
+				t.Fatal(err)
+			}
+			os.Remove(filepath.Join(rebuilt, "metadata.db"))
+			os.Remove(filepath.Join(rebuilt, "metadata.db-wal"))
+			os.Remove(filepath.Join(rebuilt, "metadata.db-shm"))
+			os.Remove(filepath.Join(rebuilt, "runtime.lock"))
+			run(t, rebuilt, reindex.Options{})
+			// The copy's files have other inodes and times: their
+			// fingerprints differ (the check compared the kept ones).
+			kept := maskIdentities(indexdump.Rows(t, s.IndexPath()))
+			want := maskIdentities(indexdump.Rows(t, filepath.Join(rebuilt, "metadata.db")))
+			if d := diffLines(want, kept); d != "" {
+				t.Fatalf("%s: the kept index differs from a rebuild (- rebuild, + kept):\n%s", stage, d)
+			}
+		} else if len(res.InFlight) != 1 || res.InFlight[0].ID != inFlight || !strings.Contains(res.InFlight[0].Detail, "in flight") {
+			t.Fatalf("%s: in flight %+v", stage, res.InFlight)
+		}
+	}
+
+	se, err := s.NewConversation(store.NewConversation{ID: "c1", Cwd: "/", SessionID: "root", Agent: "a", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := se.BeginTurn(userMsg(t, "u1", "Find the bug")); err != nil {
+		t.Fatal(err)
+	}
+	agrees("a new conversation", "")
+	keeperStep(t, se, "a1", "Looking for the bug")
+	agrees("a turn in flight", "c1")
+	child, err := se.Spawn("sub", "reviewer", "m2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := child.BeginTurn(userMsg(t, "t1", "Review it")); err != nil {
+		t.Fatal(err)
+	}
+	keeperStep(t, child, "ca1", "Reviewed: fine")
+	if err := child.EndTurn(store.OutcomeCompleted, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := se.SubagentReport("sub", "rep1", "fine", []convlog.Block{convlog.TextBlock("The review found nothing.")}); err != nil {
+		t.Fatal(err)
+	}
+	agrees("a subagent's turn in the parent's", "c1")
+	keeperStep(t, se, "a2", "Found the bug")
+	if err := se.EndTurn(store.OutcomeCompleted, nil); err != nil {
+		t.Fatal(err)
+	}
+	agrees("the turn ended", "")
+	if err := se.Compact(store.Compaction{KeepFrom: "a2", Summary: "Looked for the bug.", Provider: "p", Model: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	agrees("a manual compaction", "")
+	if err := s.Rename("c1", "The bug hunt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := se.Fork("c2", "root", ""); err != nil {
+		t.Fatal(err)
+	}
+	agrees("a rename and a fork", "")
+	if _, err := se.BeginTurn(userMsg(t, "u2", "Fix it")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := se.BeginStep(); err != nil {
+		t.Fatal(err)
+	}
+	if err := se.Interrupt(nil); err != nil {
+		t.Fatal(err)
+	}
+	agrees("an interrupted turn", "")
+	if err := se.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete("c2"); err != nil {
+		t.Fatal(err)
+	}
+	agrees("a delete", "")
+}
+
+var identity = regexp.MustCompile(`\b[0-9a-f]{32}\b`)
+
+// maskIdentities hides the log fingerprints and identities of rows.
+func maskIdentities(rows []string) []string {
+	for i, r := range rows {
+		rows[i] = identity.ReplaceAllString(r, "<identity>")
+	}
+	slices.Sort(rows)
+	return rows
+}
+
+// TestCheckHintBesideAHolder: while another process holds runtime.lock,
+// a difference that stays when read again is reported, and neither check
+// nor list advises a command the lock refuses.
+func TestCheckHintBesideAHolder(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	s, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "runtime"},
+		Create: store.CreateAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	se, err := s.NewConversation(store.NewConversation{ID: "c1", Cwd: "/", SessionID: "root", Agent: "a", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := se.BeginTurn(userMsg(t, "u1", "hi")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reindex.Run(ctx, s, reindex.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// Without a keeper, nothing updates the index after this.
+	if err := se.Interrupt(nil); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := store.Open(ctx, dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := reindex.Check(ctx, reader, reindex.Options{})
+	if err != nil || !res.Drift() || len(res.Differences) != 1 || !strings.Contains(res.Differences[0].Detail, "running turn: logs false, index true") {
+		t.Fatalf("check: %v %+v", err, res)
+	}
+	l, err := reindex.List(ctx, reader, reindex.ListOptions{})
+	if err != nil || l.Source != "logs" || !strings.Contains(l.FallbackReason, `runtime.lock is held by pid`) ||
+		!strings.Contains(l.FallbackReason, `"runtime"`) || strings.Contains(l.FallbackReason, "(run convkit reindex)") {
+		t.Fatalf("list: %+v (%v)", l, err)
+	}
+	if h := reindex.ReindexHint(s); h != "run convkit reindex" {
+		t.Fatalf("the holder's own hint: %q", h)
+	}
+}
