@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/convlog"
@@ -165,7 +166,19 @@ func indexCurrent(ctx context.Context, s *store.Store, tree *store.Tree) (*index
 	if err != nil {
 		return nil, fmt.Sprintf("metadata.db is not usable: %v", err)
 	}
-	if why := listingCurrent(ctx, db, tree); why != "" {
+	why := listingCurrent(ctx, db, tree)
+	if why != "" {
+		// The runtime updates the index just after its conversation logs:
+		// while another process holds runtime.lock, a mismatch is read
+		// again a few times before the logs are listed instead.
+		if st, err := s.LockStatus(); err == nil && st.Held && !s.Writable() {
+			for try := 1; try <= recheckTries && why != "" && ctx.Err() == nil; try++ {
+				time.Sleep(time.Duration(try) * 20 * time.Millisecond)
+				why = listingCurrent(ctx, db, tree)
+			}
+		}
+	}
+	if why != "" {
 		return db, fmt.Sprintf("%s (%s)", why, ReindexHint(s))
 	}
 	return db, ""
