@@ -7,7 +7,10 @@
 // uninterrupted run's exit code and result, leave no temporary file
 // behind, and pass reindex --check. TestSIGKILLExport does the same for
 // export --to FILE, whose rerun over an archive published before the kill
-// must refuse to overwrite it. TestFullDisk runs import and restore where
+// must refuse to overwrite it. TestSIGKILLRuntimeAppend kills the example
+// runtime (examples/runtime -append) while it appends through the store's
+// typed calls, each run after its log was given a torn tail: the log must
+// validate and hold every step a run reported durable exactly once. TestFullDisk runs import and restore where
 // there is no room (a full tmpfs; RLIMIT_FSIZE, also where mount(2) is not
 // permitted): they fail cleanly, and succeed once there is;
 // TestFullDiskExport and TestFullDiskBackup do the same for export --to
