@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/convkit/convkit/convlog"
@@ -164,8 +165,10 @@ func (se *Session) EndStep() error {
 // Request is what one model request of a step sends.
 type Request struct {
 	// System is the system prompt ("": none). It is recorded as the
-	// history's first message when the session has none, and replaces it
-	// when it changed.
+	// history's first message when the history is empty, and replaces it
+	// when it changed; a history begun without one (an older log) is
+	// recorded without it, as the format puts a system prompt only at the
+	// head.
 	System string
 	// Config is the call's configuration (a provider and a model at
 	// least); AdapterDefaults marks the values the adapter chose.
@@ -206,9 +209,10 @@ func (se *Session) Request(req Request) error {
 	}
 	r := &se.rec
 	switch {
-	case r.head < 0 && r.hist.Len() > 0 && req.System != "":
-		return se.refuse("Request", ErrOrder, "the history has messages and no system prompt at its head: a system prompt can no longer be added")
-	case r.head < 0 && r.hist.Len() == 0, r.head >= 0 && !bytes.Equal(content, r.system):
+	case r.head < 0 && r.hist.Len() > 0:
+		// A history begun without a system prompt (an older log) cannot
+		// take one at its head: the request is recorded without it.
+	case r.head < 0, !bytes.Equal(content, r.system):
 		msg, err := convlog.NewStoredMessage(NewMessageID(), "system", convlog.Source{Kind: convlog.SourceSystemPrompt}, content)
 		if err != nil {
 			return err
@@ -268,9 +272,12 @@ func (se *Session) Request(req Request) error {
 // session's calls wait for the call to end.
 type ModelCall struct {
 	se              *Session
-	stream          convlog.Stream
 	provider, model string
-	done            bool
+	// mu guards the stream and done: the chunks come from the goroutine
+	// reading the model while another may interrupt.
+	mu     sync.Mutex
+	stream convlog.Stream
+	done   bool
 }
 
 // BeginModelCall starts a model call of the open step, after its Request
@@ -301,44 +308,66 @@ func (se *Session) BeginModelCall() (*ModelCall, error) {
 
 func (c *ModelCall) now() int64 { return c.se.st.nowMs() }
 
+// chunk adds one chunk with f, unless the call has ended (its chunks
+// after an interrupt are dropped).
+func (c *ModelCall) chunk(f func(ms int64)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.done {
+		f(c.now())
+	}
+}
+
 // Text takes a piece of the text block at index.
-func (c *ModelCall) Text(index int, delta string) { c.stream.Text(c.now(), index, delta) }
+func (c *ModelCall) Text(index int, delta string) {
+	c.chunk(func(ms int64) { c.stream.Text(ms, index, delta) })
+}
 
 // Reasoning takes a piece of the reasoning block at index.
-func (c *ModelCall) Reasoning(index int, delta string) { c.stream.Reasoning(c.now(), index, delta) }
+func (c *ModelCall) Reasoning(index int, delta string) {
+	c.chunk(func(ms int64) { c.stream.Reasoning(ms, index, delta) })
+}
 
 // ToolCall takes a piece of the tool call at index: its id, its name (in
 // the piece that carries it) and a piece of its arguments.
 func (c *ModelCall) ToolCall(index int, id, name, argsDelta string) {
-	c.stream.ToolCall(c.now(), index, id, name, argsDelta)
+	c.chunk(func(ms int64) { c.stream.ToolCall(ms, index, id, name, argsDelta) })
 }
 
 // BlockStart takes the start of a block of type typ at index.
-func (c *ModelCall) BlockStart(index int, typ string) { c.stream.BlockStart(c.now(), index, typ) }
+func (c *ModelCall) BlockStart(index int, typ string) {
+	c.chunk(func(ms int64) { c.stream.BlockStart(ms, index, typ) })
+}
 
 // BlockEnd takes the end of the block at index, whole.
-func (c *ModelCall) BlockEnd(index int, b convlog.Block) { c.stream.BlockEnd(c.now(), index, b) }
+func (c *ModelCall) BlockEnd(index int, b convlog.Block) {
+	c.chunk(func(ms int64) { c.stream.BlockEnd(ms, index, b) })
+}
 
 // Usage takes the token usage the provider reported; the last is the
 // answer's usage.
-func (c *ModelCall) Usage(u convlog.Usage) { c.stream.Usage(c.now(), u) }
+func (c *ModelCall) Usage(u convlog.Usage) { c.chunk(func(ms int64) { c.stream.Usage(ms, u) }) }
 
 // Finish takes why the stream ended (convlog.FinishStop, FinishToolCalls,
 // FinishMaxTokens for an answer cut off at the output limit).
-func (c *ModelCall) Finish(r convlog.FinishReason) { c.stream.Finish(c.now(), r) }
+func (c *ModelCall) Finish(r convlog.FinishReason) {
+	c.chunk(func(ms int64) { c.stream.Finish(ms, r) })
+}
 
-// end takes the session for the call that ends c.
+// end takes the session, then the call, for the call that ends c.
 func (c *ModelCall) end(call string) (func(), error) {
 	se := c.se
 	unlock, err := se.enter()
 	if err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
 	if c.done || se.call != c {
+		c.mu.Unlock()
 		unlock()
 		return nil, se.refuse(call, ErrOrder, "the model call has ended already")
 	}
-	return unlock, nil
+	return func() { c.mu.Unlock(); unlock() }, nil
 }
 
 // answerEvent is assistant/message with msg, from c's stream.

@@ -375,3 +375,47 @@ func TestConcurrentSessions(t *testing.T) {
 		}
 	}
 }
+
+// TestInterruptWhileStreaming: the user's interrupt comes from another
+// goroutine than the one taking the model's chunks; the chunks after it
+// are dropped, and what came before is kept.
+func TestInterruptWhileStreaming(t *testing.T) {
+	s := openTestStore(t, t.TempDir(), convlog.Plain)
+	se, err := s.NewConversation(NewConversation{ID: "c", Cwd: "/w", SessionID: "root", Agent: "a", Model: "m"})
+	mustNil(t, err)
+	_, err = se.BeginTurn(storedMsg(t, "u1", "user", "user", "go"))
+	mustNil(t, err)
+	_, err = se.BeginStep()
+	mustNil(t, err)
+	mustNil(t, se.Request(Request{Config: convlog.LLMConfig{Provider: "p", Model: "m"}}))
+	call, err := se.BeginModelCall()
+	mustNil(t, err)
+	call.Text(0, "first ")
+	stop := make(chan struct{})
+	streamed := make(chan struct{})
+	go func() {
+		defer close(streamed)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				call.Text(0, "more ")
+			}
+		}
+	}()
+	time.Sleep(5 * time.Millisecond)
+	mustNil(t, se.Interrupt(call))
+	close(stop)
+	<-streamed
+	h := se.History()
+	last := h[len(h)-1]
+	_, text := convlog.MessageText(last.Message.JSON())
+	if !last.Interrupted || !strings.HasPrefix(text, "first more ") {
+		t.Fatalf("interrupted answer %q (%v)", text, last.Interrupted)
+	}
+	path, _ := s.SessionLogFile("c", "root")
+	if probs := ruleProblems(t, path); len(probs) > 0 {
+		t.Fatal(probs)
+	}
+}

@@ -600,35 +600,42 @@ func (se *Session) Interrupt(call *ModelCall) error {
 	if err != nil {
 		return err
 	}
+	var partial []convlog.Event
+	if c := se.call; c != nil && call != nil {
+		c.mu.Lock()
+		content, err := c.stream.Partial()
+		if err == nil && string(content) != "[]" {
+			var ev convlog.Event
+			id := fmt.Sprintf("interrupted-answer-%d", se.rec.next)
+			msg, merr := convlog.NewStoredMessage(id, "assistant", convlog.ModelSource(c.provider, c.model), content)
+			if ev, err = se.answerEvent(msg, c, true); merr != nil {
+				err = merr
+			}
+			partial = append(partial, ev)
+		}
+		c.mu.Unlock()
+		if err != nil {
+			return se.refuse("Interrupt", ErrInvalid, "%v", err)
+		}
+	}
+	if c := se.call; c != nil {
+		c.mu.Lock()
+		c.done = true
+		c.mu.Unlock()
+		se.call = nil
+	}
+	// The turn's events reach the disk, a batch's with them, before the
+	// conversation log hears of its end.
+	if err := se.record(partial...); err != nil {
+		return err
+	}
 	if err := se.flush(); err != nil {
 		return err
 	}
-	if c := se.call; c != nil {
-		se.call = nil
-		c.done = true
-		if call != nil {
-			partial, err := c.stream.Partial()
-			if err != nil {
-				return se.refuse("Interrupt", ErrInvalid, "%v", err)
-			}
-			if string(partial) != "[]" {
-				id := fmt.Sprintf("interrupted-answer-%d", se.rec.next)
-				msg, err := convlog.NewStoredMessage(id, "assistant", convlog.ModelSource(c.provider, c.model), partial)
-				if err != nil {
-					return err
-				}
-				ev, err := se.answerEvent(msg, c, true)
-				if err != nil {
-					return err
-				}
-				if err := se.record(ev); err != nil {
-					return err
-				}
-			}
-		}
+	if err := se.record(convlog.CloseTurn(se.w.Turn(), se.w.NextSeq(), se.st.nowMs(), convlog.EndInterrupted)...); err != nil {
+		return err
 	}
-	ts := se.w.Turn()
-	if err := se.record(convlog.CloseTurn(ts, se.w.NextSeq(), se.st.nowMs(), convlog.EndInterrupted)...); err != nil {
+	if err := se.flush(); err != nil {
 		return err
 	}
 	if _, ok := oc.st.open[se.id]; ok {
