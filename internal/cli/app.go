@@ -18,27 +18,21 @@ import (
 // is called.
 const progName = "convkit"
 
-// commandConstructors lists every top-level command, in the order help shows
-// them. Main calls each constructor once per run, so every run gets fresh
-// commands and fresh flags (urfave/cli v2 flags keep state between runs).
-var commandConstructors = []func(*env) *ucli.Command{
-	newVersionCommand,
-	newMigrateCommand,
-	newPruneCommand,
-	newListCommand,
-	newInspectCommand,
-	newReindexCommand,
-	newSearchCommand,
-	newRenameCommand, newArchiveCommand, newUnarchiveCommand,
-	newDeleteCommand,
-	newRepairCommand,
-	newBackupCommand, newRestoreCommand,
-	newExportCommand, newImportCommand,
-	newLockCommand,
-	newFixturesCommand,
-	newDemoCommand,
-	newCompletionCommand,
-	newManCommand,
+// commandGroups are the top-level commands, in the groups and the order
+// the root help shows them. Main calls each constructor once per run, so
+// every run gets fresh commands and fresh flags (urfave/cli v2 flags keep
+// state between runs).
+var commandGroups = []struct {
+	name     string
+	commands []func(*env) *ucli.Command
+}{
+	{"store upkeep", []func(*env) *ucli.Command{newReindexCommand, newRepairCommand,
+		newRenameCommand, newArchiveCommand, newUnarchiveCommand, newDeleteCommand, newLockCommand}},
+	{"migration", []func(*env) *ucli.Command{newMigrateCommand, newPruneCommand}},
+	{"backup and transfer", []func(*env) *ucli.Command{newBackupCommand, newRestoreCommand, newExportCommand, newImportCommand}},
+	{"inspection", []func(*env) *ucli.Command{newListCommand, newSearchCommand, newInspectCommand}},
+	{"setup", []func(*env) *ucli.Command{newVersionCommand, newHelpCommand, newCompletionCommand, newManCommand,
+		newFixturesCommand, newDemoCommand}},
 }
 
 // globals holds the root's flags, parsed before any command runs.
@@ -101,9 +95,13 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 // newApp builds a fresh application around e.
 func newApp(e *env) *ucli.App {
 	g := e.g
-	commands := make([]*ucli.Command, 0, len(commandConstructors))
-	for _, newCommand := range commandConstructors {
-		commands = append(commands, newCommand(e))
+	var commands []*ucli.Command
+	for _, group := range commandGroups {
+		for _, newCommand := range group.commands {
+			c := newCommand(e)
+			c.Category = group.name
+			commands = append(commands, c)
+		}
 	}
 	for _, c := range commands {
 		complete(e, c)
@@ -116,7 +114,8 @@ func newApp(e *env) *ucli.App {
 			"Results go to stdout; logs, warnings, progress and errors go to stderr. " +
 			"Global options go before or after the command, options before or after the arguments; -- ends the options.\n\n" +
 			exitStatusText,
-		Commands: commands,
+		Commands:              commands,
+		CustomAppHelpTemplate: appHelpTemplate,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{
 				Name:        "data-dir",
@@ -144,6 +143,9 @@ func newApp(e *env) *ucli.App {
 				Usage:       "print the version and exit (as the version command does)",
 				Destination: &g.Version,
 			},
+			// urfave adds its -h/--help to the program only when no
+			// command is called help: ours is.
+			ucli.HelpFlag,
 		},
 		Before: func(c *ucli.Context) error {
 			if g.LockTimeout < 0 {
@@ -204,10 +206,6 @@ func groupAction(c *ucli.Context) error {
 	return unknownCommand(c, c.Args().First())
 }
 
-func unknownCommand(c *ucli.Context, name string) error {
-	return usagef(c, "unknown command %s", display.Quote(strings.TrimPrefix(helpName(c)+" "+name, progName+" ")))
-}
-
 func subcommandNames(c *ucli.Command) []string {
 	var names []string
 	for _, sub := range c.Subcommands {
@@ -229,6 +227,9 @@ func (e *env) onUsageError(c *ucli.Context, err error, isSubcommand bool) error 
 			return usageWithHint(c, fmt.Sprintf("%s is an option of %s, not of %s: %s %s ...",
 				dashed(name), strings.Join(m.owners, ", "), helpName(c), m.owners[0], m.spelled),
 				"unknown flag %s for %s", dashed(name), helpName(c))
+		}
+		if hint := suggestFlag(c, name); hint != "" {
+			return usageWithHint(c, hint, "unknown flag %s", dashed(name))
 		}
 		return usagef(c, "unknown flag %s", dashed(name))
 	}
@@ -272,6 +273,11 @@ func checkArgs(c *ucli.Context, min, max int) error {
 		return usagef(c, "missing arguments: want at least %d", min)
 	case max >= 0 && len(args) > max:
 		if max == 0 {
+			// A mistyped subcommand of a command that runs by itself
+			// (backup verfy) arrives as an argument.
+			if hint := suggestCommand(commandPath(c), args[0], c.Command.Subcommands); hint != "" {
+				return usageWithHint(c, hint, "%s takes no arguments, got %s", helpName(c), display.Quote(args[0]))
+			}
 			return usagef(c, "%s takes no arguments, got %s", helpName(c), display.Quote(args[0]))
 		}
 		return usagef(c, "too many arguments: want at most %d, got %d", max, len(args))

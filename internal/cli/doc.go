@@ -9,7 +9,7 @@
 //
 //	func newXCommand(e *env) *ucli.Command
 //
-// listed in commandConstructors (app.go). The constructor declares the
+// listed in commandGroups (app.go). The constructor declares the
 // command's own flags (never a global flag name: --data-dir, --json,
 // --quiet, --lock-timeout belong to the root only) and an Action that
 //

@@ -36,7 +36,7 @@ func TestManPage(t *testing.T) {
 	if string(kept) != page {
 		t.Errorf("docs/convkit.1 is not what convkit man prints: run go test ./internal/cli -run TestManPage -update")
 	}
-	for _, section := range []string{".SH NAME", ".SH SYNOPSIS", ".SH GLOBAL OPTIONS", ".SH COMMANDS", ".SH EXIT STATUS", ".SH ENVIRONMENT", ".SH FILES"} {
+	for _, section := range []string{".SH NAME", ".SH SYNOPSIS", ".SH GLOBAL OPTIONS", ".SH COMMANDS", ".SH EXAMPLES", ".SH EXIT STATUS", ".SH ENVIRONMENT", ".SH FILES"} {
 		if !strings.Contains(page, "\n"+section+"\n") {
 			t.Errorf("the man page has no %s section", section)
 		}
@@ -52,6 +52,12 @@ func TestManPage(t *testing.T) {
 		if !strings.Contains(page, `.SS "convkit `+roff(n.name())) {
 			t.Errorf("the man page does not describe convkit %s", n.name())
 		}
+		sect := manSection(page, n.name())
+		for _, x := range examplesOf(n.name()) {
+			if !strings.Contains(sect, "\n"+roff(x.line)+"\n") {
+				t.Errorf("the man page's section of %s lacks the example %q", n.name(), x.line)
+			}
+		}
 		for _, fi := range ownFlags(n.cmd.Flags) {
 			if !strings.Contains(page, `\fB`+roff(dashed(fi.names[0]))+`\fR`) {
 				t.Errorf("the man page does not list %s of %s", dashed(fi.names[0]), n.name())
@@ -62,6 +68,10 @@ func TestManPage(t *testing.T) {
 		if !strings.Contains(page, ".B "+v+"\n") {
 			t.Errorf("ENVIRONMENT lacks %s", v)
 		}
+	}
+	if !strings.Contains(manSection(page, "backup"), "\nconvkit backup \\-\\-to /backups \\-\\-keep 14\n") ||
+		strings.Contains(manSection(page, "backup"), "backup verify /backups/latest") {
+		t.Error("manSection does not find a command's own section")
 	}
 	if _, err := exec.LookPath("man"); err != nil {
 		t.Logf("man is not installed: the page is not rendered (%v)", err)
@@ -78,4 +88,26 @@ func TestManPage(t *testing.T) {
 	if !strings.Contains(string(out), "EXIT STATUS") || !strings.Contains(string(out), "convkit backup list") {
 		t.Errorf("man rendered:\n%s", out)
 	}
+}
+
+// manSection is the man page's section of the command at path: from its
+// .SS heading (the synopsis: "convkit PATH", then its options and
+// arguments, never a subcommand's name) to the next heading.
+func manSection(page, path string) string {
+	head := `.SS "convkit ` + roff(path)
+	for _, sect := range strings.Split(page, "\n.S")[1:] {
+		sect = ".S" + sect
+		rest, ok := strings.CutPrefix(sect, head)
+		if !ok {
+			continue
+		}
+		if strings.HasPrefix(rest, `"`) || strings.HasPrefix(rest, " [") {
+			return sect
+		}
+		if next, _, _ := strings.Cut(strings.TrimPrefix(rest, " "), " "); strings.HasPrefix(rest, " ") &&
+			!strings.ContainsAny(next[:1], "abcdefghijklmnopqrstuvwxyz") || strings.Contains(next, "|") {
+			return sect
+		}
+	}
+	return ""
 }

@@ -82,15 +82,25 @@ func partialf(format string, args ...any) error {
 // printed the version): exit 0, nothing more printed.
 var errDone = errors.New("done")
 
+// silentExit ends a run with its exit code and prints nothing: what went
+// wrong was printed already (help runs the command line again for the
+// help it prints).
+type silentExit int
+
+func (e silentExit) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
 // exitCode maps an error to the process exit code. It is the only place
 // that does: an interruption wins over everything, then usage errors, a held
 // lock, partial success; anything else is a failure.
 func exitCode(err error) int {
 	var usage *usageError
 	var partial *partialError
+	var silent silentExit
 	switch {
 	case err == nil, err == errDone:
 		return exitOK
+	case errors.As(err, &silent):
+		return int(silent)
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
 	case errors.As(err, &usage):
@@ -114,7 +124,8 @@ func exitCode(err error) int {
 // follows (docs/JSON.md). A nil err prints nothing.
 func report(w io.Writer, err error, asJSON bool) int {
 	code := exitCode(err)
-	if err == nil || err == errDone {
+	var silent silentExit
+	if err == nil || err == errDone || errors.As(err, &silent) {
 		return code
 	}
 	// Messages are built to name each file once (package fileerr); a

@@ -100,6 +100,7 @@ var grammarCases = []struct {
 	{"demo", []string{"--to", "/demo"}, "to", "/demo", ""},
 	{"completion", nil, "", "", "bash"},
 	{"man", nil, "", "", ""},
+	{"help", nil, "", "", "list"},
 }
 
 // TestGrammar runs every command with the global flags before and after

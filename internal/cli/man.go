@@ -88,6 +88,19 @@ func roffParagraphs(w io.Writer, text string) {
 	}
 }
 
+// roffExamples writes examples as an indented block: each note as a shell
+// comment over its line, as the help shows them.
+func roffExamples(w io.Writer, ex []example) {
+	fmt.Fprintln(w, ".RS\n.nf")
+	for i, x := range ex {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s\n%s\n", roff("# "+x.note), roff(x.line))
+	}
+	fmt.Fprintln(w, ".fi\n.RE")
+}
+
 func roffFlag(w io.Writer, fi flagInfo) {
 	var names []string
 	for _, s := range fi.spellings() {
@@ -154,7 +167,14 @@ escaped (\x1b, \r, \u202e, ...); --json prints it exactly.`)
 			}
 			fmt.Fprintln(w, ".RE")
 		}
+		if ex := examplesOf(n.name()); len(ex) > 0 {
+			fmt.Fprintln(w, ".PP\nExamples:")
+			roffExamples(w, ex)
+		}
 	}
+	fmt.Fprintln(w, ".SH EXAMPLES")
+	roffExamples(w, examplesOf(""))
+	fmt.Fprintln(w, ".PP\nEvery command's help (convkit help COMMAND) and its section above end with examples of its own.")
 	fmt.Fprintln(w, ".SH EXIT STATUS")
 	fmt.Fprintln(w, ".PP\nThe codes are the same for every command. If more than one applies, the first in this order decides: 130, 2, 11, 3, 1.")
 	for _, s := range exitStatuses {
