@@ -106,7 +106,7 @@ older part from the conversation it was forked from (read-only).`,
 				t := inspect.Held(stdinName, sp.f, sp.size)
 				return runInspect(c, e, t, stdinName, "-", filter)
 			}
-			t, err := inspectTarget(c.Context, e, args)
+			t, err := inspectTarget(c, e, args)
 			if err != nil {
 				return err
 			}
@@ -211,7 +211,8 @@ func runInspect(c *ucli.Context, e *env, t *inspect.Target, shown, jsonPath stri
 // inspectTarget resolves the arguments to a log file: an existing path (a
 // log file, or a directory holding one: inspect.Resolve), or a
 // conversation (and session) id in the data directory.
-func inspectTarget(ctx context.Context, e *env, args []string) (*inspect.Target, error) {
+func inspectTarget(c *ucli.Context, e *env, args []string) (*inspect.Target, error) {
+	ctx := c.Context
 	if len(args) == 1 {
 		if _, err := os.Lstat(args[0]); err == nil {
 			return inspect.Resolve(args[0])
@@ -228,7 +229,11 @@ func inspectTarget(ctx context.Context, e *env, args []string) (*inspect.Target,
 	s, err := e.openStoreAt(ctx, dir, "inspect", store.LockNone, store.CreateNever)
 	var p string
 	if err == nil {
-		p, err = s.FindLog(args[0], session)
+		var ids []string
+		if ids, err = resolveIDs(c, s, args[:1]); err != nil {
+			return nil, err
+		}
+		p, err = s.FindLog(ids[0], session)
 	}
 	if err != nil {
 		if len(args) == 1 {

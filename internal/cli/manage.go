@@ -29,7 +29,11 @@ updated when present. Takes runtime.lock.`,
 				return usagef(c, "%v", err)
 			}
 			return e.runManage(c, "rename", func(s *store.Store, opts manage.Options) (*manage.Result, error) {
-				return manage.Rename(c.Context, s, c.Args().Get(0), c.Args().Get(1), opts)
+				ids, err := resolveIDs(c, s, c.Args().Slice()[:1])
+				if err != nil {
+					return nil, err
+				}
+				return manage.Rename(c.Context, s, ids[0], c.Args().Get(1), opts)
 			})
 		},
 	}
@@ -63,7 +67,11 @@ func newArchivingCommand(e *env, name, usage, desc string, do archiveFunc) *ucli
 				return err
 			}
 			return e.runManage(c, name, func(s *store.Store, opts manage.Options) (*manage.Result, error) {
-				return do(c.Context, s, c.Args().Slice(), opts)
+				ids, err := resolveIDs(c, s, c.Args().Slice())
+				if err != nil {
+					return nil, err
+				}
+				return do(c.Context, s, ids, opts)
 			})
 		},
 	}
@@ -90,7 +98,11 @@ finished by running it again (conversations it had removed are reported as
 				return err
 			}
 			err := e.runManage(c, "delete", func(s *store.Store, opts manage.Options) (*manage.Result, error) {
-				return manage.Delete(c.Context, s, c.Args().Slice(), c.Bool("force"), opts)
+				ids, err := resolveIDs(c, s, c.Args().Slice())
+				if err != nil {
+					return nil, err
+				}
+				return manage.Delete(c.Context, s, ids, c.Bool("force"), opts)
 			})
 			switch {
 			case errors.Is(err, store.ErrHasDependents):

@@ -89,6 +89,9 @@ func runExport(c *ucli.Context, e *env, ids []string, to string) error {
 	if err != nil {
 		return err
 	}
+	if ids, err = resolveIDs(c, s, ids); err != nil {
+		return err
+	}
 	out := e.stdout
 	if to == "-" {
 		out = e.stderr // stdout carries the archive

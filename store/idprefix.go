@@ -1,0 +1,132 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/convkit/convkit/display"
+)
+
+// A conversation is named by its whole id or by any prefix of it of at
+// least MinIDPrefix characters that no other conversation of the store
+// shares, as git names commits. This file is the one place that resolves
+// such names; every command that takes conversation ids calls it.
+
+// MinIDPrefix is the length, in characters, of the shortest prefix that
+// names a conversation.
+const MinIDPrefix = 4
+
+// ErrAmbiguousID is wrapped by an *AmbiguousIDError.
+var ErrAmbiguousID = errors.New("names more than one conversation")
+
+// AmbiguousIDError refuses a prefix that more than one conversation id
+// starts with.
+type AmbiguousIDError struct {
+	Prefix string
+	// Candidates are the ids it could mean, sorted.
+	Candidates []string
+}
+
+// maxCandidatesShown bounds the ids an *AmbiguousIDError's message names.
+const maxCandidatesShown = 10
+
+func (e *AmbiguousIDError) Error() string {
+	var q []string
+	for i, c := range e.Candidates {
+		if i == maxCandidatesShown {
+			q = append(q, fmt.Sprintf("and %d more", len(e.Candidates)-i))
+			break
+		}
+		q = append(q, display.Quote(c))
+	}
+	return fmt.Sprintf("%s %v: %s", display.Quote(e.Prefix), ErrAmbiguousID, strings.Join(q, ", "))
+}
+
+func (e *AmbiguousIDError) Unwrap() error { return ErrAmbiguousID }
+
+// ResolveIDs returns the conversation ids refs name, in order. A ref that
+// is a conversation's whole id (its directory is there, whatever it holds)
+// names that conversation; else a ref of at least MinIDPrefix characters
+// that exactly one conversation id starts with names that one; two or more
+// give an *AmbiguousIDError. A ref that names nothing is returned as it
+// is, for the caller's own "no such conversation". The store's
+// conversations directory is listed once, whatever the number of refs;
+// entries that are not directories with canonical names are no
+// conversations.
+func (s *Store) ResolveIDs(refs []string) ([]string, error) {
+	out := make([]string, len(refs))
+	var ids []string
+	listed := false
+	for i, ref := range refs {
+		out[i] = ref
+		if p, err := ConversationPath(s.dataDir, ref); err != nil {
+			continue // not an id: the caller refuses it
+		} else if _, err := os.Lstat(p); err == nil {
+			continue
+		}
+		if utf8.RuneCountInString(ref) < MinIDPrefix {
+			continue
+		}
+		if !listed {
+			var err error
+			if ids, err = s.conversationIDs(); err != nil {
+				return nil, err
+			}
+			listed = true
+		}
+		var found []string
+		for _, id := range ids {
+			if strings.HasPrefix(id, ref) {
+				found = append(found, id)
+			}
+		}
+		switch len(found) {
+		case 0:
+		case 1:
+			out[i] = found[0]
+		default:
+			return nil, &AmbiguousIDError{Prefix: ref, Candidates: found}
+		}
+	}
+	return out, nil
+}
+
+// ResolveID is ResolveIDs of one ref.
+func (s *Store) ResolveID(ref string) (string, error) {
+	ids, err := s.ResolveIDs([]string{ref})
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}
+
+// conversationIDs lists the ids of the conversation directories, sorted.
+func (s *Store) conversationIDs() ([]string, error) {
+	root := s.ConversationsDir()
+	if ok, err := conversationsRoot(root); err != nil || !ok {
+		return nil, err
+	}
+	ents, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, ent := range ents {
+		if !ent.IsDir() {
+			continue
+		}
+		if id, err := DecodeSegment(ent.Name()); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
