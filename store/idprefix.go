@@ -74,7 +74,7 @@ func (s *Store) ResolveIDs(refs []string) ([]string, error) {
 		}
 		if !listed {
 			var err error
-			if ids, err = s.conversationIDs(); err != nil {
+			if ids, err = s.ConversationIDs(); err != nil {
 				return nil, err
 			}
 			listed = true
@@ -105,8 +105,10 @@ func (s *Store) ResolveID(ref string) (string, error) {
 	return ids[0], nil
 }
 
-// conversationIDs lists the ids of the conversation directories, sorted.
-func (s *Store) conversationIDs() ([]string, error) {
+// ConversationIDs lists the ids of the conversation directories, sorted,
+// from one listing of conversations/ (nothing in them is read): entries
+// that are not directories with canonical names are left out.
+func (s *Store) ConversationIDs() ([]string, error) {
 	root := s.ConversationsDir()
 	if ok, err := conversationsRoot(root); err != nil || !ok {
 		return nil, err

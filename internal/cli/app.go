@@ -32,7 +32,7 @@ var commandGroups = []struct {
 	{"backup and transfer", []func(*env) *ucli.Command{newBackupCommand, newRestoreCommand, newExportCommand, newImportCommand}},
 	{"inspection", []func(*env) *ucli.Command{newListCommand, newSearchCommand, newInspectCommand}},
 	{"setup", []func(*env) *ucli.Command{newVersionCommand, newHelpCommand, newCompletionCommand, newManCommand,
-		newFixturesCommand, newDemoCommand}},
+		newFixturesCommand, newDemoCommand, newCompleteCommand}},
 }
 
 // globals holds the root's flags, parsed before any command runs.

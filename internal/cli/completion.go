@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"regexp"
@@ -10,6 +11,8 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/reindex"
+	"github.com/convkit/convkit/store"
 )
 
 func newCompletionCommand(e *env) *ucli.Command {
@@ -20,7 +23,8 @@ func newCompletionCommand(e *env) *ucli.Command {
 		Description: `Prints a completion script, generated from the same command definitions as
 the help and the man page: commands, subcommands, every option (global
 options anywhere), option values (directories, files, the choices of
---on-conflict, --compress and --layout) and arguments. Install it with:
+--on-conflict, --compress and --layout) and arguments, conversation ids
+among them (with their titles in zsh and fish). Install it with:
 
   bash: convkit completion bash > /etc/bash_completion.d/convkit
         (or: source <(convkit completion bash) in ~/.bashrc)
@@ -47,6 +51,46 @@ options anywhere), option values (directories, files, the choices of
 	}
 }
 
+// newCompleteCommand is the command the completion scripts run for what
+// only the store knows: "convkit __complete ids" prints one line per
+// conversation, its id and its title (from metadata.db, empty when it is
+// not indexed) separated by a tab. An id that holds a control character
+// (a tab, a newline) is left out: a shell could not offer it whole. It
+// prints nothing, and exits 0, where there is no store.
+func newCompleteCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:      "__complete",
+		Hidden:    true,
+		Usage:     "print what the completion scripts offer",
+		ArgsUsage: "ids",
+		Action: func(c *ucli.Context) error {
+			if err := checkArgs(c, 1, 1); err != nil {
+				return err
+			}
+			if c.Args().First() != "ids" {
+				return usagef(c, "no completion of %s: want ids", display.Quote(c.Args().First()))
+			}
+			s, err := e.openStore(c.Context, "completion", store.LockNone)
+			if err != nil {
+				return nil // nothing to offer
+			}
+			defer s.Close()
+			names, err := reindex.Names(c.Context, s)
+			if err != nil {
+				return nil
+			}
+			w := bufio.NewWriter(e.stdout)
+			for _, n := range names {
+				if display.Escape(n.ID) != n.ID {
+					continue
+				}
+				fmt.Fprintf(w, "%s\t%s\n", n.ID, display.Escape(n.Title))
+			}
+			return w.Flush()
+		},
+	}
+}
+
 // completionChoices are the values an option takes, by "command --option"
 // (TestCompletionChoices checks each names a real option).
 var completionChoices = map[string][]string{
@@ -63,10 +107,13 @@ var completionChoices = map[string][]string{
 const (
 	completeFiles = "@files"
 	completeDirs  = "@dirs"
+	completeIDs   = "@ids" // the store's conversation ids (convkit __complete ids)
 )
 
 var (
 	fileWords   = regexp.MustCompile(`\b(FILE|PATH|ARCHIVE)\b`)
+	idWords     = regexp.MustCompile(`^(ID|CONVERSATION)\b`)
+	optionWords = regexp.MustCompile(`\s--?[a-z][a-z-]*( [^ ]+)?`)
 	dirWords    = regexp.MustCompile(`\bDIR\b`)
 	choiceWords = regexp.MustCompile(`^[a-z]+(\|[a-z]+)+$`)
 )
@@ -79,13 +126,30 @@ func valueCompletion(path string, fi flagInfo) string {
 	return kindCompletion(fi.placeholder)
 }
 
-// argCompletion is what to offer for the arguments of c.
-func argCompletion(c *ucli.Command) string {
-	u := strings.TrimSpace(c.ArgsUsage)
+// argCompletion is what to offer for the arguments of c: for any of them,
+// and for the first one when that differs (first is then not ""). An
+// argument named ID or CONVERSATION completes the store's conversation
+// ids: every argument for "ID...", the first alone else.
+func argCompletion(c *ucli.Command) (every, first string) {
+	u := strings.TrimSpace(optionWords.ReplaceAllString(" "+c.ArgsUsage, ""))
 	if choiceWords.MatchString(u) {
-		return strings.ReplaceAll(u, "|", " ")
+		return strings.ReplaceAll(u, "|", " "), ""
 	}
-	return kindCompletion(u)
+	var alts []string
+	for _, alt := range strings.Split(u, " | ") {
+		alts = append(alts, strings.TrimSpace(alt))
+	}
+	every = kindCompletion(u)
+	for _, alt := range alts {
+		if !idWords.MatchString(alt) {
+			continue
+		}
+		if strings.HasPrefix(strings.Fields(alt)[0], "ID...") {
+			return strings.TrimSpace(completeIDs + " " + every), ""
+		}
+		return every, strings.TrimSpace(completeIDs + " " + every)
+	}
+	return every, ""
 }
 
 func kindCompletion(words string) string {
@@ -109,7 +173,8 @@ type completionNode struct {
 	path  string // "" for the root, "backup verify"
 	subs  []*ucli.Command
 	flags []flagInfo
-	args  string
+	args  string // what to offer for an argument
+	args1 string // for the first argument, when it differs ("" if not)
 }
 
 func newCompletionModel(app *ucli.App) completionModel {
@@ -136,7 +201,8 @@ func newCompletionModel(app *ucli.App) completionModel {
 	}
 	m.nodes = append(m.nodes, root)
 	for _, n := range commandNodes(app) {
-		cn := completionNode{path: n.name(), args: argCompletion(n.cmd)}
+		cn := completionNode{path: n.name()}
+		cn.args, cn.args1 = argCompletion(n.cmd)
 		for _, s := range n.cmd.Subcommands {
 			if !s.Hidden {
 				cn.subs = append(cn.subs, s)
@@ -202,9 +268,9 @@ func writeShellCandidates(w io.Writer, m completionModel) {
 		for _, s := range n.subs {
 			subs = append(subs, s.Names()...) // aliases too
 		}
-		fmt.Fprintf(&b, " __convkit_subs=%s __convkit_args=%s ;;\n", shQuote(strings.Join(subs, " ")), shQuote(n.args))
+		fmt.Fprintf(&b, " __convkit_subs=%s __convkit_args=%s __convkit_args1=%s ;;\n", shQuote(strings.Join(subs, " ")), shQuote(n.args), shQuote(n.args1))
 	}
-	b.WriteString("\t*) __convkit_flags='' __convkit_subs='' __convkit_args='' ;;\n\tesac\n}\n\n")
+	b.WriteString("\t*) __convkit_flags='' __convkit_subs='' __convkit_args='' __convkit_args1='' ;;\n\tesac\n}\n\n")
 
 	b.WriteString("__convkit_value() {\n\tcase \"$1 $2\" in\n")
 	for _, fi := range m.globals {
@@ -225,13 +291,54 @@ func writeShellCandidates(w io.Writer, m completionModel) {
 	}
 	b.WriteString("\tesac\n}\n\n")
 
-	b.WriteString(`__convkit_candidates() {
+	b.WriteString(`# __convkit_ids prints the conversations of the store the command line
+# names (--data-dir, else the environment's), "ID<tab>TITLE" a line.
+__convkit_ids() {
+	case $__convkit_datadir in
+	"~/"*) __convkit_datadir=$HOME/${__convkit_datadir#"~/"} ;;
+	esac
+	if [ -n "$__convkit_datadir" ]; then
+		command convkit --data-dir "$__convkit_datadir" __complete ids 2>/dev/null
+	else
+		command convkit __complete ids 2>/dev/null
+	fi
+}
+
+# __convkit_candidates CUR WORDS... prints (and leaves in __convkit_out)
+# what to offer for CUR after WORDS; __convkit_datadir is then the
+# --data-dir they give.
+__convkit_candidates() {
+	__convkit_out=$(__convkit_candidates_of "$@")
+	printf '%s\n' "$__convkit_out"
+	__convkit_datadir=
+	__convkit_expect=
+	for __convkit_w in "$@"; do
+		if [ "$__convkit_expect" = --data-dir ]; then
+			__convkit_datadir=$__convkit_w
+		fi
+		__convkit_expect=
+		case $__convkit_w in
+		--) break ;;
+		--data-dir=*) __convkit_datadir=${__convkit_w#--data-dir=} ;;
+		--data-dir) __convkit_expect=--data-dir ;;
+		-?*) __convkit_valued "$__convkit_w" && __convkit_expect=other ;;
+		esac
+	done
+	return 0
+}
+
+__convkit_candidates_of() {
 	__convkit_cur=$1
 	shift
 	__convkit_path=
 	__convkit_given=
 	__convkit_expect=
+	__convkit_nargs=0
 	for __convkit_w in "$@"; do
+		if [ "$__convkit_given" = ended ]; then
+			__convkit_nargs=$((__convkit_nargs + 1))
+			continue
+		fi
 		if [ -n "$__convkit_expect" ]; then
 			__convkit_expect=
 			continue
@@ -239,7 +346,7 @@ func writeShellCandidates(w io.Writer, m completionModel) {
 		case $__convkit_w in
 		--)
 			__convkit_given=ended
-			break
+			continue
 			;;
 		-?*=*) continue ;;
 		-?*)
@@ -254,6 +361,7 @@ func writeShellCandidates(w io.Writer, m completionModel) {
 			continue
 		fi
 		__convkit_given=seen
+		__convkit_nargs=$((__convkit_nargs + 1))
 	done
 	__convkit_words "$__convkit_path"
 	if [ -n "$__convkit_expect" ]; then
@@ -270,6 +378,10 @@ func writeShellCandidates(w io.Writer, m completionModel) {
 	esac
 	if [ -z "$__convkit_given" ] && [ -n "$__convkit_subs" ]; then
 		echo "$__convkit_subs"
+		return
+	fi
+	if [ "$__convkit_nargs" = 0 ] && [ -n "$__convkit_args1" ]; then
+		echo "$__convkit_args1"
 		return
 	fi
 	echo "$__convkit_args"
@@ -295,19 +407,44 @@ func writeBashCompletion(w io.Writer, app *ucli.App) error {
 	writeShellCandidates(w, newCompletionModel(app))
 	_, err := io.WriteString(w, `
 _convkit() {
-	local cur=${COMP_WORDS[COMP_CWORD]} out
-	out=$(__convkit_candidates "$cur" "${COMP_WORDS[@]:1:COMP_CWORD-1}")
-	case $out in
-	@files)
-		compopt -o filenames 2>/dev/null
-		COMPREPLY=($(compgen -f -- "$cur"))
-		;;
-	@dirs)
-		compopt -o filenames 2>/dev/null
-		COMPREPLY=($(compgen -d -- "$cur"))
-		;;
-	*) COMPREPLY=($(compgen -W "$out" -- "$cur")) ;;
-	esac
+	local cur=${COMP_WORDS[COMP_CWORD]} out w words= files= line id
+	__convkit_candidates "$cur" "${COMP_WORDS[@]:1:COMP_CWORD-1}" >/dev/null
+	out=$__convkit_out
+	COMPREPLY=()
+	for w in $out; do
+		case $w in
+		@files | @dirs) files=1 ;;
+		esac
+	done
+	for w in $out; do
+		case $w in
+		@files)
+			compopt -o filenames 2>/dev/null
+			COMPREPLY+=($(compgen -f -- "$cur"))
+			;;
+		@dirs)
+			compopt -o filenames 2>/dev/null
+			COMPREPLY+=($(compgen -d -- "$cur"))
+			;;
+		@ids)
+			# An id may hold blanks: quoted here, or by bash when it
+			# quotes file names.
+			while IFS= read -r line; do
+				id=${line%%$'\t'*}
+				[[ $id == "$cur"* ]] || continue
+				if [ -n "$files" ]; then
+					COMPREPLY+=("$id")
+				else
+					COMPREPLY+=("$(printf '%q' "$id")")
+				fi
+			done < <(__convkit_ids)
+			;;
+		*) words="$words $w" ;;
+		esac
+	done
+	if [ -n "$words" ]; then
+		COMPREPLY+=($(compgen -W "$words" -- "$cur"))
+	fi
 }
 complete -F _convkit convkit
 `)
@@ -319,13 +456,27 @@ func writeZshCompletion(w io.Writer, app *ucli.App) error {
 	writeShellCandidates(w, newCompletionModel(app))
 	_, err := io.WriteString(w, `
 _convkit() {
-	local out
-	out=$(__convkit_candidates "${words[CURRENT]}" "${(@)words[2,CURRENT-1]}")
-	case $out in
-	@files) _files ;;
-	@dirs) _files -/ ;;
-	*) compadd -- ${=out} ;;
-	esac
+	local out w line
+	local -a plain ids
+	__convkit_candidates "${words[CURRENT]}" "${(@)words[2,CURRENT-1]}" >/dev/null
+	out=$__convkit_out
+	for w in ${=out}; do
+		case $w in
+		@files) _files ;;
+		@dirs) _files -/ ;;
+		@ids)
+			# ID:TITLE for _describe, a colon in the id escaped.
+			while IFS= read -r line; do
+				ids+=("${${line%%$'\t'*}//:/\\:}:${line#*$'\t'}")
+			done < <(__convkit_ids)
+			_describe -t conversations 'conversation' ids
+			;;
+		*) plain+=($w) ;;
+		esac
+	done
+	if (( ${#plain} )); then
+		compadd -- $plain
+	fi
 }
 
 if [ "$funcstack[1]" = _convkit ]; then
@@ -402,6 +553,31 @@ function __convkit_at
 	end
 end
 
+# __convkit_ids prints the conversations of the store the command line
+# names (--data-dir, else the environment's), "ID<tab>TITLE" a line.
+function __convkit_ids
+	set -l dd
+	set -l next 0
+	for w in (commandline -opc)
+		if test $next = 1
+			set dd $w
+			set next 0
+			continue
+		end
+		switch $w
+			case --data-dir
+				set next 1
+			case '--data-dir=*'
+				set dd (string replace -- --data-dir= '' $w)
+		end
+	end
+	if test -n "$dd"
+		command convkit --data-dir $dd __complete ids 2>/dev/null
+	else
+		command convkit __complete ids 2>/dev/null
+	end
+end
+
 complete -c convkit -f
 `)
 	flagLine := func(cond string, fi flagInfo, values string) {
@@ -447,19 +623,35 @@ complete -c convkit -f
 		if n.path == "" {
 			continue
 		}
-		cond := at + " arg"
-		switch n.args {
-		case "":
-		case completeFiles:
-			fmt.Fprintf(&b, "complete -c convkit -n %s -F\n", fishQuote(cond))
-		case completeDirs:
-			fmt.Fprintf(&b, "complete -c convkit -n %s -a '(__fish_complete_directories)'\n", fishQuote(cond))
-		default:
-			fmt.Fprintf(&b, "complete -c convkit -n %s -a %s\n", fishQuote(cond), fishQuote(n.args))
-		}
+		// What every argument takes, then what the first one takes
+		// besides (noargs: none given yet).
+		fishArgs(&b, at+" arg", n.args)
+		fishArgs(&b, at+" noargs", strings.TrimSpace(strings.Replace(" "+n.args1+" ", " "+n.args+" ", " ", 1)))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// fishArgs writes the fish completions of an argument under cond: files,
+// directories, conversation ids (each with its title as the description)
+// and words.
+func fishArgs(b *strings.Builder, cond, what string) {
+	var words []string
+	for _, w := range strings.Fields(what) {
+		switch w {
+		case completeFiles:
+			fmt.Fprintf(b, "complete -c convkit -n %s -F\n", fishQuote(cond))
+		case completeDirs:
+			fmt.Fprintf(b, "complete -c convkit -n %s -a '(__fish_complete_directories)'\n", fishQuote(cond))
+		case completeIDs:
+			fmt.Fprintf(b, "complete -c convkit -n %s -a '(__convkit_ids)'\n", fishQuote(cond))
+		default:
+			words = append(words, w)
+		}
+	}
+	if len(words) > 0 {
+		fmt.Fprintf(b, "complete -c convkit -n %s -a %s\n", fishQuote(cond), fishQuote(strings.Join(words, " ")))
+	}
 }
 
 // firstSentence shortens a usage for fish's one-line descriptions.

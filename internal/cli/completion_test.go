@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/convkit/convkit/fixtures"
 )
 
 // completionCases: a command line up to the cursor (the last word is the
@@ -168,5 +170,98 @@ func TestFishCompletion(t *testing.T) {
 			}
 		}
 		checkOffered(t, "fish", tc.line, got, tc.want, tc.notWant)
+	}
+}
+
+// TestCompletionIDs: an argument that is a conversation id completes the
+// ids of the store the command line names (or $CONVKIT_DATA_DIR), read
+// by convkit __complete ids; zsh and fish show each title beside it.
+func TestCompletionIDs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	rep, err := fixtures.Generate(dir, fixtures.Options{Seed: 3, Conversations: fixtures.SpecialCases})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runIn(t, dir, "reindex"); code != exitOK && code != exitPartial {
+		t.Fatalf("reindex: exit %d, %s", code, stderr)
+	}
+	id := rep.Find(fixtures.CaseCompaction).ID
+	odd := rep.Find(fixtures.CaseBasic).ID // "team/α β ~1 ../x"
+	code, stdout, stderr := runIn(t, dir, "__complete", "ids")
+	var title string
+	for _, l := range strings.Split(stdout, "\n") {
+		if got, ttl, _ := strings.Cut(l, "\t"); got == id {
+			title = ttl
+		}
+	}
+	if code != 0 || stderr != "" || title == "" || !strings.Contains(stdout, odd+"\t") {
+		t.Fatalf("__complete ids: exit %d, %q, stdout:\n%s", code, stderr, stdout)
+	}
+	// No store: nothing, and no complaint.
+	if code, stdout, stderr := runIn(t, filepath.Join(t.TempDir(), "none"), "__complete", "ids"); code != 0 || stdout != "" || stderr != "" {
+		t.Errorf("__complete ids without a store: exit %d, %q, %q", code, stdout, stderr)
+	}
+
+	path := convkitOnPath(t)
+	env := append(os.Environ(), "PATH="+path, "CONVKIT_DATA_DIR="+filepath.Join(t.TempDir(), "none"))
+	shell := func(name string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Env = env
+		cmd.Dir = t.TempDir()
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, out)
+		}
+		return string(out)
+	}
+	prefix := id[:5]
+	bashCases := []struct {
+		words   []string
+		want    []string
+		notWant []string
+	}{
+		{[]string{"--data-dir", dir, "rename", prefix}, []string{id}, nil},
+		{[]string{"rename", "--data-dir=" + dir, prefix}, []string{id}, nil},
+		{[]string{"--data-dir", dir, "rename", id, ""}, nil, []string{id}}, // TITLE: no id
+		{[]string{"--data-dir", dir, "delete", id, prefix}, []string{id}, nil},
+		{[]string{"--data-dir", dir, "export", "--to", "x.tar.zst", prefix}, []string{id}, nil},
+		{[]string{"--data-dir", dir, "delete", "team"}, []string{`team/α\ β\ ~1\ ../x`}, nil},
+		{[]string{"--data-dir", dir, "list", ""}, nil, []string{id}}, // takes no ids
+	}
+	if bash, err := exec.LookPath("bash"); err == nil {
+		script := completionScript(t, "bash")
+		for _, tc := range bashCases {
+			prog := "source " + shQuote(script) + "\nCOMP_WORDS=(convkit " + shellWords(tc.words) + ")\nCOMP_CWORD=" +
+				strconv.Itoa(len(tc.words)) + "\n_convkit\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
+			got := strings.Split(strings.TrimSpace(shell(bash, "--norc", "--noprofile", "-c", prog)), "\n")
+			checkOffered(t, "bash", tc.words, got, tc.want, tc.notWant)
+		}
+		// The data directory from the environment.
+		prog := "source " + shQuote(completionScript(t, "bash")) + "\nCONVKIT_DATA_DIR=" + shQuote(dir) +
+			"\nCOMP_WORDS=(convkit inspect " + prefix + ")\nCOMP_CWORD=2\n_convkit\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
+		checkOffered(t, "bash", []string{"inspect", prefix}, strings.Split(shell(bash, "--norc", "--noprofile", "-c", prog), "\n"), []string{id}, nil)
+	}
+	if zsh, err := exec.LookPath("zsh"); err == nil {
+		// _convkit with compsys's functions stubbed: what it hands
+		// _describe (ID:TITLE) and compadd.
+		prog := "compdef() { :; }\n_describe() { print -rl -- \"${(@P)4}\"; }\ncompadd() { shift; print -rl -- \"$@\"; }\n" +
+			"source " + shQuote(completionScript(t, "zsh")) + "\nwords=(convkit --data-dir " + shQuote(dir) + " archive " + prefix +
+			")\nCURRENT=5\n_convkit\n"
+		got := strings.Split(strings.TrimSpace(shell(zsh, "-f", "-c", prog)), "\n")
+		if !slices.Contains(got, id+":"+title) {
+			t.Errorf("zsh: archive %s<TAB> describes %q, want %q", prefix, got, id+":"+title)
+		}
+	} else {
+		t.Log("zsh is not installed (.ci/run installs it)")
+	}
+	if fish, err := exec.LookPath("fish"); err == nil {
+		prog := "source " + fishQuote(completionScript(t, "fish")) + "; complete -C " + fishQuote("convkit --data-dir "+dir+" unarchive "+prefix)
+		got := strings.Split(strings.TrimSpace(shell(fish, "--no-config", "-c", prog)), "\n")
+		if !slices.Contains(got, id+"\t"+title) {
+			t.Errorf("fish: unarchive %s<TAB> offers %q, want %q", prefix, got, id+"\t"+title)
+		}
+	} else {
+		t.Log("fish is not installed (.ci/run installs it)")
 	}
 }
