@@ -185,38 +185,9 @@ func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOpti
 	if err := s.writable(); err != nil {
 		return err
 	}
-	var ids []string
-	seen := map[string]bool{}
-	for _, id := range convIDs {
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
-	journals, err := s.deleteJournals()
+	ids, states, journals, err := s.checkDeleteAll(convIDs, opts.Force)
 	if err != nil {
 		return err
-	}
-	journaled := map[string]bool{}
-	for _, j := range journals {
-		for _, id := range j.ids {
-			journaled[id] = true
-		}
-	}
-	states := make([]deleteState, len(ids))
-	var live []string
-	for i, id := range ids {
-		if states[i], err = s.deleteStateOf(id, journaled[id]); err != nil {
-			return err
-		}
-		if states[i] == deleteLive {
-			live = append(live, id)
-		}
-	}
-	if !opts.Force {
-		if err := s.checkDelete(live, ids); err != nil {
-			return err
-		}
 	}
 	own, err := s.writeDeleteJournal(ctx, ids)
 	if err != nil {
@@ -246,6 +217,46 @@ func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOpti
 	return s.removeJournals(s.expiredJournals(journals, own))
 }
 
+// checkDeleteAll is DeleteAll's check of every conversation before it
+// deletes any (PlanDelete's too): the ids without repeats, what is to be
+// done with each, and the journals of earlier deletes. It writes nothing.
+func (s *Store) checkDeleteAll(convIDs []string, force bool) ([]string, []deleteState, []journalFile, error) {
+	var ids []string
+	seen := map[string]bool{}
+	for _, id := range convIDs {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	journals, err := s.deleteJournals()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	journaled := map[string]bool{}
+	for _, j := range journals {
+		for _, id := range j.ids {
+			journaled[id] = true
+		}
+	}
+	states := make([]deleteState, len(ids))
+	var live []string
+	for i, id := range ids {
+		if states[i], err = s.deleteStateOf(id, journaled[id]); err != nil {
+			return nil, nil, nil, err
+		}
+		if states[i] == deleteLive {
+			live = append(live, id)
+		}
+	}
+	if !force {
+		if err := s.checkDelete(live, ids); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return ids, states, journals, nil
+}
+
 // deleteStateOf finds what DeleteAll has to do with a conversation, or why
 // it cannot delete it.
 func (s *Store) deleteStateOf(convID string, journaled bool) (deleteState, error) {
@@ -264,16 +275,16 @@ func (s *Store) deleteStateOf(convID string, journaled bool) (deleteState, error
 	case len(ents) == 0:
 		return deleteEmpty, nil
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	oc, err := s.conv(convID)
+	// Conversation reads it as this handle can: opened for appending when
+	// the store is writable, read when not (a plan).
+	info, err := s.Conversation(convID)
 	if err != nil {
 		return 0, err
 	}
-	if oc.st.info.Deleting {
+	if info.Deleting {
 		return deleteTombstoned, nil
 	}
-	if err := runningError(&oc.st.info); err != nil {
+	if err := runningError(info); err != nil {
 		return 0, err
 	}
 	return deleteLive, nil

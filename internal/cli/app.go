@@ -64,8 +64,9 @@ type env struct {
 	// inv is the invocation as the grammar took it apart (grammar.go).
 	inv *invocation
 	// isTerminal, when set, replaces the terminal test (progress bars,
-	// the refusal of binary output to a terminal): tests set it.
-	isTerminal func(io.Writer) bool
+	// the refusal of binary output to a terminal, delete's question):
+	// tests set it.
+	isTerminal func(any) bool
 }
 
 // Main runs convkit with args (args[0] is the program name) and returns the

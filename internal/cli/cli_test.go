@@ -311,7 +311,7 @@ func TestProgressOnlyOnTerminal(t *testing.T) {
 		t.Errorf("progress wrote %d bytes to a file", info.Size())
 	}
 	// On a terminal, but --quiet or --json: no bar either.
-	yes := func(io.Writer) bool { return true }
+	yes := func(any) bool { return true }
 	for _, g := range []*globals{{Quiet: true}, {JSON: true}} {
 		var buf bytes.Buffer
 		e := &env{stderr: &buf, g: g, isTerminal: yes}

@@ -46,8 +46,9 @@ var commandExamples = map[string][]example{
 		{"convkit -q unarchive 0f7186fa a913a456", "two, printing nothing unless something fails"},
 	},
 	"delete": {
-		{"convkit delete 0f7186fa", "delete the conversation whose id starts 0f7186fa"},
-		{"convkit delete 6b228548 42c9e872", "a fork source and its fork together"},
+		{"convkit delete --dry-run 0f7186fa", "what would be deleted: title, files, size"},
+		{"convkit delete 0f7186fa", "delete the conversation whose id starts 0f7186fa (on a terminal, after asking)"},
+		{"convkit delete --yes 6b228548 42c9e872", "a fork source and its fork together, without asking"},
 	},
 	"lock": {
 		{"convkit lock status", "whether runtime.lock is held, and by whom"},

@@ -88,22 +88,37 @@ anything is deleted: it must exist, run no turn, and, unless --force, no
 fork made after a compaction that stays may read older history from it
 (name such forks in the same command). A delete that was interrupted is
 finished by running it again (conversations it had removed are reported as
-"already deleted"), or by reindex. Takes runtime.lock.`,
+"already deleted"), or by reindex. Takes runtime.lock.
+
+--dry-run makes the same checks and says what would be deleted (each
+conversation's title, files and size), taking no lock and changing
+nothing. On a terminal (stdin), delete lists what it is about to delete
+and asks first, unless --yes; from a script it does not ask.`,
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "force", Usage: "delete even a conversation that forks made after a compaction read older history from"},
+			&ucli.BoolFlag{Name: "dry-run", Usage: "say what would be deleted; take no lock, change nothing"},
+			&ucli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask on a terminal"},
 			configFlag(),
 		},
 		Action: func(c *ucli.Context) error {
 			if err := checkArgs(c, 1, -1); err != nil {
 				return err
 			}
-			err := e.runManage(c, "delete", func(s *store.Store, opts manage.Options) (*manage.Result, error) {
-				ids, err := resolveIDs(c, s, c.Args().Slice())
-				if err != nil {
-					return nil, err
+			if c.Bool("dry-run") && c.Bool("yes") {
+				return usagef(c, "--dry-run deletes nothing: --yes does not apply to it")
+			}
+			ids := c.Args().Slice()
+			var err error
+			switch {
+			case c.Bool("dry-run"):
+				err = runDeletePlan(c, e)
+			case !c.Bool("yes") && e.terminal(e.stdin):
+				if ids, err = confirmDelete(c, e); err == nil && ids != nil {
+					err = e.runDelete(c, ids)
 				}
-				return manage.Delete(c.Context, s, ids, c.Bool("force"), opts)
-			})
+			default:
+				err = e.runDelete(c, ids)
+			}
 			switch {
 			case errors.Is(err, store.ErrHasDependents):
 				return withHint(err, "delete those too (name them in the same command), or pass --force")
@@ -115,6 +130,17 @@ finished by running it again (conversations it had removed are reported as
 			return err
 		},
 	}
+}
+
+// runDelete deletes the conversations refs name, holding runtime.lock.
+func (e *env) runDelete(c *ucli.Context, refs []string) error {
+	return e.runManage(c, "delete", func(s *store.Store, opts manage.Options) (*manage.Result, error) {
+		ids, err := resolveIDs(c, s, refs)
+		if err != nil {
+			return nil, err
+		}
+		return manage.Delete(c.Context, s, ids, c.Bool("force"), opts)
+	})
 }
 
 // runManage opens the store exclusively and runs an edit of package

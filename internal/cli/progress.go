@@ -67,19 +67,20 @@ func newBarReporter(w io.Writer, what string, u unit, total int64) *barReporter 
 	return &barReporter{bar: progressbar.NewOptions64(total, opts...)}
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal reports whether the stream s (a reader or a writer) is a
+// terminal.
+func isTerminal(s any) bool {
+	f, ok := s.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// terminal is the "is w a terminal" test Main uses; tests inject their
-// own (env.isTerminal).
-func (e *env) terminal(w io.Writer) bool {
+// terminal is the "is this stream a terminal" test Main uses; tests
+// inject their own (env.isTerminal).
+func (e *env) terminal(s any) bool {
 	if e.isTerminal != nil {
-		return e.isTerminal(w)
+		return e.isTerminal(s)
 	}
-	return isTerminal(w)
+	return isTerminal(s)
 }
 
 type barReporter struct {

@@ -17,11 +17,20 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/store"
 )
 
 // openPty opens a pseudo-terminal: what is written to tty is read from
 // the returned buffer (filled by a goroutine until the test ends).
 func openPty(t *testing.T) (tty *os.File, read func() string) {
+	t.Helper()
+	tty, _, read = openPtyTyped(t)
+	return tty, read
+}
+
+// openPtyTyped is openPty with a way to type on the terminal: what type
+// writes, a program reads from tty (a line at a time, as typed).
+func openPtyTyped(t *testing.T) (tty *os.File, typeIn func(string), read func() string) {
 	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
@@ -62,7 +71,12 @@ func openPty(t *testing.T) (tty *os.File, read func() string) {
 		master.Close()
 		<-done
 	})
-	return tty, func() string {
+	typeIn = func(s string) {
+		if _, err := master.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tty, typeIn, func() string {
 		time.Sleep(50 * time.Millisecond) // let the reader drain what was written
 		mu.Lock()
 		defer mu.Unlock()
@@ -143,5 +157,57 @@ func TestProgressOnTerminal(t *testing.T) {
 	}
 	if got := read2(); strings.Contains(got, "reindex: conversations") {
 		t.Errorf("-q drew a bar: %q", got)
+	}
+}
+
+// TestDeleteAsksOnTerminal: with stdin a terminal, delete lists what it is
+// about to delete and deletes only on yes; --yes does not ask. From a
+// script (stdin not a terminal) it does not ask (the other tests).
+func TestDeleteAsksOnTerminal(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	rep, err := fixtures.Generate(dir, fixtures.Options{Seed: 3, Conversations: fixtures.SpecialCases})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range rep.Conversations {
+		if len(c.Cases) == 1 && c.Cases[0] == fixtures.CaseHistorical && len(ids) < 3 {
+			ids = append(ids, c.ID)
+		}
+	}
+	if len(ids) < 3 {
+		t.Fatalf("want three ordinary conversations, found %d", len(ids))
+	}
+	exists := func(id string) bool {
+		p, _ := store.ConversationPath(dir, id)
+		_, err := os.Lstat(p)
+		return err == nil
+	}
+	del := func(tty *os.File, args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), append([]string{"convkit", "--data-dir", dir, "delete"}, args...), tty, &out, &errb,
+			func(string) string { return "" })
+		return code, out.String(), errb.String()
+	}
+
+	tty, typeIn, _ := openPtyTyped(t)
+	typeIn("n\n")
+	code, stdout, stderr := del(tty, ids[0][:8])
+	if code != exitFailure || stdout != "" || !exists(ids[0]) ||
+		!strings.Contains(stderr, "delete "+ids[0]+` "`) || !strings.Contains(stderr, "convkit: delete 1 conversation(s), ") ||
+		!strings.Contains(stderr, "? [y/N] ") || !strings.Contains(stderr, "nothing was deleted: the answer was not yes") {
+		t.Fatalf("answered n: exit %d, stdout %q, stderr %q; want exit 1, the question, nothing deleted", code, stdout, stderr)
+	}
+
+	typeIn("yes\n")
+	code, stdout, stderr = del(tty, ids[0][:8], ids[1])
+	if code != 0 || stdout != "deleted "+ids[0]+"\ndeleted "+ids[1]+"\n" || exists(ids[0]) || exists(ids[1]) ||
+		!strings.Contains(stderr, "convkit: delete 2 conversation(s), ") {
+		t.Fatalf("answered yes: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+
+	code, stdout, stderr = del(tty, "--yes", ids[2])
+	if code != 0 || stdout != "deleted "+ids[2]+"\n" || stderr != "" || exists(ids[2]) {
+		t.Fatalf("--yes: exit %d, stdout %q, stderr %q; want no question", code, stdout, stderr)
 	}
 }
