@@ -599,11 +599,6 @@ func (rc *readConv) close() {
 }
 
 func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error) {
-	tmpDir, err := os.MkdirTemp(x.opts.TempDir, "convkit-export-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmpDir)
 	wopts := x.opts.Archive
 	wopts.ModTime = x.m.CreatedAt
 	aw := archive.NewWriter(w, wopts)
@@ -611,30 +606,7 @@ func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error
 		aw.Abort()
 		return nil, err
 	}
-	res := &ExportResult{Manifest: x.m, Added: []string{}}
-	x.opts.Progress.SetTotal(int64(len(x.order)))
-	err = x.readAll(ctx, tmpDir, func(rc *readConv) error {
-		defer x.opts.Progress.Add(1)
-		defer rc.close()
-		for _, ev := range rc.events {
-			x.opts.OnEvent(ev)
-		}
-		if rc.problem != nil {
-			x.problem(rc.problem.ID, rc.problem.Path, rc.problem.Reason)
-			return nil
-		}
-		if err := x.archiveConv(aw, rc.logs); err != nil {
-			return err
-		}
-		x.m.Conversations = append(x.m.Conversations, *rc.c)
-		if !rc.p.requested {
-			res.Added = append(res.Added, rc.p.id)
-		}
-		return nil
-	})
-	if err == nil {
-		err = ctx.Err()
-	}
+	res, err := x.run(ctx, func(logs []*openLog) error { return x.archiveConv(aw, logs) })
 	if err != nil {
 		return fail(err)
 	}
@@ -647,6 +619,65 @@ func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error
 	st := aw.Stats()
 	res.TarBytes, res.Bytes = st.TarBytes, st.Bytes
 	return res, nil
+}
+
+// run reads and checks every conversation of the export, in its order,
+// and hands the logs of each that can be exported to keep, which adds
+// them to the manifest's files; the manifest's conversations and problems
+// are filled as they come.
+func (x *exporter) run(ctx context.Context, keep func([]*openLog) error) (*ExportResult, error) {
+	tmpDir, err := os.MkdirTemp(x.opts.TempDir, "convkit-export-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmpDir)
+	res := &ExportResult{Manifest: x.m, Added: []string{}}
+	x.opts.Progress.SetTotal(int64(len(x.order)))
+	err = x.readAll(ctx, tmpDir, func(rc *readConv) error {
+		defer x.opts.Progress.Add(1)
+		defer rc.close()
+		for _, ev := range rc.events {
+			x.opts.OnEvent(ev)
+		}
+		if rc.problem != nil {
+			x.problem(rc.problem.ID, rc.problem.Path, rc.problem.Reason)
+			return nil
+		}
+		if err := keep(rc.logs); err != nil {
+			return err
+		}
+		x.m.Conversations = append(x.m.Conversations, *rc.c)
+		if !rc.p.requested {
+			res.Added = append(res.Added, rc.p.id)
+		}
+		return nil
+	})
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// PlanExport is Export without an archive: it finds the fork ancestors and
+// reads and checks every log exactly as Export does, and returns what
+// Export would write: the manifest (its files with the committed lengths
+// that would be archived, no SHA-256) and the ancestors added, leaving out
+// and reporting what Export would leave out. Nothing is written; Archive
+// and Bytes are empty.
+func PlanExport(ctx context.Context, s *store.Store, opts ExportOptions) (*ExportResult, error) {
+	x, err := newExporter(s, opts)
+	if err != nil {
+		return nil, err
+	}
+	return x.run(ctx, func(logs []*openLog) error {
+		for _, l := range logs {
+			x.m.Files = append(x.m.Files, x.fileOf(l, l.prefix.Len(), ""))
+		}
+		return nil
+	})
 }
 
 // readAll reads the conversations of the export with as many workers as
@@ -1038,13 +1069,19 @@ func (x *exporter) archiveConv(aw *archive.Writer, logs []*openLog) error {
 		if err != nil {
 			return fmt.Errorf("archive %s: %w", l.path, err)
 		}
-		conv, _ := store.DecodeSegment(path.Base(path.Dir(l.name)))
-		x.m.Files = append(x.m.Files, File{
-			Name: l.name, Conversation: conv, Session: l.session, Version: l.gen.Version,
-			Size: sum.Size, SHA256: sum.Hex(), Committed: sum.Size, Events: l.events, LeftOut: l.leftOut,
-		})
+		x.m.Files = append(x.m.Files, x.fileOf(l, sum.Size, sum.Hex()))
 	}
 	return nil
+}
+
+// fileOf is the manifest's entry of l, archived as size bytes of SHA-256
+// sum.
+func (x *exporter) fileOf(l *openLog, size int64, sum string) File {
+	conv, _ := store.DecodeSegment(path.Base(path.Dir(l.name)))
+	return File{
+		Name: l.name, Conversation: conv, Session: l.session, Version: l.gen.Version,
+		Size: size, SHA256: sum, Committed: size, Events: l.events, LeftOut: l.leftOut,
+	}
 }
 
 // copyPrefix writes what src yields into a new private file.

@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/convkit/convkit/fixtures"
@@ -115,5 +116,63 @@ func TestExportListsAgainForASessionStartedAfterThePlan(t *testing.T) {
 	}
 	if !found || rc.c.Sessions != len(info.Sessions)+1 {
 		t.Errorf("the session started after the plan: its log exported %v, sessions %d (before %d)", found, rc.c.Sessions, len(info.Sessions))
+	}
+}
+
+// TestPlanExport: the plan holds what the export of the same ids writes:
+// the conversations, the fork ancestors added and for whom, every file
+// with the committed bytes, events and torn tail archived, and the
+// problems; it writes nothing, in the store or beside it.
+func TestPlanExport(t *testing.T) {
+	a, rep := fixtureStore(t, 7)
+	fork := rep.Find(fixtures.CaseForkAfterCompaction)
+	torn := rep.Find(fixtures.CaseTornZstd)
+	corrupt := rep.Find(fixtures.CaseCorrupt)
+	ids := []string{fork.ID, torn.ID, corrupt.ID}
+	before := treeHash(t, a)
+	tmp := t.TempDir()
+	var planEvents []ExportEvent
+	plan, err := PlanExport(context.Background(), reader(t, a), ExportOptions{IDs: ids, Now: fixedNow, TempDir: tmp,
+		OnEvent: func(ev ExportEvent) { planEvents = append(planEvents, ev) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := treeHash(t, a); after != before {
+		t.Errorf("the plan changed the store:\n%s", listTree(a))
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the plan left %d entries in its temporary directory", len(left))
+	}
+	_, res := exportTo(t, a, ids...)
+	pm, em := plan.Manifest, res.Manifest
+	if !reflect.DeepEqual(plan.Added, res.Added) || len(plan.Added) == 0 {
+		t.Errorf("added %q, the export added %q", plan.Added, res.Added)
+	}
+	if !reflect.DeepEqual(pm.Conversations, em.Conversations) || !reflect.DeepEqual(pm.Problems, em.Problems) || len(pm.Problems) == 0 {
+		t.Errorf("plan conversations %+v problems %+v\nexport %+v %+v", pm.Conversations, pm.Problems, em.Conversations, em.Problems)
+	}
+	if len(pm.Files) != len(em.Files) {
+		t.Fatalf("plan %d files, export %d", len(pm.Files), len(em.Files))
+	}
+	leftOut := false
+	for i, f := range pm.Files {
+		e := em.Files[i]
+		if f.SHA256 != "" {
+			t.Errorf("%s: the plan has a SHA-256", f.Name)
+		}
+		f.SHA256 = e.SHA256
+		if f != e {
+			t.Errorf("plan file %+v\nexport   %+v", f, e)
+		}
+		leftOut = leftOut || f.LeftOut > 0
+	}
+	if !leftOut {
+		t.Error("no file of the plan leaves out a torn tail")
+	}
+	if len(planEvents) == 0 {
+		t.Error("the plan reported no problem as it found it")
+	}
+	if plan.Archive != "" || plan.Bytes != 0 {
+		t.Errorf("archive %q, %d bytes: the plan writes none", plan.Archive, plan.Bytes)
 	}
 }

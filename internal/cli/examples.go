@@ -92,6 +92,7 @@ var commandExamples = map[string][]example{
 		{"convkit restore /backups/latest --to /srv/convkit --force", "replace the store, moving the old one aside"},
 	},
 	"export": {
+		{"convkit export --dry-run 0f7186fa", "what the archive would hold, fork ancestors included"},
 		{"convkit export 0f7186fa c20eab7a --to /tmp/two.tar.zst", "two conversations into one archive"},
 		{"convkit export 0f7186fa --to - | ssh laptop convkit import -", "straight to another machine"},
 	},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"strings"
 	"time"
 
@@ -39,9 +40,14 @@ stderr.
 A conversation with a log that cannot be read is left out and reported, as
 is a missing fork ancestor: exit 3. A conversation that does not exist:
 exit 1, nothing written. 'convkit import' reads the archive. See
-docs/TRANSFER.md.`,
+docs/TRANSFER.md.
+
+--dry-run reads and checks every log as the export would and says what it
+would write: each conversation (the fork ancestors it adds, and for whom)
+with its files and size; it writes nothing, and --to may be left out.`,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "to", Usage: "write the archive to the new file `FILE`, or to stdout with -"},
+			&ucli.BoolFlag{Name: "dry-run", Usage: "say what the archive would hold, fork ancestors included; write nothing"},
 		},
 		Action: func(c *ucli.Context) error {
 			ids := c.Args().Slice()
@@ -49,10 +55,10 @@ docs/TRANSFER.md.`,
 				return usagef(c, "missing arguments: want %s", c.Command.ArgsUsage)
 			}
 			to := c.String("to")
-			if to == "" {
+			if to == "" && !c.Bool("dry-run") {
 				return usagef(c, "--to FILE (or --to - for stdout) is required")
 			}
-			if to == "-" {
+			if to == "-" && !c.Bool("dry-run") {
 				if err := e.refuseTerminal(c, "export ID --to - > FILE", "export ID --to FILE"); err != nil {
 					return err
 				}
@@ -70,6 +76,7 @@ docs/TRANSFER.md.`,
 // exportSummary is the --json output of export (docs/JSON.md).
 type exportSummary struct {
 	SchemaVersion int                     `json:"schemaVersion"`
+	DryRun        bool                    `json:"dryRun,omitempty"`
 	Archive       string                  `json:"archive"`
 	CreatedAt     time.Time               `json:"createdAt"`
 	Online        bool                    `json:"online"`
@@ -82,6 +89,8 @@ type exportSummary struct {
 	ArchiveBytes  int64                   `json:"archiveBytes"`
 	LeftOutBytes  int64                   `json:"leftOutBytes"`
 	Problems      []transfer.Problem      `json:"problems"`
+
+	manifestFiles []transfer.File // the files, for the text of a dry run
 }
 
 func runExport(c *ucli.Context, e *env, ids []string, to string) error {
@@ -113,9 +122,22 @@ func runExport(c *ucli.Context, e *env, ids []string, to string) error {
 		}
 	}}
 	var res *transfer.ExportResult
-	if to == "-" {
+	switch {
+	case c.Bool("dry-run"):
+		out = e.stdout // the plan is the result, whatever --to says
+		if to != "" && to != "-" {
+			if _, err := os.Lstat(to); err == nil {
+				bar.Finish()
+				return withHint(fmt.Errorf("%s: %w: an export never writes over a file", to, fs.ErrExist), "name a new file")
+			}
+		}
+		res, err = transfer.PlanExport(c.Context, s, opts)
+		if res != nil {
+			res.Archive = to
+		}
+	case to == "-":
 		res, err = transfer.Export(c.Context, s, e.stdout, opts)
-	} else {
+	default:
 		res, err = transfer.ExportToFile(c.Context, s, to, opts)
 	}
 	bar.Finish()
@@ -128,19 +150,22 @@ func runExport(c *ucli.Context, e *env, ids []string, to string) error {
 		return err
 	}
 	m := res.Manifest
-	sum := exportSummary{SchemaVersion: schemaVersion, Archive: res.Archive, CreatedAt: m.CreatedAt, Online: m.Online,
+	sum := exportSummary{SchemaVersion: schemaVersion, DryRun: c.Bool("dry-run"), Archive: res.Archive, CreatedAt: m.CreatedAt, Online: m.Online,
 		Holder: m.Holder, Requested: m.Requested, Added: res.Added, Conversations: m.Conversations,
-		Files: len(m.Files), ArchiveBytes: res.Bytes, Problems: m.Problems}
+		Files: len(m.Files), ArchiveBytes: res.Bytes, Problems: m.Problems, manifestFiles: m.Files}
 	for _, f := range m.Files {
 		sum.Bytes += f.Size
 		sum.LeftOutBytes += f.LeftOut
 	}
-	if !(to == "-" && e.g.Quiet && !e.g.JSON) {
+	if !(to == "-" && !sum.DryRun && e.g.Quiet && !e.g.JSON) {
 		if err := printExport(e, out, &sum); err != nil {
 			return err
 		}
 	}
 	if res.Partial() {
+		if sum.DryRun {
+			return partialf("the export would leave out %d item(s) (see the UNREADABLE lines)", len(m.Problems))
+		}
 		return partialf("export left out %d item(s) (see the UNREADABLE lines)", len(m.Problems))
 	}
 	return nil
@@ -149,6 +174,9 @@ func runExport(c *ucli.Context, e *env, ids []string, to string) error {
 func printExport(e *env, out io.Writer, s *exportSummary) error {
 	if e.g.JSON {
 		return writeJSON(out, s)
+	}
+	if s.DryRun {
+		return printExportPlan(e, out, s)
 	}
 	if !e.g.Quiet {
 		for _, c := range s.Conversations {
@@ -173,6 +201,43 @@ func printExport(e *env, out io.Writer, s *exportSummary) error {
 	fmt.Fprintf(out, "Archive: %s\n", text(s.Archive))
 	fmt.Fprintf(out, "Summary: conversations=%d, added=%d, files=%d, bytes=%d, archive-bytes=%d, unreadable=%d, online=%s\n",
 		len(s.Conversations), len(s.Added), s.Files, s.Bytes, s.ArchiveBytes, len(s.Problems), online)
+	return nil
+}
+
+// printExportPlan prints what export --dry-run found the archive would
+// hold.
+func printExportPlan(e *env, out io.Writer, s *exportSummary) error {
+	if !e.g.Quiet {
+		for _, c := range s.Conversations {
+			var n int
+			var size int64
+			for _, f := range s.manifestFiles {
+				if f.Conversation == c.ID {
+					n++
+					size += f.Size
+				}
+			}
+			if c.Requested {
+				fmt.Fprintf(out, "WOULD EXPORT %s %s: %s\n", text(c.ID), titleOf(c.Title), filesAndSize(n, size))
+				continue
+			}
+			ancestors := make([]string, len(c.AncestorOf))
+			for i, a := range c.AncestorOf {
+				ancestors[i] = text(a)
+			}
+			fmt.Fprintf(out, "WOULD ADD %s %s: fork ancestor of %s; %s\n", text(c.ID), titleOf(c.Title), strings.Join(ancestors, ", "), filesAndSize(n, size))
+		}
+	}
+	where := ""
+	switch s.Archive {
+	case "":
+	case "-":
+		where = " to stdout"
+	default:
+		where = " to " + text(s.Archive)
+	}
+	fmt.Fprintf(out, "Dry run: %d conversation(s) (%d fork ancestor(s) added), %s would be written%s; nothing was written\n",
+		len(s.Conversations), len(s.Added), filesAndSize(s.Files, s.Bytes), where)
 	return nil
 }
 
