@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -67,6 +68,8 @@ type env struct {
 	// the refusal of binary output to a terminal, delete's question):
 	// tests set it.
 	isTerminal func(any) bool
+	// line is the terminal line progress bars are drawn on (progress.go).
+	line barLine
 }
 
 // Main runs convkit with args (args[0] is the program name) and returns the
@@ -82,6 +85,13 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		getenv = func(string) string { return "" }
 	}
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, g: &globals{getenv: getenv}}
+	// A stream that is a terminal clears the progress bar drawn there
+	// before it writes.
+	for _, s := range []*io.Writer{&e.stdout, &e.stderr} {
+		if f, ok := (*s).(*os.File); ok && isTerminal(f) {
+			*s = &termWriter{w: f, line: &e.line}
+		}
+	}
 	app := newApp(e)
 	args, e.inv = normalizeArgs(app, args)
 	if e.inv.missing != "" {

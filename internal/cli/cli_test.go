@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -138,6 +139,25 @@ func TestVersion(t *testing.T) {
 	}
 	if got.Version != "devel" || got.VCS != nil {
 		t.Errorf("without a version or revision: %+v, want version devel and vcs null", got)
+	}
+
+	// A build that recorded only the revision: a pseudo-version of it.
+	for _, tc := range []struct {
+		settings []debug.BuildSetting
+		want     string
+	}{
+		{[]debug.BuildSetting{{Key: "vcs.revision", Value: "0000e225ba5434f5e968f1066bc3619406206db6"}, {Key: "vcs.time", Value: "2026-12-07T01:26:53Z"},
+			{Key: "vcs.modified", Value: "false"}}, "v0.0.0-20261207012653-0000e225ba54"},
+		{[]debug.BuildSetting{{Key: "vcs.revision", Value: "0000e225ba5434f5e968f1066bc3619406206db6"}, {Key: "vcs.modified", Value: "true"}},
+			"v0.0.0-00000000000000-0000e225ba54+dirty"},
+		{[]debug.BuildSetting{{Key: "vcs.revision", Value: "0123"}}, "devel"},
+	} {
+		readBuildInfo = func() (*debug.BuildInfo, bool) {
+			return &debug.BuildInfo{Main: debug.Module{Path: "m", Version: "(devel)"}, Settings: tc.settings}, true
+		}
+		if code, stdout, _ := run(t, nil, "version"); code != 0 || stdout != "convkit "+tc.want+"\n" {
+			t.Errorf("revision only %v: %q, want %q", tc.settings, stdout, tc.want)
+		}
 	}
 }
 
@@ -324,45 +344,177 @@ func TestProgressOnlyOnTerminal(t *testing.T) {
 	}
 }
 
-// TestBarReporter: a bar says what it counts, how many of how many, the
-// rate and, with a total, the time left; one of bytes shows sizes.
+// TestProgressText: what a bar says after the bar: what it counts, how
+// many of how many, and only with a rate to go by the rate and the time
+// left; sizes humanised.
+func TestProgressText(t *testing.T) {
+	for _, tt := range []struct {
+		what    string
+		u       unit
+		done    int64
+		total   int64
+		elapsed time.Duration
+		rate    float64
+		known   bool
+		want    string
+	}{
+		{"migrate", "logs", 569, 4744, 1200 * time.Millisecond, 0, false, "migrate: 569/4744 logs [1s]"},
+		{"migrate", "logs", 1660, 4744, 11 * time.Second, 145.3, true, "migrate: 1660/4744 logs, 145 logs/s [11s, 21s left]"},
+		{"reindex", "conversations", 3, 400, 20 * time.Second, 0.1, true, "reindex: 3/400 conversations, 6.0 conversations/min [20s, 1h6m0s left]"},
+		{"backup", "files archived", 3812, 0, 4 * time.Second, 912, true, "backup: 3812 files archived, 912 files archived/s [4s]"},
+		{"verify", unitBytes, 812 << 20, 1331 << 20, 3 * time.Second, 231 << 20, true, "verify: 812 MiB/1.30 GiB, 231 MiB/s [3s, 2s left]"},
+		{"import", unitBytes, 5954723, 0, 0, 0, false, "import: 5.68 MiB [0s]"},
+		{"migrate", "logs", 10, 10, 5 * time.Second, 2, true, "migrate: 10/10 logs, 2 logs/s [5s]"},
+	} {
+		if got := progressText(tt.what, tt.u, tt.done, tt.total, tt.elapsed, tt.rate, tt.known); got != tt.want {
+			t.Errorf("progressText(%s, %d/%d) = %q, want %q", tt.what, tt.done, tt.total, got, tt.want)
+		}
+	}
+}
+
+// fakeClock is a clock a test moves.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time          { return c.t }
+func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
+func newTestBar(w io.Writer, what string, u unit, total int64, c *fakeClock) *barReporter {
+	r := newBarReporter(w, what, u, total)
+	r.now = c.now
+	r.start = c.now()
+	r.line.bar = r
+	return r
+}
+
+// lastDrawn is the bar as the terminal shows it last: the text after the
+// last carriage return that is not blank.
+func lastDrawn(out string) string {
+	parts := strings.Split(out, "\r")
+	for i := len(parts) - 1; i >= 0; i-- {
+		if strings.TrimSpace(parts[i]) != "" {
+			return strings.TrimSpace(parts[i])
+		}
+	}
+	return ""
+}
+
+// TestBarReporter: a bar shows no rate and no time left until it has
+// rateAfter of progress to go by, then the rate of the latest progress;
+// finished, it erases itself.
 func TestBarReporter(t *testing.T) {
 	var buf bytes.Buffer
-	p := newBarReporter(&buf, "migrate", "logs", 0)
-	p.SetTotal(4)
-	for range 3 {
-		time.Sleep(50 * time.Millisecond)
+	c := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	p := newTestBar(&buf, "migrate", "logs", 0, c)
+	c.advance(5 * time.Second) // the job looks for its logs first
+	p.SetTotal(100)
+	for range 4 {
+		c.advance(500 * time.Millisecond)
 		p.Add(1)
 	}
-	out := buf.String()
-	last := out[strings.LastIndex(out, "\r")+1:]
-	p.Add(1) // done: the bar clears itself
-	p.Finish()
-	// What it counts, percent, done/total, rate, [elapsed:left].
-	if !regexp.MustCompile(`^migrate: logs +\d+% \|[^|]*\| \([0-3]/4, \d+ logs/(s|min|hr)\) \[\d+s:\d+s\]$`).MatchString(last) {
-		t.Errorf("bar %q does not show what it counts, the count, the total, the rate and the time left", last)
+	if got := lastDrawn(buf.String()); !regexp.MustCompile(`^\d+% \|[^|]*\| +migrate: 4/100 logs \[7s\]$`).MatchString(got) {
+		t.Errorf("after 1.5 s of progress the bar shows %q: want the count, no rate, no time left", got)
 	}
-	// Finished, the bar erases itself: the last thing written is a blank line
-	// between carriage returns.
-	out = buf.String()
-	lines := strings.Split(out, "\r")
-	if len(lines) < 3 || strings.TrimSpace(lines[len(lines)-2]) != "" || lines[len(lines)-1] != "" {
+	for range 4 {
+		c.advance(500 * time.Millisecond)
+		p.Add(1)
+	}
+	// 8 logs in the 3.5 s since the first began: 2.3 a second.
+	if got := lastDrawn(buf.String()); !strings.HasSuffix(got, "migrate: 8/100 logs, 2 logs/s [9s, 40s left]") {
+		t.Errorf("after 3.5 s of progress the bar shows %q: want the rate and the time left", got)
+	}
+	p.Finish()
+	out := buf.String()
+	parts := strings.Split(out, "\r")
+	if len(parts) < 3 || strings.TrimSpace(parts[len(parts)-2]) != "" || parts[len(parts)-1] != "" {
 		t.Errorf("bar output %q does not end by clearing the line", out)
 	}
-
 	buf.Reset()
-	p = newBarReporter(&buf, "verify", unitBytes, 4<<20)
-	p.Add(1 << 20)
-	out = buf.String()
-	if !strings.Contains(out, "verify: bytes") || !strings.Contains(out, "(1.0/4.0 MiB, ") || !strings.Contains(out, "/s") {
-		t.Errorf("byte bar %q does not show the sizes and the rate", out)
+	p.Add(1)
+	if buf.Len() != 0 {
+		t.Errorf("a finished bar drew %q", buf.String())
 	}
 
+	// A rate over the latest progress: a job that slows down says so.
 	buf.Reset()
-	p = newBarReporter(&buf, "backup", "files archived", 0)
+	p = newTestBar(&buf, "reindex", "conversations", 2000, c)
+	for range 20 {
+		c.advance(time.Second)
+		p.Add(50)
+	}
+	for range 12 {
+		c.advance(time.Second)
+		p.Add(1)
+	}
+	if got := lastDrawn(buf.String()); !strings.HasSuffix(got, "reindex: 1012/2000 conversations, 1 conversations/s [32s, 16m28s left]") {
+		t.Errorf("after slowing down the bar shows %q: want the rate of the last 10 s, not the average", got)
+	}
+
+	// Bytes, humanised; an unknown total: a spinner and the count.
+	buf.Reset()
+	p = newTestBar(&buf, "verify", unitBytes, 4<<20, c)
+	p.Add(1 << 20)
+	if got := lastDrawn(buf.String()); !strings.HasSuffix(got, "verify: 1.00 MiB/4.00 MiB [0s]") {
+		t.Errorf("byte bar %q", got)
+	}
+	buf.Reset()
+	p = newTestBar(&buf, "backup", "files archived", 0, c)
 	p.Add(3)
-	out = buf.String()
-	if !strings.Contains(out, "backup: files archived") || !strings.Contains(out, "(3/-, ") {
-		t.Errorf("bar of unknown total %q does not show the count", out)
+	if got := lastDrawn(buf.String()); !strings.HasSuffix(got, "backup: 3 files archived [0s]") || strings.Contains(got, "%") {
+		t.Errorf("bar of unknown total %q", got)
+	}
+}
+
+// screen renders what a terminal shows of out: a carriage return goes
+// back to the line's start, a newline to the next line.
+func screen(out string) []string {
+	var lines []string
+	var cur []rune
+	col := 0
+	for _, r := range out {
+		switch r {
+		case '\r':
+			col = 0
+		case '\n':
+			lines = append(lines, strings.TrimRight(string(cur), " "))
+			cur, col = nil, 0
+		default:
+			if col < len(cur) {
+				cur[col] = r
+			} else {
+				cur = append(cur, r)
+			}
+			col++
+		}
+	}
+	return append(lines, strings.TrimRight(string(cur), " "))
+}
+
+// TestBarLeavesLinesAlone: output written to the terminal while a bar is
+// drawn clears the bar first, so no line shows both; a line written in
+// two parts keeps the bar away until it ends.
+func TestBarLeavesLinesAlone(t *testing.T) {
+	var term bytes.Buffer
+	c := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	p := newTestBar(&term, "migrate", "logs", 3, c)
+	tw := &termWriter{w: &term, line: p.line}
+	for i := 1; i <= 3; i++ {
+		c.advance(time.Second)
+		p.Add(1)
+		fmt.Fprintf(tw, "[%d/3] \"log-%d\" converted\n", i, i)
+		c.advance(time.Second)
+		io.WriteString(tw, "a line in ")
+		p.Add(0) // the bar must wait
+		c.advance(time.Second)
+		io.WriteString(tw, "two parts\n")
+	}
+	p.Finish()
+	lines := screen(term.String())
+	for _, l := range lines {
+		if strings.Contains(l, "|") && (strings.Contains(l, "converted") || strings.Contains(l, "parts")) {
+			t.Errorf("a line shows the bar and other output: %q", l)
+		}
+	}
+	want := []string{`[1/3] "log-1" converted`, "a line in two parts", `[2/3] "log-2" converted`, "a line in two parts", `[3/3] "log-3" converted`, "a line in two parts", ""}
+	if !slices.Equal(lines, want) {
+		t.Errorf("the terminal shows\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }

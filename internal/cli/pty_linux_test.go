@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -143,10 +144,10 @@ func TestProgressOnTerminal(t *testing.T) {
 		t.Fatalf("reindex: exit %d", code)
 	}
 	got := read()
-	if !strings.Contains(got, "reindex: conversations") || !strings.Contains(got, "/40, ") || !strings.Contains(got, "conversations/") {
-		t.Errorf("the terminal shows %q: want the bar of conversations, with the total and the rate", got)
+	if !regexp.MustCompile(`% \|[^|]*\| +reindex: \d+/40 conversations \[0s\]`).MatchString(got) || strings.Contains(got, "/s") {
+		t.Errorf("the terminal shows %q: want the bar of conversations, with the total and no rate (too early)", got)
 	}
-	if strings.Contains(out.String(), "reindex: conversations") {
+	if strings.Contains(out.String(), "reindex: ") {
 		t.Error("the bar went to stdout")
 	}
 
@@ -155,7 +156,7 @@ func TestProgressOnTerminal(t *testing.T) {
 	if code != exitPartial {
 		t.Fatalf("-q reindex: exit %d", code)
 	}
-	if got := read2(); strings.Contains(got, "reindex: conversations") {
+	if got := read2(); strings.Contains(got, "reindex: ") {
 		t.Errorf("-q drew a bar: %q", got)
 	}
 }
@@ -210,4 +211,44 @@ func TestDeleteAsksOnTerminal(t *testing.T) {
 	if code != 0 || stdout != "deleted "+ids[2]+"\n" || stderr != "" || exists(ids[2]) {
 		t.Fatalf("--yes: exit %d, stdout %q, stderr %q; want no question", code, stdout, stderr)
 	}
+}
+
+// TestBarAndLinesOnOneTerminal: migrate with stdout and stderr on one
+// terminal prints a line per log while its bar is drawn; no line the
+// terminal shows holds both.
+func TestBarAndLinesOnOneTerminal(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if _, err := fixtures.Generate(dir, fixtures.Options{Seed: 3, Conversations: 30}); err != nil {
+		t.Fatal(err)
+	}
+	tty, read := openPty(t)
+	code := Main(context.Background(), []string{"convkit", "--data-dir", dir, "migrate"}, nil, tty, tty, func(k string) string {
+		if k == "TMPDIR" {
+			return t.TempDir()
+		}
+		return ""
+	})
+	if code != exitFailure { // the corrupt log
+		t.Fatalf("migrate: exit %d", code)
+	}
+	lines := screen(read())
+	logLine := regexp.MustCompile(`\[\d+/\d+\] "`)
+	bars, logLines := 0, 0
+	for _, l := range lines {
+		bar := strings.Contains(l, "migrate: ") && strings.Contains(l, " logs [")
+		log := logLine.MatchString(l)
+		if bar {
+			bars++
+		}
+		if log {
+			logLines++
+		}
+		if bar && log || bar && strings.Contains(l, "Summary:") {
+			t.Errorf("the terminal shows a line with the bar and other output: %q", l)
+		}
+	}
+	if logLines < 20 {
+		t.Errorf("%d per-log lines on the terminal:\n%s", logLines, strings.Join(lines, "\n"))
+	}
+	t.Logf("%d lines, %d per-log lines, %d with the bar left on them", len(lines), logLines, bars)
 }

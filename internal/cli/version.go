@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"time"
 
 	ucli "github.com/urfave/cli/v2"
 )
@@ -12,21 +13,54 @@ import (
 //
 //	go build -ldflags "-X github.com/convkit/convkit/internal/cli.version=v1.2.3" ./cmd/convkit
 //
-// Otherwise it comes from the module version go install records, else it is
-// "devel".
+// Otherwise buildVersion reads what the go command recorded.
 var version string
 
 // readBuildInfo is debug.ReadBuildInfo; tests replace it.
 var readBuildInfo = debug.ReadBuildInfo
 
+// buildVersion is the version the binary reports: the one set at link
+// time, else the main module's version the go command recorded (go
+// install ...@v1.2.3, or a build in a checkout: its tag, or a
+// pseudo-version of its commit), else, when only the version control
+// revision was recorded, a pseudo-version of it, v0.0.0-TIME-REVISION
+// (+dirty for a modified checkout); "devel" when nothing was recorded (go
+// run, -buildvcs=false).
 func buildVersion() string {
 	if version != "" {
 		return version
 	}
-	if info, ok := readBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		return info.Main.Version
+	info, ok := readBuildInfo()
+	if !ok {
+		return "devel"
 	}
-	return "devel"
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, at string
+	dirty := false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if len(rev) < 12 {
+		return "devel"
+	}
+	stamp := "00000000000000"
+	if t, err := time.Parse(time.RFC3339, at); err == nil {
+		stamp = t.UTC().Format("20060102150405")
+	}
+	v := "v0.0.0-" + stamp + "-" + rev[:12]
+	if dirty {
+		v += "+dirty"
+	}
+	return v
 }
 
 func newVersionCommand(e *env) *ucli.Command {
