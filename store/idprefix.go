@@ -14,20 +14,24 @@ import (
 
 // A conversation is named by its whole id or by any prefix of it of at
 // least MinIDPrefix characters that no other conversation of the store
-// shares, as git names commits. This file is the one place that resolves
-// such names; every command that takes conversation ids calls it.
+// shares, as git names commits; a session likewise among the sessions of
+// its conversation. This file is the one place that resolves such names;
+// every command that takes conversation or session ids calls it.
 
 // MinIDPrefix is the length, in characters, of the shortest prefix that
 // names a conversation.
 const MinIDPrefix = 4
 
 // ErrAmbiguousID is wrapped by an *AmbiguousIDError.
-var ErrAmbiguousID = errors.New("names more than one conversation")
+var ErrAmbiguousID = errors.New("ambiguous id prefix")
 
 // AmbiguousIDError refuses a prefix that more than one conversation id
-// starts with.
+// (or session id of one conversation) starts with.
 type AmbiguousIDError struct {
 	Prefix string
+	// Conversation is "" for a prefix of conversation ids, else the
+	// conversation whose session ids it starts.
+	Conversation string
 	// Candidates are the ids it could mean, sorted.
 	Candidates []string
 }
@@ -44,7 +48,11 @@ func (e *AmbiguousIDError) Error() string {
 		}
 		q = append(q, display.Quote(c))
 	}
-	return fmt.Sprintf("%s %v: %s", display.Quote(e.Prefix), ErrAmbiguousID, strings.Join(q, ", "))
+	what := "conversation"
+	if e.Conversation != "" {
+		what = "session of conversation " + display.Quote(e.Conversation)
+	}
+	return fmt.Sprintf("%s names more than one %s: %s", display.Quote(e.Prefix), what, strings.Join(q, ", "))
 }
 
 func (e *AmbiguousIDError) Unwrap() error { return ErrAmbiguousID }
@@ -79,21 +87,61 @@ func (s *Store) ResolveIDs(refs []string) ([]string, error) {
 			}
 			listed = true
 		}
-		var found []string
-		for _, id := range ids {
-			if strings.HasPrefix(id, ref) {
-				found = append(found, id)
-			}
+		id, err := byPrefix(ref, ids)
+		if err != nil {
+			return nil, err
 		}
-		switch len(found) {
-		case 0:
-		case 1:
-			out[i] = found[0]
-		default:
-			return nil, &AmbiguousIDError{Prefix: ref, Candidates: found}
-		}
+		out[i] = id
 	}
 	return out, nil
+}
+
+// byPrefix is the one of ids (sorted) that ref is a prefix of, ref itself
+// when none is, or an *AmbiguousIDError.
+func byPrefix(ref string, ids []string) (string, error) {
+	var found []string
+	for _, id := range ids {
+		if strings.HasPrefix(id, ref) {
+			found = append(found, id)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return ref, nil
+	case 1:
+		return found[0], nil
+	}
+	return "", &AmbiguousIDError{Prefix: ref, Candidates: found}
+}
+
+// ResolveSessionID returns the session of conversation convID (a whole
+// id) that ref names, as ResolveIDs resolves conversation ids: a session
+// with a log of id ref, else the one session id of the conversation's
+// logs that ref (at least MinIDPrefix characters) starts. A ref that names
+// none is returned as it is; a conversation that cannot be listed returns
+// ref, for the caller's own error.
+func (s *Store) ResolveSessionID(convID, ref string) (string, error) {
+	c, _, err := s.WalkConversation(convID)
+	if err != nil || utf8.RuneCountInString(ref) < MinIDPrefix {
+		return ref, nil
+	}
+	var ids []string
+	for _, l := range c.Logs {
+		if l.IsConversationLog {
+			continue
+		}
+		if l.ID == ref {
+			return ref, nil
+		}
+		ids = append(ids, l.ID)
+	}
+	sort.Strings(ids)
+	id, err := byPrefix(ref, ids)
+	var amb *AmbiguousIDError
+	if errors.As(err, &amb) {
+		amb.Conversation = convID
+	}
+	return id, err
 }
 
 // ResolveID is ResolveIDs of one ref.

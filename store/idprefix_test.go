@@ -100,3 +100,32 @@ func TestAmbiguousIDErrorBounded(t *testing.T) {
 		t.Errorf("%q\nwant %q", got, want)
 	}
 }
+
+// TestResolveSessionID: a session is named by a unique prefix of its id
+// among its conversation's session logs.
+func TestResolveSessionID(t *testing.T) {
+	dir := t.TempDir()
+	s := at(dir)
+	p, err := ConversationPath(dir, "c1")
+	mustNil(t, err)
+	mustNil(t, os.MkdirAll(p, 0o700))
+	for _, name := range []string{"metadata.v4.jsonl", "5af155a0-aaaa.v4.jsonl", "5af1bbbb.v4.jsonl", "783fe8fb.v4.jsonl", "783f.v3.jsonl"} {
+		mustNil(t, os.WriteFile(filepath.Join(p, name), nil, 0o600))
+	}
+	for _, tt := range []struct{ ref, want string }{
+		{"5af155", "5af155a0-aaaa"}, {"5af1bbbb", "5af1bbbb"}, {"783f", "783f"}, {"783fe", "783fe8fb"},
+		{"abc", "abc"}, {"ffff", "ffff"}, {"meta", "meta"}, // the conversation log is no session
+	} {
+		if got, err := s.ResolveSessionID("c1", tt.ref); err != nil || got != tt.want {
+			t.Errorf("ResolveSessionID(c1, %q) = %q, %v; want %q", tt.ref, got, err, tt.want)
+		}
+	}
+	_, err = s.ResolveSessionID("c1", "5af1")
+	want := `"5af1" names more than one session of conversation "c1": "5af155a0-aaaa", "5af1bbbb"`
+	if !errors.Is(err, ErrAmbiguousID) || err.Error() != want {
+		t.Errorf("ResolveSessionID(c1, 5af1) = %v, want %s", err, want)
+	}
+	if got, err := s.ResolveSessionID("nope", "5af1"); err != nil || got != "5af1" {
+		t.Errorf("no such conversation: %q, %v", got, err)
+	}
+}

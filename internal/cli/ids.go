@@ -20,3 +20,14 @@ func resolveIDs(c *ucli.Context, s *store.Store, refs []string) ([]string, error
 	}
 	return ids, err
 }
+
+// resolveSessionID is resolveIDs of a session of conversation convID
+// (store.ResolveSessionID).
+func resolveSessionID(c *ucli.Context, s *store.Store, convID, ref string) (string, error) {
+	id, err := s.ResolveSessionID(convID, ref)
+	var amb *store.AmbiguousIDError
+	if errors.As(err, &amb) {
+		return "", usageWithHint(c, "give more of the id", "session id %s", amb.Error())
+	}
+	return id, err
+}

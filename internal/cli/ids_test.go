@@ -25,6 +25,12 @@ func TestIDPrefixes(t *testing.T) {
 	id := rep.Find(fixtures.CaseBasic).ID
 	other := rep.Find(fixtures.CaseCompaction).ID
 	prefix := id[:8]
+	var session string
+	for _, l := range rep.Find(fixtures.CaseCompaction).Logs {
+		if l.SessionID != "" {
+			session = l.SessionID
+		}
+	}
 	run := func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
 		code := Main(context.Background(), append([]string{"convkit", "--data-dir", dir}, args...), strings.NewReader(""), &out, &errb,
@@ -39,6 +45,7 @@ func TestIDPrefixes(t *testing.T) {
 		{[]string{"archive", prefix, other[:4]}, "archived " + id + "\narchived " + other + "\n"},
 		{[]string{"unarchive", other[:6], prefix}, "unarchived " + other + "\nunarchived " + id + "\n"},
 		{[]string{"inspect", "--stats", prefix}, `conversation log "` + id + `"`},
+		{[]string{"inspect", "--stats", other[:8], session[:8]}, `session log "` + session + `"`},
 		{[]string{"export", prefix, "--to", filepath.Join(t.TempDir(), "one.tar.zst")}, "EXPORTED " + id},
 	} {
 		code, stdout, stderr := run(tc.args...)

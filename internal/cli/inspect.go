@@ -233,6 +233,11 @@ func inspectTarget(c *ucli.Context, e *env, args []string) (*inspect.Target, err
 		if ids, err = resolveIDs(c, s, args[:1]); err != nil {
 			return nil, err
 		}
+		if session != "" {
+			if session, err = resolveSessionID(c, s, ids[0], session); err != nil {
+				return nil, err
+			}
+		}
 		p, err = s.FindLog(ids[0], session)
 	}
 	if err != nil {
