@@ -61,15 +61,17 @@ func (e *AmbiguousIDError) Unwrap() error { return ErrAmbiguousID }
 // is a conversation's whole id (its directory is there, whatever it holds)
 // names that conversation; else a ref of at least MinIDPrefix characters
 // that exactly one conversation id starts with names that one; two or more
-// give an *AmbiguousIDError. A ref that names nothing is returned as it
-// is, for the caller's own "no such conversation". The store's
-// conversations directory is listed once, whatever the number of refs;
-// entries that are not directories with canonical names are no
-// conversations.
+// give an *AmbiguousIDError. When no conversation of the store matches, the
+// ids the journals of recent deletes name are tried the same way, so that
+// a delete run again by the same prefix says "already deleted". A ref that
+// names nothing is returned as it is, for the caller's own "no such
+// conversation". The store's conversations directory is listed once,
+// whatever the number of refs; entries that are not directories with
+// canonical names are no conversations.
 func (s *Store) ResolveIDs(refs []string) ([]string, error) {
 	out := make([]string, len(refs))
-	var ids []string
-	listed := false
+	var ids, deleted []string
+	listed, journaled := false, false
 	for i, ref := range refs {
 		out[i] = ref
 		if p, err := ConversationPath(s.dataDir, ref); err != nil {
@@ -91,8 +93,39 @@ func (s *Store) ResolveIDs(refs []string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		if id == ref {
+			if !journaled {
+				if deleted, err = s.journaledIDs(); err != nil {
+					return nil, err
+				}
+				journaled = true
+			}
+			if id, err = byPrefix(ref, deleted); err != nil {
+				return nil, err
+			}
+		}
 		out[i] = id
 	}
+	return out, nil
+}
+
+// journaledIDs are the ids the delete journals name, sorted, each once.
+func (s *Store) journaledIDs() ([]string, error) {
+	js, err := s.deleteJournals()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, j := range js {
+		for _, id := range j.ids {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+	}
+	sort.Strings(out)
 	return out, nil
 }
 

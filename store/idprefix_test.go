@@ -1,11 +1,14 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/convkit/convkit/convlog"
 )
 
 func TestResolveIDs(t *testing.T) {
@@ -127,5 +130,38 @@ func TestResolveSessionID(t *testing.T) {
 	}
 	if got, err := s.ResolveSessionID("nope", "5af1"); err != nil || got != "5af1" {
 		t.Errorf("no such conversation: %q, %v", got, err)
+	}
+}
+
+// TestResolveIDsDeleted: a prefix that names no conversation of the store
+// names one a recent delete removed, so that the delete run again by the
+// same prefix finishes as "already deleted".
+func TestResolveIDsDeleted(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Plain)
+	for _, id := range []string{"aaaa-1111", "aaaa-2222", "bbbb-1111"} {
+		mustNil(t, s.CreateConversation(id, "/p", nil, nil))
+	}
+	mustNil(t, s.DeleteAll(ctx, []string{"aaaa-1111", "bbbb-1111"}, DeleteOptions{}))
+	for _, tt := range []struct{ ref, want string }{
+		{"aaaa", "aaaa-2222"}, // the one in the store
+		{"bbbb", "bbbb-1111"}, // gone, named by the journal
+		{"aaaa-1", "aaaa-1111"},
+		{"cccc", "cccc"},
+	} {
+		if got, err := s.ResolveID(tt.ref); err != nil || got != tt.want {
+			t.Errorf("ResolveID(%q) = %q, %v; want %q", tt.ref, got, err, tt.want)
+		}
+	}
+	var got []string
+	mustNil(t, s.DeleteAll(ctx, []string{"bbbb-1111"}, DeleteOptions{Done: func(id string, already bool) error {
+		if already {
+			got = append(got, id)
+		}
+		return nil
+	}}))
+	if len(got) != 1 {
+		t.Errorf("the rerun by the resolved id: already deleted %q", got)
 	}
 }
