@@ -2,13 +2,18 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/convkit/convkit/store"
 )
 
 var updateMan = flag.Bool("update", false, "rewrite docs/convkit.1 from the command definitions")
@@ -110,4 +115,88 @@ func manSection(page, path string) string {
 		}
 	}
 	return ""
+}
+
+// TestReadmeWalkThrough: every convkit line of the README's "Try it"
+// parses with the real command definitions, and every conversation or
+// session id in it names one conversation (or session) of the store its
+// fixtures line generates.
+func TestReadmeWalkThrough(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(readme)
+	i := strings.Index(s, "## Try it\n\n```\n")
+	if i < 0 {
+		t.Fatal("README.md has no Try it block")
+	}
+	block := s[i+len("## Try it\n\n```\n"):]
+	block = block[:strings.Index(block, "```")]
+	tmp := t.TempDir()
+	dataDir := ""
+	var runs [][]string
+	for _, line := range strings.Split(block, "\n") {
+		if c := strings.Index(line, "  #"); c >= 0 {
+			line = line[:c]
+		}
+		for _, part := range strings.Split(line, "&&") {
+			words, ok := convkitWords(strings.TrimSpace(part))
+			if !ok {
+				continue
+			}
+			for j, w := range words {
+				words[j] = strings.ReplaceAll(w, "/tmp/", tmp+"/")
+			}
+			if _, code, stderr := parseOnly(t, words...); code != 0 {
+				t.Errorf("README: %q: exit %d: %s", part, code, stderr)
+			}
+			if len(words) > 0 && words[0] == "fixtures" && dataDir == "" {
+				if code, _, stderr := run(t, nil, words...); code != 0 {
+					t.Fatalf("README's %q: exit %d, %s", line, code, stderr)
+				}
+				dataDir = words[slices.Index(words, "--to")+1]
+				continue
+			}
+			runs = append(runs, words)
+		}
+	}
+	if dataDir == "" {
+		t.Fatal("the README's walk-through generates no store")
+	}
+	s0, err := store.Open(context.Background(), dataDir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s0.Close()
+	hexID := regexp.MustCompile(`^[0-9a-f]{8}$`)
+	checked := 0
+	for _, words := range runs {
+		var ids []string
+		for _, w := range words {
+			if hexID.MatchString(w) {
+				ids = append(ids, w)
+			}
+		}
+		for k, ref := range ids {
+			if k == 1 && words[0] == "inspect" {
+				conv, _ := s0.ResolveID(ids[0])
+				if id, err := s0.ResolveSessionID(conv, ref); err != nil || id == ref {
+					t.Errorf("README: %q: session %s names no session of %s (%v)", words, ref, conv, err)
+				}
+				checked++
+				continue
+			}
+			if id, err := s0.ResolveID(ref); err != nil || id == ref {
+				t.Errorf("README: %q: %s names no conversation of the generated store (%v)", words, ref, err)
+			}
+			checked++
+		}
+	}
+	if checked < 5 {
+		t.Errorf("the README's walk-through names %d ids; want its commands to use ordinary conversations", checked)
+	}
+	if strings.Contains(block, "team/") {
+		t.Error("the README's walk-through uses the hostile id")
+	}
 }
