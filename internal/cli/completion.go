@@ -203,6 +203,9 @@ func newCompletionModel(app *ucli.App) completionModel {
 	for _, n := range commandNodes(app) {
 		cn := completionNode{path: n.name()}
 		cn.args, cn.args1 = argCompletion(n.cmd)
+		if n.cmd.Name == "help" && len(n.path) == 1 {
+			cn.args1 = strings.Join(commandNames(app.Commands), " ") // help COMMAND
+		}
 		for _, s := range n.cmd.Subcommands {
 			if !s.Hidden {
 				cn.subs = append(cn.subs, s)

@@ -35,6 +35,8 @@ var completionCases = []struct {
 	{[]string{"fixtures", "--compress", ""}, []string{"zstd", "none"}, []string{"keep"}},
 	{[]string{"completion", ""}, []string{"bash", "zsh", "fish"}, nil},
 	{[]string{"lock", ""}, []string{"status"}, nil},
+	{[]string{"help", "mi"}, []string{"migrate"}, []string{"backup"}},
+	{[]string{"help", ""}, []string{"backup", "list", "completion"}, []string{"status", "__complete"}},
 	{[]string{"migrate-sessions", "--j"}, []string{"--jobs"}, nil},
 	// After "--" nothing is an option.
 	{[]string{"inspect", "--", "--"}, nil, []string{"--stats"}},
