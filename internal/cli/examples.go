@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"strings"
 )
 
 // example is one invocation a command's help and the man page show: a
@@ -162,72 +161,4 @@ func writeExamples(w io.Writer, path string) {
 		}
 		fmt.Fprintf(w, "   # %s\n   %s\n", x.note, x.line)
 	}
-}
-
-// splitShell splits a shell line into words, as sh would for what the
-// examples use: blanks separate words, single and double quotes group
-// them (a backslash escapes in double quotes). It stops at the first
-// operator (|, >, <, &&, ;): the rest is another command's. ok is false
-// for an unterminated quote.
-func splitShell(line string) (words []string, ok bool) {
-	var cur strings.Builder
-	inWord := false
-	flush := func() {
-		if inWord {
-			words = append(words, cur.String())
-			cur.Reset()
-			inWord = false
-		}
-	}
-	for i := 0; i < len(line); i++ {
-		ch := line[i]
-		switch {
-		case ch == ' ' || ch == '\t':
-			flush()
-		case ch == '\'':
-			j := strings.IndexByte(line[i+1:], '\'')
-			if j < 0 {
-				return nil, false
-			}
-			cur.WriteString(line[i+1 : i+1+j])
-			inWord = true
-			i += j + 1
-		case ch == '"':
-			i++
-			for ; i < len(line) && line[i] != '"'; i++ {
-				if line[i] == '\\' && i+1 < len(line) {
-					i++
-				}
-				cur.WriteByte(line[i])
-			}
-			if i >= len(line) {
-				return nil, false
-			}
-			inWord = true
-		case !inWord && strings.ContainsRune("|<>;&", rune(ch)):
-			flush()
-			return words, true
-		default:
-			cur.WriteByte(ch)
-			inWord = true
-		}
-	}
-	flush()
-	return words, true
-}
-
-// convkitWords are the words of an example's convkit invocation, after
-// the program's name: an example may start with another command piping
-// into convkit (zstd -dc F | convkit inspect -), and may end with one.
-func convkitWords(line string) ([]string, bool) {
-	for _, part := range strings.Split(line, "|") {
-		words, ok := splitShell(strings.TrimSpace(part))
-		if !ok {
-			return nil, false
-		}
-		if len(words) > 0 && words[0] == progName {
-			return words[1:], true
-		}
-	}
-	return nil, false
 }
