@@ -367,6 +367,11 @@ func (j *job) rebuild(ctx context.Context, tree *store.Tree) error {
 	if err := db.Finish(); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		// Interrupted while the index was finished (the checkpoint and
+		// fsync take a while): not swapped in either.
+		return err
+	}
 	committed = true
 	if err := swap(tmp, s.IndexPath()); err != nil {
 		os.Remove(tmp)

@@ -429,11 +429,12 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 	// index: it goes before the index is written.
 	imp.convs, imp.byID, imp.m, imp.staged = nil, nil, nil, nil
 	imp.updateIndex(ctx, changed)
-	if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil && res.Index != "built" && res.Index != "updated" {
 		// Interrupted while the index was written: the import is not
 		// finished, whatever the warning about the index says (a rerun
 		// finds the conversations unchanged and brings the index up to
-		// date).
+		// date). A signal after the index was swapped in finds the
+		// import finished.
 		return res, err
 	}
 	return res, nil
