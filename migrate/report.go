@@ -486,7 +486,7 @@ func (r *report) finish(opts Options) *Summary {
 	}
 	t := r.sum.Totals
 	if r.sum.DryRun {
-		r.lineLocked("Plan: %d log(s) would be converted, needing about %d bytes", t.Planned, r.sum.PlannedBytes)
+		r.lineLocked("Plan: %d log(s) would be converted, needing about %s", t.Planned, display.Size(r.sum.PlannedBytes))
 	}
 	r.lineLocked("Summary: converted=%d, already-V4=%d, failed=%d, skipped=%d", t.Converted, t.AlreadyV4, t.Failed, t.Skipped)
 	if len(r.failures) > 0 {

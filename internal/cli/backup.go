@@ -569,7 +569,7 @@ func printArchives(e *env, dir string, list []backup.ArchiveInfo) error {
 		if v := r.Verification; v != nil && r.Verified != backup.VerifiedStale && r.Verified != backup.VerifiedNever {
 			verified += " " + v.At.UTC().Format("2006-01-02 15:04")
 		}
-		t.Row(text(r.Name), r.Time.UTC().Format("2006-01-02 15:04:05Z"), humanBytes(r.Size), convs, online, verified)
+		t.Row(text(r.Name), r.Time.UTC().Format("2006-01-02 15:04:05Z"), display.Size(r.Size), convs, online, verified)
 	}
 	return t.Flush()
 }
@@ -579,28 +579,6 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
-}
-
-// humanBytes is n in IEC units, to three significant digits: 812 B,
-// 12.4 MiB, 1.07 GiB.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, exp := float64(n), 0
-	for v >= unit && exp < 6 {
-		v /= unit
-		exp++
-	}
-	suffix := []string{"", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}[exp]
-	switch {
-	case v < 10:
-		return fmt.Sprintf("%.2f %s", v, suffix)
-	case v < 100:
-		return fmt.Sprintf("%.1f %s", v, suffix)
-	}
-	return fmt.Sprintf("%.0f %s", v, suffix)
 }
 
 func newRestoreCommand(e *env) *ucli.Command {
