@@ -1040,7 +1040,7 @@ func appendedBytes(t *testing.T, p string, n int) []byte {
 	// its end would break the turn's path.
 	last := events[len(events)-1].Time
 	for i := 0; i < n; i++ {
-		title := convlog.Event{Type: "session/title", Time: last, Data: []byte(fmt.Sprintf(`{"title":"grown %d"}`, i))}
+		title := convlog.Event{Type: "session/title", Time: last, Data: []byte(fmt.Sprintf(`{"title":"grown %d","messageSeqs":[],"source":{"kind":"user"}}`, i))}
 		if err := w.Append([]convlog.Event{title, title}); err != nil {
 			t.Fatal(err)
 		}

@@ -71,6 +71,10 @@ type loaded struct {
 	problem string
 	// shapeErr: the structure check failed (info.Error says so too).
 	shapeErr string
+	// ruleOnly: the strict read found the log refused by a rule of the
+	// format beyond its lines (convlog's admission, as reindex applies
+	// it) and by nothing else; info.Error says which.
+	ruleOnly bool
 	// For the conversation log: what reindex will find in it.
 	conv convFacts
 }
@@ -291,6 +295,9 @@ func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole boo
 		l.conv.headerType, l.conv.headerID = h.Type, h.ID
 	}
 	var events int64
+	// The admission reindex applies: a log it refuses is invalid here too.
+	rules := convlog.NewValidator(r.Header(), nil)
+	var ruleErr error
 	for {
 		e, err := r.Next()
 		if err == io.EOF {
@@ -301,9 +308,18 @@ func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole boo
 			return
 		}
 		events++
+		if err := rules.Check(e); err != nil && ruleErr == nil {
+			ruleErr = r.RuleProblem(err)
+		}
 		if j.convLog {
 			l.conv.note(e)
 		}
+	}
+	if err := rules.Finish(); err != nil && ruleErr == nil {
+		ruleErr = fmt.Errorf("%s: line 1: %w", j.name, err)
+	}
+	if ruleErr != nil {
+		l.info.Error, l.ruleOnly = ruleErr.Error(), true
 	}
 	l.info.Events = events
 	pr, whole = r.ReadPrefix()

@@ -85,8 +85,8 @@ func (g *benchGen) turn(evs []Event, turn int) []Event {
 		for i := range img {
 			img[i] = byte(g.rng.Uint32())
 		}
-		content = fmt.Sprintf(`[{"type":"text","text":"see the screenshot"},{"type":"image","mediaType":"image/png","data":"%s"}]`,
-			base64.StdEncoding.EncodeToString(img))
+		content = fmt.Sprintf(`[{"type":"text","text":"see the screenshot"},{"type":"image","attachment":{"attachmentId":"img%d","mediaType":"image/png","bytes":%d,"width":1440,"height":900},"data":"%s"}]`,
+			g.seq, len(img), base64.StdEncoding.EncodeToString(img))
 	}
 	evs = g.add(evs, TypeUserMessage, fmt.Appendf(nil, `{"role":"user","content":%s,"source":{"kind":"user"},"id":"u%d"}`, content, g.seq), true)
 	steps := 1 + g.rng.IntN(4)
@@ -96,8 +96,8 @@ func (g *benchGen) turn(evs []Event, turn int) []Event {
 		args := fmt.Sprintf(`{"path":"/home/u/proj/%s","pattern":%s}`, benchWords[g.rng.IntN(len(benchWords))], q(g.words(3)))
 		text := g.words(30 + g.rng.IntN(200))
 		evs = g.add(evs, TypeAssistantMessage, fmt.Appendf(nil,
-			`{"turn":%d,"step":%d,"message":{"role":"assistant","content":[{"type":"text","text":%s},{"type":"tool-call","toolCallId":%q,"toolName":"read","input":%s}],"source":{"kind":"model","provider":"deepseek","model":"deepseek-chat"},"id":"a%d"},"stream":[{"type":"text-chunks","time0":1,"index":0,"dt":[3,4,5],"texts":[%s]}],"usage":{"inputTokens":%d,"outputTokens":%d}}`,
-			turn, step, q(text), callID, q(args), g.seq, q(text[:len(text)/2]), g.rng.IntN(100000), g.rng.IntN(4000)), true)
+			`{"turn":%d,"step":%d,"message":{"role":"assistant","content":[{"type":"text","text":%s},{"type":"tool-call","id":%q,"name":"read","arguments":%s}],"source":{"kind":"model","provider":"deepseek","model":"deepseek-chat"},"id":"a%d"},"stream":[{"type":"text-chunks","time0":1,"index":0,"dt":[3],"texts":[%s,%s]}],"usage":{"inputTokens":%d,"outputTokens":%d}}`,
+			turn, step, q(text), callID, q(args), g.seq, q(text[:len(text)/2]), q(text[len(text)/2:]), g.rng.IntN(100000), g.rng.IntN(4000)), true)
 		callSeq := g.seq
 		evs = g.add(evs, "tool/call", fmt.Appendf(nil, `{"turn":%d,"step":%d,"callId":%q,"name":"read","arguments":%s}`, turn, step, callID, q(args)), false)
 		evs = g.add(evs, TypeToolResult, fmt.Appendf(nil,
@@ -199,6 +199,35 @@ func benchRead(b *testing.B, comp Compression) {
 
 func BenchmarkReadPlain(b *testing.B) { benchRead(b, Plain) }
 func BenchmarkReadZstd(b *testing.B)  { benchRead(b, Zstd) }
+
+// BenchmarkValidate reads the plain log and checks every event with a
+// Validator, as inspect --validate and reindex do: the cost of the rules
+// beyond one line is its time less BenchmarkReadPlain's.
+func BenchmarkValidate(b *testing.B) {
+	path, size := benchLog(b, Plain)
+	b.SetBytes(size)
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := Open(path, ReaderOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		v := NewValidator(r.Header(), nil)
+		for {
+			e, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := v.Check(e); err != nil {
+				b.Fatal(r.RuleProblem(err))
+			}
+		}
+		r.Close()
+	}
+}
 
 func benchWrite(b *testing.B, comp Compression) {
 	_, size := benchData()

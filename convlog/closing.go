@@ -1,9 +1,7 @@
 package convlog
 
 import (
-	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/convkit/convkit/internal/rawjson"
@@ -27,10 +25,9 @@ const (
 //
 //   - when the open step's last model call was cut off (an
 //     assistant/attempt that no answer followed), an assistant/message
-//     with "interrupted":true holding what it had produced: its text and
-//     reasoning blocks (an unfinished block marked "interrupted":true);
-//     tool calls it had not finished asking for are left out, as they never
-//     ran;
+//     with "interrupted":true holding what its stream had produced (see
+//     partialContent), its source the model the last request/header
+//     named, its own stream empty (the attempt keeps it);
 //   - an error tool/result for every tool call without a result
 //     (TOOL_NOT_STARTED when no tool/call recorded that it ran, else
 //     TOOL_INTERRUPTED), in the open step, or in a step opened for them;
@@ -56,9 +53,13 @@ func CloseTurn(ts TurnState, next, ms int64, reason string) []Event {
 			d := turnStepData(ts.Turn, step)
 			d = append(d[:len(d)-1], `,"message":{"role":"assistant","content":`...)
 			d = append(d, content...)
-			d = append(d, `,"source":{"kind":"model"},"id":`...)
+			d = append(d, `,"source":{"kind":"model","provider":`...)
+			d = rawjson.AppendString(d, ts.Provider)
+			d = append(d, `,"model":`...)
+			d = rawjson.AppendString(d, ts.Model)
+			d = append(d, `},"id":`...)
 			d = rawjson.AppendString(d, fmt.Sprintf("interrupted-answer-%d", ts.AttemptSeq))
-			d = append(d, `},"interrupted":true}`...)
+			d = append(d, `},"stream":[],"interrupted":true}`...)
 			add(TypeAssistantMessage, d, &SurfaceOp{}, nil)
 		}
 	}
@@ -104,95 +105,93 @@ func turnStepData(turn, step int64) []byte {
 	return append(d, '}')
 }
 
-// streamRecord is one record of an answer's embedded stream: a chunk
-// (block-start, block-end, ...) or a run of text, reasoning or tool-call
-// deltas.
-type streamRecord struct {
-	Type  string          `json:"type"`
-	Index *int            `json:"index"`
-	Texts []string        `json:"texts"`
-	Chunk json.RawMessage `json:"chunk"`
-}
-
-type streamChunk struct {
-	Type      string          `json:"type"`
-	Index     *int            `json:"index"`
-	BlockType string          `json:"blockType"`
-	Block     json.RawMessage `json:"block"`
-}
-
 // partialContent rebuilds what a cut-off model call produced from the
-// stream of its assistant/attempt: a JSON array of its text and reasoning
-// blocks in order (a block the stream finished as it was; an unfinished
-// one from its deltas, marked "interrupted":true), or nil when it produced
-// no text.
+// stream of its assistant/attempt, read as the format documents it
+// (content.go's checkStream admitted it): blocks in the order their index
+// first appears; a block-start opens one (its type), text and reasoning
+// deltas (text-chunks and reasoning-chunks records, text-delta and
+// reasoning-delta chunks) add to theirs, the first block-end fixes one as
+// it is. What it returns is a JSON array of the text and reasoning blocks
+// whose text is not all white space (a block the stream finished as it
+// was; an unfinished one from its deltas, marked "interrupted":true), or
+// nil when there is none: tool calls it had not finished asking for never
+// ran.
 func partialContent(attempt []byte) []byte {
-	var d struct {
-		Stream []streamRecord `json:"stream"`
-	}
-	if json.Unmarshal(attempt, &d) != nil {
-		return nil
-	}
 	type block struct {
 		kind  string
-		text  strings.Builder
-		final json.RawMessage
+		text  []byte
+		final []byte
 	}
-	blocks := map[int]*block{}
-	get := func(i int) *block {
-		b := blocks[i]
+	var order []*block
+	byIndex := map[int64]*block{}
+	get := func(index []byte, kind string) *block {
+		i, _ := rawjson.Int(index)
+		b := byIndex[i]
 		if b == nil {
-			b = &block{}
-			blocks[i] = b
+			b = &block{kind: kind}
+			byIndex[i] = b
+			order = append(order, b)
+		} else if b.kind == "" {
+			b.kind = kind
 		}
 		return b
 	}
-	for _, r := range d.Stream {
-		switch r.Type {
+	addText := func(b *block, raw []byte) {
+		if b.final == nil {
+			b.text, _ = rawjson.AppendUnquote(b.text, raw)
+		}
+	}
+	for it := rawjson.Array(rawjson.Get(attempt, "stream")); ; {
+		rec, ok := it.Next()
+		if !ok {
+			break
+		}
+		switch typ := str(rawjson.Get(rec, "type")); typ {
 		case "text-chunks", "reasoning-chunks":
-			if r.Index == nil {
-				continue
+			b := get(rawjson.Get(rec, "index"), strings.TrimSuffix(typ, "-chunks"))
+			for ti := rawjson.Array(rawjson.Get(rec, "texts")); ; {
+				t, ok := ti.Next()
+				if !ok {
+					break
+				}
+				addText(b, t)
 			}
-			b := get(*r.Index)
-			if b.kind == "" {
-				b.kind = strings.TrimSuffix(r.Type, "-chunks")
-			}
-			for _, t := range r.Texts {
-				b.text.WriteString(t)
-			}
+		case "tool-call-chunks":
+			get(rawjson.Get(rec, "index"), "tool-call")
 		case "chunk":
-			var c streamChunk
-			if json.Unmarshal(r.Chunk, &c) != nil || c.Index == nil {
-				continue
-			}
-			switch c.Type {
+			c := rawjson.Get(rec, "chunk")
+			index := rawjson.Get(c, "index")
+			switch ct := str(rawjson.Get(c, "type")); ct {
+			case "text-delta", "reasoning-delta":
+				addText(get(index, strings.TrimSuffix(ct, "-delta")), rawjson.Get(c, "text"))
+			case "tool-call-delta":
+				get(index, "tool-call")
 			case "block-start":
-				get(*c.Index).kind = c.BlockType
+				get(index, str(rawjson.Get(c, "blockType")))
 			case "block-end":
-				get(*c.Index).final = c.Block
+				blk := rawjson.Get(c, "block")
+				if b := get(index, str(rawjson.Get(blk, "type"))); b.final == nil {
+					b.final = blk
+				}
 			}
 		}
 	}
-	idx := make([]int, 0, len(blocks))
-	for i := range blocks {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
 	out := []byte{'['}
 	n := 0
-	for _, i := range idx {
-		b := blocks[i]
-		if b.kind != "text" && b.kind != "reasoning" {
-			continue // a tool call that was not finished never ran
-		}
+	for _, b := range order {
 		var blk []byte
 		switch {
+		case b.kind != "text" && b.kind != "reasoning":
+			continue // a tool call that was not finished never ran
 		case b.final != nil:
+			if t, _ := rawjson.String(rawjson.Get(b.final, "text")); strings.TrimSpace(t) == "" {
+				continue
+			}
 			blk = b.final
-		case b.text.Len() > 0:
+		case strings.TrimSpace(string(b.text)) != "":
 			blk = rawjson.AppendString([]byte(`{"type":`), b.kind)
 			blk = append(blk, `,"text":`...)
-			blk = rawjson.AppendString(blk, b.text.String())
+			blk = rawjson.AppendString(blk, string(b.text))
 			blk = append(blk, `,"interrupted":true}`...)
 		default:
 			continue

@@ -17,13 +17,15 @@
 //   - Writing: Create publishes a new version 4 log without overwriting;
 //     OpenAppend and Writer.Append add durable batches (one zstd frame
 //     each), cutting a torn tail before the first.
-//   - The rules beyond one line: Validator checks a stored message's
-//     identity and source (StoredMessage, NewStoredMessage), the history's
-//     replacements and the turn's path, for the writer (a batch that breaks
-//     one is refused with a *RuleError before anything is written), for
-//     inspect --validate and for reindex alike. Writer.Turn says where a
-//     turn stands, and CloseTurn builds the events that close an
-//     interrupted one.
+//   - The rules beyond one line: every payload's schema (one per event
+//     type, schemas.go), a stored message's identity and source
+//     (StoredMessage, NewStoredMessage), the turn's path, the history's
+//     replacements and the relationships between events. Validator checks
+//     them event by event for the writer (a batch that breaks one is
+//     refused with a *RuleError naming the event and the member before
+//     anything is written), for inspect --validate and for reindex
+//     alike. Writer.Turn says where a turn stands, and CloseTurn builds the
+//     events that close an interrupted one.
 //   - The history a model reads: History, with one interpreter per surface
 //     type in the Registry.
 //

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -321,6 +322,7 @@ func roundTripEvents(text, typ string, n uint8, seed int64) [][]Event {
 	var all []Event
 	var nodes []int64    // the history's surface nodes
 	var pending []string // tool calls without a result
+	var unstarted []int  // indexes in pending of calls no tool/call recorded
 	turn, step := int64(0), int64(0)
 	turnOpen, stepOpen := false, false
 	user := func(seq int64) Event {
@@ -339,7 +341,7 @@ func roundTripEvents(text, typ string, n uint8, seed int64) [][]Event {
 		}
 		switch {
 		case seq == 0 || (k == 0 && !turnOpen):
-			turn, step, turnOpen, stepOpen, pending = turn+1, 0, true, false, nil
+			turn, step, turnOpen, stepOpen, pending, unstarted = turn+1, 0, true, false, nil, nil
 			e = Event{Type: "turn/start", Data: fmt.Appendf(nil, `{"turn":%d}`, turn)}
 		case k == 0 && !stepOpen:
 			step, stepOpen = step+1, true
@@ -359,6 +361,10 @@ func roundTripEvents(text, typ string, n uint8, seed int64) [][]Event {
 			}
 			call := pending[0]
 			pending = pending[1:]
+			unstarted = slices.DeleteFunc(unstarted, func(i int) bool { return i == 0 })
+			for i := range unstarted {
+				unstarted[i]--
+			}
 			e = Event{Type: TypeToolResult, SurfaceOp: &SurfaceOp{}, SourceEventSeqs: seqs,
 				Data: fmt.Appendf(nil, `{"turn":%d,"step":%d,"message":{"role":"tool","source":{"kind":"tool","callId":%q},"toolCallId":%q,"content":[{"type":"text","text":%s}],"id":"r%d"}}`, turn, step, call, call, q(text), seq)}
 		case k == 1 || k == 4:
@@ -369,24 +375,40 @@ func roundTripEvents(text, typ string, n uint8, seed int64) [][]Event {
 				content = fmt.Sprintf(`[{"type":"text","text":%s}]`, q(text))
 			}
 			e = Event{Type: TypeAssistantMessage, SurfaceOp: &SurfaceOp{},
-				Data: fmt.Appendf(nil, `{"turn":%d,"step":%d,"message":{"role":"assistant","content":%s,"source":{"kind":"model"},"id":"a%d"},"stream":[]}`, turn, step, content, seq)}
+				Data: fmt.Appendf(nil, `{"turn":%d,"step":%d,"message":{"role":"assistant","content":%s,"source":{"kind":"model","provider":"p","model":"m"},"id":"a%d"},"stream":[]}`, turn, step, content, seq)}
+		case k == 3 && len(unstarted) > 0:
+			// The answer's call starts.
+			call := pending[unstarted[0]]
+			unstarted = unstarted[1:]
+			e = Event{Type: "tool/call", Data: fmt.Appendf(nil, `{"turn":%d,"step":%d,"callId":%q,"name":"x%s,"arguments":%s}`, turn, step, call, q(typ)[1:], q(text))}
 		case k == 3:
+			// An answer asks for a call.
+			unstarted = append(unstarted, len(pending))
 			pending = append(pending, fmt.Sprintf("c%d", seq))
-			e = Event{Type: "tool/call", Data: fmt.Appendf(nil, `{"turn":%d,"step":%d,"callId":"c%d","name":%s,"arguments":%s}`, turn, step, seq, q(typ), q(text))}
+			e = Event{Type: TypeAssistantMessage, SurfaceOp: &SurfaceOp{},
+				Data: fmt.Appendf(nil, `{"turn":%d,"step":%d,"message":{"role":"assistant","content":[{"type":"tool-call","id":"c%d","name":"x%s,"arguments":%s}],"source":{"kind":"model","provider":"p","model":"m"},"id":"a%d"},"stream":[]}`,
+					turn, step, seq, q(typ)[1:], q(text), seq)}
 		case k == 5:
 			e = Event{Type: plugin, Ignorable: true, Data: fmt.Appendf(nil, `{"v":%s,"n":%d}`, q(text), rng.Int64())}
 		case k == 6 && len(nodes) > 0:
 			i := rng.IntN(len(nodes))
 			j := i + rng.IntN(len(nodes)-i)
 			e = Event{Type: TypeUserMessage, SurfaceOp: &SurfaceOp{Replace: true, StartSeq: nodes[i], EndSeq: nodes[j]},
-				SourceEventSeqs: []int64{nodes[i]},
-				Data:            fmt.Appendf(nil, `{"role":"user","content":[],"source":{"kind":"compact-checkpoint"},"id":"k%d"}`, seq)}
+				SourceEventSeqs: slices.Sorted(slices.Values(nodes[i : j+1])),
+				Data:            fmt.Appendf(nil, `{"role":"user","content":[],"source":{"kind":"acme-summary"},"id":"k%d"}`, seq)}
 			nodes = append(nodes[:i:i], append([]int64{seq}, nodes[j+1:]...)...)
 		case k == 7 && turnOpen && !stepOpen:
 			turnOpen = false
-			e = Event{Type: TypeTurnEnd, Data: fmt.Appendf(nil, `{"turn":%d,"reason":{"kind":%q}}`, turn, TurnEndKinds[rng.IntN(len(TurnEndKinds))])}
+			reason := fmt.Sprintf(`{"kind":%q}`, TurnEndKinds[rng.IntN(len(TurnEndKinds))])
+			switch reason {
+			case `{"kind":"aborted"}`:
+				reason = `{"kind":"aborted","reason":{"kind":"user"}}`
+			case `{"kind":"error"}`:
+				reason = `{"kind":"error","error":{"code":"E","message":"failed"}}`
+			}
+			e = Event{Type: TypeTurnEnd, Data: fmt.Appendf(nil, `{"turn":%d,"reason":%s}`, turn, reason)}
 		default:
-			e = Event{Type: "session/title", Data: fmt.Appendf(nil, `{"title":%s}`, q(text))}
+			e = Event{Type: "session/title", Data: fmt.Appendf(nil, `{"title":%s,"messageSeqs":[],"source":{"kind":"user"}}`, q(text))}
 		}
 		if e.SurfaceOp != nil && !e.SurfaceOp.Replace {
 			nodes = append(nodes, seq)

@@ -20,6 +20,7 @@ type messageFields struct {
 	// toolCallID is the message's toolCallId, sourceCallID its source's
 	// callId (tool results).
 	toolCallID, sourceCallID []byte
+	isError                  []byte
 	sourceIsObject           bool
 }
 
@@ -58,6 +59,8 @@ func (f *messageFields) member(m member) {
 		f.content = m.Value
 	case "toolCallId":
 		f.toolCallID = m.Value
+	case "isError":
+		f.isError = m.Value
 	}
 }
 

@@ -3,6 +3,7 @@ package convlog
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"math/rand"
 	"os"
@@ -50,7 +51,7 @@ func TestPrefetchedLinesCheckedTheSame(t *testing.T) {
 		evs := sampleTurn(int64(i + 1))
 		b := make([]byte, 600)
 		rng.Read(b)
-		evs[2].Data = userMsg("u1", base64.StdEncoding.EncodeToString(b))
+		evs[2].Data = userMsg(fmt.Sprint("u", i), base64.StdEncoding.EncodeToString(b))
 		batches = append(batches, evs)
 	}
 	plain := writeLog(t, dir, "s1.v4.jsonl", Plain, batches...)
@@ -204,7 +205,7 @@ func TestPrefetchFramesPooled(t *testing.T) {
 			evs := sampleTurn(int64(i + 1))
 			b := make([]byte, 900+300*k)
 			rng.Read(b)
-			evs[2].Data = userMsg("u1", base64.StdEncoding.EncodeToString(b))
+			evs[2].Data = userMsg(fmt.Sprint("u", i), base64.StdEncoding.EncodeToString(b))
 			if i%50 == 0 {
 				batches = append(batches, nil)
 			}

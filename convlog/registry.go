@@ -25,6 +25,9 @@ type TypeInfo struct {
 
 	// role is what the type is to a turn's path (turnpath.go).
 	role pathRole
+	// schema is the type's place and payload (schemas.go); nil for a
+	// plugin's type, whose payload is its own.
+	schema *eventSchema
 }
 
 // Registry is the set of event types a reader admits.
@@ -74,15 +77,15 @@ func NewRegistry() *Registry {
 	r := &Registry{types: map[string]*TypeInfo{}}
 	for _, t := range surfaceTypes() {
 		t := t
-		t.role = pathRoles[t.Name]
+		t.role, t.schema = pathRoles[t.Name], eventSchemas[t.Name]
 		r.types[t.Name] = &t
 	}
 	for _, n := range logOnlyTypes {
-		r.types[n] = &TypeInfo{Name: n, role: pathRoles[n]}
+		r.types[n] = &TypeInfo{Name: n, role: pathRoles[n], schema: eventSchemas[n]}
 	}
 	for _, n := range ConversationLogTypes {
 		if _, ok := r.types[n]; !ok {
-			r.types[n] = &TypeInfo{Name: n}
+			r.types[n] = &TypeInfo{Name: n, schema: eventSchemas[n]}
 		}
 	}
 	return r

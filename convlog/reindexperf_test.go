@@ -3,6 +3,7 @@ package convlog
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -117,7 +118,7 @@ func TestFramesWithoutContentSize(t *testing.T) {
 	text := strings.Repeat("all work and no play makes jack a dull boy ", 200)
 	for i := range 1000 {
 		evs := sampleTurn(int64(i + 1))
-		evs[2].Data = userMsg("u1", text)
+		evs[2].Data = userMsg(fmt.Sprint("u", i), text)
 		big = append(big, evs)
 	}
 	bigPlain := writeLog(t, dir, "s2.v4.jsonl", Plain, big...)

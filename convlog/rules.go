@@ -35,13 +35,44 @@ type RuleError struct {
 	Seq  int64
 	Type string
 	Msg  string
-	// Kind is ErrMessageIdentity, ErrTurnPath or ErrHistory.
+	// Member is the member the problem is in ("data.stream[2].dt"), ""
+	// when it is the event as a whole.
+	Member string
+	// Kind is ErrPayload, ErrWrongLog, ErrMessageIdentity, ErrTurnPath,
+	// ErrHistory or ErrRelationship.
 	Kind error
 }
 
-func (e *RuleError) Error() string { return fmt.Sprintf("%s at seq %d: %s", e.Type, e.Seq, e.Msg) }
+func (e *RuleError) Error() string {
+	if e.Member != "" {
+		return fmt.Sprintf("%s at seq %d: %s: %s", e.Type, e.Seq, e.Member, e.Msg)
+	}
+	return fmt.Sprintf("%s at seq %d: %s", e.Type, e.Seq, e.Msg)
+}
 
 func (e *RuleError) Unwrap() error { return e.Kind }
+
+// Rule is the name of the rule broken: payload, wrong-log, message,
+// turn-path, history or relationship (docs/FORMAT.md, "Test vectors").
+func (e *RuleError) Rule() string { return ruleName(e.Kind) }
+
+func ruleName(kind error) string {
+	switch kind {
+	case ErrPayload:
+		return "payload"
+	case ErrWrongLog:
+		return "wrong-log"
+	case ErrMessageIdentity:
+		return "message"
+	case ErrTurnPath:
+		return "turn-path"
+	case ErrHistory:
+		return "history"
+	case ErrRelationship:
+		return "relationship"
+	}
+	return "other"
+}
 
 // Validator checks the events of one log, in order, against the rules
 // beyond a single line. Its cost is a state machine per event over the
@@ -76,6 +107,12 @@ type Validator struct {
 	types   [16]*TypeInfo
 	ntypes  int
 	lastMsg []byte
+
+	// id is the header's id; rel the relationships' state (relations.go),
+	// bi what the last message's content held.
+	id  string
+	rel relState
+	bi  blockInfo
 }
 
 // NewValidator returns a validator for the log whose header is h. reg nil
@@ -84,7 +121,8 @@ func NewValidator(h *Header, reg *Registry) *Validator {
 	if reg == nil {
 		reg = DefaultRegistry
 	}
-	v := &Validator{session: h.Type == SessionLog, version: h.Version, reg: reg, seedLen: -1}
+	v := &Validator{session: h.Type == SessionLog, version: h.Version, reg: reg, seedLen: -1, id: h.ID}
+	v.rel.init()
 	v.hist.SkipBodies = true
 	v.path.version = h.Version
 	switch {
@@ -125,29 +163,89 @@ func (v *Validator) Message() []byte { return v.lastMsg }
 // or the writer's own parse (its data is validated JSON). A nil error means
 // the event keeps every rule; a *RuleError says which it breaks, and the
 // validator's state is then as if the event had not been seen.
+//
+// A version 4 log is checked whole, in this order: the type belongs in
+// this kind of log, the data keeps its type's schema (schemas.go), a
+// stored message its identity, source and content, the turn's path, the
+// relationships (relations.go), and the history's replacements.
 func (v *Validator) Check(e *Event) error {
 	v.lastMsg = nil
-	if !v.session || e.Packed > 0 {
+	if e.Packed > 0 {
 		return nil
+	}
+	info := e.info
+	if info == nil || info.Name != e.Type {
+		info = v.lookup(e.Type)
+	}
+	rerr := func(kind error, format string, args ...any) *RuleError {
+		return &RuleError{Seq: e.Seq, Type: e.Type, Msg: fmt.Sprintf(format, args...), Kind: kind}
+	}
+	// first is the problem reported. A writer's validator stops at it; a
+	// reader's goes on where it can, so that one bad event is one
+	// problem: an event whose payload breaks its schema is still followed
+	// on its path and in the history, one that breaks the path, a
+	// relationship or the history is not (the state is as if it had not
+	// been seen).
+	var first *RuleError
+	keep := func(err *RuleError) bool {
+		if first == nil {
+			first = err
+		}
+		return v.strict
+	}
+	done := func() error {
+		if first == nil {
+			return nil
+		}
+		return first
+	}
+	var sc *eventSchema
+	if info != nil && (e.Known || !e.Ignorable) {
+		sc = info.schema
+	}
+	if sc != nil && (sc.log == inSession) != v.session {
+		if e.Ignorable {
+			return nil // an opaque record in this kind of log
+		}
+		return rerr(ErrWrongLog, "a %s log's event type in a %s log: each kind of log has its own types", logName(sc.log), logName(v.logKind()))
+	}
+	current := v.version >= CurrentVersion
+	if current && sc != nil && sc.data != nil {
+		var p *problem
+		if e.scanned {
+			p = sc.data.checkMembers(e.Data, e.dataMembers)
+		} else {
+			p = sc.data.checkObject(e.Data)
+		}
+		if p != nil && keep(ruleProblem(e, p.in("data"))) {
+			return first
+		}
+	}
+	if !v.session {
+		return done()
 	}
 	if v.inSeed && v.seedLen >= 0 && e.Seq >= v.seedLen {
 		v.inSeed = false
 	}
 	spliced := v.path.spliced
 	v.path.spliced = false
-	info := e.info
-	if info == nil || info.Name != e.Type {
-		info = v.lookup(e.Type)
-	}
 	if info == nil || (!e.Known && e.Ignorable) {
 		return nil
 	}
 	role := info.role
 	if role == 0 && !info.Surface {
-		return nil
+		if current && !v.inSeed && first == nil {
+			if p := v.relations(e, &eventFields{}, nil, nil); p != nil {
+				return ruleProblem(e, p)
+			}
+		}
+		return done()
 	}
-	rerr := func(kind error, format string, args ...any) *RuleError {
-		return &RuleError{Seq: e.Seq, Type: e.Type, Msg: fmt.Sprintf(format, args...), Kind: kind}
+	fail := func(err *RuleError) error {
+		if first != nil {
+			return first
+		}
+		return err
 	}
 	var f eventFields
 	var msg []byte
@@ -157,15 +255,19 @@ func (v *Validator) Check(e *Event) error {
 	if info.MessagePath != "" || role != 0 {
 		if err := f.read(e, info.MessagePath, &msg); err != nil {
 			switch {
-			case info.Surface && v.version >= CurrentVersion:
-				return rerr(ErrMessageIdentity, "data is not a JSON object: a surface event carries a stored message")
+			case info.Surface && current:
+				return fail(rerr(ErrMessageIdentity, "data is not a JSON object: a surface event carries a stored message"))
 			case role == roleEndSeed || info.Surface:
-				return nil
+				return done()
 			}
-			return rerr(ErrTurnPath, "data is not a JSON object")
+			return fail(rerr(ErrTurnPath, "data is not a JSON object"))
 		}
 	}
 	var mf messageFields
+	msgPath := "data.message"
+	if info.MessagePath == "" {
+		msgPath = "data"
+	}
 	if msg != nil {
 		ok := true
 		switch {
@@ -176,16 +278,26 @@ func (v *Validator) Check(e *Event) error {
 		default:
 			mf, ok = scanMessage(msg)
 		}
-		if v.version >= CurrentVersion {
+		if current {
 			if !ok {
-				return rerr(ErrMessageIdentity, "message is not a JSON object")
+				return fail(rerr(ErrMessageIdentity, "message is not a JSON object"))
 			}
 			if ierr := mf.identityError(); ierr != nil {
-				return rerr(ErrMessageIdentity, "%v", ierr)
+				return fail(rerr(ErrMessageIdentity, "%v", ierr))
 			}
 			if e.Type == TypeToolResult && (!nonEmptyString(mf.toolCallID) || !bytes.Equal(unquoted(mf.toolCallID), unquoted(mf.sourceCallID))) {
-				return rerr(ErrMessageIdentity, "tool result %s needs a toolCallId equal to its source's callId (toolCallId %s, source callId %s)",
-					display.Quote(str(mf.id)), display.Quote(str(mf.toolCallID)), display.Quote(str(mf.sourceCallID)))
+				return fail(rerr(ErrMessageIdentity, "tool result %s needs a toolCallId equal to its source's callId (toolCallId %s, source callId %s)",
+					display.Quote(str(mf.id)), display.Quote(str(mf.toolCallID)), display.Quote(str(mf.sourceCallID))))
+			}
+			v.bi.calls, v.bi.additions = v.bi.calls[:0], v.bi.additions[:0]
+			if sc != nil && sc.msg != 0 {
+				if p := checkMessageBody(&mf, sc.msg, &v.bi); p != nil && keep(ruleProblem(e, p.in(msgPath))) {
+					return first
+				}
+			}
+			if e.Type == TypeToolResult && f.hasError && string(mf.isError) != "true" &&
+				keep(rerr(ErrPayload, "tool result %s carries error metadata (data.error) but is not an error (isError is not true)", display.Quote(str(mf.id)))) {
+				return first
 			}
 		}
 		f.callID = unquoted(mf.toolCallID)
@@ -193,51 +305,107 @@ func (v *Validator) Check(e *Event) error {
 			f.callID = unquoted(mf.sourceCallID)
 		}
 		if e.Type == TypeAssistantMessage {
-			v.calls = toolCallIDs(mf.content, v.calls[:0])
+			v.calls = v.calls[:0]
+			if current {
+				for _, c := range v.bi.calls {
+					v.calls = append(v.calls, str(c.id))
+				}
+				f.advertised = v.bi.calls
+			} else {
+				v.calls = toolCallIDs(mf.content, v.calls)
+			}
 			f.toolCalls = v.calls
 		}
-	} else if info.Surface && v.version >= CurrentVersion {
-		return rerr(ErrMessageIdentity, "data has no %s: a surface event carries a stored message", display.Quote(info.MessagePath))
+	} else if info.Surface && current {
+		return fail(rerr(ErrMessageIdentity, "data has no %s: a surface event carries a stored message", display.Quote(info.MessagePath)))
 	}
-	if role == roleEndSeed && f.inherited {
-		if !v.seeded {
-			return rerr(ErrHistory, "an inherited session/end-seed marker in a log whose header is not seeded")
+	if role == roleEndSeed && f.inherited && !v.seeded {
+		return fail(rerr(ErrHistory, "an inherited session/end-seed marker in a log whose header is not seeded"))
+	}
+	// blocked: the event breaks the path, a relationship or the history,
+	// and is not applied.
+	blocked := false
+	block := func(err *RuleError) bool {
+		blocked = true
+		return keep(err)
+	}
+	// The inherited history is the source's: its path is followed where
+	// it holds, so that a version 4 fork's closers find the turn it left
+	// open, and never reported.
+	pathOK := true
+	if perr := v.path.check(e, role, &f, spliced); perr != "" {
+		pathOK = false
+		if !v.inSeed && block(rerr(ErrTurnPath, "%s", perr)) {
+			return first
 		}
 	}
-	var first *RuleError
-	if !v.inSeed {
-		if perr := v.path.check(e, role, &f, spliced); perr != "" {
-			first = rerr(ErrTurnPath, "%s", perr)
-			if v.strict {
-				return first
-			}
+	if current && !v.inSeed && !blocked {
+		if p := v.relations(e, &f, &v.bi, &mf); p != nil && block(ruleProblem(e, p)) {
+			return first
 		}
 	}
-	if info.Surface && v.version >= CurrentVersion {
+	wasEmpty := len(v.hist.nodes) == 0
+	if info.Surface && current {
+		if p := v.surfaceRules(e); p != nil && block(ruleProblem(e, p)) {
+			return first
+		}
+		if p := v.messageID(e, mf.id, msg, e.Type == TypeUserMessage); p != nil && block(ruleProblem(e, p.in(msgPath+".id"))) {
+			return first
+		}
 		// A reader replays the history even past a path problem, so that
 		// one misplaced event is one problem.
 		// Interpreters read the role, the kind and whether the answer is
 		// empty: the stub is made of those, without decoding more.
 		sm := StoredMessage{role: roleOf(mf.role), raw: stubContent(mf.content)}
-		if err := info.Interpret(&v.hist, e, sm); err != nil && first == nil {
-			return rerr(ErrHistory, "%v", trimEventPrefix(err, e))
+		if err := info.Interpret(&v.hist, e, sm); err != nil && block(rerr(ErrHistory, "%v", trimEventPrefix(err, e))) {
+			return first
 		}
 	}
-	if first != nil {
+	if blocked {
 		return first
 	}
-	if !v.inSeed {
+	if pathOK && (!v.inSeed || current) {
 		v.path.apply(e, role, &f)
+	}
+	if info.Surface && current {
+		v.applySurface(e, wasEmpty)
 	}
 	if role == roleEndSeed && f.inherited {
 		v.marker = true
+		v.rel.comp = compaction{}
 		if v.inSeed {
 			v.inSeed = false
-			v.path.afterSeed()
+			if !current {
+				v.path.afterSeed()
+			}
+			v.path.afterInherited = true
 		}
 	}
 	v.lastMsg = msg
-	return nil
+	return done()
+}
+
+// ruleProblem is a schema or relationship problem as a *RuleError.
+func ruleProblem(e *Event, p *problem) *RuleError {
+	kind := p.kind
+	if kind == nil {
+		kind = ErrPayload
+	}
+	return &RuleError{Seq: e.Seq, Type: e.Type, Member: p.path, Msg: p.msg, Kind: kind}
+}
+
+func (v *Validator) logKind() logKind {
+	if v.session {
+		return inSession
+	}
+	return inConversation
+}
+
+func logName(k logKind) string {
+	if k == inConversation {
+		return "conversation"
+	}
+	return "session"
 }
 
 // Finish reports what only the end of the log shows: a seeded log (version
@@ -285,6 +453,7 @@ func memberValue(ms []member, key string) []byte {
 // go back to when the batch is refused.
 type validatorMark struct {
 	path           pathState
+	rel            relScalars
 	nodes          int
 	saved          []historyNode
 	inSeed, marker bool
@@ -293,7 +462,7 @@ type validatorMark struct {
 // mark saves the state before events are checked. Appends to the history
 // are undone by length; a replacement (a compaction: rare) makes a copy.
 func (v *Validator) mark(events []Event) validatorMark {
-	m := validatorMark{path: v.path, nodes: len(v.hist.nodes), inSeed: v.inSeed, marker: v.marker}
+	m := validatorMark{path: v.path, rel: v.rel.relScalars, nodes: len(v.hist.nodes), inSeed: v.inSeed, marker: v.marker}
 	for i := range events {
 		if events[i].SurfaceOp != nil && events[i].SurfaceOp.Replace {
 			m.saved = append([]historyNode(nil), v.hist.nodes...)
@@ -302,12 +471,16 @@ func (v *Validator) mark(events []Event) validatorMark {
 	}
 	v.path.journal = v.path.journal[:0]
 	v.path.journaling = true
+	v.rel.journal = v.rel.journal[:0]
+	v.rel.journaling = true
 	return m
 }
 
 // reset goes back to the state mark saved.
 func (v *Validator) reset(m validatorMark) {
 	v.path.rollback()
+	v.rel.rollback()
+	v.rel.relScalars = m.rel
 	journal := v.path.journal
 	v.path = m.path
 	v.path.journal = journal[:0]
@@ -323,4 +496,6 @@ func (v *Validator) reset(m validatorMark) {
 func (v *Validator) commit() {
 	v.path.journaling = false
 	v.path.journal = v.path.journal[:0]
+	v.rel.journaling = false
+	v.rel.journal = v.rel.journal[:0]
 }

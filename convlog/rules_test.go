@@ -21,7 +21,7 @@ func ev(typ, data string) Event {
 }
 
 func answerWithCall(turn, step int64, id, call string) Event {
-	return ev(TypeAssistantMessage, fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"role":"assistant","content":[{"type":"reasoning","text":"look"},{"type":"tool-call","id":%q,"name":"bash","arguments":"{}"}],"source":{"kind":"model"},"id":%q},"stream":[]}`, turn, step, call, id))
+	return ev(TypeAssistantMessage, fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"role":"assistant","content":[{"type":"reasoning","text":"look"},{"type":"tool-call","id":%q,"name":"bash","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"},"id":%q},"stream":[]}`, turn, step, call, id))
 }
 
 func toolResult(turn, step int64, id, call string) Event {
@@ -95,13 +95,13 @@ func TestValidatorTurnPath(t *testing.T) {
 		{"turn/end without its start", []Event{end}, 0, "turn/end of turn 1 without its turn/start", ErrTurnPath},
 		{"a step of another turn", []Event{start, ev("step/start", `{"turn":2,"step":1}`)}, 1, "step/start names turn 2, but turn 1 is open", ErrTurnPath},
 		{"an answer naming another step", []Event{start, sstart, answerWithCall(1, 2, "a1", "c1")}, 2, "names step 2 of turn 1, but step 1 of turn 1 is open", ErrTurnPath},
-		{"an unknown end reason", []Event{start, ev(TypeTurnEnd, `{"turn":1,"reason":{"kind":"bored"}}`)}, 1, `turn/end reason kind "bored" is not one of`, ErrTurnPath},
+		{"an unknown end reason", []Event{start, ev(TypeTurnEnd, `{"turn":1,"reason":{"kind":"bored"}}`)}, 1, `data.reason.kind: must be one of "completed"`, ErrPayload},
 		{"a message without identity or source", []Event{ev(TypeUserMessage, `{"role":"user","content":[]}`)}, 0, "stored message has no id and no source", ErrMessageIdentity},
 		{"a plugin source kind", []Event{ev(TypeUserMessage, `{"role":"user","content":[],"source":{"kind":"plugin","plugin":"x"},"id":"u"}`)}, 0, "producer-owned source kind", ErrMessageIdentity},
 		{"a tool result naming another call than its source", []Event{start, sstart, answerWithCall(1, 1, "a1", "c1"),
 			ev(TypeToolResult, `{"turn":1,"step":1,"message":{"role":"tool","source":{"kind":"tool","callId":"c1"},"toolCallId":"c2","content":[],"id":"r"}}`)}, 3, "needs a toolCallId equal to its source's callId", ErrMessageIdentity},
-		{"a replacement of nothing", []Event{user, {Type: TypeUserMessage, Time: 1, Data: userMsg("k", "sum"), SurfaceOp: &SurfaceOp{Replace: true, StartSeq: 0, EndSeq: 0}},
-			{Type: TypeUserMessage, Time: 1, Data: userMsg("k2", "sum"), SurfaceOp: &SurfaceOp{Replace: true, StartSeq: 0, EndSeq: 0}}}, 2, "not a span of the current history", ErrHistory},
+		{"a replacement of nothing", []Event{user, {Type: TypeUserMessage, Time: 1, Data: userMsg("k", "sum"), SurfaceOp: &SurfaceOp{Replace: true, StartSeq: 0, EndSeq: 0}, SourceEventSeqs: []int64{0}},
+			{Type: TypeUserMessage, Time: 1, Data: userMsg("k2", "sum"), SurfaceOp: &SurfaceOp{Replace: true, StartSeq: 0, EndSeq: 0}, SourceEventSeqs: []int64{0}}}, 2, "not a span of the current history", ErrHistory},
 		{"an inherited marker in an unseeded log", []Event{ev("session/end-seed", `{"inherited":true}`)}, 0, "header is not seeded", ErrHistory},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -241,19 +241,21 @@ func TestWriterRefusesBrokenRules(t *testing.T) {
 func TestCloseTurn(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s1.v4.jsonl")
-	attempt := `{"turn":1,"step":2,"stream":[{"type":"chunk","time":1,"chunk":{"type":"block-start","index":0,"blockType":"reasoning"}},` +
+	attempt := `{"turn":1,"step":1,"stream":[{"type":"chunk","time":1,"chunk":{"type":"block-start","index":0,"blockType":"reasoning"}},` +
 		`{"type":"reasoning-chunks","time0":2,"index":0,"dt":[1],"texts":["I will ","check"]},{"type":"chunk","time":3,"chunk":{"type":"block-end","index":0,"block":{"type":"reasoning","text":"I will check"}}},` +
 		`{"type":"chunk","time":4,"chunk":{"type":"block-start","index":1,"blockType":"text"}},{"type":"text-chunks","time0":5,"index":1,"dt":[1],"texts":["Partial ","answ"]},` +
 		`{"type":"chunk","time":6,"chunk":{"type":"block-start","index":2,"blockType":"tool-call"}}]}`
 	evs := []Event{ev("turn/start", `{"turn":1}`), ev("step/start", `{"turn":1,"step":1}`), ev(TypeUserMessage, string(userMsg("u", "go"))),
+		ev("request/header", `{"header":{"config":{"provider":"deepseek","model":"deepseek-chat"}},"reason":"initial"}`),
 		answerWithCall(1, 1, "a1", "c1"), ev("tool/call", `{"turn":1,"step":1,"callId":"c1","name":"bash","arguments":"{}"}`), answerWithCall(1, 1, "a2", "c2"),
-		ev("step/end", `{"turn":1,"step":1}`), ev("step/start", `{"turn":1,"step":2}`), ev("assistant/attempt", attempt)}
+		ev("assistant/attempt", attempt)}
 	w, err := Create(path, testHeader("s1"), evs, WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := w.Turn()
-	if !ts.Open || !ts.StepOpen || ts.Step != 2 || len(ts.Calls) != 2 || !ts.Calls[0].Started || ts.Calls[1].Started || !ts.CutOff {
+	if !ts.Open || !ts.StepOpen || ts.Step != 1 || len(ts.Calls) != 2 || !ts.Calls[0].Started || ts.Calls[1].Started || !ts.CutOff ||
+		ts.Provider != "deepseek" || ts.Model != "deepseek-chat" {
 		t.Fatalf("turn state %+v", ts)
 	}
 	closing := CloseTurn(ts, w.NextSeq(), 9, "interrupted")
@@ -271,7 +273,8 @@ func TestCloseTurn(t *testing.T) {
 	if strings.Join(types, " ") != "assistant/message tool/result tool/result step/end turn/end" {
 		t.Fatalf("closing events %v", types)
 	}
-	for _, want := range []string{`"content":[{"type":"reasoning","text":"I will check"},{"type":"text","text":"Partial answ","interrupted":true}]`, `"interrupted":true}`} {
+	for _, want := range []string{`"content":[{"type":"reasoning","text":"I will check"},{"type":"text","text":"Partial answ","interrupted":true}]`,
+		`"source":{"kind":"model","provider":"deepseek","model":"deepseek-chat"}`, `"stream":[],"interrupted":true}`} {
 		if !strings.Contains(string(closing[0].Data), want) {
 			t.Errorf("partial answer %s lacks %s", closing[0].Data, want)
 		}

@@ -2,6 +2,7 @@ package convlog
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
 
 	"github.com/convkit/convkit/display"
@@ -70,8 +71,14 @@ type eventFields struct {
 	// callID: tool/call's callId, or the call a tool result answers
 	// (decoded).
 	callID []byte
-	// toolCalls: the tool-call blocks of an answer.
+	// toolCalls: the tool-call blocks of an answer; advertised, in a
+	// version 4 log, their names and arguments too.
 	toolCalls  []string
+	advertised []advertised
+	// name and args: tool/call's name and arguments (raw); hasError: a
+	// tool result's data carries error.
+	name, args []byte
+	hasError   bool
 	reasonKind string
 	hasReason  bool
 	// spliceNext: a non-empty "next-turn" inbox splice.
@@ -106,6 +113,12 @@ func (f *eventFields) member(m member, msgKey string, msg *[]byte) {
 		f.step, f.hasStep = rawjson.Int(m.Value)
 	case "callId":
 		f.callID = unquoted(m.Value)
+	case "name":
+		f.name = m.Value
+	case "arguments":
+		f.args = m.Value
+	case "error":
+		f.hasError = true
 	case "reason":
 		f.hasReason = true
 		f.reasonKind = str(rawjson.Get(m.Value, "kind"))
@@ -128,7 +141,19 @@ type callRec struct {
 	step     int64
 	started  bool // a tool/call recorded it
 	resolved bool // its tool/result came
-	name     string
+	// sig is the hash of the name and arguments the answer asked with (0:
+	// not known).
+	sig uint64
+}
+
+// callSig is the signature a tool/call must repeat of its answer's block.
+func callSig(name, args []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(idSeeds[0])
+	h.Write(name)
+	h.WriteByte(0)
+	h.Write(args)
+	return h.Sum64() | 1
 }
 
 type callUndo struct {
@@ -148,8 +173,11 @@ type pathState struct {
 	lastReason         string // the last turn/end's reason kind
 	// spliced: the previous event was a non-empty next-turn splice.
 	spliced bool
-	calls   map[string]callRec
-	order   []string // the open turn's calls, as they became known
+	// afterInherited: no turn started since inherited history, whose turns
+	// a fork may not copy: the next turn may take any greater number.
+	afterInherited bool
+	calls          map[string]callRec
+	order          []string // the open turn's calls, as they became known
 	// attempt is the open step's last assistant/attempt that neither an
 	// answer nor a retry followed: a model call cut off.
 	attempt    []byte
@@ -171,6 +199,20 @@ func (p *pathState) setCall(id string, rec callRec) {
 		p.order = append(p.order, id)
 	}
 	p.calls[id] = rec
+}
+
+// unresolved is a call of the open turn that a version 4 log leaves
+// without its result ("" when none).
+func (p *pathState) unresolved() string {
+	if p.version < CurrentVersion {
+		return ""
+	}
+	for _, id := range p.order {
+		if !p.calls[id].resolved {
+			return id
+		}
+	}
+	return ""
 }
 
 // idOf is id as a string: the one order holds when the call is among the
@@ -235,6 +277,9 @@ func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool)
 		if f.turn <= p.lastTurn {
 			return fmt.Sprintf("turn/start opens turn %d, but turn %d was already started", f.turn, p.lastTurn)
 		}
+		if p.version >= CurrentVersion && f.turn != p.lastTurn+1 && !p.afterInherited {
+			return fmt.Sprintf("turn/start opens turn %d, but the next turn is %d: turns are numbered 1, 2, 3, ...", f.turn, p.lastTurn+1)
+		}
 	case roleTurnEnd:
 		switch {
 		case !p.open && f.hasTurn:
@@ -245,6 +290,9 @@ func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool)
 			return fmt.Sprintf("turn/end closes turn %d, but turn %d is open", f.turn, p.turn)
 		case p.stepOpen:
 			return fmt.Sprintf("turn %d ends while its step %d is still open", p.turn, p.step)
+		}
+		if id := p.unresolved(); id != "" {
+			return fmt.Sprintf("turn/end leaves unresolved tool call %s: every call the turn made gets its result first", display.Quote(id))
 		}
 		if p.version >= 1 {
 			if !f.hasReason || f.reasonKind == "" {
@@ -266,6 +314,8 @@ func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool)
 			return "step/start needs a step number (a positive integer)"
 		case f.step <= p.lastStep:
 			return fmt.Sprintf("step/start opens step %d, but step %d of turn %d was already started", f.step, p.lastStep, p.turn)
+		case p.version >= CurrentVersion && f.step != p.lastStep+1:
+			return fmt.Sprintf("step/start opens step %d, but the next step of turn %d is %d", f.step, p.turn, p.lastStep+1)
 		}
 	case roleStepEnd:
 		switch {
@@ -275,6 +325,9 @@ func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool)
 			return fmt.Sprintf("step/end without its step/start (no step of turn %d is open)", p.turn)
 		case (f.hasTurn && f.turn != p.turn) || (f.hasStep && f.step != p.step):
 			return fmt.Sprintf("step/end closes step %d of turn %d, but step %d of turn %d is open", f.step, f.turn, p.step, p.turn)
+		}
+		if id := p.unresolved(); id != "" {
+			return fmt.Sprintf("step/end leaves unresolved tool call %s: every call the step made gets its result first", display.Quote(id))
 		}
 	case roleInStep, roleAnswer, roleAttempt, roleToolCall, roleToolResult:
 		switch {
@@ -286,12 +339,29 @@ func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool)
 			return fmt.Sprintf("names step %d of turn %d, but step %d of turn %d is open", f.step, f.turn, p.step, p.turn)
 		}
 		switch role {
+		case roleAnswer:
+			if p.version >= CurrentVersion {
+				for _, id := range f.toolCalls {
+					if rec, ok := p.calls[id]; ok && !rec.resolved {
+						return fmt.Sprintf("assistant/message repeats advertised tool call %s, which has no result yet", display.Quote(id))
+					}
+				}
+			}
 		case roleToolCall:
 			if len(f.callID) == 0 {
 				return "tool/call needs a callId"
 			}
-			if rec, ok := p.calls[string(f.callID)]; ok && rec.started {
+			rec, ok := p.calls[string(f.callID)]
+			if ok && rec.started {
 				return fmt.Sprintf("tool call %s is recorded twice", display.Quote(string(f.callID)))
+			}
+			if p.version >= CurrentVersion {
+				switch {
+				case !ok || rec.resolved:
+					return fmt.Sprintf("tool/call %s has no advertised tool lifecycle: no answer of turn %d asked for it (or it has its result)", display.Quote(string(f.callID)), p.turn)
+				case rec.sig != 0 && rec.sig != callSig(f.name, f.args):
+					return fmt.Sprintf("tool/call %s does not match one advertised tool call: its name and arguments are not the answer's", display.Quote(string(f.callID)))
+				}
 			}
 		case roleToolResult:
 			if len(f.callID) == 0 {
@@ -340,7 +410,7 @@ func (p *pathState) closesByUpgrade(f *eventFields, spliced bool) bool {
 func (p *pathState) apply(e *Event, role pathRole, f *eventFields) {
 	switch role {
 	case roleTurnStart:
-		p.open, p.turn, p.turnSeq, p.lastTurn = true, f.turn, e.Seq, f.turn
+		p.open, p.turn, p.turnSeq, p.lastTurn, p.afterInherited = true, f.turn, e.Seq, f.turn, false
 		p.stepOpen, p.step, p.lastStep = false, 0, 0
 		p.newTurnCalls()
 	case roleTurnEnd:
@@ -353,10 +423,16 @@ func (p *pathState) apply(e *Event, role pathRole, f *eventFields) {
 		p.stepOpen, p.attempt = false, nil
 	case roleAnswer:
 		p.attempt = nil
-		for _, id := range f.toolCalls {
-			if _, ok := p.calls[id]; !ok {
-				p.setCall(id, callRec{seq: e.Seq, step: p.step})
+		for i, id := range f.toolCalls {
+			rec, ok := p.calls[id]
+			if ok && (!rec.resolved || p.version < CurrentVersion) {
+				continue
 			}
+			rec = callRec{seq: e.Seq, step: p.step}
+			if i < len(f.advertised) {
+				rec.sig = callSig(f.advertised[i].name, f.advertised[i].args)
+			}
+			p.setCall(id, rec)
 		}
 	case roleAttempt:
 		p.attempt, p.attemptSeq = append([]byte(nil), e.Data...), e.Seq
@@ -401,6 +477,9 @@ type TurnState struct {
 	CutOff     bool
 	AttemptSeq int64
 	attempt    []byte
+	// Provider and Model are those of the last request/header's config:
+	// the source of a closing answer.
+	Provider, Model string
 }
 
 // OpenCall is a tool call without a result.
@@ -416,7 +495,8 @@ type OpenCall struct {
 // Turn reports where the session's turn stands.
 func (v *Validator) Turn() TurnState {
 	p := &v.path
-	ts := TurnState{Open: p.open, Turn: p.turn, StepOpen: p.stepOpen, Step: p.step, LastTurn: p.lastTurn, LastEnd: p.lastReason}
+	ts := TurnState{Open: p.open, Turn: p.turn, StepOpen: p.stepOpen, Step: p.step, LastTurn: p.lastTurn, LastEnd: p.lastReason,
+		Provider: v.rel.provider, Model: v.rel.model}
 	if !p.open {
 		return ts
 	}

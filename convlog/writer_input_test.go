@@ -53,20 +53,21 @@ func TestAppendDataWhitespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	for _, d := range []string{"{\n", "{} {}", "", "\n"} {
-		err := w.Append([]Event{{Type: "session/title", Data: []byte(d)}})
-		if d == "" {
-			continue // empty data is written as null
-		}
-		if err == nil || !strings.Contains(err.Error(), "event 0 of the batch (session/title)") {
+	for _, d := range []string{"{\n", "{} {}", "\n"} {
+		err := w.Append([]Event{{Type: "feedback/record", Data: []byte(d)}})
+		if err == nil || !strings.Contains(err.Error(), "event 0 of the batch (feedback/record)") {
 			t.Errorf("data %q: err = %v", d, err)
 		}
 	}
-	if err := w.Append([]Event{{Type: "session/title", Data: []byte("{}")}}); err != nil {
+	// Empty data is written as null, which no type's schema admits.
+	if err := w.Append([]Event{{Type: "feedback/record"}}); err == nil || !strings.Contains(err.Error(), "data: must be an object, not null") {
+		t.Errorf("no data: err = %v", err)
+	}
+	if err := w.Append([]Event{{Type: "feedback/record", Data: []byte("{}")}}); err != nil {
 		t.Fatal(err)
 	}
 	got, _, err := readAll(t, filepath.Join(filepath.Dir(w.path), "c.v4.jsonl"))
-	if err != nil || len(got) != 2 {
+	if err != nil || len(got) != 1 {
 		t.Fatalf("%d events, %v", len(got), err)
 	}
 }

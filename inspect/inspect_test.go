@@ -19,10 +19,10 @@ var goodLines = []string{
 	`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`,
 	`{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}`,
 	`{"type":"user/message","seq":2,"time":2,"data":{"content":[{"type":"text","text":"hi there"}],"source":{"kind":"user"},"role":"user","id":"u1"},"surfaceOp":"append"}`,
-	`{"type":"assistant/message","seq":3,"time":3,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[],"source":{"kind":"model"},"id":"a0"},"stream":[]},"surfaceOp":"append"}`,
-	`{"type":"assistant/message","seq":4,"time":4,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"hello"}],"source":{"kind":"model"},"id":"a1"},"stream":[]},"surfaceOp":"append"}`,
+	`{"type":"assistant/message","seq":3,"time":3,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[],"source":{"kind":"model","provider":"p","model":"m"},"id":"a0"},"stream":[]},"surfaceOp":"append"}`,
+	`{"type":"assistant/message","seq":4,"time":4,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"hello"}],"source":{"kind":"model","provider":"p","model":"m"},"id":"a1"},"stream":[]},"surfaceOp":"append"}`,
 	`{"type":"x/custom","seq":5,"time":5,"data":{},"ignorable":true}`,
-	`{"type":"user/message","seq":6,"time":6,"data":{"content":[{"type":"text","text":"summary"}],"source":{"kind":"compact-checkpoint","compactionId":"c1"},"role":"user","id":"u2"},"sourceEventSeqs":[2,3,4],"surfaceOp":{"op":"replace","startSeq":2,"endSeq":4}}`,
+	`{"type":"user/message","seq":6,"time":6,"data":{"content":[{"type":"text","text":"summary"}],"source":{"kind":"compact-basic"},"role":"user","id":"u2"},"sourceEventSeqs":[2,3,4],"surfaceOp":{"op":"replace","startSeq":2,"endSeq":4}}`,
 	`{"type":"step/end","seq":7,"time":7,"data":{"turn":1,"step":1}}`,
 	`{"type":"turn/end","seq":8,"time":7,"data":{"turn":1,"reason":{"kind":"completed"}}}`,
 }
@@ -118,7 +118,7 @@ func TestHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The checkpoint replaced seqs 2..4.
-	if len(h) != 1 || h[0].ID != "u2" || !strings.Contains(string(h[0].Source), "compactionId") {
+	if len(h) != 1 || h[0].ID != "u2" || !strings.Contains(string(h[0].Source), "compact-basic") {
 		t.Fatalf("history after replace = %+v", h)
 	}
 }

@@ -49,7 +49,7 @@ func addConversation(t *testing.T, s *store.Store, id, text string) {
 		{Type: "turn/start", Time: 1, Data: []byte(`{"turn":1}`)},
 		{Type: "step/start", Time: 1, Data: []byte(`{"turn":1,"step":1}`)},
 		{Type: "user/message", Time: 2, SurfaceOp: app, Data: []byte(fmt.Sprintf(`{"content":[{"type":"text","text":%q}],"source":{"kind":"user"},"role":"user","id":"u-%s"}`, text, id))},
-		{Type: "assistant/message", Time: 3, SurfaceOp: app, Data: []byte(`{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"done with zebra"}],"source":{"kind":"model"},"id":"a1"},"stream":[]}`)},
+		{Type: "assistant/message", Time: 3, SurfaceOp: app, Data: []byte(`{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"done with zebra"}],"source":{"kind":"model","provider":"p","model":"m"},"id":"a1"},"stream":[]}`)},
 		{Type: "step/end", Time: 4, Data: []byte(`{"turn":1,"step":1}`)},
 		{Type: "turn/end", Time: 4, Data: []byte(`{"turn":1,"reason":{"kind":"completed"}}`)},
 	})

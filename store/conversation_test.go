@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -83,6 +84,14 @@ func (b *sessionEvents) replace(typ, data string, start, end int64, src []int64)
 
 func userData(id, kind, text string) string {
 	return fmt.Sprintf(`{"content":[{"type":"text","text":%q}],"source":{"kind":%q},"role":"user","id":%q}`, text, kind, id)
+}
+
+// compactionSummary is the summary of compaction c1 over the history
+// nodes shadow.
+func compactionSummary(shadow []int64) string {
+	seqs, _ := json.Marshal(shadow)
+	return fmt.Sprintf(`{"compactionId":"c1","summary":[{"type":"text","text":"summary"}],"shadowedRange":{"start":%d,"end":%d},`+
+		`"shadowedSeqs":%s,"shadowedTokenCount":100,"provider":"p","model":"m"}`, shadow[0], shadow[len(shadow)-1], seqs)
 }
 
 func assistantMsg(turn, step int64, id, content string) string {
@@ -405,11 +414,12 @@ func compactedSource(t *testing.T, s *Store) (b *sessionEvents, checkpoint int64
 	b.turn++
 	b.add("turn/start", `{"turn":3}`, false)
 	b.add("step/start", `{"turn":3,"step":1}`, false)
-	b.add("compaction/start", `{"compactionId":"c1"}`, false)
+	b.add("compaction/start", `{"compactionId":"c1","turn":3}`, false)
+	b.add("compaction/summary", compactionSummary(shadow), false)
 	checkpoint = b.replace(convlog.TypeUserMessage,
 		`{"content":[{"type":"text","text":"summary of one and two"}],"source":{"kind":"compact-checkpoint","compactionId":"c1"},"role":"user","id":"cp1"}`,
 		shadow[0], shadow[len(shadow)-1], shadow)
-	b.add("compaction/end", `{"compactionId":"c1"}`, false)
+	b.add("compaction/end", `{"compactionId":"c1","turn":3}`, false)
 	b.add(convlog.TypeUserMessage, userData("u3", "user", "three"), true)
 	b.add(convlog.TypeAssistantMessage, assistantMsg(3, 1, "a3", `[{"type":"text","text":"three done"}]`), true)
 	b.add("step/end", `{"turn":3,"step":1}`, false)
@@ -798,11 +808,12 @@ func TestForkSeedKeepsHistoryOrder(t *testing.T) {
 	b.turn++
 	b.add("turn/start", `{"turn":3}`, false)
 	b.add("step/start", `{"turn":3,"step":1}`, false)
-	b.add("compaction/start", `{"compactionId":"c1"}`, false)
+	b.add("compaction/start", `{"compactionId":"c1","turn":3}`, false)
+	b.add("compaction/summary", compactionSummary(surface[1:4]), false)
 	b.replace(convlog.TypeUserMessage,
 		`{"content":[{"type":"text","text":"summary of one"}],"source":{"kind":"compact-checkpoint","compactionId":"c1"},"role":"user","id":"cp1"}`,
 		surface[1], surface[3], surface[1:4])
-	b.add("compaction/end", `{"compactionId":"c1"}`, false)
+	b.add("compaction/end", `{"compactionId":"c1","turn":3}`, false)
 	b.add("step/end", `{"turn":3,"step":1}`, false)
 	b.add(convlog.TypeTurnEnd, `{"turn":3,"reason":{"kind":"completed"}}`, false)
 	mustNil(t, w.Append(b.evs))

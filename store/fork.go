@@ -358,17 +358,33 @@ func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
 	return sc, nil
 }
 
-// closer tracks the open turn, step and tool calls of a copied prefix, to
-// close it at the cut.
+// closer tracks the open turn, step, tool calls and compaction of a
+// copied prefix, to close them at the cut.
 type closer struct {
 	turn, step int64
 	turnOpen   bool
 	stepOpen   bool
 	calls      []string // tool calls of the open step without a result, in order
+	// compaction is the open compaction's start (nil: none).
+	compaction *compactionStart
+}
+
+type compactionStart struct {
+	CompactionID    string          `json:"compactionId"`
+	SourceCommandID *string         `json:"sourceCommandId,omitempty"`
+	Turn            json.RawMessage `json:"turn"`
+	Error           string          `json:"error"`
 }
 
 func (c *closer) observe(e *convlog.Event) {
 	switch e.Type {
+	case "compaction/start":
+		var d compactionStart
+		if json.Unmarshal(e.Data, &d) == nil {
+			c.compaction = &d
+		}
+	case "compaction/end":
+		c.compaction = nil
 	case "turn/start":
 		var d turnStep
 		json.Unmarshal(e.Data, &d)
@@ -412,8 +428,16 @@ func forkedToolResult(turn, step int64, callID string, seq int64) []byte {
 // seq the first of them gets.
 func (c *closer) closing(next int64, now int64) []convlog.Event {
 	var evs []convlog.Event
+	if c.compaction != nil {
+		// A compaction cut off ends as failed: its transaction does not
+		// span the turn's end.
+		d := *c.compaction
+		d.Error = "the conversation was forked before the compaction ended"
+		data, _ := json.Marshal(d)
+		evs = append(evs, convlog.Event{Type: "compaction/end", Time: now, Data: data})
+	}
 	if !c.turnOpen {
-		return nil
+		return evs
 	}
 	app := &convlog.SurfaceOp{}
 	if c.stepOpen {

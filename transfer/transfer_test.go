@@ -835,7 +835,7 @@ func TestExportKeepsTheLinesOfATornFrame(t *testing.T) {
 	// A log-only event: the turn it would follow has ended, and a copy of
 	// its last event would break the turn's path.
 	last := lastEvent(t, filepath.Join(b, name))
-	if err := w.Append([]convlog.Event{{Type: "session/title", Time: last.Time, Data: []byte(`{"title":"grown"}`)}}); err != nil {
+	if err := w.Append([]convlog.Event{{Type: "session/title", Time: last.Time, Data: []byte(`{"title":"grown","messageSeqs":[],"source":{"kind":"user"}}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()

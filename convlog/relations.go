@@ -1,0 +1,684 @@
+package convlog
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+
+	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/rawjson"
+)
+
+// The relationships of a version 4 session log beyond the turn's path
+// (the reference's lifecycle relationships): each message id names one
+// message, a compaction is one transaction over a span of the current
+// history, a retry continues its chain, a developer message's tool
+// additions name tools of an earlier request header, titles cite the
+// user's messages, a command's end follows its run, a subagent catalog
+// names a child once, a delivery marker names this session, a PTC
+// dispatch settles its start. State is a few words per message id,
+// request header, command and open retry chain.
+
+// ErrRelationship: an event that does not agree with the events it
+// relates to.
+var ErrRelationship = errors.New("event does not agree with the events it relates to")
+
+// idKey is a message id, hashed (two 64-bit hashes: a collision is
+// beyond reach), so that the ids of a long log cost no strings.
+type idKey [2]uint64
+
+var idSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+func keyOfID(id []byte) idKey {
+	return idKey{maphash.Bytes(idSeeds[0], id), maphash.Bytes(idSeeds[1], id)}
+}
+
+func contentHash(b []byte) uint64 { return maphash.Bytes(idSeeds[0], b) | 1 }
+
+// idRec is where a message id is used: the surface event holding it (-1:
+// none yet), and the hash of a user message's bytes (0: not kept), to
+// admit the same message queued and claimed.
+type idRec struct {
+	seq   int64
+	bytes uint64
+}
+
+type chainKey struct {
+	turn, step         int64
+	provider, policyID string
+}
+
+type chainRec struct {
+	retryID string
+	retry   int64
+}
+
+type schedKey struct {
+	retryID string
+	retry   int64
+}
+
+type schedRec struct {
+	turn, step int64
+	started    bool
+}
+
+type ptcRec struct {
+	root    string
+	hash    uint64 // of root, parent, name and arguments
+	settled bool
+}
+
+// toolDefs are the tools of a request header: how many definitions each
+// name has, and whether one is complete (a string description, an object
+// of parameters).
+type toolDefs map[string]toolDef
+
+type toolDef struct {
+	n        int
+	complete bool
+}
+
+// compaction is the open compaction transaction.
+type compaction struct {
+	open     bool
+	id, cmd  string
+	turn     int64 // -1: between turns
+	summary  bool
+	startSeq int64
+}
+
+// relScalars is the part of the state a writer's mark copies whole.
+type relScalars struct {
+	comp     compaction
+	provider string // the latest request/header's config.provider and model
+	model    string
+	headers  bool // a request/header was seen
+	// head: the surface's first node is a system prompt appended to an
+	// empty surface (the protected head).
+	head bool
+}
+
+type relState struct {
+	relScalars
+	ids       map[idKey]idRec
+	headerSet map[int64]uint64 // request/header seq → its tools' key in tools
+	tools     map[uint64]toolDefs
+	chains    map[chainKey]chainRec
+	retryIDs  map[string]chainKey
+	scheduled map[schedKey]schedRec
+	human     map[int64]bool // seqs of user/message events from the user (source kind user)
+	commands  map[string]int64
+	cmdSeqs   map[int64]bool
+	children  map[string]bool
+	ptc       map[string]ptcRec
+
+	journaling bool
+	journal    []func()
+}
+
+func (r *relState) init() {
+	if r.ids != nil {
+		return
+	}
+	r.ids = map[idKey]idRec{}
+	r.headerSet = map[int64]uint64{}
+	r.tools = map[uint64]toolDefs{}
+	r.chains = map[chainKey]chainRec{}
+	r.retryIDs = map[string]chainKey{}
+	r.scheduled = map[schedKey]schedRec{}
+	r.human = map[int64]bool{}
+	r.commands = map[string]int64{}
+	r.cmdSeqs = map[int64]bool{}
+	r.children = map[string]bool{}
+	r.ptc = map[string]ptcRec{}
+}
+
+// set writes m[k] = v, journaled for a writer's rollback.
+func set[K comparable, V any](r *relState, m map[K]V, k K, v V) {
+	if r.journaling {
+		prev, ok := m[k]
+		r.journal = append(r.journal, func() {
+			if ok {
+				m[k] = prev
+			} else {
+				delete(m, k)
+			}
+		})
+	}
+	m[k] = v
+}
+
+func (r *relState) rollback() {
+	for i := len(r.journal) - 1; i >= 0; i-- {
+		r.journal[i]()
+	}
+	r.journal = r.journal[:0]
+	r.journaling = false
+}
+
+// relErr is a relationship refusal.
+func relErr(format string, args ...any) *problem {
+	return &problem{msg: fmt.Sprintf(format, args...), kind: ErrRelationship}
+}
+
+// messageID checks and records the id of a surface event's message: an id
+// names one message in a session. The same message again is admitted
+// where the reference repeats it: queued by agent/inbox/spliced and
+// claimed (the same bytes), or rewritten by a replacement of the node
+// holding it.
+func (v *Validator) messageID(e *Event, id, msg []byte, user bool) *problem {
+	r := &v.rel
+	k := keyOfID(unquoted(id))
+	rec, seen := r.ids[k]
+	var h uint64
+	if user {
+		h = contentHash(msg)
+	}
+	switch {
+	case !seen:
+	case rec.seq < 0 && rec.bytes == h:
+		// a queued message, claimed
+	case rec.seq >= 0 && e.SurfaceOp != nil && e.SurfaceOp.Replace && v.inSpan(rec.seq, e.SurfaceOp):
+		// the same message, rewritten in place
+	case rec.seq >= 0:
+		return &problem{kind: ErrMessageIdentity, msg: fmt.Sprintf("message id %s is already the id of the message at seq %d: two messages never share an id",
+			display.Quote(str(id)), rec.seq)}
+	default:
+		return &problem{kind: ErrMessageIdentity, msg: fmt.Sprintf("message id %s is the id of a different message queued before (agent/inbox/spliced): a queued message is claimed unchanged",
+			display.Quote(str(id)))}
+	}
+	set(r, r.ids, k, idRec{seq: e.Seq, bytes: h})
+	return nil
+}
+
+// queued checks and records the ids of the messages an inbox splice
+// queues.
+func (v *Validator) queued(inserted []byte) *problem {
+	r := &v.rel
+	for it, i := rawjson.Array(inserted), 0; ; i++ {
+		m, ok := it.Next()
+		if !ok {
+			return nil
+		}
+		id := rawjson.Get(m, "id")
+		k := keyOfID(unquoted(id))
+		h := contentHash(m)
+		rec, seen := r.ids[k]
+		switch {
+		case !seen:
+			set(r, r.ids, k, idRec{seq: -1, bytes: h})
+		case rec.bytes == h:
+			// the same message queued again, or its claim seen first
+		default:
+			return (&problem{kind: ErrMessageIdentity, msg: fmt.Sprintf("message id %s is already the id of another message", display.Quote(str(id)))}).at(i).in("data.inserted")
+		}
+	}
+}
+
+// inSpan reports whether seq is a node of the span op replaces.
+func (v *Validator) inSpan(seq int64, op *SurfaceOp) bool {
+	in := false
+	for _, n := range v.hist.nodes {
+		if n.seq == op.StartSeq {
+			in = true
+		}
+		if in && n.seq == seq {
+			return true
+		}
+		if n.seq == op.EndSeq {
+			return false
+		}
+	}
+	return false
+}
+
+// span returns the nodes of the current surface from start to end
+// inclusive, in surface order; ok false when they are not a span of it.
+func (v *Validator) span(start, end int64) (nodes []historyNode, from int, ok bool) {
+	i, j := -1, -1
+	for k, n := range v.hist.nodes {
+		if n.seq == start && i < 0 {
+			i = k
+		}
+		if n.seq == end {
+			j = k
+		}
+	}
+	if i < 0 || j < i {
+		return nil, -1, false
+	}
+	return v.hist.nodes[i : j+1], i, true
+}
+
+// surfaceRules checks a surface event against the surface's rules
+// beyond its span (the history's interpreter checks that): the protected
+// system head, and that a replacement cites every node it shadows.
+func (v *Validator) surfaceRules(e *Event) *problem {
+	op := e.SurfaceOp
+	if op == nil {
+		return nil
+	}
+	hist := func(format string, args ...any) *problem {
+		return &problem{msg: fmt.Sprintf(format, args...), kind: ErrHistory}
+	}
+	if !op.Replace {
+		if e.Type == TypeSystemMessage && len(v.hist.nodes) > 0 && !v.rel.head {
+			return hist("a system prompt is the history's first message: this one is appended after other messages (replace the system prompt instead)")
+		}
+		return nil
+	}
+	nodes, from, ok := v.span(op.StartSeq, op.EndSeq)
+	if !ok {
+		return nil // the interpreter names it
+	}
+	if from == 0 && v.rel.head && (e.Type != TypeSystemMessage || len(nodes) != 1) {
+		return hist("replaces the system prompt (seq %d): only a system/message replacing it alone may", nodes[0].seq)
+	}
+	for _, n := range nodes {
+		if !slices.Contains(e.SourceEventSeqs, n.seq) {
+			return hist("replaces seq %d without citing it in sourceEventSeqs: a replacement cites every message it replaces", n.seq)
+		}
+	}
+	return nil
+}
+
+// applySurface notes the protected head after e joined the history.
+func (v *Validator) applySurface(e *Event, wasEmpty bool) {
+	if e.Type == TypeSystemMessage && e.SurfaceOp != nil && !e.SurfaceOp.Replace && wasEmpty {
+		v.rel.head = true
+	}
+}
+
+// relations checks e (a version 4 session event outside inherited
+// history, its payload valid) against the events it relates to, and
+// records what later events relate to. f holds the path's fields, bi what
+// its message's content held.
+func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messageFields) *problem {
+	r := &v.rel
+	d := e.Data
+	get := func(k string) []byte {
+		if e.scanned {
+			return memberValue(e.dataMembers, k)
+		}
+		return rawjson.Get(d, k)
+	}
+	switch e.Type {
+	case "turn/start", TypeTurnEnd:
+		if r.comp.open {
+			return relErr("%s crosses the open compaction %s (started at seq %d): a compaction does not span a turn's start or end", e.Type, display.Quote(r.comp.id), r.comp.startSeq)
+		}
+	case "request/header":
+		hdr := get("header")
+		cfg := rawjson.Get(hdr, "config")
+		r.provider, r.model, r.headers = str(rawjson.Get(cfg, "provider")), str(rawjson.Get(cfg, "model")), true
+		tools := rawjson.Get(hdr, "tools")
+		key := contentHash(tools)
+		if _, ok := r.tools[key]; !ok {
+			set(r, r.tools, key, toolsOf(tools))
+		}
+		set(r, r.headerSet, e.Seq, key)
+	case TypeDeveloperMessage:
+		hs := get("headerSeq")
+		if (hs != nil) != (len(bi.additions) > 0) {
+			if hs == nil {
+				return relErr("adds tools without a headerSeq naming the request/header that defines them").in("data.headerSeq")
+			}
+			return relErr("must be absent: the message adds no tool").in("data.headerSeq")
+		}
+		if hs == nil {
+			return nil
+		}
+		seq, _ := rawjson.Int(hs)
+		key, ok := r.headerSet[seq]
+		if !ok {
+			return relErr("names seq %d, which is not an earlier request/header", seq).in("data.headerSeq")
+		}
+		defs := r.tools[key]
+		for i, name := range bi.additions {
+			d := defs[str(name)]
+			if d.n != 1 || !d.complete {
+				return relErr("tool %s must be defined exactly once, with a description and parameters, in the request/header at seq %d", display.Quote(str(name)), seq).in(fmt.Sprintf("data.message.content (addition %d)", i+1))
+			}
+		}
+	case TypeUserMessage:
+		if mf.source != nil && rawjson.StringIs(mf.kind, string(SourceUser)) && (e.SurfaceOp == nil || !e.SurfaceOp.Replace) {
+			set(r, r.human, e.Seq, true)
+		}
+		if rawjson.StringIs(mf.kind, string(SourceCheckpoint)) && e.SurfaceOp != nil && e.SurfaceOp.Replace {
+			id, cmd := str(rawjson.Get(mf.source, "compactionId")), str(rawjson.Get(mf.source, "sourceCommandId"))
+			if !r.comp.open || r.comp.id != id || r.comp.cmd != cmd {
+				return relErr("a checkpoint of compaction %s replaces history outside that compaction's transaction", display.Quote(id))
+			}
+		}
+	case "agent/inbox/spliced":
+		return v.queued(get("inserted"))
+	case "compaction/start":
+		if r.comp.open {
+			return relErr("compaction/start overlaps the open compaction %s (started at seq %d)", display.Quote(r.comp.id), r.comp.startSeq)
+		}
+		turn := ownerTurn(get("turn"))
+		if want := v.openTurn(); turn != want {
+			return relErr("compaction/start names turn %s, but %s", turnName(turn), openTurnName(want)).in("data.turn")
+		}
+		r.comp = compaction{open: true, id: str(get("compactionId")), cmd: str(get("sourceCommandId")), turn: turn, startSeq: e.Seq}
+	case "compaction/summary", "compaction/end":
+		if !r.comp.open || r.comp.id != str(get("compactionId")) || r.comp.cmd != str(get("sourceCommandId")) {
+			return relErr("%s has no matching compaction/start (compactionId %s)", e.Type, display.Quote(str(get("compactionId"))))
+		}
+		if e.Type == "compaction/end" {
+			if ownerTurn(get("turn")) != r.comp.turn {
+				return relErr("compaction/end changes its owner turn (started in %s)", turnName(r.comp.turn)).in("data.turn")
+			}
+			if get("error") == nil && !r.comp.summary {
+				return relErr("a successful compaction/end requires its compaction/summary")
+			}
+			r.comp = compaction{}
+			return nil
+		}
+		if v.openTurn() != r.comp.turn {
+			return relErr("compaction/summary is outside its compaction's turn")
+		}
+		if r.comp.summary {
+			return relErr("compaction/summary repeats: one summary per compaction")
+		}
+		if pr := v.shadowSpan(get); pr != nil {
+			return pr
+		}
+		r.comp.summary = true
+	case "compaction/prune":
+		return v.shadowSpan(get)
+	case "llm/retry":
+		return v.retry(e, f, get)
+	case "llm/retry-started":
+		k := schedKey{str(get("retryId")), f.asInt(get("retry"))}
+		s, ok := r.scheduled[k]
+		switch {
+		case !ok:
+			return relErr("llm/retry-started pairs no earlier llm/retry %s attempt %d", display.Quote(k.retryID), k.retry)
+		case s.turn != f.turn || s.step != f.step:
+			return relErr("llm/retry-started changes the scheduled attempt's turn and step (turn %d step %d)", s.turn, s.step)
+		case s.started:
+			return relErr("llm/retry-started repeats one scheduled attempt")
+		}
+		s.started = true
+		set(r, r.scheduled, k, s)
+	case "session/title":
+		seqs := get("messageSeqs")
+		user := rawjson.StringIs(rawjson.Get(get("source"), "kind"), "user")
+		if emptyArray(seqs) != user {
+			return relErr("messageSeqs must be empty exactly for a title the user gave (source kind user)").in("data.messageSeqs")
+		}
+		return v.citesUser(e, seqs)
+	case "session/title-llm-request":
+		seqs := get("messageSeqs")
+		if emptyArray(seqs) {
+			return relErr("must name the messages the title is asked from").in("data.messageSeqs")
+		}
+		if pr := v.citesUser(e, seqs); pr != nil {
+			return pr
+		}
+		return titleRequestMessages(get("messages"))
+	case "command/run":
+		id := str(get("commandId"))
+		if _, ok := r.commands[id]; ok {
+			return relErr("command/run repeats commandId %s", display.Quote(id))
+		}
+		set(r, r.commands, id, e.Seq)
+		set(r, r.cmdSeqs, e.Seq, true)
+	case "command/done":
+		id := str(get("commandId"))
+		if _, ok := r.commands[id]; !ok {
+			return relErr("command/done has no earlier command/run %s", display.Quote(id))
+		}
+		if s := get("sourceEventSeq"); s != nil {
+			n, _ := rawjson.Int(s)
+			switch {
+			case n >= e.Seq:
+				return relErr("must name an earlier event").in("data.sourceEventSeq")
+			case str(get("kind")) != "success":
+				return relErr("only a successful command names its source event").in("data.sourceEventSeq")
+			case r.cmdSeqs[n]:
+				return relErr("names a command event (seq %d)", n).in("data.sourceEventSeq")
+			}
+		}
+		set(r, r.cmdSeqs, e.Seq, true)
+	case "subagent/catalog":
+		id := str(get("childId"))
+		if r.children[id] {
+			return relErr("duplicate catalog child %s", display.Quote(id))
+		}
+		set(r, r.children, id, true)
+	case "session-log-deepseek/delivery-accepted":
+		if ver, _ := rawjson.Int(get("sessionFormatVersion")); ver != CurrentVersion {
+			return nil
+		}
+		if through, _ := rawjson.Int(get("throughSeq")); through >= e.Seq {
+			return relErr("must name an earlier event").in("data.throughSeq")
+		}
+		if id := str(get("sessionId")); id != v.id {
+			return relErr("current-generation delivery marker names the wrong session %s (this log is %s)", display.Quote(id), display.Quote(v.id)).in("data.sessionId")
+		}
+	case "tool/ptc-dispatch-start", "tool/ptc-dispatch":
+		return v.ptcDispatch(e, get)
+	}
+	return nil
+}
+
+// ownerTurn is a compaction's turn member: the turn, or -1 for null.
+func ownerTurn(raw []byte) int64 {
+	if n, ok := rawjson.Int(raw); ok {
+		return n
+	}
+	return -1
+}
+
+func turnName(t int64) string {
+	if t < 0 {
+		return "null (between turns)"
+	}
+	return fmt.Sprintf("%d", t)
+}
+
+func openTurnName(t int64) string {
+	if t < 0 {
+		return "no turn is open"
+	}
+	return fmt.Sprintf("turn %d is open", t)
+}
+
+// openTurn is the open turn, -1 when none is.
+func (v *Validator) openTurn() int64 {
+	if v.path.open {
+		return v.path.turn
+	}
+	return -1
+}
+
+func (f *eventFields) asInt(raw []byte) int64 {
+	n, _ := rawjson.Int(raw)
+	return n
+}
+
+// shadowSpan checks a compaction's span: shadowedRange names two nodes of
+// the current surface in order, shadowedSeqs is exactly the nodes between
+// them, and the protected system head is not among them.
+func (v *Validator) shadowSpan(get func(string) []byte) *problem {
+	rg := get("shadowedRange")
+	start, _ := rawjson.Int(rawjson.Get(rg, "start"))
+	end, _ := rawjson.Int(rawjson.Get(rg, "end"))
+	nodes, from, ok := v.span(start, end)
+	if !ok {
+		return relErr("shadowedRange %d..%d is not a span of the current history", start, end).in("data.shadowedRange")
+	}
+	if from == 0 && v.rel.head {
+		return relErr("a compaction cannot shadow the system prompt (seq %d)", nodes[0].seq).in("data.shadowedRange")
+	}
+	k := 0
+	exact := true
+	for it := rawjson.Array(get("shadowedSeqs")); ; k++ {
+		s, ok := it.Next()
+		if !ok {
+			break
+		}
+		n, _ := rawjson.Int(s)
+		if k >= len(nodes) || nodes[k].seq != n {
+			exact = false
+			break
+		}
+	}
+	if !exact || k != len(nodes) {
+		return relErr("shadowedSeqs do not name exactly the current history from seq %d to seq %d", start, end).in("data.shadowedSeqs")
+	}
+	return nil
+}
+
+// retry checks llm/retry: in the open turn, at its open (or last closed)
+// step; the provider of the latest request/header; per chain (turn, step,
+// provider, policyKey) retries 1, 2, ... under one retryId, which no other
+// chain used.
+func (v *Validator) retry(e *Event, f *eventFields, get func(string) []byte) *problem {
+	r, p := &v.rel, &v.path
+	if !p.open || f.turn != p.turn || f.step != p.step || f.step < 1 {
+		return relErr("llm/retry does not match the current turn and step (turn %d step %d; %s)", f.turn, f.step, v.pathName())
+	}
+	provider := str(get("provider"))
+	if !r.headers || provider != r.provider {
+		return relErr("llm/retry provider %s does not match the open request/header's", display.Quote(provider)).in("data.provider")
+	}
+	k := chainKey{f.turn, f.step, provider, str(get("policyKey"))}
+	id, n := str(get("retryId")), f.asInt(get("retry"))
+	c, ok := r.chains[k]
+	if !ok {
+		c = chainRec{retryID: id}
+	}
+	if n != c.retry+1 {
+		return relErr("llm/retry skips its policy attempt sequence (retry %d after %d)", n, c.retry).in("data.retry")
+	}
+	if c.retryID != id {
+		return relErr("llm/retry must keep one retryId per policy chain (%s, then %s)", display.Quote(c.retryID), display.Quote(id)).in("data.retryId")
+	}
+	if other, used := r.retryIDs[id]; used && other != k {
+		return relErr("retryId %s belongs to another policy chain", display.Quote(id)).in("data.retryId")
+	}
+	c.retry = n
+	set(r, r.chains, k, c)
+	set(r, r.retryIDs, id, k)
+	set(r, r.scheduled, schedKey{id, n}, schedRec{turn: f.turn, step: f.step})
+	return nil
+}
+
+func (v *Validator) pathName() string {
+	p := &v.path
+	switch {
+	case !p.open:
+		return "no turn is open"
+	case p.stepOpen:
+		return fmt.Sprintf("step %d of turn %d is open", p.step, p.turn)
+	}
+	return fmt.Sprintf("turn %d has no open step", p.turn)
+}
+
+// citesUser checks that seqs names distinct earlier messages of the user.
+func (v *Validator) citesUser(e *Event, seqs []byte) *problem {
+	seen := map[int64]bool{}
+	for it := rawjson.Array(seqs); ; {
+		s, ok := it.Next()
+		if !ok {
+			return nil
+		}
+		n, _ := rawjson.Int(s)
+		if n >= e.Seq || seen[n] || !v.rel.human[n] {
+			return relErr("messageSeqs must cite distinct earlier user/message events from the user (seq %d is not one)", n).in("data.messageSeqs")
+		}
+		seen[n] = true
+	}
+}
+
+// titleRequestMessages: one user message, of source kind
+// dsh-session-title-llm, holding one text block.
+func titleRequestMessages(msgs []byte) *problem {
+	n := 0
+	for it := rawjson.Array(msgs); ; n++ {
+		m, ok := it.Next()
+		if !ok {
+			break
+		}
+		src := rawjson.Get(m, "source")
+		content := rawjson.Get(m, "content")
+		blocks := 0
+		text := false
+		for bit := rawjson.Array(content); ; blocks++ {
+			b, ok := bit.Next()
+			if !ok {
+				break
+			}
+			text = rawjson.StringIs(rawjson.Get(b, "type"), "text")
+		}
+		if !rawjson.StringIs(rawjson.Get(src, "kind"), string(SourceTitle)) || blocks != 1 || !text {
+			return relErr("the title request's message is one user message of source kind %s holding one text block", display.Quote(string(SourceTitle))).at(n).in("data.messages")
+		}
+	}
+	if n != 1 {
+		return relErr("the title request holds exactly one message, not %d", n).in("data.messages")
+	}
+	return nil
+}
+
+// ptcDispatch checks a PTC sub-dispatch: a start names a new subCallId
+// (and a parent of its own root); a dispatch settles exactly one start,
+// repeating its ids, name and arguments.
+func (v *Validator) ptcDispatch(e *Event, get func(string) []byte) *problem {
+	r := &v.rel
+	if !v.path.open {
+		return relErr("%s is outside an open turn", e.Type)
+	}
+	root, parent, sub := str(get("rootCallId")), str(get("parentCallId")), str(get("subCallId"))
+	h := maphash.Hash{}
+	h.SetSeed(idSeeds[1])
+	for _, k := range []string{"rootCallId", "parentCallId", "name", "arguments"} {
+		h.Write(get(k))
+		h.WriteByte(0)
+	}
+	sum := h.Sum64()
+	rec, ok := r.ptc[sub]
+	if e.Type == "tool/ptc-dispatch-start" {
+		if ok {
+			return relErr("PTC dispatch repeats subCallId %s", display.Quote(sub))
+		}
+		if parent != root {
+			if pr, ok := r.ptc[parent]; !ok || pr.root != root {
+				return relErr("PTC parentCallId %s does not belong to rootCallId %s", display.Quote(parent), display.Quote(root))
+			}
+		}
+		set(r, r.ptc, sub, ptcRec{root: root, hash: sum})
+		return nil
+	}
+	switch {
+	case !ok || rec.settled:
+		return relErr("PTC dispatch %s has no unique unsettled start", display.Quote(sub))
+	case rec.hash != sum:
+		return relErr("PTC dispatch %s does not match its start", display.Quote(sub))
+	}
+	rec.settled = true
+	set(r, r.ptc, sub, rec)
+	return nil
+}
+
+// toolsOf reads the tool definitions of a request header.
+func toolsOf(tools []byte) toolDefs {
+	defs := toolDefs{}
+	for it := rawjson.Array(tools); ; {
+		t, ok := it.Next()
+		if !ok {
+			return defs
+		}
+		name := str(rawjson.Get(t, "name"))
+		d := defs[name]
+		d.n++
+		desc, params := rawjson.Get(t, "description"), rawjson.Get(t, "parameters")
+		d.complete = isString(desc) && len(params) > 0 && params[0] == '{'
+		defs[name] = d
+	}
+}

@@ -1,0 +1,439 @@
+package convlog
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/rawjson"
+)
+
+// Every event payload has one schema, here: the members of its data, their
+// JSON types, which are optional, and what one member requires of another.
+// The writer refuses an event that breaks it before anything is written,
+// the Validator reports it at the event's line, and docs/FORMAT.md's table
+// of event types is this table (TestFormatDocListsEveryType). The shapes
+// are the reference's (DSH V4); where convkit adds a rule, the field says
+// so in its doc.
+
+// ErrPayload: an event's data breaks its type's schema.
+var ErrPayload = errors.New("payload breaks its schema")
+
+// ErrWrongLog: an event type of a session log in a conversation log, or
+// the other way round.
+var ErrWrongLog = errors.New("event type of the other kind of log")
+
+// vt is what JSON a member holds.
+type vt uint8
+
+const (
+	vAny       vt = iota // any JSON, kept as it is
+	vStr                 // a string
+	vNonEmpty            // a non-empty string
+	vLine                // a string of one line (no line break)
+	vAbsPath             // an absolute path
+	vInt                 // a safe integer
+	vCount               // a non-negative safe integer
+	vPos                 // a positive safe integer
+	vNum                 // a number
+	vBool                // true or false
+	vTrue                // exactly true
+	vIntOrNull           // a safe integer or null
+	vObj                 // an object (its members are its owner's)
+	vArr                 // an array (its elements are its owner's)
+	vStrs                // an array of strings
+	vCounts              // an array of non-negative safe integers
+	vEnum                // one of enum's strings
+	vShape               // an object of shape sub
+	vShapes              // an array of objects of shape sub
+	vBlocks              // content blocks of slot
+	vBlock               // one content block of slot
+	vStream              // an assistant stream
+	vMessage             // a stored message of slot
+	vMessages            // an array of stored messages of slot
+	vNever               // refused when present (retired)
+)
+
+// field is one member of a shape.
+type field struct {
+	name string
+	t    vt
+	opt  bool
+	enum []string
+	sub  *shape
+	slot slot
+	// why says why a member is refused (vNever).
+	why string
+}
+
+// shape is the schema of a JSON object.
+type shape struct {
+	name   string
+	fields []field
+	// closed: no member beyond fields (the reference's exact key sets).
+	closed bool
+	// check runs once every member passed its field: what one member
+	// requires of another. obj is the object's bytes.
+	check func(obj []byte) *problem
+}
+
+// problem is a schema refusal: the member it is about, from the checked
+// value down (".stream[2].dt"), and what is wrong.
+type problem struct {
+	path string
+	msg  string
+	kind error // ErrPayload unless set
+}
+
+func newProblem(format string, args ...any) *problem {
+	return &problem{msg: fmt.Sprintf(format, args...)}
+}
+
+// in prefixes the member the problem was found in.
+func (p *problem) in(seg string) *problem {
+	p.path = seg + p.path
+	return p
+}
+
+func (p *problem) at(i int) *problem { return p.in(fmt.Sprintf("[%d]", i)) }
+
+// f, o, enum and sub build fields.
+func f(name string, t vt) field             { return field{name: name, t: t} }
+func o(name string, t vt) field             { return field{name: name, t: t, opt: true} }
+func fEnum(name string, vs ...string) field { return field{name: name, t: vEnum, enum: vs} }
+func oEnum(name string, vs ...string) field {
+	return field{name: name, t: vEnum, enum: vs, opt: true}
+}
+func fSub(name string, s *shape) field   { return field{name: name, t: vShape, sub: s} }
+func oSub(name string, s *shape) field   { return field{name: name, t: vShape, sub: s, opt: true} }
+func fSubs(name string, s *shape) field  { return field{name: name, t: vShapes, sub: s} }
+func oSubs(name string, s *shape) field  { return field{name: name, t: vShapes, sub: s, opt: true} }
+func fBlocks(name string, sl slot) field { return field{name: name, t: vBlocks, slot: sl} }
+func oBlocks(name string, sl slot) field { return field{name: name, t: vBlocks, slot: sl, opt: true} }
+func fMsg(name string, sl slot) field    { return field{name: name, t: vMessage, slot: sl} }
+func fMsgs(name string, sl slot) field   { return field{name: name, t: vMessages, slot: sl} }
+func never(name, why string) field       { return field{name: name, t: vNever, opt: true, why: why} }
+
+func (s *shape) index(key []byte) int {
+	for i := range s.fields {
+		if s.fields[i].name == string(key) {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkMembers checks an object whose members a reader kept.
+func (s *shape) checkMembers(obj []byte, ms []member) *problem {
+	var seen uint64
+	for i := range ms {
+		if p := s.member(ms[i].Key, ms[i].Value, &seen); p != nil {
+			return p
+		}
+	}
+	return s.finish(obj, seen)
+}
+
+// checkObject checks raw (validated JSON) against s.
+func (s *shape) checkObject(raw []byte) *problem {
+	it := objectIter(raw)
+	if it.bad {
+		return newProblem("must be an object, not %s", jsonKind(raw))
+	}
+	var seen uint64
+	for {
+		k, v, ok := it.next()
+		if !ok {
+			break
+		}
+		if p := s.member(k, v, &seen); p != nil {
+			return p
+		}
+	}
+	return s.finish(raw, seen)
+}
+
+func (s *shape) member(key, val []byte, seen *uint64) *problem {
+	i := s.index(key)
+	if i < 0 {
+		if s.closed {
+			return newProblem("is not a member of %s (%s)", s.name, s.memberList()).in("." + string(key))
+		}
+		return nil
+	}
+	*seen |= 1 << i
+	fl := &s.fields[i]
+	if p := fl.check(val); p != nil {
+		return p.in("." + fl.name)
+	}
+	return nil
+}
+
+func (s *shape) finish(obj []byte, seen uint64) *problem {
+	for i := range s.fields {
+		if fl := &s.fields[i]; !fl.opt && seen&(1<<i) == 0 {
+			return newProblem("is missing").in("." + fl.name)
+		}
+	}
+	if s.check != nil {
+		return s.check(obj)
+	}
+	return nil
+}
+
+func (s *shape) memberList() string {
+	names := make([]string, len(s.fields))
+	for i, fl := range s.fields {
+		names[i] = fl.name
+	}
+	return "its members are " + strings.Join(names, ", ")
+}
+
+// check checks one value against the field.
+func (fl *field) check(v []byte) *problem {
+	switch fl.t {
+	case vAny:
+		return nil
+	case vStr:
+		if !isString(v) {
+			return mustBe("a string", v)
+		}
+	case vNonEmpty:
+		if !nonEmptyString(v) {
+			return mustBe("a non-empty string", v)
+		}
+	case vLine:
+		if !isString(v) {
+			return mustBe("a string", v)
+		}
+		if s := unquoted(v); bytes.IndexByte(s, '\n') >= 0 || bytes.IndexByte(s, '\r') >= 0 {
+			return newProblem("must be one line: it holds a line break")
+		}
+	case vAbsPath:
+		if s := unquoted(v); !isString(v) || len(s) == 0 || s[0] != '/' {
+			return mustBe("an absolute path", v)
+		}
+	case vInt:
+		if _, ok := rawjson.Int(v); !ok {
+			return mustBe("a safe integer", v)
+		}
+	case vCount:
+		if n, ok := rawjson.Int(v); !ok || n < 0 {
+			return mustBe("a non-negative safe integer", v)
+		}
+	case vPos:
+		if n, ok := rawjson.Int(v); !ok || n < 1 {
+			return mustBe("a positive safe integer", v)
+		}
+	case vNum:
+		if len(v) == 0 || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
+			return mustBe("a number", v)
+		}
+	case vBool:
+		if string(v) != "true" && string(v) != "false" {
+			return mustBe("true or false", v)
+		}
+	case vTrue:
+		if string(v) != "true" {
+			return mustBe("exactly true (or absent)", v)
+		}
+	case vIntOrNull:
+		if _, ok := rawjson.Int(v); !ok && string(v) != "null" {
+			return mustBe("a safe integer or null", v)
+		}
+	case vObj:
+		if len(v) == 0 || v[0] != '{' {
+			return mustBe("an object", v)
+		}
+	case vArr:
+		if len(v) == 0 || v[0] != '[' {
+			return mustBe("an array", v)
+		}
+	case vStrs, vCounts:
+		if len(v) == 0 || v[0] != '[' {
+			return mustBe("an array", v)
+		}
+		for it, i := rawjson.Array(v), 0; ; i++ {
+			e, ok := it.Next()
+			if !ok {
+				break
+			}
+			if fl.t == vStrs && !isString(e) {
+				return mustBe("a string", e).at(i)
+			}
+			if n, ok := rawjson.Int(e); fl.t == vCounts && (!ok || n < 0) {
+				return mustBe("a non-negative safe integer", e).at(i)
+			}
+		}
+	case vEnum:
+		if !enumHas(fl.enum, v) {
+			return newProblem("must be one of %s, not %s", enumList(fl.enum), clip(v))
+		}
+	case vShape:
+		return fl.sub.checkObject(v)
+	case vShapes:
+		if len(v) == 0 || v[0] != '[' {
+			return mustBe("an array", v)
+		}
+		for it, i := rawjson.Array(v), 0; ; i++ {
+			e, ok := it.Next()
+			if !ok {
+				break
+			}
+			if p := fl.sub.checkObject(e); p != nil {
+				return p.at(i)
+			}
+		}
+	case vBlocks:
+		return checkBlocks(v, fl.slot, nil)
+	case vBlock:
+		return checkBlock(v, fl.slot, nil)
+	case vStream:
+		return checkStream(v)
+	case vMessage:
+		// The event's own message: the Validator checks it with its
+		// identity and history.
+		if len(v) == 0 || v[0] != '{' {
+			return mustBe("a stored message (an object)", v)
+		}
+	case vMessages:
+		if len(v) == 0 || v[0] != '[' {
+			return mustBe("an array of stored messages", v)
+		}
+		for it, i := rawjson.Array(v), 0; ; i++ {
+			e, ok := it.Next()
+			if !ok {
+				break
+			}
+			if p := checkOtherMessage(e, fl.slot); p != nil {
+				return p.at(i)
+			}
+		}
+	case vNever:
+		return newProblem("%s", fl.why)
+	}
+	return nil
+}
+
+func isString(v []byte) bool { return len(v) >= 2 && v[0] == '"' }
+
+func mustBe(what string, v []byte) *problem {
+	return newProblem("must be %s, not %s", what, jsonKind(v))
+}
+
+// jsonKind names a value for an error: its JSON type, and short values
+// themselves.
+func jsonKind(v []byte) string {
+	if len(v) == 0 {
+		return "nothing"
+	}
+	kind := ""
+	switch v[0] {
+	case '{':
+		kind = "an object"
+	case '[':
+		kind = "an array"
+	case '"':
+		kind = "a string"
+	case 't', 'f':
+		kind = "a boolean"
+	case 'n':
+		return "null"
+	default:
+		kind = "a number"
+	}
+	if len(v) <= 24 && v[0] != '{' && v[0] != '[' {
+		return kind + " " + display.Escape(string(v))
+	}
+	return kind
+}
+
+func clip(v []byte) string {
+	if len(v) > 40 {
+		return display.Escape(string(v[:40])) + "…"
+	}
+	return display.Escape(string(v))
+}
+
+func enumHas(vs []string, raw []byte) bool {
+	s := unquoted(raw)
+	if s == nil {
+		return false
+	}
+	for _, e := range vs {
+		if string(s) == e {
+			return true
+		}
+	}
+	return false
+}
+
+func enumList(vs []string) string {
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = display.Quote(v)
+	}
+	return strings.Join(q, ", ")
+}
+
+// objIter walks the members of a validated JSON object without a callback.
+type objIter struct {
+	b   []byte
+	i   int
+	bad bool
+}
+
+func objectIter(b []byte) objIter {
+	i := rawjson.SkipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return objIter{bad: true, i: -1}
+	}
+	i = rawjson.SkipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return objIter{i: -1}
+	}
+	return objIter{b: b, i: i}
+}
+
+// next returns the next member's decoded key and raw value.
+func (it *objIter) next() (key, val []byte, ok bool) {
+	if it.i < 0 {
+		return nil, nil, false
+	}
+	b := it.b
+	ks := it.i
+	ke, err := rawjson.Next(b, ks)
+	if err != nil || b[ks] != '"' {
+		it.i, it.bad = -1, true
+		return nil, nil, false
+	}
+	key = b[ks+1 : ke-1]
+	if bytes.IndexByte(key, '\\') >= 0 {
+		s, _ := rawjson.String(b[ks:ke])
+		key = []byte(s)
+	}
+	i := rawjson.SkipSpace(b, ke)
+	if i >= len(b) || b[i] != ':' {
+		it.i, it.bad = -1, true
+		return nil, nil, false
+	}
+	vs := rawjson.SkipSpace(b, i+1)
+	ve, err := rawjson.Next(b, vs)
+	if err != nil {
+		it.i, it.bad = -1, true
+		return nil, nil, false
+	}
+	i = rawjson.SkipSpace(b, ve)
+	switch {
+	case i < len(b) && b[i] == ',':
+		it.i = rawjson.SkipSpace(b, i+1)
+	case i < len(b) && b[i] == '}':
+		it.i = -1
+	default:
+		it.i, it.bad = -1, true
+		return nil, nil, false
+	}
+	return key, b[vs:ve], true
+}
