@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Benchmarks over a generated v4 log of about 64 MiB of realistic events:
@@ -173,6 +174,7 @@ func benchRead(b *testing.B, comp Compression) {
 	path, size := benchLog(b, comp)
 	b.SetBytes(size)
 	b.ReportAllocs()
+	defer reportCPU(b, cpuTime())
 	for b.Loop() {
 		r, err := Open(path, ReaderOptions{})
 		if err != nil {
@@ -207,6 +209,7 @@ func BenchmarkValidate(b *testing.B) {
 	path, size := benchLog(b, Plain)
 	b.SetBytes(size)
 	b.ReportAllocs()
+	defer reportCPU(b, cpuTime())
 	for b.Loop() {
 		r, err := Open(path, ReaderOptions{})
 		if err != nil {
@@ -226,6 +229,13 @@ func BenchmarkValidate(b *testing.B) {
 			}
 		}
 		r.Close()
+	}
+}
+
+// reportCPU reports the CPU seconds per operation since start.
+func reportCPU(b *testing.B, start time.Duration) {
+	if b.N > 0 {
+		b.ReportMetric((cpuTime()-start).Seconds()/float64(b.N), "cpu-s/op")
 	}
 }
 

@@ -23,9 +23,10 @@
 //     replacements and the relationships between events. Validator checks
 //     them event by event for the writer (a batch that breaks one is
 //     refused with a *RuleError naming the event and the member before
-//     anything is written), for inspect --validate and for reindex
-//     alike. Writer.Turn says where a turn stands, and CloseTurn builds the
-//     events that close an interrupted one.
+//     anything is written); Admit runs it over a whole log, as a version 4
+//     reader admits it, for inspect --validate and --history, migrate and
+//     reindex alike. Writer.Turn says where a turn stands, and CloseTurn
+//     builds the events that close an interrupted one.
 //   - The history a model reads: History, with one interpreter per surface
 //     type in the Registry.
 //

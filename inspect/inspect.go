@@ -185,7 +185,13 @@ type Problem struct {
 	// frame 1 included) whenever Frame is.
 	FrameOffset int64  `json:"frameOffset,omitempty"`
 	Kind        string `json:"kind"`
-	Message     string `json:"message"`
+	// Rule is the rule of the format broken (convlog.RuleOf: header,
+	// framing, envelope, payload, wrong-log, message, turn-path, history,
+	// relationship); Member the member of the event it is about, when
+	// known.
+	Rule    string `json:"rule,omitempty"`
+	Member  string `json:"member,omitempty"`
+	Message string `json:"message"`
 }
 
 // MarshalJSON writes frameOffset whenever frame is set: frame 1's offset
@@ -198,8 +204,10 @@ func (p Problem) MarshalJSON() ([]byte, error) {
 		Frame       int64  `json:"frame,omitempty"`
 		FrameOffset *int64 `json:"frameOffset,omitempty"`
 		Kind        string `json:"kind"`
+		Rule        string `json:"rule,omitempty"`
+		Member      string `json:"member,omitempty"`
 		Message     string `json:"message"`
-	}{Line: p.Line, Column: p.Column, Offset: p.Offset, Frame: p.Frame, Kind: p.Kind, Message: p.Message}
+	}{Line: p.Line, Column: p.Column, Offset: p.Offset, Frame: p.Frame, Kind: p.Kind, Rule: p.Rule, Member: p.Member, Message: p.Message}
 	if p.Frame > 0 {
 		out.FrameOffset = &p.FrameOffset
 	}
@@ -263,8 +271,9 @@ func problemOf(fe *convlog.FormatError) Problem {
 	if errors.Is(fe, convlog.ErrUnsupported) {
 		kind = "unsupported"
 	}
+	rule, member := convlog.RuleOf(fe)
 	return Problem{Line: fe.Pos.Line, Column: fe.Pos.Column, Offset: fe.Pos.Offset, Frame: fe.Pos.Frame,
-		FrameOffset: fe.Pos.FrameOffset, Kind: kind, Message: fe.Msg}
+		FrameOffset: fe.Pos.FrameOffset, Kind: kind, Rule: rule, Member: member, Message: fe.Msg}
 }
 
 // Validate reads the log, collecting every problem with its position
@@ -306,7 +315,7 @@ func Validate(ctx context.Context, t *Target, opts ValidateOptions) (*Validation
 		// belong elsewhere, and are not read as this log's. Its header
 		// was read: its version is reported.
 		v.Version = ie.Version
-		add(Problem{Line: 1, Kind: "corrupt", Message: ie.Msg})
+		add(Problem{Line: 1, Kind: "corrupt", Rule: "header", Message: ie.Msg})
 		return v, nil
 	}
 	if err != nil {
@@ -314,22 +323,17 @@ func Validate(ctx context.Context, t *Target, opts ValidateOptions) (*Validation
 	}
 	defer r.Close()
 	v.Version = r.Header().Version
-	rules := convlog.NewValidator(r.Header(), nil)
-	err = each(ctx, r, func(e *convlog.Event) error {
-		if rerr := rules.Check(e); rerr != nil {
-			if errors.As(r.RuleProblem(rerr), &fe) {
-				add(problemOf(fe))
-			}
+	// The admission a version 4 reader applies, every refusal listed.
+	err = convlog.Admit(ctx, r, r.Header(), convlog.AdmitOptions{Problem: func(err error) bool {
+		if errors.As(err, &fe) && v.StoppedAt == nil {
+			add(problemOf(fe))
 		}
-		return nil
-	})
+		return true
+	}})
 	if errors.As(err, &fe) {
 		add(problemOf(fe))
 	} else if err != nil {
 		return nil, err
-	}
-	if ferr := rules.Finish(); ferr != nil && v.StoppedAt == nil {
-		add(Problem{Line: 1, Kind: "corrupt", Message: ferr.Error()})
 	}
 	st := r.Stats()
 	v.Events, v.TornTail = st.Events, st.TornTail
@@ -474,7 +478,9 @@ type HistoryEntry struct {
 // History derives the messages a model reads from a log. A log older than
 // version 4 is upgraded in memory first, read-only, as the runtime reads
 // it (the subagent catalog the upgrade completes is no message, so its
-// children are not looked for); a newer one is refused.
+// children are not looked for); a newer one is refused. The events are
+// admitted as a version 4 reader admits them (convlog.Admit): a log it
+// refuses has no history, and the error names the rule and where.
 func History(ctx context.Context, t *Target) ([]HistoryEntry, error) {
 	r, err := t.OpenV4(upgrade.Options{})
 	if err != nil {
@@ -486,15 +492,12 @@ func History(ctx context.Context, t *Target) ([]HistoryEntry, error) {
 		return nil, fmt.Errorf("%s: format v%d is newer than this build reads (v%d)", p, v, convlog.CurrentVersion)
 	}
 	h := &convlog.History{}
-	err = each(ctx, r, func(e *convlog.Event) error {
+	err = convlog.Admit(ctx, r, r.Header(), convlog.AdmitOptions{Each: func(e *convlog.Event, _ *convlog.Validator) error {
 		if err := h.Apply(nil, e); err != nil {
-			if r.SourceVersion() < convlog.CurrentVersion {
-				return fmt.Errorf("%s: event seq %d of the upgraded log: %w", p, e.Seq, err)
-			}
 			return fmt.Errorf("%s: line %d: %w", p, r.SourceStats().Lines, err)
 		}
 		return nil
-	})
+	}})
 	if err != nil {
 		return nil, err
 	}

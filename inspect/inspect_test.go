@@ -148,16 +148,19 @@ func TestOlderVersionReadsRaw(t *testing.T) {
 	h := `{"type":"session","version":0,"id":"s0","createdAt":1,"delegationDepth":0}`
 	p := writeFile(t, "s0.jsonl", h,
 		`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`,
-		`{"type":"text-chunks","seq0":1,"time0":2,"data":{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b","c"]}}`,
-		`{"type":"turn/end","seq":4,"time":5,"data":{"turn":1,"reason":{"kind":"completed"}}}`)
+		`{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}`,
+		`{"type":"text-chunks","seq0":2,"time0":2,"data":{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b","c"]}}`,
+		`{"type":"step/end","seq":5,"time":5,"data":{"turn":1,"step":1}}`,
+		`{"type":"turn/end","seq":6,"time":5,"data":{"turn":1,"reason":{"kind":"completed"}}}`)
 	v, err := Validate(context.Background(), &Target{Path: p}, ValidateOptions{})
-	if err != nil || !v.Valid || v.Events != 3 {
+	if err != nil || !v.Valid || v.Events != 5 {
 		t.Fatalf("v0 validation = %+v, %v", v, err)
 	}
 	// The history of an older log is read through the upgrade, in memory:
-	// the packed chunks become the answer's stream, not a message.
+	// the packed chunks become the attempt's stream, not a message; the
+	// v2→v3 step puts the (empty) system prompt in the first step.
 	before, _ := os.ReadFile(p)
-	if h, err := History(context.Background(), &Target{Path: p}); err != nil || len(h) != 0 {
+	if h, err := History(context.Background(), &Target{Path: p}); err != nil || len(h) != 1 || h[0].Role != "system" {
 		t.Fatalf("history of a v0 log: %+v, %v", h, err)
 	}
 	if after, _ := os.ReadFile(p); !bytes.Equal(before, after) {
@@ -239,4 +242,27 @@ func headerFrame(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestForkShapeRefused: a log of a fork of the runtime that keeps version
+// 3 tool-result wrappers (user role) under a version 4 header is refused by
+// --validate (its line, byte and rule) and by --history, as a version 4
+// reader refuses it.
+func TestForkShapeRefused(t *testing.T) {
+	p := writeFile(t, "s1.v4.jsonl", header,
+		`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`,
+		`{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}`,
+		`{"type":"assistant/message","seq":2,"time":2,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"tool-call","id":"c1","name":"bash","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"},"id":"a1"},"stream":[]},"surfaceOp":"append"}`,
+		`{"type":"tool/result","seq":3,"time":3,"data":{"turn":1,"step":1,"message":{"role":"user","content":[{"type":"tool-result","toolCallId":"c1","content":[]}],"source":{"kind":"tool","callId":"c1"},"id":"r1"}},"surfaceOp":"append"}`)
+	v, err := Validate(context.Background(), &Target{Path: p}, ValidateOptions{})
+	if err != nil || v.Valid || len(v.Problems) != 1 {
+		t.Fatalf("validation = %+v, %v", v, err)
+	}
+	if pr := v.Problems[0]; pr.Line != 5 || pr.Offset == 0 || pr.Rule != "message" || !strings.Contains(pr.Message, `needs a toolCallId equal to its source's callId`) {
+		t.Fatalf("problem %+v", pr)
+	}
+	if _, err := History(context.Background(), &Target{Path: p}); err == nil || !strings.Contains(err.Error(), "line 5, byte ") ||
+		!strings.Contains(err.Error(), "needs a toolCallId") {
+		t.Fatalf("history: %v", err)
+	}
 }

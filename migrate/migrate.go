@@ -577,7 +577,7 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) (pub *pu
 		if in.session != nil && !opts.DryRun {
 			removeStages(rep, t, in, nil)
 		}
-		if err := readToEnd(open, in.path); err != nil {
+		if err := admitCurrent(open, in.path); err != nil {
 			rep.fail(in, err, time.Since(start))
 			return nil, false
 		}
@@ -639,22 +639,17 @@ func checkStoreLog(path string) error {
 	return r.Close()
 }
 
-// readToEnd opens a current log read-only with open and validates it to
-// its end; a torn tail is accepted and left exactly as it is. It reads
-// within a job's memory budget (LowMemory), as the upgrade does.
-func readToEnd(open func(string, convlog.ReaderOptions) (*convlog.Reader, error), path string) error {
+// admitCurrent opens a current log read-only with open and admits it as
+// a version 4 reader does (convlog.Admit): a log it refuses is a failure,
+// not "already V4"; a torn tail is accepted and left exactly as it is. It
+// reads within a job's memory budget (LowMemory), as the upgrade does.
+func admitCurrent(open func(string, convlog.ReaderOptions) (*convlog.Reader, error), path string) error {
 	r, err := open(path, convlog.ReaderOptions{LowMemory: true})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	for {
-		if _, err := r.Next(); err == io.EOF {
-			return nil
-		} else if err != nil {
-			return err
-		}
-	}
+	return convlog.Admit(context.Background(), r, r.Header(), convlog.AdmitOptions{})
 }
 
 func successorCompression(c Compress, src string) (convlog.Compression, error) {

@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -1046,32 +1045,18 @@ func readSession(ctx context.Context, path, sessionID string, withText bool) ([]
 	}
 	defer r.Close()
 	var msgs []index.Message
-	// The rules inspect --validate and the writer check: a log one of
-	// them refuses is not indexed.
-	rules := convlog.NewValidator(r.Header(), nil)
-	for n := 0; ; n++ {
-		if n%1024 == 0 && ctx.Err() != nil {
-			return nil, convlog.Stats{}, nil, ctx.Err()
+	// The admission inspect --validate and the writer apply: a log it
+	// refuses is not indexed.
+	err = convlog.Admit(ctx, r, r.Header(), convlog.AdmitOptions{Each: func(e *convlog.Event, rules *convlog.Validator) error {
+		if withText {
+			if m, ok := indexedMessage(rules, e, sessionID); ok {
+				msgs = append(msgs, m)
+			}
 		}
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, convlog.Stats{}, nil, err
-		}
-		if err := rules.Check(e); err != nil {
-			return nil, convlog.Stats{}, nil, r.RuleProblem(err)
-		}
-		if !withText {
-			continue
-		}
-		if m, ok := indexedMessage(rules, e, sessionID); ok {
-			msgs = append(msgs, m)
-		}
-	}
-	if err := rules.Finish(); err != nil {
-		return nil, convlog.Stats{}, nil, fmt.Errorf("%s: line 1: %w", path, err)
+		return nil
+	}})
+	if err != nil {
+		return nil, convlog.Stats{}, nil, err
 	}
 	return msgs, r.Stats(), r.Header(), nil
 }

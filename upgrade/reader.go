@@ -306,6 +306,20 @@ func (r *Reader) Next() (*convlog.Event, error) {
 	return &r.out, nil
 }
 
+// RuleProblem places err, a version 4 rule that the event Next returned
+// last breaks (convlog.Admit asks): a version 4 source's at its line and
+// byte; an older source's at the line it was upgraded from (the events the
+// upgrade appends at the end have none), err wrapped.
+func (r *Reader) RuleProblem(err error) error {
+	if r.stages == nil {
+		return r.src.RuleProblem(err)
+	}
+	if r.line > 0 {
+		return fmt.Errorf("%s: line %d, upgraded to format v%d: %w", r.path, r.line, convlog.CurrentVersion, err)
+	}
+	return fmt.Errorf("%s: the upgrade's last events, in format v%d: %w", r.path, convlog.CurrentVersion, err)
+}
+
 // keepRoom moves the data of the row's events that lineBuf lent the room
 // out of it, unless it belongs to the first of them.
 func (r *Reader) keepRoom() {
