@@ -49,18 +49,30 @@ var (
 // checkBlocks checks a content array of slot sl; bi, when set, collects
 // its tool calls and tool additions.
 func checkBlocks(raw []byte, sl slot, bi *blockInfo) *problem {
-	if len(raw) == 0 || raw[0] != '[' {
+	w := walk{b: raw}
+	if !w.enterArray() {
 		return mustBe("an array of content blocks", raw)
 	}
-	for it, i := rawjson.Array(raw), 0; ; i++ {
-		blk, ok := it.Next()
-		if !ok {
-			return nil
+	// One pass over the content (a tool's output is most of a log): each
+	// block's members are read as the array is walked.
+	for k := 0; w.nextElem(); k++ {
+		var f blockFields
+		start := w.i
+		if !w.enterObject() {
+			return mustBe("a content block (an object)", w.value()).at(k)
 		}
-		if p := checkBlock(blk, sl, bi); p != nil {
-			return p.at(i)
+		for {
+			key, ok := w.nextKey()
+			if !ok {
+				break
+			}
+			f.set(key, w.value())
+		}
+		if p := f.check(raw[start:w.i], sl, bi); p != nil {
+			return p.at(k)
 		}
 	}
+	return nil
 }
 
 // checkBlock checks one content block: a non-empty type, the members of
@@ -73,33 +85,47 @@ func checkBlock(blk []byte, sl slot, bi *blockInfo) *problem {
 	if it.bad {
 		return mustBe("a content block (an object)", blk)
 	}
-	var typ, text, id, name, args, att, toolName, tool, offloaded []byte
+	var f blockFields
 	for {
 		k, v, ok := it.next()
 		if !ok {
 			break
 		}
-		switch string(k) {
-		case "type":
-			typ = v
-		case "text":
-			text = v
-		case "id":
-			id = v
-		case "name":
-			name = v
-		case "arguments":
-			args = v
-		case "attachment":
-			att = v
-		case "toolName":
-			toolName = v
-		case "tool":
-			tool = v
-		case "offloaded":
-			offloaded = v
-		}
+		f.set(k, v)
 	}
+	return f.check(blk, sl, bi)
+}
+
+// blockFields are the members of a content block the checks read.
+type blockFields struct {
+	typ, text, id, name, args, att, toolName, tool, offloaded []byte
+}
+
+func (f *blockFields) set(k, v []byte) {
+	switch string(k) {
+	case "type":
+		f.typ = v
+	case "text":
+		f.text = v
+	case "id":
+		f.id = v
+	case "name":
+		f.name = v
+	case "arguments":
+		f.args = v
+	case "attachment":
+		f.att = v
+	case "toolName":
+		f.toolName = v
+	case "tool":
+		f.tool = v
+	case "offloaded":
+		f.offloaded = v
+	}
+}
+
+func (f *blockFields) check(blk []byte, sl slot, bi *blockInfo) *problem {
+	typ, text, id, name, args, att, toolName, tool, offloaded := f.typ, f.text, f.id, f.name, f.args, f.att, f.toolName, f.tool, f.offloaded
 	if !nonEmptyString(typ) {
 		if typ == nil {
 			return newProblem("is missing (a content block needs its type)").in(".type")
@@ -197,7 +223,7 @@ func checkMessageBody(mf *messageFields, sl slot, bi *blockInfo) *problem {
 	if roleOf(mf.role) != slotRoles[sl] {
 		return nil
 	}
-	if p := checkSource(mf.source, mf.kind, sl); p != nil {
+	if p := checkSourceOf(mf, sl); p != nil {
 		p.kind = ErrMessageIdentity
 		return p.in(".source")
 	}
@@ -221,6 +247,29 @@ var (
 	checkpointSourceShape = &shape{name: "a checkpoint's source", fields: []field{fEnum("kind", "compact-checkpoint"),
 		f("compactionId", vNonEmpty), o("sourceCommandId", vStr)}}
 )
+
+// checkSourceOf is checkSource of a message's source, from the members
+// its scan counted when they show it keeps its shape (every answer and
+// tool result): the schema walks it only to name what is wrong.
+func checkSourceOf(mf *messageFields, sl slot) *problem {
+	ok := false
+	switch sl {
+	case slotSystem:
+		ok = mf.srcMembers == 1 && string(mf.kind) == `"system-prompt"`
+	case slotAssistant:
+		n := 3
+		if mf.srcReplay {
+			n++
+		}
+		ok = mf.srcMembers == n && string(mf.kind) == `"model"` && isString(mf.srcProvider) && isString(mf.srcModel)
+	case slotTool:
+		ok = mf.srcMembers == 2 && string(mf.kind) == `"tool"` && nonEmptyString(mf.sourceCallID)
+	}
+	if ok {
+		return nil
+	}
+	return checkSource(mf.source, mf.kind, sl)
+}
 
 // checkSource checks a message's source (an object with a producer-owned
 // kind, msgcheck.go) for its slot.
@@ -268,6 +317,40 @@ var (
 	chunkTypes = []string{"text-delta", "reasoning-delta", "tool-call-delta", "block-start", "block-end", "usage", "finish"}
 )
 
+// chunkShape is the shape of a chunk of type typ (raw), nil for none.
+func chunkShape(typ []byte) *shape {
+	switch string(typ) {
+	case `"text-delta"`:
+		return textDeltaShape
+	case `"block-start"`:
+		return blockStartShape
+	case `"block-end"`:
+		return blockEndShape
+	case `"tool-call-delta"`:
+		return toolCallDeltaShape
+	case `"usage"`:
+		return usageChunkShape
+	case `"finish"`:
+		return finishChunkShape
+	case `"reasoning-delta"`:
+		return reasoningDeltaShape
+	}
+	if bytes.IndexByte(typ, '\\') >= 0 {
+		return chunkShapes[string(unquoted(typ))]
+	}
+	return nil
+}
+
+var (
+	textDeltaShape      = chunkShapes["text-delta"]
+	reasoningDeltaShape = chunkShapes["reasoning-delta"]
+	toolCallDeltaShape  = chunkShapes["tool-call-delta"]
+	blockStartShape     = chunkShapes["block-start"]
+	blockEndShape       = chunkShapes["block-end"]
+	usageChunkShape     = chunkShapes["usage"]
+	finishChunkShape    = chunkShapes["finish"]
+)
+
 func checkBlockStart(obj []byte) *problem {
 	switch str(rawjson.Get(obj, "blockType")) {
 	case "tool-result", "tool-addition", "tool-removal":
@@ -282,18 +365,16 @@ func checkBlockStart(obj []byte) *problem {
 // texts and args non-empty arrays of strings, dt one time gap fewer than
 // them (member k's time is time0 plus the first k gaps, a safe integer).
 func checkStream(raw []byte) *problem {
-	if len(raw) == 0 || raw[0] != '[' {
+	w := walk{b: raw}
+	if !w.enterArray() {
 		return mustBe("an array of stream records", raw)
 	}
-	for it, i := rawjson.Array(raw), 0; ; i++ {
-		rec, ok := it.Next()
-		if !ok {
-			return nil
-		}
-		if p := checkRecord(rec); p != nil {
-			return p.at(i)
+	for k := 0; w.nextElem(); k++ {
+		if p := checkRecord(&w); p != nil {
+			return p.at(k)
 		}
 	}
+	return nil
 }
 
 // Members of a stream record, as bits.
@@ -310,19 +391,33 @@ const (
 	recChunk
 )
 
-func checkRecord(rec []byte) *problem {
-	it := objectIter(rec)
-	if it.bad {
-		return mustBe("a stream record (an object)", rec)
+// checkRecord checks the stream record w is at, walking past it: its
+// texts or args once, as they are counted.
+func checkRecord(w *walk) *problem {
+	if !w.enterObject() {
+		return mustBe("a stream record (an object)", w.value())
 	}
 	var typ, time0, index, dt, texts, id, name, args, tim, chunk []byte
-	var have int
+	var have, pieces int
+	var badPiece *problem
 	var other []byte
 	for {
-		k, v, ok := it.next()
+		k, ok := w.nextKey()
 		if !ok {
 			break
 		}
+		switch string(k) {
+		case "texts", "args":
+			var v []byte
+			v, pieces, badPiece = w.strings()
+			if string(k) == "texts" {
+				texts, have = v, have|recTexts
+			} else {
+				args, have = v, have|recArgs
+			}
+			continue
+		}
+		v := w.value()
 		switch string(k) {
 		case "type":
 			typ, have = v, have|recType
@@ -332,14 +427,10 @@ func checkRecord(rec []byte) *problem {
 			index, have = v, have|recIndex
 		case "dt":
 			dt, have = v, have|recDt
-		case "texts":
-			texts, have = v, have|recTexts
 		case "id":
 			id, have = v, have|recID
 		case "name":
 			name, have = v, have|recName
-		case "args":
-			args, have = v, have|recArgs
 		case "time":
 			tim, have = v, have|recTime
 		case "chunk":
@@ -364,7 +455,7 @@ func checkRecord(rec []byte) *problem {
 		if p := exact(recType|recTime0|recIndex|recDt|recTexts, 0, "type, time0, index, dt, texts"); p != nil {
 			return p
 		}
-		return checkRun(time0, index, dt, texts, "texts")
+		return checkRun(time0, index, dt, texts, "texts", pieces, badPiece)
 	case `"tool-call-chunks"`:
 		if p := exact(recType|recTime0|recIndex|recDt|recID|recArgs, recName, "type, time0, index, dt, id, name (optional), args"); p != nil {
 			return p
@@ -375,7 +466,7 @@ func checkRecord(rec []byte) *problem {
 		if name != nil && !nonEmptyString(name) {
 			return mustBe("a non-empty string (or absent)", name).in(".name")
 		}
-		return checkRun(time0, index, dt, args, "args")
+		return checkRun(time0, index, dt, args, "args", pieces, badPiece)
 	case `"chunk"`:
 		if p := exact(recType|recTime|recChunk, 0, "type, time, chunk"); p != nil {
 			return p
@@ -395,8 +486,9 @@ func checkRecord(rec []byte) *problem {
 }
 
 // checkRun checks the members of a run of deltas: time0, index, the gaps
-// and the pieces (texts or args).
-func checkRun(time0, index, dt, pieces []byte, piecesName string) *problem {
+// and the pieces (texts or args: n of them, bad the first that is not a
+// string).
+func checkRun(time0, index, dt, pieces []byte, piecesName string, n int, bad *problem) *problem {
 	t, ok := rawjson.Int(time0)
 	if !ok {
 		return mustBe("a safe integer", time0).in(".time0")
@@ -407,15 +499,8 @@ func checkRun(time0, index, dt, pieces []byte, piecesName string) *problem {
 	if len(pieces) == 0 || pieces[0] != '[' {
 		return mustBe("a non-empty array of strings", pieces).in("." + piecesName)
 	}
-	n := 0
-	for it := rawjson.Array(pieces); ; n++ {
-		v, ok := it.Next()
-		if !ok {
-			break
-		}
-		if !isString(v) {
-			return mustBe("a string", v).at(n).in("." + piecesName)
-		}
+	if bad != nil {
+		return bad.in("." + piecesName)
 	}
 	if n == 0 {
 		return newProblem("must not be empty").in("." + piecesName)
@@ -450,7 +535,7 @@ func checkChunk(raw []byte) *problem {
 		return mustBe("a stream chunk (an object)", raw)
 	}
 	typ := rawjson.Get(raw, "type")
-	s := chunkShapes[string(unquoted(typ))]
+	s := chunkShape(typ)
 	if s == nil {
 		if typ == nil {
 			return newProblem("is missing (a chunk is one of %s)", joinPlain(chunkTypes)).in(".type")
@@ -469,4 +554,129 @@ func joinPlain(vs []string) string {
 		b.WriteString(v)
 	}
 	return b.String()
+}
+
+// walk reads validated JSON in place, one pass: the checks of content and
+// streams read each byte of them once (a string is skipped, not decoded).
+type walk struct {
+	b []byte
+	i int
+	// empty: the array just entered has no element.
+	empty bool
+}
+
+func (w *walk) space() { w.i = rawjson.SkipSpace(w.b, w.i) }
+
+// enterArray steps into the array at w.i; false when it is no array.
+func (w *walk) enterArray() bool {
+	w.space()
+	if w.i >= len(w.b) || w.b[w.i] != '[' {
+		return false
+	}
+	w.i++
+	w.space()
+	if w.i < len(w.b) && w.b[w.i] == ']' {
+		w.i++
+		w.empty = true
+		return true
+	}
+	return true
+}
+
+// nextElem moves to the next element of the array entered (past the
+// comma after the one walked over), false past its end.
+func (w *walk) nextElem() bool {
+	if w.empty {
+		w.empty = false
+		return false
+	}
+	w.space()
+	if w.i >= len(w.b) {
+		return false
+	}
+	switch w.b[w.i] {
+	case ']':
+		w.i++
+		return false
+	case ',':
+		w.i++
+		w.space()
+	}
+	return w.i < len(w.b)
+}
+
+// enterObject steps into the object at w.i; false when it is no object
+// (w.i stays on the value).
+func (w *walk) enterObject() bool {
+	w.space()
+	if w.i >= len(w.b) || w.b[w.i] != '{' {
+		return false
+	}
+	w.i++
+	return true
+}
+
+// nextKey returns the next member's decoded key, w.i then at its value;
+// false past the object's end.
+func (w *walk) nextKey() ([]byte, bool) {
+	w.space()
+	if w.i < len(w.b) && w.b[w.i] == ',' {
+		w.i++
+		w.space()
+	}
+	if w.i >= len(w.b) || w.b[w.i] != '"' {
+		if w.i < len(w.b) && w.b[w.i] == '}' {
+			w.i++
+		}
+		return nil, false
+	}
+	ks := w.i
+	ke, err := rawjson.Next(w.b, ks)
+	if err != nil {
+		w.i = len(w.b)
+		return nil, false
+	}
+	key := w.b[ks+1 : ke-1]
+	if bytes.IndexByte(key, '\\') >= 0 {
+		s, _ := rawjson.String(w.b[ks:ke])
+		key = []byte(s)
+	}
+	w.i = rawjson.SkipSpace(w.b, ke)
+	if w.i < len(w.b) && w.b[w.i] == ':' {
+		w.i++
+	}
+	w.space()
+	return key, true
+}
+
+// value returns the value at w.i, walking past it.
+func (w *walk) value() []byte {
+	w.space()
+	start := w.i
+	end, err := rawjson.Next(w.b, start)
+	if err != nil {
+		w.i = len(w.b)
+		return w.b[start:]
+	}
+	w.i = end
+	return w.b[start:end]
+}
+
+// strings walks past the value at w.i, an array of strings: it returns
+// the value, how many elements it has, and a problem with the first that
+// is not a string.
+func (w *walk) strings() (v []byte, n int, bad *problem) {
+	w.space()
+	start := w.i
+	if w.i >= len(w.b) || w.b[w.i] != '[' {
+		return w.value(), 0, nil
+	}
+	w.enterArray()
+	for ; w.nextElem(); n++ {
+		e := w.value()
+		if !isString(e) && bad == nil {
+			bad = mustBe("a string", e).at(n)
+		}
+	}
+	return w.b[start:w.i], n, bad
 }

@@ -22,6 +22,11 @@ type messageFields struct {
 	toolCallID, sourceCallID []byte
 	isError                  []byte
 	sourceIsObject           bool
+	// Of the source too: its members counted, and those the strict
+	// sources hold (content.go).
+	srcProvider, srcModel []byte
+	srcMembers            int
+	srcReplay             bool
 }
 
 // scanMessage reads the members of a stored message (validated JSON).
@@ -69,11 +74,18 @@ func (f *messageFields) readSource() {
 		return
 	}
 	f.sourceIsObject = rawjson.EachMember(f.source, func(m member) bool {
+		f.srcMembers++
 		switch string(m.Key) {
 		case "kind":
 			f.kind = m.Value
 		case "callId":
 			f.sourceCallID = m.Value
+		case "provider":
+			f.srcProvider = m.Value
+		case "model":
+			f.srcModel = m.Value
+		case "replayState":
+			f.srcReplay = true
 		}
 		return true
 	}) == nil

@@ -165,21 +165,19 @@ func relErr(format string, args ...any) *problem {
 
 // messageID checks and records the id of a surface event's message: an id
 // names one message in a session. The same message again is admitted
-// where the reference repeats it: queued by agent/inbox/spliced and
-// claimed (the same bytes), or rewritten by a replacement of the node
-// holding it.
+// where the reference repeats it: queued by agent/inbox/spliced and then
+// claimed (the same bytes: only a queued message's are hashed), or
+// rewritten by a replacement of the node holding it.
 func (v *Validator) messageID(e *Event, id, msg []byte, user bool) *problem {
 	r := &v.rel
 	k := keyOfID(unquoted(id))
 	rec, seen := r.ids[k]
-	var h uint64
-	if user {
-		h = contentHash(msg)
-	}
+	var h uint64 // the queued message's hash, kept once it is claimed
 	switch {
 	case !seen:
-	case rec.seq < 0 && rec.bytes == h:
+	case rec.seq < 0 && user && rec.bytes == contentHash(msg):
 		// a queued message, claimed
+		h = rec.bytes
 	case rec.seq >= 0 && e.SurfaceOp != nil && e.SurfaceOp.Replace && v.inSpan(rec.seq, e.SurfaceOp):
 		// the same message, rewritten in place
 	case rec.seq >= 0:
@@ -210,7 +208,7 @@ func (v *Validator) queued(inserted []byte) *problem {
 		case !seen:
 			set(r, r.ids, k, idRec{seq: -1, bytes: h})
 		case rec.bytes == h:
-			// the same message queued again, or its claim seen first
+			// the same message queued again
 		default:
 			return (&problem{kind: ErrMessageIdentity, msg: fmt.Sprintf("message id %s is already the id of another message", display.Quote(str(id)))}).at(i).in("data.inserted")
 		}

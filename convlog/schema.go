@@ -116,8 +116,16 @@ func fMsg(name string, sl slot) field    { return field{name: name, t: vMessage,
 func fMsgs(name string, sl slot) field   { return field{name: name, t: vMessages, slot: sl} }
 func never(name, why string) field       { return field{name: name, t: vNever, opt: true, why: why} }
 
-func (s *shape) index(key []byte) int {
-	for i := range s.fields {
+// index is the field named key, -1 when none is; members mostly come in
+// the order of the fields, so the search starts at hint (the field after
+// the last one found).
+func (s *shape) index(key []byte, hint int) int {
+	n := len(s.fields)
+	for k := 0; k < n; k++ {
+		i := hint + k
+		if i >= n {
+			i -= n
+		}
 		if s.fields[i].name == string(key) {
 			return i
 		}
@@ -128,8 +136,9 @@ func (s *shape) index(key []byte) int {
 // checkMembers checks an object whose members a reader kept.
 func (s *shape) checkMembers(obj []byte, ms []member) *problem {
 	var seen uint64
+	hint := 0
 	for i := range ms {
-		if p := s.member(ms[i].Key, ms[i].Value, &seen); p != nil {
+		if p := s.member(ms[i].Key, ms[i].Value, &seen, &hint); p != nil {
 			return p
 		}
 	}
@@ -143,20 +152,21 @@ func (s *shape) checkObject(raw []byte) *problem {
 		return newProblem("must be an object, not %s", jsonKind(raw))
 	}
 	var seen uint64
+	hint := 0
 	for {
 		k, v, ok := it.next()
 		if !ok {
 			break
 		}
-		if p := s.member(k, v, &seen); p != nil {
+		if p := s.member(k, v, &seen, &hint); p != nil {
 			return p
 		}
 	}
 	return s.finish(raw, seen)
 }
 
-func (s *shape) member(key, val []byte, seen *uint64) *problem {
-	i := s.index(key)
+func (s *shape) member(key, val []byte, seen *uint64, hint *int) *problem {
+	i := s.index(key, *hint)
 	if i < 0 {
 		if s.closed {
 			return newProblem("is not a member of %s (%s)", s.name, s.memberList()).in("." + string(key))
@@ -164,6 +174,7 @@ func (s *shape) member(key, val []byte, seen *uint64) *problem {
 		return nil
 	}
 	*seen |= 1 << i
+	*hint = i + 1
 	fl := &s.fields[i]
 	if p := fl.check(val); p != nil {
 		return p.in("." + fl.name)

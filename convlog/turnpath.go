@@ -178,6 +178,8 @@ type pathState struct {
 	afterInherited bool
 	calls          map[string]callRec
 	order          []string // the open turn's calls, as they became known
+	// pending counts the calls of calls without their result.
+	pending int
 	// attempt is the open step's last assistant/attempt that neither an
 	// answer nor a retry followed: a model call cut off.
 	attempt    []byte
@@ -204,7 +206,7 @@ func (p *pathState) setCall(id string, rec callRec) {
 // unresolved is a call of the open turn that a version 4 log leaves
 // without its result ("" when none).
 func (p *pathState) unresolved() string {
-	if p.version < CurrentVersion {
+	if p.version < CurrentVersion || p.pending == 0 {
 		return ""
 	}
 	for _, id := range p.order {
@@ -231,7 +233,7 @@ func (p *pathState) idOf(id []byte) string {
 // the map; the writer, which may have to go back to the calls of the turn
 // before, starts a new one.
 func (p *pathState) newTurnCalls() {
-	p.attempt = nil
+	p.attempt, p.pending = nil, 0
 	if p.journaling || p.calls == nil {
 		p.calls, p.order = nil, nil
 		return
@@ -433,6 +435,7 @@ func (p *pathState) apply(e *Event, role pathRole, f *eventFields) {
 				rec.sig = callSig(f.advertised[i].name, f.advertised[i].args)
 			}
 			p.setCall(id, rec)
+			p.pending++
 		}
 	case roleAttempt:
 		p.attempt, p.attemptSeq = append([]byte(nil), e.Data...), e.Seq
@@ -442,11 +445,15 @@ func (p *pathState) apply(e *Event, role pathRole, f *eventFields) {
 		rec, ok := p.calls[string(f.callID)]
 		if !ok {
 			rec = callRec{seq: e.Seq, step: p.step}
+			p.pending++
 		}
 		rec.started = true
 		p.setCall(p.idOf(f.callID), rec)
 	case roleToolResult:
 		if rec, ok := p.calls[string(f.callID)]; ok {
+			if !rec.resolved {
+				p.pending--
+			}
 			rec.resolved = true
 			p.setCall(p.idOf(f.callID), rec)
 		}
