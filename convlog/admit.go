@@ -94,7 +94,8 @@ func Admit(ctx context.Context, src EventSource, h *Header, opts AdmitOptions) e
 
 // RuleOf names the rule of the format an error of a log reports, and the
 // member it is about: a *RuleError's rule (payload, wrong-log, message,
-// turn-path, history, relationship) and member, wherever it is wrapped; for
+// turn-path, history, relationship) and member, wherever it is wrapped (an
+// error of one of their kinds: the rule alone); for
 // another *FormatError, header (the header line, or none), framing (a
 // problem with a whole zstd frame) or envelope (an event line: its JSON,
 // its envelope, its seq, its type); "" for an error that is not a log's.
@@ -102,6 +103,11 @@ func RuleOf(err error) (rule, member string) {
 	var re *RuleError
 	if errors.As(err, &re) {
 		return re.Rule(), re.Member
+	}
+	for _, kind := range []error{ErrPayload, ErrWrongLog, ErrMessageIdentity, ErrTurnPath, ErrHistory, ErrRelationship} {
+		if errors.Is(err, kind) {
+			return ruleName(kind), ""
+		}
 	}
 	var fe *FormatError
 	if !errors.As(err, &fe) {

@@ -3,6 +3,7 @@ package inspect
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -264,5 +265,59 @@ func TestForkShapeRefused(t *testing.T) {
 	if _, err := History(context.Background(), &Target{Path: p}); err == nil || !strings.Contains(err.Error(), "line 5, byte ") ||
 		!strings.Contains(err.Error(), "needs a toolCallId") {
 		t.Fatalf("history: %v", err)
+	}
+}
+
+// TestValidateVectors: inspect --validate gives each of the format's test
+// vectors (convlog/testdata/vectors) its verdict: valid, or a first
+// problem at the manifest's line (or frame) with its rule.
+func TestValidateVectors(t *testing.T) {
+	dir := filepath.Join("..", "convlog", "testdata", "vectors")
+	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Vectors []struct {
+			Name, Read, Rule string
+			Files            []string
+			Valid, Torn      bool
+			Line, Frame      int64
+		}
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, vec := range m.Vectors {
+		if vec.Read != "log" {
+			continue
+		}
+		for _, f := range vec.Files {
+			n++
+			v, err := Validate(context.Background(), &Target{Path: filepath.Join(dir, f)}, ValidateOptions{})
+			if err != nil {
+				t.Errorf("%s: %v", f, err)
+				continue
+			}
+			if v.Valid != vec.Valid || v.TornTail != vec.Torn {
+				t.Errorf("%s: valid %v torn %v, want %v %v: %+v", f, v.Valid, v.TornTail, vec.Valid, vec.Torn, v.Problems)
+				continue
+			}
+			if vec.Valid {
+				continue
+			}
+			p := v.Problems[0]
+			line, frame := p.Line, p.Frame
+			if line > 0 {
+				frame = 0
+			}
+			if line != vec.Line || frame != vec.Frame || p.Rule != vec.Rule {
+				t.Errorf("%s: first problem %+v, want line %d frame %d rule %s", f, p, vec.Line, vec.Frame, vec.Rule)
+			}
+		}
+	}
+	if n < 100 {
+		t.Fatalf("only %d vectors read", n)
 	}
 }

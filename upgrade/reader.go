@@ -308,16 +308,23 @@ func (r *Reader) Next() (*convlog.Event, error) {
 
 // RuleProblem places err, a version 4 rule that the event Next returned
 // last breaks (convlog.Admit asks): a version 4 source's at its line and
-// byte; an older source's at the line it was upgraded from (the events the
-// upgrade appends at the end have none), err wrapped.
+// byte; an older source's as an *Error at the line it was upgraded from
+// (none for the events the upgrade appends at the end), of the rule's
+// kind (convlog.RuleOf names it).
 func (r *Reader) RuleProblem(err error) error {
 	if r.stages == nil {
 		return r.src.RuleProblem(err)
 	}
-	if r.line > 0 {
-		return fmt.Errorf("%s: line %d, upgraded to format v%d: %w", r.path, r.line, convlog.CurrentVersion, err)
+	kind := convlog.ErrCorrupt
+	var re *convlog.RuleError
+	if errors.As(err, &re) {
+		kind = re.Kind
 	}
-	return fmt.Errorf("%s: the upgrade's last events, in format v%d: %w", r.path, convlog.CurrentVersion, err)
+	where := fmt.Sprintf("upgraded to format v%d", convlog.CurrentVersion)
+	if r.line == 0 {
+		where = fmt.Sprintf("appended by the upgrade to format v%d", convlog.CurrentVersion)
+	}
+	return &Error{Path: r.path, Line: r.line, Msg: where + ": " + err.Error(), Kind: kind}
 }
 
 // keepRoom moves the data of the row's events that lineBuf lent the room
