@@ -296,3 +296,51 @@ func TestCloseTurn(t *testing.T) {
 		t.Fatalf("closing without an open step: %+v", closing)
 	}
 }
+
+// TestPartialContent: what repair and CloseTurn keep of a model call cut
+// off is read from its attempt's stream as the format documents it (docs/
+// FORMAT.md, "Closing an interrupted turn"), every record kind included.
+func TestPartialContent(t *testing.T) {
+	chunk := func(c string) string { return `{"type":"chunk","time":1,"chunk":` + c + `}` }
+	for _, c := range []struct {
+		name   string
+		stream []string
+		want   string // "" when nothing is kept
+	}{
+		{"deltas without a block-start", []string{chunk(`{"type":"text-delta","index":0,"text":"Hel"}`), chunk(`{"type":"text-delta","index":0,"text":"lo"}`)},
+			`[{"type":"text","text":"Hello","interrupted":true}]`},
+		{"runs and deltas of one block", []string{chunk(`{"type":"block-start","index":0,"blockType":"reasoning"}`),
+			`{"type":"reasoning-chunks","time0":1,"index":0,"dt":[1],"texts":["I ","think"]}`, chunk(`{"type":"reasoning-delta","index":0,"text":"."}`)},
+			`[{"type":"reasoning","text":"I think.","interrupted":true}]`},
+		{"blocks in the order their index first appears", []string{`{"type":"text-chunks","time0":1,"index":3,"dt":[],"texts":["second"]}`,
+			`{"type":"reasoning-chunks","time0":1,"index":1,"dt":[],"texts":["first"]}`},
+			`[{"type":"text","text":"second","interrupted":true},{"type":"reasoning","text":"first","interrupted":true}]`},
+		{"the first block-end fixes a block", []string{`{"type":"text-chunks","time0":1,"index":0,"dt":[],"texts":["dra"]}`,
+			chunk(`{"type":"block-end","index":0,"block":{"type":"text","text":"final"}}`), chunk(`{"type":"text-delta","index":0,"text":" more"}`),
+			chunk(`{"type":"block-end","index":0,"block":{"type":"text","text":"other"}}`)},
+			`[{"type":"text","text":"final"}]`},
+		{"white space only is left out", []string{`{"type":"text-chunks","time0":1,"index":0,"dt":[1],"texts":[" ","\n"]}`,
+			`{"type":"text-chunks","time0":1,"index":1,"dt":[],"texts":["kept"]}`},
+			`[{"type":"text","text":"kept","interrupted":true}]`},
+		{"tool calls never ran", []string{`{"type":"tool-call-chunks","time0":1,"index":0,"dt":[],"id":"c1","name":"bash","args":["{}"]}`,
+			chunk(`{"type":"tool-call-delta","index":1,"id":"c2","argumentsDelta":"{"}`), chunk(`{"type":"block-start","index":2,"blockType":"tool-call"}`)}, ""},
+		{"usage and finish are not content", []string{chunk(`{"type":"usage","usage":{"inputTokens":1,"outputTokens":1}}`),
+			chunk(`{"type":"finish","reason":{"kind":"error","failure":{"code":"E","message":"m"}}}`)}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			attempt := `{"turn":1,"step":1,"stream":[` + strings.Join(c.stream, ",") + `]}`
+			if p := checkStream([]byte(`[` + strings.Join(c.stream, ",") + `]`)); p != nil {
+				t.Fatalf("the stream is not the documented shape: %s%s", p.path, p.msg)
+			}
+			got := partialContent([]byte(attempt))
+			if string(got) != c.want {
+				t.Fatalf("kept %s, want %s", got, c.want)
+			}
+			if got != nil {
+				if p := checkBlocks(got, slotAssistant, nil); p != nil {
+					t.Fatalf("kept blocks an answer cannot hold: %s: %s", p.path, p.msg)
+				}
+			}
+		})
+	}
+}
