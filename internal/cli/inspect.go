@@ -258,9 +258,14 @@ func stopPosition(p inspect.Problem) string {
 }
 
 // problemPosition is a problem as --validate lists it: its position, as
-// convlog words it in an error line too, then its kind and message.
+// convlog words it in an error line too, then its kind, the rule of an
+// event it breaks beyond its line, and its message.
 func problemPosition(p inspect.Problem) string {
-	return fmt.Sprintf("%s: %s: %s", p.Position(), p.Kind, p.Message)
+	switch p.Rule {
+	case "", "header", "envelope", "framing", "file":
+		return fmt.Sprintf("%s: %s: %s", p.Position(), p.Kind, p.Message)
+	}
+	return fmt.Sprintf("%s: %s (rule %s): %s", p.Position(), p.Kind, p.Rule, p.Message)
 }
 
 // runTranscript prints the transcript of t's session log. The store it

@@ -202,9 +202,9 @@ func logCases() []hcase {
 				return []string{"inspect", "--validate", f.vars["log"]}
 			},
 			code: 1,
-			stdout: []string{"{log}: line 2, byte {a}: corrupt: step/start at seq 0: step/start outside a turn",
-				"{log}: line 4, byte {b}: corrupt: step/end at seq 2: step/end without its step/start (no step of turn 1 is open)",
-				"{log}: line 5, byte {c}: corrupt: assistant/message at seq 3: outside a step (turn 1 has no open step): an answer belongs to a step"},
+			stdout: []string{"{log}: line 2, byte {a}: corrupt (rule turn-path): step/start at seq 0: step/start outside a turn",
+				"{log}: line 4, byte {b}: corrupt (rule turn-path): step/end at seq 2: step/end without its step/start (no step of turn 1 is open)",
+				"{log}: line 5, byte {c}: corrupt (rule turn-path): assistant/message at seq 3: outside a step (turn 1 has no open step): an answer belongs to a step"},
 			stderr: []string{"{log}: 3 problem(s) found"},
 		},
 		{
