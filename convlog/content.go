@@ -401,6 +401,8 @@ func checkRecord(w *walk) *problem {
 	var have, pieces int
 	var badPiece *problem
 	var other []byte
+	var buf [8]member
+	var chunkMembers []member
 	for {
 		k, ok := w.nextKey()
 		if !ok {
@@ -415,6 +417,10 @@ func checkRecord(w *walk) *problem {
 			} else {
 				args, have = v, have|recArgs
 			}
+			continue
+		case "chunk":
+			chunk, chunkMembers = w.members(buf[:0])
+			have |= recChunk
 			continue
 		}
 		v := w.value()
@@ -433,8 +439,6 @@ func checkRecord(w *walk) *problem {
 			name, have = v, have|recName
 		case "time":
 			tim, have = v, have|recTime
-		case "chunk":
-			chunk, have = v, have|recChunk
 		default:
 			if other == nil {
 				other = k
@@ -474,7 +478,7 @@ func checkRecord(w *walk) *problem {
 		if _, ok := rawjson.Int(tim); !ok {
 			return mustBe("a safe integer", tim).in(".time")
 		}
-		if p := checkChunk(chunk); p != nil {
+		if p := checkChunk(chunk, chunkMembers); p != nil {
 			return p.in(".chunk")
 		}
 		return nil
@@ -528,13 +532,14 @@ func checkRun(time0, index, dt, pieces []byte, piecesName string, n int, bad *pr
 	return nil
 }
 
-// checkChunk checks the chunk of a "chunk" record: one of the stream
-// chunk types, with its members.
-func checkChunk(raw []byte) *problem {
+// checkChunk checks the chunk of a "chunk" record (its members, as the
+// record's walk read them): one of the stream chunk types, with its
+// members.
+func checkChunk(raw []byte, ms []member) *problem {
 	if len(raw) == 0 || raw[0] != '{' {
 		return mustBe("a stream chunk (an object)", raw)
 	}
-	typ := rawjson.Get(raw, "type")
+	typ := memberValue(ms, "type")
 	s := chunkShape(typ)
 	if s == nil {
 		if typ == nil {
@@ -542,7 +547,7 @@ func checkChunk(raw []byte) *problem {
 		}
 		return newProblem("%s is not a stream chunk type (%s)", clip(typ), joinPlain(chunkTypes)).in(".type")
 	}
-	return s.checkObject(raw)
+	return s.checkMembers(raw, ms)
 }
 
 func joinPlain(vs []string) string {
@@ -660,6 +665,23 @@ func (w *walk) value() []byte {
 	}
 	w.i = end
 	return w.b[start:end]
+}
+
+// members walks past the value at w.i and, when it is an object, appends
+// its members (key and value) to buf.
+func (w *walk) members(buf []member) ([]byte, []member) {
+	w.space()
+	start := w.i
+	if !w.enterObject() {
+		return w.value(), buf
+	}
+	for {
+		k, ok := w.nextKey()
+		if !ok {
+			return w.b[start:w.i], buf
+		}
+		buf = append(buf, member{Key: k, Value: w.value()})
+	}
 }
 
 // strings walks past the value at w.i, an array of strings: it returns

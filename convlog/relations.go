@@ -95,6 +95,9 @@ type relScalars struct {
 	provider string // the latest request/header's config.provider and model
 	model    string
 	headers  bool // a request/header was seen
+	// hdrSum is the hash of the last request/header's header, hdrTools
+	// the key of its tools in tools.
+	hdrSum, hdrTools uint64
 	// head: the surface's first node is a system prompt appended to an
 	// empty surface (the protected head).
 	head bool
@@ -118,25 +121,13 @@ type relState struct {
 	journal    []func()
 }
 
-func (r *relState) init() {
-	if r.ids != nil {
-		return
+// set writes (*mp)[k] = v, making the map on its first write (most logs
+// need few of them), journaled for a writer's rollback.
+func set[K comparable, V any](r *relState, mp *map[K]V, k K, v V) {
+	if *mp == nil {
+		*mp = map[K]V{}
 	}
-	r.ids = map[idKey]idRec{}
-	r.headerSet = map[int64]uint64{}
-	r.tools = map[uint64]toolDefs{}
-	r.chains = map[chainKey]chainRec{}
-	r.retryIDs = map[string]chainKey{}
-	r.scheduled = map[schedKey]schedRec{}
-	r.human = map[int64]bool{}
-	r.commands = map[string]int64{}
-	r.cmdSeqs = map[int64]bool{}
-	r.children = map[string]bool{}
-	r.ptc = map[string]ptcRec{}
-}
-
-// set writes m[k] = v, journaled for a writer's rollback.
-func set[K comparable, V any](r *relState, m map[K]V, k K, v V) {
+	m := *mp
 	if r.journaling {
 		prev, ok := m[k]
 		r.journal = append(r.journal, func() {
@@ -187,7 +178,7 @@ func (v *Validator) messageID(e *Event, id, msg []byte, user bool) *problem {
 		return &problem{kind: ErrMessageIdentity, msg: fmt.Sprintf("message id %s is the id of a different message queued before (agent/inbox/spliced): a queued message is claimed unchanged",
 			display.Quote(str(id)))}
 	}
-	set(r, r.ids, k, idRec{seq: e.Seq, bytes: h})
+	set(r, &r.ids, k, idRec{seq: e.Seq, bytes: h})
 	return nil
 }
 
@@ -206,7 +197,7 @@ func (v *Validator) queued(inserted []byte) *problem {
 		rec, seen := r.ids[k]
 		switch {
 		case !seen:
-			set(r, r.ids, k, idRec{seq: -1, bytes: h})
+			set(r, &r.ids, k, idRec{seq: -1, bytes: h})
 		case rec.bytes == h:
 			// the same message queued again
 		default:
@@ -309,14 +300,20 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 		}
 	case "request/header":
 		hdr := get("header")
-		cfg := rawjson.Get(hdr, "config")
-		r.provider, r.model, r.headers = str(rawjson.Get(cfg, "provider")), str(rawjson.Get(cfg, "model")), true
-		tools := rawjson.Get(hdr, "tools")
-		key := contentHash(tools)
-		if _, ok := r.tools[key]; !ok {
-			set(r, r.tools, key, toolsOf(tools))
+		if sum := contentHash(hdr); sum != r.hdrSum {
+			// A header that repeats the one before changes nothing here.
+			cfg, _, tools := headerMembers(hdr)
+			provider, model := rawjson.Get(cfg, "provider"), rawjson.Get(cfg, "model")
+			if r.provider != string(unquoted(provider)) || r.model != string(unquoted(model)) {
+				r.provider, r.model = str(provider), str(model)
+			}
+			r.hdrSum, r.hdrTools = sum, contentHash(tools)
+			if _, ok := r.tools[r.hdrTools]; !ok {
+				set(r, &r.tools, r.hdrTools, toolsOf(tools))
+			}
 		}
-		set(r, r.headerSet, e.Seq, key)
+		r.headers = true
+		set(r, &r.headerSet, e.Seq, r.hdrTools)
 	case TypeDeveloperMessage:
 		hs := get("headerSeq")
 		if (hs != nil) != (len(bi.additions) > 0) {
@@ -342,7 +339,7 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 		}
 	case TypeUserMessage:
 		if mf.source != nil && rawjson.StringIs(mf.kind, string(SourceUser)) && (e.SurfaceOp == nil || !e.SurfaceOp.Replace) {
-			set(r, r.human, e.Seq, true)
+			set(r, &r.human, e.Seq, true)
 		}
 		if rawjson.StringIs(mf.kind, string(SourceCheckpoint)) && e.SurfaceOp != nil && e.SurfaceOp.Replace {
 			id, cmd := str(rawjson.Get(mf.source, "compactionId")), str(rawjson.Get(mf.source, "sourceCommandId"))
@@ -401,7 +398,7 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 			return relErr("llm/retry-started repeats one scheduled attempt")
 		}
 		s.started = true
-		set(r, r.scheduled, k, s)
+		set(r, &r.scheduled, k, s)
 	case "session/title":
 		seqs := get("messageSeqs")
 		user := rawjson.StringIs(rawjson.Get(get("source"), "kind"), "user")
@@ -423,8 +420,8 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 		if _, ok := r.commands[id]; ok {
 			return relErr("command/run repeats commandId %s", display.Quote(id))
 		}
-		set(r, r.commands, id, e.Seq)
-		set(r, r.cmdSeqs, e.Seq, true)
+		set(r, &r.commands, id, e.Seq)
+		set(r, &r.cmdSeqs, e.Seq, true)
 	case "command/done":
 		id := str(get("commandId"))
 		if _, ok := r.commands[id]; !ok {
@@ -441,13 +438,13 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 				return relErr("names a command event (seq %d)", n).in("data.sourceEventSeq")
 			}
 		}
-		set(r, r.cmdSeqs, e.Seq, true)
+		set(r, &r.cmdSeqs, e.Seq, true)
 	case "subagent/catalog":
 		id := str(get("childId"))
 		if r.children[id] {
 			return relErr("duplicate catalog child %s", display.Quote(id))
 		}
-		set(r, r.children, id, true)
+		set(r, &r.children, id, true)
 	case "session-log-deepseek/delivery-accepted":
 		if ver, _ := rawjson.Int(get("sessionFormatVersion")); ver != CurrentVersion {
 			return nil
@@ -561,9 +558,9 @@ func (v *Validator) retry(e *Event, f *eventFields, get func(string) []byte) *pr
 		return relErr("retryId %s belongs to another policy chain", display.Quote(id)).in("data.retryId")
 	}
 	c.retry = n
-	set(r, r.chains, k, c)
-	set(r, r.retryIDs, id, k)
-	set(r, r.scheduled, schedKey{id, n}, schedRec{turn: f.turn, step: f.step})
+	set(r, &r.chains, k, c)
+	set(r, &r.retryIDs, id, k)
+	set(r, &r.scheduled, schedKey{id, n}, schedRec{turn: f.turn, step: f.step})
 	return nil
 }
 
@@ -650,7 +647,7 @@ func (v *Validator) ptcDispatch(e *Event, get func(string) []byte) *problem {
 				return relErr("PTC parentCallId %s does not belong to rootCallId %s", display.Quote(parent), display.Quote(root))
 			}
 		}
-		set(r, r.ptc, sub, ptcRec{root: root, hash: sum})
+		set(r, &r.ptc, sub, ptcRec{root: root, hash: sum})
 		return nil
 	}
 	switch {
@@ -660,7 +657,7 @@ func (v *Validator) ptcDispatch(e *Event, get func(string) []byte) *problem {
 		return relErr("PTC dispatch %s does not match its start", display.Quote(sub))
 	}
 	rec.settled = true
-	set(r, r.ptc, sub, rec)
+	set(r, &r.ptc, sub, rec)
 	return nil
 }
 

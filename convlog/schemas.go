@@ -80,23 +80,41 @@ func requires(obj []byte, key, what string) *problem {
 // checkEpochHeader: empty tools and adapterDefaults are omitted, and each
 // adapterDefaults marker has its config value.
 func checkEpochHeader(obj []byte) *problem {
-	if t := rawjson.Get(obj, "tools"); t != nil && emptyArray(t) {
+	cfg, ad, tools := headerMembers(obj)
+	if tools != nil && emptyArray(tools) {
 		return newProblem("must be omitted when empty").in(".tools")
 	}
-	ad := rawjson.Get(obj, "adapterDefaults")
 	if ad == nil {
 		return nil
 	}
 	if emptyObject(ad) {
 		return newProblem("must be omitted when empty").in(".adapterDefaults")
 	}
-	cfg := rawjson.Get(obj, "config")
 	for _, k := range []string{"reasoningEffort", "maxTokens"} {
 		if rawjson.Get(ad, k) != nil && rawjson.Get(cfg, k) == nil {
 			return newProblem("marks a default the config does not hold (config.%s is missing)", k).in(".adapterDefaults." + k)
 		}
 	}
 	return nil
+}
+
+// headerMembers is a request header's config, adapterDefaults and tools,
+// found in one walk of it (its tools are most of it).
+func headerMembers(hdr []byte) (cfg, ad, tools []byte) {
+	for it := objectIter(hdr); ; {
+		k, v, ok := it.next()
+		if !ok {
+			return
+		}
+		switch string(k) {
+		case "config":
+			cfg = v
+		case "adapterDefaults":
+			ad = v
+		case "tools":
+			tools = v
+		}
+	}
 }
 
 func checkTitleSource(obj []byte) *problem {
@@ -251,6 +269,8 @@ var eventSchemas = map[string]*eventSchema{
 		f("composerText", vStr)),
 	"conversation/cwd-mapped": conv(f("from", vAbsPath), f("to", vAbsPath)),
 }
+
+var headerSchema = eventSchemas["request/header"]
 
 // checkCatalog: version 0 or 1; mode continuable, one-shot, or (version
 // 1) unknown; a continuable child has a label.
