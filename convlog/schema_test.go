@@ -3,6 +3,7 @@ package convlog
 import (
 	"errors"
 	"fmt"
+	"github.com/convkit/convkit/internal/rawjson"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -234,4 +235,58 @@ func TestRelationships(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzPayload: any data for any type is checked without a panic, and the
+// writer's validator and a reader's refuse the same events (the writer
+// stops at a problem the reader goes past: the verdict is the same).
+func FuzzPayload(f *testing.F) {
+	f.Add(uint8(0), []byte(`{"turn":1,"step":1,"stream":[{"type":"chunk","time":1,"chunk":{"type":"usage","usage":{"inputTokens":1,"outputTokens":2}}}]}`))
+	f.Fuzz(func(t *testing.T, k uint8, data []byte) {
+		if rawjson.Valid(data) != nil || len(data) > 1<<16 {
+			return
+		}
+		names := DefaultRegistry.Names()
+		typ := names[int(k)%len(names)]
+		h := testHeader("s")
+		if info := DefaultRegistry.Lookup(typ); info.schema != nil && info.schema.log == inConversation {
+			h = convHeader()
+		}
+		prefix := []Event{ev("turn/start", `{"turn":1}`), ev("step/start", `{"turn":1,"step":1}`), reqHeader}
+		if h.Type == ConversationLog {
+			prefix = nil
+		}
+		e := ev(typ, string(data))
+		checkers := [2]*Validator{newStrictValidator(h, nil), NewValidator(h, nil)}
+		var verdicts [2]error
+		for i, v := range checkers {
+			lc := NewLineChecker("f", h, nil)
+			for j, p := range append(append([]Event(nil), prefix...), e) {
+				p.Seq = int64(j)
+				line := p.AppendJSON(nil)
+				pe, err := lc.Check(line, p.Seq, int64(j+2))
+				if err != nil {
+					if j == len(prefix) {
+						return // the envelope refuses it: not the payload's
+					}
+					t.Fatalf("prefix event %d: %v", j, err)
+				}
+				err = v.Check(pe)
+				if j < len(prefix) {
+					if err != nil {
+						t.Fatalf("prefix event %d: %v", j, err)
+					}
+					continue
+				}
+				verdicts[i] = err
+			}
+		}
+		if (verdicts[0] == nil) != (verdicts[1] == nil) {
+			t.Fatalf("%s %s: the writer's validator says %v, a reader's %v", typ, data, verdicts[0], verdicts[1])
+		}
+		var re *RuleError
+		if verdicts[0] != nil && !errors.As(verdicts[0], &re) {
+			t.Fatalf("%s %s: refused with %T %v, not a *RuleError", typ, data, verdicts[0], verdicts[0])
+		}
+	})
 }
