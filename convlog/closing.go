@@ -2,7 +2,6 @@ package convlog
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/convkit/convkit/internal/rawjson"
 )
@@ -105,105 +104,91 @@ func turnStepData(turn, step int64) []byte {
 	return append(d, '}')
 }
 
-// partialContent rebuilds what a cut-off model call produced from the
-// stream of its assistant/attempt, read as the format documents it
-// (content.go's checkStream admitted it): blocks in the order their index
-// first appears; a block-start opens one (its type), text and reasoning
-// deltas (text-chunks and reasoning-chunks records, text-delta and
-// reasoning-delta chunks) add to theirs, the first block-end fixes one as
-// it is. What it returns is a JSON array of the text and reasoning blocks
-// whose text is not all white space (a block the stream finished as it
-// was; an unfinished one from its deltas, marked "interrupted":true), or
-// nil when there is none: tool calls it had not finished asking for never
-// ran.
+// partialContent is what a cut-off model call had produced, from the
+// stream of its assistant/attempt as stored (content.go's checkStream
+// admitted it): its records expanded into the chunks they pack, in order,
+// and assembled as the live call's are (Stream: blocks in the order their
+// index first appears, a block-start giving a block its type, deltas
+// adding to it, the first block-end fixing it as it is), of which
+// Stream.Partial keeps the text and reasoning blocks that hold more than
+// white space. nil when it keeps none, or the chunks do not assemble: tool
+// calls it had not finished asking for never ran.
 func partialContent(attempt []byte) []byte {
-	type block struct {
-		kind  string
-		text  []byte
-		final []byte
+	s := storedStream(rawjson.Get(attempt, "stream"))
+	content, err := s.Partial()
+	if err != nil || emptyArray(content) {
+		return nil
 	}
-	var order []*block
-	byIndex := map[int64]*block{}
-	get := func(index []byte, kind string) *block {
-		i, _ := rawjson.Int(index)
-		b := byIndex[i]
-		if b == nil {
-			b = &block{kind: kind}
-			byIndex[i] = b
-			order = append(order, b)
-		} else if b.kind == "" {
-			b.kind = kind
-		}
-		return b
+	return content
+}
+
+// storedStream is a stream as stored, its records expanded into the chunks
+// they pack and fed to a Stream. Usage and finish chunks are left out: they
+// are no content.
+func storedStream(records []byte) *Stream {
+	var s Stream
+	index := func(raw []byte) int {
+		n, _ := rawjson.Int(raw)
+		return int(n)
 	}
-	addText := func(b *block, raw []byte) {
-		if b.final == nil {
-			b.text, _ = rawjson.AppendUnquote(b.text, raw)
-		}
-	}
-	for it := rawjson.Array(rawjson.Get(attempt, "stream")); ; {
+	for it := rawjson.Array(records); ; {
 		rec, ok := it.Next()
 		if !ok {
-			break
+			return &s
 		}
-		switch typ := str(rawjson.Get(rec, "type")); typ {
-		case "text-chunks", "reasoning-chunks":
-			b := get(rawjson.Get(rec, "index"), strings.TrimSuffix(typ, "-chunks"))
-			for ti := rawjson.Array(rawjson.Get(rec, "texts")); ; {
-				t, ok := ti.Next()
+		typ := str(rawjson.Get(rec, "type"))
+		switch typ {
+		case "text-chunks", "reasoning-chunks", "tool-call-chunks":
+			t, _ := rawjson.Int(rawjson.Get(rec, "time0"))
+			i := index(rawjson.Get(rec, "index"))
+			dt := rawjson.Array(rawjson.Get(rec, "dt"))
+			pieces := "texts"
+			if typ == "tool-call-chunks" {
+				pieces = "args"
+			}
+			id, name := str(rawjson.Get(rec, "id")), str(rawjson.Get(rec, "name"))
+			for pi, k := rawjson.Array(rawjson.Get(rec, pieces)), 0; ; k++ {
+				p, ok := pi.Next()
 				if !ok {
 					break
 				}
-				addText(b, t)
+				if k > 0 {
+					g, _ := dt.Next()
+					d, _ := rawjson.Int(g)
+					t += d
+				}
+				switch typ {
+				case "text-chunks":
+					s.Text(t, i, str(p))
+				case "reasoning-chunks":
+					s.Reasoning(t, i, str(p))
+				default:
+					s.ToolCall(t, i, id, name, str(p))
+				}
 			}
-		case "tool-call-chunks":
-			get(rawjson.Get(rec, "index"), "tool-call")
 		case "chunk":
+			t, _ := rawjson.Int(rawjson.Get(rec, "time"))
 			c := rawjson.Get(rec, "chunk")
-			index := rawjson.Get(c, "index")
-			switch ct := str(rawjson.Get(c, "type")); ct {
-			case "text-delta", "reasoning-delta":
-				addText(get(index, strings.TrimSuffix(ct, "-delta")), rawjson.Get(c, "text"))
+			i := index(rawjson.Get(c, "index"))
+			switch str(rawjson.Get(c, "type")) {
+			case "text-delta":
+				s.Text(t, i, str(rawjson.Get(c, "text")))
+			case "reasoning-delta":
+				s.Reasoning(t, i, str(rawjson.Get(c, "text")))
 			case "tool-call-delta":
-				get(index, "tool-call")
+				s.ToolCall(t, i, str(rawjson.Get(c, "id")), str(rawjson.Get(c, "name")), str(rawjson.Get(c, "argumentsDelta")))
 			case "block-start":
-				get(index, str(rawjson.Get(c, "blockType")))
+				s.BlockStart(t, i, str(rawjson.Get(c, "blockType")))
 			case "block-end":
+				// Fixed verbatim, whatever it holds: a stored block is
+				// not rebuilt from what this build knows of it.
 				blk := rawjson.Get(c, "block")
-				if b := get(index, str(rawjson.Get(blk, "type"))); b.final == nil {
-					b.final = blk
+				if i >= 0 {
+					if b := s.block(i, str(rawjson.Get(blk, "type"))); b.fixed == nil {
+						b.fixed, b.typ = blk, str(rawjson.Get(blk, "type"))
+					}
 				}
 			}
 		}
 	}
-	out := []byte{'['}
-	n := 0
-	for _, b := range order {
-		var blk []byte
-		switch {
-		case b.kind != "text" && b.kind != "reasoning":
-			continue // a tool call that was not finished never ran
-		case b.final != nil:
-			if t, _ := rawjson.String(rawjson.Get(b.final, "text")); strings.TrimSpace(t) == "" {
-				continue
-			}
-			blk = b.final
-		case strings.TrimSpace(string(b.text)) != "":
-			blk = rawjson.AppendString([]byte(`{"type":`), b.kind)
-			blk = append(blk, `,"text":`...)
-			blk = rawjson.AppendString(blk, string(b.text))
-			blk = append(blk, `,"interrupted":true}`...)
-		default:
-			continue
-		}
-		if n > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, blk...)
-		n++
-	}
-	if n == 0 {
-		return nil
-	}
-	return append(out, ']')
 }

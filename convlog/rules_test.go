@@ -273,7 +273,7 @@ func TestCloseTurn(t *testing.T) {
 	if strings.Join(types, " ") != "assistant/message tool/result tool/result step/end turn/end" {
 		t.Fatalf("closing events %v", types)
 	}
-	for _, want := range []string{`"content":[{"type":"reasoning","text":"I will check"},{"type":"text","text":"Partial answ","interrupted":true}]`,
+	for _, want := range []string{`"content":[{"type":"reasoning","text":"I will check"},{"type":"text","text":"Partial answ"}]`,
 		`"source":{"kind":"model","provider":"deepseek","model":"deepseek-chat"}`, `"stream":[],"interrupted":true}`} {
 		if !strings.Contains(string(closing[0].Data), want) {
 			t.Errorf("partial answer %s lacks %s", closing[0].Data, want)
@@ -308,20 +308,20 @@ func TestPartialContent(t *testing.T) {
 		want   string // "" when nothing is kept
 	}{
 		{"deltas without a block-start", []string{chunk(`{"type":"text-delta","index":0,"text":"Hel"}`), chunk(`{"type":"text-delta","index":0,"text":"lo"}`)},
-			`[{"type":"text","text":"Hello","interrupted":true}]`},
+			`[{"type":"text","text":"Hello"}]`},
 		{"runs and deltas of one block", []string{chunk(`{"type":"block-start","index":0,"blockType":"reasoning"}`),
 			`{"type":"reasoning-chunks","time0":1,"index":0,"dt":[1],"texts":["I ","think"]}`, chunk(`{"type":"reasoning-delta","index":0,"text":"."}`)},
-			`[{"type":"reasoning","text":"I think.","interrupted":true}]`},
+			`[{"type":"reasoning","text":"I think."}]`},
 		{"blocks in the order their index first appears", []string{`{"type":"text-chunks","time0":1,"index":3,"dt":[],"texts":["second"]}`,
 			`{"type":"reasoning-chunks","time0":1,"index":1,"dt":[],"texts":["first"]}`},
-			`[{"type":"text","text":"second","interrupted":true},{"type":"reasoning","text":"first","interrupted":true}]`},
+			`[{"type":"text","text":"second"},{"type":"reasoning","text":"first"}]`},
 		{"the first block-end fixes a block", []string{`{"type":"text-chunks","time0":1,"index":0,"dt":[],"texts":["dra"]}`,
 			chunk(`{"type":"block-end","index":0,"block":{"type":"text","text":"final"}}`), chunk(`{"type":"text-delta","index":0,"text":" more"}`),
 			chunk(`{"type":"block-end","index":0,"block":{"type":"text","text":"other"}}`)},
 			`[{"type":"text","text":"final"}]`},
 		{"white space only is left out", []string{`{"type":"text-chunks","time0":1,"index":0,"dt":[1],"texts":[" ","\n"]}`,
 			`{"type":"text-chunks","time0":1,"index":1,"dt":[],"texts":["kept"]}`},
-			`[{"type":"text","text":"kept","interrupted":true}]`},
+			`[{"type":"text","text":"kept"}]`},
 		{"tool calls never ran", []string{`{"type":"tool-call-chunks","time0":1,"index":0,"dt":[],"id":"c1","name":"bash","args":["{}"]}`,
 			chunk(`{"type":"tool-call-delta","index":1,"id":"c2","argumentsDelta":"{"}`), chunk(`{"type":"block-start","index":2,"blockType":"tool-call"}`)}, ""},
 		{"usage and finish are not content", []string{chunk(`{"type":"usage","usage":{"inputTokens":1,"outputTokens":1}}`),

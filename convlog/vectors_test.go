@@ -196,7 +196,7 @@ func vectorDefs() []vdef {
 				ev("compaction/end", `{"compactionId":"k1","turn":1}`).ev("step/end", ts11).ev("turn/end", `{"turn":1,"reason":{"kind":"completed"}}`)},
 		{name: "valid-interrupted", what: "a turn closed as CloseTurn closes it: the partial answer (interrupted), an error result for the call, the ends",
 			log: tr().ev("assistant/message", callAnswer("a1", "c1")).
-				ev("assistant/message", answer("interrupted-answer-9", `[{"type":"text","text":"Partial","interrupted":true}]`, `,"interrupted":true`)).
+				ev("assistant/message", answer("interrupted-answer-9", `[{"type":"text","text":"Partial"}]`, `,"interrupted":true`)).
 				ev("tool/result", `{"turn":1,"step":1,"message":{"role":"tool","source":{"kind":"tool","callId":"c1"},"toolCallId":"c1","content":[{"type":"text","text":"The tool call was interrupted before it started."}],"isError":true,"id":"interrupted-tool-result-c1-8"},"error":{"name":"ToolNotStartedError","code":"TOOL_NOT_STARTED"}}`, `,"sourceEventSeqs":[6]`).
 				ev("step/end", ts11).ev("turn/end", `{"turn":1,"reason":{"kind":"interrupted"}}`)},
 		{name: "valid-developer", what: "a developer message adding a tool defined in the request header it names",
