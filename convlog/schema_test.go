@@ -39,7 +39,7 @@ func misuses() []misuse {
 			kind: ErrPayload, member: "data.content", want: "must be an array of content blocks, not a string"},
 		{name: "two messages, one id", before: []Event{user}, bad: ev(TypeUserMessage, string(userMsg("u1", "other"))),
 			kind: ErrMessageIdentity, member: "data.id", want: `message id "u1" is already the id of the message at seq 0`},
-		{name: "a queued message claimed differently", before: []Event{ev("agent/inbox/spliced", `{"target":"next-turn","inserted":[`+string(userMsg("u1", "hi"))+`]}`)},
+		{name: "a queued message claimed differently", before: []Event{ev("agent/inbox/spliced", `{"target":"next-turn","start":0,"inserted":[`+string(userMsg("u1", "hi"))+`]}`)},
 			bad: ev(TypeUserMessage, string(userMsg("u1", "changed"))), kind: ErrMessageIdentity, member: "data.id", want: "a queued message is claimed unchanged"},
 		{name: "turn/ended in a session log", bad: ev("turn/ended", `{"sessionId":"s","turn":1,"outcome":"completed"}`),
 			kind: ErrWrongLog, want: "a conversation log's event type in a session log"},

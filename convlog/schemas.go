@@ -219,7 +219,7 @@ var eventSchemas = map[string]*eventSchema{
 	"subagent/catalog": sessCheck(checkCatalog, f("version", vInt), f("childId", vNonEmpty), f("childCreatedAt", vCount), f("mode", vStr),
 		o("label", vStr)),
 	"session-log-deepseek/delivery-accepted": sess(f("sessionId", vStr), f("throughSeq", vCount), o("sessionFormatVersion", vCount)),
-	"agent/inbox/spliced": sess(f("target", vNonEmpty), o("start", vInt), o("removedCount", vInt), fMsgs("inserted", slotUser),
+	"agent/inbox/spliced": sess(fEnum("target", "next-step", "next-turn"), f("start", vInt), o("removedCount", vInt), fMsgs("inserted", slotUser),
 		o("outcome", vStr)),
 
 	// Plugins' events.

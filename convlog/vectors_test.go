@@ -135,7 +135,7 @@ func result(id, call, rest string) string {
 // and its first step, the system prompt, the prompt, the request.
 func turn() *vlog {
 	l := &vlog{header: hdr(4)}
-	return l.ev("agent/inbox/spliced", `{"target":"next-turn","inserted":[`+user("u1", "List the files")+`]}`).
+	return l.ev("agent/inbox/spliced", `{"target":"next-turn","start":0,"inserted":[`+user("u1", "List the files")+`]}`).
 		ev("turn/start", `{"turn":1}`).ev("step/start", ts11).ev("system/message", sysMsg).
 		ev("user/message", user("u1", "List the files")).ev("request/header", header1)
 }
@@ -278,7 +278,7 @@ func vectorDefs() []vdef {
 		{name: "path-request-outside-step", what: "a request outside a step", log: (&vlog{header: hdr(4)}).ev("turn/start", `{"turn":1}`).wrong().ev("request/header", header1), rule: "turn-path"},
 		{name: "path-turn-skipped", what: "turn 3 after turn 1", log: (&vlog{header: hdr(4)}).ev("turn/start", `{"turn":1}`).ev("turn/end", `{"turn":1,"reason":{"kind":"completed"}}`).wrong().ev("turn/start", `{"turn":3}`), rule: "turn-path"},
 		{name: "path-restart", what: "a turn starting while one is open (version 4 never runs the upgrade's restart repair)",
-			log: (&vlog{header: hdr(4)}).ev("turn/start", `{"turn":1}`).ev("agent/inbox/spliced", `{"target":"next-turn","inserted":[`+user("u2", "next")+`]}`).wrong().ev("turn/start", `{"turn":2}`), rule: "turn-path"},
+			log: (&vlog{header: hdr(4)}).ev("turn/start", `{"turn":1}`).ev("agent/inbox/spliced", `{"target":"next-turn","start":0,"inserted":[`+user("u2", "next")+`]}`).wrong().ev("turn/start", `{"turn":2}`), rule: "turn-path"},
 		{name: "path-unresolved-call", what: "a step ending before its tool call's result", log: stepOnly().ev("assistant/message", callAnswer("a1", "c1")).wrong().ev("step/end", ts11), rule: "turn-path"},
 		{name: "path-call-not-advertised", what: "a tool/call no answer asked for", log: stepOnly().wrong().ev("tool/call", toolCall("c9")), rule: "turn-path"},
 		{name: "path-call-mismatch", what: "a tool/call whose arguments are not its answer's", log: stepOnly().ev("assistant/message", callAnswer("a1", "c1")).wrong().ev("tool/call", strings.Replace(toolCall("c1"), "ls", "rm", 1)), rule: "turn-path"},
