@@ -44,10 +44,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/transcript"
 	"github.com/convkit/convkit/upgrade"
@@ -105,11 +104,6 @@ func LoadConfig(path string) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	data, err := io.ReadAll(io.LimitReader(f, 16<<20))
-	f.Close()
-	if err != nil {
-		return Config{}, err
-	}
 	var raw struct {
 		ChatReading *struct {
 			Enabled   *bool  `toml:"enabled"`
@@ -117,12 +111,10 @@ func LoadConfig(path string) (Config, error) {
 			CursorTTL string `toml:"cursor_ttl"`
 		} `toml:"chat_reading"`
 	}
-	if _, err := toml.Decode(string(data), &raw); err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return Config{}, fmt.Errorf("%s: line %d: %s", path, pe.Position.Line, pe.Message)
-		}
-		return Config{}, fmt.Errorf("%s: %w", path, err)
+	err = machine.DecodeConfig(path, f, &raw)
+	f.Close()
+	if err != nil {
+		return Config{}, err
 	}
 	c := raw.ChatReading
 	if c == nil || c.Enabled == nil || !*c.Enabled {

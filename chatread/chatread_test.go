@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 )
 
@@ -453,6 +454,12 @@ func TestLoadConfig(t *testing.T) {
 		if _, err := LoadConfig(p); err == nil || !strings.Contains(err.Error(), "cursor_ttl") || !strings.Contains(err.Error(), p) {
 			t.Errorf("cursor_ttl %q: %v", bad, err)
 		}
+	}
+	// The runtime configuration's limits hold here too (machine.DecodeConfig).
+	deep := write("deep.toml", "[chat_reading]\nenabled = true\nkey_file = \"chat.key\"\n"+strings.Repeat("a.", 40)+"a = 1\n")
+	var le *machine.LimitError
+	if _, err := LoadConfig(deep); !errors.As(err, &le) || le.Line != 4 || !strings.HasPrefix(err.Error(), deep+": line 4: ") {
+		t.Fatalf("a key 41 levels deep: %v", err)
 	}
 	os.Symlink(filepath.Join(dir, "chat.key"), filepath.Join(dir, "link.key"))
 	if _, err := LoadConfig(write("link.toml", "[chat_reading]\nenabled = true\nkey_file = \"link.key\"\n")); err == nil {

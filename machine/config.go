@@ -1,15 +1,11 @@
 package machine
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/BurntSushi/toml"
 
 	"github.com/convkit/convkit/durable"
 )
@@ -23,9 +19,6 @@ const (
 	// looked for last.
 	ConfigFileName = "config.toml"
 )
-
-// maxConfigBytes bounds the configuration file read.
-const maxConfigBytes = 16 << 20
 
 // Config is what convkit needs of the runtime's configuration: the names
 // of the agents and models configured on this machine.
@@ -115,24 +108,9 @@ func LoadConfig(path string) (*Config, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxConfigBytes {
-		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxConfigBytes)
-	}
-	return parseConfig(path, string(data))
-}
-
-func parseConfig(path, text string) (*Config, error) {
 	var raw map[string]any
-	if _, err := toml.Decode(text, &raw); err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s: line %d: %s", path, pe.Position.Line, pe.Message)
-		}
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := DecodeConfig(path, f, &raw); err != nil {
+		return nil, err
 	}
 	c := &Config{Path: path, Agents: map[string]AgentConfig{}, Models: map[string]ModelConfig{}}
 	tables := func(key string) (map[string]map[string]any, error) {

@@ -214,6 +214,7 @@ func catalogue() []hcase {
 	cs = append(cs, identityCases()...)
 	cs = append(cs, pathCases()...)
 	cs = append(cs, framingCases()...)
+	cs = append(cs, fieldCases()...)
 	return cs
 }
 

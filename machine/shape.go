@@ -1,0 +1,404 @@
+package machine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/BurntSushi/toml"
+)
+
+// The TOML decoder's memory grows with the depth of every key and with the
+// length of every key's whole path (it keeps each path as a string), so a
+// few kilobytes of dotted keys or of nested inline tables cost gigabytes.
+// The configuration is measured before it is decoded, in one pass and
+// constant memory, and refused beyond these limits (docs/TRANSFER.md, "The
+// runtime configuration").
+const (
+	// MaxConfigBytes bounds the file.
+	MaxConfigBytes = 256 << 10
+	// MaxConfigDepth bounds the nesting of any value: each key part (of a
+	// table header, a dotted key or a key in an inline table) and each
+	// array is one level.
+	MaxConfigDepth = 32
+	// MaxConfigKeyBytes bounds a key's whole path as written: the table
+	// header's parts and the key's own, with inline tables' keys between.
+	MaxConfigKeyBytes = 256
+)
+
+// DecodeConfig reads the runtime configuration from r, at most
+// MaxConfigBytes, checks its size, nesting and key paths, and only then
+// decodes it into v. Errors name path and the line.
+func DecodeConfig(path string, r io.Reader, v any) error {
+	data, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > MaxConfigBytes {
+		line := 1 + bytes.Count(data[:MaxConfigBytes], []byte{'\n'})
+		return fmt.Errorf("%s: %w", path, &LimitError{Line: line, Reason: fmt.Sprintf("larger than %d bytes (256 KiB), the limit for a runtime configuration", MaxConfigBytes)})
+	}
+	s := shapeScanner{b: data, maxDepth: MaxConfigDepth, maxKey: MaxConfigKeyBytes}
+	if err := s.scan(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := toml.Decode(string(data), v); err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("%s: line %d: %s", path, pe.Position.Line, pe.Message)
+		}
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// shapeScanner measures a TOML document without decoding it: the depth of
+// every value (the number of key parts and array indexes on its path, the
+// index of an array of tables aside) and the
+// bytes of every key's path. It follows valid TOML exactly; on anything
+// else it moves on a byte at a time, since the decoder stops at the first
+// error and so never goes past what the scan has understood.
+type shapeScanner struct {
+	b    []byte
+	i    int
+	line int
+
+	maxDepth, maxKey int
+	// deepest and longest are the largest depth and key path seen.
+	deepest, longest int
+
+	// stack holds the open arrays and inline tables; it never grows
+	// beyond maxDepth, since each one is a level.
+	stack []container
+	// table is the depth and key path of the current [table].
+	table container
+}
+
+type container struct {
+	array bool
+	depth int
+	key   int // bytes of the key path
+}
+
+type shapeState int
+
+const (
+	stStatement shapeState = iota // a line at the top level
+	stKey                         // a key in an inline table
+	stValue                       // a value
+	stAfter                       // after a value or a header
+)
+
+// LimitError is a configuration beyond one of the limits, found before
+// decoding: too large, nested too deep or with a key path too long.
+type LimitError struct {
+	Line   int
+	Reason string
+}
+
+func (e *LimitError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }
+
+func (s *shapeScanner) fail(line int, format string, args ...any) error {
+	return &LimitError{Line: line, Reason: fmt.Sprintf(format, args...)}
+}
+
+// node records a value (or table) at depth with a key path of key bytes.
+func (s *shapeScanner) node(line, depth, key int) error {
+	s.deepest = max(s.deepest, depth)
+	s.longest = max(s.longest, key)
+	if depth > s.maxDepth {
+		return s.fail(line, "nested deeper than %d levels of tables and arrays (dotted keys and inline tables count)", s.maxDepth)
+	}
+	if key > s.maxKey {
+		return s.fail(line, "a key path longer than %d bytes", s.maxKey)
+	}
+	return nil
+}
+
+func (s *shapeScanner) scan() error {
+	s.line = 1
+	// The decoder skips a byte order mark, UTF-16's too.
+	for _, bom := range []string{"\xff\xfe", "\xfe\xff", "\xef\xbb\xbf"} {
+		if bytes.HasPrefix(s.b, []byte(bom)) {
+			s.i = len(bom)
+			break
+		}
+	}
+	st := stStatement
+	var value container // the depth and key path of the value expected in stValue
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch c {
+		case ' ', '\t', '\r':
+			s.i++
+			continue
+		case '\n':
+			s.i++
+			s.line++
+			if len(s.stack) == 0 {
+				st = stStatement
+			}
+			continue
+		case '#':
+			for s.i < len(s.b) && s.b[s.i] != '\n' {
+				s.i++
+			}
+			continue
+		}
+		switch st {
+		case stStatement:
+			line := s.line
+			if c == '[' {
+				s.i++
+				aot := s.i < len(s.b) && s.b[s.i] == '['
+				if aot {
+					s.i++
+				}
+				// A table of an array of tables is at the array's level.
+				parts, key := s.key()
+				if err := s.node(line, parts, key); err != nil {
+					return err
+				}
+				s.table = container{depth: parts, key: key}
+				s.skip(']')
+				if aot {
+					s.skip(']')
+				}
+				st = stAfter
+				continue
+			}
+			parts, key := s.key()
+			if parts == 0 {
+				s.i++ // not a key: the decoder refuses it
+				st = stAfter
+				continue
+			}
+			value = container{depth: s.table.depth + parts, key: s.table.key + key}
+			if err := s.node(line, value.depth, value.key); err != nil {
+				return err
+			}
+			st = s.equals()
+		case stKey:
+			if c == '}' {
+				s.i++
+				s.pop()
+				st = stAfter
+				continue
+			}
+			line := s.line
+			parts, key := s.key()
+			if parts == 0 {
+				s.i++
+				st = stAfter
+				continue
+			}
+			top := s.stack[len(s.stack)-1]
+			value = container{depth: top.depth + parts, key: top.key + key}
+			if err := s.node(line, value.depth, value.key); err != nil {
+				return err
+			}
+			st = s.equals()
+		case stValue:
+			switch c {
+			case '[', '{':
+				s.i++
+				value.array = c == '['
+				s.stack = append(s.stack, value)
+				if value.array {
+					st = stValue
+					value = container{depth: value.depth + 1, key: value.key}
+					if err := s.element(value); err != nil {
+						return err
+					}
+				} else {
+					st = stKey
+				}
+			case ']', '}': // an empty array, or a trailing comma
+				s.i++
+				s.pop()
+				st = stAfter
+			case '"', '\'':
+				s.str()
+				st = stAfter
+			default:
+				s.bare()
+				st = stAfter
+			}
+		case stAfter:
+			s.i++
+			switch c {
+			case ',':
+				if len(s.stack) == 0 {
+					continue
+				}
+				top := s.stack[len(s.stack)-1]
+				if top.array {
+					st = stValue
+					value = container{depth: top.depth + 1, key: top.key}
+					if err := s.element(value); err != nil {
+						return err
+					}
+				} else {
+					st = stKey
+				}
+			case ']', '}':
+				s.pop()
+			}
+		}
+	}
+	return nil
+}
+
+// element checks the depth of an array's next element, unless the array
+// closes first.
+func (s *shapeScanner) element(v container) error {
+	j := s.i
+	for j < len(s.b) {
+		switch s.b[j] {
+		case ' ', '\t', '\r', '\n':
+			j++
+			continue
+		case '#':
+			for j < len(s.b) && s.b[j] != '\n' {
+				j++
+			}
+			continue
+		case ']':
+			return nil
+		}
+		break
+	}
+	if j == len(s.b) {
+		return nil
+	}
+	line := s.line + bytes.Count(s.b[s.i:j], []byte{'\n'})
+	return s.node(line, v.depth, v.key)
+}
+
+func (s *shapeScanner) pop() {
+	if len(s.stack) > 0 {
+		s.stack = s.stack[:len(s.stack)-1]
+	}
+}
+
+// equals consumes the '=' after a key and says what comes next.
+func (s *shapeScanner) equals() shapeState {
+	s.blank()
+	if s.i < len(s.b) && s.b[s.i] == '=' {
+		s.i++
+		return stValue
+	}
+	return stAfter
+}
+
+func (s *shapeScanner) skip(c byte) {
+	s.blank()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+	}
+}
+
+func (s *shapeScanner) blank() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t') {
+		s.i++
+	}
+}
+
+// key reads a key, dotted or not, and returns its parts and the bytes they
+// take as written (never fewer than the decoded key's).
+func (s *shapeScanner) key() (parts, n int) {
+	for {
+		s.blank()
+		if s.i >= len(s.b) {
+			return parts, n
+		}
+		start := s.i
+		switch s.b[s.i] {
+		case '"', '\'':
+			s.str()
+		default:
+			for s.i < len(s.b) && !keyStop(s.b[s.i]) {
+				s.i++
+			}
+		}
+		if s.i == start {
+			return parts, n
+		}
+		parts++
+		n += s.i - start
+		s.blank()
+		if s.i >= len(s.b) || s.b[s.i] != '.' {
+			return parts, n
+		}
+		s.i++
+	}
+}
+
+func keyStop(c byte) bool {
+	switch c {
+	case ' ', '\t', '\r', '\n', '.', '=', '[', ']', '{', '}', ',', '#', '"', '\'':
+		return true
+	}
+	return false
+}
+
+// bare skips a number, a boolean or a date; at least one byte.
+func (s *shapeScanner) bare() {
+	s.i++
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\r', '\n', ',', '[', ']', '{', '}', '#', '"', '\'':
+			return
+		}
+		s.i++
+	}
+}
+
+// str skips a string of any of the four kinds, counting the lines of a
+// multi-line one. A one-line string ends at the end of its line at the
+// latest.
+func (s *shapeScanner) str() {
+	q := s.b[s.i]
+	if bytes.HasPrefix(s.b[s.i:], []byte{q, q, q}) {
+		s.i += 3
+		for s.i < len(s.b) {
+			c := s.b[s.i]
+			switch {
+			case c == '\n':
+				s.line++
+			case c == '\\' && q == '"':
+				if s.i+1 < len(s.b) && s.b[s.i+1] == '\n' {
+					s.line++
+				}
+				s.i = min(s.i+2, len(s.b))
+				continue
+			case c == q && bytes.HasPrefix(s.b[s.i:], []byte{q, q, q}):
+				s.i += 3
+				// Up to two more quotes belong to the string.
+				for k := 0; k < 2 && s.i < len(s.b) && s.b[s.i] == q; k++ {
+					s.i++
+				}
+				return
+			}
+			s.i++
+		}
+		return
+	}
+	s.i++
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '\n':
+			return
+		case c == '\\' && q == '"':
+			if s.i+1 < len(s.b) && s.b[s.i+1] != '\n' {
+				s.i++
+			}
+		case c == q:
+			s.i++
+			return
+		}
+		s.i++
+	}
+}
