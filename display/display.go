@@ -128,6 +128,31 @@ func Clip(s string, width int) string {
 	return b.String() + "…"
 }
 
+// ClipEscaped is Clip(Escape(s), width), reading no more of s than width
+// columns show: a title of megabytes costs what its first columns cost.
+// Bytes that show nothing count too: past 16 bytes a column, or at a
+// character of more than 256 bytes (a base with endless combining
+// marks), s is cut there.
+func ClipEscaped(s string, width int) string {
+	var b strings.Builder
+	w, state, rest := 0, -1, s
+	for len(rest) > 0 && w <= width {
+		var cluster string
+		cluster, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
+		if len(cluster) > 256 || b.Len()+len(cluster) > 16*width+64 {
+			out := b.String()
+			if w < width {
+				return out + "…"
+			}
+			return Clip(out, width-1)
+		}
+		e := Escape(cluster)
+		b.WriteString(e)
+		w += Width(e)
+	}
+	return Clip(b.String(), width)
+}
+
 // Table writes rows whose columns are aligned by display width, two spaces
 // apart; the last column is not padded. Cells are written as given: escape
 // them first.

@@ -69,6 +69,24 @@ func TestWidthAndClip(t *testing.T) {
 	}
 }
 
+func TestClipEscaped(t *testing.T) {
+	for _, s := range []string{"", "short", "exactly ten", "修复登录页面的重定向问题修复登录页面", "\x1b]52;c;aGk=\x07 clipboard",
+		"e\u0301e\u0301e\u0301e\u0301e\u0301e\u0301e\u0301e\u0301e\u0301e\u0301e\u0301", "bad \xff\xfe bytes and \u202e", strings.Repeat("x", 1<<20)} {
+		for _, w := range []int{1, 2, 9, 10, 11, 40} {
+			if got, want := ClipEscaped(s, w), Clip(Escape(s), w); got != want {
+				t.Errorf("ClipEscaped(%.20q, %d) = %q, want %q", s, w, got, want)
+			}
+		}
+	}
+	// What shows nothing is cut too, the ellipsis kept within the width.
+	for _, s := range []string{"ab" + strings.Repeat("\u200b", 1<<20), "ab" + strings.Repeat("\u0301", 1<<20), "abcdefghij" + strings.Repeat("\u200b", 1<<20)} {
+		got := ClipEscaped(s, 10)
+		if !strings.HasSuffix(got, "…") || Width(got) > 10 || len(got) > 16*10+64+len("…") {
+			t.Errorf("ClipEscaped(%.20q…, 10) = %.40q (%d bytes, width %d)", s, got, len(got), Width(got))
+		}
+	}
+}
+
 // TestTableAlignsByDisplayWidth: the column after a CJK title starts at the
 // same terminal column as after an ASCII one.
 func TestTableAlignsByDisplayWidth(t *testing.T) {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -315,6 +316,37 @@ func TestReopenContinues(t *testing.T) {
 	info := readInfo(t, dir, "c")
 	if info.Title != "hello" || len(info.Turns) != 2 || info.RunningTurn {
 		t.Fatalf("info = %+v", info)
+	}
+}
+
+// The runtime's Rename refuses what CheckTitle refuses, an operator's
+// rename too: a title over MaxTitleRunes characters, or of more than one
+// line; the log is left as it was.
+func TestRenameRefusesTitle(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Plain)
+	defer s.Close()
+	mustNil(t, s.CreateConversation("c", "/p", nil, nil))
+	p, err := ConversationLogPath(dir, "c", convlog.CurrentVersion, convlog.Plain)
+	mustNil(t, err)
+	before, err := os.ReadFile(p)
+	mustNil(t, err)
+	long := strings.Repeat("é", MaxTitleRunes)
+	for _, title := range []string{long + "x", "two\nlines", "carriage\rreturn", "para\u2029graph", strings.Repeat("t", 5<<20)} {
+		var re *RecordError
+		if err := s.Rename("c", title); !errors.As(err, &re) || !errors.Is(err, ErrInvalid) {
+			t.Errorf("Rename(%.20q…): %v, want a *RecordError (ErrInvalid)", title, err)
+		}
+		if _, err := CheckTitle(title); err == nil {
+			t.Errorf("CheckTitle(%.20q…) takes it", title)
+		}
+	}
+	if after, err := os.ReadFile(p); err != nil || !bytes.Equal(before, after) {
+		t.Fatalf("a refused title changed the log: %v", err)
+	}
+	mustNil(t, s.Rename("c", "  "+long+"  "))
+	if info := readInfo(t, dir, "c"); info.Title != long {
+		t.Fatalf("title %q", info.Title)
 	}
 }
 

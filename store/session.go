@@ -293,29 +293,59 @@ func (s *Store) endTurn(oc *openConv, sessionID string, turn int64, outcome stri
 	return oc.appendEvents(ev)
 }
 
+// MaxTitleRunes bounds a title Rename records, in characters (Unicode code
+// points): every renderer would otherwise carry a title of megabytes.
+const MaxTitleRunes = 256
+
+// TitleError is a title CheckTitle refuses.
+type TitleError struct{ Reason string }
+
+func (e *TitleError) Error() string { return e.Reason }
+
 // CheckTitle returns title as Rename records it (without leading and
-// trailing white space), or why it cannot be one: a title is one line of
-// text, not empty, without control characters.
+// trailing white space), or why it cannot be one (a *TitleError): a title
+// is valid UTF-8, not empty, one line without control characters, at most
+// MaxTitleRunes characters.
 func CheckTitle(title string) (string, error) {
 	title = strings.TrimSpace(title)
-	if title == "" {
-		return "", errors.New("a title cannot be empty")
-	}
 	if !utf8.ValidString(title) {
-		return "", errors.New("a title must be valid UTF-8 text")
+		return "", &TitleError{"a title must be valid UTF-8 text"}
 	}
 	for i, r := range title {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' {
-			return "", fmt.Errorf("a title is one line of text without control characters (found %U at byte %d)", r, i)
+			return "", &TitleError{fmt.Sprintf("a title is one line of text without control characters (found %U at byte %d)", r, i)}
 		}
+	}
+	if err := checkTitle(title); err != nil {
+		return "", err
 	}
 	return title, nil
 }
 
+// checkTitle refuses an empty title, a line break and a title over
+// MaxTitleRunes characters.
+func checkTitle(title string) error {
+	if title == "" {
+		return &TitleError{"a title cannot be empty"}
+	}
+	n := 0
+	for i, r := range title {
+		switch r {
+		case '\n', '\r', '\v', '\f', '\u0085', '\u2028', '\u2029':
+			return &TitleError{fmt.Sprintf("a title is one line of text (found %U at byte %d)", r, i)}
+		}
+		if n++; n > MaxTitleRunes {
+			return &TitleError{fmt.Sprintf("a title is at most %d characters (this one is longer at byte %d)", MaxTitleRunes, i)}
+		}
+	}
+	return nil
+}
+
 // Rename sets the title; automatic titles no longer apply. The title is
 // recorded without leading and trailing white space; one CheckTitle
-// refuses (empty, a line break, a control character) is refused with a
-// *RecordError (ErrInvalid) and nothing is written.
+// refuses (empty, a line break, a control character, over MaxTitleRunes
+// characters) is refused with a *RecordError (ErrInvalid) and nothing is
+// written.
 func (s *Store) Rename(convID, title string) error {
 	title, err := CheckTitle(title)
 	if err != nil {

@@ -96,11 +96,7 @@ func renderList(e *env, rows []index.Summary, why bool) error {
 		if len(r.WillNotOpen) > 0 {
 			flags = append(flags, "will not open")
 		}
-		title := text(r.Title)
-		if title == "" {
-			title = "(untitled)"
-		}
-		row := []string{text(r.ID), title, time.UnixMilli(r.UpdatedAt).UTC().Format("2006-01-02 15:04"),
+		row := []string{text(r.ID), title(r.Title), time.UnixMilli(r.UpdatedAt).UTC().Format("2006-01-02 15:04"),
 			strconv.Itoa(r.Sessions), strconv.Itoa(r.Turns), strings.Join(flags, ", ")}
 		if why {
 			row = append(row, text(strings.Join(r.WillNotOpen, "; ")))
@@ -154,7 +150,7 @@ convkit reindex first. It takes no lock.`,
 				}{schemaVersion, c.Args().First(), hits})
 			}
 			for _, h := range hits {
-				fmt.Fprintf(e.stdout, "%s  %s  %s#%d %s: %s\n", text(h.ConversationID), quoted(h.Title), text(h.SessionID), h.Seq, text(h.Role), text(h.Snippet))
+				fmt.Fprintf(e.stdout, "%s  %s  %s#%d %s: %s\n", text(h.ConversationID), quotedTitle(h.Title), text(h.SessionID), h.Seq, text(h.Role), text(h.Snippet))
 			}
 			return nil
 		},

@@ -39,6 +39,22 @@ func text(s string) string { return display.Escape(s) }
 // quoted is s escaped and in double quotes: "title".
 func quoted(s string) string { return `"` + display.Escape(s) + `"` }
 
+// titleColumns is the most of a title text output shows (every automatic
+// title fits: 40 characters of at most two columns); --json keeps it whole.
+const titleColumns = 80
+
+// title is a conversation's title for text output: escaped, cut to
+// titleColumns with an ellipsis, "(untitled)" when there is none.
+func title(s string) string {
+	if s == "" {
+		return "(untitled)"
+	}
+	return display.ClipEscaped(s, titleColumns)
+}
+
+// quotedTitle is a title cut as title cuts it, in double quotes.
+func quotedTitle(s string) string { return `"` + display.ClipEscaped(s, titleColumns) + `"` }
+
 // libraryLines wraps w for the lines a library writes itself (report and
 // warning lines): each is escaped, and under --quiet only the lines keep
 // accepts pass (nil keeps all).

@@ -245,7 +245,7 @@ func titleOf(t string) string {
 	if t == "" {
 		return "(untitled)"
 	}
-	return quoted(t)
+	return quotedTitle(t)
 }
 
 // cwdMaps collects repeated --map-cwd OLD=NEW values (a GenericFlag: a

@@ -1,14 +1,86 @@
 package hostile
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
+
+// hugeTitle gives the hostile conversation a title of 5 MB, as an
+// imported archive or an older convkit may have recorded it (rename
+// refuses one now), and returns the title.
+func (f *fx) hugeTitle() string {
+	f.t.Helper()
+	f.hostileMessages("", "hello there")
+	title := "Huge " + strings.Repeat("title ", 5<<20/6)
+	p := filepath.Join(f.vars["conv"], "metadata.v4.jsonl")
+	lines := readLines(f.t, p)
+	data, err := json.Marshal(map[string]string{"title": title})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	lines = append(lines, fmt.Sprintf(`{"type":"conversation/renamed","seq":%d,"time":1788280431764,"data":%s}`, len(lines)-1, data))
+	if err := os.WriteFile(p, joinLines(lines...), 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+	return title
+}
+
+// cutTitle checks that stdout shows the huge title cut to 80 columns
+// with an ellipsis, and is small.
+func cutTitle(f *fx, r result) {
+	if want := "Huge " + strings.Repeat("title ", 12) + "ti…"; !strings.Contains(r.stdout, want) {
+		f.t.Errorf("stdout does not show the title cut to %q", want)
+	}
+	if len(r.stdout) > 4096 {
+		f.t.Errorf("stdout is %d bytes", len(r.stdout))
+	}
+}
 
 // fieldCases are inputs found by trying convkit as an operator and an
 // attacker would: a configuration that nests without end, ...
 func fieldCases() []hcase {
 	return []hcase{
+		{
+			name: "title of 5 MB: list cuts it to 80 columns",
+			setup: func(f *fx) []string {
+				f.hugeTitle()
+				return []string{"list", "--all"}
+			},
+			code:  0,
+			check: cutTitle,
+		},
+		{
+			name: "title of 5 MB: search cuts it to 80 columns",
+			setup: func(f *fx) []string {
+				f.hugeTitle()
+				if r := f.run("reindex"); r.code != 0 {
+					f.t.Fatalf("reindex: exit %d: %s", r.code, r.stderr)
+				}
+				return []string{"search", "hello"}
+			},
+			code:  0,
+			check: cutTitle,
+		},
+		{
+			name: "title of 5 MB: list --json keeps it whole",
+			setup: func(f *fx) []string {
+				f.vars["title"] = f.hugeTitle()
+				return []string{"--json", "list", "--all"}
+			},
+			code:   0,
+			stdout: []string{`"title":"{title}"`},
+		},
+		{
+			name: "title of 257 characters: rename refuses it, appends nothing",
+			setup: func(f *fx) []string {
+				return []string{"rename", f.vars["basic.id"], strings.Repeat("é", 257)}
+			},
+			code:   2,
+			stderr: []string{"convkit: error: a title is at most 256 characters (this one is longer at byte 512)"},
+		},
 		{
 			name: "config.toml of 20000 dotted key parts: list warns naming its line, lists",
 			setup: func(f *fx) []string {
