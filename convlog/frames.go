@@ -13,6 +13,10 @@ import (
 // decompressing, so frame boundaries, torn final frames and foreign bytes are
 // found before any content is trusted.
 
+// ZstdMagic begins every zstd frame (little-endian): the first four bytes
+// of a compressed log.
+const ZstdMagic = zstdMagic
+
 const (
 	zstdMagic          = 0xFD2FB528
 	skippableMagicMask = 0xFFFFFFF0

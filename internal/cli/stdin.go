@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/durable"
 )
 
@@ -18,14 +21,21 @@ const stdinName = "<stdin>"
 // stdin is copied there.
 const spaceReserve = 64 << 20
 
+// stdinCopyLimit bounds the copy of stdin (docs/CLI.md, inspect); a log
+// larger than this is inspected as a file. A variable for the tests.
+var stdinCopyLimit int64 = 1 << 30
+
 // spooledStdin is a copy of stdin in a private temporary file: a log read
 // from stdin needs random access (the zstd frame scanner reads frame
 // headers ahead, the torn-tail rules need its size), which a pipe does not
-// give. The file is removed as soon as it is made, before stdin is read:
-// the copy lives as long as its descriptor, and nothing is left behind
-// however the process ends (a closed stdout's SIGPIPE, SIGKILL). Memory
-// stays bounded by one copy buffer; the copy is bounded by the file
-// system's free space less spaceReserve.
+// give. Nothing is copied before the first bytes say a log begins: the
+// zstd magic, or a header line (convlog.ParseHeader) ending within the
+// line limit. The file is removed as soon as it is made, before the rest
+// of stdin is read: the copy lives as long as its descriptor, and nothing
+// is left behind however the process ends (a closed stdout's SIGPIPE,
+// SIGKILL). Memory stays bounded by the header line and one copy buffer;
+// the copy is bounded by stdinCopyLimit and by the file system's free
+// space less spaceReserve.
 type spooledStdin struct {
 	f    *os.File
 	size int64
@@ -36,6 +46,11 @@ type spooledStdin struct {
 // alike: the reader tells them apart by their first bytes, as it does for
 // any file whose name says nothing.
 func spoolStdin(ctx context.Context, r io.Reader) (*spooledStdin, error) {
+	r = &ctxReader{ctx: ctx, r: r}
+	head, err := stdinHead(r, convlog.DefaultMaxLineBytes)
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "convkit-stdin-")
 	if err != nil {
 		return nil, err
@@ -50,8 +65,13 @@ func spoolStdin(ctx context.Context, r io.Reader) (*spooledStdin, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	limit, bounded := freeSpace(dir)
-	limit -= spaceReserve
+	limit, why := stdinCopyLimit, fmt.Sprintf("the most inspect - copies (%d GiB)", stdinCopyLimit>>30)
+	if stdinCopyLimit < 1<<30 {
+		why = "the most inspect - copies"
+	}
+	if free, bounded := freeSpace(dir); bounded && free-spaceReserve < limit {
+		limit, why = max(free-spaceReserve, 0), fmt.Sprintf("the free space in %s less 64 MiB", filepath.Dir(dir))
+	}
 	rmErr := os.Remove(path)
 	if err := os.Remove(dir); rmErr == nil {
 		rmErr = err
@@ -61,21 +81,66 @@ func spoolStdin(ctx context.Context, r io.Reader) (*spooledStdin, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("remove the copy of %s: %w", stdinName, rmErr)
 	}
-	var src io.Reader = r
-	if bounded {
-		src = io.LimitReader(r, max(limit, 0)+1)
-	}
-	n, err := io.Copy(f, &ctxReader{ctx: ctx, r: src})
+	src := io.LimitReader(io.MultiReader(bytes.NewReader(head), r), limit+1)
+	n, err := io.Copy(f, src)
 	switch {
 	case err != nil:
 		f.Close()
 		return nil, fmt.Errorf("copy %s to a temporary file in %s: %w", stdinName, filepath.Dir(dir), err)
-	case bounded && n > limit:
+	case n > limit:
 		f.Close()
-		return nil, withHint(fmt.Errorf("%s holds more than %d bytes, the free space in %s less 64 MiB", stdinName, max(limit, 0), filepath.Dir(dir)),
+		return nil, withHint(fmt.Errorf("%s holds more than %d bytes, %s", stdinName, limit, why),
 			"write it to a file and inspect the file, or point TMPDIR at a larger file system")
 	}
 	return &spooledStdin{f: f, size: n}, nil
+}
+
+// stdinHead reads the first bytes of r, up to what decides whether a log
+// begins there: the zstd magic, or a whole first line (at most maxLine
+// bytes) that is a log's header. A byte that cannot be in a header line
+// (one that is not JSON text: the first is not '{', or a control
+// character) refuses stdin at once. It returns the bytes read; the end of
+// stdin before a decision returns what there was, for the reader to judge.
+func stdinHead(r io.Reader, maxLine int) ([]byte, error) {
+	var magic [4]byte
+	binary.LittleEndian.PutUint32(magic[:], convlog.ZstdMagic)
+	buf := make([]byte, 0, 64<<10)
+	opened := false // the line's first byte other than white space was seen
+	for seen := 0; ; {
+		if len(buf) == cap(buf) {
+			buf = append(make([]byte, 0, min(2*cap(buf), maxLine+1)), buf...)
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if len(buf) >= len(magic) && bytes.Equal(buf[:len(magic)], magic[:]) {
+			return buf, nil
+		}
+		// Until the magic is ruled out, the bytes may begin a frame.
+		for ; seen < len(buf) && (len(buf) >= len(magic) || !bytes.HasPrefix(magic[:], buf)); seen++ {
+			switch c := buf[seen]; {
+			case c == '\n':
+				if _, herr := convlog.ParseHeader(stdinName, buf[:seen], -1); herr != nil {
+					return nil, herr
+				}
+				return buf, nil
+			case c == ' ' || c == '\t' || c == '\r':
+			case !opened && c != '{', c < 0x20:
+				_, herr := convlog.ParseHeader(stdinName, buf[:seen+1], -1)
+				return nil, fmt.Errorf("%w (neither a zstd frame nor a log's header line)", herr)
+			default:
+				opened = true
+			}
+		}
+		if len(buf) > maxLine {
+			return nil, fmt.Errorf("%s: line 1: no newline within the limit of %d bytes a line may take: not a log's header line", stdinName, maxLine)
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", stdinName, err)
+		}
+	}
 }
 
 // close releases the copy (its space goes with the descriptor).

@@ -28,6 +28,15 @@ func (f *fx) hugeTitle() string {
 	return title
 }
 
+// zeroDevice reads as /dev/zero does, endlessly, counting what was taken.
+type zeroDevice struct{ n int64 }
+
+func (z *zeroDevice) Read(p []byte) (int, error) {
+	clear(p)
+	z.n += int64(len(p))
+	return len(p), nil
+}
+
 // cutTitle checks that stdout shows the huge title cut to 80 columns
 // with an ellipsis, and is small.
 func cutTitle(f *fx, r result) {
@@ -80,6 +89,21 @@ func fieldCases() []hcase {
 			},
 			code:   2,
 			stderr: []string{"convkit: error: a title is at most 256 characters (this one is longer at byte 512)"},
+		},
+		{
+			name: "the zero device as stdin: inspect - refuses it at its first byte, copies nothing",
+			setup: func(f *fx) []string {
+				z := &zeroDevice{}
+				f.stdinFrom = z
+				f.after = func() {
+					if z.n > 64<<10 {
+						f.t.Errorf("inspect - read %d bytes of stdin", z.n)
+					}
+				}
+				return []string{"inspect", "-"}
+			},
+			code:   1,
+			stderr: []string{"convkit: error: <stdin>: line 1 column 1, byte 0: header line is not valid JSON: not a JSON object (neither a zstd frame nor a log's header line)"},
 		},
 		{
 			name: "config.toml of 20000 dotted key parts: list warns naming its line, lists",

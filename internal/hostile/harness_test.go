@@ -89,8 +89,10 @@ type fx struct {
 	// limit, when set, runs the command in a child process that cannot
 	// write a file past limit bytes (the full-disk fallback).
 	limit int64
-	// stdin is the command's standard input.
-	stdin string
+	// stdin is the command's standard input; stdinFrom, when set, is
+	// read instead (an endless stream, say).
+	stdin     string
+	stdinFrom io.Reader
 	// after, when set, runs once the command has returned, before the
 	// checks (a case that acts while the command runs waits for itself).
 	after func()
@@ -206,7 +208,11 @@ func (f *fx) runFull(args ...string) result {
 				done <- -1
 			}
 		}()
-		done <- cli.Main(context.Background(), full, strings.NewReader(f.stdin), &out, &errOut, getenv)
+		var stdin io.Reader = strings.NewReader(f.stdin)
+		if f.stdinFrom != nil {
+			stdin = f.stdinFrom
+		}
+		done <- cli.Main(context.Background(), full, stdin, &out, &errOut, getenv)
 	}()
 	select {
 	case code := <-done:
