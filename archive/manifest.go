@@ -200,10 +200,14 @@ func CheckListing(ents []Extracted, listed []Listed) []Mismatch {
 		}
 		byName[l.Name] = l
 	}
-	seen := make(map[string]bool, len(ents))
+	// Only listed names are marked: an archive of a million entries the
+	// manifest does not list costs nothing more here.
+	seen := make(map[string]bool, len(listed))
 	for _, e := range ents {
-		seen[e.Name] = true
 		l := byName[e.Name]
+		if l != nil {
+			seen[l.Name] = true
+		}
 		switch {
 		case l == nil:
 			add(e.Name, "in the archive but not in the manifest")

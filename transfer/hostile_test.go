@@ -3,10 +3,12 @@ package transfer
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -319,5 +321,57 @@ func TestHostileArchives(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(root, "new", "conversations")); errors.Is(err, fs.ErrNotExist) {
 		t.Fatal("nothing imported")
+	}
+}
+
+// stagingWatch reads an archive held in memory, as a file is read, and
+// notes whether an import's staging directory was in dataDir at any read.
+type stagingWatch struct {
+	*bytes.Reader
+	dataDir string
+	staged  bool
+}
+
+func (w *stagingWatch) Read(p []byte) (int, error) {
+	if ents, _ := os.ReadDir(w.dataDir); len(ents) > 0 {
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".conversations.import-") {
+				w.staged = true
+			}
+		}
+	}
+	return w.Reader.Read(p)
+}
+
+// TestImportRefusesEntryLimitUnstaged: an import, a dry run or not, of an
+// archive it can read twice (a file) refuses one over the entry limit at
+// that limit, having made no staging directory and no file of an entry;
+// read from a pipe, it refuses it at the same entry after extracting.
+func TestImportRefusesEntryLimitUnstaged(t *testing.T) {
+	ents := make([]entry, 201)
+	for i := range ents {
+		ents[i] = reg(fmt.Sprintf("conversations/c/s%04d.v4.jsonl", i), nil)
+	}
+	data := makeArchive(t, ents, 0)
+	dataDir := t.TempDir()
+	const want = `many.tar.zst: entry 201 "conversations/c/s0200.v4.jsonl" (tar byte 102400): more than 200 entries`
+	for _, dry := range []bool{true, false} {
+		opts := ImportOptions{Archive: "many.tar.zst", DryRun: dry, Limits: archive.Limits{MaxEntries: 200}}
+		w := &stagingWatch{Reader: bytes.NewReader(data), dataDir: dataDir}
+		_, err := importInto(context.Background(), w, dataDir, opts)
+		var ve *VerifyError
+		if !errors.As(err, &ve) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("dry run %v: %v, want a *VerifyError saying %q", dry, err, want)
+		}
+		if w.staged {
+			t.Errorf("dry run %v: a staging directory was made before the archive was refused", dry)
+		}
+		_, err = importInto(context.Background(), io.MultiReader(bytes.NewReader(data)), dataDir, opts)
+		if !errors.As(err, &ve) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("dry run %v, from a pipe: %v", dry, err)
+		}
+	}
+	if ents, _ := os.ReadDir(dataDir); len(ents) != 0 {
+		t.Fatalf("left in the data directory: %v", ents)
 	}
 }

@@ -285,6 +285,10 @@ type importer struct {
 // configuration, becomes one once the archive verifies; a dry run creates
 // nothing. Import itself opens the store exclusively, after verifying:
 //
+//  0. An archive it can read twice (r seeks, as a file does) is first
+//     read through without writing anything (archive.Scan): a hostile
+//     archive, a million entries say, is refused before a file is made
+//     of it. Decompressing twice costs little beside the strict reads.
 //  1. The archive is extracted into a private staging directory inside
 //     the data directory, with the archive package's name checks and
 //     limits; every entry's size and SHA-256 is compared with the
@@ -342,6 +346,10 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 	// An explicitly named configuration must be there before anything
 	// is read.
 	if err := imp.loadConfig(); err != nil {
+		return nil, err
+	}
+
+	if err := imp.scan(ctx, r); err != nil {
 		return nil, err
 	}
 
@@ -438,6 +446,39 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 		return res, err
 	}
 	return res, nil
+}
+
+// scan reads the archive through with archive.Scan when r can go back to
+// where it is, and goes back there; a pipe is not scanned.
+func (imp *importer) scan(ctx context.Context, r io.Reader) error {
+	rs, ok := r.(io.Seeker)
+	if !ok {
+		return nil
+	}
+	start, err := rs.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil // a pipe: read once, as it comes
+	}
+	// The data directory, or where it is to be made.
+	dir := imp.dataDir
+	for {
+		if _, err := os.Stat(dir); err == nil || filepath.Dir(dir) == dir {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	_, err = archive.Scan(ctx, r, dir, archive.ExtractOptions{ReaderOptions: imp.readerOptions(), SpaceName: imp.dataDir})
+	if err != nil {
+		var ae *archive.Error
+		if errors.As(err, &ae) {
+			return &VerifyError{Archive: imp.opts.Archive, Err: err}
+		}
+		return err
+	}
+	if _, err := rs.Seek(start, io.SeekStart); err != nil {
+		return fmt.Errorf("%s: back to its start after a first reading: %w", imp.opts.Archive, err)
+	}
+	return nil
 }
 
 // loadConfig reads the runtime configuration; a missing default file is a

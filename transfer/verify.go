@@ -82,6 +82,11 @@ func checkExportName(name string) error {
 	return nil
 }
 
+// readerOptions are the archive checks and limits of an import.
+func (imp *importer) readerOptions() archive.ReaderOptions {
+	return archive.ReaderOptions{Limits: imp.opts.Limits, CheckName: checkExportName, Archive: imp.opts.Archive}
+}
+
 func (imp *importer) verr(err error, format string, args ...any) error {
 	return &VerifyError{Archive: imp.opts.Archive, Msg: fmt.Sprintf(format, args...), Err: err}
 }
@@ -107,7 +112,7 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 		synced = make(chan error, 1)
 	}
 	ents, err := archive.Extract(ctx, r, imp.stage.Tree(), archive.ExtractOptions{
-		ReaderOptions: archive.ReaderOptions{Limits: imp.opts.Limits, CheckName: checkExportName, Archive: imp.opts.Archive},
+		ReaderOptions: imp.readerOptions(),
 		Sync:          !imp.opts.DryRun,
 		Synced:        synced,
 		Progress:      imp.opts.Progress.Add,

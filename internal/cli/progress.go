@@ -1,13 +1,13 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -366,20 +366,35 @@ type nopReporter struct{ progress.Nop }
 
 func (nopReporter) Finish() {}
 
-// progressReader counts the bytes read through it on a bar.
+// progressReader counts the bytes read through it on a bar, each byte once
+// however often it is read (a dry run reads an archive file twice).
 type progressReader struct {
-	r io.Reader
-	p progress.Progress
-	n atomic.Int64
+	r        io.Reader
+	p        progress.Progress
+	pos, top int64
 }
 
 func (pr *progressReader) Read(b []byte) (int, error) {
 	n, err := pr.r.Read(b)
-	if n > 0 {
-		pr.n.Add(int64(n))
-		pr.p.Add(int64(n))
+	pr.pos += int64(n)
+	if pr.pos > pr.top {
+		pr.p.Add(pr.pos - pr.top)
+		pr.top = pr.pos
 	}
 	return n, err
+}
+
+// Seek seeks the file read, when it is one.
+func (pr *progressReader) Seek(off int64, whence int) (int64, error) {
+	s, ok := pr.r.(io.Seeker)
+	if !ok {
+		return 0, errors.New("not a file")
+	}
+	pos, err := s.Seek(off, whence)
+	if err == nil {
+		pr.pos = pos
+	}
+	return pos, err
 }
 
 // archiveInput opens an archive argument for reading ("-": stdin) and

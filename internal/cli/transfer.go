@@ -331,7 +331,16 @@ Importing the same archive again changes nothing. See docs/TRANSFER.md.`,
 	}
 }
 
+// dryRunMemory is the resident set an import dry run is meant to stay
+// within: the first reading of an archive file holds a digest of each
+// entry's name, 16 MiB at the million-entry limit. A real import builds
+// an index and is not held to it.
+const dryRunMemory = 64 << 20
+
 func runImport(c *ucli.Context, e *env, name string, maps []transfer.CwdMapping) error {
+	if c.Bool("dry-run") {
+		defer softMemoryLimitOf(dryRunMemory)()
+	}
 	dataDir, err := e.g.dataDir()
 	if err != nil {
 		return err

@@ -1,12 +1,59 @@
 package hostile
 
 import (
+	"archive/tar"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
 )
+
+// millionEntries is an archive of 1,000,001 empty entries, one over the
+// entry limit: 512 MB of tar headers in 3 MB. Made once.
+var millionEntries = sync.OnceValue(func() []byte {
+	var out bytes.Buffer
+	zw, err := zstd.NewWriter(&out, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	if err != nil {
+		panic(err)
+	}
+	tw := tar.NewWriter(zw)
+	for i := range 1_000_001 {
+		if err := tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("conversations/c/s%07d.v4.jsonl", i), Mode: 0o600, Typeflag: tar.TypeReg}); err != nil {
+			panic(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		panic(err)
+	}
+	if err := zw.Close(); err != nil {
+		panic(err)
+	}
+	return out.Bytes()
+})
+
+// watchedArchive is an archive file on stdin (it seeks) that notes
+// whether an import's staging directory was in dir at any read.
+type watchedArchive struct {
+	*bytes.Reader
+	dir    string
+	staged bool
+}
+
+func (w *watchedArchive) Read(p []byte) (int, error) {
+	ents, _ := os.ReadDir(w.dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".conversations.import-") {
+			w.staged = true
+		}
+	}
+	return w.Reader.Read(p)
+}
 
 // hugeTitle gives the hostile conversation a title of 5 MB, as an
 // imported archive or an older convkit may have recorded it (rename
@@ -104,6 +151,22 @@ func fieldCases() []hcase {
 			},
 			code:   1,
 			stderr: []string{"convkit: error: <stdin>: line 1 column 1, byte 0: header line is not valid JSON: not a JSON object (neither a zstd frame nor a log's header line)"},
+		},
+		{
+			name: "archive of a million empty entries: import --dry-run refuses it at the limit, stages nothing",
+			setup: func(f *fx) []string {
+				w := &watchedArchive{Reader: bytes.NewReader(millionEntries()), dir: f.data}
+				f.stdinFrom = w
+				f.timeout = 3 * time.Minute // 10 s on an idle machine
+				f.after = func() {
+					if w.staged {
+						f.t.Error("the dry run made a staging directory")
+					}
+				}
+				return []string{"import", "--dry-run", "-"}
+			},
+			code:   1,
+			stderr: []string{`convkit: error: -: entry 1000001 "conversations/c/s1000000.v4.jsonl" (tar byte 512000000): more than 1000000 entries; nothing was imported`},
 		},
 		{
 			name: "config.toml of 20000 dotted key parts: list warns naming its line, lists",
