@@ -121,7 +121,7 @@ func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		skip, err := s.repairConversation(c, opts.DryRun, change)
+		skip, err := s.repairConversation(c, tree.Problems, opts.DryRun, change)
 		if err != nil {
 			return nil, err
 		}
@@ -132,9 +132,10 @@ func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, 
 	return res, nil
 }
 
-// repairConversation repairs one conversation directory. A conversation
-// it cannot read is a skip; an error stops the repair.
-func (s *Store) repairConversation(c ConversationDir, dry bool, change func(RepairChange)) (*RepairSkip, error) {
+// repairConversation repairs one conversation directory; problems are the
+// walk's. A conversation it cannot read is a skip; an error stops the
+// repair.
+func (s *Store) repairConversation(c ConversationDir, problems []Problem, dry bool, change func(RepairChange)) (*RepairSkip, error) {
 	var convLog *Log
 	for i := range c.Logs {
 		if c.Logs[i].IsConversationLog {
@@ -206,11 +207,14 @@ func (s *Store) repairConversation(c ConversationDir, dry bool, change func(Repa
 			targets = append(targets, target{log: l, state: ts, next: next})
 		}
 	}
+	// A running turn whose session has no log the walk accepted: the log
+	// is missing, a link, a FIFO... Closing the turn in the conversation
+	// log alone would contradict the session log once it is back (the
+	// runtime publishes a session's log before the conversation log names
+	// the session), so the conversation is left as it is.
 	for _, t := range info.Turns {
 		if t.Running() && !seen[t.SessionID] {
-			targets = append(targets, target{})
-			seen[t.SessionID] = true
-			targets[len(targets)-1].log = &Log{ID: t.SessionID}
+			return missingSessionLog(c, problems, t), nil
 		}
 	}
 	if len(targets) == 0 {
@@ -242,6 +246,26 @@ func (s *Store) repairConversation(c ConversationDir, dry bool, change func(Repa
 		}
 	}
 	return nil, nil
+}
+
+// missingSessionLog is the skip of conversation c, whose running turn t
+// has no readable session log: the walk's problem with that log when it
+// has one (a link, a FIFO, ...), else the log is missing.
+func missingSessionLog(c ConversationDir, problems []Problem, t TurnInfo) *RepairSkip {
+	base, err := EncodeBase(t.SessionID)
+	if err == nil {
+		for _, p := range problems {
+			if filepath.Dir(p.Path) != c.Path {
+				continue
+			}
+			if n, ok := convlog.ParseName(filepath.Base(p.Path)); ok && n.Base == base {
+				return &RepairSkip{Conversation: c.ID, Path: p.Path, Reason: fmt.Sprintf("session %s has a running turn (turn %d) and its log cannot be read (%s): the turn is left open",
+					display.Quote(t.SessionID), t.Turn, p.Reason)}
+			}
+		}
+	}
+	return &RepairSkip{Conversation: c.ID, Path: c.Path, Reason: fmt.Sprintf("session %s has a running turn (turn %d) and no session log (%s[.vN].jsonl[.zst]): the turn is left open",
+		display.Quote(t.SessionID), t.Turn, base)}
 }
 
 func runningIn(info *ConversationInfo, sessionID string) bool {

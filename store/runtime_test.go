@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/convkit/convkit/convlog"
@@ -382,6 +383,65 @@ func TestRepair(t *testing.T) {
 	}
 	// Repaired, the conversation can be deleted.
 	mustNil(t, s.Delete("open"))
+}
+
+// TestRepairLeavesTurnOfUnreadableSessionLog: a running turn whose session
+// log is missing, a symbolic link or a FIFO is left open, the conversation
+// skipped with the path and why; once the log is back, repair closes the
+// turn in both logs.
+func TestRepairLeavesTurnOfUnreadableSessionLog(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		breakLog func(t *testing.T, log string)
+		want     string
+	}{
+		{"missing", func(t *testing.T, log string) { mustNil(t, os.Rename(log, log+".away")) },
+			`session "root" has a running turn (turn 1) and no session log (root[.vN].jsonl[.zst]): the turn is left open`},
+		{"symbolic link", func(t *testing.T, log string) {
+			mustNil(t, os.Rename(log, log+".away"))
+			mustNil(t, os.Symlink(filepath.Base(log)+".away", log))
+		}, `session "root" has a running turn (turn 1) and its log cannot be read (symbolic link`},
+		{"FIFO", func(t *testing.T, log string) {
+			mustNil(t, os.Rename(log, log+".away"))
+			mustNil(t, syscall.Mkfifo(log, 0o600))
+		}, `session "root" has a running turn (turn 1) and its log cannot be read (`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			crashedStore(t, dir)
+			log := filepath.Join(dir, "conversations", "open", "root.v4.jsonl")
+			convLog := filepath.Join(dir, "conversations", "open", "metadata.v4.jsonl")
+			c.breakLog(t, log)
+			before, err := os.ReadFile(convLog)
+			mustNil(t, err)
+			s := openTestStore(t, dir, convlog.Plain)
+			defer s.Close()
+			res, err := s.Repair(context.Background(), RepairOptions{})
+			mustNil(t, err)
+			if len(res.Skipped) != 1 || res.Skipped[0].Conversation != "open" || !strings.Contains(res.Skipped[0].Reason, c.want) {
+				t.Fatalf("skipped %+v, want the conversation \"open\": %s", res.Skipped, c.want)
+			}
+			if p := res.Skipped[0].Path; p != log && p != filepath.Dir(log) {
+				t.Errorf("skip names %s", p)
+			}
+			if res.TurnsClosed != 3 {
+				t.Errorf("%d turns closed, want the other conversations' 3", res.TurnsClosed)
+			}
+			if after, err := os.ReadFile(convLog); err != nil || !bytes.Equal(before, after) {
+				t.Fatalf("the conversation log changed (%v)", err)
+			}
+			// The log back, the turn is closed in both.
+			if c.name != "missing" {
+				mustNil(t, os.Remove(log))
+			}
+			mustNil(t, os.Rename(log+".away", log))
+			res, err = s.Repair(context.Background(), RepairOptions{})
+			mustNil(t, err)
+			if len(res.Skipped) != 0 || res.TurnsClosed != 1 || readInfo(t, dir, "open").RunningTurn || len(ruleProblems(t, log)) > 0 {
+				t.Fatalf("repair with the log back: %+v", res)
+			}
+		})
+	}
 }
 
 // TestOpenSessionAfterACrash: the runtime's next open of a session closes

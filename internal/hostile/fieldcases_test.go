@@ -3,15 +3,20 @@ package hostile
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/store"
 )
 
 // millionEntries is an archive of 1,000,001 empty entries, one over the
@@ -82,6 +87,36 @@ func (z *zeroDevice) Read(p []byte) (int, error) {
 	clear(p)
 	z.n += int64(len(p))
 	return len(p), nil
+}
+
+// runningTurn gives the store the hostile conversation with a turn a
+// crash left running in session s1, through the runtime's API, and
+// records its session log as {log}.
+func (f *fx) runningTurn() string {
+	f.t.Helper()
+	s, err := store.Open(context.Background(), f.data, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "hostile setup"}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer s.Close()
+	se, err := s.NewConversation(store.NewConversation{ID: hostileID, Cwd: "/home/dev/src/hostile", SessionID: hostileSID, Agent: "coder", Model: "deepseek-pro"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	m, err := convlog.NewStoredMessage("u1", "user", convlog.Source{Kind: "user"}, []byte(`[{"type":"text","text":"run it"}]`))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := se.BeginTurn(m); err != nil {
+		f.t.Fatal(err)
+	}
+	dir, err := store.ConversationPath(f.data, hostileID)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.vars["conv"] = dir
+	f.vars["log"] = filepath.Join(dir, "s1.v4.jsonl")
+	return f.vars["log"]
 }
 
 // cutTitle checks that stdout shows the huge title cut to 80 columns
@@ -167,6 +202,53 @@ func fieldCases() []hcase {
 			},
 			code:   1,
 			stderr: []string{`convkit: error: -: entry 1000001 "conversations/c/s1000000.v4.jsonl" (tar byte 512000000): more than 1000000 entries; nothing was imported`},
+		},
+		{
+			name: "session log of a running turn is missing: repair leaves the turn open",
+			setup: func(f *fx) []string {
+				if err := os.Remove(f.runningTurn()); err != nil {
+					f.t.Fatal(err)
+				}
+				return []string{"repair"}
+			},
+			code:   3,
+			stdout: []string{`SKIPPED {conv}: session "s1" has a running turn (turn 1) and no session log (s1[.vN].jsonl[.zst]): the turn is left open`},
+			stderr: []string{"convkit: error: repair skipped 1 item(s)"},
+			allow:  []string{lockRecord},
+		},
+		{
+			name: "session log of a running turn is a symbolic link: repair leaves the turn open",
+			setup: func(f *fx) []string {
+				log := f.runningTurn()
+				if err := os.Rename(log, f.path("s1.v4.jsonl")); err != nil {
+					f.t.Fatal(err)
+				}
+				if err := os.Symlink(f.path("s1.v4.jsonl"), log); err != nil {
+					f.t.Fatal(err)
+				}
+				return []string{"repair"}
+			},
+			code:   3,
+			stdout: []string{`SKIPPED {log}: session "s1" has a running turn (turn 1) and its log cannot be read (symbolic links are not followed): the turn is left open`},
+			stderr: []string{"convkit: error: repair skipped 1 item(s)"},
+			allow:  []string{lockRecord},
+		},
+		{
+			name: "session log of a running turn is a FIFO: repair leaves the turn open, no hang",
+			setup: func(f *fx) []string {
+				log := f.runningTurn()
+				if err := os.Remove(log); err != nil {
+					f.t.Fatal(err)
+				}
+				if err := syscall.Mkfifo(log, 0o600); err != nil {
+					f.t.Fatal(err)
+				}
+				return []string{"repair"}
+			},
+			code:   3,
+			stdout: []string{`SKIPPED {log}: session "s1" has a running turn (turn 1) and its log cannot be read (not a regular file): the turn is left open`},
+			stderr: []string{"convkit: error: repair skipped 1 item(s)"},
+			allow:  []string{lockRecord},
 		},
 		{
 			name: "config.toml of 20000 dotted key parts: list warns naming its line, lists",
