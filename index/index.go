@@ -25,7 +25,7 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
+	"modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 
 	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/durable"
@@ -47,6 +47,39 @@ const SchemaVersion = 4
 // ErrSchema is wrapped when a file is not an index of this schema version
 // (garbage, another program's database, an older or newer schema).
 var ErrSchema = errors.New("not a convkit index of this schema version")
+
+// ErrLocked is wrapped when another process holds the index locked (a
+// SQLite connection in an exclusive transaction, or in exclusive locking
+// mode) past the busy timeout. The index is not damaged: nothing is to
+// be rebuilt, the other process is to finish.
+var ErrLocked = errors.New("locked by another process")
+
+// IsLocked reports whether err is SQLite's answer to a lock another
+// process holds (SQLITE_BUSY, SQLITE_LOCKED), or wraps ErrLocked.
+func IsLocked(err error) bool {
+	if errors.Is(err, ErrLocked) {
+		return true
+	}
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
+		return true
+	}
+	return false
+}
+
+// UpdateAdvice says how an index that err kept from being updated is
+// brought up to date: once another process's lock is gone, an update in
+// place; otherwise a rebuild.
+func UpdateAdvice(err error) string {
+	if IsLocked(err) {
+		return "convkit reindex --incremental once the other process is done"
+	}
+	return "convkit reindex"
+}
 
 // VersionError is a database of another schema version: an older one was
 // written by an older convkit and is stale, not damaged. It wraps

@@ -75,11 +75,15 @@ func OpenRead(ctx context.Context, path string, o ReadOptions) (*DB, error) {
 	return d, nil
 }
 
-// schemaError wraps a failed check in ErrSchema, unless the context ended;
-// another schema version stays a *VersionError.
+// schemaError wraps a failed check in ErrSchema, unless the context ended
+// or another process holds the file locked (ErrLocked); another schema
+// version stays a *VersionError.
 func schemaError(ctx context.Context, path string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if IsLocked(err) {
+		return fmt.Errorf("%s: %w (%v)", path, ErrLocked, err)
 	}
 	var ve *VersionError
 	if errors.As(err, &ve) {

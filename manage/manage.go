@@ -47,7 +47,7 @@ const (
 	indexAbsent            = "absent"
 	indexUnchanged         = "unchanged"
 	indexNotUpdated        = "not-updated"
-	indexNotUpdatedHintFmt = "metadata.db was not updated (%s): list reads the logs until convkit reindex rebuilds it"
+	indexNotUpdatedHintFmt = "metadata.db was not updated (%s): list reads the logs until it is brought up to date (%s)"
 )
 
 // Outcome is what an edit did to one conversation.
@@ -247,6 +247,7 @@ type indexWriter struct {
 	db      *index.DB
 	state   string // indexUpdated, indexAbsent, indexUnchanged or indexNotUpdated
 	why     string
+	advice  string // how the index is brought up to date (index.UpdateAdvice)
 	changed bool
 	// interrupted: the context ended during an update, which was not
 	// made; the edit returns its error with the result (exit 130).
@@ -264,7 +265,7 @@ func openIndex(s *store.Store, res *Result) *indexWriter {
 	case errors.As(err, &ve) && ve.Older():
 		ix.state, ix.why = indexNotUpdated, fmt.Sprintf("it was written by an older convkit, schema version %d", ve.Found)
 	case err != nil:
-		ix.state, ix.why = indexNotUpdated, err.Error()
+		ix.state, ix.why, ix.advice = indexNotUpdated, err.Error(), index.UpdateAdvice(err)
 	default:
 		ix.db = db
 	}
@@ -277,7 +278,7 @@ func (ix *indexWriter) update(ctx context.Context, s *store.Store, id string, op
 		return
 	}
 	if _, err := reindex.Update(ctx, ix.db, s, id, reindex.UpdateOptions{Machine: opts.Machine}); err != nil {
-		ix.state, ix.why = indexNotUpdated, err.Error()
+		ix.state, ix.why, ix.advice = indexNotUpdated, err.Error(), index.UpdateAdvice(err)
 		if ctx.Err() != nil {
 			ix.interrupted, ix.why = ctx.Err(), "interrupted"
 		}
@@ -307,7 +308,11 @@ func (ix *indexWriter) finish(res *Result) {
 	res.Index = ix.state
 	if ix.state == indexNotUpdated {
 		res.IndexError = ix.why
-		res.Warnings = append(res.Warnings, fmt.Sprintf(indexNotUpdatedHintFmt, ix.why))
+		advice := ix.advice
+		if advice == "" {
+			advice = index.UpdateAdvice(nil)
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf(indexNotUpdatedHintFmt, ix.why, advice))
 	}
 }
 

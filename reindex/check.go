@@ -66,6 +66,10 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 		}
 	}
 	ix, err := readIndexed(ctx, res.Index, !opts.NoText)
+	if index.IsLocked(err) {
+		// Nothing to compare yet, and nothing wrong with the index.
+		return nil, err
+	}
 	if err != nil {
 		res.IndexProblem = err.Error()
 	}
@@ -218,7 +222,7 @@ func readIndexed(ctx context.Context, path string, text bool) (*indexed, error) 
 	defer db.Close()
 	fail := func(err error) (*indexed, error) {
 		return &indexed{convs: map[string]*index.Conversation{}, skipped: map[string]skippedRow{}, problem: true},
-			fmt.Errorf("reading %s: %v", path, err)
+			fmt.Errorf("reading %s: %w", path, err)
 	}
 	if ix.convs, err = db.All(ctx); err != nil {
 		return fail(err)

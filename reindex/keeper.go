@@ -49,7 +49,8 @@ type Keeper struct {
 
 // NewKeeper brings metadata.db of s up to date with an incremental
 // reindex (a rebuild when it is missing, unusable or of an older schema;
-// the Result says what it did), opens it, and sets itself as the store's
+// the Result says what it did; one another process holds locked is an
+// error wrapping index.ErrLocked, never replaced), opens it, and sets itself as the store's
 // keeper: from then on the store keeps the index current as it writes.
 // The store must be open with the exclusive lock. Close it before the
 // store.

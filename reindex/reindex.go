@@ -301,7 +301,10 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	j := &job{s: s, opts: opts, rp: rp, res: res}
 	if opts.Incremental {
 		res.Incremental = true
-		db, why := openForUpdate(s)
+		db, why, err := openForUpdate(s)
+		if err != nil {
+			return nil, err
+		}
 		if db != nil {
 			defer db.Close()
 			err := j.update(ctx, db, tree)
@@ -540,19 +543,22 @@ func sortByTree(list []WillNotOpen, tree *store.Tree) {
 var errIndexUnusable = errors.New("metadata.db cannot be updated in place")
 
 // openForUpdate opens metadata.db for an incremental run, or says why it
-// is rebuilt instead.
-func openForUpdate(s *store.Store) (*index.DB, string) {
+// is rebuilt instead. An index another process holds locked is an error:
+// it is not to be replaced under that process.
+func openForUpdate(s *store.Store) (*index.DB, string, error) {
 	db, err := index.Open(s.IndexPath())
 	var ve *index.VersionError
 	switch {
 	case err == nil:
-		return db, ""
+		return db, "", nil
+	case index.IsLocked(err):
+		return nil, "", err
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, "metadata.db does not exist"
+		return nil, "metadata.db does not exist", nil
 	case errors.As(err, &ve) && ve.Older():
-		return nil, fmt.Sprintf("metadata.db was written by an older convkit (schema version %d; this one writes %d)", ve.Found, ve.Want)
+		return nil, fmt.Sprintf("metadata.db was written by an older convkit (schema version %d; this one writes %d)", ve.Found, ve.Want), nil
 	}
-	return nil, fmt.Sprintf("metadata.db is not usable: %v", err)
+	return nil, fmt.Sprintf("metadata.db is not usable: %v", err), nil
 }
 
 // update brings the index db up to date with the logs in one transaction:
@@ -563,6 +569,9 @@ func openForUpdate(s *store.Store) (*index.DB, string) {
 func (j *job) update(ctx context.Context, db *index.DB, tree *store.Tree) error {
 	opts, rp, res := j.opts, j.rp, j.res
 	stored, err := db.Stored(ctx)
+	if index.IsLocked(err) {
+		return fmt.Errorf("%s: %w (%v)", db.Path(), index.ErrLocked, err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: reading it: %v", errIndexUnusable, err)
 	}

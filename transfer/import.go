@@ -158,10 +158,13 @@ type ImportResult struct {
 	// Index: "updated" (the imported conversations' rows were updated in
 	// metadata.db), "built" (there was none, or one of an older convkit:
 	// it was rebuilt from every log of the store, as reindex does),
-	// "unchanged" (nothing was written), "failed" (IndexError says why:
-	// run convkit reindex) or "" on a dry run.
+	// "unchanged" (nothing was written), "failed" (IndexError says why,
+	// IndexAdvice what to run) or "" on a dry run.
 	Index      string `json:"index"`
 	IndexError string `json:"indexError,omitempty"`
+	// IndexAdvice says how a failed index is brought up to date
+	// (index.UpdateAdvice). Not part of the JSON report.
+	IndexAdvice string `json:"-"`
 	// IndexFromReads counts the session logs the index took from the
 	// import's strict reads rather than read again (reindex.Preread). Not
 	// part of the JSON report.
@@ -719,8 +722,8 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 	res := imp.res
 	path := imp.st.IndexPath()
 	fail := func(err error) {
-		res.Index, res.IndexError = "failed", err.Error()
-		imp.warn(fmt.Sprintf("metadata.db was not updated (%v): run convkit reindex", err))
+		res.Index, res.IndexError, res.IndexAdvice = "failed", err.Error(), index.UpdateAdvice(err)
+		imp.warn(fmt.Sprintf("metadata.db was not updated (%v): run %s", err, res.IndexAdvice))
 	}
 	db, err := index.Open(path)
 	var ve *index.VersionError

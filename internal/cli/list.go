@@ -134,6 +134,9 @@ convkit reindex first. It takes no lock.`,
 				// for a missing file (lstat …) say less.
 				err = fmt.Errorf("search reads metadata.db, and %s does not exist", s.IndexPath())
 			}
+			if index.IsLocked(err) {
+				return withHint(err, "search again once the other process is done")
+			}
 			if err != nil {
 				return withHint(err, "run convkit reindex to build metadata.db")
 			}

@@ -436,7 +436,7 @@ func printImport(e *env, r *transfer.ImportResult) error {
 			fmt.Fprintf(out, "Index: metadata.db built from the store's logs\n")
 		}
 	case "failed":
-		fmt.Fprintf(out, "Index: metadata.db was not updated (%s); run convkit reindex\n", text(r.IndexError))
+		fmt.Fprintf(out, "Index: metadata.db was not updated (%s); run %s\n", text(r.IndexError), r.IndexAdvice)
 	}
 	prefix := "Summary"
 	if r.DryRun {

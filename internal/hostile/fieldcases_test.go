@@ -2,11 +2,14 @@ package hostile
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -117,6 +120,65 @@ func (f *fx) runningTurn() string {
 	f.vars["conv"] = dir
 	f.vars["log"] = filepath.Join(dir, "s1.v4.jsonl")
 	return f.vars["log"]
+}
+
+// lockIndex builds metadata.db with reindex and starts the sqlite3 tool
+// holding it in an exclusive transaction (exclusive locking mode, so that
+// readers are shut out too) until the case ends: another process's lock.
+func (f *fx) lockIndex() {
+	f.t.Helper()
+	if _, err := exec.LookPath("sqlite3"); err != nil {
+		f.t.Skip("sqlite3 is not installed (.ci/run installs it)")
+	}
+	f.mustRun(0, "reindex")
+	f.vars["db"] = store.IndexPath(f.data)
+	cmd := exec.Command("sqlite3", "-bail", f.vars["db"])
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() {
+		in.Close()
+		cmd.Wait()
+	})
+	io.WriteString(in, "PRAGMA locking_mode=EXCLUSIVE;\nBEGIN EXCLUSIVE;\nSELECT 'held', count(*) FROM conversations;\n")
+	held := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "held|") {
+				held <- true
+				io.Copy(io.Discard, out)
+				return
+			}
+		}
+		held <- false
+	}()
+	select {
+	case ok := <-held:
+		if !ok {
+			f.t.Fatal("sqlite3 did not take the lock")
+		}
+	case <-time.After(30 * time.Second):
+		f.t.Fatal("sqlite3 did not take the lock in 30 s")
+	}
+}
+
+// noRebuildAdvice: nothing says a locked index is to be rebuilt, or is
+// not an index.
+func noRebuildAdvice(f *fx, r result) {
+	for _, s := range []string{"run convkit reindex\n", "convkit reindex rebuilds", "reindex to build", "not a convkit index"} {
+		if strings.Contains(r.stderr+"\n", s) {
+			f.t.Errorf("stderr says %q", s)
+		}
+	}
 }
 
 // cutTitle checks that stdout shows the huge title cut to 80 columns
@@ -249,6 +311,39 @@ func fieldCases() []hcase {
 			stdout: []string{`SKIPPED {log}: session "s1" has a running turn (turn 1) and its log cannot be read (not a regular file): the turn is left open`},
 			stderr: []string{"convkit: error: repair skipped 1 item(s)"},
 			allow:  []string{lockRecord},
+		},
+		{
+			name: "metadata.db locked by another process (sqlite3): list says so and lists from the logs",
+			setup: func(f *fx) []string {
+				f.lockIndex()
+				return []string{"list", "--all"}
+			},
+			code:   0,
+			stderr: []string{"convkit: listing from the logs: metadata.db is not usable: {db}: locked by another process (database is locked (5) (SQLITE_BUSY))"},
+			stdout: []string{"{basic.id}", "{zstd.id}"},
+			check:  noRebuildAdvice,
+		},
+		{
+			name: "metadata.db locked by another process (sqlite3): search refuses it naming the lock",
+			setup: func(f *fx) []string {
+				f.lockIndex()
+				return []string{"search", "files"}
+			},
+			code:   1,
+			stderr: []string{"convkit: error: {db}: locked by another process (database is locked (5) (SQLITE_BUSY))", "convkit: hint: search again once the other process is done"},
+			check:  noRebuildAdvice,
+		},
+		{
+			name: "metadata.db locked by another process (sqlite3): rename renames, the index not updated",
+			setup: func(f *fx) []string {
+				f.lockIndex()
+				return []string{"rename", f.vars["basic.id"], "Renamed while locked"}
+			},
+			code:   0,
+			stdout: []string{`renamed {basic.id}: "Renamed while locked"`},
+			stderr: []string{"convkit: warning: metadata.db was not updated ({db}: locked by another process (database is locked (5) (SQLITE_BUSY))): list reads the logs until it is brought up to date (convkit reindex --incremental once the other process is done)"},
+			allow:  []string{lockRecord, "~{basic}/metadata.v4.jsonl"},
+			check:  noRebuildAdvice,
 		},
 		{
 			name: "config.toml of 20000 dotted key parts: list warns naming its line, lists",
