@@ -41,6 +41,11 @@ type Target struct {
 	// is read whatever its header names (CheckPlace warns).
 	ByID bool
 
+	// Warnings are what Resolve found beside the log and reports as the
+	// store's walk does: another generation of the same version (the
+	// other compression), which is not read.
+	Warnings []string
+
 	// held, when set, holds the log's heldSize bytes, and Path only names
 	// it (Held).
 	held     io.ReaderAt
@@ -167,7 +172,14 @@ func Resolve(path string) (*Target, error) {
 	case !cur.typ.IsRegular():
 		return nil, fmt.Errorf("%s: the current generation is not a regular file (a lower generation is never read instead)", p)
 	}
-	return targetOf(p), nil
+	t := targetOf(p)
+	// The same version twice: the first by name is read, as the store's
+	// walk reads it, and the other reported as the walk reports it.
+	for k := 1; k < len(gens) && gens[k].n.Version == cur.n.Version; k++ {
+		t.Warnings = append(t.Warnings, fmt.Sprintf("%s: %s; %s is read", filepath.Join(path, gens[k].name),
+			store.GenerationClash(gens[k-1].n, gens[k].n), cur.name))
+	}
+	return t, nil
 }
 
 // targetOf tells which layout the log file at path sits in: a generation

@@ -91,6 +91,41 @@ func TestResolve(t *testing.T) {
 // --upgrade shows an older log as its successor would hold it: the v4
 // header and events, the parent's catalog completed from children found
 // anywhere under the root; nothing is written.
+// TestResolveGenerationClash: a directory holding one version in two
+// compressions (or two zstd suffixes) is read as the store's walk reads
+// it, the first by name, and the other named in a warning with the walk's
+// words; a lower version beside the current one is no clash.
+func TestResolveGenerationClash(t *testing.T) {
+	root := t.TempDir()
+	for _, c := range []struct {
+		dir   string
+		files []string
+		read  string
+		warns []string
+	}{
+		{"--p--/s", []string{"session.v2.jsonl", "session.v2.jsonl.zstd", "session.v1.jsonl"}, "session.v2.jsonl",
+			[]string{"session.v2.jsonl.zstd: both compressed and plain generations of session v2; session.v2.jsonl is read"}},
+		{"conv", []string{"metadata.v4.jsonl.zst", "metadata.v4.jsonl.zstd", "s1.v4.jsonl"}, "metadata.v4.jsonl.zst",
+			[]string{"metadata.v4.jsonl.zstd: both .zst and .zstd generations of metadata v4; metadata.v4.jsonl.zst is read"}},
+		{"conv2", []string{"metadata.v4.jsonl", "metadata.v3.jsonl.zst"}, "metadata.v4.jsonl", nil},
+	} {
+		for _, f := range c.files {
+			put(t, root, filepath.Join(c.dir, f), "x")
+		}
+		tg, err := Resolve(filepath.Join(root, c.dir))
+		if err != nil || filepath.Base(tg.Path) != c.read {
+			t.Fatalf("%s: %+v %v", c.dir, tg, err)
+		}
+		var want []string
+		for _, w := range c.warns {
+			want = append(want, filepath.Join(root, c.dir, w))
+		}
+		if fmt.Sprint(tg.Warnings) != fmt.Sprint(want) {
+			t.Errorf("%s: warnings %q, want %q", c.dir, tg.Warnings, want)
+		}
+	}
+}
+
 func TestUpgraded(t *testing.T) {
 	root := t.TempDir()
 	parent := put(t, root, "--p--/parent/session.v3.jsonl", v3("parent", "/p", "")...)

@@ -72,6 +72,17 @@ const (
 	reasonMixedGenZstds = "both .zst and .zstd generations of %s v%d"
 )
 
+// GenerationClash is why g, a generation of the same base and version as
+// read (the first of the two by name, which is the one read), is
+// reported: it is the other compression, or the other zstd suffix.
+func GenerationClash(read, g convlog.Name) string {
+	reason := reasonMixedGenZstds
+	if read.Compression != g.Compression {
+		reason = reasonMixedGenBoth
+	}
+	return fmt.Sprintf(reason, g.Base, g.Version)
+}
+
 // ErrConversationsDir is wrapped by a *ConversationsDirError.
 var ErrConversationsDir = errors.New("the store's conversations entry is not a directory")
 
@@ -326,11 +337,7 @@ func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
 				continue
 			}
 			// The first by name stays Current; the other is reported.
-			reason := reasonMixedGenZstds
-			if prev.Compression != g.Compression {
-				reason = reasonMixedGenBoth
-			}
-			t.problem(filepath.Join(dir, g.String()), fmt.Sprintf(reason, l.Base, g.Version))
+			t.problem(filepath.Join(dir, g.String()), GenerationClash(prev, g))
 		}
 		l.Current = l.Generations[0]
 		l.Path = filepath.Join(dir, l.Current.String())

@@ -110,6 +110,9 @@ older part from the conversation it was forked from (read-only).`,
 			if err != nil {
 				return err
 			}
+			for _, w := range t.Warnings {
+				fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, text(w))
+			}
 			if err := t.CheckPlace(); err != nil {
 				fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, text(err.Error()))
 			}

@@ -346,6 +346,25 @@ func fieldCases() []hcase {
 			check:  noRebuildAdvice,
 		},
 		{
+			name: "session directory holding one version plain and compressed: inspect warns as the walk does, reads the plain one",
+			bare: true, noDataDir: true,
+			setup: func(f *fx) []string {
+				root := f.sessionsRoot()
+				dir := filepath.Join(root, "--p--", "good")
+				f.vars["dir"] = dir
+				enc, err := zstd.NewWriter(nil)
+				if err != nil {
+					f.t.Fatal(err)
+				}
+				defer enc.Close()
+				f.write(filepath.Join(dir, "session.v3.jsonl.zstd"), enc.EncodeAll(dshSession("good", "/p"), nil))
+				return []string{"inspect", "--validate", dir}
+			},
+			code:   0,
+			stdout: []string{"{dir}/session.v3.jsonl: valid, format v3"},
+			stderr: []string{"convkit: warning: {dir}/session.v3.jsonl.zstd: both compressed and plain generations of session v3; session.v3.jsonl is read"},
+		},
+		{
 			name: "config.toml of 20000 dotted key parts: list warns naming its line, lists",
 			setup: func(f *fx) []string {
 				f.vars["config"] = f.write(filepath.Join(f.data, "config.toml"), []byte("# runtime\n"+strings.Repeat("a.", 19999)+"a = 1\n"))
