@@ -330,9 +330,39 @@ func TestWalkJobsManyConversations(t *testing.T) {
 	}
 }
 
-// runAsNobody runs the named test of this test binary in a child process
-// under uid and gid 65534, and fails unless it passed there (not skipped).
-// The binary is copied where that uid can execute it.
+// TestReachableBy: a directory of mode 0700 that uid 65534 does not own
+// shuts it out, and so does every directory below it.
+func TestReachableBy(t *testing.T) {
+	closed := t.TempDir()
+	open := filepath.Join(closed, "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(closed, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{closed, open} {
+		if err := reachableBy(d, nobody); err == nil || !strings.Contains(err.Error(), closed+" (mode -rwx------") {
+			t.Errorf("%s: %v, want %s named", d, err, closed)
+		}
+	}
+	if err := os.Chmod(closed, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	if err := reachableBy(open, nobody); err != nil && strings.Contains(err.Error(), closed+" ") {
+		t.Errorf("0711 shuts it out: %v", err)
+	}
+}
+
+// nobody is the uid (and gid) runAsNobody runs a test as.
+const nobody = 65534
+
+// runAsNobody runs the test name again in a child process under uid and
+// gid 65534, from a copy of the test binary in a directory that uid can
+// reach, with a $TMPDIR of its own there: $TMPDIR may be a directory of
+// root's that no other uid can enter (mktemp -d makes them 0700). It
+// skips, saying why, where no such directory can be made or the uid
+// cannot be taken.
 func runAsNobody(t *testing.T, name string) {
 	t.Helper()
 	exe, err := os.Executable()
@@ -343,13 +373,33 @@ func runAsNobody(t *testing.T, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, err := os.MkdirTemp("", "convkit-asnobody-")
+	var base string
+	var why []string
+	for _, b := range []string{os.TempDir(), "/tmp", "/var/tmp", "/dev/shm"} {
+		if err := reachableBy(b, nobody); err != nil {
+			why = append(why, err.Error())
+			continue
+		}
+		base = b
+		break
+	}
+	if base == "" {
+		t.Skipf("no directory uid %d can reach to run %s from: %s", nobody, name, strings.Join(why, "; "))
+	}
+	dir, err := os.MkdirTemp(base, "convkit-asnobody-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
 	copyPath := filepath.Join(dir, "store.test")
 	if err := os.WriteFile(copyPath, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(tmp, nobody, nobody); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(dir, 0o755); err != nil { // whatever the umask
@@ -360,16 +410,45 @@ func runAsNobody(t *testing.T, name string) {
 	}
 	cmd := exec.Command(copyPath, "-test.run=^"+name+"$", "-test.v", "-test.count=1")
 	cmd.Dir = "/"
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + os.TempDir()}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + tmp}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	out, err := cmd.CombinedOutput()
 	if errors.Is(err, syscall.EPERM) {
 		t.Skipf("cannot start a process under another uid here: %v", err)
 	}
 	if err != nil {
-		t.Fatalf("%s as uid 65534: %v\n%s", name, err, out)
+		t.Fatalf("%s as uid %d: %v\n%s", name, nobody, err, out)
 	}
 	if !strings.Contains(string(out), "--- PASS: "+name) {
-		t.Fatalf("%s as uid 65534 did not pass:\n%s", name, out)
+		t.Fatalf("%s as uid %d did not pass:\n%s", name, nobody, out)
+	}
+}
+
+// reachableBy says why uid (whose group is gid uid, and no other) cannot
+// enter dir, nil when it can: every directory from / down to dir must let
+// it search.
+func reachableBy(dir string, uid uint32) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	for p := abs; ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return fmt.Errorf("%s: no owner to check", p)
+		}
+		perm := fi.Mode().Perm()
+		switch {
+		case st.Uid == uid && perm&0o100 != 0, st.Uid != uid && st.Gid == uid && perm&0o010 != 0, st.Uid != uid && st.Gid != uid && perm&0o001 != 0:
+		default:
+			return fmt.Errorf("%s (mode %v, owner %d:%d) does not let uid %d in", p, perm, st.Uid, st.Gid, uid)
+		}
+		if p == filepath.Dir(p) {
+			return nil
+		}
 	}
 }
