@@ -193,7 +193,9 @@ func cutTitle(f *fx, r result) {
 }
 
 // fieldCases are inputs found by trying convkit as an operator and an
-// attacker would: a configuration that nests without end, ...
+// attacker would: huge titles, endless stdin, a million-entry archive,
+// session logs gone from under a running turn, a locked index, one
+// version in two compressions, a configuration nested without end.
 func fieldCases() []hcase {
 	return []hcase{
 		{
