@@ -150,7 +150,9 @@ func TestRecord(t *testing.T) {
 // the holder; the example exits 0 and leaves a store that checks.
 func TestLive(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	cmd := exec.Command(runtimeBin, "-data", data, "-live", "4s")
+	// Live until the checks are done (an interrupt ends it after its
+	// turn): on a loaded machine a fixed window can close before them.
+	cmd := exec.Command(runtimeBin, "-data", data, "-live", "2m")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -178,6 +180,9 @@ func TestLive(t *testing.T) {
 			t.Errorf("reindex beside the runtime: exit %d\n%s", code, errs)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
 	}
 	var rest strings.Builder
 	for lines.Scan() {
