@@ -54,12 +54,28 @@ type Target struct {
 
 // StoreTarget is the target of the log at path, a log of a store that was
 // named by its ids: Resolve, with ByID set.
+// The same version of the log in the other compression beside it is
+// reported as the store's walk reports it: the walk read path.
 func StoreTarget(path string) (*Target, error) {
 	t, err := Resolve(path)
 	if err != nil {
 		return nil, err
 	}
 	t.ByID = true
+	read, ok := convlog.ParseName(filepath.Base(path))
+	if !ok {
+		return t, nil
+	}
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if n, ok := convlog.ParseName(e.Name()); ok && e.Name() != filepath.Base(path) && n.Base == read.Base && n.Version == read.Version {
+			t.Warnings = append(t.Warnings, fmt.Sprintf("%s: %s; %s is read", filepath.Join(filepath.Dir(path), e.Name()),
+				store.GenerationClash(read, n), filepath.Base(path)))
+		}
+	}
 	return t, nil
 }
 

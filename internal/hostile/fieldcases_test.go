@@ -367,6 +367,18 @@ func fieldCases() []hcase {
 			stderr: []string{"convkit: warning: {dir}/session.v3.jsonl.zstd: both compressed and plain generations of session v3; session.v3.jsonl is read"},
 		},
 		{
+			name: "session log held plain and compressed in a store: inspect by id warns as the walk does, reads the plain one",
+			setup: func(f *fx) []string {
+				f.session("s1.v4.jsonl", plainSession(hostileSID))
+				f.vars["dir"] = filepath.Dir(f.vars["log"])
+				f.write(filepath.Join(f.vars["dir"], "s1.v4.jsonl.zst"), zjoin(zlog(f.t, hostileSID, zbatches()...)))
+				return []string{"inspect", "--validate", hostileID, hostileSID}
+			},
+			code:   0,
+			stdout: []string{"{dir}/s1.v4.jsonl: valid, format v4"},
+			stderr: []string{"convkit: warning: {dir}/s1.v4.jsonl.zst: both compressed and plain generations of s1 v4; s1.v4.jsonl is read"},
+		},
+		{
 			name: "config.toml of 20000 dotted key parts: list warns naming its line, lists",
 			setup: func(f *fx) []string {
 				f.vars["config"] = f.write(filepath.Join(f.data, "config.toml"), []byte("# runtime\n"+strings.Repeat("a.", 19999)+"a = 1\n"))
