@@ -34,10 +34,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/convkit/convkit/archive"
-	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/fileerr"
-	"github.com/convkit/convkit/progress"
+	"github.com/convkit/convkit/internal/archive"
+	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/progress"
 	"github.com/convkit/convkit/store"
 )
 

@@ -22,10 +22,10 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/fixtures"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/store"
 )
 

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/convkit/convkit/archive"
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/archive"
+	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/store"
 )
 

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/store"
 )
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // A backup run can leave what a monitoring system needs in a file in the

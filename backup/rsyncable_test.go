@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convkit/convkit/archive"
+	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/store"
 )
 

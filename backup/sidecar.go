@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/durable"
-	"github.com/convkit/convkit/progress"
+	"github.com/convkit/convkit/internal/archive"
+	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/progress"
 )
 
 // An archive in a backup directory has a sidecar beside it,

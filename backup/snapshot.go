@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // Ways the metadata.db snapshot is taken (Manifest.IndexMethod).

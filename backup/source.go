@@ -20,10 +20,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/archive"
+	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/store"
 )
 

@@ -9,8 +9,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/convkit/convkit/archive"
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/archive"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // A backup's manifest lists every file of the store, and it is written

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/convkit/convkit/archive"
+	"github.com/convkit/convkit/internal/archive"
 )
 
 // TestStreamedManifestIsTheWholeEncoding: the manifest put together from

@@ -5,7 +5,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/convkit/convkit/archive"
+	"github.com/convkit/convkit/internal/archive"
 )
 
 // Where a restore stages the archive (archive.Staging: the directory, its

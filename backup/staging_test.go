@@ -11,8 +11,8 @@ import (
 
 	"github.com/gofrs/flock"
 
-	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/internal/archive"
 )
 
 // TestRestoreRemovesKilledStaging: what a killed restore left beside its

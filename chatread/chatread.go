@@ -45,7 +45,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/transcript"

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // historicalLinesPerFrame is how many event lines WriteHistorical puts in

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // File is a log file opened for reading the one way convkit opens a log:

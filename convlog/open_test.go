@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // TestOpenRefusesWhatIsNotALogFile: Open and OpenFile never follow a

@@ -6,7 +6,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // rawFile is a log opened for reading without the os.File machinery: on

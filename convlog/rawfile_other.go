@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // rawFile is an os.File elsewhere; see rawfile_linux.go.

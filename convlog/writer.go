@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 	"github.com/klauspost/compress/zstd"
 )
 

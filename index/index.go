@@ -28,7 +28,7 @@ import (
 	"modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // SchemaVersion is stored in PRAGMA user_version. A database with another

@@ -12,7 +12,7 @@ import (
 
 	"modernc.org/sqlite"
 
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // Reading metadata.db without writing anything, on any medium.

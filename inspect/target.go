@@ -10,7 +10,7 @@ import (
 	"sort"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/dshroot"
+	"github.com/convkit/convkit/internal/dshroot"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/upgrade"
 )

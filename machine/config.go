@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // The runtime's configuration file names the agents and models that exist

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/convkit/convkit/dshroot"
+	"github.com/convkit/convkit/internal/dshroot"
 )
 
 // TestAlreadyV4IsAdmitted: a log already at version 4 is "already V4" only

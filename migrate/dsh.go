@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/dshroot"
+	"github.com/convkit/convkit/internal/dshroot"
 )
 
 // discoverSessions lists the inputs under a sessions root in the runtime's

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/dshroot"
+	"github.com/convkit/convkit/internal/dshroot"
 	"github.com/convkit/convkit/store"
 )
 

@@ -23,9 +23,9 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/dshroot"
 	"github.com/convkit/convkit/fileerr"
-	"github.com/convkit/convkit/progress"
+	"github.com/convkit/convkit/internal/dshroot"
+	"github.com/convkit/convkit/internal/progress"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/upgrade"
 )

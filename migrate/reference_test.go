@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/dshroot"
+	"github.com/convkit/convkit/internal/dshroot"
 )
 
 // refFixture is one session written as the spec's fixture() writes it:

@@ -15,12 +15,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/dshroot"
-	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/fileerr"
+	"github.com/convkit/convkit/internal/contract"
+	"github.com/convkit/convkit/internal/dshroot"
+	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/upgrade"
 )

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/convkit/convkit/dshroot"
+	"github.com/convkit/convkit/internal/dshroot"
 )
 
 func TestErrorChain(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/dshroot"
+	"github.com/convkit/convkit/internal/dshroot"
 	"github.com/convkit/convkit/store"
 )
 

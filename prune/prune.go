@@ -34,8 +34,8 @@ import (
 	"sync"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/dshroot"
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/dshroot"
+	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/upgrade"
 )

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/dshroot"
 	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/internal/dshroot"
 	"github.com/convkit/convkit/internal/handlog"
 	"github.com/convkit/convkit/migrate"
 	"github.com/convkit/convkit/store"

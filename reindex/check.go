@@ -9,9 +9,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/internal/contract"
 	"github.com/convkit/convkit/store"
 )
 

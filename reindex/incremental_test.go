@@ -19,10 +19,10 @@ import (
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/fixtures"
 	"github.com/convkit/convkit/internal/indexdump"
+	"github.com/convkit/convkit/internal/transfer"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
-	"github.com/convkit/convkit/transfer"
 )
 
 // TestIncrementalEqualsRebuildAfterChanges: after rounds of random

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/internal/contract"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 )

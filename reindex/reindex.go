@@ -26,13 +26,13 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
-	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/internal/contract"
+	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/progress"
 	"github.com/convkit/convkit/machine"
-	"github.com/convkit/convkit/progress"
 	"github.com/convkit/convkit/store"
 )
 

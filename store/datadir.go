@@ -10,7 +10,7 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // Names of the entries of a data directory.

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // A delete of several conversations is one command, but a kill can stop it

@@ -16,7 +16,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // LockMode says what a process takes on runtime.lock.

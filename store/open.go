@@ -13,7 +13,7 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // OpenOptions configure Open.

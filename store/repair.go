@@ -10,8 +10,8 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/fileerr"
+	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/upgrade"
 )
 

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/fileerr"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // Tree is what Walk found under <data-dir>/conversations.

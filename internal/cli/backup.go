@@ -13,8 +13,8 @@ import (
 
 	"github.com/convkit/convkit/backup"
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/fileerr"
+	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )

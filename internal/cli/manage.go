@@ -7,7 +7,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/convkit/convkit/manage"
+	"github.com/convkit/convkit/internal/manage"
 	"github.com/convkit/convkit/store"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/contract"
 )
 
 // schemaVersion is the version of the JSON documents convkit prints

@@ -14,8 +14,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/durable"
-	"github.com/convkit/convkit/progress"
+	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/progress"
 )
 
 // progressReporter is a progress.Progress the command finishes when its job

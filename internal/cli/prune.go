@@ -8,7 +8,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/dshroot"
+	"github.com/convkit/convkit/internal/dshroot"
 	"github.com/convkit/convkit/migrate"
 	"github.com/convkit/convkit/prune"
 	"github.com/convkit/convkit/store"

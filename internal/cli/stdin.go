@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // stdinName names stdin in the messages of a command that read a log from

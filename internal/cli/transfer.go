@@ -12,9 +12,9 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/transfer"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
-	"github.com/convkit/convkit/transfer"
 )
 
 func newExportCommand(e *env) *ucli.Command {

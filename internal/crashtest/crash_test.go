@@ -28,11 +28,11 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/backup"
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/internal/archive"
+	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/store"
 )
 

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/dshroot"
 	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/internal/dshroot"
 )
 
 // TestSIGKILLSessionsRoot kills convkit migrate on a sessions root in the

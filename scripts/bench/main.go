@@ -83,8 +83,8 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/dshroot"
 	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/internal/dshroot"
 	"github.com/convkit/convkit/store"
 	"github.com/klauspost/compress/zstd"
 )

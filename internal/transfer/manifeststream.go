@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/convkit/convkit/archive"
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/archive"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // fileCheck is what import compares each archived log with, of its

@@ -15,9 +15,9 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/internal/contract"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // Staging is a private directory where an archive is extracted and

@@ -18,12 +18,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/fileerr"
-	"github.com/convkit/convkit/progress"
+	"github.com/convkit/convkit/internal/archive"
+	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/progress"
 	"github.com/convkit/convkit/store"
 )
 

@@ -13,13 +13,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/convkit/convkit/archive"
-	"github.com/convkit/convkit/contract"
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/internal/archive"
+	"github.com/convkit/convkit/internal/contract"
+	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/progress"
 	"github.com/convkit/convkit/machine"
-	"github.com/convkit/convkit/progress"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )

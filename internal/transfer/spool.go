@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/convkit/convkit/durable"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // msgSpool keeps the message text the strict reads of an import collect

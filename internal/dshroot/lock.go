@@ -10,7 +10,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/durable"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // ErrOwned is wrapped by an *OwnedError.

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )

@@ -3,7 +3,7 @@ package transfer
 import (
 	"io"
 
-	"github.com/convkit/convkit/archive"
+	"github.com/convkit/convkit/internal/archive"
 )
 
 // The manifest's identity. FormatVersion changes only when a field changes

@@ -5,7 +5,7 @@ import (
 	"io"
 	"runtime"
 
-	"github.com/convkit/convkit/archive"
+	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/store"
 )
 

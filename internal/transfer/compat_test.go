@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/store"
 )
 

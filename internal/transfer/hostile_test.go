@@ -19,8 +19,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/internal/archive"
 )
 
 // entry is one tar entry of a hand-made archive.

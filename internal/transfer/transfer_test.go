@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convkit/convkit/archive"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/fixtures"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
