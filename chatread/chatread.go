@@ -45,11 +45,11 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/convlog/upgrade"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/transcript"
-	"github.com/convkit/convkit/upgrade"
 )
 
 // Errors of the API.

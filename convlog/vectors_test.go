@@ -16,7 +16,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/upgrade"
+	"github.com/convkit/convkit/convlog/upgrade"
 )
 
 // The format's test vectors (testdata/vectors, docs/FORMAT.md "Test

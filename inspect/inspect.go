@@ -18,9 +18,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/convlog/upgrade"
 	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/contract"
-	"github.com/convkit/convkit/upgrade"
 )
 
 // SchemaVersion versions every JSON document this package produces: the

@@ -10,9 +10,9 @@ import (
 	"sort"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/convlog/upgrade"
 	"github.com/convkit/convkit/internal/dshroot"
 	"github.com/convkit/convkit/store"
-	"github.com/convkit/convkit/upgrade"
 )
 
 // Layouts a Target can be in.

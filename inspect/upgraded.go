@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/upgrade"
+	"github.com/convkit/convkit/convlog/upgrade"
 )
 
 // Upgraded is a log opened as a version 4 successor of it would hold it:

@@ -22,12 +22,12 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/convlog/upgrade"
 	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/internal/dshroot"
 	"github.com/convkit/convkit/internal/progress"
 	"github.com/convkit/convkit/store"
-	"github.com/convkit/convkit/upgrade"
 )
 
 // TargetVersion is the format version this command migrates to.

@@ -16,13 +16,13 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/convlog/upgrade"
 	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/internal/contract"
 	"github.com/convkit/convkit/internal/dshroot"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/store"
-	"github.com/convkit/convkit/upgrade"
 )
 
 // Counts are the outcomes of a set of inputs.

@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/convlog/upgrade"
 	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/internal/durable"
-	"github.com/convkit/convkit/upgrade"
 )
 
 // RepairOptions tune Repair.

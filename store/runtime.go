@@ -10,8 +10,8 @@ import (
 	"sync"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/convlog/upgrade"
 	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/upgrade"
 )
 
 // The runtime's sessions: how a turn is recorded, stage by stage, in the

@@ -19,9 +19,9 @@ import (
 	"strings"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/convlog/upgrade"
 	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/store"
-	"github.com/convkit/convkit/upgrade"
 )
 
 // Item is one message of a transcript, or the end of a turn that did not

@@ -10,11 +10,11 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/convkit/convkit/convlog/upgrade"
 	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/inspect"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/transcript"
-	"github.com/convkit/convkit/upgrade"
 )
 
 func newInspectCommand(e *env) *ucli.Command {

@@ -10,7 +10,7 @@ import (
 	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/dshroot"
 	"github.com/convkit/convkit/migrate"
-	"github.com/convkit/convkit/prune"
+	"github.com/convkit/convkit/migrate/prune"
 	"github.com/convkit/convkit/store"
 )
 

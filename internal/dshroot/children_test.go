@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/convkit/convkit/upgrade"
+	"github.com/convkit/convkit/convlog/upgrade"
 )
 
 const descriptor = `{"type":"subagent/descriptor","seq":%d,"time":%d,"data":{"version":2,"provider":"p","mode":"one-shot","label":"L"}}`

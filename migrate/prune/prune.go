@@ -34,10 +34,10 @@ import (
 	"sync"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/convlog/upgrade"
 	"github.com/convkit/convkit/internal/dshroot"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/store"
-	"github.com/convkit/convkit/upgrade"
 )
 
 // Options tune a prune.

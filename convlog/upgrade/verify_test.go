@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/convlog/upgrade"
 	"github.com/convkit/convkit/fixtures"
-	"github.com/convkit/convkit/upgrade"
 )
 
 // TestStagedSuccessorIsVerified: what writeStage writes is checked as it

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/convlog/upgrade"
 	"github.com/convkit/convkit/fixtures"
-	"github.com/convkit/convkit/upgrade"
 )
 
 // This benchmark lives outside package upgrade: it writes its log with
