@@ -34,10 +34,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/progress"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -150,7 +150,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		_, holder, why := s.Online()
 		m.Online, m.Holder = true, holder
 		if why != nil {
-			m.LockError = fileerr.Text(why)
+			m.LockError = termtext.Text(why)
 			opts.OnEvent(Event{Kind: EventOnline, Path: s.Lock().Path(), Reason: m.LockError})
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/archive"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -191,7 +191,7 @@ func (m *Manifest) resolve(name string) error {
 		}
 		parts := strings.Split(f.Name, "/")
 		if len(parts) != 3 {
-			return fmt.Errorf("%s: log %s is not conversations/<dir>/<log>", name, display.Quote(f.Name))
+			return fmt.Errorf("%s: log %s is not conversations/<dir>/<log>", name, termtext.Quote(f.Name))
 		}
 		f.Log.Conversation, _ = store.DecodeSegment(parts[1])
 		if n, ok := convlog.ParseName(parts[2]); ok && n.Base != store.ConversationLogBase {

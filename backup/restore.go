@@ -14,11 +14,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/contract"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/progress"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -374,7 +374,7 @@ func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*Restor
 		}
 		if !same && !opts.Force {
 			return nil, fmt.Errorf("conversation %s (%s): %w (use --force to move it aside and restore the archived one)",
-				display.Quote(opts.Conversation), dst, ErrConversationExists)
+				termtext.Quote(opts.Conversation), dst, ErrConversationExists)
 		}
 	}
 	convDir := s.ConversationsDir()
@@ -509,11 +509,11 @@ func closureIn(s *store.Store, id string) ([]string, error) {
 		return nil, err
 	}
 	if _, err := os.Lstat(p); err != nil {
-		return nil, fmt.Errorf("conversation %s: %w (or it was being deleted when the backup was taken)", display.Quote(id), ErrNotInArchive)
+		return nil, fmt.Errorf("conversation %s: %w (or it was being deleted when the backup was taken)", termtext.Quote(id), ErrNotInArchive)
 	}
 	ids, err := s.DependencyClosure(id)
 	if err != nil {
-		return nil, fmt.Errorf("the fork ancestors of %s in the archive: %w", display.Quote(id), err)
+		return nil, fmt.Errorf("the fork ancestors of %s in the archive: %w", termtext.Quote(id), err)
 	}
 	return ids, nil
 }

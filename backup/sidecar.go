@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/progress"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // An archive in a backup directory has a sidecar beside it,
@@ -111,7 +111,7 @@ func readInfo(archivePath string) (*Info, error) {
 		return nil, fmt.Errorf("%s: %v", f.Name(), err)
 	}
 	if info.Format != InfoFormat || info.Archive != filepath.Base(archivePath) {
-		return nil, fmt.Errorf("%s: not the sidecar of %s (format %s, archive %s)", f.Name(), filepath.Base(archivePath), display.Quote(info.Format), display.Quote(info.Archive))
+		return nil, fmt.Errorf("%s: not the sidecar of %s (format %s, archive %s)", f.Name(), filepath.Base(archivePath), termtext.Quote(info.Format), termtext.Quote(info.Archive))
 	}
 	return &info, nil
 }

@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -709,11 +709,11 @@ func expectations(convs []Conversation, facts map[int]*convFacts, logs map[int][
 		case fc == nil:
 			skip("no conversation log")
 		case fc.headerType != convlog.ConversationLog:
-			skip("%s: not a conversation log (header type %s)", convLog.Name, display.Quote(fc.headerType))
+			skip("%s: not a conversation log (header type %s)", convLog.Name, termtext.Quote(fc.headerType))
 		case fc.bad != "":
 			skip("unreadable conversation log: %s", fc.bad)
 		case fc.headerID != c.ID:
-			skip("conversation log names id %s, but its directory is %s", display.Quote(fc.headerID), display.Quote(c.ID))
+			skip("conversation log names id %s, but its directory is %s", termtext.Quote(fc.headerID), termtext.Quote(c.ID))
 		case fc.deleting:
 			c.Expect = ExpectDeleted
 		}
@@ -723,7 +723,7 @@ func expectations(convs []Conversation, facts map[int]*convFacts, logs map[int][
 		if c.Expect == "" && legacyForkSkip {
 			for _, d := range c.DependsOn {
 				if !present[d] {
-					skip("fork source %s is missing: this conversation reads older history from it", display.Quote(d))
+					skip("fork source %s is missing: this conversation reads older history from it", termtext.Quote(d))
 					break
 				}
 			}

@@ -3,8 +3,8 @@ package convlog
 import (
 	"bytes"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/rawjson"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // The schemas of what messages and streams hold: content blocks, stored
@@ -168,7 +168,7 @@ func (f *blockFields) check(blk []byte, sl slot, bi *blockInfo) *problem {
 		}
 	case "tool-addition", "tool-removal":
 		if sl != slotDeveloper {
-			return newProblem("%s block in a %s: tool additions and removals belong to developer messages", display.Quote(str(typ)), slotName(sl)).in(".type")
+			return newProblem("%s block in a %s: tool additions and removals belong to developer messages", termtext.Quote(str(typ)), slotName(sl)).in(".type")
 		}
 		if !nonEmptyString(toolName) {
 			return mustBe("a non-empty string", toolName).in(".toolName")
@@ -207,7 +207,7 @@ func checkOtherMessage(raw []byte, sl slot) *problem {
 		return &problem{msg: err.Error(), kind: ErrMessageIdentity}
 	}
 	if roleOf(mf.role) != slotRoles[sl] {
-		return newProblem("must be %s, not %s", display.Quote(slotRoles[sl]), clip(mf.role)).in(".role")
+		return newProblem("must be %s, not %s", termtext.Quote(slotRoles[sl]), clip(mf.role)).in(".role")
 	}
 	return checkMessageBody(&mf, sl, nil)
 }
@@ -284,7 +284,7 @@ func checkSource(src, kind []byte, sl slot) *problem {
 	}
 	switch k := unquoted(kind); string(k) {
 	case "model", "tool", "system-prompt":
-		return newProblem("%s is the kind of a %s message: a %s carries another", display.Quote(string(k)),
+		return newProblem("%s is the kind of a %s message: a %s carries another", termtext.Quote(string(k)),
 			map[string]string{"model": "model's (assistant)", "tool": "tool's (tool/result)", "system-prompt": "system"}[string(k)], slotName(sl)).in(".kind")
 	case "compact-checkpoint":
 		return checkpointSourceShape.checkObject(src)
@@ -354,7 +354,7 @@ var (
 func checkBlockStart(obj []byte) *problem {
 	switch str(rawjson.Get(obj, "blockType")) {
 	case "tool-result", "tool-addition", "tool-removal":
-		return newProblem("%s blocks are not an answer's", display.Quote(str(rawjson.Get(obj, "blockType")))).in(".blockType")
+		return newProblem("%s blocks are not an answer's", termtext.Quote(str(rawjson.Get(obj, "blockType")))).in(".blockType")
 	}
 	return nil
 }

@@ -3,8 +3,8 @@ package convlog
 import (
 	"bytes"
 	"fmt"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/rawjson"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // SurfaceOp says how a surface event changes the derived history.
@@ -215,7 +215,7 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 		switch string(m.Key) {
 		case "type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs": // the envelope
 		default:
-			return corrupt(m.KeyOff, "%s event has unexpected member %s", e.Type, display.Quote(string(m.Key)))
+			return corrupt(m.KeyOff, "%s event has unexpected member %s", e.Type, termtext.Quote(string(m.Key)))
 		}
 	}
 	if seq == nil {
@@ -251,12 +251,12 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 	switch {
 	case p.version >= CurrentVersion && info == nil && !e.Ignorable:
 		return &eventProblem{col: typ.ValOff, kind: ErrUnsupported,
-			msg: fmt.Sprintf("unknown event type %s at seq %d is not marked ignorable", display.Quote(e.Type), e.Seq)}
+			msg: fmt.Sprintf("unknown event type %s at seq %d is not marked ignorable", termtext.Quote(e.Type), e.Seq)}
 	case p.version == 3 && !releasedV3Types[e.Type]:
 		e.Known = false
 		if !e.Ignorable {
 			return &eventProblem{col: typ.ValOff, kind: ErrUnsupported,
-				msg: fmt.Sprintf("format v3 contains unknown event type %s at seq %d", display.Quote(e.Type), e.Seq)}
+				msg: fmt.Sprintf("format v3 contains unknown event type %s at seq %d", termtext.Quote(e.Type), e.Seq)}
 		}
 	case p.version < 3:
 		// Versions 0-2 have their own vocabularies; the upgrade chain
@@ -428,7 +428,7 @@ func (p *envelopeParser) parsePacked(e *Event, seq0, time0, data *member, expect
 		switch string(m.Key) {
 		case "type", "seq0", "time0", "data":
 		default:
-			return corrupt(m.KeyOff, "packed %s row has unexpected member %s", e.Type, display.Quote(string(m.Key)))
+			return corrupt(m.KeyOff, "packed %s row has unexpected member %s", e.Type, termtext.Quote(string(m.Key)))
 		}
 	}
 	var ok bool

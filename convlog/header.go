@@ -3,8 +3,8 @@ package convlog
 import (
 	"bytes"
 	"fmt"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/rawjson"
+	"github.com/convkit/convkit/internal/termtext"
 	"strings"
 )
 
@@ -88,7 +88,7 @@ func parseHeader(line []byte, wantVersion int) (*Header, *headerProblem) {
 	}
 	typ, ok := rawjson.String(t.Value)
 	if !ok || (typ != SessionLog && typ != ConversationLog) {
-		return nil, corrupt(t.ValOff, "first line is not a log header: type must be %s or %s", display.Quote(SessionLog), display.Quote(ConversationLog))
+		return nil, corrupt(t.ValOff, "first line is not a log header: type must be %s or %s", termtext.Quote(SessionLog), termtext.Quote(ConversationLog))
 	}
 	h.Type = typ
 	v := get("version")
@@ -119,7 +119,7 @@ func parseHeader(line []byte, wantVersion int) (*Header, *headerProblem) {
 	}
 	for _, m := range members {
 		if !allowed[string(m.Key)] {
-			return nil, corrupt(m.KeyOff, "header has unexpected member %s", display.Quote(string(m.Key)))
+			return nil, corrupt(m.KeyOff, "header has unexpected member %s", termtext.Quote(string(m.Key)))
 		}
 	}
 	id := get("id")

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/rawjson"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // History is the message sequence a model reads, derived from surface
@@ -71,7 +71,7 @@ func (h *History) Apply(reg *Registry, e *Event) error {
 			}
 		}
 		if raw == nil {
-			return fmt.Errorf("%s at seq %d: data has no %s", e.Type, e.Seq, display.Quote(info.MessagePath))
+			return fmt.Errorf("%s at seq %d: data has no %s", e.Type, e.Seq, termtext.Quote(info.MessagePath))
 		}
 	}
 	msg, err := parseStoredMessage(raw, !h.SkipBodies)
@@ -130,7 +130,7 @@ func requireRole(e *Event, msg StoredMessage, roles ...string) error {
 // roleError is requireRole's error; roles is a copy, so that the variadic
 // slice of every call does not escape to the heap.
 func roleError(e *Event, msg StoredMessage, roles []string) error {
-	return fmt.Errorf("%s at seq %d carries a %s message, expected role %v", e.Type, e.Seq, display.Quote(msg.Role()), roles)
+	return fmt.Errorf("%s at seq %d carries a %s message, expected role %v", e.Type, e.Seq, termtext.Quote(msg.Role()), roles)
 }
 
 func interpretSystem(h *History, e *Event, msg StoredMessage) error {

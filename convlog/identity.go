@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // ErrIdentity is wrapped by an IdentityError: the log's header names
@@ -47,15 +47,15 @@ func checkIdentity(h *Header, typ, id, path string) error {
 	e := &IdentityError{Path: path, Type: h.Type, ID: h.ID, WantType: typ, WantID: id, Version: h.Version}
 	switch {
 	case typ == SessionLog && h.Type != SessionLog:
-		e.Msg = fmt.Sprintf("header (line 1) is not a session header (type %s); its file name is session %s", display.Quote(h.Type), display.Quote(id))
+		e.Msg = fmt.Sprintf("header (line 1) is not a session header (type %s); its file name is session %s", termtext.Quote(h.Type), termtext.Quote(id))
 	case typ == SessionLog && h.ID != id:
-		e.Msg = fmt.Sprintf("session log header (line 1) names id %s, but its file name is session %s", display.Quote(h.ID), display.Quote(id))
+		e.Msg = fmt.Sprintf("session log header (line 1) names id %s, but its file name is session %s", termtext.Quote(h.ID), termtext.Quote(id))
 	case typ == ConversationLog && h.Type != ConversationLog:
-		e.Msg = fmt.Sprintf("not a conversation log (header type %s)", display.Quote(h.Type))
+		e.Msg = fmt.Sprintf("not a conversation log (header type %s)", termtext.Quote(h.Type))
 	case typ == ConversationLog && h.ID != id:
-		e.Msg = fmt.Sprintf("conversation log names id %s, but its directory is %s", display.Quote(h.ID), display.Quote(id))
+		e.Msg = fmt.Sprintf("conversation log names id %s, but its directory is %s", termtext.Quote(h.ID), termtext.Quote(id))
 	case typ != SessionLog && typ != ConversationLog:
-		e.Msg = fmt.Sprintf("no log type %s", display.Quote(typ))
+		e.Msg = fmt.Sprintf("no log type %s", termtext.Quote(typ))
 	default:
 		return nil
 	}

@@ -3,8 +3,8 @@ package convlog
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/rawjson"
+	"github.com/convkit/convkit/internal/termtext"
 	"sync"
 )
 
@@ -55,12 +55,12 @@ func RegisterSourceKind(k SourceKind) error {
 		return fmt.Errorf("source kind is empty")
 	}
 	if k.IsReserved() {
-		return fmt.Errorf("source kind %s is reserved", display.Quote(string(k)))
+		return fmt.Errorf("source kind %s is reserved", termtext.Quote(string(k)))
 	}
 	kindsMu.Lock()
 	defer kindsMu.Unlock()
 	if registeredKinds[k] {
-		return fmt.Errorf("source kind %s is already registered", display.Quote(string(k)))
+		return fmt.Errorf("source kind %s is already registered", termtext.Quote(string(k)))
 	}
 	registeredKinds[k] = true
 	return nil
@@ -150,10 +150,10 @@ func NewStoredMessage(id, role string, source Source, content json.RawMessage) (
 		return StoredMessage{}, fmt.Errorf("stored message needs an id")
 	}
 	if role == "" {
-		return StoredMessage{}, fmt.Errorf("stored message %s needs a role", display.Quote(id))
+		return StoredMessage{}, fmt.Errorf("stored message %s needs a role", termtext.Quote(id))
 	}
 	if source.Kind == "" || source.Kind == SourcePlugin {
-		return StoredMessage{}, fmt.Errorf("stored message %s needs a producer-owned source kind", display.Quote(id))
+		return StoredMessage{}, fmt.Errorf("stored message %s needs a producer-owned source kind", termtext.Quote(id))
 	}
 	srcRaw := source.Raw
 	if len(srcRaw) == 0 {

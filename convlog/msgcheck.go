@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/rawjson"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // The message-identity rule: every stored message carries a non-empty id, a
@@ -101,16 +101,16 @@ func (f *messageFields) identityError() error {
 		return fmt.Errorf("stored message has no id")
 	}
 	if !nonEmptyString(f.role) {
-		return fmt.Errorf("stored message %s has no role", display.Quote(str(f.id)))
+		return fmt.Errorf("stored message %s has no role", termtext.Quote(str(f.id)))
 	}
 	if f.source == nil {
-		return fmt.Errorf("stored message %s has no source", display.Quote(str(f.id)))
+		return fmt.Errorf("stored message %s has no source", termtext.Quote(str(f.id)))
 	}
 	if !f.sourceIsObject || !nonEmptyString(f.kind) {
-		return fmt.Errorf("stored message %s: source must be an object with a non-empty kind", display.Quote(str(f.id)))
+		return fmt.Errorf("stored message %s: source must be an object with a non-empty kind", termtext.Quote(str(f.id)))
 	}
 	if rawjson.StringIs(f.kind, string(SourcePlugin)) {
-		return fmt.Errorf("stored message %s requires a producer-owned source kind, not %s", display.Quote(str(f.id)), display.Quote(string(SourcePlugin)))
+		return fmt.Errorf("stored message %s requires a producer-owned source kind, not %s", termtext.Quote(str(f.id)), termtext.Quote(string(SourcePlugin)))
 	}
 	return nil
 }

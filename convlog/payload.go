@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/rawjson"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // Payload types: the data of the events a turn records, as Go values that
@@ -59,7 +59,7 @@ func (b Block) Check() error {
 	case BlockText, BlockReasoning:
 	case BlockToolCall:
 		if b.ID == "" || b.Name == "" {
-			return fmt.Errorf("a tool-call block needs an id and a name (id %s, name %s)", display.Quote(b.ID), display.Quote(b.Name))
+			return fmt.Errorf("a tool-call block needs an id and a name (id %s, name %s)", termtext.Quote(b.ID), termtext.Quote(b.Name))
 		}
 	case BlockImage, BlockFile:
 		a := b.Attachment
@@ -73,7 +73,7 @@ func (b Block) Check() error {
 			switch a.MediaType {
 			case "image/png", "image/jpeg", "image/webp", "image/gif":
 			default:
-				return fmt.Errorf("image media type %s is not image/png, image/jpeg, image/webp or image/gif", display.Quote(a.MediaType))
+				return fmt.Errorf("image media type %s is not image/png, image/jpeg, image/webp or image/gif", termtext.Quote(a.MediaType))
 			}
 			if a.Width <= 0 || a.Height <= 0 {
 				return fmt.Errorf("an image needs a positive width and height")
@@ -82,7 +82,7 @@ func (b Block) Check() error {
 	case "":
 		return fmt.Errorf("a content block needs a type")
 	default:
-		return fmt.Errorf("content block type %s is not one this build writes (text, reasoning, tool-call, image, file)", display.Quote(b.Type))
+		return fmt.Errorf("content block type %s is not one this build writes (text, reasoning, tool-call, image, file)", termtext.Quote(b.Type))
 	}
 	return nil
 }
@@ -145,7 +145,7 @@ func BlocksJSON(blocks []Block) (json.RawMessage, error) {
 func NewMessage(id, role string, source Source, blocks []Block) (StoredMessage, error) {
 	content, err := BlocksJSON(blocks)
 	if err != nil {
-		return StoredMessage{}, fmt.Errorf("message %s: %w", display.Quote(id), err)
+		return StoredMessage{}, fmt.Errorf("message %s: %w", termtext.Quote(id), err)
 	}
 	return NewStoredMessage(id, role, source, content)
 }
@@ -160,11 +160,11 @@ func NewUserMessage(id string, blocks ...Block) (StoredMessage, error) {
 // the runtime's key order role, source, toolCallId, content, isError, id.
 func NewToolMessage(id, callID string, isError bool, blocks []Block) (StoredMessage, error) {
 	if callID == "" {
-		return StoredMessage{}, fmt.Errorf("tool result %s needs the id of its call", display.Quote(id))
+		return StoredMessage{}, fmt.Errorf("tool result %s needs the id of its call", termtext.Quote(id))
 	}
 	content, err := BlocksJSON(blocks)
 	if err != nil {
-		return StoredMessage{}, fmt.Errorf("message %s: %w", display.Quote(id), err)
+		return StoredMessage{}, fmt.Errorf("message %s: %w", termtext.Quote(id), err)
 	}
 	src := sourceJSON(SourceTool, "callId", callID)
 	d := append([]byte(`{"role":"tool","source":`), src...)
@@ -333,7 +333,7 @@ func (t ToolSchema) Check() error {
 	}
 	p, err := EncodeData(t.Parameters)
 	if err != nil || len(p) == 0 || p[0] != '{' {
-		return fmt.Errorf("tool %s: parameters must be a JSON object (a JSON Schema)", display.Quote(t.Name))
+		return fmt.Errorf("tool %s: parameters must be a JSON object (a JSON Schema)", termtext.Quote(t.Name))
 	}
 	return nil
 }

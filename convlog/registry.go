@@ -5,7 +5,7 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // Interpreter applies one surface event's message to the derived history.
@@ -101,15 +101,15 @@ func (r *Registry) Register(t TypeInfo) error {
 		return fmt.Errorf("event type name is empty")
 	}
 	if t.Surface && t.Interpret == nil {
-		return fmt.Errorf("surface event type %s has no interpreter", display.Quote(t.Name))
+		return fmt.Errorf("surface event type %s has no interpreter", termtext.Quote(t.Name))
 	}
 	if !t.Surface && t.Interpret != nil {
-		return fmt.Errorf("log-only event type %s cannot have an interpreter", display.Quote(t.Name))
+		return fmt.Errorf("log-only event type %s cannot have an interpreter", termtext.Quote(t.Name))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.types[t.Name]; ok {
-		return fmt.Errorf("event type %s is already registered", display.Quote(t.Name))
+		return fmt.Errorf("event type %s is already registered", termtext.Quote(t.Name))
 	}
 	r.types[t.Name] = &t
 	return nil

@@ -6,8 +6,8 @@ import (
 	"hash/maphash"
 	"slices"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/rawjson"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // The relationships of a version 4 session log beyond the turn's path
@@ -173,10 +173,10 @@ func (v *Validator) messageID(e *Event, id, msg []byte, user bool) *problem {
 		// the same message, rewritten in place
 	case rec.seq >= 0:
 		return &problem{kind: ErrMessageIdentity, msg: fmt.Sprintf("message id %s is already the id of the message at seq %d: two messages never share an id",
-			display.Quote(str(id)), rec.seq)}
+			termtext.Quote(str(id)), rec.seq)}
 	default:
 		return &problem{kind: ErrMessageIdentity, msg: fmt.Sprintf("message id %s is the id of a different message queued before (agent/inbox/spliced): a queued message is claimed unchanged",
-			display.Quote(str(id)))}
+			termtext.Quote(str(id)))}
 	}
 	set(r, &r.ids, k, idRec{seq: e.Seq, bytes: h})
 	return nil
@@ -201,7 +201,7 @@ func (v *Validator) queued(inserted []byte) *problem {
 		case rec.bytes == h:
 			// the same message queued again
 		default:
-			return (&problem{kind: ErrMessageIdentity, msg: fmt.Sprintf("message id %s is already the id of another message", display.Quote(str(id)))}).at(i).in("data.inserted")
+			return (&problem{kind: ErrMessageIdentity, msg: fmt.Sprintf("message id %s is already the id of another message", termtext.Quote(str(id)))}).at(i).in("data.inserted")
 		}
 	}
 }
@@ -296,7 +296,7 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 	switch e.Type {
 	case "turn/start", TypeTurnEnd:
 		if r.comp.open {
-			return relErr("%s crosses the open compaction %s (started at seq %d): a compaction does not span a turn's start or end", e.Type, display.Quote(r.comp.id), r.comp.startSeq)
+			return relErr("%s crosses the open compaction %s (started at seq %d): a compaction does not span a turn's start or end", e.Type, termtext.Quote(r.comp.id), r.comp.startSeq)
 		}
 	case "request/header":
 		hdr := get("header")
@@ -334,7 +334,7 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 		for i, name := range bi.additions {
 			d := defs[str(name)]
 			if d.n != 1 || !d.complete {
-				return relErr("tool %s must be defined exactly once, with a description and parameters, in the request/header at seq %d", display.Quote(str(name)), seq).in(fmt.Sprintf("data.message.content (addition %d)", i+1))
+				return relErr("tool %s must be defined exactly once, with a description and parameters, in the request/header at seq %d", termtext.Quote(str(name)), seq).in(fmt.Sprintf("data.message.content (addition %d)", i+1))
 			}
 		}
 	case TypeUserMessage:
@@ -344,14 +344,14 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 		if rawjson.StringIs(mf.kind, string(SourceCheckpoint)) && e.SurfaceOp != nil && e.SurfaceOp.Replace {
 			id, cmd := str(rawjson.Get(mf.source, "compactionId")), str(rawjson.Get(mf.source, "sourceCommandId"))
 			if !r.comp.open || r.comp.id != id || r.comp.cmd != cmd {
-				return relErr("a checkpoint of compaction %s replaces history outside that compaction's transaction", display.Quote(id))
+				return relErr("a checkpoint of compaction %s replaces history outside that compaction's transaction", termtext.Quote(id))
 			}
 		}
 	case "agent/inbox/spliced":
 		return v.queued(get("inserted"))
 	case "compaction/start":
 		if r.comp.open {
-			return relErr("compaction/start overlaps the open compaction %s (started at seq %d)", display.Quote(r.comp.id), r.comp.startSeq)
+			return relErr("compaction/start overlaps the open compaction %s (started at seq %d)", termtext.Quote(r.comp.id), r.comp.startSeq)
 		}
 		turn := ownerTurn(get("turn"))
 		if want := v.openTurn(); turn != want {
@@ -360,7 +360,7 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 		r.comp = compaction{open: true, id: str(get("compactionId")), cmd: str(get("sourceCommandId")), turn: turn, startSeq: e.Seq}
 	case "compaction/summary", "compaction/end":
 		if !r.comp.open || r.comp.id != str(get("compactionId")) || r.comp.cmd != str(get("sourceCommandId")) {
-			return relErr("%s has no matching compaction/start (compactionId %s)", e.Type, display.Quote(str(get("compactionId"))))
+			return relErr("%s has no matching compaction/start (compactionId %s)", e.Type, termtext.Quote(str(get("compactionId"))))
 		}
 		if e.Type == "compaction/end" {
 			if ownerTurn(get("turn")) != r.comp.turn {
@@ -391,7 +391,7 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 		s, ok := r.scheduled[k]
 		switch {
 		case !ok:
-			return relErr("llm/retry-started pairs no earlier llm/retry %s attempt %d", display.Quote(k.retryID), k.retry)
+			return relErr("llm/retry-started pairs no earlier llm/retry %s attempt %d", termtext.Quote(k.retryID), k.retry)
 		case s.turn != f.turn || s.step != f.step:
 			return relErr("llm/retry-started changes the scheduled attempt's turn and step (turn %d step %d)", s.turn, s.step)
 		case s.started:
@@ -418,14 +418,14 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 	case "command/run":
 		id := str(get("commandId"))
 		if _, ok := r.commands[id]; ok {
-			return relErr("command/run repeats commandId %s", display.Quote(id))
+			return relErr("command/run repeats commandId %s", termtext.Quote(id))
 		}
 		set(r, &r.commands, id, e.Seq)
 		set(r, &r.cmdSeqs, e.Seq, true)
 	case "command/done":
 		id := str(get("commandId"))
 		if _, ok := r.commands[id]; !ok {
-			return relErr("command/done has no earlier command/run %s", display.Quote(id))
+			return relErr("command/done has no earlier command/run %s", termtext.Quote(id))
 		}
 		if s := get("sourceEventSeq"); s != nil {
 			n, _ := rawjson.Int(s)
@@ -442,7 +442,7 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 	case "subagent/catalog":
 		id := str(get("childId"))
 		if r.children[id] {
-			return relErr("duplicate catalog child %s", display.Quote(id))
+			return relErr("duplicate catalog child %s", termtext.Quote(id))
 		}
 		set(r, &r.children, id, true)
 	case "session-log-deepseek/delivery-accepted":
@@ -453,7 +453,7 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 			return relErr("must name an earlier event").in("data.throughSeq")
 		}
 		if id := str(get("sessionId")); id != v.id {
-			return relErr("current-generation delivery marker names the wrong session %s (this log is %s)", display.Quote(id), display.Quote(v.id)).in("data.sessionId")
+			return relErr("current-generation delivery marker names the wrong session %s (this log is %s)", termtext.Quote(id), termtext.Quote(v.id)).in("data.sessionId")
 		}
 	case "tool/ptc-dispatch-start", "tool/ptc-dispatch":
 		return v.ptcDispatch(e, get)
@@ -540,7 +540,7 @@ func (v *Validator) retry(e *Event, f *eventFields, get func(string) []byte) *pr
 	}
 	provider := str(get("provider"))
 	if !r.headers || provider != r.provider {
-		return relErr("llm/retry provider %s does not match the open request/header's", display.Quote(provider)).in("data.provider")
+		return relErr("llm/retry provider %s does not match the open request/header's", termtext.Quote(provider)).in("data.provider")
 	}
 	k := chainKey{f.turn, f.step, provider, str(get("policyKey"))}
 	id, n := str(get("retryId")), f.asInt(get("retry"))
@@ -552,10 +552,10 @@ func (v *Validator) retry(e *Event, f *eventFields, get func(string) []byte) *pr
 		return relErr("llm/retry skips its policy attempt sequence (retry %d after %d)", n, c.retry).in("data.retry")
 	}
 	if c.retryID != id {
-		return relErr("llm/retry must keep one retryId per policy chain (%s, then %s)", display.Quote(c.retryID), display.Quote(id)).in("data.retryId")
+		return relErr("llm/retry must keep one retryId per policy chain (%s, then %s)", termtext.Quote(c.retryID), termtext.Quote(id)).in("data.retryId")
 	}
 	if other, used := r.retryIDs[id]; used && other != k {
-		return relErr("retryId %s belongs to another policy chain", display.Quote(id)).in("data.retryId")
+		return relErr("retryId %s belongs to another policy chain", termtext.Quote(id)).in("data.retryId")
 	}
 	c.retry = n
 	set(r, &r.chains, k, c)
@@ -612,7 +612,7 @@ func titleRequestMessages(msgs []byte) *problem {
 			text = rawjson.StringIs(rawjson.Get(b, "type"), "text")
 		}
 		if !rawjson.StringIs(rawjson.Get(src, "kind"), string(SourceTitle)) || blocks != 1 || !text {
-			return relErr("the title request's message is one user message of source kind %s holding one text block", display.Quote(string(SourceTitle))).at(n).in("data.messages")
+			return relErr("the title request's message is one user message of source kind %s holding one text block", termtext.Quote(string(SourceTitle))).at(n).in("data.messages")
 		}
 	}
 	if n != 1 {
@@ -640,11 +640,11 @@ func (v *Validator) ptcDispatch(e *Event, get func(string) []byte) *problem {
 	rec, ok := r.ptc[sub]
 	if e.Type == "tool/ptc-dispatch-start" {
 		if ok {
-			return relErr("PTC dispatch repeats subCallId %s", display.Quote(sub))
+			return relErr("PTC dispatch repeats subCallId %s", termtext.Quote(sub))
 		}
 		if parent != root {
 			if pr, ok := r.ptc[parent]; !ok || pr.root != root {
-				return relErr("PTC parentCallId %s does not belong to rootCallId %s", display.Quote(parent), display.Quote(root))
+				return relErr("PTC parentCallId %s does not belong to rootCallId %s", termtext.Quote(parent), termtext.Quote(root))
 			}
 		}
 		set(r, &r.ptc, sub, ptcRec{root: root, hash: sum})
@@ -652,9 +652,9 @@ func (v *Validator) ptcDispatch(e *Event, get func(string) []byte) *problem {
 	}
 	switch {
 	case !ok || rec.settled:
-		return relErr("PTC dispatch %s has no unique unsettled start", display.Quote(sub))
+		return relErr("PTC dispatch %s has no unique unsettled start", termtext.Quote(sub))
 	case rec.hash != sum:
-		return relErr("PTC dispatch %s does not match its start", display.Quote(sub))
+		return relErr("PTC dispatch %s does not match its start", termtext.Quote(sub))
 	}
 	rec.settled = true
 	set(r, &r.ptc, sub, rec)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // The rules an event must keep beyond its own line (docs/FORMAT.md,
@@ -300,7 +300,7 @@ func (v *Validator) Check(e *Event) error {
 			}
 			if e.Type == TypeToolResult && (!nonEmptyString(mf.toolCallID) || !bytes.Equal(unquoted(mf.toolCallID), unquoted(mf.sourceCallID))) {
 				return fail(rerr(ErrMessageIdentity, "tool result %s needs a toolCallId equal to its source's callId (toolCallId %s, source callId %s)",
-					display.Quote(str(mf.id)), display.Quote(str(mf.toolCallID)), display.Quote(str(mf.sourceCallID))))
+					termtext.Quote(str(mf.id)), termtext.Quote(str(mf.toolCallID)), termtext.Quote(str(mf.sourceCallID))))
 			}
 			v.bi.calls, v.bi.additions = v.bi.calls[:0], v.bi.additions[:0]
 			if sc != nil && sc.msg != 0 {
@@ -309,7 +309,7 @@ func (v *Validator) Check(e *Event) error {
 				}
 			}
 			if e.Type == TypeToolResult && f.hasError && string(mf.isError) != "true" &&
-				keep(rerr(ErrPayload, "tool result %s carries error metadata (data.error) but is not an error (isError is not true)", display.Quote(str(mf.id)))) {
+				keep(rerr(ErrPayload, "tool result %s carries error metadata (data.error) but is not an error (isError is not true)", termtext.Quote(str(mf.id)))) {
 				return first
 			}
 		}
@@ -330,7 +330,7 @@ func (v *Validator) Check(e *Event) error {
 			f.toolCalls = v.calls
 		}
 	} else if info.Surface && current {
-		return fail(rerr(ErrMessageIdentity, "data has no %s: a surface event carries a stored message", display.Quote(info.MessagePath)))
+		return fail(rerr(ErrMessageIdentity, "data has no %s: a surface event carries a stored message", termtext.Quote(info.MessagePath)))
 	}
 	if role == roleEndSeed && f.inherited && !v.seeded {
 		return fail(rerr(ErrHistory, "an inherited session/end-seed marker in a log whose header is not seeded"))

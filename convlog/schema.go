@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/rawjson"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // Every event payload has one schema, here: the members of its data, their
@@ -356,16 +356,16 @@ func jsonKind(v []byte) string {
 		kind = "a number"
 	}
 	if len(v) <= 24 && v[0] != '{' && v[0] != '[' {
-		return kind + " " + display.Escape(string(v))
+		return kind + " " + termtext.Escape(string(v))
 	}
 	return kind
 }
 
 func clip(v []byte) string {
 	if len(v) > 40 {
-		return display.Escape(string(v[:40])) + "…"
+		return termtext.Escape(string(v[:40])) + "…"
 	}
-	return display.Escape(string(v))
+	return termtext.Escape(string(v))
 }
 
 func enumHas(vs []string, raw []byte) bool {
@@ -384,7 +384,7 @@ func enumHas(vs []string, raw []byte) bool {
 func enumList(vs []string) string {
 	q := make([]string, len(vs))
 	for i, v := range vs {
-		q[i] = display.Quote(v)
+		q[i] = termtext.Quote(v)
 	}
 	return strings.Join(q, ", ")
 }

@@ -5,8 +5,8 @@ import (
 	"hash/maphash"
 	"strings"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/rawjson"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // The turn's path (docs/FORMAT.md, "A turn's path"): turn/start, then
@@ -294,14 +294,14 @@ func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool)
 			return fmt.Sprintf("turn %d ends while its step %d is still open", p.turn, p.step)
 		}
 		if id := p.unresolved(); id != "" {
-			return fmt.Sprintf("turn/end leaves unresolved tool call %s: every call the turn made gets its result first", display.Quote(id))
+			return fmt.Sprintf("turn/end leaves unresolved tool call %s: every call the turn made gets its result first", termtext.Quote(id))
 		}
 		if p.version >= 1 {
 			if !f.hasReason || f.reasonKind == "" {
 				return "turn/end needs a reason with a kind (" + strings.Join(TurnEndKinds, ", ") + ")"
 			}
 			if !knownTurnEnd(f.reasonKind) {
-				return fmt.Sprintf("turn/end reason kind %s is not one of %s", display.Quote(f.reasonKind), strings.Join(TurnEndKinds, ", "))
+				return fmt.Sprintf("turn/end reason kind %s is not one of %s", termtext.Quote(f.reasonKind), strings.Join(TurnEndKinds, ", "))
 			}
 		}
 	case roleStepStart:
@@ -329,7 +329,7 @@ func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool)
 			return fmt.Sprintf("step/end closes step %d of turn %d, but step %d of turn %d is open", f.step, f.turn, p.step, p.turn)
 		}
 		if id := p.unresolved(); id != "" {
-			return fmt.Sprintf("step/end leaves unresolved tool call %s: every call the step made gets its result first", display.Quote(id))
+			return fmt.Sprintf("step/end leaves unresolved tool call %s: every call the step made gets its result first", termtext.Quote(id))
 		}
 	case roleInStep, roleAnswer, roleAttempt, roleToolCall, roleToolResult:
 		switch {
@@ -345,7 +345,7 @@ func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool)
 			if p.version >= CurrentVersion {
 				for _, id := range f.toolCalls {
 					if rec, ok := p.calls[id]; ok && !rec.resolved {
-						return fmt.Sprintf("assistant/message repeats advertised tool call %s, which has no result yet", display.Quote(id))
+						return fmt.Sprintf("assistant/message repeats advertised tool call %s, which has no result yet", termtext.Quote(id))
 					}
 				}
 			}
@@ -355,14 +355,14 @@ func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool)
 			}
 			rec, ok := p.calls[string(f.callID)]
 			if ok && rec.started {
-				return fmt.Sprintf("tool call %s is recorded twice", display.Quote(string(f.callID)))
+				return fmt.Sprintf("tool call %s is recorded twice", termtext.Quote(string(f.callID)))
 			}
 			if p.version >= CurrentVersion {
 				switch {
 				case !ok || rec.resolved:
-					return fmt.Sprintf("tool/call %s has no advertised tool lifecycle: no answer of turn %d asked for it (or it has its result)", display.Quote(string(f.callID)), p.turn)
+					return fmt.Sprintf("tool/call %s has no advertised tool lifecycle: no answer of turn %d asked for it (or it has its result)", termtext.Quote(string(f.callID)), p.turn)
 				case rec.sig != 0 && rec.sig != callSig(f.name, f.args):
-					return fmt.Sprintf("tool/call %s does not match one advertised tool call: its name and arguments are not the answer's", display.Quote(string(f.callID)))
+					return fmt.Sprintf("tool/call %s does not match one advertised tool call: its name and arguments are not the answer's", termtext.Quote(string(f.callID)))
 				}
 			}
 		case roleToolResult:
@@ -374,10 +374,10 @@ func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool)
 			}
 			rec, ok := p.calls[string(f.callID)]
 			if !ok {
-				return fmt.Sprintf("tool result for call %s, which no answer or tool/call of turn %d made", display.Quote(string(f.callID)), p.turn)
+				return fmt.Sprintf("tool result for call %s, which no answer or tool/call of turn %d made", termtext.Quote(string(f.callID)), p.turn)
 			}
 			if rec.resolved {
-				return fmt.Sprintf("tool call %s already has its result", display.Quote(string(f.callID)))
+				return fmt.Sprintf("tool call %s already has its result", termtext.Quote(string(f.callID)))
 			}
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // Advance brings the rows of conversation c up to date after appends to
@@ -27,10 +27,10 @@ func (w *Writer) Advance(ctx context.Context, c *Conversation, sessionCount, tur
 		jsonList(c.Agents), jsonList(c.Models), c.RunningTurn, sessionCount, turnCount, c.Fingerprint,
 		jsonList(c.WillNotOpen), jsonList(c.ForkSources), c.LogIdentity, c.ID)
 	if err != nil {
-		return fmt.Errorf("update conversation %s: %w", display.Quote(c.ID), err)
+		return fmt.Errorf("update conversation %s: %w", termtext.Quote(c.ID), err)
 	}
 	if n, err := r.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("update conversation %s: %w", display.Quote(c.ID), ErrNotIndexed)
+		return fmt.Errorf("update conversation %s: %w", termtext.Quote(c.ID), ErrNotIndexed)
 	}
 	for _, s := range c.Sessions {
 		// A session indexed keeps its parent, agent and model (its log's
@@ -47,13 +47,13 @@ func (w *Writer) Advance(ctx context.Context, c *Conversation, sessionCount, tur
 				c.ID, s.ID, s.ParentSession, s.Agent, s.Model, s.FormatVersion, s.Events, s.Bytes, s.File)
 		}
 		if err != nil {
-			return fmt.Errorf("update session %s of %s: %w", display.Quote(s.ID), display.Quote(c.ID), err)
+			return fmt.Errorf("update session %s of %s: %w", termtext.Quote(s.ID), termtext.Quote(c.ID), err)
 		}
 	}
 	for _, t := range c.Turns {
 		if _, err := w.tx.ExecContext(ctx, `INSERT OR REPLACE INTO turns (conversation_id, session_id, turn, started_at,
 			ended_at, outcome) VALUES (?,?,?,?,?,?)`, c.ID, t.SessionID, t.Turn, t.StartedAt, t.EndedAt, t.Outcome); err != nil {
-			return fmt.Errorf("update turn %d of %s: %w", t.Turn, display.Quote(c.ID), err)
+			return fmt.Errorf("update turn %d of %s: %w", t.Turn, termtext.Quote(c.ID), err)
 		}
 	}
 	for _, m := range msgs {
@@ -65,7 +65,7 @@ func (w *Writer) Advance(ctx context.Context, c *Conversation, sessionCount, tur
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("index message %d of %s: %w", m.Seq, display.Quote(c.ID), err)
+			return fmt.Errorf("index message %d of %s: %w", m.Seq, termtext.Quote(c.ID), err)
 		}
 	}
 	return nil

@@ -27,8 +27,8 @@ import (
 
 	"modernc.org/sqlite" // the pure-Go SQLite driver, registered as "sqlite"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // SchemaVersion is stored in PRAGMA user_version. A database with another
@@ -611,13 +611,13 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 			return err
 		}
 		if msgs, err = w.keepMessages(ctx, c.ID, msgs); err != nil {
-			return fmt.Errorf("update the messages of %s in the index: %w", display.Quote(c.ID), err)
+			return fmt.Errorf("update the messages of %s in the index: %w", termtext.Quote(c.ID), err)
 		}
 	}
 	if _, err := w.insConv.ExecContext(ctx, c.ID, c.Dir, c.Title, c.TitleIsAuto, c.Cwd, c.CreatedAt, c.UpdatedAt,
 		c.Archived, c.ForkedFrom, c.AfterCompaction, jsonList(c.Agents), jsonList(c.Models), c.RunningTurn,
 		len(c.Sessions), len(c.Turns), c.Fingerprint, jsonList(c.WillNotOpen), jsonList(c.ForkSources), c.LogIdentity); err != nil {
-		return fmt.Errorf("index conversation %s: %w", display.Quote(c.ID), err)
+		return fmt.Errorf("index conversation %s: %w", termtext.Quote(c.ID), err)
 	}
 	err := w.insert(ctx, &w.sessions, len(c.Sessions), func(args []any, i int) []any {
 		s := &c.Sessions[i]
@@ -626,9 +626,9 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 	if err != nil {
 		if a, b, dup := duplicateAt(len(c.Sessions), func(i int) string { return c.Sessions[i].ID }); dup {
 			return fmt.Errorf("index session %s of %s: the conversation has it twice (its sessions %d and %d): %w",
-				display.Quote(c.Sessions[b].ID), display.Quote(c.ID), a+1, b+1, err)
+				termtext.Quote(c.Sessions[b].ID), termtext.Quote(c.ID), a+1, b+1, err)
 		}
-		return fmt.Errorf("index the sessions of %s: %w", display.Quote(c.ID), err)
+		return fmt.Errorf("index the sessions of %s: %w", termtext.Quote(c.ID), err)
 	}
 	err = w.insert(ctx, &w.turns, len(c.Turns), func(args []any, i int) []any {
 		t := &c.Turns[i]
@@ -637,9 +637,9 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 	if err != nil {
 		if a, b, dup := duplicateAt(len(c.Turns), func(i int) string { return fmt.Sprintf("%d %s", c.Turns[i].Turn, c.Turns[i].SessionID) }); dup {
 			return fmt.Errorf("index turn %d of session %s of %s: the conversation records it twice (its turns %d and %d): %w",
-				c.Turns[b].Turn, display.Quote(c.Turns[b].SessionID), display.Quote(c.ID), a+1, b+1, err)
+				c.Turns[b].Turn, termtext.Quote(c.Turns[b].SessionID), termtext.Quote(c.ID), a+1, b+1, err)
 		}
-		return fmt.Errorf("index the turns of %s: %w", display.Quote(c.ID), err)
+		return fmt.Errorf("index the turns of %s: %w", termtext.Quote(c.ID), err)
 	}
 	if w.fresh {
 		// Nothing was deleted from the new table: the rowids SQLite
@@ -652,14 +652,14 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 			}
 			w.lastRow++
 			if _, err := w.insMessageAt.ExecContext(ctx, w.lastRow, c.ID, m.SessionID, m.Seq, m.Role, m.Text); err != nil {
-				return fmt.Errorf("index message %d of %s: %w", m.Seq, display.Quote(c.ID), err)
+				return fmt.Errorf("index message %d of %s: %w", m.Seq, termtext.Quote(c.ID), err)
 			}
 		}
 		err := w.insert(ctx, &w.msgRows, len(msgs), func(args []any, i int) []any {
 			return append(args, c.ID, first+int64(i))
 		})
 		if err != nil {
-			return fmt.Errorf("index the messages of %s: %w", display.Quote(c.ID), err)
+			return fmt.Errorf("index the messages of %s: %w", termtext.Quote(c.ID), err)
 		}
 		return nil
 	}
@@ -669,14 +669,14 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 		}
 		r, err := w.insMessage.ExecContext(ctx, c.ID, m.SessionID, m.Seq, m.Role, m.Text)
 		if err != nil {
-			return fmt.Errorf("index message %d of %s: %w", m.Seq, display.Quote(c.ID), err)
+			return fmt.Errorf("index message %d of %s: %w", m.Seq, termtext.Quote(c.ID), err)
 		}
 		rowid, err := r.LastInsertId()
 		if err == nil {
 			_, err = w.insMsgRow.ExecContext(ctx, c.ID, rowid)
 		}
 		if err != nil {
-			return fmt.Errorf("index message %d of %s: %w", m.Seq, display.Quote(c.ID), err)
+			return fmt.Errorf("index message %d of %s: %w", m.Seq, termtext.Quote(c.ID), err)
 		}
 	}
 	return nil
@@ -787,7 +787,7 @@ func (w *Writer) Remove(ctx context.Context, id string) error {
 func (w *Writer) removeRows(ctx context.Context, id string, dels ...*sql.Stmt) error {
 	for _, s := range dels {
 		if _, err := s.ExecContext(ctx, id); err != nil {
-			return fmt.Errorf("remove %s from the index: %w", display.Quote(id), err)
+			return fmt.Errorf("remove %s from the index: %w", termtext.Quote(id), err)
 		}
 	}
 	return nil
@@ -800,7 +800,7 @@ func (w *Writer) SetWillNotOpen(ctx context.Context, id string, reasons []string
 		return err
 	}
 	if _, err := w.setWNO.ExecContext(context.WithoutCancel(ctx), jsonList(reasons), id); err != nil {
-		return fmt.Errorf("index %s: %w", display.Quote(id), err)
+		return fmt.Errorf("index %s: %w", termtext.Quote(id), err)
 	}
 	return nil
 }
@@ -819,7 +819,7 @@ func (w *Writer) Skip(ctx context.Context, id, dir, fingerprint, reason string) 
 		}
 	}
 	if _, err := w.insSkip.ExecContext(ctx, id, dir, fingerprint, reason); err != nil {
-		return fmt.Errorf("record skipped %s in the index: %w", display.Quote(id), err)
+		return fmt.Errorf("record skipped %s in the index: %w", termtext.Quote(id), err)
 	}
 	return nil
 }
@@ -1030,7 +1030,7 @@ func (d *DB) Search(ctx context.Context, query string, limit int) ([]Hit, error)
 		FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id
 		WHERE messages MATCH ? ORDER BY bm25(messages) LIMIT ?`, query, limit)
 	if err != nil {
-		return nil, fmt.Errorf("search %s: %w", display.Quote(query), err)
+		return nil, fmt.Errorf("search %s: %w", termtext.Quote(query), err)
 	}
 	defer rows.Close()
 	out := []Hit{}
@@ -1191,7 +1191,7 @@ func (d *DB) WillNotOpen(ctx context.Context, id string) ([]string, error) {
 	var wno string
 	err := d.db.QueryRowContext(ctx, "SELECT will_not_open FROM conversations WHERE id = ?", id).Scan(&wno)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("conversation %s: %w", display.Quote(id), ErrNotIndexed)
+		return nil, fmt.Errorf("conversation %s: %w", termtext.Quote(id), ErrNotIndexed)
 	}
 	if err != nil {
 		return nil, err

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // A metadata.db is a file anyone who can write the data directory can
@@ -162,23 +162,23 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 		w, ok := want[n]
 		switch {
 		case g.typ == "view" || g.typ == "trigger":
-			return fmt.Errorf("%s %s is not part of the schema (an index holds no views or triggers)", g.typ, display.Quote(n))
+			return fmt.Errorf("%s %s is not part of the schema (an index holds no views or triggers)", g.typ, termtext.Quote(n))
 		case !ok && sqliteInternal(g):
 		case !ok:
-			return fmt.Errorf("%s %s is not part of the schema", g.typ, display.Quote(n))
+			return fmt.Errorf("%s %s is not part of the schema", g.typ, termtext.Quote(n))
 		case g.typ != w.typ:
-			return fmt.Errorf("%s is a %s, not a %s", display.Quote(n), g.typ, w.typ)
+			return fmt.Errorf("%s is a %s, not a %s", termtext.Quote(n), g.typ, w.typ)
 		case g.virtual != w.virtual:
-			return fmt.Errorf("%s is %s", display.Quote(n), map[bool]string{true: "a virtual table, not a table", false: "a table, not an FTS5 table"}[g.virtual])
+			return fmt.Errorf("%s is %s", termtext.Quote(n), map[bool]string{true: "a virtual table, not a table", false: "a table, not an FTS5 table"}[g.virtual])
 		case g.virtual && !strings.Contains(strings.ToLower(g.sql), "using fts5("):
-			return fmt.Errorf("%s is not an FTS5 table", display.Quote(n))
+			return fmt.Errorf("%s is not an FTS5 table", termtext.Quote(n))
 		case g.table != w.table:
-			return fmt.Errorf("%s %s belongs to %s, not %s", g.typ, display.Quote(n), display.Quote(g.table), display.Quote(w.table))
+			return fmt.Errorf("%s %s belongs to %s, not %s", g.typ, termtext.Quote(n), termtext.Quote(g.table), termtext.Quote(w.table))
 		}
 	}
 	for n, w := range want {
 		if _, ok := got[n]; !ok {
-			return fmt.Errorf("%s %s is missing", w.typ, display.Quote(n))
+			return fmt.Errorf("%s %s is missing", w.typ, termtext.Quote(n))
 		}
 	}
 	// Only now, with every object of the right kind, are the columns read
@@ -189,7 +189,7 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 	for _, n := range names {
 		g, w := got[n], want[n]
 		if !slices.Equal(g.columns, w.columns) {
-			return fmt.Errorf("%s %s has the columns [%s], want [%s]", g.typ, display.Quote(n), strings.Join(g.columns, ", "), strings.Join(w.columns, ", "))
+			return fmt.Errorf("%s %s has the columns [%s], want [%s]", g.typ, termtext.Quote(n), strings.Join(g.columns, ", "), strings.Join(w.columns, ", "))
 		}
 	}
 	return nil

@@ -19,8 +19,8 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/convlog/upgrade"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/contract"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // SchemaVersion versions every JSON document this package produces: the
@@ -48,7 +48,7 @@ func (f Filter) Match(typ string) bool {
 func (f Filter) Validate() error {
 	for _, p := range f {
 		if _, err := path.Match(p, ""); err != nil {
-			return fmt.Errorf("bad --type pattern %s: %v", display.Quote(p), err)
+			return fmt.Errorf("bad --type pattern %s: %v", termtext.Quote(p), err)
 		}
 	}
 	return nil
@@ -86,7 +86,7 @@ func each(ctx context.Context, r events, fn func(*convlog.Event) error) error {
 // Render writes a readable rendering of the log: its header, then one line
 // per event (seq, time, type and a summary of its data). Text from the log
 // (ids, paths, types, message text) is escaped for the terminal
-// (display.Escape).
+// (termtext.Escape).
 func Render(ctx context.Context, t *Target, w io.Writer, f Filter) error {
 	r, err := open(t)
 	if err != nil {
@@ -100,14 +100,14 @@ func Render(ctx context.Context, t *Target, w io.Writer, f Filter) error {
 // after the header details ("" for none); stats gives the torn tail once
 // r is read.
 func render(ctx context.Context, w io.Writer, f Filter, h *convlog.Header, comp convlog.Compression, note string, r events, stats func() convlog.Stats) error {
-	if _, err := fmt.Fprintf(w, "%s log %s, format v%d, %s, created %s\n", display.Escape(h.Type), quoted(h.ID), h.Version, comp, msTime(h.CreatedAt)); err != nil {
+	if _, err := fmt.Fprintf(w, "%s log %s, format v%d, %s, created %s\n", termtext.Escape(h.Type), quoted(h.ID), h.Version, comp, msTime(h.CreatedAt)); err != nil {
 		return err
 	}
 	if h.Cwd != "" {
-		fmt.Fprintf(w, "  cwd: %s\n", display.Escape(h.Cwd))
+		fmt.Fprintf(w, "  cwd: %s\n", termtext.Escape(h.Cwd))
 	}
 	if h.ParentSession != "" {
-		fmt.Fprintf(w, "  parent session: %s (origin %s, depth %d)\n", display.Escape(h.ParentSession), display.Escape(orDash(h.Origin)), h.DelegationDepth)
+		fmt.Fprintf(w, "  parent session: %s (origin %s, depth %d)\n", termtext.Escape(h.ParentSession), termtext.Escape(orDash(h.Origin)), h.DelegationDepth)
 	}
 	if h.IsSeeded || h.SeedLength != nil {
 		fmt.Fprintf(w, "  seeded: inherits history from its parent\n")
@@ -135,7 +135,7 @@ func render(ctx context.Context, w io.Writer, f Filter, h *convlog.Header, comp 
 		if e.Packed > 1 {
 			seq = fmt.Sprintf("%d-%d", e.Seq, e.Seq+e.Packed-1)
 		}
-		_, err := fmt.Fprintf(w, "%6s  %s  %s %s%s\n", seq, msTime(e.Time), display.Pad(display.Escape(e.Type), 24), display.Escape(summarize(e)), flags)
+		_, err := fmt.Fprintf(w, "%6s  %s  %s %s%s\n", seq, msTime(e.Time), termtext.Pad(termtext.Escape(e.Type), 24), termtext.Escape(summarize(e)), flags)
 		return err
 	})
 	if err != nil {
@@ -149,7 +149,7 @@ func render(ctx context.Context, w io.Writer, f Filter, h *convlog.Header, comp 
 }
 
 // quoted is s escaped for the terminal, in double quotes.
-func quoted(s string) string { return `"` + display.Escape(s) + `"` }
+func quoted(s string) string { return `"` + termtext.Escape(s) + `"` }
 
 // WriteJSON writes each selected event as stored, one JSON object per line.
 func WriteJSON(ctx context.Context, t *Target, w io.Writer, f Filter) error {
@@ -436,7 +436,7 @@ func Measure(ctx context.Context, t *Target, f Filter) (*Stats, error) {
 // RenderStats writes the stats as a readable table, text from the log
 // escaped for the terminal and the type column aligned by display width.
 func RenderStats(s *Stats, w io.Writer) error {
-	fmt.Fprintf(w, "%s log %s, format v%d, %s\n", display.Escape(s.LogType), quoted(s.ID), s.Version, s.Compression)
+	fmt.Fprintf(w, "%s log %s, format v%d, %s\n", termtext.Escape(s.LogType), quoted(s.ID), s.Version, s.Compression)
 	fmt.Fprintf(w, "file bytes:  %d\nplain bytes: %d", s.FileBytes, s.PlainBytes)
 	if s.Compression == "zstd" {
 		fmt.Fprintf(w, " (ratio %.2f)\nframes:      %d", s.CompressionRatio, s.Frames)
@@ -444,7 +444,7 @@ func RenderStats(s *Stats, w io.Writer) error {
 			fmt.Fprintf(w, " (%d without checksum)", s.FramesWithoutChecksum)
 		}
 		if !s.CanonicalFraming {
-			fmt.Fprintf(w, " (not the writer's framing: %s)", display.Escape(s.FramingNote))
+			fmt.Fprintf(w, " (not the writer's framing: %s)", termtext.Escape(s.FramingNote))
 		}
 	}
 	fmt.Fprintf(w, "\nevents:      %d\n", s.Events)
@@ -457,9 +457,9 @@ func RenderStats(s *Stats, w io.Writer) error {
 	} else {
 		fmt.Fprintf(w, "torn tail:   none\n")
 	}
-	fmt.Fprintf(w, "\n%s %10s %14s\n", display.Pad("TYPE", 40), "EVENTS", "BYTES")
+	fmt.Fprintf(w, "\n%s %10s %14s\n", termtext.Pad("TYPE", 40), "EVENTS", "BYTES")
 	for _, t := range s.ByType {
-		if _, err := fmt.Fprintf(w, "%s %10d %14d\n", display.Pad(display.Escape(t.Type), 40), t.Events, t.Bytes); err != nil {
+		if _, err := fmt.Fprintf(w, "%s %10d %14d\n", termtext.Pad(termtext.Escape(t.Type), 40), t.Events, t.Bytes); err != nil {
 			return err
 		}
 	}
@@ -517,11 +517,11 @@ func RenderHistory(entries []HistoryEntry, w io.Writer) error {
 			Kind string `json:"kind"`
 		}
 		json.Unmarshal(e.Source, &src)
-		if _, err := fmt.Fprintf(w, "[%d] %s (%s) %s\n", e.Seq, display.Escape(e.Role), display.Escape(src.Kind), display.Escape(e.ID)); err != nil {
+		if _, err := fmt.Fprintf(w, "[%d] %s (%s) %s\n", e.Seq, termtext.Escape(e.Role), termtext.Escape(src.Kind), termtext.Escape(e.ID)); err != nil {
 			return err
 		}
 		for _, line := range strings.Split(messageText(e.Message, 2000), "\n") {
-			if _, err := fmt.Fprintf(w, "    %s\n", display.Escape(line)); err != nil {
+			if _, err := fmt.Fprintf(w, "    %s\n", termtext.Escape(line)); err != nil {
 				return err
 			}
 		}

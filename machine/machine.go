@@ -14,7 +14,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -90,12 +90,12 @@ func (m *Machine) Check(n Needs, present func(id string) bool) []string {
 	if m.Checked() {
 		for _, a := range n.Agents {
 			if a != "" && !m.Config.HasAgent(a) {
-				reasons = append(reasons, fmt.Sprintf("agent %s is not configured in %s", display.Quote(a), m.Config.Path))
+				reasons = append(reasons, fmt.Sprintf("agent %s is not configured in %s", termtext.Quote(a), m.Config.Path))
 			}
 		}
 		for _, md := range n.Models {
 			if md != "" && !m.Config.HasModel(md) {
-				reasons = append(reasons, fmt.Sprintf("model %s is not configured in %s", display.Quote(md), m.Config.Path))
+				reasons = append(reasons, fmt.Sprintf("model %s is not configured in %s", termtext.Quote(md), m.Config.Path))
 			}
 		}
 	}
@@ -110,7 +110,7 @@ func (m *Machine) Check(n Needs, present func(id string) bool) []string {
 // ForkSourceMissing is the reason given for a fork source that is not in
 // the store.
 func ForkSourceMissing(id string) string {
-	return fmt.Sprintf("fork source %s is missing: this conversation reads older history from it", display.Quote(id))
+	return fmt.Sprintf("fork source %s is missing: this conversation reads older history from it", termtext.Quote(id))
 }
 
 // dir says why cwd will not do as a working directory here ("": it will).

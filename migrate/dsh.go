@@ -6,8 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/dshroot"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // discoverSessions lists the inputs under a sessions root in the runtime's
@@ -88,14 +88,14 @@ func removeStages(rep *report, t *tree, in *input, lock *dshroot.SessionLock) {
 	if lock == nil {
 		l, err := t.dsh.LockSession(in.session)
 		if err != nil {
-			rep.logOnly("KEPT %s: temporary files stay while the session is locked: %v", display.Quote(in.session.Dir), err)
+			rep.logOnly("KEPT %s: temporary files stay while the session is locked: %v", termtext.Quote(in.session.Dir), err)
 			return
 		}
 		defer l.Release()
 	}
 	for _, p := range in.session.Temps {
 		if os.Remove(p) == nil {
-			rep.line("Removed %s: a temporary file left by an interrupted write", display.Quote(p))
+			rep.line("Removed %s: a temporary file left by an interrupted write", termtext.Quote(p))
 		}
 	}
 }

@@ -23,10 +23,9 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/convlog/upgrade"
-	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/internal/dshroot"
 	"github.com/convkit/convkit/internal/progress"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -133,7 +132,7 @@ func (e Event) Line() string {
 	if e.Action == "note" {
 		return e.Message
 	}
-	at := fmt.Sprintf("[%d/%d] %s ", e.Index, e.Count, display.Quote(e.Rel))
+	at := fmt.Sprintf("[%d/%d] %s ", e.Index, e.Count, termtext.Quote(e.Rel))
 	done := fmt.Sprintf("completed=%d/%d", e.Completed, e.Count)
 	secs := fmt.Sprintf("%.2f", e.Seconds)
 	v := -1
@@ -160,9 +159,9 @@ func (e Event) Line() string {
 		return at + fmt.Sprintf("DEFERRED: %s; retry once after initial jobs finish", e.Message)
 	case "failed":
 		if e.Index == 0 { // the root itself: no input was worked on
-			return fmt.Sprintf("ERROR %s: %s", display.Quote(e.Path), e.Message)
+			return fmt.Sprintf("ERROR %s: %s", termtext.Quote(e.Path), e.Message)
 		}
-		return at + fmt.Sprintf("FAILED (%ss); %s\nERROR %s: %s", secs, done, display.Quote(e.Path), e.Message)
+		return at + fmt.Sprintf("FAILED (%ss); %s\nERROR %s: %s", secs, done, termtext.Quote(e.Path), e.Message)
 	}
 	return at + e.Action
 }
@@ -296,7 +295,7 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 	}
 	rep.line("Full log: %s", rep.sum.TextLogPath)
 	if rep.cleaned > 0 {
-		rep.line("Removed %d report folder(s) older than %d days from %s", rep.cleaned, int(ReportMaxAge.Hours()/24), display.Quote(filepath.Dir(rep.dir)))
+		rep.line("Removed %d report folder(s) older than %d days from %s", rep.cleaned, int(ReportMaxAge.Hours()/24), termtext.Quote(filepath.Dir(rep.dir)))
 	}
 
 	t := find()
@@ -309,7 +308,7 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 		// A session that names a parent but not its own place (a copy of
 		// a child's directory) is no child: said once, in the log.
 		t.dsh.OnIgnoredChild(func(dir, parent string, err error) {
-			rep.line("Ignored %s as a child of session %s: %s", display.Quote(dir), display.Quote(parent), fileerr.Text(err))
+			rep.line("Ignored %s as a child of session %s: %s", termtext.Quote(dir), termtext.Quote(parent), termtext.Text(err))
 		})
 		defer t.dsh.OnIgnoredChild(nil)
 	}
@@ -318,7 +317,7 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 		// holding runtime.lock, nobody else is writing them.
 		for _, p := range t.temps {
 			if os.Remove(p) == nil {
-				rep.line("Removed %s: a temporary file left by an interrupted write", display.Quote(p))
+				rep.line("Removed %s: a temporary file left by an interrupted write", termtext.Quote(p))
 			}
 		}
 	}
@@ -363,7 +362,7 @@ const SkipExcluded = "excluded"
 func CheckExclude(patterns []string) error {
 	for _, g := range patterns {
 		if _, err := path.Match(g, ""); err != nil {
-			return fmt.Errorf("--exclude %s: %w", display.Quote(g), err)
+			return fmt.Errorf("--exclude %s: %w", termtext.Quote(g), err)
 		}
 	}
 	return nil
@@ -611,7 +610,7 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) (pub *pu
 		p.lock = lock
 		removeStages(rep, t, in, lock)
 	}
-	popts := upgrade.PublishOptions{Compression: &comp, Warn: func(w string) { rep.logOnly("WARNING %s: %s", display.Quote(in.path), w) },
+	popts := upgrade.PublishOptions{Compression: &comp, Warn: func(w string) { rep.logOnly("WARNING %s: %s", termtext.Quote(in.path), w) },
 		Publications: opts.publications}
 	popts.CheckHeader = checkHeader
 	if t.dsh != nil {

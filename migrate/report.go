@@ -17,11 +17,10 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/convlog/upgrade"
-	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/internal/contract"
 	"github.com/convkit/convkit/internal/dshroot"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -388,7 +387,7 @@ var (
 // reasons and the checks' order are the runtime's (its
 // migration-failure-summary); so are the error names (errorNames).
 func classify(path string, err error) FailureItem {
-	it := FailureItem{InputPath: path, Message: fileerr.Reason(path, err)}
+	it := FailureItem{InputPath: path, Message: termtext.Reason(path, err)}
 	var sc *upgrade.SourceChangedError
 	if errors.As(err, &sc) && sc.Path == path {
 		// Reason would leave the colon that preceded the path.
@@ -486,7 +485,7 @@ func (r *report) finish(opts Options) *Summary {
 	}
 	t := r.sum.Totals
 	if r.sum.DryRun {
-		r.lineLocked("Plan: %d log(s) would be converted, needing about %s", t.Planned, display.Size(r.sum.PlannedBytes))
+		r.lineLocked("Plan: %d log(s) would be converted, needing about %s", t.Planned, termtext.Size(r.sum.PlannedBytes))
 	}
 	r.lineLocked("Summary: converted=%d, already-V4=%d, failed=%d, skipped=%d", t.Converted, t.AlreadyV4, t.Failed, t.Skipped)
 	if len(r.failures) > 0 {
@@ -497,7 +496,7 @@ func (r *report) finish(opts Options) *Summary {
 		}
 		sort.Slice(items, func(i, j int) bool { return items[i].InputPath < items[j].InputPath })
 		for _, it := range items {
-			r.lineLocked("- %s: %s", display.Quote(it.InputPath), it.Message)
+			r.lineLocked("- %s: %s", termtext.Quote(it.InputPath), it.Message)
 		}
 	}
 	r.lineLocked("Full log: %s", r.sum.TextLogPath)

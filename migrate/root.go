@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/dshroot"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -36,7 +36,7 @@ func ParseLayout(s string) (Layout, error) {
 	case LayoutAuto, LayoutConvkit, LayoutDSH:
 		return l, nil
 	}
-	return "", fmt.Errorf("--layout must be auto, convkit or dsh, not %s", display.Quote(s))
+	return "", fmt.Errorf("--layout must be auto, convkit or dsh, not %s", termtext.Quote(s))
 }
 
 // Root is a sessions root as FindRoot recognised it.
@@ -94,7 +94,7 @@ func FindRoot(dir string, layout Layout) (Root, error) {
 		return dsh, nil
 	case LayoutAuto, "":
 	default:
-		return Root{}, fmt.Errorf("unknown layout %s", display.Quote(string(layout)))
+		return Root{}, fmt.Errorf("unknown layout %s", termtext.Quote(string(layout)))
 	}
 	sh, err := shapeOf(abs)
 	if err != nil {

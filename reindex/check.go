@@ -9,9 +9,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/internal/contract"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -112,7 +112,7 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 			case !wasSkipped:
 				diff("missing", "skipped (%s), but not recorded as skipped in the index", b.skip.Reason)
 			case skipped.reason != storedReason(b.dir.Path, b.skip):
-				diff("stale", "skipped: logs %s, index %s", display.Quote(storedReason(b.dir.Path, b.skip)), display.Quote(skipped.reason))
+				diff("stale", "skipped: logs %s, index %s", termtext.Quote(storedReason(b.dir.Path, b.skip)), termtext.Quote(skipped.reason))
 			case skipped.fingerprint != b.fingerprint:
 				diff("stale", "skipped, but its logs changed since (fingerprint: logs %s, index %s)", b.fingerprint, skipped.fingerprint)
 			}
@@ -282,15 +282,15 @@ func compare(want, got *index.Conversation) string {
 		g, ok := gs[id]
 		switch {
 		case !ok:
-			diffs = append(diffs, fmt.Sprintf("session %s missing from the index", display.Quote(id)))
+			diffs = append(diffs, fmt.Sprintf("session %s missing from the index", termtext.Quote(id)))
 		case s != g:
 			diffs = append(diffs, fmt.Sprintf("session %s: logs %d events/%d bytes v%d, index %d events/%d bytes v%d",
-				display.Quote(id), s.Events, s.Bytes, s.FormatVersion, g.Events, g.Bytes, g.FormatVersion))
+				termtext.Quote(id), s.Events, s.Bytes, s.FormatVersion, g.Events, g.Bytes, g.FormatVersion))
 		}
 	}
 	for id := range gs {
 		if _, ok := ws[id]; !ok {
-			diffs = append(diffs, fmt.Sprintf("session %s indexed but has no log", display.Quote(id)))
+			diffs = append(diffs, fmt.Sprintf("session %s indexed but has no log", termtext.Quote(id)))
 		}
 	}
 	if len(want.Turns) != len(got.Turns) {

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -69,7 +69,7 @@ func (ix *indexed) judge(conv, got *index.Conversation, msgs []index.Message) ([
 		indexed[s.ID] = g.Events
 		if g.Events < s.Events {
 			parts = append(parts, fmt.Sprintf("turn %d of session %s (the index has %d of its log's %d events)",
-				running[s.ID], display.Quote(s.ID), g.Events, s.Events))
+				running[s.ID], termtext.Quote(s.ID), g.Events, s.Events))
 		}
 	}
 	var lagDigest index.MessageDigest

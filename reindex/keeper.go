@@ -9,9 +9,9 @@ import (
 	"sync"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/internal/rawjson"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 )
@@ -83,7 +83,7 @@ func (k *Keeper) Changed(ch *store.IndexChange) {
 	if err := k.changed(context.Background(), ch); err != nil {
 		k.whole[ch.ID] = true
 		if k.opts.OnError != nil {
-			k.opts.OnError(fmt.Errorf("metadata.db: conversation %s: %w", display.Quote(ch.ID), err))
+			k.opts.OnError(fmt.Errorf("metadata.db: conversation %s: %w", termtext.Quote(ch.ID), err))
 		}
 	}
 }

@@ -11,10 +11,9 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/internal/contract"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 )
@@ -118,7 +117,7 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 		}
 		info, err := store.ReadConversationFile(convLog.Path)
 		if err != nil {
-			res.Skipped = append(res.Skipped, Skip{ID: c.ID, Path: convLog.Path, Reason: "unreadable conversation log: " + fileerr.Reason(convLog.Path, err)})
+			res.Skipped = append(res.Skipped, Skip{ID: c.ID, Path: convLog.Path, Reason: "unreadable conversation log: " + termtext.Reason(convLog.Path, err)})
 			continue
 		}
 		if info.Deleting {
@@ -201,19 +200,19 @@ func listingCurrent(ctx context.Context, db *index.DB, tree *store.Tree) string 
 			if deleting(c) {
 				continue
 			}
-			return fmt.Sprintf("conversation %s is not indexed", display.Quote(c.ID))
+			return fmt.Sprintf("conversation %s is not indexed", termtext.Quote(c.ID))
 		}
 		if li, indexed := ids[c.ID]; indexed {
 			if li != logIdentity(c) {
-				return fmt.Sprintf("conversation %s changed since it was indexed", display.Quote(c.ID))
+				return fmt.Sprintf("conversation %s changed since it was indexed", termtext.Quote(c.ID))
 			}
 		} else if fp != dirFingerprint(c) {
-			return fmt.Sprintf("conversation %s changed since it was skipped", display.Quote(c.ID))
+			return fmt.Sprintf("conversation %s changed since it was skipped", termtext.Quote(c.ID))
 		}
 		delete(fps, c.ID)
 	}
 	for id := range fps {
-		return fmt.Sprintf("conversation %s is indexed but no longer exists", display.Quote(id))
+		return fmt.Sprintf("conversation %s is indexed but no longer exists", termtext.Quote(id))
 	}
 	return ""
 }
@@ -231,7 +230,7 @@ func ReindexHint(s *store.Store) string {
 	if h := st.Holder; h != nil {
 		who = fmt.Sprintf("pid %d", h.PID)
 		if h.Command != "" {
-			who += fmt.Sprintf(" (%s)", display.Quote(h.Command))
+			who += fmt.Sprintf(" (%s)", termtext.Quote(h.Command))
 		}
 	}
 	return fmt.Sprintf("runtime.lock is held by %s, which updates metadata.db as it writes when it runs with a reindex.Keeper; convkit reindex needs the lock: run it once that process stops", who)

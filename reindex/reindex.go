@@ -27,11 +27,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/internal/contract"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/progress"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 )
@@ -978,7 +978,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 		return skip(convLog.Path, "%s", ie.Msg)
 	}
 	if err != nil {
-		return skip(convLog.Path, "unreadable conversation log: %s", fileerr.Reason(convLog.Path, err))
+		return skip(convLog.Path, "unreadable conversation log: %s", termtext.Reason(convLog.Path, err))
 	}
 	if info.Deleting {
 		b.deleting = true
@@ -1031,7 +1031,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 			if errors.Is(err, convlog.ErrUnsupported) {
 				reason = "session log this build cannot read"
 			}
-			return skip(l.Path, "%s: %s", reason, fileerr.Reason(l.Path, err))
+			return skip(l.Path, "%s: %s", reason, termtext.Reason(l.Path, err))
 		}
 		if sess.ParentSession == "" {
 			sess.ParentSession = h.ParentSession

@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 )
@@ -78,7 +78,7 @@ func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, op
 	}
 	if err != nil {
 		w.Rollback()
-		return UpdateResult{}, fmt.Errorf("update %s in the index: %w", display.Quote(convID), interrupted(ctx, err))
+		return UpdateResult{}, fmt.Errorf("update %s in the index: %w", termtext.Quote(convID), interrupted(ctx, err))
 	}
 	return res, w.Commit()
 }

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // Names of the entries of a data directory.
@@ -144,9 +144,9 @@ func (s *Store) conversationDir(convID string) (string, error) {
 	case err != nil:
 		return dir, nil
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return "", fmt.Errorf("conversation %s: %s is a symbolic link: %w", display.Quote(convID), dir, ErrSymlink)
+		return "", fmt.Errorf("conversation %s: %s is a symbolic link: %w", termtext.Quote(convID), dir, ErrSymlink)
 	case !fi.IsDir():
-		return "", fmt.Errorf("conversation %s: %s is not a directory", display.Quote(convID), dir)
+		return "", fmt.Errorf("conversation %s: %s is not a directory", termtext.Quote(convID), dir)
 	}
 	return dir, nil
 }

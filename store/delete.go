@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // ErrHasDependents is wrapped by the *DependentsError of a refused delete.
@@ -27,10 +27,10 @@ type DependentsError struct {
 func (e *DependentsError) Error() string {
 	q := make([]string, len(e.Dependents))
 	for i, d := range e.Dependents {
-		q[i] = fmt.Sprintf("%s", display.Quote(d))
+		q[i] = fmt.Sprintf("%s", termtext.Quote(d))
 	}
 	return fmt.Sprintf("conversation %s is the fork source of %s, which read older history from it; deleting it would break them",
-		display.Quote(e.ID), strings.Join(q, ", "))
+		termtext.Quote(e.ID), strings.Join(q, ", "))
 }
 
 func (e *DependentsError) Unwrap() error { return ErrHasDependents }
@@ -141,11 +141,11 @@ func runningError(info *ConversationInfo) error {
 	var running []string
 	for _, t := range info.Turns {
 		if t.Running() {
-			running = append(running, fmt.Sprintf("session %s turn %d", display.Quote(t.SessionID), t.Turn))
+			running = append(running, fmt.Sprintf("session %s turn %d", termtext.Quote(t.SessionID), t.Turn))
 		}
 	}
 	return fmt.Errorf("cannot delete conversation %s: %w (%s); wait for it to end or interrupt it",
-		display.Quote(info.ID), ErrTurnRunning, strings.Join(running, ", "))
+		termtext.Quote(info.ID), ErrTurnRunning, strings.Join(running, ", "))
 }
 
 // DeleteOptions configure DeleteAll.
@@ -269,7 +269,7 @@ func (s *Store) deleteStateOf(convID string, journaled bool) (deleteState, error
 	case errors.Is(err, fs.ErrNotExist) && journaled:
 		return deleteAlready, nil
 	case errors.Is(err, fs.ErrNotExist):
-		return 0, fmt.Errorf("conversation %s: %w", display.Quote(convID), ErrNoConversation)
+		return 0, fmt.Errorf("conversation %s: %w", termtext.Quote(convID), ErrNoConversation)
 	case err != nil:
 		return 0, err
 	case len(ents) == 0:
@@ -299,7 +299,7 @@ func (s *Store) removeEmpty(convID string) error {
 		return err
 	}
 	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("delete conversation %s: %w", display.Quote(convID), err)
+		return fmt.Errorf("delete conversation %s: %w", termtext.Quote(convID), err)
 	}
 	return durable.SyncDir(ConversationsDir(s.dataDir))
 }
@@ -328,7 +328,7 @@ func (s *Store) FinishDeletion(convID string) error {
 		return err
 	}
 	if !oc.st.info.Deleting {
-		return fmt.Errorf("conversation %s has no deletion tombstone; delete it with Delete", display.Quote(convID))
+		return fmt.Errorf("conversation %s has no deletion tombstone; delete it with Delete", termtext.Quote(convID))
 	}
 	return s.removeConversation(convID)
 }
@@ -358,7 +358,7 @@ func (s *Store) removeConversation(convID string) error {
 			continue
 		}
 		if err := os.RemoveAll(p); err != nil {
-			return fmt.Errorf("delete conversation %s: %w", display.Quote(convID), err)
+			return fmt.Errorf("delete conversation %s: %w", termtext.Quote(convID), err)
 		}
 	}
 	if len(entries) > 0 {
@@ -368,11 +368,11 @@ func (s *Store) removeConversation(convID string) error {
 	}
 	for _, p := range last {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("delete conversation %s: %w", display.Quote(convID), err)
+			return fmt.Errorf("delete conversation %s: %w", termtext.Quote(convID), err)
 		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("delete conversation %s: %w", display.Quote(convID), err)
+		return fmt.Errorf("delete conversation %s: %w", termtext.Quote(convID), err)
 	}
 	return durable.SyncDir(ConversationsDir(s.dataDir))
 }

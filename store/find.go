@@ -6,7 +6,7 @@ import (
 	"sort"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // WalkConversation reads one conversation directory the way Walk does.
@@ -18,7 +18,7 @@ func (s *Store) WalkConversation(convID string) (ConversationDir, []Problem, err
 	t := &Tree{}
 	c, ok := t.walkConversation(convID, filepath.Base(dir), dir)
 	if !ok {
-		return ConversationDir{}, t.Problems, fmt.Errorf("conversation %s: %s", display.Quote(convID), t.Problems[0])
+		return ConversationDir{}, t.Problems, fmt.Errorf("conversation %s: %s", termtext.Quote(convID), t.Problems[0])
 	}
 	return c, t.Problems, nil
 }
@@ -49,9 +49,9 @@ func (s *Store) FindLog(convID, sessionID string) (string, error) {
 		}
 	}
 	if sessionID == "" {
-		return "", fmt.Errorf("conversation %s (%s) has no conversation log%s", display.Quote(convID), c.Path, why)
+		return "", fmt.Errorf("conversation %s (%s) has no conversation log%s", termtext.Quote(convID), c.Path, why)
 	}
-	return "", fmt.Errorf("conversation %s (%s) has no log for session %s%s", display.Quote(convID), c.Path, display.Quote(sessionID), why)
+	return "", fmt.Errorf("conversation %s (%s) has no log for session %s%s", termtext.Quote(convID), c.Path, termtext.Quote(sessionID), why)
 }
 
 // Dependents lists the conversations that read older history from convID

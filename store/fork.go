@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // Fork copies conversation srcConv into the new conversation newConv: only
@@ -84,14 +84,14 @@ func (s *Store) fork(req forkRequest) (string, error) {
 	}
 	srcInfo := src.st.info.clone()
 	if srcInfo.Deleting {
-		return "", fmt.Errorf("conversation %s: %w", display.Quote(req.srcConv), ErrDeleting)
+		return "", fmt.Errorf("conversation %s: %w", termtext.Quote(req.srcConv), ErrDeleting)
 	}
 	sess := srcInfo.Session(req.srcSession)
 	if sess == nil {
-		return "", fmt.Errorf("conversation %s has no session %s", display.Quote(req.srcConv), display.Quote(req.srcSession))
+		return "", fmt.Errorf("conversation %s has no session %s", termtext.Quote(req.srcConv), termtext.Quote(req.srcSession))
 	}
 	if sess.ParentSession != "" {
-		return "", fmt.Errorf("session %s of conversation %s is a subagent; only the root session can be forked", display.Quote(req.srcSession), display.Quote(req.srcConv))
+		return "", fmt.Errorf("session %s of conversation %s is a subagent; only the root session can be forked", termtext.Quote(req.srcSession), termtext.Quote(req.srcConv))
 	}
 	newDir, err := s.newConversationDir(req.newConv)
 	if err != nil {
@@ -323,7 +323,7 @@ func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
 			}
 			if e.Seq == rewindSeq {
 				if kind != string(convlog.SourceUser) {
-					return nil, fmt.Errorf("%s: seq %d is a %s message, not one of the user's", path, e.Seq, display.Quote(kind))
+					return nil, fmt.Errorf("%s: seq %d is a %s message, not one of the user's", path, e.Seq, termtext.Quote(kind))
 				}
 				foundRewind = true
 				sc.composer = m.text()

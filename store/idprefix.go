@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // A conversation is named by its whole id or by any prefix of it of at
@@ -46,13 +46,13 @@ func (e *AmbiguousIDError) Error() string {
 			q = append(q, fmt.Sprintf("and %d more", len(e.Candidates)-i))
 			break
 		}
-		q = append(q, display.Quote(c))
+		q = append(q, termtext.Quote(c))
 	}
 	what := "conversation"
 	if e.Conversation != "" {
-		what = "session of conversation " + display.Quote(e.Conversation)
+		what = "session of conversation " + termtext.Quote(e.Conversation)
 	}
-	return fmt.Sprintf("%s names more than one %s: %s", display.Quote(e.Prefix), what, strings.Join(q, ", "))
+	return fmt.Sprintf("%s names more than one %s: %s", termtext.Quote(e.Prefix), what, strings.Join(q, ", "))
 }
 
 func (e *AmbiguousIDError) Unwrap() error { return ErrAmbiguousID }

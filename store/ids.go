@@ -7,7 +7,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // Ids become file names with DSH's encodeSegment escaping: one UTF-16 code
@@ -45,7 +45,7 @@ func DecodeSegment(name string) (string, error) {
 			return id, nil
 		}
 	}
-	return "", fmt.Errorf("noncanonical directory name %s", display.Quote(name))
+	return "", fmt.Errorf("noncanonical directory name %s", termtext.Quote(name))
 }
 
 // EncodeBase encodes id as the base of a log file name. Unlike EncodeSegment
@@ -71,7 +71,7 @@ func DecodeBase(name string) (string, error) {
 			return id, nil
 		}
 	}
-	return "", fmt.Errorf("noncanonical log file base %s", display.Quote(name))
+	return "", fmt.Errorf("noncanonical log file base %s", termtext.Quote(name))
 }
 
 func checkID(id string) error {
@@ -79,7 +79,7 @@ func checkID(id string) error {
 		return errors.New("cannot encode an empty path segment")
 	}
 	if !utf8.ValidString(id) {
-		return fmt.Errorf("cannot encode id %s: not valid UTF-8", display.Quote(id))
+		return fmt.Errorf("cannot encode id %s: not valid UTF-8", termtext.Quote(id))
 	}
 	return nil
 }

@@ -15,8 +15,8 @@ import (
 
 	"github.com/gofrs/flock"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // LockMode says what a process takes on runtime.lock.
@@ -97,7 +97,7 @@ func (e *LockedError) Error() string {
 	}
 	msg := LockFileName + " is held by pid " + strconv.Itoa(h.PID)
 	if h.Command != "" {
-		msg += fmt.Sprintf(" (%s)", display.Quote(h.Command))
+		msg += fmt.Sprintf(" (%s)", termtext.Quote(h.Command))
 	}
 	if h.Host != "" {
 		msg += " on host " + h.Host

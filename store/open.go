@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // OpenOptions configure Open.
@@ -290,7 +290,7 @@ func (s *Store) liveConv(convID string) (*openConv, error) {
 		return nil, err
 	}
 	if oc.st.info.Deleting {
-		return nil, fmt.Errorf("conversation %s: %w", display.Quote(convID), ErrDeleting)
+		return nil, fmt.Errorf("conversation %s: %w", termtext.Quote(convID), ErrDeleting)
 	}
 	return oc, nil
 }

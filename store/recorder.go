@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // The recorder: one typed call on Session for each stage of a turn
@@ -66,9 +66,9 @@ type RecordError struct {
 
 func (e *RecordError) Error() string {
 	if e.Session == "" {
-		return fmt.Sprintf("conversation %s: %s: %s", display.Quote(e.Conversation), e.Call, e.Msg)
+		return fmt.Sprintf("conversation %s: %s: %s", termtext.Quote(e.Conversation), e.Call, e.Msg)
 	}
-	return fmt.Sprintf("conversation %s session %s: %s: %s", display.Quote(e.Conversation), display.Quote(e.Session), e.Call, e.Msg)
+	return fmt.Sprintf("conversation %s session %s: %s: %s", termtext.Quote(e.Conversation), termtext.Quote(e.Session), e.Call, e.Msg)
 }
 
 // Unwrap gives the kind, and ErrOrder for the order kinds.
@@ -103,7 +103,7 @@ func (se *Session) checkNewID(call, id string) error {
 		return se.refuse(call, ErrEmptyID, "the message needs an id (NewMessageID makes one)")
 	}
 	if se.rec.ids[id] {
-		return se.refuse(call, ErrDuplicateID, "message id %s names another message of the session", display.Quote(id))
+		return se.refuse(call, ErrDuplicateID, "message id %s names another message of the session", termtext.Quote(id))
 	}
 	return nil
 }
@@ -157,7 +157,7 @@ func (se *Session) EndStep() error {
 		return err
 	}
 	if open := se.rec.unresolved(); len(open) > 0 {
-		return se.refuse("EndStep", ErrOrder, "tool call %s has no result (ToolResult)", display.Quote(open[0]))
+		return se.refuse("EndStep", ErrOrder, "tool call %s has no result (ToolResult)", termtext.Quote(open[0]))
 	}
 	return se.record(turnStepEvent(convlog.TypeStepEnd, se.rec.turn, se.rec.step))
 }
@@ -408,7 +408,7 @@ func (c *ModelCall) Complete(id string) error {
 		case b.ID == "":
 			return se.refuse("Complete", ErrEmptyID, "a tool call of the answer has no id")
 		case seen[b.ID] || se.rec.calls[b.ID] != nil:
-			return se.refuse("Complete", ErrDuplicateID, "tool call id %s is asked for twice in the turn", display.Quote(b.ID))
+			return se.refuse("Complete", ErrDuplicateID, "tool call id %s is asked for twice in the turn", termtext.Quote(b.ID))
 		}
 		seen[b.ID] = true
 	}
@@ -526,11 +526,11 @@ func (se *Session) ToolCall(callID string) error {
 	case callID == "":
 		return se.refuse("ToolCall", ErrEmptyID, "the tool call needs its id")
 	case c == nil:
-		return se.refuse("ToolCall", ErrUnknownCall, "no answer of turn %d asked for tool call %s", se.rec.turn, display.Quote(callID))
+		return se.refuse("ToolCall", ErrUnknownCall, "no answer of turn %d asked for tool call %s", se.rec.turn, termtext.Quote(callID))
 	case c.startSeq >= 0:
-		return se.refuse("ToolCall", ErrOrder, "tool call %s has started already", display.Quote(callID))
+		return se.refuse("ToolCall", ErrOrder, "tool call %s has started already", termtext.Quote(callID))
 	case c.step != se.rec.step:
-		return se.refuse("ToolCall", ErrOrder, "tool call %s belongs to step %d, not step %d", display.Quote(callID), c.step, se.rec.step)
+		return se.refuse("ToolCall", ErrOrder, "tool call %s belongs to step %d, not step %d", termtext.Quote(callID), c.step, se.rec.step)
 	}
 	d, _ := convlog.EncodeData(convlog.ToolCallData{Turn: se.rec.turn, Step: se.rec.step, CallID: callID, Name: c.name, Arguments: c.args})
 	return se.record(convlog.Event{Type: convlog.TypeToolCall, Data: d})
@@ -563,11 +563,11 @@ func (se *Session) ToolResult(r ToolResult) error {
 	case r.CallID == "":
 		return se.refuse("ToolResult", ErrEmptyID, "the result needs its call's id")
 	case c == nil:
-		return se.refuse("ToolResult", ErrUnknownCall, "no answer of turn %d asked for tool call %s", se.rec.turn, display.Quote(r.CallID))
+		return se.refuse("ToolResult", ErrUnknownCall, "no answer of turn %d asked for tool call %s", se.rec.turn, termtext.Quote(r.CallID))
 	case c.resolved:
-		return se.refuse("ToolResult", ErrOrder, "tool call %s has its result already", display.Quote(r.CallID))
+		return se.refuse("ToolResult", ErrOrder, "tool call %s has its result already", termtext.Quote(r.CallID))
 	case c.startSeq < 0:
-		return se.refuse("ToolResult", ErrOrder, "tool call %s has not started (ToolCall)", display.Quote(r.CallID))
+		return se.refuse("ToolResult", ErrOrder, "tool call %s has not started (ToolCall)", termtext.Quote(r.CallID))
 	case r.Error != nil && !r.IsError:
 		return se.refuse("ToolResult", ErrInvalid, "an error is carried only by a result marked IsError")
 	case r.Error != nil && (r.Error.Name == "" || r.Error.Code == ""):
@@ -634,7 +634,7 @@ func (se *Session) Compact(c Compaction) error {
 	if c.ID == "" {
 		c.ID = NewMessageID()
 	} else if r.compactions[c.ID] {
-		return se.refuse("Compact", ErrDuplicateID, "compaction id %s is used already", display.Quote(c.ID))
+		return se.refuse("Compact", ErrDuplicateID, "compaction id %s is used already", termtext.Quote(c.ID))
 	}
 	if c.CheckpointID == "" {
 		c.CheckpointID = NewMessageID()
@@ -655,11 +655,11 @@ func (se *Session) Compact(c Compaction) error {
 			}
 		}
 		if end < 0 {
-			return se.refuse("Compact", ErrUnknownMessage, "message %s is not in the history the model reads", display.Quote(c.KeepFrom))
+			return se.refuse("Compact", ErrUnknownMessage, "message %s is not in the history the model reads", termtext.Quote(c.KeepFrom))
 		}
 	}
 	if end <= first {
-		return se.refuse("Compact", ErrOrder, "nothing before message %s to summarise", display.Quote(c.KeepFrom))
+		return se.refuse("Compact", ErrOrder, "nothing before message %s to summarise", termtext.Quote(c.KeepFrom))
 	}
 	span := nodes[first:end]
 	seqs := make([]int64, len(span))
@@ -715,7 +715,7 @@ func (se *Session) SubagentReport(childID, id, summary string, content []convlog
 		return convlog.StoredMessage{}, err
 	}
 	if c := oc.st.info.Session(childID); c == nil || c.ParentSession != se.id {
-		return convlog.StoredMessage{}, se.refuse("SubagentReport", ErrInvalid, "session %s is not a subagent of this session", display.Quote(childID))
+		return convlog.StoredMessage{}, se.refuse("SubagentReport", ErrInvalid, "session %s is not a subagent of this session", termtext.Quote(childID))
 	}
 	if err := se.checkNewID("SubagentReport", id); err != nil {
 		return convlog.StoredMessage{}, err
@@ -784,7 +784,7 @@ func (se *Session) seqOf(call, id string) (int64, error) {
 	}
 	seq, ok := se.rec.surfaceSeq[id]
 	if !ok {
-		return 0, se.refuse(call, ErrUnknownMessage, "no message %s was recorded in the session", display.Quote(id))
+		return 0, se.refuse(call, ErrUnknownMessage, "no message %s was recorded in the session", termtext.Quote(id))
 	}
 	return seq, nil
 }

@@ -10,9 +10,8 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/convlog/upgrade"
-	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // RepairOptions tune Repair.
@@ -111,7 +110,7 @@ func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, 
 	for _, p := range temps {
 		if !opts.DryRun {
 			if err := os.Remove(p); err != nil {
-				res.Skipped = append(res.Skipped, RepairSkip{Path: p, Reason: fileerr.Reason(p, err)})
+				res.Skipped = append(res.Skipped, RepairSkip{Path: p, Reason: termtext.Reason(p, err)})
 				continue
 			}
 		}
@@ -160,10 +159,10 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, dry bo
 	}
 	info, err := ReadConversationFile(convLog.Path)
 	if err != nil {
-		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: "unreadable conversation log: " + fileerr.Reason(convLog.Path, err)}, nil
+		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: "unreadable conversation log: " + termtext.Reason(convLog.Path, err)}, nil
 	}
 	if info.ID != c.ID {
-		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: fmt.Sprintf("conversation log names id %s, but its directory is %s", display.Quote(info.ID), display.Quote(c.ID))}, nil
+		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: fmt.Sprintf("conversation log names id %s, but its directory is %s", termtext.Quote(info.ID), termtext.Quote(c.ID))}, nil
 	}
 	if info.Deleting {
 		if !dry {
@@ -199,7 +198,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, dry bo
 				running = running || (t.SessionID == l.ID && t.Running())
 			}
 			if running {
-				return &RepairSkip{Conversation: c.ID, Path: l.Path, Reason: "unreadable session log with a running turn: " + fileerr.Reason(l.Path, err)}, nil
+				return &RepairSkip{Conversation: c.ID, Path: l.Path, Reason: "unreadable session log with a running turn: " + termtext.Reason(l.Path, err)}, nil
 			}
 			continue
 		}
@@ -224,7 +223,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, dry bo
 	defer s.mu.Unlock()
 	oc, err := s.conv(c.ID)
 	if err != nil {
-		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: fileerr.Reason(convLog.Path, err)}, nil
+		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: termtext.Reason(convLog.Path, err)}, nil
 	}
 	for _, t := range targets {
 		if s.sessions[sessionKey{c.ID, t.log.ID}] != nil {
@@ -260,12 +259,12 @@ func missingSessionLog(c ConversationDir, problems []Problem, t TurnInfo) *Repai
 			}
 			if n, ok := convlog.ParseName(filepath.Base(p.Path)); ok && n.Base == base {
 				return &RepairSkip{Conversation: c.ID, Path: p.Path, Reason: fmt.Sprintf("session %s has a running turn (turn %d) and its log cannot be read (%s): the turn is left open",
-					display.Quote(t.SessionID), t.Turn, p.Reason)}
+					termtext.Quote(t.SessionID), t.Turn, p.Reason)}
 			}
 		}
 	}
 	return &RepairSkip{Conversation: c.ID, Path: c.Path, Reason: fmt.Sprintf("session %s has a running turn (turn %d) and no session log (%s[.vN].jsonl[.zst]): the turn is left open",
-		display.Quote(t.SessionID), t.Turn, base)}
+		termtext.Quote(t.SessionID), t.Turn, base)}
 }
 
 func runningIn(info *ConversationInfo, sessionID string) bool {
@@ -339,7 +338,7 @@ func (s *Store) finishDeletion(convID string) error {
 		return err
 	}
 	if !oc.st.info.Deleting {
-		return fmt.Errorf("conversation %s has no deletion tombstone", display.Quote(convID))
+		return fmt.Errorf("conversation %s has no deletion tombstone", termtext.Quote(convID))
 	}
 	return s.removeConversation(convID)
 }

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // DependencyClosure returns convIDs and every conversation they depend on,
@@ -353,7 +353,7 @@ func notALog(p string, t fs.FileMode) error {
 func conversationLogPath(dir, convID string) (string, error) {
 	n, ok, err := currentGeneration(dir, ConversationLogBase)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && !ok) {
-		return "", fmt.Errorf("conversation %s: %w", display.Quote(convID), ErrNoConversation)
+		return "", fmt.Errorf("conversation %s: %w", termtext.Quote(convID), ErrNoConversation)
 	}
 	if err != nil {
 		return "", err
@@ -374,7 +374,7 @@ func (s *Store) SessionLogFile(convID, sessionID string) (string, error) {
 	}
 	n, ok, err := currentGeneration(dir, base)
 	if errors.Is(err, fs.ErrNotExist) || (err == nil && !ok) {
-		return "", fmt.Errorf("conversation %s has no log for session %s: %w", display.Quote(convID), display.Quote(sessionID), fs.ErrNotExist)
+		return "", fmt.Errorf("conversation %s has no log for session %s: %w", termtext.Quote(convID), termtext.Quote(sessionID), fs.ErrNotExist)
 	}
 	if err != nil {
 		return "", err

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // A Replayer replays a conversation log from the events of a read its
@@ -23,7 +23,7 @@ type Replayer struct {
 func NewReplayer(r *convlog.Reader, path string) *Replayer {
 	h := r.Header()
 	if h.Type != convlog.ConversationLog {
-		return &Replayer{path: path, err: fmt.Errorf("%s: not a conversation log (header type %s)", path, display.Quote(h.Type))}
+		return &Replayer{path: path, err: fmt.Errorf("%s: not a conversation log (header type %s)", path, termtext.Quote(h.Type))}
 	}
 	return &Replayer{st: newConvState(h, path), path: path}
 }

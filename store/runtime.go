@@ -11,7 +11,7 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/convlog/upgrade"
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // The runtime's sessions: how a turn is recorded, stage by stage, in the
@@ -92,7 +92,7 @@ func (s *Store) NewConversation(c NewConversation) (*Session, error) {
 		return nil, fmt.Errorf("session id: %w", err)
 	}
 	if c.Agent == "" || c.Model == "" {
-		return nil, fmt.Errorf("conversation %s: the root session needs an agent and a model", display.Quote(c.ID))
+		return nil, fmt.Errorf("conversation %s: the root session needs an agent and a model", termtext.Quote(c.ID))
 	}
 	if _, err := s.newConversationDir(c.ID); err != nil {
 		return nil, err
@@ -100,7 +100,7 @@ func (s *Store) NewConversation(c NewConversation) (*Session, error) {
 	key := sessionKey{c.ID, c.SessionID}
 	for k := range s.sessions {
 		if k.conv == c.ID {
-			return nil, fmt.Errorf("conversation %s: %w", display.Quote(c.ID), ErrConversationExists)
+			return nil, fmt.Errorf("conversation %s: %w", termtext.Quote(c.ID), ErrConversationExists)
 		}
 	}
 	se := &Session{st: s, convID: c.ID, id: c.SessionID, pending: &c, rec: newRecState(), cmu: new(sync.Mutex)}
@@ -120,14 +120,14 @@ func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 	defer s.mu.Unlock()
 	key := sessionKey{convID, sessionID}
 	if s.sessions[key] != nil {
-		return nil, fmt.Errorf("conversation %s session %s: %w", display.Quote(convID), display.Quote(sessionID), ErrSessionOpen)
+		return nil, fmt.Errorf("conversation %s session %s: %w", termtext.Quote(convID), termtext.Quote(sessionID), ErrSessionOpen)
 	}
 	oc, err := s.liveConv(convID)
 	if err != nil {
 		return nil, err
 	}
 	if oc.st.info.Session(sessionID) == nil {
-		return nil, fmt.Errorf("conversation %s has no session %s", display.Quote(convID), display.Quote(sessionID))
+		return nil, fmt.Errorf("conversation %s has no session %s", termtext.Quote(convID), termtext.Quote(sessionID))
 	}
 	path, err := s.SessionLogFile(convID, sessionID)
 	if err != nil {
@@ -188,10 +188,10 @@ func (se *Session) NextSeq() int64 {
 func (se *Session) enter() (unlock func(), err error) {
 	unlock = se.st.lockSession(se)
 	if se.closed {
-		err = fmt.Errorf("conversation %s session %s: %w", display.Quote(se.convID), display.Quote(se.id), ErrClosed)
+		err = fmt.Errorf("conversation %s session %s: %w", termtext.Quote(se.convID), termtext.Quote(se.id), ErrClosed)
 	} else if se.broken != nil {
 		err = fmt.Errorf("conversation %s session %s: a batch could not be written (%v); open the session again: %w",
-			display.Quote(se.convID), display.Quote(se.id), se.broken, ErrClosed)
+			termtext.Quote(se.convID), termtext.Quote(se.id), se.broken, ErrClosed)
 	} else if se.w != nil {
 		err = se.st.writable()
 	}
@@ -315,7 +315,7 @@ func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
 		return 0, se.refuse("BeginTurn", ErrEmptyID, "the turn's input needs an id (convlog.NewUserMessage)")
 	}
 	if prompt.Role() != "user" {
-		return 0, se.refuse("BeginTurn", ErrInvalid, "a turn starts with a stored user message (id %s, role %s)", display.Quote(prompt.ID()), display.Quote(prompt.Role()))
+		return 0, se.refuse("BeginTurn", ErrInvalid, "a turn starts with a stored user message (id %s, role %s)", termtext.Quote(prompt.ID()), termtext.Quote(prompt.Role()))
 	}
 	if se.call != nil {
 		return 0, se.refuse("BeginTurn", ErrOrder, "a model call is in flight")
@@ -337,7 +337,7 @@ func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
 	}
 	admitted := se.waiting(prompt.ID())
 	if !admitted && se.rec.ids[prompt.ID()] {
-		return 0, se.refuse("BeginTurn", ErrDuplicateID, "message id %s is used already", display.Quote(prompt.ID()))
+		return 0, se.refuse("BeginTurn", ErrDuplicateID, "message id %s is used already", termtext.Quote(prompt.ID()))
 	}
 	turn := se.rec.lastTurn
 	for _, t := range oc.st.info.Turns {
@@ -371,7 +371,7 @@ func (se *Session) liveConv() (*openConv, error) {
 		return nil, err
 	}
 	if se.oc.st.info.Deleting {
-		return nil, fmt.Errorf("conversation %s: %w", display.Quote(se.convID), ErrDeleting)
+		return nil, fmt.Errorf("conversation %s: %w", termtext.Quote(se.convID), ErrDeleting)
 	}
 	return se.oc, nil
 }
@@ -501,7 +501,7 @@ func (se *Session) Steer(msg convlog.StoredMessage) error {
 		return err
 	}
 	if msg.Role() != "user" {
-		return se.refuse("Steer", ErrInvalid, "a steering message has role user, not %s", display.Quote(msg.Role()))
+		return se.refuse("Steer", ErrInvalid, "a steering message has role user, not %s", termtext.Quote(msg.Role()))
 	}
 	return se.record(se.splice(convlog.SpliceNextStep, msg))
 }
@@ -545,7 +545,7 @@ func (se *Session) EndTurn(outcome string, failure *convlog.LLMFailure) error {
 	case OutcomeInterrupted:
 		return se.refuse("EndTurn", ErrInvalid, "a turn ends as interrupted through Interrupt")
 	default:
-		return se.refuse("EndTurn", ErrInvalid, "turn outcome %s is not %s or %s", display.Quote(outcome), OutcomeCompleted, OutcomeFailed)
+		return se.refuse("EndTurn", ErrInvalid, "turn outcome %s is not %s or %s", termtext.Quote(outcome), OutcomeCompleted, OutcomeFailed)
 	}
 	if se.w == nil || !se.rec.turnOpen {
 		return se.refuse("EndTurn", ErrNoTurn, "no turn is running")

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // AutoTitle is the automatic title of a first user message: its first
@@ -41,7 +41,7 @@ func nonNil(list []string) []string {
 
 func checkCwd(cwd string) error {
 	if !filepath.IsAbs(cwd) || !strings.HasPrefix(cwd, "/") {
-		return fmt.Errorf("working directory %s is not an absolute path", display.Quote(cwd))
+		return fmt.Errorf("working directory %s is not an absolute path", termtext.Quote(cwd))
 	}
 	return nil
 }
@@ -53,7 +53,7 @@ func (s *Store) newConversationDir(convID string) (string, error) {
 		return "", err
 	}
 	if _, err := os.Lstat(dir); err == nil {
-		return "", fmt.Errorf("conversation %s (%s): %w", display.Quote(convID), dir, ErrConversationExists)
+		return "", fmt.Errorf("conversation %s (%s): %w", termtext.Quote(convID), dir, ErrConversationExists)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return "", err
 	}
@@ -127,7 +127,7 @@ func (s *Store) sessionHeader(info *ConversationInfo, sessionID, parentSession s
 	if parentSession != "" {
 		p := info.Session(parentSession)
 		if p == nil {
-			return nil, fmt.Errorf("conversation %s has no session %s to be the parent of %s", display.Quote(info.ID), display.Quote(parentSession), display.Quote(sessionID))
+			return nil, fmt.Errorf("conversation %s has no session %s to be the parent of %s", termtext.Quote(info.ID), termtext.Quote(parentSession), termtext.Quote(sessionID))
 		}
 		h.ParentSession, h.Origin, h.DelegationDepth = parentSession, "subagent", p.DelegationDepth+1
 	}
@@ -139,14 +139,14 @@ func (s *Store) checkNewSession(info *ConversationInfo, sessionID, parentSession
 		return fmt.Errorf("session id: %w", err)
 	}
 	if info.Session(sessionID) != nil {
-		return fmt.Errorf("conversation %s already has session %s", display.Quote(info.ID), display.Quote(sessionID))
+		return fmt.Errorf("conversation %s already has session %s", termtext.Quote(info.ID), termtext.Quote(sessionID))
 	}
 	if parentSession == "" {
 		if r := info.RootSession(); r != nil {
-			return fmt.Errorf("conversation %s already has root session %s", display.Quote(info.ID), display.Quote(r.ID))
+			return fmt.Errorf("conversation %s already has root session %s", termtext.Quote(info.ID), termtext.Quote(r.ID))
 		}
 	} else if info.Session(parentSession) == nil {
-		return fmt.Errorf("conversation %s has no session %s to be the parent of %s", display.Quote(info.ID), display.Quote(parentSession), display.Quote(sessionID))
+		return fmt.Errorf("conversation %s has no session %s to be the parent of %s", termtext.Quote(info.ID), termtext.Quote(parentSession), termtext.Quote(sessionID))
 	}
 	return nil
 }
@@ -241,10 +241,10 @@ func (s *Store) beginTurn(oc *openConv, sessionID string, turn int64, userText s
 	info := &oc.st.info
 	sess := info.Session(sessionID)
 	if sess == nil {
-		return fmt.Errorf("conversation %s has no session %s", display.Quote(convID), display.Quote(sessionID))
+		return fmt.Errorf("conversation %s has no session %s", termtext.Quote(convID), termtext.Quote(sessionID))
 	}
 	if i, ok := oc.st.open[sessionID]; ok {
-		return fmt.Errorf("conversation %s session %s: turn %d is still running: %w", display.Quote(convID), display.Quote(sessionID), info.Turns[i].Turn, ErrTurnRunning)
+		return fmt.Errorf("conversation %s session %s: turn %d is still running: %w", termtext.Quote(convID), termtext.Quote(sessionID), info.Turns[i].Turn, ErrTurnRunning)
 	}
 	ev, err := s.event(EventTurnStarted, TurnStartedData{SessionID: sessionID, Turn: turn})
 	if err != nil {
@@ -268,7 +268,7 @@ func (s *Store) EndTurn(convID, sessionID string, turn int64, outcome string) er
 	switch outcome {
 	case OutcomeCompleted, OutcomeFailed, OutcomeInterrupted:
 	default:
-		return fmt.Errorf("turn outcome %s is not %s, %s or %s", display.Quote(outcome), OutcomeCompleted, OutcomeFailed, OutcomeInterrupted)
+		return fmt.Errorf("turn outcome %s is not %s, %s or %s", termtext.Quote(outcome), OutcomeCompleted, OutcomeFailed, OutcomeInterrupted)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -284,7 +284,7 @@ func (s *Store) endTurn(oc *openConv, sessionID string, turn int64, outcome stri
 	convID := oc.st.info.ID
 	i, ok := oc.st.open[sessionID]
 	if !ok || oc.st.info.Turns[i].Turn != turn {
-		return fmt.Errorf("conversation %s session %s has no running turn %d", display.Quote(convID), display.Quote(sessionID), turn)
+		return fmt.Errorf("conversation %s session %s has no running turn %d", termtext.Quote(convID), termtext.Quote(sessionID), turn)
 	}
 	ev, err := s.event(EventTurnEnded, TurnEndedData{SessionID: sessionID, Turn: turn, Outcome: outcome})
 	if err != nil {

@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // Tree is what Walk found under <data-dir>/conversations.
@@ -168,7 +168,7 @@ func walkRoot(root string, jobs int) (*Tree, error) {
 	entries, err := os.ReadDir(root) // sorted by name
 	if err != nil {
 		// Keep whatever was read before the error.
-		t.problem(root, fileerr.Reason(root, err))
+		t.problem(root, termtext.Reason(root, err))
 	}
 	// Each entry is a problem or a conversation directory, whose listing
 	// (with its own problems) is filled in below, then all are put
@@ -263,7 +263,7 @@ func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
 	if err != nil {
 		// A partly read directory would look like a conversation missing
 		// logs, so it is left out.
-		t.problem(dir, fileerr.Reason(dir, err))
+		t.problem(dir, termtext.Reason(dir, err))
 		return ConversationDir{}, false
 	}
 	c := ConversationDir{ID: id, Name: name, Path: dir}

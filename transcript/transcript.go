@@ -20,7 +20,7 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/convlog/upgrade"
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -169,7 +169,7 @@ func (r *reader) session(convID, sessionID, path string, through int64, inherite
 	spath, err := r.s.SessionLogFile(src.SourceConversation, src.SourceSession)
 	if err != nil {
 		return fmt.Errorf("%s: conversation %s session %s reads its older history from conversation %s session %s: %w (%v)",
-			path, display.Quote(convID), display.Quote(sessionID), display.Quote(src.SourceConversation), display.Quote(src.SourceSession), ErrMissingSource, err)
+			path, termtext.Quote(convID), termtext.Quote(sessionID), termtext.Quote(src.SourceConversation), termtext.Quote(src.SourceSession), ErrMissingSource, err)
 	}
 	outer := r.fn
 	r.fn = func(it *Item) error {
@@ -213,7 +213,7 @@ func (r *reader) source(convID, sessionID, path string) (*store.InheritedSession
 			return &info.Inherited[i], nil
 		}
 	}
-	return nil, fmt.Errorf("%s: the log's header is seeded, but conversation %s records no conversation session %s inherits from", path, display.Quote(convID), display.Quote(sessionID))
+	return nil, fmt.Errorf("%s: the log's header is seeded, but conversation %s records no conversation session %s inherits from", path, termtext.Quote(convID), termtext.Quote(sessionID))
 }
 
 // skipSeed says to pass over the events through the inherited marker.

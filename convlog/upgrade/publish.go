@@ -14,8 +14,8 @@ import (
 	"sync"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -258,16 +258,16 @@ func (s *childSnapshot) diff(o *childSnapshot, pubs *Publications) string {
 			}
 		}
 		if j < 0 {
-			return fmt.Sprintf("child session %s is gone: %s", display.Quote(c.id), c.path)
+			return fmt.Sprintf("child session %s is gone: %s", termtext.Quote(c.id), c.path)
 		}
 		matched[j] = true
 		if !pubs.explains(c, s.ids[i], o.found[j], o.ids[j]) {
-			return fmt.Sprintf("child session %s moved from %s to %s", display.Quote(c.id), c.path, o.found[j].path)
+			return fmt.Sprintf("child session %s moved from %s to %s", termtext.Quote(c.id), c.path, o.found[j].path)
 		}
 	}
 	for j, b := range o.found {
 		if !matched[j] {
-			return fmt.Sprintf("child session %s was added: %s", display.Quote(b.id), b.path)
+			return fmt.Sprintf("child session %s was added: %s", termtext.Quote(b.id), b.path)
 		}
 	}
 	return ""
@@ -277,10 +277,10 @@ func (s *childSnapshot) diff(o *childSnapshot, pubs *Publications) string {
 // the child found at the same path: "" when it does not.
 func (c childInfo) changeTo(a fileIdentity, b childInfo, bID fileIdentity) string {
 	if c != b {
-		return fmt.Sprintf("child log %s now names session %s (created %d), not %s (created %d)", c.path, display.Quote(b.id), b.createdAt, display.Quote(c.id), c.createdAt)
+		return fmt.Sprintf("child log %s now names session %s (created %d), not %s (created %d)", c.path, termtext.Quote(b.id), b.createdAt, termtext.Quote(c.id), c.createdAt)
 	}
 	if d := a.change(bID); d != "" {
-		return fmt.Sprintf("child session %s changed: %s: %s", display.Quote(c.id), c.path, d)
+		return fmt.Sprintf("child session %s changed: %s: %s", termtext.Quote(c.id), c.path, d)
 	}
 	return ""
 }

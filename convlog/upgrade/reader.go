@@ -7,7 +7,7 @@ import (
 	"io"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // Options tune an upgrading Reader.
@@ -608,7 +608,7 @@ func expandPacked(ce *convlog.Event) ([]*event, error) {
 		return nil, bad("data is not an object")
 	}
 	if unexpected != "" {
-		return nil, bad("data has unexpected member %s", display.Quote(unexpected))
+		return nil, bad("data has unexpected member %s", termtext.Quote(unexpected))
 	}
 	if turn == nil || step == nil || index == nil || dt == nil || texts == nil || kind == kindToolCall && id == nil {
 		return nil, bad("data lacks a required member")

@@ -57,7 +57,7 @@ import (
 	"strings"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -142,7 +142,7 @@ func CheckStoreName(name string) error {
 	}
 	n, ok := convlog.ParseName(parts[2])
 	if !ok || n.String() != parts[2] {
-		return fmt.Errorf("outside the store layout: %s is not a canonical log file name", display.Quote(parts[2]))
+		return fmt.Errorf("outside the store layout: %s is not a canonical log file name", termtext.Quote(parts[2]))
 	}
 	if n.Base != store.ConversationLogBase {
 		if _, err := store.DecodeBase(n.Base); err != nil {
@@ -182,7 +182,7 @@ func (e *Error) Error() string {
 	if e.Entry > 0 && e.Unnamed {
 		fmt.Fprintf(&b, "entry %d (tar byte %d): ", e.Entry, e.Offset)
 	} else if e.Entry > 0 {
-		fmt.Fprintf(&b, "entry %d %s (tar byte %d): ", e.Entry, display.Quote(e.Name), e.Offset)
+		fmt.Fprintf(&b, "entry %d %s (tar byte %d): ", e.Entry, termtext.Quote(e.Name), e.Offset)
 	} else if e.Offset > 0 {
 		fmt.Fprintf(&b, "tar byte %d: ", e.Offset)
 	}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -133,7 +133,7 @@ func (f ManifestFormat) decode(r io.Reader, m Manifest) error {
 	}
 	h := m.manifestHeader()
 	if h.Format != f.Name {
-		return fmt.Errorf("not a convkit %s (manifest format %s, want %s)", f.Kind, display.Quote(h.Format), display.Quote(f.Name))
+		return fmt.Errorf("not a convkit %s (manifest format %s, want %s)", f.Kind, termtext.Quote(h.Format), termtext.Quote(f.Name))
 	}
 	if h.FormatVersion < 1 || h.FormatVersion > f.Version {
 		return fmt.Errorf("%s manifest format version %d; this build reads %s", f.Kind, h.FormatVersion, f.versions())

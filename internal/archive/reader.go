@@ -12,7 +12,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // Limits bound what a Reader accepts, so that a hostile or damaged archive
@@ -338,7 +338,7 @@ func typeName(t byte) string {
 	case tar.TypeGNUSparse:
 		return "sparse file"
 	}
-	return fmt.Sprintf("entry type %s", display.Quote(string(t)))
+	return fmt.Sprintf("entry type %s", termtext.Quote(string(t)))
 }
 
 // readNames holds the names of the entries read, to refuse a duplicate, as

@@ -17,7 +17,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // Defaults of WriterOptions.
@@ -217,13 +217,13 @@ func (w *Writer) begin(name string, kind Kind, size int64) error {
 		return errors.New("archive: write after Close")
 	}
 	if err := CheckName(name); err != nil {
-		return fmt.Errorf("archive entry %s: %w", display.Quote(name), err)
+		return fmt.Errorf("archive entry %s: %w", termtext.Quote(name), err)
 	}
 	if err := w.names.add(name); err != nil {
-		return fmt.Errorf("archive entry %s: %w", display.Quote(name), err)
+		return fmt.Errorf("archive entry %s: %w", termtext.Quote(name), err)
 	}
 	if size < 0 {
-		return fmt.Errorf("archive entry %s: negative size", display.Quote(name))
+		return fmt.Errorf("archive entry %s: negative size", termtext.Quote(name))
 	}
 	w.ch.setKind(Text) // the header is text
 	hdr := &tar.Header{
@@ -235,7 +235,7 @@ func (w *Writer) begin(name string, kind Kind, size int64) error {
 		Format:   tar.FormatUnknown, // USTAR when the name fits, else PAX
 	}
 	if err := w.tw.WriteHeader(hdr); err != nil {
-		w.err = fmt.Errorf("archive entry %s: %w", display.Quote(name), err)
+		w.err = fmt.Errorf("archive entry %s: %w", termtext.Quote(name), err)
 		return w.err
 	}
 	w.ch.setKind(kind)

@@ -11,7 +11,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -287,9 +287,9 @@ func checkArgs(c *ucli.Context, min, max int) error {
 			// A mistyped subcommand of a command that runs by itself
 			// (backup verfy) arrives as an argument.
 			if hint := suggestCommand(commandPath(c), args[0], c.Command.Subcommands); hint != "" {
-				return usageWithHint(c, hint, "%s takes no arguments, got %s", helpName(c), display.Quote(args[0]))
+				return usageWithHint(c, hint, "%s takes no arguments, got %s", helpName(c), termtext.Quote(args[0]))
 			}
-			return usagef(c, "%s takes no arguments, got %s", helpName(c), display.Quote(args[0]))
+			return usagef(c, "%s takes no arguments, got %s", helpName(c), termtext.Quote(args[0]))
 		}
 		return usagef(c, "too many arguments: want at most %d, got %d", max, len(args))
 	}

@@ -12,9 +12,8 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/convkit/convkit/backup"
-	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -112,7 +111,7 @@ puts one back. See docs/BACKUP.md.`,
 				if err == nil {
 					return fmt.Errorf("the backup is complete, but its metrics were not written: %w", merr)
 				}
-				fmt.Fprintf(e.stderr, "%s: warning: the metrics were not written: %s\n", progName, text(fileerr.Text(merr)))
+				fmt.Fprintf(e.stderr, "%s: warning: the metrics were not written: %s\n", progName, text(termtext.Text(merr)))
 			}
 			return err
 		},
@@ -555,7 +554,7 @@ func printArchives(e *env, dir string, list []backup.ArchiveInfo) error {
 	if e.g.JSON {
 		return writeJSON(e.stdout, out)
 	}
-	t := display.NewTable(e.stdout, "ARCHIVE", "TIME", "SIZE", "CONVERSATIONS", "ONLINE", "VERIFIED")
+	t := termtext.NewTable(e.stdout, "ARCHIVE", "TIME", "SIZE", "CONVERSATIONS", "ONLINE", "VERIFIED")
 	for _, r := range out.Archives {
 		convs, online := "-", "-"
 		if r.Conversations != nil {
@@ -569,7 +568,7 @@ func printArchives(e *env, dir string, list []backup.ArchiveInfo) error {
 		if v := r.Verification; v != nil && r.Verified != backup.VerifiedStale && r.Verified != backup.VerifiedNever {
 			verified += " " + v.At.UTC().Format("2006-01-02 15:04")
 		}
-		t.Row(text(r.Name), r.Time.UTC().Format("2006-01-02 15:04:05Z"), display.Size(r.Size), convs, online, verified)
+		t.Row(text(r.Name), r.Time.UTC().Format("2006-01-02 15:04:05Z"), termtext.Size(r.Size), convs, online, verified)
 	}
 	return t.Flush()
 }

@@ -10,7 +10,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -44,7 +44,7 @@ among them (with their titles in zsh and fish). Install it with:
 			case "fish":
 				gen = writeFishCompletion
 			default:
-				return usagef(c, "no completion for %s: want bash, zsh or fish", display.Quote(c.Args().First()))
+				return usagef(c, "no completion for %s: want bash, zsh or fish", termtext.Quote(c.Args().First()))
 			}
 			return gen(e.stdout, c.App)
 		},
@@ -68,7 +68,7 @@ func newCompleteCommand(e *env) *ucli.Command {
 				return err
 			}
 			if c.Args().First() != "ids" {
-				return usagef(c, "no completion of %s: want ids", display.Quote(c.Args().First()))
+				return usagef(c, "no completion of %s: want ids", termtext.Quote(c.Args().First()))
 			}
 			s, err := e.openStore(c.Context, "completion", store.LockNone)
 			if err != nil {
@@ -81,10 +81,10 @@ func newCompleteCommand(e *env) *ucli.Command {
 			}
 			w := bufio.NewWriter(e.stdout)
 			for _, n := range names {
-				if display.Escape(n.ID) != n.ID {
+				if termtext.Escape(n.ID) != n.ID {
 					continue
 				}
-				fmt.Fprintf(w, "%s\t%s\n", n.ID, display.Escape(n.Title))
+				fmt.Fprintf(w, "%s\t%s\n", n.ID, termtext.Escape(n.Title))
 			}
 			return w.Flush()
 		},

@@ -10,7 +10,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -67,7 +67,7 @@ func filesAndSize(files int, bytes int64) string {
 	if files == 1 {
 		noun = "file"
 	}
-	return fmt.Sprintf("%d %s, %s", files, noun, display.Size(bytes))
+	return fmt.Sprintf("%d %s, %s", files, noun, termtext.Size(bytes))
 }
 
 // runDeletePlan is delete --dry-run.

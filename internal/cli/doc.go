@@ -28,7 +28,7 @@
 // from newProgress, which shows them only on a terminal.
 //
 // Text renderings escape every string that comes from a log, an archive or
-// the store with text or quoted (display.Escape); library lines are passed
+// the store with text or quoted (termtext.Escape); library lines are passed
 // through e.libraryLines, which escapes them and, under --quiet, keeps the
 // problems only. JSON is never escaped. Progress counts something named:
 // e.newProgress("migrate", "logs", total).

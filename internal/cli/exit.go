@@ -8,8 +8,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/fileerr"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -128,10 +127,10 @@ func report(w io.Writer, err error, asJSON bool) int {
 	if err == nil || err == errDone || errors.As(err, &silent) {
 		return code
 	}
-	// Messages are built to name each file once (package fileerr); a
+	// Messages are built to name each file once (package termtext); a
 	// system call's error wrapped by a message naming its file already is
 	// worded here from the error's chain, the last safety net.
-	msg := fileerr.Text(err)
+	msg := termtext.Text(err)
 	if err == context.Canceled { // bare: nothing more to say than this
 		msg = "interrupted"
 	}
@@ -151,9 +150,9 @@ func report(w io.Writer, err error, asJSON bool) int {
 
 	// The message may quote a log or an archive (an entry name, an id):
 	// escaped for the terminal, once, here. The JSON object keeps it exact.
-	fmt.Fprintf(w, "%s: error: %s\n", progName, display.Escape(msg))
+	fmt.Fprintf(w, "%s: error: %s\n", progName, termtext.Escape(msg))
 	for _, hint := range hints {
-		fmt.Fprintf(w, "%s: hint: %s\n", progName, display.Escape(hint))
+		fmt.Fprintf(w, "%s: hint: %s\n", progName, termtext.Escape(hint))
 	}
 	if asJSON {
 		_ = writeJSON(w, exitErrorMessage{MessageType: "exit_error", Code: code, Message: msg})

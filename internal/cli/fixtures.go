@@ -13,8 +13,8 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 func newFixturesCommand(e *env) *ucli.Command {
@@ -59,11 +59,11 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 			case "none":
 				comp = convlog.Plain
 			default:
-				return usagef(c, "--compress must be zstd or none, not %s", display.Quote(c.String("compress")))
+				return usagef(c, "--compress must be zstd or none, not %s", termtext.Quote(c.String("compress")))
 			}
 			layout := c.String("layout")
 			if layout != "convkit" && layout != "dsh" {
-				return usagef(c, "--layout must be convkit or dsh, not %s", display.Quote(layout))
+				return usagef(c, "--layout must be convkit or dsh, not %s", termtext.Quote(layout))
 			}
 			if err := requireEmpty(to); err != nil {
 				return err

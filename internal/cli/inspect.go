@@ -11,8 +11,8 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/convkit/convkit/convlog/upgrade"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/inspect"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/transcript"
 )
@@ -245,7 +245,7 @@ func inspectTarget(c *ucli.Context, e *env, args []string) (*inspect.Target, err
 	}
 	if err != nil {
 		if len(args) == 1 {
-			return nil, fmt.Errorf("%s is neither a file nor a conversation in %s: %w", display.Quote(args[0]), dir, err)
+			return nil, fmt.Errorf("%s is neither a file nor a conversation in %s: %w", termtext.Quote(args[0]), dir, err)
 		}
 		return nil, err
 	}

@@ -10,8 +10,8 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/index"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -81,7 +81,7 @@ func renderList(e *env, rows []index.Summary, why bool) error {
 	if why {
 		head = append(head, "WHY")
 	}
-	t := display.NewTable(e.stdout, head...)
+	t := termtext.NewTable(e.stdout, head...)
 	for _, r := range rows {
 		var flags []string
 		if r.Archived {

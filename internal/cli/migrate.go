@@ -11,8 +11,8 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/dshroot"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/migrate"
 	"github.com/convkit/convkit/store"
 )
@@ -74,7 +74,7 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 			switch comp {
 			case migrate.CompressKeep, migrate.CompressZstd, migrate.CompressNone:
 			default:
-				return usagef(c, "--compress must be keep, zstd or none, not %s", display.Quote(string(comp)))
+				return usagef(c, "--compress must be keep, zstd or none, not %s", termtext.Quote(string(comp)))
 			}
 			layout, err := migrate.ParseLayout(c.String("layout"))
 			if err != nil {

@@ -12,8 +12,8 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/contract"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // schemaVersion is the version of the JSON documents convkit prints
@@ -31,13 +31,13 @@ func writeJSON(w io.Writer, v any) error {
 
 // Text output: every string that comes from a log, an archive or the store
 // (ids, titles, paths, message text, reasons that quote them) goes through
-// display.Escape as it is rendered.
+// termtext.Escape as it is rendered.
 
 // text is s escaped for the terminal.
-func text(s string) string { return display.Escape(s) }
+func text(s string) string { return termtext.Escape(s) }
 
 // quoted is s escaped and in double quotes: "title".
-func quoted(s string) string { return `"` + display.Escape(s) + `"` }
+func quoted(s string) string { return `"` + termtext.Escape(s) + `"` }
 
 // titleColumns is the most of a title text output shows (every automatic
 // title fits: 40 characters of at most two columns); --json keeps it whole.
@@ -49,17 +49,17 @@ func title(s string) string {
 	if s == "" {
 		return "(untitled)"
 	}
-	return display.ClipEscaped(s, titleColumns)
+	return termtext.ClipEscaped(s, titleColumns)
 }
 
 // quotedTitle is a title cut as title cuts it, in double quotes.
-func quotedTitle(s string) string { return `"` + display.ClipEscaped(s, titleColumns) + `"` }
+func quotedTitle(s string) string { return `"` + termtext.ClipEscaped(s, titleColumns) + `"` }
 
 // libraryLines wraps w for the lines a library writes itself (report and
 // warning lines): each is escaped, and under --quiet only the lines keep
 // accepts pass (nil keeps all).
 func (e *env) libraryLines(w io.Writer, keep func(line string) bool) io.Writer {
-	out := io.Writer(display.NewWriter(w))
+	out := io.Writer(termtext.NewWriter(w))
 	if e.g.Quiet && keep != nil {
 		out = &lineFilter{w: out, keep: keep}
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/progress"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // progressReporter is a progress.Progress the command finishes when its job
@@ -277,7 +277,7 @@ func progressText(what string, u unit, done, total int64, elapsed time.Duration,
 	b.WriteString(what + ": ")
 	count := func(n int64) string {
 		if u == unitBytes {
-			return display.Size(n)
+			return termtext.Size(n)
 		}
 		return strconv.FormatInt(n, 10)
 	}
@@ -292,7 +292,7 @@ func progressText(what string, u unit, done, total int64, elapsed time.Duration,
 	if rateKnown {
 		switch {
 		case u == unitBytes:
-			fmt.Fprintf(&b, ", %s/s", display.Size(int64(rate)))
+			fmt.Fprintf(&b, ", %s/s", termtext.Size(int64(rate)))
 		case rate >= 1:
 			fmt.Fprintf(&b, ", %.0f %s/s", rate, u)
 		default:

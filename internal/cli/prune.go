@@ -7,8 +7,8 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/dshroot"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/migrate"
 	"github.com/convkit/convkit/migrate/prune"
 	"github.com/convkit/convkit/store"
@@ -104,7 +104,7 @@ func (e *env) prune(ctx context.Context, s *store.Store, r *dshroot.Root, dry bo
 			verb = "WOULD REMOVE"
 		}
 		opts.OnFile = func(f prune.File) {
-			fmt.Fprintf(lines, "%s %s (v%d, %s)\n", verb, quoted(f.Path), f.Version, display.Size(f.Bytes))
+			fmt.Fprintf(lines, "%s %s (v%d, %s)\n", verb, quoted(f.Path), f.Version, termtext.Size(f.Bytes))
 		}
 		opts.OnKept = func(k prune.Kept) { fmt.Fprintf(lines, "KEPT %s: %s\n", quoted(k.Path), text(k.Reason)) }
 	}
@@ -127,7 +127,7 @@ func (e *env) prune(ctx context.Context, s *store.Store, r *dshroot.Root, dry bo
 			return err
 		}
 	} else {
-		fmt.Fprintf(e.stdout, "Summary: files=%d, reclaimed=%s, logs=%d, kept=%d\n", res.Files, display.Size(res.Bytes), res.Logs, res.Kept)
+		fmt.Fprintf(e.stdout, "Summary: files=%d, reclaimed=%s, logs=%d, kept=%d\n", res.Files, termtext.Size(res.Bytes), res.Logs, res.Kept)
 		if dry {
 			fmt.Fprintln(e.stdout, "Dry run: nothing was removed.")
 		}

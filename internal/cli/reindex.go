@@ -6,7 +6,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -202,7 +202,7 @@ func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 			first = "INDEX " + res.IndexProblem
 		} else {
 			d := res.Differences[0]
-			first = fmt.Sprintf("%s %s: %s", upper(d.Kind), display.Quote(d.ID), d.Detail)
+			first = fmt.Sprintf("%s %s: %s", upper(d.Kind), termtext.Quote(d.ID), d.Detail)
 		}
 		return fmt.Errorf("the index disagrees with the logs (%d difference(s)); the first: %s; %s", len(res.Differences), first, reindex.ReindexHint(s))
 	}

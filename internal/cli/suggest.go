@@ -7,7 +7,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // A mistyped command or option gets the closest names as a hint, as git and
@@ -116,7 +116,7 @@ func commandNames(cmds []*ucli.Command) []string {
 // status"?`.
 func suggestCommand(parent, name string, cmds []*ucli.Command) string {
 	return didYouMean(closest(name, commandNames(cmds)), func(s string) string {
-		return display.Quote(strings.TrimSpace(parent + " " + s))
+		return termtext.Quote(strings.TrimSpace(parent + " " + s))
 	})
 }
 
@@ -160,7 +160,7 @@ func unknownCommand(c *ucli.Context, name string) error {
 	if c.Command != nil && len(c.Command.Subcommands) > 0 && c.Command.HelpName != progName {
 		cmds = c.Command.Subcommands
 	}
-	msg := fmt.Sprintf("unknown command %s", display.Quote(strings.TrimSpace(commandPath(c)+" "+name)))
+	msg := fmt.Sprintf("unknown command %s", termtext.Quote(strings.TrimSpace(commandPath(c)+" "+name)))
 	if hint := suggestCommand(commandPath(c), name, cmds); hint != "" {
 		return usageWithHint(c, hint, "%s", msg)
 	}

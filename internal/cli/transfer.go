@@ -11,7 +11,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/internal/transfer"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
@@ -65,7 +65,7 @@ with its files and size; it writes nothing, and --to may be left out.`,
 			}
 			for _, id := range ids {
 				if _, err := store.EncodeSegment(id); err != nil {
-					return usagef(c, "conversation id %s: %v", display.Quote(id), err)
+					return usagef(c, "conversation id %s: %v", termtext.Quote(id), err)
 				}
 			}
 			return runExport(c, e, ids, to)
@@ -321,7 +321,7 @@ Importing the same archive again changes nothing. See docs/TRANSFER.md.`,
 			switch c.String("on-conflict") {
 			case transfer.ConflictRefuse, transfer.ConflictReplace, transfer.ConflictSkip:
 			default:
-				return usagef(c, "--on-conflict must be refuse, replace or skip, not %s", display.Quote(c.String("on-conflict")))
+				return usagef(c, "--on-conflict must be refuse, replace or skip, not %s", termtext.Quote(c.String("on-conflict")))
 			}
 			if c.IsSet("config") && strings.TrimSpace(c.String("config")) == "" {
 				return usagef(c, "--config needs a file")

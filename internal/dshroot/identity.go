@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // IdentityError refuses a log whose header names another place than the
@@ -23,9 +23,9 @@ type IdentityError struct {
 
 func (e *IdentityError) Error() string {
 	if e.Expected == "" {
-		return fmt.Sprintf("corrupt session log %s: header id %s is not the session %s its session directory names", display.Quote(e.Path), display.Quote(e.ID), display.Quote(e.Session))
+		return fmt.Sprintf("corrupt session log %s: header id %s is not the session %s its session directory names", termtext.Quote(e.Path), termtext.Quote(e.ID), termtext.Quote(e.Session))
 	}
-	return fmt.Sprintf("corrupt session log %s: header id %s and cwd identify %s", display.Quote(e.Path), display.Quote(e.ID), display.Quote(e.Expected))
+	return fmt.Sprintf("corrupt session log %s: header id %s and cwd identify %s", termtext.Quote(e.Path), termtext.Quote(e.ID), termtext.Quote(e.Expected))
 }
 
 func (e *IdentityError) Unwrap() []error { return []error{convlog.ErrCorrupt, convlog.ErrIdentity} }

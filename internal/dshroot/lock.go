@@ -9,8 +9,8 @@ import (
 
 	"github.com/gofrs/flock"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // ErrOwned is wrapped by an *OwnedError.
@@ -25,7 +25,7 @@ type OwnedError struct {
 }
 
 func (e *OwnedError) Error() string {
-	return fmt.Sprintf("session %s is already owned: %s is locked by another process", display.Quote(e.ID), e.Path)
+	return fmt.Sprintf("session %s is already owned: %s is locked by another process", termtext.Quote(e.ID), e.Path)
 }
 
 func (e *OwnedError) Unwrap() error { return ErrOwned }

@@ -6,7 +6,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -88,7 +88,7 @@ func SessionDir(id string) (string, error) { return store.EncodeSegment(id) }
 func DecodeSessionDir(name string) (string, error) {
 	id, err := store.DecodeSegment(name)
 	if err != nil {
-		return "", fmt.Errorf("noncanonical Session directory name %s", display.Quote(name))
+		return "", fmt.Errorf("noncanonical Session directory name %s", termtext.Quote(name))
 	}
 	return id, nil
 }

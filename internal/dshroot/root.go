@@ -11,8 +11,8 @@ import (
 	"sync"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/termtext"
 )
 
 // Root is an open sessions root. Open takes no lock and creates nothing;
@@ -134,7 +134,7 @@ func (e *MixedError) Error() string {
 		uses = ".jsonl.zstd"
 	}
 	return fmt.Sprintf("session artifact %s uses %s, but this root's compression is %s (as %s): one root holds one compression; move the sessions of the other compression to a separate root",
-		display.Quote(e.Path), uses, display.Quote(e.Compression.String()), display.Quote(e.First))
+		termtext.Quote(e.Path), uses, termtext.Quote(e.Compression.String()), termtext.Quote(e.First))
 }
 
 // Walk lists the root. It never follows a symbolic link below the root
@@ -264,7 +264,7 @@ func (t *Tree) markDuplicates() {
 		}
 		for _, s := range ss {
 			if s.Err == nil {
-				s.Err = fmt.Errorf("duplicate JSONL session id %s appears in multiple project directories", display.Quote(id))
+				s.Err = fmt.Errorf("duplicate JSONL session id %s appears in multiple project directories", termtext.Quote(id))
 			}
 		}
 	}

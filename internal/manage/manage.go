@@ -15,9 +15,9 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/internal/contract"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
@@ -222,7 +222,7 @@ func live(s *store.Store, id string) (*store.ConversationInfo, error) {
 		return nil, err
 	}
 	if info.Deleting {
-		return nil, fmt.Errorf("conversation %s: %w (run convkit delete %s again, or convkit reindex, to finish it)", display.Quote(id), store.ErrDeleting, id)
+		return nil, fmt.Errorf("conversation %s: %w (run convkit delete %s again, or convkit reindex, to finish it)", termtext.Quote(id), store.ErrDeleting, id)
 	}
 	return info, nil
 }

@@ -19,11 +19,10 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
-	"github.com/convkit/convkit/fileerr"
 	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/progress"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -261,7 +260,7 @@ func (x *exporter) plan() error {
 	infos := x.readInfos(nil, x.opts.IDs)
 	for _, id := range x.opts.IDs {
 		if _, err := store.EncodeSegment(id); err != nil {
-			return fmt.Errorf("conversation id %s: %w", display.Quote(id), err)
+			return fmt.Errorf("conversation id %s: %w", termtext.Quote(id), err)
 		}
 		if byID[id] != nil {
 			continue
@@ -273,9 +272,9 @@ func (x *exporter) plan() error {
 			// exported from it.
 			return err
 		case errors.Is(err, store.ErrNoConversation):
-			return fmt.Errorf("conversation %s: %w", display.Quote(id), ErrNotFound)
+			return fmt.Errorf("conversation %s: %w", termtext.Quote(id), ErrNotFound)
 		case err == nil && info.Deleting:
-			return fmt.Errorf("conversation %s: %w (it is being deleted)", display.Quote(id), ErrNotFound)
+			return fmt.Errorf("conversation %s: %w (it is being deleted)", termtext.Quote(id), ErrNotFound)
 		}
 		x.m.Requested = append(x.m.Requested, id)
 		byID[id] = &planned{id: id, requested: true, plan: infos[id].plan, listing: infos[id].listing}
@@ -346,7 +345,7 @@ func (x *exporter) plan() error {
 		}
 		sort.Strings(users)
 		p, _ := x.s.ConversationPath(id)
-		x.problem(id, p, fmt.Sprintf("fork ancestor %s of %s is missing from the store: not exported", display.Quote(id), display.QuoteList(users)))
+		x.problem(id, p, fmt.Sprintf("fork ancestor %s of %s is missing from the store: not exported", termtext.Quote(id), termtext.QuoteList(users)))
 	}
 	// Archive order: ancestors first (depth first, by id), so that an
 	// import placing conversations in this order never has a fork whose
@@ -825,7 +824,7 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 			// The entry at fault and why, each said once.
 			return leaveOut(probs[0].Path, probs[0].Reason)
 		}
-		return leaveOut(dir, fileerr.Reason(dir, err))
+		return leaveOut(dir, termtext.Reason(dir, err))
 	}
 	for _, pr := range probs {
 		rc.events = append(rc.events, ExportEvent{ID: p.id, Path: pr.Path, Reason: pr.Reason})
@@ -847,7 +846,7 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 			err = ol.open()
 		}
 		if err != nil {
-			return leaveOut(l.Path, fileerr.Reason(l.Path, err))
+			return leaveOut(l.Path, termtext.Reason(l.Path, err))
 		}
 		rc.logs = append(rc.logs, ol)
 		rc.bytes += int64(cap(ol.buf))
@@ -884,7 +883,7 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 	case errors.As(err, &ie):
 		return leaveOut(convLog.path, ie.Msg)
 	case err != nil:
-		return leaveOut(convLog.path, fileerr.Reason(convLog.path, err))
+		return leaveOut(convLog.path, termtext.Reason(convLog.path, err))
 	case info.Deleting:
 		return leaveOut(dir, "the conversation is being deleted: not exported")
 	case ls != nil && !sessionsListed(info, cd):

@@ -13,12 +13,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/contract"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/progress"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
@@ -72,10 +72,10 @@ type CwdMapping struct {
 func ParseCwdMapping(s string) (CwdMapping, error) {
 	from, to, ok := strings.Cut(s, "=")
 	if !ok {
-		return CwdMapping{}, fmt.Errorf("--map-cwd %s: want OLD=NEW", display.Quote(s))
+		return CwdMapping{}, fmt.Errorf("--map-cwd %s: want OLD=NEW", termtext.Quote(s))
 	}
 	if !filepath.IsAbs(from) || !filepath.IsAbs(to) {
-		return CwdMapping{}, fmt.Errorf("--map-cwd %s: OLD and NEW must be absolute paths", display.Quote(s))
+		return CwdMapping{}, fmt.Errorf("--map-cwd %s: OLD and NEW must be absolute paths", termtext.Quote(s))
 	}
 	return CwdMapping{From: filepath.Clean(from), To: filepath.Clean(to)}, nil
 }
@@ -331,7 +331,7 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 		opts.OnConflict = ConflictRefuse
 	case ConflictRefuse, ConflictReplace, ConflictSkip:
 	default:
-		return nil, fmt.Errorf("on-conflict %s: want %s, %s or %s", display.Quote(opts.OnConflict), ConflictRefuse, ConflictReplace, ConflictSkip)
+		return nil, fmt.Errorf("on-conflict %s: want %s, %s or %s", termtext.Quote(opts.OnConflict), ConflictRefuse, ConflictReplace, ConflictSkip)
 	}
 	for _, m := range opts.MapCwd {
 		if !filepath.IsAbs(m.From) || !filepath.IsAbs(m.To) {
@@ -610,7 +610,7 @@ func (imp *importer) placeAll() error {
 			if unsynced {
 				durable.SyncDir(convDir) // what was placed stays placed
 			}
-			return fmt.Errorf("conversation %s: %w", display.Quote(p.ID), err)
+			return fmt.Errorf("conversation %s: %w", termtext.Quote(p.ID), err)
 		}
 		unsynced = p.Action == ActionImport
 	}
@@ -698,12 +698,12 @@ func (imp *importer) applyMappings() ([]string, error) {
 		}
 		if p.storeCwd != "" && p.Action == ActionUpdate {
 			if err := imp.st.MapCwd(p.ID, p.storeCwd); err != nil {
-				return changed, fmt.Errorf("conversation %s: reapply its working directory %s: %w", display.Quote(p.ID), p.storeCwd, err)
+				return changed, fmt.Errorf("conversation %s: reapply its working directory %s: %w", termtext.Quote(p.ID), p.storeCwd, err)
 			}
 		}
 		if p.CwdMappedTo != "" {
 			if err := imp.st.MapCwd(p.ID, p.CwdMappedTo); err != nil {
-				return changed, fmt.Errorf("conversation %s: map its working directory to %s: %w", display.Quote(p.ID), p.CwdMappedTo, err)
+				return changed, fmt.Errorf("conversation %s: map its working directory to %s: %w", termtext.Quote(p.ID), p.CwdMappedTo, err)
 			}
 			wrote = true
 		}

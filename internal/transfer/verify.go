@@ -11,8 +11,8 @@ import (
 	"sync"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/display"
 	"github.com/convkit/convkit/internal/archive"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -175,31 +175,31 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 	for i := range m.Conversations {
 		mc := &m.Conversations[i]
 		if imp.byID[mc.ID] != nil {
-			return imp.verr(nil, "conversation %s is listed twice in the manifest", display.Quote(mc.ID))
+			return imp.verr(nil, "conversation %s is listed twice in the manifest", termtext.Quote(mc.ID))
 		}
 		dir, err := store.EncodeSegment(mc.ID)
 		if err != nil || dir != mc.Dir {
-			return imp.verr(err, "conversation %s: the manifest names directory %s", display.Quote(mc.ID), display.Quote(mc.Dir))
+			return imp.verr(err, "conversation %s: the manifest names directory %s", termtext.Quote(mc.ID), termtext.Quote(mc.Dir))
 		}
 		c, ok := walked[mc.ID]
 		if !ok {
-			return imp.verr(nil, "conversation %s is in the manifest but has no log in the archive", display.Quote(mc.ID))
+			return imp.verr(nil, "conversation %s is in the manifest but has no log in the archive", termtext.Quote(mc.ID))
 		}
 		sc := &stagedConv{id: mc.ID, m: mc, dir: c}
 		for _, l := range c.Logs {
 			if len(l.Generations) != 1 {
-				return imp.verr(nil, "conversation %s: %d generations of log %s (an export holds the current one only)", display.Quote(mc.ID), len(l.Generations), l.Base)
+				return imp.verr(nil, "conversation %s: %d generations of log %s (an export holds the current one only)", termtext.Quote(mc.ID), len(l.Generations), l.Base)
 			}
 		}
 		if _, ok := sc.log(store.ConversationLogBase); !ok {
-			return imp.verr(nil, "conversation %s has no conversation log in the archive", display.Quote(mc.ID))
+			return imp.verr(nil, "conversation %s has no conversation log in the archive", termtext.Quote(mc.ID))
 		}
 		imp.byID[mc.ID] = sc
 		imp.convs = append(imp.convs, sc)
 	}
 	for id := range walked {
 		if imp.byID[id] == nil {
-			return imp.verr(nil, "conversation %s is in the archive but not in the manifest", display.Quote(id))
+			return imp.verr(nil, "conversation %s is in the archive but not in the manifest", termtext.Quote(id))
 		}
 	}
 
@@ -229,26 +229,26 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 		cl, _ := sc.log(store.ConversationLogBase)
 		info, err := checks.replayed(path.Join(store.ConversationsDirName, sc.dir.Name, cl.Current.String()))
 		if err != nil {
-			return imp.verr(err, "conversation %s", display.Quote(sc.id))
+			return imp.verr(err, "conversation %s", termtext.Quote(sc.id))
 		}
 		mc := sc.m
 		switch {
 		case info.Deleting:
-			return imp.verr(nil, "conversation %s carries a deletion tombstone", display.Quote(sc.id))
+			return imp.verr(nil, "conversation %s carries a deletion tombstone", termtext.Quote(sc.id))
 		case info.Cwd != mc.Cwd:
-			return imp.verr(nil, "conversation %s: the manifest says working directory %s, its log %s", display.Quote(sc.id), display.Quote(mc.Cwd), display.Quote(info.Cwd))
+			return imp.verr(nil, "conversation %s: the manifest says working directory %s, its log %s", termtext.Quote(sc.id), termtext.Quote(mc.Cwd), termtext.Quote(info.Cwd))
 		case info.ForkedFrom != mc.ForkedFrom:
-			return imp.verr(nil, "conversation %s: the manifest says fork source %s, its log %s", display.Quote(sc.id), display.Quote(mc.ForkedFrom), display.Quote(info.ForkedFrom))
+			return imp.verr(nil, "conversation %s: the manifest says fork source %s, its log %s", termtext.Quote(sc.id), termtext.Quote(mc.ForkedFrom), termtext.Quote(info.ForkedFrom))
 		case !slices.Equal(store.Dependencies(info), mc.DependsOn):
-			return imp.verr(nil, "conversation %s: the manifest says it depends on %s, its log on %s", display.Quote(sc.id), display.QuoteList(mc.DependsOn), display.QuoteList(store.Dependencies(info)))
+			return imp.verr(nil, "conversation %s: the manifest says it depends on %s, its log on %s", termtext.Quote(sc.id), termtext.QuoteList(mc.DependsOn), termtext.QuoteList(store.Dependencies(info)))
 		}
 		for _, s := range info.Sessions {
 			base, err := store.EncodeBase(s.ID)
 			if err != nil {
-				return imp.verr(err, "conversation %s: session %s", display.Quote(sc.id), display.Quote(s.ID))
+				return imp.verr(err, "conversation %s: session %s", termtext.Quote(sc.id), termtext.Quote(s.ID))
 			}
 			if _, ok := sc.log(base); !ok {
-				return imp.verr(nil, "conversation %s: session %s has no log in the archive", display.Quote(sc.id), display.Quote(s.ID))
+				return imp.verr(nil, "conversation %s: session %s has no log in the archive", termtext.Quote(sc.id), termtext.Quote(s.ID))
 			}
 		}
 		sc.info = planInfo(info)

@@ -1,9 +1,4 @@
-// Package fileerr words errors about files so that each file is named once
-// (the project's rule for every error and report line): a system call's
-// error, which the os package words with its file, loses that mention when
-// the message names the file already, and a reason printed beside its path
-// does not name the path again.
-package fileerr
+package termtext
 
 import (
 	"io/fs"

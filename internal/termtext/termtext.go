@@ -1,14 +1,22 @@
-// Package display prepares text that comes from logs and archives (titles,
-// message text, ids, working directories, file names, error messages that
-// quote them) for a terminal: control characters are escaped visibly, so
+// Package termtext words what convkit shows on a terminal.
+//
+// Text that comes from logs and archives (titles, message text, ids,
+// working directories, file names, error messages that quote them) is
+// prepared for a terminal: control characters are escaped visibly, so
 // that a log cannot clear the screen, set the clipboard (OSC 52), change
 // the window title or reorder what is shown (bidi overrides); widths are
-// measured in terminal columns, so that tables align with wide characters.
+// measured in terminal columns, so that tables align with wide characters;
+// sizes read as people read them (Size).
 //
 // Renderers escape as they render: the data itself is never changed, and
 // JSON output, which is exact, never goes through this package, except
 // for the names a message quotes (Quote), quoted the same in every line.
-package display
+//
+// Errors about files name each file once (the project's rule for every
+// error and report line): Text drops a system call's own mention of a file
+// the message names already, and Reason words an error as a reason printed
+// beside its path, without naming the path again.
+package termtext
 
 import (
 	"fmt"

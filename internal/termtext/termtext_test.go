@@ -1,4 +1,4 @@
-package display
+package termtext
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package fileerr
+package termtext
 
 import (
 	"errors"
