@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/convkit/convkit/fixtures"
-	"github.com/convkit/convkit/machine"
+	"github.com/convkit/convkit/store"
 )
 
 // TestForkSourceMissing: a store holding a fork made after a compaction
@@ -60,7 +60,7 @@ func TestForkSourceMissing(t *testing.T) {
 	for _, w := range rr.Reindex.WillNotOpen {
 		reasons[w.ID] = w.Reasons
 	}
-	if !slices.Contains(reasons[fork.ID], machine.ForkSourceMissing(src.ID)) {
+	if !slices.Contains(reasons[fork.ID], store.ForkSourceMissing(src.ID)) {
 		t.Fatalf("the restored index: %q will not open for %q, want its missing source named", fork.ID, reasons[fork.ID])
 	}
 

@@ -47,7 +47,6 @@ import (
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/convlog/upgrade"
 	"github.com/convkit/convkit/internal/durable"
-	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 	"github.com/convkit/convkit/transcript"
 )
@@ -111,7 +110,7 @@ func LoadConfig(path string) (Config, error) {
 			CursorTTL string `toml:"cursor_ttl"`
 		} `toml:"chat_reading"`
 	}
-	err = machine.DecodeConfig(path, f, &raw)
+	err = store.DecodeRuntimeConfig(path, f, &raw)
 	f.Close()
 	if err != nil {
 		return Config{}, err

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/fixtures"
-	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 )
 
@@ -455,9 +454,9 @@ func TestLoadConfig(t *testing.T) {
 			t.Errorf("cursor_ttl %q: %v", bad, err)
 		}
 	}
-	// The runtime configuration's limits hold here too (machine.DecodeConfig).
+	// The runtime configuration's limits hold here too (store.DecodeRuntimeConfig).
 	deep := write("deep.toml", "[chat_reading]\nenabled = true\nkey_file = \"chat.key\"\n"+strings.Repeat("a.", 40)+"a = 1\n")
-	var le *machine.LimitError
+	var le *store.ConfigLimitError
 	if _, err := LoadConfig(deep); !errors.As(err, &le) || le.Line != 4 || !strings.HasPrefix(err.Error(), deep+": line 4: ") {
 		t.Fatalf("a key 41 levels deep: %v", err)
 	}

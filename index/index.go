@@ -175,7 +175,7 @@ type Conversation struct {
 	RunningTurn     bool     `json:"runningTurn"`
 	Fingerprint     string   `json:"fingerprint"`
 	// WillNotOpen lists why the conversation will not open on this
-	// machine, as package machine checked it when the row was written
+	// machine, as store.Machine checked it when the row was written
 	// (empty: it will).
 	WillNotOpen []string `json:"willNotOpen"`
 	// ForkSources are the conversations it reads older history from

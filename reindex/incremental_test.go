@@ -20,7 +20,6 @@ import (
 	"github.com/convkit/convkit/fixtures"
 	"github.com/convkit/convkit/internal/indexdump"
 	"github.com/convkit/convkit/internal/transfer"
-	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -185,8 +184,8 @@ func (c *changer) configure() string {
 	return "configured " + strings.ReplaceAll(strings.TrimSpace(b.String()), "\n", " ")
 }
 
-func (c *changer) machine() *machine.Machine {
-	m, _, err := machine.Load(c.config, true)
+func (c *changer) machine() *store.Machine {
+	m, _, err := store.LoadMachine(c.config, true)
 	if err != nil {
 		c.t.Fatal(err)
 	}

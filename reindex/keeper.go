@@ -12,7 +12,6 @@ import (
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/internal/rawjson"
 	"github.com/convkit/convkit/internal/termtext"
-	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 )
 
@@ -20,7 +19,7 @@ import (
 type KeeperOptions struct {
 	// Machine checks whether each conversation will open here, as
 	// Options.Machine.
-	Machine *machine.Machine
+	Machine *store.Machine
 	// OnError receives what could not be written to the index. The
 	// store's change stands; the conversation's rows are read whole at
 	// its next change.
@@ -125,7 +124,7 @@ func (k *Keeper) advance(ctx context.Context, ch *store.IndexChange) error {
 		CreatedAt: info.CreatedAt.UnixMilli(), UpdatedAt: info.UpdatedAt.UnixMilli(), Archived: info.Archived,
 		ForkedFrom: info.ForkedFrom, AfterCompaction: info.AfterCompaction, Agents: info.Agents, Models: info.Models,
 		RunningTurn: info.RunningTurn, ForkSources: store.Dependencies(info), Fingerprint: dirFingerprint(c),
-		LogIdentity: logIdentity(c), WillNotOpen: k.opts.Machine.Check(machine.NeedsOf(info), present),
+		LogIdentity: logIdentity(c), WillNotOpen: k.opts.Machine.Check(store.NeedsOf(info), present),
 	}
 	for _, t := range ch.Turns {
 		tr := index.Turn{SessionID: t.SessionID, Turn: t.Turn, StartedAt: t.StartedAt.UnixMilli(), Outcome: t.Outcome}

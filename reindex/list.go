@@ -14,7 +14,6 @@ import (
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/internal/contract"
 	"github.com/convkit/convkit/internal/termtext"
-	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 )
 
@@ -29,7 +28,7 @@ type ListOptions struct {
 	// Machine checks the conversations listed from the logs (nil: their
 	// working directories and fork sources only); from the index, each
 	// row says what was found when it was written.
-	Machine *machine.Machine
+	Machine *store.Machine
 }
 
 // Listing is the result of List.
@@ -126,7 +125,7 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 		if !o.All && info.Archived != o.Archived {
 			continue
 		}
-		reasons := o.Machine.Check(machine.NeedsOf(info), func(id string) bool { return present[id] })
+		reasons := o.Machine.Check(store.NeedsOf(info), func(id string) bool { return present[id] })
 		if o.WillNotOpen && len(reasons) == 0 {
 			continue
 		}

@@ -5,7 +5,7 @@
 // without writing anything.
 //
 // Every conversation indexed is also checked against this machine
-// (package machine): its working directory, its agents and models, its
+// (store.Machine): its working directory, its agents and models, its
 // fork sources. A conversation that will not open here is still indexed,
 // with the reasons (index.Conversation.WillNotOpen), and reported.
 package reindex
@@ -32,7 +32,6 @@ import (
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/progress"
 	"github.com/convkit/convkit/internal/termtext"
-	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 )
 
@@ -62,7 +61,7 @@ type Options struct {
 	// Machine checks whether each conversation will open here (nil: its
 	// working directory and fork sources are checked, its agents and
 	// models are not).
-	Machine *machine.Machine
+	Machine *store.Machine
 	// Incremental updates metadata.db in place instead of rebuilding it:
 	// the rows of every conversation whose logs have the fingerprint its
 	// rows were read with (see dirFingerprint) are kept, and only why it
@@ -121,7 +120,7 @@ type Event struct {
 }
 
 // WillNotOpen is a conversation that will not open on this machine, and
-// why (package machine's reasons, in its order).
+// why (store.Machine's reasons, in its order).
 type WillNotOpen struct {
 	ID      string   `json:"id"`
 	Reasons []string `json:"reasons"`
@@ -188,7 +187,7 @@ func (o *Options) warnings() []string {
 	if o.Machine == nil || o.Machine.ConfigPath == "" {
 		return []string{"agents and models were not checked: no runtime configuration was given"}
 	}
-	return []string{machine.NotCheckedWarning(o.Machine.ConfigPath)}
+	return []string{store.ConfigNotCheckedWarning(o.Machine.ConfigPath)}
 }
 
 // reporter rewrites the store's directory in what is reported (see
@@ -430,7 +429,7 @@ func (j *job) apply(ctx context.Context, w *index.Writer, b *built) error {
 		res.Kept++
 		if len(b.kept.ForkSources) > 0 {
 			j.forks = append(j.forks, fork{dir: b.dir, written: b.kept.WillNotOpen, kept: true,
-				needs: machine.Needs{Cwd: b.kept.Cwd, Agents: b.kept.Agents, Models: b.kept.Models, Sources: b.kept.ForkSources}})
+				needs: store.Needs{Cwd: b.kept.Cwd, Agents: b.kept.Agents, Models: b.kept.Models, Sources: b.kept.ForkSources}})
 			break
 		}
 		if !slices.Equal(b.kept.WillNotOpen, b.willNotOpen) {
@@ -487,13 +486,13 @@ type job struct {
 // will-not-open reasons its row holds.
 type fork struct {
 	dir     store.ConversationDir
-	needs   machine.Needs
+	needs   store.Needs
 	written []string
 	kept    bool // an incremental run kept its rows
 }
 
-func needsOf(c *index.Conversation) machine.Needs {
-	return machine.Needs{Cwd: c.Cwd, Agents: c.Agents, Models: c.Models, Sources: c.ForkSources}
+func needsOf(c *index.Conversation) store.Needs {
+	return store.Needs{Cwd: c.Cwd, Agents: c.Agents, Models: c.Models, Sources: c.ForkSources}
 }
 
 // finishForks checks the fork sources of the conversations indexed once
@@ -601,7 +600,7 @@ func (j *job) update(ctx context.Context, db *index.DB, tree *store.Tree) error 
 			if fp != st.Fingerprint {
 				return nil, false
 			}
-			n := machine.Needs{Cwd: st.Cwd, Agents: st.Agents, Models: st.Models, Sources: st.ForkSources}
+			n := store.Needs{Cwd: st.Cwd, Agents: st.Agents, Models: st.Models, Sources: st.ForkSources}
 			reasons := opts.Machine.Check(n, func(id string) bool { return present[id] })
 			for i, r := range reasons {
 				reasons[i] = rp.text(r)
@@ -939,7 +938,7 @@ type readEnv struct {
 	// withText keeps the message text (search).
 	withText bool
 	// machine checks whether it will open here.
-	machine *machine.Machine
+	machine *store.Machine
 	// prereads are session logs read already (see Preread).
 	prereads Prereads
 	// fingerprint, when set, is the conversation's, taken already.
@@ -991,7 +990,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 		RunningTurn: info.RunningTurn, ForkSources: store.Dependencies(info), Fingerprint: b.fingerprint, LogIdentity: logID,
 		// A fork whose source is missing is indexed, as one whose working
 		// directory is missing: its logs read, it will not open here.
-		WillNotOpen: env.machine.Check(machine.NeedsOf(info), env.present),
+		WillNotOpen: env.machine.Check(store.NeedsOf(info), env.present),
 	}
 	for _, t := range info.Turns {
 		tr := index.Turn{SessionID: t.SessionID, Turn: t.Turn, StartedAt: t.StartedAt.UnixMilli(), Outcome: t.Outcome}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/internal/termtext"
-	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 )
 
@@ -19,7 +18,7 @@ type UpdateOptions struct {
 	// Machine checks whether the conversation will open here (nil: its
 	// working directory and fork sources are checked, its agents and
 	// models are not), as Options.Machine does for Run.
-	Machine *machine.Machine
+	Machine *store.Machine
 	// Prereads are session logs read already, as Options.Prereads.
 	Prereads Prereads
 }

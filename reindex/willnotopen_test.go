@@ -13,7 +13,6 @@ import (
 
 	"github.com/convkit/convkit/fixtures"
 	"github.com/convkit/convkit/index"
-	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 )
 
@@ -108,7 +107,7 @@ func TestWillNotOpen(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("[agents.coder]\n[models.m1]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m, warning, err := machine.Load(cfg, true)
+	m, warning, err := store.LoadMachine(cfg, true)
 	if err != nil || warning != "" {
 		t.Fatal(err, warning)
 	}
@@ -139,7 +138,7 @@ func TestWillNotOpen(t *testing.T) {
 			t.Errorf("%s: reasons %q, want %q", id, got[id], w)
 		}
 	}
-	if !slices.Contains(got[fork.ID], machine.ForkSourceMissing(fork.DependsOn[0])) {
+	if !slices.Contains(got[fork.ID], store.ForkSourceMissing(fork.DependsOn[0])) {
 		t.Errorf("the fork: reasons %q, want its missing source %s named", got[fork.ID], fork.DependsOn[0])
 	}
 	if _, ok := got["opens"]; ok || len(got) != 5 || len(events) != 5 {
@@ -168,7 +167,7 @@ func TestWillNotOpen(t *testing.T) {
 	if err := os.Mkdir(later, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	m2, _, _ := machine.Load(cfg, true) // a new run looks again
+	m2, _, _ := store.LoadMachine(cfg, true) // a new run looks again
 	ck, err = Check(ctx, reader(t, dir), Options{Machine: m2})
 	if err != nil || len(ck.Differences) != 1 || ck.Differences[0].ID != "no-cwd" || !strings.Contains(ck.Differences[0].Detail, "will not open") {
 		t.Fatalf("check after the directory was made: %+v, %v", ck.Differences, err)
@@ -192,7 +191,7 @@ func TestWillNotOpen(t *testing.T) {
 	// Without a configuration, agents and models are not checked, and the
 	// run says so once.
 	none := filepath.Join(t.TempDir(), "none.toml")
-	m3, warning, err := machine.Load(none, false)
+	m3, warning, err := store.LoadMachine(none, false)
 	if err != nil || !strings.Contains(warning, "agents and models were not checked") {
 		t.Fatal(err, warning)
 	}
@@ -207,7 +206,7 @@ func TestWillNotOpen(t *testing.T) {
 		!reflect.DeepEqual(got["moved"], want["moved"][:1]) {
 		t.Fatalf("without a configuration: warnings %q, will not open %q", res.Warnings, got)
 	}
-	if _, _, err := machine.Load(none, true); !errors.Is(err, fs.ErrNotExist) {
+	if _, _, err := store.LoadMachine(none, true); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a named configuration that is missing: %v", err)
 	}
 }

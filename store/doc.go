@@ -119,6 +119,16 @@
 // closes every one in the store, finishes deletions and removes temporary
 // files, by appending only.
 //
+// # Whether a conversation opens here
+//
+// A Machine (LoadMachine) says whether a conversation will open on this
+// machine: the working directory it records must exist here, the agents
+// and models it used must be in the runtime's configuration (config.toml,
+// RuntimeConfig), and the conversations it reads older history from (its
+// fork sources) must be in the store. import checks the conversations of
+// an archive with it, reindex and list those of the store (after a move by
+// hand), and metadata.db records what it found.
+//
 // # Reading
 //
 // ReadConversation replays a conversation log (title, sessions, turns,

@@ -5,7 +5,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
-	"github.com/convkit/convkit/machine"
+	"github.com/convkit/convkit/store"
 )
 
 // configFlag is the --config option of the commands that check whether
@@ -18,18 +18,18 @@ func configFlag() ucli.Flag {
 // --config, else $CONVKIT_CONFIG, else <dataDir>/config.toml. A file the
 // user named must exist; a missing default file gives a Machine that does
 // not check agents and models, and a warning saying so.
-func (e *env) loadMachine(c *ucli.Context, dataDir string) (*machine.Machine, string, error) {
-	path, explicit := machine.ConfigPath(c.String("config"), e.g.getenv, dataDir)
-	return machine.Load(path, explicit)
+func (e *env) loadMachine(c *ucli.Context, dataDir string) (*store.Machine, string, error) {
+	path, explicit := store.RuntimeConfigPath(c.String("config"), e.g.getenv, dataDir)
+	return store.LoadMachine(path, explicit)
 }
 
 // loadMachineLenient is loadMachine for a command the configuration only
 // informs (list, the edits): a default file that is broken is said on
 // stderr, and agents and models are then not checked; a file the user
 // named must be there and valid.
-func (e *env) loadMachineLenient(c *ucli.Context, dataDir, what string) (*machine.Machine, error) {
-	path, explicit := machine.ConfigPath(c.String("config"), e.g.getenv, dataDir)
-	m, _, err := machine.Load(path, explicit)
+func (e *env) loadMachineLenient(c *ucli.Context, dataDir, what string) (*store.Machine, error) {
+	path, explicit := store.RuntimeConfigPath(c.String("config"), e.g.getenv, dataDir)
+	m, _, err := store.LoadMachine(path, explicit)
 	if err == nil {
 		return m, nil
 	}
@@ -37,5 +37,5 @@ func (e *env) loadMachineLenient(c *ucli.Context, dataDir, what string) (*machin
 		return nil, err
 	}
 	fmt.Fprintf(e.stderr, "%s: warning: %s: agents and models were not checked%s\n", progName, text(err.Error()), what)
-	return &machine.Machine{ConfigPath: path}, nil
+	return &store.Machine{ConfigPath: path}, nil
 }

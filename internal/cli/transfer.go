@@ -13,7 +13,6 @@ import (
 
 	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/internal/transfer"
-	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/store"
 )
 
@@ -357,7 +356,7 @@ func runImport(c *ucli.Context, e *env, name string, maps []transfer.CwdMapping)
 	if err != nil {
 		return err
 	}
-	cfg, explicit := machine.ConfigPath(c.String("config"), e.g.getenv, dataDir)
+	cfg, explicit := store.RuntimeConfigPath(c.String("config"), e.g.getenv, dataDir)
 	opts := transfer.ImportOptions{Archive: name, OnConflict: c.String("on-conflict"), MapCwd: maps,
 		DryRun: c.Bool("dry-run"), ConfigPath: cfg, ConfigRequired: explicit, LockTimeout: e.g.LockTimeout,
 		Log: e.libraryLines(e.stderr, problemLine)}

@@ -18,7 +18,6 @@ import (
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/internal/contract"
 	"github.com/convkit/convkit/internal/termtext"
-	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -27,7 +26,7 @@ import (
 type Options struct {
 	// Machine checks, for the index rows written, whether each
 	// conversation will open here (see reindex.UpdateOptions).
-	Machine *machine.Machine
+	Machine *store.Machine
 	// OnDone receives each conversation's outcome as soon as it is done
 	// (nil: nothing), before the next is touched.
 	OnDone func(Outcome)

@@ -19,7 +19,6 @@ import (
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/progress"
 	"github.com/convkit/convkit/internal/termtext"
-	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -270,7 +269,7 @@ type importer struct {
 	m     *Manifest
 	convs []*stagedConv
 	byID  map[string]*stagedConv
-	mach  *machine.Machine
+	mach  *store.Machine
 	res   *ImportResult
 	st    *store.Store
 	// staged is the store extracted from the archive, in staging.
@@ -340,7 +339,7 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 	}
 	dataDir := s.DataDir()
 	if opts.ConfigPath == "" {
-		opts.ConfigPath = filepath.Join(dataDir, machine.ConfigFileName)
+		opts.ConfigPath = filepath.Join(dataDir, store.ConfigFileName)
 	}
 	imp := &importer{dataDir: dataDir, s: s, opts: opts, now: opts.Now().UTC()}
 	imp.res = &ImportResult{SchemaVersion: contract.Version, Archive: opts.Archive, DataDir: dataDir, DryRun: opts.DryRun,
@@ -487,7 +486,7 @@ func (imp *importer) scan(ctx context.Context, r io.Reader) error {
 // loadConfig reads the runtime configuration; a missing default file is a
 // warning.
 func (imp *importer) loadConfig() error {
-	m, warning, err := machine.Load(imp.opts.ConfigPath, imp.opts.ConfigRequired)
+	m, warning, err := store.LoadMachine(imp.opts.ConfigPath, imp.opts.ConfigRequired)
 	if err != nil {
 		return err
 	}
@@ -559,10 +558,10 @@ func (imp *importer) plan() error {
 }
 
 // check lists why the conversation will not open here, by the rules of
-// package machine: its working directory (as mapped), its agents and
+// store.Machine: its working directory (as mapped), its agents and
 // models, its fork sources (in the archive or in the store).
 func (imp *importer) check(info *store.ConversationInfo, p *ConversationPlan) {
-	n := machine.NeedsOf(info)
+	n := store.NeedsOf(info)
 	n.Cwd = p.Cwd
 	if p.CwdMappedTo != "" {
 		n.Cwd = p.CwdMappedTo

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/convkit/convkit/fixtures"
-	"github.com/convkit/convkit/machine"
+	"github.com/convkit/convkit/store"
 )
 
 // TestImportConfig: a missing default configuration is a warning; a named
@@ -42,7 +42,7 @@ func TestImportConfig(t *testing.T) {
 	}
 	cfg := writeConfig(t, []string{"explorer"}, allModels)
 	data, _ := os.ReadFile(cfg)
-	os.WriteFile(filepath.Join(b, machine.ConfigFileName), data, 0o600)
+	os.WriteFile(filepath.Join(b, store.ConfigFileName), data, 0o600)
 	ir, err = importFile(t, arch, b, ImportOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestImportConfig(t *testing.T) {
 		t.Fatalf("%+v", ir)
 	}
 	p := ir.Conversations[0]
-	if !strings.Contains(strings.Join(p.Problems, "; "), `agent "coder" is not configured in `+filepath.Join(b, machine.ConfigFileName)) {
+	if !strings.Contains(strings.Join(p.Problems, "; "), `agent "coder" is not configured in `+filepath.Join(b, store.ConfigFileName)) {
 		t.Fatalf("%q", p.Problems)
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/convkit/convkit/fixtures"
 	"github.com/convkit/convkit/internal/indexdump"
-	"github.com/convkit/convkit/machine"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -119,9 +118,9 @@ func rebuild(t *testing.T, dir, cfg string) {
 	}
 }
 
-func loadMachine(t *testing.T, cfg string) *machine.Machine {
+func loadMachine(t *testing.T, cfg string) *store.Machine {
 	t.Helper()
-	m, _, err := machine.Load(cfg, true)
+	m, _, err := store.LoadMachine(cfg, true)
 	if err != nil {
 		t.Fatal(err)
 	}

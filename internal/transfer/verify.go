@@ -60,7 +60,7 @@ func verifyInfo(info *store.ConversationInfo) *store.ConversationInfo {
 }
 
 // planInfo is the part of a conversation log's replay that planning and
-// checking an import read (machine.NeedsOf, store.Dependencies, the
+// checking an import read (store.NeedsOf, store.Dependencies, the
 // title): an import holds one per archived conversation until it is
 // placed, so not its sessions and turns.
 func planInfo(info *store.ConversationInfo) *store.ConversationInfo {

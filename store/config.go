@@ -1,4 +1,4 @@
-package machine
+package store
 
 import (
 	"fmt"
@@ -13,16 +13,13 @@ import (
 // The runtime's configuration file names the agents and models that exist
 // on a machine (docs/TRANSFER.md, "The runtime configuration").
 const (
-	// ConfigEnv names the configuration file when --config does not.
-	ConfigEnv = "CONVKIT_CONFIG"
-	// ConfigFileName is the file's name in the data directory, where it is
-	// looked for last.
-	ConfigFileName = "config.toml"
+	// RuntimeConfigEnv names the configuration file when --config does not.
+	RuntimeConfigEnv = "CONVKIT_CONFIG"
 )
 
-// Config is what convkit needs of the runtime's configuration: the names
+// RuntimeConfig is what convkit needs of the runtime's configuration: the names
 // of the agents and models configured on this machine.
-type Config struct {
+type RuntimeConfig struct {
 	// Path is the file read.
 	Path   string
 	Agents map[string]AgentConfig
@@ -40,22 +37,22 @@ type AgentConfig struct {
 type ModelConfig struct{}
 
 // HasAgent reports whether agent name is configured.
-func (c *Config) HasAgent(name string) bool {
+func (c *RuntimeConfig) HasAgent(name string) bool {
 	_, ok := c.Agents[name]
 	return ok
 }
 
 // HasModel reports whether model name is configured.
-func (c *Config) HasModel(name string) bool {
+func (c *RuntimeConfig) HasModel(name string) bool {
 	_, ok := c.Models[name]
 	return ok
 }
 
 // AgentNames lists the configured agents, sorted.
-func (c *Config) AgentNames() []string { return sortedKeys(c.Agents) }
+func (c *RuntimeConfig) AgentNames() []string { return sortedKeys(c.Agents) }
 
 // ModelNames lists the configured models, sorted.
-func (c *Config) ModelNames() []string { return sortedKeys(c.Models) }
+func (c *RuntimeConfig) ModelNames() []string { return sortedKeys(c.Models) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
@@ -71,24 +68,24 @@ func sortedKeys[V any](m map[string]V) []string {
 // when the user named the file (flag or environment): a missing file is
 // then an error, while a missing default file only means that agents and
 // models cannot be checked. getenv nil means os.Getenv.
-func ConfigPath(flag string, getenv func(string) string, dataDir string) (path string, explicit bool) {
+func RuntimeConfigPath(flag string, getenv func(string) string, dataDir string) (path string, explicit bool) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	if strings.TrimSpace(flag) != "" {
 		return flag, true
 	}
-	if v := getenv(ConfigEnv); strings.TrimSpace(v) != "" {
+	if v := getenv(RuntimeConfigEnv); strings.TrimSpace(v) != "" {
 		return v, true
 	}
 	return filepath.Join(dataDir, ConfigFileName), false
 }
 
-// LoadConfig reads the runtime configuration at path. A missing file gives
+// LoadRuntimeConfig reads the runtime configuration at path. A missing file gives
 // an error wrapping fs.ErrNotExist. Keys and tables other than
 // [agents.<name>] and [models.<name>] are the runtime's and are ignored;
 // an agent's model must be a string.
-func LoadConfig(path string) (*Config, error) {
+func LoadRuntimeConfig(path string) (*RuntimeConfig, error) {
 	// A FIFO or a device in its place must not block the open; a link to
 	// the runtime's own file is fine (it is only read).
 	if fi, err := os.Stat(path); err != nil {
@@ -109,10 +106,10 @@ func LoadConfig(path string) (*Config, error) {
 		return nil, fmt.Errorf("%s: not a regular file", path)
 	}
 	var raw map[string]any
-	if err := DecodeConfig(path, f, &raw); err != nil {
+	if err := DecodeRuntimeConfig(path, f, &raw); err != nil {
 		return nil, err
 	}
-	c := &Config{Path: path, Agents: map[string]AgentConfig{}, Models: map[string]ModelConfig{}}
+	c := &RuntimeConfig{Path: path, Agents: map[string]AgentConfig{}, Models: map[string]ModelConfig{}}
 	tables := func(key string) (map[string]map[string]any, error) {
 		v, ok := raw[key]
 		if !ok {

@@ -1,4 +1,4 @@
-package machine
+package store
 
 import (
 	"os"
@@ -19,7 +19,7 @@ func TestCheck(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte("[agents.coder]\n[models.m1]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m, warning, err := Load(cfgPath, true)
+	m, warning, err := LoadMachine(cfgPath, true)
 	if err != nil || warning != "" || !m.Checked() {
 		t.Fatal(err, warning)
 	}
@@ -46,8 +46,8 @@ func TestCheck(t *testing.T) {
 	}
 	// Without a configuration: agents and models are not checked, and the
 	// warning says where none was found.
-	m, warning, err = Load(filepath.Join(dir, "none.toml"), false)
-	if err != nil || m.Checked() || warning != NotCheckedWarning(filepath.Join(dir, "none.toml")) {
+	m, warning, err = LoadMachine(filepath.Join(dir, "none.toml"), false)
+	if err != nil || m.Checked() || warning != ConfigNotCheckedWarning(filepath.Join(dir, "none.toml")) {
 		t.Fatal(err, warning)
 	}
 	if got := m.Check(Needs{Cwd: dir, Agents: []string{"writer"}}, nil); len(got) != 0 {
@@ -56,7 +56,7 @@ func TestCheck(t *testing.T) {
 	// A FIFO in the configuration's place is refused without blocking.
 	fifo := filepath.Join(dir, "fifo.toml")
 	if err := mkfifo(fifo); err == nil {
-		if _, _, err := Load(fifo, true); err == nil {
+		if _, _, err := LoadMachine(fifo, true); err == nil {
 			t.Fatal("a FIFO as the configuration was accepted")
 		}
 	}

@@ -1,4 +1,4 @@
-package machine
+package store
 
 import (
 	"errors"
@@ -19,40 +19,40 @@ func TestConfigLimits(t *testing.T) {
 		name, text string
 		line       int // 0: accepted
 	}{
-		{"dotted key at the limit", dotted(MaxConfigDepth), 0},
-		{"dotted key one deeper", dotted(MaxConfigDepth + 1), 5},
+		{"dotted key at the limit", dotted(MaxRuntimeConfigDepth), 0},
+		{"dotted key one deeper", dotted(MaxRuntimeConfigDepth + 1), 5},
 		{"twenty thousand dotted parts", dotted(20000), 5},
 		{"inline tables", "a = " + strings.Repeat("{b = ", 20000) + "1" + strings.Repeat("}", 20000) + "\n", 5},
-		{"inline tables at the limit", "a = " + strings.Repeat("{b = ", MaxConfigDepth-1) + "1" + strings.Repeat("}", MaxConfigDepth-1) + "\n", 0},
+		{"inline tables at the limit", "a = " + strings.Repeat("{b = ", MaxRuntimeConfigDepth-1) + "1" + strings.Repeat("}", MaxRuntimeConfigDepth-1) + "\n", 0},
 		{"arrays", "a = " + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + "\n", 5},
-		{"arrays at the limit", "a = " + strings.Repeat("[", MaxConfigDepth-1) + "1" + strings.Repeat("]", MaxConfigDepth-1) + "\n", 0},
-		{"array one deeper, over lines", "a = [\n[\n" + strings.Repeat("[", MaxConfigDepth-2) + "1" + strings.Repeat("]", MaxConfigDepth) + "\n", 7},
-		{"table header", "[" + strings.Repeat("t.", MaxConfigDepth) + "t]\n", 5},
-		{"array of tables header", "[[" + strings.Repeat("t.", MaxConfigDepth) + "t]]\n", 5},
-		{"array of tables at the limit", "[[" + strings.Repeat("t.", MaxConfigDepth-1) + "t]]\n", 0},
+		{"arrays at the limit", "a = " + strings.Repeat("[", MaxRuntimeConfigDepth-1) + "1" + strings.Repeat("]", MaxRuntimeConfigDepth-1) + "\n", 0},
+		{"array one deeper, over lines", "a = [\n[\n" + strings.Repeat("[", MaxRuntimeConfigDepth-2) + "1" + strings.Repeat("]", MaxRuntimeConfigDepth) + "\n", 7},
+		{"table header", "[" + strings.Repeat("t.", MaxRuntimeConfigDepth) + "t]\n", 5},
+		{"array of tables header", "[[" + strings.Repeat("t.", MaxRuntimeConfigDepth) + "t]]\n", 5},
+		{"array of tables at the limit", "[[" + strings.Repeat("t.", MaxRuntimeConfigDepth-1) + "t]]\n", 0},
 		{"header and key together", "[" + strings.Repeat("t.", 19) + "t]\nok = 1\n" + strings.Repeat("k.", 12) + "k = 1\n", 7},
-		{"inline table's dotted keys", "a = {b = {" + strings.Repeat("c.", MaxConfigDepth-2) + "c = 1}}\n", 5},
-		{"key path at the limit", "[" + strings.Repeat("k", MaxConfigKeyBytes-1) + "]\nx = 1\n", 0},
-		{"key path one longer", "[" + strings.Repeat("k", MaxConfigKeyBytes-1) + "]\nxy = 1\n", 6},
-		{"quoted key path", `"` + strings.Repeat("q", MaxConfigKeyBytes) + `" = 1` + "\n", 5},
+		{"inline table's dotted keys", "a = {b = {" + strings.Repeat("c.", MaxRuntimeConfigDepth-2) + "c = 1}}\n", 5},
+		{"key path at the limit", "[" + strings.Repeat("k", MaxRuntimeConfigKeyBytes-1) + "]\nx = 1\n", 0},
+		{"key path one longer", "[" + strings.Repeat("k", MaxRuntimeConfigKeyBytes-1) + "]\nxy = 1\n", 6},
+		{"quoted key path", `"` + strings.Repeat("q", MaxRuntimeConfigKeyBytes) + `" = 1` + "\n", 5},
 		{"dots in strings are no levels", "\"" + strings.Repeat(".", 100) + "\" = '" + strings.Repeat("[{", 100) + "'\n[\"x.y.z\"]\n", 0},
-		{"too large", "x = \"" + strings.Repeat("a", MaxConfigBytes) + "\"\n", 5},
+		{"too large", "x = \"" + strings.Repeat("a", MaxRuntimeConfigBytes) + "\"\n", 5},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "config.toml")
 			if err := os.WriteFile(p, []byte(lead+c.text), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := LoadConfig(p)
+			_, err := LoadRuntimeConfig(p)
 			if c.line == 0 {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
 				}
 				return
 			}
-			var le *LimitError
+			var le *ConfigLimitError
 			if !errors.As(err, &le) || le.Line != c.line || !strings.HasPrefix(err.Error(), p+": line ") {
-				t.Fatalf("got %v, want a LimitError at line %d naming %s", err, c.line, p)
+				t.Fatalf("got %v, want a ConfigLimitError at line %d naming %s", err, c.line, p)
 			}
 		})
 	}
@@ -62,7 +62,7 @@ func TestConfigLimits(t *testing.T) {
 // the chat-reading table goes through the same door.
 func TestDecodeConfigWithinLimits(t *testing.T) {
 	var v map[string]any
-	err := DecodeConfig("c.toml", strings.NewReader("[agents.\"a.b\"]\nmodel = \"m\"\nx = [[1, 2], {y.z = 3}]\n"), &v)
+	err := DecodeRuntimeConfig("c.toml", strings.NewReader("[agents.\"a.b\"]\nmodel = \"m\"\nx = [[1, 2], {y.z = 3}]\n"), &v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,4 @@
-// Package machine says whether a conversation will open on this machine:
-// the working directory it records must exist here, the agents and models
-// it used must be in the runtime's configuration (config.toml), and the
-// conversations it reads older history from (its fork sources) must be in
-// the store. import checks the conversations of an archive with it,
-// reindex and list the conversations of the store (after a move by hand),
-// and metadata.db records what it found.
-package machine
+package store
 
 import (
 	"errors"
@@ -15,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/convkit/convkit/internal/termtext"
-	"github.com/convkit/convkit/store"
 )
 
 // Machine checks conversations against this machine: its file system and
@@ -26,7 +18,7 @@ import (
 type Machine struct {
 	// Config is the runtime configuration; nil when there is none, and
 	// then agents and models are not checked.
-	Config *Config
+	Config *RuntimeConfig
 	// ConfigPath is where the configuration was looked for.
 	ConfigPath string
 
@@ -38,21 +30,21 @@ type Machine struct {
 // Machine. A missing file is an error when required (the user named it),
 // else a Machine that checks no agents or models, and the returned warning
 // says so; an invalid file is always an error.
-func Load(path string, required bool) (m *Machine, warning string, err error) {
-	cfg, err := LoadConfig(path)
+func LoadMachine(path string, required bool) (m *Machine, warning string, err error) {
+	cfg, err := LoadRuntimeConfig(path)
 	switch {
 	case err == nil:
 		return &Machine{Config: cfg, ConfigPath: path}, "", nil
 	case errors.Is(err, fs.ErrNotExist) && !required:
-		return &Machine{ConfigPath: path}, NotCheckedWarning(path), nil
+		return &Machine{ConfigPath: path}, ConfigNotCheckedWarning(path), nil
 	default:
 		return nil, "", fmt.Errorf("runtime configuration: %w", err)
 	}
 }
 
-// NotCheckedWarning is the warning given, once per run, when there is no
+// ConfigNotCheckedWarning is the warning given, once per run, when there is no
 // runtime configuration at path.
-func NotCheckedWarning(path string) string {
+func ConfigNotCheckedWarning(path string) string {
 	return fmt.Sprintf("no runtime configuration at %s: agents and models were not checked", path)
 }
 
@@ -67,13 +59,13 @@ type Needs struct {
 	// Agents and Models are those it used.
 	Agents, Models []string
 	// Sources are the conversations it reads older history from
-	// (store.Dependencies).
+	// (Dependencies).
 	Sources []string
 }
 
 // NeedsOf is what the conversation info needs.
-func NeedsOf(info *store.ConversationInfo) Needs {
-	return Needs{Cwd: info.Cwd, Agents: info.Agents, Models: info.Models, Sources: store.Dependencies(info)}
+func NeedsOf(info *ConversationInfo) Needs {
+	return Needs{Cwd: info.Cwd, Agents: info.Agents, Models: info.Models, Sources: Dependencies(info)}
 }
 
 // Check lists why a conversation that needs n will not open here, in this

@@ -1,4 +1,4 @@
-package machine
+package store
 
 import (
 	"bytes"
@@ -16,30 +16,30 @@ import (
 // constant memory, and refused beyond these limits (docs/TRANSFER.md, "The
 // runtime configuration").
 const (
-	// MaxConfigBytes bounds the file.
-	MaxConfigBytes = 256 << 10
-	// MaxConfigDepth bounds the nesting of any value: each key part (of a
+	// MaxRuntimeConfigBytes bounds the file.
+	MaxRuntimeConfigBytes = 256 << 10
+	// MaxRuntimeConfigDepth bounds the nesting of any value: each key part (of a
 	// table header, a dotted key or a key in an inline table) and each
 	// array is one level.
-	MaxConfigDepth = 32
-	// MaxConfigKeyBytes bounds a key's whole path as written: the table
+	MaxRuntimeConfigDepth = 32
+	// MaxRuntimeConfigKeyBytes bounds a key's whole path as written: the table
 	// header's parts and the key's own, with inline tables' keys between.
-	MaxConfigKeyBytes = 256
+	MaxRuntimeConfigKeyBytes = 256
 )
 
-// DecodeConfig reads the runtime configuration from r, at most
-// MaxConfigBytes, checks its size, nesting and key paths, and only then
+// DecodeRuntimeConfig reads the runtime configuration from r, at most
+// MaxRuntimeConfigBytes, checks its size, nesting and key paths, and only then
 // decodes it into v. Errors name path and the line.
-func DecodeConfig(path string, r io.Reader, v any) error {
-	data, err := io.ReadAll(io.LimitReader(r, MaxConfigBytes+1))
+func DecodeRuntimeConfig(path string, r io.Reader, v any) error {
+	data, err := io.ReadAll(io.LimitReader(r, MaxRuntimeConfigBytes+1))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if len(data) > MaxConfigBytes {
-		line := 1 + bytes.Count(data[:MaxConfigBytes], []byte{'\n'})
-		return fmt.Errorf("%s: %w", path, &LimitError{Line: line, Reason: fmt.Sprintf("larger than %d bytes (256 KiB), the limit for a runtime configuration", MaxConfigBytes)})
+	if len(data) > MaxRuntimeConfigBytes {
+		line := 1 + bytes.Count(data[:MaxRuntimeConfigBytes], []byte{'\n'})
+		return fmt.Errorf("%s: %w", path, &ConfigLimitError{Line: line, Reason: fmt.Sprintf("larger than %d bytes (256 KiB), the limit for a runtime configuration", MaxRuntimeConfigBytes)})
 	}
-	s := shapeScanner{b: data, maxDepth: MaxConfigDepth, maxKey: MaxConfigKeyBytes}
+	s := shapeScanner{b: data, maxDepth: MaxRuntimeConfigDepth, maxKey: MaxRuntimeConfigKeyBytes}
 	if err := s.scan(); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -90,17 +90,17 @@ const (
 	stAfter                       // after a value or a header
 )
 
-// LimitError is a configuration beyond one of the limits, found before
+// ConfigLimitError is a configuration beyond one of the limits, found before
 // decoding: too large, nested too deep or with a key path too long.
-type LimitError struct {
+type ConfigLimitError struct {
 	Line   int
 	Reason string
 }
 
-func (e *LimitError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }
+func (e *ConfigLimitError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }
 
 func (s *shapeScanner) fail(line int, format string, args ...any) error {
-	return &LimitError{Line: line, Reason: fmt.Sprintf(format, args...)}
+	return &ConfigLimitError{Line: line, Reason: fmt.Sprintf(format, args...)}
 }
 
 // node records a value (or table) at depth with a key path of key bytes.

@@ -1,4 +1,4 @@
-package machine
+package store
 
 import (
 	"errors"
@@ -33,7 +33,7 @@ context = 128000
 	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := LoadConfig(p)
+	c, err := LoadRuntimeConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,12 +59,12 @@ context = 128000
 		if err := os.WriteFile(p, []byte(bad.text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := LoadConfig(p)
+		_, err := LoadRuntimeConfig(p)
 		if err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), p) {
 			t.Errorf("%q: got %v, want %q naming the file", bad.text, err, bad.want)
 		}
 	}
-	if _, err := LoadConfig(filepath.Join(t.TempDir(), "none.toml")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := LoadRuntimeConfig(filepath.Join(t.TempDir(), "none.toml")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
@@ -72,14 +72,14 @@ context = 128000
 func TestConfigPath(t *testing.T) {
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
-	if p, explicit := ConfigPath("", getenv, "/data"); p != "/data/config.toml" || explicit {
+	if p, explicit := RuntimeConfigPath("", getenv, "/data"); p != "/data/config.toml" || explicit {
 		t.Fatal(p, explicit)
 	}
-	env[ConfigEnv] = "/etc/runtime.toml"
-	if p, explicit := ConfigPath("", getenv, "/data"); p != "/etc/runtime.toml" || !explicit {
+	env[RuntimeConfigEnv] = "/etc/runtime.toml"
+	if p, explicit := RuntimeConfigPath("", getenv, "/data"); p != "/etc/runtime.toml" || !explicit {
 		t.Fatal(p, explicit)
 	}
-	if p, explicit := ConfigPath("my.toml", getenv, "/data"); p != "my.toml" || !explicit {
+	if p, explicit := RuntimeConfigPath("my.toml", getenv, "/data"); p != "my.toml" || !explicit {
 		t.Fatal(p, explicit)
 	}
 }
