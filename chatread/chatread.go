@@ -28,6 +28,17 @@
 // (ErrBadCursor); one older than Config.CursorTTL is refused as expired
 // (ErrCursorExpired). Items carry message ids, never seqs or file names.
 //
+// The transcript under the messages is readable on its own
+// (ReadTranscript, ReadTranscriptLog, ReadTranscriptHeld): every message
+// of a session's record in order, those a compaction summarised included,
+// where the history a model reads (convlog.History) keeps only the summary
+// and what came after it. For a fork made after a compaction, whose log
+// holds the compacted history only, the older part is read from the
+// conversation it was forked from (its inherited session, through the seq
+// the fork took), and joined before the fork's own part. Logs of every
+// format version are read as they are (older ones upgraded in memory), and
+// a torn tail is left alone.
+//
 // Reading changes nothing and takes no lock: the store may be open
 // read-only beside the runtime.
 package chatread
@@ -48,7 +59,6 @@ import (
 	"github.com/convkit/convkit/convlog/upgrade"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/store"
-	"github.com/convkit/convkit/transcript"
 )
 
 // Errors of the API.
@@ -445,19 +455,19 @@ func (r *Reader) finish(p *pager, op string, asker, target Chat, query string, b
 	return page, nil
 }
 
-func messageOf(c Chat, it *transcript.Item) Message {
+func messageOf(c Chat, it *TranscriptItem) Message {
 	var src struct {
 		Kind string `json:"kind"`
 	}
 	json.Unmarshal(it.Source, &src)
 	return Message{Chat: c, ID: it.ID, Role: it.Role, Source: src.Kind, Time: it.Time, Turn: it.Turn,
-		Text: transcript.Text(it.Message), Summary: it.Summary, Empty: it.Empty, Interrupted: it.Interrupted, Inherited: it.Inherited}
+		Text: MessageText(it.Message), Summary: it.Summary, Empty: it.Empty, Interrupted: it.Interrupted, Inherited: it.Inherited}
 }
 
 // transcriptOf streams the messages of g (what clients show), through its
 // grant's cut.
 func (r *Reader) transcriptOf(ctx context.Context, g grant, fn func(Message) error) error {
-	return transcript.Read(ctx, r.s, g.Conversation, g.Session, func(it *transcript.Item) error {
+	return ReadTranscript(ctx, r.s, g.Conversation, g.Session, func(it *TranscriptItem) error {
 		if it.ID == "" {
 			return nil // a turn's end: not a message
 		}
@@ -534,7 +544,7 @@ func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (
 	p := &pager{skip: skip, limit: int64(limit)}
 	for _, m := range h.Messages() {
 		msg := Message{Chat: target, ID: m.Message.ID(), Role: m.Message.Role(), Source: string(m.Message.Source().Kind),
-			Time: times[m.Seq], Text: transcript.Text(m.Message.JSON()), Summary: m.Message.Source().Kind == convlog.SourceCheckpoint}
+			Time: times[m.Seq], Text: MessageText(m.Message.JSON()), Summary: m.Message.Source().Kind == convlog.SourceCheckpoint}
 		if p.add(msg) == errPageFull {
 			break
 		}
@@ -580,7 +590,7 @@ func (r *Reader) Search(ctx context.Context, asker Chat, query string, req Reque
 		if err == errPageFull {
 			break
 		}
-		if err != nil && err != io.EOF && !errors.Is(err, transcript.ErrMissingSource) {
+		if err != nil && err != io.EOF && !errors.Is(err, ErrMissingSource) {
 			return nil, err
 		}
 	}

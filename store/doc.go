@@ -132,8 +132,8 @@
 // # Reading
 //
 // ReadConversation replays a conversation log (title, sessions, turns,
-// running or idle, fork lineage); package transcript reads what clients
-// show of a session; package chatread is the read-only chat-reading API a
-// deployment may give its agents. Readers take no lock: Open with
+// running or idle, fork lineage); package chatread reads what clients
+// show of a session (ReadTranscript) and is the read-only chat-reading API
+// a deployment may give its agents. Readers take no lock: Open with
 // LockNone never blocks the runtime.
 package store

@@ -10,11 +10,11 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/convkit/convkit/chatread"
 	"github.com/convkit/convkit/convlog/upgrade"
 	"github.com/convkit/convkit/inspect"
 	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
-	"github.com/convkit/convkit/transcript"
 )
 
 func newInspectCommand(e *env) *ucli.Command {
@@ -286,7 +286,7 @@ func runTranscript(ctx context.Context, e *env, t *inspect.Target, stdin bool) e
 		}
 	}
 	var from string
-	render := func(it *transcript.Item) error {
+	render := func(it *chatread.TranscriptItem) error {
 		if e.g.JSON {
 			return writeJSON(e.stdout, it)
 		}
@@ -328,7 +328,7 @@ func runTranscript(ctx context.Context, e *env, t *inspect.Target, stdin bool) e
 		if _, err := fmt.Fprintf(e.stdout, "[%d] %s (%s) %s%s\n", it.Seq, text(it.Role), text(kind), text(it.ID), flag); err != nil {
 			return err
 		}
-		body := transcript.Text(it.Message)
+		body := chatread.MessageText(it.Message)
 		if r := []rune(body); len(r) > 2000 {
 			body = string(r[:2000]) + "…"
 		}
@@ -340,7 +340,7 @@ func runTranscript(ctx context.Context, e *env, t *inspect.Target, stdin bool) e
 		return nil
 	}
 	if stdin {
-		return transcript.ReadHeld(ctx, path, func() (*upgrade.Reader, error) { return t.OpenV4(upgrade.Options{}) }, render)
+		return chatread.ReadTranscriptHeld(ctx, path, func() (*upgrade.Reader, error) { return t.OpenV4(upgrade.Options{}) }, render)
 	}
-	return transcript.ReadLog(ctx, s, path, render)
+	return chatread.ReadTranscriptLog(ctx, s, path, render)
 }

@@ -1,13 +1,4 @@
-// Package transcript reads what clients show of a session: every message of
-// its record in order, those a compaction summarised included, where the
-// history a model reads (convlog.History) keeps only the summary and what
-// came after it. For a fork made after a compaction, whose log holds the
-// compacted history only, the older part is read from the conversation it
-// was forked from (its inherited session, through the seq the fork took),
-// and joined before the fork's own part. Reading changes nothing: logs of
-// every format version are read as they are (older ones upgraded in memory),
-// and a torn tail is left alone.
-package transcript
+package chatread
 
 import (
 	"context"
@@ -24,9 +15,9 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// Item is one message of a transcript, or the end of a turn that did not
+// TranscriptItem is one message of a transcript, or the end of a turn that did not
 // complete.
-type Item struct {
+type TranscriptItem struct {
 	// Conversation and Session are where the message is recorded: the
 	// source's for an item read from the conversation a fork inherits
 	// from (Inherited).
@@ -70,21 +61,21 @@ const maxDepth = 64
 // Read streams to fn the transcript of session sessionID of conversation
 // convID in s, its highest log generation: the inherited older part first,
 // read-only from the conversation it comes from, then the session's own.
-func Read(ctx context.Context, s *store.Store, convID, sessionID string, fn func(*Item) error) error {
+func ReadTranscript(ctx context.Context, s *store.Store, convID, sessionID string, fn func(*TranscriptItem) error) error {
 	path, err := s.SessionLogFile(convID, sessionID)
 	if err != nil {
 		return err
 	}
-	r := &reader{ctx: ctx, s: s, fn: fn, seen: map[[2]string]bool{}}
+	r := &transcriptReader{ctx: ctx, s: s, fn: fn, seen: map[[2]string]bool{}}
 	return r.session(convID, sessionID, path, -1, false, 0)
 }
 
-// ReadLog streams to fn the transcript of the session log at path. s, when
+// ReadTranscriptLog streams to fn the transcript of the session log at path. s, when
 // not nil, is the store holding it, where a fork's inherited history is
 // found (through its conversation log beside path); without it, a log whose
 // history begins in another conversation is refused.
-func ReadLog(ctx context.Context, s *store.Store, path string, fn func(*Item) error) error {
-	r := &reader{ctx: ctx, s: s, fn: fn, seen: map[[2]string]bool{}}
+func ReadTranscriptLog(ctx context.Context, s *store.Store, path string, fn func(*TranscriptItem) error) error {
+	r := &transcriptReader{ctx: ctx, s: s, fn: fn, seen: map[[2]string]bool{}}
 	convID, sessionID := "", ""
 	if s != nil {
 		if id, err := store.DecodeSegment(filepath.Base(filepath.Dir(path))); err == nil {
@@ -99,22 +90,22 @@ func ReadLog(ctx context.Context, s *store.Store, path string, fn func(*Item) er
 	return r.session(convID, sessionID, path, -1, false, 0)
 }
 
-// ReadHeld streams to fn the transcript of a session log that has no name
+// ReadTranscriptHeld streams to fn the transcript of a session log that has no name
 // on disk (a copy of stdin whose file is gone): open reads it, as version
 // 4 events, each time it is read; name stands for it in messages. It
 // belongs to no store, so a log whose history begins in another
 // conversation is refused.
-func ReadHeld(ctx context.Context, name string, open func() (*upgrade.Reader, error), fn func(*Item) error) error {
-	r := &reader{ctx: ctx, fn: fn, seen: map[[2]string]bool{}, heldName: name, held: open}
+func ReadTranscriptHeld(ctx context.Context, name string, open func() (*upgrade.Reader, error), fn func(*TranscriptItem) error) error {
+	r := &transcriptReader{ctx: ctx, fn: fn, seen: map[[2]string]bool{}, heldName: name, held: open}
 	return r.session("", "", name, -1, false, 0)
 }
 
-type reader struct {
+type transcriptReader struct {
 	ctx  context.Context
 	s    *store.Store
-	fn   func(*Item) error
+	fn   func(*TranscriptItem) error
 	seen map[[2]string]bool
-	// held opens the log named heldName (ReadHeld).
+	// held opens the log named heldName (ReadTranscriptHeld).
 	heldName string
 	held     func() (*upgrade.Reader, error)
 }
@@ -123,7 +114,7 @@ type reader struct {
 // (sessionID its place's session) is the log of that session: a header
 // naming another is refused by the opener (*convlog.IdentityError), as
 // every reader of a store refuses it.
-func (r *reader) open(path, sessionID string) (*upgrade.Reader, error) {
+func (r *transcriptReader) open(path, sessionID string) (*upgrade.Reader, error) {
 	if r.held != nil && path == r.heldName {
 		return r.held()
 	}
@@ -132,7 +123,7 @@ func (r *reader) open(path, sessionID string) (*upgrade.Reader, error) {
 
 // session emits the transcript of one session log, through seq through (-1:
 // all), marking its items inherited when it is read for a fork.
-func (r *reader) session(convID, sessionID, path string, through int64, inherited bool, depth int) error {
+func (r *transcriptReader) session(convID, sessionID, path string, through int64, inherited bool, depth int) error {
 	if depth > maxDepth || r.seen[[2]string{convID, sessionID}] {
 		return fmt.Errorf("%s: the chain of forks it inherits from goes round or is longer than %d", path, maxDepth)
 	}
@@ -172,7 +163,7 @@ func (r *reader) session(convID, sessionID, path string, through int64, inherite
 			path, termtext.Quote(convID), termtext.Quote(sessionID), termtext.Quote(src.SourceConversation), termtext.Quote(src.SourceSession), ErrMissingSource, err)
 	}
 	outer := r.fn
-	r.fn = func(it *Item) error {
+	r.fn = func(it *TranscriptItem) error {
 		if it.ID != "" {
 			delete(ids, it.ID)
 		}
@@ -200,7 +191,7 @@ func (r *reader) session(convID, sessionID, path string, through int64, inherite
 
 // source is the inherited session a seeded log reads its older history
 // from, as its conversation log records it.
-func (r *reader) source(convID, sessionID, path string) (*store.InheritedSession, error) {
+func (r *transcriptReader) source(convID, sessionID, path string) (*store.InheritedSession, error) {
 	if r.s == nil || convID == "" || sessionID == "" {
 		return nil, fmt.Errorf("%s: the log's history begins in another conversation (its header is seeded); read it by its conversation and session in its store", path)
 	}
@@ -220,8 +211,8 @@ func (r *reader) source(convID, sessionID, path string) (*store.InheritedSession
 type skipSeed struct{}
 
 // seedItems reads the items of a seeded log's inherited history.
-func seedItems(lr *upgrade.Reader, convID, sessionID string) ([]Item, error) {
-	var out []Item
+func seedItems(lr *upgrade.Reader, convID, sessionID string) ([]TranscriptItem, error) {
+	var out []TranscriptItem
 	var turn int64
 	for {
 		e, err := lr.Next()
@@ -256,7 +247,7 @@ func endSeed(e *convlog.Event) bool {
 
 // emit streams the items of lr through seq through (-1: all); with
 // skipSeed, those after the inherited marker only.
-func (r *reader) emit(lr *upgrade.Reader, convID, sessionID string, through int64, inherited bool, skip any) error {
+func (r *transcriptReader) emit(lr *upgrade.Reader, convID, sessionID string, through int64, inherited bool, skip any) error {
 	_, skipping := skip.(skipSeed)
 	var turn int64
 	for n := 0; ; n++ {
@@ -296,7 +287,7 @@ func (r *reader) emit(lr *upgrade.Reader, convID, sessionID string, through int6
 }
 
 // itemOf is the item a surface event records; turn follows turn/start.
-func itemOf(e *convlog.Event, convID, sessionID string, turn *int64) (Item, bool, error) {
+func itemOf(e *convlog.Event, convID, sessionID string, turn *int64) (TranscriptItem, bool, error) {
 	switch e.Type {
 	case "turn/start":
 		var d struct {
@@ -305,7 +296,7 @@ func itemOf(e *convlog.Event, convID, sessionID string, turn *int64) (Item, bool
 		if json.Unmarshal(e.Data, &d) == nil {
 			*turn = d.Turn
 		}
-		return Item{}, false, nil
+		return TranscriptItem{}, false, nil
 	case convlog.TypeTurnEnd:
 		// A turn that did not complete shows how it ended.
 		defer func() { *turn = 0 }()
@@ -318,20 +309,20 @@ func itemOf(e *convlog.Event, convID, sessionID string, turn *int64) (Item, bool
 			} `json:"reason"`
 		}
 		if json.Unmarshal(e.Data, &d) != nil || d.Reason.Kind == "completed" || d.Reason.Kind == "" {
-			return Item{}, false, nil
+			return TranscriptItem{}, false, nil
 		}
-		return Item{Conversation: convID, Session: sessionID, Seq: e.Seq, Time: e.Time, Type: e.Type, Turn: *turn,
+		return TranscriptItem{Conversation: convID, Session: sessionID, Seq: e.Seq, Time: e.Time, Type: e.Type, Turn: *turn,
 			Ended: d.Reason.Kind, Detail: d.Reason.Error.Message}, true, nil
 	}
 	raw := convlog.MessageOf(e)
 	if raw == nil {
-		return Item{}, false, nil
+		return TranscriptItem{}, false, nil
 	}
 	m, err := convlog.ParseStoredMessage(raw)
 	if err != nil {
-		return Item{}, false, fmt.Errorf("%s at seq %d: %v", e.Type, e.Seq, err)
+		return TranscriptItem{}, false, fmt.Errorf("%s at seq %d: %v", e.Type, e.Seq, err)
 	}
-	it := Item{Conversation: convID, Session: sessionID, Seq: e.Seq, Time: e.Time, Type: e.Type, Turn: *turn,
+	it := TranscriptItem{Conversation: convID, Session: sessionID, Seq: e.Seq, Time: e.Time, Type: e.Type, Turn: *turn,
 		ID: m.ID(), Role: m.Role(), Source: m.Source().Raw, Message: m.JSON(),
 		Summary: m.Source().Kind == convlog.SourceCheckpoint}
 	if e.Type == convlog.TypeAssistantMessage {
@@ -347,7 +338,7 @@ func itemOf(e *convlog.Event, convID, sessionID string, turn *int64) (Item, bool
 
 // Text is the readable text of a message: its text blocks; reasoning,
 // tool calls and attachments in parentheses.
-func Text(msg json.RawMessage) string {
+func MessageText(msg json.RawMessage) string {
 	var m struct {
 		Content json.RawMessage `json:"content"`
 	}

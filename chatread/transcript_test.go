@@ -1,4 +1,4 @@
-package transcript
+package chatread
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-func items(t *testing.T, s *store.Store, conv, session string) []Item {
+func items(t *testing.T, s *store.Store, conv, session string) []TranscriptItem {
 	t.Helper()
-	var out []Item
-	if err := Read(context.Background(), s, conv, session, func(it *Item) error {
+	var out []TranscriptItem
+	if err := ReadTranscript(context.Background(), s, conv, session, func(it *TranscriptItem) error {
 		out = append(out, *it)
 		return nil
 	}); err != nil {
@@ -132,14 +132,14 @@ func TestForkAfterCompaction(t *testing.T) {
 		t.Fatalf("history %d messages, transcript %d", len(h), len(got))
 	}
 	// By path, in its store, the same; outside a store the log is refused.
-	var byPath []Item
-	if err := ReadLog(context.Background(), s, path, func(it *Item) error { byPath = append(byPath, *it); return nil }); err != nil || len(byPath) != len(got) {
+	var byPath []TranscriptItem
+	if err := ReadTranscriptLog(context.Background(), s, path, func(it *TranscriptItem) error { byPath = append(byPath, *it); return nil }); err != nil || len(byPath) != len(got) {
 		t.Fatalf("by path: %d items, %v", len(byPath), err)
 	}
 	copyPath := filepath.Join(t.TempDir(), filepath.Base(path))
 	b, _ := os.ReadFile(path)
 	os.WriteFile(copyPath, b, 0o600)
-	if err := ReadLog(context.Background(), nil, copyPath, func(*Item) error { return nil }); err == nil {
+	if err := ReadTranscriptLog(context.Background(), nil, copyPath, func(*TranscriptItem) error { return nil }); err == nil {
 		t.Fatal("a seeded log read outside its store")
 	}
 	// The source's own transcript is what its history kept and what it
@@ -164,7 +164,7 @@ func TestMissingSource(t *testing.T) {
 	}
 	s, _ := store.Open(context.Background(), dir, store.OpenOptions{})
 	info, _ := s.ReadConversation(fork.ID)
-	err = Read(context.Background(), s, fork.ID, info.RootSession().ID, func(*Item) error { return nil })
+	err = ReadTranscript(context.Background(), s, fork.ID, info.RootSession().ID, func(*TranscriptItem) error { return nil })
 	if !errors.Is(err, ErrMissingSource) {
 		t.Fatalf("err = %v", err)
 	}
