@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -198,5 +201,113 @@ func TestReadmeWalkThrough(t *testing.T) {
 	}
 	if strings.Contains(block, "team/") {
 		t.Error("the README's walk-through uses the hostile id")
+	}
+}
+
+// TestReadmeLayout: the README's layout picture lists every Go package of
+// the module and no other path that does not exist, and marks with R
+// exactly the packages outside internal/ that a runtime imports:
+// examples/runtime's and chatread's imports in the module, followed
+// through each other.
+func TestReadmeLayout(t *testing.T) {
+	root := filepath.Join("..", "..")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const head = "## Layout\n"
+	s := string(readme)
+	i := strings.Index(s, head)
+	if i < 0 {
+		t.Fatal("README.md has no Layout section")
+	}
+	s = s[i+len(head):]
+	i = strings.Index(s, "```\n")
+	if i < 0 {
+		t.Fatal("README.md's Layout has no picture")
+	}
+	s = s[i+4:]
+	s = s[:strings.Index(s, "```")]
+	listed, marked := map[string]bool{}, map[string]bool{}
+	for _, line := range strings.Split(s, "\n") {
+		if len(line) < 4 || line[3] == ' ' {
+			continue // a continuation line
+		}
+		path, _, _ := strings.Cut(line[3:], " ")
+		if _, err := os.Stat(filepath.Join(root, path)); err != nil {
+			t.Errorf("the layout lists %s: %v", path, err)
+		}
+		path = strings.TrimSuffix(path, "/")
+		listed[path] = true
+		if line[:3] == "R  " {
+			marked[path] = true
+		}
+	}
+
+	const module = "github.com/convkit/convkit/"
+	imports := map[string][]string{} // package directory -> module packages it imports
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		dir, _ := filepath.Rel(root, filepath.Dir(p))
+		dir = filepath.ToSlash(dir)
+		if _, ok := imports[dir]; !ok {
+			imports[dir] = nil
+		}
+		if strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, spec := range f.Imports {
+			if path, ok := strings.CutPrefix(strings.Trim(spec.Path.Value, `"`), module); ok {
+				imports[dir] = append(imports[dir], path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dir := range imports {
+		if !listed[dir] {
+			t.Errorf("the layout does not list package %s/", dir)
+		}
+	}
+	runtime := map[string]bool{}
+	var follow func(string)
+	follow = func(dir string) {
+		for _, p := range imports[dir] {
+			if !runtime[p] && !strings.HasPrefix(p, "internal/") {
+				runtime[p] = true
+				follow(p)
+			}
+		}
+	}
+	follow("examples/runtime")
+	runtime["chatread"] = true
+	follow("chatread")
+	if len(runtime) < 4 {
+		t.Fatalf("a runtime imports only %v", runtime)
+	}
+	for p := range runtime {
+		if !marked[p] {
+			t.Errorf("a runtime imports %s/, which the layout does not mark R", p)
+		}
+	}
+	for p := range marked {
+		if !runtime[p] {
+			t.Errorf("the layout marks %s/ R, which no runtime imports", p)
+		}
 	}
 }
