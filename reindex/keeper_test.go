@@ -228,3 +228,66 @@ func TestCheckHintBesideAHolder(t *testing.T) {
 		t.Fatalf("the holder's own hint: %q", h)
 	}
 }
+
+// TestListBesideConversationBeingCreated: the runtime writes a new
+// conversation's first session log, then its conversation log, then the
+// index row. A conversation directory holding only the session log is not
+// a conversation yet (listing from the logs leaves it out too): list
+// still reads the index.
+func TestListBesideConversationBeingCreated(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	s, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "runtime"},
+		Create: store.CreateAlways, Compression: convlog.Zstd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k, _, err := reindex.NewKeeper(ctx, s, reindex.KeeperOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	se, err := s.NewConversation(store.NewConversation{ID: "c1", Cwd: "/", SessionID: "root", Agent: "a", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := se.BeginTurn(userMsg(t, "u1", "Find the bug")); err != nil {
+		t.Fatal(err)
+	}
+	// c2 as the runtime leaves it between its first two writes.
+	src, err := s.ConversationPath("c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := s.ConversationPath("c2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dst, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if n, ok := convlog.ParseName(e.Name()); ok && n.Base != store.ConversationLogBase {
+			b, err := os.ReadFile(filepath.Join(src, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	reader, err := store.Open(ctx, dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := reindex.List(ctx, reader, reindex.ListOptions{All: true})
+	if err != nil || l.Source != "index" || len(l.Conversations) != 1 {
+		t.Fatalf("list from %s (%s, %v): %+v", l.Source, l.FallbackReason, err, l.Conversations)
+	}
+}

@@ -59,7 +59,7 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 		return nil, err
 	}
 	res := &Listing{SchemaVersion: contract.Version, Conversations: []index.Summary{}, Skipped: []Skip{}, Warnings: []string{}}
-	db, reason := indexCurrent(ctx, s, tree)
+	db, reason := indexCurrent(ctx, s, &tree)
 	if db != nil {
 		defer db.Close()
 	}
@@ -152,7 +152,7 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 // exactly the conversations of tree with their current fingerprints, else
 // why not (the database, when it opened, is returned for the caller to
 // close).
-func indexCurrent(ctx context.Context, s *store.Store, tree *store.Tree) (*index.DB, string) {
+func indexCurrent(ctx context.Context, s *store.Store, tree **store.Tree) (*index.DB, string) {
 	db, err := index.OpenRead(ctx, s.IndexPath(), index.ReadOptions{})
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Sprintf("metadata.db does not exist (%s)", ReindexHint(s))
@@ -164,15 +164,20 @@ func indexCurrent(ctx context.Context, s *store.Store, tree *store.Tree) (*index
 	if err != nil {
 		return nil, fmt.Sprintf("metadata.db is not usable: %v", err)
 	}
-	why := listingCurrent(ctx, db, tree)
+	why := listingCurrent(ctx, db, *tree)
 	if why != "" {
 		// The runtime updates the index just after its conversation logs:
 		// while another process holds runtime.lock, a mismatch is read
-		// again a few times before the logs are listed instead.
+		// again a few times, the store walked again with it (the walk
+		// and the index are not read at one instant), before the logs
+		// are listed instead.
 		if st, err := s.LockStatus(); err == nil && st.Held && !s.Writable() {
 			for try := 1; try <= recheckTries && why != "" && ctx.Err() == nil; try++ {
 				time.Sleep(time.Duration(try) * 20 * time.Millisecond)
-				why = listingCurrent(ctx, db, tree)
+				if t, err := s.Walk(); err == nil {
+					*tree = t
+				}
+				why = listingCurrent(ctx, db, *tree)
 			}
 		}
 	}
@@ -196,7 +201,10 @@ func listingCurrent(ctx context.Context, db *index.DB, tree *store.Tree) string 
 	for _, c := range tree.Conversations {
 		fp, ok := fps[c.ID]
 		if !ok {
-			if deleting(c) {
+			if deleting(c) || !hasConversationLog(c) {
+				// Not listed from the logs either: a conversation
+				// is kept from its conversation log, which the
+				// runtime writes just after the first session's.
 				continue
 			}
 			return fmt.Sprintf("conversation %s is not indexed", termtext.Quote(c.ID))
@@ -233,6 +241,15 @@ func ReindexHint(s *store.Store) string {
 		}
 	}
 	return fmt.Sprintf("runtime.lock is held by %s, which updates metadata.db as it writes when it runs with a reindex.Keeper; convkit reindex needs the lock: run it once that process stops", who)
+}
+
+func hasConversationLog(c store.ConversationDir) bool {
+	for _, l := range c.Logs {
+		if l.IsConversationLog {
+			return true
+		}
+	}
+	return false
 }
 
 // deleting reports whether a conversation's directory still exists after a
