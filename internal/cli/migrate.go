@@ -50,10 +50,10 @@ until something new fails. --json prints one JSON object per event and
 then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "sessions-dir", Usage: "the sessions root `DIR` (default: <data-dir>/conversations; with --layout dsh, $DSH_HOME/sessions or ~/.dsh/sessions)"},
-			&ucli.StringFlag{Name: "layout", Value: "auto", Usage: "the root's layout: `auto`, convkit or dsh"},
+			&ucli.StringFlag{Name: "layout", Value: "auto", Usage: "the root's `LAYOUT`: auto, convkit or dsh"},
 			&ucli.StringFlag{Name: "jobs", Usage: "convert at most `N` logs at once (default: CPUs, at most 16)"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "plan only: what each log would become and the space needed"},
-			&ucli.StringFlag{Name: "compress", Value: "keep", Usage: "successor compression: `keep`, zstd or none (convkit layout only)"},
+			&ucli.StringFlag{Name: "compress", Value: "keep", Usage: "successor compression `MODE`: keep, zstd or none (convkit layout only)"},
 			&ucli.StringFlag{Name: "report-dir", Usage: "make the report folder (migration.log, summary.json) in `DIR` (default: $TMPDIR); folders there older than 7 days are removed"},
 			&ucli.BoolFlag{Name: "prune", Usage: "when no input failed, then remove the older generations the successors hold (as convkit prune)"},
 			&ucli.StringSliceFlag{Name: "exclude", Usage: "skip the inputs whose path under the root, or a directory they are in, matches `GLOB` (repeatable): reported as skipped, reason excluded"},

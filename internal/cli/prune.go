@@ -35,7 +35,7 @@ and removes nothing, taking no lock.`,
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "dry-run", Usage: "check and say what would be removed, remove nothing"},
 			&ucli.StringFlag{Name: "sessions-dir", Usage: "the sessions root `DIR` (default: <data-dir>/conversations)"},
-			&ucli.StringFlag{Name: "layout", Value: "auto", Usage: "the root's layout: `auto`, convkit or dsh"},
+			&ucli.StringFlag{Name: "layout", Value: "auto", Usage: "the root's `LAYOUT`: auto, convkit or dsh"},
 		},
 		Action: func(c *ucli.Context) error {
 			if err := checkArgs(c, 0, 0); err != nil {
