@@ -9,8 +9,9 @@
 // package provides, for the store, the commands and the runtime's own
 // checks:
 //
-//   - Reading: Open (never through a link, a regular file only), Reader.Next
-//     one event at a time with memory bounded by the longest line, a torn
+//   - Reading: Open (never through a link, a regular file only), then a
+//     range over Reader.Events (or Reader.Next, pull-style), one event at
+//     a time with memory bounded by the longest line, a torn
 //     tail tolerated and never touched, every zstd framing of the same text
 //     read (Stats.Framing says how it departs from the writer's), and
 //     FrameScanner and CommittedPrefix for copies of a live log.

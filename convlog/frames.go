@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"iter"
 	"sync"
 )
 
@@ -161,6 +162,26 @@ type FrameError struct {
 
 func (e *FrameError) Error() string {
 	return fmt.Sprintf("frame %d at byte %d: %s", e.Frame, e.Offset, e.Msg)
+}
+
+// Frames yields the frames Next returns, in order. The end of the file ends
+// the loop; an error is yielded once, as (Frame{}, err), and ends it. A loop
+// left early leaves the scanner at the frame after the last one yielded.
+func (s *FrameScanner) Frames() iter.Seq2[Frame, error] {
+	return func(yield func(Frame, error) bool) {
+		for {
+			f, err := s.Next()
+			if err != nil {
+				if err != io.EOF {
+					yield(Frame{}, err)
+				}
+				return
+			}
+			if !yield(f, nil) {
+				return
+			}
+		}
+	}
 }
 
 // Next returns the next frame, io.EOF after the last one, or a *FrameError.

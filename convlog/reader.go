@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"path/filepath"
 	"sync"
 	"time"
@@ -376,8 +377,8 @@ func (r *Reader) Header() *Header { return r.header }
 // Compression is how the file is stored.
 func (r *Reader) Compression() Compression { return r.comp }
 
-// Stats reports what has been read so far; after Next returned io.EOF it
-// covers the whole file.
+// Stats reports what has been read so far; after Next returned io.EOF (an
+// Events loop ran to its end) it covers the whole file.
 func (r *Reader) Stats() Stats {
 	s := r.stats
 	if !s.TornTail {
@@ -575,6 +576,29 @@ func (r *Reader) Next() (*Event, error) {
 		r.nextSeq = r.ev.Seq + n
 		r.stats.Events++
 		return &r.ev, nil
+	}
+}
+
+// Events yields the events Next returns, in order, each valid until the
+// loop body returns (Event.Clone keeps one). The end of the log ends the
+// loop; another error is yielded once, as (nil, err), and ends it. A loop
+// left early leaves the reader where Next would: Stats covers the lines up
+// to the last event yielded (Events counts them; a torn tail not reached is
+// not reported), Close is still the caller's, and Events goes on from there.
+func (r *Reader) Events() iter.Seq2[*Event, error] {
+	return func(yield func(*Event, error) bool) {
+		for {
+			e, err := r.Next()
+			if err != nil {
+				if err != io.EOF {
+					yield(nil, err)
+				}
+				return
+			}
+			if !yield(e, nil) {
+				return
+			}
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/internal/termtext"
@@ -304,6 +305,30 @@ func (r *Reader) Next() (*convlog.Event, error) {
 	r.pi++
 	toConvlog(e, &r.out, &r.op)
 	return &r.out, nil
+}
+
+// Events yields the version 4 events Next returns, in order, each valid
+// until the loop body returns. The end of the log ends the loop; another
+// error is yielded once, as (nil, err), and ends it. A loop left early
+// leaves the reader where Next would: SourceStats covers what the upgrade
+// read of the source so far (up to a step's events beyond the last one
+// yielded; a torn tail not reached is not reported), Close is still the
+// caller's, and Events goes on from there.
+func (r *Reader) Events() iter.Seq2[*convlog.Event, error] {
+	return func(yield func(*convlog.Event, error) bool) {
+		for {
+			e, err := r.Next()
+			if err != nil {
+				if err != io.EOF {
+					yield(nil, err)
+				}
+				return
+			}
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
 }
 
 // RuleProblem places err, a version 4 rule that the event Next returned

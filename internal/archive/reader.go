@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"iter"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
@@ -209,6 +210,28 @@ func (r *Reader) Next() (*Header, error) {
 		return nil, r.errorf(h, true, nil, "refused: the entries exceed the limit of %d bytes in all", r.lim.MaxTotalBytes)
 	}
 	return h, nil
+}
+
+// Entries yields the entries Next returns, in order; the body reads each
+// one's content from r (or leaves it: the next entry skips what is left).
+// A clean end of the archive ends the loop; an error is yielded once, as
+// (nil, err), and ends it, as it ends the reading. A loop left early leaves
+// the reader on the last entry yielded.
+func (r *Reader) Entries() iter.Seq2[*Header, error] {
+	return func(yield func(*Header, error) bool) {
+		for {
+			h, err := r.Next()
+			if err != nil {
+				if err != io.EOF {
+					yield(nil, err)
+				}
+				return
+			}
+			if !yield(h, nil) {
+				return
+			}
+		}
+	}
 }
 
 // Scan reads the archive from r to its end as Extract would read it into

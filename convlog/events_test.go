@@ -1,0 +1,213 @@
+package convlog
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"reflect"
+	"testing"
+)
+
+// tornLog writes a log of three batches (21 events) and tears its tail: half
+// a line, or the first bytes of a further frame.
+func tornLog(t *testing.T, comp Compression) []byte {
+	t.Helper()
+	name := "s1.v4.jsonl"
+	if comp == Zstd {
+		name += ".zst"
+	}
+	b := mustRead(t, writeLog(t, t.TempDir(), name, comp, sampleTurn(1), sampleTurn(2), sampleTurn(3)))
+	if comp == Zstd {
+		return append(b, 0x28, 0xB5, 0x2F)
+	}
+	return append(b, `{"type":"turn/start","se`...)
+}
+
+func openMem(t *testing.T, b []byte, comp Compression) *Reader {
+	t.Helper()
+	name := "s1.v4.jsonl"
+	if comp == Zstd {
+		name += ".zst"
+	}
+	r, err := NewReaderBytes(b, name, ReaderOptions{Version: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestEventsAsNext(t *testing.T) {
+	for _, comp := range []Compression{Plain, Zstd} {
+		b := tornLog(t, comp)
+		r := openMem(t, b, comp)
+		want, wantStats, err := drain(r)
+		r.Close()
+		if err != nil || len(want) != 21 || !wantStats.TornTail {
+			t.Fatalf("%v: Next read %d events, %+v, %v", comp, len(want), wantStats, err)
+		}
+
+		r = openMem(t, b, comp)
+		var got []Event
+		for e, err := range r.Events() {
+			if err != nil {
+				t.Fatalf("%v: %v", comp, err)
+			}
+			got = append(got, e.Clone())
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%v: Events yielded %d events, not as Next returned them", comp, len(got))
+		}
+		if st := r.Stats(); st != wantStats {
+			t.Fatalf("%v: stats after Events %+v, after Next %+v", comp, st, wantStats)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestEventsErrorOnce(t *testing.T) {
+	b := mustRead(t, writeLog(t, t.TempDir(), "s1.v4.jsonl", Plain, sampleTurn(1), sampleTurn(2)))
+	// Line 5 (the fourth event) is damaged.
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	lines[4] = []byte("{not json\n")
+	b = bytes.Join(lines, nil)
+
+	r := openMem(t, b, Plain)
+	evs, _, wantErr := drain(r)
+	r.Close()
+	var fe *FormatError
+	if !errors.As(wantErr, &fe) || len(evs) != 3 {
+		t.Fatalf("Next: %d events, then %v", len(evs), wantErr)
+	}
+
+	r = openMem(t, b, Plain)
+	defer r.Close()
+	n, errs := 0, 0
+	for e, err := range r.Events() {
+		if err != nil {
+			if e != nil || err.Error() != wantErr.Error() {
+				t.Fatalf("yielded (%v, %v), want (nil, %v)", e, err, wantErr)
+			}
+			errs++
+			continue // the loop ends by itself after the error
+		}
+		n++
+	}
+	if n != 3 || errs != 1 {
+		t.Fatalf("yielded %d events and %d errors, want 3 and 1", n, errs)
+	}
+	if _, err := r.Next(); err == nil || err.Error() != wantErr.Error() {
+		t.Fatalf("Next after the loop: %v", err)
+	}
+}
+
+func TestEventsBreak(t *testing.T) {
+	for _, comp := range []Compression{Plain, Zstd} {
+		r := openMem(t, tornLog(t, comp), comp)
+		var seqs []int64
+		for e, err := range r.Events() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			seqs = append(seqs, e.Seq)
+			if len(seqs) == 3 {
+				break
+			}
+		}
+		// Stats covers what was read up to the break: the torn tail is
+		// not reached yet.
+		if st := r.Stats(); st.Events != 3 || st.Lines != 4 || st.TornTail {
+			t.Fatalf("%v: stats after a break at the third event: %+v", comp, st)
+		}
+		// A second loop goes on with the fourth event, to the end.
+		for e, err := range r.Events() {
+			if err != nil {
+				t.Fatal(err)
+			}
+			seqs = append(seqs, e.Seq)
+		}
+		if len(seqs) != 21 || seqs[3] != 3 || seqs[20] != 20 {
+			t.Fatalf("%v: seqs %v", comp, seqs)
+		}
+		if st := r.Stats(); st.Events != 21 || !st.TornTail {
+			t.Fatalf("%v: stats at the end: %+v", comp, st)
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestFramesAsNext(t *testing.T) {
+	b := mustRead(t, writeLog(t, t.TempDir(), "s1.v4.jsonl.zst", Zstd, sampleTurn(1), sampleTurn(2)))
+	for _, tc := range []struct {
+		name    string
+		tail    []byte
+		frames  int
+		wantErr bool
+	}{
+		{"whole", nil, 3, false},
+		{"torn", []byte{0x28, 0xB5}, 4, false},
+		{"foreign", []byte("foreign bytes after the frames"), 3, true},
+	} {
+		f := append(bytes.Clone(b), tc.tail...)
+		var want []Frame
+		var wantErr error
+		s := NewFrameScannerBytes(f)
+		for {
+			fr, err := s.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				wantErr = err
+				break
+			}
+			want = append(want, fr)
+		}
+		if (wantErr != nil) != tc.wantErr || len(want) != tc.frames || want[len(want)-1].Torn != (tc.name == "torn") {
+			t.Fatalf("%s: Next: %d frames, then %v", tc.name, len(want), wantErr)
+		}
+
+		var got []Frame
+		var gotErr error
+		errs := 0
+		for fr, err := range NewFrameScannerBytes(f).Frames() {
+			if err != nil {
+				gotErr = err
+				errs++
+				continue
+			}
+			got = append(got, fr)
+		}
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotErr, wantErr) || errs > 1 {
+			t.Fatalf("%s: Frames yielded %+v, %d errors (%v); Next returned %+v, %v", tc.name, got, errs, gotErr, want, wantErr)
+		}
+	}
+}
+
+func TestFramesBreak(t *testing.T) {
+	path := writeLog(t, t.TempDir(), "s1.v4.jsonl.zst", Zstd, sampleTurn(1), sampleTurn(2), sampleTurn(3))
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewFrameScanner(f, fi.Size())
+	for fr, err := range s.Frames() {
+		if err != nil || fr.Index != 1 {
+			t.Fatalf("frame %+v, %v", fr, err)
+		}
+		break
+	}
+	fr, err := s.Next()
+	if err != nil || fr.Index != 2 {
+		t.Fatalf("Next after a break at frame 1: %+v, %v", fr, err)
+	}
+}
