@@ -3,7 +3,7 @@ package convlog
 import (
 	"context"
 	"errors"
-	"io"
+	"iter"
 	"strings"
 )
 
@@ -21,7 +21,7 @@ import (
 // that has a RuleProblem method (both have) places a refusal in the log;
 // a *Reader reports it as a *FormatError at the event's line and byte.
 type EventSource interface {
-	Next() (*Event, error)
+	Events() iter.Seq2[*Event, error]
 }
 
 type ruleLocator interface {
@@ -56,14 +56,14 @@ func Admit(ctx context.Context, src EventSource, h *Header, opts AdmitOptions) e
 		}
 		return err
 	}
-	for n := 0; ; n++ {
+	// ctx is checked at every 1024th read, the first included, whether it
+	// gives an event, an error or the end.
+	n := 0
+	for e, err := range src.Events() {
 		if n%1024 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		e, err := src.Next()
-		if err == io.EOF {
-			break
-		}
+		n++
 		if err != nil {
 			return err
 		}
@@ -79,6 +79,9 @@ func Admit(ctx context.Context, src EventSource, h *Header, opts AdmitOptions) e
 				return err
 			}
 		}
+	}
+	if n%1024 == 0 && ctx.Err() != nil {
+		return ctx.Err()
 	}
 	if err := v.Finish(); err != nil {
 		// What the end shows is the header's: its line.

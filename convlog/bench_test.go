@@ -3,7 +3,6 @@ package convlog
 import (
 	"encoding/base64"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -181,11 +180,7 @@ func benchRead(b *testing.B, comp Compression) {
 			b.Fatal(err)
 		}
 		n := 0
-		for {
-			_, err := r.Next()
-			if err == io.EOF {
-				break
-			}
+		for _, err := range r.Events() {
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -216,11 +211,7 @@ func BenchmarkValidate(b *testing.B) {
 			b.Fatal(err)
 		}
 		v := NewValidator(r.Header(), nil)
-		for {
-			e, err := r.Next()
-			if err == io.EOF {
-				break
-			}
+		for e, err := range r.Events() {
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package convlog
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -209,5 +210,51 @@ func TestFramesBreak(t *testing.T) {
 	fr, err := s.Next()
 	if err != nil || fr.Index != 2 {
 		t.Fatalf("Next after a break at frame 1: %+v, %v", fr, err)
+	}
+}
+
+// TestAdmitChecksContext: Admit looks at ctx at every 1024th read, the
+// first and the end included, and stops with its error.
+func TestAdmitChecksContext(t *testing.T) {
+	dir := t.TempDir()
+	var turns [][]Event
+	for n := int64(1); n <= 300; n++ {
+		turns = append(turns, sampleTurn(n))
+	}
+	long := writeLog(t, dir, "long.v4.jsonl", Plain, turns...)
+	empty := writeLog(t, dir, "empty.v4.jsonl", Plain)
+	admit := func(path string, ctx context.Context, opts AdmitOptions) error {
+		r, err := Open(path, ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		return Admit(ctx, r, r.Header(), opts)
+	}
+	for _, p := range []string{long, empty} {
+		if err := admit(p, context.Background(), AdmitOptions{}); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, p := range []string{long, empty} {
+		if err := admit(p, done, AdmitOptions{}); err != context.Canceled {
+			t.Fatalf("%s with a cancelled context: %v", p, err)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	each := 0
+	err := admit(long, ctx, AdmitOptions{Each: func(*Event, *Validator) error {
+		if each++; each == 1500 {
+			cancel()
+		}
+		return nil
+	}})
+	if err != context.Canceled || each != 2048 {
+		t.Fatalf("cancelled at event 1500: %v after %d events, want the cancel after 2048", err, each)
 	}
 }

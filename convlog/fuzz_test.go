@@ -476,11 +476,7 @@ func FuzzRoundTrip(f *testing.F) {
 			t.Fatalf("header read back as %+v, wrote %+v", hdr, h)
 		}
 		var evs []Event
-		for {
-			e, err := r.Next()
-			if err == io.EOF {
-				break
-			}
+		for e, err := range r.Events() {
 			if err != nil {
 				t.Fatalf("reading what Create and Append wrote: %v", err)
 			}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,16 +110,13 @@ func raw(b []byte) func(testing.TB) []byte { return func(testing.TB) []byte { re
 func frameOffsets(b []byte) []int64 {
 	s := NewFrameScanner(bytes.NewReader(b), int64(len(b)))
 	var offs []int64
-	for {
-		f, err := s.Next()
-		if err == io.EOF {
-			return offs
-		}
+	for f, err := range s.Frames() {
 		if err != nil {
 			panic(err)
 		}
 		offs = append(offs, f.Offset)
 	}
+	return offs
 }
 
 func hostileCases() []hostileCase {

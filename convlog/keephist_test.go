@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -46,14 +45,11 @@ func TestLowMemoryKeepsHistory(t *testing.T) {
 	defer r.Close()
 	var got []Event
 	var first any
-	for i := 0; ; i++ {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			t.Fatal(err)
 		}
+		i := len(got)
 		got = append(got, e.Clone())
 		switch i {
 		case 0:
@@ -132,11 +128,7 @@ func TestLowMemoryOnTheZstdToolsFrames(t *testing.T) {
 	}
 	defer r.Close()
 	var got []Event
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -105,11 +105,7 @@ func zstdPrefix(sc *FrameScanner, src io.ReaderAt, size int64, path string) (Pre
 	p := Prefix{comp: Zstd}
 	complete := 0
 	var last Frame // the last complete frame
-	for {
-		f, err := sc.Next()
-		if err == io.EOF {
-			break
-		}
+	for f, err := range sc.Frames() {
 		if fe, ok := err.(*FrameError); ok {
 			// Frames are not decoded here: where a later frame's text
 			// begins is not known.
@@ -276,11 +272,7 @@ func (p *Prefix) recover(src io.ReaderAt, size int64, path string) {
 	}
 	from := r.aligned.plain
 	add(r.Header().Raw)
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			return
 		}

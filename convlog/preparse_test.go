@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"math/rand"
 	"os"
 	"runtime"
@@ -24,16 +23,13 @@ func readWith(t *testing.T, path string, opts ReaderOptions) ([]Event, []string,
 	}
 	defer r.Close()
 	var evs []Event
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			return evs, probs, nil
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			return evs, probs, err
 		}
 		evs = append(evs, e.Clone())
 	}
+	return evs, probs, nil
 }
 
 // TestPrefetchedLinesCheckedTheSame: the lines a prefetcher parses on its
@@ -116,12 +112,10 @@ func TestPrefetchedLinesCheckedTheSame(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	for {
-		if _, err = r.Next(); err != nil {
-			break
-		}
+	for _, err = range r.Events() {
+		// err is what ended the read: nil at the end.
 	}
-	if err == io.EOF || err.Error() != wantProbs[0] {
+	if err == nil || err.Error() != wantProbs[0] {
 		t.Fatalf("error %v, want %s", err, wantProbs[0])
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,16 +173,13 @@ func scanFrames(t *testing.T, path string) []Frame {
 	data := mustRead(t, path)
 	s := NewFrameScanner(bytes.NewReader(data), int64(len(data)))
 	var frames []Frame
-	for {
-		f, err := s.Next()
-		if err == io.EOF {
-			return frames
-		}
+	for f, err := range s.Frames() {
 		if err != nil {
 			t.Fatal(err)
 		}
 		frames = append(frames, f)
 	}
+	return frames
 }
 
 // TestOpenSmallLogWhole: a small log is read in one go, and the reader
@@ -204,10 +200,8 @@ func TestOpenSmallLogWhole(t *testing.T) {
 			t.Errorf("%s: small log not read whole", name)
 		}
 		n := 0
-		for {
-			if _, err := r.Next(); err == io.EOF {
-				break
-			} else if err != nil {
+		for _, err := range r.Events() {
+			if err != nil {
 				t.Fatal(err)
 			}
 			n++

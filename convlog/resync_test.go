@@ -28,8 +28,8 @@ func TestResyncStillReportsGaps(t *testing.T) {
 	}
 	defer r.Close()
 	n := 0
-	for {
-		if _, err := r.Next(); err != nil {
+	for _, err := range r.Events() {
+		if err != nil {
 			break
 		}
 		n++

@@ -3,7 +3,6 @@ package convlog
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,11 +48,7 @@ func ruleProblems(t *testing.T, h *Header, evs []Event) map[int64]error {
 	defer r.Close()
 	v := NewValidator(r.Header(), nil)
 	got := map[int64]error{}
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			t.Fatal(err)
 		}

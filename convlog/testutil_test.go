@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -90,16 +89,13 @@ func readAll(t testing.TB, path string) ([]Event, Stats, error) {
 // stats.
 func drain(r *Reader) ([]Event, Stats, error) {
 	var evs []Event
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			return evs, r.Stats(), nil
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			return evs, r.Stats(), err
 		}
 		evs = append(evs, e.Clone())
 	}
+	return evs, r.Stats(), nil
 }
 
 func mustRead(t testing.TB, path string) []byte {

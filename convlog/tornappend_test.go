@@ -104,8 +104,7 @@ func TestAppendAfterTornTailEveryCut(t *testing.T) {
 		full := mustRead(t, writeLog(t, dir, "base.v4.jsonl.zst", Zstd, evs[:3], evs[3:5], evs[5:]))
 		sc := NewFrameScannerBytes(full)
 		var last Frame
-		for {
-			f, err := sc.Next()
+		for f, err := range sc.Frames() {
 			if err != nil {
 				break
 			}

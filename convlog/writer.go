@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -163,11 +162,7 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 	// The lines after the last frame start between two lines: should the
 	// tail be torn, a first append rewrites them as a fresh frame.
 	from, overflow, recoveredLines := int64(-1), false, int64(0)
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for ev, err := range r.Events() {
 		if err != nil {
 			return nil, err
 		}
