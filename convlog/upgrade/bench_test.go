@@ -2,7 +2,6 @@ package upgrade
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,11 +63,7 @@ func BenchmarkUpgradeV3(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for {
-			ev, err := r.Next()
-			if err == io.EOF {
-				break
-			}
+		for ev, err := range r.Events() {
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -89,11 +84,7 @@ func BenchmarkReadV3(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for {
-			_, err := r.Next()
-			if err == io.EOF {
-				break
-			}
+		for _, err := range r.Events() {
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -2,9 +2,7 @@ package upgrade
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -283,11 +281,7 @@ func childFact(c childInfo) ChildFact {
 	defer r.Close()
 	var first json.RawMessage
 	n := 0
-	for {
-		ev, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for ev, err := range r.Events() {
 		if err != nil {
 			f.Warning = fmt.Sprintf("child session %s could not be read: %v", c.id, err)
 			return f

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,16 +69,13 @@ func upgradeLines(path string, opts Options) (string, []string, error) {
 	defer r.Close()
 	hdr := string(r.Header().AppendJSON(nil))
 	var lines []string
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			return hdr, lines, nil
-		}
+	for ev, err := range r.Events() {
 		if err != nil {
 			return hdr, lines, err
 		}
 		lines = append(lines, string(ev.AppendJSON(nil)))
 	}
+	return hdr, lines, nil
 }
 
 // mustUpgrade upgrades a log and checks that the result is a valid v4 log:
@@ -105,11 +101,7 @@ func checkV4(t testing.TB, hdr string, lines []string) *convlog.History {
 	}
 	defer r.Close()
 	h := &convlog.History{}
-	for i := 0; ; i++ {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for ev, err := range r.Events() {
 		if err != nil {
 			t.Fatalf("v4 read: %v\n%s", err, strings.Join(lines, "\n"))
 		}

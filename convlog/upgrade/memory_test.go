@@ -2,7 +2,6 @@ package upgrade
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -55,11 +54,8 @@ func memoryFlat(t testing.TB) float64 {
 	}
 	defer r.Close()
 	var maxHeap uint64
-	for n := 0; ; n++ {
-		_, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	n := 0
+	for _, err := range r.Events() {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,6 +67,7 @@ func memoryFlat(t testing.TB) float64 {
 				maxHeap = ms.HeapAlloc
 			}
 		}
+		n++
 	}
 	return float64(maxHeap) / (1 << 20)
 }

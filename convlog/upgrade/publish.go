@@ -721,11 +721,7 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 	// Where the chunk's last line and its message ids start, for the
 	// log's last frame (tailFrameMin).
 	var lastLine, lastMsgs int
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for ev, err := range r.Events() {
 		if err != nil {
 			return nil, abort(fw, err)
 		}

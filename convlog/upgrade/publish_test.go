@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,11 +37,7 @@ func readV4(t *testing.T, path string) (string, []string, convlog.Stats) {
 	defer r.Close()
 	var lines []string
 	h := &convlog.History{}
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for ev, err := range r.Events() {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,11 +206,7 @@ func TestPublishLastFrame(t *testing.T) {
 				t.Fatal(err)
 			}
 			var frames []convlog.Frame
-			for sc := convlog.NewFrameScannerBytes(file); ; {
-				f, err := sc.Next()
-				if err == io.EOF {
-					break
-				}
+			for f, err := range convlog.NewFrameScannerBytes(file).Frames() {
 				if err != nil {
 					t.Fatal(err)
 				}

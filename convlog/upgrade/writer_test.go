@@ -2,7 +2,6 @@ package upgrade
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -29,10 +28,8 @@ func TestLazyUpgradeOnWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := r.Next(); err == io.EOF {
-			break
-		} else if err != nil {
+	for _, err := range r.Events() {
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -65,11 +62,7 @@ func TestLazyUpgradeOnWrite(t *testing.T) {
 	defer cr.Close()
 	var n int
 	var last *convlog.Event
-	for {
-		e, err := cr.Next()
-		if err == io.EOF {
-			break
-		}
+	for e, err := range cr.Events() {
 		if err != nil {
 			t.Fatal(err)
 		}
