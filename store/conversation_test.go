@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -132,16 +131,13 @@ func readEvents(t *testing.T, path string) (*convlog.Header, []convlog.Event) {
 	}
 	defer r.Close()
 	var evs []convlog.Event
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			return r.Header(), evs
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			t.Fatal(err)
 		}
 		evs = append(evs, e.Clone())
 	}
+	return r.Header(), evs
 }
 
 func history(t *testing.T, evs []convlog.Event) []string {

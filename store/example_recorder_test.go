@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,16 +36,13 @@ func logTypes(st *store.Store, conv, session string, from int64) string {
 	must(err)
 	defer r.Close()
 	var types []string
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			return strings.Join(types, " ")
-		}
+	for e, err := range r.Events() {
 		must(err)
 		if e.Seq >= from {
 			types = append(types, e.Type)
 		}
 	}
+	return strings.Join(types, " ")
 }
 
 // A model call that fails with a temporary error is recorded as an

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -272,11 +271,7 @@ func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
 	// admitted: the seq of the agent/inbox/spliced that admitted each
 	// message, so that a rewind leaves out its message's admission too.
 	admitted := map[string]int64{}
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			return nil, err
 		}
@@ -517,11 +512,7 @@ func (s *Store) copyHistory(src, dst string, h *convlog.Header, cut int64) error
 			return err
 		}
 		defer r.Close()
-		for {
-			e, err := r.Next()
-			if err == io.EOF {
-				break
-			}
+		for e, err := range r.Events() {
 			if err != nil {
 				return err
 			}
@@ -565,13 +556,12 @@ func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
 	}
 	defer r.Close()
 	app := &convlog.SurfaceOp{}
-	for {
-		ev, err := r.Next()
-		if err == io.EOF || (err == nil && ev.Seq > cut) {
-			break
-		}
+	for ev, err := range r.Events() {
 		if err != nil {
 			return err
+		}
+		if ev.Seq > cut {
+			break
 		}
 		if _, ok := keep[ev.Seq]; ok {
 			keep[ev.Seq] = convlog.Event{Type: ev.Type, Time: ev.Time, Data: bytes.Clone(ev.Data), SurfaceOp: app, Ignorable: ev.Ignorable}
@@ -625,13 +615,12 @@ func historyAt(src string, cut int64) ([]int64, error) {
 	}
 	defer r.Close()
 	var hist convlog.History
-	for {
-		e, err := r.Next()
-		if err == io.EOF || (err == nil && e.Seq > cut) {
-			break
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			return nil, err
+		}
+		if e.Seq > cut {
+			break
 		}
 		if err := hist.Apply(convlog.DefaultRegistry, e); err != nil {
 			return nil, fmt.Errorf("%s: %w", src, err)

@@ -160,8 +160,8 @@ func TestBatch(t *testing.T) {
 		r, err := convlog.Open(path, convlog.ReaderOptions{})
 		mustNil(t, err)
 		defer r.Close()
-		for {
-			if _, err := r.Next(); err != nil {
+		for _, err := range r.Events() {
+			if err != nil {
 				break
 			}
 		}

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/internal/rawjson"
@@ -86,11 +85,7 @@ func scanLog(path string) (recState, error) {
 		return st, err
 	}
 	defer r.Close()
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			return st, nil
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			return st, err
 		}
@@ -98,6 +93,7 @@ func scanLog(path string) (recState, error) {
 		c.Known = true
 		st.observe(&c)
 	}
+	return st, nil
 }
 
 // observe takes one event, already written or queued with its seq.

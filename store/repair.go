@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -312,11 +311,7 @@ func readTurnState(path string) (convlog.TurnState, int64, error) {
 	defer r.Close()
 	v := convlog.NewValidator(r.Header(), nil)
 	var next int64
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			return convlog.TurnState{}, 0, err
 		}

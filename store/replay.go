@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -292,11 +291,7 @@ func replay(r *convlog.Reader, path string) (*convState, error) {
 	if p.err != nil {
 		return nil, p.err
 	}
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			return nil, err
 		}

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,16 +91,13 @@ func types(t *testing.T, path string) []string {
 	}
 	defer r.Close()
 	var out []string
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			return out
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, e.Type)
 	}
+	return out
 }
 
 // TestRecord: the example records a conversation of every kind of turn,
