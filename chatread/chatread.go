@@ -520,18 +520,19 @@ func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (
 	defer lr.Close()
 	var h convlog.History
 	times := map[int64]int64{}
-	for n := 0; ; n++ {
+	// ctx is checked at every 1024th read, the first included, whether it
+	// gives an event, an error or the end.
+	n, ended := 0, true
+	for e, err := range lr.Events() {
 		if n&1023 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		e, err := lr.Next()
-		if err == io.EOF {
-			break
-		}
+		n++
 		if err != nil {
 			return nil, err
 		}
 		if g.through >= 0 && e.Seq > g.through {
+			ended = false
 			break
 		}
 		if err := h.Apply(nil, e); err != nil {
@@ -540,6 +541,9 @@ func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (
 		if e.SurfaceOp != nil {
 			times[e.Seq] = e.Time
 		}
+	}
+	if ended && n&1023 == 0 && ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
 	p := &pager{skip: skip, limit: int64(limit)}
 	for _, m := range h.Messages() {

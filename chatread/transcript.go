@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strings"
 
@@ -214,11 +213,7 @@ type skipSeed struct{}
 func seedItems(lr *upgrade.Reader, convID, sessionID string) ([]TranscriptItem, error) {
 	var out []TranscriptItem
 	var turn int64
-	for {
-		e, err := lr.Next()
-		if err == io.EOF {
-			return out, nil
-		}
+	for e, err := range lr.Events() {
 		if err != nil {
 			return nil, err
 		}
@@ -233,6 +228,7 @@ func seedItems(lr *upgrade.Reader, convID, sessionID string) ([]TranscriptItem, 
 			out = append(out, it)
 		}
 	}
+	return out, nil
 }
 
 func endSeed(e *convlog.Event) bool {
@@ -250,16 +246,16 @@ func endSeed(e *convlog.Event) bool {
 func (r *transcriptReader) emit(lr *upgrade.Reader, convID, sessionID string, through int64, inherited bool, skip any) error {
 	_, skipping := skip.(skipSeed)
 	var turn int64
-	for n := 0; ; n++ {
+	// ctx is checked at every 1024th read, the first included, whether it
+	// gives an event, an error or the end.
+	n := 0
+	for e, err := range lr.Events() {
 		if n&1023 == 0 {
 			if err := r.ctx.Err(); err != nil {
 				return err
 			}
 		}
-		e, err := lr.Next()
-		if err == io.EOF {
-			return nil
-		}
+		n++
 		if err != nil {
 			return err
 		}
@@ -284,6 +280,10 @@ func (r *transcriptReader) emit(lr *upgrade.Reader, convID, sessionID string, th
 			return err
 		}
 	}
+	if n&1023 == 0 {
+		return r.ctx.Err()
+	}
+	return nil
 }
 
 // itemOf is the item a surface event records; turn follows turn/start.

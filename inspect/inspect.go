@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"path"
 	"sort"
 	"strings"
@@ -61,19 +62,18 @@ func open(t *Target) (*convlog.Reader, error) {
 // events is what the renderings read: a log as stored (convlog.Reader) or
 // upgraded in memory (upgrade.Reader).
 type events interface {
-	Next() (*convlog.Event, error)
+	Events() iter.Seq2[*convlog.Event, error]
 }
 
-// each streams the events of r through fn.
+// each streams the events of r through fn. ctx is checked at every 1024th
+// read, the first included, whether it gives an event, an error or the end.
 func each(ctx context.Context, r events, fn func(*convlog.Event) error) error {
-	for n := 0; ; n++ {
+	n := 0
+	for e, err := range r.Events() {
 		if n&1023 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		e, err := r.Next()
-		if err == io.EOF {
-			return nil
-		}
+		n++
 		if err != nil {
 			return err
 		}
@@ -81,6 +81,10 @@ func each(ctx context.Context, r events, fn func(*convlog.Event) error) error {
 			return err
 		}
 	}
+	if n&1023 == 0 {
+		return ctx.Err()
+	}
+	return nil
 }
 
 // Render writes a readable rendering of the log: its header, then one line
