@@ -408,10 +408,8 @@ func TestOnlineBackupWhileTheRuntimeAppends(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					for {
-						if _, err := r.Next(); err == io.EOF {
-							break
-						} else if err != nil {
+					for _, err := range r.Events() {
+						if err != nil {
 							t.Fatalf("%s: %v", l.Path, err)
 						}
 					}
@@ -829,14 +827,14 @@ func TestPrefixMatchesReader(t *testing.T) {
 					continue // no complete header: nothing to compare
 				}
 				events := 0
-				for err == nil {
-					if _, err = r.Next(); err == nil {
+				for _, err = range r.Events() {
+					if err == nil {
 						events++
 					}
 				}
 				st := r.Stats()
 				r.Close()
-				if err != io.EOF {
+				if err != nil {
 					continue // content the structure says nothing about
 				}
 				if merr != nil && st.CommittedBytes == 0 {
@@ -857,12 +855,12 @@ func TestPrefixMatchesReader(t *testing.T) {
 					t.Fatal(err)
 				}
 				copied := 0
-				for err == nil {
-					if _, err = cr.Next(); err == nil {
+				for _, err = range cr.Events() {
+					if err == nil {
 						copied++
 					}
 				}
-				if cst := cr.Stats(); err != io.EOF || copied != events || cst.TornTail {
+				if cst := cr.Stats(); err != nil || copied != events || cst.TornTail {
 					t.Fatalf("%s[:%d]: copy reads %d events of %d, %+v, %v", l.Path, cut, copied, events, cst, err)
 				}
 				cr.Close()
@@ -988,11 +986,7 @@ func eventsOf(t *testing.T, p string) []string {
 	}
 	defer r.Close()
 	var out []string
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
@@ -1017,11 +1011,7 @@ func appendedBytes(t *testing.T, p string, n int) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -148,11 +148,7 @@ func archiveEntries(t *testing.T, p string) []entrySum {
 	}
 	defer r.Close()
 	var out []entrySum
-	for {
-		h, err := r.Next()
-		if err == io.EOF {
-			return out
-		}
+	for h, err := range r.Entries() {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,6 +158,7 @@ func archiveEntries(t *testing.T, p string) []entrySum {
 		}
 		out = append(out, entrySum{Name: h.Name, Size: h.Size, SHA256: hex.EncodeToString(s.Sum(nil))})
 	}
+	return out
 }
 
 // extractedManifest extracts the archive and reads its manifest.

@@ -298,11 +298,7 @@ func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole boo
 	// The admission reindex applies: a log it refuses is invalid here too.
 	rules := convlog.NewValidator(r.Header(), nil)
 	var ruleErr error
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			l.info.Error = err.Error()
 			return

@@ -3,7 +3,6 @@ package migrate
 import (
 	"bufio"
 	"context"
-	"io"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -58,10 +57,8 @@ func strictRead(path string) error {
 		return err
 	}
 	defer r.Close()
-	for {
-		if _, err := r.Next(); err == io.EOF {
-			break
-		} else if err != nil {
+	for _, err := range r.Events() {
+		if err != nil {
 			return err
 		}
 	}

@@ -516,10 +516,11 @@ func TestSessionsZstdFromTheCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	for ; ; n++ {
-		if _, err := r.Next(); err != nil {
+	for _, err := range r.Events() {
+		if err != nil {
 			break
 		}
+		n++
 	}
 	r.Close()
 	if n != 3 {

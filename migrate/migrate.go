@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -682,11 +681,7 @@ func plan(src string, comp convlog.Compression) (string, int64, error) {
 	var buf []byte
 	buf = r.Header().AppendJSON(buf[:0])
 	plain += int64(len(buf)) + 1
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			return "", 0, err
 		}

@@ -140,12 +140,9 @@ func TestMigrateStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for {
-			if _, err := r.Next(); err != nil {
-				if err.Error() != "EOF" {
-					t.Errorf("%s: %v", p, err)
-				}
-				break
+		for _, err := range r.Events() {
+			if err != nil {
+				t.Errorf("%s: %v", p, err)
 			}
 		}
 		if r.Header().Version != 4 || r.Stats().TornTail {

@@ -2,9 +2,7 @@ package reindex_test
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,11 +28,7 @@ func preread(t *testing.T, p, sessionID string) *reindex.Preread {
 	}
 	defer r.Close()
 	x.Begin(r)
-	for {
-		e, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			return nil
 		}
@@ -180,12 +174,12 @@ func readAll(p string) (int, error) {
 		return 0, err
 	}
 	defer r.Close()
-	for n := 0; ; n++ {
-		if _, err := r.Next(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return n, nil
-			}
+	n := 0
+	for _, err := range r.Events() {
+		if err != nil {
 			return n, err
 		}
+		n++
 	}
+	return n, nil
 }

@@ -1,7 +1,6 @@
 package reindex
 
 import (
-	"io"
 	"testing"
 
 	"github.com/convkit/convkit/convlog"
@@ -33,12 +32,9 @@ func TestEventMessageTextAgrees(t *testing.T) {
 				continue // the generated store's damaged logs
 			}
 			rules := convlog.NewValidator(r.Header(), nil)
-			for {
-				e, err := r.Next()
+			for e, err := range r.Events() {
 				if err != nil {
-					if err != io.EOF {
-						t.Logf("%s: %v", l.Path, err)
-					}
+					t.Logf("%s: %v", l.Path, err)
 					break
 				}
 				if rules.Check(e) != nil {

@@ -16,16 +16,13 @@ func frames(t *testing.T, data []byte) [][]byte {
 	t.Helper()
 	s := convlog.NewFrameScannerBytes(data)
 	var out [][]byte
-	for {
-		f, err := s.Next()
-		if err == io.EOF {
-			return out
-		}
+	for f, err := range s.Frames() {
 		if err != nil || f.Torn {
 			t.Fatalf("frame %d: %+v, %v", len(out)+1, f, err)
 		}
 		out = append(out, data[f.Offset:f.Offset+f.Size])
 	}
+	return out
 }
 
 // newBytes counts the bytes of b's frames that are not frames of a.

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -326,13 +325,12 @@ func tornAlready(t *testing.T, path string) bool {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	for {
-		if _, err := r.Next(); err == io.EOF {
-			return r.Stats().TornTail
-		} else if err != nil {
+	for _, err := range r.Events() {
+		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
 	}
+	return r.Stats().TornTail
 }
 
 // lastBatch is the offset of the log's last frame, or of its last line.
@@ -342,16 +340,13 @@ func lastBatch(t *testing.T, b []byte, zst bool) int {
 	}
 	sc := convlog.NewFrameScannerBytes(b)
 	last := 0
-	for {
-		f, err := sc.Next()
-		if err == io.EOF {
-			return last
-		}
+	for f, err := range sc.Frames() {
 		if err != nil {
 			t.Fatal(err)
 		}
 		last = int(f.Offset)
 	}
+	return last
 }
 
 // rawEvents reads the log's events as a reader returns them.
@@ -363,14 +358,11 @@ func rawEvents(t *testing.T, path string) []string {
 	}
 	defer r.Close()
 	var evs []string
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			return evs
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
 		evs = append(evs, string(e.Raw))
 	}
+	return evs
 }

@@ -1141,14 +1141,11 @@ func mustRead(t *testing.T, at, path string) {
 	mode(t, at, path, durable.FileMode)
 	r, err := convlog.Open(path, convlog.ReaderOptions{})
 	if err == nil {
-		for err == nil {
-			_, err = r.Next()
+		for _, err = range r.Events() {
+			// err is what ended the read: nil at the end.
 		}
-		if err == io.EOF {
-			err = nil
-			if r.Stats().TornTail {
-				err = errors.New("torn tail")
-			}
+		if err == nil && r.Stats().TornTail {
+			err = errors.New("torn tail")
 		}
 		r.Close()
 	}
@@ -1223,11 +1220,7 @@ func eventsDigest(path string) string {
 	defer r.Close()
 	h := sha256.New()
 	h.Write(r.Header().Raw)
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			return "raw " + rawDigest(path)
 		}

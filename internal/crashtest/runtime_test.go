@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -111,11 +110,7 @@ func TestSIGKILLRuntimeAppend(t *testing.T) {
 	}
 	defer r.Close()
 	logged := map[string]int{}
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,10 +157,8 @@ func cutTornTail(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	for {
-		if _, err := r.Next(); err == io.EOF {
-			break
-		} else if err != nil {
+	for _, err := range r.Events() {
+		if err != nil {
 			t.Fatal(err)
 		}
 	}

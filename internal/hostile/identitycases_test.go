@@ -180,13 +180,12 @@ func framingCases() []hcase {
 						f.t.Fatal(err)
 					}
 					n := 0
-					for {
-						if _, err = lr.Next(); err != nil {
-							break
+					for _, err = range lr.Events() {
+						if err == nil {
+							n++
 						}
-						n++
 					}
-					if st := lr.Stats(); err != io.EOF || n != 6 || st.TornTail {
+					if st := lr.Stats(); err != nil || n != 6 || st.TornTail {
 						f.t.Errorf("the archived log reads %d events, torn tail %v: %v", n, st.TornTail, err)
 					}
 					lr.Close()

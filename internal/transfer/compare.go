@@ -266,11 +266,7 @@ func committedLength(p string) (int64, error) {
 		return 0, err
 	}
 	defer r.Close()
-	for {
-		_, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for _, err := range r.Events() {
 		if err != nil {
 			return 0, err
 		}

@@ -107,11 +107,7 @@ func exportEntries(t *testing.T, p string) []string {
 	}
 	defer r.Close()
 	var out []string
-	for {
-		h, err := r.Next()
-		if err == io.EOF {
-			return out
-		}
+	for h, err := range r.Entries() {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,6 +117,7 @@ func exportEntries(t *testing.T, p string) []string {
 		}
 		out = append(out, h.Name+" "+hex.EncodeToString(s.Sum(nil)))
 	}
+	return out
 }
 
 // storeSums maps every file and directory of a store but runtime.lock and

@@ -968,11 +968,7 @@ func (l *openLog) open() error {
 		rp = store.NewReplayer(r, l.path)
 	}
 	var events int64
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			r.Close()
 			l.close()

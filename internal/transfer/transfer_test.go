@@ -528,8 +528,7 @@ func mustManifest(t *testing.T, arch string) *Manifest {
 		t.Fatal(err)
 	}
 	defer ar.Close()
-	for {
-		h, err := ar.Next()
+	for h, err := range ar.Entries() {
 		if err != nil {
 			t.Fatalf("no manifest: %v", err)
 		}
@@ -541,6 +540,8 @@ func mustManifest(t *testing.T, arch string) *Manifest {
 			return m
 		}
 	}
+	t.Fatal("no manifest")
+	return nil
 }
 
 func readEntry(t *testing.T, dataDir string, f File) []byte {
@@ -560,16 +561,13 @@ func lastEvent(t *testing.T, p string) convlog.Event {
 	}
 	defer r.Close()
 	var last convlog.Event
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			return last
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			t.Fatal(err)
 		}
 		last = e.Clone()
 	}
+	return last
 }
 
 // TestMissingForkSource: a fork whose source is gone from the source store
@@ -789,11 +787,7 @@ func TestExportKeepsTheLinesOfATornFrame(t *testing.T) {
 		}
 		defer r.Close()
 		var out []string
-		for {
-			e, err := r.Next()
-			if err == io.EOF {
-				break
-			}
+		for e, err := range r.Events() {
 			if err != nil {
 				t.Fatal(err)
 			}

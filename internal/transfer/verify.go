@@ -433,11 +433,7 @@ func readLog(p, name string, index bool, data []byte) (events int64, stats convl
 	if x != nil {
 		x.Begin(r)
 	}
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
+	for e, err := range r.Events() {
 		if err != nil {
 			return 0, convlog.Stats{}, nil, nil, nil, err
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -111,10 +110,8 @@ func readAll(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	for {
-		if _, err := r.Next(); err == io.EOF {
-			return
-		} else if err != nil {
+	for _, err := range r.Events() {
+		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
 	}
