@@ -43,6 +43,7 @@ type job struct {
 	base    string
 	gen     convlog.Name
 	convLog bool
+	log     store.Log
 }
 
 // loaded is a job read and checked.
@@ -131,7 +132,7 @@ func jobsOfConv(c store.ConversationDir, ci int) []*job {
 				name:    path.Join(store.ConversationsDirName, c.Name, g.String()),
 				path:    filepath.Join(c.Path, g.String()),
 				convIdx: ci, convID: c.ID, convDir: c.Name, session: l.ID, base: l.Base, gen: g,
-				convLog: l.IsConversationLog,
+				convLog: l.IsConversationLog, log: l,
 			})
 		}
 	}
@@ -273,11 +274,7 @@ func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole boo
 	comp := j.gen.Compression
 	// The store's identity check, as reindex opens the log: reindex skips
 	// a log naming another log, so must the expectations.
-	opts, err := store.LogReaderOptions(j.name, convlog.ReaderOptions{Version: j.gen.Version, Compression: &comp})
-	if err != nil {
-		l.info.Error = err.Error()
-		return
-	}
+	opts := j.log.ReaderOptions(convlog.ReaderOptions{Version: j.gen.Version, Compression: &comp})
 	r, err := convlog.NewReader(src, size, j.name, opts)
 	var ie *convlog.IdentityError
 	if j.convLog && errors.As(err, &ie) {

@@ -367,19 +367,19 @@ func (r *Reader) authorise(asker, target Chat) (grant, error) {
 	}
 	for _, g := range gs {
 		if g.Chat == target {
-			path, err := r.s.SessionLogFile(target.Conversation, target.Session)
+			l, err := r.s.FindLog(target.Conversation, target.Session)
 			if err != nil {
 				return grant{}, ErrNotReadable
 			}
-			g.born = headerTime(path)
+			g.born = headerTime(l)
 			return g, nil
 		}
 	}
 	return grant{}, ErrNotReadable
 }
 
-func headerTime(path string) int64 {
-	lr, err := convlog.Open(path, convlog.ReaderOptions{})
+func headerTime(l store.Log) int64 {
+	lr, err := l.Open(convlog.ReaderOptions{})
 	if err != nil {
 		return 0
 	}
@@ -509,11 +509,11 @@ func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (
 	if err != nil {
 		return nil, err
 	}
-	path, err := r.s.SessionLogFile(target.Conversation, target.Session)
+	l, err := r.s.FindLog(target.Conversation, target.Session)
 	if err != nil {
 		return nil, ErrNotReadable
 	}
-	lr, err := upgrade.Open(path, upgrade.Options{})
+	lr, err := upgrade.Open(l.Path, upgrade.Options{WantType: convlog.SessionLog, WantID: l.ID})
 	if err != nil {
 		return nil, err
 	}

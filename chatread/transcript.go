@@ -61,12 +61,12 @@ const maxDepth = 64
 // convID in s, its highest log generation: the inherited older part first,
 // read-only from the conversation it comes from, then the session's own.
 func ReadTranscript(ctx context.Context, s *store.Store, convID, sessionID string, fn func(*TranscriptItem) error) error {
-	path, err := s.SessionLogFile(convID, sessionID)
+	l, err := s.FindLog(convID, sessionID)
 	if err != nil {
 		return err
 	}
 	r := &transcriptReader{ctx: ctx, s: s, fn: fn, seen: map[[2]string]bool{}}
-	return r.session(convID, sessionID, path, -1, false, 0)
+	return r.session(convID, sessionID, l.Path, -1, false, 0)
 }
 
 // ReadTranscriptLog streams to fn the transcript of the session log at path. s, when
@@ -156,7 +156,7 @@ func (r *transcriptReader) session(convID, sessionID, path string, through int64
 	for _, it := range seed {
 		ids[it.ID] = true
 	}
-	spath, err := r.s.SessionLogFile(src.SourceConversation, src.SourceSession)
+	sl, err := r.s.FindLog(src.SourceConversation, src.SourceSession)
 	if err != nil {
 		return fmt.Errorf("%s: conversation %s session %s reads its older history from conversation %s session %s: %w (%v)",
 			path, termtext.Quote(convID), termtext.Quote(sessionID), termtext.Quote(src.SourceConversation), termtext.Quote(src.SourceSession), ErrMissingSource, err)
@@ -168,7 +168,7 @@ func (r *transcriptReader) session(convID, sessionID, path string, through int64
 		}
 		return outer(it)
 	}
-	err = r.session(src.SourceConversation, src.SourceSession, spath, src.ThroughSeq, true, depth+1)
+	err = r.session(src.SourceConversation, src.SourceSession, sl.Path, src.ThroughSeq, true, depth+1)
 	r.fn = outer
 	if err != nil {
 		return err

@@ -122,7 +122,8 @@ func TestForkAfterCompaction(t *testing.T) {
 	}
 	// What the model reads of the fork is less: the summary stands for
 	// the older items.
-	path, _ := s.SessionLogFile(fork.ID, root)
+	pathLog, _ := s.FindLog(fork.ID, root)
+	path := pathLog.Path
 	if h := history(t, path); len(h) >= len(got) {
 		t.Fatalf("history %d messages, transcript %d", len(h), len(got))
 	}
@@ -139,7 +140,8 @@ func TestForkAfterCompaction(t *testing.T) {
 	}
 	// The source's own transcript is what its history kept and what it
 	// summarised: more than its history.
-	srcPath, _ := s.SessionLogFile(src.ID, srcInfo.RootSession().ID)
+	srcPathLog, _ := s.FindLog(src.ID, srcInfo.RootSession().ID)
+	srcPath := srcPathLog.Path
 	if h := history(t, srcPath); len(h) >= len(srcItems) {
 		t.Fatalf("source history %d, transcript %d", len(h), len(srcItems))
 	}
@@ -179,7 +181,8 @@ func TestOlderVersion(t *testing.T) {
 			continue
 		}
 		info, _ := s.ReadConversation(c.ID)
-		path, _ := s.SessionLogFile(c.ID, info.RootSession().ID)
+		pathLog, _ := s.FindLog(c.ID, info.RootSession().ID)
+		path := pathLog.Path
 		before, _ := os.ReadFile(path)
 		got := items(t, s, c.ID, info.RootSession().ID)
 		after, _ := os.ReadFile(path)

@@ -36,10 +36,11 @@ type Target struct {
 
 	// ByID says the log was named by its ids in a store (FindLog): its
 	// header must name the log its place implies, which the store's
-	// opener checks (store.LogReaderOptions), refusing another with a
+	// opener checks (store.Log.Open), refusing another with a
 	// *convlog.IdentityError. A path names a file, not an identity, and
 	// is read whatever its header names (CheckPlace warns).
 	ByID bool
+	log  store.Log
 
 	// Warnings are what Resolve found beside the log and reports as the
 	// store's walk does: another generation of the same version (the
@@ -52,16 +53,17 @@ type Target struct {
 	heldSize int64
 }
 
-// StoreTarget is the target of the log at path, a log of a store that was
-// named by its ids: Resolve, with ByID set.
+// StoreTarget is the target of l, a log of a store that was named by its
+// ids: Resolve of its path, with ByID set.
 // The same version of the log in the other compression beside it is
 // reported as the store's walk reports it: the walk read path.
-func StoreTarget(path string) (*Target, error) {
+func StoreTarget(l store.Log) (*Target, error) {
+	path := l.Path
 	t, err := Resolve(path)
 	if err != nil {
 		return nil, err
 	}
-	t.ByID = true
+	t.ByID, t.log = true, l
 	read, ok := convlog.ParseName(filepath.Base(path))
 	if !ok {
 		return t, nil
@@ -91,7 +93,7 @@ func Held(name string, src io.ReaderAt, size int64) *Target {
 // (convlog.Open), or from what it holds.
 func (t *Target) open(opts convlog.ReaderOptions) (*convlog.Reader, error) {
 	if t.ByID {
-		return store.OpenLog(t.Path, opts)
+		return t.log.Open(opts)
 	}
 	if t.held == nil {
 		return convlog.Open(t.Path, opts)
@@ -106,10 +108,7 @@ func (t *Target) open(opts convlog.ReaderOptions) (*convlog.Reader, error) {
 // upgrade.Open opens a path (read-only; a version 4 log as it is).
 func (t *Target) OpenV4(opts upgrade.Options) (*upgrade.Reader, error) {
 	if t.ByID {
-		ro, err := store.LogReaderOptions(t.Path, convlog.ReaderOptions{})
-		if err != nil {
-			return nil, err
-		}
+		ro := t.log.ReaderOptions(convlog.ReaderOptions{})
 		opts.WantType, opts.WantID = ro.WantType, ro.WantID
 	}
 	if t.held == nil {
@@ -246,7 +245,12 @@ func (t *Target) CheckPlace() error {
 	case t.ByID || t.held != nil:
 		return nil
 	case t.Layout == LayoutConvkit:
-		r, err := store.OpenLog(t.Path, convlog.ReaderOptions{})
+		// A file outside any open store: its place is read from its path.
+		l, err := store.LooseLog(t.Path)
+		if err != nil {
+			return nil
+		}
+		r, err := l.Open(convlog.ReaderOptions{})
 		var ie *convlog.IdentityError
 		if errors.As(err, &ie) {
 			return err

@@ -175,8 +175,10 @@ type input struct {
 	size    int64
 	skip    string // reason to skip
 	failure string // reason it is a failed input before any work
-	// session is the input's session directory in the runtime's layout.
+	// session is the input's session directory in the runtime's layout;
+	// log the input's log in convkit's.
 	session *dshroot.Session
+	log     *store.Log
 }
 
 // tree is what a run found under its root, in either layout.
@@ -557,19 +559,18 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) (pub *pu
 		}
 		path := in.path
 		checkHeader = func(h *convlog.Header) error { return t.dsh.CheckIdentity(path, h) }
-	} else if t.layout == LayoutConvkit {
+	} else if l := in.log; l != nil {
 		// The store's opener checks that the log is the one its place
 		// names, before anything is written; the upgrade chain, which
 		// reads the source itself, checks the same on its header. A
 		// current log is opened so once, below, and read to its end.
 		if in.version >= TargetVersion {
-			open = store.OpenLog
-		} else if err := checkStoreLog(in.path); err != nil {
+			open = func(_ string, opts convlog.ReaderOptions) (*convlog.Reader, error) { return l.Open(opts) }
+		} else if err := checkStoreLog(l); err != nil {
 			rep.fail(in, err, time.Since(start))
 			return nil, false
 		}
-		path := in.path
-		checkHeader = func(h *convlog.Header) error { return store.CheckLogHeader(path, h) }
+		checkHeader = l.CheckHeader
 	}
 	if in.version >= TargetVersion {
 		if in.session != nil && !opts.DryRun {
@@ -629,8 +630,8 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) (pub *pu
 
 // checkStoreLog opens a log of a store as the store opens its logs, which
 // refuses one whose header names another log, and reads its header only.
-func checkStoreLog(path string) error {
-	r, err := store.OpenLog(path, convlog.ReaderOptions{})
+func checkStoreLog(l *store.Log) error {
+	r, err := l.Open(convlog.ReaderOptions{})
 	if err != nil {
 		return err
 	}
@@ -732,7 +733,7 @@ func discover(s *store.Store, root string, jobs int) *tree {
 		}
 		deleting := tombstoned[ci]
 		for _, l := range c.Logs {
-			in := &input{rel: rel(l.Path), path: l.Path, version: l.Current.Version}
+			in := &input{rel: rel(l.Path), path: l.Path, version: l.Current.Version, log: &l}
 			if deleting {
 				// Converting a conversation that is being deleted would
 				// only write files the next reindex removes.
@@ -773,7 +774,7 @@ func deletions(convs []store.ConversationDir, jobs int) []bool {
 			for i := range next {
 				for _, l := range convs[i].Logs {
 					if l.IsConversationLog {
-						info, err := store.ReadConversationFile(l.Path)
+						info, err := l.ReadConversation()
 						out[i] = err == nil && info.Deleting
 					}
 				}

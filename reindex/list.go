@@ -114,7 +114,7 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 			res.Skipped = append(res.Skipped, Skip{ID: c.ID, Path: c.Path, Reason: "no conversation log (metadata[.vN].jsonl[.zst])"})
 			continue
 		}
-		info, err := store.ReadConversationFile(convLog.Path)
+		info, err := convLog.ReadConversation()
 		if err != nil {
 			res.Skipped = append(res.Skipped, Skip{ID: c.ID, Path: convLog.Path, Reason: "unreadable conversation log: " + termtext.Reason(convLog.Path, err)})
 			continue
@@ -257,7 +257,7 @@ func hasConversationLog(c store.ConversationDir) bool {
 func deleting(c store.ConversationDir) bool {
 	for _, l := range c.Logs {
 		if l.IsConversationLog {
-			info, err := store.ReadConversationFile(l.Path)
+			info, err := l.ReadConversation()
 			return err == nil && info.Deleting
 		}
 	}

@@ -72,7 +72,7 @@ func TestNames(t *testing.T) {
 
 	// Gone from the store, not from the index: not named.
 	gone := want[0]
-	p, _ := store.ConversationPath(dir, gone)
+	p, _ := reader(t, dir).ConversationPath(gone)
 	if err := os.RemoveAll(p); err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 func preread(t *testing.T, p, sessionID string) *reindex.Preread {
 	t.Helper()
 	x := reindex.NewSessionIndexer(p, sessionID)
-	r, err := store.OpenLog(p, convlog.ReaderOptions{})
+	r, err := openLog(p)
 	if err != nil {
 		return nil
 	}
@@ -169,7 +169,7 @@ func TestPrereadsEqualRebuild(t *testing.T) {
 
 // readAll reads the log at p to its end and counts its events.
 func readAll(p string) (int, error) {
-	r, err := store.OpenLog(p, convlog.ReaderOptions{})
+	r, err := openLog(p)
 	if err != nil {
 		return 0, err
 	}
@@ -182,4 +182,13 @@ func readAll(p string) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// openLog opens the log at p, a file of a store, as the store opens it.
+func openLog(p string) (*convlog.Reader, error) {
+	l, err := store.LooseLog(p)
+	if err != nil {
+		return nil, err
+	}
+	return l.Open(convlog.ReaderOptions{})
 }

@@ -971,7 +971,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 		}
 		return skip(c.Path, "no conversation log (metadata[.vN].jsonl[.zst]): an incomplete create, or not a conversation")
 	}
-	info, err := store.ReadConversationFile(convLog.Path)
+	info, err := convLog.ReadConversation()
 	var ie *convlog.IdentityError
 	if errors.As(err, &ie) {
 		return skip(convLog.Path, "%s", ie.Msg)
@@ -1017,7 +1017,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 			b.fromPrereads++
 			continue
 		}
-		msgs, st, h, err := readSession(ctx, l.Path, l.ID, env.withText)
+		msgs, st, h, err := readSession(ctx, l, env.withText)
 		if err != nil && ctx.Err() != nil {
 			b.err = ctx.Err()
 			return b
@@ -1046,8 +1046,9 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 // readSession reads one session log to its end: its stats and the text of
 // its user and assistant messages. A log whose header names another
 // session is refused by the store's opener (*convlog.IdentityError).
-func readSession(ctx context.Context, path, sessionID string, withText bool) ([]index.Message, convlog.Stats, *convlog.Header, error) {
-	r, err := store.OpenLog(path, convlog.ReaderOptions{})
+func readSession(ctx context.Context, l store.Log, withText bool) ([]index.Message, convlog.Stats, *convlog.Header, error) {
+	sessionID := l.ID
+	r, err := l.Open(convlog.ReaderOptions{})
 	if err != nil {
 		return nil, convlog.Stats{}, nil, err
 	}

@@ -75,7 +75,8 @@ func TestRunCheckList(t *testing.T) {
 	}
 	// A conversation whose session log is corrupt is skipped, with reason.
 	addConversation(t, s, "broken", "will break")
-	p, err := reader(t, dir).SessionLogFile("broken", "root")
+	pLog, err := reader(t, dir).FindLog("broken", "root")
+	p := pLog.Path
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,9 +221,10 @@ func TestDeletionInterruptedAtEachStep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sess2, _ := reader(t, dir).SessionLogFile("step2", "root")
+	sess2Log, _ := reader(t, dir).FindLog("step2", "root")
+	sess2 := sess2Log.Path
 	os.Remove(sess2)
-	d3, _ := store.ConversationPath(dir, "step3")
+	d3, _ := reader(t, dir).ConversationPath("step3")
 	ents, _ := os.ReadDir(d3)
 	for _, e := range ents {
 		os.Remove(filepath.Join(d3, e.Name()))
@@ -235,7 +237,7 @@ func TestDeletionInterruptedAtEachStep(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 	for _, id := range []string{"step1", "step2", "step3"} {
-		p, _ := store.ConversationPath(dir, id)
+		p, _ := reader(t, dir).ConversationPath(id)
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s still exists: %v", id, err)
 		}
@@ -260,7 +262,8 @@ func TestSkipsWhatValidateRefuses(t *testing.T) {
 			defer s.Close()
 			addConversation(t, s, "good", "fine")
 			addConversation(t, s, "bad", "will break")
-			p, err := reader(t, dir).SessionLogFile("bad", "root")
+			pLog, err := reader(t, dir).FindLog("bad", "root")
+			p := pLog.Path
 			if err != nil {
 				t.Fatal(err)
 			}

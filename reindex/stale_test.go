@@ -39,7 +39,7 @@ func TestStale(t *testing.T) {
 	if err := s.Rename("a", "renamed"); err != nil { // its logs changed
 		t.Fatal(err)
 	}
-	p, _ := store.ConversationPath(dir, "b")
+	p, _ := reader(t, dir).ConversationPath("b")
 	if err := os.RemoveAll(p); err != nil { // gone
 		t.Fatal(err)
 	}

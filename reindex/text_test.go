@@ -5,7 +5,6 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/fixtures"
-	"github.com/convkit/convkit/store"
 )
 
 // TestEventMessageTextAgrees reads every session log of a generated store
@@ -27,7 +26,7 @@ func TestEventMessageTextAgrees(t *testing.T) {
 			if l.IsConversationLog {
 				continue
 			}
-			r, err := store.OpenLog(l.Path, convlog.ReaderOptions{})
+			r, err := l.Open(convlog.ReaderOptions{})
 			if err != nil {
 				continue // the generated store's damaged logs
 			}

@@ -267,13 +267,13 @@ func TestConversationLifecycle(t *testing.T) {
 			}
 
 			// The session headers.
-			p, err := at(dir).SessionLogFile("c1", "grandchild")
+			p, err := at(dir).sessionLogFile("c1", "grandchild")
 			mustNil(t, err)
 			h, _ := readEvents(t, p)
 			if h.ParentSession != "child" || h.Origin != "subagent" || h.DelegationDepth != 2 || h.Cwd != "/home/u/proj" {
 				t.Errorf("grandchild header = %s", h.AppendJSON(nil))
 			}
-			p, err = at(dir).SessionLogFile("c1", "root")
+			p, err = at(dir).sessionLogFile("c1", "root")
 			mustNil(t, err)
 			if h, _ := readEvents(t, p); h.ParentSession != "" || h.Origin != "" || h.DelegationDepth != 0 || h.IsSeeded {
 				t.Errorf("root header = %s", h.AppendJSON(nil))
@@ -323,7 +323,7 @@ func TestRenameRefusesTitle(t *testing.T) {
 	s := openTestStore(t, dir, convlog.Plain)
 	defer s.Close()
 	mustNil(t, s.CreateConversation("c", "/p", nil, nil))
-	p, err := ConversationLogPath(dir, "c", convlog.CurrentVersion, convlog.Plain)
+	p, err := convLogPath(dir, "c", convlog.CurrentVersion, convlog.Plain)
 	mustNil(t, err)
 	before, err := os.ReadFile(p)
 	mustNil(t, err)
@@ -377,7 +377,7 @@ func TestForkCopiesRootHistory(t *testing.T) {
 	if deps := Dependencies(info); len(deps) != 0 {
 		t.Errorf("plain fork depends on %v", deps)
 	}
-	p, err := at(dir).SessionLogFile("f1", "froot")
+	p, err := at(dir).sessionLogFile("f1", "froot")
 	mustNil(t, err)
 	h, evs := readEvents(t, p)
 	if h.IsSeeded || h.ParentSession != "" || int64(len(evs)) != turn1End+1 {
@@ -388,7 +388,7 @@ func TestForkCopiesRootHistory(t *testing.T) {
 			t.Fatalf("event %d differs: %s vs %s", i, e.Data, b.evs[i].Data)
 		}
 	}
-	if _, err := at(dir).SessionLogFile("f1", "sub"); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := at(dir).sessionLogFile("f1", "sub"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("subagent copied: %v", err)
 	}
 
@@ -398,7 +398,7 @@ func TestForkCopiesRootHistory(t *testing.T) {
 		t.Fatalf("test layout: seq %d is %s", callSeq, b.evs[callSeq].Type)
 	}
 	mustNil(t, s.Fork("src", "root", "f2", "froot", callSeq))
-	p, _ = at(dir).SessionLogFile("f2", "froot")
+	p, _ = at(dir).sessionLogFile("f2", "froot")
 	_, evs = readEvents(t, p)
 	tail := evs[callSeq+1:]
 	if len(tail) != 3 || tail[0].Type != convlog.TypeToolResult || tail[1].Type != "step/end" || tail[2].Type != convlog.TypeTurnEnd ||
@@ -475,7 +475,7 @@ func TestForkAfterCompaction(t *testing.T) {
 	if len(info.Inherited) != 1 || info.Inherited[0].SessionID != "froot" || info.Inherited[0].SourceSession != "root" {
 		t.Fatalf("inherited = %+v", info.Inherited)
 	}
-	p, err := at(dir).SessionLogFile("fork", "froot")
+	p, err := at(dir).sessionLogFile("fork", "froot")
 	mustNil(t, err)
 	h, evs := readEvents(t, p)
 	if !h.IsSeeded || h.ParentSession != "root" || h.Origin != "" {
@@ -546,7 +546,7 @@ func TestRewind(t *testing.T) {
 	if info.Fork.ThroughSeq != turn1End {
 		t.Errorf("through seq = %d, want %d", info.Fork.ThroughSeq, turn1End)
 	}
-	p, _ := at(dir).SessionLogFile("rw", "rroot")
+	p, _ := at(dir).sessionLogFile("rw", "rroot")
 	_, evs := readEvents(t, p)
 	if int64(len(evs)) != turn1End+1 || evs[len(evs)-1].Type != convlog.TypeTurnEnd {
 		t.Fatalf("rewound log has %d events", len(evs))
@@ -557,7 +557,7 @@ func TestRewind(t *testing.T) {
 	if text != "first <message>" {
 		t.Fatalf("text = %q", text)
 	}
-	p, _ = at(dir).SessionLogFile("rw0", "r0")
+	p, _ = at(dir).sessionLogFile("rw0", "r0")
 	if _, evs := readEvents(t, p); len(evs) != 0 {
 		t.Fatalf("%d events before the first message", len(evs))
 	}
@@ -588,7 +588,7 @@ func TestRewindAfterCompaction(t *testing.T) {
 	if !info.AfterCompaction || len(Dependencies(info)) != 1 {
 		t.Fatalf("info = %+v", info)
 	}
-	p, _ := at(dir).SessionLogFile("rw", "rroot")
+	p, _ := at(dir).sessionLogFile("rw", "rroot")
 	_, evs := readEvents(t, p)
 	got := strings.Join(history(t, evs), ",")
 	if got != "sys,cp1" {
@@ -613,7 +613,7 @@ func TestDelete(t *testing.T) {
 	}
 	mustNil(t, s.EndTurn("c", "r", 1, OutcomeCompleted))
 	mustNil(t, s.Delete("c"))
-	cdir, _ := ConversationPath(dir, "c")
+	cdir, _ := conversationPath(dir, "c")
 	if _, err := os.Lstat(cdir); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("directory remains: %v", err)
 	}
@@ -682,7 +682,7 @@ func TestOddIDsRoundTrip(t *testing.T) {
 		if info.ID != id || info.Title != "title of "+id || len(info.Sessions) != 1 || info.Sessions[0].ID != ids[(i+1)%len(ids)] {
 			t.Errorf("%q: %+v", id, info)
 		}
-		if _, err := at(dir).SessionLogFile(id, ids[(i+1)%len(ids)]); err != nil {
+		if _, err := at(dir).sessionLogFile(id, ids[(i+1)%len(ids)]); err != nil {
 			t.Error(err)
 		}
 	}
@@ -744,7 +744,7 @@ func TestConversationLogBytes(t *testing.T) {
 	mustNil(t, s.RegisterSession("c", "r", "coder", "m", ""))
 	mustNil(t, s.BeginTurn("c", "r", 1, "a & b"))
 	mustNil(t, s.Close())
-	p, err := ConversationLogPath(dir, "c", 4, convlog.Plain)
+	p, err := convLogPath(dir, "c", 4, convlog.Plain)
 	mustNil(t, err)
 	b, err := os.ReadFile(p)
 	mustNil(t, err)
@@ -764,7 +764,7 @@ func TestForkRefusesOldFormat(t *testing.T) {
 	s := openTestStore(t, dir, convlog.Plain)
 	mustNil(t, s.CreateConversation("old", "/p", nil, nil))
 	mustNil(t, s.RegisterSession("old", "r", "a", "m", ""))
-	cdir, _ := ConversationPath(dir, "old")
+	cdir, _ := conversationPath(dir, "old")
 	h := &convlog.Header{Type: convlog.SessionLog, Version: 3, ID: "r", CreatedAt: 1}
 	mustNil(t, convlog.WriteHistorical(filepath.Join(cdir, "r.v3.jsonl"), h,
 		[][]byte{[]byte(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`)}, convlog.Plain))
@@ -772,7 +772,7 @@ func TestForkRefusesOldFormat(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "format v3") {
 		t.Fatalf("fork of a v3 session: %v", err)
 	}
-	ndir, _ := ConversationPath(dir, "new")
+	ndir, _ := conversationPath(dir, "new")
 	if _, err := os.Lstat(ndir); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("failed fork left %s: %v", ndir, err)
 	}
@@ -852,7 +852,7 @@ func TestForkSeedKeepsHistoryOrder(t *testing.T) {
 	}
 
 	mustNil(t, s.Fork("src", "root", "fork", "froot", -1))
-	p, err := at(dir).SessionLogFile("fork", "froot")
+	p, err := at(dir).sessionLogFile("fork", "froot")
 	mustNil(t, err)
 	_, evs := readEvents(t, p)
 	if got, want := strings.Join(history(t, evs), ","), strings.Join(srcHist, ","); got != want {

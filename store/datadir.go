@@ -72,9 +72,9 @@ func ConversationsDir(dataDir string) string {
 	return filepath.Join(dataDir, ConversationsDirName)
 }
 
-// ConversationPath is the directory of conversation convID (its name is
+// conversationPath is the directory of conversation convID (its name is
 // EncodeSegment(convID)).
-func ConversationPath(dataDir, convID string) (string, error) {
+func conversationPath(dataDir, convID string) (string, error) {
 	name, err := EncodeSegment(convID)
 	if err != nil {
 		return "", fmt.Errorf("conversation id: %w", err)
@@ -98,30 +98,6 @@ func SessionLogName(sessionID string, version int, c convlog.Compression) (strin
 	return convlog.FileName(base, version, c), nil
 }
 
-// ConversationLogPath is the path of generation version of conversation
-// convID's own log.
-func ConversationLogPath(dataDir, convID string, version int, c convlog.Compression) (string, error) {
-	dir, err := ConversationPath(dataDir, convID)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, ConversationLogName(version, c)), nil
-}
-
-// SessionLogPath is the path of generation version of session sessionID's
-// log in conversation convID.
-func SessionLogPath(dataDir, convID, sessionID string, version int, c convlog.Compression) (string, error) {
-	dir, err := ConversationPath(dataDir, convID)
-	if err != nil {
-		return "", err
-	}
-	name, err := SessionLogName(sessionID, version, c)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, name), nil
-}
-
 // ErrSymlink is wrapped when a path in the store is a symbolic link: the
 // store never follows one, so a link cannot lead a read or a delete outside.
 var ErrSymlink = durable.ErrSymlink
@@ -132,7 +108,7 @@ var ErrSymlink = durable.ErrSymlink
 // rule, *ConversationsDirError). A missing directory is not an error
 // here; callers report it.
 func (s *Store) conversationDir(convID string) (string, error) {
-	dir, err := ConversationPath(s.dataDir, convID)
+	dir, err := conversationPath(s.dataDir, convID)
 	if err != nil {
 		return "", err
 	}
@@ -235,7 +211,7 @@ func (s *Store) IndexPath() string { return IndexPath(s.dataDir) }
 
 // ConversationPath is the directory of conversation convID in the store.
 func (s *Store) ConversationPath(convID string) (string, error) {
-	return ConversationPath(s.dataDir, convID)
+	return conversationPath(s.dataDir, convID)
 }
 
 // TempIndexes lists the temporary databases a killed rebuild left beside

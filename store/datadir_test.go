@@ -62,12 +62,12 @@ func TestLayoutPaths(t *testing.T) {
 		{"lock", func() (string, error) { return LockPath(d), nil }, "/data/runtime.lock"},
 		{"index", func() (string, error) { return IndexPath(d), nil }, "/data/metadata.db"},
 		{"conversations", func() (string, error) { return ConversationsDir(d), nil }, "/data/conversations"},
-		{"conversation", func() (string, error) { return ConversationPath(d, "a/b.c") }, "/data/conversations/a~002Fb.c"},
-		{"conversation dotdot", func() (string, error) { return ConversationPath(d, "..") }, "/data/conversations/~002E~002E"},
-		{"conversation log v0", func() (string, error) { return ConversationLogPath(d, "c", 0, convlog.Plain) }, "/data/conversations/c/metadata.jsonl"},
-		{"conversation log v4 zst", func() (string, error) { return ConversationLogPath(d, "c", 4, convlog.Zstd) }, "/data/conversations/c/metadata.v4.jsonl.zst"},
-		{"session log", func() (string, error) { return SessionLogPath(d, "c", "s.1", 4, convlog.Plain) }, "/data/conversations/c/s~002E1.v4.jsonl"},
-		{"session named metadata", func() (string, error) { return SessionLogPath(d, "c", "metadata", 4, convlog.Zstd) }, "/data/conversations/c/~006Detadata.v4.jsonl.zst"},
+		{"conversation", func() (string, error) { return conversationPath(d, "a/b.c") }, "/data/conversations/a~002Fb.c"},
+		{"conversation dotdot", func() (string, error) { return conversationPath(d, "..") }, "/data/conversations/~002E~002E"},
+		{"conversation log v0", func() (string, error) { return convLogPath(d, "c", 0, convlog.Plain) }, "/data/conversations/c/metadata.jsonl"},
+		{"conversation log v4 zst", func() (string, error) { return convLogPath(d, "c", 4, convlog.Zstd) }, "/data/conversations/c/metadata.v4.jsonl.zst"},
+		{"session log", func() (string, error) { return sessLogPath(d, "c", "s.1", 4, convlog.Plain) }, "/data/conversations/c/s~002E1.v4.jsonl"},
+		{"session named metadata", func() (string, error) { return sessLogPath(d, "c", "metadata", 4, convlog.Zstd) }, "/data/conversations/c/~006Detadata.v4.jsonl.zst"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,10 +80,10 @@ func TestLayoutPaths(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ConversationPath(d, ""); err == nil {
+	if _, err := conversationPath(d, ""); err == nil {
 		t.Error("empty conversation id accepted")
 	}
-	if _, err := SessionLogPath(d, "c", "", 1, convlog.Plain); err == nil {
+	if _, err := sessLogPath(d, "c", "", 1, convlog.Plain); err == nil {
 		t.Error("empty session id accepted")
 	}
 }

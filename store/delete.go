@@ -315,7 +315,7 @@ func (s *Store) FinishDeletion(convID string) error {
 	}
 	oc, err := s.conv(convID)
 	if errors.Is(err, ErrNoConversation) {
-		dir, derr := ConversationPath(s.dataDir, convID)
+		dir, derr := conversationPath(s.dataDir, convID)
 		if derr != nil {
 			return derr
 		}

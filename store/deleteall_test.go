@@ -45,7 +45,7 @@ func TestDeleteAllRerun(t *testing.T) {
 	mustNil(t, err)
 	mustNil(t, s.DeleteUnguarded("a"))
 	mustNil(t, s.MarkDeleting("b"))
-	cdir, _ := ConversationPath(dir, "c")
+	cdir, _ := conversationPath(dir, "c")
 	ents, _ := os.ReadDir(cdir)
 	for _, e := range ents {
 		mustNil(t, os.Remove(filepath.Join(cdir, e.Name())))

@@ -58,7 +58,7 @@ func TestPlanDelete(t *testing.T) {
 	mustNil(t, err)
 	mustNil(t, s.DeleteUnguarded("a"))
 	mustNil(t, s.MarkDeleting("b"))
-	cdir, _ := ConversationPath(dir, "c")
+	cdir, _ := conversationPath(dir, "c")
 	ents, _ := os.ReadDir(cdir)
 	for _, e := range ents {
 		mustNil(t, os.Remove(filepath.Join(cdir, e.Name())))
@@ -77,12 +77,12 @@ func TestPlanDelete(t *testing.T) {
 	}
 	for i, w := range want {
 		p := plan[i]
-		path, _ := ConversationPath(dir, w.id)
+		path, _ := conversationPath(dir, w.id)
 		if p.ID != w.id || p.Action != w.action || p.Title != w.title || p.Path != path {
 			t.Errorf("plan[%d] = %+v, want %+v", i, p, w)
 		}
 	}
-	ddir, _ := ConversationPath(dir, "d")
+	ddir, _ := conversationPath(dir, "d")
 	files, bytes, err := filesIn(ddir)
 	mustNil(t, err)
 	if d := plan[3]; files == 0 || d.Files != files || d.Bytes != bytes || bytes == 0 {

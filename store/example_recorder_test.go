@@ -30,9 +30,9 @@ var deepseek = store.Request{System: "You are a coding agent.", Config: convlog.
 
 // logTypes is the types of the events of a session log from seq from on.
 func logTypes(st *store.Store, conv, session string, from int64) string {
-	path, err := st.SessionLogFile(conv, session)
+	l, err := st.FindLog(conv, session)
 	must(err)
-	r, err := convlog.Open(path, convlog.ReaderOptions{})
+	r, err := l.Open(convlog.ReaderOptions{})
 	must(err)
 	defer r.Close()
 	var types []string

@@ -23,17 +23,17 @@ func (s *Store) WalkConversation(convID string) (ConversationDir, []Problem, err
 	return c, t.Problems, nil
 }
 
-// FindLog returns the path of the current (highest) generation of a
-// conversation's own log, or of one of its session logs when sessionID is
-// set. There is no fallback to a lower generation.
-func (s *Store) FindLog(convID, sessionID string) (string, error) {
+// FindLog returns a conversation's own log, or one of its session logs
+// when sessionID is set, at its current (highest) generation. There is no
+// fallback to a lower generation.
+func (s *Store) FindLog(convID, sessionID string) (Log, error) {
 	c, probs, err := s.WalkConversation(convID)
 	if err != nil {
-		return "", err
+		return Log{}, err
 	}
 	for _, l := range c.Logs {
 		if (sessionID == "" && l.IsConversationLog) || (sessionID != "" && !l.IsConversationLog && l.ID == sessionID) {
-			return l.Path, nil
+			return l, nil
 		}
 	}
 	// Name the entry that is there in the log's place but is not a log (a
@@ -49,9 +49,9 @@ func (s *Store) FindLog(convID, sessionID string) (string, error) {
 		}
 	}
 	if sessionID == "" {
-		return "", fmt.Errorf("conversation %s (%s) has no conversation log%s", termtext.Quote(convID), c.Path, why)
+		return Log{}, fmt.Errorf("conversation %s (%s) has no conversation log%s", termtext.Quote(convID), c.Path, why)
 	}
-	return "", fmt.Errorf("conversation %s (%s) has no log for session %s%s", termtext.Quote(convID), c.Path, termtext.Quote(sessionID), why)
+	return Log{}, fmt.Errorf("conversation %s (%s) has no log for session %s%s", termtext.Quote(convID), c.Path, termtext.Quote(sessionID), why)
 }
 
 // Dependents lists the conversations that read older history from convID
@@ -72,7 +72,7 @@ func (s *Store) Dependents(convID string) ([]string, error) {
 			if !l.IsConversationLog {
 				continue
 			}
-			info, err := ReadConversationFile(l.Path)
+			info, err := l.ReadConversation()
 			if err != nil || info.Deleting {
 				continue
 			}

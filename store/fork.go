@@ -104,7 +104,7 @@ func (s *Store) fork(req forkRequest) (string, error) {
 			os.RemoveAll(newDir)
 		}
 	}()
-	srcPath, err := s.SessionLogFile(req.srcConv, req.srcSession)
+	srcPath, err := s.sessionLogFile(req.srcConv, req.srcSession)
 	if err != nil {
 		return "", err
 	}
@@ -259,7 +259,7 @@ type turnStep struct {
 }
 
 func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
-	r, err := OpenLog(path, convlog.ReaderOptions{})
+	r, err := openLog(path, convlog.ReaderOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -507,7 +507,7 @@ func (s *Store) copyHistory(src, dst string, h *convlog.Header, cut int64) error
 	b := &batcher{path: dst, h: h, comp: s.comp}
 	var cl closer
 	if cut >= 0 {
-		r, err := OpenLog(src, convlog.ReaderOptions{})
+		r, err := openLog(src, convlog.ReaderOptions{})
 		if err != nil {
 			return err
 		}
@@ -550,7 +550,7 @@ func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
 	for _, seq := range order {
 		keep[seq] = convlog.Event{}
 	}
-	r, err := OpenLog(src, convlog.ReaderOptions{})
+	r, err := openLog(src, convlog.ReaderOptions{})
 	if err != nil {
 		return err
 	}
@@ -609,7 +609,7 @@ func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
 // at src, in history order: its events through cut replayed by convlog's
 // History.
 func historyAt(src string, cut int64) ([]int64, error) {
-	r, err := OpenLog(src, convlog.ReaderOptions{})
+	r, err := openLog(src, convlog.ReaderOptions{})
 	if err != nil {
 		return nil, err
 	}

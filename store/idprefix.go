@@ -74,7 +74,7 @@ func (s *Store) ResolveIDs(refs []string) ([]string, error) {
 	listed, journaled := false, false
 	for i, ref := range refs {
 		out[i] = ref
-		if p, err := ConversationPath(s.dataDir, ref); err != nil {
+		if p, err := conversationPath(s.dataDir, ref); err != nil {
 			continue // not an id: the caller refuses it
 		} else if _, err := os.Lstat(p); err == nil {
 			continue

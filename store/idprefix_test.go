@@ -23,7 +23,7 @@ func TestResolveIDs(t *testing.T) {
 		"αβγδ-conversation", // four characters, eight bytes
 	}
 	for _, id := range ids {
-		p, err := ConversationPath(dir, id)
+		p, err := conversationPath(dir, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func TestAmbiguousIDErrorBounded(t *testing.T) {
 func TestResolveSessionID(t *testing.T) {
 	dir := t.TempDir()
 	s := at(dir)
-	p, err := ConversationPath(dir, "c1")
+	p, err := conversationPath(dir, "c1")
 	mustNil(t, err)
 	mustNil(t, os.MkdirAll(p, 0o700))
 	for _, name := range []string{"metadata.v4.jsonl", "5af155a0-aaaa.v4.jsonl", "5af1bbbb.v4.jsonl", "783fe8fb.v4.jsonl", "783f.v3.jsonl"} {

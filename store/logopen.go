@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"path"
 	"path/filepath"
 
 	"github.com/convkit/convkit/convlog"
@@ -14,73 +15,96 @@ import (
 // names, a session log (<session>[.vN].jsonl[.zst]) the log of the session
 // its file name names. A log whose header names another (a log copied or
 // renamed under another's name) holds events that belong elsewhere, and is
-// refused when it is opened, with a *convlog.IdentityError: every reader
-// of a store's logs opens them through OpenLog (or Log.Open), so no caller
-// decides the check again, or forgets it.
+// refused when it is opened, with a *convlog.IdentityError. Every reader
+// of a store's logs gets them as Log values from the handle (Walk,
+// WalkConversation, FindLog, LogAt) and opens them through their methods,
+// so no caller decides the check again, or forgets it.
 
-// LogIdentity is the header type (convlog.ConversationLog or
-// convlog.SessionLog) and id that the place of the log at path implies:
-// path ends in <conversation directory>/<log generation name>, in a store
-// or in a tree laid out as one (a staged archive, a snapshot of a log).
-func LogIdentity(path string) (typ, id string, err error) {
-	n, ok := convlog.ParseName(filepath.Base(path))
+// LogAt is the log of the file name names in the store, a slash-separated
+// path relative to the data directory (conversations/<conversation>/<log
+// generation>, as an archive names it), with that generation as its
+// current one: for a reader of a file the walk has not listed yet (an
+// entry as it is extracted). It reads nothing.
+func (s *Store) LogAt(name string) (Log, error) {
+	dir, file := path.Split(name)
+	conv := path.Base(dir)
+	if path.Clean(dir) != path.Join(ConversationsDirName, conv) || conv == "." || conv == ".." {
+		return Log{}, fmt.Errorf("%s: not a log of the store (%s/<conversation>/<log>)", name, ConversationsDirName)
+	}
+	return logIn(filepath.Join(s.dataDir, filepath.FromSlash(name)), conv, file)
+}
+
+// LooseLog is the log at path, a file laid out as a store's log
+// (<conversation directory>/<log generation>) that no open store reaches:
+// a file named by its path (inspect PATH). Readers of a store's files get
+// them from the handle instead.
+func LooseLog(path string) (Log, error) {
+	return logIn(path, filepath.Base(filepath.Dir(path)), filepath.Base(path))
+}
+
+// logIn is the Log of the generation file at p in the conversation
+// directory convDir.
+func logIn(p, convDir, file string) (Log, error) {
+	n, ok := convlog.ParseName(file)
 	if !ok {
-		return "", "", fmt.Errorf("%s: not a log file name (<base>[.vN].jsonl[.zst])", path)
+		return Log{}, fmt.Errorf("%s: not a log file name (<base>[.vN].jsonl[.zst])", p)
 	}
+	conv, err := DecodeSegment(convDir)
+	if err != nil {
+		return Log{}, fmt.Errorf("%s: not in a conversation directory: %w", p, err)
+	}
+	l := Log{Base: n.Base, Conversation: conv, Generations: []convlog.Name{n}, Current: n, Path: p}
 	if n.Base == ConversationLogBase {
-		id, err := DecodeSegment(filepath.Base(filepath.Dir(path)))
-		if err != nil {
-			return "", "", fmt.Errorf("%s: not in a conversation directory: %w", path, err)
-		}
-		return convlog.ConversationLog, id, nil
+		l.IsConversationLog = true
+	} else if l.ID, err = DecodeBase(n.Base); err != nil {
+		return Log{}, fmt.Errorf("%s: %w", p, err)
 	}
-	id, err = DecodeBase(n.Base)
-	if err != nil {
-		return "", "", fmt.Errorf("%s: %w", path, err)
-	}
-	return convlog.SessionLog, id, nil
+	return l, nil
 }
 
-// LogReaderOptions is opts with WantType and WantID set to the identity
-// the place of the log at path implies (LogIdentity). Readers that read a
-// log through a descriptor of their own (convlog.OpenFile, then
-// convlog.NewReader over the committed prefix) take their options from it;
-// everyone else calls OpenLog.
-func LogReaderOptions(path string, opts convlog.ReaderOptions) (convlog.ReaderOptions, error) {
-	typ, id, err := LogIdentity(path)
-	if err != nil {
-		return opts, err
+// identity is the header type (convlog.ConversationLog or
+// convlog.SessionLog) and id the log's place implies.
+func (l Log) identity() (typ, id string) {
+	if l.IsConversationLog {
+		return convlog.ConversationLog, l.Conversation
 	}
-	opts.WantType, opts.WantID = typ, id
-	return opts, nil
+	return convlog.SessionLog, l.ID
 }
 
-// OpenLog opens the log at path, a log of a store, for reading: as
-// convlog.Open opens every log (never through a symbolic link, never
-// blocking, a regular file only), with the identity its place implies
-// checked on its header (LogReaderOptions). A header of another log is
-// refused with a *convlog.IdentityError naming path.
-func OpenLog(path string, opts convlog.ReaderOptions) (*convlog.Reader, error) {
-	opts, err := LogReaderOptions(path, opts)
-	if err != nil {
-		return nil, err
-	}
-	return convlog.Open(path, opts)
+// ReaderOptions is opts with WantType and WantID set to the identity the
+// log's place implies: for readers that read the log through a descriptor
+// of their own (convlog.OpenFile, then convlog.NewReader over what they
+// read).
+func (l Log) ReaderOptions(opts convlog.ReaderOptions) convlog.ReaderOptions {
+	opts.WantType, opts.WantID = l.identity()
+	return opts
 }
 
-// CheckLogHeader refuses h, the header of the log at path, unless it names
-// the log path's place implies: for readers that get the header another
-// way (the upgrade chain reads the source itself).
-func CheckLogHeader(path string, h *convlog.Header) error {
-	typ, id, err := LogIdentity(path)
-	if err != nil {
-		return err
-	}
+// Open opens the log's current generation for reading: as convlog.Open
+// opens every log (never through a symbolic link, never blocking, a
+// regular file only), with the identity its place implies checked on its
+// header. A header of another log is refused with a *convlog.IdentityError
+// naming the file.
+func (l Log) Open(opts convlog.ReaderOptions) (*convlog.Reader, error) {
+	return convlog.Open(l.Path, l.ReaderOptions(opts))
+}
+
+// CheckHeader refuses h unless it names the log its place implies: for
+// readers that get the header another way (the upgrade chain reads the
+// source itself).
+func (l Log) CheckHeader(h *convlog.Header) error {
+	typ, id := l.identity()
 	if err := convlog.CheckIdentity(h, typ, id); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return fmt.Errorf("%s: %w", l.Path, err)
 	}
 	return nil
 }
 
-// Open opens the log's current generation as OpenLog does.
-func (l Log) Open(opts convlog.ReaderOptions) (*convlog.Reader, error) { return OpenLog(l.Path, opts) }
+// openLog opens the log at path, a file of a store, as Log.Open does.
+func openLog(path string, opts convlog.ReaderOptions) (*convlog.Reader, error) {
+	l, err := LooseLog(path)
+	if err != nil {
+		return nil, err
+	}
+	return l.Open(opts)
+}

@@ -49,7 +49,7 @@ func TestCompactionForkRewind(t *testing.T) {
 	if got := historyIDs(se); got != sys+" sum1 u3" {
 		t.Fatalf("history after compaction %s", got)
 	}
-	path, _ := s.SessionLogFile("c", "root")
+	path, _ := s.sessionLogFile("c", "root")
 	_, evs := readEvents(t, path)
 	n := len(evs)
 	if got := eventTypes(evs[n-4:]); got != "compaction/start compaction/summary user/message compaction/end" {
@@ -108,7 +108,7 @@ func TestCompactionForkRewind(t *testing.T) {
 	mustNil(t, err)
 	step(t, fs, "a5", "Five.")
 	mustNil(t, fs.EndTurn(OutcomeCompleted, nil))
-	fpath, _ := s.SessionLogFile("f", "root")
+	fpath, _ := s.sessionLogFile("f", "root")
 	if probs := ruleProblems(t, fpath); len(probs) > 0 {
 		t.Fatal(probs)
 	}
@@ -120,7 +120,7 @@ func TestCompactionForkRewind(t *testing.T) {
 	if text != "prompt u2" {
 		t.Fatalf("composer %q", text)
 	}
-	rpath, _ := s.SessionLogFile("r", "root")
+	rpath, _ := s.sessionLogFile("r", "root")
 	_, revs := readEvents(t, rpath)
 	if last := revs[len(revs)-1]; last.Type != convlog.TypeTurnEnd || string(last.Data) != `{"turn":1,"reason":{"kind":"completed"}}` {
 		t.Fatalf("the rewound log ends with %s %s", last.Type, last.Data)
@@ -155,7 +155,7 @@ func TestBatch(t *testing.T) {
 	mustNil(t, err)
 	_, err = se.BeginTurn(storedMsg(t, "u1", "user", "user", "hi"))
 	mustNil(t, err)
-	path, _ := s.SessionLogFile("c", "root")
+	path, _ := s.sessionLogFile("c", "root")
 	frames := func() int {
 		r, err := convlog.Open(path, convlog.ReaderOptions{})
 		mustNil(t, err)
@@ -246,7 +246,7 @@ func TestRetryChain(t *testing.T) {
 	mustNil(t, call.Fail(failure))
 	mustNil(t, se.EndStep())
 	mustNil(t, se.EndTurn(OutcomeFailed, &failure))
-	path, _ := s.SessionLogFile("c", "root")
+	path, _ := s.sessionLogFile("c", "root")
 	_, evs := readEvents(t, path)
 	var retries []string
 	for _, e := range evs {
@@ -368,7 +368,7 @@ func TestConcurrentSessions(t *testing.T) {
 			t.Fatalf("%s: %d turns, running %v", id, len(info.Turns), info.RunningTurn)
 		}
 		for _, sess := range []string{"root", "child"} {
-			path, _ := s.SessionLogFile(id, sess)
+			path, _ := s.sessionLogFile(id, sess)
 			if probs := ruleProblems(t, path); len(probs) > 0 {
 				t.Fatalf("%s %s: %v", id, sess, probs)
 			}
@@ -414,7 +414,7 @@ func TestInterruptWhileStreaming(t *testing.T) {
 	if !last.Interrupted || !strings.HasPrefix(text, "first more ") {
 		t.Fatalf("interrupted answer %q (%v)", text, last.Interrupted)
 	}
-	path, _ := s.SessionLogFile("c", "root")
+	path, _ := s.sessionLogFile("c", "root")
 	if probs := ruleProblems(t, path); len(probs) > 0 {
 		t.Fatal(probs)
 	}

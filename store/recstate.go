@@ -80,7 +80,7 @@ func newRecState() recState {
 // scanLog takes every event of the log at path into a new state.
 func scanLog(path string) (recState, error) {
 	st := newRecState()
-	r, err := OpenLog(path, convlog.ReaderOptions{})
+	r, err := openLog(path, convlog.ReaderOptions{})
 	if err != nil {
 		return st, err
 	}

@@ -156,7 +156,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, dry bo
 		}
 		return &RepairSkip{Conversation: c.ID, Path: c.Path, Reason: "no conversation log (metadata[.vN].jsonl[.zst]): an incomplete create, or not a conversation; left as it is"}, nil
 	}
-	info, err := ReadConversationFile(convLog.Path)
+	info, err := convLog.ReadConversation()
 	if err != nil {
 		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: "unreadable conversation log: " + termtext.Reason(convLog.Path, err)}, nil
 	}

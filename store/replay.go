@@ -219,15 +219,6 @@ func (s *Store) replayConversation(convID string) (dir, path string, st *convSta
 	return dir, path, st, nil
 }
 
-// ConversationLogFile returns the path of the current generation of
-// conversation convID's log, with the errors ReadConversation gives
-// before it reads the log: for a reader that replays the log from a read
-// of its own (a Replayer).
-func (s *Store) ConversationLogFile(convID string) (string, error) {
-	_, path, err := s.conversationLog(convID)
-	return path, err
-}
-
 func (s *Store) conversationLog(convID string) (dir, path string, err error) {
 	if dir, err = s.conversationDir(convID); err != nil {
 		return "", "", err
@@ -238,38 +229,23 @@ func (s *Store) conversationLog(convID string) (dir, path string, err error) {
 	return dir, path, nil
 }
 
-// ReadConversationFile replays the conversation log at path, a log of a
-// store (or of a tree laid out as one), opened as OpenLog opens it: its
+// ReadConversation replays the log, a conversation log, from its current
+// generation: title, sessions, turns, running or idle, fork lineage. Its
 // header must name the conversation its directory names (a
 // *convlog.IdentityError otherwise).
-func ReadConversationFile(path string) (*ConversationInfo, error) {
-	st, err := replayFile(path)
+func (l Log) ReadConversation() (*ConversationInfo, error) {
+	r, err := l.Open(convlog.ReaderOptions{})
 	if err != nil {
 		return nil, err
 	}
-	return &st.info, nil
+	return l.ReadConversationFrom(r)
 }
 
-// ReadConversationBytes replays a conversation log held in memory, as
-// ReadConversationFile replays the file at path: path, the log's place in
-// a store, names it in errors, gives its version and compression, and the
-// identity its header must have (LogReaderOptions). It replays what an
-// export archives of a log, its committed prefix.
-func ReadConversationBytes(b []byte, path string) (*ConversationInfo, error) {
-	opts := convlog.ReaderOptions{Version: -1}
-	if n, ok := convlog.ParseName(filepath.Base(path)); ok {
-		c := n.Compression
-		opts.Version, opts.Compression = n.Version, &c
-	}
-	opts, err := LogReaderOptions(path, opts)
-	if err != nil {
-		return nil, err
-	}
-	r, err := convlog.NewReaderBytes(b, path, opts)
-	if err != nil {
-		return nil, err
-	}
-	st, err := replay(r, path)
+// ReadConversationFrom replays the conversation log from r, a read of its
+// bytes made elsewhere (held in memory, a copy of its committed prefix)
+// with the log's ReaderOptions, and closes r.
+func (l Log) ReadConversationFrom(r *convlog.Reader) (*ConversationInfo, error) {
+	st, err := replay(r, l.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +253,7 @@ func ReadConversationBytes(b []byte, path string) (*ConversationInfo, error) {
 }
 
 func replayFile(path string) (*convState, error) {
-	r, err := OpenLog(path, convlog.ReaderOptions{})
+	r, err := openLog(path, convlog.ReaderOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +263,7 @@ func replayFile(path string) (*convState, error) {
 // replay replays the conversation log r reads, and closes r.
 func replay(r *convlog.Reader, path string) (*convState, error) {
 	defer r.Close()
-	p := NewReplayer(r, path)
+	p := newReplayer(r, path)
 	if p.err != nil {
 		return nil, p.err
 	}
@@ -356,9 +332,9 @@ func conversationLogPath(dir, convID string) (string, error) {
 	return filepath.Join(dir, n.String()), nil
 }
 
-// SessionLogFile returns the path of the highest generation of session
+// sessionLogFile returns the path of the highest generation of session
 // sessionID's log in conversation convID.
-func (s *Store) SessionLogFile(convID, sessionID string) (string, error) {
+func (s *Store) sessionLogFile(convID, sessionID string) (string, error) {
 	dir, err := s.conversationDir(convID)
 	if err != nil {
 		return "", err

@@ -10,17 +10,19 @@ import (
 // A Replayer replays a conversation log from the events of a read its
 // caller makes for its own ends (import's strict read of every log it
 // extracts), so the log is not read a second time: given the reader of
-// OpenLog(path, convlog.ReaderOptions{}) and every event it returns, it
-// finds what ReadConversationFile(path) finds, the same errors included.
+// Log.Open and every event it returns, it finds what Log.ReadConversation
+// finds, the same errors included.
 type Replayer struct {
 	st   *convState
 	path string
 	err  error
 }
 
-// NewReplayer starts the replay of the conversation log r reads, opened
-// from path.
-func NewReplayer(r *convlog.Reader, path string) *Replayer {
+// Replayer starts the replay of the conversation log from r, a read of
+// it opened with its ReaderOptions.
+func (l Log) Replayer(r *convlog.Reader) *Replayer { return newReplayer(r, l.Path) }
+
+func newReplayer(r *convlog.Reader, path string) *Replayer {
 	h := r.Header()
 	if h.Type != convlog.ConversationLog {
 		return &Replayer{path: path, err: fmt.Errorf("%s: not a conversation log (header type %s)", path, termtext.Quote(h.Type))}

@@ -129,7 +129,7 @@ func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 	if oc.st.info.Session(sessionID) == nil {
 		return nil, fmt.Errorf("conversation %s has no session %s", termtext.Quote(convID), termtext.Quote(sessionID))
 	}
-	path, err := s.SessionLogFile(convID, sessionID)
+	path, err := s.sessionLogFile(convID, sessionID)
 	if err != nil {
 		return nil, err
 	}

@@ -150,7 +150,7 @@ func TestSessionTurns(t *testing.T) {
 	if info.RunningTurn || info.Turns[1].Outcome != OutcomeInterrupted {
 		t.Fatalf("after Interrupt: %+v", info.Turns)
 	}
-	path, err := s.SessionLogFile("c1", "root")
+	path, err := s.sessionLogFile("c1", "root")
 	mustNil(t, err)
 	if probs := ruleProblems(t, path); len(probs) > 0 {
 		t.Fatalf("the runtime's log breaks rules: %v", probs)
@@ -198,7 +198,7 @@ func TestSessionTurns(t *testing.T) {
 	if len(info.Sessions) != 2 || info.Sessions[1].ParentSession != "root" || info.Turns[2].Outcome != OutcomeFailed || info.Title != "Fix the flaky test" {
 		t.Fatalf("after the subagent: %+v", info)
 	}
-	cpath, _ := s.SessionLogFile("c1", "child")
+	cpath, _ := s.sessionLogFile("c1", "child")
 	_, cevs := readEvents(t, cpath)
 	if last := cevs[len(cevs)-1]; last.Type != convlog.TypeTurnEnd || string(last.Data) != `{"turn":1,"reason":{"kind":"error","error":{"code":"context_length","message":"the request is too long"}}}` {
 		t.Fatalf("the failed turn's end: %s %s", last.Type, last.Data)
@@ -367,7 +367,7 @@ func TestRepair(t *testing.T) {
 		if info := readInfo(t, dir, id); info.RunningTurn {
 			t.Fatalf("%s still running", id)
 		}
-		path, err := s.SessionLogFile(id, "root")
+		path, err := s.sessionLogFile(id, "root")
 		mustNil(t, err)
 		if probs := ruleProblems(t, path); len(probs) > 0 {
 			t.Fatalf("%s after repair: %v", id, probs)
@@ -467,7 +467,7 @@ func TestOpenSessionAfterACrash(t *testing.T) {
 	if turn != 2 {
 		t.Fatalf("next turn %d", turn)
 	}
-	path, _ := s.SessionLogFile("old", "root")
+	path, _ := s.sessionLogFile("old", "root")
 	if filepath.Base(path) != "root.v4.jsonl" || len(ruleProblems(t, path)) > 0 {
 		t.Fatalf("successor %s: %v", path, ruleProblems(t, path))
 	}

@@ -48,7 +48,7 @@ func checkCwd(cwd string) error {
 
 // newConversationDir checks that convID is free and returns its directory.
 func (s *Store) newConversationDir(convID string) (string, error) {
-	dir, err := ConversationPath(s.dataDir, convID)
+	dir, err := conversationPath(s.dataDir, convID)
 	if err != nil {
 		return "", err
 	}

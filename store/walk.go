@@ -51,8 +51,10 @@ type ConversationDir struct {
 type Log struct {
 	// Base is the file base as on disk.
 	Base string
-	// ID is the decoded session id, "" for the conversation log.
+	// ID is the decoded session id, "" for the conversation log;
+	// Conversation the id of the conversation whose directory holds it.
 	ID                string
+	Conversation      string
 	IsConversationLog bool
 	// Generations are sorted by version descending, then by file name.
 	Generations []convlog.Name
@@ -300,7 +302,7 @@ func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
 		}
 		l := byBase[n.Base]
 		if l == nil {
-			l = &Log{Base: n.Base}
+			l = &Log{Base: n.Base, Conversation: id}
 			if n.Base == ConversationLogBase {
 				l.IsConversationLog = true
 			} else if l.ID, err = DecodeBase(n.Base); err != nil {

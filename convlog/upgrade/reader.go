@@ -21,7 +21,7 @@ type Options struct {
 	// convlog.DefaultMaxLineBytes).
 	MaxLineBytes int
 	// WantType and WantID, when WantID is set, are the identity the
-	// source's place implies (store.LogIdentity): the opener refuses a
+	// source's place implies (store.Log.ReaderOptions): the opener refuses a
 	// header naming another log (convlog.ReaderOptions).
 	WantType, WantID string
 

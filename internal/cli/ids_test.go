@@ -56,7 +56,7 @@ func TestIDPrefixes(t *testing.T) {
 
 	// A second conversation directory whose id starts the same.
 	twin := prefix + "-twin"
-	p, err := store.ConversationPath(dir, twin)
+	p, err := reader(t, dir).ConversationPath(twin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -230,7 +230,7 @@ func inspectTarget(c *ucli.Context, e *env, args []string) (*inspect.Target, err
 		session = args[1]
 	}
 	s, err := e.openStoreAt(ctx, dir, "inspect", store.LockNone, store.CreateNever)
-	var p string
+	var l store.Log
 	if err == nil {
 		var ids []string
 		if ids, err = resolveIDs(c, s, args[:1]); err != nil {
@@ -241,7 +241,7 @@ func inspectTarget(c *ucli.Context, e *env, args []string) (*inspect.Target, err
 				return nil, err
 			}
 		}
-		p, err = s.FindLog(ids[0], session)
+		l, err = s.FindLog(ids[0], session)
 	}
 	if err != nil {
 		if len(args) == 1 {
@@ -249,7 +249,7 @@ func inspectTarget(c *ucli.Context, e *env, args []string) (*inspect.Target, err
 		}
 		return nil, err
 	}
-	return inspect.StoreTarget(p)
+	return inspect.StoreTarget(l)
 }
 
 // stopPosition names where a read stopped (the line, not the column), as

@@ -18,7 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/convkit/convkit/fixtures"
-	"github.com/convkit/convkit/store"
 )
 
 // openPty opens a pseudo-terminal: what is written to tty is read from
@@ -180,7 +179,7 @@ func TestDeleteAsksOnTerminal(t *testing.T) {
 		t.Fatalf("want three ordinary conversations, found %d", len(ids))
 	}
 	exists := func(id string) bool {
-		p, _ := store.ConversationPath(dir, id)
+		p, _ := reader(t, dir).ConversationPath(id)
 		_, err := os.Lstat(p)
 		return err == nil
 	}

@@ -513,7 +513,7 @@ func prepareImport(t *testing.T, h *harness, in *inputs, dir string, plain []str
 		return nil
 	})
 	for _, id := range absent {
-		p, _ := store.ConversationPath(in.target, id)
+		p, _ := reader(t, in.target).ConversationPath(id)
 		if err := os.RemoveAll(p); err != nil {
 			t.Fatal(err)
 		}

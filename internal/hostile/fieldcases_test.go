@@ -113,7 +113,7 @@ func (f *fx) runningTurn() string {
 	if _, err := se.BeginTurn(m); err != nil {
 		f.t.Fatal(err)
 	}
-	dir, err := store.ConversationPath(f.data, hostileID)
+	dir, err := s.ConversationPath(hostileID)
 	if err != nil {
 		f.t.Fatal(err)
 	}

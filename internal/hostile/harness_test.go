@@ -172,7 +172,7 @@ func (f *fx) addConv(id, sid string) string {
 	if err := s.RegisterSession(id, sid, "coder", "deepseek-pro", ""); err != nil {
 		f.t.Fatal(err)
 	}
-	dir, err := store.ConversationPath(f.data, id)
+	dir, err := s.ConversationPath(id)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -84,11 +84,11 @@ func renameRaw(f *fx, dataDir, id, title string) {
 		f.t.Fatal(err)
 	}
 	defer s.Close()
-	path, err := s.ConversationLogFile(id)
+	l, err := s.FindLog(id, "")
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	w, err := convlog.OpenAppend(path, convlog.WriterOptions{})
+	w, err := convlog.OpenAppend(l.Path, convlog.WriterOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/convkit/convkit/convlog"
@@ -113,7 +112,7 @@ func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
 		case sl.Current.String() != al.Current.String():
 			return diverged(fmt.Sprintf("log %s is %s here and %s in the archive", b, sl.Current, al.Current))
 		}
-		rel, at, err := compareLog(sl.Path, al.Path)
+		rel, at, err := compareLog(sl, al)
 		if err != nil {
 			return diverged(fmt.Sprintf("the store's %s cannot be read: %v", sl.Current, err))
 		}
@@ -125,7 +124,7 @@ func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
 			ahead = append(ahead, fmt.Sprintf("%s is longer here", sl.Current))
 		default:
 			if b == store.ConversationLogBase {
-				if ok, _ := onlyLocalMappings(sl.Path, al.Path); ok {
+				if ok, _ := onlyLocalMappings(sl, al); ok {
 					p.storeCwd = si.Cwd
 					behind = append(behind, fmt.Sprintf("%s is longer in the archive (the store's working directory mapping is kept)", sl.Current))
 					continue
@@ -187,17 +186,17 @@ const (
 
 // compareLog compares the committed prefix of the store's log with the
 // archived log (all committed). at is the first differing byte.
-func compareLog(storePath, archived string) (relation, int64, error) {
-	committed, err := committedLength(storePath)
+func compareLog(sl, al store.Log) (relation, int64, error) {
+	committed, err := committedLength(sl)
 	if err != nil {
 		return relDiffer, 0, err
 	}
-	sf, err := convlog.OpenFile(storePath)
+	sf, err := convlog.OpenFile(sl.Path)
 	if err != nil {
 		return relDiffer, 0, err
 	}
 	defer sf.Close()
-	af, err := convlog.OpenFile(archived)
+	af, err := convlog.OpenFile(al.Path)
 	if err != nil {
 		return relDiffer, 0, err
 	}
@@ -209,7 +208,7 @@ func compareLog(storePath, archived string) (relation, int64, error) {
 	case err != nil:
 		return relDiffer, 0, err
 	case !same:
-		if rel, ok := compareLines(storePath, archived); ok {
+		if rel, ok := compareLines(sl, al); ok {
 			return rel, 0, nil
 		}
 		return relDiffer, at, nil
@@ -224,16 +223,16 @@ func compareLog(storePath, archived string) (relation, int64, error) {
 
 // compareLines compares two compressed logs by their lines (header
 // included); ok is false when they differ, are plain or cannot be read.
-func compareLines(storePath, archived string) (relation, bool) {
-	if n, ok := convlog.ParseName(filepath.Base(storePath)); !ok || n.Compression != convlog.Zstd {
+func compareLines(sl, al store.Log) (relation, bool) {
+	if sl.Current.Compression != convlog.Zstd {
 		return relDiffer, false
 	}
-	sr, err := store.OpenLog(storePath, convlog.ReaderOptions{})
+	sr, err := sl.Open(convlog.ReaderOptions{})
 	if err != nil {
 		return relDiffer, false
 	}
 	defer sr.Close()
-	ar, err := store.OpenLog(archived, convlog.ReaderOptions{})
+	ar, err := al.Open(convlog.ReaderOptions{})
 	if err != nil {
 		return relDiffer, false
 	}
@@ -260,8 +259,8 @@ func compareLines(storePath, archived string) (relation, bool) {
 }
 
 // committedLength reads a log strictly and returns its committed prefix.
-func committedLength(p string) (int64, error) {
-	r, err := store.OpenLog(p, convlog.ReaderOptions{})
+func committedLength(l store.Log) (int64, error) {
+	r, err := l.Open(convlog.ReaderOptions{})
 	if err != nil {
 		return 0, err
 	}
@@ -313,13 +312,13 @@ func samePrefix(a, b io.Reader) (at int64, same bool, err error) {
 // only, where the archived log goes on with other events: what an earlier
 // import with --map-cwd leaves when the conversation then grew on the
 // machine it came from.
-func onlyLocalMappings(storePath, archived string) (bool, error) {
-	sr, err := store.OpenLog(storePath, convlog.ReaderOptions{})
+func onlyLocalMappings(sl, al store.Log) (bool, error) {
+	sr, err := sl.Open(convlog.ReaderOptions{})
 	if err != nil {
 		return false, err
 	}
 	defer sr.Close()
-	ar, err := store.OpenLog(archived, convlog.ReaderOptions{})
+	ar, err := al.Open(convlog.ReaderOptions{})
 	if err != nil {
 		return false, err
 	}

@@ -30,7 +30,7 @@ func TestImportUpdatesDependents(t *testing.T) {
 			a1, rep := fixtureStore(t, 7)
 			fork := rep.Find(fixtures.CaseForkAfterCompaction)
 			source := fork.DependsOn[0]
-			dir, _ := store.ConversationPath(a1, source)
+			dir, _ := reader(t, a1).ConversationPath(source)
 			if err := os.RemoveAll(dir); err != nil {
 				t.Fatal(err)
 			}

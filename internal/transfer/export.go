@@ -514,6 +514,7 @@ func (x *exporter) readInfos(is infoSet, ids []string) infoSet {
 // openLog is one log of a conversation being exported, read and checked.
 type openLog struct {
 	name      string // entry name
+	log       store.Log
 	path      string
 	session   string
 	gen       convlog.Name
@@ -537,6 +538,13 @@ type openLog struct {
 	replayed bool
 	info     *store.ConversationInfo
 	infoErr  error
+}
+
+// readerOptions are the options of a reader of the log's bytes: its
+// generation's version and compression, and its identity.
+func (l *openLog) readerOptions() convlog.ReaderOptions {
+	comp := l.gen.Compression
+	return l.log.ReaderOptions(convlog.ReaderOptions{Version: l.gen.Version, Compression: &comp})
 }
 
 func (l *openLog) close() {
@@ -833,6 +841,7 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 	for _, l := range cd.Logs {
 		ol := &openLog{
 			name:      path.Join(store.ConversationsDirName, cd.Name, l.Current.String()),
+			log:       l,
 			path:      l.Path,
 			session:   l.ID,
 			gen:       l.Current,
@@ -867,13 +876,19 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 	case convLog.replayed:
 		info, err = convLog.info, convLog.infoErr
 	case convLog.data != nil:
-		info, err = store.ReadConversationBytes(convLog.data, convLog.path)
+		var r *convlog.Reader
+		if r, err = convlog.NewReaderBytes(convLog.data, convLog.path, convLog.readerOptions()); err == nil {
+			info, err = convLog.log.ReadConversationFrom(r)
+		}
 	default:
 		snapDir := filepath.Join(tmpDir, cd.Name)
 		if err = os.Mkdir(snapDir, durable.DirMode); err == nil {
 			snap := filepath.Join(snapDir, convLog.gen.String())
 			if err = copyPrefix(snap, convLog.prefix.Reader(convLog.src)); err == nil {
-				info, err = store.ReadConversationFile(snap)
+				var r *convlog.Reader
+				if r, err = convlog.Open(snap, convLog.log.ReaderOptions(convlog.ReaderOptions{})); err == nil {
+					info, err = convLog.log.ReadConversationFrom(r)
+				}
 			}
 			os.RemoveAll(snapDir)
 		}
@@ -945,12 +960,7 @@ func (l *openLog) open() error {
 	} else {
 		l.f = f
 	}
-	comp := l.gen.Compression
-	opts, err := store.LogReaderOptions(l.path, convlog.ReaderOptions{Version: l.gen.Version, Compression: &comp})
-	if err != nil {
-		l.close()
-		return err
-	}
+	opts := l.readerOptions()
 	var r *convlog.Reader
 	if l.buf != nil {
 		r, err = convlog.NewReaderBytes(l.buf, l.path, opts)
@@ -965,7 +975,7 @@ func (l *openLog) open() error {
 	// the replay counts only if the read finds the log whole.
 	var rp *store.Replayer
 	if l.isConvLog {
-		rp = store.NewReplayer(r, l.path)
+		rp = l.log.Replayer(r)
 	}
 	var events int64
 	for e, err := range r.Events() {
@@ -994,9 +1004,9 @@ func (l *openLog) open() error {
 		err = fmt.Errorf("%s: changed while it was read", l.path)
 	case whole:
 	case l.buf != nil:
-		pr, err = convlog.CommittedPrefixBytes(l.buf, comp, l.path)
+		pr, err = convlog.CommittedPrefixBytes(l.buf, l.gen.Compression, l.path)
 	default:
-		pr, err = convlog.CommittedPrefix(f, size, comp, l.path)
+		pr, err = convlog.CommittedPrefix(f, size, l.gen.Compression, l.path)
 	}
 	if err == nil && pr.RecoveredLines != r.Stats().RecoveredLines {
 		err = fmt.Errorf("%s: changed while it was read", l.path)

@@ -855,7 +855,7 @@ func dependentsOf(ctx context.Context, db *index.DB, s *store.Store, ids []strin
 			if !l.IsConversationLog {
 				continue
 			}
-			info, err := store.ReadConversationFile(l.Path)
+			info, err := l.ReadConversation()
 			if err == nil && dependsOnWanted(store.Dependencies(info)) {
 				out = append(out, c.ID)
 			}

@@ -343,7 +343,7 @@ func TestConflicts(t *testing.T) {
 	arch2, _ := exportTo(t, a, basic, renamed, archived)
 
 	before := treeHash(t, b)
-	basicDir, _ := store.ConversationPath(b, basic)
+	basicDir, _ := reader(t, b).ConversationPath(basic)
 	oldLog, err := os.ReadFile(filepath.Join(basicDir, "metadata.v4.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -471,15 +471,15 @@ func TestChecks(t *testing.T) {
 				archived = readEntry(t, a, f)
 			}
 		}
-		logPath, err := reader(t, b).FindLog(p.ID, "")
+		convLog, err := reader(t, b).FindLog(p.ID, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		now, _ := os.ReadFile(logPath)
+		now, _ := os.ReadFile(convLog.Path)
 		if !bytes.HasPrefix(now, archived) {
 			t.Fatalf("%s (%s): the conversation log was rewritten", p.ID, name)
 		}
-		last := lastEvent(t, logPath)
+		last := lastEvent(t, convLog.Path)
 		if last.Type != store.EventConversationCwdMapped {
 			t.Fatalf("%s: last event %s", p.ID, last.Type)
 		}
@@ -575,7 +575,7 @@ func lastEvent(t *testing.T, p string) convlog.Event {
 func TestMissingForkSource(t *testing.T) {
 	a, rep := fixtureStore(t, 7)
 	fork := rep.Find(fixtures.CaseForkAfterCompaction)
-	dir, _ := store.ConversationPath(a, fork.DependsOn[0])
+	dir, _ := reader(t, a).ConversationPath(fork.DependsOn[0])
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,14 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 	// Every log is read strictly as soon as it is extracted, by at most
 	// Jobs readers beside the extraction (which waits for a free one); what
 	// each found is compared with the manifest, which comes last, below.
-	checks := newLogChecks(ctx, imp.opts.Jobs)
+	// The staged tree is a store of its own (one without conversations has
+	// no conversations/ to make it one), read as it is extracted.
+	staged, err := store.Open(ctx, imp.stage.Tree(), store.OpenOptions{Create: store.CreateAlways})
+	if err != nil {
+		return err
+	}
+	imp.staged = staged
+	checks := newLogChecks(ctx, staged, imp.opts.Jobs)
 	imp.checks = checks
 	if !imp.opts.DryRun {
 		// The index is built from these reads (reindex.Preread): no log
@@ -153,13 +160,6 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 	}
 
 	// The conversations: the manifest's and the archive's agree.
-	// The staged tree is a store of its own (one without conversations has
-	// no conversations/ to make it one).
-	staged, err := store.Open(ctx, imp.stage.Tree(), store.OpenOptions{Create: store.CreateAlways})
-	if err != nil {
-		return err
-	}
-	imp.staged = staged
 	tree, err := staged.Walk()
 	if err != nil {
 		return err
@@ -261,11 +261,13 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 // logChecks reads the extracted logs strictly, in parallel, as the
 // extraction writes them.
 type logChecks struct {
-	ctx  context.Context
-	sem  chan struct{}
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	read map[string]*logRead // by entry name
+	ctx context.Context
+	// staged is the store the logs are extracted into.
+	staged *store.Store
+	sem    chan struct{}
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	read   map[string]*logRead // by entry name
 	// spool, when set, keeps the message text of each session log read
 	// for the index, which is then built from the reads.
 	spool *msgSpool
@@ -288,8 +290,8 @@ type logRead struct {
 	replayErr error
 }
 
-func newLogChecks(ctx context.Context, jobs int) *logChecks {
-	return &logChecks{ctx: ctx, sem: make(chan struct{}, max(jobs, 1)), read: map[string]*logRead{}}
+func newLogChecks(ctx context.Context, staged *store.Store, jobs int) *logChecks {
+	return &logChecks{ctx: ctx, staged: staged, sem: make(chan struct{}, max(jobs, 1)), read: map[string]*logRead{}}
 }
 
 // start reads the entry just extracted at p, if it is a log, on a reader
@@ -313,7 +315,7 @@ func (c *logChecks) start(e archive.Extracted, p string, data []byte) {
 			return
 		}
 		var pre *reindex.Preread
-		lr.events, lr.stats, pre, lr.info, lr.replayErr, lr.err = readLog(p, e.Name, c.spool != nil, data)
+		lr.events, lr.stats, pre, lr.info, lr.replayErr, lr.err = c.readLog(p, e.Name, c.spool != nil, data)
 		if pre != nil && lr.err == nil {
 			// The text goes to the spool; without it, the log is read
 			// again for the index.
@@ -394,28 +396,28 @@ func (c *logChecks) result(name string, l store.Log, f fileCheck) error {
 }
 
 // readLog reads the extracted log at p, the entry name, strictly to its
-// end (the store's opener: the header must name the log) and counts its
+// end (the staged store's opener: the header must name the log) and counts its
 // events. A conversation log is replayed from the same read
 // (store.Replayer: info, or replayErr). With index, a session log's read
 // also collects what indexing it takes (reindex.SessionIndexer). A session
 // log is read from data when the extraction held its bytes; a
 // conversation log's replay takes the file's modification time, so it is
 // opened.
-func readLog(p, name string, index bool, data []byte) (events int64, stats convlog.Stats, pre *reindex.Preread,
+func (c *logChecks) readLog(p, name string, index bool, data []byte) (events int64, stats convlog.Stats, pre *reindex.Preread,
 	info *store.ConversationInfo, replayErr error, err error) {
-	typ, id, idErr := store.LogIdentity(p)
+	l, err := c.staged.LogAt(name)
+	if err != nil {
+		return 0, convlog.Stats{}, nil, nil, nil, err
+	}
 	var x *reindex.SessionIndexer
-	if index && idErr == nil && typ == convlog.SessionLog {
-		x = reindex.NewSessionIndexer(p, id)
+	if index && !l.IsConversationLog {
+		x = reindex.NewSessionIndexer(p, l.ID)
 	}
 	var r *convlog.Reader
-	if data != nil && idErr == nil && typ == convlog.SessionLog {
-		var opts convlog.ReaderOptions
-		if opts, err = store.LogReaderOptions(p, opts); err == nil {
-			r, err = convlog.OpenBytes(p, data, opts)
-		}
+	if data != nil && !l.IsConversationLog {
+		r, err = convlog.OpenBytes(p, data, l.ReaderOptions(convlog.ReaderOptions{}))
 	} else {
-		r, err = store.OpenLog(p, convlog.ReaderOptions{})
+		r, err = l.Open(convlog.ReaderOptions{})
 	}
 	var ie *convlog.IdentityError
 	if errors.As(err, &ie) {
@@ -427,8 +429,8 @@ func readLog(p, name string, index bool, data []byte) (events int64, stats convl
 	}
 	defer r.Close()
 	var rp *store.Replayer
-	if idErr == nil && typ == convlog.ConversationLog {
-		rp = store.NewReplayer(r, p)
+	if l.IsConversationLog {
+		rp = l.Replayer(r)
 	}
 	if x != nil {
 		x.Begin(r)

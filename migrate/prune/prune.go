@@ -136,12 +136,7 @@ func Store(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 			if l.Current.Version != convlog.CurrentVersion || len(older) == 0 {
 				continue
 			}
-			typ, id, err := store.LogIdentity(l.Path)
-			if err != nil {
-				return nil, err
-			}
-			want := convlog.ReaderOptions{WantType: typ, WantID: id}
-			pruneLog(res, opts, l.Path, older, want, nil)
+			pruneLog(res, opts, l.Path, older, l.ReaderOptions(convlog.ReaderOptions{}), nil)
 		}
 	}
 	return res, nil

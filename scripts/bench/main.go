@@ -1211,10 +1211,11 @@ func (b *bench) manyFiles(dir string, n int) error {
 				break
 			}
 			id := fmt.Sprintf("%s-%d", c.ID, round)
-			to, err := store.ConversationPath(dir, id)
+			name, err := store.EncodeSegment(id)
 			if err != nil {
 				return err
 			}
+			to := filepath.Join(dir, store.ConversationsDirName, name)
 			if err := os.MkdirAll(to, 0o700); err != nil {
 				return err
 			}
