@@ -201,8 +201,17 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		}
 	}()
 
-	wk := &walker{s: s, byAge: opts.Rsyncable}
-	opts.Progress.SetTotal(0)
+	// The store's walk, up front: the logs to archive (every generation),
+	// and the total of the progress (each log, the index, the manifest).
+	tree, err := s.WalkJobs(opts.Workers)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Rsyncable {
+		tree.SortByAge()
+	}
+	jobs := jobsOf(tree)
+	opts.Progress.SetTotal(int64(len(jobs)) + 2)
 
 	wopts := opts.Archive
 	wopts.ModTime = now
@@ -295,7 +304,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		clear(curSeen)
 		return nil
 	}
-	err := loadAll(ctx, wk.feed, m.Online, opts.Strict, opts.Workers, 2*opts.Workers+2, func(l *loaded) error {
+	err = loadAll(ctx, jobs, m.Online, opts.Strict, opts.Workers, 2*opts.Workers+2, func(l *loaded) error {
 		defer l.close()
 		defer opts.Progress.Add(1)
 		j := l.job
@@ -342,11 +351,14 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	if err != nil {
 		return fail(err)
 	}
-	for _, p := range wk.Problems {
-		problem(p.Path, p.Reason)
-	}
-	for _, p := range wk.Warnings {
-		opts.OnEvent(Event{Kind: EventWarning, Path: p.Path, Reason: p.Reason})
+	// Entries left out are problems; a second spelling of a generation is
+	// archived all the same, with a warning.
+	for _, p := range tree.Problems {
+		if p.Listed {
+			opts.OnEvent(Event{Kind: EventWarning, Path: p.Path, Reason: p.Reason})
+		} else {
+			problem(p.Path, p.Reason)
+		}
 	}
 	sr := waitSnap()
 	switch {

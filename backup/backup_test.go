@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -218,10 +219,16 @@ func TestBackupRestoreBackup(t *testing.T) {
 			dataDir, rep := generate(t, 11, 30, true)
 			withIndex(t, dataDir)
 			now := time.Date(2026, 9, 2, 3, 4, 5, 0, time.UTC)
-			a1, r1 := backupFile(t, dataDir, Options{Now: fixedClock(now), ToolVersion: "test", Strict: strict})
+			prog := &countProgress{}
+			a1, r1 := backupFile(t, dataDir, Options{Now: fixedClock(now), ToolVersion: "test", Strict: strict, Progress: prog})
 			m1 := r1.Manifest
 			if m1.Online || m1.Index != IndexSnapshot || m1.IndexMethod != IndexByCopy || len(m1.Problems) != 0 || !m1.CreatedAt.Equal(now) {
 				t.Fatalf("manifest: online=%v index=%s problems=%v createdAt=%v", m1.Online, m1.Index, m1.Problems, m1.CreatedAt)
+			}
+			// The walk comes first: the total is known from the start
+			// (every file archived, and the manifest).
+			if total, done := prog.total.Load(), prog.done.Load(); total != int64(m1.Counts.Files)+1 || done != total || prog.setAfterAdd.Load() {
+				t.Fatalf("progress: total %d, done %d (set after an add: %v), want %d files and the manifest", total, done, prog.setAfterAdd.Load(), m1.Counts.Files)
 			}
 			// The corrupt log is archived whole; found by the structure
 			// check only when its structure is broken, by the strict read
@@ -1226,4 +1233,19 @@ func TestStrictOnlineBackupOfForeignFraming(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countProgress records what a job reports.
+type countProgress struct {
+	total, done atomic.Int64
+	setAfterAdd atomic.Bool
+}
+
+func (p *countProgress) Add(n int64) { p.done.Add(n) }
+
+func (p *countProgress) SetTotal(n int64) {
+	if p.done.Load() > 0 {
+		p.setAfterAdd.Store(true)
+	}
+	p.total.Store(n)
 }

@@ -568,10 +568,7 @@ func PlanBackup(s *store.Store) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobs := jobsOf(tree)
-	archived := map[string]bool{}
-	for _, j := range jobs {
-		archived[j.path] = true
+	for _, j := range jobsOf(tree) {
 		lfi, err := os.Lstat(j.path)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
@@ -583,7 +580,7 @@ func PlanBackup(s *store.Store) (*Plan, error) {
 		p.Bytes += lfi.Size()
 	}
 	for _, pr := range tree.Problems {
-		if !archived[pr.Path] {
+		if !pr.Listed {
 			p.Problems = append(p.Problems, Problem{Path: pr.Path, Reason: pr.Reason})
 		}
 	}

@@ -2,7 +2,6 @@ package backup
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -10,13 +9,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
-	"os"
 	"path"
 	"path/filepath"
-	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -114,26 +109,20 @@ func (l *loaded) archive(aw *archive.Writer, name string) (archive.Sum, error) {
 }
 
 // jobsOf lists the logs of a walked store in archive order: conversations
-// by directory name, each one's logs by base (conversation log first),
+// in the tree's order, each one's logs by base (conversation log first),
 // each log's generations from the highest.
 func jobsOf(tree *store.Tree) []*job {
 	var jobs []*job
 	for ci, c := range tree.Conversations {
-		jobs = append(jobs, jobsOfConv(c, ci)...)
-	}
-	return jobs
-}
-
-func jobsOfConv(c store.ConversationDir, ci int) []*job {
-	var jobs []*job
-	for _, l := range c.Logs {
-		for _, g := range l.Generations {
-			jobs = append(jobs, &job{
-				name:    path.Join(store.ConversationsDirName, c.Name, g.String()),
-				path:    filepath.Join(c.Path, g.String()),
-				convIdx: ci, convID: c.ID, convDir: c.Name, session: l.ID, base: l.Base, gen: g,
-				convLog: l.IsConversationLog, log: l,
-			})
+		for _, l := range c.Logs {
+			for _, g := range l.Generations {
+				jobs = append(jobs, &job{
+					name:    path.Join(store.ConversationsDirName, c.Name, g.String()),
+					path:    filepath.Join(c.Path, g.String()),
+					convIdx: ci, convID: c.ID, convDir: c.Name, session: l.ID, base: l.Base, gen: g,
+					convLog: l.IsConversationLog, log: l,
+				})
+			}
 		}
 	}
 	return jobs
@@ -341,27 +330,10 @@ func (c *convFacts) note(e *convlog.Event) {
 	}
 }
 
-// feedFunc hands jobs to emit in archive order; emit returns false when
-// the consumer has stopped.
-type feedFunc func(emit func(*job) bool) error
-
-// sliceFeed feeds a list of jobs.
-func sliceFeed(jobs []*job) feedFunc {
-	return func(emit func(*job) bool) error {
-		for _, j := range jobs {
-			if !emit(j) {
-				return nil
-			}
-		}
-		return nil
-	}
-}
-
-// loadAll loads the jobs feed gives with workers goroutines, at most ahead
-// of them in flight, and hands the results to sink in feed order. The feed
-// runs in its own goroutine, so walking overlaps reading. sink runs in the
+// loadAll loads jobs with workers goroutines, at most ahead of them in
+// flight, and hands the results to sink in order. sink runs in the
 // caller's goroutine and owns each result (it must close it).
-func loadAll(ctx context.Context, feed feedFunc, online, strict bool, workers, ahead int, sink func(*loaded) error) error {
+func loadAll(ctx context.Context, jobs []*job, online, strict bool, workers, ahead int, sink func(*loaded) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type slot struct {
@@ -380,24 +352,22 @@ func loadAll(ctx context.Context, feed feedFunc, online, strict bool, workers, a
 			}
 		}()
 	}
-	feedErr := make(chan error, 1)
 	go func() {
 		defer close(order)
 		defer close(work)
-		feedErr <- feed(func(j *job) bool {
+		for _, j := range jobs {
 			s := &slot{j: j, done: make(chan *loaded, 1)}
 			select {
 			case order <- s:
 			case <-ctx.Done():
-				return false
+				return
 			}
 			select {
 			case work <- s:
-				return true
 			case <-ctx.Done():
-				return false
+				return
 			}
-		})
+		}
 	}()
 	var err error
 	for s := range order {
@@ -421,251 +391,7 @@ func loadAll(ctx context.Context, feed feedFunc, online, strict bool, workers, a
 		default:
 		}
 	}
-	if ferr := <-feedErr; err == nil {
-		err = ferr
-	}
 	return err
-}
-
-// walker walks a store's conversations one directory at a time, as
-// store.Walk does (the same rules, never following a link), handing each
-// directory's logs to the loaders as soon as it is read.
-type walker struct {
-	s *store.Store
-	// Problems are entries left out; Warnings entries archived all the
-	// same (two spellings of one generation). Read them after the feed.
-	Problems []Problem
-	Warnings []Problem
-	convs    int
-	// byAge hands conversations on oldest first (by their newest log's
-	// modification time, then by name), so that the conversations that
-	// change, the recently active ones, sit together at the end of an
-	// rsyncable archive.
-	byAge bool
-}
-
-func (w *walker) problem(p, reason string) {
-	w.Problems = append(w.Problems, Problem{Path: p, Reason: reason})
-}
-
-func (w *walker) feed(emit func(*job) bool) error {
-	root := w.s.ConversationsDir()
-	if ok, err := w.s.ConversationsExist(); !ok || err != nil {
-		return err
-	}
-	ents, err := readDirCompact(root)
-	if err != nil {
-		w.problem(root, err.Error())
-	}
-	// Conversation directories are read two at a time, ahead of the
-	// loaders, and handed on in order.
-	type walked struct {
-		c     store.ConversationDir
-		probs []store.Problem
-		err   error
-	}
-	type pending struct {
-		e    compactEntry
-		id   string
-		done chan walked
-	}
-	order := make(chan *pending, 16)
-	work := make(chan *pending)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer close(stop) // runs first: the goroutines see it, then they are waited for
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for pd := range work {
-				c, probs, err := w.s.WalkConversation(pd.id)
-				pd.done <- walked{c, probs, err}
-			}
-		}()
-	}
-	seq := func(yield func(int) bool) {
-		for i := range ents.n() {
-			if !yield(i) {
-				return
-			}
-		}
-	}
-	if w.byAge {
-		seq = slices.Values(byAge(root, ents))
-	}
-	go func() {
-		defer close(order)
-		defer close(work)
-		for i := range seq {
-			e := ents.at(i)
-			pd := &pending{e: e, done: make(chan walked, 1)}
-			if e.typ.IsDir() && e.typ&fs.ModeSymlink == 0 {
-				if id, err := store.DecodeSegment(e.name); err == nil {
-					pd.id = id
-				}
-			}
-			select {
-			case order <- pd:
-			case <-stop:
-				return
-			}
-			if pd.id != "" {
-				select {
-				case work <- pd:
-				case <-stop:
-					return
-				}
-			}
-		}
-	}()
-	for pd := range order {
-		e := pd.e
-		name := e.name
-		p := filepath.Join(root, name)
-		switch typ := e.typ; {
-		case typ&fs.ModeSymlink != 0:
-			w.problem(p, store.ReasonSymlink)
-		case typ.IsDir():
-			if pd.id == "" {
-				_, err := store.DecodeSegment(name)
-				w.problem(p, err.Error())
-				continue
-			}
-			r := <-pd.done
-			if r.err != nil {
-				if _, lerr := os.Lstat(p); errors.Is(lerr, fs.ErrNotExist) {
-					continue // deleted since the directory was listed
-				}
-				for _, pr := range r.probs {
-					w.problem(pr.Path, pr.Reason)
-				}
-				continue
-			}
-			jobs := jobsOfConv(r.c, w.convs)
-			w.convs++
-			archived := map[string]bool{}
-			for _, j := range jobs {
-				archived[j.path] = true
-			}
-			for _, pr := range r.probs {
-				if archived[pr.Path] {
-					w.Warnings = append(w.Warnings, Problem{Path: pr.Path, Reason: pr.Reason})
-				} else {
-					w.problem(pr.Path, pr.Reason)
-				}
-			}
-			for _, j := range jobs {
-				if !emit(j) {
-					return nil
-				}
-			}
-		case !typ.IsRegular():
-			w.problem(p, store.ReasonNotRegular)
-		case logShaped(name):
-			w.problem(p, store.ReasonFlatLog)
-		default:
-			w.problem(p, store.ReasonUnexpected)
-		}
-	}
-	return nil
-}
-
-// byAge orders the entries of the conversations directory root by the
-// newest modification time of the log-shaped files in each (entries that
-// are not directories, or cannot be read, count as the oldest), then by
-// name. It reads every conversation directory once more.
-func byAge(root string, ents *compactDir) []int {
-	newest := make([]int64, ents.n())
-	order := make([]int, ents.n())
-	for i := range order {
-		order[i] = i
-		e := ents.at(i)
-		if !e.typ.IsDir() || e.typ&fs.ModeSymlink != 0 {
-			continue
-		}
-		des, _ := os.ReadDir(filepath.Join(root, e.name))
-		for _, de := range des {
-			if !de.Type().IsRegular() || !logShaped(de.Name()) {
-				continue
-			}
-			if fi, err := de.Info(); err == nil {
-				newest[i] = max(newest[i], fi.ModTime().UnixNano())
-			}
-		}
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(newest[a], newest[b]) })
-	return order
-}
-
-// compactDir is a directory's listing sorted by name, held compactly: the
-// conversations directory of a large store has hundreds of thousands of
-// entries, which as fs.DirEntry values took about 160 bytes each for the
-// whole backup; here they take their name and 8 bytes.
-type compactDir struct {
-	names []byte
-	ents  []compactRef
-}
-
-type compactRef struct {
-	off, n uint32
-	typ    fs.FileMode
-}
-
-type compactEntry struct {
-	name string
-	typ  fs.FileMode
-}
-
-func (d *compactDir) n() int { return len(d.ents) }
-
-func (d *compactDir) at(i int) compactEntry {
-	r := d.ents[i]
-	return compactEntry{name: string(d.names[r.off : r.off+r.n]), typ: r.typ}
-}
-
-// readDirCompact lists dir as os.ReadDir does (sorted by name; on an error,
-// what was read before it), compactly.
-func readDirCompact(dir string) (*compactDir, error) {
-	d := &compactDir{}
-	f, err := os.Open(dir)
-	if err != nil {
-		return d, err
-	}
-	defer f.Close()
-	for {
-		batch, err := f.ReadDir(1024)
-		for _, e := range batch {
-			name := e.Name()
-			if len(d.names)+len(name) > math.MaxUint32 {
-				return d, fmt.Errorf("%s: too many entries", dir)
-			}
-			d.ents = append(d.ents, compactRef{off: uint32(len(d.names)), n: uint32(len(name)), typ: e.Type()})
-			d.names = append(d.names, name...)
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			d.sort()
-			return d, err
-		}
-	}
-	d.sort()
-	return d, nil
-}
-
-func (d *compactDir) sort() {
-	name := func(r compactRef) []byte { return d.names[r.off : r.off+r.n] }
-	slices.SortFunc(d.ents, func(a, b compactRef) int { return bytes.Compare(name(a), name(b)) })
-}
-
-// logShaped reports whether name ends like a log file (store.Walk's rule).
-func logShaped(name string) bool {
-	name = strings.TrimSuffix(name, convlog.ZstSuffix)
-	name = strings.TrimSuffix(name, convlog.ZstdSuffix)
-	return strings.HasSuffix(name, convlog.JSONLSuffix)
 }
 
 // expectations applies reindex.Run's rules to the archived logs: what a

@@ -16,7 +16,7 @@ import (
 //     whose tree becomes the target by rename;
 //   - a single conversation's restore into an existing store, inside it:
 //     <target>/.restore-<random>.tmp, on the store's file system even when
-//     the data directory is a mount point (the walker ignores it).
+//     the data directory is a mount point (the store's walk ignores it).
 //
 // Each restore first removes what killed restores into the same target
 // left. A staging directory without a lock is an earlier build's, whose

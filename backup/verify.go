@@ -206,7 +206,7 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	// ruleOnly: logs whose one problem is a rule of the format beyond
 	// their lines, which an older build did not check.
 	ruleOnly := map[string]bool{}
-	err = loadAll(ctx, sliceFeed(jobs), false, true, opts.Jobs, 2*opts.Jobs+2, func(l *loaded) error {
+	err = loadAll(ctx, jobs, false, true, opts.Jobs, 2*opts.Jobs+2, func(l *loaded) error {
 		defer l.close()
 		res.Logs++
 		j := l.job

@@ -1,11 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -32,6 +34,9 @@ type Tree struct {
 type Problem struct {
 	Path   string
 	Reason string
+	// Listed: the entry is in the tree all the same (a second spelling
+	// of a generation, among its log's Generations but never Current).
+	Listed bool
 }
 
 func (p Problem) String() string { return p.Path + ": " + p.Reason }
@@ -132,13 +137,6 @@ func entryKind(m fs.FileMode) string {
 	return durable.Kind(m)
 }
 
-// ConversationsExist reports whether the store's conversations directory
-// exists, as Walk decides it: false for a missing one (an empty store), a
-// *ConversationsDirError for an entry in its place that is not a
-// directory. For readers that list the directory their own way (a backup
-// reads it ahead of its loaders).
-func (s *Store) ConversationsExist() (bool, error) { return conversationsRoot(s.ConversationsDir()) }
-
 // Walk lists the conversations under <data-dir>/conversations and their logs.
 // It never follows a symbolic link (one could lead out of the store or make
 // two names for one log) and never stats through one: every entry is
@@ -146,7 +144,9 @@ func (s *Store) ConversationsExist() (bool, error) { return conversationsRoot(s.
 // store; an entry in its place that is not a directory (a regular file, a
 // FIFO, a symbolic link) fails the walk with a *ConversationsDirError: the
 // store is broken, not empty. Layout violations inside become Problems
-// rather than errors, so one bad entry does not hide the rest.
+// rather than errors, so one bad entry does not hide the rest. A
+// conversation directory removed while the walk runs (a delete beside a
+// reader) is left out.
 //
 // The highest version of a log is authoritative: Current is that generation,
 // and a reader never falls back to a lower one, even when the highest is
@@ -209,8 +209,11 @@ func walkRoot(root string, jobs int) (*Tree, error) {
 	}
 	walk := func(k int) {
 		it := &items[k]
-		if c, ok := it.sub.walkConversation(it.id, it.name, filepath.Join(root, it.name)); ok {
+		dir := filepath.Join(root, it.name)
+		if c, ok := it.sub.walkConversation(it.id, it.name, dir); ok {
 			it.sub.Conversations = append(it.sub.Conversations, c)
+		} else if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+			it.sub.Problems = nil // gone since the root was listed
 		}
 	}
 	if jobs <= 1 || len(dirs) < 2 {
@@ -339,10 +342,33 @@ func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
 				continue
 			}
 			// The first by name stays Current; the other is reported.
-			t.problem(filepath.Join(dir, g.String()), GenerationClash(prev, g))
+			t.Problems = append(t.Problems, Problem{Path: filepath.Join(dir, g.String()), Reason: GenerationClash(prev, g), Listed: true})
 		}
 		l.Current = l.Generations[0]
 		l.Path = filepath.Join(dir, l.Current.String())
 	}
 	return c, true
+}
+
+// SortByAge orders the conversations oldest first: by the newest
+// modification time of their log generations, then as walked (by name).
+// A deduplicating copy of an archive in this order (an rsyncable backup)
+// finds the conversations that change, the recently active ones,
+// together at its end. It reads the status of every generation.
+func (t *Tree) SortByAge() {
+	newest := make(map[string]int64, len(t.Conversations))
+	for _, c := range t.Conversations {
+		var n int64
+		for _, l := range c.Logs {
+			for _, g := range l.Generations {
+				if fi, err := os.Lstat(filepath.Join(c.Path, g.String())); err == nil {
+					n = max(n, fi.ModTime().UnixNano())
+				}
+			}
+		}
+		newest[c.Path] = n
+	}
+	slices.SortStableFunc(t.Conversations, func(a, b ConversationDir) int {
+		return cmp.Compare(newest[a.Path], newest[b.Path])
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/convkit/convkit/convlog"
 )
@@ -53,6 +54,9 @@ func summarize(t *testing.T, root string, tree *Tree) (convs, problems []string)
 			if l.Current != l.Generations[0] || l.Path != filepath.Join(c.Path, l.Current.String()) {
 				t.Errorf("log %q: Current %v, Path %q", l.Base, l.Current, l.Path)
 			}
+			if l.Conversation != c.ID {
+				t.Errorf("log %q: Conversation %q, in %q", l.Base, l.Conversation, c.ID)
+			}
 			kind := "s=" + l.ID
 			if l.IsConversationLog {
 				kind = "conv"
@@ -65,7 +69,11 @@ func summarize(t *testing.T, root string, tree *Tree) (convs, problems []string)
 		convs = append(convs, s)
 	}
 	for _, p := range tree.Problems {
-		problems = append(problems, rel(p.Path)+": "+p.Reason)
+		s := rel(p.Path) + ": " + p.Reason
+		if p.Listed {
+			s += " (listed)"
+		}
+		problems = append(problems, s)
 	}
 	return convs, problems
 }
@@ -146,8 +154,8 @@ func TestWalk(t *testing.T) {
 		"conversations/c1/fifo: not a regular file",
 		"conversations/c1/p.v4.jsonl: not a regular file",
 		"conversations/c1/s2.v4.jsonl: symbolic links are not followed",
-		"conversations/c1/dup.v4.jsonl.zst: both compressed and plain generations of dup v4",
-		"conversations/c1/z.v4.jsonl.zstd: both .zst and .zstd generations of z v4",
+		"conversations/c1/dup.v4.jsonl.zst: both compressed and plain generations of dup v4 (listed)",
+		"conversations/c1/z.v4.jsonl.zstd: both .zst and .zstd generations of z v4 (listed)",
 		"conversations/flat.jsonl: log file outside a conversation directory; expected conversations/<conversation>/<log>",
 		"conversations/flat2.v4.jsonl.zst: log file outside a conversation directory; expected conversations/<conversation>/<log>",
 		"conversations/linked: symbolic links are not followed",
@@ -220,11 +228,10 @@ func TestWalkRoot(t *testing.T) {
 			tt.setup(t, data)
 			s := at(data)
 			tree, err := s.Walk()
-			exists, xerr := s.ConversationsExist()
 			_, lerr := s.FindLog("c", "")
 			if tt.wantFound == "" {
-				if err != nil || xerr != nil {
-					t.Fatal(err, xerr)
+				if err != nil {
+					t.Fatal(err)
 				}
 				convs, problems := summarize(t, data, tree)
 				if len(convs) != 0 || len(problems) != 0 {
@@ -233,13 +240,13 @@ func TestWalkRoot(t *testing.T) {
 				return
 			}
 			var ce *ConversationsDirError
-			for _, e := range []error{err, xerr, lerr} {
+			for _, e := range []error{err, lerr} {
 				if !errors.As(e, &ce) || ce.Found != tt.wantFound || ce.Path != filepath.Join(data, "conversations") || !errors.Is(e, ErrConversationsDir) {
-					t.Errorf("Walk, ConversationsExist, FindLog: %v; want a *ConversationsDirError for %s, %s", e, filepath.Join(data, "conversations"), tt.wantFound)
+					t.Errorf("Walk, FindLog: %v; want a *ConversationsDirError for %s, %s", e, filepath.Join(data, "conversations"), tt.wantFound)
 				}
 			}
-			if tree != nil || exists {
-				t.Errorf("a broken store was listed: tree %+v, exists %v", tree, exists)
+			if tree != nil {
+				t.Errorf("a broken store was listed: tree %+v", tree)
 			}
 		})
 	}
@@ -450,5 +457,39 @@ func reachableBy(dir string, uid uint32) error {
 		if p == filepath.Dir(p) {
 			return nil
 		}
+	}
+}
+
+// TestSortByAge: conversations come oldest first by their newest log
+// generation, an older generation counting too; ties keep the walk's
+// order (by name).
+func TestSortByAge(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	mkfiles(t, data,
+		"conversations/a/metadata.v4.jsonl",
+		"conversations/b/metadata.v4.jsonl",
+		"conversations/b/metadata.v3.jsonl",
+		"conversations/c/metadata.v4.jsonl",
+		"conversations/d/metadata.v4.jsonl",
+	)
+	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for name, h := range map[string]int{"a/metadata.v4.jsonl": 3, "b/metadata.v4.jsonl": 1, "b/metadata.v3.jsonl": 5,
+		"c/metadata.v4.jsonl": 2, "d/metadata.v4.jsonl": 2} {
+		at := base.Add(time.Duration(h) * time.Hour)
+		if err := os.Chtimes(filepath.Join(data, "conversations", name), at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tree, err := at(data).Walk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree.SortByAge()
+	var got []string
+	for _, c := range tree.Conversations {
+		got = append(got, c.ID)
+	}
+	if want := []string{"c", "d", "a", "b"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("by age: %v, want %v", got, want)
 	}
 }
