@@ -174,13 +174,36 @@ func verifyFile(t *testing.T, p string) *VerifyResult {
 
 func restoreFile(t *testing.T, p string, opts RestoreOptions) (*RestoreResult, error) {
 	t.Helper()
+	return restoreFileAt(t, p, opts, nil)
+}
+
+// restoreFileAt is restoreFile with the target store opened on the clock
+// now, which names what is moved aside.
+func restoreFileAt(t *testing.T, p string, opts RestoreOptions, now func() time.Time) (*RestoreResult, error) {
+	t.Helper()
 	f, err := os.Open(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	opts.Archive = p
-	return Restore(context.Background(), f, opts)
+	return restoreAs(context.Background(), f, opts, now)
+}
+
+// restoreAs restores as the restore command does: a free target is made a
+// store of (Restore); one that holds something is opened as a store,
+// runtime.lock taken, and restored into (RestoreInto).
+func restoreAs(ctx context.Context, r io.Reader, opts RestoreOptions, now func() time.Time) (*RestoreResult, error) {
+	free, err := CheckTarget(opts.Target)
+	if err != nil || free || (!opts.Force && opts.Conversation == "") {
+		return Restore(ctx, r, opts)
+	}
+	s, err := store.Open(ctx, opts.Target, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "test"}, Now: now})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return RestoreInto(ctx, r, s, opts)
 }
 
 func reindexStore(t *testing.T, dir string) *reindex.Result {
@@ -544,7 +567,7 @@ func TestRestoreOfHostileArchiveWritesNothing(t *testing.T) {
 			parent := t.TempDir()
 			target := filepath.Join(parent, "store")
 			data := hostileArchive(t, h)
-			_, err := Restore(context.Background(), bytes.NewReader(data), RestoreOptions{Archive: name, Target: target})
+			_, err := restoreAs(context.Background(), bytes.NewReader(data), RestoreOptions{Archive: name, Target: target}, nil)
 			if !errors.Is(err, archive.ErrRefused) {
 				t.Fatalf("restore: %v", err)
 			}
@@ -559,7 +582,7 @@ func TestRestoreOfHostileArchiveWritesNothing(t *testing.T) {
 			// Into an existing store, with --force: the store is untouched.
 			dataDir, _ := generate(t, 14, 0, false)
 			before := treeHash(t, dataDir)
-			_, err = Restore(context.Background(), bytes.NewReader(data), RestoreOptions{Archive: name, Target: dataDir, Force: true})
+			_, err = restoreAs(context.Background(), bytes.NewReader(data), RestoreOptions{Archive: name, Target: dataDir, Force: true}, nil)
 			if !errors.Is(err, archive.ErrRefused) {
 				t.Fatalf("restore --force: %v", err)
 			}
@@ -623,18 +646,22 @@ func TestRestoreRefusesAndReplaces(t *testing.T) {
 	}
 	// --force: the old store is moved aside, whole.
 	now := time.Date(2026, 9, 3, 0, 0, 0, 0, time.UTC)
-	rr, err := restoreFile(t, a, RestoreOptions{Target: target, Force: true, Now: fixedClock(now)})
+	rr, err := restoreFileAt(t, a, RestoreOptions{Target: target, Force: true}, fixedClock(now))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rr.MovedAside != target+".replaced-20260903T000000Z" || treeHash(t, rr.MovedAside) != strings.ReplaceAll(before, target, rr.MovedAside) {
 		t.Fatalf("moved aside to %q", rr.MovedAside)
 	}
-	// A directory that is not a store is never moved.
+	// A directory that is not a store is never moved: it does not open
+	// as one.
 	notStore := filepath.Join(t.TempDir(), "home")
 	os.MkdirAll(filepath.Join(notStore, "Documents"), 0o700)
-	if _, err := restoreFile(t, a, RestoreOptions{Target: notStore, Force: true}); !errors.Is(err, ErrNotAStore) {
+	if _, err := restoreFile(t, a, RestoreOptions{Target: notStore, Force: true}); !errors.Is(err, store.ErrNoStore) {
 		t.Fatalf("restore --force into a non-store: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(notStore, "Documents")); err != nil {
+		t.Fatal(err)
 	}
 	// A symbolic link as target is refused.
 	link := filepath.Join(t.TempDir(), "link")
@@ -724,8 +751,11 @@ func TestRestoreOneConversation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(rr.MovedAside, mustEncode(t, fork.ID))); err != nil {
-		t.Fatalf("not moved aside: %v", err)
+	if want := filepath.Join(dataDir, store.ReplacedDirName, mustEncode(t, fork.ID)+"-"); !strings.HasPrefix(rr.MovedAside, want) {
+		t.Fatalf("moved aside to %s, want %s<UTC time>", rr.MovedAside, want)
+	}
+	if m, _ := filepath.Glob(filepath.Join(rr.MovedAside, "metadata.*")); len(m) == 0 {
+		t.Fatal("the conversation log was not moved aside with its directory")
 	}
 	ents, _ := os.ReadDir(dataDir)
 	for _, e := range ents {

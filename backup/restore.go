@@ -10,9 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/contract"
@@ -30,9 +28,6 @@ var (
 	// ErrTargetNotEmpty: the target holds something and Force was not
 	// given.
 	ErrTargetNotEmpty = errors.New("the target is not empty")
-	// ErrNotAStore: Force was given for a target that does not look like
-	// a convkit data directory, which restore will not move aside.
-	ErrNotAStore = errors.New("the target does not look like a convkit data directory")
 	// ErrConversationExists: a single restore's conversation is in the
 	// target and Force was not given.
 	ErrConversationExists = errors.New("the conversation exists in the target")
@@ -41,25 +36,22 @@ var (
 	ErrNotInArchive = errors.New("the conversation is not in the archive")
 )
 
-// RestoreOptions configure Restore.
+// RestoreOptions configure Restore and RestoreInto.
 type RestoreOptions struct {
 	// Archive names the archive in messages (a path, or "-").
 	Archive string
-	// Target is the data directory to restore into.
+	// Target is the directory Restore makes a store of (RestoreInto
+	// takes its store's).
 	Target string
-	// Force replaces a non-empty target (or, with Conversation, a
-	// conversation present in the target): what is replaced is moved
-	// aside, never deleted.
+	// Force replaces the store RestoreInto is given (or, with
+	// Conversation, a conversation present in it): what is replaced is
+	// moved aside, never deleted.
 	Force bool
 	// Conversation restores only this conversation and the conversations
 	// it reads older history from (its fork ancestors), into a new or an
 	// existing store.
 	Conversation string
-	// LockTimeout waits for the target's runtime.lock (0: fail at once).
-	LockTimeout time.Duration
-	// Now is the clock (names of what is moved aside).
-	Now    func() time.Time
-	Limits archive.Limits
+	Limits       archive.Limits
 	// Jobs bounds parallel reads (default: CPUs).
 	Jobs     int
 	Progress progress.Progress
@@ -112,36 +104,19 @@ func (res *RestoreResult) restoredInvalid() {
 }
 
 // Restore verifies the archive read from r and restores it into
-// opts.Target. Nothing reaches the target unless the whole archive
-// verifies: it is extracted into a private staging directory beside the
-// target (0600 files, 0700 directories, every file fsynced), checked there
-// as Verify does, the index is rebuilt there, and only then is the staging
-// directory renamed into place. A non-empty target is refused unless
-// Force: then restore takes its runtime.lock (a held lock gives
-// store.ErrLocked) and moves the old store aside to
-// <target>.replaced-<UTC time>, never deleting it.
-//
-// With Conversation, restore puts that conversation and its fork
-// ancestors into the target store (creating it if needed), under its
-// runtime.lock; an ancestor already there is kept as it is, the
-// conversation itself is refused unless Force (which moves it aside into
-// <target>/replaced-<UTC time>/). The target is then reindexed.
+// opts.Target, a directory that does not exist or is empty (CheckTarget).
+// Nothing reaches the target unless the whole archive verifies: it is
+// extracted into a private staging directory beside the target (0600
+// files, 0700 directories, every file fsynced), checked there as Verify
+// does, the index is rebuilt there, and only then is the staging
+// directory, a store of its own, renamed into place. With Conversation,
+// only that conversation and its fork ancestors are kept.
 //
 // The rebuild of the index may skip conversations, as reindex does: the
 // result's Reindex.Skipped lists them (convkit restore then exits 3), with
 // the restored paths, and the skip reasons metadata.db records name them
 // too, never the staging directory.
 func Restore(ctx context.Context, r io.Reader, opts RestoreOptions) (*RestoreResult, error) {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.Progress == nil {
-		opts.Progress = progress.Nop{}
-	}
-	if opts.Log == nil {
-		opts.Log = io.Discard
-	}
-	opts.OnEvent = emitter(opts.OnEvent)
 	if opts.Target == "" {
 		return nil, errors.New("restore needs a target directory")
 	}
@@ -150,61 +125,92 @@ func Restore(ctx context.Context, r io.Reader, opts RestoreOptions) (*RestoreRes
 		return nil, err
 	}
 	opts.Target = filepath.Clean(target)
-	state, err := targetState(opts.Target)
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	free, err := CheckTarget(opts.Target)
 	if err != nil {
 		return nil, err
 	}
-	if opts.Conversation != "" {
-		if _, err := store.EncodeSegment(opts.Conversation); err != nil {
-			return nil, fmt.Errorf("conversation id: %w", err)
-		}
-		if state == targetFull {
-			return restoreInto(ctx, r, opts)
-		}
+	if !free {
+		return nil, notEmpty(opts.Target)
 	}
-	return restoreWhole(ctx, r, opts, state)
+	return restoreWhole(ctx, r, nil, opts)
 }
 
-type tstate int
+// RestoreInto verifies the archive read from r, as Restore does, and
+// restores it into the store s, which the caller holds runtime.lock of
+// (store.LockExclusive).
+//
+// With Conversation, it puts that conversation and its fork ancestors into
+// s: an ancestor already there is kept as it is, the conversation itself
+// is refused (ErrConversationExists) unless Force, which moves it aside
+// (store.PlaceConversation), or unless it is the archived one byte for
+// byte (a killed restore's). The archive is staged inside the store; s is
+// then reindexed.
+//
+// Without Conversation, Force is required (ErrTargetNotEmpty otherwise):
+// the store restored in staging beside s takes its place, and s is moved
+// aside (store.Store.ReplaceWith), never deleted; close s after.
+func RestoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreOptions) (*RestoreResult, error) {
+	if !s.Writable() {
+		return nil, fmt.Errorf("%s: %w", s.DataDir(), store.ErrReadOnly)
+	}
+	opts.Target = s.DataDir()
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if opts.Conversation != "" {
+		return restoreInto(ctx, r, s, opts)
+	}
+	if !opts.Force {
+		return nil, notEmpty(opts.Target)
+	}
+	return restoreWhole(ctx, r, s, opts)
+}
 
-const (
-	targetMissing tstate = iota
-	targetEmpty
-	targetFull
-)
+// check sets the defaults and checks the conversation id.
+func (opts *RestoreOptions) check() error {
+	if opts.Progress == nil {
+		opts.Progress = progress.Nop{}
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	opts.OnEvent = emitter(opts.OnEvent)
+	if opts.Conversation != "" {
+		if _, err := store.EncodeSegment(opts.Conversation); err != nil {
+			return fmt.Errorf("conversation id: %w", err)
+		}
+	}
+	return nil
+}
 
-func targetState(target string) (tstate, error) {
+func notEmpty(target string) error {
+	return fmt.Errorf("%s: %w (use --force to move the store there aside and restore in its place)", target, ErrTargetNotEmpty)
+}
+
+// CheckTarget refuses a restore target that is a symbolic link or not a
+// directory, and reports whether it is free for Restore: missing or
+// empty. A target that holds something is restored into only as a store
+// (RestoreInto).
+func CheckTarget(target string) (free bool, err error) {
 	fi, err := os.Lstat(target)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return targetMissing, nil
+		return true, nil
 	case err != nil:
-		return 0, err
+		return false, err
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return 0, fmt.Errorf("%s is a symbolic link: restore never follows links; name the directory itself", target)
+		return false, fmt.Errorf("%s is a symbolic link: restore never follows links; name the directory itself", target)
 	case !fi.IsDir():
-		return 0, fmt.Errorf("%s exists and is not a directory", target)
+		return false, fmt.Errorf("%s exists and is not a directory", target)
 	}
 	ents, err := os.ReadDir(target)
 	if err != nil {
-		return 0, err
+		return false, err
 	}
-	if len(ents) == 0 {
-		return targetEmpty, nil
-	}
-	return targetFull, nil
-}
-
-// openTarget opens the store at the target exclusively (restore writes it);
-// a target that is not a store gives ErrNotAStore, saying what.
-func openTarget(ctx context.Context, opts RestoreOptions, what string) (*store.Store, error) {
-	s, err := store.Open(ctx, opts.Target, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive,
-		Timeout: opts.LockTimeout, Command: "convkit restore", Now: opts.Now}})
-	if errors.Is(err, store.ErrNoStore) {
-		return nil, fmt.Errorf("%s: %w (no %s/, %s or %s)%s", opts.Target, ErrNotAStore,
-			store.ConversationsDirName, store.IndexFileName, store.LockFileName, what)
-	}
-	return s, err
+	return len(ents) == 0, nil
 }
 
 // openStaged opens a store restore builds, in a staging directory: read
@@ -216,20 +222,11 @@ func openStaged(ctx context.Context, dir string, mode store.LockMode) (*store.St
 }
 
 // restoreWhole restores the whole archive (or, with opts.Conversation, a
-// pruned copy of it) into a missing, empty or (with Force) replaced target.
-func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state tstate) (*RestoreResult, error) {
+// pruned copy of it) into a missing or empty target, or in place of the
+// store old.
+func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts RestoreOptions) (*RestoreResult, error) {
 	target := opts.Target
 	res := &RestoreResult{SchemaVersion: contract.Version, Archive: opts.Archive, Target: target, Conversations: []string{}, Kept: []string{}}
-	if state == targetFull {
-		if !opts.Force {
-			return nil, fmt.Errorf("%s: %w (use --force to move the store there aside and restore in its place)", target, ErrTargetNotEmpty)
-		}
-		old, err := openTarget(ctx, opts, "; it is left alone")
-		if err != nil {
-			return nil, err
-		}
-		defer old.Close()
-	}
 	parent := filepath.Dir(target)
 	if err := durable.MkdirAll(parent); err != nil {
 		return nil, err
@@ -288,33 +285,18 @@ func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state t
 		return nil, err
 	}
 
-	switch state {
-	case targetFull:
-		aside, err := freeName(target + ".replaced-" + opts.Now().UTC().Format(timeLayout))
+	if old != nil {
+		aside, err := old.ReplaceWith(stage)
 		if err != nil {
 			return nil, err
 		}
-		if err := os.Rename(target, aside); err != nil {
-			return nil, fmt.Errorf("move the old store aside: %w", err)
-		}
-		if err := os.Rename(stage, target); err != nil {
-			if berr := os.Rename(aside, target); berr != nil {
-				return nil, fmt.Errorf("put the restored store in place: %w; the old store is at %s and the restored one at %s", err, aside, stage)
-			}
-			return nil, fmt.Errorf("put the restored store in place: %w (the old store is back)", err)
-		}
 		res.MovedAside = aside
-	case targetEmpty:
-		// rename(2) replaces an empty directory in one step.
-		if err := os.Rename(stage, target); err != nil {
-			if rerr := os.Remove(target); rerr != nil {
-				return nil, fmt.Errorf("put the restored store in place: %w", err)
-			}
-			if err := os.Rename(stage, target); err != nil {
-				return nil, fmt.Errorf("put the restored store in place: %w", err)
-			}
+	} else if err := os.Rename(stage, target); err != nil {
+		// rename(2) replaces an empty directory in one step; a target
+		// made non-empty meanwhile stays as it is.
+		if rerr := os.Remove(target); rerr != nil {
+			return nil, fmt.Errorf("put the restored store in place: %w", err)
 		}
-	default:
 		if err := os.Rename(stage, target); err != nil {
 			return nil, fmt.Errorf("put the restored store in place: %w", err)
 		}
@@ -323,16 +305,11 @@ func restoreWhole(ctx context.Context, r io.Reader, opts RestoreOptions, state t
 	return res, durable.SyncDir(parent)
 }
 
-// restoreInto restores one conversation and its ancestors into an existing
-// store, under its runtime.lock.
-func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*RestoreResult, error) {
+// restoreInto restores one conversation and its ancestors into the store
+// s, under its runtime.lock.
+func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreOptions) (*RestoreResult, error) {
 	target := opts.Target
 	res := &RestoreResult{SchemaVersion: contract.Version, Archive: opts.Archive, Target: target, Conversations: []string{}, Kept: []string{}}
-	s, err := openTarget(ctx, opts, "; restore a single conversation into a store, or into a new directory")
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
 	dst, err := s.ConversationPath(opts.Conversation)
 	if err != nil {
 		return nil, err
@@ -377,7 +354,6 @@ func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*Restor
 				termtext.Quote(opts.Conversation), dst, ErrConversationExists)
 		}
 	}
-	convDir := s.ConversationsDir()
 	moved := false
 	for _, id := range closure {
 		from, _ := staged.ConversationPath(id)
@@ -392,31 +368,19 @@ func restoreInto(ctx context.Context, r io.Reader, opts RestoreOptions) (*Restor
 				res.Conversations = append(res.Conversations, id)
 				continue
 			}
-			if res.MovedAside == "" {
-				aside, err := freeName(filepath.Join(target, "replaced-"+opts.Now().UTC().Format(timeLayout)))
-				if err != nil {
-					return nil, err
-				}
-				if err := durable.MkdirAll(aside); err != nil {
-					return nil, err
-				}
-				res.MovedAside = aside
-			}
-			if err := os.Rename(to, filepath.Join(res.MovedAside, filepath.Base(to))); err != nil {
-				return nil, fmt.Errorf("move %s aside: %w", to, err)
-			}
-			if err := durable.SyncDir(res.MovedAside); err != nil {
-				return nil, err
-			}
 		}
-		if err := os.Rename(from, to); err != nil {
-			return nil, fmt.Errorf("put %s in place: %w", to, err)
+		aside, err := s.PlaceConversation(id, from)
+		if err != nil {
+			return nil, err
+		}
+		if aside != "" {
+			res.MovedAside = aside
 		}
 		moved = true
 		res.Conversations = append(res.Conversations, id)
 	}
 	if moved {
-		if err := durable.SyncDir(convDir); err != nil {
+		if err := durable.SyncDir(s.ConversationsDir()); err != nil {
 			return nil, err
 		}
 	}
@@ -553,18 +517,4 @@ func reindexDir(ctx context.Context, dir, target string, opts RestoreOptions) (*
 	}
 	defer s.Close()
 	return reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, OnEvent: reindexEvents(opts.OnEvent), ReportAs: target})
-}
-
-// freeName is p, or p-2, p-3, ... whichever does not exist.
-func freeName(p string) (string, error) {
-	for i := 1; i < 1000; i++ {
-		q := p
-		if i > 1 {
-			q = p + "-" + strconv.Itoa(i)
-		}
-		if _, err := os.Lstat(q); errors.Is(err, fs.ErrNotExist) {
-			return q, nil
-		}
-	}
-	return "", fmt.Errorf("%s: no free name", p)
 }

@@ -600,8 +600,8 @@ aside to DIR.replaced-<UTC time>; it never deletes it.
 reads older history from (its fork ancestors) into the store at DIR (new
 or existing; under its runtime.lock). Ancestors already there are kept as
 they are; the conversation itself is refused if present unless --force,
-which moves it aside to DIR/replaced-<UTC time>/. The store is then
-reindexed.`,
+which moves it aside to DIR/replaced/<its directory>-<UTC time>, as
+import does. The store is then reindexed.`,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "to", Usage: "restore into the data directory `DIR`"},
 			&ucli.BoolFlag{Name: "force", Usage: "replace what is there, moving it aside (never deleting it)"},
@@ -627,6 +627,34 @@ reindexed.`,
 	}
 }
 
+// openRestoreTarget opens the store restore writes into, runtime.lock
+// taken: a target that holds something, restored into with --force or
+// --conversation. A missing or empty target is nil: restore makes it a
+// store.
+func (e *env) openRestoreTarget(c *ucli.Context, opts backup.RestoreOptions) (*store.Store, error) {
+	if opts.Target == "" {
+		return nil, nil // Restore refuses it
+	}
+	target, err := filepath.Abs(opts.Target)
+	if err != nil {
+		return nil, err
+	}
+	free, err := backup.CheckTarget(target)
+	if err != nil || free || (!opts.Force && opts.Conversation == "") {
+		return nil, err // Restore refuses a target that is not free
+	}
+	s, err := e.openStoreAt(c.Context, target, "restore", store.LockExclusive, store.CreateNever)
+	if errors.Is(err, store.ErrNoStore) {
+		what := "; it is left alone"
+		if opts.Conversation != "" {
+			what = "; restore a single conversation into a store, or into a new directory"
+		}
+		return nil, fmt.Errorf("%s: the target does not look like a convkit data directory (no %s/, %s or %s)%s", target,
+			store.ConversationsDirName, store.IndexFileName, store.LockFileName, what)
+	}
+	return s, err
+}
+
 func runRestore(c *ucli.Context, e *env, name string) error {
 	r, bar, done, err := e.archiveInput(name, "restore")
 	if err != nil {
@@ -634,7 +662,7 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 	}
 	defer done()
 	opts := backup.RestoreOptions{Archive: name, Target: c.String("to"), Force: c.Bool("force"),
-		Conversation: c.String("conversation"), LockTimeout: e.g.LockTimeout}
+		Conversation: c.String("conversation")}
 	if !e.g.JSON {
 		opts.Log = e.libraryLines(e.stderr, problemLine)
 		render := backupRenderer(opts.Log)
@@ -648,7 +676,17 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 			render(ev)
 		}
 	}
-	res, err := backup.Restore(c.Context, r, opts)
+	into, err := e.openRestoreTarget(c, opts)
+	if err != nil {
+		return err
+	}
+	var res *backup.RestoreResult
+	if into != nil {
+		defer into.Close()
+		res, err = backup.RestoreInto(c.Context, r, into, opts)
+	} else {
+		res, err = backup.Restore(c.Context, r, opts)
+	}
 	bar.Finish()
 	var mm *backup.MismatchError
 	if errors.As(err, &mm) {

@@ -1,0 +1,121 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/convkit/convkit/internal/durable"
+)
+
+// ReplacedDirName is the directory of the data directory where
+// PlaceConversation keeps the conversations it moved aside.
+const ReplacedDirName = "replaced"
+
+// asideTime names what is moved aside (UTC).
+const asideTime = "20060102T150405Z"
+
+// PlaceConversation moves from, a conversation directory staged on the
+// store's file system (a restore's, an import's), into the store as
+// conversation convID. What is already there (the conversation, or an
+// entry in its place, never followed) is moved aside first, whole, into
+// <data-dir>/replaced/<its directory name>-<UTC time>[-N], and kept: aside says where ("" when there was none). A crash leaves the old
+// copy in place or aside, never lost; a failed rename puts it back.
+//
+// Once something was moved aside, conversations/ is synced before
+// PlaceConversation returns; the rename of a new conversation is made
+// durable by the next sync of conversations/ (a caller placing many syncs
+// it once, at the end). The store must hold runtime.lock exclusively.
+func (s *Store) PlaceConversation(convID, from string) (aside string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writable(); err != nil {
+		return "", err
+	}
+	to, err := conversationPath(s.dataDir, convID)
+	if err != nil {
+		return "", err
+	}
+	// The conversation's open logs are the old copy's.
+	s.closeSessions(convID)
+	if oc := s.convs[convID]; oc != nil {
+		oc.w.Close()
+		delete(s.convs, convID)
+	}
+	if err := durable.MkdirAll(filepath.Dir(to)); err != nil {
+		return "", err
+	}
+	if _, err := os.Lstat(to); err == nil {
+		replaced := filepath.Join(s.dataDir, ReplacedDirName)
+		if err := durable.MkdirAll(replaced); err != nil {
+			return "", err
+		}
+		if aside, err = freeName(filepath.Join(replaced, filepath.Base(to)+"-"+s.now().UTC().Format(asideTime))); err != nil {
+			return "", err
+		}
+		if err := os.Rename(to, aside); err != nil {
+			return "", fmt.Errorf("move %s aside: %w", to, err)
+		}
+		if err := durable.SyncDir(replaced); err != nil {
+			return "", err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	if err := os.Rename(from, to); err != nil {
+		if aside != "" {
+			if berr := os.Rename(aside, to); berr != nil {
+				return "", fmt.Errorf("put %s in place: %w; the store's copy is at %s", to, err, aside)
+			}
+		}
+		return "", fmt.Errorf("put %s in place: %w", to, err)
+	}
+	if aside == "" {
+		return "", nil
+	}
+	return aside, durable.SyncDir(filepath.Dir(to))
+}
+
+// ReplaceWith moves the store's data directory aside, whole, to
+// <data-dir>.replaced-<UTC time>[-N], and renames dir, a store staged on
+// the same file system (a restore's), into its place: aside says where
+// the old store went; it is kept, never deleted. A failed rename puts the
+// old store back. The store must hold runtime.lock exclusively; the lock
+// goes aside with it, so the handle is closed, not written, after.
+func (s *Store) ReplaceWith(dir string) (aside string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.writable(); err != nil {
+		return "", err
+	}
+	if aside, err = freeName(s.dataDir + ".replaced-" + s.now().UTC().Format(asideTime)); err != nil {
+		return "", err
+	}
+	if err := os.Rename(s.dataDir, aside); err != nil {
+		return "", fmt.Errorf("move the old store aside: %w", err)
+	}
+	if err := os.Rename(dir, s.dataDir); err != nil {
+		if berr := os.Rename(aside, s.dataDir); berr != nil {
+			return "", fmt.Errorf("put the restored store in place: %w; the old store is at %s and the restored one at %s", err, aside, dir)
+		}
+		return "", fmt.Errorf("put the restored store in place: %w (the old store is back)", err)
+	}
+	return aside, durable.SyncDir(filepath.Dir(s.dataDir))
+}
+
+// freeName is p, or p-2, p-3, ... whichever does not exist.
+func freeName(p string) (string, error) {
+	for i := 1; i < 1000; i++ {
+		q := p
+		if i > 1 {
+			q = p + "-" + strconv.Itoa(i)
+		}
+		if _, err := os.Lstat(q); errors.Is(err, fs.ErrNotExist) {
+			return q, nil
+		}
+	}
+	return "", fmt.Errorf("%s: no free name", p)
+}
