@@ -448,13 +448,19 @@ func (c *changer) importOne() string {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	// Import takes the lock itself.
-	s, err := store.Open(ctx, c.dir, store.OpenOptions{})
+	// The caller takes the lock; one handle serves the staging and the
+	// import.
+	s, err := store.Open(ctx, c.dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "test"}})
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := transfer.Import(ctx, &buf, s, transfer.ImportOptions{Archive: o.ID, OnConflict: transfer.ConflictReplace}); err != nil {
+	sg, err := transfer.Stage(ctx, &buf, s, transfer.ImportOptions{Archive: o.ID, OnConflict: transfer.ConflictReplace})
+	if err == nil {
+		defer sg.Close()
+		_, err = sg.Import(ctx, s)
+	}
+	if err != nil {
 		return "import refused: " + err.Error()
 	}
 	return "imported " + o.ID

@@ -356,11 +356,12 @@ func runImport(c *ucli.Context, e *env, name string, maps []transfer.CwdMapping)
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	cfg, explicit := store.RuntimeConfigPath(c.String("config"), e.g.getenv, dataDir)
 	opts := transfer.ImportOptions{Archive: name, OnConflict: c.String("on-conflict"), MapCwd: maps,
-		DryRun: c.Bool("dry-run"), ConfigPath: cfg, ConfigRequired: explicit, LockTimeout: e.g.LockTimeout,
+		DryRun: c.Bool("dry-run"), ConfigPath: cfg, ConfigRequired: explicit,
 		Log: e.libraryLines(e.stderr, problemLine)}
-	res, err := transfer.Import(c.Context, r, s, opts)
+	res, err := importStaged(c, e, r, s, opts)
 	bar.Finish()
 	if res != nil {
 		for _, w := range res.Warnings {
@@ -385,6 +386,25 @@ func runImport(c *ucli.Context, e *env, name string, maps []transfer.CwdMapping)
 			what, res.Counts.WillNotOpen, res.Counts.Skipped, len(res.Warnings))
 	}
 	return nil
+}
+
+// importStaged verifies the archive into the store's staging directory,
+// then, unless a dry run, takes runtime.lock (creating the store if it is
+// new) and imports: the runtime waits for the writing only.
+func importStaged(c *ucli.Context, e *env, r io.Reader, s *store.Store, opts transfer.ImportOptions) (*transfer.ImportResult, error) {
+	sg, err := transfer.Stage(c.Context, r, s, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer sg.Close()
+	var st *store.Store
+	if !opts.DryRun {
+		if st, err = e.openStoreAt(c.Context, s.DataDir(), "import", store.LockExclusive, store.CreateIfEmpty); err != nil {
+			return nil, err
+		}
+		defer st.Close()
+	}
+	return sg.Import(c.Context, st)
 }
 
 func printImport(e *env, r *transfer.ImportResult) error {

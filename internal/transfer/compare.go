@@ -144,7 +144,7 @@ func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
 		}
 		if extra != "" {
 			p.keepAside = true
-			p.Detail += fmt.Sprintf("; the old copy is kept in %s/ (its directory holds %s)", ReplacedDirName, extra)
+			p.Detail += fmt.Sprintf("; the old copy is kept in %s/ (its directory holds %s)", store.ReplacedDirName, extra)
 		}
 	case len(ahead) > 0:
 		p.Action, p.Detail = ActionKeep, "the store's copy is newer: "+ahead[0]

@@ -158,20 +158,32 @@ func importFile(t *testing.T, archivePath, dataDir string, opts ImportOptions) (
 	if opts.Archive == "" {
 		opts.Archive = archivePath
 	}
-	if opts.Now == nil {
-		opts.Now = fixedNow
-	}
 	return importInto(context.Background(), f, dataDir, opts)
 }
 
-// importInto is Import into the store in dataDir, opened as the import
-// command opens it (a new store made of a missing or empty directory).
+// importInto imports into the store in dataDir as the import command
+// does: the store opened read-only (a new store made of a missing or
+// empty directory) for Stage, then exclusively for Import.
 func importInto(ctx context.Context, r io.Reader, dataDir string, opts ImportOptions) (*ImportResult, error) {
 	s, err := store.Open(ctx, dataDir, store.OpenOptions{Create: store.CreateIfEmpty})
 	if err != nil {
 		return nil, err
 	}
-	return Import(ctx, r, s, opts)
+	sg, err := Stage(ctx, r, s, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer sg.Close()
+	var st *store.Store
+	if !opts.DryRun {
+		st, err = store.Open(ctx, dataDir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "convkit import"},
+			Create: store.CreateIfEmpty, Now: fixedNow})
+		if err != nil {
+			return nil, err
+		}
+		defer st.Close()
+	}
+	return sg.Import(ctx, st)
 }
 
 func importBytes(t *testing.T, data []byte, dataDir string, opts ImportOptions) (*ImportResult, error) {

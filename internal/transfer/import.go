@@ -29,7 +29,8 @@ const (
 	// ConflictRefuse refuses the whole import (the default).
 	ConflictRefuse = "refuse"
 	// ConflictReplace moves the store's copy aside, into
-	// <data-dir>/replaced/, and imports the archived one.
+	// <data-dir>/replaced/ (store.PlaceConversation), and imports the
+	// archived one.
 	ConflictReplace = "replace"
 	// ConflictSkip keeps the store's copy and imports the rest.
 	ConflictSkip = "skip"
@@ -55,10 +56,6 @@ const (
 	// ActionConflict: diverged and refused: the import writes nothing.
 	ActionConflict = "conflict"
 )
-
-// ReplacedDirName is the directory of the data directory where import
-// keeps the conversations it replaced.
-const ReplacedDirName = "replaced"
 
 // CwdMapping is one --map-cwd OLD=NEW: working directories at or under
 // From are recorded as the same place under To.
@@ -115,14 +112,10 @@ type ImportOptions struct {
 	// means <data-dir>/config.toml, not required.
 	ConfigPath     string
 	ConfigRequired bool
-	// LockTimeout waits for runtime.lock (0: fail at once).
-	LockTimeout time.Duration
 	// Limits bound the extraction. Zero fields take archive's defaults;
 	// the extraction is also bounded by the free space of the data
 	// directory's file system less archive.FreeReserve.
 	Limits archive.Limits
-	// Now is the clock (names of what is moved aside).
-	Now func() time.Time
 	// Jobs bounds the parallel strict reads of the archived logs
 	// (default: CPUs, at most 16).
 	Jobs int
@@ -261,8 +254,9 @@ func (e *VerifyError) Unwrap() error { return e.Err }
 // importer is one import run.
 type importer struct {
 	dataDir string
-	// s is the store as given, read-only; st the same store opened
-	// exclusively to write (nil on a dry run).
+	// s is the store as Stage was given it, read-only; st the same store
+	// opened exclusively to write, as Import is given it (nil on a dry
+	// run).
 	s     *store.Store
 	opts  ImportOptions
 	stage *archive.Staging
@@ -277,45 +271,39 @@ type importer struct {
 	// checks are the strict reads of the extracted logs, which the index
 	// is built from.
 	checks *logChecks
-	now    time.Time
 }
 
-// Import verifies the archive read from r and imports its conversations
-// into the store s (docs/TRANSFER.md). s is opened read-only, with
-// store.CreateIfEmpty when the import may make a new store: a data
+// Staged is an archive verified into a staging directory of a store,
+// ready to be imported (Import) or planned (a dry run). Close removes it.
+type Staged struct {
+	imp            *importer
+	createdDataDir bool
+	placed         bool
+}
+
+// Stage verifies the archive read from r for an import into the store s
+// (docs/TRANSFER.md), writing nothing to the store. s is opened read-only,
+// with store.CreateIfEmpty when the import may make a new store: a data
 // directory that does not exist, or holds nothing but the runtime
-// configuration, becomes one once the archive verifies; a dry run creates
-// nothing. Import itself opens the store exclusively, after verifying:
+// configuration, becomes one once the archive verifies and the caller
+// opens it to write; a dry run creates nothing.
 //
 //  0. An archive it can read twice (r seeks, as a file does) is first
 //     read through without writing anything (archive.Scan): a hostile
 //     archive, a million entries say, is refused before a file is made
 //     of it. Decompressing twice costs little beside the strict reads.
 //  1. The archive is extracted into a private staging directory inside
-//     the data directory, with the archive package's name checks and
-//     limits; every entry's size and SHA-256 is compared with the
+//     the data directory (made for it when missing, and removed again
+//     when nothing is imported), with the archive package's name checks
+//     and limits; every entry's size and SHA-256 is compared with the
 //     manifest and every log read strictly (no torn tail, committed
 //     length equal to its size). Any failure is a *VerifyError and the
 //     store is not touched.
-//  2. The store is opened with runtime.lock taken exclusively (not on a
-//     dry run), and created if it is new.
-//  3. Each conversation is compared with the store's copy and checked:
-//     its working directory (after --map-cwd), its agents and models
-//     (against the runtime configuration) and its fork sources.
-//  4. On a dry run, or when conversations diverged and OnConflict is
-//     ConflictRefuse (ErrConflict), Import returns the plan here, having
-//     written nothing.
-//  5. Each conversation directory is renamed into place; the working
-//     directory mappings are recorded as conversation/cwd-mapped events;
-//     metadata.db, when present, is updated for what changed.
 //
-// The result is returned with ErrConflict too, so that the plan can be
-// shown, and with ctx's error when ctx ends while metadata.db is written
-// (every conversation is placed by then; the index is not finished).
-func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions) (res *ImportResult, err error) {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+// The caller then takes runtime.lock (store.LockExclusive, CreateIfEmpty)
+// and calls Import, so the runtime waits for the writing only, not for
+// the verification.
+func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions) (_ *Staged, err error) {
 	if opts.Progress == nil {
 		opts.Progress = progress.Nop{}
 	}
@@ -341,7 +329,7 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 	if opts.ConfigPath == "" {
 		opts.ConfigPath = filepath.Join(dataDir, store.ConfigFileName)
 	}
-	imp := &importer{dataDir: dataDir, s: s, opts: opts, now: opts.Now().UTC()}
+	imp := &importer{dataDir: dataDir, s: s, opts: opts}
 	imp.res = &ImportResult{SchemaVersion: contract.Version, Archive: opts.Archive, DataDir: dataDir, DryRun: opts.DryRun,
 		Config: opts.ConfigPath, OnConflict: opts.OnConflict, Conversations: []ConversationPlan{}, Warnings: []string{}}
 
@@ -355,51 +343,79 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 		return nil, err
 	}
 
-	createdDataDir := false
+	staged := &Staged{imp: imp}
+	defer func() {
+		if err != nil {
+			staged.Close()
+		}
+	}()
 	if _, err := os.Lstat(dataDir); errors.Is(err, fs.ErrNotExist) {
 		if err := durable.MkdirAll(dataDir); err != nil {
 			return nil, err
 		}
-		createdDataDir = true
+		staged.createdDataDir = true
 	} else if err != nil {
 		return nil, err
 	}
-	placed := false
-	defer func() {
-		if createdDataDir && !placed && imp.st == nil {
-			os.Remove(dataDir) // only when empty again
-		}
-	}()
-
-	stage, err := newStaging(dataDir)
-	if err != nil {
+	if imp.stage, err = newStaging(dataDir); err != nil {
 		return nil, err
 	}
-	imp.stage = stage
-	defer stage.Remove()
-	defer func() {
-		if imp.checks != nil {
-			imp.checks.spool.close()
-		}
-	}()
 
 	// 1. Verify.
 	if err := imp.extractAndVerify(ctx, r); err != nil {
 		return nil, err
 	}
 	imp.res.ExportedAt, imp.res.ExportOnline, imp.res.ToolVersion = imp.m.CreatedAt, imp.m.Online, imp.m.ToolVersion
+	return staged, nil
+}
 
-	// 2. Lock.
+// Close removes the staging directory, and the data directory Stage made
+// for it when nothing was imported into it.
+func (sg *Staged) Close() {
+	imp := sg.imp
+	if imp.checks != nil {
+		imp.checks.spool.close()
+		imp.checks = nil
+	}
+	if imp.stage != nil {
+		imp.stage.Remove()
+		imp.stage = nil
+	}
+	if sg.createdDataDir && !sg.placed && imp.st == nil {
+		os.Remove(imp.dataDir) // only when empty again
+	}
+}
+
+// Import imports the staged conversations into st, the store Stage was
+// given, opened now by the caller with runtime.lock taken exclusively
+// (created if it is new); on a dry run st is nil and nothing is written:
+//
+//  3. Each conversation is compared with the store's copy and checked:
+//     its working directory (after --map-cwd), its agents and models
+//     (against the runtime configuration) and its fork sources.
+//  4. On a dry run, or when conversations diverged and OnConflict is
+//     ConflictRefuse (ErrConflict), Import returns the plan here, having
+//     written nothing.
+//  5. Each conversation directory is put in place (a copy there moved
+//     aside: store.PlaceConversation); the working directory mappings are
+//     recorded as conversation/cwd-mapped events; metadata.db, when
+//     present, is updated for what changed.
+//
+// The result is returned with ErrConflict too, so that the plan can be
+// shown, and with ctx's error when ctx ends while metadata.db is written
+// (every conversation is placed by then; the index is not finished).
+func (sg *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResult, err error) {
+	imp := sg.imp
+	opts := imp.opts
 	if !opts.DryRun {
-		// The lock belongs to the store s names, created now if it is new.
-		st, err := store.Open(ctx, dataDir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive,
-			Timeout: opts.LockTimeout, Command: "convkit import", Now: opts.Now}, Create: store.CreateIfEmpty, Now: opts.Now})
-		if err != nil {
-			return nil, err
+		if st == nil || !st.Writable() {
+			return nil, fmt.Errorf("%s: %w", imp.dataDir, store.ErrReadOnly)
+		}
+		if st.DataDir() != imp.dataDir {
+			return nil, fmt.Errorf("import staged for %s, not %s", imp.dataDir, st.DataDir())
 		}
 		imp.st = st
-		defer st.Close()
-		removeStaleStaging(dataDir, stage, opts.Log)
+		removeStaleStaging(imp.dataDir, imp.stage, opts.Log)
 	}
 
 	// 3. Compare and check.
@@ -427,7 +443,7 @@ func Import(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions
 	if err := ctx.Err(); err != nil {
 		return res, err // interrupted before anything was placed
 	}
-	placed = true
+	sg.placed = true
 	if err := imp.placeAll(); err != nil {
 		return res, err
 	}
@@ -583,20 +599,10 @@ func (imp *importer) check(info *store.ConversationInfo, p *ConversationPlan) {
 // archive order (fork ancestors first).
 func (imp *importer) placeAll() error {
 	convDir := imp.st.ConversationsDir()
-	if err := durable.MkdirAll(convDir); err != nil {
-		return err
-	}
-	replaced := filepath.Join(imp.dataDir, ReplacedDirName)
-	_, rerr := os.Lstat(replaced)
-	madeReplaced := errors.Is(rerr, fs.ErrNotExist)
-	defer func() {
-		if madeReplaced {
-			os.Remove(replaced) // only when empty
-		}
-	}()
 	// A new conversation's rename is made durable with the next fsync of
-	// conversations/: an update's or a replace's, or the one after the
-	// last; until then a crash loses only renames the rerun makes again.
+	// conversations/: PlaceConversation's of an update or a replace, or
+	// the one after the last; until then a crash loses only renames the
+	// rerun makes again.
 	unsynced := false
 	for i := range imp.res.Conversations {
 		p := &imp.res.Conversations[i]
@@ -605,13 +611,14 @@ func (imp *importer) placeAll() error {
 		default:
 			continue
 		}
-		if err := imp.place(p, convDir, replaced); err != nil {
+		synced, err := imp.place(p)
+		if err != nil {
 			if unsynced {
 				durable.SyncDir(convDir) // what was placed stays placed
 			}
 			return fmt.Errorf("conversation %s: %w", termtext.Quote(p.ID), err)
 		}
-		unsynced = p.Action == ActionImport
+		unsynced = !synced
 	}
 	if unsynced {
 		return durable.SyncDir(convDir)
@@ -619,51 +626,20 @@ func (imp *importer) placeAll() error {
 	return nil
 }
 
-// place renames one staged conversation directory into the store. A copy
-// already there is first renamed into <data-dir>/replaced/, then the new
-// one renamed in, so a crash at any moment leaves the old copy either in
-// place or kept aside. An updated copy (a byte-prefix of the new one) is
-// then removed; a replaced one is kept.
-func (imp *importer) place(p *ConversationPlan, convDir, replaced string) error {
+// place puts one staged conversation directory in the store; the store
+// moves a copy already there aside first, into <data-dir>/replaced/, so
+// a crash at any moment leaves the old copy either in place or kept aside.
+// An updated copy (a byte-prefix of the new one) is then removed; a
+// replaced one is kept. synced: conversations/ was synced after the
+// rename (PlaceConversation moved a copy aside).
+func (imp *importer) place(p *ConversationPlan) (synced bool, err error) {
 	from, err := imp.staged.ConversationPath(p.ID)
 	if err != nil {
-		return err
+		return false, err
 	}
-	to, err := imp.st.ConversationPath(p.ID)
-	if err != nil {
-		return err
-	}
-	var aside string
-	if p.Action != ActionImport {
-		if err := durable.MkdirAll(replaced); err != nil {
-			return err
-		}
-		aside, err = freeName(filepath.Join(replaced, p.dir+"-"+imp.now.Format(timeLayout)))
-		if err != nil {
-			return err
-		}
-		if err := os.Rename(to, aside); err != nil {
-			return fmt.Errorf("move the store's copy aside: %w", err)
-		}
-		if err := durable.SyncDir(replaced); err != nil {
-			return err
-		}
-	} else if _, err := os.Lstat(to); err == nil {
-		return fmt.Errorf("%s appeared while importing", to)
-	}
-	if err := os.Rename(from, to); err != nil {
-		if aside != "" {
-			if berr := os.Rename(aside, to); berr != nil {
-				return fmt.Errorf("put the imported copy in place: %w; the store's copy is at %s", err, aside)
-			}
-		}
-		return fmt.Errorf("put the imported copy in place: %w", err)
-	}
-	if aside == "" {
-		return nil // a new conversation: placeAll fsyncs conversations/
-	}
-	if err := durable.SyncDir(convDir); err != nil {
-		return err
+	aside, err := imp.st.PlaceConversation(p.ID, from)
+	if err != nil || aside == "" {
+		return false, err
 	}
 	if p.Action == ActionUpdate && !p.keepAside {
 		// Every byte of the old copy is in the new one. It goes into the
@@ -672,15 +648,17 @@ func (imp *importer) place(p *ConversationPlan, convDir, replaced string) error 
 		// removes the staging directory.
 		trash := filepath.Join(imp.stage.Dir(), "updated-"+p.dir)
 		if err := os.Rename(aside, trash); err != nil {
-			return err
+			return true, err
 		}
+		replaced := filepath.Dir(aside)
 		if err := durable.SyncDir(replaced); err != nil {
-			return err
+			return true, err
 		}
-		return os.RemoveAll(trash)
+		os.Remove(replaced) // only when empty
+		return true, os.RemoveAll(trash)
 	}
 	p.MovedAside = aside
-	return nil
+	return true, nil
 }
 
 // applyMappings records the working directory mappings, and reapplies the
@@ -864,21 +842,4 @@ func dependentsOf(ctx context.Context, db *index.DB, s *store.Store, ids []strin
 	}
 	sort.Strings(out)
 	return out
-}
-
-// timeLayout names what is moved aside.
-const timeLayout = "20060102T150405Z"
-
-// freeName is p, or p-2, p-3, ... whichever does not exist.
-func freeName(p string) (string, error) {
-	for i := 1; i < 1000; i++ {
-		q := p
-		if i > 1 {
-			q = fmt.Sprintf("%s-%d", p, i)
-		}
-		if _, err := os.Lstat(q); errors.Is(err, fs.ErrNotExist) {
-			return q, nil
-		}
-	}
-	return "", fmt.Errorf("%s: no free name", p)
 }

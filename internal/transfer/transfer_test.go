@@ -382,7 +382,7 @@ func TestConflicts(t *testing.T) {
 	if info, _ := reader(t, b).ReadConversation(archived); info.Title != "Only here" {
 		t.Fatalf("the newer copy here was replaced: %q", info.Title)
 	}
-	if _, err := os.Lstat(filepath.Join(b, ReplacedDirName)); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(filepath.Join(b, store.ReplacedDirName)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("an update left replaced/:\n%s", listTree(b))
 	}
 
@@ -395,7 +395,7 @@ func TestConflicts(t *testing.T) {
 	if p.Action != ActionReplace || p.MovedAside == "" {
 		t.Fatalf("%+v", p)
 	}
-	if !strings.HasPrefix(p.MovedAside, filepath.Join(b, ReplacedDirName)+string(filepath.Separator)) {
+	if !strings.HasPrefix(p.MovedAside, filepath.Join(b, store.ReplacedDirName)+string(filepath.Separator)) {
 		t.Fatalf("moved aside to %s", p.MovedAside)
 	}
 	kept, err := os.ReadFile(filepath.Join(p.MovedAside, "metadata.v4.jsonl"))
