@@ -131,6 +131,12 @@
 //
 // # Reading
 //
+// A store's files are reached through the handle only: Walk and
+// WalkConversation list them, and each log is a Log value (FindLog, LogAt)
+// that opens, checks and replays itself; LooseLog is for a file outside
+// any store. PlaceConversation and ReplaceWith put a staged conversation,
+// or a whole restored store, in place, moving what was there aside.
+//
 // ReadConversation replays a conversation log (title, sessions, turns,
 // running or idle, fork lineage); package chatread reads what clients
 // show of a session (ReadTranscript) and is the read-only chat-reading API
