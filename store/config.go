@@ -63,11 +63,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// ConfigPath says which configuration file to read: flag (--config) when
-// set, else $CONVKIT_CONFIG, else <dataDir>/config.toml. explicit is true
-// when the user named the file (flag or environment): a missing file is
-// then an error, while a missing default file only means that agents and
-// models cannot be checked. getenv nil means os.Getenv.
+// RuntimeConfigPath says which configuration file to read: flag, else
+// $CONVKIT_CONFIG, else <dataDir>/config.toml; explicit (the user named it)
+// makes a missing file an error. getenv nil means os.Getenv.
 func RuntimeConfigPath(flag string, getenv func(string) string, dataDir string) (path string, explicit bool) {
 	if getenv == nil {
 		getenv = os.Getenv

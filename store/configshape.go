@@ -9,12 +9,10 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// The TOML decoder's memory grows with the depth of every key and with the
-// length of every key's whole path (it keeps each path as a string), so a
-// few kilobytes of dotted keys or of nested inline tables cost gigabytes.
-// The configuration is measured before it is decoded, in one pass and
-// constant memory, and refused beyond these limits (docs/TRANSFER.md, "The
-// runtime configuration").
+// The TOML decoder's memory grows with every key's depth and path length, so
+// the configuration is measured in one constant-memory pass and refused beyond
+// these limits before it is decoded (docs/TRANSFER.md, "The runtime
+// configuration").
 const (
 	// MaxRuntimeConfigBytes bounds the file.
 	MaxRuntimeConfigBytes = 256 << 10
@@ -53,12 +51,9 @@ func DecodeRuntimeConfig(path string, r io.Reader, v any) error {
 	return nil
 }
 
-// shapeScanner measures a TOML document without decoding it: the depth of
-// every value (the number of key parts and array indexes on its path, the
-// index of an array of tables aside) and the
-// bytes of every key's path. It follows valid TOML exactly; on anything
-// else it moves on a byte at a time, since the decoder stops at the first
-// error and so never goes past what the scan has understood.
+// shapeScanner measures every value's depth and every key path's bytes without
+// decoding; on invalid TOML it moves on a byte at a time, which is safe
+// because the decoder stops at the first error anyway.
 type shapeScanner struct {
 	b    []byte
 	i    int

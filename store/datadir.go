@@ -30,10 +30,9 @@ const (
 )
 
 // ResolveDataDir picks the data directory: the --data-dir flag, else
-// $CONVKIT_DATA_DIR, else $XDG_DATA_HOME/convkit, else
-// <home>/.local/share/convkit. Blank or whitespace-only values count as unset,
-// and a relative $XDG_DATA_HOME is ignored as the XDG spec requires. The
-// result is absolute and clean. getenv nil means os.Getenv.
+// $CONVKIT_DATA_DIR, else $XDG_DATA_HOME/convkit (if absolute), else
+// <home>/.local/share/convkit, blank values counting as unset. The result is
+// absolute and clean; getenv nil means os.Getenv.
 func ResolveDataDir(flag string, getenv func(string) string, home string) (string, error) {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -102,11 +101,9 @@ func SessionLogName(sessionID string, version int, c convlog.Compression) (strin
 // store never follows one, so a link cannot lead a read or a delete outside.
 var ErrSymlink = durable.ErrSymlink
 
-// conversationDir is ConversationPath for an existing conversation: it
-// refuses a directory entry that is a symbolic link or not a directory,
-// and a store whose conversations entry is not a directory (the walk's
-// rule, *ConversationsDirError). A missing directory is not an error
-// here; callers report it.
+// conversationDir is ConversationPath for an existing conversation, refusing a
+// link, a non-directory or a conversations entry that is no directory
+// (*ConversationsDirError); a missing directory is for callers to report.
 func (s *Store) conversationDir(convID string) (string, error) {
 	dir, err := conversationPath(s.dataDir, convID)
 	if err != nil {
@@ -166,12 +163,9 @@ type probed struct {
 	why  string // for all but isStore
 }
 
-// probe tells what dataDir is. A directory is a store when it holds an entry
-// named conversations, metadata.db or runtime.lock, whatever its type (what
-// is wrong with the entry is for the command to report): every store has
-// had runtime.lock since the first process wrote it, and a store restored
-// or copied by hand has its conversations/. The directory itself may be a
-// symbolic link: it is the one the user named.
+// probe tells what dataDir is: a store when it holds an entry named
+// conversations, metadata.db or runtime.lock of any type, since every store
+// has had one of them; the directory itself may be the link the user named.
 func probe(dataDir string) (probed, error) {
 	fi, err := os.Stat(dataDir)
 	switch {

@@ -68,12 +68,10 @@ func (s *Store) checkDelete(check, all []string) error {
 	return nil
 }
 
-// Delete removes a conversation for good: refused while a turn runs, and
-// (CheckDelete) while forks made after a compaction read older history
-// from it, it records the conversation/delete-started tombstone durably,
-// then removes the directory and fsyncs conversations/. A crash in between
-// leaves the tombstone, and FinishDeletion (reindex) completes the job.
-// Deleting a conversation that already carries a tombstone finishes it.
+// Delete removes a conversation for good, refused while a turn runs or while
+// forks read older history from it (CheckDelete): it records the
+// conversation/delete-started tombstone durably first, so that after a crash
+// FinishDeletion completes the job.
 func (s *Store) Delete(convID string) error {
 	if err := s.writable(); err != nil {
 		return err
@@ -84,10 +82,9 @@ func (s *Store) Delete(convID string) error {
 	return s.DeleteUnguarded(convID)
 }
 
-// DeleteUnguarded is Delete without the dependents guard: for a caller
-// that checked a set of conversations with CheckDelete before deleting
-// them one by one, or was told to break the forks that depend on it
-// (convkit delete --force).
+// DeleteUnguarded is Delete without the dependents guard, for a caller that
+// ran CheckDelete on the whole set or was told to break the forks (convkit
+// delete --force).
 func (s *Store) DeleteUnguarded(convID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -97,10 +94,8 @@ func (s *Store) DeleteUnguarded(convID string) error {
 	return s.removeConversation(convID)
 }
 
-// MarkDeleting is Delete's first step alone: it checks that no turn runs and
-// records the tombstone, leaving the directory in place as an interrupted
-// deletion would. The runtime calls Delete; fixtures and crash tests use this
-// to produce an interrupted deletion.
+// MarkDeleting records the tombstone and leaves the directory, as an
+// interrupted deletion would; fixtures and crash tests use it.
 func (s *Store) MarkDeleting(convID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -122,11 +117,7 @@ func (s *Store) markDeleting(convID string) error {
 	if err := runningError(info); err != nil {
 		return err
 	}
-	ev, err := s.event(EventDeleteStarted, nil)
-	if err != nil {
-		return err
-	}
-	if err := oc.appendEvents(ev); err != nil { // durable: Append fsyncs
+	if err := s.appendEvent(oc, EventDeleteStarted, nil); err != nil { // durable: Append fsyncs
 		return err
 	}
 	s.tellRemoved(convID)
@@ -153,10 +144,9 @@ type DeleteOptions struct {
 	// Force deletes a conversation that forks made after a compaction
 	// read older history from, breaking them (no dependents guard).
 	Force bool
-	// Done is called for each conversation once it is gone, in the order
-	// given, before the next is touched; already is true for one a killed
-	// delete had removed. An error stops the command there. It is where
-	// the caller updates metadata.db.
+	// Done is called for each conversation once it is gone, in order, with
+	// already true for one a killed delete removed; it is where the caller
+	// updates metadata.db, and an error stops the command.
 	Done func(convID string, already bool) error
 }
 
@@ -170,17 +160,12 @@ const (
 	deleteAlready                       // gone, and a killed delete's journal names it
 )
 
-// DeleteAll deletes the conversations convIDs as one command, in order
-// (an id given twice counts once), so that running it again, after a kill
-// or not, finishes it. Before anything is deleted it checks them all: each
-// must be in the store (or be named by the journal of an earlier delete,
-// which removed it: "already deleted"), be no symbolic link and run no
-// turn, and, unless opts.Force, no fork left behind may read older history
-// from one of them (a *DependentsError). Then it publishes its journal
-// (see deletejournal.go) and deletes each as Delete does; a conversation
-// whose deletion was recorded, or whose directory a kill left empty, is
-// finished. At the end, journals that no longer serve are removed. An
-// interrupted run (ctx) stops between two conversations.
+// DeleteAll deletes the conversations convIDs as one command that a rerun
+// finishes after a kill. It checks them all first: each must exist (or be
+// named by an earlier delete's journal: "already deleted"), be no link, run no
+// turn and, unless opts.Force, leave no fork without the history it reads
+// (*DependentsError). It then publishes its journal and deletes each as Delete
+// does; ctx stops it between two conversations.
 func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOptions) error {
 	if err := s.writable(); err != nil {
 		return err

@@ -19,17 +19,11 @@ import (
 	"github.com/convkit/convkit/internal/durable"
 )
 
-// A delete of several conversations is one command, but a kill can stop it
-// after some are gone; run again, the same command must finish the job,
-// and tell the conversations a delete removed ("already deleted") from ids
-// that never were in the store ("no such conversation"), whether the first
-// run was killed or not. Once a directory is gone nothing in the store
-// remembers it, so DeleteAll writes a journal: <data-dir>/.delete-<16
-// hex>.journal, one JSON object naming the conversations the command
-// deletes, published (fsynced) before the first of them is touched. Every
-// id in it was a conversation of the store when it was written: one that
-// is gone now was deleted. Journals are kept for JournalAge, and at most
-// MaxJournals of them: a rerun within that time finds what it needs.
+// A rerun of a killed multi-conversation delete must tell the conversations it
+// removed ("already deleted") from ids never in the store, but a removed
+// directory leaves no trace, so DeleteAll first publishes a journal,
+// <data-dir>/.delete-<16 hex>.journal, naming every conversation it deletes.
+// Journals are kept for JournalAge and at most MaxJournals of them.
 
 const (
 	journalPrefix = ".delete-"

@@ -26,12 +26,9 @@ type DeletePlanItem struct {
 	Bytes int64 `json:"bytes"`
 }
 
-// PlanDelete is DeleteAll without deleting: it checks the conversations
-// convIDs exactly as DeleteAll does (each must exist or be named by an
-// earlier delete's journal, run no turn, and, unless force, leave no fork
-// made after a compaction without the history it reads), and returns
-// what DeleteAll would do with each, in order, an id given twice once. It
-// writes nothing, and needs no lock: a store opened read-only will do.
+// PlanDelete checks convIDs exactly as DeleteAll does and returns what it
+// would do with each, in order, writing nothing; a store opened read-only will
+// do.
 func (s *Store) PlanDelete(convIDs []string, force bool) ([]DeletePlanItem, error) {
 	ids, states, _, err := s.checkDeleteAll(convIDs, force)
 	if err != nil {

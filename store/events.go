@@ -9,14 +9,11 @@ import (
 	"time"
 )
 
-// The conversation log: <data-dir>/conversations/<EncodeSegment(id)>/
-// metadata.v4.jsonl[.zst]. Its header is {"type":"conversation","version":4,
-// "id":...,"createdAt":...}; every event is log-only and one of the types
-// below. Session logs live beside it as <EncodeBase(sessionID)>.v4.jsonl[.zst].
-//
-// Replaying the conversation log alone gives everything listing needs
-// (ReadConversation): title, working directory, agents and models, sessions,
-// turns, archive state, fork lineage and a pending deletion.
+// The conversation log,
+// <data-dir>/conversations/<EncodeSegment(id)>/metadata.v4.jsonl[.zst], holds
+// log-only events of the types below; session logs live beside it as
+// <EncodeBase(sessionID)>.v4.jsonl[.zst]. Replaying it alone gives everything
+// listing needs (ReadConversation).
 
 // Conversation log event types (all log-only, registered in
 // convlog.ConversationLogTypes).

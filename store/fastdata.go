@@ -6,15 +6,11 @@ import (
 	"github.com/convkit/convkit/internal/rawjson"
 )
 
-// The conversation log is replayed by every listing and reindex, and most of
-// its events are small flat objects (session/started, turn/started,
-// turn/ended, the title). They are read here without encoding/json, which
-// cost more than reading the log. The fast path (through rawjson, the
-// module's one JSON scanner) takes only data whose meaning is beyond doubt:
-// members it knows by their exact names, strings, safe integers, arrays of
-// those, null. Anything else (an unknown or differently cased member,
-// another type) makes it give up, and the caller decodes with encoding/json
-// as before, so the result, error included, is what json.Unmarshal gives.
+// Every listing and reindex replays conversation logs, and encoding/json cost
+// more than reading them, so the small flat events are decoded here through
+// rawjson. The fast path takes only members it knows by exact name with plain
+// values and otherwise gives up, so the caller's json.Unmarshal yields the
+// same result, errors included.
 
 // fastMembers calls set for each member of the event data with its key and
 // raw value (nil for null); set reports whether it took the member.

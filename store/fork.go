@@ -14,20 +14,15 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// Fork copies conversation srcConv into the new conversation newConv: only
-// the history of the root session srcSession through seq throughSeq (-1: its
-// last event), as the root session newSession. Subagents, queued input and
-// the archived state are not copied.
+// Fork copies the root session srcSession of srcConv through seq throughSeq
+// (-1: its last event) into the new conversation newConv as root session
+// newSession; subagents, queued input and the archived state are not copied.
 //
-// When the source session compacted its history (a compaction/end, or a
-// user/message with source kind "compact-checkpoint") at or before
-// throughSeq, the fork does not copy the older history: newSession's log is
-// seeded (isSeeded, parentSession = srcSession) with the history the model
-// reads at throughSeq, closed by session/end-seed {"inherited":true}, and the
-// fork's conversation log records afterCompaction and the dependency on
-// srcConv. Otherwise events 0..throughSeq are copied as they are; a turn left
-// open at the cut is closed (interrupted tool calls get error results, then
-// step/end and turn/end with reason "forked").
+// When the source compacted its history at or before throughSeq, newSession's
+// log is seeded with the history the model reads at throughSeq and the fork
+// records afterCompaction and its dependency on srcConv. Otherwise events
+// 0..throughSeq are copied, and a turn left open at the cut is closed with
+// reason "forked".
 func (s *Store) Fork(srcConv, srcSession, newConv, newSession string, throughSeq int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -36,12 +31,9 @@ func (s *Store) Fork(srcConv, srcSession, newConv, newSession string, throughSeq
 	return err
 }
 
-// Rewind is a fork that stops just before one of the user's messages (the
-// user/message with source kind "user" at beforeSeq of srcSession) and
-// returns that message's text for the composer. When the message opens its
-// turn, the fork stops before that turn, and before the message's
-// admission (agent/inbox/spliced) just before it. The source stays as it
-// was.
+// Rewind forks srcSession up to just before the user's message at beforeSeq
+// (and before its turn and admission when it opens one) and returns that
+// message's text for the composer; the source stays as it was.
 func (s *Store) Rewind(srcConv, srcSession, newConv, newSession string, beforeSeq int64) (string, error) {
 	if beforeSeq < 0 {
 		return "", fmt.Errorf("rewind: seq %d is not an event", beforeSeq)
@@ -163,14 +155,7 @@ func (s *Store) fork(req forkRequest) (string, error) {
 		return "", err
 	}
 
-	var evs []convlog.Event
-	add := func(typ string, v any) {
-		if err == nil {
-			var ev convlog.Event
-			ev, err = s.event(typ, v)
-			evs = append(evs, ev)
-		}
-	}
+	b := &eventBatch{s: s}
 	created := CreatedData{Cwd: srcInfo.Cwd, Agents: nonNil(nil), Models: nonNil(nil)}
 	created.Agents = addUnique(created.Agents, sess.Agent)
 	created.Models = addUnique(created.Models, sess.Model)
@@ -182,21 +167,21 @@ func (s *Store) fork(req forkRequest) (string, error) {
 			autoTitle = srcInfo.Title
 		}
 	}
-	add(EventConversationCreated, created)
-	add(EventSessionStarted, SessionStartedData{SessionID: req.newSession, Agent: sess.Agent, Model: sess.Model})
+	b.add(EventConversationCreated, created)
+	b.add(EventSessionStarted, SessionStartedData{SessionID: req.newSession, Agent: sess.Agent, Model: sess.Model})
 	if autoTitle != "" {
-		add(EventConversationTitle, TitleData{Title: autoTitle})
+		b.add(EventConversationTitle, TitleData{Title: autoTitle})
 	}
-	add(EventConversationForked, ForkedData{SessionID: req.newSession, SourceConversation: req.srcConv,
+	b.add(EventConversationForked, ForkedData{SessionID: req.newSession, SourceConversation: req.srcConv,
 		SourceSession: req.srcSession, ThroughSeq: cut, AfterCompaction: afterCompaction, InheritedSessions: inherited})
 	if req.rewindSeq >= 0 {
-		add(EventConversationRewound, RewoundData{SourceConversation: req.srcConv, SourceSession: req.srcSession,
+		b.add(EventConversationRewound, RewoundData{SourceConversation: req.srcConv, SourceSession: req.srcSession,
 			BeforeSeq: req.rewindSeq, ComposerText: sc.composer})
 	}
-	if err != nil {
-		return "", err
+	if b.err != nil {
+		return "", b.err
 	}
-	if err := s.createLog(req.newConv, newDir, evs, nil); err != nil {
+	if err := s.createLog(req.newConv, newDir, b.evs, nil); err != nil {
 		return "", err
 	}
 	s.tellIndex(s.convs[req.newConv], true)
@@ -535,12 +520,9 @@ func (s *Store) copyHistory(src, dst string, h *convlog.Header, cut int64) error
 	return b.close()
 }
 
-// writeSeed writes a seeded log holding the history the model reads at cut
-// (each message's event re-appended in history order, with its time),
-// error results for tool calls that have none, and the inherited
-// session/end-seed marker. The history is convlog's: the source is replayed
-// through History and its interpreters; a second pass takes the events of
-// the messages it holds.
+// writeSeed writes a seeded log: the history the model reads at cut, replayed
+// through convlog's History so the rule lives in one place, with error results
+// for unanswered tool calls and the inherited session/end-seed marker.
 func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
 	order, err := historyAt(src, cut)
 	if err != nil {

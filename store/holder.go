@@ -8,16 +8,10 @@ import (
 	"time"
 )
 
-// The lock file's record names the process that last took runtime.lock.
-// The kernel drops the lock when its holder dies, but the record stays:
-// read while the lock is held by a process that writes none (flock(1),
-// say, or a holder between taking the lock and writing its record), it
-// names a process that is gone. So a record is believed only when it can
-// be the holder's: made on this host, by a process that is alive, started
-// before the record was written (a pid reused by a later process is not
-// the one recorded) and, where the kernel lists a lock's holders
-// (/proc/locks), one of them. Otherwise the lock is held by a process that
-// left no record.
+// The kernel drops runtime.lock when its holder dies but the record in the
+// file stays, so a record is believed only when it can be the holder's: made
+// on this host by a live process started before the record was written and,
+// where /proc/locks says, one of the lock's holders.
 
 // startSlack absorbs the granularity of process start times (the boot
 // time is known to the second) and small clock adjustments.

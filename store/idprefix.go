@@ -12,11 +12,9 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// A conversation is named by its whole id or by any prefix of it of at
-// least MinIDPrefix characters that no other conversation of the store
-// shares, as git names commits; a session likewise among the sessions of
-// its conversation. This file is the one place that resolves such names;
-// every command that takes conversation or session ids calls it.
+// A conversation is named by its whole id or by a unique prefix of at least
+// MinIDPrefix characters, as git names commits, and a session likewise within
+// its conversation; every command resolves names here.
 
 // MinIDPrefix is the length, in characters, of the shortest prefix that
 // names a conversation.
@@ -57,17 +55,11 @@ func (e *AmbiguousIDError) Error() string {
 
 func (e *AmbiguousIDError) Unwrap() error { return ErrAmbiguousID }
 
-// ResolveIDs returns the conversation ids refs name, in order. A ref that
-// is a conversation's whole id (its directory is there, whatever it holds)
-// names that conversation; else a ref of at least MinIDPrefix characters
-// that exactly one conversation id starts with names that one; two or more
-// give an *AmbiguousIDError. When no conversation of the store matches, the
-// ids the journals of recent deletes name are tried the same way, so that
-// a delete run again by the same prefix says "already deleted". A ref that
-// names nothing is returned as it is, for the caller's own "no such
-// conversation". The store's conversations directory is listed once,
-// whatever the number of refs; entries that are not directories with
-// canonical names are no conversations.
+// ResolveIDs returns the conversation ids refs name, in order: a whole id,
+// else a unique prefix of at least MinIDPrefix characters (*AmbiguousIDError
+// when shared), else the same against recent delete journals so a rerun says
+// "already deleted". A ref that names nothing is returned as it is for the
+// caller's own error; conversations/ is listed once.
 func (s *Store) ResolveIDs(refs []string) ([]string, error) {
 	out := make([]string, len(refs))
 	var ids, deleted []string
@@ -147,12 +139,9 @@ func byPrefix(ref string, ids []string) (string, error) {
 	return "", &AmbiguousIDError{Prefix: ref, Candidates: found}
 }
 
-// ResolveSessionID returns the session of conversation convID (a whole
-// id) that ref names, as ResolveIDs resolves conversation ids: a session
-// with a log of id ref, else the one session id of the conversation's
-// logs that ref (at least MinIDPrefix characters) starts. A ref that names
-// none is returned as it is; a conversation that cannot be listed returns
-// ref, for the caller's own error.
+// ResolveSessionID returns the session of conversation convID that ref names,
+// by whole id or unique prefix as ResolveIDs does; a ref that names none, or
+// an unlistable conversation, returns ref for the caller's own error.
 func (s *Store) ResolveSessionID(convID, ref string) (string, error) {
 	c, _, err := s.WalkConversation(convID)
 	if err != nil || utf8.RuneCountInString(ref) < MinIDPrefix {

@@ -10,12 +10,10 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// Ids become file names with DSH's encodeSegment escaping: one UTF-16 code
-// unit at a time, [A-Za-z0-9._-] stays literal and every other unit becomes
-// "~" and 4 uppercase hex digits. Working in UTF-16 units keeps names
-// byte-identical to the ones DSH writes, so stores move between the two.
-// Decoding accepts only the canonical spelling, which makes the mapping a
-// bijection between ids and accepted names: no two names mean the same id.
+// Ids become file names with DSH's encodeSegment escaping, per UTF-16 code
+// unit so names stay byte-identical to DSH's: [A-Za-z0-9._-] stays, every
+// other unit becomes "~" and 4 uppercase hex digits. Decoding accepts only the
+// canonical spelling, so no two names mean the same id.
 
 // metadataEscaped is EncodeBase("metadata"): escaping the first letter keeps
 // a session named "metadata" apart from the conversation log.

@@ -1,22 +1,18 @@
 package store
 
 import (
+	"errors"
+
 	"github.com/convkit/convkit/convlog"
 )
 
-// IndexKeeper keeps metadata.db current with the store's changes:
-// reindex.NewKeeper makes one and sets it with SetIndexKeeper. The store
-// tells it, after each durable change that listing or search depends on,
-// what changed: every change of a conversation log (a conversation
-// created, a turn started or ended, a title, a session, a rename, a fork,
-// a tombstone), and every change of a session log made while the session
-// runs no turn (a compaction between turns, a subagent's report). The
-// appends of a running turn are told with the turn's end (or the next
-// change before it): until then the index lags by the turn in flight.
-// Changed is called under the conversation's lock, in the order of the
-// changes, so it sees them as they were written; the change is durable
-// whatever it does (an error is the keeper's to handle, the index being
-// derived).
+// IndexKeeper keeps metadata.db current (reindex.NewKeeper,
+// Store.SetIndexKeeper). After each durable change listing or search depends
+// on, the store tells it what changed: every conversation-log change, and
+// session-log changes made while no turn runs; a running turn's appends are
+// told at its end. Changed is called under the conversation's lock in order of
+// the changes, and its error is the keeper's to handle since the index is
+// derived.
 type IndexKeeper interface {
 	Changed(ch *IndexChange)
 }
@@ -115,6 +111,33 @@ func (s *Store) tellIndex(oc *openConv, whole bool, turns ...TurnInfo) {
 
 // changed tells the keeper of a change of oc made by a Store method,
 // when err says it was made, and returns err.
+// errNoChange tells change that fn had nothing to record.
+var errNoChange = errors.New("no change")
+
+// change runs fn on the live conversation convID under the Store's lock and
+// tells the index of what it recorded.
+func (s *Store) change(convID string, whole bool, fn func(oc *openConv) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oc, err := s.liveConv(convID)
+	if err != nil {
+		return err
+	}
+	if err = fn(oc); err == errNoChange {
+		return nil
+	}
+	return s.changed(oc, whole, err)
+}
+
+// appendEvent appends one event of type typ with data v to oc's log.
+func (s *Store) appendEvent(oc *openConv, typ string, v any) error {
+	ev, err := s.event(typ, v)
+	if err != nil {
+		return err
+	}
+	return oc.appendEvents(ev)
+}
+
 func (s *Store) changed(oc *openConv, whole bool, err error) error {
 	if err == nil {
 		s.tellIndex(oc, whole)

@@ -151,12 +151,10 @@ const (
 	probeGrace = 50 * time.Millisecond
 )
 
-// acquireLock takes runtime.lock of the existing directory dataDir for
-// Open, the only caller: it creates runtime.lock (0600) if missing, takes an
-// exclusive flock, waiting up to opts.Timeout (or until ctx is done) for a
-// holder to go away, and records this process in the file. A holder that
-// stays gives a *LockedError naming it. The kernel drops the lock when its
-// holder exits, so a crash never leaves a stale lock.
+// acquireLock takes runtime.lock for Open, its only caller: it creates the
+// file (0600) if missing, takes an exclusive flock waiting up to opts.Timeout,
+// and records this process; the kernel drops the lock on exit, so a crash
+// never leaves it stale.
 func acquireLock(ctx context.Context, dataDir string, opts LockOptions) (*Lock, error) {
 	path := LockPath(dataDir)
 	if err := ctx.Err(); err != nil {

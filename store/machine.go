@@ -10,11 +10,10 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// Machine checks conversations against this machine: its file system and
-// its runtime configuration. It looks at each working directory once (a
-// run checks thousands of conversations that share a few), so a
-// long-lived caller, the runtime say, makes a new one when the machine
-// may have changed. It is safe for concurrent use.
+// Machine checks conversations against this machine's file system and runtime
+// configuration, looking at each working directory once; it is safe for
+// concurrent use, and a long-lived caller makes a new one when the machine may
+// have changed.
 type Machine struct {
 	// Config is the runtime configuration; nil when there is none, and
 	// then agents and models are not checked.
@@ -68,11 +67,9 @@ func NeedsOf(info *ConversationInfo) Needs {
 	return Needs{Cwd: info.Cwd, Agents: info.Agents, Models: info.Models, Sources: Dependencies(info)}
 }
 
-// Check lists why a conversation that needs n will not open here, in this
-// order: its working directory (missing, not a directory, or not recorded),
-// each agent and each model not in the configuration (when there is one),
-// each fork source that present says is not in the store. An empty list
-// means it will open. A nil Machine checks the working directory and the
+// Check lists why a conversation that needs n will not open here (working
+// directory, unknown agents and models, fork sources present says are
+// missing); empty means it will open. A nil Machine checks the directory and
 // fork sources only.
 func (m *Machine) Check(n Needs, present func(id string) bool) []string {
 	reasons := []string{}

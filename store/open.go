@@ -50,13 +50,11 @@ const (
 	CreateIfEmpty
 )
 
-// Store is an open data directory: the conversation API the runtime and the
-// writing commands use, and the reading methods every command uses. Every
-// change is one durable batch appended to the conversation's log through
-// convlog.Writer. A Store is safe for concurrent use: the runtime's calls on
-// the sessions of different conversations run in parallel (each holds its
-// conversation, so the calls of one conversation are carried out in
-// order); every other change runs alone.
+// Store is an open data directory: the conversation API of the runtime and
+// writing commands, and the reads every command uses. Every change is one
+// durable batch appended through convlog.Writer; calls on different
+// conversations run in parallel, those of one conversation in order, and every
+// other change alone.
 type Store struct {
 	dataDir string
 	lock    *Lock
@@ -95,21 +93,15 @@ type openConv struct {
 	pending pendingIndex
 }
 
-// Open opens the store in dataDir. It is how the runtime, every command,
-// fixtures and tests get at a store, and the only place runtime.lock is
-// taken.
+// Open opens the store in dataDir; it is the only way to a store and the only
+// place runtime.lock is taken.
 //
 // dataDir must be a store (IsStore) unless opts.Create allows it to become
-// one; otherwise Open fails with a *NoStoreError and creates nothing. Read
-// only (LockNone), Open takes no lock, creates nothing and never blocks the
-// runtime; a store it was allowed to create reads as empty (Exists is
-// false). LockExclusive takes runtime.lock, failing fast or waiting up to
-// opts.Lock.Timeout, with a *LockedError naming the holder; it creates the
-// store when opts.Create allows: the directory (0700) and runtime.lock
-// (0600); conversations/ comes with the first conversation. LockIfFree
-// takes the exclusive lock only when it is free, never waiting; when the
-// lock is held, or cannot be taken though no one holds it (a read-only file
-// system), the store opens read-only and Online says why.
+// one, else Open fails with a *NoStoreError. LockNone takes no lock and
+// creates nothing (a store it may create reads as empty); LockExclusive takes
+// runtime.lock, waiting up to opts.Lock.Timeout, else a *LockedError names the
+// holder, and creates the store when allowed; LockIfFree takes the lock only
+// when free and otherwise opens read-only, with Online saying why.
 func Open(ctx context.Context, dataDir string, opts OpenOptions) (*Store, error) {
 	abs, err := filepath.Abs(dataDir)
 	if err != nil {
@@ -305,6 +297,21 @@ func (s *Store) event(typ string, v any) (convlog.Event, error) {
 		}
 	}
 	return convlog.Event{Type: typ, Time: s.nowMs(), Data: data}, nil
+}
+
+// eventBatch builds the events of one append, keeping the first error.
+type eventBatch struct {
+	s   *Store
+	evs []convlog.Event
+	err error
+}
+
+func (b *eventBatch) add(typ string, v any) {
+	if b.err == nil {
+		var ev convlog.Event
+		ev, b.err = b.s.event(typ, v)
+		b.evs = append(b.evs, ev)
+	}
 }
 
 // encodeData is encoding/json without HTML escaping and without the

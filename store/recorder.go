@@ -15,16 +15,13 @@ import (
 )
 
 // The recorder: one typed call on Session for each stage of a turn
-// (docs/FORMAT.md, "What a turn records"). A call checks that it comes in
-// its place and that what it is given is whole before anything is written,
-// fills in the seqs, times, turn and step numbers, surface operations and
-// the ids it makes, and writes one durable batch (or adds to the one Batch
-// holds). In order:
+// (docs/FORMAT.md, "What a turn records"). Each call checks its place and
+// input before writing, fills in seqs, times, numbers and ids, and writes one
+// durable batch. In order:
 //
 //	turn, _ := se.BeginTurn(prompt)        // admitted, running, turn/start
 //	step, _ := se.BeginStep()              // step/start
 //	se.Request(store.Request{System: sys, Config: cfg, Tools: tools})
-//	                                       // system/message, user/message, request/header
 //	call, _ := se.BeginModelCall()         // the answer as it arrives:
 //	call.Text(0, "Two files"); call.Usage(u); call.Finish(reason)
 //	call.Complete(answerID)                // assistant/message (an empty one too)
@@ -164,11 +161,9 @@ func (se *Session) EndStep() error {
 
 // Request is what one model request of a step sends.
 type Request struct {
-	// System is the system prompt ("": none). It is recorded as the
-	// history's first message when the history is empty, and replaces it
-	// when it changed; a history begun without one (an older log) is
-	// recorded without it, as the format puts a system prompt only at the
-	// head.
+	// System is the system prompt ("": none), recorded as the history's first
+	// message or replacing it when changed; a history begun without one is
+	// recorded without, since the format puts it only at the head.
 	System string
 	// Config is the call's configuration (a provider and a model at
 	// least); AdapterDefaults marks the values the adapter chose.
@@ -178,13 +173,10 @@ type Request struct {
 	Tools []convlog.ToolSchema
 }
 
-// Request records a model request of the open step: the system prompt
-// (system/message) when it is new or changed, the messages waiting in the
-// inbox (the turn's prompt, steering, subagents' reports) as user/message,
-// in the order they were admitted, and the request's header
-// (request/header) when this session has not written it yet or it
-// changed, or after a compaction began a new series (reason initial,
-// resume, change or series).
+// Request records a model request of the open step: system/message when new or
+// changed, the inbox's waiting messages as user/message in admission order,
+// and request/header when it is new, changed or a compaction began a new
+// series.
 func (se *Session) Request(req Request) error {
 	unlock, err := se.enter()
 	if err != nil {
@@ -262,14 +254,10 @@ func (se *Session) Request(req Request) error {
 	return nil
 }
 
-// ModelCall is one model call of the open step, its answer taken as it
-// streams in: each chunk with its time, in memory until the call ends
-// with Complete (the answer), Retry (a temporary failure, tried again) or
-// Fail (the turn fails), or Interrupt takes what it had produced. A crash
-// before it ends loses what it had streamed; the turn is closed as
-// interrupted when the session is opened again. The chunk methods may be
-// called from the goroutine reading the model's stream; the rest of the
-// session's calls wait for the call to end.
+// ModelCall is one model call of the open step, its streamed chunks held in
+// memory until Complete, Retry, Fail or Interrupt records them; a crash loses
+// them and the turn is closed as interrupted on reopening. The chunk methods
+// may be called from the stream's goroutine.
 type ModelCall struct {
 	se              *Session
 	provider, model string
@@ -377,12 +365,9 @@ func (se *Session) answerEvent(msg convlog.StoredMessage, c *ModelCall, interrup
 	return convlog.Event{Type: convlog.TypeAssistantMessage, Data: d, SurfaceOp: &convlog.SurfaceOp{}}, err
 }
 
-// Complete records the call's answer as message id: assistant/message
-// with the content its stream assembles into, the usage reported and the
-// stream. Every successful model call is recorded: an empty answer (kept
-// out of the history the model reads) and one cut off at the output limit
-// (its tool calls left out) too. The answer's tool calls are then the
-// step's to run (ToolCall, ToolResult).
+// Complete records the call's answer as message id (assistant/message with its
+// assembled content, usage and stream), empty or cut-off answers too; its tool
+// calls are then the step's to run.
 func (c *ModelCall) Complete(id string) error {
 	unlock, err := c.end("Complete")
 	if err != nil {
@@ -605,13 +590,11 @@ type Compaction struct {
 	CheckpointID string
 }
 
-// Compact records a compaction, manual (no turn running: nothing may be
-// running or waiting) or automatic (before a model call of the running
-// turn), as one durable batch once the summary is written: compaction/start,
-// compaction/summary (the span it shadows), the summary as a user/message
-// (source compact-checkpoint) that replaces the span in the history the
-// model reads, compaction/end. The full history stays in the log; a crash
-// during the compact model's call leaves nothing to close.
+// Compact records a compaction, manual (nothing running or waiting) or
+// automatic (before a model call of the running turn), as one durable batch
+// once the summary is written: compaction/start, compaction/summary, the
+// summary as a user/message (source compact-checkpoint) and compaction/end.
+// The full history stays in the log.
 func (se *Session) Compact(c Compaction) error {
 	unlock, err := se.enter()
 	if err != nil {
@@ -694,13 +677,9 @@ func (se *Session) Compact(c Compaction) error {
 		convlog.Event{Type: convlog.TypeCompactionEnd, Data: endData})
 }
 
-// SubagentReport records the report subagent childID (a subagent of this
-// session) sends when it finishes a turn: a message of id with a one-line
-// summary and its content, admitted to this session's inbox
-// (agent/inbox/spliced, source subagent-settled). While a turn runs, its
-// next Request records it; otherwise it waits, and the runtime starts a
-// turn with it (BeginTurn with the message returned) when nothing of the
-// user's is waiting.
+// SubagentReport admits the report of subagent childID (message id with
+// summary and content) to this session's inbox; a running turn's next Request
+// records it, otherwise the runtime starts a turn with the returned message.
 func (se *Session) SubagentReport(childID, id, summary string, content []convlog.Block) (convlog.StoredMessage, error) {
 	unlock, err := se.enter()
 	if err != nil {

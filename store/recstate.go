@@ -8,12 +8,9 @@ import (
 	"github.com/convkit/convkit/internal/rawjson"
 )
 
-// recState is what a Session knows of its log to record the next stage:
-// where the turn stands, the inbox, the messages and their ids, the history
-// the model reads, the last request header and the retry chains. Every
-// event the session writes, and every event of the log when it is opened,
-// passes through observe, so the typed calls check against the log as it
-// is.
+// recState is what a Session knows of its log (turn, inbox, messages, history,
+// last request header, retry chains); every event written or read on opening
+// passes through observe, so the typed calls check against the log as it is.
 type recState struct {
 	next int64 // the seq of the next event
 

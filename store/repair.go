@@ -71,17 +71,12 @@ type RepairResult struct {
 	TempsRemoved      int `json:"tempsRemoved"`
 }
 
-// Repair brings a store a crash left behind to a consistent state, by
-// appending only (docs/CLI.md, "repair"): every turn left open (in a
-// session log, or only in the conversation log) is closed as interrupted,
-// as the user's interrupt closes one (convlog.CloseTurn); interrupted
-// deletions are finished; temporary files of interrupted writes are
-// removed. Nothing recorded is rewritten. A session log of an older format
-// version with a turn to close is upgraded first (its version 4 successor
-// published beside it, as the runtime's next write would). The store must
-// hold runtime.lock exclusively (so nobody else is writing it); sessions
-// open in this Store are left alone. Conversations it cannot read are
-// skipped with the reason, and the rest repaired.
+// Repair brings a store a crash left behind to a consistent state by appending
+// only (docs/CLI.md, "repair"): open turns are closed as interrupted
+// (convlog.CloseTurn), interrupted deletions finished and temporary files
+// removed, an older session log being upgraded first. The store must hold
+// runtime.lock exclusively; sessions open in this Store are left alone, and
+// unreadable conversations are skipped with the reason.
 func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, error) {
 	if err := s.writable(); err != nil {
 		return nil, err
@@ -205,11 +200,9 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, dry bo
 			targets = append(targets, target{log: l, state: ts, next: next})
 		}
 	}
-	// A running turn whose session has no log the walk accepted: the log
-	// is missing, a link, a FIFO... Closing the turn in the conversation
-	// log alone would contradict the session log once it is back (the
-	// runtime publishes a session's log before the conversation log names
-	// the session), so the conversation is left as it is.
+	// The session log is missing or refused; closing the turn in the
+	// conversation log alone would contradict it once it is back, so the
+	// conversation is left as it is.
 	for _, t := range info.Turns {
 		if t.Running() && !seen[t.SessionID] {
 			return missingSessionLog(c, problems, t), nil

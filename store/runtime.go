@@ -35,16 +35,12 @@ type NewConversation struct {
 	Model     string
 }
 
-// Session is one agent session of a conversation, open for the runtime:
-// the recorder of its turns. Its log is open for appending, and it knows
-// where the turn stands, the session's inbox, its message ids and the
-// history the model reads, so that each stage of a turn is one typed call
-// (recorder.go) that fills in the seqs, times, turn and step numbers and
-// surface operations, and refuses a call out of place with a *RecordError
-// before anything is written. Get one from NewConversation, OpenSession or
-// Session.Spawn. Calls on the sessions of one conversation are carried out
-// one at a time, in order; those of different conversations run in
-// parallel.
+// Session is one agent session of a conversation, open for the runtime: the
+// recorder of its turns, knowing where the turn stands, the inbox, message ids
+// and history, so each stage is one typed call that refuses a call out of
+// place with a *RecordError before writing. Get one from NewConversation,
+// OpenSession or Session.Spawn; calls of one conversation run in order, of
+// different ones in parallel.
 type Session struct {
 	st     *Store
 	convID string
@@ -108,13 +104,10 @@ func (s *Store) NewConversation(c NewConversation) (*Session, error) {
 	return se, nil
 }
 
-// OpenSession opens session sessionID of conversation convID for the
-// runtime's next write, in one call: a log of an older format version is
-// upgraded first and its version 4 successor published beside the untouched
-// original (the lazy upgrade; upgrade.Publish), and a turn a crash left
-// open is closed as repair closes it (Repaired says what was closed). The
-// log is read once to know where it stands (the history, the message ids,
-// the last request header). A session is open once per Store.
+// OpenSession opens session sessionID of convID for the runtime's next write:
+// an older log is upgraded first with its successor published beside the
+// original (upgrade.Publish), and a turn a crash left open is closed as repair
+// closes it (Repaired). A session is open once per Store.
 func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -251,17 +244,10 @@ func (se *Session) flush() error {
 	return nil
 }
 
-// Batch runs fn, whose typed calls on the session are written together:
-// one durable append (one zstd frame, one fsync) at the end instead of one
-// each. A crash during fn loses all of its calls, where one append each
-// loses only the call in flight; in exchange the appends cost one fsync,
-// and a compressed log gets one frame for them all (a frame per small
-// event makes a zstd log larger than a plain one). Calls that write
-// another log (BeginTurn and EndTurn, which write the conversation log,
-// Interrupt, Spawn) first write what the batch holds. If the batch cannot
-// be written, the calls it held were taken for written: the session
-// refuses further calls and must be opened again (OpenSession), which
-// reads the log as it is.
+// Batch runs fn and writes its typed calls as one durable append (one zstd
+// frame, one fsync) instead of one each; a crash during fn loses all of them.
+// Calls that write another log first flush the batch. If the batch cannot be
+// written, the session refuses further calls and must be opened again.
 func (se *Session) Batch(fn func() error) error {
 	unlock, err := se.enter()
 	if err != nil {
@@ -292,18 +278,12 @@ func (se *Session) Batch(fn func() error) error {
 	return errors.Join(ferr, err)
 }
 
-// BeginTurn starts the session's next turn with its input, a stored
-// message of role user (the user's prompt, a queued message, a steering
-// message the last turn did not read, a subagent's report), and returns
-// the turn's number. It records, in order: the input's admission
-// (agent/inbox/spliced, target next-turn; none for a message admitted
-// already) in the session log; turn/started in the conversation log, from
-// which the chat reads as running (and, for the root session's first
-// titled prompt, the automatic title); turn/start in the session log. For
-// a new conversation it first writes the conversation: its session log
-// (the header and the admission), then its conversation log (created,
-// session/started, turn/started, title), which makes it a conversation.
-// The input is recorded as a user/message by the turn's first Request.
+// BeginTurn starts the session's next turn with its input, a stored user
+// message, and returns the turn's number. It records the input's admission
+// (unless admitted already), turn/started in the conversation log (with the
+// automatic title for the root session's first titled prompt) and turn/start;
+// a new conversation's logs are written first, session log before conversation
+// log. The input becomes a user/message at the turn's first Request.
 func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
 	unlock, err := se.enter()
 	if err != nil {
@@ -423,22 +403,16 @@ func (se *Session) create(prompt convlog.StoredMessage, text string) error {
 		os.RemoveAll(dir)
 		return err
 	}
-	var evs []convlog.Event
-	add := func(typ string, v any) {
-		if err == nil {
-			var ev convlog.Event
-			ev, err = s.event(typ, v)
-			evs = append(evs, ev)
-		}
-	}
-	add(EventConversationCreated, CreatedData{Cwd: c.Cwd, Agents: []string{c.Agent}, Models: []string{c.Model}})
-	add(EventSessionStarted, SessionStartedData{SessionID: c.SessionID, Agent: c.Agent, Model: c.Model})
-	add(EventTurnStarted, TurnStartedData{SessionID: c.SessionID, Turn: 1})
+	b := &eventBatch{s: s}
+	b.add(EventConversationCreated, CreatedData{Cwd: c.Cwd, Agents: []string{c.Agent}, Models: []string{c.Model}})
+	b.add(EventSessionStarted, SessionStartedData{SessionID: c.SessionID, Agent: c.Agent, Model: c.Model})
+	b.add(EventTurnStarted, TurnStartedData{SessionID: c.SessionID, Turn: 1})
 	if title := AutoTitle(text); title != "" {
-		add(EventConversationTitle, TitleData{Title: title})
+		b.add(EventConversationTitle, TitleData{Title: title})
 	}
+	err = b.err
 	if err == nil {
-		err = s.createLog(c.ID, dir, evs, se.cmu)
+		err = s.createLog(c.ID, dir, b.evs, se.cmu)
 	}
 	if err != nil {
 		w.Close()
@@ -461,12 +435,9 @@ func (se *Session) create(prompt convlog.StoredMessage, text string) error {
 	return nil
 }
 
-// Append records events the format does not type (a plugin's), as one
-// durable batch (see convlog.Writer.Append): seqs are assigned, a zero
-// Time gets the store's clock, and a batch that breaks a rule of the
-// format is refused with a *convlog.RuleError before anything is written.
-// Every stage of a turn has its typed call; Append is for what they do
-// not cover.
+// Append records events the format does not type (a plugin's) as one durable
+// batch, assigning seqs and times; a batch that breaks a format rule is
+// refused with a *convlog.RuleError before anything is written.
 func (se *Session) Append(events ...convlog.Event) error {
 	unlock, err := se.enter()
 	if err != nil {
@@ -483,11 +454,9 @@ func (se *Session) Append(events ...convlog.Event) error {
 	return nil
 }
 
-// Steer hands a message the user sent while the turn runs to the running
-// turn: its admission (agent/inbox/spliced, target next-step) is recorded
-// now, and the turn's next Request records it as a user/message, so the
-// next model call reads it. A message the turn did not read before it
-// ended starts the next turn (BeginTurn with it).
+// Steer admits a message the user sent while the turn runs
+// (agent/inbox/spliced, target next-step) so the next Request records it; one
+// the turn did not read starts the next turn.
 func (se *Session) Steer(msg convlog.StoredMessage) error {
 	unlock, err := se.enter()
 	if err != nil {
@@ -518,12 +487,9 @@ func OutcomeOf(reason string) string {
 	return OutcomeFailed
 }
 
-// EndTurn ends the running turn with its outcome, in the words the
-// conversation log records: OutcomeCompleted, or OutcomeFailed with the
-// failure that ended it (Interrupt ends a turn as interrupted). The
-// session log records turn/end (reason kind completed, or error carrying
-// the failure), then the conversation log turn/ended with the outcome,
-// after which the chat reads as idle. Its last step must have ended.
+// EndTurn ends the running turn with OutcomeCompleted, or OutcomeFailed and
+// its failure: turn/end in the session log, then turn/ended in the
+// conversation log. Its last step must have ended.
 func (se *Session) EndTurn(outcome string, failure *convlog.LLMFailure) error {
 	unlock, err := se.enter()
 	if err != nil {
@@ -575,15 +541,11 @@ func (se *Session) EndTurn(outcome string, failure *convlog.LLMFailure) error {
 	return nil
 }
 
-// Interrupt ends the running turn as the user's interrupt does: whatever
-// the agent had produced is kept and what was unfinished is marked. The
-// model call in flight, when given, keeps what it had streamed: its text
-// and reasoning are recorded as an answer (id interrupted-answer-<seq>)
-// with "interrupted":true and its stream (nothing when it streamed no
-// text); every tool call without a result gets an interrupted error
-// result; the open step ends; turn/end gives reason interrupted; the
-// conversation log records turn/ended (interrupted). On the next turn the
-// model reads that the previous one was interrupted (History marks it).
+// Interrupt ends the running turn as the user's interrupt does: the call in
+// flight, if given, is kept as an answer marked interrupted (id
+// interrupted-answer-<seq>), tool calls without a result get interrupted
+// errors, and the step and turn end with reason interrupted, which the next
+// turn's history shows.
 func (se *Session) Interrupt(call *ModelCall) error {
 	unlock, err := se.enter()
 	if err != nil {
@@ -647,11 +609,9 @@ func (se *Session) Interrupt(call *ModelCall) error {
 	return nil
 }
 
-// Spawn starts a subagent of this session: a new session of the same
-// conversation (origin subagent, delegation depth one more), its log
-// published with its header, and subagent/catalog in this session's log
-// naming it (label: its agent). Its first turn starts with the task
-// message (BeginTurn); it reports back with SubagentReport.
+// Spawn starts a subagent session of this conversation (depth one more),
+// publishing its log and recording subagent/catalog here; its first turn
+// starts with the task message and it reports back with SubagentReport.
 func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
 	unlock, err := se.enter()
 	if err != nil {
@@ -767,12 +727,10 @@ func (c *ClosedTurn) Describe() string {
 	return strings.Replace(s, "first); ", "first) ", 1)
 }
 
-// closeCrashedTurn closes, by appending, what a crash left open of session
-// sessionID in the open conversation oc: the session log's open turn
-// (w, open for appending: convlog.CloseTurn, reason interrupted) and the
-// conversation log's running turn of the session (turn/ended with the
-// outcome the session log gave it, else interrupted). dry computes the same
-// and writes nothing. Nil when nothing was open.
+// closeCrashedTurn closes by appending what a crash left open of sessionID:
+// the session log's open turn (reason interrupted) and the conversation log's
+// running turn (the session log's outcome, else interrupted). dry writes
+// nothing; nil when nothing was open.
 func (s *Store) closeCrashedTurn(oc *openConv, sessionID string, w *convlog.Writer, dry bool) (*ClosedTurn, error) {
 	ts := w.Turn()
 	return s.closeTurnState(oc, sessionID, ts, w.NextSeq(), filepath.Base(w.Path()), func(evs []convlog.Event) error {

@@ -151,11 +151,9 @@ func (s *Store) checkNewSession(info *ConversationInfo, sessionID, parentSession
 	return nil
 }
 
-// StartSession creates session sessionID's log in conversation convID and
-// records session/started. parentSession "" starts the root session (one per
-// conversation); otherwise the session is a subagent of parentSession
-// (origin "subagent", delegation depth parent+1). The caller appends the
-// session's events to the returned writer and closes it.
+// StartSession creates session sessionID's log in convID and records
+// session/started: the root session when parentSession is "", else a subagent
+// one level deeper. The caller appends to the returned writer and closes it.
 func (s *Store) StartSession(convID, sessionID, agent, model, parentSession string) (*convlog.Writer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -190,11 +188,7 @@ func (s *Store) startSession(convID, sessionID, agent, model, parentSession stri
 	if err != nil {
 		return nil, nil, err
 	}
-	ev, err := s.event(EventSessionStarted, SessionStartedData{SessionID: sessionID, Agent: agent, Model: model, ParentSession: parentSession})
-	if err == nil {
-		err = oc.appendEvents(ev)
-	}
-	if err != nil {
+	if err := s.appendEvent(oc, EventSessionStarted, SessionStartedData{SessionID: sessionID, Agent: agent, Model: model, ParentSession: parentSession}); err != nil {
 		w.Close()
 		return nil, nil, err
 	}
@@ -205,20 +199,12 @@ func (s *Store) startSession(convID, sessionID, agent, model, parentSession stri
 // caller writes itself (import, fixtures writing historical logs). It checks
 // the same as StartSession but creates no file.
 func (s *Store) RegisterSession(convID, sessionID, agent, model, parentSession string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	oc, err := s.liveConv(convID)
-	if err != nil {
-		return err
-	}
-	if err := s.checkNewSession(&oc.st.info, sessionID, parentSession); err != nil {
-		return err
-	}
-	ev, err := s.event(EventSessionStarted, SessionStartedData{SessionID: sessionID, Agent: agent, Model: model, ParentSession: parentSession})
-	if err != nil {
-		return err
-	}
-	return s.changed(oc, true, oc.appendEvents(ev))
+	return s.change(convID, true, func(oc *openConv) error {
+		if err := s.checkNewSession(&oc.st.info, sessionID, parentSession); err != nil {
+			return err
+		}
+		return s.appendEvent(oc, EventSessionStarted, SessionStartedData{SessionID: sessionID, Agent: agent, Model: model, ParentSession: parentSession})
+	})
 }
 
 // BeginTurn records turn/started for a session. For the root session's
@@ -226,13 +212,7 @@ func (s *Store) RegisterSession(convID, sessionID, agent, model, parentSession s
 // automatic title is taken from userText (the user's message) in the same
 // batch. A session runs one turn at a time.
 func (s *Store) BeginTurn(convID, sessionID string, turn int64, userText string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	oc, err := s.liveConv(convID)
-	if err != nil {
-		return err
-	}
-	return s.changed(oc, true, s.beginTurn(oc, sessionID, turn, userText))
+	return s.change(convID, true, func(oc *openConv) error { return s.beginTurn(oc, sessionID, turn, userText) })
 }
 
 // beginTurn is BeginTurn on the open conversation oc.
@@ -246,21 +226,17 @@ func (s *Store) beginTurn(oc *openConv, sessionID string, turn int64, userText s
 	if i, ok := oc.st.open[sessionID]; ok {
 		return fmt.Errorf("conversation %s session %s: turn %d is still running: %w", termtext.Quote(convID), termtext.Quote(sessionID), info.Turns[i].Turn, ErrTurnRunning)
 	}
-	ev, err := s.event(EventTurnStarted, TurnStartedData{SessionID: sessionID, Turn: turn})
-	if err != nil {
-		return err
-	}
-	evs := []convlog.Event{ev}
+	b := &eventBatch{s: s}
+	b.add(EventTurnStarted, TurnStartedData{SessionID: sessionID, Turn: turn})
 	if sess.ParentSession == "" && info.Title == "" && !oc.st.renamed {
 		if title := AutoTitle(userText); title != "" {
-			tev, err := s.event(EventConversationTitle, TitleData{Title: title})
-			if err != nil {
-				return err
-			}
-			evs = append(evs, tev)
+			b.add(EventConversationTitle, TitleData{Title: title})
 		}
 	}
-	return oc.appendEvents(evs...)
+	if b.err != nil {
+		return b.err
+	}
+	return oc.appendEvents(b.evs...)
 }
 
 // EndTurn records turn/ended for the session's running turn.
@@ -270,13 +246,7 @@ func (s *Store) EndTurn(convID, sessionID string, turn int64, outcome string) er
 	default:
 		return fmt.Errorf("turn outcome %s is not %s, %s or %s", termtext.Quote(outcome), OutcomeCompleted, OutcomeFailed, OutcomeInterrupted)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	oc, err := s.liveConv(convID)
-	if err != nil {
-		return err
-	}
-	return s.changed(oc, true, s.endTurn(oc, sessionID, turn, outcome))
+	return s.change(convID, true, func(oc *openConv) error { return s.endTurn(oc, sessionID, turn, outcome) })
 }
 
 // endTurn is EndTurn on the open conversation oc.
@@ -286,11 +256,7 @@ func (s *Store) endTurn(oc *openConv, sessionID string, turn int64, outcome stri
 	if !ok || oc.st.info.Turns[i].Turn != turn {
 		return fmt.Errorf("conversation %s session %s has no running turn %d", termtext.Quote(convID), termtext.Quote(sessionID), turn)
 	}
-	ev, err := s.event(EventTurnEnded, TurnEndedData{SessionID: sessionID, Turn: turn, Outcome: outcome})
-	if err != nil {
-		return err
-	}
-	return oc.appendEvents(ev)
+	return s.appendEvent(oc, EventTurnEnded, TurnEndedData{SessionID: sessionID, Turn: turn, Outcome: outcome})
 }
 
 // MaxTitleRunes bounds a title Rename records, in characters (Unicode code
@@ -341,27 +307,16 @@ func checkTitle(title string) error {
 	return nil
 }
 
-// Rename sets the title; automatic titles no longer apply. The title is
-// recorded without leading and trailing white space; one CheckTitle
-// refuses (empty, a line break, a control character, over MaxTitleRunes
-// characters) is refused with a *RecordError (ErrInvalid) and nothing is
-// written.
+// Rename sets the title, ending automatic titles; a title CheckTitle refuses
+// gives a *RecordError (ErrInvalid) and nothing is written.
 func (s *Store) Rename(convID, title string) error {
 	title, err := CheckTitle(title)
 	if err != nil {
 		return &RecordError{Conversation: convID, Call: "Rename", Msg: err.Error(), Kind: ErrInvalid}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	oc, err := s.liveConv(convID)
-	if err != nil {
-		return err
-	}
-	ev, err := s.event(EventConversationRenamed, RenamedData{Title: title})
-	if err != nil {
-		return err
-	}
-	return s.changed(oc, false, oc.appendEvents(ev))
+	return s.change(convID, false, func(oc *openConv) error {
+		return s.appendEvent(oc, EventConversationRenamed, RenamedData{Title: title})
+	})
 }
 
 // Archive hides the conversation from the main list; it changes nothing
@@ -373,24 +328,16 @@ func (s *Store) Archive(convID string) error { return s.setArchived(convID, true
 func (s *Store) Unarchive(convID string) error { return s.setArchived(convID, false) }
 
 func (s *Store) setArchived(convID string, archived bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	oc, err := s.liveConv(convID)
-	if err != nil {
-		return err
-	}
-	if oc.st.info.Archived == archived {
-		return nil
-	}
 	typ := EventConversationUnarchived
 	if archived {
 		typ = EventConversationArchived
 	}
-	ev, err := s.event(typ, nil)
-	if err != nil {
-		return err
-	}
-	return s.changed(oc, false, oc.appendEvents(ev))
+	return s.change(convID, false, func(oc *openConv) error {
+		if oc.st.info.Archived == archived {
+			return errNoChange
+		}
+		return s.appendEvent(oc, typ, nil)
+	})
 }
 
 // MapCwd records a new working directory (an absolute path).
@@ -398,18 +345,10 @@ func (s *Store) MapCwd(convID, to string) error {
 	if err := checkCwd(to); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	oc, err := s.liveConv(convID)
-	if err != nil {
-		return err
-	}
-	if oc.st.info.Cwd == to {
-		return nil
-	}
-	ev, err := s.event(EventConversationCwdMapped, CwdMappedData{From: oc.st.info.Cwd, To: to})
-	if err != nil {
-		return err
-	}
-	return s.changed(oc, false, oc.appendEvents(ev))
+	return s.change(convID, false, func(oc *openConv) error {
+		if oc.st.info.Cwd == to {
+			return errNoChange
+		}
+		return s.appendEvent(oc, EventConversationCwdMapped, CwdMappedData{From: oc.st.info.Cwd, To: to})
+	})
 }
