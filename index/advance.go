@@ -7,14 +7,11 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// Advance brings the rows of conversation c up to date after appends to
-// its logs, in time that depends on what changed, not on how long the
-// conversation is: the conversation's row is rewritten (with sessionCount
-// sessions and turnCount turns), the sessions and turns c holds (only
-// those that changed) are written over theirs, and msgs, the messages
-// appended since the rows were written, are added. The row must exist
-// (an error wrapping ErrNotIndexed otherwise: Put writes a conversation
-// whole).
+// Advance brings the rows of conversation c up to date after appends, in time
+// that depends on what changed, not on the conversation's length: the
+// conversation row is rewritten, the changed sessions and turns written over
+// theirs, and msgs, the messages appended since, added. The row must exist
+// (else an error wrapping ErrNotIndexed).
 func (w *Writer) Advance(ctx context.Context, c *Conversation, sessionCount, turnCount int, msgs []Message) error {
 	if err := ctx.Err(); err != nil {
 		return err

@@ -1,14 +1,13 @@
 // Package index is metadata.db: the SQLite index of conversations, sessions,
 // turns and message text that speeds up listing and searching. It is derived
-// data: every row can be rebuilt from the logs (convkit reindex), and the
-// runtime updates it after each flushed append with Upsert.
+// data: reindex rebuilds every row from the logs, and the runtime keeps it
+// current through the store's IndexKeeper (reindex.Update).
 //
-// A database is used only after its schema checked out as exactly this
-// package's (no view, no trigger, every table a table with its columns):
-// anything else is ErrSchema, as if the file were absent. Writers open it
-// with Open; readers with OpenRead, which writes nothing and reads a
-// database on a read-only file system too. Every query takes a context,
-// and its cancellation interrupts SQLite.
+// A database is used only after its schema is checked to be exactly this
+// package's, else it is ErrSchema, as if absent. Writers open it with Open;
+// readers with OpenRead, which writes nothing and works on a read-only file
+// system too. Every query takes a context whose cancellation interrupts
+// SQLite.
 package index
 
 import (
@@ -31,27 +30,19 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// SchemaVersion is stored in PRAGMA user_version. A database with another
-// version is not used (a *VersionError): reindex rebuilds it, and readers
-// take it for an index that is not current. Version 2 added why each
-// conversation will not open on this machine
-// (conversations.will_not_open); version 3 the conversations it reads
-// older history from (conversations.fork_sources), so that an incremental
-// reindex checks a row it keeps as a rebuild would, and fingerprints
-// that hold each log's device, inode and change time; version 4 the
-// conversation log's own identity (conversations.log_identity), by which
-// listing, which reads the conversation log alone, knows its rows are
-// current while a running turn's session log grows.
+// SchemaVersion is stored in PRAGMA user_version; a database of another
+// version is not used (a *VersionError), so reindex rebuilds it and readers
+// take it as not current. Version 4 added the conversation log's own identity,
+// by which listing knows its rows are current while a running turn's session
+// log grows.
 const SchemaVersion = 4
 
 // ErrSchema is wrapped when a file is not an index of this schema version
 // (garbage, another program's database, an older or newer schema).
 var ErrSchema = errors.New("not a convkit index of this schema version")
 
-// ErrLocked is wrapped when another process holds the index locked (a
-// SQLite connection in an exclusive transaction, or in exclusive locking
-// mode) past the busy timeout. The index is not damaged: nothing is to
-// be rebuilt, the other process is to finish.
+// ErrLocked is wrapped when another process holds the index locked past the
+// busy timeout; the index is not damaged, so nothing is rebuilt.
 var ErrLocked = errors.New("locked by another process")
 
 // IsLocked reports whether err is SQLite's answer to a lock another
@@ -242,14 +233,11 @@ func dsn(path string, pragmas ...string) string {
 
 var runtimePragmas = []string{"busy_timeout(5000)", "trusted_schema(0)", "journal_mode(WAL)", "synchronous(NORMAL)"}
 
-// Open opens an existing index for reading and writing: the runtime's
-// updates, delete, import. Readers use OpenRead, which never needs to
-// write. A missing file gives fs.ErrNotExist; anything but a regular file
-// (metadata.db or its -wal and -shm: a link is never followed) is refused;
-// a file that is not SQLite, another schema version or a schema that is
-// not exactly this package's (a view or a virtual table in place of a
-// table, a trigger, other columns) gives an error wrapping ErrSchema.
-// The schema is checked before any statement touches the tables.
+// Open opens an existing index for reading and writing (the runtime's updates,
+// delete, import). A missing file gives fs.ErrNotExist; anything but a regular
+// file is refused, links never followed; a file that is not SQLite, of another
+// version or not exactly this package's schema gives an error wrapping
+// ErrSchema, checked before any statement touches the tables.
 func Open(path string) (*DB, error) {
 	if err := checkFiles(path); err != nil {
 		return nil, err
@@ -290,21 +278,15 @@ func Create(path string) (*DB, error) {
 	return &DB{db: db, path: path, fresh: true, mode: ModeReadWrite, wb: startWritingBack(f)}, nil
 }
 
-// bulkHashSize raises, for a bulk load, how much text FTS5 holds in memory
-// before it writes a segment of the search index (1 MiB by default): each
-// segment written is merged again with others later, and a rebuild of a
-// store of 10,000 conversations (712,215 rows, a 108 MB index) took
-// 3.6-3.8 s with 16 MiB against 4.0-4.1 s. The setting is a row of the
-// FTS5 table's configuration, removed by Finish: the runtime's
-// transactions and an incremental update keep the default.
+// bulkHashSize raises the text FTS5 holds in memory before writing a segment
+// from 1 MiB to 16 MiB for a bulk load, since each segment is merged again
+// later (a 10,000-conversation rebuild ran about 10% faster); Finish removes
+// the setting, so incremental updates keep the default.
 const bulkHashSize = "INSERT INTO messages(messages, rank) VALUES('hashsize', 16777216);"
 
-// writeback starts the kernel writing a bulk load's pages to disk every
-// writebackEvery while the load runs (they reach the file as SQLite's
-// page cache spills), so that the fsync of Finish, which the rebuild
-// waits for, finds most of them written: with synchronous(OFF) nothing is
-// written back until then (a 108 MB index took 62 ms to sync, 12 ms
-// with this).
+// writeback starts the kernel writing a bulk load's pages every
+// writebackEvery, because with synchronous(OFF) nothing is written back until
+// the rebuild's final fsync, which then waits for it all.
 type writeback struct {
 	f    *os.File
 	stop chan struct{}
@@ -395,10 +377,10 @@ func (d *DB) Path() string { return d.path }
 type Writer struct {
 	tx                                           *sql.Tx
 	delConv, delSess, delTurns, delMsgs, delSkip *sql.Stmt
-	// oldMsgs reads a conversation's messages in the order Put wrote
-	// them; delMsgsIn and delMsgRowsIn remove those of a JSON array of
-	// rowids, in one statement each (FTS5 flushes its pending terms at
-	// every statement that opens a savepoint).
+	// oldMsgs reads a conversation's messages in Put's order; delMsgsIn and
+	// delMsgRowsIn remove those of a JSON array of rowids in one statement
+	// each, since FTS5 flushes its pending terms at every statement that opens
+	// a savepoint.
 	oldMsgs, delMsgsIn, delMsgRowsIn       *sql.Stmt
 	insConv, insMessage                    *sql.Stmt
 	insSkip, delMsgRows, insMsgRow, setWNO *sql.Stmt
@@ -472,15 +454,11 @@ func (d *DB) Begin(ctx context.Context) (*Writer, error) {
 const maxRows = 32
 
 // multiInsert inserts up to maxRows rows of one table per statement, one
-// statement prepared per row count when first needed: a conversation's
-// sessions and turns take one or a few statements instead of one each
-// (per statement, database/sql and the driver cost about as much as
-// SQLite's own insert of a row). OR FAIL: SQLite opens a statement
-// journal (a savepoint) for a statement of several rows that may abort,
-// and at every savepoint FTS5 writes its pending terms to disk, which
-// made a bulk load half as slow again; a failed statement here may leave
-// its earlier rows, and every caller rolls the transaction back on an
-// error anyway.
+// statement prepared per row count, because database/sql and the driver cost
+// as much per statement as SQLite's insert of a row. OR FAIL avoids the
+// statement journal that made FTS5 flush its terms at every savepoint; a
+// failed statement may leave earlier rows, and every caller rolls back on
+// error.
 type multiInsert struct {
 	tx    *sql.Tx
 	head  string // "INSERT ... VALUES "
@@ -544,8 +522,7 @@ func jsonList(v []string) string {
 		return "[]"
 	}
 	// Names of printable ASCII that json.Marshal writes as they are are
-	// written here, without reflection: one call per conversation and
-	// list.
+	// written here without reflection.
 	n := 2
 	for _, s := range v {
 		for k := 0; k < len(s); k++ {
@@ -570,14 +547,10 @@ func jsonList(v []string) string {
 }
 
 // A Writer runs its statements without ctx's cancellation
-// (context.WithoutCancel) and checks ctx itself: before each call, and
-// every checkEvery messages of a Put. modernc's driver starts a goroutine
-// and installs a progress handler for every statement run under a context
-// that can be canceled: 4% of a realistic rebuild's CPU time, and the
-// small bench store's rebuild took 0.86 CPU s with it, 0.63 without
-// (2026-12-02). One statement here inserts or deletes a
-// conversation's rows, so a canceled write still stops within a few
-// milliseconds.
+// (context.WithoutCancel) and checks ctx itself, before each call and every
+// checkEvery messages of a Put, because the driver's per-statement
+// cancellation goroutine cost a quarter of a rebuild's CPU; one statement is
+// one conversation's rows, so a cancel still stops within milliseconds.
 const checkEvery = 256
 
 // canceled is ctx's error when the i-th message is one to check ctx at.
@@ -588,16 +561,12 @@ func canceled(ctx context.Context, i int) error {
 	return ctx.Err()
 }
 
-// Put replaces every row of c.ID with c and its messages. After an
-// error the transaction must be rolled back: a statement that failed may
-// have written part of its rows.
+// Put replaces every row of c.ID with c and its messages; after an error the
+// transaction must be rolled back.
 //
-// Of each session, the messages the index has already are kept, in the
-// same order: those up to the first that differs (all of them when the
-// session's log only grew), so that an update touches the full-text index
-// only for what changed. A message's row is the same whether kept or
-// written again, and each session's messages keep the order Put gives
-// them (rowids grow).
+// Each session keeps its leading indexed messages that are unchanged (all of
+// them when its log only grew), so an update touches the full-text index only
+// for what changed; messages keep Put's order (rowids grow).
 func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error {
 	cancel := ctx
 	if err := cancel.Err(); err != nil {
@@ -642,9 +611,9 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 		return fmt.Errorf("index the turns of %s: %w", termtext.Quote(c.ID), err)
 	}
 	if w.fresh {
-		// Nothing was deleted from the new table: the rowids SQLite
-		// would choose are 1, 2, ...; numbered here, the messages'
-		// message_rows take a few statements instead of one each.
+		// Nothing was deleted from the new table, so the rowids SQLite would
+		// choose are 1, 2, ... and numbering them here lets message_rows go in
+		// a few statements.
 		first := w.lastRow + 1
 		for i, m := range msgs {
 			if err := canceled(cancel, i); err != nil {
@@ -682,11 +651,9 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 	return nil
 }
 
-// keepMessages compares the messages indexed for conversation id with
-// msgs, session by session in the order they were written: the leading
-// rows of a session equal in every column to its first messages in msgs
-// stay, and every other row of the conversation is deleted. It returns
-// the messages of msgs that are not in the index now, in order.
+// keepMessages keeps each session's leading indexed rows that equal its first
+// messages in msgs, deletes every other row of conversation id, and returns
+// the messages of msgs not indexed now, in order.
 func (w *Writer) keepMessages(ctx context.Context, id string, msgs []Message) ([]Message, error) {
 	type session struct {
 		msgs   []int // indexes into msgs
@@ -831,20 +798,6 @@ func (w *Writer) Commit() error {
 
 // Rollback abandons the transaction.
 func (w *Writer) Rollback() error { return w.tx.Rollback() }
-
-// Upsert replaces one conversation's rows in its own transaction: the
-// runtime's incremental update after a flushed append.
-func (d *DB) Upsert(ctx context.Context, c *Conversation, msgs []Message) error {
-	w, err := d.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	if err := w.Put(ctx, c, msgs); err != nil {
-		w.Rollback()
-		return err
-	}
-	return w.Commit()
-}
 
 // Delete removes a conversation's rows in its own transaction.
 func (d *DB) Delete(ctx context.Context, id string) error {
@@ -1182,11 +1135,10 @@ func (d *DB) MessageDigests(ctx context.Context) (map[string]MessageDigest, erro
 // ErrNotIndexed is wrapped when a conversation has no row in the index.
 var ErrNotIndexed = errors.New("not in the index")
 
-// WillNotOpen returns why the conversation id will not open on this
-// machine, as recorded when its row was written: an empty list when it
-// will. A conversation without a row (not indexed, skipped or deleted)
-// gives an error wrapping ErrNotIndexed. It is how the runtime reads what
-// reindex, import and the other writers of the index found.
+// WillNotOpen returns why the conversation id will not open on this machine as
+// recorded with its row (empty: it will); without a row, an error wraps
+// ErrNotIndexed. It is how the runtime reads what reindex, import and the
+// other writers found.
 func (d *DB) WillNotOpen(ctx context.Context, id string) ([]string, error) {
 	var wno string
 	err := d.db.QueryRowContext(ctx, "SELECT will_not_open FROM conversations WHERE id = ?", id).Scan(&wno)

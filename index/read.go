@@ -15,32 +15,16 @@ import (
 	"github.com/convkit/convkit/internal/durable"
 )
 
-// Reading metadata.db without writing anything, on any medium.
+// OpenRead must read metadata.db, a WAL database, without writing on any
+// medium, but a WAL reader needs the -shm file and cannot create it on a
+// read-only file system. So it tries, in order, and Mode says which was used:
 //
-// metadata.db is a WAL database. A reader in WAL mode needs the -shm file
-// (the WAL index), and creates it when it is missing; on a read-only file
-// system (a read-only mount, a snapshot, backup media) or in a directory
-// this user cannot write, it cannot, and SQLite answers "unable to open
-// database file". So OpenRead tries, in order:
-//
-//  1. In place, as every reader of a WAL database reads it, with writes
-//     refused (query_only): it sees every committed transaction, the
-//     write-ahead log's included, and blocks no writer. SQLite creates the
-//     -shm file when it is missing and, when the last connection closes,
-//     checkpoints and removes the -wal and -shm as it does for the runtime
-//     (a connection opened with mode=ro could not, and would leave them
-//     behind). It works wherever the -shm file exists or can be created.
-//  2. On a read-only file system with no write-ahead log pending beside
-//     the database: in place with immutable=1. Nothing can change a file
-//     there, so SQLite may skip locking and the WAL index, and the main
-//     file is the whole database.
-//  3. Otherwise (a write-ahead log that holds transactions, on a medium
-//     where its index cannot be made; a directory this user cannot
-//     write): a private snapshot: the database and its write-ahead log are
-//     copied into a new private directory under ReadOptions.TempDir and
-//     read there. It costs a copy of the index, and is removed on Close.
-//
-// Mode says which was used.
+//  1. In place with query_only, as every WAL reader reads it: it sees the
+//     write-ahead log and blocks no writer.
+//  2. On a read-only file system with no write-ahead log pending: in place
+//     with immutable=1.
+//  3. Otherwise a private snapshot of the database and its log under
+//     ReadOptions.TempDir, removed on Close.
 
 // Ways OpenRead reads an index (DB.Mode).
 const (
@@ -58,10 +42,9 @@ type ReadOptions struct {
 }
 
 // OpenRead opens an existing index for reading only, on a read-only file
-// system too, and checks its schema (see Open). It never writes the data
-// directory, beyond the -wal and -shm files of an in-place WAL reader,
-// which SQLite manages as it does for every connection. ctx bounds the check and the copy
-// of a snapshot; queries take their own contexts.
+// system too, and checks its schema (see Open); it never writes the data
+// directory beyond the -wal and -shm files SQLite manages. ctx bounds the
+// check and a snapshot's copy.
 func OpenRead(ctx context.Context, path string, o ReadOptions) (*DB, error) {
 	db, mode, cleanup, err := openReadOnly(ctx, path, o, readPragmas)
 	if err != nil {
@@ -97,14 +80,9 @@ func schemaError(ctx context.Context, path string, err error) error {
 func (d *DB) Mode() string { return d.mode }
 
 // VacuumInto writes a consistent copy of the database at src into dst, an
-// empty file the caller has just created exclusively (durable.CreateExcl),
-// reading src as OpenRead does. The schema is not checked: VACUUM INTO
-// copies whatever the database holds and runs none of it.
-//
-// SQLite opens dst by its name: the file checked here, and still there
-// afterwards, must be the one it wrote (a link put in its place in
-// between is refused, and nothing is written through it by this
-// process, though SQLite's own open resolves links: see checkFiles).
+// empty file the caller has just created exclusively, reading src as OpenRead
+// does; the schema is not checked, since VACUUM INTO runs none of it. dst is
+// checked before and after, since SQLite opens it by name (see checkFiles).
 func VacuumInto(ctx context.Context, src, dst string, o ReadOptions) error {
 	pin, err := durable.OpenRegular(dst, os.O_RDONLY)
 	if err != nil {
@@ -216,22 +194,12 @@ func cannotOpen(err error) bool {
 	return false
 }
 
-// checkFiles refuses a database, write-ahead log or WAL index that is
-// anything but a regular file: SQLite would follow a link, or block on a
-// FIFO.
-//
-// What is left to SQLite: it opens these files by name itself. It opens
-// the -wal, -journal and -shm files with O_NOFOLLOW (a link put there is
-// refused, ELOOP, never followed), but resolves a link in the database's
-// own name (and in its directories) before it opens it, and it opens
-// without O_NONBLOCK. So between this check and SQLite's open, a few
-// microseconds, a process that can write the data directory (0700: this
-// user or root) could swap in a link to another database file, which
-// SQLite would then open, or a FIFO, on which an open for reading only
-// (mode=ro) would wait. Such a process can already write the files a
-// link could point to in the store; the check closes every path that does
-// not race with convkit, and the holder of runtime.lock is the only
-// writer of metadata.db.
+// checkFiles refuses a database, write-ahead log or WAL index that is not a
+// regular file, since SQLite would follow a link or block on a FIFO. SQLite
+// still resolves a link in the database's own name when it opens it a moment
+// later, but only a process that can already write the 0700 data directory
+// could race that, and the holder of runtime.lock is metadata.db's only
+// writer.
 func checkFiles(path string) error {
 	fi, err := os.Lstat(path)
 	if err != nil {

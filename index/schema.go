@@ -11,15 +11,11 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// A metadata.db is a file anyone who can write the data directory can
-// replace, and SQLite runs what its schema says: a view in place of a
-// table runs its query (an endless recursive one hangs every reader), a
-// trigger runs on every write. So the schema is checked before any query
-// touches the tables: the objects must be exactly those the schema above
-// creates, of the same types (a table a plain table, the search table an
-// FTS5 table), with the same columns; no view, no trigger, nothing else
-// but SQLite's own objects; and user_version must be SchemaVersion. A
-// file that fails is not used (ErrSchema), as if it were absent.
+// Anyone who can write the data directory can replace metadata.db, and SQLite
+// runs what its schema says (a view's query, a trigger), so the schema is
+// checked before any query: exactly the objects created above with the same
+// types and columns, nothing else but SQLite's own, and user_version
+// SchemaVersion; a file that fails is ErrSchema, as if absent.
 
 // object is one row of sqlite_master, with what the check compares.
 type object struct {
