@@ -80,10 +80,9 @@ func parseCatalogFact(data []byte, subject string) (*catalogEntry, error) {
 	return c, nil
 }
 
-// catalogFact interprets the child's descriptor: with exactly one own
-// descriptor of version 1, 2 or 3 the fact is {version:0, childId,
-// childCreatedAt, mode, label?} (version 1 means continuable); otherwise nil
-// (the catalog entry will say mode "unknown").
+// catalogFact is the catalog fact of the child's one own descriptor of version
+// 1, 2 or 3 ({version:0, childId, childCreatedAt, mode, label?}); nil
+// otherwise, so the catalog entry says mode "unknown".
 func (c *ChildFact) catalogFact() (*catalogEntry, error) {
 	d := []byte(c.Descriptor)
 	if c.DescriptorCount != 1 || !isObj(d) {
@@ -117,17 +116,14 @@ func (c *ChildFact) catalogFact() (*catalogEntry, error) {
 	return parseCatalogFact(data, c.subject())
 }
 
-// ChildFinder says where the direct subagent children of a session may be:
-// a parent's v3→v4 step completes its subagent catalog from them. The
-// layout decides: in convkit's, a session's children are logs of its own
-// conversation directory (DirChildren); in the runtime's sessions root,
-// they are sessions anywhere under the root (package dshroot).
+// ChildFinder says where a session's direct subagent children may be, for the
+// parent's v3→v4 catalog: in convkit's layout its conversation directory
+// (DirChildren), in the runtime's anywhere under the sessions root (package
+// dshroot).
 type ChildFinder interface {
-	// ChildCandidates returns the current generation of every log that may
-	// be a direct child of parentID, by path. It may return more logs than
-	// the children, never fewer: each candidate's header is read, and only
-	// those with origin "subagent" and parentSession parentID are
-	// children.
+	// ChildCandidates returns the current generation of every log that may be
+	// a direct child of parentID; it may return more, never fewer, since only
+	// headers with origin "subagent" and parentSession parentID count.
 	ChildCandidates(parentID string) ([]string, error)
 }
 
@@ -191,11 +187,9 @@ type candidateSeen struct {
 	child *childInfo
 }
 
-// findChildrenSeen is findChildren remembering, in seen when it is not
-// nil, what each candidate's header said: a candidate found again with
-// the identity it had (the same file, unchanged: logs are only appended
-// to, and an append changes its size and times) is not read again. A
-// header that could not be read is not remembered.
+// findChildrenSeen is findChildren that skips reading a candidate seen with
+// the same file identity (logs only grow, which changes size and times);
+// unreadable headers are not remembered.
 func findChildrenSeen(finder ChildFinder, parentID string, seen map[string]candidateSeen) ([]childInfo, error) {
 	paths, err := finder.ChildCandidates(parentID)
 	if err != nil {
@@ -234,20 +228,11 @@ func findChildrenSeen(finder ChildFinder, parentID string, seen map[string]candi
 	return out, nil
 }
 
-// CollectChildren gathers the facts about the direct subagent children of
-// parentID from the other logs in sessionDir (the highest generation of
-// each): CollectChildrenFrom with DirChildren(sessionDir).
-func CollectChildren(sessionDir string, parentID string) ([]ChildFact, error) {
-	return CollectChildrenFrom(DirChildren(sessionDir), parentID)
-}
-
-// CollectChildrenFrom gathers the facts about the direct subagent children
-// of parentID among the candidates of finder: every log whose header has
-// origin "subagent" and parentSession parentID. Each child is read
-// read-only (older versions through the upgrade chain) and its own
-// subagent/descriptor events after its inherited cut are counted. A child
-// that cannot be read gets DescriptorCount 0 and a Warning (see Warnings).
-// The error is the finder's (a directory that cannot be listed).
+// CollectChildrenFrom gathers the facts about the direct subagent children of
+// parentID among finder's candidates, reading each read-only (older versions
+// through the upgrade chain) and counting its own descriptors after its
+// inherited cut. An unreadable child gets DescriptorCount 0 and a Warning; the
+// error is the finder's.
 func CollectChildrenFrom(finder ChildFinder, parentID string) ([]ChildFact, error) {
 	found, err := findChildren(finder, parentID)
 	if err != nil {

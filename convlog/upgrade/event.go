@@ -21,10 +21,9 @@ type event struct {
 	// chunk is set on assistant/chunk events expanded from a v0/v1 packed
 	// row: the delta is kept unencoded, since the v1→v2 stage consumes it.
 	chunk *chunkDelta
-	// srcData and srcMsg are the source row's data and data.message as
-	// the source reader checked them, and dataMembers and msgMembers
-	// their members as it kept them (nil: not kept); valid while the row
-	// is (see Reader.decode). parse uses them for those very bytes.
+	// srcData and srcMsg are the source row's data and data.message as the
+	// source reader checked them, with the members it kept (nil: not kept), so
+	// parse need not scan them again; valid while the row is.
 	srcData, srcMsg         []byte
 	dataMembers, msgMembers []member
 }
@@ -62,10 +61,10 @@ func (e *event) payload() []byte {
 	return e.data
 }
 
-// Error is a refusal or a problem found while upgrading a log. It names the
-// file and, when the problem belongs to one source line, that line. It wraps
-// convlog.ErrUnsupported when the log is intact but no preserving conversion
-// exists, convlog.ErrCorrupt when the log breaks its version's rules.
+// Error is a refusal or problem found while upgrading a log, naming the file
+// and the source line when there is one. It wraps convlog.ErrUnsupported for
+// an intact log with no preserving conversion and convlog.ErrCorrupt for one
+// that breaks its version's rules.
 type Error struct {
 	Path string
 	Line int64 // 1-based line of the source event being read; 0 when not tied to one
@@ -142,14 +141,11 @@ func (m *seqMap) consume(int64) { m.broken = true }
 // identity reports whether every source seq so far maps to itself.
 func (m *seqMap) identity() bool { return !m.broken }
 
-// remapRefs rewrites the same-log seq references of e (in source
-// coordinates) into target coordinates: sourceEventSeqs, a replacement's
-// endpoints, command/done.sourceEventSeq, compaction shadowedRange and
-// shadowedSeqs, session/title(-llm-request) messageSeqs and
-// image/offload targets[].seq. Delivery watermarks, captured references of
-// other sessions, workflow counters and stream indices are not seqs of this
-// log and stay as they are. missing names what a reference to a source seq
-// without a target is (a consumed chunk, say).
+// remapRefs rewrites e's same-log seq references (sourceEventSeqs, replacement
+// endpoints, command/done.sourceEventSeq, compaction shadowed ranges,
+// messageSeqs, image/offload targets) into target coordinates; references to
+// other sessions, watermarks and counters are not seqs of this log. missing
+// names a reference to a consumed source seq.
 func remapRefs(e *event, m *seqMap, missing func(ref int64) error) error {
 	if m.identity() {
 		return nil

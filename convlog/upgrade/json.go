@@ -2,13 +2,10 @@ package upgrade
 
 import "github.com/convkit/convkit/internal/rawjson"
 
-// The upgrade touches only the events a rule names, and of those only the
-// members the rule reads. Values are kept as raw JSON byte spans: an object
-// is an ordered list of members (Go maps would lose the order, and the
-// runtime's readers compare bytes), and only the members a rule changes are
-// re-encoded. Everything here works on input the convlog reader has already
-// checked to be valid JSON; it still returns errors, never panics, on
-// malformed bytes.
+// JSON values are kept as raw byte spans and objects as ordered member lists,
+// because the runtime's readers compare bytes and maps would lose the order;
+// only changed members are re-encoded. Input is already checked by the convlog
+// reader, but malformed bytes still give errors, never panics.
 
 // eachMember calls fn with each member of the object b: the key (decoded;
 // it aliases b unless it held escapes), the key as written (with quotes) and
@@ -91,10 +88,8 @@ func (o *object) encode(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-// encodeBefore and encodeAfter are encode in two parts around the value
-// of member i: encodeBefore appends the members before it and i's key,
-// encodeAfter the members after it. Appending i's value between them
-// gives what encode gives with that value.
+// encodeBefore and encodeAfter are encode split around the value of member i,
+// so a caller can append i's value between them.
 func (o *object) encodeBefore(dst []byte, i int) []byte {
 	dst = append(dst, '{')
 	for k, m := range o.m[:i+1] {

@@ -5,12 +5,11 @@ import (
 	"strings"
 )
 
-// mapMessages calls fn with every message a first-party event carries:
-// user/message data; data.message of system/message, developer/message,
-// assistant/message and tool/result; agent/inbox/spliced data.inserted[];
-// session/title-llm-request data.messages[]. fn returns the replacement
-// message, or nil to leave it as it is. The event's data is re-encoded only
-// when a message changed.
+// mapMessages calls fn with every message a first-party event carries
+// (user/message data, data.message of the message events and tool/result,
+// agent/inbox/spliced data.inserted[], session/title-llm-request
+// data.messages[]); fn returns a replacement or nil, and the data is
+// re-encoded only when one changed.
 func mapMessages(e *event, fn func(msg []byte) ([]byte, error)) error {
 	switch e.typ {
 	case "user/message":
@@ -77,16 +76,24 @@ func mapMessages(e *event, fn func(msg []byte) ([]byte, error)) error {
 // checkContentKinds refuses a content block whose type is not one of the
 // version 2/3 kinds (tool-result content is checked too).
 func checkContentKinds(content []byte, label string) error {
+	return checkElements(content, label+": content", func(i int, block []byte) error {
+		return checkBlockKind(block, label+"["+itoa(int64(i))+"]")
+	})
+}
+
+// checkElements calls check on each element of arr until one fails;
+// what names arr when it is no array.
+func checkElements(arr []byte, what string, check func(i int, el []byte) error) error {
 	var err error
-	perr := eachElement(content, func(i int, block []byte) bool {
-		err = checkBlockKind(block, label+"["+itoa(int64(i))+"]")
+	perr := eachElement(arr, func(i int, el []byte) bool {
+		err = check(i, el)
 		return err == nil
 	})
 	if err != nil {
 		return err
 	}
 	if perr != nil {
-		return corrupt("%s: content must be an array", label)
+		return corrupt("%s must be an array", what)
 	}
 	return nil
 }
@@ -124,36 +131,26 @@ func checkKind(typ []byte, label string) error {
 // checkStreamKinds checks the blocks that raw chunk records of an embedded
 // stream carry (block-start blockType, block-end block).
 func checkStreamKinds(stream []byte, label string) error {
-	var err error
-	perr := eachElement(stream, func(i int, entry []byte) bool {
+	return checkElements(stream, label, func(i int, entry []byte) error {
 		path := label + "[" + itoa(int64(i)) + "]"
 		if !isObj(entry) {
-			err = corrupt("%s must be an object", path)
-			return false
+			return corrupt("%s must be an object", path)
 		}
 		if !strIs(memberOf(entry, "type"), "chunk") {
-			return true
+			return nil
 		}
 		chunk := memberOf(entry, "chunk")
 		if !isObj(chunk) {
-			err = corrupt("%s.chunk must be an object", path)
-			return false
+			return corrupt("%s.chunk must be an object", path)
 		}
 		switch t := memberOf(chunk, "type"); {
 		case strIs(t, "block-end"):
-			err = checkBlockKind(memberOf(chunk, "block"), path+".chunk.block")
+			return checkBlockKind(memberOf(chunk, "block"), path+".chunk.block")
 		case strIs(t, "block-start"):
-			err = checkKind(memberOf(chunk, "blockType"), path+".chunk.blockType")
+			return checkKind(memberOf(chunk, "blockType"), path+".chunk.blockType")
 		}
-		return err == nil
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if perr != nil {
-		return corrupt("%s must be an array", label)
-	}
-	return nil
 }
 
 // migrateContent renames content block types outside the v3 kinds to
@@ -298,13 +295,10 @@ func rewriteSource(src []byte, role string, seq int64) ([]byte, error) {
 	return o.bytes(), nil
 }
 
-// liftToolResult lifts a v3 tool result (a user-role message holding one
-// tool-result wrapper) into a v4 tool-role message: role, source,
-// toolCallId, content, isError (from the wrapper, when present), id; other
-// message members become plugin:message:<k>, other wrapper members
-// plugin:result:<k>. msg must already have its source rewritten. The
-// message is appended to dst. It returns nil when the message is not a
-// user-role result.
+// liftToolResult appends to dst the v4 tool-role message lifted from a v3
+// user-role message holding one tool-result wrapper, other members kept as
+// plugin:message:<k> and plugin:result:<k>; msg's source must be rewritten
+// already. It returns nil when msg is not such a result.
 func liftToolResult(dst, msg []byte, seq int64) ([]byte, error) {
 	o, err := parseObject(msg)
 	if err != nil {

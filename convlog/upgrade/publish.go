@@ -47,9 +47,8 @@ func (e *SourceChangedError) Unwrap() error { return ErrSourceChanged }
 type PublishOptions struct {
 	// Compression of the successor; nil keeps the source's.
 	Compression *convlog.Compression
-	// Children, when non-nil, are the parent's child facts, used as given.
-	// When nil they are collected from Finder's candidates, and the set of
-	// child logs (and each one's file identity) is checked again before
+	// Children, when non-nil, are the parent's child facts, used as given;
+	// when nil they are collected from Finder and checked again before
 	// publication.
 	Children []ChildFact
 	// Finder says where the source's children may be (nil: the logs of
@@ -65,11 +64,9 @@ type PublishOptions struct {
 	BeforePublish func()
 	// MaxLineBytes bounds one line of the source (and of the staged file).
 	MaxLineBytes int
-	// Publications, when set, records what this Publish publishes, and
-	// tells the child logs' check which successors the same caller
-	// published meanwhile: a child whose log was replaced by its own
-	// successor, published by the caller from the source it had, has not
-	// changed. A batch migration shares one across its jobs.
+	// Publications records what this Publish publishes, so the child logs'
+	// check knows a child replaced by the caller's own successor has not
+	// changed; a batch migration shares one across its jobs.
 	Publications *Publications
 
 	// afterLink, when set, runs once the successor is linked into place
@@ -89,17 +86,15 @@ type publication struct {
 	src, dst fileIdentity
 	dstPath  string
 	id       string // the log id its header names
-	// linking: the successor is being linked into place, and dst is the
-	// staged file's identity; linking changes its change time, so until
-	// add records the identity the link gave it, the change time is not
-	// compared.
+	// linking: the successor is being linked and dst is the staged file's
+	// identity, whose change time the link alters, so it is not compared until
+	// add records it.
 	linking bool
 }
 
-// linking records, before the successor's link, that the staged file
-// (identity staged) is about to become dstPath: a parent checking its
-// children again between the link and add sees the successor already, and
-// it is this caller's own.
+// linking records, before the successor's link, that the staged file is about
+// to become dstPath, so a parent checking its children between the link and
+// add knows the successor as this caller's own.
 func (p *Publications) linking(srcPath string, src fileIdentity, dstPath string, staged fileIdentity, id string) {
 	if p == nil {
 		return
@@ -139,10 +134,8 @@ func (p *Publications) add(srcPath string, src fileIdentity, dstPath string, id 
 		p.m = map[string]publication{}
 	}
 	if pub, ok := p.m[srcPath]; ok && pub.linking && pub.dstPath == dstPath {
-		// The link changed the change time only: a successor that
-		// differs from the staged file otherwise was changed since, by
-		// someone else. The record keeps the staged identity, which
-		// does not explain it.
+		// The link changes only the change time, so any other difference from
+		// the staged file is someone else's change.
 		staged := pub.dst
 		staged.ctime = dst.ctime
 		if staged != dst {
@@ -152,11 +145,9 @@ func (p *Publications) add(srcPath string, src fileIdentity, dstPath string, id 
 	p.m[srcPath] = publication{src: src, dst: dst, dstPath: dstPath, id: id}
 }
 
-// explains reports whether child log a (with identity aID), seen before,
-// became b (bID) only because its successor was published here: b is the
-// successor published from a, a had the identity it was published from,
-// and b still has the identity it had when it was published (while it is
-// being linked: the staged file's, its change time aside).
+// explains reports whether child log a (aID) became b (bID) only because its
+// successor was published here from a with that identity, and b is unchanged
+// since (its change time aside while it is being linked).
 func (p *Publications) explains(a childInfo, aID fileIdentity, b childInfo, bID fileIdentity) bool {
 	if p == nil || a.id != b.id {
 		return false
@@ -226,10 +217,9 @@ func snapshotChildren(finder ChildFinder, parentID string, seen map[string]candi
 	return s, nil
 }
 
-// diff says how o differs from s, "" when it holds the same child logs:
-// each child the same file with the same identity, or replaced by the
-// successor that pubs says was published from it (the same session, the
-// same events). Children are matched by path, then by session id.
+// diff says how o differs from s ("" when not): each child the same file with
+// the same identity, or replaced by the successor pubs published from it;
+// children are matched by path, then by session id.
 func (s *childSnapshot) diff(o *childSnapshot, pubs *Publications) string {
 	byPath := map[string]int{}
 	for j, c := range o.found {
@@ -285,11 +275,9 @@ func (c childInfo) changeTo(a fileIdentity, b childInfo, bID fileIdentity) strin
 	return ""
 }
 
-// SuccessorPath returns where Publish puts the version 4 successor of the
-// log at src: <base>.v4.jsonl, or compressed <base>.v4.jsonl.zst. A
-// compressed successor of a compressed source keeps the source's suffix
-// (.zstd stays .zstd: the runtime's layout reads no other), and a
-// compressed successor of a plain source gets .zst.
+// SuccessorPath returns where Publish puts the version 4 successor of src:
+// <base>.v4.jsonl, or compressed <base>.v4.jsonl.zst, a compressed source
+// keeping its own suffix because the runtime's layout reads no other.
 func SuccessorPath(src string, c convlog.Compression) (string, error) {
 	n, ok := convlog.ParseName(filepath.Base(src))
 	if !ok {
@@ -302,19 +290,13 @@ func SuccessorPath(src string, c convlog.Compression) (string, error) {
 	return filepath.Join(filepath.Dir(src), next.String()), nil
 }
 
-// Publish upgrades the log at src (a version older than 4) and publishes the
-// version 4 successor beside it, returning its path. The source is opened
-// read-only and never changed. The successor is staged in a temporary file
-// in the same directory (0600), fsynced, verified by reading it back
-// strictly (no error, no torn tail, the same events and message ids as
-// produced: see writeStage), and linked to its name without overwriting. If the source (or
-// the set of child logs) changed meanwhile, nothing is published and the
-// error wraps ErrSourceChanged. An existing successor is accepted only when
-// it is a regular file beginning with exactly the staged bytes; otherwise
-// the error says the current generation already exists. No temporary file
-// is left behind on any failure.
-//
-// Publish is Stage followed by the stage's Publish.
+// Publish upgrades the log at src (older than version 4) and publishes its
+// version 4 successor beside it, returning its path; it is Stage followed by
+// Staged.Publish. The source is never changed; the successor is staged (0600),
+// verified, fsynced and linked without overwriting. If the source or its child
+// logs changed meanwhile, nothing is published and the error wraps
+// ErrSourceChanged; an existing successor is accepted only when it begins with
+// exactly the staged bytes. No temporary file is left behind.
 func Publish(src string, opts PublishOptions) (dst string, err error) {
 	s, err := Stage(src, opts)
 	if err != nil {
@@ -323,11 +305,10 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 	return s.Publish()
 }
 
-// Staged is a successor written and checked in its temporary file beside
-// the source, not yet durable nor published. Exactly one of Publish or
-// Discard must be called; until then it holds the open temporary file.
-// A batch migration stages with its CPU-bound jobs and publishes on other
-// goroutines, so that a job does not wait for the disk.
+// Staged is a successor written and checked in its temporary file, not yet
+// durable nor published; exactly one of Publish or Discard must be called. A
+// batch migration stages on its CPU-bound jobs and publishes on other
+// goroutines so a job does not wait for the disk.
 type Staged struct {
 	src, dst  string
 	opts      PublishOptions
@@ -431,10 +412,9 @@ func (s *Staged) Discard() {
 	os.Remove(s.tmp.Name())
 }
 
-// Publish makes the staged successor durable, verifies it by reading it
-// back, checks that the source and its children have not changed since
-// Stage, and links it to its name without overwriting: the rest of the
-// package's Publish. No temporary file is left behind.
+// Publish makes the staged successor durable, verifies it by reading it back,
+// checks the source and its children are unchanged since Stage, and links it
+// without overwriting; no temporary file is left behind.
 func (s *Staged) Publish() (dst string, err error) {
 	if s.done {
 		return "", fmt.Errorf("%s: stage already published or discarded", s.src)
@@ -517,16 +497,10 @@ type stagedWrite struct {
 	tag stageTag
 }
 
-// stageMAC tags the bytes of each write to a stage file, so that reading
-// the file back proves it holds exactly those bytes: GMAC (AES-GCM
-// authenticating, encrypting nothing) under a random key of this Publish
-// that nothing else holds, with a random nonce per write (the mode that
-// GODEBUG=fips140=only allows). Bytes changed in any way pass unseen
-// with a probability under 2^-100 (a write's length in 16-byte blocks
-// over 2^128), which nothing that does not know the key can raise: the
-// strength of comparing SHA-256 digests, at 2.7 times its speed on this
-// project's machine (4.7 against 1.8 GB/s), and the stage is tagged
-// twice, as it is written and as it is read back.
+// stageMAC tags each write to a stage file with GMAC under a key only this
+// Publish holds, so reading the file back proves it holds exactly those bytes
+// (forgery chance under 2^-100) at 2.7 times the speed of comparing SHA-256
+// digests; GMAC is allowed under GODEBUG=fips140=only.
 type stageMAC struct {
 	aead cipher.AEAD
 }
@@ -570,10 +544,9 @@ func (st *staged) add(b []byte) {
 	st.longest = max(st.longest, len(b))
 }
 
-// readBack reads the stage's bytes from src, write by write, and reports
-// how many it read and whether they are exactly the bytes written. With
-// toEOF it reads on to the end of src (a longer file is not the stage),
-// counting what it read.
+// readBack reads the stage's bytes from src write by write and reports how
+// many it read and whether they are exactly the bytes written; toEOF reads on
+// to the end, since a longer file is not the stage.
 func (st *staged) readBack(src io.Reader, toEOF bool) (n int64, same bool, err error) {
 	buf := make([]byte, max(st.longest, 4<<10))
 	same = true
@@ -605,51 +578,35 @@ func (st *staged) readBack(src io.Reader, toEOF bool) (n int64, same bool, err e
 // frameTarget is the plain text size of one zstd frame of a successor.
 const frameTarget = 1 << 20
 
-// tailFrameMin is the length past which a successor's last frame is cut
-// before its last line, which then makes a frame of its own. Whoever
-// copies a log (backup, export) or opens it to append decodes its last
-// complete frame to see that it ends between two lines (FORMAT.md, Torn
-// tails): a log the runtime has appended to ends in a frame of its last
-// batch, and a successor that ends in a short frame costs as little. A
-// chunk is written once it holds frameTarget bytes, before the next event
-// is read: when the log's last line fills it, the log ends in that chunk.
+// tailFrameMin is the length past which a successor's last line gets a frame
+// of its own, because copiers and appenders decode the last frame to find the
+// line boundary (FORMAT.md, Torn tails) and a short one costs little.
 const tailFrameMin = 64 << 10
 
 // writebackBytes is how much of a stage is written before its writeback
 // to the disk is started (durable.StartWriteback).
 const writebackBytes = 4 << 20
 
-// writeStage writes the header line and the upgraded events to f: plain, or
-// compressed as a header frame then frames of about 1 MiB of whole lines,
-// each with its content checksum, the last line alone in the last frame
-// after a long chunk (tailFrameMin).
+// writeStage writes the header line and the upgraded events to f, plain or as
+// zstd frames of about 1 MiB of whole lines, the last line alone after a long
+// chunk (tailFrameMin).
 //
-// What is written is verified as it is written, with the strength of
-// reading the stage back strictly but without a second decode and parse
-// of every line after the first: each chunk of lines is checked line by
-// line as a reader checks them (convlog.LineChecker: the envelope, the
-// type's rules, the seq expected), then against the rules beyond a line
-// that reindex and inspect --validate apply (convlog.Validator: the
-// turn's path, each stored message's identity, the history's
-// replacements; see pathRules), its events counted and its message ids
-// compared with those of the events produced; a compressed frame is
-// decoded again (its checksum verified) and must give the chunk's bytes
-// exactly. This runs on the frame writer's goroutines, beside the reading
-// of the source. Once the stage is written, verifyStaged reads it back
-// (while it is fsynced) and it must be the bytes written, each write's
-// tag (stageMAC) that of the bytes read back: the file holds exactly the
-// frames that were checked.
+// Each chunk is verified as it is written, with the strength of a strict
+// read-back but without a second parse: line by line as a reader checks it
+// (convlog.LineChecker), against the rules beyond a line (convlog.Validator,
+// see pathRules), its events counted and message ids compared with those
+// produced, and a compressed frame decoded again to give the chunk's bytes
+// exactly. verifyStaged then reads the stage back and its stageMAC tags prove
+// the file holds exactly the checked frames.
 func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error) {
 	mac, err := newStageMAC()
 	if err != nil {
 		return nil, err
 	}
 	st := &staged{mac: mac}
-	// The disk writes the stage while the rest is being made: the fsync
-	// that ends it (tens of milliseconds for a large log, the whole file)
-	// then waits for the last few megabytes only. The writeback is
-	// started on a goroutine of its own, which a congested disk may hold
-	// up, not the writing; a range it is not ready for joins the next.
+	// The stage is written back while the rest is made, so the final fsync
+	// waits for the last few megabytes only; the writeback runs on its own
+	// goroutine so a congested disk holds up that goroutine, not the writing.
 	var flushed int64 // the bytes whose writeback was started
 	wb, wbDone := make(chan [2]int64, 1), make(chan struct{})
 	go func() {
@@ -783,10 +740,9 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 	return st, nil
 }
 
-// lineInPlace appends ev's line to chunk, its data being already in the
-// chunk's spare room at offset off: the line is written around the data
-// (moved first if the line puts it elsewhere), as AppendJSON writes it.
-// ok is false, and chunk as it was, if the line does not fit in chunk.
+// lineInPlace appends ev's line to chunk around its data, already in the
+// chunk's spare room at off, as AppendJSON writes it; ok is false, chunk
+// unchanged, when the line does not fit.
 func lineInPlace(chunk []byte, ev *convlog.Event, off int, tmp []byte) (_ []byte, ok bool) {
 	around, p := lineAround(ev, tmp)
 	n0 := len(chunk)
@@ -825,11 +781,9 @@ const spareChunks = 2
 // the line that crosses it.
 const chunkCap = frameTarget + 64<<10
 
-// Chunks of plain text are pooled: a migration of many logs would otherwise
-// allocate a megabyte-sized buffer per frame. A chunk that grew past
-// chunkCap (a frame ending in a multi-megabyte line) is reused for the
-// frames of its own log (frameWriter.spare), but not kept beyond: the pool
-// would hold the longest line of any log for as long as it lives.
+// Chunks of plain text are pooled so a migration of many logs does not
+// allocate a megabyte per frame; a chunk grown past chunkCap is reused only
+// within its log, so the pool never holds the longest line of any log.
 var chunkPool = sync.Pool{New: func() any { return make([]byte, 0, chunkCap) }}
 
 func getChunk() []byte { return chunkPool.Get().([]byte)[:0] }
@@ -840,31 +794,17 @@ func putChunk(b []byte) {
 	}
 }
 
-// Encoders are reused across frames and logs: every frame carries its
-// content checksum; one goroutine each, as the frame writer runs them in
-// parallel itself. SpeedFastest: measured on a 200 MiB log it was a third
-// faster than SpeedDefault at the same size, because 1 MiB frames and
-// incompressible tool output (base64 images) leave the default level's
-// better matching little to find. WithAllLitEntropyCompression: at this
-// level the encoder otherwise leaves literals it guesses incompressible
-// unencoded, which base64 and other long tool output are not: the
-// successor of a 68 MB log of such lines was 33.4 MB against 27.0 MB for
-// `zstd -3`, and is 27.1 MB with it, at the same CPU time within the
-// noise of the measurement (text of short lines: the same size either
-// way). WithLowerEncoderMem: the history buffer
-// is the window (4 MiB at SpeedFastest) plus one block instead of twice
-// the window; frames are encoded whole, so no match reaches further back
-// than the window either way, and the frames are the same bytes.
+// Encoders are reused across frames and logs, one per goroutine, with content
+// checksums. SpeedFastest is a third faster than the default at the same size
+// on 1 MiB frames; WithAllLitEntropyCompression keeps base64 tool output as
+// small as `zstd -3`; WithLowerEncoderMem halves the history buffer, frames
+// being encoded whole.
 //
-// They are kept in a free list of at most encodeSlots (no more are ever in
-// use at once) while some frame writer runs: a sync.Pool lost them at every
-// collection, which the soft memory limit makes frequent, and making one
-// again (its tables and a history of 4 MiB, touched anew) was a tenth of a
-// long-line log's allocations. When the last writer closes they move to
-// idle, a sync.Pool: the next log, usually a moment later in a migration
-// of many small ones, takes them from there (making them anew for each
-// small log doubled migrate's CPU time per log), and a process that stops
-// publishing lets them go at a collection.
+// They are kept in a free list of at most encodeSlots while a frame writer
+// runs, because a sync.Pool lost them at every collection and remaking one was
+// a tenth of a long-line log's allocations; when the last writer closes they
+// move to idle, a sync.Pool, so the next small log reuses them and an idle
+// process lets them go.
 var encoders = struct {
 	sync.Mutex
 	free   []*zstd.Encoder
@@ -927,26 +867,18 @@ func writerClosed() {
 	}
 }
 
-// frameEncoders is how many frames of one log are compressed at once:
-// compression is the largest cost of an upgrade, and independent frames let
-// it use a second core while the log is read and transformed. With one,
-// writing the successor of a 200 MiB log of multi-megabyte lines took
-// 1.2 s instead of 1.1 s, the encoder busy for 1.05 s of it.
+// frameEncoders is how many frames of one log are compressed at once, so
+// compression, the largest cost of an upgrade, uses a second core while the
+// log is read.
 const frameEncoders = 2
 
-// encodeSlots bounds the frames compressed at once in the whole process,
-// over every log being published: more than there are cores cannot run at
-// once, and each encoder in use holds a 4 MiB window. So two jobs on two
-// cores hold two encoders between them, not four.
+// encodeSlots bounds the frames compressed at once in the whole process, since
+// more than the cores cannot run and each encoder holds a 4 MiB window.
 var encodeSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
 
-// framesInFlight bounds the frames queued, being compressed, or compressed
-// and not yet written. Each holds its plain text (about a megabyte, or a
-// long line and what came before it) or its compressed bytes, so this bound
-// is what bounds the writer's memory when lines are megabytes long. On a
-// 200 MiB log of multi-megabyte lines, reading waited for a free place
-// 0.2 s in all with two, about 0.08 s with four (and 0.04 s with five); the
-// in-use heap's high-water mark was the same with two to five.
+// framesInFlight bounds the frames queued, compressing or not yet written,
+// which bounds the writer's memory when lines are megabytes long; more than
+// four gained nothing measurable.
 const framesInFlight = 4
 
 // frameWriter checks chunks of whole lines and, for a compressed
@@ -958,12 +890,9 @@ type frameWriter struct {
 	work     chan *frameJob
 	order    chan *frameJob
 	slots    chan struct{} // one token per frame queued and not yet written
-	// spare holds chunks of written frames for the next frames (up to
-	// spareChunks), and spareOut the buffers of written ones (one per
-	// encoder goroutine and one more), the largest offered: grown for a
-	// long line, they are not made again (and grown again) for every
-	// frame. Each encoder goroutine likewise keeps the buffer it decodes
-	// its frames back into, for the log.
+	// spare and spareOut keep the chunks and output buffers of written frames
+	// (the largest offered) for the next frames, so buffers grown for a long
+	// line are not grown again for every frame.
 	spare    spareBufs
 	spareOut spareBufs
 	done     chan error
@@ -997,12 +926,10 @@ type frameJob struct {
 	prev, checked chan struct{}
 }
 
-// pathRules checks the successor's events against the rules beyond one
-// line, which are a state machine over the whole log: the chunks of lines
-// are checked one after another (frameJob.prev), each by the goroutine
-// that checks its lines, on the events that goroutine's LineChecker has
-// just parsed. Compression stays parallel: a chunk is compressed once it
-// is checked, while the next is checked.
+// pathRules checks the rules beyond one line, a state machine over the whole
+// log, chunk after chunk (frameJob.prev) on the goroutine that parsed each
+// chunk's lines; compression stays parallel, each chunk compressed once
+// checked.
 type pathRules struct {
 	v   *convlog.Validator
 	src string
@@ -1059,11 +986,10 @@ func newFrameWriter(write func([]byte) error, compress bool, rules *pathRules, c
 				close(j.checked)
 				if j.err == nil && compress {
 					encodeSlots <- struct{}{}
-					// Room for the frame at once (incompressible text
-					// grows by a few bytes a block): grown as it is
-					// encoded, it was copied at each doubling. A buffer
-					// made anew has a quarter to spare, so that the
-					// next frames, a little longer, fit in it too.
+					// Room for the whole frame at once (incompressible text
+					// grows a little), plus a quarter to spare for the next
+					// frames, since growing while encoding copied at each
+					// doubling.
 					n := len(j.plain) + len(j.plain)>>10 + 64
 					out := fw.spareOut.get(n)
 					if out == nil {
@@ -1302,10 +1228,9 @@ func (fw *frameWriter) close() error {
 	return err
 }
 
-// noteMessage appends to b the message id of a surface event, as its type,
-// a NUL, the id's raw JSON and a newline (which neither holds), so that the
-// ids of a chunk's events are compared exactly, in order, with those of its
-// lines once checked.
+// noteMessage appends a surface event's message id to b as type, NUL, raw id
+// and newline, so a chunk's ids can be compared exactly and in order with
+// those of its checked lines.
 func noteMessage(b []byte, ev *convlog.Event, checked bool) []byte {
 	typ, id, ok := messageID(ev, checked)
 	if !ok {

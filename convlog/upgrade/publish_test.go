@@ -365,7 +365,7 @@ func TestCollectChildren(t *testing.T) {
 	writeLog(t, dir, "metadata.v4.jsonl", `{"type":"conversation","version":4,"id":"c","createdAt":1}`)
 	os.WriteFile(filepath.Join(dir, "junk.v3.jsonl"), []byte("not json\n"), 0o600)
 
-	facts, err := CollectChildren(dir, "s")
+	facts, err := CollectChildrenFrom(DirChildren(dir), "s")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 type Options struct {
 	// Children are the facts about this session's direct subagent children
 	// that the v3→v4 step needs to complete the parent's subagent catalog
-	// (see CollectChildren). Nil means the session has no children.
+	// (see CollectChildrenFrom). Nil means the session has no children.
 	Children []ChildFact
 	// MaxLineBytes bounds one source line (default
 	// convlog.DefaultMaxLineBytes).
@@ -26,16 +26,14 @@ type Options struct {
 	WantType, WantID string
 
 	// reuseData: the caller keeps nothing of an event past the next call
-	// of Next (Publish copies each into its frame), so the buffers of data
-	// the step rewrites are reused from one source row to the next
-	// instead of being made anew (a multi-megabyte tool result each).
+	// (Publish copies it into its frame), so rewritten data buffers, often
+	// megabytes, are reused from row to row.
 	reuseData bool
 }
 
-// stage is one step of the chain. transform receives one event in the
-// stage's source coordinates and returns the events it produces, in target
-// coordinates; finish returns what the stage holds back or appends at the
-// end. The returned slice is valid until the stage's next call.
+// stage is one step of the chain: transform maps one event in source
+// coordinates to the events it produces in target coordinates, and finish
+// returns what it held back; returned slices are valid until its next call.
 type stage interface {
 	transform(e *event) ([]*event, error)
 	finish() ([]*event, error)
@@ -75,10 +73,8 @@ type Reader struct {
 	scratch *dataScratch
 }
 
-// dataScratch lends buffers for rewritten data: those lent during one
-// source row's step are given back once its events have all been
-// returned and the caller has asked for the next (Next's contract: an
-// event's slices are valid until the following call).
+// dataScratch lends buffers for rewritten data, given back once the row's
+// events are all returned and the caller asks for the next.
 type dataScratch struct {
 	free, lent [][]byte
 	// room, when set, lends one row's lifted data its place in the frame
@@ -86,13 +82,11 @@ type dataScratch struct {
 	room *lineRoom
 }
 
-// lineRoom lends a lifted tool result's new data (often megabytes) its
-// place in the chunk of the frame being written, just past the start of
-// its line, so that the line is completed around it instead of the data
-// being copied in. grow is the publisher's: the chunk, with room for n
-// more bytes. A row's events are returned before the next row is read;
-// only the row's first event may keep its data in the room (a later one
-// would be overwritten by the lines before it), and only one.
+// lineRoom lets a lifted tool result's data (often megabytes) be written
+// straight into its place in the frame's chunk, so the line is completed
+// around it instead of copying it; only a row's first event may use it, since
+// later ones would be overwritten by the lines before them. grow is the
+// publisher's.
 type lineRoom struct {
 	grow func(n int) []byte
 	at   *byte // where lineBuf lent the room, nil when it did not
@@ -307,13 +301,10 @@ func (r *Reader) Next() (*convlog.Event, error) {
 	return &r.out, nil
 }
 
-// Events yields the version 4 events Next returns, in order, each valid
-// until the loop body returns. The end of the log ends the loop; another
-// error is yielded once, as (nil, err), and ends it. A loop left early
-// leaves the reader where Next would: SourceStats covers what the upgrade
-// read of the source so far (up to a step's events beyond the last one
-// yielded; a torn tail not reached is not reported), Close is still the
-// caller's, and Events goes on from there.
+// Events yields the version 4 events Next returns, each valid until the loop
+// body returns; an error other than the end is yielded once as (nil, err). A
+// loop left early leaves the reader where Next would, and Close stays the
+// caller's.
 func (r *Reader) Events() iter.Seq2[*convlog.Event, error] {
 	return func(yield func(*convlog.Event, error) bool) {
 		for {
@@ -331,11 +322,9 @@ func (r *Reader) Events() iter.Seq2[*convlog.Event, error] {
 	}
 }
 
-// RuleProblem places err, a version 4 rule that the event Next returned
-// last breaks (convlog.Admit asks): a version 4 source's at its line and
-// byte; an older source's as an *Error at the line it was upgraded from
-// (none for the events the upgrade appends at the end), of the rule's
-// kind (convlog.RuleOf names it).
+// RuleProblem places err, a version 4 rule the event Next returned last
+// breaks: at its line and byte for a version 4 source, else as an *Error at
+// the line it was upgraded from, of the rule's kind (convlog.RuleOf).
 func (r *Reader) RuleProblem(err error) error {
 	if r.stages == nil {
 		return r.src.RuleProblem(err)

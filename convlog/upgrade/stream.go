@@ -100,12 +100,10 @@ func parseDelta(chunk []byte) (*chunkDelta, bool) {
 	return d, true
 }
 
-// streamBuilder compacts a sequence of timed chunks into the stream records
-// of versions 2 and later: runs of deltas of the same kind and index (and,
-// for tool calls, id and name) become one text-chunks, reasoning-chunks or
-// tool-call-chunks record with time0 and the gaps dt; every other chunk is a
-// {"type":"chunk","time","chunk"} record. Token boundaries are kept: texts
-// are never joined.
+// streamBuilder compacts timed chunks into the stream records of versions 2
+// and later: runs of same-kind deltas become one text-chunks, reasoning-chunks
+// or tool-call-chunks record with time0 and gaps dt, every other chunk a
+// {"type":"chunk"} record; texts are never joined, to keep token boundaries.
 type streamBuilder struct {
 	buf     []byte // records so far, comma separated
 	records int

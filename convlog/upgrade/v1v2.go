@@ -1,21 +1,17 @@
 package upgrade
 
-// v1v2 is the v1→v2 step. Top-level assistant/chunk events are consumed: the
-// chunks of one model call (an attempt: the chunks of one turn and step,
+// v1v2 is the v1→v2 step. The chunks of one model call (one turn and step,
 // ended by a finish chunk, the step's end, a retry or the turn's end) are
 // compacted into stream records and embedded as data.stream in the
-// assistant/message that claims them, which is the following message of the
-// same turn and step (when the message lists sourceEventSeqs they must be
-// exactly the attempt's chunks; an explicit empty list claims nothing). An
-// attempt no message claims becomes a log-only assistant/attempt
-// {turn, step, stream} at the position of its last chunk. The header gains
-// isSeeded, and a seeded log gets a session/end-seed {"inherited":true}
-// marker at its inherited cut (seedLength). A restart without turn/end is
-// closed as in v3→v4. Events are renumbered densely and references
-// remapped; a reference to a consumed chunk is refused.
+// assistant/message that claims them, the next message of the same turn and
+// step; an attempt no message claims becomes a log-only assistant/attempt at
+// its last chunk. The header gains isSeeded and a seeded log a
+// session/end-seed marker at its cut; a restart without turn/end is closed as
+// in v3→v4. Events are renumbered and references remapped; a reference to a
+// consumed chunk is refused.
 //
-// Memory: the chunks of the attempts not yet claimed, and the events after
-// the first such attempt's last chunk (bounded by one step of one turn).
+// Memory: the unclaimed attempts' chunks and the events after the first one's
+// last chunk, bounded by one step of one turn.
 type v1v2 struct {
 	info       srcInfo
 	inCount    int64

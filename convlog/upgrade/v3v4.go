@@ -283,14 +283,11 @@ func (s *v3v4) message(e *event, msg []byte, subject string) ([]byte, error) {
 	return o.bytes(), nil
 }
 
-// liftedData is rewrite's common case of a tool result, its message
-// (msg, d's "message") lifted to a tool-role message as message would
-// lift it, with no source to rewrite and no content tag to migrate: the
-// lifted message is written straight into the event's new data, which is
-// d encoded as d.bytes would encode it with that message, instead of being
-// built apart and copied in (a tool result is often megabytes). ok is
-// false for every other case and for any error: message then does the
-// work, and words the error.
+// liftedData is rewrite's common tool-result case (no source to rewrite, no
+// content tag to migrate): the lifted message is written straight into the
+// event's new data instead of being built apart and copied, since a tool
+// result is often megabytes. ok is false for every other case or error, and
+// message then does the work and words the error.
 func liftedData(scratch *dataScratch, e *event, d *object, msg []byte, subject string) (data []byte, ok bool) {
 	o, err := e.parse(msg)
 	if err != nil {
@@ -319,11 +316,6 @@ func liftedData(scratch *dataScratch, e *event, d *object, msg []byte, subject s
 		return nil, false
 	}
 	return d.encodeAfter(buf, i), true
-}
-
-func roleOf(msg []byte) string {
-	r, _ := str(memberOf(msg, "role"))
-	return r
 }
 
 // migrateStream namespaces the block types that raw chunk records of an

@@ -63,10 +63,9 @@ var releasedV3Types = set(
 // contentKinds are the content block types of versions 2 and 3.
 var contentKinds = set("text", "reasoning", "image", "file", "tool-call", "tool-result")
 
-// restartTracker recognises the legacy restart pattern: a turn is open, no
-// step is open, the previous event was a non-empty agent/inbox/spliced with
-// target "next-turn", and the event is the turn/start of the next turn. The
-// open turn was interrupted and is closed before that turn/start.
+// restartTracker recognises the legacy restart pattern (a turn open, no step,
+// a non-empty next-turn agent/inbox/spliced, then the next turn/start), whose
+// open turn is closed as interrupted before that turn/start.
 type restartTracker struct {
 	turn     int64
 	open     bool

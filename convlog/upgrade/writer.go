@@ -6,11 +6,10 @@ import (
 	"github.com/convkit/convkit/convlog"
 )
 
-// OpenAppend opens a log for appending the way the runtime does on its next
-// write: a log older than the current version is first upgraded and its
-// version 4 successor published beside the untouched original (Publish);
-// the writer then appends to the successor. A current log is opened
-// directly. A read never does this: Open upgrades in memory only.
+// OpenAppend opens a log for appending as the runtime's next write does: an
+// older log is first upgraded and its successor published beside the original
+// (Publish), and the writer appends to the successor. Reads only upgrade in
+// memory.
 func OpenAppend(path string, opts PublishOptions, wopts convlog.WriterOptions) (w *convlog.Writer, current string, err error) {
 	r, err := convlog.Open(path, convlog.ReaderOptions{MaxLineBytes: opts.MaxLineBytes})
 	if err != nil {
