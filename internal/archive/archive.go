@@ -1,53 +1,26 @@
-// Package archive is convkit's archive container, shared by backup and by
-// conversation export and import: a tar stream inside a zstd stream
-// (.tar.zst), written and read as a stream so that memory never grows with
-// the size of what is archived.
+// Package archive is convkit's archive container, shared by backup, export and
+// import: a tar stream inside a zstd stream (.tar.zst), written and read as a
+// stream so memory never grows with what is archived.
+// `zstd -dc A | tar -tvf -` and `tar --zstd -xf A` read it; what convkit adds
+// is discipline:
 //
-// The container is standard: `zstd -dc A | tar -tvf -` and
-// `tar --zstd -xf A` read it. What convkit adds is discipline:
+//   - The zstd stream is independent frames of ChunkSize bytes with content
+//     checksums, compressed in parallel, each frame's level following what it
+//     holds (text stronger, already-compressed logs faster). Rsyncable lays
+//     them out for deduplicating copiers.
+//   - Every entry is a regular 0600 file without owner, with the time the
+//     caller gives; names follow the store layout (CheckStoreName).
+//   - The Reader enforces hard limits and refuses absolute paths, "..",
+//     noncanonical or duplicate names, sparse entries and non-regular files;
+//     Extract writes only into a directory made for it and refuses at its
+//     header an entry that would not fit in the free space less FreeReserve.
 //
-//   - The zstd stream is a concatenation of independent frames, each
-//     holding ChunkSize bytes of the tar stream and carrying a content
-//     checksum. Frames are compressed in parallel and written in order.
-//     Each frame's level follows what it holds: text (plain logs, the
-//     index, the manifest) gets a stronger level; bytes that are already
-//     compressed (.zst logs) a faster one, which still wins back the
-//     framing overhead of small append batches.
-//   - Rsyncable (WriterOptions) lays the stream out for deduplicating
-//     copiers: already-compressed entries stored as they are in raw
-//     frames, the rest in frames cut where a rolling hash of the content
-//     says, so unchanged and append-grown entries give the same bytes.
-//   - Every entry is a regular file with mode 0600, no owner (uid, gid 0,
-//     no user or group names) and the modification time the caller gives
-//     (SetModTime: the file's own, so an unchanged file's header is too).
-//     Directories are implied by the names; there are no links, devices or
-//     FIFOs.
-//   - Names follow the store layout (CheckStoreName): metadata.db,
-//     MANIFEST.json and conversations/<encoded id>/<canonical log name>.
-//   - The Reader enforces hard limits (entries, bytes per entry, bytes in
-//     all, zstd window) and refuses anything else: absolute paths, "..",
-//     noncanonical names, names outside the layout, duplicates, sparse
-//     entries of every format and every entry that is not a regular file.
-//     Extract writes only into a directory the caller made for it, so a
-//     hostile archive writes nothing anywhere else, and refuses at its
-//     header an entry that would not fit in that file system's free space
-//     less FreeReserve; ExtractTo extracts into a staging directory and
-//     renames its tree into place only after everything checked out.
-//
-// Around the container, what backup, restore, export and import share:
-//
-//   - Staging: a private directory where an archive is extracted and
-//     checked before anything reaches its destination, flock'ed while its
-//     process lives; SweepStaging removes those killed processes left and
-//     never a live one's.
-//   - TempFile: the file an archive is written to before it is published
-//     under its final name, flock'ed while written; SweepTemps removes
-//     those of killed writers.
-//   - The manifest: ManifestHeader opens every manifest (backup's and
-//     export's each embed it); a ManifestFormat writes it as the last
-//     entry, decodes and checks it, and Verify is the manifest-last check
-//     of an extraction: the manifest last, then every entry against it.
-//     Backup and transfer keep only their own fields and policies.
+// Around it, what backup, restore, export and import share: Staging (a
+// private, flock'ed directory where an archive is extracted and checked;
+// SweepStaging removes those of killed processes), TempFile (an archive being
+// written before it is published; SweepTemps), and the manifest
+// (ManifestHeader, ManifestFormat, and Verify, the manifest-last check of an
+// extraction).
 package archive
 
 import (
@@ -119,11 +92,10 @@ func CheckName(name string) error {
 	return nil
 }
 
-// CheckStoreName accepts exactly the names of a store archive:
-// MANIFEST.json, metadata.db and conversations/<dir>/<log>, where <dir> is
-// a canonical encoded conversation id (store.DecodeSegment) and <log> a
-// canonical log generation name (convlog.ParseName) whose base is the
-// conversation log's or a canonical encoded session id.
+// CheckStoreName accepts exactly the names of a store archive: MANIFEST.json,
+// metadata.db and conversations/<dir>/<log>, with <dir> a canonical encoded
+// conversation id and <log> a canonical log generation name of the
+// conversation log or an encoded session id.
 func CheckStoreName(name string) error {
 	if err := CheckName(name); err != nil {
 		return err

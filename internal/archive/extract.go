@@ -18,19 +18,15 @@ import (
 // ExtractOptions configure Extract.
 type ExtractOptions struct {
 	ReaderOptions
-	// Sync makes every file written and every directory created durable
-	// before Extract returns, for an extraction that is to become a store:
-	// on Linux with one syncfs(2) of the file system once everything is
-	// written (a store of thousands of small logs took a third of an
-	// import's time with an fsync of each file and directory), elsewhere
-	// with an fsync of each. A throwaway extraction (verify) skips it.
+	// Sync makes everything extracted durable before Extract returns, with one
+	// syncfs(2) on Linux (an fsync of each file took a third of an import's
+	// time) and an fsync of each elsewhere; a throwaway extraction (verify)
+	// skips it.
 	Sync bool
-	// Synced, with Sync, lets the caller go on while the extraction is
-	// made durable: Extract returns once everything is written, and the
-	// last step (the syncfs, or the fsync of each directory) runs on its
-	// own goroutine, which sends its result, the error Extract would have
-	// returned or nil, on Synced (the caller makes room for it). Nothing
-	// extracted is durable before that result is received.
+	// Synced, with Sync, lets the caller go on while the last step (the syncfs
+	// or the directory fsyncs) runs on its own goroutine, which sends
+	// Extract's error or nil on Synced; nothing is durable before that is
+	// received.
 	Synced chan<- error
 	// Progress, when set, is called with the bytes of each entry written.
 	Progress func(n int64)
@@ -38,14 +34,11 @@ type ExtractOptions struct {
 	// by a directory the user knows (the data directory, the restore
 	// target): dir itself is a temporary name (default: dir).
 	SpaceName string
-	// OnFile, when set, is called with each file once it is written whole
-	// and closed, and the path it was written to: a caller may read it
-	// (hand it to its own goroutines) while the extraction goes on. It is
-	// called from the goroutines that write the files, several at once,
-	// in no particular order. What it blocks holds the extraction back.
-	// data is the file's bytes when the extraction held them whole (an
-	// entry of up to a megabyte), else nil: the caller's from then on,
-	// so that it need not read again what was just written.
+	// OnFile, when set, is called with each file once written whole and
+	// closed, so a caller may read it while the extraction goes on; it is
+	// called from several writer goroutines in no order, and blocking it holds
+	// the extraction back. data is the file's bytes when the extraction held
+	// them whole (up to a megabyte), else nil.
 	OnFile func(e Extracted, path string, data []byte)
 }
 
@@ -101,28 +94,17 @@ type Extracted struct {
 // Hex is the SHA-256 in lower-case hex.
 func (e Extracted) Hex() string { return hex.EncodeToString(e.SHA256[:]) }
 
-// Extract reads the archive from r and writes every entry under dir, which
-// must be an existing empty directory that the caller made for it (see
-// NewStaging). Files are created exclusively (never through a link,
-// never over an existing name) with mode 0600, directories with 0700. It
-// returns the entries in archive order with their sizes and SHA-256.
+// Extract reads the archive from r and writes every entry under dir, an
+// existing empty directory the caller made for it (NewStaging): files created
+// exclusively with mode 0600, directories 0700. It returns the entries in
+// archive order with their sizes and SHA-256.
 //
-// Besides the Reader's limits, the entries' declared sizes (in whole
-// blocks) must fit in the free space of dir's file system, measured before
-// the first entry, less FreeReserve: an entry that does not fit is refused
-// at its header, before any of its bytes are written, so a decompression
-// bomb cannot fill the disk.
-//
-// Entries are read from the stream in order; those of up to keepEntry
-// bytes are read whole and created and written by extractWriters
-// goroutines, the larger ones as they are read: on a disk, creating each
-// file and directory took most of an extraction, and one goroutine doing
-// it left the other cores idle.
-//
-// Extract stops at the first problem (in archive order) and returns it:
-// what it wrote stays in dir, which the caller removes. It never writes
-// outside dir: every name was checked by the Reader, and dir holds nothing
-// else.
+// The entries' declared sizes must fit in the free space of dir's file system
+// less FreeReserve, checked at each header before its bytes are written, so a
+// decompression bomb cannot fill the disk. Small entries are written by
+// extractWriters goroutines, since creating files took most of an extraction.
+// Extract stops at the first problem; what it wrote stays in dir for the
+// caller to remove.
 func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) ([]Extracted, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -445,13 +427,10 @@ func (x *extractor) syncDirs() error {
 	return durable.SyncDir(x.dir)
 }
 
-// ExtractTo extracts the archive into a new staging directory beside
-// target (NewStaging), runs check on its tree (check may add or remove
-// files there, and may clear target), and then renames the tree to
-// target, which must then not exist or be an empty directory. The staging
-// directory is removed in any case, and target is left as check left it
-// on a failure: a hostile or damaged archive writes nothing at target.
-// Staging directories of killed extractions to target are removed first.
+// ExtractTo extracts the archive into a new staging directory beside target,
+// runs check on its tree, then renames the tree to target, which must not
+// exist or be empty by then; a hostile archive thus writes nothing at target.
+// The staging is removed in any case, and stale stagings for target first.
 func ExtractTo(ctx context.Context, r io.Reader, target string, opts ExtractOptions,
 	check func(dir string, entries []Extracted) error) ([]Extracted, error) {
 	target = filepath.Clean(target)

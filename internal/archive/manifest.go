@@ -19,9 +19,8 @@ import (
 const ToolName = "convkit"
 
 // ManifestHeader opens every manifest, a backup's or an export's: which
-// manifest it is, what wrote the archive and when, and whether a runtime
-// held the store meanwhile. A manifest type embeds it as its first field,
-// so that these are the first members of its JSON object.
+// manifest, what wrote the archive and when, and whether a runtime held the
+// store; manifest types embed it first so these are the first JSON members.
 type ManifestHeader struct {
 	// Format names the kind of manifest (ManifestFormat.Name);
 	// FormatVersion changes only when a field changes meaning or goes
@@ -159,12 +158,11 @@ func (f ManifestFormat) ReadFile(path string, m Manifest) error {
 	return f.Decode(file, path, m)
 }
 
-// Verify is the manifest-last check of an archive that Extract wrote into
-// dir, returning ents: the last entry must be the manifest (a truncated or
-// foreign archive has none there); it is decoded into m as Decode does;
-// then every other entry is compared with the manifest's Listing, both
-// ways (CheckListing). A missing or unreadable manifest is an *Error
-// naming archiveName and the manifest entry.
+// Verify is the manifest-last check of an archive Extract wrote into dir: the
+// last entry must be the manifest (a truncated or foreign archive has none
+// there), decoded into m as Decode does, and every other entry is compared
+// with its Listing both ways (CheckListing). A missing or unreadable manifest
+// is an *Error.
 func (f ManifestFormat) Verify(archiveName, dir string, ents []Extracted, m Manifest) ([]Mismatch, error) {
 	if len(ents) == 0 || ents[len(ents)-1].Name != ManifestName {
 		return nil, &Error{Archive: archiveName,

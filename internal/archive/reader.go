@@ -234,13 +234,10 @@ func (r *Reader) Entries() iter.Seq2[*Header, error] {
 	}
 }
 
-// Scan reads the archive from r to its end as Extract would read it into
-// dir, checking every entry (its name, type and size, the limits, that
-// its declared sizes fit in dir's free space, that its bytes are all
-// there) and writing nothing, and returns the number of entries: an
-// import refuses a hostile archive before anything is made of it. dir
-// must exist; only the free space of its file system is looked at. Memory
-// is the Reader's: its buffers and 8 to 16 bytes an entry.
+// Scan reads the archive from r to its end as Extract would into dir, checking
+// every entry and the free space of dir's file system but writing nothing, and
+// returns the number of entries, so an import refuses a hostile archive before
+// making anything of it.
 func Scan(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) (int, error) {
 	ar, err := NewReader(r, opts.ReaderOptions)
 	if err != nil {
@@ -364,13 +361,11 @@ func typeName(t byte) string {
 	return fmt.Sprintf("entry type %s", termtext.Quote(string(t)))
 }
 
-// readNames holds the names of the entries read, to refuse a duplicate, as
-// 64-bit keyed digests in one open-addressed table: 8 to 16 bytes a name
-// whatever its length, and nothing for the collector to scan (a million
-// entries cost 16 MiB, where a set of their names took a hundred). The
-// seed is the Reader's own, so an archive cannot be made to collide; two
-// names share a digest with odds of 2^-64 per pair (at a million entries,
-// about one archive in 30 million is refused for a duplicate it lacks).
+// readNames holds the entries' names as 64-bit keyed digests in an
+// open-addressed table, 8 to 16 bytes a name and nothing for the collector to
+// scan, to refuse duplicates; the seed is the Reader's own, so an archive
+// cannot be crafted to collide, and a false duplicate has odds of 2^-64 per
+// pair.
 type readNames struct {
 	seed  maphash.Seed
 	slots []uint64 // 0: free

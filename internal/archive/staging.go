@@ -14,23 +14,18 @@ import (
 	"github.com/convkit/convkit/internal/durable"
 )
 
-// Staging is a private directory where an archive is extracted and
-// checked before anything of it reaches its destination:
+// Staging is a private directory where an archive is extracted and checked
+// before anything reaches its destination:
 //
 //	<dir>/<name>-<12 hex>.lock.tmp   the lock: flock'ed by its process while the staging lives
 //	<dir>/<name>-<12 hex>.tmp/       0700
 //	└── tree/                        0700, where the archive is extracted (Tree)
 //
-// The caller makes it on the file system of the destination (in it, or
-// beside it), so that the tree, or what is in it, moves into place by
-// rename. The lock tells a live staging, however slow its process, from
-// one whose process was killed: the kernel drops a flock when its holder
-// dies, and SweepStaging removes a staging whose lock is free, never one
-// whose lock is held. The lock file is created (durable.CreateExcl: never
-// through a link) and locked before the directory is made, and removed
-// after it, so that no process of this build, killed at any moment,
-// leaves a staging directory without its lock; its name ends in .tmp like
-// every temporary name.
+// It is made on the destination's file system so its tree moves into place by
+// rename. The kernel drops the flock when its holder dies, so SweepStaging
+// removes a staging whose lock is free and never one being used; the lock file
+// is made before the directory and removed after it, so no process of this
+// build leaves a directory without its lock.
 type Staging struct {
 	dir, tree, lockPath string
 	lock                *os.File
@@ -39,11 +34,9 @@ type Staging struct {
 const (
 	// StagingSuffix ends the name of every staging directory.
 	StagingSuffix = durable.TempSuffix
-	// UnlockedStagingAge is how old a staging directory without a lock
-	// file (made by an earlier build, whose process died between making
-	// the directory and locking it) must be to count as a killed
-	// process's, when a live one may be doing just that (see
-	// SweepStaging).
+	// UnlockedStagingAge is how old a staging directory without a lock file
+	// (made by an earlier build) must be to count as a killed process's, since
+	// a live one may be between making it and locking it.
 	UnlockedStagingAge = time.Hour
 
 	stagingLockSuffix = ".lock" + durable.TempSuffix
@@ -192,21 +185,13 @@ type Swept struct {
 	Err  error
 }
 
-// SweepStaging removes the staging directories dir/<name>-*.tmp that
-// killed processes left, with their lock files: those whose lock is free,
-// lock files alone (their process was killed before it made the
-// directory, or after it removed it) when free, and staging directories
-// without a lock file once unlockedAge old. A staging whose lock is held,
-// or whose lock cannot be tried, is never touched; own (nil for none) is
-// the caller's. No process of this build leaves a staging directory
-// without its lock file; earlier builds could, between making it and
-// locking it, so unlockedAge is UnlockedStagingAge unless the caller holds
-// what every maker of such a staging takes before making it
-// (runtime.lock): then 0 removes every unlocked one at once.
-//
-// Staging directories of earlier builds are swept too: their restores
-// kept the lock file beside the directory (<staging>.lock), their imports
-// inside it (<staging>/.lock).
+// SweepStaging removes the staging directories dir/<name>-*.tmp that killed
+// processes left: those whose lock is free, free lock files alone, and
+// directories without a lock file once unlockedAge old (0 when the caller
+// holds runtime.lock, which every maker of such a staging takes first). A
+// staging whose lock is held or cannot be tried is never touched; own is the
+// caller's. Earlier builds' layouts (<staging>.lock, <staging>/.lock) are
+// swept too.
 func SweepStaging(dir, name string, own *Staging, unlockedAge time.Duration) []Swept {
 	ents, err := os.ReadDir(dir)
 	if err != nil {

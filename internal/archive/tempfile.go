@@ -10,12 +10,9 @@ import (
 	"github.com/convkit/convkit/internal/durable"
 )
 
-// TempFile is the file an archive is written to before it is published
-// under its final name: .<final name>.<16 hex>.tmp beside it
-// (durable.CreateTemp: 0600, created exclusively, never through a link),
-// flock'ed by its writer until it is published or discarded. The lock is
-// what SweepTemps goes by: the next writer for the same final name
-// removes a temporary file whose writer was killed, and never one being
+// TempFile is the file an archive is written to before publication, .<final
+// name>.<16 hex>.tmp beside it (durable.CreateTemp), flock'ed by its writer so
+// that SweepTemps removes the files of killed writers and never one being
 // written.
 type TempFile struct {
 	*os.File

@@ -23,12 +23,8 @@ import (
 // Defaults of WriterOptions.
 const (
 	// DefaultChunkSize is how many bytes of the tar stream go into one zstd
-	// frame. Frames are independent, so smaller frames lose ratio; larger
-	// ones cost memory: a frame's input and output per worker, a few more
-	// waiting to be written, and an encoder window of the frame's size.
-	// Measured on stores written by convkit fixtures, 1 MiB frames cost
-	// 0.1-0.4 % of ratio against 4 MiB ones, and took a backup's heap from
-	// 80 MiB to 29 MiB.
+	// frame: 1 MiB frames cost 0.1-0.4 % of ratio against 4 MiB ones and took
+	// a backup's heap from 80 MiB to 29 MiB.
 	DefaultChunkSize = 1 << 20
 	// MaxWorkers bounds the parallel frame compressors.
 	MaxWorkers = 8
@@ -39,20 +35,12 @@ const (
 	WritebackBytes = 8 << 20
 )
 
-// Levels used for frames of text and of already-compressed bytes, chosen
-// by measurement against `tar -cf - DIR | zstd -3 -T0` on stores written by
-// `convkit fixtures` (docs/BACKUP.md). Every level runs with literal
-// entropy coding forced on (WithAllLitEntropyCompression): klauspost
-// leaves it off at SpeedDefault, which cost 7-20 % of zstd -3's ratio on
-// store text; with it SpeedDefault lands within 1.5 % of zstd -3 at the
-// same speed. SpeedBetterCompression gains 1-3 % more at three times the
-// CPU. Frames of mostly already-compressed bytes (zstd logs) gain little
-// from a slower level: SpeedFastest cost 0.55 % of a backup's size and
-// cut its user CPU by about 15 % (3 % of user and system together). A
-// frame of almost nothing else (rawCompressedShare) is also written without
-// entropy coding: its literals are zstd output, which Huffman coding tried
-// and gave up on, costing about a tenth of a backup's user CPU for 0.003 %
-// of its size.
+// Levels for frames of text and of already-compressed bytes, measured against
+// `tar -cf - DIR | zstd -3 -T0` (docs/BACKUP.md). Literal entropy coding is
+// forced on because it cost 7-20 % of ratio off, putting SpeedDefault within
+// 1.5 % of zstd -3; already-compressed frames use SpeedFastest (0.55 % larger,
+// 15 % less user CPU), and frames of almost nothing else (rawCompressedShare)
+// skip entropy coding, which only wastes CPU on zstd output.
 const (
 	TextLevel       = zstd.SpeedDefault
 	CompressedLevel = zstd.SpeedFastest
@@ -77,15 +65,11 @@ type WriterOptions struct {
 	// TextLevel and CompressedLevel override the levels (zero: the
 	// package's TextLevel and CompressedLevel).
 	TextLevel, CompressedLevel zstd.EncoderLevel
-	// Rsyncable lays the archive out for a deduplicating copier (restic,
-	// borg, kopia), which finds an unchanged or append-grown entry in two
-	// archives as the same bytes: already-compressed content is stored as
-	// it is, in raw frames cut every ChunkSize bytes from the content's
-	// start, and the rest (headers, text entries) is compressed in frames
-	// cut where its content decides (a rolling hash of the last 64
-	// bytes), so a change moves no frame boundary beyond the next cut.
-	// The archive is larger (compressed entries are not compressed again)
-	// and reads as any other.
+	// Rsyncable lays the archive out for a deduplicating copier (restic, borg,
+	// kopia): already-compressed content is stored raw in frames cut every
+	// ChunkSize bytes from its start, and the rest in frames cut by a rolling
+	// hash of the content, so unchanged and append-grown entries give the same
+	// bytes. The archive is larger and reads as any other.
 	Rsyncable bool
 }
 
@@ -242,15 +226,10 @@ func (w *Writer) begin(name string, kind Kind, size int64) error {
 	return nil
 }
 
-// nameSet refuses an entry name written twice without holding every name:
-// a backup writes hundreds of thousands of entries, and a set of their
-// names grew with the archive (tens of megabytes). Names in a directory
-// (what precedes the last '/') are checked within it, and its entries must
-// come one after the other, as every writer of a store's files walks it; a
-// directory left is remembered by a 64-bit digest of its name (two
-// directories of the same digest, one chance in 2^64 per pair, would
-// refuse the second as left). Names at the top (metadata.db, the
-// manifest: a few) may come anywhere and are all kept.
+// nameSet refuses an entry name written twice without holding every name,
+// since a backup writes hundreds of thousands: names are checked within their
+// directory, whose entries come together, and a directory left is remembered
+// by a 64-bit digest; names at the top, a few, may come anywhere.
 type nameSet struct {
 	top  map[string]bool
 	dir  string
@@ -449,14 +428,9 @@ func (c *chunker) newChunk() *chunk {
 		ch.ready = make(chan struct{})
 		return ch
 	default:
-		// out has room for any frame of a chunk: zstd's compress bound
-		// (ZSTD_COMPRESSBOUND: the input and 1/256 of it, for block
-		// headers, the frame's header and checksum). EncodeAll appended a
-		// full chunk's frame to an empty out a block at a time, growing
-		// it by a quarter each time, about 4 MiB allocated for each 1 MiB
-		// frame; with room for a block header per 128 KiB, 5 of 531
-		// chunks of a backup still grew (by their checksum), the encoder
-		// having cut smaller blocks.
+		// out has room for any frame of a chunk (zstd's compress bound), since
+		// EncodeAll growing it a block at a time allocated about 4 MiB per 1
+		// MiB frame.
 		return &chunk{in: make([]byte, 0, c.size), out: make([]byte, 0, frameBound(c.size)), ready: make(chan struct{})}
 	}
 }

@@ -16,12 +16,10 @@ var ErrSymlink = errors.New("symbolic links are never followed")
 // a directory where a regular file is expected.
 var ErrNotRegular = errors.New("not a regular file")
 
-// OpenRegular opens the existing file at path with flag (os.O_RDONLY,
-// os.O_WRONLY or os.O_RDWR, optionally os.O_APPEND; never os.O_CREATE or
-// os.O_TRUNC). It never follows a symbolic link in the last component,
-// never blocks (a FIFO or a device is opened without waiting, then
-// refused), and refuses anything but a regular file. The check is made on
-// the opened descriptor, so what is checked is what is used.
+// OpenRegular opens the existing file at path with flag (read, write or
+// read-write, optionally O_APPEND; never O_CREATE or O_TRUNC), never following
+// a link in the last component, never blocking, and refusing anything but a
+// regular file, checked on the opened descriptor.
 func OpenRegular(path string, flag int) (*os.File, error) {
 	if flag&(os.O_CREATE|os.O_TRUNC) != 0 {
 		return nil, fmt.Errorf("open %s: OpenRegular never creates or truncates", path)
@@ -107,11 +105,9 @@ func openError(path string, err error) error {
 	return err
 }
 
-// OpenInput opens path for reading as an input the user named (an archive
-// argument, a configuration file): a symbolic link given there is
-// followed, as any reader would, but the open never blocks, so a FIFO
-// without a writer cannot hang it (a FIFO or pipe opened this way is read
-// as a stream; with no writer it reads as empty).
+// OpenInput opens a path the user named for reading: a link is followed, as
+// any reader would, but the open never blocks, so a FIFO without a writer
+// reads as empty instead of hanging.
 func OpenInput(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDONLY|InputFlags, 0)
 }

@@ -6,12 +6,10 @@ import (
 	"sync"
 )
 
-// Writeback writes to a file and starts the writeback to the disk of each
-// range of every bytes written (StartWriteback) while the writing goes
-// on, so that the fsync that ends the file waits for its last range only,
-// instead of for the whole file after it is written. The writeback is
-// started on a goroutine of its own, which a congested disk may hold up,
-// not the writing: a range it is not ready for joins the next.
+// Writeback writes to a file and starts the writeback of each range of every
+// bytes while writing goes on, so the final fsync waits for the last range
+// only; the writeback runs on its own goroutine, so a congested disk holds up
+// that goroutine, not the writing.
 type Writeback struct {
 	f       *os.File
 	every   int64
