@@ -9,21 +9,16 @@ import (
 	"github.com/convkit/convkit/convlog"
 )
 
-// ChildCandidates returns the current generation of every session under
-// the root whose header names parentID as its parentSession: the
-// candidates for the direct subagent children of parentID (the caller
-// reads their headers and keeps those with origin "subagent"). It makes
-// the Root an upgrade.ChildFinder: in this layout a parent's children live
-// in their own session directories, in any project directory of the root.
+// ChildCandidates returns the current generation of every session under the
+// root whose header names parentID as its parentSession, making the Root an
+// upgrade.ChildFinder for a layout whose children live in any project
+// directory.
 //
-// The first call reads the header of every session's current generation
-// and indexes the sessions by parent. Each later call brings the index up
-// to date cheaply: a project directory (or the root) whose modification
-// time, size, inode or link count changed is listed again and its new
-// session directories read, and each candidate's directory is listed again
-// for its current generation. A session that already existed when it was
-// indexed and whose newer generation names another parent is not seen; the
-// runtime never rewrites a header's parent.
+// The first call indexes every session by parent; later calls relist only the
+// directories whose modification time, size, inode or link count changed, and
+// each candidate's directory for its current generation. A session whose newer
+// generation names another parent is not seen, since the runtime never
+// rewrites a header's parent.
 func (r *Root) ChildCandidates(parentID string) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -55,10 +50,9 @@ func (r *Root) ChildCandidates(parentID string) ([]string, error) {
 }
 
 // OnIgnoredChild sets the function told, once per session directory, of a
-// session that names a parent in its header but is left out of the
-// parent's children because its header does not name its place (the
-// *IdentityError). It is called from ChildCandidates, with the Root's lock
-// held: it must not call the Root.
+// session naming a parent but left out because its header does not name its
+// place (*IdentityError); it is called with the Root's lock held and must not
+// call the Root.
 func (r *Root) OnIgnoredChild(f func(dir, parent string, err error)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -30,12 +30,10 @@ func (e *IdentityError) Error() string {
 
 func (e *IdentityError) Unwrap() []error { return []error{convlog.ErrCorrupt, convlog.ErrIdentity} }
 
-// CheckLog checks that the log at path, a generation in a session
-// directory of this root, is the session its place names: it is opened
-// with convlog's opener told the session id the directory names
-// (ReaderOptions.WantID: a header of another session is refused there),
-// then the header's cwd must name the project directory (CheckIdentity).
-// Either refusal is an *IdentityError; other errors are the opener's.
+// CheckLog checks that the log at path, a generation in a session directory of
+// this root, is the session its place names: convlog's opener refuses a header
+// of another session (ReaderOptions.WantID), then CheckIdentity checks the
+// cwd; either refusal is an *IdentityError.
 func (r *Root) CheckLog(path string) error {
 	id, err := DecodeSessionDir(filepath.Base(filepath.Dir(path)))
 	if err != nil {
@@ -65,11 +63,9 @@ func (r *Root) GenerationPath(cwd, id string, version int, c convlog.Compression
 	return filepath.Join(r.dir, ProjectDir(cwd), dir, GenerationName(version, c, suffix)), nil
 }
 
-// CheckIdentity refuses the header h of the log at path (a generation of a
-// session directory of this root) unless the header's id and working
-// directory reproduce that path: the id names the session directory, the
-// working directory the project directory. A log copied or moved to
-// another session's place is refused, not read as that session.
+// CheckIdentity refuses the header h of the log at path unless its id names
+// the session directory and its working directory the project directory, so a
+// log copied to another session's place is not read as that session.
 func (r *Root) CheckIdentity(path string, h *convlog.Header) error {
 	n, ok := ParseGeneration(filepath.Base(path))
 	if !ok {

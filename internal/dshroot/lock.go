@@ -40,14 +40,12 @@ type SessionLock struct {
 // is no longer the one at the path (the runtime retries 3 times too).
 const lockAttempts = 3
 
-// LockSession takes the session's session.lock as the runtime does: the
-// file is created when missing (empty; 0600, where the runtime leaves the
-// mode to the umask), then locked with a non-blocking exclusive flock. A
-// lock another process holds gives an *OwnedError at once. The locked file
-// must still be the one at the path, else it is locked again. The file is
-// never deleted: a waiter could otherwise lock an inode that a newcomer no
-// longer finds. It is never opened through a symbolic link, and a link,
-// FIFO or directory named session.lock is refused.
+// LockSession takes the session's session.lock as the runtime does: the file
+// is created when missing (0600) and locked with a non-blocking exclusive
+// flock, another holder giving an *OwnedError at once. The locked file must
+// still be the one at the path, and it is never deleted, so a waiter cannot
+// lock an inode a newcomer no longer finds; a link, FIFO or directory named
+// session.lock is refused.
 func (r *Root) LockSession(s *Session) (*SessionLock, error) {
 	path := filepath.Join(s.Dir, LockFileName)
 	for attempt := 1; ; attempt++ {

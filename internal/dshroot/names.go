@@ -27,14 +27,11 @@ const maxSlugUnits = 251
 
 const hexUpper = "0123456789ABCDEF"
 
-// ProjectDir is the name of the project directory of a session whose header
-// has the working directory cwd: NoCwdDir without one, else "--<slug>--".
-// The slug is built one UTF-16 code unit at a time: '/', '\' and ':' become
-// '-', a run of them one '-'; [A-Za-z0-9._-] stay; every other unit ('~'
-// included) becomes '~' and 4 uppercase hex digits. Leading '-' are
-// stripped, an empty slug is "root", and the slug is cut to 251 units. The
-// mapping is lossy: different working directories can share a project
-// directory.
+// ProjectDir is the project directory name of a session whose header has the
+// working directory cwd: NoCwdDir without one, else "--<slug>--", the slug
+// built per UTF-16 unit ('/', '\' and ':' runs become '-', [A-Za-z0-9._-]
+// stay, others '~' and 4 uppercase hex), leading '-' stripped, "root" when
+// empty, cut to 251 units. The mapping is lossy.
 func ProjectDir(cwd string) string {
 	if cwd == "" {
 		return NoCwdDir
@@ -93,12 +90,9 @@ func DecodeSessionDir(name string) (string, error) {
 	return id, nil
 }
 
-// ParseGeneration parses a generation file name: session.jsonl (v0) or
-// session.vN.jsonl (N a safe integer ≥ 1 without leading zeros), plain or
-// with the compression suffix .zstd (the runtime's) or .zst (convkit's).
-// Anything else (session.v0.jsonl, session.v01.jsonl, session.V1.jsonl,
-// session.v1.backup.jsonl, temporary files, session.lock) is not a
-// generation.
+// ParseGeneration parses a generation file name, session.jsonl (v0) or
+// session.vN.jsonl (N ≥ 1 without leading zeros), plain or with .zstd (the
+// runtime's) or .zst (convkit's); anything else is not a generation.
 func ParseGeneration(name string) (convlog.Name, bool) {
 	n, ok := convlog.ParseName(name)
 	if !ok || n.Base != GenerationBase {

@@ -137,11 +137,9 @@ func (e *MixedError) Error() string {
 		termtext.Quote(e.Path), uses, termtext.Quote(e.Compression.String()), termtext.Quote(e.First))
 }
 
-// Walk lists the root. It never follows a symbolic link below the root
-// (the root itself may be one: it is the directory the user named) and
-// judges every entry by its own type. Entries that break the layout are
-// reported in Entries, not as errors, so one bad entry does not hide the
-// rest; Walk fails only when the root cannot be listed.
+// Walk lists the root without following a link below it, judging each entry by
+// its own type; entries that break the layout are reported in Entries, not as
+// errors, so one bad entry does not hide the rest.
 func (r *Root) Walk() (*Tree, error) {
 	fi, err := os.Stat(r.dir)
 	if err != nil {
