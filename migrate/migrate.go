@@ -1,10 +1,9 @@
 // Package migrate brings every log under a sessions root forward to format
-// version 4: the one-time batch migration. Each log's successor is published
-// beside its untouched original (see package upgrade); logs already at
-// version 4 are opened read-only; a log that changes while it is being
-// converted is deferred and retried once after the first pass; a failure
-// never stops the rest. A private text log and a JSON summary are written to
-// a fresh temporary folder as the run goes. No model and no API key are used.
+// version 4, the one-time batch migration: each successor is published beside
+// its untouched original (package upgrade), a log that changes meanwhile is
+// retried once after the first pass, and a failure never stops the rest. A
+// private text log and a JSON summary are written to a fresh temporary folder
+// as the run goes.
 package migrate
 
 import (
@@ -71,11 +70,9 @@ type Options struct {
 	// disk space successors need. The text log and summary are still kept.
 	DryRun   bool
 	Compress Compress
-	// OnEvent, when set, receives every step of the run as it happens,
-	// in the order of the text log: each input's steps (MessageType
-	// "status" or "error": the --json stream) and the run's own lines
-	// (Action "note": its preamble and summary). Event.Line is each as
-	// the text log has it.
+	// OnEvent, when set, receives every step of the run in the text log's
+	// order: each input's steps ("status" or "error", the --json stream) and
+	// the run's own lines (Action "note"); Event.Line is the text log's line.
 	OnEvent func(Event)
 	// ReportDir is where the private report folder is made (default
 	// os.TempDir(); made, 0700, when missing). Report folders of earlier
@@ -199,12 +196,10 @@ type tree struct {
 	dsh *dshroot.Root
 }
 
-// Run migrates every log under the sessions root of the store s, its
-// conversations directory: conversations/<conversation>/<logs>. s holds
-// runtime.lock exclusively, except for a dry run, which reads only. The
-// process's memory limit is the caller's (convkit migrate sets one for the
-// jobs it asks for). The returned summary is also in summary.json; its
-// Totals.Failed > 0 means the run failed.
+// Run migrates every log under the conversations directory of s, which holds
+// runtime.lock exclusively except for a dry run. The memory limit is the
+// caller's; the summary is also written to summary.json, and Totals.Failed > 0
+// means the run failed.
 func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	if err := checkOptions(&opts); err != nil {
 		return nil, err
@@ -219,16 +214,13 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	return runTree(ctx, opts, root, LayoutConvkit, func() *tree { return discover(s, root, Workers(opts.Jobs)) })
 }
 
-// RunSessions migrates every session under r, a sessions root in the
-// runtime's layout (<root>/<project-dir>/<session-dir>/<generations>): the
-// runtime's own migration command, done convkit's way. No lock is taken on
-// the root and nothing is created there; each older session is converted
-// holding its session.lock (a session whose lock another process holds
-// fails with reason write_locked and is left alone), its header must name
-// its place (CheckIdentity), a parent's children are found anywhere under
-// the root, and a successor keeps its source's compression and suffix
-// (opts.Compress must be keep: one root holds one compression). A dry run
-// locks nothing.
+// RunSessions migrates every session under r, a runtime-layout sessions root,
+// as the runtime's own migration command would, convkit's way: no lock on the
+// root and nothing created there; each older session is converted holding its
+// session.lock (another holder fails it as write_locked), its header must name
+// its place, children are found anywhere under the root, and successors keep
+// their source's compression and suffix (opts.Compress must be keep). A dry
+// run locks nothing.
 func RunSessions(ctx context.Context, r *dshroot.Root, opts Options) (*Summary, error) {
 	if err := checkOptions(&opts); err != nil {
 		return nil, err
@@ -394,17 +386,11 @@ func orUnknown(s string) string {
 	return s
 }
 
-// runJobs processes the inputs with at most Workers(opts.Jobs) at once,
-// in order, and returns the deferred ones in ascending order.
-//
-// With one job each input is worked on from its start to its result
-// before the next starts. With more, a job upgrades a log into its stage
-// file (CPU work) and hands the stage to a publisher, which makes it
-// durable, reads it back and links it into place (work that waits for the
-// disk), so that jobs do not sit idle in fsync: publications run beside
-// the next conversions, and their fsyncs share the file system's journal
-// commits. At most that many stages wait for a publisher, and that many
-// publishers run at once.
+// runJobs processes the inputs with at most Workers(opts.Jobs) at once, in
+// order, and returns the deferred ones in ascending order. With more than one
+// job, a job stages each upgrade (CPU work) and hands it to a publisher that
+// makes it durable and links it, so jobs do not sit idle in fsync and the
+// fsyncs share journal commits.
 func runJobs(ctx context.Context, opts Options, rep *report, t *tree) []*input {
 	inputs := t.inputs
 	var mu sync.Mutex
@@ -560,10 +546,9 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) (pub *pu
 		path := in.path
 		checkHeader = func(h *convlog.Header) error { return t.dsh.CheckIdentity(path, h) }
 	} else if l := in.log; l != nil {
-		// The store's opener checks that the log is the one its place
-		// names, before anything is written; the upgrade chain, which
-		// reads the source itself, checks the same on its header. A
-		// current log is opened so once, below, and read to its end.
+		// The store's opener checks the log is the one its place names before
+		// anything is written, and the upgrade chain checks the same on its
+		// header.
 		if in.version >= TargetVersion {
 			open = func(_ string, opts convlog.ReaderOptions) (*convlog.Reader, error) { return l.Open(opts) }
 		} else if err := checkStoreLog(l); err != nil {
@@ -638,10 +623,9 @@ func checkStoreLog(l *store.Log) error {
 	return r.Close()
 }
 
-// admitCurrent opens a current log read-only with open and admits it as
-// a version 4 reader does (convlog.Admit): a log it refuses is a failure,
-// not "already V4"; a torn tail is accepted and left exactly as it is. It
-// reads within a job's memory budget (LowMemory), as the upgrade does.
+// admitCurrent opens a current log read-only and admits it as a version 4
+// reader does (convlog.Admit), within a job's memory budget: a refusal is a
+// failure, not "already V4"; a torn tail is left as it is.
 func admitCurrent(open func(string, convlog.ReaderOptions) (*convlog.Reader, error), path string) error {
 	r, err := open(path, convlog.ReaderOptions{LowMemory: true})
 	if err != nil {
@@ -759,10 +743,9 @@ func discover(s *store.Store, root string, jobs int) *tree {
 	return t
 }
 
-// deletions reports, for each conversation, whether its conversation log
-// records a deletion (a tombstone), reading the conversation logs with up
-// to jobs at once: read one after the other, they were the serial start
-// of a store's migration (every conversation log read in full).
+// deletions reports whether each conversation's log records a deletion,
+// reading up to jobs conversation logs at once since read one after another
+// they were a migration's serial start.
 func deletions(convs []store.ConversationDir, jobs int) []bool {
 	out := make([]bool, len(convs))
 	next := make(chan int)

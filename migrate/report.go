@@ -166,12 +166,10 @@ func newReport(opts Options, root string, layout Layout) (*report, error) {
 	return &report{opts: opts, sum: sum, dir: dir, log: f, logw: bufio.NewWriter(f), cleaned: cleaned}, nil
 }
 
-// cleanReports removes the report folders in base that are convkit's own
-// and older than before, and returns how many it removed. A folder is
-// removed only when it is one a run makes: a directory (not a link)
-// named ReportPrefix..., private (0700) and the user's, holding nothing
-// but migration.log and summary.json, regular files and the user's,
-// none of them modified since before. Anything else is left alone.
+// cleanReports removes the report folders in base older than before that are
+// convkit's own: a private directory of the user's named ReportPrefix...
+// holding only migration.log and summary.json, none modified since; anything
+// else is left alone. It returns how many it removed.
 func cleanReports(base string, before time.Time) int {
 	entries, err := os.ReadDir(base)
 	if err != nil {
@@ -431,11 +429,9 @@ func classify(path string, err error) FailureItem {
 	return it
 }
 
-// errorNames names each reason's kind of failure as the runtime's
-// migration names its error classes, so that one kind of failure has one
-// name whatever the source version or the code that refused it. An
-// unknown event type is a log intact but without a preserving conversion;
-// an unexpected member and a sequence gap break the log's own version.
+// errorNames names each reason's kind of failure as the runtime's migration
+// names its error classes, so one kind of failure has one name whatever the
+// source version or the code that refused it.
 var errorNames = map[string]string{
 	"unexpected_member": "SessionPersistenceCorruptionError",
 	"unknown_event":     "SessionFormatUnsupportedError",

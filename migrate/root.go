@@ -52,22 +52,17 @@ type Root struct {
 // knows, or in both.
 var ErrUnknownLayout = errors.New("not a sessions root convkit knows")
 
-// FindRoot recognises the sessions root dir (migrate --sessions-dir) in
-// the layout asked for. It is the one place where a root's layout is
-// recognised, and it reads only directory listings.
+// FindRoot recognises the sessions root dir (migrate --sessions-dir) in the
+// layout asked for, from directory listings alone; it is the one place a
+// root's layout is recognised.
 //
-//   - convkit: dir must be the conversations directory of a store; the
-//     root's lock is that store's runtime.lock, so a migration never
-//     changes files under one root while holding another store's lock.
-//   - dsh: dir is the runtime's sessions root; it must not be a store's
-//     conversations directory (whose lock is runtime.lock).
-//   - auto: by shape. A store's conversations directory is convkit's
-//     (refused if it holds a DSH project directory too); a directory that
-//     is no store's is the runtime's, as the runtime's own command takes
-//     any root (its walk then fails flat files and links and leaves other
-//     files alone), unless it shows convkit's shape (a directory holding
-//     metadata[.vN].jsonl[.zst]): refused, having no lock to take, or, if
-//     it shows both, saying what was found.
+//   - convkit: dir must be a store's conversations directory, whose lock is
+//     that store's runtime.lock.
+//   - dsh: the runtime's sessions root, which must not be a store's
+//     conversations directory.
+//   - auto: by shape; a store's conversations directory is convkit's, any
+//     other directory the runtime's, unless it shows convkit's shape (it is
+//     then refused, having no lock to take) or both.
 func FindRoot(dir string, layout Layout) (Root, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {

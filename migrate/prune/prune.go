@@ -1,23 +1,17 @@
-// Package prune reclaims the space the older generations of a log hold once
-// its current-version successor holds their history: after a migration,
-// every v0–v3 log stays beside its v4 successor, and backups archive both.
+// Package prune reclaims the space of the older generations of a log once its
+// current-version successor holds their history.
 //
-// An older generation is removed only when, at prune time, the log's
-// current generation is at the current format version, reads to its end
-// as a strict reader reads it (the rules beyond one line included), names
-// the same log (its header is the one the upgrade chain derives from the
-// older generation's), and holds every event the chain derives from the
-// older generation, at the same seqs, equal (data compared as JSON); what
-// the successor holds beyond them was appended since. A log whose current
-// generation is older is never touched. What the check refuses is kept,
-// with the reason.
+// An older generation is removed only when the log's current generation is at
+// the current format version, reads to its end as a strict reader reads it,
+// has the header the upgrade chain derives from the older generation, and
+// holds every event the chain derives from it at the same seqs, equal as JSON.
+// A log whose current generation is older is never touched; what the check
+// refuses is kept, with the reason.
 //
-// Each removal is one unlink(2) of a file nobody reads any more (readers
-// take the highest generation); the directories are fsynced at the end: a
-// crash at any moment leaves each older generation whole or gone, and the
-// store readable. In convkit's layout the caller holds runtime.lock (Store
-// takes the *store.Store handle); in the runtime's layout each session is
-// pruned holding its session.lock (Sessions).
+// Each removal is one unlink(2) of a file readers no longer take, and the
+// directories are fsynced at the end, so a crash leaves each generation whole
+// or gone. Store takes the *store.Store handle holding runtime.lock; Sessions
+// prunes the runtime's layout holding each session.lock.
 package prune
 
 import (
@@ -83,12 +77,9 @@ type Result struct {
 	dirs []string
 }
 
-// syncDirs makes the removals durable: each directory fsynced once, 8 at
-// once (their fsyncs share the file system's journal commits: the prune of
-// a migrated 400-conversation fixture store took 1.25 s fsyncing after
-// each log, 0.5 s so, 0.23 s as a dry run). Without it a crash could bring a removed generation back,
-// which is harmless (it is checked again next time), but the bytes
-// reported reclaimed would not be.
+// syncDirs fsyncs each directory once, 8 at once since their fsyncs share
+// journal commits, so the bytes reported reclaimed stay reclaimed after a
+// crash.
 func (res *Result) syncDirs() {
 	next := make(chan string)
 	var wg sync.WaitGroup
@@ -109,9 +100,8 @@ func (res *Result) syncDirs() {
 	res.dirs = nil
 }
 
-// Store prunes the logs of the store s, whose conversations directory it
-// walks as reindex does. s must hold runtime.lock exclusively, except for a
-// dry run, which only reads.
+// Store prunes the logs of s, which must hold runtime.lock exclusively except
+// for a dry run.
 func Store(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	if !opts.DryRun && !s.Writable() {
 		return nil, errors.New("prune needs the store opened with the exclusive lock (a dry run does not)")
@@ -142,12 +132,9 @@ func Store(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// Sessions prunes the sessions of r, a sessions root in the runtime's
-// layout, each holding its session.lock (taken as the runtime takes it; a
-// session whose lock another process holds is kept). A dry run locks
-// nothing. Sessions the layout refuses (a noncanonical name, an id in two
-// project directories) and generations that are not regular files are
-// left alone.
+// Sessions prunes the sessions of the runtime-layout root r, each holding its
+// session.lock (a session another process holds is kept); a dry run locks
+// nothing.
 func Sessions(ctx context.Context, r *dshroot.Root, opts Options) (*Result, error) {
 	tree, err := r.Walk()
 	if err != nil {
@@ -206,9 +193,9 @@ func (res *Result) keep(opts Options, k Kept) {
 	}
 }
 
-// pruneLog checks each older generation of one log against its successor
-// and removes those it holds; root, in the runtime's layout, checks that
-// the successor's header names its place.
+// pruneLog removes each older generation of one log that its successor holds;
+// root, in the runtime's layout, checks the successor's header names its
+// place.
 func pruneLog(res *Result, opts Options, successor string, older []generation, want convlog.ReaderOptions, root *dshroot.Root) {
 	removed := false
 	for _, g := range older {
@@ -249,9 +236,8 @@ func pruneLog(res *Result, opts Options, successor string, older []generation, w
 	}
 }
 
-// holds checks that the successor reads back to its end as a strict
-// reader reads it and holds every event the upgrade chain derives from the
-// older generation old, and that both name the same log. nil: it does.
+// holds returns nil when the successor reads strictly to its end, names the
+// same log as old and holds every event the upgrade chain derives from old.
 func holds(successor, old string, want convlog.ReaderOptions, root *dshroot.Root) error {
 	sr, err := convlog.Open(successor, convlog.ReaderOptions{WantID: want.WantID, WantType: want.WantType, LowMemory: true})
 	if err != nil {
@@ -307,9 +293,8 @@ func holds(successor, old string, want convlog.ReaderOptions, root *dshroot.Root
 	return nil
 }
 
-// differ says how successor event s differs from derived event o, "" when
-// it does not: the envelope equal, the data equal as JSON (a successor
-// written by another program may order or space its keys otherwise).
+// differ says how successor event s differs from derived event o ("" if not),
+// comparing data as JSON since another writer may order its keys otherwise.
 func differ(o, s *convlog.Event) string {
 	switch {
 	case o.Type != s.Type:
