@@ -280,14 +280,11 @@ func problemOf(fe *convlog.FormatError) Problem {
 		FrameOffset: fe.Pos.FrameOffset, Kind: kind, Rule: rule, Member: member, Message: fe.Msg}
 }
 
-// Validate reads the log, collecting every problem with its position
-// instead of stopping at the first, up to opts.MaxProblems (the rest are
-// counted, up to MaxUnlisted, then reading stops). Beyond each line it
-// checks what convlog.Validator checks (the rules reindex and the writer
-// apply too): the turn's path, and for a version 4 log each stored
-// message's identity and the history's replacements. A torn tail is not a
-// problem: it is reported, as a reader tolerates it. Every read is bounded
-// as convlog bounds it (line and decode limits).
+// Validate reads the log collecting every problem with its position, up to
+// opts.MaxProblems (the rest counted, up to MaxUnlisted, then reading stops).
+// Beyond each line it checks what convlog.Validator checks, as reindex and the
+// writer do; a torn tail is reported, not a problem, and every read is bounded
+// as convlog bounds it.
 func Validate(ctx context.Context, t *Target, opts ValidateOptions) (*Validation, error) {
 	if opts.MaxProblems <= 0 {
 		opts.MaxProblems = DefaultMaxProblems
@@ -479,12 +476,10 @@ type HistoryEntry struct {
 	Message json.RawMessage `json:"message"`
 }
 
-// History derives the messages a model reads from a log. A log older than
-// version 4 is upgraded in memory first, read-only, as the runtime reads
-// it (the subagent catalog the upgrade completes is no message, so its
-// children are not looked for); a newer one is refused. The events are
-// admitted as a version 4 reader admits them (convlog.Admit): a log it
-// refuses has no history, and the error names the rule and where.
+// History derives the messages a model reads from a log: an older one is
+// upgraded in memory first (without looking for children, since the catalog is
+// no message), a newer one refused, and the events are admitted as a version 4
+// reader admits them (convlog.Admit), whose refusal names the rule and where.
 func History(ctx context.Context, t *Target) ([]HistoryEntry, error) {
 	r, err := t.OpenV4(upgrade.Options{})
 	if err != nil {

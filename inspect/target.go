@@ -81,10 +81,9 @@ func StoreTarget(l store.Log) (*Target, error) {
 	return t, nil
 }
 
-// Held is a log that has no name on disk, such as a copy of stdin whose
-// file was removed as soon as it was made: its size bytes are read from
-// src, and name stands for it in messages. It has no place, so no children
-// are looked for.
+// Held is a log with no name on disk (a removed copy of stdin): its size bytes
+// are read from src and name stands for it; having no place, it has no
+// children.
 func Held(name string, src io.ReaderAt, size int64) *Target {
 	return &Target{Path: name, held: src, heldSize: size}
 }
@@ -121,13 +120,11 @@ func (t *Target) OpenV4(opts upgrade.Options) (*upgrade.Reader, error) {
 	return upgrade.FromReader(src, t.Path, opts)
 }
 
-// Resolve names the log at path: a log file of either layout, or a
-// directory: a session directory of the runtime's layout (its current
-// generation: the highest canonical one, never a lower one) or a convkit
-// conversation directory (the current generation of its conversation
-// log). No symbolic link is followed: one given as path is left to the
-// opener, which refuses it, and a current generation that is a link or
-// not a regular file is refused.
+// Resolve names the log at path: a log file of either layout, a runtime
+// session directory (its current generation, never a lower one) or a convkit
+// conversation directory (its conversation log). No link is followed: one
+// given as path is refused by the opener, and a current generation that is not
+// a regular file is refused.
 func Resolve(path string) (*Target, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
@@ -234,12 +231,10 @@ func hasConversationLog(dir string) bool {
 	return false
 }
 
-// CheckPlace checks, for a log given by path in either layout, that its
-// header names the place it sits in (dshroot's identity rule in the
-// runtime's layout, the store's in convkit's, both through convlog's
-// opener); nil otherwise, for a log named by its ids (whose reading
-// refuses a mismatch), and for a log that cannot be opened (the reading
-// that follows reports why).
+// CheckPlace checks that the header of a log given by path names the place it
+// sits in (dshroot's rule in the runtime's layout, the store's in convkit's);
+// nil for a log named by its ids, whose reading refuses a mismatch, and for
+// one that cannot be opened, which the reading reports.
 func (t *Target) CheckPlace() error {
 	switch {
 	case t.ByID || t.held != nil:
