@@ -1,46 +1,27 @@
-// Package chatread is the read-only chat-reading API a deployment may
-// offer its agents (the runtime imports it to serve its chat-reading
-// tools): the chats related to the asking chat, a chat's messages (what
-// clients show) and history (what its model reads), and a search of them.
+// Package chatread is the read-only chat-reading API a deployment may offer
+// its agents (the runtime serves its chat-reading tools with it): the chats
+// related to the asking chat, a chat's messages (what clients show) and
+// history (what its model reads), and a search of them.
 //
-// It is off unless the deployment's configuration enables it (Config,
-// LoadConfig: [chat_reading] enabled = true in the runtime configuration):
-// disabled, every operation answers ErrDisabled. Every answer is
-// authorised from the chat that asked, by one policy (Readable):
+// It is off unless the runtime configuration's [chat_reading] enabled = true
+// (LoadConfig); disabled, every operation answers ErrDisabled. Every answer is
+// authorised from the asking chat by one policy (Readable): a chat reads
+// itself, its subagents down the session tree, and, as a conversation's root
+// session, its fork ancestors as they were up to the fork; nothing else, and a
+// chat being deleted by nobody. A chat it may not read is answered exactly as
+// one that does not exist (ErrNotReadable), so asking reveals nothing.
 //
-//   - a chat reads itself;
-//   - its subagents, and theirs, down the conversation's session tree;
-//   - its fork ancestors, when it is a conversation's root session: the
-//     chat its conversation was forked (or rewound) from, as it was up to
-//     the fork (the events the fork took, not what the source did after),
-//     and that chat's own fork ancestors in turn;
-//   - nothing else: not its parent, not its siblings, not another
-//     conversation; a chat being deleted is read by nobody.
+// Paged answers end with an opaque cursor sealed with the deployment's key
+// (cursor.go): it shows no offset, seq or path, and one changed, forged or
+// given back for another request is refused (ErrBadCursor), one older than
+// Config.CursorTTL expired (ErrCursorExpired). Items carry message ids, never
+// seqs or file names.
 //
-// A chat the policy does not let the asker read is answered exactly as one
-// that does not exist (ErrNotReadable), so asking tells nothing about what
-// else is stored.
-//
-// Paged answers end with an opaque cursor for the next page (cursor.go):
-// sealed with the deployment's key, it shows no offset, sequence number or
-// path; a cursor changed, cut, forged, made with another key, or given
-// back for another chat, asker, operation or query is refused
-// (ErrBadCursor); one older than Config.CursorTTL is refused as expired
-// (ErrCursorExpired). Items carry message ids, never seqs or file names.
-//
-// The transcript under the messages is readable on its own
-// (ReadTranscript, ReadTranscriptLog, ReadTranscriptHeld): every message
-// of a session's record in order, those a compaction summarised included,
-// where the history a model reads (convlog.History) keeps only the summary
-// and what came after it. For a fork made after a compaction, whose log
-// holds the compacted history only, the older part is read from the
-// conversation it was forked from (its inherited session, through the seq
-// the fork took), and joined before the fork's own part. Logs of every
-// format version are read as they are (older ones upgraded in memory), and
-// a torn tail is left alone.
-//
-// Reading changes nothing and takes no lock: the store may be open
-// read-only beside the runtime.
+// The transcript (ReadTranscript, ReadTranscriptLog, ReadTranscriptHeld) is
+// every message of a session's record in order, those a compaction summarised
+// included; a fork made after a compaction reads its older part from its
+// source. Logs of every version are read, older ones upgraded in memory.
+// Reading changes nothing and takes no lock.
 package chatread
 
 import (
@@ -97,17 +78,17 @@ type Config struct {
 	Now func() time.Time
 }
 
-// LoadConfig reads the [chat_reading] table of the runtime configuration
-// at path:
+// LoadConfig reads the [chat_reading] table of the runtime configuration at
+// path:
 //
 //	[chat_reading]
 //	enabled = true
 //	key_file = "chat-reading.key"   # relative to the configuration's directory
 //	cursor_ttl = "1h"               # optional; default 24h, at most 720h
 //
-// A file without the table, or with enabled = false, is a disabled Config.
-// Enabled, key_file must name a regular file (not a link) of at least
-// MinKeyBytes bytes (NewKeyFile writes one).
+// Without the table, or with enabled = false, it is a disabled Config;
+// enabled, key_file must name a regular file of at least MinKeyBytes bytes
+// (NewKeyFile writes one).
 func LoadConfig(path string) (Config, error) {
 	f, err := durable.OpenRegular(path, os.O_RDONLY)
 	if err != nil {

@@ -12,18 +12,12 @@ import (
 	"fmt"
 )
 
-// A cursor is the rest of a paged answer: opaque (the position in it is
-// sealed, so a cursor shows no offset, sequence number or path) and
-// tamper-evident (a cursor not made by this deployment, or changed, or
-// cut, is refused). It is bound to the request it continues: the chat that
-// asked, the operation, the chat read or the query; and dated, so that it
-// expires (Config.CursorTTL). Layout, base64url
-// without padding:
+// A cursor is opaque (its position is sealed), tamper-evident, bound to the
+// request it continues (asker, operation, target or query) and dated so it
+// expires (Config.CursorTTL). Layout, base64url without padding, with encKey
+// and macKey derived from the deployment's key by HMAC-SHA256 over two labels:
 //
 //	"c1" | nonce (16) | AES-256-CTR(encKey, nonce, payload) | HMAC-SHA256(macKey, "c1" | nonce | ciphertext)
-//
-// with encKey and macKey derived from the deployment's key by HMAC-SHA256
-// over two labels.
 
 const (
 	cursorVersion = "c1"

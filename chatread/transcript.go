@@ -69,10 +69,9 @@ func ReadTranscript(ctx context.Context, s *store.Store, convID, sessionID strin
 	return r.session(convID, sessionID, l.Path, -1, false, 0)
 }
 
-// ReadTranscriptLog streams to fn the transcript of the session log at path. s, when
-// not nil, is the store holding it, where a fork's inherited history is
-// found (through its conversation log beside path); without it, a log whose
-// history begins in another conversation is refused.
+// ReadTranscriptLog streams to fn the transcript of the session log at path;
+// s, when not nil, is the store where a fork's inherited history is found, and
+// without it such a log is refused.
 func ReadTranscriptLog(ctx context.Context, s *store.Store, path string, fn func(*TranscriptItem) error) error {
 	r := &transcriptReader{ctx: ctx, s: s, fn: fn, seen: map[[2]string]bool{}}
 	convID, sessionID := "", ""
@@ -89,11 +88,10 @@ func ReadTranscriptLog(ctx context.Context, s *store.Store, path string, fn func
 	return r.session(convID, sessionID, path, -1, false, 0)
 }
 
-// ReadTranscriptHeld streams to fn the transcript of a session log that has no name
-// on disk (a copy of stdin whose file is gone): open reads it, as version
-// 4 events, each time it is read; name stands for it in messages. It
-// belongs to no store, so a log whose history begins in another
-// conversation is refused.
+// ReadTranscriptHeld streams to fn the transcript of a session log with no
+// name on disk (a copy of stdin), which open reads as version 4 events each
+// time; name stands for it in messages, and a log whose history begins in
+// another conversation is refused.
 func ReadTranscriptHeld(ctx context.Context, name string, open func() (*upgrade.Reader, error), fn func(*TranscriptItem) error) error {
 	r := &transcriptReader{ctx: ctx, fn: fn, seen: map[[2]string]bool{}, heldName: name, held: open}
 	return r.session("", "", name, -1, false, 0)
@@ -143,10 +141,8 @@ func (r *transcriptReader) session(convID, sessionID, path string, through int64
 	if err != nil {
 		return err
 	}
-	// The seed (before the inherited end-seed marker) is the source's
-	// history at the cut: its messages are read from the source, with
-	// those before them. What the fork added to it (a cut-off tool call's
-	// result) is not there, and follows.
+	// The seed is the source's history at the cut, so its messages are read
+	// from the source; what the fork added to it follows.
 	seed, err := seedItems(lr, convID, sessionID)
 	if err != nil {
 		return err
