@@ -1,12 +1,8 @@
-// Package manage carries out the operator's edits of conversations:
-// rename, archive, unarchive and delete. Each goes through the store's
-// conversation API, which appends it to the conversation's log and flushes
-// it first; then metadata.db is brought up to date for what changed, one
-// conversation at a time, with the index's incremental update
-// (reindex.Update). The store must hold runtime.lock exclusively.
-//
-// Every id is checked before anything is written: a command naming a
-// conversation that does not exist (or is being deleted) changes nothing.
+// Package manage carries out the operator's edits of conversations (rename,
+// archive, unarchive, delete) through the store's conversation API, then
+// brings metadata.db up to date one conversation at a time with
+// reindex.Update. The store must hold runtime.lock exclusively, and every id
+// is checked before anything is written.
 package manage
 
 import (
@@ -61,9 +57,8 @@ type Outcome struct {
 type Result struct {
 	SchemaVersion int       `json:"schemaVersion"`
 	Conversations []Outcome `json:"conversations"`
-	// Index is "updated", "unchanged" (nothing changed), "absent" (there
-	// is no metadata.db: list reads the logs) or "not-updated" (it could
-	// not be used or written: IndexError says why, and Warnings too).
+	// Index is "updated", "unchanged", "absent" (no metadata.db) or
+	// "not-updated" (IndexError and Warnings say why).
 	Index      string   `json:"index"`
 	IndexError string   `json:"indexError,omitempty"`
 	Warnings   []string `json:"warnings"`
@@ -103,9 +98,8 @@ func Rename(ctx context.Context, s *store.Store, id, title string, opts Options)
 	return res, ix.interrupted
 }
 
-// Archive hides the conversations ids from the main list (store.Archive:
-// nothing else changes, a running turn goes on). One already archived is
-// left as it is.
+// Archive hides the conversations ids from the main list (store.Archive); one
+// already archived is left as it is.
 func Archive(ctx context.Context, s *store.Store, ids []string, opts Options) (*Result, error) {
 	return setArchived(ctx, s, ids, true, opts)
 }
@@ -162,12 +156,9 @@ func setArchived(ctx context.Context, s *store.Store, ids []string, archived boo
 	return res, ix.interrupted
 }
 
-// Delete deletes the conversations ids through the tombstone, as one
-// command that its rerun finishes after a kill (store.DeleteAll): every id
-// is checked first; a conversation a killed delete removed is reported as
-// already deleted; force breaks the forks that read older history from
-// one of them. Each conversation's rows leave metadata.db as soon as its
-// directory is gone.
+// Delete deletes the conversations ids through the tombstone
+// (store.DeleteAll), so a rerun finishes a killed delete; force breaks the
+// forks that read older history from one of them.
 func Delete(ctx context.Context, s *store.Store, ids []string, force bool, opts Options) (*Result, error) {
 	res := newResult()
 	if err := writable(s); err != nil {
@@ -238,10 +229,8 @@ func unique(ids []string) []string {
 	return out
 }
 
-// indexWriter updates metadata.db for the conversations an edit changed:
-// each as soon as its change is durable in its log. The first failure
-// stops the updates; the index is then left for reindex, as list notices
-// (its rows no longer match the logs).
+// indexWriter updates metadata.db for each changed conversation once its
+// change is durable; after the first failure the index is left for reindex.
 type indexWriter struct {
 	db      *index.DB
 	state   string // indexUpdated, indexAbsent, indexUnchanged or indexNotUpdated
@@ -286,9 +275,8 @@ func (ix *indexWriter) update(ctx context.Context, s *store.Store, id string, op
 	ix.state = indexUpdated
 }
 
-// settle updates the rows of id only when they are not what its logs say
-// (reindex.Stale): an id deleted earlier, whose rows went with it, leaves
-// the index unchanged.
+// settle updates the rows of id only when reindex.Stale says they differ from
+// its logs, so an id deleted earlier leaves the index unchanged.
 func (ix *indexWriter) settle(ctx context.Context, s *store.Store, id string, opts Options) {
 	if ix.db != nil && ix.state != indexNotUpdated {
 		stale, err := reindex.Stale(ctx, ix.db, s, []string{id})
