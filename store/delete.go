@@ -1,13 +1,20 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/internal/durable"
@@ -298,24 +305,7 @@ func (s *Store) FinishDeletion(convID string) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
-	oc, err := s.conv(convID)
-	if errors.Is(err, ErrNoConversation) {
-		dir, derr := conversationPath(s.dataDir, convID)
-		if derr != nil {
-			return derr
-		}
-		if _, serr := os.Lstat(dir); errors.Is(serr, fs.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	if !oc.st.info.Deleting {
-		return fmt.Errorf("conversation %s has no deletion tombstone; delete it with Delete", termtext.Quote(convID))
-	}
-	return s.removeConversation(convID)
+	return s.finishDeletion(convID, true)
 }
 
 // removeConversation removes the directory of a tombstoned conversation. The
@@ -360,4 +350,258 @@ func (s *Store) removeConversation(convID string) error {
 		return fmt.Errorf("delete conversation %s: %w", termtext.Quote(convID), err)
 	}
 	return durable.SyncDir(ConversationsDir(s.dataDir))
+}
+
+// What DeleteAll would do with a conversation (DeletePlanItem.Action).
+const (
+	DeleteActionDelete      = "delete"          // record the tombstone, then remove the directory
+	DeleteActionFinish      = "finish-deletion" // its deletion was recorded: remove the directory
+	DeleteActionRemoveEmpty = "remove-empty"    // a killed delete left its directory empty
+	DeleteActionAlready     = "already-deleted" // gone, and a killed delete's journal names it
+)
+
+// DeletePlanItem is what DeleteAll would do with one conversation, and
+// what its directory holds now.
+type DeletePlanItem struct {
+	ID     string `json:"id"`
+	Action string `json:"action"`
+	Title  string `json:"title"`
+	Path   string `json:"path"`
+	// Files and Bytes are the regular files in its directory and their
+	// size: what the delete would remove.
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
+}
+
+// PlanDelete checks convIDs exactly as DeleteAll does and returns what it
+// would do with each, in order, writing nothing; a store opened read-only will
+// do.
+func (s *Store) PlanDelete(convIDs []string, force bool) ([]DeletePlanItem, error) {
+	ids, states, _, err := s.checkDeleteAll(convIDs, force)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DeletePlanItem, len(ids))
+	for i, id := range ids {
+		it := DeletePlanItem{ID: id}
+		switch states[i] {
+		case deleteLive:
+			it.Action = DeleteActionDelete
+		case deleteTombstoned:
+			it.Action = DeleteActionFinish
+		case deleteEmpty:
+			it.Action = DeleteActionRemoveEmpty
+		case deleteAlready:
+			it.Action = DeleteActionAlready
+		}
+		if it.Path, err = s.conversationDir(id); err != nil {
+			return nil, err
+		}
+		if states[i] == deleteLive || states[i] == deleteTombstoned {
+			info, err := s.Conversation(id)
+			if err != nil {
+				return nil, err
+			}
+			it.Title = info.Title
+			if it.Files, it.Bytes, err = filesIn(it.Path); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = it
+	}
+	return out, nil
+}
+
+// filesIn counts the regular files directly in dir and their bytes; a
+// conversation directory holds no subdirectory. Links are not followed.
+func filesIn(dir string) (int, int64, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	n, size := 0, int64(0)
+	for _, ent := range ents {
+		fi, err := os.Lstat(filepath.Join(dir, ent.Name()))
+		if err != nil {
+			return 0, 0, err
+		}
+		if fi.Mode().IsRegular() {
+			n++
+			size += fi.Size()
+		}
+	}
+	return n, size, nil
+}
+
+// A rerun of a killed multi-conversation delete must tell the conversations it
+// removed ("already deleted") from ids never in the store, but a removed
+// directory leaves no trace, so DeleteAll first publishes a journal,
+// <data-dir>/.delete-<16 hex>.journal, naming every conversation it deletes.
+// Journals are kept for JournalAge and at most MaxJournals of them.
+
+const (
+	journalPrefix = ".delete-"
+	journalSuffix = ".journal"
+	// maxJournalBytes bounds the read of a journal: it names the ids of
+	// one command line.
+	maxJournalBytes = 16 << 20
+)
+
+// How long, and how many, delete journals are kept.
+const (
+	JournalAge  = 30 * 24 * time.Hour
+	MaxJournals = 256
+)
+
+// deleteJournal is a journal's content.
+type deleteJournal struct {
+	IDs []string `json:"ids"`
+}
+
+// journalFile is a journal found in the data directory.
+type journalFile struct {
+	path  string
+	ids   []string // nil when unreadable (a kill while it was written: no deletion had begun)
+	mtime time.Time
+}
+
+// isJournalName reports a name DeleteAll gives its journals.
+func isJournalName(name string) bool {
+	hexPart, ok := strings.CutPrefix(name, journalPrefix)
+	if !ok {
+		return false
+	}
+	hexPart, ok = strings.CutSuffix(hexPart, journalSuffix)
+	if !ok || len(hexPart) != 16 {
+		return false
+	}
+	_, err := hex.DecodeString(hexPart)
+	return err == nil
+}
+
+// deleteJournals lists the journals killed deletes left in the data
+// directory. Entries that are not regular files are not journals (links are
+// never followed) and are left alone.
+func (s *Store) deleteJournals() ([]journalFile, error) {
+	ents, err := os.ReadDir(s.dataDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []journalFile
+	for _, e := range ents {
+		if !isJournalName(e.Name()) || !e.Type().IsRegular() {
+			continue
+		}
+		j := journalFile{path: filepath.Join(s.dataDir, e.Name())}
+		f, err := durable.OpenRegular(j.path, os.O_RDONLY)
+		if err != nil {
+			continue
+		}
+		if fi, err := f.Stat(); err == nil {
+			j.mtime = fi.ModTime()
+		}
+		b, err := io.ReadAll(io.LimitReader(f, maxJournalBytes+1))
+		f.Close()
+		if err == nil && len(b) <= maxJournalBytes {
+			j.ids = parseJournal(b)
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// parseJournal reads a journal's ids, or nil when b is not a journal
+// (one that a kill cut short, or anything else).
+func parseJournal(b []byte) []string {
+	var dj deleteJournal
+	if json.Unmarshal(bytes.TrimSpace(b), &dj) != nil {
+		return nil
+	}
+	ids := []string{}
+	for _, id := range dj.IDs {
+		// Only ids a store can hold were written.
+		if _, err := EncodeSegment(id); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// writeDeleteJournal publishes a journal naming ids: a new file, written,
+// fsynced, and its directory fsynced, before any of them is touched.
+func (s *Store) writeDeleteJournal(ctx context.Context, ids []string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	var r [8]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return "", err
+	}
+	path := filepath.Join(s.dataDir, journalPrefix+hex.EncodeToString(r[:])+journalSuffix)
+	b, err := json.Marshal(deleteJournal{IDs: ids})
+	if err != nil {
+		return "", err
+	}
+	f, err := durable.CreateExcl(path)
+	if err != nil {
+		return "", fmt.Errorf("the delete journal: %w", err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = durable.SyncDir(s.dataDir)
+	}
+	if err != nil {
+		os.Remove(path)
+		return "", fmt.Errorf("write the delete journal %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// expiredJournals are the journals to remove once a delete has finished:
+// those that do not read (a kill while one was written, before anything
+// was deleted), those older than JournalAge, and the oldest beyond
+// MaxJournals (keep is this run's own, never removed).
+func (s *Store) expiredJournals(all []journalFile, keep string) []string {
+	var out []string
+	var kept []journalFile
+	// Ages are of file modification times: the system's clock, not the
+	// store's.
+	cutoff := time.Now().Add(-JournalAge)
+	for _, j := range all {
+		switch {
+		case j.path == keep:
+		case j.ids == nil, j.mtime.Before(cutoff):
+			out = append(out, j.path)
+		default:
+			kept = append(kept, j)
+		}
+	}
+	sort.Slice(kept, func(i, k int) bool { return kept[i].mtime.After(kept[k].mtime) })
+	for i, j := range kept {
+		if i+1 >= MaxJournals { // this run's counts as one
+			out = append(out, j.path)
+		}
+	}
+	return out
+}
+
+// removeJournals removes the journals at paths, then fsyncs the data
+// directory.
+func (s *Store) removeJournals(paths []string) error {
+	var errs []error
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if len(paths) > 0 {
+		errs = append(errs, durable.SyncDir(s.dataDir))
+	}
+	return errors.Join(errs...)
 }

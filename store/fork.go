@@ -395,7 +395,7 @@ func (c *closer) observe(e *convlog.Event) {
 // forkedToolResult is the error result of a tool call a fork cut off.
 func forkedToolResult(turn, step int64, callID string, seq int64) []byte {
 	str := func(v string) string {
-		b, _ := encodeData(v)
+		b, _ := convlog.EncodeData(v)
 		return string(b)
 	}
 	id := fmt.Sprintf("forked-tool-result-%s-%d", callID, seq)

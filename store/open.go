@@ -1,9 +1,7 @@
 package store
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -292,7 +290,7 @@ func (s *Store) event(typ string, v any) (convlog.Event, error) {
 	data := []byte("{}")
 	if v != nil {
 		var err error
-		if data, err = encodeData(v); err != nil {
+		if data, err = convlog.EncodeData(v); err != nil {
 			return convlog.Event{}, fmt.Errorf("%s: %w", typ, err)
 		}
 	}
@@ -312,18 +310,6 @@ func (b *eventBatch) add(typ string, v any) {
 		ev, b.err = b.s.event(typ, v)
 		b.evs = append(b.evs, ev)
 	}
-}
-
-// encodeData is encoding/json without HTML escaping and without the
-// trailing newline.
-func encodeData(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // appendEvents writes events as one durable batch and replays them.
@@ -354,3 +340,7 @@ func (s *Store) Conversation(convID string) (*ConversationInfo, error) {
 	}
 	return oc.st.info.clone(), nil
 }
+
+// ErrLocked is wrapped by every error that reports runtime.lock held by
+// another process. The CLI maps it to exit code 11.
+var ErrLocked = errors.New("runtime.lock is held by another process")

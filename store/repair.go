@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -161,7 +162,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, dry bo
 	if info.Deleting {
 		if !dry {
 			s.mu.Lock()
-			err := s.finishDeletion(c.ID)
+			err := s.finishDeletion(c.ID, false)
 			s.mu.Unlock()
 			if err != nil {
 				return nil, err
@@ -316,17 +317,32 @@ func readTurnState(path string) (convlog.TurnState, int64, error) {
 	return v.Turn(), next, nil
 }
 
-// finishDeletion is FinishDeletion under the lock.
-func (s *Store) finishDeletion(convID string) error {
+// finishDeletion is FinishDeletion under the lock; strict refuses an id
+// whose directory is there without a readable conversation.
+func (s *Store) finishDeletion(convID string, strict bool) error {
 	oc, err := s.conv(convID)
 	if errors.Is(err, ErrNoConversation) {
-		return nil
+		if !strict {
+			return nil
+		}
+		dir, derr := conversationPath(s.dataDir, convID)
+		if derr != nil {
+			return derr
+		}
+		if _, serr := os.Lstat(dir); errors.Is(serr, fs.ErrNotExist) {
+			return nil
+		}
+		return err
 	}
 	if err != nil {
 		return err
 	}
 	if !oc.st.info.Deleting {
-		return fmt.Errorf("conversation %s has no deletion tombstone", termtext.Quote(convID))
+		hint := ""
+		if strict {
+			hint = "; delete it with Delete"
+		}
+		return fmt.Errorf("conversation %s has no deletion tombstone%s", termtext.Quote(convID), hint)
 	}
 	return s.removeConversation(convID)
 }
