@@ -3,11 +3,19 @@ package index
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
+	"modernc.org/sqlite"
+
+	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/termtext"
 )
 
@@ -189,4 +197,285 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 		}
 	}
 	return nil
+}
+
+// OpenRead must read metadata.db, a WAL database, without writing on any
+// medium, but a WAL reader needs the -shm file and cannot create it on a
+// read-only file system. So it tries, in order, and Mode says which was used:
+//
+//  1. In place with query_only, as every WAL reader reads it: it sees the
+//     write-ahead log and blocks no writer.
+//  2. On a read-only file system with no write-ahead log pending: in place
+//     with immutable=1.
+//  3. Otherwise a private snapshot of the database and its log under
+//     ReadOptions.TempDir, removed on Close.
+
+// Ways OpenRead reads an index (DB.Mode).
+const (
+	ModeReadWrite = "read-write" // Open, Create
+	ModeInPlace   = "read-only"  // 1 above
+	ModeImmutable = "immutable"  // 2
+	ModeSnapshot  = "snapshot"   // 3
+)
+
+// ReadOptions configure OpenRead.
+type ReadOptions struct {
+	// TempDir is where a private snapshot is made when the index cannot
+	// be read in place (default os.TempDir()).
+	TempDir string
+}
+
+// OpenRead opens an existing index for reading only, on a read-only file
+// system too, and checks its schema (see Open); it never writes the data
+// directory beyond the -wal and -shm files SQLite manages. ctx bounds the
+// check and a snapshot's copy.
+func OpenRead(ctx context.Context, path string, o ReadOptions) (*DB, error) {
+	db, mode, cleanup, err := openReadOnly(ctx, path, o, readPragmas)
+	if err != nil {
+		return nil, err
+	}
+	d := &DB{db: db, path: path, mode: mode, cleanup: cleanup}
+	if err := checkSchema(ctx, db); err != nil {
+		d.Close()
+		return nil, schemaError(ctx, path, err)
+	}
+	return d, nil
+}
+
+// schemaError wraps a failed check in ErrSchema, unless the context ended
+// or another process holds the file locked (ErrLocked); another schema
+// version stays a *VersionError.
+func schemaError(ctx context.Context, path string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if IsLocked(err) {
+		return fmt.Errorf("%s: %w (%v)", path, ErrLocked, err)
+	}
+	var ve *VersionError
+	if errors.As(err, &ve) {
+		return fmt.Errorf("%s: %w", path, ve)
+	}
+	return fmt.Errorf("%s: %w: %v", path, ErrSchema, err)
+}
+
+// Mode is how the index was opened: ModeReadWrite, ModeInPlace,
+// ModeImmutable or ModeSnapshot.
+func (d *DB) Mode() string { return d.mode }
+
+// VacuumInto writes a consistent copy of the database at src into dst, an
+// empty file the caller has just created exclusively, reading src as OpenRead
+// does; the schema is not checked, since VACUUM INTO runs none of it. dst is
+// checked before and after, since SQLite opens it by name (see checkFiles).
+func VacuumInto(ctx context.Context, src, dst string, o ReadOptions) error {
+	pin, err := durable.OpenRegular(dst, os.O_RDONLY)
+	if err != nil {
+		return err
+	}
+	defer pin.Close()
+	if fi, err := pin.Stat(); err != nil || fi.Size() != 0 {
+		return fmt.Errorf("%s: not the empty file VACUUM INTO needs", dst)
+	}
+	db, _, cleanup, err := openReadOnly(ctx, src, o, vacuumPragmas)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	defer db.Close()
+	if _, err = db.ExecContext(ctx, "VACUUM INTO ?", dst); err != nil {
+		return err
+	}
+	return samePinned(pin, dst)
+}
+
+// samePinned checks that path is still the regular file pin was opened on.
+func samePinned(pin *os.File, path string) error {
+	a, err := pin.Stat()
+	if err != nil {
+		return err
+	}
+	b, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if !b.Mode().IsRegular() || !os.SameFile(a, b) {
+		return fmt.Errorf("%s was replaced while SQLite wrote it", path)
+	}
+	return nil
+}
+
+// readPragmas: readers wait for a checkpoint in progress, a schema is
+// never trusted to run functions with side effects, and nothing is
+// written. VACUUM INTO counts as a write (of its target) for query_only.
+var (
+	readPragmas   = []string{"busy_timeout(5000)", "trusted_schema(0)", "query_only(1)"}
+	vacuumPragmas = []string{"busy_timeout(10000)", "trusted_schema(0)"}
+)
+
+// openReadOnly opens path by the first of the three ways that works.
+func openReadOnly(ctx context.Context, path string, o ReadOptions, pragmas []string) (*sql.DB, string, func(), error) {
+	nop := func() {}
+	if err := checkFiles(path); err != nil {
+		return nil, "", nop, err
+	}
+	db, err := openProbe(ctx, path, "", pragmas)
+	if err == nil {
+		return db, ModeInPlace, nop, nil
+	}
+	if !cannotOpen(err) {
+		return nil, "", nop, schemaError(ctx, path, err)
+	}
+	if ReadOnlyFS(filepath.Dir(path)) && !pending(path+"-wal") {
+		db, err2 := openProbe(ctx, path, "mode=ro&immutable=1", pragmas)
+		if err2 == nil {
+			return db, ModeImmutable, nop, nil
+		}
+		return nil, "", nop, schemaError(ctx, path, err2)
+	}
+	dir, copyPath, err2 := snapshot(ctx, path, o.TempDir)
+	if err2 != nil {
+		return nil, "", nop, fmt.Errorf("%s cannot be read in place (%v), and a private copy failed: %w", path, err, err2)
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	db, err2 = openProbe(ctx, copyPath, "", pragmas)
+	if err2 != nil {
+		cleanup()
+		return nil, "", nop, schemaError(ctx, path, err2)
+	}
+	return db, ModeSnapshot, cleanup, nil
+}
+
+// openProbe opens path with the URI parameters params and runs one
+// statement, so that a file SQLite cannot open fails here.
+func openProbe(ctx context.Context, path, params string, pragmas []string) (*sql.DB, error) {
+	q := dsn(path, pragmas...)
+	if params != "" {
+		q += "&" + params
+	}
+	db, err := sql.Open("sqlite", q)
+	if err != nil {
+		return nil, err
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, "PRAGMA schema_version").Scan(&n); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// cannotOpen reports SQLite's "unable to open database file" and the
+// read-only refusals a WAL reader meets where it cannot make the -shm.
+func cannotOpen(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case 14, 8: // SQLITE_CANTOPEN, SQLITE_READONLY (_CANTINIT, _DIRECTORY, ...)
+		return true
+	}
+	return false
+}
+
+// checkFiles refuses a database, write-ahead log or WAL index that is not a
+// regular file, since SQLite would follow a link or block on a FIFO. SQLite
+// still resolves a link in the database's own name when it opens it a moment
+// later, but only a process that can already write the 0700 data directory
+// could race that, and the holder of runtime.lock is metadata.db's only
+// writer.
+func checkFiles(path string) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: %w (%s)", path, durable.ErrNotRegular, modeName(fi.Mode()))
+	}
+	for _, p := range []string{path + "-wal", path + "-shm", path + "-journal"} {
+		fi, err := os.Lstat(p)
+		if err == nil && !fi.Mode().IsRegular() {
+			return fmt.Errorf("%s: %w (%s)", p, durable.ErrNotRegular, modeName(fi.Mode()))
+		}
+	}
+	return nil
+}
+
+func modeName(m fs.FileMode) string {
+	if m&fs.ModeSymlink != 0 {
+		return "a symbolic link; links are never followed"
+	}
+	return durable.Kind(m)
+}
+
+// pending reports whether a write-ahead log holds something (an
+// unreadable one counts).
+func pending(p string) bool {
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	return err != nil || fi.Size() > 0
+}
+
+// snapshot copies the database and its write-ahead log, if any, into a
+// new private directory under tmpDir, opened without following links.
+func snapshot(ctx context.Context, path, tmpDir string) (string, string, error) {
+	if tmpDir == "" {
+		tmpDir = os.TempDir()
+	}
+	dir, err := os.MkdirTemp(tmpDir, "convkit-index-")
+	if err != nil {
+		return "", "", err
+	}
+	if err := durable.PrivateDir(dir); err != nil {
+		os.RemoveAll(dir)
+		return "", "", err
+	}
+	dst := filepath.Join(dir, filepath.Base(path))
+	for _, suffix := range []string{"", "-wal"} {
+		err := copyFile(ctx, path+suffix, dst+suffix)
+		if suffix != "" && errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			os.RemoveAll(dir)
+			return "", "", err
+		}
+	}
+	return dir, dst, nil
+}
+
+func copyFile(ctx context.Context, src, dst string) error {
+	in, err := durable.OpenRegular(src, os.O_RDONLY)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := durable.CreateExcl(dst)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	for {
+		if err := ctx.Err(); err != nil {
+			out.Close()
+			return err
+		}
+		n, rerr := in.Read(buf)
+		if n > 0 {
+			if _, err := out.Write(buf[:n]); err != nil {
+				out.Close()
+				return err
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			out.Close()
+			return rerr
+		}
+	}
+	return out.Close()
 }
