@@ -5,7 +5,6 @@
 package inspect
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -216,13 +215,7 @@ func (p Problem) MarshalJSON() ([]byte, error) {
 		out.FrameOffset = &p.FrameOffset
 	}
 	// As the command line writes JSON: <, > and & as they are.
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return convlog.EncodeData(out)
 }
 
 // Position is where the problem is, as convlog words positions ("line 3
