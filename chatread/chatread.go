@@ -368,9 +368,9 @@ func headerTime(l store.Log) int64 {
 	return lr.Header().CreatedAt
 }
 
-// start checks the request's cursor against the request and returns the
-// count of items to pass over.
-func (r *Reader) start(req Request, op string, asker, target Chat, query string, born int64) (int64, int, error) {
+// start checks the request's cursor against the request at, and returns the
+// pager of the page it asks for.
+func (r *Reader) start(req Request, at position) (*pager, error) {
 	limit := req.Limit
 	switch {
 	case limit <= 0:
@@ -378,26 +378,29 @@ func (r *Reader) start(req Request, op string, asker, target Chat, query string,
 	case limit > MaxLimit:
 		limit = MaxLimit
 	}
+	pg := &pager{at: at, limit: int64(limit)}
 	if req.Cursor == "" {
-		return 0, limit, nil
+		return pg, nil
 	}
 	p, err := r.sl.open(req.Cursor)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
-	if p.Op != op || p.Asker != asker || p.Target != target || p.Query != query || p.Born != born {
-		return 0, 0, ErrBadCursor
+	if p.Op != at.Op || p.Asker != at.Asker || p.Target != at.Target || p.Query != at.Query || p.Born != at.Born {
+		return nil, ErrBadCursor
 	}
 	// A cursor sealed before cursors were dated has no date: expired.
 	age := r.cfg.Now().Sub(time.Unix(p.Issued, 0))
 	if p.Issued <= 0 || age > r.cfg.CursorTTL || age < -cursorSkew {
-		return 0, 0, ErrCursorExpired
+		return nil, ErrCursorExpired
 	}
-	return p.Next, limit, nil
+	pg.skip = p.Next
+	return pg, nil
 }
 
 // pager collects one page from a stream of items.
 type pager struct {
+	at          position
 	skip, limit int64
 	n           int64
 	items       []Message
@@ -420,14 +423,15 @@ func (p *pager) add(m Message) error {
 	return nil
 }
 
-func (r *Reader) finish(p *pager, op string, asker, target Chat, query string, born int64) (*Page, error) {
+func (r *Reader) finish(p *pager) (*Page, error) {
 	page := &Page{Items: p.items}
 	if page.Items == nil {
 		page.Items = []Message{}
 	}
 	if p.more {
-		c, err := r.sl.seal(position{Op: op, Asker: asker, Target: target, Query: query, Next: p.n, Born: born,
-			Issued: r.cfg.Now().Unix()})
+		at := p.at
+		at.Next, at.Issued = p.n, r.cfg.Now().Unix()
+		c, err := r.sl.seal(at)
 		if err != nil {
 			return nil, err
 		}
@@ -466,16 +470,15 @@ func (r *Reader) Messages(ctx context.Context, asker, target Chat, req Request) 
 	if err != nil {
 		return nil, err
 	}
-	skip, limit, err := r.start(req, "messages", asker, target, "", g.born)
+	p, err := r.start(req, position{Op: "messages", Asker: asker, Target: target, Query: "", Born: g.born})
 	if err != nil {
 		return nil, err
 	}
-	p := &pager{skip: skip, limit: int64(limit)}
 	err = r.transcriptOf(ctx, g, p.add)
 	if err != nil && err != errPageFull && err != io.EOF {
 		return nil, err
 	}
-	return r.finish(p, "messages", asker, target, "", g.born)
+	return r.finish(p)
 }
 
 // History is one page of what target's model reads: its derived history
@@ -486,7 +489,7 @@ func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (
 	if err != nil {
 		return nil, err
 	}
-	skip, limit, err := r.start(req, "history", asker, target, "", g.born)
+	p, err := r.start(req, position{Op: "history", Asker: asker, Target: target, Query: "", Born: g.born})
 	if err != nil {
 		return nil, err
 	}
@@ -526,7 +529,6 @@ func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (
 	if ended && n&1023 == 0 && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	p := &pager{skip: skip, limit: int64(limit)}
 	for _, m := range h.Messages() {
 		msg := Message{Chat: target, ID: m.Message.ID(), Role: m.Message.Role(), Source: string(m.Message.Source().Kind),
 			Time: times[m.Seq], Text: MessageText(m.Message.JSON()), Summary: m.Message.Source().Kind == convlog.SourceCheckpoint}
@@ -534,7 +536,7 @@ func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (
 			break
 		}
 	}
-	return r.finish(p, "history", asker, target, "", g.born)
+	return r.finish(p)
 }
 
 // Search is one page of the messages of the chats asker may read whose
@@ -552,11 +554,10 @@ func (r *Reader) Search(ctx context.Context, asker Chat, query string, req Reque
 	if err != nil {
 		return nil, err
 	}
-	skip, limit, err := r.start(req, "search", asker, asker, query, 0)
+	p, err := r.start(req, position{Op: "search", Asker: asker, Target: asker, Query: query, Born: 0})
 	if err != nil {
 		return nil, err
 	}
-	p := &pager{skip: skip, limit: int64(limit)}
 	for _, g := range gs {
 		err := r.transcriptOf(ctx, g, func(m Message) error {
 			if m.Inherited {
@@ -579,5 +580,5 @@ func (r *Reader) Search(ctx context.Context, asker Chat, query string, req Reque
 			return nil, err
 		}
 	}
-	return r.finish(p, "search", asker, asker, query, 0)
+	return r.finish(p)
 }
