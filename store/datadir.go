@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -117,7 +116,7 @@ func (s *Store) conversationDir(convID string) (string, error) {
 	switch {
 	case err != nil:
 		return dir, nil
-	case fi.Mode()&fs.ModeSymlink != 0:
+	case fi.Mode()&os.ModeSymlink != 0:
 		return "", fmt.Errorf("conversation %s: %s is a symbolic link: %w", termtext.Quote(convID), dir, ErrSymlink)
 	case !fi.IsDir():
 		return "", fmt.Errorf("conversation %s: %s is not a directory", termtext.Quote(convID), dir)
@@ -170,7 +169,7 @@ type probed struct {
 func probe(dataDir string) (probed, error) {
 	fi, err := os.Stat(dataDir)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, os.ErrNotExist):
 		return probed{kind: isEmpty, why: "the directory does not exist"}, nil
 	case err != nil:
 		return probed{}, err

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -258,9 +257,9 @@ func (s *Store) deleteStateOf(convID string, journaled bool) (deleteState, error
 	}
 	ents, err := os.ReadDir(dir)
 	switch {
-	case errors.Is(err, fs.ErrNotExist) && journaled:
+	case errors.Is(err, os.ErrNotExist) && journaled:
 		return deleteAlready, nil
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, os.ErrNotExist):
 		return 0, fmt.Errorf("conversation %s: %w", termtext.Quote(convID), ErrNoConversation)
 	case err != nil:
 		return 0, err
@@ -290,7 +289,7 @@ func (s *Store) removeEmpty(convID string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("delete conversation %s: %w", termtext.Quote(convID), err)
 	}
 	return durable.SyncDir(ConversationsDir(s.dataDir))
@@ -322,7 +321,7 @@ func (s *Store) removeConversation(convID string) error {
 		delete(s.convs, convID)
 	}
 	entries, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	var last []string
@@ -342,7 +341,7 @@ func (s *Store) removeConversation(convID string) error {
 		}
 	}
 	for _, p := range last {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("delete conversation %s: %w", termtext.Quote(convID), err)
 		}
 	}
@@ -596,7 +595,7 @@ func (s *Store) expiredJournals(all []journalFile, keep string) []string {
 func (s *Store) removeJournals(paths []string) error {
 	var errs []error
 	for _, p := range paths {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}

@@ -3,7 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
-	"io/fs"
+	"os"
 	"slices"
 	"sort"
 	"time"
@@ -45,10 +45,10 @@ const MaxAutoTitleRunes = 40
 
 // Errors of the conversation API. Each is wrapped with the conversation id.
 var (
-	// ErrNoConversation wraps fs.ErrNotExist.
-	ErrNoConversation = fmt.Errorf("no such conversation: %w", fs.ErrNotExist)
-	// ErrConversationExists wraps fs.ErrExist.
-	ErrConversationExists = fmt.Errorf("conversation already exists: %w", fs.ErrExist)
+	// ErrNoConversation wraps os.ErrNotExist.
+	ErrNoConversation = fmt.Errorf("no such conversation: %w", os.ErrNotExist)
+	// ErrConversationExists wraps os.ErrExist.
+	ErrConversationExists = fmt.Errorf("conversation already exists: %w", os.ErrExist)
 	ErrTurnRunning        = errors.New("a turn is running")
 	ErrDeleting           = errors.New("conversation is being deleted")
 	ErrReadOnly           = errors.New("store is open without the exclusive runtime.lock; writing needs it")

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"strconv"
 	"time"
@@ -256,7 +255,7 @@ func sameFile(rec *os.File, fl *flock.Flock) error {
 // OpenRegular then refuses it.
 func createLockFile(dataDir, path string) error {
 	f, err := durable.CreateExcl(path)
-	if errors.Is(err, fs.ErrExist) || errors.Is(err, durable.ErrSymlink) || errors.Is(err, durable.ErrNotRegular) {
+	if errors.Is(err, os.ErrExist) || errors.Is(err, durable.ErrSymlink) || errors.Is(err, durable.ErrNotRegular) {
 		return nil
 	}
 	if err != nil {
@@ -356,7 +355,7 @@ func LockStatus(dataDir string) (Status, error) {
 	// Check what the path is before the probe opens it: a link is not
 	// followed and a FIFO never blocks the open.
 	f, err := durable.OpenRegular(path, os.O_RDONLY)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) {
 		return st, nil
 	}
 	if err != nil {
@@ -365,7 +364,7 @@ func LockStatus(dataDir string) (Status, error) {
 	f.Close()
 	fl := flock.New(path, flock.SetFlag(os.O_RDONLY|durable.NoFollowFlags))
 	ok, err := fl.TryRLock()
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) {
 		return st, nil
 	}
 	if err != nil {

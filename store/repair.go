@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -329,7 +328,7 @@ func (s *Store) finishDeletion(convID string, strict bool) error {
 		if derr != nil {
 			return derr
 		}
-		if _, serr := os.Lstat(dir); errors.Is(serr, fs.ErrNotExist) {
+		if _, serr := os.Lstat(dir); errors.Is(serr, os.ErrNotExist) {
 			return nil
 		}
 		return err

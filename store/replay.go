@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -315,8 +314,8 @@ func currentGeneration(dir, base string) (convlog.Name, bool, error) {
 }
 
 // notALog refuses an entry in a log's place that is not a regular file.
-func notALog(p string, t fs.FileMode) error {
-	if t&fs.ModeSymlink != 0 {
+func notALog(p string, t os.FileMode) error {
+	if t&os.ModeSymlink != 0 {
 		return fmt.Errorf("%s is a symbolic link: %w", p, ErrSymlink)
 	}
 	return fmt.Errorf("%s: %s (%s)", p, ReasonNotRegular, durable.Kind(t))
@@ -324,7 +323,7 @@ func notALog(p string, t fs.FileMode) error {
 
 func conversationLogPath(dir, convID string) (string, error) {
 	n, ok, err := currentGeneration(dir, ConversationLogBase)
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && !ok) {
+	if errors.Is(err, os.ErrNotExist) || (err == nil && !ok) {
 		return "", fmt.Errorf("conversation %s: %w", termtext.Quote(convID), ErrNoConversation)
 	}
 	if err != nil {
@@ -345,8 +344,8 @@ func (s *Store) sessionLogFile(convID, sessionID string) (string, error) {
 		return "", fmt.Errorf("session id: %w", err)
 	}
 	n, ok, err := currentGeneration(dir, base)
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && !ok) {
-		return "", fmt.Errorf("conversation %s has no log for session %s: %w", termtext.Quote(convID), termtext.Quote(sessionID), fs.ErrNotExist)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && !ok) {
+		return "", fmt.Errorf("conversation %s has no log for session %s: %w", termtext.Quote(convID), termtext.Quote(sessionID), os.ErrNotExist)
 	}
 	if err != nil {
 		return "", err

@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +53,7 @@ func (s *Store) newConversationDir(convID string) (string, error) {
 	}
 	if _, err := os.Lstat(dir); err == nil {
 		return "", fmt.Errorf("conversation %s (%s): %w", termtext.Quote(convID), dir, ErrConversationExists)
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", err
 	}
 	return dir, nil
