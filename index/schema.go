@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -401,8 +400,8 @@ func checkFiles(path string) error {
 	return nil
 }
 
-func modeName(m fs.FileMode) string {
-	if m&fs.ModeSymlink != 0 {
+func modeName(m os.FileMode) string {
+	if m&os.ModeSymlink != 0 {
 		return "a symbolic link; links are never followed"
 	}
 	return durable.Kind(m)
@@ -412,7 +411,7 @@ func modeName(m fs.FileMode) string {
 // unreadable one counts).
 func pending(p string) bool {
 	fi, err := os.Lstat(p)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) {
 		return false
 	}
 	return err != nil || fi.Size() > 0
@@ -435,7 +434,7 @@ func snapshot(ctx context.Context, path, tmpDir string) (string, string, error) 
 	dst := filepath.Join(dir, filepath.Base(path))
 	for _, suffix := range []string{"", "-wal"} {
 		err := copyFile(ctx, path+suffix, dst+suffix)
-		if suffix != "" && errors.Is(err, fs.ErrNotExist) {
+		if suffix != "" && errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {

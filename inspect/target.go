@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -141,7 +140,7 @@ func Resolve(path string) (*Target, error) {
 	type gen struct {
 		name string
 		n    convlog.Name
-		typ  fs.FileMode
+		typ  os.FileMode
 	}
 	var sessions, conversation []gen
 	bases := map[string]bool{}
@@ -180,7 +179,7 @@ func Resolve(path string) (*Target, error) {
 	cur := gens[0]
 	p := filepath.Join(path, cur.name)
 	switch {
-	case cur.typ&fs.ModeSymlink != 0:
+	case cur.typ&os.ModeSymlink != 0:
 		return nil, fmt.Errorf("%s: the current generation is a symbolic link, which is not followed (a lower generation is never read instead)", p)
 	case !cur.typ.IsRegular():
 		return nil, fmt.Errorf("%s: the current generation is not a regular file (a lower generation is never read instead)", p)

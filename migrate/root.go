@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -142,7 +141,7 @@ func shapeOf(dir string) (shape, error) {
 	var sh shape
 	entries, err := os.ReadDir(dir)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, os.ErrNotExist):
 		return sh, nil
 	case err != nil:
 		return sh, fmt.Errorf("sessions root %s: %w", dir, err)
@@ -152,7 +151,7 @@ func shapeOf(dir string) (shape, error) {
 		p := filepath.Join(dir, name)
 		isDir := e.Type().IsDir()
 		switch {
-		case sh.dsh == "" && dshroot.IsProjectDirName(name) && (isDir || e.Type()&fs.ModeSymlink != 0):
+		case sh.dsh == "" && dshroot.IsProjectDirName(name) && (isDir || e.Type()&os.ModeSymlink != 0):
 			sh.dsh = name
 		case isDir && sh.convkit == "" && holdsConversationLog(p):
 			sh.convkit = name

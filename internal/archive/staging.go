@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,7 +80,7 @@ func NewStaging(dir, name string) (*Staging, error) {
 // have removed it, before it is locked here: then the name is given up.
 func (s *Staging) lockFirst() error {
 	f, err := durable.CreateExcl(s.lockPath)
-	if errors.Is(err, fs.ErrExist) {
+	if errors.Is(err, os.ErrExist) {
 		return errNameTaken
 	}
 	if err != nil {
@@ -114,7 +113,7 @@ func (s *Staging) makeDirs() error {
 		os.Remove(s.lockPath)
 		s.lock.Close()
 		s.lock = nil
-		if errors.Is(err, fs.ErrExist) {
+		if errors.Is(err, os.ErrExist) {
 			return errNameTaken
 		}
 		return err
@@ -132,7 +131,7 @@ func (s *Staging) makeDirs() error {
 	return err
 }
 
-func sameFile(f *os.File, fi fs.FileInfo) bool {
+func sameFile(f *os.File, fi os.FileInfo) bool {
 	ffi, err := f.Stat()
 	return err == nil && os.SameFile(ffi, fi)
 }
@@ -284,7 +283,7 @@ const (
 func probeLock(p string) (lockState, *os.File) {
 	f, err := durable.OpenRegular(p, os.O_RDONLY)
 	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, durable.ErrSymlink), errors.Is(err, durable.ErrNotRegular):
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, durable.ErrSymlink), errors.Is(err, durable.ErrNotRegular):
 		return lockMissing, nil
 	case err != nil:
 		return lockHeld, nil

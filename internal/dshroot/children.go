@@ -1,7 +1,6 @@
 package dshroot
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -228,7 +227,7 @@ func currentGeneration(dir string) string {
 		if !ok {
 			continue
 		}
-		g := Generation{Name: n, File: e.Name(), Regular: e.Type()&fs.ModeType == 0}
+		g := Generation{Name: n, File: e.Name(), Regular: e.Type()&os.ModeType == 0}
 		if !found || g.Version > best.Version || g.Version == best.Version && g.File < best.File {
 			best, found = g, true
 		}

@@ -3,7 +3,6 @@ package dshroot
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -59,7 +58,7 @@ func (r *Root) LockSession(s *Session) (*SessionLock, error) {
 func lockOnce(path, id string) (l *SessionLock, retry bool, err error) {
 	if f, err := durable.CreateExcl(path); err == nil {
 		f.Close()
-	} else if !errors.Is(err, fs.ErrExist) && !errors.Is(err, durable.ErrSymlink) && !errors.Is(err, durable.ErrNotRegular) {
+	} else if !errors.Is(err, os.ErrExist) && !errors.Is(err, durable.ErrSymlink) && !errors.Is(err, durable.ErrNotRegular) {
 		return nil, false, fmt.Errorf("lock %s: %w", path, unwrapPath(err))
 	}
 	// What is checked is a descriptor opened without following a link;

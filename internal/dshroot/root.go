@@ -3,7 +3,6 @@ package dshroot
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -156,7 +155,7 @@ func (r *Root) Walk() (*Tree, error) {
 	for _, e := range entries {
 		p := filepath.Join(r.dir, e.Name())
 		switch typ := e.Type(); {
-		case typ&fs.ModeSymlink != 0:
+		case typ&os.ModeSymlink != 0:
 			t.problem(p, ReasonProjectSymlink)
 		case typ.IsDir():
 			t.walkProject(e.Name(), p)
@@ -185,7 +184,7 @@ func (t *Tree) walkProject(name, dir string) {
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
 		switch typ := e.Type(); {
-		case typ&fs.ModeSymlink != 0:
+		case typ&os.ModeSymlink != 0:
 			t.problem(p, ReasonSessionSymlink)
 		case typ.IsDir():
 			t.Entries = append(t.Entries, Entry{Session: walkSession(name, e.Name(), p)})
@@ -213,7 +212,7 @@ func walkSession(project, name, dir string) *Session {
 		fname := e.Name()
 		typ := e.Type()
 		if n, ok := ParseGeneration(fname); ok {
-			s.Generations = append(s.Generations, Generation{Name: n, File: fname, Regular: typ.IsRegular(), Symlink: typ&fs.ModeSymlink != 0})
+			s.Generations = append(s.Generations, Generation{Name: n, File: fname, Regular: typ.IsRegular(), Symlink: typ&os.ModeSymlink != 0})
 			continue
 		}
 		if typ.IsRegular() && isStage(fname) {
@@ -294,9 +293,9 @@ func (t *Tree) checkCompression() {
 // directory and no entry that breaks it.
 func (t *Tree) Empty() bool { return len(t.Entries) == 0 }
 
-// unwrapPath drops the path an *fs.PathError repeats: the callers name it.
+// unwrapPath drops the path an *os.PathError repeats: the callers name it.
 func unwrapPath(err error) error {
-	var pe *fs.PathError
+	var pe *os.PathError
 	if errors.As(err, &pe) {
 		return pe.Err
 	}

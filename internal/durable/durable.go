@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,8 +18,8 @@ import (
 
 // Private permissions for everything the store holds.
 const (
-	FileMode fs.FileMode = 0o600
-	DirMode  fs.FileMode = 0o700
+	FileMode os.FileMode = 0o600
+	DirMode  os.FileMode = 0o700
 )
 
 // TempSuffix ends the name of every temporary file this package creates, so
@@ -28,7 +27,7 @@ const (
 const TempSuffix = ".tmp"
 
 // ErrExists is returned (wrapped) when the final name is already taken.
-var ErrExists = fs.ErrExist
+var ErrExists = os.ErrExist
 
 // MkdirAll creates dir and any missing parents with mode 0700 (exactly, not
 // filtered by the umask) and fsyncs each parent of a directory it created.
@@ -37,14 +36,14 @@ func MkdirAll(dir string) error {
 	fi, err := os.Lstat(dir)
 	if err == nil {
 		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
+		case fi.Mode()&os.ModeSymlink != 0:
 			return fmt.Errorf("%s is a symbolic link: %w; name the directory itself", dir, ErrSymlink)
 		case !fi.IsDir():
 			return fmt.Errorf("%s: exists and is not a directory", dir)
 		}
 		return nil
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
+	if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	parent := filepath.Dir(dir)
@@ -54,7 +53,7 @@ func MkdirAll(dir string) error {
 		}
 	}
 	if err := os.Mkdir(dir, DirMode); err != nil {
-		if errors.Is(err, fs.ErrExist) {
+		if errors.Is(err, os.ErrExist) {
 			return nil
 		}
 		return err
@@ -96,7 +95,7 @@ func CreateTemp(dir, prefix string) (*os.File, error) {
 		}
 		name := filepath.Join(dir, prefix+"."+hex.EncodeToString(b[:])+TempSuffix)
 		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|NoFollowFlags, FileMode)
-		if errors.Is(err, fs.ErrExist) {
+		if errors.Is(err, os.ErrExist) {
 			continue
 		}
 		if err != nil {
@@ -134,7 +133,7 @@ func Publish(tmp *os.File, final string) (err error) {
 		return fmt.Errorf("publish %s: temporary file %s is in another directory", final, tmpName)
 	}
 	if err := os.Link(tmpName, final); err != nil {
-		if errors.Is(err, fs.ErrExist) {
+		if errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("publish %s: %w", final, ErrExists)
 		}
 		return fmt.Errorf("publish %s: %w", final, err)

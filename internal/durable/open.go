@@ -3,7 +3,6 @@ package durable
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 )
 
@@ -65,19 +64,19 @@ func checkRegular(f *os.File) error {
 
 // Kind names what a file of mode m is, for messages: "a regular file",
 // "a directory", "a FIFO", "a socket", "a device", "a symbolic link".
-func Kind(m fs.FileMode) string {
+func Kind(m os.FileMode) string {
 	switch {
 	case m.IsRegular():
 		return "a regular file"
 	case m.IsDir():
 		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
+	case m&os.ModeNamedPipe != 0:
 		return "a FIFO"
-	case m&fs.ModeSocket != 0:
+	case m&os.ModeSocket != 0:
 		return "a socket"
-	case m&fs.ModeDevice != 0:
+	case m&os.ModeDevice != 0:
 		return "a device"
-	case m&fs.ModeSymlink != 0:
+	case m&os.ModeSymlink != 0:
 		return "a symbolic link"
 	}
 	return "not a file"
@@ -91,12 +90,12 @@ func openError(path string, err error) error {
 	if isLoop(err) {
 		return fmt.Errorf("%s is a symbolic link: %w", path, ErrSymlink)
 	}
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	if fi, lerr := os.Lstat(path); lerr == nil {
 		switch m := fi.Mode(); {
-		case m&fs.ModeSymlink != 0:
+		case m&os.ModeSymlink != 0:
 			return fmt.Errorf("%s is a symbolic link: %w", path, ErrSymlink)
 		case !m.IsRegular():
 			return fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, Kind(m))

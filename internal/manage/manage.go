@@ -9,7 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
+	"os"
 
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/internal/contract"
@@ -248,7 +248,7 @@ func openIndex(s *store.Store, res *Result) *indexWriter {
 	db, err := index.Open(s.IndexPath())
 	var ve *index.VersionError
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, os.ErrNotExist):
 		ix.state = indexAbsent
 	case errors.As(err, &ve) && ve.Older():
 		ix.state, ix.why = indexNotUpdated, fmt.Sprintf("it was written by an older convkit, schema version %d", ve.Found)
