@@ -268,10 +268,11 @@ func runningIn(info *ConversationInfo, sessionID string) bool {
 	return false
 }
 
-// repairSession closes session l's open turn (state, read from its log)
-// and its running turn in the conversation log.
+// repairSession closes session l's open turn (state, read from its log),
+// or records the turn only the conversation log started, and closes its
+// running turn in the conversation log.
 func (s *Store) repairSession(oc *openConv, l *Log, state convlog.TurnState, next int64, dry bool) (*ClosedTurn, error) {
-	if l.Path == "" || !state.Open {
+	if l.Path == "" || !state.Open && !onlyInConversation(oc, l.ID, state) {
 		return s.closeTurnState(oc, l.ID, state, next, "", func([]convlog.Event) error { return nil }, dry)
 	}
 	if dry {

@@ -741,6 +741,13 @@ func (s *Store) closeCrashedTurn(oc *openConv, sessionID string, w *convlog.Writ
 	}, dry)
 }
 
+// onlyInConversation reports whether sessionID's running turn is one the
+// conversation log started and its session log (ts) never did.
+func onlyInConversation(oc *openConv, sessionID string, ts convlog.TurnState) bool {
+	i, ok := oc.st.open[sessionID]
+	return ok && !ts.Open && oc.st.info.Turns[i].Turn == ts.LastTurn+1
+}
+
 func (s *Store) closeTurnState(oc *openConv, sessionID string, ts convlog.TurnState, next int64, logName string,
 	appendFn func([]convlog.Event) error, dry bool) (*ClosedTurn, error) {
 	c := &ClosedTurn{Conversation: oc.st.info.ID, Session: sessionID, Appended: []string{}, ToolCalls: []string{}}
@@ -763,6 +770,22 @@ func (s *Store) closeTurnState(oc *openConv, sessionID string, ts convlog.TurnSt
 	if i, ok := oc.st.open[sessionID]; ok {
 		t := oc.st.info.Turns[i].Turn
 		outcome := OutcomeInterrupted
+		if logName != "" && onlyInConversation(oc, sessionID, ts) {
+			// The crash came between turn/started in the conversation log
+			// and turn/start in the session log: the session log records
+			// the turn too, started and interrupted, or it could never
+			// number another turn (turn/start must follow LastTurn).
+			evs := append([]convlog.Event{turnStart(t)},
+				convlog.CloseTurn(convlog.TurnState{Open: true, Turn: t}, next+1, s.nowMs(), "interrupted")...)
+			evs[0].Seq, evs[0].Time = next, s.nowMs()
+			if err := appendFn(evs); err != nil {
+				return nil, err
+			}
+			c.SessionLog = logName
+			for _, e := range evs {
+				c.Appended = append(c.Appended, e.Type)
+			}
+		}
 		if !ts.Open && ts.LastTurn == t && ts.LastEnd != "" {
 			// The session log ended the turn; the crash came before the
 			// conversation log heard of it.

@@ -472,3 +472,42 @@ func TestOpenSessionAfterACrash(t *testing.T) {
 		t.Fatalf("successor %s: %v", path, ruleProblems(t, path))
 	}
 }
+
+// TestOpenSessionAfterACrashBeforeTurnStart: a crash between turn/started
+// in the conversation log and turn/start in the session log leaves a turn
+// only the conversation log knows. Opening the session records it in the
+// session log too, started and interrupted, so the next turn can be
+// numbered; without that, every later BeginTurn was refused.
+func TestOpenSessionAfterACrashBeforeTurnStart(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Zstd)
+	se, err := s.NewConversation(NewConversation{ID: "c1", Cwd: "/home/u/p", SessionID: "root", Agent: "coder", Model: "m1"})
+	mustNil(t, err)
+	_, err = se.BeginTurn(storedMsg(t, "u1", "user", "user", "first"))
+	mustNil(t, err)
+	mustNil(t, se.EndTurn(OutcomeCompleted, nil))
+	mustNil(t, se.Close())
+	// What the crash left: turn 2 started in the conversation log only.
+	mustNil(t, s.BeginTurn("c1", "root", 2, "second"))
+
+	se, err = s.OpenSession("c1", "root")
+	mustNil(t, err)
+	r := se.Repaired()
+	if r == nil || r.Turn != 2 || r.Outcome != OutcomeInterrupted || strings.Join(r.Appended, " ") != "turn/start turn/end" {
+		t.Fatalf("repaired %+v", r)
+	}
+	turn, err := se.BeginTurn(storedMsg(t, "u2", "user", "user", "again"))
+	mustNil(t, err)
+	if turn != 3 {
+		t.Fatalf("next turn %d, want 3", turn)
+	}
+	mustNil(t, se.EndTurn(OutcomeCompleted, nil))
+	mustNil(t, se.Close())
+	path, _ := s.sessionLogFile("c1", "root")
+	if p := ruleProblems(t, path); len(p) > 0 {
+		t.Fatalf("session log: %v", p)
+	}
+	if info := readInfo(t, dir, "c1"); info.RunningTurn || len(info.Turns) != 3 {
+		t.Fatalf("conversation: running %v, turns %+v", info.RunningTurn, info.Turns)
+	}
+}
