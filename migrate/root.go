@@ -1,7 +1,6 @@
 package migrate
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -116,15 +115,7 @@ func isStoreConversations(dir string) (bool, error) {
 	if filepath.Base(dir) != store.ConversationsDirName {
 		return false, nil
 	}
-	s, err := store.Open(context.Background(), filepath.Dir(dir), store.OpenOptions{})
-	if err == nil {
-		s.Close()
-		return true, nil
-	}
-	if errors.Is(err, store.ErrNoStore) {
-		return false, nil
-	}
-	return false, err
+	return store.IsStore(filepath.Dir(dir))
 }
 
 // shape is what a root's first two levels show.

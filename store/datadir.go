@@ -148,6 +148,13 @@ func (e *NoStoreError) Error() string {
 
 func (e *NoStoreError) Unwrap() error { return ErrNoStore }
 
+// IsStore reports whether dataDir is a store, by the rule Open applies,
+// without opening it or taking its lock.
+func IsStore(dataDir string) (bool, error) {
+	st, err := probe(dataDir)
+	return err == nil && st.kind == isStore, err
+}
+
 // What probe found at a data directory.
 type dirKind int
 
