@@ -258,7 +258,8 @@ func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts Resto
 		return nil, err
 	}
 	if opts.Conversation != "" {
-		keep, err := closureIn(staged, opts.Conversation)
+		var keep []string
+		opts.Conversation, keep, err = closureIn(staged, opts.Conversation)
 		if err != nil {
 			return nil, err
 		}
@@ -310,15 +311,6 @@ func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts Resto
 func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreOptions) (*RestoreResult, error) {
 	target := opts.Target
 	res := &RestoreResult{SchemaVersion: contract.Version, Archive: opts.Archive, Target: target, Conversations: []string{}, Kept: []string{}}
-	dst, err := s.ConversationPath(opts.Conversation)
-	if err != nil {
-		return nil, err
-	}
-	// A conversation in the target is refused without Force, unless it is
-	// the archived one byte for byte (a killed restore put it there): that
-	// is found once the archive is staged, before anything is moved.
-	_, lerr := os.Lstat(dst)
-	present := lerr == nil
 	staging, err := newIntoStaging(target, opts.OnEvent, opts.Log)
 	if err != nil {
 		return nil, err
@@ -339,10 +331,19 @@ func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreO
 	if err != nil {
 		return nil, err
 	}
-	closure, err := closureIn(staged, opts.Conversation)
+	var closure []string
+	opts.Conversation, closure, err = closureIn(staged, opts.Conversation)
 	if err != nil {
 		return nil, err
 	}
+	dst, err := s.ConversationPath(opts.Conversation)
+	if err != nil {
+		return nil, err
+	}
+	// A conversation in the target is refused without Force, unless it is
+	// the archived one byte for byte (a killed restore put it there).
+	_, lerr := os.Lstat(dst)
+	present := lerr == nil
 	same := false
 	if present {
 		from, _ := staged.ConversationPath(opts.Conversation)
@@ -467,19 +468,23 @@ func sameFile(a, b string) (bool, error) {
 }
 
 // closureIn is the conversation and its fork ancestors in the store s.
-func closureIn(s *store.Store, id string) ([]string, error) {
+func closureIn(s *store.Store, ref string) (string, []string, error) {
+	id, err := s.ResolveID(ref)
+	if err != nil {
+		return "", nil, fmt.Errorf("in the archive: %w", err)
+	}
 	p, err := s.ConversationPath(id)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if _, err := os.Lstat(p); err != nil {
-		return nil, fmt.Errorf("conversation %s: %w (or it was being deleted when the backup was taken)", termtext.Quote(id), ErrNotInArchive)
+		return "", nil, fmt.Errorf("conversation %s: %w (or it was being deleted when the backup was taken)", termtext.Quote(id), ErrNotInArchive)
 	}
 	ids, err := s.DependencyClosure(id)
 	if err != nil {
-		return nil, fmt.Errorf("the fork ancestors of %s in the archive: %w", termtext.Quote(id), err)
+		return "", nil, fmt.Errorf("the fork ancestors of %s in the archive: %w", termtext.Quote(id), err)
 	}
-	return ids, nil
+	return id, ids, nil
 }
 
 // pruneTo removes from the staged store every conversation not in keep.

@@ -605,7 +605,7 @@ import does. The store is then reindexed.`,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "to", Usage: "restore into the data directory `DIR`"},
 			&ucli.BoolFlag{Name: "force", Usage: "replace what is there, moving it aside (never deleting it)"},
-			&ucli.StringFlag{Name: "conversation", Usage: "restore only conversation `ID` and its fork ancestors"},
+			&ucli.StringFlag{Name: "conversation", Usage: "restore only conversation `ID` (or a unique prefix of at least 4 characters among the archive's) and its fork ancestors"},
 		},
 		Action: func(c *ucli.Context) error {
 			args := c.Args().Slice()
