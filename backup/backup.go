@@ -325,7 +325,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		if !curSeen[j.base] {
 			curSeen[j.base] = true
 			l.info.Current = true
-			if j.convLog && l.info.Error == "" && l.info.Strict {
+			if j.convLog && l.info.Strict {
 				fc := l.conv
 				curFacts = &fc
 			}

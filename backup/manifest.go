@@ -8,6 +8,7 @@ import (
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/termtext"
+	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
 
@@ -23,14 +24,6 @@ const (
 // writes, reads and checks it. A backup lists every file of a store: the
 // bound allows about two million.
 var manifestFormat = archive.ManifestFormat{Name: FormatName, Version: FormatVersion, Kind: "backup", MaxBytes: 1 << 30}
-
-// Expectations of a conversation: what a reindex of the archived logs does
-// with it (reindex.Run's rules, applied at backup time).
-const (
-	ExpectIndexed = "indexed"
-	ExpectSkipped = "skipped"
-	ExpectDeleted = "deleted" // a tombstone: reindex finishes the deletion
-)
 
 // How logs were checked at backup time (Manifest.LogCheck).
 const (
@@ -107,10 +100,10 @@ type Counts struct {
 type Conversation struct {
 	ID  string `json:"id"`
 	Dir string `json:"dir"`
-	// Expect (strict backups only) is ExpectIndexed, ExpectSkipped or
-	// ExpectDeleted: what reindex does with it; Reason says why it skips.
-	Expect string `json:"expect,omitempty"`
-	Reason string `json:"reason,omitempty"`
+	// Expect (strict backups only) is what a reindex of the archived
+	// logs does with it (reindex.Accept); Reason says why it skips.
+	Expect reindex.Outcome `json:"expect,omitempty"`
+	Reason string          `json:"reason,omitempty"`
 	// DependsOn (strict backups only) are the conversations it reads older
 	// history from (fork after compaction): they travel with it on a
 	// single restore.
@@ -151,6 +144,25 @@ type Log struct {
 	// Error is why the structure check, or the strict read, failed: the
 	// log is archived whole.
 	Error string `json:"error,omitempty"`
+	// err is the error Error states, when this build found it;
+	// ruleOnly: a rule of the format beyond the lines (convlog's
+	// admission) is all that failed.
+	err      error
+	ruleOnly bool
+}
+
+// fail records err as the log's Error.
+func (g *Log) fail(err error) { g.Error, g.err = err.Error(), err }
+
+// failure is the error Error states, or nil.
+func (g *Log) failure() error {
+	switch {
+	case g.Error == "":
+		return nil
+	case g.err != nil:
+		return g.err
+	}
+	return errors.New(g.Error)
 }
 
 // Problem is a file of the store left out of the archive, or an entry

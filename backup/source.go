@@ -4,21 +4,18 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"path"
 	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/durable"
-	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -67,21 +64,16 @@ type loaded struct {
 	problem string
 	// shapeErr: the structure check failed (info.Error says so too).
 	shapeErr string
-	// ruleOnly: the strict read found the log refused by a rule of the
-	// format beyond its lines (convlog's admission, as reindex applies
-	// it) and by nothing else; info.Error says which.
-	ruleOnly bool
 	// For the conversation log: what reindex will find in it.
 	conv convFacts
 }
 
-// convFacts are what a conversation log says about indexing it.
+// convFacts are what the replay of a conversation log found that
+// reindex.Accept decides from.
 type convFacts struct {
-	headerType string
-	headerID   string
-	deleting   bool
-	deps       []string
-	bad        string // an event reindex's replay refuses
+	err      error // the header names another log, or the replay failed
+	deleting bool
+	deps     []string
 }
 
 func (l *loaded) close() {
@@ -206,7 +198,7 @@ func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
 			// the strict read noted of it is dropped.
 			l.conv, l.info.Events = convFacts{}, 0
 			l.shapeErr = err.Error()
-			l.info.Error = err.Error()
+			l.info.fail(err)
 			return
 		}
 	}
@@ -267,18 +259,19 @@ func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole boo
 	r, err := convlog.NewReader(src, size, j.name, opts)
 	var ie *convlog.IdentityError
 	if j.convLog && errors.As(err, &ie) {
-		// Expected skipped with the reason reindex gives (expectations).
-		l.conv.headerType, l.conv.headerID = ie.Type, ie.ID
+		// Skipped by reindex (reindex.Accept), not invalid.
+		l.conv.err = err
 		return
 	}
 	if err != nil {
-		l.info.Error = err.Error()
+		l.info.fail(err)
 		return
 	}
 	defer r.Close()
+	// The replay reindex makes of a conversation log.
+	var replay *store.Replayer
 	if j.convLog {
-		h := r.Header()
-		l.conv.headerType, l.conv.headerID = h.Type, h.ID
+		replay = j.log.Replayer(r)
 	}
 	var events int64
 	// The admission reindex applies: a log it refuses is invalid here too.
@@ -286,48 +279,35 @@ func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole boo
 	var ruleErr error
 	for e, err := range r.Events() {
 		if err != nil {
-			l.info.Error = err.Error()
+			l.info.fail(err)
 			return
 		}
 		events++
 		if err := rules.Check(e); err != nil && ruleErr == nil {
 			ruleErr = r.RuleProblem(err)
 		}
-		if j.convLog {
-			l.conv.note(e)
+		if replay != nil {
+			replay.Add(e)
 		}
 	}
 	if err := rules.Finish(); err != nil && ruleErr == nil {
 		ruleErr = fmt.Errorf("%s: line 1: %w", j.name, err)
 	}
 	if ruleErr != nil {
-		l.info.Error, l.ruleOnly = ruleErr.Error(), true
+		l.info.fail(ruleErr)
+		l.info.ruleOnly = true
+	}
+	if replay != nil {
+		info, err := replay.Finish(r)
+		if err != nil {
+			l.conv.err = err
+		} else {
+			l.conv.deleting, l.conv.deps = info.Deleting, store.Dependencies(info)
+		}
 	}
 	l.info.Events = events
 	pr, whole = r.ReadPrefix()
 	return pr, whole && pr.Bytes == size
-}
-
-// note records what reindex's replay of the conversation log depends on.
-func (c *convFacts) note(e *convlog.Event) {
-	switch e.Type {
-	case store.EventDeleteStarted:
-		c.deleting = true
-	case store.EventConversationForked:
-		var d store.ForkedData
-		if err := json.Unmarshal(e.Data, &d); err != nil {
-			if c.bad == "" {
-				c.bad = fmt.Sprintf("%s at seq %d: invalid data: %v", e.Type, e.Seq, err)
-			}
-			return
-		}
-		for _, in := range d.InheritedSessions {
-			c.deps = append(c.deps, in.SourceConversation)
-		}
-		if d.AfterCompaction {
-			c.deps = append(c.deps, d.SourceConversation)
-		}
-	}
 }
 
 // loadAll loads jobs with workers goroutines, at most ahead of them in
@@ -392,99 +372,4 @@ func loadAll(ctx context.Context, jobs []*job, online, strict bool, workers, ahe
 		}
 	}
 	return err
-}
-
-// expectations applies reindex.Run's rules to the archived logs: what a
-// reindex of a store restored from the archive does with each
-// conversation. A conversation whose fork source is missing is indexed
-// (it will not open, but its logs read); builds before that skipped it,
-// and legacyForkSkip applies their rule, to verify their archives.
-func expectations(convs []Conversation, facts map[int]*convFacts, logs map[int][]*File, legacyForkSkip bool) Counts {
-	var cnt Counts
-	present := map[string]bool{}
-	for ci := range convs {
-		if len(logs[ci]) > 0 {
-			present[convs[ci].ID] = true
-		}
-	}
-	for ci := range convs {
-		c := &convs[ci]
-		files := logs[ci]
-		var convLog *File
-		for _, f := range files {
-			if f.Log.Current && f.Log.Session == "" {
-				convLog = f
-			}
-		}
-		skip := func(format string, args ...any) {
-			c.Expect, c.Reason = ExpectSkipped, fmt.Sprintf(format, args...)
-		}
-		fc := facts[ci]
-		switch {
-		case convLog == nil:
-			skip("no conversation log")
-		case convLog.Log.Error != "":
-			skip("unreadable conversation log: %s", convLog.Log.Error)
-		case fc == nil:
-			skip("no conversation log")
-		case fc.headerType != convlog.ConversationLog:
-			skip("%s: not a conversation log (header type %s)", convLog.Name, termtext.Quote(fc.headerType))
-		case fc.bad != "":
-			skip("unreadable conversation log: %s", fc.bad)
-		case fc.headerID != c.ID:
-			skip("conversation log names id %s, but its directory is %s", termtext.Quote(fc.headerID), termtext.Quote(c.ID))
-		case fc.deleting:
-			c.Expect = ExpectDeleted
-		}
-		if fc != nil {
-			c.DependsOn = uniqueSorted(fc.deps, c.ID)
-		}
-		if c.Expect == "" && legacyForkSkip {
-			for _, d := range c.DependsOn {
-				if !present[d] {
-					skip("fork source %s is missing: this conversation reads older history from it", termtext.Quote(d))
-					break
-				}
-			}
-		}
-		if c.Expect == "" {
-			for _, f := range files {
-				if f.Log.Current && f.Log.Session != "" && f.Log.Error != "" {
-					skip("unreadable session log: %s", f.Log.Error)
-					break
-				}
-			}
-		}
-		if c.Expect == "" {
-			c.Expect = ExpectIndexed
-		}
-		switch c.Expect {
-		case ExpectIndexed:
-			cnt.Indexed++
-			for _, f := range files {
-				if f.Log.Current && f.Log.Session != "" {
-					cnt.IndexedSessions++
-					cnt.Events += f.Log.Events
-				}
-			}
-		case ExpectSkipped:
-			cnt.Skipped++
-		case ExpectDeleted:
-			cnt.Deleting++
-		}
-	}
-	return cnt
-}
-
-func uniqueSorted(ids []string, self string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, id := range ids {
-		if id != "" && id != self && !seen[id] {
-			seen[id] = true
-			out = append(out, id)
-		}
-	}
-	sort.Strings(out)
-	return out
 }

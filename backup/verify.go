@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/contract"
 	"github.com/convkit/convkit/internal/progress"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -203,9 +205,6 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	var hereLogs []hereLog
 	facts := map[int]*convFacts{}
 	currentSeen := map[[2]string]bool{}
-	// ruleOnly: logs whose one problem is a rule of the format beyond
-	// their lines, which an older build did not check.
-	ruleOnly := map[string]bool{}
 	err = loadAll(ctx, jobs, false, true, opts.Jobs, 2*opts.Jobs+2, func(l *loaded) error {
 		defer l.close()
 		res.Logs++
@@ -218,15 +217,12 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 		if !currentSeen[key] {
 			currentSeen[key] = true
 			l.info.Current = true
-			if j.convLog && l.info.Error == "" {
+			if j.convLog && l.info.Strict {
 				fc := l.conv
 				facts[j.convIdx] = &fc
 			}
 		}
 		got := l.info
-		if l.ruleOnly {
-			ruleOnly[j.name] = true
-		}
 		here = append(here, File{Name: j.name, Size: l.length, Log: &got})
 		hereLogs = append(hereLogs, hereLog{j.convIdx, len(here) - 1})
 		if got.Error != "" {
@@ -248,7 +244,7 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 		switch {
 		case want.Current != got.Current:
 			mismatch(j.name, "current generation %v, the manifest says %v", got.Current, want.Current)
-		case want.Error == "" && l.ruleOnly:
+		case want.Error == "" && got.ruleOnly:
 			// A rule the build that archived it did not check: invalid
 			// now (Invalid says why), not a mismatch of the archive.
 		case (want.Error != "") != (gotErr != ""):
@@ -331,7 +327,7 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 			legacyLogs := map[int][]*File{}
 			for ci, fs := range logs {
 				for _, f := range fs {
-					if ruleOnly[f.Name] {
+					if f.Log.ruleOnly {
 						lg := *f.Log
 						lg.Error = ""
 						f = &File{Name: f.Name, Size: f.Size, Log: &lg}
@@ -404,12 +400,12 @@ func rebuildAndCompare(ctx context.Context, dir string, convs []Conversation, lo
 		row := rows[c.ID]
 		sk, wasSkipped := skipped[c.ID]
 		switch c.Expect {
-		case ExpectDeleted:
+		case reindex.Deleted:
 			if !deleted[c.ID] {
 				mismatch(name, "its deletion was interrupted (a tombstone), but the rebuild did not finish it")
 			}
 			continue
-		case ExpectSkipped:
+		case reindex.Skipped:
 			if !wasSkipped {
 				mismatch(name, "the rebuild was expected to skip it (%s), but it did not", c.Reason)
 			}
@@ -506,4 +502,74 @@ func relName(dir, p string) string {
 		return filepath.ToSlash(r)
 	}
 	return p
+}
+
+// expectations applies reindex.Accept to the archived logs: what a
+// reindex of a store restored from the archive does with each
+// conversation. legacyForkSkip adds the rule of older builds, which
+// skipped a conversation whose fork source is missing, to verify their
+// archives.
+func expectations(convs []Conversation, facts map[int]*convFacts, logs map[int][]*File, legacyForkSkip bool) Counts {
+	var cnt Counts
+	present := map[string]bool{}
+	for ci := range convs {
+		if len(logs[ci]) > 0 {
+			present[convs[ci].ID] = true
+		}
+	}
+	for ci := range convs {
+		c := &convs[ci]
+		f := reindex.Found{Dir: path.Join(store.ConversationsDirName, c.Dir)}
+		fc := facts[ci]
+		for _, file := range logs[ci] {
+			switch lg := file.Log; {
+			case !lg.Current:
+			case lg.Session != "":
+				f.Sessions = append(f.Sessions, reindex.LogFound{Path: file.Name, Err: lg.failure()})
+			default:
+				f.ConversationLog = file.Name
+				// reindex replays a conversation log without convlog's
+				// admission: a rule of it alone does not skip.
+				if !lg.ruleOnly {
+					f.ConversationErr = lg.failure()
+				}
+				if f.ConversationErr == nil && fc != nil {
+					f.ConversationErr, f.Deleting = fc.err, fc.deleting
+				}
+			}
+		}
+		if fc != nil {
+			c.DependsOn = fc.deps
+		}
+		v := reindex.Accept(f)
+		c.Expect, c.Reason = v.Outcome, v.Reason
+		if v.Path != f.Dir && v.Reason != "" {
+			// As the index records a skip: the log named in its directory.
+			c.Reason = path.Base(v.Path) + ": " + v.Reason
+		}
+		if c.Expect == reindex.Indexed && legacyForkSkip {
+			for _, d := range c.DependsOn {
+				if !present[d] {
+					c.Expect = reindex.Skipped
+					c.Reason = fmt.Sprintf("fork source %s is missing: this conversation reads older history from it", termtext.Quote(d))
+					break
+				}
+			}
+		}
+		switch c.Expect {
+		case reindex.Indexed:
+			cnt.Indexed++
+			for _, f := range logs[ci] {
+				if f.Log.Current && f.Log.Session != "" {
+					cnt.IndexedSessions++
+					cnt.Events += f.Log.Events
+				}
+			}
+		case reindex.Skipped:
+			cnt.Skipped++
+		case reindex.Deleted:
+			cnt.Deleting++
+		}
+	}
+	return cnt
 }

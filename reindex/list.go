@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -104,22 +105,25 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		var convLog *store.Log
-		for i := range c.Logs {
-			if c.Logs[i].IsConversationLog {
-				convLog = &c.Logs[i]
+		// What reindex decides from the conversation log (its session
+		// logs are not read to list it).
+		f := Found{Dir: c.Path}
+		var info *store.ConversationInfo
+		for _, l := range c.Logs {
+			if l.IsConversationLog {
+				f.ConversationLog = l.Path
+				info, f.ConversationErr = l.ReadConversation()
+				f.Deleting = info != nil && info.Deleting
 			}
 		}
-		if convLog == nil {
-			res.Skipped = append(res.Skipped, Skip{ID: c.ID, Path: c.Path, Reason: "no conversation log (metadata[.vN].jsonl[.zst])"})
-			continue
+		if f.ConversationLog == "" {
+			ents, err := os.ReadDir(c.Path)
+			f.Empty = err == nil && len(ents) == 0
 		}
-		info, err := convLog.ReadConversation()
-		if err != nil {
-			res.Skipped = append(res.Skipped, Skip{ID: c.ID, Path: convLog.Path, Reason: "unreadable conversation log: " + termtext.Reason(convLog.Path, err)})
-			continue
+		if v := Accept(f); v.Outcome == Skipped {
+			res.Skipped = append(res.Skipped, Skip{ID: c.ID, Path: v.Path, Reason: v.Reason})
 		}
-		if info.Deleting {
+		if info == nil || info.Deleting {
 			continue
 		}
 		if !o.All && info.Archived != o.Archived {

@@ -31,7 +31,6 @@ import (
 	"github.com/convkit/convkit/internal/contract"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/progress"
-	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -954,9 +953,18 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 		b.fingerprint = dirFingerprint(c)
 	}
 	logID := logIdentity(c)
-	skip := func(path, format string, args ...any) *built {
-		b.skip = &Skip{ID: c.ID, Path: path, Reason: fmt.Sprintf(format, args...)}
-		return b
+	f := Found{Dir: c.Path}
+	// decided is b once Accept decides against indexing what was found.
+	decided := func() (*built, bool) {
+		switch v := Accept(f); v.Outcome {
+		case Deleted:
+			b.empty, b.deleting = f.Empty, !f.Empty
+		case Skipped:
+			b.skip = &Skip{ID: c.ID, Path: v.Path, Reason: v.Reason}
+		default:
+			return nil, false
+		}
+		return b, true
 	}
 	var convLog *store.Log
 	for i := range c.Logs {
@@ -965,22 +973,16 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 		}
 	}
 	if convLog == nil {
-		if ents, err := os.ReadDir(c.Path); err == nil && len(ents) == 0 {
-			b.empty = true
-			return b
-		}
-		return skip(c.Path, "no conversation log (metadata[.vN].jsonl[.zst]): an incomplete create, or not a conversation")
+		ents, err := os.ReadDir(c.Path)
+		f.Empty = err == nil && len(ents) == 0
+		b, _ := decided()
+		return b
 	}
+	f.ConversationLog = convLog.Path
 	info, err := convLog.ReadConversation()
-	var ie *convlog.IdentityError
-	if errors.As(err, &ie) {
-		return skip(convLog.Path, "%s", ie.Msg)
-	}
-	if err != nil {
-		return skip(convLog.Path, "unreadable conversation log: %s", termtext.Reason(convLog.Path, err))
-	}
-	if info.Deleting {
-		b.deleting = true
+	f.ConversationErr = err
+	f.Deleting = err == nil && info.Deleting
+	if b, ok := decided(); ok {
 		return b
 	}
 	conv := &index.Conversation{
@@ -1022,15 +1024,10 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 			b.err = ctx.Err()
 			return b
 		}
-		if errors.As(err, &ie) {
-			return skip(l.Path, "%s", ie.Msg)
-		}
 		if err != nil {
-			reason := "unreadable session log"
-			if errors.Is(err, convlog.ErrUnsupported) {
-				reason = "session log this build cannot read"
-			}
-			return skip(l.Path, "%s: %s", reason, termtext.Reason(l.Path, err))
+			f.Sessions = append(f.Sessions, LogFound{Path: l.Path, Err: err})
+			b, _ := decided()
+			return b
 		}
 		if sess.ParentSession == "" {
 			sess.ParentSession = h.ParentSession
