@@ -446,7 +446,7 @@ func messageOf(c Chat, it *TranscriptItem) Message {
 	}
 	json.Unmarshal(it.Source, &src)
 	return Message{Chat: c, ID: it.ID, Role: it.Role, Source: src.Kind, Time: it.Time, Turn: it.Turn,
-		Text: MessageText(it.Message), Summary: it.Summary, Empty: it.Empty, Interrupted: it.Interrupted, Inherited: it.Inherited}
+		Text: convlog.ReadableText(it.Message), Summary: it.Summary, Empty: it.Empty, Interrupted: it.Interrupted, Inherited: it.Inherited}
 }
 
 // transcriptOf streams the messages of g (what clients show), through its
@@ -531,7 +531,7 @@ func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (
 	}
 	for _, m := range h.Messages() {
 		msg := Message{Chat: target, ID: m.Message.ID(), Role: m.Message.Role(), Source: string(m.Message.Source().Kind),
-			Time: times[m.Seq], Text: MessageText(m.Message.JSON()), Summary: m.Message.Source().Kind == convlog.SourceCheckpoint}
+			Time: times[m.Seq], Text: convlog.ReadableText(m.Message.JSON()), Summary: m.Message.Source().Kind == convlog.SourceCheckpoint}
 		if p.add(msg) == errPageFull {
 			break
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/convlog/upgrade"
@@ -330,45 +329,4 @@ func itemOf(e *convlog.Event, convID, sessionID string, turn *int64) (Transcript
 		it.Interrupted = d.Interrupted
 	}
 	return it, true, nil
-}
-
-// Text is the readable text of a message: its text blocks; reasoning,
-// tool calls and attachments in parentheses.
-func MessageText(msg json.RawMessage) string {
-	var m struct {
-		Content json.RawMessage `json:"content"`
-	}
-	if json.Unmarshal(msg, &m) != nil {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(m.Content, &s) == nil {
-		return s
-	}
-	var blocks []struct {
-		Type        string `json:"type"`
-		Text        string `json:"text"`
-		Name        string `json:"name"`
-		Arguments   string `json:"arguments"`
-		Interrupted bool   `json:"interrupted"`
-	}
-	json.Unmarshal(m.Content, &blocks)
-	var parts []string
-	for _, b := range blocks {
-		cut := ""
-		if b.Interrupted {
-			cut = " (interrupted)"
-		}
-		switch b.Type {
-		case "text":
-			parts = append(parts, b.Text+cut)
-		case "reasoning":
-			parts = append(parts, "(reasoning) "+b.Text+cut)
-		case "tool-call":
-			parts = append(parts, fmt.Sprintf("(tool call %s %s)", b.Name, b.Arguments))
-		default:
-			parts = append(parts, "("+b.Type+")")
-		}
-	}
-	return strings.Join(parts, "\n")
 }

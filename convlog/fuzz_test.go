@@ -225,6 +225,7 @@ func fuzzRead(t *testing.T, data []byte, comp Compression, onProblem bool) {
 		hist.Apply(nil, e)
 		if m := MessageOf(e); m != nil {
 			MessageText(m)
+			ReadableText(m)
 		}
 		// So does the validator; what it refuses is a *RuleError at the
 		// event's line.
@@ -565,6 +566,7 @@ func FuzzEnvelope(f *testing.F) {
 		h.Apply(nil, e)
 		if m := MessageOf(e); m != nil {
 			MessageText(m)
+			ReadableText(m)
 		}
 		c := e.Clone()
 		if oneLine && !bytes.Equal(c.AppendJSON(nil), line) {

@@ -26,7 +26,8 @@ func memberOf(obj []byte, key string) []byte {
 
 // MessageText returns a stored message's role and the text of its text
 // blocks joined by newlines (reasoning, tool calls and attachments are left
-// out). msg must be validated JSON, as MessageOf returns it.
+// out): what search indexes and a title is made of. msg must be validated
+// JSON, as MessageOf returns it. ReadableText is the text for people.
 func MessageText(msg []byte) (role, text string) {
 	var buf [12]member
 	ms, err := rawjson.Members(msg, buf[:0])
@@ -34,6 +35,74 @@ func MessageText(msg []byte) (role, text string) {
 		return "", ""
 	}
 	return messageText(ms)
+}
+
+// ReadableText is a stored message's text as a person reads it (inspect,
+// the transcript): its text blocks, and the others named in parentheses
+// (reasoning with its text, a tool call with its name and arguments, a
+// tool added or removed with its name), one block a line; a block the
+// user's interrupt cut off ends " (interrupted)". msg must be JSON.
+func ReadableText(msg []byte) string {
+	var buf [12]member
+	ms, err := rawjson.Members(msg, buf[:0])
+	if err != nil {
+		return ""
+	}
+	var content []byte
+	for _, m := range ms {
+		if string(m.Key) == "content" {
+			content = m.Value
+		}
+	}
+	if s, ok := rawjson.String(content); ok {
+		return s
+	}
+	var parts []string
+	for it := rawjson.Array(content); ; {
+		block, ok := it.Next()
+		if !ok {
+			break
+		}
+		parts = append(parts, readableBlock(block))
+	}
+	return strings.Join(parts, "\n")
+}
+
+// readableBlock is one content block as ReadableText shows it.
+func readableBlock(block []byte) string {
+	var buf [8]member
+	ms, _ := rawjson.Members(block, buf[:0])
+	var typ, text, name, args, tool, cut string
+	for _, m := range ms {
+		v, _ := rawjson.String(m.Value)
+		switch string(m.Key) {
+		case "type":
+			typ = v
+		case "text":
+			text = v
+		case "name":
+			name = v
+		case "arguments":
+			args = v
+		case "toolName":
+			tool = v
+		case "interrupted":
+			if string(m.Value) == "true" {
+				cut = " (interrupted)"
+			}
+		}
+	}
+	switch typ {
+	case "text":
+		return text + cut
+	case "reasoning":
+		return "(reasoning) " + text + cut
+	case "tool-call":
+		return "(tool call " + name + " " + args + ")"
+	case "tool-addition", "tool-removal":
+		return "(" + typ + " " + tool + ")"
+	}
+	return "(" + typ + ")"
 }
 
 // EventMessageText is MessageText(msg) for msg, the message of event e

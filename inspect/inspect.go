@@ -521,42 +521,9 @@ func RenderHistory(entries []HistoryEntry, w io.Writer) error {
 	return nil
 }
 
-// messageText extracts readable text from a message's content blocks.
+// messageText is a message's readable text, cut to limit characters.
 func messageText(raw json.RawMessage, limit int) string {
-	var m struct {
-		Content json.RawMessage `json:"content"`
-	}
-	if json.Unmarshal(raw, &m) != nil {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(m.Content, &s) == nil {
-		return clip(s, limit)
-	}
-	var blocks []struct {
-		Type      string `json:"type"`
-		Text      string `json:"text"`
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-		ToolName  string `json:"toolName"`
-	}
-	json.Unmarshal(m.Content, &blocks)
-	var parts []string
-	for _, b := range blocks {
-		switch b.Type {
-		case "text":
-			parts = append(parts, b.Text)
-		case "reasoning":
-			parts = append(parts, "(reasoning) "+b.Text)
-		case "tool-call":
-			parts = append(parts, fmt.Sprintf("(tool call %s %s)", b.Name, b.Arguments))
-		case "tool-addition", "tool-removal":
-			parts = append(parts, fmt.Sprintf("(%s %s)", b.Type, b.ToolName))
-		default:
-			parts = append(parts, "("+b.Type+")")
-		}
-	}
-	return clip(strings.Join(parts, "\n"), limit)
+	return clip(convlog.ReadableText(raw), limit)
 }
 
 func summarize(e *convlog.Event) string {

@@ -11,6 +11,7 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/convkit/convkit/chatread"
+	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/convlog/upgrade"
 	"github.com/convkit/convkit/inspect"
 	"github.com/convkit/convkit/internal/termtext"
@@ -328,7 +329,7 @@ func runTranscript(ctx context.Context, e *env, t *inspect.Target, stdin bool) e
 		if _, err := fmt.Fprintf(e.stdout, "[%d] %s (%s) %s%s\n", it.Seq, text(it.Role), text(kind), text(it.ID), flag); err != nil {
 			return err
 		}
-		body := chatread.MessageText(it.Message)
+		body := convlog.ReadableText(it.Message)
 		if r := []rune(body); len(r) > 2000 {
 			body = string(r[:2000]) + "…"
 		}
