@@ -119,20 +119,7 @@ func (k *Keeper) advance(ctx context.Context, ch *store.IndexChange) error {
 		_, err = os.Lstat(p)
 		return err == nil
 	}
-	conv := &index.Conversation{
-		ID: info.ID, Dir: c.Name, Title: info.Title, TitleIsAuto: info.TitleIsAuto, Cwd: info.Cwd,
-		CreatedAt: info.CreatedAt.UnixMilli(), UpdatedAt: info.UpdatedAt.UnixMilli(), Archived: info.Archived,
-		ForkedFrom: info.ForkedFrom, AfterCompaction: info.AfterCompaction, Agents: info.Agents, Models: info.Models,
-		RunningTurn: info.RunningTurn, ForkSources: store.Dependencies(info), Fingerprint: dirFingerprint(c),
-		LogIdentity: logIdentity(c), WillNotOpen: k.opts.Machine.Check(store.NeedsOf(info), present),
-	}
-	for _, t := range ch.Turns {
-		tr := index.Turn{SessionID: t.SessionID, Turn: t.Turn, StartedAt: t.StartedAt.UnixMilli(), Outcome: t.Outcome}
-		if !t.EndedAt.IsZero() {
-			tr.EndedAt = t.EndedAt.UnixMilli()
-		}
-		conv.Turns = append(conv.Turns, tr)
-	}
+	conv := rowOf(c, info, dirFingerprint(c), logIdentity(c), ch.Turns, k.opts.Machine.Check(store.NeedsOf(info), present))
 	sessions := 0
 	for _, l := range c.Logs {
 		if !l.IsConversationLog {

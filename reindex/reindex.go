@@ -985,22 +985,9 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 	if b, ok := decided(); ok {
 		return b
 	}
-	conv := &index.Conversation{
-		ID: info.ID, Dir: c.Name, Title: info.Title, TitleIsAuto: info.TitleIsAuto, Cwd: info.Cwd,
-		CreatedAt: info.CreatedAt.UnixMilli(), UpdatedAt: info.UpdatedAt.UnixMilli(), Archived: info.Archived,
-		ForkedFrom: info.ForkedFrom, AfterCompaction: info.AfterCompaction, Agents: info.Agents, Models: info.Models,
-		RunningTurn: info.RunningTurn, ForkSources: store.Dependencies(info), Fingerprint: b.fingerprint, LogIdentity: logID,
-		// A fork whose source is missing is indexed, as one whose working
-		// directory is missing: its logs read, it will not open here.
-		WillNotOpen: env.machine.Check(store.NeedsOf(info), env.present),
-	}
-	for _, t := range info.Turns {
-		tr := index.Turn{SessionID: t.SessionID, Turn: t.Turn, StartedAt: t.StartedAt.UnixMilli(), Outcome: t.Outcome}
-		if !t.EndedAt.IsZero() {
-			tr.EndedAt = t.EndedAt.UnixMilli()
-		}
-		conv.Turns = append(conv.Turns, tr)
-	}
+	// A fork whose source is missing is indexed, as one whose working
+	// directory is missing: its logs read, it will not open here.
+	conv := rowOf(c, info, b.fingerprint, logID, info.Turns, env.machine.Check(store.NeedsOf(info), env.present))
 	for _, l := range c.Logs {
 		if l.IsConversationLog {
 			continue
@@ -1038,6 +1025,27 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 	}
 	b.conv = conv
 	return b
+}
+
+// rowOf is the index row of conversation c, whose conversation log
+// replays as info, with turns, the identities taken before the logs were
+// read and why it will not open here (its sessions are the caller's).
+func rowOf(c store.ConversationDir, info *store.ConversationInfo, fingerprint, logID string, turns []store.TurnInfo, willNotOpen []string) *index.Conversation {
+	conv := &index.Conversation{
+		ID: info.ID, Dir: c.Name, Title: info.Title, TitleIsAuto: info.TitleIsAuto, Cwd: info.Cwd,
+		CreatedAt: info.CreatedAt.UnixMilli(), UpdatedAt: info.UpdatedAt.UnixMilli(), Archived: info.Archived,
+		ForkedFrom: info.ForkedFrom, AfterCompaction: info.AfterCompaction, Agents: info.Agents, Models: info.Models,
+		RunningTurn: info.RunningTurn, ForkSources: store.Dependencies(info), Fingerprint: fingerprint,
+		LogIdentity: logID, WillNotOpen: willNotOpen,
+	}
+	for _, t := range turns {
+		tr := index.Turn{SessionID: t.SessionID, Turn: t.Turn, StartedAt: t.StartedAt.UnixMilli(), Outcome: t.Outcome}
+		if !t.EndedAt.IsZero() {
+			tr.EndedAt = t.EndedAt.UnixMilli()
+		}
+		conv.Turns = append(conv.Turns, tr)
+	}
+	return conv
 }
 
 // readSession reads one session log to its end: its stats and the text of
