@@ -7,36 +7,31 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// Name is a conversation as shell completion offers it.
-type Name struct {
-	ID    string
-	Title string // "" when the index does not know it
-}
-
-// Names lists the conversations of s, sorted by id, with their titles from
-// metadata.db, for shell completion, which must answer at once: the ids are
-// the conversation directories (store.ConversationIDs: one listing, no log
-// read), and a title is the index's row for that id, current or not.
-// Without a readable index the titles are empty. It takes no lock and
-// writes nothing.
-func Names(ctx context.Context, s *store.Store) ([]Name, error) {
+// Names lists the conversations of s, sorted by id, for shell completion,
+// which must answer at once: the ids are the conversation directories
+// (store.ConversationIDs: one listing, no log read), and each summary is
+// the index's row for that id, current or not. A conversation the index
+// does not know (every one, without a readable index) has its ID alone.
+// It takes no lock and writes nothing.
+func Names(ctx context.Context, s *store.Store) ([]index.Summary, error) {
 	ids, err := s.ConversationIDs()
 	if err != nil {
 		return nil, err
 	}
-	titles := map[string]string{}
+	rows := map[string]index.Summary{}
 	if db, err := index.OpenRead(ctx, s.IndexPath(), index.ReadOptions{}); err == nil {
-		rows, err := db.List(ctx, index.ListOptions{All: true})
+		list, err := db.List(ctx, index.ListOptions{All: true})
 		db.Close()
 		if err == nil {
-			for _, r := range rows {
-				titles[r.ID] = r.Title
+			for _, r := range list {
+				rows[r.ID] = r
 			}
 		}
 	}
-	out := make([]Name, len(ids))
+	out := make([]index.Summary, len(ids))
 	for i, id := range ids {
-		out[i] = Name{ID: id, Title: titles[id]}
+		out[i] = rows[id]
+		out[i].ID = id
 	}
 	return out, nil
 }

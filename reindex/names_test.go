@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/store"
 )
 
@@ -35,7 +36,7 @@ func TestNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := func(names []Name, titled bool) {
+	check := func(names []index.Summary, titled bool) {
 		t.Helper()
 		if len(names) != len(want) {
 			t.Fatalf("%d names, want %d", len(names), len(want))
