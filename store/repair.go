@@ -23,28 +23,13 @@ type RepairOptions struct {
 	OnChange func(RepairChange)
 }
 
-// RepairKind says what a RepairChange did.
-type RepairKind string
-
-// What Repair changes.
-const (
-	// RepairTurnClosed: a turn a crash left open was closed as interrupted
-	// (Turn says how).
-	RepairTurnClosed RepairKind = "turn-closed"
-	// RepairDeletionFinished: a conversation whose log carries the
-	// tombstone was removed.
-	RepairDeletionFinished RepairKind = "deletion-finished"
-	// RepairEmptyRemoved: the empty directory an interrupted deletion left
-	// was removed.
-	RepairEmptyRemoved RepairKind = "empty-removed"
-	// RepairTempRemoved: a temporary file of an interrupted write was
-	// removed (a log being created or upgraded, an index being rebuilt).
-	RepairTempRemoved RepairKind = "temp-removed"
-)
-
 // RepairChange is one change Repair made.
 type RepairChange struct {
-	Kind RepairKind `json:"kind"`
+	// Kind is ItemTurnClosed (Turn says how), ItemDeletionFinished,
+	// ItemEmptyRemoved or ItemTempRemoved (a temporary file of an
+	// interrupted write: a log being created or upgraded, an index being
+	// rebuilt).
+	Kind ItemKind `json:"kind"`
 	// Conversation is the conversation concerned ("" for a temporary
 	// index); Path the file or directory.
 	Conversation string      `json:"conversation,omitempty"`
@@ -84,11 +69,11 @@ func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, 
 	res := &RepairResult{DryRun: opts.DryRun, Changes: []RepairChange{}, Skipped: []RepairSkip{}}
 	change := func(c RepairChange) {
 		switch c.Kind {
-		case RepairTurnClosed:
+		case ItemTurnClosed:
 			res.TurnsClosed++
-		case RepairDeletionFinished, RepairEmptyRemoved:
+		case ItemDeletionFinished, ItemEmptyRemoved:
 			res.DeletionsFinished++
-		case RepairTempRemoved:
+		case ItemTempRemoved:
 			res.TempsRemoved++
 		}
 		res.Changes = append(res.Changes, c)
@@ -108,7 +93,7 @@ func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, 
 				continue
 			}
 		}
-		change(RepairChange{Kind: RepairTempRemoved, Path: p})
+		change(RepairChange{Kind: ItemTempRemoved, Path: p})
 	}
 	for _, c := range tree.Conversations {
 		if err := ctx.Err(); err != nil {
@@ -146,7 +131,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, dry bo
 					return nil, err
 				}
 			}
-			change(RepairChange{Kind: RepairEmptyRemoved, Conversation: c.ID, Path: c.Path})
+			change(RepairChange{Kind: ItemEmptyRemoved, Conversation: c.ID, Path: c.Path})
 			return nil, nil
 		}
 		return &RepairSkip{Conversation: c.ID, Path: c.Path, Reason: "no conversation log (metadata[.vN].jsonl[.zst]): an incomplete create, or not a conversation; left as it is"}, nil
@@ -167,7 +152,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, dry bo
 				return nil, err
 			}
 		}
-		change(RepairChange{Kind: RepairDeletionFinished, Conversation: c.ID, Path: c.Path})
+		change(RepairChange{Kind: ItemDeletionFinished, Conversation: c.ID, Path: c.Path})
 		return nil, nil
 	}
 	// Which sessions have something open: in their log, or in the
@@ -230,7 +215,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, dry bo
 			if path == "" {
 				path = convLog.Path
 			}
-			change(RepairChange{Kind: RepairTurnClosed, Conversation: c.ID, Path: path, Turn: closed})
+			change(RepairChange{Kind: ItemTurnClosed, Conversation: c.ID, Path: path, Turn: closed})
 			if !dry {
 				s.tellIndex(oc, true)
 			}

@@ -329,7 +329,7 @@ func TestRepair(t *testing.T) {
 		t.Fatalf("dry run = %+v", dry)
 	}
 
-	var seen []RepairKind
+	var seen []ItemKind
 	res, err := s.Repair(context.Background(), RepairOptions{OnChange: func(c RepairChange) { seen = append(seen, c.Kind) }})
 	mustNil(t, err)
 	if res.TurnsClosed != 4 || res.DeletionsFinished != 1 || res.TempsRemoved != 1 || len(seen) != len(res.Changes) || len(res.Skipped) != 0 {
@@ -337,7 +337,7 @@ func TestRepair(t *testing.T) {
 	}
 	byConv := map[string]*ClosedTurn{}
 	for _, c := range res.Changes {
-		if c.Kind == RepairTurnClosed {
+		if c.Kind == ItemTurnClosed {
 			byConv[c.Conversation] = c.Turn
 		}
 	}

@@ -135,15 +135,15 @@ func repairLine(ch store.RepairChange, dry bool) string {
 		return done
 	}
 	switch ch.Kind {
-	case store.RepairTurnClosed:
+	case store.ItemTurnClosed:
 		t := ch.Turn
 		return fmt.Sprintf("%s %s session %s turn %d: %s", verb("CLOSED", "WOULD CLOSE"), quoted(ch.Conversation), quoted(t.Session), t.Turn,
 			text(verb("appended ", "would append ")+t.Describe()))
-	case store.RepairDeletionFinished:
+	case store.ItemDeletionFinished:
 		return verb("DELETED ", "WOULD DELETE ") + text(ch.Path) + ": " + verb("finished", "would finish") + " an interrupted deletion"
-	case store.RepairEmptyRemoved:
+	case store.ItemEmptyRemoved:
 		return verb("DELETED ", "WOULD DELETE ") + text(ch.Path) + ": the empty directory an interrupted deletion left"
-	case store.RepairTempRemoved:
+	case store.ItemTempRemoved:
 		return verb("REMOVED ", "WOULD REMOVE ") + text(ch.Path) + ": left by an interrupted write"
 	}
 	return string(ch.Kind) + " " + text(ch.Path)

@@ -12,6 +12,7 @@ import (
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/termtext"
+	"github.com/convkit/convkit/store"
 )
 
 // Root is an open sessions root. Open takes no lock and creates nothing;
@@ -59,19 +60,13 @@ type Tree struct {
 	Mixed *MixedError
 }
 
-// Entry is one thing Walk found: a session directory or an entry that
-// breaks the layout (exactly one of the two is set).
+// Entry is one thing Walk found: a session directory or an entry of the
+// root or of a project directory that breaks the layout (a symbolic link,
+// a log file outside a session directory, a project directory that cannot
+// be read); exactly one of the two is set.
 type Entry struct {
 	Session *Session
-	Problem *Problem
-}
-
-// Problem is an entry of the root or of a project directory that breaks
-// the layout: a symbolic link, a log file outside a session directory, a
-// project directory that cannot be read.
-type Problem struct {
-	Path   string
-	Reason string
+	Problem *store.Problem
 }
 
 // Session is one session directory.
@@ -170,7 +165,7 @@ func (r *Root) Walk() (*Tree, error) {
 }
 
 func (t *Tree) problem(path, reason string) {
-	t.Entries = append(t.Entries, Entry{Problem: &Problem{Path: path, Reason: reason}})
+	t.Entries = append(t.Entries, Entry{Problem: &store.Problem{Path: path, Reason: reason}})
 }
 
 func (t *Tree) walkProject(name, dir string) {
