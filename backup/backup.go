@@ -58,7 +58,7 @@ type Options struct {
 	Progress progress.Progress
 	// OnEvent receives each file left out, each log invalid and each entry
 	// archived out of shape, as found (nil: nothing).
-	OnEvent func(Event)
+	OnEvent func(store.Item)
 	// Strict reads every event of every session log as reindex does (the
 	// conversation logs always are): invalid logs are found at backup time
 	// and the manifest records event counts. It costs a full parse of the
@@ -113,7 +113,7 @@ type Result struct {
 	Manifest *Manifest
 	// Invalid are the logs archived whole because their check failed
 	// (entry name and error), in archive order.
-	Invalid []Problem
+	Invalid []store.Item
 	// Vanished are logs deleted between the walk and their reading
 	// (conversations deleted by the runtime during an online backup).
 	Vanished []string
@@ -143,7 +143,7 @@ var ErrNoStore = store.ErrNoStore
 func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Result, error) {
 	opts.defaults()
 	m := &Manifest{ManifestHeader: manifestFormat.Header(opts.ToolVersion, opts.Now()), LogCheck: LogCheckStructure,
-		Problems: []Problem{}}
+		Problems: []store.Item{}}
 	now := m.CreatedAt
 	if !s.Writable() {
 		// Online: copying committed prefixes is safe whoever writes.
@@ -151,16 +151,17 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		m.Online, m.Holder = true, holder
 		if why != nil {
 			m.LockError = termtext.Text(why)
-			opts.OnEvent(Event{Kind: EventOnline, Path: s.Lock().Path(), Reason: m.LockError})
+			opts.OnEvent(store.Item{Kind: store.ItemNotLocked, Path: s.Lock().Path(), Reason: m.LockError})
 		}
 	}
 	if opts.Strict {
 		m.LogCheck = LogCheckStrict
 	}
-	res := &Result{Manifest: m, Invalid: []Problem{}}
+	res := &Result{Manifest: m, Invalid: []store.Item{}}
 	problem := func(p, reason string) {
-		m.Problems = append(m.Problems, Problem{Path: p, Reason: reason})
-		opts.OnEvent(Event{Kind: EventUnreadable, Path: p, Reason: reason})
+		it := store.Item{Kind: store.ItemUnreadable, Path: p, Reason: reason}
+		m.Problems = append(m.Problems, it)
+		opts.OnEvent(it)
 	}
 
 	// The metadata.db snapshot is taken while the logs are read (VACUUM
@@ -253,7 +254,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 				m.Counts.SessionLogs++
 			}
 			if f.Log.Error != "" {
-				res.Invalid = append(res.Invalid, Problem{Path: f.Name, Reason: f.Log.Error})
+				res.Invalid = append(res.Invalid, store.Item{Kind: store.ItemInvalid, Path: f.Name, Reason: f.Log.Error})
 			}
 		}
 		return fileSpool.add(f)
@@ -338,7 +339,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		}
 		if l.info.Error != "" {
 			m.Counts.InvalidLogs++
-			opts.OnEvent(Event{Kind: EventInvalid, Path: j.path, Reason: l.info.Error})
+			opts.OnEvent(store.Item{Kind: store.ItemInvalid, Path: j.path, Reason: l.info.Error})
 		}
 		m.LiveTailBytes += l.liveTail
 		info := l.info
@@ -355,7 +356,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	// archived all the same, with a warning.
 	for _, p := range tree.Problems {
 		if p.Listed {
-			opts.OnEvent(Event{Kind: EventWarning, Path: p.Path, Reason: p.Reason})
+			opts.OnEvent(store.Item{Kind: store.ItemWarning, Path: p.Path, Reason: p.Reason})
 		} else {
 			problem(p.Path, p.Reason)
 		}

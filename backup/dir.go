@@ -169,7 +169,7 @@ type Plan struct {
 	Files  []PlanFile    `json:"files"`
 	Bytes  int64         `json:"bytes"`
 	// Problems are files that would be left out.
-	Problems []Problem `json:"problems"`
+	Problems []store.Item `json:"problems"`
 }
 
 // PlanFile is one file a backup would archive, at its current size.
@@ -549,7 +549,7 @@ func (p *Plan) LeaveIndexOut() {
 // PlanBackup lists, without reading any log or taking any lock, the files a
 // backup of the store s would archive at their current sizes.
 func PlanBackup(s *store.Store) (*Plan, error) {
-	p := &Plan{Files: []PlanFile{}, Problems: []Problem{}, Index: IndexAbsent}
+	p := &Plan{Files: []PlanFile{}, Problems: []store.Item{}, Index: IndexAbsent}
 	st, err := s.LockStatus()
 	if err == nil && st.Held {
 		p.Online, p.Holder = true, st.Holder
@@ -561,7 +561,7 @@ func PlanBackup(s *store.Store) (*Plan, error) {
 			p.Bytes += ifi.Size()
 		} else {
 			p.Index = IndexUnreadable
-			p.Problems = append(p.Problems, Problem{Path: s.IndexPath(), Reason: "not a regular file (symbolic links are not followed)"})
+			p.Problems = append(p.Problems, store.Item{Kind: store.ItemUnreadable, Path: s.IndexPath(), Reason: "not a regular file (symbolic links are not followed)"})
 		}
 	}
 	tree, err := s.Walk()
@@ -572,7 +572,7 @@ func PlanBackup(s *store.Store) (*Plan, error) {
 		lfi, err := os.Lstat(j.path)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
-				p.Problems = append(p.Problems, Problem{Path: j.path, Reason: err.Error()})
+				p.Problems = append(p.Problems, store.Item{Kind: store.ItemUnreadable, Path: j.path, Reason: err.Error()})
 			}
 			continue
 		}
@@ -581,7 +581,7 @@ func PlanBackup(s *store.Store) (*Plan, error) {
 	}
 	for _, pr := range tree.Problems {
 		if !pr.Listed {
-			p.Problems = append(p.Problems, Problem{Path: pr.Path, Reason: pr.Reason})
+			p.Problems = append(p.Problems, store.Item{Kind: store.ItemUnreadable, Path: pr.Path, Reason: pr.Reason})
 		}
 	}
 	return p, nil

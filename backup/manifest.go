@@ -70,8 +70,9 @@ type Manifest struct {
 	Conversations []Conversation `json:"conversations"`
 	// Files are the entries in archive order (the manifest aside).
 	Files []File `json:"files"`
-	// Problems are files of the store that are not in the archive.
-	Problems []Problem `json:"problems"`
+	// Problems are files of the store that are not in the archive, or
+	// entries that could not be made.
+	Problems []store.Item `json:"problems"`
 }
 
 // Counts sum up an archive. SessionLogs counts the current session logs
@@ -163,13 +164,6 @@ func (g *Log) failure() error {
 		return g.err
 	}
 	return errors.New(g.Error)
-}
-
-// Problem is a file of the store left out of the archive, or an entry
-// that could not be made.
-type Problem struct {
-	Path   string `json:"path"`
-	Reason string `json:"reason"`
 }
 
 // Listing is every file the manifest lists (the manifest aside).

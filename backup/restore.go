@@ -57,7 +57,7 @@ type RestoreOptions struct {
 	Progress progress.Progress
 	// OnEvent receives the mismatches, what the rebuild reports and the
 	// staging directories of killed restores removed (nil: nothing).
-	OnEvent func(Event)
+	OnEvent func(store.Item)
 	// Log receives the notes of the sweep of staging directories killed
 	// restores left beside the target (nil: nothing).
 	Log io.Writer
@@ -385,7 +385,7 @@ func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreO
 			return nil, err
 		}
 	}
-	rr, err := reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, OnEvent: reindexEvents(opts.OnEvent)})
+	rr, err := reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, OnEvent: opts.OnEvent})
 	if err != nil {
 		return nil, err
 	}
@@ -521,5 +521,5 @@ func reindexDir(ctx context.Context, dir, target string, opts RestoreOptions) (*
 		return nil, err
 	}
 	defer s.Close()
-	return reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, OnEvent: reindexEvents(opts.OnEvent), ReportAs: target})
+	return reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, OnEvent: opts.OnEvent, ReportAs: target})
 }

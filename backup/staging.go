@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/convkit/convkit/internal/archive"
+	"github.com/convkit/convkit/store"
 )
 
 // Where a restore stages the archive (archive.Staging: the directory, its
@@ -42,25 +43,28 @@ func newWholeStaging(target string, log io.Writer) (*archive.Staging, error) {
 
 // newIntoStaging makes the staging directory of a restore into the store
 // at target, whose runtime.lock the caller holds, after removing those of
-// killed restores: each removed is an EventRemovedStaging, each that could
+// killed restores: each removed is an ItemTempRemoved, each that could
 // not be a note on log.
-func newIntoStaging(target string, onEvent func(Event), log io.Writer) (*archive.Staging, error) {
+func newIntoStaging(target string, onEvent func(store.Item), log io.Writer) (*archive.Staging, error) {
 	for _, s := range archive.SweepStaging(target, intoStagingName, nil, 0) {
 		if s.Err != nil {
 			logSwept(log, []archive.Swept{s})
 		} else {
-			onEvent(Event{Kind: EventRemovedStaging, Path: s.Path})
+			onEvent(store.Item{Kind: store.ItemTempRemoved, Path: s.Path, Reason: leftByRestore})
 		}
 	}
 	return archive.NewStaging(target, intoStagingName)
 }
+
+// leftByRestore says whose a staging directory removed was.
+const leftByRestore = "left by an interrupted restore"
 
 func logSwept(log io.Writer, swept []archive.Swept) {
 	for _, s := range swept {
 		if s.Err != nil {
 			fmt.Fprintf(log, "could not remove %s: %v\n", s.Path, s.Err)
 		} else {
-			fmt.Fprintf(log, "removed %s, left by an interrupted restore\n", s.Path)
+			fmt.Fprintf(log, "REMOVED %s: %s\n", s.Path, leftByRestore)
 		}
 	}
 }

@@ -36,7 +36,7 @@ type VerifyOptions struct {
 	// Progress counts archive bytes extracted, then logs checked.
 	Progress progress.Progress
 	// OnEvent receives each mismatch as found (nil: nothing).
-	OnEvent func(Event)
+	OnEvent func(store.Item)
 
 	// spaceName names the file system extraction checks the free space
 	// of (default WorkDir): restore's target.
@@ -139,7 +139,7 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	mismatch := func(name, format string, args ...any) {
 		mm := Mismatch{Name: name, Problem: fmt.Sprintf(format, args...)}
 		res.Mismatches = append(res.Mismatches, mm)
-		opts.OnEvent(Event{Kind: EventMismatch, Path: mm.Name, Reason: mm.Problem})
+		opts.OnEvent(store.Item{Kind: store.ItemMismatch, Path: mm.Name, Reason: mm.Problem})
 	}
 	ents, err := archive.Extract(ctx, r, dir, archive.ExtractOptions{
 		ReaderOptions: archive.ReaderOptions{Limits: opts.Limits, Archive: opts.Archive},
@@ -380,7 +380,7 @@ func rebuildAndCompare(ctx context.Context, dir string, convs []Conversation, lo
 	for _, id := range rr.DeletionsFinished {
 		deleted[id] = true
 	}
-	skipped := map[string]reindex.Skip{}
+	skipped := map[string]store.Item{}
 	base := dir
 	if opts.reportAs != "" {
 		base = opts.reportAs

@@ -31,7 +31,7 @@ type CheckResult struct {
 	IndexProblem  string       `json:"indexProblem,omitempty"`
 	Conversations int          `json:"conversations"`
 	Differences   []Difference `json:"differences"`
-	Skipped       []Skip       `json:"skipped"`
+	Skipped       []store.Item `json:"skipped"`
 	// WillNotOpen are the conversations the logs hold that will not open
 	// on this machine, checked now (an index row records what was found
 	// when it was written; a difference is stale).
@@ -54,7 +54,7 @@ func (r *CheckResult) Drift() bool { return r.IndexProblem != "" || len(r.Differ
 // updates the index just after its logs.
 func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, error) {
 	opts.defaults()
-	res := &CheckResult{SchemaVersion: contract.Version, Index: s.IndexPath(), Differences: []Difference{}, Skipped: []Skip{},
+	res := &CheckResult{SchemaVersion: contract.Version, Index: s.IndexPath(), Differences: []Difference{}, Skipped: []store.Item{},
 		WillNotOpen: []WillNotOpen{}, Warnings: opts.warnings(), InFlight: []InFlight{}}
 	tree, err := s.WalkJobs(opts.Jobs)
 	if err != nil {
@@ -62,7 +62,7 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 	}
 	for _, p := range tree.Problems {
 		if p.Reason != store.ReasonUnexpected {
-			res.Skipped = append(res.Skipped, Skip{Path: p.Path, Reason: p.Reason})
+			res.Skipped = append(res.Skipped, store.Item{Kind: store.ItemSkipped, Path: p.Path, Reason: p.Reason})
 		}
 	}
 	ix, err := readIndexed(ctx, res.Index, !opts.NoText)

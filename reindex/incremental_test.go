@@ -518,7 +518,7 @@ func walkOf(t *testing.T, dir string) *store.Tree {
 	return tree
 }
 
-func skipPaths(sk []reindex.Skip) []string {
+func skipPaths(sk []store.Item) []string {
 	var out []string
 	for _, s := range sk {
 		out = append(out, s.Path+": "+s.Reason)

@@ -41,7 +41,7 @@ type Listing struct {
 	Source         string          `json:"source"`
 	FallbackReason string          `json:"fallbackReason,omitempty"`
 	Conversations  []index.Summary `json:"conversations"`
-	Skipped        []Skip          `json:"skipped"`
+	Skipped        []store.Item    `json:"skipped"`
 	// Warnings are said once: listing conversations that will not open
 	// from the logs without a runtime configuration checks no agents or
 	// models.
@@ -59,7 +59,7 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 	if err != nil {
 		return nil, err
 	}
-	res := &Listing{SchemaVersion: contract.Version, Conversations: []index.Summary{}, Skipped: []Skip{}, Warnings: []string{}}
+	res := &Listing{SchemaVersion: contract.Version, Conversations: []index.Summary{}, Skipped: []store.Item{}, Warnings: []string{}}
 	db, reason := indexCurrent(ctx, s, &tree)
 	if db != nil {
 		defer db.Close()
@@ -98,7 +98,7 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 	// them too).
 	for _, p := range tree.Problems {
 		if p.Reason != store.ReasonUnexpected {
-			res.Skipped = append(res.Skipped, Skip{Path: p.Path, Reason: p.Reason})
+			res.Skipped = append(res.Skipped, store.Item{Kind: store.ItemSkipped, Path: p.Path, Reason: p.Reason})
 		}
 	}
 	for _, c := range tree.Conversations {
@@ -121,7 +121,7 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 			f.Empty = err == nil && len(ents) == 0
 		}
 		if v := Accept(f); v.Outcome == Skipped {
-			res.Skipped = append(res.Skipped, Skip{ID: c.ID, Path: v.Path, Reason: v.Reason})
+			res.Skipped = append(res.Skipped, store.Item{Kind: store.ItemSkipped, ID: c.ID, Path: v.Path, Reason: v.Reason})
 		}
 		if info == nil || info.Deleting {
 			continue
@@ -272,11 +272,11 @@ func deleting(c store.ConversationDir) bool {
 // (where the store is now): a reason about one of its logs begins with the
 // log's name (storedReason), which a canonical log name spells without
 // ": ".
-func indexedSkip(id, dir, reason string) Skip {
+func indexedSkip(id, dir, reason string) store.Item {
 	if name, rest, ok := strings.Cut(reason, ": "); ok {
 		if _, isLog := convlog.ParseName(name); isLog && !strings.ContainsRune(name, filepath.Separator) {
-			return Skip{ID: id, Path: filepath.Join(dir, name), Reason: rest}
+			return store.Item{Kind: store.ItemSkipped, ID: id, Path: filepath.Join(dir, name), Reason: rest}
 		}
 	}
-	return Skip{ID: id, Path: dir, Reason: reason}
+	return store.Item{Kind: store.ItemSkipped, ID: id, Path: dir, Reason: reason}
 }

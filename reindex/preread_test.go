@@ -149,7 +149,7 @@ func TestPrereadsEqualRebuild(t *testing.T) {
 	if got := loads.Load(); got != int64(want) || want == 0 {
 		t.Fatalf("%d Prereads taken, want %d", got, want)
 	}
-	if !slices.ContainsFunc(fromReads.Skipped, func(sk reindex.Skip) bool {
+	if !slices.ContainsFunc(fromReads.Skipped, func(sk store.Item) bool {
 		return sk.Path == refused
 	}) {
 		t.Fatalf("skipped %+v, want the refused log's conversation", fromReads.Skipped)

@@ -51,9 +51,10 @@ type Options struct {
 	// Progress counts conversations done; the total is set first.
 	Progress progress.Progress
 	// OnEvent receives, as they happen, every entry reported and every
-	// file removed (nil: nothing): the walk's findings, temporary files
-	// removed, finished deletions, skipped conversations.
-	OnEvent func(Event)
+	// file removed (nil: nothing): the walk's findings (ItemIgnored,
+	// ItemSkipped), temporary files removed, finished deletions, skipped
+	// conversations and those that will not open here.
+	OnEvent func(store.Item)
 	// NoText leaves message text out of the index (no search); it exists to
 	// measure what the search index costs.
 	NoText bool
@@ -83,41 +84,6 @@ type Options struct {
 	Prereads Prereads
 }
 
-// EventKind says what an Event reports.
-type EventKind string
-
-// What Run reports as it goes.
-const (
-	// EventIgnored: a stray file in conversations/, not counted.
-	EventIgnored EventKind = "ignored"
-	// EventSkipped: an entry out of shape, or a conversation that cannot
-	// be indexed (Reason says why).
-	EventSkipped EventKind = "skipped"
-	// EventRemovedTemp: a temporary file of an interrupted write, removed.
-	EventRemovedTemp EventKind = "removed-temp"
-	// EventRemovedIndex: a temporary database of an interrupted reindex,
-	// removed.
-	EventRemovedIndex EventKind = "removed-index"
-	// EventDeletionFinished: a conversation whose log carries the
-	// tombstone, removed (Path is its directory).
-	EventDeletionFinished EventKind = "deletion-finished"
-	// EventEmptyRemoved: an empty conversation directory an interrupted
-	// deletion left, removed.
-	EventEmptyRemoved EventKind = "empty-removed"
-	// EventWillNotOpen: a conversation indexed that will not open on this
-	// machine (ID, Reasons; Path is its directory).
-	EventWillNotOpen EventKind = "will-not-open"
-)
-
-// Event is one thing Run reports as it happens.
-type Event struct {
-	Kind    EventKind
-	Path    string
-	Reason  string
-	ID      string
-	Reasons []string
-}
-
 // WillNotOpen is a conversation that will not open on this machine, and
 // why (store.Machine's reasons, in its order).
 type WillNotOpen struct {
@@ -125,23 +91,16 @@ type WillNotOpen struct {
 	Reasons []string `json:"reasons"`
 }
 
-// Skip is a conversation reindex could not index, and why.
-type Skip struct {
-	ID     string `json:"id,omitempty"`
-	Path   string `json:"path"`
-	Reason string `json:"reason"`
-}
-
 // Result is what Run did.
 type Result struct {
-	SchemaVersion     int      `json:"schemaVersion"`
-	Index             string   `json:"index"`
-	Indexed           int      `json:"indexed"`
-	Skipped           []Skip   `json:"skipped"`
-	DeletionsFinished []string `json:"deletionsFinished"`
-	Sessions          int      `json:"sessions"`
-	Turns             int      `json:"turns"`
-	Messages          int      `json:"messages"`
+	SchemaVersion     int          `json:"schemaVersion"`
+	Index             string       `json:"index"`
+	Indexed           int          `json:"indexed"`
+	Skipped           []store.Item `json:"skipped"`
+	DeletionsFinished []string     `json:"deletionsFinished"`
+	Sessions          int          `json:"sessions"`
+	Turns             int          `json:"turns"`
+	Messages          int          `json:"messages"`
 	// WillNotOpen are the conversations indexed that will not open here.
 	WillNotOpen []WillNotOpen `json:"willNotOpen"`
 	// Warnings are said once per run: no runtime configuration, so agents
@@ -174,7 +133,7 @@ func (o *Options) defaults() {
 		o.Progress = progress.Nop{}
 	}
 	if o.OnEvent == nil {
-		o.OnEvent = func(Event) {}
+		o.OnEvent = func(store.Item) {}
 	}
 }
 
@@ -219,7 +178,7 @@ func (r reporter) text(s string) string {
 	return strings.ReplaceAll(s, r.from+string(filepath.Separator), r.to+string(filepath.Separator))
 }
 
-func (r reporter) skip(sk Skip) Skip {
+func (r reporter) skip(sk store.Item) store.Item {
 	sk.Path, sk.Reason = r.path(sk.Path), r.text(sk.Reason)
 	return sk
 }
@@ -228,7 +187,7 @@ func (r reporter) skip(sk Skip) Skip {
 // file of the conversation directory names the file relative to it, so
 // the record stays true in a store moved or copied elsewhere (list names
 // the directory where the store is now).
-func storedReason(dir string, sk *Skip) string {
+func storedReason(dir string, sk *store.Item) string {
 	if rel, err := filepath.Rel(dir, sk.Path); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
 		return rel + ": " + sk.Reason
 	}
@@ -250,7 +209,7 @@ type built struct {
 	// fromPrereads counts the session logs of conv taken from their
 	// Preread.
 	fromPrereads int
-	skip         *Skip
+	skip         *store.Item
 	deleting     bool
 	// empty: the directory holds nothing at all, the remnant of a delete
 	// interrupted after its last file was removed.
@@ -274,26 +233,26 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 		return nil, err
 	}
 	rp := newReporter(s, opts)
-	res := &Result{SchemaVersion: contract.Version, Index: rp.path(s.IndexPath()), Skipped: []Skip{}, DeletionsFinished: []string{},
+	res := &Result{SchemaVersion: contract.Version, Index: rp.path(s.IndexPath()), Skipped: []store.Item{}, DeletionsFinished: []string{},
 		WillNotOpen: []WillNotOpen{}, Warnings: opts.warnings()}
 	for _, p := range tree.Problems {
 		if p.Reason == store.ReasonUnexpected {
 			// A stray file is not a conversation: reported, not skipped.
-			opts.OnEvent(Event{Kind: EventIgnored, Path: rp.path(p.Path), Reason: p.Reason})
+			opts.OnEvent(store.Item{Kind: store.ItemIgnored, Path: rp.path(p.Path), Reason: p.Reason})
 			continue
 		}
-		sk := rp.skip(Skip{Path: p.Path, Reason: p.Reason})
+		sk := rp.skip(store.Item{Kind: store.ItemSkipped, Path: p.Path, Reason: p.Reason})
 		res.Skipped = append(res.Skipped, sk)
-		opts.OnEvent(Event{Kind: EventSkipped, Path: sk.Path, Reason: sk.Reason})
+		opts.OnEvent(sk)
 	}
 	for _, p := range tree.Temps {
 		if os.Remove(p) == nil {
-			opts.OnEvent(Event{Kind: EventRemovedTemp, Path: rp.path(p)})
+			opts.OnEvent(store.Item{Kind: store.ItemTempRemoved, Path: rp.path(p), Reason: "left by an interrupted write"})
 		}
 	}
 	for _, p := range s.TempIndexes() {
 		if os.Remove(p) == nil {
-			opts.OnEvent(Event{Kind: EventRemovedIndex, Path: rp.path(p)})
+			opts.OnEvent(store.Item{Kind: store.ItemTempRemoved, Path: rp.path(p), Reason: "left by an interrupted reindex"})
 		}
 	}
 	j := &job{s: s, opts: opts, rp: rp, res: res}
@@ -403,7 +362,7 @@ func (j *job) apply(ctx context.Context, w *index.Writer, b *built) error {
 			return err
 		}
 		res.DeletionsFinished = append(res.DeletionsFinished, b.dir.ID)
-		j.opts.OnEvent(Event{Kind: EventDeletionFinished, Path: rp.path(b.dir.Path)})
+		j.opts.OnEvent(store.Item{Kind: store.ItemDeletionFinished, ID: b.dir.ID, Path: rp.path(b.dir.Path), Reason: "finished an interrupted deletion"})
 	case b.empty:
 		if err := w.Remove(ctx, b.dir.ID); err != nil {
 			return err
@@ -416,11 +375,11 @@ func (j *job) apply(ctx context.Context, w *index.Writer, b *built) error {
 			return err
 		}
 		res.DeletionsFinished = append(res.DeletionsFinished, b.dir.ID)
-		j.opts.OnEvent(Event{Kind: EventEmptyRemoved, Path: rp.path(b.dir.Path)})
+		j.opts.OnEvent(store.Item{Kind: store.ItemEmptyRemoved, ID: b.dir.ID, Path: rp.path(b.dir.Path), Reason: "removed the empty directory an interrupted deletion left"})
 	case b.skip != nil:
 		sk := rp.skip(*b.skip)
 		res.Skipped = append(res.Skipped, sk)
-		j.opts.OnEvent(Event{Kind: EventSkipped, Path: sk.Path, Reason: sk.Reason})
+		j.opts.OnEvent(sk)
 		if err := w.Skip(ctx, b.dir.ID, b.dir.Name, b.fingerprint, storedReason(b.dir.Path, b.skip)); err != nil {
 			return err
 		}
@@ -464,7 +423,7 @@ func (j *job) apply(ctx context.Context, w *index.Writer, b *built) error {
 func (j *job) willNotOpen(c store.ConversationDir, reasons []string) {
 	if len(reasons) > 0 {
 		j.res.WillNotOpen = append(j.res.WillNotOpen, WillNotOpen{ID: c.ID, Reasons: reasons})
-		j.opts.OnEvent(Event{Kind: EventWillNotOpen, Path: j.rp.path(c.Path), ID: c.ID, Reasons: reasons})
+		j.opts.OnEvent(store.Item{Kind: store.ItemWillNotOpen, ID: c.ID, Path: j.rp.path(c.Path), Reason: strings.Join(reasons, "; ")})
 	}
 }
 
@@ -960,7 +919,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 		case Deleted:
 			b.empty, b.deleting = f.Empty, !f.Empty
 		case Skipped:
-			b.skip = &Skip{ID: c.ID, Path: v.Path, Reason: v.Reason}
+			b.skip = &store.Item{Kind: store.ItemSkipped, ID: c.ID, Path: v.Path, Reason: v.Reason}
 		default:
 			return nil, false
 		}

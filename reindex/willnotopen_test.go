@@ -113,9 +113,9 @@ func TestWillNotOpen(t *testing.T) {
 	}
 
 	s = openStore(t, dir)
-	var events []Event
-	res, err := Run(ctx, s, Options{Machine: m, OnEvent: func(e Event) {
-		if e.Kind == EventWillNotOpen {
+	var events []store.Item
+	res, err := Run(ctx, s, Options{Machine: m, OnEvent: func(e store.Item) {
+		if e.Kind == store.ItemWillNotOpen {
 			events = append(events, e)
 		}
 	}})
@@ -143,6 +143,11 @@ func TestWillNotOpen(t *testing.T) {
 	}
 	if _, ok := got["opens"]; ok || len(got) != 5 || len(events) != 5 {
 		t.Fatalf("will not open: %q (%d events); want the five above", got, len(events))
+	}
+	for _, e := range events {
+		if e.Reason != strings.Join(got[e.ID], "; ") {
+			t.Errorf("%s: reported %q, the result says %q", e.ID, e.Reason, got[e.ID])
+		}
 	}
 
 	db, err := index.Open(store.IndexPath(dir))

@@ -14,7 +14,6 @@ import (
 	"github.com/convkit/convkit/backup"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/termtext"
-	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
 
@@ -137,8 +136,8 @@ type backupSummary struct {
 	LiveTailBytes int64             `json:"liveTailBytes"`
 	LogCheck      string            `json:"logCheck,omitempty"`
 	InvalidLogs   int               `json:"invalidLogs"`
-	Problems      []backup.Problem  `json:"problems"`
-	Invalid       []backup.Problem  `json:"invalid"`
+	Problems      []store.Item      `json:"problems"`
+	Invalid       []store.Item      `json:"invalid"`
 	Vanished      []string          `json:"vanished"`
 	Deleted       []string          `json:"deleted"`
 	RemovedTemps  []string          `json:"removedTemps"`
@@ -173,9 +172,9 @@ func runBackup(c *ucli.Context, e *env, to string) (res *backup.Result, err erro
 	bar := e.newProgress("backup", "files archived", 0)
 	// Its events are all problems (UNREADABLE, INVALID, WARNING): --quiet
 	// keeps them.
-	opts := backup.Options{ToolVersion: buildVersion(), Progress: bar, OnEvent: backupRenderer(e.libraryLines(e.stderr, nil)), Strict: c.Bool("strict"),
+	opts := backup.Options{ToolVersion: buildVersion(), Progress: bar, OnEvent: itemPrinter(e.libraryLines(e.stderr, nil), "archived"), Strict: c.Bool("strict"),
 		Rsyncable: c.Bool("rsyncable"), NoIndex: c.Bool("no-index")}
-	sum := backupSummary{SchemaVersion: schemaVersion, Problems: []backup.Problem{}, Invalid: []backup.Problem{},
+	sum := backupSummary{SchemaVersion: schemaVersion, Problems: []store.Item{}, Invalid: []store.Item{},
 		Vanished: []string{}, Deleted: []string{}, RemovedTemps: []string{}}
 	switch {
 	case to == "-" && c.Bool("dry-run"):
@@ -665,15 +664,14 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 		Conversation: c.String("conversation")}
 	if !e.g.JSON {
 		opts.Log = e.libraryLines(e.stderr, problemLine)
-		render := backupRenderer(opts.Log)
-		opts.OnEvent = func(ev backup.Event) {
+		render := itemPrinter(opts.Log, "archived")
+		opts.OnEvent = func(it store.Item) {
 			// The rebuild's SKIPPED and WILL NOT OPEN lines are results,
 			// printed on stdout from the result below, the same for a
 			// whole restore and --conversation.
-			if ev.Kind == backup.EventReindex && (ev.Reindex.Kind == reindex.EventSkipped || ev.Reindex.Kind == reindex.EventWillNotOpen) {
-				return
+			if it.Kind != store.ItemSkipped && it.Kind != store.ItemWillNotOpen {
+				render(it)
 			}
-			render(ev)
 		}
 	}
 	into, err := e.openRestoreTarget(c, opts)
@@ -723,11 +721,11 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 	}
 	if rr := res.Reindex; rr != nil {
 		for _, sk := range rr.Skipped {
-			fmt.Fprintln(e.stdout, text(reindexLine(reindex.Event{Kind: reindex.EventSkipped, Path: sk.Path, Reason: sk.Reason})))
+			fmt.Fprintln(e.stdout, text(itemLine(sk, "")))
 		}
 		if e.showWillNotOpen(false) {
 			for _, w := range rr.WillNotOpen {
-				fmt.Fprintln(e.stdout, text(reindexLine(reindex.Event{Kind: reindex.EventWillNotOpen, ID: w.ID, Reasons: w.Reasons})))
+				fmt.Fprintln(e.stdout, text(willNotOpenPrefix+willNotOpenText(w)))
 			}
 		}
 		fmt.Fprintf(e.stdout, "Summary: indexed=%d, skipped=%d, deletions-finished=%d, will-not-open=%d\n",
@@ -791,27 +789,4 @@ func runDemoBackup(c *ucli.Context, e *env, dataDir string) int {
 		failed++
 	}
 	return failed
-}
-
-// backupRenderer prints what backup, verify and restore report as they go,
-// one line each (docs/BACKUP.md).
-func backupRenderer(w io.Writer) func(backup.Event) {
-	return func(ev backup.Event) {
-		switch ev.Kind {
-		case backup.EventOnline:
-			fmt.Fprintf(w, "WARNING runtime.lock could not be taken (%s): backing up online\n", ev.Reason)
-		case backup.EventUnreadable:
-			fmt.Fprintf(w, "UNREADABLE %s: %s\n", ev.Path, ev.Reason)
-		case backup.EventInvalid:
-			fmt.Fprintf(w, "INVALID %s: archived whole: %s\n", ev.Path, ev.Reason)
-		case backup.EventWarning:
-			fmt.Fprintf(w, "WARNING %s: %s (archived)\n", ev.Path, ev.Reason)
-		case backup.EventMismatch:
-			fmt.Fprintf(w, "MISMATCH %s: %s\n", ev.Path, ev.Reason)
-		case backup.EventRemovedStaging:
-			fmt.Fprintf(w, "removed %s, left by an interrupted restore\n", ev.Path)
-		case backup.EventReindex:
-			fmt.Fprintln(w, reindexLine(*ev.Reindex))
-		}
-	}
 }

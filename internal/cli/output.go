@@ -14,6 +14,7 @@ import (
 
 	"github.com/convkit/convkit/internal/contract"
 	"github.com/convkit/convkit/internal/termtext"
+	"github.com/convkit/convkit/store"
 )
 
 // schemaVersion is the version of the JSON documents convkit prints
@@ -98,7 +99,7 @@ func (f *lineFilter) Write(p []byte) (int, error) {
 // things done as they should be (a temporary file of an interrupted write
 // removed, an interrupted deletion finished) go.
 func problemLine(line string) bool {
-	for _, info := range []string{"REMOVED ", "DELETED ", "removed ", progName + ": removed ", willNotOpenPrefix} {
+	for _, info := range []string{"REMOVED ", "DELETED ", progName + ": removed ", willNotOpenPrefix} {
 		if strings.HasPrefix(line, info) {
 			return false
 		}
@@ -164,4 +165,39 @@ func withPath(path, reason string) string {
 		return reason
 	}
 	return path + ": " + reason
+}
+
+// itemLine is an item a library reported, as the commands print it
+// (docs/CLI.md): a word for its kind, its path and its reason. What the
+// command did with an entry out of shape (warned: "archived", "not
+// exported") ends a WARNING line.
+func itemLine(it store.Item, warned string) string {
+	switch it.Kind {
+	case store.ItemWillNotOpen:
+		return willNotOpenPrefix + it.ID + ": " + it.Reason
+	case store.ItemNotLocked:
+		return "WARNING runtime.lock could not be taken (" + it.Reason + "): backing up online"
+	case store.ItemInvalid:
+		return "INVALID " + it.Path + ": archived whole: " + it.Reason
+	case store.ItemWarning:
+		if warned != "" {
+			return "WARNING " + it.Path + ": " + it.Reason + " (" + warned + ")"
+		}
+	}
+	word, ok := itemWords[it.Kind]
+	if !ok {
+		word = strings.ToUpper(string(it.Kind))
+	}
+	return word + " " + it.Path + ": " + it.Reason
+}
+
+var itemWords = map[store.ItemKind]string{
+	store.ItemSkipped: "SKIPPED", store.ItemIgnored: "IGNORED", store.ItemUnreadable: "UNREADABLE", store.ItemWarning: "WARNING",
+	store.ItemMismatch: "MISMATCH", store.ItemTempKept: "WARNING", store.ItemTempRemoved: "REMOVED",
+	store.ItemDeletionFinished: "DELETED", store.ItemEmptyRemoved: "DELETED",
+}
+
+// itemPrinter prints each item on w (itemLine).
+func itemPrinter(w io.Writer, warned string) func(store.Item) {
+	return func(it store.Item) { fmt.Fprintln(w, itemLine(it, warned)) }
 }

@@ -90,7 +90,7 @@ func runReindex(c *ucli.Context, e *env, jobs int) error {
 			keep = func(l string) bool { return strings.HasPrefix(l, willNotOpenPrefix) || problemLine(l) }
 		}
 		lines := e.libraryLines(e.stdout, keep)
-		opts.OnEvent = func(ev reindex.Event) { fmt.Fprintln(lines, reindexLine(ev)) }
+		opts.OnEvent = itemPrinter(lines, "")
 	}
 	res, err := reindex.Run(c.Context, s, opts)
 	bar.Finish()
@@ -145,7 +145,7 @@ func willNotOpenText(w reindex.WillNotOpen) string {
 
 // skipText is the first skipped item, "PATH: REASON" (a reason never
 // names its path again).
-func skipText(s []reindex.Skip) string {
+func skipText(s []store.Item) string {
 	return s[0].Path + ": " + s[0].Reason
 }
 
@@ -181,7 +181,7 @@ func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 			fmt.Fprintf(e.stdout, "%s %s: %s\n", upper(d.Kind), quoted(d.ID), text(d.Detail))
 		}
 		for _, s := range res.Skipped {
-			fmt.Fprintf(e.stdout, "%s\n", text(reindexLine(reindex.Event{Kind: reindex.EventSkipped, Path: s.Path, Reason: s.Reason})))
+			fmt.Fprintf(e.stdout, "%s\n", text(itemLine(s, "")))
 		}
 		if e.showWillNotOpen(c.Bool("strict")) {
 			for _, w := range res.WillNotOpen {
@@ -220,25 +220,4 @@ func upper(s string) string {
 		}
 	}
 	return string(b)
-}
-
-// reindexLine is a reindex event as reindex prints it (docs/CLI.md).
-func reindexLine(ev reindex.Event) string {
-	switch ev.Kind {
-	case reindex.EventIgnored:
-		return "IGNORED " + ev.Path + ": " + ev.Reason
-	case reindex.EventSkipped:
-		return "SKIPPED " + ev.Path + ": " + ev.Reason
-	case reindex.EventRemovedTemp:
-		return "REMOVED " + ev.Path + ": left by an interrupted write"
-	case reindex.EventRemovedIndex:
-		return "REMOVED " + ev.Path + ": left by an interrupted reindex"
-	case reindex.EventDeletionFinished:
-		return "DELETED " + ev.Path + ": finished an interrupted deletion"
-	case reindex.EventEmptyRemoved:
-		return "DELETED " + ev.Path + ": removed the empty directory an interrupted deletion left"
-	case reindex.EventWillNotOpen:
-		return "WILL NOT OPEN " + willNotOpenText(reindex.WillNotOpen{ID: ev.ID, Reasons: ev.Reasons})
-	}
-	return strings.ToUpper(string(ev.Kind)) + " " + ev.Path + ": " + ev.Reason
 }
