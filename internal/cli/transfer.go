@@ -87,7 +87,7 @@ type exportSummary struct {
 	Bytes         int64                   `json:"bytes"`
 	ArchiveBytes  int64                   `json:"archiveBytes"`
 	LeftOutBytes  int64                   `json:"leftOutBytes"`
-	Problems      []transfer.Problem      `json:"problems"`
+	Problems      []store.Item            `json:"problems"`
 
 	manifestFiles []transfer.File // the files, for the text of a dry run
 }
@@ -108,18 +108,7 @@ func runExport(c *ucli.Context, e *env, ids []string, to string) error {
 	// Its events are problems (UNREADABLE, WARNING), which --quiet keeps,
 	// and REMOVED lines (a killed export's temporary file), which it drops.
 	lines := e.libraryLines(e.stderr, problemLine)
-	opts := transfer.ExportOptions{IDs: ids, ToolVersion: buildVersion(), Progress: bar, OnEvent: func(ev transfer.ExportEvent) {
-		switch {
-		case ev.Removed && ev.Reason == "":
-			fmt.Fprintf(lines, "REMOVED %s: left by an interrupted export\n", ev.Path)
-		case ev.Removed:
-			fmt.Fprintf(lines, "WARNING %s: left by an interrupted export, not removed: %s\n", ev.Path, ev.Reason)
-		case ev.Unreadable:
-			fmt.Fprintf(lines, "UNREADABLE %s: %s\n", ev.Path, ev.Reason)
-		default:
-			fmt.Fprintf(lines, "WARNING %s: %s (not exported)\n", ev.Path, ev.Reason)
-		}
-	}}
+	opts := transfer.ExportOptions{IDs: ids, ToolVersion: buildVersion(), Progress: bar, OnEvent: itemPrinter(lines, "not exported")}
 	var res *transfer.ExportResult
 	switch {
 	case c.Bool("dry-run"):

@@ -41,9 +41,14 @@ type ExportOptions struct {
 	TempDir string
 	// Progress counts conversations exported; the total is set first.
 	Progress progress.Progress
-	// OnEvent receives each conversation left out and each entry out of
-	// shape, as found (nil: nothing).
-	OnEvent func(ExportEvent)
+	// OnEvent receives, as found (nil: nothing), each conversation left
+	// out because one of its logs cannot be read strictly, or a fork
+	// ancestor missing (ItemUnreadable, also in the manifest's Problems),
+	// each entry of a conversation directory that breaks the layout, not
+	// exported (ItemWarning), and each temporary file a killed export to
+	// the same file left (ItemTempRemoved, or ItemTempKept when it could
+	// not be removed).
+	OnEvent func(store.Item)
 	// Archive tunes the container (tests).
 	Archive archive.WriterOptions
 }
@@ -59,23 +64,8 @@ func (o *ExportOptions) defaults() {
 		o.Progress = progress.Nop{}
 	}
 	if o.OnEvent == nil {
-		o.OnEvent = func(ExportEvent) {}
+		o.OnEvent = func(store.Item) {}
 	}
-}
-
-// ExportEvent is one thing an export reports as it happens: a conversation
-// left out because one of its logs cannot be read strictly, or a fork
-// ancestor missing (Unreadable, also in the manifest's Problems), a
-// temporary file a killed export to the same file left, removed (Removed;
-// Reason says why when it could not be), or an entry of a conversation
-// directory that breaks the layout, not exported (neither).
-type ExportEvent struct {
-	Unreadable bool
-	Removed    bool
-	// ID is the conversation (for Unreadable).
-	ID     string
-	Path   string
-	Reason string
 }
 
 // ExportResult is what an export wrote.
@@ -182,12 +172,12 @@ func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportO
 
 // removeStaleTemps removes the temporary files of killed exports to path,
 // reporting each, and returns those it removed.
-func removeStaleTemps(path string, onEvent func(ExportEvent)) []string {
+func removeStaleTemps(path string, onEvent func(store.Item)) []string {
 	removed := []string{}
 	for _, s := range archive.SweepTemps(path) {
-		ev := ExportEvent{Removed: true, Path: s.Path}
+		ev := store.Item{Kind: store.ItemTempRemoved, Path: s.Path, Reason: "left by an interrupted export"}
 		if s.Err != nil {
-			ev.Reason = s.Err.Error()
+			ev.Kind, ev.Reason = store.ItemTempKept, ev.Reason+", not removed: "+s.Err.Error()
 		} else {
 			removed = append(removed, s.Path)
 		}
@@ -229,7 +219,7 @@ func newExporter(s *store.Store, opts ExportOptions) (*exporter, error) {
 		return nil, errors.New("export needs at least one conversation id")
 	}
 	m := &Manifest{ManifestHeader: manifestFormat.Header(opts.ToolVersion, opts.Now()),
-		Requested: []string{}, Conversations: []Conversation{}, Files: []File{}, Problems: []Problem{}}
+		Requested: []string{}, Conversations: []Conversation{}, Files: []File{}, Problems: []store.Item{}}
 	st, err := s.LockStatus()
 	if err != nil {
 		return nil, err
@@ -246,8 +236,9 @@ func newExporter(s *store.Store, opts ExportOptions) (*exporter, error) {
 }
 
 func (x *exporter) problem(id, p, reason string) {
-	x.m.Problems = append(x.m.Problems, Problem{ID: id, Path: p, Reason: reason})
-	x.opts.OnEvent(ExportEvent{Unreadable: true, ID: id, Path: p, Reason: reason})
+	it := store.Item{Kind: store.ItemUnreadable, ID: id, Path: p, Reason: reason}
+	x.m.Problems = append(x.m.Problems, it)
+	x.opts.OnEvent(it)
 }
 
 // plan checks the requested ids and finds their fork ancestors. A
@@ -591,8 +582,8 @@ type readConv struct {
 	logs []*openLog
 	// events are the layout findings to report; problem, when set, the
 	// problem that leaves the conversation out.
-	events  []ExportEvent
-	problem *Problem
+	events  []store.Item
+	problem *store.Item
 	bytes   int64 // of buffered logs
 	files   int   // logs held open (larger than smallLog)
 }
@@ -817,7 +808,7 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 	leaveOut := func(path, reason string) *readConv {
 		rc.close()
 		rc.logs, rc.bytes, rc.files = nil, 0, 0
-		rc.problem = &Problem{ID: p.id, Path: path, Reason: reason}
+		rc.problem = &store.Item{Kind: store.ItemUnreadable, ID: p.id, Path: path, Reason: reason}
 		return rc
 	}
 	var (
@@ -835,7 +826,7 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 		return leaveOut(dir, termtext.Reason(dir, err))
 	}
 	for _, pr := range probs {
-		rc.events = append(rc.events, ExportEvent{ID: p.id, Path: pr.Path, Reason: pr.Reason})
+		rc.events = append(rc.events, store.Item{Kind: store.ItemWarning, ID: p.id, Path: pr.Path, Reason: pr.Reason})
 	}
 	var convLog *openLog
 	for _, l := range cd.Logs {

@@ -131,9 +131,9 @@ func TestPlanExport(t *testing.T) {
 	ids := []string{fork.ID, torn.ID, corrupt.ID}
 	before := treeHash(t, a)
 	tmp := t.TempDir()
-	var planEvents []ExportEvent
+	var planEvents []store.Item
 	plan, err := PlanExport(context.Background(), reader(t, a), ExportOptions{IDs: ids, Now: fixedNow, TempDir: tmp,
-		OnEvent: func(ev ExportEvent) { planEvents = append(planEvents, ev) }})
+		OnEvent: func(ev store.Item) { planEvents = append(planEvents, ev) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/store"
 )
 
 // TestExportRemovesKilledTemps: the temporary file a killed export to the
@@ -38,16 +39,16 @@ func TestExportRemovesKilledTemps(t *testing.T) {
 	defer l.Close()
 	other := write(".other.tar.zst.0123456789abcdef.tmp")
 
-	var events []ExportEvent
+	var events []store.Item
 	res, err := ExportToFile(context.Background(), reader(t, a), out, ExportOptions{IDs: []string{id}, Now: fixedNow,
-		OnEvent: func(ev ExportEvent) { events = append(events, ev) }})
+		OnEvent: func(ev store.Item) { events = append(events, ev) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.RemovedTemps) != 1 || res.RemovedTemps[0] != killed {
 		t.Fatalf("removed %v", res.RemovedTemps)
 	}
-	if len(events) != 1 || events[0] != (ExportEvent{Removed: true, Path: killed}) {
+	if len(events) != 1 || events[0] != (store.Item{Kind: store.ItemTempRemoved, Path: killed, Reason: "left by an interrupted export"}) {
 		t.Fatalf("events: %+v", events)
 	}
 	for p, want := range map[string]bool{killed: false, live: true, other: true, out: true} {

@@ -4,6 +4,7 @@ import (
 	"io"
 
 	"github.com/convkit/convkit/internal/archive"
+	"github.com/convkit/convkit/store"
 )
 
 // The manifest's identity. FormatVersion changes only when a field changes
@@ -36,7 +37,7 @@ type Manifest struct {
 	Files []File `json:"files"`
 	// Problems are what could not be exported: unreadable logs (their
 	// conversation is left out whole), missing fork ancestors.
-	Problems []Problem `json:"problems"`
+	Problems []store.Item `json:"problems"`
 }
 
 // Conversation is one exported conversation, as its conversation log's
@@ -86,14 +87,6 @@ type File struct {
 	// LeftOut are the bytes past the committed prefix that the source file
 	// held when it was read (a torn tail, or an append in flight).
 	LeftOut int64 `json:"leftOut"`
-}
-
-// Problem is something of the source store that could not be exported.
-type Problem struct {
-	// ID is the conversation concerned, when known.
-	ID     string `json:"id,omitempty"`
-	Path   string `json:"path"`
-	Reason string `json:"reason"`
 }
 
 // Listing is every file the manifest lists (the manifest aside).

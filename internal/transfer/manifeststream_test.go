@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/convkit/convkit/store"
 )
 
 // sampleManifest is a manifest as export writes it.
@@ -21,7 +23,7 @@ func sampleManifest(t testing.TB) []byte {
 			{Name: "conversations/a/s1.v4.jsonl", Conversation: "a", Session: "s1", Version: 4, Size: 50, SHA256: strings.Repeat("cd", 32), Committed: 50, Events: 7, LeftOut: 4},
 			{Name: "conversations/b/metadata.v4.jsonl", Conversation: "b", Version: 4, Size: 9, SHA256: strings.Repeat("ef", 32), Committed: 8, Events: 1},
 		},
-		Problems: []Problem{{ID: "c", Path: "/x", Reason: "unreadable"}},
+		Problems: []store.Item{{ID: "c", Path: "/x", Reason: "unreadable"}},
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
