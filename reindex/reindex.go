@@ -285,7 +285,7 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 // rebuild replays every conversation into a new database beside the old
 // one and swaps it in.
 func (j *job) rebuild(ctx context.Context, tree *store.Tree) error {
-	s, opts := j.s, j.opts
+	s := j.s
 	tmp, err := s.NewTempIndex()
 	if err != nil {
 		return err
@@ -306,21 +306,9 @@ func (j *job) rebuild(ctx context.Context, tree *store.Tree) error {
 	if err != nil {
 		return err
 	}
-	opts.Progress.SetTotal(int64(len(tree.Conversations)))
 	j.present = presentIn(tree)
-	err = build(ctx, tree.Conversations, j.present, opts, nil, func(b *built) error {
-		defer opts.Progress.Add(1)
-		return j.apply(ctx, w, b)
-	})
-	if err == nil {
-		err = j.finishForks(ctx, w, tree)
-	}
 	// Interrupted, even after the last conversation: not swapped in.
-	if err = interrupted(ctx, err); err != nil {
-		w.Rollback()
-		return err
-	}
-	if err := w.Commit(); err != nil {
+	if err := j.applyAll(ctx, w, tree, nil); err != nil {
 		return err
 	}
 	if err := db.Finish(); err != nil {
@@ -570,8 +558,24 @@ func (j *job) update(ctx context.Context, db *index.DB, tree *store.Tree) error 
 			return &built{dir: c, fingerprint: fp, kept: &st, willNotOpen: reasons}
 		},
 	}
+	if err := j.applyAll(ctx, w, tree, keep); err != nil {
+		return err
+	}
+	t, err := db.Totals(ctx)
+	if err != nil {
+		return err
+	}
+	res.Indexed, res.Sessions, res.Turns, res.Messages = t.Conversations, t.Sessions, t.Turns, t.Messages
+	return nil
+}
+
+// applyAll reads every conversation of tree (keep: those whose rows
+// stay, nil for none) into w, finishes the forks and commits; on an
+// error, an interruption included, it rolls w back.
+func (j *job) applyAll(ctx context.Context, w *index.Writer, tree *store.Tree, keep *keeper) error {
+	opts := j.opts
 	opts.Progress.SetTotal(int64(len(tree.Conversations)))
-	err = build(ctx, tree.Conversations, present, opts, keep, func(b *built) error {
+	err := build(ctx, tree.Conversations, j.present, opts, keep, func(b *built) error {
 		defer opts.Progress.Add(1)
 		return j.apply(ctx, w, b)
 	})
@@ -582,15 +586,7 @@ func (j *job) update(ctx context.Context, db *index.DB, tree *store.Tree) error 
 		w.Rollback()
 		return err
 	}
-	if err := w.Commit(); err != nil {
-		return err
-	}
-	t, err := db.Totals(ctx)
-	if err != nil {
-		return err
-	}
-	res.Indexed, res.Sessions, res.Turns, res.Messages = t.Conversations, t.Sessions, t.Turns, t.Messages
-	return nil
+	return w.Commit()
 }
 
 // interrupted is ctx's error once ctx is done, whatever err the work that
