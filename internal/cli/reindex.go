@@ -69,16 +69,12 @@ listed; exit 1 on any drift.`,
 }
 
 func runReindex(c *ucli.Context, e *env, jobs int) error {
-	dataDir, err := e.g.dataDir()
-	if err != nil {
-		return err
-	}
 	s, err := e.openStore(c.Context, "reindex", store.LockExclusive)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	m, _, err := e.loadMachine(c, dataDir)
+	m, _, err := e.loadMachine(c, s.DataDir())
 	if err != nil {
 		return err
 	}
@@ -150,15 +146,11 @@ func skipText(s []store.Item) string {
 }
 
 func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
-	dataDir, err := e.g.dataDir()
-	if err != nil {
-		return err
-	}
 	s, err := e.openStore(c.Context, "reindex --check", store.LockNone)
 	if err != nil {
 		return err
 	}
-	m, _, err := e.loadMachine(c, dataDir)
+	m, _, err := e.loadMachine(c, s.DataDir())
 	if err != nil {
 		return err
 	}
