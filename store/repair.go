@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/convlog/upgrade"
@@ -28,7 +29,7 @@ type RepairChange struct {
 	// Kind is ItemTurnClosed (Turn says how), ItemDeletionFinished,
 	// ItemEmptyRemoved or ItemTempRemoved (a temporary file of an
 	// interrupted write: a log being created or upgraded, an index being
-	// rebuilt).
+	// rebuilt; or the directory of a create a crash cut off).
 	Kind ItemKind `json:"kind"`
 	// Conversation is the conversation concerned ("" for a temporary
 	// index); Path the file or directory.
@@ -99,7 +100,7 @@ func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		skip, err := s.repairConversation(c, tree.Problems, opts.DryRun, change)
+		skip, err := s.repairConversation(c, tree.Problems, temps, opts.DryRun, change)
 		if err != nil {
 			return nil, err
 		}
@@ -110,10 +111,10 @@ func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, 
 	return res, nil
 }
 
-// repairConversation repairs one conversation directory; problems are the
-// walk's. A conversation it cannot read is a skip; an error stops the
-// repair.
-func (s *Store) repairConversation(c ConversationDir, problems []Problem, dry bool, change func(RepairChange)) (*RepairSkip, error) {
+// repairConversation repairs one conversation directory; problems and
+// temps are the walk's. A conversation it cannot read is a skip; an error
+// stops the repair.
+func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps []string, dry bool, change func(RepairChange)) (*RepairSkip, error) {
 	var convLog *Log
 	for i := range c.Logs {
 		if c.Logs[i].IsConversationLog {
@@ -132,6 +133,21 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, dry bo
 				}
 			}
 			change(RepairChange{Kind: ItemEmptyRemoved, Conversation: c.ID, Path: c.Path})
+			return nil, nil
+		}
+		if err == nil && interruptedCreate(c, ents, temps) {
+			if !dry {
+				if err := os.Remove(c.Logs[0].Path); err != nil {
+					return nil, err
+				}
+				if err := os.Remove(c.Path); err != nil {
+					return nil, err
+				}
+				if err := durable.SyncDir(filepath.Dir(c.Path)); err != nil {
+					return nil, err
+				}
+			}
+			change(RepairChange{Kind: ItemTempRemoved, Conversation: c.ID, Path: c.Path})
 			return nil, nil
 		}
 		return &RepairSkip{Conversation: c.ID, Path: c.Path, Reason: "no conversation log (metadata[.vN].jsonl[.zst]): an incomplete create, or not a conversation; left as it is"}, nil
@@ -222,6 +238,40 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, dry bo
 		}
 	}
 	return nil, nil
+}
+
+// interruptedCreate reports whether conversation directory c, which has no
+// conversation log, holds what a new conversation's first message writes
+// before its conversation log (Session.BeginTurn on NewConversation's
+// session): one current session log whose only events admit messages,
+// beside the temporary files in temps. Nothing else refers to it: the
+// conversation log, written next, is what makes it a conversation.
+func interruptedCreate(c ConversationDir, ents []os.DirEntry, temps []string) bool {
+	if len(c.Logs) != 1 || len(c.Logs[0].Generations) != 1 || c.Logs[0].Current.Version != convlog.CurrentVersion {
+		return false
+	}
+	for _, e := range ents {
+		p := filepath.Join(c.Path, e.Name())
+		if p != c.Logs[0].Path && !slices.Contains(temps, p) {
+			return false
+		}
+	}
+	r, err := convlog.Open(c.Logs[0].Path, convlog.ReaderOptions{})
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	if r.Header().Type != convlog.SessionLog || r.Header().ParentSession != "" {
+		return false
+	}
+	n := 0
+	for e, err := range r.Events() {
+		if err != nil || e.Type != convlog.TypeInboxSpliced {
+			return false
+		}
+		n++
+	}
+	return n > 0
 }
 
 // missingSessionLog is the skip of conversation c, whose running turn t

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -510,4 +511,58 @@ func TestOpenSessionAfterACrashBeforeTurnStart(t *testing.T) {
 	if info := readInfo(t, dir, "c1"); info.RunningTurn || len(info.Turns) != 3 {
 		t.Fatalf("conversation: running %v, turns %+v", info.RunningTurn, info.Turns)
 	}
+}
+
+// TestRepairInterruptedCreate: a crash between a new conversation's session
+// log and its conversation log leaves a directory holding only the first
+// message's admission. Repair removes it (every check skipped it, and the id
+// could not be used again); a session log that records more, whose
+// conversation log is missing, is left alone.
+func TestRepairInterruptedCreate(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Zstd)
+	write := func(conv string, evs ...convlog.Event) string {
+		t.Helper()
+		cdir, err := conversationPath(dir, conv)
+		mustNil(t, err)
+		mustNil(t, os.MkdirAll(cdir, 0o700))
+		path, err := sessLogPath(dir, conv, "root", convlog.CurrentVersion, convlog.Zstd)
+		mustNil(t, err)
+		for i := range evs {
+			evs[i].Time = 1790000000000
+		}
+		h := &convlog.Header{Type: convlog.SessionLog, Version: convlog.CurrentVersion, ID: "root", CreatedAt: 1790000000000, Cwd: "/"}
+		w, err := convlog.Create(path, h, evs, convlog.WriterOptions{Compression: convlog.Zstd})
+		mustNil(t, err)
+		mustNil(t, w.Close())
+		return cdir
+	}
+	d, err := convlog.EncodeData(convlog.InboxSplicedData{Target: convlog.SpliceNextTurn,
+		Inserted: []json.RawMessage{storedMsg(t, "u1", "user", "user", "hello").JSON()}})
+	mustNil(t, err)
+	admission := convlog.Event{Type: convlog.TypeInboxSpliced, Data: d}
+	cut := write("cut", admission)
+	kept := write("kept", admission, turnStart(1))
+
+	dry, err := s.Repair(context.Background(), RepairOptions{DryRun: true})
+	mustNil(t, err)
+	if _, err := os.Stat(cut); err != nil || len(dry.Changes) != 1 || dry.Changes[0].Kind != ItemTempRemoved || dry.Changes[0].Path != cut {
+		t.Fatalf("dry run: %v, %+v", err, dry)
+	}
+	res, err := s.Repair(context.Background(), RepairOptions{})
+	mustNil(t, err)
+	if len(res.Changes) != 1 || res.Changes[0].Kind != ItemTempRemoved || res.TempsRemoved != 1 {
+		t.Fatalf("repair: %+v", res)
+	}
+	if _, err := os.Lstat(cut); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the interrupted create's directory is still there: %v", err)
+	}
+	if _, err := os.Stat(kept); err != nil || len(res.Skipped) != 1 || res.Skipped[0].Path != kept {
+		t.Fatalf("a session log with a turn lost its conversation log: %v, skipped %+v", err, res.Skipped)
+	}
+	se, err := s.NewConversation(NewConversation{ID: "cut", Cwd: "/", SessionID: "root", Agent: "coder", Model: "m1"})
+	mustNil(t, err)
+	_, err = se.BeginTurn(storedMsg(t, "u1", "user", "user", "hello again"))
+	mustNil(t, err)
+	mustNil(t, se.Close())
 }
