@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/fixtures"
 	"github.com/convkit/convkit/store"
 )
@@ -105,4 +106,66 @@ func snapshot(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestRestorePrefixAmbiguous: restore --conversation resolves its prefix
+// among the archive's conversations; one two of them start with is a
+// usage error naming both, as for every other command, and the target is
+// not made.
+func TestRestorePrefixAmbiguous(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	s, err := store.Open(context.Background(), dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "test"},
+		Create: store.CreateAlways})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"abcd-1111", "abcd-2222"} {
+		se, err := s.NewConversation(store.NewConversation{ID: id, Cwd: "/", SessionID: "root", Agent: "coder", Model: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := convlog.NewUserMessage("u-"+id, convlog.TextBlock("hello"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := se.BeginTurn(m); err != nil {
+			t.Fatal(err)
+		}
+		if err := se.EndTurn(store.OutcomeCompleted, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := se.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := Main(context.Background(), append([]string{"convkit", "--data-dir", dir}, args...), strings.NewReader(""), &out, &errb,
+			func(string) string { return "" })
+		return code, out.String(), errb.String()
+	}
+	backups := t.TempDir()
+	if code, _, stderr := run("-q", "backup", "--to", backups); code != 0 {
+		t.Fatalf("backup: exit %d: %s", code, stderr)
+	}
+	archives, _ := filepath.Glob(filepath.Join(backups, "*.tar.zst"))
+	if len(archives) != 1 {
+		t.Fatalf("archives %q", archives)
+	}
+	archive := archives[0]
+	target := filepath.Join(t.TempDir(), "r")
+	code, stdout, stderr := run("restore", archive, "--to", target, "--conversation", "abcd")
+	want := `convkit: error: conversation id "abcd" names more than one conversation: "abcd-1111", "abcd-2222"`
+	if code != exitUsage || stdout != "" || !strings.HasPrefix(stderr, want) || !strings.Contains(stderr, "hint: give more of the id") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and\n%s", code, stdout, stderr, want)
+	}
+	if _, err := os.Lstat(target); err == nil {
+		t.Error("an ambiguous prefix made the target")
+	}
+	if code, stdout, stderr := run("restore", archive, "--to", target, "--conversation", "abcd-2"); code != 0 || !strings.Contains(stdout, "(1 conversations)") {
+		t.Errorf("a longer prefix: exit %d, %q, %q", code, stdout, stderr)
+	}
 }
