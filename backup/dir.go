@@ -590,6 +590,10 @@ func PlanBackup(s *store.Store) (*Plan, error) {
 // ErrNoArchive: a backup directory holds none of convkit's archives.
 var ErrNoArchive = errors.New("no archive named convkit-<UTC time>.tar.zst")
 
+// FutureSkew is how far past the clock the time in the newest archive's
+// name may be before Latest with a MaxAge refuses it.
+const FutureSkew = 5 * time.Minute
+
 // LatestOptions say what Latest requires of the newest archive.
 type LatestOptions struct {
 	// MaxAge, when set, is how old (by the time in its name) the newest
@@ -610,7 +614,8 @@ type StaleError struct {
 func (e *StaleError) Error() string { return e.Archive.Path + ": " + e.Reason }
 
 // Latest returns the newest of convkit's archives in dir, and a
-// *StaleError with it when it is older than opts.MaxAge or, with
+// *StaleError with it when it is older than opts.MaxAge (or, with a MaxAge,
+// dated more than FutureSkew past the clock) or, with
 // opts.Verified, not verified good; ErrNoArchive when there is none.
 func Latest(dir string, opts LatestOptions) (*ArchiveInfo, error) {
 	if opts.Now == nil {
@@ -625,6 +630,12 @@ func Latest(dir string, opts LatestOptions) (*ArchiveInfo, error) {
 	}
 	a := list[len(list)-1]
 	now := opts.Now()
+	if !opts.MaxAge.IsZero() && a.Time.After(now.Add(FutureSkew)) {
+		// A clock set back since: the name cannot tell its age, and it
+		// would pass every check until the clock caught up.
+		return &a, &StaleError{Archive: a, Reason: fmt.Sprintf("taken %s, later than now (%s): its age cannot be told",
+			a.Time.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))}
+	}
 	if !opts.MaxAge.IsZero() && a.Time.Before(opts.MaxAge.Before(now)) {
 		return &a, &StaleError{Archive: a, Reason: fmt.Sprintf("taken %s, %s ago: older than %s",
 			a.Time.UTC().Format(time.RFC3339), now.Sub(a.Time).Truncate(time.Minute), opts.MaxAge)}

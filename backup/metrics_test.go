@@ -272,6 +272,12 @@ func TestLatest(t *testing.T) {
 		!strings.Contains(err.Error(), "older than 2h") {
 		t.Errorf("3 hours old, at most 2: %v, %v", a, err)
 	}
+	// Taken an hour ahead of the clock (set back since): its age cannot be
+	// told, so it is not fresh.
+	if a, err := Latest(dir, LatestOptions{MaxAge: Span{Hours: 2}, Now: at(0)}); !errors.As(err, &stale) || a.Path != last ||
+		!strings.Contains(err.Error(), "later than now") {
+		t.Errorf("an hour in the future: %v, %v", a, err)
+	}
 	if _, err := Latest(dir, LatestOptions{Verified: true}); !errors.As(err, &stale) || !strings.Contains(err.Error(), "not verified") {
 		t.Errorf("not verified: %v", err)
 	}

@@ -462,8 +462,9 @@ func newBackupLatestCommand(e *env) *ucli.Command {
 		ArgsUsage: "DIR",
 		Description: `Prints the path of the newest of convkit's archives in DIR (by the time in
 its name; --json: its record, as backup list prints it) and exits 0. Exit 1
-when DIR holds none, when the newest is older than --max-age, or, with
---verified, when its last verification did not match with every log read
+when DIR holds none, when the newest is older than --max-age (or dated
+ahead of the clock), or, with --verified, when its last verification did
+not match with every log read
 (never verified, failed, changed since, or holding logs that do not read):
 an alert in one line of cron, such as
 
