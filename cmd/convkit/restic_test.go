@@ -44,7 +44,10 @@ func dirBytes(t *testing.T, dir string) int64 {
 // a second snapshot of the unchanged store adds at most 1 % of what the
 // first one added to the repository, and after 1 % of the conversations
 // gained a turn (the second time: the conversations active in one hour
-// are mostly those active in the hour before) at most 5 %.
+// are mostly those active in the hour before) at most 10 %. That is 5 %
+// in most runs (1.4–3 %), but restic draws each repository's chunking
+// at random, and an unlucky one stores a few more chunks (6.3 and 7.2 %
+// seen); without the rsyncable layout it is 84 %.
 func TestResticDeduplicates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a store of 73 MB and four restic snapshots: not with -short")
@@ -140,8 +143,8 @@ func TestResticDeduplicates(t *testing.T) {
 	t.Logf("after %d of %d conversations picked at random gained a turn: %d bytes (%.2f%%)", k, len(ids), random, 100*float64(random)/float64(first))
 	grown := turn(2)
 	t.Logf("after the same %d gained another turn: %d bytes (%.2f%%)", k, grown, 100*float64(grown)/float64(first))
-	if float64(grown) > 0.05*float64(first) {
-		t.Errorf("after %d of %d conversations gained a turn, the snapshot added %d bytes, %.2f%% of the first's %d (at most 5%%)",
+	if float64(grown) > 0.10*float64(first) {
+		t.Errorf("after %d of %d conversations gained a turn, the snapshot added %d bytes, %.2f%% of the first's %d (at most 10%%)",
 			k, len(ids), grown, 100*float64(grown)/float64(first), first)
 	}
 }
