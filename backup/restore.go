@@ -133,6 +133,9 @@ func Restore(ctx context.Context, r io.Reader, opts RestoreOptions) (*RestoreRes
 		return nil, err
 	}
 	if !free {
+		// A restore killed after its rename left its staging beside the
+		// target it filled: the refusal is the only restore that comes.
+		sweepWhole(opts.Target, opts.Log)
 		return nil, notEmpty(opts.Target)
 	}
 	return restoreWhole(ctx, r, nil, opts)

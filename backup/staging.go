@@ -41,6 +41,11 @@ func newWholeStaging(target string, log io.Writer) (*archive.Staging, error) {
 	return stage, nil
 }
 
+// sweepWhole removes what killed whole restores into target left beside it.
+func sweepWhole(target string, log io.Writer) {
+	logSwept(log, archive.SweepStaging(filepath.Dir(target), wholeStagingName(target), nil, archive.UnlockedStagingAge))
+}
+
 // newIntoStaging makes the staging directory of a restore into the store
 // at target, whose runtime.lock the caller holds, after removing those of
 // killed restores: each removed is an ItemTempRemoved, each that could

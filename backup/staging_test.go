@@ -120,3 +120,31 @@ func TestRestoreRemovesKilledStaging(t *testing.T) {
 		t.Errorf("staging left in the store: %v", left)
 	}
 }
+
+// TestRefusedRestoreRemovesKilledStaging: a restore killed after renaming
+// its tree into the target leaves its staging directory and lock file
+// beside it; the rerun is refused (the target is full) and removes them.
+func TestRefusedRestoreRemovesKilledStaging(t *testing.T) {
+	dataDir, _ := generate(t, 5, 3, false)
+	a, _ := backupFile(t, dataDir, Options{})
+	target := filepath.Join(t.TempDir(), "store")
+	if _, err := restoreFile(t, a, RestoreOptions{Target: target}); err != nil {
+		t.Fatal(err)
+	}
+	left := filepath.Join(filepath.Dir(target), "."+filepath.Base(target)+".restore-00000000002a.tmp")
+	lock := strings.TrimSuffix(left, ".tmp") + ".lock.tmp"
+	if err := os.Mkdir(left, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := restoreFile(t, a, RestoreOptions{Target: target}); !errors.Is(err, ErrTargetNotEmpty) {
+		t.Fatalf("rerun into the restored target: %v", err)
+	}
+	for _, p := range []string{left, lock} {
+		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s was left: %v", filepath.Base(p), err)
+		}
+	}
+}
