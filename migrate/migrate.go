@@ -10,10 +10,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,9 +23,11 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/convlog/upgrade"
+	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/internal/dshroot"
 	"github.com/convkit/convkit/internal/progress"
 	"github.com/convkit/convkit/internal/termtext"
+	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
 
@@ -92,6 +96,10 @@ type Options struct {
 	// WriterVersion is the version the build's writer writes (default
 	// convlog.CurrentVersion); anything but TargetVersion is refused.
 	WriterVersion int
+	// Machine is what the index's will-not-open checks use when Run
+	// brings a store's index up to date after converting (nil: working
+	// directories and fork sources only).
+	Machine *store.Machine
 	// BeforePublish is a test hook run for each conversion after the
 	// successor is verified and before the source is checked again.
 	BeforePublish func(src string)
@@ -197,7 +205,8 @@ type tree struct {
 }
 
 // Run migrates every log under the conversations directory of s, which holds
-// runtime.lock exclusively except for a dry run. The memory limit is the
+// runtime.lock exclusively except for a dry run, then updates the index
+// rows of the conversations it converted. The memory limit is the
 // caller's; the summary is also written to summary.json, and Totals.Failed > 0
 // means the run failed.
 func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
@@ -211,7 +220,49 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	return runTree(ctx, opts, root, LayoutConvkit, func() *tree { return discover(s, root, Workers(opts.Jobs)) })
+	var mu sync.Mutex
+	converted := map[string]bool{}
+	if !opts.DryRun {
+		onEvent := opts.OnEvent
+		opts.OnEvent = func(ev Event) {
+			if ev.Action == "converted" {
+				if id, err := store.DecodeSegment(filepath.Base(filepath.Dir(ev.Path))); err == nil {
+					mu.Lock()
+					converted[id] = true
+					mu.Unlock()
+				}
+			}
+			if onEvent != nil {
+				onEvent(ev)
+			}
+		}
+	}
+	sum, err := runTree(ctx, opts, root, LayoutConvkit, func() *tree { return discover(s, root, Workers(opts.Jobs)) })
+	if err != nil || len(converted) == 0 {
+		return sum, err
+	}
+	return sum, updateIndex(ctx, s, converted, opts.Machine)
+}
+
+// updateIndex brings the index rows of the conversations a run converted
+// up to date (reindex.Update): their successors change their
+// fingerprints, and every reader would find them stale until a reindex.
+// A store without a usable index is left for reindex to build.
+func updateIndex(ctx context.Context, s *store.Store, ids map[string]bool, m *store.Machine) error {
+	if _, err := os.Lstat(s.IndexPath()); err != nil {
+		return nil
+	}
+	db, err := index.Open(s.IndexPath())
+	if err != nil {
+		return nil
+	}
+	defer db.Close()
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
+		if _, err := reindex.Update(ctx, db, s, id, reindex.UpdateOptions{Machine: m}); err != nil {
+			return fmt.Errorf("updating the index after the migration: %w", err)
+		}
+	}
+	return nil
 }
 
 // RunSessions migrates every session under r, a runtime-layout sessions root,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
 
@@ -403,5 +404,35 @@ func TestOwnPublicationsAreNotChanges(t *testing.T) {
 		if _, err := os.Stat(successor(parent)); err != nil {
 			t.Fatalf("the parent was not converted (changed=%v): %v\n%s", changed, err, out)
 		}
+	}
+}
+
+// TestMigrateKeepsIndexCurrent: successors change the conversations'
+// fingerprints; after a migration the store's index agrees with its logs
+// without a reindex of the user's.
+func TestMigrateKeepsIndexCurrent(t *testing.T) {
+	dir := generate(t)
+	s, err := store.Open(context.Background(), dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reindex.Run(context.Background(), s, reindex.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if sum, out := run(t, store.ConversationsDir(dir), Options{Jobs: 2}); sum.Totals.Converted == 0 {
+		t.Fatalf("nothing converted: %+v\n%s", sum.Totals, out)
+	}
+	s, err = store.Open(context.Background(), dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, err := reindex.Check(context.Background(), s, reindex.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Differences) != 0 || res.IndexProblem != "" {
+		t.Fatalf("the index after the migration: problem %q, differences %+v", res.IndexProblem, res.Differences)
 	}
 }

@@ -37,7 +37,9 @@ or a sessions root in the runtime's own layout,
 <root>/<project-dir>/<session-dir>/session[.vN].jsonl[.zstd] (each older
 session converted holding its session.lock; a locked one fails). --layout
 auto (the default) tells them apart by shape and refuses a root showing
-both, or neither.
+both, or neither. In a store, the index rows of the conversations
+converted are updated after the run (a missing or unusable index is left
+for reindex).
 
 One line per log as it starts and ends, then exactly
 "Summary: converted=A, already-V4=B, failed=F, skipped=S", each failure
@@ -123,6 +125,9 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 					return err
 				}
 				defer s.Close()
+				if opts.Machine, err = e.loadMachineLenient(c, s.DataDir(), " in the index"); err != nil {
+					return err
+				}
 				sum, runErr = migrate.Run(c.Context, s, opts)
 				pruneAfter = func() error { return e.prune(c.Context, s, nil, dry, "prune_summary") }
 			}
