@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/convkit/convkit/convlog"
@@ -311,65 +310,8 @@ func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole boo
 }
 
 // loadAll loads jobs with workers goroutines, at most ahead of them in
-// flight, and hands the results to sink in order. sink runs in the
-// caller's goroutine and owns each result (it must close it).
+// flight, and hands the results to sink in order; sink must close each.
 func loadAll(ctx context.Context, jobs []*job, online, strict bool, workers, ahead int, sink func(*loaded) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type slot struct {
-		j    *job
-		done chan *loaded
-	}
-	order := make(chan *slot, ahead)
-	work := make(chan *slot)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for s := range work {
-				s.done <- load(s.j, online, strict)
-			}
-		}()
-	}
-	go func() {
-		defer close(order)
-		defer close(work)
-		for _, j := range jobs {
-			s := &slot{j: j, done: make(chan *loaded, 1)}
-			select {
-			case order <- s:
-			case <-ctx.Done():
-				return
-			}
-			select {
-			case work <- s:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	var err error
-	for s := range order {
-		select {
-		case l := <-s.done:
-			err = sink(l)
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		if err != nil {
-			break
-		}
-	}
-	cancel()
-	wg.Wait()
-	// Release what was loaded but not consumed.
-	for s := range order {
-		select {
-		case l := <-s.done:
-			l.close()
-		default:
-		}
-	}
-	return err
+	get := func(j *job) *loaded { return load(j, online, strict) }
+	return archive.ReadAhead(ctx, jobs, archive.Ahead{Workers: workers, Items: ahead}, get, nil, sink, (*loaded).close)
 }

@@ -679,106 +679,17 @@ func PlanExport(ctx context.Context, s *store.Store, opts ExportOptions) (*Expor
 }
 
 // readAll reads the conversations of the export with as many workers as
-// there are CPUs (at most 8), ahead of the archive writer by at most
-// aheadConvs conversations a worker, aheadBytes of small logs and
-// aheadFiles open large ones, and hands each to
-// sink in the export's order. sink runs in the caller's goroutine.
+// there are CPUs (at most 8), ahead of the archive writer within the
+// ahead* bounds, and hands each to sink in the export's order.
 func (x *exporter) readAll(ctx context.Context, tmpDir string, sink func(*readConv) error) error {
 	workers := min(max(1, runtime.GOMAXPROCS(0)), 8, len(x.order))
 	if workers == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type slot struct {
-		p    *planned
-		done chan *readConv
-	}
-	order := make(chan *slot, aheadConvs*workers)
-	work := make(chan *slot)
-	var (
-		mu    sync.Mutex
-		room  = sync.NewCond(&mu)
-		held  int64
-		files int
-		ended bool
-	)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for s := range work {
-				rc := x.read(s.p, tmpDir)
-				mu.Lock()
-				held += rc.bytes
-				files += rc.files
-				mu.Unlock()
-				s.done <- rc
-			}
-		}()
-	}
-	go func() {
-		defer close(order)
-		defer close(work)
-		for _, p := range x.order {
-			mu.Lock()
-			for (held >= aheadBytes || files >= aheadFiles) && !ended {
-				room.Wait()
-			}
-			stop := ended
-			mu.Unlock()
-			if stop {
-				return
-			}
-			s := &slot{p: p, done: make(chan *readConv, 1)}
-			select {
-			case order <- s:
-			case <-ctx.Done():
-				return
-			}
-			select {
-			case work <- s:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	var err error
-	for s := range order {
-		var rc *readConv
-		select {
-		case rc = <-s.done:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		if err != nil {
-			break
-		}
-		mu.Lock()
-		held -= rc.bytes
-		files -= rc.files
-		room.Broadcast()
-		mu.Unlock()
-		if err = sink(rc); err != nil {
-			break
-		}
-	}
-	cancel()
-	mu.Lock()
-	ended = true
-	room.Broadcast()
-	mu.Unlock()
-	wg.Wait()
-	// Release what was read but not archived.
-	for s := range order {
-		select {
-		case rc := <-s.done:
-			rc.close()
-		default:
-		}
-	}
-	return err
+	a := archive.Ahead{Workers: workers, Items: aheadConvs * workers, Bytes: aheadBytes, Files: aheadFiles}
+	read := func(p *planned) *readConv { return x.read(p, tmpDir) }
+	cost := func(rc *readConv) (int64, int) { return rc.bytes, rc.files }
+	return archive.ReadAhead(ctx, x.order, a, read, cost, sink, (*readConv).close)
 }
 
 // read opens and checks every current log of one conversation. Any log
