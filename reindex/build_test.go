@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/fixtures"
+	"github.com/convkit/convkit/store"
 )
 
 // TestReadFingerprintIsDirFingerprint: the fingerprint a read records is
@@ -184,4 +185,9 @@ func reversed(n int) []int {
 		out[i] = n - 1 - i
 	}
 	return out
+}
+
+// readConversation replays one conversation's logs into index rows.
+func readConversation(c store.ConversationDir, present map[string]bool, withText bool) *built {
+	return readConversationWith(context.Background(), c, readEnv{present: func(id string) bool { return present[id] }, withText: withText})
 }

@@ -11,20 +11,11 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// A conversation's fingerprint is a digest of the stat identity of each of
-// its current logs: name, size, modification time, change time, device
-// and inode (the identity the runtime's own upgrade uses to tell that a
-// log changed, DSH's dev:ino:size:mtimeNs:ctimeNs). Logs are append-only:
-// an append changes size, mtime and ctime; a rewrite, a copy or a move of
-// another file into place changes the inode or the ctime, which no
-// program can set back (utimes sets mtime and atime, and moves ctime to
-// now). A log changed in place with its size kept and the clock set back
-// is the one change it misses. An incremental reindex keeps a row whose
-// fingerprint matches, so every reader of the index relies on it.
-//
-// The fingerprint is taken before the logs are read: a log that changes
-// while it is read leaves a fingerprint older than the row, which the next
-// comparison finds changed, never the other way round.
+// A conversation's fingerprint digests each current log's name, size,
+// mtime, ctime, device and inode (DSH's own change test): an append, a
+// rewrite or a move into place changes one of them, and ctime cannot be
+// set back. It is taken before the logs are read, so a log changing
+// meanwhile is found changed next time rather than missed.
 
 // dirFingerprint is the fingerprint of the conversation's current logs,
 // from an lstat of each (the conversation log first, then the sessions in

@@ -31,6 +31,7 @@ import (
 	"github.com/convkit/convkit/internal/contract"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/progress"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -62,16 +63,11 @@ type Options struct {
 	// working directory and fork sources are checked, its agents and
 	// models are not).
 	Machine *store.Machine
-	// Incremental updates metadata.db in place instead of rebuilding it:
-	// the rows of every conversation whose logs have the fingerprint its
-	// rows were read with (see dirFingerprint) are kept, and only why it
-	// will not open here is checked again; conversations changed, new or
-	// skipped are replayed as a rebuild replays them, and the rows of
-	// conversations gone are removed, all in one transaction. The index
-	// then holds what a rebuild writes (but message text: rows kept keep
-	// theirs, so an index rebuilt with NoText stays without it). A missing
-	// index, one written by an older convkit or one that is not usable
-	// is rebuilt (Result.FullReason says why).
+	// Incremental updates metadata.db in one transaction instead of
+	// rebuilding it: rows whose fingerprint (dirFingerprint) still matches
+	// are kept, the rest replayed, and the result is what a rebuild writes
+	// except that kept rows keep their message text or lack of it. An index
+	// that is missing, older or unusable is rebuilt (Result.FullReason).
 	Incremental bool
 	// ReportAs, when set, is the directory the store is reported as: the
 	// paths of events, skips and the skip reasons recorded in the index
@@ -625,26 +621,16 @@ type keeper struct {
 }
 
 // build reads conversations with at most jobs at once and hands each result
-// to sink in the order of convs. sink runs in the caller's goroutine.
-// keep (when not nil) decides first for each, beside the fingerprints,
-// whether its rows are kept: a kept one is handed on without reading its
-// logs. Until the writer takes it, a kept conversation holds a flag and
-// its will-not-open reasons only, so that what a run holds grows by a few
-// bytes per conversation of the store.
+// to sink in the order of convs, in the caller's goroutine. keep (when not
+// nil) settles a conversation from its fingerprint without reading it, so
+// a kept one holds only a flag and its will-not-open reasons.
 //
-// jobs long-lived readers take the conversations to read and may finish up
-// to aheadPerJob of them per job, holding at most aheadBytes of message
-// text, before sink takes them: the single writer behind sink and the
-// readers then rarely wait for each other, and memory stays bounded. Only
-// the conversations keep did not settle count: in an incremental run, a
-// few changed conversations among thousands kept are read well ahead of
-// the writer, two at a time, while it writes the ones before them, instead
-// of each being read only when the writer gets near it. The readers take
-// them in readOrder: a large conversation ahead of its turn, so that its
-// read (one reader's, however long) is over when the writer gets to it
-// instead of leaving the writer waiting, or one reader alone at the end.
-// The conversation the writer waits for is taken first, whatever the
-// bounds.
+// Readers may run up to aheadPerJob conversations a job and aheadBytes of
+// text ahead of the single writer, counting only those keep did not
+// settle, so an incremental run's few changed conversations are read while
+// the writer writes the kept ones. They read in readOrder (large ones
+// early, so the writer does not wait on one long read at the end), except
+// that the conversation the writer waits for always goes first.
 func build(ctx context.Context, convs []store.ConversationDir, present map[string]bool, opts Options,
 	keep *keeper, sink func(*built) error) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -879,11 +865,6 @@ func (b *built) textBytes() int64 {
 	return n
 }
 
-// readConversation replays one conversation's logs into index rows.
-func readConversation(c store.ConversationDir, present map[string]bool, withText bool) *built {
-	return readConversationWith(context.Background(), c, readEnv{present: func(id string) bool { return present[id] }, withText: withText})
-}
-
 // readEnv is what reading a conversation needs besides its directory.
 type readEnv struct {
 	// present reports whether a conversation is in the store (its fork
@@ -1057,4 +1038,89 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// Outcome is what a rebuilt index does with one conversation directory.
+type Outcome string
+
+// What Accept decides.
+const (
+	Indexed Outcome = "indexed"
+	Skipped Outcome = "skipped"
+	// Deleted: the deletion is finished, the conversation never indexed
+	// (its log carries the tombstone of a delete, or its directory is the
+	// empty remnant of one).
+	Deleted Outcome = "deleted"
+)
+
+// Found is what a read of one conversation directory's current logs
+// found: what Accept decides from.
+type Found struct {
+	// Dir is the directory; Empty: it holds nothing at all.
+	Dir   string
+	Empty bool
+	// ConversationLog is the path of its current conversation log ("":
+	// none); ConversationErr why it could not be replayed (a
+	// *convlog.IdentityError: its header names another log).
+	ConversationLog string
+	ConversationErr error
+	// Deleting: the replay found the tombstone of a delete.
+	Deleting bool
+	// Sessions are its current session logs in order, each with what
+	// its read found wrong (nil: read whole and admitted). A reader may
+	// stop at the first that failed: the later ones do not change the
+	// outcome.
+	Sessions []LogFound
+}
+
+// LogFound is one session log's read.
+type LogFound struct {
+	Path string
+	Err  error
+}
+
+// Verdict is Accept's decision; a skip says which file (Path) and why
+// (Reason, which does not repeat Path).
+type Verdict struct {
+	Outcome Outcome
+	Path    string
+	Reason  string
+}
+
+// Accept decides what a rebuilt index does with a conversation from what
+// a read of its logs found: Run and Update apply it to their reads, and a
+// backup to the logs it archives, so that a restore drill expects of the
+// rebuild what the rebuild does.
+func Accept(f Found) Verdict {
+	switch {
+	case f.ConversationLog == "" && f.Empty:
+		return Verdict{Outcome: Deleted}
+	case f.ConversationLog == "":
+		return Verdict{Skipped, f.Dir, "no conversation log (metadata[.vN].jsonl[.zst]): an incomplete create, or not a conversation"}
+	case f.ConversationErr != nil:
+		return Verdict{Skipped, f.ConversationLog, logReason("unreadable conversation log", f.ConversationLog, f.ConversationErr)}
+	case f.Deleting:
+		return Verdict{Outcome: Deleted}
+	}
+	for _, s := range f.Sessions {
+		if s.Err == nil {
+			continue
+		}
+		what := "unreadable session log"
+		if errors.Is(s.Err, convlog.ErrUnsupported) {
+			what = "session log this build cannot read"
+		}
+		return Verdict{Skipped, s.Path, logReason(what, s.Path, s.Err)}
+	}
+	return Verdict{Outcome: Indexed}
+}
+
+// logReason is why the log at path is refused: what its header names
+// instead, or what was wrong with it.
+func logReason(what, path string, err error) string {
+	var ie *convlog.IdentityError
+	if errors.As(err, &ie) {
+		return ie.Msg
+	}
+	return what + ": " + termtext.Reason(path, err)
 }
