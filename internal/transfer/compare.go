@@ -17,18 +17,12 @@ import (
 // classify compares an archived conversation with the store's copy and
 // sets p.Action and p.Detail.
 //
-// Logs are compared by their current generation, file name and bytes (the
-// store's up to its committed prefix; a torn tail is not data): the copies
-// are identical when every log is; the store's is behind when each of its
-// logs is a byte-prefix of the archived one of the same name (the archive
-// may hold more logs); it is ahead when the reverse holds. Compressed logs
-// whose bytes differ are compared by their lines: the same lines in other
-// frames (the lines of a torn frame, rewritten by a writer's repair or by
-// a copy in a frame of their own) are the same log. Anything else
-// diverged. One exception: a store conversation log that differs from the
-// archived one only by conversation/cwd-mapped events appended at its end
-// (an earlier import's --map-cwd) is behind; the mapping is reapplied
-// after the update.
+// Current logs are compared by name and committed bytes: the store's copy
+// is behind when each of its logs is a prefix of the archived one, ahead
+// when the reverse holds, and diverged otherwise. Compressed logs are
+// compared by their lines, since a repair may reframe the same lines; a
+// store log that differs only by trailing cwd-mapped events (an earlier
+// --map-cwd) is behind, and the mapping is reapplied.
 func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
 	to, err := imp.s.ConversationPath(sc.id)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/bits"
 	"os"
 	"path"
 	"path/filepath"
@@ -41,13 +42,10 @@ type ExportOptions struct {
 	TempDir string
 	// Progress counts conversations exported; the total is set first.
 	Progress progress.Progress
-	// OnEvent receives, as found (nil: nothing), each conversation left
-	// out because one of its logs cannot be read strictly, or a fork
-	// ancestor missing (ItemUnreadable, also in the manifest's Problems),
-	// each entry of a conversation directory that breaks the layout, not
-	// exported (ItemWarning), and each temporary file a killed export to
-	// the same file left (ItemTempRemoved, or ItemTempKept when it could
-	// not be removed).
+	// OnEvent (nil: nothing) receives as found each conversation left out
+	// or ancestor missing (ItemUnreadable), each layout-breaking entry not
+	// exported (ItemWarning) and each killed export's temporary file
+	// (ItemTempRemoved or ItemTempKept).
 	OnEvent func(store.Item)
 	// Archive tunes the container (tests).
 	Archive archive.WriterOptions
@@ -97,16 +95,12 @@ var (
 	ErrNoStore = store.ErrNoStore
 )
 
-// Export writes an archive of the conversations opts.IDs and their fork
-// ancestors (transitively) from the store s, opened read-only, to w. It
-// takes no lock and changes nothing in the store: each log's current generation is read strictly up to its
-// committed prefix (a torn tail, or what the runtime is appending, is left
-// out) and exactly those bytes, read from the same open file, are
-// archived. A conversation with a log that cannot be read is left out
-// whole and listed in the manifest's Problems, as is a fork ancestor that
-// is missing; neither stops the export (see ExportResult.Partial). A
-// requested conversation that does not exist fails the export before
-// anything is written (ErrNotFound).
+// Export writes to w an archive of the conversations opts.IDs and their
+// fork ancestors from the store s, opened read-only and never locked: each
+// current log is archived up to its committed prefix, read strictly from
+// one open file. A conversation with an unreadable log, or a missing
+// ancestor, is left out and listed in Problems (ExportResult.Partial); a
+// requested conversation that does not exist is ErrNotFound.
 func Export(ctx context.Context, s *store.Store, w io.Writer, opts ExportOptions) (*ExportResult, error) {
 	x, err := newExporter(s, opts)
 	if err != nil {
@@ -387,13 +381,9 @@ type planLog struct {
 	err    error
 }
 
-// readPlan reads conversation id's log for the plan, as the export reads
-// it (openLog.open), and gives what ReadConversation gives: the replay of
-// that read when it found the log whole, else ReadConversation's own. It
-// lists the conversation's directory as the export does
-// (store.WalkConversation) and finds the log there, and gives that
-// listing for the export to take; where the listing finds no conversation
-// log, the store's own lookup says why, as before.
+// readPlan reads conversation id's log as the export does and gives what
+// ReadConversation gives, plus the directory's listing for the export to
+// reuse; without a conversation log the store's own lookup says why.
 func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, *planDir, error) {
 	cd, probs, err := x.s.WalkConversation(id)
 	var conv *store.Log
@@ -560,14 +550,10 @@ func (l *openLog) release() {
 // file and archived from the same descriptor.
 const smallLog = 1 << 20
 
-// Conversations read ahead of the archive writer are bounded by their
-// count (aheadConvs a worker), by the bytes of their small logs held
-// (aheadBytes) and by their large logs held open (aheadFiles). The count
-// is generous, so that the bytes and the open files are what bound: with
-// two a worker, one large conversation held the other workers, and the
-// compressors behind the writer, idle until it was read; with sixteen, the
-// order (32 conversations of about 40 KiB) still filled behind a large one
-// while its logs were read, the writer and the other worker waiting.
+// Conversations read ahead of the archive writer are bounded by count (a
+// worker), small-log bytes held and large logs held open; the count is
+// generous so that bytes and files bound, and one large conversation does
+// not idle the other workers.
 const (
 	aheadConvs = 128
 	aheadBytes = 32 << 20
@@ -692,14 +678,11 @@ func (x *exporter) readAll(ctx context.Context, tmpDir string, sink func(*readCo
 	return archive.ReadAhead(ctx, x.order, a, read, cost, sink, (*readConv).close)
 }
 
-// read opens and checks every current log of one conversation. Any log
-// that cannot be read strictly leaves the whole conversation out (a
-// problem); then nothing is left open. The directory is the plan's
-// listing of it when there is one (listing it again cost a tenth of the
-// export's system calls), unless the conversation log read names a
-// session whose log that listing does not hold: the runtime publishes a
-// session's log before the conversation log names it, so a listing taken
-// after the log was read holds it, and the directory is listed again.
+// read opens and checks every current log of one conversation; a log that
+// cannot be read strictly leaves the whole conversation out, nothing left
+// open. It reuses the plan's listing of the directory, listing again only
+// when the conversation log names a session the listing lacks (the
+// runtime publishes a session's log before naming it).
 func (x *exporter) read(p *planned, tmpDir string) *readConv {
 	if ls := p.listing; ls != nil {
 		p.listing = nil
@@ -1009,4 +992,58 @@ func nonNil(v []string) []string {
 		return []string{}
 	}
 	return v
+}
+
+// Small-log buffers are pooled by size class (four between two powers of
+// two, so at most a quarter too large) and recycled once archived, since
+// fresh zeroed buffers were a quarter of an export's allocations.
+const (
+	minLogBufShift = 12 // minLogBuf is 1 << minLogBufShift
+	minLogBuf      = 1 << minLogBufShift
+	smallLogShift  = 20 // smallLog is 1 << smallLogShift
+)
+
+// smallLog must be 1 << smallLogShift (neither array length is negative).
+var (
+	_ [smallLog - 1<<smallLogShift]struct{}
+	_ [1<<smallLogShift - smallLog]struct{}
+)
+
+// logBufPools are a pool for buffers up to minLogBuf, then four for each
+// power of two up to smallLog.
+var logBufPools [1 + 4*(smallLogShift-minLogBufShift)]sync.Pool
+
+// logBufClass is the pool of a buffer of n bytes (0 < n <= smallLog) and
+// the capacity of that pool's buffers; ok is false for n out of range.
+func logBufClass(n int) (class, size int, ok bool) {
+	switch {
+	case n <= 0 || n > smallLog:
+		return 0, 0, false
+	case n <= minLogBuf:
+		return 0, minLogBuf, true
+	}
+	k := bits.Len(uint(n - 1)) // 2^(k-1) < n <= 2^k
+	step := 1 << (k - 3)
+	j := (n - 1<<(k-1) + step - 1) / step // 1..4
+	return 1 + 4*(k-minLogBufShift-1) + j - 1, 1<<(k-1) + j*step, true
+}
+
+// getLogBuf returns a buffer of n bytes, its contents undefined.
+func getLogBuf(n int64) []byte {
+	c, size, ok := logBufClass(int(n))
+	if !ok {
+		return make([]byte, n)
+	}
+	if p, _ := logBufPools[c].Get().(*[]byte); p != nil {
+		return (*p)[:n]
+	}
+	return make([]byte, n, size)
+}
+
+// putLogBuf gives b back for reuse; nothing may use it afterwards.
+func putLogBuf(b []byte) {
+	if c, size, ok := logBufClass(cap(b)); ok && size == cap(b) {
+		b = b[:0]
+		logBufPools[c].Put(&b)
+	}
 }

@@ -2,15 +2,18 @@ package transfer
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/convkit/convkit/index"
@@ -282,27 +285,13 @@ type Staged struct {
 }
 
 // Stage verifies the archive read from r for an import into the store s
-// (docs/TRANSFER.md), writing nothing to the store. s is opened read-only,
-// with store.CreateIfEmpty when the import may make a new store: a data
-// directory that does not exist, or holds nothing but the runtime
-// configuration, becomes one once the archive verifies and the caller
-// opens it to write; a dry run creates nothing.
-//
-//  0. An archive it can read twice (r seeks, as a file does) is first
-//     read through without writing anything (archive.Scan): a hostile
-//     archive, a million entries say, is refused before a file is made
-//     of it. Decompressing twice costs little beside the strict reads.
-//  1. The archive is extracted into a private staging directory inside
-//     the data directory (made for it when missing, and removed again
-//     when nothing is imported), with the archive package's name checks
-//     and limits; every entry's size and SHA-256 is compared with the
-//     manifest and every log read strictly (no torn tail, committed
-//     length equal to its size). Any failure is a *VerifyError and the
-//     store is not touched.
-//
-// The caller then takes runtime.lock (store.LockExclusive, CreateIfEmpty)
-// and calls Import, so the runtime waits for the writing only, not for
-// the verification.
+// (opened read-only; docs/TRANSFER.md) without writing to the store. A
+// seekable r is first scanned (archive.Scan) so a hostile archive is
+// refused before a file is made; then it is extracted into a private
+// staging directory in the data directory, every entry checked against
+// the manifest and every log read strictly. Any failure is a *VerifyError.
+// The caller then takes runtime.lock and calls Import, so the runtime
+// waits for the writing only.
 func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions) (_ *Staged, err error) {
 	if opts.Progress == nil {
 		opts.Progress = progress.Nop{}
@@ -386,24 +375,13 @@ func (sg *Staged) Close() {
 	}
 }
 
-// Import imports the staged conversations into st, the store Stage was
-// given, opened now by the caller with runtime.lock taken exclusively
-// (created if it is new); on a dry run st is nil and nothing is written:
-//
-//  3. Each conversation is compared with the store's copy and checked:
-//     its working directory (after --map-cwd), its agents and models
-//     (against the runtime configuration) and its fork sources.
-//  4. On a dry run, or when conversations diverged and OnConflict is
-//     ConflictRefuse (ErrConflict), Import returns the plan here, having
-//     written nothing.
-//  5. Each conversation directory is put in place (a copy there moved
-//     aside: store.PlaceConversation); the working directory mappings are
-//     recorded as conversation/cwd-mapped events; metadata.db, when
-//     present, is updated for what changed.
-//
-// The result is returned with ErrConflict too, so that the plan can be
-// shown, and with ctx's error when ctx ends while metadata.db is written
-// (every conversation is placed by then; the index is not finished).
+// Import compares each staged conversation with the store's copy and
+// checks whether it will open here, then puts each in place
+// (store.PlaceConversation), records --map-cwd as cwd-mapped events and
+// updates metadata.db. st is the store Stage was given, locked
+// exclusively by the caller; on a dry run st is nil and, as on
+// ErrConflict, only the plan is returned. The result comes with
+// ErrConflict and with ctx's error too, so the plan can be shown.
 func (sg *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResult, err error) {
 	imp := sg.imp
 	opts := imp.opts
@@ -842,4 +820,178 @@ func dependentsOf(ctx context.Context, db *index.DB, s *store.Store, ids []strin
 	}
 	sort.Strings(out)
 	return out
+}
+
+func cpus() int { return runtime.NumCPU() }
+
+// stagingName is the archive.Staging prefix of an import, in the data
+// directory so conversations move into the store by rename; it is made
+// before runtime.lock is taken, so an unlocked one is swept only when an
+// hour old.
+var stagingName = "." + store.ConversationsDirName + ".import"
+
+func newStaging(dataDir string) (*archive.Staging, error) {
+	return archive.NewStaging(dataDir, stagingName)
+}
+
+// removeStaleStaging removes the staging directories of imports that are
+// no longer running (killed): their lock is free. The caller holds
+// runtime.lock.
+func removeStaleStaging(dataDir string, own *archive.Staging, log io.Writer) {
+	for _, s := range archive.SweepStaging(dataDir, stagingName, own, archive.UnlockedStagingAge) {
+		if s.Err != nil {
+			fmt.Fprintf(log, "convkit: could not remove %s: %v\n", s.Path, s.Err)
+		} else {
+			fmt.Fprintf(log, "convkit: removed %s, left by an interrupted import\n", s.Path)
+		}
+	}
+}
+
+// msgSpool keeps the message text the strict reads of an import collect
+// for the index (reindex.Preread): up to memory bytes in memory, the
+// rest in one file of the staging directory (outside the tree that
+// becomes the store, made when first needed), so that memory does not
+// grow with the text of the archive. The file goes with the staging
+// directory.
+type msgSpool struct {
+	dir    string
+	memory int
+	mu     sync.Mutex
+	// mem are chunks of spoolChunk bytes, filled in turn; records that do
+	// not fit in one go to the file.
+	mem [][]byte
+	f   *os.File
+	end int64
+	err error
+}
+
+// defaultSpoolMemory is how much message text an import keeps in memory
+// for its index before it spools the rest to a file, in chunks of
+// spoolChunk.
+const defaultSpoolMemory = 8 << 20
+
+const spoolChunk = 512 << 10
+
+// newMsgSpool starts a spool in dir that keeps up to memory bytes in
+// memory (0: defaultSpoolMemory).
+func newMsgSpool(dir string, memory int) *msgSpool {
+	if memory <= 0 {
+		memory = defaultSpoolMemory
+	}
+	return &msgSpool{dir: dir, memory: memory}
+}
+
+// write stores b and says where: in memory chunk chunk at off, or in the
+// file at off (chunk -1).
+func (s *msgSpool) write(b []byte) (chunk int, off int64, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return -1, 0, s.err
+	}
+	if len(b) <= spoolChunk {
+		n := len(s.mem)
+		if n == 0 || len(s.mem[n-1])+len(b) > spoolChunk {
+			if (n+1)*spoolChunk <= s.memory {
+				s.mem = append(s.mem, make([]byte, 0, spoolChunk))
+				n++
+			}
+		}
+		if n > 0 && len(s.mem[n-1])+len(b) <= spoolChunk {
+			off = int64(len(s.mem[n-1]))
+			s.mem[n-1] = append(s.mem[n-1], b...)
+			return n - 1, off, nil
+		}
+	}
+	if s.f == nil {
+		if s.f, s.err = durable.CreateExcl(filepath.Join(s.dir, "messages.spool")); s.err != nil {
+			return -1, 0, s.err
+		}
+	}
+	off = s.end
+	if _, s.err = s.f.WriteAt(b, off); s.err != nil {
+		return -1, 0, s.err
+	}
+	s.end += int64(len(b))
+	return -1, off, nil
+}
+
+// put appends the messages of one session (all of one session id) and
+// returns what loads them back.
+func (s *msgSpool) put(msgs []index.Message) (func() ([]index.Message, error), error) {
+	if len(msgs) == 0 {
+		return func() ([]index.Message, error) { return nil, nil }, nil
+	}
+	sessionID := msgs[0].SessionID
+	var b []byte
+	b = binary.AppendUvarint(b, uint64(len(msgs)))
+	for _, m := range msgs {
+		b = binary.AppendVarint(b, m.Seq)
+		b = binary.AppendUvarint(b, uint64(len(m.Role)))
+		b = append(b, m.Role...)
+		b = binary.AppendUvarint(b, uint64(len(m.Text)))
+		b = append(b, m.Text...)
+	}
+	chunk, off, err := s.write(b)
+	if err != nil {
+		return nil, err
+	}
+	n := len(b)
+	return func() ([]index.Message, error) { return s.get(sessionID, chunk, off, n) }, nil
+}
+
+var errSpool = errors.New("message spool: malformed record")
+
+// get reads back the record of n bytes at off (of a chunk in memory, or
+// of the file: chunk -1).
+func (s *msgSpool) get(sessionID string, chunk int, off int64, n int) ([]index.Message, error) {
+	var b []byte
+	if chunk >= 0 {
+		s.mu.Lock()
+		b = s.mem[chunk][off : off+int64(n)]
+		s.mu.Unlock()
+	} else {
+		b = make([]byte, n)
+		if _, err := s.f.ReadAt(b, off); err != nil {
+			return nil, fmt.Errorf("message spool: %w", err)
+		}
+	}
+	count, k := binary.Uvarint(b)
+	if k <= 0 || count > uint64(n) {
+		return nil, errSpool
+	}
+	b = b[k:]
+	msgs := make([]index.Message, 0, count)
+	str := func() (string, bool) {
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l > uint64(len(b)-k) {
+			return "", false
+		}
+		v := string(b[k : k+int(l)])
+		b = b[k+int(l):]
+		return v, true
+	}
+	for range count {
+		seq, k := binary.Varint(b)
+		if k <= 0 {
+			return nil, errSpool
+		}
+		b = b[k:]
+		role, ok1 := str()
+		text, ok2 := str()
+		if !ok1 || !ok2 {
+			return nil, errSpool
+		}
+		msgs = append(msgs, index.Message{SessionID: sessionID, Seq: seq, Role: role, Text: text})
+	}
+	if len(b) != 0 {
+		return nil, errSpool
+	}
+	return msgs, nil
+}
+
+func (s *msgSpool) close() {
+	if s != nil && s.f != nil {
+		s.f.Close()
+	}
 }

@@ -1,9 +1,16 @@
 package transfer
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/convkit/convkit/internal/archive"
+	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/store"
 )
 
@@ -94,11 +101,182 @@ func (m *Manifest) Listing() []archive.Listed {
 	return archive.ListFiles(m.Files, func(f *File) archive.Listed { return archive.Listed{Name: f.Name, Size: f.Size, SHA256: f.SHA256} })
 }
 
-// decodeManifest reads a manifest and checks its header.
-func decodeManifest(r io.Reader, name string) (*Manifest, error) {
-	var m Manifest
-	if err := manifestFormat.Decode(r, name, &m); err != nil {
-		return nil, err
+// fileCheck is what import compares each archived log with, of its
+// manifest entry, once the listing is checked.
+type fileCheck struct {
+	size, committed, events int64
+	version                 int
+}
+
+// verifiedManifest is the export manifest an import verified: the
+// manifest without its file list, and of each file what the logs are
+// compared with.
+type verifiedManifest struct {
+	m     *Manifest
+	files map[string]fileCheck
+	// uncommitted is the first file, in the manifest's order, whose
+	// committed length is not its size ("" for none): what import
+	// refuses first once the listing agrees.
+	uncommitted string
+}
+
+// verifyManifest is manifestFormat.Verify of the archive extracted into
+// dir, streaming the manifest so its megabytes are never held; any
+// manifest the stream cannot read plainly is read again by
+// manifestFormat.Verify, so the result is always the one Verify gives.
+func verifyManifest(archiveName, dir string, ents []archive.Extracted) (*verifiedManifest, []archive.Mismatch, error) {
+	if vm, mm, ok := streamManifest(dir, ents); ok {
+		return vm, mm, nil
 	}
-	return &m, nil
+	m := &Manifest{}
+	mm, err := manifestFormat.Verify(archiveName, dir, ents, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	vm := newVerifiedManifest()
+	vm.m = m
+	for i := range m.Files {
+		vm.add(&m.Files[i])
+	}
+	m.Files = nil
+	return vm, mm, nil
+}
+
+func newVerifiedManifest() *verifiedManifest {
+	return &verifiedManifest{files: map[string]fileCheck{}}
+}
+
+// add takes one file of the manifest, in its order.
+func (vm *verifiedManifest) add(f *File) {
+	vm.files[f.Name] = fileCheck{size: f.Size, committed: f.Committed, events: f.Events, version: f.Version}
+	if f.Committed != f.Size && vm.uncommitted == "" {
+		vm.uncommitted = fmt.Sprintf("%s: the manifest says %d committed bytes of %d", f.Name, f.Committed, f.Size)
+	}
+}
+
+// streamManifest reads the manifest entry as a stream; ok false when it
+// leaves the reading to manifestFormat.Verify.
+func streamManifest(dir string, ents []archive.Extracted) (vm *verifiedManifest, mm []archive.Mismatch, ok bool) {
+	if len(ents) == 0 || ents[len(ents)-1].Name != archive.ManifestName {
+		return nil, nil, false
+	}
+	file, err := durable.OpenRegular(filepath.Join(dir, archive.ManifestName), os.O_RDONLY)
+	if err != nil {
+		return nil, nil, false
+	}
+	defer file.Close()
+	lr := &io.LimitedReader{R: file, N: manifestFormat.MaxBytes + 1}
+	vm, listed, ok := decodeManifestStream(lr)
+	if !ok || lr.N <= 0 {
+		return nil, nil, false
+	}
+	// The header's checks: a manifest Verify refuses is Verify's to
+	// report.
+	if h := vm.m.ManifestHeader; h.Format != manifestFormat.Name || h.FormatVersion < 1 || h.FormatVersion > manifestFormat.Version {
+		return nil, nil, false
+	}
+	return vm, archive.CheckListing(ents[:len(ents)-1], listed), true
+}
+
+// decodeManifestStream decodes a manifest from r as json.Decoder.Decode
+// decodes it into a Manifest, but for the files: their listing and
+// checks instead. ok is false on anything it does not read as the
+// whole-value decoder surely would.
+func decodeManifestStream(r io.Reader) (vm *verifiedManifest, listed []archive.Listed, ok bool) {
+	dec := json.NewDecoder(r)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, nil, false
+	}
+	m := &Manifest{}
+	vm = newVerifiedManifest()
+	// The members other than the arrays streamed, decoded together at the
+	// end as one object (small: the header, the ids requested, the
+	// problems).
+	var rest bytes.Buffer
+	rest.WriteByte('{')
+	var seenFiles, seenConvs bool
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, nil, false
+		}
+		key, isKey := t.(string)
+		if !isKey {
+			return nil, nil, false
+		}
+		// encoding/json matches member names without regard to case (as
+		// strings.EqualFold), and a repeated member decodes again: both
+		// left to it.
+		switch {
+		case key == "files" && !seenFiles:
+			seenFiles = true
+			if !streamArray(dec, func() bool {
+				var f File
+				if dec.Decode(&f) != nil {
+					return false
+				}
+				listed = append(listed, archive.Listed{Name: f.Name, Size: f.Size, SHA256: f.SHA256})
+				vm.add(&f)
+				return true
+			}) {
+				return nil, nil, false
+			}
+		case key == "conversations" && !seenConvs:
+			seenConvs = true
+			m.Conversations = []Conversation{}
+			if !streamArray(dec, func() bool {
+				var c Conversation
+				if dec.Decode(&c) != nil {
+					return false
+				}
+				m.Conversations = append(m.Conversations, c)
+				return true
+			}) {
+				return nil, nil, false
+			}
+		case strings.EqualFold(key, "files") || strings.EqualFold(key, "conversations"):
+			return nil, nil, false
+		default:
+			var v json.RawMessage
+			if dec.Decode(&v) != nil {
+				return nil, nil, false
+			}
+			if rest.Len() > 1 {
+				rest.WriteByte(',')
+			}
+			kb, err := json.Marshal(key)
+			if err != nil {
+				return nil, nil, false
+			}
+			rest.Write(kb)
+			rest.WriteByte(':')
+			rest.Write(v)
+		}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, nil, false
+	}
+	rest.WriteByte('}')
+	convs := m.Conversations
+	if err := json.Unmarshal(rest.Bytes(), m); err != nil {
+		return nil, nil, false
+	}
+	m.Conversations = convs
+	vm.m = m
+	return vm, listed, true
+}
+
+// streamArray reads an array value element by element with each, which
+// decodes one; false when the value is not an array or each fails.
+func streamArray(dec *json.Decoder, each func() bool) bool {
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return false
+	}
+	for dec.More() {
+		if !each() {
+			return false
+		}
+	}
+	t, err := dec.Token()
+	return err == nil && t == json.Delim(']')
 }

@@ -3,6 +3,7 @@ package transfer
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -112,4 +113,13 @@ func FuzzManifestStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sameAsDecode(t, data)
 	})
+}
+
+// decodeManifest reads a manifest and checks its header.
+func decodeManifest(r io.Reader, name string) (*Manifest, error) {
+	var m Manifest
+	if err := manifestFormat.Decode(r, name, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
 }
