@@ -25,15 +25,20 @@ package backup
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
+	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/progress"
@@ -434,4 +439,213 @@ func archiveFile(aw *archive.Writer, name, p string) (File, error) {
 		return File{}, err
 	}
 	return File{Name: name, Size: sum.Size, SHA256: sum.Hex()}, nil
+}
+
+// Ways the metadata.db snapshot is taken (Manifest.IndexMethod).
+const (
+	IndexByVacuum = "vacuum-into"
+	IndexByCopy   = "copy"
+)
+
+// snapshotIndex makes a consistent copy of metadata.db. It returns the
+// path of the copy and how it was made, or "" when the store has no
+// metadata.db.
+//
+// When nothing can write the index (quiescent, or a read-only file
+// system) and no journal is pending, the file itself is consistent and is
+// returned with IndexByCopy (the caller must not remove it); otherwise
+// VACUUM INTO copies it in one read transaction into tmpDir (or path),
+// which the runtime's WAL writes do not block, and the caller removes it.
+func snapshotIndex(ctx context.Context, src, tmpDir, path string, quiescent bool) (string, string, error) {
+	fi, err := os.Lstat(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", "", errors.New("not a regular file (symbolic links are not followed)")
+	}
+	if (quiescent || index.ReadOnlyFS(filepath.Dir(src))) && !pending(src+"-wal") && !pending(src+"-journal") {
+		return src, IndexByCopy, nil
+	}
+	var tmp *os.File
+	if path != "" {
+		tmp, err = durable.CreateExcl(path)
+	} else {
+		tmp, err = durable.CreateTemp(tmpDir, ".convkit-index-snapshot")
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("snapshot of %s: %w", src, err)
+	}
+	dst := tmp.Name()
+	tmp.Close() // VACUUM INTO writes into an existing empty file, keeping its 0600
+	ok := false
+	defer func() {
+		if !ok {
+			os.Remove(dst)
+		}
+	}()
+	if err := index.VacuumInto(ctx, src, dst, index.ReadOptions{TempDir: tmpDir}); err != nil {
+		return "", "", err
+	}
+	ok = true
+	return dst, IndexByVacuum, nil
+}
+
+// pending reports whether a journal file holds something: anything but a
+// missing or empty file (an unreadable one counts as pending).
+func pending(p string) bool {
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	return err != nil || fi.Size() > 0
+}
+
+// The manifest is written last but its conversation and file lists grow
+// with the store, so they are spooled as JSON while the backup runs and
+// joined at the end into exactly the bytes encoding the whole Manifest
+// would give.
+
+// spool is one list of the manifest, spooled: its elements' JSON, comma
+// separated, held in memory up to memory bytes and beyond it in a file at
+// path, removed as soon as it is made (where the system allows; else at
+// close). A store of a few thousand files never writes one.
+type spool struct {
+	path    string
+	memory  int
+	mem     []byte
+	f       *os.File
+	w       *bufio.Writer
+	buf     bytes.Buffer
+	enc     *json.Encoder
+	n, size int64
+}
+
+// defaultSpoolMemory is how much of one list is held in memory.
+const defaultSpoolMemory = 1 << 20
+
+// newSpool makes a spool that writes to path, which must not exist (a
+// private file), once its list outgrows memory bytes (0: the default).
+func newSpool(path string, memory int) *spool {
+	if memory <= 0 {
+		memory = defaultSpoolMemory
+	}
+	s := &spool{path: path, memory: memory}
+	s.enc = json.NewEncoder(&s.buf)
+	s.enc.SetEscapeHTML(false)
+	return s
+}
+
+// add appends one element.
+func (s *spool) add(v any) error {
+	s.buf.Reset()
+	if s.n > 0 {
+		s.buf.WriteByte(',')
+	}
+	if err := s.enc.Encode(v); err != nil {
+		return err
+	}
+	b := bytes.TrimSuffix(s.buf.Bytes(), []byte{'\n'})
+	if s.f == nil && len(s.mem)+len(b) > s.memory {
+		if err := s.toFile(); err != nil {
+			return err
+		}
+	}
+	if s.f == nil {
+		s.mem = append(s.mem, b...)
+	} else if _, err := s.w.Write(b); err != nil {
+		return fmt.Errorf("spooling the manifest: %w", err)
+	}
+	s.n++
+	s.size += int64(len(b))
+	return nil
+}
+
+// toFile moves the list to the spool's file.
+func (s *spool) toFile() error {
+	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, durable.FileMode)
+	if err != nil {
+		return fmt.Errorf("spooling the manifest: %w", err)
+	}
+	if os.Remove(s.path) == nil {
+		s.path = ""
+	}
+	s.f, s.w = f, bufio.NewWriterSize(f, 256<<10)
+	if _, err := s.w.Write(s.mem); err != nil {
+		return fmt.Errorf("spooling the manifest: %w", err)
+	}
+	s.mem = nil
+	return nil
+}
+
+// reader is the spooled elements.
+func (s *spool) reader() (io.Reader, error) {
+	if s.f == nil {
+		return bytes.NewReader(s.mem), nil
+	}
+	if err := s.w.Flush(); err != nil {
+		return nil, fmt.Errorf("spooling the manifest: %w", err)
+	}
+	return io.NewSectionReader(s.f, 0, s.size), nil
+}
+
+func (s *spool) close() {
+	if s.f == nil {
+		return
+	}
+	s.f.Close()
+	if s.path != "" {
+		os.Remove(s.path)
+	}
+}
+
+// writeManifest writes m as the archive's manifest entry, with the
+// conversations and files spooled in place of its own (empty) lists.
+func writeManifest(aw *archive.Writer, m *Manifest, convs, files *spool) error {
+	encode := func(v any) ([]byte, error) {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			return nil, fmt.Errorf("encode the manifest: %w", err)
+		}
+		return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+	}
+	lists := *m
+	lists.Conversations, lists.Files = []Conversation{}, []File{}
+	whole, err := encode(&lists)
+	if err != nil {
+		return err
+	}
+	probs, err := encode(m.Problems)
+	if err != nil {
+		return err
+	}
+	// The lists are the manifest's last members: what follows the header
+	// and counts is exactly this.
+	tail := append([]byte(`"conversations":[],"files":[],"problems":`), probs...)
+	tail = append(tail, '}')
+	if !bytes.HasSuffix(whole, tail) {
+		return errors.New("encode the manifest: conversations, files and problems are not its last members")
+	}
+	head := whole[:len(whole)-len(tail)]
+	cr, err := convs.reader()
+	if err != nil {
+		return err
+	}
+	fr, err := files.reader()
+	if err != nil {
+		return err
+	}
+	parts := []io.Reader{bytes.NewReader(head), bytes.NewReader([]byte(`"conversations":[`)), cr,
+		bytes.NewReader([]byte(`],"files":[`)), fr, bytes.NewReader([]byte(`],"problems":`)), bytes.NewReader(probs),
+		bytes.NewReader([]byte("}\n"))}
+	size := int64(len(head)+len(`"conversations":[`)+len(`],"files":[`)+len(`],"problems":`)+len(probs)+2) + convs.size + files.size
+	if _, err := aw.WriteEntry(archive.ManifestName, archive.Text, size, io.MultiReader(parts...)); err != nil {
+		return fmt.Errorf("archive the manifest: %w", err)
+	}
+	return nil
 }

@@ -105,17 +105,11 @@ func (res *RestoreResult) restoredInvalid() {
 
 // Restore verifies the archive read from r and restores it into
 // opts.Target, a directory that does not exist or is empty (CheckTarget).
-// Nothing reaches the target unless the whole archive verifies: it is
-// extracted into a private staging directory beside the target (0600
-// files, 0700 directories, every file fsynced), checked there as Verify
-// does, the index is rebuilt there, and only then is the staging
-// directory, a store of its own, renamed into place. With Conversation,
-// only that conversation and its fork ancestors are kept.
-//
-// The rebuild of the index may skip conversations, as reindex does: the
-// result's Reindex.Skipped lists them (convkit restore then exits 3), with
-// the restored paths, and the skip reasons metadata.db records name them
-// too, never the staging directory.
+// The archive is extracted, verified and reindexed in a private staging
+// directory beside the target, which is renamed into place only when all
+// of it verifies; with Conversation, only that conversation and its fork
+// ancestors are kept. Conversations the rebuild skips are in
+// Reindex.Skipped, named by their restored paths.
 func Restore(ctx context.Context, r io.Reader, opts RestoreOptions) (*RestoreResult, error) {
 	if opts.Target == "" {
 		return nil, errors.New("restore needs a target directory")
@@ -142,19 +136,15 @@ func Restore(ctx context.Context, r io.Reader, opts RestoreOptions) (*RestoreRes
 }
 
 // RestoreInto verifies the archive read from r, as Restore does, and
-// restores it into the store s, which the caller holds runtime.lock of
-// (store.LockExclusive).
+// restores it into the store s, locked exclusively by the caller.
 //
-// With Conversation, it puts that conversation and its fork ancestors into
-// s: an ancestor already there is kept as it is, the conversation itself
-// is refused (ErrConversationExists) unless Force, which moves it aside
-// (store.PlaceConversation), or unless it is the archived one byte for
-// byte (a killed restore's). The archive is staged inside the store; s is
-// then reindexed.
-//
-// Without Conversation, Force is required (ErrTargetNotEmpty otherwise):
-// the store restored in staging beside s takes its place, and s is moved
-// aside (store.Store.ReplaceWith), never deleted; close s after.
+// With Conversation, that conversation and its fork ancestors are put into
+// s and s is reindexed: ancestors already there are kept, and the
+// conversation itself is refused (ErrConversationExists) unless Force
+// moves it aside or it is the archived one byte for byte (a killed
+// restore's). Without Conversation, Force is required (ErrTargetNotEmpty):
+// the restored store takes s's place and s is moved aside
+// (store.Store.ReplaceWith), never deleted; close s after.
 func RestoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreOptions) (*RestoreResult, error) {
 	if !s.Writable() {
 		return nil, fmt.Errorf("%s: %w", s.DataDir(), store.ErrReadOnly)
@@ -229,7 +219,6 @@ func openStaged(ctx context.Context, dir string, mode store.LockMode) (*store.St
 // store old.
 func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts RestoreOptions) (*RestoreResult, error) {
 	target := opts.Target
-	res := &RestoreResult{SchemaVersion: contract.Version, Archive: opts.Archive, Target: target, Conversations: []string{}, Kept: []string{}}
 	parent := filepath.Dir(target)
 	if err := durable.MkdirAll(parent); err != nil {
 		return nil, err
@@ -238,20 +227,11 @@ func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts Resto
 	if err != nil {
 		return nil, err
 	}
-	// Locked until it is gone: a killed restore's is removed by the next
-	// one. The tree becomes the target.
 	defer staging.Remove()
 	stage := staging.Tree()
-	vo := verifyOpts(opts)
-	vo.spaceName = parent
-	vo.reportAs = target
-	vr, _, err := verifyInto(ctx, r, stage, vo, true, opts.Conversation == "")
+	res, vr, err := stageVerified(ctx, r, stage, opts, parent, target, opts.Conversation == "")
 	if err != nil {
-		return nil, err
-	}
-	res.Verify = vr
-	if !vr.OK {
-		return res, &MismatchError{Result: vr}
+		return res, err
 	}
 	if err := os.Remove(filepath.Join(stage, archive.ManifestName)); err != nil {
 		return nil, err
@@ -313,22 +293,15 @@ func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts Resto
 // s, under its runtime.lock.
 func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreOptions) (*RestoreResult, error) {
 	target := opts.Target
-	res := &RestoreResult{SchemaVersion: contract.Version, Archive: opts.Archive, Target: target, Conversations: []string{}, Kept: []string{}}
 	staging, err := newIntoStaging(target, opts.OnEvent, opts.Log)
 	if err != nil {
 		return nil, err
 	}
 	defer staging.Remove()
 	stage := staging.Tree()
-	vo := verifyOpts(opts)
-	vo.spaceName = target
-	vr, _, err := verifyInto(ctx, r, stage, vo, true, false)
+	res, _, err := stageVerified(ctx, r, stage, opts, target, "", false)
 	if err != nil {
-		return nil, err
-	}
-	res.Verify = vr
-	if !vr.OK {
-		return res, &MismatchError{Result: vr}
+		return res, err
 	}
 	staged, err := openStaged(ctx, stage, store.LockNone)
 	if err != nil {
@@ -397,8 +370,21 @@ func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreO
 	return res, nil
 }
 
-func verifyOpts(opts RestoreOptions) VerifyOptions {
-	return VerifyOptions{Archive: opts.Archive, Limits: opts.Limits, Jobs: opts.Jobs, Progress: opts.Progress, OnEvent: opts.OnEvent}
+// stageVerified extracts and verifies the archive from r into stage, its
+// free space checked on spaceName, and starts the result.
+func stageVerified(ctx context.Context, r io.Reader, stage string, opts RestoreOptions, spaceName, reportAs string, withIndex bool) (*RestoreResult, *VerifyResult, error) {
+	res := &RestoreResult{SchemaVersion: contract.Version, Archive: opts.Archive, Target: opts.Target, Conversations: []string{}, Kept: []string{}}
+	vo := VerifyOptions{Archive: opts.Archive, Limits: opts.Limits, Jobs: opts.Jobs, Progress: opts.Progress, OnEvent: opts.OnEvent,
+		spaceName: spaceName, reportAs: reportAs}
+	vr, _, err := verifyInto(ctx, r, stage, vo, true, withIndex)
+	if err != nil {
+		return nil, nil, err
+	}
+	res.Verify = vr
+	if !vr.OK {
+		return res, vr, &MismatchError{Result: vr}
+	}
+	return res, vr, nil
 }
 
 // sameTree reports whether the directories a and b hold the same regular
@@ -525,4 +511,59 @@ func reindexDir(ctx context.Context, dir, target string, opts RestoreOptions) (*
 	}
 	defer s.Close()
 	return reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, OnEvent: opts.OnEvent, ReportAs: target})
+}
+
+// A whole restore stages beside the target (wholeStagingName) so its tree
+// becomes the target by rename; a conversation's restore stages inside the
+// store (intoStagingName), on its file system even when the data directory
+// is a mount point. Only a restore holding runtime.lock makes one inside,
+// so there every unlocked one is a killed restore's; beside the target an
+// unlocked one goes only when an hour old.
+const intoStagingName = ".restore"
+
+func wholeStagingName(target string) string { return "." + filepath.Base(target) + ".restore" }
+
+// newWholeStaging makes the staging directory of a whole restore into
+// target and removes those of killed restores into it.
+func newWholeStaging(target string, log io.Writer) (*archive.Staging, error) {
+	parent := filepath.Dir(target)
+	stage, err := archive.NewStaging(parent, wholeStagingName(target))
+	if err != nil {
+		return nil, err
+	}
+	logSwept(log, archive.SweepStaging(parent, wholeStagingName(target), stage, archive.UnlockedStagingAge))
+	return stage, nil
+}
+
+// sweepWhole removes what killed whole restores into target left beside it.
+func sweepWhole(target string, log io.Writer) {
+	logSwept(log, archive.SweepStaging(filepath.Dir(target), wholeStagingName(target), nil, archive.UnlockedStagingAge))
+}
+
+// newIntoStaging makes the staging directory of a restore into the store
+// at target, whose runtime.lock the caller holds, after removing those of
+// killed restores: each removed is an ItemTempRemoved, each that could
+// not be a note on log.
+func newIntoStaging(target string, onEvent func(store.Item), log io.Writer) (*archive.Staging, error) {
+	for _, s := range archive.SweepStaging(target, intoStagingName, nil, 0) {
+		if s.Err != nil {
+			logSwept(log, []archive.Swept{s})
+		} else {
+			onEvent(store.Item{Kind: store.ItemTempRemoved, Path: s.Path, Reason: leftByRestore})
+		}
+	}
+	return archive.NewStaging(target, intoStagingName)
+}
+
+// leftByRestore says whose a staging directory removed was.
+const leftByRestore = "left by an interrupted restore"
+
+func logSwept(log io.Writer, swept []archive.Swept) {
+	for _, s := range swept {
+		if s.Err != nil {
+			fmt.Fprintf(log, "could not remove %s: %v\n", s.Path, s.Err)
+		} else {
+			fmt.Fprintf(log, "REMOVED %s: %s\n", s.Path, leftByRestore)
+		}
+	}
 }

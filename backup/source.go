@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/bits"
 	"path"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/convkit/convkit/convlog"
@@ -314,4 +316,56 @@ func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole boo
 func loadAll(ctx context.Context, jobs []*job, online, strict bool, workers, ahead int, sink func(*loaded) error) error {
 	get := func(j *job) *loaded { return load(j, online, strict) }
 	return archive.ReadAhead(ctx, jobs, archive.Ahead{Workers: workers, Items: ahead}, get, nil, sink, (*loaded).close)
+}
+
+// emitter hands what a backup, a verification or a restore reports as it
+// goes to fn, or drops it when fn is nil.
+func emitter(fn func(store.Item)) func(store.Item) {
+	if fn == nil {
+		return func(store.Item) {}
+	}
+	return fn
+}
+
+// Buffers for small logs, pooled by power-of-two size class from 4 KiB to
+// smallLog: thousands of small logs are read into them, and a recycled
+// buffer needs neither an allocation nor zeroing (pread fills it).
+const (
+	minBufClass = 12 // 4 KiB
+	maxBufClass = 22 // smallLog
+)
+
+var bufPools [maxBufClass + 1]sync.Pool
+
+func init() {
+	if 1<<maxBufClass != smallLog {
+		panic("backup: maxBufClass must be log2(smallLog)")
+	}
+}
+
+func bufClass(n int) int {
+	c := bits.Len(uint(max(n, 1) - 1))
+	return max(c, minBufClass)
+}
+
+// getBuf returns a buffer of length n (at most smallLog).
+func getBuf(n int) []byte {
+	c := bufClass(n)
+	if c >= len(bufPools) {
+		return make([]byte, n)
+	}
+	if b, ok := bufPools[c].Get().(*[]byte); ok {
+		return (*b)[:n]
+	}
+	return make([]byte, n, 1<<c)
+}
+
+// putBuf recycles a buffer getBuf returned.
+func putBuf(b []byte) {
+	c := bufClass(cap(b))
+	if c >= len(bufPools) || cap(b) != 1<<c {
+		return
+	}
+	b = b[:0]
+	bufPools[c].Put(&b)
 }
