@@ -2,10 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"regexp"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -302,4 +306,128 @@ func helpName(c *ucli.Context) string {
 		return progName
 	}
 	return c.Command.HelpName
+}
+
+// openStore opens the store of the data directory (--data-dir, ...) for
+// command: read-only (store.LockNone), exclusively for a writing command
+// (store.LockExclusive: failing at once, or waiting up to --lock-timeout),
+// or as online backup does (store.LockIfFree). A data directory that is not
+// a store is refused, and nothing is created.
+func (e *env) openStore(ctx context.Context, command string, mode store.LockMode) (*store.Store, error) {
+	dir, err := e.g.dataDir()
+	if err != nil {
+		return nil, err
+	}
+	return e.openStoreAt(ctx, dir, command, mode, store.CreateNever)
+}
+
+// openStoreAt is openStore of the store in dir, created as create says.
+func (e *env) openStoreAt(ctx context.Context, dir, command string, mode store.LockMode, create store.Create) (*store.Store, error) {
+	return store.Open(ctx, dir, store.OpenOptions{Create: create, Lock: store.LockOptions{
+		Mode: mode, Timeout: e.g.LockTimeout, Command: "convkit " + command}})
+}
+
+// resolveIDs returns the conversations refs name in s: whole ids, or
+// prefixes of at least store.MinIDPrefix characters (store.ResolveIDs). A
+// prefix more than one id starts with is a usage error (exit 2) that lists
+// them; nothing has been changed.
+func resolveIDs(c *ucli.Context, s *store.Store, refs []string) ([]string, error) {
+	ids, err := s.ResolveIDs(refs)
+	var amb *store.AmbiguousIDError
+	if errors.As(err, &amb) {
+		return nil, usageWithHint(c, "give more of the id ('convkit list --all' lists them)", "conversation id %s", amb.Error())
+	}
+	return ids, err
+}
+
+// resolveSessionID is resolveIDs of a session of conversation convID
+// (store.ResolveSessionID).
+func resolveSessionID(c *ucli.Context, s *store.Store, convID, ref string) (string, error) {
+	id, err := s.ResolveSessionID(convID, ref)
+	var amb *store.AmbiguousIDError
+	if errors.As(err, &amb) {
+		return "", usageWithHint(c, "give more of the id", "session id %s", amb.Error())
+	}
+	return id, err
+}
+
+// configFlag is the --config option of the commands that check whether
+// conversations will open here.
+func configFlag() ucli.Flag {
+	return &ucli.StringFlag{Name: "config", Usage: "check agents and models against the runtime configuration `FILE` (default: $CONVKIT_CONFIG, else <data-dir>/config.toml)"}
+}
+
+// loadMachine reads the runtime configuration for dataDir as import does:
+// --config, else $CONVKIT_CONFIG, else <dataDir>/config.toml. A file the
+// user named must exist; a missing default file gives a Machine that does
+// not check agents and models, and a warning saying so.
+func (e *env) loadMachine(c *ucli.Context, dataDir string) (*store.Machine, string, error) {
+	path, explicit := store.RuntimeConfigPath(c.String("config"), e.g.getenv, dataDir)
+	return store.LoadMachine(path, explicit)
+}
+
+// loadMachineLenient is loadMachine for a command the configuration only
+// informs (list, the edits): a default file that is broken is said on
+// stderr, and agents and models are then not checked; a file the user
+// named must be there and valid.
+func (e *env) loadMachineLenient(c *ucli.Context, dataDir, what string) (*store.Machine, error) {
+	path, explicit := store.RuntimeConfigPath(c.String("config"), e.g.getenv, dataDir)
+	m, _, err := store.LoadMachine(path, explicit)
+	if err == nil {
+		return m, nil
+	}
+	if explicit {
+		return nil, err
+	}
+	fmt.Fprintf(e.stderr, "%s: warning: %s: agents and models were not checked%s\n", progName, text(err.Error()), what)
+	return &store.Machine{ConfigPath: path}, nil
+}
+
+// jobsPattern accepts what a person means by a whole number: digits with
+// an optional sign, fraction of zeros or exponent ("32", "+1", "01", "1e2").
+var jobsPattern = regexp.MustCompile(`^\+?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
+
+// parseJobs parses a --jobs value (migrate, reindex): a positive safe
+// integer. How many workers actually run is the library's to bound.
+func parseJobs(s string) (int, error) {
+	bad := errors.New("--jobs must be a positive safe integer")
+	t := strings.TrimSpace(s)
+	if !jobsPattern.MatchString(t) {
+		return 0, bad
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f < 1 || f > 1<<53-1 || f != float64(int64(f)) {
+		return 0, bad
+	}
+	return int(f), nil
+}
+
+// memoryBudget is the peak memory (resident set) a migration with the given
+// number of jobs is meant to stay within: 64 MiB for the process and 32 MiB
+// per job.
+func memoryBudget(jobs int) int64 { return 64<<20 + int64(jobs)*(32<<20) }
+
+// unaccountedMemory is what a process's resident set holds beside the
+// memory the Go runtime counts against its limit: the program's own code
+// and data pages (about 8 MiB at start), with some room.
+const unaccountedMemory = 12 << 20
+
+// softMemoryLimit sets the process's soft memory limit (the Go runtime's)
+// to memoryBudget less unaccountedMemory, unless GOMEMLIMIT or the program
+// has set one, and returns what restores the previous limit: GOGC's
+// doubling of a migration's live data alone could pass the budget.
+func softMemoryLimit(jobs int) (restore func()) { return softMemoryLimitOf(memoryBudget(jobs)) }
+
+// softMemoryLimitOf is softMemoryLimit for a process meant to stay within
+// budget bytes (a backup: 64 MiB, whatever the store's size).
+func softMemoryLimitOf(budget int64) (restore func()) {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
+		return func() {}
+	}
+	prev := debug.SetMemoryLimit(-1)
+	if prev != math.MaxInt64 {
+		return func() {}
+	}
+	debug.SetMemoryLimit(budget - unaccountedMemory)
+	return func() { debug.SetMemoryLimit(prev) }
 }

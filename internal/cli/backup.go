@@ -757,17 +757,9 @@ func restoreSkips(name string, res *backup.RestoreResult) error {
 // refuses one that exists and holds anything).
 func demoBackupDir(dataDir string) string { return dataDir + "-backups" }
 
-// runDemoBackup is the demo's backup step, for runDemo to call after its
-// other steps on the sample store in dataDir:
-//
-//	failed += runDemoBackup(c, e, dir)
-//
-// It makes demoBackupDir(dataDir), runs "convkit backup --to <that
-// directory>" (exit 0) and "convkit backup verify" on the archive it wrote
-// (exit 3: the sample's corrupt log is listed as INVALID, archived as it
-// is in the store), printing each the way runDemo prints its steps, and
-// returns how many did not exit as expected. No --keep: the directory is
-// the demo's own, and nothing in it is deleted.
+// runDemoBackup runs the demo's backup and its verify (exit 3: the
+// sample's corrupt log is INVALID) into demoBackupDir(dataDir), and
+// returns how many steps did not exit as expected.
 func runDemoBackup(c *ucli.Context, e *env, dataDir string) int {
 	dir := demoBackupDir(dataDir)
 	if err := requireEmpty(dir); err != nil {

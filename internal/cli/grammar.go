@@ -6,17 +6,10 @@ import (
 	ucli "github.com/urfave/cli/v2"
 )
 
-// The one command-line grammar (docs/CLI.md, "Invocation rules"): global
-// flags before or after the command, a command's options before or after
-// its arguments, "--" ends the options. urfave/cli v2 stops parsing flags at
-// the first argument and knows global flags only before the command, so
-// Main puts every invocation into the one order it parses,
-//
-//	convkit [global flags] command [subcommand] [command flags] -- [arguments]
-//
-// before parsing. To do that it must know, for every command, its flags and
-// which of them take a value; it reads both from the command definitions,
-// so there is nothing to keep in step by hand.
+// urfave/cli v2 stops at the first argument and knows global flags only
+// before the command, so Main reorders every invocation into
+// "convkit [global flags] command [command flags] -- [arguments]", reading
+// each command's flags from its definition (docs/CLI.md, "Invocation rules").
 
 // flagSpec says how a flag is spelled and whether it takes a value.
 type flagSpec struct {

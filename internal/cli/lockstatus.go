@@ -103,3 +103,16 @@ func formatTime(t time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
+
+// newLockCommand is the lock command group.
+func newLockCommand(e *env) *ucli.Command {
+	return &ucli.Command{
+		Name:  "lock",
+		Usage: "show who holds runtime.lock",
+		Description: `runtime.lock is held exclusively by the running runtime and by every
+convkit command that writes the store. Read-only commands never take it.`,
+		Subcommands: []*ucli.Command{
+			newLockStatusCommand(e),
+		},
+	}
+}

@@ -256,14 +256,9 @@ func migrateRenderer(e *env) func(migrate.Event) {
 	}
 }
 
-// writerVersionOverride, when set at link time, is the format version this
-// build's session writer is taken to write instead of
-// convlog.CurrentVersion: a build whose writer is not V4 refuses to
-// migrate, and a test shows the refusal with
-//
-//	go build -ldflags "-X github.com/convkit/convkit/internal/cli.writerVersionOverride=5" ./cmd/convkit
-//
-// or SetWriterVersion.
+// writerVersionOverride, set at link time (-X) or by SetWriterVersion, is
+// the format version this build's writer is taken to write, so a test can
+// show that a build whose writer is not V4 refuses to migrate.
 var writerVersionOverride string
 
 // SetWriterVersion makes the build's writer version v (0: the real one,

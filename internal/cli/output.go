@@ -121,12 +121,9 @@ func (e *env) showWillNotOpen(strict bool) bool { return !e.g.Quiet || strict }
 // migrateLine matches a per-input line of migrate: [i/K] "rel" ACTION...
 var migrateLine = regexp.MustCompile(`^\[\d+/\d+\] "(?:[^"\\]|\\.)*" (.*)$`)
 
-// migrateQuiet is what --quiet keeps of migrate's text lines
-// (docs/CLI.md): the inputs that failed or were skipped, their ERROR lines,
-// the line that says the root is empty, and everything from the summary on (Summary, Failures, Full log, JSON
-// summary; Plan on a dry run). The preamble and the lines of inputs
-// started, converted, found current or deferred go. The text log keeps
-// every line.
+// migrateQuiet is what --quiet keeps of migrate's text lines (docs/CLI.md):
+// failures, skips, their ERROR lines, an empty root and everything from the
+// summary on.
 func migrateQuiet() func(string) bool {
 	summary := false
 	return func(line string) bool {

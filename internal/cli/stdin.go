@@ -25,17 +25,11 @@ const spaceReserve = 64 << 20
 // larger than this is inspected as a file. A variable for the tests.
 var stdinCopyLimit int64 = 1 << 30
 
-// spooledStdin is a copy of stdin in a private temporary file: a log read
-// from stdin needs random access (the zstd frame scanner reads frame
-// headers ahead, the torn-tail rules need its size), which a pipe does not
-// give. Nothing is copied before the first bytes say a log begins: the
-// zstd magic, or a header line (convlog.ParseHeader) ending within the
-// line limit. The file is removed as soon as it is made, before the rest
-// of stdin is read: the copy lives as long as its descriptor, and nothing
-// is left behind however the process ends (a closed stdout's SIGPIPE,
-// SIGKILL). Memory stays bounded by the header line and one copy buffer;
-// the copy is bounded by stdinCopyLimit and by the file system's free
-// space less spaceReserve.
+// spooledStdin is a copy of stdin in an unlinked temporary file, because
+// reading a log needs random access a pipe lacks; nothing is copied until
+// the first bytes say a log begins, nothing is left behind however the
+// process ends, and the copy is bounded by stdinCopyLimit and free space
+// less spaceReserve.
 type spooledStdin struct {
 	f    *os.File
 	size int64
