@@ -64,12 +64,9 @@ type Options struct {
 	// OnEvent receives each file left out, each log invalid and each entry
 	// archived out of shape, as found (nil: nothing).
 	OnEvent func(store.Item)
-	// Strict reads every event of every session log as reindex does (the
-	// conversation logs always are): invalid logs are found at backup time
-	// and the manifest records event counts. It costs a full parse of the
-	// store, about as much CPU as compressing it. Without it, session logs
-	// are checked by their structure (lines and frames), which is what
-	// finds the committed prefix.
+	// Strict reads every event of every session log as reindex does, so
+	// invalid logs are found at backup time, at the CPU cost of compressing
+	// the store again; without it session logs are checked by structure.
 	Strict bool
 	// Rsyncable lays the archive out for a deduplicating copier (restic,
 	// borg, kopia; archive.WriterOptions.Rsyncable) and makes it
@@ -77,10 +74,9 @@ type Options struct {
 	// time of what is archived, not the time of the backup, so two
 	// backups of an unchanged store are the same bytes.
 	Rsyncable bool
-	// NoIndex leaves metadata.db out (Manifest.Index IndexLeftOut): a
-	// restore rebuilds it from the logs either way, and in a deduplicated
-	// repository its pages, rewritten all over the file by every change,
-	// are most of what each new backup adds.
+	// NoIndex leaves metadata.db out (IndexLeftOut): restore rebuilds it,
+	// and in a deduplicating repository its pages are most of what each
+	// backup adds.
 	NoIndex bool
 	// Archive tunes the container (tests and benchmarks).
 	Archive archive.WriterOptions

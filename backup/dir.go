@@ -834,11 +834,8 @@ func readInfo(archivePath string) (*Info, error) {
 	return &info, nil
 }
 
-// writeInfo publishes the sidecar of the archive at archivePath: a
-// temporary file beside it (flock'ed while written, so that a backup
-// cleaning up after killed writers leaves it alone), fsynced, renamed over
-// the old sidecar, the directory fsynced. The rename replaces a directory
-// entry; it never writes through a link.
+// writeInfo publishes the sidecar of the archive at archivePath, replacing
+// the old one.
 func writeInfo(archivePath string, info *Info) error {
 	info.Format, info.FormatVersion, info.Archive = InfoFormat, InfoFormatVersion, filepath.Base(archivePath)
 	data, err := json.Marshal(info)
@@ -849,40 +846,7 @@ func writeInfo(archivePath string, info *Info) error {
 	if fi, err := os.Lstat(final); err == nil && !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s: %w: not replaced", final, durable.ErrNotRegular)
 	}
-	dir := filepath.Dir(final)
-	tmp, err := durable.CreateTemp(dir, "."+filepath.Base(final))
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	held, err := archive.LockTemp(tmp)
-	if err != nil {
-		tmp.Close()
-		os.Remove(name)
-		return err
-	}
-	defer held.Close()
-	published := false
-	defer func() {
-		if !published {
-			tmp.Close()
-			os.Remove(name)
-		}
-	}()
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", name, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", name, err)
-	}
-	if err := os.Rename(name, final); err != nil {
-		return fmt.Errorf("publish %s: %w", final, err)
-	}
-	published = true
-	return durable.SyncDir(dir)
+	return publishSmall(final, append(data, '\n'), 0o600, true)
 }
 
 // infoOf is the sidecar backup writes for the archive it just published,

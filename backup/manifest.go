@@ -41,11 +41,8 @@ const (
 
 // Manifest describes an archive: the MANIFEST.json entry, written last.
 type Manifest struct {
-	// The header: format, tool and log format versions, when the backup
-	// started (CreatedAt), and whether it was online: runtime.lock was
-	// held by another process (Holder, when it could be read), so each log
-	// was copied up to its committed prefix while the runtime kept
-	// appending. Offline, convkit held the lock and copied every log whole.
+	// The header; Online means another process held runtime.lock (Holder),
+	// so each log was copied up to its committed prefix, not whole.
 	archive.ManifestHeader
 	// LockError says why the lock could not be taken when it was not held
 	// by another process (a read-only data directory, ...): the backup then

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/durable"
 )
 
@@ -116,7 +117,10 @@ func WriteMetrics(path string, run MetricsRun) error {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %s\n", m.name, m.help, m.name, m.name,
 			strconv.FormatFloat(values[m.name], 'f', -1, 64))
 	}
-	return publishSmall(path, b.Bytes(), MetricsMode)
+	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s: is a directory", path)
+	}
+	return publishSmall(path, b.Bytes(), MetricsMode, false)
 }
 
 // readMetrics reads the values of an earlier metrics file at path (none
@@ -149,13 +153,10 @@ func readMetrics(path string) (map[string]float64, error) {
 }
 
 // publishSmall replaces the file at path with data, mode perm whatever the
-// umask: a temporary file beside it, fsynced, renamed over it, the
-// directory fsynced. What is at path (a link included) is replaced, never
-// written through; a directory there is refused.
-func publishSmall(path string, data []byte, perm fs.FileMode) error {
-	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("%s: is a directory", path)
-	}
+// umask, by a temporary file beside it, fsynced and renamed over it, so a
+// link at path is replaced, never written through. With lock the temporary
+// is flocked while written, so a backup sweeping killed writers' leaves it.
+func publishSmall(path string, data []byte, perm fs.FileMode, lock bool) error {
 	dir := filepath.Dir(path)
 	tmp, err := durable.CreateTemp(dir, "."+filepath.Base(path))
 	if err != nil {
@@ -169,6 +170,13 @@ func publishSmall(path string, data []byte, perm fs.FileMode) error {
 			os.Remove(name)
 		}
 	}()
+	if lock {
+		held, err := archive.LockTemp(tmp)
+		if err != nil {
+			return err
+		}
+		defer held.Close()
+	}
 	if _, err := tmp.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}

@@ -183,11 +183,8 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 		}
 	}
 
-	// Every log, read strictly here whatever the backup did, and compared
-	// with what the backup found: the structure always (committed length,
-	// torn tail), every event when the backup read them too.
-	// The drill's store: a store whatever the archive held (one without
-	// conversations has no conversations/ to make it one).
+	// Every log is read strictly and compared with what the backup found;
+	// the drill is a store even if the archive holds no conversations/.
 	drill, err := store.Open(ctx, dir, store.OpenOptions{Create: store.CreateAlways})
 	if err != nil {
 		return nil, nil, err
