@@ -274,6 +274,16 @@ func dashed(name string) string {
 	return "--" + name
 }
 
+// withArgs is action run after checkArgs(min, max).
+func withArgs(min, max int, action ucli.ActionFunc) ucli.ActionFunc {
+	return func(c *ucli.Context) error {
+		if err := checkArgs(c, min, max); err != nil {
+			return err
+		}
+		return action(c)
+	}
+}
+
 // checkArgs checks a command's positional arguments: at least min and at
 // most max of them (max < 0: no limit). Flags have been sorted out by the
 // grammar (grammar.go), so an argument that starts with "-" came after

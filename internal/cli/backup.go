@@ -63,10 +63,7 @@ puts one back. See docs/BACKUP.md.`,
 			&ucli.StringFlag{Name: "metrics-file", Usage: "then write the run's metrics to `FILE` (Prometheus text format, for node_exporter's textfile collector), good or bad"},
 			&ucli.BoolFlag{Name: "rsyncable", Usage: "lay the archive out for restic, borg or kopia to deduplicate: the same store gives the same bytes, a grown log the same bytes but its end"},
 		},
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 0, 0); err != nil {
-				return err
-			}
+		Action: withArgs(0, 0, func(c *ucli.Context) error {
 			to := c.String("to")
 			if to == "" {
 				return usagef(c, "--to DIR (or --to - for stdout) is required")
@@ -113,7 +110,7 @@ puts one back. See docs/BACKUP.md.`,
 				fmt.Fprintf(e.stderr, "%s: warning: the metrics were not written: %s\n", progName, text(termtext.Text(merr)))
 			}
 			return err
-		},
+		}),
 		Subcommands: []*ucli.Command{newBackupVerifyCommand(e), newBackupListCommand(e), newBackupLatestCommand(e)},
 	}
 }
@@ -441,17 +438,14 @@ file, "stale" when the file changed since, "no" when it never was. The
 details come from each archive's sidecar (ARCHIVE.json, written by backup
 and by backup verify); an archive without one shows "-". It reads no
 archive and takes no lock. --json prints one object (docs/BACKUP.md).`,
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 1, 1); err != nil {
-				return err
-			}
+		Action: withArgs(1, 1, func(c *ucli.Context) error {
 			dir := c.Args().First()
 			list, err := backup.ListArchives(dir)
 			if err != nil {
 				return err
 			}
 			return printArchives(e, dir, list)
-		},
+		}),
 	}
 }
 
@@ -476,10 +470,7 @@ an alert in one line of cron, such as
 			&ucli.StringFlag{Name: "max-age", Usage: "exit 1 when the newest archive is older than `AGE` (1y6m, 7d, 26h)"},
 			&ucli.BoolFlag{Name: "verified", Usage: "exit 1 unless the newest archive's last verification matched"},
 		},
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 1, 1); err != nil {
-				return err
-			}
+		Action: withArgs(1, 1, func(c *ucli.Context) error {
 			var opts backup.LatestOptions
 			if c.IsSet("max-age") {
 				span, err := backup.ParseSpan(c.String("max-age"))
@@ -506,7 +497,7 @@ an alert in one line of cron, such as
 				}
 			}
 			return err
-		},
+		}),
 	}
 }
 

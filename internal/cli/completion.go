@@ -31,10 +31,7 @@ among them (with their titles in zsh and fish). Install it with:
   zsh:  convkit completion zsh > "${fpath[1]}/_convkit"
         (or: source <(convkit completion zsh) in ~/.zshrc, after compinit)
   fish: convkit completion fish > ~/.config/fish/completions/convkit.fish`,
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 1, 1); err != nil {
-				return err
-			}
+		Action: withArgs(1, 1, func(c *ucli.Context) error {
 			var gen func(io.Writer, *ucli.App) error
 			switch c.Args().First() {
 			case "bash":
@@ -47,7 +44,7 @@ among them (with their titles in zsh and fish). Install it with:
 				return usagef(c, "no completion for %s: want bash, zsh or fish", termtext.Quote(c.Args().First()))
 			}
 			return gen(e.stdout, c.App)
-		},
+		}),
 	}
 }
 
@@ -63,10 +60,7 @@ func newCompleteCommand(e *env) *ucli.Command {
 		Hidden:    true,
 		Usage:     "print what the completion scripts offer",
 		ArgsUsage: "ids",
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 1, 1); err != nil {
-				return err
-			}
+		Action: withArgs(1, 1, func(c *ucli.Context) error {
 			if c.Args().First() != "ids" {
 				return usagef(c, "no completion of %s: want ids", termtext.Quote(c.Args().First()))
 			}
@@ -87,7 +81,7 @@ func newCompleteCommand(e *env) *ucli.Command {
 				fmt.Fprintf(w, "%s\t%s\n", n.ID, termtext.Escape(n.Title))
 			}
 			return w.Flush()
-		},
+		}),
 	}
 }
 

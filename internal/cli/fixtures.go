@@ -42,10 +42,7 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 			&ucli.StringFlag{Name: "layout", Value: "convkit", Usage: "write a convkit store (convkit) or a sessions root in the runtime's layout (dsh): `LAYOUT`"},
 			&ucli.StringFlag{Name: "work-root", Usage: "make the conversations' working directories in `DIR` (new or empty), so that they open on this machine (default: under /home/dev/src, not made)"},
 		},
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 0, 0); err != nil {
-				return err
-			}
+		Action: withArgs(0, 0, func(c *ucli.Context) error {
 			to := c.String("to")
 			if to == "" {
 				return usagef(c, "--to DIR is required")
@@ -115,7 +112,7 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 			}
 			fmt.Fprintf(e.stdout, "wrote %d conversations (%d logs) into %s (seed %d)\n", len(rep.Conversations), logs, rep.DataDir, rep.Seed)
 			return nil
-		},
+		}),
 	}
 }
 
@@ -160,10 +157,7 @@ Exit 0 when every job behaved as the sample expects.`,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "to", Usage: "build the sample store in `DIR` (new or empty)"},
 		},
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 0, 0); err != nil {
-				return err
-			}
+		Action: withArgs(0, 0, func(c *ucli.Context) error {
 			dir := c.String("to")
 			if dir == "" {
 				d, err := os.MkdirTemp("", "convkit-demo-")
@@ -197,7 +191,7 @@ Exit 0 when every job behaved as the sample expects.`,
 				return err
 			}
 			return runDemo(c, e, dir, rep)
-		},
+		}),
 	}
 }
 
@@ -219,36 +213,34 @@ func runDemo(c *ucli.Context, e *env, dir string, rep *fixtures.Report) error {
 	fmt.Fprintf(e.stdout, "Sample store: %s (%d conversations)\n", dir, len(rep.Conversations))
 	var steps []demoStep
 	steps = append(steps, demoStep{"the conversations, read from their logs (no index yet)", []string{"list", "--all"}, 0})
-	if cv := rep.Find(fixtures.CaseBasic); cv != nil {
-		for _, l := range cv.Logs {
-			if l.SessionID != "" {
-				steps = append(steps, demoStep{"one session log: sizes by event type", []string{"inspect", "--stats", l.Path}, 0})
-				break
-			}
-		}
-	}
-	if cv := rep.Find(fixtures.CaseTornZstd); cv != nil {
-		for _, l := range cv.Logs {
-			if l.Expect == fixtures.ExpectTorn {
-				steps = append(steps, demoStep{"a log whose last frame was torn by a crash: read, reported, left as it is", []string{"inspect", "--validate", l.Path}, 0})
-				break
-			}
-		}
-	}
-	if cv := rep.Find(fixtures.CaseForkAfterCompaction); cv != nil {
-		for _, l := range cv.Logs {
-			if l.SessionID != "" {
-				steps = append(steps, demoStep{"what clients show of a fork made after a compaction: its source's older part joined (a cut-off answer, a failed and an interrupted turn, the summary), then its own",
-					[]string{"inspect", "--transcript", cv.ID, l.SessionID}, 0})
-				break
-			}
-		}
-	}
-	if cv := rep.Find(fixtures.CaseCorrupt); cv != nil {
-		for _, l := range cv.Logs {
-			if l.Expect == fixtures.ExpectCorrupt {
-				steps = append(steps, demoStep{"a corrupt log: every problem with its line and byte offset (exit 1)", []string{"inspect", "--validate", l.Path}, 1})
-				break
+	// Each case's step runs on its first log that is a session's (session)
+	// or has the expectation given.
+	for _, d := range []struct {
+		c       fixtures.Case
+		session bool
+		expect  fixtures.Expect
+		step    func(cv *fixtures.Conversation, l fixtures.Log) demoStep
+	}{
+		{fixtures.CaseBasic, true, "", func(_ *fixtures.Conversation, l fixtures.Log) demoStep {
+			return demoStep{"one session log: sizes by event type", []string{"inspect", "--stats", l.Path}, 0}
+		}},
+		{fixtures.CaseTornZstd, false, fixtures.ExpectTorn, func(_ *fixtures.Conversation, l fixtures.Log) demoStep {
+			return demoStep{"a log whose last frame was torn by a crash: read, reported, left as it is", []string{"inspect", "--validate", l.Path}, 0}
+		}},
+		{fixtures.CaseForkAfterCompaction, true, "", func(cv *fixtures.Conversation, l fixtures.Log) demoStep {
+			return demoStep{"what clients show of a fork made after a compaction: its source's older part joined (a cut-off answer, a failed and an interrupted turn, the summary), then its own",
+				[]string{"inspect", "--transcript", cv.ID, l.SessionID}, 0}
+		}},
+		{fixtures.CaseCorrupt, false, fixtures.ExpectCorrupt, func(_ *fixtures.Conversation, l fixtures.Log) demoStep {
+			return demoStep{"a corrupt log: every problem with its line and byte offset (exit 1)", []string{"inspect", "--validate", l.Path}, 1}
+		}},
+	} {
+		if cv := rep.Find(d.c); cv != nil {
+			for _, l := range cv.Logs {
+				if (d.session && l.SessionID != "") || (!d.session && l.Expect == d.expect) {
+					steps = append(steps, d.step(cv, l))
+					break
+				}
 			}
 		}
 	}

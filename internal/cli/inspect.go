@@ -59,10 +59,7 @@ older part from the conversation it was forked from (read-only).`,
 			&ucli.BoolFlag{Name: "transcript", Usage: "what clients show: every message in order, a fork's inherited part joined"},
 			&ucli.StringSliceFlag{Name: "type", Usage: "only events whose type matches `PATTERN` (shell pattern, repeatable)", Destination: &types},
 		},
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 1, 2); err != nil {
-				return err
-			}
+		Action: withArgs(1, 2, func(c *ucli.Context) error {
 			modes := 0
 			for _, m := range []string{"validate", "stats", "history", "transcript"} {
 				if c.Bool(m) {
@@ -118,7 +115,7 @@ older part from the conversation it was forked from (read-only).`,
 				fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, text(err.Error()))
 			}
 			return runInspect(c, e, t, t.Path, t.Path, filter)
-		},
+		}),
 	}
 }
 

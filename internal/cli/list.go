@@ -36,10 +36,7 @@ only those, with a WHY column.`,
 			&ucli.BoolFlag{Name: "will-not-open", Usage: "list only conversations that will not open on this machine, and why"},
 			configFlag(),
 		},
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 0, 0); err != nil {
-				return err
-			}
+		Action: withArgs(0, 0, func(c *ucli.Context) error {
 			if c.Int("limit") < 0 {
 				return usagef(c, "--limit must not be negative")
 			}
@@ -69,7 +66,7 @@ only those, with a WHY column.`,
 				return writeJSON(e.stdout, l)
 			}
 			return renderList(e, l.Conversations, c.Bool("will-not-open"))
-		},
+		}),
 	}
 }
 
@@ -117,10 +114,7 @@ convkit reindex first. It takes no lock.`,
 		Flags: []ucli.Flag{
 			&ucli.IntFlag{Name: "limit", Value: 20, Usage: "show at most `N` matches (a positive whole number)"},
 		},
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 1, 1); err != nil {
-				return err
-			}
+		Action: withArgs(1, 1, func(c *ucli.Context) error {
 			if c.Int("limit") < 1 {
 				return usagef(c, "--limit must be a positive number")
 			}
@@ -156,6 +150,6 @@ convkit reindex first. It takes no lock.`,
 				fmt.Fprintf(e.stdout, "%s  %s  %s#%d %s: %s\n", text(h.ConversationID), quotedTitle(h.Title), text(h.SessionID), h.Seq, text(h.Role), text(h.Snippet))
 			}
 			return nil
-		},
+		}),
 	}
 }

@@ -18,16 +18,13 @@ func newLockStatusCommand(e *env) *ucli.Command {
 It never takes the lock and never creates anything; a missing data
 directory counts as free. A held lock is a result, not an error: the
 exit status is 0 either way. --json prints one object (docs/JSON.md).`,
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 0, 0); err != nil {
-				return err
-			}
+		Action: withArgs(0, 0, func(c *ucli.Context) error {
 			dir, err := e.g.dataDir()
 			if err != nil {
 				return err
 			}
 			return runLockStatus(e, dir)
-		},
+		}),
 	}
 }
 

@@ -18,12 +18,9 @@ status and the environment. docs/convkit.1 in the source is this output.
 
   convkit man | man -l -
   convkit man > /usr/local/share/man/man1/convkit.1`,
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 0, 0); err != nil {
-				return err
-			}
+		Action: withArgs(0, 0, func(c *ucli.Context) error {
 			return writeMan(e.stdout, c.App)
-		},
+		}),
 	}
 }
 

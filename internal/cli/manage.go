@@ -21,10 +21,7 @@ on the automatic title (the first line of the first message) never replaces
 it. A title is one line of text without control characters. metadata.db is
 updated when present. Takes runtime.lock.`,
 		Flags: []ucli.Flag{configFlag()},
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 2, 2); err != nil {
-				return err
-			}
+		Action: withArgs(2, 2, func(c *ucli.Context) error {
 			if _, err := store.CheckTitle(c.Args().Get(1)); err != nil {
 				return usagef(c, "%v", err)
 			}
@@ -35,7 +32,7 @@ updated when present. Takes runtime.lock.`,
 				}
 				return manage.Rename(c.Context, s, ids[0], c.Args().Get(1), opts)
 			})
-		},
+		}),
 	}
 }
 
@@ -62,10 +59,7 @@ func newArchivingCommand(e *env, name, usage, desc string, do archiveFunc) *ucli
 		ArgsUsage:   "ID...",
 		Description: desc,
 		Flags:       []ucli.Flag{configFlag()},
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 1, -1); err != nil {
-				return err
-			}
+		Action: withArgs(1, -1, func(c *ucli.Context) error {
 			return e.runManage(c, name, func(s *store.Store, opts manage.Options) (*manage.Result, error) {
 				ids, err := resolveIDs(c, s, c.Args().Slice())
 				if err != nil {
@@ -73,7 +67,7 @@ func newArchivingCommand(e *env, name, usage, desc string, do archiveFunc) *ucli
 				}
 				return do(c.Context, s, ids, opts)
 			})
-		},
+		}),
 	}
 }
 
@@ -100,10 +94,7 @@ and asks first, unless --yes; from a script it does not ask.`,
 			&ucli.BoolFlag{Name: "yes", Aliases: []string{"y"}, Usage: "do not ask on a terminal"},
 			configFlag(),
 		},
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 1, -1); err != nil {
-				return err
-			}
+		Action: withArgs(1, -1, func(c *ucli.Context) error {
 			if c.Bool("dry-run") && c.Bool("yes") {
 				return usagef(c, "--dry-run deletes nothing: --yes does not apply to it")
 			}
@@ -128,7 +119,7 @@ and asks first, unless --yes; from a script it does not ask.`,
 				return withHint(err, "no runtime holds runtime.lock, so a crash left that turn open: convkit repair closes it (as interrupted), then delete it")
 			}
 			return err
-		},
+		}),
 	}
 }
 

@@ -60,10 +60,7 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 			&ucli.BoolFlag{Name: "prune", Usage: "when no input failed, then remove the older generations the successors hold (as convkit prune)"},
 			&ucli.StringSliceFlag{Name: "exclude", Usage: "skip the inputs whose path under the root, or a directory they are in, matches `GLOB` (repeatable): reported as skipped, reason excluded"},
 		},
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 0, 0); err != nil {
-				return err
-			}
+		Action: withArgs(0, 0, func(c *ucli.Context) error {
 			jobs := migrate.DefaultJobs()
 			if c.IsSet("jobs") {
 				n, err := parseJobs(c.String("jobs"))
@@ -170,7 +167,7 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 				return fmt.Errorf("%d input(s) failed to migrate; see %s", sum.Totals.Failed, sum.TextLogPath)
 			}
 			return nil
-		},
+		}),
 	}
 }
 

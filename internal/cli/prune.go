@@ -37,10 +37,7 @@ and removes nothing, taking no lock.`,
 			&ucli.StringFlag{Name: "sessions-dir", Usage: "the sessions root `DIR` (default: <data-dir>/conversations)"},
 			&ucli.StringFlag{Name: "layout", Value: "auto", Usage: "the root's `LAYOUT`: auto, convkit or dsh"},
 		},
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 0, 0); err != nil {
-				return err
-			}
+		Action: withArgs(0, 0, func(c *ucli.Context) error {
 			layout, err := migrate.ParseLayout(c.String("layout"))
 			if err != nil {
 				return usagef(c, "%v", err)
@@ -67,7 +64,7 @@ and removes nothing, taking no lock.`,
 			}
 			defer s.Close()
 			return e.prune(c.Context, s, nil, dry, "summary")
-		},
+		}),
 	}
 }
 

@@ -45,10 +45,7 @@ listed; exit 1 on any drift.`,
 			&ucli.BoolFlag{Name: "strict", Usage: "exit 3 when a conversation will not open on this machine"},
 			configFlag(),
 		},
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 0, 0); err != nil {
-				return err
-			}
+		Action: withArgs(0, 0, func(c *ucli.Context) error {
 			jobs := 0
 			if c.IsSet("jobs") {
 				n, err := parseJobs(c.String("jobs"))
@@ -64,7 +61,7 @@ listed; exit 1 on any drift.`,
 				return runReindexCheck(c, e, jobs)
 			}
 			return runReindex(c, e, jobs)
-		},
+		}),
 	}
 }
 

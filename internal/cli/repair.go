@@ -31,12 +31,9 @@ exit 3 if anything was skipped.`,
 			&ucli.BoolFlag{Name: "dry-run", Usage: "report what would change, change nothing"},
 			configFlag(),
 		},
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 0, 0); err != nil {
-				return err
-			}
+		Action: withArgs(0, 0, func(c *ucli.Context) error {
 			return runRepair(c, e, c.Bool("dry-run"))
-		},
+		}),
 	}
 }
 

@@ -71,12 +71,9 @@ func newVersionCommand(e *env) *ucli.Command {
 object: the version, the Go version and platform, the main module, the
 version control revision the binary was built from (when Go recorded it)
 and every module compiled in (docs/JSON.md).`,
-		Action: func(c *ucli.Context) error {
-			if err := checkArgs(c, 0, 0); err != nil {
-				return err
-			}
+		Action: withArgs(0, 0, func(c *ucli.Context) error {
 			return runVersion(e)
-		},
+		}),
 	}
 }
 
