@@ -171,13 +171,11 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 	}
 }
 
-// migrateRoot is the sessions root migrate works on, as migrate.FindRoot
-// recognises it. Without --sessions-dir it is the data directory's store
-// (convkit's layout), or with --layout dsh the runtime's default root. In
-// convkit's layout the lock taken is the store's: a --data-dir naming
-// another store beside --sessions-dir is a usage error ($CONVKIT_DATA_DIR
-// and the defaults give way to --sessions-dir); a root in the dsh layout
-// belongs to no store, and --data-dir beside it is a usage error too.
+// migrateRoot is the sessions root migrate works on (migrate.FindRoot):
+// --sessions-dir, else the data directory's store, else with --layout dsh
+// the runtime's default root. An explicit --data-dir that names another
+// store than --sessions-dir, or any beside a dsh-layout root, is a usage
+// error, since the lock taken is the store's.
 func migrateRoot(c *ucli.Context, e *env, layout migrate.Layout) (migrate.Root, error) {
 	dir := c.String("sessions-dir")
 	if dir == "" {

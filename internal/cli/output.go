@@ -108,11 +108,8 @@ func problemLine(line string) bool {
 }
 
 // willNotOpenPrefix begins the line of a conversation that will not open
-// on this machine. Under --quiet such lines are one count in the summary
-// (will-not-open=N; --json keeps the list, list --will-not-open shows
-// them): a store restored on another machine would otherwise print one
-// for nearly every conversation on every run. Under reindex --strict they
-// are why it fails, and stay.
+// here; --quiet folds such lines into a count (a store restored elsewhere
+// would print one per conversation) except under reindex --strict.
 const willNotOpenPrefix = "WILL NOT OPEN "
 
 // showWillNotOpen says whether the WILL NOT OPEN lines are printed.
@@ -137,11 +134,9 @@ func migrateQuiet() func(string) bool {
 	}
 }
 
-// refuseTerminal refuses to write an archive to stdout when stdout is a
-// terminal, as zstd does: binary data would garble it (and could hold
-// escape sequences). It is a usage error (exit 2), found before anything
-// is read. example is a pipeline that works, instead the form that writes
-// a file.
+// refuseTerminal is the usage error of writing an archive to a terminal
+// (as zstd refuses), naming example, a pipeline, and instead, the form
+// that writes a file.
 func (e *env) refuseTerminal(c *ucli.Context, example, instead string) error {
 	if !e.terminal(e.stdout) {
 		return nil

@@ -33,14 +33,9 @@ type unit string
 
 const unitBytes unit = "bytes"
 
-// newProgress returns the reporter for a job: a bar on stderr that says
-// what it counts ("migrate: 1660/4744 logs"), how many of how many when
-// the total is known (total <= 0: unknown, or set later with SetTotal),
-// and, once it has rateAfter of progress to go by, the rate and with a
-// total the time left. It draws only when stderr is a terminal and
-// neither --json nor --quiet is set; otherwise it discards everything.
-// Output written to the terminal while it is drawn clears it first
-// (termWriter), so a bar never shares a line with a result or a message.
+// newProgress returns a job's progress bar on stderr (progressText; total
+// <= 0: unknown yet), drawn only on a terminal without --json or --quiet;
+// other output clears it first (termWriter), so they never share a line.
 func (e *env) newProgress(what string, u unit, total int64) progressReporter {
 	if e.g.JSON || e.g.Quiet || !e.terminal(e.stderr) {
 		return nopReporter{}

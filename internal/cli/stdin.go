@@ -89,12 +89,9 @@ func spoolStdin(ctx context.Context, r io.Reader) (*spooledStdin, error) {
 	return &spooledStdin{f: f, size: n}, nil
 }
 
-// stdinHead reads the first bytes of r, up to what decides whether a log
-// begins there: the zstd magic, or a whole first line (at most maxLine
-// bytes) that is a log's header. A byte that cannot be in a header line
-// (one that is not JSON text: the first is not '{', or a control
-// character) refuses stdin at once. It returns the bytes read; the end of
-// stdin before a decision returns what there was, for the reader to judge.
+// stdinHead reads r up to what decides whether a log begins there (the
+// zstd magic, or a header line of at most maxLine bytes), refusing at the
+// first byte no header line can hold, and returns the bytes read.
 func stdinHead(r io.Reader, maxLine int) ([]byte, error) {
 	var magic [4]byte
 	binary.LittleEndian.PutUint32(magic[:], convlog.ZstdMagic)

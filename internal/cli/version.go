@@ -19,13 +19,9 @@ var version string
 // readBuildInfo is debug.ReadBuildInfo; tests replace it.
 var readBuildInfo = debug.ReadBuildInfo
 
-// buildVersion is the version the binary reports: the one set at link
-// time, else the main module's version the go command recorded (go
-// install ...@v1.2.3, or a build in a checkout: its tag, or a
-// pseudo-version of its commit), else, when only the version control
-// revision was recorded, a pseudo-version of it, v0.0.0-TIME-REVISION
-// (+dirty for a modified checkout); "devel" when nothing was recorded (go
-// run, -buildvcs=false).
+// buildVersion is the version set at link time, else the module version
+// the go command recorded, else a pseudo-version of the recorded VCS
+// revision (+dirty), else "devel".
 func buildVersion() string {
 	if version != "" {
 		return version
