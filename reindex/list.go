@@ -91,11 +91,8 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 	for _, c := range tree.Conversations {
 		present[c.ID] = true
 	}
-	// The walk's findings are met while listing from the logs: a symbolic
-	// link as conversations/ or as a conversation directory, a FIFO, ...
-	// Without them a store whose conversations/ is a link listed nothing
-	// and said nothing. Stray files are not conversations (reindex ignores
-	// them too).
+	// Report the walk's findings (links, FIFOs), or a linked
+	// conversations/ would list nothing silently; stray files are ignored.
 	for _, p := range tree.Problems {
 		if p.Reason != store.ReasonUnexpected {
 			res.Skipped = append(res.Skipped, store.Item{Kind: store.ItemSkipped, Path: p.Path, Reason: p.Reason})

@@ -434,11 +434,8 @@ func (sg *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResul
 	imp.convs, imp.byID, imp.m, imp.staged = nil, nil, nil, nil
 	imp.updateIndex(ctx, changed)
 	if err := ctx.Err(); err != nil && res.Index != "built" && res.Index != "updated" {
-		// Interrupted while the index was written: the import is not
-		// finished, whatever the warning about the index says (a rerun
-		// finds the conversations unchanged and brings the index up to
-		// date). A signal after the index was swapped in finds the
-		// import finished.
+		// Interrupted while the index was written: unfinished, and a
+		// rerun brings the index up to date.
 		return res, err
 	}
 	return res, nil
@@ -698,10 +695,8 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 		return
 	}
 	defer db.Close()
-	// An import killed after placing or mapping conversations and before
-	// updating their rows leaves them stale, and the rerun finds those
-	// conversations unchanged: the archived conversations' rows are
-	// checked too.
+	// A killed import may have placed conversations without updating
+	// their rows, so the archived conversations' rows are checked too.
 	var others []string
 	for _, p := range res.Conversations {
 		if !slices.Contains(changed, p.ID) {

@@ -29,11 +29,8 @@ var manifestFormat = archive.ManifestFormat{Name: FormatName, Version: FormatVer
 // Manifest describes an export archive: its MANIFEST.json entry, written
 // last (docs/TRANSFER.md).
 type Manifest struct {
-	// The header: format, tool and log format versions, when the export
-	// started (CreatedAt), and whether runtime.lock was held by another
-	// process (Online, Holder) while it ran. Export never takes the lock:
-	// it always copies each log's committed prefix, so the archive is
-	// consistent either way.
+	// The header; Online says another process held runtime.lock, which
+	// export never takes since it copies committed prefixes only.
 	archive.ManifestHeader
 	// Requested are the ids named on the command line, as given.
 	Requested []string `json:"requested"`

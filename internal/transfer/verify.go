@@ -94,11 +94,9 @@ func (imp *importer) verr(err error, format string, args ...any) error {
 // extractAndVerify extracts the archive into the staging tree and checks
 // everything in it before the store is looked at.
 func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err error) {
-	// Every log is read strictly as soon as it is extracted, by at most
-	// Jobs readers beside the extraction (which waits for a free one); what
-	// each found is compared with the manifest, which comes last, below.
-	// The staged tree is a store of its own (one without conversations has
-	// no conversations/ to make it one), read as it is extracted.
+	// Logs are read strictly as extracted, by at most Jobs readers, and
+	// compared with the manifest once it comes last; the staged tree is a
+	// store even when the archive holds no conversations/.
 	staged, err := store.Open(ctx, imp.stage.Tree(), store.OpenOptions{Create: store.CreateAlways})
 	if err != nil {
 		return err
