@@ -278,12 +278,9 @@ func indexedSkip(id, dir, reason string) store.Item {
 	return store.Item{Kind: store.ItemSkipped, ID: id, Path: dir, Reason: reason}
 }
 
-// Names lists the conversations of s, sorted by id, for shell completion,
-// which must answer at once: the ids are the conversation directories
-// (store.ConversationIDs: one listing, no log read), and each summary is
-// the index's row for that id, current or not. A conversation the index
-// does not know (every one, without a readable index) has its ID alone.
-// It takes no lock and writes nothing.
+// Names lists the conversations of s by id for shell completion, which
+// must answer at once: one directory listing, each with the index's row,
+// current or not (the ID alone when there is none). It takes no lock.
 func Names(ctx context.Context, s *store.Store) ([]index.Summary, error) {
 	ids, err := s.ConversationIDs()
 	if err != nil {

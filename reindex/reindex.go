@@ -825,12 +825,9 @@ func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int, 
 	return fps, sizes, kept
 }
 
-// readOrder is the order in which jobs readers take the conversations
-// whose logs have these sizes: by where each falls in the bytes to read,
-// less jobs times its own size. Conversations of similar sizes keep their
-// order, the writer's; a large one is read ahead, by about the bytes the
-// other readers get through while it is read, so it is ready when the
-// writer gets to it.
+// readOrder is the order in which jobs readers take conversations of
+// these sizes: the writer's order, but each moved ahead by jobs times its
+// size in bytes, so a large one is read by the time the writer needs it.
 func readOrder(sizes []int64, jobs int) []int {
 	order := make([]int, len(sizes))
 	for i := range order {

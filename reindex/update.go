@@ -174,12 +174,9 @@ func runningSessions(conv *index.Conversation) map[string]int64 {
 	return r
 }
 
-// judge compares the row got (nil: none) with what the logs give: conv
-// and msgs. A row that differs only by the turns in flight is an
-// InFlight, not a difference: its sessions with a running turn have
-// grown (same log file, more events and bytes), their messages past the
-// events indexed are not indexed yet, the fingerprint (which covers them)
-// differs, and everything else agrees.
+// judge compares the row got (nil: none) with what the logs give, conv and
+// msgs; a row behind only by running turns' appends is an InFlight, not a
+// difference.
 func (ix *indexed) judge(conv, got *index.Conversation, msgs []index.Message) ([]Difference, *InFlight) {
 	var digest index.MessageDigest
 	for _, m := range msgs {

@@ -301,11 +301,9 @@ func samePrefix(a, b io.Reader) (at int64, same bool, err error) {
 	}
 }
 
-// onlyLocalMappings reports whether the store's conversation log is the
-// archived one's first events followed by conversation/cwd-mapped events
-// only, where the archived log goes on with other events: what an earlier
-// import with --map-cwd leaves when the conversation then grew on the
-// machine it came from.
+// onlyLocalMappings reports whether the store's conversation log is a
+// prefix of the archived one followed only by cwd-mapped events, as an
+// earlier --map-cwd import leaves it when the source then grew.
 func onlyLocalMappings(sl, al store.Log) (bool, error) {
 	sr, err := sl.Open(convlog.ReaderOptions{})
 	if err != nil {

@@ -367,10 +367,7 @@ type readInfo struct {
 }
 
 // planLog is what the plan's strict read of a small conversation log
-// found (openLog.open), kept so that the export's own read of the log
-// does not check and replay it again when the log holds the same bytes
-// (the same SHA-256): those are then the bytes archived, and the results
-// of the read are those of the bytes.
+// found, reused by the export's read when the bytes have the same SHA-256.
 type planLog struct {
 	path   string
 	size   int64
@@ -420,11 +417,8 @@ func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, *plan
 		events: ol.events, prefix: ol.prefix, info: info, err: ol.infoErr}, ls, ol.infoErr
 }
 
-// keptInfo is info, a replay the plan keeps until the conversation is
-// exported, without its turns, which neither the plan nor the manifest
-// reads, and apart from the replay's own state: kept whole, the replays
-// of every conversation were two thirds of an export's heap, scanned by
-// every collection.
+// keptInfo is info without its turns and replay state, which nothing
+// after the plan reads and which would otherwise dominate the heap.
 func keptInfo(info *store.ConversationInfo) *store.ConversationInfo {
 	if info == nil {
 		return nil
@@ -448,10 +442,9 @@ func (is infoSet) get(s *store.Store, id string) (*store.ConversationInfo, error
 }
 
 // readInfos adds to is (nil: a new set) the conversations of ids it does
-// not hold, read by as many goroutines as readAll uses: the plan reads
-// every conversation log before anything is archived, and one goroutine
-// reading them in turn left the other cores idle. Ids that are not valid
-// are left for the plan to refuse.
+// not hold, read in parallel as readAll reads, since the plan reads every
+// conversation log before anything is archived; invalid ids are left for
+// the plan to refuse.
 func (x *exporter) readInfos(is infoSet, ids []string) infoSet {
 	if is == nil {
 		is = infoSet{}

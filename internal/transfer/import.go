@@ -770,11 +770,8 @@ func (imp *importer) prereads() reindex.Prereads {
 }
 
 // dependentsOf lists the store's conversations, outside ids, that depend
-// on any of ids. A conversation's fork sources are fixed when the fork is
-// made, and its row in db records them: the rows say which depend on ids.
-// Only the conversations db has no row of (a writer died before updating
-// it), or a skipped one, have their conversation logs read; a store's
-// other conversation logs are not replayed for an import.
+// on any of ids, from their rows in db (fork sources never change); only
+// conversations without a row, or skipped, have their logs read.
 func dependentsOf(ctx context.Context, db *index.DB, s *store.Store, ids []string) []string {
 	want := map[string]bool{}
 	for _, id := range ids {
@@ -842,12 +839,9 @@ func removeStaleStaging(dataDir string, own *archive.Staging, log io.Writer) {
 	}
 }
 
-// msgSpool keeps the message text the strict reads of an import collect
-// for the index (reindex.Preread): up to memory bytes in memory, the
-// rest in one file of the staging directory (outside the tree that
-// becomes the store, made when first needed), so that memory does not
-// grow with the text of the archive. The file goes with the staging
-// directory.
+// msgSpool keeps the message text an import's strict reads collect for
+// the index: up to memory bytes in memory, the rest in a file of the
+// staging directory, so memory does not grow with the archive.
 type msgSpool struct {
 	dir    string
 	memory int
