@@ -2,7 +2,6 @@ package convlog
 
 import (
 	"io"
-	"runtime"
 	"slices"
 	"sync"
 )
@@ -59,24 +58,15 @@ type prefetcher struct {
 	done   chan struct{}
 }
 
-// usePrefetch reports whether r's frames are worth decoding ahead.
-func (r *Reader) usePrefetch() bool {
-	return r.comp == Zstd && r.stats.FileBytes >= prefetchMinFile && runtime.GOMAXPROCS(0) > 1
-}
-
 // startPrefetch hands the frame scanner to a prefetcher.
 func (r *Reader) startPrefetch() {
-	decoders := min(prefetchDecoders, runtime.GOMAXPROCS(0))
-	whole := int64(prefetchFrameBytes)
-	if r.opts.LowMemory {
-		whole, decoders = smallFrameBytes, 1
-	}
+	decoders, whole := r.pipe.decoders, r.pipe.wholeBytes
 	bufs := decoders + 1
 	p := &prefetcher{frames: make(chan *pframe, bufs), free: make(chan *pframe, bufs), work: make(chan *pframe, bufs),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	for range bufs {
 		var pf *pframe
-		if !r.opts.LowMemory {
+		if !r.pipe.lowMemory {
 			pf, _ = pframePool.Get().(*pframe)
 		}
 		if pf == nil {
@@ -86,8 +76,7 @@ func (r *Reader) startPrefetch() {
 	}
 	r.pre = p
 	sc, src, mem := r.scanner, r.src, r.mem
-	// A LowMemory reader (a migration's) keeps its cores for compressing.
-	check := !r.opts.LowMemory
+	check := r.pipe.checkAhead
 	limit := r.bufLimit(keepPframeBytes)
 	var wg sync.WaitGroup
 	for range decoders {
@@ -159,7 +148,7 @@ func (r *Reader) stopPrefetch() {
 	}
 	close(r.pre.stop)
 	<-r.pre.done
-	if !r.opts.LowMemory {
+	if !r.pipe.lowMemory {
 		r.pre.recycle(r.cur, r.mem != nil)
 	}
 	r.pre, r.cur = nil, nil

@@ -9,6 +9,7 @@ import (
 	"io"
 	"iter"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -100,44 +101,97 @@ type Stats struct {
 
 // Reader streams the events of one log. Memory does not depend on the
 // log's length: one line, one zstd window and fixed buffers.
+//
+// A read is one pipeline, whatever the log: its bytes (a file, a file read
+// whole, bytes the caller holds), the frames decoded (zstd), the plain text
+// cut into lines, each line checked strictly into an event. Its fast paths
+// are options of that pipeline (see pipeline), decided once when the
+// reader is made: frames decoded ahead by several goroutines and their
+// lines checked there, a frame too large for that decoded ahead a chunk
+// at a time, lines sliced out of text in memory. Each stage keeps its
+// state in a type of its own, embedded here. Events is the way to read;
+// Next is the same read one event at a time (for reading two logs in
+// step).
 type Reader struct {
-	path   string
-	src    io.ReaderAt
-	closer io.Closer
+	source
+	pipe   pipeline
 	opts   ReaderOptions
-	comp   Compression
 	header *Header
 	stats  Stats
 
-	// line source: text (from tpos) when the plain text is in memory (a
-	// frame decoded whole, a plain log read whole), else br
-	br     *bufio.Reader
-	text   []byte
-	tpos   int
-	inText bool
-	// textPre: text's lines as a prefetcher's goroutine parsed them, when
-	// it did (preparse.go); tline counts text's lines read; lineK is the
-	// line just read's index in text, -1 if it is not one of them whole.
-	textPre  *framePre
-	tline    int
-	lineK    int
-	lineBuf  []byte
-	plainOff int64
-	line     int64
-	done     bool
+	frameStage
+	lineStage
 
-	// zstd state
-	seq      *bufio.Reader // sequential reads of frame bytes for the decoder
-	cbuf     []byte        // a small frame's compressed bytes
-	pbuf     []byte        // a small frame's plain text
-	plain    bytes.Reader
-	seqPos   int64
-	frameIn  *io.LimitedReader
-	scanner  *FrameScanner
-	dec      *zstd.Decoder
-	frame    Frame
-	inFrame  bool
-	frameEnd bool
+	// members backs the parser's first members.
+	members [10]member
+	parser  envelopeParser
+	nextSeq int64
+	resync  bool // the previous row was damaged: accept the next good seq
+	ev      Event
+	err     error
+	stopped bool
+}
+
+// source is where a reader's bytes come from.
+type source struct {
+	path   string
+	src    io.ReaderAt
+	closer io.Closer
+	comp   Compression
+	// whole holds the file when Open read it whole (returned to its pool
+	// on Close); mtime is its modification time at Open.
+	whole *[]byte
+	mtime time.Time
+	// mem is the whole file when it is in memory.
+	mem []byte
+}
+
+// pipeline is which fast paths a reader's pipeline takes, decided from
+// its options, its log's size and compression and the cores when it is
+// made.
+type pipeline struct {
+	// prefetch: from the second frame on, frames are decoded ahead by up
+	// to decoders goroutines (prefetch.go), those of at most wholeBytes
+	// whole; checkAhead: their lines are checked on those goroutines too
+	// (preparse.go).
+	prefetch   bool
+	decoders   int
+	wholeBytes int64
+	checkAhead bool
+	// streamAhead: a frame streamed (too large to decode whole) is decoded
+	// ahead a chunk at a time on a goroutine of its own (streamdec.go).
+	streamAhead bool
+	// lowMemory (ReaderOptions.LowMemory): frame buffers are made to the
+	// size needed, prefetched frames not pooled, and the stream decoder's
+	// history kept from frame to frame up to keepHistBytes.
+	lowMemory bool
+}
+
+func newPipeline(opts ReaderOptions, comp Compression, size int64) pipeline {
+	procs := runtime.GOMAXPROCS(0)
+	p := pipeline{lowMemory: opts.LowMemory, streamAhead: procs > 1}
+	if comp == Zstd && size >= prefetchMinFile && procs > 1 {
+		p.prefetch, p.decoders, p.wholeBytes, p.checkAhead = true, min(prefetchDecoders, procs), prefetchFrameBytes, true
+		if opts.LowMemory {
+			// A migration's reader keeps its cores for compressing.
+			p.decoders, p.wholeBytes, p.checkAhead = 1, smallFrameBytes, false
+		}
+	}
+	return p
+}
+
+// frameStage is a compressed log's frames found and decoded.
+type frameStage struct {
+	seq     *bufio.Reader // sequential reads of frame bytes for the decoder
+	cbuf    []byte        // a small frame's compressed bytes
+	pbuf    []byte        // a small frame's plain text
+	plain   bytes.Reader
+	seqPos  int64
+	frameIn *io.LimitedReader
+	scanner *FrameScanner
+	dec     *zstd.Decoder
+	frame   Frame
+	inFrame bool
 	// pre decodes frames ahead (see prefetch.go); cur is the frame the
 	// reader is on.
 	pre *prefetcher
@@ -152,34 +206,36 @@ type Reader struct {
 	decBig bool
 	decWin int64
 	hist   bytes.Reader // histFrame, for sizeHistory
-
-	// whole holds the file when Open read it whole (returned to its pool
-	// on Close); mtime is its modification time at Open.
-	whole *[]byte
-	mtime time.Time
-	// mem is the whole file when it is in memory.
-	mem []byte
 	// bufs carries cbuf and pbuf to and from frameBufPool.
 	bufs *frameBufs
-	// members backs the parser's first members.
-	members [10]member
-
 	// decoded counts the plain bytes decoded so far against budget.
 	decoded, budget int64
 	budgeted        budgetReader
-	stopped         bool
+}
 
+// lineStage is the plain text cut into lines.
+type lineStage struct {
+	// text (from tpos) when the plain text is in memory (a frame decoded
+	// whole, a plain log read whole), else br
+	br     *bufio.Reader
+	text   []byte
+	tpos   int
+	inText bool
+	// textPre: text's lines as a prefetcher's goroutine parsed them, when
+	// it did (preparse.go); tline counts text's lines read; lineK is the
+	// line just read's index in text, -1 if it is not one of them whole.
+	textPre  *framePre
+	tline    int
+	lineK    int
+	lineBuf  []byte
+	plainOff int64
+	line     int64
+	done     bool
 	// Lines across frames (framing.go): carry is the start of a line a
 	// complete frame ended inside; aligned is the last frame start that
 	// fell between two lines.
 	carry   []byte
 	aligned alignedMark
-
-	parser  envelopeParser
-	nextSeq int64
-	resync  bool // the previous row was damaged: accept the next good seq
-	ev      Event
-	err     error
 }
 
 // Buffers are pooled: a store holds thousands of small logs, and a fresh
@@ -326,7 +382,7 @@ func newReader(src io.ReaderAt, size int64, path string, opts ReaderOptions, mem
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = DefaultMaxLineBytes
 	}
-	r := &Reader{path: path, src: src, opts: opts, mem: mem}
+	r := &Reader{source: source{path: path, src: src, mem: mem}, opts: opts}
 	switch {
 	case opts.MaxPlainBytes > 0:
 		r.budget = opts.MaxPlainBytes
@@ -345,6 +401,7 @@ func newReader(src io.ReaderAt, size int64, path string, opts ReaderOptions, mem
 			r.comp = Zstd
 		}
 	}
+	r.pipe = newPipeline(opts, r.comp, size)
 	if r.comp == Zstd {
 		r.scanner = NewFrameScanner(src, size)
 		r.scanner.mem = mem
@@ -750,7 +807,7 @@ func growBuf(buf []byte, n int64, limit int) []byte {
 // bufLimit is how far r's frame buffers grow ahead of need: not at all
 // for a LowMemory reader (a migration's, whose budget counts them).
 func (r *Reader) bufLimit(limit int) int {
-	if r.opts.LowMemory {
+	if r.pipe.lowMemory {
 		return 0
 	}
 	return limit
@@ -804,7 +861,7 @@ func (r *Reader) InTornFrame() bool { return r.comp == Zstd && r.frame.Torn }
 
 func (r *Reader) openFrame() error {
 	r.endStream()
-	if r.pre == nil && r.stats.Frames > 0 && r.usePrefetch() {
+	if r.pre == nil && r.stats.Frames > 0 && r.pipe.prefetch {
 		r.startPrefetch()
 	}
 	var f Frame
@@ -924,7 +981,7 @@ func (r *Reader) streamFrame(f Frame, in io.Reader) error {
 	switch {
 	case f.fhd&0x20 == 0 || f.ContentSize < 0:
 		r.decWin = -1
-	case r.opts.LowMemory && r.decWin >= 0 && r.decWin < f.ContentSize && f.ContentSize > keepBufBytes && f.ContentSize <= keepHistBytes:
+	case r.pipe.lowMemory && r.decWin >= 0 && r.decWin < f.ContentSize && f.ContentSize > keepBufBytes && f.ContentSize <= keepHistBytes:
 		r.sizeHistory()
 		r.decWin = max(r.decWin, f.ContentSize)
 	case r.decWin >= 0:
@@ -958,7 +1015,7 @@ const keepHistBytes = 8 << 20
 // keepHistory reports whether r keeps its stream decoder, and the history
 // it holds, through a frame decoded whole.
 func (r *Reader) keepHistory() bool {
-	return r.opts.LowMemory && r.decWin >= 0 && r.decWin <= keepHistBytes
+	return r.pipe.lowMemory && r.decWin >= 0 && r.decWin <= keepHistBytes
 }
 
 // sizeHistory makes r.dec's history once for a window of keepHistBytes,

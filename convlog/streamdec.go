@@ -2,7 +2,6 @@ package convlog
 
 import (
 	"io"
-	"runtime"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -58,7 +57,7 @@ var aheadChunkPool = sync.Pool{New: func() any { return &aheadChunk{buf: make([]
 // useStream reports whether frame f, about to be streamed, is decoded
 // ahead.
 func (r *Reader) useStream(f Frame) bool {
-	if runtime.GOMAXPROCS(0) < 2 || f.Torn {
+	if !r.pipe.streamAhead || f.Torn {
 		return false
 	}
 	if f.ContentSize >= 0 {
