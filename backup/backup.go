@@ -212,8 +212,8 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	if opts.Rsyncable {
 		tree.SortByAge()
 	}
-	jobs := jobsOf(tree)
-	opts.Progress.SetTotal(int64(len(jobs)) + 2)
+	jobs, njobs := jobsOf(tree)
+	opts.Progress.SetTotal(int64(njobs) + 2)
 
 	wopts := opts.Archive
 	wopts.ModTime = now

@@ -575,7 +575,8 @@ func PlanBackup(s *store.Store) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, j := range jobsOf(tree) {
+	jobs, _ := jobsOf(tree)
+	for j := range jobs {
 		lfi, err := os.Lstat(j.path)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {

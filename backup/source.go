@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"math/bits"
 	"path"
 	"path/filepath"
@@ -101,24 +102,32 @@ func (l *loaded) archive(aw *archive.Writer, name string) (archive.Sum, error) {
 	return aw.WriteEntry(name, l.kind, l.length, io.NewSectionReader(l.f, 0, l.length))
 }
 
-// jobsOf lists the logs of a walked store in archive order: conversations
+// jobsOf yields the logs of a walked store in archive order, made as they
+// are loaded (a list of them all would grow with the store): conversations
 // in the tree's order, each one's logs by base (conversation log first),
-// each log's generations from the highest.
-func jobsOf(tree *store.Tree) []*job {
-	var jobs []*job
-	for ci, c := range tree.Conversations {
+// each log's generations from the highest. n is how many it yields.
+func jobsOf(tree *store.Tree) (seq iter.Seq[*job], n int) {
+	for _, c := range tree.Conversations {
 		for _, l := range c.Logs {
-			for _, g := range l.Generations {
-				jobs = append(jobs, &job{
-					name:    path.Join(store.ConversationsDirName, c.Name, g.String()),
-					path:    filepath.Join(c.Path, g.String()),
-					convIdx: ci, convID: c.ID, convDir: c.Name, session: l.ID, base: l.Base, gen: g,
-					convLog: l.IsConversationLog, log: l,
-				})
-			}
+			n += len(l.Generations)
 		}
 	}
-	return jobs
+	return func(yield func(*job) bool) {
+		for ci, c := range tree.Conversations {
+			for _, l := range c.Logs {
+				for _, g := range l.Generations {
+					if !yield(&job{
+						name:    path.Join(store.ConversationsDirName, c.Name, g.String()),
+						path:    filepath.Join(c.Path, g.String()),
+						convIdx: ci, convID: c.ID, convDir: c.Name, session: l.ID, base: l.Base, gen: g,
+						convLog: l.IsConversationLog, log: l,
+					}) {
+						return
+					}
+				}
+			}
+		}
+	}, n
 }
 
 // load opens, reads and checks one log. Online, only the committed prefix
@@ -313,7 +322,7 @@ func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole boo
 
 // loadAll loads jobs with workers goroutines, at most ahead of them in
 // flight, and hands the results to sink in order; sink must close each.
-func loadAll(ctx context.Context, jobs []*job, online, strict bool, workers, ahead int, sink func(*loaded) error) error {
+func loadAll(ctx context.Context, jobs iter.Seq[*job], online, strict bool, workers, ahead int, sink func(*loaded) error) error {
 	get := func(j *job) *loaded { return load(j, online, strict) }
 	return archive.ReadAhead(ctx, jobs, archive.Ahead{Workers: workers, Items: ahead}, get, nil, sink, (*loaded).close)
 }

@@ -196,8 +196,8 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	for _, p := range tree.Problems {
 		mismatch(relName(dir, p.Path), "the restored layout is wrong: %s", p.Reason)
 	}
-	jobs := jobsOf(tree)
-	here := make([]File, 0, len(jobs)) // what this read found, as the manifest would say it
+	jobs, njobs := jobsOf(tree)
+	here := make([]File, 0, njobs) // what this read found, as the manifest would say it
 	type hereLog struct{ conv, file int }
 	var hereLogs []hereLog
 	facts := map[int]*convFacts{}

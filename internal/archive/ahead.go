@@ -2,6 +2,7 @@ package archive
 
 import (
 	"context"
+	"iter"
 	"sync"
 )
 
@@ -18,7 +19,7 @@ type Ahead struct {
 // are written in a fixed order while reading runs in parallel. cost (nil:
 // nothing) tells what a result holds against a.Bytes and a.Files; sink owns
 // each result it gets, and release frees those loaded but never handed over.
-func ReadAhead[T, R any](ctx context.Context, items []T, a Ahead, load func(T) R, cost func(R) (int64, int), sink func(R) error, release func(R)) error {
+func ReadAhead[T, R any](ctx context.Context, items iter.Seq[T], a Ahead, load func(T) R, cost func(R) (int64, int), sink func(R) error, release func(R)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type slot struct {
@@ -63,7 +64,7 @@ func ReadAhead[T, R any](ctx context.Context, items []T, a Ahead, load func(T) R
 	go func() {
 		defer close(order)
 		defer close(work)
-		for _, it := range items {
+		for it := range items {
 			mu.Lock()
 			for full() && !ended {
 				room.Wait()

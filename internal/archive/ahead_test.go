@@ -3,6 +3,7 @@ package archive
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"testing"
 )
@@ -26,7 +27,7 @@ func TestReadAhead(t *testing.T) {
 	a := Ahead{Workers: 4, Items: 64, Bytes: 1 << 20, Files: 8}
 	next := 0
 	errStop := errors.New("stop")
-	err := ReadAhead(context.Background(), items, a, load, cost, func(i int) error {
+	err := ReadAhead(context.Background(), slices.Values(items), a, load, cost, func(i int) error {
 		open.Add(-1)
 		if i != next {
 			t.Fatalf("sink got %d, want %d", i, next)

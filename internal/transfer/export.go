@@ -14,6 +14,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -668,7 +669,7 @@ func (x *exporter) readAll(ctx context.Context, tmpDir string, sink func(*readCo
 	a := archive.Ahead{Workers: workers, Items: aheadConvs * workers, Bytes: aheadBytes, Files: aheadFiles}
 	read := func(p *planned) *readConv { return x.read(p, tmpDir) }
 	cost := func(rc *readConv) (int64, int) { return rc.bytes, rc.files }
-	return archive.ReadAhead(ctx, x.order, a, read, cost, sink, (*readConv).close)
+	return archive.ReadAhead(ctx, slices.Values(x.order), a, read, cost, sink, (*readConv).close)
 }
 
 // read opens and checks every current log of one conversation; a log that
