@@ -205,15 +205,11 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 
 	// The store's walk, up front: the logs to archive (every generation),
 	// and the total of the progress (each log, the index, the manifest).
-	tree, err := s.WalkJobs(opts.Workers)
+	sw, err := walkStore(s, opts.Rsyncable)
 	if err != nil {
 		return nil, err
 	}
-	if opts.Rsyncable {
-		tree.SortByAge()
-	}
-	jobs, njobs := jobsOf(tree)
-	opts.Progress.SetTotal(int64(njobs) + 2)
+	opts.Progress.SetTotal(int64(sw.logs) + 2)
 
 	wopts := opts.Archive
 	wopts.ModTime = now
@@ -306,7 +302,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		clear(curSeen)
 		return nil
 	}
-	err = loadAll(ctx, jobs, m.Online, opts.Strict, opts.Workers, 2*opts.Workers+2, func(l *loaded) error {
+	err = loadAll(ctx, sw.jobs(), m.Online, opts.Strict, opts.Workers, 2*opts.Workers+2, func(l *loaded) error {
 		defer l.close()
 		defer opts.Progress.Add(1)
 		j := l.job
@@ -355,7 +351,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	}
 	// Entries left out are problems; a second spelling of a generation is
 	// archived all the same, with a warning.
-	for _, p := range tree.Problems {
+	for _, p := range sw.problems {
 		if p.Listed {
 			opts.OnEvent(store.Item{Kind: store.ItemWarning, Path: p.Path, Reason: p.Reason})
 		} else {

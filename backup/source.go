@@ -2,6 +2,7 @@ package backup
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"math/bits"
 	"path"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -128,6 +130,62 @@ func jobsOf(tree *store.Tree) (seq iter.Seq[*job], n int) {
 			}
 		}
 	}, n
+}
+
+// storeWalk is the store's walk as a backup takes it, one conversation
+// directory at a time so that memory does not grow with the store: a
+// first pass counts the logs (the progress total) and, for an rsyncable
+// archive, orders the directories by age; jobs walks each again as the
+// loaders come to it. problems are the walk's, complete once jobs is done.
+type storeWalk struct {
+	s        *store.Store
+	dirs     []store.Dir
+	logs     int
+	problems []store.Problem
+}
+
+func walkStore(s *store.Store, byAge bool) (*storeWalk, error) {
+	dirs, top, err := s.Dirs()
+	if err != nil {
+		return nil, err
+	}
+	w := &storeWalk{s: s, dirs: dirs, problems: top}
+	newest := map[string]int64{}
+	for _, d := range dirs {
+		t := s.WalkDir(d)
+		for _, c := range t.Conversations {
+			for _, l := range c.Logs {
+				w.logs += len(l.Generations)
+			}
+			if byAge {
+				newest[d.Name] = c.Newest()
+			}
+		}
+	}
+	if byAge {
+		slices.SortStableFunc(w.dirs, func(a, b store.Dir) int { return cmp.Compare(newest[a.Name], newest[b.Name]) })
+	}
+	return w, nil
+}
+
+// jobs yields the logs to archive, walking each directory when its turn
+// comes, in the order jobsOf gives a tree's.
+func (w *storeWalk) jobs() iter.Seq[*job] {
+	return func(yield func(*job) bool) {
+		n := 0
+		for _, d := range w.dirs {
+			t := w.s.WalkDir(d)
+			w.problems = append(w.problems, t.Problems...)
+			seq, _ := jobsOf(t)
+			for j := range seq {
+				j.convIdx = n
+				if !yield(j) {
+					return
+				}
+			}
+			n++
+		}
+	}
 }
 
 // load opens, reads and checks one log. Online, only the committed prefix

@@ -183,29 +183,13 @@ func walkRoot(root string, jobs int) (*Tree, error) {
 	items := make([]item, 0, len(entries))
 	var dirs []int
 	for _, e := range entries {
-		name := e.Name()
-		p := filepath.Join(root, name)
-		var reason string
-		switch typ := e.Type(); {
-		case typ&fs.ModeSymlink != 0:
-			reason = ReasonSymlink
-		case typ.IsDir():
-			id, err := DecodeSegment(name)
-			if err != nil {
-				reason = err.Error()
-				break
-			}
+		var pt Tree
+		if id, ok := pt.entry(root, e); ok {
 			dirs = append(dirs, len(items))
-			items = append(items, item{id: id, name: name, sub: &Tree{}})
+			items = append(items, item{id: id, name: e.Name(), sub: &Tree{}})
 			continue
-		case !typ.IsRegular():
-			reason = ReasonNotRegular
-		case logShaped(name):
-			reason = ReasonFlatLog
-		default:
-			reason = ReasonUnexpected
 		}
-		items = append(items, item{problem: &Problem{Path: p, Reason: reason}})
+		items = append(items, item{problem: &pt.Problems[0]})
 	}
 	walk := func(k int) {
 		it := &items[k]
@@ -250,6 +234,74 @@ func walkRoot(root string, jobs int) (*Tree, error) {
 		t.Conversations = append(t.Conversations, it.sub.Conversations...)
 	}
 	return t, nil
+}
+
+// Dir is a conversation directory as the listing of conversations/ names
+// it (Dirs), to be walked when its turn comes (WalkDir).
+type Dir struct {
+	ID, Name string
+}
+
+// Dirs is the first half of Walk, for a caller that must not hold every
+// log of the store at once (a backup of millions of files): the
+// conversation directories in name order, and the problems of the entries
+// of conversations/ that are none. WalkDir walks each.
+func (s *Store) Dirs() ([]Dir, []Problem, error) {
+	root := s.ConversationsDir()
+	t := &Tree{}
+	if ok, err := conversationsRoot(root); err != nil || !ok {
+		return nil, nil, err
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.problem(root, termtext.Reason(root, err))
+	}
+	var dirs []Dir
+	for _, e := range entries {
+		if id, ok := t.entry(root, e); ok {
+			dirs = append(dirs, Dir{ID: id, Name: e.Name()})
+		}
+	}
+	return dirs, t.Problems, nil
+}
+
+// WalkDir walks one directory Dirs listed, as Walk does: a tree of it
+// alone, with no conversation when it cannot be read and no problem when
+// it is gone since it was listed.
+func (s *Store) WalkDir(d Dir) *Tree {
+	t := &Tree{}
+	dir := filepath.Join(s.ConversationsDir(), d.Name)
+	if c, ok := t.walkConversation(d.ID, d.Name, dir); ok {
+		t.Conversations = append(t.Conversations, c)
+	} else if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		t.Problems = nil
+	}
+	return t
+}
+
+// entry sorts one entry of conversations/: a conversation directory (its
+// id), or a problem of t.
+func (t *Tree) entry(root string, e fs.DirEntry) (string, bool) {
+	name := e.Name()
+	var reason string
+	switch typ := e.Type(); {
+	case typ&fs.ModeSymlink != 0:
+		reason = ReasonSymlink
+	case typ.IsDir():
+		id, err := DecodeSegment(name)
+		if err == nil {
+			return id, true
+		}
+		reason = err.Error()
+	case !typ.IsRegular():
+		reason = ReasonNotRegular
+	case logShaped(name):
+		reason = ReasonFlatLog
+	default:
+		reason = ReasonUnexpected
+	}
+	t.problem(filepath.Join(root, name), reason)
+	return "", false
 }
 
 func (t *Tree) problem(path, reason string) {
@@ -358,17 +410,23 @@ func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
 func (t *Tree) SortByAge() {
 	newest := make(map[string]int64, len(t.Conversations))
 	for _, c := range t.Conversations {
-		var n int64
-		for _, l := range c.Logs {
-			for _, g := range l.Generations {
-				if fi, err := os.Lstat(filepath.Join(c.Path, g.String())); err == nil {
-					n = max(n, fi.ModTime().UnixNano())
-				}
-			}
-		}
-		newest[c.Path] = n
+		newest[c.Path] = c.Newest()
 	}
 	slices.SortStableFunc(t.Conversations, func(a, b ConversationDir) int {
 		return cmp.Compare(newest[a.Path], newest[b.Path])
 	})
+}
+
+// Newest is the latest modification time of c's logs, in nanoseconds since
+// the epoch (0: none could be read): how recently it was active.
+func (c ConversationDir) Newest() int64 {
+	var n int64
+	for _, l := range c.Logs {
+		for _, g := range l.Generations {
+			if fi, err := os.Lstat(filepath.Join(c.Path, g.String())); err == nil {
+				n = max(n, fi.ModTime().UnixNano())
+			}
+		}
+	}
+	return n
 }
