@@ -424,7 +424,7 @@ func prune(dir string, r Retention, keepPath string, now time.Time, dryRun bool)
 	if dryRun {
 		list = append(list, ArchiveInfo{Name: filepath.Base(keepPath), Path: keepPath, Time: now.UTC().Truncate(time.Second), Seq: 1 << 30})
 	}
-	kept := r.keeps(list, keepPath)
+	kept := r.keeps(list, keepPath, now)
 	deleted := []string{}
 	for _, a := range list {
 		if kept[a.Path] {
@@ -470,8 +470,11 @@ func (r Retention) IsZero() bool { return r == Retention{} }
 // keeps returns the paths of the archives of list (oldest first) that r
 // keeps: those its policies keep, keepPath (the archive just written,
 // whatever its time) and the newest whose last verification matched, so
-// that a directory never loses its last known good archive.
-func (r Retention) keeps(list []ArchiveInfo, keepPath string) map[string]bool {
+// that a directory never loses its last known good archive. An archive
+// named more than FutureSkew past now is kept and left out of the
+// policies: counted as the newest, one wrong clock would make Within and
+// Last delete every real archive.
+func (r Retention) keeps(list []ArchiveInfo, keepPath string, now time.Time) map[string]bool {
 	kept := map[string]bool{keepPath: true}
 	if r.IsZero() {
 		for _, a := range list {
@@ -479,8 +482,14 @@ func (r Retention) keeps(list []ArchiveInfo, keepPath string) map[string]bool {
 		}
 		return kept
 	}
-	newest := slices.Clone(list)
-	slices.Reverse(newest)
+	var newest []ArchiveInfo
+	for _, a := range slices.Backward(list) {
+		if a.Time.After(now.Add(FutureSkew)) {
+			kept[a.Path] = true
+			continue
+		}
+		newest = append(newest, a)
+	}
 	for _, a := range newest {
 		if a.Verification() == VerifiedOK {
 			kept[a.Path] = true
@@ -598,8 +607,8 @@ func PlanBackup(s *store.Store) (*Plan, error) {
 // ErrNoArchive: a backup directory holds none of convkit's archives.
 var ErrNoArchive = errors.New("no archive named convkit-<UTC time>.tar.zst")
 
-// FutureSkew is how far past the clock the time in the newest archive's
-// name may be before Latest with a MaxAge refuses it.
+// FutureSkew is how far past the clock the time in an archive's name may
+// be before Latest with a MaxAge refuses it and retention sets it aside.
 const FutureSkew = 5 * time.Minute
 
 // LatestOptions say what Latest requires of the newest archive.

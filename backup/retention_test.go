@@ -90,7 +90,7 @@ func TestRetentionPolicies(t *testing.T) {
 		{"all", Retention{Last: 3, Within: Span{Days: 2}, Daily: 7, Weekly: 4, Monthly: 3},
 			slices.Concat(last3, within, newestPer(list, 7, day), newestPer(list, 4, week), newestPer(list, 3, month))},
 	} {
-		got := keysOf(tc.r.keeps(list, newest.Path))
+		got := keysOf(tc.r.keeps(list, newest.Path, newest.Time))
 		want := slices.Compact(slices.Sorted(slices.Values(tc.want)))
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: keeps\n%v\nwant\n%v", tc.name, got, want)
@@ -107,17 +107,26 @@ func TestRetentionPolicies(t *testing.T) {
 	failed.Info = &Info{Verified: &Verification{OK: false}}
 	withV := slices.Clone(list)
 	withV[10], withV[20] = verified, failed
-	kept := Retention{Last: 1}.keeps(withV, newest.Path)
+	kept := Retention{Last: 1}.keeps(withV, newest.Path, newest.Time)
 	if !kept[verified.Path] || kept[failed.Path] || len(keysOf(kept)) != 2 {
 		t.Errorf("with a verified archive: %v", keysOf(kept))
 	}
 	// The archive just written stays even when older than all (a clock
 	// set back).
-	if kept := (Retention{Last: 1}).keeps(list, list[0].Path); !kept[list[0].Path] || !kept[newest.Path] {
+	if kept := (Retention{Last: 1}).keeps(list, list[0].Path, newest.Time); !kept[list[0].Path] || !kept[newest.Path] {
 		t.Errorf("the new archive with an old name: %v", keysOf(kept))
 	}
-	if kept := (Retention{}).keeps(list, newest.Path); len(keysOf(kept)) != len(list) {
+	if kept := (Retention{}).keeps(list, newest.Path, newest.Time); len(keysOf(kept)) != len(list) {
 		t.Errorf("no policy keeps %d of %d", len(keysOf(kept)), len(list))
+	}
+	// An archive named years ahead (a wrong clock once) is kept, and the
+	// policies count from the real archives: Within keeps the same ones.
+	future := archivesEvery(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), time.Hour)
+	withF := append(slices.Clone(list), future...)
+	got := keysOf(Retention{Within: Span{Days: 2}}.keeps(withF, newest.Path, newest.Time))
+	want := slices.Sorted(slices.Values(append(slices.Clone(within), future[0].Path)))
+	if !slices.Equal(got, want) {
+		t.Errorf("with an archive dated 2030: keeps\n%v\nwant\n%v", got, want)
 	}
 }
 
