@@ -1,13 +1,11 @@
 package store
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -402,23 +400,9 @@ func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
 	return c, true
 }
 
-// SortByAge orders the conversations oldest first: by the newest
-// modification time of their log generations, then as walked (by name).
-// A deduplicating copy of an archive in this order (an rsyncable backup)
-// finds the conversations that change, the recently active ones,
-// together at its end. It reads the status of every generation.
-func (t *Tree) SortByAge() {
-	newest := make(map[string]int64, len(t.Conversations))
-	for _, c := range t.Conversations {
-		newest[c.Path] = c.Newest()
-	}
-	slices.SortStableFunc(t.Conversations, func(a, b ConversationDir) int {
-		return cmp.Compare(newest[a.Path], newest[b.Path])
-	})
-}
-
-// Newest is the latest modification time of c's logs, in nanoseconds since
-// the epoch (0: none could be read): how recently it was active.
+// Newest is the latest modification time of c's logs, any generation, in
+// nanoseconds since the epoch (0: none could be read): how recently it was
+// active, which an rsyncable backup orders conversations by.
 func (c ConversationDir) Newest() int64 {
 	var n int64
 	for _, l := range c.Logs {

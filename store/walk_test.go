@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -460,10 +462,10 @@ func reachableBy(dir string, uid uint32) error {
 	}
 }
 
-// TestSortByAge: conversations come oldest first by their newest log
-// generation, an older generation counting too; ties keep the walk's
-// order (by name).
-func TestSortByAge(t *testing.T) {
+// TestNewest: ordered by Newest (stably), conversations come oldest first
+// by their newest log generation, an older generation counting too; ties
+// keep the walk's order (by name).
+func TestNewest(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	mkfiles(t, data,
 		"conversations/a/metadata.v4.jsonl",
@@ -484,7 +486,7 @@ func TestSortByAge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tree.SortByAge()
+	slices.SortStableFunc(tree.Conversations, func(a, b ConversationDir) int { return cmp.Compare(a.Newest(), b.Newest()) })
 	var got []string
 	for _, c := range tree.Conversations {
 		got = append(got, c.ID)
