@@ -238,7 +238,9 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 		}
 	}
 	sum, err := runTree(ctx, opts, root, LayoutConvkit, func() *tree { return discover(s, root, Workers(opts.Jobs)) })
-	if err != nil || len(converted) == 0 {
+	if err != nil || len(converted) == 0 || ctx.Err() != nil {
+		// An interrupted run reports itself as such; its conversions
+		// read as stale in the index until a reindex.
 		return sum, err
 	}
 	return sum, updateIndex(ctx, s, converted, opts.Machine)
