@@ -32,13 +32,15 @@ func isNull(v []byte) bool { return string(v) == "null" }
 
 // fastString sets *dst from a JSON string (rawjson decodes escapes as
 // encoding/json does); v nil (null) leaves it.
-func fastString(v []byte, dst *string) bool {
+func fastString(v []byte, dst *string) bool { return fastValue(v, dst, rawjson.String) }
+
+func fastValue[T any](v []byte, dst *T, parse func([]byte) (T, bool)) bool {
 	if v == nil {
 		return true
 	}
-	str, ok := rawjson.String(v)
+	x, ok := parse(v)
 	if ok {
-		*dst = str
+		*dst = x
 	}
 	return ok
 }
@@ -62,16 +64,7 @@ func fastSessionID(v []byte, dst *string, known []SessionInfo) bool {
 
 // fastInt sets *dst from a JSON integer of the format (a safe integer);
 // v nil (null) leaves it. Other numbers go to encoding/json.
-func fastInt(v []byte, dst *int64) bool {
-	if v == nil {
-		return true
-	}
-	n, ok := rawjson.Int(v)
-	if ok {
-		*dst = n
-	}
-	return ok
-}
+func fastInt(v []byte, dst *int64) bool { return fastValue(v, dst, rawjson.Int) }
 
 // fastArray calls elem for each element of a JSON array; v nil (null)
 // calls nothing and reports an empty result as json.Unmarshal would (a
@@ -154,52 +147,50 @@ func fastTitle(data []byte, d *TitleData) bool {
 	})
 }
 
-func fastRenamed(data []byte, d *RenamedData) bool {
+// fastStringMembers decodes members that are all strings: field gives each
+// known key's destination (nil: unknown).
+func fastStringMembers(data []byte, field func(key []byte) *string) bool {
 	return fastMembers(data, func(k, v []byte) bool {
+		dst := field(k)
+		return dst != nil && fastString(v, dst)
+	})
+}
+
+func fastRenamed(data []byte, d *RenamedData) bool {
+	return fastStringMembers(data, func(k []byte) *string {
 		if string(k) == "title" {
-			return fastString(v, &d.Title)
+			return &d.Title
 		}
-		return false
+		return nil
 	})
 }
 
 func fastSessionStarted(data []byte, d *SessionStartedData) bool {
-	return fastMembers(data, func(k, v []byte) bool {
+	return fastStringMembers(data, func(k []byte) *string {
 		switch string(k) {
 		case "sessionId":
-			return fastString(v, &d.SessionID)
+			return &d.SessionID
 		case "agent":
-			return fastString(v, &d.Agent)
+			return &d.Agent
 		case "model":
-			return fastString(v, &d.Model)
+			return &d.Model
 		case "parentSession":
-			return fastString(v, &d.ParentSession)
+			return &d.ParentSession
 		}
-		return false
+		return nil
 	})
 }
 
-func fastTurnStarted(data []byte, d *TurnStartedData, known []SessionInfo) bool {
+// fastTurn decodes turn/started (outcome nil) and turn/ended.
+func fastTurn(data []byte, sessionID *string, turn *int64, outcome *string, known []SessionInfo) bool {
 	return fastMembers(data, func(k, v []byte) bool {
 		switch string(k) {
 		case "sessionId":
-			return fastSessionID(v, &d.SessionID, known)
+			return fastSessionID(v, sessionID, known)
 		case "turn":
-			return fastInt(v, &d.Turn)
-		}
-		return false
-	})
-}
-
-func fastTurnEnded(data []byte, d *TurnEndedData, known []SessionInfo) bool {
-	return fastMembers(data, func(k, v []byte) bool {
-		switch string(k) {
-		case "sessionId":
-			return fastSessionID(v, &d.SessionID, known)
-		case "turn":
-			return fastInt(v, &d.Turn)
+			return fastInt(v, turn)
 		case "outcome":
-			return fastString(v, &d.Outcome)
+			return outcome != nil && fastString(v, outcome)
 		}
 		return false
 	})

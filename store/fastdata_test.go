@@ -36,8 +36,8 @@ func checkAllFast(t *testing.T, data string) (taken int) {
 		checkFast(t, data, fastTitle),
 		checkFast(t, data, fastRenamed),
 		checkFast(t, data, fastSessionStarted),
-		checkFast(t, data, func(b []byte, d *TurnStartedData) bool { return fastTurnStarted(b, d, known) }),
-		checkFast(t, data, func(b []byte, d *TurnEndedData) bool { return fastTurnEnded(b, d, known) }),
+		checkFast(t, data, func(b []byte, d *TurnStartedData) bool { return fastTurn(b, &d.SessionID, &d.Turn, nil, known) }),
+		checkFast(t, data, func(b []byte, d *TurnEndedData) bool { return fastTurn(b, &d.SessionID, &d.Turn, &d.Outcome, known) }),
 	} {
 		if ok {
 			taken++

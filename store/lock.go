@@ -126,16 +126,14 @@ func (l *Lock) Mode() LockMode { return l.mode }
 // Holder is what this process wrote into the lock file (zero for LockNone).
 func (l *Lock) Holder() Holder { return l.holder }
 
-// Release gives the lock up. The file stays: deleting it would let a waiter
-// lock an inode that a newcomer no longer finds at the path. Release is safe
-// to call more than once and on a nil Lock.
+// Release gives the lock up; safe on nil and more than once (flock's Unlock
+// of an unlocked file does nothing). The file stays: deleting it would let a
+// waiter lock an inode that a newcomer no longer finds at the path.
 func (l *Lock) Release() error {
 	if l == nil || l.fl == nil {
 		return nil
 	}
-	fl := l.fl
-	l.fl = nil
-	if err := fl.Unlock(); err != nil {
+	if err := l.fl.Unlock(); err != nil {
 		return fmt.Errorf("unlock %s: %w", l.path, err)
 	}
 	return nil

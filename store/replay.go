@@ -67,25 +67,30 @@ func addUnique(list []string, v string) []string {
 	return append(list, v)
 }
 
+// decodeData decodes e's data by fast (nil: none), or where it gives up by
+// json.Unmarshal into a zero value.
+func decodeData[T any](e *convlog.Event, fast func([]byte, *T) bool) (*T, error) {
+	d := new(T)
+	if fast != nil && fast(e.Data, d) {
+		return d, nil
+	}
+	*d = *new(T)
+	if err := json.Unmarshal(e.Data, d); err != nil {
+		return nil, fmt.Errorf("%s at seq %d: invalid data: %v", e.Type, e.Seq, err)
+	}
+	return d, nil
+}
+
 // apply replays one event. Event types this build does not know (ignorable
 // ones) are skipped.
 func (s *convState) apply(e *convlog.Event) error {
 	c := &s.info
 	t := msTime(e.Time)
-	decode := func(v any) error {
-		if err := json.Unmarshal(e.Data, v); err != nil {
-			return fmt.Errorf("%s at seq %d: invalid data: %v", e.Type, e.Seq, err)
-		}
-		return nil
-	}
 	switch e.Type {
 	case EventConversationCreated:
-		var d CreatedData
-		if !fastCreated(e.Data, &d) {
-			d = CreatedData{}
-			if err := decode(&d); err != nil {
-				return err
-			}
+		d, err := decodeData(e, fastCreated)
+		if err != nil {
+			return err
 		}
 		c.Cwd = d.Cwd
 		for _, a := range d.Agents {
@@ -98,23 +103,17 @@ func (s *convState) apply(e *convlog.Event) error {
 			c.Title, c.TitleIsAuto, s.renamed = d.Title, false, true
 		}
 	case EventConversationTitle:
-		var d TitleData
-		if !fastTitle(e.Data, &d) {
-			d = TitleData{}
-			if err := decode(&d); err != nil {
-				return err
-			}
+		d, err := decodeData(e, fastTitle)
+		if err != nil {
+			return err
 		}
 		if !s.renamed {
 			c.Title, c.TitleIsAuto = d.Title, true
 		}
 	case EventConversationRenamed:
-		var d RenamedData
-		if !fastRenamed(e.Data, &d) {
-			d = RenamedData{}
-			if err := decode(&d); err != nil {
-				return err
-			}
+		d, err := decodeData(e, fastRenamed)
+		if err != nil {
+			return err
 		}
 		c.Title, c.TitleIsAuto, s.renamed = d.Title, false, true
 	case EventConversationArchived:
@@ -122,12 +121,9 @@ func (s *convState) apply(e *convlog.Event) error {
 	case EventConversationUnarchived:
 		c.Archived = false
 	case EventSessionStarted:
-		var d SessionStartedData
-		if !fastSessionStarted(e.Data, &d) {
-			d = SessionStartedData{}
-			if err := decode(&d); err != nil {
-				return err
-			}
+		d, err := decodeData(e, fastSessionStarted)
+		if err != nil {
+			return err
 		}
 		si := SessionInfo{ID: d.SessionID, Agent: d.Agent, Model: d.Model, ParentSession: d.ParentSession, StartedAt: t}
 		if p := c.Session(d.ParentSession); p != nil {
@@ -139,22 +135,18 @@ func (s *convState) apply(e *convlog.Event) error {
 		c.Agents = addUnique(c.Agents, d.Agent)
 		c.Models = addUnique(c.Models, d.Model)
 	case EventTurnStarted:
-		var d TurnStartedData
-		if !fastTurnStarted(e.Data, &d, c.Sessions) {
-			d = TurnStartedData{}
-			if err := decode(&d); err != nil {
-				return err
-			}
+		d, err := decodeData(e, func(b []byte, d *TurnStartedData) bool { return fastTurn(b, &d.SessionID, &d.Turn, nil, c.Sessions) })
+		if err != nil {
+			return err
 		}
 		c.Turns = append(c.Turns, TurnInfo{SessionID: d.SessionID, Turn: d.Turn, StartedAt: t})
 		s.open[d.SessionID] = len(c.Turns) - 1
 	case EventTurnEnded:
-		var d TurnEndedData
-		if !fastTurnEnded(e.Data, &d, c.Sessions) {
-			d = TurnEndedData{}
-			if err := decode(&d); err != nil {
-				return err
-			}
+		d, err := decodeData(e, func(b []byte, d *TurnEndedData) bool {
+			return fastTurn(b, &d.SessionID, &d.Turn, &d.Outcome, c.Sessions)
+		})
+		if err != nil {
+			return err
 		}
 		if i, ok := s.open[d.SessionID]; ok && c.Turns[i].Turn == d.Turn {
 			c.Turns[i].EndedAt, c.Turns[i].Outcome = t, d.Outcome
@@ -164,24 +156,24 @@ func (s *convState) apply(e *convlog.Event) error {
 			c.Turns = append(c.Turns, TurnInfo{SessionID: d.SessionID, Turn: d.Turn, EndedAt: t, Outcome: d.Outcome})
 		}
 	case EventConversationForked:
-		var d ForkedData
-		if err := decode(&d); err != nil {
+		d, err := decodeData[ForkedData](e, nil)
+		if err != nil {
 			return err
 		}
-		c.ForkedFrom, c.AfterCompaction, c.Fork = d.SourceConversation, d.AfterCompaction, &d
+		c.ForkedFrom, c.AfterCompaction, c.Fork = d.SourceConversation, d.AfterCompaction, d
 		c.Inherited = append(c.Inherited, d.InheritedSessions...)
 	case EventConversationRewound:
-		var d RewoundData
-		if err := decode(&d); err != nil {
+		d, err := decodeData[RewoundData](e, nil)
+		if err != nil {
 			return err
 		}
-		c.Rewind = &d
+		c.Rewind = d
 		if c.ForkedFrom == "" {
 			c.ForkedFrom = d.SourceConversation
 		}
 	case EventConversationCwdMapped:
-		var d CwdMappedData
-		if err := decode(&d); err != nil {
+		d, err := decodeData[CwdMappedData](e, nil)
+		if err != nil {
 			return err
 		}
 		c.Cwd = d.To

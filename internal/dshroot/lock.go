@@ -94,14 +94,13 @@ func lockOnce(path, id string) (l *SessionLock, retry bool, err error) {
 // Path is the lock file.
 func (l *SessionLock) Path() string { return l.path }
 
-// Release gives the lock up; the file stays. Safe on nil and more than once.
+// Release gives the lock up; the file stays. Safe on nil and more than once
+// (flock's Unlock of an unlocked file does nothing).
 func (l *SessionLock) Release() error {
-	if l == nil || l.fl == nil {
+	if l == nil {
 		return nil
 	}
-	fl := l.fl
-	l.fl = nil
-	if err := fl.Unlock(); err != nil {
+	if err := l.fl.Unlock(); err != nil {
 		return fmt.Errorf("unlock %s: %w", l.path, err)
 	}
 	return nil
