@@ -31,10 +31,8 @@ import (
 )
 
 // SchemaVersion is stored in PRAGMA user_version; a database of another
-// version is not used (a *VersionError), so reindex rebuilds it and readers
-// take it as not current. Version 4 added the conversation log's own identity,
-// by which listing knows its rows are current while a running turn's session
-// log grows.
+// version is not used (a *VersionError): reindex rebuilds it and readers take
+// it as not current.
 const SchemaVersion = 4
 
 // ErrSchema is wrapped when a file is not an index of this schema version
@@ -233,11 +231,10 @@ func dsn(path string, pragmas ...string) string {
 
 var runtimePragmas = []string{"busy_timeout(5000)", "trusted_schema(0)", "journal_mode(WAL)", "synchronous(NORMAL)"}
 
-// Open opens an existing index for reading and writing (the runtime's updates,
-// delete, import). A missing file gives fs.ErrNotExist; anything but a regular
-// file is refused, links never followed; a file that is not SQLite, of another
-// version or not exactly this package's schema gives an error wrapping
-// ErrSchema, checked before any statement touches the tables.
+// Open opens an existing index for reading and writing. A missing file gives
+// fs.ErrNotExist; anything but a regular file is refused, links never
+// followed; a file that is not exactly this package's schema gives an error
+// wrapping ErrSchema before any statement touches the tables.
 func Open(path string) (*DB, error) {
 	if err := checkFiles(path); err != nil {
 		return nil, err
@@ -257,8 +254,6 @@ func Open(path string) (*DB, error) {
 // Create makes a new, empty index at path, which must not exist. It is
 // tuned for one bulk load (no journal, no syncs until Finish).
 func Create(path string) (*DB, error) {
-	// Created exclusively, 0600, never through a link: SQLite then opens
-	// the empty file by its name (see checkFiles for what that leaves).
 	f, err := durable.CreateExcl(path)
 	if err != nil {
 		return nil, err
@@ -268,8 +263,7 @@ func Create(path string) (*DB, error) {
 		f.Close()
 		return nil, err
 	}
-	// One connection: the bulk load is one transaction anyway.
-	db.SetMaxOpenConns(1)
+	db.SetMaxOpenConns(1) // the bulk load is one transaction anyway
 	if _, err := db.Exec(schema + fmt.Sprintf("PRAGMA user_version = %d;", SchemaVersion) + bulkHashSize); err != nil {
 		db.Close()
 		f.Close()
@@ -331,8 +325,6 @@ func (d *DB) Finish() error {
 	fail := func(step string, err error) error {
 		return fmt.Errorf("%s: finishing the bulk load: %s: %w", d.path, step, err)
 	}
-	// The bulk load's setting (bulkHashSize) goes: this connection, the
-	// only one, is closed below, and the next reads the default.
 	if _, err := d.db.Exec("DELETE FROM messages_config WHERE k = 'hashsize'"); err != nil {
 		return fail("removing FTS5's hashsize setting", err)
 	}
@@ -377,23 +369,18 @@ func (d *DB) Path() string { return d.path }
 type Writer struct {
 	tx                                           *sql.Tx
 	delConv, delSess, delTurns, delMsgs, delSkip *sql.Stmt
-	// oldMsgs reads a conversation's messages in Put's order; delMsgsIn and
-	// delMsgRowsIn remove those of a JSON array of rowids in one statement
-	// each, since FTS5 flushes its pending terms at every statement that opens
-	// a savepoint.
+	// delMsgsIn and delMsgRowsIn remove a JSON array of rowids in one
+	// statement each: FTS5 flushes its pending terms at every statement.
 	oldMsgs, delMsgsIn, delMsgRowsIn       *sql.Stmt
 	insConv, insMessage                    *sql.Stmt
 	insSkip, delMsgRows, insMsgRow, setWNO *sql.Stmt
 	sessions, turns                        multiInsert
 	args                                   []any // reused for each multi-row statement
 	// fresh: the database was created empty by this process, so nothing
-	// needs removing before an insert.
-	fresh bool
-	// lastRow is the rowid of the last message a fresh load wrote: it
-	// numbers the messages itself, 1, 2, ... as SQLite would, so that
+	// needs removing; lastRow numbers its messages as SQLite would, so
 	// their message_rows go in with the conversation's other rows.
-	lastRow int64
-	// insMessageAt inserts a message with its rowid (a fresh load).
+	fresh        bool
+	lastRow      int64
 	insMessageAt *sql.Stmt
 	msgRows      multiInsert
 }
@@ -404,7 +391,6 @@ func (d *DB) Begin(ctx context.Context) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Only the first transaction on a created database may skip removals.
 	w := &Writer{tx: tx, fresh: d.fresh}
 	d.fresh = false
 	prep := func(q string) *sql.Stmt {
@@ -422,8 +408,7 @@ func (d *DB) Begin(ctx context.Context) (*Writer, error) {
 	// conversation to its rows so a delete touches only them.
 	w.delMsgs = prep("DELETE FROM messages WHERE rowid IN (SELECT fts_rowid FROM message_rows WHERE conversation_id = ?)")
 	w.delMsgRows = prep("DELETE FROM message_rows WHERE conversation_id = ?")
-	// LEFT JOIN: a message_rows row whose message is missing is read too
-	// (and, unequal to any message, removed with the rest).
+	// LEFT JOIN: a message_rows row whose message is missing is removed too.
 	w.oldMsgs = prep(`SELECT r.fts_rowid, m.rowid IS NOT NULL, coalesce(m.session_id, ''), coalesce(m.seq, -1),
 		coalesce(m.role, ''), coalesce(m.text, '') FROM message_rows r
 		LEFT JOIN messages m ON m.rowid = r.fts_rowid WHERE r.conversation_id = ? ORDER BY r.fts_rowid`)
@@ -466,7 +451,6 @@ type multiInsert struct {
 	stmts [maxRows + 1]*sql.Stmt
 }
 
-// stmt is the statement of n rows.
 func (m *multiInsert) stmt(ctx context.Context, n int) (*sql.Stmt, error) {
 	if s := m.stmts[n]; s != nil {
 		return s, nil
@@ -494,8 +478,7 @@ func (m *multiInsert) stmt(ctx context.Context, n int) (*sql.Stmt, error) {
 	return s, nil
 }
 
-// insert writes n rows, asking row for the values of row i appended to
-// args.
+// insert writes n rows; row appends the values of row i to args.
 func (w *Writer) insert(ctx context.Context, m *multiInsert, n int, row func(args []any, i int) []any) error {
 	for start := 0; start < n; start += maxRows {
 		k := min(maxRows, n-start)
@@ -521,8 +504,8 @@ func jsonList(v []string) string {
 	if len(v) == 0 {
 		return "[]"
 	}
-	// Names of printable ASCII that json.Marshal writes as they are are
-	// written here without reflection.
+	// Printable ASCII names, which json.Marshal writes as they are, skip
+	// reflection.
 	n := 2
 	for _, s := range v {
 		for k := 0; k < len(s); k++ {
@@ -562,11 +545,9 @@ func canceled(ctx context.Context, i int) error {
 }
 
 // Put replaces every row of c.ID with c and its messages; after an error the
-// transaction must be rolled back.
-//
-// Each session keeps its leading indexed messages that are unchanged (all of
-// them when its log only grew), so an update touches the full-text index only
-// for what changed; messages keep Put's order (rowids grow).
+// transaction must be rolled back. Each session keeps its leading unchanged
+// indexed messages, so an update touches the full-text index only for what
+// changed.
 func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error {
 	cancel := ctx
 	if err := cancel.Err(); err != nil {
@@ -574,7 +555,6 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 	}
 	ctx = context.WithoutCancel(ctx)
 	if !w.fresh {
-		// Every row but the messages', which keepMessages sorts out.
 		err := w.removeRows(ctx, c.ID, w.delConv, w.delSess, w.delTurns, w.delSkip)
 		if err != nil {
 			return err
@@ -611,9 +591,6 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 		return fmt.Errorf("index the turns of %s: %w", termtext.Quote(c.ID), err)
 	}
 	if w.fresh {
-		// Nothing was deleted from the new table, so the rowids SQLite would
-		// choose are 1, 2, ... and numbering them here lets message_rows go in
-		// a few statements.
 		first := w.lastRow + 1
 		for i, m := range msgs {
 			if err := canceled(cancel, i); err != nil {
@@ -792,9 +769,7 @@ func (w *Writer) Skip(ctx context.Context, id, dir, fingerprint, reason string) 
 }
 
 // Commit ends the transaction.
-func (w *Writer) Commit() error {
-	return w.tx.Commit()
-}
+func (w *Writer) Commit() error { return w.tx.Commit() }
 
 // Rollback abandons the transaction.
 func (w *Writer) Rollback() error { return w.tx.Rollback() }
@@ -867,23 +842,52 @@ func (d *DB) List(ctx context.Context, o ListOptions) ([]Summary, error) {
 	if o.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", o.Limit)
 	}
-	rows, err := d.db.QueryContext(ctx, q, args...)
+	out := []Summary{}
+	err := eachRow(ctx, d.db, q, args, func(rows *sql.Rows) error {
+		var s Summary
+		var wno string
+		err := rows.Scan(&s.ID, &s.Title, &s.UpdatedAt, &s.CreatedAt, &s.Archived, &s.ForkedFrom, &s.Cwd,
+			&s.RunningTurn, &s.Sessions, &s.Turns, &wno)
+		s.WillNotOpen = stringList(wno)
+		out = append(out, s)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := []Summary{}
-	for rows.Next() {
-		var s Summary
-		var wno string
-		if err := rows.Scan(&s.ID, &s.Title, &s.UpdatedAt, &s.CreatedAt, &s.Archived, &s.ForkedFrom, &s.Cwd,
-			&s.RunningTurn, &s.Sessions, &s.Turns, &wno); err != nil {
-			return nil, err
-		}
-		s.WillNotOpen = stringList(wno)
-		out = append(out, s)
+	return out, nil
+}
+
+// eachRow runs query q and calls scan for each row; the rows are closed when
+// it returns.
+func eachRow(ctx context.Context, db *sql.DB, q string, args []any, scan func(*sql.Rows) error) error {
+	rows, err := db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
 	}
-	return out, rows.Err()
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// stringMap runs q, a query of two string columns, into a map of the first
+// to the second.
+func (d *DB) stringMap(ctx context.Context, q string) (map[string]string, error) {
+	out := map[string]string{}
+	err := eachRow(ctx, d.db, q, nil, func(rows *sql.Rows) error {
+		var k, v string
+		err := rows.Scan(&k, &v)
+		out[k] = v
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // All loads every conversation with its sessions and turns, for comparing
@@ -897,19 +901,14 @@ func (d *DB) all(ctx context.Context, only string) (map[string]*Conversation, er
 		where, args = " WHERE id = ?", []any{only}
 	}
 	out := map[string]*Conversation{}
-	rows, err := d.db.QueryContext(ctx, `SELECT id, dir, title, title_is_auto, cwd, created_at, updated_at, archived,
+	err := eachRow(ctx, d.db, `SELECT id, dir, title, title_is_auto, cwd, created_at, updated_at, archived,
 		forked_from, after_compaction, agents, models, running_turn, fingerprint, will_not_open, fork_sources, log_identity
-		FROM conversations`+where, args...)
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
+		FROM conversations`+where, args, func(rows *sql.Rows) error {
 		c := &Conversation{}
 		var agents, models, wno, sources string
 		if err := rows.Scan(&c.ID, &c.Dir, &c.Title, &c.TitleIsAuto, &c.Cwd, &c.CreatedAt, &c.UpdatedAt, &c.Archived,
 			&c.ForkedFrom, &c.AfterCompaction, &agents, &models, &c.RunningTurn, &c.Fingerprint, &wno, &sources, &c.LogIdentity); err != nil {
-			rows.Close()
-			return nil, err
+			return err
 		}
 		json.Unmarshal([]byte(agents), &c.Agents)
 		json.Unmarshal([]byte(models), &c.Models)
@@ -918,48 +917,41 @@ func (d *DB) all(ctx context.Context, only string) (map[string]*Conversation, er
 			c.ForkSources = stringList(sources)
 		}
 		out[c.ID] = c
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	if only != "" {
 		where = " WHERE conversation_id = ?"
 	}
-	rows, err = d.db.QueryContext(ctx, `SELECT conversation_id, id, parent_session, agent, model, format_version,
-		event_count, bytes, file FROM sessions`+where+` ORDER BY conversation_id, id`, args...)
-	if err != nil {
-		return nil, err
-	}
-	for rows.Next() {
+	err = eachRow(ctx, d.db, `SELECT conversation_id, id, parent_session, agent, model, format_version,
+		event_count, bytes, file FROM sessions`+where+` ORDER BY conversation_id, id`, args, func(rows *sql.Rows) error {
 		var cid string
 		var s Session
-		if err := rows.Scan(&cid, &s.ID, &s.ParentSession, &s.Agent, &s.Model, &s.FormatVersion, &s.Events, &s.Bytes, &s.File); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if c := out[cid]; c != nil {
+		err := rows.Scan(&cid, &s.ID, &s.ParentSession, &s.Agent, &s.Model, &s.FormatVersion, &s.Events, &s.Bytes, &s.File)
+		if c := out[cid]; c != nil && err == nil {
 			c.Sessions = append(c.Sessions, s)
 		}
-	}
-	rows.Close()
-	rows, err = d.db.QueryContext(ctx, `SELECT conversation_id, session_id, turn, started_at, ended_at, outcome
-		FROM turns`+where+` ORDER BY conversation_id, started_at, session_id, turn`, args...)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
+	err = eachRow(ctx, d.db, `SELECT conversation_id, session_id, turn, started_at, ended_at, outcome
+		FROM turns`+where+` ORDER BY conversation_id, started_at, session_id, turn`, args, func(rows *sql.Rows) error {
 		var cid string
 		var t Turn
-		if err := rows.Scan(&cid, &t.SessionID, &t.Turn, &t.StartedAt, &t.EndedAt, &t.Outcome); err != nil {
-			return nil, err
-		}
-		if c := out[cid]; c != nil {
+		err := rows.Scan(&cid, &t.SessionID, &t.Turn, &t.StartedAt, &t.EndedAt, &t.Outcome)
+		if c := out[cid]; c != nil && err == nil {
 			c.Turns = append(c.Turns, t)
 		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Hit is one search result.
@@ -1000,20 +992,7 @@ func (d *DB) Search(ctx context.Context, query string, limit int) ([]Hit, error)
 // Fingerprints maps every indexed or skipped conversation to the log
 // fingerprint it was read with.
 func (d *DB) Fingerprints(ctx context.Context) (map[string]string, error) {
-	rows, err := d.db.QueryContext(ctx, "SELECT id, fingerprint FROM conversations UNION ALL SELECT id, fingerprint FROM skipped")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var id, fp string
-		if err := rows.Scan(&id, &fp); err != nil {
-			return nil, err
-		}
-		out[id] = fp
-	}
-	return out, rows.Err()
+	return d.stringMap(ctx, "SELECT id, fingerprint FROM conversations UNION ALL SELECT id, fingerprint FROM skipped")
 }
 
 // Stored is what the index holds of one conversation, for an incremental
@@ -1032,10 +1011,6 @@ type Stored struct {
 // Stored maps every indexed or skipped conversation to what the index
 // holds of it.
 func (d *DB) Stored(ctx context.Context) (map[string]Stored, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT id, fingerprint, cwd, agents, models, fork_sources, will_not_open FROM conversations`)
-	if err != nil {
-		return nil, err
-	}
 	out := map[string]Stored{}
 	list := func(s string) []string {
 		if s == "[]" {
@@ -1043,33 +1018,25 @@ func (d *DB) Stored(ctx context.Context) (map[string]Stored, error) {
 		}
 		return stringList(s)
 	}
-	for rows.Next() {
+	err := eachRow(ctx, d.db, `SELECT id, fingerprint, cwd, agents, models, fork_sources, will_not_open FROM conversations`, nil, func(rows *sql.Rows) error {
 		var id, agents, models, sources, wno string
 		var st Stored
-		if err := rows.Scan(&id, &st.Fingerprint, &st.Cwd, &agents, &models, &sources, &wno); err != nil {
-			rows.Close()
-			return nil, err
-		}
+		err := rows.Scan(&id, &st.Fingerprint, &st.Cwd, &agents, &models, &sources, &wno)
 		st.Agents, st.Models, st.ForkSources, st.WillNotOpen = list(agents), list(models), list(sources), stringList(wno)
 		out[id] = st
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows, err = d.db.QueryContext(ctx, "SELECT id, fingerprint FROM skipped")
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, fp string
-		if err := rows.Scan(&id, &fp); err != nil {
-			return nil, err
-		}
+	skipped, err := d.stringMap(ctx, "SELECT id, fingerprint FROM skipped")
+	if err != nil {
+		return nil, err
+	}
+	for id, fp := range skipped {
 		out[id] = Stored{Fingerprint: fp, Skipped: true}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Totals counts what the index holds: conversations, sessions, turns
@@ -1112,24 +1079,23 @@ func (d *MessageDigest) Add(m Message) {
 // MessageDigests sums up the messages of every conversation, as
 // MessageDigest.Add does message by message.
 func (d *DB) MessageDigests(ctx context.Context) (map[string]MessageDigest, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT r.conversation_id, m.session_id, m.seq, m.role, m.text
-		FROM message_rows r JOIN messages m ON m.rowid = r.fts_rowid`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	out := map[string]MessageDigest{}
-	for rows.Next() {
+	err := eachRow(ctx, d.db, `SELECT r.conversation_id, m.session_id, m.seq, m.role, m.text
+		FROM message_rows r JOIN messages m ON m.rowid = r.fts_rowid`, nil, func(rows *sql.Rows) error {
 		var id string
 		var m Message
 		if err := rows.Scan(&id, &m.SessionID, &m.Seq, &m.Role, &m.Text); err != nil {
-			return nil, err
+			return err
 		}
 		dg := out[id]
 		dg.Add(m)
 		out[id] = dg
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // ErrNotIndexed is wrapped when a conversation has no row in the index.
@@ -1175,20 +1141,17 @@ type SkippedRow struct {
 
 // Skipped lists the conversations the last reindex could not index.
 func (d *DB) Skipped(ctx context.Context) ([]SkippedRow, error) {
-	rows, err := d.db.QueryContext(ctx, "SELECT id, dir, reason, fingerprint FROM skipped ORDER BY id")
+	out := []SkippedRow{}
+	err := eachRow(ctx, d.db, "SELECT id, dir, reason, fingerprint FROM skipped ORDER BY id", nil, func(rows *sql.Rows) error {
+		var r SkippedRow
+		err := rows.Scan(&r.ID, &r.Dir, &r.Reason, &r.Fingerprint)
+		out = append(out, r)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := []SkippedRow{}
-	for rows.Next() {
-		var r SkippedRow
-		if err := rows.Scan(&r.ID, &r.Dir, &r.Reason, &r.Fingerprint); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Advance brings the rows of conversation c up to date after appends, in time
@@ -1255,20 +1218,7 @@ func (w *Writer) Advance(ctx context.Context, c *Conversation, sessionCount, tur
 // LogIdentities maps every indexed conversation to the identity of the
 // conversation log its row was read from.
 func (d *DB) LogIdentities(ctx context.Context) (map[string]string, error) {
-	rows, err := d.db.QueryContext(ctx, "SELECT id, log_identity FROM conversations")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var id, li string
-		if err := rows.Scan(&id, &li); err != nil {
-			return nil, err
-		}
-		out[id] = li
-	}
-	return out, rows.Err()
+	return d.stringMap(ctx, "SELECT id, log_identity FROM conversations")
 }
 
 // One reads conversation id's rows (nil when it has none) and, with text,
@@ -1280,20 +1230,16 @@ func (d *DB) One(ctx context.Context, id string, text bool) (*Conversation, Mess
 		return nil, dg, err
 	}
 	if text {
-		rows, err := d.db.QueryContext(ctx, `SELECT m.session_id, m.seq, m.role, m.text
-			FROM message_rows r JOIN messages m ON m.rowid = r.fts_rowid WHERE r.conversation_id = ?`, id)
-		if err != nil {
-			return nil, dg, err
-		}
-		defer rows.Close()
-		for rows.Next() {
+		err := eachRow(ctx, d.db, `SELECT m.session_id, m.seq, m.role, m.text
+			FROM message_rows r JOIN messages m ON m.rowid = r.fts_rowid WHERE r.conversation_id = ?`, []any{id}, func(rows *sql.Rows) error {
 			var m Message
 			if err := rows.Scan(&m.SessionID, &m.Seq, &m.Role, &m.Text); err != nil {
-				return nil, dg, err
+				return err
 			}
 			dg.Add(m)
-		}
-		if err := rows.Err(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return nil, dg, err
 		}
 	}

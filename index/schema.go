@@ -69,24 +69,23 @@ func expected() (map[string]object, error) {
 // readObjects reads sqlite_master. Reading it runs nothing: a view's
 // query runs only when the view is queried.
 func readObjects(ctx context.Context, db *sql.DB) (map[string]object, error) {
-	rows, err := db.QueryContext(ctx, "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master LIMIT ?", maxObjects+1)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	objs := map[string]object{}
-	for rows.Next() {
+	err := eachRow(ctx, db, "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master LIMIT ?", []any{maxObjects + 1}, func(rows *sql.Rows) error {
 		var o object
 		if err := rows.Scan(&o.typ, &o.name, &o.table, &o.sql); err != nil {
-			return nil, err
+			return err
 		}
 		o.virtual = strings.HasPrefix(strings.ToUpper(o.sql), "CREATE VIRTUAL TABLE")
 		if len(objs) == maxObjects {
-			return nil, fmt.Errorf("more than %d schema objects", maxObjects)
+			return fmt.Errorf("more than %d schema objects", maxObjects)
 		}
 		objs[o.name] = o
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return objs, rows.Err()
+	return objs, nil
 }
 
 // ftsShadow reports whether name is one of the tables FTS5 keeps for the
@@ -115,20 +114,12 @@ func readColumns(ctx context.Context, db *sql.DB, objs map[string]object) error 
 		default:
 			continue
 		}
-		rows, err := db.QueryContext(ctx, q, name)
-		if err != nil {
-			return fmt.Errorf("the columns of %s: %w", name, err)
-		}
-		for rows.Next() {
+		err := eachRow(ctx, db, q, []any{name}, func(rows *sql.Rows) error {
 			var c string
-			if err := rows.Scan(&c); err != nil {
-				rows.Close()
-				return err
-			}
+			err := rows.Scan(&c)
 			o.columns = append(o.columns, c)
-		}
-		err = rows.Err()
-		rows.Close()
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("the columns of %s: %w", name, err)
 		}
