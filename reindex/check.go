@@ -32,15 +32,13 @@ type CheckResult struct {
 	Conversations int          `json:"conversations"`
 	Differences   []Difference `json:"differences"`
 	Skipped       []store.Item `json:"skipped"`
-	// WillNotOpen are the conversations the logs hold that will not open
-	// on this machine, checked now (an index row records what was found
-	// when it was written; a difference is stale).
+	// WillNotOpen are the conversations that will not open on this machine,
+	// checked now.
 	WillNotOpen []WillNotOpen `json:"willNotOpen"`
 	// Warnings: see Result.Warnings.
 	Warnings []string `json:"warnings"`
-	// InFlight are the conversations whose rows lag behind their logs by
-	// the turns running in them only (the runtime updates them when a turn
-	// ends): no difference.
+	// InFlight are the conversations whose rows lag only by running turns: no
+	// difference.
 	InFlight []InFlight `json:"inFlight"`
 }
 
@@ -48,10 +46,9 @@ type CheckResult struct {
 func (r *CheckResult) Drift() bool { return r.IndexProblem != "" || len(r.Differences) > 0 }
 
 // Check compares the logs with metadata.db and writes nothing. It takes no
-// lock, so it runs beside the runtime: rows that lag by the turns in
-// flight are InFlight, and while another process holds runtime.lock a
-// conversation that differs is read again (recheck), as the runtime
-// updates the index just after its logs.
+// lock, so it runs beside the runtime: rows that lag by the turns in flight
+// are InFlight, and while runtime.lock is held a differing conversation is
+// read again (recheck).
 func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, error) {
 	opts.defaults()
 	res := &CheckResult{SchemaVersion: contract.Version, Index: s.IndexPath(), Differences: []Difference{}, Skipped: []store.Item{},

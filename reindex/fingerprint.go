@@ -11,15 +11,13 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// A conversation's fingerprint digests each current log's name, size,
-// mtime, ctime, device and inode (DSH's own change test): an append, a
-// rewrite or a move into place changes one of them, and ctime cannot be
-// set back. It is taken before the logs are read, so a log changing
-// meanwhile is found changed next time rather than missed.
+// A conversation's fingerprint digests each current log's name, size, mtime,
+// ctime, device and inode: an append, rewrite or move changes one, and ctime
+// cannot be set back. It is taken before the logs are read, so a change
+// meanwhile is found next time.
 
-// dirFingerprint is the fingerprint of the conversation's current logs,
-// from an lstat of each (the conversation log first, then the sessions in
-// the walk's order).
+// dirFingerprint is the fingerprint of the conversation's current logs, the
+// conversation log first.
 func dirFingerprint(c store.ConversationDir) string {
 	fp, _ := dirFingerprintSize(c)
 	return fp
@@ -43,10 +41,8 @@ func dirFingerprintSize(c store.ConversationDir) (string, int64) {
 	return hex.EncodeToString(fp.Sum(nil))[:32], size
 }
 
-// fingerprint adds one log's line and returns its size. A log that cannot
-// be stated adds its name alone: the read that follows fails and the
-// conversation is skipped, or it is gone and the next walk does not list
-// it.
+// fingerprint adds one log's line and returns its size; a log that cannot
+// be stated adds its name alone (its read then fails, or it is gone).
 func fingerprint(h io.Writer, path string) (size int64) {
 	var b [160]byte
 	line := append(b[:0], filepath.Base(path)...)
@@ -70,10 +66,9 @@ func fingerprint(h io.Writer, path string) (size int64) {
 	return size
 }
 
-// logIdentity is the identity of the conversation log of c alone: a
-// digest of its line of the fingerprint. What listing reads comes from the
-// conversation log only, so a row whose log identity matches lists as
-// current while a running turn's session log grows.
+// logIdentity digests the conversation log's line of the fingerprint: what
+// listing reads comes from it alone, so a row lists as current while a
+// running turn's session log grows.
 func logIdentity(c store.ConversationDir) string {
 	for _, l := range c.Logs {
 		if l.IsConversationLog {

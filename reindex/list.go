@@ -26,34 +26,30 @@ type ListOptions struct {
 	// WillNotOpen lists only the conversations that will not open on this
 	// machine.
 	WillNotOpen bool
-	// Machine checks the conversations listed from the logs (nil: their
-	// working directories and fork sources only); from the index, each
-	// row says what was found when it was written.
+	// Machine checks the conversations listed from the logs (nil: working
+	// directories and fork sources only); index rows say what was found when
+	// written.
 	Machine *store.Machine
 }
 
 // Listing is the result of List.
 type Listing struct {
 	SchemaVersion int `json:"schemaVersion"`
-	// Source is "index" when metadata.db answered, "logs" when the
-	// conversation logs were replayed because the index is missing,
-	// unreadable or not current; FallbackReason says why.
+	// Source is "index" when metadata.db answered, "logs" when the index was
+	// missing, unreadable or not current (FallbackReason says why).
 	Source         string          `json:"source"`
 	FallbackReason string          `json:"fallbackReason,omitempty"`
 	Conversations  []index.Summary `json:"conversations"`
 	Skipped        []store.Item    `json:"skipped"`
-	// Warnings are said once: listing conversations that will not open
-	// from the logs without a runtime configuration checks no agents or
-	// models.
+	// Warnings are said once (agents and models not checked without a runtime
+	// configuration).
 	Warnings []string `json:"warnings"`
 }
 
-// List lists conversations, newest first. It reads metadata.db when it is
-// present and current — every conversation directory indexed, its row
-// read from the conversation log it has now (what listing shows comes
-// from the conversation log alone, so a running turn's session log may
-// grow), a skipped one with the logs it had — and otherwise replays the
-// conversation logs. It takes no lock and writes nothing.
+// List lists conversations, newest first, from metadata.db when it is
+// current (every conversation indexed from the conversation log it has now,
+// a skipped one with the logs it had), else by replaying the conversation
+// logs. It takes no lock and writes nothing.
 func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) {
 	tree, err := s.Walk()
 	if err != nil {
@@ -150,9 +146,8 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 }
 
 // indexCurrent opens metadata.db and returns it with "" when it indexes
-// exactly the conversations of tree with their current fingerprints, else
-// why not (the database, when it opened, is returned for the caller to
-// close).
+// exactly the conversations of tree as they are now, else why not (an open
+// database is returned for the caller to close).
 func indexCurrent(ctx context.Context, s *store.Store, tree **store.Tree) (*index.DB, string) {
 	db, err := index.OpenRead(ctx, s.IndexPath(), index.ReadOptions{})
 	if errors.Is(err, fs.ErrNotExist) {
@@ -167,11 +162,9 @@ func indexCurrent(ctx context.Context, s *store.Store, tree **store.Tree) (*inde
 	}
 	why := listingCurrent(ctx, db, *tree)
 	if why != "" {
-		// The runtime updates the index just after its conversation logs:
-		// while another process holds runtime.lock, a mismatch is read
-		// again a few times, the store walked again with it (the walk
-		// and the index are not read at one instant), before the logs
-		// are listed instead.
+		// The runtime updates the index just after its logs: while runtime.lock
+		// is held, a mismatch is read again a few times, with a new walk, before
+		// the logs are listed instead.
 		if st, err := s.LockStatus(); err == nil && st.Held && !s.Writable() {
 			for try := 1; try <= recheckTries && why != "" && ctx.Err() == nil; try++ {
 				time.Sleep(time.Duration(try) * 20 * time.Millisecond)
@@ -203,9 +196,8 @@ func listingCurrent(ctx context.Context, db *index.DB, tree *store.Tree) string 
 		fp, ok := fps[c.ID]
 		if !ok {
 			if deleting(c) || !hasConversationLog(c) {
-				// Not listed from the logs either: a conversation
-				// is kept from its conversation log, which the
-				// runtime writes just after the first session's.
+				// Not listed from the logs either: the runtime writes the conversation
+				// log just after the first session's.
 				continue
 			}
 			return fmt.Sprintf("conversation %s is not indexed", termtext.Quote(c.ID))
@@ -226,9 +218,8 @@ func listingCurrent(ctx context.Context, db *index.DB, tree *store.Tree) string 
 }
 
 // ReindexHint says how to bring metadata.db up to date: "run convkit
-// reindex", which needs runtime.lock; while another process holds it (the
-// runtime, which keeps the index current as it writes when it runs with a
-// Keeper), who holds it and that reindex waits for it.
+// reindex", or, while another process holds runtime.lock, who holds it and
+// that reindex waits for it.
 func ReindexHint(s *store.Store) string {
 	st, err := s.LockStatus()
 	if err != nil || !st.Held || s.Writable() {
@@ -265,10 +256,8 @@ func deleting(c store.ConversationDir) bool {
 	return false
 }
 
-// indexedSkip is a skip the index records for the conversation in dir
-// (where the store is now): a reason about one of its logs begins with the
-// log's name (storedReason), which a canonical log name spells without
-// ": ".
+// indexedSkip is a skip the index records for the conversation in dir: a
+// reason about one of its logs begins with the log's name (storedReason).
 func indexedSkip(id, dir, reason string) store.Item {
 	if name, rest, ok := strings.Cut(reason, ": "); ok {
 		if _, isLog := convlog.ParseName(name); isLog && !strings.ContainsRune(name, filepath.Separator) {
@@ -278,9 +267,8 @@ func indexedSkip(id, dir, reason string) store.Item {
 	return store.Item{Kind: store.ItemSkipped, ID: id, Path: dir, Reason: reason}
 }
 
-// Names lists the conversations of s by id for shell completion, which
-// must answer at once: one directory listing, each with the index's row,
-// current or not (the ID alone when there is none). It takes no lock.
+// Names lists the conversations of s by id for shell completion, from one
+// directory listing and the index's rows, current or not. It takes no lock.
 func Names(ctx context.Context, s *store.Store) ([]index.Summary, error) {
 	ids, err := s.ConversationIDs()
 	if err != nil {

@@ -7,24 +7,18 @@ import (
 	"github.com/convkit/convkit/index"
 )
 
-// A Preread is what indexing one session log takes from it (its stats,
-// its parent session, the text of its messages), found by a strict read
-// another job did anyway (import reads every log it extracts), so that the
-// index is built without reading the log again. It stands for the log
-// only while the log has the stat identity it had before that read (the
-// fingerprint's: name, size, modification and change time, device,
-// inode); Run and Update read a log whose identity changed, or for which
-// there is no Preread, as they read any other. A log the index's rules
-// refuse has none: it is read again, and the skip and its reason are
-// those of any reindex.
+// A Preread is what indexing one session log takes from it (stats, parent
+// session, message text), found by a strict read another job did anyway
+// (import), so the log is not read again. It stands for the log only while
+// the log keeps the stat identity it had before that read; otherwise, or
+// without a Preread, the log is read as any other.
 type Preread struct {
 	ident  []byte
 	Events int64
 	Bytes  int64
 	Parent string
-	// Msgs are the session's user and assistant messages with text, as
-	// Run indexes them (clipped to MaxIndexedText); Load, when set, gives
-	// them instead (a caller that keeps them elsewhere than in memory).
+	// Msgs are the session's user and assistant messages as Run indexes them;
+	// Load, when set, gives them instead.
 	Msgs []index.Message
 	Load func() ([]index.Message, error)
 }
@@ -33,10 +27,8 @@ type Preread struct {
 // Run finds it at in the store; nil when there is none.
 type Prereads func(path string) *Preread
 
-// SessionIndexer collects a session log's Preread from the events of a
-// strict read, as Run's own read of the log would: call Begin once the log
-// is open, Add with every event the reader returns, and Finish once it
-// returned io.EOF.
+// SessionIndexer collects a session log's Preread from a strict read: Begin
+// once the log is open, Add with every event, Finish at io.EOF.
 type SessionIndexer struct {
 	sessionID string
 	ident     []byte
@@ -45,9 +37,8 @@ type SessionIndexer struct {
 	refused   bool
 }
 
-// NewSessionIndexer starts the Preread of the session log at path, whose
-// session is sessionID. It takes the log's identity, so it must be called
-// before the log is opened.
+// NewSessionIndexer starts the Preread of the session log at path; it takes
+// the log's identity, so call it before the log is opened.
 func NewSessionIndexer(path, sessionID string) *SessionIndexer {
 	return &SessionIndexer{sessionID: sessionID, ident: identity(path)}
 }

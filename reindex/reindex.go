@@ -1,13 +1,9 @@
-// Package reindex rebuilds metadata.db from the logs. Every conversation's
-// logs are replayed in a bounded-parallel pass into a new database file
-// beside the old one, which is then swapped in atomically: a crash at any
-// moment leaves the old index in place. Check compares logs and index
-// without writing anything.
-//
-// Every conversation indexed is also checked against this machine
-// (store.Machine): its working directory, its agents and models, its
-// fork sources. A conversation that will not open here is still indexed,
-// with the reasons (index.Conversation.WillNotOpen), and reported.
+// Package reindex rebuilds metadata.db from the logs: every conversation is
+// replayed in a bounded-parallel pass into a new database beside the old one,
+// which is then swapped in atomically, so a crash leaves the old index in
+// place. Update keeps it current incrementally; Check compares logs and index
+// without writing. A conversation that will not open on this machine
+// (store.Machine) is still indexed, with its reasons, and reported.
 package reindex
 
 import (
@@ -39,9 +35,8 @@ import (
 // message cannot make the index (or the reindex's memory) grow with it.
 const MaxIndexedText = 32 << 10
 
-// MaxJobs bounds the conversations read at once, whatever Options.Jobs
-// asks: more readers would only contend for the CPUs and hold more of the
-// store in memory. Never more readers run than there are conversations.
+// MaxJobs bounds the conversations read at once, whatever Options.Jobs asks:
+// more readers would only contend for the CPUs and memory.
 const MaxJobs = 64
 
 // Options tune Run and Check.
@@ -51,32 +46,25 @@ type Options struct {
 	Jobs int
 	// Progress counts conversations done; the total is set first.
 	Progress progress.Progress
-	// OnEvent receives, as they happen, every entry reported and every
-	// file removed (nil: nothing): the walk's findings (ItemIgnored,
-	// ItemSkipped), temporary files removed, finished deletions, skipped
-	// conversations and those that will not open here.
+	// OnEvent receives each entry reported and file removed as it happens
+	// (nil: nothing).
 	OnEvent func(store.Item)
 	// NoText leaves message text out of the index (no search); it exists to
 	// measure what the search index costs.
 	NoText bool
-	// Machine checks whether each conversation will open here (nil: its
-	// working directory and fork sources are checked, its agents and
-	// models are not).
+	// Machine checks whether each conversation will open here (nil: agents and
+	// models are not checked).
 	Machine *store.Machine
-	// Incremental updates metadata.db in one transaction instead of
-	// rebuilding it: rows whose fingerprint (dirFingerprint) still matches
-	// are kept, the rest replayed, and the result is what a rebuild writes
-	// except that kept rows keep their message text or lack of it. An index
-	// that is missing, older or unusable is rebuilt (Result.FullReason).
+	// Incremental updates metadata.db in one transaction instead: rows whose
+	// fingerprint still matches are kept, the rest replayed. An index that is
+	// missing, older or unusable is rebuilt (Result.FullReason).
 	Incremental bool
-	// ReportAs, when set, is the directory the store is reported as: the
-	// paths of events, skips and the skip reasons recorded in the index
-	// name it in place of the store's own directory. Restore reindexes a
-	// store in a staging directory that then becomes ReportAs.
+	// ReportAs, when set, is the directory reported (and recorded in skip
+	// reasons) in place of the store's own: restore reindexes a staging
+	// directory that then becomes ReportAs.
 	ReportAs string
-	// Prereads are session logs read already by the caller: each is
-	// indexed from what that read found while it stands for the log (see
-	// Preread), not read again. nil: every log is read.
+	// Prereads are session logs the caller read already, indexed from that
+	// read instead of read again (nil: none).
 	Prereads Prereads
 }
 
@@ -102,21 +90,18 @@ type Result struct {
 	// Warnings are said once per run: no runtime configuration, so agents
 	// and models were not checked.
 	Warnings []string `json:"warnings"`
-	// Incremental: Options.Incremental was asked for; FullReason, when
-	// set, is why the index was rebuilt all the same. Then Kept counts the
-	// conversations whose rows were kept (Rechecked those of them whose
-	// will-not-open reasons changed), Replayed those read from their logs
-	// and written, Removed the conversations gone whose rows went.
-	// Indexed, Sessions, Turns and Messages count the whole index.
+	// Incremental: Options.Incremental was asked for; FullReason is why the
+	// index was rebuilt all the same. Kept, Rechecked (kept with changed
+	// will-not-open reasons), Replayed and Removed count conversations; Indexed,
+	// Sessions, Turns and Messages count the whole index.
 	Incremental bool   `json:"incremental"`
 	FullReason  string `json:"fullReason,omitempty"`
 	Kept        int    `json:"kept"`
 	Rechecked   int    `json:"rechecked"`
 	Replayed    int    `json:"replayed"`
 	Removed     int    `json:"removed"`
-	// FromPrereads counts the session logs of the conversations written
-	// that were indexed from their Preread rather than read again. Not
-	// part of the JSON report.
+	// FromPrereads counts session logs indexed from their Preread (not in the
+	// JSON report).
 	FromPrereads int `json:"-"`
 }
 
@@ -179,10 +164,9 @@ func (r reporter) skip(sk store.Item) store.Item {
 	return sk
 }
 
-// storedReason is a skip's reason as the index records it: one about a
-// file of the conversation directory names the file relative to it, so
-// the record stays true in a store moved or copied elsewhere (list names
-// the directory where the store is now).
+// storedReason is a skip's reason as the index records it: a file of the
+// conversation directory is named relative to it, so the record stays true
+// in a store moved elsewhere.
 func storedReason(dir string, sk *store.Item) string {
 	if rel, err := filepath.Rel(dir, sk.Path); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
 		return rel + ": " + sk.Reason
@@ -216,9 +200,8 @@ type built struct {
 }
 
 // Run rebuilds the index of the store s, which must hold runtime.lock
-// exclusively. Interrupted deletions (a tombstone without removal) are
-// finished and never indexed. With Options.Incremental it updates the
-// index in place instead (see Options.Incremental).
+// exclusively; with Options.Incremental it updates it in place. Interrupted
+// deletions are finished and never indexed.
 func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	opts.defaults()
 	if s.Lock() == nil || s.Lock().Mode() != store.LockExclusive {
@@ -417,9 +400,8 @@ type job struct {
 	opts Options
 	rp   reporter
 	res  *Result
-	// present are the conversations the walk found; forks those indexed
-	// that read older history from others, whose fork sources are checked
-	// once every conversation has been read (see finishForks).
+	// present are the conversations the walk found; forks those indexed whose
+	// fork sources are checked once all are read (finishForks).
 	present map[string]bool
 	forks   []fork
 }
@@ -437,12 +419,10 @@ func needsOf(c *index.Conversation) store.Needs {
 	return store.Needs{Cwd: c.Cwd, Agents: c.Agents, Models: c.Models, Sources: c.ForkSources}
 }
 
-// finishForks checks the fork sources of the conversations indexed once
-// every conversation has been read: a source whose deletion the run
-// finished is missing, which a reader could not know while its own logs
-// were read (in parallel, in any order). Rows whose reasons change are
-// updated; the forks that will not open are reported, and the list of
-// them put back in directory order.
+// finishForks checks the fork sources of the conversations indexed once all
+// are read, since a source whose deletion the run finished is missing, which
+// a parallel reader could not know. Changed rows are updated and the forks
+// that will not open reported, in directory order.
 func (j *job) finishForks(ctx context.Context, w *index.Writer, tree *store.Tree) error {
 	if len(j.forks) == 0 {
 		return nil
@@ -483,9 +463,9 @@ func sortByTree(list []WillNotOpen, tree *store.Tree) {
 // in place and is rebuilt instead.
 var errIndexUnusable = errors.New("metadata.db cannot be updated in place")
 
-// openForUpdate opens metadata.db for an incremental run, or says why it
-// is rebuilt instead. An index another process holds locked is an error:
-// it is not to be replaced under that process.
+// openForUpdate opens metadata.db for an incremental run, or says why it is
+// rebuilt instead; one another process holds locked is an error, never
+// replaced.
 func openForUpdate(s *store.Store) (*index.DB, string, error) {
 	db, err := index.Open(s.IndexPath())
 	var ve *index.VersionError
@@ -502,11 +482,9 @@ func openForUpdate(s *store.Store) (*index.DB, string, error) {
 	return nil, fmt.Sprintf("metadata.db is not usable: %v", err), nil
 }
 
-// update brings the index db up to date with the logs in one transaction:
-// the rows of a conversation whose fingerprint matches are kept (only why
-// it will not open here is checked again, from what its row records),
-// every other conversation is replayed as a rebuild replays it, and the
-// rows of conversations no longer in the store are removed.
+// update brings db up to date in one transaction: a conversation whose
+// fingerprint matches keeps its rows (only its will-not-open reasons are
+// checked again), others are replayed, and those gone are removed.
 func (j *job) update(ctx context.Context, db *index.DB, tree *store.Tree) error {
 	opts, rp, res := j.opts, j.rp, j.res
 	stored, err := db.Stored(ctx)
@@ -565,9 +543,8 @@ func (j *job) update(ctx context.Context, db *index.DB, tree *store.Tree) error 
 	return nil
 }
 
-// applyAll reads every conversation of tree (keep: those whose rows
-// stay, nil for none) into w, finishes the forks and commits; on an
-// error, an interruption included, it rolls w back.
+// applyAll reads every conversation of tree into w (keep: those whose rows
+// stay), finishes the forks and commits; on an error it rolls w back.
 func (j *job) applyAll(ctx context.Context, w *index.Writer, tree *store.Tree, keep *keeper) error {
 	opts := j.opts
 	opts.Progress.SetTotal(int64(len(tree.Conversations)))
@@ -585,9 +562,8 @@ func (j *job) applyAll(ctx context.Context, w *index.Writer, tree *store.Tree, k
 	return w.Commit()
 }
 
-// interrupted is ctx's error once ctx is done, whatever err the work that
-// stopped gave (a statement the cancellation closed, say), else err: an
-// interrupted run says so.
+// interrupted is ctx's error once ctx is done, whatever err the stopped
+// work gave, else err.
 func interrupted(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -595,10 +571,8 @@ func interrupted(ctx context.Context, err error) error {
 	return err
 }
 
-// swap puts the new index in place of the old in one rename. The old
-// index's WAL files belong to the old database and go first; a crash
-// between the two steps leaves the old database without them, which is
-// still a consistent (if older) index.
+// swap puts the new index in place of the old in one rename, after removing
+// the old one's WAL files: a crash between leaves a consistent older index.
 func swap(tmp, final string) error {
 	for _, suffix := range []string{"-wal", "-shm"} {
 		if err := os.Remove(final + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -620,17 +594,12 @@ type keeper struct {
 	built func(c store.ConversationDir, fp string, willNotOpen []string) *built
 }
 
-// build reads conversations with at most jobs at once and hands each result
-// to sink in the order of convs, in the caller's goroutine. keep (when not
-// nil) settles a conversation from its fingerprint without reading it, so
-// a kept one holds only a flag and its will-not-open reasons.
-//
-// Readers may run up to aheadPerJob conversations a job and aheadBytes of
-// text ahead of the single writer, counting only those keep did not
-// settle, so an incremental run's few changed conversations are read while
-// the writer writes the kept ones. They read in readOrder (large ones
-// early, so the writer does not wait on one long read at the end), except
-// that the conversation the writer waits for always goes first.
+// build reads conversations, at most jobs at once, and hands each result to
+// sink in the order of convs, in the caller's goroutine; keep (when not nil)
+// settles a conversation from its fingerprint without reading it.
+// Readers run ahead of the single writer by at most aheadPerJob
+// conversations a job and aheadBytes of text, in readOrder (large ones
+// early), except that the one the writer waits for always goes first.
 func build(ctx context.Context, convs []store.ConversationDir, present map[string]bool, opts Options,
 	keep *keeper, sink func(*built) error) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -705,10 +674,9 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 	return nil
 }
 
-// readQueue hands the readers conversations (their indexes) in a read
-// order, within bounds on what is read and not yet written: conversations
-// taken, message text held. The one the writer takes next is handed out
-// first, whatever the bounds, so that the bounds never stop the run.
+// readQueue hands readers conversations in read order within bounds on what
+// is read and not yet written; the one the writer takes next is handed out
+// first, whatever the bounds, so they never stop the run.
 type readQueue struct {
 	mu       sync.Mutex
 	room     *sync.Cond
@@ -794,9 +762,8 @@ type keptFlag struct {
 	ok          bool
 }
 
-// fingerprints are the fingerprints of convs (dirFingerprint) and the
-// sizes of their logs, taken by jobs goroutines before any log is read,
-// and, when keep is not nil, its answer for each.
+// fingerprints are the fingerprints and log sizes of convs, taken by jobs
+// goroutines before any log is read, and keep's answer for each.
 func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int, keep *keeper) ([]string, []int64, []keptFlag) {
 	fps, sizes := make([]string, len(convs)), make([]int64, len(convs))
 	var kept []keptFlag
@@ -825,9 +792,8 @@ func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int, 
 	return fps, sizes, kept
 }
 
-// readOrder is the order in which jobs readers take conversations of
-// these sizes: the writer's order, but each moved ahead by jobs times its
-// size in bytes, so a large one is read by the time the writer needs it.
+// readOrder is the writer's order with each conversation moved ahead by
+// jobs times its size, so a large one is read by the time it is needed.
 func readOrder(sizes []int64, jobs int) []int {
 	order := make([]int, len(sizes))
 	for i := range order {
@@ -960,9 +926,8 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 	return b
 }
 
-// rowOf is the index row of conversation c, whose conversation log
-// replays as info, with turns, the identities taken before the logs were
-// read and why it will not open here (its sessions are the caller's).
+// rowOf is the index row of conversation c from its replayed info, turns,
+// identities and will-not-open reasons (its sessions are the caller's).
 func rowOf(c store.ConversationDir, info *store.ConversationInfo, fingerprint, logID string, turns []store.TurnInfo, willNotOpen []string) *index.Conversation {
 	conv := &index.Conversation{
 		ID: info.ID, Dir: c.Name, Title: info.Title, TitleIsAuto: info.TitleIsAuto, Cwd: info.Cwd,
@@ -982,8 +947,7 @@ func rowOf(c store.ConversationDir, info *store.ConversationInfo, fingerprint, l
 }
 
 // readSession reads one session log to its end: its stats and the text of
-// its user and assistant messages. A log whose header names another
-// session is refused by the store's opener (*convlog.IdentityError).
+// its user and assistant messages.
 func readSession(ctx context.Context, l store.Log, withText bool) ([]index.Message, convlog.Stats, *convlog.Header, error) {
 	sessionID := l.ID
 	r, err := l.Open(convlog.ReaderOptions{})
@@ -1008,10 +972,8 @@ func readSession(ctx context.Context, l store.Log, withText bool) ([]index.Messa
 	return msgs, r.Stats(), r.Header(), nil
 }
 
-// indexedMessage is what the index keeps of event e, which rules has just
-// checked: the text of a user or assistant message, clipped to
-// MaxIndexedText; ok false for any other event or an empty text. Run's own
-// read and a SessionIndexer both index through it.
+// indexedMessage is what the index keeps of event e: the text of a user or
+// assistant message, clipped to MaxIndexedText; ok false otherwise.
 func indexedMessage(rules *convlog.Validator, e *convlog.Event, sessionID string) (m index.Message, ok bool) {
 	if e.Type != convlog.TypeUserMessage && e.Type != convlog.TypeAssistantMessage {
 		return m, false
@@ -1044,9 +1006,7 @@ type Outcome string
 const (
 	Indexed Outcome = "indexed"
 	Skipped Outcome = "skipped"
-	// Deleted: the deletion is finished, the conversation never indexed
-	// (its log carries the tombstone of a delete, or its directory is the
-	// empty remnant of one).
+	// Deleted: the deletion is finished, the conversation never indexed.
 	Deleted Outcome = "deleted"
 )
 
@@ -1063,10 +1023,8 @@ type Found struct {
 	ConversationErr error
 	// Deleting: the replay found the tombstone of a delete.
 	Deleting bool
-	// Sessions are its current session logs in order, each with what
-	// its read found wrong (nil: read whole and admitted). A reader may
-	// stop at the first that failed: the later ones do not change the
-	// outcome.
+	// Sessions are its current session logs in order, each with what its read
+	// found wrong (nil: admitted); a reader may stop at the first that failed.
 	Sessions []LogFound
 }
 
@@ -1084,10 +1042,9 @@ type Verdict struct {
 	Reason  string
 }
 
-// Accept decides what a rebuilt index does with a conversation from what
-// a read of its logs found: Run and Update apply it to their reads, and a
-// backup to the logs it archives, so that a restore drill expects of the
-// rebuild what the rebuild does.
+// Accept decides what a rebuilt index does with a conversation from what a
+// read of its logs found: Run, Update and backup's drill expectations all
+// use it.
 func Accept(f Found) Verdict {
 	switch {
 	case f.ConversationLog == "" && f.Empty:

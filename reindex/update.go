@@ -23,17 +23,15 @@ type KeeperOptions struct {
 	// Machine checks whether each conversation will open here, as
 	// Options.Machine.
 	Machine *store.Machine
-	// OnError receives what could not be written to the index. The
-	// store's change stands; the conversation's rows are read whole at
-	// its next change.
+	// OnError receives what could not be written to the index; the store's
+	// change stands and the rows are read whole at the next change.
 	OnError func(error)
 }
 
 // Keeper keeps metadata.db current while the runtime writes the store
-// (store.IndexKeeper), writing only what each change touched
-// (index.Writer.Advance) so its cost does not grow with the conversation;
-// new conversations, forks and outside writes are read whole (Update). A
-// running turn's appends reach the index at the turn's end.
+// (store.IndexKeeper), writing only what each change touched so its cost
+// does not grow with the conversation; new conversations, forks and outside
+// writes are read whole. A running turn reaches the index at its end.
 type Keeper struct {
 	s    *store.Store
 	db   *index.DB
@@ -44,13 +42,10 @@ type Keeper struct {
 	whole map[string]bool
 }
 
-// NewKeeper brings metadata.db of s up to date with an incremental
-// reindex (a rebuild when it is missing, unusable or of an older schema;
-// the Result says what it did; one another process holds locked is an
-// error wrapping index.ErrLocked, never replaced), opens it, and sets itself as the store's
-// keeper: from then on the store keeps the index current as it writes.
-// The store must be open with the exclusive lock. Close it before the
-// store.
+// NewKeeper brings metadata.db of s up to date with an incremental reindex
+// (one another process holds locked is an error wrapping index.ErrLocked,
+// never replaced), opens it and sets itself as the store's keeper. The store
+// must be open with the exclusive lock; close the Keeper before the store.
 func NewKeeper(ctx context.Context, s *store.Store, opts KeeperOptions) (*Keeper, *Result, error) {
 	res, err := Run(ctx, s, Options{Incremental: true, Machine: opts.Machine})
 	if err != nil {
@@ -153,10 +148,9 @@ func (k *Keeper) advance(ctx context.Context, ch *store.IndexChange) error {
 	return w.Commit()
 }
 
-// InFlight is a conversation whose index rows lag behind its logs by the
-// turns running in it, and by nothing else: the runtime updates the index
-// when a turn starts and ends (and after every change between turns),
-// not at each append of a running turn. It is no disagreement.
+// InFlight is a conversation whose rows lag behind its logs only by the
+// turns running in it (the runtime updates the index when a turn starts and
+// ends): no disagreement.
 type InFlight struct {
 	ID     string `json:"id"`
 	Detail string `json:"detail"`
@@ -174,9 +168,8 @@ func runningSessions(conv *index.Conversation) map[string]int64 {
 	return r
 }
 
-// judge compares the row got (nil: none) with what the logs give, conv and
-// msgs; a row behind only by running turns' appends is an InFlight, not a
-// difference.
+// judge compares the row got (nil: none) with what the logs give; a row
+// behind only by running turns is an InFlight, not a difference.
 func (ix *indexed) judge(conv, got *index.Conversation, msgs []index.Message) ([]Difference, *InFlight) {
 	var digest index.MessageDigest
 	for _, m := range msgs {
@@ -223,16 +216,14 @@ func (ix *indexed) judge(conv, got *index.Conversation, msgs []index.Message) ([
 	return nil, &InFlight{ID: conv.ID, Detail: "the index lags by the turn in flight: " + strings.Join(parts, "; ")}
 }
 
-// recheckTries bounds how often a conversation that differs is read again
-// while another process holds runtime.lock: the runtime updates the index
-// just after its logs, and a check that read one between the two sees a
-// difference that is gone a moment later.
+// recheckTries bounds how often a differing conversation is read again while
+// another process holds runtime.lock: the runtime updates the index just
+// after its logs, so a check between the two sees a passing difference.
 const recheckTries = 5
 
-// recheck reads conversation id's logs and index rows again, up to
-// recheckTries times a few milliseconds apart, until they agree (or lag
-// by the turn in flight); it returns what the last reading found (diffs,
-// the first reading's, when none could be made).
+// recheck reads conversation id's logs and rows again, a few milliseconds
+// apart, until they agree or lag by the turn in flight; it returns what the
+// last reading found (diffs when none could be made).
 func recheck(ctx context.Context, s *store.Store, path string, id string, opts Options, present map[string]bool, diffs []Difference) ([]Difference, *InFlight, error) {
 	for try := range recheckTries {
 		if err := ctx.Err(); err != nil {
@@ -306,9 +297,8 @@ func recheckAll(ctx context.Context, s *store.Store, res *CheckResult, opts Opti
 
 // UpdateOptions configure Update.
 type UpdateOptions struct {
-	// Machine checks whether the conversation will open here (nil: its
-	// working directory and fork sources are checked, its agents and
-	// models are not), as Options.Machine does for Run.
+	// Machine checks whether the conversation will open here, as
+	// Options.Machine does for Run.
 	Machine *store.Machine
 	// Prereads are session logs read already, as Options.Prereads.
 	Prereads Prereads
@@ -321,13 +311,10 @@ type UpdateResult struct {
 	FromPrereads int
 }
 
-// Update brings one conversation's rows in db up to date with its logs:
-// the incremental update of the index after a flushed append, by the
-// runtime and by every command that changes a conversation (import,
-// rename, archive, delete). A conversation whose directory is gone, or
-// that is being deleted, is removed from the index; one that cannot be
-// read is recorded as skipped, with the reason; the row of one that is
-// read records why it will not open on this machine.
+// Update brings one conversation's rows in db up to date with its logs,
+// after every change by the runtime or a command. A conversation gone or
+// being deleted is removed from the index; one that cannot be read is
+// recorded as skipped with the reason.
 func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, opts UpdateOptions) (UpdateResult, error) {
 	c, _, err := s.WalkConversation(convID)
 	if err != nil {
@@ -373,13 +360,10 @@ func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, op
 	return res, w.Commit()
 }
 
-// Stale lists the conversations of ids whose rows in db were not read from
-// the logs they have now: a conversation with no row (unless it is being
-// deleted), a row whose conversation directory is gone, or a row with
-// another fingerprint (log names, sizes, modification times). Update
-// brings each up to date. A writer that died between changing logs and
-// updating their rows leaves such rows, which a rerun that finds nothing
-// to write would otherwise keep.
+// Stale lists the conversations of ids whose rows were not read from the
+// logs they have now (no row, a directory gone, another fingerprint), such as
+// a writer that died between its logs and its rows leaves; Update brings
+// each up to date.
 func Stale(ctx context.Context, db *index.DB, s *store.Store, ids []string) ([]string, error) {
 	fps, err := db.Fingerprints(ctx)
 	if err != nil {

@@ -10,9 +10,8 @@ import (
 )
 
 // The TOML decoder's memory grows with every key's depth and path length, so
-// the configuration is measured in one constant-memory pass and refused beyond
-// these limits before it is decoded (docs/TRANSFER.md, "The runtime
-// configuration").
+// the configuration is measured in one constant-memory pass and refused
+// beyond these limits before it is decoded.
 const (
 	// MaxRuntimeConfigBytes bounds the file.
 	MaxRuntimeConfigBytes = 256 << 10
@@ -25,9 +24,8 @@ const (
 	MaxRuntimeConfigKeyBytes = 256
 )
 
-// DecodeRuntimeConfig reads the runtime configuration from r, at most
-// MaxRuntimeConfigBytes, checks its size, nesting and key paths, and only then
-// decodes it into v. Errors name path and the line.
+// DecodeRuntimeConfig reads at most MaxRuntimeConfigBytes from r, checks the
+// limits and only then decodes into v. Errors name path and the line.
 func DecodeRuntimeConfig(path string, r io.Reader, v any) error {
 	data, err := io.ReadAll(io.LimitReader(r, MaxRuntimeConfigBytes+1))
 	if err != nil {
@@ -51,9 +49,8 @@ func DecodeRuntimeConfig(path string, r io.Reader, v any) error {
 	return nil
 }
 
-// shapeScanner measures every value's depth and every key path's bytes without
-// decoding; on invalid TOML it moves on a byte at a time, which is safe
-// because the decoder stops at the first error anyway.
+// shapeScanner measures depths and key paths without decoding; on invalid
+// TOML it moves on a byte at a time, since the decoder stops there anyway.
 type shapeScanner struct {
 	b    []byte
 	i    int

@@ -31,8 +31,8 @@ const (
 
 // ResolveDataDir picks the data directory: the --data-dir flag, else
 // $CONVKIT_DATA_DIR, else $XDG_DATA_HOME/convkit (if absolute), else
-// <home>/.local/share/convkit, blank values counting as unset. The result is
-// absolute and clean; getenv nil means os.Getenv.
+// <home>/.local/share/convkit, blank values counting as unset; absolute and
+// clean. getenv nil means os.Getenv.
 func ResolveDataDir(flag string, getenv func(string) string, home string) (string, error) {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -101,9 +101,8 @@ func SessionLogName(sessionID string, version int, c convlog.Compression) (strin
 // store never follows one, so a link cannot lead a read or a delete outside.
 var ErrSymlink = durable.ErrSymlink
 
-// conversationDir is ConversationPath for an existing conversation, refusing a
-// link, a non-directory or a conversations entry that is no directory
-// (*ConversationsDirError); a missing directory is for callers to report.
+// conversationDir is ConversationPath for an existing conversation, refusing
+// a link or a non-directory; a missing directory is for callers to report.
 func (s *Store) conversationDir(convID string) (string, error) {
 	dir, err := conversationPath(s.dataDir, convID)
 	if err != nil {
@@ -170,9 +169,8 @@ type probed struct {
 	why  string // for all but isStore
 }
 
-// probe tells what dataDir is: a store when it holds an entry named
-// conversations, metadata.db or runtime.lock of any type, since every store
-// has had one of them; the directory itself may be the link the user named.
+// probe tells what dataDir is: a store when it holds conversations,
+// metadata.db or runtime.lock, of any type.
 func probe(dataDir string) (probed, error) {
 	fi, err := os.Stat(dataDir)
 	switch {
@@ -215,10 +213,9 @@ func (s *Store) ConversationPath(convID string) (string, error) {
 	return conversationPath(s.dataDir, convID)
 }
 
-// TempIndexes lists the temporary databases a killed rebuild left beside
-// metadata.db (NewTempIndex's names, with their -wal and -shm files). Only a
-// holder of runtime.lock rebuilds, so while it holds the lock they are
-// nobody's.
+// TempIndexes lists the temporary databases (with -wal and -shm files) a
+// killed rebuild left beside metadata.db: nobody's while runtime.lock is
+// held.
 func (s *Store) TempIndexes() []string {
 	ents, err := os.ReadDir(s.dataDir)
 	if err != nil {
@@ -235,9 +232,8 @@ func (s *Store) TempIndexes() []string {
 	return out
 }
 
-// NewTempIndex names a fresh temporary database beside metadata.db
-// (.metadata.db.<16 hex>.tmp) for a rebuild to create and then rename over
-// metadata.db. The name is free; nothing is left at it.
+// NewTempIndex names a free temporary database beside metadata.db
+// (.metadata.db.<16 hex>.tmp) for a rebuild to rename over it.
 func (s *Store) NewTempIndex() (string, error) {
 	f, err := durable.CreateTemp(s.dataDir, "."+IndexFileName)
 	if err != nil {
@@ -263,9 +259,8 @@ func (s *Store) WalkConversation(convID string) (ConversationDir, []Problem, err
 	return c, t.Problems, nil
 }
 
-// FindLog returns a conversation's own log, or one of its session logs
-// when sessionID is set, at its current (highest) generation. There is no
-// fallback to a lower generation.
+// FindLog returns a conversation's own log, or the session log sessionID,
+// at its current (highest) generation, never falling back to a lower one.
 func (s *Store) FindLog(convID, sessionID string) (Log, error) {
 	c, probs, err := s.WalkConversation(convID)
 	if err != nil {
@@ -294,10 +289,8 @@ func (s *Store) FindLog(convID, sessionID string) (Log, error) {
 	return Log{}, fmt.Errorf("conversation %s (%s) has no log for session %s%s", termtext.Quote(convID), c.Path, termtext.Quote(sessionID), why)
 }
 
-// Dependents lists the conversations that read older history from convID
-// (forks made after a compaction, transitively through their own forks are
-// not included: each names its direct source). Unreadable conversation
-// logs are passed over. Sorted.
+// Dependents lists, sorted, the conversations that read older history from
+// convID directly; unreadable conversation logs are passed over.
 func (s *Store) Dependents(convID string) ([]string, error) {
 	tree, err := s.Walk()
 	if err != nil {

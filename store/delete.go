@@ -41,10 +41,9 @@ func (e *DependentsError) Error() string {
 
 func (e *DependentsError) Unwrap() error { return ErrHasDependents }
 
-// CheckDelete is the dependents guard: it refuses deleting the conversations
-// convIDs together, with a *DependentsError, when a conversation not among
-// them reads older history from one of them (a fork made after a
-// compaction). It walks the store: its cost grows with the store.
+// CheckDelete is the dependents guard: it refuses deleting convIDs together,
+// with a *DependentsError, when a conversation not among them reads older
+// history from one of them. It walks the store.
 func (s *Store) CheckDelete(convIDs ...string) error {
 	return s.checkDelete(convIDs, convIDs)
 }
@@ -74,10 +73,9 @@ func (s *Store) checkDelete(check, all []string) error {
 	return nil
 }
 
-// Delete removes a conversation for good, refused while a turn runs or while
-// forks read older history from it (CheckDelete): it records the
-// conversation/delete-started tombstone durably first, so that after a crash
-// FinishDeletion completes the job.
+// Delete removes a conversation for good, refused while a turn runs or forks
+// read older history from it (CheckDelete). The tombstone is recorded
+// durably first, so after a crash FinishDeletion completes the job.
 func (s *Store) Delete(convID string) error {
 	if err := s.writable(); err != nil {
 		return err
@@ -166,12 +164,12 @@ const (
 	deleteAlready                       // gone, and a killed delete's journal names it
 )
 
-// DeleteAll deletes the conversations convIDs as one command that a rerun
-// finishes after a kill. It checks them all first: each must exist (or be
-// named by an earlier delete's journal: "already deleted"), be no link, run no
-// turn and, unless opts.Force, leave no fork without the history it reads
-// (*DependentsError). It then publishes its journal and deletes each as Delete
-// does; ctx stops it between two conversations.
+// DeleteAll deletes convIDs as one command that a rerun finishes after a
+// kill. It checks them all first: each must exist (or be named by an earlier
+// delete's journal: "already deleted"), be no link, run no turn and, unless
+// opts.Force, leave no fork without its history (*DependentsError). It then
+// publishes its journal and deletes each as Delete does; ctx stops it
+// between two conversations.
 func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOptions) error {
 	if err := s.writable(); err != nil {
 		return err
@@ -208,9 +206,9 @@ func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOpti
 	return s.removeJournals(s.expiredJournals(journals, own))
 }
 
-// checkDeleteAll is DeleteAll's check of every conversation before it
-// deletes any (PlanDelete's too): the ids without repeats, what is to be
-// done with each, and the journals of earlier deletes. It writes nothing.
+// checkDeleteAll checks every conversation before any is deleted (for
+// PlanDelete too): the ids without repeats, what is to be done with each, and
+// the earlier journals. It writes nothing.
 func (s *Store) checkDeleteAll(convIDs []string, force bool) ([]string, []deleteState, []journalFile, error) {
 	var ids []string
 	seen := map[string]bool{}
@@ -281,9 +279,8 @@ func (s *Store) deleteStateOf(convID string, journaled bool) (deleteState, error
 	return deleteLive, nil
 }
 
-// removeEmpty removes a conversation directory that holds nothing: what a
-// delete killed after its last file left. os.Remove refuses a directory
-// that gained an entry since.
+// removeEmpty removes a conversation directory a killed delete left empty
+// (os.Remove refuses one that gained an entry since).
 func (s *Store) removeEmpty(convID string) error {
 	dir, err := s.conversationDir(convID)
 	if err != nil {
@@ -373,8 +370,7 @@ type DeletePlanItem struct {
 }
 
 // PlanDelete checks convIDs exactly as DeleteAll does and returns what it
-// would do with each, in order, writing nothing; a store opened read-only will
-// do.
+// would do with each, writing nothing.
 func (s *Store) PlanDelete(convIDs []string, force bool) ([]DeletePlanItem, error) {
 	ids, states, _, err := s.checkDeleteAll(convIDs, force)
 	if err != nil {
@@ -432,11 +428,10 @@ func filesIn(dir string) (int, int64, error) {
 	return n, size, nil
 }
 
-// A rerun of a killed multi-conversation delete must tell the conversations it
-// removed ("already deleted") from ids never in the store, but a removed
-// directory leaves no trace, so DeleteAll first publishes a journal,
-// <data-dir>/.delete-<16 hex>.journal, naming every conversation it deletes.
-// Journals are kept for JournalAge and at most MaxJournals of them.
+// A rerun of a killed delete must tell the conversations it removed ("already
+// deleted") from ids never in the store, so DeleteAll first publishes a
+// journal, <data-dir>/.delete-<16 hex>.journal, naming every conversation it
+// deletes; at most MaxJournals are kept, for JournalAge.
 
 const (
 	journalPrefix = ".delete-"
@@ -479,8 +474,7 @@ func isJournalName(name string) bool {
 }
 
 // deleteJournals lists the journals killed deletes left in the data
-// directory. Entries that are not regular files are not journals (links are
-// never followed) and are left alone.
+// directory; entries that are not regular files are left alone.
 func (s *Store) deleteJournals() ([]journalFile, error) {
 	ents, err := os.ReadDir(s.dataDir)
 	if err != nil {
@@ -563,9 +557,8 @@ func (s *Store) writeDeleteJournal(ctx context.Context, ids []string) (string, e
 }
 
 // expiredJournals are the journals to remove once a delete has finished:
-// those that do not read (a kill while one was written, before anything
-// was deleted), those older than JournalAge, and the oldest beyond
-// MaxJournals (keep is this run's own, never removed).
+// unreadable ones, those older than JournalAge and the oldest beyond
+// MaxJournals, never keep (this run's own).
 func (s *Store) expiredJournals(all []journalFile, keep string) []string {
 	var out []string
 	var kept []journalFile

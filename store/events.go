@@ -9,11 +9,9 @@ import (
 	"time"
 )
 
-// The conversation log,
-// <data-dir>/conversations/<EncodeSegment(id)>/metadata.v4.jsonl[.zst], holds
-// log-only events of the types below; session logs live beside it as
-// <EncodeBase(sessionID)>.v4.jsonl[.zst]. Replaying it alone gives everything
-// listing needs (ReadConversation).
+// The conversation log, conversations/<EncodeSegment(id)>/metadata.v4.jsonl[.zst],
+// holds the log-only events below, its sessions' logs beside it; replaying it
+// alone gives everything listing needs.
 
 // Conversation log event types (all log-only, registered in
 // convlog.ConversationLogTypes).
@@ -54,9 +52,8 @@ var (
 	ErrReadOnly           = errors.New("store is open without the exclusive runtime.lock; writing needs it")
 )
 
-// Data of the conversation log events, as stored (JSON member names in the
-// tags). Empty-object events (archived, unarchived, delete-started) have no
-// struct.
+// Data of the conversation log events as stored; empty-object events
+// (archived, unarchived, delete-started) have no struct.
 
 // CreatedData is conversation/created, always the first event.
 type CreatedData struct {
@@ -114,13 +111,11 @@ type ForkedData struct {
 	// ThroughSeq is the last source session seq the fork took history from
 	// (-1: none).
 	ThroughSeq int64 `json:"throughSeq"`
-	// AfterCompaction: the source had compacted its history before
-	// ThroughSeq, so the fork holds only the compacted history and reads the
-	// older history from the source conversation.
+	// AfterCompaction: the source had compacted its history before ThroughSeq,
+	// so the fork reads the older history from the source.
 	AfterCompaction bool `json:"afterCompaction"`
-	// InheritedSessions are this conversation's sessions whose older history
-	// lives in another conversation. Each names a conversation this one
-	// depends on.
+	// InheritedSessions are the sessions whose older history lives in another
+	// conversation, which this one depends on.
 	InheritedSessions []InheritedSession `json:"inheritedSessions,omitempty"`
 }
 

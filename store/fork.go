@@ -17,12 +17,10 @@ import (
 // Fork copies the root session srcSession of srcConv through seq throughSeq
 // (-1: its last event) into the new conversation newConv as root session
 // newSession; subagents, queued input and the archived state are not copied.
-//
-// When the source compacted its history at or before throughSeq, newSession's
-// log is seeded with the history the model reads at throughSeq and the fork
-// records afterCompaction and its dependency on srcConv. Otherwise events
-// 0..throughSeq are copied, and a turn left open at the cut is closed with
-// reason "forked".
+// When the source compacted its history at or before throughSeq, the fork is
+// seeded with the history the model reads there and records afterCompaction
+// and its dependency on srcConv; otherwise events 0..throughSeq are copied
+// and a turn left open at the cut is closed with reason "forked".
 func (s *Store) Fork(srcConv, srcSession, newConv, newSession string, throughSeq int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -520,9 +518,9 @@ func (s *Store) copyHistory(src, dst string, h *convlog.Header, cut int64) error
 	return b.close()
 }
 
-// writeSeed writes a seeded log: the history the model reads at cut, replayed
-// through convlog's History so the rule lives in one place, with error results
-// for unanswered tool calls and the inherited session/end-seed marker.
+// writeSeed writes a seeded log: the history the model reads at cut (by
+// convlog's History), error results for unanswered tool calls and the
+// session/end-seed marker.
 func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
 	order, err := historyAt(src, cut)
 	if err != nil {
@@ -588,8 +586,7 @@ func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
 }
 
 // historyAt is the seqs of the messages the model reads at cut in the log
-// at src, in history order: its events through cut replayed by convlog's
-// History.
+// at src, in history order.
 func historyAt(src string, cut int64) ([]int64, error) {
 	r, err := openLog(src, convlog.ReaderOptions{})
 	if err != nil {

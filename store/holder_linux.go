@@ -62,9 +62,8 @@ func bootTime() (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// lockPIDs lists the processes /proc/locks names as holding a flock on the
-// file at path (waiters, marked "->", are not holders). ok is false when
-// the kernel does not say.
+// lockPIDs lists the processes /proc/locks names as holding a flock on path
+// (not waiters, "->"); ok is false when the kernel does not say.
 func lockPIDs(path string) (pids []int, ok bool) {
 	fi, err := os.Lstat(path)
 	if err != nil {

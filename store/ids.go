@@ -115,10 +115,8 @@ func escape(id string, escapeDot bool) string {
 	return b.String()
 }
 
-// unescape replaces each "~XXXX" (uppercase hex) by its UTF-16 unit and
-// decodes the result. It is lenient (lone surrogates become U+FFFD, other
-// bytes pass through); callers re-encode and compare to reject every
-// noncanonical spelling.
+// unescape replaces each "~XXXX" by its UTF-16 unit and decodes the result
+// leniently; callers re-encode and compare to reject noncanonical spellings.
 func unescape(name string) (string, bool) {
 	if !utf8.ValidString(name) {
 		return "", false
@@ -193,9 +191,8 @@ func (e *AmbiguousIDError) Unwrap() error { return ErrAmbiguousID }
 
 // ResolveIDs returns the conversation ids refs name, in order: a whole id,
 // else a unique prefix of at least MinIDPrefix characters (*AmbiguousIDError
-// when shared), else the same against recent delete journals so a rerun says
-// "already deleted". A ref that names nothing is returned as it is for the
-// caller's own error; conversations/ is listed once.
+// when shared), else the same against recent delete journals ("already
+// deleted"). A ref that names nothing is returned as it is.
 func (s *Store) ResolveIDs(refs []string) ([]string, error) {
 	out := make([]string, len(refs))
 	var ids, deleted []string
@@ -312,8 +309,7 @@ func (s *Store) ResolveID(ref string) (string, error) {
 }
 
 // ConversationIDs lists the ids of the conversation directories, sorted,
-// from one listing of conversations/ (nothing in them is read): entries
-// that are not directories with canonical names are left out.
+// from one listing of conversations/; other entries are left out.
 func (s *Store) ConversationIDs() ([]string, error) {
 	root := s.ConversationsDir()
 	if ok, err := conversationsRoot(root); err != nil || !ok {

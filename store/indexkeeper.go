@@ -6,13 +6,11 @@ import (
 	"github.com/convkit/convkit/convlog"
 )
 
-// IndexKeeper keeps metadata.db current (reindex.NewKeeper,
-// Store.SetIndexKeeper). After each durable change listing or search depends
-// on, the store tells it what changed: every conversation-log change, and
-// session-log changes made while no turn runs; a running turn's appends are
-// told at its end. Changed is called under the conversation's lock in order of
-// the changes, and its error is the keeper's to handle since the index is
-// derived.
+// IndexKeeper keeps metadata.db current (reindex.NewKeeper). After each
+// durable change listing or search depends on, the store tells it what
+// changed: conversation-log changes, and session-log changes while no turn
+// runs (a running turn's at its end). Changed is called under the
+// conversation's lock, in order; its error is the keeper's to handle.
 type IndexKeeper interface {
 	Changed(ch *IndexChange)
 }
@@ -25,9 +23,8 @@ type IndexChange struct {
 	ID           string
 	Conversation *ConversationInfo
 	Dir          string
-	// Whole: the change is not only appends the keeper is told of (a new
-	// conversation, a fork, logs a caller wrote itself, a crash's turn
-	// closed): its logs are to be read whole.
+	// Whole: the change is not only appends (a new conversation, a fork, logs
+	// a caller wrote, a crash's turn closed): its logs are to be read whole.
 	Whole bool
 	// Turns are the turns that started or ended (as Conversation holds
 	// them now).
@@ -35,9 +32,8 @@ type IndexChange struct {
 	// Sessions are the session logs appended to since the conversation's
 	// last change was told, as they are now.
 	Sessions []SessionLogState
-	// Messages are the user and assistant messages those appends recorded
-	// (their user/message and assistant/message events, with their seqs),
-	// in order.
+	// Messages are the user and assistant messages those appends recorded, in
+	// order.
 	Messages []SessionEvent
 }
 
@@ -109,8 +105,6 @@ func (s *Store) tellIndex(oc *openConv, whole bool, turns ...TurnInfo) {
 	oc.pending = pendingIndex{}
 }
 
-// changed tells the keeper of a change of oc made by a Store method,
-// when err says it was made, and returns err.
 // errNoChange tells change that fn had nothing to record.
 var errNoChange = errors.New("no change")
 
@@ -152,10 +146,9 @@ func (s *Store) tellRemoved(convID string) {
 	}
 }
 
-// indexPoint tells the keeper of se's change, when it is one: a change of
-// the conversation log (turns, the turns it started or ended), or any
-// change while the session runs no turn. Inside Batch, the batch is
-// written first.
+// indexPoint tells the keeper of se's change when it is one: a change of the
+// conversation log, or any change while no turn runs (inside Batch, the batch
+// is written first).
 func (se *Session) indexPoint(convChanged bool, turns ...TurnInfo) {
 	if se.st.keeper == nil || se.oc == nil {
 		return

@@ -1,10 +1,9 @@
 package store
 
-// Item is one entry of a store that a command reports, as it goes and in
-// its result: what was done to it or found (Kind), its conversation (ID,
-// when known), the file or directory (Path) and the detail (Reason: why,
-// or what left it; it never repeats Path). In the JSON documents an item
-// is {id, path, reason}: the list it is in says its kind.
+// Item is one entry of a store that a command reports: what was done or
+// found (Kind), its conversation (ID), the file (Path) and the detail
+// (Reason, never repeating Path). In JSON an item is {id, path, reason}: its
+// list says its kind.
 type Item struct {
 	Kind   ItemKind `json:"-"`
 	ID     string   `json:"id,omitempty"`

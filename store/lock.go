@@ -26,10 +26,8 @@ const (
 	LockNone LockMode = iota
 	// LockExclusive is taken by the runtime and by every writing command.
 	LockExclusive
-	// LockIfFree takes the exclusive lock when it is free and never waits:
-	// when another process holds it, or it cannot be taken (a read-only
-	// file system), the store opens read-only and says why (Store.Online).
-	// Online backup opens the store this way.
+	// LockIfFree takes the exclusive lock when it is free and never waits;
+	// otherwise the store opens read-only and says why (Store.Online).
 	LockIfFree
 )
 
@@ -73,10 +71,8 @@ type LockOptions struct {
 // ErrLocked.
 type LockedError struct {
 	Path string
-	// Holder is read from the lock file, when it is the holder's record
-	// (holder.go); nil when there is none to believe: the holder left no
-	// record (flock(1), or a holder that has not written it yet), and the
-	// file names a process that is gone.
+	// Holder is read from the lock file when it is the holder's record; nil
+	// when the holder left none and the file names a process that is gone.
 	Holder *Holder
 	// RecordIgnored says why the record in the lock file is not the
 	// holder's ("" when there is none, or Holder is set).
@@ -148,10 +144,9 @@ const (
 	probeGrace = 50 * time.Millisecond
 )
 
-// acquireLock takes runtime.lock for Open, its only caller: it creates the
-// file (0600) if missing, takes an exclusive flock waiting up to opts.Timeout,
-// and records this process; the kernel drops the lock on exit, so a crash
-// never leaves it stale.
+// acquireLock takes runtime.lock for Open: it creates the file (0600) if
+// missing, takes an exclusive flock waiting up to opts.Timeout, and records
+// this process; the kernel drops the lock on exit, so it is never stale.
 func acquireLock(ctx context.Context, dataDir string, opts LockOptions) (*Lock, error) {
 	path := LockPath(dataDir)
 	if err := ctx.Err(); err != nil {
@@ -160,10 +155,8 @@ func acquireLock(ctx context.Context, dataDir string, opts LockOptions) (*Lock, 
 	if err := createLockFile(dataDir, path); err != nil {
 		return nil, err
 	}
-	// The descriptor the holder record is written through, opened without
-	// following a link and checked to be a regular file before anything is
-	// locked or written: a runtime.lock that is a link to another file must
-	// never empty that file.
+	// The holder record is written through a descriptor opened without
+	// following a link and checked regular: a link must never empty its target.
 	rec, err := durable.OpenRegular(path, os.O_RDWR)
 	if err != nil {
 		return nil, lockFileError(path, err)
@@ -248,9 +241,8 @@ func sameFile(rec *os.File, fl *flock.Flock) error {
 	return nil
 }
 
-// createLockFile creates an empty 0600 lock file unless something exists
-// at path. It never follows a link: O_EXCL fails on one, and the caller's
-// OpenRegular then refuses it.
+// createLockFile creates an empty 0600 lock file unless something exists at
+// path (O_EXCL never follows a link; OpenRegular then refuses one).
 func createLockFile(dataDir, path string) error {
 	f, err := durable.CreateExcl(path)
 	if errors.Is(err, os.ErrExist) || errors.Is(err, durable.ErrSymlink) || errors.Is(err, durable.ErrNotRegular) {
@@ -327,26 +319,23 @@ func readHolder(path string) *Holder {
 type Status struct {
 	Path string
 	Held bool
-	// Holder is the process named in the lock file: when Held, the holder,
-	// if the record is its own (see LockedError.Holder); else the last
-	// one. Nil when the file is missing, empty or unreadable.
+	// Holder is the process named in the lock file (see LockedError.Holder);
+	// nil when the file is missing, empty or unreadable.
 	Holder *Holder
 	// RecordIgnored and KernelPIDs: see LockedError.
 	RecordIgnored string
 	KernelPIDs    []int
 }
 
-// NoRecordText is the description of a lock held by a process that left
-// no record, with what is known ("held by a process that left no record
-// (...)").
+// NoRecordText describes a lock held by a process that left no record, with
+// what is known.
 func (st Status) NoRecordText() string {
 	return NoRecord + noRecordDetail(st.RecordIgnored, st.KernelPIDs)
 }
 
-// LockStatus reports whether runtime.lock is held, without disturbing a
-// holder or creating anything. It probes with a non-blocking shared flock on
-// a read-only descriptor, released at once; an exclusive holder makes the
-// probe fail. A missing data directory or lock file means free.
+// LockStatus reports whether runtime.lock is held, disturbing nothing: it
+// probes with a non-blocking shared flock, released at once. A missing data
+// directory or lock file means free.
 func LockStatus(dataDir string) (Status, error) {
 	path := LockPath(dataDir)
 	st := Status{Path: path}

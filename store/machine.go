@@ -13,10 +13,9 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// Machine checks conversations against this machine's file system and runtime
-// configuration, looking at each working directory once; it is safe for
-// concurrent use, and a long-lived caller makes a new one when the machine may
-// have changed.
+// Machine checks conversations against this machine's file system and
+// runtime configuration, each working directory once; it is safe for
+// concurrent use (make a new one when the machine may have changed).
 type Machine struct {
 	// Config is the runtime configuration; nil when there is none, and
 	// then agents and models are not checked.
@@ -28,10 +27,9 @@ type Machine struct {
 	dirs map[string]string // working directory -> reason it will not do ("": it will)
 }
 
-// Load reads the runtime configuration at path (see ConfigPath) into a
-// Machine. A missing file is an error when required (the user named it),
-// else a Machine that checks no agents or models, and the returned warning
-// says so; an invalid file is always an error.
+// LoadMachine reads the runtime configuration at path into a Machine. A
+// missing file is an error when required, else a Machine that checks no
+// agents or models, with a warning saying so; an invalid file is an error.
 func LoadMachine(path string, required bool) (m *Machine, warning string, err error) {
 	cfg, err := LoadRuntimeConfig(path)
 	switch {
@@ -70,10 +68,8 @@ func NeedsOf(info *ConversationInfo) Needs {
 	return Needs{Cwd: info.Cwd, Agents: info.Agents, Models: info.Models, Sources: Dependencies(info)}
 }
 
-// Check lists why a conversation that needs n will not open here (working
-// directory, unknown agents and models, fork sources present says are
-// missing); empty means it will open. A nil Machine checks the directory and
-// fork sources only.
+// Check lists why a conversation that needs n will not open here (empty: it
+// will). A nil Machine checks the working directory and fork sources only.
 func (m *Machine) Check(n Needs, present func(id string) bool) []string {
 	reasons := []string{}
 	if why := m.dir(n.Cwd); why != "" {
@@ -106,8 +102,6 @@ func ForkSourceMissing(id string) string {
 }
 
 // dir says why cwd will not do as a working directory here ("": it will).
-// Conversations share working directories, so each is looked at once per
-// Machine.
 func (m *Machine) dir(cwd string) string {
 	if cwd == "" {
 		return "it records no working directory"
@@ -221,10 +215,9 @@ func RuntimeConfigPath(flag string, getenv func(string) string, dataDir string) 
 	return filepath.Join(dataDir, ConfigFileName), false
 }
 
-// LoadRuntimeConfig reads the runtime configuration at path. A missing file gives
-// an error wrapping os.ErrNotExist. Keys and tables other than
-// [agents.<name>] and [models.<name>] are the runtime's and are ignored;
-// an agent's model must be a string.
+// LoadRuntimeConfig reads the runtime configuration at path (missing: an
+// error wrapping os.ErrNotExist). Only [agents.<name>] and [models.<name>]
+// are read; an agent's model must be a string.
 func LoadRuntimeConfig(path string) (*RuntimeConfig, error) {
 	// A FIFO or a device in its place must not block the open; a link to
 	// the runtime's own file is fine (it is only read).

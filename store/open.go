@@ -34,25 +34,19 @@ type OpenOptions struct {
 type Create int
 
 const (
-	// CreateNever refuses a directory that is not a store: a *NoStoreError
-	// (ErrNoStore), and nothing is created. A mistyped data directory
-	// must not become an empty store.
+	// CreateNever refuses a directory that is not a store (a *NoStoreError)
+	// and creates nothing: a mistyped data directory must not become a store.
 	CreateNever Create = iota
-	// CreateAlways makes the directory a store, whatever it holds: the
-	// runtime's first write, fixtures, the store a restore or its drill
-	// builds.
+	// CreateAlways makes the directory a store, whatever it holds.
 	CreateAlways
-	// CreateIfEmpty makes the directory a store only when it does not
-	// exist or holds nothing but the runtime configuration (config.toml)
-	// and temporary files (*.tmp): import into a new store.
+	// CreateIfEmpty makes the directory a store only when it does not exist or
+	// holds nothing but config.toml and *.tmp files: import into a new store.
 	CreateIfEmpty
 )
 
-// Store is an open data directory: the conversation API of the runtime and
-// writing commands, and the reads every command uses. Every change is one
-// durable batch appended through convlog.Writer; calls on different
-// conversations run in parallel, those of one conversation in order, and every
-// other change alone.
+// Store is an open data directory. Every change is one durable batch
+// appended through convlog.Writer; calls on different conversations run in
+// parallel, those of one conversation in order, and every other change alone.
 type Store struct {
 	dataDir string
 	lock    *Lock
@@ -67,9 +61,7 @@ type Store struct {
 	lockErr error
 
 	// mu is held exclusively by the Store's changes and read-locked by
-	// the runtime's Session calls, which also hold their conversation's
-	// openConv.mu; mapMu guards convs against two Session calls creating
-	// conversations at once.
+	// Session calls, which also hold their openConv.mu; mapMu guards convs.
 	mu    sync.RWMutex
 	mapMu sync.Mutex
 	comp  convlog.Compression
@@ -92,14 +84,11 @@ type openConv struct {
 }
 
 // Open opens the store in dataDir; it is the only way to a store and the only
-// place runtime.lock is taken.
-//
-// dataDir must be a store (IsStore) unless opts.Create allows it to become
-// one, else Open fails with a *NoStoreError. LockNone takes no lock and
-// creates nothing (a store it may create reads as empty); LockExclusive takes
-// runtime.lock, waiting up to opts.Lock.Timeout, else a *LockedError names the
-// holder, and creates the store when allowed; LockIfFree takes the lock only
-// when free and otherwise opens read-only, with Online saying why.
+// place runtime.lock is taken. dataDir must be a store (IsStore) unless
+// opts.Create allows it to become one, else a *NoStoreError. LockNone takes no
+// lock and creates nothing; LockExclusive waits up to opts.Lock.Timeout, else
+// a *LockedError names the holder; LockIfFree takes the lock only when free
+// and otherwise opens read-only, with Online saying why.
 func Open(ctx context.Context, dataDir string, opts OpenOptions) (*Store, error) {
 	abs, err := filepath.Abs(dataDir)
 	if err != nil {
@@ -186,9 +175,8 @@ func (s *Store) Lock() *Lock { return s.lock }
 // every change needs.
 func (s *Store) Writable() bool { return s.writable() == nil }
 
-// Exists reports whether the directory is a store. It is false only for a
-// store Open was allowed to create but, opened read-only, did not: such a
-// store reads as empty.
+// Exists reports whether the directory is a store: false only for one Open
+// could have created but, opened read-only, did not (it reads as empty).
 func (s *Store) Exists() bool { return s.exists }
 
 // Online reports whether a store opened LockIfFree went without the lock:
@@ -232,10 +220,9 @@ func (s *Store) Close() error {
 
 func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
 
-// lockSession takes what a call on se needs: the Store read-locked (no
-// change of another kind runs) and se's conversation; it returns their
-// release. The append and its fsync run under these, so that the calls of
-// different conversations proceed in parallel.
+// lockSession takes what a call on se needs, the Store read-locked and se's
+// conversation, and returns their release: calls of different
+// conversations proceed in parallel.
 func (s *Store) lockSession(se *Session) func() {
 	s.mu.RLock()
 	se.cmu.Lock()

@@ -19,16 +19,12 @@ const ReplacedDirName = "replaced"
 const asideTime = "20060102T150405Z"
 
 // PlaceConversation moves from, a conversation directory staged on the
-// store's file system (a restore's, an import's), into the store as
-// conversation convID. What is already there (the conversation, or an
-// entry in its place, never followed) is moved aside first, whole, into
-// <data-dir>/replaced/<its directory name>-<UTC time>[-N], and kept: aside says where ("" when there was none). A crash leaves the old
-// copy in place or aside, never lost; a failed rename puts it back.
-//
-// Once something was moved aside, conversations/ is synced before
-// PlaceConversation returns; the rename of a new conversation is made
-// durable by the next sync of conversations/ (a caller placing many syncs
-// it once, at the end). The store must hold runtime.lock exclusively.
+// store's file system, into the store as convID. What is there already
+// (never followed) is moved aside whole into
+// <data-dir>/replaced/<name>-<UTC time>[-N] and kept: aside says where ("":
+// nothing). A crash leaves the old copy in place or aside; a failed rename
+// puts it back. A new conversation's rename is made durable by the caller's
+// next sync of conversations/. The store must hold runtime.lock exclusively.
 func (s *Store) PlaceConversation(convID, from string) (aside string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -79,12 +75,11 @@ func (s *Store) PlaceConversation(convID, from string) (aside string, err error)
 	return aside, durable.SyncDir(filepath.Dir(to))
 }
 
-// ReplaceWith moves the store's data directory aside, whole, to
-// <data-dir>.replaced-<UTC time>[-N], and renames dir, a store staged on
-// the same file system (a restore's), into its place: aside says where
-// the old store went; it is kept, never deleted. A failed rename puts the
-// old store back. The store must hold runtime.lock exclusively; the lock
-// goes aside with it, so the handle is closed, not written, after.
+// ReplaceWith moves the data directory aside, whole, to
+// <data-dir>.replaced-<UTC time>[-N] (kept, aside says where) and renames
+// dir, a store staged on the same file system, into its place; a failed
+// rename puts the old store back. The store must hold runtime.lock
+// exclusively; the lock goes aside with it, so only Close the handle after.
 func (s *Store) ReplaceWith(dir string) (aside string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

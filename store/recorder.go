@@ -15,21 +15,6 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// The recorder: one typed call on Session for each stage of a turn
-// (docs/FORMAT.md, "What a turn records"). Each call checks its place and
-// input before writing, fills in seqs, times, numbers and ids, and writes one
-// durable batch. In order:
-//
-//	turn, _ := se.BeginTurn(prompt)        // admitted, running, turn/start
-//	step, _ := se.BeginStep()              // step/start
-//	se.Request(store.Request{System: sys, Config: cfg, Tools: tools})
-//	call, _ := se.BeginModelCall()         // the answer as it arrives:
-//	call.Text(0, "Two files"); call.Usage(u); call.Finish(reason)
-//	call.Complete(answerID)                // assistant/message (an empty one too)
-//	se.ToolCall("k1"); se.ToolResult(store.ToolResult{...})
-//	se.EndStep()                           // step/end
-//	se.EndTurn(store.OutcomeCompleted, nil) // turn/end, turn/ended: idle
-
 // Errors of the recorder. A refused call returns a *RecordError wrapping
 // one of them (and ErrOrder for a call out of place).
 var (
@@ -81,10 +66,8 @@ func (se *Session) refuse(call string, kind error, format string, args ...any) e
 	return &RecordError{Conversation: se.convID, Session: se.id, Call: call, Msg: fmt.Sprintf(format, args...), Kind: kind}
 }
 
-// NewMessageID returns a fresh message id: a random UUID (version 4), as
-// the runtime the format comes from makes them. The ids the recorder
-// makes itself are interrupted-answer-<seq> for an interrupted answer,
-// and a NewMessageID for a system prompt and a compaction's checkpoint.
+// NewMessageID returns a fresh message id: a random UUID (version 4), as the
+// runtime the format comes from makes them.
 func NewMessageID() string {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -256,9 +239,8 @@ func (se *Session) Request(req Request) error {
 }
 
 // ModelCall is one model call of the open step, its streamed chunks held in
-// memory until Complete, Retry, Fail or Interrupt records them; a crash loses
-// them and the turn is closed as interrupted on reopening. The chunk methods
-// may be called from the stream's goroutine.
+// memory until Complete, Retry, Fail or Interrupt records them (a crash loses
+// them). The chunk methods may be called from the stream's goroutine.
 type ModelCall struct {
 	se              *Session
 	provider, model string
@@ -426,10 +408,9 @@ type Retry struct {
 	Failure    convlog.LLMFailure
 }
 
-// Retry records that the call failed with a temporary error and will be
-// tried again after r.Delay: what it streamed (assistant/attempt), then
-// llm/retry with the chain's id and count. The next BeginModelCall of the
-// step is the retry (llm/retry-started).
+// Retry records that the call failed with a temporary error and is tried
+// again after r.Delay (assistant/attempt, llm/retry); the step's next
+// BeginModelCall is the retry.
 func (c *ModelCall) Retry(r Retry) error {
 	unlock, err := c.end("Retry")
 	if err != nil {
@@ -592,10 +573,9 @@ type Compaction struct {
 }
 
 // Compact records a compaction, manual (nothing running or waiting) or
-// automatic (before a model call of the running turn), as one durable batch
-// once the summary is written: compaction/start, compaction/summary, the
-// summary as a user/message (source compact-checkpoint) and compaction/end.
-// The full history stays in the log.
+// automatic (before a model call of the running turn), as one durable batch:
+// compaction/start, compaction/summary, the summary as a user/message and
+// compaction/end. The full history stays in the log.
 func (se *Session) Compact(c Compaction) error {
 	unlock, err := se.enter()
 	if err != nil {
@@ -724,9 +704,8 @@ type HistoryEntry struct {
 	Interrupted bool
 }
 
-// History returns the history the model reads now, as convlog.History
-// derives it from the log (an empty answer left out, a compaction's
-// summary in place of what it shadows), with the interrupted marks.
+// History returns the history the model reads now (convlog.History), with the
+// interrupted marks.
 func (se *Session) History() []HistoryEntry {
 	unlock := se.st.lockSession(se)
 	defer unlock()

@@ -27,9 +27,7 @@ type RepairOptions struct {
 // RepairChange is one change Repair made.
 type RepairChange struct {
 	// Kind is ItemTurnClosed (Turn says how), ItemDeletionFinished,
-	// ItemEmptyRemoved or ItemTempRemoved (a temporary file of an
-	// interrupted write: a log being created or upgraded, an index being
-	// rebuilt; or the directory of a create a crash cut off).
+	// ItemEmptyRemoved or ItemTempRemoved.
 	Kind ItemKind `json:"kind"`
 	// Conversation is the conversation concerned ("" for a temporary
 	// index); Path the file or directory.
@@ -57,12 +55,11 @@ type RepairResult struct {
 	TempsRemoved      int `json:"tempsRemoved"`
 }
 
-// Repair brings a store a crash left behind to a consistent state by appending
-// only (docs/CLI.md, "repair"): open turns are closed as interrupted
-// (convlog.CloseTurn), interrupted deletions finished and temporary files
-// removed, an older session log being upgraded first. The store must hold
-// runtime.lock exclusively; sessions open in this Store are left alone, and
-// unreadable conversations are skipped with the reason.
+// Repair brings a store a crash left behind to a consistent state by
+// appending only: open turns are closed as interrupted, interrupted deletions
+// finished and temporary files removed. The store must hold runtime.lock
+// exclusively; sessions open in this Store are left alone, and unreadable
+// conversations are skipped with the reason.
 func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, error) {
 	if err := s.writable(); err != nil {
 		return nil, err
@@ -111,9 +108,8 @@ func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, 
 	return res, nil
 }
 
-// repairConversation repairs one conversation directory; problems and
-// temps are the walk's. A conversation it cannot read is a skip; an error
-// stops the repair.
+// repairConversation repairs one conversation directory; one it cannot read
+// is a skip, an error stops the repair.
 func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps []string, dry bool, change func(RepairChange)) (*RepairSkip, error) {
 	var convLog *Log
 	for i := range c.Logs {
@@ -201,9 +197,8 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps 
 			targets = append(targets, target{log: l, state: ts, next: next})
 		}
 	}
-	// The session log is missing or refused; closing the turn in the
-	// conversation log alone would contradict it once it is back, so the
-	// conversation is left as it is.
+	// The session log is missing or refused: closing the turn in the
+	// conversation log alone would contradict it once it is back.
 	for _, t := range info.Turns {
 		if t.Running() && !seen[t.SessionID] {
 			return missingSessionLog(c, problems, t), nil
@@ -240,12 +235,9 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps 
 	return nil, nil
 }
 
-// interruptedCreate reports whether conversation directory c, which has no
-// conversation log, holds what a new conversation's first message writes
-// before its conversation log (Session.BeginTurn on NewConversation's
-// session): one current session log whose only events admit messages,
-// beside the temporary files in temps. Nothing else refers to it: the
-// conversation log, written next, is what makes it a conversation.
+// interruptedCreate reports whether c, which has no conversation log, holds
+// only what a new conversation's first message writes before it: one session
+// log admitting messages, beside temporary files. Nothing refers to it yet.
 func interruptedCreate(c ConversationDir, ents []os.DirEntry, temps []string) bool {
 	if len(c.Logs) != 1 || len(c.Logs[0].Generations) != 1 || c.Logs[0].Current.Version != convlog.CurrentVersion {
 		return false
@@ -274,9 +266,8 @@ func interruptedCreate(c ConversationDir, ents []os.DirEntry, temps []string) bo
 	return n > 0
 }
 
-// missingSessionLog is the skip of conversation c, whose running turn t
-// has no readable session log: the walk's problem with that log when it
-// has one (a link, a FIFO, ...), else the log is missing.
+// missingSessionLog is the skip of c, whose running turn t has no readable
+// session log: the walk's problem with that log, else "missing".
 func missingSessionLog(c ConversationDir, problems []Problem, t TurnInfo) *RepairSkip {
 	base, err := EncodeBase(t.SessionID)
 	if err == nil {
@@ -303,9 +294,8 @@ func runningIn(info *ConversationInfo, sessionID string) bool {
 	return false
 }
 
-// repairSession closes session l's open turn (state, read from its log),
-// or records the turn only the conversation log started, and closes its
-// running turn in the conversation log.
+// repairSession closes session l's open turn (or records the turn only the
+// conversation log started) and its running turn in the conversation log.
 func (s *Store) repairSession(oc *openConv, l *Log, state convlog.TurnState, next int64, dry bool) (*ClosedTurn, error) {
 	if l.Path == "" || !state.Open && !onlyInConversation(oc, l.ID, state) {
 		return s.closeTurnState(oc, l.ID, state, next, "", func([]convlog.Event) error { return nil }, dry)

@@ -187,9 +187,8 @@ func (s *convState) apply(e *convlog.Event) error {
 }
 
 // ReadConversation replays conversation convID's log (its highest
-// generation) from the disk. It takes no lock and changes nothing: a torn
-// tail is ignored (TornTail is set). A missing conversation gives an error
-// wrapping ErrNoConversation.
+// generation) without a lock; a torn tail is ignored (TornTail is set), a
+// missing conversation is an error wrapping ErrNoConversation.
 func (s *Store) ReadConversation(convID string) (*ConversationInfo, error) {
 	_, _, st, err := s.replayConversation(convID)
 	if err != nil {
@@ -198,9 +197,8 @@ func (s *Store) ReadConversation(convID string) (*ConversationInfo, error) {
 	return &st.info, nil
 }
 
-// replayConversation finds conversation convID's directory and current log
-// and replays it, checking that the log names the conversation its
-// directory does.
+// replayConversation finds and replays conversation convID's current log,
+// checking it names the conversation its directory does.
 func (s *Store) replayConversation(convID string) (dir, path string, st *convState, err error) {
 	if dir, path, err = s.conversationLog(convID); err != nil {
 		return "", "", nil, err
@@ -222,9 +220,8 @@ func (s *Store) conversationLog(convID string) (dir, path string, err error) {
 }
 
 // ReadConversation replays the log, a conversation log, from its current
-// generation: title, sessions, turns, running or idle, fork lineage. Its
-// header must name the conversation its directory names (a
-// *convlog.IdentityError otherwise).
+// generation; a header naming another conversation is a
+// *convlog.IdentityError.
 func (l Log) ReadConversation() (*ConversationInfo, error) {
 	r, err := l.Open(convlog.ReaderOptions{})
 	if err != nil {
@@ -345,11 +342,9 @@ func (s *Store) sessionLogFile(convID, sessionID string) (string, error) {
 	return filepath.Join(dir, n.String()), nil
 }
 
-// A Replayer replays a conversation log from the events of a read its
-// caller makes for its own ends (import's strict read of every log it
-// extracts), so the log is not read a second time: given the reader of
-// Log.Open and every event it returns, it finds what Log.ReadConversation
-// finds, the same errors included.
+// A Replayer replays a conversation log from the events of a read its caller
+// makes anyway (import's strict read), given the reader of Log.Open and every
+// event, finding what Log.ReadConversation finds, errors included.
 type Replayer struct {
 	st   *convState
 	path string
@@ -389,23 +384,16 @@ func (p *Replayer) Finish(r *convlog.Reader) (*ConversationInfo, error) {
 	return &p.st.info, nil
 }
 
-// Opening a log the store holds.
-//
-// A log's place in the store says whose it is: the conversation log
-// (metadata[.vN].jsonl[.zst]) is the log of the conversation its directory
-// names, a session log (<session>[.vN].jsonl[.zst]) the log of the session
-// its file name names. A log whose header names another (a log copied or
-// renamed under another's name) holds events that belong elsewhere, and is
-// refused when it is opened, with a *convlog.IdentityError. Every reader
-// of a store's logs gets them as Log values from the handle (Walk,
-// WalkConversation, FindLog, LogAt) and opens them through their methods,
-// so no caller decides the check again, or forgets it.
+// A log's place in the store says whose it is: the conversation log is that
+// of the conversation its directory names, a session log that of the session
+// its file names. A log whose header names another is refused when opened
+// (*convlog.IdentityError). Readers get logs as Log values from the handle
+// (Walk, WalkConversation, FindLog, LogAt) and open them through their
+// methods, so no caller decides the check again.
 
-// LogAt is the log of the file name names in the store, a slash-separated
-// path relative to the data directory (conversations/<conversation>/<log
-// generation>, as an archive names it), with that generation as its
-// current one: for a reader of a file the walk has not listed yet (an
-// entry as it is extracted). It reads nothing.
+// LogAt is the log at name, a slash-separated path relative to the data
+// directory (as an archive names it), with that generation as its current
+// one: for an entry being extracted. It reads nothing.
 func (s *Store) LogAt(name string) (Log, error) {
 	dir, file := path.Split(name)
 	conv := path.Base(dir)
@@ -415,10 +403,8 @@ func (s *Store) LogAt(name string) (Log, error) {
 	return logIn(filepath.Join(s.dataDir, filepath.FromSlash(name)), conv, file)
 }
 
-// LooseLog is the log at path, a file laid out as a store's log
-// (<conversation directory>/<log generation>) that no open store reaches:
-// a file named by its path (inspect PATH). Readers of a store's files get
-// them from the handle instead.
+// LooseLog is the log at path, laid out as a store's log but reached by no
+// open store (inspect PATH).
 func LooseLog(path string) (Log, error) {
 	return logIn(path, filepath.Base(filepath.Dir(path)), filepath.Base(path))
 }
@@ -452,27 +438,22 @@ func (l Log) identity() (typ, id string) {
 	return convlog.SessionLog, l.ID
 }
 
-// ReaderOptions is opts with WantType and WantID set to the identity the
-// log's place implies: for readers that read the log through a descriptor
-// of their own (convlog.OpenFile, then convlog.NewReader over what they
-// read).
+// ReaderOptions is opts with the identity the log's place implies, for
+// readers with a descriptor of their own.
 func (l Log) ReaderOptions(opts convlog.ReaderOptions) convlog.ReaderOptions {
 	opts.WantType, opts.WantID = l.identity()
 	return opts
 }
 
-// Open opens the log's current generation for reading: as convlog.Open
-// opens every log (never through a symbolic link, never blocking, a
-// regular file only), with the identity its place implies checked on its
-// header. A header of another log is refused with a *convlog.IdentityError
-// naming the file.
+// Open opens the log's current generation for reading as convlog.Open does
+// (no links, never blocking, regular files only), checking the identity its
+// place implies (*convlog.IdentityError).
 func (l Log) Open(opts convlog.ReaderOptions) (*convlog.Reader, error) {
 	return convlog.Open(l.Path, l.ReaderOptions(opts))
 }
 
-// CheckHeader refuses h unless it names the log its place implies: for
-// readers that get the header another way (the upgrade chain reads the
-// source itself).
+// CheckHeader refuses h unless it names the log its place implies, for
+// readers that get the header another way.
 func (l Log) CheckHeader(h *convlog.Header) error {
 	typ, id := l.identity()
 	if err := convlog.CheckIdentity(h, typ, id); err != nil {

@@ -15,10 +15,6 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// The runtime's sessions: how a turn is recorded, stage by stage, in the
-// session log and the conversation log (docs/FORMAT.md, "What a turn
-// records"). The package doc is the manual.
-
 // Errors of the session API.
 var (
 	ErrSessionOpen = errors.New("the session is already open")
@@ -37,11 +33,10 @@ type NewConversation struct {
 }
 
 // Session is one agent session of a conversation, open for the runtime: the
-// recorder of its turns, knowing where the turn stands, the inbox, message ids
-// and history, so each stage is one typed call that refuses a call out of
-// place with a *RecordError before writing. Get one from NewConversation,
-// OpenSession or Session.Spawn; calls of one conversation run in order, of
-// different ones in parallel.
+// recorder of its turns, so each stage is one typed call that refuses a call
+// out of place with a *RecordError before writing. Get one from
+// NewConversation, OpenSession or Session.Spawn; calls of one conversation
+// run in order, of different ones in parallel.
 type Session struct {
 	st     *Store
 	convID string
@@ -72,10 +67,9 @@ type Session struct {
 
 type sessionKey struct{ conv, session string }
 
-// NewConversation returns the root session of a new conversation. Nothing
-// is written: the conversation is kept from its first message (the first
-// BeginTurn writes its logs); one that is opened and left without a
-// message leaves nothing behind. The directory must be free.
+// NewConversation returns the root session of a new conversation. Nothing is
+// written until the first BeginTurn, so one left without a message leaves
+// nothing behind. The directory must be free.
 func (s *Store) NewConversation(c NewConversation) (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -106,9 +100,9 @@ func (s *Store) NewConversation(c NewConversation) (*Session, error) {
 }
 
 // OpenSession opens session sessionID of convID for the runtime's next write:
-// an older log is upgraded first with its successor published beside the
-// original (upgrade.Publish), and a turn a crash left open is closed as repair
-// closes it (Repaired). A session is open once per Store.
+// an older log is upgraded first (upgrade.Publish), and a turn a crash left
+// open is closed as repair closes it (Repaired). A session is open once per
+// Store.
 func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -159,9 +153,8 @@ func (se *Session) ID() string { return se.id }
 // Conversation is the id of the session's conversation.
 func (se *Session) Conversation() string { return se.convID }
 
-// Turn reports where the session's turn stands, as the log's writer sees
-// what was written (convlog.TurnState): the zero value for a new
-// conversation not kept yet.
+// Turn reports where the session's turn stands (the zero value for a new
+// conversation not kept yet).
 func (se *Session) Turn() convlog.TurnState {
 	unlock := se.st.lockSession(se)
 	defer unlock()
@@ -196,9 +189,9 @@ func (se *Session) enter() (unlock func(), err error) {
 	return unlock, nil
 }
 
-// record writes events as one durable batch (or, inside Batch, adds them to
-// the batch) and takes them into the session's state. The events get
-// their seqs here; a zero Time gets the store's clock.
+// record writes events as one durable batch (inside Batch, adds them to it)
+// and takes them into the session's state, giving them seqs and, when zero,
+// the store's time.
 func (se *Session) record(evs ...convlog.Event) error {
 	if len(evs) == 0 {
 		return nil
@@ -279,12 +272,11 @@ func (se *Session) Batch(fn func() error) error {
 	return errors.Join(ferr, err)
 }
 
-// BeginTurn starts the session's next turn with its input, a stored user
-// message, and returns the turn's number. It records the input's admission
-// (unless admitted already), turn/started in the conversation log (with the
-// automatic title for the root session's first titled prompt) and turn/start;
-// a new conversation's logs are written first, session log before conversation
-// log. The input becomes a user/message at the turn's first Request.
+// BeginTurn starts the session's next turn with its input and returns the
+// turn's number: the input's admission (unless admitted already),
+// turn/started in the conversation log (with the automatic title) and
+// turn/start; a new conversation's logs are written first. The input becomes
+// a user/message at the turn's first Request.
 func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
 	unlock, err := se.enter()
 	if err != nil {
@@ -380,8 +372,7 @@ func turnStart(turn int64) convlog.Event {
 }
 
 // create writes a new conversation at its first message: the session log
-// first, the conversation log last (until then the directory is nobody's,
-// and a failure removes it), then the turn's start.
+// first, the conversation log last (a failure before removes the directory).
 func (se *Session) create(prompt convlog.StoredMessage, text string) error {
 	s, c := se.st, se.pending
 	if err := s.writable(); err != nil {
@@ -543,10 +534,8 @@ func (se *Session) EndTurn(outcome string, failure *convlog.LLMFailure) error {
 }
 
 // Interrupt ends the running turn as the user's interrupt does: the call in
-// flight, if given, is kept as an answer marked interrupted (id
-// interrupted-answer-<seq>), tool calls without a result get interrupted
-// errors, and the step and turn end with reason interrupted, which the next
-// turn's history shows.
+// flight, if given, is kept as an interrupted answer, tool calls without a
+// result get interrupted errors, and the step and turn end interrupted.
 func (se *Session) Interrupt(call *ModelCall) error {
 	unlock, err := se.enter()
 	if err != nil {
@@ -651,10 +640,8 @@ func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
 	return child, nil
 }
 
-// Close closes the session's log. A running turn stays running: the
-// runtime ends it first, or a later OpenSession or convkit repair closes it
-// as interrupted. A new conversation that never got its first message
-// leaves nothing.
+// Close closes the session's log. A running turn stays running until the
+// runtime, a later OpenSession or convkit repair closes it.
 func (se *Session) Close() error {
 	s := se.st
 	s.mu.Lock()
@@ -728,10 +715,9 @@ func (c *ClosedTurn) Describe() string {
 	return strings.Replace(s, "first); ", "first) ", 1)
 }
 
-// closeCrashedTurn closes by appending what a crash left open of sessionID:
-// the session log's open turn (reason interrupted) and the conversation log's
-// running turn (the session log's outcome, else interrupted). dry writes
-// nothing; nil when nothing was open.
+// closeCrashedTurn closes by appending what a crash left open of sessionID in
+// the session log (reason interrupted) and the conversation log (the session
+// log's outcome, else interrupted); dry writes nothing; nil: nothing was open.
 func (s *Store) closeCrashedTurn(oc *openConv, sessionID string, w *convlog.Writer, dry bool) (*ClosedTurn, error) {
 	ts := w.Turn()
 	return s.closeTurnState(oc, sessionID, ts, w.NextSeq(), filepath.Base(w.Path()), func(evs []convlog.Event) error {
@@ -772,10 +758,8 @@ func (s *Store) closeTurnState(oc *openConv, sessionID string, ts convlog.TurnSt
 		t := oc.st.info.Turns[i].Turn
 		outcome := OutcomeInterrupted
 		if logName != "" && onlyInConversation(oc, sessionID, ts) {
-			// The crash came between turn/started in the conversation log
-			// and turn/start in the session log: the session log records
-			// the turn too, started and interrupted, or it could never
-			// number another turn (turn/start must follow LastTurn).
+			// The crash came between turn/started and turn/start: the session log
+			// records the turn too, or it could never number another turn.
 			evs := append([]convlog.Event{turnStart(t)},
 				convlog.CloseTurn(convlog.TurnState{Open: true, Turn: t}, next+1, s.nowMs(), "interrupted")...)
 			evs[0].Seq, evs[0].Time = next, s.nowMs()
@@ -998,10 +982,9 @@ func (s *Store) RegisterSession(convID, sessionID, agent, model, parentSession s
 	})
 }
 
-// BeginTurn records turn/started for a session. For the root session's
-// turns, until the conversation is renamed and while it has no title, the
-// automatic title is taken from userText (the user's message) in the same
-// batch. A session runs one turn at a time.
+// BeginTurn records turn/started for a session, with the automatic title
+// from userText for the root session's turns while it has none. A session
+// runs one turn at a time.
 func (s *Store) BeginTurn(convID, sessionID string, turn int64, userText string) error {
 	return s.change(convID, true, func(oc *openConv) error { return s.beginTurn(oc, sessionID, turn, userText) })
 }
@@ -1059,10 +1042,9 @@ type TitleError struct{ Reason string }
 
 func (e *TitleError) Error() string { return e.Reason }
 
-// CheckTitle returns title as Rename records it (without leading and
-// trailing white space), or why it cannot be one (a *TitleError): a title
-// is valid UTF-8, not empty, one line without control characters, at most
-// MaxTitleRunes characters.
+// CheckTitle returns title trimmed as Rename records it, or a *TitleError: a
+// title is valid UTF-8, not empty, one line without control characters, at
+// most MaxTitleRunes characters.
 func CheckTitle(title string) (string, error) {
 	title = strings.TrimSpace(title)
 	if !utf8.ValidString(title) {
@@ -1110,9 +1092,8 @@ func (s *Store) Rename(convID, title string) error {
 	})
 }
 
-// Archive hides the conversation from the main list; it changes nothing
-// else and does not stop a running turn. Archiving an archived conversation
-// records nothing.
+// Archive hides the conversation from the main list and nothing else;
+// archiving an archived conversation records nothing.
 func (s *Store) Archive(convID string) error { return s.setArchived(convID, true) }
 
 // Unarchive brings an archived conversation back.

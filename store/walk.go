@@ -22,9 +22,8 @@ type Tree struct {
 	// Problems are entries that break the layout. Walk reports them and goes
 	// on; what to do about them is the caller's decision.
 	Problems []Problem
-	// Temps are temporary files left by an interrupted write (a crashed
-	// create, upgrade or reindex) inside conversation directories. They are
-	// never read; a writer holding runtime.lock may remove them.
+	// Temps are temporary files an interrupted write left in conversation
+	// directories: never read; a writer holding runtime.lock may remove them.
 	Temps []string
 }
 
@@ -78,8 +77,8 @@ const (
 )
 
 // GenerationClash is why g, a generation of the same base and version as
-// read (the first of the two by name, which is the one read), is
-// reported: it is the other compression, or the other zstd suffix.
+// read (the first by name), is reported: the other compression or zstd
+// suffix.
 func GenerationClash(read, g convlog.Name) string {
 	reason := reasonMixedGenZstds
 	if read.Compression != g.Compression {
@@ -91,12 +90,9 @@ func GenerationClash(read, g convlog.Name) string {
 // ErrConversationsDir is wrapped by a *ConversationsDirError.
 var ErrConversationsDir = errors.New("the store's conversations entry is not a directory")
 
-// ConversationsDirError refuses a store whose conversations entry
-// (<data-dir>/conversations) is there but is not a directory: a regular
-// file, a FIFO, a symbolic link (never followed, even to a directory).
-// Such a store is broken, not empty: no command reads it as holding no
-// conversation (a rebuilt index would then replace a good one with an
-// empty one, a backup archive nothing).
+// ConversationsDirError refuses a store whose conversations entry is not a
+// directory (a file, a FIFO, a link, never followed): such a store is
+// broken, not empty, so no command reads it as holding nothing.
 type ConversationsDirError struct {
 	Path string
 	// Found says what is there: "a regular file", "a FIFO", ...
@@ -109,11 +105,9 @@ func (e *ConversationsDirError) Error() string {
 
 func (e *ConversationsDirError) Unwrap() error { return ErrConversationsDir }
 
-// conversationsRoot reports whether the conversations directory root
-// exists: a missing one is an empty store (false, nil); anything but a
-// directory in its place is a *ConversationsDirError. It is the one rule
-// every listing of the store (Walk, ConversationsExist) and every lookup
-// of a conversation by id applies.
+// conversationsRoot reports whether the conversations directory root exists
+// (missing: an empty store); anything else in its place is a
+// *ConversationsDirError. Every listing and lookup applies it.
 func conversationsRoot(root string) (bool, error) {
 	fi, err := os.Lstat(root)
 	switch {
@@ -135,21 +129,14 @@ func entryKind(m fs.FileMode) string {
 	return durable.Kind(m)
 }
 
-// Walk lists the conversations under <data-dir>/conversations and their logs.
-// It never follows a symbolic link (one could lead out of the store or make
-// two names for one log) and never stats through one: every entry is
-// classified by its own type. A missing conversations directory is an empty
-// store; an entry in its place that is not a directory (a regular file, a
-// FIFO, a symbolic link) fails the walk with a *ConversationsDirError: the
-// store is broken, not empty. Layout violations inside become Problems
-// rather than errors, so one bad entry does not hide the rest. A
-// conversation directory removed while the walk runs (a delete beside a
-// reader) is left out.
-//
-// The highest version of a log is authoritative: Current is that generation,
-// and a reader never falls back to a lower one, even when the highest is
-// unreadable or from a future format, because falling back would silently
-// lose whatever was written after the lower one.
+// Walk lists the conversations under <data-dir>/conversations and their
+// logs. It never follows or stats through a symbolic link: every entry is
+// classified by its own type. Layout violations inside become Problems, so
+// one bad entry does not hide the rest; a conversation directory removed
+// while the walk runs is left out.
+// The highest version of a log is authoritative: a reader never falls back
+// to a lower one, even when the highest is unreadable or from a future
+// format, since that would silently lose what was written after it.
 func (s *Store) Walk() (*Tree, error) { return walkRoot(s.ConversationsDir(), 1) }
 
 // WalkJobs is Walk listing up to jobs conversation directories at once. The
@@ -170,9 +157,8 @@ func walkRoot(root string, jobs int) (*Tree, error) {
 		// Keep whatever was read before the error.
 		t.problem(root, termtext.Reason(root, err))
 	}
-	// Each entry is a problem or a conversation directory, whose listing
-	// (with its own problems) is filled in below, then all are put
-	// together in the order of the entries.
+	// An entry is a problem or a conversation directory, listed below and
+	// put together in the order of the entries.
 	type item struct {
 		problem  *Problem
 		id, name string
@@ -240,10 +226,9 @@ type Dir struct {
 	ID, Name string
 }
 
-// Dirs is the first half of Walk, for a caller that must not hold every
-// log of the store at once (a backup of millions of files): the
-// conversation directories in name order, and the problems of the entries
-// of conversations/ that are none. WalkDir walks each.
+// Dirs is the first half of Walk, for a caller that must not hold every log
+// at once (a backup of millions of files): the conversation directories in
+// name order and the problems of other entries. WalkDir walks each.
 func (s *Store) Dirs() ([]Dir, []Problem, error) {
 	root := s.ConversationsDir()
 	t := &Tree{}
@@ -263,9 +248,8 @@ func (s *Store) Dirs() ([]Dir, []Problem, error) {
 	return dirs, t.Problems, nil
 }
 
-// WalkDir walks one directory Dirs listed, as Walk does: a tree of it
-// alone, with no conversation when it cannot be read and no problem when
-// it is gone since it was listed.
+// WalkDir walks one directory Dirs listed, as Walk does (no conversation
+// when it cannot be read, no problem when it is gone since).
 func (s *Store) WalkDir(d Dir) *Tree {
 	t := &Tree{}
 	dir := filepath.Join(s.ConversationsDir(), d.Name)
@@ -401,8 +385,7 @@ func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
 }
 
 // Newest is the latest modification time of c's logs, any generation, in
-// nanoseconds since the epoch (0: none could be read): how recently it was
-// active, which an rsyncable backup orders conversations by.
+// nanoseconds (0: none could be read); an rsyncable backup orders by it.
 func (c ConversationDir) Newest() int64 {
 	var n int64
 	for _, l := range c.Logs {
