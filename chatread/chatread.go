@@ -46,9 +46,8 @@ import (
 var (
 	ErrDisabled    = errors.New("chat reading is not enabled in this deployment's configuration ([chat_reading] enabled = true)")
 	ErrNotReadable = errors.New("no such chat, or the asking chat may not read it")
-	// ErrCursorExpired is returned for a cursor this deployment gave for
-	// the request, but longer ago than Config.CursorTTL: the first page
-	// is asked for again.
+	// ErrCursorExpired: the cursor is this deployment's for the request but
+	// older than Config.CursorTTL.
 	ErrCursorExpired = errors.New("the cursor has expired: ask for the first page again")
 )
 
@@ -238,9 +237,8 @@ type Reader struct {
 	sl  *sealer
 }
 
-// New returns the API over the store s (opened read-only or not) as cfg
-// says. A disabled cfg gives a Reader that answers ErrDisabled to
-// everything; an enabled one needs its key.
+// New returns the API over the store s as cfg says: disabled, a Reader that
+// answers ErrDisabled to everything; enabled, it needs its key.
 func New(s *store.Store, cfg Config) (*Reader, error) {
 	r := &Reader{s: s, cfg: cfg}
 	if !cfg.Enabled {

@@ -28,8 +28,7 @@ const (
 )
 
 // ErrBadCursor is returned for a cursor this deployment did not give for
-// the request it comes with: forged, changed, cut, or given for another
-// chat, operation or query.
+// the request it comes with.
 var ErrBadCursor = errors.New("the cursor is not one this deployment gave for this request")
 
 // position is what a cursor carries: the request it continues and where

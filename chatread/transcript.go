@@ -56,9 +56,8 @@ var ErrMissingSource = errors.New("the conversation a fork reads its older histo
 // maxDepth bounds the chain of forks followed.
 const maxDepth = 64
 
-// Read streams to fn the transcript of session sessionID of conversation
-// convID in s, its highest log generation: the inherited older part first,
-// read-only from the conversation it comes from, then the session's own.
+// ReadTranscript streams to fn the transcript of session sessionID of
+// convID in s: the inherited older part first, then the session's own.
 func ReadTranscript(ctx context.Context, s *store.Store, convID, sessionID string, fn func(*TranscriptItem) error) error {
 	l, err := s.FindLog(convID, sessionID)
 	if err != nil {
@@ -69,8 +68,7 @@ func ReadTranscript(ctx context.Context, s *store.Store, convID, sessionID strin
 }
 
 // ReadTranscriptLog streams to fn the transcript of the session log at path;
-// s, when not nil, is the store where a fork's inherited history is found, and
-// without it such a log is refused.
+// a fork's inherited history is found in s (nil: such a log is refused).
 func ReadTranscriptLog(ctx context.Context, s *store.Store, path string, fn func(*TranscriptItem) error) error {
 	r := &transcriptReader{ctx: ctx, s: s, fn: fn, seen: map[[2]string]bool{}}
 	convID, sessionID := "", ""
@@ -88,9 +86,8 @@ func ReadTranscriptLog(ctx context.Context, s *store.Store, path string, fn func
 }
 
 // ReadTranscriptHeld streams to fn the transcript of a session log with no
-// name on disk (a copy of stdin), which open reads as version 4 events each
-// time; name stands for it in messages, and a log whose history begins in
-// another conversation is refused.
+// name on disk (a copy of stdin), which open reads as version 4 events; name
+// stands for it in messages. A log whose history begins elsewhere is refused.
 func ReadTranscriptHeld(ctx context.Context, name string, open func() (*upgrade.Reader, error), fn func(*TranscriptItem) error) error {
 	r := &transcriptReader{ctx: ctx, fn: fn, seen: map[[2]string]bool{}, heldName: name, held: open}
 	return r.session("", "", name, -1, false, 0)
@@ -106,10 +103,8 @@ type transcriptReader struct {
 	held     func() (*upgrade.Reader, error)
 }
 
-// open reads a log of any version as version 4 events. A log of a store
-// (sessionID its place's session) is the log of that session: a header
-// naming another is refused by the opener (*convlog.IdentityError), as
-// every reader of a store refuses it.
+// open reads a log of any version as version 4 events; a store's log whose
+// header names another session is refused (*convlog.IdentityError).
 func (r *transcriptReader) open(path, sessionID string) (*upgrade.Reader, error) {
 	if r.held != nil && path == r.heldName {
 		return r.held()

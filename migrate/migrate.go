@@ -43,9 +43,8 @@ var ErrWriterVersion = errors.New("this command requires a V4 session writer")
 const MaxDefaultJobs = 16
 
 // MaxJobs bounds the logs converted at once, whatever Options.Jobs asks
-// (Workers): each job holds up to tens of megabytes, and more jobs than
-// CPUs only contend. Never more jobs run than there are inputs. The
-// banner and the summary report the number asked for.
+// (Workers): each job holds up to tens of megabytes, and more jobs than CPUs
+// only contend.
 const MaxJobs = 64
 
 // Workers is how many logs a run asked for jobs converts at once at most.
@@ -66,47 +65,39 @@ const (
 
 // Options configure Run.
 type Options struct {
-	// Jobs bounds how many logs are converted at once (default
-	// DefaultJobs; never more than MaxJobs run: Workers). One job works on
-	// one input at a time, from its start to its result.
+	// Jobs bounds how many logs are converted at once (default DefaultJobs,
+	// at most MaxJobs: Workers).
 	Jobs int
 	// DryRun plans without writing any log: what each would become and the
 	// disk space successors need. The text log and summary are still kept.
 	DryRun   bool
 	Compress Compress
 	// OnEvent, when set, receives every step of the run in the text log's
-	// order: each input's steps ("status" or "error", the --json stream) and
-	// the run's own lines (Action "note"); Event.Line is the text log's line.
+	// order (Event.Line is the text log's line).
 	OnEvent func(Event)
 	// ReportDir is where the private report folder is made (default
-	// os.TempDir(); made, 0700, when missing). Report folders of earlier
-	// runs there older than ReportMaxAge are removed first.
+	// os.TempDir()); earlier report folders there older than ReportMaxAge are
+	// removed first.
 	ReportDir string
-	// Exclude are patterns (path.Match, "/" between names) of inputs not
-	// worked on: an input whose path under the root, or a directory it
-	// is in, matches one is skipped with the reason "excluded".
+	// Exclude are path.Match patterns of inputs (or directories) under the
+	// root that are skipped with the reason "excluded".
 	Exclude  []string
 	Now      func() time.Time
 	Progress progress.Progress
-	// ToolVersion is recorded in the summary, and Revision (the version
-	// control revision the build comes from, "" when unknown) as its
-	// checkoutCommit.
+	// ToolVersion and Revision ("": unknown) are recorded in the summary.
 	ToolVersion string
 	Revision    string
 	// WriterVersion is the version the build's writer writes (default
 	// convlog.CurrentVersion); anything but TargetVersion is refused.
 	WriterVersion int
-	// Machine is what the index's will-not-open checks use when Run
-	// brings a store's index up to date after converting (nil: working
-	// directories and fork sources only).
+	// Machine is what the index's will-not-open checks use after converting.
 	Machine *store.Machine
 	// BeforePublish is a test hook run for each conversion after the
 	// successor is verified and before the source is checked again.
 	BeforePublish func(src string)
 
-	// publications are the successors this run published: a parent's
-	// conversion does not take its subagent's successor, published by
-	// another job of the run, for a change of the child.
+	// publications are the successors this run published, which are no change
+	// of a child for its parent's conversion.
 	publications *upgrade.Publications
 }
 
@@ -204,11 +195,10 @@ type tree struct {
 	dsh *dshroot.Root
 }
 
-// Run migrates every log under the conversations directory of s, which holds
-// runtime.lock exclusively except for a dry run, then updates the index
-// rows of the conversations it converted. The memory limit is the
-// caller's; the summary is also written to summary.json, and Totals.Failed > 0
-// means the run failed.
+// Run migrates every log under the conversations directory of s, which
+// holds runtime.lock exclusively except for a dry run, then updates the
+// index rows of the conversations it converted. The summary is also written
+// to summary.json; Totals.Failed > 0 means the run failed.
 func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	if err := checkOptions(&opts); err != nil {
 		return nil, err
@@ -246,10 +236,9 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	return sum, updateIndex(ctx, s, converted, opts.Machine)
 }
 
-// updateIndex brings the index rows of the conversations a run converted
-// up to date (reindex.Update): their successors change their
-// fingerprints, and every reader would find them stale until a reindex.
-// A store without a usable index is left for reindex to build.
+// updateIndex brings the index rows of the converted conversations up to
+// date, since successors change their fingerprints; a store without a usable
+// index is left for reindex to build.
 func updateIndex(ctx context.Context, s *store.Store, ids map[string]bool, m *store.Machine) error {
 	if _, err := os.Lstat(s.IndexPath()); err != nil {
 		return nil
@@ -267,13 +256,12 @@ func updateIndex(ctx context.Context, s *store.Store, ids map[string]bool, m *st
 	return nil
 }
 
-// RunSessions migrates every session under r, a runtime-layout sessions root,
-// as the runtime's own migration command would, convkit's way: no lock on the
-// root and nothing created there; each older session is converted holding its
-// session.lock (another holder fails it as write_locked), its header must name
-// its place, children are found anywhere under the root, and successors keep
-// their source's compression and suffix (opts.Compress must be keep). A dry
-// run locks nothing.
+// RunSessions migrates every session under r, a runtime-layout sessions
+// root, as the runtime's own migration command would: nothing created at the
+// root; each older session converted holding its session.lock (another
+// holder fails it as write_locked); successors keep their source's
+// compression and suffix (opts.Compress must be keep). A dry run locks
+// nothing.
 func RunSessions(ctx context.Context, r *dshroot.Root, opts Options) (*Summary, error) {
 	if err := checkOptions(&opts); err != nil {
 		return nil, err
@@ -284,10 +272,8 @@ func RunSessions(ctx context.Context, r *dshroot.Root, opts Options) (*Summary, 
 	return runTree(ctx, opts, r.Dir(), LayoutDSH, func() *tree { return discoverSessions(r) })
 }
 
-// CheckWriter is ErrWriterVersion unless v, the version the build's
-// writer writes (0: convlog.CurrentVersion), is TargetVersion: the refusal
-// Run and RunSessions begin with, for a caller that checks before it opens
-// the store.
+// CheckWriter is ErrWriterVersion unless v, the version the build's writer
+// writes (0: convlog.CurrentVersion), is TargetVersion.
 func CheckWriter(v int) error {
 	if v == 0 {
 		v = convlog.CurrentVersion
@@ -439,11 +425,10 @@ func orUnknown(s string) string {
 	return s
 }
 
-// runJobs processes the inputs with at most Workers(opts.Jobs) at once, in
-// order, and returns the deferred ones in ascending order. With more than one
-// job, a job stages each upgrade (CPU work) and hands it to a publisher that
-// makes it durable and links it, so jobs do not sit idle in fsync and the
-// fsyncs share journal commits.
+// runJobs processes the inputs with at most Workers(opts.Jobs) at once and
+// returns the deferred ones in order. With more than one job, jobs stage
+// each upgrade and hand it to a publisher that makes it durable, so jobs do
+// not sit idle in fsync and fsyncs share journal commits.
 func runJobs(ctx context.Context, opts Options, rep *report, t *tree) []*input {
 	inputs := t.inputs
 	var mu sync.Mutex
@@ -565,9 +550,8 @@ func (p *publication) release() {
 	}
 }
 
-// process handles one input. A log it converts comes back staged, to be
-// published; otherwise it is done, and the result says whether it is
-// deferred.
+// process handles one input: a log it converts comes back staged, to be
+// published; otherwise the result says whether it is deferred.
 func process(opts Options, rep *report, t *tree, in *input, retry bool) (pub *publication, deferred bool) {
 	start := time.Now()
 	switch {
@@ -599,9 +583,8 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) (pub *pu
 		path := in.path
 		checkHeader = func(h *convlog.Header) error { return t.dsh.CheckIdentity(path, h) }
 	} else if l := in.log; l != nil {
-		// The store's opener checks the log is the one its place names before
-		// anything is written, and the upgrade chain checks the same on its
-		// header.
+		// The opener and the upgrade chain both check the log is the one its
+		// place names before anything is written.
 		if in.version >= TargetVersion {
 			open = func(_ string, opts convlog.ReaderOptions) (*convlog.Reader, error) { return l.Open(opts) }
 		} else if err := checkStoreLog(l); err != nil {
@@ -637,8 +620,7 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) (pub *pu
 	}
 	p := &publication{in: in, start: start}
 	if in.session != nil {
-		// The runtime converts a session only under its session.lock:
-		// held by another process, the session is theirs. It is held
+		// The runtime converts a session only under its session.lock, held here
 		// until the successor is published.
 		lock, err := t.dsh.LockSession(in.session)
 		if err != nil {
@@ -676,9 +658,8 @@ func checkStoreLog(l *store.Log) error {
 	return r.Close()
 }
 
-// admitCurrent opens a current log read-only and admits it as a version 4
-// reader does (convlog.Admit), within a job's memory budget: a refusal is a
-// failure, not "already V4"; a torn tail is left as it is.
+// admitCurrent admits a current log as a version 4 reader does
+// (convlog.Admit): a refusal is a failure, not "already V4".
 func admitCurrent(open func(string, convlog.ReaderOptions) (*convlog.Reader, error), path string) error {
 	r, err := open(path, convlog.ReaderOptions{LowMemory: true})
 	if err != nil {
@@ -702,9 +683,8 @@ func successorCompression(c Compress, src string) (convlog.Compression, error) {
 	return n.Compression, nil
 }
 
-// plan reads the upgraded events without writing and returns the successor
-// path and the bytes it would take: exact for a plain successor, estimated
-// from the source's own ratio for a compressed one.
+// plan returns the successor path and the bytes it would take (estimated
+// from the source's ratio when compressed), writing nothing.
 func plan(src string, comp convlog.Compression) (string, int64, error) {
 	target, err := upgrade.SuccessorPath(src, comp)
 	if err != nil {
@@ -739,9 +719,9 @@ func plan(src string, comp convlog.Compression) (string, int64, error) {
 }
 
 // discover lists the inputs under root in a stable order: per conversation
-// directory (by name), its logs (conversation log first), each at its
-// highest generation; layout problems become failed inputs; a conversation
-// directory without a log is one skipped input.
+// directory, its logs (conversation log first) at their highest generation;
+// layout problems become failed inputs, a directory without a log a skipped
+// one.
 func discover(s *store.Store, root string, jobs int) *tree {
 	t := &tree{layout: LayoutConvkit, root: root, noun: "logs or invalid layout entries"}
 	// A missing root fails here; anything but a directory in its place is
@@ -797,8 +777,7 @@ func discover(s *store.Store, root string, jobs int) *tree {
 }
 
 // deletions reports whether each conversation's log records a deletion,
-// reading up to jobs conversation logs at once since read one after another
-// they were a migration's serial start.
+// jobs logs at once.
 func deletions(convs []store.ConversationDir, jobs int) []bool {
 	out := make([]bool, len(convs))
 	next := make(chan int)

@@ -122,14 +122,11 @@ type failure struct {
 // ReportPrefix begins the name of every report folder.
 const ReportPrefix = "convkit-migrate-v4-"
 
-// ReportMaxAge is how long a report folder is kept: a run removes the
-// folders of its own kind in its report directory that nothing has
-// changed for longer.
+// ReportMaxAge is how long an unchanged report folder is kept.
 const ReportMaxAge = 7 * 24 * time.Hour
 
-// newReport makes the private report folder (0700) and opens its text log
-// (0600, created exclusively), after removing report folders older than
-// ReportMaxAge from the same directory.
+// newReport makes the private report folder (0700) and its text log (0600,
+// exclusive), after removing report folders older than ReportMaxAge.
 func newReport(opts Options, root string, layout Layout) (*report, error) {
 	base := opts.ReportDir
 	if base == "" {
@@ -145,9 +142,6 @@ func newReport(opts Options, root string, layout Layout) (*report, error) {
 	if err := durable.PrivateDir(dir); err != nil {
 		return nil, err
 	}
-	// Created exclusively, 0600, never through a link (durable.CreateExcl):
-	// the folder is new and private, but nothing written here is written
-	// through whatever else may be put in it.
 	logPath := filepath.Join(dir, "migration.log")
 	f, err := durable.CreateExcl(logPath)
 	if err != nil {
@@ -166,10 +160,9 @@ func newReport(opts Options, root string, layout Layout) (*report, error) {
 	return &report{opts: opts, sum: sum, dir: dir, log: f, logw: bufio.NewWriter(f), cleaned: cleaned}, nil
 }
 
-// cleanReports removes the report folders in base older than before that are
-// convkit's own: a private directory of the user's named ReportPrefix...
-// holding only migration.log and summary.json, none modified since; anything
-// else is left alone. It returns how many it removed.
+// cleanReports removes convkit's own report folders in base older than
+// before (private, named ReportPrefix..., holding only migration.log and
+// summary.json) and returns how many; anything else is left alone.
 func cleanReports(base string, before time.Time) int {
 	entries, err := os.ReadDir(base)
 	if err != nil {
@@ -233,9 +226,8 @@ func versionKey(v int) string {
 	return strconv.Itoa(v)
 }
 
-// emit writes the event's line to the text log and hands the event to
-// OnEvent. The log is flushed line by line, so a crash still leaves it.
-// The caller holds r.mu: events come in the log's order.
+// emit writes the event's line to the text log, flushed line by line, and
+// hands the event to OnEvent. The caller holds r.mu.
 func (r *report) emit(ev Event) {
 	r.logw.WriteString(ev.Line() + "\n")
 	r.logw.Flush()
@@ -346,9 +338,8 @@ func (r *report) failRoot(err error) {
 	r.logw.Flush()
 }
 
-// errorChain names the Go types of an error and of the errors it wraps,
-// outermost first ("*fmt.wrapError > *fs.PathError > syscall.Errno"):
-// the log's detail for a failure, whose message the line above holds.
+// errorChain names the Go types of an error and those it wraps, outermost
+// first ("*fmt.wrapError > *fs.PathError > syscall.Errno").
 func errorChain(err error) string {
 	var b strings.Builder
 	for err != nil {
@@ -380,10 +371,8 @@ var (
 	memberTypeRe   = regexp.MustCompile(`(\S+) \d+ data has unexpected member `)
 )
 
-// classify gives a failure its reason and error name, for grouping, and
-// its message: err's, without a mention of path (the item names it). The
-// reasons and the checks' order are the runtime's (its
-// migration-failure-summary); so are the error names (errorNames).
+// classify gives a failure its reason, error name and message (without
+// path): the reasons, their order and the error names are the runtime's.
 func classify(path string, err error) FailureItem {
 	it := FailureItem{InputPath: path, Message: termtext.Reason(path, err)}
 	var sc *upgrade.SourceChangedError
@@ -429,9 +418,8 @@ func classify(path string, err error) FailureItem {
 	return it
 }
 
-// errorNames names each reason's kind of failure as the runtime's migration
-// names its error classes, so one kind of failure has one name whatever the
-// source version or the code that refused it.
+// errorNames names each reason's failures as the runtime's migration does,
+// whatever the source version or the code that refused it.
 var errorNames = map[string]string{
 	"unexpected_member": "SessionPersistenceCorruptionError",
 	"unknown_event":     "SessionFormatUnsupportedError",

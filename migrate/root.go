@@ -50,17 +50,11 @@ type Root struct {
 // knows, or in both.
 var ErrUnknownLayout = errors.New("not a sessions root convkit knows")
 
-// FindRoot recognises the sessions root dir (migrate --sessions-dir) in the
-// layout asked for, from directory listings alone; it is the one place a
-// root's layout is recognised.
-//
-//   - convkit: dir must be a store's conversations directory, whose lock is
-//     that store's runtime.lock.
-//   - dsh: the runtime's sessions root, which must not be a store's
-//     conversations directory.
-//   - auto: by shape; a store's conversations directory is convkit's, any
-//     other directory the runtime's, unless it shows convkit's shape (it is
-//     then refused, having no lock to take) or both.
+// FindRoot recognises the sessions root dir in the layout asked for, from
+// directory listings alone: convkit, a store's conversations directory; dsh,
+// the runtime's sessions root, which must not be one; auto, by shape (a
+// root showing convkit's shape but not a store's is refused: no lock to
+// take).
 func FindRoot(dir string, layout Layout) (Root, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -125,9 +119,8 @@ type shape struct {
 }
 
 // shapeOf looks at the root's entries: a directory holding a conversation
-// log is convkit's; an entry named as a project directory, or a directory
-// of directories holding a session generation, is the runtime's. It stops
-// as soon as both are found.
+// log is convkit's; a project directory name, or directories of directories
+// holding a session generation, the runtime's. It stops once both are found.
 func shapeOf(dir string) (shape, error) {
 	var sh shape
 	entries, err := os.ReadDir(dir)
@@ -195,11 +188,10 @@ func holdsSessionDir(dir string) bool {
 	return false
 }
 
-// discoverSessions lists the inputs under a sessions root in the runtime's
-// layout, in the order the runtime's migration command discovers them:
-// one per session directory (its current generation, or the directory
-// itself when it has none: skipped), and one failed input per entry that
-// breaks the layout. A root that mixes compressions is refused whole.
+// discoverSessions lists the inputs under a runtime-layout root in the
+// order the runtime's command discovers them: one per session directory, one
+// failed input per entry that breaks the layout. A root that mixes
+// compressions is refused whole.
 func discoverSessions(r *dshroot.Root) *tree {
 	t := &tree{layout: LayoutDSH, root: r.Dir(), noun: "Session directories or invalid layout entries", dsh: r}
 	walked, err := r.Walk()
@@ -243,9 +235,7 @@ func discoverSessions(r *dshroot.Root) *tree {
 	return t
 }
 
-// sessionProblem is what fails a session directory before its log is
-// read: the layout's own refusals, a current generation that is not a
-// regular file (never a fallback to a lower one).
+// sessionProblem is what fails a session directory before its log is read.
 func sessionProblem(s *dshroot.Session) error {
 	if s.Err != nil {
 		return s.Err
@@ -262,10 +252,9 @@ func sessionProblem(s *dshroot.Session) error {
 	return nil
 }
 
-// removeStages removes the temporary files a killed convkit upgrade left in
-// the input's session directory, holding its session.lock (lock, or taken
-// here for the moment): under the lock nobody else writes them. When
-// another process holds the lock they stay, for a later run.
+// removeStages removes the temporary files a killed upgrade left in the
+// input's session directory, under its session.lock (lock, or taken here);
+// when another process holds it they stay for a later run.
 func removeStages(rep *report, t *tree, in *input, lock *dshroot.SessionLock) {
 	if len(in.session.Temps) == 0 {
 		return

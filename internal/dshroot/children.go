@@ -9,15 +9,11 @@ import (
 )
 
 // ChildCandidates returns the current generation of every session under the
-// root whose header names parentID as its parentSession, making the Root an
-// upgrade.ChildFinder for a layout whose children live in any project
-// directory.
-//
-// The first call indexes every session by parent; later calls relist only the
-// directories whose modification time, size, inode or link count changed, and
-// each candidate's directory for its current generation. A session whose newer
-// generation names another parent is not seen, since the runtime never
-// rewrites a header's parent.
+// root whose header names parentID as its parentSession (upgrade.ChildFinder
+// for a layout whose children live in any project directory). The first call
+// indexes every session by parent; later calls relist only the directories
+// that changed. A newer generation naming another parent is not seen: the
+// runtime never rewrites a header's parent.
 func (r *Root) ChildCandidates(parentID string) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -28,9 +24,8 @@ func (r *Root) ChildCandidates(parentID string) ([]string, error) {
 		return nil, err
 	}
 	if r.idx.byParent == nil {
-		// Made again only after a refresh changed the index: a migration
-		// asks twice for each older session, and looks up its few
-		// children, not every session of the root.
+		// Made again only after a refresh changed the index: a migration asks
+		// twice for each older session.
 		r.idx.byParent = map[string][]*indexedSession{}
 		for _, p := range r.idx.projects {
 			for _, s := range p.sessions {
@@ -49,9 +44,8 @@ func (r *Root) ChildCandidates(parentID string) ([]string, error) {
 }
 
 // OnIgnoredChild sets the function told, once per session directory, of a
-// session naming a parent but left out because its header does not name its
-// place (*IdentityError); it is called with the Root's lock held and must not
-// call the Root.
+// child left out because its header does not name its place; it is called
+// with the Root's lock held and must not call the Root.
 func (r *Root) OnIgnoredChild(f func(dir, parent string, err error)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -92,9 +86,8 @@ type projectIndex struct {
 type indexedSession struct {
 	dir    string
 	parent string // the current generation's header's parentSession
-	// read is false while no header could be read (a session directory
-	// the runtime is still creating, say): its directory is checked on
-	// every refresh, and the header read again when it changed.
+	// read is false while no header could be read (a directory being
+	// created): it is read again when its directory changes.
 	read  bool
 	stamp dirStamp
 }
@@ -212,9 +205,8 @@ func (p *projectIndex) refresh() (changed bool) {
 	return changed
 }
 
-// currentGeneration is the path of the highest generation in dir that is
-// a regular file, "" when the highest is not one (never a fallback to a
-// lower one) or there is none.
+// currentGeneration is the path of the highest generation in dir when it
+// is a regular file, else "".
 func currentGeneration(dir string) string {
 	entries, err := os.ReadDir(dir)
 	if err != nil {

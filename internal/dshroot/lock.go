@@ -15,9 +15,8 @@ import (
 // ErrOwned is wrapped by an *OwnedError.
 var ErrOwned = errors.New("session is already owned by another process")
 
-// OwnedError reports a session whose session.lock another process holds:
-// the runtime's SessionAlreadyOwnedError. A migration counts such a session
-// as failed (reason write_locked) and leaves it alone.
+// OwnedError reports a session whose session.lock another process holds
+// (the runtime's SessionAlreadyOwnedError); migrate fails it as write_locked.
 type OwnedError struct {
 	ID   string
 	Path string // the lock file
@@ -39,12 +38,10 @@ type SessionLock struct {
 // is no longer the one at the path (the runtime retries 3 times too).
 const lockAttempts = 3
 
-// LockSession takes the session's session.lock as the runtime does: the file
-// is created when missing (0600) and locked with a non-blocking exclusive
-// flock, another holder giving an *OwnedError at once. The locked file must
-// still be the one at the path, and it is never deleted, so a waiter cannot
-// lock an inode a newcomer no longer finds; a link, FIFO or directory named
-// session.lock is refused.
+// LockSession takes the session's session.lock as the runtime does: created
+// when missing (0600), locked with a non-blocking exclusive flock (another
+// holder: an *OwnedError), checked to be still the file at the path, never
+// deleted; a link, FIFO or directory named session.lock is refused.
 func (r *Root) LockSession(s *Session) (*SessionLock, error) {
 	path := filepath.Join(s.Dir, LockFileName)
 	for attempt := 1; ; attempt++ {

@@ -113,9 +113,8 @@ func GenerationName(version int, c convlog.Compression, suffix string) string {
 	return convlog.Name{Base: GenerationBase, Version: version, Compression: c, Suffix: suffix}.String()
 }
 
-// logShaped reports whether a file name ends like a log (*.jsonl,
-// *.jsonl.zstd or *.jsonl.zst), canonical or not: such a file outside a
-// session directory is the flat-file layout.
+// logShaped reports whether a file name ends like a log (*.jsonl[.zstd|.zst]):
+// outside a session directory that is the flat-file layout.
 func logShaped(name string) bool {
 	name = strings.TrimSuffix(name, convlog.ZstdSuffix)
 	name = strings.TrimSuffix(name, convlog.ZstSuffix)
@@ -127,9 +126,8 @@ func logShaped(name string) bool {
 type IdentityError struct {
 	Path    string // the log
 	ID, Cwd string // the header's
-	// Expected is where the header's id and cwd say the log belongs.
-	// When the opener refused the header for naming another session than
-	// the directory does, it is "" and Session is the directory's session.
+	// Expected is where the header's id and cwd say the log belongs ("" when
+	// the header names another session than the directory).
 	Expected string
 	Session  string
 }
@@ -143,10 +141,9 @@ func (e *IdentityError) Error() string {
 
 func (e *IdentityError) Unwrap() []error { return []error{convlog.ErrCorrupt, convlog.ErrIdentity} }
 
-// CheckLog checks that the log at path, a generation in a session directory of
-// this root, is the session its place names: convlog's opener refuses a header
-// of another session (ReaderOptions.WantID), then CheckIdentity checks the
-// cwd; either refusal is an *IdentityError.
+// CheckLog checks that the log at path, a generation in a session directory,
+// is the session its place names (id, then cwd); a refusal is an
+// *IdentityError.
 func (r *Root) CheckLog(path string) error {
 	id, err := DecodeSessionDir(filepath.Base(filepath.Dir(path)))
 	if err != nil {
@@ -164,10 +161,8 @@ func (r *Root) CheckLog(path string) error {
 	return r.CheckIdentity(path, lr.Header())
 }
 
-// GenerationPath is where generation version of the session id, whose
-// header has the working directory cwd, lives under the root: the project
-// directory of cwd, the session directory of id, the generation's name
-// (compressed with suffix, "" meaning ".zstd").
+// GenerationPath is where generation version of session id, with working
+// directory cwd, lives under the root (suffix "" meaning ".zstd").
 func (r *Root) GenerationPath(cwd, id string, version int, c convlog.Compression, suffix string) (string, error) {
 	dir, err := SessionDir(id)
 	if err != nil {

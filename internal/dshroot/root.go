@@ -60,10 +60,9 @@ type Tree struct {
 	Mixed *MixedError
 }
 
-// Entry is one thing Walk found: a session directory or an entry of the
-// root or of a project directory that breaks the layout (a symbolic link,
-// a log file outside a session directory, a project directory that cannot
-// be read); exactly one of the two is set.
+// Entry is one thing Walk found: a session directory, or an entry that
+// breaks the layout (a link, a log outside a session directory, an
+// unreadable project directory); exactly one is set.
 type Entry struct {
 	Session *Session
 	Problem *store.Problem
@@ -75,16 +74,14 @@ type Session struct {
 	Name    string // the session directory's name
 	ID      string // Name decoded; "" when it does not decode
 	Dir     string
-	// Generations are the entries named as generations, highest first
-	// (version descending, then name): Generations[0] is the current one
-	// whatever it is, since a reader never falls back to a lower one.
+	// Generations are the entries named as generations, highest first:
+	// Generations[0] is the current one whatever it is.
 	Generations []Generation
 	// Temps are temporary files a killed convkit upgrade left (durable's
 	// names, ".session…tmp"); they are removed only under session.lock.
 	Temps []string
-	// Err is set when the session breaks the layout whatever its log
-	// holds: a noncanonical directory name, an id that another project
-	// directory holds too, a directory that cannot be read.
+	// Err is set when the session breaks the layout whatever its log holds
+	// (a noncanonical name, an id held twice, an unreadable directory).
 	Err error
 }
 
@@ -92,9 +89,8 @@ type Session struct {
 type Generation struct {
 	convlog.Name
 	File string // the entry's name
-	// Regular is false for an entry that is not a regular file (a
-	// symbolic link, a FIFO, a directory): it is still the current
-	// generation when it is the highest, and reading it fails.
+	// Regular is false for an entry that is not a regular file; as the highest
+	// it is still the current generation, and reading it fails.
 	Regular bool
 	Symlink bool
 }

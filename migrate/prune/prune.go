@@ -77,9 +77,8 @@ type Result struct {
 	dirs []string
 }
 
-// syncDirs fsyncs each directory once, 8 at once since their fsyncs share
-// journal commits, so the bytes reported reclaimed stay reclaimed after a
-// crash.
+// syncDirs fsyncs each directory once, 8 at a time (their fsyncs share
+// journal commits), so the bytes reported reclaimed stay reclaimed.
 func (res *Result) syncDirs() {
 	next := make(chan string)
 	var wg sync.WaitGroup
@@ -193,9 +192,8 @@ func (res *Result) keep(opts Options, k Kept) {
 	}
 }
 
-// pruneLog removes each older generation of one log that its successor holds;
-// root, in the runtime's layout, checks the successor's header names its
-// place.
+// pruneLog removes each older generation of one log that its successor
+// holds.
 func pruneLog(res *Result, opts Options, successor string, older []generation, want convlog.ReaderOptions, root *dshroot.Root) {
 	removed := false
 	for _, g := range older {
