@@ -787,11 +787,9 @@ func deletions(convs []store.ConversationDir, jobs int) []bool {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				for _, l := range convs[i].Logs {
-					if l.IsConversationLog {
-						info, err := l.ReadConversation()
-						out[i] = err == nil && info.Deleting
-					}
+				if l := convs[i].ConversationLog(); l != nil {
+					info, err := l.ReadConversation()
+					out[i] = err == nil && info.Deleting
 				}
 			}
 		}()

@@ -70,10 +70,8 @@ func fingerprint(h io.Writer, path string) (size int64) {
 // listing reads comes from it alone, so a row lists as current while a
 // running turn's session log grows.
 func logIdentity(c store.ConversationDir) string {
-	for _, l := range c.Logs {
-		if l.IsConversationLog {
-			return logIdentityOf(l.Path)
-		}
+	if l := c.ConversationLog(); l != nil {
+		return logIdentityOf(l.Path)
 	}
 	return ""
 }

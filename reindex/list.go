@@ -102,14 +102,11 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 		// logs are not read to list it).
 		f := Found{Dir: c.Path}
 		var info *store.ConversationInfo
-		for _, l := range c.Logs {
-			if l.IsConversationLog {
-				f.ConversationLog = l.Path
-				info, f.ConversationErr = l.ReadConversation()
-				f.Deleting = info != nil && info.Deleting
-			}
-		}
-		if f.ConversationLog == "" {
+		if l := c.ConversationLog(); l != nil {
+			f.ConversationLog = l.Path
+			info, f.ConversationErr = l.ReadConversation()
+			f.Deleting = info != nil && info.Deleting
+		} else {
 			ents, err := os.ReadDir(c.Path)
 			f.Empty = err == nil && len(ents) == 0
 		}
@@ -195,7 +192,7 @@ func listingCurrent(ctx context.Context, db *index.DB, tree *store.Tree) string 
 	for _, c := range tree.Conversations {
 		fp, ok := fps[c.ID]
 		if !ok {
-			if deleting(c) || !hasConversationLog(c) {
+			if deleting(c) || c.ConversationLog() == nil {
 				// Not listed from the logs either: the runtime writes the conversation
 				// log just after the first session's.
 				continue
@@ -235,23 +232,12 @@ func ReindexHint(s *store.Store) string {
 	return fmt.Sprintf("runtime.lock is held by %s, which updates metadata.db as it writes when it runs with a reindex.Keeper; convkit reindex needs the lock: run it once that process stops", who)
 }
 
-func hasConversationLog(c store.ConversationDir) bool {
-	for _, l := range c.Logs {
-		if l.IsConversationLog {
-			return true
-		}
-	}
-	return false
-}
-
 // deleting reports whether a conversation's directory still exists after a
 // recorded delete, which the index rightly does not list.
 func deleting(c store.ConversationDir) bool {
-	for _, l := range c.Logs {
-		if l.IsConversationLog {
-			info, err := l.ReadConversation()
-			return err == nil && info.Deleting
-		}
+	if l := c.ConversationLog(); l != nil {
+		info, err := l.ReadConversation()
+		return err == nil && info.Deleting
 	}
 	return false
 }

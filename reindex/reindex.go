@@ -865,12 +865,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 		}
 		return b, true
 	}
-	var convLog *store.Log
-	for i := range c.Logs {
-		if c.Logs[i].IsConversationLog {
-			convLog = &c.Logs[i]
-		}
-	}
+	convLog := c.ConversationLog()
 	if convLog == nil {
 		ents, err := os.ReadDir(c.Path)
 		f.Empty = err == nil && len(ents) == 0

@@ -89,18 +89,26 @@ func (se *Session) checkNewID(call, id string) error {
 	return nil
 }
 
-// inStep refuses a call outside an open step, or while a model call is
+// enterStep is enter for a call that needs an open step and no model call
 // in flight.
-func (se *Session) inStep(call string) error {
+func (se *Session) enterStep(call string) (func(), error) {
+	unlock, err := se.enter()
+	if err != nil {
+		return nil, err
+	}
 	switch {
 	case se.w == nil || !se.rec.turnOpen:
-		return se.refuse(call, ErrNoTurn, "no turn is running (BeginTurn)")
+		err = se.refuse(call, ErrNoTurn, "no turn is running (BeginTurn)")
 	case !se.rec.stepOpen:
-		return se.refuse(call, ErrOrder, "turn %d has no open step (BeginStep)", se.rec.turn)
+		err = se.refuse(call, ErrOrder, "turn %d has no open step (BeginStep)", se.rec.turn)
 	case se.call != nil:
-		return se.refuse(call, ErrOrder, "a model call is in flight: complete it, retry it or fail it first")
+		err = se.refuse(call, ErrOrder, "a model call is in flight: complete it, retry it or fail it first")
 	}
-	return nil
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
 }
 
 func turnStepEvent(typ string, turn, step int64) convlog.Event {
@@ -129,14 +137,11 @@ func (se *Session) BeginStep() (int64, error) {
 // EndStep ends the open step (step/end). Every tool call of the step must
 // have its result.
 func (se *Session) EndStep() error {
-	unlock, err := se.enter()
+	unlock, err := se.enterStep("EndStep")
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := se.inStep("EndStep"); err != nil {
-		return err
-	}
 	if open := se.rec.unresolved(); len(open) > 0 {
 		return se.refuse("EndStep", ErrOrder, "tool call %s has no result (ToolResult)", termtext.Quote(open[0]))
 	}
@@ -162,14 +167,11 @@ type Request struct {
 // and request/header when it is new, changed or a compaction began a new
 // series.
 func (se *Session) Request(req Request) error {
-	unlock, err := se.enter()
+	unlock, err := se.enterStep("Request")
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := se.inStep("Request"); err != nil {
-		return err
-	}
 	if req.Config.Provider == "" || req.Config.Model == "" {
 		return se.refuse("Request", ErrInvalid, "the request needs a provider and a model")
 	}
@@ -255,14 +257,11 @@ type ModelCall struct {
 // (its provider and model are the request's). When the call before it was
 // retried, llm/retry-started is recorded now: the retry begins.
 func (se *Session) BeginModelCall() (*ModelCall, error) {
-	unlock, err := se.enter()
+	unlock, err := se.enterStep("BeginModelCall")
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if err := se.inStep("BeginModelCall"); err != nil {
-		return nil, err
-	}
 	r := &se.rec
 	if r.provider == "" {
 		return nil, se.refuse("BeginModelCall", ErrOrder, "no request was recorded (Request)")
@@ -480,14 +479,11 @@ func (c *ModelCall) Fail(failure convlog.LLMFailure) error {
 // asked for, starts (tool/call with the name and arguments the answer
 // gave).
 func (se *Session) ToolCall(callID string) error {
-	unlock, err := se.enter()
+	unlock, err := se.enterStep("ToolCall")
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := se.inStep("ToolCall"); err != nil {
-		return err
-	}
 	c := se.rec.calls[callID]
 	switch {
 	case callID == "":
@@ -517,14 +513,11 @@ type ToolResult struct {
 // ToolResult records the result of a started tool call (tool/result, role
 // tool, citing its tool/call).
 func (se *Session) ToolResult(r ToolResult) error {
-	unlock, err := se.enter()
+	unlock, err := se.enterStep("ToolResult")
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if err := se.inStep("ToolResult"); err != nil {
-		return err
-	}
 	c := se.rec.calls[r.CallID]
 	switch {
 	case r.CallID == "":

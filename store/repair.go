@@ -111,42 +111,29 @@ func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, 
 // repairConversation repairs one conversation directory; one it cannot read
 // is a skip, an error stops the repair.
 func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps []string, dry bool, change func(RepairChange)) (*RepairSkip, error) {
-	var convLog *Log
-	for i := range c.Logs {
-		if c.Logs[i].IsConversationLog {
-			convLog = &c.Logs[i]
-		}
-	}
+	convLog := c.ConversationLog()
 	if convLog == nil {
 		ents, err := os.ReadDir(c.Path)
-		if err == nil && len(ents) == 0 {
-			if !dry {
-				if err := os.Remove(c.Path); err != nil {
-					return nil, err
-				}
-				if err := durable.SyncDir(filepath.Dir(c.Path)); err != nil {
+		kind, remove := ItemEmptyRemoved, []string{c.Path}
+		switch {
+		case err == nil && len(ents) == 0:
+		case err == nil && interruptedCreate(c, ents, temps):
+			kind, remove = ItemTempRemoved, []string{c.Logs[0].Path, c.Path}
+		default:
+			return &RepairSkip{Conversation: c.ID, Path: c.Path, Reason: "no conversation log (metadata[.vN].jsonl[.zst]): an incomplete create, or not a conversation; left as it is"}, nil
+		}
+		if !dry {
+			for _, p := range remove {
+				if err := os.Remove(p); err != nil {
 					return nil, err
 				}
 			}
-			change(RepairChange{Kind: ItemEmptyRemoved, Conversation: c.ID, Path: c.Path})
-			return nil, nil
-		}
-		if err == nil && interruptedCreate(c, ents, temps) {
-			if !dry {
-				if err := os.Remove(c.Logs[0].Path); err != nil {
-					return nil, err
-				}
-				if err := os.Remove(c.Path); err != nil {
-					return nil, err
-				}
-				if err := durable.SyncDir(filepath.Dir(c.Path)); err != nil {
-					return nil, err
-				}
+			if err := durable.SyncDir(filepath.Dir(c.Path)); err != nil {
+				return nil, err
 			}
-			change(RepairChange{Kind: ItemTempRemoved, Conversation: c.ID, Path: c.Path})
-			return nil, nil
 		}
-		return &RepairSkip{Conversation: c.ID, Path: c.Path, Reason: "no conversation log (metadata[.vN].jsonl[.zst]): an incomplete create, or not a conversation; left as it is"}, nil
+		change(RepairChange{Kind: kind, Conversation: c.ID, Path: c.Path})
+		return nil, nil
 	}
 	info, err := convLog.ReadConversation()
 	if err != nil {

@@ -48,6 +48,14 @@ type ConversationDir struct {
 	Logs []Log
 }
 
+// ConversationLog is c's conversation log, nil when it has none.
+func (c ConversationDir) ConversationLog() *Log {
+	if len(c.Logs) > 0 && c.Logs[0].IsConversationLog {
+		return &c.Logs[0]
+	}
+	return nil
+}
+
 // Log is one log (the conversation's own, or a session's) and its
 // generations.
 type Log struct {
