@@ -139,27 +139,14 @@ func LoadConfig(path string) (Config, error) {
 	return Config{Enabled: true, Key: key, CursorTTL: ttl}, nil
 }
 
-// NewKeyFile writes a fresh random key of MinKeyBytes bytes to path (0600,
-// a new file: an existing one is never overwritten).
+// NewKeyFile publishes a fresh random key of MinKeyBytes bytes at path
+// (0600, never over an existing file).
 func NewKeyFile(path string) error {
 	key := make([]byte, MinKeyBytes)
 	if _, err := rand.Read(key); err != nil {
 		return err
 	}
-	f, err := durable.CreateExcl(path)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(key); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return durable.WriteFile(path, key)
 }
 
 // Chat names one chat: an agent session of a conversation.
@@ -287,11 +274,6 @@ func (r *Reader) Readable(ctx context.Context, asker Chat) ([]RelatedChat, error
 	return out, nil
 }
 
-// Related is Readable: the chats related to the asking chat.
-func (r *Reader) Related(ctx context.Context, asker Chat) ([]RelatedChat, error) {
-	return r.Readable(ctx, asker)
-}
-
 func (r *Reader) grants(asker Chat) ([]grant, error) {
 	info, err := r.s.ReadConversation(asker.Conversation)
 	if err != nil || info.Deleting || info.Session(asker.Session) == nil {
@@ -335,26 +317,28 @@ func (r *Reader) grants(asker Chat) ([]grant, error) {
 	return gs, nil
 }
 
-// authorise finds target among what asker may read.
-func (r *Reader) authorise(asker, target Chat) (grant, error) {
+// begin finds target among what asker may read and starts the page req
+// asks for.
+func (r *Reader) begin(op string, asker, target Chat, req Request) (grant, *pager, error) {
 	if !r.cfg.Enabled {
-		return grant{}, ErrDisabled
+		return grant{}, nil, ErrDisabled
 	}
 	gs, err := r.grants(asker)
 	if err != nil {
-		return grant{}, err
+		return grant{}, nil, err
 	}
 	for _, g := range gs {
 		if g.Chat == target {
 			l, err := r.s.FindLog(target.Conversation, target.Session)
 			if err != nil {
-				return grant{}, ErrNotReadable
+				return grant{}, nil, ErrNotReadable
 			}
 			g.born = headerTime(l)
-			return g, nil
+			p, err := r.start(req, position{Op: op, Asker: asker, Target: target, Born: g.born})
+			return g, p, err
 		}
 	}
-	return grant{}, ErrNotReadable
+	return grant{}, nil, ErrNotReadable
 }
 
 func headerTime(l store.Log) int64 {
@@ -464,11 +448,7 @@ func (r *Reader) transcriptOf(ctx context.Context, g grant, fn func(Message) err
 // Messages is one page of what clients show of target: every message in
 // order, a fork's inherited part included.
 func (r *Reader) Messages(ctx context.Context, asker, target Chat, req Request) (*Page, error) {
-	g, err := r.authorise(asker, target)
-	if err != nil {
-		return nil, err
-	}
-	p, err := r.start(req, position{Op: "messages", Asker: asker, Target: target, Query: "", Born: g.born})
+	g, p, err := r.begin("messages", asker, target, req)
 	if err != nil {
 		return nil, err
 	}
@@ -483,11 +463,7 @@ func (r *Reader) Messages(ctx context.Context, asker, target Chat, req Request) 
 // (empty answers and what a compaction replaced left out), as it is when
 // the page is read.
 func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (*Page, error) {
-	g, err := r.authorise(asker, target)
-	if err != nil {
-		return nil, err
-	}
-	p, err := r.start(req, position{Op: "history", Asker: asker, Target: target, Query: "", Born: g.born})
+	g, p, err := r.begin("history", asker, target, req)
 	if err != nil {
 		return nil, err
 	}

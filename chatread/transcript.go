@@ -129,7 +129,7 @@ func (r *transcriptReader) session(convID, sessionID, path string, through int64
 		return fmt.Errorf("%s: a transcript is read from a session log, not a %s log", path, h.Type)
 	}
 	if !h.IsSeeded {
-		return r.emit(lr, convID, sessionID, through, inherited, nil)
+		return r.emit(lr, convID, sessionID, through, inherited, false)
 	}
 	src, err := r.source(convID, sessionID, path)
 	if err != nil {
@@ -175,7 +175,7 @@ func (r *transcriptReader) session(convID, sessionID, path string, through int64
 		return err
 	}
 	defer lr.Close()
-	return r.emit(lr, convID, sessionID, through, inherited, skipSeed{})
+	return r.emit(lr, convID, sessionID, through, inherited, true)
 }
 
 // source is the inherited session a seeded log reads its older history
@@ -195,9 +195,6 @@ func (r *transcriptReader) source(convID, sessionID, path string) (*store.Inheri
 	}
 	return nil, fmt.Errorf("%s: the log's header is seeded, but conversation %s records no conversation session %s inherits from", path, termtext.Quote(convID), termtext.Quote(sessionID))
 }
-
-// skipSeed says to pass over the events through the inherited marker.
-type skipSeed struct{}
 
 // seedItems reads the items of a seeded log's inherited history.
 func seedItems(lr *upgrade.Reader, convID, sessionID string) ([]TranscriptItem, error) {
@@ -231,10 +228,9 @@ func endSeed(e *convlog.Event) bool {
 	return json.Unmarshal(e.Data, &d) == nil && d.Inherited
 }
 
-// emit streams the items of lr through seq through (-1: all); with
-// skipSeed, those after the inherited marker only.
-func (r *transcriptReader) emit(lr *upgrade.Reader, convID, sessionID string, through int64, inherited bool, skip any) error {
-	_, skipping := skip.(skipSeed)
+// emit streams the items of lr through seq through (-1: all); skipping,
+// those after the inherited marker only.
+func (r *transcriptReader) emit(lr *upgrade.Reader, convID, sessionID string, through int64, inherited, skipping bool) error {
 	var turn int64
 	// ctx is checked at every 1024th read, the first included, whether it
 	// gives an event, an error or the end.
