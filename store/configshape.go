@@ -139,9 +139,18 @@ func (s *shapeScanner) scan() error {
 			continue
 		}
 		switch st {
-		case stStatement:
+		case stStatement, stKey:
 			line := s.line
-			if c == '[' {
+			base := s.table
+			if st == stKey {
+				if c == '}' {
+					s.i++
+					s.pop()
+					st = stAfter
+					continue
+				}
+				base = s.stack[len(s.stack)-1]
+			} else if c == '[' {
 				s.i++
 				aot := s.i < len(s.b) && s.b[s.i] == '['
 				if aot {
@@ -166,27 +175,7 @@ func (s *shapeScanner) scan() error {
 				st = stAfter
 				continue
 			}
-			value = container{depth: s.table.depth + parts, key: s.table.key + key}
-			if err := s.node(line, value.depth, value.key); err != nil {
-				return err
-			}
-			st = s.equals()
-		case stKey:
-			if c == '}' {
-				s.i++
-				s.pop()
-				st = stAfter
-				continue
-			}
-			line := s.line
-			parts, key := s.key()
-			if parts == 0 {
-				s.i++
-				st = stAfter
-				continue
-			}
-			top := s.stack[len(s.stack)-1]
-			value = container{depth: top.depth + parts, key: top.key + key}
+			value = container{depth: base.depth + parts, key: base.key + key}
 			if err := s.node(line, value.depth, value.key); err != nil {
 				return err
 			}
@@ -197,14 +186,9 @@ func (s *shapeScanner) scan() error {
 				s.i++
 				value.array = c == '['
 				s.stack = append(s.stack, value)
-				if value.array {
-					st = stValue
-					value = container{depth: value.depth + 1, key: value.key}
-					if err := s.element(value); err != nil {
-						return err
-					}
-				} else {
-					st = stKey
+				var err error
+				if st, value, err = s.inside(value); err != nil {
+					return err
 				}
 			case ']', '}': // an empty array, or a trailing comma
 				s.i++
@@ -224,15 +208,9 @@ func (s *shapeScanner) scan() error {
 				if len(s.stack) == 0 {
 					continue
 				}
-				top := s.stack[len(s.stack)-1]
-				if top.array {
-					st = stValue
-					value = container{depth: top.depth + 1, key: top.key}
-					if err := s.element(value); err != nil {
-						return err
-					}
-				} else {
-					st = stKey
+				var err error
+				if st, value, err = s.inside(s.stack[len(s.stack)-1]); err != nil {
+					return err
 				}
 			case ']', '}':
 				s.pop()
@@ -240,6 +218,16 @@ func (s *shapeScanner) scan() error {
 		}
 	}
 	return nil
+}
+
+// inside is what comes next inside the open container top: a key of an
+// inline table, or an array's element, whose depth it checks.
+func (s *shapeScanner) inside(top container) (shapeState, container, error) {
+	if !top.array {
+		return stKey, container{}, nil
+	}
+	v := container{depth: top.depth + 1, key: top.key}
+	return stValue, v, s.element(v)
 }
 
 // element checks the depth of an array's next element, unless the array

@@ -15,9 +15,12 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// Errors of the recorder. A refused call returns a *RecordError wrapping
-// one of them (and ErrOrder for a call out of place).
+// Errors of the session API. A refused recorder call returns a *RecordError
+// wrapping one of the recorder's (and ErrOrder for a call out of place).
 var (
+	ErrSessionOpen = errors.New("the session is already open")
+	ErrNoTurn      = errors.New("no turn is running")
+	ErrClosed      = errors.New("the session is closed")
 	// ErrOrder: the call does not come in its place (a step before its
 	// turn, a tool result before its call, a turn ended with a step
 	// open, ...).

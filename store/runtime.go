@@ -15,13 +15,6 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// Errors of the session API.
-var (
-	ErrSessionOpen = errors.New("the session is already open")
-	ErrNoTurn      = errors.New("no turn is running")
-	ErrClosed      = errors.New("the session is closed")
-)
-
 // NewConversation describes a conversation to start: its id, working
 // directory (an absolute path) and root session.
 type NewConversation struct {
