@@ -197,8 +197,7 @@ type Message struct {
 	Inherited bool `json:"inherited,omitempty"`
 }
 
-// Page is one page of an answer; Next, when not empty, is the cursor of
-// the one after.
+// Page is one page of an answer; Next ("": none) continues it.
 type Page struct {
 	Items []Message `json:"items"`
 	Next  string    `json:"next,omitempty"`
@@ -317,8 +316,7 @@ func (r *Reader) grants(asker Chat) ([]grant, error) {
 	return gs, nil
 }
 
-// begin finds target among what asker may read and starts the page req
-// asks for.
+// begin authorises target for asker and starts the page req asks for.
 func (r *Reader) begin(op string, asker, target Chat, req Request) (grant, *pager, error) {
 	if !r.cfg.Enabled {
 		return grant{}, nil, ErrDisabled
@@ -350,8 +348,7 @@ func headerTime(l store.Log) int64 {
 	return lr.Header().CreatedAt
 }
 
-// start checks the request's cursor against the request at, and returns the
-// pager of the page it asks for.
+// start checks req's cursor against the request at and starts its page.
 func (r *Reader) start(req Request, at position) (*pager, error) {
 	limit := req.Limit
 	switch {
@@ -431,8 +428,7 @@ func messageOf(c Chat, it *TranscriptItem) Message {
 		Text: convlog.ReadableText(it.Message), Summary: it.Summary, Empty: it.Empty, Interrupted: it.Interrupted, Inherited: it.Inherited}
 }
 
-// transcriptOf streams the messages of g (what clients show), through its
-// grant's cut.
+// transcriptOf streams the messages of g (what clients show) to its cut.
 func (r *Reader) transcriptOf(ctx context.Context, g grant, fn func(Message) error) error {
 	return ReadTranscript(ctx, r.s, g.Conversation, g.Session, func(it *TranscriptItem) error {
 		if it.ID == "" {

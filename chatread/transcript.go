@@ -13,8 +13,7 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// TranscriptItem is one message of a transcript, or the end of a turn that did not
-// complete.
+// TranscriptItem is one message of a transcript, or a turn's incomplete end.
 type TranscriptItem struct {
 	// Conversation and Session are where the message is recorded: the
 	// source's for an item read from the conversation a fork inherits

@@ -219,8 +219,7 @@ type DB struct {
 	cleanup func()
 }
 
-// dsn sets the pragmas in the connection string, so every pooled connection
-// has them.
+// dsn puts the pragmas in the connection string, for every pooled connection.
 func dsn(path string, pragmas ...string) string {
 	q := url.Values{}
 	for _, p := range pragmas {
@@ -858,8 +857,7 @@ func (d *DB) List(ctx context.Context, o ListOptions) ([]Summary, error) {
 	return out, nil
 }
 
-// eachRow runs query q and calls scan for each row; the rows are closed when
-// it returns.
+// eachRow runs query q and scans each row; the rows are closed on return.
 func eachRow(ctx context.Context, db *sql.DB, q string, args []any, scan func(*sql.Rows) error) error {
 	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
@@ -874,8 +872,7 @@ func eachRow(ctx context.Context, db *sql.DB, q string, args []any, scan func(*s
 	return rows.Err()
 }
 
-// stringMap runs q, a query of two string columns, into a map of the first
-// to the second.
+// stringMap maps the first column of q's rows to the second.
 func (d *DB) stringMap(ctx context.Context, q string) (map[string]string, error) {
 	out := map[string]string{}
 	err := eachRow(ctx, d.db, q, nil, func(rows *sql.Rows) error {
@@ -890,8 +887,7 @@ func (d *DB) stringMap(ctx context.Context, q string) (map[string]string, error)
 	return out, nil
 }
 
-// All loads every conversation with its sessions and turns, for comparing
-// the index with the logs.
+// All loads every conversation with its sessions and turns.
 func (d *DB) All(ctx context.Context) (map[string]*Conversation, error) { return d.all(ctx, "") }
 
 // all is All, of conversation only when it is not "".
@@ -1008,8 +1004,7 @@ type Stored struct {
 	WillNotOpen                 []string
 }
 
-// Stored maps every indexed or skipped conversation to what the index
-// holds of it.
+// Stored maps every indexed or skipped conversation to what the index holds.
 func (d *DB) Stored(ctx context.Context) (map[string]Stored, error) {
 	out := map[string]Stored{}
 	list := func(s string) []string {

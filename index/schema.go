@@ -95,14 +95,12 @@ func ftsShadow(name string) bool {
 	return strings.HasPrefix(name, "messages_")
 }
 
-// sqliteInternal reports whether an object is SQLite's own: statistics
-// tables, automatic indexes.
+// sqliteInternal reports SQLite's own objects (statistics, automatic indexes).
 func sqliteInternal(o object) bool {
 	return strings.HasPrefix(o.name, "sqlite_") && (o.typ == "table" || o.typ == "index") && !o.virtual
 }
 
-// readColumns fills in the columns of the tables and indexes that are
-// compared column by column.
+// readColumns fills in the columns of the tables and indexes compared.
 func readColumns(ctx context.Context, db *sql.DB, objs map[string]object) error {
 	for name, o := range objs {
 		var q string

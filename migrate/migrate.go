@@ -34,12 +34,10 @@ import (
 // TargetVersion is the format version this command migrates to.
 const TargetVersion = 4
 
-// ErrWriterVersion is returned when the build's writer does not write the
-// target version.
+// ErrWriterVersion: the build's writer does not write the target version.
 var ErrWriterVersion = errors.New("this command requires a V4 session writer")
 
-// MaxDefaultJobs caps the default number of jobs; an explicit count may be
-// larger.
+// MaxDefaultJobs caps the default number of jobs, not an explicit one.
 const MaxDefaultJobs = 16
 
 // MaxJobs bounds the logs converted at once, whatever Options.Jobs asks
@@ -776,8 +774,7 @@ func discover(s *store.Store, root string, jobs int) *tree {
 	return t
 }
 
-// deletions reports whether each conversation's log records a deletion,
-// jobs logs at once.
+// deletions reports, jobs logs at once, which conversations are being deleted.
 func deletions(convs []store.ConversationDir, jobs int) []bool {
 	out := make([]bool, len(convs))
 	next := make(chan int)

@@ -149,8 +149,7 @@ func shapeOf(dir string) (shape, error) {
 	return sh, nil
 }
 
-// holdsConversationLog reports whether dir holds a regular file named as a
-// conversation log generation.
+// holdsConversationLog reports whether dir holds a conversation log file.
 func holdsConversationLog(dir string) bool {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -164,8 +163,7 @@ func holdsConversationLog(dir string) bool {
 	return false
 }
 
-// holdsSessionDir reports whether dir holds a directory holding a session
-// generation.
+// holdsSessionDir reports whether dir holds a directory with a generation.
 func holdsSessionDir(dir string) bool {
 	entries, err := os.ReadDir(dir)
 	if err != nil {

@@ -16,15 +16,13 @@ import (
 // cannot be set back. It is taken before the logs are read, so a change
 // meanwhile is found next time.
 
-// dirFingerprint is the fingerprint of the conversation's current logs, the
-// conversation log first.
+// dirFingerprint is the fingerprint of c's current logs.
 func dirFingerprint(c store.ConversationDir) string {
 	fp, _ := dirFingerprintSize(c)
 	return fp
 }
 
-// dirFingerprintSize is dirFingerprint and the size of the logs it
-// stated.
+// dirFingerprintSize is dirFingerprint and the size of the logs it stated.
 func dirFingerprintSize(c store.ConversationDir) (string, int64) {
 	fp := sha256.New()
 	var size int64

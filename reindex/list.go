@@ -178,8 +178,7 @@ func indexCurrent(ctx context.Context, s *store.Store, tree **store.Tree) (*inde
 	return db, ""
 }
 
-// listingCurrent says why the rows of db do not list tree as its logs
-// would, or "".
+// listingCurrent says why db's rows do not list tree as its logs would, or "".
 func listingCurrent(ctx context.Context, db *index.DB, tree *store.Tree) string {
 	fps, err := db.Fingerprints(ctx)
 	if err != nil {

@@ -129,8 +129,7 @@ func (o *Options) warnings() []string {
 	return []string{store.ConfigNotCheckedWarning(o.Machine.ConfigPath)}
 }
 
-// reporter rewrites the store's directory in what is reported (see
-// Options.ReportAs).
+// reporter rewrites the store's directory in reports (Options.ReportAs).
 type reporter struct{ from, to string }
 
 func newReporter(s *store.Store, o Options) reporter {
@@ -174,8 +173,7 @@ func storedReason(dir string, sk *store.Item) string {
 	return sk.Reason
 }
 
-// built is one conversation read from its logs, or kept as the index
-// holds it.
+// built is one conversation read from its logs, or kept as indexed.
 type built struct {
 	dir store.ConversationDir
 	// fingerprint is dirFingerprint's, taken before the logs were read.
@@ -261,8 +259,7 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// rebuild replays every conversation into a new database beside the old
-// one and swaps it in.
+// rebuild replays every conversation into a new database and swaps it in.
 func (j *job) rebuild(ctx context.Context, tree *store.Tree) error {
 	s := j.s
 	tmp, err := s.NewTempIndex()
@@ -306,8 +303,7 @@ func (j *job) rebuild(ctx context.Context, tree *store.Tree) error {
 	return nil
 }
 
-// presentIn is the set of conversations the walk found: the fork sources
-// a conversation may need.
+// presentIn is the set of conversations the walk found (fork sources).
 func presentIn(tree *store.Tree) map[string]bool {
 	present := make(map[string]bool, len(tree.Conversations))
 	for _, c := range tree.Conversations {
@@ -316,8 +312,7 @@ func presentIn(tree *store.Tree) map[string]bool {
 	return present
 }
 
-// apply writes what was read of one conversation with w: finishes a
-// deletion, records a skip, or puts its rows.
+// apply writes one conversation read: a finished deletion, a skip or rows.
 func (j *job) apply(ctx context.Context, w *index.Writer, b *built) error {
 	s, rp, res := j.s, j.rp, j.res
 	switch {
@@ -459,8 +454,7 @@ func sortByTree(list []WillNotOpen, tree *store.Tree) {
 	sort.SliceStable(list, func(a, b int) bool { return pos[list[a].ID] < pos[list[b].ID] })
 }
 
-// errIndexUnusable is wrapped by update when the index cannot be updated
-// in place and is rebuilt instead.
+// errIndexUnusable is wrapped by update when the index is rebuilt instead.
 var errIndexUnusable = errors.New("metadata.db cannot be updated in place")
 
 // openForUpdate opens metadata.db for an incremental run, or says why it is
@@ -699,8 +693,7 @@ func newReadQueue(order []int, maxTaken int, maxHeld int64) *readQueue {
 
 func (q *readQueue) full() bool { return q.pending >= q.maxTaken || q.held >= q.maxHeld }
 
-// take is the next conversation to read; ok false: none is left, or the
-// queue stopped.
+// take is the next conversation to read; ok false: none left, or stopped.
 func (q *readQueue) take() (i int, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -843,8 +836,7 @@ type readEnv struct {
 	fingerprint string
 }
 
-// readConversationWith is readConversation that stops when ctx is done
-// (b.err set).
+// readConversationWith is readConversation that stops when ctx is done.
 func readConversationWith(ctx context.Context, c store.ConversationDir, env readEnv) *built {
 	// Taken before the logs are read (see dirFingerprint).
 	b := &built{dir: c, fingerprint: env.fingerprint}

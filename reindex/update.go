@@ -156,8 +156,7 @@ type InFlight struct {
 	Detail string `json:"detail"`
 }
 
-// runningSessions are the sessions of conv with a turn running, and the
-// turn.
+// runningSessions maps the sessions of conv with a turn running to the turn.
 func runningSessions(conv *index.Conversation) map[string]int64 {
 	r := map[string]int64{}
 	for _, t := range conv.Turns {

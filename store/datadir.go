@@ -71,8 +71,7 @@ func ConversationsDir(dataDir string) string {
 	return filepath.Join(dataDir, ConversationsDirName)
 }
 
-// conversationPath is the directory of conversation convID (its name is
-// EncodeSegment(convID)).
+// conversationPath is conversation convID's directory.
 func conversationPath(dataDir, convID string) (string, error) {
 	name, err := EncodeSegment(convID)
 	if err != nil {
@@ -81,14 +80,12 @@ func conversationPath(dataDir, convID string) (string, error) {
 	return filepath.Join(ConversationsDir(dataDir), name), nil
 }
 
-// ConversationLogName is the file name of generation version of a
-// conversation's own log.
+// ConversationLogName is the file name of a conversation log generation.
 func ConversationLogName(version int, c convlog.Compression) string {
 	return convlog.FileName(ConversationLogBase, version, c)
 }
 
-// SessionLogName is the file name of generation version of session
-// sessionID's log (its base is EncodeBase(sessionID)).
+// SessionLogName is the file name of a generation of session sessionID's log.
 func SessionLogName(sessionID string, version int, c convlog.Compression) (string, error) {
 	base, err := EncodeBase(sessionID)
 	if err != nil {
@@ -123,12 +120,10 @@ func (s *Store) conversationDir(convID string) (string, error) {
 	return dir, nil
 }
 
-// ConfigFileName is the runtime configuration's name in the data directory,
-// where it is looked for by default.
+// ConfigFileName is the runtime configuration's default name in dataDir.
 const ConfigFileName = "config.toml"
 
-// ErrNoStore is wrapped by the error Open gives for a directory that is not
-// a store (a *NoStoreError).
+// ErrNoStore is wrapped by Open's *NoStoreError.
 var ErrNoStore = errors.New("no store")
 
 // NoStoreError reports that Dir is not a store, and Why.
@@ -147,8 +142,7 @@ func (e *NoStoreError) Error() string {
 
 func (e *NoStoreError) Unwrap() error { return ErrNoStore }
 
-// IsStore reports whether dataDir is a store, by the rule Open applies,
-// without opening it or taking its lock.
+// IsStore reports whether dataDir is a store by Open's rule, taking no lock.
 func IsStore(dataDir string) (bool, error) {
 	st, err := probe(dataDir)
 	return err == nil && st.kind == isStore, err

@@ -48,8 +48,7 @@ func (s *Store) CheckDelete(convIDs ...string) error {
 	return s.checkDelete(convIDs, convIDs)
 }
 
-// checkDelete is CheckDelete of the conversations check, deleted together
-// with all.
+// checkDelete is CheckDelete of check, deleted together with all.
 func (s *Store) checkDelete(check, all []string) error {
 	going := map[string]bool{}
 	for _, id := range all {
@@ -246,8 +245,7 @@ func (s *Store) checkDeleteAll(convIDs []string, force bool) ([]string, []delete
 	return ids, states, journals, nil
 }
 
-// deleteStateOf finds what DeleteAll has to do with a conversation, or why
-// it cannot delete it.
+// deleteStateOf finds what DeleteAll does with a conversation, or why not.
 func (s *Store) deleteStateOf(convID string, journaled bool) (deleteState, error) {
 	dir, err := s.conversationDir(convID)
 	if err != nil {
@@ -583,8 +581,7 @@ func (s *Store) expiredJournals(all []journalFile, keep string) []string {
 	return out
 }
 
-// removeJournals removes the journals at paths, then fsyncs the data
-// directory.
+// removeJournals removes the journals at paths and fsyncs the data directory.
 func (s *Store) removeJournals(paths []string) error {
 	var errs []error
 	for _, p := range paths {

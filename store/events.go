@@ -13,8 +13,7 @@ import (
 // holds the log-only events below, its sessions' logs beside it; replaying it
 // alone gives everything listing needs.
 
-// Conversation log event types (all log-only, registered in
-// convlog.ConversationLogTypes).
+// Conversation log event types (convlog.ConversationLogTypes).
 const (
 	EventConversationCreated    = "conversation/created"
 	EventConversationTitle      = "conversation/title"
@@ -101,8 +100,7 @@ type TurnEndedData struct {
 	Outcome   string `json:"outcome"`
 }
 
-// ForkedData is conversation/forked, recorded when the conversation was
-// created as a fork (or a rewind) of another one.
+// ForkedData is conversation/forked, recorded by a fork or a rewind.
 type ForkedData struct {
 	// SessionID is this conversation's root session, made from the source.
 	SessionID          string `json:"sessionId"`

@@ -484,8 +484,7 @@ func (b *batcher) nextSeq() int64 {
 	return n
 }
 
-// copyHistory copies events 0..cut of src into a new log and closes a turn
-// left open at the cut.
+// copyHistory copies events 0..cut of src into a new log, closing an open turn.
 func (s *Store) copyHistory(src, dst string, h *convlog.Header, cut int64) error {
 	b := &batcher{path: dst, h: h, comp: s.comp}
 	var cl closer

@@ -29,8 +29,7 @@ type holderCheck struct {
 	kernel []int
 }
 
-// checkHolder reads the record of the lock file at path, held by some
-// process, and checks it.
+// checkHolder reads and checks the record of the held lock file at path.
 func checkHolder(path string) holderCheck {
 	var hc holderCheck
 	kernel, listed := lockPIDs(path)

@@ -159,8 +159,7 @@ func (x *childIndex) refresh(root string) error {
 	return nil
 }
 
-// refresh reports whether a session, or the set of sessions, may have
-// changed.
+// refresh reports whether a session, or the set of sessions, may have changed.
 func (p *projectIndex) refresh() (changed bool) {
 	for _, s := range p.sessions {
 		if !s.read {

@@ -99,8 +99,7 @@ func (res *Result) syncDirs() {
 	res.dirs = nil
 }
 
-// Store prunes the logs of s, which must hold runtime.lock exclusively except
-// for a dry run.
+// Store prunes the logs of s, which holds runtime.lock unless opts.DryRun.
 func Store(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	if !opts.DryRun && !s.Writable() {
 		return nil, errors.New("prune needs the store opened with the exclusive lock (a dry run does not)")
@@ -192,8 +191,7 @@ func (res *Result) keep(opts Options, k Kept) {
 	}
 }
 
-// pruneLog removes each older generation of one log that its successor
-// holds.
+// pruneLog removes each older generation of a log that its successor holds.
 func pruneLog(res *Result, opts Options, successor string, older []generation, want convlog.ReaderOptions, root *dshroot.Root) {
 	removed := false
 	for _, g := range older {
