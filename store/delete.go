@@ -142,6 +142,15 @@ func runningError(info *ConversationInfo) error {
 		termtext.Quote(info.ID), ErrTurnRunning, strings.Join(running, ", "))
 }
 
+// What DeleteAll does with each conversation, found before it deletes any
+// (DeletePlanItem.Action).
+const (
+	DeleteActionDelete      = "delete"          // record the tombstone, then remove the directory
+	DeleteActionFinish      = "finish-deletion" // its deletion was recorded: remove the directory
+	DeleteActionRemoveEmpty = "remove-empty"    // a killed delete left its directory empty
+	DeleteActionAlready     = "already-deleted" // gone, and a killed delete's journal names it
+)
+
 // DeleteOptions configure DeleteAll.
 type DeleteOptions struct {
 	// Force deletes a conversation that forks made after a compaction
@@ -152,16 +161,6 @@ type DeleteOptions struct {
 	// updates metadata.db, and an error stops the command.
 	Done func(convID string, already bool) error
 }
-
-// What DeleteAll finds of each conversation before it deletes any.
-type deleteState int
-
-const (
-	deleteLive       deleteState = iota // to record the tombstone for, then remove
-	deleteTombstoned                    // a deletion was recorded: finish it
-	deleteEmpty                         // an empty directory a kill left: remove it
-	deleteAlready                       // gone, and a killed delete's journal names it
-)
 
 // DeleteAll deletes convIDs as one command that a rerun finishes after a
 // kill. It checks them all first: each must exist (or be named by an earlier
@@ -186,8 +185,8 @@ func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOpti
 			return err
 		}
 		switch states[i] {
-		case deleteAlready:
-		case deleteEmpty:
+		case DeleteActionAlready:
+		case DeleteActionRemoveEmpty:
 			if err := s.removeEmpty(id); err != nil {
 				return err
 			}
@@ -197,7 +196,7 @@ func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOpti
 			}
 		}
 		if opts.Done != nil {
-			if err := opts.Done(id, states[i] == deleteAlready); err != nil {
+			if err := opts.Done(id, states[i] == DeleteActionAlready); err != nil {
 				return err
 			}
 		}
@@ -208,7 +207,7 @@ func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOpti
 // checkDeleteAll checks every conversation before any is deleted (for
 // PlanDelete too): the ids without repeats, what is to be done with each, and
 // the earlier journals. It writes nothing.
-func (s *Store) checkDeleteAll(convIDs []string, force bool) ([]string, []deleteState, []journalFile, error) {
+func (s *Store) checkDeleteAll(convIDs []string, force bool) ([]string, []string, []journalFile, error) {
 	var ids []string
 	seen := map[string]bool{}
 	for _, id := range convIDs {
@@ -227,13 +226,13 @@ func (s *Store) checkDeleteAll(convIDs []string, force bool) ([]string, []delete
 			journaled[id] = true
 		}
 	}
-	states := make([]deleteState, len(ids))
+	states := make([]string, len(ids))
 	var live []string
 	for i, id := range ids {
 		if states[i], err = s.deleteStateOf(id, journaled[id]); err != nil {
 			return nil, nil, nil, err
 		}
-		if states[i] == deleteLive {
+		if states[i] == DeleteActionDelete {
 			live = append(live, id)
 		}
 	}
@@ -246,35 +245,35 @@ func (s *Store) checkDeleteAll(convIDs []string, force bool) ([]string, []delete
 }
 
 // deleteStateOf finds what DeleteAll does with a conversation, or why not.
-func (s *Store) deleteStateOf(convID string, journaled bool) (deleteState, error) {
+func (s *Store) deleteStateOf(convID string, journaled bool) (string, error) {
 	dir, err := s.conversationDir(convID)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	ents, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist) && journaled:
-		return deleteAlready, nil
+		return DeleteActionAlready, nil
 	case errors.Is(err, os.ErrNotExist):
-		return 0, fmt.Errorf("conversation %s: %w", termtext.Quote(convID), ErrNoConversation)
+		return "", fmt.Errorf("conversation %s: %w", termtext.Quote(convID), ErrNoConversation)
 	case err != nil:
-		return 0, err
+		return "", err
 	case len(ents) == 0:
-		return deleteEmpty, nil
+		return DeleteActionRemoveEmpty, nil
 	}
 	// Conversation reads it as this handle can: opened for appending when
 	// the store is writable, read when not (a plan).
 	info, err := s.Conversation(convID)
 	if err != nil {
-		return 0, err
+		return "", err
 	}
 	if info.Deleting {
-		return deleteTombstoned, nil
+		return DeleteActionFinish, nil
 	}
 	if err := runningError(info); err != nil {
-		return 0, err
+		return "", err
 	}
-	return deleteLive, nil
+	return DeleteActionDelete, nil
 }
 
 // removeEmpty removes a conversation directory a killed delete left empty
@@ -346,14 +345,6 @@ func (s *Store) removeConversation(convID string) error {
 	return durable.SyncDir(ConversationsDir(s.dataDir))
 }
 
-// What DeleteAll would do with a conversation (DeletePlanItem.Action).
-const (
-	DeleteActionDelete      = "delete"          // record the tombstone, then remove the directory
-	DeleteActionFinish      = "finish-deletion" // its deletion was recorded: remove the directory
-	DeleteActionRemoveEmpty = "remove-empty"    // a killed delete left its directory empty
-	DeleteActionAlready     = "already-deleted" // gone, and a killed delete's journal names it
-)
-
 // DeletePlanItem is what DeleteAll would do with one conversation, and
 // what its directory holds now.
 type DeletePlanItem struct {
@@ -376,21 +367,11 @@ func (s *Store) PlanDelete(convIDs []string, force bool) ([]DeletePlanItem, erro
 	}
 	out := make([]DeletePlanItem, len(ids))
 	for i, id := range ids {
-		it := DeletePlanItem{ID: id}
-		switch states[i] {
-		case deleteLive:
-			it.Action = DeleteActionDelete
-		case deleteTombstoned:
-			it.Action = DeleteActionFinish
-		case deleteEmpty:
-			it.Action = DeleteActionRemoveEmpty
-		case deleteAlready:
-			it.Action = DeleteActionAlready
-		}
+		it := DeletePlanItem{ID: id, Action: states[i]}
 		if it.Path, err = s.conversationDir(id); err != nil {
 			return nil, err
 		}
-		if states[i] == deleteLive || states[i] == deleteTombstoned {
+		if states[i] == DeleteActionDelete || states[i] == DeleteActionFinish {
 			info, err := s.Conversation(id)
 			if err != nil {
 				return nil, err

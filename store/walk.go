@@ -154,44 +154,18 @@ func (s *Store) WalkJobs(jobs int) (*Tree, error) {
 }
 
 func walkRoot(root string, jobs int) (*Tree, error) {
-	t := &Tree{}
-	if ok, err := conversationsRoot(root); err != nil {
-		return nil, err
-	} else if !ok {
-		return t, nil
-	}
-	entries, err := os.ReadDir(root) // sorted by name
+	ents, err := listRoot(root)
 	if err != nil {
-		// Keep whatever was read before the error.
-		t.problem(root, termtext.Reason(root, err))
+		return nil, err
 	}
-	// An entry is a problem or a conversation directory, listed below and
-	// put together in the order of the entries.
-	type item struct {
-		problem  *Problem
-		id, name string
-		sub      *Tree
-	}
-	items := make([]item, 0, len(entries))
+	subs := make([]*Tree, len(ents))
 	var dirs []int
-	for _, e := range entries {
-		var pt Tree
-		if id, ok := pt.entry(root, e); ok {
-			dirs = append(dirs, len(items))
-			items = append(items, item{id: id, name: e.Name(), sub: &Tree{}})
-			continue
-		}
-		items = append(items, item{problem: &pt.Problems[0]})
-	}
-	walk := func(k int) {
-		it := &items[k]
-		dir := filepath.Join(root, it.name)
-		if c, ok := it.sub.walkConversation(it.id, it.name, dir); ok {
-			it.sub.Conversations = append(it.sub.Conversations, c)
-		} else if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-			it.sub.Problems = nil // gone since the root was listed
+	for k, e := range ents {
+		if e.problem == nil {
+			dirs = append(dirs, k)
 		}
 	}
+	walk := func(k int) { subs[k] = walkDir(root, ents[k].Dir) }
 	if jobs <= 1 || len(dirs) < 2 {
 		for _, k := range dirs {
 			walk(k)
@@ -216,14 +190,15 @@ func walkRoot(root string, jobs int) (*Tree, error) {
 		}
 		wg.Wait()
 	}
-	for _, it := range items {
-		if it.problem != nil {
-			t.Problems = append(t.Problems, *it.problem)
+	t := &Tree{}
+	for k, e := range ents {
+		if e.problem != nil {
+			t.Problems = append(t.Problems, *e.problem)
 			continue
 		}
-		t.Problems = append(t.Problems, it.sub.Problems...)
-		t.Temps = append(t.Temps, it.sub.Temps...)
-		t.Conversations = append(t.Conversations, it.sub.Conversations...)
+		t.Problems = append(t.Problems, subs[k].Problems...)
+		t.Temps = append(t.Temps, subs[k].Temps...)
+		t.Conversations = append(t.Conversations, subs[k].Conversations...)
 	}
 	return t, nil
 }
@@ -238,29 +213,29 @@ type Dir struct {
 // at once (a backup of millions of files): the conversation directories in
 // name order and the problems of other entries. WalkDir walks each.
 func (s *Store) Dirs() ([]Dir, []Problem, error) {
-	root := s.ConversationsDir()
-	t := &Tree{}
-	if ok, err := conversationsRoot(root); err != nil || !ok {
+	ents, err := listRoot(s.ConversationsDir())
+	if err != nil {
 		return nil, nil, err
 	}
-	entries, err := os.ReadDir(root)
-	if err != nil {
-		t.problem(root, termtext.Reason(root, err))
-	}
 	var dirs []Dir
-	for _, e := range entries {
-		if id, ok := t.entry(root, e); ok {
-			dirs = append(dirs, Dir{ID: id, Name: e.Name()})
+	var problems []Problem
+	for _, e := range ents {
+		if e.problem != nil {
+			problems = append(problems, *e.problem)
+		} else {
+			dirs = append(dirs, e.Dir)
 		}
 	}
-	return dirs, t.Problems, nil
+	return dirs, problems, nil
 }
 
 // WalkDir walks one directory Dirs listed, as Walk does (no conversation
 // when it cannot be read, no problem when it is gone since).
-func (s *Store) WalkDir(d Dir) *Tree {
+func (s *Store) WalkDir(d Dir) *Tree { return walkDir(s.ConversationsDir(), d) }
+
+func walkDir(root string, d Dir) *Tree {
 	t := &Tree{}
-	dir := filepath.Join(s.ConversationsDir(), d.Name)
+	dir := filepath.Join(root, d.Name)
 	if c, ok := t.walkConversation(d.ID, d.Name, dir); ok {
 		t.Conversations = append(t.Conversations, c)
 	} else if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
@@ -269,29 +244,53 @@ func (s *Store) WalkDir(d Dir) *Tree {
 	return t
 }
 
+// rootEntry is an entry of conversations/: a conversation directory, or a
+// problem.
+type rootEntry struct {
+	Dir
+	problem *Problem
+}
+
+// listRoot lists conversations/ at root in name order (nothing when it is
+// missing); a listing error is a problem first, keeping what was read.
+func listRoot(root string) ([]rootEntry, error) {
+	if ok, err := conversationsRoot(root); err != nil || !ok {
+		return nil, err
+	}
+	entries, err := os.ReadDir(root)
+	out := make([]rootEntry, 0, len(entries)+1)
+	if err != nil {
+		out = append(out, rootEntry{problem: &Problem{Path: root, Reason: termtext.Reason(root, err)}})
+	}
+	for _, e := range entries {
+		if id, reason := entry(e); reason != "" {
+			out = append(out, rootEntry{problem: &Problem{Path: filepath.Join(root, e.Name()), Reason: reason}})
+		} else {
+			out = append(out, rootEntry{Dir: Dir{ID: id, Name: e.Name()}})
+		}
+	}
+	return out, nil
+}
+
 // entry sorts one entry of conversations/: a conversation directory (its
-// id), or a problem of t.
-func (t *Tree) entry(root string, e fs.DirEntry) (string, bool) {
+// id), or why it is a problem.
+func entry(e fs.DirEntry) (id, reason string) {
 	name := e.Name()
-	var reason string
 	switch typ := e.Type(); {
 	case typ&fs.ModeSymlink != 0:
-		reason = ReasonSymlink
+		return "", ReasonSymlink
 	case typ.IsDir():
 		id, err := DecodeSegment(name)
 		if err == nil {
-			return id, true
+			return id, ""
 		}
-		reason = err.Error()
+		return "", err.Error()
 	case !typ.IsRegular():
-		reason = ReasonNotRegular
+		return "", ReasonNotRegular
 	case logShaped(name):
-		reason = ReasonFlatLog
-	default:
-		reason = ReasonUnexpected
+		return "", ReasonFlatLog
 	}
-	t.problem(filepath.Join(root, name), reason)
-	return "", false
+	return "", ReasonUnexpected
 }
 
 func (t *Tree) problem(path, reason string) {
