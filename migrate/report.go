@@ -263,42 +263,36 @@ func (r *report) count(in *input, f func(*Counts)) {
 	r.completed++
 }
 
-func (r *report) converted(in *input, dst string, d time.Duration) {
+// done reports an input's outcome: counted by count, the event filled in
+// by set.
+func (r *report) done(in *input, action string, count func(*Counts), set func(*Event)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.count(in, func(c *Counts) { c.Converted++ })
-	ev := r.base(in, "converted")
-	ev.Target, ev.Seconds, ev.Completed = dst, d.Seconds(), r.completed
+	r.count(in, count)
+	ev := r.base(in, action)
+	ev.Completed = r.completed
+	set(&ev)
 	r.emit(ev)
+}
+
+func (r *report) converted(in *input, dst string, d time.Duration) {
+	r.done(in, "converted", func(c *Counts) { c.Converted++ }, func(ev *Event) { ev.Target, ev.Seconds = dst, d.Seconds() })
 }
 
 func (r *report) planned(in *input, target string, bytes int64, d time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.count(in, func(c *Counts) { c.Planned++ })
-	r.sum.Planned = append(r.sum.Planned, PlannedItem{InputPath: in.path, Target: target, TargetBytes: bytes})
-	r.sum.PlannedBytes += bytes
-	ev := r.base(in, "planned")
-	ev.Target, ev.TargetBytes, ev.Seconds, ev.Completed = target, bytes, d.Seconds(), r.completed
-	r.emit(ev)
+	r.done(in, "planned", func(c *Counts) { c.Planned++ }, func(ev *Event) {
+		r.sum.Planned = append(r.sum.Planned, PlannedItem{InputPath: in.path, Target: target, TargetBytes: bytes})
+		r.sum.PlannedBytes += bytes
+		ev.Target, ev.TargetBytes, ev.Seconds = target, bytes, d.Seconds()
+	})
 }
 
 func (r *report) alreadyCurrent(in *input, d time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.count(in, func(c *Counts) { c.AlreadyV4++ })
-	ev := r.base(in, "already-v4")
-	ev.Seconds, ev.Completed = d.Seconds(), r.completed
-	r.emit(ev)
+	r.done(in, "already-v4", func(c *Counts) { c.AlreadyV4++ }, func(ev *Event) { ev.Seconds = d.Seconds() })
 }
 
 func (r *report) skipped(in *input, reason string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.count(in, func(c *Counts) { c.Skipped++ })
-	ev := r.base(in, "skipped")
-	ev.Message, ev.Completed = reason, r.completed
-	r.emit(ev)
+	r.done(in, "skipped", func(c *Counts) { c.Skipped++ }, func(ev *Event) { ev.Message = reason })
 }
 
 func (r *report) deferred(in *input, err error) {
