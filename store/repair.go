@@ -171,11 +171,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps 
 		seen[l.ID] = true
 		ts, next, err := readTurnState(l.Path)
 		if err != nil {
-			running := false
-			for _, t := range info.Turns {
-				running = running || (t.SessionID == l.ID && t.Running())
-			}
-			if running {
+			if runningIn(info, l.ID) {
 				return &RepairSkip{Conversation: c.ID, Path: l.Path, Reason: "unreadable session log with a running turn: " + termtext.Reason(l.Path, err)}, nil
 			}
 			continue
@@ -284,11 +280,12 @@ func runningIn(info *ConversationInfo, sessionID string) bool {
 // repairSession closes session l's open turn (or records the turn only the
 // conversation log started) and its running turn in the conversation log.
 func (s *Store) repairSession(oc *openConv, l *Log, state convlog.TurnState, next int64, dry bool) (*ClosedTurn, error) {
+	noAppend := func([]convlog.Event) error { return nil }
 	if l.Path == "" || !state.Open && !onlyInConversation(oc, l.ID, state) {
-		return s.closeTurnState(oc, l.ID, state, next, "", func([]convlog.Event) error { return nil }, dry)
+		return s.closeTurnState(oc, l.ID, state, next, "", noAppend, dry)
 	}
 	if dry {
-		c, err := s.closeTurnState(oc, l.ID, state, next, filepath.Base(l.Path), func([]convlog.Event) error { return nil }, true)
+		c, err := s.closeTurnState(oc, l.ID, state, next, filepath.Base(l.Path), noAppend, true)
 		if c != nil && l.Current.Version < convlog.CurrentVersion {
 			c.Upgraded, _ = upgrade.SuccessorPath(l.Path, l.Current.Compression)
 			c.SessionLog = filepath.Base(c.Upgraded)
