@@ -612,17 +612,24 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 		if err := canceled(cancel, i); err != nil {
 			return err
 		}
-		r, err := w.insMessage.ExecContext(ctx, c.ID, m.SessionID, m.Seq, m.Role, m.Text)
-		if err != nil {
-			return fmt.Errorf("index message %d of %s: %w", m.Seq, termtext.Quote(c.ID), err)
+		if err := w.addMessage(ctx, c.ID, m); err != nil {
+			return err
 		}
-		rowid, err := r.LastInsertId()
-		if err == nil {
-			_, err = w.insMsgRow.ExecContext(ctx, c.ID, rowid)
+	}
+	return nil
+}
+
+// addMessage indexes m of conversation id and maps its row to id.
+func (w *Writer) addMessage(ctx context.Context, id string, m Message) error {
+	r, err := w.insMessage.ExecContext(ctx, id, m.SessionID, m.Seq, m.Role, m.Text)
+	if err == nil {
+		var rowid int64
+		if rowid, err = r.LastInsertId(); err == nil {
+			_, err = w.insMsgRow.ExecContext(ctx, id, rowid)
 		}
-		if err != nil {
-			return fmt.Errorf("index message %d of %s: %w", m.Seq, termtext.Quote(c.ID), err)
-		}
+	}
+	if err != nil {
+		return fmt.Errorf("index message %d of %s: %w", m.Seq, termtext.Quote(id), err)
 	}
 	return nil
 }
@@ -1074,9 +1081,15 @@ func (d *MessageDigest) Add(m Message) {
 // MessageDigests sums up the messages of every conversation, as
 // MessageDigest.Add does message by message.
 func (d *DB) MessageDigests(ctx context.Context) (map[string]MessageDigest, error) {
+	return d.digests(ctx, "", nil)
+}
+
+// digests sums up the messages of the rows of message_rows r that where
+// selects.
+func (d *DB) digests(ctx context.Context, where string, args []any) (map[string]MessageDigest, error) {
 	out := map[string]MessageDigest{}
 	err := eachRow(ctx, d.db, `SELECT r.conversation_id, m.session_id, m.seq, m.role, m.text
-		FROM message_rows r JOIN messages m ON m.rowid = r.fts_rowid`, nil, func(rows *sql.Rows) error {
+		FROM message_rows r JOIN messages m ON m.rowid = r.fts_rowid`+where, args, func(rows *sql.Rows) error {
 		var id string
 		var m Message
 		if err := rows.Scan(&id, &m.SessionID, &m.Seq, &m.Role, &m.Text); err != nil {
@@ -1196,15 +1209,8 @@ func (w *Writer) Advance(ctx context.Context, c *Conversation, sessionCount, tur
 		}
 	}
 	for _, m := range msgs {
-		r, err := w.insMessage.ExecContext(ctx, c.ID, m.SessionID, m.Seq, m.Role, m.Text)
-		if err == nil {
-			var rowid int64
-			if rowid, err = r.LastInsertId(); err == nil {
-				_, err = w.insMsgRow.ExecContext(ctx, c.ID, rowid)
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("index message %d of %s: %w", m.Seq, termtext.Quote(c.ID), err)
+		if err := w.addMessage(ctx, c.ID, m); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -1225,18 +1231,11 @@ func (d *DB) One(ctx context.Context, id string, text bool) (*Conversation, Mess
 		return nil, dg, err
 	}
 	if text {
-		err := eachRow(ctx, d.db, `SELECT m.session_id, m.seq, m.role, m.text
-			FROM message_rows r JOIN messages m ON m.rowid = r.fts_rowid WHERE r.conversation_id = ?`, []any{id}, func(rows *sql.Rows) error {
-			var m Message
-			if err := rows.Scan(&m.SessionID, &m.Seq, &m.Role, &m.Text); err != nil {
-				return err
-			}
-			dg.Add(m)
-			return nil
-		})
+		dgs, err := d.digests(ctx, " WHERE r.conversation_id = ?", []any{id})
 		if err != nil {
 			return nil, dg, err
 		}
+		dg = dgs[id]
 	}
 	return all[id], dg, nil
 }
