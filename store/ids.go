@@ -39,13 +39,17 @@ func EncodeSegment(id string) (string, error) {
 // DecodeSegment inverts EncodeSegment and refuses every name EncodeSegment
 // would not have produced.
 func DecodeSegment(name string) (string, error) {
-	id, ok := unescape(name)
-	if ok {
-		if enc, err := EncodeSegment(id); err == nil && enc == name {
+	return decodeCanonical(name, "directory name", EncodeSegment)
+}
+
+// decodeCanonical unescapes name, a what, if encode gives it back.
+func decodeCanonical(name, what string, encode func(string) (string, error)) (string, error) {
+	if id, ok := unescape(name); ok {
+		if enc, err := encode(id); err == nil && enc == name {
 			return id, nil
 		}
 	}
-	return "", fmt.Errorf("noncanonical directory name %s", termtext.Quote(name))
+	return "", fmt.Errorf("noncanonical %s %s", what, termtext.Quote(name))
 }
 
 // EncodeBase encodes id as the base of a log file name. Unlike EncodeSegment
@@ -65,13 +69,7 @@ func EncodeBase(id string) (string, error) {
 // DecodeBase inverts EncodeBase and refuses every name EncodeBase would not
 // have produced, including the conversation log's base "metadata".
 func DecodeBase(name string) (string, error) {
-	id, ok := unescape(name)
-	if ok {
-		if enc, err := EncodeBase(id); err == nil && enc == name {
-			return id, nil
-		}
-	}
-	return "", fmt.Errorf("noncanonical log file base %s", termtext.Quote(name))
+	return decodeCanonical(name, "log file base", EncodeBase)
 }
 
 func checkID(id string) error {

@@ -92,6 +92,19 @@ func (se *Session) checkNewID(call, id string) error {
 	return nil
 }
 
+// enterWritten is enter for a call that needs the session's log written.
+func (se *Session) enterWritten(call string) (func(), error) {
+	unlock, err := se.enter()
+	if err == nil && se.w == nil {
+		unlock()
+		err = se.refuse(call, ErrOrder, "nothing is written before the first message (BeginTurn)")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return unlock, nil
+}
+
 // enterStep is enter for a call that needs an open step and no model call
 // in flight.
 func (se *Session) enterStep(call string) (func(), error) {
@@ -573,15 +586,13 @@ type Compaction struct {
 // compaction/start, compaction/summary, the summary as a user/message and
 // compaction/end. The full history stays in the log.
 func (se *Session) Compact(c Compaction) error {
-	unlock, err := se.enter()
+	unlock, err := se.enterWritten("Compact")
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	r := &se.rec
 	switch {
-	case se.w == nil:
-		return se.refuse("Compact", ErrOrder, "nothing is written before the first message (BeginTurn)")
 	case se.call != nil:
 		return se.refuse("Compact", ErrOrder, "a model call is in flight")
 	case !r.turnOpen && len(r.inbox) > 0:
@@ -658,14 +669,11 @@ func (se *Session) Compact(c Compaction) error {
 // summary and content) to this session's inbox; a running turn's next Request
 // records it, otherwise the runtime starts a turn with the returned message.
 func (se *Session) SubagentReport(childID, id, summary string, content []convlog.Block) (convlog.StoredMessage, error) {
-	unlock, err := se.enter()
+	unlock, err := se.enterWritten("SubagentReport")
 	if err != nil {
 		return convlog.StoredMessage{}, err
 	}
 	defer unlock()
-	if se.w == nil {
-		return convlog.StoredMessage{}, se.refuse("SubagentReport", ErrOrder, "nothing is written before the first message (BeginTurn)")
-	}
 	oc, err := se.liveConv()
 	if err != nil {
 		return convlog.StoredMessage{}, err
@@ -723,14 +731,11 @@ func (se *Session) Waiting() []convlog.StoredMessage {
 
 // seqOf is the seq of the surface event that recorded message id.
 func (se *Session) seqOf(call, id string) (int64, error) {
-	unlock, err := se.enter()
+	unlock, err := se.enterWritten(call)
 	if err != nil {
 		return 0, err
 	}
 	defer unlock()
-	if se.w == nil {
-		return 0, se.refuse(call, ErrOrder, "nothing is written before the first message (BeginTurn)")
-	}
 	if err := se.flush(); err != nil {
 		return 0, err
 	}

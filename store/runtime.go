@@ -424,14 +424,11 @@ func (se *Session) create(prompt convlog.StoredMessage, text string) error {
 // batch, assigning seqs and times; a batch that breaks a format rule is
 // refused with a *convlog.RuleError before anything is written.
 func (se *Session) Append(events ...convlog.Event) error {
-	unlock, err := se.enter()
+	unlock, err := se.enterWritten("Append")
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if se.w == nil {
-		return se.refuse("Append", ErrOrder, "nothing is written before the first message (BeginTurn)")
-	}
 	if err := se.record(events...); err != nil {
 		return err
 	}
@@ -596,13 +593,9 @@ func (se *Session) Interrupt(call *ModelCall) error {
 // publishing its log and recording subagent/catalog here; its first turn
 // starts with the task message and it reports back with SubagentReport.
 func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
-	unlock, err := se.enter()
+	unlock, err := se.enterWritten("Spawn")
 	if err != nil {
 		return nil, err
-	}
-	if se.w == nil {
-		unlock()
-		return nil, se.refuse("Spawn", ErrOrder, "nothing is written before the first message (BeginTurn)")
 	}
 	err = se.flush()
 	unlock()
