@@ -3,9 +3,11 @@ package store
 import (
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -37,10 +39,10 @@ context = 128000
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.AgentNames(); !reflect.DeepEqual(got, []string{"coder", "explorer", "team/reviewer"}) {
+	if got := slices.Sorted(maps.Keys(c.Agents)); !reflect.DeepEqual(got, []string{"coder", "explorer", "team/reviewer"}) {
 		t.Fatalf("agents %q", got)
 	}
-	if got := c.ModelNames(); !reflect.DeepEqual(got, []string{"deepseek-pro", "local"}) {
+	if got := slices.Sorted(maps.Keys(c.Models)); !reflect.DeepEqual(got, []string{"deepseek-pro", "local"}) {
 		t.Fatalf("models %q", got)
 	}
 	if c.Agents["coder"].Model != "deepseek-pro" || c.Agents["explorer"].Model != "" {

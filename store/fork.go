@@ -437,7 +437,7 @@ const (
 )
 
 // batcher streams events into a new log: the first batch is published with
-// the header, later ones are appended.
+// the header, later ones are appended; the first error sticks.
 type batcher struct {
 	path  string
 	h     *convlog.Header
@@ -445,30 +445,34 @@ type batcher struct {
 	w     *convlog.Writer
 	evs   []convlog.Event
 	bytes int
+	err   error
 }
 
-func (b *batcher) add(e convlog.Event) error {
+func (b *batcher) add(e convlog.Event) {
 	b.evs = append(b.evs, e)
 	b.bytes += len(e.Data)
 	if len(b.evs) >= batchEvents || b.bytes >= batchBytes {
-		return b.flush()
+		b.flush()
 	}
-	return nil
 }
 
-func (b *batcher) flush() error {
-	var err error
-	if b.w == nil {
-		b.w, err = convlog.Create(b.path, b.h, b.evs, convlog.WriterOptions{Compression: b.comp})
-	} else if len(b.evs) > 0 {
-		err = b.w.Append(b.evs)
+func (b *batcher) flush() {
+	switch {
+	case b.err != nil:
+	case b.w == nil:
+		b.w, b.err = convlog.Create(b.path, b.h, b.evs, convlog.WriterOptions{Compression: b.comp})
+	case len(b.evs) > 0:
+		b.err = b.w.Append(b.evs)
 	}
 	b.evs, b.bytes = b.evs[:0], 0
-	return err
 }
 
-func (b *batcher) close() error {
-	err := b.flush()
+// close flushes and closes the log; err, when not nil, is returned first.
+func (b *batcher) close(err error) error {
+	if err == nil {
+		b.flush()
+		err = b.err
+	}
 	if b.w != nil {
 		err = errors.Join(err, b.w.Close())
 	}
@@ -484,67 +488,77 @@ func (b *batcher) nextSeq() int64 {
 	return n
 }
 
+// eventsThrough calls fn with each event of the log at path through seq
+// cut.
+func eventsThrough(path string, cut int64, fn func(*convlog.Event) error) error {
+	if cut < 0 {
+		return nil
+	}
+	r, err := openLog(path, convlog.ReaderOptions{})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for e, err := range r.Events() {
+		if err != nil {
+			return err
+		}
+		if e.Seq > cut {
+			break
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // copyHistory copies events 0..cut of src into a new log, closing an open turn.
 func (s *Store) copyHistory(src, dst string, h *convlog.Header, cut int64) error {
 	b := &batcher{path: dst, h: h, comp: s.comp}
 	var cl closer
-	if cut >= 0 {
-		r, err := openLog(src, convlog.ReaderOptions{})
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		for e, err := range r.Events() {
-			if err != nil {
-				return err
-			}
-			if e.Seq > cut {
-				break
-			}
-			cl.observe(e)
-			if err := b.add(e.Clone()); err != nil {
-				b.close()
-				return err
-			}
+	err := eventsThrough(src, cut, func(e *convlog.Event) error {
+		cl.observe(e)
+		b.add(e.Clone())
+		return b.err
+	})
+	if err == nil {
+		for _, e := range cl.closing(b.nextSeq(), s.nowMs()) {
+			b.add(e)
 		}
 	}
-	for _, e := range cl.closing(b.nextSeq(), s.nowMs()) {
-		if err := b.add(e); err != nil {
-			b.close()
-			return err
-		}
-	}
-	return b.close()
+	return b.close(err)
 }
 
 // writeSeed writes a seeded log: the history the model reads at cut (by
 // convlog's History), error results for unanswered tool calls and the
 // session/end-seed marker.
 func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
-	order, err := historyAt(src, cut)
+	var order []int64
+	var hist convlog.History
+	err := eventsThrough(src, cut, func(e *convlog.Event) error {
+		if err := hist.Apply(convlog.DefaultRegistry, e); err != nil {
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	keep := make(map[int64]convlog.Event, len(order))
-	for _, seq := range order {
-		keep[seq] = convlog.Event{}
+	keep := map[int64]convlog.Event{}
+	for _, m := range hist.Messages() {
+		order = append(order, m.Seq)
+		keep[m.Seq] = convlog.Event{}
 	}
-	r, err := openLog(src, convlog.ReaderOptions{})
-	if err != nil {
-		return err
-	}
-	defer r.Close()
 	app := &convlog.SurfaceOp{}
-	for ev, err := range r.Events() {
-		if err != nil {
-			return err
-		}
-		if ev.Seq > cut {
-			break
-		}
+	err = eventsThrough(src, cut, func(ev *convlog.Event) error {
 		if _, ok := keep[ev.Seq]; ok {
 			keep[ev.Seq] = convlog.Event{Type: ev.Type, Time: ev.Time, Data: bytes.Clone(ev.Data), SurfaceOp: app, Ignorable: ev.Ignorable}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	b := &batcher{path: dst, h: h, comp: s.comp}
 	var pending []string
@@ -564,50 +578,12 @@ func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
 				pending = slices.DeleteFunc(pending, func(id string) bool { return id == m.ToolCallID })
 			}
 		}
-		if err := b.add(e); err != nil {
-			b.close()
-			return err
-		}
+		b.add(e)
 	}
 	now := s.nowMs()
 	for _, id := range pending {
-		e := convlog.Event{Type: convlog.TypeToolResult, Time: now, Data: forkedToolResult(last.Turn, last.Step, id, b.nextSeq()), SurfaceOp: app}
-		if err := b.add(e); err != nil {
-			b.close()
-			return err
-		}
+		b.add(convlog.Event{Type: convlog.TypeToolResult, Time: now, Data: forkedToolResult(last.Turn, last.Step, id, b.nextSeq()), SurfaceOp: app})
 	}
-	if err := b.add(convlog.Event{Type: "session/end-seed", Time: now, Data: []byte(`{"inherited":true}`)}); err != nil {
-		b.close()
-		return err
-	}
-	return b.close()
-}
-
-// historyAt is the seqs of the messages the model reads at cut in the log
-// at src, in history order.
-func historyAt(src string, cut int64) ([]int64, error) {
-	r, err := openLog(src, convlog.ReaderOptions{})
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	var hist convlog.History
-	for e, err := range r.Events() {
-		if err != nil {
-			return nil, err
-		}
-		if e.Seq > cut {
-			break
-		}
-		if err := hist.Apply(convlog.DefaultRegistry, e); err != nil {
-			return nil, fmt.Errorf("%s: %w", src, err)
-		}
-	}
-	msgs := hist.Messages()
-	order := make([]int64, len(msgs))
-	for i, m := range msgs {
-		order[i] = m.Seq
-	}
-	return order, nil
+	b.add(convlog.Event{Type: "session/end-seed", Time: now, Data: []byte(`{"inherited":true}`)})
+	return b.close(nil)
 }

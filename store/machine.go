@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 
@@ -182,21 +181,6 @@ func (c *RuntimeConfig) HasAgent(name string) bool {
 func (c *RuntimeConfig) HasModel(name string) bool {
 	_, ok := c.Models[name]
 	return ok
-}
-
-// AgentNames lists the configured agents, sorted.
-func (c *RuntimeConfig) AgentNames() []string { return sortedKeys(c.Agents) }
-
-// ModelNames lists the configured models, sorted.
-func (c *RuntimeConfig) ModelNames() []string { return sortedKeys(c.Models) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // RuntimeConfigPath says which configuration file to read: flag, else
