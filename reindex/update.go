@@ -104,15 +104,7 @@ func (k *Keeper) advance(ctx context.Context, ch *store.IndexChange) error {
 	if err != nil {
 		return err
 	}
-	present := func(id string) bool {
-		p, err := k.s.ConversationPath(id)
-		if err != nil {
-			return false
-		}
-		_, err = os.Lstat(p)
-		return err == nil
-	}
-	conv := rowOf(c, info, dirFingerprint(c), logIdentity(c), ch.Turns, k.opts.Machine.Check(store.NeedsOf(info), present))
+	conv := rowOf(c, info, dirFingerprint(c), logIdentity(c), ch.Turns, k.opts.Machine.Check(store.NeedsOf(info), inStore(k.s)))
 	sessions := 0
 	for _, l := range c.Logs {
 		if !l.IsConversationLog {
@@ -146,6 +138,17 @@ func (k *Keeper) advance(ctx context.Context, ch *store.IndexChange) error {
 		return err
 	}
 	return w.Commit()
+}
+
+// inStore reports whether a conversation's directory is in s.
+func inStore(s *store.Store) func(id string) bool {
+	return func(id string) bool {
+		p, err := s.ConversationPath(id)
+		if err == nil {
+			_, err = os.Lstat(p)
+		}
+		return err == nil
+	}
 }
 
 // InFlight is a conversation whose rows lag behind its logs only by the
@@ -326,15 +329,7 @@ func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, op
 		}
 		return UpdateResult{}, err
 	}
-	present := func(id string) bool {
-		p, err := s.ConversationPath(id)
-		if err != nil {
-			return false
-		}
-		_, err = os.Lstat(p)
-		return err == nil
-	}
-	b := readConversationWith(ctx, c, readEnv{present: present, withText: true, machine: opts.Machine, prereads: opts.Prereads})
+	b := readConversationWith(ctx, c, readEnv{present: inStore(s), withText: true, machine: opts.Machine, prereads: opts.Prereads})
 	if b.err != nil {
 		return UpdateResult{}, b.err
 	}
