@@ -127,8 +127,10 @@ func (se *Session) enterStep(call string) (func(), error) {
 	return unlock, nil
 }
 
-func turnStepEvent(typ string, turn, step int64) convlog.Event {
-	d, _ := convlog.EncodeData(convlog.TurnStep{Turn: turn, Step: step})
+// typed is an event of type typ whose data is v, a payload the format
+// defines (it always encodes).
+func typed(typ string, v any) convlog.Event {
+	d, _ := convlog.EncodeData(v)
 	return convlog.Event{Type: typ, Data: d}
 }
 
@@ -147,7 +149,7 @@ func (se *Session) BeginStep() (int64, error) {
 		return 0, se.refuse("BeginStep", ErrOrder, "step %d is still open (EndStep)", se.rec.step)
 	}
 	step := se.rec.lastStep + 1
-	return step, se.record(turnStepEvent(convlog.TypeStepStart, se.rec.turn, step))
+	return step, se.record(typed(convlog.TypeStepStart, convlog.TurnStep{Turn: se.rec.turn, Step: step}))
 }
 
 // EndStep ends the open step (step/end). Every tool call of the step must
@@ -161,7 +163,7 @@ func (se *Session) EndStep() error {
 	if open := se.rec.unresolved(); len(open) > 0 {
 		return se.refuse("EndStep", ErrOrder, "tool call %s has no result (ToolResult)", termtext.Quote(open[0]))
 	}
-	return se.record(turnStepEvent(convlog.TypeStepEnd, se.rec.turn, se.rec.step))
+	return se.record(typed(convlog.TypeStepEnd, convlog.TurnStep{Turn: se.rec.turn, Step: se.rec.step}))
 }
 
 // Request is what one model request of a step sends.
@@ -244,8 +246,7 @@ func (se *Session) Request(req Request) error {
 		reason = convlog.HeaderSeries
 	}
 	if reason != "" {
-		d, _ := convlog.EncodeData(convlog.RequestHeaderData{Header: h, Reason: reason})
-		evs = append(evs, convlog.Event{Type: convlog.TypeRequestHeader, Data: d})
+		evs = append(evs, typed(convlog.TypeRequestHeader, convlog.RequestHeaderData{Header: h, Reason: reason}))
 	}
 	if err := se.record(evs...); err != nil {
 		return err
@@ -283,8 +284,7 @@ func (se *Session) BeginModelCall() (*ModelCall, error) {
 		return nil, se.refuse("BeginModelCall", ErrOrder, "no request was recorded (Request)")
 	}
 	if c := r.pendingRetry; c != nil && !c.started {
-		d, _ := convlog.EncodeData(convlog.RetryStartedData{Turn: c.turn, Step: c.step, RetryID: c.id, Retry: c.n})
-		if err := se.record(convlog.Event{Type: convlog.TypeRetryStarted, Data: d}); err != nil {
+		if err := se.record(typed(convlog.TypeRetryStarted, convlog.RetryStartedData{Turn: c.turn, Step: c.step, RetryID: c.id, Retry: c.n})); err != nil {
 			return nil, err
 		}
 	}
@@ -457,9 +457,8 @@ func (c *ModelCall) Retry(r Retry) error {
 	if r.MaxRetries > 0 {
 		d.Mode, d.MaxRetries = convlog.RetryNormal, &r.MaxRetries
 	}
-	ad, _ := convlog.EncodeData(convlog.AttemptData{Turn: rs.turn, Step: rs.step, Stream: c.stream.Records()})
-	rd, _ := convlog.EncodeData(d)
-	if err := se.record(convlog.Event{Type: convlog.TypeAssistantAttempt, Data: ad}, convlog.Event{Type: convlog.TypeRetry, Data: rd}); err != nil {
+	attempt := typed(convlog.TypeAssistantAttempt, convlog.AttemptData{Turn: rs.turn, Step: rs.step, Stream: c.stream.Records()})
+	if err := se.record(attempt, typed(convlog.TypeRetry, d)); err != nil {
 		return err
 	}
 	c.done, se.call = true, nil
@@ -483,8 +482,7 @@ func (c *ModelCall) Fail(failure convlog.LLMFailure) error {
 		f := failure
 		c.stream.Finish(c.now(), convlog.FinishReason{Kind: convlog.FinishError, Failure: &f})
 	}
-	ad, _ := convlog.EncodeData(convlog.AttemptData{Turn: se.rec.turn, Step: se.rec.step, Stream: c.stream.Records()})
-	if err := se.record(convlog.Event{Type: convlog.TypeAssistantAttempt, Data: ad}); err != nil {
+	if err := se.record(typed(convlog.TypeAssistantAttempt, convlog.AttemptData{Turn: se.rec.turn, Step: se.rec.step, Stream: c.stream.Records()})); err != nil {
 		return err
 	}
 	c.done, se.call = true, nil
@@ -511,8 +509,7 @@ func (se *Session) ToolCall(callID string) error {
 	case c.step != se.rec.step:
 		return se.refuse("ToolCall", ErrOrder, "tool call %s belongs to step %d, not step %d", termtext.Quote(callID), c.step, se.rec.step)
 	}
-	d, _ := convlog.EncodeData(convlog.ToolCallData{Turn: se.rec.turn, Step: se.rec.step, CallID: callID, Name: c.name, Arguments: c.args})
-	return se.record(convlog.Event{Type: convlog.TypeToolCall, Data: d})
+	return se.record(typed(convlog.TypeToolCall, convlog.ToolCallData{Turn: se.rec.turn, Step: se.rec.step, CallID: callID, Name: c.name, Arguments: c.args}))
 }
 
 // ToolResult is the result of a tool call.
@@ -647,22 +644,19 @@ func (se *Session) Compact(c Compaction) error {
 		turn = &t
 	}
 	summary := []convlog.Block{convlog.TextBlock(c.Summary)}
-	start, _ := convlog.EncodeData(convlog.CompactionStartData{CompactionID: c.ID, Turn: turn})
-	sum, _ := convlog.EncodeData(convlog.CompactionSummaryData{CompactionID: c.ID, Summary: summary,
-		ShadowedRange: convlog.SeqRange{Start: seqs[0], End: seqs[len(seqs)-1]}, ShadowedSeqs: seqs, ShadowedTokenCount: count,
-		Provider: c.Provider, Model: c.Model, MaxTokens: c.MaxTokens, Usage: c.Usage})
 	msg, err := convlog.NewMessage(c.CheckpointID, "user", convlog.CheckpointSource(c.ID), summary)
 	if err != nil {
 		return se.refuse("Compact", ErrInvalid, "%v", err)
 	}
-	endData, _ := convlog.EncodeData(convlog.CompactionEndData{CompactionID: c.ID, Turn: turn})
 	defer se.indexPoint(false)
 	return se.record(
-		convlog.Event{Type: convlog.TypeCompactionStart, Data: start},
-		convlog.Event{Type: convlog.TypeCompactionSummary, Data: sum},
+		typed(convlog.TypeCompactionStart, convlog.CompactionStartData{CompactionID: c.ID, Turn: turn}),
+		typed(convlog.TypeCompactionSummary, convlog.CompactionSummaryData{CompactionID: c.ID, Summary: summary,
+			ShadowedRange: convlog.SeqRange{Start: seqs[0], End: seqs[len(seqs)-1]}, ShadowedSeqs: seqs, ShadowedTokenCount: count,
+			Provider: c.Provider, Model: c.Model, MaxTokens: c.MaxTokens, Usage: c.Usage}),
 		convlog.Event{Type: convlog.TypeUserMessage, Data: msg.JSON(), SourceEventSeqs: slices.Sorted(slices.Values(seqs)),
 			SurfaceOp: &convlog.SurfaceOp{Replace: true, StartSeq: seqs[0], EndSeq: seqs[len(seqs)-1]}},
-		convlog.Event{Type: convlog.TypeCompactionEnd, Data: endData})
+		typed(convlog.TypeCompactionEnd, convlog.CompactionEndData{CompactionID: c.ID, Turn: turn}))
 }
 
 // SubagentReport admits the report of subagent childID (message id with

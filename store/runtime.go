@@ -354,14 +354,12 @@ func (se *Session) waiting(id string) bool {
 
 // splice is the admission of msg into the inbox, at its end.
 func (se *Session) splice(target string, msg convlog.StoredMessage) convlog.Event {
-	d, _ := convlog.EncodeData(convlog.InboxSplicedData{Target: target, Start: int64(len(se.rec.inbox)),
+	return typed(convlog.TypeInboxSpliced, convlog.InboxSplicedData{Target: target, Start: int64(len(se.rec.inbox)),
 		Inserted: []json.RawMessage{msg.JSON()}})
-	return convlog.Event{Type: convlog.TypeInboxSpliced, Data: d}
 }
 
 func turnStart(turn int64) convlog.Event {
-	d, _ := convlog.EncodeData(convlog.TurnStartData{Turn: turn})
-	return convlog.Event{Type: convlog.TypeTurnStart, Data: d}
+	return typed(convlog.TypeTurnStart, convlog.TurnStartData{Turn: turn})
 }
 
 // create writes a new conversation at its first message: the session log
@@ -509,8 +507,7 @@ func (se *Session) EndTurn(outcome string, failure *convlog.LLMFailure) error {
 		return err
 	}
 	turn := se.rec.turn
-	d, _ := convlog.EncodeData(convlog.TurnEndData{Turn: turn, Reason: reason})
-	if err := se.record(convlog.Event{Type: convlog.TypeTurnEnd, Data: d}); err != nil {
+	if err := se.record(typed(convlog.TypeTurnEnd, convlog.TurnEndData{Turn: turn, Reason: reason})); err != nil {
 		return err
 	}
 	if err := se.flush(); err != nil {
@@ -616,9 +613,9 @@ func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
 		return child, err
 	}
 	defer unlock()
-	d, _ := convlog.EncodeData(convlog.SubagentCatalogData{Version: 0, Mode: "continuable", Label: agent, ChildID: childID,
-		ChildCreatedAt: w.Header().CreatedAt})
-	if err := se.record(convlog.Event{Type: convlog.TypeSubagentCatalog, Data: d}); err != nil {
+	catalog := typed(convlog.TypeSubagentCatalog, convlog.SubagentCatalogData{Version: 0, Mode: "continuable", Label: agent,
+		ChildID: childID, ChildCreatedAt: w.Header().CreatedAt})
+	if err := se.record(catalog); err != nil {
 		return child, err
 	}
 	child.noteAppend(nil)
