@@ -319,17 +319,7 @@ func (r *report) fail(in *input, err error, d time.Duration) {
 // failRoot fails the run as a whole (a missing root, a root that mixes
 // compressions): one failure of unknown version, naming the root.
 func (r *report) failRoot(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	in := &input{path: r.sum.SessionRoot, version: -1}
-	r.count(in, func(c *Counts) { c.Failed++ })
-	item := classify(in.path, err)
-	r.failures = append(r.failures, failure{version: -1, item: item})
-	ev := r.base(in, "failed")
-	ev.MessageType, ev.Message, ev.Completed = "error", item.Message, r.completed
-	r.emit(ev)
-	r.logw.WriteString("  error chain: " + errorChain(err) + "\n")
-	r.logw.Flush()
+	r.fail(&input{path: r.sum.SessionRoot, version: -1}, err, 0)
 }
 
 // errorChain names the Go types of an error and those it wraps, outermost
