@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,11 +145,7 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	names := make([]string, 0, len(got))
-	for n := range got {
-		names = append(names, n)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(got))
 	for _, n := range names {
 		g := got[n]
 		w, ok := want[n]

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -205,12 +206,7 @@ func (s *Store) Close() error {
 	for _, se := range s.sessions {
 		errs = append(errs, se.closeLocked())
 	}
-	ids := make([]string, 0, len(s.convs))
-	for id := range s.convs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(s.convs)) {
 		errs = append(errs, s.convs[id].w.Close())
 	}
 	s.convs = map[string]*openConv{}

@@ -269,12 +269,7 @@ func missingSessionLog(c ConversationDir, problems []Problem, t TurnInfo) *Repai
 }
 
 func runningIn(info *ConversationInfo, sessionID string) bool {
-	for _, t := range info.Turns {
-		if t.SessionID == sessionID && t.Running() {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(info.Turns, func(t TurnInfo) bool { return t.SessionID == sessionID && t.Running() })
 }
 
 // repairSession closes session l's open turn (or records the turn only the

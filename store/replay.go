@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/convkit/convkit/convlog"
@@ -35,12 +35,7 @@ func (s *Store) DependencyClosure(convIDs ...string) ([]string, error) {
 		}
 		queue = append(queue, Dependencies(info)...)
 	}
-	out := make([]string, 0, len(seen))
-	for id := range seen {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out, nil
+	return slices.Sorted(maps.Keys(seen)), nil
 }
 
 // convState replays a conversation log.

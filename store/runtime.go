@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -301,7 +302,7 @@ func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
 		}
 		return 0, se.refuse("BeginTurn", ErrTurnRunning, "turn %d is still running", t)
 	}
-	admitted := se.waiting(prompt.ID())
+	admitted := slices.ContainsFunc(se.rec.inbox, func(m convlog.StoredMessage) bool { return m.ID() == prompt.ID() })
 	if !admitted && se.rec.ids[prompt.ID()] {
 		return 0, se.refuse("BeginTurn", ErrDuplicateID, "message id %s is used already", termtext.Quote(prompt.ID()))
 	}
@@ -340,16 +341,6 @@ func (se *Session) liveConv() (*openConv, error) {
 		return nil, fmt.Errorf("conversation %s: %w", termtext.Quote(se.convID), ErrDeleting)
 	}
 	return se.oc, nil
-}
-
-// waiting reports whether message id is in the inbox.
-func (se *Session) waiting(id string) bool {
-	for _, m := range se.rec.inbox {
-		if m.ID() == id {
-			return true
-		}
-	}
-	return false
 }
 
 // splice is the admission of msg into the inbox, at its end.
