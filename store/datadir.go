@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -295,18 +296,10 @@ func (s *Store) Dependents(convID string) ([]string, error) {
 		if c.ID == convID {
 			continue
 		}
-		for _, l := range c.Logs {
-			if !l.IsConversationLog {
-				continue
-			}
+		if l := c.ConversationLog(); l != nil {
 			info, err := l.ReadConversation()
-			if err != nil || info.Deleting {
-				continue
-			}
-			for _, dep := range Dependencies(info) {
-				if dep == convID {
-					out = append(out, c.ID)
-				}
+			if err == nil && !info.Deleting && slices.Contains(Dependencies(info), convID) {
+				out = append(out, c.ID)
 			}
 		}
 	}

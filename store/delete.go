@@ -309,11 +309,7 @@ func (s *Store) removeConversation(convID string) error {
 	if err != nil {
 		return err
 	}
-	s.closeSessions(convID)
-	if oc := s.convs[convID]; oc != nil {
-		oc.w.Close()
-		delete(s.convs, convID)
-	}
+	s.closeConversation(convID)
 	entries, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err

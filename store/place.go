@@ -36,11 +36,7 @@ func (s *Store) PlaceConversation(convID, from string) (aside string, err error)
 		return "", err
 	}
 	// The conversation's open logs are the old copy's.
-	s.closeSessions(convID)
-	if oc := s.convs[convID]; oc != nil {
-		oc.w.Close()
-		delete(s.convs, convID)
-	}
+	s.closeConversation(convID)
 	if err := durable.MkdirAll(filepath.Dir(to)); err != nil {
 		return "", err
 	}

@@ -635,13 +635,17 @@ func (se *Session) closeLocked() error {
 	return nil
 }
 
-// closeSessions closes the open sessions of conversation convID (it is
-// being deleted).
-func (s *Store) closeSessions(convID string) {
+// closeConversation closes conversation convID's open sessions and log (it
+// is being deleted or replaced).
+func (s *Store) closeConversation(convID string) {
 	for k, se := range s.sessions {
 		if k.conv == convID {
 			se.closeLocked()
 		}
+	}
+	if oc := s.convs[convID]; oc != nil {
+		oc.w.Close()
+		delete(s.convs, convID)
 	}
 }
 
