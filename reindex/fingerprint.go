@@ -26,15 +26,8 @@ func dirFingerprint(c store.ConversationDir) string {
 func dirFingerprintSize(c store.ConversationDir) (string, int64) {
 	fp := sha256.New()
 	var size int64
-	for _, l := range c.Logs {
-		if l.IsConversationLog {
-			size += fingerprint(fp, l.Path)
-		}
-	}
-	for _, l := range c.Logs {
-		if !l.IsConversationLog {
-			size += fingerprint(fp, l.Path)
-		}
+	for _, l := range c.Logs { // the conversation log first
+		size += fingerprint(fp, l.Path)
 	}
 	return hex.EncodeToString(fp.Sum(nil))[:32], size
 }

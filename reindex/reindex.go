@@ -874,10 +874,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 	// A fork whose source is missing is indexed, as one whose working
 	// directory is missing: its logs read, it will not open here.
 	conv := rowOf(c, info, b.fingerprint, logID, info.Turns, env.machine.Check(store.NeedsOf(info), env.present))
-	for _, l := range c.Logs {
-		if l.IsConversationLog {
-			continue
-		}
+	for _, l := range c.SessionLogs() {
 		sess := index.Session{ID: l.ID, File: filepath.Base(l.Path), FormatVersion: l.Current.Version}
 		if si := info.Session(l.ID); si != nil {
 			sess.Agent, sess.Model, sess.ParentSession = si.Agent, si.Model, si.ParentSession

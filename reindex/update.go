@@ -105,12 +105,6 @@ func (k *Keeper) advance(ctx context.Context, ch *store.IndexChange) error {
 		return err
 	}
 	conv := rowOf(c, info, dirFingerprint(c), logIdentity(c), ch.Turns, k.opts.Machine.Check(store.NeedsOf(info), inStore(k.s)))
-	sessions := 0
-	for _, l := range c.Logs {
-		if !l.IsConversationLog {
-			sessions++
-		}
-	}
 	for _, st := range ch.Sessions {
 		sess := index.Session{ID: st.ID, File: filepath.Base(st.Path), FormatVersion: convlog.CurrentVersion, Events: st.Events, Bytes: st.Bytes}
 		if si := info.Session(st.ID); si != nil {
@@ -133,7 +127,7 @@ func (k *Keeper) advance(ctx context.Context, ch *store.IndexChange) error {
 	if err != nil {
 		return err
 	}
-	if err := w.Advance(ctx, conv, sessions, len(info.Turns), msgs); err != nil {
+	if err := w.Advance(ctx, conv, len(c.SessionLogs()), len(info.Turns), msgs); err != nil {
 		w.Rollback()
 		return err
 	}

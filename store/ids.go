@@ -279,10 +279,7 @@ func (s *Store) ResolveSessionID(convID, ref string) (string, error) {
 		return ref, nil
 	}
 	var ids []string
-	for _, l := range c.Logs {
-		if l.IsConversationLog {
-			continue
-		}
+	for _, l := range c.SessionLogs() {
 		if l.ID == ref {
 			return ref, nil
 		}

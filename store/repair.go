@@ -163,11 +163,9 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps 
 	}
 	var targets []target
 	seen := map[string]bool{}
-	for i := range c.Logs {
-		l := &c.Logs[i]
-		if l.IsConversationLog {
-			continue
-		}
+	sessions := c.SessionLogs()
+	for i := range sessions {
+		l := &sessions[i]
 		seen[l.ID] = true
 		ts, next, err := readTurnState(l.Path)
 		if err != nil {

@@ -56,6 +56,14 @@ func (c ConversationDir) ConversationLog() *Log {
 	return nil
 }
 
+// SessionLogs are c's session logs.
+func (c ConversationDir) SessionLogs() []Log {
+	if c.ConversationLog() != nil {
+		return c.Logs[1:]
+	}
+	return c.Logs
+}
+
 // Log is one log (the conversation's own, or a session's) and its
 // generations.
 type Log struct {
