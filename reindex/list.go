@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -83,10 +82,7 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 	if o.WillNotOpen && !o.Machine.Checked() {
 		res.Warnings = (&Options{Machine: o.Machine}).warnings()
 	}
-	present := map[string]bool{}
-	for _, c := range tree.Conversations {
-		present[c.ID] = true
-	}
+	present := presentIn(tree)
 	// Report the walk's findings (links, FIFOs), or a linked
 	// conversations/ would list nothing silently; stray files are ignored.
 	for _, p := range tree.Problems {
@@ -100,16 +96,7 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 		}
 		// What reindex decides from the conversation log (its session
 		// logs are not read to list it).
-		f := Found{Dir: c.Path}
-		var info *store.ConversationInfo
-		if l := c.ConversationLog(); l != nil {
-			f.ConversationLog = l.Path
-			info, f.ConversationErr = l.ReadConversation()
-			f.Deleting = info != nil && info.Deleting
-		} else {
-			ents, err := os.ReadDir(c.Path)
-			f.Empty = err == nil && len(ents) == 0
-		}
+		f, info := foundConversation(c)
 		if v := Accept(f); v.Outcome == Skipped {
 			res.Skipped = append(res.Skipped, store.Item{Kind: store.ItemSkipped, ID: c.ID, Path: v.Path, Reason: v.Reason})
 		}

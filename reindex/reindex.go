@@ -844,7 +844,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 		b.fingerprint = dirFingerprint(c)
 	}
 	logID := logIdentity(c)
-	f := Found{Dir: c.Path}
+	f, info := foundConversation(c)
 	// decided is b once Accept decides against indexing what was found.
 	decided := func() (*built, bool) {
 		switch v := Accept(f); v.Outcome {
@@ -857,17 +857,6 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 		}
 		return b, true
 	}
-	convLog := c.ConversationLog()
-	if convLog == nil {
-		ents, err := os.ReadDir(c.Path)
-		f.Empty = err == nil && len(ents) == 0
-		b, _ := decided()
-		return b
-	}
-	f.ConversationLog = convLog.Path
-	info, err := convLog.ReadConversation()
-	f.ConversationErr = err
-	f.Deleting = err == nil && info.Deleting
 	if b, ok := decided(); ok {
 		return b
 	}
@@ -908,6 +897,23 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 	}
 	b.conv = conv
 	return b
+}
+
+// foundConversation is what c's conversation log gives Accept, and its
+// replay (nil when it has none or it cannot be read).
+func foundConversation(c store.ConversationDir) (Found, *store.ConversationInfo) {
+	f := Found{Dir: c.Path}
+	l := c.ConversationLog()
+	if l == nil {
+		ents, err := os.ReadDir(c.Path)
+		f.Empty = err == nil && len(ents) == 0
+		return f, nil
+	}
+	f.ConversationLog = l.Path
+	info, err := l.ReadConversation()
+	f.ConversationErr = err
+	f.Deleting = err == nil && info.Deleting
+	return f, info
 }
 
 // rowOf is the index row of conversation c from its replayed info, turns,
