@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf16"
@@ -238,18 +239,12 @@ func (s *Store) journaledIDs() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
 	var out []string
 	for _, j := range js {
-		for _, id := range j.ids {
-			if !seen[id] {
-				seen[id] = true
-				out = append(out, id)
-			}
-		}
+		out = append(out, j.ids...)
 	}
-	sort.Strings(out)
-	return out, nil
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // byPrefix is the one of ids (sorted) that ref is a prefix of, ref itself
