@@ -117,10 +117,14 @@ func (s *Store) change(convID string, whole bool, fn func(oc *openConv) error) e
 	if err != nil {
 		return err
 	}
-	if err = fn(oc); err == errNoChange {
+	err = fn(oc)
+	if err == nil {
+		s.tellIndex(oc, whole)
+	}
+	if err == errNoChange {
 		return nil
 	}
-	return s.changed(oc, whole, err)
+	return err
 }
 
 // appendEvent appends one event of type typ with data v to oc's log.
@@ -130,13 +134,6 @@ func (s *Store) appendEvent(oc *openConv, typ string, v any) error {
 		return err
 	}
 	return oc.appendEvents(ev)
-}
-
-func (s *Store) changed(oc *openConv, whole bool, err error) error {
-	if err == nil {
-		s.tellIndex(oc, whole)
-	}
-	return err
 }
 
 // tellRemoved tells the keeper that conversation convID is being deleted.
