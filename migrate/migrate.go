@@ -441,11 +441,7 @@ func runJobs(ctx context.Context, opts Options, rep *report, t *tree) []*input {
 			if ctx.Err() != nil {
 				break
 			}
-			p, isDeferred := process(opts, rep, t, in, false)
-			if p != nil {
-				isDeferred = p.publish(rep, false)
-			}
-			if isDeferred {
+			if p := process(opts, rep, t, in, false); p != nil && p.publish(rep, false) {
 				defer0(in)
 			}
 			opts.Progress.Add(1)
@@ -485,13 +481,9 @@ func runJobs(ctx context.Context, opts Options, rep *report, t *tree) []*input {
 				in := inputs[next]
 				next++
 				mu.Unlock()
-				p, isDeferred := process(opts, rep, t, in, false)
-				if p != nil {
+				if p := process(opts, rep, t, in, false); p != nil {
 					pending <- p
 					continue
-				}
-				if isDeferred {
-					defer0(in)
 				}
 				opts.Progress.Add(1)
 			}
@@ -506,7 +498,7 @@ func runJobs(ctx context.Context, opts Options, rep *report, t *tree) []*input {
 
 // retry processes a deferred input again, publishing it at once.
 func retry(opts Options, rep *report, t *tree, in *input) {
-	if p, _ := process(opts, rep, t, in, true); p != nil {
+	if p := process(opts, rep, t, in, true); p != nil {
 		p.publish(rep, true)
 	}
 }
@@ -549,34 +541,42 @@ func (p *publication) release() {
 }
 
 // process handles one input: a log it converts comes back staged, to be
-// published; otherwise the result says whether it is deferred.
-func process(opts Options, rep *report, t *tree, in *input, retry bool) (pub *publication, deferred bool) {
+// published; every other outcome is reported here.
+func process(opts Options, rep *report, t *tree, in *input, retry bool) *publication {
 	start := time.Now()
 	switch {
 	case in.failure != "":
 		rep.event(in, "start")
 		rep.fail(in, errors.New(in.failure), time.Since(start))
-		return nil, false
+		return nil
 	case in.skip != "":
 		rep.event(in, "start")
 		rep.skipped(in, in.skip)
-		return nil, false
+		return nil
 	}
 	if !retry {
 		rep.event(in, "start")
 	}
+	p, err := stage(opts, rep, t, in, start)
+	if err != nil {
+		rep.fail(in, err, time.Since(start))
+	}
+	return p
+}
+
+// stage checks a log and stages its successor; a current log is admitted
+// and a dry run planned, both reported here (nil, nil).
+func stage(opts Options, rep *report, t *tree, in *input, start time.Time) (*publication, error) {
 	var checkHeader func(*convlog.Header) error
 	open := convlog.Open
 	if s := in.session; s != nil {
 		if err := sessionProblem(s); err != nil {
-			rep.fail(in, err, time.Since(start))
-			return nil, false
+			return nil, err
 		}
 		// A log that does not name its place fails before anything is
 		// written there, its session.lock included.
 		if err := t.dsh.CheckLog(in.path); err != nil {
-			rep.fail(in, err, time.Since(start))
-			return nil, false
+			return nil, err
 		}
 		path := in.path
 		checkHeader = func(h *convlog.Header) error { return t.dsh.CheckIdentity(path, h) }
@@ -586,8 +586,7 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) (pub *pu
 		if in.version >= TargetVersion {
 			open = func(_ string, opts convlog.ReaderOptions) (*convlog.Reader, error) { return l.Open(opts) }
 		} else if err := checkStoreLog(l); err != nil {
-			rep.fail(in, err, time.Since(start))
-			return nil, false
+			return nil, err
 		}
 		checkHeader = l.CheckHeader
 	}
@@ -596,41 +595,34 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) (pub *pu
 			removeStages(rep, t, in, nil)
 		}
 		if err := admitCurrent(open, in.path); err != nil {
-			rep.fail(in, err, time.Since(start))
-			return nil, false
+			return nil, err
 		}
 		rep.alreadyCurrent(in, time.Since(start))
-		return nil, false
+		return nil, nil
 	}
 	comp, err := successorCompression(opts.Compress, in.path)
 	if err != nil {
-		rep.fail(in, err, time.Since(start))
-		return nil, false
+		return nil, err
 	}
 	if opts.DryRun {
 		target, bytes, err := plan(in.path, comp)
 		if err != nil {
-			rep.fail(in, err, time.Since(start))
-			return nil, false
+			return nil, err
 		}
 		rep.planned(in, target, bytes, time.Since(start))
-		return nil, false
+		return nil, nil
 	}
 	p := &publication{in: in, start: start}
 	if in.session != nil {
 		// The runtime converts a session only under its session.lock, held here
 		// until the successor is published.
-		lock, err := t.dsh.LockSession(in.session)
-		if err != nil {
-			rep.fail(in, err, time.Since(start))
-			return nil, false
+		if p.lock, err = t.dsh.LockSession(in.session); err != nil {
+			return nil, err
 		}
-		p.lock = lock
-		removeStages(rep, t, in, lock)
+		removeStages(rep, t, in, p.lock)
 	}
 	popts := upgrade.PublishOptions{Compression: &comp, Warn: func(w string) { rep.logOnly("WARNING %s: %s", termtext.Quote(in.path), w) },
-		Publications: opts.publications}
-	popts.CheckHeader = checkHeader
+		Publications: opts.publications, CheckHeader: checkHeader}
 	if t.dsh != nil {
 		popts.Finder = t.dsh
 	}
@@ -640,10 +632,9 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) (pub *pu
 	}
 	if p.stage, err = upgrade.Stage(in.path, popts); err != nil {
 		p.release()
-		rep.fail(in, err, time.Since(start))
-		return nil, false
+		return nil, err
 	}
-	return p, false
+	return p, nil
 }
 
 // checkStoreLog opens a log of a store as the store opens its logs, which
