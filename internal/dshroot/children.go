@@ -207,26 +207,10 @@ func (p *projectIndex) refresh() (changed bool) {
 // currentGeneration is the path of the highest generation in dir when it
 // is a regular file, else "".
 func currentGeneration(dir string) string {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return ""
+	if g, ok := walkSession("", "", dir).Current(); ok && g.Regular {
+		return filepath.Join(dir, g.File)
 	}
-	var best Generation
-	found := false
-	for _, e := range entries {
-		n, ok := ParseGeneration(e.Name())
-		if !ok {
-			continue
-		}
-		g := Generation{Name: n, File: e.Name(), Regular: e.Type()&os.ModeType == 0}
-		if !found || g.Version > best.Version || g.Version == best.Version && g.File < best.File {
-			best, found = g, true
-		}
-	}
-	if !found || !best.Regular {
-		return ""
-	}
-	return filepath.Join(dir, best.File)
+	return ""
 }
 
 // headerOf reads the header of the log at path; read is false when there
