@@ -280,10 +280,6 @@ func (t *Tree) checkCompression() {
 	}
 }
 
-// Empty reports whether the root holds nothing of the layout: no session
-// directory and no entry that breaks it.
-func (t *Tree) Empty() bool { return len(t.Entries) == 0 }
-
 // unwrapPath drops the path an *os.PathError repeats: the callers name it.
 func unwrapPath(err error) error {
 	var pe *os.PathError
