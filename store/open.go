@@ -52,9 +52,6 @@ type Store struct {
 	dataDir string
 	lock    *Lock
 	now     func() time.Time
-	// exists is false for a store Open was allowed to create but, read-only,
-	// did not: it reads as empty.
-	exists bool
 	// online: opened LockIfFree without the lock; holder and lockErr say
 	// why (held by holder, or not takeable: lockErr).
 	online  bool
@@ -101,7 +98,7 @@ func Open(ctx context.Context, dataDir string, opts OpenOptions) (*Store, error)
 		now = time.Now
 	}
 	s := &Store{dataDir: dataDir, now: now, comp: opts.Compression, convs: map[string]*openConv{}, sessions: map[sessionKey]*Session{},
-		lock: &Lock{path: LockPath(dataDir), mode: LockNone}, exists: true}
+		lock: &Lock{path: LockPath(dataDir), mode: LockNone}}
 	st, err := probe(dataDir)
 	if err != nil {
 		return nil, err
@@ -117,7 +114,6 @@ func Open(ctx context.Context, dataDir string, opts OpenOptions) (*Store, error)
 	}
 	switch opts.Lock.Mode {
 	case LockNone:
-		s.exists = !create
 		return s, nil
 	case LockExclusive:
 	case LockIfFree:
@@ -175,10 +171,6 @@ func (s *Store) Lock() *Lock { return s.lock }
 // Writable reports whether the store holds runtime.lock exclusively, which
 // every change needs.
 func (s *Store) Writable() bool { return s.writable() == nil }
-
-// Exists reports whether the directory is a store: false only for one Open
-// could have created but, opened read-only, did not (it reads as empty).
-func (s *Store) Exists() bool { return s.exists }
 
 // Online reports whether a store opened LockIfFree went without the lock:
 // another process holds it (holder, nil when it has not recorded itself)

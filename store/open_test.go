@@ -145,8 +145,8 @@ func TestOpenModes(t *testing.T) {
 				}
 				return
 			}
-			if s.Exists() != tt.exists || s.Writable() != tt.writable {
-				t.Errorf("exists %v writable %v, want %v %v", s.Exists(), s.Writable(), tt.exists, tt.writable)
+			if exists, _ := IsStore(dir); exists != tt.exists || s.Writable() != tt.writable {
+				t.Errorf("exists %v writable %v, want %v %v", exists, s.Writable(), tt.exists, tt.writable)
 			}
 			online, holder, why := s.Online()
 			if online != tt.online {
