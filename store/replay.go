@@ -195,23 +195,15 @@ func (s *Store) ReadConversation(convID string) (*ConversationInfo, error) {
 // replayConversation finds and replays conversation convID's current log,
 // checking it names the conversation its directory does.
 func (s *Store) replayConversation(convID string) (dir, path string, st *convState, err error) {
-	if dir, path, err = s.conversationLog(convID); err != nil {
-		return "", "", nil, err
+	if dir, err = s.conversationDir(convID); err == nil {
+		if path, err = conversationLogPath(dir, convID); err == nil {
+			st, err = replayFile(path)
+		}
 	}
-	if st, err = replayFile(path); err != nil {
+	if err != nil {
 		return "", "", nil, err
 	}
 	return dir, path, st, nil
-}
-
-func (s *Store) conversationLog(convID string) (dir, path string, err error) {
-	if dir, err = s.conversationDir(convID); err != nil {
-		return "", "", err
-	}
-	if path, err = conversationLogPath(dir, convID); err != nil {
-		return "", "", err
-	}
-	return dir, path, nil
 }
 
 // ReadConversation replays the log, a conversation log, from its current
