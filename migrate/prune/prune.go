@@ -162,19 +162,17 @@ func Sessions(ctx context.Context, r *dshroot.Root, opts Options) (*Result, erro
 			continue
 		}
 		successor := s.Path()
+		var lock *dshroot.SessionLock // a dry run locks nothing
 		if !opts.DryRun {
-			lock, err := r.LockSession(s)
-			if err != nil {
+			if lock, err = r.LockSession(s); err != nil {
 				for _, g := range older {
 					res.keep(opts, Kept{Path: g.path, Successor: successor, Reason: err.Error()})
 				}
 				continue
 			}
-			pruneLog(res, opts, successor, older, convlog.ReaderOptions{WantID: s.ID}, r)
-			lock.Release()
-			continue
 		}
 		pruneLog(res, opts, successor, older, convlog.ReaderOptions{WantID: s.ID}, r)
+		lock.Release()
 	}
 	return res, nil
 }
