@@ -245,14 +245,18 @@ func (r *report) base(in *input, action string) Event {
 	return ev
 }
 
-// event reports an input's start or retry.
-func (r *report) event(in *input, action string) {
+// report emits in's event of action, filled in by set.
+func (r *report) report(in *input, action string, set func(*Event)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ev := r.base(in, action)
-	ev.File = filepath.Base(in.path)
-	ev.Bytes = in.size
+	set(&ev)
 	r.emit(ev)
+}
+
+// event reports an input's start or retry.
+func (r *report) event(in *input, action string) {
+	r.report(in, action, func(ev *Event) { ev.File, ev.Bytes = filepath.Base(in.path), in.size })
 }
 
 func (r *report) count(in *input, f func(*Counts)) {
@@ -266,13 +270,11 @@ func (r *report) count(in *input, f func(*Counts)) {
 // done reports an input's outcome: counted by count, the event filled in
 // by set.
 func (r *report) done(in *input, action string, count func(*Counts), set func(*Event)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.count(in, count)
-	ev := r.base(in, action)
-	ev.Completed = r.completed
-	set(&ev)
-	r.emit(ev)
+	r.report(in, action, func(ev *Event) {
+		r.count(in, count)
+		ev.Completed = r.completed
+		set(ev)
+	})
 }
 
 func (r *report) converted(in *input, dst string, d time.Duration) {
@@ -296,11 +298,7 @@ func (r *report) skipped(in *input, reason string) {
 }
 
 func (r *report) deferred(in *input, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ev := r.base(in, "deferred")
-	ev.Message = err.Error()
-	r.emit(ev)
+	r.report(in, "deferred", func(ev *Event) { ev.Message = err.Error() })
 }
 
 func (r *report) fail(in *input, err error, d time.Duration) {
