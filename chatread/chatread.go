@@ -250,9 +250,11 @@ func New(s *store.Store, cfg Config) (*Reader, error) {
 // grant is what the policy lets the asker read of one chat.
 type grant struct {
 	RelatedChat
-	// through is the last seq readable (-1: all).
+	// through is the last seq readable (-1: all); log is the chat's log
+	// once begin found it.
 	through int64
 	born    int64
+	log     store.Log
 }
 
 // Readable lists the chats asker may read, itself first: its subagents,
@@ -331,7 +333,7 @@ func (r *Reader) begin(op string, asker, target Chat, req Request) (grant, *page
 			if err != nil {
 				return grant{}, nil, ErrNotReadable
 			}
-			g.born = headerTime(l)
+			g.log, g.born = l, headerTime(l)
 			p, err := r.start(req, position{Op: op, Asker: asker, Target: target, Born: g.born})
 			return g, p, err
 		}
@@ -463,11 +465,7 @@ func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (
 	if err != nil {
 		return nil, err
 	}
-	l, err := r.s.FindLog(target.Conversation, target.Session)
-	if err != nil {
-		return nil, ErrNotReadable
-	}
-	lr, err := upgrade.Open(l.Path, upgrade.Options{WantType: convlog.SessionLog, WantID: l.ID})
+	lr, err := upgrade.Open(g.log.Path, upgrade.Options{WantType: convlog.SessionLog, WantID: g.log.ID})
 	if err != nil {
 		return nil, err
 	}
