@@ -781,7 +781,7 @@ func TestRetention(t *testing.T) {
 	var made []string
 	for i := 0; i < 4; i++ {
 		now := base.Add(time.Duration(i) * time.Hour)
-		res, err := toDir(context.Background(), dataDir, out, DirOptions{Options: Options{Now: fixedClock(now)}, Keep: 3})
+		res, err := toDir(context.Background(), dataDir, out, DirOptions{Options: Options{Now: fixedClock(now)}, Retention: Retention{Last: 3}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -799,7 +799,7 @@ func TestRetention(t *testing.T) {
 		t.Fatalf("second archive of one second: %s", res.Archive)
 	}
 	// Dry run: says what it would delete, deletes nothing, writes nothing.
-	dr, err := toDir(context.Background(), dataDir, out, DirOptions{Options: Options{Now: fixedClock(base.Add(9 * time.Hour))}, Keep: 2, DryRun: true})
+	dr, err := toDir(context.Background(), dataDir, out, DirOptions{Options: Options{Now: fixedClock(base.Add(9 * time.Hour))}, Retention: Retention{Last: 2}, DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}

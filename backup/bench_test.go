@@ -60,7 +60,7 @@ func BenchmarkToDir(b *testing.B) {
 	out := b.TempDir()
 	var in int64
 	for b.Loop() {
-		res, err := toDir(context.Background(), dir, out, DirOptions{Keep: 1})
+		res, err := toDir(context.Background(), dir, out, DirOptions{Retention: Retention{Last: 1}})
 		if err != nil {
 			b.Fatal(err)
 		}

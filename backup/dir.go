@@ -137,11 +137,8 @@ func ListArchives(dir string) ([]ArchiveInfo, error) {
 // DirOptions configure ToDir.
 type DirOptions struct {
 	Options
-	// Keep, when positive, deletes convkit's archives in the directory
-	// beyond the newest Keep (the new one included) once the new archive is
-	// complete: Retention.Last.
-	Keep int
-	// Retention then deletes the archives it does not keep (see Keep).
+	// Retention deletes the archives it does not keep once the new
+	// archive is complete.
 	Retention Retention
 	// DryRun writes and deletes nothing: Plan says what would be.
 	DryRun bool
@@ -192,14 +189,11 @@ type PlanFile struct {
 // any moment leaves no file under an archive name. Temporaries of killed
 // backups are removed first (each is flock'ed by its writer while
 // written, so one being written by a live backup is never touched). Then
-// the archives opts.Retention (or Keep) does not keep are deleted.
+// the archives opts.Retention does not keep are deleted.
 func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*DirResult, error) {
 	opts.defaults()
-	if opts.Keep < 0 || opts.Retention.Last < 0 || opts.Retention.Daily < 0 || opts.Retention.Weekly < 0 || opts.Retention.Monthly < 0 {
+	if opts.Retention.Last < 0 || opts.Retention.Daily < 0 || opts.Retention.Weekly < 0 || opts.Retention.Monthly < 0 {
 		return nil, errors.New("retention counts must not be negative")
-	}
-	if opts.Keep > 0 {
-		opts.Retention.Last = opts.Keep
 	}
 	now := opts.Now()
 	res := &DirResult{Archive: filepath.Join(dir, ArchiveName(now))}
@@ -710,16 +704,7 @@ func ParseSpan(s string) (Span, error) {
 			return Span{}, fmt.Errorf("%q: want whole numbers each followed by y, m (months), d or h, each once and in that order, as in 1y6m or 2d12h", s)
 		}
 		last = unit
-		switch unit {
-		case 0:
-			sp.Years = n
-		case 1:
-			sp.Months = n
-		case 2:
-			sp.Days = n
-		case 3:
-			sp.Hours = n
-		}
+		*[]*int{&sp.Years, &sp.Months, &sp.Days, &sp.Hours}[unit] = n
 		rest = rest[i+1:]
 	}
 	return sp, nil

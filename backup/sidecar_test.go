@@ -130,7 +130,7 @@ func TestSidecars(t *testing.T) {
 	// Retention takes sidecars with their archives; a sidecar whose archive
 	// is gone goes at the next backup.
 	os.Remove(archives[1])
-	dr, err := toDir(context.Background(), dataDir, out, DirOptions{Options: Options{Now: fixedClock(base.Add(20 * time.Hour))}, Keep: 1})
+	dr, err := toDir(context.Background(), dataDir, out, DirOptions{Options: Options{Now: fixedClock(base.Add(20 * time.Hour))}, Retention: Retention{Last: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,46 +51,35 @@ type globals struct {
 	getenv func(string) string
 }
 
-// dataDir resolves the data directory: --data-dir, else $CONVKIT_DATA_DIR,
-// else $XDG_DATA_HOME/convkit, else ~/.local/share/convkit. The environment
-// is the one injected into Main.
+// dataDir resolves the data directory (store.ResolveDataDir) in the
+// environment injected into Main.
 func (g *globals) dataDir() (string, error) {
 	return store.ResolveDataDir(g.DataDir, g.getenv, g.getenv("HOME"))
 }
 
-// env is what one run of Main shares with its commands: the injected streams
-// and the global flags. Commands write results to stdout and everything else
-// (logs, warnings, progress) to stderr, never to os.Stdout or os.Stderr.
+// env is what one run of Main shares with its commands: the injected
+// streams and the global flags.
 type env struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
 	g      *globals
-	// inv is the invocation as the grammar took it apart (grammar.go).
-	inv *invocation
-	// isTerminal, when set, replaces the terminal test (progress bars,
-	// the refusal of binary output to a terminal, delete's question):
-	// tests set it.
+	inv    *invocation // as the grammar took it apart
+	// isTerminal, when set, replaces the terminal test (tests set it).
 	isTerminal func(any) bool
-	// line is the terminal line progress bars are drawn on (progress.go).
-	line barLine
+	line       barLine // the terminal line progress bars are drawn on
 }
 
 // Main runs convkit with args (args[0] is the program name) and returns the
-// exit code; it never exits the process. ctx is cancelled on an interrupt
-// (cmd/convkit wires SIGINT and SIGTERM to it). Streams and environment are
-// injected so tests can run Main in-process; a nil getenv is an empty
-// environment.
-//
-// Main must not run concurrently with itself: urfave/cli v2 keeps its help
-// flag in a package variable that each run touches.
+// exit code; it never exits the process. ctx is cancelled on an interrupt.
+// A nil getenv is an empty environment. Main must not run concurrently with
+// itself: urfave/cli v2 keeps its help flag in a package variable.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, g: &globals{getenv: getenv}}
-	// A stream that is a terminal clears the progress bar drawn there
-	// before it writes.
+	// A terminal stream clears the progress bar before it writes.
 	for _, s := range []*io.Writer{&e.stdout, &e.stderr} {
 		if f, ok := (*s).(*os.File); ok && isTerminal(f) {
 			*s = &termWriter{w: f, line: &e.line}
@@ -107,7 +96,6 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	return report(stderr, err, e.g.JSON)
 }
 
-// newApp builds a fresh application around e.
 func newApp(e *env) *ucli.App {
 	g := e.g
 	var commands []*ucli.Command
@@ -187,9 +175,8 @@ func newApp(e *env) *ucli.App {
 	}
 }
 
-// complete finishes a command and its subcommands after construction: the
-// EXIT STATUS table ends every Description, flag errors become usage
-// errors, and a group refuses a missing or unknown subcommand.
+// complete finishes a command and its subcommands after construction
+// (doc.go).
 func complete(e *env, c *ucli.Command) {
 	c.Description = strings.TrimSpace(c.Description + "\n\n" + exitStatusText)
 	if c.OnUsageError == nil {
@@ -204,7 +191,6 @@ func complete(e *env, c *ucli.Command) {
 	}
 }
 
-// rootAction runs when no command matched: none was given, or an unknown one.
 func rootAction(c *ucli.Context) error {
 	if !c.Args().Present() {
 		return usagef(c, "no command given")
@@ -212,8 +198,6 @@ func rootAction(c *ucli.Context) error {
 	return unknownCommand(c, c.Args().First())
 }
 
-// groupAction runs when a command group (lock, ...) is given no subcommand
-// or an unknown one.
 func groupAction(c *ucli.Context) error {
 	if !c.Args().Present() {
 		return usagef(c, "%s needs a subcommand (%s)", c.Command.HelpName, strings.Join(subcommandNames(c.Command), ", "))
@@ -274,7 +258,6 @@ func dashed(name string) string {
 	return "--" + name
 }
 
-// withArgs is action run after checkArgs(min, max).
 func withArgs(min, max int, action ucli.ActionFunc) ucli.ActionFunc {
 	return func(c *ucli.Context) error {
 		if err := checkArgs(c, min, max); err != nil {
@@ -284,10 +267,8 @@ func withArgs(min, max int, action ucli.ActionFunc) ucli.ActionFunc {
 	}
 }
 
-// checkArgs checks a command's positional arguments: at least min and at
-// most max of them (max < 0: no limit). Flags have been sorted out by the
-// grammar (grammar.go), so an argument that starts with "-" came after
-// "--" and is an argument.
+// checkArgs wants at least min positional arguments and at most max (< 0:
+// no limit).
 func checkArgs(c *ucli.Context, min, max int) error {
 	args := c.Args().Slice()
 	switch {
@@ -318,11 +299,8 @@ func helpName(c *ucli.Context) string {
 	return c.Command.HelpName
 }
 
-// openStore opens the store of the data directory (--data-dir, ...) for
-// command: read-only (store.LockNone), exclusively for a writing command
-// (store.LockExclusive: failing at once, or waiting up to --lock-timeout),
-// or as online backup does (store.LockIfFree). A data directory that is not
-// a store is refused, and nothing is created.
+// openStore opens the store of the data directory for command, locked as
+// mode says (waiting up to --lock-timeout); it creates nothing.
 func (e *env) openStore(ctx context.Context, command string, mode store.LockMode) (*store.Store, error) {
 	dir, err := e.g.dataDir()
 	if err != nil {
@@ -331,16 +309,12 @@ func (e *env) openStore(ctx context.Context, command string, mode store.LockMode
 	return e.openStoreAt(ctx, dir, command, mode, store.CreateNever)
 }
 
-// openStoreAt is openStore of the store in dir, created as create says.
 func (e *env) openStoreAt(ctx context.Context, dir, command string, mode store.LockMode, create store.Create) (*store.Store, error) {
 	return store.Open(ctx, dir, store.OpenOptions{Create: create, Lock: store.LockOptions{
 		Mode: mode, Timeout: e.g.LockTimeout, Command: "convkit " + command}})
 }
 
-// resolveIDs returns the conversations refs name in s: whole ids, or
-// prefixes of at least store.MinIDPrefix characters (store.ResolveIDs). A
-// prefix more than one id starts with is a usage error (exit 2) that lists
-// them; nothing has been changed.
+// resolveIDs is store.ResolveIDs, an ambiguous prefix a usage error.
 func resolveIDs(c *ucli.Context, s *store.Store, refs []string) ([]string, error) {
 	ids, err := s.ResolveIDs(refs)
 	var amb *store.AmbiguousIDError
@@ -350,8 +324,6 @@ func resolveIDs(c *ucli.Context, s *store.Store, refs []string) ([]string, error
 	return ids, err
 }
 
-// resolveSessionID is resolveIDs of a session of conversation convID
-// (store.ResolveSessionID).
 func resolveSessionID(c *ucli.Context, s *store.Store, convID, ref string) (string, error) {
 	id, err := s.ResolveSessionID(convID, ref)
 	var amb *store.AmbiguousIDError
@@ -367,27 +339,22 @@ func configFlag() ucli.Flag {
 	return &ucli.StringFlag{Name: "config", Usage: "check agents and models against the runtime configuration `FILE` (default: $CONVKIT_CONFIG, else <data-dir>/config.toml)"}
 }
 
-// loadMachine reads the runtime configuration for dataDir as import does:
-// --config, else $CONVKIT_CONFIG, else <dataDir>/config.toml. A file the
-// user named must exist; a missing default file gives a Machine that does
-// not check agents and models, and a warning saying so.
-func (e *env) loadMachine(c *ucli.Context, dataDir string) (*store.Machine, string, error) {
+// loadMachine reads the runtime configuration for dataDir: --config, else
+// $CONVKIT_CONFIG, else <dataDir>/config.toml (store.LoadMachine).
+func (e *env) loadMachine(c *ucli.Context, dataDir string) (*store.Machine, error) {
 	path, explicit := store.RuntimeConfigPath(c.String("config"), e.g.getenv, dataDir)
-	return store.LoadMachine(path, explicit)
+	m, _, err := store.LoadMachine(path, explicit)
+	return m, err
 }
 
 // loadMachineLenient is loadMachine for a command the configuration only
-// informs (list, the edits): a default file that is broken is said on
-// stderr, and agents and models are then not checked; a file the user
-// named must be there and valid.
+// informs (list, the edits): a broken default file is a warning, and agents
+// and models are then not checked.
 func (e *env) loadMachineLenient(c *ucli.Context, dataDir, what string) (*store.Machine, error) {
+	m, err := e.loadMachine(c, dataDir)
 	path, explicit := store.RuntimeConfigPath(c.String("config"), e.g.getenv, dataDir)
-	m, _, err := store.LoadMachine(path, explicit)
-	if err == nil {
-		return m, nil
-	}
-	if explicit {
-		return nil, err
+	if err == nil || explicit {
+		return m, err
 	}
 	fmt.Fprintf(e.stderr, "%s: warning: %s: agents and models were not checked%s\n", progName, text(err.Error()), what)
 	return &store.Machine{ConfigPath: path}, nil
@@ -412,25 +379,19 @@ func parseJobs(s string) (int, error) {
 	return int(f), nil
 }
 
-// memoryBudget is the peak memory (resident set) a migration with the given
-// number of jobs is meant to stay within: 64 MiB for the process and 32 MiB
-// per job.
+// memoryBudget is the resident set a migration with jobs workers is meant
+// to stay within.
 func memoryBudget(jobs int) int64 { return 64<<20 + int64(jobs)*(32<<20) }
 
-// unaccountedMemory is what a process's resident set holds beside the
-// memory the Go runtime counts against its limit: the program's own code
-// and data pages (about 8 MiB at start), with some room.
+// unaccountedMemory is what the resident set holds beside what the Go
+// runtime counts against its limit (code and data pages, ~8 MiB), with room.
 const unaccountedMemory = 12 << 20
 
-// softMemoryLimit sets the process's soft memory limit (the Go runtime's)
-// to memoryBudget less unaccountedMemory, unless GOMEMLIMIT or the program
-// has set one, and returns what restores the previous limit: GOGC's
-// doubling of a migration's live data alone could pass the budget.
-func softMemoryLimit(jobs int) (restore func()) { return softMemoryLimitOf(memoryBudget(jobs)) }
-
-// softMemoryLimitOf is softMemoryLimit for a process meant to stay within
-// budget bytes (a backup: 64 MiB, whatever the store's size).
-func softMemoryLimitOf(budget int64) (restore func()) {
+// softMemoryLimit sets the Go runtime's soft memory limit to budget less
+// unaccountedMemory, unless GOMEMLIMIT or the program has set one, and
+// returns what restores it: GOGC's doubling of live data alone could pass
+// the budget.
+func softMemoryLimit(budget int64) (restore func()) {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
 		return func() {}
 	}

@@ -73,13 +73,8 @@ puts one back. See docs/BACKUP.md.`,
 					return usagef(c, "--%s must be a positive whole number", f)
 				}
 			}
-			if c.IsSet("keep-within") {
-				if span, err := backup.ParseSpan(c.String("keep-within")); err != nil || span.IsZero() {
-					if err == nil {
-						err = fmt.Errorf("%q is no time at all", c.String("keep-within"))
-					}
-					return usagef(c, "--keep-within: %v", err)
-				}
+			if _, err := spanFlag(c, "keep-within"); err != nil {
+				return err
 			}
 			for _, f := range []string{"keep", "keep-within", "keep-daily", "keep-weekly", "keep-monthly"} {
 				if to == "-" && c.IsSet(f) {
@@ -115,6 +110,22 @@ puts one back. See docs/BACKUP.md.`,
 	}
 }
 
+// spanFlag is the age the option name gives (zero when unset); one that is
+// no time at all is a usage error.
+func spanFlag(c *ucli.Context, name string) (backup.Span, error) {
+	if !c.IsSet(name) {
+		return backup.Span{}, nil
+	}
+	span, err := backup.ParseSpan(c.String(name))
+	if err == nil && span.IsZero() {
+		err = fmt.Errorf("%q is no time at all", c.String(name))
+	}
+	if err != nil {
+		return span, usagef(c, "--%s: %v", name, err)
+	}
+	return span, nil
+}
+
 // backupSummary is the --json output of backup (docs/BACKUP.md).
 type backupSummary struct {
 	SchemaVersion int               `json:"schemaVersion"`
@@ -148,7 +159,7 @@ const backupMemory = 64 << 20
 // runBackup runs the backup and returns what it wrote (nil when nothing:
 // a dry run, or a failure before the archive was complete).
 func runBackup(c *ucli.Context, e *env, to string) (res *backup.Result, err error) {
-	defer softMemoryLimitOf(backupMemory)()
+	defer softMemoryLimit(backupMemory)()
 	// A backup holds runtime.lock when it is free and goes online when not;
 	// a dry run only looks.
 	mode := store.LockIfFree
@@ -198,7 +209,7 @@ func runBackup(c *ucli.Context, e *env, to string) (res *backup.Result, err erro
 		if err != nil {
 			return res, err
 		}
-		within, _ := backup.ParseSpan(c.String("keep-within")) // checked above
+		within, _ := spanFlag(c, "keep-within") // checked above
 		keep := backup.Retention{Last: c.Int("keep"), Within: within, Daily: c.Int("keep-daily"), Weekly: c.Int("keep-weekly"), Monthly: c.Int("keep-monthly")}
 		dr, err := backup.ToDir(c.Context, s, dir, backup.DirOptions{Options: opts, Retention: keep, DryRun: c.Bool("dry-run")})
 		bar.Finish()
@@ -297,13 +308,6 @@ func printBackup(e *env, out io.Writer, s *backupSummary) error {
 			fmt.Fprintf(out, "DELETED %s\n", text(d))
 		}
 	}
-	online := "false"
-	if s.Online {
-		online = "true"
-		if s.Holder != nil {
-			online = fmt.Sprintf("true (runtime.lock held by pid %d)", s.Holder.PID)
-		}
-	}
 	// Without --strict the logs' events were not read: none found invalid
 	// is not none invalid (verify reads them all).
 	invalid := strconv.Itoa(s.InvalidLogs)
@@ -312,8 +316,20 @@ func printBackup(e *env, out io.Writer, s *backupSummary) error {
 	}
 	fmt.Fprintf(out, "Archive: %s\n", text(s.Archive))
 	fmt.Fprintf(out, "Summary: files=%d, logs=%d, conversations=%d, bytes=%d, archive-bytes=%d, unreadable=%d, invalid=%s, deleted=%d, online=%s\n",
-		s.Files, s.Logs, s.Conversations, s.Bytes, s.ArchiveBytes, len(s.Problems), invalid, len(s.Deleted), online)
+		s.Files, s.Logs, s.Conversations, s.Bytes, s.ArchiveBytes, len(s.Problems), invalid, len(s.Deleted), onlineText(s.Online, s.Holder))
 	return nil
+}
+
+// onlineText is a summary's online=: whether runtime.lock was held by
+// another process, and which.
+func onlineText(online bool, h *store.Holder) string {
+	switch {
+	case online && h != nil:
+		return fmt.Sprintf("true (runtime.lock held by pid %d)", h.PID)
+	case online:
+		return "true"
+	}
+	return "false"
 }
 
 func nonNilStrings(v []string) []string {
@@ -471,18 +487,11 @@ an alert in one line of cron, such as
 			&ucli.BoolFlag{Name: "verified", Usage: "exit 1 unless the newest archive's last verification matched"},
 		},
 		Action: withArgs(1, 1, func(c *ucli.Context) error {
-			var opts backup.LatestOptions
-			if c.IsSet("max-age") {
-				span, err := backup.ParseSpan(c.String("max-age"))
-				if err != nil || span.IsZero() {
-					if err == nil {
-						err = fmt.Errorf("%q is no time at all", c.String("max-age"))
-					}
-					return usagef(c, "--max-age: %v", err)
-				}
-				opts.MaxAge = span
+			span, err := spanFlag(c, "max-age")
+			if err != nil {
+				return err
 			}
-			opts.Verified = c.Bool("verified")
+			opts := backup.LatestOptions{MaxAge: span, Verified: c.Bool("verified")}
 			dir := c.Args().First()
 			a, err := backup.Latest(dir, opts)
 			if a != nil {

@@ -39,6 +39,6 @@
 // missing or unknown subcommand. Main puts every command line into the
 // order urfave/cli parses before it parses (grammar.go): global flags
 // anywhere, options before or after arguments, "--" ends them. The help,
-// the completion scripts (completion.go) and the man page (man.go) come
+// the completion scripts (completion.go) and the man page (help.go) come
 // from the same definitions.
 package cli

@@ -50,29 +50,25 @@ type usageError struct {
 
 func (e *usageError) Error() string { return e.msg }
 
-// Hint returns the hint given when the error was made, if any.
 func (e *usageError) Hint() string { return e.hint }
 
 // usagef returns a usage error of the command running in c.
 func usagef(c *ucli.Context, format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...), command: helpName(c)}
+	return usageWithHint(c, "", format, args...)
 }
 
-// usageWithHint is usagef with a hint.
 func usageWithHint(c *ucli.Context, hint, format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...), hint: hint, command: helpName(c)}
 }
 
 // partialError reports a job that finished but skipped some items or could
-// not read them (exit 3): reindex skipped a conversation, backup met an
-// unreadable file. The message says how many and where the details are.
+// not read them (exit 3); the message says how many and where the details are.
 type partialError struct {
 	msg string
 }
 
 func (e *partialError) Error() string { return e.msg }
 
-// partialf returns a partialError.
 func partialf(format string, args ...any) error {
 	return &partialError{msg: fmt.Sprintf(format, args...)}
 }
@@ -113,23 +109,18 @@ func exitCode(err error) int {
 	}
 }
 
-// report prints err to w and returns its exit code. It prints one line
-//
-//	convkit: error: <message>
-//
-// then a line "convkit: hint: <hint>" for a hint the error carries (a
-// Hint() string method anywhere in its chain), and for a usage error a line
-// naming the command's --help. Under --json a final exit_error object
-// follows (docs/JSON.md). A nil err prints nothing.
+// report prints err to w as "convkit: error: <message>", a "convkit: hint:"
+// line for a hint in its chain (a Hint() string method) and, for a usage
+// error, one naming the command's --help; under --json an exit_error object
+// follows (docs/JSON.md). It returns the exit code.
 func report(w io.Writer, err error, asJSON bool) int {
 	code := exitCode(err)
 	var silent silentExit
 	if err == nil || err == errDone || errors.As(err, &silent) {
 		return code
 	}
-	// Messages are built to name each file once (package termtext); a
-	// system call's error wrapped by a message naming its file already is
-	// worded here from the error's chain, the last safety net.
+	// A system call's error wrapped by a message naming its file already
+	// is worded from the chain (termtext), so a file is named once.
 	msg := termtext.Text(err)
 	if err == context.Canceled { // bare: nothing more to say than this
 		msg = "interrupted"
@@ -147,9 +138,7 @@ func report(w io.Writer, err error, asJSON bool) int {
 	if errors.As(err, &usage) {
 		hints = append(hints, fmt.Sprintf("run '%s --help' for usage", usage.command))
 	}
-
-	// The message may quote a log or an archive (an entry name, an id):
-	// escaped for the terminal, once, here. The JSON object keeps it exact.
+	// Escaped once, here; the JSON object keeps it exact.
 	fmt.Fprintf(w, "%s: error: %s\n", progName, termtext.Escape(msg))
 	for _, hint := range hints {
 		fmt.Fprintf(w, "%s: hint: %s\n", progName, termtext.Escape(hint))
@@ -178,5 +167,4 @@ func (e *hintErr) Error() string { return e.err.Error() }
 func (e *hintErr) Unwrap() error { return e.err }
 func (e *hintErr) Hint() string  { return e.hint }
 
-// withHint attaches a hint to err.
 func withHint(err error, hint string) error { return &hintErr{err: err, hint: hint} }

@@ -33,12 +33,12 @@ func TestSoftMemoryLimit(t *testing.T) {
 	if debug.SetMemoryLimit(-1) != math.MaxInt64 {
 		t.Skip("a memory limit is set")
 	}
-	restore := softMemoryLimit(2)
+	restore := softMemoryLimit(memoryBudget(2))
 	if got, want := debug.SetMemoryLimit(-1), int64(128<<20-unaccountedMemory); got != want {
 		t.Errorf("limit with 2 jobs: %d, want %d", got, want)
 	}
 	// Nested: the limit set is kept, and restored by the outer run only.
-	inner := softMemoryLimit(8)
+	inner := softMemoryLimit(memoryBudget(8))
 	if got := debug.SetMemoryLimit(-1); got != 128<<20-unaccountedMemory {
 		t.Errorf("an inner run changed the limit to %d", got)
 	}
@@ -49,7 +49,7 @@ func TestSoftMemoryLimit(t *testing.T) {
 	}
 
 	t.Setenv("GOMEMLIMIT", "off")
-	restore = softMemoryLimit(1)
+	restore = softMemoryLimit(memoryBudget(1))
 	got := debug.SetMemoryLimit(-1)
 	restore()
 	if got != math.MaxInt64 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	ucli "github.com/urfave/cli/v2"
 
@@ -172,7 +173,7 @@ func (e *env) runManage(c *ucli.Context, command string, do func(*store.Store, m
 }
 
 // manageLine is the stdout line of one conversation's outcome
-// (docs/CLI.md).
+// (docs/CLI.md): the action in words, the id, and a rename's title.
 func manageLine(o manage.Outcome) string {
 	id := text(o.ID)
 	switch o.Action {
@@ -180,18 +181,6 @@ func manageLine(o manage.Outcome) string {
 		return fmt.Sprintf("renamed %s: %s", id, quoted(o.Title))
 	case manage.ActionUnchanged:
 		return fmt.Sprintf("unchanged %s: already titled %s", id, quoted(o.Title))
-	case manage.ActionArchived:
-		return "archived " + id
-	case manage.ActionAlreadyArchived:
-		return "already archived " + id
-	case manage.ActionUnarchived:
-		return "unarchived " + id
-	case manage.ActionNotArchived:
-		return "not archived " + id
-	case manage.ActionDeleted:
-		return "deleted " + id
-	case manage.ActionAlreadyDeleted:
-		return "already deleted " + id
 	}
-	return o.Action + " " + id
+	return strings.ReplaceAll(o.Action, "-", " ") + " " + id
 }

@@ -100,7 +100,7 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 				Progress: bar, ToolVersion: buildVersion(), Revision: buildRevision(), OnEvent: migrateRenderer(e)}
 			// The process's memory: 64 MiB + 32 MiB per job, unless
 			// GOMEMLIMIT says otherwise.
-			defer softMemoryLimit(migrate.Workers(jobs))()
+			defer softMemoryLimit(memoryBudget(migrate.Workers(jobs)))()
 			var sum *migrate.Summary
 			var runErr error
 			var pruneAfter func() error

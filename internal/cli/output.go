@@ -37,6 +37,15 @@ func writeJSON(w io.Writer, v any) error {
 // text is s escaped for the terminal.
 func text(s string) string { return termtext.Escape(s) }
 
+// texts is each of list escaped, joined by sep.
+func texts(list []string, sep string) string {
+	out := make([]string, len(list))
+	for i, s := range list {
+		out[i] = text(s)
+	}
+	return strings.Join(out, sep)
+}
+
 // quoted is s escaped and in double quotes: "title".
 func quoted(s string) string { return `"` + termtext.Escape(s) + `"` }
 

@@ -71,7 +71,7 @@ func runReindex(c *ucli.Context, e *env, jobs int) error {
 		return err
 	}
 	defer s.Close()
-	m, _, err := e.loadMachine(c, s.DataDir())
+	m, err := e.loadMachine(c, s.DataDir())
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 	if err != nil {
 		return err
 	}
-	m, _, err := e.loadMachine(c, s.DataDir())
+	m, err := e.loadMachine(c, s.DataDir())
 	if err != nil {
 		return err
 	}

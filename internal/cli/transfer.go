@@ -171,24 +171,13 @@ func printExport(e *env, out io.Writer, s *exportSummary) error {
 			if c.Requested {
 				fmt.Fprintf(out, "EXPORTED %s %s\n", text(c.ID), titleOf(c.Title))
 			} else {
-				ancestors := make([]string, len(c.AncestorOf))
-				for i, a := range c.AncestorOf {
-					ancestors[i] = text(a)
-				}
-				fmt.Fprintf(out, "ADDED %s %s: fork ancestor of %s\n", text(c.ID), titleOf(c.Title), strings.Join(ancestors, ", "))
+				fmt.Fprintf(out, "ADDED %s %s: fork ancestor of %s\n", text(c.ID), titleOf(c.Title), texts(c.AncestorOf, ", "))
 			}
-		}
-	}
-	online := "false"
-	if s.Online {
-		online = "true"
-		if s.Holder != nil {
-			online = fmt.Sprintf("true (runtime.lock held by pid %d)", s.Holder.PID)
 		}
 	}
 	fmt.Fprintf(out, "Archive: %s\n", text(s.Archive))
 	fmt.Fprintf(out, "Summary: conversations=%d, added=%d, files=%d, bytes=%d, archive-bytes=%d, unreadable=%d, online=%s\n",
-		len(s.Conversations), len(s.Added), s.Files, s.Bytes, s.ArchiveBytes, len(s.Problems), online)
+		len(s.Conversations), len(s.Added), s.Files, s.Bytes, s.ArchiveBytes, len(s.Problems), onlineText(s.Online, s.Holder))
 	return nil
 }
 
@@ -209,11 +198,7 @@ func printExportPlan(e *env, out io.Writer, s *exportSummary) error {
 				fmt.Fprintf(out, "WOULD EXPORT %s %s: %s\n", text(c.ID), titleOf(c.Title), filesAndSize(n, size))
 				continue
 			}
-			ancestors := make([]string, len(c.AncestorOf))
-			for i, a := range c.AncestorOf {
-				ancestors[i] = text(a)
-			}
-			fmt.Fprintf(out, "WOULD ADD %s %s: fork ancestor of %s; %s\n", text(c.ID), titleOf(c.Title), strings.Join(ancestors, ", "), filesAndSize(n, size))
+			fmt.Fprintf(out, "WOULD ADD %s %s: fork ancestor of %s; %s\n", text(c.ID), titleOf(c.Title), texts(c.AncestorOf, ", "), filesAndSize(n, size))
 		}
 	}
 	where := ""
@@ -299,7 +284,7 @@ Importing the same archive again changes nothing. See docs/TRANSFER.md.`,
 			&ucli.BoolFlag{Name: "dry-run", Usage: "verify the archive and print the plan; take no lock, write nothing"},
 			&ucli.StringFlag{Name: "on-conflict", Value: transfer.ConflictRefuse, Usage: "for a conversation that diverged from the store's copy: refuse the import, replace the copy (moved aside, kept) or skip it (`ACTION`: refuse, replace, skip)"},
 			&ucli.GenericFlag{Name: "map-cwd", Value: maps, Usage: "record working directories at or under `OLD=NEW` as under NEW (repeatable)"},
-			&ucli.StringFlag{Name: "config", Usage: "check agents and models against the runtime configuration `FILE` (default: $CONVKIT_CONFIG, else <data-dir>/config.toml)"},
+			configFlag(),
 		},
 		Action: func(c *ucli.Context) error {
 			args := c.Args().Slice()
@@ -327,7 +312,7 @@ const dryRunMemory = 64 << 20
 
 func runImport(c *ucli.Context, e *env, name string, maps []transfer.CwdMapping) error {
 	if c.Bool("dry-run") {
-		defer softMemoryLimitOf(dryRunMemory)()
+		defer softMemoryLimit(dryRunMemory)()
 	}
 	dataDir, err := e.g.dataDir()
 	if err != nil {
@@ -427,11 +412,7 @@ func printImport(e *env, r *transfer.ImportResult) error {
 	}
 	for _, p := range r.Conversations {
 		if len(p.Problems) > 0 && e.showWillNotOpen(false) {
-			problems := make([]string, len(p.Problems))
-			for i, pr := range p.Problems {
-				problems[i] = text(pr)
-			}
-			fmt.Fprintf(out, "WILL NOT OPEN %s: %s\n", text(p.ID), strings.Join(problems, "; "))
+			fmt.Fprintf(out, "WILL NOT OPEN %s: %s\n", text(p.ID), texts(p.Problems, "; "))
 		}
 	}
 	switch r.Index {

@@ -33,27 +33,16 @@ func buildVersion() string {
 	if v := info.Main.Version; v != "" && v != "(devel)" {
 		return v
 	}
-	var rev, at string
-	dirty := false
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			at = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if len(rev) < 12 {
+	vcs := vcsOf(info)
+	if len(vcs.Revision) < 12 {
 		return "devel"
 	}
 	stamp := "00000000000000"
-	if t, err := time.Parse(time.RFC3339, at); err == nil {
+	if t, err := time.Parse(time.RFC3339, vcs.Time); err == nil {
 		stamp = t.UTC().Format("20060102150405")
 	}
-	v := "v0.0.0-" + stamp + "-" + rev[:12]
-	if dirty {
+	v := "v0.0.0-" + stamp + "-" + vcs.Revision[:12]
+	if vcs.Modified {
 		v += "+dirty"
 	}
 	return v
@@ -121,6 +110,13 @@ func versionInfo() versionResult {
 	for _, d := range info.Deps {
 		res.Dependencies = append(res.Dependencies, *moduleOf(d))
 	}
+	if vcs := vcsOf(info); vcs.Revision != "" {
+		res.VCS = &vcs
+	}
+	return res
+}
+
+func vcsOf(info *debug.BuildInfo) vcsInfo {
 	var vcs vcsInfo
 	for _, s := range info.Settings {
 		switch s.Key {
@@ -134,10 +130,7 @@ func versionInfo() versionResult {
 			vcs.Modified = s.Value == "true"
 		}
 	}
-	if vcs.Revision != "" {
-		res.VCS = &vcs
-	}
-	return res
+	return vcs
 }
 
 func runVersion(e *env) error {
