@@ -48,46 +48,32 @@ import (
 
 // Options configure Write.
 type Options struct {
-	// Now is the clock (default time.Now): the manifest's createdAt, every
-	// entry's modification time and ToDir's archive name.
-	Now func() time.Time
-	// ToolVersion is recorded in the manifest.
+	// Now is the clock (default time.Now): createdAt, entry times and
+	// ToDir's archive name.
+	Now         func() time.Time
 	ToolVersion string
-	// TempDir holds the metadata.db snapshot while it is archived (default
-	// os.TempDir(); ToDir uses the destination directory).
+	// TempDir holds the metadata.db snapshot (default os.TempDir()).
 	TempDir string
-	// Workers read and check logs, and compress frames, in parallel
-	// (default GOMAXPROCS, at most archive.MaxWorkers).
-	Workers int
-	// Progress counts files archived; the total is set first.
-	Progress progress.Progress
+	// Workers read, check and compress in parallel (default GOMAXPROCS,
+	// at most archive.MaxWorkers).
+	Workers  int
+	Progress progress.Progress // files archived
 	// OnEvent receives each file left out, each log invalid and each entry
-	// archived out of shape, as found (nil: nothing).
+	// archived out of shape, as found.
 	OnEvent func(store.Item)
-	// Strict reads every event of every session log as reindex does, so
-	// invalid logs are found at backup time, at the CPU cost of compressing
-	// the store again; without it session logs are checked by structure.
+	// Strict reads every event of every session log as reindex does;
+	// without it session logs are checked by structure.
 	Strict bool
-	// Rsyncable lays the archive out for a deduplicating copier (restic,
-	// borg, kopia; archive.WriterOptions.Rsyncable) and makes it
-	// reproducible: the manifest's createdAt is the newest modification
-	// time of what is archived, not the time of the backup, so two
-	// backups of an unchanged store are the same bytes.
+	// Rsyncable lays the archive out for a deduplicating copier and makes
+	// it reproducible: createdAt is the newest time archived.
 	Rsyncable bool
-	// NoIndex leaves metadata.db out (IndexLeftOut): restore rebuilds it,
-	// and in a deduplicating repository its pages are most of what each
-	// backup adds.
+	// NoIndex leaves metadata.db out: restore rebuilds it, and in a
+	// deduplicating repository its pages are most of what a backup adds.
 	NoIndex bool
-	// Archive tunes the container (tests and benchmarks).
-	Archive archive.WriterOptions
+	Archive archive.WriterOptions // tests and benchmarks
 
-	// spoolMemory is how much of each manifest list is held in memory
-	// before it goes to its spool file (default defaultSpoolMemory).
-	spoolMemory int
-	// snapshotPath, when set, is where the metadata.db snapshot is made
-	// (ToDir: beside its temporary archive, so a killed run's leftovers
-	// are recognised).
-	snapshotPath string
+	spoolMemory  int    // of each manifest list before it spools (default defaultSpoolMemory)
+	snapshotPath string // ToDir's, beside its temporary archive
 }
 
 func (o *Options) defaults() {
@@ -108,39 +94,26 @@ func (o *Options) defaults() {
 
 // Result is what Write did.
 type Result struct {
-	// Manifest is the archive's manifest without its lists of
-	// conversations and files, which were streamed into the archive (read
-	// them back with ReadManifest): its header, counts and problems.
+	// Manifest is the archive's manifest without its conversation and file
+	// lists, which were streamed into the archive.
 	Manifest *Manifest
-	// Invalid are the logs archived whole because their check failed
-	// (entry name and error), in archive order.
-	Invalid []store.Item
-	// Vanished are logs deleted between the walk and their reading
-	// (conversations deleted by the runtime during an online backup).
-	Vanished []string
-	// TarBytes is the size of the archive's tar stream; Bytes what was
-	// written.
-	TarBytes int64
-	Bytes    int64
+	Invalid  []store.Item // logs archived whole because their check failed
+	Vanished []string     // logs deleted between the walk and their reading
+	TarBytes int64        // the tar stream's size
+	Bytes    int64        // what was written
 }
 
 // Partial reports whether anything of the store is missing from the
-// archive or failed the strict read: the caller's exit 3.
+// archive or failed its check: the caller's exit 3.
 func (r *Result) Partial() bool {
 	return len(r.Manifest.Problems) > 0 || r.Manifest.Counts.InvalidLogs > 0
 }
 
-// ErrNoStore reports a data directory that is not a store.
-var ErrNoStore = store.ErrNoStore
-
-// Write streams a backup of the store s to w. s is opened with
-// store.LockIfFree: holding runtime.lock, every log is copied whole; without
-// it (the runtime holds it, or it could not be taken) the backup is online
-// and copies each log's committed prefix, and the manifest says so. Files
-// that cannot be read are left out and listed in the manifest's Problems;
-// logs that fail the strict read are archived whole with their error:
-// neither stops the backup (see Result.Partial). Write fails only when the
-// archive cannot be written or the store cannot be walked.
+// Write streams a backup of the store s (opened with store.LockIfFree) to
+// w: holding runtime.lock, every log is copied whole; without it the backup
+// is online and copies each log's committed prefix. Unreadable files are
+// left out and invalid logs archived whole, both reported (Result.Partial);
+// Write fails only when the archive cannot be written or the store walked.
 func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Result, error) {
 	opts.defaults()
 	m := &Manifest{ManifestHeader: manifestFormat.Header(opts.ToolVersion, opts.Now()), LogCheck: LogCheckStructure,
@@ -165,9 +138,8 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		opts.OnEvent(it)
 	}
 
-	// The metadata.db snapshot is taken while the logs are read (VACUUM
-	// INTO reads the database in one transaction of its own) and archived
-	// after them. The index is derived: a restore rebuilds it from the logs.
+	// The metadata.db snapshot is taken while the logs are read and
+	// archived after them.
 	type snapResult struct {
 		path, method string
 		mtime        time.Time
@@ -179,9 +151,8 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 			snapDone <- snapResult{}
 			return
 		}
-		// The index's modification time before the snapshot: a write
-		// meanwhile makes it older than what the snapshot holds, never
-		// newer.
+		// Taken before the snapshot: a write meanwhile makes it older than
+		// what the snapshot holds, never newer.
 		var mtime time.Time
 		if fi, err := os.Lstat(s.IndexPath()); err == nil {
 			mtime = fi.ModTime()
@@ -203,8 +174,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		}
 	}()
 
-	// The store's walk, up front: the logs to archive (every generation),
-	// and the total of the progress (each log, the index, the manifest).
+	// The progress counts each log, the index and the manifest.
 	sw, err := walkStore(s, opts.Rsyncable)
 	if err != nil {
 		return nil, err
@@ -214,9 +184,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	wopts := opts.Archive
 	wopts.ModTime = now
 	wopts.Rsyncable = wopts.Rsyncable || opts.Rsyncable
-	// The newest modification time archived: an rsyncable archive's
-	// createdAt.
-	var newest time.Time
+	var newest time.Time // an rsyncable archive's createdAt
 	seen := func(t time.Time) {
 		if t.After(newest) {
 			newest = t
@@ -231,8 +199,8 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		return nil, err
 	}
 
-	// The manifest's conversations and files are spooled as they come
-	// (see writeManifest), so memory does not grow with the store.
+	// The manifest's lists are spooled, so memory does not grow with the
+	// store.
 	spoolAt := func(what string) string {
 		if opts.snapshotPath != "" {
 			return strings.TrimSuffix(opts.snapshotPath, snapshotSuffix) + spoolSuffix + what
@@ -257,11 +225,9 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		return fileSpool.add(f)
 	}
 
-	// Conversations in archive order, as their first archived log comes;
-	// one with nothing archived (emptied by a delete, or every log
-	// unreadable) is not in the archive. Logs come conversation by
-	// conversation: each is finished (its expectation, with strict) when
-	// the next one begins.
+	// Logs come conversation by conversation; each conversation is
+	// finished (its expectation, with strict) when the next begins. One
+	// with nothing archived is not in the archive.
 	var (
 		cur       *Conversation
 		curIdx    = -1
@@ -349,8 +315,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	if err != nil {
 		return fail(err)
 	}
-	// Entries left out are problems; a second spelling of a generation is
-	// archived all the same, with a warning.
+	// A second spelling of a generation is archived, with a warning.
 	for _, p := range sw.problems {
 		if p.Listed {
 			opts.OnEvent(store.Item{Kind: store.ItemWarning, Path: p.Path, Reason: p.Reason})
@@ -371,8 +336,6 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		m.Index = IndexAbsent
 	default:
 		m.Index, m.IndexMethod = IndexSnapshot, sr.method
-		// The index's own time, not the snapshot's: an unchanged index
-		// keeps its header.
 		aw.SetModTime(sr.mtime)
 		seen(sr.mtime)
 		f, err := archiveFile(aw, archive.IndexName, sr.path)
@@ -413,8 +376,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	return res, nil
 }
 
-// archiveFile archives the file at p as name and returns its manifest
-// entry. It never opens p through a symbolic link.
+// archiveFile archives the file at p (never through a link) as name.
 func archiveFile(aw *archive.Writer, name, p string) (File, error) {
 	f, err := durable.OpenRegular(p, os.O_RDONLY)
 	if err != nil {
@@ -439,15 +401,11 @@ const (
 	IndexByCopy   = "copy"
 )
 
-// snapshotIndex makes a consistent copy of metadata.db. It returns the
-// path of the copy and how it was made, or "" when the store has no
-// metadata.db.
-//
-// When nothing can write the index (quiescent, or a read-only file
-// system) and no journal is pending, the file itself is consistent and is
-// returned with IndexByCopy (the caller must not remove it); otherwise
-// VACUUM INTO copies it in one read transaction into tmpDir (or path),
-// which the runtime's WAL writes do not block, and the caller removes it.
+// snapshotIndex makes a consistent copy of metadata.db and says how ("" when
+// there is none). When nothing can write the index and no journal is
+// pending, the file itself is the copy (IndexByCopy: not to be removed);
+// else VACUUM INTO copies it in one read transaction into tmpDir (or
+// path), which WAL writers do not block.
 func snapshotIndex(ctx context.Context, src, tmpDir, path string, quiescent bool) (string, string, error) {
 	fi, err := os.Lstat(src)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -486,8 +444,7 @@ func snapshotIndex(ctx context.Context, src, tmpDir, path string, quiescent bool
 	return dst, IndexByVacuum, nil
 }
 
-// pending reports whether a journal file holds something: anything but a
-// missing or empty file (an unreadable one counts as pending).
+// pending reports whether a journal file may hold something.
 func pending(p string) bool {
 	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -496,15 +453,10 @@ func pending(p string) bool {
 	return err != nil || fi.Size() > 0
 }
 
-// The manifest is written last but its conversation and file lists grow
-// with the store, so they are spooled as JSON while the backup runs and
-// joined at the end into exactly the bytes encoding the whole Manifest
+// spool is one list of the manifest as comma-separated JSON, held in memory
+// up to memory bytes and beyond it in a file at path, unlinked once made:
+// writeManifest joins the lists into the bytes encoding the whole Manifest
 // would give.
-
-// spool is one list of the manifest, spooled: its elements' JSON, comma
-// separated, held in memory up to memory bytes and beyond it in a file at
-// path, removed as soon as it is made (where the system allows; else at
-// close). A store of a few thousand files never writes one.
 type spool struct {
 	path    string
 	memory  int
@@ -516,11 +468,8 @@ type spool struct {
 	n, size int64
 }
 
-// defaultSpoolMemory is how much of one list is held in memory.
 const defaultSpoolMemory = 1 << 20
 
-// newSpool makes a spool that writes to path, which must not exist (a
-// private file), once its list outgrows memory bytes (0: the default).
 func newSpool(path string, memory int) *spool {
 	if memory <= 0 {
 		memory = defaultSpoolMemory
@@ -531,7 +480,6 @@ func newSpool(path string, memory int) *spool {
 	return s
 }
 
-// add appends one element.
 func (s *spool) add(v any) error {
 	s.buf.Reset()
 	if s.n > 0 {
@@ -556,7 +504,6 @@ func (s *spool) add(v any) error {
 	return nil
 }
 
-// toFile moves the list to the spool's file.
 func (s *spool) toFile() error {
 	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, durable.FileMode)
 	if err != nil {
@@ -573,7 +520,6 @@ func (s *spool) toFile() error {
 	return nil
 }
 
-// reader is the spooled elements.
 func (s *spool) reader() (io.Reader, error) {
 	if s.f == nil {
 		return bytes.NewReader(s.mem), nil
@@ -594,8 +540,8 @@ func (s *spool) close() {
 	}
 }
 
-// writeManifest writes m as the archive's manifest entry, with the
-// conversations and files spooled in place of its own (empty) lists.
+// writeManifest writes m as the manifest entry, the spooled lists in place
+// of its own.
 func writeManifest(aw *archive.Writer, m *Manifest, convs, files *spool) error {
 	encode := func(v any) ([]byte, error) {
 		var b bytes.Buffer
@@ -616,8 +562,6 @@ func writeManifest(aw *archive.Writer, m *Manifest, convs, files *spool) error {
 	if err != nil {
 		return err
 	}
-	// The lists are the manifest's last members: what follows the header
-	// and counts is exactly this.
 	tail := append([]byte(`"conversations":[],"files":[],"problems":`), probs...)
 	tail = append(tail, '}')
 	if !bytes.HasSuffix(whole, tail) {

@@ -2,6 +2,7 @@ package backup
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -37,23 +38,20 @@ const (
 
 var archiveRE = regexp.MustCompile(`^convkit-(\d{8}T\d{6}Z)(?:-([1-9]\d{0,5}))?\.tar\.zst$`)
 
-// ArchiveName is the name of an archive taken at t.
 func ArchiveName(t time.Time) string {
 	return archivePrefix + t.UTC().Format(timeLayout) + archiveSuffix
 }
 
 // ArchiveInfo is one of convkit's archives found in a directory.
 type ArchiveInfo struct {
-	Name    string    `json:"name"`
-	Path    string    `json:"path"`
-	Time    time.Time `json:"time"`
-	Seq     int       `json:"-"`
-	Size    int64     `json:"size"`
-	ModTime time.Time `json:"-"`
-	// Info is the archive's sidecar (nil when it has none, or InfoError
-	// says why it could not be read).
-	Info      *Info  `json:"-"`
-	InfoError string `json:"-"`
+	Name      string    `json:"name"`
+	Path      string    `json:"path"`
+	Time      time.Time `json:"time"`
+	Seq       int       `json:"-"`
+	Size      int64     `json:"size"`
+	ModTime   time.Time `json:"-"`
+	Info      *Info     `json:"-"` // the sidecar, nil when none (or InfoError)
+	InfoError string    `json:"-"`
 }
 
 // Verification states of an archive (ArchiveInfo.Verification).
@@ -62,16 +60,13 @@ const (
 	VerifiedFailed = "failed" // the last verification of this very file failed
 	VerifiedStale  = "stale"  // verified, but the file's size or time changed since
 	VerifiedNever  = "no"     // never verified (or no readable sidecar)
-	// VerifiedInvalid: the archive holds logs that do not read (archived
-	// as they were in the store), found by its last verification or, not
-	// yet verified, by the backup itself. It restores, but not whole:
-	// verify and restore exit 3 on it.
+	// VerifiedInvalid: it holds logs that do not read, found by its last
+	// verification or by the backup; verify and restore exit 3 on it.
 	VerifiedInvalid = "invalid"
 )
 
-// Verification says whether the archive was verified: the last
-// verification recorded in its sidecar, if it was of the file as it is
-// now (same size and modification time).
+// Verification says whether the archive was verified: the last verification
+// in its sidecar, if it was of the file as it is now (size and time).
 func (a ArchiveInfo) Verification() string {
 	if a.Info == nil {
 		return VerifiedNever
@@ -93,8 +88,7 @@ func (a ArchiveInfo) Verification() string {
 }
 
 // ListArchives lists convkit's own archives in dir (regular files named
-// convkit-<UTC time>[-N].tar.zst, never links), oldest first, each with its
-// sidecar when it has one.
+// convkit-<UTC time>[-N].tar.zst), oldest first, with their sidecars.
 func ListArchives(dir string) ([]ArchiveInfo, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -144,36 +138,27 @@ type DirOptions struct {
 	DryRun bool
 }
 
-// DirResult is what ToDir did.
+// DirResult is what ToDir did (on a dry run: would do, with Plan set and
+// Result nil).
 type DirResult struct {
-	// Archive is the path of the new archive (on a dry run, the name it
-	// would get).
-	Archive string
-	// Result is nil on a dry run.
-	Result *Result
-	// Deleted are the archives retention removed (would remove, on a dry
-	// run).
-	Deleted []string
-	// RemovedTemps are temporary archives of killed backups removed.
-	RemovedTemps []string
-	// InfoError says why the archive's sidecar (InfoPath) could not be
-	// written; the archive is complete either way.
+	Archive      string
+	Result       *Result
+	Deleted      []string // by retention
+	RemovedTemps []string // temporary archives of killed backups
+	// InfoError says why the sidecar could not be written; the archive is
+	// complete either way.
 	InfoError string
-	// Plan is set on a dry run.
-	Plan *Plan
+	Plan      *Plan
 }
 
 // Plan is what a dry run found: the files a backup would archive.
 type Plan struct {
-	Online bool `json:"online"`
-	// Index is IndexSnapshot when the store has a metadata.db to
-	// snapshot, else IndexAbsent.
-	Index  string        `json:"index"`
-	Holder *store.Holder `json:"holder"`
-	Files  []PlanFile    `json:"files"`
-	Bytes  int64         `json:"bytes"`
-	// Problems are files that would be left out.
-	Problems []store.Item `json:"problems"`
+	Online   bool          `json:"online"`
+	Index    string        `json:"index"`
+	Holder   *store.Holder `json:"holder"`
+	Files    []PlanFile    `json:"files"`
+	Bytes    int64         `json:"bytes"`
+	Problems []store.Item  `json:"problems"` // files that would be left out
 }
 
 // PlanFile is one file a backup would archive, at its current size.
@@ -182,14 +167,11 @@ type PlanFile struct {
 	Size int64  `json:"size"`
 }
 
-// ToDir takes a backup of the store s (opened as Write says; read-only for
-// a dry run) into dir (created 0700 if
-// missing): written under a temporary name (.convkit-<time>.tar.zst.<random>.tmp),
-// fsynced, and linked to its final name only when complete, so a crash at
-// any moment leaves no file under an archive name. Temporaries of killed
-// backups are removed first (each is flock'ed by its writer while
-// written, so one being written by a live backup is never touched). Then
-// the archives opts.Retention does not keep are deleted.
+// ToDir takes a backup of the store s into dir (created 0700 if missing):
+// written under a temporary name, fsynced, and linked to its final name
+// only when complete. Temporaries of killed backups are removed first (a
+// live writer holds a flock on its own), and the archives opts.Retention
+// does not keep are deleted last.
 func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*DirResult, error) {
 	opts.defaults()
 	if opts.Retention.Last < 0 || opts.Retention.Daily < 0 || opts.Retention.Weekly < 0 || opts.Retention.Monthly < 0 {
@@ -228,8 +210,7 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 	wo := opts.Options
 	wo.TempDir = dir
 	wo.snapshotPath = tmpName + snapshotSuffix
-	// The disk writes the archive while the rest is made: the fsync
-	// before publication then waits for its last megabytes only.
+	// Written back as it goes, so the final fsync waits for little.
 	wb := durable.NewWriteback(tmp, archive.WritebackBytes)
 	defer wb.Close()
 	bw := bufio.NewWriterSize(wb, 1<<20)
@@ -272,7 +253,6 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 	return res, nil
 }
 
-// archiveNames are the names an archive taken at now may get, in order.
 func archiveNames(now time.Time) func(seq int) string {
 	base := strings.TrimSuffix(ArchiveName(now), archiveSuffix)
 	return func(seq int) string {
@@ -295,9 +275,8 @@ func freeArchiveName(dir string, now time.Time) string {
 	return filepath.Join(dir, names(1))
 }
 
-// publishArchive links the complete temporary file to the first free
-// archive name of now, removes the temporary name and fsyncs dir. It never
-// replaces an existing file.
+// publishArchive links the temporary file to the first free archive name
+// of now, never replacing a file, and removes the temporary name.
 func publishArchive(tmpName, dir string, now time.Time) (string, error) {
 	names := archiveNames(now)
 	for seq := 1; seq < 1000; seq++ {
@@ -317,17 +296,13 @@ func publishArchive(tmpName, dir string, now time.Time) (string, error) {
 	return "", fmt.Errorf("%s: no free archive name for %s", dir, names(1))
 }
 
-// snapshotSuffix ends the metadata.db snapshot ToDir makes beside its
-// temporary archive; spoolSuffix, followed by what they hold, the
-// manifest's spools (removed as soon as they are made, where the system
-// allows).
+// Suffixes of the metadata.db snapshot and the manifest's spools ToDir
+// makes beside its temporary archive.
 const (
 	snapshotSuffix = ".index"
 	spoolSuffix    = ".manifest-"
 )
 
-// companionOf is the temporary archive a snapshot or spool beside it
-// belongs to.
 func companionOf(name string) (string, bool) {
 	if a, ok := strings.CutSuffix(name, snapshotSuffix); ok && isTempArchive(a) {
 		return a, true
@@ -338,16 +313,13 @@ func companionOf(name string) (string, bool) {
 	return "", false
 }
 
-// isTempArchive reports whether name is a temporary archive ToDir makes.
 func isTempArchive(name string) bool {
 	return strings.HasPrefix(name, "."+archivePrefix) && strings.Contains(name, archiveSuffix+".") &&
 		durable.IsTemp(name)
 }
 
-// removeStaleTemps removes temporary archives whose writer is gone, with
-// their index snapshots (the writer holds a flock on the temporary archive
-// while it writes, and the kernel drops it when the writer dies), and the
-// sidecars of archives that are gone.
+// removeStaleTemps removes temporary archives whose writer is gone (no
+// flock), their companions, and the sidecars of archives that are gone.
 func removeStaleTemps(dir string) []string {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -384,8 +356,6 @@ func removeStaleTemps(dir string) []string {
 		if !isTempArchive(name) {
 			continue
 		}
-		// Opened without following a link and without waiting: a link or
-		// a FIFO put there since the listing is left alone.
 		fl := archive.LockIfFree(filepath.Join(dir, name))
 		if fl == nil {
 			continue // a live backup is writing it
@@ -428,8 +398,6 @@ func prune(dir string, r Retention, keepPath string, now time.Time, dryRun bool)
 			if err := os.Remove(a.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return deleted, err
 			}
-			// Its sidecar goes with it (a regular file only: never through
-			// a link).
 			if fi, err := os.Lstat(InfoPath(a.Path)); err == nil && fi.Mode().IsRegular() {
 				os.Remove(InfoPath(a.Path))
 			}
@@ -444,30 +412,23 @@ func prune(dir string, r Retention, keepPath string, now time.Time, dryRun bool)
 	return deleted, nil
 }
 
-// Retention says which of convkit's archives in a directory a backup into
-// it keeps, by restic forget's policies: an archive any of them keeps
-// stays, the rest go. The zero Retention keeps every archive. Days, weeks
-// (ISO) and months are UTC's, as the archives' names are.
+// Retention says which archives of a directory a backup keeps, by restic
+// forget's policies: an archive any of them keeps stays. The zero Retention
+// keeps every archive. Days, ISO weeks and months are UTC's.
 type Retention struct {
-	// Last keeps the newest Last archives.
-	Last int
-	// Within keeps the archives taken within Within of the newest.
-	Within Span
-	// Daily, Weekly and Monthly keep the newest archive of each of the
-	// last N days (weeks, months) that have one.
+	Last   int  // the newest Last
+	Within Span // taken within Within of the newest
+	// The newest archive of each of the last N days (weeks, months) that
+	// have one.
 	Daily, Weekly, Monthly int
 }
 
-// IsZero reports whether r keeps everything (no policy set).
 func (r Retention) IsZero() bool { return r == Retention{} }
 
 // keeps returns the paths of the archives of list (oldest first) that r
-// keeps: those its policies keep, keepPath (the archive just written,
-// whatever its time) and the newest whose last verification matched, so
-// that a directory never loses its last known good archive. An archive
-// named more than FutureSkew past now is kept and left out of the
-// policies: counted as the newest, one wrong clock would make Within and
-// Last delete every real archive.
+// keeps, with keepPath and the newest verified good one. An archive named
+// more than FutureSkew past now is kept and left out of the policies: as
+// the newest, one wrong clock would make Within and Last delete the rest.
 func (r Retention) keeps(list []ArchiveInfo, keepPath string, now time.Time) map[string]bool {
 	kept := map[string]bool{keepPath: true}
 	if r.IsZero() {
@@ -520,7 +481,6 @@ func (r Retention) keeps(list []ArchiveInfo, keepPath string, now time.Time) map
 	return kept
 }
 
-// dryRun lists what a backup would archive and delete, writing nothing.
 func dryRun(s *store.Store, dir string, opts DirOptions, res *DirResult) (*DirResult, error) {
 	plan, err := PlanBackup(s)
 	if err != nil {
@@ -607,12 +567,8 @@ const FutureSkew = 5 * time.Minute
 
 // LatestOptions say what Latest requires of the newest archive.
 type LatestOptions struct {
-	// MaxAge, when set, is how old (by the time in its name) the newest
-	// archive may be at Now.
-	MaxAge Span
-	// Verified requires its last verification to have matched, with
-	// every log read (Verification VerifiedOK).
-	Verified bool
+	MaxAge   Span             // how old, by its name, it may be
+	Verified bool             // its Verification must be VerifiedOK
 	Now      func() time.Time // default time.Now
 }
 
@@ -624,10 +580,9 @@ type StaleError struct {
 
 func (e *StaleError) Error() string { return e.Archive.Path + ": " + e.Reason }
 
-// Latest returns the newest of convkit's archives in dir, and a
-// *StaleError with it when it is older than opts.MaxAge (or, with a MaxAge,
-// dated more than FutureSkew past the clock) or, with
-// opts.Verified, not verified good; ErrNoArchive when there is none.
+// Latest returns the newest of convkit's archives in dir, with a
+// *StaleError when it does not meet opts (an archive dated past the clock
+// fails a MaxAge); ErrNoArchive when there is none.
 func Latest(dir string, opts LatestOptions) (*ArchiveInfo, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -642,8 +597,6 @@ func Latest(dir string, opts LatestOptions) (*ArchiveInfo, error) {
 	a := list[len(list)-1]
 	now := opts.Now()
 	if !opts.MaxAge.IsZero() && a.Time.After(now.Add(FutureSkew)) {
-		// A clock set back since: the name cannot tell its age, and it
-		// would pass every check until the clock caught up.
 		return &a, &StaleError{Archive: a, Reason: fmt.Sprintf("taken %s, later than now (%s): its age cannot be told",
 			a.Time.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))}
 	}
@@ -671,10 +624,8 @@ func Latest(dir string, opts LatestOptions) (*ArchiveInfo, error) {
 	return &a, nil
 }
 
-// Span is a length of time as restic writes one for --keep-within: years,
-// months, days and hours ("1y6m", "7d", "26h", "2d12h"), counted back on
-// the calendar (a month before March 31 is March 3 or 2, as time.AddDate
-// has it).
+// Span is a length of time as restic writes one: years, months, days and
+// hours ("1y6m", "26h"), counted back on the calendar (time.AddDate).
 type Span struct {
 	Years, Months, Days, Hours int
 }
@@ -710,12 +661,10 @@ func ParseSpan(s string) (Span, error) {
 	return sp, nil
 }
 
-// Before is the time s before t.
 func (s Span) Before(t time.Time) time.Time {
 	return t.AddDate(-s.Years, -s.Months, -s.Days).Add(-time.Duration(s.Hours) * time.Hour)
 }
 
-// IsZero reports whether s is no time at all.
 func (s Span) IsZero() bool { return s == Span{} }
 
 func (s Span) String() string {
@@ -734,75 +683,57 @@ func (s Span) String() string {
 	return b.String()
 }
 
-// An archive in a backup directory has a sidecar beside it,
-// convkit-<UTC time>[-N].tar.zst.json: what the backup recorded when it
-// published the archive (so that 'backup list' need not read the archive)
-// and the last verification of it. It is derived data: losing it loses
-// nothing but the listing's details, and 'backup verify' writes it again.
+// An archive in a backup directory has a sidecar, ARCHIVE.json: what the
+// backup recorded (so 'backup list' need not read the archive) and its last
+// verification. Losing it loses only the listing's details.
 const (
 	InfoSuffix        = ".json"
 	InfoFormat        = "convkit-backup-info"
 	InfoFormatVersion = 1
-	// maxInfoBytes bounds what is read of a sidecar: a hostile one cannot
-	// make listing read without end.
-	maxInfoBytes = 64 << 10
+	maxInfoBytes      = 64 << 10
 )
 
 // Info is an archive's sidecar. Readers ignore fields they do not know.
 type Info struct {
-	Format        string `json:"format"`
-	FormatVersion int    `json:"formatVersion"`
-	// Archive is the archive's file name; the sidecar describes that file
-	// only.
-	Archive       string    `json:"archive"`
-	Size          int64     `json:"size"`
-	CreatedAt     time.Time `json:"createdAt"`
-	ToolVersion   string    `json:"toolVersion"`
-	Online        bool      `json:"online"`
-	Conversations int       `json:"conversations"`
-	Logs          int       `json:"logs"`
-	Files         int       `json:"files"`
-	Bytes         int64     `json:"bytes"`
-	// LogCheck is how the backup checked its logs (LogCheckStructure or
-	// LogCheckStrict); InvalidLogs how many failed: archived whole.
-	LogCheck    string `json:"logCheck,omitempty"`
-	InvalidLogs int    `json:"invalidLogs"`
-	// Verified is the last 'backup verify' of the archive, null until one
-	// ran.
-	Verified *Verification `json:"verified"`
+	Format        string        `json:"format"`
+	FormatVersion int           `json:"formatVersion"`
+	Archive       string        `json:"archive"` // the file name it describes
+	Size          int64         `json:"size"`
+	CreatedAt     time.Time     `json:"createdAt"`
+	ToolVersion   string        `json:"toolVersion"`
+	Online        bool          `json:"online"`
+	Conversations int           `json:"conversations"`
+	Logs          int           `json:"logs"`
+	Files         int           `json:"files"`
+	Bytes         int64         `json:"bytes"`
+	LogCheck      string        `json:"logCheck,omitempty"`
+	InvalidLogs   int           `json:"invalidLogs"`
+	Verified      *Verification `json:"verified"` // the last 'backup verify', null until one ran
 }
 
 // Verification is one run of 'backup verify' on an archive file.
 type Verification struct {
-	At time.Time `json:"at"`
-	// OK: everything matched. Otherwise Problem is the first mismatch, or
-	// why the archive was refused.
-	OK      bool   `json:"ok"`
-	Problem string `json:"problem,omitempty"`
-	// InvalidLogs are the logs the strict read refused (archived as they
-	// were in the store: not mismatches); Invalid the first of them.
-	InvalidLogs int    `json:"invalidLogs"`
-	Invalid     string `json:"invalid,omitempty"`
-	// The archive file as it was verified: its size, modification time and
-	// the SHA-256 of its bytes (empty when the verification stopped before
-	// the end). A file that no longer has this size and time is not the one
-	// verified (ArchiveInfo.Verification says "stale").
+	At          time.Time `json:"at"`
+	OK          bool      `json:"ok"`
+	Problem     string    `json:"problem,omitempty"` // the first mismatch, or why it was refused
+	InvalidLogs int       `json:"invalidLogs"`
+	Invalid     string    `json:"invalid,omitempty"` // the first invalid log
+	// The file as verified (SHA256 empty when the verification stopped
+	// early); another size or time is another file.
 	Size        int64     `json:"size"`
 	ModTime     time.Time `json:"modTime"`
 	SHA256      string    `json:"sha256,omitempty"`
 	ToolVersion string    `json:"toolVersion"`
 }
 
-// InfoPath is the sidecar of the archive at archivePath.
 func InfoPath(archivePath string) string { return archivePath + InfoSuffix }
 
-// IsArchiveName reports whether name is one of convkit's archive names,
-// convkit-<UTC time>[-N].tar.zst: only those get a sidecar.
+// IsArchiveName reports whether name is one of convkit's archive names:
+// only those get a sidecar.
 func IsArchiveName(name string) bool { return archiveRE.MatchString(name) }
 
-// readInfo reads the sidecar of the archive at archivePath: nil without
-// error when there is none. It never follows a symbolic link and reads at
-// most maxInfoBytes.
+// readInfo reads the sidecar of the archive at archivePath (nil when
+// none), never through a link.
 func readInfo(archivePath string) (*Info, error) {
 	f, err := durable.OpenRegular(InfoPath(archivePath), os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -829,8 +760,6 @@ func readInfo(archivePath string) (*Info, error) {
 	return &info, nil
 }
 
-// writeInfo publishes the sidecar of the archive at archivePath, replacing
-// the old one.
 func writeInfo(archivePath string, info *Info) error {
 	info.Format, info.FormatVersion, info.Archive = InfoFormat, InfoFormatVersion, filepath.Base(archivePath)
 	data, err := json.Marshal(info)
@@ -844,9 +773,7 @@ func writeInfo(archivePath string, info *Info) error {
 	return publishSmall(final, append(data, '\n'), 0o600, true)
 }
 
-// infoOf is the sidecar backup writes for the archive it just published,
-// begun at start (an rsyncable manifest's createdAt is the newest time it
-// holds instead).
+// infoOf is the sidecar of the archive just published, begun at start.
 func infoOf(archivePath string, r *Result, start time.Time) (*Info, error) {
 	fi, err := os.Lstat(archivePath)
 	if err != nil {
@@ -879,22 +806,17 @@ func ResolveArchive(arg string) (string, error) {
 	return list[len(list)-1].Path, nil
 }
 
-// RecordOptions say how VerifyArchive records a verification.
 type RecordOptions struct {
 	ToolVersion string
 	Now         func() time.Time // default time.Now
 }
 
-// VerifyArchive verifies the archive file at path as Verify does and, when
-// it is one of convkit's archives (IsArchiveName), records the
-// verification in its sidecar, good or bad (not when interrupted). The
-// verification is recorded with the file's size, modification time and
-// SHA-256. opts.Progress counts the bytes of the file read, of its size.
-// recordErr says why it could not be recorded; the verification stands
-// either way.
+// VerifyArchive verifies the archive file at path as Verify does and, for
+// one of convkit's archives, records the verification in its sidecar with
+// the file's size, time and SHA-256 (not when interrupted); recordErr says
+// why it could not be. opts.Progress counts the file's bytes.
 func VerifyArchive(ctx context.Context, path string, opts VerifyOptions, ro RecordOptions) (res *VerifyResult, rec *Verification, recordErr, err error) {
-	// The archive the user named: a link there is followed (it is only
-	// read), but a FIFO never blocks the open, and is then refused.
+	// A link is followed (it is only read); a FIFO is refused unblocked.
 	f, err := durable.OpenInput(path)
 	if err != nil {
 		return nil, nil, nil, err
@@ -938,8 +860,7 @@ func VerifyArchive(ctx context.Context, path string, opts VerifyOptions, ro Reco
 				rec.Invalid = res.Invalid[0].Name + ": " + rec.Invalid
 			}
 		}
-		// The reader stops after the tar trailer and what little may follow
-		// it; the digest covers the whole file.
+		// The reader stopped at the tar trailer; the digest is the file's.
 		if _, cerr := io.Copy(io.Discard, cr); cerr == nil && cr.n == fi.Size() {
 			rec.SHA256 = hex.EncodeToString(h.Sum(nil))
 		}
@@ -957,8 +878,6 @@ func VerifyArchive(ctx context.Context, path string, opts VerifyOptions, ro Reco
 	return res, rec, writeInfo(path, info), err
 }
 
-// countingReader hashes and counts what is read through it, and reports
-// it to p.
 type countingReader struct {
 	r io.Reader
 	h hash.Hash
@@ -974,4 +893,164 @@ func (c *countingReader) Read(p []byte) (int, error) {
 		c.p.Add(int64(n))
 	}
 	return n, err
+}
+
+// MetricsMode is the metrics file's mode: node_exporter reads it as its
+// own user, and it holds counts and times only.
+const MetricsMode = 0o644
+
+const maxMetricsBytes = 64 << 10
+
+// MetricsRun is one backup run, for WriteMetrics.
+type MetricsRun struct {
+	End      time.Time
+	Duration time.Duration
+	ExitCode int
+	// Result is nil when the run wrote no complete archive: the figures of
+	// the last one that did are kept from the earlier file.
+	Result *Result
+}
+
+type metric struct {
+	name, help string
+	ofResult   func(r *Result) float64 // nil for the run's own metrics
+}
+
+const (
+	MetricLastSuccess = "convkit_backup_last_success_timestamp_seconds"
+	MetricLastRun     = "convkit_backup_last_run_timestamp_seconds"
+	MetricExitCode    = "convkit_backup_last_run_exit_code"
+	MetricDuration    = "convkit_backup_duration_seconds"
+)
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+var metrics = []metric{
+	{MetricLastSuccess, "When the last run that wrote a complete archive ended (Unix seconds; 0: none yet). Exit 3 counts: the archive is complete, the problems have metrics of their own.", nil},
+	{MetricLastRun, "When the last run ended (Unix seconds), whatever its outcome.", nil},
+	{MetricExitCode, "The last run's exit status (0 success, 1 failure, 3 complete but a file left out or a log invalid, 130 interrupted).", nil},
+	{MetricDuration, "How long the last run took, in seconds.", nil},
+	{"convkit_backup_archive_bytes", "The last complete archive's size in bytes.", func(r *Result) float64 { return float64(r.Bytes) }},
+	{"convkit_backup_conversations", "Conversations in the last complete archive.", func(r *Result) float64 { return float64(r.Manifest.Counts.Conversations) }},
+	{"convkit_backup_files", "Files in the last complete archive (logs and the index).", func(r *Result) float64 { return float64(r.Manifest.Counts.Files) }},
+	{"convkit_backup_bytes", "Bytes of the store's files in the last complete archive.", func(r *Result) float64 { return float64(r.Manifest.Counts.Bytes) }},
+	{"convkit_backup_invalid_logs", "Logs of the last complete archive that failed their check (archived whole); see convkit_backup_strict.", func(r *Result) float64 { return float64(r.Manifest.Counts.InvalidLogs) }},
+	{"convkit_backup_strict", "1 when the last complete archive's logs were read event by event (--strict), 0 when by their structure only: invalid_logs then counts broken framing, not content.", func(r *Result) float64 { return boolValue(r.Manifest.LogCheck == LogCheckStrict) }},
+	{"convkit_backup_unreadable_files", "Files of the store left out of the last complete archive because they could not be read.", func(r *Result) float64 { return float64(len(r.Manifest.Problems)) }},
+	{"convkit_backup_online", "1 when the last complete archive was taken while another process held runtime.lock.", func(r *Result) float64 { return boolValue(r.Manifest.Online) }},
+}
+
+// WriteMetrics writes the metrics of run to path in the Prometheus text
+// format (node_exporter's textfile collector), replacing the file
+// atomically. Without a complete archive, the figures of the last one are
+// kept from the file.
+func WriteMetrics(path string, run MetricsRun) error {
+	values := map[string]float64{}
+	if run.Result == nil {
+		prev, err := readMetrics(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range metrics {
+			if m.ofResult != nil || m.name == MetricLastSuccess {
+				values[m.name] = prev[m.name]
+			}
+		}
+	} else {
+		values[MetricLastSuccess] = float64(run.End.Unix())
+		for _, m := range metrics {
+			if m.ofResult != nil {
+				values[m.name] = m.ofResult(run.Result)
+			}
+		}
+	}
+	values[MetricLastRun] = float64(run.End.Unix())
+	values[MetricExitCode] = float64(run.ExitCode)
+	values[MetricDuration] = run.Duration.Seconds()
+
+	var b bytes.Buffer
+	for _, m := range metrics {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %s\n", m.name, m.help, m.name, m.name,
+			strconv.FormatFloat(values[m.name], 'f', -1, 64))
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s: is a directory", path)
+	}
+	return publishSmall(path, b.Bytes(), MetricsMode, false)
+}
+
+// readMetrics reads the values of an earlier metrics file at path (none
+// when there is no file), never through a link.
+func readMetrics(path string) (map[string]float64, error) {
+	values := map[string]float64{}
+	f, err := durable.OpenRegular(path, os.O_RDONLY)
+	if errors.Is(err, fs.ErrNotExist) {
+		return values, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(io.LimitReader(f, maxMetricsBytes))
+	for sc.Scan() {
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") {
+			continue
+		}
+		if x, err := strconv.ParseFloat(v, 64); err == nil {
+			values[name] = x
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return values, nil
+}
+
+// publishSmall replaces the file at path with data, mode perm, by a
+// temporary file renamed over it (a link is replaced, never written
+// through). With lock the temporary is flocked, so a sweep leaves it.
+func publishSmall(path string, data []byte, perm fs.FileMode, lock bool) error {
+	dir := filepath.Dir(path)
+	tmp, err := durable.CreateTemp(dir, "."+filepath.Base(path))
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(name)
+		}
+	}()
+	if lock {
+		held, err := archive.LockTemp(tmp)
+		if err != nil {
+			return err
+		}
+		defer held.Close()
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", name, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", name, err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		return fmt.Errorf("publish %s: %w", path, err)
+	}
+	done = true
+	return durable.SyncDir(dir)
 }

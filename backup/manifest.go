@@ -20,9 +20,7 @@ const (
 	ToolName      = archive.ToolName
 )
 
-// manifestFormat is the backup's manifest for the archive package, which
-// writes, reads and checks it. A backup lists every file of a store: the
-// bound allows about two million.
+// manifestFormat bounds a manifest to about two million files.
 var manifestFormat = archive.ManifestFormat{Name: FormatName, Version: FormatVersion, Kind: "backup", MaxBytes: 1 << 30}
 
 // How logs were checked at backup time (Manifest.LogCheck).
@@ -41,44 +39,28 @@ const (
 
 // Manifest describes an archive: the MANIFEST.json entry, written last.
 type Manifest struct {
-	// The header; Online means another process held runtime.lock (Holder),
-	// so each log was copied up to its committed prefix, not whole.
+	// Online: another process held runtime.lock (Holder), so each log was
+	// copied up to its committed prefix.
 	archive.ManifestHeader
-	// LockError says why the lock could not be taken when it was not held
-	// by another process (a read-only data directory, ...): the backup then
-	// ran online.
+	// LockError says why the lock could not be taken though nobody held it
+	// (a read-only data directory): the backup then ran online.
 	LockError string `json:"lockError,omitempty"`
-	// LiveTailBytes are the bytes past the logs' committed prefixes left
-	// out of an online backup (appends in flight, torn tails).
+	// LiveTailBytes are the bytes past the committed prefixes left out.
 	LiveTailBytes int64 `json:"liveTailBytes"`
-	// LogCheck is how session logs were checked: LogCheckStructure
-	// (lines and frames: the committed prefix) or LogCheckStrict (every
-	// event, as reindex reads it). Conversation logs are always read
-	// strictly.
-	LogCheck string `json:"logCheck"`
-	// Index is the state of the metadata.db snapshot; IndexMethod how it
-	// was taken: IndexByVacuum (SQLite's VACUUM INTO, one read
-	// transaction; always online) or IndexByCopy (the file itself, offline:
-	// with runtime.lock held nothing writes it, and no write-ahead log or
-	// journal was pending).
+	// LogCheck is how session logs were checked; conversation logs are
+	// always read strictly.
+	LogCheck      string         `json:"logCheck"`
 	Index         string         `json:"index"`
-	IndexMethod   string         `json:"indexMethod,omitempty"`
+	IndexMethod   string         `json:"indexMethod,omitempty"` // IndexByVacuum or IndexByCopy
 	Counts        Counts         `json:"counts"`
 	Conversations []Conversation `json:"conversations"`
-	// Files are the entries in archive order (the manifest aside).
-	Files []File `json:"files"`
-	// Problems are files of the store that are not in the archive, or
-	// entries that could not be made.
-	Problems []store.Item `json:"problems"`
+	Files         []File         `json:"files"`    // in archive order, the manifest aside
+	Problems      []store.Item   `json:"problems"` // files of the store left out
 }
 
-// Counts sum up an archive. SessionLogs counts the current session logs
-// (one per session: the highest archived generation). InvalidLogs failed
-// their check and are archived whole. The rest are set only when every
-// log was read strictly (LogCheck strict): the conversations'
-// expectations, and the session logs and events of the conversations
-// expected to be indexed, which is what an index rebuilt from the archive
-// must hold.
+// Counts sum up an archive. SessionLogs counts the current session logs.
+// The second group is set only when every log was read strictly: what an
+// index rebuilt from the archive must hold.
 type Counts struct {
 	Files         int   `json:"files"`
 	Logs          int   `json:"logs"`
@@ -98,61 +80,45 @@ type Counts struct {
 type Conversation struct {
 	ID  string `json:"id"`
 	Dir string `json:"dir"`
-	// Expect (strict backups only) is what a reindex of the archived
-	// logs does with it (reindex.Accept); Reason says why it skips.
-	Expect reindex.Outcome `json:"expect,omitempty"`
-	Reason string          `json:"reason,omitempty"`
-	// DependsOn (strict backups only) are the conversations it reads older
-	// history from (fork after compaction): they travel with it on a
-	// single restore.
-	DependsOn []string `json:"dependsOn,omitempty"`
+	// Strict backups only: what a reindex does with it (reindex.Accept),
+	// and the conversations it reads older history from.
+	Expect    reindex.Outcome `json:"expect,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	DependsOn []string        `json:"dependsOn,omitempty"`
 }
 
 // File is one archived file.
 type File struct {
-	// Name is the entry name: metadata.db or conversations/<dir>/<log>.
-	Name   string `json:"name"`
+	Name   string `json:"name"` // metadata.db or conversations/<dir>/<log>
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
-	// Log is set for logs.
-	Log *Log `json:"log,omitempty"`
+	Log    *Log   `json:"log,omitempty"`
 }
 
 // Log describes an archived log as the strict reader found the archived
 // bytes. Every field depends only on those bytes, so a backup of a
 // restored store repeats it.
 type Log struct {
-	// Conversation and Session (the session id, "" for the conversation
-	// log) are not stored: the entry name says them.
+	// Conversation and Session ("" for the conversation log) come from the
+	// entry name.
 	Conversation string `json:"-"`
 	Session      string `json:"-"`
-	// Current: the highest archived generation of its log, the one every
-	// reader uses.
-	Current bool `json:"current"`
-	// Committed is the length of the committed prefix, found from the
-	// structure (after the last complete line, before a torn final frame):
-	// Size unless the archived bytes end in a torn tail; 0 when Error is set.
+	Current      bool   `json:"current"` // the highest archived generation
+	// Committed is the length of the committed prefix (0 when Error is set).
 	Committed int64 `json:"committed"`
 	TornTail  bool  `json:"tornTail"`
-	// Strict: every event was read as reindex reads it (conversation logs
-	// always, session logs with backup --strict). Events counts them; it is
-	// 0 when Strict is false.
+	// Strict: every event was read as reindex reads it, Events of them.
 	Strict bool  `json:"strict"`
 	Events int64 `json:"events"`
-	// Error is why the structure check, or the strict read, failed: the
-	// log is archived whole.
-	Error string `json:"error,omitempty"`
-	// err is the error Error states, when this build found it;
-	// ruleOnly: a rule of the format beyond the lines (convlog's
-	// admission) is all that failed.
-	err      error
-	ruleOnly bool
+	// Error is why the structure check or the strict read failed: the log
+	// is archived whole.
+	Error    string `json:"error,omitempty"`
+	err      error  // the error Error states, when this build found it
+	ruleOnly bool   // only convlog's admission failed
 }
 
-// fail records err as the log's Error.
 func (g *Log) fail(err error) { g.Error, g.err = err.Error(), err }
 
-// failure is the error Error states, or nil.
 func (g *Log) failure() error {
 	switch {
 	case g.Error == "":
@@ -166,19 +132,6 @@ func (g *Log) failure() error {
 // Listing is every file the manifest lists (the manifest aside).
 func (m *Manifest) Listing() []archive.Listed {
 	return archive.ListFiles(m.Files, func(f *File) archive.Listed { return archive.Listed{Name: f.Name, Size: f.Size, SHA256: f.SHA256} })
-}
-
-// ReadManifest reads and checks a manifest file (never through a symbolic
-// link).
-func ReadManifest(path string) (*Manifest, error) {
-	var m Manifest
-	if err := manifestFormat.ReadFile(path, &m); err != nil {
-		return nil, err
-	}
-	if err := m.resolve(path); err != nil {
-		return nil, err
-	}
-	return &m, nil
 }
 
 // resolve checks what the archive package does not know of and derives

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/convkit/convkit/internal/archive"
@@ -21,45 +20,29 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-func runtimeCPUs() int { return runtime.NumCPU() }
-
 // Errors of Restore that callers tell apart.
 var (
-	// ErrTargetNotEmpty: the target holds something and Force was not
-	// given.
-	ErrTargetNotEmpty = errors.New("the target is not empty")
-	// ErrConversationExists: a single restore's conversation is in the
-	// target and Force was not given.
+	ErrTargetNotEmpty     = errors.New("the target is not empty")
 	ErrConversationExists = errors.New("the conversation exists in the target")
-	// ErrNotInArchive: a single restore's conversation is not in the
-	// archive (or was being deleted when the backup was taken).
-	ErrNotInArchive = errors.New("the conversation is not in the archive")
+	ErrNotInArchive       = errors.New("the conversation is not in the archive")
 )
 
 // RestoreOptions configure Restore and RestoreInto.
 type RestoreOptions struct {
-	// Archive names the archive in messages (a path, or "-").
-	Archive string
-	// Target is the directory Restore makes a store of (RestoreInto
-	// takes its store's).
-	Target string
+	Archive string // names the archive in messages (a path, or "-")
+	Target  string // the directory Restore makes a store of
 	// Force replaces the store RestoreInto is given (or, with
-	// Conversation, a conversation present in it): what is replaced is
-	// moved aside, never deleted.
+	// Conversation, a conversation in it), moving it aside.
 	Force bool
-	// Conversation restores only this conversation and the conversations
-	// it reads older history from (its fork ancestors), into a new or an
-	// existing store.
+	// Conversation restores only this conversation and its fork ancestors.
 	Conversation string
 	Limits       archive.Limits
-	// Jobs bounds parallel reads (default: CPUs).
-	Jobs     int
-	Progress progress.Progress
+	Jobs         int // parallel reads (default: CPUs)
+	Progress     progress.Progress
 	// OnEvent receives the mismatches, what the rebuild reports and the
-	// staging directories of killed restores removed (nil: nothing).
+	// staging directories of killed restores removed.
 	OnEvent func(store.Item)
-	// Log receives the notes of the sweep of staging directories killed
-	// restores left beside the target (nil: nothing).
+	// Log receives the notes of the sweep beside the target.
 	Log io.Writer
 }
 
@@ -69,22 +52,15 @@ type RestoreResult struct {
 	Archive       string        `json:"archive"`
 	Target        string        `json:"target"`
 	Verify        *VerifyResult `json:"verify"`
-	// MovedAside is where the replaced store (or conversation) now is.
-	MovedAside string `json:"movedAside,omitempty"`
-	// Conversations are the conversations restored (single restore), or
-	// every conversation the archive put in place.
-	Conversations []string `json:"conversations"`
-	// Kept are fork ancestors already in the target, left as they were.
-	Kept []string `json:"kept"`
-	// Invalid are the logs restored that do not read (the verification's
-	// INVALID, of the conversations restored): archived as they were in
-	// the store, restored as they are.
+	MovedAside    string        `json:"movedAside,omitempty"` // where the replaced store or conversation is
+	Conversations []string      `json:"conversations"`
+	Kept          []string      `json:"kept"` // fork ancestors already in the target
+	// Invalid are the logs restored that do not read, restored as they are.
 	Invalid []Mismatch      `json:"invalid"`
 	Reindex *reindex.Result `json:"reindex"`
 }
 
-// restoredInvalid sets res.Invalid: the verification's invalid logs that
-// are in the conversations restored.
+// restoredInvalid keeps of the verification's invalid logs those restored.
 func (res *RestoreResult) restoredInvalid() {
 	res.Invalid = []Mismatch{}
 	if res.Verify == nil {
@@ -104,12 +80,9 @@ func (res *RestoreResult) restoredInvalid() {
 }
 
 // Restore verifies the archive read from r and restores it into
-// opts.Target, a directory that does not exist or is empty (CheckTarget).
-// The archive is extracted, verified and reindexed in a private staging
-// directory beside the target, which is renamed into place only when all
-// of it verifies; with Conversation, only that conversation and its fork
-// ancestors are kept. Conversations the rebuild skips are in
-// Reindex.Skipped, named by their restored paths.
+// opts.Target, missing or empty (CheckTarget): extracted, verified and
+// reindexed in a private staging directory beside it, renamed into place
+// only when all of it verifies.
 func Restore(ctx context.Context, r io.Reader, opts RestoreOptions) (*RestoreResult, error) {
 	if opts.Target == "" {
 		return nil, errors.New("restore needs a target directory")
@@ -136,15 +109,12 @@ func Restore(ctx context.Context, r io.Reader, opts RestoreOptions) (*RestoreRes
 }
 
 // RestoreInto verifies the archive read from r, as Restore does, and
-// restores it into the store s, locked exclusively by the caller.
-//
-// With Conversation, that conversation and its fork ancestors are put into
-// s and s is reindexed: ancestors already there are kept, and the
-// conversation itself is refused (ErrConversationExists) unless Force
-// moves it aside or it is the archived one byte for byte (a killed
-// restore's). Without Conversation, Force is required (ErrTargetNotEmpty):
-// the restored store takes s's place and s is moved aside
-// (store.Store.ReplaceWith), never deleted; close s after.
+// restores it into the store s, locked exclusively by the caller. With
+// Conversation, that conversation and its fork ancestors are put into s
+// (ancestors there are kept; the conversation is refused unless Force or
+// it is the archived one byte for byte) and s is reindexed. Without it,
+// Force is required: the restored store takes s's place and s is moved
+// aside (store.Store.ReplaceWith); close s after.
 func RestoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreOptions) (*RestoreResult, error) {
 	if !s.Writable() {
 		return nil, fmt.Errorf("%s: %w", s.DataDir(), store.ErrReadOnly)
@@ -162,7 +132,6 @@ func RestoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreO
 	return restoreWhole(ctx, r, s, opts)
 }
 
-// check sets the defaults and checks the conversation id.
 func (opts *RestoreOptions) check() error {
 	if opts.Progress == nil {
 		opts.Progress = progress.Nop{}
@@ -184,9 +153,7 @@ func notEmpty(target string) error {
 }
 
 // CheckTarget refuses a restore target that is a symbolic link or not a
-// directory, and reports whether it is free for Restore: missing or
-// empty. A target that holds something is restored into only as a store
-// (RestoreInto).
+// directory, and reports whether it is free for Restore: missing or empty.
 func CheckTarget(target string) (free bool, err error) {
 	fi, err := os.Lstat(target)
 	switch {
@@ -206,17 +173,13 @@ func CheckTarget(target string) (free bool, err error) {
 	return len(ents) == 0, nil
 }
 
-// openStaged opens a store restore builds, in a staging directory: read
-// only, or exclusively to reindex it. It becomes a store whatever the
-// archive held.
 func openStaged(ctx context.Context, dir string, mode store.LockMode) (*store.Store, error) {
 	return store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: mode, Command: "convkit restore"},
 		Create: store.CreateAlways})
 }
 
-// restoreWhole restores the whole archive (or, with opts.Conversation, a
-// pruned copy of it) into a missing or empty target, or in place of the
-// store old.
+// restoreWhole restores the archive (pruned to opts.Conversation's
+// closure) into a missing or empty target, or in place of the store old.
 func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts RestoreOptions) (*RestoreResult, error) {
 	target := opts.Target
 	parent := filepath.Dir(target)
@@ -289,8 +252,6 @@ func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts Resto
 	return res, durable.SyncDir(parent)
 }
 
-// restoreInto restores one conversation and its ancestors into the store
-// s, under its runtime.lock.
 func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreOptions) (*RestoreResult, error) {
 	target := opts.Target
 	staging, err := newIntoStaging(target, opts.OnEvent, opts.Log)
@@ -370,8 +331,6 @@ func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreO
 	return res, nil
 }
 
-// stageVerified extracts and verifies the archive from r into stage, its
-// free space checked on spaceName, and starts the result.
 func stageVerified(ctx context.Context, r io.Reader, stage string, opts RestoreOptions, spaceName, reportAs string, withIndex bool) (*RestoreResult, *VerifyResult, error) {
 	res := &RestoreResult{SchemaVersion: contract.Version, Archive: opts.Archive, Target: opts.Target, Conversations: []string{}, Kept: []string{}}
 	vo := VerifyOptions{Archive: opts.Archive, Limits: opts.Limits, Jobs: opts.Jobs, Progress: opts.Progress, OnEvent: opts.OnEvent,
@@ -388,8 +347,7 @@ func stageVerified(ctx context.Context, r io.Reader, stage string, opts RestoreO
 }
 
 // sameTree reports whether the directories a and b hold the same regular
-// files with the same bytes, and nothing else. Links and other entries are
-// never followed; one makes them differ.
+// files with the same bytes, and nothing else (links are not followed).
 func sameTree(a, b string) (bool, error) {
 	ea, err := os.ReadDir(a)
 	if err != nil {
@@ -414,7 +372,6 @@ func sameTree(a, b string) (bool, error) {
 	return true, nil
 }
 
-// sameFile compares two regular files byte for byte.
 func sameFile(a, b string) (bool, error) {
 	fa, err := durable.OpenRegular(a, os.O_RDONLY)
 	if err != nil {
@@ -501,9 +458,8 @@ func pruneTo(s *store.Store, keep []string) error {
 	return durable.SyncDir(root)
 }
 
-// reindexDir rebuilds the index of the store restore builds at dir, which
-// then becomes target: what it reports, and the skip reasons it records,
-// name target.
+// reindexDir rebuilds the index of the staged store at dir, naming target
+// in what it reports and records.
 func reindexDir(ctx context.Context, dir, target string, opts RestoreOptions) (*reindex.Result, error) {
 	s, err := openStaged(ctx, dir, store.LockExclusive)
 	if err != nil {
@@ -513,18 +469,15 @@ func reindexDir(ctx context.Context, dir, target string, opts RestoreOptions) (*
 	return reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, OnEvent: opts.OnEvent, ReportAs: target})
 }
 
-// A whole restore stages beside the target (wholeStagingName) so its tree
-// becomes the target by rename; a conversation's restore stages inside the
-// store (intoStagingName), on its file system even when the data directory
-// is a mount point. Only a restore holding runtime.lock makes one inside,
-// so there every unlocked one is a killed restore's; beside the target an
-// unlocked one goes only when an hour old.
+// A whole restore stages beside the target so its tree becomes the target
+// by rename; a conversation's restore stages inside the store, on its file
+// system even when the data directory is a mount point. Only a restore
+// holding runtime.lock stages inside, so there every unlocked staging is a
+// killed restore's; beside the target one goes only when an hour old.
 const intoStagingName = ".restore"
 
 func wholeStagingName(target string) string { return "." + filepath.Base(target) + ".restore" }
 
-// newWholeStaging makes the staging directory of a whole restore into
-// target and removes those of killed restores into it.
 func newWholeStaging(target string, log io.Writer) (*archive.Staging, error) {
 	parent := filepath.Dir(target)
 	stage, err := archive.NewStaging(parent, wholeStagingName(target))
@@ -540,10 +493,8 @@ func sweepWhole(target string, log io.Writer) {
 	logSwept(log, archive.SweepStaging(filepath.Dir(target), wholeStagingName(target), nil, archive.UnlockedStagingAge))
 }
 
-// newIntoStaging makes the staging directory of a restore into the store
-// at target, whose runtime.lock the caller holds, after removing those of
-// killed restores: each removed is an ItemTempRemoved, each that could
-// not be a note on log.
+// newIntoStaging makes the staging directory of a restore into the locked
+// store at target, after removing those of killed restores.
 func newIntoStaging(target string, onEvent func(store.Item), log io.Writer) (*archive.Staging, error) {
 	for _, s := range archive.SweepStaging(target, intoStagingName, nil, 0) {
 		if s.Err != nil {
@@ -555,7 +506,6 @@ func newIntoStaging(target string, onEvent func(store.Item), log io.Writer) (*ar
 	return archive.NewStaging(target, intoStagingName)
 }
 
-// leftByRestore says whose a staging directory removed was.
 const leftByRestore = "left by an interrupted restore"
 
 func logSwept(log io.Writer, swept []archive.Swept) {

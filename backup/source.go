@@ -23,9 +23,9 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// smallLog is the size up to which a log is read into memory once, checked
-// there and archived from the same bytes. Larger logs are checked through
-// the file and then copied from the same descriptor.
+// smallLog is the size up to which a log is read into memory, checked and
+// archived from the same bytes; larger ones are checked through the file
+// and copied from the same descriptor.
 const smallLog = 4 << 20
 
 // job is one log file to archive.
@@ -45,35 +45,25 @@ type job struct {
 // loaded is a job read and checked.
 type loaded struct {
 	job *job
-	// Exactly one of buf and f holds the bytes to archive (length of them);
-	// neither when the file was left out. Online, prefix says what of f
-	// (or of buf, when copy is set) to archive.
-	buf    []byte
-	sum    [sha256.Size]byte // of buf
-	f      *convlog.File
-	length int64
-	prefix *convlog.Prefix
-	// copy: buf is a copy of the committed prefix made here (the lines of
-	// a torn frame in a frame of their own), not a pooled buffer.
-	copy bool
-	info Log
-	kind archive.Kind
-	// mtime is the file's modification time, its entry's.
-	mtime time.Time
-	// liveTail: bytes past the committed prefix left out (online).
-	liveTail int64
-	// The file is gone (deleted since the walk): nothing to archive.
-	vanished bool
-	// problem: the file could not be read; it is left out.
-	problem string
-	// shapeErr: the structure check failed (info.Error says so too).
-	shapeErr string
-	// For the conversation log: what reindex will find in it.
-	conv convFacts
+	// One of buf and f holds the bytes to archive (length of them); online,
+	// prefix says what of f to archive.
+	buf      []byte
+	sum      [sha256.Size]byte // of buf
+	f        *convlog.File
+	length   int64
+	prefix   *convlog.Prefix
+	copy     bool // buf is a prefix copied here, not a pooled buffer
+	info     Log
+	kind     archive.Kind
+	mtime    time.Time
+	liveTail int64  // bytes past the committed prefix left out (online)
+	vanished bool   // deleted since the walk
+	problem  string // why it could not be read; it is left out
+	shapeErr string // the structure check's failure
+	conv     convFacts
 }
 
-// convFacts are what the replay of a conversation log found that
-// reindex.Accept decides from.
+// convFacts are what reindex.Accept decides from in a conversation log.
 type convFacts struct {
 	err      error // the header names another log, or the replay failed
 	deleting bool
@@ -93,7 +83,6 @@ func (l *loaded) close() {
 	}
 }
 
-// archive writes the log's bytes to be archived as the entry name.
 func (l *loaded) archive(aw *archive.Writer, name string) (archive.Sum, error) {
 	switch {
 	case l.f == nil:
@@ -104,10 +93,8 @@ func (l *loaded) archive(aw *archive.Writer, name string) (archive.Sum, error) {
 	return aw.WriteEntry(name, l.kind, l.length, io.NewSectionReader(l.f, 0, l.length))
 }
 
-// jobsOf yields the logs of a walked store in archive order, made as they
-// are loaded (a list of them all would grow with the store): conversations
-// in the tree's order, each one's logs by base (conversation log first),
-// each log's generations from the highest. n is how many it yields.
+// jobsOf yields the n logs of a walked tree in archive order, made as they
+// are loaded: each conversation's logs by base, generations highest first.
 func jobsOf(tree *store.Tree) (seq iter.Seq[*job], n int) {
 	for _, c := range tree.Conversations {
 		for _, l := range c.Logs {
@@ -132,11 +119,10 @@ func jobsOf(tree *store.Tree) (seq iter.Seq[*job], n int) {
 	}, n
 }
 
-// storeWalk is the store's walk as a backup takes it, one conversation
-// directory at a time so that memory does not grow with the store: a
-// first pass counts the logs (the progress total) and, for an rsyncable
-// archive, orders the directories by age; jobs walks each again as the
-// loaders come to it. problems are the walk's, complete once jobs is done.
+// storeWalk walks the store one conversation directory at a time, so
+// memory does not grow with it: a first pass counts the logs and, for an
+// rsyncable archive, orders the directories by age; jobs walks each again.
+// problems are complete once jobs is done.
 type storeWalk struct {
 	s        *store.Store
 	dirs     []store.Dir
@@ -168,8 +154,6 @@ func walkStore(s *store.Store, byAge bool) (*storeWalk, error) {
 	return w, nil
 }
 
-// jobs yields the logs to archive, walking each directory when its turn
-// comes, in the order jobsOf gives a tree's.
 func (w *storeWalk) jobs() iter.Seq[*job] {
 	return func(yield func(*job) bool) {
 		n := 0
@@ -188,18 +172,14 @@ func (w *storeWalk) jobs() iter.Seq[*job] {
 	}
 }
 
-// load opens, reads and checks one log. Online, only the committed prefix
-// is kept. Bytes are read once (small logs) or checked through the file
-// and later copied from the same descriptor (large ones), so the bytes
-// archived are the bytes checked.
+// load opens, reads and checks one log, so that the bytes archived are the
+// bytes checked; online, only the committed prefix is kept.
 func load(j *job, online, strict bool) *loaded {
 	l := &loaded{job: j, kind: archive.Text}
 	if j.gen.Compression == convlog.Zstd {
 		l.kind = archive.Compressed
 	}
 	l.info = Log{Conversation: j.convID, Session: j.session}
-	// convlog's one way to open a log: never through a symbolic link,
-	// never blocking, a regular file only.
 	f, err := convlog.OpenFile(j.path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -216,8 +196,7 @@ func load(j *job, online, strict bool) *loaded {
 	l.mtime = f.ModTime()
 	var src io.ReaderAt
 	if size <= smallLog {
-		// Read once: checked and archived from the same bytes. A file
-		// that shrank (a torn tail cut by the runtime) is taken as read.
+		// A file that shrank (a torn tail cut) is taken as read.
 		buf := getBuf(int(size))
 		n, rerr := f.ReadAt(buf, 0)
 		f.Close()
@@ -239,16 +218,12 @@ func load(j *job, online, strict bool) *loaded {
 	return l
 }
 
-// check finds the committed prefix (convlog.CommittedPrefix: from the
-// log's structure; a torn final frame is read) and, with strict, reads
-// every event as reindex does. It decides what of the log to archive: the
-// whole file offline, the committed prefix online (its complete lines or
-// frames, and the lines of a torn final frame in a frame of their own); a
-// log whose check fails is archived whole.
+// check finds the committed prefix and, with strict, reads every event as
+// reindex does. Offline the whole file is archived, online the committed
+// prefix; a log whose check fails is archived whole.
 func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
 	j := l.job
-	// A strict read that finds the whole log committed is its committed
-	// prefix (convlog.Reader.ReadPrefix): the log is not read again for it.
+	// A strict read that finds the whole log committed gives its prefix.
 	var pr convlog.Prefix
 	whole := false
 	if strict {
@@ -262,8 +237,7 @@ func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
 			pr, err = convlog.CommittedPrefix(src, size, j.gen.Compression, j.name)
 		}
 		if err != nil {
-			// The structure check's failure is the log's one error: what
-			// the strict read noted of it is dropped.
+			// The structure check's failure is the log's one error.
 			l.conv, l.info.Events = convFacts{}, 0
 			l.shapeErr = err.Error()
 			l.info.fail(err)
@@ -295,7 +269,6 @@ func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
 	}
 }
 
-// readAllInto reads r to its end into buf.
 func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
@@ -312,17 +285,13 @@ func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
 	}
 }
 
-// read reads every event strictly, counting them and noting what
-// reindex needs of a conversation log. The lines of a torn final frame are
-// events too (they are in the archive, online as offline).
-//
-// When the read finds the whole file committed it returns the log's
-// committed prefix and true.
+// read reads every event strictly, counting them and noting what reindex
+// needs of a conversation log; whole is true with the prefix when the
+// whole file is committed.
 func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole bool) {
 	j := l.job
 	comp := j.gen.Compression
-	// The store's identity check, as reindex opens the log: reindex skips
-	// a log naming another log, so must the expectations.
+	// reindex skips a log naming another log, so must the expectations.
 	opts := j.log.ReaderOptions(convlog.ReaderOptions{Version: j.gen.Version, Compression: &comp})
 	r, err := convlog.NewReader(src, size, j.name, opts)
 	var ie *convlog.IdentityError
@@ -378,15 +347,13 @@ func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole boo
 	return pr, whole && pr.Bytes == size
 }
 
-// loadAll loads jobs with workers goroutines, at most ahead of them in
-// flight, and hands the results to sink in order; sink must close each.
+// loadAll loads jobs with workers goroutines, ahead in flight, handing
+// them to sink in order; sink must close each.
 func loadAll(ctx context.Context, jobs iter.Seq[*job], online, strict bool, workers, ahead int, sink func(*loaded) error) error {
 	get := func(j *job) *loaded { return load(j, online, strict) }
 	return archive.ReadAhead(ctx, jobs, archive.Ahead{Workers: workers, Items: ahead}, get, nil, sink, (*loaded).close)
 }
 
-// emitter hands what a backup, a verification or a restore reports as it
-// goes to fn, or drops it when fn is nil.
 func emitter(fn func(store.Item)) func(store.Item) {
 	if fn == nil {
 		return func(store.Item) {}
@@ -395,8 +362,7 @@ func emitter(fn func(store.Item)) func(store.Item) {
 }
 
 // Buffers for small logs, pooled by power-of-two size class from 4 KiB to
-// smallLog: thousands of small logs are read into them, and a recycled
-// buffer needs neither an allocation nor zeroing (pread fills it).
+// smallLog: a recycled one needs neither an allocation nor zeroing.
 const (
 	minBufClass = 12 // 4 KiB
 	maxBufClass = 22 // smallLog
@@ -415,7 +381,6 @@ func bufClass(n int) int {
 	return max(c, minBufClass)
 }
 
-// getBuf returns a buffer of length n (at most smallLog).
 func getBuf(n int) []byte {
 	c := bufClass(n)
 	if c >= len(bufPools) {
@@ -427,7 +392,6 @@ func getBuf(n int) []byte {
 	return make([]byte, n, 1<<c)
 }
 
-// putBuf recycles a buffer getBuf returned.
 func putBuf(b []byte) {
 	c := bufClass(cap(b))
 	if c >= len(bufPools) || cap(b) != 1<<c {

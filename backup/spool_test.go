@@ -74,3 +74,16 @@ func TestStreamedManifestIsTheWholeEncoding(t *testing.T) {
 		}
 	}
 }
+
+// ReadManifest reads and checks a manifest file (never through a symbolic
+// link).
+func ReadManifest(path string) (*Manifest, error) {
+	var m Manifest
+	if err := manifestFormat.ReadFile(path, &m); err != nil {
+		return nil, err
+	}
+	if err := m.resolve(path); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}

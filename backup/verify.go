@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"time"
@@ -25,26 +26,17 @@ import (
 
 // VerifyOptions configure Verify.
 type VerifyOptions struct {
-	// Archive names the archive in messages (a path, or "-").
-	Archive string
+	Archive string // names the archive in messages (a path, or "-")
 	// WorkDir is where the archive is extracted and reindexed (default
 	// os.TempDir()); it needs room for the store the archive holds.
-	WorkDir string
-	Limits  archive.Limits
-	// Jobs bounds the parallel log reads and the reindex (default: CPUs).
-	Jobs int
-	// Progress counts archive bytes extracted, then logs checked.
-	Progress progress.Progress
-	// OnEvent receives each mismatch as found (nil: nothing).
-	OnEvent func(store.Item)
+	WorkDir  string
+	Limits   archive.Limits
+	Jobs     int               // parallel log reads and reindex (default: CPUs)
+	Progress progress.Progress // archive bytes extracted, then logs checked
+	OnEvent  func(store.Item)  // each mismatch as found
 
-	// spaceName names the file system extraction checks the free space
-	// of (default WorkDir): restore's target.
-	spaceName string
-	// reportAs is the directory a restore renames the extraction to: the
-	// rebuild reports its paths, and records its skip reasons, as there
-	// (reindex.Options.ReportAs).
-	reportAs string
+	spaceName string // the file system whose free space extraction checks (default WorkDir)
+	reportAs  string // where a restore renames the extraction to (reindex.Options.ReportAs)
 }
 
 func (o *VerifyOptions) defaults() {
@@ -55,7 +47,7 @@ func (o *VerifyOptions) defaults() {
 		o.spaceName = o.WorkDir
 	}
 	if o.Jobs <= 0 {
-		o.Jobs = min(max(1, runtimeCPUs()), 16)
+		o.Jobs = min(max(1, runtime.NumCPU()), 16)
 	}
 	if o.Progress == nil {
 		o.Progress = progress.Nop{}
@@ -75,9 +67,8 @@ type VerifyResult struct {
 	Files         int       `json:"files"`
 	Logs          int       `json:"logs"`
 	Bytes         int64     `json:"bytes"`
-	// Invalid are the logs that fail the strict read now (InvalidLogs of
-	// them): the same bytes as in the store, so invalid there too. They
-	// are archived whole, and are not mismatches.
+	// Invalid are the logs that fail the strict read: invalid in the store
+	// too, archived whole, not mismatches.
 	InvalidLogs int        `json:"invalidLogs"`
 	Invalid     []Mismatch `json:"invalid"`
 	// Index is the metadata.db snapshot check; Rebuilt the index rebuilt
@@ -102,7 +93,6 @@ type RebuiltInfo struct {
 // Mismatch is one disagreement between the archive and its manifest.
 type Mismatch = archive.Mismatch
 
-// MismatchError is returned by Restore when verification finds mismatches.
 type MismatchError struct{ Result *VerifyResult }
 
 func (e *MismatchError) Error() string {
@@ -111,13 +101,12 @@ func (e *MismatchError) Error() string {
 }
 
 // Verify checks an archive read from r the way a restore does, in a
-// temporary directory under opts.WorkDir that it removes: it extracts
-// every entry with the archive package's checks and limits, compares each
-// size and SHA-256 with the manifest, reads every log as strictly as the
-// backup did and compares what it finds, checks the metadata.db snapshot
-// with SQLite's quick_check, rebuilds an index from the logs and compares
-// it with the manifest's expectations. A damaged or hostile archive is an
-// error; disagreements are Mismatches (OK false).
+// temporary directory under opts.WorkDir: every entry extracted with the
+// archive package's checks, every size and SHA-256 against the manifest,
+// every log read as strictly as the backup did, the metadata.db snapshot
+// through quick_check, and an index rebuilt and compared with the
+// manifest. A damaged or hostile archive is an error; disagreements are
+// Mismatches.
 func Verify(ctx context.Context, r io.Reader, opts VerifyOptions) (*VerifyResult, error) {
 	opts.defaults()
 	dir, err := os.MkdirTemp(opts.WorkDir, "convkit-verify-")
@@ -129,10 +118,9 @@ func Verify(ctx context.Context, r io.Reader, opts VerifyOptions) (*VerifyResult
 	return res, err
 }
 
-// verifyInto extracts into dir (an empty directory) and verifies there; it
-// leaves the extracted store in dir with a rebuilt metadata.db (and the
-// manifest file). sync fsyncs what is extracted; text keeps message text
-// in the rebuilt index.
+// verifyInto extracts into the empty dir and verifies there, leaving the
+// store with a rebuilt metadata.db. sync fsyncs what is extracted; text
+// keeps message text in the rebuilt index.
 func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions, sync, text bool) (*VerifyResult, *Manifest, error) {
 	opts.defaults()
 	res := &VerifyResult{SchemaVersion: contract.Version, Archive: opts.Archive, Mismatches: []Mismatch{}, Invalid: []Mismatch{}}
@@ -346,10 +334,9 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	return res, m, nil
 }
 
-// rebuildAndCompare reindexes the store in dir and compares the index with
-// the expectations: each conversation indexed, skipped or deleted as
-// expected, and each indexed conversation's sessions with the sizes (and,
-// when read strictly, the event counts) of its current session logs.
+// rebuildAndCompare reindexes the store in dir and compares each
+// conversation's fate, sessions, sizes and event counts with the
+// expectations.
 func rebuildAndCompare(ctx context.Context, dir string, convs []Conversation, logs map[int][]*File, expect Counts,
 	opts VerifyOptions, text bool, res *VerifyResult, mismatch func(name, format string, args ...any)) error {
 	s, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "convkit backup verify"},
@@ -460,7 +447,6 @@ func rebuildAndCompare(ctx context.Context, dir string, convs []Conversation, lo
 	return nil
 }
 
-// quickCheck runs SQLite's quick_check on a database file, read-only.
 func quickCheck(ctx context.Context, path string) error {
 	q := url.Values{}
 	q.Set("mode", "ro")
@@ -501,11 +487,9 @@ func relName(dir, p string) string {
 	return p
 }
 
-// expectations applies reindex.Accept to the archived logs: what a
-// reindex of a store restored from the archive does with each
-// conversation. legacyForkSkip adds the rule of older builds, which
-// skipped a conversation whose fork source is missing, to verify their
-// archives.
+// expectations applies reindex.Accept to the archived logs: what a reindex
+// of the restored store does with each conversation. legacyForkSkip adds
+// older builds' rule (a missing fork source skips) to verify their archives.
 func expectations(convs []Conversation, facts map[int]*convFacts, logs map[int][]*File, legacyForkSkip bool) Counts {
 	var cnt Counts
 	present := map[string]bool{}
