@@ -364,8 +364,19 @@ func (e *env) loadMachineLenient(c *ucli.Context, dataDir, what string) (*store.
 // an optional sign, fraction of zeros or exponent ("32", "+1", "01", "1e2").
 var jobsPattern = regexp.MustCompile(`^\+?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$`)
 
-// parseJobs parses a --jobs value (migrate, reindex): a positive safe
-// integer. How many workers actually run is the library's to bound.
+// jobsFlag is --jobs (def when unset): a positive safe integer; the
+// library bounds how many workers actually run.
+func jobsFlag(c *ucli.Context, def int) (int, error) {
+	if !c.IsSet("jobs") {
+		return def, nil
+	}
+	n, err := parseJobs(c.String("jobs"))
+	if err != nil {
+		return 0, usagef(c, "%v", err)
+	}
+	return n, nil
+}
+
 func parseJobs(s string) (int, error) {
 	bad := errors.New("--jobs must be a positive safe integer")
 	t := strings.TrimSpace(s)

@@ -116,9 +116,8 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 	}
 }
 
-// requireEmpty refuses a target that exists and is not an empty
-// directory: one that holds anything, a file, or a symbolic link (never
-// followed to write behind it).
+// requireEmpty refuses a target that exists and is not an empty directory
+// (a symbolic link is never followed).
 func requireEmpty(dir string) error {
 	fi, err := os.Lstat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -172,15 +171,13 @@ Exit 0 when every job behaved as the sample expects.`,
 			if err != nil {
 				return err
 			}
-			// The backup step writes beside the store, into a directory of
-			// its own: checked before anything is written, so that the demo
-			// never deletes or changes a file it did not make.
+			// Checked before anything is written: the demo changes no file
+			// it did not make.
 			if err := requireEmpty(demoBackupDir(dir)); err != nil {
 				return fmt.Errorf("%w (the demo writes its backups into DIR-backups beside the store in DIR)", err)
 			}
-			// The sample's conversations work in DIR-work, so that they
-			// open here: what the demo shows will not open is what the
-			// sample means to.
+			// DIR-work holds the working directories, so the conversations
+			// meant to open here do.
 			opts := fixtures.SampleOptions()
 			opts.WorkRoot = dir + "-work"
 			if err := requireEmpty(opts.WorkRoot); err != nil {
@@ -201,8 +198,6 @@ var runMain func(context.Context, []string, io.Reader, io.Writer, io.Writer, fun
 
 func init() { runMain = Main }
 
-// demoStep is one command the demo runs, with the exit code the sample
-// store should give.
 type demoStep struct {
 	note string
 	args []string
@@ -213,8 +208,8 @@ func runDemo(c *ucli.Context, e *env, dir string, rep *fixtures.Report) error {
 	fmt.Fprintf(e.stdout, "Sample store: %s (%d conversations)\n", dir, len(rep.Conversations))
 	var steps []demoStep
 	steps = append(steps, demoStep{"the conversations, read from their logs (no index yet)", []string{"list", "--all"}, 0})
-	// Each case's step runs on its first log that is a session's (session)
-	// or has the expectation given.
+	// Each case's step runs on its first session log, or its first log of
+	// the expectation given.
 	for _, d := range []struct {
 		c       fixtures.Case
 		session bool
@@ -268,8 +263,8 @@ func runDemo(c *ucli.Context, e *env, dir string, rep *fixtures.Report) error {
 	return nil
 }
 
-// runDemoStep runs one command of the demo on the store in dir, showing the
-// command and its output, and reports whether it exited as expected.
+// runDemoStep runs and shows one command of the demo on the store in dir,
+// and reports whether it exited as expected.
 func runDemoStep(c *ucli.Context, e *env, dir string, s demoStep) bool {
 	args := append([]string{progName, "--data-dir", dir}, s.args...)
 	fmt.Fprintf(e.stdout, "\n# %s\n$ convkit %s\n", s.note, strings.Join(quoteArgs(args[1:]), " "))

@@ -62,12 +62,7 @@ func runLockStatus(e *env, dataDir string) error {
 			res.RecordIgnored, res.KernelPIDs = st.RecordIgnored, st.KernelPIDs
 		}
 		if holder != nil {
-			res.Holder = &lockHolderResult{
-				PID:       holder.PID,
-				Host:      holder.Host,
-				Command:   holder.Command,
-				StartedAt: formatTime(holder.StartedAt),
-			}
+			res.Holder = &lockHolderResult{PID: holder.PID, Host: holder.Host, Command: holder.Command, StartedAt: formatTime(holder.StartedAt)}
 		}
 		return writeJSON(e.stdout, res)
 	}
@@ -93,7 +88,6 @@ func runLockStatus(e *env, dataDir string) error {
 	return err
 }
 
-// formatTime renders t as RFC 3339 in UTC, or "" for the zero time.
 func formatTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
@@ -101,7 +95,6 @@ func formatTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// newLockCommand is the lock command group.
 func newLockCommand(e *env) *ucli.Command {
 	return &ucli.Command{
 		Name:  "lock",

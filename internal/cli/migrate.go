@@ -61,13 +61,9 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 			&ucli.StringSliceFlag{Name: "exclude", Usage: "skip the inputs whose path under the root, or a directory they are in, matches `GLOB` (repeatable): reported as skipped, reason excluded"},
 		},
 		Action: withArgs(0, 0, func(c *ucli.Context) error {
-			jobs := migrate.DefaultJobs()
-			if c.IsSet("jobs") {
-				n, err := parseJobs(c.String("jobs"))
-				if err != nil {
-					return usagef(c, "%v", err)
-				}
-				jobs = n
+			jobs, err := jobsFlag(c, migrate.DefaultJobs())
+			if err != nil {
+				return err
 			}
 			comp := migrate.Compress(c.String("compress"))
 			switch comp {
@@ -98,8 +94,6 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 			opts := migrate.Options{Jobs: jobs, DryRun: c.Bool("dry-run"), Compress: comp, WriterVersion: writerVersion(),
 				ReportDir: c.String("report-dir"), Exclude: exclude,
 				Progress: bar, ToolVersion: buildVersion(), Revision: buildRevision(), OnEvent: migrateRenderer(e)}
-			// The process's memory: 64 MiB + 32 MiB per job, unless
-			// GOMEMLIMIT says otherwise.
 			defer softMemoryLimit(memoryBudget(migrate.Workers(jobs)))()
 			var sum *migrate.Summary
 			var runErr error
@@ -148,8 +142,7 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 				}
 			}
 			if sum.Totals.Failed > 0 {
-				// Name the first failure (by path) with its message, which
-				// carries the position: stderr alone must say what failed.
+				// stderr alone must say what failed, and where.
 				var first *migrate.FailureItem
 				for _, g := range sum.FailureGroups {
 					for i := range g.Items {
@@ -158,8 +151,6 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 						}
 					}
 				}
-				// An input is a log, an entry out of the layout's shape (a
-				// link, a flat file) or the root itself: not always a log.
 				if first != nil {
 					return fmt.Errorf("%d input(s) failed to migrate; the first: \"%s\": %s; see %s", sum.Totals.Failed,
 						first.InputPath, first.Message, sum.TextLogPath)
@@ -171,11 +162,10 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 	}
 }
 
-// migrateRoot is the sessions root migrate works on (migrate.FindRoot):
-// --sessions-dir, else the data directory's store, else with --layout dsh
-// the runtime's default root. An explicit --data-dir that names another
-// store than --sessions-dir, or any beside a dsh-layout root, is a usage
-// error, since the lock taken is the store's.
+// migrateRoot is the sessions root migrate works on: --sessions-dir, else
+// the data directory's store, else with --layout dsh the runtime's default
+// root. An explicit --data-dir must name the store the root belongs to,
+// since the lock taken is the store's.
 func migrateRoot(c *ucli.Context, e *env, layout migrate.Layout) (migrate.Root, error) {
 	dir := c.String("sessions-dir")
 	if dir == "" {
@@ -224,7 +214,6 @@ func dshSessionsDir(getenv func(string) string) (string, error) {
 	return filepath.Join(home, ".dsh", "sessions"), nil
 }
 
-// sameDir reports whether a and b name one directory.
 func sameDir(a, b string) bool {
 	if filepath.Clean(a) == filepath.Clean(b) {
 		return true
@@ -234,9 +223,8 @@ func sameDir(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
-// migrateRenderer prints migrate's events as they come: each as its line
-// of the text log, or under --json the inputs' steps as JSON Lines (the
-// notes are the text log's own). migrate calls it one event at a time.
+// migrateRenderer prints migrate's events as they come: each as its line of
+// the text log, or under --json the inputs' steps as JSON Lines.
 func migrateRenderer(e *env) func(migrate.Event) {
 	if !e.g.JSON {
 		lines := e.libraryLines(e.stdout, migrateQuiet())
@@ -251,18 +239,13 @@ func migrateRenderer(e *env) func(migrate.Event) {
 	}
 }
 
-// writerVersionOverride, set at link time (-X) or by SetWriterVersion, is
-// the format version this build's writer is taken to write, so a test can
-// show that a build whose writer is not V4 refuses to migrate.
+// writerVersionOverride, set at link time (-X) or by SetWriterVersion (0:
+// the real one), is the format version this build's writer is taken to
+// write: tests show that a writer not at V4 refuses to migrate.
 var writerVersionOverride string
 
-// SetWriterVersion makes the build's writer version v (0: the real one,
-// convlog.CurrentVersion), as writerVersionOverride does: a seam for tests
-// of the refusal through the whole command line.
 func SetWriterVersion(v int) { writerVersionOverride = strconv.Itoa(v) }
 
-// writerVersion is the version migrate checks the writer against: 0 (the
-// build's own) unless overridden.
 func writerVersion() int {
 	v, err := strconv.Atoi(writerVersionOverride)
 	if err != nil {

@@ -46,13 +46,9 @@ listed; exit 1 on any drift.`,
 			configFlag(),
 		},
 		Action: withArgs(0, 0, func(c *ucli.Context) error {
-			jobs := 0
-			if c.IsSet("jobs") {
-				n, err := parseJobs(c.String("jobs"))
-				if err != nil {
-					return usagef(c, "%v", err)
-				}
-				jobs = n
+			jobs, err := jobsFlag(c, 0)
+			if err != nil {
+				return err
 			}
 			if c.Bool("check") {
 				if c.Bool("incremental") {
@@ -107,14 +103,12 @@ func runReindex(c *ucli.Context, e *env, jobs int) error {
 		fmt.Fprintln(e.stdout)
 	}
 	if len(res.Skipped) > 0 {
-		// The error names the first item (path and reason, which carries the
-		// position): stderr alone must say what went wrong where.
+		// stderr alone must say what went wrong where.
 		return partialf("reindex skipped %d item(s), each reported with its reason; the first: %s", len(res.Skipped), skipText(res.Skipped))
 	}
 	return strictError(c, res.WillNotOpen)
 }
 
-// warnings prints the warnings a library said once about a run.
 func (e *env) warnings(ws []string) {
 	for _, w := range ws {
 		fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, text(w))
@@ -130,8 +124,7 @@ func strictError(c *ucli.Context, w []reindex.WillNotOpen) error {
 	return partialf("%d conversation(s) will not open on this machine (--strict); the first: %s", len(w), willNotOpenText(w[0]))
 }
 
-// willNotOpenText is "ID: reason; reason", as a WILL NOT OPEN line spells
-// it.
+// willNotOpenText is "ID: reason; reason", as a WILL NOT OPEN line has it.
 func willNotOpenText(w reindex.WillNotOpen) string {
 	return w.ID + ": " + strings.Join(w.Reasons, "; ")
 }
@@ -167,7 +160,7 @@ func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 			fmt.Fprintf(e.stdout, "INDEX %s\n", text(res.IndexProblem))
 		}
 		for _, d := range res.Differences {
-			fmt.Fprintf(e.stdout, "%s %s: %s\n", upper(d.Kind), quoted(d.ID), text(d.Detail))
+			fmt.Fprintf(e.stdout, "%s %s: %s\n", strings.ToUpper(d.Kind), quoted(d.ID), text(d.Detail))
 		}
 		for _, s := range res.Skipped {
 			fmt.Fprintf(e.stdout, "%s\n", text(itemLine(s, "")))
@@ -184,14 +177,13 @@ func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 			res.Conversations, len(res.Differences), len(res.Skipped), len(res.WillNotOpen))
 	}
 	if res.Drift() {
-		// Name the first finding, as the stdout line spells it: an unusable
-		// index otherwise showed on stderr as a count of MISSING rows only.
+		// Name the first finding, as the stdout line spells it.
 		var first string
 		if res.IndexProblem != "" {
 			first = "INDEX " + res.IndexProblem
 		} else {
 			d := res.Differences[0]
-			first = fmt.Sprintf("%s %s: %s", upper(d.Kind), termtext.Quote(d.ID), d.Detail)
+			first = fmt.Sprintf("%s %s: %s", strings.ToUpper(d.Kind), termtext.Quote(d.ID), d.Detail)
 		}
 		return fmt.Errorf("the index disagrees with the logs (%d difference(s)); the first: %s; %s", len(res.Differences), first, reindex.ReindexHint(s))
 	}
@@ -199,14 +191,4 @@ func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 		return partialf("the index agrees with the logs, but %d item(s) could not be read; the first: %s", len(res.Skipped), skipText(res.Skipped))
 	}
 	return strictError(c, res.WillNotOpen)
-}
-
-func upper(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'a' && c <= 'z' {
-			b[i] = c - 32
-		}
-	}
-	return string(b)
 }

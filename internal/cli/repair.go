@@ -49,8 +49,8 @@ func runRepair(c *ucli.Context, e *env, dry bool) error {
 	defer s.Close()
 	opts := store.RepairOptions{DryRun: dry}
 	if !e.g.JSON {
-		// Under --quiet a repair's changes are its summary's counts: they
-		// need no action. A dry run's lines are its result.
+		// Under --quiet a repair's changes are its summary's counts; a dry
+		// run's lines are its result.
 		var keep func(string) bool
 		if !dry {
 			keep = func(string) bool { return false }
@@ -91,8 +91,8 @@ func runRepair(c *ucli.Context, e *env, dry bool) error {
 	return nil
 }
 
-// updateRepaired brings the rows of the conversations repair changed up to
-// date in metadata.db, when it is a usable index (as delete does).
+// updateRepaired updates the index rows of the conversations repair
+// changed, when the index is usable.
 func (e *env) updateRepaired(c *ucli.Context, s *store.Store, res *store.RepairResult) error {
 	var ids []string
 	seen := map[string]bool{}
@@ -110,7 +110,6 @@ func (e *env) updateRepaired(c *ucli.Context, s *store.Store, res *store.RepairR
 		return nil // no usable index: reindex builds one from the logs
 	}
 	defer db.Close()
-	// The configuration only decides the will-not-open reasons of the rows.
 	m, err := e.loadMachineLenient(c, s.DataDir(), " for metadata.db")
 	if err != nil {
 		return err

@@ -13,32 +13,25 @@ import (
 	"github.com/convkit/convkit/internal/durable"
 )
 
-// stdinName names stdin in the messages of a command that read a log from
-// it ("inspect -").
 const stdinName = "<stdin>"
 
-// spaceReserve is left free on the temporary directory's file system when
-// stdin is copied there.
+// spaceReserve is left free where stdin is copied.
 const spaceReserve = 64 << 20
 
-// stdinCopyLimit bounds the copy of stdin (docs/CLI.md, inspect); a log
-// larger than this is inspected as a file. A variable for the tests.
+// stdinCopyLimit bounds the copy of stdin (a variable for the tests).
 var stdinCopyLimit int64 = 1 << 30
 
 // spooledStdin is a copy of stdin in an unlinked temporary file, because
-// reading a log needs random access a pipe lacks; nothing is copied until
-// the first bytes say a log begins, nothing is left behind however the
-// process ends, and the copy is bounded by stdinCopyLimit and free space
-// less spaceReserve.
+// reading a log needs random access a pipe lacks; nothing is left behind
+// however the process ends.
 type spooledStdin struct {
 	f    *os.File
 	size int64
 }
 
-// spoolStdin copies r to a new private file (0600, made in a new 0700
-// directory under $TMPDIR, both removed at once). Plain and zstd logs
-// alike: the reader tells them apart by their first bytes, as it does for
-// any file whose name says nothing.
+// spoolStdin copies r, once its first bytes say a log begins, to a private
+// file under $TMPDIR (unlinked at once), bounded by stdinCopyLimit and the
+// free space less spaceReserve.
 func spoolStdin(ctx context.Context, r io.Reader) (*spooledStdin, error) {
 	r = &ctxReader{ctx: ctx, r: r}
 	head, err := stdinHead(r, convlog.DefaultMaxLineBytes)
@@ -134,11 +127,9 @@ func stdinHead(r io.Reader, maxLine int) ([]byte, error) {
 	}
 }
 
-// close releases the copy (its space goes with the descriptor).
 func (s *spooledStdin) close() { s.f.Close() }
 
-// ctxReader stops a copy when ctx is done (an interrupt while stdin is
-// read).
+// ctxReader stops a copy when ctx is done.
 type ctxReader struct {
 	ctx context.Context
 	r   io.Reader

@@ -10,14 +10,9 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// A mistyped command or option gets the closest names as a hint, as git and
-// restic give them: close means within one edit (an insertion, a deletion,
-// a substitution or two neighbours swapped) of a word of up to four
-// letters, two of a longer one, or a unique completion of a prefix.
-
-// closest returns the candidates nearest to word: those at the smallest
-// distance within the limit, or else the one candidate word is a prefix
-// of. Candidates keep their order; none is returned twice.
+// closest returns the candidates nearest to word, as git and restic hint
+// them: within one edit of a word of up to four letters, two of a longer
+// one, else the one candidate word is a prefix of. Order is kept.
 func closest(word string, candidates []string) []string {
 	if slices.Contains(candidates, word) {
 		return nil
@@ -57,8 +52,7 @@ func closest(word string, candidates []string) []string {
 }
 
 // editDistance is the optimal string alignment distance between a and b
-// (Levenshtein, with a swap of two neighbours counting as one edit), by
-// runes.
+// (Levenshtein, a swap of neighbours one edit), by runes.
 func editDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	prev2 := make([]int, len(rb)+1)
@@ -100,7 +94,6 @@ func didYouMean(suggestions []string, spell func(string) string) string {
 	return "did you mean " + strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1] + "?"
 }
 
-// commandNames are the names and aliases of the visible commands in cmds.
 func commandNames(cmds []*ucli.Command) []string {
 	var out []string
 	for _, c := range cmds {
@@ -112,8 +105,7 @@ func commandNames(cmds []*ucli.Command) []string {
 }
 
 // suggestCommand is the hint for name, an unknown command among cmds, the
-// subcommands of parent ("" at the top, else "lock"): `did you mean "lock
-// status"?`.
+// subcommands of parent: `did you mean "lock status"?`.
 func suggestCommand(parent, name string, cmds []*ucli.Command) string {
 	return didYouMean(closest(name, commandNames(cmds)), func(s string) string {
 		return termtext.Quote(strings.TrimSpace(parent + " " + s))
@@ -126,9 +118,8 @@ func commandPath(c *ucli.Context) string {
 	return strings.TrimSpace(strings.TrimPrefix(helpName(c), progName))
 }
 
-// suggestFlag is the hint for the unknown option name of the command in c:
-// its own options and the global ones are the candidates. A one-letter
-// name gets none: too many are one edit away.
+// suggestFlag is the hint for the unknown option name of the command in c.
+// A one-letter name gets none: too many are one edit away.
 func suggestFlag(c *ucli.Context, name string) string {
 	if len([]rune(name)) < 2 {
 		return ""
@@ -153,8 +144,6 @@ func suggestFlag(c *ucli.Context, name string) string {
 	return didYouMean(closest(name, names), dashed)
 }
 
-// unknownCommand is the usage error for name, an unknown command (or
-// subcommand) in c, with the closest names as a hint.
 func unknownCommand(c *ucli.Context, name string) error {
 	cmds := c.App.Commands
 	if c.Command != nil && len(c.Command.Subcommands) > 0 && c.Command.HelpName != progName {

@@ -399,9 +399,9 @@ func printImport(e *env, r *transfer.ImportResult) error {
 		}
 		switch p.Action {
 		case transfer.ActionImport, transfer.ActionUpdate, transfer.ActionReplace, transfer.ActionSkip:
-			fmt.Fprintf(out, "%s%s %s: %s\n", would, upper(p.Action), text(p.ID), text(p.Detail))
+			fmt.Fprintf(out, "%s%s %s: %s\n", would, strings.ToUpper(p.Action), text(p.ID), text(p.Detail))
 		default:
-			fmt.Fprintf(out, "%s %s: %s\n", upper(p.Action), text(p.ID), text(p.Detail))
+			fmt.Fprintf(out, "%s %s: %s\n", strings.ToUpper(p.Action), text(p.ID), text(p.Detail))
 		}
 		if p.MovedAside != "" {
 			fmt.Fprintf(out, "MOVED ASIDE %s: %s\n", text(p.ID), text(p.MovedAside))
