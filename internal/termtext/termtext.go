@@ -1,37 +1,31 @@
 // Package termtext words what convkit shows on a terminal.
 //
-// Text that comes from logs and archives (titles, message text, ids,
-// working directories, file names, error messages that quote them) is
-// prepared for a terminal: control characters are escaped visibly, so
-// that a log cannot clear the screen, set the clipboard (OSC 52), change
-// the window title or reorder what is shown (bidi overrides); widths are
-// measured in terminal columns, so that tables align with wide characters;
-// sizes read as people read them (Size).
+// Text from logs and archives is escaped visibly (Escape, Quote), so a log
+// cannot clear the screen, set the clipboard or reorder what is shown;
+// widths are measured in terminal columns (Width, Pad, Clip, Table); sizes
+// read as people read them (Size). Renderers escape as they render; JSON
+// output never goes through this package, except names a message quotes.
 //
-// Renderers escape as they render: the data itself is never changed, and
-// JSON output, which is exact, never goes through this package, except
-// for the names a message quotes (Quote), quoted the same in every line.
-//
-// Errors about files name each file once (the project's rule for every
-// error and report line): Text drops a system call's own mention of a file
-// the message names already, and Reason words an error as a reason printed
-// beside its path, without naming the path again.
+// Errors name each file once: Text drops a system call's own mention of a
+// file the message names already, and Reason words an error as a reason
+// printed beside its path.
 package termtext
 
 import (
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/rivo/uniseg"
 )
 
-// needsEscape reports whether r is shown escaped: the C0 controls (tab,
-// newline and carriage return included), DEL, the C1 controls, the bidi
-// embeddings, overrides, isolates and marks (U+061C, U+200E, U+200F,
-// U+202A–U+202E, U+2066–U+2069), and the line and paragraph separators
-// U+2028 and U+2029.
+// needsEscape reports whether r is shown escaped: the C0 and C1 controls,
+// DEL, the bidi marks, embeddings, overrides and isolates, and the line and
+// paragraph separators.
 func needsEscape(r rune) bool {
 	switch {
 	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
@@ -45,10 +39,8 @@ func needsEscape(r rune) bool {
 }
 
 // Escape returns s with every character needsEscape reports written as a
-// visible escape: \t, \n, \r, \xNN for the other C0 controls and DEL
-// (ESC is \x1b), \uNNNN for the C1 controls and the bidi and separator
-// characters, and \xNN for each byte of invalid UTF-8. Everything else,
-// backslashes included, is left as it is.
+// visible escape (\t, \n, \r, \xNN for other C0 controls, DEL and
+// invalid UTF-8, \uNNNN for the rest); backslashes are left as they are.
 func Escape(s string) string {
 	i := 0
 	for i < len(s) {
@@ -87,8 +79,7 @@ func Escape(s string) string {
 	return b.String()
 }
 
-// EscapeLines is Escape for text of several lines: each line is escaped,
-// the newlines between them are kept.
+// EscapeLines is Escape that keeps the newlines between lines.
 func EscapeLines(s string) string {
 	if !strings.Contains(s, "\n") {
 		return Escape(s)
@@ -137,10 +128,8 @@ func Clip(s string, width int) string {
 }
 
 // ClipEscaped is Clip(Escape(s), width), reading no more of s than width
-// columns show: a title of megabytes costs what its first columns cost.
-// Bytes that show nothing count too: past 16 bytes a column, or at a
-// character of more than 256 bytes (a base with endless combining
-// marks), s is cut there.
+// columns show: past 16 bytes a column, or at a character of more than 256
+// bytes (endless combining marks), s is cut there.
 func ClipEscaped(s string, width int) string {
 	var b strings.Builder
 	w, state, rest := 0, -1, s
@@ -169,15 +158,12 @@ type Table struct {
 	rows [][]string
 }
 
-// NewTable starts a table with its header row.
 func NewTable(w io.Writer, header ...string) *Table {
 	return &Table{w: w, rows: [][]string{header}}
 }
 
-// Row adds a row.
 func (t *Table) Row(cells ...string) { t.rows = append(t.rows, cells) }
 
-// Flush writes the table.
 func (t *Table) Flush() error {
 	var widths []int
 	for _, r := range t.rows {
@@ -207,14 +193,11 @@ func (t *Table) Flush() error {
 	return nil
 }
 
-// Writer escapes the lines written through it: each line's text goes
-// through Escape, the newline that ends it is kept. It is for text a
-// library writes line by line (its report and warning lines), which may
-// quote names and messages from logs and archives. A write should hold
-// whole lines: a character split between two writes is escaped as bytes.
+// Writer escapes the lines a library writes through it (EscapeLines). A
+// write should hold whole lines: a character split between two writes is
+// escaped as bytes.
 type Writer struct{ w io.Writer }
 
-// NewWriter returns a Writer writing to w.
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 
 func (e *Writer) Write(p []byte) (int, error) {
@@ -224,17 +207,124 @@ func (e *Writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Quote is s between double quotes, escaped as Escape escapes it: how a
-// message quotes a name, an id or a path that may hold anything (Go's %q
-// would show other escapes, \a and \\, than the renderers do).
+// Quote is s escaped and between double quotes: how a message quotes a name
+// that may hold anything (%q would escape otherwise than the renderers).
 func Quote(s string) string { return `"` + Escape(s) + `"` }
 
-// QuoteList is each of ss quoted as Quote quotes it, between brackets and
-// separated by spaces.
+// QuoteList is each of ss quoted, between brackets, space-separated.
 func QuoteList(ss []string) string {
 	q := make([]string, len(ss))
 	for i, s := range ss {
 		q[i] = Quote(s)
 	}
 	return "[" + strings.Join(q, " ") + "]"
+}
+
+// Size is n bytes as people read a size: "812 bytes", else three
+// significant figures in binary units ("12.3 KiB", "123 GiB").
+func Size(n int64) string {
+	if n < 0 {
+		return "-" + Size(-n)
+	}
+	if n < 1024 {
+		if n == 1 {
+			return "1 byte"
+		}
+		return strconv.FormatInt(n, 10) + " bytes"
+	}
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	v := float64(n) / 1024
+	u := 0
+	for v >= 1023.995 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	switch {
+	case v >= 99.95:
+		return fmt.Sprintf("%.0f %s", v, units[u])
+	case v >= 9.995:
+		return fmt.Sprintf("%.1f %s", v, units[u])
+	}
+	return fmt.Sprintf("%.2f %s", v, units[u])
+}
+
+// Text is err's message with each file named once: a *fs.PathError or
+// *os.LinkError in err's chain whose file the message names before it
+// loses its own mention ("write F: write F: no space" becomes "write F:
+// write: no space"). It works on the chain, never on the text alone.
+func Text(err error) string {
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	var visit func(error)
+	visit = func(e error) {
+		for e != nil {
+			var full, short string
+			var paths []string
+			switch pe := e.(type) {
+			case *fs.PathError:
+				full, short, paths = pe.Error(), pe.Op+": "+pe.Err.Error(), []string{pe.Path}
+			case *os.LinkError:
+				full, short, paths = pe.Error(), pe.Op+": "+pe.Err.Error(), []string{pe.Old, pe.New}
+			}
+			if full != "" {
+				if i := strings.LastIndex(msg, full); i > 0 {
+					before := msg[:i]
+					named := true
+					for _, p := range paths {
+						named = named && p != "" && strings.Contains(before, p)
+					}
+					if named {
+						msg = before + short + msg[i+len(full):]
+					}
+				}
+			}
+			switch u := e.(type) {
+			case interface{ Unwrap() []error }:
+				for _, inner := range u.Unwrap() {
+					visit(inner)
+				}
+				return
+			case interface{ Unwrap() error }:
+				e = u.Unwrap()
+			default:
+				return
+			}
+		}
+	}
+	visit(err)
+	return msg
+}
+
+// Reason is err's message (as Text words it) as a reason beside path
+// ("SKIPPED <path>: <reason>"): a leading "<path>: " or `"<path>": ` is
+// dropped, else the first whole mention of path is cut out with the space
+// before it. Other files the message names stay.
+func Reason(path string, err error) string {
+	msg := Text(err)
+	if path == "" {
+		return msg
+	}
+	for _, lead := range []string{path + ": ", `"` + path + `": `} {
+		if strings.HasPrefix(msg, lead) {
+			return msg[len(lead):]
+		}
+	}
+	for _, mention := range []string{` "` + path + `"`, " " + path} {
+		for from := 0; ; {
+			i := strings.Index(msg[from:], mention)
+			if i < 0 {
+				break
+			}
+			i += from
+			end := i + len(mention)
+			// Not a longer path that begins with it.
+			if end == len(msg) || strings.ContainsRune(":) ,;", rune(msg[end])) {
+				return msg[:i] + msg[end:]
+			}
+			from = end
+		}
+	}
+	return msg
 }
