@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,11 +156,11 @@ func notEmpty(target string) error {
 func CheckTarget(target string) (free bool, err error) {
 	fi, err := os.Lstat(target)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, os.ErrNotExist):
 		return true, nil
 	case err != nil:
 		return false, err
-	case fi.Mode()&fs.ModeSymlink != 0:
+	case fi.Mode()&os.ModeSymlink != 0:
 		return false, fmt.Errorf("%s is a symbolic link: restore never follows links; name the directory itself", target)
 	case !fi.IsDir():
 		return false, fmt.Errorf("%s exists and is not a directory", target)

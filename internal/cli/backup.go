@@ -152,16 +152,13 @@ type backupSummary struct {
 	Planned       []backup.PlanFile `json:"planned,omitempty"`
 }
 
-// backupMemory is the resident set a backup is meant to stay within,
-// whatever the size of the store (the manifest is streamed).
+// backupMemory is the resident set a backup stays within, whatever the
+// store's size.
 const backupMemory = 64 << 20
 
-// runBackup runs the backup and returns what it wrote (nil when nothing:
-// a dry run, or a failure before the archive was complete).
+// runBackup runs the backup and returns what it wrote (nil when nothing).
 func runBackup(c *ucli.Context, e *env, to string) (res *backup.Result, err error) {
 	defer softMemoryLimit(backupMemory)()
-	// A backup holds runtime.lock when it is free and goes online when not;
-	// a dry run only looks.
 	mode := store.LockIfFree
 	if c.Bool("dry-run") {
 		mode = store.LockNone
@@ -171,15 +168,12 @@ func runBackup(c *ucli.Context, e *env, to string) (res *backup.Result, err erro
 		return res, err
 	}
 	defer s.Close()
-	// Streaming to stdout: stdout carries the archive, so the summary and
-	// the warnings go to stderr.
 	out := e.stdout
 	if to == "-" {
 		out = e.stderr
 	}
 	bar := e.newProgress("backup", "files archived", 0)
-	// Its events are all problems (UNREADABLE, INVALID, WARNING): --quiet
-	// keeps them.
+	// Its events are all problems, which --quiet keeps.
 	opts := backup.Options{ToolVersion: buildVersion(), Progress: bar, OnEvent: itemPrinter(e.libraryLines(e.stderr, nil), "archived"), Strict: c.Bool("strict"),
 		Rsyncable: c.Bool("rsyncable"), NoIndex: c.Bool("no-index")}
 	sum := backupSummary{SchemaVersion: schemaVersion, Problems: []store.Item{}, Invalid: []store.Item{},
@@ -235,8 +229,8 @@ func runBackup(c *ucli.Context, e *env, to string) (res *backup.Result, err erro
 	if res != nil {
 		fillResult(&sum, res)
 	}
-	// Streaming, the text summary is informational (stderr): --quiet drops
-	// it. Under --json it is the command's result and always printed.
+	// Streaming, --quiet drops the text summary (on stderr); --json's is
+	// the result.
 	if !(to == "-" && !c.Bool("dry-run") && e.g.Quiet && !e.g.JSON) {
 		if err := printBackup(e, out, &sum); err != nil {
 			return res, err
@@ -308,8 +302,7 @@ func printBackup(e *env, out io.Writer, s *backupSummary) error {
 			fmt.Fprintf(out, "DELETED %s\n", text(d))
 		}
 	}
-	// Without --strict the logs' events were not read: none found invalid
-	// is not none invalid (verify reads them all).
+	// Without --strict none found invalid is not none invalid.
 	invalid := strconv.Itoa(s.InvalidLogs)
 	if s.LogCheck == backup.LogCheckStructure && s.InvalidLogs == 0 {
 		invalid = "not-checked"
@@ -410,9 +403,8 @@ func runBackupVerify(c *ucli.Context, e *env, name string) error {
 	return invalidLogs(name, res)
 }
 
-// invalidLogs is exit 3 for an archive that holds logs the strict read
-// refuses (archived as they were in the store): verify and restore say
-// so alike, and backup list shows the archive as invalid.
+// invalidLogs is exit 3 for an archive holding logs the strict read
+// refuses, said alike by verify and restore.
 func invalidLogs(name string, res *backup.VerifyResult) error {
 	if res == nil || res.InvalidLogs == 0 {
 		return nil
@@ -518,9 +510,7 @@ type archiveListing struct {
 }
 
 type archiveRecord struct {
-	// SchemaVersion is set in backup latest's object only (backup list's
-	// records are inside its listing).
-	SchemaVersion int                  `json:"schemaVersion,omitempty"`
+	SchemaVersion int                  `json:"schemaVersion,omitempty"` // backup latest only
 	Name          string               `json:"name"`
 	Path          string               `json:"path"`
 	Time          time.Time            `json:"time"`
@@ -627,10 +617,9 @@ import does. The store is then reindexed.`,
 	}
 }
 
-// openRestoreTarget opens the store restore writes into, runtime.lock
-// taken: a target that holds something, restored into with --force or
-// --conversation. A missing or empty target is nil: restore makes it a
-// store.
+// openRestoreTarget opens and locks the store restore writes into with
+// --force or --conversation; nil for a missing or empty target, which
+// restore makes a store.
 func (e *env) openRestoreTarget(c *ucli.Context, opts backup.RestoreOptions) (*store.Store, error) {
 	if opts.Target == "" {
 		return nil, nil // Restore refuses it
@@ -668,8 +657,7 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 		render := itemPrinter(opts.Log, "archived")
 		opts.OnEvent = func(it store.Item) {
 			// The rebuild's SKIPPED and WILL NOT OPEN lines are results,
-			// printed on stdout from the result below, the same for a
-			// whole restore and --conversation.
+			// printed on stdout below.
 			if it.Kind != store.ItemSkipped && it.Kind != store.ItemWillNotOpen {
 				render(it)
 			}
@@ -738,9 +726,8 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 	return restoreSkips(name, res)
 }
 
-// restoreSkips is exit 3 when the rebuild of the restored index skipped
-// anything, as reindex alone exits, or when the archive holds logs that do
-// not read, as verify exits.
+// restoreSkips is exit 3 when the rebuild skipped anything, as reindex
+// exits, or the archive holds logs that do not read, as verify exits.
 func restoreSkips(name string, res *backup.RestoreResult) error {
 	if rr := res.Reindex; rr != nil && len(rr.Skipped) > 0 {
 		return partialf("restored, but the rebuild of metadata.db skipped %d item(s); the first: %s", len(rr.Skipped), skipText(rr.Skipped))
@@ -752,14 +739,10 @@ func restoreSkips(name string, res *backup.RestoreResult) error {
 	return nil
 }
 
-// demoBackupDir is where the demo writes its backups: DIR-backups beside
-// the sample store in DIR, a directory the demo makes (the demo command
-// refuses one that exists and holds anything).
 func demoBackupDir(dataDir string) string { return dataDir + "-backups" }
 
-// runDemoBackup runs the demo's backup and its verify (exit 3: the
-// sample's corrupt log is INVALID) into demoBackupDir(dataDir), and
-// returns how many steps did not exit as expected.
+// runDemoBackup runs the demo's backup and its verify, and returns how many
+// steps did not exit as expected.
 func runDemoBackup(c *ucli.Context, e *env, dataDir string) int {
 	dir := demoBackupDir(dataDir)
 	if err := requireEmpty(dir); err != nil {

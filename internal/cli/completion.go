@@ -48,12 +48,9 @@ among them (with their titles in zsh and fish). Install it with:
 	}
 }
 
-// newCompleteCommand is the command the completion scripts run for what
-// only the store knows: "convkit __complete ids" prints one line per
-// conversation, its id and its title (from metadata.db, empty when it is
-// not indexed) separated by a tab. An id that holds a control character
-// (a tab, a newline) is left out: a shell could not offer it whole. It
-// prints nothing, and exits 0, where there is no store.
+// newCompleteCommand is what the completion scripts run for the store's ids:
+// "ID<tab>TITLE" a line, an id with a control character left out (a shell
+// could not offer it whole); nothing, exit 0, without a store.
 func newCompleteCommand(e *env) *ucli.Command {
 	return &ucli.Command{
 		Name:      "__complete",
@@ -112,7 +109,6 @@ var (
 	choiceWords = regexp.MustCompile(`^[a-z]+(\|[a-z]+)+$`)
 )
 
-// valueCompletion is what to offer after an option of the command at path.
 func valueCompletion(path string, fi flagInfo) string {
 	if ch, ok := completionChoices[path+" "+dashed(fi.names[0])]; ok {
 		return strings.Join(ch, " ")
@@ -120,10 +116,8 @@ func valueCompletion(path string, fi flagInfo) string {
 	return kindCompletion(fi.placeholder)
 }
 
-// argCompletion is what to offer for the arguments of c: for any of them,
-// and for the first one when that differs (first is then not ""). An
-// argument named ID or CONVERSATION completes the store's conversation
-// ids: every argument for "ID...", the first alone else.
+// argCompletion is what to offer for any argument of c, and for the first
+// when that differs. ID or CONVERSATION completes the store's ids.
 func argCompletion(c *ucli.Command) (every, first string) {
 	u := strings.TrimSpace(optionWords.ReplaceAllString(" "+c.ArgsUsage, ""))
 	if choiceWords.MatchString(u) {
@@ -156,7 +150,6 @@ func kindCompletion(words string) string {
 	return ""
 }
 
-// completionModel is the command tree as the scripts need it.
 type completionModel struct {
 	globals []flagInfo
 	nodes   []completionNode
@@ -221,15 +214,13 @@ func newCompletionModel(app *ucli.App) completionModel {
 // shQuote quotes a word for sh, bash, zsh and fish alike.
 func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// writeShellCandidates writes the POSIX shell function that bash and zsh
-// share: __convkit_candidates CUR WORDS... prints what to offer for CUR
-// after WORDS (the words between the program and the cursor): words, or
-// @files or @dirs. It follows the grammar: options anywhere, each with its
-// value, subcommands before the first argument, "--" ends the options.
+// writeShellCandidates writes the POSIX shell functions bash and zsh share:
+// __convkit_candidates CUR WORDS... prints what to offer for CUR after
+// WORDS, following the grammar.
 func writeShellCandidates(w io.Writer, m completionModel) {
 	var b strings.Builder
-	// __convkit_sub PATH WORD: is WORD a subcommand of PATH? Prints its
-	// name (an alias gives the command's own name).
+	// __convkit_sub PATH WORD prints WORD's command name if it is a
+	// subcommand of PATH.
 	b.WriteString("__convkit_sub() {\n\tcase \"$1:$2\" in\n")
 	for _, n := range m.nodes {
 		for _, s := range n.subs {
@@ -399,10 +390,17 @@ func uniq(words []string) []string {
 	return out
 }
 
-func writeBashCompletion(w io.Writer, app *ucli.App) error {
-	fmt.Fprintf(w, "# bash completion for convkit (convkit completion bash), generated from its command definitions.\n\n")
+// writeShellCompletion writes a bash or zsh script: its head, the shared
+// functions, then its own.
+func writeShellCompletion(w io.Writer, app *ucli.App, head, own string) error {
+	io.WriteString(w, head)
 	writeShellCandidates(w, newCompletionModel(app))
-	_, err := io.WriteString(w, `
+	_, err := io.WriteString(w, own)
+	return err
+}
+
+func writeBashCompletion(w io.Writer, app *ucli.App) error {
+	return writeShellCompletion(w, app, "# bash completion for convkit (convkit completion bash), generated from its command definitions.\n\n", `
 _convkit() {
 	local cur=${COMP_WORDS[COMP_CWORD]} out w words= files= line id
 	__convkit_candidates "$cur" "${COMP_WORDS[@]:1:COMP_CWORD-1}" >/dev/null
@@ -445,13 +443,10 @@ _convkit() {
 }
 complete -F _convkit convkit
 `)
-	return err
 }
 
 func writeZshCompletion(w io.Writer, app *ucli.App) error {
-	fmt.Fprintf(w, "#compdef convkit\n# zsh completion for convkit (convkit completion zsh), generated from its command definitions.\n# Put it in $fpath as _convkit, or source it after compinit.\n\n")
-	writeShellCandidates(w, newCompletionModel(app))
-	_, err := io.WriteString(w, `
+	return writeShellCompletion(w, app, "#compdef convkit\n# zsh completion for convkit (convkit completion zsh), generated from its command definitions.\n# Put it in $fpath as _convkit, or source it after compinit.\n\n", `
 _convkit() {
 	local out w line
 	local -a plain ids
@@ -482,7 +477,6 @@ else
 	compdef _convkit convkit
 fi
 `)
-	return err
 }
 
 // fishQuote quotes for fish, where only \ and ' are special inside '...'.
@@ -620,8 +614,6 @@ complete -c convkit -f
 		if n.path == "" {
 			continue
 		}
-		// What every argument takes, then what the first one takes
-		// besides (noargs: none given yet).
 		fishArgs(&b, at+" arg", n.args)
 		fishArgs(&b, at+" noargs", strings.TrimSpace(strings.Replace(" "+n.args1+" ", " "+n.args+" ", " ", 1)))
 	}
@@ -629,9 +621,6 @@ complete -c convkit -f
 	return err
 }
 
-// fishArgs writes the fish completions of an argument under cond: files,
-// directories, conversation ids (each with its title as the description)
-// and words.
 func fishArgs(b *strings.Builder, cond, what string) {
 	var words []string
 	for _, w := range strings.Fields(what) {

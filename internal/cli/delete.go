@@ -23,8 +23,7 @@ type deletePlan struct {
 	Bytes         int64                  `json:"bytes"`
 }
 
-// planDelete resolves the command's ids and checks them as delete would
-// (store.PlanDelete), on the store opened read-only: no lock is taken.
+// planDelete checks the command's ids as delete would, taking no lock.
 func planDelete(c *ucli.Context, e *env) (*deletePlan, error) {
 	s, err := e.openStore(c.Context, "delete", store.LockNone)
 	if err != nil {
@@ -70,7 +69,6 @@ func filesAndSize(files int, bytes int64) string {
 	return fmt.Sprintf("%d %s, %s", files, noun, termtext.Size(bytes))
 }
 
-// runDeletePlan is delete --dry-run.
 func runDeletePlan(c *ucli.Context, e *env) error {
 	p, err := planDelete(c, e)
 	if err != nil {
@@ -92,10 +90,9 @@ func runDeletePlan(c *ucli.Context, e *env) error {
 // errNotConfirmed is a delete the user did not confirm: exit 1.
 var errNotConfirmed = errors.New("nothing was deleted: the answer was not yes")
 
-// confirmDelete shows on stderr what delete is about to delete and asks
-// on stdin, a terminal. It returns the resolved ids to delete, nil when
-// nothing was asked and nothing is to be done, or errNotConfirmed. The
-// store is only read while the question waits: no lock is held.
+// confirmDelete shows what delete is about to delete and asks on stdin, no
+// lock held while it waits. It returns the ids to delete, or
+// errNotConfirmed.
 func confirmDelete(c *ucli.Context, e *env) ([]string, error) {
 	p, err := planDelete(c, e)
 	if err != nil {
@@ -129,7 +126,6 @@ func confirmDelete(c *ucli.Context, e *env) ([]string, error) {
 	return nil, errNotConfirmed
 }
 
-// readAnswer reads one line from r; an interrupt stops the wait.
 func readAnswer(ctx context.Context, r io.Reader) (string, error) {
 	type line struct {
 		s   string

@@ -1,44 +1,26 @@
 // Package cli is the convkit command line: argument parsing, rendering of
-// results, exit codes and progress bars. It is the only package, with
-// cmd/convkit, that imports urfave/cli and progressbar; the work itself is
-// done by library packages that know nothing of flags or terminals.
+// results, exit codes and progress bars. With cmd/convkit it is the only
+// package that imports urfave/cli and progressbar.
 //
 // # Adding a command
 //
-// Each command lives in its own file with one constructor,
+// A command is one constructor, func newXCommand(e *env) *ucli.Command,
+// listed in commandGroups (app.go). It declares its own flags (never a
+// global one's name) and an Action that checks its arguments (withArgs),
+// builds the library's options from the flags and e.g, calls the library
+// with c.Context and renders the result to e.stdout (text, or one JSON
+// document via writeJSON under e.g.JSON).
 //
-//	func newXCommand(e *env) *ucli.Command
+// Actions never print errors and never exit: Main prints the error once and
+// maps it to the exit code (exit.go). A fixable error carries a hint
+// (withHint); bad invocations are usagef, jobs that skipped items partialf.
+// Logs, warnings and progress (newProgress: on a terminal only) go to
+// e.stderr. Text escapes every string from a log, an archive or the store
+// (text, quoted; library lines through e.libraryLines); JSON is exact.
 //
-// listed in commandGroups (app.go). The constructor declares the
-// command's own flags (never a global flag name: --data-dir, --json,
-// --quiet, --lock-timeout belong to the root only) and an Action that
-//
-//  1. checks its positional arguments with checkArgs,
-//  2. builds the library's options from the flags and e.g (the global flags;
-//     e.g.dataDir() resolves the data directory),
-//  3. calls the library with c.Context, and
-//  4. renders the result to e.stdout (text, or one JSON document under
-//     e.g.JSON via writeJSON).
-//
-// Actions never print errors and never exit: they return the error, and Main
-// prints it once and maps it to the exit code (exit.go). Errors a user can
-// fix carry a hint (a Hint() string method); bad invocations are usageErrors
-// (usagef), and jobs that finished but skipped items return a partialError
-// (partialf). Logs, warnings and progress go to e.stderr; progress bars come
-// from newProgress, which shows them only on a terminal.
-//
-// Text renderings escape every string that comes from a log, an archive or
-// the store with text or quoted (termtext.Escape); library lines are passed
-// through e.libraryLines, which escapes them and, under --quiet, keeps the
-// problems only. JSON is never escaped. Progress counts something named:
-// e.newProgress("migrate", "logs", total).
-//
-// app.go completes every command after construction: it appends the EXIT
-// STATUS table to the Description, installs the usage-error handler, and
-// gives command groups (commands with Subcommands) an Action that refuses a
-// missing or unknown subcommand. Main puts every command line into the
-// order urfave/cli parses before it parses (grammar.go): global flags
-// anywhere, options before or after arguments, "--" ends them. The help,
-// the completion scripts (completion.go) and the man page (help.go) come
-// from the same definitions.
+// complete (app.go) appends the EXIT STATUS table to every Description and
+// gives command groups an Action that refuses a missing subcommand. Main
+// reorders every command line into what urfave/cli parses (grammar.go):
+// global flags anywhere, options before or after arguments, "--" ends them.
+// The help, completion scripts and man page come from the same definitions.
 package cli

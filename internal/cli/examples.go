@@ -5,10 +5,8 @@ import (
 	"io"
 )
 
-// example is one invocation a command's help and the man page show: a
-// shell line that starts with convkit, and what it does.
-// TestExamplesParse runs every line's convkit words through the real
-// command definitions.
+// example is one invocation a command's help and the man page show
+// (TestExamplesParse parses every line).
 type example struct {
 	line string
 	note string
@@ -144,11 +142,9 @@ var commandExamples = map[string][]example{
 	},
 }
 
-// examplesOf returns the examples of the command at path.
 func examplesOf(path string) []example { return commandExamples[path] }
 
-// writeExamples writes the EXAMPLES section of a help: each note as a
-// shell comment over its line, indented as urfave indents a section.
+// writeExamples writes the EXAMPLES section of a help.
 func writeExamples(w io.Writer, path string) {
 	ex := examplesOf(path)
 	if len(ex) == 0 {

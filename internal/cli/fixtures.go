@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -120,7 +119,7 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 // (a symbolic link is never followed).
 func requireEmpty(dir string) error {
 	fi, err := os.Lstat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {

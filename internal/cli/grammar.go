@@ -11,7 +11,6 @@ import (
 // "convkit [global flags] command [command flags] -- [arguments]", reading
 // each command's flags from its definition (docs/CLI.md, "Invocation rules").
 
-// flagSpec says how a flag is spelled and whether it takes a value.
 type flagSpec struct {
 	names      []string
 	takesValue bool
@@ -29,7 +28,6 @@ func specOf(f ucli.Flag) flagSpec {
 // helpSpec is urfave's -h/--help, which it adds to every command.
 var helpSpec = flagSpec{names: []string{"help", "h"}}
 
-// flagSet finds flags by name.
 type flagSet map[string]flagSpec
 
 func (s flagSet) add(specs ...flagSpec) {
@@ -48,9 +46,8 @@ func flagsOf(flags []ucli.Flag) flagSet {
 	return s
 }
 
-// flagName splits a flag token: "--to=DIR" is ("to", "DIR", true); "-q" is
-// ("q", "", false). ok is false for what is not a flag: an argument, a
-// lone "-" (stdin or stdout), "--".
+// flagName splits a flag token: "--to=DIR" is ("to", "DIR", true). ok is
+// false for an argument, a lone "-" and "--".
 func flagName(tok string) (name, value string, hasValue, ok bool) {
 	if len(tok) < 2 || tok[0] != '-' || tok == "--" {
 		return "", "", false, false
@@ -70,25 +67,19 @@ type invocation struct {
 	leaf    *ucli.Command
 	flags   []string // the leaf command's flags (and unknown ones), with values
 	args    []string // positional arguments
-	// help: -h or --help was given (before "--"); the arguments are then
-	// left out, since urfave would read them as a help topic.
-	help bool
-	// missing is a flag given last without its value ("--data-dir" at the
-	// end): a usage error of the command, reported before parsing.
-	missing string
-	// misplaced maps the name of a flag the leaf command does not have but
-	// another command does to how it was given ("--keep 3"), for the hint.
+	// help: -h or --help was given; the arguments are left out, since
+	// urfave would read them as a help topic.
+	help    bool
+	missing string // a flag given last without its value
+	// misplaced: flags of another command, by name, for the hint.
 	misplaced map[string]misplacedFlag
 }
 
-// misplacedFlag is a flag given to a command that does not define it,
-// though another one does.
 type misplacedFlag struct {
 	spelled string // as given, with its value: "--keep 3"
 	owners  []string
 }
 
-// argv is the invocation in the order urfave parses.
 func (in *invocation) argv(prog string) []string {
 	out := []string{prog}
 	out = append(out, in.globals...)
@@ -113,7 +104,6 @@ func commandFlags(c *ucli.Command, into flagSet) {
 	}
 }
 
-// findCommand returns the command in cmds named (or aliased) name.
 func findCommand(cmds []*ucli.Command, name string) *ucli.Command {
 	for _, c := range cmds {
 		for _, n := range c.Names() {
@@ -125,7 +115,6 @@ func findCommand(cmds []*ucli.Command, name string) *ucli.Command {
 	return nil
 }
 
-// owners lists the commands (full names) that define a flag called name.
 func owners(prefix string, cmds []*ucli.Command, name string) []string {
 	var out []string
 	for _, c := range cmds {
@@ -142,18 +131,16 @@ func owners(prefix string, cmds []*ucli.Command, name string) []string {
 	return out
 }
 
-// parseInvocation takes args (without the program name) apart. It never
-// fails: what it cannot place (an unknown flag, an unknown command) is
-// left where urfave will refuse it with its usual usage error.
+// parseInvocation takes args (without the program name) apart. What it
+// cannot place is left where urfave refuses it.
 func parseInvocation(app *ucli.App, args []string) *invocation {
 	globals := flagsOf(app.Flags)
 	globals.add(helpSpec)
 	in := &invocation{misplaced: map[string]misplacedFlag{}}
 
-	// First pass: find the command path. Flags are skipped with their
-	// values; before a subcommand is named, a flag may belong to any
-	// command below the one named so far (TestCommandTree checks that a
-	// flag name takes a value everywhere or nowhere, so both passes agree).
+	// First pass: the command path. Flags are skipped with their values
+	// (TestCommandTree checks a flag name takes a value everywhere or
+	// nowhere, so both passes agree).
 	var cmd *ucli.Command
 	cmds := app.Commands
 	pathDone := false
@@ -187,8 +174,7 @@ func parseInvocation(app *ucli.App, args []string) *invocation {
 	}
 	in.leaf = cmd
 
-	// Second pass: sort every token into globals, the leaf's flags and the
-	// arguments.
+	// Second pass: globals, the leaf's flags and the arguments.
 	leafFlags := flagSet{}
 	leafFlags.add(helpSpec)
 	all := flagSet{}
@@ -240,8 +226,6 @@ func parseInvocation(app *ucli.App, args []string) *invocation {
 			in.globals = append(in.globals, tok) // unknown, and no command: the root refuses it
 			continue
 		}
-		// Unknown to this command. If another command has it, say so in
-		// the hint, with the value as given.
 		sp, found := all[name]
 		toks := take(sp, found)
 		if found {
@@ -252,8 +236,6 @@ func parseInvocation(app *ucli.App, args []string) *invocation {
 	return in
 }
 
-// normalizeArgs puts args (args[0] is the program) into the order urfave
-// parses; see parseInvocation.
 func normalizeArgs(app *ucli.App, args []string) ([]string, *invocation) {
 	if len(args) == 0 {
 		return args, &invocation{misplaced: map[string]misplacedFlag{}}

@@ -38,8 +38,7 @@ unknown command is a usage error, with the closest names as a hint.`,
 				path = append(path, next.Name)
 				cmds = next.Subcommands
 			}
-			// The help of a command is what --help prints: one run of the
-			// real command line, so that the two never differ.
+			// One run of the real command line, so help and --help agree.
 			argv := append(append([]string{progName}, path...), "--help")
 			if code := runMain(c.Context, argv, e.stdin, e.stdout, e.stderr, e.g.getenv); code != exitOK {
 				return silentExit(code)
@@ -49,12 +48,10 @@ unknown command is a usage error, with the closest names as a hint.`,
 	}
 }
 
-// quotedPath quotes a command path as typed: "backup verify".
 func quotedPath(path []string) string { return quoted(strings.Join(path, " ")) }
 
-// appHelpTemplate is urfave's help of the program with its commands in
-// commandGroups' groups and order (urfave sorts its categories by name),
-// aligned as one table.
+// appHelpTemplate is urfave's program help with the commands in
+// commandGroups' order (urfave sorts categories by name), as one table.
 var appHelpTemplate = func() string {
 	const theirs = `{{template "visibleCommandCategoryTemplate" .}}`
 	if !strings.Contains(ucli.AppHelpTemplate, theirs) {
@@ -65,14 +62,11 @@ var appHelpTemplate = func() string {
      {{join .Names ", "}}{{"\t"}}{{.Usage}}{{end}}{{end}}`, 1)
 }()
 
-// commandGroup is one group of the root help.
 type commandGroup struct {
 	Name     string
 	Commands []*ucli.Command
 }
 
-// groupsOf lists the visible commands of app by group (their Category), in
-// commandGroups' order.
 func groupsOf(app *ucli.App) []commandGroup {
 	var out []commandGroup
 	for _, g := range commandGroups {
@@ -89,11 +83,9 @@ func groupsOf(app *ucli.App) []commandGroup {
 	return out
 }
 
-// Every command's help ends with its EXAMPLES, then its EXIT STATUS table
-// (docs/CLI.md): urfave renders the Description, which carries the table,
-// before the options, so the printer moves the table after them and puts
-// the examples (examples.go) before it. The program's help lists the
-// commands by group (appHelpTemplate).
+// Every help ends with its EXAMPLES, then its EXIT STATUS table: urfave
+// renders the Description, which carries the table, before the options, so
+// the printer moves the table to the end, the examples before it.
 func init() {
 	render := ucli.HelpPrinterCustom
 	ucli.HelpPrinterCustom = func(w io.Writer, templ string, data interface{}, funcs map[string]interface{}) {
@@ -126,8 +118,7 @@ func init() {
 }
 
 // exitStatusLast moves the EXIT STATUS table out of a rendered help's
-// DESCRIPTION section to the end, as a section of its own, with the
-// sections before (EXAMPLES) ahead of it.
+// DESCRIPTION to a section of its own at the end, after before.
 func exitStatusLast(help, before string) string {
 	lines := strings.Split(strings.TrimRight(help, "\n"), "\n")
 	start := -1
@@ -179,7 +170,6 @@ status and the environment. docs/convkit.1 in the source is this output.
 	}
 }
 
-// exitStatuses are the rows of the EXIT STATUS section (exit.go's codes).
 var exitStatuses = []struct {
 	code int
 	text string
@@ -192,7 +182,7 @@ var exitStatuses = []struct {
 	{exitInterrupted, "interrupted (SIGINT or SIGTERM)"},
 }
 
-// environment is the ENVIRONMENT section: every variable convkit reads.
+// environment is every variable convkit reads.
 var environment = []struct{ name, text string }{
 	{"CONVKIT_DATA_DIR", "The data directory when --data-dir is not given. A blank value counts as unset."},
 	{"XDG_DATA_HOME", "Without --data-dir and CONVKIT_DATA_DIR, the data directory is $XDG_DATA_HOME/convkit (an absolute XDG_DATA_HOME only)."},
@@ -202,8 +192,8 @@ var environment = []struct{ name, text string }{
 	{"GOMEMLIMIT", "When set, migrate leaves the Go runtime's memory limit as it is instead of setting its own (64 MiB + 32 MiB per job)."},
 }
 
-// roff escapes text for a man page line: backslashes, and a leading dot or
-// quote, which roff would take for a request.
+// roff escapes text for a man page line (a leading dot or quote would be a
+// request).
 func roff(s string) string {
 	s = strings.ReplaceAll(s, `\`, `\e`)
 	s = strings.ReplaceAll(s, "-", `\-`)
@@ -213,8 +203,7 @@ func roff(s string) string {
 	return s
 }
 
-// roffParagraphs writes text as paragraphs: blank lines separate them,
-// indented lines are kept as they are (examples, lists).
+// roffParagraphs writes text as paragraphs, indented ones as they are.
 func roffParagraphs(w io.Writer, text string) {
 	for _, para := range strings.Split(strings.TrimSpace(text), "\n\n") {
 		lines := strings.Split(para, "\n")
@@ -240,8 +229,6 @@ func roffParagraphs(w io.Writer, text string) {
 	}
 }
 
-// roffExamples writes examples as an indented block: each note as a shell
-// comment over its line, as the help shows them.
 func roffExamples(w io.Writer, ex []example) {
 	fmt.Fprintln(w, ".RS\n.nf")
 	for i, x := range ex {
@@ -265,9 +252,8 @@ func roffFlag(w io.Writer, fi flagInfo) {
 	fmt.Fprintf(w, ".TP\n%s\n%s\n", head, roff(fi.usage))
 }
 
-// writeMan writes convkit(1) from the command definitions. It has no date:
-// the page is the same for the same definitions (docs/convkit.1 is checked
-// against it).
+// writeMan writes convkit(1) from the command definitions, with no date so
+// that docs/convkit.1 can be checked against it.
 func writeMan(w io.Writer, app *ucli.App) error {
 	fmt.Fprintf(w, `.\" convkit(1), generated by "convkit man" from the command definitions.
 .TH CONVKIT 1 "" "convkit" "User Commands"
@@ -354,16 +340,12 @@ The documentation in the source: README.md, docs/CLI.md, docs/JSON.md, docs/FORM
 	return nil
 }
 
-// The command definitions are the one source of the help, the grammar
-// (grammar.go), the shell completion (completion.go) and the man page.
-
 // commandNode is one command of the tree with its full path.
 type commandNode struct {
 	path []string // ["backup", "verify"]
 	cmd  *ucli.Command
 }
 
-// name is the path as typed: "backup verify".
 func (n commandNode) name() string { return strings.Join(n.path, " ") }
 
 // commandNodes lists every visible command depth first, in help order.
@@ -384,8 +366,7 @@ func commandNodes(app *ucli.App) []commandNode {
 	return out
 }
 
-// flagInfo is what the help, the completion and the man page show of a
-// flag.
+// flagInfo is what the help, the completion and the man page show of a flag.
 type flagInfo struct {
 	names       []string // long names first, as defined
 	placeholder string   // the value's name in the usage (`DIR`), "" for a boolean
@@ -393,7 +374,6 @@ type flagInfo struct {
 	takesValue  bool
 }
 
-// infoOf reads a flag's definition.
 func infoOf(f ucli.Flag) flagInfo {
 	fi := flagInfo{names: f.Names(), takesValue: specOf(f).takesValue}
 	if d, ok := f.(ucli.DocGenerationFlag); ok {
@@ -411,7 +391,6 @@ func infoOf(f ucli.Flag) flagInfo {
 	return fi
 }
 
-// spellings are the flag's names as typed: --data-dir, -q.
 func (fi flagInfo) spellings() []string {
 	out := make([]string, len(fi.names))
 	for i, n := range fi.names {
@@ -420,16 +399,12 @@ func (fi flagInfo) spellings() []string {
 	return out
 }
 
-// withoutExitStatus is a command's Description without the EXIT STATUS
-// table that complete appends to every one (the man page has its own
-// section).
 func withoutExitStatus(desc string) string {
 	return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(desc), exitStatusText))
 }
 
-// ownFlags are the flags a definition declares: urfave adds -h/--help to
-// every command and to the root when it runs, and the help, completion and
-// man page show that one once, by itself.
+// ownFlags are the flags a definition declares, without the -h/--help
+// urfave adds to each when it runs.
 func ownFlags(flags []ucli.Flag) []flagInfo {
 	var out []flagInfo
 	for _, f := range flags {

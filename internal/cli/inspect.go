@@ -81,8 +81,7 @@ older part from the conversation it was forked from (read-only).`,
 				return usagef(c, "--upgrade shows the upgraded events; --validate and --stats read the log as stored (migrate --dry-run checks an upgrade)")
 			}
 			if c.IsSet("type") {
-				// These read whole logs (every problem, the history a model
-				// reads, every message): a filter would silently not apply.
+				// These read whole logs: a filter would silently not apply.
 				for _, m := range []string{"validate", "history", "transcript"} {
 					if c.Bool(m) {
 						return usagef(c, "--type selects the events shown or measured; it does not apply to --%s", m)
@@ -100,7 +99,6 @@ older part from the conversation it was forked from (read-only).`,
 					return err
 				}
 				defer sp.close()
-				// A log from stdin has no place: no children are looked for.
 				t := inspect.Held(stdinName, sp.f, sp.size)
 				return runInspect(c, e, t, stdinName, "-", filter)
 			}
@@ -209,9 +207,8 @@ func runInspect(c *ucli.Context, e *env, t *inspect.Target, shown, jsonPath stri
 	}
 }
 
-// inspectTarget resolves the arguments to a log file: an existing path (a
-// log file, or a directory holding one: inspect.Resolve), or a
-// conversation (and session) id in the data directory.
+// inspectTarget resolves the arguments to a log: an existing path
+// (inspect.Resolve), or a conversation (and session) id in the store.
 func inspectTarget(c *ucli.Context, e *env, args []string) (*inspect.Target, error) {
 	ctx := c.Context
 	if len(args) == 1 {
@@ -250,17 +247,15 @@ func inspectTarget(c *ucli.Context, e *env, args []string) (*inspect.Target, err
 	return inspect.StoreTarget(l)
 }
 
-// stopPosition names where a read stopped (the line, not the column), as
-// convlog words a position.
+// stopPosition names the line where a read stopped.
 func stopPosition(p inspect.Problem) string {
 	pos := p.Position()
 	pos.Column = 0
 	return pos.String()
 }
 
-// problemPosition is a problem as --validate lists it: its position, as
-// convlog words it in an error line too, then its kind, the rule of an
-// event it breaks beyond its line, and its message.
+// problemPosition is a problem as --validate lists it: position, kind, the
+// rule broken beyond its line, and message.
 func problemPosition(p inspect.Problem) string {
 	switch p.Rule {
 	case "", "header", "envelope", "framing", "file":
@@ -269,9 +264,8 @@ func problemPosition(p inspect.Problem) string {
 	return fmt.Sprintf("%s: %s (rule %s): %s", p.Position(), p.Kind, p.Rule, p.Message)
 }
 
-// runTranscript prints the transcript of t's session log. The store it
-// sits in (<data-dir>/conversations/<conversation>/<log>), opened
-// read-only, is where a fork's inherited history is found; stdin has none.
+// runTranscript prints the transcript of t's session log; the store it
+// sits in, opened read-only, holds a fork's inherited history.
 func runTranscript(ctx context.Context, e *env, t *inspect.Target, stdin bool) error {
 	path := t.Path
 	var s *store.Store

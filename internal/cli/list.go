@@ -70,9 +70,8 @@ only those, with a WHY column.`,
 	}
 }
 
-// renderList writes the conversations as a table, its columns aligned by
-// display width (a CJK title takes two columns a character); why adds the
-// reasons a conversation will not open.
+// renderList writes the conversations as a table; why adds the reasons a
+// conversation will not open.
 func renderList(e *env, rows []index.Summary, why bool) error {
 	head := []string{"ID", "TITLE", "UPDATED", "SESSIONS", "TURNS", "FLAGS"}
 	if why {

@@ -115,8 +115,6 @@ and asks first, unless --yes; from a script it does not ask.`,
 			case errors.Is(err, store.ErrHasDependents):
 				return withHint(err, "delete those too (name them in the same command), or pass --force")
 			case errors.Is(err, store.ErrTurnRunning):
-				// delete holds runtime.lock, so no runtime runs that
-				// turn: a crash left it open.
 				return withHint(err, "no runtime holds runtime.lock, so a crash left that turn open: convkit repair closes it (as interrupted), then delete it")
 			}
 			return err
@@ -124,7 +122,6 @@ and asks first, unless --yes; from a script it does not ask.`,
 	}
 }
 
-// runDelete deletes the conversations refs name, holding runtime.lock.
 func (e *env) runDelete(c *ucli.Context, refs []string) error {
 	return e.runManage(c, "delete", func(s *store.Store, opts manage.Options) (*manage.Result, error) {
 		ids, err := resolveIDs(c, s, refs)
@@ -135,9 +132,8 @@ func (e *env) runDelete(c *ucli.Context, refs []string) error {
 	})
 }
 
-// runManage opens the store exclusively and runs an edit of package
-// manage, printing each conversation's line as it is done (or, with
-// --json, the result at the end).
+// runManage runs an edit of package manage on the locked store, printing
+// each conversation's line as it is done (--json: the result at the end).
 func (e *env) runManage(c *ucli.Context, command string, do func(*store.Store, manage.Options) (*manage.Result, error)) error {
 	dataDir, err := e.g.dataDir()
 	if err != nil {
@@ -148,16 +144,12 @@ func (e *env) runManage(c *ucli.Context, command string, do func(*store.Store, m
 		return err
 	}
 	defer s.Close()
-	// The configuration only decides the will-not-open reasons of the
-	// index rows written.
 	m, err := e.loadMachineLenient(c, dataDir, " for metadata.db")
 	if err != nil {
 		return err
 	}
 	opts := manage.Options{Machine: m}
 	if !e.g.JSON && !e.g.Quiet {
-		// Each line says what was done as it should be: --quiet drops
-		// them all (docs/CLI.md).
 		opts.OnDone = func(o manage.Outcome) { fmt.Fprintln(e.stdout, manageLine(o)) }
 	}
 	res, err := do(s, opts)

@@ -17,24 +17,17 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// schemaVersion is the version of the JSON documents convkit prints
-// (docs/JSON.md), the libraries' too.
 const schemaVersion = contract.Version
 
-// writeJSON writes v as one line of JSON. HTML characters are not escaped:
-// the output is for programs, not browsers. JSON is exact: it never goes
-// through the terminal escaping.
+// writeJSON writes v as one line of exact JSON, HTML characters as they are.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
 
-// Text output: every string that comes from a log, an archive or the store
-// (ids, titles, paths, message text, reasons that quote them) goes through
-// termtext.Escape as it is rendered.
-
-// text is s escaped for the terminal.
+// text is s escaped for the terminal: every string from a log, an archive
+// or the store goes through it, or quoted, as it is rendered.
 func text(s string) string { return termtext.Escape(s) }
 
 // texts is each of list escaped, joined by sep.
@@ -46,15 +39,12 @@ func texts(list []string, sep string) string {
 	return strings.Join(out, sep)
 }
 
-// quoted is s escaped and in double quotes: "title".
 func quoted(s string) string { return `"` + termtext.Escape(s) + `"` }
 
-// titleColumns is the most of a title text output shows (every automatic
-// title fits: 40 characters of at most two columns); --json keeps it whole.
+// titleColumns is the most of a title text output shows (an automatic
+// title always fits).
 const titleColumns = 80
 
-// title is a conversation's title for text output: escaped, cut to
-// titleColumns with an ellipsis, "(untitled)" when there is none.
 func title(s string) string {
 	if s == "" {
 		return "(untitled)"
@@ -62,12 +52,10 @@ func title(s string) string {
 	return termtext.ClipEscaped(s, titleColumns)
 }
 
-// quotedTitle is a title cut as title cuts it, in double quotes.
 func quotedTitle(s string) string { return `"` + termtext.ClipEscaped(s, titleColumns) + `"` }
 
-// libraryLines wraps w for the lines a library writes itself (report and
-// warning lines): each is escaped, and under --quiet only the lines keep
-// accepts pass (nil keeps all).
+// libraryLines wraps w for the lines a library writes: each is escaped, and
+// under --quiet only those keep accepts pass (nil keeps all).
 func (e *env) libraryLines(w io.Writer, keep func(line string) bool) io.Writer {
 	out := io.Writer(termtext.NewWriter(w))
 	if e.g.Quiet && keep != nil {
@@ -76,8 +64,8 @@ func (e *env) libraryLines(w io.Writer, keep func(line string) bool) io.Writer {
 	return out
 }
 
-// lineFilter passes to w the whole lines written through it that keep
-// accepts. It is safe for concurrent use.
+// lineFilter passes on the whole lines keep accepts; safe for concurrent
+// use.
 type lineFilter struct {
 	mu   sync.Mutex
 	w    io.Writer
@@ -104,9 +92,8 @@ func (f *lineFilter) Write(p []byte) (int, error) {
 	}
 }
 
-// Under --quiet, what the libraries' lines keep: the problems. Lines of
-// things done as they should be (a temporary file of an interrupted write
-// removed, an interrupted deletion finished) go.
+// problemLine is what --quiet keeps of the libraries' lines: the problems,
+// not what was done as it should be.
 func problemLine(line string) bool {
 	for _, info := range []string{"REMOVED ", "DELETED ", progName + ": removed ", willNotOpenPrefix} {
 		if strings.HasPrefix(line, info) {
@@ -117,19 +104,17 @@ func problemLine(line string) bool {
 }
 
 // willNotOpenPrefix begins the line of a conversation that will not open
-// here; --quiet folds such lines into a count (a store restored elsewhere
-// would print one per conversation) except under reindex --strict.
+// here; --quiet drops them (a restored store would print one per
+// conversation) except under reindex --strict.
 const willNotOpenPrefix = "WILL NOT OPEN "
 
-// showWillNotOpen says whether the WILL NOT OPEN lines are printed.
 func (e *env) showWillNotOpen(strict bool) bool { return !e.g.Quiet || strict }
 
 // migrateLine matches a per-input line of migrate: [i/K] "rel" ACTION...
 var migrateLine = regexp.MustCompile(`^\[\d+/\d+\] "(?:[^"\\]|\\.)*" (.*)$`)
 
-// migrateQuiet is what --quiet keeps of migrate's text lines (docs/CLI.md):
-// failures, skips, their ERROR lines, an empty root and everything from the
-// summary on.
+// migrateQuiet is what --quiet keeps of migrate's lines: failures, skips,
+// ERROR lines, an empty root and everything from the summary on.
 func migrateQuiet() func(string) bool {
 	summary := false
 	return func(line string) bool {
@@ -143,9 +128,8 @@ func migrateQuiet() func(string) bool {
 	}
 }
 
-// refuseTerminal is the usage error of writing an archive to a terminal
-// (as zstd refuses), naming example, a pipeline, and instead, the form
-// that writes a file.
+// refuseTerminal refuses to write an archive to a terminal (as zstd does),
+// hinting at example, a pipeline, and instead, the form that writes a file.
 func (e *env) refuseTerminal(c *ucli.Context, example, instead string) error {
 	if !e.terminal(e.stdout) {
 		return nil
@@ -154,9 +138,8 @@ func (e *env) refuseTerminal(c *ucli.Context, example, instead string) error {
 		"refusing to write a binary archive to a terminal")
 }
 
-// withPath is "PATH: REASON", or REASON alone when it names the path
-// already (a format error carries its file): a line names a file once.
-// path may be quoted ("PATH"); the check is on the path itself.
+// withPath is "PATH: REASON", or REASON alone when it names the (possibly
+// quoted) path already.
 func withPath(path, reason string) string {
 	bare := path
 	if u, err := strconv.Unquote(path); err == nil {
@@ -168,10 +151,9 @@ func withPath(path, reason string) string {
 	return path + ": " + reason
 }
 
-// itemLine is an item a library reported, as the commands print it
-// (docs/CLI.md): a word for its kind, its path and its reason. What the
-// command did with an entry out of shape (warned: "archived", "not
-// exported") ends a WARNING line.
+// itemLine is an item a library reported, as the commands print it: a word
+// for its kind, its path and its reason; warned ("archived") ends a WARNING
+// line with what was done.
 func itemLine(it store.Item, warned string) string {
 	switch it.Kind {
 	case store.ItemWillNotOpen:
@@ -198,7 +180,6 @@ var itemWords = map[store.ItemKind]string{
 	store.ItemDeletionFinished: "DELETED", store.ItemEmptyRemoved: "DELETED",
 }
 
-// itemPrinter prints each item on w (itemLine).
 func itemPrinter(w io.Writer, warned string) func(store.Item) {
 	return func(it store.Item) { fmt.Fprintln(w, itemLine(it, warned)) }
 }

@@ -18,24 +18,20 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// progressReporter is a progress.Progress the command finishes when its job
-// ends, successful or not.
+// progressReporter is a progress.Progress whose Finish removes the bar,
+// before the result is printed.
 type progressReporter interface {
 	progress.Progress
-	// Finish removes the bar from the terminal. Call it once, before printing
-	// the result.
 	Finish()
 }
 
-// unit is what a bar counts: a plural noun ("logs", "conversations"), or
-// bytes.
+// unit is what a bar counts: a plural noun, or bytes.
 type unit string
 
 const unitBytes unit = "bytes"
 
-// newProgress returns a job's progress bar on stderr (progressText; total
-// <= 0: unknown yet), drawn only on a terminal without --json or --quiet;
-// other output clears it first (termWriter), so they never share a line.
+// newProgress returns a job's progress bar on stderr (total <= 0: unknown),
+// drawn only on a terminal without --json or --quiet.
 func (e *env) newProgress(what string, u unit, total int64) progressReporter {
 	if e.g.JSON || e.g.Quiet || !e.terminal(e.stderr) {
 		return nopReporter{}
@@ -49,17 +45,15 @@ func (e *env) newProgress(what string, u unit, total int64) progressReporter {
 	return r
 }
 
-// rateAfter is how much progress a bar needs before it shows a rate and
-// a time left: the first readings of a job (one log done in its first
-// millisecond, a read of a file the cache holds) say nothing of the rest.
+// rateAfter is how long a bar runs before it shows a rate and a time left:
+// the first readings of a job say nothing of the rest.
 const rateAfter = 3 * time.Second
 
-// rateWindow is the span of the latest progress the rate is taken over.
+// rateWindow is the span the rate is taken over.
 const rateWindow = 10 * time.Second
 
-// newBarReporter draws a bar on w, whatever w is. progressbar draws the
-// percent and the bar (a spinner without a total); the text after it is
-// the reporter's own (progressText).
+// newBarReporter draws a bar on w, whatever w is: progressbar's percent and
+// bar (a spinner without a total), then progressText.
 func newBarReporter(w io.Writer, what string, u unit, total int64) *barReporter {
 	r := &barReporter{what: what, u: u, now: time.Now, line: &barLine{}}
 	r.start = r.now()
@@ -69,42 +63,35 @@ func newBarReporter(w io.Writer, what string, u unit, total int64) *barReporter 
 		max = barMax(total)
 	}
 	r.bar = progressbar.NewOptions64(max,
-		// Never the default (os.Stdout): stdout carries results only.
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionShowDescriptionAtLineEnd(),
-		// The times are the reporter's text.
 		progressbar.OptionSetPredictTime(false),
 		progressbar.OptionSetElapsedTime(false),
 		// The reporter throttles itself; progressbar draws when told, and
 		// only then (its own spinner goroutine would draw over a line).
 		progressbar.OptionThrottle(0),
 		progressbar.OptionSetSpinnerChangeInterval(0),
-		// Leave no bar behind: the result or the error follows on a clean line.
 		progressbar.OptionClearOnFinish(),
 	)
 	return r
 }
 
-// progressbar takes a bar whose count reaches its total for finished and
-// draws it no more: it is given the count times barScale of a total
-// times barScale plus one, which the count never reaches (the bar says
-// 99% when every unit is done, until the reporter's Finish erases it).
+// progressbar stops drawing a bar whose count reaches its total, so it is
+// given count*barScale of total*barScale+1, which the count never reaches.
 const barScale = 100
 
 func barMax(total int64) int64 { return total*barScale + 1 }
 
-// barLine is the terminal line a bar is drawn on. Its lock orders the
-// bar's drawing and every other write to the terminal (termWriter).
+// barLine is the terminal line a bar is drawn on; its lock orders the bar's
+// drawing and every other write to the terminal (termWriter).
 type barLine struct {
-	mu  sync.Mutex
-	bar *barReporter // the bar drawn, nil when none is
-	// midLine: the last write to the terminal did not end its line, so
-	// the bar waits (drawn there, it would overwrite the line).
-	midLine bool
+	mu      sync.Mutex
+	bar     *barReporter // the bar drawn, nil when none is
+	midLine bool         // the last write did not end its line: the bar waits
 }
 
-// barReporter is a progress bar. Its methods are safe for concurrent use.
+// barReporter is a progress bar, safe for concurrent use.
 type barReporter struct {
 	line *barLine
 	bar  *progressbar.ProgressBar
@@ -128,8 +115,8 @@ type progressSample struct {
 	done int64
 }
 
-// startTicker redraws the bar twice a second, so that the time and the
-// spinner move while no unit ends (one large log).
+// startTicker redraws the bar twice a second, so the time moves while no
+// unit ends.
 func (r *barReporter) startTicker() {
 	r.stop = make(chan struct{})
 	go func() {
@@ -156,8 +143,8 @@ func (r *barReporter) Add(n int64) {
 	}
 	now := r.now()
 	if len(r.samples) == 0 {
-		// Progress is measured from the first unit's start on, not from
-		// the bar's: the job may have looked for its units first.
+		// From the first unit's start on: the job may have looked for its
+		// units first.
 		r.samples = append(r.samples, progressSample{at: now, done: r.done})
 	}
 	r.done += n
@@ -196,8 +183,7 @@ func (r *barReporter) Finish() {
 	}
 }
 
-// sample records the progress at now, keeping rateWindow of it (and the
-// sample just before, the window's start).
+// sample records the progress at now, keeping rateWindow of it.
 func (r *barReporter) sample(now time.Time) {
 	if last := r.samples[len(r.samples)-1]; now.Sub(last.at) < 250*time.Millisecond && len(r.samples) > 1 {
 		r.samples[len(r.samples)-1] = progressSample{at: now, done: r.done}
@@ -209,8 +195,6 @@ func (r *barReporter) sample(now time.Time) {
 	}
 }
 
-// rate is the units a second over the latest progress, and whether there
-// is enough of it (rateAfter) to say.
 func (r *barReporter) rate(now time.Time) (float64, bool) {
 	if len(r.samples) < 2 {
 		return 0, false
@@ -223,8 +207,7 @@ func (r *barReporter) rate(now time.Time) (float64, bool) {
 	return float64(last.done-first.done) / span, true
 }
 
-// drawLocked draws the bar, at most ten times a second unless force, and
-// not while the terminal's line is taken by other output.
+// drawLocked draws the bar, at most ten times a second unless force.
 func (r *barReporter) drawLocked(force bool) {
 	now := r.now()
 	if r.finished || r.line.midLine || (!force && now.Sub(r.lastDraw) < 100*time.Millisecond) {
@@ -235,8 +218,6 @@ func (r *barReporter) drawLocked(force bool) {
 	}
 	rate, ok := r.rate(now)
 	text := progressText(r.what, r.u, r.done, r.total, now.Sub(r.start), rate, ok)
-	// progressbar draws when told to, here only: a change of its total
-	// or its count draws too.
 	if r.total != r.drawnTotal {
 		if r.total > 0 {
 			r.bar.ChangeMax64(barMax(r.total))
@@ -254,15 +235,12 @@ func (r *barReporter) drawLocked(force bool) {
 	r.drawn, r.lastDraw = true, now
 }
 
-// clearLocked erases the bar from the terminal.
 func (r *barReporter) clearLocked() {
 	_ = r.bar.Clear()
 	r.drawn = false
 }
 
-// progressText is what a bar says after the bar itself: what it counts,
-// how many of how many, then, with a rate to go by, the rate and the time
-// left; and the time elapsed.
+// progressText is what a bar says after the bar itself:
 //
 //	migrate: 1660/4744 logs, 145 logs/s [11s, 21s left]
 //	backup: 3812 files archived [1s]
@@ -301,7 +279,6 @@ func progressText(what string, u unit, done, total int64, elapsed time.Duration,
 	return b.String()
 }
 
-// roundDuration is d in whole seconds (minutes above an hour).
 func roundDuration(d time.Duration) time.Duration {
 	if d > time.Hour {
 		return d.Round(time.Minute)
@@ -309,11 +286,10 @@ func roundDuration(d time.Duration) time.Duration {
 	return d.Round(time.Second)
 }
 
-// termWriter is a stream that is a terminal: a write to it first clears
-// the bar drawn there, so that the bar never shares a line with other
-// output; the bar is drawn again on its next update.
+// termWriter is a terminal stream: a write first clears the bar drawn
+// there, so the bar never shares a line with other output.
 type termWriter struct {
-	w    io.Writer // the terminal's file
+	w    io.Writer
 	line *barLine
 }
 
@@ -330,7 +306,6 @@ func (w *termWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// rawStream is the file under a termWriter, else s itself.
 func rawStream(s io.Writer) io.Writer {
 	if t, ok := s.(*termWriter); ok {
 		return t.w
@@ -338,8 +313,6 @@ func rawStream(s io.Writer) io.Writer {
 	return s
 }
 
-// isTerminal reports whether the stream s (a reader or a writer) is a
-// terminal.
 func isTerminal(s any) bool {
 	if t, ok := s.(*termWriter); ok {
 		s = t.w
@@ -348,8 +321,6 @@ func isTerminal(s any) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// terminal is the "is this stream a terminal" test Main uses; tests
-// inject their own (env.isTerminal).
 func (e *env) terminal(s any) bool {
 	if e.isTerminal != nil {
 		return e.isTerminal(s)
@@ -361,8 +332,8 @@ type nopReporter struct{ progress.Nop }
 
 func (nopReporter) Finish() {}
 
-// progressReader counts the bytes read through it on a bar, each byte once
-// however often it is read (a dry run reads an archive file twice).
+// progressReader counts the bytes read through it, each once however often
+// it is read (a dry run reads an archive file twice).
 type progressReader struct {
 	r        io.Reader
 	p        progress.Progress
@@ -379,7 +350,6 @@ func (pr *progressReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// Seek seeks the file read, when it is one.
 func (pr *progressReader) Seek(off int64, whence int) (int64, error) {
 	s, ok := pr.r.(io.Seeker)
 	if !ok {
@@ -392,16 +362,14 @@ func (pr *progressReader) Seek(off int64, whence int) (int64, error) {
 	return pos, err
 }
 
-// archiveInput opens an archive argument for reading ("-": stdin) and
-// counts what is read on a bar of its bytes, with the file's size as the
-// total.
+// archiveInput opens an archive argument ("-": stdin), counting what is
+// read on a bar of its bytes.
 func (e *env) archiveInput(name, what string) (io.Reader, progressReporter, func(), error) {
 	if name == "-" {
 		bar := e.newProgress(what, unitBytes, 0)
 		return &progressReader{r: e.stdin, p: bar}, bar, func() {}, nil
 	}
-	// A link given as the archive is followed (it is only read); a FIFO
-	// or a pipe (<(...)) never blocks the open, and is read as a stream.
+	// A link is followed (it is only read); a FIFO is read as a stream.
 	f, err := durable.OpenInput(name)
 	if err != nil {
 		return nil, nil, nil, err

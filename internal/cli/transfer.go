@@ -105,8 +105,6 @@ func runExport(c *ucli.Context, e *env, ids []string, to string) error {
 		out = e.stderr // stdout carries the archive
 	}
 	bar := e.newProgress("export", "conversations", 0)
-	// Its events are problems (UNREADABLE, WARNING), which --quiet keeps,
-	// and REMOVED lines (a killed export's temporary file), which it drops.
 	lines := e.libraryLines(e.stderr, problemLine)
 	opts := transfer.ExportOptions{IDs: ids, ToolVersion: buildVersion(), Progress: bar, OnEvent: itemPrinter(lines, "not exported")}
 	var res *transfer.ExportResult
@@ -181,8 +179,6 @@ func printExport(e *env, out io.Writer, s *exportSummary) error {
 	return nil
 }
 
-// printExportPlan prints what export --dry-run found the archive would
-// hold.
 func printExportPlan(e *env, out io.Writer, s *exportSummary) error {
 	if !e.g.Quiet {
 		for _, c := range s.Conversations {
@@ -304,10 +300,8 @@ Importing the same archive again changes nothing. See docs/TRANSFER.md.`,
 	}
 }
 
-// dryRunMemory is the resident set an import dry run is meant to stay
-// within: the first reading of an archive file holds a digest of each
-// entry's name, 16 MiB at the million-entry limit. A real import builds
-// an index and is not held to it.
+// dryRunMemory is the resident set an import dry run stays within (a real
+// import builds an index and is not held to it).
 const dryRunMemory = 64 << 20
 
 func runImport(c *ucli.Context, e *env, name string, maps []transfer.CwdMapping) error {
@@ -323,9 +317,6 @@ func runImport(c *ucli.Context, e *env, name string, maps []transfer.CwdMapping)
 		return err
 	}
 	defer done()
-	// Import makes a new store of a data directory that does not exist or
-	// holds nothing but the runtime configuration; any other directory
-	// must be a store.
 	s, err := e.openStoreAt(c.Context, dataDir, "import", store.LockNone, store.CreateIfEmpty)
 	if err != nil {
 		return err
@@ -363,8 +354,8 @@ func runImport(c *ucli.Context, e *env, name string, maps []transfer.CwdMapping)
 }
 
 // importStaged verifies the archive into the store's staging directory,
-// then, unless a dry run, takes runtime.lock (creating the store if it is
-// new) and imports: the runtime waits for the writing only.
+// then takes runtime.lock and imports: the runtime waits for the writing
+// only.
 func importStaged(c *ucli.Context, e *env, r io.Reader, s *store.Store, opts transfer.ImportOptions) (*transfer.ImportResult, error) {
 	sg, err := transfer.Stage(c.Context, r, s, opts)
 	if err != nil {
@@ -391,8 +382,6 @@ func printImport(e *env, r *transfer.ImportResult) error {
 		would = "WOULD "
 	}
 	for _, p := range r.Conversations {
-		// Under --quiet only what needs a look: conflicts, skipped and
-		// replaced conversations and where the replaced copy went.
 		notable := p.Action == transfer.ActionConflict || p.Action == transfer.ActionSkip || p.Action == transfer.ActionReplace
 		if e.g.Quiet && !notable {
 			continue

@@ -9,11 +9,8 @@ import (
 	ucli "github.com/urfave/cli/v2"
 )
 
-// version is set at link time for releases:
-//
-//	go build -ldflags "-X github.com/convkit/convkit/internal/cli.version=v1.2.3" ./cmd/convkit
-//
-// Otherwise buildVersion reads what the go command recorded.
+// version is set at link time for releases (-ldflags "-X
+// github.com/convkit/convkit/internal/cli.version=v1.2.3").
 var version string
 
 // readBuildInfo is debug.ReadBuildInfo; tests replace it.
@@ -80,8 +77,6 @@ type moduleVersion struct {
 	Replace *moduleVersion `json:"replace,omitempty"`
 }
 
-// vcsInfo is what the go command records of the checkout a binary was
-// built from (go build -buildvcs, the default in a repository).
 type vcsInfo struct {
 	System   string `json:"system"`
 	Revision string `json:"revision"`
@@ -141,8 +136,6 @@ func runVersion(e *env) error {
 	return err
 }
 
-// buildRevision is the version control revision the binary was built from,
-// "" when Go recorded none.
 func buildRevision() string {
 	if v := versionInfo().VCS; v != nil {
 		return v.Revision
