@@ -23,15 +23,12 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// SchemaVersion versions every JSON document this package produces: the
-// version of convkit's JSON contract.
 const SchemaVersion = contract.Version
 
 // Filter selects events by type with shell patterns ("tool/*"); no pattern
 // selects everything.
 type Filter []string
 
-// Match reports whether an event type passes the filter.
 func (f Filter) Match(typ string) bool {
 	if len(f) == 0 {
 		return true
@@ -44,7 +41,6 @@ func (f Filter) Match(typ string) bool {
 	return false
 }
 
-// Validate checks that every pattern is well-formed.
 func (f Filter) Validate() error {
 	for _, p := range f {
 		if _, err := path.Match(p, ""); err != nil {
@@ -58,14 +54,12 @@ func open(t *Target) (*convlog.Reader, error) {
 	return t.open(convlog.ReaderOptions{})
 }
 
-// events is what the renderings read: a log as stored (convlog.Reader) or
-// upgraded in memory (upgrade.Reader).
+// events is a log as stored or upgraded in memory.
 type events interface {
 	Events() iter.Seq2[*convlog.Event, error]
 }
 
-// each streams the events of r through fn. ctx is checked at every 1024th
-// read, the first included, whether it gives an event, an error or the end.
+// each streams the events of r through fn, checking ctx every 1024 reads.
 func each(ctx context.Context, r events, fn func(*convlog.Event) error) error {
 	n := 0
 	for e, err := range r.Events() {
@@ -86,10 +80,8 @@ func each(ctx context.Context, r events, fn func(*convlog.Event) error) error {
 	return nil
 }
 
-// Render writes a readable rendering of the log: its header, then one line
-// per event (seq, time, type and a summary of its data). Text from the log
-// (ids, paths, types, message text) is escaped for the terminal
-// (termtext.Escape).
+// Render writes a readable rendering of the log, escaped for the terminal:
+// its header, then one line per event.
 func Render(ctx context.Context, t *Target, w io.Writer, f Filter) error {
 	r, err := open(t)
 	if err != nil {
@@ -99,9 +91,6 @@ func Render(ctx context.Context, t *Target, w io.Writer, f Filter) error {
 	return render(ctx, w, f, r.Header(), r.Compression(), "", r, r.Stats)
 }
 
-// render writes the header lines, then the events of r; note is a line
-// after the header details ("" for none); stats gives the torn tail once
-// r is read.
 func render(ctx context.Context, w io.Writer, f Filter, h *convlog.Header, comp convlog.Compression, note string, r events, stats func() convlog.Stats) error {
 	if _, err := fmt.Fprintf(w, "%s log %s, format v%d, %s, created %s\n", termtext.Escape(h.Type), quoted(h.ID), h.Version, comp, msTime(h.CreatedAt)); err != nil {
 		return err
@@ -151,7 +140,6 @@ func render(ctx context.Context, w io.Writer, f Filter, h *convlog.Header, comp 
 	return err
 }
 
-// quoted is s escaped for the terminal, in double quotes.
 func quoted(s string) string { return `"` + termtext.Escape(s) + `"` }
 
 // WriteJSON writes each selected event as stored, one JSON object per line.
@@ -178,23 +166,15 @@ func writeJSONEvents(ctx context.Context, r events, w io.Writer, f Filter) error
 
 // Problem is one format problem found by Validate.
 type Problem struct {
-	Line   int64 `json:"line,omitempty"`
-	Column int64 `json:"column,omitempty"`
-	// Offset is the plain-text byte offset of the line, or, for a problem
-	// with a whole frame, of the frame's text.
-	Offset int64 `json:"offset"`
-	Frame  int64 `json:"frame,omitempty"`
-	// FrameOffset is the frame's byte offset in the file, set (0 for
-	// frame 1 included) whenever Frame is.
-	FrameOffset int64  `json:"frameOffset,omitempty"`
+	Line        int64  `json:"line,omitempty"`
+	Column      int64  `json:"column,omitempty"`
+	Offset      int64  `json:"offset"` // plain-text offset of the line (or frame text)
+	Frame       int64  `json:"frame,omitempty"`
+	FrameOffset int64  `json:"frameOffset,omitempty"` // in the file, whenever Frame is set
 	Kind        string `json:"kind"`
-	// Rule is the rule of the format broken (convlog.RuleOf: header,
-	// framing, envelope, payload, wrong-log, message, turn-path, history,
-	// relationship); Member the member of the event it is about, when
-	// known.
-	Rule    string `json:"rule,omitempty"`
-	Member  string `json:"member,omitempty"`
-	Message string `json:"message"`
+	Rule        string `json:"rule,omitempty"`   // convlog.RuleOf
+	Member      string `json:"member,omitempty"` // the event's member it is about
+	Message     string `json:"message"`
 }
 
 // MarshalJSON writes frameOffset whenever frame is set: frame 1's offset
@@ -218,8 +198,6 @@ func (p Problem) MarshalJSON() ([]byte, error) {
 	return convlog.EncodeData(out)
 }
 
-// Position is where the problem is, as convlog words positions ("line 3
-// column 7, frame 2 at file byte 120, plain byte 301").
 func (p Problem) Position() convlog.Position {
 	return convlog.Position{Line: p.Line, Column: p.Column, Offset: p.Offset, Frame: p.Frame, FrameOffset: p.FrameOffset}
 }
@@ -233,33 +211,23 @@ type Validation struct {
 	Events        int64     `json:"events"`
 	TornTail      bool      `json:"tornTail"`
 	Problems      []Problem `json:"problems"`
-	// MaxProblems is the most problems listed; MoreProblems counts those
-	// found beyond it, up to MaxUnlisted.
-	MaxProblems  int   `json:"maxProblems"`
-	MoreProblems int64 `json:"moreProblems"`
-	// StoppedAt, when set, is the problem at which reading stopped, more
-	// than MaxUnlisted problems past the limit: the rest of the log was
-	// not read, and Events covers what was.
-	StoppedAt *Problem `json:"stoppedAt,omitempty"`
-	// Warnings are findings that do not make the log invalid: a zstd
-	// framing other than the writer's.
-	Warnings []Problem `json:"warnings"`
+	MaxProblems   int       `json:"maxProblems"`
+	MoreProblems  int64     `json:"moreProblems"` // beyond MaxProblems, up to MaxUnlisted
+	// StoppedAt is the problem at which reading stopped, MaxUnlisted past
+	// the limit; Events covers what was read.
+	StoppedAt *Problem  `json:"stoppedAt,omitempty"`
+	Warnings  []Problem `json:"warnings"` // a zstd framing other than the writer's
 }
 
 // ValidateOptions tune Validate.
 type ValidateOptions struct {
-	// MaxProblems is the most problems listed (default
-	// DefaultMaxProblems). Problems past it are counted, and reading stops
-	// after MaxUnlisted of them: the outcome is decided long before.
-	MaxProblems int
+	MaxProblems int // listed (default DefaultMaxProblems)
 }
 
 const (
-	// DefaultMaxProblems is the most problems Validate lists by default.
 	DefaultMaxProblems = 100
-	// MaxUnlisted is how many problems past the limit Validate counts
-	// before it stops reading: a log of 100 GiB of empty lines, each a
-	// problem, is not read to its end.
+	// MaxUnlisted problems past the limit stop the reading: the outcome is
+	// decided long before.
 	MaxUnlisted = 10000
 )
 
@@ -274,10 +242,8 @@ func problemOf(fe *convlog.FormatError) Problem {
 }
 
 // Validate reads the log collecting every problem with its position, up to
-// opts.MaxProblems (the rest counted, up to MaxUnlisted, then reading stops).
-// Beyond each line it checks what convlog.Validator checks, as reindex and the
-// writer do; a torn tail is reported, not a problem, and every read is bounded
-// as convlog bounds it.
+// opts.MaxProblems, and admits its events as a version 4 reader does; a torn
+// tail is reported, not a problem.
 func Validate(ctx context.Context, t *Target, opts ValidateOptions) (*Validation, error) {
 	if opts.MaxProblems <= 0 {
 		opts.MaxProblems = DefaultMaxProblems
@@ -305,9 +271,8 @@ func Validate(ctx context.Context, t *Target, opts ValidateOptions) (*Validation
 		add(problemOf(fe))
 		return v, nil
 	case errors.As(err, &ie):
-		// A log named by its ids whose header names another: its events
-		// belong elsewhere, and are not read as this log's. Its header
-		// was read: its version is reported.
+		// Its header names another log: its events are not read as this
+		// log's.
 		v.Version = ie.Version
 		add(Problem{Line: 1, Kind: "corrupt", Rule: "header", Message: ie.Msg})
 		return v, nil
@@ -317,7 +282,6 @@ func Validate(ctx context.Context, t *Target, opts ValidateOptions) (*Validation
 	}
 	defer r.Close()
 	v.Version = r.Header().Version
-	// The admission a version 4 reader applies, every refusal listed.
 	err = convlog.Admit(ctx, r, r.Header(), convlog.AdmitOptions{Problem: func(err error) bool {
 		if errors.As(err, &fe) && v.StoppedAt == nil {
 			add(problemOf(fe))
@@ -339,8 +303,6 @@ func Validate(ctx context.Context, t *Target, opts ValidateOptions) (*Validation
 	return v, nil
 }
 
-// FramingWarning says how a compressed log's framing departs from the
-// writer's, and that it is read all the same.
 func FramingWarning(f convlog.Framing) string {
 	more := ""
 	if f.Departures > 1 {
@@ -349,7 +311,6 @@ func FramingWarning(f convlog.Framing) string {
 	return fmt.Sprintf("zstd framing is not the writer's (frame 1 the header line alone, then one frame per batch, each ending between two lines): %s%s; it is read all the same, and an append adds frames of the writer's", f.First, more)
 }
 
-// TypeStats is the count and stored size of one event type.
 type TypeStats struct {
 	Type   string `json:"type"`
 	Events int64  `json:"events"`
@@ -358,30 +319,27 @@ type TypeStats struct {
 
 // Stats is the result of Measure.
 type Stats struct {
-	SchemaVersion         int     `json:"schemaVersion"`
-	Path                  string  `json:"path"`
-	LogType               string  `json:"logType"`
-	ID                    string  `json:"id"`
-	Version               int     `json:"version"`
-	Compression           string  `json:"compression"`
-	FileBytes             int64   `json:"fileBytes"`
-	PlainBytes            int64   `json:"plainBytes"`
-	CompressionRatio      float64 `json:"compressionRatio"`
-	Events                int64   `json:"events"`
-	Frames                int64   `json:"frames"`
-	FramesWithoutChecksum int64   `json:"framesWithoutChecksum"`
-	TornTail              bool    `json:"tornTail"`
-	CommittedBytes        int64   `json:"committedBytes"`
-	TornBytes             int64   `json:"tornBytes"`
-	RecoveredLines        int64   `json:"recoveredLines"`
-	// CanonicalFraming is false for a compressed log whose frames are not
-	// the writer's (FramingNote says how); always true for a plain log.
-	CanonicalFraming bool        `json:"canonicalFraming"`
-	FramingNote      string      `json:"framingNote,omitempty"`
-	ByType           []TypeStats `json:"byType"`
+	SchemaVersion         int         `json:"schemaVersion"`
+	Path                  string      `json:"path"`
+	LogType               string      `json:"logType"`
+	ID                    string      `json:"id"`
+	Version               int         `json:"version"`
+	Compression           string      `json:"compression"`
+	FileBytes             int64       `json:"fileBytes"`
+	PlainBytes            int64       `json:"plainBytes"`
+	CompressionRatio      float64     `json:"compressionRatio"`
+	Events                int64       `json:"events"`
+	Frames                int64       `json:"frames"`
+	FramesWithoutChecksum int64       `json:"framesWithoutChecksum"`
+	TornTail              bool        `json:"tornTail"`
+	CommittedBytes        int64       `json:"committedBytes"`
+	TornBytes             int64       `json:"tornBytes"`
+	RecoveredLines        int64       `json:"recoveredLines"`
+	CanonicalFraming      bool        `json:"canonicalFraming"` // FramingNote says how not
+	FramingNote           string      `json:"framingNote,omitempty"`
+	ByType                []TypeStats `json:"byType"`
 }
 
-// Measure reads the whole log and counts events and bytes by type.
 func Measure(ctx context.Context, t *Target, f Filter) (*Stats, error) {
 	r, err := open(t)
 	if err != nil {
@@ -427,8 +385,6 @@ func Measure(ctx context.Context, t *Target, f Filter) (*Stats, error) {
 	return s, nil
 }
 
-// RenderStats writes the stats as a readable table, text from the log
-// escaped for the terminal and the type column aligned by display width.
 func RenderStats(s *Stats, w io.Writer) error {
 	fmt.Fprintf(w, "%s log %s, format v%d, %s\n", termtext.Escape(s.LogType), quoted(s.ID), s.Version, s.Compression)
 	fmt.Fprintf(w, "file bytes:  %d\nplain bytes: %d", s.FileBytes, s.PlainBytes)
@@ -469,10 +425,8 @@ type HistoryEntry struct {
 	Message json.RawMessage `json:"message"`
 }
 
-// History derives the messages a model reads from a log: an older one is
-// upgraded in memory first (without looking for children, since the catalog is
-// no message), a newer one refused, and the events are admitted as a version 4
-// reader admits them (convlog.Admit), whose refusal names the rule and where.
+// History derives the messages a model reads from a log (an older one
+// upgraded in memory first), admitting its events as a version 4 reader.
 func History(ctx context.Context, t *Target) ([]HistoryEntry, error) {
 	r, err := t.OpenV4(upgrade.Options{})
 	if err != nil {
@@ -501,27 +455,34 @@ func History(ctx context.Context, t *Target) ([]HistoryEntry, error) {
 	return out, nil
 }
 
-// RenderHistory writes the history readably: one block per message, text
-// from the log escaped for the terminal line by line.
 func RenderHistory(entries []HistoryEntry, w io.Writer) error {
 	for _, e := range entries {
-		var src struct {
-			Kind string `json:"kind"`
-		}
-		json.Unmarshal(e.Source, &src)
-		if _, err := fmt.Fprintf(w, "[%d] %s (%s) %s\n", e.Seq, termtext.Escape(e.Role), termtext.Escape(src.Kind), termtext.Escape(e.ID)); err != nil {
+		if err := WriteMessage(w, e.Seq, e.Role, e.ID, "", e.Source, e.Message); err != nil {
 			return err
-		}
-		for _, line := range strings.Split(messageText(e.Message, 2000), "\n") {
-			if _, err := fmt.Fprintf(w, "    %s\n", termtext.Escape(line)); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
 }
 
-// messageText is a message's readable text, cut to limit characters.
+// WriteMessage writes a message as the history and the transcript show it:
+// "[seq] role (source kind) id" and flags, then its readable text (at most
+// 2000 characters) indented, escaped for the terminal.
+func WriteMessage(w io.Writer, seq int64, role, id, flags string, source, message json.RawMessage) error {
+	var src struct {
+		Kind string `json:"kind"`
+	}
+	json.Unmarshal(source, &src)
+	if _, err := fmt.Fprintf(w, "[%d] %s (%s) %s%s\n", seq, termtext.Escape(role), termtext.Escape(src.Kind), termtext.Escape(id), flags); err != nil {
+		return err
+	}
+	for _, line := range strings.Split(messageText(message, 2000), "\n") {
+		if _, err := fmt.Fprintf(w, "    %s\n", termtext.Escape(line)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func messageText(raw json.RawMessage, limit int) string {
 	return clip(convlog.ReadableText(raw), limit)
 }

@@ -24,39 +24,24 @@ const (
 // Target is the log a path names, and where that log's subagent children
 // are.
 type Target struct {
-	Path string
-	// Layout is LayoutConvkit, LayoutDSH, or "" for a file in neither.
-	Layout string
-	// Root is the sessions root of a LayoutDSH target.
-	Root *dshroot.Root
-	// Children finds the log's children (the other logs of its directory,
-	// or, in the runtime's layout, the sessions of its whole root); nil
-	// for a log with no place (stdin).
+	Path   string
+	Layout string        // LayoutConvkit, LayoutDSH, or "" for neither
+	Root   *dshroot.Root // of a LayoutDSH target
+	// Children finds the log's children; nil for a log with no place.
 	Children upgrade.ChildFinder
-
-	// ByID says the log was named by its ids in a store (FindLog): its
-	// header must name the log its place implies, which the store's
-	// opener checks (store.Log.Open), refusing another with a
-	// *convlog.IdentityError. A path names a file, not an identity, and
-	// is read whatever its header names (CheckPlace warns).
+	// ByID: the log was named by its ids in a store, so its header must
+	// name the log its place implies (store.Log.Open refuses another). A
+	// path is read whatever its header names (CheckPlace warns).
 	ByID bool
 	log  store.Log
-
-	// Warnings are what Resolve found beside the log and reports as the
-	// store's walk does: another generation of the same version (the
-	// other compression), which is not read.
+	// Warnings are the other generations of the same version beside it,
+	// which are not read.
 	Warnings []string
-
-	// held, when set, holds the log's heldSize bytes, and Path only names
-	// it (Held).
-	held     io.ReaderAt
+	held     io.ReaderAt // Held's bytes; Path only names them
 	heldSize int64
 }
 
-// StoreTarget is the target of l, a log of a store that was named by its
-// ids: Resolve of its path, with ByID set.
-// The same version of the log in the other compression beside it is
-// reported as the store's walk reports it: the walk read path.
+// StoreTarget is the target of l, a log of a store named by its ids.
 func StoreTarget(l store.Log) (*Target, error) {
 	path := l.Path
 	t, err := Resolve(path)
@@ -81,15 +66,12 @@ func StoreTarget(l store.Log) (*Target, error) {
 	return t, nil
 }
 
-// Held is a log with no name on disk (a removed copy of stdin): its size bytes
-// are read from src and name stands for it; having no place, it has no
-// children.
+// Held is a log with no name on disk (a removed copy of stdin), read from
+// src; having no place, it has no children.
 func Held(name string, src io.ReaderAt, size int64) *Target {
 	return &Target{Path: name, held: src, heldSize: size}
 }
 
-// open opens the target's log as stored, as every log is opened
-// (convlog.Open), or from what it holds.
 func (t *Target) open(opts convlog.ReaderOptions) (*convlog.Reader, error) {
 	if t.ByID {
 		return t.log.Open(opts)
@@ -103,8 +85,7 @@ func (t *Target) open(opts convlog.ReaderOptions) (*convlog.Reader, error) {
 	return convlog.NewReader(t.held, t.heldSize, t.Path, opts)
 }
 
-// OpenV4 opens the target's log upgraded in memory to version 4, as
-// upgrade.Open opens a path (read-only; a version 4 log as it is).
+// OpenV4 opens the target's log upgraded in memory to version 4.
 func (t *Target) OpenV4(opts upgrade.Options) (*upgrade.Reader, error) {
 	if t.ByID {
 		ro := t.log.ReaderOptions(convlog.ReaderOptions{})
@@ -121,10 +102,9 @@ func (t *Target) OpenV4(opts upgrade.Options) (*upgrade.Reader, error) {
 }
 
 // Resolve names the log at path: a log file of either layout, a runtime
-// session directory (its current generation, never a lower one) or a convkit
-// conversation directory (its conversation log). No link is followed: one
-// given as path is refused by the opener, and a current generation that is not
-// a regular file is refused.
+// session directory (its current generation, never a lower one) or a
+// convkit conversation directory (its conversation log). No link is
+// followed.
 func Resolve(path string) (*Target, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
@@ -186,7 +166,7 @@ func Resolve(path string) (*Target, error) {
 	}
 	t := targetOf(p)
 	// The same version twice: the first by name is read, as the store's
-	// walk reads it, and the other reported as the walk reports it.
+	// walk reads it.
 	for k := 1; k < len(gens) && gens[k].n.Version == cur.n.Version; k++ {
 		t.Warnings = append(t.Warnings, fmt.Sprintf("%s: %s; %s is read", filepath.Join(path, gens[k].name),
 			store.GenerationClash(gens[k-1].n, gens[k].n), cur.name))
@@ -194,9 +174,9 @@ func Resolve(path string) (*Target, error) {
 	return t, nil
 }
 
-// targetOf tells which layout the log file at path sits in: a generation
-// of a session directory in a project directory is the runtime's (its
-// root three levels up); anything else has its children beside it.
+// targetOf tells which layout the log file at path sits in: a session
+// generation in a project directory is the runtime's (its root three
+// levels up); anything else has its children beside it.
 func targetOf(path string) *Target {
 	t := &Target{Path: path, Children: upgrade.DirChildren(filepath.Dir(path))}
 	abs, err := filepath.Abs(path)
@@ -231,16 +211,14 @@ func hasConversationLog(dir string) bool {
 	return false
 }
 
-// CheckPlace checks that the header of a log given by path names the place it
-// sits in (dshroot's rule in the runtime's layout, the store's in convkit's);
-// nil for a log named by its ids, whose reading refuses a mismatch, and for
-// one that cannot be opened, which the reading reports.
+// CheckPlace checks that the header of a log given by path names the place
+// it sits in; nil for a log named by its ids (its reading refuses a
+// mismatch) and for one that cannot be opened.
 func (t *Target) CheckPlace() error {
 	switch {
 	case t.ByID || t.held != nil:
 		return nil
 	case t.Layout == LayoutConvkit:
-		// A file outside any open store: its place is read from its path.
 		l, err := store.LooseLog(t.Path)
 		if err != nil {
 			return nil
@@ -268,18 +246,12 @@ func (t *Target) CheckPlace() error {
 	return nil
 }
 
-// Upgraded is a log opened as a version 4 successor of it would hold it:
-// an older log upgraded in memory (read-only: nothing is written), with
-// its parent's subagent catalog completed from the children its target
-// finds; a version 4 log as it is.
+// Upgraded is a log as its version 4 successor would hold it, upgraded in
+// memory with its subagent catalog completed from the children found.
 type Upgraded struct {
-	r *upgrade.Reader
-	// Children is how many direct subagent children were found, -1 when
-	// they were not looked for (a version 4 log, or a log with no place).
-	Children int
-	// Warnings are the children that could not be read (their catalog
-	// entry says mode "unknown").
-	Warnings []string
+	r        *upgrade.Reader
+	Children int      // direct subagent children found; -1: not looked for
+	Warnings []string // children that could not be read
 }
 
 // OpenUpgraded opens t's log for RenderUpgraded and WriteUpgradedJSON.
@@ -304,10 +276,8 @@ func OpenUpgraded(t *Target) (*Upgraded, error) {
 	return u, nil
 }
 
-// Close releases the log.
 func (u *Upgraded) Close() error { return u.r.Close() }
 
-// note says what was upgraded, for the rendering's header.
 func (u *Upgraded) note() string {
 	v := u.r.SourceVersion()
 	if v >= convlog.CurrentVersion {
@@ -320,14 +290,12 @@ func (u *Upgraded) note() string {
 	return fmt.Sprintf("upgraded in memory from format v%d, nothing written; %s", v, children)
 }
 
-// RenderUpgraded is Render of the upgraded events: the version 4 header,
-// then the events as a version 4 successor would hold them.
+// RenderUpgraded is Render of the upgraded events.
 func RenderUpgraded(ctx context.Context, u *Upgraded, w io.Writer, f Filter) error {
 	return render(ctx, w, f, u.r.Header(), u.r.Compression(), u.note(), u.r, u.r.SourceStats)
 }
 
-// WriteUpgradedJSON is WriteJSON of the upgraded events: each as a
-// version 4 successor would hold it, one JSON object per line.
+// WriteUpgradedJSON is WriteJSON of the upgraded events.
 func WriteUpgradedJSON(ctx context.Context, u *Upgraded, w io.Writer, f Filter) error {
 	return writeJSONEvents(ctx, u.r, w, f)
 }

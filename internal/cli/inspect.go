@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/convkit/convkit/chatread"
-	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/convlog/upgrade"
 	"github.com/convkit/convkit/inspect"
 	"github.com/convkit/convkit/internal/termtext"
@@ -306,30 +304,11 @@ func runTranscript(ctx context.Context, e *env, t *inspect.Target, stdin bool) e
 				flags = append(flags, f.name)
 			}
 		}
-		kind := ""
-		var src struct {
-			Kind string `json:"kind"`
-		}
-		if json.Unmarshal(it.Source, &src) == nil {
-			kind = src.Kind
-		}
 		flag := ""
 		if len(flags) > 0 {
 			flag = " [" + strings.Join(flags, ", ") + "]"
 		}
-		if _, err := fmt.Fprintf(e.stdout, "[%d] %s (%s) %s%s\n", it.Seq, text(it.Role), text(kind), text(it.ID), flag); err != nil {
-			return err
-		}
-		body := convlog.ReadableText(it.Message)
-		if r := []rune(body); len(r) > 2000 {
-			body = string(r[:2000]) + "…"
-		}
-		for _, line := range strings.Split(body, "\n") {
-			if _, err := fmt.Fprintf(e.stdout, "    %s\n", text(line)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return inspect.WriteMessage(e.stdout, it.Seq, it.Role, it.ID, flag, it.Source, it.Message)
 	}
 	if stdin {
 		return chatread.ReadTranscriptHeld(ctx, path, func() (*upgrade.Reader, error) { return t.OpenV4(upgrade.Options{}) }, render)
