@@ -20,12 +20,8 @@ import (
 
 // Options configure every edit.
 type Options struct {
-	// Machine checks, for the index rows written, whether each
-	// conversation will open here (see reindex.UpdateOptions).
-	Machine *store.Machine
-	// OnDone receives each conversation's outcome as soon as it is done
-	// (nil: nothing), before the next is touched.
-	OnDone func(Outcome)
+	Machine *store.Machine // for the index rows written (reindex.UpdateOptions)
+	OnDone  func(Outcome)  // each outcome as soon as it is done
 }
 
 // What an edit did to one conversation (Outcome.Action).
@@ -49,27 +45,23 @@ const (
 type Outcome struct {
 	ID     string `json:"id"`
 	Action string `json:"action"`
-	// Title is the conversation's title after a rename.
-	Title string `json:"title,omitempty"`
+	Title  string `json:"title,omitempty"` // after a rename
 }
 
 // Result is what an edit did.
 type Result struct {
 	SchemaVersion int       `json:"schemaVersion"`
 	Conversations []Outcome `json:"conversations"`
-	// Index is "updated", "unchanged", "absent" (no metadata.db) or
-	// "not-updated" (IndexError and Warnings say why).
-	Index      string   `json:"index"`
-	IndexError string   `json:"indexError,omitempty"`
-	Warnings   []string `json:"warnings"`
+	Index         string    `json:"index"` // updated, unchanged, absent or not-updated
+	IndexError    string    `json:"indexError,omitempty"`
+	Warnings      []string  `json:"warnings"`
 }
 
 func newResult() *Result {
 	return &Result{SchemaVersion: contract.Version, Conversations: []Outcome{}, Index: indexUnchanged, Warnings: []string{}}
 }
 
-// Rename sets the title of conversation id (store.Rename's rules: one line,
-// not empty; from then on the automatic title never replaces it).
+// Rename sets the title of conversation id (store.Rename).
 func Rename(ctx context.Context, s *store.Store, id, title string, opts Options) (*Result, error) {
 	res := newResult()
 	if err := writable(s); err != nil {
@@ -98,14 +90,13 @@ func Rename(ctx context.Context, s *store.Store, id, title string, opts Options)
 	return res, ix.interrupted
 }
 
-// Archive hides the conversations ids from the main list (store.Archive); one
-// already archived is left as it is.
+// Archive hides the conversations ids from the main list; one already
+// archived is left as it is.
 func Archive(ctx context.Context, s *store.Store, ids []string, opts Options) (*Result, error) {
 	return setArchived(ctx, s, ids, true, opts)
 }
 
 // Unarchive brings the archived conversations ids back to the main list.
-// One that is not archived is left as it is.
 func Unarchive(ctx context.Context, s *store.Store, ids []string, opts Options) (*Result, error) {
 	return setArchived(ctx, s, ids, false, opts)
 }
@@ -156,9 +147,8 @@ func setArchived(ctx context.Context, s *store.Store, ids []string, archived boo
 	return res, ix.interrupted
 }
 
-// Delete deletes the conversations ids through the tombstone
-// (store.DeleteAll), so a rerun finishes a killed delete; force breaks the
-// forks that read older history from one of them.
+// Delete deletes the conversations ids through the tombstone, so a rerun
+// finishes a killed delete; force breaks the forks that read from them.
 func Delete(ctx context.Context, s *store.Store, ids []string, force bool, opts Options) (*Result, error) {
 	res := newResult()
 	if err := writable(s); err != nil {
@@ -169,11 +159,8 @@ func Delete(ctx context.Context, s *store.Store, ids []string, force bool, opts 
 	err := s.DeleteAll(ctx, ids, store.DeleteOptions{Force: force, Done: func(id string, already bool) error {
 		o := Outcome{ID: id, Action: ActionDeleted}
 		if already {
+			// A kill before the index update left the row.
 			o.Action = ActionAlreadyDeleted
-		}
-		if already {
-			// A kill between the removal and the index update leaves the
-			// row, which the update of an id already deleted removes.
 			ix.settle(ctx, s, id, opts)
 		} else {
 			ix.update(ctx, s, id, opts)
@@ -205,7 +192,6 @@ func writable(s *store.Store) error {
 	return nil
 }
 
-// live reads conversation id, which must exist and not be being deleted.
 func live(s *store.Store, id string) (*store.ConversationInfo, error) {
 	info, err := s.Conversation(id)
 	if err != nil {
@@ -232,17 +218,14 @@ func unique(ids []string) []string {
 // indexWriter updates metadata.db for each changed conversation once its
 // change is durable; after the first failure the index is left for reindex.
 type indexWriter struct {
-	db      *index.DB
-	state   string // indexUpdated, indexAbsent, indexUnchanged or indexNotUpdated
-	why     string
-	advice  string // how the index is brought up to date (index.UpdateAdvice)
-	changed bool
-	// interrupted: the context ended during an update, which was not
-	// made; the edit returns its error with the result (exit 130).
-	interrupted error
+	db          *index.DB
+	state       string // indexUpdated, indexAbsent, indexUnchanged or indexNotUpdated
+	why         string
+	advice      string // index.UpdateAdvice
+	changed     bool
+	interrupted error // the context ended during an update, which was not made
 }
 
-// openIndex opens metadata.db when there is a usable one.
 func openIndex(s *store.Store, res *Result) *indexWriter {
 	ix := &indexWriter{state: indexUnchanged}
 	db, err := index.Open(s.IndexPath())
@@ -275,8 +258,7 @@ func (ix *indexWriter) update(ctx context.Context, s *store.Store, id string, op
 	ix.state = indexUpdated
 }
 
-// settle updates the rows of id only when reindex.Stale says they differ from
-// its logs, so an id deleted earlier leaves the index unchanged.
+// settle updates the rows of id only when they differ from its logs.
 func (ix *indexWriter) settle(ctx context.Context, s *store.Store, id string, opts Options) {
 	if ix.db != nil && ix.state != indexNotUpdated {
 		stale, err := reindex.Stale(ctx, ix.db, s, []string{id})
