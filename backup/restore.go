@@ -1,8 +1,8 @@
 package backup
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -291,7 +291,6 @@ func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreO
 				termtext.Quote(opts.Conversation), dst, ErrConversationExists)
 		}
 	}
-	moved := false
 	for _, id := range closure {
 		from, _ := staged.ConversationPath(id)
 		to, _ := s.ConversationPath(id)
@@ -313,13 +312,10 @@ func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreO
 		if aside != "" {
 			res.MovedAside = aside
 		}
-		moved = true
 		res.Conversations = append(res.Conversations, id)
 	}
-	if moved {
-		if err := durable.SyncDir(s.ConversationsDir()); err != nil {
-			return nil, err
-		}
+	if err := durable.SyncDir(s.ConversationsDir()); err != nil {
+		return nil, err
 	}
 	rr, err := reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, OnEvent: opts.OnEvent})
 	if err != nil {
@@ -372,44 +368,25 @@ func sameTree(a, b string) (bool, error) {
 }
 
 func sameFile(a, b string) (bool, error) {
-	fa, err := durable.OpenRegular(a, os.O_RDONLY)
+	da, err := fileDigest(a)
 	if err != nil {
 		return false, err
 	}
-	defer fa.Close()
-	fb, err := durable.OpenRegular(b, os.O_RDONLY)
+	db, err := fileDigest(b)
+	return err == nil && da == db, err
+}
+
+func fileDigest(p string) (sum [sha256.Size]byte, err error) {
+	f, err := durable.OpenRegular(p, os.O_RDONLY)
 	if err != nil {
-		return false, err
+		return sum, err
 	}
-	defer fb.Close()
-	sa, err := fa.Stat()
-	if err != nil {
-		return false, err
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return sum, err
 	}
-	sb, err := fb.Stat()
-	if err != nil {
-		return false, err
-	}
-	if sa.Size() != sb.Size() {
-		return false, nil
-	}
-	ba, bb := make([]byte, 64<<10), make([]byte, 64<<10)
-	for {
-		na, erra := io.ReadFull(fa, ba)
-		nb, errb := io.ReadFull(fb, bb)
-		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
-			return false, nil
-		}
-		if erra == io.EOF || erra == io.ErrUnexpectedEOF {
-			return errb == io.EOF || errb == io.ErrUnexpectedEOF, nil
-		}
-		if erra != nil {
-			return false, erra
-		}
-		if errb != nil {
-			return false, errb
-		}
-	}
+	return [sha256.Size]byte(h.Sum(nil)), nil
 }
 
 // closureIn is the conversation and its fork ancestors in the store s.

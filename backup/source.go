@@ -26,7 +26,7 @@ import (
 // smallLog is the size up to which a log is read into memory, checked and
 // archived from the same bytes; larger ones are checked through the file
 // and copied from the same descriptor.
-const smallLog = 4 << 20
+const smallLog = 1 << maxBufClass
 
 // job is one log file to archive.
 type job struct {
@@ -365,16 +365,10 @@ func emitter(fn func(store.Item)) func(store.Item) {
 // smallLog: a recycled one needs neither an allocation nor zeroing.
 const (
 	minBufClass = 12 // 4 KiB
-	maxBufClass = 22 // smallLog
+	maxBufClass = 22 // 4 MiB
 )
 
 var bufPools [maxBufClass + 1]sync.Pool
-
-func init() {
-	if 1<<maxBufClass != smallLog {
-		panic("backup: maxBufClass must be log2(smallLog)")
-	}
-}
 
 func bufClass(n int) int {
 	c := bits.Len(uint(max(n, 1) - 1))
