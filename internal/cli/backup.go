@@ -420,16 +420,18 @@ func printVerify(e *env, res *backup.VerifyResult) error {
 	if e.g.JSON {
 		return writeJSON(e.stdout, res)
 	}
-	for _, m := range res.Invalid {
-		fmt.Fprintf(e.stdout, "INVALID %s\n", text(withPath(m.Name, m.Problem)))
-	}
-	for _, m := range res.Mismatches {
-		fmt.Fprintf(e.stdout, "MISMATCH %s\n", text(withPath(m.Name, m.Problem)))
-	}
+	printMismatches(e, "INVALID", res.Invalid)
+	printMismatches(e, "MISMATCH", res.Mismatches)
 	fmt.Fprintf(e.stdout, "Verify: files=%d, logs=%d, bytes=%d, invalid=%d, index=%s, rebuilt: indexed=%d, skipped=%d, deletions-finished=%d, sessions=%d, mismatches=%d\n",
 		res.Files, res.Logs, res.Bytes, res.InvalidLogs, text(res.Index), res.Rebuilt.Indexed, res.Rebuilt.Skipped,
 		res.Rebuilt.DeletionsFinished, res.Rebuilt.Sessions, len(res.Mismatches))
 	return nil
+}
+
+func printMismatches(e *env, word string, list []backup.Mismatch) {
+	for _, m := range list {
+		fmt.Fprintf(e.stdout, "%s %s\n", word, text(withPath(m.Name, m.Problem)))
+	}
 }
 
 func newBackupListCommand(e *env) *ucli.Command {
@@ -699,9 +701,7 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 		}
 		return restoreSkips(name, res)
 	}
-	for _, m := range res.Invalid {
-		fmt.Fprintf(e.stdout, "INVALID %s\n", text(withPath(m.Name, m.Problem)))
-	}
+	printMismatches(e, "INVALID", res.Invalid)
 	fmt.Fprintf(e.stdout, "Restored: %s into %s (%d conversations)\n", text(name), text(res.Target), len(res.Conversations))
 	if res.MovedAside != "" {
 		fmt.Fprintf(e.stdout, "Moved aside: %s\n", text(res.MovedAside))

@@ -104,9 +104,7 @@ older part from the conversation it was forked from (read-only).`,
 			if err != nil {
 				return err
 			}
-			for _, w := range t.Warnings {
-				fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, text(w))
-			}
+			e.warnings(t.Warnings)
 			if err := t.CheckPlace(); err != nil {
 				fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, text(err.Error()))
 			}
@@ -191,9 +189,7 @@ func runInspect(c *ucli.Context, e *env, t *inspect.Target, shown, jsonPath stri
 			return err
 		}
 		defer u.Close()
-		for _, w := range u.Warnings {
-			fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, text(w))
-		}
+		e.warnings(u.Warnings)
 		if e.g.JSON {
 			return inspect.WriteUpgradedJSON(ctx, u, e.stdout, filter)
 		}

@@ -26,11 +26,7 @@ updated when present. Takes runtime.lock.`,
 			if _, err := store.CheckTitle(c.Args().Get(1)); err != nil {
 				return usagef(c, "%v", err)
 			}
-			return e.runManage(c, "rename", func(s *store.Store, opts manage.Options) (*manage.Result, error) {
-				ids, err := resolveIDs(c, s, c.Args().Slice()[:1])
-				if err != nil {
-					return nil, err
-				}
+			return e.runManage(c, "rename", c.Args().Slice()[:1], func(s *store.Store, ids []string, opts manage.Options) (*manage.Result, error) {
 				return manage.Rename(c.Context, s, ids[0], c.Args().Get(1), opts)
 			})
 		}),
@@ -61,11 +57,7 @@ func newArchivingCommand(e *env, name, usage, desc string, do archiveFunc) *ucli
 		Description: desc,
 		Flags:       []ucli.Flag{configFlag()},
 		Action: withArgs(1, -1, func(c *ucli.Context) error {
-			return e.runManage(c, name, func(s *store.Store, opts manage.Options) (*manage.Result, error) {
-				ids, err := resolveIDs(c, s, c.Args().Slice())
-				if err != nil {
-					return nil, err
-				}
+			return e.runManage(c, name, c.Args().Slice(), func(s *store.Store, ids []string, opts manage.Options) (*manage.Result, error) {
 				return do(c.Context, s, ids, opts)
 			})
 		}),
@@ -123,18 +115,15 @@ and asks first, unless --yes; from a script it does not ask.`,
 }
 
 func (e *env) runDelete(c *ucli.Context, refs []string) error {
-	return e.runManage(c, "delete", func(s *store.Store, opts manage.Options) (*manage.Result, error) {
-		ids, err := resolveIDs(c, s, refs)
-		if err != nil {
-			return nil, err
-		}
+	return e.runManage(c, "delete", refs, func(s *store.Store, ids []string, opts manage.Options) (*manage.Result, error) {
 		return manage.Delete(c.Context, s, ids, c.Bool("force"), opts)
 	})
 }
 
-// runManage runs an edit of package manage on the locked store, printing
-// each conversation's line as it is done (--json: the result at the end).
-func (e *env) runManage(c *ucli.Context, command string, do func(*store.Store, manage.Options) (*manage.Result, error)) error {
+// runManage runs an edit of package manage on the conversations refs name
+// in the locked store, printing each conversation's line as it is done
+// (--json: the result at the end).
+func (e *env) runManage(c *ucli.Context, command string, refs []string, do func(*store.Store, []string, manage.Options) (*manage.Result, error)) error {
 	dataDir, err := e.g.dataDir()
 	if err != nil {
 		return err
@@ -148,11 +137,15 @@ func (e *env) runManage(c *ucli.Context, command string, do func(*store.Store, m
 	if err != nil {
 		return err
 	}
+	ids, err := resolveIDs(c, s, refs)
+	if err != nil {
+		return err
+	}
 	opts := manage.Options{Machine: m}
 	if !e.g.JSON && !e.g.Quiet {
 		opts.OnDone = func(o manage.Outcome) { fmt.Fprintln(e.stdout, manageLine(o)) }
 	}
-	res, err := do(s, opts)
+	res, err := do(s, ids, opts)
 	if res != nil {
 		e.warnings(res.Warnings)
 		if e.g.JSON {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -80,7 +79,7 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 				return usagef(c, "%v", err)
 			}
 			// Refused before the store is opened (its lock taken).
-			if err := migrate.CheckWriter(writerVersion()); err != nil {
+			if err := migrate.CheckWriter(writerVersion); err != nil {
 				return err
 			}
 			root, err := migrateRoot(c, e, layout)
@@ -91,7 +90,7 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 				return usagef(c, "--compress %s: a sessions root in the dsh layout (%s) holds one compression, and successors keep their source's", comp, root.Dir)
 			}
 			bar := e.newProgress("migrate", "logs", 0)
-			opts := migrate.Options{Jobs: jobs, DryRun: c.Bool("dry-run"), Compress: comp, WriterVersion: writerVersion(),
+			opts := migrate.Options{Jobs: jobs, DryRun: c.Bool("dry-run"), Compress: comp, WriterVersion: writerVersion,
 				ReportDir: c.String("report-dir"), Exclude: exclude,
 				Progress: bar, ToolVersion: buildVersion(), Revision: buildRevision(), OnEvent: migrateRenderer(e)}
 			defer softMemoryLimit(memoryBudget(migrate.Workers(jobs)))()
@@ -239,17 +238,9 @@ func migrateRenderer(e *env) func(migrate.Event) {
 	}
 }
 
-// writerVersionOverride, set at link time (-X) or by SetWriterVersion (0:
-// the real one), is the format version this build's writer is taken to
-// write: tests show that a writer not at V4 refuses to migrate.
-var writerVersionOverride string
+// writerVersion is the format version this build's writer is taken to
+// write (0: the real one): tests show that a writer not at V4 refuses to
+// migrate.
+var writerVersion int
 
-func SetWriterVersion(v int) { writerVersionOverride = strconv.Itoa(v) }
-
-func writerVersion() int {
-	v, err := strconv.Atoi(writerVersionOverride)
-	if err != nil {
-		return 0
-	}
-	return v
-}
+func SetWriterVersion(v int) { writerVersion = v }
