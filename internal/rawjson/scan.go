@@ -376,73 +376,20 @@ func shortKey(b []byte, i int) (end int, esc bool, err error) {
 	return -1, false, nil
 }
 
-// scanString checks the JSON string starting at the opening quote b[i]:
-// escapes, no raw control characters, valid UTF-8. It returns the offset
-// past the closing quote and whether the string holds an escape.
+// scanString checks the JSON string starting at the opening quote b[i]
+// (escapes, no raw control characters, valid UTF-8) and returns the offset
+// past the closing quote and whether the string holds an escape. Only keys
+// shortKey does not take come here, so a second look for a backslash is
+// cheap.
 func scanString(b []byte, i int) (end int, esc bool, err error) {
-	start := i
-	i++
-	// As in skipString: a short key ends in its first word.
-	if i+8 <= len(b) {
-		m := special(binary.LittleEndian.Uint64(b[i:]))
-		if m == 0 {
-			i += 8
-		} else if i += bits.TrailingZeros64(m) >> 3; b[i] == '"' {
-			return i + 1, false, nil
-		}
+	if end, err = skipString(b, i); err != nil {
+		return end, false, err
 	}
-	for i < len(b) {
-		// Skip eight plain ASCII bytes at a time: none of '"', '\\', a
-		// control character or a non-ASCII byte among them. In a word
-		// that holds one, go straight to the first: the lowest byte each
-		// test flags is exact (only bytes above it can be flagged
-		// wrongly), and most strings are short.
-		i = plainRun(b, i)
-		if i >= len(b) {
-			break
-		}
-		c := b[i]
-		switch {
-		case c == '"':
-			return i + 1, esc, nil
-		case c == '\\':
-			esc = true
-			if i+1 >= len(b) {
-				return i, esc, synErr(i, "unterminated string escape")
-			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(b) {
-					return i, esc, synErr(i, "truncated \\u escape")
-				}
-				for _, h := range b[i+2 : i+6] {
-					if unhex(h) < 0 {
-						return i, esc, synErr(i, "invalid \\u escape")
-					}
-				}
-				i += 6
-			default:
-				return i, esc, synErr(i, "invalid escape \\%c in string", b[i+1])
-			}
-		case c < 0x20:
-			return i, esc, synErr(i, "control character 0x%02x in string", c)
-		case c < utf8.RuneSelf:
-			i++
-		default:
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size <= 1 {
-				return i, esc, synErr(i, "invalid UTF-8 in string")
-			}
-			i += size
-		}
-	}
-	return start, esc, synErr(start, "unterminated string")
+	return end, bytes.IndexByte(b[i+1:end-1], '\\') >= 0, nil
 }
 
-// skipString is scanString for a value: without telling escapes apart,
-// which costs the hot loop a register.
+// skipString checks the JSON string starting at the opening quote b[i]
+// and returns the offset past the closing quote.
 func skipString(b []byte, i int) (int, error) {
 	start := i
 	i++
@@ -535,7 +482,7 @@ func plainRun(b []byte, i int) int {
 // Each term is a bytewise subtraction whose result has its high bit set for
 // the bytes sought: below 0x20 (and from 0xA0), equal to '"' or '\\' (and
 // some non-ASCII bytes); v's own high bits flag every non-ASCII byte, so
-// the terms need not clear theirs (the &^ of hasZero and hasLess). A
+// the terms need not clear theirs (as hasZero's &^ does). A
 // borrow into a byte comes only from a flagged byte below it, so the
 // lowest byte flagged stays exact.
 func special(v uint64) uint64 {
@@ -546,11 +493,6 @@ func special(v uint64) uint64 {
 // hasZero sets the high bit of each zero byte of v (and possibly of bytes
 // above one, which only sends the caller to the byte-wise path).
 func hasZero(v uint64) uint64 { return (v - 0x0101010101010101) &^ v & 0x8080808080808080 }
-
-// hasLess sets the high bit of bytes below n (n <= 128).
-func hasLess(v uint64, n byte) uint64 {
-	return (v - 0x0101010101010101*uint64(n)) &^ v & 0x8080808080808080
-}
 
 func unhex(c byte) rune {
 	switch {

@@ -161,3 +161,8 @@ func TestSpecialLowestExact(t *testing.T) {
 		}
 	}
 }
+
+// hasLess sets the high bit of bytes below n (n <= 128).
+func hasLess(v uint64, n byte) uint64 {
+	return (v - 0x0101010101010101*uint64(n)) &^ v & 0x8080808080808080
+}
