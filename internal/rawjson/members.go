@@ -44,7 +44,7 @@ func ObjectNested(b []byte, buf []Member, n *Nested) ([]Member, error) {
 	if i >= len(b) || b[i] != '{' {
 		return buf[:0], synErr(i, "not a JSON object")
 	}
-	members, end, err := object(b, i, 0, buf[:0], n)
+	members, end, err := object(b, i, 0, buf[:0], true, n)
 	if err != nil {
 		return members, err
 	}
@@ -55,9 +55,10 @@ func ObjectNested(b []byte, buf []Member, n *Nested) ([]Member, error) {
 }
 
 // object checks the object starting at b[start] ('{') at nesting depth
-// depth, appends its members to members, and returns the offset just past
-// it. n says which member's object value to keep the members of too.
-func object(b []byte, start, depth int, members []Member, n *Nested) ([]Member, int, error) {
+// depth, appends its members to members when keep, and returns the offset
+// just past it. n says which member's object value to keep the members of
+// too.
+func object(b []byte, start, depth int, members []Member, keep bool, n *Nested) ([]Member, int, error) {
 	if n != nil {
 		n.Found = false
 		n.Members = n.Members[:0]
@@ -78,7 +79,9 @@ func object(b []byte, start, depth int, members []Member, n *Nested) ([]Member, 
 				return members, i, err
 			}
 		}
-		// A key's fast path, by hand, as in skipValue.
+		// A key's fast path, by hand: a call per key cost more than the
+		// check. (n passes linearKeys once the keys are in a map; offs is
+		// read only while n fits it.)
 		if bit := keyBit(b[ks+1 : ke-1]); !esc && keys.bloom&bit == 0 && keys.n < linearKeys {
 			keys.offs[keys.n&(len(keys.offs)-1)] = uint32(ks)
 			keys.bloom |= bit
@@ -91,13 +94,12 @@ func object(b []byte, start, depth int, members []Member, n *Nested) ([]Member, 
 			return members, i, synErr(i, "expected ':' after object key")
 		}
 		vs := SkipSpace(b, i+1)
-		key := keyOf(b[ks:ke], esc)
 		var ve int
-		if n != nil && !n.Found && vs < len(b) && b[vs] == '{' && string(key) == n.Key {
+		if n != nil && !n.Found && vs < len(b) && b[vs] == '{' && string(keyOf(b[ks:ke], esc)) == n.Key {
 			if depth+1 >= MaxDepth {
 				return members, vs, synErr(vs, "JSON nested deeper than %d levels", MaxDepth)
 			}
-			n.Members, ve, err = object(b, vs, depth+1, n.Members, n.Inner)
+			n.Members, ve, err = object(b, vs, depth+1, n.Members, true, n.Inner)
 			n.Found = err == nil
 		} else if vs < len(b) && b[vs] == '"' {
 			ve, err = skipString(b, vs)
@@ -107,7 +109,9 @@ func object(b []byte, start, depth int, members []Member, n *Nested) ([]Member, 
 		if err != nil {
 			return members, ve, err
 		}
-		members = append(members, Member{Key: key, RawKey: b[ks:ke], Value: b[vs:ve], KeyOff: ks, ValOff: vs})
+		if keep {
+			members = append(members, Member{Key: keyOf(b[ks:ke], esc), RawKey: b[ks:ke], Value: b[vs:ve], KeyOff: ks, ValOff: vs})
+		}
 		i = SkipSpace(b, ve)
 		if i < len(b) && b[i] == ',' {
 			i = SkipSpace(b, i+1)

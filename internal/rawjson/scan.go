@@ -92,57 +92,8 @@ func skipValue(b []byte, i, depth int) (int, error) {
 		if depth >= MaxDepth {
 			return i, synErr(i, "JSON nested deeper than %d levels", MaxDepth)
 		}
-		start := i
-		i = SkipSpace(b, i+1)
-		if i < len(b) && b[i] == '}' {
-			return i + 1, nil
-		}
-		var keys objKeys
-		for {
-			if i >= len(b) || b[i] != '"' {
-				return i, synErr(i, "expected a string key in object")
-			}
-			ks := i
-			ke, esc, err := shortKey(b, i)
-			if ke < 0 {
-				if ke, esc, err = scanString(b, i); err != nil {
-					return ke, err
-				}
-			}
-			// A key's fast path, by hand: a call per key cost more than
-			// the check.
-			// (n passes linearKeys once the keys are in a map; offs is
-			// read only while n fits it.)
-			if bit := keyBit(b[ks+1 : ke-1]); !esc && keys.bloom&bit == 0 && keys.n < linearKeys {
-				keys.offs[keys.n&(len(keys.offs)-1)] = uint32(ks)
-				keys.bloom |= bit
-				keys.n++
-			} else if keys.addSlow(b, start, ks, ke, esc) {
-				return ks, duplicate(ks, b[ks:ke])
-			}
-			i = SkipSpace(b, ke)
-			if i >= len(b) || b[i] != ':' {
-				return i, synErr(i, "expected ':' after object key")
-			}
-			// A string value without skipValue's call and switch.
-			if i = SkipSpace(b, i+1); i < len(b) && b[i] == '"' {
-				i, err = skipString(b, i)
-			} else {
-				i, err = skipValue(b, i, depth+1)
-			}
-			if err != nil {
-				return i, err
-			}
-			i = SkipSpace(b, i)
-			if i < len(b) && b[i] == ',' {
-				i = SkipSpace(b, i+1)
-				continue
-			}
-			if i < len(b) && b[i] == '}' {
-				return i + 1, nil
-			}
-			return i, synErr(i, "expected ',' or '}' in object")
-		}
+		_, end, err := object(b, i, depth, nil, false, nil)
+		return end, err
 	case c == '[':
 		if depth >= MaxDepth {
 			return i, synErr(i, "JSON nested deeper than %d levels", MaxDepth)
