@@ -3,6 +3,7 @@ package backup
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,7 +17,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -119,11 +119,8 @@ func ListArchives(dir string) ([]ArchiveInfo, error) {
 		}
 		out = append(out, a)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Time.Equal(out[j].Time) {
-			return out[i].Time.Before(out[j].Time)
-		}
-		return out[i].Seq < out[j].Seq
+	slices.SortFunc(out, func(a, b ArchiveInfo) int {
+		return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.Seq, b.Seq))
 	})
 	return out, nil
 }
@@ -596,29 +593,30 @@ func Latest(dir string, opts LatestOptions) (*ArchiveInfo, error) {
 	}
 	a := list[len(list)-1]
 	now := opts.Now()
+	stale := func(format string, args ...any) (*ArchiveInfo, error) {
+		return &a, &StaleError{Archive: a, Reason: fmt.Sprintf(format, args...)}
+	}
+	taken := a.Time.UTC().Format(time.RFC3339)
 	if !opts.MaxAge.IsZero() && a.Time.After(now.Add(FutureSkew)) {
-		return &a, &StaleError{Archive: a, Reason: fmt.Sprintf("taken %s, later than now (%s): its age cannot be told",
-			a.Time.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))}
+		return stale("taken %s, later than now (%s): its age cannot be told", taken, now.UTC().Format(time.RFC3339))
 	}
 	if !opts.MaxAge.IsZero() && a.Time.Before(opts.MaxAge.Before(now)) {
-		return &a, &StaleError{Archive: a, Reason: fmt.Sprintf("taken %s, %s ago: older than %s",
-			a.Time.UTC().Format(time.RFC3339), now.Sub(a.Time).Truncate(time.Minute), opts.MaxAge)}
+		return stale("taken %s, %s ago: older than %s", taken, now.Sub(a.Time).Truncate(time.Minute), opts.MaxAge)
 	}
 	if opts.Verified {
-		switch v := a.Verification(); v {
+		switch a.Verification() {
 		case VerifiedOK:
 		case VerifiedNever:
-			return &a, &StaleError{Archive: a, Reason: "not verified (convkit backup verify records it)"}
+			return stale("not verified (convkit backup verify records it)")
 		case VerifiedStale:
-			return &a, &StaleError{Archive: a, Reason: "changed since it was verified"}
+			return stale("changed since it was verified")
 		case VerifiedInvalid:
-			return &a, &StaleError{Archive: a, Reason: "it holds logs that do not read (INVALID)"}
+			return stale("it holds logs that do not read (INVALID)")
 		default:
-			reason := "its verification failed"
 			if a.Info != nil && a.Info.Verified != nil && a.Info.Verified.Problem != "" {
-				reason += ": " + a.Info.Verified.Problem
+				return stale("its verification failed: %s", a.Info.Verified.Problem)
 			}
-			return &a, &StaleError{Archive: a, Reason: reason}
+			return stale("its verification failed")
 		}
 	}
 	return &a, nil

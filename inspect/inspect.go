@@ -5,6 +5,7 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +13,7 @@ import (
 	"io"
 	"iter"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -376,11 +377,8 @@ func Measure(ctx context.Context, t *Target, f Filter) (*Stats, error) {
 	for _, ts := range by {
 		s.ByType = append(s.ByType, *ts)
 	}
-	sort.Slice(s.ByType, func(i, j int) bool {
-		if s.ByType[i].Bytes != s.ByType[j].Bytes {
-			return s.ByType[i].Bytes > s.ByType[j].Bytes
-		}
-		return s.ByType[i].Type < s.ByType[j].Type
+	slices.SortFunc(s.ByType, func(a, b TypeStats) int {
+		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), strings.Compare(a.Type, b.Type))
 	})
 	return s, nil
 }

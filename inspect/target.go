@@ -1,13 +1,15 @@
 package inspect
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/convlog/upgrade"
@@ -150,11 +152,8 @@ func Resolve(path string) (*Target, error) {
 	case len(sessions) == 0:
 		return nil, fmt.Errorf("%s holds no log: neither a session directory (session[.vN].jsonl[.zstd]) nor a conversation directory (metadata[.vN].jsonl[.zst])", path)
 	}
-	sort.Slice(gens, func(i, j int) bool {
-		if gens[i].n.Version != gens[j].n.Version {
-			return gens[i].n.Version > gens[j].n.Version
-		}
-		return gens[i].name < gens[j].name
+	slices.SortFunc(gens, func(a, b gen) int {
+		return cmp.Or(cmp.Compare(b.n.Version, a.n.Version), strings.Compare(a.name, b.name))
 	})
 	cur := gens[0]
 	p := filepath.Join(path, cur.name)
