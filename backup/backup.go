@@ -229,13 +229,11 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	// finished (its expectation, with strict) when the next begins. One
 	// with nothing archived is not in the archive.
 	var (
-		cur       *Conversation
-		curIdx    = -1
-		curFacts  *convFacts
-		curFiles  []File
-		curSeen   = map[string]bool{} // bases whose current generation is archived
-		expect    Counts
-		conversed int
+		cur      *Conversation
+		curIdx   = -1
+		curFacts *convFacts
+		curFiles []File
+		curSeen  = map[string]bool{} // bases whose current generation is archived
 	)
 	flush := func() error {
 		if cur == nil {
@@ -249,13 +247,13 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 			convs := []Conversation{*cur}
 			c := expectations(convs, map[int]*convFacts{0: curFacts}, map[int][]*File{0: files}, false)
 			*cur = convs[0]
-			expect.Indexed += c.Indexed
-			expect.Skipped += c.Skipped
-			expect.Deleting += c.Deleting
-			expect.IndexedSessions += c.IndexedSessions
-			expect.Events += c.Events
+			m.Counts.Indexed += c.Indexed
+			m.Counts.Skipped += c.Skipped
+			m.Counts.Deleting += c.Deleting
+			m.Counts.IndexedSessions += c.IndexedSessions
+			m.Counts.Events += c.Events
 		}
-		conversed++
+		m.Counts.Conversations++
 		if err := convSpool.add(cur); err != nil {
 			return err
 		}
@@ -348,15 +346,6 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	}
 	opts.Progress.Add(1)
 
-	counted := m.Counts
-	if opts.Strict {
-		m.Counts = expect
-	} else {
-		m.Counts = Counts{}
-	}
-	m.Counts.InvalidLogs = counted.InvalidLogs
-	m.Counts.Conversations = conversed
-	m.Counts.Files, m.Counts.Bytes, m.Counts.Logs, m.Counts.SessionLogs = counted.Files, counted.Bytes, counted.Logs, counted.SessionLogs
 	if opts.Rsyncable {
 		if newest.IsZero() {
 			newest = time.Unix(0, 0)
