@@ -274,19 +274,13 @@ func skipNumber(b []byte, i int) (int, error) {
 	case b[i] == '0':
 		i++
 	case b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
+		i = digits(b, i)
 	default:
 		return i, synErr(start, "invalid number")
 	}
 	if i < len(b) && b[i] == '.' {
-		i++
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		d := i + 1
+		if i = digits(b, d); i == d {
 			return i, synErr(start, "invalid number")
 		}
 	}
@@ -296,14 +290,19 @@ func skipNumber(b []byte, i int) (int, error) {
 			i++
 		}
 		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = digits(b, d); i == d {
 			return i, synErr(start, "invalid number")
 		}
 	}
 	return i, nil
+}
+
+// digits returns the offset past the run of decimal digits at b[i].
+func digits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 // shortKey is scanString's answer for a key of at most fifteen plain
