@@ -115,8 +115,7 @@ func newApp(e *env) *ucli.App {
 		UsageText: progName + " [global options] <command> [command options] [arguments...]",
 		Description: "Every command reads or writes the data directory (see --data-dir). " +
 			"Results go to stdout; logs, warnings, progress and errors go to stderr. " +
-			"Global options go before or after the command, options before or after the arguments; -- ends the options.\n\n" +
-			exitStatusText,
+			"Global options go before or after the command, options before or after the arguments; -- ends the options.",
 		Commands:              commands,
 		CustomAppHelpTemplate: appHelpTemplate,
 		Flags: []ucli.Flag{
@@ -178,7 +177,7 @@ func newApp(e *env) *ucli.App {
 // complete finishes a command and its subcommands after construction
 // (doc.go).
 func complete(e *env, c *ucli.Command) {
-	c.Description = strings.TrimSpace(c.Description + "\n\n" + exitStatusText)
+	c.Description = strings.TrimSpace(c.Description)
 	if c.OnUsageError == nil {
 		c.OnUsageError = e.onUsageError
 	}

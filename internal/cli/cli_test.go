@@ -271,9 +271,6 @@ func TestCommandTree(t *testing.T) {
 				t.Errorf("command %s: flag %s is Required; check it in the Action with usagef", c.Name, f.Names()[0])
 			}
 		}
-		if !strings.HasSuffix(c.Description, exitStatusText) {
-			t.Errorf("command %s: Description does not end with the exit status table", c.Name)
-		}
 		if c.OnUsageError == nil {
 			t.Errorf("command %s: no OnUsageError", c.Name)
 		}

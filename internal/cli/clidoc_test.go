@@ -41,7 +41,7 @@ func cliReference(app *ucli.App) string {
 			usage += " (alias: `" + strings.Join(c.Aliases, "`, `") + "`)"
 		}
 		fmt.Fprintf(&b, "\n### `convkit %s`\n\n%s: %s.\n", n.name(), mdCode(synopsis), usage)
-		if d := withoutExitStatus(c.Description); d != "" {
+		if d := c.Description; d != "" {
 			mdParagraphs(&b, d)
 		}
 		if len(flags) > 0 {

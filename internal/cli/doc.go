@@ -18,9 +18,10 @@
 // e.stderr. Text escapes every string from a log, an archive or the store
 // (text, quoted; library lines through e.libraryLines); JSON is exact.
 //
-// complete (app.go) appends the EXIT STATUS table to every Description and
-// gives command groups an Action that refuses a missing subcommand. Main
-// reorders every command line into what urfave/cli parses (grammar.go):
-// global flags anywhere, options before or after arguments, "--" ends them.
-// The help, completion scripts and man page come from the same definitions.
+// complete (app.go) gives command groups an Action that refuses a missing
+// subcommand; every help ends with its examples and the EXIT STATUS table
+// (help.go). Main reorders every command line into what urfave/cli parses
+// (grammar.go): global flags anywhere, options before or after arguments,
+// "--" ends them. The help, completion scripts and man page come from the
+// same definitions.
 package cli

@@ -23,14 +23,15 @@ const (
 	exitInterrupted = 130 // SIGINT or SIGTERM
 )
 
-// exitStatusText ends every command's Description.
+// exitStatusText ends every help (help.go).
 const exitStatusText = `EXIT STATUS:
-  0    success
-  1    failure, including any item that failed
-  2    usage error (bad flags or arguments); nothing was touched
-  3    finished, but some items were skipped or unreadable
-  11   runtime.lock is held by another process
-  130  interrupted`
+   0    success
+   1    failure, including any item that failed
+   2    usage error (bad flags or arguments); nothing was touched
+   3    finished, but some items were skipped or unreadable
+   11   runtime.lock is held by another process
+   130  interrupted
+`
 
 // lockedHint is shown with an error that wraps store.ErrLocked and brings no
 // hint of its own.

@@ -83,9 +83,8 @@ func groupsOf(app *ucli.App) []commandGroup {
 	return out
 }
 
-// Every help ends with its EXAMPLES, then its EXIT STATUS table: urfave
-// renders the Description, which carries the table, before the options, so
-// the printer moves the table to the end, the examples before it.
+// Every help ends with its EXAMPLES, then its EXIT STATUS table, after the
+// options urfave renders last.
 func init() {
 	render := ucli.HelpPrinterCustom
 	ucli.HelpPrinterCustom = func(w io.Writer, templ string, data interface{}, funcs map[string]interface{}) {
@@ -103,11 +102,12 @@ func init() {
 		default:
 			ok = false
 		}
-		var ex bytes.Buffer
+		help := strings.TrimRight(b.String(), "\n") + "\n"
 		if ok {
+			var ex bytes.Buffer
 			writeExamples(&ex, path)
+			help += ex.String() + "\n" + exitStatusText
 		}
-		help := exitStatusLast(b.String(), ex.String())
 		// The group lines of the program's help end in tabwriter's padding.
 		lines := strings.Split(help, "\n")
 		for i, l := range lines {
@@ -115,43 +115,6 @@ func init() {
 		}
 		io.WriteString(w, strings.Join(lines, "\n"))
 	}
-}
-
-// exitStatusLast moves the EXIT STATUS table out of a rendered help's
-// DESCRIPTION to a section of its own at the end, after before.
-func exitStatusLast(help, before string) string {
-	lines := strings.Split(strings.TrimRight(help, "\n"), "\n")
-	start := -1
-	for i, l := range lines {
-		if strings.TrimSpace(l) == "EXIT STATUS:" && strings.HasPrefix(l, " ") {
-			start = i
-			break
-		}
-	}
-	if start < 0 {
-		return strings.TrimRight(help, "\n") + "\n" + before
-	}
-	end := start + 1
-	for end < len(lines) && strings.TrimSpace(lines[end]) != "" && strings.HasPrefix(lines[end], " ") {
-		end++
-	}
-	table := []string{"", "EXIT STATUS:"}
-	for _, l := range lines[start+1 : end] {
-		table = append(table, "   "+strings.TrimSpace(l))
-	}
-	// The table's lines are "CODE  meaning": keep the columns.
-	for i := 2; i < len(table); i++ {
-		if code, rest, ok := strings.Cut(strings.TrimSpace(table[i]), " "); ok {
-			table[i] = "   " + code + strings.Repeat(" ", max(1, 5-len(code))) + strings.TrimSpace(rest)
-		}
-	}
-	rest := append([]string{}, lines[:start]...)
-	// The blank line before the table goes with it.
-	if n := len(rest); n > 0 && strings.TrimSpace(rest[n-1]) == "" {
-		rest = rest[:n-1]
-	}
-	rest = append(rest, lines[end:]...)
-	return strings.Join(rest, "\n") + "\n" + before + strings.Join(table, "\n") + "\n"
 }
 
 func newManCommand(e *env) *ucli.Command {
@@ -264,7 +227,7 @@ convkit \- %s
 [\fIglobal options\fR] \fIcommand\fR [\fIcommand options\fR] [\fIarguments\fR...]
 .SH DESCRIPTION
 `, roff(app.Usage))
-	roffParagraphs(w, withoutExitStatus(app.Description))
+	roffParagraphs(w, app.Description)
 	roffParagraphs(w, `Global options are accepted before or after the command, and a command's
 options before or after its arguments; "--" ends the options, so an argument
 that starts with "-" follows it. A lone "-" is an argument: stdin or stdout
@@ -294,8 +257,8 @@ escaped (\x1b, \r, \u202e, ...); --json prints it exactly.`)
 		} else {
 			fmt.Fprintf(w, ".PP\n%s\n", roff(c.Usage))
 		}
-		if d := withoutExitStatus(c.Description); d != "" {
-			roffParagraphs(w, d)
+		if c.Description != "" {
+			roffParagraphs(w, c.Description)
 		}
 		if len(flags) > 0 {
 			fmt.Fprintln(w, ".PP\nOptions:")
@@ -397,10 +360,6 @@ func (fi flagInfo) spellings() []string {
 		out[i] = dashed(n)
 	}
 	return out
-}
-
-func withoutExitStatus(desc string) string {
-	return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(desc), exitStatusText))
 }
 
 // ownFlags are the flags a definition declares, without the -h/--help
