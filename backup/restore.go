@@ -190,18 +190,11 @@ func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts Resto
 		return nil, err
 	}
 	defer staging.Remove()
-	stage := staging.Tree()
-	res, vr, err := stageVerified(ctx, r, stage, opts, parent, target, opts.Conversation == "")
+	res, vr, staged, err := stageVerified(ctx, r, staging, opts, parent, target, opts.Conversation == "")
 	if err != nil {
 		return res, err
 	}
-	if err := os.Remove(filepath.Join(stage, archive.ManifestName)); err != nil {
-		return nil, err
-	}
-	staged, err := openStaged(ctx, stage, store.LockNone)
-	if err != nil {
-		return nil, err
-	}
+	stage := staging.Tree()
 	if opts.Conversation != "" {
 		var keep []string
 		opts.Conversation, keep, err = closureIn(staged, opts.Conversation)
@@ -258,14 +251,9 @@ func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreO
 		return nil, err
 	}
 	defer staging.Remove()
-	stage := staging.Tree()
-	res, _, err := stageVerified(ctx, r, stage, opts, target, "", false)
+	res, _, staged, err := stageVerified(ctx, r, staging, opts, target, "", false)
 	if err != nil {
 		return res, err
-	}
-	staged, err := openStaged(ctx, stage, store.LockNone)
-	if err != nil {
-		return nil, err
 	}
 	var closure []string
 	opts.Conversation, closure, err = closureIn(staged, opts.Conversation)
@@ -326,19 +314,29 @@ func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreO
 	return res, nil
 }
 
-func stageVerified(ctx context.Context, r io.Reader, stage string, opts RestoreOptions, spaceName, reportAs string, withIndex bool) (*RestoreResult, *VerifyResult, error) {
+// stageVerified extracts and verifies the archive read from r into
+// staging, and opens the store it holds there, its manifest removed.
+func stageVerified(ctx context.Context, r io.Reader, staging *archive.Staging, opts RestoreOptions, spaceName, reportAs string, withIndex bool) (*RestoreResult, *VerifyResult, *store.Store, error) {
+	stage := staging.Tree()
 	res := &RestoreResult{SchemaVersion: contract.Version, Archive: opts.Archive, Target: opts.Target, Conversations: []string{}, Kept: []string{}}
 	vo := VerifyOptions{Archive: opts.Archive, Limits: opts.Limits, Jobs: opts.Jobs, Progress: opts.Progress, OnEvent: opts.OnEvent,
 		spaceName: spaceName, reportAs: reportAs}
 	vr, _, err := verifyInto(ctx, r, stage, vo, true, withIndex)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	res.Verify = vr
 	if !vr.OK {
-		return res, vr, &MismatchError{Result: vr}
+		return res, vr, nil, &MismatchError{Result: vr}
 	}
-	return res, vr, nil
+	if err := os.Remove(filepath.Join(stage, archive.ManifestName)); err != nil {
+		return nil, nil, nil, err
+	}
+	staged, err := openStaged(ctx, stage, store.LockNone)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return res, vr, staged, nil
 }
 
 // sameTree reports whether the directories a and b hold the same regular
