@@ -51,10 +51,6 @@ func (f Filter) Validate() error {
 	return nil
 }
 
-func open(t *Target) (*convlog.Reader, error) {
-	return t.open(convlog.ReaderOptions{})
-}
-
 // events is a log as stored or upgraded in memory.
 type events interface {
 	Events() iter.Seq2[*convlog.Event, error]
@@ -84,7 +80,7 @@ func each(ctx context.Context, r events, fn func(*convlog.Event) error) error {
 // Render writes a readable rendering of the log, escaped for the terminal:
 // its header, then one line per event.
 func Render(ctx context.Context, t *Target, w io.Writer, f Filter) error {
-	r, err := open(t)
+	r, err := t.open(convlog.ReaderOptions{})
 	if err != nil {
 		return err
 	}
@@ -93,7 +89,7 @@ func Render(ctx context.Context, t *Target, w io.Writer, f Filter) error {
 }
 
 func render(ctx context.Context, w io.Writer, f Filter, h *convlog.Header, comp convlog.Compression, note string, r events, stats func() convlog.Stats) error {
-	if _, err := fmt.Fprintf(w, "%s log %s, format v%d, %s, created %s\n", termtext.Escape(h.Type), quoted(h.ID), h.Version, comp, msTime(h.CreatedAt)); err != nil {
+	if _, err := fmt.Fprintf(w, "%s log %s, format v%d, %s, created %s\n", termtext.Escape(h.Type), termtext.Quote(h.ID), h.Version, comp, msTime(h.CreatedAt)); err != nil {
 		return err
 	}
 	if h.Cwd != "" {
@@ -141,11 +137,9 @@ func render(ctx context.Context, w io.Writer, f Filter, h *convlog.Header, comp 
 	return err
 }
 
-func quoted(s string) string { return `"` + termtext.Escape(s) + `"` }
-
 // WriteJSON writes each selected event as stored, one JSON object per line.
 func WriteJSON(ctx context.Context, t *Target, w io.Writer, f Filter) error {
-	r, err := open(t)
+	r, err := t.open(convlog.ReaderOptions{})
 	if err != nil {
 		return err
 	}
@@ -342,7 +336,7 @@ type Stats struct {
 }
 
 func Measure(ctx context.Context, t *Target, f Filter) (*Stats, error) {
-	r, err := open(t)
+	r, err := t.open(convlog.ReaderOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -384,7 +378,7 @@ func Measure(ctx context.Context, t *Target, f Filter) (*Stats, error) {
 }
 
 func RenderStats(s *Stats, w io.Writer) error {
-	fmt.Fprintf(w, "%s log %s, format v%d, %s\n", termtext.Escape(s.LogType), quoted(s.ID), s.Version, s.Compression)
+	fmt.Fprintf(w, "%s log %s, format v%d, %s\n", termtext.Escape(s.LogType), termtext.Quote(s.ID), s.Version, s.Compression)
 	fmt.Fprintf(w, "file bytes:  %d\nplain bytes: %d", s.FileBytes, s.PlainBytes)
 	if s.Compression == "zstd" {
 		fmt.Fprintf(w, " (ratio %.2f)\nframes:      %d", s.CompressionRatio, s.Frames)
