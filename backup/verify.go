@@ -138,6 +138,7 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	if err != nil {
 		return nil, nil, err
 	}
+	defer ents.Close()
 	// The manifest, last, and every checksum, both ways.
 	m := &Manifest{}
 	found, err := manifestFormat.Verify(opts.Archive, dir, ents, m)
@@ -155,9 +156,12 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	for i := range m.Files {
 		byName[m.Files[i].Name] = &m.Files[i]
 	}
-	for _, e := range ents[:len(ents)-1] {
+	for e := range ents.All(ents.Len() - 1) {
 		res.Files++
 		res.Bytes += e.Size
+	}
+	if err := ents.Err(); err != nil {
+		return nil, nil, err
 	}
 
 	// The snapshot of metadata.db, before the rebuild replaces it.

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -395,7 +396,7 @@ func TestExtractToWritesNothingOnFailure(t *testing.T) {
 	parent := t.TempDir()
 	target := filepath.Join(parent, "store")
 	_, err := ExtractTo(context.Background(), bytes.NewReader(data), target, ExtractOptions{},
-		func(string, []Extracted) error { return errors.New("no") })
+		func(string, *ExtractedList) error { return errors.New("no") })
 	if err == nil {
 		t.Fatal("a failed check was ignored")
 	}
@@ -407,8 +408,8 @@ func TestExtractToWritesNothingOnFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ents) != 5 {
-		t.Fatalf("%d entries", len(ents))
+	if ents.Len() != 5 {
+		t.Fatalf("%d entries", ents.Len())
 	}
 	got, err := os.ReadFile(filepath.Join(target, logA))
 	if err != nil || len(got) != 1_000_000 {
@@ -425,7 +426,7 @@ func TestExtractModesIgnoreUmask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, e := range ents {
+	for i, e := range slices.Collect(ents.All(ents.Len())) {
 		if want := sha256.Sum256(sampleEntries()[i].data); e.SHA256 != want {
 			t.Fatalf("%s: sha differs", e.Name)
 		}
@@ -474,7 +475,7 @@ func TestDamageIsFound(t *testing.T) {
 			continue
 		}
 		// Accepted only if every entry is intact.
-		for j, e := range ents {
+		for j, e := range slices.Collect(ents.All(ents.Len())) {
 			if e.SHA256 != sha256.Sum256(sampleEntries()[j].data) {
 				t.Fatalf("flip at %d: %s changed silently", pos, e.Name)
 			}

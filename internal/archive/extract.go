@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -96,8 +97,9 @@ func (e Extracted) Hex() string { return hex.EncodeToString(e.SHA256[:]) }
 
 // Extract reads the archive from r and writes every entry under dir, an
 // existing empty directory the caller made for it (NewStaging): files created
-// exclusively with mode 0600, directories 0700. It returns the entries in
-// archive order with their sizes and SHA-256.
+// exclusively with mode 0600 (so a name seen twice is refused as the
+// second is created), directories 0700. It returns the entries in
+// archive order with their sizes and SHA-256, for the caller to Close.
 //
 // The entries' declared sizes must fit in the free space of dir's file system
 // less FreeReserve, checked at each header before its bytes are written, so a
@@ -105,7 +107,7 @@ func (e Extracted) Hex() string { return hex.EncodeToString(e.SHA256[:]) }
 // extractWriters goroutines, since creating files took most of an extraction.
 // Extract stops at the first problem; what it wrote stays in dir for the
 // caller to remove.
-func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) ([]Extracted, error) {
+func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) (_ *ExtractedList, err error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -118,7 +120,7 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 		return nil, err
 	}
 	defer ar.Close()
-	x := &extractor{dir: dir, opts: opts, made: map[string]*madeDir{}, buf: make([]byte, 256<<10), failedAt: -1}
+	x := &extractor{dir: dir, opts: opts, made: map[string]*madeDir{}, queued: map[string]struct{}{}, buf: make([]byte, 256<<10), failedAt: -1}
 	free := newSpace(dir, opts.SpaceName)
 	jobs := make(chan writeJob, extractWriters)
 	var wg sync.WaitGroup
@@ -131,16 +133,22 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 			}
 		}()
 	}
-	out, err := x.extract(ctx, ar, free, jobs)
+	out := newExtractedList(dir)
+	defer func() {
+		if err != nil {
+			out.Close()
+		}
+	}()
+	err = x.extract(ctx, ar, free, jobs, out)
 	close(jobs)
 	wg.Wait()
 	// The first problem in archive order: a writer's (its entry comes
 	// before any the reading stopped at), or the reading's.
 	if x.failedAt >= 0 {
-		return out[:x.failedAt], x.failedErr
+		return nil, x.failedErr
 	}
 	if err != nil {
-		return out, err
+		return nil, err
 	}
 	if opts.Sync {
 		sync := func() error {
@@ -154,7 +162,7 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 			return out, nil
 		}
 		if err := sync(); err != nil {
-			return out, err
+			return nil, err
 		}
 	}
 	return out, nil
@@ -178,46 +186,60 @@ type writeJob struct {
 	data []byte
 }
 
-// extract reads the entries in order, writing the larger ones itself and
-// handing the others to the writers. It returns the entries read and the
-// reading's problem; it stops early, without one, when a writer failed.
-func (x *extractor) extract(ctx context.Context, ar *Reader, free *space, jobs chan<- writeJob) ([]Extracted, error) {
-	var out []Extracted
+// extract reads the entries in order into out, writing the larger ones
+// itself and handing the others to the writers. It returns the reading's
+// problem; it stops early, without one, when a writer failed.
+func (x *extractor) extract(ctx context.Context, ar *Reader, free *space, jobs chan<- writeJob, out *ExtractedList) error {
 	for !x.failed.Load() {
 		if err := ctx.Err(); err != nil {
-			return out, err
+			return err
 		}
 		h, err := ar.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return out, err
+			return err
 		}
 		if free != nil {
 			if err := free.take(h.Size); err != nil {
-				return out, ar.errorf(h, true, nil, "%v", err)
+				return ar.errorf(h, true, nil, "%v", err)
 			}
+		}
+		// A name whose file a writer has yet to create is not there to be
+		// found twice.
+		x.mu.Lock()
+		_, queued := x.queued[h.Name]
+		x.mu.Unlock()
+		if queued {
+			return ar.errorf(h, true, nil, "refused: duplicate name")
 		}
 		if h.Size <= keepEntry {
 			e, data, err := x.read(ctx, ar, h)
 			if err != nil {
-				return out, err
+				return err
 			}
-			jobs <- writeJob{i: len(out), rel: filepath.FromSlash(h.Name), e: e, data: data}
-			out = append(out, e)
+			x.mu.Lock()
+			x.queued[h.Name] = struct{}{}
+			x.mu.Unlock()
+			jobs <- writeJob{i: out.Len(), rel: filepath.FromSlash(h.Name), e: e, data: data}
+			if err := out.add(e); err != nil {
+				return err
+			}
 			continue
 		}
 		e, err := x.file(ctx, ar, h)
 		if err != nil {
-			return out, err
+			return err
 		}
-		out = append(out, e)
+		if err := out.add(e); err != nil {
+			return err
+		}
 		if x.opts.OnFile != nil {
 			x.opts.OnFile(e, filepath.Join(x.dir, filepath.FromSlash(h.Name)), nil)
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // fail records a writer's problem with entry i; the first in archive
@@ -292,9 +314,12 @@ func (x *extractor) write(j writeJob) {
 		return
 	}
 	p := filepath.Join(x.dir, j.rel)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|durable.NoFollowFlags, FileMode) // O_EXCL never follows a link
+	f, err := x.create(p, j.i+1, j.e)
+	x.mu.Lock()
+	delete(x.queued, j.e.Name)
+	x.mu.Unlock()
 	if err != nil {
-		x.fail(j.i, fmt.Errorf("%s: %w", j.e.Name, err))
+		x.fail(j.i, err)
 		return
 	}
 	err = f.Chmod(FileMode)
@@ -334,7 +359,7 @@ type extractor struct {
 	failed    atomic.Bool
 	mu        sync.Mutex
 	made      map[string]*madeDir // relative directories, created once
-	dirs      []string            // in creation order, for the final fsync
+	queued    map[string]struct{} // names of files the writers have yet to create
 	failedAt  int
 	failedErr error
 }
@@ -346,8 +371,13 @@ type madeDir struct {
 	err  error
 }
 
+// madeDirs bounds the directories an extraction remembers as made: past
+// it the memory starts afresh, and a directory made before is found there
+// (EEXIST) and checked again.
+const madeDirs = 4096
+
 // mkdirs creates the directory rel (relative to dir) and its parents
-// inside dir, 0700, each once.
+// inside dir, 0700.
 func (x *extractor) mkdirs(rel string) error {
 	if rel == "." {
 		return nil
@@ -355,6 +385,9 @@ func (x *extractor) mkdirs(rel string) error {
 	x.mu.Lock()
 	d := x.made[rel]
 	if d == nil {
+		if len(x.made) >= madeDirs {
+			x.made = map[string]*madeDir{}
+		}
 		d = &madeDir{}
 		x.made[rel] = d
 	}
@@ -364,15 +397,12 @@ func (x *extractor) mkdirs(rel string) error {
 			return
 		}
 		p := filepath.Join(x.dir, rel)
-		if d.err = os.Mkdir(p, durable.DirMode); d.err != nil {
+		if d.err = os.Mkdir(p, durable.DirMode); d.err != nil && !errors.Is(d.err, fs.ErrExist) {
 			return
 		}
-		if d.err = durable.PrivateDir(p); d.err != nil {
-			return
-		}
-		x.mu.Lock()
-		x.dirs = append(x.dirs, p)
-		x.mu.Unlock()
+		// PrivateDir opens it without following a link: an entry's file
+		// of that name is refused here.
+		d.err = durable.PrivateDir(p)
 	})
 	return d.err
 }
@@ -383,11 +413,11 @@ func (x *extractor) file(ctx context.Context, ar *Reader, h *Header) (Extracted,
 		return Extracted{}, fmt.Errorf("%s: %w", h.Name, err)
 	}
 	p := filepath.Join(x.dir, rel)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|durable.NoFollowFlags, FileMode) // O_EXCL never follows a link
-	if err != nil {
-		return Extracted{}, fmt.Errorf("%s: %w", h.Name, err)
-	}
 	e := Extracted{Name: h.Name, Offset: h.Offset}
+	f, err := x.create(p, h.Index, e)
+	if err != nil {
+		return Extracted{}, err
+	}
 	err = func() error {
 		if err := f.Chmod(FileMode); err != nil {
 			return err
@@ -417,14 +447,38 @@ func (x *extractor) file(ctx context.Context, ar *Reader, h *Header) (Extracted,
 	return e, nil
 }
 
-// syncDirs fsyncs every directory created, deepest first, and dir itself.
+// create creates the file at p of entry e, the index-th, exclusively: an
+// earlier entry of the same name is there, and makes a duplicate.
+func (x *extractor) create(p string, index int, e Extracted) (*os.File, error) {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|durable.NoFollowFlags, FileMode) // O_EXCL never follows a link
+	if err == nil {
+		return f, nil
+	}
+	if fi, lerr := os.Lstat(p); errors.Is(err, fs.ErrExist) && lerr == nil && fi.Mode().IsRegular() {
+		return nil, &Error{Archive: x.opts.Archive, Entry: index, Name: e.Name, Offset: e.Offset, Msg: "refused: duplicate name", Refused: true}
+	}
+	return nil, fmt.Errorf("%s: %w", e.Name, err)
+}
+
+// syncDirs fsyncs every directory of the tree, deepest first, and dir
+// itself.
 func (x *extractor) syncDirs() error {
-	for i := len(x.dirs) - 1; i >= 0; i-- {
-		if err := durable.SyncDir(x.dirs[i]); err != nil {
+	var dirs []string
+	err := filepath.WalkDir(x.dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := durable.SyncDir(dirs[i]); err != nil {
 			return err
 		}
 	}
-	return durable.SyncDir(x.dir)
+	return nil
 }
 
 // ExtractTo extracts the archive into a new staging directory beside target,
@@ -432,7 +486,7 @@ func (x *extractor) syncDirs() error {
 // exist or be empty by then; a hostile archive thus writes nothing at target.
 // The staging is removed in any case, and stale stagings for target first.
 func ExtractTo(ctx context.Context, r io.Reader, target string, opts ExtractOptions,
-	check func(dir string, entries []Extracted) error) ([]Extracted, error) {
+	check func(dir string, entries *ExtractedList) error) (*ExtractedList, error) {
 	target = filepath.Clean(target)
 	parent, name := filepath.Dir(target), "."+filepath.Base(target)+".extract"
 	if err := durable.MkdirAll(parent); err != nil {
@@ -448,16 +502,20 @@ func ExtractTo(ctx context.Context, r io.Reader, target string, opts ExtractOpti
 	if err != nil {
 		return nil, err
 	}
+	fail := func(err error) (*ExtractedList, error) {
+		ents.Close()
+		return nil, err
+	}
 	if check != nil {
 		if err := check(stage.Tree(), ents); err != nil {
-			return nil, err
+			return fail(err)
 		}
 	}
 	if err := os.Rename(stage.Tree(), target); err != nil {
-		return nil, fmt.Errorf("move the extracted tree into place: %w", err)
+		return fail(fmt.Errorf("move the extracted tree into place: %w", err))
 	}
 	if err := durable.SyncDir(parent); err != nil {
-		return ents, err
+		return fail(err)
 	}
 	return ents, nil
 }

@@ -179,7 +179,7 @@ func TestHostileTarHeaders(t *testing.T) {
 func TestBase256SizeIsRead(t *testing.T) {
 	data := rawTar(t, member(base256(ustar(logA, '0', 0, true), 3), []byte("{}\n")))
 	ents, err := Extract(context.Background(), bytes.NewReader(data), t.TempDir(), ExtractOptions{})
-	if err != nil || len(ents) != 1 || ents[0].Size != 3 {
+	if err != nil || ents.Len() != 1 || ents.Last().Size != 3 {
 		t.Fatalf("%v %+v", err, ents)
 	}
 }

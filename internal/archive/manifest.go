@@ -2,6 +2,7 @@ package archive
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -158,15 +159,33 @@ func (f ManifestFormat) ReadFile(path string, m Manifest) error {
 	return f.Decode(file, path, m)
 }
 
+// Scan reads the archive from r through as Extract would into dir, checking
+// every entry (all but their names' uniqueness), the free space of dir's
+// file system and that the manifest comes last, writing nothing; so an
+// import refuses a hostile or incomplete archive before a file is made.
+// With a spool, every byte read is copied to it, its size taken from the
+// same free space: a stream read once is then extracted from the spool.
+func (f ManifestFormat) Scan(ctx context.Context, r io.Reader, dir string, spool io.Writer, opts ExtractOptions) error {
+	_, last, err := scan(ctx, r, dir, spool, opts)
+	if err == nil && last != ManifestName {
+		err = f.notLast(opts.Archive)
+	}
+	return err
+}
+
+func (f ManifestFormat) notLast(archiveName string) error {
+	return &Error{Archive: archiveName,
+		Msg: fmt.Sprintf("no %s as the last entry: an incomplete archive, or not a convkit %s", ManifestName, f.Kind)}
+}
+
 // Verify is the manifest-last check of an archive Extract wrote into dir: the
 // last entry must be the manifest (a truncated or foreign archive has none
 // there), decoded into m as Decode does, and every other entry is compared
 // with its Listing both ways (CheckListing). A missing or unreadable manifest
 // is an *Error.
-func (f ManifestFormat) Verify(archiveName, dir string, ents []Extracted, m Manifest) ([]Mismatch, error) {
-	if len(ents) == 0 || ents[len(ents)-1].Name != ManifestName {
-		return nil, &Error{Archive: archiveName,
-			Msg: fmt.Sprintf("no %s as the last entry: an incomplete archive, or not a convkit %s", ManifestName, f.Kind)}
+func (f ManifestFormat) Verify(archiveName, dir string, ents *ExtractedList, m Manifest) ([]Mismatch, error) {
+	if ents.Len() == 0 || ents.Last().Name != ManifestName {
+		return nil, f.notLast(archiveName)
 	}
 	file, err := durable.OpenRegular(filepath.Join(dir, ManifestName), os.O_RDONLY)
 	if err != nil {
@@ -175,19 +194,28 @@ func (f ManifestFormat) Verify(archiveName, dir string, ents []Extracted, m Mani
 	err = f.decode(file, m)
 	file.Close()
 	if err != nil {
-		last := ents[len(ents)-1]
-		return nil, &Error{Archive: archiveName, Entry: len(ents), Name: ManifestName, Offset: last.Offset, Msg: err.Error()}
+		return nil, &Error{Archive: archiveName, Entry: ents.Len(), Name: ManifestName, Offset: ents.Last().Offset, Msg: err.Error()}
 	}
-	return CheckListing(ents[:len(ents)-1], m.Listing()), nil
+	return CheckListing(ents, m.Listing())
 }
 
-// CheckListing compares entries (the manifest aside) with what a manifest
-// lists. Mismatches come in this order: files listed twice, then each
-// entry in archive order (not listed, another size, another SHA-256), then
-// listed files the archive lacks.
-func CheckListing(ents []Extracted, listed []Listed) []Mismatch {
+// maxMismatches bounds the disagreements CheckListing lists; past it they
+// are counted in one more.
+const maxMismatches = 1000
+
+// CheckListing compares the entries but the last (the manifest) with what a
+// manifest lists. Mismatches come in this order: files listed twice, then
+// each entry in archive order (not listed, another size, another SHA-256),
+// then listed files the archive lacks; past maxMismatches, one says how
+// many more there are. The error is one reading the entries back.
+func CheckListing(ents *ExtractedList, listed []Listed) ([]Mismatch, error) {
 	var out []Mismatch
+	more := 0
 	add := func(name, format string, args ...any) {
+		if len(out) == maxMismatches {
+			more++
+			return
+		}
 		out = append(out, Mismatch{Name: name, Problem: fmt.Sprintf(format, args...)})
 	}
 	byName := make(map[string]*Listed, len(listed))
@@ -201,7 +229,7 @@ func CheckListing(ents []Extracted, listed []Listed) []Mismatch {
 	// Only listed names are marked: an archive of a million entries the
 	// manifest does not list costs nothing more here.
 	seen := make(map[string]bool, len(listed))
-	for _, e := range ents {
+	for e := range ents.All(ents.Len() - 1) {
 		l := byName[e.Name]
 		if l != nil {
 			seen[l.Name] = true
@@ -215,10 +243,16 @@ func CheckListing(ents []Extracted, listed []Listed) []Mismatch {
 			add(e.Name, "SHA-256 %s, the manifest says %s", e.Hex(), l.SHA256)
 		}
 	}
+	if err := ents.Err(); err != nil {
+		return nil, err
+	}
 	for _, l := range listed {
 		if !seen[l.Name] {
 			add(l.Name, "in the manifest but not in the archive")
 		}
 	}
-	return out
+	if more > 0 {
+		out = append(out, Mismatch{Name: ManifestName, Problem: fmt.Sprintf("%d more disagreements with the manifest, not listed", more)})
+	}
+	return out, nil
 }

@@ -137,7 +137,7 @@ func TestManifestVerify(t *testing.T) {
 		{"conversations/c/metadata.v4.jsonl", Text, []byte("c\n")},
 	}
 	fresh := func() *testManifest { return &testManifest{ManifestHeader: testFormat.Header("t", time.Unix(0, 0))} }
-	extract := func(data []byte) (string, []Extracted) {
+	extract := func(data []byte) (string, *ExtractedList) {
 		dir := t.TempDir()
 		got, err := Extract(context.Background(), bytes.NewReader(data), dir, ExtractOptions{})
 		if err != nil {
@@ -198,7 +198,7 @@ func TestManifestVerify(t *testing.T) {
 	dir, got := extract(data)
 	var m testManifest
 	_, err = testFormat.Verify("A.tar.zst", dir, got, &m)
-	last := got[len(got)-1]
+	last := got.Last()
 	if !errors.As(err, &ae) || ae.Entry != 4 || ae.Name != ManifestName || ae.Offset != last.Offset || last.Offset == 0 ||
 		!strings.HasSuffix(err.Error(), `: not a convkit test (manifest format "convkit-export", want "convkit-test")`) {
 		t.Fatalf("foreign manifest: %v", err)

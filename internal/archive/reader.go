@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"iter"
 	"strings"
@@ -83,15 +82,15 @@ type Header struct {
 }
 
 // Reader reads an archive as a stream, entry by entry, checking every
-// entry before handing it out. Memory is bounded by the zstd window limit
-// and fixed buffers, whatever the archive holds.
+// entry before handing it out (but for names seen twice, which Extract
+// finds as it creates each file exclusively). Memory is bounded by the
+// zstd window limit and fixed buffers, whatever the archive holds.
 type Reader struct {
 	opts  ReaderOptions
 	lim   Limits
 	dec   *zstd.Decoder
 	cnt   *countingReader
 	tr    *tar.Reader
-	names *readNames
 	n     int
 	total int64
 	cur   *Header
@@ -113,7 +112,7 @@ func NewReader(r io.Reader, opts ReaderOptions) (*Reader, error) {
 		return nil, &Error{Archive: opts.Archive, Msg: "not a zstd stream", Err: err}
 	}
 	cnt := &countingReader{r: dec}
-	return &Reader{opts: opts, lim: lim, dec: dec, cnt: cnt, tr: tar.NewReader(cnt), names: newReadNames()}, nil
+	return &Reader{opts: opts, lim: lim, dec: dec, cnt: cnt, tr: tar.NewReader(cnt)}, nil
 }
 
 // Close releases the decoder. It does not close the underlying reader.
@@ -199,9 +198,6 @@ func (r *Reader) Next() (*Header, error) {
 	if err := r.opts.CheckName(th.Name); err != nil {
 		return nil, r.errorf(h, true, nil, "refused: %v%s", err, nameSource(th))
 	}
-	if !r.names.add(th.Name) {
-		return nil, r.errorf(h, true, nil, "refused: duplicate name")
-	}
 	if th.Size > r.lim.MaxEntryBytes {
 		return nil, r.errorf(h, true, nil, "refused: %d bytes exceeds the limit of %d per entry", th.Size, r.lim.MaxEntryBytes)
 	}
@@ -234,34 +230,65 @@ func (r *Reader) Entries() iter.Seq2[*Header, error] {
 	}
 }
 
-// Scan reads the archive from r to its end as Extract would into dir, checking
-// every entry and the free space of dir's file system but writing nothing, and
-// returns the number of entries, so an import refuses a hostile archive before
-// making anything of it.
-func Scan(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) (int, error) {
+// scan reads the archive from r to its end as Extract would into dir,
+// checking every entry and the free space of dir's file system but writing
+// nothing, and returns the number of entries and the last one's name. A
+// name found twice is Extract's to refuse (its files are created
+// exclusively). A spool, when given, receives every byte read from r,
+// within the same free space.
+func scan(ctx context.Context, r io.Reader, dir string, spool io.Writer, opts ExtractOptions) (n int, last string, err error) {
+	free := newSpace(dir, opts.SpaceName)
+	var sw *spoolWriter
+	if spool != nil {
+		sw = &spoolWriter{w: spool, free: free}
+		r = io.TeeReader(r, sw)
+	}
 	ar, err := NewReader(r, opts.ReaderOptions)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	defer ar.Close()
-	free := newSpace(dir, opts.SpaceName)
 	for {
 		if err := ctx.Err(); err != nil {
-			return ar.n, err
+			return ar.n, last, err
 		}
 		h, err := ar.Next()
+		if sw != nil && sw.err != nil {
+			return ar.n, last, ar.errorf(h, true, nil, "%v", sw.err)
+		}
 		if err == io.EOF {
-			return ar.n, nil
+			return ar.n, last, nil
 		}
 		if err != nil {
-			return ar.n, err
+			return ar.n, last, err
 		}
+		last = h.Name
 		if free != nil {
 			if err := free.take(h.Size); err != nil {
-				return ar.n, ar.errorf(h, true, nil, "%v", err)
+				return ar.n, last, ar.errorf(h, true, nil, "%v", err)
 			}
 		}
 	}
+}
+
+// spoolWriter copies what a scan reads, its bytes booked in free.
+type spoolWriter struct {
+	w    io.Writer
+	free *space
+	err  error
+}
+
+func (s *spoolWriter) Write(p []byte) (int, error) {
+	if s.err == nil && s.free != nil {
+		s.err = s.free.take(int64(len(p)))
+	}
+	if s.err == nil {
+		_, s.err = s.w.Write(p)
+	}
+	if s.err != nil {
+		return 0, s.err
+	}
+	return len(p), nil
 }
 
 // Read reads the current entry's content; io.EOF at its end.
@@ -359,54 +386,6 @@ func typeName(t byte) string {
 		return "sparse file"
 	}
 	return fmt.Sprintf("entry type %s", termtext.Quote(string(t)))
-}
-
-// readNames holds the entries' names as 64-bit keyed digests in an
-// open-addressed table, 8 to 16 bytes a name and nothing for the collector to
-// scan, to refuse duplicates; the seed is the Reader's own, so an archive
-// cannot be crafted to collide, and a false duplicate has odds of 2^-64 per
-// pair.
-type readNames struct {
-	seed  maphash.Seed
-	slots []uint64 // 0: free
-	n     int
-}
-
-func newReadNames() *readNames {
-	return &readNames{seed: maphash.MakeSeed(), slots: make([]uint64, 1024)}
-}
-
-// add adds name; false when it was there.
-func (s *readNames) add(name string) bool {
-	if 4*(s.n+1) > 3*len(s.slots) {
-		old := s.slots
-		s.slots = make([]uint64, 2*len(old))
-		for _, h := range old {
-			if h != 0 {
-				s.insert(h)
-			}
-		}
-	}
-	h := maphash.String(s.seed, name) | 1 // never 0, which marks a free slot
-	if !s.insert(h) {
-		return false
-	}
-	s.n++
-	return true
-}
-
-// insert puts h in its slot or the next free one; false when h is there.
-func (s *readNames) insert(h uint64) bool {
-	mask := uint64(len(s.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		switch s.slots[i] {
-		case 0:
-			s.slots[i] = h
-			return true
-		case h:
-			return false
-		}
-	}
 }
 
 // blockSize is tar's block: every header starts at a multiple of it.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -41,10 +42,10 @@ func emptyEntries(tb testing.TB, n int) []byte {
 // Extract refuses, at the same entry, having written nothing.
 func TestScan(t *testing.T) {
 	ctx := context.Background()
-	if n, err := Scan(ctx, bytes.NewReader(emptyEntries(t, 300)), t.TempDir(), ExtractOptions{}); n != 300 || err != nil {
+	if n, _, err := scan(ctx, bytes.NewReader(emptyEntries(t, 300)), t.TempDir(), nil, ExtractOptions{}); n != 300 || err != nil {
 		t.Fatalf("300 entries: %d, %v", n, err)
 	}
-	_, err := Scan(ctx, bytes.NewReader(emptyEntries(t, 301)), t.TempDir(), ExtractOptions{ReaderOptions: ReaderOptions{Archive: "a.tar.zst", Limits: Limits{MaxEntries: 300}}})
+	_, _, err := scan(ctx, bytes.NewReader(emptyEntries(t, 301)), t.TempDir(), nil, ExtractOptions{ReaderOptions: ReaderOptions{Archive: "a.tar.zst", Limits: Limits{MaxEntries: 300}}})
 	var ae *Error
 	if !errors.As(err, &ae) || ae.Entry != 301 || !strings.Contains(err.Error(), `a.tar.zst: entry 301 "conversations/c/s0000300.v4.jsonl" (tar byte 153600): more than 300 entries`) {
 		t.Fatalf("301 entries, limit 300: %v", err)
@@ -52,14 +53,15 @@ func TestScan(t *testing.T) {
 	// A declared size over the free space is refused at its header, as
 	// Extract refuses it, before a byte of it is read.
 	big := zstdOf(t, ustar(logA, tar.TypeReg, 900<<30, false))
-	_, err = Scan(ctx, bytes.NewReader(big), t.TempDir(), ExtractOptions{ReaderOptions: ReaderOptions{Archive: "big"}, SpaceName: "DATA"})
+	_, _, err = scan(ctx, bytes.NewReader(big), t.TempDir(), nil, ExtractOptions{ReaderOptions: ReaderOptions{Archive: "big"}, SpaceName: "DATA"})
 	if !errors.As(err, &ae) || ae.Entry != 1 || !strings.Contains(err.Error(), "refused: extracting the archive up to this entry needs 966367641600 bytes") ||
 		!strings.Contains(err.Error(), "on the file system of DATA") {
 		t.Fatalf("900 GiB declared: %v", err)
 	}
 	for name, data := range hostileCases(t) {
-		_, err := Scan(ctx, bytes.NewReader(data), t.TempDir(), ExtractOptions{ReaderOptions: ReaderOptions{Archive: name, Limits: Limits{MaxWindow: 8 << 20}}})
-		if name == "setuid regular" {
+		_, _, err := scan(ctx, bytes.NewReader(data), t.TempDir(), nil, ExtractOptions{ReaderOptions: ReaderOptions{Archive: name, Limits: Limits{MaxWindow: 8 << 20}}})
+		// Names are Extract's to find twice: the scan keeps none.
+		if name == "setuid regular" || name == "duplicate" {
 			if err != nil {
 				t.Errorf("%s: %v", name, err)
 			}
@@ -71,23 +73,28 @@ func TestScan(t *testing.T) {
 	}
 }
 
-// TestReadNames: the digest table refuses every name seen, and only those,
-// across its growths.
-func TestReadNames(t *testing.T) {
-	s := newReadNames()
-	const n = 200_000
-	for i := range n {
-		if !s.add(fmt.Sprintf("conversations/c/s%d.v4.jsonl", i)) {
-			t.Fatalf("name %d refused on first sight", i)
-		}
+// TestManifestScan: the manifest must come last, as Verify wants it; a
+// spool receives every byte of the archive scanned.
+func TestManifestScan(t *testing.T) {
+	ctx := context.Background()
+	opts := ExtractOptions{ReaderOptions: ReaderOptions{Archive: "a.tar.zst", CheckName: func(string) error { return nil }}}
+	err := testFormat.Scan(ctx, bytes.NewReader(emptyEntries(t, 3)), t.TempDir(), nil, opts)
+	var ae *Error
+	if !errors.As(err, &ae) || err.Error() != "a.tar.zst: no MANIFEST.json as the last entry: an incomplete archive, or not a convkit test" {
+		t.Fatalf("no manifest: %v", err)
 	}
-	for i := range n {
-		if s.add(fmt.Sprintf("conversations/c/s%d.v4.jsonl", i)) {
-			t.Fatalf("name %d taken twice", i)
-		}
+	good := writeWithManifest(t, []entry{{name: logA, kind: Text, data: []byte("abc")}}, &testManifest{ManifestHeader: testFormat.Header("v1", time.Now())}, nil)
+	var spool bytes.Buffer
+	if err := testFormat.Scan(ctx, bytes.NewReader(good), t.TempDir(), &spool, opts); err != nil {
+		t.Fatal(err)
 	}
-	if s.n != n || len(s.slots) != 1<<19 {
-		t.Fatalf("%d names in %d slots", s.n, len(s.slots))
+	if !bytes.Equal(spool.Bytes(), good) {
+		t.Fatalf("spool holds %d bytes of the %d read", spool.Len(), len(good))
+	}
+	// A spool that fails stops the reading with its problem.
+	err = testFormat.Scan(ctx, bytes.NewReader(good), t.TempDir(), &failWriter{}, opts)
+	if !errors.As(err, &ae) || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("failing spool: %v", err)
 	}
 }
 
@@ -99,7 +106,7 @@ func BenchmarkScanEmptyEntries(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		if _, err := Scan(context.Background(), bytes.NewReader(data), dir, ExtractOptions{}); err != nil {
+		if _, _, err := scan(context.Background(), bytes.NewReader(data), dir, nil, ExtractOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -24,14 +24,20 @@ import (
 
 // millionEntries is an archive of 1,000,001 empty entries, one over the
 // entry limit: 512 MB of tar headers in 3 MB. Made once.
-var millionEntries = sync.OnceValue(func() []byte {
+var millionEntries = sync.OnceValue(func() []byte { return emptyEntries(1_000_001) })
+
+// millionNoManifest is an archive of 1,000,000 empty entries, at the
+// entry limit, and no manifest. Made once.
+var millionNoManifest = sync.OnceValue(func() []byte { return emptyEntries(1_000_000) })
+
+func emptyEntries(n int) []byte {
 	var out bytes.Buffer
 	zw, err := zstd.NewWriter(&out, zstd.WithEncoderLevel(zstd.SpeedFastest))
 	if err != nil {
 		panic(err)
 	}
 	tw := tar.NewWriter(zw)
-	for i := range 1_000_001 {
+	for i := range n {
 		if err := tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("conversations/c/s%07d.v4.jsonl", i), Mode: 0o600, Typeflag: tar.TypeReg}); err != nil {
 			panic(err)
 		}
@@ -43,7 +49,23 @@ var millionEntries = sync.OnceValue(func() []byte {
 		panic(err)
 	}
 	return out.Bytes()
-})
+}
+
+// pipedArchive is an archive on stdin that cannot seek (a pipe) and notes
+// whether an entry of it was extracted into an import's staging tree in
+// dir at any read.
+type pipedArchive struct {
+	r         io.Reader
+	dir       string
+	extracted bool
+}
+
+func (p *pipedArchive) Read(b []byte) (int, error) {
+	if m, _ := filepath.Glob(filepath.Join(p.dir, ".conversations.import-*", "tree", "conversations")); len(m) > 0 {
+		p.extracted = true
+	}
+	return p.r.Read(b)
+}
 
 // watchedArchive is an archive file on stdin (it seeks) that notes
 // whether an import's staging directory was in dir at any read.
@@ -266,6 +288,38 @@ func fieldCases() []hcase {
 			},
 			code:   1,
 			stderr: []string{`convkit: error: -: entry 1000001 "conversations/c/s1000000.v4.jsonl" (tar byte 512000000): more than 1000000 entries; nothing was imported`},
+		},
+		{
+			name: "archive of a million empty entries from a pipe: import --dry-run refuses it at the limit, extracts nothing",
+			setup: func(f *fx) []string {
+				p := &pipedArchive{r: bytes.NewReader(millionEntries()), dir: f.data}
+				f.stdinFrom = p
+				f.timeout = 3 * time.Minute
+				f.after = func() {
+					if p.extracted {
+						f.t.Error("the dry run extracted entries")
+					}
+				}
+				return []string{"import", "--dry-run", "-"}
+			},
+			code:   1,
+			stderr: []string{`convkit: error: -: entry 1000001 "conversations/c/s1000000.v4.jsonl" (tar byte 512000000): more than 1000000 entries; nothing was imported`},
+		},
+		{
+			name: "archive of a million empty entries and no manifest: import refuses it, stages nothing",
+			setup: func(f *fx) []string {
+				w := &watchedArchive{Reader: bytes.NewReader(millionNoManifest()), dir: f.data}
+				f.stdinFrom = w
+				f.timeout = 3 * time.Minute
+				f.after = func() {
+					if w.staged {
+						f.t.Error("the import made a staging directory")
+					}
+				}
+				return []string{"import", "-"}
+			},
+			code:   1,
+			stderr: []string{"convkit: error: -: no MANIFEST.json as the last entry: an incomplete archive, or not a convkit export; nothing was imported"},
 		},
 		{
 			name: "session log of a running turn is missing: repair leaves the turn open",

@@ -286,7 +286,7 @@ type Staged struct {
 
 // Stage verifies the archive read from r for an import into the store s
 // (opened read-only; docs/TRANSFER.md) without writing to the store. A
-// seekable r is first scanned (archive.Scan) so a hostile archive is
+// seekable r, or any r on a dry run, is first scanned (scan) so a hostile archive is
 // refused before a file is made; then it is extracted into a private
 // staging directory in the data directory, every entry checked against
 // the manifest and every log read strictly. Any failure is a *VerifyError.
@@ -328,7 +328,8 @@ func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions)
 		return nil, err
 	}
 
-	if err := imp.scan(ctx, r); err != nil {
+	scanned, err := imp.scan(ctx, r, nil)
+	if err != nil {
 		return nil, err
 	}
 
@@ -348,6 +349,23 @@ func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions)
 	}
 	if imp.stage, err = newStaging(dataDir); err != nil {
 		return nil, err
+	}
+	if !scanned && opts.DryRun {
+		// A stream is scanned as it is copied into the staging directory,
+		// then extracted from the copy: a dry run makes no entry of a
+		// hostile archive. An import extracts as the stream comes.
+		spool, err := os.CreateTemp(imp.stage.Dir(), "archive-")
+		if err != nil {
+			return nil, err
+		}
+		defer spool.Close()
+		if _, err := imp.scan(ctx, r, spool); err != nil {
+			return nil, err
+		}
+		if _, err := spool.Seek(0, io.SeekStart); err != nil {
+			return nil, err
+		}
+		r = spool
 	}
 
 	// 1. Verify.
@@ -441,16 +459,18 @@ func (sg *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResul
 	return res, nil
 }
 
-// scan reads the archive through with archive.Scan when r can go back to
-// where it is, and goes back there; a pipe is not scanned.
-func (imp *importer) scan(ctx context.Context, r io.Reader) error {
-	rs, ok := r.(io.Seeker)
-	if !ok {
-		return nil
+// scan reads the archive through with manifestFormat.Scan, then goes back
+// to where it started when r can; false for a stream that cannot (a pipe),
+// which is not read unless spool is given to copy it into.
+func (imp *importer) scan(ctx context.Context, r io.Reader, spool io.Writer) (bool, error) {
+	var start int64 = -1
+	if rs, ok := r.(io.Seeker); ok {
+		if pos, err := rs.Seek(0, io.SeekCurrent); err == nil {
+			start = pos
+		}
 	}
-	start, err := rs.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return nil // a pipe: read once, as it comes
+	if start < 0 && spool == nil {
+		return false, nil
 	}
 	// The data directory, or where it is to be made.
 	dir := imp.dataDir
@@ -460,18 +480,21 @@ func (imp *importer) scan(ctx context.Context, r io.Reader) error {
 		}
 		dir = filepath.Dir(dir)
 	}
-	_, err = archive.Scan(ctx, r, dir, archive.ExtractOptions{ReaderOptions: imp.readerOptions(), SpaceName: imp.dataDir})
+	err := manifestFormat.Scan(ctx, r, dir, spool, archive.ExtractOptions{ReaderOptions: imp.readerOptions(), SpaceName: imp.dataDir})
 	if err != nil {
 		var ae *archive.Error
 		if errors.As(err, &ae) {
-			return &VerifyError{Archive: imp.opts.Archive, Err: err}
+			return false, &VerifyError{Archive: imp.opts.Archive, Err: err}
 		}
-		return err
+		return false, err
 	}
-	if _, err := rs.Seek(start, io.SeekStart); err != nil {
-		return fmt.Errorf("%s: back to its start after a first reading: %w", imp.opts.Archive, err)
+	if spool != nil {
+		return true, nil
 	}
-	return nil
+	if _, err := r.(io.Seeker).Seek(start, io.SeekStart); err != nil {
+		return false, fmt.Errorf("%s: back to its start after a first reading: %w", imp.opts.Archive, err)
+	}
+	return true, nil
 }
 
 // loadConfig reads the runtime configuration; a missing default file is a

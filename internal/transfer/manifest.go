@@ -121,9 +121,10 @@ type verifiedManifest struct {
 // dir, streaming the manifest so its megabytes are never held; any
 // manifest the stream cannot read plainly is read again by
 // manifestFormat.Verify, so the result is always the one Verify gives.
-func verifyManifest(archiveName, dir string, ents []archive.Extracted) (*verifiedManifest, []archive.Mismatch, error) {
-	if vm, mm, ok := streamManifest(dir, ents); ok {
-		return vm, mm, nil
+func verifyManifest(archiveName, dir string, ents *archive.ExtractedList) (*verifiedManifest, []archive.Mismatch, error) {
+	if vm, listed, ok := streamManifest(dir, ents); ok {
+		mm, err := archive.CheckListing(ents, listed)
+		return vm, mm, err
 	}
 	m := &Manifest{}
 	mm, err := manifestFormat.Verify(archiveName, dir, ents, m)
@@ -151,10 +152,10 @@ func (vm *verifiedManifest) add(f *File) {
 	}
 }
 
-// streamManifest reads the manifest entry as a stream; ok false when it
-// leaves the reading to manifestFormat.Verify.
-func streamManifest(dir string, ents []archive.Extracted) (vm *verifiedManifest, mm []archive.Mismatch, ok bool) {
-	if len(ents) == 0 || ents[len(ents)-1].Name != archive.ManifestName {
+// streamManifest reads the manifest entry as a stream, returning what it
+// lists; ok false when it leaves the reading to manifestFormat.Verify.
+func streamManifest(dir string, ents *archive.ExtractedList) (vm *verifiedManifest, listed []archive.Listed, ok bool) {
+	if ents.Len() == 0 || ents.Last().Name != archive.ManifestName {
 		return nil, nil, false
 	}
 	file, err := durable.OpenRegular(filepath.Join(dir, archive.ManifestName), os.O_RDONLY)
@@ -163,7 +164,7 @@ func streamManifest(dir string, ents []archive.Extracted) (vm *verifiedManifest,
 	}
 	defer file.Close()
 	lr := &io.LimitedReader{R: file, N: manifestFormat.MaxBytes + 1}
-	vm, listed, ok := decodeManifestStream(lr)
+	vm, listed, ok = decodeManifestStream(lr)
 	if !ok || lr.N <= 0 {
 		return nil, nil, false
 	}
@@ -172,7 +173,7 @@ func streamManifest(dir string, ents []archive.Extracted) (vm *verifiedManifest,
 	if h := vm.m.ManifestHeader; h.Format != manifestFormat.Name || h.FormatVersion < 1 || h.FormatVersion > manifestFormat.Version {
 		return nil, nil, false
 	}
-	return vm, archive.CheckListing(ents[:len(ents)-1], listed), true
+	return vm, listed, true
 }
 
 // decodeManifestStream decodes a manifest from r as json.Decoder.Decode

@@ -124,6 +124,9 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 		SpaceName:     imp.dataDir,
 		OnFile:        checks.start,
 	})
+	if err == nil {
+		defer ents.Close()
+	}
 	if err == nil && synced != nil {
 		defer func() {
 			if serr := <-synced; serr != nil {
@@ -201,7 +204,14 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 		}
 	}
 
-	// Every log, as read while it was extracted.
+	// Every log, as read while it was extracted: the first that failed
+	// its read, then each compared with the manifest.
+	if err := checks.firstFailure(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return imp.verr(err, "refused")
+	}
 	for _, sc := range imp.convs {
 		for _, l := range sc.dir.Logs {
 			name := path.Join(store.ConversationsDirName, sc.dir.Name, l.Current.String())
@@ -272,6 +282,19 @@ type logChecks struct {
 	// pre are the Prereads by entry name, once the reads were checked
 	// (keepPrereads).
 	pre map[string]*reindex.Preread
+	// failed is the problem of the first log in archive order whose read
+	// failed, at failedAt; no log after it is read, so that a million bad
+	// logs cost one error.
+	failed   error
+	failedAt int64
+}
+
+// firstFailure is the problem of the first log in archive order whose
+// read failed, nil when none did.
+func (c *logChecks) firstFailure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failed
 }
 
 // logRead is what the strict read of one extracted log found.
@@ -301,6 +324,10 @@ func (c *logChecks) start(e archive.Extracted, p string, data []byte) {
 	}
 	lr := &logRead{}
 	c.mu.Lock()
+	if c.failed != nil && e.Offset > c.failedAt {
+		c.mu.Unlock()
+		return
+	}
 	c.read[e.Name] = lr
 	c.mu.Unlock()
 	c.sem <- struct{}{}
@@ -314,6 +341,13 @@ func (c *logChecks) start(e archive.Extracted, p string, data []byte) {
 		}
 		var pre *reindex.Preread
 		lr.events, lr.stats, pre, lr.info, lr.replayErr, lr.err = c.readLog(p, e.Name, c.spool != nil, data)
+		if lr.err != nil && c.ctx.Err() == nil {
+			c.mu.Lock()
+			if c.failed == nil || e.Offset < c.failedAt {
+				c.failed, c.failedAt = lr.err, e.Offset
+			}
+			c.mu.Unlock()
+		}
 		if pre != nil && lr.err == nil {
 			// The text goes to the spool; without it, the log is read
 			// again for the index.

@@ -1,0 +1,136 @@
+package archive
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+)
+
+// ExtractedList is the entries an extraction wrote, in archive order. The first
+// memEntries are held in memory, the rest written to an unlinked file beside
+// the tree, so an archive of a million entries costs the same memory as one
+// of a few thousand. Close releases the file.
+type ExtractedList struct {
+	mem   []Extracted
+	spill *os.File
+	w     *bufio.Writer
+	dir   string // where the spill file goes
+	n     int
+	last  Extracted
+	err   error
+}
+
+// memEntries is how many entries are held in memory (about 2 MiB).
+const memEntries = 1 << 14
+
+// Len is the number of entries.
+func (l *ExtractedList) Len() int { return l.n }
+
+// Last is the last entry; the zero Extracted when there is none.
+func (l *ExtractedList) Last() Extracted { return l.last }
+
+// Err is the first problem reading the spilled entries back (All);
+// an iteration it cut short was not complete.
+func (l *ExtractedList) Err() error { return l.err }
+
+// Close removes what the entries held on disk.
+func (l *ExtractedList) Close() {
+	if l != nil && l.spill != nil {
+		l.spill.Close()
+		l.spill = nil
+	}
+}
+
+func (l *ExtractedList) add(e Extracted) error {
+	if l.n < memEntries {
+		l.mem = append(l.mem, e)
+	} else {
+		if l.spill == nil {
+			f, err := os.CreateTemp(l.dir, ".entries-")
+			if err != nil {
+				return err
+			}
+			// Unlinked at once: nothing is left behind, whatever happens.
+			if err := os.Remove(f.Name()); err != nil {
+				f.Close()
+				return err
+			}
+			l.spill, l.w = f, bufio.NewWriterSize(f, 64<<10)
+		}
+		var b [3 * binary.MaxVarintLen64]byte
+		n := binary.PutUvarint(b[:], uint64(len(e.Name)))
+		n += binary.PutVarint(b[n:], e.Size)
+		n += binary.PutVarint(b[n:], e.Offset)
+		l.w.Write(b[:n])
+		l.w.WriteString(e.Name)
+		if _, err := l.w.Write(e.SHA256[:]); err != nil {
+			return fmt.Errorf("keeping the list of entries: %w", err)
+		}
+	}
+	l.n++
+	l.last = e
+	return nil
+}
+
+// All yields the first n entries in archive order (every entry when n
+// exceeds Len). A problem reading them back ends the loop; Err says it.
+func (l *ExtractedList) All(n int) iter.Seq[Extracted] {
+	return func(yield func(Extracted) bool) {
+		n = min(n, l.n)
+		for i := range min(n, len(l.mem)) {
+			if !yield(l.mem[i]) {
+				return
+			}
+		}
+		if n <= len(l.mem) {
+			return
+		}
+		if err := l.w.Flush(); err != nil {
+			l.err = fmt.Errorf("keeping the list of entries: %w", err)
+			return
+		}
+		r := bufio.NewReaderSize(io.NewSectionReader(l.spill, 0, 1<<62), 64<<10)
+		for range n - len(l.mem) {
+			e, err := readSpilled(r)
+			if err != nil {
+				l.err = fmt.Errorf("reading the list of entries back: %w", err)
+				return
+			}
+			if !yield(e) {
+				return
+			}
+		}
+	}
+}
+
+func readSpilled(r *bufio.Reader) (Extracted, error) {
+	var e Extracted
+	nameLen, err := binary.ReadUvarint(r)
+	if err != nil {
+		return e, err
+	}
+	if e.Size, err = binary.ReadVarint(r); err != nil {
+		return e, err
+	}
+	if e.Offset, err = binary.ReadVarint(r); err != nil {
+		return e, err
+	}
+	if nameLen > 1<<20 {
+		return e, fmt.Errorf("a name of %d bytes", nameLen)
+	}
+	name := make([]byte, nameLen)
+	if _, err := io.ReadFull(r, name); err != nil {
+		return e, err
+	}
+	e.Name = string(name)
+	_, err = io.ReadFull(r, e.SHA256[:])
+	return e, err
+}
+
+// newExtractedList starts the list of an extraction into dir; what is spilled
+// goes beside it.
+func newExtractedList(dir string) *ExtractedList { return &ExtractedList{dir: filepath.Dir(dir)} }
