@@ -3,6 +3,7 @@ package convlog
 import (
 	"encoding/base64"
 	"fmt"
+	"github.com/convkit/convkit/internal/rawjson"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -77,7 +78,7 @@ func (g *benchGen) add(evs []Event, typ string, data []byte, surface bool, sourc
 
 // turn appends the events of one agent turn.
 func (g *benchGen) turn(evs []Event, turn int) []Event {
-	q := func(s string) string { return string(AppendJSONString(nil, s)) }
+	q := func(s string) string { return string(rawjson.AppendString(nil, s)) }
 	evs = g.add(evs, "turn/start", fmt.Appendf(nil, `{"turn":%d}`, turn), false)
 	content := fmt.Sprintf(`[{"type":"text","text":%s}]`, q(g.words(20+g.rng.IntN(150))))
 	if g.rng.IntN(25) == 0 {

@@ -318,7 +318,7 @@ func FuzzReader(f *testing.F) {
 // turns follow their path and its replacements name spans of the history.
 func roundTripEvents(text, typ string, n uint8, seed int64) [][]Event {
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
-	q := func(s string) string { return string(AppendJSONString(nil, s)) }
+	q := func(s string) string { return string(rawjson.AppendString(nil, s)) }
 	plugin := "plugin:" + typ
 	var all []Event
 	var nodes []int64    // the history's surface nodes
@@ -428,7 +428,7 @@ func roundTripEvents(text, typ string, n uint8, seed int64) [][]Event {
 
 // decodeString is what a reader makes of s after the writer encoded it.
 func decodeString(s string) string {
-	d, _ := rawjson.String(AppendJSONString(nil, s))
+	d, _ := rawjson.String(rawjson.AppendString(nil, s))
 	return d
 }
 

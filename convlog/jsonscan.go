@@ -10,10 +10,6 @@ import "github.com/convkit/convkit/internal/rawjson"
 // member is one member of a scanned object.
 type member = rawjson.Member
 
-// AppendJSONString appends s as a JSON string the way log lines are
-// written: no HTML escaping, U+2028 and U+2029 as they are.
-func AppendJSONString(dst []byte, s string) []byte { return rawjson.AppendString(dst, s) }
-
 func appendBool(dst []byte, v bool) []byte {
 	if v {
 		return append(dst, "true"...)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/convkit/convkit/internal/rawjson"
 	"github.com/convkit/convkit/internal/termtext"
-	"sync"
 )
 
 // SourceKind names where a stored message came from.
@@ -41,29 +40,6 @@ func (k SourceKind) IsReserved() bool {
 		}
 	}
 	return false
-}
-
-var (
-	kindsMu         sync.Mutex
-	registeredKinds = map[SourceKind]bool{}
-)
-
-// RegisterSourceKind declares a new (plugin) source kind. Reserved names, an
-// empty name and a name registered before are refused.
-func RegisterSourceKind(k SourceKind) error {
-	if k == "" {
-		return fmt.Errorf("source kind is empty")
-	}
-	if k.IsReserved() {
-		return fmt.Errorf("source kind %s is reserved", termtext.Quote(string(k)))
-	}
-	kindsMu.Lock()
-	defer kindsMu.Unlock()
-	if registeredKinds[k] {
-		return fmt.Errorf("source kind %s is already registered", termtext.Quote(string(k)))
-	}
-	registeredKinds[k] = true
-	return nil
 }
 
 // Source says where a stored message came from. Raw holds the source object

@@ -1,7 +1,6 @@
 package convlog
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
@@ -116,12 +115,4 @@ func parseVersionToken(s string) (int, bool) {
 		return 0, false
 	}
 	return int(v), true
-}
-
-// CheckVersion refuses a version the writer cannot name.
-func CheckVersion(v int) error {
-	if v < 0 || v > maxSafeInteger {
-		return fmt.Errorf("log format version %d is not a non-negative safe integer", v)
-	}
-	return nil
 }

@@ -3,7 +3,6 @@ package convlog
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -58,19 +57,6 @@ func TestFileNameNew(t *testing.T) {
 	}
 	if got := FileName("s", 0, Plain); got != "s.jsonl" {
 		t.Errorf("FileName v0 = %q", got)
-	}
-}
-
-func TestCheckVersion(t *testing.T) {
-	for _, v := range []int{0, 1, 4, maxSafeInteger} {
-		if err := CheckVersion(v); err != nil {
-			t.Errorf("CheckVersion(%d) = %v", v, err)
-		}
-	}
-	for _, v := range []int{-1, maxSafeInteger + 1} {
-		if err := CheckVersion(v); err == nil || !strings.Contains(err.Error(), "non-negative safe integer") {
-			t.Errorf("CheckVersion(%d) = %v", v, err)
-		}
 	}
 }
 

@@ -42,15 +42,6 @@ type Attachment struct {
 // TextBlock is a text block.
 func TextBlock(text string) Block { return Block{Type: BlockText, Text: text} }
 
-// ReasoningBlock is a reasoning block.
-func ReasoningBlock(text string) Block { return Block{Type: BlockReasoning, Text: text} }
-
-// ToolCallBlock is a tool call the model asked for: its id, the tool's
-// name and the arguments as the model wrote them (JSON text).
-func ToolCallBlock(id, name, arguments string) Block {
-	return Block{Type: BlockToolCall, ID: id, Name: name, Arguments: arguments}
-}
-
 // Check says what is wrong with the block, or nil: a known type needs
 // its members (a tool call a non-empty id and name, an image a listed
 // media type and positive dimensions, an attachment an id).

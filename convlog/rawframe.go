@@ -33,9 +33,6 @@ func AppendRawFrame(dst, content []byte) []byte {
 	return w.b
 }
 
-// RawFrameLen is the length of the raw frame holding n bytes (n > 0).
-func RawFrameLen(n int64) int64 { return rawFrameLen(n) }
-
 type appendWriter struct{ b []byte }
 
 func (w *appendWriter) Write(p []byte) (int, error) {

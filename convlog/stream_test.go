@@ -86,7 +86,7 @@ func TestStreamRecordsExpandToChunks(t *testing.T) {
 	s.BlockStart(100, 0, "reasoning")
 	s.Reasoning(101, 0, "Let me ")
 	s.Reasoning(104, 0, "look.")
-	s.BlockEnd(105, 0, ReasoningBlock("Let me look."))
+	s.BlockEnd(105, 0, Block{Type: BlockReasoning, Text: "Let me look."})
 	s.Text(106, 1, "Two")
 	s.Text(106, 1, " files")
 	s.ToolCall(107, 2, "c1", "bash", `{"co`)
@@ -226,7 +226,7 @@ func TestPayloadJSON(t *testing.T) {
 			t.Errorf("%T: %s (%v)\nwant %s", c.v, got, err, c.want)
 		}
 	}
-	for _, b := range []Block{{}, {Type: "video"}, ToolCallBlock("", "x", ""), {Type: BlockImage, Attachment: &Attachment{ID: "a", MediaType: "image/bmp", Width: 1, Height: 1}}} {
+	for _, b := range []Block{{}, {Type: "video"}, {Type: BlockToolCall, Name: "x"}, {Type: BlockImage, Attachment: &Attachment{ID: "a", MediaType: "image/bmp", Width: 1, Height: 1}}} {
 		if _, err := EncodeData(b); err == nil {
 			t.Errorf("block %+v encoded", b)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/convkit/convkit/internal/rawjson"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,7 +15,7 @@ func testHeader(id string) *Header {
 }
 
 func userMsg(id, text string) []byte {
-	return []byte(fmt.Sprintf(`{"content":[{"type":"text","text":%s}],"source":{"kind":"user"},"role":"user","id":%q}`, AppendJSONString(nil, text), id))
+	return []byte(fmt.Sprintf(`{"content":[{"type":"text","text":%s}],"source":{"kind":"user"},"role":"user","id":%q}`, rawjson.AppendString(nil, text), id))
 }
 
 func assistantData(id, text string) []byte {

@@ -399,9 +399,6 @@ func Stage(src string, opts PublishOptions) (*Staged, error) {
 		finder: finder, srcHeader: srcHeader}, nil
 }
 
-// Source is the log the stage upgrades.
-func (s *Staged) Source() string { return s.src }
-
 // Discard removes the temporary file of a stage that is not to be
 // published. It does nothing after Publish.
 func (s *Staged) Discard() {
