@@ -131,11 +131,7 @@ func storedStream(records []byte) *Stream {
 		n, _ := rawjson.Int(raw)
 		return int(n)
 	}
-	for it := rawjson.Array(records); ; {
-		rec, ok := it.Next()
-		if !ok {
-			return &s
-		}
+	for _, rec := range elements(records) {
 		typ := str(rawjson.Get(rec, "type"))
 		switch typ {
 		case "text-chunks", "reasoning-chunks", "tool-call-chunks":
@@ -147,11 +143,7 @@ func storedStream(records []byte) *Stream {
 				pieces = "args"
 			}
 			id, name := str(rawjson.Get(rec, "id")), str(rawjson.Get(rec, "name"))
-			for pi, k := rawjson.Array(rawjson.Get(rec, pieces)), 0; ; k++ {
-				p, ok := pi.Next()
-				if !ok {
-					break
-				}
+			for k, p := range elements(rawjson.Get(rec, pieces)) {
 				if k > 0 {
 					g, _ := dt.Next()
 					d, _ := rawjson.Int(g)
@@ -191,4 +183,5 @@ func storedStream(records []byte) *Stream {
 			}
 		}
 	}
+	return &s
 }

@@ -513,18 +513,15 @@ func checkRun(time0, index, dt, pieces []byte, piecesName string, n int, bad *pr
 		return mustBe("an array of time gaps", dt).in(".dt")
 	}
 	gaps := 0
-	for it := rawjson.Array(dt); ; gaps++ {
-		v, ok := it.Next()
-		if !ok {
-			break
-		}
+	for i, v := range elements(dt) {
 		d, ok := rawjson.Int(v)
 		if !ok {
-			return mustBe("a safe integer", v).at(gaps).in(".dt")
+			return mustBe("a safe integer", v).at(i).in(".dt")
 		}
 		if t += d; t > rawjson.MaxSafeInt || t < -rawjson.MaxSafeInt {
-			return newProblem("puts a member's time beyond a safe integer").at(gaps).in(".dt")
+			return newProblem("puts a member's time beyond a safe integer").at(i).in(".dt")
 		}
+		gaps++
 	}
 	if gaps != n-1 {
 		return newProblem("holds %d time gaps for %d %s: one fewer than the %s", gaps, n, piecesName, piecesName).in(".dt")

@@ -402,6 +402,15 @@ func (f Frame) completeBlocks(r io.ReaderAt) (io.Reader, bool) {
 	), true
 }
 
+// decodable is what a torn frame's decoder reads: its complete blocks, or
+// nothing.
+func (f Frame) decodable(r io.ReaderAt) io.Reader {
+	if blocks, ok := f.completeBlocks(r); ok {
+		return blocks
+	}
+	return bytes.NewReader(nil)
+}
+
 // humanBytes is n in binary units, for messages.
 func humanBytes(n uint64) string {
 	units := []string{"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}

@@ -133,25 +133,14 @@ func roleError(e *Event, msg StoredMessage, roles []string) error {
 	return fmt.Errorf("%s at seq %d carries a %s message, expected role %v", e.Type, e.Seq, termtext.Quote(msg.Role()), roles)
 }
 
-func interpretSystem(h *History, e *Event, msg StoredMessage) error {
-	if err := requireRole(e, msg, "system"); err != nil {
-		return err
+// interpretRole records a message of the given role.
+func interpretRole(role string) Interpreter {
+	return func(h *History, e *Event, msg StoredMessage) error {
+		if err := requireRole(e, msg, role); err != nil {
+			return err
+		}
+		return h.apply(e, msg, false)
 	}
-	return h.apply(e, msg, false)
-}
-
-func interpretDeveloper(h *History, e *Event, msg StoredMessage) error {
-	if err := requireRole(e, msg, "developer"); err != nil {
-		return err
-	}
-	return h.apply(e, msg, false)
-}
-
-func interpretUser(h *History, e *Event, msg StoredMessage) error {
-	if err := requireRole(e, msg, "user"); err != nil {
-		return err
-	}
-	return h.apply(e, msg, false)
 }
 
 // interpretAssistant records every model answer; an empty one is kept out of
@@ -172,9 +161,9 @@ func interpretToolResult(h *History, e *Event, msg StoredMessage) error {
 
 func surfaceTypes() []TypeInfo {
 	return []TypeInfo{
-		{Name: TypeSystemMessage, Surface: true, MessagePath: "message", Interpret: interpretSystem},
-		{Name: TypeDeveloperMessage, Surface: true, MessagePath: "message", Interpret: interpretDeveloper},
-		{Name: TypeUserMessage, Surface: true, Interpret: interpretUser},
+		{Name: TypeSystemMessage, Surface: true, MessagePath: "message", Interpret: interpretRole("system")},
+		{Name: TypeDeveloperMessage, Surface: true, MessagePath: "message", Interpret: interpretRole("developer")},
+		{Name: TypeUserMessage, Surface: true, Interpret: interpretRole("user")},
 		{Name: TypeAssistantMessage, Surface: true, MessagePath: "message", Interpret: interpretAssistant},
 		{Name: TypeToolResult, Surface: true, MessagePath: "message", Interpret: interpretToolResult},
 	}

@@ -1,6 +1,10 @@
 package convlog
 
-import "github.com/convkit/convkit/internal/rawjson"
+import (
+	"iter"
+
+	"github.com/convkit/convkit/internal/rawjson"
+)
 
 // Every line is read through rawjson, the module's one raw JSON scanner: it
 // checks a whole line's syntax (UTF-8, nesting, duplicate keys at any depth
@@ -15,4 +19,32 @@ func appendBool(dst []byte, v bool) []byte {
 		return append(dst, "true"...)
 	}
 	return append(dst, "false"...)
+}
+
+// elements ranges over the elements of the array b and their indexes; it
+// stops early, silently, at malformed bytes.
+func elements(b []byte) iter.Seq2[int, []byte] {
+	return func(yield func(int, []byte) bool) {
+		it := rawjson.Array(b)
+		for i := 0; ; i++ {
+			v, ok := it.Next()
+			if !ok || !yield(i, v) {
+				return
+			}
+		}
+	}
+}
+
+// twoMembers returns the values of the members named a and b (nil where
+// absent).
+func twoMembers(ms []member, a, b string) (va, vb []byte) {
+	for _, m := range ms {
+		switch string(m.Key) {
+		case a:
+			va = m.Value
+		case b:
+			vb = m.Value
+		}
+	}
+	return va, vb
 }

@@ -166,28 +166,17 @@ func toolCallIDs(content []byte, dst []string) []string {
 		return dst
 	}
 	var buf [8]member
-	for it := rawjson.Array(content); ; {
-		blk, ok := it.Next()
-		if !ok {
-			return dst
-		}
+	for _, blk := range elements(content) {
 		ms, err := rawjson.Members(blk, buf[:0])
 		if err != nil {
 			continue
 		}
-		var typ, id []byte
-		for _, m := range ms {
-			switch string(m.Key) {
-			case "type":
-				typ = m.Value
-			case "id":
-				id = m.Value
-			}
-		}
+		typ, id := twoMembers(ms, "type", "id")
 		if string(typ) == `"tool-call"` {
 			if s, ok := rawjson.String(id); ok && s != "" {
 				dst = append(dst, s)
 			}
 		}
 	}
+	return dst
 }

@@ -927,11 +927,7 @@ func (r *Reader) openFrame() error {
 		}
 		var in io.Reader = io.NewSectionReader(r.src, f.Offset, f.Size)
 		if f.Torn {
-			blocks, ok := f.completeBlocks(r.src)
-			if !ok {
-				blocks = bytes.NewReader(nil)
-			}
-			in = blocks
+			in = f.decodable(r.src)
 		}
 		return r.streamFrame(f, in)
 	}
@@ -958,11 +954,7 @@ func (r *Reader) openFrame() error {
 	}
 	var in io.Reader = r.frameIn
 	if f.Torn {
-		blocks, ok := f.completeBlocks(r.src)
-		if !ok {
-			blocks = bytes.NewReader(nil)
-		}
-		in = blocks
+		in = f.decodable(r.src)
 	}
 	return r.streamFrame(f, in)
 }

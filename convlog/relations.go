@@ -186,11 +186,7 @@ func (v *Validator) messageID(e *Event, id, msg []byte, user bool) *problem {
 // queues.
 func (v *Validator) queued(inserted []byte) *problem {
 	r := &v.rel
-	for it, i := rawjson.Array(inserted), 0; ; i++ {
-		m, ok := it.Next()
-		if !ok {
-			return nil
-		}
+	for i, m := range elements(inserted) {
 		id := rawjson.Get(m, "id")
 		k := keyOfID(unquoted(id))
 		h := contentHash(m)
@@ -204,6 +200,7 @@ func (v *Validator) queued(inserted []byte) *problem {
 			return (&problem{kind: ErrMessageIdentity, msg: fmt.Sprintf("message id %s is already the id of another message", termtext.Quote(str(id)))}).at(i).in("data.inserted")
 		}
 	}
+	return nil
 }
 
 // inSpan reports whether seq is a node of the span op replaces.
@@ -512,16 +509,13 @@ func (v *Validator) shadowSpan(get func(string) []byte) *problem {
 	}
 	k := 0
 	exact := true
-	for it := rawjson.Array(get("shadowedSeqs")); ; k++ {
-		s, ok := it.Next()
-		if !ok {
-			break
-		}
+	for _, s := range elements(get("shadowedSeqs")) {
 		n, _ := rawjson.Int(s)
 		if k >= len(nodes) || nodes[k].seq != n {
 			exact = false
 			break
 		}
+		k++
 	}
 	if !exact || k != len(nodes) {
 		return relErr("shadowedSeqs do not name exactly the current history from seq %d to seq %d", start, end).in("data.shadowedSeqs")
@@ -578,42 +572,33 @@ func (v *Validator) pathName() string {
 // citesUser checks that seqs names distinct earlier messages of the user.
 func (v *Validator) citesUser(e *Event, seqs []byte) *problem {
 	seen := map[int64]bool{}
-	for it := rawjson.Array(seqs); ; {
-		s, ok := it.Next()
-		if !ok {
-			return nil
-		}
+	for _, s := range elements(seqs) {
 		n, _ := rawjson.Int(s)
 		if n >= e.Seq || seen[n] || !v.rel.human[n] {
 			return relErr("messageSeqs must cite distinct earlier user/message events from the user (seq %d is not one)", n).in("data.messageSeqs")
 		}
 		seen[n] = true
 	}
+	return nil
 }
 
 // titleRequestMessages: one user message, of source kind
 // dsh-session-title-llm, holding one text block.
 func titleRequestMessages(msgs []byte) *problem {
 	n := 0
-	for it := rawjson.Array(msgs); ; n++ {
-		m, ok := it.Next()
-		if !ok {
-			break
-		}
+	for i, m := range elements(msgs) {
 		src := rawjson.Get(m, "source")
 		content := rawjson.Get(m, "content")
 		blocks := 0
 		text := false
-		for bit := rawjson.Array(content); ; blocks++ {
-			b, ok := bit.Next()
-			if !ok {
-				break
-			}
+		for _, b := range elements(content) {
 			text = rawjson.StringIs(rawjson.Get(b, "type"), "text")
+			blocks++
 		}
 		if !rawjson.StringIs(rawjson.Get(src, "kind"), string(SourceTitle)) || blocks != 1 || !text {
-			return relErr("the title request's message is one user message of source kind %s holding one text block", termtext.Quote(string(SourceTitle))).at(n).in("data.messages")
+			return relErr("the title request's message is one user message of source kind %s holding one text block", termtext.Quote(string(SourceTitle))).at(i).in("data.messages")
 		}
+		n++
 	}
 	if n != 1 {
 		return relErr("the title request holds exactly one message, not %d", n).in("data.messages")
@@ -664,11 +649,7 @@ func (v *Validator) ptcDispatch(e *Event, get func(string) []byte) *problem {
 // toolsOf reads the tool definitions of a request header.
 func toolsOf(tools []byte) toolDefs {
 	defs := toolDefs{}
-	for it := rawjson.Array(tools); ; {
-		t, ok := it.Next()
-		if !ok {
-			return defs
-		}
+	for _, t := range elements(tools) {
 		name := str(rawjson.Get(t, "name"))
 		d := defs[name]
 		d.n++
@@ -676,4 +657,5 @@ func toolsOf(tools []byte) toolDefs {
 		d.complete = isString(desc) && len(params) > 0 && params[0] == '{'
 		defs[name] = d
 	}
+	return defs
 }

@@ -266,11 +266,7 @@ func (fl *field) check(v []byte) *problem {
 		if len(v) == 0 || v[0] != '[' {
 			return mustBe("an array", v)
 		}
-		for it, i := rawjson.Array(v), 0; ; i++ {
-			e, ok := it.Next()
-			if !ok {
-				break
-			}
+		for i, e := range elements(v) {
 			if fl.t == vStrs && !isString(e) {
 				return mustBe("a string", e).at(i)
 			}
@@ -288,11 +284,7 @@ func (fl *field) check(v []byte) *problem {
 		if len(v) == 0 || v[0] != '[' {
 			return mustBe("an array", v)
 		}
-		for it, i := rawjson.Array(v), 0; ; i++ {
-			e, ok := it.Next()
-			if !ok {
-				break
-			}
+		for i, e := range elements(v) {
 			if p := fl.sub.checkObject(e); p != nil {
 				return p.at(i)
 			}
@@ -313,11 +305,7 @@ func (fl *field) check(v []byte) *problem {
 		if len(v) == 0 || v[0] != '[' {
 			return mustBe("an array of stored messages", v)
 		}
-		for it, i := rawjson.Array(v), 0; ; i++ {
-			e, ok := it.Next()
-			if !ok {
-				break
-			}
+		for i, e := range elements(v) {
 			if p := checkOtherMessage(e, fl.slot); p != nil {
 				return p.at(i)
 			}

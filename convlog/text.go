@@ -58,11 +58,7 @@ func ReadableText(msg []byte) string {
 		return s
 	}
 	var parts []string
-	for it := rawjson.Array(content); ; {
-		block, ok := it.Next()
-		if !ok {
-			break
-		}
+	for _, block := range elements(content) {
 		parts = append(parts, readableBlock(block))
 	}
 	return strings.Join(parts, "\n")
@@ -159,11 +155,7 @@ func messageText(ms []member) (role, text string) {
 		return role, s
 	}
 	var parts []string
-	for it := rawjson.Array(content); ; {
-		block, ok := it.Next()
-		if !ok {
-			break
-		}
+	for _, block := range elements(content) {
 		if t, ok := blockText(block); ok && t != "" {
 			parts = append(parts, t)
 		}
@@ -178,15 +170,7 @@ func blockText(block []byte) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	var typ, text []byte
-	for _, m := range ms {
-		switch string(m.Key) {
-		case "type":
-			typ = m.Value
-		case "text":
-			text = m.Value
-		}
-	}
+	typ, text := twoMembers(ms, "type", "text")
 	if string(typ) != `"text"` {
 		if t, _ := rawjson.String(typ); t != "text" {
 			return "", false

@@ -216,12 +216,8 @@ func remapRefs(e *event, m *seqMap, missing func(ref int64) error) error {
 	}
 	switch e.typ {
 	case "command/done":
-		if v := d.get("sourceEventSeq"); v != nil {
-			t, err := rawOne(v)
-			if err != nil {
-				return err
-			}
-			d.set("sourceEventSeq", t)
+		if err := d.convert("sourceEventSeq", rawOne); err != nil {
+			return err
 		}
 	case "compaction/summary", "compaction/prune":
 		if r := d.get("shadowedRange"); r != nil {
@@ -230,30 +226,18 @@ func remapRefs(e *event, m *seqMap, missing func(ref int64) error) error {
 				return corrupt("%s at seq %d: shadowedRange is not an object", e.typ, e.seq)
 			}
 			for _, k := range []string{"start", "end"} {
-				if v := ro.get(k); v != nil {
-					t, err := rawOne(v)
-					if err != nil {
-						return err
-					}
-					ro.set(k, t)
+				if err := ro.convert(k, rawOne); err != nil {
+					return err
 				}
 			}
 			d.set("shadowedRange", ro.bytes())
 		}
-		if v := d.get("shadowedSeqs"); v != nil {
-			t, err := rawList(v)
-			if err != nil {
-				return err
-			}
-			d.set("shadowedSeqs", t)
+		if err := d.convert("shadowedSeqs", rawList); err != nil {
+			return err
 		}
 	case "session/title", "session/title-llm-request":
-		if v := d.get("messageSeqs"); v != nil {
-			t, err := rawList(v)
-			if err != nil {
-				return err
-			}
-			d.set("messageSeqs", t)
+		if err := d.convert("messageSeqs", rawList); err != nil {
+			return err
 		}
 	case "image/offload":
 		if v := d.get("targets"); v != nil {
@@ -267,12 +251,8 @@ func remapRefs(e *event, m *seqMap, missing func(ref int64) error) error {
 				if err != nil {
 					return corrupt("image/offload at seq %d: targets[%d] is not an object", e.seq, i)
 				}
-				if s := to.get("seq"); s != nil {
-					t, err := rawOne(s)
-					if err != nil {
-						return err
-					}
-					to.set("seq", t)
+				if err := to.convert("seq", rawOne); err != nil {
+					return err
 				}
 				out[i] = to.bytes()
 			}

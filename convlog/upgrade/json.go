@@ -66,6 +66,20 @@ func (o *object) set(key string, val []byte) {
 	o.m = append(o.m, member{Key: []byte(key), Value: val})
 }
 
+// convert replaces the value of key, when present, by f of it.
+func (o *object) convert(key string, f func([]byte) ([]byte, error)) error {
+	i := o.index(key)
+	if i < 0 {
+		return nil
+	}
+	v, err := f(o.m[i].Value)
+	if err != nil {
+		return err
+	}
+	o.m[i].Value = v
+	return nil
+}
+
 // remove deletes key; it reports whether it was there.
 func (o *object) remove(key string) bool {
 	i := o.index(key)
@@ -173,23 +187,18 @@ func appendString(dst []byte, s string) []byte { return rawjson.AppendString(dst
 func jsonString(s string) []byte { return appendString(nil, s) }
 
 // emptyArr reports whether raw is [].
-func emptyArr(raw []byte) bool {
-	i := rawjson.SkipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '[' {
-		return false
-	}
-	i = rawjson.SkipSpace(raw, i+1)
-	return i < len(raw) && raw[i] == ']'
-}
+func emptyArr(raw []byte) bool { return emptyOf(raw, '[', ']') }
 
 // emptyObj reports whether raw is {}.
-func emptyObj(raw []byte) bool {
+func emptyObj(raw []byte) bool { return emptyOf(raw, '{', '}') }
+
+func emptyOf(raw []byte, open, close byte) bool {
 	i := rawjson.SkipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
+	if i >= len(raw) || raw[i] != open {
 		return false
 	}
 	i = rawjson.SkipSpace(raw, i+1)
-	return i < len(raw) && raw[i] == '}'
+	return i < len(raw) && raw[i] == close
 }
 
 // memberOf returns the raw value of key in object b (nil when absent or b is

@@ -40,37 +40,50 @@ func mapMessages(e *event, fn func(msg []byte) ([]byte, error)) error {
 		}
 		return nil
 	case "agent/inbox/spliced", "session/title-llm-request":
-		key := "inserted"
-		if e.typ == "session/title-llm-request" {
-			key = "messages"
-		}
 		d, err := parseObject(e.payload())
 		if err != nil {
 			return corrupt("%s at seq %d: data must be an object", e.typ, e.seq)
 		}
-		elems, err := arrayElems(d.get(key))
+		changed, err := mapList(e, d, fn)
 		if err != nil {
-			return corrupt("%s at seq %d requires a message array", e.typ, e.seq)
-		}
-		changed := false
-		for i, el := range elems {
-			if !isObj(el) {
-				return corrupt("%s at seq %d requires message objects", e.typ, e.seq)
-			}
-			m, err := fn(el)
-			if err != nil {
-				return err
-			}
-			if m != nil {
-				elems[i], changed = m, true
-			}
+			return err
 		}
 		if changed {
-			d.set(key, encodeArray(nil, elems))
 			e.data = d.bytes()
 		}
 	}
 	return nil
+}
+
+// mapList is mapMessages over the message array of d, the data of an
+// agent/inbox/spliced or session/title-llm-request; it reports whether
+// fn replaced one.
+func mapList(e *event, d *object, fn func(msg []byte) ([]byte, error)) (bool, error) {
+	key := "inserted"
+	if e.typ == "session/title-llm-request" {
+		key = "messages"
+	}
+	elems, err := arrayElems(d.get(key))
+	if err != nil {
+		return false, corrupt("%s at seq %d requires a message array", e.typ, e.seq)
+	}
+	changed := false
+	for i, el := range elems {
+		if !isObj(el) {
+			return false, corrupt("%s at seq %d requires message objects", e.typ, e.seq)
+		}
+		m, err := fn(el)
+		if err != nil {
+			return false, err
+		}
+		if m != nil {
+			elems[i], changed = m, true
+		}
+	}
+	if changed {
+		d.set(key, encodeArray(nil, elems))
+	}
+	return changed, nil
 }
 
 // checkContentKinds refuses a content block whose type is not one of the
@@ -364,27 +377,24 @@ func liftObject(dst []byte, o *object, size int, seq int64) (out, content []byte
 	}
 	out = append(out, `,"id":`...)
 	out = append(out, o.get("id")...)
-	for _, m := range o.m {
-		switch string(m.Key) {
-		case "id", "role", "source", "content":
-			continue
-		}
-		out = append(out, ',')
-		out = appendString(out, "plugin:message:"+string(m.Key))
-		out = append(out, ':')
-		out = append(out, m.Value...)
-	}
-	for _, m := range w.m {
-		switch string(m.Key) {
-		case "type", "toolCallId", "content", "isError":
-			continue
-		}
-		out = append(out, ',')
-		out = appendString(out, "plugin:result:"+string(m.Key))
-		out = append(out, ':')
-		out = append(out, m.Value...)
-	}
+	out = appendOthers(out, o, "plugin:message:", "id", "role", "source", "content")
+	out = appendOthers(out, w, "plugin:result:", "type", "toolCallId", "content", "isError")
 	return append(out, '}'), content, nil
+}
+
+// appendOthers appends the members of o not named in known, each under its
+// key prefixed.
+func appendOthers(out []byte, o *object, prefix string, known ...string) []byte {
+	for _, m := range o.m {
+		if slices.Contains(known, string(m.Key)) {
+			continue
+		}
+		out = append(out, ',')
+		out = appendString(out, prefix+string(m.Key))
+		out = append(out, ':')
+		out = append(out, m.Value...)
+	}
+	return out
 }
 
 // hasGeneratedIDPrefix reports whether a message id could collide with the

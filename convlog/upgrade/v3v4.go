@@ -170,30 +170,11 @@ func (s *v3v4) rewrite(e *event) error {
 		}
 		setIf("message", nm)
 	case "agent/inbox/spliced", "session/title-llm-request":
-		key := "inserted"
-		if e.typ == "session/title-llm-request" {
-			key = "messages"
-		}
-		elems, err := arrayElems(d.get(key))
+		any, err := mapList(e, d, func(msg []byte) ([]byte, error) { return s.message(e, msg, subject) })
 		if err != nil {
-			return corrupt("%s at seq %d requires a message array", e.typ, e.seq)
+			return err
 		}
-		any := false
-		for i, el := range elems {
-			if !isObj(el) {
-				return corrupt("%s at seq %d requires message objects", e.typ, e.seq)
-			}
-			nm, err := s.message(e, el, subject)
-			if err != nil {
-				return err
-			}
-			if nm != nil {
-				elems[i], any = nm, true
-			}
-		}
-		if any {
-			setIf(key, encodeArray(nil, elems))
-		}
+		changed = changed || any
 	case "compaction/summary":
 		c, err := migrateContent(d.get("summary"), subject+".summary")
 		if err != nil {

@@ -1,5 +1,7 @@
 package upgrade
 
+import "slices"
+
 // The closed event vocabularies of the released versions 0 to 3. An event
 // of another type is refused by the step that reads that version (before v3
 // even when it is marked ignorable; in v3 unknown ignorable events become
@@ -32,33 +34,24 @@ var v0Types = set(
 
 // v2Types is the released v2 inventory: v1 less top-level assistant/chunk,
 // plus assistant/attempt.
-var v2Types = func() map[string]bool {
-	m := map[string]bool{}
-	for k := range v0Types {
-		if k != "assistant/chunk" {
+var v2Types = with(v0Types, []string{"assistant/chunk"}, "assistant/attempt")
+
+// releasedV3Types is RELEASED_V3_EVENT_TYPES, the 58 names of the released
+// v3 vocabulary: v2's with the code dispatch renamed ptc, and five more.
+var releasedV3Types = with(v2Types, []string{"tool/code-dispatch", "tool/code-dispatch-start"},
+	"tool/ptc-dispatch", "tool/ptc-dispatch-start", "deliverables/presented", "image/offload",
+	"subagent/catalog", "system/message", "workspace/changes")
+
+// with is base less drop, plus add.
+func with(base map[string]bool, drop []string, add ...string) map[string]bool {
+	m := set(add...)
+	for k := range base {
+		if !slices.Contains(drop, k) {
 			m[k] = true
 		}
 	}
-	m["assistant/attempt"] = true
 	return m
-}()
-
-// releasedV3Types is RELEASED_V3_EVENT_TYPES: the 58 names of the released
-// v3 vocabulary.
-var releasedV3Types = set(
-	"agent-preset/selected", "agent/inbox/spliced", "approval/asked", "approval/decided", "approval/policy",
-	"assistant/attempt", "assistant/message", "command/done", "command/run", "compaction/end",
-	"compaction/prune", "compaction/start", "compaction/summary", "deliverables/presented",
-	"feedback/message-delete", "feedback/message-put", "feedback/record", "goal/change", "hook/invoked",
-	"hook/result", "image/offload", "llm/retry", "llm/retry-started", "model/selection", "permission/preset",
-	"plan/mode", "request/context", "request/header", "sandbox/mode", "schedule/change",
-	"session-log-deepseek/delivery-accepted", "session/end-seed", "session/title", "session/title-llm-request",
-	"step/end", "step/start", "subagent/catalog", "subagent/descriptor", "subagent/model-selection-policy",
-	"system/message", "team/member", "team/message/delivered", "team/message/queued", "team/task",
-	"todo/write", "tool-workflow/agent-end", "tool-workflow/agent-start", "tool-workflow/run-end",
-	"tool-workflow/run-start", "tool/call", "tool/ptc-dispatch", "tool/ptc-dispatch-start", "tool/result",
-	"turn/end", "turn/start", "user/message", "web/deepseek-search-llm-request", "workspace/changes",
-)
+}
 
 // contentKinds are the content block types of versions 2 and 3.
 var contentKinds = set("text", "reasoning", "image", "file", "tool-call", "tool-result")
