@@ -75,11 +75,9 @@ func checkBlocks(raw []byte, sl slot, bi *blockInfo) *problem {
 	return nil
 }
 
-// checkBlock checks one content block: a non-empty type, the members of
-// the kinds the format defines (text, reasoning, tool-call, image, file,
-// and in a developer message tool-addition and tool-removal); a block of
-// another kind is kept as it is. A tool-result wrapper is refused: format
-// v4 records a tool's result as a tool/result event.
+// checkBlock checks one content block: a non-empty type and the members of
+// the kinds the format defines; another kind is kept as it is, but a
+// tool-result wrapper is refused (v4 has tool/result events).
 func checkBlock(blk []byte, sl slot, bi *blockInfo) *problem {
 	it := objectIter(blk)
 	if it.bad {
@@ -213,12 +211,8 @@ func checkOtherMessage(raw []byte, sl slot) *problem {
 }
 
 // checkMessageBody checks what a stored message of slot sl holds beyond
-// its identity (msgcheck.go): its source's kind and members where the
-// slot fixes them (system, model and tool sources are strict; user and
-// developer messages carry any producer's kind but those three), its
-// content blocks and a tool message's isError. A message of another
-// role than the slot's is left to the history's interpreter, which names
-// the role expected.
+// its identity: its source where the slot fixes it, its content blocks and
+// a tool message's isError. A wrong role is left to the interpreter.
 func checkMessageBody(mf *messageFields, sl slot, bi *blockInfo) *problem {
 	if roleOf(mf.role) != slotRoles[sl] {
 		return nil
@@ -248,9 +242,8 @@ var (
 		f("compactionId", vNonEmpty), o("sourceCommandId", vStr)}}
 )
 
-// checkSourceOf is checkSource of a message's source, from the members
-// its scan counted when they show it keeps its shape (every answer and
-// tool result): the schema walks it only to name what is wrong.
+// checkSourceOf is checkSource from the members the scan counted; the
+// schema walks the source only to name what is wrong.
 func checkSourceOf(mf *messageFields, sl slot) *problem {
 	ok := false
 	switch sl {
@@ -359,11 +352,7 @@ func checkBlockStart(obj []byte) *problem {
 	return nil
 }
 
-// checkStream checks an assistant stream: text-chunks and
-// reasoning-chunks {type, time0, index, dt, texts}, tool-call-chunks
-// {type, time0, index, dt, id, name?, args}, chunk {type, time, chunk};
-// texts and args non-empty arrays of strings, dt one time gap fewer than
-// them (member k's time is time0 plus the first k gaps, a safe integer).
+// checkStream checks an assistant stream's records (docs/FORMAT.md).
 func checkStream(raw []byte) *problem {
 	w := walk{b: raw}
 	if !w.enterArray() {

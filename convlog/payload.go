@@ -10,10 +10,8 @@ import (
 )
 
 // Payload types: the data of the events a turn records, as Go values that
-// encode to the members docs/FORMAT.md gives each event type (the shapes of
-// the runtime the format comes from; JSON member names in the tags, in the
-// order it writes them). store.Session fills them in; a runtime never
-// builds their JSON.
+// encode to the members docs/FORMAT.md gives each type, in the runtime's
+// order; store.Session fills them in.
 
 // Block is one content block of a stored message: Type BlockText or
 // BlockReasoning with Text, BlockToolCall with ID, Name and Arguments (the
@@ -129,10 +127,9 @@ func BlocksJSON(blocks []Block) (json.RawMessage, error) {
 	return append(d, ']'), nil
 }
 
-// NewMessage builds a stored message of role with its content blocks and
-// source, in the runtime's key order role, content, source, id. The
-// source's members beyond its kind come from Source.Raw (see ModelSource,
-// ToolSource and the other constructors).
+// NewMessage builds a stored message in the runtime's key order role,
+// content, source, id; the source's members beyond its kind come from
+// Source.Raw (see ModelSource and the other constructors).
 func NewMessage(id, role string, source Source, blocks []Block) (StoredMessage, error) {
 	content, err := BlocksJSON(blocks)
 	if err != nil {
@@ -306,10 +303,8 @@ type AdapterDefaults struct {
 	MaxTokens       bool `json:"maxTokens,omitempty"`
 }
 
-// ToolSchema is a tool offered to the model: its name, description and
-// parameters, a JSON Schema: any value that encodes to a JSON object (a
-// map, a struct, or the schema's JSON as a json.RawMessage), kept as
-// given.
+// ToolSchema is a tool offered to the model; Parameters is its JSON Schema,
+// any value that encodes to a JSON object, kept as given.
 type ToolSchema struct {
 	Name         string `json:"name"`
 	Description  string `json:"description"`

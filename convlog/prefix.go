@@ -13,26 +13,21 @@ import (
 // Prefix is the committed part of a log (docs/FORMAT.md, Torn tails): what
 // a copy of a live log holds, and where a writer cuts a torn tail.
 type Prefix struct {
-	// Bytes is the length of the committed bytes: through the last
-	// complete line of a plain log, through the last complete frame of a
-	// compressed one. A writer cuts a torn tail here before appending;
-	// it is a reader's Stats().CommittedBytes.
+	// Bytes is the length of the committed bytes (Stats.CommittedBytes):
+	// where a writer cuts a torn tail before appending.
 	Bytes int64
 	// Torn is set when bytes follow Bytes (a torn line or frame).
 	Torn bool
 	// RecoveredLines and RecoveredBytes are the complete lines of a torn
-	// final frame and their plain bytes. A reader returns them as events,
-	// so a copy holds them too: as one frame of their own after Bytes, as a
-	// writer's repair rewrites them. They are counted only when the whole
-	// log reads strictly; otherwise (a log readers refuse) they are 0.
+	// final frame and their plain bytes, which a copy holds as one frame
+	// after Bytes; 0 when the log does not read strictly.
 	RecoveredLines, RecoveredBytes int64
 
 	comp Compression
 	torn Frame  // the torn final frame
 	sum  uint64 // XXH64 of the recovered lines
-	// end is where the complete frames after Bytes end (the torn frame's
-	// offset, or the file's size): the recovered lines are decoded from
-	// Bytes to end, then from the torn frame's complete blocks.
+	// end is where the complete frames after Bytes end; the recovered
+	// lines are decoded from Bytes to end, then from the torn frame.
 	end int64
 }
 
@@ -45,13 +40,11 @@ func (p Prefix) Len() int64 {
 	return p.Bytes + rawFrameLen(p.RecoveredBytes)
 }
 
-// CommittedPrefix finds the committed prefix of the log of size bytes held
-// in src (path names it in errors) from its structure: the last newline of
-// a plain log; the frame and block headers of a compressed one, which are
-// walked without decoding, and only a torn final frame is decoded (the
-// whole log is then read strictly, to count its lines as a reader does).
-// A log without one complete line or frame, or whose frames break the
-// container rules, is refused with a *FormatError.
+// CommittedPrefix finds the committed prefix of the log in src from its
+// structure: the last newline of a plain log; the frame and block headers
+// of a compressed one, walked without decoding (a torn final frame makes
+// it read the log strictly). A log without one complete line or frame, or
+// whose frames break the container rules, is refused with a *FormatError.
 func CommittedPrefix(src io.ReaderAt, size int64, c Compression, path string) (Prefix, error) {
 	if c == Zstd {
 		return zstdPrefix(NewFrameScanner(src, size), src, size, path)
@@ -133,13 +126,8 @@ func zstdPrefix(sc *FrameScanner, src io.ReaderAt, size int64, path string) (Pre
 	if p.Torn {
 		p.end = p.torn.Offset
 	}
-	// The structure says where frames end, not lines: a frame of another
-	// framing than the writer's (the zstd tool's) may end inside a line.
-	// When the text does not end between two lines at the last complete
-	// frame, or a torn frame follows, the log is read as a reader reads
-	// it, and the committed prefix is the reader's: up to the last frame
-	// that starts between two lines, the complete lines after it
-	// recovered.
+	// Another framing than the writer's may end a frame inside a line:
+	// then, or after a torn frame, the committed prefix is a reader's.
 	if (p.Torn && p.torn.lastBlock >= 0) || (complete > 0 && !endsLine(src, last, max(DefaultMinPlainBytes, DefaultPlainRatio*size))) {
 		p.recover(src, size, path)
 	}
@@ -150,17 +138,10 @@ func zstdPrefix(sc *FrameScanner, src io.ReaderAt, size int64, path string) (Pre
 }
 
 // endsLine reports whether the text of frame f ends with a newline,
-// decoding at most budget bytes of it (a longer text, an empty one or a
-// frame that does not decode: false). A frame that declares a text of at
-// most lineEndWhole bytes (most last frames of a log: a runtime's batch)
-// is decoded whole into a pooled buffer, without a streaming decoder's
-// set-up and history. Another is decoded as a stream: by a pooled
-// decoder when its decoder keeps a small history (a window, or a single
-// segment, of at most keepBufBytes; a decoder made for each log was a
-// fifth of a backup's CPU, most of it allocating and clearing its
-// history; a frame of under 256 bytes declares a window and no size, and
-// was 21 µs of set-up for a few bytes); else by a decoder of its own,
-// closed after, as a Reader does with its large frames.
+// decoding at most budget bytes of it (else false). A small frame (most
+// last frames: one batch) is decoded whole into a pooled buffer; another
+// streamed, by a pooled decoder when its history is small (a decoder made
+// per log was a fifth of a backup's CPU), else by one of its own.
 func endsLine(src io.ReaderAt, f Frame, budget int64) bool {
 	if decodedWhole(f) {
 		bp := lineEndBufs.Get().(*[]byte)
@@ -222,14 +203,11 @@ func endsLine(src io.ReaderAt, f Frame, budget int64) bool {
 	return false // the budget reached: too long to tell
 }
 
-// pooledFrame reports whether endsLine decodes f with a pooled decoder:
-// one whose history is at most keepBufBytes, which is what a pooled
-// decoder keeps.
+// pooledFrame reports whether endsLine decodes f with a pooled decoder.
 func pooledFrame(f Frame) bool { return f.window > 0 && f.window <= keepBufBytes }
 
-// decodedWhole reports whether endsLine decodes f whole: f declares a
-// text of at most lineEndWhole bytes and is no larger itself, so each
-// fits half of one of lineEndBufs.
+// decodedWhole reports whether endsLine decodes f whole: its bytes and
+// text each fit half of one of lineEndBufs.
 func decodedWhole(f Frame) bool {
 	return f.ContentSize >= 0 && f.ContentSize <= lineEndWhole && f.Size <= lineEndWhole
 }
@@ -237,16 +215,13 @@ func decodedWhole(f Frame) bool {
 // lineEndWhole is half of one of lineEndBufs.
 const lineEndWhole = 16 << 10
 
-// lineEndBufs are endsLine's buffers: a frame of up to half a buffer is
-// read whole into its second half and its text decoded into the first;
-// a larger frame's text is decoded into the whole buffer.
+// lineEndBufs are endsLine's buffers: a frame read into the second half,
+// its text decoded into the first.
 var lineEndBufs = sync.Pool{New: func() any { b := make([]byte, 2*lineEndWhole); return &b }}
 
-// recover reads the log as a strict reader does and takes its committed
-// prefix: Bytes where the reader puts CommittedBytes (the last frame start
-// between two lines, when the log ends inside a line or in a torn frame),
-// and the complete lines after it, which the reader returns, as the
-// recovered lines. A log the reader refuses keeps the structure's answer.
+// recover reads the log strictly and takes the reader's committed prefix
+// and recovered lines; a log the reader refuses keeps the structure's
+// answer.
 func (p *Prefix) recover(src io.ReaderAt, size int64, path string) {
 	comp := Zstd
 	version := -1
@@ -258,10 +233,8 @@ func (p *Prefix) recover(src io.ReaderAt, size int64, path string) {
 		return
 	}
 	defer r.Close()
-	// The lines after the last frame start between two lines: counted
-	// again from each such start.
-	// The header line is one of them when no frame after the first
-	// starts between two lines.
+	// The lines after the last frame start between two lines, counted
+	// again from each such start (the header among them when none).
 	h := newXXH64()
 	var lines, n int64
 	add := func(raw []byte) {
@@ -299,12 +272,10 @@ func (p *Prefix) recover(src io.ReaderAt, size int64, path string) {
 	p.RecoveredLines, p.RecoveredBytes, p.sum = lines, n, h.sum()
 }
 
-// Reader returns the copy of the committed prefix of the log in src (the
-// ReaderAt CommittedPrefix read): its first Bytes bytes, then, when a torn
-// final frame holds complete lines, one frame of them (stored blocks with
-// a content checksum), Len bytes in all. The copy reads as the same events
-// as the log, and has no torn tail. If the torn frame no longer holds the
-// lines counted (the file changed), reading fails instead of ending.
+// Reader returns the copy of the committed prefix of the log in src: its
+// first Bytes bytes, then one raw frame of the recovered lines, Len bytes
+// in all, reading as the same events without a torn tail. If the file
+// changed, reading fails instead of ending.
 func (p Prefix) Reader(src io.ReaderAt) io.Reader {
 	head := io.NewSectionReader(src, 0, p.Bytes)
 	if p.RecoveredBytes == 0 {
@@ -395,11 +366,8 @@ func (t *tailReader) release() {
 	}
 }
 
-// ReadPrefix is the committed prefix of the log r read, for a caller
-// whose Next returned io.EOF, when that strict read found the whole file
-// committed (no torn tail, nothing recovered): what CommittedPrefix finds
-// of the same bytes, without reading them again. ok is false otherwise
-// (CommittedPrefix then finds it).
+// ReadPrefix is what CommittedPrefix would find, for a reader whose strict
+// read reached io.EOF with the whole file committed; ok is false otherwise.
 func (r *Reader) ReadPrefix() (p Prefix, ok bool) {
 	s := r.Stats()
 	if !r.done || r.stopped || s.TornTail || s.RecoveredLines > 0 || s.CommittedBytes != s.FileBytes || s.FileBytes == 0 {

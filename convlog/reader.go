@@ -19,11 +19,9 @@ import (
 // DefaultMaxLineBytes bounds one line of a log, and so the reader's memory.
 const DefaultMaxLineBytes = 64 << 20
 
-// The decode limit of a compressed log (ReaderOptions.MaxPlainBytes):
-// DefaultPlainRatio times its size on disk, and never less than
-// DefaultMinPlainBytes. Logs the runtime writes compress 2 to 10 times; a
-// log that decodes to more is refused as a decompression bomb instead of
-// keeping a reader busy for minutes (zstd can expand a byte 32,768 times).
+// The decode limit of a compressed log (ReaderOptions.MaxPlainBytes): logs
+// compress 2 to 10 times, so one decoding to far more is refused as a
+// decompression bomb (zstd can expand a byte 32,768 times).
 const (
 	DefaultPlainRatio    = 128
 	DefaultMinPlainBytes = 256 << 20
@@ -33,43 +31,31 @@ const (
 // default registry.
 type ReaderOptions struct {
 	Registry *Registry
-	// MaxLineBytes bounds one line (default DefaultMaxLineBytes). In a
-	// compressed log a longer line ends the read where the limit is passed:
-	// the rest is not decoded.
+	// MaxLineBytes bounds one line (default DefaultMaxLineBytes); in a
+	// compressed log a longer line ends the read.
 	MaxLineBytes int
-	// MaxPlainBytes bounds what a compressed log may decode to, frames of
-	// it read before included (default: DefaultPlainRatio times the file's
-	// size, at least DefaultMinPlainBytes; negative: no limit).
+	// MaxPlainBytes bounds what a compressed log may decode to (default:
+	// DefaultPlainRatio times its size, at least DefaultMinPlainBytes;
+	// negative: no limit).
 	MaxPlainBytes int64
 	// OnProblem, when set, receives every problem that does not prevent
-	// reading on (a bad row, a seq gap, a frame without checksum), and the
-	// reader continues with the next line (unless OnProblem calls Stop).
-	// When nil the first problem is returned as the error.
+	// reading on (a bad row, a seq gap), and the read goes on unless it
+	// calls Stop; when nil the first problem is the error.
 	OnProblem func(*FormatError)
 	// Version is the version the file name carries; -1 (or use Open) to
 	// take it from the name, or from the header alone for foreign names.
 	Version int
 	// Compression overrides detection from the name and the first bytes.
 	Compression *Compression
-	// WantID, when set, is the id the log's place implies: its file name's
-	// session, or with WantType ConversationLog its directory's
-	// conversation. A header of another type or id is refused with an
-	// *IdentityError (a log copied or renamed under another's name), so no
-	// caller has to remember the check.
+	// WantID, when set, is the id the log's place implies; a header of
+	// another type or id is refused with an *IdentityError.
 	WantID string
 	// WantType is the header type WantID names: SessionLog (the default)
 	// or ConversationLog.
 	WantType string
-	// LowMemory: frames of more than a megabyte are not decoded ahead
-	// whole, and one frame at most is (see prefetch.go, which otherwise
-	// holds up to three frames' bytes and text at once; a frame too large
-	// to decode whole is still decoded ahead 512 KiB at a time, see
-	// streamdec.go): for
-	// callers that hold many logs within a memory budget (a migration's
-	// jobs). The stream decoder of its large frames keeps one history,
-	// of a window of up to 8 MiB, from frame to frame (keepHistBytes),
-	// while every frame's window is its size (the writer's frames; not
-	// the zstd tool's, which state a window apart).
+	// LowMemory decodes ahead at most one frame of up to a megabyte whole,
+	// and keeps the stream decoder's history up to 8 MiB from frame to
+	// frame: for callers that read many logs within a memory budget.
 	LowMemory bool
 }
 
@@ -89,29 +75,21 @@ type Stats struct {
 	CommittedBytes int64
 	// TornBytes is FileBytes - CommittedBytes.
 	TornBytes int64
-	// RecoveredLines are the complete lines after the committed prefix: the
-	// lines read out of a torn final frame (or, in a log whose frames do
-	// not end between lines, out of the frames after the last boundary
-	// that does). A writer rewrites them as a fresh frame.
+	// RecoveredLines are the complete lines after the committed prefix,
+	// which a writer rewrites as a fresh frame.
 	RecoveredLines int64
 	// Framing is the log's zstd framing as it departs from the canonical
 	// one (see framing.go); the zero value is canonical.
 	Framing Framing
 }
 
-// Reader streams the events of one log. Memory does not depend on the
-// log's length: one line, one zstd window and fixed buffers.
+// Reader streams the events of one log in memory bounded by one line, one
+// zstd window and fixed buffers.
 //
-// A read is one pipeline, whatever the log: its bytes (a file, a file read
-// whole, bytes the caller holds), the frames decoded (zstd), the plain text
-// cut into lines, each line checked strictly into an event. Its fast paths
-// are options of that pipeline (see pipeline), decided once when the
-// reader is made: frames decoded ahead by several goroutines and their
-// lines checked there, a frame too large for that decoded ahead a chunk
-// at a time, lines sliced out of text in memory. Each stage keeps its
-// state in a type of its own, embedded here. Events is the way to read;
-// Next is the same read one event at a time (for reading two logs in
-// step).
+// A read is one pipeline: bytes, frames decoded, text cut into lines, each
+// line checked into an event. Its fast paths are options of that pipeline
+// decided when the reader is made; each stage keeps its state in a type
+// embedded here. Events is the way to read; Next reads one event at a time.
 type Reader struct {
 	source
 	pipe   pipeline
@@ -146,14 +124,11 @@ type source struct {
 	mem []byte
 }
 
-// pipeline is which fast paths a reader's pipeline takes, decided from
-// its options, its log's size and compression and the cores when it is
-// made.
+// pipeline is which fast paths a reader takes.
 type pipeline struct {
-	// prefetch: from the second frame on, frames are decoded ahead by up
-	// to decoders goroutines (prefetch.go), those of at most wholeBytes
-	// whole; checkAhead: their lines are checked on those goroutines too
-	// (preparse.go).
+	// prefetch: frames after the first are decoded ahead by decoders
+	// goroutines, those of at most wholeBytes whole; checkAhead: their
+	// lines are checked there too.
 	prefetch   bool
 	decoders   int
 	wholeBytes int64
@@ -161,9 +136,7 @@ type pipeline struct {
 	// streamAhead: a frame streamed (too large to decode whole) is decoded
 	// ahead a chunk at a time on a goroutine of its own (streamdec.go).
 	streamAhead bool
-	// lowMemory (ReaderOptions.LowMemory): frame buffers are made to the
-	// size needed, prefetched frames not pooled, and the stream decoder's
-	// history kept from frame to frame up to keepHistBytes.
+	// lowMemory: ReaderOptions.LowMemory.
 	lowMemory bool
 }
 
@@ -198,11 +171,9 @@ type frameStage struct {
 	cur *pframe
 	// stream decodes a large frame ahead (streamdec.go).
 	stream *streamDec
-	// decBig is set once dec has streamed a frame whose window may exceed
-	// keepBufBytes: its history is that large, so it is not returned to
-	// the pool, nor kept through a large frame that is decoded whole
-	// (except by a LowMemory reader, up to keepHistBytes). decWin is the
-	// largest window dec streamed, -1 once one was not stated.
+	// decBig is set once dec's history may exceed keepBufBytes: it is then
+	// not pooled, nor kept through a large frame decoded whole. decWin is
+	// the largest window dec streamed, -1 once one was not stated.
 	decBig bool
 	decWin int64
 	hist   bytes.Reader // histFrame, for sizeHistory
@@ -221,9 +192,8 @@ type lineStage struct {
 	text   []byte
 	tpos   int
 	inText bool
-	// textPre: text's lines as a prefetcher's goroutine parsed them, when
-	// it did (preparse.go); tline counts text's lines read; lineK is the
-	// line just read's index in text, -1 if it is not one of them whole.
+	// textPre: text's lines as a prefetcher parsed them; tline counts
+	// text's lines read; lineK is the last line's index in text, or -1.
 	textPre  *framePre
 	tline    int
 	lineK    int
@@ -231,16 +201,13 @@ type lineStage struct {
 	plainOff int64
 	line     int64
 	done     bool
-	// Lines across frames (framing.go): carry is the start of a line a
-	// complete frame ended inside; aligned is the last frame start that
-	// fell between two lines.
+	// carry is the start of a line a frame ended inside; aligned is the
+	// last frame start between two lines.
 	carry   []byte
 	aligned alignedMark
 }
 
-// Buffers are pooled: a store holds thousands of small logs, and a fresh
-// 256 KiB buffer per log would make allocation and clearing the main cost of
-// reading them.
+// Pooled: a fresh 256 KiB buffer per small log would be most of its cost.
 var bufioPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 256<<10) }}
 
 func getBufio(r io.Reader) *bufio.Reader {
@@ -257,9 +224,7 @@ func putBufio(b *bufio.Reader) {
 }
 
 var decoderPool = sync.Pool{New: func() any {
-	// One goroutine per decoder: frames are decoded in the caller's
-	// goroutine, and jobs bound the parallelism. The window limit bounds
-	// memory for hostile frames.
+	// The window limit bounds memory for hostile frames.
 	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxWindow))
 	if err != nil {
 		panic(err)
@@ -267,21 +232,17 @@ var decoderPool = sync.Pool{New: func() any {
 	return d
 }}
 
-// Open opens a log file read-only, as OpenFile opens it (never through a
-// symbolic link, never blocking, a regular file only). The version and
-// compression come from the file name when it is a generation name, else
-// from the header and the file's first bytes. With opts.WantID set, the
-// header must name the log the path implies (IdentityError). Reading never
-// changes the file.
+// Open opens a log file read-only, as OpenFile does. The version and
+// compression come from a generation name, else from the header and the
+// file's first bytes.
 func Open(path string, opts ReaderOptions) (*Reader, error) {
 	f, size, mtime, err := openRaw(path)
 	if err != nil {
 		return nil, err
 	}
 	opts = namedOptions(path, opts)
-	// A small log is read whole in one read and the file closed at once:
-	// most logs are a few kilobytes, and reading them frame by frame cost
-	// more system calls than bytes.
+	// A small log is read whole and the file closed at once: most logs are
+	// a few kilobytes.
 	var src io.ReaderAt = f
 	var whole *[]byte
 	if size <= wholeFileBytes {
@@ -339,10 +300,8 @@ func namedOptions(path string, opts ReaderOptions) ReaderOptions {
 	return opts
 }
 
-// OpenBytes reads the log at path from b, its bytes as a caller already
-// holds them (an extraction that just wrote the file), as Open would read
-// the file: the version and compression from its name, the same checks.
-// ModTime is zero; b must not change while the reader is used.
+// OpenBytes reads the log at path from b, bytes a caller already holds, as
+// Open would read the file; b must not change while the reader is used.
 func OpenBytes(path string, b []byte, opts ReaderOptions) (*Reader, error) {
 	return newReader(bytes.NewReader(b), int64(len(b)), path, namedOptions(path, opts), b)
 }
@@ -501,9 +460,7 @@ func (r *Reader) errorAt(pos Position, kind error, format string, args ...any) *
 	return &FormatError{Path: r.path, Pos: pos, Msg: fmt.Sprintf(format, args...), Kind: kind}
 }
 
-// framePos is the position of a problem with frame f as a whole: the frame,
-// and the plain offset where its text begins (frames are read in order,
-// so that is where the reader is).
+// framePos is the position of a problem with frame f as a whole.
 func (r *Reader) framePos(f Frame) Position {
 	return Position{Frame: f.Index, FrameOffset: f.Offset, Offset: r.plainOff}
 }
@@ -560,9 +517,8 @@ func (r *Reader) readHeader() error {
 	return nil
 }
 
-// Stop ends the read: Next returns io.EOF from now on, and Stats covers
-// what was read. OnProblem calls it to stop at a problem (once the outcome
-// of a check is decided, say).
+// Stop ends the read: Next returns io.EOF from now on. OnProblem calls it
+// to stop at a problem.
 func (r *Reader) Stop() { r.stopped = true }
 
 // Next returns the next event, or io.EOF after the last committed one. The
@@ -636,12 +592,10 @@ func (r *Reader) Next() (*Event, error) {
 	}
 }
 
-// Events yields the events Next returns, in order, each valid until the
-// loop body returns (Event.Clone keeps one). The end of the log ends the
-// loop; another error is yielded once, as (nil, err), and ends it. A loop
-// left early leaves the reader where Next would: Stats covers the lines up
-// to the last event yielded (Events counts them; a torn tail not reached is
-// not reported), Close is still the caller's, and Events goes on from there.
+// Events yields the events Next returns, each valid until the loop body
+// returns (Event.Clone keeps one); an error other than the end is yielded
+// once, as (nil, err). A loop left early leaves the reader where Next
+// would, and Close is still the caller's.
 func (r *Reader) Events() iter.Seq2[*Event, error] {
 	return func(yield func(*Event, error) bool) {
 		for {
@@ -751,17 +705,15 @@ func (r *Reader) nextLine() ([]byte, int64, error) {
 	}
 }
 
-// Small frames — the usual one-batch frames — are decoded whole: one call,
-// the checksum verified before any of their lines is seen, and no stream
-// set-up per frame.
+// Small frames (one batch) are decoded whole: the checksum is verified
+// before any line is seen, and no stream is set up.
 const (
 	smallFrameBytes   = 1 << 20
 	smallFrameContent = 4 << 20
 )
 
-// keepBufBytes bounds the frame buffers a reader keeps when it goes from
-// small frames (decoded whole) to large ones (streamed) or back: the larger
-// ones are dropped then, so that a reader does not hold both at once.
+// keepBufBytes bounds the buffers a reader keeps between small frames and
+// large ones, so that it does not hold both at once.
 const keepBufBytes = 2 << 20
 
 // allDecoder decodes small frames whole; DecodeAll is safe for concurrent
@@ -792,11 +744,9 @@ func (r *Reader) decodeSmallFrame(f Frame, in []byte) error {
 	return r.decodedFrame(f, in, out, err)
 }
 
-// growBuf returns buf emptied with room for n bytes. A buffer it makes
-// has a quarter more room than n (at least minFrameBuf, at most limit or n
-// beyond it): a log's frames differ in size, and a buffer made to the size
-// of each larger one made the decoders' buffers most of a store's
-// allocations.
+// growBuf returns buf emptied with room for n bytes, a quarter to spare in
+// one it makes: a buffer made to each larger frame's size was most of a
+// store's allocations.
 func growBuf(buf []byte, n int64, limit int) []byte {
 	if n <= int64(cap(buf)) {
 		return buf[:0]
@@ -816,9 +766,8 @@ func (r *Reader) bufLimit(limit int) int {
 // minFrameBuf is the least a frame buffer is made with.
 const minFrameBuf = 16 << 10
 
-// frameOut is buf emptied, with room for the text of frame f, whose bytes
-// DecodeAll decodes into it: its stated size and the decoder's margin,
-// no more than the frame's blocks can decode to (as DecodeAll bounds it).
+// frameOut is buf emptied, with room for the text DecodeAll decodes frame f
+// into.
 func frameOut(buf []byte, f Frame, limit int) []byte {
 	if f.ContentSize < 0 {
 		return buf[:0]
@@ -833,10 +782,8 @@ const decodeMargin = 32
 // failed to with err.
 func (r *Reader) decodedFrame(f Frame, in, out []byte, err error) error {
 	if err != nil && f.ContentSize < 0 {
-		// A frame that does not state its size may be larger than
-		// DecodeAll takes, and a damaged one reports as a stream
-		// does (its complete lines first): it is read as a stream,
-		// from the bytes already read.
+		// A frame without a stated size may be larger than DecodeAll
+		// takes, and a damaged one should yield its lines first: stream it.
 		r.plain.Reset(in)
 		return r.streamFrame(f, &r.plain)
 	}
@@ -906,9 +853,7 @@ func (r *Reader) openFrame() error {
 	small := !f.Torn && f.Size <= smallFrameBytes && f.ContentSize <= smallFrameContent
 	if small && r.decBig && (f.ContentSize < 0 || f.ContentSize > keepBufBytes) && !r.keepHistory() {
 		// A history of megabytes is not held beside the megabytes of a
-		// small frame's text: the frames that hold long lines. (Dropped
-		// at every small frame, it would be made again for every large
-		// one, which costs more than it saves.)
+		// small frame's text.
 		r.dec.Close()
 		r.dec, r.decBig, r.decWin = nil, false, 0
 	}
@@ -997,11 +942,8 @@ func (r *Reader) streamFrame(f Frame, in io.Reader) error {
 }
 
 // keepHistBytes bounds the history a LowMemory reader keeps through the
-// frames it decodes whole. The decoder's history is made for the largest
-// window it streamed (a single-segment frame's window is its size): the
-// frames of long lines alternate with small ones, and a history made again
-// for each large frame was a quarter of a migration's allocations. Held
-// beside a small frame's text, it stays within a job's memory budget.
+// frames it decodes whole: making it again for each large frame was a
+// quarter of a migration's allocations.
 const keepHistBytes = 8 << 20
 
 // keepHistory reports whether r keeps its stream decoder, and the history
@@ -1010,11 +952,8 @@ func (r *Reader) keepHistory() bool {
 	return r.pipe.lowMemory && r.decWin >= 0 && r.decWin <= keepHistBytes
 }
 
-// sizeHistory makes r.dec's history once for a window of keepHistBytes,
-// so that it serves every later frame of up to that window: the decoder
-// keeps its history from frame to frame, and makes it again only for a
-// larger window. It decodes histFrame, an empty frame that declares that
-// window.
+// sizeHistory makes r.dec's history once for a window of keepHistBytes, by
+// decoding histFrame, an empty frame that declares that window.
 func (r *Reader) sizeHistory() {
 	r.hist.Reset(histFrame)
 	if err := r.dec.Reset(&r.hist); err == nil {
@@ -1070,8 +1009,7 @@ func (r *Reader) brOver(br *bufio.Reader) *bufio.Reader {
 
 // readLine reads up to and including '\n'. complete reports a full line
 // (returned without '\n'); otherwise line holds what came before the end.
-// A line over the limit is reported tooLong: in a plain log it is consumed
-// whole (its bytes are on disk), in a compressed one reading stops there.
+// A line over the limit is tooLong: consumed whole in a plain log.
 func (r *Reader) readLine() (line []byte, complete, tooLong bool, err error) {
 	r.lineK = -1
 	if r.inText {

@@ -10,14 +10,8 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// The relationships of a version 4 session log beyond the turn's path
-// (the reference's lifecycle relationships): each message id names one
-// message, a compaction is one transaction over a span of the current
-// history, a retry continues its chain, a developer message's tool
-// additions name tools of an earlier request header, titles cite the
-// user's messages, a command's end follows its run, a subagent catalog
-// names a child once, a delivery marker names this session, a PTC
-// dispatch settles its start. State is a few words per message id,
+// The relationships between the events of a version 4 session log beyond
+// the turn's path (docs/FORMAT.md); state is a few words per message id,
 // request header, command and open retry chain.
 
 // ErrRelationship: an event that does not agree with the events it
@@ -154,11 +148,9 @@ func relErr(format string, args ...any) *problem {
 	return &problem{msg: fmt.Sprintf(format, args...), kind: ErrRelationship}
 }
 
-// messageID checks and records the id of a surface event's message: an id
-// names one message in a session. The same message again is admitted
-// where the reference repeats it: queued by agent/inbox/spliced and then
-// claimed (the same bytes: only a queued message's are hashed), or
-// rewritten by a replacement of the node holding it.
+// messageID checks and records the id of a surface event's message: one
+// message an id, admitted again only queued then claimed (the same bytes)
+// or rewritten by a replacement of its node.
 func (v *Validator) messageID(e *Event, id, msg []byte, user bool) *problem {
 	r := &v.rel
 	k := keyOfID(unquoted(id))
@@ -277,10 +269,8 @@ func (v *Validator) applySurface(e *Event, wasEmpty bool) {
 	}
 }
 
-// relations checks e (a version 4 session event outside inherited
-// history, its payload valid) against the events it relates to, and
-// records what later events relate to. f holds the path's fields, bi what
-// its message's content held.
+// relations checks e (its payload valid) against the events it relates to,
+// and records what later events relate to.
 func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messageFields) *problem {
 	r := &v.rel
 	d := e.Data

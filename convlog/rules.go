@@ -10,11 +10,8 @@ import (
 )
 
 // The rules an event must keep beyond its own line (docs/FORMAT.md,
-// "Validation"): stored messages carry an identity and a source, surface
-// operations apply to the history, and a session's turns follow their path
-// (turn, step, request, answer, tool calls and results). One Validator
-// checks them for the writer (before a batch is written), inspect
-// --validate and reindex, so the three agree on what a valid log is.
+// "Validation"). One Validator checks them for the writer, inspect and
+// reindex, so that all agree on what a valid log is.
 
 // The kinds of rule an event can break; a *RuleError wraps one.
 var (
@@ -28,9 +25,8 @@ var (
 	ErrHistory = errors.New("event does not apply to the history")
 )
 
-// RuleError is an event that breaks a rule. The writer returns it (wrapped
-// with the log's path) before anything of the batch is written; readers
-// report it at the event's line.
+// RuleError is an event that breaks a rule; the writer returns it before
+// anything of the batch is written.
 type RuleError struct {
 	Seq  int64
 	Type string
@@ -75,18 +71,12 @@ func ruleName(kind error) string {
 }
 
 // Validator checks the events of one log, in order, against the rules
-// beyond a single line. Its cost is a state machine per event over the
-// members of the event's data (a scan of bytes already validated) and, for
-// a surface event, of its message; memory is a few words per surface
-// message (the history's structure, no bodies) and per tool call of the
-// open turn.
+// beyond a single line; its memory is a few words per surface message and
+// per tool call of the open turn.
 //
 // Version 4 session logs are checked whole. Older session logs are checked
-// for the turn's path only, with the upgrade chain's repair: a turn left
-// open and followed, after a non-empty "next-turn" agent/inbox/spliced, by
-// the next turn's turn/start is closed as interrupted, as the v3→v4 step
-// closes it (older versions get identities and sources from the upgrade).
-// Conversation logs have no turns of this kind: nothing is checked.
+// for the turn's path only, with the upgrade chain's repair of a turn left
+// open before an inbox splice. Conversation logs are not checked.
 type Validator struct {
 	// strict (the writer's): a refused event changes nothing. A reader's
 	// validator still replays the history past a misplaced event.
@@ -96,9 +86,8 @@ type Validator struct {
 	reg     *Registry
 	hist    History
 	path    pathState
-	// seeded: the log begins with inherited history, exempt from the path
-	// (it is the source's), until the first inherited session/end-seed
-	// (versions 2-4) or below seq seedLen (versions 0-1).
+	// seeded: the log begins with inherited history, exempt from the path,
+	// until its session/end-seed (versions 2-4) or seq seedLen (0-1).
 	seeded, inSeed bool
 	seedLen        int64
 	marker         bool
@@ -157,19 +146,13 @@ func (v *Validator) lookup(name string) *TypeInfo {
 }
 
 // Message is the stored message the last checked surface event carries
-// (raw, as stored), or nil: readers that want its text need not find it
-// again.
+// (raw), or nil.
 func (v *Validator) Message() []byte { return v.lastMsg }
 
-// Check checks the next event of the log. The event must come from a Reader
-// or the writer's own parse (its data is validated JSON). A nil error means
-// the event keeps every rule; a *RuleError says which it breaks, and the
-// validator's state is then as if the event had not been seen.
-//
-// A version 4 log is checked whole, in this order: the type belongs in
-// this kind of log, the data keeps its type's schema (schemas.go), a
-// stored message its identity, source and content, the turn's path, the
-// relationships (relations.go), and the history's replacements.
+// Check checks the next event of the log, whose data must be validated
+// JSON. A *RuleError says which rule it breaks, and the state is then as if
+// the event had not been seen. The order: the type, the schema, a stored
+// message, the turn's path, the relationships, the history.
 func (v *Validator) Check(e *Event) error {
 	v.lastMsg = nil
 	if e.Packed > 0 {
@@ -182,12 +165,8 @@ func (v *Validator) Check(e *Event) error {
 	rerr := func(kind error, format string, args ...any) *RuleError {
 		return &RuleError{Seq: e.Seq, Type: e.Type, Msg: fmt.Sprintf(format, args...), Kind: kind}
 	}
-	// first is the problem reported. A writer's validator stops at it; a
-	// reader's goes on where it can, so that one bad event is one
-	// problem: an event whose payload breaks its schema is still followed
-	// on its path and in the history, one that breaks the path, a
-	// relationship or the history is not (the state is as if it had not
-	// been seen).
+	// first is the problem reported. A reader's validator goes on past a
+	// schema problem, so that one bad event is one problem.
 	var first *RuleError
 	keep := func(err *RuleError) bool {
 		if first == nil {
@@ -342,9 +321,8 @@ func (v *Validator) Check(e *Event) error {
 		blocked = true
 		return keep(err)
 	}
-	// The inherited history is the source's: its path is followed where
-	// it holds, so that a version 4 fork's closers find the turn it left
-	// open, and never reported.
+	// The inherited history's path is followed where it holds, so a fork's
+	// closers find the turn it left open, but never reported.
 	pathOK := true
 	if perr := v.path.check(e, role, &f, spliced); perr != "" {
 		pathOK = false
@@ -365,10 +343,8 @@ func (v *Validator) Check(e *Event) error {
 		if p := v.messageID(e, mf.id, msg, e.Type == TypeUserMessage); p != nil && block(ruleProblem(e, p.in(msgPath+".id"))) {
 			return first
 		}
-		// A reader replays the history even past a path problem, so that
-		// one misplaced event is one problem.
-		// Interpreters read the role, the kind and whether the answer is
-		// empty: the stub is made of those, without decoding more.
+		// A reader replays the history even past a path problem. The
+		// interpreters read only the role and content: the stub has those.
 		sm := StoredMessage{role: roleOf(mf.role), raw: stubContent(mf.content)}
 		if err := info.Interpret(&v.hist, e, sm); err != nil && block(rerr(ErrHistory, "%v", trimEventPrefix(err, e))) {
 			return first
@@ -421,9 +397,8 @@ func logName(k logKind) string {
 	return "session"
 }
 
-// Finish reports what only the end of the log shows: a seeded log (version
-// 2 or later) without its inherited session/end-seed marker. A turn still
-// open is not a problem: it is running, or a crash left it (Turn says so).
+// Finish reports what only the end shows: a seeded log (version 2 or later)
+// without its session/end-seed. A turn still open is no problem.
 func (v *Validator) Finish() error {
 	if v.session && v.version >= 2 && v.seeded && !v.marker {
 		return &RuleError{Seq: -1, Type: "session", Msg: "the header says the log is seeded, but no inherited session/end-seed marker ends its inherited history", Kind: ErrHistory}

@@ -20,9 +20,8 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// ErrSourceChanged is wrapped by the error Publish returns when the source
-// log, or the set of its child logs, changed while it was being upgraded:
-// the caller may retry later. Nothing was published.
+// ErrSourceChanged is wrapped when the source or its child logs changed
+// during the upgrade: nothing was published, and a retry may succeed.
 var ErrSourceChanged = errors.New("historical session generation changed during migration")
 
 // ErrAlreadyCurrent is returned (wrapped) by Publish for a log that is
@@ -48,9 +47,8 @@ func (e *SourceChangedError) Unwrap() error { return ErrSourceChanged }
 type PublishOptions struct {
 	// Compression of the successor; nil keeps the source's.
 	Compression *convlog.Compression
-	// Children, when non-nil, are the parent's child facts, used as given;
-	// when nil they are collected from Finder and checked again before
-	// publication.
+	// Children, when non-nil, are used as given; when nil they are
+	// collected from Finder and checked again before publication.
 	Children []ChildFact
 	// Finder says where the source's children may be (nil: the logs of
 	// the source's own directory, DirChildren).
@@ -65,9 +63,8 @@ type PublishOptions struct {
 	BeforePublish func()
 	// MaxLineBytes bounds one line of the source (and of the staged file).
 	MaxLineBytes int
-	// Publications records what this Publish publishes, so the child logs'
-	// check knows a child replaced by the caller's own successor has not
-	// changed; a batch migration shares one across its jobs.
+	// Publications, shared by a batch's jobs, lets the children's check
+	// know a child replaced by the caller's own successor as unchanged.
 	Publications *Publications
 
 	// afterLink, when set, runs once the successor is linked into place
@@ -75,9 +72,8 @@ type PublishOptions struct {
 	afterLink func()
 }
 
-// Publications records the successors that one caller (a migration run)
-// published: each source's path and identity, and its successor's path and
-// identity just after publication. It is safe for concurrent use.
+// Publications records the successors one migration run published, with
+// the identities of source and successor. It is safe for concurrent use.
 type Publications struct {
 	mu sync.Mutex
 	m  map[string]publication
@@ -87,15 +83,13 @@ type publication struct {
 	src, dst fileIdentity
 	dstPath  string
 	id       string // the log id its header names
-	// linking: the successor is being linked and dst is the staged file's
-	// identity, whose change time the link alters, so it is not compared until
-	// add records it.
+	// linking: dst is the staged file's identity, whose change time the
+	// link alters, so it is not compared until add.
 	linking bool
 }
 
-// linking records, before the successor's link, that the staged file is about
-// to become dstPath, so a parent checking its children between the link and
-// add knows the successor as this caller's own.
+// linking records, before the link, that the staged file becomes dstPath,
+// so a parent checking its children meanwhile knows it as its own.
 func (p *Publications) linking(srcPath string, src fileIdentity, dstPath string, staged fileIdentity, id string) {
 	if p == nil {
 		return
@@ -146,9 +140,8 @@ func (p *Publications) add(srcPath string, src fileIdentity, dstPath string, id 
 	p.m[srcPath] = publication{src: src, dst: dst, dstPath: dstPath, id: id}
 }
 
-// explains reports whether child log a (aID) became b (bID) only because its
-// successor was published here from a with that identity, and b is unchanged
-// since (its change time aside while it is being linked).
+// explains reports whether child a became b only because a's successor was
+// published here, b unchanged since.
 func (p *Publications) explains(a childInfo, aID fileIdentity, b childInfo, bID fileIdentity) bool {
 	if p == nil || a.id != b.id {
 		return false
@@ -203,9 +196,9 @@ type childSnapshot struct {
 	ids   []fileIdentity
 }
 
-// snapshotChildren finds the children of parentID (through seen: a
-// second snapshot reads again only the candidates that changed) with the
-// identity each child's file had when its header was read.
+// snapshotChildren finds the children of parentID with the identity each
+// file had when its header was read; seen spares a second snapshot the
+// candidates that did not change.
 func snapshotChildren(finder ChildFinder, parentID string, seen map[string]candidateSeen) (*childSnapshot, error) {
 	found, err := findChildrenSeen(finder, parentID, seen)
 	if err != nil {
@@ -218,9 +211,8 @@ func snapshotChildren(finder ChildFinder, parentID string, seen map[string]candi
 	return s, nil
 }
 
-// diff says how o differs from s ("" when not): each child the same file with
-// the same identity, or replaced by the successor pubs published from it;
-// children are matched by path, then by session id.
+// diff says how o differs from s ("" when not), children matched by path,
+// then by session id; a successor pubs published is no difference.
 func (s *childSnapshot) diff(o *childSnapshot, pubs *Publications) string {
 	byPath := map[string]int{}
 	for j, c := range o.found {
@@ -277,8 +269,7 @@ func (c childInfo) changeTo(a fileIdentity, b childInfo, bID fileIdentity) strin
 }
 
 // SuccessorPath returns where Publish puts the version 4 successor of src:
-// <base>.v4.jsonl, or compressed <base>.v4.jsonl.zst, a compressed source
-// keeping its own suffix because the runtime's layout reads no other.
+// <base>.v4.jsonl, or <base>.v4.jsonl.zst for a compressed source.
 func SuccessorPath(src string, c convlog.Compression) (string, error) {
 	n, ok := convlog.ParseName(filepath.Base(src))
 	if !ok {
@@ -292,12 +283,9 @@ func SuccessorPath(src string, c convlog.Compression) (string, error) {
 }
 
 // Publish upgrades the log at src (older than version 4) and publishes its
-// version 4 successor beside it, returning its path; it is Stage followed by
-// Staged.Publish. The source is never changed; the successor is staged (0600),
-// verified, fsynced and linked without overwriting. If the source or its child
-// logs changed meanwhile, nothing is published and the error wraps
-// ErrSourceChanged; an existing successor is accepted only when it begins with
-// exactly the staged bytes. No temporary file is left behind.
+// version 4 successor beside it: Stage, then Staged.Publish. The source is
+// never changed. If the source or its children changed meanwhile, nothing
+// is published and the error wraps ErrSourceChanged.
 func Publish(src string, opts PublishOptions) (dst string, err error) {
 	s, err := Stage(src, opts)
 	if err != nil {
@@ -307,9 +295,7 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 }
 
 // Staged is a successor written and checked in its temporary file, not yet
-// durable nor published; exactly one of Publish or Discard must be called. A
-// batch migration stages on its CPU-bound jobs and publishes on other
-// goroutines so a job does not wait for the disk.
+// published; exactly one of Publish or Discard must be called.
 type Staged struct {
 	src, dst  string
 	opts      PublishOptions
@@ -323,9 +309,8 @@ type Staged struct {
 	done      bool
 }
 
-// Stage does Publish's work up to the publication: it upgrades the log at
-// src into a temporary file beside it, checking every frame as it is
-// written (writeStage). On an error nothing is left behind.
+// Stage upgrades the log at src into a temporary file beside it, checking
+// every frame as it is written. On an error nothing is left behind.
 func Stage(src string, opts PublishOptions) (*Staged, error) {
 	id0, err := statIdentity(src)
 	if err != nil {
@@ -410,9 +395,10 @@ func (s *Staged) Discard() {
 	os.Remove(s.tmp.Name())
 }
 
-// Publish makes the staged successor durable, verifies it by reading it back,
-// checks the source and its children are unchanged since Stage, and links it
-// without overwriting; no temporary file is left behind.
+// Publish makes the successor durable, reads it back, checks the source
+// and its children are unchanged since Stage, and links it without
+// overwriting; an existing successor is accepted only when it begins with
+// exactly the staged bytes.
 func (s *Staged) Publish() (dst string, err error) {
 	if s.done {
 		return "", fmt.Errorf("%s: stage already published or discarded", s.src)
@@ -479,9 +465,8 @@ func (s *Staged) Publish() (dst string, err error) {
 	return dst, nil
 }
 
-// staged describes what was written to the stage file: its size, and
-// each write's length and tag (one write a frame, or a chunk of lines of
-// a plain successor), by which the file is read back.
+// staged is what was written to the stage file: its size, and each write's
+// length and tag, by which it is read back.
 type staged struct {
 	size    int64
 	events  int64
@@ -522,29 +507,26 @@ func newStageMAC() (*stageMAC, error) {
 	return &stageMAC{aead: aead}, nil
 }
 
-// tag tags b.
 func (m *stageMAC) tag(b []byte) stageTag {
 	var t stageTag
 	m.aead.Seal(t[:0], nil, nil, b)
 	return t
 }
 
-// verify reports whether t is b's tag.
 func (m *stageMAC) verify(b []byte, t *stageTag) bool {
 	_, err := m.aead.Open(nil, nil, t[:], b)
 	return err == nil
 }
 
-// add records a write of b.
 func (st *staged) add(b []byte) {
 	st.writes = append(st.writes, stagedWrite{n: len(b), tag: st.mac.tag(b)})
 	st.size += int64(len(b))
 	st.longest = max(st.longest, len(b))
 }
 
-// readBack reads the stage's bytes from src write by write and reports how
-// many it read and whether they are exactly the bytes written; toEOF reads on
-// to the end, since a longer file is not the stage.
+// readBack reports how many bytes it read from src and whether they are
+// exactly the bytes written; toEOF reads on, as a longer file is not the
+// stage.
 func (st *staged) readBack(src io.Reader, toEOF bool) (n int64, same bool, err error) {
 	buf := make([]byte, max(st.longest, 4<<10))
 	same = true
@@ -577,8 +559,7 @@ func (st *staged) readBack(src io.Reader, toEOF bool) (n int64, same bool, err e
 const frameTarget = 1 << 20
 
 // tailFrameMin is the length past which a successor's last line gets a frame
-// of its own, because copiers and appenders decode the last frame to find the
-// line boundary (FORMAT.md, Torn tails) and a short one costs little.
+// of its own: copiers and appenders decode the last frame, so keep it short.
 const tailFrameMin = 64 << 10
 
 // writebackBytes is how much of a stage is written before its writeback
@@ -586,25 +567,21 @@ const tailFrameMin = 64 << 10
 const writebackBytes = 4 << 20
 
 // writeStage writes the header line and the upgraded events to f, plain or as
-// zstd frames of about 1 MiB of whole lines, the last line alone after a long
-// chunk (tailFrameMin).
+// zstd frames of about 1 MiB of whole lines.
 //
-// Each chunk is verified as it is written, with the strength of a strict
-// read-back but without a second parse: line by line as a reader checks it
-// (convlog.LineChecker), against the rules beyond a line (convlog.Validator,
-// see pathRules), its events counted and message ids compared with those
-// produced, and a compressed frame decoded again to give the chunk's bytes
-// exactly. verifyStaged then reads the stage back and its stageMAC tags prove
-// the file holds exactly the checked frames.
+// Each chunk is verified as written, as strictly as a read-back but without
+// a second parse: its lines as a reader checks them, against the rules
+// beyond a line, its events and message ids compared with those produced,
+// and a frame decoded again; verifyStaged's MAC tags then prove the file
+// holds exactly the checked frames.
 func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error) {
 	mac, err := newStageMAC()
 	if err != nil {
 		return nil, err
 	}
 	st := &staged{mac: mac}
-	// The stage is written back while the rest is made, so the final fsync
-	// waits for the last few megabytes only; the writeback runs on its own
-	// goroutine so a congested disk holds up that goroutine, not the writing.
+	// Writeback runs on its own goroutine while the rest is made, so the
+	// final fsync waits for the last few megabytes only.
 	var flushed int64 // the bytes whose writeback was started
 	wb, wbDone := make(chan [2]int64, 1), make(chan struct{})
 	go func() {
@@ -738,9 +715,8 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 	return st, nil
 }
 
-// lineInPlace appends ev's line to chunk around its data, already in the
-// chunk's spare room at off, as AppendJSON writes it; ok is false, chunk
-// unchanged, when the line does not fit.
+// lineInPlace writes ev's line into chunk around its data, already in the
+// spare room at off; ok is false, chunk unchanged, when it does not fit.
 func lineInPlace(chunk []byte, ev *convlog.Event, off int, tmp []byte) (_ []byte, ok bool) {
 	around, p := lineAround(ev, tmp)
 	n0 := len(chunk)
@@ -779,9 +755,8 @@ const spareChunks = 2
 // the line that crosses it.
 const chunkCap = frameTarget + 64<<10
 
-// Chunks of plain text are pooled so a migration of many logs does not
-// allocate a megabyte per frame; a chunk grown past chunkCap is reused only
-// within its log, so the pool never holds the longest line of any log.
+// Chunks are pooled so a migration does not allocate a megabyte per frame;
+// one grown past chunkCap is not pooled.
 var chunkPool = sync.Pool{New: func() any { return make([]byte, 0, chunkCap) }}
 
 func getChunk() []byte { return chunkPool.Get().([]byte)[:0] }
@@ -792,17 +767,12 @@ func putChunk(b []byte) {
 	}
 }
 
-// Encoders are reused across frames and logs, one per goroutine, with content
-// checksums. SpeedFastest is a third faster than the default at the same size
-// on 1 MiB frames; WithAllLitEntropyCompression keeps base64 tool output as
-// small as `zstd -3`; WithLowerEncoderMem halves the history buffer, frames
-// being encoded whole.
-//
-// They are kept in a free list of at most encodeSlots while a frame writer
-// runs, because a sync.Pool lost them at every collection and remaking one was
-// a tenth of a long-line log's allocations; when the last writer closes they
-// move to idle, a sync.Pool, so the next small log reuses them and an idle
-// process lets them go.
+// Encoders are reused across frames and logs. SpeedFastest is a third faster
+// than the default at the same size on 1 MiB frames;
+// WithAllLitEntropyCompression keeps base64 tool output as small as
+// `zstd -3`. While a writer runs they stay in a free list (a sync.Pool lost
+// them at every collection); after the last one closes, in idle, a
+// sync.Pool an idle process lets go.
 var encoders = struct {
 	sync.Mutex
 	free   []*zstd.Encoder
@@ -865,32 +835,28 @@ func writerClosed() {
 	}
 }
 
-// frameEncoders is how many frames of one log are compressed at once, so
-// compression, the largest cost of an upgrade, uses a second core while the
-// log is read.
+// frameEncoders is how many frames of one log are compressed at once:
+// compression, the largest cost, gets a second core.
 const frameEncoders = 2
 
 // encodeSlots bounds the frames compressed at once in the whole process, since
 // more than the cores cannot run and each encoder holds a 4 MiB window.
 var encodeSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
 
-// framesInFlight bounds the frames queued, compressing or not yet written,
-// which bounds the writer's memory when lines are megabytes long; more than
-// four gained nothing measurable.
+// framesInFlight bounds the frames queued and so the writer's memory; more
+// gained nothing measurable.
 const framesInFlight = 4
 
-// frameWriter checks chunks of whole lines and, for a compressed
-// successor, compresses each into an independent frame, on frameEncoders
-// goroutines, and writes them in order (see writeStage). The first error
-// stops the writing.
+// frameWriter checks chunks of whole lines, compresses each into a frame on
+// frameEncoders goroutines, and writes them in order; the first error stops
+// it.
 type frameWriter struct {
 	compress bool
 	work     chan *frameJob
 	order    chan *frameJob
 	slots    chan struct{} // one token per frame queued and not yet written
-	// spare and spareOut keep the chunks and output buffers of written frames
-	// (the largest offered) for the next frames, so buffers grown for a long
-	// line are not grown again for every frame.
+	// spare and spareOut keep the largest buffers of written frames, so one
+	// grown for a long line is not grown again for every frame.
 	spare    spareBufs
 	spareOut spareBufs
 	done     chan error
@@ -906,9 +872,7 @@ type frameWriter struct {
 	lastChecked chan struct{}
 }
 
-// frameJob is one frame: the header line alone, or a chunk of event lines
-// (events of them, from seq firstSeq on line firstLine, whose message ids
-// are msgs as the events were produced: see noteMessage).
+// frameJob is one frame: the header line alone, or a chunk of event lines.
 type frameJob struct {
 	plain     []byte
 	header    bool
@@ -924,10 +888,8 @@ type frameJob struct {
 	prev, checked chan struct{}
 }
 
-// pathRules checks the rules beyond one line, a state machine over the whole
-// log, chunk after chunk (frameJob.prev) on the goroutine that parsed each
-// chunk's lines; compression stays parallel, each chunk compressed once
-// checked.
+// pathRules checks the rules beyond one line chunk after chunk (frameJob.prev),
+// on the goroutine that parsed each chunk, so compression stays parallel.
 type pathRules struct {
 	v   *convlog.Validator
 	src string
@@ -940,8 +902,7 @@ func (p *pathRules) refuse(err error) error {
 }
 
 // roundTrip decodes the frames just compressed, to compare them with what
-// was checked; DecodeAll is safe for concurrent use. The frames are this
-// process's own, of a chunk and the line that crosses it.
+// was checked; DecodeAll is safe for concurrent use.
 var roundTrip = func() *zstd.Decoder {
 	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<40))
 	if err != nil {
@@ -954,9 +915,8 @@ var roundTrip = func() *zstd.Decoder {
 // once it is written, before it is fsynced and verified.
 var stageWritten func(path string)
 
-// linesTampered and frameTampered, when set (tests), may change a chunk
-// of lines before it is checked, and a frame between its compression and
-// its check.
+// linesTampered and frameTampered are test hooks that change a chunk before
+// its check and a frame after its compression.
 var linesTampered, frameTampered func(j *frameJob)
 
 // newFrameWriter starts the goroutines; checkers holds one line checker
@@ -984,10 +944,8 @@ func newFrameWriter(write func([]byte) error, compress bool, rules *pathRules, c
 				close(j.checked)
 				if j.err == nil && compress {
 					encodeSlots <- struct{}{}
-					// Room for the whole frame at once (incompressible text
-					// grows a little), plus a quarter to spare for the next
-					// frames, since growing while encoding copied at each
-					// doubling.
+					// Room for the whole frame, and a quarter to spare for
+					// the next: growing while encoding copied at each doubling.
 					n := len(j.plain) + len(j.plain)>>10 + 64
 					out := fw.spareOut.get(n)
 					if out == nil {
@@ -999,9 +957,7 @@ func newFrameWriter(write func([]byte) error, compress bool, rules *pathRules, c
 					if frameTampered != nil {
 						frameTampered(j)
 					}
-					// DecodeAll makes a buffer of the frame's size when
-					// back is smaller: one with a quarter to spare
-					// serves the next frames too.
+					// A quarter to spare serves the next frames too.
 					if n := len(j.plain); cap(back) < n {
 						back = make([]byte, 0, n+n>>2)
 					}
@@ -1046,9 +1002,8 @@ func newFrameWriter(write func([]byte) error, compress bool, rules *pathRules, c
 	return fw
 }
 
-// checkChunk checks j's lines as a reader reads them, and against rules
-// (once the chunks before it have been: see pathRules), and compares their
-// count and message ids with the events produced.
+// checkChunk checks j's lines as a reader does and against rules, and
+// compares their count and message ids with the events produced.
 func checkChunk(c *convlog.LineChecker, rules *pathRules, j *frameJob) error {
 	// The message ids of the lines checked must be those produced, in
 	// order: compared as they come (want is what is left of j.msgs).
@@ -1161,9 +1116,8 @@ func (s *spareBufs) drain() [][]byte {
 	return b
 }
 
-// grow returns chunk with room for n more bytes: itself, or a spare
-// chunk with that room holding its bytes (and chunk goes back to the
-// spares), or nil when no spare has the room (append then grows it).
+// grow returns chunk with room for n more bytes: itself, a spare holding
+// its bytes, or nil when no spare has the room.
 func (fw *frameWriter) grow(chunk []byte, n int) []byte {
 	if cap(chunk)-len(chunk) >= n {
 		return chunk
@@ -1226,9 +1180,8 @@ func (fw *frameWriter) close() error {
 	return err
 }
 
-// noteMessage appends a surface event's message id to b as type, NUL, raw id
-// and newline, so a chunk's ids can be compared exactly and in order with
-// those of its checked lines.
+// noteMessage appends a surface event's type and message id to b, to be
+// compared in order with those of the checked lines.
 func noteMessage(b []byte, ev *convlog.Event, checked bool) []byte {
 	typ, id, ok := messageID(ev, checked)
 	if !ok {
@@ -1240,9 +1193,8 @@ func noteMessage(b []byte, ev *convlog.Event, checked bool) []byte {
 	return append(b, '\n')
 }
 
-// messageID is the message id of a surface event (ok false: not one). An
-// event a LineChecker has just checked gives it from the members it kept
-// (checked set), without a second scan of its data.
+// messageID is the message id of a surface event (ok false: not one);
+// checked takes it from the members a LineChecker kept.
 func messageID(ev *convlog.Event, checked bool) (typ string, id []byte, ok bool) {
 	switch ev.Type {
 	case convlog.TypeUserMessage:
@@ -1265,9 +1217,8 @@ func messageID(ev *convlog.Event, checked bool) (typ string, id []byte, ok bool)
 	return ev.Type, id, true
 }
 
-// verifyStaged reads the stage file back: it must be a regular file of
-// exactly the bytes written, which were checked as they were written
-// (writeStage).
+// verifyStaged reads the stage file back: a regular file of exactly the
+// bytes written.
 func verifyStaged(path string, st *staged) error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: staged successor failed verification: %s", path, fmt.Sprintf(format, args...))
@@ -1304,9 +1255,8 @@ func countAll(src io.Reader, buf []byte) (int64, error) {
 	}
 }
 
-// sameStagedPrefix checks an existing successor: it must be a regular file
-// whose first bytes are exactly the staged ones. It returns "" when they are,
-// else the reason.
+// sameStagedPrefix returns "" when an existing successor is a regular file
+// beginning with exactly the staged bytes, else why not.
 func sameStagedPrefix(path string, st *staged) string {
 	fi, err := os.Lstat(path)
 	if err != nil {
@@ -1336,10 +1286,8 @@ func sameStagedPrefix(path string, st *staged) string {
 	return ""
 }
 
-// OpenAppend opens a log for appending as the runtime's next write does: an
-// older log is first upgraded and its successor published beside the original
-// (Publish), and the writer appends to the successor. Reads only upgrade in
-// memory.
+// OpenAppend opens a log for appending as the runtime does: an older log's
+// successor is published first (Publish) and appended to.
 func OpenAppend(path string, opts PublishOptions, wopts convlog.WriterOptions) (w *convlog.Writer, current string, err error) {
 	r, err := convlog.Open(path, convlog.ReaderOptions{MaxLineBytes: opts.MaxLineBytes})
 	if err != nil {

@@ -13,21 +13,17 @@ import (
 
 // Options tune an upgrading Reader.
 type Options struct {
-	// Children are the facts about this session's direct subagent children
-	// that the v3→v4 step needs to complete the parent's subagent catalog
-	// (see CollectChildrenFrom). Nil means the session has no children.
+	// Children are this session's direct subagent children, for the v3→v4
+	// step's subagent catalog (CollectChildrenFrom); nil: none.
 	Children []ChildFact
 	// MaxLineBytes bounds one source line (default
 	// convlog.DefaultMaxLineBytes).
 	MaxLineBytes int
-	// WantType and WantID, when WantID is set, are the identity the
-	// source's place implies (store.Log.ReaderOptions): the opener refuses a
-	// header naming another log (convlog.ReaderOptions).
+	// WantType and WantID are as in convlog.ReaderOptions.
 	WantType, WantID string
 
-	// reuseData: the caller keeps nothing of an event past the next call
-	// (Publish copies it into its frame), so rewritten data buffers, often
-	// megabytes, are reused from row to row.
+	// reuseData: the caller (Publish) keeps nothing of an event past the
+	// next call, so rewritten data buffers are reused from row to row.
 	reuseData bool
 }
 
@@ -48,9 +44,8 @@ type srcInfo struct {
 	seedLength int64 // v0/v1: the inherited event count; -1 when unseeded
 }
 
-// Reader reads a log of any version 0 to 4 and yields version 4 events.
-// Nothing is written: the source is opened read-only, and the upgrade runs in
-// memory, one event at a time.
+// Reader reads a log of any version 0 to 4 and yields version 4 events,
+// upgrading in memory one event at a time.
 type Reader struct {
 	path      string
 	src       *convlog.Reader
@@ -83,10 +78,8 @@ type dataScratch struct {
 }
 
 // lineRoom lets a lifted tool result's data (often megabytes) be written
-// straight into its place in the frame's chunk, so the line is completed
-// around it instead of copying it; only a row's first event may use it, since
-// later ones would be overwritten by the lines before them. grow is the
-// publisher's.
+// straight into its place in the frame's chunk instead of copied; only a
+// row's first event may use it, as the lines before overwrite later ones.
 type lineRoom struct {
 	grow func(n int) []byte
 	at   *byte // where lineBuf lent the room, nil when it did not
@@ -189,9 +182,8 @@ func Open(path string, opts Options) (*Reader, error) {
 	return FromReader(src, path, opts)
 }
 
-// FromReader upgrades the log src reads (path names it in errors), as Open
-// does; the Reader takes src over and closes it. On an error src is
-// closed.
+// FromReader upgrades the log src reads, as Open does; the Reader takes src
+// over, and on an error closes it.
 func FromReader(src *convlog.Reader, path string, opts Options) (*Reader, error) {
 	r := &Reader{path: path, src: src, srcHeader: src.Header()}
 	h := r.srcHeader
@@ -301,10 +293,8 @@ func (r *Reader) Next() (*convlog.Event, error) {
 	return &r.out, nil
 }
 
-// Events yields the version 4 events Next returns, each valid until the loop
-// body returns; an error other than the end is yielded once as (nil, err). A
-// loop left early leaves the reader where Next would, and Close stays the
-// caller's.
+// Events yields the version 4 events Next returns, as convlog.Reader.Events
+// does.
 func (r *Reader) Events() iter.Seq2[*convlog.Event, error] {
 	return func(yield func(*convlog.Event, error) bool) {
 		for {
@@ -426,8 +416,7 @@ func (r *Reader) decode(ce *convlog.Event) ([]*event, error) {
 		return expandPacked(ce)
 	}
 	// Only the v1→v2 step holds events back across source rows; from v2 on
-	// an event is done with before the next row is read, so its data may
-	// share the source reader's buffer (the stages copy what they keep).
+	// data may share the source reader's buffer.
 	data := ce.Data
 	if v <= 1 {
 		data = bytes.Clone(data)
