@@ -7,19 +7,14 @@ import (
 	"strings"
 )
 
-// Admission is what a version 4 reader admits of a log, the reference's
-// native admission (reference notes §4.2 step 10) with convkit's rules
-// beside it: the header's keys, every line's envelope (the Reader), then
-// for every event the Validator's checks (schemas.go, rules.go,
-// relations.go), and at the end what only the end shows (Finish). One
-// function runs it over a whole log: migrate's check of a log already at
-// version 4, inspect --validate and --history, and reindex call it; the
-// writer and reindex's prereads run the same Validator event by event.
+// Admission is what a version 4 reader admits of a log: the header, every
+// line's envelope (the Reader), every event's Validator checks, and what
+// only the end shows (Finish). Admit is the one function that runs it over
+// a whole log, for migrate, inspect and reindex alike.
 
 // EventSource gives a log's events in order: a *Reader, or an upgrading
-// reader (package upgrade) giving an older log's version 4 events. One
-// that has a RuleProblem method (both have) places a refusal in the log;
-// a *Reader reports it as a *FormatError at the event's line and byte.
+// reader giving an older log's version 4 events. A RuleProblem method, if
+// it has one, places a refusal in the log.
 type EventSource interface {
 	Events() iter.Seq2[*Event, error]
 }
@@ -42,11 +37,8 @@ type AdmitOptions struct {
 
 // Admit reads the events src has left, a log of header h, and checks each
 // as a version 4 reader admits it, then the log's end. It returns the
-// first refusal (or, with opts.Problem, nil once every event was read), a
-// reading error of src as it is, or ctx's error. An older log's own
-// events (a *Reader of version 0 to 3) are checked for the turn's path
-// only (Validator); read through the upgrade, they are admitted as the
-// version 4 events of their successor.
+// first refusal (with opts.Problem, nil once every event was read), a
+// reading error of src as it is, or ctx's error.
 func Admit(ctx context.Context, src EventSource, h *Header, opts AdmitOptions) error {
 	v := NewValidator(h, nil)
 	loc, _ := src.(ruleLocator)
@@ -95,13 +87,9 @@ func Admit(ctx context.Context, src EventSource, h *Header, opts AdmitOptions) e
 	return nil
 }
 
-// RuleOf names the rule of the format an error of a log reports, and the
-// member it is about: a *RuleError's rule (payload, wrong-log, message,
-// turn-path, history, relationship) and member, wherever it is wrapped (an
-// error of one of their kinds: the rule alone); for
-// another *FormatError, header (the header line, or none), framing (a
-// problem with a whole zstd frame) or envelope (an event line: its JSON,
-// its envelope, its seq, its type); "" for an error that is not a log's.
+// RuleOf names the rule an error of a log reports, and its member: a
+// *RuleError's (RuleError.Rule), wherever wrapped; for another
+// *FormatError header, framing or envelope; "" for an error not a log's.
 func RuleOf(err error) (rule, member string) {
 	var re *RuleError
 	if errors.As(err, &re) {

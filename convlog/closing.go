@@ -104,15 +104,10 @@ func turnStepData(turn, step int64) []byte {
 	return append(d, '}')
 }
 
-// partialContent is what a cut-off model call had produced, from the
-// stream of its assistant/attempt as stored (content.go's checkStream
-// admitted it): its records expanded into the chunks they pack, in order,
-// and assembled as the live call's are (Stream: blocks in the order their
-// index first appears, a block-start giving a block its type, deltas
-// adding to it, the first block-end fixing it as it is), of which
-// Stream.Partial keeps the text and reasoning blocks that hold more than
-// white space. nil when it keeps none, or the chunks do not assemble: tool
-// calls it had not finished asking for never ran.
+// partialContent is what a cut-off model call had produced: the stream of
+// its assistant/attempt assembled as the live call's is, of which
+// Stream.Partial keeps the text and reasoning; nil when none, or the
+// chunks do not assemble.
 func partialContent(attempt []byte) []byte {
 	s := storedStream(rawjson.Get(attempt, "stream"))
 	content, err := s.Partial()
@@ -122,9 +117,8 @@ func partialContent(attempt []byte) []byte {
 	return content
 }
 
-// storedStream is a stream as stored, its records expanded into the chunks
-// they pack and fed to a Stream. Usage and finish chunks are left out: they
-// are no content.
+// storedStream is a stream as stored, its records' chunks fed to a Stream;
+// usage and finish chunks are no content.
 func storedStream(records []byte) *Stream {
 	var s Stream
 	index := func(raw []byte) int {

@@ -47,9 +47,7 @@ type Event struct {
 
 // CheckedMember returns the raw value of data's member key, or of
 // data.message's when inMessage is set, from the members kept as the line
-// was checked (the value a lookup in Data finds: the check refuses
-// duplicate members). ok is false when they were not kept (the value is
-// then to be looked up in Data).
+// was checked; ok is false when they were not kept.
 func (e *Event) CheckedMember(inMessage bool, key string) (v []byte, ok bool) {
 	ms, ok := e.CheckedMembers(inMessage)
 	if !ok {
@@ -64,10 +62,8 @@ func (e *Event) CheckedMember(inMessage bool, key string) (v []byte, ok bool) {
 }
 
 // CheckedMembers returns the members of data, or of data.message when
-// inMessage is set, as the line's check kept them (what rawjson.Members
-// of those bytes gives, but for the offsets, which count from the line's
-// start), valid until the reader's or checker's next line; ok is false
-// when they were not kept (data or data.message is not an object).
+// inMessage is set, as the line's check kept them (offsets from the line's
+// start), valid until the next line; ok is false when they were not kept.
 func (e *Event) CheckedMembers(inMessage bool) (ms []rawjson.Member, ok bool) {
 	if inMessage {
 		return e.msgMembers, e.msgScanned

@@ -13,18 +13,11 @@ import (
 // one zstd frame.
 const historicalLinesPerFrame = 16
 
-// WriteHistorical writes a log of any format version 0..CurrentVersion
-// verbatim: the header line (h.AppendJSON), then each of lines as one line,
-// exactly as given. Compressed, the header is frame 1 and every 16 lines
-// make one more frame. The file is published without overwriting (a
-// temporary file in the same directory, fsynced, linked to path, the
-// directory fsynced; missing directories are created 0700).
-//
-// It is the tool for fixtures and tests, which need logs of every version,
-// including broken ones: it validates nothing beyond the header version
-// matching the version and compression the file name carries. The runtime
-// never uses it; it writes through Create and Append, which write only the
-// current version and check every line.
+// WriteHistorical publishes, without overwriting, a log of any format
+// version verbatim: the header line, then lines exactly as given
+// (compressed: the header as frame 1, then a frame per 16 lines). It is
+// for fixtures and tests, which need logs of every version, broken ones
+// included: it checks only that the header matches the file name.
 func WriteHistorical(path string, h *Header, lines [][]byte, c Compression) error {
 	if h.Version < 0 || h.Version > CurrentVersion {
 		return fmt.Errorf("%s: format version %d is not one of 0..%d", path, h.Version, CurrentVersion)

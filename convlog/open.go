@@ -11,11 +11,9 @@ import (
 )
 
 // File is a log file opened for reading the one way convkit opens a log:
-// never through a symbolic link (O_NOFOLLOW: a link in the log's place is
-// refused, not followed), never blocking (O_NONBLOCK: a FIFO in its place
-// does not wait for a writer), and only a regular file, checked on the
-// opened descriptor, so the file checked is the file read. Reads are
-// preads: a File is an io.ReaderAt of Size bytes.
+// never through a symbolic link, never blocking (a FIFO in its place does
+// not wait for a writer), and only a regular file, checked on the opened
+// descriptor. A File is an io.ReaderAt of Size bytes.
 type File struct {
 	f     *rawFile
 	path  string

@@ -7,19 +7,12 @@ import (
 )
 
 // A compressed log's frames are decoded ahead of the lines being read, on
-// goroutines of the reader's own: decoding (about 1.3 GB/s per core) and
-// checking every line (about 1 GB/s) then run on every core instead of one
-// after the other. The prefetcher owns the frame scanner; it decodes a
-// frame whole when it is small enough (a compressed and a plain size of at
-// most prefetchFrameBytes; frames that do not state their plain size at
-// most smallFrameBytes) and hands the rest over to be streamed by the
-// reader, as before (ReaderOptions.LowMemory: of at most smallFrameBytes
-// and smallFrameContent, as the reader itself decodes whole). Frames are
-// independent, so up to prefetchDecoders of them are decoded at once, each
-// on its own goroutine, and handed to the reader in file order: the frames
-// of long lines, which take longer to decode than to check, are decoded on
-// two cores. A LowMemory reader decodes one frame ahead. Each decoder holds
-// one frame's buffers, and the reader one more.
+// goroutines of the reader's own, so that decoding (about 1.3 GB/s per
+// core) and checking lines (about 1 GB/s) run side by side. The prefetcher
+// owns the frame scanner; it decodes small frames whole, up to
+// prefetchDecoders at once, and hands them to the reader in file order;
+// larger ones the reader streams. Each decoder holds one frame's buffers,
+// and the reader one more.
 
 // prefetchFrameBytes bounds a frame the prefetcher decodes whole; the
 // frames migrate writes (1 MiB of lines, and the line that crosses the
@@ -154,11 +147,8 @@ func (r *Reader) stopPrefetch() {
 	r.pre, r.cur = nil, nil
 }
 
-// pframePool holds the frames of finished prefetchers, with their
-// buffers, for the next reader: a store's large logs are read one after
-// another, and each frame's buffers grew to a frame's size. A LowMemory
-// reader (a migration's, within its memory budget) neither takes nor
-// gives: its frames hold no more than its own log needs.
+// pframePool holds the frames of finished prefetchers, with their grown
+// buffers, for the next reader; a LowMemory reader neither takes nor gives.
 var pframePool sync.Pool
 
 // keepPframeBytes bounds the buffers a frame keeps in the pool: those of

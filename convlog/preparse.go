@@ -7,14 +7,11 @@ import (
 	"github.com/convkit/convkit/internal/rawjson"
 )
 
-// A prefetched frame's lines are also parsed on its decoder's goroutine,
-// with the same check the reader makes (rawjson.ObjectNested, keeping the
-// members of data and data.message), and the members' offsets kept: the
-// reader then only slices the line it is given, which is the same bytes,
-// instead of scanning it on its own goroutine. On text of many short lines
-// the check is as large as decoding, and the reader's goroutine was the
-// bound. A line that does not pass, or whose keys hold escapes, is left to
-// the reader, which checks and reports it as it always has.
+// A prefetched frame's lines are also checked on its decoder's goroutine,
+// with the reader's own check, and the members' offsets kept, so the
+// reader only slices them: on many short lines the check costs as much as
+// decoding. A line that does not pass, or whose keys hold escapes, is left
+// to the reader.
 
 // memberSpan is one member's offsets in its line: key from ks to ke
 // (quotes included), value from vs to ve.

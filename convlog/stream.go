@@ -12,12 +12,7 @@ import (
 )
 
 // An answer's stream (docs/FORMAT.md, "The answer's stream"): every chunk
-// the model sent, with its time, kept in the data of assistant/message and
-// assistant/attempt as records. Runs of text, reasoning and tool-call
-// deltas are packed into text-chunks, reasoning-chunks and tool-call-chunks
-// records (a start time and the gaps between them); every other chunk is a
-// record of its own. Expanded, the records give the chunks back in order,
-// and assembled they give the answer's content.
+// the model sent, with its time, stored as records, runs of deltas packed.
 
 // ErrStream is wrapped by an answer whose stream cannot be assembled.
 var ErrStream = errors.New("the model call's stream does not assemble into an answer")

@@ -7,15 +7,11 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// A frame too large to decode whole (a log the zstd tool compressed is one
-// frame) is streamed, and its decoding cannot be split. It is decoded ahead
-// on a goroutine of its own, a chunk at a time, while the reader checks the
-// lines of the chunk before: decoding and checking then take a core each
-// instead of taking turns on one. The goroutine owns the stream decoder
-// and the frame's input until it ends (the frame's end, an error, or
-// endStream); the reader takes the chunks in order through Read, so every
-// byte and every error reaches it where a stream decoder's own Read would
-// have returned them.
+// A frame too large to decode whole is decoded ahead on a goroutine of its
+// own, a chunk at a time, while the reader checks the lines of the chunk
+// before, so that decoding and checking take a core each. The reader takes
+// the chunks in order through Read: every byte and error reaches it where
+// the decoder's own Read would have returned them.
 
 // aheadChunkBytes and aheadChunks bound what a stream decodes ahead: a
 // chunk being decoded, one ready and one being read.

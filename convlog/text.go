@@ -101,10 +101,8 @@ func readableBlock(block []byte) string {
 	return "(" + typ + ")"
 }
 
-// EventMessageText is MessageText(msg) for msg, the message of event e
-// (what a Validator's Message returns after checking e): from the members
-// the line's check kept of it, when it kept them, instead of scanning the
-// message (its whole content) once more.
+// EventMessageText is MessageText(msg) for msg, the message of event e,
+// from the members the line's check kept when it kept them.
 func EventMessageText(e *Event, msg []byte) (role, text string) {
 	if ms, ok := keptMembers(e, msg); ok {
 		return messageText(ms)

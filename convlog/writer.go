@@ -65,11 +65,9 @@ func encodeFrame(dst, src []byte) []byte {
 	return dst
 }
 
-// Create writes a new version 4 log at path holding the header and the first
-// batch of events, and publishes it without overwriting: a temporary file in
-// the same directory, fsynced, linked to path, then the directory fsynced. The
-// directory is created (0700) if missing. An existing path is an error
-// wrapping fs.ErrExist.
+// Create publishes a new version 4 log at path holding the header and the
+// first batch, without overwriting (an existing path: fs.ErrExist). The
+// directory is created (0700) if missing.
 func Create(path string, h *Header, first []Event, opts WriterOptions) (*Writer, error) {
 	if h.Version != CurrentVersion {
 		return nil, fmt.Errorf("%s: this build writes only format v%d, not v%d", path, CurrentVersion, h.Version)
@@ -126,9 +124,8 @@ func newWriter(path string, reg *Registry, comp Compression, h *Header) *Writer 
 // Append, which cuts it and rewrites the complete lines recovered from a torn
 // final frame as a fresh frame.
 func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
-	// One descriptor, opened as a log is opened (never through a link,
-	// never blocking, a regular file), is read and then written: the log
-	// checked is the log appended to.
+	// One descriptor is read and then written: the log checked is the log
+	// appended to.
 	f, err := durable.OpenRegular(path, os.O_RDWR)
 	if err != nil {
 		return nil, err
@@ -223,9 +220,7 @@ const maxRecoveredBytes = 128 << 20
 // Header is the log's header.
 func (w *Writer) Header() *Header { return w.header }
 
-// Turn reports where the session's turn stands after what was written: an
-// open turn, its open step and the tool calls without a result (CloseTurn
-// closes it).
+// Turn reports where the session's turn stands after what was written.
 func (w *Writer) Turn() TurnState { return w.v.Turn() }
 
 // NextSeq is the seq the next appended event gets.

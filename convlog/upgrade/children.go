@@ -116,21 +116,16 @@ func (c *ChildFact) catalogFact() (*catalogEntry, error) {
 	return parseCatalogFact(data, c.subject())
 }
 
-// ChildFinder says where a session's direct subagent children may be, for the
-// parent's v3→v4 catalog: in convkit's layout its conversation directory
-// (DirChildren), in the runtime's anywhere under the sessions root (package
-// dshroot).
+// ChildFinder says where a session's direct subagent children may be, for
+// the parent's v3→v4 catalog.
 type ChildFinder interface {
-	// ChildCandidates returns the current generation of every log that may be
-	// a direct child of parentID; it may return more, never fewer, since only
-	// headers with origin "subagent" and parentSession parentID count.
+	// ChildCandidates returns the current generation of every log that may
+	// be a direct child of parentID: more, never fewer.
 	ChildCandidates(parentID string) ([]string, error)
 }
 
 // DirChildren is the ChildFinder of convkit's layout: the highest
-// generation of every log in dir, a conversation directory, by convlog's
-// generation names (other files, directories and symbolic links are not
-// logs).
+// generation of every log in the conversation directory dir.
 func DirChildren(dir string) ChildFinder { return dirChildren(dir) }
 
 type dirChildren string
@@ -173,9 +168,8 @@ type childInfo struct {
 	createdAt int64
 }
 
-// findChildren returns the candidates of finder whose header makes them
-// direct subagent children of parentID, by path. Logs whose header cannot
-// be read are skipped: they cannot be told to be children.
+// findChildren returns the candidates whose header makes them direct
+// children of parentID; a header that cannot be read is skipped.
 func findChildren(finder ChildFinder, parentID string) ([]childInfo, error) {
 	return findChildrenSeen(finder, parentID, nil)
 }
@@ -187,9 +181,8 @@ type candidateSeen struct {
 	child *childInfo
 }
 
-// findChildrenSeen is findChildren that skips reading a candidate seen with
-// the same file identity (logs only grow, which changes size and times);
-// unreadable headers are not remembered.
+// findChildrenSeen is findChildren that skips a candidate seen with the
+// same file identity (logs only grow).
 func findChildrenSeen(finder ChildFinder, parentID string, seen map[string]candidateSeen) ([]childInfo, error) {
 	paths, err := finder.ChildCandidates(parentID)
 	if err != nil {
@@ -228,11 +221,9 @@ func findChildrenSeen(finder ChildFinder, parentID string, seen map[string]candi
 	return out, nil
 }
 
-// CollectChildrenFrom gathers the facts about the direct subagent children of
-// parentID among finder's candidates, reading each read-only (older versions
-// through the upgrade chain) and counting its own descriptors after its
-// inherited cut. An unreadable child gets DescriptorCount 0 and a Warning; the
-// error is the finder's.
+// CollectChildrenFrom gathers the facts about the direct subagent children
+// of parentID among finder's candidates; an unreadable child gets
+// DescriptorCount 0 and a Warning.
 func CollectChildrenFrom(finder ChildFinder, parentID string) ([]ChildFact, error) {
 	found, err := findChildren(finder, parentID)
 	if err != nil {

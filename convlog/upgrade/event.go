@@ -141,11 +141,8 @@ func (m *seqMap) consume(int64) { m.broken = true }
 // identity reports whether every source seq so far maps to itself.
 func (m *seqMap) identity() bool { return !m.broken }
 
-// remapRefs rewrites e's same-log seq references (sourceEventSeqs, replacement
-// endpoints, command/done.sourceEventSeq, compaction shadowed ranges,
-// messageSeqs, image/offload targets) into target coordinates; references to
-// other sessions, watermarks and counters are not seqs of this log. missing
-// names a reference to a consumed source seq.
+// remapRefs rewrites e's same-log seq references into target coordinates;
+// missing names a reference to a consumed source seq.
 func remapRefs(e *event, m *seqMap, missing func(ref int64) error) error {
 	if m.identity() {
 		return nil

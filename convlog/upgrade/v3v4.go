@@ -264,11 +264,9 @@ func (s *v3v4) message(e *event, msg []byte, subject string) ([]byte, error) {
 	return o.bytes(), nil
 }
 
-// liftedData is rewrite's common tool-result case (no source to rewrite, no
-// content tag to migrate): the lifted message is written straight into the
-// event's new data instead of being built apart and copied, since a tool
-// result is often megabytes. ok is false for every other case or error, and
-// message then does the work and words the error.
+// liftedData is rewrite's common tool-result case, the lifted message
+// written straight into the new data, as a tool result is often megabytes;
+// ok is false for any other case or an error, left to message.
 func liftedData(scratch *dataScratch, e *event, d *object, msg []byte, subject string) (data []byte, ok bool) {
 	o, err := e.parse(msg)
 	if err != nil {
