@@ -9,10 +9,8 @@ import (
 	"sync"
 )
 
-// Zstandard container rules: a compressed log is a plain concatenation of
-// standard zstd frames. The scanner walks their structure without
-// decompressing, so frame boundaries, torn final frames and foreign bytes are
-// found before any content is trusted.
+// A compressed log is a concatenation of zstd frames, whose structure the
+// scanner walks without decompressing, before any content is trusted.
 
 // ZstdMagic begins every zstd frame (little-endian): the first four bytes
 // of a compressed log.
@@ -23,9 +21,8 @@ const (
 	skippableMagicMask = 0xFFFFFFF0
 	skippableMagic     = 0x184D2A50
 	maxBlockSize       = 128 << 10
-	// maxWindow is the largest window (history) a reader allows a frame:
-	// zstd's default for decoders, as the runtime's reader has it. Frames
-	// the runtime and convkit write need far less.
+	// maxWindow is the largest window a reader allows a frame: zstd's
+	// default, as the runtime's reader has it.
 	maxWindow = 128 << 20
 )
 
@@ -50,8 +47,7 @@ type Frame struct {
 }
 
 // FrameScanner walks the frames of a compressed log held in an io.ReaderAt
-// (a file) or in memory. It is the one frame parser of convkit: readers,
-// the committed prefix and every copier of a log use it.
+// or in memory: convkit's one frame parser.
 type FrameScanner struct {
 	r    io.ReaderAt
 	size int64
@@ -350,10 +346,8 @@ func (s *FrameScanner) Next() (Frame, error) {
 	return f, nil
 }
 
-// completeBlocks returns a reader of a well-formed frame made of the complete
-// blocks of a torn frame: the header without checksum and content size, and
-// the last complete block marked last. ok is false when no block is
-// complete.
+// completeBlocks returns a reader of a well-formed frame of the complete
+// blocks of a torn frame, the last marked last; ok is false when none is.
 func (f Frame) completeBlocks(r io.ReaderAt) (io.Reader, bool) {
 	if f.lastBlock < 0 {
 		return nil, false

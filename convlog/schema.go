@@ -12,11 +12,8 @@ import (
 
 // Every event payload has one schema, here: the members of its data, their
 // JSON types, which are optional, and what one member requires of another.
-// The writer refuses an event that breaks it before anything is written,
-// the Validator reports it at the event's line, and docs/FORMAT.md's table
-// of event types is this table (TestFormatDocListsEveryType). The shapes
-// are the reference's (DSH V4); where convkit adds a rule, the field says
-// so in its doc.
+// docs/FORMAT.md's table of event types is this table
+// (TestFormatDocListsEveryType).
 
 // ErrPayload: an event's data breaks its type's schema.
 var ErrPayload = errors.New("payload breaks its schema")

@@ -9,10 +9,8 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// The turn's path (docs/FORMAT.md, "A turn's path"): turn/start, then
-// steps (step/start ... step/end), each holding the request, the answers
-// and the tool calls and results of one model call, then turn/end. A
-// pathState follows it event by event from fields already scanned.
+// The turn's path (docs/FORMAT.md, "A turn's path"), followed event by
+// event by a pathState.
 
 // pathRole is what an event type is to the path.
 type pathRole uint8
@@ -87,9 +85,8 @@ type eventFields struct {
 	target, inserted []byte
 }
 
-// read takes the fields from data (validated JSON), and the value of its
-// member msgKey, when set, into msg: one walk of the object, or none when
-// the reader kept its members as it checked the line (e.scanned).
+// read takes the fields from data, and its member msgKey, when set, into
+// msg: in one walk, or none when the reader kept the members.
 func (f *eventFields) read(e *Event, msgKey string, msg *[]byte) error {
 	if e.scanned {
 		for _, m := range e.dataMembers {
@@ -217,9 +214,8 @@ func (p *pathState) unresolved() string {
 	return ""
 }
 
-// idOf is id as a string: the one order holds when the call is among the
-// last few known (a call's events follow the answer that made it), so that
-// recording its start and its result makes no new string.
+// idOf is id as a string, the one order holds when it can (a call's events
+// follow its answer), so that recording them makes no new string.
 func (p *pathState) idOf(id []byte) string {
 	for i := len(p.order) - 1; i >= max(0, len(p.order)-8); i-- {
 		if p.order[i] == string(id) {
@@ -229,9 +225,8 @@ func (p *pathState) idOf(id []byte) string {
 	return string(id)
 }
 
-// newTurnCalls forgets the calls of the turn that ended. A reader reuses
-// the map; the writer, which may have to go back to the calls of the turn
-// before, starts a new one.
+// newTurnCalls forgets the calls of the turn that ended; the writer, which
+// may go back to them, starts a new map.
 func (p *pathState) newTurnCalls() {
 	p.attempt, p.pending = nil, 0
 	if p.journaling || p.calls == nil {
@@ -262,8 +257,7 @@ func (p *pathState) afterSeed() {
 }
 
 // check says what is wrong with e at this point of the path ("" when
-// nothing), changing nothing. spliced is whether the previous event was a
-// non-empty next-turn splice.
+// nothing), changing nothing.
 func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool) string {
 	switch role {
 	case roleTurnStart:

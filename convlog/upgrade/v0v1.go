@@ -5,32 +5,15 @@ import (
 	"strings"
 )
 
-// v0v1 is the v0→v1 step. The event model is the same; the step applies the
-// bounded legacy normalizations of released v0:
-//
-//   - compact/* is renamed compaction/*, steering/message becomes
-//     user/message;
-//   - turn/start loses its trigger; retired turn/end reasons (disposed,
-//     aborted without a reason, error without an error object) take their
-//     current form;
-//   - request/header loses the duplicate header.messagePrefix;
-//   - legacy messages get their current wrappers and deterministic ids
-//     (legacy-message:<session>:<seq>), llm/retry chains a retryId
-//     (legacy-retry:<session>:<seq>) and compaction groups a compactionId
-//     (legacy-compaction:<session>:<seq>);
-//   - request/header-delta, mode/set and the request/header reason
-//     "fallback" are refused; the vocabulary is closed (an unknown type is
-//     refused even when ignorable).
-//
-// Seqs do not change (packed rows were expanded by the reader).
+// v0v1 is the v0→v1 step: the legacy normalizations of released v0
+// (docs/UPGRADE.md, "v0 → v1"). Seqs do not change.
 type v0v1 struct {
 	info         srcInfo
 	out          []*event
 	retryIDs     map[string]string
 	compactionID []byte // raw JSON string of the open compaction group
-	// messageIDs holds the ids of earlier messages: a legacy tool/result
-	// replacement takes the id of the message it replaces. One entry per
-	// message of a v0 log (documented in docs/UPGRADE.md).
+	// messageIDs holds the ids of earlier messages, for a legacy
+	// tool/result replacement: one entry per message.
 	messageIDs map[int64][]byte
 }
 

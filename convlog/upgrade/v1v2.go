@@ -1,17 +1,8 @@
 package upgrade
 
-// v1v2 is the v1→v2 step. The chunks of one model call (one turn and step,
-// ended by a finish chunk, the step's end, a retry or the turn's end) are
-// compacted into stream records and embedded as data.stream in the
-// assistant/message that claims them, the next message of the same turn and
-// step; an attempt no message claims becomes a log-only assistant/attempt at
-// its last chunk. The header gains isSeeded and a seeded log a
-// session/end-seed marker at its cut; a restart without turn/end is closed as
-// in v3→v4. Events are renumbered and references remapped; a reference to a
-// consumed chunk is refused.
-//
-// Memory: the unclaimed attempts' chunks and the events after the first one's
-// last chunk, bounded by one step of one turn.
+// v1v2 is the v1→v2 step (docs/UPGRADE.md, "v1 → v2"): a model call's
+// chunks become the stream of the answer that claims them, or of an
+// assistant/attempt. It holds at most one step of one turn back.
 type v1v2 struct {
 	info       srcInfo
 	inCount    int64

@@ -6,25 +6,9 @@ import (
 	"encoding/hex"
 )
 
-// v2v3 is the v2→v3 step:
-//
-//   - the preset id "code" becomes "ptc" (header and agent-preset/selected),
-//     tool/code-dispatch(-start) becomes tool/ptc-dispatch(-start), and the
-//     plugin attribution tools-code-mode becomes tools-ptc on user messages,
-//     inbox insertions and title requests;
-//   - system prompts move into messages: an empty system/message is appended
-//     right after the first step/start, and before each request/header whose
-//     header.system differs from the current prompt a system/message
-//     replacing the previous one is inserted (sourceEventSeqs cite the
-//     replaced head); every request/header loses header.system, and empty
-//     header.tools and header.adapterDefaults;
-//   - replacements are spelled {op:"replace",startSeq,endSeq};
-//   - events are renumbered densely and references remapped.
-//
-// Refused: unknown event types (even ignorable ones), unknown content kinds,
-// a delivery marker claiming v3, a source message id that could collide with
-// a generated one, a tool/result with data.error that is not an error, a
-// surface event before the first step and a prompt change outside a step.
+// v2v3 is the v2→v3 step (docs/UPGRADE.md, "v2 → v3"): code becomes ptc,
+// system prompts move into system/message events, replacements get their
+// v3 spelling, and events are renumbered.
 type v2v3 struct {
 	info            srcInfo
 	m               seqMap

@@ -6,12 +6,8 @@ import (
 	"unicode/utf16"
 )
 
-// v3v4 is the v3→v4 step (the released DSH rules, §4.2 of the reference):
-// the event-type gate, tool results lifted to tool-role messages, plugin
-// message sources turned into producer kinds, unknown content tags
-// namespaced, deferLoading refused, interrupted turns closed, the parent's
-// subagent catalog completed from its children, delivery markers and the
-// seeded-session cut checked.
+// v3v4 is the v3→v4 step (docs/UPGRADE.md, "v3 → v4"), the released DSH
+// rules.
 type v3v4 struct {
 	info     srcInfo
 	children []ChildFact
