@@ -1,18 +1,8 @@
-//go:build darwin
-
 package upgrade
 
-import (
-	"os"
-	"syscall"
-)
+import "syscall"
 
-func identityOf(fi os.FileInfo) fileIdentity {
-	id := fileIdentity{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		id.dev, id.ino = uint64(st.Dev), st.Ino
-		id.mtime = st.Mtimespec.Sec*1e9 + st.Mtimespec.Nsec
-		id.ctime = st.Ctimespec.Sec*1e9 + st.Ctimespec.Nsec
-	}
-	return id
+// statTimes are st's modification and change times in nanoseconds.
+func statTimes(st *syscall.Stat_t) (mtime, ctime int64) {
+	return st.Mtimespec.Nano(), st.Ctimespec.Nano()
 }

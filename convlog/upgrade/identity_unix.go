@@ -1,0 +1,17 @@
+//go:build linux || darwin
+
+package upgrade
+
+import (
+	"os"
+	"syscall"
+)
+
+func identityOf(fi os.FileInfo) fileIdentity {
+	id := fileIdentity{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id.dev, id.ino = uint64(st.Dev), st.Ino
+		id.mtime, id.ctime = statTimes(st)
+	}
+	return id
+}
