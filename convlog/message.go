@@ -109,16 +109,6 @@ func parseStoredMessage(raw []byte, keep bool) (StoredMessage, error) {
 	return m, nil
 }
 
-// emptyArray reports whether raw is a JSON array with no elements.
-func emptyArray(raw []byte) bool {
-	i := rawjson.SkipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '[' {
-		return false
-	}
-	i = rawjson.SkipSpace(raw, i+1)
-	return i < len(raw) && raw[i] == ']'
-}
-
 // NewStoredMessage builds a stored message with content blocks (raw JSON
 // array), in the runtime's key order role, content, source, id.
 func NewStoredMessage(id, role string, source Source, content json.RawMessage) (StoredMessage, error) {

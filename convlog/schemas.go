@@ -124,15 +124,6 @@ func checkTitleSource(obj []byte) *problem {
 	return nil
 }
 
-func emptyObject(raw []byte) bool {
-	i := rawjson.SkipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != '{' {
-		return false
-	}
-	i = rawjson.SkipSpace(raw, i+1)
-	return i < len(raw) && raw[i] == '}'
-}
-
 func sess(fields ...field) *eventSchema {
 	return &eventSchema{log: inSession, data: &shape{name: "data", fields: fields}}
 }
