@@ -163,22 +163,7 @@ func (e *FrameError) Error() string {
 // Frames yields the frames Next returns, in order. The end of the file ends
 // the loop; an error is yielded once, as (Frame{}, err), and ends it. A loop
 // left early leaves the scanner at the frame after the last one yielded.
-func (s *FrameScanner) Frames() iter.Seq2[Frame, error] {
-	return func(yield func(Frame, error) bool) {
-		for {
-			f, err := s.Next()
-			if err != nil {
-				if err != io.EOF {
-					yield(Frame{}, err)
-				}
-				return
-			}
-			if !yield(f, nil) {
-				return
-			}
-		}
-	}
-}
+func (s *FrameScanner) Frames() iter.Seq2[Frame, error] { return Iterate(s.Next) }
 
 // Next returns the next frame, io.EOF after the last one, or a *FrameError.
 // A frame the file ends inside is returned with Torn set, and the scan ends.

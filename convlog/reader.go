@@ -535,7 +535,7 @@ func (r *Reader) Next() (*Event, error) {
 		line, start, err := r.nextLine()
 		if err != nil {
 			var fe *FormatError
-			if errors.As(err, &fe) && r.opts.OnProblem != nil && fe.Pos.Line > 0 && r.lineProblemRecoverable(fe) {
+			if errors.As(err, &fe) && r.opts.OnProblem != nil && fe.Pos.Line > 0 && fe.tooLong {
 				r.opts.OnProblem(fe)
 				r.resync = true
 				continue
@@ -596,24 +596,27 @@ func (r *Reader) Next() (*Event, error) {
 // returns (Event.Clone keeps one); an error other than the end is yielded
 // once, as (nil, err). A loop left early leaves the reader where Next
 // would, and Close is still the caller's.
-func (r *Reader) Events() iter.Seq2[*Event, error] {
-	return func(yield func(*Event, error) bool) {
+func (r *Reader) Events() iter.Seq2[*Event, error] { return Iterate(r.Next) }
+
+// Iterate yields what next returns until io.EOF; another error is yielded
+// once, with T's zero value, and ends the loop.
+func Iterate[T any](next func() (T, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
 		for {
-			e, err := r.Next()
+			v, err := next()
 			if err != nil {
 				if err != io.EOF {
-					yield(nil, err)
+					var zero T
+					yield(zero, err)
 				}
 				return
 			}
-			if !yield(e, nil) {
+			if !yield(v, nil) {
 				return
 			}
 		}
 	}
 }
-
-func (r *Reader) lineProblemRecoverable(fe *FormatError) bool { return fe.tooLong }
 
 // nextLine returns the next complete line and its plain offset, io.EOF at
 // the end of the committed lines.

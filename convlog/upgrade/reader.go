@@ -295,22 +295,7 @@ func (r *Reader) Next() (*convlog.Event, error) {
 
 // Events yields the version 4 events Next returns, as convlog.Reader.Events
 // does.
-func (r *Reader) Events() iter.Seq2[*convlog.Event, error] {
-	return func(yield func(*convlog.Event, error) bool) {
-		for {
-			e, err := r.Next()
-			if err != nil {
-				if err != io.EOF {
-					yield(nil, err)
-				}
-				return
-			}
-			if !yield(e, nil) {
-				return
-			}
-		}
-	}
-}
+func (r *Reader) Events() iter.Seq2[*convlog.Event, error] { return convlog.Iterate(r.Next) }
 
 // RuleProblem places err, a version 4 rule the event Next returned last
 // breaks: at its line and byte for a version 4 source, else as an *Error at
