@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/internal/rawjson"
 )
 
 // ChildFact is what a parent's v3→v4 step needs to know about one of its
@@ -56,14 +57,14 @@ func parseCatalogFact(data []byte, subject string) (*catalogEntry, error) {
 	version := string(o.get("version"))
 	c := &catalogEntry{raw: data}
 	var ok bool
-	if c.childID, ok = str(o.get("childId")); !ok {
+	if c.childID, ok = rawjson.String(o.get("childId")); !ok {
 		return nil, bad
 	}
-	if c.mode, ok = str(o.get("mode")); !ok {
+	if c.mode, ok = rawjson.String(o.get("mode")); !ok {
 		return nil, bad
 	}
 	if l := o.get("label"); l != nil {
-		if c.label, ok = str(l); !ok {
+		if c.label, ok = rawjson.String(l); !ok {
 			return nil, bad
 		}
 		c.hasLabel = true
@@ -88,27 +89,27 @@ func (c *ChildFact) catalogFact() (*catalogEntry, error) {
 	if c.DescriptorCount != 1 || !isObj(d) {
 		return nil, nil
 	}
-	v := string(memberOf(d, "version"))
+	v := string(rawjson.Get(d, "version"))
 	if v != "1" && v != "2" && v != "3" {
 		return nil, nil
 	}
-	if !isStr(memberOf(d, "provider")) {
+	if !isStr(rawjson.Get(d, "provider")) {
 		return nil, refusal("%s has an invalid subagent descriptor provider", c.subject())
 	}
 	mode := []byte(`"continuable"`)
 	if v != "1" {
-		mode = memberOf(d, "mode")
-		if !strIs(mode, "continuable") && !strIs(mode, "one-shot") {
+		mode = rawjson.Get(d, "mode")
+		if !rawjson.StringIs(mode, "continuable") && !rawjson.StringIs(mode, "one-shot") {
 			return nil, refusal("%s has an invalid subagent descriptor mode", c.subject())
 		}
 	}
 	data := []byte(`{"version":0,"childId":`)
-	data = appendString(data, c.ChildID)
+	data = rawjson.AppendString(data, c.ChildID)
 	data = append(data, `,"childCreatedAt":`...)
-	data = appendInt(data, c.ChildCreatedAt)
+	data = rawjson.AppendInt(data, c.ChildCreatedAt)
 	data = append(data, `,"mode":`...)
 	data = append(data, mode...)
-	if l := memberOf(d, "label"); l != nil {
+	if l := rawjson.Get(d, "label"); l != nil {
 		data = append(data, `,"label":`...)
 		data = append(data, l...)
 	}
@@ -264,7 +265,7 @@ func childFact(c childInfo) ChildFact {
 		}
 		switch ev.Type {
 		case "session/end-seed":
-			if string(memberOf(ev.Data, "inherited")) == "true" {
+			if string(rawjson.Get(ev.Data, "inherited")) == "true" {
 				// Only descriptors after the final inherited cut are the
 				// child's own.
 				n, first = 0, nil

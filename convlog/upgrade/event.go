@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/internal/rawjson"
 )
 
 // event is one event inside the chain. Each stage receives events in its
@@ -182,10 +183,10 @@ func remapRefs(e *event, m *seqMap, missing func(ref int64) error) error {
 		if err != nil {
 			return nil, err
 		}
-		return appendInt(nil, t), nil
+		return rawjson.AppendInt(nil, t), nil
 	}
 	rawList := func(raw []byte) ([]byte, error) {
-		elems, err := arrayElems(raw)
+		elems, err := rawjson.Elements(raw, nil)
 		if err != nil {
 			return nil, corrupt("%s at seq %d has seq references that are not an array", e.typ, e.seq)
 		}
@@ -238,7 +239,7 @@ func remapRefs(e *event, m *seqMap, missing func(ref int64) error) error {
 		}
 	case "image/offload":
 		if v := d.get("targets"); v != nil {
-			elems, err := arrayElems(v)
+			elems, err := rawjson.Elements(v, nil)
 			if err != nil {
 				return corrupt("image/offload at seq %d: targets must be an array", e.seq)
 			}

@@ -14,13 +14,6 @@ func eachMember(b []byte, fn func(key, rawKey, val []byte) bool) error {
 	return rawjson.EachMember(b, func(m rawjson.Member) bool { return fn(m.Key, m.RawKey, m.Value) })
 }
 
-// eachElement calls fn with each element of the array b; fn returns false to
-// stop early.
-func eachElement(b []byte, fn func(i int, val []byte) bool) error { return rawjson.EachElement(b, fn) }
-
-// arrayElems returns the raw elements of an array.
-func arrayElems(b []byte) ([][]byte, error) { return rawjson.Elements(b, nil) }
-
 // member is one member of an ordered object; RawKey is nil for a member
 // added here.
 type member = rawjson.Member
@@ -132,7 +125,7 @@ func appendKey(dst []byte, m member) []byte {
 	if m.RawKey != nil {
 		dst = append(dst, m.RawKey...)
 	} else {
-		dst = appendString(dst, string(m.Key))
+		dst = rawjson.AppendString(dst, string(m.Key))
 	}
 	return append(dst, ':')
 }
@@ -157,12 +150,6 @@ func encodeArray(dst []byte, elems [][]byte) []byte {
 	return append(dst, ']')
 }
 
-// str decodes a raw JSON string value.
-func str(raw []byte) (string, bool) { return rawjson.String(raw) }
-
-// strIs reports whether raw is the JSON string s.
-func strIs(raw []byte, s string) bool { return rawjson.StringIs(raw, s) }
-
 // isStr reports whether raw is a JSON string.
 func isStr(raw []byte) bool { return len(raw) >= 2 && raw[0] == '"' }
 
@@ -170,21 +157,13 @@ func isStr(raw []byte) bool { return len(raw) >= 2 && raw[0] == '"' }
 func isObj(raw []byte) bool { return len(raw) > 0 && raw[0] == '{' }
 func isArr(raw []byte) bool { return len(raw) > 0 && raw[0] == '[' }
 
-// intVal parses a raw JSON integer of the format (a safe integer).
-func intVal(raw []byte) (int64, bool) { return rawjson.Int(raw) }
-
 // count parses a non-negative safe integer.
 func count(raw []byte) (int64, bool) {
-	v, ok := intVal(raw)
+	v, ok := rawjson.Int(raw)
 	return v, ok && v >= 0
 }
 
-func appendInt(dst []byte, v int64) []byte { return rawjson.AppendInt(dst, v) }
-
-// appendString writes s as a JSON string the way the runtime does.
-func appendString(dst []byte, s string) []byte { return rawjson.AppendString(dst, s) }
-
-func jsonString(s string) []byte { return appendString(nil, s) }
+func jsonString(s string) []byte { return rawjson.AppendString(nil, s) }
 
 // emptyArr reports whether raw is [].
 func emptyArr(raw []byte) bool { return emptyOf(raw, '[', ']') }
@@ -200,11 +179,3 @@ func emptyOf(raw []byte, open, close byte) bool {
 	i = rawjson.SkipSpace(raw, i+1)
 	return i < len(raw) && raw[i] == close
 }
-
-// memberOf returns the raw value of key in object b (nil when absent or b is
-// not an object) without building the object.
-func memberOf(b []byte, key string) []byte { return rawjson.Get(b, key) }
-
-// memberFrom returns b from the value of key on, without finding the end
-// of that value (see rawjson.GetFrom).
-func memberFrom(b []byte, key string) []byte { return rawjson.GetFrom(b, key) }

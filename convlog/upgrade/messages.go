@@ -3,6 +3,8 @@ package upgrade
 import (
 	"slices"
 	"strings"
+
+	"github.com/convkit/convkit/internal/rawjson"
 )
 
 // mapMessages calls fn with every message a first-party event carries
@@ -63,7 +65,7 @@ func mapList(e *event, d *object, fn func(msg []byte) ([]byte, error)) (bool, er
 	if e.typ == "session/title-llm-request" {
 		key = "messages"
 	}
-	elems, err := arrayElems(d.get(key))
+	elems, err := rawjson.Elements(d.get(key), nil)
 	if err != nil {
 		return false, corrupt("%s at seq %d requires a message array", e.typ, e.seq)
 	}
@@ -98,7 +100,7 @@ func checkContentKinds(content []byte, label string) error {
 // what names arr when it is no array.
 func checkElements(arr []byte, what string, check func(i int, el []byte) error) error {
 	var err error
-	perr := eachElement(arr, func(i int, el []byte) bool {
+	perr := rawjson.EachElement(arr, func(i int, el []byte) bool {
 		err = check(i, el)
 		return err == nil
 	})
@@ -115,12 +117,12 @@ func checkBlockKind(block []byte, label string) error {
 	if !isObj(block) {
 		return corrupt("%s must be an object", label)
 	}
-	typ := memberOf(block, "type")
+	typ := rawjson.Get(block, "type")
 	if err := checkKind(typ, label); err != nil {
 		return err
 	}
-	if strIs(typ, "tool-result") {
-		c := memberOf(block, "content")
+	if rawjson.StringIs(typ, "tool-result") {
+		c := rawjson.Get(block, "content")
 		if !isArr(c) {
 			return corrupt(`%s.content: invalid message content kind "tool-result": content must be an array`, label)
 		}
@@ -130,7 +132,7 @@ func checkBlockKind(block []byte, label string) error {
 }
 
 func checkKind(typ []byte, label string) error {
-	k, ok := str(typ)
+	k, ok := rawjson.String(typ)
 	if !ok || !contentKinds[k] {
 		shown := string(typ)
 		if typ == nil {
@@ -149,18 +151,18 @@ func checkStreamKinds(stream []byte, label string) error {
 		if !isObj(entry) {
 			return corrupt("%s must be an object", path)
 		}
-		if !strIs(memberOf(entry, "type"), "chunk") {
+		if !rawjson.StringIs(rawjson.Get(entry, "type"), "chunk") {
 			return nil
 		}
-		chunk := memberOf(entry, "chunk")
+		chunk := rawjson.Get(entry, "chunk")
 		if !isObj(chunk) {
 			return corrupt("%s.chunk must be an object", path)
 		}
-		switch t := memberOf(chunk, "type"); {
-		case strIs(t, "block-end"):
-			return checkBlockKind(memberOf(chunk, "block"), path+".chunk.block")
-		case strIs(t, "block-start"):
-			return checkKind(memberOf(chunk, "blockType"), path+".chunk.blockType")
+		switch t := rawjson.Get(chunk, "type"); {
+		case rawjson.StringIs(t, "block-end"):
+			return checkBlockKind(rawjson.Get(chunk, "block"), path+".chunk.block")
+		case rawjson.StringIs(t, "block-start"):
+			return checkKind(rawjson.Get(chunk, "blockType"), path+".chunk.blockType")
 		}
 		return nil
 	})
@@ -172,8 +174,8 @@ func migrateContent(content []byte, subject string) ([]byte, error) {
 	// First pass without allocating: almost every block is of a known kind.
 	need := false
 	var bad error
-	perr := eachElement(content, func(i int, block []byte) bool {
-		t, ok := str(memberOf(block, "type"))
+	perr := rawjson.EachElement(content, func(i int, block []byte) bool {
+		t, ok := rawjson.String(rawjson.Get(block, "type"))
 		if !isObj(block) || !ok {
 			bad = corrupt("%s[%d] requires content blocks with string type tags", subject, i)
 			return false
@@ -193,7 +195,7 @@ func migrateContent(content []byte, subject string) ([]byte, error) {
 	if !need {
 		return nil, nil
 	}
-	elems, err := arrayElems(content)
+	elems, err := rawjson.Elements(content, nil)
 	if err != nil {
 		return nil, corrupt("%s content must be an array", subject)
 	}
@@ -213,8 +215,8 @@ func migrateBlock(block []byte, subject string) ([]byte, error) {
 	if !isObj(block) {
 		return nil, corrupt("%s requires content blocks with string type tags", subject)
 	}
-	typ := memberOf(block, "type")
-	t, ok := str(typ)
+	typ := rawjson.Get(block, "type")
+	t, ok := rawjson.String(typ)
 	if !ok {
 		return nil, corrupt("%s requires content blocks with string type tags", subject)
 	}
@@ -284,7 +286,7 @@ func rewriteSource(src []byte, role string, seq int64) ([]byte, error) {
 	if !isObj(src) {
 		return nil, nil
 	}
-	k, ok := str(memberOf(src, "kind"))
+	k, ok := rawjson.String(rawjson.Get(src, "kind"))
 	if !ok || k == "" {
 		return nil, corrupt("message source at seq %d requires a nonempty kind", seq)
 	}
@@ -295,7 +297,7 @@ func rewriteSource(src []byte, role string, seq int64) ([]byte, error) {
 	if err != nil {
 		return nil, corrupt("message source at seq %d is not an object", seq)
 	}
-	plugin, ok := str(o.get("plugin"))
+	plugin, ok := rawjson.String(o.get("plugin"))
 	if !ok {
 		return nil, corrupt("plugin source at seq %d is not canonical: plugin requires a string", seq)
 	}
@@ -325,24 +327,24 @@ func liftToolResult(dst, msg []byte, seq int64) ([]byte, error) {
 // it also returns the lifted message's content (the wrapper's, as the
 // lifted message holds it).
 func liftObject(dst []byte, o *object, size int, seq int64) (out, content []byte, err error) {
-	if !strIs(o.get("role"), "user") {
+	if !rawjson.StringIs(o.get("role"), "user") {
 		return nil, nil, nil
 	}
 	fail := func() error {
 		return corrupt("format v3 tool/result at seq %d requires exactly one tool-result wrapper matching its tool source", seq)
 	}
-	id, okID := str(o.get("id"))
+	id, okID := rawjson.String(o.get("id"))
 	source := o.get("source")
-	callID, okCall := str(memberOf(source, "callId"))
-	if !okID || id == "" || !isObj(source) || !strIs(memberOf(source, "kind"), "tool") || !okCall || callID == "" {
+	callID, okCall := rawjson.String(rawjson.Get(source, "callId"))
+	if !okID || id == "" || !isObj(source) || !rawjson.StringIs(rawjson.Get(source, "kind"), "tool") || !okCall || callID == "" {
 		return nil, nil, fail()
 	}
-	blocks, err := arrayElems(o.get("content"))
+	blocks, err := rawjson.Elements(o.get("content"), nil)
 	if err != nil || len(blocks) != 1 || !isObj(blocks[0]) {
 		return nil, nil, fail()
 	}
 	w, err := parseObject(blocks[0])
-	if err != nil || !strIs(w.get("type"), "tool-result") || !strIs(w.get("toolCallId"), callID) {
+	if err != nil || !rawjson.StringIs(w.get("type"), "tool-result") || !rawjson.StringIs(w.get("toolCallId"), callID) {
 		return nil, nil, fail()
 	}
 	isErr := w.get("isError")
@@ -354,8 +356,8 @@ func liftObject(dst []byte, o *object, size int, seq int64) (out, content []byte
 		return nil, nil, corrupt("format v3 tool/result at seq %d tool-result content must be an array", seq)
 	}
 	nested := false
-	eachElement(content, func(_ int, b []byte) bool {
-		if isObj(b) && strIs(memberOf(b, "type"), "tool-result") {
+	rawjson.EachElement(content, func(_ int, b []byte) bool {
+		if isObj(b) && rawjson.StringIs(rawjson.Get(b, "type"), "tool-result") {
 			nested = true
 			return false
 		}
@@ -368,7 +370,7 @@ func liftObject(dst []byte, o *object, size int, seq int64) (out, content []byte
 	out = append(out, `{"role":"tool","source":`...)
 	out = append(out, source...)
 	out = append(out, `,"toolCallId":`...)
-	out = appendString(out, callID)
+	out = rawjson.AppendString(out, callID)
 	out = append(out, `,"content":`...)
 	out = append(out, content...)
 	if isErr != nil {
@@ -390,7 +392,7 @@ func appendOthers(out []byte, o *object, prefix string, known ...string) []byte 
 			continue
 		}
 		out = append(out, ',')
-		out = appendString(out, prefix+string(m.Key))
+		out = rawjson.AppendString(out, prefix+string(m.Key))
 		out = append(out, ':')
 		out = append(out, m.Value...)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/rawjson"
 	"github.com/convkit/convkit/internal/termtext"
 )
 
@@ -1202,14 +1203,14 @@ func messageID(ev *convlog.Event, checked bool) (typ string, id []byte, ok bool)
 			id, ok = ev.CheckedMember(false, "id")
 		}
 		if !ok {
-			id = memberOf(ev.Data, "id")
+			id = rawjson.Get(ev.Data, "id")
 		}
 	case convlog.TypeSystemMessage, convlog.TypeDeveloperMessage, convlog.TypeAssistantMessage, convlog.TypeToolResult:
 		if checked {
 			id, ok = ev.CheckedMember(true, "id")
 		}
 		if !ok {
-			id = memberOf(memberFrom(ev.Data, "message"), "id")
+			id = rawjson.Get(rawjson.GetFrom(ev.Data, "message"), "id")
 		}
 	default:
 		return "", nil, false

@@ -8,6 +8,7 @@ import (
 	"iter"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/internal/rawjson"
 	"github.com/convkit/convkit/internal/termtext"
 )
 
@@ -468,14 +469,14 @@ func (r *Reader) decode(ce *convlog.Event) ([]*event, error) {
 // parseOldSurfaceOp reads "append" or a replacement, spelled {op,start,end}
 // (v0-v2) or {op,startSeq,endSeq}.
 func parseOldSurfaceOp(raw []byte, e *event) (*surfaceOp, error) {
-	if strIs(raw, "append") {
+	if rawjson.StringIs(raw, "append") {
 		return &surfaceOp{}, nil
 	}
 	bad := func() error {
 		return corrupt(`%s at seq %d: surfaceOp must be "append" or {"op":"replace","start":N,"end":M}`, e.typ, e.seq)
 	}
 	o, err := parseObject(raw)
-	if err != nil || len(o.m) != 3 || !strIs(o.get("op"), "replace") {
+	if err != nil || len(o.m) != 3 || !rawjson.StringIs(o.get("op"), "replace") {
 		return nil, bad()
 	}
 	s, e2 := o.get("start"), o.get("end")
@@ -498,9 +499,9 @@ func parseOldSurfaceOp(raw []byte, e *event) (*surfaceOp, error) {
 func parseSeqList(raw []byte, e *event) ([]int64, error) {
 	out := []int64{}
 	var bad error
-	err := eachElement(raw, func(_ int, v []byte) bool {
+	err := rawjson.EachElement(raw, func(_ int, v []byte) bool {
 		if isArr(v) {
-			pair, err := arrayElems(v)
+			pair, err := rawjson.Elements(v, nil)
 			if err != nil || len(pair) != 2 {
 				bad = corrupt("%s at seq %d: sourceEventSeqs has a malformed range", e.typ, e.seq)
 				return false
@@ -601,11 +602,11 @@ func expandPacked(ce *convlog.Event) ([]*event, error) {
 	if turn == nil || step == nil || index == nil || dt == nil || texts == nil || kind == kindToolCall && id == nil {
 		return nil, bad("data lacks a required member")
 	}
-	gaps, err := arrayElems(dt)
+	gaps, err := rawjson.Elements(dt, nil)
 	if err != nil {
 		return nil, bad("dt must be an array")
 	}
-	members, err := arrayElems(texts)
+	members, err := rawjson.Elements(texts, nil)
 	if err != nil {
 		return nil, bad("members must be an array")
 	}
@@ -619,7 +620,7 @@ func expandPacked(ce *convlog.Event) ([]*event, error) {
 			return nil, bad("member %d is not a string", k)
 		}
 		if k > 0 {
-			g, ok := intVal(gaps[k-1])
+			g, ok := rawjson.Int(gaps[k-1])
 			if !ok {
 				return nil, bad("dt[%d] is not an integer", k-1)
 			}

@@ -2,6 +2,8 @@ package upgrade
 
 import (
 	"bytes"
+
+	"github.com/convkit/convkit/internal/rawjson"
 )
 
 // chunkDelta is one assistant text, reasoning or tool-call delta of a v0/v1
@@ -87,11 +89,11 @@ func parseDelta(chunk []byte) (*chunkDelta, bool) {
 		return nil, false
 	}
 	switch {
-	case strIs(typ, "text-delta") && n == 3 && isStr(text):
+	case rawjson.StringIs(typ, "text-delta") && n == 3 && isStr(text):
 		d.kind, d.text = kindText, text
-	case strIs(typ, "reasoning-delta") && n == 3 && isStr(text):
+	case rawjson.StringIs(typ, "reasoning-delta") && n == 3 && isStr(text):
 		d.kind, d.text = kindReasoning, text
-	case strIs(typ, "tool-call-delta") && text == nil && isStr(args) && d.id != nil &&
+	case rawjson.StringIs(typ, "tool-call-delta") && text == nil && isStr(args) && d.id != nil &&
 		(n == 4 && d.name == nil || n == 5 && d.name != nil):
 		d.kind, d.text = kindToolCall, args
 	default:
@@ -136,7 +138,7 @@ func (b *streamBuilder) closeRun() {
 	default:
 		b.buf = append(b.buf, `{"type":"tool-call-chunks","time0":`...)
 	}
-	b.buf = appendInt(b.buf, b.time0)
+	b.buf = rawjson.AppendInt(b.buf, b.time0)
 	b.buf = append(b.buf, `,"index":`...)
 	b.buf = append(b.buf, b.index...)
 	b.buf = append(b.buf, `,"dt":[`...)
@@ -164,7 +166,7 @@ func (b *streamBuilder) addDelta(t int64, d *chunkDelta) {
 		if len(b.dt) > 0 {
 			b.dt = append(b.dt, ',')
 		}
-		b.dt = appendInt(b.dt, t-b.last)
+		b.dt = rawjson.AppendInt(b.dt, t-b.last)
 		b.texts = append(b.texts, ',')
 		b.texts = append(b.texts, d.text...)
 		b.last = t
@@ -182,7 +184,7 @@ func (b *streamBuilder) addRaw(t int64, chunk []byte) {
 	b.closeRun()
 	b.sep()
 	b.buf = append(b.buf, `{"type":"chunk","time":`...)
-	b.buf = appendInt(b.buf, t)
+	b.buf = rawjson.AppendInt(b.buf, t)
 	b.buf = append(b.buf, `,"chunk":`...)
 	b.buf = append(b.buf, chunk...)
 	b.buf = append(b.buf, '}')

@@ -3,6 +3,8 @@ package upgrade
 import (
 	"bytes"
 	"strings"
+
+	"github.com/convkit/convkit/internal/rawjson"
 )
 
 // v0v1 is the v0→v1 step: the legacy normalizations of released v0
@@ -27,7 +29,7 @@ func (s *v0v1) legacyID(prefix string, seq int64) []byte {
 	return jsonString(prefix + ":" + s.info.id + ":" + itoa(seq))
 }
 
-func itoa(v int64) string { return string(appendInt(nil, v)) }
+func itoa(v int64) string { return string(rawjson.AppendInt(nil, v)) }
 
 func (s *v0v1) malformed(typ string, seq int64) error {
 	return corrupt("session %s contains malformed pre-react-loop %s at seq %d", jsonString(s.info.id), typ, seq)
@@ -98,7 +100,7 @@ func (s *v0v1) requestHeader(e *event) error {
 	if err != nil {
 		return err
 	}
-	if strIs(d.get("reason"), "fallback") {
+	if rawjson.StringIs(d.get("reason"), "fallback") {
 		return refusal(`session %s contains unsupported request/header reason "fallback" at seq %d`, jsonString(s.info.id), e.seq)
 	}
 	h, err := parseObject(d.get("header"))
@@ -130,11 +132,11 @@ func (s *v0v1) turnStart(e *event) error {
 		return s.malformed("turn/start", e.seq)
 	}
 	turn, ok := count(d.get("turn"))
-	kind, okKind := str(memberOf(d.get("trigger"), "kind"))
+	kind, okKind := rawjson.String(rawjson.Get(d.get("trigger"), "kind"))
 	if !ok || turn < 1 || !okKind || kind == "" {
 		return s.malformed("turn/start", e.seq)
 	}
-	e.data = appendInt([]byte(`{"turn":`), turn)
+	e.data = rawjson.AppendInt([]byte(`{"turn":`), turn)
 	e.data = append(e.data, '}')
 	return nil
 }
@@ -152,7 +154,7 @@ func (s *v0v1) turnEnd(e *event) error {
 	if err != nil {
 		return s.malformed("turn/end", e.seq)
 	}
-	kind, ok := str(r.get("kind"))
+	kind, ok := rawjson.String(r.get("kind"))
 	if !ok {
 		return s.malformed("turn/end", e.seq)
 	}
@@ -236,7 +238,7 @@ func (s *v0v1) retry(e *event) error {
 		chain = append(chain, 0)
 	}
 	id := d.get("retryId")
-	if v, ok := str(id); ok && v != "" {
+	if v, ok := rawjson.String(id); ok && v != "" {
 		s.retryIDs[string(chain)] = string(id)
 		return nil
 	}
@@ -264,7 +266,7 @@ func (s *v0v1) compaction(e *event) error {
 			return err
 		}
 		id := d.get("compactionId")
-		if v, ok := str(id); ok && v != "" {
+		if v, ok := rawjson.String(id); ok && v != "" {
 			s.compactionID = id
 			return nil
 		}
@@ -288,7 +290,7 @@ func (s *v0v1) compaction(e *event) error {
 	}
 	if e.typ == "user/message" {
 		src, err := parseObject(d.get("source"))
-		if err != nil || !strIs(src.get("kind"), "plugin") || !strIs(src.get("plugin"), "compact") || src.has("compactionId") {
+		if err != nil || !rawjson.StringIs(src.get("kind"), "plugin") || !rawjson.StringIs(src.get("plugin"), "compact") || src.has("compactionId") {
 			return nil
 		}
 		src.set("compactionId", s.compactionID)
@@ -405,7 +407,7 @@ func (s *v0v1) delivery(e *event) error {
 		}
 	}
 	inherited := s.info.parent && s.info.seedLength >= 0 && e.seq < s.info.seedLength
-	if version == 0 && !inherited && !strIs(d.get("sessionId"), s.info.id) {
+	if version == 0 && !inherited && !rawjson.StringIs(d.get("sessionId"), s.info.id) {
 		return corrupt("current-generation delivery marker names the wrong Session")
 	}
 	return nil

@@ -1,5 +1,7 @@
 package upgrade
 
+import "github.com/convkit/convkit/internal/rawjson"
+
 // v1v2 is the v1→v2 step (docs/UPGRADE.md, "v1 → v2"): a model call's
 // chunks become the stream of the answer that claims them, or of an
 // assistant/attempt. It holds at most one step of one turn back.
@@ -102,14 +104,14 @@ func (s *v1v2) transform(e *event) ([]*event, error) {
 		err = s.message(e)
 	case "step/end", "llm/retry", "llm/retry-started":
 		d := e.payload()
-		turn, ok1 := count(memberOf(d, "turn"))
-		step, ok2 := count(memberOf(d, "step"))
+		turn, ok1 := count(rawjson.Get(d, "turn"))
+		step, ok2 := count(rawjson.Get(d, "step"))
 		if g := s.groups[gkey{turn, step}]; ok1 && ok2 && g != nil {
 			s.resolve(g, false)
 		}
 		s.enqueue(e, e.seq)
 	case "turn/end":
-		if turn, ok := count(memberOf(e.payload(), "turn")); ok {
+		if turn, ok := count(rawjson.Get(e.payload(), "turn")); ok {
 			s.resolveTurn(turn)
 		}
 		s.enqueue(e, e.seq)
@@ -173,7 +175,7 @@ func (s *v1v2) chunk(e *event) error {
 		g.sb.addDelta(e.time, d)
 	} else {
 		g.sb.addRaw(e.time, raw)
-		if strIs(memberOf(raw, "type"), "finish") {
+		if rawjson.StringIs(rawjson.Get(raw, "type"), "finish") {
 			g.terminal = true
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+
+	"github.com/convkit/convkit/internal/rawjson"
 )
 
 // v2v3 is the v2→v3 step (docs/UPGRADE.md, "v2 → v3"): code becomes ptc,
@@ -64,7 +66,7 @@ func (s *v2v3) transform(e *event) ([]*event, error) {
 	}
 	switch e.typ {
 	case "session/end-seed":
-		if string(memberOf(e.payload(), "inherited")) == "true" {
+		if string(rawjson.Get(e.payload(), "inherited")) == "true" {
 			if !s.info.seeded {
 				return nil, corrupt("format v2 unseeded Session contains an inherited end-seed marker")
 			}
@@ -72,11 +74,11 @@ func (s *v2v3) transform(e *event) ([]*event, error) {
 		}
 	case "session-log-deepseek/delivery-accepted":
 		d := e.payload()
-		v := memberOf(d, "sessionFormatVersion")
+		v := rawjson.Get(d, "sessionFormatVersion")
 		if string(v) == "3" {
 			return nil, corrupt("format v2 delivery marker claims target format v3")
 		}
-		if string(v) == "2" && !strIs(memberOf(d, "sessionId"), s.info.id) {
+		if string(v) == "2" && !rawjson.StringIs(rawjson.Get(d, "sessionId"), s.info.id) {
 			s.foreignDelivery = e.seq
 		}
 	}
@@ -95,7 +97,7 @@ func (s *v2v3) transform(e *event) ([]*event, error) {
 	switch e.typ {
 	case "step/start":
 		d := e.payload()
-		s.stepTurn, s.stepStep = clone(memberOf(d, "turn")), clone(memberOf(d, "step"))
+		s.stepTurn, s.stepStep = clone(rawjson.Get(d, "turn")), clone(rawjson.Get(d, "step"))
 		if s.stepTurn == nil || s.stepStep == nil {
 			return nil, corrupt("format v2 step/start at seq %d lacks turn or step", srcSeq)
 		}
@@ -123,10 +125,10 @@ func clone(b []byte) []byte {
 func (s *v2v3) admit(e *event) error {
 	label := "format v2 " + e.typ + " at seq " + itoa(e.seq) + " data"
 	err := mapMessages(e, func(msg []byte) ([]byte, error) {
-		if id, ok := str(memberOf(msg, "id")); ok && hasGeneratedIDPrefix(id) {
+		if id, ok := rawjson.String(rawjson.Get(msg, "id")); ok && hasGeneratedIDPrefix(id) {
 			return nil, refusal("source message id %s collides with a generated system message id", jsonString(id))
 		}
-		return nil, checkContentKinds(memberOf(msg, "content"), label+".content")
+		return nil, checkContentKinds(rawjson.Get(msg, "content"), label+".content")
 	})
 	if err != nil {
 		return err
@@ -134,28 +136,28 @@ func (s *v2v3) admit(e *event) error {
 	d := e.payload()
 	switch e.typ {
 	case "tool/code-dispatch":
-		return checkContentKinds(memberOf(d, "content"), label+".content")
+		return checkContentKinds(rawjson.Get(d, "content"), label+".content")
 	case "team/message/queued":
-		return checkContentKinds(memberOf(memberOf(d, "message"), "content"), label+".message.content")
+		return checkContentKinds(rawjson.Get(rawjson.Get(d, "message"), "content"), label+".message.content")
 	case "compaction/summary":
-		if err := checkContentKinds(memberOf(d, "summary"), label+".summary"); err != nil {
+		if err := checkContentKinds(rawjson.Get(d, "summary"), label+".summary"); err != nil {
 			return err
 		}
-		if r := memberOf(d, "rawOutput"); r != nil {
+		if r := rawjson.Get(d, "rawOutput"); r != nil {
 			return checkContentKinds(r, label+".rawOutput")
 		}
 	case "assistant/message", "assistant/attempt":
-		st := memberOf(d, "stream")
+		st := rawjson.Get(d, "stream")
 		if !isArr(st) {
 			return corrupt("%s.stream: content must be an array", label)
 		}
 		return checkStreamKinds(st, label+".stream")
 	case "tool/result":
-		if memberOf(d, "error") == nil {
+		if rawjson.Get(d, "error") == nil {
 			return nil
 		}
-		c, _ := arrayElems(memberOf(memberOf(d, "message"), "content"))
-		if len(c) != 1 || !strIs(memberOf(c[0], "type"), "tool-result") || string(memberOf(c[0], "isError")) != "true" {
+		c, _ := rawjson.Elements(rawjson.Get(rawjson.Get(d, "message"), "content"), nil)
+		if len(c) != 1 || !rawjson.StringIs(rawjson.Get(c[0], "type"), "tool-result") || string(rawjson.Get(c[0], "isError")) != "true" {
 			return corrupt("format v3 tool/result at seq %d carries error metadata for a non-error tool result", e.seq)
 		}
 	}
@@ -173,7 +175,7 @@ func (s *v2v3) requestHeader(e *event) (string, error) {
 	if err != nil {
 		return "", corrupt("format v2 request/header at seq %d: header must be an object", e.seq)
 	}
-	prompt, _ := str(h.get("system"))
+	prompt, _ := rawjson.String(h.get("system"))
 	changed := h.remove("system")
 	if t := h.get("tools"); t != nil && emptyArr(t) {
 		changed = h.remove("tools") || changed
@@ -195,11 +197,11 @@ func (s *v2v3) emitSystem(prompt string, anchor *event) error {
 		return refusal("format v2 changed request prompt outside an open step cannot retain source chronology")
 	}
 	ident := []byte(`["session-format-v2-to-v3",`)
-	ident = appendString(ident, s.info.id)
+	ident = rawjson.AppendString(ident, s.info.id)
 	ident = append(ident, ',')
-	ident = appendInt(ident, anchor.seq)
+	ident = rawjson.AppendInt(ident, anchor.seq)
 	ident = append(ident, ',')
-	ident = appendString(ident, anchor.typ)
+	ident = rawjson.AppendString(ident, anchor.typ)
 	ident = append(ident, ']')
 	sum := sha256.Sum256(ident)
 	id := systemIDPrefix + hex.EncodeToString(sum[:])
@@ -208,13 +210,13 @@ func (s *v2v3) emitSystem(prompt string, anchor *event) error {
 	d = append(d, `,"step":`...)
 	d = append(d, s.stepStep...)
 	d = append(d, `,"message":{"id":`...)
-	d = appendString(d, id)
+	d = rawjson.AppendString(d, id)
 	d = append(d, `,"role":"system","source":{"kind":"plugin","plugin":"@deepseek-ai/dsh-system-prompt"},"content":`...)
 	if prompt == "" {
 		d = append(d, "[]"...)
 	} else {
 		d = append(d, `[{"type":"text","text":`...)
-		d = appendString(d, prompt)
+		d = rawjson.AppendString(d, prompt)
 		d = append(d, "}]"...)
 	}
 	d = append(d, "}}"...)
@@ -239,7 +241,7 @@ func renamePTC(e *event) error {
 		e.typ = "tool/ptc-dispatch"
 	case "agent-preset/selected":
 		d, err := parseObject(e.payload())
-		if err == nil && strIs(d.get("agentPreset"), "code") {
+		if err == nil && rawjson.StringIs(d.get("agentPreset"), "code") {
 			d.set("agentPreset", []byte(`"ptc"`))
 			e.data = d.bytes()
 		}
@@ -253,7 +255,7 @@ func renamePTC(e *event) error {
 				return nil, nil
 			}
 			src := o.get("source")
-			if !strIs(memberOf(src, "kind"), "plugin") || !strIs(memberOf(src, "plugin"), "tools-code-mode") {
+			if !rawjson.StringIs(rawjson.Get(src, "kind"), "plugin") || !rawjson.StringIs(rawjson.Get(src, "plugin"), "tools-code-mode") {
 				return nil, nil
 			}
 			so, err := parseObject(src)

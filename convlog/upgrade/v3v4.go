@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"sort"
 	"unicode/utf16"
+
+	"github.com/convkit/convkit/internal/rawjson"
 )
 
 // v3v4 is the v3→v4 step (docs/UPGRADE.md, "v3 → v4"), the released DSH
@@ -60,7 +62,7 @@ func (s *v3v4) transform(e *event) ([]*event, error) {
 	s.time = e.time
 	switch e.typ {
 	case "session/end-seed":
-		if string(memberOf(e.payload(), "inherited")) == "true" {
+		if string(rawjson.Get(e.payload(), "inherited")) == "true" {
 			if !s.info.seeded {
 				return nil, corrupt("unseeded format v3 Session contains an inherited end-seed marker")
 			}
@@ -120,12 +122,12 @@ func (s *v3v4) rewrite(e *event) error {
 		if !bytes.Contains(e.payload(), []byte("deferLoading")) {
 			return nil
 		}
-		tools, err := arrayElems(memberOf(memberOf(e.payload(), "header"), "tools"))
+		tools, err := rawjson.Elements(rawjson.Get(rawjson.Get(e.payload(), "header"), "tools"), nil)
 		if err != nil {
 			return nil
 		}
 		for i, t := range tools {
-			if isObj(t) && memberOf(t, "deferLoading") != nil {
+			if isObj(t) && rawjson.Get(t, "deferLoading") != nil {
 				return refusal("%s.header.tools[%d] contains deferLoading, which is only defined in V4", subject, i)
 			}
 		}
@@ -222,7 +224,7 @@ func (s *v3v4) message(e *event, msg []byte, subject string) ([]byte, error) {
 	if err != nil {
 		return nil, corrupt("%s: message must be an object", subject)
 	}
-	role, _ := str(o.get("role"))
+	role, _ := rawjson.String(o.get("role"))
 	changed := false
 	ns, err := rewriteSource(o.get("source"), role, e.seq)
 	if err != nil {
@@ -268,7 +270,7 @@ func liftedData(scratch *dataScratch, e *event, d *object, msg []byte, subject s
 	if err != nil {
 		return nil, false
 	}
-	role, _ := str(o.get("role"))
+	role, _ := rawjson.String(o.get("role"))
 	if role != "user" {
 		return nil, false
 	}
@@ -298,20 +300,20 @@ func liftedData(scratch *dataScratch, e *event, d *object, msg []byte, subject s
 func migrateStream(stream []byte, subject string) ([]byte, error) {
 	// First pass without allocating: is any block type to be renamed?
 	need := false
-	eachElement(stream, func(_ int, entry []byte) bool {
-		if !strIs(memberOf(entry, "type"), "chunk") {
+	rawjson.EachElement(stream, func(_ int, entry []byte) bool {
+		if !rawjson.StringIs(rawjson.Get(entry, "type"), "chunk") {
 			return true
 		}
 		// The entry's chunk and its block are not skipped whole to read
 		// their first members: the block of a block-end holds the whole
 		// text of its block, as the message does.
-		chunk := memberFrom(entry, "chunk")
-		switch t := memberOf(chunk, "type"); {
-		case strIs(t, "block-end"):
-			bt, ok := str(memberOf(memberFrom(chunk, "block"), "type"))
+		chunk := rawjson.GetFrom(entry, "chunk")
+		switch t := rawjson.Get(chunk, "type"); {
+		case rawjson.StringIs(t, "block-end"):
+			bt, ok := rawjson.String(rawjson.Get(rawjson.GetFrom(chunk, "block"), "type"))
 			need = !ok || !contentKinds[bt]
-		case strIs(t, "block-start"):
-			bt, ok := str(memberOf(chunk, "blockType"))
+		case rawjson.StringIs(t, "block-start"):
+			bt, ok := rawjson.String(rawjson.Get(chunk, "blockType"))
 			need = !ok || !contentKinds[bt]
 		}
 		return !need
@@ -319,24 +321,24 @@ func migrateStream(stream []byte, subject string) ([]byte, error) {
 	if !need {
 		return nil, nil
 	}
-	elems, err := arrayElems(stream)
+	elems, err := rawjson.Elements(stream, nil)
 	if err != nil {
 		return nil, corrupt("%s stream must be an array", subject)
 	}
 	changed := false
 	for i, entry := range elems {
-		if !isObj(entry) || !strIs(memberOf(entry, "type"), "chunk") {
+		if !isObj(entry) || !rawjson.StringIs(rawjson.Get(entry, "type"), "chunk") {
 			continue
 		}
-		chunk := memberOf(entry, "chunk")
+		chunk := rawjson.Get(entry, "chunk")
 		if !isObj(chunk) {
 			continue
 		}
 		path := subject + ".stream[" + itoa(int64(i)) + "]"
 		var nc []byte
-		switch t := memberOf(chunk, "type"); {
-		case strIs(t, "block-end"):
-			nb, err := migrateBlock(memberOf(chunk, "block"), path+".block")
+		switch t := rawjson.Get(chunk, "type"); {
+		case rawjson.StringIs(t, "block-end"):
+			nb, err := migrateBlock(rawjson.Get(chunk, "block"), path+".block")
 			if err != nil {
 				return nil, err
 			}
@@ -345,8 +347,8 @@ func migrateStream(stream []byte, subject string) ([]byte, error) {
 				co.set("block", nb)
 				nc = co.bytes()
 			}
-		case strIs(t, "block-start"):
-			bt, ok := str(memberOf(chunk, "blockType"))
+		case rawjson.StringIs(t, "block-start"):
+			bt, ok := rawjson.String(rawjson.Get(chunk, "blockType"))
 			if !ok {
 				return nil, corrupt("%s blockType must be a string", path)
 			}
@@ -375,7 +377,7 @@ func (s *v3v4) delivery(e *event) error {
 		return corrupt("delivery-accepted data must be an object")
 	}
 	version := int64(0)
-	if v := memberOf(d, "sessionFormatVersion"); v != nil {
+	if v := rawjson.Get(d, "sessionFormatVersion"); v != nil {
 		var ok bool
 		if version, ok = count(v); !ok {
 			return corrupt("delivery sessionFormatVersion must be a non-negative integer")
@@ -387,14 +389,14 @@ func (s *v3v4) delivery(e *event) error {
 	if version != 3 {
 		return nil
 	}
-	through, ok := count(memberOf(d, "throughSeq"))
+	through, ok := count(rawjson.Get(d, "throughSeq"))
 	if !ok {
 		return corrupt("delivery throughSeq must be a non-negative integer")
 	}
 	if through >= e.seq {
 		return corrupt("delivery throughSeq must precede its marker")
 	}
-	id, ok := str(memberOf(d, "sessionId"))
+	id, ok := rawjson.String(rawjson.Get(d, "sessionId"))
 	if !ok || id == "" {
 		return corrupt("delivery requires a nonempty Session id")
 	}
@@ -448,9 +450,9 @@ func (s *v3v4) finish() ([]*event, error) {
 		} else {
 			fact = &catalogEntry{childID: ch.ChildID, createdAt: ch.ChildCreatedAt, mode: "unknown"}
 			data = []byte(`{"version":1,"childId":`)
-			data = appendString(data, ch.ChildID)
+			data = rawjson.AppendString(data, ch.ChildID)
 			data = append(data, `,"childCreatedAt":`...)
-			data = appendInt(data, ch.ChildCreatedAt)
+			data = rawjson.AppendInt(data, ch.ChildCreatedAt)
 			data = append(data, `,"mode":"unknown"}`...)
 		}
 		existing[ch.ChildID] = fact

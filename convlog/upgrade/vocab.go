@@ -1,6 +1,10 @@
 package upgrade
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/convkit/convkit/internal/rawjson"
+)
 
 // The closed event vocabularies of the released versions 0 to 3. An event
 // of another type is refused by the step that reads that version (before v3
@@ -71,14 +75,14 @@ func (t *restartTracker) observe(e *event) (int64, bool) {
 	var next int64
 	hasTurn := false
 	if e.typ == "turn/start" {
-		next, hasTurn = count(memberOf(e.payload(), "turn"))
+		next, hasTurn = count(rawjson.Get(e.payload(), "turn"))
 	}
 	closeTurn, interrupted := t.turn, e.typ == "turn/start" && t.open && !t.stepOpen && t.spliced && hasTurn && next == t.turn+1
 	t.spliced = false
 	if e.typ == "agent/inbox/spliced" {
 		d := e.payload()
-		ins := memberOf(d, "inserted")
-		t.spliced = strIs(memberOf(d, "target"), "next-turn") && isArr(ins) && !emptyArr(ins)
+		ins := rawjson.Get(d, "inserted")
+		t.spliced = rawjson.StringIs(rawjson.Get(d, "target"), "next-turn") && isArr(ins) && !emptyArr(ins)
 	}
 	switch e.typ {
 	case "turn/start":
@@ -97,7 +101,7 @@ func (t *restartTracker) observe(e *event) (int64, bool) {
 
 // interruptedTurnEnd builds the turn/end that closes an interrupted turn.
 func interruptedTurnEnd(turn, time int64) *event {
-	d := appendInt([]byte(`{"turn":`), turn)
+	d := rawjson.AppendInt([]byte(`{"turn":`), turn)
 	d = append(d, `,"reason":{"kind":"interrupted"}}`...)
 	return &event{typ: "turn/end", time: time, data: d}
 }
