@@ -53,27 +53,30 @@ func (s *v0v1) transform(e *event) ([]*event, error) {
 	if !v0Types[e.typ] && e.typ != "steering/message" {
 		return nil, refusal("format v0 contains unknown event type %s at seq %d", jsonString(e.typ), e.seq)
 	}
-	var err error
+	var handle func(*event, *object) error
 	switch e.typ {
+	case "request/header":
+		handle = s.requestHeader
 	case "turn/start":
 		// A retry chain is keyed by its turn: it never spans turns, so the
 		// map holds one turn's chains only.
 		clear(s.retryIDs)
-	}
-	switch e.typ {
-	case "request/header":
-		err = s.requestHeader(e)
-	case "turn/start":
-		err = s.turnStart(e)
+		handle = s.turnStart
 	case "turn/end":
-		err = s.turnEnd(e)
+		handle = s.turnEnd
 	case "steering/message":
-		err = s.steering(e)
+		handle = s.steering
 	case "llm/retry":
-		err = s.retry(e)
+		handle = s.retry
 	}
-	if err != nil {
-		return nil, err
+	if handle != nil {
+		d, err := s.data(e)
+		if err == nil {
+			err = handle(e, d)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	if err := s.compaction(e); err != nil {
 		return nil, err
@@ -95,11 +98,7 @@ func (s *v0v1) data(e *event) (*object, error) {
 	return d, nil
 }
 
-func (s *v0v1) requestHeader(e *event) error {
-	d, err := s.data(e)
-	if err != nil {
-		return err
-	}
+func (s *v0v1) requestHeader(e *event, d *object) error {
 	if rawjson.StringIs(d.get("reason"), "fallback") {
 		return refusal(`session %s contains unsupported request/header reason "fallback" at seq %d`, jsonString(s.info.id), e.seq)
 	}
@@ -120,11 +119,7 @@ func (s *v0v1) requestHeader(e *event) error {
 	return nil
 }
 
-func (s *v0v1) turnStart(e *event) error {
-	d, err := s.data(e)
-	if err != nil {
-		return err
-	}
+func (s *v0v1) turnStart(e *event, d *object) error {
 	if !d.has("trigger") {
 		return nil
 	}
@@ -141,11 +136,7 @@ func (s *v0v1) turnStart(e *event) error {
 	return nil
 }
 
-func (s *v0v1) turnEnd(e *event) error {
-	d, err := s.data(e)
-	if err != nil {
-		return err
-	}
+func (s *v0v1) turnEnd(e *event, d *object) error {
 	turn, ok := count(d.get("turn"))
 	if !ok || turn < 1 {
 		return s.malformed("turn/end", e.seq)
@@ -201,11 +192,7 @@ func (s *v0v1) turnEnd(e *event) error {
 	return nil
 }
 
-func (s *v0v1) steering(e *event) error {
-	d, err := s.data(e)
-	if err != nil {
-		return err
-	}
+func (s *v0v1) steering(e *event, d *object) error {
 	if _, ok := count(d.get("turn")); !ok {
 		return corrupt("steering/message %d data lacks a turn", e.seq)
 	}
@@ -227,11 +214,7 @@ func (s *v0v1) steering(e *event) error {
 	return nil
 }
 
-func (s *v0v1) retry(e *event) error {
-	d, err := s.data(e)
-	if err != nil {
-		return err
-	}
+func (s *v0v1) retry(e *event, d *object) error {
 	var chain []byte
 	for _, k := range []string{"turn", "step", "provider", "policyKey"} {
 		chain = append(chain, d.get(k)...)
