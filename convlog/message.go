@@ -3,6 +3,8 @@ package convlog
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+
 	"github.com/convkit/convkit/internal/rawjson"
 	"github.com/convkit/convkit/internal/termtext"
 )
@@ -33,14 +35,7 @@ var ReservedSourceKinds = []SourceKind{SourceUser, SourceModel, SourceTool, Sour
 	SourceCompaction, SourcePTCMode}
 
 // IsReserved reports whether k is one of the reserved kinds.
-func (k SourceKind) IsReserved() bool {
-	for _, r := range ReservedSourceKinds {
-		if k == r {
-			return true
-		}
-	}
-	return false
-}
+func (k SourceKind) IsReserved() bool { return slices.Contains(ReservedSourceKinds, k) }
 
 // Source says where a stored message came from. Raw holds the source object
 // exactly as stored, so members this build does not know survive a rewrite.

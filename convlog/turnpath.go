@@ -3,6 +3,7 @@ package convlog
 import (
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strings"
 
 	"github.com/convkit/convkit/internal/rawjson"
@@ -52,15 +53,6 @@ var pathRoles = map[string]pathRole{
 
 // TurnEndKinds are the reasons a turn/end may give (data.reason.kind).
 var TurnEndKinds = []string{"completed", "aborted", "blocked", "error", "max-tokens", "interrupted", "forked"}
-
-func knownTurnEnd(kind string) bool {
-	for _, k := range TurnEndKinds {
-		if k == kind {
-			return true
-		}
-	}
-	return false
-}
 
 // eventFields are the members of an event's data the path reads.
 type eventFields struct {
@@ -294,7 +286,7 @@ func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool)
 			if !f.hasReason || f.reasonKind == "" {
 				return "turn/end needs a reason with a kind (" + strings.Join(TurnEndKinds, ", ") + ")"
 			}
-			if !knownTurnEnd(f.reasonKind) {
+			if !slices.Contains(TurnEndKinds, f.reasonKind) {
 				return fmt.Sprintf("turn/end reason kind %s is not one of %s", termtext.Quote(f.reasonKind), strings.Join(TurnEndKinds, ", "))
 			}
 		}
