@@ -2,6 +2,7 @@ package convlog
 
 import (
 	"bytes"
+	"strings"
 
 	"github.com/convkit/convkit/internal/rawjson"
 	"github.com/convkit/convkit/internal/termtext"
@@ -56,19 +57,7 @@ func checkBlocks(raw []byte, sl slot, bi *blockInfo) *problem {
 	// One pass over the content (a tool's output is most of a log): each
 	// block's members are read as the array is walked.
 	for k := 0; w.nextElem(); k++ {
-		var f blockFields
-		start := w.i
-		if !w.enterObject() {
-			return mustBe("a content block (an object)", w.value()).at(k)
-		}
-		for {
-			key, ok := w.nextKey()
-			if !ok {
-				break
-			}
-			f.set(key, w.value())
-		}
-		if p := f.check(raw[start:w.i], sl, bi); p != nil {
+		if p := w.block(sl, bi); p != nil {
 			return p.at(k)
 		}
 	}
@@ -79,19 +68,20 @@ func checkBlocks(raw []byte, sl slot, bi *blockInfo) *problem {
 // the kinds the format defines; another kind is kept as it is, but a
 // tool-result wrapper is refused (v4 has tool/result events).
 func checkBlock(blk []byte, sl slot, bi *blockInfo) *problem {
-	it := objectIter(blk)
-	if it.bad {
-		return mustBe("a content block (an object)", blk)
+	w := walk{b: blk}
+	return w.block(sl, bi)
+}
+
+// block checks the content block at w.i, walking past it.
+func (w *walk) block(sl slot, bi *blockInfo) *problem {
+	if !w.enterObject() {
+		return mustBe("a content block (an object)", w.value())
 	}
 	var f blockFields
-	for {
-		k, v, ok := it.next()
-		if !ok {
-			break
-		}
+	for k, v, ok := w.member(); ok; k, v, ok = w.member() {
 		f.set(k, v)
 	}
-	return f.check(blk, sl, bi)
+	return f.check(sl, bi)
 }
 
 // blockFields are the members of a content block the checks read.
@@ -122,7 +112,7 @@ func (f *blockFields) set(k, v []byte) {
 	}
 }
 
-func (f *blockFields) check(blk []byte, sl slot, bi *blockInfo) *problem {
+func (f *blockFields) check(sl slot, bi *blockInfo) *problem {
 	typ, text, id, name, args, att, toolName, tool, offloaded := f.typ, f.text, f.id, f.name, f.args, f.att, f.toolName, f.tool, f.offloaded
 	if !nonEmptyString(typ) {
 		if typ == nil {
@@ -529,22 +519,11 @@ func checkChunk(raw []byte, ms []member) *problem {
 	s := chunkShape(typ)
 	if s == nil {
 		if typ == nil {
-			return newProblem("is missing (a chunk is one of %s)", joinPlain(chunkTypes)).in(".type")
+			return newProblem("is missing (a chunk is one of %s)", strings.Join(chunkTypes, ", ")).in(".type")
 		}
-		return newProblem("%s is not a stream chunk type (%s)", clip(typ), joinPlain(chunkTypes)).in(".type")
+		return newProblem("%s is not a stream chunk type (%s)", clip(typ), strings.Join(chunkTypes, ", ")).in(".type")
 	}
 	return s.checkMembers(raw, ms)
-}
-
-func joinPlain(vs []string) string {
-	var b bytes.Buffer
-	for i, v := range vs {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(v)
-	}
-	return b.String()
 }
 
 // walk reads validated JSON in place, one pass: the checks of content and
@@ -638,6 +617,15 @@ func (w *walk) nextKey() ([]byte, bool) {
 	}
 	w.space()
 	return key, true
+}
+
+// member returns the next member's decoded key and its value, walking
+// past it; false past the object's end.
+func (w *walk) member() (key, val []byte, ok bool) {
+	if key, ok = w.nextKey(); ok {
+		val = w.value()
+	}
+	return key, val, ok
 }
 
 // value returns the value at w.i, walking past it.

@@ -144,17 +144,13 @@ func (s *shape) checkMembers(obj []byte, ms []member) *problem {
 
 // checkObject checks raw (validated JSON) against s.
 func (s *shape) checkObject(raw []byte) *problem {
-	it := objectIter(raw)
-	if it.bad {
+	w := walk{b: raw}
+	if !w.enterObject() {
 		return newProblem("must be an object, not %s", jsonKind(raw))
 	}
 	var seen uint64
 	hint := 0
-	for {
-		k, v, ok := it.next()
-		if !ok {
-			break
-		}
+	for k, v, ok := w.member(); ok; k, v, ok = w.member() {
 		if p := s.member(k, v, &seen, &hint); p != nil {
 			return p
 		}
@@ -372,64 +368,4 @@ func enumList(vs []string) string {
 		q[i] = termtext.Quote(v)
 	}
 	return strings.Join(q, ", ")
-}
-
-// objIter walks the members of a validated JSON object without a callback.
-type objIter struct {
-	b   []byte
-	i   int
-	bad bool
-}
-
-func objectIter(b []byte) objIter {
-	i := rawjson.SkipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return objIter{bad: true, i: -1}
-	}
-	i = rawjson.SkipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return objIter{i: -1}
-	}
-	return objIter{b: b, i: i}
-}
-
-// next returns the next member's decoded key and raw value.
-func (it *objIter) next() (key, val []byte, ok bool) {
-	if it.i < 0 {
-		return nil, nil, false
-	}
-	b := it.b
-	ks := it.i
-	ke, err := rawjson.Next(b, ks)
-	if err != nil || b[ks] != '"' {
-		it.i, it.bad = -1, true
-		return nil, nil, false
-	}
-	key = b[ks+1 : ke-1]
-	if bytes.IndexByte(key, '\\') >= 0 {
-		s, _ := rawjson.String(b[ks:ke])
-		key = []byte(s)
-	}
-	i := rawjson.SkipSpace(b, ke)
-	if i >= len(b) || b[i] != ':' {
-		it.i, it.bad = -1, true
-		return nil, nil, false
-	}
-	vs := rawjson.SkipSpace(b, i+1)
-	ve, err := rawjson.Next(b, vs)
-	if err != nil {
-		it.i, it.bad = -1, true
-		return nil, nil, false
-	}
-	i = rawjson.SkipSpace(b, ve)
-	switch {
-	case i < len(b) && b[i] == ',':
-		it.i = rawjson.SkipSpace(b, i+1)
-	case i < len(b) && b[i] == '}':
-		it.i = -1
-	default:
-		it.i, it.bad = -1, true
-		return nil, nil, false
-	}
-	return key, b[vs:ve], true
 }

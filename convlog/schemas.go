@@ -101,11 +101,11 @@ func checkEpochHeader(obj []byte) *problem {
 // headerMembers is a request header's config, adapterDefaults and tools,
 // found in one walk of it (its tools are most of it).
 func headerMembers(hdr []byte) (cfg, ad, tools []byte) {
-	for it := objectIter(hdr); ; {
-		k, v, ok := it.next()
-		if !ok {
-			return
-		}
+	w := walk{b: hdr}
+	if !w.enterObject() {
+		return
+	}
+	for k, v, ok := w.member(); ok; k, v, ok = w.member() {
 		switch string(k) {
 		case "config":
 			cfg = v
@@ -115,6 +115,7 @@ func headerMembers(hdr []byte) (cfg, ad, tools []byte) {
 			tools = v
 		}
 	}
+	return
 }
 
 func checkTitleSource(obj []byte) *problem {
