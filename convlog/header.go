@@ -3,9 +3,11 @@ package convlog
 import (
 	"bytes"
 	"fmt"
+	"strconv"
+	"strings"
+
 	"github.com/convkit/convkit/internal/rawjson"
 	"github.com/convkit/convkit/internal/termtext"
-	"strings"
 )
 
 // CurrentVersion is the log format version this build writes.
@@ -229,7 +231,7 @@ func (h *Header) AppendJSON(dst []byte) []byte {
 	}
 	if h.Version >= 2 {
 		dst = append(dst, `,"isSeeded":`...)
-		dst = appendBool(dst, h.IsSeeded)
+		dst = strconv.AppendBool(dst, h.IsSeeded)
 	} else if h.SeedLength != nil {
 		dst = append(dst, `,"seedLength":`...)
 		dst = rawjson.AppendInt(dst, *h.SeedLength)

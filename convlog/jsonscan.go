@@ -14,13 +14,6 @@ import (
 // member is one member of a scanned object.
 type member = rawjson.Member
 
-func appendBool(dst []byte, v bool) []byte {
-	if v {
-		return append(dst, "true"...)
-	}
-	return append(dst, "false"...)
-}
-
 // elements ranges over the elements of the array b and their indexes; it
 // stops early, silently, at malformed bytes.
 func elements(b []byte) iter.Seq2[int, []byte] {
