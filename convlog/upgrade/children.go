@@ -169,12 +169,6 @@ type childInfo struct {
 	createdAt int64
 }
 
-// findChildren returns the candidates whose header makes them direct
-// children of parentID; a header that cannot be read is skipped.
-func findChildren(finder ChildFinder, parentID string) ([]childInfo, error) {
-	return findChildrenSeen(finder, parentID, nil)
-}
-
 // candidateSeen is what a candidate's header said (child nil: not a
 // child), and the identity its file had before the header was read.
 type candidateSeen struct {
@@ -182,9 +176,11 @@ type candidateSeen struct {
 	child *childInfo
 }
 
-// findChildrenSeen is findChildren that skips a candidate seen with the
-// same file identity (logs only grow).
-func findChildrenSeen(finder ChildFinder, parentID string, seen map[string]candidateSeen) ([]childInfo, error) {
+// findChildren returns the candidates whose header makes them direct
+// children of parentID; a header that cannot be read is skipped, and so is
+// a candidate seen (when seen is set) with the same file identity (logs
+// only grow).
+func findChildren(finder ChildFinder, parentID string, seen map[string]candidateSeen) ([]childInfo, error) {
 	paths, err := finder.ChildCandidates(parentID)
 	if err != nil {
 		return nil, err
@@ -226,7 +222,7 @@ func findChildrenSeen(finder ChildFinder, parentID string, seen map[string]candi
 // of parentID among finder's candidates; an unreadable child gets
 // DescriptorCount 0 and a Warning.
 func CollectChildrenFrom(finder ChildFinder, parentID string) ([]ChildFact, error) {
-	found, err := findChildren(finder, parentID)
+	found, err := findChildren(finder, parentID, nil)
 	if err != nil {
 		return nil, err
 	}

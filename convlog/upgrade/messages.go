@@ -310,22 +310,11 @@ func rewriteSource(src []byte, role string, seq int64) ([]byte, error) {
 	return o.bytes(), nil
 }
 
-// liftToolResult appends to dst the v4 tool-role message lifted from a v3
-// user-role message holding one tool-result wrapper, other members kept as
-// plugin:message:<k> and plugin:result:<k>; msg's source must be rewritten
-// already. It returns nil when msg is not such a result.
-func liftToolResult(dst, msg []byte, seq int64) ([]byte, error) {
-	o, err := parseObject(msg)
-	if err != nil {
-		return nil, corrupt("format v3 tool/result at seq %d: message must be an object", seq)
-	}
-	out, _, err := liftObject(dst, o, len(msg), seq)
-	return out, err
-}
-
-// liftObject is liftToolResult of the message o, parsed from size bytes;
-// it also returns the lifted message's content (the wrapper's, as the
-// lifted message holds it).
+// liftObject appends to dst the v4 tool-role message lifted from o, a v3
+// user-role message of size bytes holding one tool-result wrapper, other
+// members kept as plugin:message:<k> and plugin:result:<k>; o's source must
+// be rewritten already. It returns nil when o is not such a result, and the
+// lifted message's content.
 func liftObject(dst []byte, o *object, size int, seq int64) (out, content []byte, err error) {
 	if !rawjson.StringIs(o.get("role"), "user") {
 		return nil, nil, nil

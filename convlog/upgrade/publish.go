@@ -201,7 +201,7 @@ type childSnapshot struct {
 // file had when its header was read; seen spares a second snapshot the
 // candidates that did not change.
 func snapshotChildren(finder ChildFinder, parentID string, seen map[string]candidateSeen) (*childSnapshot, error) {
-	found, err := findChildrenSeen(finder, parentID, seen)
+	found, err := findChildren(finder, parentID, seen)
 	if err != nil {
 		return nil, err
 	}

@@ -235,11 +235,7 @@ func (s *v3v4) message(e *event, msg []byte, subject string) ([]byte, error) {
 		changed = true
 	}
 	if e.typ == "tool/result" && role == "user" {
-		cur := msg
-		if changed {
-			cur = o.bytes()
-		}
-		lifted, err := liftToolResult(nil, cur, e.seq)
+		lifted, _, err := liftObject(nil, o, len(msg), e.seq)
 		if err != nil {
 			return nil, err
 		}
