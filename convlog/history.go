@@ -64,13 +64,7 @@ func (h *History) Apply(reg *Registry, e *Event) error {
 		if err != nil {
 			return fmt.Errorf("%s at seq %d: data is not an object", e.Type, e.Seq)
 		}
-		raw = nil
-		for _, m := range h.members {
-			if string(m.Key) == info.MessagePath {
-				raw = m.Value
-			}
-		}
-		if raw == nil {
+		if raw = memberValue(h.members, info.MessagePath); raw == nil {
 			return fmt.Errorf("%s at seq %d: data has no %s", e.Type, e.Seq, termtext.Quote(info.MessagePath))
 		}
 	}

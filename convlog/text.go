@@ -14,14 +14,9 @@ func MessageOf(e *Event) []byte {
 	case TypeUserMessage:
 		return e.Data
 	case TypeSystemMessage, TypeDeveloperMessage, TypeAssistantMessage, TypeToolResult:
-		return memberOf(e.Data, "message")
+		return rawjson.Get(e.Data, "message")
 	}
 	return nil
-}
-
-// memberOf returns the raw value of one member of a validated JSON object.
-func memberOf(obj []byte, key string) []byte {
-	return rawjson.Get(obj, key)
 }
 
 // MessageText returns a stored message's role and the text of its text
@@ -48,12 +43,7 @@ func ReadableText(msg []byte) string {
 	if err != nil {
 		return ""
 	}
-	var content []byte
-	for _, m := range ms {
-		if string(m.Key) == "content" {
-			content = m.Value
-		}
-	}
+	content := memberValue(ms, "content")
 	if s, ok := rawjson.String(content); ok {
 		return s
 	}
@@ -123,10 +113,8 @@ func keptMembers(e *Event, msg []byte) ([]member, bool) {
 	if !e.scanned || !e.msgScanned {
 		return nil, false
 	}
-	for _, m := range e.dataMembers {
-		if string(m.Key) == "message" {
-			return e.msgMembers, same(m.Value)
-		}
+	if m := memberValue(e.dataMembers, "message"); m != nil {
+		return e.msgMembers, same(m)
 	}
 	return nil, false
 }
