@@ -46,33 +46,22 @@ const (
 	TypeTurnEnd          = "turn/end"
 )
 
-// logOnlyTypes are the log-only types of a version 4 session log: the
-// released version 3 vocabulary less its surface types.
-var logOnlyTypes = []string{
-	"agent-preset/selected", "agent/inbox/spliced", "approval/asked", "approval/decided", "approval/policy",
-	"assistant/attempt", "command/done", "command/run", "compaction/end", "compaction/prune",
-	"compaction/start", "compaction/summary", "deliverables/presented", "feedback/message-delete",
-	"feedback/message-put", "feedback/record", "goal/change", "hook/invoked", "hook/result", "image/offload",
-	"llm/retry", "llm/retry-started", "model/selection", "permission/preset", "plan/mode", "request/context",
-	"request/header", "sandbox/mode", "schedule/change", "session-log-deepseek/delivery-accepted",
-	"session/end-seed", "session/title", "session/title-llm-request", "step/end", "step/start",
-	"subagent/catalog", "subagent/descriptor", "subagent/model-selection-policy", "team/member",
-	"team/message/delivered", "team/message/queued", "team/task", "todo/write", "tool-workflow/agent-end",
-	"tool-workflow/agent-start", "tool-workflow/run-end", "tool-workflow/run-start", "tool/call",
-	"tool/ptc-dispatch", "tool/ptc-dispatch-start", "turn/end", "turn/start", "web/deepseek-search-llm-request",
-	"workspace/changes",
-}
+// ConversationLogTypes are the log-only types of a conversation log, in
+// name order.
+var ConversationLogTypes = func() []string {
+	var names []string
+	for n, s := range eventSchemas {
+		if s.log == inConversation {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}()
 
-// ConversationLogTypes are the log-only types of a conversation log.
-var ConversationLogTypes = []string{
-	"conversation/created", "conversation/title", "conversation/renamed", "conversation/archived",
-	"conversation/unarchived", "conversation/forked", "conversation/rewound", "conversation/cwd-mapped",
-	"conversation/delete-started", "session/started", "turn/started", "turn/ended",
-}
-
-// NewRegistry returns a registry holding the version 4 vocabulary: the five
-// surface types with their interpreters, the log-only session types and the
-// conversation log types.
+// NewRegistry returns a registry holding the version 4 vocabulary (the
+// types eventSchemas gives), the five surface types with their
+// interpreters.
 func NewRegistry() *Registry {
 	r := &Registry{types: map[string]*TypeInfo{}}
 	for _, t := range surfaceTypes() {
@@ -80,12 +69,9 @@ func NewRegistry() *Registry {
 		t.role, t.schema = pathRoles[t.Name], eventSchemas[t.Name]
 		r.types[t.Name] = &t
 	}
-	for _, n := range logOnlyTypes {
-		r.types[n] = &TypeInfo{Name: n, role: pathRoles[n], schema: eventSchemas[n]}
-	}
-	for _, n := range ConversationLogTypes {
-		if _, ok := r.types[n]; !ok {
-			r.types[n] = &TypeInfo{Name: n, schema: eventSchemas[n]}
+	for n, s := range eventSchemas {
+		if r.types[n] == nil {
+			r.types[n] = &TypeInfo{Name: n, role: pathRoles[n], schema: s}
 		}
 	}
 	return r
@@ -141,15 +127,15 @@ func (r *Registry) Names() []string {
 	return names
 }
 
-// releasedV3Types is the closed vocabulary of format version 3: an event of
-// another type is refused unless it is marked ignorable.
+// releasedV3Types is the closed vocabulary of format version 3, an event of
+// another type refused unless it is marked ignorable: version 4's session
+// log types but developer/message.
 var releasedV3Types = func() map[string]bool {
 	m := map[string]bool{}
-	for _, n := range logOnlyTypes {
-		m[n] = true
-	}
-	for _, n := range []string{TypeSystemMessage, TypeUserMessage, TypeAssistantMessage, TypeToolResult} {
-		m[n] = true
+	for n, s := range eventSchemas {
+		if s.log == inSession && n != TypeDeveloperMessage {
+			m[n] = true
+		}
 	}
 	return m
 }()
