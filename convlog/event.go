@@ -53,12 +53,7 @@ func (e *Event) CheckedMember(inMessage bool, key string) (v []byte, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	for i := range ms {
-		if string(ms[i].Key) == key {
-			return ms[i].Value, true
-		}
-	}
-	return nil, true
+	return memberValue(ms, key), true
 }
 
 // CheckedMembers returns the members of data, or of data.message when
