@@ -415,12 +415,7 @@ func (r *Reader) decode(ce *convlog.Event) ([]*event, error) {
 			e.srcData, e.dataMembers = ce.Data, dm
 			if mm, ok := ce.CheckedMembers(true); ok {
 				e.msgMembers = mm
-				for _, m := range dm {
-					if string(m.Key) == "message" {
-						e.srcMsg = m.Value
-						break
-					}
-				}
+				e.srcMsg, _ = ce.CheckedMember(false, "message")
 			}
 		}
 	}
@@ -563,30 +558,20 @@ func expandPacked(ce *convlog.Event) ([]*event, error) {
 			index = v
 		case "dt":
 			dt = v
-		case "texts":
-			if kind == kindToolCall {
-				unexpected = "texts"
+		case "texts", "args", "id", "name":
+			// texts for text and reasoning, the others for a tool call.
+			if (string(k) == "texts") == (kind == kindToolCall) {
+				unexpected = string(k)
 				return false
 			}
-			texts = v
-		case "args":
-			if kind != kindToolCall {
-				unexpected = "args"
-				return false
+			switch string(k) {
+			case "id":
+				id = v
+			case "name":
+				name = v
+			default:
+				texts = v
 			}
-			texts = v
-		case "id":
-			if kind != kindToolCall {
-				unexpected = "id"
-				return false
-			}
-			id = v
-		case "name":
-			if kind != kindToolCall {
-				unexpected = "name"
-				return false
-			}
-			name = v
 		default:
 			unexpected = string(k)
 			return false

@@ -368,3 +368,28 @@ func TestV2ToV3(t *testing.T) {
 		expectErr(t, err, "seeded Session lacks an inherited end-seed marker", nil)
 	})
 }
+
+// TestExpandPackedMembers: a packed row holds texts, or (tool calls) args,
+// an id and a name; a member of the other kind is refused by name.
+func TestExpandPackedMembers(t *testing.T) {
+	for _, tc := range []struct {
+		typ, data, want string
+	}{
+		{"text-chunks", `{"turn":1,"step":1,"index":0,"dt":[2],"texts":["a","b"]}`, ""},
+		{"tool-call-chunks", `{"turn":1,"step":1,"index":0,"dt":[],"id":"c","name":"n","args":["{}"]}`, ""},
+		{"text-chunks", `{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"],"id":"c"}`, `unexpected member "id"`},
+		{"reasoning-chunks", `{"turn":1,"step":1,"index":0,"dt":[],"args":["a"]}`, `unexpected member "args"`},
+		{"tool-call-chunks", `{"turn":1,"step":1,"index":0,"dt":[],"id":"c","texts":["a"]}`, `unexpected member "texts"`},
+	} {
+		evs, err := expandPacked(&convlog.Event{Type: tc.typ, Seq: 4, Time: 10, Data: []byte(tc.data)})
+		if tc.want == "" {
+			if err != nil || len(evs) == 0 || evs[0].seq != 4 || evs[len(evs)-1].time != 10+int64(2*(len(evs)-1)) {
+				t.Errorf("%s %s: %v, %d events", tc.typ, tc.data, err, len(evs))
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %s: error %v, want %q", tc.typ, tc.data, err, tc.want)
+		}
+	}
+}
