@@ -1,6 +1,10 @@
 package upgrade
 
-import "github.com/convkit/convkit/internal/rawjson"
+import (
+	"slices"
+
+	"github.com/convkit/convkit/internal/rawjson"
+)
 
 // v1v2 is the v1→v2 step (docs/UPGRADE.md, "v1 → v2"): a model call's
 // chunks become the stream of the answer that claims them, or of an
@@ -207,7 +211,7 @@ func (s *v1v2) message(e *event) error {
 			s.resolve(g, false)
 		}
 	case len(e.sources) > 0:
-		if g == nil || !equalSeqs(g.seqs, e.sources) {
+		if g == nil || !slices.Equal(g.seqs, e.sources) {
 			return refusal("assistant/message %d chunk provenance is not one complete ordered attempt", e.seq)
 		}
 		stream = g.sb.bytes()
@@ -223,18 +227,6 @@ func (s *v1v2) message(e *event) error {
 	e.data = d.bytes()
 	s.enqueue(e, e.seq)
 	return nil
-}
-
-func equalSeqs(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // flush emits the queue's settled head.

@@ -97,7 +97,7 @@ func (s *v2v3) transform(e *event) ([]*event, error) {
 	switch e.typ {
 	case "step/start":
 		d := e.payload()
-		s.stepTurn, s.stepStep = clone(rawjson.Get(d, "turn")), clone(rawjson.Get(d, "step"))
+		s.stepTurn, s.stepStep = bytes.Clone(rawjson.Get(d, "turn")), bytes.Clone(rawjson.Get(d, "step"))
 		if s.stepTurn == nil || s.stepStep == nil {
 			return nil, corrupt("format v2 step/start at seq %d lacks turn or step", srcSeq)
 		}
@@ -112,13 +112,6 @@ func (s *v2v3) transform(e *event) ([]*event, error) {
 		s.stepTurn, s.stepStep = nil, nil
 	}
 	return s.out, nil
-}
-
-func clone(b []byte) []byte {
-	if b == nil {
-		return nil
-	}
-	return append([]byte(nil), b...)
 }
 
 // admit applies the v2 refusals that concern payloads.
