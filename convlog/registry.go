@@ -2,6 +2,8 @@ package convlog
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 
@@ -119,12 +121,7 @@ func (r *Registry) lookupBytes(name []byte) *TypeInfo {
 func (r *Registry) Names() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	names := make([]string, 0, len(r.types))
-	for n := range r.types {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(r.types))
 }
 
 // releasedV3Types is the closed vocabulary of format version 3, an event of
