@@ -203,13 +203,9 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 	if st.TornTail && overflow {
 		return nil, fmt.Errorf("%s: the torn tail follows more than %d bytes of lines in frames that do not end between two lines (not the canonical framing); this build cannot append to it", path, maxRecoveredBytes)
 	}
-	w.size = st.CommittedBytes
-	w.torn = st.TornTail
-	w.tornAt = st.CommittedBytes
+	// CommittedBytes is FileBytes when the tail is not torn.
+	w.size, w.torn, w.tornAt = st.CommittedBytes, st.TornTail, st.CommittedBytes
 	w.f, keep = f, true
-	if !w.torn {
-		w.size = st.FileBytes
-	}
 	return w, nil
 }
 
