@@ -331,7 +331,7 @@ func roundTripEvents(text, typ string, n uint8, seed int64) [][]Event {
 			Data: fmt.Appendf(nil, `{"role":"user","content":[{"type":"text","text":%s}],"source":{"kind":%s},"id":"u%d"}`, q(text), q("acme-"+typ), seq)}
 	}
 	for seq := range int64(n) {
-		tm := rng.Int64N(2*maxSafeInteger+1) - maxSafeInteger
+		tm := rng.Int64N(2*rawjson.MaxSafeInt+1) - rawjson.MaxSafeInt
 		if rng.IntN(4) > 0 {
 			tm = 1790000000000 + seq
 		}
@@ -444,7 +444,7 @@ func FuzzRoundTrip(f *testing.F) {
 		if zst {
 			comp = Zstd
 		}
-		h := &Header{Type: SessionLog, Version: CurrentVersion, ID: id, CreatedAt: seed & maxSafeInteger, Cwd: "/" + cwd,
+		h := &Header{Type: SessionLog, Version: CurrentVersion, ID: id, CreatedAt: seed & rawjson.MaxSafeInt, Cwd: "/" + cwd,
 			ParentSession: typ, AgentPreset: text, IsSeeded: seed < 0, DelegationDepth: int64(n)}
 		if seed%3 == 0 {
 			h.Origin = "subagent"

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/convkit/convkit/internal/rawjson"
 )
 
 // Hostile input: every bad log gets a *FormatError naming the file, a
@@ -605,7 +607,7 @@ func TestOnProblemReportsEveryRow(t *testing.T) {
 // allocates is not asserted: memory is measured in benchmarks, not
 // asserted in tests.)
 func TestSourceSeqsExpansionBounded(t *testing.T) {
-	const big = maxSafeInteger - 1
+	const big = rawjson.MaxSafeInt - 1
 	ranges := make([]string, 0, 200)
 	for i := range 200 {
 		ranges = append(ranges, fmt.Sprintf("[%d,%d]", int64(i)<<20, int64(i)<<20+(1<<20)-1))

@@ -3,6 +3,8 @@ package convlog
 import (
 	"strconv"
 	"strings"
+
+	"github.com/convkit/convkit/internal/rawjson"
 )
 
 // Compression says how a log file's bytes are stored.
@@ -29,9 +31,6 @@ const (
 	ZstSuffix   = ".zst"
 	ZstdSuffix  = ".zstd"
 )
-
-// maxSafeInteger is 2^53-1, the largest integer every JSON reader holds exactly.
-const maxSafeInteger = 1<<53 - 1
 
 // Name is a parsed generation file name: <base>[.vN].jsonl[.zst|.zstd].
 type Name struct {
@@ -73,18 +72,16 @@ func FileName(base string, version int, c Compression) string {
 func ParseName(name string) (Name, bool) {
 	var n Name
 	rest := name
-	switch {
-	case strings.HasSuffix(rest, ZstSuffix):
-		n.Compression, n.Suffix = Zstd, ZstSuffix
-		rest = strings.TrimSuffix(rest, ZstSuffix)
-	case strings.HasSuffix(rest, ZstdSuffix):
-		n.Compression, n.Suffix = Zstd, ZstdSuffix
-		rest = strings.TrimSuffix(rest, ZstdSuffix)
+	for _, sfx := range []string{ZstSuffix, ZstdSuffix} {
+		if r, ok := strings.CutSuffix(rest, sfx); ok {
+			n.Compression, n.Suffix, rest = Zstd, sfx, r
+			break
+		}
 	}
-	if !strings.HasSuffix(rest, JSONLSuffix) {
+	rest, ok := strings.CutSuffix(rest, JSONLSuffix)
+	if !ok {
 		return Name{}, false
 	}
-	rest = strings.TrimSuffix(rest, JSONLSuffix)
 	base, ver, hasVer := strings.Cut(rest, ".")
 	if base == "" || strings.Contains(ver, ".") {
 		return Name{}, false
@@ -111,7 +108,7 @@ func parseVersionToken(s string) (int, bool) {
 		return 0, false
 	}
 	v, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || v > maxSafeInteger {
+	if err != nil || v > rawjson.MaxSafeInt {
 		return 0, false
 	}
 	return int(v), true
