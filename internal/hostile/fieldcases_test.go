@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -322,6 +323,31 @@ func fieldCases() []hcase {
 			stderr: []string{"convkit: error: -: no MANIFEST.json as the last entry: an incomplete archive, or not a convkit export; nothing was imported"},
 		},
 		{
+			name: "the first bytes of a zstd frame after the last: archive cuts them and appends its event once",
+			setup: func(f *fx) []string {
+				p := filepath.Join(f.vars["zstd"], "metadata.v4.jsonl.zst")
+				f.vars["log"] = p
+				before, _ := zstdEvents(f, p)
+				f.vars["events"] = fmt.Sprint(before)
+				lf, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					f.t.Fatal(err)
+				}
+				lf.Write([]byte{0x28, 0xb5, 0x2f, 0xfd}) // a frame that never finished
+				lf.Close()
+				return []string{"archive", f.vars["zstd.id"]}
+			},
+			code:   0,
+			stdout: []string{"archived {zstd.id}"},
+			allow:  []string{lockRecord, "~{zstd}/metadata.v4.jsonl.zst", "~data/metadata.db"},
+			check: func(f *fx, r result) {
+				before, _ := strconv.Atoi(f.vars["events"])
+				if n, torn := zstdEvents(f, f.vars["log"]); n != before+1 || torn {
+					f.t.Errorf("the log reads %d events (torn tail %v) after the archive, want %d", n, torn, before+1)
+				}
+			},
+		},
+		{
 			name: "session log of a running turn is missing: repair leaves the turn open",
 			setup: func(f *fx) []string {
 				if err := os.Remove(f.runningTurn()); err != nil {
@@ -453,4 +479,28 @@ func fieldCases() []hcase {
 			allow:  []string{lockRecord},
 		},
 	}
+}
+
+// zstdEvents reads the zstd log at p strictly: its events, and whether
+// it ends in a torn tail. A problem fails the case.
+func zstdEvents(f *fx, p string) (int, bool) {
+	f.t.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	z := convlog.Zstd
+	lr, err := convlog.NewReader(bytes.NewReader(data), int64(len(data)), p, convlog.ReaderOptions{Compression: &z, Version: 4})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer lr.Close()
+	n := 0
+	for _, err := range lr.Events() {
+		if err != nil {
+			f.t.Fatalf("%s: %v", p, err)
+		}
+		n++
+	}
+	return n, lr.Stats().TornTail
 }
