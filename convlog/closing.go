@@ -111,7 +111,7 @@ func turnStepData(turn, step int64) []byte {
 func partialContent(attempt []byte) []byte {
 	s := storedStream(rawjson.Get(attempt, "stream"))
 	content, err := s.Partial()
-	if err != nil || emptyArray(content) {
+	if err != nil || rawjson.EmptyArray(content) {
 		return nil
 	}
 	return content

@@ -41,16 +41,3 @@ func twoMembers(ms []member, a, b string) (va, vb []byte) {
 	}
 	return va, vb
 }
-
-// emptyArray and emptyObject report whether raw is [] or {}.
-func emptyArray(raw []byte) bool  { return emptyOf(raw, '[', ']') }
-func emptyObject(raw []byte) bool { return emptyOf(raw, '{', '}') }
-
-func emptyOf(raw []byte, open, close byte) bool {
-	i := rawjson.SkipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != open {
-		return false
-	}
-	i = rawjson.SkipSpace(raw, i+1)
-	return i < len(raw) && raw[i] == close
-}

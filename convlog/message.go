@@ -69,7 +69,7 @@ func (m StoredMessage) JSON() json.RawMessage { return m.raw }
 // Empty reports whether the message carries no content: its content array
 // is empty. Such a model answer is recorded but left out of the history.
 func (m StoredMessage) Empty() bool {
-	return emptyArray(rawjson.Get(m.raw, "content"))
+	return rawjson.EmptyArray(rawjson.Get(m.raw, "content"))
 }
 
 // ParseStoredMessage reads a stored message, requiring a non-empty id, a
@@ -95,7 +95,7 @@ func parseStoredMessage(raw []byte, keep bool) (StoredMessage, error) {
 	if keep {
 		m.raw = append(json.RawMessage(nil), raw...)
 		m.source.Raw = append(json.RawMessage(nil), f.source...)
-	} else if emptyArray(f.content) {
+	} else if rawjson.EmptyArray(f.content) {
 		// Emptiness is decided now; the body is not kept.
 		m.raw = json.RawMessage(`{"content":[]}`)
 	} else {

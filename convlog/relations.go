@@ -389,13 +389,13 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 	case "session/title":
 		seqs := get("messageSeqs")
 		user := rawjson.StringIs(rawjson.Get(get("source"), "kind"), "user")
-		if emptyArray(seqs) != user {
+		if rawjson.EmptyArray(seqs) != user {
 			return relErr("messageSeqs must be empty exactly for a title the user gave (source kind user)").in("data.messageSeqs")
 		}
 		return v.citesUser(e, seqs)
 	case "session/title-llm-request":
 		seqs := get("messageSeqs")
-		if emptyArray(seqs) {
+		if rawjson.EmptyArray(seqs) {
 			return relErr("must name the messages the title is asked from").in("data.messageSeqs")
 		}
 		if pr := v.citesUser(e, seqs); pr != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/convkit/convkit/internal/rawjson"
 	"github.com/convkit/convkit/internal/termtext"
 )
 
@@ -420,7 +421,7 @@ func trimEventPrefix(err error, e *Event) string {
 // stubContent stands for a message's content when bodies are not kept: an
 // empty answer stays empty.
 func stubContent(content []byte) []byte {
-	if emptyArray(content) {
+	if rawjson.EmptyArray(content) {
 		return emptyStub
 	}
 	return fullStub

@@ -81,13 +81,13 @@ func requires(obj []byte, key, what string) *problem {
 // adapterDefaults marker has its config value.
 func checkEpochHeader(obj []byte) *problem {
 	cfg, ad, tools := headerMembers(obj)
-	if tools != nil && emptyArray(tools) {
+	if tools != nil && rawjson.EmptyArray(tools) {
 		return newProblem("must be omitted when empty").in(".tools")
 	}
 	if ad == nil {
 		return nil
 	}
-	if emptyObject(ad) {
+	if rawjson.EmptyObject(ad) {
 		return newProblem("must be omitted when empty").in(".adapterDefaults")
 	}
 	for _, k := range []string{"reasoningEffort", "maxTokens"} {

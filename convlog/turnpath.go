@@ -90,7 +90,7 @@ func (f *eventFields) read(e *Event, msgKey string, msg *[]byte) error {
 	}); err != nil {
 		return err
 	}
-	f.spliceNext = string(f.target) == `"next-turn"` && len(f.inserted) > 0 && f.inserted[0] == '[' && !emptyArray(f.inserted)
+	f.spliceNext = string(f.target) == `"next-turn"` && len(f.inserted) > 0 && f.inserted[0] == '[' && !rawjson.EmptyArray(f.inserted)
 	return nil
 }
 

@@ -164,18 +164,3 @@ func count(raw []byte) (int64, bool) {
 }
 
 func jsonString(s string) []byte { return rawjson.AppendString(nil, s) }
-
-// emptyArr reports whether raw is [].
-func emptyArr(raw []byte) bool { return emptyOf(raw, '[', ']') }
-
-// emptyObj reports whether raw is {}.
-func emptyObj(raw []byte) bool { return emptyOf(raw, '{', '}') }
-
-func emptyOf(raw []byte, open, close byte) bool {
-	i := rawjson.SkipSpace(raw, 0)
-	if i >= len(raw) || raw[i] != open {
-		return false
-	}
-	i = rawjson.SkipSpace(raw, i+1)
-	return i < len(raw) && raw[i] == close
-}

@@ -170,10 +170,10 @@ func (s *v2v3) requestHeader(e *event) (string, error) {
 	}
 	prompt, _ := rawjson.String(h.get("system"))
 	changed := h.remove("system")
-	if t := h.get("tools"); t != nil && emptyArr(t) {
+	if t := h.get("tools"); t != nil && rawjson.EmptyArray(t) {
 		changed = h.remove("tools") || changed
 	}
-	if a := h.get("adapterDefaults"); a != nil && emptyObj(a) {
+	if a := h.get("adapterDefaults"); a != nil && rawjson.EmptyObject(a) {
 		changed = h.remove("adapterDefaults") || changed
 	}
 	if changed {

@@ -82,7 +82,7 @@ func (t *restartTracker) observe(e *event) (int64, bool) {
 	if e.typ == "agent/inbox/spliced" {
 		d := e.payload()
 		ins := rawjson.Get(d, "inserted")
-		t.spliced = rawjson.StringIs(rawjson.Get(d, "target"), "next-turn") && isArr(ins) && !emptyArr(ins)
+		t.spliced = rawjson.StringIs(rawjson.Get(d, "target"), "next-turn") && isArr(ins) && !rawjson.EmptyArray(ins)
 	}
 	switch e.typ {
 	case "turn/start":

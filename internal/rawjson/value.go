@@ -222,3 +222,17 @@ func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// EmptyArray and EmptyObject report whether raw is [] or {}, white space
+// allowed.
+func EmptyArray(raw []byte) bool  { return emptyOf(raw, '[', ']') }
+func EmptyObject(raw []byte) bool { return emptyOf(raw, '{', '}') }
+
+func emptyOf(raw []byte, open, close byte) bool {
+	i := SkipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != open {
+		return false
+	}
+	i = SkipSpace(raw, i+1)
+	return i < len(raw) && raw[i] == close
+}
