@@ -376,47 +376,6 @@ func TestReaderRefusesHostileArchives(t *testing.T) {
 	}
 }
 
-func TestExtractToWritesNothingOnFailure(t *testing.T) {
-	for name, data := range hostileCases(t) {
-		if name == "setuid regular" {
-			continue
-		}
-		parent := t.TempDir()
-		target := filepath.Join(parent, "store")
-		_, err := ExtractTo(context.Background(), bytes.NewReader(data), target, ExtractOptions{}, nil)
-		if err == nil {
-			t.Fatalf("%s: accepted", name)
-		}
-		if ents, _ := os.ReadDir(parent); len(ents) != 0 {
-			t.Fatalf("%s: left %v", name, ents)
-		}
-	}
-	// A check that fails keeps the target away too.
-	data, _ := write(t, sampleEntries(), WriterOptions{ChunkSize: 64 << 10})
-	parent := t.TempDir()
-	target := filepath.Join(parent, "store")
-	_, err := ExtractTo(context.Background(), bytes.NewReader(data), target, ExtractOptions{},
-		func(string, *ExtractedList) error { return errors.New("no") })
-	if err == nil {
-		t.Fatal("a failed check was ignored")
-	}
-	if ents, _ := os.ReadDir(parent); len(ents) != 0 {
-		t.Fatalf("left %v", ents)
-	}
-	// And a good one lands at target.
-	ents, err := ExtractTo(context.Background(), bytes.NewReader(data), target, ExtractOptions{Sync: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ents.Len() != 5 {
-		t.Fatalf("%d entries", ents.Len())
-	}
-	got, err := os.ReadFile(filepath.Join(target, logA))
-	if err != nil || len(got) != 1_000_000 {
-		t.Fatalf("%d bytes (%v)", len(got), err)
-	}
-}
-
 func TestExtractModesIgnoreUmask(t *testing.T) {
 	old := syscall.Umask(0)
 	defer syscall.Umask(old)

@@ -123,9 +123,6 @@ func (r *Reader) Close() {
 	}
 }
 
-// TarBytes is how many bytes of the tar stream were read so far.
-func (r *Reader) TarBytes() int64 { return r.cnt.n }
-
 func (r *Reader) errorf(h *Header, refused bool, err error, format string, args ...any) error {
 	e := &Error{Archive: r.opts.Archive, Msg: fmt.Sprintf(format, args...), Err: err, Refused: refused}
 	if h != nil {

@@ -118,12 +118,12 @@ func (s *Staging) makeDirs() error {
 		}
 		return err
 	}
-	err := privateDir(s.dir)
+	err := durable.PrivateDir(s.dir)
 	if err == nil {
 		err = os.Mkdir(s.tree, durable.DirMode)
 	}
 	if err == nil {
-		err = privateDir(s.tree)
+		err = durable.PrivateDir(s.tree)
 	}
 	if err != nil {
 		s.Remove()
@@ -134,24 +134,6 @@ func (s *Staging) makeDirs() error {
 func sameFile(f *os.File, fi os.FileInfo) bool {
 	ffi, err := f.Stat()
 	return err == nil && os.SameFile(ffi, fi)
-}
-
-// privateDir sets a directory convkit made to 0700 whatever the umask,
-// through a descriptor opened without following a link.
-func privateDir(p string) error {
-	d, err := os.OpenFile(p, os.O_RDONLY|durable.NoFollowFlags, 0)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	fi, err := d.Stat()
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s: not a directory", p)
-	}
-	return d.Chmod(durable.DirMode)
 }
 
 // Dir is the staging directory; what the caller puts there besides the
@@ -216,7 +198,7 @@ func SweepStaging(dir, name string, own *Staging, unlockedAge time.Duration) []S
 				stage = base
 			}
 			if stage != "" && isStaging(stage, name) && !present[stage] {
-				if l := lockFree(p); l != nil {
+				if l := LockIfFree(p); l != nil {
 					out = append(out, Swept{Path: p, Err: os.Remove(p)})
 					l.Close()
 				}
@@ -295,9 +277,11 @@ func probeLock(p string) (lockState, *os.File) {
 	return lockFreed, f
 }
 
-// lockFree returns the lock file at p held by this process when it was
-// free, else nil.
-func lockFree(p string) *os.File {
+// LockIfFree returns the temporary file at p held by this process when
+// its lock was free (its writer is gone), else nil: a symbolic link, a
+// FIFO or anything but a regular file is never opened through, nor waited
+// on. Close it once the file is removed.
+func LockIfFree(p string) *os.File {
 	if st, f := probeLock(p); st == lockFreed {
 		return f
 	}
@@ -322,37 +306,29 @@ func CreateTemp(final string) (*TempFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &TempFile{File: f}
-	if err := t.lockIt(); err != nil {
+	l, err := LockTemp(f)
+	if err != nil {
 		f.Close()
 		os.Remove(f.Name())
-		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+		return nil, err
 	}
-	return t, nil
+	return &TempFile{File: f, lock: l}, nil
 }
 
-func (t *TempFile) lockIt() error {
-	l, err := lockOwn(t.File)
-	if err != nil {
-		return err
-	}
-	t.lock = l
-	return nil
-}
-
-// lockOwn flocks f, a file this process just created, through a
-// descriptor of its own (so that the lock outlives a close of f), opened
-// without following a link and checked to be f's file.
-func lockOwn(f *os.File) (*os.File, error) {
+// LockTemp flocks f, a temporary file this process just created
+// (durable.CreateTemp), through a descriptor of its own (so that the lock
+// outlives a close of f), opened without following a link and checked to
+// be f's file. Close the returned file to release the lock.
+func LockTemp(f *os.File) (*os.File, error) {
 	l, err := durable.OpenRegular(f.Name(), os.O_RDONLY)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
 	}
 	a, aerr := f.Stat()
 	b, berr := l.Stat()
 	if aerr != nil || berr != nil || !os.SameFile(a, b) {
 		l.Close()
-		return nil, fmt.Errorf("%s was replaced while it was created", f.Name())
+		return nil, fmt.Errorf("lock %s: %s was replaced while it was created", f.Name(), f.Name())
 	}
 	ok, err := tryLock(l)
 	switch {
@@ -360,31 +336,13 @@ func lockOwn(f *os.File) (*os.File, error) {
 		// Unlocked: no sweep removes it (see lock_other.go).
 	case err != nil:
 		l.Close()
-		return nil, err
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
 	case !ok:
 		l.Close()
-		return nil, errors.New("locked by another process")
+		return nil, fmt.Errorf("lock %s: locked by another process", f.Name())
 	}
 	return l, nil
 }
-
-// LockTemp flocks f, a temporary file this process just created
-// (durable.CreateTemp), as CreateTemp's files are locked while written:
-// through a descriptor of its own, never through a link. Close the
-// returned file to release the lock.
-func LockTemp(f *os.File) (*os.File, error) {
-	l, err := lockOwn(f)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
-	}
-	return l, nil
-}
-
-// LockIfFree returns the temporary file at p held by this process when
-// its lock was free (its writer is gone), else nil: a symbolic link, a
-// FIFO or anything but a regular file is never opened through, nor waited
-// on. Close it once the file is removed.
-func LockIfFree(p string) *os.File { return lockFree(p) }
 
 // Publish fsyncs the file, links it to final (never over an existing
 // file), removes the temporary name and fsyncs the directory, as
@@ -432,7 +390,7 @@ func SweepTemps(final string) []Swept {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		if l := lockFree(p); l != nil {
+		if l := LockIfFree(p); l != nil {
 			out = append(out, Swept{Path: p, Err: os.Remove(p)})
 			l.Close()
 		}
