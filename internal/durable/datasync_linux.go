@@ -8,9 +8,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DataSync makes f's data durable, and the metadata needed to read it back
-// (its size after an append), with fdatasync: the modification time, which
-// nothing reads back after a crash, is not waited for.
+// DataSync makes f's data and size durable with fdatasync: the
+// modification time, which nothing reads back, is not waited for.
 func DataSync(f *os.File) error {
 	rc, err := f.SyscallConn()
 	if err != nil {

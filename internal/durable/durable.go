@@ -67,9 +67,7 @@ func MkdirAll(dir string) error {
 // SyncDir fsyncs a directory so that entries created or removed in it survive
 // a crash.
 func SyncDir(dir string) error {
-	// Read-only, never waiting on a FIFO: only a directory is opened (a
-	// data directory that is a link to one is synced through it: fsync
-	// writes nothing there).
+	// A link to a directory is followed: fsync writes nothing through it.
 	d, err := os.OpenFile(dir, os.O_RDONLY|InputFlags|DirFlag, 0)
 	if err != nil {
 		return openError(dir, err)
@@ -84,9 +82,8 @@ func SyncDir(dir string) error {
 	return nil
 }
 
-// CreateTemp creates a new private temporary file in dir whose name starts
-// with prefix and ends with TempSuffix. The caller writes it and hands it to
-// Publish, or removes it.
+// CreateTemp creates a new private file prefix.<16 hex>.tmp in dir, for the
+// caller to write and Publish, or remove.
 func CreateTemp(dir, prefix string) (*os.File, error) {
 	for i := 0; i < 100; i++ {
 		var b [8]byte
@@ -111,10 +108,9 @@ func CreateTemp(dir, prefix string) (*os.File, error) {
 	return nil, fmt.Errorf("%s: could not create a unique temporary file", dir)
 }
 
-// Publish fsyncs and closes tmp, links it to final (which must not exist),
-// fsyncs the directory and removes the temporary name. On any error the
-// temporary file is removed and final is untouched. An existing final name
-// gives an error wrapping ErrExists.
+// Publish fsyncs and closes tmp, links it to final (an existing final is
+// ErrExists), removes the temporary name and fsyncs the directory. On any
+// error the temporary file is removed and final is untouched.
 func Publish(tmp *os.File, final string) (err error) {
 	tmpName := tmp.Name()
 	defer func() {
@@ -146,8 +142,7 @@ func Publish(tmp *os.File, final string) (err error) {
 
 // WriteFile publishes data under name without overwriting, durably.
 func WriteFile(name string, data []byte) error {
-	dir := filepath.Dir(name)
-	tmp, err := CreateTemp(dir, "."+filepath.Base(name))
+	tmp, err := CreateTemp(filepath.Dir(name), "."+filepath.Base(name))
 	if err != nil {
 		return err
 	}
@@ -159,16 +154,15 @@ func WriteFile(name string, data []byte) error {
 	return Publish(tmp, name)
 }
 
-// IsTemp reports whether a directory entry name is a temporary file left by
-// CreateTemp (a crashed writer leaves these; they are never published).
+// IsTemp reports whether a directory entry name is a CreateTemp file, which
+// a crashed writer leaves behind.
 func IsTemp(name string) bool {
 	return strings.HasSuffix(name, TempSuffix)
 }
 
-// Writeback writes to a file and starts the writeback of each range of every
-// bytes while writing goes on, so the final fsync waits for the last range
-// only; the writeback runs on its own goroutine, so a congested disk holds up
-// that goroutine, not the writing.
+// Writeback writes to a file and starts the writeback of every range of
+// every bytes on its own goroutine, so the final fsync waits for the last
+// range only and a congested disk never holds up the writing.
 type Writeback struct {
 	f       *os.File
 	every   int64

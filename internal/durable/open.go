@@ -15,10 +15,9 @@ var ErrSymlink = errors.New("symbolic links are never followed")
 // a directory where a regular file is expected.
 var ErrNotRegular = errors.New("not a regular file")
 
-// OpenRegular opens the existing file at path with flag (read, write or
-// read-write, optionally O_APPEND; never O_CREATE or O_TRUNC), never following
-// a link in the last component, never blocking, and refusing anything but a
-// regular file, checked on the opened descriptor.
+// OpenRegular opens the existing file at path with flag (never O_CREATE or
+// O_TRUNC), never following a link in the last component, never blocking,
+// and refusing anything but a regular file, checked on the descriptor.
 func OpenRegular(path string, flag int) (*os.File, error) {
 	if flag&(os.O_CREATE|os.O_TRUNC) != 0 {
 		return nil, fmt.Errorf("open %s: OpenRegular never creates or truncates", path)
@@ -34,9 +33,8 @@ func OpenRegular(path string, flag int) (*os.File, error) {
 	return f, nil
 }
 
-// CreateExcl creates a new file at path, mode 0600 whatever the umask. It
-// fails if anything exists at path, a symbolic link included (O_EXCL never
-// follows one), so it never writes through a link or over a file.
+// CreateExcl creates a new file at path, mode 0600 whatever the umask; it
+// fails if anything exists there, a symbolic link included.
 func CreateExcl(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL|NoFollowFlags, FileMode)
 	if err != nil {
@@ -62,8 +60,7 @@ func checkRegular(f *os.File) error {
 	return nil
 }
 
-// Kind names what a file of mode m is, for messages: "a regular file",
-// "a directory", "a FIFO", "a socket", "a device", "a symbolic link".
+// Kind names what a file of mode m is, for messages ("a FIFO").
 func Kind(m os.FileMode) string {
 	switch {
 	case m.IsRegular():
@@ -82,10 +79,8 @@ func Kind(m os.FileMode) string {
 	return "not a file"
 }
 
-// openError words an open failure: a symbolic link (ELOOP under
-// O_NOFOLLOW, or EEXIST under O_EXCL) wraps ErrSymlink, a directory or
-// other special file (EISDIR, ENXIO on a socket) wraps ErrNotRegular, and
-// anything else keeps its cause.
+// openError words an open failure: a symbolic link wraps ErrSymlink,
+// another non-regular file ErrNotRegular; anything else keeps its cause.
 func openError(path string, err error) error {
 	if isLoop(err) {
 		return fmt.Errorf("%s is a symbolic link: %w", path, ErrSymlink)
@@ -104,16 +99,14 @@ func openError(path string, err error) error {
 	return err
 }
 
-// OpenInput opens a path the user named for reading: a link is followed, as
-// any reader would, but the open never blocks, so a FIFO without a writer
-// reads as empty instead of hanging.
+// OpenInput opens a path the user named for reading, following a link but
+// never blocking: a FIFO without a writer reads as empty.
 func OpenInput(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDONLY|InputFlags, 0)
 }
 
 // PrivateDir sets the directory dir to mode 0700 whatever the umask,
-// through a descriptor opened without following a link (a link put in its
-// place is refused, never chmod'ed through).
+// through a descriptor opened without following a link.
 func PrivateDir(dir string) error {
 	d, err := os.OpenFile(dir, os.O_RDONLY|NoFollowFlags|DirFlag, 0)
 	if err != nil {

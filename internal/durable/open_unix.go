@@ -8,9 +8,8 @@ import (
 )
 
 // NoFollowFlags make an open refuse a symbolic link in the last component
-// (ELOOP) and return at once on a FIFO or a device instead of waiting for
-// the other end. O_NONBLOCK does not change reads or writes of a regular
-// file.
+// and return at once on a FIFO or a device (O_NONBLOCK does not change a
+// regular file).
 const NoFollowFlags = syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
 
 // InputFlags open an input without waiting for a FIFO's writer.

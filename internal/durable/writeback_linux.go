@@ -9,9 +9,8 @@ import (
 )
 
 // StartWriteback asks the kernel to start writing f's bytes [off, off+n)
-// to the disk now, without waiting for them (sync_file_range, WRITE only;
-// n 0: to the end of the file), so that the fsync that ends a write has
-// less left. It is a hint: an error is the fsync's to report.
+// (n 0: to the end) without waiting, so the fsync that ends a write has
+// less left; an error is the fsync's to report.
 func StartWriteback(f *os.File, off, n int64) {
 	if rc, err := f.SyscallConn(); err == nil {
 		rc.Control(func(fd uintptr) {
