@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/store"
@@ -73,25 +74,17 @@ func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
 		return diverged("the store's copy is being deleted")
 	}
 
-	bases := map[string]bool{}
-	for b := range storeLogs {
-		bases[b] = true
-	}
+	// Every log of either copy, the conversation log first.
 	archLogs := sc.logsByBase()
+	order := slices.Collect(maps.Keys(storeLogs))
 	for b := range archLogs {
-		bases[b] = true
-	}
-	order := make([]string, 0, len(bases))
-	for b := range bases {
-		order = append(order, b)
-	}
-	sort.Slice(order, func(i, j int) bool {
-		a, b := order[i], order[j]
-		if (a == store.ConversationLogBase) != (b == store.ConversationLogBase) {
-			return a == store.ConversationLogBase
+		if _, ok := storeLogs[b]; !ok {
+			order = append(order, b)
 		}
-		return a < b
-	})
+	}
+	slices.Sort(order)
+	i := slices.Index(order, store.ConversationLogBase)
+	order = slices.Insert(slices.Delete(order, i, i+1), 0, store.ConversationLogBase)
 	var behind, ahead []string // logs that make the store's copy behind, ahead
 	for _, b := range order {
 		sl, inStore := storeLogs[b]
@@ -118,7 +111,7 @@ func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
 			ahead = append(ahead, fmt.Sprintf("%s is longer here", sl.Current))
 		default:
 			if b == store.ConversationLogBase {
-				if ok, _ := onlyLocalMappings(sl, al); ok {
+				if onlyLocalMappings(sl, al) {
 					p.storeCwd = si.Cwd
 					behind = append(behind, fmt.Sprintf("%s is longer in the archive (the store's working directory mapping is kept)", sl.Current))
 					continue
@@ -221,19 +214,12 @@ func compareLines(sl, al store.Log) (relation, bool) {
 	if sl.Current.Compression != convlog.Zstd {
 		return relDiffer, false
 	}
-	sr, err := sl.Open(convlog.ReaderOptions{})
-	if err != nil {
+	sr, ar, ok := openBoth(sl, al)
+	if !ok {
 		return relDiffer, false
 	}
 	defer sr.Close()
-	ar, err := al.Open(convlog.ReaderOptions{})
-	if err != nil {
-		return relDiffer, false
-	}
 	defer ar.Close()
-	if !bytes.Equal(sr.Header().Raw, ar.Header().Raw) {
-		return relDiffer, false
-	}
 	for {
 		se, serr := sr.Next()
 		ae, aerr := ar.Next()
@@ -250,6 +236,25 @@ func compareLines(sl, al store.Log) (relation, bool) {
 			return relDiffer, false
 		}
 	}
+}
+
+// openBoth opens the store's log and the archived one; ok is false when
+// either cannot be opened or their headers differ. The caller closes both.
+func openBoth(sl, al store.Log) (sr, ar *convlog.Reader, ok bool) {
+	sr, err := sl.Open(convlog.ReaderOptions{})
+	if err != nil {
+		return nil, nil, false
+	}
+	if ar, err = al.Open(convlog.ReaderOptions{}); err != nil {
+		sr.Close()
+		return nil, nil, false
+	}
+	if !bytes.Equal(sr.Header().Raw, ar.Header().Raw) {
+		sr.Close()
+		ar.Close()
+		return nil, nil, false
+	}
+	return sr, ar, true
 }
 
 // committedLength reads a log strictly and returns its committed prefix.
@@ -304,48 +309,29 @@ func samePrefix(a, b io.Reader) (at int64, same bool, err error) {
 // onlyLocalMappings reports whether the store's conversation log is a
 // prefix of the archived one followed only by cwd-mapped events, as an
 // earlier --map-cwd import leaves it when the source then grew.
-func onlyLocalMappings(sl, al store.Log) (bool, error) {
-	sr, err := sl.Open(convlog.ReaderOptions{})
-	if err != nil {
-		return false, err
+func onlyLocalMappings(sl, al store.Log) bool {
+	sr, ar, ok := openBoth(sl, al)
+	if !ok {
+		return false
 	}
 	defer sr.Close()
-	ar, err := al.Open(convlog.ReaderOptions{})
-	if err != nil {
-		return false, err
-	}
 	defer ar.Close()
-	if !bytes.Equal(sr.Header().Raw, ar.Header().Raw) {
-		return false, nil
-	}
 	for {
 		se, serr := sr.Next()
-		if serr != nil && serr != io.EOF {
-			return false, serr
-		}
 		ae, aerr := ar.Next()
-		if aerr != nil && aerr != io.EOF {
-			return false, aerr
-		}
-		if serr == io.EOF || aerr == io.EOF {
-			// One ended before they differed: a prefix, not this case.
-			return false, nil
+		if serr != nil || aerr != nil {
+			// An error, or one ended before they differed: a prefix.
+			return false
 		}
 		if bytes.Equal(se.Raw, ae.Raw) {
 			continue
 		}
 		// They differ here: the rest of the store's log must be mappings.
-		for {
+		for ; serr == nil; se, serr = sr.Next() {
 			if se.Type != store.EventConversationCwdMapped {
-				return false, nil
-			}
-			se, serr = sr.Next()
-			if serr == io.EOF {
-				return true, nil
-			}
-			if serr != nil {
-				return false, serr
+				return false
 			}
 		}
+		return serr == io.EOF
 	}
 }

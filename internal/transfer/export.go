@@ -87,14 +87,9 @@ type ExportResult struct {
 // unreadable log, a missing fork ancestor): the caller's exit 3.
 func (r *ExportResult) Partial() bool { return len(r.Manifest.Problems) > 0 }
 
-// Errors of Export that callers tell apart.
-var (
-	// ErrNotFound: a requested conversation does not exist (or is being
-	// deleted). It wraps store.ErrNoConversation.
-	ErrNotFound = store.ErrNoConversation
-	// ErrNoStore: the data directory is not a store.
-	ErrNoStore = store.ErrNoStore
-)
+// ErrNotFound: a requested conversation does not exist (or is being
+// deleted).
+var ErrNotFound = store.ErrNoConversation
 
 // Export writes to w an archive of the conversations opts.IDs and their
 // fork ancestors from the store s, opened read-only and never locked: each

@@ -26,42 +26,28 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// What --on-conflict says to do with a conversation that exists in the
-// store and diverged from the archived one.
+// What --on-conflict does with a store's copy that diverged from the
+// archived one: refuse the import (the default), replace the copy (moved
+// aside into <data-dir>/replaced/, kept) or skip the conversation.
 const (
-	// ConflictRefuse refuses the whole import (the default).
-	ConflictRefuse = "refuse"
-	// ConflictReplace moves the store's copy aside, into
-	// <data-dir>/replaced/ (store.PlaceConversation), and imports the
-	// archived one.
+	ConflictRefuse  = "refuse"
 	ConflictReplace = "replace"
-	// ConflictSkip keeps the store's copy and imports the rest.
-	ConflictSkip = "skip"
+	ConflictSkip    = "skip"
 )
 
 // Actions of an import plan, one per archived conversation.
 const (
-	// ActionImport: not in the store; it is placed there.
-	ActionImport = "import"
-	// ActionUpdate: the store's copy is a byte-prefix of the archived one
-	// (the archive is newer); it is replaced, and removed.
-	ActionUpdate = "update"
-	// ActionUnchanged: the store's copy is identical; nothing is written.
-	ActionUnchanged = "unchanged"
-	// ActionKeep: the archived copy is a byte-prefix of the store's (the
-	// store is newer); nothing is written.
-	ActionKeep = "keep"
-	// ActionReplace: diverged, --on-conflict replace: the store's copy is
-	// moved aside and kept, the archived one placed.
-	ActionReplace = "replace"
-	// ActionSkip: diverged, --on-conflict skip: the store's copy stays.
-	ActionSkip = "skip"
-	// ActionConflict: diverged and refused: the import writes nothing.
-	ActionConflict = "conflict"
+	ActionImport    = "import"    // not in the store: placed there
+	ActionUpdate    = "update"    // the store's copy is a prefix of the archived one: replaced
+	ActionUnchanged = "unchanged" // identical: nothing written
+	ActionKeep      = "keep"      // the archived copy is a prefix of the store's: nothing written
+	ActionReplace   = "replace"   // diverged, --on-conflict replace: the store's copy moved aside
+	ActionSkip      = "skip"      // diverged, --on-conflict skip: the store's copy stays
+	ActionConflict  = "conflict"  // diverged and refused: the import writes nothing
 )
 
 // CwdMapping is one --map-cwd OLD=NEW: working directories at or under
-// From are recorded as the same place under To.
+// From become the same place under To.
 type CwdMapping struct {
 	From string `json:"from"`
 	To   string `json:"to"`
@@ -79,8 +65,8 @@ func ParseCwdMapping(s string) (CwdMapping, error) {
 	return CwdMapping{From: filepath.Clean(from), To: filepath.Clean(to)}, nil
 }
 
-// mapCwd applies the mapping whose From is the longest match of cwd (at a
-// path component boundary); ok is false when none applies.
+// mapCwd applies the mapping whose From is the longest path-prefix of cwd;
+// false when none applies.
 func mapCwd(maps []CwdMapping, cwd string) (string, bool) {
 	best := -1
 	for i, m := range maps {
@@ -100,73 +86,47 @@ func mapCwd(maps []CwdMapping, cwd string) (string, bool) {
 
 // ImportOptions configure Import.
 type ImportOptions struct {
-	// Archive names the archive in messages (a path, or "-").
-	Archive string
-	// OnConflict is ConflictRefuse (also ""), ConflictReplace or
-	// ConflictSkip.
-	OnConflict string
-	// MapCwd are the --map-cwd mappings.
-	MapCwd []CwdMapping
-	// DryRun verifies and plans, takes no lock and writes nothing.
-	DryRun bool
-	// ConfigPath is the runtime configuration to check agents and models
-	// against (see ConfigPath). A missing file is an error when
-	// ConfigRequired, else a warning that they were not checked. ""
-	// means <data-dir>/config.toml, not required.
+	Archive    string // names the archive in messages (a path, or "-")
+	OnConflict string // a Conflict constant ("": ConflictRefuse)
+	MapCwd     []CwdMapping
+	DryRun     bool // verify and plan; take no lock, write nothing
+	// ConfigPath is the runtime configuration agents and models are
+	// checked against ("": <data-dir>/config.toml); missing, it is an
+	// error when ConfigRequired, else a warning.
 	ConfigPath     string
 	ConfigRequired bool
-	// Limits bound the extraction. Zero fields take archive's defaults;
-	// the extraction is also bounded by the free space of the data
-	// directory's file system less archive.FreeReserve.
-	Limits archive.Limits
-	// Jobs bounds the parallel strict reads of the archived logs
-	// (default: CPUs, at most 16).
-	Jobs int
-	// Progress counts the archive's bytes as they are extracted.
-	Progress progress.Progress
-	// Log receives notes as they happen: stale staging directories
-	// removed, the index state (nil: nothing).
-	Log io.Writer
-	// spoolMemory overrides defaultSpoolMemory (0: the default).
-	spoolMemory int
+	// Limits bound the extraction (zero fields: archive's defaults), as
+	// does the data directory's free space.
+	Limits      archive.Limits
+	Jobs        int // parallel strict reads (default: CPUs, at most 16)
+	Progress    progress.Progress
+	Log         io.Writer // notes: stale stagings removed (nil: none)
+	spoolMemory int       // 0: defaultSpoolMemory
 }
 
 // ImportResult is what Import found and did.
 type ImportResult struct {
-	SchemaVersion int    `json:"schemaVersion"`
-	Archive       string `json:"archive"`
-	DataDir       string `json:"dataDir"`
-	DryRun        bool   `json:"dryRun"`
-	// From the manifest: when and by what the archive was written.
-	ExportedAt   time.Time `json:"exportedAt"`
-	ExportOnline bool      `json:"exportOnline"`
-	ToolVersion  string    `json:"toolVersion"`
-	// Config is the runtime configuration agents and models were checked
-	// against; ConfigFound false when it does not exist (they were not
-	// checked).
-	Config      string `json:"config"`
-	ConfigFound bool   `json:"configFound"`
-	OnConflict  string `json:"onConflict"`
+	SchemaVersion int       `json:"schemaVersion"`
+	Archive       string    `json:"archive"`
+	DataDir       string    `json:"dataDir"`
+	DryRun        bool      `json:"dryRun"`
+	ExportedAt    time.Time `json:"exportedAt"`
+	ExportOnline  bool      `json:"exportOnline"`
+	ToolVersion   string    `json:"toolVersion"`
+	Config        string    `json:"config"`
+	ConfigFound   bool      `json:"configFound"` // false: agents and models not checked
+	OnConflict    string    `json:"onConflict"`
 	// Conversations is the plan, in archive order (fork ancestors first).
 	Conversations []ConversationPlan `json:"conversations"`
 	Counts        ImportCounts       `json:"counts"`
-	// Index: "updated" (the imported conversations' rows were updated in
-	// metadata.db), "built" (there was none, or one of an older convkit:
-	// it was rebuilt from every log of the store, as reindex does),
-	// "unchanged" (nothing was written), "failed" (IndexError says why,
-	// IndexAdvice what to run) or "" on a dry run.
-	Index      string `json:"index"`
-	IndexError string `json:"indexError,omitempty"`
-	// IndexAdvice says how a failed index is brought up to date
-	// (index.UpdateAdvice). Not part of the JSON report.
-	IndexAdvice string `json:"-"`
-	// IndexFromReads counts the session logs the index took from the
-	// import's strict reads rather than read again (reindex.Preread). Not
-	// part of the JSON report.
-	IndexFromReads int `json:"-"`
-	// Warnings are problems that concern the whole import (no runtime
-	// configuration, the index not updated). Those of a conversation are
-	// in its Problems.
+	// Index: "updated" (the changed rows), "built" (none, or an older
+	// convkit's: rebuilt as reindex does), "unchanged", "failed"
+	// (IndexError, and IndexAdvice what to run) or "" on a dry run.
+	Index          string `json:"index"`
+	IndexError     string `json:"indexError,omitempty"`
+	IndexAdvice    string `json:"-"`
+	IndexFromReads int    `json:"-"` // session logs indexed from the import's reads
+	// Warnings concern the whole import; a conversation's are its Problems.
 	Warnings []string `json:"warnings"`
 }
 
@@ -174,24 +134,20 @@ type ImportResult struct {
 type ConversationPlan struct {
 	ID    string `json:"id"`
 	Title string `json:"title"`
-	// Action is one of the Action constants; Detail says why (for a
-	// conflict: the first difference).
+	// Action is an Action constant; Detail says why (for a conflict: the
+	// first difference).
 	Action string `json:"action"`
 	Detail string `json:"detail,omitempty"`
 	// Requested: named on the export's command line; otherwise exported
 	// as a fork ancestor of AncestorOf.
 	Requested  bool     `json:"requested"`
 	AncestorOf []string `json:"ancestorOf"`
-	// Cwd is the working directory the conversation has in the store
-	// after the import (before any mapping); CwdMappedTo the one --map-cwd
-	// records, "" when none applies.
+	// Cwd is the working directory in the store after the import, before
+	// CwdMappedTo, the one --map-cwd records.
 	Cwd         string `json:"cwd"`
 	CwdMappedTo string `json:"cwdMappedTo,omitempty"`
-	// MovedAside is where the store's previous copy was kept.
-	MovedAside string `json:"movedAside,omitempty"`
-	// Problems say why the conversation will not open on this machine
-	// (missing working directory, agent, model or fork source); [] when
-	// it will.
+	MovedAside  string `json:"movedAside,omitempty"` // where the store's copy was kept
+	// Problems say why the conversation will not open on this machine.
 	Problems []string `json:"problems"`
 
 	dir       string // encoded directory name
@@ -213,15 +169,13 @@ type ImportCounts struct {
 	WillNotOpen   int `json:"willNotOpen"`
 }
 
-// Warned reports whether the import has something to warn about: a
-// conversation that will not open, a conflict skipped, a general warning.
-// The CLI exits 3 then.
+// Warned reports whether a conversation will not open, a conflict was
+// skipped or a warning given: the CLI's exit 3.
 func (r *ImportResult) Warned() bool {
 	return len(r.Warnings) > 0 || r.Counts.WillNotOpen > 0 || r.Counts.Skipped > 0
 }
 
-// Changed reports whether the import wrote (or, on a dry run, would
-// write) anything to the store.
+// Changed reports whether the import wrote (or would write) to the store.
 func (r *ImportResult) Changed() bool {
 	c := r.Counts
 	return c.Imported+c.Updated+c.Replaced+c.CwdMapped > 0
@@ -231,8 +185,7 @@ func (r *ImportResult) Changed() bool {
 // OnConflict is ConflictRefuse: nothing was written.
 var ErrConflict = errors.New("conversations in the archive diverged from the store's copies")
 
-// VerifyError is an archive that failed verification: nothing was
-// written to the store.
+// VerifyError is an archive that failed verification.
 type VerifyError struct {
 	Archive string
 	Msg     string
@@ -257,23 +210,19 @@ func (e *VerifyError) Unwrap() error { return e.Err }
 // importer is one import run.
 type importer struct {
 	dataDir string
-	// s is the store as Stage was given it, read-only; st the same store
-	// opened exclusively to write, as Import is given it (nil on a dry
-	// run).
-	s     *store.Store
-	opts  ImportOptions
-	stage *archive.Staging
-	m     *Manifest
-	convs []*stagedConv
-	byID  map[string]*stagedConv
-	mach  *store.Machine
-	res   *ImportResult
-	st    *store.Store
-	// staged is the store extracted from the archive, in staging.
-	staged *store.Store
-	// checks are the strict reads of the extracted logs, which the index
-	// is built from.
-	checks *logChecks
+	// s is the store Stage was given, read-only; st the same store as
+	// Import is given it, locked (nil on a dry run).
+	s      *store.Store
+	opts   ImportOptions
+	stage  *archive.Staging
+	m      *Manifest
+	convs  []*stagedConv
+	byID   map[string]*stagedConv
+	mach   *store.Machine
+	res    *ImportResult
+	st     *store.Store
+	staged *store.Store // the archive's, extracted into the staging
+	checks *logChecks   // the strict reads of its logs, indexed from
 }
 
 // Staged is an archive verified into a staging directory of a store,
@@ -285,13 +234,10 @@ type Staged struct {
 }
 
 // Stage verifies the archive read from r for an import into the store s
-// (opened read-only; docs/TRANSFER.md) without writing to the store. A
-// seekable r, or any r on a dry run, is first scanned (scan) so a hostile archive is
-// refused before a file is made; then it is extracted into a private
-// staging directory in the data directory, every entry checked against
-// the manifest and every log read strictly. Any failure is a *VerifyError.
-// The caller then takes runtime.lock and calls Import, so the runtime
-// waits for the writing only.
+// (read-only) into a private staging directory of the data directory, so
+// that the caller takes runtime.lock for Import's writing only. A seekable
+// r, or any r on a dry run, is scanned first, so a hostile archive is
+// refused before a file is made. Any failure is a *VerifyError.
 func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions) (_ *Staged, err error) {
 	if opts.Progress == nil {
 		opts.Progress = progress.Nop{}
@@ -300,7 +246,7 @@ func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions)
 		opts.Log = io.Discard
 	}
 	if opts.Jobs <= 0 {
-		opts.Jobs = min(max(1, cpus()), 16)
+		opts.Jobs = min(runtime.NumCPU(), 16)
 	}
 	switch opts.OnConflict {
 	case "":
@@ -322,8 +268,6 @@ func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions)
 	imp.res = &ImportResult{SchemaVersion: contract.Version, Archive: opts.Archive, DataDir: dataDir, DryRun: opts.DryRun,
 		Config: opts.ConfigPath, OnConflict: opts.OnConflict, Conversations: []ConversationPlan{}, Warnings: []string{}}
 
-	// An explicitly named configuration must be there before anything
-	// is read.
 	if err := imp.loadConfig(); err != nil {
 		return nil, err
 	}
@@ -347,13 +291,12 @@ func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions)
 	} else if err != nil {
 		return nil, err
 	}
-	if imp.stage, err = newStaging(dataDir); err != nil {
+	if imp.stage, err = archive.NewStaging(dataDir, stagingName); err != nil {
 		return nil, err
 	}
 	if !scanned && opts.DryRun {
-		// A stream is scanned as it is copied into the staging directory,
-		// then extracted from the copy: a dry run makes no entry of a
-		// hostile archive. An import extracts as the stream comes.
+		// A dry run extracts a stream from a scanned copy, so it makes no
+		// entry of a hostile archive.
 		spool, err := os.CreateTemp(imp.stage.Dir(), "archive-")
 		if err != nil {
 			return nil, err
@@ -368,7 +311,6 @@ func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions)
 		r = spool
 	}
 
-	// 1. Verify.
 	if err := imp.extractAndVerify(ctx, r); err != nil {
 		return nil, err
 	}
@@ -377,7 +319,7 @@ func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions)
 }
 
 // Close removes the staging directory, and the data directory Stage made
-// for it when nothing was imported into it.
+// when nothing was imported.
 func (sg *Staged) Close() {
 	imp := sg.imp
 	if imp.checks != nil {
@@ -393,13 +335,10 @@ func (sg *Staged) Close() {
 	}
 }
 
-// Import compares each staged conversation with the store's copy and
-// checks whether it will open here, then puts each in place
-// (store.PlaceConversation), records --map-cwd as cwd-mapped events and
-// updates metadata.db. st is the store Stage was given, locked
-// exclusively by the caller; on a dry run st is nil and, as on
-// ErrConflict, only the plan is returned. The result comes with
-// ErrConflict and with ctx's error too, so the plan can be shown.
+// Import plans each staged conversation against the store's copy, then
+// places it, records --map-cwd and updates metadata.db. st is the store
+// Stage was given, locked exclusively (nil on a dry run, which returns the
+// plan only). The plan comes with ErrConflict and ctx's error too.
 func (sg *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResult, err error) {
 	imp := sg.imp
 	opts := imp.opts
@@ -414,7 +353,6 @@ func (sg *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResul
 		removeStaleStaging(imp.dataDir, imp.stage, opts.Log)
 	}
 
-	// 3. Compare and check.
 	if err := imp.plan(); err != nil {
 		return nil, err
 	}
@@ -423,8 +361,6 @@ func (sg *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResul
 		return res, nil
 	}
 	if res.Counts.Conflicts > 0 {
-		// Name the first conversation and where it diverged: the error
-		// alone (stderr) must say what is at fault.
 		first := ""
 		for _, p := range res.Conversations {
 			if p.Action == ActionConflict {
@@ -435,7 +371,6 @@ func (sg *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResul
 		return res, fmt.Errorf("%w: %d conversation(s)%s (use --on-conflict replace or skip); nothing was imported", ErrConflict, res.Counts.Conflicts, first)
 	}
 
-	// 5. Place, map, index.
 	if err := ctx.Err(); err != nil {
 		return res, err // interrupted before anything was placed
 	}
@@ -447,21 +382,18 @@ func (sg *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResul
 	if err != nil {
 		return res, err
 	}
-	// What was kept of the archive for the plan is not needed by the
-	// index: it goes before the index is written.
+	// The plan's memory goes before the index is written.
 	imp.convs, imp.byID, imp.m, imp.staged = nil, nil, nil, nil
 	imp.updateIndex(ctx, changed)
 	if err := ctx.Err(); err != nil && res.Index != "built" && res.Index != "updated" {
-		// Interrupted while the index was written: unfinished, and a
-		// rerun brings the index up to date.
+		// Interrupted while the index was written: a rerun finishes it.
 		return res, err
 	}
 	return res, nil
 }
 
-// scan reads the archive through with manifestFormat.Scan, then goes back
-// to where it started when r can; false for a stream that cannot (a pipe),
-// which is not read unless spool is given to copy it into.
+// scan reads the archive through with manifestFormat.Scan and seeks back;
+// false, unread, for a stream that cannot seek when spool is nil.
 func (imp *importer) scan(ctx context.Context, r io.Reader, spool io.Writer) (bool, error) {
 	var start int64 = -1
 	if rs, ok := r.(io.Seeker); ok {
@@ -497,8 +429,7 @@ func (imp *importer) scan(ctx context.Context, r io.Reader, spool io.Writer) (bo
 	return true, nil
 }
 
-// loadConfig reads the runtime configuration; a missing default file is a
-// warning.
+// loadConfig reads the runtime configuration; a missing default is a warning.
 func (imp *importer) loadConfig() error {
 	m, warning, err := store.LoadMachine(imp.opts.ConfigPath, imp.opts.ConfigRequired)
 	if err != nil {
@@ -519,6 +450,9 @@ func (imp *importer) warn(msg string) {
 // plan compares every archived conversation with the store and checks it.
 func (imp *importer) plan() error {
 	res := imp.res
+	c := &res.Counts
+	count := map[string]*int{ActionImport: &c.Imported, ActionUpdate: &c.Updated, ActionUnchanged: &c.Unchanged,
+		ActionKeep: &c.Kept, ActionReplace: &c.Replaced, ActionSkip: &c.Skipped, ActionConflict: &c.Conflicts}
 	for _, sc := range imp.convs {
 		p := ConversationPlan{ID: sc.id, Title: sc.info.Title, Requested: sc.m.Requested,
 			AncestorOf: nonNil(sc.m.AncestorOf), dir: sc.dir.Name, Problems: []string{}}
@@ -543,22 +477,7 @@ func (imp *importer) plan() error {
 			}
 		}
 		imp.check(info, &p)
-		switch p.Action {
-		case ActionImport:
-			res.Counts.Imported++
-		case ActionUpdate:
-			res.Counts.Updated++
-		case ActionUnchanged:
-			res.Counts.Unchanged++
-		case ActionKeep:
-			res.Counts.Kept++
-		case ActionReplace:
-			res.Counts.Replaced++
-		case ActionSkip:
-			res.Counts.Skipped++
-		case ActionConflict:
-			res.Counts.Conflicts++
-		}
+		(*count[p.Action])++
 		if p.CwdMappedTo != "" {
 			res.Counts.CwdMapped++
 		}
@@ -571,9 +490,8 @@ func (imp *importer) plan() error {
 	return nil
 }
 
-// check lists why the conversation will not open here, by the rules of
-// store.Machine: its working directory (as mapped), its agents and
-// models, its fork sources (in the archive or in the store).
+// check lists why the conversation will not open here (store.Machine),
+// counting fork sources in the archive as present.
 func (imp *importer) check(info *store.ConversationInfo, p *ConversationPlan) {
 	n := store.NeedsOf(info)
 	n.Cwd = p.Cwd
@@ -593,14 +511,11 @@ func (imp *importer) check(info *store.ConversationInfo, p *ConversationPlan) {
 	})...)
 }
 
-// placeAll puts every imported conversation directory in place, in
-// archive order (fork ancestors first).
+// placeAll places the conversations in archive order (ancestors first).
 func (imp *importer) placeAll() error {
 	convDir := imp.st.ConversationsDir()
-	// A new conversation's rename is made durable with the next fsync of
-	// conversations/: PlaceConversation's of an update or a replace, or
-	// the one after the last; until then a crash loses only renames the
-	// rerun makes again.
+	// A new conversation's rename is made durable by the next fsync of
+	// conversations/; a crash before it loses renames a rerun makes again.
 	unsynced := false
 	for i := range imp.res.Conversations {
 		p := &imp.res.Conversations[i]
@@ -624,12 +539,9 @@ func (imp *importer) placeAll() error {
 	return nil
 }
 
-// place puts one staged conversation directory in the store; the store
-// moves a copy already there aside first, into <data-dir>/replaced/, so
-// a crash at any moment leaves the old copy either in place or kept aside.
-// An updated copy (a byte-prefix of the new one) is then removed; a
-// replaced one is kept. synced: conversations/ was synced after the
-// rename (PlaceConversation moved a copy aside).
+// place puts one staged conversation in the store, which moves a copy
+// there aside first; an updated copy (a prefix of the new one) is then
+// removed, a replaced one kept. synced: conversations/ was fsynced.
 func (imp *importer) place(p *ConversationPlan) (synced bool, err error) {
 	from, err := imp.staged.ConversationPath(p.ID)
 	if err != nil {
@@ -640,10 +552,8 @@ func (imp *importer) place(p *ConversationPlan) (synced bool, err error) {
 		return false, err
 	}
 	if p.Action == ActionUpdate && !p.keepAside {
-		// Every byte of the old copy is in the new one. It goes into the
-		// staging directory first, in one rename: a kill while it is being
-		// removed leaves no partial copy in replaced/, and the next import
-		// removes the staging directory.
+		// Renamed into the staging first, so a kill while it is removed
+		// leaves no partial copy in replaced/.
 		trash := filepath.Join(imp.stage.Dir(), "updated-"+p.dir)
 		if err := os.Rename(aside, trash); err != nil {
 			return true, err
@@ -659,9 +569,8 @@ func (imp *importer) place(p *ConversationPlan) (synced bool, err error) {
 	return true, nil
 }
 
-// applyMappings records the working directory mappings, and reapplies the
-// store's own mappings to the copies that replaced it. It returns the
-// conversations whose logs changed.
+// applyMappings records the --map-cwd mappings and reapplies the store's
+// own to the copies that replaced it; it returns the conversations changed.
 func (imp *importer) applyMappings() ([]string, error) {
 	var changed []string
 	for i := range imp.res.Conversations {
@@ -690,9 +599,8 @@ func (imp *importer) applyMappings() ([]string, error) {
 }
 
 // updateIndex brings metadata.db up to date for the conversations that
-// changed and for those in the store that read older history from them
-// (a fork whose source just arrived can now be indexed), and for archived
-// conversations whose rows a killed import left stale.
+// changed, those that read history from them, and archived ones whose rows
+// a killed import left stale.
 func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 	res := imp.res
 	path := imp.st.IndexPath()
@@ -703,9 +611,6 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 	db, err := index.Open(path)
 	var ve *index.VersionError
 	if errors.Is(err, fs.ErrNotExist) || errors.As(err, &ve) && ve.Older() {
-		// No index yet (a new store, say), or one of an older convkit:
-		// built from every log, as reindex does, under the lock import
-		// holds; list then reads it.
 		imp.buildIndex(ctx, fail)
 		return
 	}
@@ -718,8 +623,6 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 		return
 	}
 	defer db.Close()
-	// A killed import may have placed conversations without updating
-	// their rows, so the archived conversations' rows are checked too.
 	var others []string
 	for _, p := range res.Conversations {
 		if !slices.Contains(changed, p.ID) {
@@ -736,8 +639,8 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 		res.Index = "unchanged"
 		return
 	}
-	// The dependents first: the changed rows stay stale, and a rerun finds
-	// them, until every row depending on them is updated too.
+	// The dependents first: the changed rows stay stale, for a rerun to
+	// find, until every row depending on them is updated.
 	ids := dependentsOf(ctx, db, imp.st, changed)
 	ids = append(ids, changed...)
 	seen := map[string]bool{}
@@ -760,8 +663,7 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 	res.Index = "updated"
 }
 
-// buildIndex builds metadata.db from the store's logs (reindex.Run). What
-// the build skipped is a warning.
+// buildIndex builds metadata.db as reindex does; what it skipped is a warning.
 func (imp *importer) buildIndex(ctx context.Context, fail func(error)) {
 	rr, err := reindex.Run(ctx, imp.st, reindex.Options{Jobs: imp.opts.Jobs, Machine: imp.mach, Prereads: imp.prereads()})
 	if err != nil {
@@ -775,9 +677,8 @@ func (imp *importer) buildIndex(ctx context.Context, fail func(error)) {
 	}
 }
 
-// prereads looks up the strict read of a log placed in the store by its
-// path there: the archive's entry name is its path relative to the data
-// directory.
+// prereads looks up the strict read of a placed log by its path, whose
+// part under the data directory is its entry name.
 func (imp *importer) prereads() reindex.Prereads {
 	if imp.checks == nil || imp.checks.spool == nil {
 		return nil
@@ -792,9 +693,8 @@ func (imp *importer) prereads() reindex.Prereads {
 	}
 }
 
-// dependentsOf lists the store's conversations, outside ids, that depend
-// on any of ids, from their rows in db (fork sources never change); only
-// conversations without a row, or skipped, have their logs read.
+// dependentsOf lists the store's other conversations that depend on any of
+// ids, from their rows in db where they have one (fork sources never change).
 func dependentsOf(ctx context.Context, db *index.DB, s *store.Store, ids []string) []string {
 	want := map[string]bool{}
 	for _, id := range ids {
@@ -837,21 +737,12 @@ func dependentsOf(ctx context.Context, db *index.DB, s *store.Store, ids []strin
 	return out
 }
 
-func cpus() int { return runtime.NumCPU() }
-
-// stagingName is the archive.Staging prefix of an import, in the data
-// directory so conversations move into the store by rename; it is made
-// before runtime.lock is taken, so an unlocked one is swept only when an
-// hour old.
+// stagingName is an import's archive.Staging prefix, in the data directory
+// so conversations move into the store by rename.
 var stagingName = "." + store.ConversationsDirName + ".import"
 
-func newStaging(dataDir string) (*archive.Staging, error) {
-	return archive.NewStaging(dataDir, stagingName)
-}
-
-// removeStaleStaging removes the staging directories of imports that are
-// no longer running (killed): their lock is free. The caller holds
-// runtime.lock.
+// removeStaleStaging removes the stagings of killed imports; the caller
+// holds runtime.lock.
 func removeStaleStaging(dataDir string, own *archive.Staging, log io.Writer) {
 	for _, s := range archive.SweepStaging(dataDir, stagingName, own, archive.UnlockedStagingAge) {
 		if s.Err != nil {
@@ -862,30 +753,24 @@ func removeStaleStaging(dataDir string, own *archive.Staging, log io.Writer) {
 	}
 }
 
-// msgSpool keeps the message text an import's strict reads collect for
-// the index: up to memory bytes in memory, the rest in a file of the
-// staging directory, so memory does not grow with the archive.
+// msgSpool keeps the message text an import's reads collect for the index:
+// up to memory bytes in memory, the rest in a file of the staging.
 type msgSpool struct {
 	dir    string
 	memory int
 	mu     sync.Mutex
-	// mem are chunks of spoolChunk bytes, filled in turn; records that do
-	// not fit in one go to the file.
-	mem [][]byte
-	f   *os.File
-	end int64
-	err error
+	mem    [][]byte // chunks of spoolChunk bytes, filled in turn
+	f      *os.File
+	end    int64
+	err    error
 }
 
-// defaultSpoolMemory is how much message text an import keeps in memory
-// for its index before it spools the rest to a file, in chunks of
-// spoolChunk.
-const defaultSpoolMemory = 8 << 20
+const (
+	defaultSpoolMemory = 8 << 20
+	spoolChunk         = 512 << 10
+)
 
-const spoolChunk = 512 << 10
-
-// newMsgSpool starts a spool in dir that keeps up to memory bytes in
-// memory (0: defaultSpoolMemory).
+// newMsgSpool starts a spool in dir (memory 0: defaultSpoolMemory).
 func newMsgSpool(dir string, memory int) *msgSpool {
 	if memory <= 0 {
 		memory = defaultSpoolMemory
@@ -893,8 +778,7 @@ func newMsgSpool(dir string, memory int) *msgSpool {
 	return &msgSpool{dir: dir, memory: memory}
 }
 
-// write stores b and says where: in memory chunk chunk at off, or in the
-// file at off (chunk -1).
+// write stores b at off of memory chunk chunk, or of the file (chunk -1).
 func (s *msgSpool) write(b []byte) (chunk int, off int64, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -928,8 +812,7 @@ func (s *msgSpool) write(b []byte) (chunk int, off int64, err error) {
 	return -1, off, nil
 }
 
-// put appends the messages of one session (all of one session id) and
-// returns what loads them back.
+// put stores the messages of one session and returns what loads them back.
 func (s *msgSpool) put(msgs []index.Message) (func() ([]index.Message, error), error) {
 	if len(msgs) == 0 {
 		return func() ([]index.Message, error) { return nil, nil }, nil
@@ -954,8 +837,7 @@ func (s *msgSpool) put(msgs []index.Message) (func() ([]index.Message, error), e
 
 var errSpool = errors.New("message spool: malformed record")
 
-// get reads back the record of n bytes at off (of a chunk in memory, or
-// of the file: chunk -1).
+// get reads back the record of n bytes that write stored at chunk, off.
 func (s *msgSpool) get(sessionID string, chunk int, off int64, n int) ([]index.Message, error) {
 	var b []byte
 	if chunk >= 0 {

@@ -19,7 +19,6 @@ import (
 const (
 	FormatName    = "convkit-export"
 	FormatVersion = 1
-	ToolName      = archive.ToolName
 )
 
 // manifestFormat is the export's manifest for the archive package, which

@@ -713,7 +713,7 @@ func TestStaleStaging(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dead, ".lock"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	live, err := newStaging(b)
+	live, err := archive.NewStaging(b, stagingName)
 	if err != nil {
 		t.Fatal(err)
 	}
