@@ -16,14 +16,11 @@ import (
 )
 
 // classify compares an archived conversation with the store's copy and
-// sets p.Action and p.Detail.
-//
-// Current logs are compared by name and committed bytes: the store's copy
-// is behind when each of its logs is a prefix of the archived one, ahead
-// when the reverse holds, and diverged otherwise. Compressed logs are
-// compared by their lines, since a repair may reframe the same lines; a
-// store log that differs only by trailing cwd-mapped events (an earlier
-// --map-cwd) is behind, and the mapping is reapplied.
+// sets p.Action and p.Detail. The store's copy is behind when each of its
+// current logs is a prefix of the archived one, ahead when the reverse
+// holds, and diverged otherwise. Compressed logs are compared by their
+// lines, since a repair may reframe them; a store log longer only by
+// cwd-mapped events (an earlier --map-cwd) is behind, its mapping reapplied.
 func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
 	to, err := imp.s.ConversationPath(sc.id)
 	if err != nil {
@@ -142,9 +139,7 @@ func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
 }
 
 // extraEntries names the first entry of a conversation directory that is
-// not the current generation of one of its logs ("" when there is none):
-// an older generation, a note, a session.lock. An update keeps such a
-// directory aside rather than removing it.
+// not a current log ("" for none): an update keeps such a copy aside.
 func extraEntries(cd store.ConversationDir) (string, error) {
 	ents, err := os.ReadDir(cd.Path)
 	if err != nil {
@@ -172,7 +167,7 @@ const (
 )
 
 // compareLog compares the committed prefix of the store's log with the
-// archived log (all committed). at is the first differing byte.
+// archived log; at is the first differing byte.
 func compareLog(sl, al store.Log) (relation, int64, error) {
 	committed, err := committedLength(sl)
 	if err != nil {
@@ -272,8 +267,8 @@ func committedLength(l store.Log) (int64, error) {
 	return r.Stats().CommittedBytes, nil
 }
 
-// samePrefix compares two readers of the same length; at is the offset of
-// the first difference.
+// samePrefix compares two readers of the same length; at is the first
+// difference.
 func samePrefix(a, b io.Reader) (at int64, same bool, err error) {
 	ba := bufio.NewReaderSize(a, 256<<10)
 	bb := bufio.NewReaderSize(b, 256<<10)

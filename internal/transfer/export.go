@@ -30,26 +30,18 @@ import (
 
 // ExportOptions configure Export.
 type ExportOptions struct {
-	// IDs are the conversations to export; their fork ancestors are added.
-	IDs []string
-	// Now is the clock (default time.Now): the manifest's createdAt and
-	// every entry's modification time.
-	Now func() time.Time
-	// ToolVersion is recorded in the manifest.
+	IDs         []string         // their fork ancestors are added
+	Now         func() time.Time // default time.Now
 	ToolVersion string
-	// TempDir holds a copy of the committed prefix of a conversation log
-	// over 1 MiB while it is replayed for the manifest (default
-	// os.TempDir()); smaller ones are replayed from memory.
-	TempDir string
-	// Progress counts conversations exported; the total is set first.
-	Progress progress.Progress
-	// OnEvent (nil: nothing) receives as found each conversation left out
-	// or ancestor missing (ItemUnreadable), each layout-breaking entry not
-	// exported (ItemWarning) and each killed export's temporary file
-	// (ItemTempRemoved or ItemTempKept).
+	// TempDir holds a copy of a large conversation log's committed prefix
+	// while it is replayed for the manifest (default os.TempDir()).
+	TempDir  string
+	Progress progress.Progress // conversations exported
+	// OnEvent (nil: nothing) receives each conversation left out or
+	// ancestor missing, each entry not exported and each killed export's
+	// temporary file, as found.
 	OnEvent func(store.Item)
-	// Archive tunes the container (tests).
-	Archive archive.WriterOptions
+	Archive archive.WriterOptions // tests tune the container
 }
 
 func (o *ExportOptions) defaults() {
@@ -69,22 +61,15 @@ func (o *ExportOptions) defaults() {
 
 // ExportResult is what an export wrote.
 type ExportResult struct {
-	Manifest *Manifest
-	// Archive is the published file's path, or "-".
-	Archive string
-	// Added are the conversations exported as fork ancestors of the
-	// requested ones, without being requested.
-	Added []string
-	// TarBytes is the archive's tar stream; Bytes what was written.
-	TarBytes int64
-	Bytes    int64
-	// RemovedTemps are the temporary files of killed exports to the same
-	// file that ExportToFile removed.
-	RemovedTemps []string
+	Manifest     *Manifest
+	Archive      string   // the published file's path, or "-"
+	Added        []string // fork ancestors exported without being requested
+	Bytes        int64    // written
+	RemovedTemps []string // killed exports' temporary files removed
 }
 
-// Partial reports whether something asked for is not in the archive (an
-// unreadable log, a missing fork ancestor): the caller's exit 3.
+// Partial reports whether something asked for is not in the archive: the
+// caller's exit 3.
 func (r *ExportResult) Partial() bool { return len(r.Manifest.Problems) > 0 }
 
 // ErrNotFound: a requested conversation does not exist (or is being
@@ -92,11 +77,10 @@ func (r *ExportResult) Partial() bool { return len(r.Manifest.Problems) > 0 }
 var ErrNotFound = store.ErrNoConversation
 
 // Export writes to w an archive of the conversations opts.IDs and their
-// fork ancestors from the store s, opened read-only and never locked: each
-// current log is archived up to its committed prefix, read strictly from
-// one open file. A conversation with an unreadable log, or a missing
-// ancestor, is left out and listed in Problems (ExportResult.Partial); a
-// requested conversation that does not exist is ErrNotFound.
+// fork ancestors, never locking s: each current log is archived up to its
+// committed prefix, read strictly from one open file. A conversation with
+// an unreadable log, or a missing ancestor, is left out and listed in
+// Problems; a requested conversation that does not exist is ErrNotFound.
 func Export(ctx context.Context, s *store.Store, w io.Writer, opts ExportOptions) (*ExportResult, error) {
 	x, err := newExporter(s, opts)
 	if err != nil {
@@ -110,12 +94,10 @@ func Export(ctx context.Context, s *store.Store, w io.Writer, opts ExportOptions
 	return res, nil
 }
 
-// ExportToFile is Export into a new file at path: written beside it under
-// a temporary name (archive.TempFile: flock'ed while it is written) and
-// published (linked into place, never over an existing file) only when
-// complete. Temporary files that killed exports to the same path left
-// (their lock is free) are removed first; then an existing path is
-// refused before anything is read.
+// ExportToFile is Export into a new file at path, written under a locked
+// temporary name beside it and published, never over a file, only when
+// complete. Killed exports' temporary files are removed first; then an
+// existing path is refused before anything is read.
 func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportOptions) (*ExportResult, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -137,8 +119,6 @@ func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportO
 		return nil, err
 	}
 	defer tmp.Discard() // nothing once published
-	// The disk writes the archive while the rest is made: the fsync
-	// before publication then waits for its last megabytes only.
 	wb := durable.NewWriteback(tmp.File, archive.WritebackBytes)
 	defer wb.Close()
 	bw := bufio.NewWriterSize(wb, 1<<20)
@@ -160,8 +140,7 @@ func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportO
 	return res, nil
 }
 
-// removeStaleTemps removes the temporary files of killed exports to path,
-// reporting each, and returns those it removed.
+// removeStaleTemps removes killed exports' temporary files for path.
 func removeStaleTemps(path string, onEvent func(store.Item)) []string {
 	removed := []string{}
 	for _, s := range archive.SweepTemps(path) {
@@ -189,11 +168,8 @@ type planned struct {
 	id         string
 	requested  bool
 	ancestorOf []string
-	// plan is the plan's read of the conversation log, for the worker
-	// that exports the conversation (nil: none kept).
-	plan *planLog
-	// listing is the plan's listing of the conversation's directory, for
-	// that worker too (nil: it lists the directory itself).
+	// What the plan read, for the worker that exports it (nil: none kept).
+	plan    *planLog
 	listing *planDir
 }
 
@@ -231,9 +207,8 @@ func (x *exporter) problem(id, p, reason string) {
 	x.opts.OnEvent(it)
 }
 
-// plan checks the requested ids and finds their fork ancestors. A
-// requested id that does not exist is an error; an ancestor that does not,
-// or any conversation log that cannot be read, is a problem.
+// plan checks the requested ids and finds their fork ancestors: a missing
+// requested id is an error, a missing ancestor a problem.
 func (x *exporter) plan() error {
 	byID := map[string]*planned{}
 	deps := map[string][]string{}
@@ -248,9 +223,7 @@ func (x *exporter) plan() error {
 		}
 		info, err := infos.get(x.s, id)
 		switch {
-		case errors.Is(err, store.ErrConversationsDir):
-			// The store is broken, not this conversation: nothing is
-			// exported from it.
+		case errors.Is(err, store.ErrConversationsDir): // the store is broken
 			return err
 		case errors.Is(err, store.ErrNoConversation):
 			return fmt.Errorf("conversation %s: %w", termtext.Quote(id), ErrNotFound)
@@ -259,8 +232,7 @@ func (x *exporter) plan() error {
 		}
 		x.m.Requested = append(x.m.Requested, id)
 		byID[id] = &planned{id: id, requested: true, plan: infos[id].plan, listing: infos[id].listing}
-		if err != nil {
-			// Reported when the conversation is exported.
+		if err != nil { // reported when the conversation is exported
 			continue
 		}
 		deps[id] = store.Dependencies(info)
@@ -274,8 +246,7 @@ func (x *exporter) plan() error {
 		if byID[id] != nil || missing[id] {
 			continue
 		}
-		if _, ok := infos[id]; !ok {
-			// The ancestors found so far, read together.
+		if _, ok := infos[id]; !ok { // the ancestors found so far, together
 			infos = x.readInfos(infos, queue)
 		}
 		info, err := infos.get(x.s, id)
@@ -291,8 +262,7 @@ func (x *exporter) plan() error {
 		deps[id] = store.Dependencies(info)
 		queue = append(queue, deps[id]...)
 	}
-	// Who each ancestor is exported for: the requested conversations that
-	// read from it, directly or not.
+	// Who each ancestor is exported for, directly or not.
 	for _, id := range x.m.Requested {
 		seen := map[string]bool{}
 		var walk func(string)
@@ -328,9 +298,8 @@ func (x *exporter) plan() error {
 		p, _ := x.s.ConversationPath(id)
 		x.problem(id, p, fmt.Sprintf("fork ancestor %s of %s is missing from the store: not exported", termtext.Quote(id), termtext.QuoteList(users)))
 	}
-	// Archive order: ancestors first (depth first, by id), so that an
-	// import placing conversations in this order never has a fork whose
-	// source is not there yet.
+	// Ancestors first (depth first, by id): an import placing them in this
+	// order never has a fork without its source.
 	ids := make([]string, 0, len(byID))
 	for id := range byID {
 		ids = append(ids, id)
@@ -362,8 +331,8 @@ type readInfo struct {
 	listing *planDir
 }
 
-// planLog is what the plan's strict read of a small conversation log
-// found, reused by the export's read when the bytes have the same SHA-256.
+// planLog is the plan's strict read of a small conversation log, reused
+// by the export when the bytes have the same SHA-256.
 type planLog struct {
 	path   string
 	size   int64
@@ -375,8 +344,7 @@ type planLog struct {
 }
 
 // readPlan reads conversation id's log as the export does and gives what
-// ReadConversation gives, plus the directory's listing for the export to
-// reuse; without a conversation log the store's own lookup says why.
+// ReadConversation gives, plus what the export reuses.
 func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, *planDir, error) {
 	cd, probs, err := x.s.WalkConversation(id)
 	var conv *store.Log
@@ -391,9 +359,7 @@ func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, *plan
 		info, err := x.s.ReadConversation(id)
 		return info, nil, nil, err
 	}
-	for i := range cd.Logs {
-		// Only the current generation is read; the plan keeps a listing
-		// of every conversation until it is exported.
+	for i := range cd.Logs { // only the current generation is read
 		cd.Logs[i].Generations = nil
 	}
 	ls := &planDir{cd: cd, probs: probs}
@@ -413,8 +379,7 @@ func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, *plan
 		events: ol.events, prefix: ol.prefix, info: info, err: ol.infoErr}, ls, ol.infoErr
 }
 
-// keptInfo is info without its turns and replay state, which nothing
-// after the plan reads and which would otherwise dominate the heap.
+// keptInfo is info without its turns, which would dominate the heap.
 func keptInfo(info *store.ConversationInfo) *store.ConversationInfo {
 	if info == nil {
 		return nil
@@ -427,8 +392,7 @@ func keptInfo(info *store.ConversationInfo) *store.ConversationInfo {
 // infoSet holds the conversations read for the plan, by id.
 type infoSet map[string]readInfo
 
-// get is what the store's ReadConversation gave for id, read now if it was
-// not read ahead.
+// get is ReadConversation's result for id, read now if not read ahead.
 func (is infoSet) get(s *store.Store, id string) (*store.ConversationInfo, error) {
 	r, ok := is[id]
 	if !ok {
@@ -437,10 +401,8 @@ func (is infoSet) get(s *store.Store, id string) (*store.ConversationInfo, error
 	return r.info, r.err
 }
 
-// readInfos adds to is (nil: a new set) the conversations of ids it does
-// not hold, read in parallel as readAll reads, since the plan reads every
-// conversation log before anything is archived; invalid ids are left for
-// the plan to refuse.
+// readInfos adds to is (nil: a new set) the conversations of ids it lacks,
+// read in parallel; invalid ids are left for the plan to refuse.
 func (x *exporter) readInfos(is infoSet, ids []string) infoSet {
 	if is == nil {
 		is = infoSet{}
@@ -490,28 +452,25 @@ type openLog struct {
 	gen       convlog.Name
 	isConvLog bool
 	f         *convlog.File
-	// buf holds a small log whole, read once: checked and archived from
-	// the same bytes (src reads buf, else f); data is its committed prefix
-	// as archived, sum data's SHA-256 (both computed by the worker that
-	// read it).
+	// A small log is read once into buf, checked and archived from it: src
+	// reads buf (else f), data is the committed prefix archived, sum its
+	// SHA-256.
 	buf     []byte
-	small   bool // read whole into buf
+	small   bool
 	src     io.ReaderAt
 	data    []byte
 	sum     [sha256.Size]byte
 	prefix  convlog.Prefix // what of src is archived
 	leftOut int64
 	events  int64
-	// info and infoErr are the replay of a conversation log, taken from
-	// its strict read when that read found the log whole (replayed set):
-	// the bytes archived are then the bytes replayed.
+	// The replay of a conversation log read whole (replayed): the bytes
+	// archived are the bytes replayed.
 	replayed bool
 	info     *store.ConversationInfo
 	infoErr  error
 }
 
-// readerOptions are the options of a reader of the log's bytes: its
-// generation's version and compression, and its identity.
+// readerOptions read the log's bytes as its generation and identity say.
 func (l *openLog) readerOptions() convlog.ReaderOptions {
 	comp := l.gen.Compression
 	return l.log.ReaderOptions(convlog.ReaderOptions{Version: l.gen.Version, Compression: &comp})
@@ -524,8 +483,7 @@ func (l *openLog) close() {
 	}
 }
 
-// release closes the log and gives its buffer back (putLogBuf): nothing
-// may read the log's bytes afterwards.
+// release closes the log and gives its buffer back.
 func (l *openLog) release() {
 	l.close()
 	if l.buf != nil {
@@ -534,37 +492,31 @@ func (l *openLog) release() {
 	}
 }
 
-// smallLog is the size up to which a log is read into memory once and
-// checked and archived from there; larger ones are checked through the
-// file and archived from the same descriptor.
+// smallLog is the size up to which a log is read into memory once;
+// larger ones are checked and archived through one descriptor.
 const smallLog = 1 << 20
 
-// Conversations read ahead of the archive writer are bounded by count (a
-// worker), small-log bytes held and large logs held open; the count is
-// generous so that bytes and files bound, and one large conversation does
-// not idle the other workers.
+// Conversations read ahead of the archive writer (per worker), bytes held
+// and large logs open; the count is generous so that one large
+// conversation does not idle the other workers.
 const (
 	aheadConvs = 128
 	aheadBytes = 32 << 20
 	aheadFiles = 64
 )
 
-// readConv is one conversation read and checked by a worker: what the
-// writer archives, and what it reports, in the order of the export.
+// readConv is one conversation read and checked by a worker.
 type readConv struct {
-	p    *planned
-	c    *Conversation // nil: left out (problem says why)
-	logs []*openLog
-	// events are the layout findings to report; problem, when set, the
-	// problem that leaves the conversation out.
-	events  []store.Item
-	problem *store.Item
-	bytes   int64 // of buffered logs
-	files   int   // logs held open (larger than smallLog)
+	p       *planned
+	c       *Conversation // nil: left out (problem says why)
+	logs    []*openLog
+	events  []store.Item // layout findings to report
+	problem *store.Item  // set: the conversation is left out
+	bytes   int64        // of buffered logs
+	files   int          // logs held open
 }
 
-// close releases the logs (openLog.release): once they are archived, or
-// left out.
+// close releases the logs once they are archived, or left out.
 func (rc *readConv) close() {
 	for _, l := range rc.logs {
 		l.release()
@@ -589,15 +541,12 @@ func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error
 	if err := aw.Close(); err != nil {
 		return nil, err
 	}
-	st := aw.Stats()
-	res.TarBytes, res.Bytes = st.TarBytes, st.Bytes
+	res.Bytes = aw.Stats().Bytes
 	return res, nil
 }
 
-// run reads and checks every conversation of the export, in its order,
-// and hands the logs of each that can be exported to keep, which adds
-// them to the manifest's files; the manifest's conversations and problems
-// are filled as they come.
+// run reads and checks every conversation of the export in order and
+// hands the logs of each that can be exported to keep, which lists them.
 func (x *exporter) run(ctx context.Context, keep func([]*openLog) error) (*ExportResult, error) {
 	tmpDir, err := os.MkdirTemp(x.opts.TempDir, "convkit-export-")
 	if err != nil {
@@ -634,12 +583,8 @@ func (x *exporter) run(ctx context.Context, keep func([]*openLog) error) (*Expor
 	return res, nil
 }
 
-// PlanExport is Export without an archive: it finds the fork ancestors and
-// reads and checks every log exactly as Export does, and returns what
-// Export would write: the manifest (its files with the committed lengths
-// that would be archived, no SHA-256) and the ancestors added, leaving out
-// and reporting what Export would leave out. Nothing is written; Archive
-// and Bytes are empty.
+// PlanExport reads and checks everything as Export does and returns what
+// it would write (the files without SHA-256), writing nothing.
 func PlanExport(ctx context.Context, s *store.Store, opts ExportOptions) (*ExportResult, error) {
 	x, err := newExporter(s, opts)
 	if err != nil {
@@ -653,9 +598,8 @@ func PlanExport(ctx context.Context, s *store.Store, opts ExportOptions) (*Expor
 	})
 }
 
-// readAll reads the conversations of the export with as many workers as
-// there are CPUs (at most 8), ahead of the archive writer within the
-// ahead* bounds, and hands each to sink in the export's order.
+// readAll reads the conversations with up to 8 workers, ahead of the
+// archive writer within the ahead* bounds, and hands each to sink in order.
 func (x *exporter) readAll(ctx context.Context, tmpDir string, sink func(*readConv) error) error {
 	workers := min(max(1, runtime.GOMAXPROCS(0)), 8, len(x.order))
 	if workers == 0 {
@@ -667,11 +611,9 @@ func (x *exporter) readAll(ctx context.Context, tmpDir string, sink func(*readCo
 	return archive.ReadAhead(ctx, slices.Values(x.order), a, read, cost, sink, (*readConv).close)
 }
 
-// read opens and checks every current log of one conversation; a log that
-// cannot be read strictly leaves the whole conversation out, nothing left
-// open. It reuses the plan's listing of the directory, listing again only
-// when the conversation log names a session the listing lacks (the
-// runtime publishes a session's log before naming it).
+// read opens and checks every current log of one conversation; one that
+// cannot be read strictly leaves it out. The plan's listing is reused
+// unless the conversation log names a session it lacks.
 func (x *exporter) read(p *planned, tmpDir string) *readConv {
 	if ls := p.listing; ls != nil {
 		p.listing = nil
@@ -682,9 +624,8 @@ func (x *exporter) read(p *planned, tmpDir string) *readConv {
 	return x.readListed(p, tmpDir, nil)
 }
 
-// readListed is read of the directory as ls lists it (nil: listed now).
-// It returns nil, with nothing left open, when ls misses a session log
-// the conversation log names.
+// readListed is read with the listing ls (nil: listed now); nil when ls
+// misses a session the conversation log names.
 func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv {
 	rc := &readConv{p: p}
 	dir, _ := x.s.ConversationPath(p.id)
@@ -703,7 +644,6 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 		cd, probs = ls.cd, ls.probs
 	} else if cd, probs, err = x.s.WalkConversation(p.id); err != nil {
 		if len(probs) > 0 {
-			// The entry at fault and why, each said once.
 			return leaveOut(probs[0].Path, probs[0].Reason)
 		}
 		return leaveOut(dir, termtext.Reason(dir, err))
@@ -743,8 +683,8 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 	if convLog == nil {
 		return leaveOut(dir, "no conversation log")
 	}
-	// Replay exactly the bytes to be archived, for the manifest: from
-	// memory, or from a copy of a large log's committed prefix.
+	// Replay exactly the bytes archived, from memory or from a copy of a
+	// large log's committed prefix.
 	var info *store.ConversationInfo
 	switch {
 	case convLog.replayed:
@@ -789,8 +729,7 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 	return rc
 }
 
-// sessionsListed reports whether cd holds a log of every session info
-// names.
+// sessionsListed reports whether cd holds a log of every session of info.
 func sessionsListed(info *store.ConversationInfo, cd store.ConversationDir) bool {
 	for _, si := range info.Sessions {
 		found := false
@@ -807,11 +746,8 @@ func sessionsListed(info *store.ConversationInfo, cd store.ConversationDir) bool
 	return true
 }
 
-// open opens the log (convlog's way: never through a symbolic link, never
-// blocking, a regular file only), reads it strictly to count its events
-// (import refuses a session log naming another session: such a log is not
-// exported) and finds its committed prefix. A small log is read whole
-// first, and the file closed.
+// open opens the log, reads it strictly to count its events and finds its
+// committed prefix; a small log is read whole first, and the file closed.
 func (l *openLog) open() error {
 	f, err := convlog.OpenFile(l.path)
 	if err != nil {
@@ -845,8 +781,7 @@ func (l *openLog) open() error {
 		l.close()
 		return err
 	}
-	// A conversation log is replayed from this read (for the manifest);
-	// the replay counts only if the read finds the log whole.
+	// A conversation log's replay counts if the read finds the log whole.
 	var rp *store.Replayer
 	if l.isConvLog {
 		rp = l.log.Replayer(r)
@@ -858,15 +793,12 @@ func (l *openLog) open() error {
 			l.close()
 			return err
 		}
-		// The lines of a torn final frame are events too: the prefix
-		// archived holds them.
-		events++
+		events++ // a torn final frame's lines too: the prefix holds them
 		if rp != nil {
 			rp.Add(e)
 		}
 	}
-	// A log the read found whole is its own committed prefix; otherwise
-	// the prefix is found from the structure, and must agree with the read.
+	// Otherwise the prefix is found from the structure, agreeing with the read.
 	pr, whole := r.ReadPrefix()
 	if rp != nil && whole && pr.Bytes == size {
 		l.info, l.infoErr = rp.Finish(r)
@@ -902,9 +834,8 @@ func (l *openLog) open() error {
 	return nil
 }
 
-// openAsPlanned reads the log whole and takes the results of the plan's
-// read of it, pl, if it holds the bytes that read checked; otherwise (or
-// on any error) it opens the log as open does.
+// openAsPlanned takes the plan's read pl if the log holds the bytes it
+// checked; otherwise it is open.
 func (l *openLog) openAsPlanned(pl *planLog) error {
 	f, err := convlog.OpenFile(l.path)
 	if err != nil {
@@ -930,8 +861,8 @@ func (l *openLog) openAsPlanned(pl *planLog) error {
 	return nil
 }
 
-// archiveConv writes the logs' committed prefixes, from the bytes or
-// files they were checked in.
+// archiveConv writes the logs' committed prefixes from what they were
+// checked in.
 func (x *exporter) archiveConv(aw *archive.Writer, logs []*openLog) error {
 	for _, l := range logs {
 		kind := archive.Text
@@ -953,8 +884,7 @@ func (x *exporter) archiveConv(aw *archive.Writer, logs []*openLog) error {
 	return nil
 }
 
-// fileOf is the manifest's entry of l, archived as size bytes of SHA-256
-// sum.
+// fileOf is the manifest's entry of l, archived as size bytes of sum.
 func (x *exporter) fileOf(l *openLog, size int64, sum string) File {
 	conv, _ := store.DecodeSegment(path.Base(path.Dir(l.name)))
 	return File{
@@ -984,8 +914,7 @@ func nonNil(v []string) []string {
 }
 
 // Small-log buffers are pooled by size class (four between two powers of
-// two, so at most a quarter too large) and recycled once archived, since
-// fresh zeroed buffers were a quarter of an export's allocations.
+// two), since fresh zeroed ones were a quarter of an export's allocations.
 const (
 	minLogBufShift = 12 // minLogBuf is 1 << minLogBufShift
 	minLogBuf      = 1 << minLogBufShift
@@ -998,12 +927,11 @@ var (
 	_ [1<<smallLogShift - smallLog]struct{}
 )
 
-// logBufPools are a pool for buffers up to minLogBuf, then four for each
-// power of two up to smallLog.
+// logBufPools: one up to minLogBuf, then four per power of two.
 var logBufPools [1 + 4*(smallLogShift-minLogBufShift)]sync.Pool
 
-// logBufClass is the pool of a buffer of n bytes (0 < n <= smallLog) and
-// the capacity of that pool's buffers; ok is false for n out of range.
+// logBufClass is the pool of a buffer of n bytes and its buffers'
+// capacity; false for n out of (0, smallLog].
 func logBufClass(n int) (class, size int, ok bool) {
 	switch {
 	case n <= 0 || n > smallLog:

@@ -14,30 +14,22 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// The manifest's identity. FormatVersion changes only when a field changes
-// meaning or goes away; readers ignore fields they do not know.
+// The manifest's identity; FormatVersion changes only when a field changes
+// meaning or goes away.
 const (
 	FormatName    = "convkit-export"
 	FormatVersion = 1
 )
 
-// manifestFormat is the export's manifest for the archive package, which
-// writes, reads and checks it.
 var manifestFormat = archive.ManifestFormat{Name: FormatName, Version: FormatVersion, Kind: "export", MaxBytes: 256 << 20}
 
 // Manifest describes an export archive: its MANIFEST.json entry, written
 // last (docs/TRANSFER.md).
 type Manifest struct {
-	// The header; Online says another process held runtime.lock, which
-	// export never takes since it copies committed prefixes only.
 	archive.ManifestHeader
-	// Requested are the ids named on the command line, as given.
-	Requested []string `json:"requested"`
-	// Conversations are the exported conversations in archive order (fork
-	// ancestors before the conversations that read from them).
-	Conversations []Conversation `json:"conversations"`
-	// Files are the log entries in archive order (the manifest aside).
-	Files []File `json:"files"`
+	Requested     []string       `json:"requested"`     // as given
+	Conversations []Conversation `json:"conversations"` // in archive order: ancestors first
+	Files         []File         `json:"files"`         // in archive order
 	// Problems are what could not be exported: unreadable logs (their
 	// conversation is left out whole), missing fork ancestors.
 	Problems []store.Item `json:"problems"`
@@ -46,49 +38,38 @@ type Manifest struct {
 // Conversation is one exported conversation, as its conversation log's
 // committed prefix replays.
 type Conversation struct {
-	ID string `json:"id"`
-	// Dir is its directory name: store.EncodeSegment(ID).
-	Dir   string `json:"dir"`
-	Title string `json:"title"`
-	// Cwd is the working directory (absolute, from the source machine).
-	Cwd    string   `json:"cwd"`
-	Agents []string `json:"agents"`
-	Models []string `json:"models"`
-	// ForkedFrom is the fork (or rewind) source, "" for none.
-	ForkedFrom      string `json:"forkedFrom"`
-	AfterCompaction bool   `json:"afterCompaction"`
-	// DependsOn are the conversations it reads older history from
-	// (store.Dependencies); each travels in the same archive.
+	ID              string   `json:"id"`
+	Dir             string   `json:"dir"` // store.EncodeSegment(ID)
+	Title           string   `json:"title"`
+	Cwd             string   `json:"cwd"` // on the source machine
+	Agents          []string `json:"agents"`
+	Models          []string `json:"models"`
+	ForkedFrom      string   `json:"forkedFrom"`
+	AfterCompaction bool     `json:"afterCompaction"`
+	// DependsOn are the conversations it reads older history from; each
+	// travels in the same archive.
 	DependsOn []string `json:"dependsOn"`
 	Archived  bool     `json:"archived"`
-	// Requested: named by the user. Otherwise it was added as a fork
-	// ancestor of the conversations in AncestorOf.
+	// Requested: named by the user; otherwise added as a fork ancestor of
+	// AncestorOf.
 	Requested  bool     `json:"requested"`
 	AncestorOf []string `json:"ancestorOf"`
-	// Sessions counts its sessions (root and subagents).
-	Sessions int `json:"sessions"`
+	Sessions   int      `json:"sessions"`
 }
 
 // File is one archived log: the current (highest) generation of one log,
 // cut at its committed prefix.
 type File struct {
-	// Name is the entry name: conversations/<dir>/<log file name>.
-	Name string `json:"name"`
-	// Conversation is the conversation id; Session the session id, "" for
-	// the conversation's own log.
+	Name         string `json:"name"` // conversations/<dir>/<log file name>
 	Conversation string `json:"conversation"`
-	Session      string `json:"session,omitempty"`
-	// Version is the log's format version.
-	Version int    `json:"version"`
-	Size    int64  `json:"size"`
-	SHA256  string `json:"sha256"`
-	// Committed is the length of the committed prefix of the archived
-	// bytes: always Size, since only the committed prefix is archived.
-	Committed int64 `json:"committed"`
-	// Events counts the events in the archived bytes.
-	Events int64 `json:"events"`
-	// LeftOut are the bytes past the committed prefix that the source file
-	// held when it was read (a torn tail, or an append in flight).
+	Session      string `json:"session,omitempty"` // "" for the conversation log
+	Version      int    `json:"version"`
+	Size         int64  `json:"size"`
+	SHA256       string `json:"sha256"`
+	Committed    int64  `json:"committed"` // always Size: only committed prefixes are archived
+	Events       int64  `json:"events"`
+	// LeftOut are the bytes past the committed prefix the source held when
+	// it was read (a torn tail, or an append in flight).
 	LeftOut int64 `json:"leftOut"`
 }
 
@@ -97,29 +78,24 @@ func (m *Manifest) Listing() []archive.Listed {
 	return archive.ListFiles(m.Files, func(f *File) archive.Listed { return archive.Listed{Name: f.Name, Size: f.Size, SHA256: f.SHA256} })
 }
 
-// fileCheck is what import compares each archived log with, of its
-// manifest entry, once the listing is checked.
+// fileCheck is what import compares each archived log with.
 type fileCheck struct {
 	size, committed, events int64
 	version                 int
 }
 
-// verifiedManifest is the export manifest an import verified: the
-// manifest without its file list, and of each file what the logs are
-// compared with.
+// verifiedManifest is a verified manifest without its file list.
 type verifiedManifest struct {
 	m     *Manifest
 	files map[string]fileCheck
-	// uncommitted is the first file, in the manifest's order, whose
-	// committed length is not its size ("" for none): what import
-	// refuses first once the listing agrees.
+	// uncommitted names the first file whose committed length is not its
+	// size, refused first once the listing agrees.
 	uncommitted string
 }
 
 // verifyManifest is manifestFormat.Verify of the archive extracted into
-// dir, streaming the manifest so its megabytes are never held; any
-// manifest the stream cannot read plainly is read again by
-// manifestFormat.Verify, so the result is always the one Verify gives.
+// dir, streaming the manifest so its megabytes are never held; one the
+// stream cannot read plainly is left to Verify, so the result is Verify's.
 func verifyManifest(archiveName, dir string, ents *archive.ExtractedList) (*verifiedManifest, []archive.Mismatch, error) {
 	if vm, listed, ok := streamManifest(dir, ents); ok {
 		mm, err := archive.CheckListing(ents, listed)
@@ -151,8 +127,8 @@ func (vm *verifiedManifest) add(f *File) {
 	}
 }
 
-// streamManifest reads the manifest entry as a stream, returning what it
-// lists; ok false when it leaves the reading to manifestFormat.Verify.
+// streamManifest reads the manifest entry as a stream; false leaves it to
+// manifestFormat.Verify.
 func streamManifest(dir string, ents *archive.ExtractedList) (vm *verifiedManifest, listed []archive.Listed, ok bool) {
 	if ents.Len() == 0 || ents.Last().Name != archive.ManifestName {
 		return nil, nil, false
@@ -167,18 +143,16 @@ func streamManifest(dir string, ents *archive.ExtractedList) (vm *verifiedManife
 	if !ok || lr.N <= 0 {
 		return nil, nil, false
 	}
-	// The header's checks: a manifest Verify refuses is Verify's to
-	// report.
+	// A manifest Verify refuses is Verify's to report.
 	if h := vm.m.ManifestHeader; h.Format != manifestFormat.Name || h.FormatVersion < 1 || h.FormatVersion > manifestFormat.Version {
 		return nil, nil, false
 	}
 	return vm, listed, true
 }
 
-// decodeManifestStream decodes a manifest from r as json.Decoder.Decode
-// decodes it into a Manifest, but for the files: their listing and
-// checks instead. ok is false on anything it does not read as the
-// whole-value decoder surely would.
+// decodeManifestStream decodes a manifest as json.Decoder.Decode would,
+// keeping of the files their listing and checks; false on anything it
+// may not read as that decoder would.
 func decodeManifestStream(r io.Reader) (vm *verifiedManifest, listed []archive.Listed, ok bool) {
 	dec := json.NewDecoder(r)
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -186,9 +160,7 @@ func decodeManifestStream(r io.Reader) (vm *verifiedManifest, listed []archive.L
 	}
 	m := &Manifest{}
 	vm = newVerifiedManifest()
-	// The members other than the arrays streamed, decoded together at the
-	// end as one object (small: the header, the ids requested, the
-	// problems).
+	// The members but the arrays streamed, decoded together at the end.
 	var rest bytes.Buffer
 	rest.WriteByte('{')
 	var seenFiles, seenConvs bool
@@ -201,9 +173,8 @@ func decodeManifestStream(r io.Reader) (vm *verifiedManifest, listed []archive.L
 		if !isKey {
 			return nil, nil, false
 		}
-		// encoding/json matches member names without regard to case (as
-		// strings.EqualFold), and a repeated member decodes again: both
-		// left to it.
+		// Names matched without regard to case, and repeated members, are
+		// left to encoding/json.
 		switch {
 		case key == "files" && !seenFiles:
 			seenFiles = true
@@ -263,8 +234,8 @@ func decodeManifestStream(r io.Reader) (vm *verifiedManifest, listed []archive.L
 	return vm, listed, true
 }
 
-// streamArray reads an array value element by element with each, which
-// decodes one; false when the value is not an array or each fails.
+// streamArray reads an array with each decoding one element; false when
+// it is not an array or each fails.
 func streamArray(dec *json.Decoder, each func() bool) bool {
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return false

@@ -19,12 +19,10 @@ import (
 
 // stagedConv is one conversation of the archive, extracted and verified.
 type stagedConv struct {
-	id  string
-	m   *Conversation
-	dir store.ConversationDir
-	// info is what planning needs of its conversation log's replay (see
-	// planInfo).
-	info *store.ConversationInfo
+	id   string
+	m    *Conversation
+	dir  store.ConversationDir
+	info *store.ConversationInfo // planInfo of its replay
 }
 
 // log is the archived log of base (the one generation the archive holds).
@@ -46,9 +44,8 @@ func (sc *stagedConv) logsByBase() map[string]store.Log {
 	return m
 }
 
-// verifyInfo is the part of a conversation log's replay that verifying
-// an import reads: planInfo's, whether it is being deleted, and its
-// sessions' ids.
+// verifyInfo is what verifying reads of a replay: planInfo's, the
+// tombstone and the sessions' ids.
 func verifyInfo(info *store.ConversationInfo) *store.ConversationInfo {
 	v := planInfo(info)
 	v.Deleting = info.Deleting
@@ -59,10 +56,8 @@ func verifyInfo(info *store.ConversationInfo) *store.ConversationInfo {
 	return v
 }
 
-// planInfo is the part of a conversation log's replay that planning and
-// checking an import read (store.NeedsOf, store.Dependencies, the
-// title): an import holds one per archived conversation until it is
-// placed, so not its sessions and turns.
+// planInfo is what planning reads of a replay, held per conversation until
+// it is placed: not its sessions and turns.
 func planInfo(info *store.ConversationInfo) *store.ConversationInfo {
 	return &store.ConversationInfo{ID: info.ID, Title: info.Title, TitleIsAuto: info.TitleIsAuto, Cwd: info.Cwd,
 		Agents: info.Agents, Models: info.Models, ForkedFrom: info.ForkedFrom, AfterCompaction: info.AfterCompaction,
@@ -92,11 +87,9 @@ func (imp *importer) verr(err error, format string, args ...any) error {
 }
 
 // extractAndVerify extracts the archive into the staging tree and checks
-// everything in it before the store is looked at.
+// everything in it before the store is looked at: logs are read strictly
+// as extracted, and compared with the manifest once it comes last.
 func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err error) {
-	// Logs are read strictly as extracted, by at most Jobs readers, and
-	// compared with the manifest once it comes last; the staged tree is a
-	// store even when the archive holds no conversations/.
 	staged, err := store.Open(ctx, imp.stage.Tree(), store.OpenOptions{Create: store.CreateAlways})
 	if err != nil {
 		return err
@@ -104,14 +97,11 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 	imp.staged = staged
 	checks := newLogChecks(ctx, staged, imp.opts.Jobs)
 	imp.checks = checks
-	if !imp.opts.DryRun {
-		// The index is built from these reads (reindex.Preread): no log
-		// is read a second time for it. A dry run writes no index.
+	if !imp.opts.DryRun { // the index is built from these reads
 		checks.spool = newMsgSpool(imp.stage.Dir(), imp.opts.spoolMemory)
 	}
-	// The extraction is made durable (one syncfs) while the last reads
-	// end and the manifest is checked: nothing is placed before it is, and
-	// its failure is the import's, as if it had come first.
+	// The extraction is made durable while the manifest is checked; its
+	// failure is the import's.
 	var synced chan error
 	if !imp.opts.DryRun {
 		synced = make(chan error, 1)
@@ -145,8 +135,6 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 		}
 		return err
 	}
-	// The manifest, last, and every checksum, both ways: the first
-	// disagreement refuses the archive.
 	vm, mismatches, err := verifyManifest(imp.opts.Archive, imp.stage.Tree(), ents)
 	if err != nil {
 		return &VerifyError{Archive: imp.opts.Archive, Err: err}
@@ -160,7 +148,6 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 		return imp.verr(nil, "%s", vm.uncommitted)
 	}
 
-	// The conversations: the manifest's and the archive's agree.
 	tree, err := staged.Walk()
 	if err != nil {
 		return err
@@ -204,8 +191,6 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 		}
 	}
 
-	// Every log, as read while it was extracted: the first that failed
-	// its read, then each compared with the manifest.
 	if err := checks.firstFailure(); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -231,8 +216,6 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 		return err
 	}
 
-	// Each conversation log, as replayed by its read, compared with the
-	// manifest.
 	for _, sc := range imp.convs {
 		cl, _ := sc.log(store.ConversationLogBase)
 		info, err := checks.replayed(path.Join(store.ConversationsDirName, sc.dir.Name, cl.Current.String()))
@@ -261,7 +244,6 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 		}
 		sc.info = planInfo(info)
 	}
-	// Only what the index takes of the reads is kept.
 	checks.keepPrereads()
 	return nil
 }
@@ -269,28 +251,21 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 // logChecks reads the extracted logs strictly, in parallel, as the
 // extraction writes them.
 type logChecks struct {
-	ctx context.Context
-	// staged is the store the logs are extracted into.
+	ctx    context.Context
 	staged *store.Store
 	sem    chan struct{}
 	wg     sync.WaitGroup
 	mu     sync.Mutex
-	read   map[string]*logRead // by entry name
-	// spool, when set, keeps the message text of each session log read
-	// for the index, which is then built from the reads.
-	spool *msgSpool
-	// pre are the Prereads by entry name, once the reads were checked
-	// (keepPrereads).
-	pre map[string]*reindex.Preread
-	// failed is the problem of the first log in archive order whose read
-	// failed, at failedAt; no log after it is read, so that a million bad
-	// logs cost one error.
+	read   map[string]*logRead         // by entry name
+	spool  *msgSpool                   // set: message text kept for the index
+	pre    map[string]*reindex.Preread // once checked (keepPrereads)
+	// failed is the first failure in archive order, at failedAt; no log
+	// after it is read, so that a million bad logs cost one error.
 	failed   error
 	failedAt int64
 }
 
-// firstFailure is the problem of the first log in archive order whose
-// read failed, nil when none did.
+// firstFailure is the first read's failure in archive order.
 func (c *logChecks) firstFailure() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -299,15 +274,11 @@ func (c *logChecks) firstFailure() error {
 
 // logRead is what the strict read of one extracted log found.
 type logRead struct {
-	events int64
-	stats  convlog.Stats
-	err    error
-	// pre is what indexing the log takes from it (a session log whose
-	// read the index's rules accepted, when indexing), nil otherwise.
-	pre *reindex.Preread
-	// info and replayErr are the replay of a conversation log (what
-	// verifyInfo keeps of it).
-	info      *store.ConversationInfo
+	events    int64
+	stats     convlog.Stats
+	err       error
+	pre       *reindex.Preread        // a session log's, when indexing
+	info      *store.ConversationInfo // a conversation log's replay
 	replayErr error
 }
 
@@ -315,9 +286,8 @@ func newLogChecks(ctx context.Context, staged *store.Store, jobs int) *logChecks
 	return &logChecks{ctx: ctx, staged: staged, sem: make(chan struct{}, max(jobs, 1)), read: map[string]*logRead{}}
 }
 
-// start reads the entry just extracted at p, if it is a log, on a reader
-// of its own once one is free; from data, when the extraction held its
-// bytes.
+// start reads the log just extracted at p on a reader of its own (from
+// data, when the extraction held its bytes).
 func (c *logChecks) start(e archive.Extracted, p string, data []byte) {
 	if !strings.HasPrefix(e.Name, store.ConversationsDirName+"/") {
 		return
@@ -348,9 +318,7 @@ func (c *logChecks) start(e archive.Extracted, p string, data []byte) {
 			}
 			c.mu.Unlock()
 		}
-		if pre != nil && lr.err == nil {
-			// The text goes to the spool; without it, the log is read
-			// again for the index.
+		if pre != nil && lr.err == nil { // else it is read again for the index
 			if load, err := c.spool.put(pre.Msgs); err == nil {
 				pre.Msgs, pre.Load = nil, load
 				lr.pre = pre
@@ -359,8 +327,7 @@ func (c *logChecks) start(e archive.Extracted, p string, data []byte) {
 	}()
 }
 
-// replayed is the replay of the conversation log of entry name by its
-// read.
+// replayed is the replay of the conversation log of entry name.
 func (c *logChecks) replayed(name string) (*store.ConversationInfo, error) {
 	c.mu.Lock()
 	lr := c.read[name]
@@ -376,8 +343,7 @@ func (c *logChecks) replayed(name string) (*store.ConversationInfo, error) {
 	return lr.info, nil
 }
 
-// keepPrereads drops what the reads found but their Prereads, once every
-// read was compared with the manifest.
+// keepPrereads drops what the reads found but their Prereads.
 func (c *logChecks) keepPrereads() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -400,9 +366,8 @@ func (c *logChecks) preread(name string) *reindex.Preread {
 // wait waits for every read started.
 func (c *logChecks) wait() { c.wg.Wait() }
 
-// result compares what the read of the log l found with what its
-// manifest entry f says: every event read, no torn tail, the committed length its size,
-// the header naming it.
+// result compares what the read of the log l found with its manifest
+// entry f.
 func (c *logChecks) result(name string, l store.Log, f fileCheck) error {
 	c.mu.Lock()
 	lr := c.read[name]
@@ -427,14 +392,11 @@ func (c *logChecks) result(name string, l store.Log, f fileCheck) error {
 	return nil
 }
 
-// readLog reads the extracted log at p, the entry name, strictly to its
-// end (the staged store's opener: the header must name the log) and counts its
-// events. A conversation log is replayed from the same read
-// (store.Replayer: info, or replayErr). With index, a session log's read
-// also collects what indexing it takes (reindex.SessionIndexer). A session
-// log is read from data when the extraction held its bytes; a
-// conversation log's replay takes the file's modification time, so it is
-// opened.
+// readLog reads the extracted log at p, entry name, strictly and counts
+// its events; a conversation log is replayed from the same read, and with
+// index a session log's read collects what indexing takes. A session log
+// is read from data when given; a conversation log's replay takes the
+// file's modification time, so it is opened.
 func (c *logChecks) readLog(p, name string, index bool, data []byte) (events int64, stats convlog.Stats, pre *reindex.Preread,
 	info *store.ConversationInfo, replayErr error, err error) {
 	l, err := c.staged.LogAt(name)
@@ -452,8 +414,7 @@ func (c *logChecks) readLog(p, name string, index bool, data []byte) (events int
 		r, err = l.Open(convlog.ReaderOptions{})
 	}
 	var ie *convlog.IdentityError
-	if errors.As(err, &ie) {
-		// Named as the archive names it, not by its staging path.
+	if errors.As(err, &ie) { // named as the archive names it
 		return 0, convlog.Stats{}, nil, nil, nil, fmt.Errorf("%s: %s", name, ie.Msg)
 	}
 	if err != nil {
