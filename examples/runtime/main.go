@@ -119,15 +119,20 @@ func answer(call *store.ModelCall, text string) {
 	call.Finish(convlog.FinishReason{Kind: convlog.FinishStop})
 }
 
-// step records a step of se's running turn whose model answers text.
-func (r *rt) step(se *store.Session, text string) error {
+// beginCall begins a step of se's running turn: its request, then the model call.
+func beginCall(se *store.Session) (*store.ModelCall, error) {
 	if _, err := se.BeginStep(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := se.Request(request); err != nil {
-		return err
+		return nil, err
 	}
-	call, err := se.BeginModelCall()
+	return se.BeginModelCall()
+}
+
+// step records a step of se's running turn whose model answers text.
+func (r *rt) step(se *store.Session, text string) error {
+	call, err := beginCall(se)
 	if err != nil {
 		return err
 	}
@@ -141,13 +146,7 @@ func (r *rt) step(se *store.Session, text string) error {
 // toolStep records a step whose answer asks for one tool call, run with
 // result; during returns the calls recorded while the tool runs.
 func (r *rt) toolStep(se *store.Session, tool, args, result string, during func() error) error {
-	if _, err := se.BeginStep(); err != nil {
-		return err
-	}
-	if err := se.Request(request); err != nil {
-		return err
-	}
-	call, err := se.BeginModelCall()
+	call, err := beginCall(se)
 	if err != nil {
 		return err
 	}
@@ -190,13 +189,7 @@ func record(st *store.Store, out io.Writer) error {
 	if _, err := se.BeginTurn(r.user("Count the Go files in this repository")); err != nil {
 		return err
 	}
-	if _, err := se.BeginStep(); err != nil {
-		return err
-	}
-	if err := se.Request(request); err != nil {
-		return err
-	}
-	call, err := se.BeginModelCall()
+	call, err := beginCall(se)
 	if err != nil {
 		return err
 	}
@@ -227,14 +220,7 @@ func record(st *store.Store, out io.Writer) error {
 	if err := se.EndStep(); err != nil {
 		return err
 	}
-	if _, err := se.BeginStep(); err != nil {
-		return err
-	}
-	if err := se.Request(request); err != nil { // records the steering message
-		return err
-	}
-	call, err = se.BeginModelCall()
-	if err != nil {
+	if call, err = beginCall(se); err != nil { // its request records the steering message
 		return err
 	}
 	call.Finish(convlog.FinishReason{Kind: convlog.FinishStop})
@@ -299,14 +285,7 @@ func record(st *store.Store, out io.Writer) error {
 	if _, err := se.BeginTurn(turn3); err != nil {
 		return err
 	}
-	if _, err := se.BeginStep(); err != nil {
-		return err
-	}
-	if err := se.Request(request); err != nil {
-		return err
-	}
-	call, err = se.BeginModelCall()
-	if err != nil {
+	if call, err = beginCall(se); err != nil {
 		return err
 	}
 	call.Text(0, "I will rename main_test.go fir")
@@ -319,13 +298,7 @@ func record(st *store.Store, out io.Writer) error {
 	if _, err := se.BeginTurn(r.user("Rename them after all")); err != nil {
 		return err
 	}
-	if _, err := se.BeginStep(); err != nil {
-		return err
-	}
-	if err := se.Request(request); err != nil {
-		return err
-	}
-	if call, err = se.BeginModelCall(); err != nil {
+	if call, err = beginCall(se); err != nil {
 		return err
 	}
 	failure = convlog.LLMFailure{Code: "context_length_exceeded", Message: "the request is longer than the model's context", Status: 400}
