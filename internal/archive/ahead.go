@@ -15,10 +15,9 @@ type Ahead struct {
 }
 
 // ReadAhead loads items with a.Workers goroutines and hands the results to
-// sink in the items' order, in the caller's goroutine, so archive entries
-// are written in a fixed order while reading runs in parallel. cost (nil:
-// nothing) tells what a result holds against a.Bytes and a.Files; sink owns
-// each result it gets, and release frees those loaded but never handed over.
+// sink in order, in the caller's goroutine. cost (nil: none) is what a
+// result holds against a.Bytes and a.Files; release frees those loaded but
+// never handed over.
 func ReadAhead[T, R any](ctx context.Context, items iter.Seq[T], a Ahead, load func(T) R, cost func(R) (int64, int), sink func(R) error, release func(R)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

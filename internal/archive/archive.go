@@ -1,8 +1,6 @@
 // Package archive is convkit's archive container, shared by backup, export and
-// import: a tar stream inside a zstd stream (.tar.zst), written and read as a
-// stream so memory never grows with what is archived.
-// `zstd -dc A | tar -tvf -` and `tar --zstd -xf A` read it; what convkit adds
-// is discipline:
+// import: a tar stream inside a zstd stream (.tar.zst), streamed both ways.
+// `tar --zstd -xf A` reads it; what convkit adds is discipline:
 //
 //   - The zstd stream is independent frames of ChunkSize bytes with content
 //     checksums, compressed in parallel, each frame's level following what it
@@ -34,13 +32,11 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// Names of the entries outside conversations/.
+// Names of the entries outside conversations/; the manifest comes last, so
+// a writer describes what it wrote after writing it.
 const (
-	// ManifestName is the manifest entry: by convention the last one, so
-	// that a writer can describe what it wrote after writing it.
 	ManifestName = "MANIFEST.json"
-	// IndexName is the SQLite index snapshot.
-	IndexName = store.IndexFileName
+	IndexName    = store.IndexFileName
 )
 
 // Kind says how an entry's content compresses; the Writer picks each
@@ -48,10 +44,8 @@ const (
 type Kind int
 
 const (
-	// Text is compressible content: plain logs, SQLite, JSON.
-	Text Kind = iota
-	// Compressed is content that is compressed already (.zst logs).
-	Compressed
+	Text       Kind = iota // plain logs, SQLite, JSON
+	Compressed             // .zst logs
 )
 
 func (k Kind) String() string {
@@ -64,9 +58,8 @@ func (k Kind) String() string {
 // FileMode is the mode of every entry, and of every file Extract writes.
 const FileMode = 0o600
 
-// CheckName refuses names that are unsafe anywhere: empty, absolute,
-// holding "..", "." or empty segments, backslashes or NUL, or not in
-// canonical (path.Clean) form. It says nothing about the layout.
+// CheckName refuses names unsafe anywhere: empty, absolute, with "..",
+// "." or empty segments, backslashes or NUL, or not path.Clean'ed.
 func CheckName(name string) error {
 	switch {
 	case name == "":
@@ -93,9 +86,7 @@ func CheckName(name string) error {
 }
 
 // CheckStoreName accepts exactly the names of a store archive: MANIFEST.json,
-// metadata.db and conversations/<dir>/<log>, with <dir> a canonical encoded
-// conversation id and <log> a canonical log generation name of the
-// conversation log or an encoded session id.
+// metadata.db and conversations/<dir>/<log>, each part canonical.
 func CheckStoreName(name string) error {
 	if err := CheckName(name); err != nil {
 		return err
@@ -126,22 +117,15 @@ func CheckStoreName(name string) error {
 
 // Error is a problem with an archive, naming where it was found.
 type Error struct {
-	// Archive names the archive (a path, or "-" for stdin).
-	Archive string
-	// Entry is the 1-based index of the entry (0: not at an entry) and
-	// Name its name as stored.
-	Entry int
-	Name  string
-	// Unnamed: the entry's header could not be read, so Name is unknown.
-	Unnamed bool
-	// Offset is the byte offset in the tar stream (the decompressed
-	// archive) of the entry's header, or of the failure.
-	Offset int64
-	Msg    string
-	// Err is the underlying error, if any.
-	Err error
-	// Refused: the entry was refused (name, type, duplicate, limit), as
-	// opposed to damage found in the bytes.
+	Archive string // a path, or "-" for stdin
+	Entry   int    // 1-based (0: not at an entry)
+	Name    string
+	Unnamed bool  // the header was unreadable: Name is unknown
+	Offset  int64 // in the tar stream, of the entry's header or the failure
+	Msg     string
+	Err     error
+	// Refused: the entry was refused (name, type, duplicate, limit), not
+	// found damaged.
 	Refused bool
 }
 
@@ -178,6 +162,5 @@ func (e *Error) Unwrap() []error {
 	return errs
 }
 
-// ErrRefused is wrapped by every error that refuses an entry (a name, a
-// type, a duplicate, a limit) rather than reporting damage.
+// ErrRefused is wrapped by every error that refuses an entry.
 var ErrRefused = errors.New("refused")

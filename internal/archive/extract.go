@@ -19,38 +19,26 @@ import (
 // ExtractOptions configure Extract.
 type ExtractOptions struct {
 	ReaderOptions
-	// Sync makes everything extracted durable before Extract returns, with one
-	// syncfs(2) on Linux (an fsync of each file took a third of an import's
-	// time) and an fsync of each elsewhere; a throwaway extraction (verify)
-	// skips it.
+	// Sync makes everything extracted durable, with one syncfs(2) on Linux
+	// (an fsync of each file took a third of an import's time).
 	Sync bool
-	// Synced, with Sync, lets the caller go on while the last step (the syncfs
-	// or the directory fsyncs) runs on its own goroutine, which sends
-	// Extract's error or nil on Synced; nothing is durable before that is
-	// received.
-	Synced chan<- error
-	// Progress, when set, is called with the bytes of each entry written.
-	Progress func(n int64)
-	// SpaceName names the file system in a refusal for lack of free space,
-	// by a directory the user knows (the data directory, the restore
-	// target): dir itself is a temporary name (default: dir).
+	// Synced, with Sync, receives the last step's error from its own
+	// goroutine, so the caller goes on meanwhile.
+	Synced   chan<- error
+	Progress func(n int64) // bytes written
+	// SpaceName names the file system in a refusal for lack of free space
+	// by a directory the user knows (default: dir).
 	SpaceName string
-	// OnFile, when set, is called with each file once written whole and
-	// closed, so a caller may read it while the extraction goes on; it is
-	// called from several writer goroutines in no order, and blocking it holds
-	// the extraction back. data is the file's bytes when the extraction held
-	// them whole (up to a megabyte), else nil.
+	// OnFile is called with each file once written and closed, from several
+	// goroutines in no order; data is its bytes when they were held whole.
 	OnFile func(e Extracted, path string, data []byte)
 }
 
-// FreeReserve is the free space an extraction leaves on the file system
-// it writes to: Extract refuses, at its header, an entry that would take
-// the entries' total beyond the free space less this reserve.
+// FreeReserve is the free space an extraction leaves on its file system.
 const FreeReserve = 64 << 20
 
-// space is the free-space budget of one extraction, measured once before
-// the first entry: each entry's declared size, rounded up to whole file
-// system blocks, is taken from it before a byte of the entry is written.
+// space is the free-space budget of one extraction, measured once: each
+// entry's declared size, in whole blocks, is taken before it is written.
 type space struct {
 	dir          string // names the file system in a refusal
 	avail, block int64  // avail: free space less FreeReserve (may be < 0)
@@ -88,25 +76,22 @@ type Extracted struct {
 	Name   string
 	Size   int64
 	SHA256 [sha256.Size]byte
-	// Offset is the byte offset of the entry's header in the tar stream.
-	Offset int64
+	Offset int64 // of its header in the tar stream
 }
 
 // Hex is the SHA-256 in lower-case hex.
 func (e Extracted) Hex() string { return hex.EncodeToString(e.SHA256[:]) }
 
 // Extract reads the archive from r and writes every entry under dir, an
-// existing empty directory the caller made for it (NewStaging): files created
-// exclusively with mode 0600 (so a name seen twice is refused as the
-// second is created), directories 0700. It returns the entries in
-// archive order with their sizes and SHA-256, for the caller to Close.
+// empty directory made for it (NewStaging): files created exclusively 0600
+// (so a name seen twice is refused), directories 0700. It returns the
+// entries in archive order, for the caller to Close.
 //
-// The entries' declared sizes must fit in the free space of dir's file system
-// less FreeReserve, checked at each header before its bytes are written, so a
-// decompression bomb cannot fill the disk. Small entries are written by
-// extractWriters goroutines, since creating files took most of an extraction.
-// Extract stops at the first problem; what it wrote stays in dir for the
-// caller to remove.
+// Each header's declared size must fit in the free space of dir's file
+// system less FreeReserve, so a decompression bomb cannot fill the disk.
+// Small entries are written by extractWriters goroutines, since creating
+// files took most of an extraction. Extract stops at the first problem,
+// leaving what it wrote for the caller to remove.
 func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) (_ *ExtractedList, err error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -142,8 +127,7 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 	err = x.extract(ctx, ar, free, jobs, out)
 	close(jobs)
 	wg.Wait()
-	// The first problem in archive order: a writer's (its entry comes
-	// before any the reading stopped at), or the reading's.
+	// A writer's problem comes before the reading's in archive order.
 	if x.failedAt >= 0 {
 		return nil, x.failedErr
 	}
@@ -168,27 +152,24 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 	return out, nil
 }
 
-// Bounds of the parallel writes of an extraction: entries of at most
-// keepEntry bytes are read whole and handed to extractWriters goroutines,
-// through a queue as long; so at most (2 × extractWriters + 1) ×
-// keepEntry bytes are held.
+// Entries of at most keepEntry bytes are read whole and handed to
+// extractWriters goroutines: at most (2 × extractWriters + 1) × keepEntry
+// bytes are held.
 const (
 	extractWriters = 4
 	keepEntry      = 1 << 20
 )
 
-// writeJob is one entry read whole, for a writer: its index in the
-// archive's entries, its path relative to dir, what it is and its bytes.
+// writeJob is one entry read whole, for a writer.
 type writeJob struct {
-	i    int
-	rel  string
+	i    int    // index in the archive
+	rel  string // path relative to dir
 	e    Extracted
 	data []byte
 }
 
 // extract reads the entries in order into out, writing the larger ones
-// itself and handing the others to the writers. It returns the reading's
-// problem; it stops early, without one, when a writer failed.
+// itself; it stops early, without a problem, when a writer failed.
 func (x *extractor) extract(ctx context.Context, ar *Reader, free *space, jobs chan<- writeJob, out *ExtractedList) error {
 	for !x.failed.Load() {
 		if err := ctx.Err(); err != nil {
@@ -206,8 +187,7 @@ func (x *extractor) extract(ctx context.Context, ar *Reader, free *space, jobs c
 				return ar.errorf(h, true, nil, "%v", err)
 			}
 		}
-		// A name whose file a writer has yet to create is not there to be
-		// found twice.
+		// A queued file is not there yet to be found twice.
 		x.mu.Lock()
 		_, queued := x.queued[h.Name]
 		x.mu.Unlock()
@@ -242,8 +222,7 @@ func (x *extractor) extract(ctx context.Context, ar *Reader, free *space, jobs c
 	return nil
 }
 
-// fail records a writer's problem with entry i; the first in archive
-// order is kept.
+// fail records a writer's problem with entry i, keeping the first.
 func (x *extractor) fail(i int, err error) {
 	x.mu.Lock()
 	if x.failedAt < 0 || i < x.failedAt {
@@ -253,8 +232,7 @@ func (x *extractor) fail(i int, err error) {
 	x.failed.Store(true)
 }
 
-// read reads the entry h whole, as file copies it: its bytes, its size and
-// SHA-256.
+// read reads the entry h whole.
 func (x *extractor) read(ctx context.Context, ar *Reader, h *Header) (Extracted, []byte, error) {
 	e := Extracted{Name: h.Name, Offset: h.Offset}
 	mem := make([]byte, 0, h.Size)
@@ -272,8 +250,7 @@ func (x *extractor) read(ctx context.Context, ar *Reader, h *Header) (Extracted,
 	return e, mem, nil
 }
 
-// copyEntry reads the current entry to its end, handing each piece to
-// put, and records its size and SHA-256 in e.
+// copyEntry reads the current entry to put, recording its size and SHA-256.
 func (x *extractor) copyEntry(ctx context.Context, ar *Reader, e *Extracted, put func([]byte) error) error {
 	hs := sha256.New()
 	for {
@@ -302,9 +279,8 @@ func (x *extractor) copyEntry(ctx context.Context, ar *Reader, e *Extracted, put
 	return nil
 }
 
-// write creates the file of a job and writes its bytes (a writer's part),
-// then hands it to OnFile. After a writer's problem the jobs left are
-// dropped: the extraction stops there.
+// write writes a job's file, then hands it to OnFile; after a writer's
+// problem the jobs left are dropped.
 func (x *extractor) write(j writeJob) {
 	if x.failed.Load() {
 		return
@@ -341,8 +317,8 @@ func (x *extractor) write(j writeJob) {
 	}
 }
 
-// sync makes the extraction durable: one syncfs where there is one, else
-// the directories (the files were fsynced as they were written).
+// sync makes the extraction durable: one syncfs, else the directories (the
+// files were fsynced as written).
 func (x *extractor) sync() error {
 	if ok, err := syncFS(x.dir); ok {
 		return err
@@ -354,8 +330,8 @@ type extractor struct {
 	dir  string
 	opts ExtractOptions
 	buf  []byte // the reading goroutine's
-	// failed is set once a writer failed: failedAt is the first entry in
-	// archive order that failed, failedErr its problem.
+	// failed is set once a writer failed; failedAt is the first entry that
+	// failed, failedErr its problem.
 	failed    atomic.Bool
 	mu        sync.Mutex
 	made      map[string]*madeDir // relative directories, created once
@@ -364,20 +340,17 @@ type extractor struct {
 	failedErr error
 }
 
-// madeDir is one directory of the extraction, made once by whichever
-// goroutine needs it first; the others wait for it.
+// madeDir is one directory, made once by whichever goroutine needs it first.
 type madeDir struct {
 	once sync.Once
 	err  error
 }
 
-// madeDirs bounds the directories an extraction remembers as made: past
-// it the memory starts afresh, and a directory made before is found there
-// (EEXIST) and checked again.
+// madeDirs bounds the directories remembered as made; one forgotten is
+// found (EEXIST) and checked again.
 const madeDirs = 4096
 
-// mkdirs creates the directory rel (relative to dir) and its parents
-// inside dir, 0700.
+// mkdirs creates the directory rel and its parents inside dir, 0700.
 func (x *extractor) mkdirs(rel string) error {
 	if rel == "." {
 		return nil
@@ -400,8 +373,7 @@ func (x *extractor) mkdirs(rel string) error {
 		if d.err = os.Mkdir(p, durable.DirMode); d.err != nil && !errors.Is(d.err, fs.ErrExist) {
 			return
 		}
-		// PrivateDir opens it without following a link: an entry's file
-		// of that name is refused here.
+		// PrivateDir refuses a link, or an entry's file of that name.
 		d.err = durable.PrivateDir(p)
 	})
 	return d.err
@@ -447,8 +419,8 @@ func (x *extractor) file(ctx context.Context, ar *Reader, h *Header) (Extracted,
 	return e, nil
 }
 
-// create creates the file at p of entry e, the index-th, exclusively: an
-// earlier entry of the same name is there, and makes a duplicate.
+// create creates the file at p of entry e exclusively: an earlier entry of
+// the same name makes it a duplicate.
 func (x *extractor) create(p string, index int, e Extracted) (*os.File, error) {
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|durable.NoFollowFlags, FileMode) // O_EXCL never follows a link
 	if err == nil {
@@ -460,8 +432,7 @@ func (x *extractor) create(p string, index int, e Extracted) (*os.File, error) {
 	return nil, fmt.Errorf("%s: %w", e.Name, err)
 }
 
-// syncDirs fsyncs every directory of the tree, deepest first, and dir
-// itself.
+// syncDirs fsyncs every directory of the tree, deepest first.
 func (x *extractor) syncDirs() error {
 	var dirs []string
 	err := filepath.WalkDir(x.dir, func(p string, d fs.DirEntry, err error) error {

@@ -10,10 +10,9 @@ import (
 	"path/filepath"
 )
 
-// ExtractedList is the entries an extraction wrote, in archive order. The first
-// memEntries are held in memory, the rest written to an unlinked file beside
-// the tree, so an archive of a million entries costs the same memory as one
-// of a few thousand. Close releases the file.
+// ExtractedList is the entries an extraction wrote, in archive order: the
+// first memEntries in memory, the rest in an unlinked file beside the tree,
+// so memory stays flat in the number of entries. Close releases the file.
 type ExtractedList struct {
 	mem   []Extracted
 	spill *os.File
@@ -33,8 +32,7 @@ func (l *ExtractedList) Len() int { return l.n }
 // Last is the last entry; the zero Extracted when there is none.
 func (l *ExtractedList) Last() Extracted { return l.last }
 
-// Err is the first problem reading the spilled entries back (All);
-// an iteration it cut short was not complete.
+// Err is the first problem All had reading the spilled entries back.
 func (l *ExtractedList) Err() error { return l.err }
 
 // Close removes what the entries held on disk.
@@ -54,7 +52,6 @@ func (l *ExtractedList) add(e Extracted) error {
 			if err != nil {
 				return err
 			}
-			// Unlinked at once: nothing is left behind, whatever happens.
 			if err := os.Remove(f.Name()); err != nil {
 				f.Close()
 				return err
@@ -131,6 +128,5 @@ func readSpilled(r *bufio.Reader) (Extracted, error) {
 	return e, err
 }
 
-// newExtractedList starts the list of an extraction into dir; what is spilled
-// goes beside it.
+// newExtractedList starts the list of an extraction into dir.
 func newExtractedList(dir string) *ExtractedList { return &ExtractedList{dir: filepath.Dir(dir)} }

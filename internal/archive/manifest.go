@@ -19,37 +19,29 @@ import (
 // ToolName is the tool every manifest names as its writer.
 const ToolName = "convkit"
 
-// ManifestHeader opens every manifest, a backup's or an export's: which
-// manifest, what wrote the archive and when, and whether a runtime held the
-// store; manifest types embed it first so these are the first JSON members.
+// ManifestHeader opens every manifest, a backup's or an export's; manifest
+// types embed it first so these are the first JSON members.
 type ManifestHeader struct {
-	// Format names the kind of manifest (ManifestFormat.Name);
-	// FormatVersion changes only when a field changes meaning or goes
-	// away: readers ignore fields they do not know.
-	Format        string `json:"format"`
-	FormatVersion int    `json:"formatVersion"`
-	Tool          string `json:"tool"`
-	ToolVersion   string `json:"toolVersion"`
-	// LogFormatVersion is the log format version the writing tool writes.
-	LogFormatVersion int `json:"logFormatVersion"`
-	// CreatedAt is when the archive was begun (UTC, whole seconds); every
-	// entry carries it as its modification time.
-	CreatedAt time.Time `json:"createdAt"`
-	// Online: runtime.lock was held by another process, Holder when it
-	// could be read, so each log was copied up to its committed prefix
-	// while the runtime kept appending.
+	// Format is ManifestFormat.Name; FormatVersion changes only when a
+	// field changes meaning or goes away.
+	Format           string    `json:"format"`
+	FormatVersion    int       `json:"formatVersion"`
+	Tool             string    `json:"tool"`
+	ToolVersion      string    `json:"toolVersion"`
+	LogFormatVersion int       `json:"logFormatVersion"` // the log format the tool writes
+	CreatedAt        time.Time `json:"createdAt"`        // also every entry's modification time
+	// Online: another process held runtime.lock (Holder, when readable),
+	// so each log was copied up to its committed prefix.
 	Online bool          `json:"online"`
 	Holder *store.Holder `json:"holder"`
 }
 
 func (h *ManifestHeader) manifestHeader() *ManifestHeader { return h }
 
-// Manifest is a manifest type: a struct that embeds ManifestHeader and
-// lists the files of its archive.
+// Manifest is a struct that embeds ManifestHeader and lists the other
+// entries of its archive, in its order.
 type Manifest interface {
 	manifestHeader() *ManifestHeader
-	// Listing is every entry of the archive but the manifest, as the
-	// manifest lists it, in the manifest's order.
 	Listing() []Listed
 }
 
@@ -60,8 +52,7 @@ type Listed struct {
 	SHA256 string // lower-case hex
 }
 
-// ListFiles is the Listing of a manifest's files, each listed as entry
-// says.
+// ListFiles is the Listing of a manifest's files.
 func ListFiles[F any](files []F, entry func(*F) Listed) []Listed {
 	out := make([]Listed, len(files))
 	for i := range files {
@@ -78,26 +69,20 @@ type Mismatch struct {
 
 // ManifestFormat is one kind of manifest: the backup's, the export's.
 type ManifestFormat struct {
-	// Name is the manifest's format member, Version the formatVersion this
-	// build writes and the newest it reads (it reads every version from 1).
-	Name    string
-	Version int
-	// Kind names the archive in messages ("backup", "export").
-	Kind string
-	// MaxBytes bounds the manifest a reader accepts.
+	Name     string // the format member
+	Version  int    // written, and the newest read (from 1)
+	Kind     string // names the archive in messages ("backup")
 	MaxBytes int64
 }
 
-// Header is the header of a new manifest of this format, for an archive
-// begun at createdAt (truncated to whole seconds, UTC) by toolVersion.
+// Header is the header of a new manifest of this format.
 func (f ManifestFormat) Header(toolVersion string, createdAt time.Time) ManifestHeader {
 	return ManifestHeader{Format: f.Name, FormatVersion: f.Version, Tool: ToolName, ToolVersion: toolVersion,
 		LogFormatVersion: convlog.CurrentVersion, CreatedAt: createdAt.UTC().Truncate(time.Second)}
 }
 
-// WriteManifest writes m as the manifest entry, which is the last entry
-// of every archive: one line of compact JSON, with <, > and & as they are.
-// The caller closes w after it.
+// WriteManifest writes m as the last entry: one line of compact JSON, with
+// <, > and & as they are.
 func WriteManifest(w *Writer, m Manifest) (Sum, error) {
 	var data bytes.Buffer
 	enc := json.NewEncoder(&data)
@@ -112,10 +97,8 @@ func WriteManifest(w *Writer, m Manifest) (Sum, error) {
 	return sum, nil
 }
 
-// Decode reads a manifest of this format from r into m, which must be a
-// pointer to a struct embedding ManifestHeader, and checks its header:
-// the format's name, a version from 1 to f.Version, at most f.MaxBytes.
-// name names the manifest in errors.
+// Decode reads a manifest of this format from r into m and checks its
+// header and size; name names it in errors.
 func (f ManifestFormat) Decode(r io.Reader, name string, m Manifest) error {
 	if err := f.decode(r, m); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -148,8 +131,7 @@ func (f ManifestFormat) versions() string {
 	return fmt.Sprintf("versions 1 to %d", f.Version)
 }
 
-// ReadFile decodes the manifest file at path (never through a symbolic
-// link) into m, as Decode does.
+// ReadFile decodes the manifest file at path, never through a link.
 func (f ManifestFormat) ReadFile(path string, m Manifest) error {
 	file, err := durable.OpenRegular(path, os.O_RDONLY)
 	if err != nil {
@@ -159,12 +141,9 @@ func (f ManifestFormat) ReadFile(path string, m Manifest) error {
 	return f.Decode(file, path, m)
 }
 
-// Scan reads the archive from r through as Extract would into dir, checking
-// every entry (all but their names' uniqueness), the free space of dir's
-// file system and that the manifest comes last, writing nothing; so an
-// import refuses a hostile or incomplete archive before a file is made.
-// With a spool, every byte read is copied to it, its size taken from the
-// same free space: a stream read once is then extracted from the spool.
+// Scan reads the archive from r through as Extract would into dir, and
+// that the manifest comes last, writing nothing (but to spool, when given,
+// every byte read), so a hostile archive is refused before a file is made.
 func (f ManifestFormat) Scan(ctx context.Context, r io.Reader, dir string, spool io.Writer, opts ExtractOptions) error {
 	_, last, err := scan(ctx, r, dir, spool, opts)
 	if err == nil && last != ManifestName {
@@ -178,11 +157,9 @@ func (f ManifestFormat) notLast(archiveName string) error {
 		Msg: fmt.Sprintf("no %s as the last entry: an incomplete archive, or not a convkit %s", ManifestName, f.Kind)}
 }
 
-// Verify is the manifest-last check of an archive Extract wrote into dir: the
-// last entry must be the manifest (a truncated or foreign archive has none
-// there), decoded into m as Decode does, and every other entry is compared
-// with its Listing both ways (CheckListing). A missing or unreadable manifest
-// is an *Error.
+// Verify decodes into m the manifest that must end the archive Extract
+// wrote into dir, and compares its Listing with the entries (CheckListing).
+// A missing or unreadable manifest is an *Error.
 func (f ManifestFormat) Verify(archiveName, dir string, ents *ExtractedList, m Manifest) ([]Mismatch, error) {
 	if ents.Len() == 0 || ents.Last().Name != ManifestName {
 		return nil, f.notLast(archiveName)
@@ -199,15 +176,12 @@ func (f ManifestFormat) Verify(archiveName, dir string, ents *ExtractedList, m M
 	return CheckListing(ents, m.Listing())
 }
 
-// maxMismatches bounds the disagreements CheckListing lists; past it they
-// are counted in one more.
+// maxMismatches bounds the disagreements CheckListing lists.
 const maxMismatches = 1000
 
-// CheckListing compares the entries but the last (the manifest) with what a
-// manifest lists. Mismatches come in this order: files listed twice, then
-// each entry in archive order (not listed, another size, another SHA-256),
-// then listed files the archive lacks; past maxMismatches, one says how
-// many more there are. The error is one reading the entries back.
+// CheckListing compares the entries but the manifest with its listing:
+// files listed twice, then each entry in order, then listed files missing;
+// past maxMismatches one says how many more. The error is reading back.
 func CheckListing(ents *ExtractedList, listed []Listed) ([]Mismatch, error) {
 	var out []Mismatch
 	more := 0
@@ -226,8 +200,6 @@ func CheckListing(ents *ExtractedList, listed []Listed) ([]Mismatch, error) {
 		}
 		byName[l.Name] = l
 	}
-	// Only listed names are marked: an archive of a million entries the
-	// manifest does not list costs nothing more here.
 	seen := make(map[string]bool, len(listed))
 	for e := range ents.All(ents.Len() - 1) {
 		l := byName[e.Name]

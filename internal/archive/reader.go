@@ -16,23 +16,20 @@ import (
 )
 
 // Limits bound what a Reader accepts, so that a hostile or damaged archive
-// cannot exhaust memory or disk. Zero fields take the defaults.
+// cannot exhaust memory or disk; zero fields take DefaultLimits.
 type Limits struct {
-	// MaxEntries bounds the number of entries (default 1,000,000).
-	MaxEntries int
-	// MaxEntryBytes bounds one entry's size (default 1 TiB).
+	MaxEntries    int
 	MaxEntryBytes int64
-	// MaxTotalBytes bounds the sum of the entries' sizes (default 16 TiB).
-	MaxTotalBytes int64
+	MaxTotalBytes int64 // the entries' sizes summed
 	// MaxWindow bounds a zstd frame's window, and so the decoder's memory
-	// (default 32 MiB; convkit writes 4 MiB windows, zstd -19 uses 8 MiB).
+	// (convkit writes 4 MiB windows, zstd -19 uses 8 MiB).
 	MaxWindow uint64
-	// MaxTrailingBytes bounds what may follow the tar trailer inside the
-	// zstd stream (default 1 MiB: tar's record padding is 10 KiB at most).
+	// MaxTrailingBytes bounds what may follow the tar trailer (tar's
+	// record padding is 10 KiB at most).
 	MaxTrailingBytes int64
 }
 
-// DefaultLimits are the limits a zero Limits stands for.
+// DefaultLimits are what zero Limits fields take.
 var DefaultLimits = Limits{
 	MaxEntries:       1_000_000,
 	MaxEntryBytes:    1 << 40,
@@ -43,48 +40,42 @@ var DefaultLimits = Limits{
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
-	if l.MaxEntries > 0 {
-		d.MaxEntries = l.MaxEntries
+	return Limits{
+		MaxEntries:       positiveOr(l.MaxEntries, d.MaxEntries),
+		MaxEntryBytes:    positiveOr(l.MaxEntryBytes, d.MaxEntryBytes),
+		MaxTotalBytes:    positiveOr(l.MaxTotalBytes, d.MaxTotalBytes),
+		MaxWindow:        positiveOr(l.MaxWindow, d.MaxWindow),
+		MaxTrailingBytes: positiveOr(l.MaxTrailingBytes, d.MaxTrailingBytes),
 	}
-	if l.MaxEntryBytes > 0 {
-		d.MaxEntryBytes = l.MaxEntryBytes
+}
+
+func positiveOr[T int | int64 | uint64](v, def T) T {
+	if v > 0 {
+		return v
 	}
-	if l.MaxTotalBytes > 0 {
-		d.MaxTotalBytes = l.MaxTotalBytes
-	}
-	if l.MaxWindow > 0 {
-		d.MaxWindow = l.MaxWindow
-	}
-	if l.MaxTrailingBytes > 0 {
-		d.MaxTrailingBytes = l.MaxTrailingBytes
-	}
-	return d
+	return def
 }
 
 // ReaderOptions configure a Reader.
 type ReaderOptions struct {
 	Limits Limits
-	// CheckName accepts or refuses an entry name (default CheckStoreName).
-	// CheckName (the generic checks) always runs first.
+	// CheckName accepts or refuses an entry name (default CheckStoreName),
+	// after the package's CheckName.
 	CheckName func(string) error
-	// Archive names the archive in errors (a path, or "-").
-	Archive string
+	Archive   string // names the archive in errors (a path, or "-")
 }
 
 // Header is one entry as the Reader accepted it.
 type Header struct {
-	// Index is 1-based.
-	Index int
-	Name  string
-	Size  int64
-	// Offset is the byte offset of the entry's header in the tar stream.
-	Offset int64
+	Index  int // 1-based
+	Name   string
+	Size   int64
+	Offset int64 // of the header in the tar stream
 }
 
-// Reader reads an archive as a stream, entry by entry, checking every
-// entry before handing it out (but for names seen twice, which Extract
-// finds as it creates each file exclusively). Memory is bounded by the
-// zstd window limit and fixed buffers, whatever the archive holds.
+// Reader reads an archive as a stream, checking every entry before handing
+// it out (but for names seen twice, which Extract finds). Memory is bounded
+// by the zstd window limit and fixed buffers.
 type Reader struct {
 	opts  ReaderOptions
 	lim   Limits
@@ -115,7 +106,7 @@ func NewReader(r io.Reader, opts ReaderOptions) (*Reader, error) {
 	return &Reader{opts: opts, lim: lim, dec: dec, cnt: cnt, tr: tar.NewReader(cnt)}, nil
 }
 
-// Close releases the decoder. It does not close the underlying reader.
+// Close releases the decoder, not the underlying reader.
 func (r *Reader) Close() {
 	if r.dec != nil {
 		r.dec.Close()
@@ -134,8 +125,8 @@ func (r *Reader) errorf(h *Header, refused bool, err error, format string, args 
 	return e
 }
 
-// Next checks and returns the next entry's header, or io.EOF after the
-// last entry (and a clean end of the stream). Any error ends the reading.
+// Next checks and returns the next entry's header, or io.EOF after a clean
+// end. Any error ends the reading.
 func (r *Reader) Next() (*Header, error) {
 	if r.err != nil {
 		return nil, r.err
@@ -144,23 +135,19 @@ func (r *Reader) Next() (*Header, error) {
 		return nil, io.EOF
 	}
 	if r.cur != nil {
-		// Finish the previous entry: its bytes must all be there.
 		if _, err := io.Copy(io.Discard, r.tr); err != nil {
 			return nil, r.damage(r.cur, err)
 		}
 	}
-	// The next header starts at the next 512-byte block: the previous
-	// entry's padding is still unread (archive/tar skips it in Next), so
-	// r.cnt.n alone named a byte inside the padding.
+	// The header starts at the next block: archive/tar skips the previous
+	// entry's padding in Next.
 	off := (r.cnt.n + blockSize - 1) / blockSize * blockSize
 	th, err := r.tr.Next()
 	if err == io.EOF {
 		return nil, r.end()
 	}
 	if errors.Is(err, tar.ErrHeader) {
-		// The header of the next entry (or its PAX records, GNU long name
-		// or sparse map) cannot be read: it has an index and an offset,
-		// but no name.
+		// An unreadable header has an index and an offset, but no name.
 		r.cnt.n = off
 		e := r.errorf(nil, false, err, "damaged archive (an unreadable tar header)").(*Error)
 		e.Entry, e.Unnamed = r.n+1, true
@@ -183,9 +170,8 @@ func (r *Reader) Next() (*Header, error) {
 	default:
 		return nil, r.errorf(h, true, nil, "refused: %s (only regular files are allowed)", typeName(th.Typeflag))
 	}
-	// archive/tar expands the GNU sparse formats kept in PAX records into a
-	// regular entry of the declared size, holes as zeros: a few hundred
-	// bytes of archive would write gigabytes.
+	// archive/tar expands PAX-kept GNU sparse entries, holes as zeros: a
+	// few hundred bytes of archive would write gigabytes.
 	if v := sparseVersion(th.PAXRecords); v != "" {
 		return nil, r.errorf(h, true, nil, "refused: sparse file (GNU sparse format %s in PAX records, declaring %d bytes): sparse entries are never extracted", v, th.Size)
 	}
@@ -205,11 +191,8 @@ func (r *Reader) Next() (*Header, error) {
 	return h, nil
 }
 
-// Entries yields the entries Next returns, in order; the body reads each
-// one's content from r (or leaves it: the next entry skips what is left).
-// A clean end of the archive ends the loop; an error is yielded once, as
-// (nil, err), and ends it, as it ends the reading. A loop left early leaves
-// the reader on the last entry yielded.
+// Entries yields the entries Next returns; the body may read each one's
+// content from r. An error is yielded once, as (nil, err), and ends it.
 func (r *Reader) Entries() iter.Seq2[*Header, error] {
 	return func(yield func(*Header, error) bool) {
 		for {
@@ -228,11 +211,8 @@ func (r *Reader) Entries() iter.Seq2[*Header, error] {
 }
 
 // scan reads the archive from r to its end as Extract would into dir,
-// checking every entry and the free space of dir's file system but writing
-// nothing, and returns the number of entries and the last one's name. A
-// name found twice is Extract's to refuse (its files are created
-// exclusively). A spool, when given, receives every byte read from r,
-// within the same free space.
+// writing nothing, and returns the number of entries and the last one's
+// name. A spool receives every byte read, within the same free space.
 func scan(ctx context.Context, r io.Reader, dir string, spool io.Writer, opts ExtractOptions) (n int, last string, err error) {
 	free := newSpace(dir, opts.SpaceName)
 	var sw *spoolWriter
@@ -303,8 +283,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// end checks what follows the tar trailer: only a bounded amount of
-// padding, and intact zstd frames to the end.
+// end checks what follows the tar trailer: bounded padding in intact frames.
 func (r *Reader) end() error {
 	n, err := io.Copy(io.Discard, io.LimitReader(r.cnt, r.lim.MaxTrailingBytes+1))
 	if err != nil {
@@ -331,8 +310,8 @@ func (r *Reader) damage(h *Header, err error) error {
 	return r.errorf(h, false, err, "%s", msg)
 }
 
-// sparseVersion names the GNU sparse format that PAX records declare ("1.0",
-// "0.x"), or "" when they declare none. Any GNU.sparse record counts.
+// sparseVersion names the GNU sparse format PAX records declare ("1.0",
+// "0.x"), or "" for none.
 func sparseVersion(recs map[string]string) string {
 	found := false
 	for k := range recs {
@@ -347,13 +326,11 @@ func sparseVersion(recs map[string]string) string {
 	case recs["GNU.sparse.major"] != "" || recs["GNU.sparse.minor"] != "":
 		return recs["GNU.sparse.major"] + "." + recs["GNU.sparse.minor"]
 	}
-	// 0.0 and 0.1 carry no version; archive/tar folds 0.0's records into
-	// 0.1's map.
+	// 0.0 and 0.1 carry no version.
 	return "0.x"
 }
 
-// nameSource says where an entry's name came from when a PAX record
-// overrode the name in the tar header.
+// nameSource says when a PAX record overrode the tar header's name.
 func nameSource(th *tar.Header) string {
 	if _, ok := th.PAXRecords["path"]; ok {
 		return " (the name comes from a PAX path record)"

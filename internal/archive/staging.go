@@ -20,28 +20,24 @@ import (
 //	<dir>/<name>-<12 hex>.tmp/       0700
 //	└── tree/                        0700, where the archive is extracted (Tree)
 //
-// It is made on the destination's file system so its tree moves into place by
-// rename. The kernel drops the flock when its holder dies, so SweepStaging
-// removes a staging whose lock is free and never one being used; the lock file
-// is made before the directory and removed after it, so no process of this
-// build leaves a directory without its lock.
+// It is made on the destination's file system so its tree moves into place
+// by rename. The kernel drops the flock when its holder dies, so
+// SweepStaging removes a staging whose lock is free, never one in use; the
+// lock file outlives its directory at both ends.
 type Staging struct {
 	dir, tree, lockPath string
 	lock                *os.File
 }
 
 const (
-	// StagingSuffix ends the name of every staging directory.
 	StagingSuffix = durable.TempSuffix
-	// UnlockedStagingAge is how old a staging directory without a lock file
-	// (made by an earlier build) must be to count as a killed process's, since
-	// a live one may be between making it and locking it.
+	// UnlockedStagingAge is how old a staging without a lock file (an
+	// earlier build's) must be to count as a killed process's.
 	UnlockedStagingAge = time.Hour
 
 	stagingLockSuffix = ".lock" + durable.TempSuffix
 	stagingTreeName   = "tree"
-	// Where earlier builds kept the lock: beside a restore's staging
-	// directory (<staging>.lock), inside an import's (<staging>/.lock).
+	// Earlier builds' locks: <staging>.lock (restore), <staging>/.lock (import).
 	besideLockExt = ".lock"
 	innerLockName = ".lock"
 )
@@ -49,9 +45,8 @@ const (
 // errNameTaken: the random name is another's; NewStaging draws again.
 var errNameTaken = errors.New("name taken")
 
-// NewStaging makes a new staging directory dir/<name>-<random>.tmp, locked,
-// with an empty tree. dir must exist. name is the caller's: it says what
-// the staging is for, and SweepStaging finds stale ones by it.
+// NewStaging makes a new locked staging directory dir/<name>-<random>.tmp
+// with an empty tree; SweepStaging finds stale ones by name.
 func NewStaging(dir, name string) (*Staging, error) {
 	for range 100 {
 		var b [6]byte
@@ -75,9 +70,8 @@ func NewStaging(dir, name string) (*Staging, error) {
 	return nil, fmt.Errorf("%s: could not make a staging directory", dir)
 }
 
-// lockFirst creates and locks the lock file. A sweep that took the new
-// file for the lock of a staging directory that is gone may hold it, or
-// have removed it, before it is locked here: then the name is given up.
+// lockFirst creates and locks the lock file, giving the name up when a
+// sweep took it for a gone staging's lock first.
 func (s *Staging) lockFirst() error {
 	f, err := durable.CreateExcl(s.lockPath)
 	if errors.Is(err, os.ErrExist) {
@@ -136,17 +130,14 @@ func sameFile(f *os.File, fi os.FileInfo) bool {
 	return err == nil && os.SameFile(ffi, fi)
 }
 
-// Dir is the staging directory; what the caller puts there besides the
-// tree goes with it.
+// Dir is the staging directory; what the caller puts there goes with it.
 func (s *Staging) Dir() string { return s.dir }
 
 // Tree is the empty directory to extract into.
 func (s *Staging) Tree() string { return s.tree }
 
-// Remove removes the staging directory with whatever is left in it, then
-// its lock file, and releases the lock. It may be called more than once.
-// Should the directory not go, the lock file stays with it, for a later
-// sweep.
+// Remove removes the staging directory, then its lock file (kept while the
+// directory stays, for a later sweep); it may be called more than once.
 func (s *Staging) Remove() error {
 	err := os.RemoveAll(s.dir)
 	if s.lock != nil {
@@ -159,20 +150,17 @@ func (s *Staging) Remove() error {
 	return err
 }
 
-// Swept is a leftover of a killed process that a sweep removed, or failed
-// to remove (Err).
+// Swept is a killed process's leftover a sweep removed, or failed to (Err).
 type Swept struct {
 	Path string
 	Err  error
 }
 
-// SweepStaging removes the staging directories dir/<name>-*.tmp that killed
-// processes left: those whose lock is free, free lock files alone, and
-// directories without a lock file once unlockedAge old (0 when the caller
-// holds runtime.lock, which every maker of such a staging takes first). A
-// staging whose lock is held or cannot be tried is never touched; own is the
-// caller's. Earlier builds' layouts (<staging>.lock, <staging>/.lock) are
-// swept too.
+// SweepStaging removes the stagings dir/<name>-*.tmp of killed processes
+// (earlier builds' layouts too): those whose lock is free, free lock files
+// alone, and those without a lock file once unlockedAge old. A staging
+// whose lock is held or cannot be tried is never touched; own is the
+// caller's.
 func SweepStaging(dir, name string, own *Staging, unlockedAge time.Duration) []Swept {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -189,8 +177,7 @@ func SweepStaging(dir, name string, own *Staging, unlockedAge time.Duration) []S
 		if own != nil && (p == own.dir || p == own.lockPath) {
 			continue
 		}
-		if e.Type().IsRegular() {
-			// A lock file alone: removed when free.
+		if e.Type().IsRegular() { // a lock file alone: removed when free
 			stage := ""
 			if base, ok := strings.CutSuffix(n, stagingLockSuffix); ok {
 				stage = base + StagingSuffix
@@ -245,8 +232,7 @@ func SweepStaging(dir, name string, own *Staging, unlockedAge time.Duration) []S
 	return out
 }
 
-// isStaging reports whether n is the name of a staging directory
-// NewStaging made for name (or an earlier build: any random part).
+// isStaging reports whether n is a staging's name for name.
 func isStaging(n, name string) bool {
 	rest, ok := strings.CutPrefix(n, name+"-")
 	return ok && len(rest) > len(StagingSuffix) && strings.HasSuffix(rest, StagingSuffix) && !strings.HasSuffix(rest, stagingLockSuffix)
@@ -260,8 +246,7 @@ const (
 	lockFreed                    // free: now held by this process
 )
 
-// probeLock tries the lock file at p. A free lock is returned held, for
-// the caller to close once what it guards is gone.
+// probeLock tries the lock file at p; a free lock is returned held.
 func probeLock(p string) (lockState, *os.File) {
 	f, err := durable.OpenRegular(p, os.O_RDONLY)
 	switch {
@@ -277,10 +262,8 @@ func probeLock(p string) (lockState, *os.File) {
 	return lockFreed, f
 }
 
-// LockIfFree returns the temporary file at p held by this process when
-// its lock was free (its writer is gone), else nil: a symbolic link, a
-// FIFO or anything but a regular file is never opened through, nor waited
-// on. Close it once the file is removed.
+// LockIfFree returns the lock file at p held by this process when it was
+// free, else nil; only a regular file is opened. Close it once removed.
 func LockIfFree(p string) *os.File {
 	if st, f := probeLock(p); st == lockFreed {
 		return f
@@ -288,15 +271,12 @@ func LockIfFree(p string) *os.File {
 	return nil
 }
 
-// TempFile is the file an archive is written to before publication, .<final
-// name>.<16 hex>.tmp beside it (durable.CreateTemp), flock'ed by its writer so
-// that SweepTemps removes the files of killed writers and never one being
-// written.
+// TempFile is the file an archive is written to before publication,
+// .<final name>.<16 hex>.tmp beside it, flock'ed by its writer so that
+// SweepTemps removes killed writers' files and never one being written.
 type TempFile struct {
 	*os.File
-	// lock holds the flock on a descriptor of its own, so that it outlives
-	// the close that durable.Publish does before it links the file.
-	lock *os.File
+	lock *os.File // outlives the close before durable.Publish links the file
 }
 
 // CreateTemp creates and locks a new temporary file for the archive to be
@@ -315,10 +295,8 @@ func CreateTemp(final string) (*TempFile, error) {
 	return &TempFile{File: f, lock: l}, nil
 }
 
-// LockTemp flocks f, a temporary file this process just created
-// (durable.CreateTemp), through a descriptor of its own (so that the lock
-// outlives a close of f), opened without following a link and checked to
-// be f's file. Close the returned file to release the lock.
+// LockTemp flocks f, a temporary file this process just created, through
+// a descriptor of its own, never through a link; close it to unlock.
 func LockTemp(f *os.File) (*os.File, error) {
 	l, err := durable.OpenRegular(f.Name(), os.O_RDONLY)
 	if err != nil {
@@ -344,18 +322,14 @@ func LockTemp(f *os.File) (*os.File, error) {
 	return l, nil
 }
 
-// Publish fsyncs the file, links it to final (never over an existing
-// file), removes the temporary name and fsyncs the directory, as
-// durable.Publish does; then it releases the lock. On any error the
-// temporary file is removed.
+// Publish is durable.Publish, then it releases the lock.
 func (t *TempFile) Publish(final string) error {
 	err := durable.Publish(t.File, final)
 	t.unlock()
 	return err
 }
 
-// Discard closes and removes the temporary file, then releases its lock.
-// It may follow Publish (it does nothing then).
+// Discard removes the temporary file unless it was published.
 func (t *TempFile) Discard() {
 	if t.lock == nil {
 		return
@@ -373,8 +347,7 @@ func (t *TempFile) unlock() {
 }
 
 // SweepTemps removes the temporary files CreateTemp made for final whose
-// writers are gone (their lock is free). One being written, or whose lock
-// cannot be tried, is left alone.
+// lock is free.
 func SweepTemps(final string) []Swept {
 	dir, base := filepath.Split(final)
 	if dir == "" {
@@ -401,8 +374,7 @@ func SweepTemps(final string) []Swept {
 	return out
 }
 
-// isTempOf reports whether name is one durable.CreateTemp gives for base:
-// .<base>.<16 hex>.tmp.
+// isTempOf reports whether name is .<base>.<16 hex>.tmp.
 func isTempOf(name, base string) bool {
 	rest, ok := strings.CutPrefix(name, "."+base+".")
 	if !ok {

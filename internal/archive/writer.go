@@ -20,18 +20,15 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// Defaults of WriterOptions.
 const (
-	// DefaultChunkSize is how many bytes of the tar stream go into one zstd
-	// frame: 1 MiB frames cost 0.1-0.4 % of ratio against 4 MiB ones and took
-	// a backup's heap from 80 MiB to 29 MiB.
+	// DefaultChunkSize is the tar bytes of one zstd frame: 1 MiB frames
+	// cost 0.1-0.4 % of ratio against 4 MiB ones and took a backup's heap
+	// from 80 MiB to 29 MiB.
 	DefaultChunkSize = 1 << 20
-	// MaxWorkers bounds the parallel frame compressors.
-	MaxWorkers = 8
-	// WritebackBytes is how many bytes of an archive written to a file
-	// go between the starts of their writeback to the disk
-	// (durable.Writeback), so that the fsync before it is published waits
-	// for the last of them only.
+	MaxWorkers       = 8 // parallel frame compressors
+	// WritebackBytes is how often an archive file's writeback is started
+	// (durable.Writeback), so the fsync before publication waits for the
+	// last range only.
 	WritebackBytes = 8 << 20
 )
 
@@ -46,24 +43,16 @@ const (
 	CompressedLevel = zstd.SpeedFastest
 )
 
-// rawCompressedShare: a frame whose bytes are at least this share of
-// already-compressed entries' (the rest tar headers and padding, a log
-// being a few kilobytes) is written without entropy coding, so the
-// literals of plain text sharing it lose little.
+// rawCompressedShare: a frame at least this share already-compressed
+// (the rest tar headers and padding) is written without entropy coding.
 const rawCompressedShare = 7.0 / 8
 
 // WriterOptions configure a Writer.
 type WriterOptions struct {
-	// ModTime is every entry's modification time (truncated to seconds);
-	// it comes from the caller's clock. Zero: the Unix epoch.
-	ModTime time.Time
-	// Workers compress frames in parallel (default: GOMAXPROCS, at most
-	// MaxWorkers).
-	Workers int
-	// ChunkSize is the tar bytes per zstd frame (default DefaultChunkSize).
-	ChunkSize int
-	// TextLevel and CompressedLevel override the levels (zero: the
-	// package's TextLevel and CompressedLevel).
+	ModTime   time.Time // every entry's, from the caller's clock (zero: the Unix epoch)
+	Workers   int       // default: GOMAXPROCS, at most MaxWorkers
+	ChunkSize int       // default DefaultChunkSize
+	// Zero: the package's TextLevel and CompressedLevel.
 	TextLevel, CompressedLevel zstd.EncoderLevel
 	// Rsyncable lays the archive out for a deduplicating copier (restic, borg,
 	// kopia): already-compressed content is stored raw in frames cut every
@@ -84,18 +73,15 @@ func (s Sum) Hex() string { return hex.EncodeToString(s.SHA256[:]) }
 
 // WriterStats count what a Writer did.
 type WriterStats struct {
-	Entries int64
-	// TarBytes is the size of the tar stream (the archive decompressed).
-	TarBytes int64
-	// Bytes is what reached the underlying writer.
-	Bytes  int64
-	Frames int64
+	Entries  int64
+	TarBytes int64 // the archive decompressed
+	Bytes    int64 // what reached the underlying writer
+	Frames   int64
 }
 
-// Writer writes an archive as a stream. It is not safe for concurrent use.
-// Entries are written one after the other with WriteEntry; Close finishes
-// the archive. After any error the Writer is broken: every later call
-// returns that error, and the caller should Abort.
+// Writer writes an archive as a stream, not safe for concurrent use. After
+// any error every later call returns that error, and the caller should
+// Abort.
 type Writer struct {
 	tw        *tar.Writer
 	ch        *chunker
@@ -107,8 +93,7 @@ type Writer struct {
 	closed    bool
 }
 
-// NewWriter starts an archive on w. The Writer owns background goroutines
-// until Close or Abort.
+// NewWriter starts an archive on w; its goroutines run until Close or Abort.
 func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 	if opts.Workers <= 0 {
 		opts.Workers = min(runtime.GOMAXPROCS(0), MaxWorkers)
@@ -133,9 +118,8 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 }
 
 // SetModTime sets the modification time of the entries written from now
-// on (truncated to seconds; zero: the writer's ModTime). A file's own time
-// keeps its entry's header the same from one archive to the next while
-// the file does not change.
+// on (zero: the writer's ModTime): a file's own time keeps its entry's
+// header the same from one archive to the next.
 func (w *Writer) SetModTime(t time.Time) {
 	if t.IsZero() {
 		w.entryTime = w.modTime
@@ -144,9 +128,8 @@ func (w *Writer) SetModTime(t time.Time) {
 	w.entryTime = t.UTC().Truncate(time.Second)
 }
 
-// WriteEntry writes one regular-file entry of exactly size bytes read from
-// r, and returns its size and SHA-256. r giving fewer bytes is an error
-// (the archive is then broken); bytes beyond size are not read.
+// WriteEntry writes one entry of exactly size bytes read from r; fewer is
+// an error that breaks the archive.
 func (w *Writer) WriteEntry(name string, kind Kind, size int64, r io.Reader) (Sum, error) {
 	if err := w.begin(name, kind, size); err != nil {
 		return Sum{}, err
@@ -175,8 +158,7 @@ func (w *Writer) WriteBytes(name string, kind Kind, data []byte) (Sum, error) {
 	return w.WriteHashed(name, kind, data, sha256.Sum256(data))
 }
 
-// WriteHashed is WriteBytes for data whose SHA-256 the caller computed (in
-// parallel, say): sum must be sha256.Sum256(data).
+// WriteHashed is WriteBytes for data whose SHA-256 the caller computed.
 func (w *Writer) WriteHashed(name string, kind Kind, data []byte, sum [sha256.Size]byte) (Sum, error) {
 	if err := w.begin(name, kind, int64(len(data))); err != nil {
 		return Sum{}, err
@@ -226,9 +208,8 @@ func (w *Writer) begin(name string, kind Kind, size int64) error {
 	return nil
 }
 
-// nameSet refuses an entry name written twice without holding every name,
-// since a backup writes hundreds of thousands: names are checked within their
-// directory, whose entries come together, and a directory left is remembered
+// nameSet refuses an entry name written twice without holding every name:
+// a directory's entries come together, and a directory left is remembered
 // by a 64-bit digest; names at the top, a few, may come anywhere.
 type nameSet struct {
 	top  map[string]bool
@@ -272,15 +253,12 @@ func (s *nameSet) add(name string) error {
 	return nil
 }
 
-// Stats reports what was written so far (Bytes and Frames lag behind the
-// frames still being compressed until Close returns).
+// Stats reports what was written so far (Bytes and Frames lag until Close).
 func (w *Writer) Stats() WriterStats {
 	return WriterStats{Entries: w.entries, TarBytes: w.ch.in, Bytes: w.ch.written.Load(), Frames: w.ch.frames.Load()}
 }
 
-// Close writes the tar trailer, compresses and writes every frame still
-// pending and stops the background goroutines. It does not close the
-// underlying writer.
+// Close finishes the archive; it does not close the underlying writer.
 func (w *Writer) Close() error {
 	if w.closed {
 		return w.err
@@ -298,8 +276,7 @@ func (w *Writer) Close() error {
 	return w.err
 }
 
-// Abort stops the background goroutines without finishing the archive;
-// what was written is an incomplete archive that the caller discards.
+// Abort stops without finishing the archive, for the caller to discard.
 func (w *Writer) Abort() {
 	if w.closed {
 		return
@@ -333,7 +310,7 @@ func copyBuffered(dst io.Writer, src io.Reader, buf []byte) (int64, error) {
 	}
 }
 
-// chunker cuts the tar stream into chunks, has them compressed in parallel
+// chunker cuts the tar stream into chunks, compresses them in parallel
 // into independent zstd frames and writes the frames in order.
 type chunker struct {
 	out       io.Writer
@@ -346,10 +323,8 @@ type chunker struct {
 	in   int64
 	buf  []byte // copy buffer for WriteEntry
 
-	// Rsyncable: compressed bytes go to raw frames; text frames are cut
-	// where gear, a rolling hash of the last 64 text bytes, says.
 	rsync bool
-	gear  uint64
+	gear  uint64 // rolling hash of the last 64 text bytes
 
 	jobs    chan *chunk
 	order   chan *chunk
@@ -380,8 +355,7 @@ func newChunker(out io.Writer, opts WriterOptions) *chunker {
 		compLevel: opts.CompressedLevel,
 		rsync:     opts.Rsyncable,
 		jobs:      make(chan *chunk),
-		// In flight at most: one being filled, one per worker, and a few
-		// done and waiting for their turn to be written.
+		// At most one filling, one per worker, and a few waiting to be written.
 		order:  make(chan *chunk, opts.Workers+1),
 		free:   make(chan *chunk, opts.Workers+3),
 		writer: make(chan struct{}),
@@ -428,9 +402,7 @@ func (c *chunker) newChunk() *chunk {
 		ch.ready = make(chan struct{})
 		return ch
 	default:
-		// out has room for any frame of a chunk (zstd's compress bound), since
-		// EncodeAll growing it a block at a time allocated about 4 MiB per 1
-		// MiB frame.
+		// out fits any frame: EncodeAll growing it allocated 4 MiB per frame.
 		return &chunk{in: make([]byte, 0, c.size), out: make([]byte, 0, frameBound(c.size)), ready: make(chan struct{})}
 	}
 }
@@ -479,9 +451,7 @@ const (
 )
 
 // textCut feeds p, which fits the current chunk, to the rolling hash and
-// returns how much of it goes into the chunk and whether the chunk ends
-// there. The hash depends on the last 64 text bytes only (each step
-// shifts the oldest out), so the cuts depend on the content alone.
+// returns how much of it goes into the chunk and whether the chunk ends.
 func (c *chunker) textCut(p []byte) (int, bool) {
 	h, have := c.gear, len(c.cur.in)
 	for i, b := range p {
@@ -495,9 +465,8 @@ func (c *chunker) textCut(p []byte) (int, bool) {
 	return len(p), false
 }
 
-// gearTable is the rolling hash's fixed table (splitmix64 from a fixed
-// seed): it must never change, or every rsyncable archive's frames would
-// be cut elsewhere once.
+// gearTable is the rolling hash's table (splitmix64 from a fixed seed): a
+// change would cut every rsyncable archive's frames elsewhere once.
 var gearTable = func() (t [256]uint64) {
 	x := uint64(0x636f6e766b6974) // "convkit"
 	for i := range t {
@@ -552,15 +521,13 @@ func (c *chunker) work(window int) {
 	}
 }
 
-// encoding is how a chunk is compressed: its level, and whether entropy
-// coding is left out.
+// encoding is how a chunk is compressed.
 type encoding struct {
 	level     zstd.EncoderLevel
 	noEntropy bool
 }
 
-// encodingOf chooses the encoding of a chunk holding text bytes of text
-// entries (and tar headers) and comp bytes of already-compressed ones.
+// encodingOf chooses the encoding of a chunk of text and comp bytes.
 func (c *chunker) encodingOf(text, comp int) encoding {
 	if comp <= text {
 		return encoding{level: c.textLevel}
@@ -597,8 +564,7 @@ func (c *chunker) write() {
 	}
 }
 
-// close flushes the last chunk (unless aborting) and waits for the
-// goroutines.
+// close flushes the last chunk (unless aborting) and waits for the goroutines.
 func (c *chunker) close(abort bool) error {
 	if abort {
 		c.aborted.Store(true)
