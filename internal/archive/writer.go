@@ -135,7 +135,8 @@ func (w *Writer) WriteEntry(name string, kind Kind, size int64, r io.Reader) (Su
 		return Sum{}, err
 	}
 	h := sha256.New()
-	n, err := copyBuffered(io.MultiWriter(w.tw, h), io.LimitReader(r, size), w.ch.copyBuf())
+	// Hidden ReaderFrom and WriterTo: the copy always uses the buffer given.
+	n, err := io.CopyBuffer(struct{ io.Writer }{io.MultiWriter(w.tw, h)}, struct{ io.Reader }{io.LimitReader(r, size)}, w.ch.copyBuf())
 	if err == nil && n < size {
 		err = fmt.Errorf("%s: short read: %d of %d bytes (the file shrank while it was archived)", name, n, size)
 	}
@@ -286,28 +287,6 @@ func (w *Writer) Abort() {
 		w.err = errors.New("archive: aborted")
 	}
 	w.ch.close(true)
-}
-
-// copyBuffered is io.CopyBuffer without the ReaderFrom/WriterTo shortcuts,
-// so the buffer is always the one given.
-func copyBuffered(dst io.Writer, src io.Reader, buf []byte) (int64, error) {
-	var n int64
-	for {
-		m, rerr := src.Read(buf)
-		if m > 0 {
-			wm, werr := dst.Write(buf[:m])
-			n += int64(wm)
-			if werr != nil {
-				return n, werr
-			}
-		}
-		if rerr == io.EOF {
-			return n, nil
-		}
-		if rerr != nil {
-			return n, rerr
-		}
-	}
 }
 
 // chunker cuts the tar stream into chunks, compresses them in parallel

@@ -85,25 +85,15 @@ func SyncDir(dir string) error {
 // CreateTemp creates a new private file prefix.<16 hex>.tmp in dir, for the
 // caller to write and Publish, or remove.
 func CreateTemp(dir, prefix string) (*os.File, error) {
-	for i := 0; i < 100; i++ {
+	for range 100 {
 		var b [8]byte
 		if _, err := rand.Read(b[:]); err != nil {
 			return nil, err
 		}
-		name := filepath.Join(dir, prefix+"."+hex.EncodeToString(b[:])+TempSuffix)
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|NoFollowFlags, FileMode)
-		if errors.Is(err, os.ErrExist) {
-			continue
+		f, err := CreateExcl(filepath.Join(dir, prefix+"."+hex.EncodeToString(b[:])+TempSuffix))
+		if !errors.Is(err, os.ErrExist) {
+			return f, err
 		}
-		if err != nil {
-			return nil, err
-		}
-		if err := f.Chmod(FileMode); err != nil {
-			f.Close()
-			os.Remove(name)
-			return nil, err
-		}
-		return f, nil
 	}
 	return nil, fmt.Errorf("%s: could not create a unique temporary file", dir)
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math/bits"
 	"os"
 	"path"
@@ -17,7 +18,6 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/convkit/convkit/convlog"
@@ -280,18 +280,11 @@ func (x *exporter) plan() error {
 		}
 		walk(id)
 	}
-	var missingIDs []string
-	for id := range missing {
-		missingIDs = append(missingIDs, id)
-	}
-	sort.Strings(missingIDs)
-	for _, id := range missingIDs {
+	for _, id := range slices.Sorted(maps.Keys(missing)) {
 		var users []string
 		for c, ds := range deps {
-			for _, d := range ds {
-				if d == id {
-					users = append(users, c)
-				}
+			if slices.Contains(ds, id) {
+				users = append(users, c)
 			}
 		}
 		sort.Strings(users)
@@ -300,11 +293,6 @@ func (x *exporter) plan() error {
 	}
 	// Ancestors first (depth first, by id): an import placing them in this
 	// order never has a fork without its source.
-	ids := make([]string, 0, len(byID))
-	for id := range byID {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
 	done := map[string]bool{}
 	var visit func(string)
 	visit = func(id string) {
@@ -317,7 +305,7 @@ func (x *exporter) plan() error {
 		}
 		x.order = append(x.order, byID[id])
 	}
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
 		visit(id)
 	}
 	return nil
@@ -419,27 +407,18 @@ func (x *exporter) readInfos(is infoSet, ids []string) infoSet {
 		seen[id] = true
 		todo = append(todo, id)
 	}
-	res := make([]readInfo, len(todo))
+	type read struct {
+		id string
+		readInfo
+	}
+	load := func(id string) read {
+		r := read{id: id}
+		r.info, r.plan, r.listing, r.err = x.readPlan(id)
+		return r
+	}
 	workers := min(max(1, runtime.GOMAXPROCS(0)), 8, len(todo))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(todo) {
-					return
-				}
-				res[i].info, res[i].plan, res[i].listing, res[i].err = x.readPlan(todo[i])
-			}
-		}()
-	}
-	wg.Wait()
-	for i, id := range todo {
-		is[id] = res[i]
-	}
+	archive.ReadAhead(context.Background(), slices.Values(todo), archive.Ahead{Workers: workers, Items: 2 * workers}, load, nil,
+		func(r read) error { is[r.id] = r.readInfo; return nil }, func(read) {})
 	return is
 }
 
@@ -732,14 +711,7 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 // sessionsListed reports whether cd holds a log of every session of info.
 func sessionsListed(info *store.ConversationInfo, cd store.ConversationDir) bool {
 	for _, si := range info.Sessions {
-		found := false
-		for _, l := range cd.Logs {
-			if !l.IsConversationLog && l.ID == si.ID {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.ContainsFunc(cd.Logs, func(l store.Log) bool { return !l.IsConversationLog && l.ID == si.ID }) {
 			return false
 		}
 	}
