@@ -285,22 +285,37 @@ func (x *extractor) write(j writeJob) {
 	if x.failed.Load() {
 		return
 	}
-	if err := x.mkdirs(filepath.Dir(j.rel)); err != nil {
-		x.fail(j.i, fmt.Errorf("%s: %w", j.e.Name, err))
-		return
-	}
-	p := filepath.Join(x.dir, j.rel)
-	f, err := x.create(p, j.i+1, j.e)
-	x.mu.Lock()
-	delete(x.queued, j.e.Name)
-	x.mu.Unlock()
+	p, err := x.fill(j.rel, j.i+1, j.e, func(f *os.File) error {
+		_, err := f.Write(j.data)
+		return err
+	})
 	if err != nil {
 		x.fail(j.i, err)
 		return
 	}
+	if x.opts.OnFile != nil {
+		x.opts.OnFile(j.e, p, j.data)
+	}
+}
+
+// fill creates the file of entry e, the index-th, at rel under dir, writes
+// it with put, fsyncs it when the extraction syncs file by file, closes it
+// and returns its path.
+func (x *extractor) fill(rel string, index int, e Extracted, put func(*os.File) error) (string, error) {
+	if err := x.mkdirs(filepath.Dir(rel)); err != nil {
+		return "", fmt.Errorf("%s: %w", e.Name, err)
+	}
+	p := filepath.Join(x.dir, rel)
+	f, err := x.create(p, index, e)
+	x.mu.Lock()
+	delete(x.queued, e.Name) // created, or found twice
+	x.mu.Unlock()
+	if err != nil {
+		return p, err
+	}
 	err = f.Chmod(FileMode)
-	if err == nil && len(j.data) > 0 {
-		_, err = f.Write(j.data)
+	if err == nil {
+		err = put(f)
 	}
 	if err == nil && x.opts.Sync && !haveSyncFS {
 		err = f.Sync()
@@ -308,13 +323,11 @@ func (x *extractor) write(j writeJob) {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		x.fail(j.i, fmt.Errorf("%s: %w", p, err))
-		return
+	var ae *Error
+	if err != nil && !errors.As(err, &ae) && !errors.Is(err, context.Canceled) {
+		err = fmt.Errorf("%s: %w", p, err)
 	}
-	if x.opts.OnFile != nil {
-		x.opts.OnFile(j.e, p, j.data)
-	}
+	return p, err
 }
 
 // sync makes the extraction durable: one syncfs, else the directories (the
@@ -380,43 +393,14 @@ func (x *extractor) mkdirs(rel string) error {
 }
 
 func (x *extractor) file(ctx context.Context, ar *Reader, h *Header) (Extracted, error) {
-	rel := filepath.FromSlash(h.Name)
-	if err := x.mkdirs(filepath.Dir(rel)); err != nil {
-		return Extracted{}, fmt.Errorf("%s: %w", h.Name, err)
-	}
-	p := filepath.Join(x.dir, rel)
 	e := Extracted{Name: h.Name, Offset: h.Offset}
-	f, err := x.create(p, h.Index, e)
-	if err != nil {
-		return Extracted{}, err
-	}
-	err = func() error {
-		if err := f.Chmod(FileMode); err != nil {
-			return err
-		}
-		err := x.copyEntry(ctx, ar, &e, func(b []byte) error {
+	_, err := x.fill(filepath.FromSlash(h.Name), h.Index, e, func(f *os.File) error {
+		return x.copyEntry(ctx, ar, &e, func(b []byte) error {
 			_, err := f.Write(b)
 			return err
 		})
-		if err != nil {
-			return err
-		}
-		if x.opts.Sync && !haveSyncFS {
-			return f.Sync()
-		}
-		return nil
-	}()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		var ae *Error
-		if errors.As(err, &ae) || errors.Is(err, context.Canceled) {
-			return e, err
-		}
-		return e, fmt.Errorf("%s: %w", p, err)
-	}
-	return e, nil
+	})
+	return e, err
 }
 
 // create creates the file at p of entry e exclusively: an earlier entry of
