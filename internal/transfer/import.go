@@ -268,8 +268,14 @@ func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions)
 	imp.res = &ImportResult{SchemaVersion: contract.Version, Archive: opts.Archive, DataDir: dataDir, DryRun: opts.DryRun,
 		Config: opts.ConfigPath, OnConflict: opts.OnConflict, Conversations: []ConversationPlan{}, Warnings: []string{}}
 
-	if err := imp.loadConfig(); err != nil {
+	// A missing default configuration is a warning.
+	m, warning, err := store.LoadMachine(opts.ConfigPath, opts.ConfigRequired)
+	if err != nil {
 		return nil, err
+	}
+	imp.mach, imp.res.ConfigFound = m, m.Checked()
+	if warning != "" {
+		imp.warn(warning)
 	}
 
 	scanned, err := imp.scan(ctx, r, nil)
@@ -414,11 +420,7 @@ func (imp *importer) scan(ctx context.Context, r io.Reader, spool io.Writer) (bo
 	}
 	err := manifestFormat.Scan(ctx, r, dir, spool, archive.ExtractOptions{ReaderOptions: imp.readerOptions(), SpaceName: imp.dataDir})
 	if err != nil {
-		var ae *archive.Error
-		if errors.As(err, &ae) {
-			return false, &VerifyError{Archive: imp.opts.Archive, Err: err}
-		}
-		return false, err
+		return false, imp.archiveErr(err)
 	}
 	if spool != nil {
 		return true, nil
@@ -427,20 +429,6 @@ func (imp *importer) scan(ctx context.Context, r io.Reader, spool io.Writer) (bo
 		return false, fmt.Errorf("%s: back to its start after a first reading: %w", imp.opts.Archive, err)
 	}
 	return true, nil
-}
-
-// loadConfig reads the runtime configuration; a missing default is a warning.
-func (imp *importer) loadConfig() error {
-	m, warning, err := store.LoadMachine(imp.opts.ConfigPath, imp.opts.ConfigRequired)
-	if err != nil {
-		return err
-	}
-	imp.mach = m
-	imp.res.ConfigFound = m.Checked()
-	if warning != "" {
-		imp.warn(warning)
-	}
-	return nil
 }
 
 func (imp *importer) warn(msg string) {

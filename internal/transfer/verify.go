@@ -82,6 +82,15 @@ func (imp *importer) readerOptions() archive.ReaderOptions {
 	return archive.ReaderOptions{Limits: imp.opts.Limits, CheckName: checkExportName, Archive: imp.opts.Archive}
 }
 
+// archiveErr makes a problem found in the archive a *VerifyError.
+func (imp *importer) archiveErr(err error) error {
+	var ae *archive.Error
+	if errors.As(err, &ae) && !errors.Is(err, context.Canceled) {
+		return &VerifyError{Archive: imp.opts.Archive, Err: err}
+	}
+	return err
+}
+
 func (imp *importer) verr(err error, format string, args ...any) error {
 	return &VerifyError{Archive: imp.opts.Archive, Msg: fmt.Sprintf(format, args...), Err: err}
 }
@@ -126,14 +135,7 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 	}
 	checks.wait()
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return err
-		}
-		var ae *archive.Error
-		if errors.As(err, &ae) {
-			return &VerifyError{Archive: imp.opts.Archive, Err: err}
-		}
-		return err
+		return imp.archiveErr(err)
 	}
 	vm, mismatches, err := verifyManifest(imp.opts.Archive, imp.stage.Tree(), ents)
 	if err != nil {
