@@ -130,8 +130,9 @@ func beginCall(se *store.Session) (*store.ModelCall, error) {
 	return se.BeginModelCall()
 }
 
-// step records a step of se's running turn whose model answers text.
-func (r *rt) step(se *store.Session, text string) error {
+// lastStep records the last step of se's running turn, whose model answers
+// text, and ends the turn completed.
+func (r *rt) lastStep(se *store.Session, text string) error {
 	call, err := beginCall(se)
 	if err != nil {
 		return err
@@ -140,7 +141,10 @@ func (r *rt) step(se *store.Session, text string) error {
 	if err := call.Complete(r.id("answer")); err != nil {
 		return err
 	}
-	return se.EndStep()
+	if err := se.EndStep(); err != nil {
+		return err
+	}
+	return se.EndTurn(store.OutcomeCompleted, nil)
 }
 
 // toolStep records a step whose answer asks for one tool call, run with
@@ -230,10 +234,7 @@ func record(st *store.Store, out io.Writer) error {
 	if err := se.EndStep(); err != nil {
 		return err
 	}
-	if err := r.step(se, "There are 9 Go files besides the tests."); err != nil {
-		return err
-	}
-	if err := se.EndTurn(store.OutcomeCompleted, nil); err != nil {
+	if err := r.lastStep(se, "There are 9 Go files besides the tests."); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "turn 1: completed (a retried model call, steering, an empty answer)")
@@ -252,10 +253,7 @@ func record(st *store.Store, out io.Writer) error {
 		if _, err := child.BeginTurn(r.user("Check the count of Go files")); err != nil {
 			return err
 		}
-		if err := r.step(child, "The count is right: 9."); err != nil {
-			return err
-		}
-		return child.EndTurn(store.OutcomeCompleted, nil)
+		return r.lastStep(child, "The count is right: 9.")
 	})
 	if err != nil {
 		return err
@@ -265,10 +263,7 @@ func record(st *store.Store, out io.Writer) error {
 		[]convlog.Block{convlog.TextBlock("reviewer-1 finished its turn: the count is right: 9.")}); err != nil {
 		return err
 	}
-	if err := r.step(se, "The reviewer agrees: 9 Go files."); err != nil {
-		return err
-	}
-	if err := se.EndTurn(store.OutcomeCompleted, nil); err != nil {
+	if err := r.lastStep(se, "The reviewer agrees: 9 Go files."); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "turn 2: completed (subagent reviewer-1 and its report)")
@@ -349,10 +344,7 @@ func liveTurns(ctx context.Context, st *store.Store, out io.Writer, d time.Durat
 				return err
 			}
 			time.Sleep(20 * time.Millisecond) // the model thinks
-			if err := r.step(se, "Done with this turn."); err != nil {
-				return err
-			}
-			if err := se.EndTurn(store.OutcomeCompleted, nil); err != nil {
+			if err := r.lastStep(se, "Done with this turn."); err != nil {
 				return err
 			}
 			turns++
