@@ -351,7 +351,7 @@ func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, *plan
 		cd.Logs[i].Generations = nil
 	}
 	ls := &planDir{cd: cd, probs: probs}
-	ol := &openLog{path: conv.Path, gen: conv.Current, isConvLog: true}
+	ol := &openLog{log: *conv}
 	err = ol.open()
 	size := int64(len(ol.buf))
 	ol.release()
@@ -424,13 +424,9 @@ func (x *exporter) readInfos(is infoSet, ids []string) infoSet {
 
 // openLog is one log of a conversation being exported, read and checked.
 type openLog struct {
-	name      string // entry name
-	log       store.Log
-	path      string
-	session   string
-	gen       convlog.Name
-	isConvLog bool
-	f         *convlog.File
+	name string // entry name
+	log  store.Log
+	f    *convlog.File
 	// A small log is read once into buf, checked and archived from it: src
 	// reads buf (else f), data is the committed prefix archived, sum its
 	// SHA-256.
@@ -451,8 +447,8 @@ type openLog struct {
 
 // readerOptions read the log's bytes as its generation and identity say.
 func (l *openLog) readerOptions() convlog.ReaderOptions {
-	comp := l.gen.Compression
-	return l.log.ReaderOptions(convlog.ReaderOptions{Version: l.gen.Version, Compression: &comp})
+	comp := l.log.Current.Compression
+	return l.log.ReaderOptions(convlog.ReaderOptions{Version: l.log.Current.Version, Compression: &comp})
 }
 
 func (l *openLog) close() {
@@ -632,16 +628,9 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 	}
 	var convLog *openLog
 	for _, l := range cd.Logs {
-		ol := &openLog{
-			name:      path.Join(store.ConversationsDirName, cd.Name, l.Current.String()),
-			log:       l,
-			path:      l.Path,
-			session:   l.ID,
-			gen:       l.Current,
-			isConvLog: l.IsConversationLog,
-		}
+		ol := &openLog{name: path.Join(store.ConversationsDirName, cd.Name, l.Current.String()), log: l}
 		var err error
-		if pl := p.plan; ol.isConvLog && pl != nil && pl.path == ol.path {
+		if pl := p.plan; ol.log.IsConversationLog && pl != nil && pl.path == ol.log.Path {
 			p.plan = nil
 			err = ol.openAsPlanned(pl)
 		} else {
@@ -655,7 +644,7 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 		if ol.f != nil {
 			rc.files++
 		}
-		if ol.isConvLog {
+		if ol.log.IsConversationLog {
 			convLog = ol
 		}
 	}
@@ -670,13 +659,13 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 		info, err = convLog.info, convLog.infoErr
 	case convLog.data != nil:
 		var r *convlog.Reader
-		if r, err = convlog.NewReaderBytes(convLog.data, convLog.path, convLog.readerOptions()); err == nil {
+		if r, err = convlog.NewReaderBytes(convLog.data, convLog.log.Path, convLog.readerOptions()); err == nil {
 			info, err = convLog.log.ReadConversationFrom(r)
 		}
 	default:
 		snapDir := filepath.Join(tmpDir, cd.Name)
 		if err = os.Mkdir(snapDir, durable.DirMode); err == nil {
-			snap := filepath.Join(snapDir, convLog.gen.String())
+			snap := filepath.Join(snapDir, convLog.log.Current.String())
 			if err = copyPrefix(snap, convLog.prefix.Reader(convLog.src)); err == nil {
 				var r *convlog.Reader
 				if r, err = convlog.Open(snap, convLog.log.ReaderOptions(convlog.ReaderOptions{})); err == nil {
@@ -689,9 +678,9 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 	var ie *convlog.IdentityError
 	switch {
 	case errors.As(err, &ie):
-		return leaveOut(convLog.path, ie.Msg)
+		return leaveOut(convLog.log.Path, ie.Msg)
 	case err != nil:
-		return leaveOut(convLog.path, termtext.Reason(convLog.path, err))
+		return leaveOut(convLog.log.Path, termtext.Reason(convLog.log.Path, err))
 	case info.Deleting:
 		return leaveOut(dir, "the conversation is being deleted: not exported")
 	case ls != nil && !sessionsListed(info, cd):
@@ -721,7 +710,7 @@ func sessionsListed(info *store.ConversationInfo, cd store.ConversationDir) bool
 // open opens the log, reads it strictly to count its events and finds its
 // committed prefix; a small log is read whole first, and the file closed.
 func (l *openLog) open() error {
-	f, err := convlog.OpenFile(l.path)
+	f, err := convlog.OpenFile(l.log.Path)
 	if err != nil {
 		return err
 	}
@@ -733,7 +722,7 @@ func (l *openLog) open() error {
 			f.Close()
 			putLogBuf(buf)
 			if err == nil || err == io.EOF {
-				err = fmt.Errorf("%s: changed while it was read (%d of %d bytes)", l.path, n, size)
+				err = fmt.Errorf("%s: changed while it was read (%d of %d bytes)", l.log.Path, n, size)
 			}
 			return err
 		}
@@ -745,9 +734,9 @@ func (l *openLog) open() error {
 	opts := l.readerOptions()
 	var r *convlog.Reader
 	if l.buf != nil {
-		r, err = convlog.NewReaderBytes(l.buf, l.path, opts)
+		r, err = convlog.NewReaderBytes(l.buf, l.log.Path, opts)
 	} else {
-		r, err = convlog.NewReader(f, size, l.path, opts)
+		r, err = convlog.NewReader(f, size, l.log.Path, opts)
 	}
 	if err != nil {
 		l.close()
@@ -755,7 +744,7 @@ func (l *openLog) open() error {
 	}
 	// A conversation log's replay counts if the read finds the log whole.
 	var rp *store.Replayer
-	if l.isConvLog {
+	if l.log.IsConversationLog {
 		rp = l.log.Replayer(r)
 	}
 	var events int64
@@ -779,15 +768,15 @@ func (l *openLog) open() error {
 	r.Close()
 	switch {
 	case whole && pr.Bytes != size:
-		err = fmt.Errorf("%s: changed while it was read", l.path)
+		err = fmt.Errorf("%s: changed while it was read", l.log.Path)
 	case whole:
 	case l.buf != nil:
-		pr, err = convlog.CommittedPrefixBytes(l.buf, l.gen.Compression, l.path)
+		pr, err = convlog.CommittedPrefixBytes(l.buf, l.log.Current.Compression, l.log.Path)
 	default:
-		pr, err = convlog.CommittedPrefix(f, size, l.gen.Compression, l.path)
+		pr, err = convlog.CommittedPrefix(f, size, l.log.Current.Compression, l.log.Path)
 	}
 	if err == nil && pr.RecoveredLines != r.Stats().RecoveredLines {
-		err = fmt.Errorf("%s: changed while it was read", l.path)
+		err = fmt.Errorf("%s: changed while it was read", l.log.Path)
 	}
 	if err != nil {
 		l.close()
@@ -809,7 +798,7 @@ func (l *openLog) open() error {
 // openAsPlanned takes the plan's read pl if the log holds the bytes it
 // checked; otherwise it is open.
 func (l *openLog) openAsPlanned(pl *planLog) error {
-	f, err := convlog.OpenFile(l.path)
+	f, err := convlog.OpenFile(l.log.Path)
 	if err != nil {
 		return l.open()
 	}
@@ -838,7 +827,7 @@ func (l *openLog) openAsPlanned(pl *planLog) error {
 func (x *exporter) archiveConv(aw *archive.Writer, logs []*openLog) error {
 	for _, l := range logs {
 		kind := archive.Text
-		if l.gen.Compression == convlog.Zstd {
+		if l.log.Current.Compression == convlog.Zstd {
 			kind = archive.Compressed
 		}
 		var sum archive.Sum
@@ -849,7 +838,7 @@ func (x *exporter) archiveConv(aw *archive.Writer, logs []*openLog) error {
 			sum, err = aw.WriteEntry(l.name, kind, l.prefix.Len(), l.prefix.Reader(l.src))
 		}
 		if err != nil {
-			return fmt.Errorf("archive %s: %w", l.path, err)
+			return fmt.Errorf("archive %s: %w", l.log.Path, err)
 		}
 		x.m.Files = append(x.m.Files, x.fileOf(l, sum.Size, sum.Hex()))
 	}
@@ -860,7 +849,7 @@ func (x *exporter) archiveConv(aw *archive.Writer, logs []*openLog) error {
 func (x *exporter) fileOf(l *openLog, size int64, sum string) File {
 	conv, _ := store.DecodeSegment(path.Base(path.Dir(l.name)))
 	return File{
-		Name: l.name, Conversation: conv, Session: l.session, Version: l.gen.Version,
+		Name: l.name, Conversation: conv, Session: l.log.ID, Version: l.log.Current.Version,
 		Size: size, SHA256: sum, Committed: size, Events: l.events, LeftOut: l.leftOut,
 	}
 }

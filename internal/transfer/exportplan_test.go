@@ -44,11 +44,11 @@ func TestExportTakesThePlansReadOnlyOfTheSameBytes(t *testing.T) {
 		}
 		var conv *openLog
 		for _, l := range rc.logs {
-			if l.isConvLog {
+			if l.log.IsConversationLog {
 				conv = l
 			}
 		}
-		onDisk, err := os.ReadFile(conv.path)
+		onDisk, err := os.ReadFile(conv.log.Path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +112,7 @@ func TestExportListsAgainForASessionStartedAfterThePlan(t *testing.T) {
 	}
 	var found bool
 	for _, l := range rc.logs {
-		found = found || l.session == late
+		found = found || l.log.ID == late
 	}
 	if !found || rc.c.Sessions != len(info.Sessions)+1 {
 		t.Errorf("the session started after the plan: its log exported %v, sessions %d (before %d)", found, rc.c.Sessions, len(info.Sessions))

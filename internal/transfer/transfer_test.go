@@ -845,3 +845,21 @@ func TestExportKeepsTheLinesOfATornFrame(t *testing.T) {
 		t.Fatalf("updated log holds %d events, want %d", len(got), len(want)+1)
 	}
 }
+
+// TestExportLeavesOutAMisnamedConversationLog: a conversation directory
+// whose conversation log names another conversation is not exported (the
+// store does not read it, and an import would refuse the archive).
+func TestExportLeavesOutAMisnamedConversationLog(t *testing.T) {
+	a, rep := fixtureStore(t, 7)
+	basic := rep.Find(fixtures.CaseBasic).ID
+	from, err := reader(t, a).ConversationPath(basic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyTree(t, from, filepath.Join(filepath.Dir(from), "impostor"))
+	_, res := exportTo(t, a, "impostor", basic)
+	if !res.Partial() || len(res.Manifest.Conversations) != 1 || res.Manifest.Problems[0].ID != "impostor" ||
+		!strings.Contains(res.Manifest.Problems[0].Reason, "names id") {
+		t.Fatalf("%+v", res.Manifest)
+	}
+}
