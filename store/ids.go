@@ -95,9 +95,28 @@ func literal(u uint16, escapeDot bool) bool {
 	return false
 }
 
+// allLiteral reports whether every byte of s is a unit literal keeps (an
+// ASCII byte is one UTF-16 unit).
+func allLiteral(s string, escapeDot bool) bool {
+	for i := 0; i < len(s); i++ {
+		if !literal(uint16(s[i]), escapeDot) {
+			return false
+		}
+	}
+	return true
+}
+
 const hexUpper = "0123456789ABCDEF"
 
 func escape(id string, escapeDot bool) string {
+	if allLiteral(id, escapeDot) {
+		return id // each byte its own unit, kept: the common case
+	}
+	return escapeUnits(id, escapeDot)
+}
+
+// escapeUnits is escape unit by unit.
+func escapeUnits(id string, escapeDot bool) string {
 	var b strings.Builder
 	b.Grow(len(id))
 	for _, u := range utf16.Encode([]rune(id)) {
@@ -117,6 +136,14 @@ func escape(id string, escapeDot bool) string {
 // unescape replaces each "~XXXX" by its UTF-16 unit and decodes the result
 // leniently; callers re-encode and compare to reject noncanonical spellings.
 func unescape(name string) (string, bool) {
+	if allLiteral(name, false) {
+		return name, true
+	}
+	return unescapeUnits(name)
+}
+
+// unescapeUnits is unescape unit by unit.
+func unescapeUnits(name string) (string, bool) {
 	if !utf8.ValidString(name) {
 		return "", false
 	}

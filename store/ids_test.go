@@ -214,6 +214,18 @@ func FuzzSegmentRoundTrip(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		// The fast paths of literal bytes agree with the unit by unit ones.
+		if utf8.ValidString(s) {
+			for _, dot := range []bool{false, true} {
+				if got, want := escape(s, dot), escapeUnits(s, dot); got != want {
+					t.Fatalf("escape(%q, %v) = %q, unit by unit %q", s, dot, got, want)
+				}
+			}
+		}
+		got, ok := unescape(s)
+		if want, wok := unescapeUnits(s); got != want || ok != wok {
+			t.Fatalf("unescape(%q) = %q, %v; unit by unit %q, %v", s, got, ok, want, wok)
+		}
 		// Any string as an id.
 		if s != "" && utf8.ValidString(s) {
 			seg, err := EncodeSegment(s)
