@@ -847,9 +847,8 @@ func (x *exporter) archiveConv(aw *archive.Writer, logs []*openLog) error {
 
 // fileOf is the manifest's entry of l, archived as size bytes of sum.
 func (x *exporter) fileOf(l *openLog, size int64, sum string) File {
-	conv, _ := store.DecodeSegment(path.Base(path.Dir(l.name)))
 	return File{
-		Name: l.name, Conversation: conv, Session: l.log.ID, Version: l.log.Current.Version,
+		Name: l.name, Conversation: l.log.Conversation, Session: l.log.ID, Version: l.log.Current.Version,
 		Size: size, SHA256: sum, Committed: size, Events: l.events, LeftOut: l.leftOut,
 	}
 }
