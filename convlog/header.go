@@ -57,6 +57,13 @@ type headerProblem struct {
 // parseHeader parses and validates a header line. wantVersion is the
 // version the file name carries, or -1 when unknown.
 func parseHeader(line []byte, wantVersion int) (*Header, *headerProblem) {
+	return parseHeaderWith(line, wantVersion, make([]member, 0, 12))
+}
+
+// parseHeaderWith is parseHeader finding the members in scratch's array
+// (the JSON check's recursion makes any array it is given escape, so a
+// reader lends its own rather than allocate one per log).
+func parseHeaderWith(line []byte, wantVersion int, scratch []member) (*Header, *headerProblem) {
 	corrupt := func(col int, format string, args ...any) *headerProblem {
 		return &headerProblem{col: col, msg: fmt.Sprintf(format, args...), kind: ErrCorrupt}
 	}
@@ -64,8 +71,7 @@ func parseHeader(line []byte, wantVersion int) (*Header, *headerProblem) {
 		// Not white space to JSON.parse either.
 		return nil, corrupt(0, "header line starts with a UTF-8 byte order mark (EF BB BF)")
 	}
-	var buf [12]member
-	members, err := rawjson.Object(line, buf[:0])
+	members, err := rawjson.Object(line, scratch[:0])
 	if err != nil {
 		se := err.(*rawjson.SyntaxError)
 		if se.Msg == "not a JSON object" && len(bytes.TrimSpace(line)) > 0 && line[rawjson.SkipSpace(line, 0)] != '{' {

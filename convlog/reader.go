@@ -486,7 +486,7 @@ func (r *Reader) readHeader() error {
 		// line going on in a later frame was noted): read, not canonical.
 		r.noteFraming(fmt.Sprintf("the header line ends in frame %d at file byte %d, not in frame 1", r.frame.Index, r.frame.Offset))
 	}
-	h, perr := parseHeader(line, r.opts.Version)
+	h, perr := parseHeaderWith(line, r.opts.Version, r.members[:0])
 	if perr != nil {
 		p := r.pos(start)
 		p.Column = int64(perr.col) + 1
