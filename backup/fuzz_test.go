@@ -61,7 +61,8 @@ func FuzzReadMetrics(f *testing.F) {
 		for name, v := range values {
 			found := false
 			for _, line := range strings.Split(s, "\n") {
-				n, val, ok := strings.Cut(line, " ")
+				// A line may end in CRLF: the scanner drops the CR.
+				n, val, ok := strings.Cut(strings.TrimSuffix(line, "\r"), " ")
 				if ok && n == name {
 					if x, err := strconv.ParseFloat(val, 64); err == nil && (x == v || math.IsNaN(x) && math.IsNaN(v)) {
 						found = true
