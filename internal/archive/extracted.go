@@ -8,6 +8,8 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // ExtractedList is the entries an extraction wrote, in archive order: the
@@ -48,7 +50,7 @@ func (l *ExtractedList) add(e Extracted) error {
 		l.mem = append(l.mem, e)
 	} else {
 		if l.spill == nil {
-			f, err := os.CreateTemp(l.dir, ".entries-")
+			f, err := durable.CreateTemp(l.dir, ".entries")
 			if err != nil {
 				return err
 			}

@@ -303,7 +303,7 @@ func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions)
 	if !scanned && opts.DryRun {
 		// A dry run extracts a stream from a scanned copy, so it makes no
 		// entry of a hostile archive.
-		spool, err := os.CreateTemp(imp.stage.Dir(), "archive-")
+		spool, err := durable.CreateExcl(filepath.Join(imp.stage.Dir(), "archive.spool"))
 		if err != nil {
 			return nil, err
 		}
