@@ -147,7 +147,11 @@ func archiveEntries(t *testing.T, p string) []entrySum {
 	}
 	defer r.Close()
 	var out []entrySum
-	for h, err := range r.Entries() {
+	for {
+		h, err := r.Next()
+		if err == io.EOF {
+			break
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/convkit/convkit/internal/archive"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // TestStreamedManifestIsTheWholeEncoding: the manifest put together from
@@ -78,8 +79,13 @@ func TestStreamedManifestIsTheWholeEncoding(t *testing.T) {
 // ReadManifest reads and checks a manifest file (never through a symbolic
 // link).
 func ReadManifest(path string) (*Manifest, error) {
+	f, err := durable.OpenRegular(path, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
 	var m Manifest
-	if err := manifestFormat.ReadFile(path, &m); err != nil {
+	if err := manifestFormat.Decode(f, path, &m); err != nil {
 		return nil, err
 	}
 	if err := m.resolve(path); err != nil {

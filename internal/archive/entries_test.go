@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestEntries: Entries yields the entries Next returns, with their content
-// to read or leave, a refusal once, and a loop left early can go on.
-func TestEntries(t *testing.T) {
+// TestNext: Next returns the entries in order, skipping content left
+// unread, then io.EOF; a refusal ends the reading and is returned again.
+func TestNext(t *testing.T) {
 	entries := sampleEntries()
 	data, _ := write(t, entries, WriterOptions{ChunkSize: 256 << 10})
 
@@ -17,13 +17,10 @@ func TestEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for h, err := range ar.Entries() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Index != n+1 || h.Name != entries[n].name {
-			t.Fatalf("entry %d: %+v", n, h)
+	for n := range entries {
+		h, err := ar.Next()
+		if err != nil || h.Index != n+1 || h.Name != entries[n].name {
+			t.Fatalf("entry %d: %+v %v", n, h, err)
 		}
 		if n%2 == 0 { // the others are left unread: the next entry skips them
 			got, err := io.ReadAll(ar)
@@ -31,45 +28,28 @@ func TestEntries(t *testing.T) {
 				t.Fatalf("%s: content differs (%v)", h.Name, err)
 			}
 		}
-		n++
-		if n == 2 {
-			break
-		}
 	}
-	for h, err := range ar.Entries() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Index != n+1 || h.Name != entries[n].name {
-			t.Fatalf("entry %d after a break: %+v", n, h)
-		}
-		n++
-	}
-	if n != len(entries) {
-		t.Fatalf("%d entries, want %d", n, len(entries))
+	if h, err := ar.Next(); err != io.EOF {
+		t.Fatalf("after the last entry: %+v %v", h, err)
 	}
 	ar.Close()
 
-	// A limit refuses the fourth entry: three are yielded, then the
-	// refusal once.
+	// A limit refuses the fourth entry, and every later call.
 	ar, err = NewReader(bytes.NewReader(data), ReaderOptions{Limits: Limits{MaxEntries: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ar.Close()
-	n, errs := 0, 0
-	for h, err := range ar.Entries() {
-		if err != nil {
-			var ae *Error
-			if h != nil || !errors.Is(err, ErrRefused) || !errors.As(err, &ae) || ae.Entry != 4 {
-				t.Fatalf("yielded (%v, %v), want a refusal of entry 4", h, err)
-			}
-			errs++
-			continue // the loop ends by itself after the error
+	for range 3 {
+		if _, err := ar.Next(); err != nil {
+			t.Fatal(err)
 		}
-		n++
 	}
-	if n != 3 || errs != 1 {
-		t.Fatalf("%d entries and %d errors, want 3 and 1", n, errs)
+	for range 2 {
+		h, err := ar.Next()
+		var ae *Error
+		if h != nil || !errors.Is(err, ErrRefused) || !errors.As(err, &ae) || ae.Entry != 4 {
+			t.Fatalf("(%v, %v), want a refusal of entry 4", h, err)
+		}
 	}
 }

@@ -131,16 +131,6 @@ func (f ManifestFormat) versions() string {
 	return fmt.Sprintf("versions 1 to %d", f.Version)
 }
 
-// ReadFile decodes the manifest file at path, never through a link.
-func (f ManifestFormat) ReadFile(path string, m Manifest) error {
-	file, err := durable.OpenRegular(path, os.O_RDONLY)
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	return f.Decode(file, path, m)
-}
-
 // Scan reads the archive from r through as Extract would into dir, and
 // that the manifest comes last, writing nothing (but to spool, when given,
 // every byte read), so a hostile archive is refused before a file is made.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
@@ -189,25 +188,6 @@ func (r *Reader) Next() (*Header, error) {
 		return nil, r.errorf(h, true, nil, "refused: the entries exceed the limit of %d bytes in all", r.lim.MaxTotalBytes)
 	}
 	return h, nil
-}
-
-// Entries yields the entries Next returns; the body may read each one's
-// content from r. An error is yielded once, as (nil, err), and ends it.
-func (r *Reader) Entries() iter.Seq2[*Header, error] {
-	return func(yield func(*Header, error) bool) {
-		for {
-			h, err := r.Next()
-			if err != nil {
-				if err != io.EOF {
-					yield(nil, err)
-				}
-				return
-			}
-			if !yield(h, nil) {
-				return
-			}
-		}
-	}
 }
 
 // scan reads the archive from r to its end as Extract would into dir,

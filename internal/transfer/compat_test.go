@@ -107,7 +107,11 @@ func exportEntries(t *testing.T, p string) []string {
 	}
 	defer r.Close()
 	var out []string
-	for h, err := range r.Entries() {
+	for {
+		h, err := r.Next()
+		if err == io.EOF {
+			break
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
