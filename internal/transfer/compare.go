@@ -96,24 +96,20 @@ func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
 		case sl.Current.String() != al.Current.String():
 			return diverged(fmt.Sprintf("log %s is %s here and %s in the archive", b, sl.Current, al.Current))
 		}
-		rel, at, err := compareLog(sl, al)
+		rel, at, mapped, err := compareLog(sl, al)
 		if err != nil {
 			return diverged(fmt.Sprintf("the store's %s cannot be read: %v", sl.Current, err))
 		}
-		switch rel {
-		case relEqual:
-		case relStoreShorter:
+		switch {
+		case rel == relEqual:
+		case rel == relStoreShorter:
 			behind = append(behind, fmt.Sprintf("%s is longer in the archive", sl.Current))
-		case relStoreLonger:
+		case rel == relStoreLonger:
 			ahead = append(ahead, fmt.Sprintf("%s is longer here", sl.Current))
+		case mapped && b == store.ConversationLogBase:
+			p.storeCwd = si.Cwd
+			behind = append(behind, fmt.Sprintf("%s is longer in the archive (the store's working directory mapping is kept)", sl.Current))
 		default:
-			if b == store.ConversationLogBase {
-				if onlyLocalMappings(sl, al) {
-					p.storeCwd = si.Cwd
-					behind = append(behind, fmt.Sprintf("%s is longer in the archive (the store's working directory mapping is kept)", sl.Current))
-					continue
-				}
-			}
 			return diverged(fmt.Sprintf("%s differs at byte %d", sl.Current, at))
 		}
 	}
@@ -167,20 +163,23 @@ const (
 )
 
 // compareLog compares the committed prefix of the store's log with the
-// archived log; at is the first differing byte.
-func compareLog(sl, al store.Log) (relation, int64, error) {
+// archived log; at is the first differing byte. Logs whose bytes differ are
+// compared by their lines: compressed ones relate as their lines do (a
+// repair may reframe them), and mapped reports whether the store's lines
+// from the first difference on are all cwd-mapped events.
+func compareLog(sl, al store.Log) (rel relation, at int64, mapped bool, err error) {
 	committed, err := committedLength(sl)
 	if err != nil {
-		return relDiffer, 0, err
+		return relDiffer, 0, false, err
 	}
 	sf, err := convlog.OpenFile(sl.Path)
 	if err != nil {
-		return relDiffer, 0, err
+		return relDiffer, 0, false, err
 	}
 	defer sf.Close()
 	af, err := convlog.OpenFile(al.Path)
 	if err != nil {
-		return relDiffer, 0, err
+		return relDiffer, 0, false, err
 	}
 	defer af.Close()
 	asize := af.Size()
@@ -188,33 +187,39 @@ func compareLog(sl, al store.Log) (relation, int64, error) {
 	at, same, err := samePrefix(io.NewSectionReader(sf, 0, n), io.NewSectionReader(af, 0, n))
 	switch {
 	case err != nil:
-		return relDiffer, 0, err
+		return relDiffer, 0, false, err
 	case !same:
-		if rel, ok := compareLines(sl, al); ok {
-			return rel, 0, nil
+		rel, mapped := compareLines(sl, al)
+		if rel != relDiffer && sl.Current.Compression == convlog.Zstd {
+			return rel, 0, false, nil
 		}
-		return relDiffer, at, nil
+		return relDiffer, at, mapped, nil
 	case committed == asize:
-		return relEqual, 0, nil
+		return relEqual, 0, false, nil
 	case committed < asize:
-		return relStoreShorter, committed, nil
+		return relStoreShorter, committed, false, nil
 	default:
-		return relStoreLonger, asize, nil
+		return relStoreLonger, asize, false, nil
 	}
 }
 
-// compareLines compares two compressed logs by their lines (header
-// included); ok is false when they differ, are plain or cannot be read.
-func compareLines(sl, al store.Log) (relation, bool) {
-	if sl.Current.Compression != convlog.Zstd {
-		return relDiffer, false
-	}
-	sr, ar, ok := openBoth(sl, al)
-	if !ok {
+// compareLines compares the store's log with the archived one by their
+// lines (header included); relDiffer when they differ or cannot be read,
+// with mapped as compareLog says.
+func compareLines(sl, al store.Log) (rel relation, mapped bool) {
+	sr, err := sl.Open(convlog.ReaderOptions{})
+	if err != nil {
 		return relDiffer, false
 	}
 	defer sr.Close()
+	ar, err := al.Open(convlog.ReaderOptions{})
+	if err != nil {
+		return relDiffer, false
+	}
 	defer ar.Close()
+	if !bytes.Equal(sr.Header().Raw, ar.Header().Raw) {
+		return relDiffer, false
+	}
 	for {
 		se, serr := sr.Next()
 		ae, aerr := ar.Next()
@@ -222,34 +227,20 @@ func compareLines(sl, al store.Log) (relation, bool) {
 		case (serr != nil && serr != io.EOF) || (aerr != nil && aerr != io.EOF):
 			return relDiffer, false
 		case serr == io.EOF && aerr == io.EOF:
-			return relEqual, true
+			return relEqual, false
 		case serr == io.EOF:
-			return relStoreShorter, true
+			return relStoreShorter, false
 		case aerr == io.EOF:
-			return relStoreLonger, true
+			return relStoreLonger, false
 		case !bytes.Equal(se.Raw, ae.Raw):
-			return relDiffer, false
+			for ; serr == nil; se, serr = sr.Next() {
+				if se.Type != store.EventConversationCwdMapped {
+					return relDiffer, false
+				}
+			}
+			return relDiffer, serr == io.EOF
 		}
 	}
-}
-
-// openBoth opens the store's log and the archived one; ok is false when
-// either cannot be opened or their headers differ. The caller closes both.
-func openBoth(sl, al store.Log) (sr, ar *convlog.Reader, ok bool) {
-	sr, err := sl.Open(convlog.ReaderOptions{})
-	if err != nil {
-		return nil, nil, false
-	}
-	if ar, err = al.Open(convlog.ReaderOptions{}); err != nil {
-		sr.Close()
-		return nil, nil, false
-	}
-	if !bytes.Equal(sr.Header().Raw, ar.Header().Raw) {
-		sr.Close()
-		ar.Close()
-		return nil, nil, false
-	}
-	return sr, ar, true
 }
 
 // committedLength reads a log strictly and returns its committed prefix.
@@ -298,35 +289,5 @@ func samePrefix(a, b io.Reader) (at int64, same bool, err error) {
 		case errA != nil:
 			return off, false, errA
 		}
-	}
-}
-
-// onlyLocalMappings reports whether the store's conversation log is a
-// prefix of the archived one followed only by cwd-mapped events, as an
-// earlier --map-cwd import leaves it when the source then grew.
-func onlyLocalMappings(sl, al store.Log) bool {
-	sr, ar, ok := openBoth(sl, al)
-	if !ok {
-		return false
-	}
-	defer sr.Close()
-	defer ar.Close()
-	for {
-		se, serr := sr.Next()
-		ae, aerr := ar.Next()
-		if serr != nil || aerr != nil {
-			// An error, or one ended before they differed: a prefix.
-			return false
-		}
-		if bytes.Equal(se.Raw, ae.Raw) {
-			continue
-		}
-		// They differ here: the rest of the store's log must be mappings.
-		for ; serr == nil; se, serr = sr.Next() {
-			if se.Type != store.EventConversationCwdMapped {
-				return false
-			}
-		}
-		return serr == io.EOF
 	}
 }
