@@ -436,22 +436,14 @@ func runJobs(ctx context.Context, opts Options, rep *report, t *tree) []*input {
 		deferred = append(deferred, in)
 		mu.Unlock()
 	}
-	if opts.Jobs == 1 {
-		for _, in := range inputs {
-			if ctx.Err() != nil {
-				break
-			}
-			if p := process(opts, rep, t, in, false); p != nil && p.publish(rep, false) {
-				defer0(in)
-			}
-			opts.Progress.Add(1)
-		}
-		return deferred
-	}
 	workers := min(Workers(opts.Jobs), len(inputs))
 	pending := make(chan *publication, workers)
+	publishers := workers
+	if opts.Jobs == 1 {
+		publishers = 0 // the one job publishes each log itself, in order
+	}
 	var pubs sync.WaitGroup
-	for w := 0; w < workers; w++ {
+	for range publishers {
 		pubs.Add(1)
 		go func() {
 			defer pubs.Done()
@@ -468,7 +460,7 @@ func runJobs(ctx context.Context, opts Options, rep *report, t *tree) []*input {
 	}
 	next := 0
 	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -481,9 +473,14 @@ func runJobs(ctx context.Context, opts Options, rep *report, t *tree) []*input {
 				in := inputs[next]
 				next++
 				mu.Unlock()
-				if p := process(opts, rep, t, in, false); p != nil {
+				p := process(opts, rep, t, in, false)
+				switch {
+				case p == nil:
+				case opts.Jobs > 1:
 					pending <- p
 					continue
+				case p.publish(rep, false):
+					defer0(in)
 				}
 				opts.Progress.Add(1)
 			}
