@@ -208,30 +208,13 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	var mu sync.Mutex
-	converted := map[string]bool{}
-	if !opts.DryRun {
-		onEvent := opts.OnEvent
-		opts.OnEvent = func(ev Event) {
-			if ev.Action == "converted" {
-				if id, err := store.DecodeSegment(filepath.Base(filepath.Dir(ev.Path))); err == nil {
-					mu.Lock()
-					converted[id] = true
-					mu.Unlock()
-				}
-			}
-			if onEvent != nil {
-				onEvent(ev)
-			}
-		}
-	}
 	sum, err := runTree(ctx, opts, root, LayoutConvkit, func() *tree { return discover(s, root, Workers(opts.Jobs)) })
-	if err != nil || len(converted) == 0 || ctx.Err() != nil {
+	if err != nil || len(sum.converted) == 0 || ctx.Err() != nil {
 		// An interrupted run reports itself as such; its conversions
 		// read as stale in the index until a reindex.
 		return sum, err
 	}
-	return sum, updateIndex(ctx, s, converted, opts.Machine)
+	return sum, updateIndex(ctx, s, sum.converted, opts.Machine)
 }
 
 // updateIndex brings the index rows of the converted conversations up to

@@ -97,6 +97,8 @@ type Summary struct {
 	Planned     []PlannedItem `json:"planned,omitempty"`
 	// PlannedBytes is the disk space the planned successors need.
 	PlannedBytes int64 `json:"plannedBytes,omitempty"`
+
+	converted map[string]bool // the conversations whose logs were converted
 }
 
 type report struct {
@@ -156,7 +158,7 @@ func newReport(opts Options, root string, layout Layout) (*report, error) {
 		Jobs:           opts.Jobs, StartedAt: opts.Now().UTC().Format(time.RFC3339Nano), ToolVersion: opts.ToolVersion,
 		Runtime:     map[string]string{"go": runtime.Version(), "platform": runtime.GOOS, "arch": runtime.GOARCH},
 		TextLogPath: logPath, SummaryPath: filepath.Join(dir, "summary.json"), Exclude: opts.Exclude,
-		BySourceVersion: map[string]Counts{}, FailureGroups: []FailureGroup{}}
+		BySourceVersion: map[string]Counts{}, FailureGroups: []FailureGroup{}, converted: map[string]bool{}}
 	return &report{opts: opts, sum: sum, dir: dir, log: f, logw: bufio.NewWriter(f), cleaned: cleaned}, nil
 }
 
@@ -278,7 +280,12 @@ func (r *report) done(in *input, action string, count func(*Counts), set func(*E
 }
 
 func (r *report) converted(in *input, dst string, d time.Duration) {
-	r.done(in, "converted", func(c *Counts) { c.Converted++ }, func(ev *Event) { ev.Target, ev.Seconds = dst, d.Seconds() })
+	r.done(in, "converted", func(c *Counts) { c.Converted++ }, func(ev *Event) {
+		ev.Target, ev.Seconds = dst, d.Seconds()
+		if in.log != nil {
+			r.sum.converted[in.log.Conversation] = true
+		}
+	})
 }
 
 func (r *report) planned(in *input, target string, bytes int64, d time.Duration) {
