@@ -22,7 +22,7 @@ type stagedConv struct {
 	id   string
 	m    *Conversation
 	dir  store.ConversationDir
-	info *store.ConversationInfo // planInfo of its replay
+	info *store.ConversationInfo // verifyInfo of its replay
 }
 
 // log is the archived log of base (the one generation the archive holds).
@@ -44,24 +44,18 @@ func (sc *stagedConv) logsByBase() map[string]store.Log {
 	return m
 }
 
-// verifyInfo is what verifying reads of a replay: planInfo's, the
-// tombstone and the sessions' ids.
+// verifyInfo is what verifying and planning read of a replay, held per
+// conversation until it is placed: not its turns, nor its sessions but
+// their ids.
 func verifyInfo(info *store.ConversationInfo) *store.ConversationInfo {
-	v := planInfo(info)
-	v.Deleting = info.Deleting
+	v := &store.ConversationInfo{ID: info.ID, Title: info.Title, TitleIsAuto: info.TitleIsAuto, Cwd: info.Cwd,
+		Agents: info.Agents, Models: info.Models, ForkedFrom: info.ForkedFrom, AfterCompaction: info.AfterCompaction,
+		Inherited: info.Inherited, Archived: info.Archived, Deleting: info.Deleting}
 	v.Sessions = make([]store.SessionInfo, len(info.Sessions))
 	for i, s := range info.Sessions {
 		v.Sessions[i].ID = s.ID
 	}
 	return v
-}
-
-// planInfo is what planning reads of a replay, held per conversation until
-// it is placed: not its sessions and turns.
-func planInfo(info *store.ConversationInfo) *store.ConversationInfo {
-	return &store.ConversationInfo{ID: info.ID, Title: info.Title, TitleIsAuto: info.TitleIsAuto, Cwd: info.Cwd,
-		Agents: info.Agents, Models: info.Models, ForkedFrom: info.ForkedFrom, AfterCompaction: info.AfterCompaction,
-		Inherited: info.Inherited, Archived: info.Archived}
 }
 
 // checkExportName accepts the names of an export archive: MANIFEST.json
@@ -244,7 +238,7 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 				return imp.verr(nil, "conversation %s: session %s has no log in the archive", termtext.Quote(sc.id), termtext.Quote(s.ID))
 			}
 		}
-		sc.info = planInfo(info)
+		sc.info = info
 	}
 	checks.keepPrereads()
 	return nil
@@ -311,8 +305,7 @@ func (c *logChecks) start(e archive.Extracted, p string, data []byte) {
 			lr.err = err
 			return
 		}
-		var pre *reindex.Preread
-		lr.events, lr.stats, pre, lr.info, lr.replayErr, lr.err = c.readLog(p, e.Name, c.spool != nil, data)
+		pre := c.readLog(lr, p, e.Name, c.spool != nil, data)
 		if lr.err != nil && c.ctx.Err() == nil {
 			c.mu.Lock()
 			if c.failed == nil || e.Offset < c.failedAt {
@@ -394,16 +387,16 @@ func (c *logChecks) result(name string, l store.Log, f fileCheck) error {
 	return nil
 }
 
-// readLog reads the extracted log at p, entry name, strictly and counts
-// its events; a conversation log is replayed from the same read, and with
-// index a session log's read collects what indexing takes. A session log
-// is read from data when given; a conversation log's replay takes the
-// file's modification time, so it is opened.
-func (c *logChecks) readLog(p, name string, index bool, data []byte) (events int64, stats convlog.Stats, pre *reindex.Preread,
-	info *store.ConversationInfo, replayErr error, err error) {
+// readLog reads the extracted log at p, entry name, strictly into lr,
+// counting its events; a conversation log is replayed from the same read,
+// and with index a session log's read collects what indexing takes. A
+// session log is read from data when given; a conversation log's replay
+// takes the file's modification time, so it is opened.
+func (c *logChecks) readLog(lr *logRead, p, name string, index bool, data []byte) (pre *reindex.Preread) {
 	l, err := c.staged.LogAt(name)
 	if err != nil {
-		return 0, convlog.Stats{}, nil, nil, nil, err
+		lr.err = err
+		return nil
 	}
 	var x *reindex.SessionIndexer
 	if index && !l.IsConversationLog {
@@ -417,10 +410,11 @@ func (c *logChecks) readLog(p, name string, index bool, data []byte) (events int
 	}
 	var ie *convlog.IdentityError
 	if errors.As(err, &ie) { // named as the archive names it
-		return 0, convlog.Stats{}, nil, nil, nil, fmt.Errorf("%s: %s", name, ie.Msg)
+		err = fmt.Errorf("%s: %s", name, ie.Msg)
 	}
 	if err != nil {
-		return 0, convlog.Stats{}, nil, nil, nil, err
+		lr.err = err
+		return nil
 	}
 	defer r.Close()
 	var rp *store.Replayer
@@ -432,7 +426,8 @@ func (c *logChecks) readLog(p, name string, index bool, data []byte) (events int
 	}
 	for e, err := range r.Events() {
 		if err != nil {
-			return 0, convlog.Stats{}, nil, nil, nil, err
+			lr.err = err
+			return nil
 		}
 		if x != nil {
 			x.Add(e)
@@ -440,15 +435,16 @@ func (c *logChecks) readLog(p, name string, index bool, data []byte) (events int
 		if rp != nil {
 			rp.Add(e)
 		}
-		events++
+		lr.events++
 	}
 	if x != nil {
 		pre = x.Finish(r)
 	}
 	if rp != nil {
-		if info, replayErr = rp.Finish(r); info != nil {
-			info = verifyInfo(info)
+		if lr.info, lr.replayErr = rp.Finish(r); lr.info != nil {
+			lr.info = verifyInfo(lr.info)
 		}
 	}
-	return events, r.Stats(), pre, info, replayErr, nil
+	lr.stats = r.Stats()
+	return pre
 }
