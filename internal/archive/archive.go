@@ -48,13 +48,6 @@ const (
 	Compressed             // .zst logs
 )
 
-func (k Kind) String() string {
-	if k == Compressed {
-		return "compressed"
-	}
-	return "text"
-}
-
 // FileMode is the mode of every entry, and of every file Extract writes.
 const FileMode = 0o600
 
