@@ -61,11 +61,10 @@ func (o *ExportOptions) defaults() {
 
 // ExportResult is what an export wrote.
 type ExportResult struct {
-	Manifest     *Manifest
-	Archive      string   // the published file's path, or "-"
-	Added        []string // fork ancestors exported without being requested
-	Bytes        int64    // written
-	RemovedTemps []string // killed exports' temporary files removed
+	Manifest *Manifest
+	Archive  string   // the published file's path, or "-"
+	Added    []string // fork ancestors exported without being requested
+	Bytes    int64    // written
 }
 
 // Partial reports whether something asked for is not in the archive: the
@@ -104,7 +103,7 @@ func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportO
 		return nil, err
 	}
 	opts.defaults()
-	removed := removeStaleTemps(abs, opts.OnEvent)
+	removeStaleTemps(abs, opts.OnEvent)
 	if _, err := os.Lstat(abs); err == nil {
 		return nil, fmt.Errorf("%s: %w: export never overwrites a file", abs, fs.ErrExist)
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -136,23 +135,19 @@ func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportO
 	if err := tmp.Publish(abs); err != nil {
 		return nil, err
 	}
-	res.Archive, res.RemovedTemps = abs, removed
+	res.Archive = abs
 	return res, nil
 }
 
 // removeStaleTemps removes killed exports' temporary files for path.
-func removeStaleTemps(path string, onEvent func(store.Item)) []string {
-	removed := []string{}
+func removeStaleTemps(path string, onEvent func(store.Item)) {
 	for _, s := range archive.SweepTemps(path) {
 		ev := store.Item{Kind: store.ItemTempRemoved, Path: s.Path, Reason: "left by an interrupted export"}
 		if s.Err != nil {
 			ev.Kind, ev.Reason = store.ItemTempKept, ev.Reason+", not removed: "+s.Err.Error()
-		} else {
-			removed = append(removed, s.Path)
 		}
 		onEvent(ev)
 	}
-	return removed
 }
 
 // exporter is one export, planned.
