@@ -10,14 +10,12 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"math/bits"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/convkit/convkit/convlog"
@@ -457,7 +455,7 @@ func (l *openLog) close() {
 func (l *openLog) release() {
 	l.close()
 	if l.buf != nil {
-		putLogBuf(l.buf)
+		archive.PutBuf(l.buf)
 		l.buf, l.src, l.data = nil, nil, nil
 	}
 }
@@ -712,10 +710,10 @@ func (l *openLog) open() error {
 	size := f.Size()
 	l.src = f
 	if size <= smallLog {
-		buf := getLogBuf(size)
+		buf := archive.GetBuf(size)
 		if n, err := f.ReadAt(buf, 0); n < len(buf) {
 			f.Close()
-			putLogBuf(buf)
+			archive.PutBuf(buf)
 			if err == nil || err == io.EOF {
 				err = fmt.Errorf("%s: changed while it was read (%d of %d bytes)", l.log.Path, n, size)
 			}
@@ -800,14 +798,14 @@ func (l *openLog) openAsPlanned(pl *planLog) error {
 	same := f.Size() == pl.size
 	var buf []byte
 	if same {
-		buf = getLogBuf(pl.size)
+		buf = archive.GetBuf(pl.size)
 		n, _ := f.ReadAt(buf, 0)
 		same = n == len(buf) && sha256.Sum256(buf) == pl.sum
 	}
 	f.Close()
 	if !same {
 		if buf != nil {
-			putLogBuf(buf)
+			archive.PutBuf(buf)
 		}
 		return l.open()
 	}
@@ -866,56 +864,4 @@ func nonNil(v []string) []string {
 		return []string{}
 	}
 	return v
-}
-
-// Small-log buffers are pooled by size class (four between two powers of
-// two), since fresh zeroed ones were a quarter of an export's allocations.
-const (
-	minLogBufShift = 12 // minLogBuf is 1 << minLogBufShift
-	minLogBuf      = 1 << minLogBufShift
-	smallLogShift  = 20 // smallLog is 1 << smallLogShift
-)
-
-// smallLog must be 1 << smallLogShift (neither array length is negative).
-var (
-	_ [smallLog - 1<<smallLogShift]struct{}
-	_ [1<<smallLogShift - smallLog]struct{}
-)
-
-// logBufPools: one up to minLogBuf, then four per power of two.
-var logBufPools [1 + 4*(smallLogShift-minLogBufShift)]sync.Pool
-
-// logBufClass is the pool of a buffer of n bytes and its buffers'
-// capacity; false for n out of (0, smallLog].
-func logBufClass(n int) (class, size int, ok bool) {
-	switch {
-	case n <= 0 || n > smallLog:
-		return 0, 0, false
-	case n <= minLogBuf:
-		return 0, minLogBuf, true
-	}
-	k := bits.Len(uint(n - 1)) // 2^(k-1) < n <= 2^k
-	step := 1 << (k - 3)
-	j := (n - 1<<(k-1) + step - 1) / step // 1..4
-	return 1 + 4*(k-minLogBufShift-1) + j - 1, 1<<(k-1) + j*step, true
-}
-
-// getLogBuf returns a buffer of n bytes, its contents undefined.
-func getLogBuf(n int64) []byte {
-	c, size, ok := logBufClass(int(n))
-	if !ok {
-		return make([]byte, n)
-	}
-	if p, _ := logBufPools[c].Get().(*[]byte); p != nil {
-		return (*p)[:n]
-	}
-	return make([]byte, n, size)
-}
-
-// putLogBuf gives b back for reuse; nothing may use it afterwards.
-func putLogBuf(b []byte) {
-	if c, size, ok := logBufClass(cap(b)); ok && size == cap(b) {
-		b = b[:0]
-		logBufPools[c].Put(&b)
-	}
 }
