@@ -71,12 +71,10 @@ type Sum struct {
 // Hex is the SHA-256 in lower-case hex.
 func (s Sum) Hex() string { return hex.EncodeToString(s.SHA256[:]) }
 
-// WriterStats count what a Writer did.
+// WriterStats count what a Writer wrote.
 type WriterStats struct {
-	Entries  int64
 	TarBytes int64 // the archive decompressed
 	Bytes    int64 // what reached the underlying writer
-	Frames   int64
 }
 
 // Writer writes an archive as a stream, not safe for concurrent use. After
@@ -88,7 +86,6 @@ type Writer struct {
 	modTime   time.Time
 	entryTime time.Time
 	names     *nameSet
-	entries   int64
 	err       error
 	closed    bool
 }
@@ -147,7 +144,6 @@ func (w *Writer) WriteEntry(name string, kind Kind, size int64, r io.Reader) (Su
 		w.err = err
 		return Sum{}, err
 	}
-	w.entries++
 	var s Sum
 	s.Size = size
 	h.Sum(s.SHA256[:0])
@@ -172,7 +168,6 @@ func (w *Writer) WriteHashed(name string, kind Kind, data []byte, sum [sha256.Si
 		w.err = err
 		return Sum{}, err
 	}
-	w.entries++
 	return Sum{Size: int64(len(data)), SHA256: sum}, nil
 }
 
@@ -254,9 +249,9 @@ func (s *nameSet) add(name string) error {
 	return nil
 }
 
-// Stats reports what was written so far (Bytes and Frames lag until Close).
+// Stats reports what was written so far (Bytes lags until Close).
 func (w *Writer) Stats() WriterStats {
-	return WriterStats{Entries: w.entries, TarBytes: w.ch.in, Bytes: w.ch.written.Load(), Frames: w.ch.frames.Load()}
+	return WriterStats{TarBytes: w.ch.in, Bytes: w.ch.written.Load()}
 }
 
 // Close finishes the archive; it does not close the underlying writer.
@@ -313,7 +308,6 @@ type chunker struct {
 
 	err     atomic.Pointer[error]
 	written atomic.Int64
-	frames  atomic.Int64
 	aborted atomic.Bool
 }
 
@@ -528,7 +522,6 @@ func (c *chunker) write() {
 		if !c.aborted.Load() && c.failed() == nil {
 			n, err := c.out.Write(ch.out)
 			c.written.Add(int64(n))
-			c.frames.Add(1)
 			if err == nil && n < len(ch.out) {
 				err = io.ErrShortWrite
 			}
