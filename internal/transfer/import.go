@@ -175,12 +175,6 @@ func (r *ImportResult) Warned() bool {
 	return len(r.Warnings) > 0 || r.Counts.WillNotOpen > 0 || r.Counts.Skipped > 0
 }
 
-// Changed reports whether the import wrote (or would write) to the store.
-func (r *ImportResult) Changed() bool {
-	c := r.Counts
-	return c.Imported+c.Updated+c.Replaced+c.CwdMapped > 0
-}
-
 // ErrConflict is returned (with the plan) when conversations diverged and
 // OnConflict is ConflictRefuse: nothing was written.
 var ErrConflict = errors.New("conversations in the archive diverged from the store's copies")
