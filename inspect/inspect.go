@@ -161,40 +161,33 @@ func writeJSONEvents(ctx context.Context, r events, w io.Writer, f Filter) error
 
 // Problem is one format problem found by Validate.
 type Problem struct {
-	Line        int64  `json:"line,omitempty"`
-	Column      int64  `json:"column,omitempty"`
-	Offset      int64  `json:"offset"` // plain-text offset of the line (or frame text)
-	Frame       int64  `json:"frame,omitempty"`
-	FrameOffset int64  `json:"frameOffset,omitempty"` // in the file, whenever Frame is set
+	Line   int64 `json:"line,omitempty"`
+	Column int64 `json:"column,omitempty"`
+	Offset int64 `json:"offset"` // plain-text offset of the line (or frame text)
+	Frame  int64 `json:"frame,omitempty"`
+	// FrameOffset is the frame's in the file, set whenever Frame is: frame
+	// 1's offset 0 is an offset, not an absent one.
+	FrameOffset *int64 `json:"frameOffset,omitempty"`
 	Kind        string `json:"kind"`
 	Rule        string `json:"rule,omitempty"`   // convlog.RuleOf
 	Member      string `json:"member,omitempty"` // the event's member it is about
 	Message     string `json:"message"`
 }
 
-// MarshalJSON writes frameOffset whenever frame is set: frame 1's offset
-// 0 is an offset, not an absent one.
-func (p Problem) MarshalJSON() ([]byte, error) {
-	out := struct {
-		Line        int64  `json:"line,omitempty"`
-		Column      int64  `json:"column,omitempty"`
-		Offset      int64  `json:"offset"`
-		Frame       int64  `json:"frame,omitempty"`
-		FrameOffset *int64 `json:"frameOffset,omitempty"`
-		Kind        string `json:"kind"`
-		Rule        string `json:"rule,omitempty"`
-		Member      string `json:"member,omitempty"`
-		Message     string `json:"message"`
-	}{Line: p.Line, Column: p.Column, Offset: p.Offset, Frame: p.Frame, Kind: p.Kind, Rule: p.Rule, Member: p.Member, Message: p.Message}
-	if p.Frame > 0 {
-		out.FrameOffset = &p.FrameOffset
+// frameOffset is the FrameOffset of a problem in frame at off.
+func frameOffset(frame, off int64) *int64 {
+	if frame == 0 {
+		return nil
 	}
-	// As the command line writes JSON: <, > and & as they are.
-	return convlog.EncodeData(out)
+	return &off
 }
 
 func (p Problem) Position() convlog.Position {
-	return convlog.Position{Line: p.Line, Column: p.Column, Offset: p.Offset, Frame: p.Frame, FrameOffset: p.FrameOffset}
+	pos := convlog.Position{Line: p.Line, Column: p.Column, Offset: p.Offset, Frame: p.Frame}
+	if p.FrameOffset != nil {
+		pos.FrameOffset = *p.FrameOffset
+	}
+	return pos
 }
 
 // Validation is the result of Validate.
@@ -233,7 +226,7 @@ func problemOf(fe *convlog.FormatError) Problem {
 	}
 	rule, member := convlog.RuleOf(fe)
 	return Problem{Line: fe.Pos.Line, Column: fe.Pos.Column, Offset: fe.Pos.Offset, Frame: fe.Pos.Frame,
-		FrameOffset: fe.Pos.FrameOffset, Kind: kind, Rule: rule, Member: member, Message: fe.Msg}
+		FrameOffset: frameOffset(fe.Pos.Frame, fe.Pos.FrameOffset), Kind: kind, Rule: rule, Member: member, Message: fe.Msg}
 }
 
 // Validate reads the log collecting every problem with its position, up to
@@ -291,7 +284,7 @@ func Validate(ctx context.Context, t *Target, opts ValidateOptions) (*Validation
 	st := r.Stats()
 	v.Events, v.TornTail = st.Events, st.TornTail
 	if f := st.Framing; !f.Canonical() {
-		v.Warnings = append(v.Warnings, Problem{Frame: f.FirstFrame, FrameOffset: f.FirstOffset, Kind: "framing",
+		v.Warnings = append(v.Warnings, Problem{Frame: f.FirstFrame, FrameOffset: frameOffset(f.FirstFrame, f.FirstOffset), Kind: "framing",
 			Message: FramingWarning(f)})
 	}
 	v.Valid = len(v.Problems) == 0

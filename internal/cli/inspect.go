@@ -130,7 +130,7 @@ func runInspect(c *ucli.Context, e *env, t *inspect.Target, shown, jsonPath stri
 			}
 		} else {
 			for _, w := range v.Warnings {
-				fmt.Fprintf(e.stderr, "convkit: warning: %s: frame %d at file byte %d: %s\n", text(shown), w.Frame, w.FrameOffset, text(w.Message))
+				fmt.Fprintf(e.stderr, "convkit: warning: %s: frame %d at file byte %d: %s\n", text(shown), w.Frame, w.Position().FrameOffset, text(w.Message))
 			}
 			for _, p := range v.Problems {
 				fmt.Fprintf(e.stdout, "%s: %s\n", text(shown), text(problemPosition(p)))
