@@ -277,18 +277,20 @@ func (c *changer) change() string {
 		if err != nil || len(info.Sessions) == 0 {
 			return fmt.Sprintf("no turn in %s (%v)", conv.ID, err)
 		}
-		sess := info.Sessions[0].ID
-		turn := int64(1)
-		for _, tr := range info.Turns {
-			if tr.SessionID == sess {
-				turn = max(turn, tr.Turn+1)
-			}
+		se, err := s.OpenSession(conv.ID, info.Sessions[0].ID)
+		if err != nil {
+			return "session refused: " + err.Error()
 		}
-		if err := s.BeginTurn(conv.ID, sess, turn, "a turn of the test"); err != nil {
+		defer se.Close()
+		msg, err := convlog.NewUserMessage(fmt.Sprintf("u-%d", c.n), convlog.TextBlock("a turn of the test"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := se.BeginTurn(msg); err != nil {
 			return "turn refused: " + err.Error()
 		}
 		if c.rng.IntN(3) > 0 {
-			if err := s.EndTurn(conv.ID, sess, turn, store.OutcomeCompleted); err != nil {
+			if err := se.EndTurn(store.OutcomeCompleted, nil); err != nil {
 				t.Fatal(err)
 			}
 			return "a turn in " + conv.ID

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/fixtures"
 	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/inspect"
 	"github.com/convkit/convkit/store"
@@ -34,30 +35,8 @@ func openStore(t *testing.T, dir string) *store.Store {
 // turn whose user message says text.
 func addConversation(t *testing.T, s *store.Store, id, text string) {
 	t.Helper()
-	if err := s.CreateConversation(id, "/work/"+id, []string{"coder"}, []string{"m1"}); err != nil {
-		t.Fatal(err)
-	}
-	w, err := s.StartSession(id, "root", "coder", "m1", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.BeginTurn(id, "root", 1, text); err != nil {
-		t.Fatal(err)
-	}
-	app := &convlog.SurfaceOp{}
-	err = w.Append([]convlog.Event{
-		{Type: "turn/start", Time: 1, Data: []byte(`{"turn":1}`)},
-		{Type: "step/start", Time: 1, Data: []byte(`{"turn":1,"step":1}`)},
-		{Type: "user/message", Time: 2, SurfaceOp: app, Data: []byte(fmt.Sprintf(`{"content":[{"type":"text","text":%q}],"source":{"kind":"user"},"role":"user","id":"u-%s"}`, text, id))},
-		{Type: "assistant/message", Time: 3, SurfaceOp: app, Data: []byte(`{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"done with zebra"}],"source":{"kind":"model","provider":"p","model":"m"},"id":"a1"},"stream":[]}`)},
-		{Type: "step/end", Time: 4, Data: []byte(`{"turn":1,"step":1}`)},
-		{Type: "turn/end", Time: 4, Data: []byte(`{"turn":1,"reason":{"kind":"completed"}}`)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	if err := s.EndTurn(id, "root", 1, store.OutcomeCompleted); err != nil {
+	c := store.NewConversation{ID: id, Cwd: "/work/" + id, SessionID: "root", Agent: "coder", Model: "m1"}
+	if err := fixtures.Converse(s, c, text, "done with zebra"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -252,9 +231,9 @@ func TestDeletionInterruptedAtEachStep(t *testing.T) {
 func TestSkipsWhatValidateRefuses(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct{ name, line, want string }{
-		{"identity", `{"type":"user/message","seq":4,"time":5,"data":{"role":"user","content":[{"type":"text","text":"x"}]},"surfaceOp":"append"}`,
+		{"identity", `{"type":"user/message","seq":SEQ,"time":5,"data":{"role":"user","content":[{"type":"text","text":"x"}]},"surfaceOp":"append"}`,
 			"stored message has no id and no source"},
-		{"path", `{"type":"step/start","seq":4,"time":5,"data":{"turn":1,"step":2}}`, "step starts while step 1 of turn 1 is still open"},
+		{"path", `{"type":"step/start","seq":SEQ,"time":5,"data":{"turn":1,"step":2}}`, "step starts while step 1 of turn 1 is still open"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -270,7 +249,7 @@ func TestSkipsWhatValidateRefuses(t *testing.T) {
 			b, _ := os.ReadFile(p)
 			lines := strings.SplitAfter(string(b), "\n")
 			// The line takes the place of the step's and the turn's end.
-			lines = append(lines[:len(lines)-3], c.line+"\n")
+			lines = append(lines[:len(lines)-3], strings.Replace(c.line, "SEQ", strconv.Itoa(len(lines)-4), 1)+"\n")
 			os.WriteFile(p, []byte(strings.Join(lines, "")), 0o600)
 
 			v, err := inspect.Validate(ctx, &inspect.Target{Path: p}, inspect.ValidateOptions{})

@@ -19,14 +19,10 @@ import (
 // createAt creates a conversation working in cwd with one root session.
 func createAt(t *testing.T, s *store.Store, id, cwd, agent, model string) {
 	t.Helper()
-	if err := s.CreateConversation(id, cwd, []string{agent}, []string{model}); err != nil {
+	c := store.NewConversation{ID: id, Cwd: cwd, SessionID: "root", Agent: agent, Model: model}
+	if err := fixtures.Converse(s, c, "hello", "hi"); err != nil {
 		t.Fatal(err)
 	}
-	w, err := s.StartSession(id, "root", agent, model, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
 }
 
 // copyDir copies a conversation directory as an operator does by hand.

@@ -181,40 +181,34 @@ func TestConversationLifecycle(t *testing.T) {
 		t.Run(comp.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			s := openTestStore(t, dir, comp)
-			mustNil(t, s.CreateConversation("c1", "/home/u/proj", []string{"coder"}, []string{"m1"}))
-			if err := s.CreateConversation("c1", "/home/u/proj", nil, nil); !errors.Is(err, ErrConversationExists) || !errors.Is(err, fs.ErrExist) {
-				t.Fatalf("second create: %v", err)
-			}
-			if err := s.CreateConversation("c2", "relative/dir", nil, nil); err == nil {
+			nc := NewConversation{ID: "c1", Cwd: "/home/u/proj", SessionID: "root", Agent: "coder", Model: "m1"}
+			root, err := s.NewConversation(nc)
+			mustNil(t, err)
+			if _, err := s.NewConversation(NewConversation{ID: "c2", Cwd: "relative/dir", SessionID: "r", Agent: "a", Model: "m"}); err == nil {
 				t.Fatal("relative cwd accepted")
 			}
-			w, err := s.StartSession("c1", "root", "coder", "m1", "")
-			mustNil(t, err)
-			w.Close()
-			if _, err := s.StartSession("c1", "root2", "coder", "m1", ""); err == nil {
-				t.Fatal("a second root session was accepted")
-			}
-			cw, err := s.StartSession("c1", "child", "explorer", "m2", "root")
-			mustNil(t, err)
-			cw.Close()
-			gw, err := s.StartSession("c1", "grandchild", "explorer", "m2", "child")
-			mustNil(t, err)
-			gw.Close()
-
+			user := func(text string) convlog.StoredMessage { return storedMsg(t, NewMessageID(), "user", "user", text) }
 			// A 41+ character, multi-line first message.
 			first := "Please refactor the parser package so that every error carries a position\nand more"
-			mustNil(t, s.BeginTurn("c1", "root", 1, first))
-			if err := s.BeginTurn("c1", "root", 2, "x"); !errors.Is(err, ErrTurnRunning) {
+			_, err = root.BeginTurn(user(first))
+			mustNil(t, err)
+			if _, err := s.NewConversation(nc); !errors.Is(err, ErrConversationExists) || !errors.Is(err, fs.ErrExist) {
+				t.Fatalf("second create: %v", err)
+			}
+			if _, err := root.BeginTurn(user("x")); !errors.Is(err, ErrTurnRunning) {
 				t.Fatalf("second running turn: %v", err)
 			}
-			mustNil(t, s.BeginTurn("c1", "child", 1, "A subagent task must not title the conversation"))
-			mustNil(t, s.EndTurn("c1", "child", 1, OutcomeCompleted))
-			mustNil(t, s.EndTurn("c1", "root", 1, OutcomeCompleted))
-			if err := s.EndTurn("c1", "root", 1, OutcomeCompleted); err == nil {
-				t.Fatal("ending a turn twice accepted")
-			}
-			if err := s.EndTurn("c1", "root", 1, "bogus"); err == nil {
-				t.Fatal("bogus outcome accepted")
+			child, err := root.Spawn("child", "explorer", "m2")
+			mustNil(t, err)
+			grandchild, err := child.Spawn("grandchild", "explorer", "m2")
+			mustNil(t, err)
+			mustNil(t, grandchild.Close())
+			_, err = child.BeginTurn(user("A subagent task must not title the conversation"))
+			mustNil(t, err)
+			mustNil(t, child.EndTurn(OutcomeCompleted, nil))
+			mustNil(t, root.EndTurn(OutcomeCompleted, nil))
+			if err := root.EndTurn(OutcomeCompleted, nil); !errors.Is(err, ErrNoTurn) {
+				t.Fatalf("ending a turn twice: %v", err)
 			}
 
 			info := readInfo(t, dir, "c1")
@@ -222,15 +216,17 @@ func TestConversationLifecycle(t *testing.T) {
 			if info.Title != wantTitle || !info.TitleIsAuto {
 				t.Fatalf("title = %q auto=%v, want %q", info.Title, info.TitleIsAuto, wantTitle)
 			}
-			mustNil(t, s.BeginTurn("c1", "root", 2, "Another message"))
-			mustNil(t, s.EndTurn("c1", "root", 2, OutcomeInterrupted))
+			_, err = root.BeginTurn(user("Another message"))
+			mustNil(t, err)
+			mustNil(t, root.Interrupt(nil))
 			if info := readInfo(t, dir, "c1"); info.Title != wantTitle {
 				t.Fatalf("a later turn changed the title to %q", info.Title)
 			}
 
 			mustNil(t, s.Rename("c1", "Parser errors"))
-			mustNil(t, s.BeginTurn("c1", "root", 3, "Yet another"))
-			mustNil(t, s.EndTurn("c1", "root", 3, OutcomeFailed))
+			_, err = root.BeginTurn(user("Yet another"))
+			mustNil(t, err)
+			mustNil(t, root.EndTurn(OutcomeFailed, &convlog.LLMFailure{Code: "overloaded", Message: "busy"}))
 			mustNil(t, s.Archive("c1"))
 			mustNil(t, s.Archive("c1")) // no-op
 			info = readInfo(t, dir, "c1")

@@ -154,9 +154,7 @@ func (s *Store) fork(req forkRequest) (string, error) {
 	}
 
 	b := &eventBatch{s: s}
-	created := CreatedData{Cwd: srcInfo.Cwd, Agents: nonNil(nil), Models: nonNil(nil)}
-	created.Agents = addUnique(created.Agents, sess.Agent)
-	created.Models = addUnique(created.Models, sess.Model)
+	created := CreatedData{Cwd: srcInfo.Cwd, Agents: addUnique([]string{}, sess.Agent), Models: addUnique([]string{}, sess.Model)}
 	autoTitle := ""
 	if srcInfo.Title != "" {
 		if !srcInfo.TitleIsAuto {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 
 	"github.com/convkit/convkit/convlog"
@@ -61,4 +62,74 @@ func readConversationFile(path string) (*ConversationInfo, error) {
 		return nil, err
 	}
 	return l.ReadConversation()
+}
+
+// The conversation calls below are the tests' own, taking turn numbers: they
+// write the states the recorder never leaves (a conversation without a
+// turn, a turn only the conversation log records, a session whose log a
+// test writes by hand).
+
+// CreateConversation writes conversation id's log, naming agents and models.
+func (s *Store) CreateConversation(id, cwd string, agents, models []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dir, err := s.newConversationDir(id)
+	if err != nil {
+		return err
+	}
+	ev, err := s.event(EventConversationCreated, CreatedData{Cwd: cwd, Agents: append([]string{}, agents...), Models: append([]string{}, models...)})
+	if err != nil {
+		return err
+	}
+	return s.createLog(id, dir, []convlog.Event{ev}, nil)
+}
+
+// RegisterSession records session/started for a session whose log the test
+// writes itself.
+func (s *Store) RegisterSession(convID, sessionID, agent, model, parent string) error {
+	return s.change(convID, true, func(oc *openConv) error {
+		return s.appendEvent(oc, EventSessionStarted, SessionStartedData{SessionID: sessionID, Agent: agent, Model: model, ParentSession: parent})
+	})
+}
+
+// StartSession publishes session sessionID's log, empty, and records
+// session/started: the root session when parent is "".
+func (s *Store) StartSession(convID, sessionID, agent, model, parent string) (*convlog.Writer, error) {
+	if parent != "" {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		oc, err := s.liveConv(convID)
+		if err != nil {
+			return nil, err
+		}
+		return s.startSession(oc, sessionID, agent, model, parent)
+	}
+	p, err := sessLogPath(s.dataDir, convID, sessionID, convlog.CurrentVersion, s.comp)
+	if err != nil {
+		return nil, err
+	}
+	h := &convlog.Header{Type: convlog.SessionLog, Version: convlog.CurrentVersion, ID: sessionID, CreatedAt: s.nowMs(), Cwd: "/"}
+	if info, err := s.Conversation(convID); err == nil {
+		h.Cwd = info.Cwd
+	}
+	w, err := convlog.Create(p, h, nil, convlog.WriterOptions{Compression: s.comp})
+	if err == nil {
+		err = s.RegisterSession(convID, sessionID, agent, model, "")
+	}
+	return w, err
+}
+
+// BeginTurn records turn/started (and the automatic title) for turn.
+func (s *Store) BeginTurn(convID, sessionID string, turn int64, userText string) error {
+	return s.change(convID, true, func(oc *openConv) error {
+		if _, ok := oc.st.open[sessionID]; ok {
+			return fmt.Errorf("conversation %s session %s: %w", convID, sessionID, ErrTurnRunning)
+		}
+		return s.beginTurn(oc, sessionID, turn, userText)
+	})
+}
+
+// EndTurn records turn/ended for the session's running turn.
+func (s *Store) EndTurn(convID, sessionID string, turn int64, outcome string) error {
+	return s.change(convID, true, func(oc *openConv) error { return s.endTurn(oc, sessionID, turn, outcome) })
 }

@@ -592,7 +592,11 @@ func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
 	}
 	s := se.st
 	s.mu.Lock()
-	w, _, err := s.startSession(se.convID, childID, agent, model, se.id)
+	oc, err := s.liveConv(se.convID)
+	var w *convlog.Writer
+	if err == nil {
+		w, err = s.startSession(oc, childID, agent, model, se.id)
+	}
 	if err != nil {
 		s.mu.Unlock()
 		return nil, err
@@ -785,13 +789,6 @@ func AutoTitle(text string) string {
 	return ""
 }
 
-func nonNil(list []string) []string {
-	if list == nil {
-		return []string{}
-	}
-	return list
-}
-
 func checkCwd(cwd string) error {
 	if !filepath.IsAbs(cwd) || !strings.HasPrefix(cwd, "/") {
 		return fmt.Errorf("working directory %s is not an absolute path", termtext.Quote(cwd))
@@ -844,143 +841,45 @@ func (s *Store) createLog(convID, dir string, first []convlog.Event, mu *sync.Mu
 	return nil
 }
 
-// CreateConversation creates conversation id working in cwd (an absolute
-// path) with the agents and models named so far. The directory must not
-// exist.
-func (s *Store) CreateConversation(id, cwd string, agents, models []string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.writable(); err != nil {
-		return err
-	}
-	if err := checkCwd(cwd); err != nil {
-		return err
-	}
-	dir, err := s.newConversationDir(id)
-	if err != nil {
-		return err
-	}
-	ev, err := s.event(EventConversationCreated, CreatedData{Cwd: cwd, Agents: nonNil(agents), Models: nonNil(models)})
-	if err != nil {
-		return err
-	}
-	if err := s.createLog(id, dir, []convlog.Event{ev}, nil); err != nil {
-		// Nothing refers to a directory without a conversation log.
-		os.RemoveAll(dir)
-		return err
-	}
-	s.tellIndex(s.convs[id], true)
-	return nil
-}
-
-// sessionHeader builds a new session's header in conversation info.
-func (s *Store) sessionHeader(info *ConversationInfo, sessionID, parentSession string) (*convlog.Header, error) {
-	h := &convlog.Header{Type: convlog.SessionLog, Version: convlog.CurrentVersion, ID: sessionID,
-		CreatedAt: s.nowMs(), Cwd: info.Cwd}
-	if parentSession != "" {
-		p := info.Session(parentSession)
-		if p == nil {
-			return nil, fmt.Errorf("conversation %s has no session %s to be the parent of %s", termtext.Quote(info.ID), termtext.Quote(parentSession), termtext.Quote(sessionID))
-		}
-		h.ParentSession, h.Origin, h.DelegationDepth = parentSession, "subagent", p.DelegationDepth+1
-	}
-	return h, nil
-}
-
-func (s *Store) checkNewSession(info *ConversationInfo, sessionID, parentSession string) error {
+// startSession publishes subagent session sessionID's log, one level below
+// parentSession, and records session/started: the log first, so the
+// conversation log never names a session whose log was not published.
+func (s *Store) startSession(oc *openConv, sessionID, agent, model, parentSession string) (*convlog.Writer, error) {
+	info := &oc.st.info
 	if _, err := EncodeBase(sessionID); err != nil {
-		return fmt.Errorf("session id: %w", err)
+		return nil, fmt.Errorf("session id: %w", err)
 	}
 	if info.Session(sessionID) != nil {
-		return fmt.Errorf("conversation %s already has session %s", termtext.Quote(info.ID), termtext.Quote(sessionID))
+		return nil, fmt.Errorf("conversation %s already has session %s", termtext.Quote(info.ID), termtext.Quote(sessionID))
 	}
-	if parentSession == "" {
-		if r := info.RootSession(); r != nil {
-			return fmt.Errorf("conversation %s already has root session %s", termtext.Quote(info.ID), termtext.Quote(r.ID))
-		}
-	} else if info.Session(parentSession) == nil {
-		return fmt.Errorf("conversation %s has no session %s to be the parent of %s", termtext.Quote(info.ID), termtext.Quote(parentSession), termtext.Quote(sessionID))
+	p := info.Session(parentSession)
+	if p == nil {
+		return nil, fmt.Errorf("conversation %s has no session %s to be the parent of %s", termtext.Quote(info.ID), termtext.Quote(parentSession), termtext.Quote(sessionID))
 	}
-	return nil
-}
-
-// StartSession creates session sessionID's log in convID and records
-// session/started: the root session when parentSession is "", else a subagent
-// one level deeper. The caller appends to the returned writer and closes it.
-func (s *Store) StartSession(convID, sessionID, agent, model, parentSession string) (*convlog.Writer, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	w, oc, err := s.startSession(convID, sessionID, agent, model, parentSession)
-	if err == nil {
-		s.tellIndex(oc, true)
-	}
-	return w, err
-}
-
-// startSession is StartSession under the Store's lock.
-func (s *Store) startSession(convID, sessionID, agent, model, parentSession string) (*convlog.Writer, *openConv, error) {
-	oc, err := s.liveConv(convID)
-	if err != nil {
-		return nil, nil, err
-	}
-	info := &oc.st.info
-	if err := s.checkNewSession(info, sessionID, parentSession); err != nil {
-		return nil, nil, err
-	}
-	h, err := s.sessionHeader(info, sessionID, parentSession)
-	if err != nil {
-		return nil, nil, err
-	}
+	h := &convlog.Header{Type: convlog.SessionLog, Version: convlog.CurrentVersion, ID: sessionID, CreatedAt: s.nowMs(),
+		Cwd: info.Cwd, ParentSession: parentSession, Origin: "subagent", DelegationDepth: p.DelegationDepth + 1}
 	name, err := SessionLogName(sessionID, convlog.CurrentVersion, s.comp)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	// The log first: the conversation log never names a session whose log
-	// was not published.
 	w, err := convlog.Create(filepath.Join(oc.dir, name), h, nil, convlog.WriterOptions{Compression: s.comp})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := s.appendEvent(oc, EventSessionStarted, SessionStartedData{SessionID: sessionID, Agent: agent, Model: model, ParentSession: parentSession}); err != nil {
 		w.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return w, oc, nil
+	return w, nil
 }
 
-// RegisterSession records session/started for a session whose log the
-// caller writes itself (import, fixtures writing historical logs). It checks
-// the same as StartSession but creates no file.
-func (s *Store) RegisterSession(convID, sessionID, agent, model, parentSession string) error {
-	return s.change(convID, true, func(oc *openConv) error {
-		if err := s.checkNewSession(&oc.st.info, sessionID, parentSession); err != nil {
-			return err
-		}
-		return s.appendEvent(oc, EventSessionStarted, SessionStartedData{SessionID: sessionID, Agent: agent, Model: model, ParentSession: parentSession})
-	})
-}
-
-// BeginTurn records turn/started for a session, with the automatic title
-// from userText for the root session's turns while it has none. A session
-// runs one turn at a time.
-func (s *Store) BeginTurn(convID, sessionID string, turn int64, userText string) error {
-	return s.change(convID, true, func(oc *openConv) error { return s.beginTurn(oc, sessionID, turn, userText) })
-}
-
-// beginTurn is BeginTurn on the open conversation oc.
+// beginTurn records turn/started for a session, with the automatic title
+// from userText for the root session's turns while it has none.
 func (s *Store) beginTurn(oc *openConv, sessionID string, turn int64, userText string) error {
-	convID := oc.st.info.ID
 	info := &oc.st.info
-	sess := info.Session(sessionID)
-	if sess == nil {
-		return fmt.Errorf("conversation %s has no session %s", termtext.Quote(convID), termtext.Quote(sessionID))
-	}
-	if i, ok := oc.st.open[sessionID]; ok {
-		return fmt.Errorf("conversation %s session %s: turn %d is still running: %w", termtext.Quote(convID), termtext.Quote(sessionID), info.Turns[i].Turn, ErrTurnRunning)
-	}
 	b := &eventBatch{s: s}
 	b.add(EventTurnStarted, TurnStartedData{SessionID: sessionID, Turn: turn})
-	if sess.ParentSession == "" && info.Title == "" && !oc.st.renamed {
+	if sess := info.Session(sessionID); sess != nil && sess.ParentSession == "" && info.Title == "" && !oc.st.renamed {
 		if title := AutoTitle(userText); title != "" {
 			b.add(EventConversationTitle, TitleData{Title: title})
 		}
@@ -991,22 +890,10 @@ func (s *Store) beginTurn(oc *openConv, sessionID string, turn int64, userText s
 	return oc.appendEvents(b.evs...)
 }
 
-// EndTurn records turn/ended for the session's running turn.
-func (s *Store) EndTurn(convID, sessionID string, turn int64, outcome string) error {
-	switch outcome {
-	case OutcomeCompleted, OutcomeFailed, OutcomeInterrupted:
-	default:
-		return fmt.Errorf("turn outcome %s is not %s, %s or %s", termtext.Quote(outcome), OutcomeCompleted, OutcomeFailed, OutcomeInterrupted)
-	}
-	return s.change(convID, true, func(oc *openConv) error { return s.endTurn(oc, sessionID, turn, outcome) })
-}
-
-// endTurn is EndTurn on the open conversation oc.
+// endTurn records turn/ended for the session's running turn.
 func (s *Store) endTurn(oc *openConv, sessionID string, turn int64, outcome string) error {
-	convID := oc.st.info.ID
-	i, ok := oc.st.open[sessionID]
-	if !ok || oc.st.info.Turns[i].Turn != turn {
-		return fmt.Errorf("conversation %s session %s has no running turn %d", termtext.Quote(convID), termtext.Quote(sessionID), turn)
+	if i, ok := oc.st.open[sessionID]; !ok || oc.st.info.Turns[i].Turn != turn {
+		return fmt.Errorf("conversation %s session %s has no running turn %d", termtext.Quote(oc.st.info.ID), termtext.Quote(sessionID), turn)
 	}
 	return s.appendEvent(oc, EventTurnEnded, TurnEndedData{SessionID: sessionID, Turn: turn, Outcome: outcome})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -155,27 +156,29 @@ func (f *fx) write(p string, data []byte) string {
 	return p
 }
 
-// addConv creates a conversation through the store API with one root
-// session, sid, registered but without a log (the case writes it), and
-// returns the conversation's directory. It is recorded as {conv}; its
-// session log path, once the case names it, usually as {log}.
+// addConv writes a conversation log with one root session, sid,
+// registered but without a log (the case writes it), and returns the
+// conversation's directory. It is recorded as {conv}; its session log
+// path, once the case names it, usually as {log}.
 func (f *fx) addConv(id, sid string) string {
 	f.t.Helper()
-	s, err := store.Open(context.Background(), f.data, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "hostile setup"}})
+	s, err := store.Open(context.Background(), f.data, store.OpenOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.CreateConversation(id, "/home/dev/src/hostile", []string{"coder"}, []string{"deepseek-pro"}); err != nil {
-		f.t.Fatal(err)
-	}
-	if err := s.RegisterSession(id, sid, "coder", "deepseek-pro", ""); err != nil {
-		f.t.Fatal(err)
-	}
 	dir, err := s.ConversationPath(id)
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	q := func(v string) []byte {
+		b, _ := json.Marshal(v)
+		return b
+	}
+	f.write(filepath.Join(dir, "metadata.v4.jsonl"), fmt.Appendf(nil, `{"type":"conversation","version":4,"id":%s,"createdAt":1788269998900}
+{"type":"conversation/created","seq":0,"time":1788269998900,"data":{"cwd":"/home/dev/src/hostile","agents":["coder"],"models":["deepseek-pro"]}}
+{"type":"session/started","seq":1,"time":1788269998901,"data":{"sessionId":%s,"agent":"coder","model":"deepseek-pro"}}
+`, q(id), q(sid)))
 	f.vars["conv"] = dir
 	return dir
 }

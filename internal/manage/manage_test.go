@@ -90,12 +90,7 @@ func TestEdits(t *testing.T) {
 	}
 	current(t, dir)
 	// A new turn's first message does not replace a renamed title.
-	info, _ := s.Conversation(basic)
-	root, next := info.RootSession().ID, int64(len(info.Turns)+1)
-	if err := s.BeginTurn(basic, root, next, "Something else entirely"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.EndTurn(basic, root, next, store.OutcomeCompleted); err != nil {
+	if err := fixtures.AppendTurn(s, basic, 1); err != nil {
 		t.Fatal(err)
 	}
 	if info, _ := s.Conversation(basic); info.Title != "A title of my own" || info.TitleIsAuto {

@@ -97,11 +97,11 @@ func TestExportListsAgainForASessionStartedAfterThePlan(t *testing.T) {
 	}
 	root := info.Sessions[0]
 	const late = "started-after-the-plan"
-	lw, err := w.StartSession(id, late, root.Agent, root.Model, root.ID)
+	se, err := w.OpenSession(id, root.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lw.Close(); err != nil {
+	if _, err := se.Spawn(late, root.Agent, root.Model); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
