@@ -715,7 +715,7 @@ func TestRestoreOneConversation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(fork.ID); err != nil {
+	if err := s.DeleteAll(context.Background(), []string{fork.ID}, store.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()

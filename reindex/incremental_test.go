@@ -368,7 +368,7 @@ func (c *changer) change() string {
 	case 11:
 		s := c.open()
 		defer s.Close()
-		if err := s.Delete(conv.ID); err != nil {
+		if err := s.DeleteAll(context.Background(), []string{conv.ID}, store.DeleteOptions{}); err != nil {
 			return "delete refused: " + err.Error()
 		}
 		return "deleted " + conv.ID

@@ -168,7 +168,7 @@ func TestKeeperKeepsIndexCurrent(t *testing.T) {
 	if err := child.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete("c2"); err != nil {
+	if err := s.DeleteAll(context.Background(), []string{"c2"}, store.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	agrees("a delete", "")

@@ -600,7 +600,7 @@ func TestDelete(t *testing.T) {
 	mustNil(t, err)
 	w.Close()
 	mustNil(t, s.BeginTurn("c", "r", 1, "hi"))
-	err = s.Delete("c")
+	err = s.del("c")
 	if !errors.Is(err, ErrTurnRunning) || !strings.Contains(err.Error(), `"r" turn 1`) {
 		t.Fatalf("delete while running: %v", err)
 	}
@@ -608,7 +608,7 @@ func TestDelete(t *testing.T) {
 		t.Fatal("refused delete wrote a tombstone")
 	}
 	mustNil(t, s.EndTurn("c", "r", 1, OutcomeCompleted))
-	mustNil(t, s.Delete("c"))
+	mustNil(t, s.del("c"))
 	cdir, _ := conversationPath(dir, "c")
 	if _, err := os.Lstat(cdir); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("directory remains: %v", err)
@@ -789,7 +789,7 @@ func TestDeleteGuard(t *testing.T) {
 	mustNil(t, s.Fork("src", "root", "fork", "froot", -1))
 	mustNil(t, s.Fork("src", "root", "plain", "proot", 0))
 
-	err := s.Delete("src")
+	err := s.del("src")
 	var de *DependentsError
 	if !errors.Is(err, ErrHasDependents) || !errors.As(err, &de) || de.ID != "src" || strings.Join(de.Dependents, ",") != "fork" {
 		t.Fatalf("Delete of a fork source: %v", err)
@@ -800,10 +800,10 @@ func TestDeleteGuard(t *testing.T) {
 	if _, err := at(dir).ReadConversation("src"); err != nil {
 		t.Fatalf("the refused delete touched the source: %v", err)
 	}
-	mustNil(t, s.CheckDelete("src", "fork"))
-	mustNil(t, s.Delete("plain")) // no dependents
-	mustNil(t, s.Delete("fork"))
-	mustNil(t, s.Delete("src"))
+	mustNil(t, s.checkDelete([]string{"src", "fork"}, []string{"src", "fork"}))
+	mustNil(t, s.del("plain")) // no dependents
+	mustNil(t, s.del("fork"))
+	mustNil(t, s.del("src"))
 	if _, err := at(dir).ReadConversation("src"); !errors.Is(err, ErrNoConversation) {
 		t.Fatalf("src after delete: %v", err)
 	}

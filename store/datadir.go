@@ -284,9 +284,9 @@ func (s *Store) FindLog(convID, sessionID string) (Log, error) {
 	return Log{}, fmt.Errorf("conversation %s (%s) has no log for session %s%s", termtext.Quote(convID), c.Path, termtext.Quote(sessionID), why)
 }
 
-// Dependents lists, sorted, the conversations that read older history from
+// dependents lists, sorted, the conversations that read older history from
 // convID directly; unreadable conversation logs are passed over.
-func (s *Store) Dependents(convID string) ([]string, error) {
+func (s *Store) dependents(convID string) ([]string, error) {
 	tree, err := s.Walk()
 	if err != nil {
 		return nil, err

@@ -41,21 +41,16 @@ func (e *DependentsError) Error() string {
 
 func (e *DependentsError) Unwrap() error { return ErrHasDependents }
 
-// CheckDelete is the dependents guard: it refuses deleting convIDs together,
-// with a *DependentsError, when a conversation not among them reads older
-// history from one of them. It walks the store.
-func (s *Store) CheckDelete(convIDs ...string) error {
-	return s.checkDelete(convIDs, convIDs)
-}
-
-// checkDelete is CheckDelete of check, deleted together with all.
+// checkDelete is the dependents guard: it refuses deleting check, together
+// with all, with a *DependentsError when a conversation not among all reads
+// older history from one of them. It walks the store.
 func (s *Store) checkDelete(check, all []string) error {
 	going := map[string]bool{}
 	for _, id := range all {
 		going[id] = true
 	}
 	for _, id := range check {
-		deps, err := s.Dependents(id)
+		deps, err := s.dependents(id)
 		if err != nil {
 			return err
 		}
@@ -72,23 +67,9 @@ func (s *Store) checkDelete(check, all []string) error {
 	return nil
 }
 
-// Delete removes a conversation for good, refused while a turn runs or forks
-// read older history from it (CheckDelete). The tombstone is recorded
-// durably first, so after a crash FinishDeletion completes the job.
-func (s *Store) Delete(convID string) error {
-	if err := s.writable(); err != nil {
-		return err
-	}
-	if err := s.CheckDelete(convID); err != nil {
-		return err
-	}
-	return s.DeleteUnguarded(convID)
-}
-
-// DeleteUnguarded is Delete without the dependents guard, for a caller that
-// ran CheckDelete on the whole set or was told to break the forks (convkit
-// delete --force).
-func (s *Store) DeleteUnguarded(convID string) error {
+// deleteOne records the tombstone durably, then removes the directory: after
+// a crash FinishDeletion completes the job.
+func (s *Store) deleteOne(convID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.markDeleting(convID); err != nil {
@@ -166,7 +147,7 @@ type DeleteOptions struct {
 // kill. It checks them all first: each must exist (or be named by an earlier
 // delete's journal: "already deleted"), be no link, run no turn and, unless
 // opts.Force, leave no fork without its history (*DependentsError). It then
-// publishes its journal and deletes each as Delete does; ctx stops it
+// publishes its journal and deletes each, its tombstone first; ctx stops it
 // between two conversations.
 func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOptions) error {
 	if err := s.writable(); err != nil {
@@ -191,7 +172,7 @@ func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOpti
 				return err
 			}
 		default:
-			if err := s.DeleteUnguarded(id); err != nil {
+			if err := s.deleteOne(id); err != nil {
 				return err
 			}
 		}

@@ -43,7 +43,7 @@ func TestDeleteAllRerun(t *testing.T) {
 	// left; d and e untouched.
 	_, err := s.writeDeleteJournal(ctx, ids)
 	mustNil(t, err)
-	mustNil(t, s.DeleteUnguarded("a"))
+	mustNil(t, s.deleteOne("a"))
 	mustNil(t, s.MarkDeleting("b"))
 	cdir, _ := conversationPath(dir, "c")
 	ents, _ := os.ReadDir(cdir)

@@ -56,7 +56,7 @@ func TestPlanDelete(t *testing.T) {
 	// recorded, c's directory emptied.
 	_, err = s.writeDeleteJournal(ctx, []string{"a", "b", "c"})
 	mustNil(t, err)
-	mustNil(t, s.DeleteUnguarded("a"))
+	mustNil(t, s.deleteOne("a"))
 	mustNil(t, s.MarkDeleting("b"))
 	cdir, _ := conversationPath(dir, "c")
 	ents, _ := os.ReadDir(cdir)

@@ -70,10 +70,10 @@
 //
 // Fork and Rewind copy a root session into a new conversation (after a
 // compaction the fork reads older history from its source). Rename,
-// Archive, Unarchive and MapCwd record their changes. Delete removes a
-// conversation through its tombstone, refused while a turn runs
-// (ErrTurnRunning) or a fork depends on it (*DependentsError); DeleteAll
-// deletes a set as one command.
+// Archive, Unarchive and MapCwd record their changes. DeleteAll removes a
+// set of conversations, each through its tombstone, as one command; it is
+// refused while a turn runs (ErrTurnRunning) or a fork depends on one
+// (*DependentsError).
 //
 // # After a crash
 //

@@ -136,7 +136,7 @@ func Example() {
 	must(old.Close())
 
 	// Delete, through the dependents guard.
-	must(st.Delete("c1"))
+	must(st.DeleteAll(context.Background(), []string{"c1"}, store.DeleteOptions{}))
 	_, err = st.ReadConversation("c1")
 	fmt.Println("c1 deleted:", errors.Is(err, store.ErrNoConversation))
 

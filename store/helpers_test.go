@@ -133,3 +133,8 @@ func (s *Store) BeginTurn(convID, sessionID string, turn int64, userText string)
 func (s *Store) EndTurn(convID, sessionID string, turn int64, outcome string) error {
 	return s.change(convID, true, func(oc *openConv) error { return s.endTurn(oc, sessionID, turn, outcome) })
 }
+
+// del deletes one conversation as convkit delete does.
+func (s *Store) del(convID string) error {
+	return s.DeleteAll(context.Background(), []string{convID}, DeleteOptions{})
+}

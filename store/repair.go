@@ -342,7 +342,7 @@ func (s *Store) finishDeletion(convID string, strict bool) error {
 	if !oc.st.info.Deleting {
 		hint := ""
 		if strict {
-			hint = "; delete it with Delete"
+			hint = "; delete it with DeleteAll"
 		}
 		return fmt.Errorf("conversation %s has no deletion tombstone%s", termtext.Quote(convID), hint)
 	}

@@ -311,7 +311,7 @@ func TestRepair(t *testing.T) {
 	crashedStore(t, dir)
 	before := snapshot(t, dir)
 	s := openTestStore(t, dir, convlog.Plain)
-	if err := s.Delete("open"); !errors.Is(err, ErrTurnRunning) {
+	if err := s.del("open"); !errors.Is(err, ErrTurnRunning) {
 		t.Fatalf("deleting a conversation with a turn a crash left: %v", err)
 	}
 
@@ -383,7 +383,7 @@ func TestRepair(t *testing.T) {
 		t.Fatalf("a second repair changed %+v", again.Changes)
 	}
 	// Repaired, the conversation can be deleted.
-	mustNil(t, s.Delete("open"))
+	mustNil(t, s.del("open"))
 }
 
 // TestRepairLeavesTurnOfUnreadableSessionLog: a running turn whose session

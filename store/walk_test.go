@@ -305,7 +305,7 @@ func TestSymlinkedConversationIsNeverFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Delete("evil"); !errors.Is(err, ErrSymlink) {
+	if err := s.del("evil"); !errors.Is(err, ErrSymlink) {
 		t.Errorf("Delete: err = %v, want ErrSymlink", err)
 	}
 	if _, err := os.Stat(filepath.Join(target, "metadata.v4.jsonl")); err != nil {
