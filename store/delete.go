@@ -33,7 +33,7 @@ type DependentsError struct {
 func (e *DependentsError) Error() string {
 	q := make([]string, len(e.Dependents))
 	for i, d := range e.Dependents {
-		q[i] = fmt.Sprintf("%s", termtext.Quote(d))
+		q[i] = termtext.Quote(d)
 	}
 	return fmt.Sprintf("conversation %s is the fork source of %s, which read older history from it; deleting it would break them",
 		termtext.Quote(e.ID), strings.Join(q, ", "))

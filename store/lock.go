@@ -119,9 +119,6 @@ func (l *Lock) Path() string { return l.path }
 // Mode is the mode the lock was acquired in.
 func (l *Lock) Mode() LockMode { return l.mode }
 
-// Holder is what this process wrote into the lock file (zero for LockNone).
-func (l *Lock) Holder() Holder { return l.holder }
-
 // Release gives the lock up; safe on nil and more than once (flock's Unlock
 // of an unlocked file does nothing). The file stays: deleting it would let a
 // waiter lock an inode that a newcomer no longer finds at the path.

@@ -715,14 +715,6 @@ func (se *Session) History() []HistoryEntry {
 	return out
 }
 
-// Waiting returns the messages admitted to the session's inbox and not yet
-// recorded for the model (Request records them).
-func (se *Session) Waiting() []convlog.StoredMessage {
-	unlock := se.st.lockSession(se)
-	defer unlock()
-	return append([]convlog.StoredMessage(nil), se.rec.inbox...)
-}
-
 // seqOf is the seq of the surface event that recorded message id.
 func (se *Session) seqOf(call, id string) (int64, error) {
 	unlock, err := se.enterWritten(call)

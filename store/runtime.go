@@ -920,29 +920,16 @@ func CheckTitle(title string) (string, error) {
 			return "", &TitleError{fmt.Sprintf("a title is one line of text without control characters (found %U at byte %d)", r, i)}
 		}
 	}
-	if err := checkTitle(title); err != nil {
-		return "", err
-	}
-	return title, nil
-}
-
-// checkTitle refuses an empty title, a line break and a title over
-// MaxTitleRunes characters.
-func checkTitle(title string) error {
 	if title == "" {
-		return &TitleError{"a title cannot be empty"}
+		return "", &TitleError{"a title cannot be empty"}
 	}
 	n := 0
-	for i, r := range title {
-		switch r {
-		case '\n', '\r', '\v', '\f', '\u0085', '\u2028', '\u2029':
-			return &TitleError{fmt.Sprintf("a title is one line of text (found %U at byte %d)", r, i)}
-		}
+	for i := range title {
 		if n++; n > MaxTitleRunes {
-			return &TitleError{fmt.Sprintf("a title is at most %d characters (this one is longer at byte %d)", MaxTitleRunes, i)}
+			return "", &TitleError{fmt.Sprintf("a title is at most %d characters (this one is longer at byte %d)", MaxTitleRunes, i)}
 		}
 	}
-	return nil
+	return title, nil
 }
 
 // Rename sets the title, ending automatic titles; a title CheckTitle refuses
