@@ -334,58 +334,13 @@ func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
 	return sc, nil
 }
 
-// closer tracks the open turn, step, tool calls and compaction of a
-// copied prefix, to close them at the cut.
-type closer struct {
-	turn, step int64
-	turnOpen   bool
-	stepOpen   bool
-	calls      []string // tool calls of the open step without a result, in order
-	// compaction is the open compaction's start (nil: none).
-	compaction *compactionStart
-}
-
+// compactionStart is a compaction/start's data, kept to end it failed when
+// a fork cuts it off.
 type compactionStart struct {
 	CompactionID    string          `json:"compactionId"`
 	SourceCommandID *string         `json:"sourceCommandId,omitempty"`
 	Turn            json.RawMessage `json:"turn"`
 	Error           string          `json:"error"`
-}
-
-func (c *closer) observe(e *convlog.Event) {
-	switch e.Type {
-	case "compaction/start":
-		var d compactionStart
-		if json.Unmarshal(e.Data, &d) == nil {
-			c.compaction = &d
-		}
-	case "compaction/end":
-		c.compaction = nil
-	case "turn/start":
-		var d turnStep
-		json.Unmarshal(e.Data, &d)
-		c.turn, c.turnOpen, c.stepOpen, c.calls = d.Turn, true, false, nil
-	case convlog.TypeTurnEnd:
-		c.turnOpen, c.stepOpen, c.calls = false, false, nil
-	case "step/start":
-		var d turnStep
-		json.Unmarshal(e.Data, &d)
-		c.step, c.stepOpen, c.calls = d.Step, true, nil
-	case "step/end":
-		c.stepOpen = false
-	case convlog.TypeAssistantMessage:
-		if m, err := eventMessage(e); err == nil {
-			for _, b := range m.Content {
-				if b.Type == "tool-call" && b.ID != "" {
-					c.calls = append(c.calls, b.ID)
-				}
-			}
-		}
-	case convlog.TypeToolResult:
-		if m, err := eventMessage(e); err == nil {
-			c.calls = slices.DeleteFunc(c.calls, func(id string) bool { return id == m.ToolCallID })
-		}
-	}
 }
 
 // forkedToolResult is the error result of a tool call a fork cut off.
@@ -400,31 +355,32 @@ func forkedToolResult(turn, step int64, callID string, seq int64) []byte {
 		`Retry it if it is still needed."}],"isError":true,"id":%s}}`, turn, step, str(callID), str(callID), str(id)))
 }
 
-// closing returns the events that close an open turn at the cut; next is the
-// seq the first of them gets.
-func (c *closer) closing(next int64, now int64) []convlog.Event {
+// closing returns the events that close what is open at the cut: the
+// compaction open (nil: none), and the turn ts; next is the seq the first of
+// them gets.
+func closing(ts convlog.TurnState, open *compactionStart, next int64, now int64) []convlog.Event {
 	var evs []convlog.Event
-	if c.compaction != nil {
+	if open != nil {
 		// A compaction cut off ends as failed: its transaction does not
 		// span the turn's end.
-		d := *c.compaction
+		d := *open
 		d.Error = "the conversation was forked before the compaction ended"
 		data, _ := json.Marshal(d)
 		evs = append(evs, convlog.Event{Type: "compaction/end", Time: now, Data: data})
 	}
-	if !c.turnOpen {
+	if !ts.Open {
 		return evs
 	}
 	app := &convlog.SurfaceOp{}
-	if c.stepOpen {
-		for _, id := range c.calls {
+	if ts.StepOpen {
+		for _, c := range ts.Calls {
 			evs = append(evs, convlog.Event{Type: convlog.TypeToolResult, Time: now,
-				Data: forkedToolResult(c.turn, c.step, id, next+int64(len(evs))), SurfaceOp: app})
+				Data: forkedToolResult(ts.Turn, ts.Step, c.ID, next+int64(len(evs))), SurfaceOp: app})
 		}
-		evs = append(evs, convlog.Event{Type: "step/end", Time: now, Data: []byte(fmt.Sprintf(`{"turn":%d,"step":%d}`, c.turn, c.step))})
+		evs = append(evs, convlog.Event{Type: "step/end", Time: now, Data: []byte(fmt.Sprintf(`{"turn":%d,"step":%d}`, ts.Turn, ts.Step))})
 	}
 	evs = append(evs, convlog.Event{Type: convlog.TypeTurnEnd, Time: now,
-		Data: []byte(fmt.Sprintf(`{"turn":%d,"reason":{"kind":"forked"}}`, c.turn))})
+		Data: []byte(fmt.Sprintf(`{"turn":%d,"reason":{"kind":"forked"}}`, ts.Turn))})
 	return evs
 }
 
@@ -511,17 +467,30 @@ func eventsThrough(path string, cut int64, fn func(*convlog.Event) error) error 
 	return nil
 }
 
-// copyHistory copies events 0..cut of src into a new log, closing an open turn.
+// copyHistory copies events 0..cut of src into a new log, closing an open
+// turn: where it stands is the new log's writer's to say, once the copy is
+// written.
 func (s *Store) copyHistory(src, dst string, h *convlog.Header, cut int64) error {
 	b := &batcher{path: dst, h: h, comp: s.comp}
-	var cl closer
+	var open *compactionStart
 	err := eventsThrough(src, cut, func(e *convlog.Event) error {
-		cl.observe(e)
+		switch e.Type {
+		case "compaction/start":
+			open = new(compactionStart)
+			if json.Unmarshal(e.Data, open) != nil {
+				open = nil
+			}
+		case "compaction/end":
+			open = nil
+		}
 		b.add(e.Clone())
 		return b.err
 	})
 	if err == nil {
-		for _, e := range cl.closing(b.nextSeq(), s.nowMs()) {
+		b.flush()
+	}
+	if err == nil && b.err == nil {
+		for _, e := range closing(b.w.Turn(), open, b.nextSeq(), s.nowMs()) {
 			b.add(e)
 		}
 	}
