@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/internal/rawjson"
 	"github.com/convkit/convkit/internal/termtext"
 )
 
@@ -185,55 +185,6 @@ func (s *Store) fork(req forkRequest) (string, error) {
 	return sc.composer, nil
 }
 
-// messageProbe reads what fork needs of a message.
-type messageProbe struct {
-	Role       string          `json:"role"`
-	ID         string          `json:"id"`
-	ToolCallID string          `json:"toolCallId"`
-	Source     json.RawMessage `json:"source"`
-	Content    []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-		ID   string `json:"id"`
-	} `json:"content"`
-}
-
-func (m *messageProbe) kind() string {
-	var src struct {
-		Kind string `json:"kind"`
-	}
-	json.Unmarshal(m.Source, &src)
-	return src.Kind
-}
-
-func (m *messageProbe) text() string {
-	var parts []string
-	for _, b := range m.Content {
-		if b.Type == "text" {
-			parts = append(parts, b.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
-// eventMessage returns the message a surface event carries.
-func eventMessage(e *convlog.Event) (*messageProbe, error) {
-	var m messageProbe
-	if e.Type == convlog.TypeUserMessage {
-		if err := json.Unmarshal(e.Data, &m); err != nil {
-			return nil, fmt.Errorf("%s at seq %d: %v", e.Type, e.Seq, err)
-		}
-		return &m, nil
-	}
-	var d struct {
-		Message *messageProbe `json:"message"`
-	}
-	if err := json.Unmarshal(e.Data, &d); err != nil || d.Message == nil {
-		return nil, fmt.Errorf("%s at seq %d: data has no message", e.Type, e.Seq)
-	}
-	return d.Message, nil
-}
-
 type turnStep struct {
 	Turn int64 `json:"turn"`
 	Step int64 `json:"step"`
@@ -286,11 +237,7 @@ func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
 				sc.endSeed = e.Seq
 			}
 		case convlog.TypeUserMessage:
-			m, err := eventMessage(e)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
-			}
-			kind := m.kind()
+			kind := str(rawjson.Get(rawjson.Get(e.Data, "source"), "kind"))
 			if kind == string(convlog.SourceCheckpoint) {
 				sc.lastCompaction = e.Seq
 			}
@@ -302,12 +249,12 @@ func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
 					return nil, fmt.Errorf("%s: seq %d is a %s message, not one of the user's", path, e.Seq, termtext.Quote(kind))
 				}
 				foundRewind = true
-				sc.composer = m.text()
+				_, sc.composer = convlog.MessageText(e.Data)
 				sc.cut = e.Seq - 1
 				if turnStart >= 0 && !turnContent {
 					sc.cut = turnStart - 1
 				}
-				if a, ok := admitted[m.ID]; ok && a == sc.cut {
+				if a, ok := admitted[str(rawjson.Get(e.Data, "id"))]; ok && a == sc.cut {
 					// The message's own admission goes with it.
 					sc.cut--
 				}
@@ -532,18 +479,19 @@ func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
 	var last turnStep
 	for _, seq := range order {
 		e := keep[seq]
-		if m, err := eventMessage(&e); err == nil {
-			switch e.Type {
-			case convlog.TypeAssistantMessage:
-				json.Unmarshal(e.Data, &last)
-				for _, blk := range m.Content {
-					if blk.Type == "tool-call" && blk.ID != "" {
-						pending = append(pending, blk.ID)
-					}
+		msg := convlog.MessageOf(&e)
+		switch e.Type {
+		case convlog.TypeAssistantMessage:
+			json.Unmarshal(e.Data, &last)
+			rawjson.EachElement(rawjson.Get(msg, "content"), func(_ int, blk []byte) bool {
+				if id := str(rawjson.Get(blk, "id")); str(rawjson.Get(blk, "type")) == "tool-call" && id != "" {
+					pending = append(pending, id)
 				}
-			case convlog.TypeToolResult:
-				pending = slices.DeleteFunc(pending, func(id string) bool { return id == m.ToolCallID })
-			}
+				return true
+			})
+		case convlog.TypeToolResult:
+			call := str(rawjson.Get(msg, "toolCallId"))
+			pending = slices.DeleteFunc(pending, func(id string) bool { return id == call })
 		}
 		b.add(e)
 	}
