@@ -326,28 +326,13 @@ func (s *Store) ResolveID(ref string) (string, error) {
 }
 
 // ConversationIDs lists the ids of the conversation directories, sorted,
-// from one listing of conversations/; other entries are left out.
+// from one listing of conversations/ (Dirs); other entries are left out.
 func (s *Store) ConversationIDs() ([]string, error) {
-	root := s.ConversationsDir()
-	if ok, err := conversationsRoot(root); err != nil || !ok {
-		return nil, err
-	}
-	ents, err := os.ReadDir(root)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, ent := range ents {
-		if !ent.IsDir() {
-			continue
-		}
-		if id, err := DecodeSegment(ent.Name()); err == nil {
-			ids = append(ids, id)
-		}
+	dirs, _, err := s.Dirs()
+	ids := make([]string, len(dirs))
+	for i, d := range dirs {
+		ids[i] = d.ID
 	}
 	sort.Strings(ids)
-	return ids, nil
+	return ids, err
 }
