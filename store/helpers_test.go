@@ -54,16 +54,6 @@ func sessLogPath(dataDir, convID, sessionID string, version int, c convlog.Compr
 	return filepath.Join(dir, name), nil
 }
 
-// readConversationFile replays the conversation log at path, a file of a
-// store.
-func readConversationFile(path string) (*ConversationInfo, error) {
-	l, err := LooseLog(path)
-	if err != nil {
-		return nil, err
-	}
-	return l.ReadConversation()
-}
-
 // The conversation calls below are the tests' own, taking turn numbers: they
 // write the states the recorder never leaves (a conversation without a
 // turn, a turn only the conversation log records, a session whose log a
