@@ -854,7 +854,7 @@ func TestPrefixMatchesReader(t *testing.T) {
 			comp := l.Current.Compression
 			for cut := 0; cut <= len(data); cut += step {
 				b := data[:cut]
-				mem, merr := convlog.CommittedPrefixBytes(b, comp, "x")
+				mem, merr := convlog.CommittedPrefix(convlog.Bytes(b), int64(len(b)), comp, "x")
 				file, ferr := convlog.CommittedPrefix(bytes.NewReader(b), int64(len(b)), comp, "x")
 				if mem != file || fmt.Sprint(merr) != fmt.Sprint(ferr) {
 					t.Fatalf("%s[:%d]: %+v %v in memory, %+v %v through the file", l.Path, cut, mem, merr, file, ferr)

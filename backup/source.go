@@ -232,7 +232,7 @@ func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
 	if !whole {
 		var err error
 		if l.buf != nil {
-			pr, err = convlog.CommittedPrefixBytes(l.buf, j.gen.Compression, j.name)
+			pr, err = convlog.CommittedPrefix(convlog.Bytes(l.buf), int64(len(l.buf)), j.gen.Compression, j.name)
 		} else {
 			pr, err = convlog.CommittedPrefix(src, size, j.gen.Compression, j.name)
 		}

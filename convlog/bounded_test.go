@@ -68,7 +68,7 @@ func TestDecompressionBombs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for err == nil {
-		_, err = r.Next()
+		_, err = r.next()
 	}
 	r.Close()
 	if err.Error() != "EOF" || probs != 1000 {

@@ -9,12 +9,13 @@
 // package provides, for the store, the commands and the runtime's own
 // checks:
 //
-//   - Reading: Open (never through a link, a regular file only), then a
-//     range over Reader.Events (or Reader.Next, pull-style), one event at
-//     a time with memory bounded by the longest line, a torn
-//     tail tolerated and never touched, every zstd framing of the same text
-//     read (Stats.Framing says how it departs from the writer's), and
-//     FrameScanner and CommittedPrefix for copies of a live log.
+//   - Reading: Open (never through a link, a regular file only) or
+//     NewReader (any io.ReaderAt; Bytes for a log in memory), then a
+//     range over Reader.Events, one event at a time with memory bounded
+//     by the longest line, a torn tail tolerated and never touched, every
+//     zstd framing of the same text read (Stats.Framing says how it
+//     departs from the writer's), and FrameScanner and CommittedPrefix for
+//     copies of a live log.
 //   - Writing: Create publishes a new version 4 log without overwriting;
 //     OpenAppend and Writer.Append add durable batches (one zstd frame
 //     each), cutting a torn tail before the first.

@@ -100,7 +100,7 @@ func TestEndsLine(t *testing.T) {
 			{"declares more text than it holds", lying(20), 1 << 20, false},
 			{"declares the text it holds", lying(10), 1 << 20, true},
 		} {
-			f, err := NewFrameScannerBytes(tc.frame).Next()
+			f, err := NewFrameScanner(Bytes(tc.frame), int64(len(tc.frame))).next()
 			if err != nil {
 				t.Fatalf("%s: %v", tc.name, err)
 			}
@@ -155,7 +155,7 @@ func TestEndsLineZstdTool(t *testing.T) {
 			args = append(args, fmt.Sprintf("--zstd=wlog=%d", tc.wlog))
 		}
 		frame := zstdTool(t, tc.text, args...)
-		f, err := NewFrameScannerBytes(frame).Next()
+		f, err := NewFrameScanner(Bytes(frame), int64(len(frame))).next()
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -186,7 +186,7 @@ func BenchmarkCommittedPrefixSmall(b *testing.B) {
 	b.SetBytes(int64(len(text)))
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := CommittedPrefixBytes(log, Zstd, "bench.v4.jsonl.zst")
+		p, err := CommittedPrefix(Bytes(log), int64(len(log)), Zstd, "bench.v4.jsonl.zst")
 		if err != nil || p.Bytes != int64(len(log)) || p.RecoveredLines != 0 {
 			b.Fatalf("prefix %+v, %v", p, err)
 		}
@@ -211,7 +211,7 @@ func BenchmarkEndsLineTinyFrameFile(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	fr, err := NewFrameScanner(f, int64(len(frame))).Next()
+	fr, err := NewFrameScanner(f, int64(len(frame))).next()
 	if err != nil || fr.ContentSize >= 0 {
 		b.Fatalf("frame %+v, %v: want one without a declared size", fr, err)
 	}

@@ -31,7 +31,7 @@ func openMem(t *testing.T, b []byte, comp Compression) *Reader {
 	if comp == Zstd {
 		name += ".zst"
 	}
-	r, err := NewReaderBytes(b, name, ReaderOptions{Version: -1})
+	r, err := NewReader(Bytes(b), int64(len(b)), name, ReaderOptions{Version: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestEventsErrorOnce(t *testing.T) {
 	if n != 3 || errs != 1 {
 		t.Fatalf("yielded %d events and %d errors, want 3 and 1", n, errs)
 	}
-	if _, err := r.Next(); err == nil || err.Error() != wantErr.Error() {
+	if _, err := r.next(); err == nil || err.Error() != wantErr.Error() {
 		t.Fatalf("Next after the loop: %v", err)
 	}
 }
@@ -156,9 +156,9 @@ func TestFramesAsNext(t *testing.T) {
 		f := append(bytes.Clone(b), tc.tail...)
 		var want []Frame
 		var wantErr error
-		s := NewFrameScannerBytes(f)
+		s := NewFrameScanner(Bytes(f), int64(len(f)))
 		for {
-			fr, err := s.Next()
+			fr, err := s.next()
 			if err == io.EOF {
 				break
 			}
@@ -175,7 +175,7 @@ func TestFramesAsNext(t *testing.T) {
 		var got []Frame
 		var gotErr error
 		errs := 0
-		for fr, err := range NewFrameScannerBytes(f).Frames() {
+		for fr, err := range NewFrameScanner(Bytes(f), int64(len(f))).Frames() {
 			if err != nil {
 				gotErr = err
 				errs++
@@ -207,7 +207,7 @@ func TestFramesBreak(t *testing.T) {
 		}
 		break
 	}
-	fr, err := s.Next()
+	fr, err := s.next()
 	if err != nil || fr.Index != 2 {
 		t.Fatalf("Next after a break at frame 1: %+v, %v", fr, err)
 	}

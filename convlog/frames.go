@@ -61,15 +61,13 @@ type FrameScanner struct {
 	mem []byte
 }
 
-// NewFrameScanner scans r, whose length is size.
+// NewFrameScanner scans r, whose length is size; Bytes are scanned
+// without a read buffer or copies.
 func NewFrameScanner(r io.ReaderAt, size int64) *FrameScanner {
+	if mem := memOf(r, size); mem != nil {
+		return &FrameScanner{r: r, size: size, mem: mem}
+	}
 	return &FrameScanner{r: r, size: size, win: windowPool.Get().([]byte)[:0]}
-}
-
-// NewFrameScannerBytes scans the compressed log held in b: the same walk as
-// NewFrameScanner's, without a read buffer or copies.
-func NewFrameScannerBytes(b []byte) *FrameScanner {
-	return &FrameScanner{r: bytes.NewReader(b), size: int64(len(b)), mem: b}
 }
 
 var windowPool = sync.Pool{New: func() any { return make([]byte, 0, 64<<10) }}
@@ -160,14 +158,30 @@ func (e *FrameError) Error() string {
 	return fmt.Sprintf("frame %d at byte %d: %s", e.Frame, e.Offset, e.Msg)
 }
 
-// Frames yields the frames Next returns, in order. The end of the file ends
-// the loop; an error is yielded once, as (Frame{}, err), and ends it. A loop
-// left early leaves the scanner at the frame after the last one yielded.
-func (s *FrameScanner) Frames() iter.Seq2[Frame, error] { return Iterate(s.Next) }
+// Frames yields the frames in order, or a *FrameError; a frame the file
+// ends inside is yielded with Torn set, and ends the scan. The end of the
+// file ends the loop; an error is yielded once, as (Frame{}, err), and ends
+// it. A loop left early leaves the scanner at the frame after the last one
+// yielded.
+func (s *FrameScanner) Frames() iter.Seq2[Frame, error] {
+	return func(yield func(Frame, error) bool) {
+		for {
+			f, err := s.next()
+			if err != nil {
+				if err != io.EOF {
+					yield(Frame{}, err)
+				}
+				return
+			}
+			if !yield(f, nil) {
+				return
+			}
+		}
+	}
+}
 
-// Next returns the next frame, io.EOF after the last one, or a *FrameError.
-// A frame the file ends inside is returned with Torn set, and the scan ends.
-func (s *FrameScanner) Next() (Frame, error) {
+// next returns the next frame, io.EOF after the last one, or an error.
+func (s *FrameScanner) next() (Frame, error) {
 	if s.off >= s.size {
 		return Frame{}, io.EOF
 	}

@@ -35,10 +35,10 @@ func FuzzFrameScanner(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		size := int64(len(data))
 		// The scan over bytes gives exactly the scan over a file.
-		mem, file := NewFrameScannerBytes(data), NewFrameScanner(bytes.NewReader(data), size)
+		mem, file := NewFrameScanner(Bytes(data), int64(len(data))), NewFrameScanner(bytes.NewReader(data), size)
 		for i := 1; ; i++ {
-			got, gerr := mem.Next()
-			want, werr := file.Next()
+			got, gerr := mem.next()
+			want, werr := file.next()
 			if fmt.Sprint(got, gerr) != fmt.Sprint(want, werr) {
 				t.Fatalf("frame %d over bytes %+v, %v; over a file %+v, %v", i, got, gerr, want, werr)
 			}
@@ -54,7 +54,7 @@ func FuzzFrameScanner(f *testing.F) {
 			if i > size+2 {
 				t.Fatalf("scanner returned %d frames from %d bytes", i, size)
 			}
-			fr, err := s.Next()
+			fr, err := s.next()
 			if err == io.EOF {
 				if end != size {
 					t.Fatalf("EOF at byte %d of %d", end, size)
@@ -69,7 +69,7 @@ func FuzzFrameScanner(f *testing.F) {
 				if fe.Frame != i || fe.Offset < end || fe.Offset >= size {
 					t.Fatalf("frame error %+v, frame %d starts at %d of %d", fe, i, end, size)
 				}
-				if _, err := s.Next(); err != io.EOF {
+				if _, err := s.next(); err != io.EOF {
 					t.Fatalf("Next after an error = %v, want EOF", err)
 				}
 				scanErr = err
@@ -84,7 +84,7 @@ func FuzzFrameScanner(f *testing.F) {
 				if end != size {
 					t.Fatalf("torn frame %+v does not reach the end (%d)", fr, size)
 				}
-				if _, err := s.Next(); err != io.EOF {
+				if _, err := s.next(); err != io.EOF {
 					t.Fatalf("a frame follows torn frame %+v: %v", fr, err)
 				}
 				// The best-effort reader of a torn frame never panics.
@@ -129,7 +129,7 @@ func FuzzCommittedPrefix(f *testing.F) {
 		if compressed {
 			comp = Zstd
 		}
-		p, err := CommittedPrefixBytes(data, comp, "f.v4.jsonl")
+		p, err := CommittedPrefix(Bytes(data), int64(len(data)), comp, "f.v4.jsonl")
 		pf, errf := CommittedPrefix(bytes.NewReader(data), int64(len(data)), comp, "f.v4.jsonl")
 		if fmt.Sprint(p, err) != fmt.Sprint(pf, errf) {
 			t.Fatalf("over bytes %+v, %v; over a file %+v, %v", p, err, pf, errf)
@@ -199,13 +199,13 @@ func fuzzRead(t *testing.T, data []byte, comp Compression, onProblem bool) {
 			}
 			return // a decompression bomb: bounded, just long
 		}
-		e, err := r.Next()
+		e, err := r.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
 			checkFormatError(t, err, path)
-			if _, err2 := r.Next(); err2 != err {
+			if _, err2 := r.next(); err2 != err {
 				t.Fatalf("Next after error %v = %v", err, err2)
 			}
 			return
@@ -249,7 +249,7 @@ func fuzzRead(t *testing.T, data []byte, comp Compression, onProblem bool) {
 	}
 	rules.Finish()
 	hist.Messages()
-	if _, err := r.Next(); err != io.EOF {
+	if _, err := r.next(); err != io.EOF {
 		t.Fatalf("Next after EOF = %v", err)
 	}
 	st := r.Stats()
@@ -553,7 +553,7 @@ func FuzzEnvelope(f *testing.F) {
 			t.Fatalf("header refused: %v", err)
 		}
 		defer r.Close()
-		e, err := r.Next()
+		e, err := r.next()
 		if err != nil {
 			if err == io.EOF {
 				t.Fatal("EOF before the line")
@@ -575,7 +575,7 @@ func FuzzEnvelope(f *testing.F) {
 		if !oneLine || ver != 4 {
 			return
 		}
-		if _, err := r.Next(); err != io.EOF {
+		if _, err := r.next(); err != io.EOF {
 			t.Fatalf("a second event from one line: %v", err)
 		}
 		// Encoded afresh from its fields, the event reads back the same.
@@ -588,7 +588,7 @@ func FuzzEnvelope(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer r2.Close()
-		e2, err := r2.Next()
+		e2, err := r2.next()
 		if err != nil {
 			t.Fatalf("re-encoded line %q refused: %v", again, err)
 		}

@@ -66,7 +66,7 @@ func zlog(batches ...[]string) []byte {
 // scanFrame returns the structure of the single frame f.
 func scanFrame(t testing.TB, f []byte) Frame {
 	t.Helper()
-	fr, err := NewFrameScanner(bytes.NewReader(f), int64(len(f))).Next()
+	fr, err := NewFrameScanner(bytes.NewReader(f), int64(len(f))).next()
 	if err != nil || fr.Torn || fr.Size != int64(len(f)) {
 		t.Fatalf("scanFrame: %+v %v", fr, err)
 	}

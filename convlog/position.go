@@ -1,6 +1,6 @@
 package convlog
 
-// EventPosition is where the event Next returned last begins: its line, the
+// EventPosition is where the event yielded last begins: its line, the
 // line's byte offset in the plain text and, for a compressed log, the frame
 // its last byte came from. Problems a Validator finds are reported there.
 func (r *Reader) EventPosition() Position {
@@ -11,7 +11,7 @@ func (r *Reader) EventPosition() Position {
 	return p
 }
 
-// RuleProblem is a Validator's refusal of the event Next returned last, as
+// RuleProblem is a Validator's refusal of the event yielded last, as
 // a *FormatError at its position (ErrCorrupt: the bytes are read, but they
 // break the format's rules). Other errors are returned as they are.
 func (r *Reader) RuleProblem(err error) error {

@@ -104,7 +104,7 @@ func (r *Reader) startPrefetch() {
 			case <-p.stop:
 				return
 			}
-			f, err := sc.Next()
+			f, err := sc.next()
 			pf.f, pf.err, pf.whole, pf.derr = f, err, false, nil
 			pf.pre.lines, pf.pre.ends = pf.pre.lines[:0], pf.pre.ends[:0]
 			if err == nil && !f.Torn && f.Size <= whole &&

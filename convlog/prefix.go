@@ -52,18 +52,6 @@ func CommittedPrefix(src io.ReaderAt, size int64, c Compression, path string) (P
 	return plainPrefix(src, size, path)
 }
 
-// CommittedPrefixBytes is CommittedPrefix of a log held in memory.
-func CommittedPrefixBytes(b []byte, c Compression, path string) (Prefix, error) {
-	if c == Zstd {
-		return zstdPrefix(NewFrameScannerBytes(b), bytes.NewReader(b), int64(len(b)), path)
-	}
-	i := bytes.LastIndexByte(b, '\n')
-	if i < 0 {
-		return Prefix{}, headerless(path, len(b) == 0)
-	}
-	return Prefix{Bytes: int64(i) + 1, Torn: i+1 < len(b)}, nil
-}
-
 func headerless(path string, empty bool) error {
 	msg := "empty or header-less log: the first line must be a complete header line"
 	if !empty {
@@ -74,15 +62,24 @@ func headerless(path string, empty bool) error {
 
 func plainPrefix(src io.ReaderAt, size int64, path string) (Prefix, error) {
 	const chunk = 64 << 10
-	buf := make([]byte, min(chunk, size))
+	mem := memOf(src, size)
+	var buf []byte
+	if mem == nil {
+		buf = make([]byte, min(chunk, size))
+	}
 	for end := size; end > 0; {
 		start := max(0, end-chunk)
-		b := buf[:end-start]
-		if n, err := src.ReadAt(b, start); n < len(b) {
-			if err == nil || err == io.EOF {
-				err = io.ErrUnexpectedEOF
+		var b []byte
+		if mem != nil {
+			b, start = mem[:end], 0
+		} else {
+			b = buf[:end-start]
+			if n, err := src.ReadAt(b, start); n < len(b) {
+				if err == nil || err == io.EOF {
+					err = io.ErrUnexpectedEOF
+				}
+				return Prefix{}, fmt.Errorf("%s: %w", path, err)
 			}
-			return Prefix{}, fmt.Errorf("%s: %w", path, err)
 		}
 		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
 			c := start + int64(i) + 1

@@ -55,7 +55,7 @@ func TestCommittedPrefixEveryCut(t *testing.T) {
 			recoveredSeen := false
 			for cut := 0; cut <= len(full); cut++ {
 				data := full[:cut]
-				p, err := CommittedPrefixBytes(data, comp, "s1.v4.jsonl")
+				p, err := CommittedPrefix(Bytes(data), int64(len(data)), comp, "s1.v4.jsonl")
 				pf, errf := CommittedPrefix(bytes.NewReader(data), int64(len(data)), comp, "s1.v4.jsonl")
 				if (err == nil) != (errf == nil) || p != pf {
 					t.Fatalf("cut %d: bytes %+v %v, file %+v %v", cut, p, err, pf, errf)
@@ -90,7 +90,7 @@ func TestCommittedPrefixEveryCut(t *testing.T) {
 						t.Fatalf("cut %d: event %d differs in the copy", cut, i)
 					}
 				}
-				if again, _ := CommittedPrefixBytes(cp, comp, "s1.v4.jsonl"); again.Torn || again.Bytes != int64(len(cp)) {
+				if again, _ := CommittedPrefix(Bytes(cp), int64(len(cp)), comp, "s1.v4.jsonl"); again.Torn || again.Bytes != int64(len(cp)) {
 					t.Fatalf("cut %d: the copy has a prefix %+v", cut, again)
 				}
 			}
@@ -109,7 +109,7 @@ func TestCommittedPrefixRecoveredFrame(t *testing.T) {
 	rows := []string{lTurnStart(0), lStepStart(1), lUser(2, "u1")}
 	full := zlog(rows[:1], rows[1:])
 	data := full[:len(full)-2]
-	p, err := CommittedPrefixBytes(data, Zstd, "s1.v4.jsonl.zst")
+	p, err := CommittedPrefix(Bytes(data), int64(len(data)), Zstd, "s1.v4.jsonl.zst")
 	if err != nil || !p.Torn || p.RecoveredLines != 2 || p.RecoveredBytes != int64(len(plainLog(rows[1:]...))) {
 		t.Fatalf("prefix %+v, %v", p, err)
 	}
@@ -133,7 +133,7 @@ func TestCommittedPrefixRecoveredFrame(t *testing.T) {
 	// A torn frame in a log readers refuse contributes nothing.
 	bad := zlog([]string{lTurnStart(0), lTurnStart(5)}, rows[1:])
 	bad = bad[:len(bad)-2]
-	if p, err := CommittedPrefixBytes(bad, Zstd, "s1.v4.jsonl.zst"); err != nil || p.RecoveredLines != 0 || p.Len() != p.Bytes {
+	if p, err := CommittedPrefix(Bytes(bad), int64(len(bad)), Zstd, "s1.v4.jsonl.zst"); err != nil || p.RecoveredLines != 0 || p.Len() != p.Bytes {
 		t.Fatalf("prefix of a corrupt log %+v, %v", p, err)
 	}
 }
@@ -154,7 +154,7 @@ func TestCommittedPrefixRefusals(t *testing.T) {
 		{"dictionary", append(zframe(hdrV4+"\n"), 0x28, 0xB5, 0x2F, 0xFD, 0x21, 7, 1, 0, 0), Zstd, "frame needs zstd dictionary 7"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := CommittedPrefixBytes(tc.data, tc.comp, "s.log")
+			_, err := CommittedPrefix(Bytes(tc.data), int64(len(tc.data)), tc.comp, "s.log")
 			_, errf := CommittedPrefix(bytes.NewReader(tc.data), int64(len(tc.data)), tc.comp, "s.log")
 			var fe *FormatError
 			if err == nil || !errors.As(err, &fe) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.msg) || errf == nil || errf.Error() != err.Error() {
@@ -165,7 +165,7 @@ func TestCommittedPrefixRefusals(t *testing.T) {
 }
 
 // TestReadPrefixEveryCut: where a strict read to the end found the whole
-// log committed, ReadPrefix is exactly what CommittedPrefixBytes finds of
+// log committed, ReadPrefix is exactly what CommittedPrefix of Bytes finds of
 // the same bytes; where it did not (a torn line or frame, recovered
 // lines), ReadPrefix declines.
 func TestReadPrefixEveryCut(t *testing.T) {
@@ -175,7 +175,7 @@ func TestReadPrefixEveryCut(t *testing.T) {
 			whole, declined := 0, 0
 			for cut := 0; cut <= len(full); cut++ {
 				data := full[:cut]
-				want, perr := CommittedPrefixBytes(data, comp, "s1.v4.jsonl")
+				want, perr := CommittedPrefix(Bytes(data), int64(len(data)), comp, "s1.v4.jsonl")
 				r, err := NewReader(bytes.NewReader(data), int64(len(data)), "s1.v4.jsonl", ReaderOptions{Version: -1, Compression: &comp})
 				if err != nil {
 					continue
@@ -197,7 +197,7 @@ func TestReadPrefixEveryCut(t *testing.T) {
 				}
 				whole++
 				if perr != nil || got != want {
-					t.Fatalf("cut %d: ReadPrefix %+v, CommittedPrefixBytes %+v %v", cut, got, want, perr)
+					t.Fatalf("cut %d: ReadPrefix %+v, CommittedPrefix of Bytes %+v %v", cut, got, want, perr)
 				}
 			}
 			if whole == 0 || declined == 0 {

@@ -52,7 +52,7 @@ func TestCommittedPrefixForeignFraming(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := CommittedPrefixBytes(c.data, c.comp, "x")
+			p, err := CommittedPrefix(Bytes(c.data), int64(len(c.data)), c.comp, "x")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -221,7 +221,7 @@ func TestPrefetchFramesPooled(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 300 * (round + 1) {
-			if _, err := r.Next(); err != nil {
+			if _, err := r.next(); err != nil {
 				t.Fatal(err)
 			}
 		}

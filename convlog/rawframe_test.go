@@ -55,8 +55,8 @@ func TestRawFrame(t *testing.T) {
 		if !bytes.Equal(ref[len(ref)-4:], frame[len(frame)-4:]) {
 			t.Errorf("n=%d: checksum %x, the zstd encoder's %x", n, frame[len(frame)-4:], ref[len(ref)-4:])
 		}
-		s := NewFrameScannerBytes(frame)
-		f, err := s.Next()
+		s := NewFrameScanner(Bytes(frame), int64(len(frame)))
+		f, err := s.next()
 		if err != nil || f.Torn || f.Size != int64(len(frame)) || !f.Checksum || f.ContentSize != int64(n) {
 			t.Errorf("n=%d: scanned as %+v, %v", n, f, err)
 		}

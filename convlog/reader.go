@@ -89,7 +89,7 @@ type Stats struct {
 // A read is one pipeline: bytes, frames decoded, text cut into lines, each
 // line checked into an event. Its fast paths are options of that pipeline
 // decided when the reader is made; each stage keeps its state in a type
-// embedded here. Events is the way to read; Next reads one event at a time.
+// embedded here. Events is the way to read.
 type Reader struct {
 	source
 	pipe   pipeline
@@ -232,79 +232,48 @@ var decoderPool = sync.Pool{New: func() any {
 	return d
 }}
 
-// Open opens a log file read-only, as OpenFile does. The version and
-// compression come from a generation name, else from the header and the
-// file's first bytes.
+// Open opens a log file read-only, as OpenFile does, and reads it as
+// NewReader would.
 func Open(path string, opts ReaderOptions) (*Reader, error) {
 	f, size, mtime, err := openRaw(path)
 	if err != nil {
 		return nil, err
 	}
-	opts = namedOptions(path, opts)
 	// A small log is read whole and the file closed at once: most logs are
 	// a few kilobytes.
-	var src io.ReaderAt = f
-	var whole *[]byte
 	if size <= wholeFileBytes {
-		whole = wholePool.Get().(*[]byte)
+		whole := wholePool.Get().(*[]byte)
 		buf := (*whole)[:size]
 		if n, rerr := f.ReadAt(buf, 0); n == len(buf) && (rerr == nil || rerr == io.EOF) {
-			*whole = buf
-			src = bytes.NewReader(buf)
 			if err := f.Close(); err != nil {
 				putWhole(whole)
 				return nil, err
 			}
-		} else {
-			// The file shrank since its Stat: read it in place, as
-			// larger logs are, so that the shortfall shows as it would.
-			putWhole(whole)
-			whole = nil
+			*whole = buf
+			r, err := NewReader(Bytes(buf), size, path, opts)
+			if err != nil {
+				putWhole(whole)
+				return nil, err
+			}
+			r.whole, r.mtime = whole, mtime
+			return r, nil
 		}
+		// The file shrank since its Stat: read it in place, as larger
+		// logs are, so that the shortfall shows as it would.
+		putWhole(whole)
 	}
-	var mem []byte
-	if whole != nil {
-		mem = *whole
-	}
-	r, err := newReader(src, size, path, opts, mem)
+	r, err := NewReader(f, size, path, opts)
 	if err != nil {
-		if whole != nil {
-			putWhole(whole)
-		} else {
-			f.Close()
-		}
+		f.Close()
 		return nil, err
 	}
-	r.mtime = mtime
-	if whole != nil {
-		r.whole = whole
-	} else {
-		r.closer = f
-	}
+	r.closer, r.mtime = f, mtime
 	return r, nil
 }
 
-// namedOptions is opts with the version and compression path's name
-// says, unless opts sets them (Open's defaults).
-func namedOptions(path string, opts ReaderOptions) ReaderOptions {
-	if opts.Version == 0 {
-		opts.Version = -1
-		if n, ok := ParseName(filepath.Base(path)); ok {
-			opts.Version = n.Version
-			if opts.Compression == nil {
-				c := n.Compression
-				opts.Compression = &c
-			}
-		}
-	}
-	return opts
-}
-
-// OpenBytes reads the log at path from b, bytes a caller already holds, as
-// Open would read the file; b must not change while the reader is used.
-func OpenBytes(path string, b []byte, opts ReaderOptions) (*Reader, error) {
-	return newReader(bytes.NewReader(b), int64(len(b)), path, namedOptions(path, opts), b)
-}
+// ModTime is the modification time the log had when Open opened it (zero
+// for a NewReader).
+func (r *Reader) ModTime() time.Time { return r.mtime }
 
 // wholeFileBytes bounds the logs Open reads whole into a pooled buffer.
 const wholeFileBytes = 128 << 10
@@ -316,31 +285,55 @@ func putWhole(b *[]byte) {
 	wholePool.Put(b)
 }
 
-// ModTime is the modification time the log had when Open opened it (zero
-// for a NewReader).
-func (r *Reader) ModTime() time.Time { return r.mtime }
+// Bytes is a log held in memory as an io.ReaderAt: a Reader or
+// FrameScanner given Bytes slices lines and frames straight out of them,
+// so they must not change while it is used.
+type Bytes []byte
+
+// ReadAt implements io.ReaderAt.
+func (b Bytes) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, errors.New("convlog.Bytes.ReadAt: negative offset")
+	}
+	if off >= int64(len(b)) {
+		return 0, io.EOF
+	}
+	n := copy(p, b[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// memOf is src's bytes when it is Bytes of the given size.
+func memOf(src io.ReaderAt, size int64) []byte {
+	if b, ok := src.(Bytes); ok && int64(len(b)) == size {
+		return b
+	}
+	return nil
+}
 
 // NewReader reads a log of the given size from src; path names it in
-// errors. opts.Version 0 means version 0 here: pass -1 when unknown.
+// errors, and its name gives the version and compression unless opts sets
+// them, as ParseName reads it (a foreign name: the header's version and
+// the first bytes).
 func NewReader(src io.ReaderAt, size int64, path string, opts ReaderOptions) (*Reader, error) {
-	return newReader(src, size, path, opts, nil)
-}
-
-// NewReaderBytes is NewReader of a log held in memory: frames are decoded
-// straight out of b, which must not change while the reader is used.
-func NewReaderBytes(b []byte, path string, opts ReaderOptions) (*Reader, error) {
-	return newReader(bytes.NewReader(b), int64(len(b)), path, opts, b)
-}
-
-// newReader is NewReader; mem, when set, is the whole file (src reads the
-// same bytes), and frames are decoded straight out of it.
-func newReader(src io.ReaderAt, size int64, path string, opts ReaderOptions, mem []byte) (*Reader, error) {
+	if opts.Version == 0 {
+		opts.Version = -1
+		if n, ok := ParseName(filepath.Base(path)); ok {
+			opts.Version = n.Version
+			if opts.Compression == nil {
+				opts.Compression = &n.Compression
+			}
+		}
+	}
 	if opts.Registry == nil {
 		opts.Registry = DefaultRegistry
 	}
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = DefaultMaxLineBytes
 	}
+	mem := memOf(src, size)
 	r := &Reader{source: source{path: path, src: src, mem: mem}, opts: opts}
 	switch {
 	case opts.MaxPlainBytes > 0:
@@ -363,7 +356,6 @@ func newReader(src io.ReaderAt, size int64, path string, opts ReaderOptions, mem
 	r.pipe = newPipeline(opts, r.comp, size)
 	if r.comp == Zstd {
 		r.scanner = NewFrameScanner(src, size)
-		r.scanner.mem = mem
 		if fb, _ := frameBufPool.Get().(*frameBufs); fb != nil {
 			r.bufs, r.cbuf, r.pbuf = fb, fb.c, fb.p
 		}
@@ -393,8 +385,8 @@ func (r *Reader) Header() *Header { return r.header }
 // Compression is how the file is stored.
 func (r *Reader) Compression() Compression { return r.comp }
 
-// Stats reports what has been read so far; after Next returned io.EOF (an
-// Events loop ran to its end) it covers the whole file.
+// Stats reports what has been read so far; after an Events loop ran to
+// its end it covers the whole file.
 func (r *Reader) Stats() Stats {
 	s := r.stats
 	if !s.TornTail {
@@ -517,14 +509,34 @@ func (r *Reader) readHeader() error {
 	return nil
 }
 
-// Stop ends the read: Next returns io.EOF from now on. OnProblem calls it
-// to stop at a problem.
+// Stop ends the read: an Events loop ends after the event it is at.
+// OnProblem calls it to stop at a problem.
 func (r *Reader) Stop() { r.stopped = true }
 
-// Next returns the next event, or io.EOF after the last committed one. The
-// event and the slices it holds are valid until the following call; use
-// Event.Clone to keep one.
-func (r *Reader) Next() (*Event, error) {
+// Events yields the events of the log, each valid until the loop body
+// returns (Event.Clone keeps one); an error other than the end is yielded
+// once, as (nil, err), and again by a later Events. A loop left early
+// leaves the reader at the event after the last one yielded, and Close is
+// still the caller's.
+func (r *Reader) Events() iter.Seq2[*Event, error] {
+	return func(yield func(*Event, error) bool) {
+		for {
+			e, err := r.next()
+			if err != nil {
+				if err != io.EOF {
+					yield(nil, err)
+				}
+				return
+			}
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
+}
+
+// next returns the next event, or io.EOF after the last committed one.
+func (r *Reader) next() (*Event, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -589,32 +601,6 @@ func (r *Reader) Next() (*Event, error) {
 		r.nextSeq = r.ev.Seq + n
 		r.stats.Events++
 		return &r.ev, nil
-	}
-}
-
-// Events yields the events Next returns, each valid until the loop body
-// returns (Event.Clone keeps one); an error other than the end is yielded
-// once, as (nil, err). A loop left early leaves the reader where Next
-// would, and Close is still the caller's.
-func (r *Reader) Events() iter.Seq2[*Event, error] { return Iterate(r.Next) }
-
-// Iterate yields what next returns until io.EOF; another error is yielded
-// once, with T's zero value, and ends the loop.
-func Iterate[T any](next func() (T, error)) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		for {
-			v, err := next()
-			if err != nil {
-				if err != io.EOF {
-					var zero T
-					yield(zero, err)
-				}
-				return
-			}
-			if !yield(v, nil) {
-				return
-			}
-		}
 	}
 }
 
@@ -805,10 +791,6 @@ func (r *Reader) decodedFrame(f Frame, in, out []byte, err error) error {
 	return nil
 }
 
-// InTornFrame reports whether the last line came out of a torn final frame:
-// such lines are read but were never acknowledged as durable.
-func (r *Reader) InTornFrame() bool { return r.comp == Zstd && r.frame.Torn }
-
 func (r *Reader) openFrame() error {
 	r.endStream()
 	if r.pre == nil && r.stats.Frames > 0 && r.pipe.prefetch {
@@ -821,7 +803,7 @@ func (r *Reader) openFrame() error {
 		pf = r.nextPrefetched()
 		f, err = pf.f, pf.err
 	} else {
-		f, err = r.scanner.Next()
+		f, err = r.scanner.next()
 	}
 	if err == io.EOF {
 		if r.stats.Frames == 0 {

@@ -102,7 +102,7 @@ func TestAppendAfterTornTailEveryCut(t *testing.T) {
 	dir := t.TempDir()
 	t.Run("zstd", func(t *testing.T) {
 		full := mustRead(t, writeLog(t, dir, "base.v4.jsonl.zst", Zstd, evs[:3], evs[3:5], evs[5:]))
-		sc := NewFrameScannerBytes(full)
+		sc := NewFrameScanner(Bytes(full), int64(len(full)))
 		var last Frame
 		for f, err := range sc.Frames() {
 			if err != nil {

@@ -206,7 +206,7 @@ func TestPublishLastFrame(t *testing.T) {
 				t.Fatal(err)
 			}
 			var frames []convlog.Frame
-			for f, err := range convlog.NewFrameScannerBytes(file).Frames() {
+			for f, err := range convlog.NewFrameScanner(convlog.Bytes(file), int64(len(file))).Frames() {
 				if err != nil {
 					t.Fatal(err)
 				}

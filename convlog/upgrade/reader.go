@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 
 	"github.com/convkit/convkit/convlog"
@@ -253,52 +252,68 @@ func (r *Reader) SourceVersion() int { return r.srcHeader.Version }
 func (r *Reader) Compression() convlog.Compression { return r.src.Compression() }
 
 // SourceStats reports what has been read of the source so far (torn tail
-// included, once Next has returned io.EOF).
+// included, once an Events loop ran to its end).
 func (r *Reader) SourceStats() convlog.Stats { return r.src.Stats() }
 
 // Close releases the source.
 func (r *Reader) Close() error { return r.src.Close() }
 
-// Next returns the next version 4 event, or io.EOF after the last one. The
-// event and the slices it holds are valid until the following call.
-func (r *Reader) Next() (*convlog.Event, error) {
-	if r.err != nil {
-		return nil, r.err
-	}
-	if r.stages == nil {
-		ev, err := r.src.Next()
-		if err != nil {
-			r.err = err
+// Events yields the version 4 events, each valid until the loop body
+// returns, as convlog.Reader.Events does.
+func (r *Reader) Events() iter.Seq2[*convlog.Event, error] {
+	return func(yield func(*convlog.Event, error) bool) {
+		if r.stages == nil {
+			r.src.Events()(yield)
+			return
 		}
-		return ev, err
-	}
-	for r.pi >= len(r.pending) {
-		r.pending, r.pi = r.pending[:0], 0
-		// The events of the last step have all been returned, and the
-		// caller asks for the next: their data may be overwritten.
-		r.scratch.reclaim()
-		if r.done {
-			r.err = io.EOF
-			return nil, io.EOF
+		if r.err != nil {
+			yield(nil, r.err)
+			return
 		}
-		if err := r.step(); err != nil {
+		// First the events of a row a loop left early did not take.
+		if !r.yieldPending(yield) || r.done {
+			return
+		}
+		for ce, err := range r.src.Events() {
+			if err == nil {
+				err = r.step(ce)
+			}
+			if err != nil {
+				r.err = r.wrap(err)
+				yield(nil, r.err)
+				return
+			}
+			if !r.yieldPending(yield) {
+				return
+			}
+		}
+		if err := r.finish(); err != nil {
 			r.err = r.wrap(err)
-			return nil, r.err
+			yield(nil, r.err)
+			return
 		}
-		r.keepRoom()
+		r.yieldPending(yield)
 	}
-	e := r.pending[r.pi]
-	r.pending[r.pi] = nil
-	r.pi++
-	toConvlog(e, &r.out, &r.op)
-	return &r.out, nil
 }
 
-// Events yields the version 4 events Next returns, as convlog.Reader.Events
-// does.
-func (r *Reader) Events() iter.Seq2[*convlog.Event, error] { return convlog.Iterate(r.Next) }
+// yieldPending yields the events of the last row, then takes back their
+// data: the caller is done with them.
+func (r *Reader) yieldPending(yield func(*convlog.Event, error) bool) bool {
+	for r.pi < len(r.pending) {
+		e := r.pending[r.pi]
+		r.pending[r.pi] = nil
+		r.pi++
+		toConvlog(e, &r.out, &r.op)
+		if !yield(&r.out, nil) {
+			return false
+		}
+	}
+	r.pending, r.pi = r.pending[:0], 0
+	r.scratch.reclaim()
+	return true
+}
 
-// RuleProblem places err, a version 4 rule the event Next returned last
+// RuleProblem places err, a version 4 rule the event yielded last
 // breaks: at its line and byte for a version 4 source, else as an *Error at
 // the line it was upgraded from, of the rule's kind (convlog.RuleOf).
 func (r *Reader) RuleProblem(err error) error {
@@ -340,33 +355,34 @@ func (a *dataScratch) roomOf() *lineRoom {
 	return a.room
 }
 
-// step reads one source row and runs it through the chain, or finishes the
-// chain at the end of the source.
-func (r *Reader) step() error {
-	ce, err := r.src.Next()
-	if err == io.EOF {
-		r.done = true
-		r.line = 0
-		for i, s := range r.stages {
-			outs, err := s.finish()
-			if err != nil {
-				return err
-			}
-			if err := r.push(i+1, outs); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err != nil {
-		return err
-	}
+// step runs one source row through the chain.
+func (r *Reader) step(ce *convlog.Event) error {
 	r.line = r.src.Stats().Lines
 	evs, err := r.decode(ce)
 	if err != nil {
 		return err
 	}
-	return r.push(0, evs)
+	if err := r.push(0, evs); err != nil {
+		return err
+	}
+	r.keepRoom()
+	return nil
+}
+
+// finish finishes the chain at the end of the source.
+func (r *Reader) finish() error {
+	r.done, r.line = true, 0
+	for i, s := range r.stages {
+		outs, err := s.finish()
+		if err != nil {
+			return err
+		}
+		if err := r.push(i+1, outs); err != nil {
+			return err
+		}
+	}
+	r.keepRoom()
+	return nil
 }
 
 func (r *Reader) push(i int, evs []*event) error {

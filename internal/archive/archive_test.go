@@ -82,7 +82,7 @@ func write(t *testing.T, entries []entry, opts WriterOptions) ([]byte, []Sum) {
 		t.Fatal(err)
 	}
 	frames := 0
-	for _, err := range convlog.NewFrameScannerBytes(buf.Bytes()).Frames() {
+	for _, err := range convlog.NewFrameScanner(convlog.Bytes(buf.Bytes()), int64(buf.Len())).Frames() {
 		if err != nil {
 			t.Fatal(err)
 		}

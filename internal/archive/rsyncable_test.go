@@ -14,7 +14,7 @@ import (
 // frames splits an archive into its zstd frames.
 func frames(t *testing.T, data []byte) [][]byte {
 	t.Helper()
-	s := convlog.NewFrameScannerBytes(data)
+	s := convlog.NewFrameScanner(convlog.Bytes(data), int64(len(data)))
 	var out [][]byte
 	for f, err := range s.Frames() {
 		if err != nil || f.Torn {

@@ -338,7 +338,7 @@ func lastBatch(t *testing.T, b []byte, zst bool) int {
 	if !zst {
 		return bytes.LastIndexByte(b[:len(b)-1], '\n') + 1
 	}
-	sc := convlog.NewFrameScannerBytes(b)
+	sc := convlog.NewFrameScanner(convlog.Bytes(b), int64(len(b)))
 	last := 0
 	for f, err := range sc.Frames() {
 		if err != nil {

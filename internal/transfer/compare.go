@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"maps"
 	"os"
 	"slices"
@@ -220,27 +221,40 @@ func compareLines(sl, al store.Log) (rel relation, mapped bool) {
 	if !bytes.Equal(sr.Header().Raw, ar.Header().Raw) {
 		return relDiffer, false
 	}
-	for {
-		se, serr := sr.Next()
-		ae, aerr := ar.Next()
-		switch {
-		case (serr != nil && serr != io.EOF) || (aerr != nil && aerr != io.EOF):
+	next, stop := iter.Pull2(ar.Events())
+	defer stop()
+	differ := false
+	for se, serr := range sr.Events() {
+		if serr != nil {
 			return relDiffer, false
-		case serr == io.EOF && aerr == io.EOF:
-			return relEqual, false
-		case serr == io.EOF:
-			return relStoreShorter, false
-		case aerr == io.EOF:
-			return relStoreLonger, false
-		case !bytes.Equal(se.Raw, ae.Raw):
-			for ; serr == nil; se, serr = sr.Next() {
-				if se.Type != store.EventConversationCwdMapped {
-					return relDiffer, false
-				}
+		}
+		if !differ {
+			ae, aerr, more := next()
+			switch {
+			case aerr != nil:
+				return relDiffer, false
+			case !more:
+				return relStoreLonger, false
+			case bytes.Equal(se.Raw, ae.Raw):
+				continue
 			}
-			return relDiffer, serr == io.EOF
+			// They differ here: mapped if the rest of the store's log is.
+			differ = true
+		}
+		if se.Type != store.EventConversationCwdMapped {
+			return relDiffer, false
 		}
 	}
+	if differ {
+		return relDiffer, true
+	}
+	switch _, aerr, more := next(); {
+	case aerr != nil:
+		return relDiffer, false
+	case more:
+		return relStoreShorter, false
+	}
+	return relEqual, false
 }
 
 // committedLength reads a log strictly and returns its committed prefix.

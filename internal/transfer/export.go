@@ -652,7 +652,7 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 		info, err = convLog.info, convLog.infoErr
 	case convLog.data != nil:
 		var r *convlog.Reader
-		if r, err = convlog.NewReaderBytes(convLog.data, convLog.log.Path, convLog.readerOptions()); err == nil {
+		if r, err = convlog.NewReader(convlog.Bytes(convLog.data), int64(len(convLog.data)), convLog.log.Path, convLog.readerOptions()); err == nil {
 			info, err = convLog.log.ReadConversationFrom(r)
 		}
 	default:
@@ -727,7 +727,7 @@ func (l *openLog) open() error {
 	opts := l.readerOptions()
 	var r *convlog.Reader
 	if l.buf != nil {
-		r, err = convlog.NewReaderBytes(l.buf, l.log.Path, opts)
+		r, err = convlog.NewReader(convlog.Bytes(l.buf), int64(len(l.buf)), l.log.Path, opts)
 	} else {
 		r, err = convlog.NewReader(f, size, l.log.Path, opts)
 	}
@@ -764,7 +764,7 @@ func (l *openLog) open() error {
 		err = fmt.Errorf("%s: changed while it was read", l.log.Path)
 	case whole:
 	case l.buf != nil:
-		pr, err = convlog.CommittedPrefixBytes(l.buf, l.log.Current.Compression, l.log.Path)
+		pr, err = convlog.CommittedPrefix(convlog.Bytes(l.buf), int64(len(l.buf)), l.log.Current.Compression, l.log.Path)
 	default:
 		pr, err = convlog.CommittedPrefix(f, size, l.log.Current.Compression, l.log.Path)
 	}

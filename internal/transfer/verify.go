@@ -404,7 +404,7 @@ func (c *logChecks) readLog(lr *logRead, p, name string, index bool, data []byte
 	}
 	var r *convlog.Reader
 	if data != nil && !l.IsConversationLog {
-		r, err = convlog.OpenBytes(p, data, l.ReaderOptions(convlog.ReaderOptions{}))
+		r, err = convlog.NewReader(convlog.Bytes(data), int64(len(data)), p, l.ReaderOptions(convlog.ReaderOptions{}))
 	} else {
 		r, err = l.Open(convlog.ReaderOptions{})
 	}

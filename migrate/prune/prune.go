@@ -20,7 +20,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"iter"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -254,17 +254,14 @@ func holds(successor, old string, want convlog.ReaderOptions, root *dshroot.Root
 	}
 	v := convlog.NewValidator(sr.Header(), nil)
 	n := 0
-	for {
-		oe, oerr := or.Next()
-		if oerr != nil && oerr != io.EOF {
+	// The successor is read to its end: what was appended since the
+	// derived events must read too.
+	next, stop := iter.Pull2(or.Events())
+	defer stop()
+	for se, serr := range sr.Events() {
+		oe, oerr, derived := next()
+		if oerr != nil {
 			return fmt.Errorf("the upgrade chain does not read it: %w", oerr)
-		}
-		se, serr := sr.Next()
-		if serr == io.EOF {
-			if oerr == io.EOF {
-				break
-			}
-			return fmt.Errorf("the successor %s ends after %d events, before the event of seq %d the upgrade chain derives from it", successor, n, oe.Seq)
 		}
 		if serr != nil {
 			return fmt.Errorf("the successor %s does not read: %w", successor, serr)
@@ -272,14 +269,17 @@ func holds(successor, old string, want convlog.ReaderOptions, root *dshroot.Root
 		if err := v.Check(se); err != nil {
 			return fmt.Errorf("the successor %s breaks a rule: %w", successor, err)
 		}
-		if oerr == nil {
+		if derived {
 			if why := differ(oe, se); why != "" {
 				return fmt.Errorf("the successor's event of seq %d is not the one the upgrade chain derives from it: %s", oe.Seq, why)
 			}
 			n++
 		}
-		// Past the derived events, the successor is read to its end:
-		// what was appended since must read too.
+	}
+	if oe, oerr, derived := next(); oerr != nil {
+		return fmt.Errorf("the upgrade chain does not read it: %w", oerr)
+	} else if derived {
+		return fmt.Errorf("the successor %s ends after %d events, before the event of seq %d the upgrade chain derives from it", successor, n, oe.Seq)
 	}
 	if err := v.Finish(); err != nil {
 		return fmt.Errorf("the successor %s breaks a rule: %w", successor, err)

@@ -1256,11 +1256,14 @@ func withHeaderID(data []byte, from, to string, enc *zstd.Encoder) ([]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	f, err := convlog.NewFrameScanner(bytes.NewReader(data), int64(len(data))).Next()
-	if err != nil {
-		return nil, err
+	var frame int64
+	for f, err := range convlog.NewFrameScanner(convlog.Bytes(data), int64(len(data))).Frames() {
+		if err != nil {
+			return nil, err
+		}
+		frame = f.Size
+		break
 	}
-	frame := f.Size
 	old := []byte(fmt.Sprintf(`"id":%q`, from))
 	if !bytes.Contains(header, old) {
 		return nil, errors.New("the header does not name the conversation")
