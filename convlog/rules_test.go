@@ -38,9 +38,7 @@ func ruleProblems(t *testing.T, h *Header, evs []Event) map[int64]error {
 		lines[i] = evs[i].AppendJSON(nil)
 	}
 	path := filepath.Join(t.TempDir(), FileName("s", h.Version, Plain))
-	if err := WriteHistorical(path, h, lines, Plain); err != nil {
-		t.Fatal(err)
-	}
+	writeHistorical(t, path, h, lines, Plain)
 	r, err := Open(path, ReaderOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -221,9 +219,7 @@ func TestWriterRefusesBrokenRules(t *testing.T) {
 			// appended to.
 			bad := filepath.Join(dir, FileName("s2", 4, comp))
 			lines := [][]byte{[]byte(`{"type":"step/start","seq":0,"time":1,"data":{"turn":1,"step":1}}`)}
-			if err := WriteHistorical(bad, testHeader("s2"), lines, comp); err != nil {
-				t.Fatal(err)
-			}
+			writeHistorical(t, bad, testHeader("s2"), lines, comp)
 			if _, err := OpenAppend(bad, WriterOptions{}); !errors.Is(err, ErrTurnPath) || !strings.Contains(err.Error(), "line 2") {
 				t.Fatalf("OpenAppend of a broken log: %v", err)
 			}

@@ -755,6 +755,11 @@ func TestConversationLogBytes(t *testing.T) {
 	}
 }
 
+// plainLog is a plain log of any version: h's line, then lines verbatim.
+func plainLog(h *convlog.Header, lines [][]byte) []byte {
+	return append(bytes.Join(append([][]byte{h.AppendJSON(nil)}, lines...), []byte("\n")), '\n')
+}
+
 func TestForkRefusesOldFormat(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir, convlog.Plain)
@@ -762,8 +767,8 @@ func TestForkRefusesOldFormat(t *testing.T) {
 	mustNil(t, s.RegisterSession("old", "r", "a", "m", ""))
 	cdir, _ := conversationPath(dir, "old")
 	h := &convlog.Header{Type: convlog.SessionLog, Version: 3, ID: "r", CreatedAt: 1}
-	mustNil(t, convlog.WriteHistorical(filepath.Join(cdir, "r.v3.jsonl"), h,
-		[][]byte{[]byte(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`)}, convlog.Plain))
+	mustNil(t, os.WriteFile(filepath.Join(cdir, "r.v3.jsonl"), plainLog(h,
+		[][]byte{[]byte(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`)}), 0o600))
 	err := s.Fork("old", "r", "new", "n", -1)
 	if err == nil || !strings.Contains(err.Error(), "format v3") {
 		t.Fatalf("fork of a v3 session: %v", err)

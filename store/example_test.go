@@ -116,10 +116,9 @@ func Example() {
 	must(st.RegisterSession("old", "root", "coder", "deepseek-pro", ""))
 	h := &convlog.Header{Type: convlog.SessionLog, Version: 3, ID: "root", CreatedAt: 1790000000000, Cwd: "/home/dev/src/app"}
 	conv, _ := st.ConversationPath("old")
-	must(convlog.WriteHistorical(filepath.Join(conv, "root.v3.jsonl"), h, [][]byte{
-		[]byte(`{"type":"turn/start","seq":0,"time":1790000000001,"data":{"turn":1}}`),
-		[]byte(`{"type":"turn/end","seq":1,"time":1790000000002,"data":{"turn":1,"reason":{"kind":"completed"}}}`),
-	}, convlog.Plain))
+	must(os.WriteFile(filepath.Join(conv, "root.v3.jsonl"), append(h.AppendJSON(nil), "\n"+
+		`{"type":"turn/start","seq":0,"time":1790000000001,"data":{"turn":1}}`+"\n"+
+		`{"type":"turn/end","seq":1,"time":1790000000002,"data":{"turn":1,"reason":{"kind":"completed"}}}`+"\n"...), 0o600))
 	// Resumed in one call: upgraded beside the untouched original.
 	old, err := st.OpenSession("old", "root")
 	must(err)

@@ -271,7 +271,7 @@ func crashedStore(t *testing.T, dir string) {
 	mustNil(t, s.BeginTurn("old", "root", 1, "hello"))
 	h := &convlog.Header{Type: convlog.SessionLog, Version: 3, ID: "root", CreatedAt: 1, Cwd: "/w"}
 	lines := [][]byte{[]byte(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`), []byte(`{"type":"step/start","seq":1,"time":2,"data":{"turn":1,"step":1}}`)}
-	mustNil(t, convlog.WriteHistorical(filepath.Join(dir, "conversations", "old", "root.v3.jsonl"), h, lines, convlog.Plain))
+	mustNil(t, os.WriteFile(filepath.Join(dir, "conversations", "old", "root.v3.jsonl"), plainLog(h, lines), 0o600))
 
 	se, err = s.NewConversation(NewConversation{ID: "ended", Cwd: "/w", SessionID: "root", Agent: "a", Model: "m"})
 	mustNil(t, err)
