@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -221,11 +220,7 @@ var lineEndBufs = sync.Pool{New: func() any { b := make([]byte, 2*lineEndWhole);
 // answer.
 func (p *Prefix) recover(src io.ReaderAt, size int64, path string) {
 	comp := Zstd
-	version := -1
-	if n, ok := ParseName(filepath.Base(path)); ok {
-		version = n.Version
-	}
-	r, err := NewReader(src, size, path, ReaderOptions{Compression: &comp, Version: version})
+	r, err := NewReader(src, size, path, ReaderOptions{Compression: &comp})
 	if err != nil {
 		return
 	}

@@ -116,9 +116,7 @@ type source struct {
 	src    io.ReaderAt
 	closer io.Closer
 	comp   Compression
-	// whole holds the file when Open read it whole (returned to its pool
-	// on Close); mtime is its modification time at Open.
-	whole *[]byte
+	// mtime is the file's modification time at Open.
 	mtime time.Time
 	// mem is the whole file when it is in memory.
 	mem []byte
@@ -176,7 +174,6 @@ type frameStage struct {
 	// the largest window dec streamed, -1 once one was not stated.
 	decBig bool
 	decWin int64
-	hist   bytes.Reader // histFrame, for sizeHistory
 	// bufs carries cbuf and pbuf to and from frameBufPool.
 	bufs *frameBufs
 	// decoded counts the plain bytes decoded so far against budget.
@@ -255,7 +252,7 @@ func Open(path string, opts ReaderOptions) (*Reader, error) {
 				putWhole(whole)
 				return nil, err
 			}
-			r.whole, r.mtime = whole, mtime
+			r.closer, r.mtime = pooledBytes{whole}, mtime
 			return r, nil
 		}
 		// The file shrank since its Stat: read it in place, as larger
@@ -283,6 +280,14 @@ var wholePool = sync.Pool{New: func() any { b := make([]byte, 0, wholeFileBytes)
 func putWhole(b *[]byte) {
 	*b = (*b)[:0]
 	wholePool.Put(b)
+}
+
+// pooledBytes closes a log Open read whole: its buffer goes back.
+type pooledBytes struct{ b *[]byte }
+
+func (p pooledBytes) Close() error {
+	putWhole(p.b)
+	return nil
 }
 
 // Bytes is a log held in memory as an io.ReaderAt: a Reader or
@@ -410,10 +415,6 @@ func (r *Reader) Close() error {
 func (r *Reader) release() {
 	r.endStream()
 	r.stopPrefetch()
-	if r.whole != nil {
-		putWhole(r.whole)
-		r.whole = nil
-	}
 	putBufio(r.br)
 	putBufio(r.seq)
 	r.br, r.seq = nil, nil
@@ -940,8 +941,7 @@ func (r *Reader) keepHistory() bool {
 // sizeHistory makes r.dec's history once for a window of keepHistBytes, by
 // decoding histFrame, an empty frame that declares that window.
 func (r *Reader) sizeHistory() {
-	r.hist.Reset(histFrame)
-	if err := r.dec.Reset(&r.hist); err == nil {
+	if err := r.dec.Reset(bytes.NewReader(histFrame)); err == nil {
 		var b [1]byte
 		if n, err := r.dec.Read(b[:]); n == 0 && err == io.EOF {
 			r.decWin = keepHistBytes

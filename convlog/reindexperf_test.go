@@ -196,7 +196,7 @@ func TestOpenSmallLogWhole(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.whole == nil || r.closer != nil {
+		if _, ok := r.closer.(pooledBytes); !ok {
 			t.Errorf("%s: small log not read whole", name)
 		}
 		n := 0
