@@ -510,6 +510,18 @@ func (r *Reader) readHeader() error {
 	return nil
 }
 
+// RuleProblem is a Validator's refusal of the event yielded last, as a
+// *FormatError at the start of its line (ErrCorrupt: the bytes are read,
+// but they break the format's rules). Other errors are returned as they
+// are.
+func (r *Reader) RuleProblem(err error) error {
+	re, ok := err.(*RuleError)
+	if !ok {
+		return err
+	}
+	return &FormatError{Path: r.path, Pos: r.pos(r.plainOff - int64(len(r.ev.Raw)) - 1), Msg: re.Error(), Kind: ErrCorrupt, cause: re}
+}
+
 // Stop ends the read: an Events loop ends after the event it is at.
 // OnProblem calls it to stop at a problem.
 func (r *Reader) Stop() { r.stopped = true }

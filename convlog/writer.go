@@ -213,6 +213,9 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 // torn tail: one frame's in the canonical framing.
 const maxRecoveredBytes = 128 << 20
 
+// Path is the file the writer appends to.
+func (w *Writer) Path() string { return w.path }
+
 // Header is the log's header.
 func (w *Writer) Header() *Header { return w.header }
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestEvents: Events yields what Next returns, a damaged source's error
+// TestEvents: Events yields the upgraded events, a damaged source's error
 // once, and a loop left early can go on.
 func TestEvents(t *testing.T) {
 	dir := t.TempDir()
