@@ -81,9 +81,6 @@ func (t *Target) open(opts convlog.ReaderOptions) (*convlog.Reader, error) {
 	if t.held == nil {
 		return convlog.Open(t.Path, opts)
 	}
-	if opts.Version == 0 {
-		opts.Version = -1 // unknown: from the header
-	}
 	return convlog.NewReader(t.held, t.heldSize, t.Path, opts)
 }
 
