@@ -103,8 +103,8 @@ type Validator struct {
 	id  string
 	rel relState
 	bi  blockInfo
-	// lastHeader is the hash of the last request/header's data that kept
-	// its schema (0: none).
+	// lastHeader is the hash of the header of the last request/header
+	// whose data kept its schema (0: none).
 	lastHeader uint64
 }
 
@@ -193,25 +193,36 @@ func (v *Validator) Check(e *Event) error {
 	}
 	current := v.version >= CurrentVersion
 	if current && sc != nil && sc.data != nil {
-		// A request header mostly repeats the one before, byte for byte
-		// (its tools are most of it): one that did is not checked again.
+		// A request's header mostly repeats the one before, byte for byte
+		// (its tools are most of it), while its reason changes: a header
+		// that repeats one admitted is not checked again (its check reads
+		// it alone), the rest of the data is.
 		var sum uint64
+		var checked []byte
 		if sc == headerSchema {
-			sum = contentHash(e.Data)
-		}
-		if sum == 0 || sum != v.lastHeader {
-			var p *problem
 			if e.scanned {
-				p = sc.data.checkMembers(e.Data, e.dataMembers)
+				checked = memberValue(e.dataMembers, "header")
 			} else {
-				p = sc.data.checkObject(e.Data)
+				checked = rawjson.Get(e.Data, "header")
 			}
-			if p != nil && keep(ruleProblem(e, p.in("data"))) {
-				return first
+			if checked != nil {
+				sum = contentHash(checked)
 			}
-			if p == nil {
-				v.lastHeader = sum
+			if sum == 0 || sum != v.lastHeader {
+				checked = nil
 			}
+		}
+		var p *problem
+		if e.scanned {
+			p = sc.data.checkKept(e.Data, e.dataMembers, checked)
+		} else {
+			p = sc.data.checkWalked(e.Data, checked)
+		}
+		if p != nil && keep(ruleProblem(e, p.in("data"))) {
+			return first
+		}
+		if p == nil && sc == headerSchema {
+			v.lastHeader = sum
 		}
 	}
 	if !v.session {

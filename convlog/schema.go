@@ -132,10 +132,16 @@ func (s *shape) index(key []byte, hint int) int {
 
 // checkMembers checks an object whose members a reader kept.
 func (s *shape) checkMembers(obj []byte, ms []member) *problem {
+	return s.checkKept(obj, ms, nil)
+}
+
+// checkKept is checkMembers that takes the member whose value is the very
+// bytes of checked (not a copy) as checked already.
+func (s *shape) checkKept(obj []byte, ms []member, checked []byte) *problem {
 	var seen uint64
 	hint := 0
 	for i := range ms {
-		if p := s.member(ms[i].Key, ms[i].Value, &seen, &hint); p != nil {
+		if p := s.memberUnless(ms[i].Key, ms[i].Value, &seen, &hint, checked); p != nil {
 			return p
 		}
 	}
@@ -144,6 +150,12 @@ func (s *shape) checkMembers(obj []byte, ms []member) *problem {
 
 // checkObject checks raw (validated JSON) against s.
 func (s *shape) checkObject(raw []byte) *problem {
+	return s.checkWalked(raw, nil)
+}
+
+// checkWalked is checkObject that takes the member whose value is the very
+// bytes of checked as checked already.
+func (s *shape) checkWalked(raw, checked []byte) *problem {
 	w := walk{b: raw}
 	if !w.enterObject() {
 		return newProblem("must be an object, not %s", jsonKind(raw))
@@ -151,11 +163,24 @@ func (s *shape) checkObject(raw []byte) *problem {
 	var seen uint64
 	hint := 0
 	for k, v, ok := w.member(); ok; k, v, ok = w.member() {
-		if p := s.member(k, v, &seen, &hint); p != nil {
+		if p := s.memberUnless(k, v, &seen, &hint, checked); p != nil {
 			return p
 		}
 	}
 	return s.finish(raw, seen)
+}
+
+// memberUnless is member, which only counts val as seen when it is the
+// very bytes of checked: a field's check reads its value alone.
+func (s *shape) memberUnless(key, val []byte, seen *uint64, hint *int, checked []byte) *problem {
+	if len(checked) > 0 && len(val) == len(checked) && &val[0] == &checked[0] {
+		if i := s.index(key, *hint); i >= 0 {
+			*seen |= 1 << i
+			*hint = i + 1
+			return nil
+		}
+	}
+	return s.member(key, val, seen, hint)
 }
 
 func (s *shape) member(key, val []byte, seen *uint64, hint *int) *problem {

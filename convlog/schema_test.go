@@ -84,6 +84,17 @@ func misuses() []misuse {
 			kind: ErrPayload, member: "data.reason", want: `must be one of "initial", "resume", "change", "series"`},
 		{name: "a request without its model", before: withStep(), bad: ev("request/header", `{"header":{"config":{"provider":"p"}},"reason":"initial"}`),
 			kind: ErrPayload, member: "data.header.config.model", want: "is missing"},
+		// A header that repeats the one admitted before is not checked
+		// again; the rest of its data is.
+		{name: "a repeated header with a reason of another name", before: withStep(reqHeader, ev("step/end", `{"turn":1,"step":1}`), ev("step/start", `{"turn":1,"step":2}`)),
+			bad:  ev("request/header", strings.Replace(string(reqHeader.Data), `"initial"`, `"retry"`, 1)),
+			kind: ErrPayload, member: "data.reason", want: `must be one of "initial", "resume", "change", "series"`},
+		{name: "a repeated header that starts no series", before: withStep(reqHeader),
+			bad:  ev("request/header", strings.Replace(string(reqHeader.Data), `"initial"`, `"series","startsSeries":false`, 1)),
+			kind: ErrPayload, member: "data.startsSeries", want: "must be exactly true"},
+		{name: "a header that changes after one admitted", before: withStep(reqHeader, ev("step/end", `{"turn":1,"step":1}`), ev("step/start", `{"turn":1,"step":2}`)),
+			bad:  ev("request/header", strings.Replace(string(reqHeader.Data), `"model":"m"`, `"model":""`, 1)),
+			kind: ErrPayload, member: "data.header.config.model", want: "must be a non-empty string"},
 		{name: "error metadata on a result that is not an error", before: withStep(answerWithCall(1, 1, "a1", "c1")),
 			bad:  ev(TypeToolResult, `{"turn":1,"step":1,"message":{"role":"tool","source":{"kind":"tool","callId":"c1"},"toolCallId":"c1","content":[],"isError":false,"id":"r1"},"error":{"name":"E","code":"X"}}`),
 			kind: ErrPayload, want: "carries error metadata (data.error) but is not an error"},
