@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/convkit/convkit/internal/rawjson"
 	"github.com/convkit/convkit/internal/termtext"
@@ -194,7 +195,8 @@ func (v *Validator) Check(e *Event) error {
 	current := v.version >= CurrentVersion
 	if current && sc != nil && sc.data != nil {
 		// A request's header mostly repeats the one before, byte for byte
-		// (its tools are most of it), while its reason changes: a header
+		// (its tools are most of it), and the logs of a store hold a
+		// handful of headers, while a request's reason changes: a header
 		// that repeats one admitted is not checked again (its check reads
 		// it alone), the rest of the data is.
 		var sum uint64
@@ -208,7 +210,7 @@ func (v *Validator) Check(e *Event) error {
 			if checked != nil {
 				sum = contentHash(checked)
 			}
-			if sum == 0 || sum != v.lastHeader {
+			if sum == 0 || (sum != v.lastHeader && !headerAdmitted(sum)) {
 				checked = nil
 			}
 		}
@@ -221,8 +223,9 @@ func (v *Validator) Check(e *Event) error {
 		if p != nil && keep(ruleProblem(e, p.in("data"))) {
 			return first
 		}
-		if p == nil && sc == headerSchema {
+		if p == nil && sc == headerSchema && sum != v.lastHeader {
 			v.lastHeader = sum
+			admitHeader(sum)
 		}
 	}
 	if !v.session {
@@ -385,6 +388,17 @@ func (v *Validator) Check(e *Event) error {
 	v.lastMsg = msg
 	return done()
 }
+
+// admittedHeaders are the hashes (contentHash) of request headers whose
+// schema this process found kept, one a slot (a later one in its place):
+// any validator takes one as checked (lastHeader is the log's own).
+var admittedHeaders [64]atomic.Uint64
+
+func headerAdmitted(sum uint64) bool {
+	return admittedHeaders[sum%uint64(len(admittedHeaders))].Load() == sum
+}
+
+func admitHeader(sum uint64) { admittedHeaders[sum%uint64(len(admittedHeaders))].Store(sum) }
 
 // ruleProblem is a schema or relationship problem as a *RuleError.
 func ruleProblem(e *Event, p *problem) *RuleError {
