@@ -194,6 +194,7 @@ func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts Resto
 	if err != nil {
 		return res, err
 	}
+	defer staged.Close()
 	stage := staging.Tree()
 	if opts.Conversation != "" {
 		var keep []string
@@ -255,6 +256,7 @@ func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreO
 	if err != nil {
 		return res, err
 	}
+	defer staged.Close()
 	var closure []string
 	opts.Conversation, closure, err = closureIn(staged, opts.Conversation)
 	if err != nil {

@@ -181,6 +181,7 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	if err != nil {
 		return nil, nil, err
 	}
+	defer drill.Close()
 	tree, err := drill.Walk()
 	if err != nil {
 		return nil, nil, err
