@@ -151,25 +151,34 @@ func notEmpty(target string) error {
 	return fmt.Errorf("%s: %w (use --force to move the store there aside and restore in its place)", target, ErrTargetNotEmpty)
 }
 
-// CheckTarget refuses a restore target that is a symbolic link or not a
-// directory, and reports whether it is free for Restore: missing or empty.
-func CheckTarget(target string) (free bool, err error) {
-	fi, err := os.Lstat(target)
+// CheckTarget reports whether dir is free for a new store: missing, or an
+// empty directory. Anything else in its place is a *NotDirError (a
+// symbolic link is never followed).
+func CheckTarget(dir string) (free bool, err error) {
+	fi, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return true, nil
 	case err != nil:
 		return false, err
-	case fi.Mode()&os.ModeSymlink != 0:
-		return false, fmt.Errorf("%s is a symbolic link: restore never follows links; name the directory itself", target)
 	case !fi.IsDir():
-		return false, fmt.Errorf("%s exists and is not a directory", target)
+		return false, &NotDirError{Path: dir, Link: fi.Mode()&os.ModeSymlink != 0}
 	}
-	ents, err := os.ReadDir(target)
-	if err != nil {
-		return false, err
+	ents, err := os.ReadDir(dir)
+	return err == nil && len(ents) == 0, err
+}
+
+// NotDirError refuses a target that is not a directory.
+type NotDirError struct {
+	Path string
+	Link bool // a symbolic link
+}
+
+func (e *NotDirError) Error() string {
+	if e.Link {
+		return e.Path + " is a symbolic link: restore never follows links; name the directory itself"
 	}
-	return len(ents) == 0, nil
+	return e.Path + " exists and is not a directory"
 }
 
 func openStaged(ctx context.Context, dir string, mode store.LockMode) (*store.Store, error) {

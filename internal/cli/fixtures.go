@@ -11,6 +11,7 @@ import (
 
 	ucli "github.com/urfave/cli/v2"
 
+	"github.com/convkit/convkit/backup"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/fixtures"
 	"github.com/convkit/convkit/internal/termtext"
@@ -115,27 +116,18 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 	}
 }
 
-// requireEmpty refuses a target that exists and is not an empty directory
-// (a symbolic link is never followed).
+// requireEmpty refuses a directory that is not new or empty, as restore
+// refuses its target (a symbolic link is never followed).
 func requireEmpty(dir string) error {
-	fi, err := os.Lstat(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
+	free, err := backup.CheckTarget(dir)
+	var nd *backup.NotDirError
+	switch {
+	case errors.As(err, &nd):
 		return fmt.Errorf("%s exists and is not a directory: choose a new or empty directory", dir)
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	if len(ents) > 0 {
+	case err == nil && !free:
 		return fmt.Errorf("%s is not empty: choose a new or empty directory", dir)
 	}
-	return nil
+	return err
 }
 
 func newDemoCommand(e *env) *ucli.Command {
