@@ -247,11 +247,11 @@ func writeShellCandidates(w io.Writer, m completionModel) {
 	}
 	b.WriteString("__convkit_words() {\n\tcase \"$1\" in\n")
 	for _, n := range m.nodes {
-		words := append([]string{}, globals...)
+		words := append([]string{}, globals...) // no command redefines a global (TestCommandTree)
 		for _, f := range n.flags {
 			words = append(words, f.spellings()...)
 		}
-		fmt.Fprintf(&b, "\t%s) __convkit_flags=%s", shQuote(n.path), shQuote(strings.Join(uniq(words), " ")))
+		fmt.Fprintf(&b, "\t%s) __convkit_flags=%s", shQuote(n.path), shQuote(strings.Join(words, " ")))
 		var subs []string
 		for _, s := range n.subs {
 			subs = append(subs, s.Names()...) // aliases too
@@ -376,18 +376,6 @@ __convkit_candidates_of() {
 }
 `)
 	io.WriteString(w, b.String())
-}
-
-func uniq(words []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, w := range words {
-		if !seen[w] {
-			seen[w] = true
-			out = append(out, w)
-		}
-	}
-	return out
 }
 
 // writeShellCompletion writes a bash or zsh script: its head, the shared

@@ -22,7 +22,7 @@ func closest(word string, candidates []string) []string {
 		limit = 2
 	}
 	best := limit + 1
-	var out []string
+	var out, prefixed []string
 	seen := map[string]bool{}
 	for _, c := range candidates {
 		if seen[c] {
@@ -36,19 +36,14 @@ func closest(word string, candidates []string) []string {
 		case d == best:
 			out = append(out, c)
 		}
-	}
-	if len(out) > 0 || len([]rune(word)) < 2 {
-		return out
-	}
-	for _, c := range uniq(candidates) {
 		if strings.HasPrefix(c, word) {
-			out = append(out, c)
+			prefixed = append(prefixed, c)
 		}
 	}
-	if len(out) == 1 {
-		return out
+	if len(out) == 0 && len(prefixed) == 1 && len([]rune(word)) >= 2 {
+		return prefixed
 	}
-	return nil
+	return out
 }
 
 // editDistance is the optimal string alignment distance between a and b
