@@ -46,7 +46,7 @@ type space struct {
 }
 
 func newSpace(dir, name string) *space {
-	free, block, ok := freeSpace(dir)
+	free, block, ok := FreeSpace(dir)
 	if !ok {
 		return nil
 	}

@@ -247,7 +247,7 @@ func TestSparseFromTarIsRefused(t *testing.T) {
 // free space less the reserve is refused at its header, with both figures.
 func TestFreeSpaceIsChecked(t *testing.T) {
 	dir := t.TempDir()
-	free, block, ok := freeSpace(dir)
+	free, block, ok := FreeSpace(dir)
 	if !ok {
 		t.Skip("free space is not known on this system")
 	}

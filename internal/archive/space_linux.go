@@ -4,9 +4,9 @@ package archive
 
 import "syscall"
 
-// freeSpace is the space available to this user on dir's file system and
+// FreeSpace is the space available to this user on dir's file system and
 // its block size.
-func freeSpace(dir string) (free, block int64, ok bool) {
+func FreeSpace(dir string) (free, block int64, ok bool) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return 0, 0, false

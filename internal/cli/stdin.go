@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/durable"
 )
 
@@ -56,7 +57,7 @@ func spoolStdin(ctx context.Context, r io.Reader) (*spooledStdin, error) {
 	if stdinCopyLimit < 1<<30 {
 		why = "the most inspect - copies"
 	}
-	if free, bounded := freeSpace(dir); bounded && free-spaceReserve < limit {
+	if free, _, bounded := archive.FreeSpace(dir); bounded && free-spaceReserve < limit {
 		limit, why = max(free-spaceReserve, 0), fmt.Sprintf("the free space in %s less 64 MiB", filepath.Dir(dir))
 	}
 	rmErr := os.Remove(path)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/convkit/convkit/internal/archive"
 )
 
 // TestInspectStdinBounded: what inspect - copies from stdin is bounded by
@@ -23,7 +25,7 @@ func TestInspectStdinBounded(t *testing.T) {
 	}
 	defer syscall.Unmount(tmp, 0)
 	t.Setenv("TMPDIR", tmp)
-	free, ok := freeSpace(tmp)
+	free, _, ok := archive.FreeSpace(tmp)
 	if !ok || free < spaceReserve {
 		t.Fatalf("free space of the tmpfs: %d, %v", free, ok)
 	}
