@@ -156,6 +156,8 @@ type Plan struct {
 	Files    []PlanFile    `json:"files"`
 	Bytes    int64         `json:"bytes"`
 	Problems []store.Item  `json:"problems"` // files that would be left out
+	// Logs are the log files of Files, in Conversations directories.
+	Logs, Conversations int
 }
 
 // PlanFile is one file a backup would archive, at its current size.
@@ -177,7 +179,7 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 	now := opts.Now()
 	res := &DirResult{Archive: filepath.Join(dir, ArchiveName(now))}
 	if opts.DryRun {
-		res.Archive = freeArchiveName(dir, now)
+		res.Archive, _ = publishArchive("", dir, now)
 		return dryRun(s, dir, opts, res)
 	}
 	if err := durable.MkdirAll(dir); err != nil {
@@ -250,34 +252,22 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 	return res, nil
 }
 
-func archiveNames(now time.Time) func(seq int) string {
-	base := strings.TrimSuffix(ArchiveName(now), archiveSuffix)
-	return func(seq int) string {
-		if seq > 1 {
-			return base + "-" + strconv.Itoa(seq) + archiveSuffix
-		}
-		return base + archiveSuffix
-	}
-}
-
-// freeArchiveName is the path publishArchive would give now's archive.
-func freeArchiveName(dir string, now time.Time) string {
-	names := archiveNames(now)
-	for seq := 1; seq < 1000; seq++ {
-		p := filepath.Join(dir, names(seq))
-		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-			return p
-		}
-	}
-	return filepath.Join(dir, names(1))
-}
-
 // publishArchive links the temporary file to the first free archive name
-// of now, never replacing a file, and removes the temporary name.
+// of now, never replacing a file, and removes the temporary name. A dry run
+// (tmpName "") only names it.
 func publishArchive(tmpName, dir string, now time.Time) (string, error) {
-	names := archiveNames(now)
+	base := strings.TrimSuffix(ArchiveName(now), archiveSuffix)
 	for seq := 1; seq < 1000; seq++ {
-		final := filepath.Join(dir, names(seq))
+		final := filepath.Join(dir, base+archiveSuffix)
+		if seq > 1 {
+			final = filepath.Join(dir, base+"-"+strconv.Itoa(seq)+archiveSuffix)
+		}
+		if tmpName == "" {
+			if _, err := os.Lstat(final); errors.Is(err, fs.ErrNotExist) {
+				return final, nil
+			}
+			continue
+		}
 		err := os.Link(tmpName, final)
 		if errors.Is(err, fs.ErrExist) {
 			continue
@@ -290,7 +280,10 @@ func publishArchive(tmpName, dir string, now time.Time) (string, error) {
 		}
 		return final, durable.SyncDir(dir)
 	}
-	return "", fmt.Errorf("%s: no free archive name for %s", dir, names(1))
+	if tmpName == "" {
+		return filepath.Join(dir, ArchiveName(now)), nil
+	}
+	return "", fmt.Errorf("%s: no free archive name for %s", dir, ArchiveName(now))
 }
 
 // Suffixes of the metadata.db snapshot and the manifest's spools ToDir
@@ -479,12 +472,9 @@ func (r Retention) keeps(list []ArchiveInfo, keepPath string, now time.Time) map
 }
 
 func dryRun(s *store.Store, dir string, opts DirOptions, res *DirResult) (*DirResult, error) {
-	plan, err := PlanBackup(s)
+	plan, err := PlanBackup(s, opts.NoIndex)
 	if err != nil {
 		return nil, err
-	}
-	if opts.NoIndex {
-		plan.LeaveIndexOut()
 	}
 	res.Plan = plan
 	res.Deleted = []string{}
@@ -498,44 +488,34 @@ func dryRun(s *store.Store, dir string, opts DirOptions, res *DirResult) (*DirRe
 	return res, nil
 }
 
-// LeaveIndexOut drops metadata.db from the plan, as Options.NoIndex does
-// from a backup.
-func (p *Plan) LeaveIndexOut() {
-	if p.Index == IndexSnapshot {
-		p.Files = slices.DeleteFunc(p.Files, func(f PlanFile) bool {
-			if f.Name == store.IndexFileName {
-				p.Bytes -= f.Size
-				return true
-			}
-			return false
-		})
-	}
-	p.Index = IndexLeftOut
-}
-
 // PlanBackup lists, without reading any log or taking any lock, the files a
-// backup of the store s would archive at their current sizes.
-func PlanBackup(s *store.Store) (*Plan, error) {
+// backup of the store s would archive at their current sizes; noIndex
+// leaves metadata.db out, as Options.NoIndex does.
+func PlanBackup(s *store.Store, noIndex bool) (*Plan, error) {
 	p := &Plan{Files: []PlanFile{}, Problems: []store.Item{}, Index: IndexAbsent}
 	st, err := s.LockStatus()
 	if err == nil && st.Held {
 		p.Online, p.Holder = true, st.Holder
 	}
 	if ifi, err := os.Lstat(s.IndexPath()); err == nil {
-		if ifi.Mode().IsRegular() {
+		if !ifi.Mode().IsRegular() {
+			p.Index = IndexUnreadable
+			p.Problems = append(p.Problems, store.Item{Kind: store.ItemUnreadable, Path: s.IndexPath(), Reason: "not a regular file (symbolic links are not followed)"})
+		} else if !noIndex {
 			p.Index = IndexSnapshot
 			p.Files = append(p.Files, PlanFile{Name: store.IndexFileName, Size: ifi.Size()})
 			p.Bytes += ifi.Size()
-		} else {
-			p.Index = IndexUnreadable
-			p.Problems = append(p.Problems, store.Item{Kind: store.ItemUnreadable, Path: s.IndexPath(), Reason: "not a regular file (symbolic links are not followed)"})
 		}
+	}
+	if noIndex {
+		p.Index = IndexLeftOut
 	}
 	tree, err := s.Walk()
 	if err != nil {
 		return nil, err
 	}
 	jobs, _ := jobsOf(tree)
+	last := -1
 	for j := range jobs {
 		lfi, err := os.Lstat(j.path)
 		if err != nil {
@@ -546,6 +526,10 @@ func PlanBackup(s *store.Store) (*Plan, error) {
 		}
 		p.Files = append(p.Files, PlanFile{Name: j.name, Size: lfi.Size()})
 		p.Bytes += lfi.Size()
+		p.Logs++
+		if j.convIdx != last {
+			p.Conversations, last = p.Conversations+1, j.convIdx
+		}
 	}
 	for _, pr := range tree.Problems {
 		if !pr.Listed {

@@ -180,13 +180,10 @@ func runBackup(c *ucli.Context, e *env, to string) (res *backup.Result, err erro
 		Vanished: []string{}, Deleted: []string{}, RemovedTemps: []string{}}
 	switch {
 	case to == "-" && c.Bool("dry-run"):
-		plan, err := backup.PlanBackup(s)
+		plan, err := backup.PlanBackup(s, opts.NoIndex)
 		bar.Finish()
 		if err != nil {
 			return res, err
-		}
-		if opts.NoIndex {
-			plan.LeaveIndexOut()
 		}
 		sum.Archive, sum.DryRun = "-", true
 		fillPlan(&sum, plan)
@@ -254,16 +251,7 @@ func runBackup(c *ucli.Context, e *env, to string) (res *backup.Result, err erro
 
 func fillPlan(sum *backupSummary, p *backup.Plan) {
 	sum.Online, sum.Holder, sum.Problems, sum.Planned, sum.Index = p.Online, p.Holder, p.Problems, p.Files, p.Index
-	sum.Files, sum.Bytes = len(p.Files), p.Bytes
-	convs := map[string]bool{}
-	for _, f := range p.Files {
-		if rest, ok := strings.CutPrefix(f.Name, store.ConversationsDirName+"/"); ok {
-			sum.Logs++
-			dir, _, _ := strings.Cut(rest, "/")
-			convs[dir] = true
-		}
-	}
-	sum.Conversations = len(convs)
+	sum.Files, sum.Bytes, sum.Logs, sum.Conversations = len(p.Files), p.Bytes, p.Logs, p.Conversations
 }
 
 func fillResult(sum *backupSummary, r *backup.Result) {
