@@ -229,7 +229,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	// finished (its expectation, with strict) when the next begins. One
 	// with nothing archived is not in the archive.
 	var (
-		cur      *Conversation
+		cur      []Conversation // the one being read, or none
 		curIdx   = -1
 		curFacts *convFacts
 		curFiles []File
@@ -240,21 +240,10 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 			return nil
 		}
 		if opts.Strict {
-			files := make([]*File, len(curFiles))
-			for i := range curFiles {
-				files[i] = &curFiles[i]
-			}
-			convs := []Conversation{*cur}
-			c := expectations(convs, map[int]*convFacts{0: curFacts}, map[int][]*File{0: files}, false)
-			*cur = convs[0]
-			m.Counts.Indexed += c.Indexed
-			m.Counts.Skipped += c.Skipped
-			m.Counts.Deleting += c.Deleting
-			m.Counts.IndexedSessions += c.IndexedSessions
-			m.Counts.Events += c.Events
+			expectations(cur, []*convFacts{curFacts}, [][]File{curFiles}, false, &m.Counts)
 		}
 		m.Counts.Conversations++
-		if err := convSpool.add(cur); err != nil {
+		if err := convSpool.add(&cur[0]); err != nil {
 			return err
 		}
 		for _, f := range curFiles {
@@ -282,7 +271,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 			if err := flush(); err != nil {
 				return err
 			}
-			cur, curIdx = &Conversation{ID: j.convID, Dir: j.convDir}, j.convIdx
+			cur, curIdx = []Conversation{{ID: j.convID, Dir: j.convDir}}, j.convIdx
 		}
 		if !curSeen[j.base] {
 			curSeen[j.base] = true

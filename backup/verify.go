@@ -11,6 +11,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -189,11 +190,10 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	for _, p := range tree.Problems {
 		mismatch(relName(dir, p.Path), "the restored layout is wrong: %s", p.Reason)
 	}
-	jobs, njobs := jobsOf(tree)
-	here := make([]File, 0, njobs) // what this read found, as the manifest would say it
-	type hereLog struct{ conv, file int }
-	var hereLogs []hereLog
-	facts := map[int]*convFacts{}
+	jobs, _ := jobsOf(tree)
+	// What this read found of each conversation, as the manifest would say it.
+	logs := make([][]File, len(tree.Conversations))
+	facts := make([]*convFacts, len(tree.Conversations))
 	currentSeen := map[[2]string]bool{}
 	err = loadAll(ctx, jobs, false, true, opts.Jobs, 2*opts.Jobs+2, func(l *loaded) error {
 		defer l.close()
@@ -213,8 +213,7 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 			}
 		}
 		got := l.info
-		here = append(here, File{Name: j.name, Size: l.length, Log: &got})
-		hereLogs = append(hereLogs, hereLog{j.convIdx, len(here) - 1})
+		logs[j.convIdx] = append(logs[j.convIdx], File{Name: j.name, Size: l.length, Log: &got})
 		if got.Error != "" {
 			res.InvalidLogs++
 			res.Invalid = append(res.Invalid, Mismatch{Name: j.name, Problem: got.Error})
@@ -263,13 +262,10 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	for i, c := range tree.Conversations {
 		convs[i] = Conversation{ID: c.ID, Dir: c.Name}
 	}
-	logs := map[int][]*File{}
-	for _, h := range hereLogs {
-		logs[h.conv] = append(logs[h.conv], &here[h.file])
-	}
-	expect := expectations(convs, facts, logs, false)
+	var expect Counts
+	expectations(convs, facts, logs, false, &expect)
 	sessionLogs := 0
-	for _, f := range here {
+	for _, f := range slices.Concat(logs...) {
 		if f.Log.Current && f.Log.Session != "" {
 			sessionLogs++
 		}
@@ -314,18 +310,20 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 			}
 			// ... and none of the format's rules beyond a line that this
 			// build checks and it did not.
-			legacyLogs := map[int][]*File{}
+			legacyLogs := make([][]File, len(logs))
 			for ci, fs := range logs {
 				for _, f := range fs {
 					if f.Log.ruleOnly {
 						lg := *f.Log
 						lg.Error = ""
-						f = &File{Name: f.Name, Size: f.Size, Log: &lg}
+						f.Log = &lg
 					}
 					legacyLogs[ci] = append(legacyLogs[ci], f)
 				}
 			}
-			if !agree(legacy, expectations(legacy, facts, legacyLogs, true), false) {
+			var legacyExpect Counts
+			expectations(legacy, facts, legacyLogs, true, &legacyExpect)
+			if !agree(legacy, legacyExpect, false) {
 				agree(convs, expect, true)
 			}
 		}
@@ -342,7 +340,7 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 // rebuildAndCompare reindexes the store in dir and compares each
 // conversation's fate, sessions, sizes and event counts with the
 // expectations.
-func rebuildAndCompare(ctx context.Context, dir string, convs []Conversation, logs map[int][]*File, expect Counts,
+func rebuildAndCompare(ctx context.Context, dir string, convs []Conversation, logs [][]File, expect Counts,
 	opts VerifyOptions, text bool, res *VerifyResult, mismatch func(name, format string, args ...any)) error {
 	s, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "convkit backup verify"},
 		Create: store.CreateAlways})
@@ -412,9 +410,9 @@ func rebuildAndCompare(ctx context.Context, dir string, convs []Conversation, lo
 			continue
 		}
 		want := map[string]*File{}
-		for _, f := range logs[ci] {
+		for i, f := range logs[ci] {
 			if f.Log.Current && f.Log.Session != "" {
-				want[filepath.Base(f.Name)] = f
+				want[filepath.Base(f.Name)] = &logs[ci][i]
 			}
 		}
 		if len(row.Sessions) != len(want) {
@@ -492,11 +490,11 @@ func relName(dir, p string) string {
 	return p
 }
 
-// expectations applies reindex.Accept to the archived logs: what a reindex
-// of the restored store does with each conversation. legacyForkSkip adds
-// older builds' rule (a missing fork source skips) to verify their archives.
-func expectations(convs []Conversation, facts map[int]*convFacts, logs map[int][]*File, legacyForkSkip bool) Counts {
-	var cnt Counts
+// expectations applies reindex.Accept to each conversation's archived
+// logs (convs[i]'s are logs[i], facts[i]): what a reindex of the restored
+// store does with it, counted into cnt. legacyForkSkip adds older builds'
+// rule (a missing fork source skips) to verify their archives.
+func expectations(convs []Conversation, facts []*convFacts, logs [][]File, legacyForkSkip bool, cnt *Counts) {
 	present := map[string]bool{}
 	for ci := range convs {
 		if len(logs[ci]) > 0 {
@@ -557,5 +555,4 @@ func expectations(convs []Conversation, facts map[int]*convFacts, logs map[int][
 			cnt.Deleting++
 		}
 	}
-	return cnt
 }
