@@ -192,18 +192,18 @@ func restoreFileAt(t *testing.T, p string, opts RestoreOptions, now func() time.
 
 // restoreAs restores as the restore command does: a free target is made a
 // store of (Restore); one that holds something is opened as a store,
-// runtime.lock taken, and restored into (RestoreInto).
+// runtime.lock taken, and restored into.
 func restoreAs(ctx context.Context, r io.Reader, opts RestoreOptions, now func() time.Time) (*RestoreResult, error) {
 	free, err := CheckTarget(opts.Target)
 	if err != nil || free || (!opts.Force && opts.Conversation == "") {
-		return Restore(ctx, r, opts)
+		return Restore(ctx, r, nil, opts)
 	}
 	s, err := store.Open(ctx, opts.Target, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "test"}, Now: now})
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	return RestoreInto(ctx, r, s, opts)
+	return Restore(ctx, r, s, opts)
 }
 
 func reindexStore(t *testing.T, dir string) *reindex.Result {

@@ -788,46 +788,47 @@ func ResolveArchive(arg string) (string, error) {
 	return list[len(list)-1].Path, nil
 }
 
-type RecordOptions struct {
-	ToolVersion string
-	Now         func() time.Time // default time.Now
-}
-
-// VerifyArchive verifies the archive file at path as Verify does and, for
-// one of convkit's archives, records the verification in its sidecar with
-// the file's size, time and SHA-256 (not when interrupted); recordErr says
-// why it could not be. opts.Progress counts the file's bytes.
-func VerifyArchive(ctx context.Context, path string, opts VerifyOptions, ro RecordOptions) (res *VerifyResult, rec *Verification, recordErr, err error) {
-	// A link is followed (it is only read); a FIFO is refused unblocked.
-	f, err := durable.OpenInput(path)
-	if err != nil {
-		return nil, nil, nil, err
+// VerifyArchive verifies the archive at path ("-": opts.Stdin) as Verify
+// does and, for a file of convkit's archives, records the verification in
+// its sidecar with the file's size, time and SHA-256 (not when
+// interrupted); recordErr says why it could not be. opts.Progress counts
+// the archive's bytes.
+func VerifyArchive(ctx context.Context, path string, opts VerifyOptions) (res *VerifyResult, rec *Verification, recordErr, err error) {
+	var in io.Reader = opts.Stdin
+	var fi os.FileInfo
+	if path != "-" {
+		// A link is followed (it is only read); a FIFO is refused unblocked.
+		f, err := durable.OpenInput(path)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		defer f.Close()
+		if fi, err = f.Stat(); err != nil {
+			return nil, nil, nil, err
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, nil, nil, fmt.Errorf("%s: %w", path, durable.ErrNotRegular)
+		}
+		in = f
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil, nil, fmt.Errorf("%s: %w", path, durable.ErrNotRegular)
-	}
-	h := sha256.New()
-	cr := &countingReader{r: f, h: h, p: opts.Progress}
-	if cr.p != nil {
+	cr := &countingReader{r: in, h: sha256.New(), p: opts.Progress}
+	if fi == nil {
+		cr.h = nil // nothing to record
+	} else if cr.p != nil {
 		cr.p.SetTotal(fi.Size())
-		opts.Progress = nil
 	}
+	opts.Progress = nil
 	if opts.Archive == "" {
 		opts.Archive = path
 	}
 	res, err = Verify(ctx, cr, opts)
-	if ctx.Err() != nil || !IsArchiveName(filepath.Base(path)) {
+	if fi == nil || ctx.Err() != nil || !IsArchiveName(filepath.Base(path)) {
 		return res, nil, nil, err
 	}
-	if ro.Now == nil {
-		ro.Now = time.Now
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
-	rec = &Verification{At: ro.Now().UTC(), Size: fi.Size(), ModTime: fi.ModTime().UTC(), ToolVersion: ro.ToolVersion}
+	rec = &Verification{At: opts.Now().UTC(), Size: fi.Size(), ModTime: fi.ModTime().UTC(), ToolVersion: opts.ToolVersion}
 	switch {
 	case err != nil:
 		rec.Problem = err.Error()
@@ -844,7 +845,7 @@ func VerifyArchive(ctx context.Context, path string, opts VerifyOptions, ro Reco
 		}
 		// The reader stopped at the tar trailer; the digest is the file's.
 		if _, cerr := io.Copy(io.Discard, cr); cerr == nil && cr.n == fi.Size() {
-			rec.SHA256 = hex.EncodeToString(h.Sum(nil))
+			rec.SHA256 = hex.EncodeToString(cr.h.Sum(nil))
 		}
 	}
 	info, rerr := readInfo(path)
@@ -869,7 +870,9 @@ type countingReader struct {
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	c.h.Write(p[:n])
+	if c.h != nil {
+		c.h.Write(p[:n])
+	}
 	c.n += int64(n)
 	if c.p != nil && n > 0 {
 		c.p.Add(int64(n))

@@ -282,7 +282,7 @@ func TestLatest(t *testing.T) {
 		t.Errorf("not verified: %v", err)
 	}
 	// The generated store's corrupt log: verified, but invalid.
-	if _, _, _, err := VerifyArchive(context.Background(), last, VerifyOptions{}, RecordOptions{}); err != nil {
+	if _, _, _, err := VerifyArchive(context.Background(), last, VerifyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Latest(dir, LatestOptions{Verified: true}); !errors.As(err, &stale) || !strings.Contains(err.Error(), "do not read") {

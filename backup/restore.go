@@ -26,12 +26,12 @@ var (
 	ErrNotInArchive       = errors.New("the conversation is not in the archive")
 )
 
-// RestoreOptions configure Restore and RestoreInto.
+// RestoreOptions configure Restore.
 type RestoreOptions struct {
 	Archive string // names the archive in messages (a path, or "-")
 	Target  string // the directory Restore makes a store of
-	// Force replaces the store RestoreInto is given (or, with
-	// Conversation, a conversation in it), moving it aside.
+	// Force replaces the store Restore is given (or, with Conversation, a
+	// conversation in it), moving it aside.
 	Force bool
 	// Conversation restores only this conversation and its fork ancestors.
 	Conversation string
@@ -78,21 +78,40 @@ func (res *RestoreResult) restoredInvalid() {
 	}
 }
 
-// Restore verifies the archive read from r and restores it into
-// opts.Target, missing or empty (CheckTarget): extracted, verified and
-// reindexed in a private staging directory beside it, renamed into place
-// only when all of it verifies.
-func Restore(ctx context.Context, r io.Reader, opts RestoreOptions) (*RestoreResult, error) {
-	if opts.Target == "" {
+// Restore verifies the archive read from r, as Verify does, and restores
+// it. With into nil, into opts.Target, missing or empty (CheckTarget):
+// extracted, verified and reindexed in a private staging directory beside
+// it, renamed into place only when all of it verifies. Else into the store
+// into, locked exclusively by the caller: with Conversation, that
+// conversation and its fork ancestors are put into it (ancestors there are
+// kept; the conversation is refused unless Force or it is the archived one
+// byte for byte) and it is reindexed; without, Force is required: the
+// restored store takes its place and it is moved aside
+// (store.Store.ReplaceWith); close it after.
+func Restore(ctx context.Context, r io.Reader, into *store.Store, opts RestoreOptions) (*RestoreResult, error) {
+	switch {
+	case into != nil && !into.Writable():
+		return nil, fmt.Errorf("%s: %w", into.DataDir(), store.ErrReadOnly)
+	case into != nil:
+		opts.Target = into.DataDir()
+	case opts.Target == "":
 		return nil, errors.New("restore needs a target directory")
 	}
 	target, err := filepath.Abs(opts.Target)
 	if err != nil {
 		return nil, err
 	}
-	opts.Target = filepath.Clean(target)
+	opts.Target = target
 	if err := opts.check(); err != nil {
 		return nil, err
+	}
+	switch {
+	case into != nil && opts.Conversation != "":
+		return restoreInto(ctx, r, into, opts)
+	case into != nil && !opts.Force:
+		return nil, notEmpty(opts.Target)
+	case into != nil:
+		return restoreWhole(ctx, r, into, opts)
 	}
 	free, err := CheckTarget(opts.Target)
 	if err != nil {
@@ -105,30 +124,6 @@ func Restore(ctx context.Context, r io.Reader, opts RestoreOptions) (*RestoreRes
 		return nil, notEmpty(opts.Target)
 	}
 	return restoreWhole(ctx, r, nil, opts)
-}
-
-// RestoreInto verifies the archive read from r, as Restore does, and
-// restores it into the store s, locked exclusively by the caller. With
-// Conversation, that conversation and its fork ancestors are put into s
-// (ancestors there are kept; the conversation is refused unless Force or
-// it is the archived one byte for byte) and s is reindexed. Without it,
-// Force is required: the restored store takes s's place and s is moved
-// aside (store.Store.ReplaceWith); close s after.
-func RestoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreOptions) (*RestoreResult, error) {
-	if !s.Writable() {
-		return nil, fmt.Errorf("%s: %w", s.DataDir(), store.ErrReadOnly)
-	}
-	opts.Target = s.DataDir()
-	if err := opts.check(); err != nil {
-		return nil, err
-	}
-	if opts.Conversation != "" {
-		return restoreInto(ctx, r, s, opts)
-	}
-	if !opts.Force {
-		return nil, notEmpty(opts.Target)
-	}
-	return restoreWhole(ctx, r, s, opts)
 }
 
 func (opts *RestoreOptions) check() error {

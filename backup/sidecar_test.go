@@ -65,7 +65,7 @@ func TestSidecars(t *testing.T) {
 	// A verification is recorded, with the file's digest. The store's
 	// corrupt log makes it invalid: it matches, and a log does not read.
 	at := base.Add(10 * time.Hour)
-	res, rec, recErr, err := VerifyArchive(context.Background(), archives[2], VerifyOptions{}, RecordOptions{ToolVersion: "test", Now: fixedClock(at)})
+	res, rec, recErr, err := VerifyArchive(context.Background(), archives[2], VerifyOptions{ToolVersion: "test", Now: fixedClock(at)})
 	if err != nil || recErr != nil || !res.OK || rec == nil || !rec.OK || len(rec.SHA256) != 64 {
 		t.Fatalf("VerifyArchive: %v %v %+v %+v", err, recErr, res, rec)
 	}
@@ -96,7 +96,7 @@ func TestSidecars(t *testing.T) {
 	if v := list[2].Verification(); v != VerifiedStale {
 		t.Errorf("after the file changed: %q", v)
 	}
-	_, rec, recErr, err = VerifyArchive(context.Background(), archives[2], VerifyOptions{}, RecordOptions{Now: fixedClock(at)})
+	_, rec, recErr, err = VerifyArchive(context.Background(), archives[2], VerifyOptions{Now: fixedClock(at)})
 	if err == nil || recErr != nil || rec == nil || rec.OK || rec.Problem == "" {
 		t.Fatalf("verify of a damaged archive: %v %v %+v", err, recErr, rec)
 	}
@@ -107,7 +107,7 @@ func TestSidecars(t *testing.T) {
 
 	// An archive without a sidecar gets one from its verification.
 	os.Remove(InfoPath(archives[1]))
-	if _, _, recErr, err := VerifyArchive(context.Background(), archives[1], VerifyOptions{}, RecordOptions{}); err != nil || recErr != nil {
+	if _, _, recErr, err := VerifyArchive(context.Background(), archives[1], VerifyOptions{}); err != nil || recErr != nil {
 		t.Fatalf("verify without a sidecar: %v %v", err, recErr)
 	}
 	list, _ = ListArchives(out)
@@ -119,7 +119,7 @@ func TestSidecars(t *testing.T) {
 	other := filepath.Join(out, "copy.tar.zst")
 	data, _ := os.ReadFile(archives[0])
 	os.WriteFile(other, data, 0o600)
-	if _, rec, _, err := VerifyArchive(context.Background(), other, VerifyOptions{}, RecordOptions{}); err != nil || rec != nil {
+	if _, rec, _, err := VerifyArchive(context.Background(), other, VerifyOptions{}); err != nil || rec != nil {
 		t.Errorf("verify of copy.tar.zst: %v, recorded %+v", err, rec)
 	}
 	if _, err := os.Lstat(InfoPath(other)); err == nil {
@@ -160,7 +160,7 @@ func TestSidecarHostile(t *testing.T) {
 	os.WriteFile(victim, []byte("keep"), 0o600)
 	os.Remove(side)
 	os.Symlink(victim, side)
-	_, _, recErr, err := VerifyArchive(context.Background(), dr.Archive, VerifyOptions{}, RecordOptions{})
+	_, _, recErr, err := VerifyArchive(context.Background(), dr.Archive, VerifyOptions{})
 	if err != nil || recErr == nil || !strings.Contains(recErr.Error(), "not a regular file") {
 		t.Errorf("verify with a linked sidecar: %v, record: %v", err, recErr)
 	}

@@ -35,6 +35,10 @@ type VerifyOptions struct {
 	Jobs     int               // parallel log reads and reindex (default: CPUs)
 	Progress progress.Progress // archive bytes extracted, then logs checked
 	OnEvent  func(store.Item)  // each mismatch as found
+	// VerifyArchive's: the archive "-" names, and what its record says.
+	Stdin       io.Reader
+	ToolVersion string
+	Now         func() time.Time // default time.Now
 
 	spaceName string // the file system whose free space extraction checks (default WorkDir)
 	reportAs  string // where a restore renames the extraction to (reindex.Options.ReportAs)

@@ -357,27 +357,12 @@ shows.`,
 }
 
 func runBackupVerify(c *ucli.Context, e *env, name string) error {
-	opts := backup.VerifyOptions{Archive: name, WorkDir: c.String("work-dir")}
-	var res *backup.VerifyResult
-	var err error
-	if name == "-" {
-		var r io.Reader
-		var bar progressReporter
-		r, bar, _, err = e.archiveInput(name, "verify")
-		if err != nil {
-			return err
-		}
-		res, err = backup.Verify(c.Context, r, opts)
-		bar.Finish()
-	} else {
-		bar := e.newProgress("verify", unitBytes, 0) // VerifyArchive sets the file's size as the total
-		opts.Progress = bar
-		var recErr error
-		res, _, recErr, err = backup.VerifyArchive(c.Context, name, opts, backup.RecordOptions{ToolVersion: buildVersion()})
-		bar.Finish()
-		if recErr != nil {
-			fmt.Fprintf(e.stderr, "%s: warning: the verification was not recorded (backup list will not show it): %s\n", progName, text(recErr.Error()))
-		}
+	bar := e.newProgress("verify", unitBytes, 0) // VerifyArchive sets a file's size as the total
+	res, _, recErr, err := backup.VerifyArchive(c.Context, name, backup.VerifyOptions{Archive: name, WorkDir: c.String("work-dir"),
+		Progress: bar, Stdin: e.stdin, ToolVersion: buildVersion()})
+	bar.Finish()
+	if recErr != nil {
+		fmt.Fprintf(e.stderr, "%s: warning: the verification was not recorded (backup list will not show it): %s\n", progName, text(recErr.Error()))
 	}
 	if err != nil {
 		return err
@@ -657,13 +642,10 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 	if err != nil {
 		return err
 	}
-	var res *backup.RestoreResult
 	if into != nil {
 		defer into.Close()
-		res, err = backup.RestoreInto(c.Context, r, into, opts)
-	} else {
-		res, err = backup.Restore(c.Context, r, opts)
 	}
+	res, err := backup.Restore(c.Context, r, into, opts)
 	bar.Finish()
 	var mm *backup.MismatchError
 	if errors.As(err, &mm) {
