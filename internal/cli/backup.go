@@ -168,70 +168,55 @@ func runBackup(c *ucli.Context, e *env, to string) (res *backup.Result, err erro
 		return res, err
 	}
 	defer s.Close()
-	out := e.stdout
-	if to == "-" {
-		out = e.stderr
-	}
+	stream := to == "-" && !c.Bool("dry-run")
 	bar := e.newProgress("backup", "files archived", 0)
 	// Its events are all problems, which --quiet keeps.
 	opts := backup.Options{ToolVersion: buildVersion(), Progress: bar, OnEvent: itemPrinter(e.libraryLines(e.stderr, nil), "archived"), Strict: c.Bool("strict"),
 		Rsyncable: c.Bool("rsyncable"), NoIndex: c.Bool("no-index")}
-	sum := backupSummary{SchemaVersion: schemaVersion, Problems: []store.Item{}, Invalid: []store.Item{},
-		Vanished: []string{}, Deleted: []string{}, RemovedTemps: []string{}}
+	dr := &backup.DirResult{Archive: "-"}
 	switch {
 	case to == "-" && c.Bool("dry-run"):
-		plan, err := backup.PlanBackup(s, opts.NoIndex)
-		bar.Finish()
-		if err != nil {
-			return res, err
-		}
-		sum.Archive, sum.DryRun = "-", true
-		fillPlan(&sum, plan)
-		out = e.stdout // nothing else goes to stdout
-	case to == "-":
-		res, err = backup.Write(c.Context, s, e.stdout, opts)
-		bar.Finish()
-		if err != nil {
-			return res, err
-		}
-		sum.Archive = "-"
+		dr.Plan, err = backup.PlanBackup(s, opts.NoIndex)
+	case stream:
+		dr.Result, err = backup.Write(c.Context, s, e.stdout, opts)
 	default:
-		dir, err := filepath.Abs(to)
-		if err != nil {
-			return res, err
+		dir, aerr := filepath.Abs(to)
+		if aerr != nil {
+			return nil, aerr
 		}
 		within, _ := spanFlag(c, "keep-within") // checked above
 		keep := backup.Retention{Last: c.Int("keep"), Within: within, Daily: c.Int("keep-daily"), Weekly: c.Int("keep-weekly"), Monthly: c.Int("keep-monthly")}
-		dr, err := backup.ToDir(c.Context, s, dir, backup.DirOptions{Options: opts, Retention: keep, DryRun: c.Bool("dry-run")})
-		bar.Finish()
-		if dr == nil {
-			return res, err
-		}
-		sum.Archive, sum.Deleted, sum.RemovedTemps = dr.Archive, nonNilStrings(dr.Deleted), nonNilStrings(dr.RemovedTemps)
-		if dr.InfoError != "" {
-			fmt.Fprintf(e.stderr, "%s: warning: the archive is complete, but its sidecar could not be written (backup list will not show its details): %s\n", progName, text(dr.InfoError))
-		}
-		if dr.Plan != nil {
-			sum.DryRun = true
-			fillPlan(&sum, dr.Plan)
-		}
-		res = dr.Result
-		if err != nil {
-			// Retention failed after the archive was published.
-			fillResult(&sum, res)
-			printBackup(e, out, &sum)
-			return res, err
-		}
+		dr, err = backup.ToDir(c.Context, s, dir, backup.DirOptions{Options: opts, Retention: keep, DryRun: c.Bool("dry-run")})
 	}
-	if res != nil {
-		fillResult(&sum, res)
+	bar.Finish()
+	// Only a retention that failed after the archive was published leaves
+	// something to print.
+	if dr == nil || (err != nil && dr.Result == nil) {
+		return nil, err
+	}
+	if dr.InfoError != "" {
+		fmt.Fprintf(e.stderr, "%s: warning: the archive is complete, but its sidecar could not be written (backup list will not show its details): %s\n", progName, text(dr.InfoError))
+	}
+	res = dr.Result
+	sum := backupSummary{SchemaVersion: schemaVersion, Archive: dr.Archive, DryRun: dr.Plan != nil, Problems: []store.Item{}, Invalid: []store.Item{},
+		Vanished: []string{}, Deleted: nonNilStrings(dr.Deleted), RemovedTemps: nonNilStrings(dr.RemovedTemps)}
+	if dr.Plan != nil {
+		fillPlan(&sum, dr.Plan)
+	}
+	fillResult(&sum, res)
+	out := e.stdout
+	if stream {
+		out = e.stderr // stdout carries the archive
 	}
 	// Streaming, --quiet drops the text summary (on stderr); --json's is
 	// the result.
-	if !(to == "-" && !c.Bool("dry-run") && e.g.Quiet && !e.g.JSON) {
-		if err := printBackup(e, out, &sum); err != nil {
-			return res, err
+	if !(stream && e.g.Quiet && !e.g.JSON) {
+		if perr := printBackup(e, out, &sum); perr != nil && err == nil {
+			err = perr
 		}
+	}
+	if err != nil {
+		return res, err
 	}
 	if res != nil && res.Partial() {
 		var parts []string
