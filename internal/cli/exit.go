@@ -12,7 +12,7 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// Exit codes, the same for every command. Keep exitStatusText, README.md and
+// Exit codes, the same for every command. Keep exitStatuses, README.md and
 // docs/CLI.md in step with them.
 const (
 	exitOK          = 0
@@ -22,16 +22,6 @@ const (
 	exitLocked      = 11  // runtime.lock is held by another process
 	exitInterrupted = 130 // SIGINT or SIGTERM
 )
-
-// exitStatusText ends every help (help.go).
-const exitStatusText = `EXIT STATUS:
-   0    success
-   1    failure, including any item that failed
-   2    usage error (bad flags or arguments); nothing was touched
-   3    finished, but some items were skipped or unreadable
-   11   runtime.lock is held by another process
-   130  interrupted
-`
 
 // lockedHint is shown with an error that wraps store.ErrLocked and brings no
 // hint of its own.

@@ -133,17 +133,27 @@ status and the environment. docs/convkit.1 in the source is this output.
 	}
 }
 
+// exitStatuses are the EXIT STATUS of every help (short) and of the man
+// page (text).
 var exitStatuses = []struct {
-	code int
-	text string
+	code        int
+	short, text string
 }{
-	{exitOK, "success"},
-	{exitFailure, "failure, including any single item that failed (a log migrate could not convert)"},
-	{exitUsage, "usage error (bad command, option or arguments), found before any data is touched"},
-	{exitPartial, "finished, but some items were skipped or unreadable (reindex skipped a conversation, backup met an unreadable file)"},
-	{exitLocked, "runtime.lock is held by another process, and --lock-timeout ran out"},
-	{exitInterrupted, "interrupted (SIGINT or SIGTERM)"},
+	{exitOK, "success", "success"},
+	{exitFailure, "failure, including any item that failed", "failure, including any single item that failed (a log migrate could not convert)"},
+	{exitUsage, "usage error (bad flags or arguments); nothing was touched", "usage error (bad command, option or arguments), found before any data is touched"},
+	{exitPartial, "finished, but some items were skipped or unreadable", "finished, but some items were skipped or unreadable (reindex skipped a conversation, backup met an unreadable file)"},
+	{exitLocked, "runtime.lock is held by another process", "runtime.lock is held by another process, and --lock-timeout ran out"},
+	{exitInterrupted, "interrupted", "interrupted (SIGINT or SIGTERM)"},
 }
+
+var exitStatusText = func() string {
+	s := "EXIT STATUS:\n"
+	for _, st := range exitStatuses {
+		s += fmt.Sprintf("   %-5d%s\n", st.code, st.short)
+	}
+	return s
+}()
 
 // environment is every variable convkit reads.
 var environment = []struct{ name, text string }{
