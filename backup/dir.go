@@ -309,7 +309,8 @@ func isTempArchive(name string) bool {
 }
 
 // removeStaleTemps removes temporary archives whose writer is gone (no
-// flock), their companions, and the sidecars of archives that are gone.
+// flock), then what belongs to something gone: their companions, and the
+// sidecars of archives.
 func removeStaleTemps(dir string) []string {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -321,42 +322,27 @@ func removeStaleTemps(dir string) []string {
 	}
 	var removed []string
 	remove := func(name string) {
-		p := filepath.Join(dir, name)
-		if os.Remove(p) == nil {
+		if p := filepath.Join(dir, name); os.Remove(p) == nil {
 			removed = append(removed, p)
+			delete(present, name)
 		}
 	}
 	for _, e := range ents {
-		name := e.Name()
-		if !e.Type().IsRegular() {
-			continue
-		}
-		if archive, ok := strings.CutSuffix(name, InfoSuffix); ok && IsArchiveName(archive) {
-			if !present[archive] {
-				remove(name) // the sidecar of an archive that is gone
-			}
-			continue
-		}
-		if of, ok := companionOf(name); ok {
-			if !present[of] {
-				remove(name) // its archive is gone: published or removed
-			}
-			continue
-		}
-		if !isTempArchive(name) {
-			continue
-		}
-		fl := archive.LockIfFree(filepath.Join(dir, name))
-		if fl == nil {
-			continue // a live backup is writing it
-		}
-		remove(name)
-		for other := range present {
-			if of, ok := companionOf(other); ok && of == name {
-				remove(other)
+		if e.Type().IsRegular() && isTempArchive(e.Name()) {
+			if fl := archive.LockIfFree(filepath.Join(dir, e.Name())); fl != nil { // else a live backup writes it
+				remove(e.Name())
+				fl.Close()
 			}
 		}
-		fl.Close()
+	}
+	for _, e := range ents {
+		of, ok := companionOf(e.Name())
+		if a, info := strings.CutSuffix(e.Name(), InfoSuffix); info && IsArchiveName(a) {
+			of, ok = a, true
+		}
+		if ok && e.Type().IsRegular() && !present[of] {
+			remove(e.Name())
+		}
 	}
 	if len(removed) > 0 {
 		durable.SyncDir(dir)
