@@ -12,7 +12,6 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/convkit/convkit/backup"
-	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
@@ -327,17 +326,27 @@ shows.`,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "work-dir", Usage: "extract into a temporary directory under `DIR`"},
 		},
-		Action: func(c *ucli.Context) error {
-			args := c.Args().Slice()
-			if len(args) != 1 {
-				return usagef(c, "want exactly one ARCHIVE (a path, DIR/latest, or - for stdin), got %d arguments", len(args))
-			}
-			name, err := backup.ResolveArchive(args[0])
-			if err != nil {
+		Action: archiveAction(e, nil, runBackupVerify),
+	}
+}
+
+// archiveAction is the Action of a command of one ARCHIVE (a path,
+// DIR/latest, or -), which check (nil: none) looks at first.
+func archiveAction(e *env, check ucli.ActionFunc, run func(*ucli.Context, *env, string) error) ucli.ActionFunc {
+	return func(c *ucli.Context) error {
+		if n := c.NArg(); n != 1 {
+			return usagef(c, "want exactly one ARCHIVE (a path, DIR/latest, or - for stdin), got %d arguments", n)
+		}
+		if check != nil {
+			if err := check(c); err != nil {
 				return err
 			}
-			return runBackupVerify(c, e, name)
-		},
+		}
+		name, err := backup.ResolveArchive(c.Args().First())
+		if err != nil {
+			return err
+		}
+		return run(c, e, name)
 	}
 }
 
@@ -557,23 +566,15 @@ import does. The store is then reindexed.`,
 			&ucli.BoolFlag{Name: "force", Usage: "replace what is there, moving it aside (never deleting it)"},
 			&ucli.StringFlag{Name: "conversation", Usage: "restore only conversation `ID` (or a unique prefix of at least 4 characters among the archive's) and its fork ancestors"},
 		},
-		Action: func(c *ucli.Context) error {
-			args := c.Args().Slice()
-			if len(args) != 1 {
-				return usagef(c, "want exactly one ARCHIVE (a path, DIR/latest, or - for stdin), got %d arguments", len(args))
-			}
+		Action: archiveAction(e, func(c *ucli.Context) error {
 			if c.String("to") == "" {
 				return usagef(c, "--to DIR is required")
 			}
 			if c.IsSet("conversation") && c.String("conversation") == "" {
 				return usagef(c, "--conversation needs a conversation id")
 			}
-			name, err := backup.ResolveArchive(args[0])
-			if err != nil {
-				return err
-			}
-			return runRestore(c, e, name)
-		},
+			return nil
+		}, runRestore),
 	}
 }
 
@@ -699,15 +700,7 @@ func demoBackupDir(dataDir string) string { return dataDir + "-backups" }
 // runDemoBackup runs the demo's backup and its verify, and returns how many
 // steps did not exit as expected.
 func runDemoBackup(c *ucli.Context, e *env, dataDir string) int {
-	dir := demoBackupDir(dataDir)
-	if err := requireEmpty(dir); err != nil {
-		fmt.Fprintf(e.stdout, "(%s)\n", text(err.Error()))
-		return 1
-	}
-	if err := durable.MkdirAll(dir); err != nil {
-		fmt.Fprintf(e.stdout, "(%s)\n", text(err.Error()))
-		return 1
-	}
+	dir := demoBackupDir(dataDir) // checked new or empty before the store was made
 	failed := 0
 	if !runDemoStep(c, e, dataDir, demoStep{"back up the store into one archive, in a directory of the demo's own: every log, a metadata.db snapshot, a manifest with checksums",
 		[]string{"backup", "--to", dir}, exitOK}) {
