@@ -36,6 +36,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/convkit/convkit/index"
@@ -160,14 +161,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		p, method, err := snapshotIndex(ctx, s.IndexPath(), opts.TempDir, opts.snapshotPath, !m.Online)
 		snapDone <- snapResult{p, method, mtime, err}
 	}()
-	var snap *snapResult
-	waitSnap := func() snapResult {
-		if snap == nil {
-			r := <-snapDone
-			snap = &r
-		}
-		return *snap
-	}
+	waitSnap := sync.OnceValue(func() snapResult { return <-snapDone })
 	defer func() {
 		if r := waitSnap(); r.path != "" && r.method == IndexByVacuum {
 			os.Remove(r.path)

@@ -363,21 +363,15 @@ func sameTree(a, b string) (bool, error) {
 		if ea[i].Name() != eb[i].Name() || !ea[i].Type().IsRegular() || !eb[i].Type().IsRegular() {
 			return false, nil
 		}
-		eq, err := sameFile(filepath.Join(a, ea[i].Name()), filepath.Join(b, eb[i].Name()))
-		if err != nil || !eq {
+		da, err := fileDigest(filepath.Join(a, ea[i].Name()))
+		if err != nil {
+			return false, err
+		}
+		if db, err := fileDigest(filepath.Join(b, eb[i].Name())); err != nil || da != db {
 			return false, err
 		}
 	}
 	return true, nil
-}
-
-func sameFile(a, b string) (bool, error) {
-	da, err := fileDigest(a)
-	if err != nil {
-		return false, err
-	}
-	db, err := fileDigest(b)
-	return err == nil && da == db, err
 }
 
 func fileDigest(p string) (sum [sha256.Size]byte, err error) {
