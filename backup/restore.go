@@ -194,7 +194,7 @@ func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts Resto
 		return nil, err
 	}
 	defer staging.Remove()
-	res, vr, staged, err := stageVerified(ctx, r, staging, opts, parent, target, opts.Conversation == "")
+	res, staged, err := stageVerified(ctx, r, staging, opts, parent, target, opts.Conversation == "")
 	if err != nil {
 		return res, err
 	}
@@ -223,7 +223,7 @@ func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts Resto
 		for _, c := range tree.Conversations {
 			res.Conversations = append(res.Conversations, c.ID)
 		}
-		res.Reindex = vr.rebuild
+		res.Reindex = res.Verify.rebuild
 	}
 	if err := durable.SyncDir(stage); err != nil {
 		return nil, err
@@ -256,7 +256,7 @@ func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreO
 		return nil, err
 	}
 	defer staging.Remove()
-	res, _, staged, err := stageVerified(ctx, r, staging, opts, target, "", false)
+	res, staged, err := stageVerified(ctx, r, staging, opts, target, "", false)
 	if err != nil {
 		return res, err
 	}
@@ -322,27 +322,26 @@ func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreO
 
 // stageVerified extracts and verifies the archive read from r into
 // staging, and opens the store it holds there, its manifest removed.
-func stageVerified(ctx context.Context, r io.Reader, staging *archive.Staging, opts RestoreOptions, spaceName, reportAs string, withIndex bool) (*RestoreResult, *VerifyResult, *store.Store, error) {
+func stageVerified(ctx context.Context, r io.Reader, staging *archive.Staging, opts RestoreOptions, spaceName, reportAs string, withIndex bool) (*RestoreResult, *store.Store, error) {
 	stage := staging.Tree()
-	res := &RestoreResult{SchemaVersion: contract.Version, Archive: opts.Archive, Target: opts.Target, Conversations: []string{}, Kept: []string{}}
 	vo := VerifyOptions{Archive: opts.Archive, Limits: opts.Limits, Jobs: opts.Jobs, Progress: opts.Progress, OnEvent: opts.OnEvent,
 		spaceName: spaceName, reportAs: reportAs}
-	vr, _, err := verifyInto(ctx, r, stage, vo, true, withIndex)
+	vr, err := verifyInto(ctx, r, stage, vo, true, withIndex)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	res.Verify = vr
+	res := &RestoreResult{SchemaVersion: contract.Version, Archive: opts.Archive, Target: opts.Target, Verify: vr, Conversations: []string{}, Kept: []string{}}
 	if !vr.OK {
-		return res, vr, nil, &MismatchError{Result: vr}
+		return res, nil, &MismatchError{Result: vr}
 	}
 	if err := os.Remove(filepath.Join(stage, archive.ManifestName)); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	staged, err := openStaged(ctx, stage, store.LockNone)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return res, vr, staged, nil
+	return res, staged, nil
 }
 
 // sameTree reports whether the directories a and b hold the same regular

@@ -119,14 +119,13 @@ func Verify(ctx context.Context, r io.Reader, opts VerifyOptions) (*VerifyResult
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	res, _, err := verifyInto(ctx, r, dir, opts, false, false)
-	return res, err
+	return verifyInto(ctx, r, dir, opts, false, false)
 }
 
 // verifyInto extracts into the empty dir and verifies there, leaving the
 // store with a rebuilt metadata.db. sync fsyncs what is extracted; text
 // keeps message text in the rebuilt index.
-func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions, sync, text bool) (*VerifyResult, *Manifest, error) {
+func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions, sync, text bool) (*VerifyResult, error) {
 	opts.defaults()
 	res := &VerifyResult{SchemaVersion: contract.Version, Archive: opts.Archive, Mismatches: []Mismatch{}, Invalid: []Mismatch{}}
 	mismatch := func(name, format string, args ...any) {
@@ -141,17 +140,17 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 		SpaceName:     opts.spaceName,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer ents.Close()
 	// The manifest, last, and every checksum, both ways.
 	m := &Manifest{}
 	found, err := manifestFormat.Verify(opts.Archive, dir, ents, m)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := m.resolve(archive.ManifestName); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", opts.Archive, err)
+		return nil, fmt.Errorf("%s: %w", opts.Archive, err)
 	}
 	res.CreatedAt, res.Online, res.ToolVersion, res.Expected = m.CreatedAt, m.Online, m.ToolVersion, m.Counts
 	for _, mm := range found {
@@ -166,7 +165,7 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 		res.Bytes += e.Size
 	}
 	if err := ents.Err(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 
 	// The snapshot of metadata.db, before the rebuild replaces it.
@@ -184,12 +183,12 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	// the drill is a store even if the archive holds no conversations/.
 	drill, err := store.Open(ctx, dir, store.OpenOptions{Create: store.CreateAlways})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer drill.Close()
 	tree, err := drill.Walk()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for _, p := range tree.Problems {
 		mismatch(relName(dir, p.Path), "the restored layout is wrong: %s", p.Reason)
@@ -258,7 +257,7 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 
 	// What a reindex must do with each conversation, from this read.
@@ -335,10 +334,10 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 
 	// An index rebuilt from the archived logs.
 	if err := rebuildAndCompare(ctx, dir, convs, logs, expect, opts, text, res, mismatch); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	res.OK = len(res.Mismatches) == 0
-	return res, m, nil
+	return res, nil
 }
 
 // rebuildAndCompare reindexes the store in dir and compares each
