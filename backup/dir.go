@@ -500,7 +500,7 @@ func PlanBackup(s *store.Store, noIndex bool) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobs, _ := jobsOf(tree)
+	jobs := jobsOf(tree)
 	last := -1
 	for j := range jobs {
 		lfi, err := os.Lstat(j.path)

@@ -93,14 +93,9 @@ func (l *loaded) archive(aw *archive.Writer, name string) (archive.Sum, error) {
 	return aw.WriteEntry(name, l.kind, l.length, io.NewSectionReader(l.f, 0, l.length))
 }
 
-// jobsOf yields the n logs of a walked tree in archive order, made as they
+// jobsOf yields the logs of a walked tree in archive order, made as they
 // are loaded: each conversation's logs by base, generations highest first.
-func jobsOf(tree *store.Tree) (seq iter.Seq[*job], n int) {
-	for _, c := range tree.Conversations {
-		for _, l := range c.Logs {
-			n += len(l.Generations)
-		}
-	}
+func jobsOf(tree *store.Tree) iter.Seq[*job] {
 	return func(yield func(*job) bool) {
 		for ci, c := range tree.Conversations {
 			for _, l := range c.Logs {
@@ -116,7 +111,7 @@ func jobsOf(tree *store.Tree) (seq iter.Seq[*job], n int) {
 				}
 			}
 		}
-	}, n
+	}
 }
 
 // storeWalk walks the store one conversation directory at a time, so
@@ -160,8 +155,7 @@ func (w *storeWalk) jobs() iter.Seq[*job] {
 		for _, d := range w.dirs {
 			t := w.s.WalkDir(d)
 			w.problems = append(w.problems, t.Problems...)
-			seq, _ := jobsOf(t)
-			for j := range seq {
+			for j := range jobsOf(t) {
 				j.convIdx = n
 				if !yield(j) {
 					return

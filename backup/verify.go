@@ -193,7 +193,7 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	for _, p := range tree.Problems {
 		mismatch(relName(dir, p.Path), "the restored layout is wrong: %s", p.Reason)
 	}
-	jobs, _ := jobsOf(tree)
+	jobs := jobsOf(tree)
 	// What this read found of each conversation, as the manifest would say it.
 	logs := make([][]File, len(tree.Conversations))
 	facts := make([]*convFacts, len(tree.Conversations))
