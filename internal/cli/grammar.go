@@ -46,18 +46,18 @@ func flagsOf(flags []ucli.Flag) flagSet {
 	return s
 }
 
-// flagName splits a flag token: "--to=DIR" is ("to", "DIR", true). ok is
-// false for an argument, a lone "-" and "--".
-func flagName(tok string) (name, value string, hasValue, ok bool) {
+// flagName splits a flag token: "--to=DIR" is ("to", true). ok is false
+// for an argument, a lone "-" and "--".
+func flagName(tok string) (name string, hasValue, ok bool) {
 	if len(tok) < 2 || tok[0] != '-' || tok == "--" {
-		return "", "", false, false
+		return "", false, false
 	}
 	name = strings.TrimPrefix(tok[1:], "-")
 	if name == "" || name[0] == '-' || name[0] == '=' {
-		return "", "", false, false // "---x", "-=x": not flags; urfave refuses them as it always did
+		return "", false, false // "---x", "-=x": not flags; urfave refuses them as it always did
 	}
-	name, value, hasValue = strings.Cut(name, "=")
-	return name, value, hasValue, true
+	name, _, hasValue = strings.Cut(name, "=")
+	return name, hasValue, true
 }
 
 // invocation is an argument list taken apart by the grammar.
@@ -149,7 +149,7 @@ func parseInvocation(app *ucli.App, args []string) *invocation {
 		if tok == "--" {
 			break
 		}
-		if name, _, hasValue, ok := flagName(tok); ok {
+		if name, hasValue, ok := flagName(tok); ok {
 			sp, found := globals[name]
 			if !found && cmd != nil {
 				below := flagSet{}
@@ -192,7 +192,7 @@ func parseInvocation(app *ucli.App, args []string) *invocation {
 			in.args = append(in.args, args[i+1:]...)
 			break
 		}
-		name, _, hasValue, ok := flagName(tok)
+		name, hasValue, ok := flagName(tok)
 		if !ok {
 			if pathLeft > 0 {
 				pathLeft-- // a command name, already placed
