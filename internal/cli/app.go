@@ -316,20 +316,22 @@ func (e *env) openStoreAt(ctx context.Context, dir, command string, mode store.L
 // resolveIDs is store.ResolveIDs, an ambiguous prefix a usage error.
 func resolveIDs(c *ucli.Context, s *store.Store, refs []string) ([]string, error) {
 	ids, err := s.ResolveIDs(refs)
-	var amb *store.AmbiguousIDError
-	if errors.As(err, &amb) {
-		return nil, usageWithHint(c, "give more of the id ('convkit list --all' lists them)", "conversation id %s", amb.Error())
-	}
-	return ids, err
+	return ids, ambiguous(c, err, "conversation", " ('convkit list --all' lists them)")
 }
 
 func resolveSessionID(c *ucli.Context, s *store.Store, convID, ref string) (string, error) {
 	id, err := s.ResolveSessionID(convID, ref)
+	return id, ambiguous(c, err, "session", "")
+}
+
+// ambiguous makes an ambiguous id prefix (what: conversation or session)
+// in err a usage error; more ends its hint.
+func ambiguous(c *ucli.Context, err error, what, more string) error {
 	var amb *store.AmbiguousIDError
 	if errors.As(err, &amb) {
-		return "", usageWithHint(c, "give more of the id", "session id %s", amb.Error())
+		return usageWithHint(c, "give more of the id"+more, "%s id %s", what, amb.Error())
 	}
-	return id, err
+	return err
 }
 
 // configFlag is the --config option of the commands that check whether

@@ -640,16 +640,13 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 		}
 		return fmt.Errorf("%s does not match its manifest (%d mismatch(es)); nothing was restored", name, len(mm.Result.Mismatches))
 	}
-	var amb *store.AmbiguousIDError
 	switch {
-	case errors.As(err, &amb):
-		return usageWithHint(c, "give more of the id", "conversation id %s", amb.Error())
 	case errors.Is(err, backup.ErrTargetNotEmpty):
 		return withHint(err, "restore into a new or empty directory, or add --force")
 	case errors.Is(err, backup.ErrConversationExists):
 		return withHint(err, "add --force to move the present one aside")
 	case err != nil:
-		return err
+		return ambiguous(c, err, "conversation", "")
 	}
 	if e.g.JSON {
 		if err := writeJSON(e.stdout, res); err != nil {
