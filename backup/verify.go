@@ -11,7 +11,6 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -185,8 +184,8 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	if err != nil {
 		return nil, err
 	}
-	defer drill.Close()
 	tree, err := drill.Walk()
+	drill.Close() // the walk is all it is opened for
 	if err != nil {
 		return nil, err
 	}
@@ -268,9 +267,11 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	var expect Counts
 	expectations(convs, facts, logs, false, &expect)
 	sessionLogs := 0
-	for _, f := range slices.Concat(logs...) {
-		if f.Log.Current && f.Log.Session != "" {
-			sessionLogs++
+	for _, fs := range logs {
+		for _, f := range fs {
+			if f.Log.Current && f.Log.Session != "" {
+				sessionLogs++
+			}
 		}
 	}
 	if len(convs) != m.Counts.Conversations || res.Logs != m.Counts.Logs || sessionLogs != m.Counts.SessionLogs {
