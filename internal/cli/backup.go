@@ -85,14 +85,13 @@ puts one back. See docs/BACKUP.md.`,
 					return err
 				}
 			}
-			metrics := c.String("metrics-file")
-			if metrics == "" || c.Bool("dry-run") {
-				_, err := runBackup(c, e, to)
-				return err
-			}
 			start := time.Now()
 			res, err := runBackup(c, e, to)
 			end := time.Now()
+			metrics := c.String("metrics-file")
+			if metrics == "" || c.Bool("dry-run") {
+				return err
+			}
 			code := exitCode(err)
 			if code != exitOK && code != exitPartial {
 				res = nil // no complete archive
