@@ -32,15 +32,9 @@ among them (with their titles in zsh and fish). Install it with:
         (or: source <(convkit completion zsh) in ~/.zshrc, after compinit)
   fish: convkit completion fish > ~/.config/fish/completions/convkit.fish`,
 		Action: withArgs(1, 1, func(c *ucli.Context) error {
-			var gen func(io.Writer, *ucli.App) error
-			switch c.Args().First() {
-			case "bash":
-				gen = writeBashCompletion
-			case "zsh":
-				gen = writeZshCompletion
-			case "fish":
-				gen = writeFishCompletion
-			default:
+			gen, ok := map[string]func(io.Writer, *ucli.App) error{
+				"bash": writeBashCompletion, "zsh": writeZshCompletion, "fish": writeFishCompletion}[c.Args().First()]
+			if !ok {
 				return usagef(c, "no completion for %s: want bash, zsh or fish", termtext.Quote(c.Args().First()))
 			}
 			return gen(e.stdout, c.App)
