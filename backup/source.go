@@ -252,7 +252,7 @@ func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
 	case pr.RecoveredBytes == 0 && l.buf != nil:
 		l.buf = l.buf[:l.length]
 	case l.buf != nil:
-		cp, err := readAllInto(make([]byte, 0, l.length), pr.Reader(bytes.NewReader(l.buf)))
+		cp, err := io.ReadAll(pr.Reader(bytes.NewReader(l.buf))) // a torn frame's lines recovered: rare
 		putBuf(l.buf)
 		l.buf, l.copy = cp, true
 		if err != nil {
@@ -260,22 +260,6 @@ func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
 		}
 	default:
 		l.prefix = &pr
-	}
-}
-
-func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
 	}
 }
 
