@@ -177,28 +177,30 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 		return nil, errors.New("retention counts must not be negative")
 	}
 	now := opts.Now()
-	res := &DirResult{Archive: filepath.Join(dir, ArchiveName(now))}
+	res := &DirResult{}
 	if opts.DryRun {
+		plan, err := PlanBackup(s, opts.NoIndex)
+		if err != nil {
+			return nil, err
+		}
 		res.Archive, _ = publishArchive("", dir, now)
-		return dryRun(s, dir, opts, res)
+		res.Plan, res.Deleted = plan, []string{}
+		if !opts.Retention.IsZero() {
+			if res.Deleted, err = prune(dir, opts.Retention, res.Archive, now, true); err != nil {
+				return nil, err
+			}
+		}
+		return res, nil
 	}
 	if err := durable.MkdirAll(dir); err != nil {
 		return nil, err
 	}
 	res.RemovedTemps = removeStaleTemps(dir)
-	name := ArchiveName(now)
-	tmp, err := durable.CreateTemp(dir, "."+name)
+	tmp, err := durable.CreateTemp(dir, "."+ArchiveName(now))
 	if err != nil {
 		return nil, err
 	}
 	tmpName := tmp.Name()
-	held, err := archive.LockTemp(tmp)
-	if err != nil {
-		tmp.Close()
-		os.Remove(tmpName)
-		return nil, err
-	}
-	defer held.Close()
 	done := false
 	defer func() {
 		if !done {
@@ -206,6 +208,11 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 			os.Remove(tmpName)
 		}
 	}()
+	held, err := archive.LockTemp(tmp)
+	if err != nil {
+		return nil, err
+	}
+	defer held.Close()
 	wo := opts.Options
 	wo.TempDir = dir
 	wo.snapshotPath = tmpName + snapshotSuffix
@@ -455,23 +462,6 @@ func (r Retention) keeps(list []ArchiveInfo, keepPath string, now time.Time) map
 	bucket(r.Weekly, func(t time.Time) string { y, w := t.ISOWeek(); return fmt.Sprintf("%d-W%02d", y, w) })
 	bucket(r.Monthly, func(t time.Time) string { return t.Format("2006-01") })
 	return kept
-}
-
-func dryRun(s *store.Store, dir string, opts DirOptions, res *DirResult) (*DirResult, error) {
-	plan, err := PlanBackup(s, opts.NoIndex)
-	if err != nil {
-		return nil, err
-	}
-	res.Plan = plan
-	res.Deleted = []string{}
-	if !opts.Retention.IsZero() {
-		del, err := prune(dir, opts.Retention, res.Archive, opts.Now(), true)
-		if err != nil {
-			return nil, err
-		}
-		res.Deleted = del
-	}
-	return res, nil
 }
 
 // PlanBackup lists, without reading any log or taking any lock, the files a
