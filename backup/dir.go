@@ -196,28 +196,18 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 		return nil, err
 	}
 	res.RemovedTemps = removeStaleTemps(dir)
-	tmp, err := durable.CreateTemp(dir, "."+ArchiveName(now))
+	// Flocked, so a sweep leaves it; once published, Discard only unlocks.
+	tmp, err := archive.CreateTemp(filepath.Join(dir, ArchiveName(now)))
 	if err != nil {
 		return nil, err
 	}
+	defer tmp.Discard()
 	tmpName := tmp.Name()
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmpName)
-		}
-	}()
-	held, err := archive.LockTemp(tmp)
-	if err != nil {
-		return nil, err
-	}
-	defer held.Close()
 	wo := opts.Options
 	wo.TempDir = dir
 	wo.snapshotPath = tmpName + snapshotSuffix
 	// Written back as it goes, so the final fsync waits for little.
-	wb := durable.NewWriteback(tmp, archive.WritebackBytes)
+	wb := durable.NewWriteback(tmp.File, archive.WritebackBytes)
 	defer wb.Close()
 	bw := bufio.NewWriterSize(wb, 1<<20)
 	r, err := Write(ctx, s, bw, wo)
@@ -239,8 +229,6 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 	if err != nil {
 		return nil, err
 	}
-	done = true
-	tmp.Close()
 	res.Archive, res.Result = final, r
 	info, err := infoOf(final, r, now)
 	if err == nil {
@@ -728,7 +716,7 @@ func writeInfo(archivePath string, info *Info) error {
 	if fi, err := os.Lstat(final); err == nil && !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s: %w: not replaced", final, durable.ErrNotRegular)
 	}
-	return publishSmall(final, append(data, '\n'), 0o600, true)
+	return publishSmall(final, append(data, '\n'), 0o600)
 }
 
 // infoOf is the sidecar of the archive just published, begun at start.
@@ -942,7 +930,7 @@ func WriteMetrics(path string, run MetricsRun) error {
 	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s: is a directory", path)
 	}
-	return publishSmall(path, b.Bytes(), MetricsMode, false)
+	return publishSmall(path, b.Bytes(), MetricsMode)
 }
 
 // readMetrics reads the values of an earlier metrics file at path (none
@@ -975,28 +963,14 @@ func readMetrics(path string) (map[string]float64, error) {
 
 // publishSmall replaces the file at path with data, mode perm, by a
 // temporary file renamed over it (a link is replaced, never written
-// through). With lock the temporary is flocked, so a sweep leaves it.
-func publishSmall(path string, data []byte, perm fs.FileMode, lock bool) error {
-	dir := filepath.Dir(path)
-	tmp, err := durable.CreateTemp(dir, "."+filepath.Base(path))
+// through); the temporary is flocked, so a sweep leaves it.
+func publishSmall(path string, data []byte, perm fs.FileMode) error {
+	tmp, err := archive.CreateTemp(path)
 	if err != nil {
 		return err
 	}
+	defer tmp.Discard() // once renamed, it only unlocks
 	name := tmp.Name()
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(name)
-		}
-	}()
-	if lock {
-		held, err := archive.LockTemp(tmp)
-		if err != nil {
-			return err
-		}
-		defer held.Close()
-	}
 	if _, err := tmp.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
@@ -1012,6 +986,5 @@ func publishSmall(path string, data []byte, perm fs.FileMode, lock bool) error {
 	if err := os.Rename(name, path); err != nil {
 		return fmt.Errorf("publish %s: %w", path, err)
 	}
-	done = true
-	return durable.SyncDir(dir)
+	return durable.SyncDir(filepath.Dir(path))
 }
