@@ -104,10 +104,7 @@ func ListArchives(dir string) ([]ArchiveInfo, error) {
 		if err != nil {
 			continue
 		}
-		seq := 0
-		if m[2] != "" {
-			seq, _ = strconv.Atoi(m[2])
-		}
+		seq, _ := strconv.Atoi(m[2]) // 0 without one
 		a := ArchiveInfo{Name: e.Name(), Path: filepath.Join(dir, e.Name()), Time: t, Seq: seq}
 		if fi, err := e.Info(); err == nil {
 			a.Size, a.ModTime = fi.Size(), fi.ModTime().UTC()
