@@ -187,24 +187,11 @@ func targetOf(path string) *Target {
 		}
 	}
 	if n, ok := convlog.ParseName(filepath.Base(abs)); ok {
-		if n.Base == store.ConversationLogBase || hasConversationLog(filepath.Dir(abs)) {
+		if n.Base == store.ConversationLogBase || store.HoldsConversationLog(filepath.Dir(abs)) {
 			t.Layout = LayoutConvkit
 		}
 	}
 	return t
-}
-
-func hasConversationLog(dir string) bool {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		if n, ok := convlog.ParseName(e.Name()); ok && n.Base == store.ConversationLogBase {
-			return true
-		}
-	}
-	return false
 }
 
 // CheckPlace checks that the header of a log given by path names the place

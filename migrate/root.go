@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/internal/dshroot"
 	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
@@ -137,7 +136,7 @@ func shapeOf(dir string) (shape, error) {
 		switch {
 		case sh.dsh == "" && dshroot.IsProjectDirName(name) && (isDir || e.Type()&os.ModeSymlink != 0):
 			sh.dsh = name
-		case isDir && sh.convkit == "" && holdsConversationLog(p):
+		case isDir && sh.convkit == "" && store.HoldsConversationLog(p):
 			sh.convkit = name
 		case isDir && sh.dsh == "" && holdsSessionDir(p):
 			sh.dsh = name
@@ -147,20 +146,6 @@ func shapeOf(dir string) (shape, error) {
 		}
 	}
 	return sh, nil
-}
-
-// holdsConversationLog reports whether dir holds a conversation log file.
-func holdsConversationLog(dir string) bool {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		if n, ok := convlog.ParseName(e.Name()); ok && n.Base == store.ConversationLogBase && e.Type().IsRegular() {
-			return true
-		}
-	}
-	return false
 }
 
 // holdsSessionDir reports whether dir holds a directory with a generation.

@@ -86,6 +86,21 @@ func ConversationLogName(version int, c convlog.Compression) string {
 	return convlog.FileName(ConversationLogBase, version, c)
 }
 
+// HoldsConversationLog reports whether dir holds a conversation log file: the
+// sign that dir is a conversation's directory.
+func HoldsConversationLog(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if n, ok := convlog.ParseName(e.Name()); ok && n.Base == ConversationLogBase && e.Type().IsRegular() {
+			return true
+		}
+	}
+	return false
+}
+
 // SessionLogName is the file name of a generation of session sessionID's log.
 func SessionLogName(sessionID string, version int, c convlog.Compression) (string, error) {
 	base, err := EncodeBase(sessionID)

@@ -87,3 +87,30 @@ func TestLayoutPaths(t *testing.T) {
 		t.Error("empty session id accepted")
 	}
 }
+
+func TestHoldsConversationLog(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name string, files ...string) string {
+		d := filepath.Join(dir, name)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if err := os.WriteFile(filepath.Join(d, f), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	conv := mk("conv", ConversationLogName(4, convlog.Plain))
+	session := mk("session", "s1.v4.jsonl")
+	linked := mk("linked")
+	if err := os.Symlink(filepath.Join(conv, ConversationLogName(4, convlog.Plain)), filepath.Join(linked, ConversationLogName(4, convlog.Plain))); err != nil {
+		t.Fatal(err)
+	}
+	for d, want := range map[string]bool{conv: true, session: false, linked: false, filepath.Join(dir, "missing"): false} {
+		if got := HoldsConversationLog(d); got != want {
+			t.Errorf("HoldsConversationLog(%s) = %v, want %v", d, got, want)
+		}
+	}
+}
