@@ -472,19 +472,11 @@ func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (
 	defer lr.Close()
 	var h convlog.History
 	times := map[int64]int64{}
-	// ctx is checked at every 1024th read, the first included, whether it
-	// gives an event, an error or the end.
-	n, ended := 0, true
-	for e, err := range lr.Events() {
-		if n&1023 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		n++
+	for e, err := range events(ctx, lr) {
 		if err != nil {
 			return nil, err
 		}
 		if g.through >= 0 && e.Seq > g.through {
-			ended = false
 			break
 		}
 		if err := h.Apply(nil, e); err != nil {
@@ -493,9 +485,6 @@ func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (
 		if e.SurfaceOp != nil {
 			times[e.Seq] = e.Time
 		}
-	}
-	if ended && n&1023 == 0 && ctx.Err() != nil {
-		return nil, ctx.Err()
 	}
 	for _, m := range h.Messages() {
 		msg := Message{Chat: target, ID: m.Message.ID(), Role: m.Message.Role(), Source: string(m.Message.Source().Kind),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"path/filepath"
 
 	"github.com/convkit/convkit/convlog"
@@ -231,16 +232,7 @@ func endSeed(e *convlog.Event) bool {
 // those after the inherited marker only.
 func (r *transcriptReader) emit(lr *upgrade.Reader, convID, sessionID string, through int64, inherited, skipping bool) error {
 	var turn int64
-	// ctx is checked at every 1024th read, the first included, whether it
-	// gives an event, an error or the end.
-	n := 0
-	for e, err := range lr.Events() {
-		if n&1023 == 0 {
-			if err := r.ctx.Err(); err != nil {
-				return err
-			}
-		}
-		n++
+	for e, err := range events(r.ctx, lr) {
 		if err != nil {
 			return err
 		}
@@ -265,10 +257,28 @@ func (r *transcriptReader) emit(lr *upgrade.Reader, convID, sessionID string, th
 			return err
 		}
 	}
-	if n&1023 == 0 {
-		return r.ctx.Err()
-	}
 	return nil
+}
+
+// events is lr's events with ctx checked at every 1024th read, the first
+// included, whether it gives an event, an error or the end.
+func events(ctx context.Context, lr *upgrade.Reader) iter.Seq2[*convlog.Event, error] {
+	return func(yield func(*convlog.Event, error) bool) {
+		n := 0
+		for e, err := range lr.Events() {
+			if n&1023 == 0 && ctx.Err() != nil {
+				yield(nil, ctx.Err())
+				return
+			}
+			n++
+			if !yield(e, err) {
+				return
+			}
+		}
+		if n&1023 == 0 && ctx.Err() != nil {
+			yield(nil, ctx.Err())
+		}
+	}
 }
 
 // itemOf is the item a surface event records; turn follows turn/start.
