@@ -130,9 +130,9 @@ func beginCall(se *store.Session) (*store.ModelCall, error) {
 	return se.BeginModelCall()
 }
 
-// lastStep records the last step of se's running turn, whose model answers
-// text, and ends the turn completed.
-func (r *rt) lastStep(se *store.Session, text string) error {
+// step records a step of se's running turn whose model answers text ("":
+// an empty answer, recorded but never read by the model).
+func (r *rt) step(se *store.Session, text string) error {
 	call, err := beginCall(se)
 	if err != nil {
 		return err
@@ -141,18 +141,27 @@ func (r *rt) lastStep(se *store.Session, text string) error {
 	if err := call.Complete(r.id("answer")); err != nil {
 		return err
 	}
-	if err := se.EndStep(); err != nil {
+	return se.EndStep()
+}
+
+// lastStep records the last step of se's running turn, whose model answers
+// text, and ends the turn completed.
+func (r *rt) lastStep(se *store.Session, text string) error {
+	if err := r.step(se, text); err != nil {
 		return err
 	}
 	return se.EndTurn(store.OutcomeCompleted, nil)
 }
 
 // toolStep records a step whose answer asks for one tool call, run with
-// result; during returns the calls recorded while the tool runs.
-func (r *rt) toolStep(se *store.Session, tool, args, result string, during func() error) error {
-	call, err := beginCall(se)
-	if err != nil {
-		return err
+// result; call is the step's model call (nil: begun here), and during
+// records what happens while the tool runs.
+func (r *rt) toolStep(se *store.Session, call *store.ModelCall, tool, args, result string, during func() error) error {
+	if call == nil {
+		var err error
+		if call, err = beginCall(se); err != nil {
+			return err
+		}
 	}
 	callID := r.id("call")
 	call.Reasoning(0, "I will use "+tool+".")
@@ -202,36 +211,16 @@ func record(st *store.Store, out io.Writer) error {
 	if err := call.Retry(store.Retry{Delay: time.Second, MaxRetries: 10, Failure: failure}); err != nil {
 		return err
 	}
-	call, err = se.BeginModelCall() // the retry
+	if call, err = se.BeginModelCall(); err != nil { // the retry
+		return err
+	}
+	err = r.toolStep(se, call, "bash", `{"command":"ls *.go | wc -l"}`, "12", func() error {
+		return se.Steer(r.user("Leave out the test files"))
+	})
 	if err != nil {
 		return err
 	}
-	callID := r.id("call")
-	call.ToolCall(0, callID, "bash", `{"command":"ls *.go | wc -l"}`)
-	call.Finish(convlog.FinishReason{Kind: convlog.FinishToolCalls})
-	if err := call.Complete(r.id("answer")); err != nil {
-		return err
-	}
-	if err := se.ToolCall(callID); err != nil {
-		return err
-	}
-	if err := se.Steer(r.user("Leave out the test files")); err != nil {
-		return err
-	}
-	if err := se.ToolResult(store.ToolResult{CallID: callID, ID: r.id("result"), Content: []convlog.Block{convlog.TextBlock("12")}}); err != nil {
-		return err
-	}
-	if err := se.EndStep(); err != nil {
-		return err
-	}
-	if call, err = beginCall(se); err != nil { // its request records the steering message
-		return err
-	}
-	call.Finish(convlog.FinishReason{Kind: convlog.FinishStop})
-	if err := call.Complete(r.id("answer")); err != nil { // an empty answer: recorded, not read
-		return err
-	}
-	if err := se.EndStep(); err != nil {
+	if err := r.step(se, ""); err != nil { // its request records the steering message
 		return err
 	}
 	if err := r.lastStep(se, "There are 9 Go files besides the tests."); err != nil {
@@ -245,7 +234,7 @@ func record(st *store.Store, out io.Writer) error {
 		return err
 	}
 	var child *store.Session
-	err = r.toolStep(se, "spawn_agent", `{"task":"Check the count of Go files"}`, "reviewer-1 started", func() error {
+	err = r.toolStep(se, nil, "spawn_agent", `{"task":"Check the count of Go files"}`, "reviewer-1 started", func() error {
 		var err error
 		if child, err = se.Spawn("reviewer-1", "reviewer", "deepseek-flash"); err != nil {
 			return err
@@ -340,7 +329,7 @@ func liveTurns(ctx context.Context, st *store.Store, out io.Writer, d time.Durat
 			if _, err := se.BeginTurn(r.user(fmt.Sprintf("Live turn %d", t+1))); err != nil {
 				return err
 			}
-			if err := r.toolStep(se, "bash", `{"command":"date"}`, time.Now().UTC().Format(time.RFC3339), nil); err != nil {
+			if err := r.toolStep(se, nil, "bash", `{"command":"date"}`, time.Now().UTC().Format(time.RFC3339), nil); err != nil {
 				return err
 			}
 			time.Sleep(20 * time.Millisecond) // the model thinks
