@@ -92,12 +92,6 @@ type indexedSession struct {
 	stamp dirStamp
 }
 
-func (x *childIndex) indexSession(dir string) *indexedSession {
-	s := &indexedSession{dir: dir}
-	x.update(s)
-	return s
-}
-
 func (x *childIndex) update(s *indexedSession) {
 	fi, err := os.Lstat(s.dir)
 	if err != nil {
@@ -135,21 +129,9 @@ func (x *childIndex) refresh(root string) error {
 		}
 		x.root, x.listed = st, true
 		x.byParent = nil
-		seen := map[string]bool{}
-		for _, e := range entries {
-			if !e.Type().IsDir() { // links are not traversed
-				continue
-			}
-			seen[e.Name()] = true
-			if x.projects[e.Name()] == nil {
-				x.projects[e.Name()] = &projectIndex{x: x, dir: filepath.Join(root, e.Name()), sessions: map[string]*indexedSession{}}
-			}
-		}
-		for name := range x.projects {
-			if !seen[name] {
-				delete(x.projects, name)
-			}
-		}
+		syncDirs(x.projects, entries, func(name string) *projectIndex {
+			return &projectIndex{x: x, dir: filepath.Join(root, name), sessions: map[string]*indexedSession{}}
+		})
 	}
 	for _, p := range x.projects {
 		if p.refresh() {
@@ -186,22 +168,31 @@ func (p *projectIndex) refresh() (changed bool) {
 	}
 	changed = true
 	p.stamp, p.listed = st, true
+	syncDirs(p.sessions, entries, func(name string) *indexedSession {
+		s := &indexedSession{dir: filepath.Join(p.dir, name)}
+		p.x.update(s)
+		return s
+	})
+	return changed
+}
+
+// syncDirs makes m hold the directories of entries, a new one made by mk,
+// and nothing else; links are not traversed.
+func syncDirs[T any](m map[string]T, entries []os.DirEntry, mk func(name string) T) {
 	seen := map[string]bool{}
 	for _, e := range entries {
-		if !e.Type().IsDir() {
-			continue
-		}
-		seen[e.Name()] = true
-		if p.sessions[e.Name()] == nil {
-			p.sessions[e.Name()] = p.x.indexSession(filepath.Join(p.dir, e.Name()))
+		if e.Type().IsDir() {
+			seen[e.Name()] = true
+			if _, ok := m[e.Name()]; !ok {
+				m[e.Name()] = mk(e.Name())
+			}
 		}
 	}
-	for name := range p.sessions {
+	for name := range m {
 		if !seen[name] {
-			delete(p.sessions, name)
+			delete(m, name)
 		}
 	}
-	return changed
 }
 
 // currentGeneration is the path of the highest generation in dir when it

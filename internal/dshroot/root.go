@@ -143,18 +143,7 @@ func (r *Root) Walk() (*Tree, error) {
 		return nil, fmt.Errorf("sessions root %s: %w", r.dir, unwrapPath(err))
 	}
 	t := &Tree{Compression: convlog.Zstd}
-	for _, e := range entries {
-		p := filepath.Join(r.dir, e.Name())
-		switch typ := e.Type(); {
-		case typ&os.ModeSymlink != 0:
-			t.problem(p, ReasonProjectSymlink)
-		case typ.IsDir():
-			t.walkProject(e.Name(), p)
-		case typ.IsRegular() && logShaped(e.Name()):
-			t.problem(p, ReasonFlatFile)
-		}
-		// Other files are not the layout's and are left alone.
-	}
+	t.scan(r.dir, entries, ReasonProjectSymlink, t.walkProject)
 	t.markDuplicates()
 	t.checkCompression()
 	return t, nil
@@ -172,13 +161,22 @@ func (t *Tree) walkProject(name, dir string) {
 		t.problem(dir, unwrapPath(err).Error())
 		return
 	}
+	t.scan(dir, entries, ReasonSessionSymlink, func(session, p string) {
+		t.Entries = append(t.Entries, Entry{Session: walkSession(name, session, p)})
+	})
+}
+
+// scan judges the entries of dir, the root or a project directory: a link
+// is a problem (linkReason), a directory goes to walk, a log file is the
+// flat-file layout; other files are not the layout's and are left alone.
+func (t *Tree) scan(dir string, entries []os.DirEntry, linkReason string, walk func(name, path string)) {
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
 		switch typ := e.Type(); {
 		case typ&os.ModeSymlink != 0:
-			t.problem(p, ReasonSessionSymlink)
+			t.problem(p, linkReason)
 		case typ.IsDir():
-			t.Entries = append(t.Entries, Entry{Session: walkSession(name, e.Name(), p)})
+			walk(e.Name(), p)
 		case typ.IsRegular() && logShaped(e.Name()):
 			t.problem(p, ReasonFlatFile)
 		}
