@@ -33,6 +33,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -253,7 +254,6 @@ type grant struct {
 	// through is the last seq readable (-1: all); log is the chat's log
 	// once begin found it.
 	through int64
-	born    int64
 	log     store.Log
 }
 
@@ -318,27 +318,31 @@ func (r *Reader) grants(asker Chat) ([]grant, error) {
 	return gs, nil
 }
 
-// begin authorises target for asker and starts the page req asks for.
-func (r *Reader) begin(op string, asker, target Chat, req Request) (grant, *pager, error) {
+// begin authorises the request at and starts the page req asks for: the
+// grants searched, or the one of at.Target with its log found.
+func (r *Reader) begin(at position, req Request) ([]grant, *pager, error) {
 	if !r.cfg.Enabled {
-		return grant{}, nil, ErrDisabled
+		return nil, nil, ErrDisabled
 	}
-	gs, err := r.grants(asker)
+	if at.Op == "search" && len(strings.Fields(at.Query)) == 0 {
+		return nil, nil, fmt.Errorf("an empty query")
+	}
+	gs, err := r.grants(at.Asker)
 	if err != nil {
-		return grant{}, nil, err
+		return nil, nil, err
 	}
-	for _, g := range gs {
-		if g.Chat == target {
-			l, err := r.s.FindLog(target.Conversation, target.Session)
-			if err != nil {
-				return grant{}, nil, ErrNotReadable
-			}
-			g.log, g.born = l, headerTime(l)
-			p, err := r.start(req, position{Op: op, Asker: asker, Target: target, Born: g.born})
-			return g, p, err
+	if at.Op != "search" {
+		i := slices.IndexFunc(gs, func(g grant) bool { return g.Chat == at.Target })
+		if i < 0 {
+			return nil, nil, ErrNotReadable
 		}
+		if gs[i].log, err = r.s.FindLog(at.Target.Conversation, at.Target.Session); err != nil {
+			return nil, nil, ErrNotReadable
+		}
+		gs, at.Born = gs[i:i+1], headerTime(gs[i].log)
 	}
-	return grant{}, nil, ErrNotReadable
+	p, err := r.start(req, at)
+	return gs, p, err
 }
 
 func headerTime(l store.Log) int64 {
@@ -446,11 +450,11 @@ func (r *Reader) transcriptOf(ctx context.Context, g grant, fn func(Message) err
 // Messages is one page of what clients show of target: every message in
 // order, a fork's inherited part included.
 func (r *Reader) Messages(ctx context.Context, asker, target Chat, req Request) (*Page, error) {
-	g, p, err := r.begin("messages", asker, target, req)
+	gs, p, err := r.begin(position{Op: "messages", Asker: asker, Target: target}, req)
 	if err != nil {
 		return nil, err
 	}
-	err = r.transcriptOf(ctx, g, p.add)
+	err = r.transcriptOf(ctx, gs[0], p.add)
 	if err != nil && err != errPageFull && err != io.EOF {
 		return nil, err
 	}
@@ -461,10 +465,11 @@ func (r *Reader) Messages(ctx context.Context, asker, target Chat, req Request) 
 // (empty answers and what a compaction replaced left out), as it is when
 // the page is read.
 func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (*Page, error) {
-	g, p, err := r.begin("history", asker, target, req)
+	gs, p, err := r.begin(position{Op: "history", Asker: asker, Target: target}, req)
 	if err != nil {
 		return nil, err
 	}
+	g := gs[0]
 	lr, err := upgrade.Open(g.log.Path, upgrade.Options{WantType: convlog.SessionLog, WantID: g.log.ID})
 	if err != nil {
 		return nil, err
@@ -500,21 +505,11 @@ func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (
 // text holds every word of query (case-folded), in the order of
 // Readable, each chat's in order.
 func (r *Reader) Search(ctx context.Context, asker Chat, query string, req Request) (*Page, error) {
-	if !r.cfg.Enabled {
-		return nil, ErrDisabled
+	gs, p, err := r.begin(position{Op: "search", Asker: asker, Target: asker, Query: query}, req)
+	if err != nil {
+		return nil, err
 	}
 	words := strings.Fields(strings.ToLower(query))
-	if len(words) == 0 {
-		return nil, fmt.Errorf("an empty query")
-	}
-	gs, err := r.grants(asker)
-	if err != nil {
-		return nil, err
-	}
-	p, err := r.start(req, position{Op: "search", Asker: asker, Target: asker, Query: query, Born: 0})
-	if err != nil {
-		return nil, err
-	}
 	for _, g := range gs {
 		err := r.transcriptOf(ctx, g, func(m Message) error {
 			if m.Inherited {

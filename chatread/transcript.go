@@ -219,7 +219,7 @@ func seedItems(lr *upgrade.Reader, convID, sessionID string) ([]TranscriptItem, 
 }
 
 func endSeed(e *convlog.Event) bool {
-	if e.Type != "session/end-seed" {
+	if e.Type != convlog.TypeEndSeed {
 		return false
 	}
 	var d struct {
@@ -284,10 +284,8 @@ func events(ctx context.Context, lr *upgrade.Reader) iter.Seq2[*convlog.Event, e
 // itemOf is the item a surface event records; turn follows turn/start.
 func itemOf(e *convlog.Event, convID, sessionID string, turn *int64) (TranscriptItem, bool, error) {
 	switch e.Type {
-	case "turn/start":
-		var d struct {
-			Turn int64 `json:"turn"`
-		}
+	case convlog.TypeTurnStart:
+		var d convlog.TurnStartData
 		if json.Unmarshal(e.Data, &d) == nil {
 			*turn = d.Turn
 		}
@@ -295,19 +293,15 @@ func itemOf(e *convlog.Event, convID, sessionID string, turn *int64) (Transcript
 	case convlog.TypeTurnEnd:
 		// A turn that did not complete shows how it ended.
 		defer func() { *turn = 0 }()
-		var d struct {
-			Reason struct {
-				Kind  string `json:"kind"`
-				Error struct {
-					Message string `json:"message"`
-				} `json:"error"`
-			} `json:"reason"`
-		}
+		var d convlog.TurnEndData
 		if json.Unmarshal(e.Data, &d) != nil || d.Reason.Kind == "completed" || d.Reason.Kind == "" {
 			return TranscriptItem{}, false, nil
 		}
-		return TranscriptItem{Conversation: convID, Session: sessionID, Seq: e.Seq, Time: e.Time, Type: e.Type, Turn: *turn,
-			Ended: d.Reason.Kind, Detail: d.Reason.Error.Message}, true, nil
+		it := TranscriptItem{Conversation: convID, Session: sessionID, Seq: e.Seq, Time: e.Time, Type: e.Type, Turn: *turn, Ended: d.Reason.Kind}
+		if d.Reason.Error != nil {
+			it.Detail = d.Reason.Error.Message
+		}
+		return it, true, nil
 	}
 	raw := convlog.MessageOf(e)
 	if raw == nil {
