@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	_ "embed"
 	"fmt"
 	"io"
 	"regexp"
@@ -86,6 +87,20 @@ var completionChoices = map[string][]string{
 	"import --on-conflict": {
 		"refuse", "replace", "skip"},
 }
+
+// The fixed shell code of the scripts, in files of their own so that shell
+// tools can read and check it; the Go code writes what the command
+// definitions give around it.
+var (
+	//go:embed completion/shared.sh
+	sharedScript string // the POSIX functions after the generated ones, for bash and zsh
+	//go:embed completion/bash.bash
+	bashScript string
+	//go:embed completion/zsh.zsh
+	zshScript string
+	//go:embed completion/fish.fish
+	fishScript string // __convkit_at and __convkit_ids, before the generated complete lines
+)
 
 // What the completion offers for a value or an argument: a word list, or
 // one of these.
@@ -273,102 +288,7 @@ func writeShellCandidates(w io.Writer, m completionModel) {
 	}
 	b.WriteString("\tesac\n}\n\n")
 
-	b.WriteString(`# __convkit_ids prints the conversations of the store the command line
-# names (--data-dir, else the environment's), "ID<tab>TITLE" a line.
-__convkit_ids() {
-	case $__convkit_datadir in
-	"~/"*) __convkit_datadir=$HOME/${__convkit_datadir#"~/"} ;;
-	esac
-	if [ -n "$__convkit_datadir" ]; then
-		command convkit --data-dir "$__convkit_datadir" __complete ids 2>/dev/null
-	else
-		command convkit __complete ids 2>/dev/null
-	fi
-}
-
-# __convkit_candidates CUR WORDS... prints (and leaves in __convkit_out)
-# what to offer for CUR after WORDS; __convkit_datadir is then the
-# --data-dir they give.
-__convkit_candidates() {
-	__convkit_out=$(__convkit_candidates_of "$@")
-	printf '%s\n' "$__convkit_out"
-	__convkit_datadir=
-	__convkit_expect=
-	for __convkit_w in "$@"; do
-		if [ "$__convkit_expect" = --data-dir ]; then
-			__convkit_datadir=$__convkit_w
-		fi
-		__convkit_expect=
-		case $__convkit_w in
-		--) break ;;
-		--data-dir=*) __convkit_datadir=${__convkit_w#--data-dir=} ;;
-		--data-dir) __convkit_expect=--data-dir ;;
-		-?*) __convkit_valued "$__convkit_w" && __convkit_expect=other ;;
-		esac
-	done
-	return 0
-}
-
-__convkit_candidates_of() {
-	__convkit_cur=$1
-	shift
-	__convkit_path=
-	__convkit_given=
-	__convkit_expect=
-	__convkit_nargs=0
-	for __convkit_w in "$@"; do
-		if [ "$__convkit_given" = ended ]; then
-			__convkit_nargs=$((__convkit_nargs + 1))
-			continue
-		fi
-		if [ -n "$__convkit_expect" ]; then
-			__convkit_expect=
-			continue
-		fi
-		case $__convkit_w in
-		--)
-			__convkit_given=ended
-			continue
-			;;
-		-?*=*) continue ;;
-		-?*)
-			if __convkit_valued "$__convkit_w"; then
-				__convkit_expect=$__convkit_w
-			fi
-			continue
-			;;
-		esac
-		if [ -z "$__convkit_given" ] && __convkit_name=$(__convkit_sub "$__convkit_path" "$__convkit_w"); then
-			__convkit_path=${__convkit_path:+$__convkit_path }$__convkit_name
-			continue
-		fi
-		__convkit_given=seen
-		__convkit_nargs=$((__convkit_nargs + 1))
-	done
-	__convkit_words "$__convkit_path"
-	if [ -n "$__convkit_expect" ]; then
-		__convkit_value "$__convkit_path" "$__convkit_expect"
-		return
-	fi
-	case $__convkit_cur in
-	-*)
-		if [ "$__convkit_given" != ended ]; then
-			echo "$__convkit_flags"
-			return
-		fi
-		;;
-	esac
-	if [ -z "$__convkit_given" ] && [ -n "$__convkit_subs" ]; then
-		echo "$__convkit_subs"
-		return
-	fi
-	if [ "$__convkit_nargs" = 0 ] && [ -n "$__convkit_args1" ]; then
-		echo "$__convkit_args1"
-		return
-	fi
-	echo "$__convkit_args"
-}
-`)
+	b.WriteString(sharedScript)
 	io.WriteString(w, b.String())
 }
 
@@ -382,83 +302,11 @@ func writeShellCompletion(w io.Writer, app *ucli.App, head, own string) error {
 }
 
 func writeBashCompletion(w io.Writer, app *ucli.App) error {
-	return writeShellCompletion(w, app, "# bash completion for convkit (convkit completion bash), generated from its command definitions.\n\n", `
-_convkit() {
-	local cur=${COMP_WORDS[COMP_CWORD]} out w words= files= line id
-	__convkit_candidates "$cur" "${COMP_WORDS[@]:1:COMP_CWORD-1}" >/dev/null
-	out=$__convkit_out
-	COMPREPLY=()
-	for w in $out; do
-		case $w in
-		@files | @dirs) files=1 ;;
-		esac
-	done
-	for w in $out; do
-		case $w in
-		@files)
-			compopt -o filenames 2>/dev/null
-			COMPREPLY+=($(compgen -f -- "$cur"))
-			;;
-		@dirs)
-			compopt -o filenames 2>/dev/null
-			COMPREPLY+=($(compgen -d -- "$cur"))
-			;;
-		@ids)
-			# An id may hold blanks: quoted here, or by bash when it
-			# quotes file names.
-			while IFS= read -r line; do
-				id=${line%%$'\t'*}
-				[[ $id == "$cur"* ]] || continue
-				if [ -n "$files" ]; then
-					COMPREPLY+=("$id")
-				else
-					COMPREPLY+=("$(printf '%q' "$id")")
-				fi
-			done < <(__convkit_ids)
-			;;
-		*) words="$words $w" ;;
-		esac
-	done
-	if [ -n "$words" ]; then
-		COMPREPLY+=($(compgen -W "$words" -- "$cur"))
-	fi
-}
-complete -F _convkit convkit
-`)
+	return writeShellCompletion(w, app, "# bash completion for convkit (convkit completion bash), generated from its command definitions.\n\n", bashScript)
 }
 
 func writeZshCompletion(w io.Writer, app *ucli.App) error {
-	return writeShellCompletion(w, app, "#compdef convkit\n# zsh completion for convkit (convkit completion zsh), generated from its command definitions.\n# Put it in $fpath as _convkit, or source it after compinit.\n\n", `
-_convkit() {
-	local out w line
-	local -a plain ids
-	__convkit_candidates "${words[CURRENT]}" "${(@)words[2,CURRENT-1]}" >/dev/null
-	out=$__convkit_out
-	for w in ${=out}; do
-		case $w in
-		@files) _files ;;
-		@dirs) _files -/ ;;
-		@ids)
-			# ID:TITLE for _describe, a colon in the id escaped.
-			while IFS= read -r line; do
-				ids+=("${${line%%$'\t'*}//:/\\:}:${line#*$'\t'}")
-			done < <(__convkit_ids)
-			_describe -t conversations 'conversation' ids
-			;;
-		*) plain+=($w) ;;
-		esac
-	done
-	if (( ${#plain} )); then
-		compadd -- $plain
-	fi
-}
-
-if [ "$funcstack[1]" = _convkit ]; then
-	_convkit "$@"
-else
-	compdef _convkit convkit
-fi
-`)
+	return writeShellCompletion(w, app, "#compdef convkit\n# zsh completion for convkit (convkit completion zsh), generated from its command definitions.\n# Put it in $fpath as _convkit, or source it after compinit.\n\n", zshScript)
 }
 
 // fishQuote quotes for fish, where only \ and ' are special inside '...'.
@@ -484,75 +332,7 @@ func writeFishCompletion(w io.Writer, app *ucli.App) error {
 	}
 	fmt.Fprintf(&b, "set -g __convkit_subs %s\nset -g __convkit_names %s\nset -g __convkit_valued %s\n\n",
 		strings.Join(pairs, " "), strings.Join(names, " "), strings.Join(valued, " "))
-	b.WriteString(`# __convkit_at PATH [noargs|arg]: the words before the cursor name the
-# command PATH ("" is none yet); with "noargs", no argument has been given
-# and no option waits for its value; with "arg", no option waits for its
-# value.
-function __convkit_at
-	set -l path ''
-	set -l args 0
-	set -l expect 0
-	set -l words (commandline -opc)
-	set -e words[1]
-	for w in $words
-		if test $expect = 1
-			set expect 0
-			continue
-		end
-		switch $w
-			case '--'
-				set args 1
-				break
-			case '-?*=*'
-				continue
-			case '-?*'
-				if contains -- $w $__convkit_valued
-					set expect 1
-				end
-				continue
-		end
-		if test $args = 0; and set -l i (contains -i -- "$path:$w" $__convkit_subs)
-			set path (string trim -- "$path $__convkit_names[$i]")
-			continue
-		end
-		set args 1
-	end
-	test "$path" = "$argv[1]"; or return 1
-	switch "$argv[2]"
-		case noargs
-			test $args = 0; and test $expect = 0
-		case arg
-			test $expect = 0
-	end
-end
-
-# __convkit_ids prints the conversations of the store the command line
-# names (--data-dir, else the environment's), "ID<tab>TITLE" a line.
-function __convkit_ids
-	set -l dd
-	set -l next 0
-	for w in (commandline -opc)
-		if test $next = 1
-			set dd $w
-			set next 0
-			continue
-		end
-		switch $w
-			case --data-dir
-				set next 1
-			case '--data-dir=*'
-				set dd (string replace -- --data-dir= '' $w)
-		end
-	end
-	if test -n "$dd"
-		command convkit --data-dir $dd __complete ids 2>/dev/null
-	else
-		command convkit __complete ids 2>/dev/null
-	end
-end
-
-complete -c convkit -f
-`)
+	b.WriteString(fishScript)
 	flagLine := func(cond string, fi flagInfo, values string) {
 		fmt.Fprintf(&b, "complete -c convkit")
 		if cond != "" {
