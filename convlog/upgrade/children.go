@@ -162,11 +162,13 @@ func (d dirChildren) ChildCandidates(string) ([]string, error) {
 	return out, nil
 }
 
-// childInfo is a direct child found by its header.
+// childInfo is a direct child found by its header, and the identity its
+// file had before the header was read.
 type childInfo struct {
 	path      string
 	id        string
 	createdAt int64
+	file      fileIdentity
 }
 
 // candidateSeen is what a candidate's header said (child nil: not a
@@ -188,17 +190,15 @@ func findChildren(finder ChildFinder, parentID string, seen map[string]candidate
 	sort.Strings(paths)
 	var out []childInfo
 	for _, p := range paths {
-		var ident fileIdentity
-		if seen != nil {
-			if ident, err = statIdentity(p); err != nil {
-				continue
+		ident, err := statIdentity(p)
+		if err != nil {
+			continue
+		}
+		if s, ok := seen[p]; ok && s.id == ident {
+			if s.child != nil {
+				out = append(out, *s.child)
 			}
-			if s, ok := seen[p]; ok && s.id == ident {
-				if s.child != nil {
-					out = append(out, *s.child)
-				}
-				continue
-			}
+			continue
 		}
 		r, err := convlog.Open(p, convlog.ReaderOptions{})
 		if err != nil {
@@ -208,7 +208,7 @@ func findChildren(finder ChildFinder, parentID string, seen map[string]candidate
 		r.Close()
 		var c *childInfo
 		if h.Type == convlog.SessionLog && h.Origin == "subagent" && h.ParentSession == parentID && h.ID != parentID {
-			c = &childInfo{path: p, id: h.ID, createdAt: h.CreatedAt}
+			c = &childInfo{path: p, id: h.ID, createdAt: h.CreatedAt, file: ident}
 			out = append(out, *c)
 		}
 		if seen != nil {
@@ -226,11 +226,15 @@ func CollectChildrenFrom(finder ChildFinder, parentID string) ([]ChildFact, erro
 	if err != nil {
 		return nil, err
 	}
+	return childFacts(found), nil
+}
+
+func childFacts(found []childInfo) []ChildFact {
 	facts := make([]ChildFact, 0, len(found))
 	for _, c := range found {
 		facts = append(facts, childFact(c))
 	}
-	return facts, nil
+	return facts
 }
 
 // Warnings lists the warnings of facts (children that could not be read).

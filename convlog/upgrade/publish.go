@@ -85,13 +85,14 @@ type publication struct {
 	dstPath  string
 	id       string // the log id its header names
 	// linking: dst is the staged file's identity, whose change time the
-	// link alters, so it is not compared until add.
+	// link alters, so it is not compared until linked.
 	linking bool
 }
 
-// linking records, before the link, that the staged file becomes dstPath,
-// so a parent checking its children meanwhile knows it as its own.
-func (p *Publications) linking(srcPath string, src fileIdentity, dstPath string, staged fileIdentity, id string) {
+// linking records, before the link, that the staged file becomes
+// pub.dstPath, so a parent checking its children meanwhile knows it as its
+// own.
+func (p *Publications) linking(srcPath string, pub publication) {
 	if p == nil {
 		return
 	}
@@ -100,63 +101,51 @@ func (p *Publications) linking(srcPath string, src fileIdentity, dstPath string,
 	if p.m == nil {
 		p.m = map[string]publication{}
 	}
-	p.m[srcPath] = publication{src: src, dst: staged, dstPath: dstPath, id: id, linking: true}
+	pub.linking = true
+	p.m[srcPath] = pub
 }
 
-// drop forgets a publication that did not happen (the link failed).
-func (p *Publications) drop(srcPath string) {
+// linked settles what linking recorded: forgotten when the link failed,
+// else with the linked file's identity, unless that differs from the
+// staged file's in more than the change time the link alters (someone
+// else's change: a parent looking later is deferred).
+func (p *Publications) linked(srcPath string, ok bool) {
 	if p == nil {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if pub, ok := p.m[srcPath]; ok && pub.linking {
+	pub, found := p.m[srcPath]
+	if !found || !pub.linking {
+		return
+	}
+	dst, err := statIdentity(pub.dstPath)
+	if !ok || err != nil {
 		delete(p.m, srcPath)
-	}
-}
-
-func (p *Publications) add(srcPath string, src fileIdentity, dstPath string, id string) {
-	if p == nil {
 		return
 	}
-	dst, err := statIdentity(dstPath)
-	if err != nil {
-		p.drop(srcPath)
-		return
+	if staged := pub.dst; staged.dev == dst.dev && staged.ino == dst.ino && staged.size == dst.size && staged.mtime == dst.mtime {
+		pub.dst, pub.linking = dst, false
+		p.m[srcPath] = pub
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.m == nil {
-		p.m = map[string]publication{}
-	}
-	if pub, ok := p.m[srcPath]; ok && pub.linking && pub.dstPath == dstPath {
-		// The link changes only the change time, so any other difference from
-		// the staged file is someone else's change.
-		staged := pub.dst
-		staged.ctime = dst.ctime
-		if staged != dst {
-			return
-		}
-	}
-	p.m[srcPath] = publication{src: src, dst: dst, dstPath: dstPath, id: id}
 }
 
 // explains reports whether child a became b only because a's successor was
 // published here, b unchanged since.
-func (p *Publications) explains(a childInfo, aID fileIdentity, b childInfo, bID fileIdentity) bool {
+func (p *Publications) explains(a, b childInfo) bool {
 	if p == nil || a.id != b.id {
 		return false
 	}
 	p.mu.Lock()
 	pub, ok := p.m[a.path]
 	p.mu.Unlock()
-	if !ok || pub.dstPath != b.path || pub.src != aID || pub.id != b.id {
+	if !ok || pub.dstPath != b.path || pub.src != a.file || pub.id != b.id {
 		return false
 	}
 	if pub.linking {
-		bID.ctime = pub.dst.ctime
+		b.file.ctime = pub.dst.ctime
 	}
-	return pub.dst == bID
+	return pub.dst == b.file
 }
 
 // fileIdentity is what says a file is unchanged: device, inode, size,
@@ -191,51 +180,34 @@ func (a fileIdentity) change(b fileIdentity) string {
 	return "its status changed (change time; same size and modification time)"
 }
 
-// childSnapshot is the set of child logs and their identities.
-type childSnapshot struct {
-	found []childInfo
-	ids   []fileIdentity
-}
-
-// snapshotChildren finds the children of parentID with the identity each
-// file had when its header was read; seen spares a second snapshot the
-// candidates that did not change.
-func snapshotChildren(finder ChildFinder, parentID string, seen map[string]candidateSeen) (*childSnapshot, error) {
-	found, err := findChildren(finder, parentID, seen)
-	if err != nil {
-		return nil, err
-	}
-	s := &childSnapshot{found: found}
-	for _, c := range found {
-		s.ids = append(s.ids, seen[c.path].id)
-	}
-	return s, nil
-}
-
-// diff says how o differs from s ("" when not), children matched by path,
-// then by session id; a successor pubs published is no difference.
-func (s *childSnapshot) diff(o *childSnapshot, pubs *Publications) string {
+// childrenDiff says how the children found later differ from those found
+// before ("" when not), matched by path, then by session id; a successor
+// pubs published is no difference.
+func childrenDiff(before, later []childInfo, pubs *Publications) string {
 	byPath := map[string]int{}
-	for j, c := range o.found {
+	for j, c := range later {
 		byPath[c.path] = j
 	}
-	matched := make([]bool, len(o.found))
-	var unmatched []int
-	for i, c := range s.found {
+	matched := make([]bool, len(later))
+	var unmatched []childInfo
+	for _, c := range before {
 		j, ok := byPath[c.path]
 		if !ok {
-			unmatched = append(unmatched, i)
+			unmatched = append(unmatched, c)
 			continue
 		}
 		matched[j] = true
-		if d := c.changeTo(s.ids[i], o.found[j], o.ids[j]); d != "" {
-			return d
+		b := later[j]
+		if c.id != b.id || c.createdAt != b.createdAt {
+			return fmt.Sprintf("child log %s now names session %s (created %d), not %s (created %d)", c.path, termtext.Quote(b.id), b.createdAt, termtext.Quote(c.id), c.createdAt)
+		}
+		if d := c.file.change(b.file); d != "" {
+			return fmt.Sprintf("child session %s changed: %s: %s", termtext.Quote(c.id), c.path, d)
 		}
 	}
-	for _, i := range unmatched {
-		c := s.found[i]
+	for _, c := range unmatched {
 		j := -1
-		for k, b := range o.found {
+		for k, b := range later {
 			if !matched[k] && b.id == c.id {
 				j = k
 				break
@@ -245,26 +217,14 @@ func (s *childSnapshot) diff(o *childSnapshot, pubs *Publications) string {
 			return fmt.Sprintf("child session %s is gone: %s", termtext.Quote(c.id), c.path)
 		}
 		matched[j] = true
-		if !pubs.explains(c, s.ids[i], o.found[j], o.ids[j]) {
-			return fmt.Sprintf("child session %s moved from %s to %s", termtext.Quote(c.id), c.path, o.found[j].path)
+		if !pubs.explains(c, later[j]) {
+			return fmt.Sprintf("child session %s moved from %s to %s", termtext.Quote(c.id), c.path, later[j].path)
 		}
 	}
-	for j, b := range o.found {
+	for j, b := range later {
 		if !matched[j] {
 			return fmt.Sprintf("child session %s was added: %s", termtext.Quote(b.id), b.path)
 		}
-	}
-	return ""
-}
-
-// changeTo says how child c (identity a) differs from b (identity bID),
-// the child found at the same path: "" when it does not.
-func (c childInfo) changeTo(a fileIdentity, b childInfo, bID fileIdentity) string {
-	if c != b {
-		return fmt.Sprintf("child log %s now names session %s (created %d), not %s (created %d)", c.path, termtext.Quote(b.id), b.createdAt, termtext.Quote(c.id), c.createdAt)
-	}
-	if d := a.change(bID); d != "" {
-		return fmt.Sprintf("child session %s changed: %s: %s", termtext.Quote(c.id), c.path, d)
 	}
 	return ""
 }
@@ -298,16 +258,18 @@ func Publish(src string, opts PublishOptions) (dst string, err error) {
 // Staged is a successor written and checked in its temporary file, not yet
 // published; exactly one of Publish or Discard must be called.
 type Staged struct {
-	src, dst  string
-	opts      PublishOptions
-	tmp       *os.File
-	st        *staged
-	id0       fileIdentity
-	snap0     *childSnapshot
-	seen      map[string]candidateSeen
-	finder    ChildFinder
-	srcHeader *convlog.Header
-	done      bool
+	src, dst string
+	opts     PublishOptions
+	tmp      *os.File
+	st       *staged
+	id0      fileIdentity
+	id       string // the log id the source's header names
+	// children are those found before the upgrade, and seen their
+	// candidates (nil: not watched).
+	children []childInfo
+	seen     map[string]candidateSeen
+	finder   ChildFinder
+	done     bool
 }
 
 // Stage upgrades the log at src into a temporary file beside it, checking
@@ -346,19 +308,18 @@ func Stage(src string, opts PublishOptions) (*Staged, error) {
 	if finder == nil {
 		finder = DirChildren(dir)
 	}
-	var snap0 *childSnapshot
-	seen := map[string]candidateSeen{}
+	var found []childInfo
+	var seen map[string]candidateSeen
 	if children == nil && srcHeader.Type == convlog.SessionLog {
-		if snap0, err = snapshotChildren(finder, srcHeader.ID, seen); err != nil {
+		seen = map[string]candidateSeen{}
+		if found, err = findChildren(finder, srcHeader.ID, seen); err != nil {
 			return nil, err
 		}
-		children = make([]ChildFact, 0, len(snap0.found))
-		for _, c := range snap0.found {
-			f := childFact(c)
-			if f.Warning != "" && opts.Warn != nil {
-				opts.Warn(f.Warning)
+		children = childFacts(found)
+		for _, w := range Warnings(children) {
+			if opts.Warn != nil {
+				opts.Warn(w)
 			}
-			children = append(children, f)
 		}
 	}
 
@@ -381,8 +342,8 @@ func Stage(src string, opts PublishOptions) (*Staged, error) {
 	if stageWritten != nil {
 		stageWritten(tmp.Name())
 	}
-	return &Staged{src: src, dst: dst, opts: opts, tmp: tmp, st: st, id0: id0, snap0: snap0, seen: seen,
-		finder: finder, srcHeader: srcHeader}, nil
+	return &Staged{src: src, dst: dst, opts: opts, tmp: tmp, st: st, id0: id0, id: srcHeader.ID, children: found, seen: seen,
+		finder: finder}, nil
 }
 
 // Discard removes the temporary file of a stage that is not to be
@@ -415,12 +376,15 @@ func (s *Staged) Publish() (dst string, err error) {
 	// anything is published, and the read no longer waits for the disk.
 	synced := make(chan error, 1)
 	go func() { synced <- tmp.Sync() }()
-	verr := verifyStaged(tmpName, st)
+	n, same, verr := st.readBack(tmpName, true)
 	if err := <-synced; err != nil {
 		return "", fmt.Errorf("fsync %s: %w", tmpName, err)
 	}
+	if verr == nil && (n != st.size || !same) {
+		verr = fmt.Errorf("staged session generation changed during verification (%d bytes read back, %d written)", n, st.size)
+	}
 	if verr != nil {
-		return "", verr
+		return "", fmt.Errorf("%s: staged successor failed verification: %v", tmpName, verr)
 	}
 	if opts.BeforePublish != nil {
 		opts.BeforePublish()
@@ -432,25 +396,27 @@ func (s *Staged) Publish() (dst string, err error) {
 	if d := s.id0.change(id1); d != "" {
 		return "", &SourceChangedError{Path: src, What: d}
 	}
-	if s.snap0 != nil {
-		snap1, err := snapshotChildren(s.finder, s.srcHeader.ID, s.seen)
+	if s.seen != nil {
+		later, err := findChildren(s.finder, s.id, s.seen)
 		if err != nil {
 			return "", &SourceChangedError{Path: src, What: "its child sessions could not be listed again: " + err.Error()}
 		}
-		if d := s.snap0.diff(snap1, opts.Publications); d != "" {
+		if d := childrenDiff(s.children, later, opts.Publications); d != "" {
 			return "", &SourceChangedError{Path: src, What: d}
 		}
 	}
 	dst = s.dst
 	// Recorded before the link makes the successor visible: a parent
 	// whose child this is may look at its children at any moment.
+	pub := publication{src: s.id0, dstPath: dst, id: s.id}
 	if fi, err := tmp.Stat(); err == nil {
-		opts.Publications.linking(src, s.id0, dst, identityOf(fi), s.srcHeader.ID)
+		pub.dst = identityOf(fi)
 	}
+	opts.Publications.linking(src, pub)
 	handedOver = true
 	s.done = true
 	if err := durable.Publish(tmp, dst); err != nil {
-		opts.Publications.drop(src)
+		opts.Publications.linked(src, false)
 		if !errors.Is(err, durable.ErrExists) {
 			return "", err
 		}
@@ -462,37 +428,29 @@ func (s *Staged) Publish() (dst string, err error) {
 	if opts.afterLink != nil {
 		opts.afterLink()
 	}
-	opts.Publications.add(src, s.id0, dst, s.srcHeader.ID)
+	opts.Publications.linked(src, true)
 	return dst, nil
 }
 
 // staged is what was written to the stage file: its size, and each write's
-// length and tag, by which it is read back.
+// length and GMAC tag under a key only this Publish holds, by which it is
+// read back: proof that the file holds exactly those bytes (a change passes
+// with a chance under 2^-100) at 2.7 times the speed of comparing SHA-256
+// digests; GMAC is allowed under GODEBUG=fips140=only.
 type staged struct {
 	size    int64
 	events  int64
-	mac     *stageMAC
+	mac     cipher.AEAD
 	writes  []stagedWrite
 	longest int
 }
 
 type stagedWrite struct {
 	n   int
-	tag stageTag
+	tag [12 + 16]byte // nonce and tag
 }
 
-// stageMAC tags each write to a stage file with GMAC under a key only this
-// Publish holds, so reading the file back proves it holds exactly those bytes
-// (forgery chance under 2^-100) at 2.7 times the speed of comparing SHA-256
-// digests; GMAC is allowed under GODEBUG=fips140=only.
-type stageMAC struct {
-	aead cipher.AEAD
-}
-
-// stageTag is a write's nonce and tag.
-type stageTag [12 + 16]byte
-
-func newStageMAC() (*stageMAC, error) {
+func newStaged() (*staged, error) {
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		return nil, err
@@ -501,39 +459,37 @@ func newStageMAC() (*stageMAC, error) {
 	if err != nil {
 		return nil, err
 	}
-	aead, err := cipher.NewGCMWithRandomNonce(b)
+	mac, err := cipher.NewGCMWithRandomNonce(b)
 	if err != nil {
 		return nil, err
 	}
-	return &stageMAC{aead: aead}, nil
-}
-
-func (m *stageMAC) tag(b []byte) stageTag {
-	var t stageTag
-	m.aead.Seal(t[:0], nil, nil, b)
-	return t
-}
-
-func (m *stageMAC) verify(b []byte, t *stageTag) bool {
-	_, err := m.aead.Open(nil, nil, t[:], b)
-	return err == nil
+	return &staged{mac: mac}, nil
 }
 
 func (st *staged) add(b []byte) {
-	st.writes = append(st.writes, stagedWrite{n: len(b), tag: st.mac.tag(b)})
+	w := stagedWrite{n: len(b)}
+	st.mac.Seal(w.tag[:0], nil, nil, b)
+	st.writes = append(st.writes, w)
 	st.size += int64(len(b))
 	st.longest = max(st.longest, len(b))
 }
 
-// readBack reports how many bytes it read from src and whether they are
-// exactly the bytes written; toEOF reads on, as a longer file is not the
-// stage.
-func (st *staged) readBack(src io.Reader, toEOF bool) (n int64, same bool, err error) {
+// readBack reports how many bytes it read from the regular file at path
+// and whether they are exactly the bytes written; toEOF reads on, as a
+// longer file is not the stage.
+func (st *staged) readBack(path string, toEOF bool) (n int64, same bool, err error) {
+	f, err := durable.OpenRegular(path, os.O_RDONLY)
+	if err != nil {
+		return 0, false, err
+	}
+	defer f.Close()
+	// Read a write at a time, in buffers of a write's size: io.Copy's
+	// 32 KiB took a read per 32 KiB.
 	buf := make([]byte, max(st.longest, 4<<10))
 	same = true
 	for i := range st.writes {
 		w := &st.writes[i]
-		m, err := io.ReadFull(src, buf[:w.n])
+		m, err := io.ReadFull(f, buf[:w.n])
 		n += int64(m)
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return n, false, nil
@@ -541,17 +497,13 @@ func (st *staged) readBack(src io.Reader, toEOF bool) (n int64, same bool, err e
 		if err != nil {
 			return n, false, err
 		}
-		if !st.mac.verify(buf[:m], &w.tag) {
+		if _, err := st.mac.Open(nil, nil, w.tag[:], buf[:m]); err != nil {
 			same = false
 		}
 	}
 	if toEOF {
-		rest, err := countAll(src, buf[:min(len(buf), frameTarget)])
-		n += rest
-		if err != nil {
-			return n, false, err
-		}
-		same = same && rest == 0
+		rest, err := io.Copy(io.Discard, f)
+		return n + rest, same && rest == 0, err
 	}
 	return n, same, nil
 }
@@ -576,11 +528,10 @@ const writebackBytes = 4 << 20
 // and a frame decoded again; verifyStaged's MAC tags then prove the file
 // holds exactly the checked frames.
 func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error) {
-	mac, err := newStageMAC()
+	st, err := newStaged()
 	if err != nil {
 		return nil, err
 	}
-	st := &staged{mac: mac}
 	// Writeback runs on its own goroutine while the rest is made, so the
 	// final fsync waits for the last few megabytes only.
 	var flushed int64 // the bytes whose writeback was started
@@ -1218,70 +1169,25 @@ func messageID(ev *convlog.Event, checked bool) (typ string, id []byte, ok bool)
 	return ev.Type, id, true
 }
 
-// verifyStaged reads the stage file back: a regular file of exactly the
-// bytes written.
-func verifyStaged(path string, st *staged) error {
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("%s: staged successor failed verification: %s", path, fmt.Sprintf(format, args...))
-	}
-	f, err := durable.OpenRegular(path, os.O_RDONLY)
-	if err != nil {
-		return fail("%v", err)
-	}
-	defer f.Close()
-	// Read a write at a time, in buffers of a write's size: io.Copy's
-	// 32 KiB took a read per 32 KiB.
-	n, same, err := st.readBack(f, true)
-	if err != nil {
-		return fail("%v", err)
-	}
-	if n != st.size || !same {
-		return fail("staged session generation changed during verification (%d bytes read back, %d written)", n, st.size)
-	}
-	return nil
-}
-
-// countAll reads src to its end through buf, and counts what it read.
-func countAll(src io.Reader, buf []byte) (int64, error) {
-	var n int64
-	for {
-		m, rerr := src.Read(buf)
-		n += int64(m)
-		if rerr == io.EOF {
-			return n, nil
-		}
-		if rerr != nil {
-			return n, rerr
-		}
-	}
-}
-
 // sameStagedPrefix returns "" when an existing successor is a regular file
 // beginning with exactly the staged bytes, else why not.
 func sameStagedPrefix(path string, st *staged) string {
 	fi, err := os.Lstat(path)
-	if err != nil {
+	switch {
+	case err != nil:
 		return err.Error()
-	}
-	if !fi.Mode().IsRegular() {
+	case !fi.Mode().IsRegular():
 		return "it is not a regular file"
-	}
-	if fi.Size() < st.size {
+	case fi.Size() < st.size:
 		return "it is shorter than the staged successor"
 	}
-	f, err := durable.OpenRegular(path, os.O_RDONLY)
-	if err != nil {
+	n, same, err := st.readBack(path, false)
+	switch {
+	case err != nil:
 		return err.Error()
-	}
-	defer f.Close()
-	n, same, err := st.readBack(f, false)
-	if err != nil {
-		return err.Error()
-	}
-	if n < st.size {
+	case n < st.size:
 		return io.EOF.Error()
-	}
-	if !same {
+	case !same:
 		return "its content differs from the staged successor"
 	}
 	return ""

@@ -8,15 +8,14 @@ import (
 	"testing"
 )
 
-// TestReadBack reads a stage back as verifyStaged and sameStagedPrefix
+// TestReadBack reads a stage back as Staged.Publish and sameStagedPrefix
 // do: any byte changed, in any write, and a file shorter or longer than
 // the stage are seen, with the bytes the file holds.
 func TestReadBack(t *testing.T) {
-	mac, err := newStageMAC()
+	st, err := newStaged()
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &staged{mac: mac}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var all []byte
 	for i := 0; i < 12; i++ {
@@ -33,12 +32,7 @@ func TestReadBack(t *testing.T) {
 		if err := os.WriteFile(path, content, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		n, same, err := st.readBack(f, toEOF)
+		n, same, err := st.readBack(path, toEOF)
 		if err != nil || n != wantN || same != wantSame {
 			t.Errorf("%s: read back %d bytes, same %v (%v); want %d, %v", name, n, same, err, wantN, wantSame)
 		}
