@@ -1,116 +1,115 @@
 package upgrade
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/convkit/convkit/internal/rawjson"
 )
 
-// mapMessages calls fn with every message a first-party event carries
-// (user/message data, data.message of the message events and tool/result,
-// agent/inbox/spliced data.inserted[], session/title-llm-request
-// data.messages[]); fn returns a replacement or nil, and the data is
-// re-encoded only when one changed.
-func mapMessages(e *event, fn func(msg []byte) ([]byte, error)) error {
-	switch e.typ {
-	case "user/message":
+// messageKeys says where a first-party event carries messages: its data
+// (""), data.message, or the array data.inserted or data.messages.
+var messageKeys = map[string]string{
+	"user/message": "", "system/message": "message", "developer/message": "message",
+	"assistant/message": "message", "tool/result": "message",
+	"agent/inbox/spliced": "inserted", "session/title-llm-request": "messages",
+}
+
+// mapMessages calls fn with every message e carries (messageKeys); fn
+// returns a replacement or nil. d is e's data parsed (unused for
+// user/message, whose data is the message and is replaced in e): a
+// replaced message is set in d, and changed says so.
+func mapMessages(e *event, d *object, fn func(msg []byte) ([]byte, error)) (changed bool, err error) {
+	key, ok := messageKeys[e.typ]
+	switch {
+	case !ok:
+		return false, nil
+	case key == "":
 		m, err := fn(e.payload())
-		if err != nil {
-			return err
-		}
 		if m != nil {
 			e.data = m
 		}
-		return nil
-	case "system/message", "developer/message", "assistant/message", "tool/result":
-		d, err := parseObject(e.payload())
-		if err != nil {
-			return corrupt("%s at seq %d: data must be an object", e.typ, e.seq)
-		}
-		msg := d.get("message")
+		return false, err
+	case key == "message":
+		msg := d.get(key)
 		if !isObj(msg) {
-			return corrupt("%s at seq %d requires a message", e.typ, e.seq)
+			return false, corrupt("%s at seq %d requires a message", e.typ, e.seq)
 		}
 		m, err := fn(msg)
-		if err != nil {
-			return err
-		}
 		if m != nil {
-			d.set("message", m)
-			e.data = d.bytes()
+			d.set(key, m)
 		}
-		return nil
-	case "agent/inbox/spliced", "session/title-llm-request":
-		d, err := parseObject(e.payload())
-		if err != nil {
-			return corrupt("%s at seq %d: data must be an object", e.typ, e.seq)
-		}
-		changed, err := mapList(e, d, fn)
-		if err != nil {
-			return err
-		}
-		if changed {
-			e.data = d.bytes()
-		}
+		return m != nil, err
 	}
-	return nil
+	list, err := mapArray(d.get(key), func() error { return corrupt("%s at seq %d requires a message array", e.typ, e.seq) },
+		func(_ int, el []byte) ([]byte, error) {
+			if !isObj(el) {
+				return nil, corrupt("%s at seq %d requires message objects", e.typ, e.seq)
+			}
+			return fn(el)
+		})
+	if list != nil {
+		d.set(key, list)
+	}
+	return list != nil, err
 }
 
-// mapList is mapMessages over the message array of d, the data of an
-// agent/inbox/spliced or session/title-llm-request; it reports whether
-// fn replaced one.
-func mapList(e *event, d *object, fn func(msg []byte) ([]byte, error)) (bool, error) {
-	key := "inserted"
-	if e.typ == "session/title-llm-request" {
-		key = "messages"
-	}
-	elems, err := rawjson.Elements(d.get(key), nil)
-	if err != nil {
-		return false, corrupt("%s at seq %d requires a message array", e.typ, e.seq)
-	}
-	changed := false
-	for i, el := range elems {
-		if !isObj(el) {
-			return false, corrupt("%s at seq %d requires message objects", e.typ, e.seq)
-		}
-		m, err := fn(el)
-		if err != nil {
-			return false, err
-		}
-		if m != nil {
-			elems[i], changed = m, true
+// rewriteMessages is mapMessages over e's own data, re-encoded when a
+// message was replaced.
+func rewriteMessages(e *event, fn func(msg []byte) ([]byte, error)) error {
+	var d *object
+	if key, ok := messageKeys[e.typ]; !ok {
+		return nil
+	} else if key != "" {
+		var err error
+		if d, err = e.parse(e.payload()); err != nil {
+			return corrupt("%s at seq %d: data must be an object", e.typ, e.seq)
 		}
 	}
-	if changed {
-		d.set(key, encodeArray(nil, elems))
+	changed, err := mapMessages(e, d, fn)
+	if changed && err == nil {
+		e.data = d.bytes()
 	}
-	return changed, nil
+	return err
+}
+
+// mapArray calls fn with each element of the array arr until one fails;
+// fn returns a replacement or nil. It returns the array re-encoded, nil
+// when fn replaced nothing, and notArray's error for arr that is not an
+// array.
+func mapArray(arr []byte, notArray func() error, fn func(i int, el []byte) ([]byte, error)) ([]byte, error) {
+	var elems [][]byte
+	var err error
+	perr := rawjson.EachElement(arr, func(i int, el []byte) bool {
+		var nb []byte
+		if nb, err = fn(i, el); err != nil || nb == nil {
+			return err == nil
+		}
+		if elems == nil {
+			elems, _ = rawjson.Elements(arr, nil)
+		}
+		elems[i] = nb
+		return true
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case perr != nil:
+		return nil, notArray()
+	case elems == nil:
+		return nil, nil
+	}
+	return encodeArray(make([]byte, 0, len(arr)+16), elems), nil
 }
 
 // checkContentKinds refuses a content block whose type is not one of the
 // version 2/3 kinds (tool-result content is checked too).
 func checkContentKinds(content []byte, label string) error {
-	return checkElements(content, label+": content", func(i int, block []byte) error {
-		return checkBlockKind(block, label+"["+itoa(int64(i))+"]")
+	_, err := mapArray(content, func() error { return corrupt("%s: content must be an array", label) }, func(i int, block []byte) ([]byte, error) {
+		return nil, checkBlockKind(block, fmt.Sprintf("%s[%d]", label, i))
 	})
-}
-
-// checkElements calls check on each element of arr until one fails;
-// what names arr when it is no array.
-func checkElements(arr []byte, what string, check func(i int, el []byte) error) error {
-	var err error
-	perr := rawjson.EachElement(arr, func(i int, el []byte) bool {
-		err = check(i, el)
-		return err == nil
-	})
-	if err != nil {
-		return err
-	}
-	if perr != nil {
-		return corrupt("%s must be an array", what)
-	}
-	return nil
+	return err
 }
 
 func checkBlockKind(block []byte, label string) error {
@@ -146,78 +145,83 @@ func checkKind(typ []byte, label string) error {
 // checkStreamKinds checks the blocks that raw chunk records of an embedded
 // stream carry (block-start blockType, block-end block).
 func checkStreamKinds(stream []byte, label string) error {
-	return checkElements(stream, label, func(i int, entry []byte) error {
-		path := label + "[" + itoa(int64(i)) + "]"
+	_, err := mapArray(stream, func() error { return corrupt("%s must be an array", label) }, func(i int, entry []byte) ([]byte, error) {
+		path := fmt.Sprintf("%s[%d]", label, i)
 		if !isObj(entry) {
-			return corrupt("%s must be an object", path)
+			return nil, corrupt("%s must be an object", path)
 		}
 		if !rawjson.StringIs(rawjson.Get(entry, "type"), "chunk") {
-			return nil
+			return nil, nil
 		}
 		chunk := rawjson.Get(entry, "chunk")
 		if !isObj(chunk) {
-			return corrupt("%s.chunk must be an object", path)
+			return nil, corrupt("%s.chunk must be an object", path)
 		}
 		switch t := rawjson.Get(chunk, "type"); {
 		case rawjson.StringIs(t, "block-end"):
-			return checkBlockKind(rawjson.Get(chunk, "block"), path+".chunk.block")
+			return nil, checkBlockKind(rawjson.Get(chunk, "block"), path+".chunk.block")
 		case rawjson.StringIs(t, "block-start"):
-			return checkKind(rawjson.Get(chunk, "blockType"), path+".chunk.blockType")
+			return nil, checkKind(rawjson.Get(chunk, "blockType"), path+".chunk.blockType")
 		}
-		return nil
+		return nil, nil
 	})
+	return err
 }
 
 // migrateContent renames content block types outside the v3 kinds to
 // plugin:<type>. It returns nil when nothing changed.
 func migrateContent(content []byte, subject string) ([]byte, error) {
-	// First pass without allocating: almost every block is of a known kind.
-	need := false
-	var bad error
-	perr := rawjson.EachElement(content, func(i int, block []byte) bool {
-		t, ok := rawjson.String(rawjson.Get(block, "type"))
-		if !isObj(block) || !ok {
-			bad = corrupt("%s[%d] requires content blocks with string type tags", subject, i)
-			return false
+	return mapArray(content, func() error { return corrupt("%s content must be an array", subject) }, func(i int, block []byte) ([]byte, error) {
+		if t, ok := rawjson.String(rawjson.Get(block, "type")); ok && isObj(block) && contentKinds[t] {
+			return nil, nil
 		}
-		if !contentKinds[t] {
-			need = true
-			return false
-		}
-		return true
+		return migrateBlock(block, fmt.Sprintf("%s[%d]", subject, i))
 	})
-	if bad != nil {
-		return nil, bad
-	}
-	if perr != nil {
-		return nil, corrupt("%s content must be an array", subject)
-	}
-	if !need {
-		return nil, nil
-	}
-	elems, err := rawjson.Elements(content, nil)
-	if err != nil {
-		return nil, corrupt("%s content must be an array", subject)
-	}
-	for i, block := range elems {
-		nb, err := migrateBlock(block, subject+"["+itoa(int64(i))+"]")
-		if err != nil {
-			return nil, err
+}
+
+// migrateStream namespaces the block types that raw chunk records of an
+// embedded stream carry: block-start blockType and block-end block.type.
+func migrateStream(stream []byte, subject string) ([]byte, error) {
+	return mapArray(stream, func() error { return corrupt("%s stream must be an array", subject) }, func(i int, entry []byte) ([]byte, error) {
+		if !rawjson.StringIs(rawjson.Get(entry, "type"), "chunk") {
+			return nil, nil
 		}
-		if nb != nil {
-			elems[i] = nb
+		// The chunk and its block are not skipped whole to read their
+		// first members: a block-end's block holds its whole text.
+		chunk := rawjson.GetFrom(entry, "chunk")
+		end, bt := false, rawjson.Get(chunk, "blockType")
+		switch t := rawjson.Get(chunk, "type"); {
+		case rawjson.StringIs(t, "block-end"):
+			end, bt = true, rawjson.Get(rawjson.GetFrom(chunk, "block"), "type")
+		case !rawjson.StringIs(t, "block-start"):
+			return nil, nil
 		}
-	}
-	return encodeArray(make([]byte, 0, len(content)+16), elems), nil
+		k, ok := rawjson.String(bt)
+		if ok && contentKinds[k] {
+			return nil, nil
+		}
+		path := fmt.Sprintf("%s.stream[%d]", subject, i)
+		co, _ := parseObject(rawjson.Get(entry, "chunk"))
+		if end {
+			nb, err := migrateBlock(co.get("block"), path+".block")
+			if err != nil || nb == nil {
+				return nil, err
+			}
+			co.set("block", nb)
+		} else if !ok {
+			return nil, corrupt("%s blockType must be a string", path)
+		} else {
+			co.set("blockType", jsonString("plugin:"+k))
+		}
+		eo, _ := parseObject(entry)
+		eo.set("chunk", co.bytes())
+		return eo.bytes(), nil
+	})
 }
 
 func migrateBlock(block []byte, subject string) ([]byte, error) {
-	if !isObj(block) {
-		return nil, corrupt("%s requires content blocks with string type tags", subject)
-	}
-	typ := rawjson.Get(block, "type")
-	t, ok := rawjson.String(typ)
-	if !ok {
+	t, ok := rawjson.String(rawjson.Get(block, "type"))
+	if !isObj(block) || !ok {
 		return nil, corrupt("%s requires content blocks with string type tags", subject)
 	}
 	if contentKinds[t] {

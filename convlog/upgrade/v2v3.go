@@ -117,7 +117,7 @@ func (s *v2v3) transform(e *event) ([]*event, error) {
 // admit applies the v2 refusals that concern payloads.
 func (s *v2v3) admit(e *event) error {
 	label := "format v2 " + e.typ + " at seq " + itoa(e.seq) + " data"
-	err := mapMessages(e, func(msg []byte) ([]byte, error) {
+	err := rewriteMessages(e, func(msg []byte) ([]byte, error) {
 		if id, ok := rawjson.String(rawjson.Get(msg, "id")); ok && hasGeneratedIDPrefix(id) {
 			return nil, refusal("source message id %s collides with a generated system message id", jsonString(id))
 		}
@@ -242,7 +242,7 @@ func renamePTC(e *event) error {
 		if !bytes.Contains(e.payload(), []byte("tools-code-mode")) {
 			return nil
 		}
-		return mapMessages(e, func(msg []byte) ([]byte, error) {
+		return rewriteMessages(e, func(msg []byte) ([]byte, error) {
 			o, err := parseObject(msg)
 			if err != nil {
 				return nil, nil

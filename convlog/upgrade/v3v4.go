@@ -108,16 +108,11 @@ func (s *v3v4) transform(e *event) ([]*event, error) {
 // rule changed something.
 func (s *v3v4) rewrite(e *event) error {
 	subject := "format v3 " + e.typ + " at seq " + itoa(e.seq)
+	msgFn := func(msg []byte) ([]byte, error) { return s.message(e, msg, subject) }
 	switch e.typ {
 	case "user/message":
-		nm, err := s.message(e, e.payload(), subject)
-		if err != nil {
-			return err
-		}
-		if nm != nil {
-			e.data = nm
-		}
-		return nil
+		_, err := mapMessages(e, nil, msgFn)
+		return err
 	case "request/header":
 		if !bytes.Contains(e.payload(), []byte("deferLoading")) {
 			return nil
@@ -142,78 +137,45 @@ func (s *v3v4) rewrite(e *event) error {
 	if err != nil {
 		return corrupt("%s: data must be an object", subject)
 	}
-	changed := false
-	setIf := func(key string, v []byte) {
-		if v != nil {
-			d.set(key, v)
-			changed = true
+	if msg := d.get("message"); e.typ == "tool/result" && isObj(msg) {
+		if data, ok := liftedData(s.scratch, e, d, msg, subject); ok {
+			s.scratch.lend(data)
+			e.data = data
+			return nil
+		}
+	}
+	changed, err := mapMessages(e, d, msgFn)
+	// The content tags outside messages.
+	migrate := func(key, label string, f func([]byte, string) ([]byte, error)) {
+		if err == nil {
+			var v []byte
+			if v, err = f(d.get(key), label); v != nil {
+				d.set(key, v)
+				changed = true
+			}
 		}
 	}
 	switch e.typ {
-	case "system/message", "developer/message", "assistant/message", "tool/result":
-		msg := d.get("message")
-		if !isObj(msg) {
-			return corrupt("%s at seq %d requires a message", e.typ, e.seq)
-		}
-		if e.typ == "tool/result" {
-			if data, ok := liftedData(s.scratch, e, d, msg, subject); ok {
-				s.scratch.lend(data)
-				e.data = data
-				return nil
-			}
-		}
-		nm, err := s.message(e, msg, subject)
-		if err != nil {
-			return err
-		}
-		setIf("message", nm)
-	case "agent/inbox/spliced", "session/title-llm-request":
-		any, err := mapList(e, d, func(msg []byte) ([]byte, error) { return s.message(e, msg, subject) })
-		if err != nil {
-			return err
-		}
-		changed = changed || any
 	case "compaction/summary":
-		c, err := migrateContent(d.get("summary"), subject+".summary")
-		if err != nil {
-			return err
-		}
-		setIf("summary", c)
+		migrate("summary", subject+".summary", migrateContent)
 		if d.has("rawOutput") {
-			c, err := migrateContent(d.get("rawOutput"), subject+".rawOutput")
-			if err != nil {
-				return err
-			}
-			setIf("rawOutput", c)
+			migrate("rawOutput", subject+".rawOutput", migrateContent)
 		}
 	case "tool/ptc-dispatch":
-		c, err := migrateContent(d.get("content"), subject+".content")
-		if err != nil {
-			return err
-		}
-		setIf("content", c)
+		migrate("content", subject+".content", migrateContent)
 	case "team/message/queued":
-		if m := d.get("message"); isObj(m) {
-			nm, err := migrateMessageContent(m, subject)
-			if err != nil {
-				return err
-			}
-			setIf("message", nm)
+		if isObj(d.get("message")) {
+			migrate("message", subject, migrateMessageContent)
+		}
+	case "assistant/message", "assistant/attempt":
+		if isArr(d.get("stream")) {
+			migrate("stream", subject, migrateStream)
 		}
 	}
-	if e.typ == "assistant/message" || e.typ == "assistant/attempt" {
-		if st := d.get("stream"); isArr(st) {
-			ns, err := migrateStream(st, subject)
-			if err != nil {
-				return err
-			}
-			setIf("stream", ns)
-		}
-	}
-	if changed {
+	if changed && err == nil {
 		e.data = d.bytes()
 	}
-	return nil
+	return err
 }
 
 // message applies the message rules: the source rewrite, the tool-result
@@ -289,81 +251,6 @@ func liftedData(scratch *dataScratch, e *event, d *object, msg []byte, subject s
 		return nil, false
 	}
 	return d.encodeAfter(buf, i), true
-}
-
-// migrateStream namespaces the block types that raw chunk records of an
-// embedded stream carry: block-start blockType and block-end block.type.
-func migrateStream(stream []byte, subject string) ([]byte, error) {
-	// First pass without allocating: is any block type to be renamed?
-	need := false
-	rawjson.EachElement(stream, func(_ int, entry []byte) bool {
-		if !rawjson.StringIs(rawjson.Get(entry, "type"), "chunk") {
-			return true
-		}
-		// The entry's chunk and its block are not skipped whole to read
-		// their first members: the block of a block-end holds the whole
-		// text of its block, as the message does.
-		chunk := rawjson.GetFrom(entry, "chunk")
-		switch t := rawjson.Get(chunk, "type"); {
-		case rawjson.StringIs(t, "block-end"):
-			bt, ok := rawjson.String(rawjson.Get(rawjson.GetFrom(chunk, "block"), "type"))
-			need = !ok || !contentKinds[bt]
-		case rawjson.StringIs(t, "block-start"):
-			bt, ok := rawjson.String(rawjson.Get(chunk, "blockType"))
-			need = !ok || !contentKinds[bt]
-		}
-		return !need
-	})
-	if !need {
-		return nil, nil
-	}
-	elems, err := rawjson.Elements(stream, nil)
-	if err != nil {
-		return nil, corrupt("%s stream must be an array", subject)
-	}
-	changed := false
-	for i, entry := range elems {
-		if !isObj(entry) || !rawjson.StringIs(rawjson.Get(entry, "type"), "chunk") {
-			continue
-		}
-		chunk := rawjson.Get(entry, "chunk")
-		if !isObj(chunk) {
-			continue
-		}
-		path := subject + ".stream[" + itoa(int64(i)) + "]"
-		var nc []byte
-		switch t := rawjson.Get(chunk, "type"); {
-		case rawjson.StringIs(t, "block-end"):
-			nb, err := migrateBlock(rawjson.Get(chunk, "block"), path+".block")
-			if err != nil {
-				return nil, err
-			}
-			if nb != nil {
-				co, _ := parseObject(chunk)
-				co.set("block", nb)
-				nc = co.bytes()
-			}
-		case rawjson.StringIs(t, "block-start"):
-			bt, ok := rawjson.String(rawjson.Get(chunk, "blockType"))
-			if !ok {
-				return nil, corrupt("%s blockType must be a string", path)
-			}
-			if !contentKinds[bt] {
-				co, _ := parseObject(chunk)
-				co.set("blockType", jsonString("plugin:"+bt))
-				nc = co.bytes()
-			}
-		}
-		if nc != nil {
-			eo, _ := parseObject(entry)
-			eo.set("chunk", nc)
-			elems[i], changed = eo.bytes(), true
-		}
-	}
-	if !changed {
-		return nil, nil
-	}
-	return encodeArray(make([]byte, 0, len(stream)+16), elems), nil
 }
 
 // delivery checks a session-log-deepseek/delivery-accepted marker.
