@@ -82,22 +82,15 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Kind }
 
-// stageError is what a stage returns; the reader adds the path and line.
-type stageError struct {
-	msg  string
-	kind error
-}
-
-func (e *stageError) Error() string { return e.msg }
-
-// refusal: the log is well formed, but no preserving conversion exists.
+// refusal: the log is well formed, but no preserving conversion exists. A
+// stage's *Error names no file: the reader adds the path and line.
 func refusal(format string, args ...any) error {
-	return &stageError{msg: fmt.Sprintf(format, args...), kind: convlog.ErrUnsupported}
+	return &Error{Msg: fmt.Sprintf(format, args...), Kind: convlog.ErrUnsupported}
 }
 
 // corrupt: the log breaks the rules of its version.
 func corrupt(format string, args ...any) error {
-	return &stageError{msg: fmt.Sprintf(format, args...), kind: convlog.ErrCorrupt}
+	return &Error{Msg: fmt.Sprintf(format, args...), Kind: convlog.ErrCorrupt}
 }
 
 // seqMap maps a stage's source seqs to its target seqs. It is monotone and
@@ -186,79 +179,71 @@ func remapRefs(e *event, m *seqMap, missing func(ref int64) error) error {
 		return rawjson.AppendInt(nil, t), nil
 	}
 	rawList := func(raw []byte) ([]byte, error) {
-		elems, err := rawjson.Elements(raw, nil)
-		if err != nil {
-			return nil, corrupt("%s at seq %d has seq references that are not an array", e.typ, e.seq)
-		}
-		out := []byte{'['}
-		for i, el := range elems {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			t, err := rawOne(el)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, t...)
-		}
-		return append(out, ']'), nil
+		return orSame(raw)(mapArray(raw, func() error { return corrupt("%s at seq %d has seq references that are not an array", e.typ, e.seq) },
+			func(_ int, el []byte) ([]byte, error) { return rawOne(el) }))
 	}
+	var d *object
 	switch e.typ {
 	case "command/done", "compaction/summary", "compaction/prune", "session/title", "session/title-llm-request", "image/offload":
+		var err error
+		if d, err = parseObject(e.payload()); err != nil {
+			return corrupt("%s at seq %d: data is not an object", e.typ, e.seq)
+		}
 	default:
 		return nil
 	}
-	d, err := parseObject(e.payload())
-	if err != nil {
-		return corrupt("%s at seq %d: data is not an object", e.typ, e.seq)
-	}
+	var err error
 	switch e.typ {
 	case "command/done":
-		if err := d.convert("sourceEventSeq", rawOne); err != nil {
-			return err
-		}
+		err = d.convert("sourceEventSeq", rawOne)
 	case "compaction/summary", "compaction/prune":
-		if r := d.get("shadowedRange"); r != nil {
+		err = d.convert("shadowedRange", func(r []byte) ([]byte, error) {
 			ro, err := parseObject(r)
 			if err != nil {
-				return corrupt("%s at seq %d: shadowedRange is not an object", e.typ, e.seq)
+				return nil, corrupt("%s at seq %d: shadowedRange is not an object", e.typ, e.seq)
 			}
 			for _, k := range []string{"start", "end"} {
 				if err := ro.convert(k, rawOne); err != nil {
-					return err
+					return nil, err
 				}
 			}
-			d.set("shadowedRange", ro.bytes())
-		}
-		if err := d.convert("shadowedSeqs", rawList); err != nil {
-			return err
+			return ro.bytes(), nil
+		})
+		if err == nil {
+			err = d.convert("shadowedSeqs", rawList)
 		}
 	case "session/title", "session/title-llm-request":
-		if err := d.convert("messageSeqs", rawList); err != nil {
-			return err
-		}
+		err = d.convert("messageSeqs", rawList)
 	case "image/offload":
-		if v := d.get("targets"); v != nil {
-			elems, err := rawjson.Elements(v, nil)
-			if err != nil {
-				return corrupt("image/offload at seq %d: targets must be an array", e.seq)
-			}
-			out := make([][]byte, len(elems))
-			for i, el := range elems {
+		err = d.convert("targets", func(v []byte) ([]byte, error) {
+			return orSame(v)(mapArray(v, func() error { return corrupt("image/offload at seq %d: targets must be an array", e.seq) }, func(i int, el []byte) ([]byte, error) {
 				to, err := parseObject(el)
 				if err != nil {
-					return corrupt("image/offload at seq %d: targets[%d] is not an object", e.seq, i)
+					return nil, corrupt("image/offload at seq %d: targets[%d] is not an object", e.seq, i)
 				}
 				if err := to.convert("seq", rawOne); err != nil {
-					return err
+					return nil, err
 				}
-				out[i] = to.bytes()
-			}
-			d.set("targets", encodeArray(nil, out))
-		}
+				return to.bytes(), nil
+			}))
+		})
+	}
+	if err != nil {
+		return err
 	}
 	e.data = d.bytes()
 	return nil
+}
+
+// orSame returns mapArray's result as a value: the array it read when
+// nothing was replaced.
+func orSame(arr []byte) func([]byte, error) ([]byte, error) {
+	return func(b []byte, err error) ([]byte, error) {
+		if b == nil {
+			b = arr
+		}
+		return b, err
+	}
 }
 
 // toConvlog fills out with e in the version 4 envelope.

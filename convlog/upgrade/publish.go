@@ -439,7 +439,6 @@ func (s *Staged) Publish() (dst string, err error) {
 // digests; GMAC is allowed under GODEBUG=fips140=only.
 type staged struct {
 	size    int64
-	events  int64
 	mac     cipher.AEAD
 	writes  []stagedWrite
 	longest int
@@ -525,7 +524,7 @@ const writebackBytes = 4 << 20
 // Each chunk is verified as written, as strictly as a read-back but without
 // a second parse: its lines as a reader checks them, against the rules
 // beyond a line, its events and message ids compared with those produced,
-// and a frame decoded again; verifyStaged's MAC tags then prove the file
+// and a frame decoded again; the MAC tags of the read-back then prove the file
 // holds exactly the checked frames.
 func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error) {
 	st, err := newStaged()
@@ -635,7 +634,6 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		}
 		job.plain = append(job.plain, '\n')
 		job.events++
-		st.events++
 		job.msgs = noteMessage(job.msgs, ev, false)
 		if len(job.plain) >= frameTarget {
 			if err := emit(); err != nil {

@@ -403,9 +403,9 @@ func (r *Reader) push(i int, evs []*event) error {
 }
 
 func (r *Reader) wrap(err error) error {
-	var se *stageError
-	if errors.As(err, &se) {
-		return &Error{Path: r.path, Line: r.line, Msg: se.msg, Kind: se.kind}
+	var e *Error
+	if errors.As(err, &e) && e.Path == "" {
+		e.Path, e.Line = r.path, r.line
 	}
 	return err
 }
