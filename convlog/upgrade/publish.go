@@ -564,8 +564,7 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 	if _, err := convlog.ParseHeader(f.Name(), line, convlog.CurrentVersion); err != nil {
 		return nil, fmt.Errorf("%s: staged successor failed verification: %w", f.Name(), err)
 	}
-	rules := &pathRules{v: convlog.NewValidator(header, nil), src: r.path}
-	fw := newFrameWriter(write, comp == convlog.Zstd, rules, convlog.NewLineChecker(f.Name(), header, nil), convlog.NewLineChecker(f.Name(), header, nil))
+	fw := newFrameWriter(write, comp == convlog.Zstd, r.path, f.Name(), header)
 	// Frame 1 is exactly the header line.
 	if err := fw.add(&frameJob{plain: append(line, '\n'), header: true}); err != nil {
 		return nil, abort(fw, err)
@@ -659,8 +658,8 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 	if err := fw.close(); err != nil {
 		return nil, err
 	}
-	if err := rules.v.Finish(); err != nil {
-		return nil, rules.refuse(err)
+	if err := fw.rules.Finish(); err != nil {
+		return nil, fw.refuse(err)
 	}
 	return st, nil
 }
@@ -765,18 +764,12 @@ func putEncoder(e *zstd.Encoder) {
 	}
 }
 
-// writerStarted and writerClosed count the frame writers running; the
+// writersRunning counts the frame writers running (delta 1 or -1); the
 // free encoders go idle when none is.
-func writerStarted() {
-	encoders.Lock()
-	encoders.active++
-	encoders.Unlock()
-}
-
-func writerClosed() {
+func writersRunning(delta int) {
 	encoders.Lock()
 	defer encoders.Unlock()
-	if encoders.active--; encoders.active == 0 {
+	if encoders.active += delta; encoders.active == 0 {
 		for _, e := range encoders.free {
 			encoders.idle.Put(e)
 		}
@@ -816,9 +809,13 @@ type frameWriter struct {
 	failOnce sync.Once
 	failErr  error
 
-	// rules are the path rules; lastChecked is the checked channel of the
-	// job queued last (closed for none).
-	rules       *pathRules
+	// rules checks the rules beyond one line chunk after chunk
+	// (frameJob.prev), on the goroutine that parsed each chunk, so
+	// compression stays parallel; src is the source, named in refusals.
+	rules *convlog.Validator
+	src   string
+	// lastChecked is the checked channel of the job queued last (closed
+	// for none).
 	lastChecked chan struct{}
 }
 
@@ -838,17 +835,10 @@ type frameJob struct {
 	prev, checked chan struct{}
 }
 
-// pathRules checks the rules beyond one line chunk after chunk (frameJob.prev),
-// on the goroutine that parsed each chunk, so compression stays parallel.
-type pathRules struct {
-	v   *convlog.Validator
-	src string
-}
-
 // refuse words a rule the successor would break: the source is not
 // converted, since a reader of the successor would refuse it.
-func (p *pathRules) refuse(err error) error {
-	return fmt.Errorf("%s: not converted: its successor would break a rule that reindex and inspect --validate check: %w (inspect --validate lists the source's problems)", p.src, err)
+func (fw *frameWriter) refuse(err error) error {
+	return fmt.Errorf("%s: not converted: its successor would break a rule that reindex and inspect --validate check: %w (inspect --validate lists the source's problems)", fw.src, err)
 }
 
 // roundTrip decodes the frames just compressed, to compare them with what
@@ -869,17 +859,17 @@ var stageWritten func(path string)
 // its check and a frame after its compression.
 var linesTampered, frameTampered func(j *frameJob)
 
-// newFrameWriter starts the goroutines; checkers holds one line checker
-// per goroutine, rules the log's path rules (nil: none).
-func newFrameWriter(write func([]byte) error, compress bool, rules *pathRules, checkers ...*convlog.LineChecker) *frameWriter {
-	fw := &frameWriter{compress: compress, rules: rules, work: make(chan *frameJob, framesInFlight), order: make(chan *frameJob, framesInFlight),
+// newFrameWriter starts the goroutines that write the log src is upgraded
+// to, at path with header h.
+func newFrameWriter(write func([]byte) error, compress bool, src, path string, h *convlog.Header) *frameWriter {
+	fw := &frameWriter{compress: compress, rules: convlog.NewValidator(h, nil), src: src, work: make(chan *frameJob, framesInFlight), order: make(chan *frameJob, framesInFlight),
 		slots: make(chan struct{}, framesInFlight), spare: spareBufs{n: spareChunks}, spareOut: spareBufs{n: frameEncoders + 1},
 		done: make(chan error, 1), failed: make(chan struct{}), lastChecked: make(chan struct{})}
 	close(fw.lastChecked)
-	writerStarted()
+	writersRunning(1)
 	for i := 0; i < frameEncoders; i++ {
 		fw.wg.Add(1)
-		check := checkers[i]
+		check := convlog.NewLineChecker(path, h, nil)
 		go func() {
 			defer fw.wg.Done()
 			var back []byte
@@ -889,7 +879,7 @@ func newFrameWriter(write func([]byte) error, compress bool, rules *pathRules, c
 						linesTampered(j)
 					}
 					<-j.prev
-					j.err = checkChunk(check, fw.rules, j)
+					j.err = fw.checkChunk(check, j)
 				}
 				close(j.checked)
 				if j.err == nil && compress {
@@ -952,9 +942,9 @@ func newFrameWriter(write func([]byte) error, compress bool, rules *pathRules, c
 	return fw
 }
 
-// checkChunk checks j's lines as a reader does and against rules, and
+// checkChunk checks j's lines as c does and against the rules, and
 // compares their count and message ids with the events produced.
-func checkChunk(c *convlog.LineChecker, rules *pathRules, j *frameJob) error {
+func (fw *frameWriter) checkChunk(c *convlog.LineChecker, j *frameJob) error {
 	// The message ids of the lines checked must be those produced, in
 	// order: compared as they come (want is what is left of j.msgs).
 	want, idsDiffer := j.msgs, false
@@ -969,10 +959,8 @@ func checkChunk(c *convlog.LineChecker, rules *pathRules, j *frameJob) error {
 		if err != nil {
 			return fmt.Errorf("staged successor failed verification: %w", err)
 		}
-		if rules != nil {
-			if err := rules.v.Check(ev); err != nil {
-				return rules.refuse(err)
-			}
+		if err := fw.rules.Check(ev); err != nil {
+			return fw.refuse(err)
 		}
 		if typ, id, ok := messageID(ev, true); ok && !idsDiffer {
 			n := len(typ) + len(id) + 2
@@ -1123,7 +1111,7 @@ func (fw *frameWriter) close() error {
 	close(fw.order)
 	fw.wg.Wait()
 	err := <-fw.done
-	writerClosed()
+	writersRunning(-1)
 	for _, b := range fw.spare.drain() {
 		putChunk(b)
 	}
