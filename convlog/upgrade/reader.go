@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/internal/rawjson"
@@ -335,10 +336,10 @@ func (r *Reader) RuleProblem(err error) error {
 // keepRoom moves the data of the row's events that lineBuf lent the room
 // out of it, unless it belongs to the first of them.
 func (r *Reader) keepRoom() {
-	m := r.scratch.roomOf()
-	if m == nil || m.start == nil {
+	if r.scratch == nil || r.scratch.room == nil || r.scratch.room.start == nil {
 		return
 	}
+	m := r.scratch.room
 	for i, e := range r.pending {
 		if i > 0 && m.placed(e.data) {
 			e.data = append(r.scratch.get(len(e.data)), e.data...)
@@ -346,13 +347,6 @@ func (r *Reader) keepRoom() {
 			m.start = nil
 		}
 	}
-}
-
-func (a *dataScratch) roomOf() *lineRoom {
-	if a == nil {
-		return nil
-	}
-	return a.room
 }
 
 // step runs one source row through the chain.
@@ -549,57 +543,27 @@ func parseSeqList(raw []byte, e *event) ([]int64, error) {
 // tool-call-chunks with seq0, time0 and data.dt) into its members: member k
 // is an assistant/chunk event with seq seq0+k and time time0+dt[0]+…+dt[k-1].
 func expandPacked(ce *convlog.Event) ([]*event, error) {
-	data := bytes.Clone(ce.Data)
-	var kind byte
-	switch ce.Type {
-	case "text-chunks":
-		kind = kindText
-	case "reasoning-chunks":
-		kind = kindReasoning
-	default:
-		kind = kindToolCall
-	}
 	bad := func(format string, args ...any) error {
 		return corrupt("packed %s row at seq %d: %s", ce.Type, ce.Seq, fmt.Sprintf(format, args...))
 	}
-	var turn, step, index, dt, texts, id, name []byte
-	var unexpected string
-	err := eachMember(data, func(k, _, v []byte) bool {
-		switch string(k) {
-		case "turn":
-			turn = v
-		case "step":
-			step = v
-		case "index":
-			index = v
-		case "dt":
-			dt = v
-		case "texts", "args", "id", "name":
-			// texts for text and reasoning, the others for a tool call.
-			if (string(k) == "texts") == (kind == kindToolCall) {
-				unexpected = string(k)
-				return false
-			}
-			switch string(k) {
-			case "id":
-				id = v
-			case "name":
-				name = v
-			default:
-				texts = v
-			}
-		default:
-			unexpected = string(k)
-			return false
-		}
-		return true
-	})
+	kind, keys := byte(kindToolCall), []string{"turn", "step", "index", "dt", "args", "id", "name"}
+	switch ce.Type {
+	case "text-chunks":
+		kind, keys = kindText, []string{"turn", "step", "index", "dt", "texts"}
+	case "reasoning-chunks":
+		kind, keys = kindReasoning, []string{"turn", "step", "index", "dt", "texts"}
+	}
+	o, err := parseObject(bytes.Clone(ce.Data))
 	if err != nil {
 		return nil, bad("data is not an object")
 	}
-	if unexpected != "" {
-		return nil, bad("data has unexpected member %s", termtext.Quote(unexpected))
+	for _, m := range o.m {
+		if !slices.Contains(keys, string(m.Key)) {
+			return nil, bad("data has unexpected member %s", termtext.Quote(string(m.Key)))
+		}
 	}
+	turn, step, index, dt, id, name := o.get("turn"), o.get("step"), o.get("index"), o.get("dt"), o.get("id"), o.get("name")
+	texts := o.get(keys[4])
 	if turn == nil || step == nil || index == nil || dt == nil || texts == nil || kind == kindToolCall && id == nil {
 		return nil, bad("data lacks a required member")
 	}
