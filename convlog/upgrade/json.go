@@ -7,13 +7,6 @@ import "github.com/convkit/convkit/internal/rawjson"
 // only changed members are re-encoded. Input is already checked by the convlog
 // reader, but malformed bytes still give errors, never panics.
 
-// eachMember calls fn with each member of the object b: the key (decoded;
-// it aliases b unless it held escapes), the key as written (with quotes) and
-// the raw value. fn returns false to stop early.
-func eachMember(b []byte, fn func(key, rawKey, val []byte) bool) error {
-	return rawjson.EachMember(b, func(m rawjson.Member) bool { return fn(m.Key, m.RawKey, m.Value) })
-}
-
 // member is one member of an ordered object; RawKey is nil for a member
 // added here.
 type member = rawjson.Member
@@ -85,14 +78,11 @@ func (o *object) remove(key string) bool {
 
 // encode appends the object, compact.
 func (o *object) encode(dst []byte) []byte {
-	dst = append(dst, '{')
-	for i, m := range o.m {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(appendKey(dst, m), m.Value...)
+	n := len(o.m) - 1
+	if n < 0 {
+		return append(dst, "{}"...)
 	}
-	return append(dst, '}')
+	return o.encodeAfter(append(o.encodeBefore(dst, n), o.m[n].Value...), n)
 }
 
 // encodeBefore and encodeAfter are encode split around the value of member i,

@@ -441,12 +441,12 @@ func (r *Reader) decode(ce *convlog.Event) ([]*event, error) {
 	// Before v3 the reader checks only the envelope: the surface operation
 	// (and, before v2, the cited seqs) are read here.
 	var opRaw, srcRaw []byte
-	eachMember(ce.Raw, func(k, _, val []byte) bool {
-		switch string(k) {
+	rawjson.EachMember(ce.Raw, func(m rawjson.Member) bool {
+		switch string(m.Key) {
 		case "surfaceOp":
-			opRaw = val
+			opRaw = m.Value
 		case "sourceEventSeqs":
-			srcRaw = val
+			srcRaw = m.Value
 		}
 		return true
 	})

@@ -61,31 +61,20 @@ func (d *chunkDelta) encodeEvent() []byte {
 // parseDelta reads a chunk object as a packable delta: exactly the members
 // of a text, reasoning or tool-call delta. Anything else is kept raw.
 func parseDelta(chunk []byte) (*chunkDelta, bool) {
-	d := &chunkDelta{}
-	var typ, text, args []byte
-	n, ok := 0, true
-	err := eachMember(chunk, func(k, _, v []byte) bool {
-		n++
-		switch string(k) {
-		case "type":
-			typ = v
-		case "index":
-			d.index = v
-		case "text":
-			text = v
-		case "argumentsDelta":
-			args = v
-		case "id":
-			d.id = v
-		case "name":
-			d.name = v
+	o, err := parseObject(chunk)
+	if err != nil {
+		return nil, false
+	}
+	d := &chunkDelta{index: o.get("index"), id: o.get("id"), name: o.get("name")}
+	typ, text, args, n := o.get("type"), o.get("text"), o.get("argumentsDelta"), len(o.m)
+	for _, m := range o.m {
+		switch string(m.Key) {
+		case "type", "index", "text", "argumentsDelta", "id", "name":
 		default:
-			ok = false
-			return false
+			return nil, false
 		}
-		return true
-	})
-	if err != nil || !ok || d.index == nil {
+	}
+	if d.index == nil {
 		return nil, false
 	}
 	switch {

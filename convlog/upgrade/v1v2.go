@@ -139,19 +139,12 @@ func (s *v1v2) chunk(e *event) error {
 	if d != nil {
 		turnRaw, stepRaw = d.turn, d.step
 	} else {
+		o, err := parseObject(e.payload())
 		var c []byte
-		err := eachMember(e.payload(), func(k, _, v []byte) bool {
-			switch string(k) {
-			case "turn":
-				turnRaw = v
-			case "step":
-				stepRaw = v
-			case "chunk":
-				c = v
-			}
-			return true
-		})
-		if err != nil || !isObj(c) {
+		if err == nil {
+			turnRaw, stepRaw, c = o.get("turn"), o.get("step"), o.get("chunk")
+		}
+		if !isObj(c) {
 			return corrupt("assistant/chunk at seq %d must carry turn, step and chunk", e.seq)
 		}
 		var ok bool
