@@ -316,13 +316,9 @@ func rewriteSource(src []byte, role string, seq int64) ([]byte, error) {
 
 // liftObject appends to dst the v4 tool-role message lifted from o, a v3
 // user-role message of size bytes holding one tool-result wrapper, other
-// members kept as plugin:message:<k> and plugin:result:<k>; o's source must
-// be rewritten already. It returns nil when o is not such a result, and the
-// lifted message's content.
-func liftObject(dst []byte, o *object, size int, seq int64) (out, content []byte, err error) {
-	if !rawjson.StringIs(o.get("role"), "user") {
-		return nil, nil, nil
-	}
+// members kept as plugin:message:<k> and plugin:result:<k>, the content's
+// tags migrated; o's source must be rewritten already.
+func liftObject(dst []byte, o *object, size int, seq int64, subject string) ([]byte, error) {
 	fail := func() error {
 		return corrupt("format v3 tool/result at seq %d requires exactly one tool-result wrapper matching its tool source", seq)
 	}
@@ -330,23 +326,23 @@ func liftObject(dst []byte, o *object, size int, seq int64) (out, content []byte
 	source := o.get("source")
 	callID, okCall := rawjson.String(rawjson.Get(source, "callId"))
 	if !okID || id == "" || !isObj(source) || !rawjson.StringIs(rawjson.Get(source, "kind"), "tool") || !okCall || callID == "" {
-		return nil, nil, fail()
+		return nil, fail()
 	}
 	blocks, err := rawjson.Elements(o.get("content"), nil)
 	if err != nil || len(blocks) != 1 || !isObj(blocks[0]) {
-		return nil, nil, fail()
+		return nil, fail()
 	}
 	w, err := parseObject(blocks[0])
 	if err != nil || !rawjson.StringIs(w.get("type"), "tool-result") || !rawjson.StringIs(w.get("toolCallId"), callID) {
-		return nil, nil, fail()
+		return nil, fail()
 	}
 	isErr := w.get("isError")
 	if isErr != nil && string(isErr) != "true" && string(isErr) != "false" {
-		return nil, nil, corrupt("format v3 tool/result at seq %d tool-result isError must be boolean", seq)
+		return nil, corrupt("format v3 tool/result at seq %d tool-result isError must be boolean", seq)
 	}
-	content = w.get("content")
+	content := w.get("content")
 	if !isArr(content) {
-		return nil, nil, corrupt("format v3 tool/result at seq %d tool-result content must be an array", seq)
+		return nil, corrupt("format v3 tool/result at seq %d tool-result content must be an array", seq)
 	}
 	nested := false
 	rawjson.EachElement(content, func(_ int, b []byte) bool {
@@ -357,9 +353,14 @@ func liftObject(dst []byte, o *object, size int, seq int64) (out, content []byte
 		return true
 	})
 	if nested {
-		return nil, nil, refusal("format v3 tool/result at seq %d contains a nested tool-result unsupported by this converter", seq)
+		return nil, refusal("format v3 tool/result at seq %d contains a nested tool-result unsupported by this converter", seq)
 	}
-	out = slices.Grow(dst, size+32)
+	if nc, err := migrateContent(content, subject); err != nil {
+		return nil, err
+	} else if nc != nil {
+		content = nc
+	}
+	out := slices.Grow(dst, size+32)
 	out = append(out, `{"role":"tool","source":`...)
 	out = append(out, source...)
 	out = append(out, `,"toolCallId":`...)
@@ -374,7 +375,7 @@ func liftObject(dst []byte, o *object, size int, seq int64) (out, content []byte
 	out = append(out, o.get("id")...)
 	out = appendOthers(out, o, "plugin:message:", "id", "role", "source", "content")
 	out = appendOthers(out, w, "plugin:result:", "type", "toolCallId", "content", "isError")
-	return append(out, '}'), content, nil
+	return append(out, '}'), nil
 }
 
 // appendOthers appends the members of o not named in known, each under its

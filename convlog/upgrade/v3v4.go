@@ -138,10 +138,13 @@ func (s *v3v4) rewrite(e *event) error {
 		return corrupt("%s: data must be an object", subject)
 	}
 	if msg := d.get("message"); e.typ == "tool/result" && isObj(msg) {
-		if data, ok := liftedData(s.scratch, e, d, msg, subject); ok {
+		data, err := s.lift(e, d, msg, subject)
+		if data != nil {
 			s.scratch.lend(data)
 			e.data = data
-			return nil
+		}
+		if err != nil || data != nil {
+			return err
 		}
 	}
 	changed, err := mapMessages(e, d, msgFn)
@@ -178,9 +181,8 @@ func (s *v3v4) rewrite(e *event) error {
 	return err
 }
 
-// message applies the message rules: the source rewrite, the tool-result
-// lift (on tool/result), the content tags. It returns nil when nothing
-// changed.
+// message applies the message rules: the source rewrite and the content
+// tags. It returns nil when nothing changed.
 func (s *v3v4) message(e *event, msg []byte, subject string) ([]byte, error) {
 	o, err := e.parse(msg)
 	if err != nil {
@@ -196,16 +198,6 @@ func (s *v3v4) message(e *event, msg []byte, subject string) ([]byte, error) {
 		o.set("source", ns)
 		changed = true
 	}
-	if e.typ == "tool/result" && role == "user" {
-		lifted, _, err := liftObject(nil, o, len(msg), e.seq)
-		if err != nil {
-			return nil, err
-		}
-		if nc, err := migrateMessageContent(lifted, subject); err != nil || nc != nil {
-			return nc, err
-		}
-		return lifted, nil
-	}
 	c, err := migrateContent(o.get("content"), subject)
 	if err != nil {
 		return nil, err
@@ -220,37 +212,31 @@ func (s *v3v4) message(e *event, msg []byte, subject string) ([]byte, error) {
 	return o.bytes(), nil
 }
 
-// liftedData is rewrite's common tool-result case, the lifted message
-// written straight into the new data, as a tool result is often megabytes;
-// ok is false for any other case or an error, left to message.
-func liftedData(scratch *dataScratch, e *event, d *object, msg []byte, subject string) (data []byte, ok bool) {
+// lift applies the tool-result rule to a tool/result whose message (msg,
+// in data d) has role user, and returns the new data, nil for another
+// role. The lifted message is written straight where the data's line will
+// put it (lineBuf), as a tool result is often megabytes.
+func (s *v3v4) lift(e *event, d *object, msg []byte, subject string) ([]byte, error) {
 	o, err := e.parse(msg)
 	if err != nil {
-		return nil, false
+		return nil, corrupt("%s: message must be an object", subject)
 	}
-	role, _ := rawjson.String(o.get("role"))
-	if role != "user" {
-		return nil, false
+	if role, _ := rawjson.String(o.get("role")); role != "user" {
+		return nil, nil
 	}
-	if ns, err := rewriteSource(o.get("source"), role, e.seq); err != nil || ns != nil {
-		return nil, false
+	ns, err := rewriteSource(o.get("source"), "user", e.seq)
+	if err != nil {
+		return nil, err
+	}
+	if ns != nil {
+		o.set("source", ns)
 	}
 	i := d.index("message")
-	if i < 0 {
-		return nil, false
+	buf, err := liftObject(d.encodeBefore(s.scratch.lineBuf(e, len(e.payload())+256), i), o, len(msg), e.seq, subject)
+	if err != nil {
+		return nil, err
 	}
-	buf := d.encodeBefore(scratch.lineBuf(e, len(e.payload())+256), i)
-	start := len(buf)
-	buf, content, err := liftObject(buf, o, len(msg), e.seq)
-	if err != nil || len(buf) <= start {
-		return nil, false
-	}
-	// migrateMessageContent of the lifted message, without parsing it
-	// again: its content is content.
-	if c, err := migrateContent(content, subject); err != nil || c != nil {
-		return nil, false
-	}
-	return d.encodeAfter(buf, i), true
+	return d.encodeAfter(buf, i), nil
 }
 
 // delivery checks a session-log-deepseek/delivery-accepted marker.
