@@ -15,12 +15,13 @@ type event struct {
 	typ       string
 	seq       int64
 	time      int64
-	data      []byte // raw JSON; nil only while chunk carries the payload
+	data      []byte // raw JSON; nil while chunk carries the payload
 	ignorable bool
 	op        *surfaceOp // nil when absent
 	sources   []int64    // nil when absent
 	// chunk is set on assistant/chunk events expanded from a v0/v1 packed
-	// row: the delta is kept unencoded, since the v1→v2 stage consumes it.
+	// row: the delta is kept unencoded, since the v1→v2 stage consumes every
+	// chunk before anything reads its data.
 	chunk *chunkDelta
 	// srcData and srcMsg are the source row's data and data.message as the
 	// source reader checked them, with the members it kept (nil: not kept), so
@@ -52,14 +53,6 @@ func sameBytes(a, b []byte) bool {
 type surfaceOp struct {
 	replace    bool
 	start, end int64
-}
-
-// payload returns the event's data, encoding a packed delta on demand.
-func (e *event) payload() []byte {
-	if e.data == nil && e.chunk != nil {
-		e.data = e.chunk.encodeEvent()
-	}
-	return e.data
 }
 
 // Error is a refusal or problem found while upgrading a log, naming the file
@@ -186,7 +179,7 @@ func remapRefs(e *event, m *seqMap, missing func(ref int64) error) error {
 	switch e.typ {
 	case "command/done", "compaction/summary", "compaction/prune", "session/title", "session/title-llm-request", "image/offload":
 		var err error
-		if d, err = parseObject(e.payload()); err != nil {
+		if d, err = parseObject(e.data); err != nil {
 			return corrupt("%s at seq %d: data is not an object", e.typ, e.seq)
 		}
 	default:
@@ -252,7 +245,7 @@ func toConvlog(e *event, out *convlog.Event, op *convlog.SurfaceOp) {
 		Type:            e.typ,
 		Seq:             e.seq,
 		Time:            e.time,
-		Data:            e.payload(),
+		Data:            e.data,
 		Ignorable:       e.ignorable,
 		SourceEventSeqs: e.sources,
 		Known:           convlog.DefaultRegistry.Lookup(e.typ) != nil,

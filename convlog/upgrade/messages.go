@@ -26,7 +26,7 @@ func mapMessages(e *event, d *object, fn func(msg []byte) ([]byte, error)) (chan
 	case !ok:
 		return false, nil
 	case key == "":
-		m, err := fn(e.payload())
+		m, err := fn(e.data)
 		if m != nil {
 			e.data = m
 		}
@@ -63,7 +63,7 @@ func rewriteMessages(e *event, fn func(msg []byte) ([]byte, error)) error {
 		return nil
 	} else if key != "" {
 		var err error
-		if d, err = e.parse(e.payload()); err != nil {
+		if d, err = e.parse(e.data); err != nil {
 			return corrupt("%s at seq %d: data must be an object", e.typ, e.seq)
 		}
 	}

@@ -22,42 +22,6 @@ const (
 	kindToolCall  = 'c'
 )
 
-// encodeChunk appends the delta as a chunk object.
-func (d *chunkDelta) encodeChunk(dst []byte) []byte {
-	switch d.kind {
-	case kindText:
-		dst = append(dst, `{"type":"text-delta","index":`...)
-	case kindReasoning:
-		dst = append(dst, `{"type":"reasoning-delta","index":`...)
-	default:
-		dst = append(dst, `{"type":"tool-call-delta","index":`...)
-		dst = append(dst, d.index...)
-		dst = append(dst, `,"id":`...)
-		dst = append(dst, d.id...)
-		if d.name != nil {
-			dst = append(dst, `,"name":`...)
-			dst = append(dst, d.name...)
-		}
-		dst = append(dst, `,"argumentsDelta":`...)
-		dst = append(dst, d.text...)
-		return append(dst, '}')
-	}
-	dst = append(dst, d.index...)
-	dst = append(dst, `,"text":`...)
-	dst = append(dst, d.text...)
-	return append(dst, '}')
-}
-
-// encodeEvent returns the data of the assistant/chunk event the delta is.
-func (d *chunkDelta) encodeEvent() []byte {
-	b := append([]byte(`{"turn":`), d.turn...)
-	b = append(b, `,"step":`...)
-	b = append(b, d.step...)
-	b = append(b, `,"chunk":`...)
-	b = d.encodeChunk(b)
-	return append(b, '}')
-}
-
 // parseDelta reads a chunk object as a packable delta: exactly the members
 // of a text, reasoning or tool-call delta. Anything else is kept raw.
 func parseDelta(chunk []byte) (*chunkDelta, bool) {

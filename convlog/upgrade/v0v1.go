@@ -91,7 +91,7 @@ func (s *v0v1) transform(e *event) ([]*event, error) {
 }
 
 func (s *v0v1) data(e *event) (*object, error) {
-	d, err := parseObject(e.payload())
+	d, err := parseObject(e.data)
 	if err != nil {
 		return nil, corrupt("%s %d data must be an object", e.typ, e.seq)
 	}

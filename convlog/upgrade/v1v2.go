@@ -107,7 +107,7 @@ func (s *v1v2) transform(e *event) ([]*event, error) {
 	case "assistant/message":
 		err = s.message(e)
 	case "step/end", "llm/retry", "llm/retry-started":
-		d := e.payload()
+		d := e.data
 		turn, ok1 := count(rawjson.Get(d, "turn"))
 		step, ok2 := count(rawjson.Get(d, "step"))
 		if g := s.groups[gkey{turn, step}]; ok1 && ok2 && g != nil {
@@ -115,7 +115,7 @@ func (s *v1v2) transform(e *event) ([]*event, error) {
 		}
 		s.enqueue(e, e.seq)
 	case "turn/end":
-		if turn, ok := count(rawjson.Get(e.payload(), "turn")); ok {
+		if turn, ok := count(rawjson.Get(e.data, "turn")); ok {
 			s.resolveTurn(turn)
 		}
 		s.enqueue(e, e.seq)
@@ -139,7 +139,7 @@ func (s *v1v2) chunk(e *event) error {
 	if d != nil {
 		turnRaw, stepRaw = d.turn, d.step
 	} else {
-		o, err := parseObject(e.payload())
+		o, err := parseObject(e.data)
 		var c []byte
 		if err == nil {
 			turnRaw, stepRaw, c = o.get("turn"), o.get("step"), o.get("chunk")
@@ -187,7 +187,7 @@ func (s *v1v2) chunk(e *event) error {
 }
 
 func (s *v1v2) message(e *event) error {
-	d, err := parseObject(e.payload())
+	d, err := parseObject(e.data)
 	if err != nil {
 		return corrupt("assistant/message at seq %d: data must be an object", e.seq)
 	}

@@ -66,14 +66,14 @@ func (s *v2v3) transform(e *event) ([]*event, error) {
 	}
 	switch e.typ {
 	case "session/end-seed":
-		if string(rawjson.Get(e.payload(), "inherited")) == "true" {
+		if string(rawjson.Get(e.data, "inherited")) == "true" {
 			if !s.info.seeded {
 				return nil, corrupt("format v2 unseeded Session contains an inherited end-seed marker")
 			}
 			s.sourceCut = e.seq
 		}
 	case "session-log-deepseek/delivery-accepted":
-		d := e.payload()
+		d := e.data
 		v := rawjson.Get(d, "sessionFormatVersion")
 		if string(v) == "3" {
 			return nil, corrupt("format v2 delivery marker claims target format v3")
@@ -96,7 +96,7 @@ func (s *v2v3) transform(e *event) ([]*event, error) {
 	s.out = append(s.out, e)
 	switch e.typ {
 	case "step/start":
-		d := e.payload()
+		d := e.data
 		s.stepTurn, s.stepStep = bytes.Clone(rawjson.Get(d, "turn")), bytes.Clone(rawjson.Get(d, "step"))
 		if s.stepTurn == nil || s.stepStep == nil {
 			return nil, corrupt("format v2 step/start at seq %d lacks turn or step", srcSeq)
@@ -126,7 +126,7 @@ func (s *v2v3) admit(e *event) error {
 	if err != nil {
 		return err
 	}
-	d := e.payload()
+	d := e.data
 	switch e.typ {
 	case "tool/code-dispatch":
 		return checkContentKinds(rawjson.Get(d, "content"), label+".content")
@@ -160,7 +160,7 @@ func (s *v2v3) admit(e *event) error {
 // requestHeader removes header.system (returning the prompt it held) and
 // the empty optional members.
 func (s *v2v3) requestHeader(e *event) (string, error) {
-	d, err := parseObject(e.payload())
+	d, err := parseObject(e.data)
 	if err != nil {
 		return "", corrupt("format v2 request/header at seq %d: data must be an object", e.seq)
 	}
@@ -233,13 +233,13 @@ func renamePTC(e *event) error {
 	case "tool/code-dispatch":
 		e.typ = "tool/ptc-dispatch"
 	case "agent-preset/selected":
-		d, err := parseObject(e.payload())
+		d, err := parseObject(e.data)
 		if err == nil && rawjson.StringIs(d.get("agentPreset"), "code") {
 			d.set("agentPreset", []byte(`"ptc"`))
 			e.data = d.bytes()
 		}
 	case "user/message", "agent/inbox/spliced", "session/title-llm-request":
-		if !bytes.Contains(e.payload(), []byte("tools-code-mode")) {
+		if !bytes.Contains(e.data, []byte("tools-code-mode")) {
 			return nil
 		}
 		return rewriteMessages(e, func(msg []byte) ([]byte, error) {

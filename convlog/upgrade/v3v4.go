@@ -62,7 +62,7 @@ func (s *v3v4) transform(e *event) ([]*event, error) {
 	s.time = e.time
 	switch e.typ {
 	case "session/end-seed":
-		if string(rawjson.Get(e.payload(), "inherited")) == "true" {
+		if string(rawjson.Get(e.data, "inherited")) == "true" {
 			if !s.info.seeded {
 				return nil, corrupt("unseeded format v3 Session contains an inherited end-seed marker")
 			}
@@ -70,7 +70,7 @@ func (s *v3v4) transform(e *event) ([]*event, error) {
 			s.catalogs = s.catalogs[:0]
 		}
 	case "subagent/catalog":
-		s.catalogs = append(s.catalogs, bytes.Clone(e.payload()))
+		s.catalogs = append(s.catalogs, bytes.Clone(e.data))
 	case "session-log-deepseek/delivery-accepted":
 		if err := s.delivery(e); err != nil {
 			return nil, err
@@ -114,10 +114,10 @@ func (s *v3v4) rewrite(e *event) error {
 		_, err := mapMessages(e, nil, msgFn)
 		return err
 	case "request/header":
-		if !bytes.Contains(e.payload(), []byte("deferLoading")) {
+		if !bytes.Contains(e.data, []byte("deferLoading")) {
 			return nil
 		}
-		tools, err := rawjson.Elements(rawjson.Get(rawjson.Get(e.payload(), "header"), "tools"), nil)
+		tools, err := rawjson.Elements(rawjson.Get(rawjson.Get(e.data, "header"), "tools"), nil)
 		if err != nil {
 			return nil
 		}
@@ -133,7 +133,7 @@ func (s *v3v4) rewrite(e *event) error {
 	default:
 		return nil
 	}
-	d, err := e.parse(e.payload())
+	d, err := e.parse(e.data)
 	if err != nil {
 		return corrupt("%s: data must be an object", subject)
 	}
@@ -232,7 +232,7 @@ func (s *v3v4) lift(e *event, d *object, msg []byte, subject string) ([]byte, er
 		o.set("source", ns)
 	}
 	i := d.index("message")
-	buf, err := liftObject(d.encodeBefore(s.scratch.lineBuf(e, len(e.payload())+256), i), o, len(msg), e.seq, subject)
+	buf, err := liftObject(d.encodeBefore(s.scratch.lineBuf(e, len(e.data)+256), i), o, len(msg), e.seq, subject)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +241,7 @@ func (s *v3v4) lift(e *event, d *object, msg []byte, subject string) ([]byte, er
 
 // delivery checks a session-log-deepseek/delivery-accepted marker.
 func (s *v3v4) delivery(e *event) error {
-	d := e.payload()
+	d := e.data
 	if !isObj(d) {
 		return corrupt("delivery-accepted data must be an object")
 	}

@@ -75,12 +75,12 @@ func (t *restartTracker) observe(e *event) (int64, bool) {
 	var next int64
 	hasTurn := false
 	if e.typ == "turn/start" {
-		next, hasTurn = count(rawjson.Get(e.payload(), "turn"))
+		next, hasTurn = count(rawjson.Get(e.data, "turn"))
 	}
 	closeTurn, interrupted := t.turn, e.typ == "turn/start" && t.open && !t.stepOpen && t.spliced && hasTurn && next == t.turn+1
 	t.spliced = false
 	if e.typ == "agent/inbox/spliced" {
-		d := e.payload()
+		d := e.data
 		ins := rawjson.Get(d, "inserted")
 		t.spliced = rawjson.StringIs(rawjson.Get(d, "target"), "next-turn") && isArr(ins) && !rawjson.EmptyArray(ins)
 	}
