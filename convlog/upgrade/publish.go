@@ -633,7 +633,7 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		}
 		job.plain = append(job.plain, '\n')
 		job.events++
-		job.msgs = noteMessage(job.msgs, ev, false)
+		job.msgs = noteMessage(job.msgs, ev)
 		if len(job.plain) >= frameTarget {
 			if err := emit(); err != nil {
 				return nil, abort(fw, err)
@@ -962,7 +962,7 @@ func (fw *frameWriter) checkChunk(c *convlog.LineChecker, j *frameJob) error {
 		if err := fw.rules.Check(ev); err != nil {
 			return fw.refuse(err)
 		}
-		if typ, id, ok := messageID(ev, true); ok && !idsDiffer {
+		if typ, id, ok := messageID(ev); ok && !idsDiffer {
 			n := len(typ) + len(id) + 2
 			idsDiffer = len(want) < n || string(want[:len(typ)]) != typ || want[len(typ)] != 0 ||
 				!bytes.Equal(want[len(typ)+1:n-1], id) || want[n-1] != '\n'
@@ -1120,8 +1120,8 @@ func (fw *frameWriter) close() error {
 
 // noteMessage appends a surface event's type and message id to b, to be
 // compared in order with those of the checked lines.
-func noteMessage(b []byte, ev *convlog.Event, checked bool) []byte {
-	typ, id, ok := messageID(ev, checked)
+func noteMessage(b []byte, ev *convlog.Event) []byte {
+	typ, id, ok := messageID(ev)
 	if !ok {
 		return b
 	}
@@ -1131,26 +1131,23 @@ func noteMessage(b []byte, ev *convlog.Event, checked bool) []byte {
 	return append(b, '\n')
 }
 
-// messageID is the message id of a surface event (ok false: not one);
-// checked takes it from the members a LineChecker kept.
-func messageID(ev *convlog.Event, checked bool) (typ string, id []byte, ok bool) {
+// messageID is the message id of a surface event (ok false: not one),
+// from the members a LineChecker kept when it checked ev.
+func messageID(ev *convlog.Event) (typ string, id []byte, ok bool) {
+	inMsg := true
 	switch ev.Type {
 	case convlog.TypeUserMessage:
-		if checked {
-			id, ok = ev.CheckedMember(false, "id")
-		}
-		if !ok {
-			id = rawjson.Get(ev.Data, "id")
-		}
+		inMsg = false
 	case convlog.TypeSystemMessage, convlog.TypeDeveloperMessage, convlog.TypeAssistantMessage, convlog.TypeToolResult:
-		if checked {
-			id, ok = ev.CheckedMember(true, "id")
-		}
-		if !ok {
-			id = rawjson.Get(rawjson.GetFrom(ev.Data, "message"), "id")
-		}
 	default:
 		return "", nil, false
+	}
+	if id, ok = ev.CheckedMember(inMsg, "id"); !ok {
+		msg := ev.Data
+		if inMsg {
+			msg = rawjson.GetFrom(msg, "message")
+		}
+		id = rawjson.Get(msg, "id")
 	}
 	return ev.Type, id, true
 }

@@ -62,15 +62,11 @@ func (s *v1v2) resolve(g *group, claimed bool) {
 	}
 }
 
-func (s *v1v2) resolveAll() {
-	for _, g := range s.groups {
-		s.resolve(g, false)
-	}
-}
-
+// resolveTurn settles the open attempts of turn as unclaimed (of every
+// turn for -1).
 func (s *v1v2) resolveTurn(turn int64) {
 	for k, g := range s.groups {
-		if k.turn == turn {
+		if turn < 0 || k.turn == turn {
 			s.resolve(g, false)
 		}
 	}
@@ -88,7 +84,7 @@ func (s *v1v2) transform(e *event) ([]*event, error) {
 	s.inCount = e.seq + 1
 	s.lastTime, s.haveTime = e.time, true
 	if s.info.seeded && !s.markerDone && e.seq == s.info.seedLength {
-		s.resolveAll()
+		s.resolveTurn(-1)
 		s.markerDone = true
 		if e.typ == "session/end-seed" {
 			e.data = []byte(`{"inherited":true}`)
@@ -122,7 +118,7 @@ func (s *v1v2) transform(e *event) ([]*event, error) {
 	case "turn/start", "step/start":
 		// No message of an earlier step can follow: what is still open
 		// is an attempt. This bounds the events held back to one step.
-		s.resolveAll()
+		s.resolveTurn(-1)
 		s.enqueue(e, e.seq)
 	default:
 		s.enqueue(e, e.seq)
@@ -280,7 +276,7 @@ func (s *v1v2) finish() ([]*event, error) {
 		if s.info.seedLength > s.inCount {
 			return nil, corrupt("format v1 seedLength %d exceeds its %d events", s.info.seedLength, s.inCount)
 		}
-		s.resolveAll()
+		s.resolveTurn(-1)
 		t := s.info.createdAt
 		if s.haveTime {
 			t = s.lastTime
@@ -288,7 +284,7 @@ func (s *v1v2) finish() ([]*event, error) {
 		s.enqueue(endSeedMarker(t), -1)
 		s.markerDone = true
 	}
-	s.resolveAll()
+	s.resolveTurn(-1)
 	if err := s.flush(); err != nil {
 		return nil, err
 	}
