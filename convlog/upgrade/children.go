@@ -103,15 +103,9 @@ func (c *ChildFact) catalogFact() (*catalogEntry, error) {
 			return nil, refusal("%s has an invalid subagent descriptor mode", c.subject())
 		}
 	}
-	data := []byte(`{"version":0,"childId":`)
-	data = rawjson.AppendString(data, c.ChildID)
-	data = append(data, `,"childCreatedAt":`...)
-	data = rawjson.AppendInt(data, c.ChildCreatedAt)
-	data = append(data, `,"mode":`...)
-	data = append(data, mode...)
+	data := fmt.Appendf(nil, `{"version":0,"childId":%s,"childCreatedAt":%d,"mode":%s`, jsonString(c.ChildID), c.ChildCreatedAt, mode)
 	if l := rawjson.Get(d, "label"); l != nil {
-		data = append(data, `,"label":`...)
-		data = append(data, l...)
+		data = fmt.Appendf(data, `,"label":%s`, l)
 	}
 	data = append(data, '}')
 	return parseCatalogFact(data, c.subject())

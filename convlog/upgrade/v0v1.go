@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 
 	"github.com/convkit/convkit/internal/rawjson"
@@ -131,8 +132,7 @@ func (s *v0v1) turnStart(e *event, d *object) error {
 	if !ok || turn < 1 || !okKind || kind == "" {
 		return s.malformed("turn/start", e.seq)
 	}
-	e.data = rawjson.AppendInt([]byte(`{"turn":`), turn)
-	e.data = append(e.data, '}')
+	e.data = fmt.Appendf(nil, `{"turn":%d}`, turn)
 	return nil
 }
 
@@ -180,10 +180,7 @@ func (s *v0v1) turnEnd(e *event, d *object) error {
 		if code == nil {
 			code = []byte(`"UNKNOWN"`)
 		}
-		current = append([]byte(`{"kind":"error","error":{"message":`), msg...)
-		current = append(current, `,"code":`...)
-		current = append(current, code...)
-		current = append(current, "}}"...)
+		current = fmt.Appendf(nil, `{"kind":"error","error":{"message":%s,"code":%s}}`, msg, code)
 	default:
 		return nil
 	}
@@ -322,13 +319,8 @@ func (s *v0v1) message(e *event) error {
 			src.set("kind", []byte(`"model"`))
 			d.remove("content")
 			d.remove(legacySource)
-			m := append([]byte(`{"id":`), s.legacyID("legacy-message", e.seq)...)
-			m = append(m, `,"role":"assistant","content":`...)
-			m = append(m, content...)
-			m = append(m, `,"source":`...)
-			m = src.encode(m)
-			m = append(m, '}')
-			d.set("message", m)
+			d.set("message", fmt.Appendf(nil, `{"id":%s,"role":"assistant","content":%s,"source":%s}`,
+				s.legacyID("legacy-message", e.seq), content, src.bytes()))
 			changed = true
 		}
 	case "tool/result":
@@ -345,17 +337,8 @@ func (s *v0v1) message(e *event) error {
 			d.remove("callId")
 			d.remove("content")
 			d.remove("isError")
-			m := append([]byte(`{"id":`), id...)
-			m = append(m, `,"role":"user","content":[{"type":"tool-result","toolCallId":`...)
-			m = append(m, callID...)
-			m = append(m, `,"content":`...)
-			m = append(m, content...)
-			m = append(m, `,"isError":`...)
-			m = append(m, isErr...)
-			m = append(m, `}],"source":{"kind":"tool","callId":`...)
-			m = append(m, callID...)
-			m = append(m, "}}"...)
-			d.set("message", m)
+			d.set("message", fmt.Appendf(nil, `{"id":%s,"role":"user","content":[{"type":"tool-result","toolCallId":%s,"content":%s,"isError":%s}],"source":{"kind":"tool","callId":%s}}`,
+				id, callID, content, isErr, callID))
 			changed = true
 		}
 	}

@@ -1,6 +1,7 @@
 package upgrade
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/convkit/convkit/internal/rawjson"
@@ -230,12 +231,7 @@ func (s *v1v2) flush() error {
 				return s.compact()
 			}
 			if !g.claimed {
-				d := append([]byte(`{"turn":`), g.turnRaw...)
-				d = append(d, `,"step":`...)
-				d = append(d, g.stepRaw...)
-				d = append(d, `,"stream":`...)
-				d = append(d, g.sb.bytes()...)
-				d = append(d, '}')
+				d := fmt.Appendf(nil, `{"turn":%s,"step":%s,"stream":%s}`, g.turnRaw, g.stepRaw, g.sb.bytes())
 				s.out = append(s.out, &event{typ: "assistant/attempt", seq: s.next, time: g.lastTime, data: d})
 				s.next++
 			}

@@ -3,7 +3,7 @@ package upgrade
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
+	"fmt"
 
 	"github.com/convkit/convkit/internal/rawjson"
 )
@@ -189,30 +189,13 @@ func (s *v2v3) emitSystem(prompt string, anchor *event) error {
 	if s.stepTurn == nil {
 		return refusal("format v2 changed request prompt outside an open step cannot retain source chronology")
 	}
-	ident := []byte(`["session-format-v2-to-v3",`)
-	ident = rawjson.AppendString(ident, s.info.id)
-	ident = append(ident, ',')
-	ident = rawjson.AppendInt(ident, anchor.seq)
-	ident = append(ident, ',')
-	ident = rawjson.AppendString(ident, anchor.typ)
-	ident = append(ident, ']')
-	sum := sha256.Sum256(ident)
-	id := systemIDPrefix + hex.EncodeToString(sum[:])
-
-	d := append([]byte(`{"turn":`), s.stepTurn...)
-	d = append(d, `,"step":`...)
-	d = append(d, s.stepStep...)
-	d = append(d, `,"message":{"id":`...)
-	d = rawjson.AppendString(d, id)
-	d = append(d, `,"role":"system","source":{"kind":"plugin","plugin":"@deepseek-ai/dsh-system-prompt"},"content":`...)
-	if prompt == "" {
-		d = append(d, "[]"...)
-	} else {
-		d = append(d, `[{"type":"text","text":`...)
-		d = rawjson.AppendString(d, prompt)
-		d = append(d, "}]"...)
+	sum := sha256.Sum256(fmt.Appendf(nil, `["session-format-v2-to-v3",%s,%d,%s]`, jsonString(s.info.id), anchor.seq, jsonString(anchor.typ)))
+	content := []byte("[]")
+	if prompt != "" {
+		content = fmt.Appendf(nil, `[{"type":"text","text":%s}]`, jsonString(prompt))
 	}
-	d = append(d, "}}"...)
+	d := fmt.Appendf(nil, `{"turn":%s,"step":%s,"message":{"id":"%s%x","role":"system","source":{"kind":"plugin","plugin":"@deepseek-ai/dsh-system-prompt"},"content":%s}}`,
+		s.stepTurn, s.stepStep, systemIDPrefix, sum, content)
 	ev := &event{typ: "system/message", seq: s.next, time: anchor.time, data: d, op: &surfaceOp{}}
 	if s.head >= 0 {
 		ev.op = &surfaceOp{replace: true, start: s.head, end: s.head}

@@ -2,6 +2,7 @@ package upgrade
 
 import (
 	"bytes"
+	"fmt"
 	"sort"
 	"unicode/utf16"
 
@@ -318,11 +319,7 @@ func (s *v3v4) finish() ([]*event, error) {
 			data = fact.raw
 		} else {
 			fact = &catalogEntry{childID: ch.ChildID, createdAt: ch.ChildCreatedAt, mode: "unknown"}
-			data = []byte(`{"version":1,"childId":`)
-			data = rawjson.AppendString(data, ch.ChildID)
-			data = append(data, `,"childCreatedAt":`...)
-			data = rawjson.AppendInt(data, ch.ChildCreatedAt)
-			data = append(data, `,"mode":"unknown"}`...)
+			data = fmt.Appendf(nil, `{"version":1,"childId":%s,"childCreatedAt":%d,"mode":"unknown"}`, jsonString(ch.ChildID), ch.ChildCreatedAt)
 		}
 		existing[ch.ChildID] = fact
 		s.out = append(s.out, &event{typ: "subagent/catalog", seq: s.next, time: s.time, data: data})

@@ -1,6 +1,7 @@
 package upgrade
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/convkit/convkit/internal/rawjson"
@@ -101,7 +102,5 @@ func (t *restartTracker) observe(e *event) (int64, bool) {
 
 // interruptedTurnEnd builds the turn/end that closes an interrupted turn.
 func interruptedTurnEnd(turn, time int64) *event {
-	d := rawjson.AppendInt([]byte(`{"turn":`), turn)
-	d = append(d, `,"reason":{"kind":"interrupted"}}`...)
-	return &event{typ: "turn/end", time: time, data: d}
+	return &event{typ: "turn/end", time: time, data: fmt.Appendf(nil, `{"turn":%d,"reason":{"kind":"interrupted"}}`, turn)}
 }
