@@ -171,61 +171,48 @@ func remapRefs(e *event, m *seqMap, missing func(ref int64) error) error {
 		}
 		return rawjson.AppendInt(nil, t), nil
 	}
-	rawList := func(raw []byte) ([]byte, error) {
-		return orSame(raw)(mapArray(raw, func() error { return corrupt("%s at seq %d has seq references that are not an array", e.typ, e.seq) },
-			func(_ int, el []byte) ([]byte, error) { return rawOne(el) }))
-	}
-	var d *object
-	switch e.typ {
-	case "command/done", "compaction/summary", "compaction/prune", "session/title", "session/title-llm-request", "image/offload":
+	for _, path := range seqRefs[e.typ] {
 		var err error
-		if d, err = parseObject(e.data); err != nil {
-			return corrupt("%s at seq %d: data is not an object", e.typ, e.seq)
+		if e.data, err = remapAt(e, e.data, "data", path, rawOne); err != nil {
+			return err
 		}
-	default:
-		return nil
 	}
-	var err error
-	switch e.typ {
-	case "command/done":
-		err = d.convert("sourceEventSeq", rawOne)
-	case "compaction/summary", "compaction/prune":
-		err = d.convert("shadowedRange", func(r []byte) ([]byte, error) {
-			ro, err := parseObject(r)
-			if err != nil {
-				return nil, corrupt("%s at seq %d: shadowedRange is not an object", e.typ, e.seq)
-			}
-			for _, k := range []string{"start", "end"} {
-				if err := ro.convert(k, rawOne); err != nil {
-					return nil, err
-				}
-			}
-			return ro.bytes(), nil
-		})
-		if err == nil {
-			err = d.convert("shadowedSeqs", rawList)
-		}
-	case "session/title", "session/title-llm-request":
-		err = d.convert("messageSeqs", rawList)
-	case "image/offload":
-		err = d.convert("targets", func(v []byte) ([]byte, error) {
-			return orSame(v)(mapArray(v, func() error { return corrupt("image/offload at seq %d: targets must be an array", e.seq) }, func(i int, el []byte) ([]byte, error) {
-				to, err := parseObject(el)
-				if err != nil {
-					return nil, corrupt("image/offload at seq %d: targets[%d] is not an object", e.seq, i)
-				}
-				if err := to.convert("seq", rawOne); err != nil {
-					return nil, err
-				}
-				return to.bytes(), nil
-			}))
-		})
-	}
-	if err != nil {
-		return err
-	}
-	e.data = d.bytes()
 	return nil
+}
+
+// seqRefs are the data members that hold seqs of the same log, by event
+// type: paths of member names, "[]" for each element of an array.
+var seqRefs = map[string][][]string{
+	"command/done":              {{"sourceEventSeq"}},
+	"compaction/summary":        {{"shadowedRange", "start"}, {"shadowedRange", "end"}, {"shadowedSeqs", "[]"}},
+	"compaction/prune":          {{"shadowedRange", "start"}, {"shadowedRange", "end"}, {"shadowedSeqs", "[]"}},
+	"session/title":             {{"messageSeqs", "[]"}},
+	"session/title-llm-request": {{"messageSeqs", "[]"}},
+	"image/offload":             {{"targets", "[]", "seq"}},
+}
+
+// remapAt rewrites with one the seq at path in raw, which where names.
+func remapAt(e *event, raw []byte, where string, path []string, one func([]byte) ([]byte, error)) ([]byte, error) {
+	switch {
+	case len(path) == 0:
+		return one(raw)
+	case path[0] == "[]":
+		notArray := func() error { return corrupt("%s at seq %d: %s must be an array", e.typ, e.seq, where) }
+		if len(path) == 1 {
+			notArray = func() error { return corrupt("%s at seq %d has seq references that are not an array", e.typ, e.seq) }
+		}
+		return orSame(raw)(mapArray(raw, notArray, func(i int, el []byte) ([]byte, error) {
+			return remapAt(e, el, fmt.Sprintf("%s[%d]", where, i), path[1:], one)
+		}))
+	}
+	o, err := parseObject(raw)
+	if err != nil {
+		return nil, corrupt("%s at seq %d: %s is not an object", e.typ, e.seq, where)
+	}
+	if err := o.convert(path[0], func(v []byte) ([]byte, error) { return remapAt(e, v, path[0], path[1:], one) }); err != nil {
+		return nil, err
+	}
+	return o.bytes(), nil
 }
 
 // orSame returns mapArray's result as a value: the array it read when
