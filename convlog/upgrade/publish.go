@@ -531,32 +531,15 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 	if err != nil {
 		return nil, err
 	}
-	// Writeback runs on its own goroutine while the rest is made, so the
-	// final fsync waits for the last few megabytes only.
-	var flushed int64 // the bytes whose writeback was started
-	wb, wbDone := make(chan [2]int64, 1), make(chan struct{})
-	go func() {
-		defer close(wbDone)
-		for r := range wb {
-			durable.StartWriteback(f, r[0], r[1])
-		}
-	}()
-	defer func() {
-		close(wb)
-		<-wbDone
-	}()
+	// Writeback is started as the rest is made, so the final fsync waits
+	// for the last few megabytes only.
+	wb := durable.NewWriteback(f, writebackBytes)
+	defer wb.Close()
 	write := func(b []byte) error {
-		if _, err := f.Write(b); err != nil {
+		if _, err := wb.Write(b); err != nil {
 			return fmt.Errorf("write %s: %w", f.Name(), err)
 		}
 		st.add(b)
-		if st.size-flushed >= writebackBytes {
-			select {
-			case wb <- [2]int64{flushed, st.size - flushed}:
-				flushed = st.size
-			default:
-			}
-		}
 		return nil
 	}
 	header := r.Header()
