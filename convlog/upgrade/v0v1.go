@@ -41,39 +41,19 @@ func (s *v0v1) transform(e *event) ([]*event, error) {
 	if e.typ == "assistant/chunk" {
 		return s.out, nil
 	}
-	if strings.HasPrefix(e.typ, "compact/") {
-		switch e.typ {
-		case "compact/start", "compact/summary", "compact/end", "compact/prune":
-			e.typ = "compaction/" + strings.TrimPrefix(e.typ, "compact/")
-		}
-	}
 	switch e.typ {
+	case "compact/start", "compact/summary", "compact/end", "compact/prune":
+		e.typ = "compaction/" + strings.TrimPrefix(e.typ, "compact/")
 	case "request/header-delta", "mode/set":
 		return nil, refusal("session %s contains unsupported legacy %s event at seq %d", jsonString(s.info.id), e.typ, e.seq)
 	}
 	if !v0Types[e.typ] && e.typ != "steering/message" {
 		return nil, refusal("format v0 contains unknown event type %s at seq %d", jsonString(e.typ), e.seq)
 	}
-	var handle func(*event, *object) error
-	switch e.typ {
-	case "request/header":
-		handle = s.requestHeader
-	case "turn/start":
-		// A retry chain is keyed by its turn: it never spans turns, so the
-		// map holds one turn's chains only.
-		clear(s.retryIDs)
-		handle = s.turnStart
-	case "turn/end":
-		handle = s.turnEnd
-	case "steering/message":
-		handle = s.steering
-	case "llm/retry":
-		handle = s.retry
-	}
-	if handle != nil {
+	if handle := v0Rules[e.typ]; handle != nil {
 		d, err := s.data(e)
 		if err == nil {
-			err = handle(e, d)
+			err = handle(s, e, d)
 		}
 		if err != nil {
 			return nil, err
@@ -89,6 +69,12 @@ func (s *v0v1) transform(e *event) ([]*event, error) {
 		return nil, err
 	}
 	return s.out, nil
+}
+
+// v0Rules are the rules of one event type, given its data.
+var v0Rules = map[string]func(*v0v1, *event, *object) error{
+	"request/header": (*v0v1).requestHeader, "turn/start": (*v0v1).turnStart, "turn/end": (*v0v1).turnEnd,
+	"steering/message": (*v0v1).steering, "llm/retry": (*v0v1).retry,
 }
 
 func (s *v0v1) data(e *event) (*object, error) {
@@ -121,6 +107,9 @@ func (s *v0v1) requestHeader(e *event, d *object) error {
 }
 
 func (s *v0v1) turnStart(e *event, d *object) error {
+	// A retry chain is keyed by its turn: it never spans turns, so the map
+	// holds one turn's chains only.
+	clear(s.retryIDs)
 	if !d.has("trigger") {
 		return nil
 	}
