@@ -429,12 +429,12 @@ func (r *Reader) decode(ce *convlog.Event) ([]*event, error) {
 			}
 		}
 	}
+	if ce.SourceEventSeqs != nil {
+		e.sources = append([]int64(nil), ce.SourceEventSeqs...)
+	}
 	if v >= 3 {
 		if ce.SurfaceOp != nil {
 			e.op = &surfaceOp{replace: ce.SurfaceOp.Replace, start: ce.SurfaceOp.StartSeq, end: ce.SurfaceOp.EndSeq}
-		}
-		if ce.SourceEventSeqs != nil {
-			e.sources = append([]int64(nil), ce.SourceEventSeqs...)
 		}
 		return []*event{e}, nil
 	}
@@ -457,11 +457,7 @@ func (r *Reader) decode(ce *convlog.Event) ([]*event, error) {
 		}
 		e.op = op
 	}
-	if v == 2 {
-		if ce.SourceEventSeqs != nil {
-			e.sources = append([]int64(nil), ce.SourceEventSeqs...)
-		}
-	} else if srcRaw != nil {
+	if v < 2 && srcRaw != nil {
 		s, err := parseSeqList(srcRaw, e)
 		if err != nil {
 			return nil, err
