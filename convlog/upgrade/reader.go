@@ -243,9 +243,6 @@ func upgradeHeader(h *convlog.Header) *convlog.Header {
 // Header is the version 4 header of the upgraded log.
 func (r *Reader) Header() *convlog.Header { return r.header }
 
-// SourceHeader is the header as stored in the source.
-func (r *Reader) SourceHeader() *convlog.Header { return r.srcHeader }
-
 // SourceVersion is the source's format version.
 func (r *Reader) SourceVersion() int { return r.srcHeader.Version }
 
