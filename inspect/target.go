@@ -93,7 +93,7 @@ func (t *Target) OpenV4(opts upgrade.Options) (*upgrade.Reader, error) {
 	if t.held == nil {
 		return upgrade.Open(t.Path, opts)
 	}
-	src, err := t.open(convlog.ReaderOptions{MaxLineBytes: opts.MaxLineBytes})
+	src, err := t.open(convlog.ReaderOptions{})
 	if err != nil {
 		return nil, err
 	}

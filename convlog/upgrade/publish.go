@@ -62,8 +62,6 @@ type PublishOptions struct {
 	// BeforePublish runs after the staged successor is verified and before
 	// the source is checked again. A test hook.
 	BeforePublish func()
-	// MaxLineBytes bounds one line of the source (and of the staged file).
-	MaxLineBytes int
 	// Publications, shared by a batch's jobs, lets the children's check
 	// know a child replaced by the caller's own successor as unchanged.
 	Publications *Publications
@@ -279,7 +277,7 @@ func Stage(src string, opts PublishOptions) (*Staged, error) {
 	if err != nil {
 		return nil, err
 	}
-	hr, err := convlog.Open(src, convlog.ReaderOptions{MaxLineBytes: opts.MaxLineBytes})
+	hr, err := convlog.Open(src, convlog.ReaderOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +321,7 @@ func Stage(src string, opts PublishOptions) (*Staged, error) {
 		}
 	}
 
-	r, err := Open(src, Options{Children: children, MaxLineBytes: opts.MaxLineBytes, reuseData: true})
+	r, err := Open(src, Options{Children: children, reuseData: true})
 	if err != nil {
 		return nil, err
 	}
@@ -1162,7 +1160,7 @@ func sameStagedPrefix(path string, st *staged) string {
 // OpenAppend opens a log for appending as the runtime does: an older log's
 // successor is published first (Publish) and appended to.
 func OpenAppend(path string, opts PublishOptions, wopts convlog.WriterOptions) (w *convlog.Writer, current string, err error) {
-	r, err := convlog.Open(path, convlog.ReaderOptions{MaxLineBytes: opts.MaxLineBytes})
+	r, err := convlog.Open(path, convlog.ReaderOptions{})
 	if err != nil {
 		return nil, "", err
 	}

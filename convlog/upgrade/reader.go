@@ -17,9 +17,6 @@ type Options struct {
 	// Children are this session's direct subagent children, for the v3→v4
 	// step's subagent catalog (CollectChildrenFrom); nil: none.
 	Children []ChildFact
-	// MaxLineBytes bounds one source line (default
-	// convlog.DefaultMaxLineBytes).
-	MaxLineBytes int
 	// WantType and WantID are as in convlog.ReaderOptions.
 	WantType, WantID string
 
@@ -175,7 +172,7 @@ func (a *dataScratch) reclaim() {
 // as it is; an older session log is upgraded step by step as it is read.
 func Open(path string, opts Options) (*Reader, error) {
 	// LowMemory: a migration holds several logs at once within its budget.
-	src, err := convlog.Open(path, convlog.ReaderOptions{MaxLineBytes: opts.MaxLineBytes, LowMemory: true,
+	src, err := convlog.Open(path, convlog.ReaderOptions{LowMemory: true,
 		WantType: opts.WantType, WantID: opts.WantID})
 	if err != nil {
 		return nil, err
