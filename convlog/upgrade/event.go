@@ -91,7 +91,7 @@ func corrupt(format string, args ...any) error {
 // removal, not one per event. A source seq without an entry was consumed.
 type seqMap struct {
 	runs   []seqRun
-	broken bool // some seq so far did not map to itself
+	broken bool // some seq so far did not map to itself (or was consumed)
 }
 
 type seqRun struct{ src, tgt, n int64 }
@@ -122,16 +122,10 @@ func (m *seqMap) lookup(src int64) (int64, bool) {
 	return r.tgt + src - r.src, true
 }
 
-// consume records that src has no target.
-func (m *seqMap) consume(int64) { m.broken = true }
-
-// identity reports whether every source seq so far maps to itself.
-func (m *seqMap) identity() bool { return !m.broken }
-
 // remapRefs rewrites e's same-log seq references into target coordinates;
 // missing names a reference to a consumed source seq.
 func remapRefs(e *event, m *seqMap, missing func(ref int64) error) error {
-	if m.identity() {
+	if !m.broken { // every source seq so far maps to itself
 		return nil
 	}
 	one := func(v int64) (int64, error) {

@@ -63,11 +63,9 @@ type streamBuilder struct {
 	buf     []byte // records so far, comma separated
 	records int
 
-	open            bool
-	kind            byte
-	index, id, name []byte
-	time0, last     int64
-	dt, texts       []byte
+	run         *chunkDelta // the open run's first delta; nil when none
+	time0, last int64
+	dt, texts   []byte
 }
 
 func (b *streamBuilder) sep() {
@@ -78,12 +76,13 @@ func (b *streamBuilder) sep() {
 }
 
 func (b *streamBuilder) closeRun() {
-	if !b.open {
+	r := b.run
+	if r == nil {
 		return
 	}
-	b.open = false
+	b.run = nil
 	b.sep()
-	switch b.kind {
+	switch r.kind {
 	case kindText:
 		b.buf = append(b.buf, `{"type":"text-chunks","time0":`...)
 	case kindReasoning:
@@ -93,16 +92,16 @@ func (b *streamBuilder) closeRun() {
 	}
 	b.buf = rawjson.AppendInt(b.buf, b.time0)
 	b.buf = append(b.buf, `,"index":`...)
-	b.buf = append(b.buf, b.index...)
+	b.buf = append(b.buf, r.index...)
 	b.buf = append(b.buf, `,"dt":[`...)
 	b.buf = append(b.buf, b.dt...)
 	b.buf = append(b.buf, ']')
-	if b.kind == kindToolCall {
+	if r.kind == kindToolCall {
 		b.buf = append(b.buf, `,"id":`...)
-		b.buf = append(b.buf, b.id...)
-		if b.name != nil {
+		b.buf = append(b.buf, r.id...)
+		if r.name != nil {
 			b.buf = append(b.buf, `,"name":`...)
-			b.buf = append(b.buf, b.name...)
+			b.buf = append(b.buf, r.name...)
 		}
 		b.buf = append(b.buf, `,"args":[`...)
 	} else {
@@ -114,8 +113,8 @@ func (b *streamBuilder) closeRun() {
 }
 
 func (b *streamBuilder) addDelta(t int64, d *chunkDelta) {
-	if b.open && b.kind == d.kind && bytes.Equal(b.index, d.index) &&
-		(d.kind != kindToolCall || bytes.Equal(b.id, d.id) && (b.name == nil) == (d.name == nil) && bytes.Equal(b.name, d.name)) {
+	if r := b.run; r != nil && r.kind == d.kind && bytes.Equal(r.index, d.index) &&
+		(d.kind != kindToolCall || bytes.Equal(r.id, d.id) && (r.name == nil) == (d.name == nil) && bytes.Equal(r.name, d.name)) {
 		if len(b.dt) > 0 {
 			b.dt = append(b.dt, ',')
 		}
@@ -126,8 +125,7 @@ func (b *streamBuilder) addDelta(t int64, d *chunkDelta) {
 		return
 	}
 	b.closeRun()
-	b.open = true
-	b.kind, b.index, b.id, b.name = d.kind, d.index, d.id, d.name
+	b.run = d
 	b.time0, b.last = t, t
 	b.texts = append(b.texts[:0], d.text...)
 	b.dt = b.dt[:0]

@@ -174,7 +174,7 @@ func (s *v1v2) chunk(e *event) error {
 		}
 	}
 	g.lastTime = e.time
-	s.m.consume(e.seq)
+	s.m.broken = true // the chunk is consumed
 	if g.slot != nil {
 		g.slot.dead = true
 	}
