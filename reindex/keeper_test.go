@@ -291,3 +291,84 @@ func TestListBesideConversationBeingCreated(t *testing.T) {
 		t.Fatalf("list from %s (%s, %v): %+v", l.Source, l.FallbackReason, err, l.Conversations)
 	}
 }
+
+// TestCheckBesideAnUnfinishedCreate: while the runtime holds runtime.lock,
+// a conversation whose log the first reading did not find (a create not
+// finished yet) and the second reading finds whole is neither skipped nor
+// a difference: check agrees, as reindex --check beside a live runtime
+// must.
+func TestCheckBesideAnUnfinishedCreate(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	s, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "runtime"},
+		Create: store.CreateAlways, Compression: convlog.Zstd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k, _, err := reindex.NewKeeper(ctx, s, reindex.KeeperOptions{OnError: func(err error) { t.Errorf("keeper: %v", err) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	for _, id := range []string{"c1", "c2"} {
+		se, err := s.NewConversation(store.NewConversation{ID: id, Cwd: "/", SessionID: "root", Agent: "a", Model: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := se.BeginTurn(userMsg(t, id+"u", "Hello")); err != nil {
+			t.Fatal(err)
+		}
+		keeperStep(t, se, id+"a", "Hi")
+		if err := se.EndTurn(store.OutcomeCompleted, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := se.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader, err := store.Open(ctx, dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := reader.ConversationPath("c2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err := filepath.Glob(filepath.Join(c2, "metadata*"))
+	if err != nil || len(logs) != 1 {
+		t.Fatalf("c2's conversation log: %v %v", logs, err)
+	}
+	aside := filepath.Join(t.TempDir(), "log")
+	for _, finish := range []bool{true, false} {
+		if err := os.Rename(logs[0], aside); err != nil {
+			t.Fatal(err)
+		}
+		undo := reindex.SetBetweenReadings(func() {
+			if finish {
+				if err := os.Rename(aside, logs[0]); err != nil {
+					t.Error(err)
+				}
+				// The runtime's keeper then indexes the new conversation.
+				k.Changed(&store.IndexChange{ID: "c2", Conversation: &store.ConversationInfo{}, Whole: true})
+			}
+		})
+		res, err := reindex.Check(ctx, reader, reindex.Options{})
+		undo()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if finish {
+			if res.Drift() || len(res.Skipped) != 0 || res.Conversations != 2 {
+				t.Fatalf("finished between the readings: drift %v, skipped %+v, conversations %d, differences %+v",
+					res.Drift(), res.Skipped, res.Conversations, res.Differences)
+			}
+			continue
+		}
+		// Never finished: still skipped, and the index that holds it differs.
+		if len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0].Reason, "no conversation log") || !res.Drift() || res.Conversations != 1 {
+			t.Fatalf("never finished: drift %v, skipped %+v, conversations %d", res.Drift(), res.Skipped, res.Conversations)
+		}
+		os.Rename(aside, logs[0])
+	}
+}

@@ -276,8 +276,10 @@ func recheckAll(ctx context.Context, s *store.Store, res *CheckResult, opts Opti
 		if err != nil {
 			return err
 		}
-		if d == nil && lag == nil {
-			continue
+		if d == nil {
+			// Read whole now: a skip of the first reading (a create the
+			// runtime had not finished) is gone with it.
+			unskip(s, res, id)
 		}
 		keep = append(keep, d...)
 		if lag != nil {
@@ -289,6 +291,25 @@ func recheckAll(ctx context.Context, s *store.Store, res *CheckResult, opts Opti
 	}
 	res.Differences = keep
 	return nil
+}
+
+// unskip drops from res.Skipped what the first reading skipped in
+// conversation id's directory, and counts the conversation.
+func unskip(s *store.Store, res *CheckResult, id string) {
+	dir, err := s.ConversationPath(id)
+	if err != nil {
+		return
+	}
+	kept := res.Skipped[:0]
+	for _, it := range res.Skipped {
+		if it.Path != dir && !strings.HasPrefix(it.Path, dir+string(filepath.Separator)) {
+			kept = append(kept, it)
+		}
+	}
+	if len(kept) < len(res.Skipped) {
+		res.Conversations++
+	}
+	res.Skipped = kept
 }
 
 // UpdateOptions configure Update.
