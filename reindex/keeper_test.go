@@ -45,6 +45,30 @@ func userMsg(t *testing.T, id, text string) convlog.StoredMessage {
 	return m
 }
 
+// runtimeStore opens a new store in dir as the runtime does (the lock
+// held, a Keeper set) and the same store as a command beside it opens it
+// (no lock): the writer, its keeper and the reader.
+func runtimeStore(t *testing.T, dir string, onError func(error)) (*store.Store, *reindex.Keeper, *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "runtime"},
+		Create: store.CreateAlways, Compression: convlog.Zstd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	k, _, err := reindex.NewKeeper(ctx, s, reindex.KeeperOptions{OnError: onError})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	reader, err := store.Open(ctx, dir, store.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, k, reader
+}
+
 // TestKeeperKeepsIndexCurrent: with a Keeper, the store updates
 // metadata.db itself; after every change between turns it holds exactly
 // what a rebuild writes (every row of every table, the search text
@@ -54,22 +78,8 @@ func userMsg(t *testing.T, id, text string) convlog.StoredMessage {
 func TestKeeperKeepsIndexCurrent(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "data")
-	s, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "runtime"},
-		Create: store.CreateAlways, Compression: convlog.Zstd})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
 	var keepErr error
-	k, _, err := reindex.NewKeeper(ctx, s, reindex.KeeperOptions{OnError: func(err error) { keepErr = err }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	reader, err := store.Open(ctx, dir, store.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _, reader := runtimeStore(t, dir, func(err error) { keepErr = err })
 	// agrees: the index is what a rebuild writes, list reads it, the
 	// check finds no difference; inFlight is the conversation whose turn
 	// runs ("" none).
@@ -300,17 +310,7 @@ func TestListBesideConversationBeingCreated(t *testing.T) {
 func TestCheckBesideAnUnfinishedCreate(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "data")
-	s, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "runtime"},
-		Create: store.CreateAlways, Compression: convlog.Zstd})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	k, _, err := reindex.NewKeeper(ctx, s, reindex.KeeperOptions{OnError: func(err error) { t.Errorf("keeper: %v", err) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
+	s, k, reader := runtimeStore(t, dir, func(err error) { t.Errorf("keeper: %v", err) })
 	for _, id := range []string{"c1", "c2"} {
 		se, err := s.NewConversation(store.NewConversation{ID: id, Cwd: "/", SessionID: "root", Agent: "a", Model: "m"})
 		if err != nil {
@@ -326,10 +326,6 @@ func TestCheckBesideAnUnfinishedCreate(t *testing.T) {
 		if err := se.Close(); err != nil {
 			t.Fatal(err)
 		}
-	}
-	reader, err := store.Open(ctx, dir, store.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
 	}
 	c2, err := reader.ConversationPath("c2")
 	if err != nil {
