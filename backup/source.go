@@ -10,11 +10,9 @@ import (
 	"io"
 	"io/fs"
 	"iter"
-	"math/bits"
 	"path"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/convkit/convkit/convlog"
@@ -26,7 +24,7 @@ import (
 // smallLog is the size up to which a log is read into memory, checked and
 // archived from the same bytes; larger ones are checked through the file
 // and copied from the same descriptor.
-const smallLog = 1 << maxBufClass
+const smallLog = archive.MaxPooledBuf
 
 // job is one log file to archive.
 type job struct {
@@ -77,7 +75,7 @@ func (l *loaded) close() {
 	}
 	if l.buf != nil {
 		if !l.copy {
-			putBuf(l.buf)
+			archive.PutBuf(l.buf)
 		}
 		l.buf = nil
 	}
@@ -191,11 +189,11 @@ func load(j *job, online, strict bool) *loaded {
 	var src io.ReaderAt
 	if size <= smallLog {
 		// A file that shrank (a torn tail cut) is taken as read.
-		buf := getBuf(int(size))
+		buf := archive.GetBuf(size)
 		n, rerr := f.ReadAt(buf, 0)
 		f.Close()
 		if rerr != nil && rerr != io.EOF {
-			putBuf(buf)
+			archive.PutBuf(buf)
 			l.problem = rerr.Error()
 			return l
 		}
@@ -253,7 +251,7 @@ func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
 		l.buf = l.buf[:l.length]
 	case l.buf != nil:
 		cp, err := io.ReadAll(pr.Reader(bytes.NewReader(l.buf))) // a torn frame's lines recovered: rare
-		putBuf(l.buf)
+		archive.PutBuf(l.buf)
 		l.buf, l.copy = cp, true
 		if err != nil {
 			l.info.Error = fmt.Sprintf("%s: %v", j.name, err)
@@ -337,38 +335,4 @@ func emitter(fn func(store.Item)) func(store.Item) {
 		return func(store.Item) {}
 	}
 	return fn
-}
-
-// Buffers for small logs, pooled by power-of-two size class from 4 KiB to
-// smallLog: a recycled one needs neither an allocation nor zeroing.
-const (
-	minBufClass = 12 // 4 KiB
-	maxBufClass = 22 // 4 MiB
-)
-
-var bufPools [maxBufClass + 1]sync.Pool
-
-func bufClass(n int) int {
-	c := bits.Len(uint(max(n, 1) - 1))
-	return max(c, minBufClass)
-}
-
-func getBuf(n int) []byte {
-	c := bufClass(n)
-	if c >= len(bufPools) {
-		return make([]byte, n)
-	}
-	if b, ok := bufPools[c].Get().(*[]byte); ok {
-		return (*b)[:n]
-	}
-	return make([]byte, n, 1<<c)
-}
-
-func putBuf(b []byte) {
-	c := bufClass(cap(b))
-	if c >= len(bufPools) || cap(b) != 1<<c {
-		return
-	}
-	b = b[:0]
-	bufPools[c].Put(&b)
 }
