@@ -1,7 +1,6 @@
 package backup
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -198,7 +197,7 @@ func load(j *job, online, strict bool) *loaded {
 			return l
 		}
 		l.buf, size = buf[:n], int64(n)
-		src = bytes.NewReader(l.buf)
+		src = convlog.Bytes(l.buf)
 	} else {
 		l.f, src = f, f
 	}
@@ -223,12 +222,7 @@ func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
 	}
 	if !whole {
 		var err error
-		if l.buf != nil {
-			pr, err = convlog.CommittedPrefix(convlog.Bytes(l.buf), int64(len(l.buf)), j.gen.Compression, j.name)
-		} else {
-			pr, err = convlog.CommittedPrefix(src, size, j.gen.Compression, j.name)
-		}
-		if err != nil {
+		if pr, err = convlog.CommittedPrefix(src, size, j.gen.Compression, j.name); err != nil {
 			// The structure check's failure is the log's one error.
 			l.conv, l.info.Events = convFacts{}, 0
 			l.shapeErr = err.Error()
@@ -250,7 +244,7 @@ func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
 	case pr.RecoveredBytes == 0 && l.buf != nil:
 		l.buf = l.buf[:l.length]
 	case l.buf != nil:
-		cp, err := io.ReadAll(pr.Reader(bytes.NewReader(l.buf))) // a torn frame's lines recovered: rare
+		cp, err := io.ReadAll(pr.Reader(src)) // a torn frame's lines recovered: rare
 		archive.PutBuf(l.buf)
 		l.buf, l.copy = cp, true
 		if err != nil {

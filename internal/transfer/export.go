@@ -2,7 +2,6 @@ package transfer
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -720,17 +719,11 @@ func (l *openLog) open() error {
 			return err
 		}
 		f.Close()
-		l.buf, l.src, l.small = buf, bytes.NewReader(buf), true
+		l.buf, l.src, l.small = buf, convlog.Bytes(buf), true
 	} else {
 		l.f = f
 	}
-	opts := l.readerOptions()
-	var r *convlog.Reader
-	if l.buf != nil {
-		r, err = convlog.NewReader(convlog.Bytes(l.buf), int64(len(l.buf)), l.log.Path, opts)
-	} else {
-		r, err = convlog.NewReader(f, size, l.log.Path, opts)
-	}
+	r, err := convlog.NewReader(l.src, size, l.log.Path, l.readerOptions())
 	if err != nil {
 		l.close()
 		return err
@@ -762,11 +755,8 @@ func (l *openLog) open() error {
 	switch {
 	case whole && pr.Bytes != size:
 		err = fmt.Errorf("%s: changed while it was read", l.log.Path)
-	case whole:
-	case l.buf != nil:
-		pr, err = convlog.CommittedPrefix(convlog.Bytes(l.buf), int64(len(l.buf)), l.log.Current.Compression, l.log.Path)
-	default:
-		pr, err = convlog.CommittedPrefix(f, size, l.log.Current.Compression, l.log.Path)
+	case !whole:
+		pr, err = convlog.CommittedPrefix(l.src, size, l.log.Current.Compression, l.log.Path)
 	}
 	if err == nil && pr.RecoveredLines != r.Stats().RecoveredLines {
 		err = fmt.Errorf("%s: changed while it was read", l.log.Path)
@@ -809,7 +799,7 @@ func (l *openLog) openAsPlanned(pl *planLog) error {
 		}
 		return l.open()
 	}
-	l.buf, l.src, l.data, l.sum, l.small = buf, bytes.NewReader(buf), buf, pl.sum, true
+	l.buf, l.src, l.data, l.sum, l.small = buf, convlog.Bytes(buf), buf, pl.sum, true
 	l.prefix, l.leftOut, l.events = pl.prefix, 0, pl.events
 	l.replayed, l.info, l.infoErr = true, pl.info, pl.err
 	return nil
