@@ -87,6 +87,9 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 		}
 	}
 	var forks []deferred
+	// readSkips: what reading each conversation skipped, which a second
+	// reading that finds it whole takes back.
+	readSkips := map[string]store.Item{}
 	gone := map[string]bool{}
 	reasons := map[string][]string{}
 	opts.Progress.SetTotal(int64(len(tree.Conversations)))
@@ -102,6 +105,7 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 		switch {
 		case b.skip != nil:
 			res.Skipped = append(res.Skipped, *b.skip)
+			readSkips[id] = *b.skip
 			switch {
 			case ix.problem:
 			case got != nil:
@@ -140,7 +144,7 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 	betweenReadings()
 	if len(res.Differences) > 0 && !ix.problem {
 		if st, err := s.LockStatus(); err == nil && st.Held && !s.Writable() {
-			if err := recheckAll(ctx, s, res, opts, present); err != nil {
+			if err := recheckAll(ctx, s, res, opts, present, readSkips); err != nil {
 				return nil, err
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -261,7 +262,7 @@ func recheck(ctx context.Context, s *store.Store, path string, id string, opts O
 
 // recheckAll reads again each conversation res finds stale or missing
 // from the index (see recheck), and keeps what the last reading found.
-func recheckAll(ctx context.Context, s *store.Store, res *CheckResult, opts Options, present map[string]bool) error {
+func recheckAll(ctx context.Context, s *store.Store, res *CheckResult, opts Options, present map[string]bool, readSkips map[string]store.Item) error {
 	ids := map[string][]Difference{}
 	var keep []Difference
 	for _, d := range res.Differences {
@@ -276,10 +277,10 @@ func recheckAll(ctx context.Context, s *store.Store, res *CheckResult, opts Opti
 		if err != nil {
 			return err
 		}
-		if d == nil {
-			// Read whole now: a skip of the first reading (a create the
-			// runtime had not finished) is gone with it.
-			unskip(s, res, id)
+		if skip, ok := readSkips[id]; ok && d == nil {
+			// Read whole now: the first reading's skip (a create the
+			// runtime had not finished) is taken back.
+			unskip(res, skip)
 		}
 		keep = append(keep, d...)
 		if lag != nil {
@@ -293,23 +294,12 @@ func recheckAll(ctx context.Context, s *store.Store, res *CheckResult, opts Opti
 	return nil
 }
 
-// unskip drops from res.Skipped what the first reading skipped in
-// conversation id's directory, and counts the conversation.
-func unskip(s *store.Store, res *CheckResult, id string) {
-	dir, err := s.ConversationPath(id)
-	if err != nil {
-		return
-	}
-	kept := res.Skipped[:0]
-	for _, it := range res.Skipped {
-		if it.Path != dir && !strings.HasPrefix(it.Path, dir+string(filepath.Separator)) {
-			kept = append(kept, it)
-		}
-	}
-	if len(kept) < len(res.Skipped) {
+// unskip drops skip from res.Skipped and counts its conversation as read.
+func unskip(res *CheckResult, skip store.Item) {
+	if i := slices.Index(res.Skipped, skip); i >= 0 {
+		res.Skipped = slices.Delete(res.Skipped, i, i+1)
 		res.Conversations++
 	}
-	res.Skipped = kept
 }
 
 // UpdateOptions configure Update.
