@@ -15,39 +15,25 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// Errors of the session API. A refused recorder call returns a *RecordError
-// wrapping one of the recorder's (and ErrOrder for a call out of place).
+// Errors of the session API; a refused call's *RecordError wraps one.
 var (
-	ErrSessionOpen = errors.New("the session is already open")
-	ErrNoTurn      = errors.New("no turn is running")
-	ErrClosed      = errors.New("the session is closed")
-	// ErrOrder: the call does not come in its place (a step before its
-	// turn, a tool result before its call, a turn ended with a step
-	// open, ...).
-	ErrOrder = errors.New("call out of order")
-	// ErrEmptyID: a message, a compaction or a call needs an id.
-	ErrEmptyID = errors.New("empty id")
-	// ErrDuplicateID: the id names another message of the session.
-	ErrDuplicateID = errors.New("id already used in the session")
-	// ErrUnknownCall: a tool call the turn's answers did not ask for.
-	ErrUnknownCall = errors.New("no such tool call in the turn")
-	// ErrUnknownMessage: a message id the session's history does not
-	// hold.
+	ErrSessionOpen    = errors.New("the session is already open")
+	ErrNoTurn         = errors.New("no turn is running")
+	ErrClosed         = errors.New("the session is closed")
+	ErrOrder          = errors.New("call out of order")
+	ErrEmptyID        = errors.New("empty id")
+	ErrDuplicateID    = errors.New("id already used in the session")
+	ErrUnknownCall    = errors.New("no such tool call in the turn")
 	ErrUnknownMessage = errors.New("no such message in the history")
-	// ErrInvalid: a value the format cannot hold (a title with a line
-	// break, a block without its members, an unknown outcome, ...).
-	ErrInvalid = errors.New("invalid value")
+	ErrInvalid        = errors.New("invalid value")
 )
 
-// RecordError is a call the recorder refused; nothing was written.
+// RecordError is a call (Request, ToolResult, ...) the recorder refused;
+// nothing was written. Kind is one of the errors above or ErrTurnRunning.
 type RecordError struct {
 	Conversation, Session string
-	// Call is the method refused (Request, ToolResult, ...).
-	Call string
-	Msg  string
-	// Kind is one of the recorder's errors, or ErrNoTurn or
-	// ErrTurnRunning (both also ErrOrder).
-	Kind error
+	Call, Msg             string
+	Kind                  error
 }
 
 func (e *RecordError) Error() string {
@@ -69,8 +55,8 @@ func (se *Session) refuse(call string, kind error, format string, args ...any) e
 	return &RecordError{Conversation: se.convID, Session: se.id, Call: call, Msg: fmt.Sprintf(format, args...), Kind: kind}
 }
 
-// NewMessageID returns a fresh message id: a random UUID (version 4), as the
-// runtime the format comes from makes them.
+// NewMessageID returns a fresh message id, a random UUID as the reference
+// runtime makes them.
 func NewMessageID() string {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -94,48 +80,52 @@ func (se *Session) checkNewID(call, id string) error {
 
 // enterWritten is enter for a call that needs the session's log written.
 func (se *Session) enterWritten(call string) (func(), error) {
-	unlock, err := se.enter()
-	if err == nil && se.w == nil {
-		unlock()
-		err = se.refuse(call, ErrOrder, "nothing is written before the first message (BeginTurn)")
-	}
-	if err != nil {
-		return nil, err
-	}
-	return unlock, nil
+	return se.enterIf(func() error {
+		if se.w == nil {
+			return se.refuse(call, ErrOrder, "nothing is written before the first message (BeginTurn)")
+		}
+		return nil
+	})
 }
 
 // enterStep is enter for a call that needs an open step and no model call
 // in flight.
 func (se *Session) enterStep(call string) (func(), error) {
+	return se.enterIf(func() error {
+		switch {
+		case se.w == nil || !se.rec.turnOpen:
+			return se.refuse(call, ErrNoTurn, "no turn is running (BeginTurn)")
+		case !se.rec.stepOpen:
+			return se.refuse(call, ErrOrder, "turn %d has no open step (BeginStep)", se.rec.turn)
+		case se.call != nil:
+			return se.refuse(call, ErrOrder, "a model call is in flight: complete it, retry it or fail it first")
+		}
+		return nil
+	})
+}
+
+// enterIf is enter, then check.
+func (se *Session) enterIf(check func() error) (func(), error) {
 	unlock, err := se.enter()
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case se.w == nil || !se.rec.turnOpen:
-		err = se.refuse(call, ErrNoTurn, "no turn is running (BeginTurn)")
-	case !se.rec.stepOpen:
-		err = se.refuse(call, ErrOrder, "turn %d has no open step (BeginStep)", se.rec.turn)
-	case se.call != nil:
-		err = se.refuse(call, ErrOrder, "a model call is in flight: complete it, retry it or fail it first")
+	if err == nil {
+		if err = check(); err != nil {
+			unlock()
+		}
 	}
 	if err != nil {
-		unlock()
 		return nil, err
 	}
 	return unlock, nil
 }
 
-// typed is an event of type typ whose data is v, a payload the format
-// defines (it always encodes).
+// typed is an event of type typ with v, a payload the format defines, as
+// its data.
 func typed(typ string, v any) convlog.Event {
 	d, _ := convlog.EncodeData(v)
 	return convlog.Event{Type: typ, Data: d}
 }
 
-// BeginStep opens the running turn's next step (step/start) and returns
-// its number.
+// BeginStep opens the running turn's next step and returns its number.
 func (se *Session) BeginStep() (int64, error) {
 	unlock, err := se.enter()
 	if err != nil {
@@ -152,8 +142,7 @@ func (se *Session) BeginStep() (int64, error) {
 	return step, se.record(typed(convlog.TypeStepStart, convlog.TurnStep{Turn: se.rec.turn, Step: step}))
 }
 
-// EndStep ends the open step (step/end). Every tool call of the step must
-// have its result.
+// EndStep ends the open step, whose tool calls must all have a result.
 func (se *Session) EndStep() error {
 	unlock, err := se.enterStep("EndStep")
 	if err != nil {
@@ -166,24 +155,19 @@ func (se *Session) EndStep() error {
 	return se.record(typed(convlog.TypeStepEnd, convlog.TurnStep{Turn: se.rec.turn, Step: se.rec.step}))
 }
 
-// Request is what one model request of a step sends.
+// Request is what one model request of a step sends. System ("": none)
+// can only head a history: one begun without it stays without. Config
+// needs a provider and a model; AdapterDefaults marks what the adapter chose.
 type Request struct {
-	// System is the system prompt ("": none), recorded as the history's first
-	// message or replacing it when changed; a history begun without one is
-	// recorded without, since the format puts it only at the head.
-	System string
-	// Config is the call's configuration (a provider and a model at
-	// least); AdapterDefaults marks the values the adapter chose.
+	System          string
 	Config          convlog.LLMConfig
 	AdapterDefaults convlog.AdapterDefaults
-	// Tools are the tools offered.
-	Tools []convlog.ToolSchema
+	Tools           []convlog.ToolSchema
 }
 
-// Request records a model request of the open step: system/message when new or
-// changed, the inbox's waiting messages as user/message in admission order,
-// and request/header when it is new, changed or a compaction began a new
-// series.
+// Request records a model request of the open step: the system prompt when
+// new or changed, the waiting messages in admission order, and the request
+// header when new, changed or after a compaction.
 func (se *Session) Request(req Request) error {
 	unlock, err := se.enterStep("Request")
 	if err != nil {
@@ -206,8 +190,6 @@ func (se *Session) Request(req Request) error {
 	r := &se.rec
 	switch {
 	case r.head < 0 && r.hist.Len() > 0:
-		// A history begun without a system prompt (an older log) cannot
-		// take one at its head: the request is recorded without it.
 	case r.head < 0, !bytes.Equal(content, r.system):
 		msg, err := convlog.NewStoredMessage(NewMessageID(), "system", convlog.Source{Kind: convlog.SourceSystemPrompt}, content)
 		if err != nil {
@@ -258,21 +240,19 @@ func (se *Session) Request(req Request) error {
 }
 
 // ModelCall is one model call of the open step, its streamed chunks held in
-// memory until Complete, Retry, Fail or Interrupt records them (a crash loses
-// them). The chunk methods may be called from the stream's goroutine.
+// memory until Complete, Retry, Fail or Interrupt records them. The chunk
+// methods may be called from the stream's goroutine.
 type ModelCall struct {
 	se              *Session
 	provider, model string
-	// mu guards the stream and done: the chunks come from the goroutine
-	// reading the model while another may interrupt.
+	// mu guards stream and done against an Interrupt from another goroutine.
 	mu     sync.Mutex
 	stream convlog.Stream
 	done   bool
 }
 
-// BeginModelCall starts a model call of the open step, after its Request
-// (its provider and model are the request's). When the call before it was
-// retried, llm/retry-started is recorded now: the retry begins.
+// BeginModelCall starts a model call of the open step with its Request's
+// provider and model; after a Retry it records that the retry began.
 func (se *Session) BeginModelCall() (*ModelCall, error) {
 	unlock, err := se.enterStep("BeginModelCall")
 	if err != nil {
@@ -294,8 +274,7 @@ func (se *Session) BeginModelCall() (*ModelCall, error) {
 
 func (c *ModelCall) now() int64 { return c.se.st.nowMs() }
 
-// chunk adds one chunk with f, unless the call has ended (its chunks
-// after an interrupt are dropped).
+// chunk adds one chunk with f unless the call has ended (an interrupt).
 func (c *ModelCall) chunk(f func(ms int64)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -315,7 +294,7 @@ func (c *ModelCall) Reasoning(index int, delta string) {
 }
 
 // ToolCall takes a piece of the tool call at index: its id, its name (in
-// the piece that carries it) and a piece of its arguments.
+// one piece) and a piece of its arguments.
 func (c *ModelCall) ToolCall(index int, id, name, argsDelta string) {
 	c.chunk(func(ms int64) { c.stream.ToolCall(ms, index, id, name, argsDelta) })
 }
@@ -325,17 +304,15 @@ func (c *ModelCall) BlockStart(index int, typ string) {
 	c.chunk(func(ms int64) { c.stream.BlockStart(ms, index, typ) })
 }
 
-// BlockEnd takes the end of the block at index, whole.
+// BlockEnd takes the whole block at index as it ends.
 func (c *ModelCall) BlockEnd(index int, b convlog.Block) {
 	c.chunk(func(ms int64) { c.stream.BlockEnd(ms, index, b) })
 }
 
-// Usage takes the token usage the provider reported; the last is the
-// answer's usage.
+// Usage takes the token usage reported; the last is the answer's.
 func (c *ModelCall) Usage(u convlog.Usage) { c.chunk(func(ms int64) { c.stream.Usage(ms, u) }) }
 
-// Finish takes why the stream ended (convlog.FinishStop, FinishToolCalls,
-// FinishMaxTokens for an answer cut off at the output limit).
+// Finish takes why the stream ended.
 func (c *ModelCall) Finish(r convlog.FinishReason) {
 	c.chunk(func(ms int64) { c.stream.Finish(ms, r) })
 }
@@ -363,9 +340,8 @@ func (se *Session) answerEvent(msg convlog.StoredMessage, c *ModelCall, interrup
 	return convlog.Event{Type: convlog.TypeAssistantMessage, Data: d, SurfaceOp: &convlog.SurfaceOp{}}, err
 }
 
-// Complete records the call's answer as message id (assistant/message with its
-// assembled content, usage and stream), empty or cut-off answers too; its tool
-// calls are then the step's to run.
+// Complete records the call's answer, empty or cut off too, as message id;
+// its tool calls are then the step's to run.
 func (c *ModelCall) Complete(id string) error {
 	unlock, err := c.end("Complete")
 	if err != nil {
@@ -380,13 +356,8 @@ func (c *ModelCall) Complete(id string) error {
 	if err != nil {
 		return se.refuse("Complete", ErrInvalid, "%v", err)
 	}
-	var blocks []convlog.Block
-	json.Unmarshal(content, &blockList{&blocks})
 	seen := map[string]bool{}
-	for _, b := range blocks {
-		if b.Type != convlog.BlockToolCall {
-			continue
-		}
+	for _, b := range toolCalls(content) {
 		switch {
 		case b.ID == "":
 			return se.refuse("Complete", ErrEmptyID, "a tool call of the answer has no id")
@@ -411,21 +382,17 @@ func (c *ModelCall) Complete(id string) error {
 }
 
 // Retry is a model call that failed with a temporary error and is tried
-// again.
+// again after Delay. The attempts of one policy ("" is "default") in one step
+// are one chain, counted from 1; MaxRetries is its limit (0: none).
 type Retry struct {
-	// PolicyKey names the retry policy ("" is "default"): the attempts of
-	// one policy in one step are one chain, counted from 1.
-	PolicyKey string
-	// Delay is the wait before the next attempt.
-	Delay time.Duration
-	// MaxRetries is the policy's limit (0: none, mode always).
+	PolicyKey  string
+	Delay      time.Duration
 	MaxRetries int64
 	Failure    convlog.LLMFailure
 }
 
-// Retry records that the call failed with a temporary error and is tried
-// again after r.Delay (assistant/attempt, llm/retry); the step's next
-// BeginModelCall is the retry.
+// Retry records that the call failed with a temporary error; the step's
+// next BeginModelCall is the retry.
 func (c *ModelCall) Retry(r Retry) error {
 	unlock, err := c.end("Retry")
 	if err != nil {
@@ -465,9 +432,8 @@ func (c *ModelCall) Retry(r Retry) error {
 	return nil
 }
 
-// Fail records that the call failed for good (assistant/attempt with what
-// it streamed and its failure). The turn then fails: EndStep, then
-// EndTurn(OutcomeFailed, &failure).
+// Fail records that the call failed for good; the turn then fails (EndStep,
+// then EndTurn with OutcomeFailed).
 func (c *ModelCall) Fail(failure convlog.LLMFailure) error {
 	unlock, err := c.end("Fail")
 	if err != nil {
@@ -489,9 +455,8 @@ func (c *ModelCall) Fail(failure convlog.LLMFailure) error {
 	return nil
 }
 
-// ToolCall records that tool call callID, which an answer of the turn
-// asked for, starts (tool/call with the name and arguments the answer
-// gave).
+// ToolCall records that tool call callID, which an answer of the step
+// asked for, starts.
 func (se *Session) ToolCall(callID string) error {
 	unlock, err := se.enterStep("ToolCall")
 	if err != nil {
@@ -512,19 +477,16 @@ func (se *Session) ToolCall(callID string) error {
 	return se.record(typed(convlog.TypeToolCall, convlog.ToolCallData{Turn: se.rec.turn, Step: se.rec.step, CallID: callID, Name: c.name, Arguments: c.args}))
 }
 
-// ToolResult is the result of a tool call.
+// ToolResult is the result of a tool call, message ID. Error, only with
+// IsError, says how the tool failed.
 type ToolResult struct {
-	CallID string
-	// ID is the result message's id.
-	ID      string
-	Content []convlog.Block
-	// IsError says the tool failed; Error, only then, says how.
-	IsError bool
-	Error   *convlog.ToolError
+	CallID, ID string
+	Content    []convlog.Block
+	IsError    bool
+	Error      *convlog.ToolError
 }
 
-// ToolResult records the result of a started tool call (tool/result, role
-// tool, citing its tool/call).
+// ToolResult records the result of a started tool call.
 func (se *Session) ToolResult(r ToolResult) error {
 	unlock, err := se.enterStep("ToolResult")
 	if err != nil {
@@ -557,31 +519,23 @@ func (se *Session) ToolResult(r ToolResult) error {
 	return se.record(convlog.Event{Type: convlog.TypeToolResult, Data: d, SurfaceOp: &convlog.SurfaceOp{}, SourceEventSeqs: []int64{c.startSeq}})
 }
 
-// Compaction is a summary of the older history written by the compact
-// model.
+// Compaction is a summary of the older history. The summary replaces every
+// message between the system prompt and KeepFrom ("": all). Provider and
+// Model wrote it (MaxTokens, Usage: their call); TokenCount is what it
+// replaced (0: bytes / 4). ID and CheckpointID ("": new ids) name the
+// compaction and the summary's message.
 type Compaction struct {
-	// ID names the compaction ("": a NewMessageID).
-	ID string
-	// KeepFrom is the id of the first message of the recent part kept
-	// ("": nothing is kept). The summary takes the place of every message
-	// between the system prompt and it, an earlier summary included.
-	KeepFrom string
-	Summary  string
-	// Provider and Model wrote the summary; MaxTokens and Usage are its
-	// call's.
-	Provider, Model string
-	MaxTokens       int64
-	Usage           *convlog.Usage
-	// TokenCount is what the span summarised counted (0: its bytes / 4).
-	TokenCount int64
-	// CheckpointID is the summary message's id ("": a NewMessageID).
-	CheckpointID string
+	ID, KeepFrom, Summary string
+	Provider, Model       string
+	MaxTokens             int64
+	Usage                 *convlog.Usage
+	TokenCount            int64
+	CheckpointID          string
 }
 
 // Compact records a compaction, manual (nothing running or waiting) or
-// automatic (before a model call of the running turn), as one durable batch:
-// compaction/start, compaction/summary, the summary as a user/message and
-// compaction/end. The full history stays in the log.
+// automatic (before a model call of the running turn), as one durable batch;
+// the full history stays in the log.
 func (se *Session) Compact(c Compaction) error {
 	unlock, err := se.enterWritten("Compact")
 	if err != nil {
@@ -612,7 +566,7 @@ func (se *Session) Compact(c Compaction) error {
 	nodes := r.hist.Surface()
 	first := 0
 	if len(nodes) > 0 && nodes[0].Seq == r.head {
-		first = 1 // the system prompt stays
+		first = 1
 	}
 	end := len(nodes)
 	if c.KeepFrom != "" {
@@ -659,9 +613,9 @@ func (se *Session) Compact(c Compaction) error {
 		typed(convlog.TypeCompactionEnd, convlog.CompactionEndData{CompactionID: c.ID, Turn: turn}))
 }
 
-// SubagentReport admits the report of subagent childID (message id with
-// summary and content) to this session's inbox; a running turn's next Request
-// records it, otherwise the runtime starts a turn with the returned message.
+// SubagentReport admits the report of subagent childID as message id; a
+// running turn's next Request records it, else the runtime starts a turn
+// with the message returned.
 func (se *Session) SubagentReport(childID, id, summary string, content []convlog.Block) (convlog.StoredMessage, error) {
 	unlock, err := se.enterWritten("SubagentReport")
 	if err != nil {
@@ -693,17 +647,15 @@ func (se *Session) SubagentReport(childID, id, summary string, content []convlog
 	return msg, nil
 }
 
-// HistoryEntry is one message of the history the model reads: the seq of
-// the event that put it there, and whether an interrupt or a crash cut it
-// off (an interrupted answer, an interrupted tool call's result).
+// HistoryEntry is one message of the history the model reads, the seq of
+// its event, and whether an interrupt or a crash cut it off.
 type HistoryEntry struct {
 	Seq         int64
 	Message     convlog.StoredMessage
 	Interrupted bool
 }
 
-// History returns the history the model reads now (convlog.History), with the
-// interrupted marks.
+// History returns the history the model reads now.
 func (se *Session) History() []HistoryEntry {
 	unlock := se.st.lockSession(se)
 	defer unlock()
@@ -735,9 +687,9 @@ func (se *Session) seqOf(call, id string) (int64, error) {
 	return seq, nil
 }
 
-// Fork copies this session (a root session) into the new conversation
-// newConv as its root session newSession: its history through the event
-// that recorded message throughID ("": all of it); see Store.Fork.
+// Fork copies this root session into the new conversation newConv as its
+// root session newSession, through message throughID ("": all); see
+// Store.Fork.
 func (se *Session) Fork(newConv, newSession, throughID string) error {
 	seq, err := se.seqOf("Fork", throughID)
 	if err != nil {
@@ -746,8 +698,8 @@ func (se *Session) Fork(newConv, newSession, throughID string) error {
 	return se.st.Fork(se.convID, se.id, newConv, newSession, seq)
 }
 
-// Rewind is a fork that stops just before the user's message beforeID,
-// and returns its text for the composer (see Store.Rewind).
+// Rewind is a fork that stops just before the user's message beforeID and
+// returns its text for the composer.
 func (se *Session) Rewind(newConv, newSession, beforeID string) (string, error) {
 	if beforeID == "" {
 		return "", se.refuse("Rewind", ErrEmptyID, "a rewind names the user's message it stops before")
@@ -759,38 +711,26 @@ func (se *Session) Rewind(newConv, newSession, beforeID string) (string, error) 
 	return se.st.Rewind(se.convID, se.id, newConv, newSession, seq)
 }
 
-// recState is what a Session knows of its log (turn, inbox, messages, history,
-// last request header, retry chains); every event written or read on opening
-// passes through observe, so the typed calls check against the log as it is.
+// recState is what a Session knows of its log: every event written or read
+// on opening passes through observe, so the calls check against the log.
 type recState struct {
-	next int64 // the seq of the next event
-
+	next               int64
 	turnOpen, stepOpen bool
 	turn, lastTurn     int64
 	step, lastStep     int64
-	// calls are the open turn's tool calls, by id, in callOrder.
-	calls     map[string]*toolCallState
-	callOrder []string
-
-	// inbox: messages admitted (agent/inbox/spliced) and not yet recorded
-	// as a user/message; they are taken, in order, by the next request.
-	inbox []convlog.StoredMessage
-	// ids are every message id the log holds; surfaceSeq the seq of the
-	// surface event that first recorded each.
+	calls              map[string]*toolCallState
+	callOrder          []string
+	// inbox: messages admitted and not yet recorded, for the next request.
+	inbox      []convlog.StoredMessage
 	ids        map[string]bool
-	surfaceSeq map[string]int64
+	surfaceSeq map[string]int64 // the seq that first recorded each message
 	hist       convlog.History
-	// interrupted are the seqs of answers and tool results an interrupt
-	// or a crash cut off.
+	// interrupted: answers and tool results an interrupt or a crash cut off.
 	interrupted map[int64]bool
-	// head is the seq of the system message at the head of the surface (-1:
-	// none); system its content.
-	head   int64
-	system []byte
-
-	// header is the last request/header's header (as written); headerRun
-	// is set once this session wrote one; series after a surface
-	// replacement since the last header.
+	head        int64 // the seq of the system message heading the surface, -1: none
+	system      []byte
+	// header is the last request header as written; headerRun: this
+	// session wrote one; series: the surface was replaced since.
 	header            []byte
 	provider, model   string
 	headerRun, series bool
@@ -812,12 +752,9 @@ type retryKey struct {
 }
 
 type retryChain struct {
-	id   string
-	n    int64
-	turn int64
-	step int64
-	// started: llm/retry-started was recorded for retry n.
-	started bool
+	id            string
+	n, turn, step int64
+	started       bool // llm/retry-started was recorded for retry n
 }
 
 func newRecState() recState {
@@ -928,7 +865,7 @@ func (r *recState) observe(e *convlog.Event) {
 func (r *recState) observeSurface(e *convlog.Event) {
 	before := r.hist.Len()
 	if err := r.hist.Apply(convlog.DefaultRegistry, e); err != nil {
-		return // a log the writer accepted applies; one that does not is left as it reads
+		return // a log the writer accepted applies
 	}
 	if e.SurfaceOp != nil && e.SurfaceOp.Replace {
 		r.series = true
@@ -964,10 +901,8 @@ func (r *recState) observeSurface(e *convlog.Event) {
 			r.interrupted[e.Seq] = true
 		}
 		r.pendingRetry = nil
-		var content []convlog.Block
-		json.Unmarshal(rawjson.Get(m.JSON(), "content"), &blockList{&content})
-		for _, b := range content {
-			if b.Type == convlog.BlockToolCall && b.ID != "" && r.calls[b.ID] == nil {
+		for _, b := range toolCalls(rawjson.Get(m.JSON(), "content")) {
+			if b.ID != "" && r.calls[b.ID] == nil {
 				r.calls[b.ID] = &toolCallState{name: b.Name, args: b.Arguments, step: r.step, startSeq: -1}
 				r.callOrder = append(r.callOrder, b.ID)
 			}
@@ -994,24 +929,19 @@ func (r *recState) unresolved() []string {
 	return out
 }
 
-// blockList decodes the tool-call blocks of a content array (the rest are
-// kept by type only).
-type blockList struct{ out *[]convlog.Block }
-
-func (l *blockList) UnmarshalJSON(b []byte) error {
-	var raw []struct {
-		Type      string `json:"type"`
-		ID        string `json:"id"`
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
+// toolCalls decodes the tool-call blocks of a content array.
+func toolCalls(content []byte) []convlog.Block {
+	var blocks []convlog.Block
+	var raw []struct{ Type, ID, Name, Arguments string }
+	if json.Unmarshal(content, &raw) != nil {
+		return nil
 	}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
+	for _, b := range raw {
+		if b.Type == convlog.BlockToolCall {
+			blocks = append(blocks, convlog.Block{Type: b.Type, ID: b.ID, Name: b.Name, Arguments: b.Arguments})
+		}
 	}
-	for _, x := range raw {
-		*l.out = append(*l.out, convlog.Block{Type: x.Type, ID: x.ID, Name: x.Name, Arguments: x.Arguments})
-	}
-	return nil
+	return blocks
 }
 
 // str is a JSON string's value ("" for anything else).
