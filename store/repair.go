@@ -290,7 +290,7 @@ func (s *Store) repairSession(oc *openConv, l *Log, state convlog.TurnState, nex
 		return nil, err
 	}
 	defer w.Close()
-	c, err := s.closeCrashedTurn(oc, l.ID, w, false)
+	c, err := s.closeCrashedTurn(oc, l.ID, w)
 	if c != nil && current != l.Path {
 		c.Upgraded = current
 	}

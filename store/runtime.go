@@ -17,7 +17,7 @@ import (
 )
 
 // NewConversation describes a conversation to start: its id, working
-// directory (an absolute path) and root session.
+// directory (absolute) and root session.
 type NewConversation struct {
 	ID        string
 	Cwd       string
@@ -26,32 +26,26 @@ type NewConversation struct {
 	Model     string
 }
 
-// Session is one agent session of a conversation, open for the runtime: the
-// recorder of its turns, so each stage is one typed call that refuses a call
-// out of place with a *RecordError before writing. Get one from
-// NewConversation, OpenSession or Session.Spawn; calls of one conversation
-// run in order, of different ones in parallel.
+// Session is one agent session of a conversation, open for the runtime to
+// record its turns. Get one from NewConversation, OpenSession or Spawn; calls
+// of one conversation run in order, of different ones in parallel.
 type Session struct {
-	st     *Store
-	convID string
-	id     string
-	// oc is the session's conversation (nil until a new one is written);
-	// cmu orders the calls on its sessions (oc.mu once there is oc).
+	st         *Store
+	convID, id string
+	// oc is nil until a new conversation is written; cmu orders the calls
+	// on its sessions (oc.mu once there is oc).
 	oc  *openConv
 	cmu *sync.Mutex
 	w   *convlog.Writer
-	// pending is a new conversation nothing of which is written yet: it is
-	// kept from its first message (BeginTurn).
+	// pending: a new conversation not written yet (until BeginTurn).
 	pending *NewConversation
 	closed  bool
-	// broken: a batch could not be written after its calls were taken;
-	// the session must be opened again to record more.
-	broken error
-	// repaired is what OpenSession closed of a turn a crash left open.
+	// broken: a batch failed after its calls were taken; reopen to record.
+	broken   error
 	repaired *ClosedTurn
 	rec      recState
-	// batch holds the events of the calls made inside Batch; deferPoint
-	// and deferTurns a change for the index keeper made inside it.
+	// batch holds the calls made inside Batch, deferPoint and deferTurns
+	// the index change they make.
 	batch      []convlog.Event
 	inBatch    bool
 	deferPoint bool
@@ -61,9 +55,8 @@ type Session struct {
 
 type sessionKey struct{ conv, session string }
 
-// NewConversation returns the root session of a new conversation. Nothing is
-// written until the first BeginTurn, so one left without a message leaves
-// nothing behind. The directory must be free.
+// NewConversation returns the root session of a new conversation, whose
+// directory must be free; nothing is written until the first BeginTurn.
 func (s *Store) NewConversation(c NewConversation) (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -93,10 +86,9 @@ func (s *Store) NewConversation(c NewConversation) (*Session, error) {
 	return se, nil
 }
 
-// OpenSession opens session sessionID of convID for the runtime's next write:
-// an older log is upgraded first (upgrade.Publish), and a turn a crash left
-// open is closed as repair closes it (Repaired). A session is open once per
-// Store.
+// OpenSession opens session sessionID of convID to record, once per Store:
+// an older log is upgraded first, and a turn a crash left open is closed as
+// repair closes it (Repaired).
 func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -120,7 +112,7 @@ func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 		return nil, err
 	}
 	se := &Session{st: s, convID: convID, id: sessionID, w: w, oc: oc, cmu: oc.mu}
-	if se.repaired, err = s.closeCrashedTurn(oc, sessionID, w, false); err != nil {
+	if se.repaired, err = s.closeCrashedTurn(oc, sessionID, w); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -137,18 +129,16 @@ func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 	return se, nil
 }
 
-// Repaired is what OpenSession closed of a turn a crash had left open, or
-// nil.
+// Repaired is what OpenSession closed of a turn a crash had left open.
 func (se *Session) Repaired() *ClosedTurn { return se.repaired }
 
-// ID is the session's id; Conversation its conversation's.
+// ID is the session's id.
 func (se *Session) ID() string { return se.id }
 
 // Conversation is the id of the session's conversation.
 func (se *Session) Conversation() string { return se.convID }
 
-// Turn reports where the session's turn stands (the zero value for a new
-// conversation not kept yet).
+// Turn reports where the session's turn stands (zero before BeginTurn).
 func (se *Session) Turn() convlog.TurnState {
 	unlock := se.st.lockSession(se)
 	defer unlock()
@@ -183,9 +173,8 @@ func (se *Session) enter() (unlock func(), err error) {
 	return unlock, nil
 }
 
-// record writes events as one durable batch (inside Batch, adds them to it)
-// and takes them into the session's state, giving them seqs and, when zero,
-// the store's time.
+// record writes events as one durable batch, or adds them to Batch's, giving
+// them seqs and (when zero) the store's time.
 func (se *Session) record(evs ...convlog.Event) error {
 	if len(evs) == 0 {
 		return nil
@@ -216,8 +205,7 @@ func (se *Session) record(evs ...convlog.Event) error {
 	return nil
 }
 
-// flush writes the batch held so far (Batch), before a call that writes
-// the conversation log or another log.
+// flush writes Batch's events so far, before another log is written.
 func (se *Session) flush() error {
 	if len(se.batch) == 0 {
 		return nil
@@ -232,10 +220,9 @@ func (se *Session) flush() error {
 	return nil
 }
 
-// Batch runs fn and writes its typed calls as one durable append (one zstd
-// frame, one fsync) instead of one each; a crash during fn loses all of them.
-// Calls that write another log first flush the batch. If the batch cannot be
-// written, the session refuses further calls and must be opened again.
+// Batch runs fn and writes its calls as one durable append (one frame, one
+// fsync); a crash during fn loses them all. A batch that cannot be written
+// breaks the session: it must be opened again.
 func (se *Session) Batch(fn func() error) error {
 	unlock, err := se.enter()
 	if err != nil {
@@ -266,11 +253,9 @@ func (se *Session) Batch(fn func() error) error {
 	return errors.Join(ferr, err)
 }
 
-// BeginTurn starts the session's next turn with its input and returns the
-// turn's number: the input's admission (unless admitted already),
-// turn/started in the conversation log (with the automatic title) and
-// turn/start; a new conversation's logs are written first. The input becomes
-// a user/message at the turn's first Request.
+// BeginTurn starts the session's next turn with prompt, admitted unless it
+// was already, and returns its number; a new conversation is written first.
+// The prompt is recorded at the turn's first Request.
 func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
 	unlock, err := se.enter()
 	if err != nil {
@@ -331,8 +316,7 @@ func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
 	return turn, nil
 }
 
-// liveConv is the session's conversation, for a change: it must not be
-// deleting.
+// liveConv is the session's conversation, which must not be deleting.
 func (se *Session) liveConv() (*openConv, error) {
 	if err := se.st.writable(); err != nil {
 		return nil, err
@@ -354,7 +338,7 @@ func turnStart(turn int64) convlog.Event {
 }
 
 // create writes a new conversation at its first message: the session log
-// first, the conversation log last (a failure before removes the directory).
+// first, the conversation log last, or nothing.
 func (se *Session) create(prompt convlog.StoredMessage, text string) error {
 	s, c := se.st, se.pending
 	if err := s.writable(); err != nil {
@@ -409,9 +393,8 @@ func (se *Session) create(prompt convlog.StoredMessage, text string) error {
 	return nil
 }
 
-// Append records events the format does not type (a plugin's) as one durable
-// batch, assigning seqs and times; a batch that breaks a format rule is
-// refused with a *convlog.RuleError before anything is written.
+// Append records events the format does not type (a plugin's) as one
+// durable batch; one that breaks a format rule is a *convlog.RuleError.
 func (se *Session) Append(events ...convlog.Event) error {
 	unlock, err := se.enterWritten("Append")
 	if err != nil {
@@ -425,9 +408,8 @@ func (se *Session) Append(events ...convlog.Event) error {
 	return nil
 }
 
-// Steer admits a message the user sent while the turn runs
-// (agent/inbox/spliced, target next-step) so the next Request records it; one
-// the turn did not read starts the next turn.
+// Steer admits a message the user sent while the turn runs for the next
+// Request; one the turn did not read starts the next turn.
 func (se *Session) Steer(msg convlog.StoredMessage) error {
 	unlock, err := se.enter()
 	if err != nil {
@@ -446,8 +428,7 @@ func (se *Session) Steer(msg convlog.StoredMessage) error {
 	return se.record(se.splice(convlog.SpliceNextStep, msg))
 }
 
-// OutcomeOf is the conversation log's outcome of a turn/end reason kind:
-// completed, interrupted, or failed for every other.
+// OutcomeOf is the conversation log's outcome of a turn/end reason kind.
 func OutcomeOf(reason string) string {
 	switch reason {
 	case convlog.EndCompleted:
@@ -458,9 +439,8 @@ func OutcomeOf(reason string) string {
 	return OutcomeFailed
 }
 
-// EndTurn ends the running turn with OutcomeCompleted, or OutcomeFailed and
-// its failure: turn/end in the session log, then turn/ended in the
-// conversation log. Its last step must have ended.
+// EndTurn ends the running turn, whose last step has ended, with
+// OutcomeCompleted or OutcomeFailed and its failure.
 func (se *Session) EndTurn(outcome string, failure *convlog.LLMFailure) error {
 	unlock, err := se.enter()
 	if err != nil {
@@ -512,8 +492,8 @@ func (se *Session) EndTurn(outcome string, failure *convlog.LLMFailure) error {
 }
 
 // Interrupt ends the running turn as the user's interrupt does: the call in
-// flight, if given, is kept as an interrupted answer, tool calls without a
-// result get interrupted errors, and the step and turn end interrupted.
+// flight, if given, is kept as an interrupted answer and open tool calls get
+// interrupted errors.
 func (se *Session) Interrupt(call *ModelCall) error {
 	unlock, err := se.enter()
 	if err != nil {
@@ -554,8 +534,7 @@ func (se *Session) Interrupt(call *ModelCall) error {
 		c.mu.Unlock()
 		se.call = nil
 	}
-	// The turn's events reach the disk, a batch's with them, before the
-	// conversation log hears of its end.
+	// The session log is durable before the conversation log hears of it.
 	if err := se.record(partial...); err != nil {
 		return err
 	}
@@ -577,9 +556,8 @@ func (se *Session) Interrupt(call *ModelCall) error {
 	return nil
 }
 
-// Spawn starts a subagent session of this conversation (depth one more),
-// publishing its log and recording subagent/catalog here; its first turn
-// starts with the task message and it reports back with SubagentReport.
+// Spawn starts a subagent session one level below this one; its first turn
+// starts with the task and it reports back with SubagentReport.
 func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
 	unlock, err := se.enterWritten("Spawn")
 	if err != nil {
@@ -618,8 +596,7 @@ func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
 	return child, nil
 }
 
-// Close closes the session's log. A running turn stays running until the
-// runtime, a later OpenSession or convkit repair closes it.
+// Close closes the session's log; a running turn stays running.
 func (se *Session) Close() error {
 	s := se.st
 	s.mu.Lock()
@@ -639,8 +616,7 @@ func (se *Session) closeLocked() error {
 	return nil
 }
 
-// closeConversation closes conversation convID's open sessions and log (it
-// is being deleted or replaced).
+// closeConversation closes convID's open sessions and log.
 func (s *Store) closeConversation(convID string) {
 	for k, se := range s.sessions {
 		if k.conv == convID {
@@ -654,27 +630,20 @@ func (s *Store) closeConversation(convID string) {
 }
 
 // ClosedTurn is a turn a crash had left open, closed as interrupted by
-// appending (docs/FORMAT.md, "Closing an interrupted turn").
+// appending (docs/FORMAT.md): the types Appended to SessionLog ("": none),
+// the ToolCalls given an interrupted result, whether a PartialAnswer was
+// kept, the Outcome recorded in the conversation log ("": none) and the v4
+// successor Upgraded first ("": none).
 type ClosedTurn struct {
-	Conversation string `json:"conversation"`
-	Session      string `json:"session"`
-	Turn         int64  `json:"turn"`
-	// SessionLog is the session log appended to ("" when only the
-	// conversation log recorded the turn); Appended the types of the
-	// events appended to it, in order.
-	SessionLog string   `json:"sessionLog,omitempty"`
-	Appended   []string `json:"appended"`
-	// ToolCalls are the calls that got an interrupted result;
-	// PartialAnswer is set when a cut-off model call's output was kept as
-	// an interrupted answer.
+	Conversation  string   `json:"conversation"`
+	Session       string   `json:"session"`
+	Turn          int64    `json:"turn"`
+	SessionLog    string   `json:"sessionLog,omitempty"`
+	Appended      []string `json:"appended"`
 	ToolCalls     []string `json:"toolCalls"`
 	PartialAnswer bool     `json:"partialAnswer"`
-	// Outcome is the conversation log's turn/ended outcome recorded, ""
-	// when the conversation log had the turn ended already.
-	Outcome string `json:"outcome,omitempty"`
-	// Upgraded is the version 4 successor published first for a session
-	// log of an older version (the lazy upgrade), "" otherwise.
-	Upgraded string `json:"upgraded,omitempty"`
+	Outcome       string   `json:"outcome,omitempty"`
+	Upgraded      string   `json:"upgraded,omitempty"`
 }
 
 // Describe says in one line what was (or, dry, would be) appended.
@@ -697,17 +666,10 @@ func (c *ClosedTurn) Describe() string {
 	return strings.Replace(s, "first); ", "first) ", 1)
 }
 
-// closeCrashedTurn closes by appending what a crash left open of sessionID in
-// the session log (reason interrupted) and the conversation log (the session
-// log's outcome, else interrupted); dry writes nothing; nil: nothing was open.
-func (s *Store) closeCrashedTurn(oc *openConv, sessionID string, w *convlog.Writer, dry bool) (*ClosedTurn, error) {
-	ts := w.Turn()
-	return s.closeTurnState(oc, sessionID, ts, w.NextSeq(), filepath.Base(w.Path()), func(evs []convlog.Event) error {
-		if dry {
-			return nil
-		}
-		return w.Append(evs)
-	}, dry)
+// closeCrashedTurn closes by appending what a crash left open of sessionID
+// in its log w and in the conversation log; nil: nothing was open.
+func (s *Store) closeCrashedTurn(oc *openConv, sessionID string, w *convlog.Writer) (*ClosedTurn, error) {
+	return s.closeTurnState(oc, sessionID, w.Turn(), w.NextSeq(), filepath.Base(w.Path()), w.Append, false)
 }
 
 // onlyInConversation reports whether sessionID's running turn is one the
@@ -717,6 +679,9 @@ func onlyInConversation(oc *openConv, sessionID string, ts convlog.TurnState) bo
 	return ok && !ts.Open && oc.st.info.Turns[i].Turn == ts.LastTurn+1
 }
 
+// closeTurnState closes ts (appending to logName) and sessionID's running
+// turn in the conversation log, with the session log's outcome when it
+// ended the turn, else interrupted; dry records nothing.
 func (s *Store) closeTurnState(oc *openConv, sessionID string, ts convlog.TurnState, next int64, logName string,
 	appendFn func([]convlog.Event) error, dry bool) (*ClosedTurn, error) {
 	c := &ClosedTurn{Conversation: oc.st.info.ID, Session: sessionID, Appended: []string{}, ToolCalls: []string{}}
@@ -740,8 +705,8 @@ func (s *Store) closeTurnState(oc *openConv, sessionID string, ts convlog.TurnSt
 		t := oc.st.info.Turns[i].Turn
 		outcome := OutcomeInterrupted
 		if logName != "" && onlyInConversation(oc, sessionID, ts) {
-			// The crash came between turn/started and turn/start: the session log
-			// records the turn too, or it could never number another turn.
+			// A crash between turn/started and turn/start: the session log
+			// records the turn too, or it could never number another.
 			evs := append([]convlog.Event{turnStart(t)},
 				convlog.CloseTurn(convlog.TurnState{Open: true, Turn: t}, next+1, s.nowMs(), "interrupted")...)
 			evs[0].Seq, evs[0].Time = next, s.nowMs()
@@ -754,8 +719,6 @@ func (s *Store) closeTurnState(oc *openConv, sessionID string, ts convlog.TurnSt
 			}
 		}
 		if !ts.Open && ts.LastTurn == t && ts.LastEnd != "" {
-			// The session log ended the turn; the crash came before the
-			// conversation log heard of it.
 			outcome = OutcomeOf(ts.LastEnd)
 		}
 		if !dry {
@@ -772,7 +735,7 @@ func (s *Store) closeTurnState(oc *openConv, sessionID string, ts convlog.TurnSt
 }
 
 // AutoTitle is the automatic title of a first user message: its first
-// non-blank line, trimmed and cut to MaxAutoTitleRunes characters.
+// non-blank line, trimmed, of at most MaxAutoTitleRunes characters.
 func AutoTitle(text string) string {
 	text = strings.ToValidUTF8(text, "\uFFFD")
 	for _, line := range strings.Split(text, "\n") {
@@ -810,13 +773,13 @@ func (s *Store) newConversationDir(convID string) (string, error) {
 	return dir, nil
 }
 
-// createLog publishes a new conversation log holding first as its first
-// batch, and caches it; mu orders the Session calls on it (nil: a new one).
+// createLog publishes a new conversation log holding first; mu orders the
+// Session calls on it (nil: a new one).
 func (s *Store) createLog(convID, dir string, first []convlog.Event, mu *sync.Mutex) error {
 	path := filepath.Join(dir, ConversationLogName(convlog.CurrentVersion, s.comp))
 	h := &convlog.Header{Type: convlog.ConversationLog, Version: convlog.CurrentVersion, ID: convID}
 	if len(first) > 0 {
-		h.CreatedAt = first[0].Time // the creation's own time
+		h.CreatedAt = first[0].Time
 	} else {
 		h.CreatedAt = s.nowMs()
 	}
@@ -841,9 +804,8 @@ func (s *Store) createLog(convID, dir string, first []convlog.Event, mu *sync.Mu
 	return nil
 }
 
-// startSession publishes subagent session sessionID's log, one level below
-// parentSession, and records session/started: the log first, so the
-// conversation log never names a session whose log was not published.
+// startSession publishes subagent session sessionID's log, then records it:
+// the conversation log never names a session without a log.
 func (s *Store) startSession(oc *openConv, sessionID, agent, model, parentSession string) (*convlog.Writer, error) {
 	info := &oc.st.info
 	if _, err := EncodeBase(sessionID); err != nil {
@@ -873,8 +835,8 @@ func (s *Store) startSession(oc *openConv, sessionID, agent, model, parentSessio
 	return w, nil
 }
 
-// beginTurn records turn/started for a session, with the automatic title
-// from userText for the root session's turns while it has none.
+// beginTurn records turn/started, with the root session's automatic title
+// from userText while there is none.
 func (s *Store) beginTurn(oc *openConv, sessionID string, turn int64, userText string) error {
 	info := &oc.st.info
 	b := &eventBatch{s: s}
@@ -898,8 +860,8 @@ func (s *Store) endTurn(oc *openConv, sessionID string, turn int64, outcome stri
 	return s.appendEvent(oc, EventTurnEnded, TurnEndedData{SessionID: sessionID, Turn: turn, Outcome: outcome})
 }
 
-// MaxTitleRunes bounds a title Rename records, in characters (Unicode code
-// points): every renderer would otherwise carry a title of megabytes.
+// MaxTitleRunes bounds a title in characters, or every renderer would carry
+// titles of megabytes.
 const MaxTitleRunes = 256
 
 // TitleError is a title CheckTitle refuses.
@@ -907,9 +869,8 @@ type TitleError struct{ Reason string }
 
 func (e *TitleError) Error() string { return e.Reason }
 
-// CheckTitle returns title trimmed as Rename records it, or a *TitleError: a
-// title is valid UTF-8, not empty, one line without control characters, at
-// most MaxTitleRunes characters.
+// CheckTitle returns title trimmed as Rename records it: valid UTF-8, not
+// empty, one line without control characters, at most MaxTitleRunes.
 func CheckTitle(title string) (string, error) {
 	title = strings.TrimSpace(title)
 	if !utf8.ValidString(title) {
@@ -932,8 +893,8 @@ func CheckTitle(title string) (string, error) {
 	return title, nil
 }
 
-// Rename sets the title, ending automatic titles; a title CheckTitle refuses
-// gives a *RecordError (ErrInvalid) and nothing is written.
+// Rename sets the title, ending automatic titles; one CheckTitle refuses is
+// a *RecordError.
 func (s *Store) Rename(convID, title string) error {
 	title, err := CheckTitle(title)
 	if err != nil {
@@ -944,8 +905,7 @@ func (s *Store) Rename(convID, title string) error {
 	})
 }
 
-// Archive hides the conversation from the main list and nothing else;
-// archiving an archived conversation records nothing.
+// Archive hides the conversation from the main list.
 func (s *Store) Archive(convID string) error { return s.setArchived(convID, true) }
 
 // Unarchive brings an archived conversation back.
@@ -964,7 +924,7 @@ func (s *Store) setArchived(convID string, archived bool) error {
 	})
 }
 
-// MapCwd records a new working directory (an absolute path).
+// MapCwd records a new working directory (absolute).
 func (s *Store) MapCwd(convID, to string) error {
 	if err := checkCwd(to); err != nil {
 		return err
