@@ -23,8 +23,8 @@ import (
 // ErrHasDependents is wrapped by the *DependentsError of a refused delete.
 var ErrHasDependents = errors.New("forks made after a compaction read older history from it")
 
-// DependentsError refuses deleting ID: the conversations Dependents read
-// older history from it (forks made after a compaction).
+// DependentsError refuses deleting ID, which Dependents read older history
+// from.
 type DependentsError struct {
 	ID         string
 	Dependents []string
@@ -41,9 +41,8 @@ func (e *DependentsError) Error() string {
 
 func (e *DependentsError) Unwrap() error { return ErrHasDependents }
 
-// checkDelete is the dependents guard: it refuses deleting check, together
-// with all, with a *DependentsError when a conversation not among all reads
-// older history from one of them. It walks the store.
+// checkDelete refuses deleting check, among all, when a conversation not in
+// all reads older history from one of them.
 func (s *Store) checkDelete(check, all []string) error {
 	going := map[string]bool{}
 	for _, id := range all {
@@ -67,8 +66,7 @@ func (s *Store) checkDelete(check, all []string) error {
 	return nil
 }
 
-// deleteOne records the tombstone durably, then removes the directory: after
-// a crash FinishDeletion completes the job.
+// deleteOne records the tombstone durably, then removes the directory.
 func (s *Store) deleteOne(convID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -78,8 +76,8 @@ func (s *Store) deleteOne(convID string) error {
 	return s.removeConversation(convID)
 }
 
-// MarkDeleting records the tombstone and leaves the directory, as an
-// interrupted deletion would; fixtures and crash tests use it.
+// MarkDeleting records the tombstone only, as an interrupted deletion
+// leaves it (for fixtures and crash tests).
 func (s *Store) MarkDeleting(convID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -101,7 +99,7 @@ func (s *Store) markDeleting(convID string) error {
 	if err := runningError(info); err != nil {
 		return err
 	}
-	if err := s.appendEvent(oc, EventDeleteStarted, nil); err != nil { // durable: Append fsyncs
+	if err := s.appendEvent(oc, EventDeleteStarted, nil); err != nil {
 		return err
 	}
 	s.tellRemoved(convID)
@@ -123,8 +121,7 @@ func runningError(info *ConversationInfo) error {
 		termtext.Quote(info.ID), ErrTurnRunning, strings.Join(running, ", "))
 }
 
-// What DeleteAll does with each conversation, found before it deletes any
-// (DeletePlanItem.Action).
+// What DeleteAll does with each conversation (DeletePlanItem.Action).
 const (
 	DeleteActionDelete      = "delete"          // record the tombstone, then remove the directory
 	DeleteActionFinish      = "finish-deletion" // its deletion was recorded: remove the directory
@@ -132,23 +129,20 @@ const (
 	DeleteActionAlready     = "already-deleted" // gone, and a killed delete's journal names it
 )
 
-// DeleteOptions configure DeleteAll.
+// DeleteOptions configure DeleteAll. Force deletes a conversation forks read
+// older history from. Done is called for each conversation once it is gone
+// (already: a killed delete removed it) to update metadata.db; its error
+// stops the command.
 type DeleteOptions struct {
-	// Force deletes a conversation that forks made after a compaction
-	// read older history from, breaking them (no dependents guard).
 	Force bool
-	// Done is called for each conversation once it is gone, in order, with
-	// already true for one a killed delete removed; it is where the caller
-	// updates metadata.db, and an error stops the command.
-	Done func(convID string, already bool) error
+	Done  func(convID string, already bool) error
 }
 
 // DeleteAll deletes convIDs as one command that a rerun finishes after a
-// kill. It checks them all first: each must exist (or be named by an earlier
-// delete's journal: "already deleted"), be no link, run no turn and, unless
-// opts.Force, leave no fork without its history (*DependentsError). It then
-// publishes its journal and deletes each, its tombstone first; ctx stops it
-// between two conversations.
+// kill. It checks them all first: each must exist (or be in an earlier
+// delete's journal), be no link, run no turn and, unless opts.Force, leave no
+// fork without its history (*DependentsError); then it publishes its journal
+// and deletes each, tombstone first, ctx stopping it between two.
 func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOptions) error {
 	if err := s.writable(); err != nil {
 		return err
@@ -185,9 +179,8 @@ func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOpti
 	return s.removeJournals(s.expiredJournals(journals, own))
 }
 
-// checkDeleteAll checks every conversation before any is deleted (for
-// PlanDelete too): the ids without repeats, what is to be done with each, and
-// the earlier journals. It writes nothing.
+// checkDeleteAll checks every conversation, writing nothing, and returns the
+// ids without repeats, what is to be done with each, and the journals.
 func (s *Store) checkDeleteAll(convIDs []string, force bool) ([]string, []string, []journalFile, error) {
 	var ids []string
 	seen := map[string]bool{}
@@ -242,8 +235,6 @@ func (s *Store) deleteStateOf(convID string, journaled bool) (string, error) {
 	case len(ents) == 0:
 		return DeleteActionRemoveEmpty, nil
 	}
-	// Conversation reads it as this handle can: opened for appending when
-	// the store is writable, read when not (a plan).
 	info, err := s.Conversation(convID)
 	if err != nil {
 		return "", err
@@ -257,8 +248,8 @@ func (s *Store) deleteStateOf(convID string, journaled bool) (string, error) {
 	return DeleteActionDelete, nil
 }
 
-// removeEmpty removes a conversation directory a killed delete left empty
-// (os.Remove refuses one that gained an entry since).
+// removeEmpty removes a directory a killed delete left empty (os.Remove
+// refuses one that gained an entry since).
 func (s *Store) removeEmpty(convID string) error {
 	dir, err := s.conversationDir(convID)
 	if err != nil {
@@ -270,9 +261,8 @@ func (s *Store) removeEmpty(convID string) error {
 	return durable.SyncDir(ConversationsDir(s.dataDir))
 }
 
-// FinishDeletion completes a deletion whose tombstone was found (reindex
-// calls it). A conversation without a tombstone is refused; one already gone
-// is done.
+// FinishDeletion completes a deletion whose tombstone was found; one
+// without a tombstone is refused, one already gone is done.
 func (s *Store) FinishDeletion(convID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -282,9 +272,8 @@ func (s *Store) FinishDeletion(convID string) error {
 	return s.finishDeletion(convID, true)
 }
 
-// removeConversation removes the directory of a tombstoned conversation. The
-// conversation log (holding the tombstone) goes last, so a crash never
-// leaves session logs without the record that they are being deleted.
+// removeConversation removes a tombstoned conversation's directory, its
+// conversation log (the tombstone) last.
 func (s *Store) removeConversation(convID string) error {
 	dir, err := s.conversationDir(convID)
 	if err != nil {
@@ -322,21 +311,18 @@ func (s *Store) removeConversation(convID string) error {
 	return durable.SyncDir(ConversationsDir(s.dataDir))
 }
 
-// DeletePlanItem is what DeleteAll would do with one conversation, and
-// what its directory holds now.
+// DeletePlanItem is what DeleteAll would do with one conversation, and the
+// regular files (and their bytes) it would remove.
 type DeletePlanItem struct {
 	ID     string `json:"id"`
 	Action string `json:"action"`
 	Title  string `json:"title"`
 	Path   string `json:"path"`
-	// Files and Bytes are the regular files in its directory and their
-	// size: what the delete would remove.
-	Files int   `json:"files"`
-	Bytes int64 `json:"bytes"`
+	Files  int    `json:"files"`
+	Bytes  int64  `json:"bytes"`
 }
 
-// PlanDelete checks convIDs exactly as DeleteAll does and returns what it
-// would do with each, writing nothing.
+// PlanDelete checks convIDs as DeleteAll does and returns what it would do.
 func (s *Store) PlanDelete(convIDs []string, force bool) ([]DeletePlanItem, error) {
 	ids, states, _, err := s.checkDeleteAll(convIDs, force)
 	if err != nil {
@@ -363,8 +349,7 @@ func (s *Store) PlanDelete(convIDs []string, force bool) ([]DeletePlanItem, erro
 	return out, nil
 }
 
-// filesIn counts the regular files directly in dir and their bytes; a
-// conversation directory holds no subdirectory. Links are not followed.
+// filesIn counts the regular files directly in dir and their bytes.
 func filesIn(dir string) (int, int64, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -384,38 +369,28 @@ func filesIn(dir string) (int, int64, error) {
 	return n, size, nil
 }
 
-// A rerun of a killed delete must tell the conversations it removed ("already
-// deleted") from ids never in the store, so DeleteAll first publishes a
-// journal, <data-dir>/.delete-<16 hex>.journal, naming every conversation it
-// deletes; at most MaxJournals are kept, for JournalAge.
-
+// A rerun of a killed delete must tell the conversations it removed from ids
+// never in the store, so DeleteAll first publishes a journal,
+// <data-dir>/.delete-<16 hex>.journal, naming them; at most MaxJournals are
+// kept, for JournalAge.
 const (
-	journalPrefix = ".delete-"
-	journalSuffix = ".journal"
-	// maxJournalBytes bounds the read of a journal: it names the ids of
-	// one command line.
-	maxJournalBytes = 16 << 20
+	journalPrefix   = ".delete-"
+	journalSuffix   = ".journal"
+	maxJournalBytes = 16 << 20 // the ids of one command line
+	JournalAge      = 30 * 24 * time.Hour
+	MaxJournals     = 256
 )
 
-// How long, and how many, delete journals are kept.
-const (
-	JournalAge  = 30 * 24 * time.Hour
-	MaxJournals = 256
-)
-
-// deleteJournal is a journal's content.
 type deleteJournal struct {
 	IDs []string `json:"ids"`
 }
 
-// journalFile is a journal found in the data directory.
 type journalFile struct {
 	path  string
-	ids   []string // nil when unreadable (a kill while it was written: no deletion had begun)
+	ids   []string // nil when unreadable: a kill while it was written, before any deletion
 	mtime time.Time
 }
 
-// isJournalName reports a name DeleteAll gives its journals.
 func isJournalName(name string) bool {
 	hexPart, ok := strings.CutPrefix(name, journalPrefix)
 	if !ok {
@@ -429,8 +404,7 @@ func isJournalName(name string) bool {
 	return err == nil
 }
 
-// deleteJournals lists the journals killed deletes left in the data
-// directory; entries that are not regular files are left alone.
+// deleteJournals lists the journals (regular files) in the data directory.
 func (s *Store) deleteJournals() ([]journalFile, error) {
 	ents, err := os.ReadDir(s.dataDir)
 	if err != nil {
@@ -459,8 +433,7 @@ func (s *Store) deleteJournals() ([]journalFile, error) {
 	return out, nil
 }
 
-// parseJournal reads a journal's ids, or nil when b is not a journal
-// (one that a kill cut short, or anything else).
+// parseJournal reads a journal's ids, or nil when b is not one.
 func parseJournal(b []byte) []string {
 	var dj deleteJournal
 	if json.Unmarshal(bytes.TrimSpace(b), &dj) != nil {
@@ -468,7 +441,6 @@ func parseJournal(b []byte) []string {
 	}
 	ids := []string{}
 	for _, id := range dj.IDs {
-		// Only ids a store can hold were written.
 		if _, err := EncodeSegment(id); err == nil {
 			ids = append(ids, id)
 		}
@@ -476,8 +448,7 @@ func parseJournal(b []byte) []string {
 	return ids
 }
 
-// writeDeleteJournal publishes a journal naming ids: a new file, written,
-// fsynced, and its directory fsynced, before any of them is touched.
+// writeDeleteJournal durably writes a new journal naming ids.
 func (s *Store) writeDeleteJournal(ctx context.Context, ids []string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
@@ -512,14 +483,13 @@ func (s *Store) writeDeleteJournal(ctx context.Context, ids []string) (string, e
 	return path, nil
 }
 
-// expiredJournals are the journals to remove once a delete has finished:
-// unreadable ones, those older than JournalAge and the oldest beyond
-// MaxJournals, never keep (this run's own).
+// expiredJournals are the journals to remove after a delete: unreadable
+// ones, those older than JournalAge and the oldest beyond MaxJournals, never
+// keep (this run's).
 func (s *Store) expiredJournals(all []journalFile, keep string) []string {
 	var out []string
 	var kept []journalFile
-	// Ages are of file modification times: the system's clock, not the
-	// store's.
+	// File times are the system's clock, not the store's.
 	cutoff := time.Now().Add(-JournalAge)
 	for _, j := range all {
 		switch {
@@ -539,7 +509,6 @@ func (s *Store) expiredJournals(all []journalFile, keep string) []string {
 	return out
 }
 
-// removeJournals removes the journals at paths and fsyncs the data directory.
 func (s *Store) removeJournals(paths []string) error {
 	var errs []error
 	for _, p := range paths {

@@ -14,13 +14,11 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// Fork copies the root session srcSession of srcConv through seq throughSeq
-// (-1: its last event) into the new conversation newConv as root session
-// newSession; subagents, queued input and the archived state are not copied.
-// When the source compacted its history at or before throughSeq, the fork is
-// seeded with the history the model reads there and records afterCompaction
-// and its dependency on srcConv; otherwise events 0..throughSeq are copied
-// and a turn left open at the cut is closed with reason "forked".
+// Fork copies root session srcSession of srcConv through seq throughSeq (-1:
+// all) into the new conversation newConv as root session newSession, without
+// subagents, queued input or the archived state. After a compaction the fork
+// is seeded with the history the model reads and depends on srcConv;
+// otherwise the events are copied and an open turn closed as "forked".
 func (s *Store) Fork(srcConv, srcSession, newConv, newSession string, throughSeq int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -30,8 +28,8 @@ func (s *Store) Fork(srcConv, srcSession, newConv, newSession string, throughSeq
 }
 
 // Rewind forks srcSession up to just before the user's message at beforeSeq
-// (and before its turn and admission when it opens one) and returns that
-// message's text for the composer; the source stays as it was.
+// (and its turn and admission when it opens one) and returns its text for
+// the composer.
 func (s *Store) Rewind(srcConv, srcSession, newConv, newSession string, beforeSeq int64) (string, error) {
 	if beforeSeq < 0 {
 		return "", fmt.Errorf("rewind: seq %d is not an event", beforeSeq)
@@ -48,16 +46,15 @@ type forkRequest struct {
 	rewindSeq                                int64 // -1 for a plain fork
 }
 
-// forkScan is what a first pass over the source session finds.
+// forkScan is what a first pass over the source session finds (-1: none).
 type forkScan struct {
 	header         *convlog.Header
 	lastSeq        int64
-	lastCompaction int64 // -1: none
-	firstUser      int64 // first user/message of kind user, -1: none
-	endSeed        int64 // last inherited session/end-seed, -1: none
-	// rewind
-	composer string
-	cut      int64
+	lastCompaction int64
+	firstUser      int64 // the first of the user's messages
+	endSeed        int64 // the last inherited session/end-seed
+	composer       string
+	cut            int64
 }
 
 func (s *Store) fork(req forkRequest) (string, error) {
@@ -89,9 +86,7 @@ func (s *Store) fork(req forkRequest) (string, error) {
 	done := false
 	defer func() {
 		if !done {
-			// Until its conversation log is published the new directory
-			// is nobody's: a failed fork leaves nothing behind.
-			os.RemoveAll(newDir)
+			os.RemoveAll(newDir) // nobody's until its conversation log is published
 		}
 	}()
 	srcPath, err := s.sessionLogFile(req.srcConv, req.srcSession)
@@ -119,8 +114,6 @@ func (s *Store) fork(req forkRequest) (string, error) {
 		return "", fmt.Errorf("%s: seq %d is inside the inherited history (through seq %d); fork at or after it", srcPath, cut, sc.endSeed)
 	}
 
-	// The session log first, fully; the conversation log last: until it is
-	// published the directory is no conversation.
 	h := &convlog.Header{Type: convlog.SessionLog, Version: convlog.CurrentVersion, ID: req.newSession,
 		CreatedAt: s.nowMs(), Cwd: srcInfo.Cwd, AgentPreset: sc.header.AgentPreset}
 	var inherited []InheritedSession
@@ -130,7 +123,6 @@ func (s *Store) fork(req forkRequest) (string, error) {
 		inherited = []InheritedSession{{SessionID: req.newSession, SourceConversation: req.srcConv,
 			SourceSession: req.srcSession, ThroughSeq: cut}}
 	case sc.header.IsSeeded:
-		// A copy of a seeded session inherits what the source inherited.
 		h.IsSeeded, h.ParentSession = true, sc.header.ParentSession
 		for _, in := range srcInfo.Inherited {
 			if in.SessionID == req.srcSession {
@@ -200,9 +192,7 @@ func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
 	turnStart := int64(-1) // seq of the open turn's turn/start
 	turnContent := false   // the open turn has history beyond system/message
 	foundRewind := false
-	// admitted: the seq of the agent/inbox/spliced that admitted each
-	// message, so that a rewind leaves out its message's admission too.
-	admitted := map[string]int64{}
+	admitted := map[string]int64{} // the seq that admitted each message, left out with it
 	for e, err := range r.Events() {
 		if err != nil {
 			return nil, err
@@ -255,7 +245,6 @@ func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
 					sc.cut = turnStart - 1
 				}
 				if a, ok := admitted[str(rawjson.Get(e.Data, "id"))]; ok && a == sc.cut {
-					// The message's own admission goes with it.
 					sc.cut--
 				}
 			}
@@ -274,15 +263,14 @@ func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
 		return nil, fmt.Errorf("%s: no event at seq %d", path, rewindSeq)
 	}
 	if sc.lastCompaction <= sc.endSeed {
-		// A checkpoint inside an inherited prefix was compacted in the
-		// conversation this one inherits from: a copy keeps that dependency.
+		// Compacted in the conversation this one inherits from: a copy keeps
+		// that dependency.
 		sc.lastCompaction = -1
 	}
 	return sc, nil
 }
 
-// compactionStart is a compaction/start's data, kept to end it failed when
-// a fork cuts it off.
+// compactionStart is a compaction/start's data, to end it failed at a cut.
 type compactionStart struct {
 	CompactionID    string          `json:"compactionId"`
 	SourceCommandID *string         `json:"sourceCommandId,omitempty"`
@@ -302,14 +290,11 @@ func forkedToolResult(turn, step int64, callID string, seq int64) []byte {
 		`Retry it if it is still needed."}],"isError":true,"id":%s}}`, turn, step, str(callID), str(callID), str(id)))
 }
 
-// closing returns the events that close what is open at the cut: the
-// compaction open (nil: none), and the turn ts; next is the seq the first of
-// them gets.
+// closing returns the events that close the compaction open (nil: none) and
+// the turn ts at a cut; next is the first one's seq.
 func closing(ts convlog.TurnState, open *compactionStart, next int64, now int64) []convlog.Event {
 	var evs []convlog.Event
 	if open != nil {
-		// A compaction cut off ends as failed: its transaction does not
-		// span the turn's end.
 		d := *open
 		d.Error = "the conversation was forked before the compaction ended"
 		data, _ := json.Marshal(d)
@@ -331,14 +316,14 @@ func closing(ts convlog.TurnState, open *compactionStart, next int64, now int64)
 	return evs
 }
 
-// batchLimit bounds a copy batch (events and bytes), so memory stays flat.
+// A copy batch is bounded so memory stays flat.
 const (
 	batchEvents = 1024
 	batchBytes  = 4 << 20
 )
 
-// batcher streams events into a new log: the first batch is published with
-// the header, later ones are appended; the first error sticks.
+// batcher streams events into a new log published with its first batch; the
+// first error sticks.
 type batcher struct {
 	path  string
 	h     *convlog.Header
@@ -368,7 +353,7 @@ func (b *batcher) flush() {
 	b.evs, b.bytes = b.evs[:0], 0
 }
 
-// close flushes and closes the log; err, when not nil, is returned first.
+// close flushes and closes the log, returning err first.
 func (b *batcher) close(err error) error {
 	if err == nil {
 		b.flush()
@@ -389,8 +374,7 @@ func (b *batcher) nextSeq() int64 {
 	return n
 }
 
-// eventsThrough calls fn with each event of the log at path through seq
-// cut.
+// eventsThrough calls fn with each event of the log at path through cut.
 func eventsThrough(path string, cut int64, fn func(*convlog.Event) error) error {
 	if cut < 0 {
 		return nil
@@ -415,8 +399,7 @@ func eventsThrough(path string, cut int64, fn func(*convlog.Event) error) error 
 }
 
 // copyHistory copies events 0..cut of src into a new log, closing an open
-// turn: where it stands is the new log's writer's to say, once the copy is
-// written.
+// turn as the new log's writer finds it.
 func (s *Store) copyHistory(src, dst string, h *convlog.Header, cut int64) error {
 	b := &batcher{path: dst, h: h, comp: s.comp}
 	var open *compactionStart
@@ -444,9 +427,8 @@ func (s *Store) copyHistory(src, dst string, h *convlog.Header, cut int64) error
 	return b.close(err)
 }
 
-// writeSeed writes a seeded log: the history the model reads at cut (by
-// convlog's History), error results for unanswered tool calls and the
-// session/end-seed marker.
+// writeSeed writes a seeded log: the history the model reads at cut, error
+// results for unanswered tool calls and the session/end-seed marker.
 func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
 	var order []int64
 	var hist convlog.History

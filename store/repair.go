@@ -14,23 +14,17 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// RepairOptions tune Repair.
+// RepairOptions tune Repair: DryRun changes nothing; OnChange receives each
+// change as it is made (or found, dry).
 type RepairOptions struct {
-	// DryRun finds and reports what Repair would change, and changes
-	// nothing.
-	DryRun bool
-	// OnChange, when set, receives each change as it is made (or found,
-	// dry).
+	DryRun   bool
 	OnChange func(RepairChange)
 }
 
-// RepairChange is one change Repair made.
+// RepairChange is one change Repair made: Kind is ItemTurnClosed (Turn says
+// how), ItemDeletionFinished, ItemEmptyRemoved or ItemTempRemoved.
 type RepairChange struct {
-	// Kind is ItemTurnClosed (Turn says how), ItemDeletionFinished,
-	// ItemEmptyRemoved or ItemTempRemoved.
-	Kind ItemKind `json:"kind"`
-	// Conversation is the conversation concerned ("" for a temporary
-	// index); Path the file or directory.
+	Kind         ItemKind    `json:"kind"`
 	Conversation string      `json:"conversation,omitempty"`
 	Path         string      `json:"path"`
 	Turn         *ClosedTurn `json:"turn,omitempty"`
@@ -43,23 +37,21 @@ type RepairSkip struct {
 	Reason       string `json:"reason"`
 }
 
-// RepairResult is what Repair did.
+// RepairResult is what Repair did; an empty directory removed counts as a
+// deletion finished.
 type RepairResult struct {
-	DryRun  bool           `json:"dryRun"`
-	Changes []RepairChange `json:"changes"`
-	Skipped []RepairSkip   `json:"skipped"`
-	// TurnsClosed, DeletionsFinished and TempsRemoved count the changes
-	// by kind (an empty directory removed counts as a deletion finished).
-	TurnsClosed       int `json:"turnsClosed"`
-	DeletionsFinished int `json:"deletionsFinished"`
-	TempsRemoved      int `json:"tempsRemoved"`
+	DryRun            bool           `json:"dryRun"`
+	Changes           []RepairChange `json:"changes"`
+	Skipped           []RepairSkip   `json:"skipped"`
+	TurnsClosed       int            `json:"turnsClosed"`
+	DeletionsFinished int            `json:"deletionsFinished"`
+	TempsRemoved      int            `json:"tempsRemoved"`
 }
 
 // Repair brings a store a crash left behind to a consistent state by
 // appending only: open turns are closed as interrupted, interrupted deletions
-// finished and temporary files removed. The store must hold runtime.lock
-// exclusively; sessions open in this Store are left alone, and unreadable
-// conversations are skipped with the reason.
+// finished and temporary files removed. It needs runtime.lock; sessions open
+// in this Store are left alone, unreadable conversations skipped.
 func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, error) {
 	if err := s.writable(); err != nil {
 		return nil, err
@@ -109,7 +101,7 @@ func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, 
 }
 
 // repairConversation repairs one conversation directory; one it cannot read
-// is a skip, an error stops the repair.
+// is a skip.
 func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps []string, dry bool, change func(RepairChange)) (*RepairSkip, error) {
 	convLog := c.ConversationLog()
 	if convLog == nil {
@@ -154,8 +146,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps 
 		change(RepairChange{Kind: ItemDeletionFinished, Conversation: c.ID, Path: c.Path})
 		return nil, nil
 	}
-	// Which sessions have something open: in their log, or in the
-	// conversation log only.
+	// The sessions with something open, in their log or the conversation's.
 	type target struct {
 		log   *Log
 		state convlog.TurnState
@@ -178,8 +169,8 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps 
 			targets = append(targets, target{log: l, state: ts, next: next})
 		}
 	}
-	// The session log is missing or refused: closing the turn in the
-	// conversation log alone would contradict it once it is back.
+	// Closing a turn whose session log is missing or refused would
+	// contradict that log once it is back.
 	for _, t := range info.Turns {
 		if t.Running() && !seen[t.SessionID] {
 			return missingSessionLog(c, problems, t), nil
@@ -216,9 +207,8 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps 
 	return nil, nil
 }
 
-// interruptedCreate reports whether c, which has no conversation log, holds
-// only what a new conversation's first message writes before it: one session
-// log admitting messages, beside temporary files. Nothing refers to it yet.
+// interruptedCreate reports whether c, without a conversation log, holds
+// only what a new conversation's first message writes before it.
 func interruptedCreate(c ConversationDir, ents []os.DirEntry, temps []string) bool {
 	if len(c.Logs) != 1 || len(c.Logs[0].Generations) != 1 || c.Logs[0].Current.Version != convlog.CurrentVersion {
 		return false
@@ -248,7 +238,7 @@ func interruptedCreate(c ConversationDir, ents []os.DirEntry, temps []string) bo
 }
 
 // missingSessionLog is the skip of c, whose running turn t has no readable
-// session log: the walk's problem with that log, else "missing".
+// session log.
 func missingSessionLog(c ConversationDir, problems []Problem, t TurnInfo) *RepairSkip {
 	base, err := EncodeBase(t.SessionID)
 	if err == nil {
@@ -270,8 +260,8 @@ func runningIn(info *ConversationInfo, sessionID string) bool {
 	return slices.ContainsFunc(info.Turns, func(t TurnInfo) bool { return t.SessionID == sessionID && t.Running() })
 }
 
-// repairSession closes session l's open turn (or records the turn only the
-// conversation log started) and its running turn in the conversation log.
+// repairSession closes session l's open turn, in its log and the
+// conversation log.
 func (s *Store) repairSession(oc *openConv, l *Log, state convlog.TurnState, next int64, dry bool) (*ClosedTurn, error) {
 	noAppend := func([]convlog.Event) error { return nil }
 	if l.Path == "" || !state.Open && !onlyInConversation(oc, l.ID, state) {
@@ -297,8 +287,8 @@ func (s *Store) repairSession(oc *openConv, l *Log, state convlog.TurnState, nex
 	return c, err
 }
 
-// readTurnState reads a session log through the validator (as the writer
-// would, read-only) and reports where its turn stands and its next seq.
+// readTurnState reads a session log as the writer would, read-only, and
+// reports where its turn stands and its next seq.
 func readTurnState(path string) (convlog.TurnState, int64, error) {
 	r, err := convlog.Open(path, convlog.ReaderOptions{})
 	if err != nil {
@@ -319,8 +309,8 @@ func readTurnState(path string) (convlog.TurnState, int64, error) {
 	return v.Turn(), next, nil
 }
 
-// finishDeletion is FinishDeletion under the lock; strict refuses an id
-// whose directory is there without a readable conversation.
+// finishDeletion is FinishDeletion; strict refuses an id whose directory is
+// there without a readable conversation.
 func (s *Store) finishDeletion(convID string, strict bool) error {
 	oc, err := s.conv(convID)
 	if errors.Is(err, ErrNoConversation) {
