@@ -10,10 +10,8 @@ import (
 )
 
 // The conversation log, conversations/<EncodeSegment(id)>/metadata.v4.jsonl[.zst],
-// holds the log-only events below, its sessions' logs beside it; replaying it
-// alone gives everything listing needs.
-
-// Conversation log event types (convlog.ConversationLogTypes).
+// holds the events below, its sessions' logs beside it; replaying it alone
+// gives everything listing needs.
 const (
 	EventConversationCreated    = "conversation/created"
 	EventConversationTitle      = "conversation/title"
@@ -36,50 +34,45 @@ const (
 	OutcomeInterrupted = "interrupted"
 )
 
-// MaxAutoTitleRunes bounds an automatic title: the first line of the first
-// user message, cut to this many characters (Unicode code points).
+// MaxAutoTitleRunes bounds an automatic title, in characters.
 const MaxAutoTitleRunes = 40
 
-// Errors of the conversation API. Each is wrapped with the conversation id.
+// Errors of the conversation API, each wrapped with the conversation id.
 var (
-	// ErrNoConversation wraps os.ErrNotExist.
-	ErrNoConversation = fmt.Errorf("no such conversation: %w", os.ErrNotExist)
-	// ErrConversationExists wraps os.ErrExist.
+	ErrNoConversation     = fmt.Errorf("no such conversation: %w", os.ErrNotExist)
 	ErrConversationExists = fmt.Errorf("conversation already exists: %w", os.ErrExist)
 	ErrTurnRunning        = errors.New("a turn is running")
 	ErrDeleting           = errors.New("conversation is being deleted")
 	ErrReadOnly           = errors.New("store is open without the exclusive runtime.lock; writing needs it")
 )
 
-// Data of the conversation log events as stored; empty-object events
-// (archived, unarchived, delete-started) have no struct.
+// Data of the conversation log events as stored (archived, unarchived and
+// delete-started carry {}).
 
-// CreatedData is conversation/created, always the first event.
+// CreatedData is conversation/created, always the first event; Title is one
+// the user chose (a fork of a renamed conversation).
 type CreatedData struct {
 	Cwd    string   `json:"cwd"`
 	Agents []string `json:"agents"`
 	Models []string `json:"models"`
-	// Title, when present, is a title chosen by the user (a fork of a renamed
-	// conversation); it is not automatic.
-	Title string `json:"title,omitempty"`
+	Title  string   `json:"title,omitempty"`
 }
 
-// TitleData is conversation/title: the automatic title.
+// TitleData is conversation/title, the automatic title, and the session
+// seqs of the messages it was taken from.
 type TitleData struct {
-	Title string `json:"title"`
-	// MessageSeqs, when known, are the session seqs of the message(s) the
-	// title was taken from.
+	Title       string  `json:"title"`
 	MessageSeqs []int64 `json:"messageSeqs,omitempty"`
 }
 
-// RenamedData is conversation/renamed: a title set by the user. From then on
-// automatic titles are ignored.
+// RenamedData is conversation/renamed: the user's title, which ends
+// automatic ones.
 type RenamedData struct {
 	Title string `json:"title"`
 }
 
-// SessionStartedData is session/started. ParentSession names the parent of a
-// subagent session in the same conversation; it is absent for the root.
+// SessionStartedData is session/started; ParentSession is a subagent's
+// parent ("" for the root).
 type SessionStartedData struct {
 	SessionID     string `json:"sessionId"`
 	Agent         string `json:"agent"`
@@ -100,21 +93,17 @@ type TurnEndedData struct {
 	Outcome   string `json:"outcome"`
 }
 
-// ForkedData is conversation/forked, recorded by a fork or a rewind.
+// ForkedData is conversation/forked, recorded by a fork or a rewind of the
+// source through ThroughSeq (-1: none) into root session SessionID. After a
+// compaction the fork reads older history from the source; the sessions
+// whose older history lives elsewhere are InheritedSessions.
 type ForkedData struct {
-	// SessionID is this conversation's root session, made from the source.
-	SessionID          string `json:"sessionId"`
-	SourceConversation string `json:"sourceConversation"`
-	SourceSession      string `json:"sourceSession"`
-	// ThroughSeq is the last source session seq the fork took history from
-	// (-1: none).
-	ThroughSeq int64 `json:"throughSeq"`
-	// AfterCompaction: the source had compacted its history before ThroughSeq,
-	// so the fork reads the older history from the source.
-	AfterCompaction bool `json:"afterCompaction"`
-	// InheritedSessions are the sessions whose older history lives in another
-	// conversation, which this one depends on.
-	InheritedSessions []InheritedSession `json:"inheritedSessions,omitempty"`
+	SessionID          string             `json:"sessionId"`
+	SourceConversation string             `json:"sourceConversation"`
+	SourceSession      string             `json:"sourceSession"`
+	ThroughSeq         int64              `json:"throughSeq"`
+	AfterCompaction    bool               `json:"afterCompaction"`
+	InheritedSessions  []InheritedSession `json:"inheritedSessions,omitempty"`
 }
 
 // InheritedSession is one session whose history begins in another
@@ -135,61 +124,50 @@ type RewoundData struct {
 	ComposerText       string `json:"composerText"`
 }
 
-// CwdMappedData is conversation/cwd-mapped: the working directory changed
-// (an import onto a machine with another layout).
+// CwdMappedData is conversation/cwd-mapped: the working directory changed.
 type CwdMappedData struct {
 	From string `json:"from"`
 	To   string `json:"to"`
 }
 
-// ConversationInfo is a conversation log replayed.
+// ConversationInfo is a conversation log replayed. Title is "" before the
+// first user message; Agents and Models are in first-use order; UpdatedAt is
+// the last event's time; Deleting: the tombstone is recorded
+// (FinishDeletion); ForkedFrom is a fork's or rewind's source; Inherited:
+// see Dependencies. LogBytes and LogModTime are the log's as opened.
 type ConversationInfo struct {
-	ID string
-	// Title is the automatic title (TitleIsAuto) or the one the user chose;
-	// "" before the first user message.
-	Title       string
-	TitleIsAuto bool
-	Cwd         string
-	// Agents and Models the conversation used, in first-use order.
-	Agents    []string
-	Models    []string
-	CreatedAt time.Time
-	// UpdatedAt is the time of the last event.
-	UpdatedAt time.Time
-	Archived  bool
-	// Deleting: a delete was recorded (the tombstone) but the directory was
-	// not removed yet. FinishDeletion completes it.
-	Deleting bool
-	// ForkedFrom is the source conversation of a fork or rewind.
+	ID              string
+	Title           string
+	TitleIsAuto     bool
+	Cwd             string
+	Agents          []string
+	Models          []string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	Archived        bool
+	Deleting        bool
 	ForkedFrom      string
 	AfterCompaction bool
 	Fork            *ForkedData
 	Rewind          *RewoundData
-	// Inherited are the sessions whose older history lives in another
-	// conversation; see Dependencies.
-	Inherited   []InheritedSession
-	Sessions    []SessionInfo
-	Turns       []TurnInfo
-	RunningTurn bool
-
-	// LogPath is the conversation log read; Version its format version.
-	LogPath  string
-	Version  int
-	Events   int64
-	TornTail bool
-	// LogBytes and LogModTime are the log's size and modification time
-	// when it was opened for this replay.
-	LogBytes   int64
-	LogModTime time.Time
+	Inherited       []InheritedSession
+	Sessions        []SessionInfo
+	Turns           []TurnInfo
+	RunningTurn     bool
+	LogPath         string
+	Version         int
+	Events          int64
+	TornTail        bool
+	LogBytes        int64
+	LogModTime      time.Time
 }
 
-// SessionInfo is one session/started.
+// SessionInfo is one session/started; DelegationDepth is 0 for the root.
 type SessionInfo struct {
-	ID            string
-	Agent         string
-	Model         string
-	ParentSession string
-	// DelegationDepth is 0 for the root, parent + 1 for a subagent.
+	ID              string
+	Agent           string
+	Model           string
+	ParentSession   string
 	DelegationDepth int64
 	StartedAt       time.Time
 }
@@ -226,9 +204,8 @@ func (c *ConversationInfo) RootSession() *SessionInfo {
 	return nil
 }
 
-// Dependencies lists the conversations that must travel with c (export,
-// backup checks): the conversations its inherited sessions read older
-// history from. Sorted, without duplicates, never c itself.
+// Dependencies lists, sorted, the other conversations c reads older history
+// from: those that must travel with it.
 func Dependencies(c *ConversationInfo) []string {
 	var deps []string
 	add := func(id string) {
@@ -246,7 +223,6 @@ func Dependencies(c *ConversationInfo) []string {
 	return deps
 }
 
-// clone returns a deep copy.
 func (c *ConversationInfo) clone() *ConversationInfo {
 	n := *c
 	n.Agents = slices.Clone(c.Agents)

@@ -17,8 +17,7 @@ import (
 )
 
 // DependencyClosure returns convIDs and every conversation they depend on,
-// directly or through other dependencies, sorted. A missing dependency is an
-// error wrapping ErrNoConversation that names it.
+// sorted; a missing one is an error wrapping ErrNoConversation.
 func (s *Store) DependencyClosure(convIDs ...string) ([]string, error) {
 	seen := map[string]bool{}
 	queue := append([]string(nil), convIDs...)
@@ -38,7 +37,6 @@ func (s *Store) DependencyClosure(convIDs ...string) ([]string, error) {
 	return slices.Sorted(maps.Keys(seen)), nil
 }
 
-// convState replays a conversation log.
 type convState struct {
 	info    ConversationInfo
 	renamed bool
@@ -76,8 +74,7 @@ func decodeData[T any](e *convlog.Event, fast func([]byte, *T) bool) (*T, error)
 	return d, nil
 }
 
-// apply replays one event. Event types this build does not know (ignorable
-// ones) are skipped.
+// apply replays one event; types this build does not know are skipped.
 func (s *convState) apply(e *convlog.Event) error {
 	c := &s.info
 	t := msTime(e.Time)
@@ -181,9 +178,8 @@ func (s *convState) apply(e *convlog.Event) error {
 	return nil
 }
 
-// ReadConversation replays conversation convID's log (its highest
-// generation) without a lock; a torn tail is ignored (TornTail is set), a
-// missing conversation is an error wrapping ErrNoConversation.
+// ReadConversation replays conversation convID's log without a lock; a torn
+// tail is ignored (TornTail), a missing one wraps ErrNoConversation.
 func (s *Store) ReadConversation(convID string) (*ConversationInfo, error) {
 	_, _, st, err := s.replayConversation(convID)
 	if err != nil {
@@ -192,8 +188,7 @@ func (s *Store) ReadConversation(convID string) (*ConversationInfo, error) {
 	return &st.info, nil
 }
 
-// replayConversation finds and replays conversation convID's current log,
-// checking it names the conversation its directory does.
+// replayConversation finds and replays conversation convID's current log.
 func (s *Store) replayConversation(convID string) (dir, path string, st *convState, err error) {
 	if dir, err = s.conversationDir(convID); err == nil {
 		if path, err = conversationLogPath(dir, convID); err == nil {
@@ -206,9 +201,8 @@ func (s *Store) replayConversation(convID string) (dir, path string, st *convSta
 	return dir, path, st, nil
 }
 
-// ReadConversation replays the log, a conversation log, from its current
-// generation; a header naming another conversation is a
-// *convlog.IdentityError.
+// ReadConversation replays the log, a conversation log; one naming another
+// conversation is a *convlog.IdentityError.
 func (l Log) ReadConversation() (*ConversationInfo, error) {
 	r, err := l.Open(convlog.ReaderOptions{})
 	if err != nil {
@@ -218,8 +212,7 @@ func (l Log) ReadConversation() (*ConversationInfo, error) {
 }
 
 // ReadConversationFrom replays the conversation log from r, a read of its
-// bytes made elsewhere (held in memory, a copy of its committed prefix)
-// with the log's ReaderOptions, and closes r.
+// bytes made elsewhere with the log's ReaderOptions, and closes r.
 func (l Log) ReadConversationFrom(r *convlog.Reader) (*ConversationInfo, error) {
 	st, err := replay(r, l.Path)
 	if err != nil {
@@ -258,7 +251,7 @@ func replay(r *convlog.Reader, path string) (*convState, error) {
 }
 
 // currentGeneration finds the highest generation of base in dir (ties: the
-// first by name, as Walk decides). Only regular files count.
+// first by name), regular files only.
 func currentGeneration(dir, base string) (convlog.Name, bool, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -266,7 +259,7 @@ func currentGeneration(dir, base string) (convlog.Name, bool, error) {
 	}
 	var best convlog.Name
 	found := false
-	var odd error // an entry named like a generation that is not a regular file
+	var odd error // the first entry named like a generation but not a file
 	for _, e := range entries {
 		n, ok := convlog.ParseName(e.Name())
 		if !ok || n.Base != base {
@@ -283,7 +276,6 @@ func currentGeneration(dir, base string) (convlog.Name, bool, error) {
 		}
 	}
 	if !found && odd != nil {
-		// Say what is in the log's place: "no log" alone would hide it.
 		return best, false, odd
 	}
 	return best, found, nil
@@ -308,8 +300,7 @@ func conversationLogPath(dir, convID string) (string, error) {
 	return filepath.Join(dir, n.String()), nil
 }
 
-// sessionLogFile returns the path of the highest generation of session
-// sessionID's log in conversation convID.
+// sessionLogFile returns the path of session sessionID's current log.
 func (s *Store) sessionLogFile(convID, sessionID string) (string, error) {
 	dir, err := s.conversationDir(convID)
 	if err != nil {
@@ -329,17 +320,16 @@ func (s *Store) sessionLogFile(convID, sessionID string) (string, error) {
 	return filepath.Join(dir, n.String()), nil
 }
 
-// A Replayer replays a conversation log from the events of a read its caller
-// makes anyway (import's strict read), given the reader of Log.Open and every
-// event, finding what Log.ReadConversation finds, errors included.
+// A Replayer replays a conversation log from the events of a read its
+// caller makes anyway, finding what Log.ReadConversation finds.
 type Replayer struct {
 	st   *convState
 	path string
 	err  error
 }
 
-// Replayer starts the replay of the conversation log from r, a read of
-// it opened with its ReaderOptions.
+// Replayer starts the replay of the log from r, opened with its
+// ReaderOptions.
 func (l Log) Replayer(r *convlog.Reader) *Replayer { return newReplayer(r, l.Path) }
 
 func newReplayer(r *convlog.Reader, path string) *Replayer {
@@ -371,16 +361,13 @@ func (p *Replayer) Finish(r *convlog.Reader) (*ConversationInfo, error) {
 	return &p.st.info, nil
 }
 
-// A log's place in the store says whose it is: the conversation log is that
-// of the conversation its directory names, a session log that of the session
-// its file names. A log whose header names another is refused when opened
-// (*convlog.IdentityError). Readers get logs as Log values from the handle
-// (Walk, WalkConversation, FindLog, LogAt) and open them through their
-// methods, so no caller decides the check again.
+// A log's place in the store says whose it is, and a log whose header names
+// another is refused when opened (*convlog.IdentityError); readers get Log
+// values from the handle and open them through their methods.
 
-// LogAt is the log at name, a slash-separated path relative to the data
-// directory (as an archive names it), with that generation as its current
-// one: for an entry being extracted. It reads nothing.
+// LogAt is the log at name, a slash-separated path in the data directory (an
+// archive's entry), with that generation as its current one. It reads
+// nothing.
 func (s *Store) LogAt(name string) (Log, error) {
 	dir, file := path.Split(name)
 	conv := path.Base(dir)
@@ -390,14 +377,12 @@ func (s *Store) LogAt(name string) (Log, error) {
 	return logIn(filepath.Join(s.dataDir, filepath.FromSlash(name)), conv, file)
 }
 
-// LooseLog is the log at path, laid out as a store's log but reached by no
-// open store (inspect PATH).
+// LooseLog is the log at path, laid out as a store's but in no open store.
 func LooseLog(path string) (Log, error) {
 	return logIn(path, filepath.Base(filepath.Dir(path)), filepath.Base(path))
 }
 
-// logIn is the Log of the generation file at p in the conversation
-// directory convDir.
+// logIn is the Log of the file at p in conversation directory convDir.
 func logIn(p, convDir, file string) (Log, error) {
 	n, ok := convlog.ParseName(file)
 	if !ok {
@@ -416,8 +401,7 @@ func logIn(p, convDir, file string) (Log, error) {
 	return l, nil
 }
 
-// identity is the header type (convlog.ConversationLog or
-// convlog.SessionLog) and id the log's place implies.
+// identity is the header type and id the log's place implies.
 func (l Log) identity() (typ, id string) {
 	if l.IsConversationLog {
 		return convlog.ConversationLog, l.Conversation
@@ -432,15 +416,13 @@ func (l Log) ReaderOptions(opts convlog.ReaderOptions) convlog.ReaderOptions {
 	return opts
 }
 
-// Open opens the log's current generation for reading as convlog.Open does
-// (no links, never blocking, regular files only), checking the identity its
-// place implies (*convlog.IdentityError).
+// Open opens the log's current generation as convlog.Open does, checking
+// the identity its place implies.
 func (l Log) Open(opts convlog.ReaderOptions) (*convlog.Reader, error) {
 	return convlog.Open(l.Path, l.ReaderOptions(opts))
 }
 
-// CheckHeader refuses h unless it names the log its place implies, for
-// readers that get the header another way.
+// CheckHeader refuses h unless it names the log its place implies.
 func (l Log) CheckHeader(h *convlog.Header) error {
 	typ, id := l.identity()
 	if err := convlog.CheckIdentity(h, typ, id); err != nil {
