@@ -6,41 +6,31 @@ import (
 	"github.com/convkit/convkit/convlog"
 )
 
-// IndexKeeper keeps metadata.db current (reindex.NewKeeper). After each
-// durable change listing or search depends on, the store tells it what
-// changed: conversation-log changes, and session-log changes while no turn
-// runs (a running turn's at its end). Changed is called under the
-// conversation's lock, in order; its error is the keeper's to handle.
+// IndexKeeper keeps metadata.db current (reindex.NewKeeper): the store tells
+// it each durable change listing or search depends on (a running turn's at
+// its end), under the conversation's lock, in order.
 type IndexKeeper interface {
 	Changed(ch *IndexChange)
 }
 
-// IndexChange is one conversation's durable change, valid during the
-// Changed call only.
+// IndexChange is one conversation's durable change, valid during Changed
+// only. Conversation is what its log replays to (nil: deleting or gone);
+// Whole: not only appends, so its logs are to be read whole; Turns started
+// or ended; Sessions were appended to since the last change told, recording
+// Messages (user and assistant, in order).
 type IndexChange struct {
-	// ID is the conversation; Conversation is what its log replays to now
-	// (nil: its tombstone was recorded, or it is gone), Dir its directory.
 	ID           string
 	Conversation *ConversationInfo
 	Dir          string
-	// Whole: the change is not only appends (a new conversation, a fork, logs
-	// a caller wrote, a crash's turn closed): its logs are to be read whole.
-	Whole bool
-	// Turns are the turns that started or ended (as Conversation holds
-	// them now).
-	Turns []TurnInfo
-	// Sessions are the session logs appended to since the conversation's
-	// last change was told, as they are now.
-	Sessions []SessionLogState
-	// Messages are the user and assistant messages those appends recorded, in
-	// order.
-	Messages []SessionEvent
+	Whole        bool
+	Turns        []TurnInfo
+	Sessions     []SessionLogState
+	Messages     []SessionEvent
 }
 
-// SessionLogState is a session log as it stands after a change.
+// SessionLogState is a session log's event count and length after a change.
 type SessionLogState struct {
-	ID, Path string
-	// Events and Bytes are the log's event count and length.
+	ID, Path      string
 	Events, Bytes int64
 }
 
@@ -57,16 +47,13 @@ func (s *Store) SetIndexKeeper(k IndexKeeper) {
 	s.mu.Unlock()
 }
 
-// pendingIndex is what a conversation's sessions appended since its last
-// change was told.
 type pendingIndex struct {
 	sessions map[string]*convlog.Writer
 	order    []string
 	messages []SessionEvent
 }
 
-// noteAppend takes the events se wrote (or queued) for the next change
-// told.
+// noteAppend takes the events se wrote (or queued) for the next change.
 func (se *Session) noteAppend(evs []convlog.Event) {
 	oc := se.oc
 	if se.st.keeper == nil || oc == nil {
@@ -87,8 +74,7 @@ func (se *Session) noteAppend(evs []convlog.Event) {
 	}
 }
 
-// tellIndex tells the keeper of a change of the open conversation oc, with
-// what its sessions appended since the last one.
+// tellIndex tells the keeper of a change of oc.
 func (s *Store) tellIndex(oc *openConv, whole bool, turns ...TurnInfo) {
 	k := s.keeper
 	if k == nil {
@@ -108,8 +94,7 @@ func (s *Store) tellIndex(oc *openConv, whole bool, turns ...TurnInfo) {
 // errNoChange tells change that fn had nothing to record.
 var errNoChange = errors.New("no change")
 
-// change runs fn on the live conversation convID under the Store's lock and
-// tells the index of what it recorded.
+// change runs fn on the live conversation convID and tells the index.
 func (s *Store) change(convID string, whole bool, fn func(oc *openConv) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -143,9 +128,8 @@ func (s *Store) tellRemoved(convID string) {
 	}
 }
 
-// indexPoint tells the keeper of se's change when it is one: a change of the
-// conversation log, or any change while no turn runs (inside Batch, the batch
-// is written first).
+// indexPoint tells the keeper of se's change of the conversation log, or of
+// any while no turn runs (inside Batch, once it is written).
 func (se *Session) indexPoint(convChanged bool, turns ...TurnInfo) {
 	if se.st.keeper == nil || se.oc == nil {
 		return

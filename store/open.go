@@ -15,20 +15,14 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// OpenOptions configure Open.
+// OpenOptions configure Open: the Lock taken, what to do with a directory
+// that is not a store (Create), the Compression of new logs, and the clock
+// (default time.Now), which must be safe for concurrent use.
 type OpenOptions struct {
-	// Lock says what is taken on runtime.lock: LockNone for readers (which
-	// then cannot write), LockExclusive for the runtime and writing
-	// commands, LockIfFree for online backup.
-	Lock LockOptions
-	// Create says what Open does with a directory that is not a store yet
-	// (see IsStore). The default refuses it.
-	Create Create
-	// Compression of logs created from now on (existing logs keep theirs).
+	Lock        LockOptions
+	Create      Create
 	Compression convlog.Compression
-	// Now is the clock (default time.Now), called from the goroutines
-	// that record at once: it must be safe for concurrent use.
-	Now func() time.Time
+	Now         func() time.Time
 }
 
 // Create says what Open does with a directory that is not a store.
@@ -41,52 +35,45 @@ const (
 	// CreateAlways makes the directory a store, whatever it holds.
 	CreateAlways
 	// CreateIfEmpty makes the directory a store only when it does not exist or
-	// holds nothing but config.toml and *.tmp files: import into a new store.
+	// holds nothing but config.toml and *.tmp files.
 	CreateIfEmpty
 )
 
-// Store is an open data directory. Every change is one durable batch
-// appended through convlog.Writer; calls on different conversations run in
-// parallel, those of one conversation in order, and every other change alone.
+// Store is an open data directory. Every change is one durable batch;
+// calls on different conversations run in parallel, those of one in order,
+// and every other change alone.
 type Store struct {
 	dataDir string
 	lock    *Lock
 	now     func() time.Time
-	// online: opened LockIfFree without the lock; holder and lockErr say
-	// why (held by holder, or not takeable: lockErr).
+	// online: opened LockIfFree without the lock, held by holder or not
+	// takeable (lockErr).
 	online  bool
 	holder  *Holder
 	lockErr error
-
-	// mu is held exclusively by the Store's changes and read-locked by
-	// Session calls, which also hold their openConv.mu; mapMu guards convs.
-	mu    sync.RWMutex
-	mapMu sync.Mutex
-	comp  convlog.Compression
-	convs map[string]*openConv
-	// sessions are the runtime's open sessions (runtime.go).
+	// mu is held by the Store's changes and read-locked by Session calls,
+	// which also hold their openConv.mu; mapMu guards convs.
+	mu       sync.RWMutex
+	mapMu    sync.Mutex
+	comp     convlog.Compression
+	convs    map[string]*openConv
 	sessions map[sessionKey]*Session
-	// keeper is told every change the index depends on (SetIndexKeeper).
-	keeper IndexKeeper
+	keeper   IndexKeeper
 }
 
 type openConv struct {
-	// mu orders the Session calls on the conversation (shared with the
-	// Session that created it).
-	mu  *sync.Mutex
-	dir string
-	w   *convlog.Writer
-	st  *convState
-	// pending: what its sessions appended since the keeper was last told.
-	pending pendingIndex
+	mu      *sync.Mutex // orders the Session calls on the conversation
+	dir     string
+	w       *convlog.Writer
+	st      *convState
+	pending pendingIndex // what its sessions appended since the keeper was told
 }
 
-// Open opens the store in dataDir; it is the only way to a store and the only
-// place runtime.lock is taken. dataDir must be a store (IsStore) unless
-// opts.Create allows it to become one, else a *NoStoreError. LockNone takes no
-// lock and creates nothing; LockExclusive waits up to opts.Lock.Timeout, else
-// a *LockedError names the holder; LockIfFree takes the lock only when free
-// and otherwise opens read-only, with Online saying why.
+// Open opens the store in dataDir, the only way to a store and the only
+// place runtime.lock is taken. dataDir must be a store unless opts.Create
+// allows it to become one, else a *NoStoreError. LockExclusive waits up to
+// opts.Lock.Timeout, else a *LockedError names the holder; LockIfFree opens
+// read-only when the lock is not free, Online saying why.
 func Open(ctx context.Context, dataDir string, opts OpenOptions) (*Store, error) {
 	abs, err := filepath.Abs(dataDir)
 	if err != nil {
@@ -152,12 +139,10 @@ func (s *Store) openIfFree(ctx context.Context, opts LockOptions) (*Store, error
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case errors.Is(err, durable.ErrSymlink) || errors.Is(err, durable.ErrNotRegular):
-		// A runtime.lock that is a link or a special file is not a lock
-		// anyone can hold: refused, as by every writing command.
-		return nil, err
+		return nil, err // a lock nobody can hold, refused as by every writer
 	}
-	// Nobody holds it, but it cannot be taken (a read-only file system):
-	// whoever writes, reading committed prefixes stays safe.
+	// Free but not takeable (a read-only file system): reading committed
+	// prefixes stays safe.
 	s.online, s.lockErr = true, err
 	return s, nil
 }
@@ -168,19 +153,17 @@ func (s *Store) DataDir() string { return s.dataDir }
 // Lock is the hold on runtime.lock (mode LockNone when nothing is held).
 func (s *Store) Lock() *Lock { return s.lock }
 
-// Writable reports whether the store holds runtime.lock exclusively, which
-// every change needs.
+// Writable reports whether the store holds runtime.lock, which every change
+// needs.
 func (s *Store) Writable() bool { return s.writable() == nil }
 
-// Online reports whether a store opened LockIfFree went without the lock:
-// another process holds it (holder, nil when it has not recorded itself)
-// or it could not be taken (why: a read-only file system, say).
+// Online reports whether a store opened LockIfFree went without the lock,
+// held by holder (nil: unrecorded) or not takeable (why).
 func (s *Store) Online() (online bool, holder *Holder, why error) {
 	return s.online, s.holder, s.lockErr
 }
 
-// LockStatus reports whether the store's runtime.lock is held (see the
-// function LockStatus).
+// LockStatus reports whether the store's runtime.lock is held.
 func (s *Store) LockStatus() (Status, error) { return LockStatus(s.dataDir) }
 
 // SetCompression sets the compression of logs created from now on.
@@ -208,9 +191,8 @@ func (s *Store) Close() error {
 
 func (s *Store) nowMs() int64 { return s.now().UnixMilli() }
 
-// lockSession takes what a call on se needs, the Store read-locked and se's
-// conversation, and returns their release: calls of different
-// conversations proceed in parallel.
+// lockSession read-locks the Store and locks se's conversation, so calls of
+// different conversations proceed in parallel.
 func (s *Store) lockSession(se *Session) func() {
 	s.mu.RLock()
 	se.cmu.Lock()
@@ -302,7 +284,7 @@ func (oc *openConv) appendEvents(evs ...convlog.Event) error {
 	return nil
 }
 
-// Conversation returns conversation convID as this store sees it (a copy).
+// Conversation returns a copy of conversation convID as this store sees it.
 func (s *Store) Conversation(convID string) (*ConversationInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -317,5 +299,5 @@ func (s *Store) Conversation(convID string) (*ConversationInfo, error) {
 }
 
 // ErrLocked is wrapped by every error that reports runtime.lock held by
-// another process. The CLI maps it to exit code 11.
+// another process (exit code 11).
 var ErrLocked = errors.New("runtime.lock is held by another process")

@@ -16,36 +16,31 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// Tree is what Walk found under <data-dir>/conversations.
+// Tree is what Walk found under <data-dir>/conversations: Problems are
+// entries that break the layout, left to the caller; Temps are temporary
+// files an interrupted write left, which a writer holding runtime.lock may
+// remove.
 type Tree struct {
 	Conversations []ConversationDir
-	// Problems are entries that break the layout. Walk reports them and goes
-	// on; what to do about them is the caller's decision.
-	Problems []Problem
-	// Temps are temporary files an interrupted write left in conversation
-	// directories: never read; a writer holding runtime.lock may remove them.
-	Temps []string
+	Problems      []Problem
+	Temps         []string
 }
 
-// Problem is one entry Walk could not accept.
+// Problem is one entry Walk could not accept; Listed: it is in the tree all
+// the same (a second spelling of a generation, never Current).
 type Problem struct {
 	Path   string
 	Reason string
-	// Listed: the entry is in the tree all the same (a second spelling
-	// of a generation, among its log's Generations but never Current).
 	Listed bool
 }
 
 func (p Problem) String() string { return p.Path + ": " + p.Reason }
 
-// ConversationDir is one conversation directory.
+// ConversationDir is one conversation directory named Name; Logs are sorted
+// by Base, the conversation log first.
 type ConversationDir struct {
-	// ID is the decoded conversation id; Name the directory name on disk.
-	ID   string
-	Name string
-	Path string
-	// Logs are sorted by Base, the conversation log first.
-	Logs []Log
+	ID, Name, Path string
+	Logs           []Log
 }
 
 // ConversationLog is c's conversation log, nil when it has none.
@@ -64,24 +59,20 @@ func (c ConversationDir) SessionLogs() []Log {
 	return c.Logs
 }
 
-// Log is one log (the conversation's own, or a session's) and its
-// generations.
+// Log is one log, the conversation's own or session ID's, and its
+// Generations by version descending, then by name; Current is the first and
+// Path its path.
 type Log struct {
-	// Base is the file base as on disk.
-	Base string
-	// ID is the decoded session id, "" for the conversation log;
-	// Conversation the id of the conversation whose directory holds it.
+	Base              string
 	ID                string
 	Conversation      string
 	IsConversationLog bool
-	// Generations are sorted by version descending, then by file name.
-	Generations []convlog.Name
-	// Current is Generations[0] and Path its full path.
-	Current convlog.Name
-	Path    string
+	Generations       []convlog.Name
+	Current           convlog.Name
+	Path              string
 }
 
-// Problem reasons that callers may want to recognise.
+// Problem reasons callers may recognise.
 const (
 	ReasonSymlink       = "symbolic links are not followed"
 	ReasonFlatLog       = "log file outside a conversation directory; expected conversations/<conversation>/<log>"
@@ -92,9 +83,8 @@ const (
 	reasonMixedGenZstds = "both .zst and .zstd generations of %s v%d"
 )
 
-// GenerationClash is why g, a generation of the same base and version as
-// read (the first by name), is reported: the other compression or zstd
-// suffix.
+// GenerationClash is why g, of the same base and version as read (the first
+// by name), is reported.
 func GenerationClash(read, g convlog.Name) string {
 	reason := reasonMixedGenZstds
 	if read.Compression != g.Compression {
@@ -107,12 +97,9 @@ func GenerationClash(read, g convlog.Name) string {
 var ErrConversationsDir = errors.New("the store's conversations entry is not a directory")
 
 // ConversationsDirError refuses a store whose conversations entry is not a
-// directory (a file, a FIFO, a link, never followed): such a store is
-// broken, not empty, so no command reads it as holding nothing.
+// directory but Found ("a FIFO", ...): the store is broken, not empty.
 type ConversationsDirError struct {
-	Path string
-	// Found says what is there: "a regular file", "a FIFO", ...
-	Found string
+	Path, Found string
 }
 
 func (e *ConversationsDirError) Error() string {
@@ -122,8 +109,7 @@ func (e *ConversationsDirError) Error() string {
 func (e *ConversationsDirError) Unwrap() error { return ErrConversationsDir }
 
 // conversationsRoot reports whether the conversations directory root exists
-// (missing: an empty store); anything else in its place is a
-// *ConversationsDirError. Every listing and lookup applies it.
+// (missing: an empty store), or a *ConversationsDirError.
 func conversationsRoot(root string) (bool, error) {
 	fi, err := os.Lstat(root)
 	switch {
@@ -145,18 +131,14 @@ func entryKind(m fs.FileMode) string {
 	return durable.Kind(m)
 }
 
-// Walk lists the conversations under <data-dir>/conversations and their
-// logs. It never follows or stats through a symbolic link: every entry is
-// classified by its own type. Layout violations inside become Problems, so
-// one bad entry does not hide the rest; a conversation directory removed
-// while the walk runs is left out.
-// The highest version of a log is authoritative: a reader never falls back
-// to a lower one, even when the highest is unreadable or from a future
-// format, since that would silently lose what was written after it.
+// Walk lists the conversations and their logs, classifying every entry by
+// its own type (no link is followed); layout violations become Problems, so
+// one bad entry does not hide the rest. A log's highest version is its
+// current one even when unreadable: falling back would lose what was written
+// after it.
 func (s *Store) Walk() (*Tree, error) { return walkRoot(s.ConversationsDir(), 1) }
 
-// WalkJobs is Walk listing up to jobs conversation directories at once. The
-// tree is the same, in the same order.
+// WalkJobs is Walk listing up to jobs directories at once.
 func (s *Store) WalkJobs(jobs int) (*Tree, error) {
 	return walkRoot(s.ConversationsDir(), jobs)
 }
@@ -179,8 +161,6 @@ func walkRoot(root string, jobs int) (*Tree, error) {
 			walk(k)
 		}
 	} else {
-		// Each directory costs a few system calls: list them in
-		// parallel.
 		var next atomic.Int64
 		var wg sync.WaitGroup
 		for range min(jobs, len(dirs)) {
@@ -211,15 +191,14 @@ func walkRoot(root string, jobs int) (*Tree, error) {
 	return t, nil
 }
 
-// Dir is a conversation directory as the listing of conversations/ names
-// it (Dirs), to be walked when its turn comes (WalkDir).
+// Dir is a conversation directory Dirs listed, for WalkDir.
 type Dir struct {
 	ID, Name string
 }
 
 // Dirs is the first half of Walk, for a caller that must not hold every log
-// at once (a backup of millions of files): the conversation directories in
-// name order and the problems of other entries. WalkDir walks each.
+// at once: the conversation directories in name order and the problems of
+// other entries.
 func (s *Store) Dirs() ([]Dir, []Problem, error) {
 	ents, err := listRoot(s.ConversationsDir())
 	if err != nil {
@@ -237,8 +216,7 @@ func (s *Store) Dirs() ([]Dir, []Problem, error) {
 	return dirs, problems, nil
 }
 
-// WalkDir walks one directory Dirs listed, as Walk does (no conversation
-// when it cannot be read, no problem when it is gone since).
+// WalkDir walks one directory Dirs listed, as Walk does.
 func (s *Store) WalkDir(d Dir) *Tree { return walkDir(s.ConversationsDir(), d) }
 
 func walkDir(root string, d Dir) *Tree {
@@ -252,15 +230,13 @@ func walkDir(root string, d Dir) *Tree {
 	return t
 }
 
-// rootEntry is an entry of conversations/: a conversation directory, or a
-// problem.
 type rootEntry struct {
 	Dir
 	problem *Problem
 }
 
-// listRoot lists conversations/ at root in name order (nothing when it is
-// missing); a listing error is a problem first, keeping what was read.
+// listRoot lists conversations/ at root in name order; a listing error is
+// a problem, keeping what was read.
 func listRoot(root string) ([]rootEntry, error) {
 	if ok, err := conversationsRoot(root); err != nil || !ok {
 		return nil, err
@@ -280,8 +256,8 @@ func listRoot(root string) ([]rootEntry, error) {
 	return out, nil
 }
 
-// entry sorts one entry of conversations/: a conversation directory (its
-// id), or why it is a problem.
+// entry is the id of a conversation directory in conversations/, or why e
+// is a problem.
 func entry(e fs.DirEntry) (id, reason string) {
 	name := e.Name()
 	switch typ := e.Type(); {
@@ -315,8 +291,7 @@ func logShaped(name string) bool {
 func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		// A partly read directory would look like a conversation missing
-		// logs, so it is left out.
+		// Partly read, it would look like a conversation missing logs.
 		t.problem(dir, termtext.Reason(dir, err))
 		return ConversationDir{}, false
 	}
@@ -331,14 +306,12 @@ func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
 			t.problem(p, ReasonSymlink)
 			continue
 		case typ.IsDir():
-			// Room for later additions; only a directory posing as a log is
-			// wrong.
+			// Room for later additions, unless it poses as a log.
 			if logShaped(fname) {
 				t.problem(p, ReasonNotRegular)
 			}
 			continue
 		case !typ.IsRegular():
-			// FIFOs and devices can block or mislead any reader.
 			t.problem(p, ReasonNotRegular)
 			continue
 		case durable.IsTemp(fname):
@@ -390,7 +363,6 @@ func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
 			if prev.Version != g.Version {
 				continue
 			}
-			// The first by name stays Current; the other is reported.
 			t.Problems = append(t.Problems, Problem{Path: filepath.Join(dir, g.String()), Reason: GenerationClash(prev, g), Listed: true})
 		}
 		l.Current = l.Generations[0]
@@ -399,8 +371,8 @@ func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
 	return c, true
 }
 
-// Newest is the latest modification time of c's logs, any generation, in
-// nanoseconds (0: none could be read); an rsyncable backup orders by it.
+// Newest is the latest modification time of c's log files in nanoseconds
+// (0: none could be read).
 func (c ConversationDir) Newest() int64 {
 	var n int64
 	for _, l := range c.Logs {
