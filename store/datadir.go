@@ -19,8 +19,8 @@ const (
 	LockFileName         = "runtime.lock"
 	IndexFileName        = "metadata.db"
 	ConversationsDirName = "conversations"
-	// ConversationLogBase is the file base of a conversation's own log. Session
-	// ids never encode to it (see EncodeBase).
+	// ConversationLogBase is the file base of a conversation's own log,
+	// which no session id encodes to.
 	ConversationLogBase = "metadata"
 )
 
@@ -32,8 +32,8 @@ const (
 
 // ResolveDataDir picks the data directory: the --data-dir flag, else
 // $CONVKIT_DATA_DIR, else $XDG_DATA_HOME/convkit (if absolute), else
-// <home>/.local/share/convkit, blank values counting as unset; absolute and
-// clean. getenv nil means os.Getenv.
+// <home>/.local/share/convkit, blank counting as unset; getenv nil means
+// os.Getenv.
 func ResolveDataDir(flag string, getenv func(string) string, home string) (string, error) {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -86,8 +86,7 @@ func ConversationLogName(version int, c convlog.Compression) string {
 	return convlog.FileName(ConversationLogBase, version, c)
 }
 
-// HoldsConversationLog reports whether dir holds a conversation log file: the
-// sign that dir is a conversation's directory.
+// HoldsConversationLog reports whether dir holds a conversation log file.
 func HoldsConversationLog(dir string) bool {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -110,12 +109,12 @@ func SessionLogName(sessionID string, version int, c convlog.Compression) (strin
 	return convlog.FileName(base, version, c), nil
 }
 
-// ErrSymlink is wrapped when a path in the store is a symbolic link: the
-// store never follows one, so a link cannot lead a read or a delete outside.
+// ErrSymlink is wrapped when a path in the store is a symbolic link, which
+// is never followed.
 var ErrSymlink = durable.ErrSymlink
 
-// conversationDir is ConversationPath for an existing conversation, refusing
-// a link or a non-directory; a missing directory is for callers to report.
+// conversationDir is ConversationPath refusing a link or a non-directory;
+// a missing one is the caller's to report.
 func (s *Store) conversationDir(convID string) (string, error) {
 	dir, err := conversationPath(s.dataDir, convID)
 	if err != nil {
@@ -158,13 +157,12 @@ func (e *NoStoreError) Error() string {
 
 func (e *NoStoreError) Unwrap() error { return ErrNoStore }
 
-// IsStore reports whether dataDir is a store by Open's rule, taking no lock.
+// IsStore reports whether dataDir is a store by Open's rule.
 func IsStore(dataDir string) (bool, error) {
 	st, err := probe(dataDir)
 	return err == nil && st.kind == isStore, err
 }
 
-// What probe found at a data directory.
 type dirKind int
 
 const (
@@ -180,7 +178,7 @@ type probed struct {
 }
 
 // probe tells what dataDir is: a store when it holds conversations,
-// metadata.db or runtime.lock, of any type.
+// metadata.db or runtime.lock.
 func probe(dataDir string) (probed, error) {
 	fi, err := os.Stat(dataDir)
 	switch {
@@ -224,8 +222,7 @@ func (s *Store) ConversationPath(convID string) (string, error) {
 }
 
 // TempIndexes lists the temporary databases (with -wal and -shm files) a
-// killed rebuild left beside metadata.db: nobody's while runtime.lock is
-// held.
+// killed rebuild left beside metadata.db.
 func (s *Store) TempIndexes() []string {
 	ents, err := os.ReadDir(s.dataDir)
 	if err != nil {
@@ -242,8 +239,8 @@ func (s *Store) TempIndexes() []string {
 	return out
 }
 
-// NewTempIndex names a free temporary database beside metadata.db
-// (.metadata.db.<16 hex>.tmp) for a rebuild to rename over it.
+// NewTempIndex names a free temporary database beside metadata.db for a
+// rebuild to rename over it.
 func (s *Store) NewTempIndex() (string, error) {
 	f, err := durable.CreateTemp(s.dataDir, "."+IndexFileName)
 	if err != nil {
@@ -251,7 +248,6 @@ func (s *Store) NewTempIndex() (string, error) {
 	}
 	name := f.Name()
 	f.Close()
-	// The database is created at the name by its own code, exclusively.
 	return name, os.Remove(name)
 }
 
@@ -269,8 +265,8 @@ func (s *Store) WalkConversation(convID string) (ConversationDir, []Problem, err
 	return c, t.Problems, nil
 }
 
-// FindLog returns a conversation's own log, or the session log sessionID,
-// at its current (highest) generation, never falling back to a lower one.
+// FindLog returns a conversation's own log ("") or session sessionID's at
+// its current generation, never falling back to a lower one.
 func (s *Store) FindLog(convID, sessionID string) (Log, error) {
 	c, probs, err := s.WalkConversation(convID)
 	if err != nil {
@@ -281,8 +277,7 @@ func (s *Store) FindLog(convID, sessionID string) (Log, error) {
 			return l, nil
 		}
 	}
-	// Name the entry that is there in the log's place but is not a log (a
-	// symbolic link, a FIFO): "has no log" alone hid the file at fault.
+	// Name the entry in the log's place that is not a log (a link, a FIFO).
 	why := ""
 	for _, p := range probs {
 		n, ok := convlog.ParseName(filepath.Base(p.Path))
@@ -299,8 +294,8 @@ func (s *Store) FindLog(convID, sessionID string) (Log, error) {
 	return Log{}, fmt.Errorf("conversation %s (%s) has no log for session %s%s", termtext.Quote(convID), c.Path, termtext.Quote(sessionID), why)
 }
 
-// dependents lists, sorted, the conversations that read older history from
-// convID directly; unreadable conversation logs are passed over.
+// dependents lists, sorted, the readable conversations that read older
+// history from convID directly.
 func (s *Store) dependents(convID string) ([]string, error) {
 	tree, err := s.Walk()
 	if err != nil {

@@ -13,20 +13,14 @@ import (
 // on this host by a live process started before the record was written and,
 // where /proc/locks says, one of the lock's holders.
 
-// startSlack absorbs the granularity of process start times (the boot
-// time is known to the second) and small clock adjustments.
+// startSlack absorbs the second-granular boot time and clock adjustments.
 const startSlack = 2 * time.Second
 
-// holderCheck is what was found about who holds runtime.lock.
+// holderCheck is who holds runtime.lock: as in LockedError.
 type holderCheck struct {
-	// holder is the record, when it is believed.
-	holder *Holder
-	// ignored says why a record was not believed ("" when there was none,
-	// or it was).
+	holder  *Holder
 	ignored string
-	// kernel are the pids the kernel lists as holding the lock (nil when
-	// it does not say).
-	kernel []int
+	kernel  []int
 }
 
 // checkHolder reads and checks the record of the held lock file at path.
@@ -48,8 +42,7 @@ func checkHolder(path string) holderCheck {
 	return hc
 }
 
-// recordMismatch says why h cannot be the record of the lock's holder
-// (", which is not running"), or "".
+// recordMismatch says why h cannot be the lock holder's record, or "".
 func recordMismatch(h *Holder, kernel []int, listed bool) string {
 	if host, err := os.Hostname(); err == nil && h.Host != "" && h.Host != host {
 		return " on host " + h.Host + ", which cannot be checked from this host"
@@ -81,8 +74,7 @@ func pidList(pids []int) string {
 	return "pids " + strings.Join(s, ", ")
 }
 
-// noRecordDetail is what is known of a lock held by a process that left
-// no record (" (...)"), or "".
+// noRecordDetail is what is known of a holder that left no record.
 func noRecordDetail(ignored string, kernel []int) string {
 	var parts []string
 	if len(kernel) > 0 && slices.ContainsFunc(kernel, func(p int) bool { return p > 0 }) {

@@ -13,17 +13,17 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// Ids become file names with DSH's encodeSegment escaping, per UTF-16 code
-// unit so names stay byte-identical to DSH's: [A-Za-z0-9._-] stays, every
-// other unit becomes "~" and 4 uppercase hex digits. Decoding accepts only the
-// canonical spelling, so no two names mean the same id.
+// Ids become file names with DSH's encodeSegment escaping per UTF-16 code
+// unit, byte-identical to DSH's: [A-Za-z0-9._-] stays, every other unit
+// becomes "~" and 4 uppercase hex digits. Decoding accepts only the canonical
+// spelling, so no two names mean the same id.
 
-// metadataEscaped is EncodeBase("metadata"): escaping the first letter keeps
-// a session named "metadata" apart from the conversation log.
+// metadataEscaped keeps a session named "metadata" apart from the
+// conversation log.
 const metadataEscaped = "~006Detadata"
 
 // EncodeSegment encodes id as a directory name exactly like DSH
-// encodeSegment. "." and ".." are escaped because they are not names.
+// encodeSegment, escaping "." and "..".
 func EncodeSegment(id string) (string, error) {
 	if err := checkID(id); err != nil {
 		return "", err
@@ -37,8 +37,7 @@ func EncodeSegment(id string) (string, error) {
 	return escape(id, false), nil
 }
 
-// DecodeSegment inverts EncodeSegment and refuses every name EncodeSegment
-// would not have produced.
+// DecodeSegment inverts EncodeSegment, refusing names it would not produce.
 func DecodeSegment(name string) (string, error) {
 	return decodeCanonical(name, "directory name", EncodeSegment)
 }
@@ -53,10 +52,9 @@ func decodeCanonical(name, what string, encode func(string) (string, error)) (st
 	return "", fmt.Errorf("noncanonical %s %s", what, termtext.Quote(name))
 }
 
-// EncodeBase encodes id as the base of a log file name. Unlike EncodeSegment
-// it escapes every '.', so "<base>[.vN].jsonl[.zst]" parses one way, and it
-// spells the id "metadata" as "~006Detadata" so no session log can be taken
-// for the conversation log (base ConversationLogBase).
+// EncodeBase encodes id as the base of a log file name: unlike
+// EncodeSegment it escapes every '.', so "<base>[.vN].jsonl[.zst]" parses one
+// way, and spells the id "metadata" apart from ConversationLogBase.
 func EncodeBase(id string) (string, error) {
 	if err := checkID(id); err != nil {
 		return "", err
@@ -67,8 +65,8 @@ func EncodeBase(id string) (string, error) {
 	return escape(id, true), nil
 }
 
-// DecodeBase inverts EncodeBase and refuses every name EncodeBase would not
-// have produced, including the conversation log's base "metadata".
+// DecodeBase inverts EncodeBase, refusing names it would not produce,
+// "metadata" too.
 func DecodeBase(name string) (string, error) {
 	return decodeCanonical(name, "log file base", EncodeBase)
 }
@@ -110,7 +108,7 @@ const hexUpper = "0123456789ABCDEF"
 
 func escape(id string, escapeDot bool) string {
 	if allLiteral(id, escapeDot) {
-		return id // each byte its own unit, kept: the common case
+		return id // the common case
 	}
 	return escapeUnits(id, escapeDot)
 }
@@ -172,26 +170,19 @@ func unescapeUnits(name string) (string, bool) {
 	return string(utf16.Decode(units)), true
 }
 
-// A conversation is named by its whole id or by a unique prefix of at least
-// MinIDPrefix characters, as git names commits, and a session likewise within
-// its conversation; every command resolves names here.
-
-// MinIDPrefix is the length, in characters, of the shortest prefix that
-// names a conversation.
+// MinIDPrefix is the shortest prefix, in characters, that names a
+// conversation (or a session within its conversation), as git names commits.
 const MinIDPrefix = 4
 
 // ErrAmbiguousID is wrapped by an *AmbiguousIDError.
 var ErrAmbiguousID = errors.New("ambiguous id prefix")
 
-// AmbiguousIDError refuses a prefix that more than one conversation id
-// (or session id of one conversation) starts with.
+// AmbiguousIDError refuses a prefix of more than one conversation id, or
+// session id of Conversation; Candidates are sorted.
 type AmbiguousIDError struct {
-	Prefix string
-	// Conversation is "" for a prefix of conversation ids, else the
-	// conversation whose session ids it starts.
+	Prefix       string
 	Conversation string
-	// Candidates are the ids it could mean, sorted.
-	Candidates []string
+	Candidates   []string
 }
 
 // maxCandidatesShown bounds the ids an *AmbiguousIDError's message names.
@@ -215,10 +206,9 @@ func (e *AmbiguousIDError) Error() string {
 
 func (e *AmbiguousIDError) Unwrap() error { return ErrAmbiguousID }
 
-// ResolveIDs returns the conversation ids refs name, in order: a whole id,
-// else a unique prefix of at least MinIDPrefix characters (*AmbiguousIDError
-// when shared), else the same against recent delete journals ("already
-// deleted"). A ref that names nothing is returned as it is.
+// ResolveIDs returns the conversation ids refs name: a whole id, else a
+// unique prefix of at least MinIDPrefix characters, else the same among the
+// delete journals' ids; a ref that names nothing is returned as it is.
 func (s *Store) ResolveIDs(refs []string) ([]string, error) {
 	out := make([]string, len(refs))
 	var ids, deleted []string
@@ -274,8 +264,7 @@ func (s *Store) journaledIDs() ([]string, error) {
 	return slices.Compact(out), nil
 }
 
-// byPrefix is the one of ids (sorted) that ref is a prefix of, ref itself
-// when none is, or an *AmbiguousIDError.
+// byPrefix is the one of ids (sorted) ref is a prefix of, else ref.
 func byPrefix(ref string, ids []string) (string, error) {
 	var found []string
 	for _, id := range ids {
@@ -292,9 +281,8 @@ func byPrefix(ref string, ids []string) (string, error) {
 	return "", &AmbiguousIDError{Prefix: ref, Candidates: found}
 }
 
-// ResolveSessionID returns the session of conversation convID that ref names,
-// by whole id or unique prefix as ResolveIDs does; a ref that names none, or
-// an unlistable conversation, returns ref for the caller's own error.
+// ResolveSessionID returns the session of convID that ref names as
+// ResolveIDs does, else ref for the caller's own error.
 func (s *Store) ResolveSessionID(convID, ref string) (string, error) {
 	c, _, err := s.WalkConversation(convID)
 	if err != nil || utf8.RuneCountInString(ref) < MinIDPrefix {
@@ -325,8 +313,7 @@ func (s *Store) ResolveID(ref string) (string, error) {
 	return ids[0], nil
 }
 
-// ConversationIDs lists the ids of the conversation directories, sorted,
-// from one listing of conversations/ (Dirs); other entries are left out.
+// ConversationIDs lists the ids of the conversation directories, sorted.
 func (s *Store) ConversationIDs() ([]string, error) {
 	dirs, _, err := s.Dirs()
 	ids := make([]string, len(dirs))

@@ -26,8 +26,8 @@ const (
 	LockNone LockMode = iota
 	// LockExclusive is taken by the runtime and by every writing command.
 	LockExclusive
-	// LockIfFree takes the exclusive lock when it is free and never waits;
-	// otherwise the store opens read-only and says why (Store.Online).
+	// LockIfFree takes the lock when it is free, else opens read-only
+	// (Store.Online).
 	LockIfFree
 )
 
@@ -43,8 +43,8 @@ func (m LockMode) String() string {
 	return "LockMode(" + strconv.Itoa(int(m)) + ")"
 }
 
-// Holder identifies the process holding runtime.lock. The holder writes it
-// into the lock file as one JSON line so that others can name it.
+// Holder identifies the process holding runtime.lock, which writes it into
+// the lock file as one JSON line for others to name.
 type Holder struct {
 	PID       int       `json:"pid"`
 	Host      string    `json:"host"`
@@ -52,34 +52,27 @@ type Holder struct {
 	StartedAt time.Time `json:"startedAt"`
 }
 
-// LockOptions say what Open takes on runtime.lock. Zero PID, Host and Now
-// default to os.Getpid, os.Hostname and time.Now.
+// LockOptions say what Open takes on runtime.lock: Timeout is how long
+// LockExclusive waits (0: fail fast), Command is recorded for others to read
+// ("convkit reindex"); zero PID, Host and Now default to this process's.
 type LockOptions struct {
-	Mode LockMode
-	// Timeout is how long LockExclusive waits for a holder to go away; 0
-	// fails fast.
+	Mode    LockMode
 	Timeout time.Duration
-	// Command is recorded in the lock file for others to read, e.g.
-	// "convkit reindex".
 	Command string
 	Now     func() time.Time
 	PID     int
 	Host    string
 }
 
-// LockedError reports runtime.lock held by another process. It wraps
-// ErrLocked.
+// LockedError reports runtime.lock held by another process; it wraps
+// ErrLocked. Holder is the lock file's record when it can be the holder's,
+// else RecordIgnored says why not; KernelPIDs are the holders the kernel
+// lists (nil: it does not say).
 type LockedError struct {
-	Path string
-	// Holder is read from the lock file when it is the holder's record; nil
-	// when the holder left none and the file names a process that is gone.
-	Holder *Holder
-	// RecordIgnored says why the record in the lock file is not the
-	// holder's ("" when there is none, or Holder is set).
+	Path          string
+	Holder        *Holder
 	RecordIgnored string
-	// KernelPIDs are the processes the kernel lists as holding the lock
-	// (nil when it does not say).
-	KernelPIDs []int
+	KernelPIDs    []int
 }
 
 // NoRecord is the text of a lock held by a process that left no record.
@@ -119,9 +112,9 @@ func (l *Lock) Path() string { return l.path }
 // Mode is the mode the lock was acquired in.
 func (l *Lock) Mode() LockMode { return l.mode }
 
-// Release gives the lock up; safe on nil and more than once (flock's Unlock
-// of an unlocked file does nothing). The file stays: deleting it would let a
-// waiter lock an inode that a newcomer no longer finds at the path.
+// Release gives the lock up, safe on nil and more than once. The file
+// stays: deleting it would let a waiter lock an inode a newcomer no longer
+// finds at the path.
 func (l *Lock) Release() error {
 	if l == nil || l.fl == nil {
 		return nil
@@ -132,18 +125,17 @@ func (l *Lock) Release() error {
 	return nil
 }
 
-// Retry delays while waiting for a holder, and how long a fail-fast attempt
-// still retries: LockStatus takes a shared lock for an instant, and a writer
-// must not fail because a status probe ran at the same moment.
+// Retry delays while waiting, and how long a fail-fast attempt still retries:
+// a writer must not fail because a LockStatus probe held the lock an instant.
 const (
 	retryFirst = 10 * time.Millisecond
 	retryMax   = time.Second
 	probeGrace = 50 * time.Millisecond
 )
 
-// acquireLock takes runtime.lock for Open: it creates the file (0600) if
-// missing, takes an exclusive flock waiting up to opts.Timeout, and records
-// this process; the kernel drops the lock on exit, so it is never stale.
+// acquireLock creates runtime.lock (0600) if missing, takes an exclusive
+// flock, waiting up to opts.Timeout, and records this process; the kernel
+// drops the lock on exit, so it is never stale.
 func acquireLock(ctx context.Context, dataDir string, opts LockOptions) (*Lock, error) {
 	path := LockPath(dataDir)
 	if err := ctx.Err(); err != nil {
@@ -152,8 +144,8 @@ func acquireLock(ctx context.Context, dataDir string, opts LockOptions) (*Lock, 
 	if err := createLockFile(dataDir, path); err != nil {
 		return nil, err
 	}
-	// The holder record is written through a descriptor opened without
-	// following a link and checked regular: a link must never empty its target.
+	// The record is written through a descriptor checked regular: a link
+	// must never empty its target.
 	rec, err := durable.OpenRegular(path, os.O_RDWR)
 	if err != nil {
 		return nil, lockFileError(path, err)
@@ -187,8 +179,7 @@ func acquireLock(ctx context.Context, dataDir string, opts LockOptions) (*Lock, 
 	}
 
 	l := &Lock{path: path, mode: LockExclusive, fl: fl, holder: newHolder(opts)}
-	// The locked file must be the one checked above: a rename between the
-	// two opens would otherwise lock one file and write into another.
+	// A rename between the two opens would lock one file and write another.
 	if err := sameFile(rec, fl); err != nil {
 		l.Release()
 		return nil, fmt.Errorf("lock %s: %w", path, err)
@@ -206,8 +197,7 @@ func lockedError(path string) *LockedError {
 	return &LockedError{Path: path, Holder: hc.holder, RecordIgnored: hc.ignored, KernelPIDs: hc.kernel}
 }
 
-// lockFileError words a failure to open or lock runtime.lock, naming the
-// file once.
+// lockFileError words a failure to open or lock runtime.lock.
 func lockFileError(path string, err error) error {
 	switch {
 	case errors.Is(err, durable.ErrSymlink):
@@ -218,8 +208,7 @@ func lockFileError(path string, err error) error {
 	return fmt.Errorf("lock %s: %w", path, err)
 }
 
-// sameFile checks that the descriptor rec and the file fl locked are one
-// regular file.
+// sameFile checks that rec and the file fl locked are one regular file.
 func sameFile(rec *os.File, fl *flock.Flock) error {
 	a, err := rec.Stat()
 	if err != nil {
@@ -238,8 +227,7 @@ func sameFile(rec *os.File, fl *flock.Flock) error {
 	return nil
 }
 
-// createLockFile creates an empty 0600 lock file unless something exists at
-// path (O_EXCL never follows a link; OpenRegular then refuses one).
+// createLockFile creates an empty lock file unless something is at path.
 func createLockFile(dataDir, path string) error {
 	f, err := durable.CreateExcl(path)
 	if errors.Is(err, os.ErrExist) || errors.Is(err, durable.ErrSymlink) || errors.Is(err, durable.ErrNotRegular) {
@@ -270,9 +258,8 @@ func newHolder(opts LockOptions) Holder {
 	return h
 }
 
-// writeHolder replaces the lock file's content through rec, a descriptor of
-// the locked file: flock locks belong to the file, not to one descriptor
-// of it, and reopening the path could reach another file.
+// writeHolder replaces the lock file's content through rec: reopening the
+// path could reach another file.
 func writeHolder(rec *os.File, h Holder) error {
 	path := rec.Name()
 	line, err := json.Marshal(h)
@@ -312,32 +299,26 @@ func readHolder(path string) *Holder {
 	return &h
 }
 
-// Status describes runtime.lock as LockStatus found it.
+// Status describes runtime.lock as LockStatus found it; see LockedError.
 type Status struct {
-	Path string
-	Held bool
-	// Holder is the process named in the lock file (see LockedError.Holder);
-	// nil when the file is missing, empty or unreadable.
-	Holder *Holder
-	// RecordIgnored and KernelPIDs: see LockedError.
+	Path          string
+	Held          bool
+	Holder        *Holder
 	RecordIgnored string
 	KernelPIDs    []int
 }
 
-// NoRecordText describes a lock held by a process that left no record, with
-// what is known.
+// NoRecordText describes a lock held by a process that left no record.
 func (st Status) NoRecordText() string {
 	return NoRecord + noRecordDetail(st.RecordIgnored, st.KernelPIDs)
 }
 
-// LockStatus reports whether runtime.lock is held, disturbing nothing: it
-// probes with a non-blocking shared flock, released at once. A missing data
-// directory or lock file means free.
+// LockStatus reports whether runtime.lock is held by probing with a shared
+// flock released at once; a missing lock file means free.
 func LockStatus(dataDir string) (Status, error) {
 	path := LockPath(dataDir)
 	st := Status{Path: path}
-	// Check what the path is before the probe opens it: a link is not
-	// followed and a FIFO never blocks the open.
+	// A link is not followed and a FIFO never blocks the probe's open.
 	f, err := durable.OpenRegular(path, os.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
 		return st, nil
@@ -379,8 +360,7 @@ func lockStatusError(path string, err error) error {
 	return fmt.Errorf("lock status %s: %w", path, err)
 }
 
-// wordedError is an error whose message is written for the user while it
-// still wraps its cause for errors.Is.
+// wordedError is a message written for the user that still wraps its cause.
 type wordedError struct {
 	msg string
 	err error
