@@ -13,22 +13,19 @@ import (
 )
 
 // Machine checks conversations against this machine's file system and
-// runtime configuration, each working directory once; it is safe for
-// concurrent use (make a new one when the machine may have changed).
+// runtime configuration (nil: agents and models are not checked), each
+// working directory once; it is safe for concurrent use.
 type Machine struct {
-	// Config is the runtime configuration; nil when there is none, and
-	// then agents and models are not checked.
-	Config *RuntimeConfig
-	// ConfigPath is where the configuration was looked for.
-	ConfigPath string
+	Config     *RuntimeConfig
+	ConfigPath string // where the configuration was looked for
 
 	mu   sync.Mutex
 	dirs map[string]string // working directory -> reason it will not do ("": it will)
 }
 
-// LoadMachine reads the runtime configuration at path into a Machine. A
-// missing file is an error when required, else a Machine that checks no
-// agents or models, with a warning saying so; an invalid file is an error.
+// LoadMachine reads the runtime configuration at path into a Machine; a
+// missing file not required gives a Machine that checks no agents or
+// models, and a warning.
 func LoadMachine(path string, required bool) (m *Machine, warning string, err error) {
 	cfg, err := LoadRuntimeConfig(path)
 	switch {
@@ -41,25 +38,20 @@ func LoadMachine(path string, required bool) (m *Machine, warning string, err er
 	}
 }
 
-// ConfigNotCheckedWarning is the warning given, once per run, when there is no
-// runtime configuration at path.
+// ConfigNotCheckedWarning is the warning, once per run, of a missing
+// runtime configuration.
 func ConfigNotCheckedWarning(path string) string {
 	return fmt.Sprintf("no runtime configuration at %s: agents and models were not checked", path)
 }
 
-// Checked reports whether agents and models are checked (a configuration
-// was found).
+// Checked reports whether agents and models are checked.
 func (m *Machine) Checked() bool { return m != nil && m.Config != nil }
 
-// Needs is what a conversation needs of a machine to open.
+// Needs is what a conversation needs of a machine to open: its working
+// directory, agents, models and the Sources it reads older history from.
 type Needs struct {
-	// Cwd is its working directory, an absolute path.
-	Cwd string
-	// Agents and Models are those it used.
-	Agents, Models []string
-	// Sources are the conversations it reads older history from
-	// (Dependencies).
-	Sources []string
+	Cwd                     string
+	Agents, Models, Sources []string
 }
 
 // NeedsOf is what the conversation info needs.
@@ -76,12 +68,12 @@ func (m *Machine) Check(n Needs, present func(id string) bool) []string {
 	}
 	if m.Checked() {
 		for _, a := range n.Agents {
-			if a != "" && !m.Config.HasAgent(a) {
+			if a != "" && !m.Config.Agents[a] {
 				reasons = append(reasons, fmt.Sprintf("agent %s is not configured in %s", termtext.Quote(a), m.Config.Path))
 			}
 		}
 		for _, md := range n.Models {
-			if md != "" && !m.Config.HasModel(md) {
+			if md != "" && !m.Config.Models[md] {
 				reasons = append(reasons, fmt.Sprintf("model %s is not configured in %s", termtext.Quote(md), m.Config.Path))
 			}
 		}
@@ -94,8 +86,7 @@ func (m *Machine) Check(n Needs, present func(id string) bool) []string {
 	return reasons
 }
 
-// ForkSourceMissing is the reason given for a fork source that is not in
-// the store.
+// ForkSourceMissing is the reason given for a fork source not in the store.
 func ForkSourceMissing(id string) string {
 	return fmt.Sprintf("fork source %s is missing: this conversation reads older history from it", termtext.Quote(id))
 }
@@ -121,8 +112,8 @@ func (m *Machine) dir(cwd string) string {
 	return why
 }
 
-// dirReason looks at the working directory cwd. A link to a directory is
-// a directory: the runtime follows it.
+// dirReason looks at the working directory cwd, following a link as the
+// runtime does.
 func dirReason(cwd string) string {
 	fi, err := os.Stat(cwd)
 	switch {
@@ -145,42 +136,15 @@ func pathless(err error) error {
 	return err
 }
 
-// The runtime's configuration file names the agents and models that exist
-// on a machine (docs/TRANSFER.md, "The runtime configuration").
-const (
-	// RuntimeConfigEnv names the configuration file when --config does not.
-	RuntimeConfigEnv = "CONVKIT_CONFIG"
-)
+// RuntimeConfigEnv names the runtime configuration file (docs/TRANSFER.md)
+// when --config does not.
+const RuntimeConfigEnv = "CONVKIT_CONFIG"
 
-// RuntimeConfig is what convkit needs of the runtime's configuration: the names
-// of the agents and models configured on this machine.
+// RuntimeConfig is what convkit needs of the runtime's configuration file
+// at Path: the names of the agents and models configured on this machine.
 type RuntimeConfig struct {
-	// Path is the file read.
-	Path   string
-	Agents map[string]AgentConfig
-	Models map[string]ModelConfig
-}
-
-// AgentConfig is one [agents.<name>] table.
-type AgentConfig struct {
-	// Model is the agent's default model ("" when not set).
-	Model string
-}
-
-// ModelConfig is one [models.<name>] table. Its keys (provider, limits,
-// ...) belong to the runtime; import only needs the name.
-type ModelConfig struct{}
-
-// HasAgent reports whether agent name is configured.
-func (c *RuntimeConfig) HasAgent(name string) bool {
-	_, ok := c.Agents[name]
-	return ok
-}
-
-// HasModel reports whether model name is configured.
-func (c *RuntimeConfig) HasModel(name string) bool {
-	_, ok := c.Models[name]
-	return ok
+	Path           string
+	Agents, Models map[string]bool
 }
 
 // RuntimeConfigPath says which configuration file to read: flag, else
@@ -200,11 +164,10 @@ func RuntimeConfigPath(flag string, getenv func(string) string, dataDir string) 
 }
 
 // LoadRuntimeConfig reads the runtime configuration at path (missing: an
-// error wrapping os.ErrNotExist). Only [agents.<name>] and [models.<name>]
-// are read; an agent's model must be a string.
+// error wrapping os.ErrNotExist): its [agents.<name>] tables, whose model
+// must be a string, and [models.<name>] tables.
 func LoadRuntimeConfig(path string) (*RuntimeConfig, error) {
-	// A FIFO or a device in its place must not block the open; a link to
-	// the runtime's own file is fine (it is only read).
+	// A FIFO must not block the open; a link is fine (it is only read).
 	if fi, err := os.Stat(path); err != nil {
 		return nil, err
 	} else if !fi.Mode().IsRegular() {
@@ -226,7 +189,7 @@ func LoadRuntimeConfig(path string) (*RuntimeConfig, error) {
 	if err := DecodeRuntimeConfig(path, f, &raw); err != nil {
 		return nil, err
 	}
-	c := &RuntimeConfig{Path: path, Agents: map[string]AgentConfig{}, Models: map[string]ModelConfig{}}
+	c := &RuntimeConfig{Path: path, Agents: map[string]bool{}, Models: map[string]bool{}}
 	tables := func(key string) (map[string]map[string]any, error) {
 		v, ok := raw[key]
 		if !ok {
@@ -255,18 +218,15 @@ func LoadRuntimeConfig(path string) (*RuntimeConfig, error) {
 		return nil, err
 	}
 	for name, t := range agents {
-		var a AgentConfig
 		if v, ok := t["model"]; ok {
-			s, ok := v.(string)
-			if !ok {
+			if _, ok := v.(string); !ok {
 				return nil, fmt.Errorf("%s: agents.%s.model must be a string", path, name)
 			}
-			a.Model = s
 		}
-		c.Agents[name] = a
+		c.Agents[name] = true
 	}
 	for name := range models {
-		c.Models[name] = ModelConfig{}
+		c.Models[name] = true
 	}
 	return c, nil
 }
