@@ -10,22 +10,17 @@ import (
 )
 
 // The TOML decoder's memory grows with every key's depth and path length, so
-// the configuration is measured in one constant-memory pass and refused
-// beyond these limits before it is decoded.
+// the configuration is measured in one constant-memory pass first. Each key
+// part and each array is one level of depth; a key path is measured as
+// written, its table header's parts included.
 const (
-	// MaxRuntimeConfigBytes bounds the file.
-	MaxRuntimeConfigBytes = 256 << 10
-	// MaxRuntimeConfigDepth bounds the nesting of any value: each key part (of a
-	// table header, a dotted key or a key in an inline table) and each
-	// array is one level.
-	MaxRuntimeConfigDepth = 32
-	// MaxRuntimeConfigKeyBytes bounds a key's whole path as written: the table
-	// header's parts and the key's own, with inline tables' keys between.
+	MaxRuntimeConfigBytes    = 256 << 10
+	MaxRuntimeConfigDepth    = 32
 	MaxRuntimeConfigKeyBytes = 256
 )
 
 // DecodeRuntimeConfig reads at most MaxRuntimeConfigBytes from r, checks the
-// limits and only then decodes into v. Errors name path and the line.
+// limits and only then decodes into v; errors name path and the line.
 func DecodeRuntimeConfig(path string, r io.Reader, v any) error {
 	data, err := io.ReadAll(io.LimitReader(r, MaxRuntimeConfigBytes+1))
 	if err != nil {
@@ -52,19 +47,13 @@ func DecodeRuntimeConfig(path string, r io.Reader, v any) error {
 // shapeScanner measures depths and key paths without decoding; on invalid
 // TOML it moves on a byte at a time, since the decoder stops there anyway.
 type shapeScanner struct {
-	b    []byte
-	i    int
-	line int
-
+	b                []byte
+	i, line          int
 	maxDepth, maxKey int
-	// deepest and longest are the largest depth and key path seen.
 	deepest, longest int
-
-	// stack holds the open arrays and inline tables; it never grows
-	// beyond maxDepth, since each one is a level.
+	// stack holds the open arrays and inline tables, at most maxDepth.
 	stack []container
-	// table is the depth and key path of the current [table].
-	table container
+	table container // the current [table]
 }
 
 type container struct {
@@ -82,8 +71,7 @@ const (
 	stAfter                       // after a value or a header
 )
 
-// ConfigLimitError is a configuration beyond one of the limits, found before
-// decoding: too large, nested too deep or with a key path too long.
+// ConfigLimitError is a configuration beyond one of the limits.
 type ConfigLimitError struct {
 	Line   int
 	Reason string
@@ -230,8 +218,7 @@ func (s *shapeScanner) inside(top container) (shapeState, container, error) {
 	return stValue, v, s.element(v)
 }
 
-// element checks the depth of an array's next element, unless the array
-// closes first.
+// element checks the depth of an array's next element, if any.
 func (s *shapeScanner) element(v container) error {
 	j := s.i
 	for j < len(s.b) {
@@ -285,8 +272,8 @@ func (s *shapeScanner) blank() {
 	}
 }
 
-// key reads a key, dotted or not, and returns its parts and the bytes they
-// take as written (never fewer than the decoded key's).
+// key reads a key, dotted or not, and returns its parts and their bytes as
+// written.
 func (s *shapeScanner) key() (parts, n int) {
 	for {
 		s.blank()
@@ -335,9 +322,8 @@ func (s *shapeScanner) bare() {
 	}
 }
 
-// str skips a string of any of the four kinds, counting the lines of a
-// multi-line one. A one-line string ends at the end of its line at the
-// latest.
+// str skips a string of any of the four kinds, counting lines; a one-line
+// string ends at its line's end at the latest.
 func (s *shapeScanner) str() {
 	q := s.b[s.i]
 	if bytes.HasPrefix(s.b[s.i:], []byte{q, q, q}) {

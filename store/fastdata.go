@@ -6,11 +6,10 @@ import (
 	"github.com/convkit/convkit/internal/rawjson"
 )
 
-// Every listing and reindex replays conversation logs, and encoding/json cost
-// more than reading them, so the small flat events are decoded here through
-// rawjson. The fast path takes only members it knows by exact name with plain
-// values and otherwise gives up, so the caller's json.Unmarshal yields the
-// same result, errors included.
+// Listing and reindex replay conversation logs, where encoding/json cost more
+// than reading, so the small flat events are decoded through rawjson. The
+// fast path takes only members it knows by exact name with plain values and
+// otherwise gives up, leaving json.Unmarshal the same result, errors included.
 
 // fastMembers calls set for each member of the event data with its key and
 // raw value (nil for null); set reports whether it took the member.
@@ -30,8 +29,7 @@ func fastMembers(data []byte, set func(key, v []byte) bool) bool {
 
 func isNull(v []byte) bool { return string(v) == "null" }
 
-// fastString sets *dst from a JSON string (rawjson decodes escapes as
-// encoding/json does); v nil (null) leaves it.
+// fastString sets *dst from a JSON string; v nil (null) leaves it.
 func fastString(v []byte, dst *string) bool { return fastValue(v, dst, rawjson.String) }
 
 func fastValue[T any](v []byte, dst *T, parse func([]byte) (T, bool)) bool {
@@ -45,9 +43,8 @@ func fastValue[T any](v []byte, dst *T, parse func([]byte) (T, bool)) bool {
 	return ok
 }
 
-// fastSessionID is fastString for a session id that names one of known
-// (the sessions started so far), whose string it reuses: turns repeat
-// their session's id.
+// fastSessionID is fastString reusing the string of a known session's id,
+// which turns repeat.
 func fastSessionID(v []byte, dst *string, known []SessionInfo) bool {
 	if v == nil || len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
 		return fastString(v, dst)
@@ -62,13 +59,11 @@ func fastSessionID(v []byte, dst *string, known []SessionInfo) bool {
 	return fastString(v, dst)
 }
 
-// fastInt sets *dst from a JSON integer of the format (a safe integer);
-// v nil (null) leaves it. Other numbers go to encoding/json.
+// fastInt sets *dst from a safe JSON integer; v nil (null) leaves it.
 func fastInt(v []byte, dst *int64) bool { return fastValue(v, dst, rawjson.Int) }
 
-// fastArray calls elem for each element of a JSON array; v nil (null)
-// calls nothing and reports an empty result as json.Unmarshal would (a
-// nil slice: the caller resets it).
+// fastArray calls elem for each element of a JSON array; null reports
+// isNull, for the caller to reset its slice as json.Unmarshal would.
 func fastArray(v []byte, elem func([]byte) bool) (isNull, ok bool) {
 	if v == nil {
 		return true, true
@@ -139,16 +134,14 @@ func fastTitle(data []byte, d *TitleData) bool {
 		case "title":
 			return fastString(v, &d.Title)
 		case "messageSeqs":
-			// Not kept by the replay, only checked as json.Unmarshal
-			// would.
+			// Not kept, only checked.
 			return v == nil || fastInts(v)
 		}
 		return false
 	})
 }
 
-// fastStringMembers decodes members that are all strings: field gives each
-// known key's destination (nil: unknown).
+// fastStringMembers decodes string members into field(key) (nil: unknown).
 func fastStringMembers(data []byte, field func(key []byte) *string) bool {
 	return fastMembers(data, func(k, v []byte) bool {
 		dst := field(k)

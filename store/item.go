@@ -1,9 +1,7 @@
 package store
 
-// Item is one entry of a store that a command reports: what was done or
-// found (Kind), its conversation (ID), the file (Path) and the detail
-// (Reason, never repeating Path). In JSON an item is {id, path, reason}: its
-// list says its kind.
+// Item is one entry of a store a command reports: its Kind, conversation,
+// file and a Reason that never repeats Path. In JSON its list says its kind.
 type Item struct {
 	Kind   ItemKind `json:"-"`
 	ID     string   `json:"id,omitempty"`

@@ -19,12 +19,10 @@ const ReplacedDirName = "replaced"
 const asideTime = "20060102T150405Z"
 
 // PlaceConversation moves from, a conversation directory staged on the
-// store's file system, into the store as convID. What is there already
-// (never followed) is moved aside whole into
-// <data-dir>/replaced/<name>-<UTC time>[-N] and kept: aside says where ("":
-// nothing). A crash leaves the old copy in place or aside; a failed rename
-// puts it back. A new conversation's rename is made durable by the caller's
-// next sync of conversations/. The store must hold runtime.lock exclusively.
+// store's file system, into the store as convID, moving what is there aside
+// whole to <data-dir>/replaced/<name>-<UTC time>[-N] (aside; "": nothing),
+// or back when the rename fails. A new conversation's rename is made durable
+// by the caller's next sync of conversations/.
 func (s *Store) PlaceConversation(convID, from string) (aside string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -35,7 +33,6 @@ func (s *Store) PlaceConversation(convID, from string) (aside string, err error)
 	if err != nil {
 		return "", err
 	}
-	// The conversation's open logs are the old copy's.
 	s.closeConversation(convID)
 	if err := durable.MkdirAll(filepath.Dir(to)); err != nil {
 		return "", err
@@ -71,11 +68,10 @@ func (s *Store) PlaceConversation(convID, from string) (aside string, err error)
 	return aside, durable.SyncDir(filepath.Dir(to))
 }
 
-// ReplaceWith moves the data directory aside, whole, to
-// <data-dir>.replaced-<UTC time>[-N] (kept, aside says where) and renames
-// dir, a store staged on the same file system, into its place; a failed
-// rename puts the old store back. The store must hold runtime.lock
-// exclusively; the lock goes aside with it, so only Close the handle after.
+// ReplaceWith moves the data directory aside whole, to
+// <data-dir>.replaced-<UTC time>[-N], and renames dir, a store staged on the
+// same file system, into its place, or puts the old one back. The lock goes
+// aside with it: Close the handle after.
 func (s *Store) ReplaceWith(dir string) (aside string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
