@@ -31,18 +31,6 @@ const (
 	LockIfFree
 )
 
-func (m LockMode) String() string {
-	switch m {
-	case LockNone:
-		return "none"
-	case LockExclusive:
-		return "exclusive"
-	case LockIfFree:
-		return "if-free"
-	}
-	return "LockMode(" + strconv.Itoa(int(m)) + ")"
-}
-
 // Holder identifies the process holding runtime.lock, which writes it into
 // the lock file as one JSON line for others to name.
 type Holder struct {

@@ -109,7 +109,7 @@ func Open(ctx context.Context, dataDir string, opts OpenOptions) (*Store, error)
 		}
 		return s.openIfFree(ctx, opts.Lock)
 	default:
-		return nil, fmt.Errorf("open %s: unknown lock mode %v", dataDir, opts.Lock.Mode)
+		return nil, fmt.Errorf("open %s: unknown lock mode LockMode(%d)", dataDir, opts.Lock.Mode)
 	}
 	if create {
 		if err := durable.MkdirAll(dataDir); err != nil {

@@ -107,7 +107,7 @@ func TestOpenModes(t *testing.T) {
 		{layout: "missing", mode: LockIfFree, create: CreateAlways, want: anyError},
 	}
 	for _, tt := range tests {
-		name := strings.Join([]string{tt.layout, map[bool]string{true: "held", false: "free"}[tt.held], tt.mode.String(),
+		name := strings.Join([]string{tt.layout, map[bool]string{true: "held", false: "free"}[tt.held], []string{"none", "exclusive", "if-free"}[tt.mode],
 			[]string{"never", "always", "if-empty"}[tt.create]}, ", ")
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "data")

@@ -77,8 +77,7 @@ func run(ctx context.Context, out io.Writer, data string, comp convlog.Compressi
 	return record(st, out)
 }
 
-// rt is the runtime's conversation being recorded, with its made-up
-// model.
+// rt is the conversation being recorded.
 type rt struct {
 	conv string
 	n    int // message ids
@@ -131,7 +130,7 @@ func beginCall(se *store.Session) (*store.ModelCall, error) {
 }
 
 // step records a step of se's running turn whose model answers text ("":
-// an empty answer, recorded but never read by the model).
+// an empty answer, which the model never reads).
 func (r *rt) step(se *store.Session, text string) error {
 	call, err := beginCall(se)
 	if err != nil {
@@ -144,8 +143,7 @@ func (r *rt) step(se *store.Session, text string) error {
 	return se.EndStep()
 }
 
-// lastStep records the last step of se's running turn, whose model answers
-// text, and ends the turn completed.
+// lastStep is step, then the turn ends completed.
 func (r *rt) lastStep(se *store.Session, text string) error {
 	if err := r.step(se, text); err != nil {
 		return err
@@ -153,7 +151,7 @@ func (r *rt) lastStep(se *store.Session, text string) error {
 	return se.EndTurn(store.OutcomeCompleted, nil)
 }
 
-// toolStep records a step whose answer asks for one tool call, run with
+// toolStep records a step whose answer asks for one tool call that returns
 // result; call is the step's model call (nil: begun here), and during
 // records what happens while the tool runs.
 func (r *rt) toolStep(se *store.Session, call *store.ModelCall, tool, args, result string, during func() error) error {
@@ -346,11 +344,10 @@ func liveTurns(ctx context.Context, st *store.Store, out io.Writer, d time.Durat
 	return nil
 }
 
-// appendSteps records n steps of a turn in conversation "append" (made by
-// the first run; a later run resumes it, a turn a kill left open closed
-// first), printing "step TURN STEP start|end" once each is durable. The
-// crash harness kills it and checks the log holds each printed step
-// once.
+// appendSteps records n steps of a turn in conversation "append", made or
+// resumed (a turn a kill left open closed first), printing "step TURN STEP
+// start|end" once each is durable: the crash harness kills it and checks the
+// log holds each printed step once.
 func appendSteps(st *store.Store, out io.Writer, n int) error {
 	const conv = "append"
 	se, err := st.OpenSession(conv, "root")
