@@ -78,20 +78,19 @@ func (se *Session) checkNewID(call, id string) error {
 	return nil
 }
 
-// enterWritten is enter for a call that needs the session's log written.
-func (se *Session) enterWritten(call string) (func(), error) {
-	return se.enterIf(func() error {
+// written checks, for call, that the session's log is written.
+func (se *Session) written(call string) func() error {
+	return func() error {
 		if se.w == nil {
 			return se.refuse(call, ErrOrder, "nothing is written before the first message (BeginTurn)")
 		}
 		return nil
-	})
+	}
 }
 
-// enterStep is enter for a call that needs an open step and no model call
-// in flight.
-func (se *Session) enterStep(call string) (func(), error) {
-	return se.enterIf(func() error {
+// inStep checks, for call, that a step is open and no model call in flight.
+func (se *Session) inStep(call string) func() error {
+	return func() error {
 		switch {
 		case se.w == nil || !se.rec.turnOpen:
 			return se.refuse(call, ErrNoTurn, "no turn is running (BeginTurn)")
@@ -101,13 +100,13 @@ func (se *Session) enterStep(call string) (func(), error) {
 			return se.refuse(call, ErrOrder, "a model call is in flight: complete it, retry it or fail it first")
 		}
 		return nil
-	})
+	}
 }
 
-// enterIf is enter, then check.
+// enterIf is enter, then check (nil: none).
 func (se *Session) enterIf(check func() error) (func(), error) {
 	unlock, err := se.enter()
-	if err == nil {
+	if err == nil && check != nil {
 		if err = check(); err != nil {
 			unlock()
 		}
@@ -116,6 +115,16 @@ func (se *Session) enterIf(check func() error) (func(), error) {
 		return nil, err
 	}
 	return unlock, nil
+}
+
+// locked runs fn holding the session, once enterIf lets the call in.
+func (se *Session) locked(check, fn func() error) error {
+	unlock, err := se.enterIf(check)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return fn()
 }
 
 // typed is an event of type typ with v, a payload the format defines, as
@@ -144,15 +153,12 @@ func (se *Session) BeginStep() (int64, error) {
 
 // EndStep ends the open step, whose tool calls must all have a result.
 func (se *Session) EndStep() error {
-	unlock, err := se.enterStep("EndStep")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if open := se.rec.unresolved(); len(open) > 0 {
-		return se.refuse("EndStep", ErrOrder, "tool call %s has no result (ToolResult)", termtext.Quote(open[0]))
-	}
-	return se.record(typed(convlog.TypeStepEnd, convlog.TurnStep{Turn: se.rec.turn, Step: se.rec.step}))
+	return se.locked(se.inStep("EndStep"), func() error {
+		if open := se.rec.unresolved(); len(open) > 0 {
+			return se.refuse("EndStep", ErrOrder, "tool call %s has no result (ToolResult)", termtext.Quote(open[0]))
+		}
+		return se.record(typed(convlog.TypeStepEnd, convlog.TurnStep{Turn: se.rec.turn, Step: se.rec.step}))
+	})
 }
 
 // Request is what one model request of a step sends. System ("": none)
@@ -169,74 +175,71 @@ type Request struct {
 // new or changed, the waiting messages in admission order, and the request
 // header when new, changed or after a compaction.
 func (se *Session) Request(req Request) error {
-	unlock, err := se.enterStep("Request")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if req.Config.Provider == "" || req.Config.Model == "" {
-		return se.refuse("Request", ErrInvalid, "the request needs a provider and a model")
-	}
-	for _, t := range req.Tools {
-		if err := t.Check(); err != nil {
+	return se.locked(se.inStep("Request"), func() error {
+		if req.Config.Provider == "" || req.Config.Model == "" {
+			return se.refuse("Request", ErrInvalid, "the request needs a provider and a model")
+		}
+		for _, t := range req.Tools {
+			if err := t.Check(); err != nil {
+				return se.refuse("Request", ErrInvalid, "%v", err)
+			}
+		}
+		var evs []convlog.Event
+		content := []byte("[]")
+		if req.System != "" {
+			content, _ = convlog.BlocksJSON([]convlog.Block{convlog.TextBlock(req.System)})
+		}
+		r := &se.rec
+		switch {
+		case r.head < 0 && r.hist.Len() > 0:
+		case r.head < 0, !bytes.Equal(content, r.system):
+			msg, err := convlog.NewStoredMessage(NewMessageID(), "system", convlog.Source{Kind: convlog.SourceSystemPrompt}, content)
+			if err != nil {
+				return err
+			}
+			d, _ := convlog.EncodeData(convlog.MessageData{Turn: r.turn, Step: r.step, Message: msg.JSON()})
+			ev := convlog.Event{Type: convlog.TypeSystemMessage, Data: d, SurfaceOp: &convlog.SurfaceOp{}}
+			if r.head >= 0 {
+				ev.SurfaceOp = &convlog.SurfaceOp{Replace: true, StartSeq: r.head, EndSeq: r.head}
+				ev.SourceEventSeqs = []int64{r.head}
+			}
+			evs = append(evs, ev)
+		}
+		for _, m := range r.inbox {
+			evs = append(evs, convlog.Event{Type: convlog.TypeUserMessage, Data: m.JSON(), SurfaceOp: &convlog.SurfaceOp{}})
+		}
+		h := convlog.EpochHeader{Config: req.Config, Tools: req.Tools}
+		if req.AdapterDefaults != (convlog.AdapterDefaults{}) {
+			ad := req.AdapterDefaults
+			h.AdapterDefaults = &ad
+		}
+		hj, err := convlog.EncodeData(h)
+		if err != nil {
 			return se.refuse("Request", ErrInvalid, "%v", err)
 		}
-	}
-	var evs []convlog.Event
-	content := []byte("[]")
-	if req.System != "" {
-		content, _ = convlog.BlocksJSON([]convlog.Block{convlog.TextBlock(req.System)})
-	}
-	r := &se.rec
-	switch {
-	case r.head < 0 && r.hist.Len() > 0:
-	case r.head < 0, !bytes.Equal(content, r.system):
-		msg, err := convlog.NewStoredMessage(NewMessageID(), "system", convlog.Source{Kind: convlog.SourceSystemPrompt}, content)
-		if err != nil {
+		reason := ""
+		replaced := r.series || (len(evs) > 0 && evs[0].SurfaceOp.Replace)
+		switch {
+		case r.header == nil:
+			reason = convlog.HeaderInitial
+		case !r.headerRun:
+			reason = convlog.HeaderResume
+		case !bytes.Equal(hj, r.header):
+			reason = convlog.HeaderChange
+		case replaced:
+			reason = convlog.HeaderSeries
+		}
+		if reason != "" {
+			evs = append(evs, typed(convlog.TypeRequestHeader, convlog.RequestHeaderData{Header: h, Reason: reason}))
+		}
+		if err := se.record(evs...); err != nil {
 			return err
 		}
-		d, _ := convlog.EncodeData(convlog.MessageData{Turn: r.turn, Step: r.step, Message: msg.JSON()})
-		ev := convlog.Event{Type: convlog.TypeSystemMessage, Data: d, SurfaceOp: &convlog.SurfaceOp{}}
-		if r.head >= 0 {
-			ev.SurfaceOp = &convlog.SurfaceOp{Replace: true, StartSeq: r.head, EndSeq: r.head}
-			ev.SourceEventSeqs = []int64{r.head}
+		if reason != "" {
+			r.headerRun = true
 		}
-		evs = append(evs, ev)
-	}
-	for _, m := range r.inbox {
-		evs = append(evs, convlog.Event{Type: convlog.TypeUserMessage, Data: m.JSON(), SurfaceOp: &convlog.SurfaceOp{}})
-	}
-	h := convlog.EpochHeader{Config: req.Config, Tools: req.Tools}
-	if req.AdapterDefaults != (convlog.AdapterDefaults{}) {
-		ad := req.AdapterDefaults
-		h.AdapterDefaults = &ad
-	}
-	hj, err := convlog.EncodeData(h)
-	if err != nil {
-		return se.refuse("Request", ErrInvalid, "%v", err)
-	}
-	reason := ""
-	replaced := r.series || (len(evs) > 0 && evs[0].SurfaceOp.Replace)
-	switch {
-	case r.header == nil:
-		reason = convlog.HeaderInitial
-	case !r.headerRun:
-		reason = convlog.HeaderResume
-	case !bytes.Equal(hj, r.header):
-		reason = convlog.HeaderChange
-	case replaced:
-		reason = convlog.HeaderSeries
-	}
-	if reason != "" {
-		evs = append(evs, typed(convlog.TypeRequestHeader, convlog.RequestHeaderData{Header: h, Reason: reason}))
-	}
-	if err := se.record(evs...); err != nil {
-		return err
-	}
-	if reason != "" {
-		r.headerRun = true
-	}
-	return nil
+		return nil
+	})
 }
 
 // ModelCall is one model call of the open step, its streamed chunks held in
@@ -254,7 +257,7 @@ type ModelCall struct {
 // BeginModelCall starts a model call of the open step with its Request's
 // provider and model; after a Retry it records that the retry began.
 func (se *Session) BeginModelCall() (*ModelCall, error) {
-	unlock, err := se.enterStep("BeginModelCall")
+	unlock, err := se.enterIf(se.inStep("BeginModelCall"))
 	if err != nil {
 		return nil, err
 	}
@@ -458,23 +461,20 @@ func (c *ModelCall) Fail(failure convlog.LLMFailure) error {
 // ToolCall records that tool call callID, which an answer of the step
 // asked for, starts.
 func (se *Session) ToolCall(callID string) error {
-	unlock, err := se.enterStep("ToolCall")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	c := se.rec.calls[callID]
-	switch {
-	case callID == "":
-		return se.refuse("ToolCall", ErrEmptyID, "the tool call needs its id")
-	case c == nil:
-		return se.refuse("ToolCall", ErrUnknownCall, "no answer of turn %d asked for tool call %s", se.rec.turn, termtext.Quote(callID))
-	case c.startSeq >= 0:
-		return se.refuse("ToolCall", ErrOrder, "tool call %s has started already", termtext.Quote(callID))
-	case c.step != se.rec.step:
-		return se.refuse("ToolCall", ErrOrder, "tool call %s belongs to step %d, not step %d", termtext.Quote(callID), c.step, se.rec.step)
-	}
-	return se.record(typed(convlog.TypeToolCall, convlog.ToolCallData{Turn: se.rec.turn, Step: se.rec.step, CallID: callID, Name: c.name, Arguments: c.args}))
+	return se.locked(se.inStep("ToolCall"), func() error {
+		c := se.rec.calls[callID]
+		switch {
+		case callID == "":
+			return se.refuse("ToolCall", ErrEmptyID, "the tool call needs its id")
+		case c == nil:
+			return se.refuse("ToolCall", ErrUnknownCall, "no answer of turn %d asked for tool call %s", se.rec.turn, termtext.Quote(callID))
+		case c.startSeq >= 0:
+			return se.refuse("ToolCall", ErrOrder, "tool call %s has started already", termtext.Quote(callID))
+		case c.step != se.rec.step:
+			return se.refuse("ToolCall", ErrOrder, "tool call %s belongs to step %d, not step %d", termtext.Quote(callID), c.step, se.rec.step)
+		}
+		return se.record(typed(convlog.TypeToolCall, convlog.ToolCallData{Turn: se.rec.turn, Step: se.rec.step, CallID: callID, Name: c.name, Arguments: c.args}))
+	})
 }
 
 // ToolResult is the result of a tool call, message ID. Error, only with
@@ -488,35 +488,32 @@ type ToolResult struct {
 
 // ToolResult records the result of a started tool call.
 func (se *Session) ToolResult(r ToolResult) error {
-	unlock, err := se.enterStep("ToolResult")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	c := se.rec.calls[r.CallID]
-	switch {
-	case r.CallID == "":
-		return se.refuse("ToolResult", ErrEmptyID, "the result needs its call's id")
-	case c == nil:
-		return se.refuse("ToolResult", ErrUnknownCall, "no answer of turn %d asked for tool call %s", se.rec.turn, termtext.Quote(r.CallID))
-	case c.resolved:
-		return se.refuse("ToolResult", ErrOrder, "tool call %s has its result already", termtext.Quote(r.CallID))
-	case c.startSeq < 0:
-		return se.refuse("ToolResult", ErrOrder, "tool call %s has not started (ToolCall)", termtext.Quote(r.CallID))
-	case r.Error != nil && !r.IsError:
-		return se.refuse("ToolResult", ErrInvalid, "an error is carried only by a result marked IsError")
-	case r.Error != nil && (r.Error.Name == "" || r.Error.Code == ""):
-		return se.refuse("ToolResult", ErrInvalid, "a tool error needs a name and a code")
-	}
-	if err := se.checkNewID("ToolResult", r.ID); err != nil {
-		return err
-	}
-	msg, err := convlog.NewToolMessage(r.ID, r.CallID, r.IsError, r.Content)
-	if err != nil {
-		return se.refuse("ToolResult", ErrInvalid, "%v", err)
-	}
-	d, _ := convlog.EncodeData(convlog.ToolResultData{Turn: se.rec.turn, Step: se.rec.step, Message: msg.JSON(), Error: r.Error})
-	return se.record(convlog.Event{Type: convlog.TypeToolResult, Data: d, SurfaceOp: &convlog.SurfaceOp{}, SourceEventSeqs: []int64{c.startSeq}})
+	return se.locked(se.inStep("ToolResult"), func() error {
+		c := se.rec.calls[r.CallID]
+		switch {
+		case r.CallID == "":
+			return se.refuse("ToolResult", ErrEmptyID, "the result needs its call's id")
+		case c == nil:
+			return se.refuse("ToolResult", ErrUnknownCall, "no answer of turn %d asked for tool call %s", se.rec.turn, termtext.Quote(r.CallID))
+		case c.resolved:
+			return se.refuse("ToolResult", ErrOrder, "tool call %s has its result already", termtext.Quote(r.CallID))
+		case c.startSeq < 0:
+			return se.refuse("ToolResult", ErrOrder, "tool call %s has not started (ToolCall)", termtext.Quote(r.CallID))
+		case r.Error != nil && !r.IsError:
+			return se.refuse("ToolResult", ErrInvalid, "an error is carried only by a result marked IsError")
+		case r.Error != nil && (r.Error.Name == "" || r.Error.Code == ""):
+			return se.refuse("ToolResult", ErrInvalid, "a tool error needs a name and a code")
+		}
+		if err := se.checkNewID("ToolResult", r.ID); err != nil {
+			return err
+		}
+		msg, err := convlog.NewToolMessage(r.ID, r.CallID, r.IsError, r.Content)
+		if err != nil {
+			return se.refuse("ToolResult", ErrInvalid, "%v", err)
+		}
+		d, _ := convlog.EncodeData(convlog.ToolResultData{Turn: se.rec.turn, Step: se.rec.step, Message: msg.JSON(), Error: r.Error})
+		return se.record(convlog.Event{Type: convlog.TypeToolResult, Data: d, SurfaceOp: &convlog.SurfaceOp{}, SourceEventSeqs: []int64{c.startSeq}})
+	})
 }
 
 // Compaction is a summary of the older history. The summary replaces every
@@ -537,87 +534,84 @@ type Compaction struct {
 // automatic (before a model call of the running turn), as one durable batch;
 // the full history stays in the log.
 func (se *Session) Compact(c Compaction) error {
-	unlock, err := se.enterWritten("Compact")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	r := &se.rec
-	switch {
-	case se.call != nil:
-		return se.refuse("Compact", ErrOrder, "a model call is in flight")
-	case !r.turnOpen && len(r.inbox) > 0:
-		return se.refuse("Compact", ErrOrder, "a manual compaction needs nothing waiting (%d message(s) are)", len(r.inbox))
-	case c.Summary == "":
-		return se.refuse("Compact", ErrInvalid, "the compaction needs its summary")
-	case c.Provider == "" || c.Model == "":
-		return se.refuse("Compact", ErrInvalid, "the compaction needs the provider and model that wrote it")
-	}
-	if c.ID == "" {
-		c.ID = NewMessageID()
-	} else if r.compactions[c.ID] {
-		return se.refuse("Compact", ErrDuplicateID, "compaction id %s is used already", termtext.Quote(c.ID))
-	}
-	if c.CheckpointID == "" {
-		c.CheckpointID = NewMessageID()
-	} else if err := se.checkNewID("Compact", c.CheckpointID); err != nil {
-		return err
-	}
-	nodes := r.hist.Surface()
-	first := 0
-	if len(nodes) > 0 && nodes[0].Seq == r.head {
-		first = 1
-	}
-	end := len(nodes)
-	if c.KeepFrom != "" {
-		end = -1
-		for i, n := range nodes {
-			if n.Message != nil && n.Message.ID() == c.KeepFrom {
-				end = i
+	return se.locked(se.written("Compact"), func() error {
+		r := &se.rec
+		switch {
+		case se.call != nil:
+			return se.refuse("Compact", ErrOrder, "a model call is in flight")
+		case !r.turnOpen && len(r.inbox) > 0:
+			return se.refuse("Compact", ErrOrder, "a manual compaction needs nothing waiting (%d message(s) are)", len(r.inbox))
+		case c.Summary == "":
+			return se.refuse("Compact", ErrInvalid, "the compaction needs its summary")
+		case c.Provider == "" || c.Model == "":
+			return se.refuse("Compact", ErrInvalid, "the compaction needs the provider and model that wrote it")
+		}
+		if c.ID == "" {
+			c.ID = NewMessageID()
+		} else if r.compactions[c.ID] {
+			return se.refuse("Compact", ErrDuplicateID, "compaction id %s is used already", termtext.Quote(c.ID))
+		}
+		if c.CheckpointID == "" {
+			c.CheckpointID = NewMessageID()
+		} else if err := se.checkNewID("Compact", c.CheckpointID); err != nil {
+			return err
+		}
+		nodes := r.hist.Surface()
+		first := 0
+		if len(nodes) > 0 && nodes[0].Seq == r.head {
+			first = 1
+		}
+		end := len(nodes)
+		if c.KeepFrom != "" {
+			end = -1
+			for i, n := range nodes {
+				if n.Message != nil && n.Message.ID() == c.KeepFrom {
+					end = i
+				}
+			}
+			if end < 0 {
+				return se.refuse("Compact", ErrUnknownMessage, "message %s is not in the history the model reads", termtext.Quote(c.KeepFrom))
 			}
 		}
-		if end < 0 {
-			return se.refuse("Compact", ErrUnknownMessage, "message %s is not in the history the model reads", termtext.Quote(c.KeepFrom))
+		if end <= first {
+			return se.refuse("Compact", ErrOrder, "nothing before message %s to summarise", termtext.Quote(c.KeepFrom))
 		}
-	}
-	if end <= first {
-		return se.refuse("Compact", ErrOrder, "nothing before message %s to summarise", termtext.Quote(c.KeepFrom))
-	}
-	span := nodes[first:end]
-	seqs := make([]int64, len(span))
-	count := c.TokenCount
-	for i, n := range span {
-		seqs[i] = n.Seq
-		if c.TokenCount == 0 && n.Message != nil {
-			count += int64(len(n.Message.JSON())+3) / 4
+		span := nodes[first:end]
+		seqs := make([]int64, len(span))
+		count := c.TokenCount
+		for i, n := range span {
+			seqs[i] = n.Seq
+			if c.TokenCount == 0 && n.Message != nil {
+				count += int64(len(n.Message.JSON())+3) / 4
+			}
 		}
-	}
-	var turn *int64
-	if r.turnOpen {
-		t := r.turn
-		turn = &t
-	}
-	summary := []convlog.Block{convlog.TextBlock(c.Summary)}
-	msg, err := convlog.NewMessage(c.CheckpointID, "user", convlog.CheckpointSource(c.ID), summary)
-	if err != nil {
-		return se.refuse("Compact", ErrInvalid, "%v", err)
-	}
-	defer se.indexPoint(false)
-	return se.record(
-		typed(convlog.TypeCompactionStart, convlog.CompactionStartData{CompactionID: c.ID, Turn: turn}),
-		typed(convlog.TypeCompactionSummary, convlog.CompactionSummaryData{CompactionID: c.ID, Summary: summary,
-			ShadowedRange: convlog.SeqRange{Start: seqs[0], End: seqs[len(seqs)-1]}, ShadowedSeqs: seqs, ShadowedTokenCount: count,
-			Provider: c.Provider, Model: c.Model, MaxTokens: c.MaxTokens, Usage: c.Usage}),
-		convlog.Event{Type: convlog.TypeUserMessage, Data: msg.JSON(), SourceEventSeqs: slices.Sorted(slices.Values(seqs)),
-			SurfaceOp: &convlog.SurfaceOp{Replace: true, StartSeq: seqs[0], EndSeq: seqs[len(seqs)-1]}},
-		typed(convlog.TypeCompactionEnd, convlog.CompactionEndData{CompactionID: c.ID, Turn: turn}))
+		var turn *int64
+		if r.turnOpen {
+			t := r.turn
+			turn = &t
+		}
+		summary := []convlog.Block{convlog.TextBlock(c.Summary)}
+		msg, err := convlog.NewMessage(c.CheckpointID, "user", convlog.CheckpointSource(c.ID), summary)
+		if err != nil {
+			return se.refuse("Compact", ErrInvalid, "%v", err)
+		}
+		defer se.indexPoint(false)
+		return se.record(
+			typed(convlog.TypeCompactionStart, convlog.CompactionStartData{CompactionID: c.ID, Turn: turn}),
+			typed(convlog.TypeCompactionSummary, convlog.CompactionSummaryData{CompactionID: c.ID, Summary: summary,
+				ShadowedRange: convlog.SeqRange{Start: seqs[0], End: seqs[len(seqs)-1]}, ShadowedSeqs: seqs, ShadowedTokenCount: count,
+				Provider: c.Provider, Model: c.Model, MaxTokens: c.MaxTokens, Usage: c.Usage}),
+			convlog.Event{Type: convlog.TypeUserMessage, Data: msg.JSON(), SourceEventSeqs: slices.Sorted(slices.Values(seqs)),
+				SurfaceOp: &convlog.SurfaceOp{Replace: true, StartSeq: seqs[0], EndSeq: seqs[len(seqs)-1]}},
+			typed(convlog.TypeCompactionEnd, convlog.CompactionEndData{CompactionID: c.ID, Turn: turn}))
+	})
 }
 
 // SubagentReport admits the report of subagent childID as message id; a
 // running turn's next Request records it, else the runtime starts a turn
 // with the message returned.
 func (se *Session) SubagentReport(childID, id, summary string, content []convlog.Block) (convlog.StoredMessage, error) {
-	unlock, err := se.enterWritten("SubagentReport")
+	unlock, err := se.enterIf(se.written("SubagentReport"))
 	if err != nil {
 		return convlog.StoredMessage{}, err
 	}
@@ -669,7 +663,7 @@ func (se *Session) History() []HistoryEntry {
 
 // seqOf is the seq of the surface event that recorded message id.
 func (se *Session) seqOf(call, id string) (int64, error) {
-	unlock, err := se.enterWritten(call)
+	unlock, err := se.enterIf(se.written(call))
 	if err != nil {
 		return 0, err
 	}

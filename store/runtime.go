@@ -396,36 +396,30 @@ func (se *Session) create(prompt convlog.StoredMessage, text string) error {
 // Append records events the format does not type (a plugin's) as one
 // durable batch; one that breaks a format rule is a *convlog.RuleError.
 func (se *Session) Append(events ...convlog.Event) error {
-	unlock, err := se.enterWritten("Append")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if err := se.record(events...); err != nil {
-		return err
-	}
-	se.indexPoint(false)
-	return nil
+	return se.locked(se.written("Append"), func() error {
+		if err := se.record(events...); err != nil {
+			return err
+		}
+		se.indexPoint(false)
+		return nil
+	})
 }
 
 // Steer admits a message the user sent while the turn runs for the next
 // Request; one the turn did not read starts the next turn.
 func (se *Session) Steer(msg convlog.StoredMessage) error {
-	unlock, err := se.enter()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if se.w == nil || !se.rec.turnOpen {
-		return se.refuse("Steer", ErrNoTurn, "no turn is running to steer")
-	}
-	if err := se.checkNewID("Steer", msg.ID()); err != nil {
-		return err
-	}
-	if msg.Role() != "user" {
-		return se.refuse("Steer", ErrInvalid, "a steering message has role user, not %s", termtext.Quote(msg.Role()))
-	}
-	return se.record(se.splice(convlog.SpliceNextStep, msg))
+	return se.locked(nil, func() error {
+		if se.w == nil || !se.rec.turnOpen {
+			return se.refuse("Steer", ErrNoTurn, "no turn is running to steer")
+		}
+		if err := se.checkNewID("Steer", msg.ID()); err != nil {
+			return err
+		}
+		if msg.Role() != "user" {
+			return se.refuse("Steer", ErrInvalid, "a steering message has role user, not %s", termtext.Quote(msg.Role()))
+		}
+		return se.record(se.splice(convlog.SpliceNextStep, msg))
+	})
 }
 
 // OutcomeOf is the conversation log's outcome of a turn/end reason kind.
@@ -442,124 +436,118 @@ func OutcomeOf(reason string) string {
 // EndTurn ends the running turn, whose last step has ended, with
 // OutcomeCompleted or OutcomeFailed and its failure.
 func (se *Session) EndTurn(outcome string, failure *convlog.LLMFailure) error {
-	unlock, err := se.enter()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	reason := convlog.TurnEndReason{Kind: convlog.EndCompleted}
-	switch outcome {
-	case OutcomeCompleted:
-		if failure != nil {
-			return se.refuse("EndTurn", ErrInvalid, "a completed turn carries no failure")
+	return se.locked(nil, func() error {
+		reason := convlog.TurnEndReason{Kind: convlog.EndCompleted}
+		switch outcome {
+		case OutcomeCompleted:
+			if failure != nil {
+				return se.refuse("EndTurn", ErrInvalid, "a completed turn carries no failure")
+			}
+		case OutcomeFailed:
+			if err := failure.Check(); err != nil {
+				return se.refuse("EndTurn", ErrInvalid, "a failed turn carries its error: %v", err)
+			}
+			f := *failure
+			reason = convlog.TurnEndReason{Kind: convlog.EndError, Error: &f}
+		case OutcomeInterrupted:
+			return se.refuse("EndTurn", ErrInvalid, "a turn ends as interrupted through Interrupt")
+		default:
+			return se.refuse("EndTurn", ErrInvalid, "turn outcome %s is not %s or %s", termtext.Quote(outcome), OutcomeCompleted, OutcomeFailed)
 		}
-	case OutcomeFailed:
-		if err := failure.Check(); err != nil {
-			return se.refuse("EndTurn", ErrInvalid, "a failed turn carries its error: %v", err)
+		if se.w == nil || !se.rec.turnOpen {
+			return se.refuse("EndTurn", ErrNoTurn, "no turn is running")
 		}
-		f := *failure
-		reason = convlog.TurnEndReason{Kind: convlog.EndError, Error: &f}
-	case OutcomeInterrupted:
-		return se.refuse("EndTurn", ErrInvalid, "a turn ends as interrupted through Interrupt")
-	default:
-		return se.refuse("EndTurn", ErrInvalid, "turn outcome %s is not %s or %s", termtext.Quote(outcome), OutcomeCompleted, OutcomeFailed)
-	}
-	if se.w == nil || !se.rec.turnOpen {
-		return se.refuse("EndTurn", ErrNoTurn, "no turn is running")
-	}
-	if se.call != nil {
-		return se.refuse("EndTurn", ErrOrder, "a model call is in flight: complete it, retry it or fail it first")
-	}
-	if se.rec.stepOpen {
-		return se.refuse("EndTurn", ErrOrder, "step %d is still open (EndStep)", se.rec.step)
-	}
-	oc, err := se.liveConv()
-	if err != nil {
-		return err
-	}
-	turn := se.rec.turn
-	if err := se.record(typed(convlog.TypeTurnEnd, convlog.TurnEndData{Turn: turn, Reason: reason})); err != nil {
-		return err
-	}
-	if err := se.flush(); err != nil {
-		return err
-	}
-	if err := se.st.endTurn(oc, se.id, turn, outcome); err != nil {
-		return err
-	}
-	se.indexPoint(true, lastTurn(oc, se.id)...)
-	return nil
+		if se.call != nil {
+			return se.refuse("EndTurn", ErrOrder, "a model call is in flight: complete it, retry it or fail it first")
+		}
+		if se.rec.stepOpen {
+			return se.refuse("EndTurn", ErrOrder, "step %d is still open (EndStep)", se.rec.step)
+		}
+		oc, err := se.liveConv()
+		if err != nil {
+			return err
+		}
+		turn := se.rec.turn
+		if err := se.record(typed(convlog.TypeTurnEnd, convlog.TurnEndData{Turn: turn, Reason: reason})); err != nil {
+			return err
+		}
+		if err := se.flush(); err != nil {
+			return err
+		}
+		if err := se.st.endTurn(oc, se.id, turn, outcome); err != nil {
+			return err
+		}
+		se.indexPoint(true, lastTurn(oc, se.id)...)
+		return nil
+	})
 }
 
 // Interrupt ends the running turn as the user's interrupt does: the call in
 // flight, if given, is kept as an interrupted answer and open tool calls get
 // interrupted errors.
 func (se *Session) Interrupt(call *ModelCall) error {
-	unlock, err := se.enter()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	if se.w == nil || !se.rec.turnOpen {
-		return se.refuse("Interrupt", ErrNoTurn, "no turn is running to interrupt")
-	}
-	if call != nil && call != se.call {
-		return se.refuse("Interrupt", ErrOrder, "the model call given is not the one in flight")
-	}
-	oc, err := se.liveConv()
-	if err != nil {
-		return err
-	}
-	var partial []convlog.Event
-	if c := se.call; c != nil && call != nil {
-		c.mu.Lock()
-		content, err := c.stream.Partial()
-		if err == nil && string(content) != "[]" {
-			var ev convlog.Event
-			id := fmt.Sprintf("interrupted-answer-%d", se.rec.next)
-			msg, merr := convlog.NewStoredMessage(id, "assistant", convlog.ModelSource(c.provider, c.model), content)
-			if ev, err = se.answerEvent(msg, c, true); merr != nil {
-				err = merr
-			}
-			partial = append(partial, ev)
+	return se.locked(nil, func() error {
+		if se.w == nil || !se.rec.turnOpen {
+			return se.refuse("Interrupt", ErrNoTurn, "no turn is running to interrupt")
 		}
-		c.mu.Unlock()
+		if call != nil && call != se.call {
+			return se.refuse("Interrupt", ErrOrder, "the model call given is not the one in flight")
+		}
+		oc, err := se.liveConv()
 		if err != nil {
-			return se.refuse("Interrupt", ErrInvalid, "%v", err)
-		}
-	}
-	if c := se.call; c != nil {
-		c.mu.Lock()
-		c.done = true
-		c.mu.Unlock()
-		se.call = nil
-	}
-	// The session log is durable before the conversation log hears of it.
-	if err := se.record(partial...); err != nil {
-		return err
-	}
-	if err := se.flush(); err != nil {
-		return err
-	}
-	if err := se.record(convlog.CloseTurn(se.w.Turn(), se.w.NextSeq(), se.st.nowMs(), convlog.EndInterrupted)...); err != nil {
-		return err
-	}
-	if err := se.flush(); err != nil {
-		return err
-	}
-	if _, ok := oc.st.open[se.id]; ok {
-		if err := se.st.endTurn(oc, se.id, oc.st.info.Turns[oc.st.open[se.id]].Turn, OutcomeInterrupted); err != nil {
 			return err
 		}
-	}
-	se.indexPoint(true, lastTurn(oc, se.id)...)
-	return nil
+		var partial []convlog.Event
+		if c := se.call; c != nil && call != nil {
+			c.mu.Lock()
+			content, err := c.stream.Partial()
+			if err == nil && string(content) != "[]" {
+				var ev convlog.Event
+				id := fmt.Sprintf("interrupted-answer-%d", se.rec.next)
+				msg, merr := convlog.NewStoredMessage(id, "assistant", convlog.ModelSource(c.provider, c.model), content)
+				if ev, err = se.answerEvent(msg, c, true); merr != nil {
+					err = merr
+				}
+				partial = append(partial, ev)
+			}
+			c.mu.Unlock()
+			if err != nil {
+				return se.refuse("Interrupt", ErrInvalid, "%v", err)
+			}
+		}
+		if c := se.call; c != nil {
+			c.mu.Lock()
+			c.done = true
+			c.mu.Unlock()
+			se.call = nil
+		}
+		// The session log is durable before the conversation log hears of it.
+		if err := se.record(partial...); err != nil {
+			return err
+		}
+		if err := se.flush(); err != nil {
+			return err
+		}
+		if err := se.record(convlog.CloseTurn(se.w.Turn(), se.w.NextSeq(), se.st.nowMs(), convlog.EndInterrupted)...); err != nil {
+			return err
+		}
+		if err := se.flush(); err != nil {
+			return err
+		}
+		if _, ok := oc.st.open[se.id]; ok {
+			if err := se.st.endTurn(oc, se.id, oc.st.info.Turns[oc.st.open[se.id]].Turn, OutcomeInterrupted); err != nil {
+				return err
+			}
+		}
+		se.indexPoint(true, lastTurn(oc, se.id)...)
+		return nil
+	})
 }
 
 // Spawn starts a subagent session one level below this one; its first turn
 // starts with the task and it reports back with SubagentReport.
 func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
-	unlock, err := se.enterWritten("Spawn")
+	unlock, err := se.enterIf(se.written("Spawn"))
 	if err != nil {
 		return nil, err
 	}
