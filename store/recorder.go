@@ -320,20 +320,25 @@ func (c *ModelCall) Finish(r convlog.FinishReason) {
 	c.chunk(func(ms int64) { c.stream.Finish(ms, r) })
 }
 
-// end takes the session, then the call, for the call that ends c.
-func (c *ModelCall) end(call string) (func(), error) {
+// end runs fn, the call that ends c, holding the session and then c; c has
+// ended once fn succeeds.
+func (c *ModelCall) end(call string, fn func(se *Session) error) error {
 	se := c.se
 	unlock, err := se.enter()
 	if err != nil {
-		return nil, err
+		return err
 	}
+	defer unlock()
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.done || se.call != c {
-		c.mu.Unlock()
-		unlock()
-		return nil, se.refuse(call, ErrOrder, "the model call has ended already")
+		return se.refuse(call, ErrOrder, "the model call has ended already")
 	}
-	return func() { c.mu.Unlock(); unlock() }, nil
+	if err := fn(se); err != nil {
+		return err
+	}
+	c.done, se.call = true, nil
+	return nil
 }
 
 // answerEvent is assistant/message with msg, from c's stream.
@@ -346,42 +351,34 @@ func (se *Session) answerEvent(msg convlog.StoredMessage, c *ModelCall, interrup
 // Complete records the call's answer, empty or cut off too, as message id;
 // its tool calls are then the step's to run.
 func (c *ModelCall) Complete(id string) error {
-	unlock, err := c.end("Complete")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	se := c.se
-	if err := se.checkNewID("Complete", id); err != nil {
-		return err
-	}
-	content, err := c.stream.Content()
-	if err != nil {
-		return se.refuse("Complete", ErrInvalid, "%v", err)
-	}
-	seen := map[string]bool{}
-	for _, b := range toolCalls(content) {
-		switch {
-		case b.ID == "":
-			return se.refuse("Complete", ErrEmptyID, "a tool call of the answer has no id")
-		case seen[b.ID] || se.rec.calls[b.ID] != nil:
-			return se.refuse("Complete", ErrDuplicateID, "tool call id %s is asked for twice in the turn", termtext.Quote(b.ID))
+	return c.end("Complete", func(se *Session) error {
+		if err := se.checkNewID("Complete", id); err != nil {
+			return err
 		}
-		seen[b.ID] = true
-	}
-	msg, err := convlog.NewStoredMessage(id, "assistant", convlog.ModelSource(c.provider, c.model), content)
-	if err != nil {
-		return se.refuse("Complete", ErrInvalid, "%v", err)
-	}
-	ev, err := se.answerEvent(msg, c, false)
-	if err != nil {
-		return err
-	}
-	if err := se.record(ev); err != nil {
-		return err
-	}
-	c.done, se.call = true, nil
-	return nil
+		content, err := c.stream.Content()
+		if err != nil {
+			return se.refuse("Complete", ErrInvalid, "%v", err)
+		}
+		seen := map[string]bool{}
+		for _, b := range toolCalls(content) {
+			switch {
+			case b.ID == "":
+				return se.refuse("Complete", ErrEmptyID, "a tool call of the answer has no id")
+			case seen[b.ID] || se.rec.calls[b.ID] != nil:
+				return se.refuse("Complete", ErrDuplicateID, "tool call id %s is asked for twice in the turn", termtext.Quote(b.ID))
+			}
+			seen[b.ID] = true
+		}
+		msg, err := convlog.NewStoredMessage(id, "assistant", convlog.ModelSource(c.provider, c.model), content)
+		if err != nil {
+			return se.refuse("Complete", ErrInvalid, "%v", err)
+		}
+		ev, err := se.answerEvent(msg, c, false)
+		if err != nil {
+			return err
+		}
+		return se.record(ev)
+	})
 }
 
 // Retry is a model call that failed with a temporary error and is tried
@@ -397,65 +394,49 @@ type Retry struct {
 // Retry records that the call failed with a temporary error; the step's
 // next BeginModelCall is the retry.
 func (c *ModelCall) Retry(r Retry) error {
-	unlock, err := c.end("Retry")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	se := c.se
-	if err := r.Failure.Check(); err != nil {
-		return se.refuse("Retry", ErrInvalid, "%v", err)
-	}
-	if r.Delay < 0 || r.MaxRetries < 0 {
-		return se.refuse("Retry", ErrInvalid, "a retry's delay and limit cannot be negative")
-	}
-	policy := r.PolicyKey
-	if policy == "" {
-		policy = "default"
-	}
-	rs := &se.rec
-	k := retryKey{rs.turn, rs.step, c.provider, policy}
-	id, n := fmt.Sprintf("retry-%d", rs.next+1), int64(1)
-	if ch := rs.retryChains[k]; ch != nil {
-		id, n = ch.id, ch.n+1
-	}
-	if r.MaxRetries > 0 && n > r.MaxRetries {
-		return se.refuse("Retry", ErrInvalid, "retry %d is beyond the policy's %d", n, r.MaxRetries)
-	}
-	d := convlog.RetryData{Mode: convlog.RetryAlways, Turn: rs.turn, Step: rs.step, Provider: c.provider, PolicyKey: policy,
-		RetryID: id, Retry: n, DelayMs: r.Delay.Milliseconds(), Failure: r.Failure}
-	if r.MaxRetries > 0 {
-		d.Mode, d.MaxRetries = convlog.RetryNormal, &r.MaxRetries
-	}
-	attempt := typed(convlog.TypeAssistantAttempt, convlog.AttemptData{Turn: rs.turn, Step: rs.step, Stream: c.stream.Records()})
-	if err := se.record(attempt, typed(convlog.TypeRetry, d)); err != nil {
-		return err
-	}
-	c.done, se.call = true, nil
-	return nil
+	return c.end("Retry", func(se *Session) error {
+		if err := r.Failure.Check(); err != nil {
+			return se.refuse("Retry", ErrInvalid, "%v", err)
+		}
+		if r.Delay < 0 || r.MaxRetries < 0 {
+			return se.refuse("Retry", ErrInvalid, "a retry's delay and limit cannot be negative")
+		}
+		policy := r.PolicyKey
+		if policy == "" {
+			policy = "default"
+		}
+		rs := &se.rec
+		k := retryKey{rs.turn, rs.step, c.provider, policy}
+		id, n := fmt.Sprintf("retry-%d", rs.next+1), int64(1)
+		if ch := rs.retryChains[k]; ch != nil {
+			id, n = ch.id, ch.n+1
+		}
+		if r.MaxRetries > 0 && n > r.MaxRetries {
+			return se.refuse("Retry", ErrInvalid, "retry %d is beyond the policy's %d", n, r.MaxRetries)
+		}
+		d := convlog.RetryData{Mode: convlog.RetryAlways, Turn: rs.turn, Step: rs.step, Provider: c.provider, PolicyKey: policy,
+			RetryID: id, Retry: n, DelayMs: r.Delay.Milliseconds(), Failure: r.Failure}
+		if r.MaxRetries > 0 {
+			d.Mode, d.MaxRetries = convlog.RetryNormal, &r.MaxRetries
+		}
+		attempt := typed(convlog.TypeAssistantAttempt, convlog.AttemptData{Turn: rs.turn, Step: rs.step, Stream: c.stream.Records()})
+		return se.record(attempt, typed(convlog.TypeRetry, d))
+	})
 }
 
 // Fail records that the call failed for good; the turn then fails (EndStep,
 // then EndTurn with OutcomeFailed).
 func (c *ModelCall) Fail(failure convlog.LLMFailure) error {
-	unlock, err := c.end("Fail")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	se := c.se
-	if err := failure.Check(); err != nil {
-		return se.refuse("Fail", ErrInvalid, "%v", err)
-	}
-	if c.stream.FinishReason().Kind != convlog.FinishError {
-		f := failure
-		c.stream.Finish(c.now(), convlog.FinishReason{Kind: convlog.FinishError, Failure: &f})
-	}
-	if err := se.record(typed(convlog.TypeAssistantAttempt, convlog.AttemptData{Turn: se.rec.turn, Step: se.rec.step, Stream: c.stream.Records()})); err != nil {
-		return err
-	}
-	c.done, se.call = true, nil
-	return nil
+	return c.end("Fail", func(se *Session) error {
+		if err := failure.Check(); err != nil {
+			return se.refuse("Fail", ErrInvalid, "%v", err)
+		}
+		if c.stream.FinishReason().Kind != convlog.FinishError {
+			f := failure
+			c.stream.Finish(c.now(), convlog.FinishReason{Kind: convlog.FinishError, Failure: &f})
+		}
+		return se.record(typed(convlog.TypeAssistantAttempt, convlog.AttemptData{Turn: se.rec.turn, Step: se.rec.step, Stream: c.stream.Records()}))
+	})
 }
 
 // ToolCall records that tool call callID, which an answer of the step
