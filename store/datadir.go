@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
 
 	"github.com/convkit/convkit/convlog"
@@ -292,27 +290,4 @@ func (s *Store) FindLog(convID, sessionID string) (Log, error) {
 		return Log{}, fmt.Errorf("conversation %s (%s) has no conversation log%s", termtext.Quote(convID), c.Path, why)
 	}
 	return Log{}, fmt.Errorf("conversation %s (%s) has no log for session %s%s", termtext.Quote(convID), c.Path, termtext.Quote(sessionID), why)
-}
-
-// dependents lists, sorted, the readable conversations that read older
-// history from convID directly.
-func (s *Store) dependents(convID string) ([]string, error) {
-	tree, err := s.Walk()
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, c := range tree.Conversations {
-		if c.ID == convID {
-			continue
-		}
-		if l := c.ConversationLog(); l != nil {
-			info, err := l.ReadConversation()
-			if err == nil && !info.Deleting && slices.Contains(Dependencies(info), convID) {
-				out = append(out, c.ID)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -41,26 +42,30 @@ func (e *DependentsError) Error() string {
 
 func (e *DependentsError) Unwrap() error { return ErrHasDependents }
 
-// checkDelete refuses deleting check, among all, when a conversation not in
-// all reads older history from one of them.
+// checkDelete refuses deleting check, among all, when a readable
+// conversation not in all reads older history from one of them.
 func (s *Store) checkDelete(check, all []string) error {
-	going := map[string]bool{}
-	for _, id := range all {
-		going[id] = true
+	if len(check) == 0 {
+		return nil
 	}
-	for _, id := range check {
-		deps, err := s.dependents(id)
-		if err != nil {
-			return err
-		}
-		var kept []string
-		for _, d := range deps {
-			if !going[d] {
-				kept = append(kept, d)
+	tree, err := s.Walk()
+	if err != nil {
+		return err
+	}
+	dependents := map[string][]string{}
+	for _, c := range tree.Conversations {
+		if l := c.ConversationLog(); l != nil && !slices.Contains(all, c.ID) {
+			if info, err := l.ReadConversation(); err == nil && !info.Deleting {
+				for _, d := range Dependencies(info) {
+					dependents[d] = append(dependents[d], c.ID)
+				}
 			}
 		}
-		if len(kept) > 0 {
-			return &DependentsError{ID: id, Dependents: kept}
+	}
+	for _, id := range check {
+		if deps := dependents[id]; len(deps) > 0 {
+			sort.Strings(deps)
+			return &DependentsError{ID: id, Dependents: deps}
 		}
 	}
 	return nil
