@@ -222,31 +222,25 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	// Logs come conversation by conversation; each conversation is
 	// finished (its expectation, with strict) when the next begins. One
 	// with nothing archived is not in the archive.
-	var (
-		cur      []Conversation // the one being read, or none
-		curIdx   = -1
-		curFacts *convFacts
-		curFiles []File
-		curSeen  = map[string]bool{} // bases whose current generation is archived
-	)
+	var cur *convLogs
 	flush := func() error {
 		if cur == nil {
 			return nil
 		}
+		c := cur.Conversation
 		if opts.Strict {
-			expectations(cur, []*convFacts{curFacts}, [][]File{curFiles}, false, &m.Counts)
+			c = expectations([]*convLogs{cur}, false, &m.Counts)[0]
 		}
 		m.Counts.Conversations++
-		if err := convSpool.add(&cur[0]); err != nil {
+		if err := convSpool.add(&c); err != nil {
 			return err
 		}
-		for _, f := range curFiles {
+		for _, f := range cur.files {
 			if err := addFile(f); err != nil {
 				return err
 			}
 		}
-		cur, curFacts, curFiles = nil, nil, curFiles[:0]
-		clear(curSeen)
+		cur = nil
 		return nil
 	}
 	err = loadAll(ctx, sw.jobs(), m.Online, opts.Strict, opts.Workers, 2*opts.Workers+2, func(l *loaded) error {
@@ -261,19 +255,11 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 			problem(j.path, l.problem)
 			return nil
 		}
-		if cur == nil || curIdx != j.convIdx {
+		if cur == nil || cur.idx != j.convIdx {
 			if err := flush(); err != nil {
 				return err
 			}
-			cur, curIdx = []Conversation{{ID: j.convID, Dir: j.convDir}}, j.convIdx
-		}
-		if !curSeen[j.base] {
-			curSeen[j.base] = true
-			l.info.Current = true
-			if j.convLog && l.info.Strict {
-				fc := l.conv
-				curFacts = &fc
-			}
+			cur = &convLogs{Conversation: Conversation{ID: j.convID, Dir: j.convDir}, idx: j.convIdx}
 		}
 		aw.SetModTime(l.mtime)
 		seen(l.mtime)
@@ -286,8 +272,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 			opts.OnEvent(store.Item{Kind: store.ItemInvalid, Path: j.path, Reason: l.info.Error})
 		}
 		m.LiveTailBytes += l.liveTail
-		info := l.info
-		curFiles = append(curFiles, File{Name: j.name, Size: sum.Size, SHA256: sum.Hex(), Log: &info})
+		cur.add(l, File{Name: j.name, Size: sum.Size, SHA256: sum.Hex()})
 		return nil
 	})
 	if err == nil {

@@ -67,6 +67,33 @@ type convFacts struct {
 	deps     []string
 }
 
+// convLogs is one conversation's logs as a backup or a verify read them,
+// in archive order.
+type convLogs struct {
+	Conversation
+	idx   int
+	facts *convFacts // of its conversation log, read strictly
+	files []File
+	base  string // of the last log added
+}
+
+// add takes the conversation's next log; the first of a base is its
+// current generation. It returns the Log kept.
+func (c *convLogs) add(l *loaded, f File) *Log {
+	if j := l.job; j.base != c.base || len(c.files) == 0 {
+		c.base = j.base
+		l.info.Current = true
+		if j.convLog && l.info.Strict {
+			fc := l.conv
+			c.facts = &fc
+		}
+	}
+	info := l.info
+	f.Log = &info
+	c.files = append(c.files, f)
+	return f.Log
+}
+
 func (l *loaded) close() {
 	if l.f != nil {
 		l.f.Close()

@@ -192,12 +192,13 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	for _, p := range tree.Problems {
 		mismatch(relName(dir, p.Path), "the restored layout is wrong: %s", p.Reason)
 	}
-	jobs := jobsOf(tree)
 	// What this read found of each conversation, as the manifest would say it.
-	logs := make([][]File, len(tree.Conversations))
-	facts := make([]*convFacts, len(tree.Conversations))
-	currentSeen := map[[2]string]bool{}
-	err = loadAll(ctx, jobs, false, true, opts.Jobs, 2*opts.Jobs+2, func(l *loaded) error {
+	cs := make([]*convLogs, len(tree.Conversations))
+	sessionLogs := 0
+	for i, c := range tree.Conversations {
+		cs[i] = &convLogs{Conversation: Conversation{ID: c.ID, Dir: c.Name}}
+	}
+	err = loadAll(ctx, jobsOf(tree), false, true, opts.Jobs, 2*opts.Jobs+2, func(l *loaded) error {
 		defer l.close()
 		res.Logs++
 		j := l.job
@@ -205,17 +206,10 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 			mismatch(j.name, "cannot be read back: %s", l.problem)
 			return nil
 		}
-		key := [2]string{tree.Conversations[j.convIdx].Name, j.base}
-		if !currentSeen[key] {
-			currentSeen[key] = true
-			l.info.Current = true
-			if j.convLog && l.info.Strict {
-				fc := l.conv
-				facts[j.convIdx] = &fc
-			}
+		got := cs[j.convIdx].add(l, File{Name: j.name, Size: l.length})
+		if got.Current && got.Session != "" {
+			sessionLogs++
 		}
-		got := l.info
-		logs[j.convIdx] = append(logs[j.convIdx], File{Name: j.name, Size: l.length, Log: &got})
 		if got.Error != "" {
 			res.InvalidLogs++
 			res.Invalid = append(res.Invalid, Mismatch{Name: j.name, Problem: got.Error})
@@ -260,34 +254,22 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	}
 
 	// What a reindex must do with each conversation, from this read.
-	convs := make([]Conversation, len(tree.Conversations))
-	for i, c := range tree.Conversations {
-		convs[i] = Conversation{ID: c.ID, Dir: c.Name}
-	}
 	var expect Counts
-	expectations(convs, facts, logs, false, &expect)
-	sessionLogs := 0
-	for _, fs := range logs {
-		for _, f := range fs {
-			if f.Log.Current && f.Log.Session != "" {
-				sessionLogs++
-			}
-		}
-	}
+	convs := expectations(cs, false, &expect)
 	if len(convs) != m.Counts.Conversations || res.Logs != m.Counts.Logs || sessionLogs != m.Counts.SessionLogs {
 		mismatch(archive.ManifestName, "counts: conversations=%d logs=%d session-logs=%d in the archive, the manifest says %d, %d, %d",
 			len(convs), res.Logs, sessionLogs, m.Counts.Conversations, m.Counts.Logs, m.Counts.SessionLogs)
 	}
 	if m.LogCheck == LogCheckStrict {
-		// An archive of an older build expects its rule: a conversation
-		// whose fork source is missing skipped. Either rule's agreement
-		// verifies it; the rebuild below follows this build's.
+		// An archive of an older build expects its rules (expectations'
+		// legacy): either rule's agreement verifies it; the rebuild below
+		// follows this build's.
+		wantByID := map[string]*Conversation{}
+		for i := range m.Conversations {
+			wantByID[m.Conversations[i].ID] = &m.Conversations[i]
+		}
 		agree := func(convs []Conversation, expect Counts, report bool) bool {
 			ok := true
-			wantByID := map[string]*Conversation{}
-			for i := range m.Conversations {
-				wantByID[m.Conversations[i].ID] = &m.Conversations[i]
-			}
 			for _, c := range convs {
 				if w := wantByID[c.ID]; w != nil && w.Expect != c.Expect {
 					ok = false
@@ -307,34 +289,14 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 			}
 			return ok
 		}
-		if !agree(convs, expect, false) {
-			legacy := make([]Conversation, len(convs))
-			for i, c := range convs {
-				legacy[i] = Conversation{ID: c.ID, Dir: c.Dir}
-			}
-			// ... and none of the format's rules beyond a line that this
-			// build checks and it did not.
-			legacyLogs := make([][]File, len(logs))
-			for ci, fs := range logs {
-				for _, f := range fs {
-					if f.Log.ruleOnly {
-						lg := *f.Log
-						lg.Error = ""
-						f.Log = &lg
-					}
-					legacyLogs[ci] = append(legacyLogs[ci], f)
-				}
-			}
-			var legacyExpect Counts
-			expectations(legacy, facts, legacyLogs, true, &legacyExpect)
-			if !agree(legacy, legacyExpect, false) {
-				agree(convs, expect, true)
-			}
+		var legacy Counts
+		if !agree(convs, expect, false) && !agree(expectations(cs, true, &legacy), legacy, false) {
+			agree(convs, expect, true)
 		}
 	}
 
 	// An index rebuilt from the archived logs.
-	if err := rebuildAndCompare(ctx, dir, convs, logs, expect, opts, text, res, mismatch); err != nil {
+	if err := rebuildAndCompare(ctx, dir, cs, convs, expect, opts, text, res, mismatch); err != nil {
 		return nil, err
 	}
 	res.OK = len(res.Mismatches) == 0
@@ -344,7 +306,7 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 // rebuildAndCompare reindexes the store in dir and compares each
 // conversation's fate, sessions, sizes and event counts with the
 // expectations.
-func rebuildAndCompare(ctx context.Context, dir string, convs []Conversation, logs [][]File, expect Counts,
+func rebuildAndCompare(ctx context.Context, dir string, cs []*convLogs, convs []Conversation, expect Counts,
 	opts VerifyOptions, text bool, res *VerifyResult, mismatch func(name, format string, args ...any)) error {
 	s, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "convkit backup verify"},
 		Create: store.CreateAlways})
@@ -414,9 +376,9 @@ func rebuildAndCompare(ctx context.Context, dir string, convs []Conversation, lo
 			continue
 		}
 		want := map[string]*File{}
-		for i, f := range logs[ci] {
+		for i, f := range cs[ci].files {
 			if f.Log.Current && f.Log.Session != "" {
-				want[filepath.Base(f.Name)] = &logs[ci][i]
+				want[filepath.Base(f.Name)] = &cs[ci].files[i]
 			}
 		}
 		if len(row.Sessions) != len(want) {
@@ -494,24 +456,29 @@ func relName(dir, p string) string {
 	return p
 }
 
-// expectations applies reindex.Accept to each conversation's archived
-// logs (convs[i]'s are logs[i], facts[i]): what a reindex of the restored
-// store does with it, counted into cnt. legacyForkSkip adds older builds'
-// rule (a missing fork source skips) to verify their archives.
-func expectations(convs []Conversation, facts []*convFacts, logs [][]File, legacyForkSkip bool, cnt *Counts) {
+// expectations applies reindex.Accept to each conversation's logs: what a
+// reindex of the restored store does with it, counted into cnt. legacy
+// takes older builds' rules, to verify their archives: a missing fork
+// source skips, and a session log failing only a rule they did not check
+// reads.
+func expectations(cs []*convLogs, legacy bool, cnt *Counts) []Conversation {
 	present := map[string]bool{}
-	for ci := range convs {
-		if len(logs[ci]) > 0 {
-			present[convs[ci].ID] = true
+	for _, c := range cs {
+		if len(c.files) > 0 {
+			present[c.ID] = true
 		}
 	}
-	for ci := range convs {
+	convs := make([]Conversation, len(cs))
+	for ci, cl := range cs {
 		c := &convs[ci]
+		*c = Conversation{ID: cl.ID, Dir: cl.Dir}
 		f := reindex.Found{Dir: path.Join(store.ConversationsDirName, c.Dir)}
-		fc := facts[ci]
-		for _, file := range logs[ci] {
+		fc := cl.facts
+		for _, file := range cl.files {
 			switch lg := file.Log; {
 			case !lg.Current:
+			case lg.Session != "" && legacy && lg.ruleOnly:
+				f.Sessions = append(f.Sessions, reindex.LogFound{Path: file.Name})
 			case lg.Session != "":
 				f.Sessions = append(f.Sessions, reindex.LogFound{Path: file.Name, Err: lg.failure()})
 			default:
@@ -535,7 +502,7 @@ func expectations(convs []Conversation, facts []*convFacts, logs [][]File, legac
 			// As the index records a skip: the log named in its directory.
 			c.Reason = path.Base(v.Path) + ": " + v.Reason
 		}
-		if c.Expect == reindex.Indexed && legacyForkSkip {
+		if c.Expect == reindex.Indexed && legacy {
 			for _, d := range c.DependsOn {
 				if !present[d] {
 					c.Expect = reindex.Skipped
@@ -547,7 +514,7 @@ func expectations(convs []Conversation, facts []*convFacts, logs [][]File, legac
 		switch c.Expect {
 		case reindex.Indexed:
 			cnt.Indexed++
-			for _, f := range logs[ci] {
+			for _, f := range cl.files {
 				if f.Log.Current && f.Log.Session != "" {
 					cnt.IndexedSessions++
 					cnt.Events += f.Log.Events
@@ -559,4 +526,5 @@ func expectations(convs []Conversation, facts []*convFacts, logs [][]File, legac
 			cnt.Deleting++
 		}
 	}
+	return convs
 }
