@@ -2,7 +2,7 @@ package archive
 
 import (
 	"bufio"
-	"encoding/binary"
+	"encoding/gob"
 	"fmt"
 	"io"
 	"iter"
@@ -13,12 +13,14 @@ import (
 )
 
 // ExtractedList is the entries an extraction wrote, in archive order: the
-// first memEntries in memory, the rest in an unlinked file beside the tree,
-// so memory stays flat in the number of entries. Close releases the file.
+// first memEntries in memory, the rest gob-encoded in an unlinked file
+// beside the tree, so memory stays flat in the number of entries. Close
+// releases the file.
 type ExtractedList struct {
 	mem   []Extracted
 	spill *os.File
 	w     *bufio.Writer
+	enc   *gob.Encoder
 	dir   string // where the spill file goes
 	n     int
 	last  Extracted
@@ -28,7 +30,6 @@ type ExtractedList struct {
 // memEntries is how many entries are held in memory (about 2 MiB).
 const memEntries = 1 << 14
 
-// Len is the number of entries.
 func (l *ExtractedList) Len() int { return l.n }
 
 // Last is the last entry; the zero Extracted when there is none.
@@ -59,14 +60,9 @@ func (l *ExtractedList) add(e Extracted) error {
 				return err
 			}
 			l.spill, l.w = f, bufio.NewWriterSize(f, 64<<10)
+			l.enc = gob.NewEncoder(l.w)
 		}
-		var b [3 * binary.MaxVarintLen64]byte
-		n := binary.PutUvarint(b[:], uint64(len(e.Name)))
-		n += binary.PutVarint(b[n:], e.Size)
-		n += binary.PutVarint(b[n:], e.Offset)
-		l.w.Write(b[:n])
-		l.w.WriteString(e.Name)
-		if _, err := l.w.Write(e.SHA256[:]); err != nil {
+		if err := l.enc.Encode(&e); err != nil {
 			return fmt.Errorf("keeping the list of entries: %w", err)
 		}
 	}
@@ -92,10 +88,10 @@ func (l *ExtractedList) All(n int) iter.Seq[Extracted] {
 			l.err = fmt.Errorf("keeping the list of entries: %w", err)
 			return
 		}
-		r := bufio.NewReaderSize(io.NewSectionReader(l.spill, 0, 1<<62), 64<<10)
+		dec := gob.NewDecoder(bufio.NewReaderSize(io.NewSectionReader(l.spill, 0, 1<<62), 64<<10))
 		for range n - len(l.mem) {
-			e, err := readSpilled(r)
-			if err != nil {
+			var e Extracted
+			if err := dec.Decode(&e); err != nil {
 				l.err = fmt.Errorf("reading the list of entries back: %w", err)
 				return
 			}
@@ -104,30 +100,6 @@ func (l *ExtractedList) All(n int) iter.Seq[Extracted] {
 			}
 		}
 	}
-}
-
-func readSpilled(r *bufio.Reader) (Extracted, error) {
-	var e Extracted
-	nameLen, err := binary.ReadUvarint(r)
-	if err != nil {
-		return e, err
-	}
-	if e.Size, err = binary.ReadVarint(r); err != nil {
-		return e, err
-	}
-	if e.Offset, err = binary.ReadVarint(r); err != nil {
-		return e, err
-	}
-	if nameLen > 1<<20 {
-		return e, fmt.Errorf("a name of %d bytes", nameLen)
-	}
-	name := make([]byte, nameLen)
-	if _, err := io.ReadFull(r, name); err != nil {
-		return e, err
-	}
-	e.Name = string(name)
-	_, err = io.ReadFull(r, e.SHA256[:])
-	return e, err
 }
 
 // newExtractedList starts the list of an extraction into dir.

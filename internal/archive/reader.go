@@ -3,6 +3,7 @@ package archive
 import (
 	"archive/tar"
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,20 +40,8 @@ var DefaultLimits = Limits{
 
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
-	return Limits{
-		MaxEntries:       positiveOr(l.MaxEntries, d.MaxEntries),
-		MaxEntryBytes:    positiveOr(l.MaxEntryBytes, d.MaxEntryBytes),
-		MaxTotalBytes:    positiveOr(l.MaxTotalBytes, d.MaxTotalBytes),
-		MaxWindow:        positiveOr(l.MaxWindow, d.MaxWindow),
-		MaxTrailingBytes: positiveOr(l.MaxTrailingBytes, d.MaxTrailingBytes),
-	}
-}
-
-func positiveOr[T int | int64 | uint64](v, def T) T {
-	if v > 0 {
-		return v
-	}
-	return def
+	return Limits{cmp.Or(l.MaxEntries, d.MaxEntries), cmp.Or(l.MaxEntryBytes, d.MaxEntryBytes),
+		cmp.Or(l.MaxTotalBytes, d.MaxTotalBytes), cmp.Or(l.MaxWindow, d.MaxWindow), cmp.Or(l.MaxTrailingBytes, d.MaxTrailingBytes)}
 }
 
 // ReaderOptions configure a Reader.
@@ -290,24 +279,18 @@ func (r *Reader) damage(h *Header, err error) error {
 	return r.errorf(h, false, err, "%s", msg)
 }
 
-// sparseVersion names the GNU sparse format PAX records declare ("1.0",
-// "0.x"), or "" for none.
+// sparseVersion names the GNU sparse format PAX records declare ("1.0";
+// "0.x" for 0.0 and 0.1, which carry no version), or "" for none.
 func sparseVersion(recs map[string]string) string {
-	found := false
+	if maj, mnr := recs["GNU.sparse.major"], recs["GNU.sparse.minor"]; maj != "" || mnr != "" {
+		return maj + "." + mnr
+	}
 	for k := range recs {
 		if strings.HasPrefix(k, "GNU.sparse.") {
-			found = true
-			break
+			return "0.x"
 		}
 	}
-	switch {
-	case !found:
-		return ""
-	case recs["GNU.sparse.major"] != "" || recs["GNU.sparse.minor"] != "":
-		return recs["GNU.sparse.major"] + "." + recs["GNU.sparse.minor"]
-	}
-	// 0.0 and 0.1 carry no version.
-	return "0.x"
+	return ""
 }
 
 // nameSource says when a PAX record overrode the tar header's name.
@@ -318,26 +301,13 @@ func nameSource(th *tar.Header) string {
 	return ""
 }
 
+var typeNames = map[byte]string{tar.TypeLink: "hard link", tar.TypeSymlink: "symbolic link", tar.TypeChar: "character device",
+	tar.TypeBlock: "block device", tar.TypeDir: "directory entry", tar.TypeFifo: "FIFO", tar.TypeCont: "contiguous file",
+	tar.TypeXGlobalHeader: "PAX global header", tar.TypeGNUSparse: "sparse file"}
+
 func typeName(t byte) string {
-	switch t {
-	case tar.TypeLink:
-		return "hard link"
-	case tar.TypeSymlink:
-		return "symbolic link"
-	case tar.TypeChar:
-		return "character device"
-	case tar.TypeBlock:
-		return "block device"
-	case tar.TypeDir:
-		return "directory entry"
-	case tar.TypeFifo:
-		return "FIFO"
-	case tar.TypeCont:
-		return "contiguous file"
-	case tar.TypeXGlobalHeader:
-		return "PAX global header"
-	case tar.TypeGNUSparse:
-		return "sparse file"
+	if n, ok := typeNames[t]; ok {
+		return n
 	}
 	return fmt.Sprintf("entry type %s", termtext.Quote(string(t)))
 }
