@@ -26,6 +26,7 @@ package backup
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -410,50 +411,57 @@ func pending(p string) bool {
 	return err != nil || fi.Size() > 0
 }
 
-// spool is one list of the manifest as comma-separated JSON, held in memory
-// up to memory bytes and beyond it in a file at path, unlinked once made:
-// writeManifest joins the lists into the bytes encoding the whole Manifest
-// would give.
+// spool is one list of the manifest as comma-separated JSON, in memory up
+// to memory bytes and beyond it in a file at path, unlinked once made.
 type spool struct {
 	path    string
 	memory  int
-	mem     []byte
+	mem     bytes.Buffer
 	f       *os.File
 	w       *bufio.Writer
-	buf     bytes.Buffer
-	enc     *json.Encoder
+	item    bytes.Buffer
+	enc     *json.Encoder // onto item
 	n, size int64
 }
 
 const defaultSpoolMemory = 1 << 20
 
 func newSpool(path string, memory int) *spool {
-	if memory <= 0 {
-		memory = defaultSpoolMemory
-	}
-	s := &spool{path: path, memory: memory}
-	s.enc = json.NewEncoder(&s.buf)
-	s.enc.SetEscapeHTML(false)
+	s := &spool{path: path, memory: cmp.Or(memory, defaultSpoolMemory)}
+	s.enc = newEncoder(&s.item)
 	return s
 }
 
+// newEncoder encodes as the manifest is written: <, > and & as they are.
+func newEncoder(w io.Writer) *json.Encoder {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc
+}
+
 func (s *spool) add(v any) error {
-	s.buf.Reset()
+	s.item.Reset()
 	if s.n > 0 {
-		s.buf.WriteByte(',')
+		s.item.WriteByte(',')
 	}
 	if err := s.enc.Encode(v); err != nil {
 		return err
 	}
-	b := bytes.TrimSuffix(s.buf.Bytes(), []byte{'\n'})
-	if s.f == nil && len(s.mem)+len(b) > s.memory {
-		if err := s.toFile(); err != nil {
-			return err
+	b := bytes.TrimSuffix(s.item.Bytes(), []byte{'\n'})
+	var err error
+	if s.f == nil && s.mem.Len()+len(b) > s.memory {
+		if s.f, err = os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, durable.FileMode); err == nil {
+			os.Remove(s.path)
+			s.w = bufio.NewWriterSize(s.f, 256<<10)
+			_, err = s.mem.WriteTo(s.w)
 		}
 	}
 	if s.f == nil {
-		s.mem = append(s.mem, b...)
-	} else if _, err := s.w.Write(b); err != nil {
+		s.mem.Write(b)
+	} else if err == nil {
+		_, err = s.w.Write(b)
+	}
+	if err != nil {
 		return fmt.Errorf("spooling the manifest: %w", err)
 	}
 	s.n++
@@ -461,25 +469,9 @@ func (s *spool) add(v any) error {
 	return nil
 }
 
-func (s *spool) toFile() error {
-	f, err := os.OpenFile(s.path, os.O_RDWR|os.O_CREATE|os.O_EXCL, durable.FileMode)
-	if err != nil {
-		return fmt.Errorf("spooling the manifest: %w", err)
-	}
-	if os.Remove(s.path) == nil {
-		s.path = ""
-	}
-	s.f, s.w = f, bufio.NewWriterSize(f, 256<<10)
-	if _, err := s.w.Write(s.mem); err != nil {
-		return fmt.Errorf("spooling the manifest: %w", err)
-	}
-	s.mem = nil
-	return nil
-}
-
 func (s *spool) reader() (io.Reader, error) {
 	if s.f == nil {
-		return bytes.NewReader(s.mem), nil
+		return bytes.NewReader(s.mem.Bytes()), nil
 	}
 	if err := s.w.Flush(); err != nil {
 		return nil, fmt.Errorf("spooling the manifest: %w", err)
@@ -488,43 +480,28 @@ func (s *spool) reader() (io.Reader, error) {
 }
 
 func (s *spool) close() {
-	if s.f == nil {
-		return
-	}
-	s.f.Close()
-	if s.path != "" {
-		os.Remove(s.path)
+	if s.f != nil {
+		s.f.Close()
+		os.Remove(s.path) // if unlinking it failed before
 	}
 }
 
 // writeManifest writes m as the manifest entry, the spooled lists in place
-// of its own.
+// of its own: the bytes encoding the whole Manifest would give.
 func writeManifest(aw *archive.Writer, m *Manifest, convs, files *spool) error {
-	encode := func(v any) ([]byte, error) {
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(v); err != nil {
-			return nil, fmt.Errorf("encode the manifest: %w", err)
-		}
-		return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
-	}
+	var whole, probs bytes.Buffer
 	lists := *m
-	lists.Conversations, lists.Files = []Conversation{}, []File{}
-	whole, err := encode(&lists)
-	if err != nil {
-		return err
+	lists.Conversations, lists.Files, lists.Problems = nil, nil, nil
+	if err := newEncoder(&whole).Encode(&lists); err != nil {
+		return fmt.Errorf("encode the manifest: %w", err)
 	}
-	probs, err := encode(m.Problems)
-	if err != nil {
-		return err
+	if err := newEncoder(&probs).Encode(m.Problems); err != nil {
+		return fmt.Errorf("encode the manifest: %w", err)
 	}
-	tail := append([]byte(`"conversations":[],"files":[],"problems":`), probs...)
-	tail = append(tail, '}')
-	if !bytes.HasSuffix(whole, tail) {
+	head, ok := bytes.CutSuffix(whole.Bytes(), []byte(`"conversations":null,"files":null,"problems":null}`+"\n"))
+	if !ok {
 		return errors.New("encode the manifest: conversations, files and problems are not its last members")
 	}
-	head := whole[:len(whole)-len(tail)]
 	cr, err := convs.reader()
 	if err != nil {
 		return err
@@ -533,11 +510,12 @@ func writeManifest(aw *archive.Writer, m *Manifest, convs, files *spool) error {
 	if err != nil {
 		return err
 	}
-	parts := []io.Reader{bytes.NewReader(head), bytes.NewReader([]byte(`"conversations":[`)), cr,
-		bytes.NewReader([]byte(`],"files":[`)), fr, bytes.NewReader([]byte(`],"problems":`)), bytes.NewReader(probs),
-		bytes.NewReader([]byte("}\n"))}
-	size := int64(len(head)+len(`"conversations":[`)+len(`],"files":[`)+len(`],"problems":`)+len(probs)+2) + convs.size + files.size
-	if _, err := aw.WriteEntry(archive.ManifestName, archive.Text, size, io.MultiReader(parts...)); err != nil {
+	head = append(head, `"conversations":[`...)
+	mid := []byte(`],"files":[`)
+	tail := append(append([]byte(`],"problems":`), bytes.TrimSuffix(probs.Bytes(), []byte{'\n'})...), "}\n"...)
+	size := int64(len(head)+len(mid)+len(tail)) + convs.size + files.size
+	r := io.MultiReader(bytes.NewReader(head), cr, bytes.NewReader(mid), fr, bytes.NewReader(tail))
+	if _, err := aw.WriteEntry(archive.ManifestName, archive.Text, size, r); err != nil {
 		return fmt.Errorf("archive the manifest: %w", err)
 	}
 	return nil

@@ -857,18 +857,6 @@ type MetricsRun struct {
 	Result *Result
 }
 
-type metric struct {
-	name, help string
-	ofResult   func(r *Result) float64 // nil for the run's own metrics
-}
-
-const (
-	MetricLastSuccess = "convkit_backup_last_success_timestamp_seconds"
-	MetricLastRun     = "convkit_backup_last_run_timestamp_seconds"
-	MetricExitCode    = "convkit_backup_last_run_exit_code"
-	MetricDuration    = "convkit_backup_duration_seconds"
-)
-
 func boolValue(b bool) float64 {
 	if b {
 		return 1
@@ -876,53 +864,45 @@ func boolValue(b bool) float64 {
 	return 0
 }
 
-var metrics = []metric{
-	{MetricLastSuccess, "When the last run that wrote a complete archive ended (Unix seconds; 0: none yet). Exit 3 counts: the archive is complete, the problems have metrics of their own.", nil},
-	{MetricLastRun, "When the last run ended (Unix seconds), whatever its outcome.", nil},
-	{MetricExitCode, "The last run's exit status (0 success, 1 failure, 3 complete but a file left out or a log invalid, 130 interrupted).", nil},
-	{MetricDuration, "How long the last run took, in seconds.", nil},
-	{"convkit_backup_archive_bytes", "The last complete archive's size in bytes.", func(r *Result) float64 { return float64(r.Bytes) }},
-	{"convkit_backup_conversations", "Conversations in the last complete archive.", func(r *Result) float64 { return float64(r.Manifest.Counts.Conversations) }},
-	{"convkit_backup_files", "Files in the last complete archive (logs and the index).", func(r *Result) float64 { return float64(r.Manifest.Counts.Files) }},
-	{"convkit_backup_bytes", "Bytes of the store's files in the last complete archive.", func(r *Result) float64 { return float64(r.Manifest.Counts.Bytes) }},
-	{"convkit_backup_invalid_logs", "Logs of the last complete archive that failed their check (archived whole); see convkit_backup_strict.", func(r *Result) float64 { return float64(r.Manifest.Counts.InvalidLogs) }},
-	{"convkit_backup_strict", "1 when the last complete archive's logs were read event by event (--strict), 0 when by their structure only: invalid_logs then counts broken framing, not content.", func(r *Result) float64 { return boolValue(r.Manifest.LogCheck == LogCheckStrict) }},
-	{"convkit_backup_unreadable_files", "Files of the store left out of the last complete archive because they could not be read.", func(r *Result) float64 { return float64(len(r.Manifest.Problems)) }},
-	{"convkit_backup_online", "1 when the last complete archive was taken while another process held runtime.lock.", func(r *Result) float64 { return boolValue(r.Manifest.Online) }},
+// metrics are the gauges; those of a complete archive (!run) keep their
+// earlier values after a run that made none.
+var metrics = []struct {
+	name, help string
+	run        bool
+	value      func(MetricsRun) float64
+}{
+	{"convkit_backup_last_success_timestamp_seconds", "When the last run that wrote a complete archive ended (Unix seconds; 0: none yet). Exit 3 counts: the archive is complete, the problems have metrics of their own.", false, func(r MetricsRun) float64 { return float64(r.End.Unix()) }},
+	{"convkit_backup_last_run_timestamp_seconds", "When the last run ended (Unix seconds), whatever its outcome.", true, func(r MetricsRun) float64 { return float64(r.End.Unix()) }},
+	{"convkit_backup_last_run_exit_code", "The last run's exit status (0 success, 1 failure, 3 complete but a file left out or a log invalid, 130 interrupted).", true, func(r MetricsRun) float64 { return float64(r.ExitCode) }},
+	{"convkit_backup_duration_seconds", "How long the last run took, in seconds.", true, func(r MetricsRun) float64 { return r.Duration.Seconds() }},
+	{"convkit_backup_archive_bytes", "The last complete archive's size in bytes.", false, func(r MetricsRun) float64 { return float64(r.Result.Bytes) }},
+	{"convkit_backup_conversations", "Conversations in the last complete archive.", false, func(r MetricsRun) float64 { return float64(r.Result.Manifest.Counts.Conversations) }},
+	{"convkit_backup_files", "Files in the last complete archive (logs and the index).", false, func(r MetricsRun) float64 { return float64(r.Result.Manifest.Counts.Files) }},
+	{"convkit_backup_bytes", "Bytes of the store's files in the last complete archive.", false, func(r MetricsRun) float64 { return float64(r.Result.Manifest.Counts.Bytes) }},
+	{"convkit_backup_invalid_logs", "Logs of the last complete archive that failed their check (archived whole); see convkit_backup_strict.", false, func(r MetricsRun) float64 { return float64(r.Result.Manifest.Counts.InvalidLogs) }},
+	{"convkit_backup_strict", "1 when the last complete archive's logs were read event by event (--strict), 0 when by their structure only: invalid_logs then counts broken framing, not content.", false, func(r MetricsRun) float64 { return boolValue(r.Result.Manifest.LogCheck == LogCheckStrict) }},
+	{"convkit_backup_unreadable_files", "Files of the store left out of the last complete archive because they could not be read.", false, func(r MetricsRun) float64 { return float64(len(r.Result.Manifest.Problems)) }},
+	{"convkit_backup_online", "1 when the last complete archive was taken while another process held runtime.lock.", false, func(r MetricsRun) float64 { return boolValue(r.Result.Manifest.Online) }},
 }
 
 // WriteMetrics writes the metrics of run to path in the Prometheus text
 // format (node_exporter's textfile collector), replacing the file
-// atomically. Without a complete archive, the figures of the last one are
-// kept from the file.
+// atomically.
 func WriteMetrics(path string, run MetricsRun) error {
-	values := map[string]float64{}
+	var prev map[string]float64
 	if run.Result == nil {
-		prev, err := readMetrics(path)
-		if err != nil {
+		var err error
+		if prev, err = readMetrics(path); err != nil {
 			return err
 		}
-		for _, m := range metrics {
-			if m.ofResult != nil || m.name == MetricLastSuccess {
-				values[m.name] = prev[m.name]
-			}
-		}
-	} else {
-		values[MetricLastSuccess] = float64(run.End.Unix())
-		for _, m := range metrics {
-			if m.ofResult != nil {
-				values[m.name] = m.ofResult(run.Result)
-			}
-		}
 	}
-	values[MetricLastRun] = float64(run.End.Unix())
-	values[MetricExitCode] = float64(run.ExitCode)
-	values[MetricDuration] = run.Duration.Seconds()
-
 	var b bytes.Buffer
 	for _, m := range metrics {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %s\n", m.name, m.help, m.name, m.name,
-			strconv.FormatFloat(values[m.name], 'f', -1, 64))
+		v := prev[m.name]
+		if m.run || run.Result != nil {
+			v = m.value(run)
+		}
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %s\n", m.name, m.help, m.name, m.name, strconv.FormatFloat(v, 'f', -1, 64))
 	}
 	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s: is a directory", path)

@@ -151,7 +151,7 @@ func TestMetricsFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := readExposition(t, path)
-	if v[MetricLastSuccess] != 0 || v[MetricExitCode] != 1 || v[MetricLastRun] != float64(start.Unix()) {
+	if v["convkit_backup_last_success_timestamp_seconds"] != 0 || v["convkit_backup_last_run_exit_code"] != 1 || v["convkit_backup_last_run_timestamp_seconds"] != float64(start.Unix()) {
 		t.Errorf("a failure first: %v", v)
 	}
 
@@ -163,7 +163,7 @@ func TestMetricsFile(t *testing.T) {
 	v = readExposition(t, path)
 	m := res.Manifest
 	want := map[string]float64{
-		MetricLastSuccess: float64(end.Unix()), MetricLastRun: float64(end.Unix()), MetricExitCode: 3, MetricDuration: 1.5,
+		"convkit_backup_last_success_timestamp_seconds": float64(end.Unix()), "convkit_backup_last_run_timestamp_seconds": float64(end.Unix()), "convkit_backup_last_run_exit_code": 3, "convkit_backup_duration_seconds": 1.5,
 		"convkit_backup_archive_bytes": float64(res.Bytes), "convkit_backup_conversations": float64(m.Counts.Conversations),
 		"convkit_backup_files": float64(m.Counts.Files), "convkit_backup_bytes": float64(m.Counts.Bytes),
 		"convkit_backup_invalid_logs": 1, "convkit_backup_strict": 1, "convkit_backup_unreadable_files": 0,
@@ -190,11 +190,11 @@ func TestMetricsFile(t *testing.T) {
 	v2 := readExposition(t, path)
 	for k, w := range want {
 		switch k {
-		case MetricLastRun:
+		case "convkit_backup_last_run_timestamp_seconds":
 			w = float64(later.Unix())
-		case MetricExitCode:
+		case "convkit_backup_last_run_exit_code":
 			w = 130
-		case MetricDuration:
+		case "convkit_backup_duration_seconds":
 			w = 0.001
 		}
 		if v2[k] != w {
