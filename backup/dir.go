@@ -285,6 +285,8 @@ const (
 	spoolSuffix    = ".manifest-"
 )
 
+// companionOf is the temporary archive a file ToDir made beside it
+// belongs to.
 func companionOf(name string) (string, bool) {
 	if a, ok := strings.CutSuffix(name, snapshotSuffix); ok && isTempArchive(a) {
 		return a, true
@@ -296,47 +298,39 @@ func companionOf(name string) (string, bool) {
 }
 
 func isTempArchive(name string) bool {
-	return strings.HasPrefix(name, "."+archivePrefix) && strings.Contains(name, archiveSuffix+".") &&
-		durable.IsTemp(name)
+	final, ok := archive.TempOf(name)
+	return ok && IsArchiveName(final)
 }
 
 // removeStaleTemps removes temporary archives whose writer is gone (no
 // flock), then what belongs to something gone: their companions, and the
 // sidecars of archives.
 func removeStaleTemps(dir string) []string {
+	var removed []string
+	for _, sw := range archive.SweepTemps(dir, IsArchiveName) {
+		if sw.Err == nil {
+			removed = append(removed, sw.Path)
+		}
+	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil
+		return removed
 	}
 	present := map[string]bool{}
 	for _, e := range ents {
 		present[e.Name()] = true
 	}
-	var removed []string
-	remove := func(name string) {
-		if p := filepath.Join(dir, name); os.Remove(p) == nil {
-			removed = append(removed, p)
-			delete(present, name)
-		}
-	}
-	for _, e := range ents {
-		if e.Type().IsRegular() && isTempArchive(e.Name()) {
-			if fl := archive.LockIfFree(filepath.Join(dir, e.Name())); fl != nil { // else a live backup writes it
-				remove(e.Name())
-				fl.Close()
-			}
-		}
-	}
+	n := len(removed)
 	for _, e := range ents {
 		of, ok := companionOf(e.Name())
 		if a, info := strings.CutSuffix(e.Name(), InfoSuffix); info && IsArchiveName(a) {
 			of, ok = a, true
 		}
-		if ok && e.Type().IsRegular() && !present[of] {
-			remove(e.Name())
+		if p := filepath.Join(dir, e.Name()); ok && e.Type().IsRegular() && !present[of] && os.Remove(p) == nil {
+			removed = append(removed, p)
 		}
 	}
-	if len(removed) > 0 {
+	if len(removed) > n {
 		durable.SyncDir(dir)
 	}
 	return removed

@@ -279,47 +279,32 @@ type TempFile struct {
 	lock *os.File // outlives the close before durable.Publish links the file
 }
 
-// CreateTemp creates and locks a new temporary file for the archive to be
-// published at final.
+// CreateTemp creates a new temporary file for the archive to be published
+// at final, flock'ed through a descriptor of its own, never through a link.
 func CreateTemp(final string) (*TempFile, error) {
 	f, err := durable.CreateTemp(filepath.Dir(final), "."+filepath.Base(final))
 	if err != nil {
 		return nil, err
 	}
-	l, err := LockTemp(f)
+	l, err := durable.OpenRegular(f.Name(), os.O_RDONLY)
+	if err == nil {
+		if fi, serr := l.Stat(); serr != nil || !sameFile(f, fi) {
+			err = fmt.Errorf("%s was replaced while it was created", f.Name())
+		} else if ok, lerr := tryLock(l); lerr != nil && !errors.Is(lerr, errors.ErrUnsupported) {
+			err = lerr // unsupported: unlocked, and no sweep removes it (see lock_other.go)
+		} else if !ok && lerr == nil {
+			err = errors.New("locked by another process")
+		}
+		if err != nil {
+			l.Close()
+		}
+	}
 	if err != nil {
 		f.Close()
 		os.Remove(f.Name())
-		return nil, err
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
 	}
 	return &TempFile{File: f, lock: l}, nil
-}
-
-// LockTemp flocks f, a temporary file this process just created, through
-// a descriptor of its own, never through a link; close it to unlock.
-func LockTemp(f *os.File) (*os.File, error) {
-	l, err := durable.OpenRegular(f.Name(), os.O_RDONLY)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
-	}
-	a, aerr := f.Stat()
-	b, berr := l.Stat()
-	if aerr != nil || berr != nil || !os.SameFile(a, b) {
-		l.Close()
-		return nil, fmt.Errorf("lock %s: %s was replaced while it was created", f.Name(), f.Name())
-	}
-	ok, err := tryLock(l)
-	switch {
-	case errors.Is(err, errors.ErrUnsupported):
-		// Unlocked: no sweep removes it (see lock_other.go).
-	case err != nil:
-		l.Close()
-		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
-	case !ok:
-		l.Close()
-		return nil, fmt.Errorf("lock %s: locked by another process", f.Name())
-	}
-	return l, nil
 }
 
 // Publish is durable.Publish, then it releases the lock.
@@ -346,20 +331,16 @@ func (t *TempFile) unlock() {
 	}
 }
 
-// SweepTemps removes the temporary files CreateTemp made for final whose
-// lock is free.
-func SweepTemps(final string) []Swept {
-	dir, base := filepath.Split(final)
-	if dir == "" {
-		dir = "."
-	}
+// SweepTemps removes the temporary files CreateTemp made in dir for a
+// final name isFinal accepts, whose lock is free.
+func SweepTemps(dir string, isFinal func(string) bool) []Swept {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
 	var out []Swept
 	for _, e := range ents {
-		if !e.Type().IsRegular() || !isTempOf(e.Name(), base) {
+		if final, ok := TempOf(e.Name()); !ok || !isFinal(final) || !e.Type().IsRegular() {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
@@ -374,20 +355,16 @@ func SweepTemps(final string) []Swept {
 	return out
 }
 
-// isTempOf reports whether name is .<base>.<16 hex>.tmp.
-func isTempOf(name, base string) bool {
-	rest, ok := strings.CutPrefix(name, "."+base+".")
-	if !ok {
-		return false
+// TempOf is the final name of a CreateTemp file, named .<final>.<16 hex>.tmp.
+func TempOf(name string) (string, bool) {
+	rest, ok := strings.CutSuffix(name, durable.TempSuffix)
+	if !ok || len(rest) < 18 || rest[0] != '.' || rest[len(rest)-17] != '.' {
+		return "", false
 	}
-	hexPart, ok := strings.CutSuffix(rest, durable.TempSuffix)
-	if !ok || len(hexPart) != 16 {
-		return false
-	}
-	for _, c := range hexPart {
+	for _, c := range rest[len(rest)-16:] {
 		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
+			return "", false
 		}
 	}
-	return true
+	return rest[1 : len(rest)-17], true
 }

@@ -365,9 +365,10 @@ func TestSweepStaging(t *testing.T) {
 // the writer is killed it is removed, and nothing else is.
 func TestTempFileKilledWriter(t *testing.T) {
 	dir := t.TempDir()
+	isOut := func(name string) bool { f, ok := TempOf(name); return ok && f == "out.tar.zst" }
 	final := filepath.Join(dir, "out.tar.zst")
 	cmd, p := holder(t, holdTempEnv+"="+final)
-	if filepath.Dir(p) != dir || !isTempOf(filepath.Base(p), "out.tar.zst") {
+	if filepath.Dir(p) != dir || !isOut(filepath.Base(p)) {
 		t.Fatalf("named %s", p)
 	}
 	// Names that are not this file's temporaries.
@@ -386,11 +387,11 @@ func TestTempFileKilledWriter(t *testing.T) {
 	if err := os.Symlink(victim, link); err != nil {
 		t.Fatal(err)
 	}
-	if sw := SweepTemps(final); len(sw) != 0 || !exists(p) {
+	if sw := SweepTemps(dir, func(b string) bool { return b == "out.tar.zst" }); len(sw) != 0 || !exists(p) {
 		t.Fatalf("a live writer's temporary file was swept: %v", sweptPaths(sw))
 	}
 	kill(t, cmd)
-	if got := sweptPaths(SweepTemps(final)); len(got) != 1 || got[0] != p {
+	if got := sweptPaths(SweepTemps(dir, func(b string) bool { return b == "out.tar.zst" })); len(got) != 1 || got[0] != p {
 		t.Fatalf("swept %v, want %s", got, p)
 	}
 	for _, o := range append(others, filepath.Base(link)) {

@@ -138,7 +138,7 @@ func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportO
 
 // removeStaleTemps removes killed exports' temporary files for path.
 func removeStaleTemps(path string, onEvent func(store.Item)) {
-	for _, s := range archive.SweepTemps(path) {
+	for _, s := range archive.SweepTemps(filepath.Dir(path), func(f string) bool { return f == filepath.Base(path) }) {
 		ev := store.Item{Kind: store.ItemTempRemoved, Path: s.Path, Reason: "left by an interrupted export"}
 		if s.Err != nil {
 			ev.Kind, ev.Reason = store.ItemTempKept, ev.Reason+", not removed: "+s.Err.Error()
