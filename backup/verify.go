@@ -1,17 +1,19 @@
 package backup
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -180,12 +182,13 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 
 	// Every log is read strictly and compared with what the backup found;
 	// the drill is a store even if the archive holds no conversations/.
-	drill, err := store.Open(ctx, dir, store.OpenOptions{Create: store.CreateAlways})
+	drill, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "convkit backup verify"},
+		Create: store.CreateAlways})
 	if err != nil {
 		return nil, err
 	}
+	defer drill.Close()
 	tree, err := drill.Walk()
-	drill.Close() // the walk is all it is opened for
 	if err != nil {
 		return nil, err
 	}
@@ -296,25 +299,18 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	}
 
 	// An index rebuilt from the archived logs.
-	if err := rebuildAndCompare(ctx, dir, cs, convs, expect, opts, text, res, mismatch); err != nil {
+	if err := rebuildAndCompare(ctx, drill, cs, convs, expect, opts, text, res, mismatch); err != nil {
 		return nil, err
 	}
 	res.OK = len(res.Mismatches) == 0
 	return res, nil
 }
 
-// rebuildAndCompare reindexes the store in dir and compares each
-// conversation's fate, sessions, sizes and event counts with the
-// expectations.
-func rebuildAndCompare(ctx context.Context, dir string, cs []*convLogs, convs []Conversation, expect Counts,
+// rebuildAndCompare reindexes the drill and compares each conversation's
+// fate, sessions, sizes and event counts with the expectations.
+func rebuildAndCompare(ctx context.Context, s *store.Store, cs []*convLogs, convs []Conversation, expect Counts,
 	opts VerifyOptions, text bool, res *VerifyResult, mismatch func(name, format string, args ...any)) error {
-	s, err := store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "convkit backup verify"},
-		Create: store.CreateAlways})
-	if err != nil {
-		return err
-	}
 	rr, err := reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, NoText: !text, ReportAs: opts.reportAs})
-	s.Close()
 	if err != nil {
 		return fmt.Errorf("rebuild the index from the archive: %w", err)
 	}
@@ -334,10 +330,7 @@ func rebuildAndCompare(ctx context.Context, dir string, cs []*convLogs, convs []
 		deleted[id] = true
 	}
 	skipped := map[string]store.Item{}
-	base := dir
-	if opts.reportAs != "" {
-		base = opts.reportAs
-	}
+	base := cmp.Or(opts.reportAs, s.DataDir())
 	for _, sk := range rr.Skipped {
 		if sk.ID == "" {
 			mismatch(relName(base, sk.Path), "the rebuild skipped it: %s", sk.Reason)
@@ -345,66 +338,47 @@ func rebuildAndCompare(ctx context.Context, dir string, cs []*convLogs, convs []
 		}
 		skipped[sk.ID] = sk
 	}
-	known := map[string]bool{}
-	for ci := range convs {
-		c := &convs[ci]
+	for ci, c := range convs {
 		name := store.ConversationsDirName + "/" + c.Dir
-		known[c.ID] = true
 		row := rows[c.ID]
+		delete(rows, c.ID)
 		sk, wasSkipped := skipped[c.ID]
-		switch c.Expect {
-		case reindex.Deleted:
-			if !deleted[c.ID] {
-				mismatch(name, "its deletion was interrupted (a tombstone), but the rebuild did not finish it")
-			}
-			continue
-		case reindex.Skipped:
-			if !wasSkipped {
-				mismatch(name, "the rebuild was expected to skip it (%s), but it did not", c.Reason)
-			}
-			continue
-		}
 		switch {
+		case c.Expect == reindex.Deleted && !deleted[c.ID]:
+			mismatch(name, "its deletion was interrupted (a tombstone), but the rebuild did not finish it")
+		case c.Expect == reindex.Skipped && !wasSkipped:
+			mismatch(name, "the rebuild was expected to skip it (%s), but it did not", c.Reason)
+		case c.Expect != reindex.Indexed:
 		case wasSkipped:
 			mismatch(name, "the rebuild skipped it: %s", sk.Reason)
-			continue
 		case deleted[c.ID]:
 			mismatch(name, "the rebuild finished a deletion nothing recorded")
-			continue
 		case row == nil:
 			mismatch(name, "missing from the rebuilt index")
-			continue
-		}
-		want := map[string]*File{}
-		for i, f := range cs[ci].files {
-			if f.Log.Current && f.Log.Session != "" {
-				want[filepath.Base(f.Name)] = &cs[ci].files[i]
+		default:
+			want := map[string]*File{}
+			for i, f := range cs[ci].files {
+				if f.Log.Current && f.Log.Session != "" {
+					want[filepath.Base(f.Name)] = &cs[ci].files[i]
+				}
 			}
-		}
-		if len(row.Sessions) != len(want) {
-			mismatch(name, "%d sessions in the rebuilt index, %d current session logs in the archive", len(row.Sessions), len(want))
-		}
-		for _, sess := range row.Sessions {
-			res.Rebuilt.Events += sess.Events
-			f := want[sess.File]
-			switch {
-			case f == nil:
-				mismatch(name+"/"+sess.File, "indexed, but the archive has no such current session log")
-			case sess.Events != f.Log.Events:
-				mismatch(f.Name, "%d events in the rebuilt index, %d read from the log", sess.Events, f.Log.Events)
-			case sess.Bytes != f.Size:
-				mismatch(f.Name, "%d bytes in the rebuilt index, the log has %d", sess.Bytes, f.Size)
+			if len(row.Sessions) != len(want) {
+				mismatch(name, "%d sessions in the rebuilt index, %d current session logs in the archive", len(row.Sessions), len(want))
+			}
+			for _, sess := range row.Sessions {
+				res.Rebuilt.Events += sess.Events
+				switch f := want[sess.File]; {
+				case f == nil:
+					mismatch(name+"/"+sess.File, "indexed, but the archive has no such current session log")
+				case sess.Events != f.Log.Events:
+					mismatch(f.Name, "%d events in the rebuilt index, %d read from the log", sess.Events, f.Log.Events)
+				case sess.Bytes != f.Size:
+					mismatch(f.Name, "%d bytes in the rebuilt index, the log has %d", sess.Bytes, f.Size)
+				}
 			}
 		}
 	}
-	var extra []string
-	for id := range rows {
-		if !known[id] {
-			extra = append(extra, id)
-		}
-	}
-	sort.Strings(extra)
-	for _, id := range extra {
+	for _, id := range slices.Sorted(maps.Keys(rows)) {
 		mismatch(id, "in the rebuilt index but not in the archive")
 	}
 	if rr.Indexed != expect.Indexed || rr.Sessions != expect.IndexedSessions || res.Rebuilt.Events != expect.Events ||
@@ -417,9 +391,7 @@ func rebuildAndCompare(ctx context.Context, dir string, cs []*convLogs, convs []
 }
 
 func quickCheck(ctx context.Context, path string) error {
-	q := url.Values{}
-	q.Set("mode", "ro")
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro")
 	if err != nil {
 		return err
 	}
@@ -439,13 +411,10 @@ func quickCheck(ctx context.Context, path string) error {
 			problems = append(problems, s)
 		}
 	}
-	if err := rows.Err(); err != nil {
+	if err := rows.Err(); err != nil || len(problems) == 0 {
 		return err
 	}
-	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
-	}
-	return nil
+	return errors.New(strings.Join(problems, "; "))
 }
 
 // relName is p relative to dir, with slashes, for messages.
