@@ -120,7 +120,7 @@ func Restore(ctx context.Context, r io.Reader, into *store.Store, opts RestoreOp
 	if !free {
 		// A restore killed after its rename left its staging beside the
 		// target it filled: the refusal is the only restore that comes.
-		sweepWhole(opts.Target, opts.Log)
+		newStaging(opts, false, false)
 		return nil, notEmpty(opts.Target)
 	}
 	return restoreWhole(ctx, r, nil, opts)
@@ -176,11 +176,6 @@ func (e *NotDirError) Error() string {
 	return e.Path + " exists and is not a directory"
 }
 
-func openStaged(ctx context.Context, dir string, mode store.LockMode) (*store.Store, error) {
-	return store.Open(ctx, dir, store.OpenOptions{Lock: store.LockOptions{Mode: mode, Command: "convkit restore"},
-		Create: store.CreateAlways})
-}
-
 // restoreWhole restores the archive (pruned to opts.Conversation's
 // closure) into a missing or empty target, or in place of the store old.
 func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts RestoreOptions) (*RestoreResult, error) {
@@ -189,7 +184,7 @@ func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts Resto
 	if err := durable.MkdirAll(parent); err != nil {
 		return nil, err
 	}
-	staging, err := newWholeStaging(target, opts.Log)
+	staging, err := newStaging(opts, false, true)
 	if err != nil {
 		return nil, err
 	}
@@ -210,11 +205,9 @@ func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts Resto
 			return nil, err
 		}
 		res.Conversations = keep
-		rr, err := reindexDir(ctx, stage, target, opts)
-		if err != nil {
+		if res.Reindex, err = reindex.Run(ctx, staged, reindex.Options{Jobs: opts.Jobs, OnEvent: opts.OnEvent, ReportAs: target}); err != nil {
 			return nil, err
 		}
-		res.Reindex = rr
 	} else {
 		tree, err := staged.Walk()
 		if err != nil {
@@ -251,7 +244,7 @@ func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts Resto
 
 func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreOptions) (*RestoreResult, error) {
 	target := opts.Target
-	staging, err := newIntoStaging(target, opts.OnEvent, opts.Log)
+	staging, err := newStaging(opts, true, true)
 	if err != nil {
 		return nil, err
 	}
@@ -337,7 +330,8 @@ func stageVerified(ctx context.Context, r io.Reader, staging *archive.Staging, o
 	if err := os.Remove(filepath.Join(stage, archive.ManifestName)); err != nil {
 		return nil, nil, err
 	}
-	staged, err := openStaged(ctx, stage, store.LockNone)
+	staged, err := store.Open(ctx, stage, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "convkit restore"},
+		Create: store.CreateAlways})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -431,62 +425,33 @@ func pruneTo(s *store.Store, keep []string) error {
 	return durable.SyncDir(root)
 }
 
-// reindexDir rebuilds the index of the staged store at dir, naming target
-// in what it reports and records.
-func reindexDir(ctx context.Context, dir, target string, opts RestoreOptions) (*reindex.Result, error) {
-	s, err := openStaged(ctx, dir, store.LockExclusive)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	return reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, OnEvent: opts.OnEvent, ReportAs: target})
-}
-
 // A whole restore stages beside the target so its tree becomes the target
-// by rename; a conversation's restore stages inside the store, on its file
-// system even when the data directory is a mount point. Only a restore
-// holding runtime.lock stages inside, so there every unlocked staging is a
-// killed restore's; beside the target one goes only when an hour old.
-const intoStagingName = ".restore"
-
-func wholeStagingName(target string) string { return "." + filepath.Base(target) + ".restore" }
-
-func newWholeStaging(target string, log io.Writer) (*archive.Staging, error) {
-	parent := filepath.Dir(target)
-	stage, err := archive.NewStaging(parent, wholeStagingName(target))
-	if err != nil {
-		return nil, err
+// by rename; a conversation's restore (into) stages inside the store, on
+// its file system even when the data directory is a mount point. Only a
+// restore holding runtime.lock stages inside, so there every unlocked
+// staging is a killed restore's; beside the target one goes only when an
+// hour old.
+//
+// newStaging removes the stagings killed restores left there, then makes
+// this one's (unless !make).
+func newStaging(opts RestoreOptions, into, make bool) (*archive.Staging, error) {
+	dir, name, age := filepath.Dir(opts.Target), "."+filepath.Base(opts.Target)+".restore", archive.UnlockedStagingAge
+	if into {
+		dir, name, age = opts.Target, ".restore", 0
 	}
-	logSwept(log, archive.SweepStaging(parent, wholeStagingName(target), stage, archive.UnlockedStagingAge))
-	return stage, nil
-}
-
-// sweepWhole removes what killed whole restores into target left beside it.
-func sweepWhole(target string, log io.Writer) {
-	logSwept(log, archive.SweepStaging(filepath.Dir(target), wholeStagingName(target), nil, archive.UnlockedStagingAge))
-}
-
-// newIntoStaging makes the staging directory of a restore into the locked
-// store at target, after removing those of killed restores.
-func newIntoStaging(target string, onEvent func(store.Item), log io.Writer) (*archive.Staging, error) {
-	for _, s := range archive.SweepStaging(target, intoStagingName, nil, 0) {
-		if s.Err != nil {
-			logSwept(log, []archive.Swept{s})
-		} else {
-			onEvent(store.Item{Kind: store.ItemTempRemoved, Path: s.Path, Reason: leftByRestore})
+	const left = "left by an interrupted restore"
+	for _, s := range archive.SweepStaging(dir, name, nil, age) {
+		switch {
+		case s.Err != nil:
+			fmt.Fprintf(opts.Log, "could not remove %s: %v\n", s.Path, s.Err)
+		case into:
+			opts.OnEvent(store.Item{Kind: store.ItemTempRemoved, Path: s.Path, Reason: left})
+		default:
+			fmt.Fprintf(opts.Log, "REMOVED %s: %s\n", s.Path, left)
 		}
 	}
-	return archive.NewStaging(target, intoStagingName)
-}
-
-const leftByRestore = "left by an interrupted restore"
-
-func logSwept(log io.Writer, swept []archive.Swept) {
-	for _, s := range swept {
-		if s.Err != nil {
-			fmt.Fprintf(log, "could not remove %s: %v\n", s.Path, s.Err)
-		} else {
-			fmt.Fprintf(log, "REMOVED %s: %s\n", s.Path, leftByRestore)
-		}
+	if !make {
+		return nil, nil
 	}
+	return archive.NewStaging(dir, name)
 }
