@@ -165,7 +165,7 @@ func verifyFile(t *testing.T, p string) *VerifyResult {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	res, err := Verify(context.Background(), f, VerifyOptions{Archive: p, WorkDir: t.TempDir()})
+	res, err := verifyReader(t, f, VerifyOptions{Archive: p, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +473,7 @@ func TestFlippedByteIsCaught(t *testing.T) {
 	for _, pos := range positions {
 		bad := bytes.Clone(data)
 		bad[pos] ^= 0x20
-		res, err := Verify(context.Background(), bytes.NewReader(bad), VerifyOptions{Archive: "flipped", WorkDir: t.TempDir()})
+		res, err := verifyReader(t, bytes.NewReader(bad), VerifyOptions{Archive: "flipped", WorkDir: t.TempDir()})
 		if err == nil && res.OK {
 			t.Fatalf("a byte flipped at %d of %d went unnoticed", pos, len(data))
 		}
@@ -1278,4 +1278,12 @@ func (p *countProgress) SetTotal(n int64) {
 		p.setAfterAdd.Store(true)
 	}
 	p.total.Store(n)
+}
+
+// verifyReader verifies the archive r yields, as 'backup verify -' does.
+func verifyReader(t *testing.T, r io.Reader, opts VerifyOptions) (*VerifyResult, error) {
+	t.Helper()
+	opts.Stdin = r
+	res, _, _, err := VerifyArchive(context.Background(), "-", opts)
+	return res, err
 }

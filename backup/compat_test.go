@@ -50,7 +50,7 @@ func TestReadsEarlierArchives(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			vr, err := Verify(context.Background(), f, VerifyOptions{Archive: name, WorkDir: t.TempDir()})
+			vr, err := verifyReader(t, f, VerifyOptions{Archive: name, WorkDir: t.TempDir()})
 			f.Close()
 			if err != nil {
 				t.Fatal(err)

@@ -106,23 +106,6 @@ func (e *MismatchError) Error() string {
 		len(e.Result.Mismatches), e.Result.Mismatches[0].Name, e.Result.Mismatches[0].Problem)
 }
 
-// Verify checks an archive read from r the way a restore does, in a
-// temporary directory under opts.WorkDir: every entry extracted with the
-// archive package's checks, every size and SHA-256 against the manifest,
-// every log read as strictly as the backup did, the metadata.db snapshot
-// through quick_check, and an index rebuilt and compared with the
-// manifest. A damaged or hostile archive is an error; disagreements are
-// Mismatches.
-func Verify(ctx context.Context, r io.Reader, opts VerifyOptions) (*VerifyResult, error) {
-	opts.defaults()
-	dir, err := os.MkdirTemp(opts.WorkDir, "convkit-verify-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	return verifyInto(ctx, r, dir, opts, false, false)
-}
-
 // verifyInto extracts into the empty dir and verifies there, leaving the
 // store with a rebuilt metadata.db. sync fsyncs what is extracted; text
 // keeps message text in the rebuilt index.
