@@ -264,7 +264,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		}
 		aw.SetModTime(l.mtime)
 		seen(l.mtime)
-		sum, err := l.archive(aw, j.name)
+		sum, err := l.archive(aw)
 		if err != nil {
 			return fmt.Errorf("archive %s: %w", j.path, err)
 		}

@@ -32,10 +32,7 @@ type job struct {
 	convIdx int
 	convID  string
 	convDir string
-	session string // "" for the conversation log
-	base    string
 	gen     convlog.Name
-	convLog bool
 	log     store.Log
 }
 
@@ -51,7 +48,6 @@ type loaded struct {
 	prefix   *convlog.Prefix
 	copy     bool // buf is a prefix copied here, not a pooled buffer
 	info     Log
-	kind     archive.Kind
 	mtime    time.Time
 	liveTail int64  // bytes past the committed prefix left out (online)
 	vanished bool   // deleted since the walk
@@ -80,10 +76,10 @@ type convLogs struct {
 // add takes the conversation's next log; the first of a base is its
 // current generation. It returns the Log kept.
 func (c *convLogs) add(l *loaded, f File) *Log {
-	if j := l.job; j.base != c.base || len(c.files) == 0 {
-		c.base = j.base
+	if j := l.job; j.log.Base != c.base || len(c.files) == 0 {
+		c.base = j.log.Base
 		l.info.Current = true
-		if j.convLog && l.info.Strict {
+		if j.log.IsConversationLog && l.info.Strict {
 			fc := l.conv
 			c.facts = &fc
 		}
@@ -107,14 +103,18 @@ func (l *loaded) close() {
 	}
 }
 
-func (l *loaded) archive(aw *archive.Writer, name string) (archive.Sum, error) {
+func (l *loaded) archive(aw *archive.Writer) (archive.Sum, error) {
+	kind, name := archive.Text, l.job.name
+	if l.job.gen.Compression == convlog.Zstd {
+		kind = archive.Compressed
+	}
 	switch {
 	case l.f == nil:
-		return aw.WriteHashed(name, l.kind, l.buf, l.sum)
+		return aw.WriteHashed(name, kind, l.buf, l.sum)
 	case l.prefix != nil:
-		return aw.WriteEntry(name, l.kind, l.length, l.prefix.Reader(l.f))
+		return aw.WriteEntry(name, kind, l.length, l.prefix.Reader(l.f))
 	}
-	return aw.WriteEntry(name, l.kind, l.length, io.NewSectionReader(l.f, 0, l.length))
+	return aw.WriteEntry(name, kind, l.length, io.NewSectionReader(l.f, 0, l.length))
 }
 
 // jobsOf yields the logs of a walked tree in archive order, made as they
@@ -127,8 +127,7 @@ func jobsOf(tree *store.Tree) iter.Seq[*job] {
 					if !yield(&job{
 						name:    path.Join(store.ConversationsDirName, c.Name, g.String()),
 						path:    filepath.Join(c.Path, g.String()),
-						convIdx: ci, convID: c.ID, convDir: c.Name, session: l.ID, base: l.Base, gen: g,
-						convLog: l.IsConversationLog, log: l,
+						convIdx: ci, convID: c.ID, convDir: c.Name, gen: g, log: l,
 					}) {
 						return
 					}
@@ -193,11 +192,7 @@ func (w *storeWalk) jobs() iter.Seq[*job] {
 // load opens, reads and checks one log, so that the bytes archived are the
 // bytes checked; online, only the committed prefix is kept.
 func load(j *job, online, strict bool) *loaded {
-	l := &loaded{job: j, kind: archive.Text}
-	if j.gen.Compression == convlog.Zstd {
-		l.kind = archive.Compressed
-	}
-	l.info = Log{Conversation: j.convID, Session: j.session}
+	l := &loaded{job: j, info: Log{Conversation: j.convID, Session: j.log.ID}}
 	f, err := convlog.OpenFile(j.path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -292,7 +287,7 @@ func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole boo
 	opts := j.log.ReaderOptions(convlog.ReaderOptions{Version: j.gen.Version, Compression: &comp})
 	r, err := convlog.NewReader(src, size, j.name, opts)
 	var ie *convlog.IdentityError
-	if j.convLog && errors.As(err, &ie) {
+	if j.log.IsConversationLog && errors.As(err, &ie) {
 		// Skipped by reindex (reindex.Accept), not invalid.
 		l.conv.err = err
 		return
@@ -304,7 +299,7 @@ func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole boo
 	defer r.Close()
 	// The replay reindex makes of a conversation log.
 	var replay *store.Replayer
-	if j.convLog {
+	if j.log.IsConversationLog {
 		replay = j.log.Replayer(r)
 	}
 	var events int64
