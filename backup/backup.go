@@ -142,29 +142,17 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 
 	// The metadata.db snapshot is taken while the logs are read and
 	// archived after them.
-	type snapResult struct {
-		path, method string
-		mtime        time.Time
-		err          error
-	}
-	snapDone := make(chan snapResult, 1)
+	snapDone := make(chan snapshot, 1)
 	go func() {
-		if opts.NoIndex {
-			snapDone <- snapResult{}
-			return
+		var sn snapshot
+		if !opts.NoIndex {
+			sn = snapshotIndex(ctx, s.IndexPath(), opts.TempDir, opts.snapshotPath, !m.Online)
 		}
-		// Taken before the snapshot: a write meanwhile makes it older than
-		// what the snapshot holds, never newer.
-		var mtime time.Time
-		if fi, err := os.Lstat(s.IndexPath()); err == nil {
-			mtime = fi.ModTime()
-		}
-		p, method, err := snapshotIndex(ctx, s.IndexPath(), opts.TempDir, opts.snapshotPath, !m.Online)
-		snapDone <- snapResult{p, method, mtime, err}
+		snapDone <- sn
 	}()
-	waitSnap := sync.OnceValue(func() snapResult { return <-snapDone })
+	waitSnap := sync.OnceValue(func() snapshot { return <-snapDone })
 	defer func() {
-		if r := waitSnap(); r.path != "" && r.method == IndexByVacuum {
+		if r := waitSnap(); r.method == IndexByVacuum {
 			os.Remove(r.path)
 		}
 	}()
@@ -359,24 +347,31 @@ const (
 	IndexByCopy   = "copy"
 )
 
-// snapshotIndex makes a consistent copy of metadata.db and says how ("" when
-// there is none). When nothing can write the index and no journal is
-// pending, the file itself is the copy (IndexByCopy: not to be removed);
-// else VACUUM INTO copies it in one read transaction into tmpDir (or
-// path), which WAL writers do not block.
-func snapshotIndex(ctx context.Context, src, tmpDir, path string, quiescent bool) (string, string, error) {
+// snapshot is a copy of metadata.db (path "" when there is none) and its
+// file's time, taken before the copy: older than what it holds, never
+// newer.
+type snapshot struct {
+	path, method string
+	mtime        time.Time
+	err          error
+}
+
+// snapshotIndex makes a consistent copy of metadata.db. When nothing can
+// write the index and no journal is pending, the file itself is the copy
+// (IndexByCopy: not to be removed); else VACUUM INTO copies it in one read
+// transaction into tmpDir (or path), which WAL writers do not block.
+func snapshotIndex(ctx context.Context, src, tmpDir, path string, quiescent bool) snapshot {
 	fi, err := os.Lstat(src)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", "", nil
-	}
-	if err != nil {
-		return "", "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", "", errors.New("not a regular file (symbolic links are not followed)")
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return snapshot{}
+	case err != nil:
+		return snapshot{err: err}
+	case !fi.Mode().IsRegular():
+		return snapshot{err: errors.New("not a regular file (symbolic links are not followed)")}
 	}
 	if (quiescent || index.ReadOnlyFS(filepath.Dir(src))) && !pending(src+"-wal") && !pending(src+"-journal") {
-		return src, IndexByCopy, nil
+		return snapshot{src, IndexByCopy, fi.ModTime(), nil}
 	}
 	var tmp *os.File
 	if path != "" {
@@ -385,21 +380,14 @@ func snapshotIndex(ctx context.Context, src, tmpDir, path string, quiescent bool
 		tmp, err = durable.CreateTemp(tmpDir, ".convkit-index-snapshot")
 	}
 	if err != nil {
-		return "", "", fmt.Errorf("snapshot of %s: %w", src, err)
+		return snapshot{err: fmt.Errorf("snapshot of %s: %w", src, err)}
 	}
-	dst := tmp.Name()
 	tmp.Close() // VACUUM INTO writes into an existing empty file, keeping its 0600
-	ok := false
-	defer func() {
-		if !ok {
-			os.Remove(dst)
-		}
-	}()
-	if err := index.VacuumInto(ctx, src, dst, index.ReadOptions{TempDir: tmpDir}); err != nil {
-		return "", "", err
+	if err := index.VacuumInto(ctx, src, tmp.Name(), index.ReadOptions{TempDir: tmpDir}); err != nil {
+		os.Remove(tmp.Name())
+		return snapshot{err: err}
 	}
-	ok = true
-	return dst, IndexByVacuum, nil
+	return snapshot{tmp.Name(), IndexByVacuum, fi.ModTime(), nil}
 }
 
 // pending reports whether a journal file may hold something.
