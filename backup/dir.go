@@ -606,18 +606,12 @@ func (s Span) IsZero() bool { return s == Span{} }
 
 func (s Span) String() string {
 	var b strings.Builder
-	for _, p := range []struct {
-		n    int
-		unit string
-	}{{s.Years, "y"}, {s.Months, "m"}, {s.Days, "d"}, {s.Hours, "h"}} {
-		if p.n > 0 {
-			b.WriteString(strconv.Itoa(p.n) + p.unit)
+	for i, n := range []int{s.Years, s.Months, s.Days, s.Hours} {
+		if n > 0 {
+			fmt.Fprintf(&b, "%d%c", n, "ymdh"[i])
 		}
 	}
-	if b.Len() == 0 {
-		return "0h"
-	}
-	return b.String()
+	return cmp.Or(b.String(), "0h")
 }
 
 // An archive in a backup directory has a sidecar, ARCHIVE.json: what the

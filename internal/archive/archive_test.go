@@ -66,7 +66,7 @@ func write(t *testing.T, entries []entry, opts WriterOptions) ([]byte, []Sum) {
 		var s Sum
 		var err error
 		if i%2 == 0 {
-			s, err = w.WriteBytes(e.name, e.kind, e.data)
+			s, err = writeBytes(w, e.name, e.kind, e.data)
 		} else {
 			s, err = w.WriteEntry(e.name, e.kind, int64(len(e.data)), bytes.NewReader(e.data))
 		}
@@ -212,15 +212,15 @@ func TestWriterRefuses(t *testing.T) {
 	w := NewWriter(io.Discard, WriterOptions{})
 	defer w.Abort()
 	for _, name := range []string{"", "/etc/passwd", "a/../b", "./a", "a//b", "a/"} {
-		if _, err := w.WriteBytes(name, Text, nil); err == nil {
+		if _, err := writeBytes(w, name, Text, nil); err == nil {
 			t.Fatalf("%q accepted", name)
 		}
 	}
 	w = NewWriter(io.Discard, WriterOptions{})
-	if _, err := w.WriteBytes(logA, Text, []byte("x")); err != nil {
+	if _, err := writeBytes(w, logA, Text, []byte("x")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.WriteBytes(logA, Text, []byte("x")); err == nil {
+	if _, err := writeBytes(w, logA, Text, []byte("x")); err == nil {
 		t.Fatal("a second entry of one name accepted")
 	}
 	w.Abort()
@@ -249,7 +249,7 @@ func TestWriterReportsWriteErrors(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var err error
 	for i := 0; i < 20 && err == nil; i++ {
-		_, err = w.WriteBytes(fmt.Sprintf("%s/s%d.v4.jsonl", convA, i), Text, randomText(rng, 100_000))
+		_, err = writeBytes(w, fmt.Sprintf("%s/s%d.v4.jsonl", convA, i), Text, randomText(rng, 100_000))
 	}
 	if cerr := w.Close(); err == nil && cerr == nil {
 		t.Fatal("no error from a failing destination")
@@ -454,7 +454,7 @@ func FuzzReader(f *testing.F) {
 	for _, e := range sampleEntries()[1:3] {
 		var buf bytes.Buffer
 		w := NewWriter(&buf, WriterOptions{})
-		w.WriteBytes(e.name, e.kind, e.data[:1000])
+		writeBytes(w, e.name, e.kind, e.data[:1000])
 		w.Close()
 		f.Add(buf.Bytes())
 	}
@@ -491,7 +491,7 @@ func TestWriterRefusesDuplicateNames(t *testing.T) {
 		w := NewWriter(io.Discard, WriterOptions{})
 		var refused string
 		for _, n := range tc.names {
-			if _, err := w.WriteBytes(n, Text, []byte("x")); err != nil {
+			if _, err := writeBytes(w, n, Text, []byte("x")); err != nil {
 				refused = n
 				if !strings.Contains(err.Error(), n) {
 					t.Errorf("%v: the error does not name the entry: %v", tc.names, err)
@@ -504,4 +504,8 @@ func TestWriterRefusesDuplicateNames(t *testing.T) {
 		}
 		w.Abort()
 	}
+}
+
+func writeBytes(w *Writer, name string, kind Kind, data []byte) (Sum, error) {
+	return w.WriteHashed(name, kind, data, sha256.Sum256(data))
 }

@@ -3,6 +3,7 @@ package archive
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -90,7 +91,7 @@ func WriteManifest(w *Writer, m Manifest) (Sum, error) {
 	if err := enc.Encode(m); err != nil {
 		return Sum{}, fmt.Errorf("encode the manifest: %w", err)
 	}
-	sum, err := w.WriteBytes(ManifestName, Text, data.Bytes())
+	sum, err := w.WriteHashed(ManifestName, Text, data.Bytes(), sha256.Sum256(data.Bytes()))
 	if err != nil {
 		return Sum{}, fmt.Errorf("archive the manifest: %w", err)
 	}

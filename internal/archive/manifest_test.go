@@ -44,7 +44,7 @@ func writeWithManifest(t *testing.T, ents []entry, m *testManifest, edit func(*t
 	var buf bytes.Buffer
 	w := NewWriter(&buf, WriterOptions{ModTime: m.CreatedAt})
 	for _, e := range ents {
-		sum, err := w.WriteBytes(e.name, e.kind, e.data)
+		sum, err := writeBytes(w, e.name, e.kind, e.data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +185,7 @@ func TestManifestVerify(t *testing.T) {
 	// No manifest last: the archive is incomplete, or another tool's.
 	var buf bytes.Buffer
 	w := NewWriter(&buf, WriterOptions{})
-	w.WriteBytes(ents[0].name, Text, ents[0].data)
+	writeBytes(w, ents[0].name, Text, ents[0].data)
 	w.Close()
 	_, err = verify(buf.Bytes())
 	var ae *Error

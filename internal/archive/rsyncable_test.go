@@ -128,11 +128,11 @@ func TestEntryModTime(t *testing.T) {
 	needTools(t, "zstd", "tar")
 	var buf bytes.Buffer
 	w := NewWriter(&buf, WriterOptions{ModTime: time.Unix(1_790_000_000, 0)})
-	w.WriteBytes(logA, Text, []byte("a\n"))
+	writeBytes(w, logA, Text, []byte("a\n"))
 	w.SetModTime(time.Unix(1_700_000_000, 900_000_000))
-	w.WriteBytes(logB, Compressed, []byte("b"))
+	writeBytes(w, logB, Compressed, []byte("b"))
 	w.SetModTime(time.Time{})
-	w.WriteBytes(ManifestName, Text, []byte("{}\n"))
+	writeBytes(w, ManifestName, Text, []byte("{}\n"))
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -150,12 +150,7 @@ func (w *Writer) WriteEntry(name string, kind Kind, size int64, r io.Reader) (Su
 	return s, nil
 }
 
-// WriteBytes writes one entry holding data.
-func (w *Writer) WriteBytes(name string, kind Kind, data []byte) (Sum, error) {
-	return w.WriteHashed(name, kind, data, sha256.Sum256(data))
-}
-
-// WriteHashed is WriteBytes for data whose SHA-256 the caller computed.
+// WriteHashed writes one entry holding data, whose SHA-256 is sum.
 func (w *Writer) WriteHashed(name string, kind Kind, data []byte, sum [sha256.Size]byte) (Sum, error) {
 	if err := w.begin(name, kind, int64(len(data))); err != nil {
 		return Sum{}, err
