@@ -14,10 +14,10 @@
 // prefix (up to its last complete line or frame) while the runtime keeps
 // appending, and the manifest says the backup was online.
 //
-// Verify checks an archive as a restore would: every checksum, every log
-// read as strictly as at backup time, and an index rebuilt in a temporary
-// directory compared with the manifest. Restore verifies first, then puts
-// the store (or one conversation and its fork ancestors) in place.
+// VerifyArchive checks an archive as a restore would: every checksum, every
+// log read as strictly as at backup time, and an index rebuilt in a
+// temporary directory compared with the manifest. Restore verifies first,
+// then puts the store (or one conversation and its fork ancestors) in place.
 //
 // Library code takes its streams, clock and temporary directory from the
 // caller; it never writes to os.Stdout.
@@ -82,9 +82,7 @@ func (o *Options) defaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.TempDir == "" {
-		o.TempDir = os.TempDir()
-	}
+	o.TempDir = cmp.Or(o.TempDir, os.TempDir())
 	if o.Workers <= 0 {
 		o.Workers = min(runtime.GOMAXPROCS(0), archive.MaxWorkers)
 	}

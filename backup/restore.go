@@ -78,8 +78,8 @@ func (res *RestoreResult) restoredInvalid() {
 	}
 }
 
-// Restore verifies the archive read from r, as Verify does, and restores
-// it. With into nil, into opts.Target, missing or empty (CheckTarget):
+// Restore verifies the archive read from r, as VerifyArchive does, and
+// restores it. With into nil, into opts.Target, missing or empty (CheckTarget):
 // extracted, verified and reindexed in a private staging directory beside
 // it, renamed into place only when all of it verifies. Else into the store
 // into, locked exclusively by the caller: with Conversation, that

@@ -26,7 +26,7 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// VerifyOptions configure Verify.
+// VerifyOptions configure VerifyArchive and a restore's verify.
 type VerifyOptions struct {
 	Archive string // names the archive in messages (a path, or "-")
 	// WorkDir is where the archive is extracted and reindexed (default
@@ -46,12 +46,8 @@ type VerifyOptions struct {
 }
 
 func (o *VerifyOptions) defaults() {
-	if o.WorkDir == "" {
-		o.WorkDir = os.TempDir()
-	}
-	if o.spaceName == "" {
-		o.spaceName = o.WorkDir
-	}
+	o.WorkDir = cmp.Or(o.WorkDir, os.TempDir())
+	o.spaceName = cmp.Or(o.spaceName, o.WorkDir)
 	if o.Jobs <= 0 {
 		o.Jobs = min(max(1, runtime.NumCPU()), 16)
 	}
@@ -61,7 +57,7 @@ func (o *VerifyOptions) defaults() {
 	o.OnEvent = emitter(o.OnEvent)
 }
 
-// VerifyResult is what Verify found. OK is false when anything in the
+// VerifyResult is what a verify found. OK is false when anything in the
 // archive disagrees with its manifest.
 type VerifyResult struct {
 	SchemaVersion int       `json:"schemaVersion"`
