@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -50,19 +51,12 @@ func newSpace(dir, name string) *space {
 	if !ok {
 		return nil
 	}
-	if name == "" {
-		name = dir
-	}
-	return &space{dir: name, avail: free - FreeReserve, block: max(block, 1)}
+	return &space{dir: cmp.Or(name, dir), avail: free - FreeReserve, block: max(block, 1)}
 }
 
 // take books an entry of size bytes, or says why it does not fit.
 func (s *space) take(size int64) error {
-	blocks := size / s.block
-	if size%s.block != 0 {
-		blocks++
-	}
-	need := s.need + blocks*s.block
+	need := s.need + (size+s.block-1)/s.block*s.block
 	if need > s.avail || need < s.need {
 		return fmt.Errorf("refused: extracting the archive up to this entry needs %d bytes; %d free after the %d MiB reserve on the file system of %s",
 			need, max(s.avail, 0), FreeReserve>>20, s.dir)
@@ -129,23 +123,15 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 	wg.Wait()
 	// A writer's problem comes before the reading's in archive order.
 	if x.failedAt >= 0 {
-		return nil, x.failedErr
+		err = x.failedErr
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return nil, err
-	}
-	if opts.Sync {
-		sync := func() error {
-			if err := x.sync(); err != nil {
-				return fmt.Errorf("%s: making the extraction durable: %w", dir, err)
-			}
-			return nil
-		}
-		if opts.Synced != nil {
-			go func() { opts.Synced <- sync() }()
-			return out, nil
-		}
-		if err := sync(); err != nil {
+	case opts.Sync && opts.Synced != nil:
+		go func() { opts.Synced <- x.sync() }()
+	case opts.Sync:
+		if err := x.sync(); err != nil {
 			return nil, err
 		}
 	}
@@ -333,10 +319,14 @@ func (x *extractor) fill(rel string, index int, e Extracted, put func(*os.File) 
 // sync makes the extraction durable: one syncfs, else the directories (the
 // files were fsynced as written).
 func (x *extractor) sync() error {
-	if ok, err := syncFS(x.dir); ok {
-		return err
+	ok, err := syncFS(x.dir)
+	if !ok {
+		err = x.syncDirs()
 	}
-	return x.syncDirs()
+	if err != nil {
+		return fmt.Errorf("%s: making the extraction durable: %w", x.dir, err)
+	}
+	return nil
 }
 
 type extractor struct {
