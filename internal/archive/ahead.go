@@ -21,12 +21,8 @@ type Ahead struct {
 func ReadAhead[T, R any](ctx context.Context, items iter.Seq[T], a Ahead, load func(T) R, cost func(R) (int64, int), sink func(R) error, release func(R)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type slot struct {
-		item T
-		done chan R
-	}
-	order := make(chan *slot, a.Items)
-	work := make(chan *slot)
+	order := make(chan chan R, a.Items) // each load's result, in the items' order
+	busy := make(chan struct{}, a.Workers)
 	var (
 		mu    sync.Mutex
 		room  = sync.NewCond(&mu)
@@ -34,9 +30,6 @@ func ReadAhead[T, R any](ctx context.Context, items iter.Seq[T], a Ahead, load f
 		files int
 		ended bool
 	)
-	full := func() bool {
-		return (a.Bytes > 0 && bytes >= a.Bytes) || (a.Files > 0 && files >= a.Files)
-	}
 	hold := func(r R, sign int) {
 		if cost == nil {
 			return
@@ -48,24 +41,11 @@ func ReadAhead[T, R any](ctx context.Context, items iter.Seq[T], a Ahead, load f
 		room.Broadcast()
 		mu.Unlock()
 	}
-	var wg sync.WaitGroup
-	for range a.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for s := range work {
-				r := load(s.item)
-				hold(r, 1)
-				s.done <- r
-			}
-		}()
-	}
 	go func() {
 		defer close(order)
-		defer close(work)
 		for it := range items {
 			mu.Lock()
-			for full() && !ended {
+			for (a.Bytes > 0 && bytes >= a.Bytes || a.Files > 0 && files >= a.Files) && !ended {
 				room.Wait()
 			}
 			stop := ended
@@ -73,23 +53,29 @@ func ReadAhead[T, R any](ctx context.Context, items iter.Seq[T], a Ahead, load f
 			if stop {
 				return
 			}
-			s := &slot{item: it, done: make(chan R, 1)}
 			select {
-			case order <- s:
+			case busy <- struct{}{}:
 			case <-ctx.Done():
 				return
 			}
+			done := make(chan R, 1)
 			select {
-			case work <- s:
+			case order <- done:
 			case <-ctx.Done():
 				return
 			}
+			go func() {
+				r := load(it)
+				hold(r, 1)
+				<-busy
+				done <- r
+			}()
 		}
 	}()
 	var err error
-	for s := range order {
+	for done := range order {
 		select {
-		case r := <-s.done:
+		case r := <-done:
 			hold(r, -1)
 			err = sink(r)
 		case <-ctx.Done():
@@ -104,13 +90,9 @@ func ReadAhead[T, R any](ctx context.Context, items iter.Seq[T], a Ahead, load f
 	ended = true
 	room.Broadcast()
 	mu.Unlock()
-	wg.Wait()
-	for s := range order {
-		select {
-		case r := <-s.done:
-			release(r)
-		default:
-		}
+	// Every result in order is loaded, or being loaded.
+	for done := range order {
+		release(<-done)
 	}
 	return err
 }
