@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -196,26 +197,18 @@ func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts Resto
 	defer staged.Close()
 	stage := staging.Tree()
 	if opts.Conversation != "" {
-		var keep []string
-		opts.Conversation, keep, err = closureIn(staged, opts.Conversation)
+		opts.Conversation, res.Conversations, err = closureIn(staged, opts.Conversation)
 		if err != nil {
 			return nil, err
 		}
-		if err := pruneTo(staged, keep); err != nil {
+		if err := pruneTo(staged, res.Conversations); err != nil {
 			return nil, err
 		}
-		res.Conversations = keep
 		if res.Reindex, err = reindex.Run(ctx, staged, reindex.Options{Jobs: opts.Jobs, OnEvent: opts.OnEvent, ReportAs: target}); err != nil {
 			return nil, err
 		}
 	} else {
-		tree, err := staged.Walk()
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range tree.Conversations {
-			res.Conversations = append(res.Conversations, c.ID)
-		}
+		res.Conversations = append(res.Conversations, res.Verify.conversations...)
 		res.Reindex = res.Verify.rebuild
 	}
 	if err := durable.SyncDir(stage); err != nil {
@@ -265,10 +258,8 @@ func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreO
 	}
 	// A conversation in the target is refused without Force, unless it is
 	// the archived one byte for byte (a killed restore put it there).
-	_, lerr := os.Lstat(dst)
-	present := lerr == nil
 	same := false
-	if present {
+	if _, err := os.Lstat(dst); err == nil {
 		from, _ := staged.ConversationPath(opts.Conversation)
 		if same, err = sameTree(from, dst); err != nil {
 			return nil, err
@@ -281,34 +272,27 @@ func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreO
 	for _, id := range closure {
 		from, _ := staged.ConversationPath(id)
 		to, _ := s.ConversationPath(id)
-		if _, err := os.Lstat(to); err == nil {
-			if id != opts.Conversation {
-				res.Kept = append(res.Kept, id)
-				continue
+		_, err := os.Lstat(to)
+		switch {
+		case err == nil && id != opts.Conversation:
+			res.Kept = append(res.Kept, id)
+			continue
+		case err == nil && same: // already restored, as archived
+		default:
+			aside, err := s.PlaceConversation(id, from)
+			if err != nil {
+				return nil, err
 			}
-			if same {
-				// Already restored, as archived: nothing to move.
-				res.Conversations = append(res.Conversations, id)
-				continue
-			}
-		}
-		aside, err := s.PlaceConversation(id, from)
-		if err != nil {
-			return nil, err
-		}
-		if aside != "" {
-			res.MovedAside = aside
+			res.MovedAside = cmp.Or(aside, res.MovedAside)
 		}
 		res.Conversations = append(res.Conversations, id)
 	}
 	if err := durable.SyncDir(s.ConversationsDir()); err != nil {
 		return nil, err
 	}
-	rr, err := reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, OnEvent: opts.OnEvent})
-	if err != nil {
+	if res.Reindex, err = reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, OnEvent: opts.OnEvent}); err != nil {
 		return nil, err
 	}
-	res.Reindex = rr
 	res.restoredInvalid()
 	return res, nil
 }

@@ -80,7 +80,8 @@ type VerifyResult struct {
 	Expected   Counts      `json:"expected"`
 	Mismatches []Mismatch  `json:"mismatches"`
 
-	rebuild *reindex.Result // the rebuild's own result
+	rebuild       *reindex.Result // the rebuild's own result
+	conversations []string        // the IDs of the conversations left after the rebuild
 }
 
 // RebuiltInfo counts the index rebuilt from the archive.
@@ -321,6 +322,9 @@ func rebuildAndCompare(ctx context.Context, s *store.Store, cs []*convLogs, conv
 		name := store.ConversationsDirName + "/" + c.Dir
 		row := rows[c.ID]
 		delete(rows, c.ID)
+		if !deleted[c.ID] {
+			res.conversations = append(res.conversations, c.ID)
+		}
 		sk, wasSkipped := skipped[c.ID]
 		switch {
 		case c.Expect == reindex.Deleted && !deleted[c.ID]:
