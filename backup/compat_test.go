@@ -41,7 +41,8 @@ func TestReadsEarlierArchives(t *testing.T) {
 			logs := map[string][2]string{}
 			for _, f := range m.Files {
 				if f.Log != nil {
-					logs[f.Name] = [2]string{f.Log.Conversation, f.Log.Session}
+					conv, _ := logOf(f.Name)
+					logs[f.Name] = [2]string{conv, f.Log.Session}
 				}
 			}
 			got["manifest"], got["manifestLogs"] = m, logs

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/reindex"
@@ -99,11 +98,8 @@ type File struct {
 // bytes. Every field depends only on those bytes, so a backup of a
 // restored store repeats it.
 type Log struct {
-	// Conversation and Session ("" for the conversation log) come from the
-	// entry name.
-	Conversation string `json:"-"`
-	Session      string `json:"-"`
-	Current      bool   `json:"current"` // the highest archived generation
+	Session string `json:"-"`       // "" for the conversation log; set as it is read
+	Current bool   `json:"current"` // the highest archived generation
 	// Committed is the length of the committed prefix (0 when Error is set).
 	Committed int64 `json:"committed"`
 	TornTail  bool  `json:"tornTail"`
@@ -134,24 +130,14 @@ func (m *Manifest) Listing() []archive.Listed {
 	return archive.ListFiles(m.Files, func(f *File) archive.Listed { return archive.Listed{Name: f.Name, Size: f.Size, SHA256: f.SHA256} })
 }
 
-// resolve checks what the archive package does not know of and derives
-// each log's conversation and session from its entry name.
+// resolve checks what the archive package does not know of.
 func (m *Manifest) resolve(name string) error {
 	if m.Files == nil {
 		return errors.New(name + ": the manifest lists no files")
 	}
-	for i := range m.Files {
-		f := &m.Files[i]
-		if f.Log == nil {
-			continue
-		}
-		parts := strings.Split(f.Name, "/")
-		if len(parts) != 3 {
+	for _, f := range m.Files {
+		if f.Log != nil && strings.Count(f.Name, "/") != 2 {
 			return fmt.Errorf("%s: log %s is not conversations/<dir>/<log>", name, termtext.Quote(f.Name))
-		}
-		f.Log.Conversation, _ = store.DecodeSegment(parts[1])
-		if n, ok := convlog.ParseName(parts[2]); ok && n.Base != store.ConversationLogBase {
-			f.Log.Session, _ = store.DecodeBase(n.Base)
 		}
 	}
 	return nil

@@ -192,7 +192,7 @@ func (w *storeWalk) jobs() iter.Seq[*job] {
 // load opens, reads and checks one log, so that the bytes archived are the
 // bytes checked; online, only the committed prefix is kept.
 func load(j *job, online, strict bool) *loaded {
-	l := &loaded{job: j, info: Log{Conversation: j.convID, Session: j.log.ID}}
+	l := &loaded{job: j, info: Log{Session: j.log.ID}}
 	f, err := convlog.OpenFile(j.path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

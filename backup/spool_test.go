@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/store"
 )
 
 // TestStreamedManifestIsTheWholeEncoding: the manifest put together from
@@ -91,5 +94,20 @@ func ReadManifest(path string) (*Manifest, error) {
 	if err := m.resolve(path); err != nil {
 		return nil, err
 	}
+	for _, f := range m.Files {
+		if f.Log != nil {
+			_, f.Log.Session = logOf(f.Name)
+		}
+	}
 	return &m, nil
+}
+
+// logOf is the conversation and session an entry name holds a log of.
+func logOf(name string) (conversation, session string) {
+	parts := strings.Split(name, "/")
+	conversation, _ = store.DecodeSegment(parts[1])
+	if n, ok := convlog.ParseName(parts[2]); ok && n.Base != store.ConversationLogBase {
+		session, _ = store.DecodeBase(n.Base)
+	}
+	return conversation, session
 }
