@@ -109,21 +109,11 @@ type Log struct {
 	// Error is why the structure check or the strict read failed: the log
 	// is archived whole.
 	Error    string `json:"error,omitempty"`
-	err      error  // the error Error states, when this build found it
+	err      error  // the error Error states (set as a log is read)
 	ruleOnly bool   // only convlog's admission failed
 }
 
 func (g *Log) fail(err error) { g.Error, g.err = err.Error(), err }
-
-func (g *Log) failure() error {
-	switch {
-	case g.Error == "":
-		return nil
-	case g.err != nil:
-		return g.err
-	}
-	return errors.New(g.Error)
-}
 
 // Listing is every file the manifest lists (the manifest aside).
 func (m *Manifest) Listing() []archive.Listed {

@@ -270,7 +270,7 @@ func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
 		archive.PutBuf(l.buf)
 		l.buf, l.copy = cp, true
 		if err != nil {
-			l.info.Error = fmt.Sprintf("%s: %v", j.name, err)
+			l.info.fail(fmt.Errorf("%s: %v", j.name, err))
 		}
 	default:
 		l.prefix = &pr

@@ -432,13 +432,13 @@ func expectations(cs []*convLogs, legacy bool, cnt *Counts) []Conversation {
 			case lg.Session != "" && legacy && lg.ruleOnly:
 				f.Sessions = append(f.Sessions, reindex.LogFound{Path: file.Name})
 			case lg.Session != "":
-				f.Sessions = append(f.Sessions, reindex.LogFound{Path: file.Name, Err: lg.failure()})
+				f.Sessions = append(f.Sessions, reindex.LogFound{Path: file.Name, Err: lg.err})
 			default:
 				f.ConversationLog = file.Name
 				// reindex replays a conversation log without convlog's
 				// admission: a rule of it alone does not skip.
 				if !lg.ruleOnly {
-					f.ConversationErr = lg.failure()
+					f.ConversationErr = lg.err
 				}
 				if f.ConversationErr == nil && fc != nil {
 					f.ConversationErr, f.Deleting = fc.err, fc.deleting
