@@ -508,16 +508,8 @@ type LatestOptions struct {
 	Now      func() time.Time // default time.Now
 }
 
-// StaleError says why the newest archive does not do.
-type StaleError struct {
-	Archive ArchiveInfo
-	Reason  string
-}
-
-func (e *StaleError) Error() string { return e.Archive.Path + ": " + e.Reason }
-
-// Latest returns the newest of convkit's archives in dir, with a
-// *StaleError when it does not meet opts (an archive dated past the clock
+// Latest returns the newest of convkit's archives in dir, with an error
+// saying why when it does not meet opts (an archive dated past the clock
 // fails a MaxAge); ErrNoArchive when there is none.
 func Latest(dir string, opts LatestOptions) (*ArchiveInfo, error) {
 	if opts.Now == nil {
@@ -533,7 +525,7 @@ func Latest(dir string, opts LatestOptions) (*ArchiveInfo, error) {
 	a := list[len(list)-1]
 	now := opts.Now()
 	stale := func(format string, args ...any) (*ArchiveInfo, error) {
-		return &a, &StaleError{Archive: a, Reason: fmt.Sprintf(format, args...)}
+		return &a, errors.New(a.Path + ": " + fmt.Sprintf(format, args...))
 	}
 	taken := a.Time.UTC().Format(time.RFC3339)
 	if !opts.MaxAge.IsZero() && a.Time.After(now.Add(FutureSkew)) {
