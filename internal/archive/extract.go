@@ -222,18 +222,12 @@ func (x *extractor) fail(i int, err error) {
 func (x *extractor) read(ctx context.Context, ar *Reader, h *Header) (Extracted, []byte, error) {
 	e := Extracted{Name: h.Name, Offset: h.Offset}
 	mem := make([]byte, 0, h.Size)
+	// Only the archive (an *Error) or ctx can fail it.
 	err := x.copyEntry(ctx, ar, &e, func(b []byte) error {
 		mem = append(mem, b...)
 		return nil
 	})
-	if err != nil {
-		var ae *Error
-		if errors.As(err, &ae) || ctx.Err() != nil {
-			return e, nil, err
-		}
-		return e, nil, fmt.Errorf("%s: %w", filepath.Join(x.dir, filepath.FromSlash(h.Name)), err)
-	}
-	return e, mem, nil
+	return e, mem, err
 }
 
 // copyEntry reads the current entry to put, recording its size and SHA-256.
