@@ -413,9 +413,6 @@ func (r Retention) keeps(list []ArchiveInfo, keepPath string, now time.Time) map
 			break
 		}
 	}
-	for i := 0; i < r.Last && i < len(newest); i++ {
-		kept[newest[i].Path] = true
-	}
 	if !r.Within.IsZero() && len(newest) > 0 {
 		from := r.Within.Before(newest[0].Time)
 		for _, a := range newest {
@@ -424,22 +421,24 @@ func (r Retention) keeps(list []ArchiveInfo, keepPath string, now time.Time) map
 			}
 		}
 	}
-	bucket := func(n int, key func(time.Time) string) {
+	// The newest archive of each of the newest n keys.
+	bucket := func(n int, key func(ArchiveInfo) string) {
 		last := ""
 		for _, a := range newest {
 			if n == 0 {
 				return
 			}
-			if k := key(a.Time.UTC()); k != last {
+			if k := key(a); k != last {
 				kept[a.Path] = true
 				last = k
 				n--
 			}
 		}
 	}
-	bucket(r.Daily, func(t time.Time) string { return t.Format("2006-01-02") })
-	bucket(r.Weekly, func(t time.Time) string { y, w := t.ISOWeek(); return fmt.Sprintf("%d-W%02d", y, w) })
-	bucket(r.Monthly, func(t time.Time) string { return t.Format("2006-01") })
+	bucket(r.Last, func(a ArchiveInfo) string { return a.Path })
+	bucket(r.Daily, func(a ArchiveInfo) string { return a.Time.UTC().Format("2006-01-02") })
+	bucket(r.Weekly, func(a ArchiveInfo) string { y, w := a.Time.UTC().ISOWeek(); return fmt.Sprintf("%d-W%02d", y, w) })
+	bucket(r.Monthly, func(a ArchiveInfo) string { return a.Time.UTC().Format("2006-01") })
 	return kept
 }
 

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
-	"strings"
 
 	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/contract"
@@ -63,17 +63,13 @@ type RestoreResult struct {
 // restoredInvalid keeps of the verification's invalid logs those restored.
 func (res *RestoreResult) restoredInvalid() {
 	res.Invalid = []Mismatch{}
-	if res.Verify == nil {
-		return
-	}
 	dirs := map[string]bool{}
 	for _, id := range res.Conversations {
-		if d, err := store.EncodeSegment(id); err == nil {
-			dirs[store.ConversationsDirName+"/"+d+"/"] = true
-		}
+		d, _ := store.EncodeSegment(id) // the ID of a directory
+		dirs[path.Join(store.ConversationsDirName, d)] = true
 	}
 	for _, m := range res.Verify.Invalid {
-		if i := strings.LastIndexByte(m.Name, '/'); i >= 0 && dirs[m.Name[:i+1]] {
+		if dirs[path.Dir(m.Name)] {
 			res.Invalid = append(res.Invalid, m)
 		}
 	}
