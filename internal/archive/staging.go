@@ -114,10 +114,7 @@ func (s *Staging) makeDirs() error {
 	}
 	err := durable.PrivateDir(s.dir)
 	if err == nil {
-		err = os.Mkdir(s.tree, durable.DirMode)
-	}
-	if err == nil {
-		err = durable.PrivateDir(s.tree)
+		err = durable.MkdirAll(s.tree)
 	}
 	if err != nil {
 		s.Remove()
@@ -195,24 +192,16 @@ func SweepStaging(dir, name string, own *Staging, unlockedAge time.Duration) []S
 		if !e.IsDir() || !isStaging(n, name) {
 			continue
 		}
-		var l *os.File
-		beside := ""
-		held := false
+		st, l, beside := lockMissing, (*os.File)(nil), ""
 		for _, c := range []string{strings.TrimSuffix(p, StagingSuffix) + stagingLockSuffix, p + besideLockExt, filepath.Join(p, innerLockName)} {
-			st, f := probeLock(c)
-			if st == lockHeld {
-				held = true
-				break
-			}
-			if st == lockFreed {
-				l = f
+			if st, l = probeLock(c); st != lockMissing {
 				if filepath.Dir(c) == dir {
 					beside = c
 				}
 				break
 			}
 		}
-		if held {
+		if st == lockHeld {
 			continue
 		}
 		if l == nil {
