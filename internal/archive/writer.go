@@ -133,7 +133,7 @@ func (w *Writer) WriteEntry(name string, kind Kind, size int64, r io.Reader) (Su
 	}
 	h := sha256.New()
 	// Hidden ReaderFrom and WriterTo: the copy always uses the buffer given.
-	n, err := io.CopyBuffer(struct{ io.Writer }{io.MultiWriter(w.tw, h)}, struct{ io.Reader }{io.LimitReader(r, size)}, w.ch.copyBuf())
+	n, err := io.CopyBuffer(struct{ io.Writer }{io.MultiWriter(w.tw, h)}, struct{ io.Reader }{io.LimitReader(r, size)}, w.ch.buf)
 	if err == nil && n < size {
 		err = fmt.Errorf("%s: short read: %d of %d bytes (the file shrank while it was archived)", name, n, size)
 	}
@@ -182,7 +182,7 @@ func (w *Writer) begin(name string, kind Kind, size int64) error {
 	if size < 0 {
 		return fmt.Errorf("archive entry %s: negative size", termtext.Quote(name))
 	}
-	w.ch.setKind(Text) // the header is text
+	w.ch.kind = Text // the header is text
 	hdr := &tar.Header{
 		Typeflag: tar.TypeReg,
 		Name:     name,
@@ -195,7 +195,7 @@ func (w *Writer) begin(name string, kind Kind, size int64) error {
 		w.err = fmt.Errorf("archive entry %s: %w", termtext.Quote(name), err)
 		return w.err
 	}
-	w.ch.setKind(kind)
+	w.ch.kind = kind
 	return nil
 }
 
@@ -256,7 +256,7 @@ func (w *Writer) Close() error {
 	}
 	w.closed = true
 	if w.err == nil {
-		w.ch.setKind(Text)
+		w.ch.kind = Text
 		if err := w.tw.Close(); err != nil {
 			w.err = err
 		}
@@ -318,6 +318,7 @@ type chunk struct {
 func newChunker(out io.Writer, opts WriterOptions) *chunker {
 	c := &chunker{
 		out:       out,
+		buf:       make([]byte, 256<<10),
 		size:      opts.ChunkSize,
 		textLevel: opts.TextLevel,
 		compLevel: opts.CompressedLevel,
@@ -340,13 +341,6 @@ func newChunker(out io.Writer, opts WriterOptions) *chunker {
 	return c
 }
 
-func (c *chunker) copyBuf() []byte {
-	if c.buf == nil {
-		c.buf = make([]byte, 256<<10)
-	}
-	return c.buf
-}
-
 func (c *chunker) fail(err error) {
 	c.err.CompareAndSwap(nil, &err)
 }
@@ -357,8 +351,6 @@ func (c *chunker) failed() error {
 	}
 	return nil
 }
-
-func (c *chunker) setKind(k Kind) { c.kind = k }
 
 // frameBound is the most a zstd frame of n bytes takes.
 func frameBound(n int) int { return n + n>>8 + 64 }
