@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
 	"github.com/convkit/convkit/internal/durable"
@@ -18,25 +17,23 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// progressReporter is a progress.Progress whose Finish removes the bar,
-// before the result is printed.
-type progressReporter interface {
-	progress.Progress
-	Finish()
-}
-
 // unit is what a bar counts: a plural noun, or bytes.
 type unit string
 
 const unitBytes unit = "bytes"
 
 // newProgress returns a job's progress bar on stderr (total <= 0: unknown),
-// drawn only on a terminal without --json or --quiet.
-func (e *env) newProgress(what string, u unit, total int64) progressReporter {
+// drawn only on a terminal without --json or --quiet; nil, which reports
+// nothing, elsewhere. Finish removes the bar before the result is printed.
+func (e *env) newProgress(what string, u unit, total int64) *barReporter {
 	if e.g.JSON || e.g.Quiet || !e.terminal(e.stderr) {
-		return nopReporter{}
+		return nil
 	}
-	r := newBarReporter(rawStream(e.stderr), what, u, total)
+	w := e.stderr
+	if t, ok := w.(*termWriter); ok {
+		w = t.w // the bar clears itself
+	}
+	r := newBarReporter(w, what, u, total)
 	r.line = &e.line
 	r.line.mu.Lock()
 	r.line.bar = r
@@ -52,36 +49,17 @@ const rateAfter = 3 * time.Second
 // rateWindow is the span the rate is taken over.
 const rateWindow = 10 * time.Second
 
-// newBarReporter draws a bar on w, whatever w is: progressbar's percent and
-// bar (a spinner without a total), then progressText.
+// barWidth is the bar's width in columns, before progressText.
+const barWidth = 30
+
+// spinner turns in place of the bar while the total is unknown.
+const spinner = `|/-\`
+
 func newBarReporter(w io.Writer, what string, u unit, total int64) *barReporter {
-	r := &barReporter{what: what, u: u, now: time.Now, line: &barLine{}}
+	r := &barReporter{w: w, what: what, u: u, now: time.Now, line: &barLine{}, total: max(total, 0)}
 	r.start = r.now()
-	max := int64(-1) // a spinner
-	if total > 0 {
-		r.total, r.drawnTotal = total, total
-		max = barMax(total)
-	}
-	r.bar = progressbar.NewOptions64(max,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionShowDescriptionAtLineEnd(),
-		progressbar.OptionSetPredictTime(false),
-		progressbar.OptionSetElapsedTime(false),
-		// The reporter throttles itself; progressbar draws when told, and
-		// only then (its own spinner goroutine would draw over a line).
-		progressbar.OptionThrottle(0),
-		progressbar.OptionSetSpinnerChangeInterval(0),
-		progressbar.OptionClearOnFinish(),
-	)
 	return r
 }
-
-// progressbar stops drawing a bar whose count reaches its total, so it is
-// given count*barScale of total*barScale+1, which the count never reaches.
-const barScale = 100
-
-func barMax(total int64) int64 { return total*barScale + 1 }
 
 // barLine is the terminal line a bar is drawn on; its lock orders the bar's
 // drawing and every other write to the terminal (termWriter).
@@ -94,14 +72,15 @@ type barLine struct {
 // barReporter is a progress bar, safe for concurrent use.
 type barReporter struct {
 	line *barLine
-	bar  *progressbar.ProgressBar
+	w    io.Writer
 	what string
 	u    unit
 	now  func() time.Time
 
 	// Under line.mu:
 	total, done int64
-	drawnTotal  int64 // the total progressbar was given
+	width       int // the widest line drawn, which a clear overwrites
+	spin        int // the spinner's position
 	start       time.Time
 	samples     []progressSample // the latest progress, oldest first
 	drawn       bool             // on the terminal now
@@ -136,6 +115,9 @@ func (r *barReporter) startTicker() {
 }
 
 func (r *barReporter) Add(n int64) {
+	if r == nil {
+		return
+	}
 	r.line.mu.Lock()
 	defer r.line.mu.Unlock()
 	if r.finished {
@@ -153,6 +135,9 @@ func (r *barReporter) Add(n int64) {
 }
 
 func (r *barReporter) SetTotal(n int64) {
+	if r == nil {
+		return
+	}
 	r.line.mu.Lock()
 	defer r.line.mu.Unlock()
 	if r.finished {
@@ -166,6 +151,9 @@ func (r *barReporter) SetTotal(n int64) {
 }
 
 func (r *barReporter) Finish() {
+	if r == nil {
+		return
+	}
 	r.line.mu.Lock()
 	defer r.line.mu.Unlock()
 	if r.finished {
@@ -218,25 +206,21 @@ func (r *barReporter) drawLocked(force bool) {
 	}
 	rate, ok := r.rate(now)
 	text := progressText(r.what, r.u, r.done, r.total, now.Sub(r.start), rate, ok)
-	if r.total != r.drawnTotal {
-		if r.total > 0 {
-			r.bar.ChangeMax64(barMax(r.total))
-		} else {
-			r.bar.ChangeMax64(-1)
-		}
-		r.drawnTotal = r.total
-	}
 	if r.total > 0 {
-		_ = r.bar.Set64(min(r.done, r.total) * barScale)
+		done := min(r.done, r.total)
+		fill := int(done * barWidth / r.total)
+		text = fmt.Sprintf("%4d%% |%s%s|  %s", done*100/r.total, strings.Repeat("█", fill), strings.Repeat(" ", barWidth-fill), text)
 	} else {
-		_ = r.bar.Set64(r.done)
+		r.spin = (r.spin + 1) % len(spinner)
+		text = spinner[r.spin:r.spin+1] + "  " + text
 	}
-	r.bar.Describe(text)
+	io.WriteString(r.w, "\r"+termtext.Pad(text, r.width))
+	r.width = max(r.width, termtext.Width(text))
 	r.drawn, r.lastDraw = true, now
 }
 
 func (r *barReporter) clearLocked() {
-	_ = r.bar.Clear()
+	io.WriteString(r.w, "\r"+strings.Repeat(" ", r.width)+"\r")
 	r.drawn = false
 }
 
@@ -306,13 +290,6 @@ func (w *termWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func rawStream(s io.Writer) io.Writer {
-	if t, ok := s.(*termWriter); ok {
-		return t.w
-	}
-	return s
-}
-
 func isTerminal(s any) bool {
 	if t, ok := s.(*termWriter); ok {
 		s = t.w
@@ -327,10 +304,6 @@ func (e *env) terminal(s any) bool {
 	}
 	return isTerminal(s)
 }
-
-type nopReporter struct{ progress.Nop }
-
-func (nopReporter) Finish() {}
 
 // progressReader counts the bytes read through it, each once however often
 // it is read (a dry run reads an archive file twice).
@@ -364,7 +337,7 @@ func (pr *progressReader) Seek(off int64, whence int) (int64, error) {
 
 // archiveInput opens an archive argument ("-": stdin), counting what is
 // read on a bar of its bytes.
-func (e *env) archiveInput(name, what string) (io.Reader, progressReporter, func(), error) {
+func (e *env) archiveInput(name, what string) (io.Reader, *barReporter, func(), error) {
 	if name == "-" {
 		bar := e.newProgress(what, unitBytes, 0)
 		return &progressReader{r: e.stdin, p: bar}, bar, func() {}, nil
