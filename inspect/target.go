@@ -39,7 +39,7 @@ type Target struct {
 	// Warnings are the other generations of the same version beside it,
 	// which are not read.
 	Warnings []string
-	held     io.ReaderAt // Held's bytes; Path only names them
+	held     *os.File // the unlinked copy of stdin (Stdin); Path only names it
 	heldSize int64
 }
 
@@ -68,10 +68,12 @@ func StoreTarget(l store.Log) (*Target, error) {
 	return t, nil
 }
 
-// Held is a log with no name on disk (a removed copy of stdin), read from
-// src; having no place, it has no children.
-func Held(name string, src io.ReaderAt, size int64) *Target {
-	return &Target{Path: name, held: src, heldSize: size}
+// Close releases the copy of stdin a Stdin target reads.
+func (t *Target) Close() error {
+	if t.held == nil {
+		return nil
+	}
+	return t.held.Close()
 }
 
 func (t *Target) open(opts convlog.ReaderOptions) (*convlog.Reader, error) {

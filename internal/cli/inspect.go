@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -92,13 +93,16 @@ older part from the conversation it was forked from (read-only).`,
 			}
 			args := c.Args().Slice()
 			if len(args) == 1 && args[0] == "-" { // stdin (a file named - is ./-)
-				sp, err := spoolStdin(c.Context, e.stdin)
+				t, err := inspect.Stdin(c.Context, e.stdin)
+				var big *inspect.TooLargeError
+				if errors.As(err, &big) {
+					return withHint(err, "write it to a file and inspect the file, or point TMPDIR at a larger file system")
+				}
 				if err != nil {
 					return err
 				}
-				defer sp.close()
-				t := inspect.Held(stdinName, sp.f, sp.size)
-				return runInspect(c, e, t, stdinName, "-", filter)
+				defer t.Close()
+				return runInspect(c, e, t, inspect.StdinName, "-", filter)
 			}
 			t, err := inspectTarget(c, e, args)
 			if err != nil {

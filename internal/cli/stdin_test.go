@@ -68,27 +68,3 @@ func TestInspectStdinDecidesFirst(t *testing.T) {
 		})
 	}
 }
-
-// TestInspectStdinCopyLimit: the copy of stdin stops at its fixed bound,
-// whatever the free space.
-func TestInspectStdinCopyLimit(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
-	defer func(l int64) { stdinCopyLimit = l }(stdinCopyLimit)
-	stdinCopyLimit = 1 << 20
-	in := &countingReader{r: io.MultiReader(strings.NewReader(stdinHeader), repeat(0))}
-	var out, errb bytes.Buffer
-	code := Main(context.Background(), []string{"convkit", "inspect", "-"}, in, &out, &errb, func(string) string { return "" })
-	if code != exitFailure || !strings.Contains(errb.String(), "convkit: error: <stdin> holds more than 1048576 bytes, the most inspect - copies") {
-		t.Errorf("exit %d, stderr %q", code, errb.String())
-	}
-	if in.n > 1<<20+64<<10 {
-		t.Errorf("read %d bytes of stdin", in.n)
-	}
-	// Within it, the log is read.
-	errb.Reset()
-	log := stdinHeader + `{"type":"turn/start","seq":0,"time":2,"data":{"turn":1}}` + "\n"
-	code = Main(context.Background(), []string{"convkit", "inspect", "--validate", "-"}, strings.NewReader(log), &out, &errb, func(string) string { return "" })
-	if code != 0 || !strings.Contains(out.String(), "<stdin>: valid, format v4, 1 events\n") {
-		t.Errorf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
-	}
-}

@@ -1,4 +1,4 @@
-package cli
+package inspect
 
 import (
 	"bytes"
@@ -11,76 +11,59 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/internal/archive"
-	"github.com/convkit/convkit/internal/durable"
 )
 
-const stdinName = "<stdin>"
+// StdinName names the log read from stdin.
+const StdinName = "<stdin>"
 
-// spaceReserve is left free where stdin is copied.
-const spaceReserve = 64 << 20
+// stdinReserve is left free where stdin is copied.
+const stdinReserve = 64 << 20
 
 // stdinCopyLimit bounds the copy of stdin (a variable for the tests).
 var stdinCopyLimit int64 = 1 << 30
 
-// spooledStdin is a copy of stdin in an unlinked temporary file, because
-// reading a log needs random access a pipe lacks; nothing is left behind
-// however the process ends.
-type spooledStdin struct {
-	f    *os.File
-	size int64
-}
+// TooLargeError is stdin holding more than Stdin copies.
+type TooLargeError struct{ msg string }
 
-// spoolStdin copies r, once its first bytes say a log begins, to a private
-// file under $TMPDIR (unlinked at once), bounded by stdinCopyLimit and the
-// free space less spaceReserve.
-func spoolStdin(ctx context.Context, r io.Reader) (*spooledStdin, error) {
+func (e *TooLargeError) Error() string { return e.msg }
+
+// Stdin is the log on r, copied once its first bytes say a log begins to a
+// private file under $TMPDIR, unlinked at once: reading a log needs random
+// access a pipe lacks, and nothing is left behind however the process
+// ends. The copy is bounded by stdinCopyLimit and the free space less
+// stdinReserve; Close releases it.
+func Stdin(ctx context.Context, r io.Reader) (*Target, error) {
 	r = &ctxReader{ctx: ctx, r: r}
 	head, err := stdinHead(r, convlog.DefaultMaxLineBytes)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "convkit-stdin-")
+	f, err := os.CreateTemp("", "convkit-stdin-") // 0600, never through a link
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, "stdin")
-	if err := durable.PrivateDir(dir); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	f, err := durable.CreateExcl(path)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+	tmp := filepath.Dir(f.Name())
+	if err := os.Remove(f.Name()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("remove the copy of %s: %w", StdinName, err)
 	}
 	limit, why := stdinCopyLimit, fmt.Sprintf("the most inspect - copies (%d GiB)", stdinCopyLimit>>30)
 	if stdinCopyLimit < 1<<30 {
 		why = "the most inspect - copies"
 	}
-	if free, _, bounded := archive.FreeSpace(dir); bounded && free-spaceReserve < limit {
-		limit, why = max(free-spaceReserve, 0), fmt.Sprintf("the free space in %s less 64 MiB", filepath.Dir(dir))
+	if free, _, bounded := archive.FreeSpace(tmp); bounded && free-stdinReserve < limit {
+		limit, why = max(free-stdinReserve, 0), fmt.Sprintf("the free space in %s less 64 MiB", tmp)
 	}
-	rmErr := os.Remove(path)
-	if err := os.Remove(dir); rmErr == nil {
-		rmErr = err
-	}
-	if rmErr != nil {
-		f.Close()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("remove the copy of %s: %w", stdinName, rmErr)
-	}
-	src := io.LimitReader(io.MultiReader(bytes.NewReader(head), r), limit+1)
-	n, err := io.Copy(f, src)
+	n, err := io.Copy(f, io.LimitReader(io.MultiReader(bytes.NewReader(head), r), limit+1))
 	switch {
 	case err != nil:
 		f.Close()
-		return nil, fmt.Errorf("copy %s to a temporary file in %s: %w", stdinName, filepath.Dir(dir), err)
+		return nil, fmt.Errorf("copy %s to a temporary file in %s: %w", StdinName, tmp, err)
 	case n > limit:
 		f.Close()
-		return nil, withHint(fmt.Errorf("%s holds more than %d bytes, %s", stdinName, limit, why),
-			"write it to a file and inspect the file, or point TMPDIR at a larger file system")
+		return nil, &TooLargeError{fmt.Sprintf("%s holds more than %d bytes, %s", StdinName, limit, why)}
 	}
-	return &spooledStdin{f: f, size: n}, nil
+	return &Target{Path: StdinName, held: f, heldSize: n}, nil
 }
 
 // stdinHead reads r up to what decides whether a log begins there (the
@@ -104,31 +87,29 @@ func stdinHead(r io.Reader, maxLine int) ([]byte, error) {
 		for ; seen < len(buf) && (len(buf) >= len(magic) || !bytes.HasPrefix(magic[:], buf)); seen++ {
 			switch c := buf[seen]; {
 			case c == '\n':
-				if _, herr := convlog.ParseHeader(stdinName, buf[:seen], -1); herr != nil {
+				if _, herr := convlog.ParseHeader(StdinName, buf[:seen], -1); herr != nil {
 					return nil, herr
 				}
 				return buf, nil
 			case c == ' ' || c == '\t' || c == '\r':
 			case !opened && c != '{', c < 0x20:
-				_, herr := convlog.ParseHeader(stdinName, buf[:seen+1], -1)
+				_, herr := convlog.ParseHeader(StdinName, buf[:seen+1], -1)
 				return nil, fmt.Errorf("%w (neither a zstd frame nor a log's header line)", herr)
 			default:
 				opened = true
 			}
 		}
 		if len(buf) > maxLine {
-			return nil, fmt.Errorf("%s: line 1: no newline within the limit of %d bytes a line may take: not a log's header line", stdinName, maxLine)
+			return nil, fmt.Errorf("%s: line 1: no newline within the limit of %d bytes a line may take: not a log's header line", StdinName, maxLine)
 		}
 		if err == io.EOF {
 			return buf, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", stdinName, err)
+			return nil, fmt.Errorf("read %s: %w", StdinName, err)
 		}
 	}
 }
-
-func (s *spooledStdin) close() { s.f.Close() }
 
 // ctxReader stops a copy when ctx is done.
 type ctxReader struct {
