@@ -77,15 +77,43 @@ func each(ctx context.Context, r events, fn func(*convlog.Event) error) error {
 	return nil
 }
 
-// Render writes a readable rendering of the log, escaped for the terminal:
-// its header, then one line per event.
-func Render(ctx context.Context, t *Target, w io.Writer, f Filter) error {
-	r, err := t.open(convlog.ReaderOptions{})
+// ShowOptions choose what Show writes.
+type ShowOptions struct {
+	Filter  Filter
+	JSON    bool // each event as stored, one JSON object per line
+	Upgrade bool // the events as the log's version 4 successor would hold them
+	// Warn receives the subagent children an upgrade could not read.
+	Warn func([]string)
+}
+
+// Show writes the log's events: a readable rendering escaped for the
+// terminal (its header, then one line per event), or JSON Lines. Upgraded,
+// they are read through the upgrade chain in memory, the subagent catalog
+// completed from the children found.
+func Show(ctx context.Context, t *Target, w io.Writer, opts ShowOptions) error {
+	if !opts.Upgrade {
+		r, err := t.open(convlog.ReaderOptions{})
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		if opts.JSON {
+			return writeJSONEvents(ctx, r, w, opts.Filter)
+		}
+		return render(ctx, w, opts.Filter, r.Header(), r.Compression(), "", r, r.Stats)
+	}
+	r, note, warnings, err := openUpgraded(t)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	return render(ctx, w, f, r.Header(), r.Compression(), "", r, r.Stats)
+	if opts.Warn != nil {
+		opts.Warn(warnings)
+	}
+	if opts.JSON {
+		return writeJSONEvents(ctx, r, w, opts.Filter)
+	}
+	return render(ctx, w, opts.Filter, r.Header(), r.Compression(), note, r, r.SourceStats)
 }
 
 func render(ctx context.Context, w io.Writer, f Filter, h *convlog.Header, comp convlog.Compression, note string, r events, stats func() convlog.Stats) error {
@@ -135,16 +163,6 @@ func render(ctx context.Context, w io.Writer, f Filter, h *convlog.Header, comp 
 		_, err = fmt.Fprintf(w, "torn tail: %d bytes after byte %d are not committed (left as they are)\n", st.TornBytes, st.CommittedBytes)
 	}
 	return err
-}
-
-// WriteJSON writes each selected event as stored, one JSON object per line.
-func WriteJSON(ctx context.Context, t *Target, w io.Writer, f Filter) error {
-	r, err := t.open(convlog.ReaderOptions{})
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	return writeJSONEvents(ctx, r, w, f)
 }
 
 func writeJSONEvents(ctx context.Context, r events, w io.Writer, f Filter) error {

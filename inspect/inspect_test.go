@@ -127,7 +127,7 @@ func TestHistory(t *testing.T) {
 func TestRenderAndJSON(t *testing.T) {
 	p := writeFile(t, "s1.v4.jsonl", append([]string{header}, goodLines...)...)
 	var out bytes.Buffer
-	if err := Render(context.Background(), &Target{Path: p}, &out, nil); err != nil {
+	if err := Show(context.Background(), &Target{Path: p}, &out, ShowOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`session log "s1", format v4`, "user: hi there", "[ignorable] [unknown]", "[replaces 2..4]"} {
@@ -136,7 +136,7 @@ func TestRenderAndJSON(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := WriteJSON(context.Background(), &Target{Path: p}, &out, Filter{"turn/*"}); err != nil {
+	if err := Show(context.Background(), &Target{Path: p}, &out, ShowOptions{JSON: true, Filter: Filter{"turn/*"}}); err != nil {
 		t.Fatal(err)
 	}
 	want := goodLines[0] + "\n" + goodLines[8] + "\n"

@@ -2,10 +2,8 @@ package inspect
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -231,56 +229,30 @@ func (t *Target) CheckPlace() error {
 	return nil
 }
 
-// Upgraded is a log as its version 4 successor would hold it, upgraded in
-// memory with its subagent catalog completed from the children found.
-type Upgraded struct {
-	r        *upgrade.Reader
-	Children int      // direct subagent children found; -1: not looked for
-	Warnings []string // children that could not be read
-}
-
-// OpenUpgraded opens t's log for RenderUpgraded and WriteUpgradedJSON.
-func OpenUpgraded(t *Target) (*Upgraded, error) {
+// openUpgraded opens t's log upgraded in memory, its subagent catalog
+// completed from the children found; note says how, warnings are the
+// children that could not be read.
+func openUpgraded(t *Target) (r *upgrade.Reader, note string, warnings []string, err error) {
 	hr, err := t.open(convlog.ReaderOptions{})
 	if err != nil {
-		return nil, err
+		return nil, "", nil, err
 	}
 	h := hr.Header()
 	hr.Close()
-	u := &Upgraded{Children: -1}
+	children := "its subagent children were not looked for (the log has no place)"
 	var facts []upgrade.ChildFact
 	if h.Version < convlog.CurrentVersion && h.Type == convlog.SessionLog && t.Children != nil {
 		if facts, err = upgrade.CollectChildrenFrom(t.Children, h.ID); err != nil {
-			return nil, fmt.Errorf("%s: finding its subagent children: %w", t.Path, err)
+			return nil, "", nil, fmt.Errorf("%s: finding its subagent children: %w", t.Path, err)
 		}
-		u.Children, u.Warnings = len(facts), upgrade.Warnings(facts)
+		children, warnings = fmt.Sprintf("%d subagent children found", len(facts)), upgrade.Warnings(facts)
 	}
-	if u.r, err = t.OpenV4(upgrade.Options{Children: facts}); err != nil {
-		return nil, err
+	if r, err = t.OpenV4(upgrade.Options{Children: facts}); err != nil {
+		return nil, "", nil, err
 	}
-	return u, nil
-}
-
-func (u *Upgraded) Close() error { return u.r.Close() }
-
-func (u *Upgraded) note() string {
-	v := u.r.SourceVersion()
-	if v >= convlog.CurrentVersion {
-		return fmt.Sprintf("stored as format v%d: shown as it is", v)
+	note = fmt.Sprintf("upgraded in memory from format v%d, nothing written; %s", r.SourceVersion(), children)
+	if v := r.SourceVersion(); v >= convlog.CurrentVersion {
+		note = fmt.Sprintf("stored as format v%d: shown as it is", v)
 	}
-	children := "its subagent children were not looked for (the log has no place)"
-	if u.Children >= 0 {
-		children = fmt.Sprintf("%d subagent children found", u.Children)
-	}
-	return fmt.Sprintf("upgraded in memory from format v%d, nothing written; %s", v, children)
-}
-
-// RenderUpgraded is Render of the upgraded events.
-func RenderUpgraded(ctx context.Context, u *Upgraded, w io.Writer, f Filter) error {
-	return render(ctx, w, f, u.r.Header(), u.r.Compression(), u.note(), u.r, u.r.SourceStats)
-}
-
-// WriteUpgradedJSON is WriteJSON of the upgraded events.
-func WriteUpgradedJSON(ctx context.Context, u *Upgraded, w io.Writer, f Filter) error {
-	return writeJSONEvents(ctx, u.r, w, f)
+	return r, note, warnings, nil
 }

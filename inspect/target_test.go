@@ -136,26 +136,19 @@ func TestUpgraded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := OpenUpgraded(tg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out bytes.Buffer
-	if err := RenderUpgraded(context.Background(), u, &out, nil); err != nil {
+	if err := Show(context.Background(), tg, &out, ShowOptions{Upgrade: true}); err != nil {
 		t.Fatal(err)
 	}
-	u.Close()
 	for _, want := range []string{`session log "parent", format v4,`, "upgraded in memory from format v3, nothing written; 1 subagent children found", "subagent/catalog", "user: hello there"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("rendering lacks %q:\n%s", want, out.String())
 		}
 	}
-	u, _ = OpenUpgraded(tg)
 	out.Reset()
-	if err := WriteUpgradedJSON(context.Background(), u, &out, Filter{"subagent/*"}); err != nil {
+	if err := Show(context.Background(), tg, &out, ShowOptions{Upgrade: true, JSON: true, Filter: Filter{"subagent/*"}}); err != nil {
 		t.Fatal(err)
 	}
-	u.Close()
 	want := `{"type":"subagent/catalog","seq":5,"time":14,"data":{"version":0,"childId":"kid","childCreatedAt":7,"mode":"one-shot"}}` + "\n"
 	if out.String() != want {
 		t.Fatalf("--upgrade --json:\n%s\nwant\n%s", out.String(), want)
@@ -167,10 +160,8 @@ func TestUpgraded(t *testing.T) {
 		t.Fatalf("something was written beside the source: %v", entries)
 	}
 	// A log with no place: children not looked for, and said so.
-	u, _ = OpenUpgraded(&Target{Path: parent})
 	out.Reset()
-	RenderUpgraded(context.Background(), u, &out, nil)
-	u.Close()
+	Show(context.Background(), &Target{Path: parent}, &out, ShowOptions{Upgrade: true})
 	if !strings.Contains(out.String(), "its subagent children were not looked for") || strings.Contains(out.String(), "subagent/catalog") {
 		t.Fatalf("no place:\n%s", out.String())
 	}

@@ -187,21 +187,8 @@ func runInspect(c *ucli.Context, e *env, t *inspect.Target, shown, jsonPath stri
 			return nil
 		}
 		return inspect.RenderHistory(h, e.stdout)
-	case c.Bool("upgrade"):
-		u, err := inspect.OpenUpgraded(t)
-		if err != nil {
-			return err
-		}
-		defer u.Close()
-		e.warnings(u.Warnings)
-		if e.g.JSON {
-			return inspect.WriteUpgradedJSON(ctx, u, e.stdout, filter)
-		}
-		return inspect.RenderUpgraded(ctx, u, e.stdout, filter)
-	case e.g.JSON:
-		return inspect.WriteJSON(ctx, t, e.stdout, filter)
 	default:
-		return inspect.Render(ctx, t, e.stdout, filter)
+		return inspect.Show(ctx, t, e.stdout, inspect.ShowOptions{Filter: filter, JSON: e.g.JSON, Upgrade: c.Bool("upgrade"), Warn: e.warnings})
 	}
 }
 
