@@ -63,45 +63,42 @@ func newResult() *Result {
 
 // Rename sets the title of conversation id (store.Rename).
 func Rename(ctx context.Context, s *store.Store, id, title string, opts Options) (*Result, error) {
-	res := newResult()
-	if err := writable(s); err != nil {
-		return nil, err
-	}
-	info, err := live(s, id)
+	title, err := store.CheckTitle(title)
 	if err != nil {
 		return nil, err
 	}
-	title, err = store.CheckTitle(title)
-	if err != nil {
-		return nil, err
-	}
-	ix := openIndex(s, res)
-	defer ix.close()
-	o := Outcome{ID: id, Action: ActionUnchanged, Title: title}
-	if info.Title != title || info.TitleIsAuto {
-		if err := s.Rename(id, title); err != nil {
-			return nil, err
+	return edit(ctx, s, []string{id}, opts, func(id string, info *store.ConversationInfo) (Outcome, bool, error) {
+		if info.Title == title && !info.TitleIsAuto {
+			return Outcome{ID: id, Action: ActionUnchanged, Title: title}, false, nil
 		}
-		o.Action = ActionRenamed
-		ix.update(ctx, s, id, opts)
-	}
-	res.done(o, opts)
-	ix.finish(res)
-	return res, ix.interrupted
+		return Outcome{ID: id, Action: ActionRenamed, Title: title}, true, s.Rename(id, title)
+	})
 }
 
 // Archive hides the conversations ids from the main list; one already
 // archived is left as it is.
 func Archive(ctx context.Context, s *store.Store, ids []string, opts Options) (*Result, error) {
-	return setArchived(ctx, s, ids, true, opts)
+	return edit(ctx, s, ids, opts, func(id string, info *store.ConversationInfo) (Outcome, bool, error) {
+		if info.Archived {
+			return Outcome{ID: id, Action: ActionAlreadyArchived}, false, nil
+		}
+		return Outcome{ID: id, Action: ActionArchived}, true, s.Archive(id)
+	})
 }
 
 // Unarchive brings the archived conversations ids back to the main list.
 func Unarchive(ctx context.Context, s *store.Store, ids []string, opts Options) (*Result, error) {
-	return setArchived(ctx, s, ids, false, opts)
+	return edit(ctx, s, ids, opts, func(id string, info *store.ConversationInfo) (Outcome, bool, error) {
+		if !info.Archived {
+			return Outcome{ID: id, Action: ActionNotArchived}, false, nil
+		}
+		return Outcome{ID: id, Action: ActionUnarchived}, true, s.Unarchive(id)
+	})
 }
 
-func setArchived(ctx context.Context, s *store.Store, ids []string, archived bool, opts Options) (*Result, error) {
+// edit checks that every id names a live conversation, then applies do to
+// each in turn, updating the index rows of those it changed.
+func edit(ctx context.Context, s *store.Store, ids []string, opts Options, do func(string, *store.ConversationInfo) (Outcome, bool, error)) (*Result, error) {
 	res := newResult()
 	if err := writable(s); err != nil {
 		return nil, err
@@ -118,27 +115,16 @@ func setArchived(ctx context.Context, s *store.Store, ids []string, archived boo
 	ix := openIndex(s, res)
 	defer ix.close()
 	for i, id := range ids {
-		if err := ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil && i > 0 { // between conversations
 			ix.finish(res)
 			return res, err
 		}
-		o := Outcome{ID: id}
-		switch {
-		case infos[i].Archived == archived && archived:
-			o.Action = ActionAlreadyArchived
-		case infos[i].Archived == archived:
-			o.Action = ActionNotArchived
-		default:
-			var err error
-			if archived {
-				o.Action, err = ActionArchived, s.Archive(id)
-			} else {
-				o.Action, err = ActionUnarchived, s.Unarchive(id)
-			}
-			if err != nil {
-				ix.finish(res)
-				return res, err
-			}
+		o, changed, err := do(id, infos[i])
+		if err != nil {
+			ix.finish(res)
+			return res, err
+		}
+		if changed {
 			ix.update(ctx, s, id, opts)
 		}
 		res.done(o, opts)
