@@ -456,9 +456,7 @@ an alert in one line of cron, such as
 			a, err := backup.Latest(dir, opts)
 			if a != nil {
 				if e.g.JSON {
-					r := recordOf(*a)
-					r.SchemaVersion = schemaVersion
-					if jerr := writeJSON(e.stdout, r); jerr != nil {
+					if jerr := writeJSONWith(e.stdout, versionHead, recordOf(*a)); jerr != nil {
 						return jerr
 					}
 				} else {
@@ -478,7 +476,6 @@ type archiveListing struct {
 }
 
 type archiveRecord struct {
-	SchemaVersion int                  `json:"schemaVersion,omitempty"` // backup latest only
 	Name          string               `json:"name"`
 	Path          string               `json:"path"`
 	Time          time.Time            `json:"time"`

@@ -85,11 +85,7 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 					return err
 				}
 				if e.g.JSON {
-					return writeJSON(e.stdout, struct {
-						SchemaVersion int    `json:"schemaVersion"`
-						Layout        string `json:"layout"`
-						*fixtures.SessionsReport
-					}{schemaVersion, layout, rep})
+					return writeJSONWith(e.stdout, versionHead+`,"layout":"dsh"`, rep)
 				}
 				fmt.Fprintf(e.stdout, "wrote %d session directories and %d invalid layout entries into %s (layout dsh, %s, seed %d)\n",
 					len(rep.Sessions), len(rep.Invalid), rep.Root, comp, rep.Seed)
@@ -101,10 +97,7 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 				return err
 			}
 			if e.g.JSON {
-				return writeJSON(e.stdout, struct {
-					SchemaVersion int `json:"schemaVersion"`
-					*fixtures.Report
-				}{schemaVersion, rep})
+				return writeJSONWith(e.stdout, versionHead, rep)
 			}
 			logs := 0
 			for _, cv := range rep.Conversations {

@@ -126,10 +126,7 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 				return runErr
 			}
 			if e.g.JSON {
-				if err := writeJSON(e.stdout, struct {
-					MessageType string `json:"message_type"`
-					*migrate.Summary
-				}{"summary", sum}); err != nil {
+				if err := writeJSONWith(e.stdout, `"message_type":"summary"`, sum); err != nil {
 					return err
 				}
 			}

@@ -26,6 +26,23 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// writeJSONWith is writeJSON of v, a JSON object, with the members head
+// first, as a struct embedding v would write it.
+func writeJSONWith(w io.Writer, head string, v any) error {
+	var b bytes.Buffer
+	if err := writeJSON(&b, v); err != nil {
+		return err
+	}
+	if b.Bytes()[1] != '}' {
+		head += ","
+	}
+	_, err := io.WriteString(w, "{"+head+b.String()[1:])
+	return err
+}
+
+// versionHead is the schemaVersion member that begins a command's result.
+var versionHead = fmt.Sprintf(`"schemaVersion":%d`, schemaVersion)
+
 // text is s escaped for the terminal: every string from a log, an archive
 // or the store goes through it, or quoted, as it is rendered.
 func text(s string) string { return termtext.Escape(s) }

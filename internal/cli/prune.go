@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	ucli "github.com/urfave/cli/v2"
@@ -74,26 +73,12 @@ and removes nothing, taking no lock.`,
 func (e *env) prune(ctx context.Context, s *store.Store, r *dshroot.Root, dry bool, summaryType string) error {
 	opts := prune.Options{DryRun: dry}
 	if e.g.JSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetEscapeHTML(false)
-		action := "removed"
+		action := `"message_type":"status","action":"removed"`
 		if dry {
-			action = "removable"
+			action = `"message_type":"status","action":"removable"`
 		}
-		opts.OnFile = func(f prune.File) {
-			enc.Encode(struct {
-				MessageType string `json:"message_type"`
-				Action      string `json:"action"`
-				prune.File
-			}{"status", action, f})
-		}
-		opts.OnKept = func(k prune.Kept) {
-			enc.Encode(struct {
-				MessageType string `json:"message_type"`
-				Action      string `json:"action"`
-				prune.Kept
-			}{"status", "kept", k})
-		}
+		opts.OnFile = func(f prune.File) { writeJSONWith(e.stdout, action, f) }
+		opts.OnKept = func(k prune.Kept) { writeJSONWith(e.stdout, `"message_type":"status","action":"kept"`, k) }
 	} else {
 		lines := e.libraryLines(e.stdout, nil)
 		verb := "REMOVED"
@@ -116,11 +101,7 @@ func (e *env) prune(ctx context.Context, s *store.Store, r *dshroot.Root, dry bo
 		return err
 	}
 	if e.g.JSON {
-		if err := writeJSON(e.stdout, struct {
-			MessageType   string `json:"message_type"`
-			SchemaVersion int    `json:"schemaVersion"`
-			*prune.Result
-		}{summaryType, schemaVersion, res}); err != nil {
+		if err := writeJSONWith(e.stdout, `"message_type":"`+summaryType+`",`+versionHead, res); err != nil {
 			return err
 		}
 	} else {

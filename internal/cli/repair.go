@@ -68,10 +68,7 @@ func runRepair(c *ucli.Context, e *env, dry bool) error {
 		}
 	}
 	if e.g.JSON {
-		if err := writeJSON(e.stdout, struct {
-			SchemaVersion int `json:"schemaVersion"`
-			*store.RepairResult
-		}{schemaVersion, res}); err != nil {
+		if err := writeJSONWith(e.stdout, versionHead, res); err != nil {
 			return err
 		}
 	} else {
