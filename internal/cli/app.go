@@ -199,19 +199,9 @@ func rootAction(c *ucli.Context) error {
 
 func groupAction(c *ucli.Context) error {
 	if !c.Args().Present() {
-		return usagef(c, "%s needs a subcommand (%s)", c.Command.HelpName, strings.Join(subcommandNames(c.Command), ", "))
+		return usagef(c, "%s needs a subcommand (%s)", c.Command.HelpName, strings.Join(commandNames(c.Command.Subcommands), ", "))
 	}
 	return unknownCommand(c, c.Args().First())
-}
-
-func subcommandNames(c *ucli.Command) []string {
-	var names []string
-	for _, sub := range c.Subcommands {
-		if !sub.Hidden {
-			names = append(names, sub.Name)
-		}
-	}
-	return names
 }
 
 // onUsageError turns a flag parse error into a usage error. A flag that

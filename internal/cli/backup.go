@@ -664,7 +664,7 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 		for _, sk := range rr.Skipped {
 			fmt.Fprintln(e.stdout, text(itemLine(sk, "")))
 		}
-		if e.showWillNotOpen(false) {
+		if !e.g.Quiet {
 			for _, w := range rr.WillNotOpen {
 				fmt.Fprintln(e.stdout, text(willNotOpenPrefix+willNotOpenText(w)))
 			}

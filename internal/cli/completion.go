@@ -33,12 +33,19 @@ among them (with their titles in zsh and fish). Install it with:
         (or: source <(convkit completion zsh) in ~/.zshrc, after compinit)
   fish: convkit completion fish > ~/.config/fish/completions/convkit.fish`,
 		Action: withArgs(1, 1, func(c *ucli.Context) error {
-			gen, ok := map[string]func(io.Writer, *ucli.App) error{
-				"bash": writeBashCompletion, "zsh": writeZshCompletion, "fish": writeFishCompletion}[c.Args().First()]
-			if !ok {
-				return usagef(c, "no completion for %s: want bash, zsh or fish", termtext.Quote(c.Args().First()))
+			shell := c.Args().First()
+			if shell == "fish" {
+				return writeFishCompletion(e.stdout, c.App)
 			}
-			return gen(e.stdout, c.App)
+			head, ok := shellHeads[shell]
+			if !ok {
+				return usagef(c, "no completion for %s: want bash, zsh or fish", termtext.Quote(shell))
+			}
+			// The head, the shared functions, then the shell's own.
+			io.WriteString(e.stdout, head[0])
+			writeShellCandidates(e.stdout, newCompletionModel(c.App))
+			_, err := io.WriteString(e.stdout, head[1])
+			return err
 		}),
 	}
 }
@@ -292,21 +299,11 @@ func writeShellCandidates(w io.Writer, m completionModel) {
 	io.WriteString(w, b.String())
 }
 
-// writeShellCompletion writes a bash or zsh script: its head, the shared
-// functions, then its own.
-func writeShellCompletion(w io.Writer, app *ucli.App, head, own string) error {
-	io.WriteString(w, head)
-	writeShellCandidates(w, newCompletionModel(app))
-	_, err := io.WriteString(w, own)
-	return err
-}
-
-func writeBashCompletion(w io.Writer, app *ucli.App) error {
-	return writeShellCompletion(w, app, "# bash completion for convkit (convkit completion bash), generated from its command definitions.\n\n", bashScript)
-}
-
-func writeZshCompletion(w io.Writer, app *ucli.App) error {
-	return writeShellCompletion(w, app, "#compdef convkit\n# zsh completion for convkit (convkit completion zsh), generated from its command definitions.\n# Put it in $fpath as _convkit, or source it after compinit.\n\n", zshScript)
+// shellHeads are the first lines and the own functions of the bash and zsh
+// scripts.
+var shellHeads = map[string][2]string{
+	"bash": {"# bash completion for convkit (convkit completion bash), generated from its command definitions.\n\n", bashScript},
+	"zsh":  {"#compdef convkit\n# zsh completion for convkit (convkit completion zsh), generated from its command definitions.\n# Put it in $fpath as _convkit, or source it after compinit.\n\n", zshScript},
 }
 
 // fishQuote quotes for fish, where only \ and ' are special inside '...'.

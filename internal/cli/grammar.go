@@ -115,18 +115,13 @@ func findCommand(cmds []*ucli.Command, name string) *ucli.Command {
 	return nil
 }
 
-func owners(prefix string, cmds []*ucli.Command, name string) []string {
+// owners are the commands that define the flag name.
+func owners(app *ucli.App, name string) []string {
 	var out []string
-	for _, c := range cmds {
-		full := prefix + " " + c.Name
-		for _, f := range c.Flags {
-			for _, n := range f.Names() {
-				if n == name {
-					out = append(out, full)
-				}
-			}
+	for _, n := range commandNodes(app) {
+		if _, ok := flagsOf(n.cmd.Flags)[name]; ok {
+			out = append(out, progName+" "+n.name())
 		}
-		out = append(out, owners(full, c.Subcommands, name)...)
 	}
 	return out
 }
@@ -229,7 +224,7 @@ func parseInvocation(app *ucli.App, args []string) *invocation {
 		sp, found := all[name]
 		toks := take(sp, found)
 		if found {
-			in.misplaced[name] = misplacedFlag{spelled: strings.Join(toks, " "), owners: owners(progName, app.Commands, name)}
+			in.misplaced[name] = misplacedFlag{spelled: strings.Join(toks, " "), owners: owners(app, name)}
 		}
 		in.flags = append(in.flags, toks...)
 	}

@@ -125,8 +125,6 @@ func problemLine(line string) bool {
 // conversation) except under reindex --strict.
 const willNotOpenPrefix = "WILL NOT OPEN "
 
-func (e *env) showWillNotOpen(strict bool) bool { return !e.g.Quiet || strict }
-
 // migrateLine matches a per-input line of migrate: [i/K] "rel" ACTION...
 var migrateLine = regexp.MustCompile(`^\[\d+/\d+\] "(?:[^"\\]|\\.)*" (.*)$`)
 

@@ -165,7 +165,7 @@ func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
 		for _, s := range res.Skipped {
 			fmt.Fprintf(e.stdout, "%s\n", text(itemLine(s, "")))
 		}
-		if e.showWillNotOpen(c.Bool("strict")) {
+		if !e.g.Quiet || c.Bool("strict") {
 			for _, w := range res.WillNotOpen {
 				fmt.Fprintf(e.stdout, "%s%s\n", willNotOpenPrefix, text(willNotOpenText(w)))
 			}

@@ -329,9 +329,7 @@ func runImport(c *ucli.Context, e *env, name string, maps []transfer.CwdMapping)
 	res, err := importStaged(c, e, r, s, opts)
 	bar.Finish()
 	if res != nil {
-		for _, w := range res.Warnings {
-			fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, text(w))
-		}
+		e.warnings(res.Warnings)
 		if perr := printImport(e, res); perr != nil {
 			return perr
 		}
@@ -400,7 +398,7 @@ func printImport(e *env, r *transfer.ImportResult) error {
 		}
 	}
 	for _, p := range r.Conversations {
-		if len(p.Problems) > 0 && e.showWillNotOpen(false) {
+		if len(p.Problems) > 0 && !e.g.Quiet {
 			fmt.Fprintf(out, "WILL NOT OPEN %s: %s\n", text(p.ID), texts(p.Problems, "; "))
 		}
 	}
