@@ -90,7 +90,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if e.inv.missing != "" {
 		// Placed anywhere, urfave would take the next word for its value.
 		command := strings.TrimSpace(progName + " " + strings.Join(e.inv.path, " "))
-		return report(stderr, &usageError{msg: "flag needs an argument: " + e.inv.missing, command: command}, e.inv.json())
+		return report(stderr, &exitError{err: errors.New("flag needs an argument: " + e.inv.missing), code: exitUsage, command: command}, e.inv.json())
 	}
 	err := app.RunContext(ctx, args)
 	return report(stderr, err, e.g.JSON)

@@ -182,8 +182,8 @@ func TestExitCode(t *testing.T) {
 	}{
 		{"nil", nil, 0},
 		{"plain", errors.New("boom"), 1},
-		{"usage", &usageError{msg: "bad"}, 2},
-		{"wrapped usage", fmt.Errorf("x: %w", &usageError{msg: "bad"}), 2},
+		{"usage", &exitError{err: errors.New("bad"), code: exitUsage}, 2},
+		{"wrapped usage", fmt.Errorf("x: %w", &exitError{err: errors.New("bad"), code: exitUsage}), 2},
 		{"partial", partialf("2 conversations skipped"), 3},
 		{"wrapped partial", fmt.Errorf("reindex: %w", partialf("skipped")), 3},
 		{"ErrLocked", store.ErrLocked, 11},
@@ -221,7 +221,7 @@ func TestReport(t *testing.T) {
 		{"locked default hint", fmt.Errorf("reindex: %w", store.ErrLocked), false,
 			"convkit: error: reindex: runtime.lock is held by another process\nconvkit: hint: " + lockedHint + "\n", 11},
 		{"interrupted", context.Canceled, false, "convkit: error: interrupted\n", 130},
-		{"usage", &usageError{msg: "unexpected \"-x\"", hint: "flags must come before arguments", command: "convkit lock status"}, false,
+		{"usage", &exitError{err: errors.New(`unexpected "-x"`), code: exitUsage, hint: "flags must come before arguments", command: "convkit lock status"}, false,
 			"convkit: error: unexpected \"-x\"\nconvkit: hint: flags must come before arguments\n" +
 				"convkit: hint: run 'convkit lock status --help' for usage\n", 2},
 		{"partial json", partialf("1 conversation skipped"), true,

@@ -31,17 +31,22 @@ const lockedHint = "'convkit lock status' shows the holder; --lock-timeout DURAT
 // no hint of its own: the data directory is likely mistyped.
 const noStoreHint = "name the store's data directory with --data-dir DIR or $CONVKIT_DATA_DIR"
 
-// usageError is a bad invocation: unknown command or flag, bad flag value,
-// wrong arguments. It is found before any data is touched (exit 2).
-type usageError struct {
-	msg     string
+// exitError is an error that sets the exit code, or brings a hint for the
+// operator, or both: a bad invocation (exitUsage, found before any data is
+// touched), a job that finished but skipped or could not read some items
+// (exitPartial; the message says how many and where the details are), or a
+// run whose failure was printed already (silent).
+type exitError struct {
+	err     error
+	code    int    // 0: the rest of the chain decides
 	hint    string // optional
-	command string // "convkit lock status": whose --help shows the usage
+	command string // of a usage error, "convkit lock status": whose --help shows the usage
+	silent  bool
 }
 
-func (e *usageError) Error() string { return e.msg }
-
-func (e *usageError) Hint() string { return e.hint }
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+func (e *exitError) Hint() string  { return e.hint }
 
 // usagef returns a usage error of the command running in c.
 func usagef(c *ucli.Context, format string, args ...any) error {
@@ -49,55 +54,46 @@ func usagef(c *ucli.Context, format string, args ...any) error {
 }
 
 func usageWithHint(c *ucli.Context, hint, format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...), hint: hint, command: helpName(c)}
+	return &exitError{err: fmt.Errorf(format, args...), code: exitUsage, hint: hint, command: helpName(c)}
 }
-
-// partialError reports a job that finished but skipped some items or could
-// not read them (exit 3); the message says how many and where the details are.
-type partialError struct {
-	msg string
-}
-
-func (e *partialError) Error() string { return e.msg }
 
 func partialf(format string, args ...any) error {
-	return &partialError{msg: fmt.Sprintf(format, args...)}
+	return &exitError{err: fmt.Errorf(format, args...), code: exitPartial}
+}
+
+func withHint(err error, hint string) error { return &exitError{err: err, hint: hint} }
+
+// silentExit ends a run with code, printing nothing: what went wrong was
+// printed already (help runs the command line again for the help it prints).
+func silentExit(code int) error {
+	return &exitError{err: fmt.Errorf("exit status %d", code), code: code, silent: true}
 }
 
 // errDone stops a run that has already done what was asked (--version
 // printed the version): exit 0, nothing more printed.
 var errDone = errors.New("done")
 
-// silentExit ends a run with its exit code and prints nothing: what went
-// wrong was printed already (help runs the command line again for the
-// help it prints).
-type silentExit int
-
-func (e silentExit) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
-
 // exitCode maps an error to the process exit code. It is the only place
 // that does: an interruption wins over everything, then usage errors, a held
 // lock, partial success; anything else is a failure.
 func exitCode(err error) int {
-	var usage *usageError
-	var partial *partialError
-	var silent silentExit
+	var ee *exitError
+	coded := errors.As(err, &ee) && ee.code != 0
 	switch {
 	case err == nil, err == errDone:
 		return exitOK
-	case errors.As(err, &silent):
-		return int(silent)
+	case coded && ee.silent:
+		return ee.code
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
-	case errors.As(err, &usage):
+	case coded && ee.code == exitUsage:
 		return exitUsage
 	case errors.Is(err, store.ErrLocked):
 		return exitLocked
-	case errors.As(err, &partial):
-		return exitPartial
-	default:
-		return exitFailure
+	case coded:
+		return ee.code
 	}
+	return exitFailure
 }
 
 // report prints err to w as "convkit: error: <message>", a "convkit: hint:"
@@ -106,8 +102,8 @@ func exitCode(err error) int {
 // follows (docs/JSON.md). It returns the exit code.
 func report(w io.Writer, err error, asJSON bool) int {
 	code := exitCode(err)
-	var silent silentExit
-	if err == nil || err == errDone || errors.As(err, &silent) {
+	var ee *exitError
+	if err == nil || err == errDone || errors.As(err, &ee) && ee.silent {
 		return code
 	}
 	// A system call's error wrapped by a message naming its file already
@@ -125,9 +121,8 @@ func report(w io.Writer, err error, asJSON bool) int {
 	} else if errors.Is(err, store.ErrNoStore) {
 		hints = append(hints, noStoreHint)
 	}
-	var usage *usageError
-	if errors.As(err, &usage) {
-		hints = append(hints, fmt.Sprintf("run '%s --help' for usage", usage.command))
+	if code == exitUsage && errors.As(err, &ee) {
+		hints = append(hints, fmt.Sprintf("run '%s --help' for usage", ee.command))
 	}
 	// Escaped once, here; the JSON object keeps it exact.
 	fmt.Fprintf(w, "%s: error: %s\n", progName, termtext.Escape(msg))
@@ -147,15 +142,3 @@ type exitErrorMessage struct {
 	Code        int    `json:"code"`
 	Message     string `json:"message"`
 }
-
-// hintErr carries a hint for the operator beside an error.
-type hintErr struct {
-	err  error
-	hint string
-}
-
-func (e *hintErr) Error() string { return e.err.Error() }
-func (e *hintErr) Unwrap() error { return e.err }
-func (e *hintErr) Hint() string  { return e.hint }
-
-func withHint(err error, hint string) error { return &hintErr{err: err, hint: hint} }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -60,7 +61,7 @@ func parseOnly(t *testing.T, args ...string) (parsed, int, string) {
 	norm, inv := normalizeArgs(app, append([]string{"convkit"}, args...))
 	e.inv = inv
 	if inv.missing != "" {
-		return got, report(&errOut, &usageError{msg: "flag needs an argument: " + inv.missing}, false), errOut.String()
+		return got, report(&errOut, &exitError{err: errors.New("flag needs an argument: " + inv.missing), code: exitUsage}, false), errOut.String()
 	}
 	code := report(&errOut, app.RunContext(context.Background(), norm), false)
 	return got, code, errOut.String()
