@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,36 +95,24 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 				ReportDir: c.String("report-dir"), Exclude: exclude,
 				Progress: bar, ToolVersion: buildVersion(), Revision: buildRevision(), OnEvent: migrateRenderer(e)}
 			defer softMemoryLimit(memoryBudget(migrate.Workers(jobs)))()
-			var sum *migrate.Summary
-			var runErr error
-			var pruneAfter func() error
 			dry := c.Bool("dry-run")
-			if root.Layout == migrate.LayoutDSH {
-				r, err := dshroot.Open(root.Dir)
-				if err != nil {
-					return err
-				}
-				sum, runErr = migrate.RunSessions(c.Context, r, opts)
-				pruneAfter = func() error { return e.prune(c.Context, nil, r, dry, "prune_summary") }
-			} else {
-				mode := store.LockExclusive
-				if c.Bool("dry-run") {
-					mode = store.LockNone
-				}
-				s, err := e.openStoreAt(c.Context, root.DataDir, "migrate", mode, store.CreateNever)
-				if err != nil {
-					return err
-				}
+			s, r, err := e.openRoot(c.Context, root, "migrate", dry)
+			if err != nil {
+				return err
+			}
+			var sum *migrate.Summary
+			if s != nil {
 				defer s.Close()
 				if opts.Machine, err = e.loadMachineLenient(c, s.DataDir(), " in the index"); err != nil {
 					return err
 				}
-				sum, runErr = migrate.Run(c.Context, s, opts)
-				pruneAfter = func() error { return e.prune(c.Context, s, nil, dry, "prune_summary") }
+				sum, err = migrate.Run(c.Context, s, opts)
+			} else {
+				sum, err = migrate.RunSessions(c.Context, r, opts)
 			}
 			bar.Finish()
-			if runErr != nil {
-				return runErr
+			if err != nil {
+				return err
 			}
 			if e.g.JSON {
 				if err := writeJSONWith(e.stdout, `"message_type":"summary"`, sum); err != nil {
@@ -133,7 +122,7 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 			if c.Bool("prune") {
 				if sum.Totals.Failed > 0 {
 					e.warnings([]string{fmt.Sprintf("--prune: nothing pruned: %d input(s) failed to migrate", sum.Totals.Failed)})
-				} else if err := pruneAfter(); err != nil {
+				} else if err := e.prune(c.Context, s, r, dry, "prune_summary"); err != nil {
 					return err
 				}
 			}
@@ -195,6 +184,21 @@ func migrateRoot(c *ucli.Context, e *env, layout migrate.Layout) (migrate.Root, 
 		return migrate.Root{}, usagef(c, "--sessions-dir %s belongs to the store %s, not to --data-dir %s: a migration takes the lock of the store it changes; give one of them", root.Dir, root.DataDir, given)
 	}
 	return root, nil
+}
+
+// openRoot opens what migrate and prune work on: a sessions root in the dsh
+// layout, or the store root belongs to, locked unless dry.
+func (e *env) openRoot(ctx context.Context, root migrate.Root, command string, dry bool) (*store.Store, *dshroot.Root, error) {
+	if root.Layout == migrate.LayoutDSH {
+		r, err := dshroot.Open(root.Dir)
+		return nil, r, err
+	}
+	mode := store.LockExclusive
+	if dry {
+		mode, command = store.LockNone, command+" --dry-run"
+	}
+	s, err := e.openStoreAt(ctx, root.DataDir, command, mode, store.CreateNever)
+	return s, nil, err
 }
 
 // dshSessionsDir is the runtime's default sessions root: $DSH_HOME/sessions,

@@ -45,24 +45,14 @@ and removes nothing, taking no lock.`,
 			if err != nil {
 				return err
 			}
-			dry := c.Bool("dry-run")
-			if root.Layout == migrate.LayoutDSH {
-				r, err := dshroot.Open(root.Dir)
-				if err != nil {
-					return err
-				}
-				return e.prune(c.Context, nil, r, dry, "summary")
-			}
-			mode, command := store.LockExclusive, "prune"
-			if dry {
-				mode, command = store.LockNone, "prune --dry-run"
-			}
-			s, err := e.openStoreAt(c.Context, root.DataDir, command, mode, store.CreateNever)
+			s, r, err := e.openRoot(c.Context, root, "prune", c.Bool("dry-run"))
 			if err != nil {
 				return err
 			}
-			defer s.Close()
-			return e.prune(c.Context, s, nil, dry, "summary")
+			if s != nil {
+				defer s.Close()
+			}
+			return e.prune(c.Context, s, r, c.Bool("dry-run"), "summary")
 		}),
 	}
 }
