@@ -197,7 +197,7 @@ func runBackup(c *ucli.Context, e *env, to string) (res *backup.Result, err erro
 	}
 	res = dr.Result
 	sum := backupSummary{SchemaVersion: schemaVersion, Archive: dr.Archive, DryRun: dr.Plan != nil, Problems: []store.Item{}, Invalid: []store.Item{},
-		Vanished: []string{}, Deleted: nonNilStrings(dr.Deleted), RemovedTemps: nonNilStrings(dr.RemovedTemps)}
+		Vanished: []string{}, Deleted: append([]string{}, dr.Deleted...), RemovedTemps: append([]string{}, dr.RemovedTemps...)}
 	if dr.Plan != nil {
 		fillPlan(&sum, dr.Plan)
 	}
@@ -247,7 +247,7 @@ func fillResult(sum *backupSummary, r *backup.Result) {
 	sum.ArchiveBytes, sum.LiveTailBytes, sum.InvalidLogs, sum.LogCheck = r.Bytes, m.LiveTailBytes, m.Counts.InvalidLogs, m.LogCheck
 	sum.Problems = m.Problems
 	sum.Invalid = append(sum.Invalid, r.Invalid...)
-	sum.Vanished = nonNilStrings(r.Vanished)
+	sum.Vanished = append(sum.Vanished, r.Vanished...)
 }
 
 func printBackup(e *env, out io.Writer, s *backupSummary) error {
@@ -294,13 +294,6 @@ func onlineText(online bool, h *store.Holder) string {
 		return "true"
 	}
 	return "false"
-}
-
-func nonNilStrings(v []string) []string {
-	if v == nil {
-		return []string{}
-	}
-	return v
 }
 
 func newBackupVerifyCommand(e *env) *ucli.Command {

@@ -192,34 +192,31 @@ func runDemo(c *ucli.Context, e *env, dir string, rep *fixtures.Report) error {
 	fmt.Fprintf(e.stdout, "Sample store: %s (%d conversations)\n", dir, len(rep.Conversations))
 	var steps []demoStep
 	steps = append(steps, demoStep{"the conversations, read from their logs (no index yet)", []string{"list", "--all"}, 0})
-	// Each case's step runs on its first session log, or its first log of
-	// the expectation given.
+	// Each case's step inspects its first session log (named by its ids
+	// for a transcript), or its first log of the expectation given.
 	for _, d := range []struct {
-		c       fixtures.Case
-		session bool
-		expect  fixtures.Expect
-		step    func(cv *fixtures.Conversation, l fixtures.Log) demoStep
+		c      fixtures.Case
+		expect fixtures.Expect // "": a session log
+		mode   string
+		step   demoStep
 	}{
-		{fixtures.CaseBasic, true, "", func(_ *fixtures.Conversation, l fixtures.Log) demoStep {
-			return demoStep{"one session log: sizes by event type", []string{"inspect", "--stats", l.Path}, 0}
-		}},
-		{fixtures.CaseTornZstd, false, fixtures.ExpectTorn, func(_ *fixtures.Conversation, l fixtures.Log) demoStep {
-			return demoStep{"a log whose last frame was torn by a crash: read, reported, left as it is", []string{"inspect", "--validate", l.Path}, 0}
-		}},
-		{fixtures.CaseForkAfterCompaction, true, "", func(cv *fixtures.Conversation, l fixtures.Log) demoStep {
-			return demoStep{"what clients show of a fork made after a compaction: its source's older part joined (a cut-off answer, a failed and an interrupted turn, the summary), then its own",
-				[]string{"inspect", "--transcript", cv.ID, l.SessionID}, 0}
-		}},
-		{fixtures.CaseCorrupt, false, fixtures.ExpectCorrupt, func(_ *fixtures.Conversation, l fixtures.Log) demoStep {
-			return demoStep{"a corrupt log: every problem with its line and byte offset (exit 1)", []string{"inspect", "--validate", l.Path}, 1}
-		}},
+		{fixtures.CaseBasic, "", "--stats", demoStep{"one session log: sizes by event type", nil, 0}},
+		{fixtures.CaseTornZstd, fixtures.ExpectTorn, "--validate", demoStep{"a log whose last frame was torn by a crash: read, reported, left as it is", nil, 0}},
+		{fixtures.CaseForkAfterCompaction, "", "--transcript", demoStep{"what clients show of a fork made after a compaction: its source's older part joined (a cut-off answer, a failed and an interrupted turn, the summary), then its own", nil, 0}},
+		{fixtures.CaseCorrupt, fixtures.ExpectCorrupt, "--validate", demoStep{"a corrupt log: every problem with its line and byte offset (exit 1)", nil, 1}},
 	} {
-		if cv := rep.Find(d.c); cv != nil {
-			for _, l := range cv.Logs {
-				if (d.session && l.SessionID != "") || (!d.session && l.Expect == d.expect) {
-					steps = append(steps, d.step(cv, l))
-					break
+		cv := rep.Find(d.c)
+		if cv == nil {
+			continue
+		}
+		for _, l := range cv.Logs {
+			if (d.expect == "" && l.SessionID != "") || (d.expect != "" && l.Expect == d.expect) {
+				d.step.args = []string{"inspect", d.mode, l.Path}
+				if d.mode == "--transcript" {
+					d.step.args = []string{"inspect", d.mode, cv.ID, l.SessionID}
 				}
+				steps = append(steps, d.step)
+				break
 			}
 		}
 	}
