@@ -19,8 +19,7 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// progName is the command's name in messages and help, whatever the binary
-// is called.
+// progName is the command's name in messages and help, whatever the binary's.
 const progName = "convkit"
 
 // commandGroups are the top-level commands, in the groups and the order
@@ -51,14 +50,12 @@ type globals struct {
 	getenv func(string) string
 }
 
-// dataDir resolves the data directory (store.ResolveDataDir) in the
-// environment injected into Main.
+// dataDir resolves the data directory in the environment injected into Main.
 func (g *globals) dataDir() (string, error) {
 	return store.ResolveDataDir(g.DataDir, g.getenv, g.getenv("HOME"))
 }
 
-// env is what one run of Main shares with its commands: the injected
-// streams and the global flags.
+// env is what one run of Main shares with its commands.
 type env struct {
 	stdin  io.Reader
 	stdout io.Writer
@@ -174,8 +171,7 @@ func newApp(e *env) *ucli.App {
 	}
 }
 
-// complete finishes a command and its subcommands after construction
-// (doc.go).
+// complete finishes a command and its subcommands after construction.
 func complete(e *env, c *ucli.Command) {
 	c.Description = strings.TrimSpace(c.Description)
 	if c.OnUsageError == nil {
@@ -256,8 +252,7 @@ func withArgs(min, max int, action ucli.ActionFunc) ucli.ActionFunc {
 	}
 }
 
-// checkArgs wants at least min positional arguments and at most max (< 0:
-// no limit).
+// checkArgs wants min to max positional arguments (max < 0: no limit).
 func checkArgs(c *ucli.Context, min, max int) error {
 	args := c.Args().Slice()
 	switch {
@@ -288,8 +283,7 @@ func helpName(c *ucli.Context) string {
 	return c.Command.HelpName
 }
 
-// openStore opens the store of the data directory for command, locked as
-// mode says (waiting up to --lock-timeout); it creates nothing.
+// openStore opens the data directory's store, locked as mode says.
 func (e *env) openStore(ctx context.Context, command string, mode store.LockMode) (*store.Store, error) {
 	dir, err := e.g.dataDir()
 	if err != nil {
@@ -324,14 +318,12 @@ func ambiguous(c *ucli.Context, err error, what, more string) error {
 	return err
 }
 
-// configFlag is the --config option of the commands that check whether
-// conversations will open here.
+// configFlag is --config of the commands that check what opens here.
 func configFlag() ucli.Flag {
 	return &ucli.StringFlag{Name: "config", Usage: "check agents and models against the runtime configuration `FILE` (default: $CONVKIT_CONFIG, else <data-dir>/config.toml)"}
 }
 
-// loadMachine reads the runtime configuration for dataDir: --config, else
-// $CONVKIT_CONFIG, else <dataDir>/config.toml (store.LoadMachine).
+// loadMachine reads --config, else $CONVKIT_CONFIG, else <dataDir>/config.toml.
 func (e *env) loadMachine(c *ucli.Context, dataDir string) (*store.Machine, error) {
 	path, explicit := store.RuntimeConfigPath(c.String("config"), e.g.getenv, dataDir)
 	m, _, err := store.LoadMachine(path, explicit)
@@ -381,8 +373,7 @@ func parseJobs(s string) (int, error) {
 	return int(f), nil
 }
 
-// memoryBudget is the resident set a migration with jobs workers is meant
-// to stay within.
+// memoryBudget is the resident set a migration of jobs workers stays within.
 func memoryBudget(jobs int) int64 { return 64<<20 + int64(jobs)*(32<<20) }
 
 // unaccountedMemory is what the resident set holds beside what the Go

@@ -108,8 +108,7 @@ puts one back. See docs/BACKUP.md.`,
 	}
 }
 
-// spanFlag is the age the option name gives (zero when unset); one that is
-// no time at all is a usage error.
+// spanFlag is the age the option name gives (zero when unset).
 func spanFlag(c *ucli.Context, name string) (backup.Span, error) {
 	if !c.IsSet(name) {
 		return backup.Span{}, nil
@@ -150,8 +149,7 @@ type backupSummary struct {
 	Planned       []backup.PlanFile `json:"planned,omitempty"`
 }
 
-// backupMemory is the resident set a backup stays within, whatever the
-// store's size.
+// backupMemory is the resident set a backup stays within, whatever the size.
 const backupMemory = 64 << 20
 
 // runBackup runs the backup and returns what it wrote (nil when nothing).
@@ -284,8 +282,7 @@ func printBackup(e *env, out io.Writer, s *backupSummary) error {
 	return nil
 }
 
-// onlineText is a summary's online=: whether runtime.lock was held by
-// another process, and which.
+// onlineText is a summary's online=: whether, and by whom, the lock was held.
 func onlineText(online bool, h *store.Holder) string {
 	switch {
 	case online && h != nil:
@@ -322,8 +319,7 @@ shows.`,
 	}
 }
 
-// archiveAction is the Action of a command of one ARCHIVE (a path,
-// DIR/latest, or -), which check (nil: none) looks at first.
+// archiveAction is the Action of a command of one ARCHIVE, check (if any) first.
 func archiveAction(e *env, check ucli.ActionFunc, run func(*ucli.Context, *env, string) error) ucli.ActionFunc {
 	return func(c *ucli.Context) error {
 		if n := c.NArg(); n != 1 {
@@ -362,8 +358,7 @@ func runBackupVerify(c *ucli.Context, e *env, name string) error {
 	return invalidLogs(name, res)
 }
 
-// invalidLogs is exit 3 for an archive holding logs the strict read
-// refuses, said alike by verify and restore.
+// invalidLogs is exit 3 for an archive holding logs the strict read refuses.
 func invalidLogs(name string, res *backup.VerifyResult) error {
 	if res == nil || res.InvalidLogs == 0 {
 		return nil
@@ -683,8 +678,7 @@ func restoreSkips(name string, res *backup.RestoreResult) error {
 
 func demoBackupDir(dataDir string) string { return dataDir + "-backups" }
 
-// runDemoBackup runs the demo's backup and its verify, and returns how many
-// steps did not exit as expected.
+// runDemoBackup runs the demo's backup and verify; it returns the steps failed.
 func runDemoBackup(c *ucli.Context, e *env, dataDir string) int {
 	dir := demoBackupDir(dataDir) // checked new or empty before the store was made
 	failed := 0

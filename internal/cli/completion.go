@@ -109,8 +109,7 @@ var (
 	fishScript string // __convkit_at and __convkit_ids, before the generated complete lines
 )
 
-// What the completion offers for a value or an argument: a word list, or
-// one of these.
+// What the completion offers: a word list, or one of these.
 const (
 	completeFiles = "@files"
 	completeDirs  = "@dirs"
@@ -299,8 +298,7 @@ func writeShellCandidates(w io.Writer, m completionModel) {
 	io.WriteString(w, b.String())
 }
 
-// shellHeads are the first lines and the own functions of the bash and zsh
-// scripts.
+// shellHeads are the first lines and own functions of bash and zsh.
 var shellHeads = map[string][2]string{
 	"bash": {"# bash completion for convkit (convkit completion bash), generated from its command definitions.\n\n", bashScript},
 	"zsh":  {"#compdef convkit\n# zsh completion for convkit (convkit completion zsh), generated from its command definitions.\n# Put it in $fpath as _convkit, or source it after compinit.\n\n", zshScript},

@@ -46,8 +46,7 @@ func planDelete(c *ucli.Context, e *env) (*deletePlan, error) {
 	return p, nil
 }
 
-// planLine is one conversation of a plan as a person reads it; verb is
-// "would delete" or, before the question, "delete".
+// planLine is one conversation of a plan; verb is "would delete" or "delete".
 func planLine(it store.DeletePlanItem, verb string) string {
 	id := text(it.ID)
 	switch it.Action {
@@ -91,8 +90,7 @@ func runDeletePlan(c *ucli.Context, e *env) error {
 var errNotConfirmed = errors.New("nothing was deleted: the answer was not yes")
 
 // confirmDelete shows what delete is about to delete and asks on stdin, no
-// lock held while it waits. It returns the ids to delete, or
-// errNotConfirmed.
+// lock held while it waits; it returns the ids to delete.
 func confirmDelete(c *ucli.Context, e *env) ([]string, error) {
 	p, err := planDelete(c, e)
 	if err != nil {

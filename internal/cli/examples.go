@@ -5,8 +5,7 @@ import (
 	"io"
 )
 
-// example is one invocation a command's help and the man page show
-// (TestExamplesParse parses every line).
+// example is one invocation a command's help and the man page show.
 type example struct {
 	line string
 	note string

@@ -23,12 +23,10 @@ const (
 	exitInterrupted = 130 // SIGINT or SIGTERM
 )
 
-// lockedHint is shown with an error that wraps store.ErrLocked and brings no
-// hint of its own.
+// lockedHint is the hint of a held lock, unless the error brings its own.
 const lockedHint = "'convkit lock status' shows the holder; --lock-timeout DURATION waits for it"
 
-// noStoreHint is shown with an error that wraps store.ErrNoStore and brings
-// no hint of its own: the data directory is likely mistyped.
+// noStoreHint is the hint of a missing store: the directory is likely mistyped.
 const noStoreHint = "name the store's data directory with --data-dir DIR or $CONVKIT_DATA_DIR"
 
 // exitError is an error that sets the exit code, or brings a hint for the
@@ -69,8 +67,7 @@ func silentExit(code int) error {
 	return &exitError{err: fmt.Errorf("exit status %d", code), code: code, silent: true}
 }
 
-// errDone stops a run that has already done what was asked (--version
-// printed the version): exit 0, nothing more printed.
+// errDone stops a run that has done what was asked (--version): exit 0.
 var errDone = errors.New("done")
 
 // exitCode maps an error to the process exit code. It is the only place
@@ -135,8 +132,7 @@ func report(w io.Writer, err error, asJSON bool) int {
 	return code
 }
 
-// exitErrorMessage is the last thing printed on stderr under --json when a
-// command fails.
+// exitErrorMessage ends stderr under --json when a command fails.
 type exitErrorMessage struct {
 	MessageType string `json:"message_type"`
 	Code        int    `json:"code"`

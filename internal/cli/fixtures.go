@@ -244,8 +244,7 @@ func runDemo(c *ucli.Context, e *env, dir string, rep *fixtures.Report) error {
 	return nil
 }
 
-// runDemoStep runs and shows one command of the demo on the store in dir,
-// and reports whether it exited as expected.
+// runDemoStep runs and shows one step; false if it did not exit as expected.
 func runDemoStep(c *ucli.Context, e *env, dir string, s demoStep) bool {
 	args := append([]string{progName, "--data-dir", dir}, s.args...)
 	fmt.Fprintf(e.stdout, "\n# %s\n$ convkit %s\n", s.note, strings.Join(quoteArgs(args[1:]), " "))

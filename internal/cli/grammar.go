@@ -46,8 +46,7 @@ func flagsOf(flags []ucli.Flag) flagSet {
 	return s
 }
 
-// flagName splits a flag token: "--to=DIR" is ("to", true). ok is false
-// for an argument, a lone "-" and "--".
+// flagName splits a flag token ("--to=DIR" is "to", true); ok is false else.
 func flagName(tok string) (name string, hasValue, ok bool) {
 	if len(tok) < 2 || tok[0] != '-' || tok == "--" {
 		return "", false, false

@@ -133,8 +133,7 @@ status and the environment. docs/convkit.1 in the source is this output.
 	}
 }
 
-// exitStatuses are the EXIT STATUS of every help (short) and of the man
-// page (text).
+// exitStatuses are the EXIT STATUS of the helps (short) and the man page.
 var exitStatuses = []struct {
 	code        int
 	short, text string
@@ -165,8 +164,7 @@ var environment = []struct{ name, text string }{
 	{"GOMEMLIMIT", "When set, migrate leaves the Go runtime's memory limit as it is instead of setting its own (64 MiB + 32 MiB per job)."},
 }
 
-// roff escapes text for a man page line (a leading dot or quote would be a
-// request).
+// roff escapes text for a man page line (a leading dot would be a request).
 func roff(s string) string {
 	s = strings.ReplaceAll(s, `\`, `\e`)
 	s = strings.ReplaceAll(s, "-", `\-`)
@@ -372,8 +370,7 @@ func (fi flagInfo) spellings() []string {
 	return out
 }
 
-// ownFlags are the flags a definition declares, without the -h/--help
-// urfave adds to each when it runs.
+// ownFlags are the flags a definition declares, without urfave's --help.
 func ownFlags(flags []ucli.Flag) []flagInfo {
 	var out []flagInfo
 	for _, f := range flags {

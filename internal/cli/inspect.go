@@ -192,8 +192,7 @@ func runInspect(c *ucli.Context, e *env, t *inspect.Target, shown, jsonPath stri
 	}
 }
 
-// inspectTarget resolves the arguments to a log: an existing path
-// (inspect.Resolve), or a conversation (and session) id in the store.
+// inspectTarget resolves the arguments to a path, or to ids in the store.
 func inspectTarget(c *ucli.Context, e *env, args []string) (*inspect.Target, error) {
 	ctx := c.Context
 	if len(args) == 1 {
@@ -239,8 +238,7 @@ func stopPosition(p inspect.Problem) string {
 	return pos.String()
 }
 
-// problemPosition is a problem as --validate lists it: position, kind, the
-// rule broken beyond its line, and message.
+// problemPosition is a problem as --validate lists it.
 func problemPosition(p inspect.Problem) string {
 	switch p.Rule {
 	case "", "header", "envelope", "framing", "file":

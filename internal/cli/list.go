@@ -70,8 +70,7 @@ only those, with a WHY column.`,
 	}
 }
 
-// renderList writes the conversations as a table; why adds the reasons a
-// conversation will not open.
+// renderList writes a table; why adds why a conversation will not open.
 func renderList(e *env, rows []index.Summary, why bool) error {
 	head := []string{"ID", "TITLE", "UPDATED", "SESSIONS", "TURNS", "FLAGS"}
 	if why {

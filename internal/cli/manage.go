@@ -120,9 +120,8 @@ func (e *env) runDelete(c *ucli.Context, refs []string) error {
 	})
 }
 
-// runManage runs an edit of package manage on the conversations refs name
-// in the locked store, printing each conversation's line as it is done
-// (--json: the result at the end).
+// runManage runs an edit of the conversations refs name in the locked store,
+// printing each conversation's line as it is done (--json: the result).
 func (e *env) runManage(c *ucli.Context, command string, refs []string, do func(*store.Store, []string, manage.Options) (*manage.Result, error)) error {
 	dataDir, err := e.g.dataDir()
 	if err != nil {
@@ -157,8 +156,7 @@ func (e *env) runManage(c *ucli.Context, command string, refs []string, do func(
 	return err
 }
 
-// manageLine is the stdout line of one conversation's outcome
-// (docs/CLI.md): the action in words, the id, and a rename's title.
+// manageLine is the stdout line of one conversation's outcome.
 func manageLine(o manage.Outcome) string {
 	id := text(o.ID)
 	switch o.Action {

@@ -201,8 +201,7 @@ func (e *env) openRoot(ctx context.Context, root migrate.Root, command string, d
 	return s, nil, err
 }
 
-// dshSessionsDir is the runtime's default sessions root: $DSH_HOME/sessions,
-// else ~/.dsh/sessions (a blank $DSH_HOME counts as unset).
+// dshSessionsDir is $DSH_HOME/sessions, else ~/.dsh/sessions.
 func dshSessionsDir(getenv func(string) string) (string, error) {
 	if h := strings.TrimSpace(getenv("DSH_HOME")); h != "" {
 		return filepath.Join(getenv("DSH_HOME"), "sessions"), nil
@@ -223,8 +222,7 @@ func sameDir(a, b string) bool {
 	return errA == nil && errB == nil && os.SameFile(fa, fb)
 }
 
-// migrateRenderer prints migrate's events as they come: each as its line of
-// the text log, or under --json the inputs' steps as JSON Lines.
+// migrateRenderer prints migrate's events as lines, or steps as JSON Lines.
 func migrateRenderer(e *env) func(migrate.Event) {
 	if !e.g.JSON {
 		lines := e.libraryLines(e.stdout, migrateQuiet())
@@ -239,9 +237,8 @@ func migrateRenderer(e *env) func(migrate.Event) {
 	}
 }
 
-// writerVersion is the format version this build's writer is taken to
-// write (0: the real one): tests show that a writer not at V4 refuses to
-// migrate.
+// writerVersion is the format version the writer is taken to write (0: the
+// real one), so tests show that a writer not at V4 refuses to migrate.
 var writerVersion int
 
 func SetWriterVersion(v int) { writerVersion = v }

@@ -43,8 +43,8 @@ func writeJSONWith(w io.Writer, head string, v any) error {
 // versionHead is the schemaVersion member that begins a command's result.
 var versionHead = fmt.Sprintf(`"schemaVersion":%d`, schemaVersion)
 
-// text is s escaped for the terminal: every string from a log, an archive
-// or the store goes through it, or quoted, as it is rendered.
+// text escapes s for the terminal, as every string from a log, an archive or
+// the store is rendered.
 func text(s string) string { return termtext.Escape(s) }
 
 // texts is each of list escaped, joined by sep.
@@ -58,8 +58,7 @@ func texts(list []string, sep string) string {
 
 func quoted(s string) string { return `"` + termtext.Escape(s) + `"` }
 
-// titleColumns is the most of a title text output shows (an automatic
-// title always fits).
+// titleColumns is the most of a title text output shows.
 const titleColumns = 80
 
 func title(s string) string {
@@ -81,8 +80,7 @@ func (e *env) libraryLines(w io.Writer, keep func(line string) bool) io.Writer {
 	return out
 }
 
-// lineFilter passes on the whole lines keep accepts; safe for concurrent
-// use.
+// lineFilter passes on the whole lines keep accepts, from any goroutine.
 type lineFilter struct {
 	mu   sync.Mutex
 	w    io.Writer
@@ -109,8 +107,7 @@ func (f *lineFilter) Write(p []byte) (int, error) {
 	}
 }
 
-// problemLine is what --quiet keeps of the libraries' lines: the problems,
-// not what was done as it should be.
+// problemLine is what --quiet keeps of the libraries' lines: the problems.
 func problemLine(line string) bool {
 	for _, info := range []string{"REMOVED ", "DELETED ", progName + ": removed ", willNotOpenPrefix} {
 		if strings.HasPrefix(line, info) {
@@ -153,8 +150,7 @@ func (e *env) refuseTerminal(c *ucli.Context, example, instead string) error {
 		"refusing to write a binary archive to a terminal")
 }
 
-// withPath is "PATH: REASON", or REASON alone when it names the (possibly
-// quoted) path already.
+// withPath is "PATH: REASON", or REASON alone when it names the path.
 func withPath(path, reason string) string {
 	bare := path
 	if u, err := strconv.Unquote(path); err == nil {

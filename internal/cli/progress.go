@@ -22,9 +22,8 @@ type unit string
 
 const unitBytes unit = "bytes"
 
-// newProgress returns a job's progress bar on stderr (total <= 0: unknown),
-// drawn only on a terminal without --json or --quiet; nil, which reports
-// nothing, elsewhere. Finish removes the bar before the result is printed.
+// newProgress returns a job's bar on a terminal's stderr (total <= 0:
+// unknown), nil (reporting nothing) elsewhere or under --json or --quiet.
 func (e *env) newProgress(what string, u unit, total int64) *barReporter {
 	if e.g.JSON || e.g.Quiet || !e.terminal(e.stderr) {
 		return nil
@@ -94,8 +93,7 @@ type progressSample struct {
 	done int64
 }
 
-// startTicker redraws the bar twice a second, so the time moves while no
-// unit ends.
+// startTicker redraws the bar twice a second, so its time moves.
 func (r *barReporter) startTicker() {
 	r.stop = make(chan struct{})
 	go func() {
@@ -125,8 +123,7 @@ func (r *barReporter) Add(n int64) {
 	}
 	now := r.now()
 	if len(r.samples) == 0 {
-		// From the first unit's start on: the job may have looked for its
-		// units first.
+		// From the first unit's start: the job may have looked for them first.
 		r.samples = append(r.samples, progressSample{at: now, done: r.done})
 	}
 	r.done += n
@@ -305,8 +302,7 @@ func (e *env) terminal(s any) bool {
 	return isTerminal(s)
 }
 
-// progressReader counts the bytes read through it, each once however often
-// it is read (a dry run reads an archive file twice).
+// progressReader counts each byte read once (a dry run reads a file twice).
 type progressReader struct {
 	r        io.Reader
 	p        progress.Progress
@@ -335,8 +331,7 @@ func (pr *progressReader) Seek(off int64, whence int) (int64, error) {
 	return pos, err
 }
 
-// archiveInput opens an archive argument ("-": stdin), counting what is
-// read on a bar of its bytes.
+// archiveInput opens an archive argument ("-": stdin) behind a bar of bytes.
 func (e *env) archiveInput(name, what string) (io.Reader, *barReporter, func(), error) {
 	if name == "-" {
 		bar := e.newProgress(what, unitBytes, 0)

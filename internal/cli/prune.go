@@ -57,9 +57,8 @@ and removes nothing, taking no lock.`,
 	}
 }
 
-// prune prunes the store s, or the sessions root r, printing each file
-// and the summary (under --json, of message_type summaryType); some
-// generation kept is exit 3.
+// prune prunes the store s, or the sessions root r, printing each file and
+// the summary (--json: of message_type summaryType).
 func (e *env) prune(ctx context.Context, s *store.Store, r *dshroot.Root, dry bool, summaryType string) error {
 	opts := prune.Options{DryRun: dry}
 	if e.g.JSON {

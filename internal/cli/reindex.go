@@ -115,8 +115,7 @@ func (e *env) warnings(ws []string) {
 	}
 }
 
-// strictError is exit 3 under --strict when conversations will not open
-// here; without it they do not change the exit status.
+// strictError is exit 3 under --strict when conversations will not open.
 func strictError(c *ucli.Context, w []reindex.WillNotOpen) error {
 	if !c.Bool("strict") || len(w) == 0 {
 		return nil
@@ -129,8 +128,7 @@ func willNotOpenText(w reindex.WillNotOpen) string {
 	return w.ID + ": " + strings.Join(w.Reasons, "; ")
 }
 
-// skipText is the first skipped item, "PATH: REASON" (a reason never
-// names its path again).
+// skipText is the first skipped item, "PATH: REASON".
 func skipText(s []store.Item) string {
 	return s[0].Path + ": " + s[0].Reason
 }

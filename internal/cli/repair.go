@@ -88,8 +88,7 @@ func runRepair(c *ucli.Context, e *env, dry bool) error {
 	return nil
 }
 
-// updateRepaired updates the index rows of the conversations repair
-// changed, when the index is usable.
+// updateRepaired updates the rows of the conversations repair changed.
 func (e *env) updateRepaired(c *ucli.Context, s *store.Store, res *store.RepairResult) error {
 	var ids []string
 	seen := map[string]bool{}

@@ -73,8 +73,7 @@ func editDistance(a, b string) int {
 	return prev[len(rb)]
 }
 
-// didYouMean is the hint for a mistyped word: `did you mean "list"?`, or
-// "" when nothing is close. Each suggestion is spelled by spell.
+// didYouMean is the hint `did you mean "list"?`, or "" without suggestions.
 func didYouMean(suggestions []string, spell func(string) string) string {
 	if len(suggestions) == 0 {
 		return ""
@@ -99,16 +98,14 @@ func commandNames(cmds []*ucli.Command) []string {
 	return out
 }
 
-// suggestCommand is the hint for name, an unknown command among cmds, the
-// subcommands of parent: `did you mean "lock status"?`.
+// suggestCommand is the hint for name, unknown among parent's cmds.
 func suggestCommand(parent, name string, cmds []*ucli.Command) string {
 	return didYouMean(closest(name, commandNames(cmds)), func(s string) string {
 		return termtext.Quote(strings.TrimSpace(parent + " " + s))
 	})
 }
 
-// commandPath is the path of the command running in c as typed after the
-// program's name: "" at the top, "lock" for convkit lock.
+// commandPath is the running command after the program's name ("lock").
 func commandPath(c *ucli.Context) string {
 	return strings.TrimSpace(strings.TrimPrefix(helpName(c), progName))
 }

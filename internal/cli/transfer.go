@@ -351,9 +351,8 @@ func runImport(c *ucli.Context, e *env, name string, maps []transfer.CwdMapping)
 	return nil
 }
 
-// importStaged verifies the archive into the store's staging directory,
-// then takes runtime.lock and imports: the runtime waits for the writing
-// only.
+// importStaged verifies the archive before it takes runtime.lock, so the
+// runtime waits for the writing only.
 func importStaged(c *ucli.Context, e *env, r io.Reader, s *store.Store, opts transfer.ImportOptions) (*transfer.ImportResult, error) {
 	sg, err := transfer.Stage(c.Context, r, s, opts)
 	if err != nil {
