@@ -26,8 +26,7 @@ import (
 
 const SchemaVersion = contract.Version
 
-// Filter selects events by type with shell patterns ("tool/*"); no pattern
-// selects everything.
+// Filter selects events by type with shell patterns ("tool/*"), or all.
 type Filter []string
 
 func (f Filter) Match(typ string) bool {

@@ -27,11 +27,10 @@ type TooLargeError struct{ msg string }
 
 func (e *TooLargeError) Error() string { return e.msg }
 
-// Stdin is the log on r, copied once its first bytes say a log begins to a
-// private file under $TMPDIR, unlinked at once: reading a log needs random
-// access a pipe lacks, and nothing is left behind however the process
-// ends. The copy is bounded by stdinCopyLimit and the free space less
-// stdinReserve; Close releases it.
+// Stdin is the log on r, copied once its first bytes say a log begins to an
+// unlinked file under $TMPDIR (reading needs random access a pipe lacks;
+// nothing is left behind however the process ends), bounded by
+// stdinCopyLimit and the free space less stdinReserve.
 func Stdin(ctx context.Context, r io.Reader) (*Target, error) {
 	r = &ctxReader{ctx: ctx, r: r}
 	head, err := stdinHead(r, convlog.DefaultMaxLineBytes)

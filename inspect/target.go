@@ -21,8 +21,7 @@ const (
 	LayoutDSH     = "dsh"     // a generation of a session directory of the runtime's sessions root
 )
 
-// Target is the log a path names, and where that log's subagent children
-// are.
+// Target is the log a path names, and where its subagent children are.
 type Target struct {
 	Path   string
 	Layout string        // LayoutConvkit, LayoutDSH, or "" for neither

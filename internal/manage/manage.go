@@ -75,8 +75,7 @@ func Rename(ctx context.Context, s *store.Store, id, title string, opts Options)
 	})
 }
 
-// Archive hides the conversations ids from the main list; one already
-// archived is left as it is.
+// Archive hides the conversations ids from the main list.
 func Archive(ctx context.Context, s *store.Store, ids []string, opts Options) (*Result, error) {
 	return edit(ctx, s, ids, opts, func(id string, info *store.ConversationInfo) (Outcome, bool, error) {
 		if info.Archived {

@@ -91,12 +91,10 @@ func EscapeLines(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-// Width is the number of terminal columns s takes: a CJK character or an
-// emoji takes two, a combining mark none.
+// Width is the number of terminal columns s takes (a CJK character two).
 func Width(s string) int { return uniseg.StringWidth(s) }
 
-// Pad returns s followed by spaces to fill width columns (s as it is when
-// it is wider).
+// Pad returns s followed by spaces to fill width columns.
 func Pad(s string, width int) string {
 	if w := Width(s); w < width {
 		return s + strings.Repeat(" ", width-w)
