@@ -79,18 +79,6 @@ func Escape(s string) string {
 	return b.String()
 }
 
-// EscapeLines is Escape that keeps the newlines between lines.
-func EscapeLines(s string) string {
-	if !strings.Contains(s, "\n") {
-		return Escape(s)
-	}
-	lines := strings.Split(s, "\n")
-	for i, l := range lines {
-		lines[i] = Escape(l)
-	}
-	return strings.Join(lines, "\n")
-}
-
 // Width is the number of terminal columns s takes (a CJK character two).
 func Width(s string) int { return uniseg.StringWidth(s) }
 
@@ -191,15 +179,19 @@ func (t *Table) Flush() error {
 	return nil
 }
 
-// Writer escapes the lines a library writes through it (EscapeLines). A
-// write should hold whole lines: a character split between two writes is
-// escaped as bytes.
+// Writer escapes the lines a library writes through it, keeping their
+// newlines. A write should hold whole lines: a character split between two
+// writes is escaped as bytes.
 type Writer struct{ w io.Writer }
 
 func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 
 func (e *Writer) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(e.w, EscapeLines(string(p))); err != nil {
+	lines := strings.Split(string(p), "\n")
+	for i, l := range lines {
+		lines[i] = Escape(l)
+	}
+	if _, err := io.WriteString(e.w, strings.Join(lines, "\n")); err != nil {
 		return 0, err
 	}
 	return len(p), nil

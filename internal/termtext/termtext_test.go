@@ -40,12 +40,6 @@ func TestEscape(t *testing.T) {
 	}
 }
 
-func TestEscapeLines(t *testing.T) {
-	if got, want := EscapeLines("one\x1b\ntwo\r\n"), "one\\x1b\ntwo\\r\n"; got != want {
-		t.Errorf("EscapeLines = %q, want %q", got, want)
-	}
-}
-
 func TestWidthAndClip(t *testing.T) {
 	tests := []struct {
 		s     string
@@ -122,7 +116,8 @@ func TestWriterEscapesEachLine(t *testing.T) {
 	w := NewWriter(&buf)
 	w.Write([]byte("UNREADABLE conversations/\x1b[31mx: bad\n"))
 	w.Write([]byte("ok\n"))
-	if got, want := buf.String(), "UNREADABLE conversations/\\x1b[31mx: bad\nok\n"; got != want {
+	w.Write([]byte("one\x1b\ntwo\r\n"))
+	if got, want := buf.String(), "UNREADABLE conversations/\\x1b[31mx: bad\nok\none\\x1b\ntwo\\r\n"; got != want {
 		t.Errorf("Writer wrote %q, want %q", got, want)
 	}
 }
