@@ -50,29 +50,34 @@ listed; exit 1 on any drift.`,
 			if err != nil {
 				return err
 			}
-			if c.Bool("check") {
-				if c.Bool("incremental") {
-					return usagef(c, "--check writes nothing: --incremental does not apply to it")
-				}
-				return runReindexCheck(c, e, jobs)
+			check := c.Bool("check")
+			if check && c.Bool("incremental") {
+				return usagef(c, "--check writes nothing: --incremental does not apply to it")
 			}
-			return runReindex(c, e, jobs)
+			command, mode := "reindex", store.LockExclusive
+			if check {
+				command, mode = "reindex --check", store.LockNone
+			}
+			s, err := e.openStore(c.Context, command, mode)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			m, err := e.loadMachine(c, s.DataDir())
+			if err != nil {
+				return err
+			}
+			bar := e.newProgress(command, "conversations", 0)
+			opts := reindex.Options{Jobs: jobs, Progress: bar, NoText: c.Bool("no-search"), Machine: m, Incremental: c.Bool("incremental")}
+			if check {
+				return runReindexCheck(c, e, s, opts, bar)
+			}
+			return runReindex(c, e, s, opts, bar)
 		}),
 	}
 }
 
-func runReindex(c *ucli.Context, e *env, jobs int) error {
-	s, err := e.openStore(c.Context, "reindex", store.LockExclusive)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	m, err := e.loadMachine(c, s.DataDir())
-	if err != nil {
-		return err
-	}
-	bar := e.newProgress("reindex", "conversations", 0)
-	opts := reindex.Options{Jobs: jobs, Progress: bar, NoText: c.Bool("no-search"), Machine: m, Incremental: c.Bool("incremental")}
+func runReindex(c *ucli.Context, e *env, s *store.Store, opts reindex.Options, bar *barReporter) error {
 	if !e.g.JSON {
 		keep := problemLine
 		if c.Bool("strict") {
@@ -133,17 +138,8 @@ func skipText(s []store.Item) string {
 	return s[0].Path + ": " + s[0].Reason
 }
 
-func runReindexCheck(c *ucli.Context, e *env, jobs int) error {
-	s, err := e.openStore(c.Context, "reindex --check", store.LockNone)
-	if err != nil {
-		return err
-	}
-	m, err := e.loadMachine(c, s.DataDir())
-	if err != nil {
-		return err
-	}
-	bar := e.newProgress("reindex --check", "conversations", 0)
-	res, err := reindex.Check(c.Context, s, reindex.Options{Jobs: jobs, Progress: bar, Machine: m, NoText: c.Bool("no-search")})
+func runReindexCheck(c *ucli.Context, e *env, s *store.Store, opts reindex.Options, bar *barReporter) error {
+	res, err := reindex.Check(c.Context, s, opts)
 	bar.Finish()
 	if err != nil {
 		return err

@@ -401,16 +401,11 @@ func printImport(e *env, r *transfer.ImportResult) error {
 			fmt.Fprintf(out, "WILL NOT OPEN %s: %s\n", text(p.ID), texts(p.Problems, "; "))
 		}
 	}
-	switch r.Index {
-	case "updated":
-		if !e.g.Quiet {
-			fmt.Fprintf(out, "Index: metadata.db updated\n")
-		}
-	case "built":
-		if !e.g.Quiet {
-			fmt.Fprintf(out, "Index: metadata.db built from the store's logs\n")
-		}
-	case "failed":
+	done := map[string]string{"updated": "metadata.db updated", "built": "metadata.db built from the store's logs"}[r.Index]
+	switch {
+	case done != "" && !e.g.Quiet:
+		fmt.Fprintf(out, "Index: %s\n", done)
+	case r.Index == "failed":
 		fmt.Fprintf(out, "Index: metadata.db was not updated (%s); run %s\n", text(r.IndexError), r.IndexAdvice)
 	}
 	prefix := "Summary"
