@@ -50,12 +50,8 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 			if c.Int("conversations") < 0 {
 				return usagef(c, "--conversations must not be negative")
 			}
-			comp := convlog.Zstd
-			switch c.String("compress") {
-			case "zstd":
-			case "none":
-				comp = convlog.Plain
-			default:
+			comp, ok := map[string]convlog.Compression{"zstd": convlog.Zstd, "none": convlog.Plain}[c.String("compress")]
+			if !ok {
 				return usagef(c, "--compress must be zstd or none, not %s", termtext.Quote(c.String("compress")))
 			}
 			layout := c.String("layout")

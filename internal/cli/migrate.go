@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -66,9 +67,7 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 				return err
 			}
 			comp := migrate.Compress(c.String("compress"))
-			switch comp {
-			case migrate.CompressKeep, migrate.CompressZstd, migrate.CompressNone:
-			default:
+			if !slices.Contains([]migrate.Compress{migrate.CompressKeep, migrate.CompressZstd, migrate.CompressNone}, comp) {
 				return usagef(c, "--compress must be keep, zstd or none, not %s", termtext.Quote(string(comp)))
 			}
 			layout, err := migrate.ParseLayout(c.String("layout"))

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -287,9 +288,7 @@ Importing the same archive again changes nothing. See docs/TRANSFER.md.`,
 			if len(args) != 1 {
 				return usagef(c, "want exactly one FILE (a path, or - for stdin), got %d arguments", len(args))
 			}
-			switch c.String("on-conflict") {
-			case transfer.ConflictRefuse, transfer.ConflictReplace, transfer.ConflictSkip:
-			default:
+			if !slices.Contains([]string{transfer.ConflictRefuse, transfer.ConflictReplace, transfer.ConflictSkip}, c.String("on-conflict")) {
 				return usagef(c, "--on-conflict must be refuse, replace or skip, not %s", termtext.Quote(c.String("on-conflict")))
 			}
 			if c.IsSet("config") && strings.TrimSpace(c.String("config")) == "" {
