@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/convlog/upgrade"
@@ -149,7 +148,7 @@ func Resolve(path string) (*Target, error) {
 		return nil, fmt.Errorf("%s holds no log: neither a session directory (session[.vN].jsonl[.zstd]) nor a conversation directory (metadata[.vN].jsonl[.zst])", path)
 	}
 	slices.SortFunc(gens, func(a, b gen) int {
-		return cmp.Or(cmp.Compare(b.n.Version, a.n.Version), strings.Compare(a.name, b.name))
+		return cmp.Or(cmp.Compare(b.n.Version, a.n.Version), cmp.Compare(a.name, b.name))
 	})
 	cur := gens[0]
 	p := filepath.Join(path, cur.name)

@@ -501,8 +501,7 @@ func printArchives(e *env, dir string, list []backup.ArchiveInfo) error {
 	for _, r := range out.Archives {
 		convs, online := "-", "-"
 		if r.Conversations != nil {
-			convs = strconv.Itoa(*r.Conversations)
-			online = yesNo(*r.Online)
+			convs, online = strconv.Itoa(*r.Conversations), map[bool]string{false: "no", true: "yes"}[*r.Online]
 		}
 		verified := r.Verified
 		if r.Verified != backup.VerifiedOK && r.Verified != backup.VerifiedStale && r.Verified != backup.VerifiedNever {
@@ -514,13 +513,6 @@ func printArchives(e *env, dir string, list []backup.ArchiveInfo) error {
 		t.Row(text(r.Name), r.Time.UTC().Format("2006-01-02 15:04:05Z"), termtext.Size(r.Size), convs, online, verified)
 	}
 	return t.Flush()
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }
 
 func newRestoreCommand(e *env) *ucli.Command {

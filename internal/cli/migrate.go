@@ -1,13 +1,11 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -67,7 +65,9 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 				return err
 			}
 			comp := migrate.Compress(c.String("compress"))
-			if !slices.Contains([]migrate.Compress{migrate.CompressKeep, migrate.CompressZstd, migrate.CompressNone}, comp) {
+			switch comp {
+			case migrate.CompressKeep, migrate.CompressZstd, migrate.CompressNone:
+			default:
 				return usagef(c, "--compress must be keep, zstd or none, not %s", termtext.Quote(string(comp)))
 			}
 			layout, err := migrate.ParseLayout(c.String("layout"))
@@ -95,7 +95,7 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 				Progress: bar, ToolVersion: buildVersion(), Revision: buildRevision(), OnEvent: migrateRenderer(e)}
 			defer softMemoryLimit(memoryBudget(migrate.Workers(jobs)))()
 			dry := c.Bool("dry-run")
-			s, r, err := e.openRoot(c.Context, root, "migrate", dry)
+			s, r, err := e.openRoot(c, root, "migrate", dry)
 			if err != nil {
 				return err
 			}
@@ -187,7 +187,7 @@ func migrateRoot(c *ucli.Context, e *env, layout migrate.Layout) (migrate.Root, 
 
 // openRoot opens what migrate and prune work on: a sessions root in the dsh
 // layout, or the store root belongs to, locked unless dry.
-func (e *env) openRoot(ctx context.Context, root migrate.Root, command string, dry bool) (*store.Store, *dshroot.Root, error) {
+func (e *env) openRoot(c *ucli.Context, root migrate.Root, command string, dry bool) (*store.Store, *dshroot.Root, error) {
 	if root.Layout == migrate.LayoutDSH {
 		r, err := dshroot.Open(root.Dir)
 		return nil, r, err
@@ -196,7 +196,7 @@ func (e *env) openRoot(ctx context.Context, root migrate.Root, command string, d
 	if dry {
 		mode, command = store.LockNone, command+" --dry-run"
 	}
-	s, err := e.openStoreAt(ctx, root.DataDir, command, mode, store.CreateNever)
+	s, err := e.openStoreAt(c.Context, root.DataDir, command, mode, store.CreateNever)
 	return s, nil, err
 }
 

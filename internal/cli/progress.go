@@ -112,60 +112,51 @@ func (r *barReporter) startTicker() {
 	}()
 }
 
-func (r *barReporter) Add(n int64) {
+// do runs fn under the line's lock unless the bar is nil or finished.
+func (r *barReporter) do(fn func()) {
 	if r == nil {
 		return
 	}
 	r.line.mu.Lock()
 	defer r.line.mu.Unlock()
-	if r.finished {
-		return
+	if !r.finished {
+		fn()
 	}
-	now := r.now()
-	if len(r.samples) == 0 {
-		// From the first unit's start: the job may have looked for them first.
-		r.samples = append(r.samples, progressSample{at: now, done: r.done})
-	}
-	r.done += n
-	r.sample(now)
-	r.drawLocked(false)
+}
+
+func (r *barReporter) Add(n int64) {
+	r.do(func() {
+		now := r.now()
+		if len(r.samples) == 0 {
+			// From the first unit's start: the job may have looked for them first.
+			r.samples = append(r.samples, progressSample{at: now, done: r.done})
+		}
+		r.done += n
+		r.sample(now)
+		r.drawLocked(false)
+	})
 }
 
 func (r *barReporter) SetTotal(n int64) {
-	if r == nil {
-		return
-	}
-	r.line.mu.Lock()
-	defer r.line.mu.Unlock()
-	if r.finished {
-		return
-	}
-	if n <= 0 {
-		n = 0
-	}
-	r.total = n
-	r.drawLocked(true)
+	r.do(func() {
+		r.total = max(n, 0)
+		r.drawLocked(true)
+	})
 }
 
 func (r *barReporter) Finish() {
-	if r == nil {
-		return
-	}
-	r.line.mu.Lock()
-	defer r.line.mu.Unlock()
-	if r.finished {
-		return
-	}
-	r.finished = true
-	if r.stop != nil {
-		close(r.stop)
-	}
-	if r.drawn {
-		r.clearLocked()
-	}
-	if r.line.bar == r {
-		r.line.bar = nil
-	}
+	r.do(func() {
+		r.finished = true
+		if r.stop != nil {
+			close(r.stop)
+		}
+		if r.drawn {
+			r.clearLocked()
+		}
+		if r.line.bar == r {
+			r.line.bar = nil
+		}
+	})
 }
 
 // sample records the progress at now, keeping rateWindow of it.
