@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -180,50 +180,41 @@ type completionNode struct {
 }
 
 func newCompletionModel(app *ucli.App) completionModel {
-	m := completionModel{}
-	valued := map[string]bool{}
-	note := func(fi flagInfo) {
-		if fi.takesValue {
-			for _, s := range fi.spellings() {
-				valued[s] = true
-			}
-		}
-	}
-	help := flagInfo{names: helpSpec.names, usage: "show help"}
-	for _, fi := range ownFlags(app.Flags) {
-		m.globals = append(m.globals, fi)
-		note(fi)
-	}
-	m.globals = append(m.globals, help)
-	root := completionNode{}
-	for _, c := range app.Commands {
-		if !c.Hidden {
-			root.subs = append(root.subs, c)
-		}
-	}
-	m.nodes = append(m.nodes, root)
+	m := completionModel{globals: append(ownFlags(app.Flags), flagInfo{names: helpSpec.names, usage: "show help"})}
+	m.nodes = []completionNode{{subs: visible(app.Commands)}}
 	for _, n := range commandNodes(app) {
-		cn := completionNode{path: n.name()}
+		cn := completionNode{path: n.name(), subs: visible(n.cmd.Subcommands), flags: ownFlags(n.cmd.Flags)}
 		cn.args, cn.args1 = argCompletion(n.cmd)
 		if n.cmd.Name == "help" && len(n.path) == 1 {
 			cn.args1 = strings.Join(commandNames(app.Commands), " ") // help COMMAND
 		}
-		for _, s := range n.cmd.Subcommands {
-			if !s.Hidden {
-				cn.subs = append(cn.subs, s)
-			}
-		}
-		for _, fi := range ownFlags(n.cmd.Flags) {
-			cn.flags = append(cn.flags, fi)
-			note(fi)
-		}
 		m.nodes = append(m.nodes, cn)
 	}
-	for s := range valued {
-		m.valued = append(m.valued, s)
+	valued := map[string]bool{}
+	for _, n := range m.nodes {
+		for _, fi := range slices.Concat(n.flags, m.globals) {
+			for _, s := range fi.spellings() {
+				valued[s] = valued[s] || fi.takesValue
+			}
+		}
 	}
-	sort.Strings(m.valued)
+	for s, v := range valued {
+		if v {
+			m.valued = append(m.valued, s)
+		}
+	}
+	slices.Sort(m.valued)
 	return m
+}
+
+func visible(cmds []*ucli.Command) []*ucli.Command {
+	var out []*ucli.Command
+	for _, c := range cmds {
+		if !c.Hidden {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // shQuote quotes a word for sh, bash, zsh and fish alike.
