@@ -162,41 +162,31 @@ func printExport(e *env, out io.Writer, s *exportSummary) error {
 	if e.g.JSON {
 		return writeJSON(out, s)
 	}
-	if s.DryRun {
-		return printExportPlan(e, out, s)
-	}
-	if !e.g.Quiet {
-		for _, c := range s.Conversations {
-			if c.Requested {
-				fmt.Fprintf(out, "EXPORTED %s %s\n", text(c.ID), titleOf(c.Title))
-			} else {
-				fmt.Fprintf(out, "ADDED %s %s: fork ancestor of %s\n", text(c.ID), titleOf(c.Title), texts(c.AncestorOf, ", "))
-			}
+	for _, c := range s.Conversations {
+		if e.g.Quiet {
+			break // the summary only
 		}
-	}
-	fmt.Fprintf(out, "Archive: %s\n", text(s.Archive))
-	fmt.Fprintf(out, "Summary: conversations=%d, added=%d, files=%d, bytes=%d, archive-bytes=%d, unreadable=%d, online=%s\n",
-		len(s.Conversations), len(s.Added), s.Files, s.Bytes, s.ArchiveBytes, len(s.Problems), onlineText(s.Online, s.Holder))
-	return nil
-}
-
-func printExportPlan(e *env, out io.Writer, s *exportSummary) error {
-	if !e.g.Quiet {
-		for _, c := range s.Conversations {
+		verb, line, sep := "EXPORTED", text(c.ID)+" "+titleOf(c.Title), ": "
+		if !c.Requested {
+			verb, line, sep = "ADDED", line+": fork ancestor of "+texts(c.AncestorOf, ", "), "; "
+		}
+		if s.DryRun {
 			var n int
 			var size int64
 			for _, f := range s.manifestFiles {
 				if f.Conversation == c.ID {
-					n++
-					size += f.Size
+					n, size = n+1, size+f.Size
 				}
 			}
-			if c.Requested {
-				fmt.Fprintf(out, "WOULD EXPORT %s %s: %s\n", text(c.ID), titleOf(c.Title), filesAndSize(n, size))
-				continue
-			}
-			fmt.Fprintf(out, "WOULD ADD %s %s: fork ancestor of %s; %s\n", text(c.ID), titleOf(c.Title), texts(c.AncestorOf, ", "), filesAndSize(n, size))
+			verb, line = map[string]string{"EXPORTED": "WOULD EXPORT", "ADDED": "WOULD ADD"}[verb], line+sep+filesAndSize(n, size)
 		}
+		fmt.Fprintln(out, verb, line)
+	}
+	if !s.DryRun {
+		fmt.Fprintf(out, "Archive: %s\n", text(s.Archive))
+		fmt.Fprintf(out, "Summary: conversations=%d, added=%d, files=%d, bytes=%d, archive-bytes=%d, unreadable=%d, online=%s\n",
+			len(s.Conversations), len(s.Added), s.Files, s.Bytes, s.ArchiveBytes, len(s.Problems), onlineText(s.Online, s.Holder))
+		return nil
 	}
 	where := ""
 	switch s.Archive {
