@@ -303,11 +303,6 @@ func resolveIDs(c *ucli.Context, s *store.Store, refs []string) ([]string, error
 	return ids, ambiguous(c, err, "conversation", " ('convkit list --all' lists them)")
 }
 
-func resolveSessionID(c *ucli.Context, s *store.Store, convID, ref string) (string, error) {
-	id, err := s.ResolveSessionID(convID, ref)
-	return id, ambiguous(c, err, "session", "")
-}
-
 // ambiguous makes an ambiguous id prefix (what: conversation or session)
 // in err a usage error; more ends its hint.
 func ambiguous(c *ucli.Context, err error, what, more string) error {

@@ -54,7 +54,7 @@ func cliReference(app *ucli.App) string {
 				fmt.Fprintf(&b, "| %s` | %s |\n", head, strings.ReplaceAll(mdText(fi.usage), "|", `\|`))
 			}
 		}
-		if ex := examplesOf(n.name()); len(ex) > 0 {
+		if ex := commandExamples[n.name()]; len(ex) > 0 {
 			b.WriteString("\n")
 			for _, x := range ex {
 				fmt.Fprintf(&b, "* %s: %s\n", mdCode(x.line), mdText(x.note))

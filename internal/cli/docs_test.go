@@ -61,7 +61,7 @@ func TestManPage(t *testing.T) {
 			t.Errorf("the man page does not describe convkit %s", n.name())
 		}
 		sect := manSection(page, n.name())
-		for _, x := range examplesOf(n.name()) {
+		for _, x := range commandExamples[n.name()] {
 			if !strings.Contains(sect, "\n"+roff(x.line)+"\n") {
 				t.Errorf("the man page's section of %s lacks the example %q", n.name(), x.line)
 			}

@@ -141,11 +141,9 @@ var commandExamples = map[string][]example{
 	},
 }
 
-func examplesOf(path string) []example { return commandExamples[path] }
-
 // writeExamples writes the EXAMPLES section of a help.
 func writeExamples(w io.Writer, path string) {
-	ex := examplesOf(path)
+	ex := commandExamples[path]
 	if len(ex) == 0 {
 		return
 	}

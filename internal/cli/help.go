@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -89,9 +90,7 @@ func init() {
 	render := ucli.HelpPrinterCustom
 	ucli.HelpPrinterCustom = func(w io.Writer, templ string, data interface{}, funcs map[string]interface{}) {
 		all := map[string]interface{}{"commandGroups": groupsOf}
-		for k, v := range funcs {
-			all[k] = v
-		}
+		maps.Copy(all, funcs)
 		var b bytes.Buffer
 		render(&b, templ, data, all)
 		path, ok := "", true
@@ -269,20 +268,19 @@ escaped (\x1b, \r, \u202e, ...); --json prints it exactly.`)
 			roffParagraphs(w, c.Description)
 		}
 		if len(flags) > 0 {
-			fmt.Fprintln(w, ".PP\nOptions:")
-			fmt.Fprintln(w, ".RS")
+			fmt.Fprintln(w, ".PP\nOptions:\n.RS")
 			for _, fi := range flags {
 				roffFlag(w, fi)
 			}
 			fmt.Fprintln(w, ".RE")
 		}
-		if ex := examplesOf(n.name()); len(ex) > 0 {
+		if ex := commandExamples[n.name()]; len(ex) > 0 {
 			fmt.Fprintln(w, ".PP\nExamples:")
 			roffExamples(w, ex)
 		}
 	}
 	fmt.Fprintln(w, ".SH EXAMPLES")
-	roffExamples(w, examplesOf(""))
+	roffExamples(w, commandExamples[""])
 	fmt.Fprintln(w, ".PP\nEvery command's help (convkit help COMMAND) and its section above end with examples of its own.")
 	fmt.Fprintln(w, ".SH EXIT STATUS")
 	fmt.Fprintln(w, ".PP\nThe codes are the same for every command. If more than one applies, the first in this order decides: 130, 2, 11, 3, 1.")

@@ -197,7 +197,7 @@ func TestExamplesParse(t *testing.T) {
 		}
 	}
 	for p := range paths {
-		ex := examplesOf(p)
+		ex := commandExamples[p]
 		if len(ex) < 2 || len(ex) > 4 {
 			t.Errorf("command %q has %d examples, want 2 to 4", p, len(ex))
 		}

@@ -216,8 +216,8 @@ func inspectTarget(c *ucli.Context, e *env, args []string) (*inspect.Target, err
 			return nil, err
 		}
 		if session != "" {
-			if session, err = resolveSessionID(c, s, ids[0], session); err != nil {
-				return nil, err
+			if session, err = s.ResolveSessionID(ids[0], session); err != nil {
+				return nil, ambiguous(c, err, "session", "")
 			}
 		}
 		l, err = s.FindLog(ids[0], session)
