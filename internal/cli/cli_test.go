@@ -261,7 +261,7 @@ func TestCommandTree(t *testing.T) {
 				if global[n] {
 					t.Errorf("command %s redefines global flag %s", c.Name, dashed(n))
 				}
-				v := specOf(f).takesValue
+				v := infoOf(f).takesValue
 				if prev, seen := takes[n]; seen && prev != v {
 					t.Errorf("flag %s takes a value in one command and not in another (%s)", dashed(n), c.Name)
 				}

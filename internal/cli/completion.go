@@ -180,7 +180,7 @@ type completionNode struct {
 }
 
 func newCompletionModel(app *ucli.App) completionModel {
-	m := completionModel{globals: append(ownFlags(app.Flags), flagInfo{names: helpSpec.names, usage: "show help"})}
+	m := completionModel{globals: append(ownFlags(app.Flags), flagInfo{names: helpInfo.names, usage: "show help"})}
 	m.nodes = []completionNode{{subs: visible(app.Commands)}}
 	for _, n := range commandNodes(app) {
 		cn := completionNode{path: n.name(), subs: visible(n.cmd.Subcommands), flags: ownFlags(n.cmd.Flags)}

@@ -11,26 +11,12 @@ import (
 // "convkit [global flags] command [command flags] -- [arguments]", reading
 // each command's flags from its definition (docs/CLI.md, "Invocation rules").
 
-type flagSpec struct {
-	names      []string
-	takesValue bool
-}
+// helpInfo is urfave's -h/--help, which it adds to every command.
+var helpInfo = flagInfo{names: []string{"help", "h"}}
 
-// specOf describes an urfave flag: every kind but a boolean takes a value.
-func specOf(f ucli.Flag) flagSpec {
-	takes := true
-	if d, ok := f.(ucli.DocGenerationFlag); ok {
-		takes = d.TakesValue()
-	}
-	return flagSpec{names: f.Names(), takesValue: takes}
-}
+type flagSet map[string]flagInfo
 
-// helpSpec is urfave's -h/--help, which it adds to every command.
-var helpSpec = flagSpec{names: []string{"help", "h"}}
-
-type flagSet map[string]flagSpec
-
-func (s flagSet) add(specs ...flagSpec) {
+func (s flagSet) add(specs ...flagInfo) {
 	for _, sp := range specs {
 		for _, n := range sp.names {
 			s[n] = sp
@@ -41,7 +27,7 @@ func (s flagSet) add(specs ...flagSpec) {
 func flagsOf(flags []ucli.Flag) flagSet {
 	s := flagSet{}
 	for _, f := range flags {
-		s.add(specOf(f))
+		s.add(infoOf(f))
 	}
 	return s
 }
@@ -94,9 +80,9 @@ func (in *invocation) argv(prog string) []string {
 // commandFlags collects the flags of c and of every command below it:
 // before a subcommand is named, a flag may belong to any of them.
 func commandFlags(c *ucli.Command, into flagSet) {
-	into.add(helpSpec)
+	into.add(helpInfo)
 	for _, f := range c.Flags {
-		into.add(specOf(f))
+		into.add(infoOf(f))
 	}
 	for _, sub := range c.Subcommands {
 		commandFlags(sub, into)
@@ -129,7 +115,7 @@ func owners(app *ucli.App, name string) []string {
 // cannot place is left where urfave refuses it.
 func parseInvocation(app *ucli.App, args []string) *invocation {
 	globals := flagsOf(app.Flags)
-	globals.add(helpSpec)
+	globals.add(helpInfo)
 	in := &invocation{misplaced: map[string]misplacedFlag{}}
 
 	// First pass: the command path. Flags are skipped with their values
@@ -170,11 +156,11 @@ func parseInvocation(app *ucli.App, args []string) *invocation {
 
 	// Second pass: globals, the leaf's flags and the arguments.
 	leafFlags := flagSet{}
-	leafFlags.add(helpSpec)
+	leafFlags.add(helpInfo)
 	all := flagSet{}
 	if cmd != nil {
 		leafFlags = flagsOf(cmd.Flags)
-		leafFlags.add(helpSpec)
+		leafFlags.add(helpInfo)
 		for _, c := range app.Commands {
 			commandFlags(c, all)
 		}
@@ -198,7 +184,7 @@ func parseInvocation(app *ucli.App, args []string) *invocation {
 		if name == "help" || name == "h" {
 			in.help = true
 		}
-		take := func(sp flagSpec, found bool) []string {
+		take := func(sp flagInfo, found bool) []string {
 			if found && sp.takesValue && !hasValue {
 				if i+1 < len(args) {
 					i++

@@ -246,7 +246,7 @@ escaped (\x1b, \r, \u202e, ...); --json prints it exactly.`)
 	for _, fi := range ownFlags(app.Flags) {
 		roffFlag(w, fi)
 	}
-	roffFlag(w, flagInfo{names: helpSpec.names, usage: "show the help of the command it follows"})
+	roffFlag(w, flagInfo{names: helpInfo.names, usage: "show the help of the command it follows"})
 	fmt.Fprintln(w, ".SH COMMANDS")
 	for _, n := range commandNodes(app) {
 		c := n.cmd
@@ -343,10 +343,11 @@ type flagInfo struct {
 	takesValue  bool
 }
 
+// infoOf describes an urfave flag: every kind but a boolean takes a value.
 func infoOf(f ucli.Flag) flagInfo {
-	fi := flagInfo{names: f.Names(), takesValue: specOf(f).takesValue}
+	fi := flagInfo{names: f.Names(), takesValue: true}
 	if d, ok := f.(ucli.DocGenerationFlag); ok {
-		fi.usage = d.GetUsage()
+		fi.usage, fi.takesValue = d.GetUsage(), d.TakesValue()
 	}
 	if i := strings.IndexByte(fi.usage, '`'); i >= 0 {
 		if j := strings.IndexByte(fi.usage[i+1:], '`'); j >= 0 {
