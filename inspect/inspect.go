@@ -123,7 +123,7 @@ func render(ctx context.Context, w io.Writer, f Filter, h *convlog.Header, comp 
 		fmt.Fprintf(w, "  cwd: %s\n", termtext.Escape(h.Cwd))
 	}
 	if h.ParentSession != "" {
-		fmt.Fprintf(w, "  parent session: %s (origin %s, depth %d)\n", termtext.Escape(h.ParentSession), termtext.Escape(orDash(h.Origin)), h.DelegationDepth)
+		fmt.Fprintf(w, "  parent session: %s (origin %s, depth %d)\n", termtext.Escape(h.ParentSession), termtext.Escape(cmp.Or(h.Origin, "-")), h.DelegationDepth)
 	}
 	if h.IsSeeded || h.SeedLength != nil {
 		fmt.Fprintf(w, "  seeded: inherits history from its parent\n")
@@ -142,10 +142,8 @@ func render(ctx context.Context, w io.Writer, f Filter, h *convlog.Header, comp 
 		if !e.Known {
 			flags += " [unknown]"
 		}
-		if e.SurfaceOp != nil {
-			if e.SurfaceOp.Replace {
-				flags += fmt.Sprintf(" [replaces %d..%d]", e.SurfaceOp.StartSeq, e.SurfaceOp.EndSeq)
-			}
+		if e.SurfaceOp != nil && e.SurfaceOp.Replace {
+			flags += fmt.Sprintf(" [replaces %d..%d]", e.SurfaceOp.StartSeq, e.SurfaceOp.EndSeq)
 		}
 		seq := fmt.Sprintf("%d", e.Seq)
 		if e.Packed > 1 {
@@ -518,11 +516,4 @@ func clip(s string, n int) string {
 
 func msTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
