@@ -1,6 +1,6 @@
 // Package cli is the convkit command line: argument parsing, rendering of
 // results, exit codes and progress bars. With cmd/convkit it is the only
-// package that imports urfave/cli.
+// package that imports urfave/cli and progressbar.
 //
 // # Adding a command
 //

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
 	"github.com/convkit/convkit/internal/durable"
@@ -48,17 +49,36 @@ const rateAfter = 3 * time.Second
 // rateWindow is the span the rate is taken over.
 const rateWindow = 10 * time.Second
 
-// barWidth is the bar's width in columns, before progressText.
-const barWidth = 30
-
-// spinner turns in place of the bar while the total is unknown.
-const spinner = `|/-\`
-
+// newBarReporter draws a bar on w, whatever w is: progressbar's percent and
+// bar (a spinner without a total), then progressText.
 func newBarReporter(w io.Writer, what string, u unit, total int64) *barReporter {
-	r := &barReporter{w: w, what: what, u: u, now: time.Now, line: &barLine{}, total: max(total, 0)}
+	r := &barReporter{what: what, u: u, now: time.Now, line: &barLine{}}
 	r.start = r.now()
+	max := int64(-1) // a spinner
+	if total > 0 {
+		r.total, r.drawnTotal = total, total
+		max = barMax(total)
+	}
+	r.bar = progressbar.NewOptions64(max,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionShowDescriptionAtLineEnd(),
+		progressbar.OptionSetPredictTime(false),
+		progressbar.OptionSetElapsedTime(false),
+		// The reporter throttles itself; progressbar draws when told, and
+		// only then (its own spinner goroutine would draw over a line).
+		progressbar.OptionThrottle(0),
+		progressbar.OptionSetSpinnerChangeInterval(0),
+		progressbar.OptionClearOnFinish(),
+	)
 	return r
 }
+
+// progressbar stops drawing a bar whose count reaches its total, so it is
+// given count*barScale of total*barScale+1, which the count never reaches.
+const barScale = 100
+
+func barMax(total int64) int64 { return total*barScale + 1 }
 
 // barLine is the terminal line a bar is drawn on; its lock orders the bar's
 // drawing and every other write to the terminal (termWriter).
@@ -71,15 +91,14 @@ type barLine struct {
 // barReporter is a progress bar, safe for concurrent use.
 type barReporter struct {
 	line *barLine
-	w    io.Writer
+	bar  *progressbar.ProgressBar
 	what string
 	u    unit
 	now  func() time.Time
 
 	// Under line.mu:
 	total, done int64
-	width       int // the widest line drawn, which a clear overwrites
-	spin        int // the spinner's position
+	drawnTotal  int64 // the total progressbar was given
 	start       time.Time
 	samples     []progressSample // the latest progress, oldest first
 	drawn       bool             // on the terminal now
@@ -194,21 +213,25 @@ func (r *barReporter) drawLocked(force bool) {
 	}
 	rate, ok := r.rate(now)
 	text := progressText(r.what, r.u, r.done, r.total, now.Sub(r.start), rate, ok)
-	if r.total > 0 {
-		done := min(r.done, r.total)
-		fill := int(done * barWidth / r.total)
-		text = fmt.Sprintf("%4d%% |%s%s|  %s", done*100/r.total, strings.Repeat("█", fill), strings.Repeat(" ", barWidth-fill), text)
-	} else {
-		r.spin = (r.spin + 1) % len(spinner)
-		text = spinner[r.spin:r.spin+1] + "  " + text
+	if r.total != r.drawnTotal {
+		if r.total > 0 {
+			r.bar.ChangeMax64(barMax(r.total))
+		} else {
+			r.bar.ChangeMax64(-1)
+		}
+		r.drawnTotal = r.total
 	}
-	io.WriteString(r.w, "\r"+termtext.Pad(text, r.width))
-	r.width = max(r.width, termtext.Width(text))
+	if r.total > 0 {
+		_ = r.bar.Set64(min(r.done, r.total) * barScale)
+	} else {
+		_ = r.bar.Set64(r.done)
+	}
+	r.bar.Describe(text)
 	r.drawn, r.lastDraw = true, now
 }
 
 func (r *barReporter) clearLocked() {
-	io.WriteString(r.w, "\r"+strings.Repeat(" ", r.width)+"\r")
+	_ = r.bar.Clear()
 	r.drawn = false
 }
 
