@@ -2,7 +2,7 @@ package upgrade
 
 // EncodeSlots is how many frames are compressed at once, for the memory
 // test outside the package.
-func EncodeSlots() int { return cap(encodeSlots) }
+func EncodeSlots() int { return cap(encoders) }
 
 // SetTamper arms the stage writer's test hooks (see linesTampered,
 // frameTampered, stageWritten), for the verification test outside the

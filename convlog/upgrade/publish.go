@@ -29,17 +29,14 @@ var ErrSourceChanged = errors.New("historical session generation changed during 
 // already at the current format version.
 var ErrAlreadyCurrent = errors.New("log is already at the current format version")
 
-// SourceChangedError names the log that changed, and what changed: the
-// source itself or one of its child logs.
+// SourceChangedError names the log that changed, and what changed in it or
+// its child logs ("its size went from 120 to 180 bytes").
 type SourceChangedError struct {
-	Path string
-	// What says what changed ("its size went from 120 to 180 bytes",
-	// "child session "k1" was added: <path>").
-	What string
+	Path, What string
 }
 
 func (e *SourceChangedError) Error() string {
-	return `historical session generation changed during migration: "` + e.Path + `": ` + e.What
+	return ErrSourceChanged.Error() + `: "` + e.Path + `": ` + e.What
 }
 
 func (e *SourceChangedError) Unwrap() error { return ErrSourceChanged }
@@ -49,25 +46,23 @@ type PublishOptions struct {
 	// Compression of the successor; nil keeps the source's.
 	Compression *convlog.Compression
 	// Children, when non-nil, are used as given; when nil they are
-	// collected from Finder and checked again before publication.
+	// collected from Finder (default DirChildren of the source's directory)
+	// and checked again before publication.
 	Children []ChildFact
-	// Finder says where the source's children may be (nil: the logs of
-	// the source's own directory, DirChildren).
-	Finder ChildFinder
-	// CheckHeader, when set, checks the source's header before anything
-	// is upgraded: a layout's rule that the header names the log's place.
+	Finder   ChildFinder
+	// CheckHeader is a layout's rule that the header names the log's place.
 	CheckHeader func(*convlog.Header) error
 	// Warn receives warnings: children that could not be read.
 	Warn func(string)
-	// BeforePublish runs after the staged successor is verified and before
-	// the source is checked again. A test hook.
+	// BeforePublish (a test hook) runs after the stage is verified and
+	// before the source is checked again.
 	BeforePublish func()
 	// Publications, shared by a batch's jobs, lets the children's check
 	// know a child replaced by the caller's own successor as unchanged.
 	Publications *Publications
 
-	// afterLink, when set, runs once the successor is linked into place
-	// and before its publication is recorded. A test hook.
+	// afterLink (a test hook) runs after the link, before the publication
+	// is recorded.
 	afterLink func()
 }
 
@@ -88,8 +83,7 @@ type publication struct {
 }
 
 // linking records, before the link, that the staged file becomes
-// pub.dstPath, so a parent checking its children meanwhile knows it as its
-// own.
+// pub.dstPath, so a parent checking its children meanwhile knows it.
 func (p *Publications) linking(srcPath string, pub publication) {
 	if p == nil {
 		return
@@ -122,7 +116,8 @@ func (p *Publications) linked(srcPath string, ok bool) {
 		delete(p.m, srcPath)
 		return
 	}
-	if staged := pub.dst; staged.dev == dst.dev && staged.ino == dst.ino && staged.size == dst.size && staged.mtime == dst.mtime {
+	staged := pub.dst
+	if staged.ctime = dst.ctime; staged == dst {
 		pub.dst, pub.linking = dst, false
 		p.m[srcPath] = pub
 	}
@@ -430,11 +425,10 @@ func (s *Staged) Publish() (dst string, err error) {
 	return dst, nil
 }
 
-// staged is what was written to the stage file: its size, and each write's
-// length and GMAC tag under a key only this Publish holds, by which it is
-// read back: proof that the file holds exactly those bytes (a change passes
-// with a chance under 2^-100) at 2.7 times the speed of comparing SHA-256
-// digests; GMAC is allowed under GODEBUG=fips140=only.
+// staged is what was written to the stage file: each write's length and GMAC
+// tag under a key only this Publish holds, which the read-back checks (a
+// change passes with a chance under 2^-100); GMAC is 2.7 times as fast as
+// SHA-256 and allowed under GODEBUG=fips140=only.
 type staged struct {
 	size    int64
 	mac     cipher.AEAD
@@ -505,32 +499,26 @@ func (st *staged) readBack(path string, toEOF bool) (n int64, same bool, err err
 	return n, same, nil
 }
 
-// frameTarget is the plain text size of one zstd frame of a successor.
-const frameTarget = 1 << 20
-
-// tailFrameMin is the length past which a successor's last line gets a frame
-// of its own: copiers and appenders decode the last frame, so keep it short.
-const tailFrameMin = 64 << 10
-
-// writebackBytes is how much of a stage is written before its writeback
-// to the disk is started (durable.StartWriteback).
-const writebackBytes = 4 << 20
+const (
+	// frameTarget is the plain text size of one zstd frame of a successor.
+	frameTarget = 1 << 20
+	// tailFrameMin is the length past which a successor's last line gets a
+	// frame of its own: copiers and appenders decode the last frame.
+	tailFrameMin = 64 << 10
+	// writebackBytes is how much is written before its writeback is
+	// started, so the final fsync waits for the last megabytes only.
+	writebackBytes = 4 << 20
+)
 
 // writeStage writes the header line and the upgraded events to f, plain or as
-// zstd frames of about 1 MiB of whole lines.
-//
-// Each chunk is verified as written, as strictly as a read-back but without
-// a second parse: its lines as a reader checks them, against the rules
-// beyond a line, its events and message ids compared with those produced,
-// and a frame decoded again; the MAC tags of the read-back then prove the file
-// holds exactly the checked frames.
+// zstd frames of about 1 MiB of whole lines. Each chunk is verified as
+// written, as strictly as a read-back but without a second parse; the MAC
+// tags of the read-back then prove the file holds exactly the checked frames.
 func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error) {
 	st, err := newStaged()
 	if err != nil {
 		return nil, err
 	}
-	// Writeback is started as the rest is made, so the final fsync waits
-	// for the last few megabytes only.
 	wb := durable.NewWriteback(f, writebackBytes)
 	defer wb.Close()
 	write := func(b []byte) error {
@@ -546,9 +534,10 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		return nil, fmt.Errorf("%s: staged successor failed verification: %w", f.Name(), err)
 	}
 	fw := newFrameWriter(write, comp == convlog.Zstd, r.path, f.Name(), header)
+	defer fw.close()
 	// Frame 1 is exactly the header line.
 	if err := fw.add(&frameJob{plain: append(line, '\n'), header: true}); err != nil {
-		return nil, abort(fw, err)
+		return nil, err
 	}
 	job := &frameJob{firstLine: 2}
 	emit := func() error {
@@ -586,7 +575,7 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 	var lastLine, lastMsgs int
 	for ev, err := range r.Events() {
 		if err != nil {
-			return nil, abort(fw, err)
+			return nil, err
 		}
 		lastLine, lastMsgs = len(job.plain), len(job.msgs)
 		inPlace := false
@@ -617,7 +606,7 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		job.msgs = noteMessage(job.msgs, ev)
 		if len(job.plain) >= frameTarget {
 			if err := emit(); err != nil {
-				return nil, abort(fw, err)
+				return nil, err
 			}
 		}
 	}
@@ -627,13 +616,13 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		line, msgs := bytes.Clone(job.plain[lastLine:]), bytes.Clone(job.msgs[lastMsgs:])
 		job.plain, job.msgs, job.events = job.plain[:lastLine], job.msgs[:lastMsgs], job.events-1
 		if err := emit(); err != nil {
-			return nil, abort(fw, err)
+			return nil, err
 		}
 		job.plain, job.msgs, job.events = line, msgs, 1
 	}
 	if len(job.plain) > 0 {
 		if err := emit(); err != nil {
-			return nil, abort(fw, err)
+			return nil, err
 		}
 	}
 	if err := fw.close(); err != nil {
@@ -672,21 +661,15 @@ func eventSize(ev *convlog.Event) int {
 	return len(ev.Type) + len(ev.Data) + 96 + 12*len(ev.SourceEventSeqs)
 }
 
-func abort(fw *frameWriter, err error) error {
-	fw.close()
-	return err
-}
+const (
+	// spareChunks is how many chunks a frame writer keeps for its next
+	// frames beyond those in flight.
+	spareChunks = 2
+	// chunkCap is a pooled chunk's: a frame and the line that crosses it.
+	chunkCap = frameTarget + 64<<10
+)
 
-// spareChunks is how many chunks a frame writer keeps for its next frames
-// beyond those in flight.
-const spareChunks = 2
-
-// chunkCap is the capacity of a pooled chunk: a frame's target and room for
-// the line that crosses it.
-const chunkCap = frameTarget + 64<<10
-
-// Chunks are pooled so a migration does not allocate a megabyte per frame;
-// one grown past chunkCap is not pooled.
+// Chunks are pooled so a migration does not allocate a megabyte per frame.
 var chunkPool = sync.Pool{New: func() any { return make([]byte, 0, chunkCap) }}
 
 func getChunk() []byte { return chunkPool.Get().([]byte)[:0] }
@@ -697,20 +680,34 @@ func putChunk(b []byte) {
 	}
 }
 
-// Encoders are reused across frames and logs. SpeedFastest is a third faster
-// than the default at the same size on 1 MiB frames;
-// WithAllLitEntropyCompression keeps base64 tool output as small as
-// `zstd -3`. While a writer runs they stay in a free list (a sync.Pool lost
-// them at every collection); after the last one closes, in idle, a
-// sync.Pool an idle process lets go.
-var encoders = struct {
-	sync.Mutex
-	free   []*zstd.Encoder
-	active int // frame writers running
-	idle   sync.Pool
-}{}
+// encoders holds one encoder (nil: not made yet) per frame the whole process
+// may compress at once: more than the cores cannot run, and each holds a
+// 4 MiB window. SpeedFastest is a third faster than the default at the same
+// size on 1 MiB frames; WithAllLitEntropyCompression keeps base64 tool output
+// as small as `zstd -3`. Once no frame writer runs they go to idleEncoders, a
+// sync.Pool an idle process lets go (one lost them at every collection).
+var encoders = func() chan *zstd.Encoder {
+	c := make(chan *zstd.Encoder, runtime.GOMAXPROCS(0))
+	for range cap(c) {
+		c <- nil
+	}
+	return c
+}()
 
-func newEncoder() *zstd.Encoder {
+var (
+	idleEncoders sync.Pool
+	writersMu    sync.Mutex
+	writers      int // frame writers running
+)
+
+// getEncoder waits for a free encoder; putEncoder gives it back.
+func getEncoder() *zstd.Encoder {
+	if e := <-encoders; e != nil {
+		return e
+	}
+	if e, ok := idleEncoders.Get().(*zstd.Encoder); ok {
+		return e
+	}
 	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderCRC(true),
 		zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true), zstd.WithAllLitEntropyCompression(true))
 	if err != nil {
@@ -719,57 +716,31 @@ func newEncoder() *zstd.Encoder {
 	return e
 }
 
-// getEncoder is called holding an encodeSlots token.
-func getEncoder() *zstd.Encoder {
-	encoders.Lock()
-	defer encoders.Unlock()
-	if n := len(encoders.free); n > 0 {
-		e := encoders.free[n-1]
-		encoders.free = encoders.free[:n-1]
-		return e
-	}
-	if e, ok := encoders.idle.Get().(*zstd.Encoder); ok {
-		return e
-	}
-	return newEncoder()
-}
-
-func putEncoder(e *zstd.Encoder) {
-	encoders.Lock()
-	defer encoders.Unlock()
-	switch {
-	case encoders.active > 0 && len(encoders.free) < cap(encodeSlots):
-		encoders.free = append(encoders.free, e)
-	case encoders.active == 0:
-		encoders.idle.Put(e)
-	}
-}
+func putEncoder(e *zstd.Encoder) { encoders <- e }
 
 // writersRunning counts the frame writers running (delta 1 or -1); the
-// free encoders go idle when none is.
+// encoders go idle when none is.
 func writersRunning(delta int) {
-	encoders.Lock()
-	defer encoders.Unlock()
-	if encoders.active += delta; encoders.active == 0 {
-		for _, e := range encoders.free {
-			encoders.idle.Put(e)
+	writersMu.Lock()
+	defer writersMu.Unlock()
+	if writers += delta; writers == 0 {
+		for range cap(encoders) {
+			if e := <-encoders; e != nil {
+				idleEncoders.Put(e)
+			}
+			encoders <- nil
 		}
-		clear(encoders.free)
-		encoders.free = encoders.free[:0]
 	}
 }
 
-// frameEncoders is how many frames of one log are compressed at once:
-// compression, the largest cost, gets a second core.
-const frameEncoders = 2
-
-// encodeSlots bounds the frames compressed at once in the whole process, since
-// more than the cores cannot run and each encoder holds a 4 MiB window.
-var encodeSlots = make(chan struct{}, runtime.GOMAXPROCS(0))
-
-// framesInFlight bounds the frames queued and so the writer's memory; more
-// gained nothing measurable.
-const framesInFlight = 4
+const (
+	// frameEncoders is how many frames of one log are compressed at once:
+	// compression, the largest cost, gets a second core.
+	frameEncoders = 2
+	// framesInFlight bounds the frames queued and so the writer's memory;
+	// more gained nothing measurable.
+	framesInFlight = 4
+)
 
 // frameWriter checks chunks of whole lines, compresses each into a frame on
 // frameEncoders goroutines, and writes them in order; the first error stops
@@ -790,13 +761,11 @@ type frameWriter struct {
 	failOnce sync.Once
 	failErr  error
 
-	// rules checks the rules beyond one line chunk after chunk
-	// (frameJob.prev), on the goroutine that parsed each chunk, so
-	// compression stays parallel; src is the source, named in refusals.
-	rules *convlog.Validator
-	src   string
-	// lastChecked is the checked channel of the job queued last (closed
-	// for none).
+	// rules checks the rules beyond one line chunk after chunk, on the
+	// goroutine that parsed each, so compression stays parallel; src is
+	// named in refusals; lastChecked is the last job's checked channel.
+	rules       *convlog.Validator
+	src         string
 	lastChecked chan struct{}
 }
 
@@ -816,8 +785,7 @@ type frameJob struct {
 	prev, checked chan struct{}
 }
 
-// refuse words a rule the successor would break: the source is not
-// converted, since a reader of the successor would refuse it.
+// refuse words a rule the successor would break: a reader would refuse it.
 func (fw *frameWriter) refuse(err error) error {
 	return fmt.Errorf("%s: not converted: its successor would break a rule that reindex and inspect --validate check: %w (inspect --validate lists the source's problems)", fw.src, err)
 }
@@ -832,16 +800,16 @@ var roundTrip = func() *zstd.Decoder {
 	return d
 }()
 
-// stageWritten, when set (tests), is called with the stage file's path
-// once it is written, before it is fsynced and verified.
-var stageWritten func(path string)
+// Test hooks: stageWritten gets the stage's path once written (before its
+// fsync and read-back); linesTampered and frameTampered change a chunk
+// before its check and a frame after its compression.
+var (
+	stageWritten                 func(path string)
+	linesTampered, frameTampered func(j *frameJob)
+)
 
-// linesTampered and frameTampered are test hooks that change a chunk before
-// its check and a frame after its compression.
-var linesTampered, frameTampered func(j *frameJob)
-
-// newFrameWriter starts the goroutines that write the log src is upgraded
-// to, at path with header h.
+// newFrameWriter starts the goroutines that write the successor of src at
+// path, with header h.
 func newFrameWriter(write func([]byte) error, compress bool, src, path string, h *convlog.Header) *frameWriter {
 	fw := &frameWriter{compress: compress, rules: convlog.NewValidator(h, nil), src: src, work: make(chan *frameJob, framesInFlight), order: make(chan *frameJob, framesInFlight),
 		slots: make(chan struct{}, framesInFlight), spare: spareBufs{n: spareChunks}, spareOut: spareBufs{n: frameEncoders + 1},
@@ -864,7 +832,6 @@ func newFrameWriter(write func([]byte) error, compress bool, src, path string, h
 				}
 				close(j.checked)
 				if j.err == nil && compress {
-					encodeSlots <- struct{}{}
 					// Room for the whole frame, and a quarter to spare for
 					// the next: growing while encoding copied at each doubling.
 					n := len(j.plain) + len(j.plain)>>10 + 64
@@ -874,7 +841,6 @@ func newFrameWriter(write func([]byte) error, compress bool, src, path string, h
 					}
 					enc := getEncoder()
 					j.out = enc.EncodeAll(j.plain, out)
-					putEncoder(enc)
 					if frameTampered != nil {
 						frameTampered(j)
 					}
@@ -884,7 +850,7 @@ func newFrameWriter(write func([]byte) error, compress bool, src, path string, h
 					}
 					var err error
 					back, err = roundTrip.DecodeAll(j.out, back[:0])
-					<-encodeSlots
+					putEncoder(enc)
 					if err != nil || !bytes.Equal(back, j.plain) {
 						j.err = fmt.Errorf("staged successor failed verification: frame of lines %d on does not decode to the lines checked (%v)", j.firstLine, err)
 					}
