@@ -37,13 +37,13 @@ const TargetVersion = 4
 // ErrWriterVersion: the build's writer does not write the target version.
 var ErrWriterVersion = errors.New("this command requires a V4 session writer")
 
-// MaxDefaultJobs caps the default number of jobs, not an explicit one.
-const MaxDefaultJobs = 16
-
-// MaxJobs bounds the logs converted at once, whatever Options.Jobs asks
-// (Workers): each job holds up to tens of megabytes, and more jobs than CPUs
-// only contend.
-const MaxJobs = 64
+const (
+	// MaxDefaultJobs caps the default number of jobs, not an explicit one.
+	MaxDefaultJobs = 16
+	// MaxJobs bounds the logs converted at once, whatever Options.Jobs asks:
+	// each job holds up to tens of megabytes, and more than CPUs contend.
+	MaxJobs = 64
+)
 
 // Workers is how many logs a run asked for jobs converts at once at most.
 func Workers(jobs int) int { return max(1, min(jobs, MaxJobs)) }
@@ -66,16 +66,14 @@ type Options struct {
 	// Jobs bounds how many logs are converted at once (default DefaultJobs,
 	// at most MaxJobs: Workers).
 	Jobs int
-	// DryRun plans without writing any log: what each would become and the
-	// disk space successors need. The text log and summary are still kept.
+	// DryRun plans without writing any log (the reports are still kept).
 	DryRun   bool
 	Compress Compress
 	// OnEvent, when set, receives every step of the run in the text log's
 	// order (Event.Line is the text log's line).
 	OnEvent func(Event)
 	// ReportDir is where the private report folder is made (default
-	// os.TempDir()); earlier report folders there older than ReportMaxAge are
-	// removed first.
+	// os.TempDir()), after removing those there older than ReportMaxAge.
 	ReportDir string
 	// Exclude are path.Match patterns of inputs (or directories) under the
 	// root that are skipped with the reason "excluded".
@@ -90,12 +88,11 @@ type Options struct {
 	WriterVersion int
 	// Machine is what the index's will-not-open checks use after converting.
 	Machine *store.Machine
-	// BeforePublish is a test hook run for each conversion after the
-	// successor is verified and before the source is checked again.
+	// BeforePublish is a test hook (upgrade.PublishOptions.BeforePublish).
 	BeforePublish func(src string)
 
-	// publications are the successors this run published, which are no change
-	// of a child for its parent's conversion.
+	// publications are the successors this run published: no change of a
+	// child for its parent's conversion.
 	publications *upgrade.Publications
 }
 
@@ -169,28 +166,20 @@ type input struct {
 	size    int64
 	skip    string // reason to skip
 	failure string // reason it is a failed input before any work
-	// session is the input's session directory in the runtime's layout;
-	// log the input's log in convkit's.
-	session *dshroot.Session
-	log     *store.Log
+	// deferred: its source changed on the first pass, it is retried.
+	deferred bool
+	session  *dshroot.Session // the runtime's layout
+	log      *store.Log       // convkit's layout
 }
 
 // tree is what a run found under its root, in either layout.
 type tree struct {
-	layout Layout
-	root   string
-	// noun names the inputs in the "Discovered" line.
-	noun   string
+	noun   string // names the inputs in the "Discovered" line
 	inputs []*input
-	// rootErr fails the whole run: a missing root, a root that mixes
-	// compressions. No input is worked on.
+	// rootErr (a missing root, mixed compressions) fails the whole run.
 	rootErr error
-	// convkit's layout: the temporary files of interrupted writes, removed
-	// first under runtime.lock.
-	temps []string
-	// the runtime's layout: the root, the finder of a parent's children
-	// and the lock of each session.
-	dsh *dshroot.Root
+	temps   []string // convkit's layout: interrupted writes, removed first
+	dsh     *dshroot.Root
 }
 
 // Run migrates every log under the conversations directory of s, which
@@ -348,13 +337,18 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 			rep.line("The sessions root is empty: there is nothing to migrate.")
 		}
 		opts.Progress.SetTotal(int64(len(t.inputs)))
-		deferred := runJobs(ctx, opts, rep, t)
-		for _, in := range deferred {
+		runJobs(ctx, opts, rep, t)
+		for _, in := range t.inputs {
 			if ctx.Err() != nil {
 				break
 			}
-			rep.event(in, "retry")
-			retry(opts, rep, t, in)
+			if in.deferred {
+				// A retry publishes at once.
+				rep.event(in, Event{Action: "retry"})
+				if p := process(opts, rep, t, in, true); p != nil {
+					p.publish(rep, true)
+				}
+			}
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -406,81 +400,54 @@ func orUnknown(s string) string {
 	return s
 }
 
-// runJobs processes the inputs with at most Workers(opts.Jobs) at once and
-// returns the deferred ones in order. With more than one job, jobs stage
-// each upgrade and hand it to a publisher that makes it durable, so jobs do
-// not sit idle in fsync and fsyncs share journal commits.
-func runJobs(ctx context.Context, opts Options, rep *report, t *tree) []*input {
-	inputs := t.inputs
-	var mu sync.Mutex
-	var deferred []*input
-	defer0 := func(in *input) {
-		mu.Lock()
-		deferred = append(deferred, in)
-		mu.Unlock()
-	}
-	workers := min(Workers(opts.Jobs), len(inputs))
+// runJobs processes the inputs with at most Workers(opts.Jobs) at once. With
+// more than one job, jobs stage each upgrade and hand it to a publisher that
+// makes it durable, so jobs do not sit idle in fsync and fsyncs share journal
+// commits.
+func runJobs(ctx context.Context, opts Options, rep *report, t *tree) {
+	workers := min(Workers(opts.Jobs), len(t.inputs))
+	next := make(chan *input)
 	pending := make(chan *publication, workers)
-	publishers := workers
-	if opts.Jobs == 1 {
-		publishers = 0 // the one job publishes each log itself, in order
-	}
-	var pubs sync.WaitGroup
-	for range publishers {
-		pubs.Add(1)
-		go func() {
-			defer pubs.Done()
-			for p := range pending {
-				if ctx.Err() != nil {
-					// Interrupted: nothing more is published.
-					p.discard()
-				} else if p.publish(rep, false) {
-					defer0(p.in)
-				}
-				opts.Progress.Add(1)
-			}
-		}()
-	}
-	next := 0
-	var wg sync.WaitGroup
+	var jobs, pubs sync.WaitGroup
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				mu.Lock()
-				if next >= len(inputs) {
-					mu.Unlock()
-					return
+		jobs.Go(func() {
+			for in := range next {
+				if ctx.Err() != nil {
+					continue
 				}
-				in := inputs[next]
-				next++
-				mu.Unlock()
 				p := process(opts, rep, t, in, false)
-				switch {
-				case p == nil:
-				case opts.Jobs > 1:
+				if p != nil && opts.Jobs > 1 {
 					pending <- p
 					continue
-				case p.publish(rep, false):
-					defer0(in)
+				} else if p != nil {
+					p.publish(rep, false)
 				}
 				opts.Progress.Add(1)
 			}
-		}()
+		})
+		if opts.Jobs > 1 {
+			pubs.Go(func() {
+				for p := range pending {
+					if ctx.Err() != nil {
+						p.discard() // interrupted: nothing more is published
+					} else {
+						p.publish(rep, false)
+					}
+					opts.Progress.Add(1)
+				}
+			})
+		}
 	}
-	wg.Wait()
+	for _, in := range t.inputs {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- in
+	}
+	close(next)
+	jobs.Wait()
 	close(pending)
 	pubs.Wait()
-	sort.Slice(deferred, func(i, j int) bool { return deferred[i].index < deferred[j].index })
-	return deferred
-}
-
-// retry processes a deferred input again, publishing it at once.
-func retry(opts Options, rep *report, t *tree, in *input) {
-	if p := process(opts, rep, t, in, true); p != nil {
-		p.publish(rep, true)
-	}
 }
 
 // publication is an input's successor, staged and checked, waiting to be
@@ -492,21 +459,20 @@ type publication struct {
 	start time.Time
 }
 
-// publish publishes the stage and reports the outcome; it reports whether
-// the input is deferred (its source changed, on the first pass).
-func (p *publication) publish(rep *report, retry bool) bool {
+// publish publishes the stage and reports the outcome; a source changed
+// on the first pass defers the input.
+func (p *publication) publish(rep *report, retry bool) {
 	defer p.release()
 	dst, err := p.stage.Publish()
-	if err != nil {
-		if errors.Is(err, upgrade.ErrSourceChanged) && !retry {
-			rep.deferred(p.in, err)
-			return true
-		}
+	switch {
+	case errors.Is(err, upgrade.ErrSourceChanged) && !retry:
+		p.in.deferred = true
+		rep.event(p.in, Event{Action: "deferred", Message: err.Error()})
+	case err != nil:
 		rep.fail(p.in, err, time.Since(p.start))
-		return false
+	default:
+		rep.event(p.in, Event{Action: "converted", Target: dst, Seconds: time.Since(p.start).Seconds()})
 	}
-	rep.converted(p.in, dst, time.Since(p.start))
-	return false
 }
 
 func (p *publication) discard() {
@@ -526,16 +492,16 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) *publica
 	start := time.Now()
 	switch {
 	case in.failure != "":
-		rep.event(in, "start")
+		rep.event(in, Event{Action: "start"})
 		rep.fail(in, errors.New(in.failure), time.Since(start))
 		return nil
 	case in.skip != "":
-		rep.event(in, "start")
-		rep.skipped(in, in.skip)
+		rep.event(in, Event{Action: "start"})
+		rep.event(in, Event{Action: "skipped", Message: in.skip})
 		return nil
 	}
 	if !retry {
-		rep.event(in, "start")
+		rep.event(in, Event{Action: "start"})
 	}
 	p, err := stage(opts, rep, t, in, start)
 	if err != nil {
@@ -577,7 +543,7 @@ func stage(opts Options, rep *report, t *tree, in *input, start time.Time) (*pub
 		if err := admitCurrent(open, in.path); err != nil {
 			return nil, err
 		}
-		rep.alreadyCurrent(in, time.Since(start))
+		rep.event(in, Event{Action: "already-v4", Seconds: time.Since(start).Seconds()})
 		return nil, nil
 	}
 	comp, err := successorCompression(opts.Compress, in.path)
@@ -589,7 +555,7 @@ func stage(opts Options, rep *report, t *tree, in *input, start time.Time) (*pub
 		if err != nil {
 			return nil, err
 		}
-		rep.planned(in, target, bytes, time.Since(start))
+		rep.event(in, Event{Action: "planned", Target: target, TargetBytes: bytes, Seconds: time.Since(start).Seconds()})
 		return nil, nil
 	}
 	p := &publication{in: in, start: start}
@@ -692,7 +658,7 @@ func plan(src string, comp convlog.Compression) (string, int64, error) {
 // layout problems become failed inputs, a directory without a log a skipped
 // one.
 func discover(s *store.Store, root string, jobs int) *tree {
-	t := &tree{layout: LayoutConvkit, root: root, noun: "logs or invalid layout entries"}
+	t := &tree{noun: "logs or invalid layout entries"}
 	// A missing root fails here; anything but a directory in its place is
 	// the walk's to refuse (store.ConversationsDirError).
 	if _, err := os.Lstat(root); err != nil {

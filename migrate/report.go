@@ -47,6 +47,8 @@ type FailureItem struct {
 	Child       bool   `json:"child,omitempty"`
 	ExpectedSeq *int64 `json:"expectedSeq,omitempty"`
 	ActualSeq   *int64 `json:"actualSeq,omitempty"`
+
+	version int // the input's format version, -1 when unknown
 }
 
 // FailureGroup gathers failures of one kind.
@@ -109,16 +111,11 @@ type report struct {
 	log       *os.File
 	logw      *bufio.Writer
 	completed int
-	failures  []failure
+	failures  []FailureItem
 	// summaryErr says why summary.json could not be written (finish).
 	summaryErr error
 	// cleaned is how many old report folders newReport removed.
 	cleaned int
-}
-
-type failure struct {
-	version int // -1: unknown
-	item    FailureItem
 }
 
 // ReportPrefix begins the name of every report folder.
@@ -238,85 +235,68 @@ func (r *report) emit(ev Event) {
 	}
 }
 
-func (r *report) base(in *input, action string) Event {
-	ev := Event{MessageType: "status", Action: action, Index: in.index, Count: r.sum.InputCount, Path: in.path, Rel: in.rel}
+// event reports in's step or outcome ev (Action and its own members set),
+// counting an outcome.
+func (r *report) event(in *input, ev Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.eventLocked(in, ev)
+}
+
+func (r *report) eventLocked(in *input, ev Event) {
+	ev.Index, ev.Count, ev.Path, ev.Rel = in.index, r.sum.InputCount, in.path, in.rel
+	if ev.MessageType == "" {
+		ev.MessageType = "status"
+	}
 	if in.version >= 0 {
 		v := in.version
 		ev.Version = &v
 	}
-	return ev
-}
-
-// report emits in's event of action, filled in by set.
-func (r *report) report(in *input, action string, set func(*Event)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ev := r.base(in, action)
-	set(&ev)
+	switch ev.Action {
+	case "start", "retry":
+		ev.File, ev.Bytes = filepath.Base(in.path), in.size
+	case "deferred":
+	default:
+		r.sum.Totals.add(ev.Action)
+		c := r.sum.BySourceVersion[versionKey(in.version)]
+		c.add(ev.Action)
+		r.sum.BySourceVersion[versionKey(in.version)] = c
+		r.completed++
+		ev.Completed = r.completed
+	}
+	switch {
+	case ev.Action == "converted" && in.log != nil:
+		r.sum.converted[in.log.Conversation] = true
+	case ev.Action == "planned":
+		r.sum.Planned = append(r.sum.Planned, PlannedItem{InputPath: in.path, Target: ev.Target, TargetBytes: ev.TargetBytes})
+		r.sum.PlannedBytes += ev.TargetBytes
+	}
 	r.emit(ev)
 }
 
-// event reports an input's start or retry.
-func (r *report) event(in *input, action string) {
-	r.report(in, action, func(ev *Event) { ev.File, ev.Bytes = filepath.Base(in.path), in.size })
-}
-
-func (r *report) count(in *input, f func(*Counts)) {
-	f(&r.sum.Totals)
-	c := r.sum.BySourceVersion[versionKey(in.version)]
-	f(&c)
-	r.sum.BySourceVersion[versionKey(in.version)] = c
-	r.completed++
-}
-
-// done reports an input's outcome: counted by count, the event filled in
-// by set.
-func (r *report) done(in *input, action string, count func(*Counts), set func(*Event)) {
-	r.report(in, action, func(ev *Event) {
-		r.count(in, count)
-		ev.Completed = r.completed
-		set(ev)
-	})
-}
-
-func (r *report) converted(in *input, dst string, d time.Duration) {
-	r.done(in, "converted", func(c *Counts) { c.Converted++ }, func(ev *Event) {
-		ev.Target, ev.Seconds = dst, d.Seconds()
-		if in.log != nil {
-			r.sum.converted[in.log.Conversation] = true
-		}
-	})
-}
-
-func (r *report) planned(in *input, target string, bytes int64, d time.Duration) {
-	r.done(in, "planned", func(c *Counts) { c.Planned++ }, func(ev *Event) {
-		r.sum.Planned = append(r.sum.Planned, PlannedItem{InputPath: in.path, Target: target, TargetBytes: bytes})
-		r.sum.PlannedBytes += bytes
-		ev.Target, ev.TargetBytes, ev.Seconds = target, bytes, d.Seconds()
-	})
-}
-
-func (r *report) alreadyCurrent(in *input, d time.Duration) {
-	r.done(in, "already-v4", func(c *Counts) { c.AlreadyV4++ }, func(ev *Event) { ev.Seconds = d.Seconds() })
-}
-
-func (r *report) skipped(in *input, reason string) {
-	r.done(in, "skipped", func(c *Counts) { c.Skipped++ }, func(ev *Event) { ev.Message = reason })
-}
-
-func (r *report) deferred(in *input, err error) {
-	r.report(in, "deferred", func(ev *Event) { ev.Message = err.Error() })
+// add counts an outcome.
+func (c *Counts) add(action string) {
+	switch action {
+	case "converted":
+		c.Converted++
+	case "already-v4":
+		c.AlreadyV4++
+	case "failed":
+		c.Failed++
+	case "skipped":
+		c.Skipped++
+	case "planned":
+		c.Planned++
+	}
 }
 
 func (r *report) fail(in *input, err error, d time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.count(in, func(c *Counts) { c.Failed++ })
 	item := classify(in.path, err)
-	r.failures = append(r.failures, failure{version: in.version, item: item})
-	ev := r.base(in, "failed")
-	ev.MessageType, ev.Message, ev.Seconds, ev.Completed = "error", item.Message, d.Seconds(), r.completed
-	r.emit(ev)
+	item.version = in.version
+	r.failures = append(r.failures, item)
+	r.eventLocked(in, Event{MessageType: "error", Action: "failed", Message: item.Message, Seconds: d.Seconds()})
 	r.logw.WriteString("  error chain: " + errorChain(err) + "\n")
 	r.logw.Flush()
 }
@@ -433,13 +413,14 @@ func (r *report) finish(opts Options) *Summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.sum.FinishedAt = opts.Now().UTC().Format(time.RFC3339Nano)
+	sort.SliceStable(r.failures, func(i, j int) bool { return r.failures[i].InputPath < r.failures[j].InputPath })
 	groups := map[string]*FailureGroup{}
 	var keys []string
 	for _, f := range r.failures {
-		key := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%s\x00%t", versionKey(f.version), f.item.Reason, f.item.ErrorName, f.item.EventType, f.item.Member, f.item.Child)
+		key := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%s\x00%t", versionKey(f.version), f.Reason, f.ErrorName, f.EventType, f.Member, f.Child)
 		g := groups[key]
 		if g == nil {
-			g = &FailureGroup{Reason: f.item.Reason, ErrorName: f.item.ErrorName, EventType: f.item.EventType, Member: f.item.Member, Child: f.item.Child}
+			g = &FailureGroup{Reason: f.Reason, ErrorName: f.ErrorName, EventType: f.EventType, Member: f.Member, Child: f.Child}
 			if f.version >= 0 {
 				v := f.version
 				g.SourceVersion = &v
@@ -448,13 +429,11 @@ func (r *report) finish(opts Options) *Summary {
 			keys = append(keys, key)
 		}
 		g.Count++
-		g.Items = append(g.Items, f.item)
+		g.Items = append(g.Items, f)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		g := groups[k]
-		sort.Slice(g.Items, func(i, j int) bool { return g.Items[i].InputPath < g.Items[j].InputPath })
-		r.sum.FailureGroups = append(r.sum.FailureGroups, *g)
+		r.sum.FailureGroups = append(r.sum.FailureGroups, *groups[k])
 	}
 	t := r.sum.Totals
 	if r.sum.DryRun {
@@ -463,12 +442,7 @@ func (r *report) finish(opts Options) *Summary {
 	r.lineLocked("Summary: converted=%d, already-V4=%d, failed=%d, skipped=%d", t.Converted, t.AlreadyV4, t.Failed, t.Skipped)
 	if len(r.failures) > 0 {
 		r.lineLocked("Failures (full messages are in the log):")
-		items := make([]FailureItem, 0, len(r.failures))
-		for _, f := range r.failures {
-			items = append(items, f.item)
-		}
-		sort.Slice(items, func(i, j int) bool { return items[i].InputPath < items[j].InputPath })
-		for _, it := range items {
+		for _, it := range r.failures {
 			r.lineLocked("- %s: %s", termtext.Quote(it.InputPath), it.Message)
 		}
 	}

@@ -176,7 +176,7 @@ func holdsSessionDir(dir string) bool {
 // failed input per entry that breaks the layout. A root that mixes
 // compressions is refused whole.
 func discoverSessions(r *dshroot.Root) *tree {
-	t := &tree{layout: LayoutDSH, root: r.Dir(), noun: "Session directories or invalid layout entries", dsh: r}
+	t := &tree{noun: "Session directories or invalid layout entries", dsh: r}
 	walked, err := r.Walk()
 	if err != nil {
 		t.rootErr = err
