@@ -8,9 +8,8 @@ import (
 	"github.com/convkit/convkit/internal/rawjson"
 )
 
-// event is one event inside the chain. Each stage receives events in its
-// source version's coordinates (dense seqs) and emits them in its target
-// version's coordinates (dense again).
+// event is one event inside the chain, in a stage's source or target
+// version's coordinates (dense seqs either way).
 type event struct {
 	typ       string
 	seq       int64
@@ -19,20 +18,17 @@ type event struct {
 	ignorable bool
 	op        *surfaceOp // nil when absent
 	sources   []int64    // nil when absent
-	// chunk is set on assistant/chunk events expanded from a v0/v1 packed
-	// row: the delta is kept unencoded, since the v1→v2 stage consumes every
-	// chunk before anything reads its data.
+	// chunk is the delta of an assistant/chunk expanded from a v0/v1
+	// packed row, unencoded: the v1→v2 stage consumes every chunk.
 	chunk *chunkDelta
-	// srcData and srcMsg are the source row's data and data.message as the
-	// source reader checked them, with the members it kept (nil: not kept), so
-	// parse need not scan them again; valid while the row is.
+	// srcData and srcMsg are the source row's data and data.message with
+	// the members the source reader kept checking them (nil: not kept).
 	srcData, srcMsg         []byte
 	dataMembers, msgMembers []member
 }
 
-// parse is parseObject(b), from the members the source reader kept when
-// b is the row's data or data.message as it was read: a stage that has
-// not replaced them need not scan them again.
+// parse is parseObject(b), from the members the source reader kept when b
+// is still the row's data or data.message.
 func (e *event) parse(b []byte) (*object, error) {
 	switch {
 	case e.dataMembers != nil && sameBytes(b, e.srcData):
@@ -55,13 +51,12 @@ type surfaceOp struct {
 	start, end int64
 }
 
-// Error is a refusal or problem found while upgrading a log, naming the file
-// and the source line when there is one. It wraps convlog.ErrUnsupported for
-// an intact log with no preserving conversion and convlog.ErrCorrupt for one
-// that breaks its version's rules.
+// Error is a refusal found while upgrading a log. Kind is
+// convlog.ErrUnsupported for an intact log with no preserving conversion,
+// convlog.ErrCorrupt for one that breaks its version's rules.
 type Error struct {
 	Path string
-	Line int64 // 1-based line of the source event being read; 0 when not tied to one
+	Line int64 // the source line; 0 when not tied to one
 	Msg  string
 	Kind error
 }
@@ -75,20 +70,17 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Kind }
 
-// refusal: the log is well formed, but no preserving conversion exists. A
-// stage's *Error names no file: the reader adds the path and line.
+// refusal and corrupt make a stage's *Error; the reader adds path and line.
 func refusal(format string, args ...any) error {
 	return &Error{Msg: fmt.Sprintf(format, args...), Kind: convlog.ErrUnsupported}
 }
 
-// corrupt: the log breaks the rules of its version.
 func corrupt(format string, args ...any) error {
 	return &Error{Msg: fmt.Sprintf(format, args...), Kind: convlog.ErrCorrupt}
 }
 
-// seqMap maps a stage's source seqs to its target seqs. It is monotone and
-// stored as runs of consecutive seqs, so it costs one entry per insertion or
-// removal, not one per event. A source seq without an entry was consumed.
+// seqMap maps a stage's source seqs to its target seqs, as runs: one entry
+// per insertion or removal. A source seq without an entry was consumed.
 type seqMap struct {
 	runs   []seqRun
 	broken bool // some seq so far did not map to itself (or was consumed)
@@ -195,29 +187,25 @@ func remapAt(e *event, raw []byte, where string, path []string, one func([]byte)
 		if len(path) == 1 {
 			notArray = func() error { return corrupt("%s at seq %d has seq references that are not an array", e.typ, e.seq) }
 		}
-		return orSame(raw)(mapArray(raw, notArray, func(i int, el []byte) ([]byte, error) {
+		b, err := mapArray(raw, notArray, func(i int, el []byte) ([]byte, error) {
 			return remapAt(e, el, fmt.Sprintf("%s[%d]", where, i), path[1:], one)
-		}))
+		})
+		if b == nil {
+			b = raw
+		}
+		return b, err
 	}
 	o, err := parseObject(raw)
 	if err != nil {
 		return nil, corrupt("%s at seq %d: %s is not an object", e.typ, e.seq, where)
 	}
-	if err := o.convert(path[0], func(v []byte) ([]byte, error) { return remapAt(e, v, path[0], path[1:], one) }); err != nil {
-		return nil, err
+	if v := o.get(path[0]); v != nil {
+		if v, err = remapAt(e, v, path[0], path[1:], one); err != nil {
+			return nil, err
+		}
+		o.set(path[0], v)
 	}
 	return o.bytes(), nil
-}
-
-// orSame returns mapArray's result as a value: the array it read when
-// nothing was replaced.
-func orSame(arr []byte) func([]byte, error) ([]byte, error) {
-	return func(b []byte, err error) ([]byte, error) {
-		if b == nil {
-			b = arr
-		}
-		return b, err
-	}
 }
 
 // toConvlog fills out with e in the version 4 envelope.
@@ -237,8 +225,7 @@ func toConvlog(e *event, out *convlog.Event, op *convlog.SurfaceOp) {
 	}
 }
 
-// surfaceTypes are the surface event types of versions 0 to 3 (v4 adds
-// developer/message).
+// surfaceTypes are those of versions 0 to 3 (v4 adds developer/message).
 var surfaceTypes = map[string]bool{
 	"system/message": true, "user/message": true, "assistant/message": true, "tool/result": true,
 }

@@ -2,16 +2,11 @@ package upgrade
 
 import "github.com/convkit/convkit/internal/rawjson"
 
-// JSON values are kept as raw byte spans and objects as ordered member lists,
-// because the runtime's readers compare bytes and maps would lose the order;
-// only changed members are re-encoded. Input is already checked by the convlog
-// reader, but malformed bytes still give errors, never panics.
-
-// member is one member of an ordered object; RawKey is nil for a member
-// added here.
+// member is one member of an ordered object; RawKey is nil for one added.
 type member = rawjson.Member
 
-// object is a JSON object as an ordered list of members with raw values.
+// object is a JSON object as an ordered list of members with raw values:
+// maps would lose the order, and only changed members are re-encoded.
 type object struct {
 	m []member
 }
@@ -50,20 +45,6 @@ func (o *object) set(key string, val []byte) {
 		return
 	}
 	o.m = append(o.m, member{Key: []byte(key), Value: val})
-}
-
-// convert replaces the value of key, when present, by f of it.
-func (o *object) convert(key string, f func([]byte) ([]byte, error)) error {
-	i := o.index(key)
-	if i < 0 {
-		return nil
-	}
-	v, err := f(o.m[i].Value)
-	if err != nil {
-		return err
-	}
-	o.m[i].Value = v
-	return nil
 }
 
 // remove deletes key; it reports whether it was there.
@@ -109,8 +90,7 @@ func (o *object) encodeAfter(dst []byte, i int) []byte {
 	return append(dst, '}')
 }
 
-// appendKey appends m's key as the source wrote it (RawKey) or encoded,
-// and the colon.
+// appendKey appends m's key as the source wrote it, or encoded, and ':'.
 func appendKey(dst []byte, m member) []byte {
 	if m.RawKey != nil {
 		dst = append(dst, m.RawKey...)
@@ -140,10 +120,8 @@ func encodeArray(dst []byte, elems [][]byte) []byte {
 	return append(dst, ']')
 }
 
-// isStr reports whether raw is a JSON string.
+// isStr, isObj and isArr report the kind of a raw value.
 func isStr(raw []byte) bool { return len(raw) >= 2 && raw[0] == '"' }
-
-// isObj and isArr report the kind of a raw value.
 func isObj(raw []byte) bool { return len(raw) > 0 && raw[0] == '{' }
 func isArr(raw []byte) bool { return len(raw) > 0 && raw[0] == '[' }
 

@@ -26,8 +26,8 @@ type Options struct {
 }
 
 // stage is one step of the chain: transform maps one event in source
-// coordinates to the events it produces in target coordinates, and finish
-// returns what it held back; returned slices are valid until its next call.
+// coordinates to those it produces in target coordinates, finish returns
+// what it held back; returned slices are valid until its next call.
 type stage interface {
 	transform(e *event) ([]*event, error)
 	finish() ([]*event, error)
@@ -67,24 +67,21 @@ type Reader struct {
 }
 
 // dataScratch lends buffers for rewritten data, given back once the row's
-// events are all returned and the caller asks for the next.
+// events are all returned; room, when set, lends one row's lifted data its
+// place in the frame being written.
 type dataScratch struct {
 	free, lent [][]byte
-	// room, when set, lends one row's lifted data its place in the frame
-	// being written (see lineRoom).
-	room *lineRoom
+	room       *lineRoom
 }
 
 // lineRoom lets a lifted tool result's data (often megabytes) be written
 // straight into its place in the frame's chunk instead of copied; only a
 // row's first event may use it, as the lines before overwrite later ones.
 type lineRoom struct {
-	grow func(n int) []byte
-	at   *byte // where lineBuf lent the room, nil when it did not
-	off  int   // at's offset in the chunk
-	// start is set to at once the data written there is an event's,
-	// pending (lend).
-	start *byte
+	grow  func(n int) []byte
+	at    *byte // where lineBuf lent the room, nil when it did not
+	off   int   // at's offset in the chunk
+	start *byte // at, once the data written there is a pending event's
 }
 
 // lineBuf returns an empty buffer of at least n bytes' capacity for the
@@ -170,8 +167,8 @@ func (a *dataScratch) reclaim() {
 
 // Open opens the log at path read-only. A version 4 log is passed through
 // as it is; an older session log is upgraded step by step as it is read.
+// LowMemory: a migration holds several logs at once within its budget.
 func Open(path string, opts Options) (*Reader, error) {
-	// LowMemory: a migration holds several logs at once within its budget.
 	src, err := convlog.Open(path, convlog.ReaderOptions{LowMemory: true,
 		WantType: opts.WantType, WantID: opts.WantID})
 	if err != nil {
@@ -220,9 +217,8 @@ func FromReader(src *convlog.Reader, path string, opts Options) (*Reader, error)
 	return r, nil
 }
 
-// upgradeHeader returns the version 4 header of an older session header:
-// seedLength becomes isSeeded (v0/v1), the preset id "code" becomes "ptc"
-// (v0-v2); it is written in the version 4 key order.
+// upgradeHeader returns the version 4 header of an older session header
+// (docs/UPGRADE.md, "How it runs").
 func upgradeHeader(h *convlog.Header) *convlog.Header {
 	n := *h
 	n.Raw = nil
@@ -308,9 +304,9 @@ func (r *Reader) yieldPending(yield func(*convlog.Event, error) bool) bool {
 	return true
 }
 
-// RuleProblem places err, a version 4 rule the event yielded last
-// breaks: at its line and byte for a version 4 source, else as an *Error at
-// the line it was upgraded from, of the rule's kind (convlog.RuleOf).
+// RuleProblem places err, a version 4 rule the event yielded last breaks:
+// at its line and byte for a version 4 source, else as an *Error of the
+// rule's kind at the line it was upgraded from.
 func (r *Reader) RuleProblem(err error) error {
 	if r.stages == nil {
 		return r.src.RuleProblem(err)

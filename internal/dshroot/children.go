@@ -18,23 +18,32 @@ func (r *Root) ChildCandidates(parentID string) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.idx == nil {
-		r.idx = &childIndex{projects: map[string]*projectIndex{}, check: r.CheckIdentity, ignored: r.ignored, reported: map[string]bool{}}
+		r.idx = &childIndex{root: dirNode{dir: r.dir}, reported: map[string]bool{}}
 	}
-	if err := r.idx.refresh(r.dir); err != nil {
+	x := r.idx
+	fi, err := os.Stat(r.dir)
+	if err != nil {
 		return nil, err
 	}
-	if r.idx.byParent == nil {
+	changed, err := x.root.relist(fi, func(name string) *dirNode { return &dirNode{dir: filepath.Join(r.dir, name)} })
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range x.root.kids {
+		changed = r.refreshProject(p) || changed
+	}
+	if changed || x.byParent == nil {
 		// Made again only after a refresh changed the index: a migration asks
 		// twice for each older session.
-		r.idx.byParent = map[string][]*indexedSession{}
-		for _, p := range r.idx.projects {
-			for _, s := range p.sessions {
-				r.idx.byParent[s.parent] = append(r.idx.byParent[s.parent], s)
+		x.byParent = map[string][]*dirNode{}
+		for _, p := range x.root.kids {
+			for _, s := range p.kids {
+				x.byParent[s.parent] = append(x.byParent[s.parent], s)
 			}
 		}
 	}
 	var out []string
-	for _, s := range r.idx.byParent[parentID] {
+	for _, s := range x.byParent[parentID] {
 		if path := currentGeneration(s.dir); path != "" {
 			out = append(out, path)
 		}
@@ -50,9 +59,6 @@ func (r *Root) OnIgnoredChild(f func(dir, parent string, err error)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ignored = f
-	if r.idx != nil {
-		r.idx.ignored = f
-	}
 }
 
 // dirStamp is what says a directory's entries may have changed.
@@ -62,37 +68,87 @@ type dirStamp struct {
 }
 
 type childIndex struct {
-	// check is the root's identity check; ignored is told of the sessions
-	// it refuses that name a parent, once each (reported).
-	check    func(path string, h *convlog.Header) error
-	ignored  func(dir, parent string, err error)
-	reported map[string]bool
-	root     dirStamp
-	listed   bool
-	projects map[string]*projectIndex
+	root     dirNode
+	reported map[string]bool // the sessions told to Root.ignored
 	// byParent is the sessions by parent, nil after a refresh that
 	// changed a session or the sessions.
-	byParent map[string][]*indexedSession
+	byParent map[string][]*dirNode
 }
 
-type projectIndex struct {
-	x        *childIndex
-	dir      string
-	stamp    dirStamp
-	listed   bool
-	sessions map[string]*indexedSession
-}
-
-type indexedSession struct {
+// dirNode is a directory of the index: the root or a project directory
+// (kids its directories), or a session directory (parent its header's).
+type dirNode struct {
 	dir    string
-	parent string // the current generation's header's parentSession
+	stamp  dirStamp
+	listed bool
+	kids   map[string]*dirNode
+	parent string
 	// read is false while no header could be read (a directory being
 	// created): it is read again when its directory changes.
-	read  bool
-	stamp dirStamp
+	read bool
 }
 
-func (x *childIndex) update(s *indexedSession) {
+// relist lists n again when its stamp (fi's) changed: a kid per directory,
+// new ones made by mk; links are not traversed.
+func (n *dirNode) relist(fi os.FileInfo, mk func(name string) *dirNode) (bool, error) {
+	st := stampOf(fi)
+	if n.listed && st == n.stamp {
+		return false, nil
+	}
+	entries, err := os.ReadDir(n.dir)
+	if err != nil {
+		return false, err
+	}
+	n.stamp, n.listed = st, true
+	seen := map[string]bool{}
+	if n.kids == nil {
+		n.kids = map[string]*dirNode{}
+	}
+	for _, e := range entries {
+		if e.Type().IsDir() {
+			seen[e.Name()] = true
+			if n.kids[e.Name()] == nil {
+				n.kids[e.Name()] = mk(e.Name())
+			}
+		}
+	}
+	for name := range n.kids {
+		if !seen[name] {
+			delete(n.kids, name)
+		}
+	}
+	return true, nil
+}
+
+// refreshProject reports whether a session of p, or the set of them, may
+// have changed.
+func (r *Root) refreshProject(p *dirNode) (changed bool) {
+	for _, s := range p.kids {
+		if !s.read {
+			if fi, err := os.Lstat(s.dir); err == nil && stampOf(fi) != s.stamp {
+				r.readSession(s)
+				changed = true
+			}
+		}
+	}
+	fi, err := os.Lstat(p.dir)
+	if err != nil || !fi.IsDir() {
+		changed = changed || len(p.kids) > 0
+		p.kids, p.listed = nil, false
+		return changed
+	}
+	// An unreadable directory is listed again next time.
+	listed, _ := p.relist(fi, func(name string) *dirNode {
+		s := &dirNode{dir: filepath.Join(p.dir, name)}
+		r.readSession(s)
+		return s
+	})
+	return changed || listed
+}
+
+// readSession reads the parent the current generation of s names, unless
+// it does not name its place (told to r.ignored once).
+func (r *Root) readSession(s *dirNode) {
 	fi, err := os.Lstat(s.dir)
 	if err != nil {
 		return
@@ -104,95 +160,16 @@ func (x *childIndex) update(s *indexedSession) {
 	if h == nil || h.Type != convlog.SessionLog {
 		return
 	}
-	if err := x.check(path, h); err != nil {
-		if h.ParentSession != "" && !x.reported[s.dir] {
-			x.reported[s.dir] = true
-			if x.ignored != nil {
-				x.ignored(s.dir, h.ParentSession, err)
+	if err := r.CheckIdentity(path, h); err != nil {
+		if h.ParentSession != "" && !r.idx.reported[s.dir] {
+			r.idx.reported[s.dir] = true
+			if r.ignored != nil {
+				r.ignored(s.dir, h.ParentSession, err)
 			}
 		}
 		return
 	}
 	s.parent = h.ParentSession
-}
-
-// refresh lists again what changed since the last call.
-func (x *childIndex) refresh(root string) error {
-	fi, err := os.Stat(root)
-	if err != nil {
-		return err
-	}
-	if st := stampOf(fi); !x.listed || st != x.root {
-		entries, err := os.ReadDir(root)
-		if err != nil {
-			return err
-		}
-		x.root, x.listed = st, true
-		x.byParent = nil
-		syncDirs(x.projects, entries, func(name string) *projectIndex {
-			return &projectIndex{x: x, dir: filepath.Join(root, name), sessions: map[string]*indexedSession{}}
-		})
-	}
-	for _, p := range x.projects {
-		if p.refresh() {
-			x.byParent = nil
-		}
-	}
-	return nil
-}
-
-// refresh reports whether a session, or the set of sessions, may have changed.
-func (p *projectIndex) refresh() (changed bool) {
-	for _, s := range p.sessions {
-		if !s.read {
-			if fi, err := os.Lstat(s.dir); err == nil && stampOf(fi) != s.stamp {
-				p.x.update(s)
-				changed = true
-			}
-		}
-	}
-	fi, err := os.Lstat(p.dir)
-	if err != nil || !fi.IsDir() {
-		changed = changed || len(p.sessions) > 0
-		p.sessions = map[string]*indexedSession{}
-		p.listed = false
-		return changed
-	}
-	st := stampOf(fi)
-	if p.listed && st == p.stamp {
-		return changed
-	}
-	entries, err := os.ReadDir(p.dir)
-	if err != nil {
-		return changed // listed again next time
-	}
-	changed = true
-	p.stamp, p.listed = st, true
-	syncDirs(p.sessions, entries, func(name string) *indexedSession {
-		s := &indexedSession{dir: filepath.Join(p.dir, name)}
-		p.x.update(s)
-		return s
-	})
-	return changed
-}
-
-// syncDirs makes m hold the directories of entries, a new one made by mk,
-// and nothing else; links are not traversed.
-func syncDirs[T any](m map[string]T, entries []os.DirEntry, mk func(name string) T) {
-	seen := map[string]bool{}
-	for _, e := range entries {
-		if e.Type().IsDir() {
-			seen[e.Name()] = true
-			if _, ok := m[e.Name()]; !ok {
-				m[e.Name()] = mk(e.Name())
-			}
-		}
-	}
-	for name := range m {
-		if !seen[name] {
-			delete(m, name)
-		}
-	}
 }
 
 // currentGeneration is the path of the highest generation in dir when it
