@@ -7,6 +7,7 @@
 package migrate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -291,7 +292,7 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 	rep.line("Layout: %s", layout)
 	rep.line("Session jobs: %d", opts.Jobs)
 	rep.line("Go: %s; platform: %s/%s", runtime.Version(), runtime.GOOS, runtime.GOARCH)
-	rep.line("Build: %s; revision %s", orUnknown(opts.ToolVersion), orUnknown(opts.Revision))
+	rep.line("Build: %s; revision %s", cmp.Or(opts.ToolVersion, "unknown"), cmp.Or(opts.Revision, "unknown"))
 	if opts.DryRun {
 		rep.line("Dry run: nothing is written")
 	}
@@ -304,6 +305,9 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 	for _, in := range t.inputs {
 		if excluded(opts.Exclude, in.rel) {
 			in.failure, in.skip = "", SkipExcluded
+		}
+		if fi, err := os.Lstat(in.path); err == nil && in.version >= 0 {
+			in.size = fi.Size()
 		}
 	}
 	if t.dsh != nil {
@@ -393,11 +397,12 @@ func excluded(patterns []string, rel string) bool {
 	return false
 }
 
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown"
+// relTo is p under root, for the report lines.
+func relTo(root, p string) string {
+	if r, err := filepath.Rel(root, p); err == nil {
+		return r
 	}
-	return s
+	return p
 }
 
 // runJobs processes the inputs with at most Workers(opts.Jobs) at once. With
@@ -671,12 +676,7 @@ func discover(s *store.Store, root string, jobs int) *tree {
 		return t
 	}
 	var ins []*input
-	rel := func(p string) string {
-		if r, err := filepath.Rel(root, p); err == nil {
-			return r
-		}
-		return p
-	}
+	rel := func(p string) string { return relTo(root, p) }
 	tombstoned := deletions(tree.Conversations, jobs)
 	for ci, c := range tree.Conversations {
 		if len(c.Logs) == 0 {
@@ -690,9 +690,6 @@ func discover(s *store.Store, root string, jobs int) *tree {
 				// Converting a conversation that is being deleted would
 				// only write files the next reindex removes.
 				in.skip = "the conversation is being deleted (a tombstone is recorded); reindex finishes the deletion"
-			}
-			if fi, err := os.Lstat(l.Path); err == nil {
-				in.size = fi.Size()
 			}
 			ins = append(ins, in)
 		}

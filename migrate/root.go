@@ -182,12 +182,7 @@ func discoverSessions(r *dshroot.Root) *tree {
 		t.rootErr = err
 		return t
 	}
-	rel := func(p string) string {
-		if q, err := filepath.Rel(r.Dir(), p); err == nil {
-			return q
-		}
-		return p
-	}
+	rel := func(p string) string { return relTo(r.Dir(), p) }
 	t.inputs = []*input{}
 	for i, e := range walked.Entries {
 		in := &input{index: i + 1, version: -1}
@@ -206,9 +201,6 @@ func discoverSessions(r *dshroot.Root) *tree {
 				break
 			}
 			in.path, in.version = filepath.Join(s.Dir, g.File), g.Version
-			if fi, err := os.Lstat(in.path); err == nil {
-				in.size = fi.Size()
-			}
 		}
 		t.inputs = append(t.inputs, in)
 	}

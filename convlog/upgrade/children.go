@@ -3,8 +3,10 @@ package upgrade
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/convkit/convkit/convlog"
@@ -12,8 +14,7 @@ import (
 )
 
 // ChildFact is what a parent's v3→v4 step needs to know about one of its
-// direct subagent children (a session whose header has origin "subagent"
-// and parentSession equal to the parent's id).
+// direct subagent children.
 type ChildFact struct {
 	ChildID        string
 	ChildCreatedAt int64 // the child header's createdAt
@@ -131,29 +132,15 @@ func (d dirChildren) ChildCandidates(string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	type best struct {
-		name string
-		gen  convlog.Name
-	}
-	byBase := map[string]best{}
+	// Entries come sorted by name: the first of a base's highest version.
+	byBase, version := map[string]string{}, map[string]int{}
 	for _, de := range entries {
-		if !de.Type().IsRegular() {
-			continue
-		}
 		n, ok := convlog.ParseName(de.Name())
-		if !ok {
-			continue
-		}
-		cur, seen := byBase[n.Base]
-		if !seen || n.Version > cur.gen.Version || n.Version == cur.gen.Version && de.Name() < cur.name {
-			byBase[n.Base] = best{name: de.Name(), gen: n}
+		if v, seen := version[n.Base]; ok && de.Type().IsRegular() && (!seen || n.Version > v) {
+			byBase[n.Base], version[n.Base] = filepath.Join(dir, de.Name()), n.Version
 		}
 	}
-	out := make([]string, 0, len(byBase))
-	for _, b := range byBase {
-		out = append(out, filepath.Join(dir, b.name))
-	}
-	return out, nil
+	return slices.Collect(maps.Values(byBase)), nil
 }
 
 // childInfo is a direct child found by its header, and the identity its
@@ -173,9 +160,8 @@ type candidateSeen struct {
 }
 
 // findChildren returns the candidates whose header makes them direct
-// children of parentID; a header that cannot be read is skipped, and so is
-// a candidate seen (when seen is set) with the same file identity (logs
-// only grow).
+// children of parentID (a header that cannot be read is skipped); one seen
+// (when seen is set) with the same file identity is not read again.
 func findChildren(finder ChildFinder, parentID string, seen map[string]candidateSeen) ([]childInfo, error) {
 	paths, err := finder.ChildCandidates(parentID)
 	if err != nil {

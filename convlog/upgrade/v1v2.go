@@ -221,14 +221,15 @@ func (s *v1v2) message(e *event) error {
 
 // flush emits the queue's settled head.
 func (s *v1v2) flush() error {
-	for s.head < len(s.queue) {
+	defer s.compact()
+	for ; s.head < len(s.queue); s.head++ {
 		sl := s.queue[s.head]
 		switch {
 		case sl.dead:
 		case sl.grp != nil:
 			g := sl.grp
 			if !g.resolved {
-				return s.compact()
+				return nil
 			}
 			if !g.claimed {
 				d := fmt.Appendf(nil, `{"turn":%s,"step":%s,"stream":%s}`, g.turnRaw, g.stepRaw, g.sb.bytes())
@@ -250,12 +251,11 @@ func (s *v1v2) flush() error {
 			s.out = append(s.out, ev)
 		}
 		s.queue[s.head] = nil
-		s.head++
 	}
-	return s.compact()
+	return nil
 }
 
-func (s *v1v2) compact() error {
+func (s *v1v2) compact() {
 	if s.head == len(s.queue) {
 		s.queue, s.head = s.queue[:0], 0
 	} else if s.head > 256 && s.head*2 > len(s.queue) {
@@ -263,7 +263,6 @@ func (s *v1v2) compact() error {
 		clear(s.queue[n:])
 		s.queue, s.head = s.queue[:n], 0
 	}
-	return nil
 }
 
 func (s *v1v2) finish() ([]*event, error) {
