@@ -56,33 +56,32 @@ func TestLineInPlace(t *testing.T) {
 // result of the row gets a buffer of its own.
 func TestLineRoomOneRow(t *testing.T) {
 	chunk := make([]byte, 0, 64)
-	a := &dataScratch{}
-	a.room = &lineRoom{grow: func(n int) []byte {
+	room := &lineRoom{grow: func(n int) []byte {
 		chunk = slices.Grow(chunk, n)
 		return chunk
 	}}
 	lift := func(e *event, s string) {
-		b := append(a.lineBuf(e, len(s)), s...)
-		a.lend(b)
+		b := append(room.lineBuf(e, len(s)), s...)
+		room.lend(b)
 		e.data = b
 	}
 	e1 := &event{typ: "tool/result", seq: 5, time: 6}
 	e2 := &event{typ: "tool/result", seq: 7, time: 8}
 	lift(e1, `{"lifted":1}`)
 	lift(e2, `{"lifted":2}`)
-	if !a.room.placed(e1.data) || a.room.placed(e2.data) {
-		t.Fatalf("in the room: first %v, second %v; want only the first", a.room.placed(e1.data), a.room.placed(e2.data))
+	if !room.placed(e1.data) || room.placed(e2.data) {
+		t.Fatalf("in the room: first %v, second %v; want only the first", room.placed(e1.data), room.placed(e2.data))
 	}
 	ev := convlog.Event{Type: e1.typ, Seq: e1.seq, Time: e1.time}
 	_, p := lineAround(&ev, nil)
-	if a.room.off != len(chunk)+p {
-		t.Fatalf("the room is at %d, the line puts the data at %d", a.room.off, len(chunk)+p)
+	if room.off != len(chunk)+p {
+		t.Fatalf("the room is at %d, the line puts the data at %d", room.off, len(chunk)+p)
 	}
 
 	// The lent event second in its row: moved out.
-	r := &Reader{scratch: a, pending: []*event{e2, e1}}
+	r := &Reader{room: room, pending: []*event{e2, e1}}
 	r.keepRoom()
-	if a.room.placed(e1.data) {
+	if room.placed(e1.data) {
 		t.Fatal("the second event of the row kept its data in the room")
 	}
 	for i := range chunk[:cap(chunk)] {
@@ -93,12 +92,12 @@ func TestLineRoomOneRow(t *testing.T) {
 	}
 
 	// The next row: the room is free again, and kept by a first event.
-	a.reclaim()
+	room.reset()
 	e3 := &event{typ: "tool/result", seq: 9, time: 10}
 	lift(e3, `{"lifted":3}`)
 	r.pending = []*event{e3, e2}
 	r.keepRoom()
-	if !a.room.placed(e3.data) {
+	if !room.placed(e3.data) {
 		t.Fatal("the first event of the row lost its place in the room")
 	}
 }

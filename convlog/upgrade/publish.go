@@ -316,7 +316,7 @@ func Stage(src string, opts PublishOptions) (*Staged, error) {
 		}
 	}
 
-	r, err := Open(src, Options{Children: children, reuseData: true})
+	r, err := Open(src, Options{Children: children})
 	if err != nil {
 		return nil, err
 	}
@@ -549,25 +549,25 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 		return nil
 	}
 	// A lifted tool result's data is written in the frame's chunk where
-	// its line puts it (lineRoom).
-	room := &lineRoom{grow: func(n int) []byte {
-		if job.plain == nil {
-			job.plain = fw.chunk()
+	// its line puts it.
+	room := r.room
+	if room != nil {
+		room.grow = func(n int) []byte {
+			if job.plain == nil {
+				job.plain = fw.chunk()
+			}
+			job.plain = fw.grow(job.plain, n)
+			if cap(job.plain)-len(job.plain) < n {
+				// As append grows it; slices.Grow would clear and copy
+				// a slice of n zeros as well.
+				b := make([]byte, len(job.plain), max(len(job.plain)+n, cap(job.plain)+cap(job.plain)/4))
+				copy(b, job.plain)
+				fw.recycle(job.plain)
+				job.plain = b
+			}
+			return job.plain
 		}
-		job.plain = fw.grow(job.plain, n)
-		if cap(job.plain)-len(job.plain) < n {
-			// As append grows it; slices.Grow would clear and copy
-			// a slice of n zeros as well.
-			b := make([]byte, len(job.plain), max(len(job.plain)+n, cap(job.plain)+cap(job.plain)/4))
-			copy(b, job.plain)
-			fw.recycle(job.plain)
-			job.plain = b
-		}
-		return job.plain
-	}}
-	if r.scratch != nil {
-		r.scratch.room = room
-		defer func() { r.scratch.room = nil }()
+		defer func() { room.grow = nil }()
 	}
 	var around [256]byte
 	// Where the chunk's last line and its message ids start, for the

@@ -19,10 +19,6 @@ type Options struct {
 	Children []ChildFact
 	// WantType and WantID are as in convlog.ReaderOptions.
 	WantType, WantID string
-
-	// reuseData: the caller (Publish) keeps nothing of an event past the
-	// next call, so rewritten data buffers are reused from row to row.
-	reuseData bool
 }
 
 // stage is one step of the chain: transform maps one event in source
@@ -61,47 +57,38 @@ type Reader struct {
 	out convlog.Event
 	op  convlog.SurfaceOp
 
-	// scratch holds the rewritten data of the events pending (nil: each
-	// is allocated apart); see Options.reuseData.
-	scratch *dataScratch
-}
-
-// dataScratch lends buffers for rewritten data, given back once the row's
-// events are all returned; room, when set, lends one row's lifted data its
-// place in the frame being written.
-type dataScratch struct {
-	free, lent [][]byte
-	room       *lineRoom
+	// room lends a row's lifted data its place in the frame Publish writes.
+	room *lineRoom
 }
 
 // lineRoom lets a lifted tool result's data (often megabytes) be written
 // straight into its place in the frame's chunk instead of copied; only a
 // row's first event may use it, as the lines before overwrite later ones.
 type lineRoom struct {
-	grow  func(n int) []byte
-	at    *byte // where lineBuf lent the room, nil when it did not
-	off   int   // at's offset in the chunk
-	start *byte // at, once the data written there is a pending event's
+	grow  func(n int) []byte // nil: no frame is being written
+	at    *byte              // where lineBuf lent the room, nil when it did not
+	off   int                // at's offset in the chunk
+	start *byte              // at, once the data written there is a pending event's
 }
 
 // lineBuf returns an empty buffer of at least n bytes' capacity for the
-// data of e: in the room when one is free, else as get returns one.
-func (a *dataScratch) lineBuf(e *event, n int) []byte {
-	if a == nil || a.room == nil || a.room.at != nil {
-		return a.get(n)
+// data of e: in the room when it is free.
+func (m *lineRoom) lineBuf(e *event, n int) []byte {
+	if m == nil || m.grow == nil || m.at != nil {
+		return make([]byte, 0, n)
 	}
 	var tmp [128]byte
 	ev := convlog.Event{Type: e.typ, Seq: e.seq, Time: e.time, Ignorable: e.ignorable, SourceEventSeqs: e.sources}
 	_, p := lineAround(&ev, tmp[:0])
 	if p < 0 {
-		return a.get(n)
+		return make([]byte, 0, n)
 	}
-	chunk := a.room.grow(n + len(tmp))
+	chunk := m.grow(n + len(tmp))
 	off := len(chunk) + p
 	if off+n > cap(chunk) {
-		return a.get(n)
+		return make([]byte, 0, n)
 	}
-	a.room.at, a.room.off = &chunk[:off+1][off], off
+	m.at, m.off = &chunk[:off+1][off], off
 	return chunk[off:off]
 }
 
@@ -125,43 +112,18 @@ func (m *lineRoom) placed(data []byte) bool {
 	return m != nil && m.start != nil && len(data) > 0 && &data[0] == m.start
 }
 
-// get returns an empty buffer of at least n bytes' capacity; a nil
-// scratch allocates one.
-func (a *dataScratch) get(n int) []byte {
-	if a != nil {
-		if k := len(a.free); k > 0 {
-			b := a.free[k-1]
-			a.free = a.free[:k-1]
-			if cap(b) >= n {
-				return b[:0]
-			}
-		}
-	}
-	return make([]byte, 0, n)
-}
-
-// lend records b, the data of an event now pending (in the room, if it
-// was written where lineBuf lent it).
-func (a *dataScratch) lend(b []byte) {
-	if a == nil {
-		return
-	}
-	if m := a.room; m != nil && m.start == nil && len(b) > 0 && &b[0] == m.at {
+// lend records b as the data of an event now pending, when lineBuf put it
+// in the room.
+func (m *lineRoom) lend(b []byte) {
+	if m != nil && m.start == nil && len(b) > 0 && &b[0] == m.at {
 		m.start = m.at
-		return
 	}
-	a.lent = append(a.lent, b)
 }
 
-// reclaim takes back every buffer lent.
-func (a *dataScratch) reclaim() {
-	if a != nil {
-		if a.room != nil {
-			a.room.at, a.room.start, a.room.off = nil, nil, 0
-		}
-		a.free = append(a.free, a.lent...)
-		clear(a.lent)
-		a.lent = a.lent[:0]
+// reset frees the room once the row's events are all returned.
+func (m *lineRoom) reset() {
+	if m != nil {
+		m.at, m.start, m.off = nil, nil, 0
 	}
 }
 
@@ -208,10 +170,8 @@ func FromReader(src *convlog.Reader, path string, opts Options) (*Reader, error)
 		r.stages = append(r.stages, newV2V3(r.info))
 	}
 	v4 := newV3V4(r.info, opts.Children)
-	if opts.reuseData {
-		r.scratch = &dataScratch{}
-		v4.scratch = r.scratch
-	}
+	r.room = &lineRoom{}
+	v4.room = r.room
 	r.stages = append(r.stages, v4)
 	r.header = upgradeHeader(h)
 	return r, nil
@@ -300,7 +260,7 @@ func (r *Reader) yieldPending(yield func(*convlog.Event, error) bool) bool {
 		}
 	}
 	r.pending, r.pi = r.pending[:0], 0
-	r.scratch.reclaim()
+	r.room.reset()
 	return true
 }
 
@@ -326,15 +286,10 @@ func (r *Reader) RuleProblem(err error) error {
 // keepRoom moves the data of the row's events that lineBuf lent the room
 // out of it, unless it belongs to the first of them.
 func (r *Reader) keepRoom() {
-	if r.scratch == nil || r.scratch.room == nil || r.scratch.room.start == nil {
-		return
-	}
-	m := r.scratch.room
 	for i, e := range r.pending {
-		if i > 0 && m.placed(e.data) {
-			e.data = append(r.scratch.get(len(e.data)), e.data...)
-			r.scratch.lent = append(r.scratch.lent, e.data)
-			m.start = nil
+		if i > 0 && r.room.placed(e.data) {
+			e.data = bytes.Clone(e.data)
+			r.room.start = nil
 		}
 	}
 }

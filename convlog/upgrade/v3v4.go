@@ -24,8 +24,7 @@ type v3v4 struct {
 	foreign  int64 // seq of the last delivery marker naming another session; -1 when none
 	restart  restartTracker
 	out      []*event
-	// scratch lends the buffers of lifted data (nil: allocated apart).
-	scratch *dataScratch
+	room     *lineRoom // where lifted data is written
 }
 
 func newV3V4(info srcInfo, children []ChildFact) *v3v4 {
@@ -141,7 +140,7 @@ func (s *v3v4) rewrite(e *event) error {
 	if msg := d.get("message"); e.typ == "tool/result" && isObj(msg) {
 		data, err := s.lift(e, d, msg, subject)
 		if data != nil {
-			s.scratch.lend(data)
+			s.room.lend(data)
 			e.data = data
 		}
 		if err != nil || data != nil {
@@ -233,7 +232,7 @@ func (s *v3v4) lift(e *event, d *object, msg []byte, subject string) ([]byte, er
 		o.set("source", ns)
 	}
 	i := d.index("message")
-	buf, err := liftObject(d.encodeBefore(s.scratch.lineBuf(e, len(e.data)+256), i), o, len(msg), e.seq, subject)
+	buf, err := liftObject(d.encodeBefore(s.room.lineBuf(e, len(e.data)+256), i), o, len(msg), e.seq, subject)
 	if err != nil {
 		return nil, err
 	}
