@@ -35,7 +35,7 @@ type SessionLock struct {
 }
 
 // lockAttempts is how often LockSession locks again when the file it locked
-// is no longer the one at the path (the runtime retries 3 times too).
+// was replaced (as the runtime does).
 const lockAttempts = 3
 
 // LockSession takes the session's session.lock as the runtime does: created
@@ -87,9 +87,6 @@ func lockOnce(path, id string) (l *SessionLock, retry bool, err error) {
 	}
 	return &SessionLock{path: path, fl: fl}, false, nil
 }
-
-// Path is the lock file.
-func (l *SessionLock) Path() string { return l.path }
 
 // Release gives the lock up; the file stays. Safe on nil and more than once
 // (flock's Unlock of an unlocked file does nothing).

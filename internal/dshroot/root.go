@@ -15,15 +15,14 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// Root is an open sessions root. Open takes no lock and creates nothing;
-// sessions are locked one at a time (LockSession). A Root is safe for
-// concurrent use.
+// Root is an open sessions root, safe for concurrent use; sessions are
+// locked one at a time (LockSession).
 type Root struct {
 	dir string
 
 	mu      sync.Mutex
-	idx     *childIndex // built on the first ChildCandidates
-	ignored func(dir, parent string, err error)
+	idx     *childIndex                         // built on the first ChildCandidates
+	ignored func(dir, parent string, err error) // OnIgnoredChild
 }
 
 // Open opens the sessions root dir. It checks nothing and creates nothing:
@@ -95,7 +94,7 @@ type Generation struct {
 	Symlink bool
 }
 
-// Current is the current generation: the highest canonical one.
+// Current is the highest canonical generation.
 func (s *Session) Current() (Generation, bool) {
 	if len(s.Generations) == 0 {
 		return Generation{}, false
@@ -127,9 +126,8 @@ func (e *MixedError) Error() string {
 		termtext.Quote(e.Path), uses, termtext.Quote(e.Compression.String()), termtext.Quote(e.First))
 }
 
-// Walk lists the root without following a link below it, judging each entry by
-// its own type; entries that break the layout are reported in Entries, not as
-// errors, so one bad entry does not hide the rest.
+// Walk lists the root without following a link below it; entries that break
+// the layout are reported in Entries, so one does not hide the rest.
 func (r *Root) Walk() (*Tree, error) {
 	fi, err := os.Stat(r.dir)
 	if err != nil {
@@ -167,8 +165,8 @@ func (t *Tree) walkProject(name, dir string) {
 }
 
 // scan judges the entries of dir, the root or a project directory: a link
-// is a problem (linkReason), a directory goes to walk, a log file is the
-// flat-file layout; other files are not the layout's and are left alone.
+// is a problem, a directory goes to walk, a log file is the flat-file
+// layout, other files are left alone.
 func (t *Tree) scan(dir string, entries []os.DirEntry, linkReason string, walk func(name, path string)) {
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
