@@ -3,6 +3,7 @@ package upgrade
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 	"unicode/utf16"
 
@@ -40,13 +41,7 @@ func newV3V4(info srcInfo, children []ChildFact) *v3v4 {
 
 // lessUTF16 orders strings by UTF-16 code units, as JavaScript does.
 func lessUTF16(a, b string) bool {
-	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
-	for i := 0; i < len(ua) && i < len(ub); i++ {
-		if ua[i] != ub[i] {
-			return ua[i] < ub[i]
-		}
-	}
-	return len(ua) < len(ub)
+	return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b))) < 0
 }
 
 func (s *v3v4) transform(e *event) ([]*event, error) {

@@ -27,8 +27,6 @@ const (
 // directory name keeps.
 const maxSlugUnits = 251
 
-const hexUpper = "0123456789ABCDEF"
-
 // ProjectDir is the project directory name of a session whose header has the
 // working directory cwd: NoCwdDir without one, else "--<slug>--", the slug
 // built per UTF-16 unit ('/', '\' and ':' runs become '-', [A-Za-z0-9._-]
@@ -51,11 +49,7 @@ func ProjectDir(cwd string) string {
 		case 'A' <= u && u <= 'Z', 'a' <= u && u <= 'z', '0' <= u && u <= '9', u == '.', u == '_', u == '-':
 			b.WriteByte(byte(u))
 		default:
-			b.WriteByte('~')
-			b.WriteByte(hexUpper[u>>12])
-			b.WriteByte(hexUpper[u>>8&0xF])
-			b.WriteByte(hexUpper[u>>4&0xF])
-			b.WriteByte(hexUpper[u&0xF])
+			fmt.Fprintf(&b, "~%04X", u)
 		}
 		sepRun = false
 	}
