@@ -758,7 +758,6 @@ type frameWriter struct {
 	closed   bool
 	wg       sync.WaitGroup
 	failed   chan struct{}
-	failOnce sync.Once
 	failErr  error
 
 	// rules checks the rules beyond one line chunk after chunk, on the
@@ -872,8 +871,9 @@ func newFrameWriter(write func([]byte) error, compress bool, src, path string, h
 				if err == nil {
 					err = write(j.out)
 				}
-				if err != nil {
-					fw.fail(err)
+				if err != nil { // only here, once: add returns it
+					fw.failErr = err
+					close(fw.failed)
 				}
 			}
 			if compress {
@@ -1014,13 +1014,6 @@ func (fw *frameWriter) grow(chunk []byte, n int) []byte {
 	b = append(b, chunk...)
 	fw.recycle(chunk)
 	return b
-}
-
-func (fw *frameWriter) fail(err error) {
-	fw.failOnce.Do(func() {
-		fw.failErr = err
-		close(fw.failed)
-	})
 }
 
 // add queues one job; the frame writer owns its chunk from now on. It
