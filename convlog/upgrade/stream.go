@@ -22,6 +22,9 @@ const (
 	kindToolCall  = 'c'
 )
 
+// runTypes are the stream record types of a run of deltas of each kind.
+var runTypes = map[byte]string{kindText: "text-chunks", kindReasoning: "reasoning-chunks", kindToolCall: "tool-call-chunks"}
+
 // parseDelta reads a chunk object as a packable delta: exactly the members
 // of a text, reasoning or tool-call delta. Anything else is kept raw.
 func parseDelta(chunk []byte) (*chunkDelta, bool) {
@@ -82,14 +85,9 @@ func (b *streamBuilder) closeRun() {
 	}
 	b.run = nil
 	b.sep()
-	switch r.kind {
-	case kindText:
-		b.buf = append(b.buf, `{"type":"text-chunks","time0":`...)
-	case kindReasoning:
-		b.buf = append(b.buf, `{"type":"reasoning-chunks","time0":`...)
-	default:
-		b.buf = append(b.buf, `{"type":"tool-call-chunks","time0":`...)
-	}
+	b.buf = append(b.buf, `{"type":"`...)
+	b.buf = append(b.buf, runTypes[r.kind]...)
+	b.buf = append(b.buf, `","time0":`...)
 	b.buf = rawjson.AppendInt(b.buf, b.time0)
 	b.buf = append(b.buf, `,"index":`...)
 	b.buf = append(b.buf, r.index...)

@@ -59,17 +59,16 @@ func (s *v0v1) transform(e *event) ([]*event, error) {
 			return nil, err
 		}
 	}
-	if err := s.compaction(e); err != nil {
-		return nil, err
-	}
-	if err := s.message(e); err != nil {
-		return nil, err
-	}
-	if err := s.delivery(e); err != nil {
-		return nil, err
+	for _, pass := range v0Passes {
+		if err := pass(s, e); err != nil {
+			return nil, err
+		}
 	}
 	return s.out, nil
 }
+
+// v0Passes are the rules of several event types, in order.
+var v0Passes = []func(*v0v1, *event) error{(*v0v1).compaction, (*v0v1).message, (*v0v1).delivery}
 
 // v0Rules are the rules of one event type, given its data.
 var v0Rules = map[string]func(*v0v1, *event, *object) error{
