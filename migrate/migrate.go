@@ -256,10 +256,10 @@ func CheckWriter(v int) error {
 }
 
 func checkOptions(opts *Options) error {
-	if opts.WriterVersion == 0 {
-		opts.WriterVersion = convlog.CurrentVersion
-	}
 	if err := CheckWriter(opts.WriterVersion); err != nil {
+		return err
+	}
+	if err := CheckExclude(opts.Exclude); err != nil {
 		return err
 	}
 	if opts.Jobs <= 0 {
@@ -271,12 +271,7 @@ func checkOptions(opts *Options) error {
 	if opts.Progress == nil {
 		opts.Progress = progress.Nop{}
 	}
-	if opts.Compress == "" {
-		opts.Compress = CompressKeep
-	}
-	if err := CheckExclude(opts.Exclude); err != nil {
-		return err
-	}
+	opts.Compress = cmp.Or(opts.Compress, CompressKeep)
 	opts.publications = &upgrade.Publications{}
 	return nil
 }
@@ -635,10 +630,8 @@ func plan(src string, comp convlog.Compression) (string, int64, error) {
 		return "", 0, err
 	}
 	defer r.Close()
-	var plain int64
-	var buf []byte
-	buf = r.Header().AppendJSON(buf[:0])
-	plain += int64(len(buf)) + 1
+	buf := r.Header().AppendJSON(nil)
+	plain := int64(len(buf)) + 1
 	for e, err := range r.Events() {
 		if err != nil {
 			return "", 0, err
