@@ -143,26 +143,20 @@ func (d dirChildren) ChildCandidates(string) ([]string, error) {
 	return slices.Collect(maps.Values(byBase)), nil
 }
 
-// childInfo is a direct child found by its header, and the identity its
-// file had before the header was read.
+// childInfo is a candidate's header's facts (child: it makes the candidate
+// a direct child), and the identity its file had before it was read.
 type childInfo struct {
 	path      string
 	id        string
 	createdAt int64
 	file      fileIdentity
-}
-
-// candidateSeen is what a candidate's header said (child nil: not a
-// child), and the identity its file had before the header was read.
-type candidateSeen struct {
-	id    fileIdentity
-	child *childInfo
+	child     bool
 }
 
 // findChildren returns the candidates whose header makes them direct
 // children of parentID (a header that cannot be read is skipped); one seen
 // (when seen is set) with the same file identity is not read again.
-func findChildren(finder ChildFinder, parentID string, seen map[string]candidateSeen) ([]childInfo, error) {
+func findChildren(finder ChildFinder, parentID string, seen map[string]childInfo) ([]childInfo, error) {
 	paths, err := finder.ChildCandidates(parentID)
 	if err != nil {
 		return nil, err
@@ -174,25 +168,22 @@ func findChildren(finder ChildFinder, parentID string, seen map[string]candidate
 		if err != nil {
 			continue
 		}
-		if s, ok := seen[p]; ok && s.id == ident {
-			if s.child != nil {
-				out = append(out, *s.child)
+		c, ok := seen[p]
+		if !ok || c.file != ident {
+			r, err := convlog.Open(p, convlog.ReaderOptions{})
+			if err != nil {
+				continue
 			}
-			continue
+			h := r.Header()
+			r.Close()
+			c = childInfo{path: p, id: h.ID, createdAt: h.CreatedAt, file: ident,
+				child: h.Type == convlog.SessionLog && h.Origin == "subagent" && h.ParentSession == parentID && h.ID != parentID}
+			if seen != nil {
+				seen[p] = c
+			}
 		}
-		r, err := convlog.Open(p, convlog.ReaderOptions{})
-		if err != nil {
-			continue
-		}
-		h := r.Header()
-		r.Close()
-		var c *childInfo
-		if h.Type == convlog.SessionLog && h.Origin == "subagent" && h.ParentSession == parentID && h.ID != parentID {
-			c = &childInfo{path: p, id: h.ID, createdAt: h.CreatedAt, file: ident}
-			out = append(out, *c)
-		}
-		if seen != nil {
-			seen[p] = candidateSeen{id: ident, child: c}
+		if c.child {
+			out = append(out, c)
 		}
 	}
 	return out, nil

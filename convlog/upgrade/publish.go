@@ -260,7 +260,7 @@ type Staged struct {
 	// children are those found before the upgrade, and seen their
 	// candidates (nil: not watched).
 	children []childInfo
-	seen     map[string]candidateSeen
+	seen     map[string]childInfo
 	finder   ChildFinder
 	done     bool
 }
@@ -302,9 +302,9 @@ func Stage(src string, opts PublishOptions) (*Staged, error) {
 		finder = DirChildren(dir)
 	}
 	var found []childInfo
-	var seen map[string]candidateSeen
+	var seen map[string]childInfo
 	if children == nil && srcHeader.Type == convlog.SessionLog {
-		seen = map[string]candidateSeen{}
+		seen = map[string]childInfo{}
 		if found, err = findChildren(finder, srcHeader.ID, seen); err != nil {
 			return nil, err
 		}
