@@ -44,10 +44,32 @@ func writeZstdLog(t testing.TB, dir, name string, lines ...string) string {
 }
 
 // upgradeAll reads the log at path through the upgrade chain and returns the
-// header line and the event lines as the v4 writer encodes them.
+// header line and the event lines as the v4 writer encodes them. A copy of
+// the log is published too (Publish writes lifted data where its line puts
+// it), and the test fails unless a successor published holds those lines.
 func upgradeAll(t testing.TB, path string, opts Options) (string, []string, error) {
 	t.Helper()
-	return upgradeLines(path, opts)
+	hdr, lines, err := upgradeLines(path, opts)
+	body, rerr := os.ReadFile(path)
+	if err != nil || rerr != nil {
+		return hdr, lines, err
+	}
+	cp := filepath.Join(t.TempDir(), filepath.Base(path))
+	if err := os.WriteFile(cp, body, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	children := opts.Children
+	if children == nil {
+		children = []ChildFact{}
+	}
+	if dst, perr := Publish(cp, PublishOptions{Children: children}); perr == nil {
+		phdr, plines, err := upgradeLines(dst, Options{})
+		if err != nil || phdr != hdr || strings.Join(plines, "\n") != strings.Join(lines, "\n") {
+			t.Fatalf("%s: the published successor differs (%v):\n%s\n%s\nagainst\n%s\n%s", filepath.Base(path),
+				err, phdr, strings.Join(plines, "\n"), hdr, strings.Join(lines, "\n"))
+		}
+	}
+	return hdr, lines, err
 }
 
 func upgradeLines(path string, opts Options) (string, []string, error) {
