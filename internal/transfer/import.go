@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -97,11 +98,10 @@ type ImportOptions struct {
 	ConfigRequired bool
 	// Limits bound the extraction (zero fields: archive's defaults), as
 	// does the data directory's free space.
-	Limits      archive.Limits
-	Jobs        int // parallel strict reads (default: CPUs, at most 16)
-	Progress    progress.Progress
-	Log         io.Writer // notes: stale stagings removed (nil: none)
-	spoolMemory int       // 0: defaultSpoolMemory
+	Limits   archive.Limits
+	Jobs     int // parallel strict reads (default: CPUs, at most 16)
+	Progress progress.Progress
+	Log      io.Writer // notes: stale stagings removed (nil: none)
 }
 
 // ImportResult is what Import found and did.
@@ -735,63 +735,40 @@ func removeStaleStaging(dataDir string, own *archive.Staging, log io.Writer) {
 	}
 }
 
-// msgSpool keeps the message text an import's reads collect for the index:
-// up to memory bytes in memory, the rest in a file of the staging.
+// msgSpool keeps the message text an import's reads collect for the index
+// in a file of the staging, written through a buffer and read back once the
+// reads are done, so the text of a large archive is never held.
 type msgSpool struct {
-	dir    string
-	memory int
-	mu     sync.Mutex
-	mem    [][]byte // chunks of spoolChunk bytes, filled in turn
-	f      *os.File
-	end    int64
-	err    error
+	path string
+	mu   sync.Mutex
+	f    *os.File
+	w    *bufio.Writer
+	end  int64
+	err  error
 }
 
-const (
-	defaultSpoolMemory = 8 << 20
-	spoolChunk         = 512 << 10
-)
-
-// newMsgSpool starts a spool in dir (memory 0: defaultSpoolMemory).
-func newMsgSpool(dir string, memory int) *msgSpool {
-	if memory <= 0 {
-		memory = defaultSpoolMemory
-	}
-	return &msgSpool{dir: dir, memory: memory}
+func newMsgSpool(dir string) *msgSpool {
+	return &msgSpool{path: filepath.Join(dir, "messages.spool")}
 }
 
-// write stores b at off of memory chunk chunk, or of the file (chunk -1).
-func (s *msgSpool) write(b []byte) (chunk int, off int64, err error) {
+// write appends b and returns where it starts.
+func (s *msgSpool) write(b []byte) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.err == nil && s.f == nil {
+		if s.f, s.err = durable.CreateExcl(s.path); s.err == nil {
+			s.w = bufio.NewWriterSize(s.f, 1<<20)
+		}
+	}
 	if s.err != nil {
-		return -1, 0, s.err
+		return 0, s.err
 	}
-	if len(b) <= spoolChunk {
-		n := len(s.mem)
-		if n == 0 || len(s.mem[n-1])+len(b) > spoolChunk {
-			if (n+1)*spoolChunk <= s.memory {
-				s.mem = append(s.mem, make([]byte, 0, spoolChunk))
-				n++
-			}
-		}
-		if n > 0 && len(s.mem[n-1])+len(b) <= spoolChunk {
-			off = int64(len(s.mem[n-1]))
-			s.mem[n-1] = append(s.mem[n-1], b...)
-			return n - 1, off, nil
-		}
-	}
-	if s.f == nil {
-		if s.f, s.err = durable.CreateExcl(filepath.Join(s.dir, "messages.spool")); s.err != nil {
-			return -1, 0, s.err
-		}
-	}
-	off = s.end
-	if _, s.err = s.f.WriteAt(b, off); s.err != nil {
-		return -1, 0, s.err
+	off := s.end
+	if _, s.err = s.w.Write(b); s.err != nil {
+		return 0, s.err
 	}
 	s.end += int64(len(b))
-	return -1, off, nil
+	return off, nil
 }
 
 // put stores the messages of one session and returns what loads them back.
@@ -809,28 +786,30 @@ func (s *msgSpool) put(msgs []index.Message) (func() ([]index.Message, error), e
 		b = binary.AppendUvarint(b, uint64(len(m.Text)))
 		b = append(b, m.Text...)
 	}
-	chunk, off, err := s.write(b)
+	off, err := s.write(b)
 	if err != nil {
 		return nil, err
 	}
 	n := len(b)
-	return func() ([]index.Message, error) { return s.get(sessionID, chunk, off, n) }, nil
+	return func() ([]index.Message, error) { return s.get(sessionID, off, n) }, nil
 }
 
 var errSpool = errors.New("message spool: malformed record")
 
-// get reads back the record of n bytes that write stored at chunk, off.
-func (s *msgSpool) get(sessionID string, chunk int, off int64, n int) ([]index.Message, error) {
-	var b []byte
-	if chunk >= 0 {
-		s.mu.Lock()
-		b = s.mem[chunk][off : off+int64(n)]
-		s.mu.Unlock()
-	} else {
-		b = make([]byte, n)
-		if _, err := s.f.ReadAt(b, off); err != nil {
-			return nil, fmt.Errorf("message spool: %w", err)
-		}
+// get reads back the record of n bytes that write stored at off.
+func (s *msgSpool) get(sessionID string, off int64, n int) ([]index.Message, error) {
+	s.mu.Lock()
+	if s.err == nil && s.w.Buffered() > 0 {
+		s.err = s.w.Flush()
+	}
+	err := s.err
+	s.mu.Unlock()
+	b := make([]byte, n)
+	if err == nil {
+		_, err = s.f.ReadAt(b, off)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("message spool: %w", err)
 	}
 	count, k := binary.Uvarint(b)
 	if k <= 0 || count > uint64(n) {

@@ -39,17 +39,6 @@ func TestImportIndexIsARebuild(t *testing.T) {
 	}
 	sameAsRebuild(t, b, cfg)
 
-	// The same with the message text spooled to a file almost whole.
-	b2 := filepath.Join(t.TempDir(), "B2")
-	ir2, err := importFile(t, arch, b2, ImportOptions{ConfigPath: cfg, spoolMemory: 2 << 10})
-	if err != nil || ir2.Index != "built" {
-		t.Fatalf("import with the text spooled: %v", err)
-	}
-	if got := ir2.IndexFromReads; got != sessions {
-		t.Fatalf("%d of %d session logs indexed from the extraction's reads, text spooled", got, sessions)
-	}
-	sameAsRebuild(t, b2, cfg)
-
 	// An archive an earlier build wrote (testdata/v1).
 	b3 := filepath.Join(t.TempDir(), "B3")
 	if ir, err := importFile(t, filepath.Join("testdata", "v1", "export.tar.zst"), b3, ImportOptions{ConfigPath: cfg}); err != nil || ir.Index != "built" {

@@ -101,7 +101,7 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 	checks := newLogChecks(ctx, staged, imp.opts.Jobs)
 	imp.checks = checks
 	if !imp.opts.DryRun { // the index is built from these reads
-		checks.spool = newMsgSpool(imp.stage.Dir(), imp.opts.spoolMemory)
+		checks.spool = newMsgSpool(imp.stage.Dir())
 	}
 	// The extraction is made durable while the manifest is checked; its
 	// failure is the import's.
@@ -187,20 +187,17 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 		}
 	}
 
-	if err := checks.firstFailure(); err != nil {
+	// The reads are done (checks.wait): their results are read unlocked.
+	if checks.failed != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return imp.verr(err, "refused")
+		return imp.verr(checks.failed, "refused")
 	}
 	for _, sc := range imp.convs {
 		for _, l := range sc.dir.Logs {
 			name := path.Join(store.ConversationsDirName, sc.dir.Name, l.Current.String())
-			f, ok := vm.files[name]
-			if !ok { // cannot happen: every entry was matched
-				return imp.verr(nil, "%s is not in the manifest", name)
-			}
-			if err := checks.result(name, l, f); err != nil {
+			if err := checks.read[name].check(name, l, vm.files[name]); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
@@ -214,11 +211,11 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 
 	for _, sc := range imp.convs {
 		cl, _ := sc.log(store.ConversationLogBase)
-		info, err := checks.replayed(path.Join(store.ConversationsDirName, sc.dir.Name, cl.Current.String()))
-		if err != nil {
-			return imp.verr(err, "conversation %s", termtext.Quote(sc.id))
+		lr := checks.read[path.Join(store.ConversationsDirName, sc.dir.Name, cl.Current.String())]
+		if lr.replayErr != nil {
+			return imp.verr(lr.replayErr, "conversation %s", termtext.Quote(sc.id))
 		}
-		mc := sc.m
+		info, mc := lr.info, sc.m
 		switch {
 		case info.Deleting:
 			return imp.verr(nil, "conversation %s carries a deletion tombstone", termtext.Quote(sc.id))
@@ -240,7 +237,14 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 		}
 		sc.info = info
 	}
-	checks.keepPrereads()
+	// Only the Prereads are kept.
+	checks.pre = make(map[string]*reindex.Preread, len(checks.read))
+	for name, lr := range checks.read {
+		if lr.pre != nil {
+			checks.pre[name] = lr.pre
+		}
+	}
+	checks.read = nil
 	return nil
 }
 
@@ -259,13 +263,6 @@ type logChecks struct {
 	// after it is read, so that a million bad logs cost one error.
 	failed   error
 	failedAt int64
-}
-
-// firstFailure is the first read's failure in archive order.
-func (c *logChecks) firstFailure() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.failed
 }
 
 // logRead is what the strict read of one extracted log found.
@@ -322,35 +319,6 @@ func (c *logChecks) start(e archive.Extracted, p string, data []byte) {
 	}()
 }
 
-// replayed is the replay of the conversation log of entry name.
-func (c *logChecks) replayed(name string) (*store.ConversationInfo, error) {
-	c.mu.Lock()
-	lr := c.read[name]
-	c.mu.Unlock()
-	switch {
-	case lr == nil: // cannot happen: every log was read
-		return nil, fmt.Errorf("%s was not read", name)
-	case lr.replayErr != nil:
-		return nil, lr.replayErr
-	case lr.info == nil: // cannot happen: its name makes it a conversation log
-		return nil, fmt.Errorf("%s is not a conversation log", name)
-	}
-	return lr.info, nil
-}
-
-// keepPrereads drops what the reads found but their Prereads.
-func (c *logChecks) keepPrereads() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pre = make(map[string]*reindex.Preread, len(c.read))
-	for name, lr := range c.read {
-		if lr.pre != nil {
-			c.pre[name] = lr.pre
-		}
-	}
-	c.read = nil
-}
-
 // preread is the Preread of the log of entry name, nil when there is none.
 func (c *logChecks) preread(name string) *reindex.Preread {
 	c.mu.Lock()
@@ -361,15 +329,8 @@ func (c *logChecks) preread(name string) *reindex.Preread {
 // wait waits for every read started.
 func (c *logChecks) wait() { c.wg.Wait() }
 
-// result compares what the read of the log l found with its manifest
-// entry f.
-func (c *logChecks) result(name string, l store.Log, f fileCheck) error {
-	c.mu.Lock()
-	lr := c.read[name]
-	c.mu.Unlock()
-	if lr == nil { // cannot happen: the walk lists what was extracted
-		return fmt.Errorf("%s was not read", name)
-	}
+// check compares what the read of the log l found with its manifest entry f.
+func (lr *logRead) check(name string, l store.Log, f fileCheck) error {
 	if lr.err != nil {
 		return lr.err
 	}
