@@ -73,7 +73,10 @@ func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
 	}
 
 	// Every log of either copy, the conversation log first.
-	archLogs := sc.logsByBase()
+	archLogs := map[string]store.Log{}
+	for _, l := range sc.dir.Logs {
+		archLogs[l.Base] = l
+	}
 	order := slices.Collect(maps.Keys(storeLogs))
 	for b := range archLogs {
 		if _, ok := storeLogs[b]; !ok {

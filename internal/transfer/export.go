@@ -327,15 +327,8 @@ type planLog struct {
 // ReadConversation gives, plus what the export reuses.
 func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, *planDir, error) {
 	cd, probs, err := x.s.WalkConversation(id)
-	var conv *store.Log
-	if err == nil {
-		for i := range cd.Logs {
-			if cd.Logs[i].IsConversationLog {
-				conv = &cd.Logs[i]
-			}
-		}
-	}
-	if conv == nil {
+	conv := cd.ConversationLog()
+	if err != nil || conv == nil {
 		info, err := x.s.ReadConversation(id)
 		return info, nil, nil, err
 	}

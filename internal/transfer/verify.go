@@ -25,25 +25,6 @@ type stagedConv struct {
 	info *store.ConversationInfo // verifyInfo of its replay
 }
 
-// log is the archived log of base (the one generation the archive holds).
-func (sc *stagedConv) log(base string) (store.Log, bool) {
-	for _, l := range sc.dir.Logs {
-		if l.Base == base {
-			return l, true
-		}
-	}
-	return store.Log{}, false
-}
-
-// logsByBase are the archived logs by base.
-func (sc *stagedConv) logsByBase() map[string]store.Log {
-	m := make(map[string]store.Log, len(sc.dir.Logs))
-	for _, l := range sc.dir.Logs {
-		m[l.Base] = l
-	}
-	return m
-}
-
 // verifyInfo is what verifying and planning read of a replay, held per
 // conversation until it is placed: not its turns, nor its sessions but
 // their ids.
@@ -175,7 +156,7 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 				return imp.verr(nil, "conversation %s: %d generations of log %s (an export holds the current one only)", termtext.Quote(mc.ID), len(l.Generations), l.Base)
 			}
 		}
-		if _, ok := sc.log(store.ConversationLogBase); !ok {
+		if c.ConversationLog() == nil {
 			return imp.verr(nil, "conversation %s has no conversation log in the archive", termtext.Quote(mc.ID))
 		}
 		imp.byID[mc.ID] = sc
@@ -210,8 +191,7 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 	}
 
 	for _, sc := range imp.convs {
-		cl, _ := sc.log(store.ConversationLogBase)
-		lr := checks.read[path.Join(store.ConversationsDirName, sc.dir.Name, cl.Current.String())]
+		lr := checks.read[path.Join(store.ConversationsDirName, sc.dir.Name, sc.dir.ConversationLog().Current.String())]
 		if lr.replayErr != nil {
 			return imp.verr(lr.replayErr, "conversation %s", termtext.Quote(sc.id))
 		}
@@ -231,7 +211,7 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 			if err != nil {
 				return imp.verr(err, "conversation %s: session %s", termtext.Quote(sc.id), termtext.Quote(s.ID))
 			}
-			if _, ok := sc.log(base); !ok {
+			if !slices.ContainsFunc(sc.dir.Logs, func(l store.Log) bool { return l.Base == base }) {
 				return imp.verr(nil, "conversation %s: session %s has no log in the archive", termtext.Quote(sc.id), termtext.Quote(s.ID))
 			}
 		}
