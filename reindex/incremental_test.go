@@ -18,7 +18,6 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/fixtures"
-	"github.com/convkit/convkit/internal/indexdump"
 	"github.com/convkit/convkit/internal/transfer"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
@@ -536,7 +535,16 @@ func dump(t *testing.T, path string) []string {
 	if _, err := os.Stat(path + "-wal"); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("%s-wal remains after the run", path)
 	}
-	return indexdump.Rows(t, path)
+	return indexRows(t, path)
+}
+
+func indexRows(t *testing.T, path string) []string {
+	t.Helper()
+	rows, err := fixtures.IndexRows(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }
 
 // diffLines lists the lines only one of a and b holds (both sorted).

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/internal/indexdump"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -111,8 +110,8 @@ func TestKeeperKeepsIndexCurrent(t *testing.T) {
 			run(t, rebuilt, reindex.Options{})
 			// The copy's files have other inodes and times: their
 			// fingerprints differ (the check compared the kept ones).
-			kept := maskIdentities(indexdump.Rows(t, s.IndexPath()))
-			want := maskIdentities(indexdump.Rows(t, filepath.Join(rebuilt, "metadata.db")))
+			kept := maskIdentities(indexRows(t, s.IndexPath()))
+			want := maskIdentities(indexRows(t, filepath.Join(rebuilt, "metadata.db")))
 			if d := diffLines(want, kept); d != "" {
 				t.Fatalf("%s: the kept index differs from a rebuild (- rebuild, + kept):\n%s", stage, d)
 			}

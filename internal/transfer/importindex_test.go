@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/convkit/convkit/fixtures"
-	"github.com/convkit/convkit/internal/indexdump"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -76,9 +75,15 @@ func sameAsRebuild(t *testing.T, dir, cfg string) {
 	if cr.Drift() {
 		t.Fatalf("check after the import: %s %+v", cr.IndexProblem, cr.Differences)
 	}
-	got := indexdump.Rows(t, store.IndexPath(dir))
+	got, err := fixtures.IndexRows(store.IndexPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
 	rebuild(t, dir, cfg)
-	want := indexdump.Rows(t, store.IndexPath(dir))
+	want, err := fixtures.IndexRows(store.IndexPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !slices.Equal(got, want) {
 		for i := range max(len(got), len(want)) {
 			g, w := "", ""
