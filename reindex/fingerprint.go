@@ -61,15 +61,11 @@ func fingerprint(h io.Writer, path string) (size int64) {
 // listing reads comes from it alone, so a row lists as current while a
 // running turn's session log grows.
 func logIdentity(c store.ConversationDir) string {
-	if l := c.ConversationLog(); l != nil {
-		return logIdentityOf(l.Path)
+	l := c.ConversationLog()
+	if l == nil {
+		return ""
 	}
-	return ""
-}
-
-// logIdentityOf is logIdentity of the conversation log at path.
-func logIdentityOf(path string) string {
 	h := sha256.New()
-	fingerprint(h, path)
+	fingerprint(h, l.Path)
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }

@@ -441,17 +441,14 @@ func (j *job) finishForks(ctx context.Context, w *index.Writer, tree *store.Tree
 		}
 		j.willNotOpen(f.dir, reasons)
 	}
-	sortByTree(j.res.WillNotOpen, tree)
-	return nil
-}
-
-// sortByTree puts conversations back in directory order.
-func sortByTree(list []WillNotOpen, tree *store.Tree) {
+	// Back in directory order.
 	pos := make(map[string]int, len(tree.Conversations))
 	for i, c := range tree.Conversations {
 		pos[c.ID] = i
 	}
+	list := j.res.WillNotOpen
 	sort.SliceStable(list, func(a, b int) bool { return pos[list[a].ID] < pos[list[b].ID] })
+	return nil
 }
 
 // errIndexUnusable is wrapped by update when the index is rebuilt instead.
@@ -503,28 +500,19 @@ func (j *job) update(ctx context.Context, db *index.DB, tree *store.Tree) error 
 			res.Removed++
 		}
 	}
-	keep := &keeper{
-		keep: func(c store.ConversationDir, fp string) ([]string, bool) {
-			st, ok := stored[c.ID]
-			if !ok || st.Skipped {
-				// A skipped conversation is read again: the reason may
-				// lie outside its logs.
-				return nil, false
-			}
-			if fp != st.Fingerprint {
-				return nil, false
-			}
-			n := store.Needs{Cwd: st.Cwd, Agents: st.Agents, Models: st.Models, Sources: st.ForkSources}
-			reasons := opts.Machine.Check(n, func(id string) bool { return present[id] })
-			for i, r := range reasons {
-				reasons[i] = rp.text(r)
-			}
-			return reasons, true
-		},
-		built: func(c store.ConversationDir, fp string, reasons []string) *built {
-			st := stored[c.ID]
-			return &built{dir: c, fingerprint: fp, kept: &st, willNotOpen: reasons}
-		},
+	keep := func(c store.ConversationDir, fp string) keptFlag {
+		st, ok := stored[c.ID]
+		// A skipped conversation is read again: the reason may lie outside
+		// its logs.
+		if !ok || st.Skipped || fp != st.Fingerprint {
+			return keptFlag{}
+		}
+		n := store.Needs{Cwd: st.Cwd, Agents: st.Agents, Models: st.Models, Sources: st.ForkSources}
+		reasons := opts.Machine.Check(n, func(id string) bool { return present[id] })
+		for i, r := range reasons {
+			reasons[i] = rp.text(r)
+		}
+		return keptFlag{stored: &st, willNotOpen: reasons}
 	}
 	if err := j.applyAll(ctx, w, tree, keep); err != nil {
 		return err
@@ -539,7 +527,7 @@ func (j *job) update(ctx context.Context, db *index.DB, tree *store.Tree) error 
 
 // applyAll reads every conversation of tree into w (keep: those whose rows
 // stay), finishes the forks and commits; on an error it rolls w back.
-func (j *job) applyAll(ctx context.Context, w *index.Writer, tree *store.Tree, keep *keeper) error {
+func (j *job) applyAll(ctx context.Context, w *index.Writer, tree *store.Tree, keep keeper) error {
 	opts := j.opts
 	opts.Progress.SetTotal(int64(len(tree.Conversations)))
 	err := build(ctx, tree.Conversations, j.present, opts, keep, func(b *built) error {
@@ -579,14 +567,9 @@ func swap(tmp, final string) error {
 	return durable.SyncDir(filepath.Dir(final))
 }
 
-// keeper is what an incremental run keeps without reading the logs.
-type keeper struct {
-	// keep reports whether the rows of c, whose logs have fingerprint
-	// fp, are kept, and why it will not open here now.
-	keep func(c store.ConversationDir, fp string) (willNotOpen []string, ok bool)
-	// built is what the writer is handed for a kept c.
-	built func(c store.ConversationDir, fp string, willNotOpen []string) *built
-}
+// keeper settles a conversation of an incremental run from its fingerprint
+// fp without reading it: its rows are kept when the answer's stored is set.
+type keeper func(c store.ConversationDir, fp string) keptFlag
 
 // build reads conversations, at most jobs at once, and hands each result to
 // sink in the order of convs, in the caller's goroutine; keep (when not nil)
@@ -595,13 +578,13 @@ type keeper struct {
 // conversations a job and aheadBytes of text, in readOrder (large ones
 // early), except that the one the writer waits for always goes first.
 func build(ctx context.Context, convs []store.ConversationDir, present map[string]bool, opts Options,
-	keep *keeper, sink func(*built) error) error {
+	keep keeper, sink func(*built) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	fps, sizes, kept := fingerprints(ctx, convs, min(opts.Jobs, len(convs)), keep)
 	// toRead: the conversations keep did not settle, in the writer's order.
 	toRead := make([]int, 0, len(convs))
 	for i := range convs {
-		if kept == nil || !kept[i].ok {
+		if kept == nil || kept[i].stored == nil {
 			toRead = append(toRead, i)
 		}
 	}
@@ -642,11 +625,11 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 	k := 0
 	for i := range convs {
 		var b *built
-		if kept != nil && kept[i].ok {
+		if kept != nil && kept[i].stored != nil {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			b = keep.built(convs[i], fps[i], kept[i].willNotOpen)
+			b = &built{dir: convs[i], fingerprint: fps[i], kept: kept[i].stored, willNotOpen: kept[i].willNotOpen}
 			kept[i] = keptFlag{}
 		} else {
 			select {
@@ -749,15 +732,15 @@ func (q *readQueue) stop() {
 	q.mu.Unlock()
 }
 
-// keptFlag is keeper.keep's answer for one conversation.
+// keptFlag is keeper's answer for one conversation.
 type keptFlag struct {
+	stored      *index.Stored
 	willNotOpen []string
-	ok          bool
 }
 
 // fingerprints are the fingerprints and log sizes of convs, taken by jobs
 // goroutines before any log is read, and keep's answer for each.
-func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int, keep *keeper) ([]string, []int64, []keptFlag) {
+func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int, keep keeper) ([]string, []int64, []keptFlag) {
 	fps, sizes := make([]string, len(convs)), make([]int64, len(convs))
 	var kept []keptFlag
 	if keep != nil {
@@ -776,7 +759,7 @@ func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int, 
 				}
 				fps[n], sizes[n] = dirFingerprintSize(convs[n])
 				if keep != nil {
-					kept[n].willNotOpen, kept[n].ok = keep.keep(convs[n], fps[n])
+					kept[n] = keep(convs[n], fps[n])
 				}
 			}
 		}()
