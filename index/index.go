@@ -211,8 +211,8 @@ type Message struct {
 type DB struct {
 	db    *sql.DB
 	path  string
-	fresh bool // created by Create and not yet written: bulk load
-	mode  string
+	fresh bool   // created by Create and not yet written: bulk load
+	mode  string // how OpenRead read it (test only)
 	// wb writes a bulk load's pages back as it goes (see writeback).
 	wb *writeback
 	// cleanup removes a private snapshot after the database is closed.
@@ -247,7 +247,7 @@ func Open(path string) (*DB, error) {
 		db.Close()
 		return nil, schemaError(ctx, path, err)
 	}
-	return &DB{db: db, path: path, mode: ModeReadWrite}, nil
+	return &DB{db: db, path: path}, nil
 }
 
 // Create makes a new, empty index at path, which must not exist. It is
@@ -268,7 +268,7 @@ func Create(path string) (*DB, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: creating the schema: %w", path, err)
 	}
-	return &DB{db: db, path: path, fresh: true, mode: ModeReadWrite, wb: startWritingBack(f)}, nil
+	return &DB{db: db, path: path, fresh: true, wb: startWritingBack(f)}, nil
 }
 
 // bulkHashSize raises the text FTS5 holds in memory before writing a segment

@@ -83,10 +83,10 @@ func TestOpenReadOnReadOnlyMount(t *testing.T) {
 		mode     string
 		ids      []string
 	}{
-		{"writable directory", goodIndex, false, ModeInPlace, []string{"a"}},
-		{"clean index", goodIndex, true, ModeImmutable, []string{"a"}},
-		{"write-ahead log and WAL index", func(t *testing.T) string { return liveCopy(t, true) }, true, ModeInPlace, []string{"b", "a"}},
-		{"write-ahead log without WAL index", func(t *testing.T) string { return liveCopy(t, false) }, true, ModeSnapshot, []string{"b", "a"}},
+		{"writable directory", goodIndex, false, modeInPlace, []string{"a"}},
+		{"clean index", goodIndex, true, modeImmutable, []string{"a"}},
+		{"write-ahead log and WAL index", func(t *testing.T) string { return liveCopy(t, true) }, true, modeInPlace, []string{"b", "a"}},
+		{"write-ahead log without WAL index", func(t *testing.T) string { return liveCopy(t, false) }, true, modeSnapshot, []string{"b", "a"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -102,8 +102,8 @@ func TestOpenReadOnReadOnlyMount(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if db.Mode() != c.mode {
-				t.Errorf("mode %s, want %s", db.Mode(), c.mode)
+			if db.mode != c.mode {
+				t.Errorf("mode %s, want %s", db.mode, c.mode)
 			}
 			rows, err := db.List(ctx, ListOptions{All: true})
 			if err != nil {

@@ -186,7 +186,7 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 
 // OpenRead must read metadata.db, a WAL database, without writing on any
 // medium, but a WAL reader needs the -shm file and cannot create it on a
-// read-only file system. So it tries, in order, and Mode says which was used:
+// read-only file system. So it tries, in order (DB.mode says which):
 //
 //  1. In place with query_only, as every WAL reader reads it: it sees the
 //     write-ahead log and blocks no writer.
@@ -195,12 +195,11 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 //  3. Otherwise a private snapshot of the database and its log under
 //     ReadOptions.TempDir, removed on Close.
 
-// Ways OpenRead reads an index (DB.Mode).
+// The ways above, in order.
 const (
-	ModeReadWrite = "read-write" // Open, Create
-	ModeInPlace   = "read-only"  // 1 above
-	ModeImmutable = "immutable"  // 2
-	ModeSnapshot  = "snapshot"   // 3
+	modeInPlace   = "read-only"
+	modeImmutable = "immutable"
+	modeSnapshot  = "snapshot"
 )
 
 // ReadOptions configure OpenRead.
@@ -243,10 +242,6 @@ func schemaError(ctx context.Context, path string, err error) error {
 	}
 	return fmt.Errorf("%s: %w: %v", path, ErrSchema, err)
 }
-
-// Mode is how the index was opened: ModeReadWrite, ModeInPlace,
-// ModeImmutable or ModeSnapshot.
-func (d *DB) Mode() string { return d.mode }
 
 // VacuumInto writes a consistent copy of the database at src into dst, an
 // empty file the caller has just created exclusively, reading src as OpenRead
@@ -305,7 +300,7 @@ func openReadOnly(ctx context.Context, path string, o ReadOptions, pragmas []str
 	}
 	db, err := openProbe(ctx, path, "", pragmas)
 	if err == nil {
-		return db, ModeInPlace, nop, nil
+		return db, modeInPlace, nop, nil
 	}
 	if !cannotOpen(err) {
 		return nil, "", nop, schemaError(ctx, path, err)
@@ -313,7 +308,7 @@ func openReadOnly(ctx context.Context, path string, o ReadOptions, pragmas []str
 	if ReadOnlyFS(filepath.Dir(path)) && !pending(path+"-wal") {
 		db, err2 := openProbe(ctx, path, "mode=ro&immutable=1", pragmas)
 		if err2 == nil {
-			return db, ModeImmutable, nop, nil
+			return db, modeImmutable, nop, nil
 		}
 		return nil, "", nop, schemaError(ctx, path, err2)
 	}
@@ -327,7 +322,7 @@ func openReadOnly(ctx context.Context, path string, o ReadOptions, pragmas []str
 		cleanup()
 		return nil, "", nop, schemaError(ctx, path, err2)
 	}
-	return db, ModeSnapshot, cleanup, nil
+	return db, modeSnapshot, cleanup, nil
 }
 
 // openProbe opens path with the URI parameters params and runs one
