@@ -14,7 +14,6 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/index"
-	"github.com/convkit/convkit/internal/rawjson"
 	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
@@ -116,11 +115,7 @@ func (k *Keeper) advance(ctx context.Context, ch *store.IndexChange) error {
 	var msgs []index.Message
 	for i := range ch.Messages {
 		e := &ch.Messages[i].Event
-		raw := e.Data
-		if e.Type == convlog.TypeAssistantMessage {
-			raw = rawjson.Get(e.Data, "message")
-		}
-		if role, text := convlog.EventMessageText(e, raw); text != "" {
+		if role, text := convlog.EventMessageText(e, convlog.MessageOf(e)); text != "" {
 			msgs = append(msgs, index.Message{SessionID: ch.Messages[i].Session, Seq: e.Seq, Role: role, Text: clip(text, MaxIndexedText)})
 		}
 	}
