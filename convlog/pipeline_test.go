@@ -22,10 +22,10 @@ func TestPipeline(t *testing.T) {
 		{"large zstd log", 2, ReaderOptions{}, Zstd, big, pipeline{prefetch: true, decoders: 2, wholeBytes: prefetchFrameBytes, checkAhead: true, streamAhead: true}},
 		{"large zstd log, more cores", 8, ReaderOptions{}, Zstd, big, pipeline{prefetch: true, decoders: prefetchDecoders, wholeBytes: prefetchFrameBytes, checkAhead: true, streamAhead: true}},
 		{"large zstd log, low memory", 2, ReaderOptions{LowMemory: true}, Zstd, big, pipeline{prefetch: true, decoders: 1, wholeBytes: smallFrameBytes, streamAhead: true, lowMemory: true}},
-		{"small zstd log", 2, ReaderOptions{}, Zstd, big - 1, pipeline{streamAhead: true}},
-		{"plain log", 2, ReaderOptions{}, Plain, 1 << 30, pipeline{streamAhead: true}},
-		{"one core", 1, ReaderOptions{}, Zstd, 1 << 30, pipeline{}},
-		{"one core, low memory", 1, ReaderOptions{LowMemory: true}, Zstd, 1 << 30, pipeline{lowMemory: true}},
+		{"small zstd log", 2, ReaderOptions{}, Zstd, big - 1, pipeline{streamAhead: true, wholeBytes: smallFrameBytes}},
+		{"plain log", 2, ReaderOptions{}, Plain, 1 << 30, pipeline{streamAhead: true, wholeBytes: smallFrameBytes}},
+		{"one core", 1, ReaderOptions{}, Zstd, 1 << 30, pipeline{wholeBytes: smallFrameBytes}},
+		{"one core, low memory", 1, ReaderOptions{LowMemory: true}, Zstd, 1 << 30, pipeline{lowMemory: true, wholeBytes: smallFrameBytes}},
 	}
 	for _, tc := range cases {
 		runtime.GOMAXPROCS(tc.procs)

@@ -1,6 +1,7 @@
 package convlog
 
 import (
+	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -51,21 +52,68 @@ type prefetcher struct {
 	done   chan struct{}
 }
 
-// startPrefetch hands the frame scanner to a prefetcher.
+// newPframe is a frame's buffers, from the pool unless lowMemory.
+func newPframe(lowMemory bool) *pframe {
+	if !lowMemory {
+		if pf, _ := pframePool.Get().(*pframe); pf != nil {
+			return pf
+		}
+	}
+	return &pframe{ready: make(chan struct{}, 1)}
+}
+
+// load sets pf to sc's next frame, its bytes read when it is decoded whole
+// (at most whole bytes on disk).
+func (pf *pframe) load(sc *FrameScanner, src io.ReaderAt, mem []byte, whole int64, limit int) {
+	f, err := sc.next()
+	pf.f, pf.err, pf.whole, pf.derr = f, err, false, nil
+	pf.pre.lines, pf.pre.ends = pf.pre.lines[:0], pf.pre.ends[:0]
+	if err != nil || f.Torn || f.Size > whole ||
+		!(f.ContentSize >= 0 && f.ContentSize <= max(whole, smallFrameContent) || f.ContentSize < 0 && f.Size <= smallFrameBytes) {
+		return
+	}
+	pf.whole = true
+	if mem != nil {
+		pf.in = mem[f.Offset : f.Offset+f.Size]
+		return
+	}
+	pf.in = growBuf(pf.in, f.Size, limit)[:f.Size]
+	// A small frame is mostly in the scanner's window already.
+	if f.Size <= int64(cap(sc.win)) {
+		if b, err := sc.read(f.Offset, int(f.Size)); err == nil {
+			copy(pf.in, b)
+			return
+		}
+	}
+	if n, err := src.ReadAt(pf.in, f.Offset); n < len(pf.in) {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		pf.err = fmt.Errorf("reading frame %d at byte %d: %w", f.Index, f.Offset, err)
+	}
+}
+
+// decode decodes pf's frame whole, and parses its lines when check.
+func (pf *pframe) decode(limit int, check bool) {
+	pf.out, pf.derr = allDecoder.DecodeAll(pf.in, frameOut(pf.out, pf.f, limit))
+	if check && pf.derr == nil {
+		pf.pre.parse(pf.out)
+	}
+}
+
+// startPrefetch hands the frame scanner to a prefetcher, and the reader's
+// frame buffers with it.
 func (r *Reader) startPrefetch() {
 	decoders, whole := r.pipe.decoders, r.pipe.wholeBytes
 	bufs := decoders + 1
 	p := &prefetcher{frames: make(chan *pframe, bufs), free: make(chan *pframe, bufs), work: make(chan *pframe, bufs),
 		stop: make(chan struct{}), done: make(chan struct{})}
+	if r.cur != nil {
+		p.free <- r.cur
+		r.cur, bufs = nil, bufs-1
+	}
 	for range bufs {
-		var pf *pframe
-		if !r.pipe.lowMemory {
-			pf, _ = pframePool.Get().(*pframe)
-		}
-		if pf == nil {
-			pf = &pframe{ready: make(chan struct{}, 1)}
-		}
-		p.free <- pf
+		p.free <- newPframe(r.pipe.lowMemory)
 	}
 	r.pre = p
 	sc, src, mem := r.scanner, r.src, r.mem
@@ -82,10 +130,7 @@ func (r *Reader) startPrefetch() {
 					if !ok {
 						return
 					}
-					pf.out, pf.derr = allDecoder.DecodeAll(pf.in, frameOut(pf.out, pf.f, limit))
-					if check && pf.derr == nil {
-						pf.pre.parse(pf.out)
-					}
+					pf.decode(limit, check)
 					pf.ready <- struct{}{}
 				case <-p.stop:
 					return
@@ -104,21 +149,7 @@ func (r *Reader) startPrefetch() {
 			case <-p.stop:
 				return
 			}
-			f, err := sc.next()
-			pf.f, pf.err, pf.whole, pf.derr = f, err, false, nil
-			pf.pre.lines, pf.pre.ends = pf.pre.lines[:0], pf.pre.ends[:0]
-			if err == nil && !f.Torn && f.Size <= whole &&
-				(f.ContentSize >= 0 && f.ContentSize <= max(whole, smallFrameContent) || f.ContentSize < 0 && f.Size <= smallFrameBytes) {
-				pf.whole = true
-				if mem != nil {
-					pf.in = mem[f.Offset : f.Offset+f.Size]
-				} else {
-					pf.in = growBuf(pf.in, f.Size, limit)[:f.Size]
-					if _, rerr := src.ReadAt(pf.in, f.Offset); rerr != nil && rerr != io.EOF {
-						pf.err = rerr
-					}
-				}
-			}
+			pf.load(sc, src, mem, whole, limit)
 			// Both channels have a place for every buffer: neither blocks.
 			p.frames <- pf
 			if pf.whole && pf.err == nil {
@@ -126,7 +157,7 @@ func (r *Reader) startPrefetch() {
 			} else {
 				pf.ready <- struct{}{}
 			}
-			if err != nil || f.Torn {
+			if pf.err != nil || pf.f.Torn {
 				return // the last
 			}
 		}
@@ -181,21 +212,26 @@ func (p *prefetcher) recycle(cur *pframe, mem bool) {
 		}
 	}
 	for _, pf := range all {
-		select {
-		case <-pf.ready:
-		default:
-		}
-		if mem {
-			pf.in = nil
-		}
-		if cap(pf.in) > keepPframeBytes || cap(pf.out) > keepPframeBytes || pf.pre.parsedBytes() > keepPframeBytes {
-			continue
-		}
-		pf.f, pf.err, pf.whole, pf.derr = Frame{}, nil, false, nil
-		pf.in, pf.out = pf.in[:0], pf.out[:0]
-		pf.pre.lines, pf.pre.ends, pf.pre.spans = pf.pre.lines[:0], pf.pre.ends[:0], pf.pre.spans[:0]
-		pframePool.Put(pf)
+		pf.recycle(mem)
 	}
+}
+
+// recycle puts pf in the pool unless its buffers grew too large.
+func (pf *pframe) recycle(mem bool) {
+	select {
+	case <-pf.ready:
+	default:
+	}
+	if mem {
+		pf.in = nil
+	}
+	if cap(pf.in) > keepPframeBytes || cap(pf.out) > keepPframeBytes || pf.pre.parsedBytes() > keepPframeBytes {
+		return
+	}
+	pf.f, pf.err, pf.whole, pf.derr = Frame{}, nil, false, nil
+	pf.in, pf.out = pf.in[:0], pf.out[:0]
+	pf.pre.lines, pf.pre.ends, pf.pre.spans = pf.pre.lines[:0], pf.pre.ends[:0], pf.pre.spans[:0]
+	pframePool.Put(pf)
 }
 
 // nextPrefetched is the next frame from the prefetcher; the frame the

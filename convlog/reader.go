@@ -125,8 +125,8 @@ type source struct {
 // pipeline is which fast paths a reader takes.
 type pipeline struct {
 	// prefetch: frames after the first are decoded ahead by decoders
-	// goroutines, those of at most wholeBytes whole; checkAhead: their
-	// lines are checked there too.
+	// goroutines; checkAhead: their lines are checked there too. Frames of
+	// at most wholeBytes are decoded whole.
 	prefetch   bool
 	decoders   int
 	wholeBytes int64
@@ -140,7 +140,7 @@ type pipeline struct {
 
 func newPipeline(opts ReaderOptions, comp Compression, size int64) pipeline {
 	procs := runtime.GOMAXPROCS(0)
-	p := pipeline{lowMemory: opts.LowMemory, streamAhead: procs > 1}
+	p := pipeline{lowMemory: opts.LowMemory, streamAhead: procs > 1, wholeBytes: smallFrameBytes}
 	if comp == Zstd && size >= prefetchMinFile && procs > 1 {
 		p.prefetch, p.decoders, p.wholeBytes, p.checkAhead = true, min(prefetchDecoders, procs), prefetchFrameBytes, true
 		if opts.LowMemory {
@@ -153,18 +153,14 @@ func newPipeline(opts ReaderOptions, comp Compression, size int64) pipeline {
 
 // frameStage is a compressed log's frames found and decoded.
 type frameStage struct {
-	seq     *bufio.Reader // sequential reads of frame bytes for the decoder
-	cbuf    []byte        // a small frame's compressed bytes
-	pbuf    []byte        // a small frame's plain text
+	frameIn *bufio.Reader // a streamed frame's bytes
 	plain   bytes.Reader
-	seqPos  int64
-	frameIn *io.LimitedReader
 	scanner *FrameScanner
 	dec     *zstd.Decoder
 	frame   Frame
 	inFrame bool
 	// pre decodes frames ahead (see prefetch.go); cur is the frame the
-	// reader is on.
+	// reader is on, from pre or loaded here.
 	pre *prefetcher
 	cur *pframe
 	// stream decodes a large frame ahead (streamdec.go).
@@ -174,8 +170,6 @@ type frameStage struct {
 	// the largest window dec streamed, -1 once one was not stated.
 	decBig bool
 	decWin int64
-	// bufs carries cbuf and pbuf to and from frameBufPool.
-	bufs *frameBufs
 	// decoded counts the plain bytes decoded so far against budget.
 	decoded, budget int64
 	budgeted        budgetReader
@@ -361,9 +355,6 @@ func NewReader(src io.ReaderAt, size int64, path string, opts ReaderOptions) (*R
 	r.pipe = newPipeline(opts, r.comp, size)
 	if r.comp == Zstd {
 		r.scanner = NewFrameScanner(src, size)
-		if fb, _ := frameBufPool.Get().(*frameBufs); fb != nil {
-			r.bufs, r.cbuf, r.pbuf = fb, fb.c, fb.p
-		}
 	} else if mem != nil {
 		// Lines are sliced out of the file's bytes, never copied.
 		r.text, r.inText = mem, true
@@ -416,8 +407,8 @@ func (r *Reader) release() {
 	r.endStream()
 	r.stopPrefetch()
 	putBufio(r.br)
-	putBufio(r.seq)
-	r.br, r.seq = nil, nil
+	putBufio(r.frameIn)
+	r.br, r.frameIn = nil, nil
 	if r.scanner != nil {
 		r.scanner.release()
 		r.scanner = nil
@@ -431,23 +422,12 @@ func (r *Reader) release() {
 		}
 		r.dec = nil
 	}
-	if (r.cbuf != nil || r.pbuf != nil) && cap(r.cbuf) <= keepBufBytes && cap(r.pbuf) <= keepBufBytes {
-		fb := r.bufs
-		if fb == nil {
-			fb = &frameBufs{}
-		}
-		fb.c, fb.p = r.cbuf[:0], r.pbuf[:0]
-		frameBufPool.Put(fb)
+	if r.cur != nil && !r.pipe.lowMemory {
+		r.cur.recycle(r.mem != nil)
 	}
-	r.bufs, r.cbuf, r.pbuf = nil, nil, nil
+	r.cur = nil
 	r.plain.Reset(nil)
 }
-
-// frameBufs are the frame buffers of a finished reader, for the next: a
-// store holds thousands of small logs.
-type frameBufs struct{ c, p []byte }
-
-var frameBufPool sync.Pool
 
 func (r *Reader) errorAt(pos Position, kind error, format string, args ...any) *FormatError {
 	return &FormatError{Path: r.path, Pos: pos, Msg: fmt.Sprintf(format, args...), Kind: kind}
@@ -680,11 +660,6 @@ func (r *Reader) nextLine() ([]byte, int64, error) {
 		}
 		r.inFrame = false
 		r.endStream()
-		if r.frameIn != nil && r.frameIn.N > 0 {
-			if _, derr := io.Copy(io.Discard, r.frameIn); derr != nil {
-				r.seqPos = -1
-			}
-		}
 		switch {
 		case r.frame.Torn:
 			// Best effort: the complete lines of a torn final frame
@@ -728,23 +703,6 @@ var allDecoder = func() *zstd.Decoder {
 	}
 	return d
 }()
-
-// readSmallFrame reads frame f's bytes into cbuf and decodes them.
-func (r *Reader) readSmallFrame(f Frame) error {
-	r.cbuf = growBuf(r.cbuf, f.Size, r.bufLimit(keepBufBytes))[:f.Size]
-	if _, err := io.ReadFull(r.frameIn, r.cbuf); err != nil {
-		r.seqPos = -1
-		return fmt.Errorf("%s: reading frame %d at byte %d: %w", r.path, f.Index, f.Offset, err)
-	}
-	return r.decodeSmallFrame(f, r.cbuf)
-}
-
-// decodeSmallFrame decodes frame f, whose bytes are in.
-func (r *Reader) decodeSmallFrame(f Frame, in []byte) error {
-	out, err := allDecoder.DecodeAll(in, frameOut(r.pbuf, f, r.bufLimit(keepBufBytes)))
-	r.pbuf = out
-	return r.decodedFrame(f, in, out, err)
-}
 
 // growBuf returns buf emptied with room for n bytes, a quarter to spare in
 // one it makes: a buffer made to each larger frame's size was most of a
@@ -809,15 +767,21 @@ func (r *Reader) openFrame() error {
 	if r.pre == nil && r.stats.Frames > 0 && r.pipe.prefetch {
 		r.startPrefetch()
 	}
-	var f Frame
-	var err error
 	var pf *pframe
 	if r.pre != nil {
 		pf = r.nextPrefetched()
-		f, err = pf.f, pf.err
 	} else {
-		f, err = r.scanner.next()
+		if r.cur == nil {
+			r.cur = newPframe(r.pipe.lowMemory)
+		}
+		pf = r.cur
+		limit := r.bufLimit(keepPframeBytes)
+		pf.load(r.scanner, r.src, r.mem, r.pipe.wholeBytes, limit)
+		if pf.whole && pf.err == nil {
+			pf.decode(limit, false)
+		}
 	}
+	f, err := pf.f, pf.err
 	if err == io.EOF {
 		if r.stats.Frames == 0 {
 			return r.errorAt(Position{}, ErrCorrupt, "empty or header-less log: no zstd frame")
@@ -846,60 +810,34 @@ func (r *Reader) openFrame() error {
 			r.opts.OnProblem(r.errorAt(r.framePos(f), ErrCorrupt, "frame carries no content checksum"))
 		}
 	}
-	// Small frames that do not state their size are decoded whole too:
-	// a writer's one-batch frames often do not.
-	small := !f.Torn && f.Size <= smallFrameBytes && f.ContentSize <= smallFrameContent
-	if small && r.decBig && (f.ContentSize < 0 || f.ContentSize > keepBufBytes) && !r.keepHistory() {
-		// A history of megabytes is not held beside the megabytes of a
-		// small frame's text.
-		r.dec.Close()
-		r.dec, r.decBig, r.decWin = nil, false, 0
-	}
-	if !small && cap(r.pbuf) > keepBufBytes {
-		// Nor megabytes of small-frame text through a large frame.
-		r.pbuf = nil
-		r.plain.Reset(nil)
-	}
-	if pf != nil {
-		if pf.whole {
-			err := r.decodedFrame(f, pf.in, pf.out, pf.derr)
-			if err == nil && r.inText {
-				r.textPre = &pf.pre
-			}
-			return err
+	if pf.whole {
+		if r.decBig && (f.ContentSize < 0 || f.ContentSize > keepBufBytes) && !r.keepHistory() {
+			// A history of megabytes is not held beside the megabytes of
+			// a whole frame's text.
+			r.dec.Close()
+			r.dec, r.decBig, r.decWin = nil, false, 0
 		}
-		var in io.Reader = io.NewSectionReader(r.src, f.Offset, f.Size)
-		if f.Torn {
-			in = f.decodable(r.src)
+		err := r.decodedFrame(f, pf.in, pf.out, pf.derr)
+		if err == nil && r.inText && len(pf.pre.ends) > 0 {
+			r.textPre = &pf.pre
 		}
-		return r.streamFrame(f, in)
+		return err
 	}
-	if small && r.mem != nil {
-		return r.decodeSmallFrame(f, r.mem[f.Offset:f.Offset+f.Size])
+	if cap(pf.out) > keepBufBytes {
+		// Nor megabytes of whole-frame text through a streamed frame.
+		pf.out = nil
 	}
-	// Frames are consecutive: feed the decoder from one buffered sequential
-	// reader, so many small frames cost few reads.
-	if r.seq == nil || r.seqPos != f.Offset {
-		sr := io.NewSectionReader(r.src, f.Offset, r.stats.FileBytes-f.Offset)
-		if r.seq == nil {
-			r.seq = getBufio(sr)
-		} else {
-			r.seq.Reset(sr)
-		}
-	}
-	if r.frameIn == nil {
-		r.frameIn = &io.LimitedReader{}
-	}
-	r.frameIn.R, r.frameIn.N = r.seq, f.Size
-	r.seqPos = f.Offset + f.Size
-	if small {
-		return r.readSmallFrame(f)
-	}
-	var in io.Reader = r.frameIn
 	if f.Torn {
-		in = f.decodable(r.src)
+		return r.streamFrame(f, f.decodable(r.src))
 	}
-	return r.streamFrame(f, in)
+	// The decoder reads a block header at a time: buffered, few reads.
+	sr := io.NewSectionReader(r.src, f.Offset, f.Size)
+	if r.frameIn == nil {
+		r.frameIn = getBufio(sr)
+	} else {
+		r.frameIn.Reset(sr)
+	}
+	return r.streamFrame(f, r.frameIn)
 }
 
 // streamFrame reads frame f from in through the stream decoder.
