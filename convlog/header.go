@@ -130,70 +130,59 @@ func parseHeaderWith(line []byte, wantVersion int, scratch []member) (*Header, *
 			return nil, corrupt(m.KeyOff, "header has unexpected member %s", termtext.Quote(string(m.Key)))
 		}
 	}
-	id := get("id")
-	if id == nil {
-		return nil, corrupt(0, "header has no \"id\"")
+	// The members beyond type and version, checked in this order.
+	type field struct {
+		key, rule string
+		required  bool
+		str       *string
+		valid     func(string) bool // of a str field
+		num       *int64            // a non-negative safe integer
+		flag      *bool
 	}
-	if h.ID, ok = rawjson.String(id.Value); !ok || h.ID == "" {
-		return nil, corrupt(id.ValOff, "header id must be a non-empty string")
+	nonEmpty := func(s string) bool { return s != "" }
+	var seedLength int64
+	fields := []field{
+		{key: "id", rule: "a non-empty string", required: true, str: &h.ID, valid: nonEmpty},
+		{key: "createdAt", rule: "a non-negative safe integer (Unix milliseconds)", required: true, num: &h.CreatedAt},
 	}
-	ca := get("createdAt")
-	if ca == nil {
-		return nil, corrupt(0, "header has no \"createdAt\"")
-	}
-	if h.CreatedAt, ok = rawjson.Int(ca.Value); !ok || h.CreatedAt < 0 {
-		return nil, corrupt(ca.ValOff, "header createdAt must be a non-negative safe integer (Unix milliseconds)")
-	}
-	if h.Type == ConversationLog {
-		return h, nil
-	}
-	if m := get("cwd"); m != nil {
-		if h.Cwd, ok = rawjson.String(m.Value); !ok || !strings.HasPrefix(h.Cwd, "/") {
-			return nil, corrupt(m.ValOff, "header cwd must be an absolute path")
+	if h.Type == SessionLog {
+		fields = append(fields,
+			field{key: "cwd", rule: "an absolute path", str: &h.Cwd, valid: func(s string) bool { return strings.HasPrefix(s, "/") }},
+			field{key: "parentSession", rule: "a non-empty string", str: &h.ParentSession, valid: nonEmpty},
+			field{key: "origin", rule: `"subagent"`, str: &h.Origin, valid: func(s string) bool { return s == "subagent" }},
+			field{key: "agentPreset", rule: "a string", str: &h.AgentPreset, valid: func(string) bool { return true }},
+			field{key: "delegationDepth", rule: "a non-negative safe integer", required: true, num: &h.DelegationDepth})
+		if h.Version <= 1 {
+			fields = append(fields, field{key: "seedLength", rule: "a non-negative safe integer", num: &seedLength})
+		} else {
+			fields = append(fields, field{key: "isSeeded", rule: "a boolean", required: true, flag: &h.IsSeeded})
 		}
 	}
-	if m := get("parentSession"); m != nil {
-		if h.ParentSession, ok = rawjson.String(m.Value); !ok || h.ParentSession == "" {
-			return nil, corrupt(m.ValOff, "header parentSession must be a non-empty string")
-		}
-	}
-	if m := get("origin"); m != nil {
-		if h.Origin, ok = rawjson.String(m.Value); !ok || h.Origin != "subagent" {
-			return nil, corrupt(m.ValOff, "header origin must be \"subagent\"")
-		}
-	}
-	if m := get("agentPreset"); m != nil {
-		if h.AgentPreset, ok = rawjson.String(m.Value); !ok {
-			return nil, corrupt(m.ValOff, "header agentPreset must be a string")
-		}
-	}
-	dd := get("delegationDepth")
-	if dd == nil {
-		return nil, corrupt(0, "header has no \"delegationDepth\"")
-	}
-	if h.DelegationDepth, ok = rawjson.Int(dd.Value); !ok || h.DelegationDepth < 0 {
-		return nil, corrupt(dd.ValOff, "header delegationDepth must be a non-negative safe integer")
-	}
-	if h.Version <= 1 {
-		if m := get("seedLength"); m != nil {
-			n, ok := rawjson.Int(m.Value)
-			if !ok || n < 0 {
-				return nil, corrupt(m.ValOff, "header seedLength must be a non-negative safe integer")
+	for _, f := range fields {
+		m := get(f.key)
+		if m == nil {
+			if f.required {
+				return nil, corrupt(0, "header has no %q", f.key)
 			}
-			h.SeedLength = &n
+			continue
 		}
-		return h, nil
+		var ok bool
+		switch {
+		case f.num != nil:
+			*f.num, ok = rawjson.Int(m.Value)
+			ok = ok && *f.num >= 0
+		case f.flag != nil:
+			*f.flag, ok = string(m.Value) == "true", string(m.Value) == "true" || string(m.Value) == "false"
+		default:
+			*f.str, ok = rawjson.String(m.Value)
+			ok = ok && f.valid(*f.str)
+		}
+		if !ok {
+			return nil, corrupt(m.ValOff, "header %s must be %s", f.key, f.rule)
+		}
 	}
-	s := get("isSeeded")
-	if s == nil {
-		return nil, corrupt(0, "header has no \"isSeeded\"")
-	}
-	switch string(s.Value) {
-	case "true":
-		h.IsSeeded = true
-	case "false":
-	default:
-		return nil, corrupt(s.ValOff, "header isSeeded must be a boolean")
+	if h.Type == SessionLog && h.Version <= 1 && get("seedLength") != nil {
+		h.SeedLength = &seedLength
 	}
 	return h, nil
 }
