@@ -78,10 +78,7 @@ func (h *History) Apply(reg *Registry, e *Event) error {
 // Put carries out a surface event's surfaceOp with msg: append it, or
 // replace the span it names. Interpreters (a plugin's too) call it; hidden
 // keeps the node out of Messages while it still takes part in spans.
-func (h *History) Put(e *Event, msg StoredMessage, hidden bool) error { return h.apply(e, msg, hidden) }
-
-// apply carries out the event's surfaceOp with msg.
-func (h *History) apply(e *Event, msg StoredMessage, hidden bool) error {
+func (h *History) Put(e *Event, msg StoredMessage, hidden bool) error {
 	node := historyNode{seq: e.Seq, hidden: hidden}
 	if !h.SkipBodies {
 		// A copy taken here, so that msg itself stays on the stack when
@@ -133,7 +130,7 @@ func interpretRole(role string) Interpreter {
 		if err := requireRole(e, msg, role); err != nil {
 			return err
 		}
-		return h.apply(e, msg, false)
+		return h.Put(e, msg, false)
 	}
 }
 
@@ -143,14 +140,7 @@ func interpretAssistant(h *History, e *Event, msg StoredMessage) error {
 	if err := requireRole(e, msg, "assistant"); err != nil {
 		return err
 	}
-	return h.apply(e, msg, msg.Empty())
-}
-
-func interpretToolResult(h *History, e *Event, msg StoredMessage) error {
-	if err := requireRole(e, msg, "tool"); err != nil {
-		return err
-	}
-	return h.apply(e, msg, false)
+	return h.Put(e, msg, msg.Empty())
 }
 
 func surfaceTypes() []TypeInfo {
@@ -159,6 +149,6 @@ func surfaceTypes() []TypeInfo {
 		{Name: TypeDeveloperMessage, Surface: true, MessagePath: "message", Interpret: interpretRole("developer")},
 		{Name: TypeUserMessage, Surface: true, Interpret: interpretRole("user")},
 		{Name: TypeAssistantMessage, Surface: true, MessagePath: "message", Interpret: interpretAssistant},
-		{Name: TypeToolResult, Surface: true, MessagePath: "message", Interpret: interpretToolResult},
+		{Name: TypeToolResult, Surface: true, MessagePath: "message", Interpret: interpretRole("tool")},
 	}
 }

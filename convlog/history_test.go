@@ -279,7 +279,7 @@ func TestRegistryRegister(t *testing.T) {
 	if err := r.Register(TypeInfo{Name: "acme/note", Surface: true, MessagePath: "note",
 		Interpret: func(h *History, e *Event, msg StoredMessage) error {
 			seen = append(seen, e.Seq)
-			return h.apply(e, msg, false)
+			return h.Put(e, msg, false)
 		}}); err != nil {
 		t.Fatal(err)
 	}

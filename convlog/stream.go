@@ -91,19 +91,25 @@ func (s *Stream) textDelta(kind string, ms int64, index int, text string) {
 	if s.badIndex(index) {
 		return
 	}
-	b := s.block(index, kind)
-	if b.fixed == nil {
+	if b := s.block(index, kind); b.fixed == nil {
 		b.text.WriteString(text)
 	}
-	rt := kind + "-chunks"
-	if n := len(s.runs); n > 0 && s.runs[n-1].typ == rt && s.runs[n-1].index == index {
+	s.delta(streamRun{typ: kind + "-chunks", index: index, time0: ms}, text)
+}
+
+// delta adds text to the last run when it is run's kind, else starts run.
+func (s *Stream) delta(run streamRun, text string) {
+	if n := len(s.runs); n > 0 {
 		r := &s.runs[n-1]
-		r.dt = append(r.dt, ms-r.last)
-		r.texts = append(r.texts, text)
-		r.last = ms
-		return
+		if r.typ == run.typ && r.index == run.index && r.id == run.id && (r.name == nil) == (run.name == nil) && (run.name == nil || *r.name == *run.name) {
+			r.dt = append(r.dt, run.time0-r.last)
+			r.texts = append(r.texts, text)
+			r.last = run.time0
+			return
+		}
 	}
-	s.runs = append(s.runs, streamRun{typ: rt, index: index, time0: ms, last: ms, dt: []int64{}, texts: []string{text}})
+	run.last, run.dt, run.texts = run.time0, []int64{}, []string{text}
+	s.runs = append(s.runs, run)
 }
 
 // Text adds a text delta of the block at index.
@@ -143,20 +149,11 @@ func (s *Stream) ToolCall(ms int64, index int, id, name, argsDelta string) {
 		s.raw(ms, append(c, '}'))
 		return
 	}
-	var np *string
+	run := streamRun{typ: "tool-call-chunks", index: index, time0: ms, id: id}
 	if name != "" {
-		np = &name
+		run.name = &name
 	}
-	if n := len(s.runs); n > 0 {
-		r := &s.runs[n-1]
-		if r.typ == "tool-call-chunks" && r.index == index && r.id == id && (r.name == nil) == (np == nil) && (np == nil || *r.name == *np) {
-			r.dt = append(r.dt, ms-r.last)
-			r.texts = append(r.texts, argsDelta)
-			r.last = ms
-			return
-		}
-	}
-	s.runs = append(s.runs, streamRun{typ: "tool-call-chunks", index: index, time0: ms, last: ms, dt: []int64{}, id: id, name: np, texts: []string{argsDelta}})
+	s.delta(run, argsDelta)
 }
 
 // BlockStart opens a block of type typ at index.
