@@ -84,12 +84,7 @@ func (s *FrameScanner) release() {
 // a window at a time.
 func (s *FrameScanner) zeroTail(off int64) bool {
 	if s.mem != nil {
-		for _, c := range s.mem[off:] {
-			if c != 0 {
-				return false
-			}
-		}
-		return true
+		return allZero(s.mem[off:])
 	}
 	var buf [4096]byte
 	for off < s.size {

@@ -150,20 +150,15 @@ func endsLine(src io.ReaderAt, f Frame, budget int64) bool {
 		out, err := allDecoder.DecodeAll(in, out)
 		return err == nil && len(out) > 0 && int64(len(out)) < budget && out[len(out)-1] == '\n'
 	}
-	var d *zstd.Decoder
-	if pooledFrame(f) {
-		d = decoderPool.Get().(*zstd.Decoder)
-		defer func() {
+	d := decoderPool.Get().(*zstd.Decoder)
+	defer func() {
+		if pooledFrame(f) {
 			d.Reset(nil)
 			decoderPool.Put(d)
-		}()
-	} else {
-		var err error
-		if d, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxWindow)); err != nil {
-			return false
+		} else {
+			d.Close() // a large history is not kept
 		}
-		defer d.Close()
-	}
+	}()
 	bp := lineEndBufs.Get().(*[]byte)
 	defer lineEndBufs.Put(bp)
 	buf := *bp
@@ -199,7 +194,7 @@ func endsLine(src io.ReaderAt, f Frame, budget int64) bool {
 	return false // the budget reached: too long to tell
 }
 
-// pooledFrame reports whether endsLine decodes f with a pooled decoder.
+// pooledFrame reports whether endsLine keeps f's decoder in the pool.
 func pooledFrame(f Frame) bool { return f.window > 0 && f.window <= keepBufBytes }
 
 // decodedWhole reports whether endsLine decodes f whole: its bytes and
