@@ -3,6 +3,7 @@ package convlog
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -172,17 +173,18 @@ type frameStage struct {
 	decWin int64
 	// decoded counts the plain bytes decoded so far against budget.
 	decoded, budget int64
-	budgeted        budgetReader
 }
 
 // lineStage is the plain text cut into lines.
 type lineStage struct {
-	// text (from tpos) when the plain text is in memory (a frame decoded
-	// whole, a plain log read whole), else br
-	br     *bufio.Reader
-	text   []byte
-	tpos   int
-	inText bool
+	// text (from tpos) is the plain text at hand: a frame decoded whole, a
+	// plain log in memory, or the last chunk read from in (into chunk, or
+	// from stream); inErr is what ended in.
+	text  []byte
+	tpos  int
+	in    io.Reader
+	inErr error
+	chunk *readBufs
 	// textPre: text's lines as a prefetcher parsed them; tline counts
 	// text's lines read; lineK is the last line's index in text, or -1.
 	textPre  *framePre
@@ -199,7 +201,14 @@ type lineStage struct {
 }
 
 // Pooled: a fresh 256 KiB buffer per small log would be most of its cost.
-var bufioPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 256<<10) }}
+var (
+	bufioPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 256<<10) }}
+	chunkPool = sync.Pool{New: func() any { return &readBufs{chunk: make([]byte, 256<<10)} }}
+)
+
+// readBufs are what reading text in chunks takes: the chunk, and the lines
+// that cross from one chunk to the next.
+type readBufs struct{ chunk, line []byte }
 
 func getBufio(r io.Reader) *bufio.Reader {
 	b := bufioPool.Get().(*bufio.Reader)
@@ -357,9 +366,9 @@ func NewReader(src io.ReaderAt, size int64, path string, opts ReaderOptions) (*R
 		r.scanner = NewFrameScanner(src, size)
 	} else if mem != nil {
 		// Lines are sliced out of the file's bytes, never copied.
-		r.text, r.inText = mem, true
+		r.text = mem
 	} else {
-		r.br = getBufio(io.NewSectionReader(src, 0, size))
+		r.in = io.NewSectionReader(src, 0, size)
 	}
 	if err := r.readHeader(); err != nil {
 		r.release()
@@ -406,9 +415,13 @@ func (r *Reader) Close() error {
 func (r *Reader) release() {
 	r.endStream()
 	r.stopPrefetch()
-	putBufio(r.br)
 	putBufio(r.frameIn)
-	r.br, r.frameIn = nil, nil
+	r.frameIn = nil
+	if r.chunk != nil && cap(r.lineBuf) <= keepBufBytes {
+		r.chunk.line = r.lineBuf[:0]
+		chunkPool.Put(r.chunk)
+	}
+	r.chunk = nil
 	if r.scanner != nil {
 		r.scanner.release()
 		r.scanner = nil
@@ -472,12 +485,8 @@ func (r *Reader) readHeader() error {
 		// canonical; more is read (the zstd tool writes one frame), and
 		// noted.
 		var err error
-		if r.inText {
-			if r.tpos == len(r.text) {
-				err = io.EOF
-			}
-		} else {
-			_, err = r.br.Peek(1)
+		if r.tpos == len(r.text) && !r.fill() {
+			err = cmp.Or(r.inErr, io.EOF)
 		}
 		switch {
 		case err == nil:
@@ -738,9 +747,9 @@ func frameOut(buf []byte, f Frame, limit int) []byte {
 // decodeMargin is the room DecodeAll wants past a frame's text.
 const decodeMargin = 32
 
-// decodedFrame starts reading frame f, whose bytes in decoded to out, or
-// failed to with err.
-func (r *Reader) decodedFrame(f Frame, in, out []byte, err error) error {
+// decodedFrame starts reading frame f, whose bytes in decoded to out (its
+// lines parsed in pre, when not empty), or failed to with err.
+func (r *Reader) decodedFrame(f Frame, in, out []byte, pre *framePre, err error) error {
 	if err != nil && f.ContentSize < 0 {
 		// A frame without a stated size may be larger than DecodeAll
 		// takes, and a damaged one should yield its lines first: stream it.
@@ -750,14 +759,12 @@ func (r *Reader) decodedFrame(f Frame, in, out []byte, err error) error {
 	if err != nil {
 		return r.errorAt(r.framePos(f), ErrCorrupt, "frame failed validation: %s", zstdFault(err))
 	}
+	r.text, r.tpos, r.in, r.inErr, r.textPre, r.tline = out, 0, nil, nil, nil, 0
 	if r.decoded += int64(len(out)); r.decoded > r.budget {
-		r.plain.Reset(nil)
-		r.br = r.brOver(r.br)
-		r.inText, r.inFrame = false, true
-		return nil
+		r.text, r.inErr = nil, errDecodeBudget
+	} else if len(pre.ends) > 0 {
+		r.textPre = pre
 	}
-	// The frame's lines are sliced out of its text.
-	r.text, r.tpos, r.inText, r.textPre, r.tline = out, 0, true, nil, 0
 	r.inFrame = true
 	return nil
 }
@@ -817,11 +824,7 @@ func (r *Reader) openFrame() error {
 			r.dec.Close()
 			r.dec, r.decBig, r.decWin = nil, false, 0
 		}
-		err := r.decodedFrame(f, pf.in, pf.out, pf.derr)
-		if err == nil && r.inText && len(pf.pre.ends) > 0 {
-			r.textPre = &pf.pre
-		}
-		return err
+		return r.decodedFrame(f, pf.in, pf.out, &pf.pre, pf.derr)
 	}
 	if cap(pf.out) > keepBufBytes {
 		// Nor megabytes of whole-frame text through a streamed frame.
@@ -863,17 +866,11 @@ func (r *Reader) streamFrame(f Frame, in io.Reader) error {
 	if err := r.dec.Reset(in); err != nil && !f.Torn {
 		return r.errorAt(r.framePos(f), ErrCorrupt, "frame failed validation: %s", zstdFault(err))
 	}
-	r.budgeted.r, r.budgeted.reader = r.dec, r
+	r.text, r.tpos, r.in, r.inErr, r.textPre, r.tline = nil, 0, r.dec, nil, nil, 0
 	if r.useStream(f) {
-		r.stream = startStream(r.dec)
-		r.budgeted.r = r.stream
+		r.stream = startStream(r.dec) // fill reads dec through it
 	}
-	if r.br == nil {
-		r.br = getBufio(&r.budgeted)
-	} else {
-		r.br.Reset(&r.budgeted)
-	}
-	r.inText, r.inFrame = false, true
+	r.inFrame = true
 	return nil
 }
 
@@ -910,127 +907,109 @@ var histFrame = []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 13 << 3, 0x01, 0x00, 0x00}
 // errDecodeBudget: the log decoded to more than its budget.
 var errDecodeBudget = errors.New("decode limit reached")
 
-// budgetReader charges what it reads to the reader's decode budget.
-type budgetReader struct {
-	r      io.Reader
-	reader *Reader
+// fill reads in's next chunk into text; false when in has no more (inErr
+// then says why, nil at its end). A compressed log's chunks are charged to
+// the decode budget.
+func (r *Reader) fill() bool {
+	if r.in == nil || r.inErr != nil {
+		return false
+	}
+	if r.comp == Zstd && r.decoded >= r.budget {
+		r.inErr = errDecodeBudget
+		return false
+	}
+	if r.chunk == nil {
+		r.chunk = chunkPool.Get().(*readBufs)
+		if r.lineBuf == nil {
+			r.lineBuf = r.chunk.line
+		}
+	}
+	var b []byte
+	var err error
+	if r.stream != nil {
+		b, err = r.stream.next()
+	} else {
+		n := 0
+		for n == 0 && err == nil {
+			n, err = r.in.Read(r.chunk.chunk)
+		}
+		b = r.chunk.chunk[:n]
+	}
+	if r.comp == Zstd {
+		// One byte past the budget at most: enough to see it passed.
+		if left := r.budget - r.decoded; int64(len(b)) > left {
+			b, err = b[:left+1], errDecodeBudget
+		}
+		r.decoded += int64(len(b))
+	}
+	r.text, r.tpos, r.textPre, r.tline = b, 0, nil, 0
+	if err == io.EOF {
+		r.in = nil
+	} else if err != nil {
+		r.inErr = err
+	}
+	return len(b) > 0 || r.fill()
 }
 
-func (b *budgetReader) Read(p []byte) (int, error) {
-	if b.reader.decoded >= b.reader.budget {
-		return 0, errDecodeBudget
-	}
-	// One byte past the budget at most: enough to see it passed.
-	if left := b.reader.budget - b.reader.decoded; left < int64(len(p)) {
-		p = p[:left+1]
-	}
-	n, err := b.r.Read(p)
-	b.reader.decoded += int64(n)
-	if b.reader.decoded > b.reader.budget {
-		return n, errDecodeBudget
-	}
-	return n, err
-}
-
-// brOver makes br report the exhausted budget.
-func (r *Reader) brOver(br *bufio.Reader) *bufio.Reader {
-	r.budgeted.r, r.budgeted.reader = &r.plain, r
-	if br == nil {
-		return getBufio(&r.budgeted)
-	}
-	br.Reset(&r.budgeted)
-	return br
-}
-
-// readLine reads up to and including '\n'. complete reports a full line
-// (returned without '\n'); otherwise line holds what came before the end.
-// A line over the limit is tooLong: consumed whole in a plain log.
+// readLine returns the next line without its '\n' (complete), or what came
+// before the end of the text (err says why, io.EOF at its end). A line
+// over the limit is tooLong: passed over whole in a plain log, and the rest
+// not decoded in a compressed one (a line can expand without end).
 func (r *Reader) readLine() (line []byte, complete, tooLong bool, err error) {
 	r.lineK = -1
-	if r.inText {
-		return r.textLine()
-	}
-	r.lineBuf = append(r.lineBuf[:0], r.carry...)
-	total := len(r.carry)
+	buf := append(r.lineBuf[:0], r.carry...)
+	held := len(r.carry) > 0 // the line began in buf
 	r.carry = r.carry[:0]
 	for {
-		frag, err := r.br.ReadSlice('\n')
-		total += len(frag)
-		if total > r.opts.MaxLineBytes+1 {
-			tooLong = true
+		rest := r.text[r.tpos:]
+		var i int
+		if p := r.textPre; p != nil && r.tline < len(p.ends) {
+			// The line's end as the prefetcher's goroutine found it (tline
+			// counts the lines of text read, tpos is past the last).
+			i = int(p.ends[r.tline]) - r.tpos
+		} else {
+			i = bytes.IndexByte(rest, '\n')
+		}
+		n := len(rest)
+		if i >= 0 {
+			n = i + 1
+		}
+		if tooLong || len(buf)+n > r.opts.MaxLineBytes+1 {
 			if r.comp == Zstd {
 				return nil, false, true, nil
 			}
-		}
-		switch err {
-		case nil:
-			if tooLong {
+			tooLong, buf = true, buf[:0]
+			r.tpos += n
+			if i >= 0 {
 				return nil, true, true, nil
 			}
-			if len(r.lineBuf) == 0 {
-				return frag[:len(frag)-1], true, false, nil
+			if !r.fill() {
+				return nil, false, true, cmp.Or(r.inErr, io.EOF)
 			}
-			r.lineBuf = append(r.lineBuf, frag[:len(frag)-1]...)
-			return r.lineBuf, true, false, nil
-		case bufio.ErrBufferFull:
-			if !tooLong {
-				r.lineBuf = append(r.lineBuf, frag...)
-			}
-		default:
-			if !tooLong {
-				r.lineBuf = append(r.lineBuf, frag...)
-			}
-			return r.lineBuf, false, tooLong, err
-		}
-	}
-}
-
-// textLine is readLine over text held in memory: the line is a slice of
-// it, unless it began in the frame before (carry).
-func (r *Reader) textLine() (line []byte, complete, tooLong bool, err error) {
-	rest := r.text[r.tpos:]
-	var i int
-	if p := r.textPre; p != nil && r.tline < len(p.ends) {
-		// The line's end as the prefetcher's goroutine found it (tline
-		// counts the lines of text read, tpos is past the last).
-		i = int(p.ends[r.tline]) - r.tpos
-	} else {
-		i = bytes.IndexByte(rest, '\n')
-	}
-	n := len(rest)
-	if i >= 0 {
-		n = i + 1
-	}
-	if len(r.carry)+n > r.opts.MaxLineBytes+1 {
-		r.carry = r.carry[:0]
-		if r.comp == Zstd {
-			return nil, false, true, nil
+			continue
 		}
 		r.tpos += n
 		if i < 0 {
-			return nil, false, true, io.EOF
+			if len(rest) > 0 {
+				buf, held = append(buf, rest...), true
+			}
+			if r.fill() {
+				if !held {
+					buf = r.lineBuf[:0]
+				}
+				continue
+			}
+			r.lineBuf = buf
+			return buf, false, false, cmp.Or(r.inErr, io.EOF)
 		}
-		return nil, true, true, nil
-	}
-	if i >= 0 {
-		if len(r.carry) == 0 {
+		if !held {
 			r.lineK = r.tline
 		}
 		r.tline++
+		if !held {
+			return rest[:i], true, false, nil
+		}
+		r.lineBuf = append(buf, rest[:i]...)
+		return r.lineBuf, true, false, nil
 	}
-	r.tpos += n
-	if i >= 0 {
-		line = rest[:i]
-	} else {
-		line = rest
-	}
-	if len(r.carry) > 0 {
-		r.lineBuf = append(append(r.lineBuf[:0], r.carry...), line...)
-		line = r.lineBuf
-		r.carry = r.carry[:0]
-	}
-	if i < 0 {
-		return line, false, false, io.EOF
-	}
-	return line, true, false, nil
 }

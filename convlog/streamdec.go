@@ -10,8 +10,7 @@ import (
 // A frame too large to decode whole is decoded ahead on a goroutine of its
 // own, a chunk at a time, while the reader checks the lines of the chunk
 // before, so that decoding and checking take a core each. The reader takes
-// the chunks in order through Read: every byte and error reaches it where
-// the decoder's own Read would have returned them.
+// the chunks themselves in order, and the error with the last.
 
 // aheadChunkBytes and aheadChunks bound what a stream decodes ahead: a
 // chunk being decoded, one ready and one being read.
@@ -42,10 +41,6 @@ type streamDec struct {
 	stop  chan struct{}
 	done  chan struct{}
 	cur   *aheadChunk
-	off   int
-	// over: the chunk with the stream's end or error was handed over,
-	// and the goroutine has ended.
-	over bool
 }
 
 var aheadChunkPool = sync.Pool{New: func() any { return &aheadChunk{buf: make([]byte, aheadChunkBytes)} }}
@@ -92,24 +87,17 @@ func startStream(dec *zstd.Decoder) *streamDec {
 	return s
 }
 
-// Read hands over the decoded text in order, then the stream's end or
-// error, as the decoder's Read would.
-func (s *streamDec) Read(p []byte) (int, error) {
-	for s.cur == nil || s.off == s.cur.n {
-		if s.cur != nil {
-			if s.cur.err != nil {
-				return 0, s.cur.err
-			}
-			s.free <- s.cur
-		}
-		s.cur, s.off = <-s.ready, 0
+// next hands over the next chunk of decoded text, the one before going
+// back to be filled, and the stream's end or error with the last.
+func (s *streamDec) next() ([]byte, error) {
+	if s.cur != nil {
 		if s.cur.err != nil {
-			s.over = true
+			return nil, s.cur.err
 		}
+		s.free <- s.cur
 	}
-	n := copy(p, s.cur.buf[s.off:s.cur.n])
-	s.off += n
-	return n, nil
+	s.cur = <-s.ready
+	return s.cur.buf[:s.cur.n], s.cur.err
 }
 
 // end stops the goroutine if it still runs and waits for it: the
