@@ -140,11 +140,9 @@ func parseHeaderWith(line []byte, wantVersion int, scratch []member) (*Header, *
 		flag      *bool
 	}
 	nonEmpty := func(s string) bool { return s != "" }
-	var seedLength int64
-	fields := []field{
-		{key: "id", rule: "a non-empty string", required: true, str: &h.ID, valid: nonEmpty},
-		{key: "createdAt", rule: "a non-negative safe integer (Unix milliseconds)", required: true, num: &h.CreatedAt},
-	}
+	fields := append(make([]field, 0, 8),
+		field{key: "id", rule: "a non-empty string", required: true, str: &h.ID, valid: nonEmpty},
+		field{key: "createdAt", rule: "a non-negative safe integer (Unix milliseconds)", required: true, num: &h.CreatedAt})
 	if h.Type == SessionLog {
 		fields = append(fields,
 			field{key: "cwd", rule: "an absolute path", str: &h.Cwd, valid: func(s string) bool { return strings.HasPrefix(s, "/") }},
@@ -153,7 +151,10 @@ func parseHeaderWith(line []byte, wantVersion int, scratch []member) (*Header, *
 			field{key: "agentPreset", rule: "a string", str: &h.AgentPreset, valid: func(string) bool { return true }},
 			field{key: "delegationDepth", rule: "a non-negative safe integer", required: true, num: &h.DelegationDepth})
 		if h.Version <= 1 {
-			fields = append(fields, field{key: "seedLength", rule: "a non-negative safe integer", num: &seedLength})
+			if get("seedLength") != nil {
+				h.SeedLength = new(int64)
+			}
+			fields = append(fields, field{key: "seedLength", rule: "a non-negative safe integer", num: h.SeedLength})
 		} else {
 			fields = append(fields, field{key: "isSeeded", rule: "a boolean", required: true, flag: &h.IsSeeded})
 		}
@@ -180,9 +181,6 @@ func parseHeaderWith(line []byte, wantVersion int, scratch []member) (*Header, *
 		if !ok {
 			return nil, corrupt(m.ValOff, "header %s must be %s", f.key, f.rule)
 		}
-	}
-	if h.Type == SessionLog && h.Version <= 1 && get("seedLength") != nil {
-		h.SeedLength = &seedLength
 	}
 	return h, nil
 }
