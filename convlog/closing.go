@@ -41,25 +41,18 @@ func CloseTurn(ts TurnState, next, ms int64, reason string) []Event {
 	add := func(typ string, data []byte, op *SurfaceOp, src []int64) {
 		evs = append(evs, Event{Type: typ, Seq: next + int64(len(evs)), Time: ms, Data: data, SurfaceOp: op, SourceEventSeqs: src})
 	}
+	q := func(s string) []byte { return rawjson.AppendString(nil, s) }
 	step, stepOpen := ts.Step, ts.StepOpen
+	stepData := func() []byte { return fmt.Appendf(nil, `{"turn":%d,"step":%d}`, ts.Turn, step) }
 	if !stepOpen && len(ts.Calls) > 0 {
 		step++
-		add("step/start", turnStepData(ts.Turn, step), nil, nil)
+		add("step/start", stepData(), nil, nil)
 		stepOpen = true
 	}
 	if ts.CutOff && stepOpen {
 		if content := partialContent(ts.attempt); content != nil {
-			d := turnStepData(ts.Turn, step)
-			d = append(d[:len(d)-1], `,"message":{"role":"assistant","content":`...)
-			d = append(d, content...)
-			d = append(d, `,"source":{"kind":"model","provider":`...)
-			d = rawjson.AppendString(d, ts.Provider)
-			d = append(d, `,"model":`...)
-			d = rawjson.AppendString(d, ts.Model)
-			d = append(d, `},"id":`...)
-			d = rawjson.AppendString(d, fmt.Sprintf("interrupted-answer-%d", ts.AttemptSeq))
-			d = append(d, `},"stream":[],"interrupted":true}`...)
-			add(TypeAssistantMessage, d, &SurfaceOp{}, nil)
+			add(TypeAssistantMessage, fmt.Appendf(nil, `{"turn":%d,"step":%d,"message":{"role":"assistant","content":%s,"source":{"kind":"model","provider":%s,"model":%s},"id":%s},"stream":[],"interrupted":true}`,
+				ts.Turn, step, content, q(ts.Provider), q(ts.Model), q(fmt.Sprintf("interrupted-answer-%d", ts.AttemptSeq))), &SurfaceOp{}, nil)
 		}
 	}
 	for _, c := range ts.Calls {
@@ -70,38 +63,14 @@ func CloseTurn(ts TurnState, next, ms int64, reason string) []Event {
 			text, name, code = "The tool call was interrupted before it finished; its result is unknown. Check what it did before retrying it.",
 				"ToolInterruptedError", CodeToolInterrupted
 		}
-		d := turnStepData(ts.Turn, step)
-		d = append(d[:len(d)-1], `,"message":{"role":"tool","source":{"kind":"tool","callId":`...)
-		d = rawjson.AppendString(d, c.ID)
-		d = append(d, `},"toolCallId":`...)
-		d = rawjson.AppendString(d, c.ID)
-		d = append(d, `,"content":[{"type":"text","text":`...)
-		d = rawjson.AppendString(d, text)
-		d = append(d, `}],"isError":true,"id":`...)
-		d = rawjson.AppendString(d, id)
-		d = append(d, `},"error":{"name":`...)
-		d = rawjson.AppendString(d, name)
-		d = append(d, `,"code":`...)
-		d = rawjson.AppendString(d, code)
-		d = append(d, `}}`...)
-		add(TypeToolResult, d, &SurfaceOp{}, []int64{c.Seq})
+		add(TypeToolResult, fmt.Appendf(nil, `{"turn":%d,"step":%d,"message":{"role":"tool","source":{"kind":"tool","callId":%s},"toolCallId":%s,"content":[{"type":"text","text":%s}],"isError":true,"id":%s},"error":{"name":%s,"code":%s}}`,
+			ts.Turn, step, q(c.ID), q(c.ID), q(text), q(id), q(name), q(code)), &SurfaceOp{}, []int64{c.Seq})
 	}
 	if stepOpen {
-		add("step/end", turnStepData(ts.Turn, step), nil, nil)
+		add("step/end", stepData(), nil, nil)
 	}
-	d := rawjson.AppendInt([]byte(`{"turn":`), ts.Turn)
-	d = append(d, `,"reason":{"kind":`...)
-	d = rawjson.AppendString(d, reason)
-	d = append(d, `}}`...)
-	add(TypeTurnEnd, d, nil, nil)
+	add(TypeTurnEnd, fmt.Appendf(nil, `{"turn":%d,"reason":{"kind":%s}}`, ts.Turn, q(reason)), nil, nil)
 	return evs
-}
-
-func turnStepData(turn, step int64) []byte {
-	d := rawjson.AppendInt([]byte(`{"turn":`), turn)
-	d = append(d, `,"step":`...)
-	d = rawjson.AppendInt(d, step)
-	return append(d, '}')
 }
 
 // partialContent is what a cut-off model call had produced: the stream of
