@@ -3,7 +3,6 @@ package convlog
 import (
 	"fmt"
 	"io"
-	"slices"
 	"sync"
 )
 
@@ -47,6 +46,7 @@ type prefetcher struct {
 	// frames are in file order, ready or being decoded.
 	frames chan *pframe
 	free   chan *pframe
+	all    []*pframe // the frames above, for the pool at the end
 	work   chan *pframe
 	stop   chan struct{}
 	done   chan struct{}
@@ -109,11 +109,14 @@ func (r *Reader) startPrefetch() {
 	p := &prefetcher{frames: make(chan *pframe, bufs), free: make(chan *pframe, bufs), work: make(chan *pframe, bufs),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if r.cur != nil {
-		p.free <- r.cur
-		r.cur, bufs = nil, bufs-1
+		p.all = append(p.all, r.cur)
+		r.cur = nil
 	}
-	for range bufs {
-		p.free <- newPframe(r.pipe.lowMemory)
+	for len(p.all) < bufs {
+		p.all = append(p.all, newPframe(r.pipe.lowMemory))
+	}
+	for _, pf := range p.all {
+		p.free <- pf
 	}
 	r.pre = p
 	sc, src, mem := r.scanner, r.src, r.mem
@@ -173,7 +176,10 @@ func (r *Reader) stopPrefetch() {
 	close(r.pre.stop)
 	<-r.pre.done
 	if !r.pipe.lowMemory {
-		r.pre.recycle(r.cur, r.mem != nil)
+		// Every goroutine has ended: the frames are no one's.
+		for _, pf := range r.pre.all {
+			pf.recycle(r.mem != nil)
+		}
 	}
 	r.pre, r.cur = nil, nil
 }
@@ -185,36 +191,6 @@ var pframePool sync.Pool
 // keepPframeBytes bounds the buffers a frame keeps in the pool: those of
 // frames decoded whole, not of a hostile frame's.
 const keepPframeBytes = prefetchFrameBytes + 1<<20
-
-// recycle puts p's frames back in the pool once every goroutine of p has
-// ended, cur (the reader's) among them; in of a reader of mem is the
-// file's bytes, not the frame's to keep.
-func (p *prefetcher) recycle(cur *pframe, mem bool) {
-	var all []*pframe
-	add := func(pf *pframe) {
-		if pf != nil && !slices.Contains(all, pf) {
-			all = append(all, pf)
-		}
-	}
-	add(cur)
-	for _, ch := range []chan *pframe{p.free, p.frames, p.work} {
-	drain:
-		for {
-			select {
-			case pf, ok := <-ch:
-				if !ok {
-					break drain
-				}
-				add(pf)
-			default:
-				break drain
-			}
-		}
-	}
-	for _, pf := range all {
-		pf.recycle(mem)
-	}
-}
 
 // recycle puts pf in the pool unless its buffers grew too large.
 func (pf *pframe) recycle(mem bool) {
