@@ -41,6 +41,7 @@ type streamDec struct {
 	stop  chan struct{}
 	done  chan struct{}
 	cur   *aheadChunk
+	all   [aheadChunks]*aheadChunk
 }
 
 var aheadChunkPool = sync.Pool{New: func() any { return &aheadChunk{buf: make([]byte, aheadChunkBytes)} }}
@@ -61,8 +62,9 @@ func (r *Reader) useStream(f Frame) bool {
 func startStream(dec *zstd.Decoder) *streamDec {
 	s := &streamDec{ready: make(chan *aheadChunk, aheadChunks), free: make(chan *aheadChunk, aheadChunks),
 		stop: make(chan struct{}), done: make(chan struct{})}
-	for range aheadChunks {
-		s.free <- aheadChunkPool.Get().(*aheadChunk)
+	for i := range s.all {
+		s.all[i] = aheadChunkPool.Get().(*aheadChunk)
+		s.free <- s.all[i]
 	}
 	go func() {
 		defer close(s.done)
@@ -105,18 +107,8 @@ func (s *streamDec) next() ([]byte, error) {
 func (s *streamDec) end() {
 	close(s.stop)
 	<-s.done
-	if s.cur != nil {
-		aheadChunkPool.Put(s.cur)
-	}
-	for {
-		select {
-		case c := <-s.ready:
-			aheadChunkPool.Put(c)
-		case c := <-s.free:
-			aheadChunkPool.Put(c)
-		default:
-			return
-		}
+	for _, c := range s.all {
+		aheadChunkPool.Put(c)
 	}
 }
 
