@@ -197,15 +197,12 @@ func EachMember(b []byte, fn func(Member) bool) error {
 // Get returns the raw value of the member key of the validated object b,
 // nil when b has none or is not an object.
 func Get(b []byte, key string) []byte {
-	var v []byte
-	EachMember(b, func(m Member) bool {
-		if string(m.Key) == key {
-			v = m.Value
-			return false
-		}
-		return true
-	})
-	return v
+	v := GetFrom(b, key)
+	end, err := Next(v, 0)
+	if err != nil {
+		return nil
+	}
+	return v[:end]
 }
 
 // GetFrom returns the validated object b from the value of its member key
