@@ -227,31 +227,7 @@ func (o *objKeys) seen(b []byte, obj, ks int, k []byte) bool {
 // eachKey calls fn with each key (decoded) of the object at b[obj] that
 // comes before offset end, which the scan has validated.
 func eachKey(b []byte, obj, end int, fn func([]byte) bool) {
-	i := SkipSpace(b, obj+1)
-	for i < end && i < len(b) && b[i] == '"' {
-		ke, err := skipStringTrusted(b, i)
-		if err != nil {
-			return
-		}
-		raw := b[i:ke]
-		k := raw[1 : len(raw)-1]
-		if bytes.IndexByte(k, '\\') >= 0 {
-			k, _ = AppendUnquote(nil, raw)
-		}
-		if !fn(k) {
-			return
-		}
-		i = SkipSpace(b, ke)
-		i = SkipSpace(b, i+1) // past ':'
-		ve, err := Next(b, i)
-		if err != nil {
-			return
-		}
-		i = SkipSpace(b, ve)
-		if i < len(b) && b[i] == ',' {
-			i = SkipSpace(b, i+1)
-		}
-	}
+	EachMember(b[obj:end], func(m Member) bool { return fn(m.Key) })
 }
 
 func skipLiteral(b []byte, i int, lit string) (int, error) {
