@@ -297,17 +297,23 @@ func companionOf(name string) (string, bool) {
 	return "", false
 }
 
+// isArchiveOrInfo: an archive's name, or its sidecar's, whose killed
+// writers' temporary files a backup sweeps.
+func isArchiveOrInfo(name string) bool {
+	return IsArchiveName(strings.TrimSuffix(name, InfoSuffix))
+}
+
 func isTempArchive(name string) bool {
 	final, ok := archive.TempOf(name)
 	return ok && IsArchiveName(final)
 }
 
-// removeStaleTemps removes temporary archives whose writer is gone (no
-// flock), then what belongs to something gone: their companions, and the
+// removeStaleTemps removes temporary archives and sidecars whose writer is
+// gone (no flock), then what belongs to something gone: their companions, and the
 // sidecars of archives.
 func removeStaleTemps(dir string) []string {
 	var removed []string
-	for _, sw := range archive.SweepTemps(dir, IsArchiveName) {
+	for _, sw := range archive.SweepTemps(dir, isArchiveOrInfo) {
 		if sw.Err == nil {
 			removed = append(removed, sw.Path)
 		}

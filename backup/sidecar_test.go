@@ -128,8 +128,15 @@ func TestSidecars(t *testing.T) {
 	os.Remove(other)
 
 	// Retention takes sidecars with their archives; a sidecar whose archive
-	// is gone goes at the next backup.
+	// is gone goes at the next backup, as do the temporary files of an
+	// archive's and a sidecar's writers killed before they published.
 	os.Remove(archives[1])
+	for _, final := range []string{archives[1], InfoPath(archives[0])} {
+		tmp := filepath.Join(out, "."+filepath.Base(final)+".0123456789abcdef.tmp")
+		if err := os.WriteFile(tmp, []byte("killed"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	dr, err := toDir(context.Background(), dataDir, out, DirOptions{Options: Options{Now: fixedClock(base.Add(20 * time.Hour))}, Retention: Retention{Last: 1}})
 	if err != nil {
 		t.Fatal(err)
