@@ -304,7 +304,7 @@ func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole boo
 	}
 	var events int64
 	// The admission reindex applies: a log it refuses is invalid here too.
-	rules := convlog.NewValidator(r.Header(), nil)
+	rules := convlog.NewValidator(r.Header())
 	var ruleErr error
 	for e, err := range r.Events() {
 		if err != nil {

@@ -484,7 +484,7 @@ func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (
 		if g.through >= 0 && e.Seq > g.through {
 			break
 		}
-		if err := h.Apply(nil, e); err != nil {
+		if err := h.Apply(e); err != nil {
 			return nil, err
 		}
 		if e.SurfaceOp != nil {

@@ -37,7 +37,7 @@ func history(t *testing.T, path string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Apply(nil, e); err != nil {
+		if err := h.Apply(e); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -40,7 +40,7 @@ type AdmitOptions struct {
 // first refusal (with opts.Problem, nil once every event was read), a
 // reading error of src as it is, or ctx's error.
 func Admit(ctx context.Context, src EventSource, h *Header, opts AdmitOptions) error {
-	v := NewValidator(h, nil)
+	v := NewValidator(h)
 	loc, _ := src.(ruleLocator)
 	place := func(err error) error {
 		if loc != nil {

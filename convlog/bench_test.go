@@ -211,7 +211,7 @@ func BenchmarkValidate(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		v := NewValidator(r.Header(), nil)
+		v := NewValidator(r.Header())
 		for e, err := range r.Events() {
 			if err != nil {
 				b.Fatal(err)

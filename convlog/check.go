@@ -3,7 +3,7 @@ package convlog
 import "fmt"
 
 // LineChecker checks event lines one at a time as a Reader reads them: the
-// envelope, the registry's rules for the type, the seq expected. A writer
+// envelope, the type's rules, the seq expected. A writer
 // that produces a log's lines itself (an upgrade's successor) checks what
 // it writes with it, before the bytes reach the file, instead of reading
 // the file back. It is not safe for concurrent use: one per goroutine.
@@ -14,13 +14,10 @@ type LineChecker struct {
 }
 
 // NewLineChecker checks the event lines of a log of header h (path names
-// it in errors) against reg (nil: the default registry).
-func NewLineChecker(path string, h *Header, reg *Registry) *LineChecker {
-	if reg == nil {
-		reg = DefaultRegistry
-	}
+// it in errors).
+func NewLineChecker(path string, h *Header) *LineChecker {
 	c := &LineChecker{path: path}
-	c.parser.version, c.parser.reg = h.Version, reg
+	c.parser.version = h.Version
 	return c
 }
 

@@ -9,7 +9,7 @@ import (
 // CheckedMember gives what a lookup in the checked line's data gives.
 func TestCheckedMember(t *testing.T) {
 	h := &Header{Type: SessionLog, Version: CurrentVersion, ID: "s1", CreatedAt: 1, Cwd: "/"}
-	c := NewLineChecker("log", h, nil)
+	c := NewLineChecker("log", h)
 	lines := []string{
 		`{"type":"user/message","seq":0,"time":1,"data":{"turn":1,"role":"user","id":"u1","content":[],"source":{"kind":"user"}},"surfaceOp":"append"}`,
 		`{"type":"user/message","seq":0,"time":1,"data":{"turn":1,"role":"user","\u0069d":"u\"2","content":[],"source":{"kind":"user"}},"surfaceOp":"append"}`,

@@ -30,7 +30,7 @@
 //     reindex alike. Writer.Turn says where a turn stands, and CloseTurn
 //     builds the events that close an interrupted one.
 //   - The history a model reads: History, with one interpreter per surface
-//     type in the Registry.
+//     type (schemas.go).
 //
 // Older versions are read as they are; the upgrade package turns them
 // into version 4 events.

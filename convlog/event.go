@@ -41,8 +41,8 @@ type Event struct {
 	// checked (rules.go reads them); scanned says they are set.
 	dataMembers, msgMembers []member
 	scanned, msgScanned     bool
-	// info is the type's registration the reader found (nil: unknown).
-	info *TypeInfo
+	// info is the type the reader found (nil: unknown).
+	info *eventType
 }
 
 // CheckedMember returns the raw value of data's member key, or of
@@ -92,7 +92,6 @@ func (p *eventProblem) Error() string { return p.msg }
 // envelopeParser parses event lines of one log, reusing its buffers.
 type envelopeParser struct {
 	version int
-	reg     *Registry
 	members []member
 	seqs    []int64
 	op      SurfaceOp
@@ -100,7 +99,7 @@ type envelopeParser struct {
 	// refused for another reason.
 	seqKnown bool
 	// types are registered types met in this log (see eventType).
-	types  [16]*TypeInfo
+	types  [16]*eventType
 	ntypes int
 	// inner is parsePacked's buffer.
 	inner []member
@@ -116,21 +115,21 @@ type envelopeParser struct {
 
 var packedTypes = map[string]bool{"text-chunks": true, "reasoning-chunks": true, "tool-call-chunks": true}
 
-// eventType decodes the raw type member and looks it up in the registry. A
-// type met before in this log costs neither an allocation nor a registry
-// lookup: a log repeats a handful of types.
-func (p *envelopeParser) eventType(raw []byte) (string, *TypeInfo, bool) {
+// eventType decodes the raw type member and looks it up. A type met before
+// in this log costs neither an allocation nor a map lookup: a log repeats a
+// handful of types.
+func (p *envelopeParser) eventType(raw []byte) (string, *eventType, bool) {
 	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
 		name := raw[1 : len(raw)-1]
 		for _, t := range p.types {
-			if t != nil && t.Name == string(name) {
-				return t.Name, t, true
+			if t != nil && t.name == string(name) {
+				return t.name, t, true
 			}
 		}
-		if t := p.reg.lookupBytes(name); t != nil {
+		if t := eventTypes[string(name)]; t != nil {
 			p.types[p.ntypes%len(p.types)] = t
 			p.ntypes++
-			return t.Name, t, true
+			return t.name, t, true
 		}
 		return string(name), nil, true
 	}
@@ -138,7 +137,7 @@ func (p *envelopeParser) eventType(raw []byte) (string, *TypeInfo, bool) {
 	if !ok {
 		return "", nil, false
 	}
-	return s, p.reg.Lookup(s), true
+	return s, eventTypes[s], true
 }
 
 // parse fills e from line. expectSeq is the seq the row must carry, or -1
@@ -195,7 +194,7 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 		return corrupt(0, "event has no \"type\"")
 	}
 	var ok bool
-	var info *TypeInfo
+	var info *eventType
 	if e.Type, info, ok = p.eventType(typ.Value); !ok || e.Type == "" {
 		return corrupt(typ.ValOff, "event type must be a non-empty string")
 	}
@@ -254,7 +253,7 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 		// checks them. Here only the envelope is read.
 		e.Known = info != nil
 	}
-	surface := info != nil && info.Surface
+	surface := info != nil && info.surface
 	if p.version >= 3 && e.Known {
 		if surface && sop == nil {
 			return corrupt(0, "surface event %s at seq %d has no surfaceOp", e.Type, e.Seq)

@@ -191,7 +191,7 @@ func fuzzRead(t *testing.T, data []byte, comp Compression, onProblem bool) {
 	plain.WriteByte('\n')
 	var events int64
 	var hist History
-	rules := NewValidator(r.Header(), nil)
+	rules := NewValidator(r.Header())
 	for {
 		if events+problems > 1<<20 {
 			if comp == Plain {
@@ -222,7 +222,7 @@ func fuzzRead(t *testing.T, data []byte, comp Compression, onProblem bool) {
 		plain.WriteByte('\n')
 		// The derived history and the text helpers take any accepted
 		// event without panicking (they may refuse it).
-		hist.Apply(nil, e)
+		hist.Apply(e)
 		if m := MessageOf(e); m != nil {
 			MessageText(m)
 			ReadableText(m)
@@ -543,8 +543,8 @@ func FuzzEnvelope(f *testing.F) {
 		// is refused or taken, never a panic or a hang.
 		for _, typ := range []string{TypeUserMessage, TypeAssistantMessage} {
 			var h History
-			h.Apply(nil, &Event{Type: typ, Data: line, SurfaceOp: &SurfaceOp{}})
-			h.Apply(nil, &Event{Type: typ, Seq: 1, Data: line, SurfaceOp: &SurfaceOp{Replace: true}})
+			h.Apply(&Event{Type: typ, Data: line, SurfaceOp: &SurfaceOp{}})
+			h.Apply(&Event{Type: typ, Seq: 1, Data: line, SurfaceOp: &SurfaceOp{Replace: true}})
 		}
 		data := append([]byte(fuzzHeader(ver)+"\n"), line...)
 		data = append(data, '\n')
@@ -563,7 +563,7 @@ func FuzzEnvelope(f *testing.F) {
 		}
 		oneLine := bytes.IndexByte(line, '\n') < 0
 		var h History
-		h.Apply(nil, e)
+		h.Apply(e)
 		if m := MessageOf(e); m != nil {
 			MessageText(m)
 			ReadableText(m)

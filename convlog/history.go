@@ -47,32 +47,29 @@ func (h *History) Messages() []HistoryMessage {
 
 // Apply interprets one event. Log-only and unknown ignorable events leave
 // the history unchanged.
-func (h *History) Apply(reg *Registry, e *Event) error {
-	if reg == nil {
-		reg = DefaultRegistry
-	}
-	info := reg.Lookup(e.Type)
+func (h *History) Apply(e *Event) error {
+	info := eventTypes[e.Type]
 	// Known is false on a read event only for an opaque ignorable one; an
 	// event built in memory leaves it unset and is interpreted by its type.
-	if info == nil || !info.Surface || (!e.Known && e.Ignorable) {
+	if info == nil || !info.surface || (!e.Known && e.Ignorable) {
 		return nil
 	}
 	raw := e.Data
-	if info.MessagePath != "" {
+	if info.msgPath != "" {
 		var err error
 		h.members, err = rawjson.Members(e.Data, h.members)
 		if err != nil {
 			return fmt.Errorf("%s at seq %d: data is not an object", e.Type, e.Seq)
 		}
-		if raw = memberValue(h.members, info.MessagePath); raw == nil {
-			return fmt.Errorf("%s at seq %d: data has no %s", e.Type, e.Seq, termtext.Quote(info.MessagePath))
+		if raw = memberValue(h.members, info.msgPath); raw == nil {
+			return fmt.Errorf("%s at seq %d: data has no %s", e.Type, e.Seq, termtext.Quote(info.msgPath))
 		}
 	}
 	msg, err := parseStoredMessage(raw, !h.SkipBodies)
 	if err != nil {
 		return fmt.Errorf("%s at seq %d: %v", e.Type, e.Seq, err)
 	}
-	return info.Interpret(h, e, msg)
+	return info.interpret(h, e, msg)
 }
 
 // Put carries out a surface event's surfaceOp with msg: append it, or
@@ -125,7 +122,7 @@ func roleError(e *Event, msg StoredMessage, roles []string) error {
 }
 
 // interpretRole records a message of the given role.
-func interpretRole(role string) Interpreter {
+func interpretRole(role string) interpreter {
 	return func(h *History, e *Event, msg StoredMessage) error {
 		if err := requireRole(e, msg, role); err != nil {
 			return err
@@ -141,14 +138,4 @@ func interpretAssistant(h *History, e *Event, msg StoredMessage) error {
 		return err
 	}
 	return h.Put(e, msg, msg.Empty())
-}
-
-func surfaceTypes() []TypeInfo {
-	return []TypeInfo{
-		{Name: TypeSystemMessage, Surface: true, MessagePath: "message", Interpret: interpretRole("system")},
-		{Name: TypeDeveloperMessage, Surface: true, MessagePath: "message", Interpret: interpretRole("developer")},
-		{Name: TypeUserMessage, Surface: true, Interpret: interpretRole("user")},
-		{Name: TypeAssistantMessage, Surface: true, MessagePath: "message", Interpret: interpretAssistant},
-		{Name: TypeToolResult, Surface: true, MessagePath: "message", Interpret: interpretRole("tool")},
-	}
 }

@@ -12,13 +12,13 @@ import (
 
 // readLines writes a plain v4 log of the given event lines and reads it
 // back strictly, so the events are exactly what a reader hands out.
-func readLines(t *testing.T, reg *Registry, ls ...string) []Event {
+func readLines(t *testing.T, ls ...string) []Event {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "s1.v4.jsonl")
 	if err := os.WriteFile(path, plainLog(append([]string{hdrV4}, ls...)...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	evs, _, _, err := readLogStrict(path, ReaderOptions{Registry: reg})
+	evs, _, _, err := readLogStrict(path, ReaderOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func historySeqs(h *History) []int64 {
 func applyAll(t *testing.T, h *History, evs []Event) {
 	t.Helper()
 	for i := range evs {
-		if err := h.Apply(nil, &evs[i]); err != nil {
+		if err := h.Apply(&evs[i]); err != nil {
 			t.Fatalf("event %d: %v", i, err)
 		}
 	}
@@ -72,7 +72,7 @@ func checkpointMsg(id string) string {
 }
 
 func TestHistoryAppend(t *testing.T) {
-	evs := readLines(t, nil, conversation()...)
+	evs := readLines(t, conversation()...)
 	if len(evs) != 7 {
 		t.Fatalf("%d events", len(evs))
 	}
@@ -102,7 +102,7 @@ func TestHistoryReplace(t *testing.T) {
 		surfaceLine(TypeUserMessage, 8, string(userMsg("u2", "next")), `"append"`, ""),
 	)
 	var h History
-	applyAll(t, &h, readLines(t, nil, ls...))
+	applyAll(t, &h, readLines(t, ls...))
 	if got := fmt.Sprint(historySeqs(&h)); got != "[2 7 6 8]" {
 		t.Fatalf("history seqs %s, want [2 7 6 8]", got)
 	}
@@ -115,7 +115,7 @@ func TestHistoryReplace(t *testing.T) {
 		`{"turn":2,"step":1,"message":{"role":"system","content":[{"type":"text","text":"be brief"}],"source":{"kind":"system-prompt"},"id":"sys1"}}`,
 		replaceOp(2, 8), "[2,6,7,8]"))
 	h = History{}
-	applyAll(t, &h, readLines(t, nil, ls...))
+	applyAll(t, &h, readLines(t, ls...))
 	if got := fmt.Sprint(historySeqs(&h)); got != "[9]" {
 		t.Fatalf("history seqs %s, want [9]", got)
 	}
@@ -136,11 +136,11 @@ func TestHistoryReplaceNotInHistory(t *testing.T) {
 				surfaceLine(TypeUserMessage, 7, checkpointMsg("k1"), replaceOp(3, 5), "[3,4,5]"),
 				surfaceLine(TypeUserMessage, 8, checkpointMsg("k2"), tc.op, ""),
 			)
-			evs := readLines(t, nil, ls...)
+			evs := readLines(t, ls...)
 			var h History
 			applyAll(t, &h, evs[:8])
 			before := fmt.Sprint(historySeqs(&h))
-			err := h.Apply(nil, &evs[8])
+			err := h.Apply(&evs[8])
 			if err == nil || !strings.Contains(err.Error(), "not a span of the current history") ||
 				!strings.Contains(err.Error(), fmt.Sprintf("at seq %d", tc.wantAt)) {
 				t.Fatalf("err = %v", err)
@@ -166,9 +166,9 @@ func TestHistoryRefusesBadMessages(t *testing.T) {
 		{"no message member", surfaceLine(TypeAssistantMessage, 0, `{"turn":1,"step":1}`, `"append"`, ""), `data has no "message"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			evs := readLines(t, nil, tc.line)
+			evs := readLines(t, tc.line)
 			var h History
-			err := h.Apply(nil, &evs[0])
+			err := h.Apply(&evs[0])
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "at seq 0") {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
@@ -189,7 +189,7 @@ func TestUnknownSourceKindPreserved(t *testing.T) {
 	src := `{"kind":"acme-bridge", "zeta":[1, 2],"alpha":{"b":1,"a":"\u00e9"}}`
 	user := `{"content":[{"type":"text","text":"hi"}],  "source":` + src + `,"role":"user","id":"u1","x-extra":true}`
 	asst := `{"role":"assistant","content":[{"type":"text","text":"yo"}],"source":` + src + `,"id":"a1"}`
-	evs := readLines(t, nil,
+	evs := readLines(t,
 		surfaceLine(TypeUserMessage, 0, user, `"append"`, ""),
 		surfaceLine(TypeAssistantMessage, 1, `{"turn":1,"step":1,"message": `+asst+` ,"stream":[]}`, `"append"`, ""))
 	var h History
@@ -220,7 +220,7 @@ func TestInMemoryEventApplies(t *testing.T) {
 	// history like the same event read from a log.
 	e := Event{Type: TypeUserMessage, Seq: 0, Data: userMsg("u1", "hi"), SurfaceOp: &SurfaceOp{}}
 	var h History
-	if err := h.Apply(nil, &e); err != nil {
+	if err := h.Apply(&e); err != nil {
 		t.Fatal(err)
 	}
 	if len(h.Messages()) != 1 {
@@ -228,7 +228,7 @@ func TestInMemoryEventApplies(t *testing.T) {
 	}
 	// An unknown ignorable event never does.
 	e = Event{Type: TypeUserMessage, Seq: 1, Data: userMsg("u2", "hi"), SurfaceOp: &SurfaceOp{}, Ignorable: true}
-	if err := h.Apply(nil, &e); err != nil || len(h.Messages()) != 1 {
+	if err := h.Apply(&e); err != nil || len(h.Messages()) != 1 {
 		t.Fatalf("ignorable opaque event applied: %v %d", err, len(h.Messages()))
 	}
 }
@@ -246,63 +246,13 @@ func TestReservedSourceKinds(t *testing.T) {
 	}
 }
 
-func TestRegistryRegister(t *testing.T) {
-	r := NewRegistry()
-	noop := func(h *History, e *Event, msg StoredMessage) error { return nil }
-	for _, tc := range []struct {
-		name string
-		ti   TypeInfo
-		want string
-	}{
-		{"duplicate surface", TypeInfo{Name: TypeUserMessage, Surface: true, Interpret: noop}, "already registered"},
-		{"duplicate log-only", TypeInfo{Name: "turn/start"}, "already registered"},
-		{"duplicate conversation type", TypeInfo{Name: "conversation/renamed"}, "already registered"},
-		{"surface without interpreter", TypeInfo{Name: "acme/note", Surface: true}, "no interpreter"},
-		{"log-only with interpreter", TypeInfo{Name: "acme/log", Interpret: noop}, "cannot have an interpreter"},
-		{"empty name", TypeInfo{}, "empty"},
-	} {
-		if err := r.Register(tc.ti); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: Register = %v, want %q", tc.name, err, tc.want)
-		}
-	}
-	if r.Lookup("acme/note") != nil || r.Lookup("acme/log") != nil {
-		t.Error("a refused type was registered")
-	}
-	if err := r.Register(TypeInfo{Name: "acme/log"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Register(TypeInfo{Name: "acme/log"}); err == nil {
-		t.Error("second registration accepted")
-	}
-	// A plugin surface type with its interpreter is read and applied.
-	var seen []int64
-	if err := r.Register(TypeInfo{Name: "acme/note", Surface: true, MessagePath: "note",
-		Interpret: func(h *History, e *Event, msg StoredMessage) error {
-			seen = append(seen, e.Seq)
-			return h.Put(e, msg, false)
-		}}); err != nil {
-		t.Fatal(err)
-	}
-	if DefaultRegistry.Lookup("acme/note") != nil {
-		t.Error("registering in a new registry changed the default one")
-	}
-	evs := readLines(t, r,
-		`{"type":"acme/log","seq":0,"time":1,"data":{}}`,
-		surfaceLine("acme/note", 1, `{"note":{"role":"user","content":[],"source":{"kind":"acme"},"id":"n1"}}`, `"append"`, "[0]"))
-	var h History
-	for i := range evs {
-		if err := h.Apply(r, &evs[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if fmt.Sprint(seen) != "[1]" || len(h.Messages()) != 1 {
-		t.Errorf("interpreter saw %v, history %v", seen, historySeqs(&h))
-	}
-	// The default registry does not know the plugin's types.
+// TestUnknownTypeRefused: a strict reader refuses a type outside the
+// vocabulary that is not marked ignorable.
+func TestUnknownTypeRefused(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s1.v4.jsonl")
 	os.WriteFile(path, plainLog(hdrV4, `{"type":"acme/log","seq":0,"time":1,"data":{}}`), 0o600)
 	if _, _, _, err := readLogStrict(path, ReaderOptions{}); err == nil {
-		t.Error("default registry accepted a plugin type")
+		t.Error("a plugin type was accepted")
 	}
 }
 
@@ -387,7 +337,7 @@ func TestReplaceSpanInSurfaceOrder(t *testing.T) {
 	}
 	// The envelope admits such a span when read from a log.
 	line := `{"type":"user/message","seq":9,"time":1,"data":{},"surfaceOp":{"op":"replace","startSeq":5,"endSeq":3}}`
-	p := &envelopeParser{version: 4, reg: DefaultRegistry}
+	p := &envelopeParser{version: 4}
 	var e Event
 	if prob := p.parse([]byte(line), 9, &e); prob != nil {
 		t.Fatalf("envelope refused a surface-order span: %s", prob.msg)

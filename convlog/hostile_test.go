@@ -180,7 +180,7 @@ func hostileCases() []hostileCase {
 				}
 				var h History
 				for i := range evs {
-					if err := h.Apply(nil, &evs[i]); err != nil {
+					if err := h.Apply(&evs[i]); err != nil {
 						t.Fatal(err)
 					}
 				}

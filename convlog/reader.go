@@ -28,10 +28,8 @@ const (
 	DefaultMinPlainBytes = 256 << 20
 )
 
-// ReaderOptions tune a Reader. The zero value reads strictly with the
-// default registry.
+// ReaderOptions tune a Reader. The zero value reads strictly.
 type ReaderOptions struct {
-	Registry *Registry
 	// MaxLineBytes bounds one line (default DefaultMaxLineBytes); in a
 	// compressed log a longer line ends the read.
 	MaxLineBytes int
@@ -335,9 +333,6 @@ func NewReader(src io.ReaderAt, size int64, path string, opts ReaderOptions) (*R
 			}
 		}
 	}
-	if opts.Registry == nil {
-		opts.Registry = DefaultRegistry
-	}
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = DefaultMaxLineBytes
 	}
@@ -380,7 +375,7 @@ func NewReader(src io.ReaderAt, size int64, path string, opts ReaderOptions) (*R
 			return nil, err
 		}
 	}
-	r.parser.version, r.parser.reg = r.header.Version, opts.Registry
+	r.parser.version = r.header.Version
 	return r, nil
 }
 

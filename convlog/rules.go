@@ -85,7 +85,6 @@ type Validator struct {
 	strict  bool
 	session bool
 	version int
-	reg     *Registry
 	hist    History
 	path    pathState
 	// seeded: the log begins with inherited history, exempt from the path,
@@ -95,8 +94,6 @@ type Validator struct {
 	marker         bool
 
 	calls   []string
-	types   [16]*TypeInfo
-	ntypes  int
 	lastMsg []byte
 
 	// id is the header's id; rel the relationships' state (relations.go),
@@ -109,13 +106,9 @@ type Validator struct {
 	lastHeader uint64
 }
 
-// NewValidator returns a validator for the log whose header is h. reg nil
-// is DefaultRegistry.
-func NewValidator(h *Header, reg *Registry) *Validator {
-	if reg == nil {
-		reg = DefaultRegistry
-	}
-	v := &Validator{session: h.Type == SessionLog, version: h.Version, reg: reg, seedLen: -1, id: h.ID}
+// NewValidator returns a validator for the log whose header is h.
+func NewValidator(h *Header) *Validator {
+	v := &Validator{session: h.Type == SessionLog, version: h.Version, seedLen: -1, id: h.ID}
 	v.hist.SkipBodies = true
 	v.path.version = h.Version
 	switch {
@@ -127,24 +120,10 @@ func NewValidator(h *Header, reg *Registry) *Validator {
 	return v
 }
 
-func newStrictValidator(h *Header, reg *Registry) *Validator {
-	v := NewValidator(h, reg)
+func newStrictValidator(h *Header) *Validator {
+	v := NewValidator(h)
 	v.strict = true
 	return v
-}
-
-func (v *Validator) lookup(name string) *TypeInfo {
-	for _, t := range v.types {
-		if t != nil && t.Name == name {
-			return t
-		}
-	}
-	t := v.reg.Lookup(name)
-	if t != nil {
-		v.types[v.ntypes%len(v.types)] = t
-		v.ntypes++
-	}
-	return t
 }
 
 // Message is the stored message the last checked surface event carries
@@ -161,8 +140,8 @@ func (v *Validator) Check(e *Event) error {
 		return nil
 	}
 	info := e.info
-	if info == nil || info.Name != e.Type {
-		info = v.lookup(e.Type)
+	if info == nil || info.name != e.Type {
+		info = eventTypes[e.Type]
 	}
 	rerr := func(kind error, format string, args ...any) *RuleError {
 		return &RuleError{Seq: e.Seq, Type: e.Type, Msg: fmt.Sprintf(format, args...), Kind: kind}
@@ -182,9 +161,9 @@ func (v *Validator) Check(e *Event) error {
 		}
 		return first
 	}
-	var sc *eventSchema
+	var sc *eventType
 	if info != nil && (e.Known || !e.Ignorable) {
-		sc = info.schema
+		sc = info
 	}
 	if sc != nil && (sc.log == inSession) != v.session {
 		if e.Ignorable {
@@ -240,7 +219,7 @@ func (v *Validator) Check(e *Event) error {
 		return nil
 	}
 	role := info.role
-	if role == 0 && !info.Surface {
+	if role == 0 && !info.surface {
 		if current && !v.inSeed && first == nil {
 			if p := v.relations(e, &eventFields{}, nil, nil); p != nil {
 				return ruleProblem(e, p)
@@ -256,15 +235,15 @@ func (v *Validator) Check(e *Event) error {
 	}
 	var f eventFields
 	var msg []byte
-	if info.Surface && info.MessagePath == "" {
+	if info.surface && info.msgPath == "" {
 		msg = e.Data
 	}
-	if info.MessagePath != "" || role != 0 {
-		if err := f.read(e, info.MessagePath, &msg); err != nil {
+	if info.msgPath != "" || role != 0 {
+		if err := f.read(e, info.msgPath, &msg); err != nil {
 			switch {
-			case info.Surface && current:
+			case info.surface && current:
 				return fail(rerr(ErrMessageIdentity, "data is not a JSON object: a surface event carries a stored message"))
-			case role == roleEndSeed || info.Surface:
+			case role == roleEndSeed || info.surface:
 				return done()
 			}
 			return fail(rerr(ErrTurnPath, "data is not a JSON object"))
@@ -272,15 +251,15 @@ func (v *Validator) Check(e *Event) error {
 	}
 	var mf messageFields
 	msgPath := "data.message"
-	if info.MessagePath == "" {
+	if info.msgPath == "" {
 		msgPath = "data"
 	}
 	if msg != nil {
 		ok := true
 		switch {
-		case info.MessagePath == "" && e.scanned:
+		case info.msgPath == "" && e.scanned:
 			mf = messageOf(e.dataMembers) // data is the message
-		case info.MessagePath == "message" && e.msgScanned:
+		case info.msgPath == "message" && e.msgScanned:
 			mf = messageOf(e.msgMembers)
 		default:
 			mf, ok = scanMessage(msg)
@@ -323,8 +302,8 @@ func (v *Validator) Check(e *Event) error {
 			}
 			f.toolCalls = v.calls
 		}
-	} else if info.Surface && current {
-		return fail(rerr(ErrMessageIdentity, "data has no %s: a surface event carries a stored message", termtext.Quote(info.MessagePath)))
+	} else if info.surface && current {
+		return fail(rerr(ErrMessageIdentity, "data has no %s: a surface event carries a stored message", termtext.Quote(info.msgPath)))
 	}
 	if role == roleEndSeed && f.inherited && !v.seeded {
 		return fail(rerr(ErrHistory, "an inherited session/end-seed marker in a log whose header is not seeded"))
@@ -351,7 +330,7 @@ func (v *Validator) Check(e *Event) error {
 		}
 	}
 	wasEmpty := len(v.hist.nodes) == 0
-	if info.Surface && current {
+	if info.surface && current {
 		if p := v.surfaceRules(e); p != nil && block(ruleProblem(e, p)) {
 			return first
 		}
@@ -361,7 +340,7 @@ func (v *Validator) Check(e *Event) error {
 		// A reader replays the history even past a path problem. The
 		// interpreters read only the role and content: the stub has those.
 		sm := StoredMessage{role: roleOf(mf.role), raw: stubContent(mf.content)}
-		if err := info.Interpret(&v.hist, e, sm); err != nil && block(rerr(ErrHistory, "%v", trimEventPrefix(err, e))) {
+		if err := info.interpret(&v.hist, e, sm); err != nil && block(rerr(ErrHistory, "%v", trimEventPrefix(err, e))) {
 			return first
 		}
 	}
@@ -371,7 +350,7 @@ func (v *Validator) Check(e *Event) error {
 	if pathOK && (!v.inSeed || current) {
 		v.path.apply(e, role, &f)
 	}
-	if info.Surface && current {
+	if info.surface && current {
 		v.applySurface(e, wasEmpty)
 	}
 	if role == roleEndSeed && f.inherited {

@@ -13,7 +13,7 @@ import (
 // append surfaceOp.
 func ev(typ, data string) Event {
 	e := Event{Type: typ, Time: 1, Data: []byte(data)}
-	if info := DefaultRegistry.Lookup(typ); info != nil && info.Surface {
+	if IsSurface(typ) {
 		e.SurfaceOp = &SurfaceOp{}
 	}
 	return e
@@ -44,7 +44,7 @@ func ruleProblems(t *testing.T, h *Header, evs []Event) map[int64]error {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	v := NewValidator(r.Header(), nil)
+	v := NewValidator(r.Header())
 	got := map[int64]error{}
 	for e, err := range r.Events() {
 		if err != nil {

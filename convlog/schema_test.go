@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"github.com/convkit/convkit/internal/rawjson"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -257,10 +259,10 @@ func FuzzPayload(f *testing.F) {
 		if rawjson.Valid(data) != nil || len(data) > 1<<16 {
 			return
 		}
-		names := DefaultRegistry.Names()
+		names := slices.Sorted(maps.Keys(eventTypes))
 		typ := names[int(k)%len(names)]
 		h := testHeader("s")
-		if info := DefaultRegistry.Lookup(typ); info.schema != nil && info.schema.log == inConversation {
+		if eventTypes[typ].log == inConversation {
 			h = convHeader()
 		}
 		prefix := []Event{ev("turn/start", `{"turn":1}`), ev("step/start", `{"turn":1,"step":1}`), reqHeader}
@@ -268,10 +270,10 @@ func FuzzPayload(f *testing.F) {
 			prefix = nil
 		}
 		e := ev(typ, string(data))
-		checkers := [2]*Validator{newStrictValidator(h, nil), NewValidator(h, nil)}
+		checkers := [2]*Validator{newStrictValidator(h), NewValidator(h)}
 		var verdicts [2]error
 		for i, v := range checkers {
-			lc := NewLineChecker("f", h, nil)
+			lc := NewLineChecker("f", h)
 			for j, p := range append(append([]Event(nil), prefix...), e) {
 				p.Seq = int64(j)
 				line := p.AppendJSON(nil)

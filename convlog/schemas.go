@@ -15,16 +15,24 @@ const (
 	inConversation
 )
 
-// eventSchema is one type's place and payload.
-type eventSchema struct {
+// eventType is one type of the vocabulary: its log, its payload, its role
+// on a turn's path and, for a surface type, its message and its one
+// interpreter.
+type eventType struct {
+	name string
 	log  logKind
 	data *shape
-	// msg is the slot of a surface event's own message.
-	msg slot
 	// plugin: a plugin's payload, which the reference does not check:
 	// its members and their JSON types are checked, its values are the
 	// plugin's.
-	plugin bool
+	plugin  bool
+	role    pathRole
+	surface bool
+	// msg is the slot of a surface event's message, msgPath the member of
+	// data holding it ("": data itself).
+	msg       slot
+	msgPath   string
+	interpret interpreter
 }
 
 // Shapes the events share.
@@ -125,24 +133,25 @@ func checkTitleSource(obj []byte) *problem {
 	return nil
 }
 
-func sess(fields ...field) *eventSchema {
-	return &eventSchema{log: inSession, data: &shape{name: "data", fields: fields}}
+func sess(fields ...field) *eventType {
+	return &eventType{log: inSession, data: &shape{name: "data", fields: fields}}
 }
 
-func sessCheck(check func([]byte) *problem, fields ...field) *eventSchema {
-	return &eventSchema{log: inSession, data: &shape{name: "data", fields: fields, check: check}}
+func sessCheck(check func([]byte) *problem, fields ...field) *eventType {
+	return &eventType{log: inSession, data: &shape{name: "data", fields: fields, check: check}}
 }
 
-func plugin(fields ...field) *eventSchema {
-	return &eventSchema{log: inSession, data: &shape{name: "data", fields: fields}, plugin: true}
+func plugin(fields ...field) *eventType {
+	return &eventType{log: inSession, data: &shape{name: "data", fields: fields}, plugin: true}
 }
 
-func conv(fields ...field) *eventSchema {
-	return &eventSchema{log: inConversation, data: &shape{name: "data", fields: fields}}
+func conv(fields ...field) *eventType {
+	return &eventType{log: inConversation, data: &shape{name: "data", fields: fields}}
 }
 
-func surface(sl slot, fields ...field) *eventSchema {
-	return &eventSchema{log: inSession, data: &shape{name: "data", fields: fields}, msg: sl}
+// surface is a surface type whose message is data.message.
+func surface(sl slot, in interpreter, fields ...field) *eventType {
+	return &eventType{log: inSession, data: &shape{name: "data", fields: fields}, surface: true, msg: sl, msgPath: "message", interpret: in}
 }
 
 var turnStep = []field{f("turn", vInt), f("step", vInt)}
@@ -151,9 +160,9 @@ func withTurnStep(fields ...field) []field {
 	return append(append([]field(nil), turnStep...), fields...)
 }
 
-// eventSchemas is the vocabulary of version 4: the session log's types
-// (the reference's 59) and the conversation log's.
-var eventSchemas = map[string]*eventSchema{
+// eventTypes is the vocabulary of version 4: the session log's types (the
+// reference's 59) and the conversation log's.
+var eventTypes = map[string]*eventType{
 	// The turn's skeleton.
 	"turn/start":       sess(f("turn", vInt)),
 	"turn/end":         sess(f("turn", vInt), fSub("reason", turnEndReasonShape)),
@@ -162,12 +171,14 @@ var eventSchemas = map[string]*eventSchema{
 	"session/end-seed": sess(o("inherited", vTrue)),
 
 	// Surface events.
-	TypeUserMessage:      {log: inSession, msg: slotUser},
-	TypeSystemMessage:    surface(slotSystem, withTurnStep(fMsg("message", slotSystem))...),
-	TypeDeveloperMessage: surface(slotDeveloper, f("turn", vPos), f("step", vPos), fMsg("message", slotDeveloper), o("headerSeq", vCount)),
-	TypeAssistantMessage: surface(slotAssistant, withTurnStep(fMsg("message", slotAssistant), f("stream", vStream),
-		oSub("usage", usageShape), o("interrupted", vTrue))...),
-	TypeToolResult: surface(slotTool, withTurnStep(fMsg("message", slotTool), oSub("error", toolErrorShape), o("meta", vAny))...),
+	TypeUserMessage:   {log: inSession, surface: true, msg: slotUser, interpret: interpretRole("user")},
+	TypeSystemMessage: surface(slotSystem, interpretRole("system"), withTurnStep(fMsg("message", slotSystem))...),
+	TypeDeveloperMessage: surface(slotDeveloper, interpretRole("developer"), f("turn", vPos), f("step", vPos),
+		fMsg("message", slotDeveloper), o("headerSeq", vCount)),
+	TypeAssistantMessage: surface(slotAssistant, interpretAssistant, withTurnStep(fMsg("message", slotAssistant),
+		f("stream", vStream), oSub("usage", usageShape), o("interrupted", vTrue))...),
+	TypeToolResult: surface(slotTool, interpretRole("tool"), withTurnStep(fMsg("message", slotTool), oSub("error", toolErrorShape),
+		o("meta", vAny))...),
 
 	// The request, the model call, the tools.
 	"assistant/attempt": sess(withTurnStep(f("stream", vStream))...),
@@ -262,7 +273,13 @@ var eventSchemas = map[string]*eventSchema{
 	"conversation/cwd-mapped": conv(f("from", vAbsPath), f("to", vAbsPath)),
 }
 
-var headerSchema = eventSchemas["request/header"]
+var headerSchema = eventTypes["request/header"]
+
+func init() {
+	for n, t := range eventTypes {
+		t.name, t.role = n, pathRoles[n]
+	}
+}
 
 // checkCatalog: version 0 or 1; mode continuable, one-shot, or (version
 // 1) unknown; a continuable child has a label.

@@ -82,7 +82,7 @@ func validateFile(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	v := NewValidator(r.Header(), nil)
+	v := NewValidator(r.Header())
 	evs, _, err := drain(r)
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +202,7 @@ func readsValid(path string) bool {
 		return false
 	}
 	defer r.Close()
-	v := NewValidator(r.Header(), nil)
+	v := NewValidator(r.Header())
 	evs, _, err := drain(r)
 	if err != nil {
 		return false

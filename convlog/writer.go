@@ -15,7 +15,6 @@ import (
 
 // WriterOptions tune a Writer.
 type WriterOptions struct {
-	Registry *Registry
 	// Compression of a new log (Create); OpenAppend keeps the file's own.
 	Compression Compression
 }
@@ -26,7 +25,6 @@ type Writer struct {
 	path    string
 	f       *os.File
 	comp    Compression
-	reg     *Registry
 	size    int64 // committed length of the file
 	nextSeq int64
 	header  *Header
@@ -75,7 +73,7 @@ func Create(path string, h *Header, first []Event, opts WriterOptions) (*Writer,
 	if _, perr := parseHeader(h.AppendJSON(nil), CurrentVersion); perr != nil {
 		return nil, fmt.Errorf("%s: invalid header: %s", path, perr.msg)
 	}
-	w := newWriter(path, opts.Registry, opts.Compression, h)
+	w := newWriter(path, opts.Compression, h)
 	dir := filepath.Dir(path)
 	if err := durable.MkdirAll(dir); err != nil {
 		return nil, err
@@ -111,12 +109,9 @@ func Create(path string, h *Header, first []Event, opts WriterOptions) (*Writer,
 	return w, nil
 }
 
-func newWriter(path string, reg *Registry, comp Compression, h *Header) *Writer {
-	if reg == nil {
-		reg = DefaultRegistry
-	}
-	return &Writer{path: path, comp: comp, reg: reg, header: h,
-		parser: envelopeParser{version: CurrentVersion, reg: reg}, v: newStrictValidator(h, reg)}
+func newWriter(path string, comp Compression, h *Header) *Writer {
+	return &Writer{path: path, comp: comp, header: h,
+		parser: envelopeParser{version: CurrentVersion}, v: newStrictValidator(h)}
 }
 
 // OpenAppend opens an existing version 4 log for appending. It reads the
@@ -135,7 +130,7 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 		f.Close()
 		return nil, err
 	}
-	ropts := ReaderOptions{Registry: opts.Registry, Version: -1}
+	ropts := ReaderOptions{Version: -1}
 	if n, ok := ParseName(filepath.Base(path)); ok {
 		c := n.Compression
 		ropts.Compression = &c
@@ -155,7 +150,7 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 	if v := r.Header().Version; v != CurrentVersion {
 		return nil, fmt.Errorf("%s: log is format v%d; it must be upgraded to v%d before appending", path, v, CurrentVersion)
 	}
-	w := newWriter(path, opts.Registry, r.Compression(), r.Header())
+	w := newWriter(path, r.Compression(), r.Header())
 	// The lines after the last frame start between two lines: should the
 	// tail be torn, a first append rewrites them as a fresh frame.
 	from, overflow, recoveredLines := int64(-1), false, int64(0)

@@ -439,7 +439,7 @@ func History(ctx context.Context, t *Target) ([]HistoryEntry, error) {
 	}
 	h := &convlog.History{}
 	err = convlog.Admit(ctx, r, r.Header(), convlog.AdmitOptions{Each: func(e *convlog.Event, _ *convlog.Validator) error {
-		if err := h.Apply(nil, e); err != nil {
+		if err := h.Apply(e); err != nil {
 			return fmt.Errorf("%s: line %d: %w", p, r.SourceStats().Lines, err)
 		}
 		return nil

@@ -45,7 +45,7 @@ func NewSessionIndexer(path, sessionID string) *SessionIndexer {
 
 // Begin takes the rules from the log's header.
 func (x *SessionIndexer) Begin(r *convlog.Reader) {
-	x.rules = convlog.NewValidator(r.Header(), nil)
+	x.rules = convlog.NewValidator(r.Header())
 }
 
 // Add takes one event. After an event the rules refuse, nothing more is

@@ -30,7 +30,7 @@ func TestEventMessageTextAgrees(t *testing.T) {
 			if err != nil {
 				continue // the generated store's damaged logs
 			}
-			rules := convlog.NewValidator(r.Header(), nil)
+			rules := convlog.NewValidator(r.Header())
 			for e, err := range r.Events() {
 				if err != nil {
 					t.Logf("%s: %v", l.Path, err)

@@ -144,7 +144,7 @@ func history(t *testing.T, evs []convlog.Event) []string {
 	t.Helper()
 	var h convlog.History
 	for i := range evs {
-		if err := h.Apply(nil, &evs[i]); err != nil {
+		if err := h.Apply(&evs[i]); err != nil {
 			t.Fatal(err)
 		}
 	}

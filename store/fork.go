@@ -252,7 +252,7 @@ func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
 		if e.Seq == rewindSeq && !foundRewind {
 			return nil, fmt.Errorf("%s: seq %d is a %s event, not one of the user's messages", path, e.Seq, e.Type)
 		}
-		if info := convlog.DefaultRegistry.Lookup(e.Type); info != nil && info.Surface && e.Type != convlog.TypeSystemMessage {
+		if convlog.IsSurface(e.Type) && e.Type != convlog.TypeSystemMessage {
 			turnContent = true
 		}
 		if rewindSeq >= 0 && foundRewind && e.Seq >= rewindSeq {
@@ -433,7 +433,7 @@ func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
 	var order []int64
 	var hist convlog.History
 	err := eventsThrough(src, cut, func(e *convlog.Event) error {
-		if err := hist.Apply(convlog.DefaultRegistry, e); err != nil {
+		if err := hist.Apply(e); err != nil {
 			return fmt.Errorf("%s: %w", src, err)
 		}
 		return nil

@@ -759,8 +759,7 @@ func scanLog(path string) (recState, error) {
 // observe takes one event, already written or queued with its seq.
 func (r *recState) observe(e *convlog.Event) {
 	r.next = e.Seq + 1
-	info := convlog.DefaultRegistry.Lookup(e.Type)
-	if info != nil && info.Surface {
+	if convlog.IsSurface(e.Type) {
 		r.observeSurface(e)
 	}
 	switch e.Type {
@@ -839,7 +838,7 @@ func (r *recState) observe(e *convlog.Event) {
 
 func (r *recState) observeSurface(e *convlog.Event) {
 	before := r.hist.Len()
-	if err := r.hist.Apply(convlog.DefaultRegistry, e); err != nil {
+	if err := r.hist.Apply(e); err != nil {
 		return // a log the writer accepted applies
 	}
 	if e.SurfaceOp != nil && e.SurfaceOp.Replace {

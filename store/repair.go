@@ -295,7 +295,7 @@ func readTurnState(path string) (convlog.TurnState, int64, error) {
 		return convlog.TurnState{}, 0, err
 	}
 	defer r.Close()
-	v := convlog.NewValidator(r.Header(), nil)
+	v := convlog.NewValidator(r.Header())
 	var next int64
 	for e, err := range r.Events() {
 		if err != nil {

@@ -36,7 +36,7 @@ func ruleProblems(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	r.Close()
-	v := convlog.NewValidator(h, nil)
+	v := convlog.NewValidator(h)
 	var out []string
 	for i := range evs {
 		evs[i].Known = true

@@ -217,7 +217,7 @@ func toConvlog(e *event, out *convlog.Event, op *convlog.SurfaceOp) {
 		Data:            e.data,
 		Ignorable:       e.ignorable,
 		SourceEventSeqs: e.sources,
-		Known:           convlog.DefaultRegistry.Lookup(e.typ) != nil,
+		Known:           convlog.IsKnown(e.typ),
 	}
 	if e.op != nil {
 		*op = convlog.SurfaceOp{Replace: e.op.replace, StartSeq: e.op.start, EndSeq: e.op.end}

@@ -116,7 +116,7 @@ func checkV4(t testing.TB, hdr string, lines []string) *convlog.History {
 		if err != nil {
 			t.Fatalf("v4 read: %v\n%s", err, strings.Join(lines, "\n"))
 		}
-		if err := h.Apply(nil, ev); err != nil {
+		if err := h.Apply(ev); err != nil {
 			t.Fatalf("history: %v\n%s", err, strings.Join(lines, "\n"))
 		}
 	}

@@ -810,14 +810,14 @@ var (
 // newFrameWriter starts the goroutines that write the successor of src at
 // path, with header h.
 func newFrameWriter(write func([]byte) error, compress bool, src, path string, h *convlog.Header) *frameWriter {
-	fw := &frameWriter{compress: compress, rules: convlog.NewValidator(h, nil), src: src, work: make(chan *frameJob, framesInFlight), order: make(chan *frameJob, framesInFlight),
+	fw := &frameWriter{compress: compress, rules: convlog.NewValidator(h), src: src, work: make(chan *frameJob, framesInFlight), order: make(chan *frameJob, framesInFlight),
 		slots: make(chan struct{}, framesInFlight), spare: spareBufs{n: spareChunks}, spareOut: spareBufs{n: frameEncoders + 1},
 		done: make(chan error, 1), failed: make(chan struct{}), lastChecked: make(chan struct{})}
 	close(fw.lastChecked)
 	writersRunning(1)
 	for i := 0; i < frameEncoders; i++ {
 		fw.wg.Add(1)
-		check := convlog.NewLineChecker(path, h, nil)
+		check := convlog.NewLineChecker(path, h)
 		go func() {
 			defer fw.wg.Done()
 			var back []byte

@@ -41,7 +41,7 @@ func readV4(t *testing.T, path string) (string, []string, convlog.Stats) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Apply(nil, ev); err != nil {
+		if err := h.Apply(ev); err != nil {
 			t.Fatal(err)
 		}
 		lines = append(lines, string(ev.AppendJSON(nil)))

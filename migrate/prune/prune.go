@@ -252,7 +252,7 @@ func holds(successor, old string, want convlog.ReaderOptions, root *dshroot.Root
 	if !bytes.Equal(sh, oh) {
 		return fmt.Errorf("the successor's header %s is not the one the upgrade chain derives from it, %s", sh, oh)
 	}
-	v := convlog.NewValidator(sr.Header(), nil)
+	v := convlog.NewValidator(sr.Header())
 	n := 0
 	// The successor is read to its end: what was appended since the
 	// derived events must read too.
