@@ -23,13 +23,32 @@ func MessageOf(e *Event) []byte {
 // blocks joined by newlines (reasoning, tool calls and attachments are left
 // out): what search indexes and a title is made of. msg must be validated
 // JSON, as MessageOf returns it. ReadableText is the text for people.
-func MessageText(msg []byte) (role, text string) {
+func MessageText(msg []byte) (role, text string) { return EventMessageText(nil, msg) }
+
+// EventMessageText is MessageText(msg) for msg, the message of event e (nil:
+// none), from the members the line's check kept when it kept them.
+func EventMessageText(e *Event, msg []byte) (role, text string) {
 	var buf [12]member
-	ms, err := rawjson.Members(msg, buf[:0])
-	if err != nil {
-		return "", ""
+	ms, ok := keptMembers(e, msg)
+	if !ok {
+		var err error
+		if ms, err = rawjson.Members(msg, buf[:0]); err != nil {
+			return "", ""
+		}
 	}
-	return messageText(ms)
+	r, content := twoMembers(ms, "role", "content")
+	if s, ok := rawjson.String(content); ok {
+		return roleOf(r), s
+	}
+	var parts []string
+	for _, block := range elements(content) {
+		if b := readBlock(block); rawjson.StringIs(b.typ, "text") {
+			if t, ok := rawjson.String(b.text); ok && t != "" {
+				parts = append(parts, t)
+			}
+		}
+	}
+	return roleOf(r), strings.Join(parts, "\n")
 }
 
 // ReadableText is a stored message's text as a person reads it (inspect,
@@ -49,61 +68,59 @@ func ReadableText(msg []byte) string {
 	}
 	var parts []string
 	for _, block := range elements(content) {
-		parts = append(parts, readableBlock(block))
+		b := readBlock(block)
+		cut := ""
+		if b.cut {
+			cut = " (interrupted)"
+		}
+		switch typ := str(b.typ); typ {
+		case "text":
+			parts = append(parts, str(b.text)+cut)
+		case "reasoning":
+			parts = append(parts, "(reasoning) "+str(b.text)+cut)
+		case "tool-call":
+			parts = append(parts, "(tool call "+str(b.name)+" "+str(b.args)+")")
+		case "tool-addition", "tool-removal":
+			parts = append(parts, "("+typ+" "+str(b.tool)+")")
+		default:
+			parts = append(parts, "("+typ+")")
+		}
 	}
 	return strings.Join(parts, "\n")
 }
 
-// readableBlock is one content block as ReadableText shows it.
-func readableBlock(block []byte) string {
-	var buf [8]member
-	ms, _ := rawjson.Members(block, buf[:0])
-	var typ, text, name, args, tool, cut string
-	for _, m := range ms {
-		v, _ := rawjson.String(m.Value)
-		switch string(m.Key) {
-		case "type":
-			typ = v
-		case "text":
-			text = v
-		case "name":
-			name = v
-		case "arguments":
-			args = v
-		case "toolName":
-			tool = v
-		case "interrupted":
-			if string(m.Value) == "true" {
-				cut = " (interrupted)"
-			}
-		}
-	}
-	switch typ {
-	case "text":
-		return text + cut
-	case "reasoning":
-		return "(reasoning) " + text + cut
-	case "tool-call":
-		return "(tool call " + name + " " + args + ")"
-	case "tool-addition", "tool-removal":
-		return "(" + typ + " " + tool + ")"
-	}
-	return "(" + typ + ")"
+// blockParts are the members of a content block its texts read (raw).
+type blockParts struct {
+	typ, text, name, args, tool []byte
+	cut                         bool
 }
 
-// EventMessageText is MessageText(msg) for msg, the message of event e,
-// from the members the line's check kept when it kept them.
-func EventMessageText(e *Event, msg []byte) (role, text string) {
-	if ms, ok := keptMembers(e, msg); ok {
-		return messageText(ms)
+func readBlock(block []byte) (b blockParts) {
+	var buf [8]member
+	ms, _ := rawjson.Members(block, buf[:0])
+	for _, m := range ms {
+		switch string(m.Key) {
+		case "type":
+			b.typ = m.Value
+		case "text":
+			b.text = m.Value
+		case "name":
+			b.name = m.Value
+		case "arguments":
+			b.args = m.Value
+		case "toolName":
+			b.tool = m.Value
+		case "interrupted":
+			b.cut = string(m.Value) == "true"
+		}
 	}
-	return MessageText(msg)
+	return b
 }
 
 // keptMembers returns the members the check of e's line kept of msg, when
 // msg is e's data or data.message (the same bytes, not a copy).
 func keptMembers(e *Event, msg []byte) ([]member, bool) {
-	if len(msg) == 0 {
+	if e == nil || len(msg) == 0 {
 		return nil, false
 	}
 	same := func(b []byte) bool { return len(b) == len(msg) && &b[0] == &msg[0] }
@@ -117,50 +134,4 @@ func keptMembers(e *Event, msg []byte) ([]member, bool) {
 		return e.msgMembers, same(m)
 	}
 	return nil, false
-}
-
-// messageText is MessageText of a message's members.
-func messageText(ms []member) (role, text string) {
-	var content []byte
-	for _, m := range ms {
-		switch string(m.Key) {
-		case "role":
-			switch string(m.Value) {
-			case `"user"`:
-				role = "user"
-			case `"assistant"`:
-				role = "assistant"
-			default:
-				role, _ = rawjson.String(m.Value)
-			}
-		case "content":
-			content = m.Value
-		}
-	}
-	if s, ok := rawjson.String(content); ok {
-		return role, s
-	}
-	var parts []string
-	for _, block := range elements(content) {
-		if t, ok := blockText(block); ok && t != "" {
-			parts = append(parts, t)
-		}
-	}
-	return role, strings.Join(parts, "\n")
-}
-
-// blockText returns the text of a content block of type "text".
-func blockText(block []byte) (string, bool) {
-	var buf [8]member
-	ms, err := rawjson.Members(block, buf[:0])
-	if err != nil {
-		return "", false
-	}
-	typ, text := twoMembers(ms, "type", "text")
-	if string(typ) != `"text"` {
-		if t, _ := rawjson.String(typ); t != "text" {
-			return "", false
-		}
-	}
-	return rawjson.String(text)
 }
