@@ -287,52 +287,37 @@ var (
 			}
 			return nil
 		}}
-	chunkShapes = map[string]*shape{
-		"text-delta":      {name: "text-delta", fields: []field{f("index", vCount), f("text", vStr)}},
-		"reasoning-delta": {name: "reasoning-delta", fields: []field{f("index", vCount), f("text", vStr)}},
-		"tool-call-delta": {name: "tool-call-delta", fields: []field{f("index", vCount), f("id", vStr), o("name", vStr), f("argumentsDelta", vStr)}},
-		"block-start":     {name: "block-start", fields: []field{f("index", vCount), f("blockType", vNonEmpty)}, check: checkBlockStart},
-		"block-end":       {name: "block-end", fields: []field{f("index", vCount), {name: "block", t: vBlock, slot: slotAssistant}}},
-		"usage":           {name: "usage", fields: []field{fSub("usage", usageShape)}},
-		"finish":          {name: "finish", fields: []field{fSub("reason", finishShape), o("replayState", vObj)}},
+	// chunkShapes are the stream chunk types, in the order errors and
+	// docs list them.
+	chunkShapes = []*shape{
+		{name: "text-delta", fields: []field{f("index", vCount), f("text", vStr)}},
+		{name: "reasoning-delta", fields: []field{f("index", vCount), f("text", vStr)}},
+		{name: "tool-call-delta", fields: []field{f("index", vCount), f("id", vStr), o("name", vStr), f("argumentsDelta", vStr)}},
+		{name: "block-start", fields: []field{f("index", vCount), f("blockType", vNonEmpty)}, check: checkBlockStart},
+		{name: "block-end", fields: []field{f("index", vCount), {name: "block", t: vBlock, slot: slotAssistant}}},
+		{name: "usage", fields: []field{fSub("usage", usageShape)}},
+		{name: "finish", fields: []field{fSub("reason", finishShape), o("replayState", vObj)}},
 	}
-	// chunkTypes lists chunkShapes' keys in order, for errors and docs.
-	chunkTypes = []string{"text-delta", "reasoning-delta", "tool-call-delta", "block-start", "block-end", "usage", "finish"}
 )
 
 // chunkShape is the shape of a chunk of type typ (raw), nil for none.
 func chunkShape(typ []byte) *shape {
-	switch string(typ) {
-	case `"text-delta"`:
-		return textDeltaShape
-	case `"block-start"`:
-		return blockStartShape
-	case `"block-end"`:
-		return blockEndShape
-	case `"tool-call-delta"`:
-		return toolCallDeltaShape
-	case `"usage"`:
-		return usageChunkShape
-	case `"finish"`:
-		return finishChunkShape
-	case `"reasoning-delta"`:
-		return reasoningDeltaShape
-	}
-	if bytes.IndexByte(typ, '\\') >= 0 {
-		return chunkShapes[string(unquoted(typ))]
+	t := unquoted(typ)
+	for _, s := range chunkShapes {
+		if s.name == string(t) {
+			return s
+		}
 	}
 	return nil
 }
 
-var (
-	textDeltaShape      = chunkShapes["text-delta"]
-	reasoningDeltaShape = chunkShapes["reasoning-delta"]
-	toolCallDeltaShape  = chunkShapes["tool-call-delta"]
-	blockStartShape     = chunkShapes["block-start"]
-	blockEndShape       = chunkShapes["block-end"]
-	usageChunkShape     = chunkShapes["usage"]
-	finishChunkShape    = chunkShapes["finish"]
-)
+func chunkTypes() string {
+	names := make([]string, len(chunkShapes))
+	for i, s := range chunkShapes {
+		names[i] = s.name
+	}
+	return strings.Join(names, ", ")
+}
 
 func checkBlockStart(obj []byte) *problem {
 	switch str(rawjson.Get(obj, "blockType")) {
@@ -519,9 +504,9 @@ func checkChunk(raw []byte, ms []member) *problem {
 	s := chunkShape(typ)
 	if s == nil {
 		if typ == nil {
-			return newProblem("is missing (a chunk is one of %s)", strings.Join(chunkTypes, ", ")).in(".type")
+			return newProblem("is missing (a chunk is one of %s)", chunkTypes()).in(".type")
 		}
-		return newProblem("%s is not a stream chunk type (%s)", clip(typ), strings.Join(chunkTypes, ", ")).in(".type")
+		return newProblem("%s is not a stream chunk type (%s)", clip(typ), chunkTypes()).in(".type")
 	}
 	return s.checkMembers(raw, ms)
 }

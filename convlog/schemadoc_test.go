@@ -139,8 +139,8 @@ func formatTable() string {
 		systemSourceShape, modelSourceShape, toolSourceShape, checkpointSourceShape} {
 		fmt.Fprintf(&b, "| %s | %s |\n", s.name, shapeDoc(s))
 	}
-	for _, n := range chunkTypes {
-		fmt.Fprintf(&b, "| chunk %s | %s |\n", n, shapeDoc(chunkShapes[n]))
+	for _, s := range chunkShapes {
+		fmt.Fprintf(&b, "| chunk %s | %s |\n", s.name, shapeDoc(s))
 	}
 	return b.String()
 }
