@@ -45,8 +45,7 @@ type Source struct {
 }
 
 // StoredMessage is a message as kept in a log: it always has an identity and
-// a source. It is a distinct type from RequestMessage, so a value built for
-// one model request cannot be passed where a stored message is required.
+// a source.
 type StoredMessage struct {
 	id     string
 	role   string
@@ -133,11 +132,4 @@ func NewStoredMessage(id, role string, source Source, content json.RawMessage) (
 	b = rawjson.AppendString(b, id)
 	b = append(b, '}')
 	return StoredMessage{id: id, role: role, source: Source{Kind: source.Kind, Raw: srcRaw}, raw: b}, nil
-}
-
-// RequestMessage is a message built for one model request (a role and its
-// content). It has no identity or source, and cannot be stored.
-type RequestMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
 }
