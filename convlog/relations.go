@@ -110,21 +110,34 @@ type relState struct {
 	cmdSeqs   map[int64]bool
 	children  map[string]bool
 	ptc       map[string]ptcRec
+	j         *journal
+}
 
-	journaling bool
-	journal    []func()
+// journal undoes the map writes of a writer's batch when it is refused;
+// the path's calls, most of them, are kept without a closure each.
+type journal struct {
+	on    bool
+	undo  []func()
+	calls []callUndo
+}
+
+type callUndo struct {
+	m       map[string]callRec
+	id      string
+	prev    callRec
+	existed bool
 }
 
 // set writes (*mp)[k] = v, making the map on its first write (most logs
-// need few of them), journaled for a writer's rollback.
-func set[K comparable, V any](r *relState, mp *map[K]V, k K, v V) {
+// need few of them), journaled when j is on.
+func set[K comparable, V any](j *journal, mp *map[K]V, k K, v V) {
 	if *mp == nil {
 		*mp = map[K]V{}
 	}
 	m := *mp
-	if r.journaling {
+	if j.on {
 		prev, ok := m[k]
-		r.journal = append(r.journal, func() {
+		j.undo = append(j.undo, func() {
 			if ok {
 				m[k] = prev
 			} else {
@@ -135,12 +148,19 @@ func set[K comparable, V any](r *relState, mp *map[K]V, k K, v V) {
 	m[k] = v
 }
 
-func (r *relState) rollback() {
-	for i := len(r.journal) - 1; i >= 0; i-- {
-		r.journal[i]()
+// end stops journaling; rollback first undoes what was journaled.
+func (j *journal) end(rollback bool) {
+	for i := len(j.undo) - 1; rollback && i >= 0; i-- {
+		j.undo[i]()
 	}
-	r.journal = r.journal[:0]
-	r.journaling = false
+	for i := len(j.calls) - 1; rollback && i >= 0; i-- {
+		if u := j.calls[i]; u.existed {
+			u.m[u.id] = u.prev
+		} else {
+			delete(u.m, u.id)
+		}
+	}
+	j.on, j.undo, j.calls = false, j.undo[:0], j.calls[:0]
 }
 
 // relErr is a relationship refusal.
@@ -170,7 +190,7 @@ func (v *Validator) messageID(e *Event, id, msg []byte, user bool) *problem {
 		return &problem{kind: ErrMessageIdentity, msg: fmt.Sprintf("message id %s is the id of a different message queued before (agent/inbox/spliced): a queued message is claimed unchanged",
 			termtext.Quote(str(id)))}
 	}
-	set(r, &r.ids, k, idRec{seq: e.Seq, bytes: h})
+	set(r.j, &r.ids, k, idRec{seq: e.Seq, bytes: h})
 	return nil
 }
 
@@ -185,7 +205,7 @@ func (v *Validator) queued(inserted []byte) *problem {
 		rec, seen := r.ids[k]
 		switch {
 		case !seen:
-			set(r, &r.ids, k, idRec{seq: -1, bytes: h})
+			set(r.j, &r.ids, k, idRec{seq: -1, bytes: h})
 		case rec.bytes == h:
 			// the same message queued again
 		default:
@@ -296,11 +316,11 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 			}
 			r.hdrSum, r.hdrTools = sum, contentHash(tools)
 			if _, ok := r.tools[r.hdrTools]; !ok {
-				set(r, &r.tools, r.hdrTools, toolsOf(tools))
+				set(r.j, &r.tools, r.hdrTools, toolsOf(tools))
 			}
 		}
 		r.headers = true
-		set(r, &r.headerSet, e.Seq, r.hdrTools)
+		set(r.j, &r.headerSet, e.Seq, r.hdrTools)
 	case TypeDeveloperMessage:
 		hs := get("headerSeq")
 		if (hs != nil) != (len(bi.additions) > 0) {
@@ -326,7 +346,7 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 		}
 	case TypeUserMessage:
 		if mf.source != nil && rawjson.StringIs(mf.kind, string(SourceUser)) && (e.SurfaceOp == nil || !e.SurfaceOp.Replace) {
-			set(r, &r.human, e.Seq, true)
+			set(r.j, &r.human, e.Seq, true)
 		}
 		if rawjson.StringIs(mf.kind, string(SourceCheckpoint)) && e.SurfaceOp != nil && e.SurfaceOp.Replace {
 			id, cmd := str(rawjson.Get(mf.source, "compactionId")), str(rawjson.Get(mf.source, "sourceCommandId"))
@@ -385,7 +405,7 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 			return relErr("llm/retry-started repeats one scheduled attempt")
 		}
 		s.started = true
-		set(r, &r.scheduled, k, s)
+		set(r.j, &r.scheduled, k, s)
 	case "session/title":
 		seqs := get("messageSeqs")
 		user := rawjson.StringIs(rawjson.Get(get("source"), "kind"), "user")
@@ -407,8 +427,8 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 		if _, ok := r.commands[id]; ok {
 			return relErr("command/run repeats commandId %s", termtext.Quote(id))
 		}
-		set(r, &r.commands, id, e.Seq)
-		set(r, &r.cmdSeqs, e.Seq, true)
+		set(r.j, &r.commands, id, e.Seq)
+		set(r.j, &r.cmdSeqs, e.Seq, true)
 	case "command/done":
 		id := str(get("commandId"))
 		if _, ok := r.commands[id]; !ok {
@@ -425,13 +445,13 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 				return relErr("names a command event (seq %d)", n).in("data.sourceEventSeq")
 			}
 		}
-		set(r, &r.cmdSeqs, e.Seq, true)
+		set(r.j, &r.cmdSeqs, e.Seq, true)
 	case "subagent/catalog":
 		id := str(get("childId"))
 		if r.children[id] {
 			return relErr("duplicate catalog child %s", termtext.Quote(id))
 		}
-		set(r, &r.children, id, true)
+		set(r.j, &r.children, id, true)
 	case "session-log-deepseek/delivery-accepted":
 		if ver, _ := rawjson.Int(get("sessionFormatVersion")); ver != CurrentVersion {
 			return nil
@@ -542,9 +562,9 @@ func (v *Validator) retry(e *Event, f *eventFields, get func(string) []byte) *pr
 		return relErr("retryId %s belongs to another policy chain", termtext.Quote(id)).in("data.retryId")
 	}
 	c.retry = n
-	set(r, &r.chains, k, c)
-	set(r, &r.retryIDs, id, k)
-	set(r, &r.scheduled, schedKey{id, n}, schedRec{turn: f.turn, step: f.step})
+	set(r.j, &r.chains, k, c)
+	set(r.j, &r.retryIDs, id, k)
+	set(r.j, &r.scheduled, schedKey{id, n}, schedRec{turn: f.turn, step: f.step})
 	return nil
 }
 
@@ -622,7 +642,7 @@ func (v *Validator) ptcDispatch(e *Event, get func(string) []byte) *problem {
 				return relErr("PTC parentCallId %s does not belong to rootCallId %s", termtext.Quote(parent), termtext.Quote(root))
 			}
 		}
-		set(r, &r.ptc, sub, ptcRec{root: root, hash: sum})
+		set(r.j, &r.ptc, sub, ptcRec{root: root, hash: sum})
 		return nil
 	}
 	switch {
@@ -632,7 +652,7 @@ func (v *Validator) ptcDispatch(e *Event, get func(string) []byte) *problem {
 		return relErr("PTC dispatch %s does not match its start", termtext.Quote(sub))
 	}
 	rec.settled = true
-	set(r, &r.ptc, sub, rec)
+	set(r.j, &r.ptc, sub, rec)
 	return nil
 }
 

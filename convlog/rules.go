@@ -98,9 +98,10 @@ type Validator struct {
 
 	// id is the header's id; rel the relationships' state (relations.go),
 	// bi what the last message's content held.
-	id  string
-	rel relState
-	bi  blockInfo
+	id      string
+	rel     relState
+	journal journal
+	bi      blockInfo
 	// lastHeader is the hash of the header of the last request/header
 	// whose data kept its schema (0: none).
 	lastHeader uint64
@@ -110,7 +111,7 @@ type Validator struct {
 func NewValidator(h *Header) *Validator {
 	v := &Validator{session: h.Type == SessionLog, version: h.Version, seedLen: -1, id: h.ID}
 	v.hist.SkipBodies = true
-	v.path.version = h.Version
+	v.path.version, v.path.j, v.rel.j = h.Version, &v.journal, &v.journal
 	switch {
 	case h.Version <= 1 && h.SeedLength != nil:
 		v.seeded, v.inSeed, v.seedLen = true, *h.SeedLength > 0, *h.SeedLength
@@ -462,21 +463,15 @@ func (v *Validator) mark(events []Event) validatorMark {
 			break
 		}
 	}
-	v.path.journal = v.path.journal[:0]
-	v.path.journaling = true
-	v.rel.journal = v.rel.journal[:0]
-	v.rel.journaling = true
+	v.journal.on = true
 	return m
 }
 
 // reset goes back to the state mark saved.
 func (v *Validator) reset(m validatorMark) {
-	v.path.rollback()
-	v.rel.rollback()
+	v.journal.end(true)
 	v.rel.relScalars = m.rel
-	journal := v.path.journal
 	v.path = m.path
-	v.path.journal = journal[:0]
 	v.inSeed, v.marker = m.inSeed, m.marker
 	if m.saved != nil {
 		v.hist.nodes = m.saved
@@ -486,9 +481,4 @@ func (v *Validator) reset(m validatorMark) {
 }
 
 // commit ends a batch that was written.
-func (v *Validator) commit() {
-	v.path.journaling = false
-	v.path.journal = v.path.journal[:0]
-	v.rel.journaling = false
-	v.rel.journal = v.rel.journal[:0]
-}
+func (v *Validator) commit() { v.journal.end(false) }

@@ -145,13 +145,6 @@ func callSig(name, args []byte) uint64 {
 	return h.Sum64() | 1
 }
 
-type callUndo struct {
-	m       map[string]callRec
-	id      string
-	prev    callRec
-	existed bool
-}
-
 // pathState is where a session's path stands.
 type pathState struct {
 	version            int
@@ -173,21 +166,19 @@ type pathState struct {
 	// answer nor a retry followed: a model call cut off.
 	attempt    []byte
 	attemptSeq int64
-
-	journaling bool
-	journal    []callUndo
+	j          *journal
 }
 
 func (p *pathState) setCall(id string, rec callRec) {
 	if p.calls == nil {
 		p.calls = map[string]callRec{}
 	}
-	if p.journaling {
-		prev, ok := p.calls[id]
-		p.journal = append(p.journal, callUndo{m: p.calls, id: id, prev: prev, existed: ok})
-	}
-	if _, ok := p.calls[id]; !ok {
+	prev, ok := p.calls[id]
+	if !ok {
 		p.order = append(p.order, id)
+	}
+	if p.j.on {
+		p.j.calls = append(p.j.calls, callUndo{m: p.calls, id: id, prev: prev, existed: ok})
 	}
 	p.calls[id] = rec
 }
@@ -221,7 +212,7 @@ func (p *pathState) idOf(id []byte) string {
 // may go back to them, starts a new map.
 func (p *pathState) newTurnCalls() {
 	p.attempt, p.pending = nil, 0
-	if p.journaling || p.calls == nil {
+	if p.j.on || p.calls == nil {
 		p.calls, p.order = nil, nil
 		return
 	}
@@ -229,23 +220,10 @@ func (p *pathState) newTurnCalls() {
 	p.order = p.order[:0]
 }
 
-// rollback undoes the call changes journaled since mark.
-func (p *pathState) rollback() {
-	for i := len(p.journal) - 1; i >= 0; i-- {
-		u := p.journal[i]
-		if u.existed {
-			u.m[u.id] = u.prev
-		} else {
-			delete(u.m, u.id)
-		}
-	}
-	p.journaling = false
-}
-
 // afterSeed starts the path afresh after inherited history: its turn
 // numbers are the source's.
 func (p *pathState) afterSeed() {
-	*p = pathState{version: p.version, journaling: p.journaling, journal: p.journal}
+	*p = pathState{version: p.version, j: p.j}
 }
 
 // check says what is wrong with e at this point of the path ("" when
