@@ -9,13 +9,11 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// Payload types: the data of the events a turn records, as Go values that
-// encode to the members docs/FORMAT.md gives each type, in the runtime's
-// order; store.Session fills them in.
+// Payload types: the data of the events a turn records, encoding to the
+// members docs/FORMAT.md gives each type in the runtime's order.
 
-// Block is one content block of a stored message: Type BlockText or
-// BlockReasoning with Text, BlockToolCall with ID, Name and Arguments (the
-// model's raw JSON text), BlockImage or BlockFile with Attachment.
+// Block is one content block of a stored message; Type says which members
+// it uses (Arguments is the model's raw JSON text).
 type Block struct {
 	Type       string
 	Text       string
@@ -25,9 +23,8 @@ type Block struct {
 	Attachment *Attachment
 }
 
-// Attachment is the file an image or file block names: for an image its
-// MediaType (image/png, image/jpeg, image/webp, image/gif), Width and
-// Height; for a file its Name. Name is optional on an image.
+// Attachment is the file an image or file block names; MediaType, Width and
+// Height are an image's, Name a file's (optional on an image).
 type Attachment struct {
 	ID        string
 	MediaType string
@@ -40,9 +37,7 @@ type Attachment struct {
 // TextBlock is a text block.
 func TextBlock(text string) Block { return Block{Type: BlockText, Text: text} }
 
-// Check says what is wrong with the block, or nil: a known type needs
-// its members (a tool call a non-empty id and name, an image a listed
-// media type and positive dimensions, an attachment an id).
+// Check says what is wrong with the block, or nil.
 func (b Block) Check() error {
 	switch b.Type {
 	case BlockText, BlockReasoning:
@@ -128,8 +123,7 @@ func BlocksJSON(blocks []Block) (json.RawMessage, error) {
 }
 
 // NewMessage builds a stored message in the runtime's key order role,
-// content, source, id; the source's members beyond its kind come from
-// Source.Raw (see ModelSource and the other constructors).
+// content, source, id.
 func NewMessage(id, role string, source Source, blocks []Block) (StoredMessage, error) {
 	content, err := BlocksJSON(blocks)
 	if err != nil {
@@ -143,9 +137,8 @@ func NewUserMessage(id string, blocks ...Block) (StoredMessage, error) {
 	return NewMessage(id, "user", Source{Kind: SourceUser}, blocks)
 }
 
-// NewToolMessage is the result of tool call callID (role tool, source kind
-// tool naming the call, toolCallId the same, isError always written), in
-// the runtime's key order role, source, toolCallId, content, isError, id.
+// NewToolMessage is the result of tool call callID, in the runtime's key
+// order role, source, toolCallId, content, isError, id.
 func NewToolMessage(id, callID string, isError bool, blocks []Block) (StoredMessage, error) {
 	if callID == "" {
 		return StoredMessage{}, fmt.Errorf("tool result %s needs the id of its call", termtext.Quote(id))
@@ -175,32 +168,27 @@ func sourceJSON(kind SourceKind, kv ...string) []byte {
 	return append(d, '}')
 }
 
-// ModelSource is the source of a model's answer: kind model, the provider
-// and the model that wrote it.
+// ModelSource is the source of a model's answer.
 func ModelSource(provider, model string) Source {
 	return Source{Kind: SourceModel, Raw: sourceJSON(SourceModel, "provider", provider, "model", model)}
 }
 
-// CheckpointSource is the source of a compaction's checkpoint: kind
-// compact-checkpoint and the compaction's id.
+// CheckpointSource is the source of a compaction's checkpoint.
 func CheckpointSource(compactionID string) Source {
 	return Source{Kind: SourceCheckpoint, Raw: sourceJSON(SourceCheckpoint, "compactionId", compactionID)}
 }
 
 // SourceSubagentSettled is the source kind of a subagent's report to its
-// parent, sent every time it finishes a turn.
+// parent after each of its turns.
 const SourceSubagentSettled SourceKind = "subagent-settled"
 
-// SubagentSource is the source of a subagent's report: kind
-// subagent-settled, form notice, the subagent's session and a one-line
-// summary.
+// SubagentSource is the source of a subagent's report.
 func SubagentSource(senderSession, summary string) Source {
 	return Source{Kind: SourceSubagentSettled, Raw: sourceJSON(SourceSubagentSettled, "form", "notice",
 		"senderSessionId", senderSession, "summary", summary)}
 }
 
-// Usage is the token usage a provider reported for a model call (the
-// optional counts are left out when zero).
+// Usage is the token usage a provider reported for a model call.
 type Usage struct {
 	InputTokens      int64 `json:"inputTokens"`
 	OutputTokens     int64 `json:"outputTokens"`
@@ -210,8 +198,7 @@ type Usage struct {
 	TotalTokens      int64 `json:"totalTokens,omitempty"`
 }
 
-// LLMFailure is why a model call failed: a code and a message, and what
-// the provider said.
+// LLMFailure is why a model call failed.
 type LLMFailure struct {
 	Code                 string `json:"code"`
 	Message              string `json:"message"`
@@ -239,16 +226,15 @@ type TurnStartData struct {
 	Turn int64 `json:"turn"`
 }
 
-// TurnEndReason is how a turn ended: Kind one of TurnEndKinds; an aborted
-// turn gives its Cause, a failed one (EndError) its Error.
+// TurnEndReason is how a turn ended: an aborted turn gives its Cause, a
+// failed one its Error.
 type TurnEndReason struct {
 	Kind  string       `json:"kind"`
 	Cause *CancelCause `json:"reason,omitempty"`
 	Error *LLMFailure  `json:"error,omitempty"`
 }
 
-// CancelCause is who aborted a turn: user, parent, hook (with a Reason),
-// disposed or legacy.
+// CancelCause is who aborted a turn.
 type CancelCause struct {
 	Kind   string `json:"kind"`
 	Reason string `json:"reason,omitempty"`
@@ -260,9 +246,7 @@ type TurnEndData struct {
 	Reason TurnEndReason `json:"reason"`
 }
 
-// InboxSplicedData is the data of agent/inbox/spliced: messages inserted
-// into the session's inbox at Start (after RemovedCount removed), for the
-// next turn or the running one (Target).
+// InboxSplicedData is the data of agent/inbox/spliced.
 type InboxSplicedData struct {
 	Target       string            `json:"target"`
 	Start        int64             `json:"start"`
@@ -270,17 +254,15 @@ type InboxSplicedData struct {
 	Inserted     []json.RawMessage `json:"inserted"`
 }
 
-// RequestHeaderData is the data of request/header: the header of the
-// requests that follow, and why it is written (HeaderInitial, ...).
+// RequestHeaderData is the data of request/header.
 type RequestHeaderData struct {
 	Header       EpochHeader `json:"header"`
 	Reason       string      `json:"reason"`
 	StartsSeries bool        `json:"startsSeries,omitempty"`
 }
 
-// EpochHeader is a request header: the call's configuration, which of
-// its values the adapter chose (AdapterDefaults, left out unless one is
-// set) and the tools offered (left out when none).
+// EpochHeader is a request header: the configuration, which of its values
+// the adapter chose, and the tools offered.
 type EpochHeader struct {
 	Config          LLMConfig        `json:"config"`
 	AdapterDefaults *AdapterDefaults `json:"adapterDefaults,omitempty"`
@@ -303,8 +285,8 @@ type AdapterDefaults struct {
 	MaxTokens       bool `json:"maxTokens,omitempty"`
 }
 
-// ToolSchema is a tool offered to the model; Parameters is its JSON Schema,
-// any value that encodes to a JSON object, kept as given.
+// ToolSchema is a tool offered to the model; Parameters is any value that
+// encodes to a JSON object (its JSON Schema).
 type ToolSchema struct {
 	Name         string `json:"name"`
 	Description  string `json:"description"`
@@ -324,8 +306,7 @@ func (t ToolSchema) Check() error {
 	return nil
 }
 
-// ToolCallData is the data of tool/call: a tool call the answer asked for
-// starts, with its name and arguments exactly as the answer gave them.
+// ToolCallData is the data of tool/call.
 type ToolCallData struct {
 	Turn      int64  `json:"turn"`
 	Step      int64  `json:"step"`
@@ -334,7 +315,7 @@ type ToolCallData struct {
 	Arguments string `json:"arguments"`
 }
 
-// ToolError is the error a failed tool result carries (with isError).
+// ToolError is the error a failed tool result carries.
 type ToolError struct {
 	Name   string `json:"name"`
 	Code   string `json:"code"`
@@ -349,17 +330,14 @@ type ToolResultData struct {
 	Error   *ToolError      `json:"error,omitempty"`
 }
 
-// MessageData is the data of system/message (and developer/message): the
-// message with its turn and step.
+// MessageData is the data of system/message and developer/message.
 type MessageData struct {
 	Turn    int64           `json:"turn"`
 	Step    int64           `json:"step"`
 	Message json.RawMessage `json:"message"`
 }
 
-// AnswerData is the data of assistant/message: the answer, the usage the
-// provider reported (left out when none), the stream it was assembled
-// from, and Interrupted when the user's interrupt cut it off.
+// AnswerData is the data of assistant/message.
 type AnswerData struct {
 	Turn        int64           `json:"turn"`
 	Step        int64           `json:"step"`
@@ -369,19 +347,16 @@ type AnswerData struct {
 	Interrupted bool            `json:"interrupted,omitempty"`
 }
 
-// AttemptData is the data of assistant/attempt: a model call that gave
-// no answer (it failed, and is retried or fails the turn), with what it
-// streamed.
+// AttemptData is the data of assistant/attempt: a model call that gave no
+// answer.
 type AttemptData struct {
 	Turn   int64           `json:"turn"`
 	Step   int64           `json:"step"`
 	Stream json.RawMessage `json:"stream"`
 }
 
-// RetryData is the data of llm/retry: a model call that failed with a
-// temporary error is tried again after DelayMs. Retry counts the attempts
-// of one chain (same turn, step, provider and PolicyKey) from 1, under one
-// RetryID; MaxRetries is set in mode RetryNormal only.
+// RetryData is the data of llm/retry; Retry counts the attempts of one
+// chain (turn, step, provider and PolicyKey) from 1 under one RetryID.
 type RetryData struct {
 	Mode       string     `json:"mode"`
 	Turn       int64      `json:"turn"`
@@ -395,8 +370,7 @@ type RetryData struct {
 	Failure    LLMFailure `json:"failure"`
 }
 
-// RetryStartedData is the data of llm/retry-started: the retry scheduled
-// by the llm/retry with the same RetryID and Retry began.
+// RetryStartedData is the data of llm/retry-started.
 type RetryStartedData struct {
 	Turn    int64  `json:"turn"`
 	Step    int64  `json:"step"`
@@ -410,18 +384,15 @@ type SeqRange struct {
 	End   int64 `json:"end"`
 }
 
-// CompactionStartData is the data of compaction/start; Turn is the open
-// turn, nil (null) for a compaction between turns.
+// CompactionStartData is the data of compaction/start; Turn is nil
+// between turns.
 type CompactionStartData struct {
 	CompactionID    string `json:"compactionId"`
 	SourceCommandID string `json:"sourceCommandId,omitempty"`
 	Turn            *int64 `json:"turn"`
 }
 
-// CompactionSummaryData is the data of compaction/summary: the summary of
-// the history span it shadows (ShadowedSeqs, the current surface nodes from
-// ShadowedRange.Start to End), priced at ShadowedTokenCount, and who wrote
-// it.
+// CompactionSummaryData is the data of compaction/summary.
 type CompactionSummaryData struct {
 	CompactionID       string   `json:"compactionId"`
 	SourceCommandID    string   `json:"sourceCommandId,omitempty"`
@@ -435,8 +406,7 @@ type CompactionSummaryData struct {
 	Usage              *Usage   `json:"usage,omitempty"`
 }
 
-// CompactionEndData is the data of compaction/end; Error is set when the
-// compaction failed.
+// CompactionEndData is the data of compaction/end.
 type CompactionEndData struct {
 	CompactionID    string `json:"compactionId"`
 	SourceCommandID string `json:"sourceCommandId,omitempty"`
@@ -444,8 +414,7 @@ type CompactionEndData struct {
 	Error           string `json:"error,omitempty"`
 }
 
-// SubagentCatalogData is the data of subagent/catalog in a parent's log:
-// a subagent it started (Mode "continuable": it can be messaged again).
+// SubagentCatalogData is the data of subagent/catalog in a parent's log.
 type SubagentCatalogData struct {
 	Version        int64  `json:"version"`
 	Mode           string `json:"mode"`
@@ -454,8 +423,7 @@ type SubagentCatalogData struct {
 	ChildCreatedAt int64  `json:"childCreatedAt"`
 }
 
-// EncodeData is v as an event's data: JSON without HTML escaping or a
-// trailing newline.
+// EncodeData is v as an event's data: JSON without HTML escaping.
 func EncodeData(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
