@@ -84,9 +84,21 @@ func (w *walk) block(sl slot, bi *blockInfo) *problem {
 	return f.check(sl, bi)
 }
 
-// blockFields are the members of a content block the checks read.
+// blockFields are the members of a content block the checks and the texts
+// read.
 type blockFields struct {
-	typ, text, id, name, args, att, toolName, tool, offloaded []byte
+	typ, text, id, name, args, att, toolName, tool, offloaded, interrupted []byte
+}
+
+// readBlock reads a content block's members (validated JSON).
+func readBlock(blk []byte) (f blockFields) {
+	w := walk{b: blk}
+	if w.enterObject() {
+		for k, v, ok := w.member(); ok; k, v, ok = w.member() {
+			f.set(k, v)
+		}
+	}
+	return f
 }
 
 func (f *blockFields) set(k, v []byte) {
@@ -109,6 +121,8 @@ func (f *blockFields) set(k, v []byte) {
 		f.tool = v
 	case "offloaded":
 		f.offloaded = v
+	case "interrupted":
+		f.interrupted = v
 	}
 }
 
@@ -508,7 +522,7 @@ func checkChunk(raw []byte, ms []member) *problem {
 		}
 		return newProblem("%s is not a stream chunk type (%s)", clip(typ), chunkTypes()).in(".type")
 	}
-	return s.checkMembers(raw, ms)
+	return s.checkKept(raw, ms, nil)
 }
 
 // walk reads validated JSON in place, one pass: the checks of content and

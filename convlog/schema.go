@@ -10,16 +10,14 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// Every event payload has one schema, here: the members of its data, their
-// JSON types, which are optional, and what one member requires of another.
-// docs/FORMAT.md's table of event types is this table
-// (TestFormatDocListsEveryType).
+// Every event payload has one schema: the members of its data, their JSON
+// types, which are optional, and what one member requires of another.
+// docs/FORMAT.md's table of event types is the schemas' (TestFormatDocListsEveryType).
 
 // ErrPayload: an event's data breaks its type's schema.
 var ErrPayload = errors.New("payload breaks its schema")
 
-// ErrWrongLog: an event type of a session log in a conversation log, or
-// the other way round.
+// ErrWrongLog: an event type of the other kind of log.
 var ErrWrongLog = errors.New("event type of the other kind of log")
 
 // vt is what JSON a member holds.
@@ -61,8 +59,7 @@ type field struct {
 	enum []string
 	sub  *shape
 	slot slot
-	// why says why a member is refused (vNever).
-	why string
+	why  string // why a vNever member is refused
 }
 
 // shape is the schema of a JSON object.
@@ -72,7 +69,7 @@ type shape struct {
 	// closed: no member beyond fields (the reference's exact key sets).
 	closed bool
 	// check runs once every member passed its field: what one member
-	// requires of another. obj is the object's bytes.
+	// requires of another.
 	check func(obj []byte) *problem
 }
 
@@ -113,9 +110,8 @@ func fMsg(name string, sl slot) field    { return field{name: name, t: vMessage,
 func fMsgs(name string, sl slot) field   { return field{name: name, t: vMessages, slot: sl} }
 func never(name, why string) field       { return field{name: name, t: vNever, opt: true, why: why} }
 
-// index is the field named key, -1 when none is; members mostly come in
-// the order of the fields, so the search starts at hint (the field after
-// the last one found).
+// index is the field named key, -1 when none is; the search starts at hint,
+// the field after the last one found, as members mostly come in order.
 func (s *shape) index(key []byte, hint int) int {
 	n := len(s.fields)
 	for k := 0; k < n; k++ {
@@ -130,13 +126,8 @@ func (s *shape) index(key []byte, hint int) int {
 	return -1
 }
 
-// checkMembers checks an object whose members a reader kept.
-func (s *shape) checkMembers(obj []byte, ms []member) *problem {
-	return s.checkKept(obj, ms, nil)
-}
-
-// checkKept is checkMembers that takes the member whose value is the very
-// bytes of checked (not a copy) as checked already.
+// checkKept checks an object whose members a reader kept, taking the
+// member whose value is the very bytes of checked (not a copy) as checked.
 func (s *shape) checkKept(obj []byte, ms []member, checked []byte) *problem {
 	var seen uint64
 	hint := 0
@@ -170,20 +161,9 @@ func (s *shape) checkWalked(raw, checked []byte) *problem {
 	return s.finish(raw, seen)
 }
 
-// memberUnless is member, which only counts val as seen when it is the
-// very bytes of checked: a field's check reads its value alone.
+// memberUnless checks one member, which it only counts as seen when val is
+// the very bytes of checked: a field's check reads its value alone.
 func (s *shape) memberUnless(key, val []byte, seen *uint64, hint *int, checked []byte) *problem {
-	if len(checked) > 0 && len(val) == len(checked) && &val[0] == &checked[0] {
-		if i := s.index(key, *hint); i >= 0 {
-			*seen |= 1 << i
-			*hint = i + 1
-			return nil
-		}
-	}
-	return s.member(key, val, seen, hint)
-}
-
-func (s *shape) member(key, val []byte, seen *uint64, hint *int) *problem {
 	i := s.index(key, *hint)
 	if i < 0 {
 		if s.closed {
@@ -193,6 +173,9 @@ func (s *shape) member(key, val []byte, seen *uint64, hint *int) *problem {
 	}
 	*seen |= 1 << i
 	*hint = i + 1
+	if len(checked) > 0 && len(val) == len(checked) && &val[0] == &checked[0] {
+		return nil
+	}
 	fl := &s.fields[i]
 	if p := fl.check(val); p != nil {
 		return p.in("." + fl.name)
@@ -314,8 +297,7 @@ func (fl *field) check(v []byte) *problem {
 	case vStream:
 		return checkStream(v)
 	case vMessage:
-		// The event's own message: the Validator checks it with its
-		// identity and history.
+		// The event's own message: the Validator checks the rest.
 		if len(v) == 0 || v[0] != '{' {
 			return mustBe("a stored message (an object)", v)
 		}
@@ -340,8 +322,7 @@ func mustBe(what string, v []byte) *problem {
 	return newProblem("must be %s, not %s", what, jsonKind(v))
 }
 
-// jsonKind names a value for an error: its JSON type, and short values
-// themselves.
+// jsonKind names a value for an error: its JSON type, and a short value.
 func jsonKind(v []byte) string {
 	if len(v) == 0 {
 		return "nothing"

@@ -70,7 +70,7 @@ func ReadableText(msg []byte) string {
 	for _, block := range elements(content) {
 		b := readBlock(block)
 		cut := ""
-		if b.cut {
+		if string(b.interrupted) == "true" {
 			cut = " (interrupted)"
 		}
 		switch typ := str(b.typ); typ {
@@ -81,40 +81,12 @@ func ReadableText(msg []byte) string {
 		case "tool-call":
 			parts = append(parts, "(tool call "+str(b.name)+" "+str(b.args)+")")
 		case "tool-addition", "tool-removal":
-			parts = append(parts, "("+typ+" "+str(b.tool)+")")
+			parts = append(parts, "("+typ+" "+str(b.toolName)+")")
 		default:
 			parts = append(parts, "("+typ+")")
 		}
 	}
 	return strings.Join(parts, "\n")
-}
-
-// blockParts are the members of a content block its texts read (raw).
-type blockParts struct {
-	typ, text, name, args, tool []byte
-	cut                         bool
-}
-
-func readBlock(block []byte) (b blockParts) {
-	var buf [8]member
-	ms, _ := rawjson.Members(block, buf[:0])
-	for _, m := range ms {
-		switch string(m.Key) {
-		case "type":
-			b.typ = m.Value
-		case "text":
-			b.text = m.Value
-		case "name":
-			b.name = m.Value
-		case "arguments":
-			b.args = m.Value
-		case "toolName":
-			b.tool = m.Value
-		case "interrupted":
-			b.cut = string(m.Value) == "true"
-		}
-	}
-	return b
 }
 
 // keptMembers returns the members the check of e's line kept of msg, when
