@@ -94,11 +94,8 @@ func parseStoredMessage(raw []byte, keep bool) (StoredMessage, error) {
 	if keep {
 		m.raw = append(json.RawMessage(nil), raw...)
 		m.source.Raw = append(json.RawMessage(nil), f.source...)
-	} else if rawjson.EmptyArray(f.content) {
-		// Emptiness is decided now; the body is not kept.
-		m.raw = json.RawMessage(`{"content":[]}`)
 	} else {
-		m.raw = json.RawMessage(`{"content":[null]}`)
+		m.raw = stubContent(f.content) // emptiness is decided now; the body is not kept
 	}
 	return m, nil
 }

@@ -1,6 +1,7 @@
 package convlog
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 
@@ -44,21 +45,15 @@ type Name struct {
 // String renders the canonical file name (compressed names use the suffix the
 // name was parsed with, or .zst for a new name).
 func (n Name) String() string {
-	var b strings.Builder
-	b.WriteString(n.Base)
+	s := n.Base
 	if n.Version > 0 {
-		b.WriteString(".v")
-		b.WriteString(strconv.Itoa(n.Version))
+		s += ".v" + strconv.Itoa(n.Version)
 	}
-	b.WriteString(JSONLSuffix)
+	s += JSONLSuffix
 	if n.Compression == Zstd {
-		if n.Suffix == "" {
-			b.WriteString(ZstSuffix)
-		} else {
-			b.WriteString(n.Suffix)
-		}
+		s += cmp.Or(n.Suffix, ZstSuffix)
 	}
-	return b.String()
+	return s
 }
 
 // FileName returns the name a new generation of base is written under.

@@ -424,7 +424,7 @@ func trimEventPrefix(err error, e *Event) string {
 }
 
 // stubContent stands for a message's content when bodies are not kept: an
-// empty answer stays empty.
+// empty answer stays empty. It is shared: never written to.
 func stubContent(content []byte) []byte {
 	if rawjson.EmptyArray(content) {
 		return emptyStub
