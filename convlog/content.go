@@ -64,15 +64,9 @@ func checkBlocks(raw []byte, sl slot, bi *blockInfo) *problem {
 	return nil
 }
 
-// checkBlock checks one content block: a non-empty type and the members of
-// the kinds the format defines; another kind is kept as it is, but a
-// tool-result wrapper is refused (v4 has tool/result events).
-func checkBlock(blk []byte, sl slot, bi *blockInfo) *problem {
-	w := walk{b: blk}
-	return w.block(sl, bi)
-}
-
-// block checks the content block at w.i, walking past it.
+// block checks the content block at w.i, walking past it: a non-empty type
+// and the members of the kinds the format defines; another kind is kept as
+// it is, but a tool-result wrapper is refused (v4 has tool/result events).
 func (w *walk) block(sl slot, bi *blockInfo) *problem {
 	if !w.enterObject() {
 		return mustBe("a content block (an object)", w.value())

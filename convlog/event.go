@@ -89,6 +89,10 @@ type eventProblem struct {
 
 func (p *eventProblem) Error() string { return p.msg }
 
+func corrupt(col int, format string, args ...any) *eventProblem {
+	return &eventProblem{col: col, msg: fmt.Sprintf(format, args...), kind: ErrCorrupt}
+}
+
 // envelopeParser parses event lines of one log, reusing its buffers.
 type envelopeParser struct {
 	version int
@@ -143,9 +147,6 @@ func (p *envelopeParser) eventType(raw []byte) (string, *eventType, bool) {
 // parse fills e from line. expectSeq is the seq the row must carry, or -1
 // to accept any (re-anchoring after a damaged row).
 func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventProblem {
-	corrupt := func(col int, format string, args ...any) *eventProblem {
-		return &eventProblem{col: col, msg: fmt.Sprintf(format, args...), kind: ErrCorrupt}
-	}
 	*e = Event{Raw: line}
 	p.seqKnown = false
 	var err error
@@ -282,8 +283,7 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 
 func (p *envelopeParser) parseSurfaceOp(m *member, e *Event) *eventProblem {
 	bad := func() *eventProblem {
-		return &eventProblem{col: m.ValOff, kind: ErrCorrupt,
-			msg: fmt.Sprintf(`surfaceOp of %s at seq %d must be "append" or {"op":"replace","startSeq":N,"endSeq":M}`, e.Type, e.Seq)}
+		return corrupt(m.ValOff, `surfaceOp of %s at seq %d must be "append" or {"op":"replace","startSeq":N,"endSeq":M}`, e.Type, e.Seq)
 	}
 	if string(m.Value) == `"append"` {
 		p.op = SurfaceOp{}
@@ -314,8 +314,7 @@ func (p *envelopeParser) parseSurfaceOp(m *member, e *Event) *eventProblem {
 	// not seq order: only "both earlier" is checked here; the history
 	// checks that start does not come after end.
 	if p.op.StartSeq < 0 || p.op.EndSeq < 0 || p.op.StartSeq >= e.Seq || p.op.EndSeq >= e.Seq {
-		return &eventProblem{col: m.ValOff, kind: ErrCorrupt,
-			msg: fmt.Sprintf("surfaceOp of %s at seq %d replaces %d..%d, which is not an earlier span", e.Type, e.Seq, p.op.StartSeq, p.op.EndSeq)}
+		return corrupt(m.ValOff, "surfaceOp of %s at seq %d replaces %d..%d, which is not an earlier span", e.Type, e.Seq, p.op.StartSeq, p.op.EndSeq)
 	}
 	return nil
 }
@@ -324,8 +323,7 @@ func (p *envelopeParser) parseSurfaceOp(m *member, e *Event) *eventProblem {
 // [start,end] pairs for runs of three or more.
 func (p *envelopeParser) parseSourceSeqs(m *member, e *Event) *eventProblem {
 	bad := func(format string, args ...any) *eventProblem {
-		return &eventProblem{col: m.ValOff, kind: ErrCorrupt,
-			msg: fmt.Sprintf("sourceEventSeqs of %s at seq %d: ", e.Type, e.Seq) + fmt.Sprintf(format, args...)}
+		return corrupt(m.ValOff, "sourceEventSeqs of %s at seq %d: %s", e.Type, e.Seq, fmt.Sprintf(format, args...))
 	}
 	b := m.Value
 	if len(b) == 0 || b[0] != '[' {
@@ -411,9 +409,6 @@ const maxSourceSeqs = 1 << 20
 // parsePacked reads a version 0/1 packed assistant delta row: seq0, time0
 // and data.dt holding N-1 time gaps for N members.
 func (p *envelopeParser) parsePacked(e *Event, seq0, time0, data *member, expectSeq int64) *eventProblem {
-	corrupt := func(col int, format string, args ...any) *eventProblem {
-		return &eventProblem{col: col, msg: fmt.Sprintf(format, args...), kind: ErrCorrupt}
-	}
 	for _, m := range p.members {
 		switch string(m.Key) {
 		case "type", "seq0", "time0", "data":

@@ -165,15 +165,9 @@ func toolCallIDs(content []byte, dst []string) []string {
 	if !bytes.Contains(content, []byte(`"tool-call"`)) {
 		return dst
 	}
-	var buf [8]member
 	for _, blk := range elements(content) {
-		ms, err := rawjson.Members(blk, buf[:0])
-		if err != nil {
-			continue
-		}
-		typ, id := twoMembers(ms, "type", "id")
-		if string(typ) == `"tool-call"` {
-			if s, ok := rawjson.String(id); ok && s != "" {
+		if b := readBlock(blk); string(b.typ) == `"tool-call"` {
+			if s, ok := rawjson.String(b.id); ok && s != "" {
 				dst = append(dst, s)
 			}
 		}

@@ -2,6 +2,7 @@ package convlog
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -144,27 +145,21 @@ func (v *Validator) Check(e *Event) error {
 	if info == nil || info.name != e.Type {
 		info = eventTypes[e.Type]
 	}
-	rerr := func(kind error, format string, args ...any) *RuleError {
+	rerr := func(kind error, format string, args ...any) error {
 		return &RuleError{Seq: e.Seq, Type: e.Type, Msg: fmt.Sprintf(format, args...), Kind: kind}
 	}
 	// first is the problem reported. A reader's validator goes on past a
 	// schema problem, so that one bad event is one problem.
-	var first *RuleError
-	keep := func(err *RuleError) bool {
+	var first error
+	keep := func(err error) bool {
 		if first == nil {
 			first = err
 		}
 		return v.strict
 	}
-	done := func() error {
-		if first == nil {
-			return nil
-		}
-		return first
-	}
-	var sc *eventType
-	if info != nil && (e.Known || !e.Ignorable) {
-		sc = info
+	sc := info // nil for an opaque record
+	if !e.Known && e.Ignorable {
+		sc = nil
 	}
 	if sc != nil && (sc.log == inSession) != v.session {
 		if e.Ignorable {
@@ -209,7 +204,7 @@ func (v *Validator) Check(e *Event) error {
 		}
 	}
 	if !v.session {
-		return done()
+		return first
 	}
 	if v.inSeed && v.seedLen >= 0 && e.Seq >= v.seedLen {
 		v.inSeed = false
@@ -226,13 +221,7 @@ func (v *Validator) Check(e *Event) error {
 				return ruleProblem(e, p)
 			}
 		}
-		return done()
-	}
-	fail := func(err *RuleError) error {
-		if first != nil {
-			return first
-		}
-		return err
+		return first
 	}
 	var f eventFields
 	var msg []byte
@@ -243,11 +232,11 @@ func (v *Validator) Check(e *Event) error {
 		if err := f.read(e, info.msgPath, &msg); err != nil {
 			switch {
 			case info.surface && current:
-				return fail(rerr(ErrMessageIdentity, "data is not a JSON object: a surface event carries a stored message"))
+				return cmp.Or(first, rerr(ErrMessageIdentity, "data is not a JSON object: a surface event carries a stored message"))
 			case role == roleEndSeed || info.surface:
-				return done()
+				return first
 			}
-			return fail(rerr(ErrTurnPath, "data is not a JSON object"))
+			return cmp.Or(first, rerr(ErrTurnPath, "data is not a JSON object"))
 		}
 	}
 	var mf messageFields
@@ -267,13 +256,13 @@ func (v *Validator) Check(e *Event) error {
 		}
 		if current {
 			if !ok {
-				return fail(rerr(ErrMessageIdentity, "message is not a JSON object"))
+				return cmp.Or(first, rerr(ErrMessageIdentity, "message is not a JSON object"))
 			}
 			if ierr := mf.identityError(); ierr != nil {
-				return fail(rerr(ErrMessageIdentity, "%v", ierr))
+				return cmp.Or(first, rerr(ErrMessageIdentity, "%v", ierr))
 			}
 			if e.Type == TypeToolResult && (!nonEmptyString(mf.toolCallID) || !bytes.Equal(unquoted(mf.toolCallID), unquoted(mf.sourceCallID))) {
-				return fail(rerr(ErrMessageIdentity, "tool result %s needs a toolCallId equal to its source's callId (toolCallId %s, source callId %s)",
+				return cmp.Or(first, rerr(ErrMessageIdentity, "tool result %s needs a toolCallId equal to its source's callId (toolCallId %s, source callId %s)",
 					termtext.Quote(str(mf.id)), termtext.Quote(str(mf.toolCallID)), termtext.Quote(str(mf.sourceCallID))))
 			}
 			v.bi.calls, v.bi.additions = v.bi.calls[:0], v.bi.additions[:0]
@@ -304,15 +293,15 @@ func (v *Validator) Check(e *Event) error {
 			f.toolCalls = v.calls
 		}
 	} else if info.surface && current {
-		return fail(rerr(ErrMessageIdentity, "data has no %s: a surface event carries a stored message", termtext.Quote(info.msgPath)))
+		return cmp.Or(first, rerr(ErrMessageIdentity, "data has no %s: a surface event carries a stored message", termtext.Quote(info.msgPath)))
 	}
 	if role == roleEndSeed && f.inherited && !v.seeded {
-		return fail(rerr(ErrHistory, "an inherited session/end-seed marker in a log whose header is not seeded"))
+		return cmp.Or(first, rerr(ErrHistory, "an inherited session/end-seed marker in a log whose header is not seeded"))
 	}
 	// blocked: the event breaks the path, a relationship or the history,
 	// and is not applied.
 	blocked := false
-	block := func(err *RuleError) bool {
+	block := func(err error) bool {
 		blocked = true
 		return keep(err)
 	}
@@ -366,7 +355,7 @@ func (v *Validator) Check(e *Event) error {
 		}
 	}
 	v.lastMsg = msg
-	return done()
+	return first
 }
 
 // admittedHeaders are the hashes (contentHash) of request headers whose

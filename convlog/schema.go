@@ -293,7 +293,8 @@ func (fl *field) check(v []byte) *problem {
 	case vBlocks:
 		return checkBlocks(v, fl.slot, nil)
 	case vBlock:
-		return checkBlock(v, fl.slot, nil)
+		w := walk{b: v}
+		return w.block(fl.slot, nil)
 	case vStream:
 		return checkStream(v)
 	case vMessage:
