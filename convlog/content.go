@@ -8,9 +8,8 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// The schemas of what messages and streams hold: content blocks, stored
-// messages in their slots, and the records of an assistant stream. Values
-// are validated JSON; a walk skips strings without decoding them.
+// The schemas of content blocks, stored messages in their slots, and the
+// records of an assistant stream, read in one walk of validated JSON.
 
 // slot is where content or a message is: it decides the role, the source
 // kinds and the block kinds admitted.
@@ -54,8 +53,7 @@ func checkBlocks(raw []byte, sl slot, bi *blockInfo) *problem {
 	if !w.enterArray() {
 		return mustBe("an array of content blocks", raw)
 	}
-	// One pass over the content (a tool's output is most of a log): each
-	// block's members are read as the array is walked.
+	// One pass over the content, a tool's output being most of a log.
 	for k := 0; w.nextElem(); k++ {
 		if p := w.block(sl, bi); p != nil {
 			return p.at(k)
@@ -191,9 +189,8 @@ func slotName(sl slot) string {
 	return slotRoles[sl] + " message"
 }
 
-// checkOtherMessage checks a stored message that is not its event's own
-// (one queued by agent/inbox/spliced, one of a title request): its
-// identity, role and body.
+// checkOtherMessage checks a stored message that is not its event's own (a
+// queued one, a title request's).
 func checkOtherMessage(raw []byte, sl slot) *problem {
 	mf, ok := scanMessage(raw)
 	if !ok {
@@ -208,9 +205,8 @@ func checkOtherMessage(raw []byte, sl slot) *problem {
 	return checkMessageBody(&mf, sl, nil)
 }
 
-// checkMessageBody checks what a stored message of slot sl holds beyond
-// its identity: its source where the slot fixes it, its content blocks and
-// a tool message's isError. A wrong role is left to the interpreter.
+// checkMessageBody checks a stored message of slot sl beyond its identity;
+// a wrong role is left to the interpreter.
 func checkMessageBody(mf *messageFields, sl slot, bi *blockInfo) *problem {
 	if roleOf(mf.role) != slotRoles[sl] {
 		return nil
@@ -240,8 +236,8 @@ var (
 		f("compactionId", vNonEmpty), o("sourceCommandId", vStr)}}
 )
 
-// checkSourceOf is checkSource from the members the scan counted; the
-// schema walks the source only to name what is wrong.
+// checkSourceOf is checkSource from the members the scan counted, walking
+// the source only to name what is wrong.
 func checkSourceOf(mf *messageFields, sl slot) *problem {
 	ok := false
 	switch sl {
@@ -262,8 +258,7 @@ func checkSourceOf(mf *messageFields, sl slot) *problem {
 	return checkSource(mf.source, mf.kind, sl)
 }
 
-// checkSource checks a message's source (an object with a producer-owned
-// kind, msgcheck.go) for its slot.
+// checkSource checks a message's source for its slot.
 func checkSource(src, kind []byte, sl slot) *problem {
 	switch sl {
 	case slotSystem:
@@ -363,8 +358,7 @@ const (
 	recChunk
 )
 
-// checkRecord checks the stream record w is at, walking past it: its
-// texts or args once, as they are counted.
+// checkRecord checks the stream record w is at, walking past it once.
 func checkRecord(w *walk) *problem {
 	if !w.enterObject() {
 		return mustBe("a stream record (an object)", w.value())
@@ -461,9 +455,8 @@ func checkRecord(w *walk) *problem {
 	return newProblem("%s is not a stream record type (text-chunks, reasoning-chunks, tool-call-chunks, chunk)", clip(typ)).in(".type")
 }
 
-// checkRun checks the members of a run of deltas: time0, index, the gaps
-// and the pieces (texts or args: n of them, bad the first that is not a
-// string).
+// checkRun checks a run of deltas: time0, index, the gaps and the n pieces
+// (bad: the first that is not a string).
 func checkRun(time0, index, dt, pieces []byte, piecesName string, n int, bad *problem) *problem {
 	t, ok := rawjson.Int(time0)
 	if !ok {
@@ -501,9 +494,8 @@ func checkRun(time0, index, dt, pieces []byte, piecesName string, n int, bad *pr
 	return nil
 }
 
-// checkChunk checks the chunk of a "chunk" record (its members, as the
-// record's walk read them): one of the stream chunk types, with its
-// members.
+// checkChunk checks the chunk of a "chunk" record, whose members the
+// record's walk read.
 func checkChunk(raw []byte, ms []member) *problem {
 	if len(raw) == 0 || raw[0] != '{' {
 		return mustBe("a stream chunk (an object)", raw)
@@ -519,13 +511,11 @@ func checkChunk(raw []byte, ms []member) *problem {
 	return s.checkKept(raw, ms, nil)
 }
 
-// walk reads validated JSON in place, one pass: the checks of content and
-// streams read each byte of them once (a string is skipped, not decoded).
+// walk reads validated JSON in place, each byte once (a string is skipped,
+// not decoded).
 type walk struct {
 	b []byte
 	i int
-	// empty: the array just entered has no element.
-	empty bool
 }
 
 func (w *walk) space() { w.i = rawjson.SkipSpace(w.b, w.i) }
@@ -537,22 +527,12 @@ func (w *walk) enterArray() bool {
 		return false
 	}
 	w.i++
-	w.space()
-	if w.i < len(w.b) && w.b[w.i] == ']' {
-		w.i++
-		w.empty = true
-		return true
-	}
 	return true
 }
 
-// nextElem moves to the next element of the array entered (past the
-// comma after the one walked over), false past its end.
+// nextElem moves to the next element of the array entered, false past its
+// end.
 func (w *walk) nextElem() bool {
-	if w.empty {
-		w.empty = false
-		return false
-	}
 	w.space()
 	if w.i >= len(w.b) {
 		return false
@@ -651,9 +631,8 @@ func (w *walk) members(buf []member) ([]byte, []member) {
 	}
 }
 
-// strings walks past the value at w.i, an array of strings: it returns
-// the value, how many elements it has, and a problem with the first that
-// is not a string.
+// strings walks past the array of strings at w.i, returning it, its length
+// and a problem with its first element that is not a string.
 func (w *walk) strings() (v []byte, n int, bad *problem) {
 	w.space()
 	start := w.i

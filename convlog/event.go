@@ -119,9 +119,8 @@ type envelopeParser struct {
 
 var packedTypes = map[string]bool{"text-chunks": true, "reasoning-chunks": true, "tool-call-chunks": true}
 
-// eventType decodes the raw type member and looks it up. A type met before
-// in this log costs neither an allocation nor a map lookup: a log repeats a
-// handful of types.
+// eventType decodes the raw type member and looks it up; a log repeats a
+// handful of types, which cost no allocation and no map lookup.
 func (p *envelopeParser) eventType(raw []byte) (string, *eventType, bool) {
 	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
 		name := raw[1 : len(raw)-1]
@@ -463,9 +462,8 @@ func countArray(b []byte) (int, bool) {
 	return n, it.Err() == nil
 }
 
-// AppendJSON appends the event line (without newline). An event read from a
-// file is copied verbatim; one built in memory is written compact in the
-// order type, seq, time, data, ignorable, sourceEventSeqs, surfaceOp.
+// AppendJSON appends the event line (without newline): as read, or compact
+// in the order type, seq, time, data, ignorable, sourceEventSeqs, surfaceOp.
 func (e *Event) AppendJSON(dst []byte) []byte {
 	if e.Raw != nil {
 		return append(dst, e.Raw...)

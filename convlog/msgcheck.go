@@ -8,13 +8,11 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// The message-identity rule: every stored message carries a non-empty id, a
-// role and a source object with a producer-owned kind. It is checked here
-// once, for the writer (before anything is written), the validator and the
-// history replay.
+// The message-identity rule, checked here once for the writer, the
+// validator and the history replay.
 
 // messageFields are the members of a stored message the rules read, as raw
-// JSON spans of validated bytes: nothing is decoded unless it is needed.
+// JSON spans: nothing is decoded unless it is needed.
 type messageFields struct {
 	id, role, kind, source, content []byte
 	// toolCallID is the message's toolCallId, sourceCallID its source's
@@ -91,8 +89,8 @@ func (f *messageFields) readSource() {
 	}) == nil
 }
 
-// identityError says what a stored message lacks, or nil: a non-empty id,
-// a role, a source object with a producer-owned kind.
+// identityError says what a stored message lacks of a non-empty id, a role
+// and a source object with a producer-owned kind, or nil.
 func (f *messageFields) identityError() error {
 	if !nonEmptyString(f.id) {
 		if f.source == nil {
@@ -115,8 +113,7 @@ func (f *messageFields) identityError() error {
 	return nil
 }
 
-// nonEmptyString reports whether raw is a JSON string of at least one
-// character.
+// nonEmptyString reports whether raw is a non-empty JSON string.
 func nonEmptyString(raw []byte) bool { return len(raw) > 2 && raw[0] == '"' }
 
 // str decodes a raw JSON string ("" when it is not one).
@@ -141,8 +138,7 @@ func unquoted(raw []byte) []byte {
 	return []byte(s)
 }
 
-// roleOf is a message's role as a string, the usual ones without an
-// allocation.
+// roleOf is a message's role, the usual ones without an allocation.
 func roleOf(raw []byte) string {
 	switch string(raw) {
 	case `"user"`:
@@ -159,8 +155,7 @@ func roleOf(raw []byte) string {
 	return str(raw)
 }
 
-// toolCallIDs appends the ids of the tool-call blocks of a message's
-// content (validated JSON) to dst.
+// toolCallIDs appends the ids of the tool-call blocks of content to dst.
 func toolCallIDs(content []byte, dst []string) []string {
 	if !bytes.Contains(content, []byte(`"tool-call"`)) {
 		return dst

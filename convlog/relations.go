@@ -14,12 +14,11 @@ import (
 // the turn's path (docs/FORMAT.md); state is a few words per message id,
 // request header, command and open retry chain.
 
-// ErrRelationship: an event that does not agree with the events it
-// relates to.
+// ErrRelationship: an event that disagrees with the events it relates to.
 var ErrRelationship = errors.New("event does not agree with the events it relates to")
 
-// idKey is a message id, hashed (two 64-bit hashes: a collision is
-// beyond reach), so that the ids of a long log cost no strings.
+// idKey is a message id as two 64-bit hashes, so that the ids of a long log
+// cost no strings.
 type idKey [2]uint64
 
 var idSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
@@ -65,8 +64,7 @@ type ptcRec struct {
 }
 
 // toolDefs are the tools of a request header: how many definitions each
-// name has, and whether one is complete (a string description, an object
-// of parameters).
+// name has, and whether one has a description and parameters.
 type toolDefs map[string]toolDef
 
 type toolDef struct {
@@ -194,8 +192,7 @@ func (v *Validator) messageID(e *Event, id, msg []byte, user bool) *problem {
 	return nil
 }
 
-// queued checks and records the ids of the messages an inbox splice
-// queues.
+// queued checks and records the ids of an inbox splice's messages.
 func (v *Validator) queued(inserted []byte) *problem {
 	r := &v.rel
 	for i, m := range elements(inserted) {
@@ -233,7 +230,7 @@ func (v *Validator) inSpan(seq int64, op *SurfaceOp) bool {
 }
 
 // span returns the nodes of the current surface from start to end
-// inclusive, in surface order; ok false when they are not a span of it.
+// inclusive; ok false when they are not a span of it.
 func (v *Validator) span(start, end int64) (nodes []historyNode, from int, ok bool) {
 	i, j := -1, -1
 	for k, n := range v.hist.nodes {
@@ -250,9 +247,8 @@ func (v *Validator) span(start, end int64) (nodes []historyNode, from int, ok bo
 	return v.hist.nodes[i : j+1], i, true
 }
 
-// surfaceRules checks a surface event against the surface's rules
-// beyond its span (the history's interpreter checks that): the protected
-// system head, and that a replacement cites every node it shadows.
+// surfaceRules checks the protected system head, and that a replacement
+// cites every node it shadows (the interpreter checks its span).
 func (v *Validator) surfaceRules(e *Event) *problem {
 	op := e.SurfaceOp
 	if op == nil {
@@ -289,8 +285,8 @@ func (v *Validator) applySurface(e *Event, wasEmpty bool) {
 	}
 }
 
-// relations checks e (its payload valid) against the events it relates to,
-// and records what later events relate to.
+// relations checks e (its payload valid) against earlier events, and
+// records what later ones relate to.
 func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messageFields) *problem {
 	r := &v.rel
 	d := e.Data
@@ -533,10 +529,9 @@ func (v *Validator) shadowSpan(get func(string) []byte) *problem {
 	return nil
 }
 
-// retry checks llm/retry: in the open turn, at its open (or last closed)
-// step; the provider of the latest request/header; per chain (turn, step,
-// provider, policyKey) retries 1, 2, ... under one retryId, which no other
-// chain used.
+// retry checks llm/retry: the open step, the latest request/header's
+// provider, and per chain (turn, step, provider, policyKey) retries 1, 2,
+// ... under one retryId of its own.
 func (v *Validator) retry(e *Event, f *eventFields, get func(string) []byte) *problem {
 	r, p := &v.rel, &v.path
 	if !p.open || f.turn != p.turn || f.step != p.step || f.step < 1 {
@@ -616,9 +611,8 @@ func titleRequestMessages(msgs []byte) *problem {
 	return nil
 }
 
-// ptcDispatch checks a PTC sub-dispatch: a start names a new subCallId
-// (and a parent of its own root); a dispatch settles exactly one start,
-// repeating its ids, name and arguments.
+// ptcDispatch checks a PTC sub-dispatch: a start names a new subCallId; a
+// dispatch settles exactly one start, repeating its ids, name and arguments.
 func (v *Validator) ptcDispatch(e *Event, get func(string) []byte) *problem {
 	r := &v.rel
 	if !v.path.open {

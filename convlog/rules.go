@@ -12,9 +12,8 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// The rules an event must keep beyond its own line (docs/FORMAT.md,
-// "Validation"). One Validator checks them for the writer, inspect and
-// reindex, so that all agree on what a valid log is.
+// The rules beyond one line (docs/FORMAT.md, "Validation"), checked by one
+// Validator for the writer, inspect and reindex alike.
 
 // The kinds of rule an event can break; a *RuleError wraps one.
 var (
@@ -73,13 +72,9 @@ func ruleName(kind error) string {
 	return "other"
 }
 
-// Validator checks the events of one log, in order, against the rules
-// beyond a single line; its memory is a few words per surface message and
-// per tool call of the open turn.
-//
-// Version 4 session logs are checked whole. Older session logs are checked
-// for the turn's path only, with the upgrade chain's repair of a turn left
-// open before an inbox splice. Conversation logs are not checked.
+// Validator checks the events of one log in order, in a few words per
+// surface message and open tool call: a version 4 session log whole, an
+// older one's turn path only, a conversation log's payloads.
 type Validator struct {
 	// strict (the writer's): a refused event changes nothing. A reader's
 	// validator still replays the history past a misplaced event.
@@ -358,9 +353,8 @@ func (v *Validator) Check(e *Event) error {
 	return first
 }
 
-// admittedHeaders are the hashes (contentHash) of request headers whose
-// schema this process found kept, one a slot (a later one in its place):
-// any validator takes one as checked (lastHeader is the log's own).
+// admittedHeaders are the hashes of request headers this process found to
+// keep their schema, one a slot, which any validator takes as checked.
 var admittedHeaders [64]atomic.Uint64
 
 func headerAdmitted(sum uint64) bool {
@@ -401,8 +395,7 @@ func (v *Validator) Finish() error {
 	return nil
 }
 
-// trimEventPrefix drops the "type at seq N: " an interpreter's error starts
-// with: RuleError says it once.
+// trimEventPrefix drops the "type at seq N: " RuleError says already.
 func trimEventPrefix(err error, e *Event) string {
 	s := err.Error()
 	p := fmt.Sprintf("%s at seq %d", e.Type, e.Seq)

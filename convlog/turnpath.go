@@ -10,10 +10,8 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// The turn's path (docs/FORMAT.md, "A turn's path"), followed event by
-// event by a pathState.
-
-// pathRole is what an event type is to the path.
+// pathRole is what an event type is to a turn's path (docs/FORMAT.md, "A
+// turn's path"), which a pathState follows event by event.
 type pathRole uint8
 
 const (
@@ -58,16 +56,13 @@ var TurnEndKinds = []string{"completed", "aborted", "blocked", "error", "max-tok
 type eventFields struct {
 	turn, step       int64
 	hasTurn, hasStep bool
-	// callID: tool/call's callId, or the call a tool result answers
-	// (decoded).
+	// callID: tool/call's callId, or the call a tool result answers.
 	callID []byte
-	// toolCalls: the tool-call blocks of an answer; advertised, in a
-	// version 4 log, their names and arguments too.
+	// toolCalls: an answer's tool-call blocks; advertised (version 4)
+	// their names and arguments too.
 	toolCalls  []string
 	advertised []advertised
-	// name and args: tool/call's name and arguments (raw); hasError: a
-	// tool result's data carries error.
-	name, args []byte
+	name, args []byte // tool/call's, raw
 	hasError   bool
 	reasonKind string
 	hasReason  bool
@@ -77,8 +72,8 @@ type eventFields struct {
 	target, inserted []byte
 }
 
-// read takes the fields from data, and its member msgKey, when set, into
-// msg: in one walk, or none when the reader kept the members.
+// read takes the fields, and data's member msgKey into msg, in one walk of
+// data or none when the reader kept its members.
 func (f *eventFields) read(e *Event, msgKey string, msg *[]byte) error {
 	if e.scanned {
 		for _, m := range e.dataMembers {
@@ -197,8 +192,8 @@ func (p *pathState) unresolved() string {
 	return ""
 }
 
-// idOf is id as a string, the one order holds when it can (a call's events
-// follow its answer), so that recording them makes no new string.
+// idOf is id as the string order holds when it can, so that recording a
+// call's events makes no new string.
 func (p *pathState) idOf(id []byte) string {
 	for i := len(p.order) - 1; i >= max(0, len(p.order)-8); i-- {
 		if p.order[i] == string(id) {
@@ -220,14 +215,14 @@ func (p *pathState) newTurnCalls() {
 	p.order = p.order[:0]
 }
 
-// afterSeed starts the path afresh after inherited history: its turn
+// afterSeed starts the path afresh after inherited history, whose turn
 // numbers are the source's.
 func (p *pathState) afterSeed() {
 	*p = pathState{version: p.version, j: p.j}
 }
 
-// check says what is wrong with e at this point of the path ("" when
-// nothing), changing nothing.
+// check says what is wrong with e at this point of the path, "" when
+// nothing.
 func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool) string {
 	switch role {
 	case roleTurnStart:
@@ -365,9 +360,8 @@ func belongs(e *Event, role pathRole) string {
 	return "it belongs to a step"
 }
 
-// closesByUpgrade: the restart an older version's upgrade closes as
-// interrupted (v3→v4 item 6): no step open, a non-empty next-turn splice
-// just before, and the next turn's number.
+// closesByUpgrade: a restart that an older version's upgrade closes as
+// interrupted (v3→v4 item 6).
 func (p *pathState) closesByUpgrade(f *eventFields, spliced bool) bool {
 	return p.version < CurrentVersion && !p.stepOpen && spliced && f.turn == p.turn+1
 }
