@@ -95,9 +95,9 @@ func RuleOf(err error) (rule, member string) {
 	if errors.As(err, &re) {
 		return re.Rule(), re.Member
 	}
-	for _, kind := range []error{ErrPayload, ErrWrongLog, ErrMessageIdentity, ErrTurnPath, ErrHistory, ErrRelationship} {
-		if errors.Is(err, kind) {
-			return ruleName(kind), ""
+	for _, r := range ruleNames {
+		if errors.Is(err, r.kind) {
+			return r.name, ""
 		}
 	}
 	var fe *FormatError

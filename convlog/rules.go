@@ -55,22 +55,19 @@ func (e *RuleError) Unwrap() error { return e.Kind }
 func (e *RuleError) Rule() string { return ruleName(e.Kind) }
 
 func ruleName(kind error) string {
-	switch kind {
-	case ErrPayload:
-		return "payload"
-	case ErrWrongLog:
-		return "wrong-log"
-	case ErrMessageIdentity:
-		return "message"
-	case ErrTurnPath:
-		return "turn-path"
-	case ErrHistory:
-		return "history"
-	case ErrRelationship:
-		return "relationship"
+	for _, r := range ruleNames {
+		if r.kind == kind {
+			return r.name
+		}
 	}
 	return "other"
 }
+
+var ruleNames = []struct {
+	kind error
+	name string
+}{{ErrPayload, "payload"}, {ErrWrongLog, "wrong-log"}, {ErrMessageIdentity, "message"}, {ErrTurnPath, "turn-path"},
+	{ErrHistory, "history"}, {ErrRelationship, "relationship"}}
 
 // Validator checks the events of one log in order, in a few words per
 // surface message and open tool call: a version 4 session log whole, an
@@ -160,7 +157,7 @@ func (v *Validator) Check(e *Event) error {
 		if e.Ignorable {
 			return nil // an opaque record in this kind of log
 		}
-		return rerr(ErrWrongLog, "a %s log's event type in a %s log: each kind of log has its own types", logName(sc.log), logName(v.logKind()))
+		return rerr(ErrWrongLog, "a %s log's event type in a %s log: each kind of log has its own types", logNames[sc.log], logNames[otherLog(sc.log)])
 	}
 	current := v.version >= CurrentVersion
 	if current && sc != nil && sc.data != nil {
@@ -372,19 +369,9 @@ func ruleProblem(e *Event, p *problem) *RuleError {
 	return &RuleError{Seq: e.Seq, Type: e.Type, Member: p.path, Msg: p.msg, Kind: kind}
 }
 
-func (v *Validator) logKind() logKind {
-	if v.session {
-		return inSession
-	}
-	return inConversation
-}
+var logNames = [...]string{inSession: "session", inConversation: "conversation"}
 
-func logName(k logKind) string {
-	if k == inConversation {
-		return "conversation"
-	}
-	return "session"
-}
+func otherLog(k logKind) logKind { return inSession + inConversation - k }
 
 // Finish reports what only the end shows: a seeded log (version 2 or later)
 // without its session/end-seed. A turn still open is no problem.

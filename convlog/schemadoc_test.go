@@ -130,7 +130,7 @@ func formatTable() string {
 				data = "{}"
 			}
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", n, logName(sc.log), kind, data)
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", n, logNames[sc.log], kind, data)
 	}
 	b.WriteString("\n| shape | members |\n|---|---|\n")
 	for _, s := range []*shape{usageShape, failureShape, toolErrorShape, turnEndReasonShape, cancelShape, requestHeaderShape,
