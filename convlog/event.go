@@ -468,12 +468,9 @@ func (e *Event) AppendJSON(dst []byte) []byte {
 	if e.Raw != nil {
 		return append(dst, e.Raw...)
 	}
-	dst = append(dst, `{"type":`...)
-	dst = rawjson.AppendString(dst, e.Type)
-	dst = append(dst, `,"seq":`...)
-	dst = rawjson.AppendInt(dst, e.Seq)
-	dst = append(dst, `,"time":`...)
-	dst = rawjson.AppendInt(dst, e.Time)
+	dst = rawjson.AppendString(append(dst, `{"type":`...), e.Type)
+	dst = rawjson.AppendInt(append(dst, `,"seq":`...), e.Seq)
+	dst = rawjson.AppendInt(append(dst, `,"time":`...), e.Time)
 	dst = append(dst, `,"data":`...)
 	if len(e.Data) == 0 {
 		dst = append(dst, "null"...)
@@ -484,17 +481,13 @@ func (e *Event) AppendJSON(dst []byte) []byte {
 		dst = append(dst, `,"ignorable":true`...)
 	}
 	if len(e.SourceEventSeqs) > 0 {
-		dst = append(dst, `,"sourceEventSeqs":`...)
-		dst = appendSeqs(dst, e.SourceEventSeqs)
+		dst = appendSeqs(append(dst, `,"sourceEventSeqs":`...), e.SourceEventSeqs)
 	}
 	if e.SurfaceOp != nil {
 		dst = append(dst, `,"surfaceOp":`...)
 		if e.SurfaceOp.Replace {
-			dst = append(dst, `{"op":"replace","startSeq":`...)
-			dst = rawjson.AppendInt(dst, e.SurfaceOp.StartSeq)
-			dst = append(dst, `,"endSeq":`...)
-			dst = rawjson.AppendInt(dst, e.SurfaceOp.EndSeq)
-			dst = append(dst, '}')
+			dst = rawjson.AppendInt(append(dst, `{"op":"replace","startSeq":`...), e.SurfaceOp.StartSeq)
+			dst = append(rawjson.AppendInt(append(dst, `,"endSeq":`...), e.SurfaceOp.EndSeq), '}')
 		} else {
 			dst = append(dst, `"append"`...)
 		}
@@ -523,11 +516,8 @@ func appendSeqs(dst []byte, seqs []int64) []byte {
 			}
 		}
 		if j-i >= 2 {
-			dst = append(dst, '[')
-			dst = rawjson.AppendInt(dst, seqs[i])
-			dst = append(dst, ',')
-			dst = rawjson.AppendInt(dst, seqs[j])
-			dst = append(dst, ']')
+			dst = rawjson.AppendInt(append(dst, '['), seqs[i])
+			dst = append(rawjson.AppendInt(append(dst, ','), seqs[j]), ']')
 			i = j + 1
 			continue
 		}

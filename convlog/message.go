@@ -114,19 +114,14 @@ func NewStoredMessage(id, role string, source Source, content json.RawMessage) (
 	}
 	srcRaw := source.Raw
 	if len(srcRaw) == 0 {
-		srcRaw = rawjson.AppendString([]byte(`{"kind":`), string(source.Kind))
-		srcRaw = append(srcRaw, '}')
+		srcRaw = sourceJSON(source.Kind)
 	}
 	if len(content) == 0 {
 		content = json.RawMessage("[]")
 	}
 	b := rawjson.AppendString([]byte(`{"role":`), role)
-	b = append(b, `,"content":`...)
-	b = append(b, content...)
-	b = append(b, `,"source":`...)
-	b = append(b, srcRaw...)
-	b = append(b, `,"id":`...)
-	b = rawjson.AppendString(b, id)
-	b = append(b, '}')
+	b = append(append(b, `,"content":`...), content...)
+	b = append(append(b, `,"source":`...), srcRaw...)
+	b = append(rawjson.AppendString(append(b, `,"id":`...), id), '}')
 	return StoredMessage{id: id, role: role, source: Source{Kind: source.Kind, Raw: srcRaw}, raw: b}, nil
 }
