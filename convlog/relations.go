@@ -42,12 +42,8 @@ type chainKey struct {
 	provider, policyID string
 }
 
-type chainRec struct {
-	retryID string
-	retry   int64
-}
-
-type schedKey struct {
+// attempt is a retry chain's id and attempt number.
+type attempt struct {
 	retryID string
 	retry   int64
 }
@@ -100,9 +96,9 @@ type relState struct {
 	ids       map[idKey]idRec
 	headerSet map[int64]uint64 // request/header seq → its tools' key in tools
 	tools     map[uint64]toolDefs
-	chains    map[chainKey]chainRec
+	chains    map[chainKey]attempt
 	retryIDs  map[string]chainKey
-	scheduled map[schedKey]schedRec
+	scheduled map[attempt]schedRec
 	human     map[int64]bool // seqs of user/message events from the user (source kind user)
 	commands  map[string]int64
 	cmdSeqs   map[int64]bool
@@ -390,7 +386,7 @@ func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messa
 	case "llm/retry":
 		return v.retry(e, f, get)
 	case "llm/retry-started":
-		k := schedKey{str(get("retryId")), f.asInt(get("retry"))}
+		k := attempt{str(get("retryId")), f.asInt(get("retry"))}
 		s, ok := r.scheduled[k]
 		switch {
 		case !ok:
@@ -545,7 +541,7 @@ func (v *Validator) retry(e *Event, f *eventFields, get func(string) []byte) *pr
 	id, n := str(get("retryId")), f.asInt(get("retry"))
 	c, ok := r.chains[k]
 	if !ok {
-		c = chainRec{retryID: id}
+		c = attempt{retryID: id}
 	}
 	if n != c.retry+1 {
 		return relErr("llm/retry skips its policy attempt sequence (retry %d after %d)", n, c.retry).in("data.retry")
@@ -559,7 +555,7 @@ func (v *Validator) retry(e *Event, f *eventFields, get func(string) []byte) *pr
 	c.retry = n
 	set(r.j, &r.chains, k, c)
 	set(r.j, &r.retryIDs, id, k)
-	set(r.j, &r.scheduled, schedKey{id, n}, schedRec{turn: f.turn, step: f.step})
+	set(r.j, &r.scheduled, attempt{id, n}, schedRec{turn: f.turn, step: f.step})
 	return nil
 }
 
