@@ -428,31 +428,26 @@ type TurnState struct {
 	StepOpen bool
 	// Step is the open step, or the last step of the open turn.
 	Step int64
-	// LastTurn is the highest turn started since the log's inherited
-	// history (0: none): the next turn must be greater. LastEnd is the
-	// reason kind the last turn/end gave.
+	// LastTurn is the highest turn started since the inherited history (0:
+	// none); LastEnd is the last turn/end's reason kind.
 	LastTurn int64
 	LastEnd  string
-	// Calls are the open turn's tool calls without a result, in the order
-	// they were made.
+	// Calls are the open turn's tool calls without a result, in order.
 	Calls []OpenCall
-	// CutOff is set when the open step's last model call was recorded only
-	// as an assistant/attempt (no answer and no retry followed): AttemptSeq
-	// is its seq.
+	// CutOff: the open step's last model call is only an assistant/attempt
+	// (at AttemptSeq), which no answer or retry followed.
 	CutOff     bool
 	AttemptSeq int64
 	attempt    []byte
-	// Provider and Model are those of the last request/header's config:
-	// the source of a closing answer.
+	// Provider and Model are the last request/header's, a closing answer's
+	// source.
 	Provider, Model string
 }
 
 // OpenCall is a tool call without a result.
 type OpenCall struct {
-	ID string
-	// Seq is the event that made it: the answer that asked for it, or its
-	// tool/call.
-	Seq int64
+	ID  string
+	Seq int64 // the answer that asked for it, or its tool/call
 	// Started: a tool/call recorded that it ran.
 	Started bool
 }
