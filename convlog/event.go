@@ -102,9 +102,6 @@ type envelopeParser struct {
 	// seqKnown: the last row parsed had a readable seq, even if it was
 	// refused for another reason.
 	seqKnown bool
-	// types are registered types met in this log (see eventType).
-	types  [16]*eventType
-	ntypes int
 	// inner is parsePacked's buffer.
 	inner []member
 	// nested keeps the members of data and data.message as the line is
@@ -119,19 +116,12 @@ type envelopeParser struct {
 
 var packedTypes = map[string]bool{"text-chunks": true, "reasoning-chunks": true, "tool-call-chunks": true}
 
-// eventType decodes the raw type member and looks it up; a log repeats a
-// handful of types, which cost no allocation and no map lookup.
+// eventType decodes the raw type member and looks it up; a known type costs
+// no allocation.
 func (p *envelopeParser) eventType(raw []byte) (string, *eventType, bool) {
 	if len(raw) >= 2 && raw[0] == '"' && bytes.IndexByte(raw, '\\') < 0 {
 		name := raw[1 : len(raw)-1]
-		for _, t := range p.types {
-			if t != nil && t.name == string(name) {
-				return t.name, t, true
-			}
-		}
 		if t := eventTypes[string(name)]; t != nil {
-			p.types[p.ntypes%len(p.types)] = t
-			p.ntypes++
 			return t.name, t, true
 		}
 		return string(name), nil, true
