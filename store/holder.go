@@ -16,30 +16,22 @@ import (
 // startSlack absorbs the second-granular boot time and clock adjustments.
 const startSlack = 2 * time.Second
 
-// holderCheck is who holds runtime.lock: as in LockedError.
-type holderCheck struct {
-	holder  *Holder
-	ignored string
-	kernel  []int
-}
-
-// checkHolder reads and checks the record of the held lock file at path.
-func checkHolder(path string) holderCheck {
-	var hc holderCheck
-	kernel, listed := lockPIDs(path)
+// checkHolder fills in st, of a held lock file, with what its record and
+// the kernel say of the holder.
+func checkHolder(st *Status) {
+	kernel, listed := lockPIDs(st.Path)
 	if listed {
-		hc.kernel = kernel
+		st.KernelPIDs = kernel
 	}
-	h := readHolder(path)
+	h := readHolder(st.Path)
 	if h == nil {
-		return hc
+		return
 	}
 	if why := recordMismatch(h, kernel, listed); why != "" {
-		hc.ignored = "the last record names pid " + strconv.Itoa(h.PID) + why
-		return hc
+		st.RecordIgnored = "the last record names pid " + strconv.Itoa(h.PID) + why
+		return
 	}
-	hc.holder = h
-	return hc
+	st.Holder = h
 }
 
 // recordMismatch says why h cannot be the lock holder's record, or "".
@@ -74,17 +66,18 @@ func pidList(pids []int) string {
 	return "pids " + strings.Join(s, ", ")
 }
 
-// noRecordDetail is what is known of a holder that left no record.
-func noRecordDetail(ignored string, kernel []int) string {
+// NoRecordText describes a lock held by a process that left no record,
+// with what is known of it.
+func (st Status) NoRecordText() string {
 	var parts []string
-	if len(kernel) > 0 && slices.ContainsFunc(kernel, func(p int) bool { return p > 0 }) {
-		parts = append(parts, "the kernel lists "+pidList(kernel)+" as holding it")
+	if slices.ContainsFunc(st.KernelPIDs, func(p int) bool { return p > 0 }) {
+		parts = append(parts, "the kernel lists "+pidList(st.KernelPIDs)+" as holding it")
 	}
-	if ignored != "" {
-		parts = append(parts, ignored)
+	if st.RecordIgnored != "" {
+		parts = append(parts, st.RecordIgnored)
 	}
 	if len(parts) == 0 {
-		return ""
+		return "held by a process that left no record"
 	}
-	return " (" + strings.Join(parts, "; ") + ")"
+	return "held by a process that left no record (" + strings.Join(parts, "; ") + ")"
 }

@@ -52,24 +52,14 @@ type LockOptions struct {
 	Host    string
 }
 
-// LockedError reports runtime.lock held by another process; it wraps
-// ErrLocked. Holder is the lock file's record when it can be the holder's,
-// else RecordIgnored says why not; KernelPIDs are the holders the kernel
-// lists (nil: it does not say).
-type LockedError struct {
-	Path          string
-	Holder        *Holder
-	RecordIgnored string
-	KernelPIDs    []int
-}
-
-// NoRecord is the text of a lock held by a process that left no record.
-const NoRecord = "held by a process that left no record"
+// LockedError reports runtime.lock held by another process, as LockStatus
+// would describe it; it wraps ErrLocked.
+type LockedError struct{ Status }
 
 func (e *LockedError) Error() string {
 	h := e.Holder
 	if h == nil {
-		return fmt.Sprintf("%s is %s%s (%s)", LockFileName, NoRecord, noRecordDetail(e.RecordIgnored, e.KernelPIDs), e.Path)
+		return fmt.Sprintf("%s is %s (%s)", LockFileName, e.NoRecordText(), e.Path)
 	}
 	msg := LockFileName + " is held by pid " + strconv.Itoa(h.PID)
 	if h.Command != "" {
@@ -181,8 +171,9 @@ func acquireLock(ctx context.Context, dataDir string, opts LockOptions) (*Lock, 
 
 // lockedError names who holds the lock at path, as far as it is known.
 func lockedError(path string) *LockedError {
-	hc := checkHolder(path)
-	return &LockedError{Path: path, Holder: hc.holder, RecordIgnored: hc.ignored, KernelPIDs: hc.kernel}
+	e := &LockedError{Status{Path: path, Held: true}}
+	checkHolder(&e.Status)
+	return e
 }
 
 // lockFileError words a failure to open or lock runtime.lock.
@@ -287,18 +278,15 @@ func readHolder(path string) *Holder {
 	return &h
 }
 
-// Status describes runtime.lock as LockStatus found it; see LockedError.
+// Status describes runtime.lock as LockStatus found it. Holder is the lock
+// file's record when it can be the holder's, else RecordIgnored says why
+// not; KernelPIDs are the holders the kernel lists (nil: it does not say).
 type Status struct {
 	Path          string
 	Held          bool
 	Holder        *Holder
 	RecordIgnored string
 	KernelPIDs    []int
-}
-
-// NoRecordText describes a lock held by a process that left no record.
-func (st Status) NoRecordText() string {
-	return NoRecord + noRecordDetail(st.RecordIgnored, st.KernelPIDs)
 }
 
 // LockStatus reports whether runtime.lock is held by probing with a shared
@@ -329,12 +317,11 @@ func LockStatus(dataDir string) (Status, error) {
 		}
 	}
 	st.Held = !ok
-	if !st.Held {
+	if st.Held {
+		checkHolder(&st)
+	} else {
 		st.Holder = readHolder(path)
-		return st, nil
 	}
-	hc := checkHolder(path)
-	st.Holder, st.RecordIgnored, st.KernelPIDs = hc.holder, hc.ignored, hc.kernel
 	return st, nil
 }
 

@@ -302,12 +302,12 @@ func TestLockedErrorMessage(t *testing.T) {
 		err  LockedError
 		want string
 	}{
-		{"no holder", LockedError{Path: "/d/runtime.lock"}, "runtime.lock is held by a process that left no record (/d/runtime.lock)"},
-		{"no holder, what is known", LockedError{Path: "/d/runtime.lock", RecordIgnored: "the last record names pid 9, which is not running", KernelPIDs: []int{12}},
+		{"no holder", LockedError{Status{Path: "/d/runtime.lock"}}, "runtime.lock is held by a process that left no record (/d/runtime.lock)"},
+		{"no holder, what is known", LockedError{Status{Path: "/d/runtime.lock", RecordIgnored: "the last record names pid 9, which is not running", KernelPIDs: []int{12}}},
 			"runtime.lock is held by a process that left no record (the kernel lists pid 12 as holding it; the last record names pid 9, which is not running) (/d/runtime.lock)"},
-		{"full", LockedError{Path: "/d/runtime.lock", Holder: &Holder{PID: 7, Host: "h", Command: "convkit serve", StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}},
+		{"full", LockedError{Status{Path: "/d/runtime.lock", Holder: &Holder{PID: 7, Host: "h", Command: "convkit serve", StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}},
 			`runtime.lock is held by pid 7 ("convkit serve") on host h since 2026-01-02T03:04:05Z (/d/runtime.lock)`},
-		{"pid only", LockedError{Path: "/d/runtime.lock", Holder: &Holder{PID: 7}}, "runtime.lock is held by pid 7 (/d/runtime.lock)"},
+		{"pid only", LockedError{Status{Path: "/d/runtime.lock", Holder: &Holder{PID: 7}}}, "runtime.lock is held by pid 7 (/d/runtime.lock)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

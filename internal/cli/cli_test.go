@@ -174,7 +174,7 @@ func TestLockStatusUsesInjectedEnvironment(t *testing.T) {
 }
 
 func TestExitCode(t *testing.T) {
-	locked := &store.LockedError{Path: "/d/runtime.lock", Holder: &store.Holder{PID: 7}}
+	locked := &store.LockedError{Status: store.Status{Path: "/d/runtime.lock", Holder: &store.Holder{PID: 7}}}
 	tests := []struct {
 		name string
 		err  error
