@@ -60,117 +60,101 @@ func addUnique(list []string, v string) []string {
 	return append(list, v)
 }
 
-// decodeData decodes e's data by fast (nil: none), or where it gives up by
-// json.Unmarshal into a zero value.
-func decodeData[T any](e *convlog.Event, fast func([]byte, *T) bool) (*T, error) {
+// on decodes e's data by fast (nil: none), or where it gives up by
+// json.Unmarshal into a zero value, and applies it with fn.
+func on[T any](e *convlog.Event, fast func([]byte, *T) bool, fn func(d *T)) error {
 	d := new(T)
-	if fast != nil && fast(e.Data, d) {
-		return d, nil
+	if fast == nil || !fast(e.Data, d) {
+		*d = *new(T)
+		if err := json.Unmarshal(e.Data, d); err != nil {
+			return fmt.Errorf("%s at seq %d: invalid data: %v", e.Type, e.Seq, err)
+		}
 	}
-	*d = *new(T)
-	if err := json.Unmarshal(e.Data, d); err != nil {
-		return nil, fmt.Errorf("%s at seq %d: invalid data: %v", e.Type, e.Seq, err)
-	}
-	return d, nil
+	fn(d)
+	return nil
 }
 
 // apply replays one event; types this build does not know are skipped.
 func (s *convState) apply(e *convlog.Event) error {
 	c := &s.info
 	t := msTime(e.Time)
+	var err error
 	switch e.Type {
 	case EventConversationCreated:
-		d, err := decodeData(e, fastCreated)
-		if err != nil {
-			return err
-		}
-		c.Cwd = d.Cwd
-		for _, a := range d.Agents {
-			c.Agents = addUnique(c.Agents, a)
-		}
-		for _, m := range d.Models {
-			c.Models = addUnique(c.Models, m)
-		}
-		if d.Title != "" {
-			c.Title, c.TitleIsAuto, s.renamed = d.Title, false, true
-		}
+		err = on(e, fastCreated, func(d *CreatedData) {
+			c.Cwd = d.Cwd
+			for _, a := range d.Agents {
+				c.Agents = addUnique(c.Agents, a)
+			}
+			for _, m := range d.Models {
+				c.Models = addUnique(c.Models, m)
+			}
+			if d.Title != "" {
+				c.Title, c.TitleIsAuto, s.renamed = d.Title, false, true
+			}
+		})
 	case EventConversationTitle:
-		d, err := decodeData(e, fastTitle)
-		if err != nil {
-			return err
-		}
-		if !s.renamed {
-			c.Title, c.TitleIsAuto = d.Title, true
-		}
+		err = on(e, fastTitle, func(d *TitleData) {
+			if !s.renamed {
+				c.Title, c.TitleIsAuto = d.Title, true
+			}
+		})
 	case EventConversationRenamed:
-		d, err := decodeData(e, fastRenamed)
-		if err != nil {
-			return err
-		}
-		c.Title, c.TitleIsAuto, s.renamed = d.Title, false, true
+		err = on(e, fastRenamed, func(d *RenamedData) { c.Title, c.TitleIsAuto, s.renamed = d.Title, false, true })
 	case EventConversationArchived:
 		c.Archived = true
 	case EventConversationUnarchived:
 		c.Archived = false
 	case EventSessionStarted:
-		d, err := decodeData(e, fastSessionStarted)
-		if err != nil {
-			return err
-		}
-		si := SessionInfo{ID: d.SessionID, Agent: d.Agent, Model: d.Model, ParentSession: d.ParentSession, StartedAt: t}
-		if p := c.Session(d.ParentSession); p != nil {
-			si.DelegationDepth = p.DelegationDepth + 1
-		} else if d.ParentSession != "" {
-			si.DelegationDepth = 1
-		}
-		c.Sessions = append(c.Sessions, si)
-		c.Agents = addUnique(c.Agents, d.Agent)
-		c.Models = addUnique(c.Models, d.Model)
-	case EventTurnStarted:
-		d, err := decodeData(e, func(b []byte, d *TurnStartedData) bool { return fastTurn(b, &d.SessionID, &d.Turn, nil, c.Sessions) })
-		if err != nil {
-			return err
-		}
-		c.Turns = append(c.Turns, TurnInfo{SessionID: d.SessionID, Turn: d.Turn, StartedAt: t})
-		s.open[d.SessionID] = len(c.Turns) - 1
-	case EventTurnEnded:
-		d, err := decodeData(e, func(b []byte, d *TurnEndedData) bool {
-			return fastTurn(b, &d.SessionID, &d.Turn, &d.Outcome, c.Sessions)
+		err = on(e, fastSessionStarted, func(d *SessionStartedData) {
+			si := SessionInfo{ID: d.SessionID, Agent: d.Agent, Model: d.Model, ParentSession: d.ParentSession, StartedAt: t}
+			if p := c.Session(d.ParentSession); p != nil {
+				si.DelegationDepth = p.DelegationDepth + 1
+			} else if d.ParentSession != "" {
+				si.DelegationDepth = 1
+			}
+			c.Sessions = append(c.Sessions, si)
+			c.Agents = addUnique(c.Agents, d.Agent)
+			c.Models = addUnique(c.Models, d.Model)
 		})
-		if err != nil {
-			return err
+	case EventTurnStarted:
+		fast := func(b []byte, d *TurnStartedData) bool { return fastTurn(b, &d.SessionID, &d.Turn, nil, c.Sessions) }
+		err = on(e, fast, func(d *TurnStartedData) {
+			c.Turns = append(c.Turns, TurnInfo{SessionID: d.SessionID, Turn: d.Turn, StartedAt: t})
+			s.open[d.SessionID] = len(c.Turns) - 1
+		})
+	case EventTurnEnded:
+		fast := func(b []byte, d *TurnEndedData) bool {
+			return fastTurn(b, &d.SessionID, &d.Turn, &d.Outcome, c.Sessions)
 		}
-		if i, ok := s.open[d.SessionID]; ok && c.Turns[i].Turn == d.Turn {
-			c.Turns[i].EndedAt, c.Turns[i].Outcome = t, d.Outcome
-			delete(s.open, d.SessionID)
-		} else {
-			// An end without its start is kept, so nothing recorded is lost.
-			c.Turns = append(c.Turns, TurnInfo{SessionID: d.SessionID, Turn: d.Turn, EndedAt: t, Outcome: d.Outcome})
-		}
+		err = on(e, fast, func(d *TurnEndedData) {
+			if i, ok := s.open[d.SessionID]; ok && c.Turns[i].Turn == d.Turn {
+				c.Turns[i].EndedAt, c.Turns[i].Outcome = t, d.Outcome
+				delete(s.open, d.SessionID)
+			} else {
+				// An end without its start is kept, so nothing recorded is lost.
+				c.Turns = append(c.Turns, TurnInfo{SessionID: d.SessionID, Turn: d.Turn, EndedAt: t, Outcome: d.Outcome})
+			}
+		})
 	case EventConversationForked:
-		d, err := decodeData[ForkedData](e, nil)
-		if err != nil {
-			return err
-		}
-		c.ForkedFrom, c.AfterCompaction, c.Fork = d.SourceConversation, d.AfterCompaction, d
-		c.Inherited = append(c.Inherited, d.InheritedSessions...)
+		err = on(e, nil, func(d *ForkedData) {
+			c.ForkedFrom, c.AfterCompaction, c.Fork = d.SourceConversation, d.AfterCompaction, d
+			c.Inherited = append(c.Inherited, d.InheritedSessions...)
+		})
 	case EventConversationRewound:
-		d, err := decodeData[RewoundData](e, nil)
-		if err != nil {
-			return err
-		}
-		c.Rewind = d
-		if c.ForkedFrom == "" {
-			c.ForkedFrom = d.SourceConversation
-		}
+		err = on(e, nil, func(d *RewoundData) {
+			c.Rewind = d
+			if c.ForkedFrom == "" {
+				c.ForkedFrom = d.SourceConversation
+			}
+		})
 	case EventConversationCwdMapped:
-		d, err := decodeData[CwdMappedData](e, nil)
-		if err != nil {
-			return err
-		}
-		c.Cwd = d.To
+		err = on(e, nil, func(d *CwdMappedData) { c.Cwd = d.To })
 	case EventDeleteStarted:
 		c.Deleting = true
+	}
+	if err != nil {
+		return err
 	}
 	c.Events++
 	c.UpdatedAt = t
