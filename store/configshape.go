@@ -51,25 +51,10 @@ type shapeScanner struct {
 	i, line          int
 	maxDepth, maxKey int
 	deepest, longest int
-	// stack holds the open arrays and inline tables, at most maxDepth.
-	stack []container
-	table container // the current [table]
 }
 
-type container struct {
-	array bool
-	depth int
-	key   int // bytes of the key path
-}
-
-type shapeState int
-
-const (
-	stStatement shapeState = iota // a line at the top level
-	stKey                         // a key in an inline table
-	stValue                       // a value
-	stAfter                       // after a value or a header
-)
+// level is the depth of a table, key or array and the bytes of its key path.
+type level struct{ depth, key int }
 
 // ConfigLimitError is a configuration beyond one of the limits.
 type ConfigLimitError struct {
@@ -83,14 +68,14 @@ func (s *shapeScanner) fail(line int, format string, args ...any) error {
 	return &ConfigLimitError{Line: line, Reason: fmt.Sprintf(format, args...)}
 }
 
-// node records a value (or table) at depth with a key path of key bytes.
-func (s *shapeScanner) node(line, depth, key int) error {
-	s.deepest = max(s.deepest, depth)
-	s.longest = max(s.longest, key)
-	if depth > s.maxDepth {
+// node records a value (or table) at v.
+func (s *shapeScanner) node(line int, v level) error {
+	s.deepest = max(s.deepest, v.depth)
+	s.longest = max(s.longest, v.key)
+	if v.depth > s.maxDepth {
 		return s.fail(line, "nested deeper than %d levels of tables and arrays (dotted keys and inline tables count)", s.maxDepth)
 	}
-	if key > s.maxKey {
+	if v.key > s.maxKey {
 		return s.fail(line, "a key path longer than %d bytes", s.maxKey)
 	}
 	return nil
@@ -105,164 +90,129 @@ func (s *shapeScanner) scan() error {
 			break
 		}
 	}
-	st := stStatement
-	var value container // the depth and key path of the value expected in stValue
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch c {
-		case ' ', '\t', '\r':
+	var table level
+	for s.space(true); s.i < len(s.b); s.space(true) {
+		line := s.line
+		if s.b[s.i] == '[' {
+			// A table of an array of tables ([[name]]) is at the array's level.
 			s.i++
-			continue
-		case '\n':
-			s.i++
-			s.line++
-			if len(s.stack) == 0 {
-				st = stStatement
-			}
-			continue
-		case '#':
-			for s.i < len(s.b) && s.b[s.i] != '\n' {
+			if s.i < len(s.b) && s.b[s.i] == '[' {
 				s.i++
-			}
-			continue
-		}
-		switch st {
-		case stStatement, stKey:
-			line := s.line
-			base := s.table
-			if st == stKey {
-				if c == '}' {
-					s.i++
-					s.pop()
-					st = stAfter
-					continue
-				}
-				base = s.stack[len(s.stack)-1]
-			} else if c == '[' {
-				s.i++
-				aot := s.i < len(s.b) && s.b[s.i] == '['
-				if aot {
-					s.i++
-				}
-				// A table of an array of tables is at the array's level.
-				parts, key := s.key()
-				if err := s.node(line, parts, key); err != nil {
-					return err
-				}
-				s.table = container{depth: parts, key: key}
-				s.skip(']')
-				if aot {
-					s.skip(']')
-				}
-				st = stAfter
-				continue
 			}
 			parts, key := s.key()
-			if parts == 0 {
-				s.i++ // not a key: the decoder refuses it
-				st = stAfter
-				continue
-			}
-			value = container{depth: base.depth + parts, key: base.key + key}
-			if err := s.node(line, value.depth, value.key); err != nil {
+			table = level{parts, key}
+			if err := s.node(line, table); err != nil {
 				return err
 			}
-			st = s.equals()
-		case stValue:
-			switch c {
-			case '[', '{':
-				s.i++
-				value.array = c == '['
-				s.stack = append(s.stack, value)
-				var err error
-				if st, value, err = s.inside(value); err != nil {
-					return err
-				}
-			case ']', '}': // an empty array, or a trailing comma
-				s.i++
-				s.pop()
-				st = stAfter
-			case '"', '\'':
-				s.str()
-				st = stAfter
-			default:
-				s.bare()
-				st = stAfter
-			}
-		case stAfter:
+		} else if _, err := s.keyValue(line, table, true); err != nil {
+			return err
+		}
+		// The rest of the line is the decoder's to refuse.
+		for s.i < len(s.b) && s.b[s.i] != '\n' {
 			s.i++
-			switch c {
-			case ',':
-				if len(s.stack) == 0 {
-					continue
-				}
-				var err error
-				if st, value, err = s.inside(s.stack[len(s.stack)-1]); err != nil {
-					return err
-				}
-			case ']', '}':
-				s.pop()
+		}
+	}
+	return nil
+}
+
+// keyValue reads a key below base and its value, which at the top level
+// starts on the key's line; closed: the value closed the container.
+func (s *shapeScanner) keyValue(line int, base level, top bool) (closed bool, err error) {
+	parts, key := s.key()
+	if parts == 0 {
+		s.i++ // not a key: the decoder refuses it
+		return false, nil
+	}
+	v := level{base.depth + parts, base.key + key}
+	if err := s.node(line, v); err != nil {
+		return false, err
+	}
+	s.blank()
+	if s.i >= len(s.b) || s.b[s.i] != '=' {
+		return false, nil
+	}
+	s.i++
+	if s.space(!top); s.i >= len(s.b) || s.b[s.i] == '\n' {
+		return false, nil
+	}
+	return s.value(v)
+}
+
+// value reads a value at v; closed: it was the end of its container (an
+// empty array, or a trailing comma).
+func (s *shapeScanner) value(v level) (closed bool, err error) {
+	switch c := s.b[s.i]; c {
+	case '[', '{':
+		s.i++
+		return false, s.container(v, c == '[')
+	case ']', '}':
+		s.i++
+		return true, nil
+	case '"', '\'':
+		s.str()
+	default:
+		s.bare()
+	}
+	return false, nil
+}
+
+// container reads the elements of an array or the keys of an inline table
+// at v, through its closing bracket.
+func (s *shapeScanner) container(v level, array bool) error {
+	for s.space(true); s.i < len(s.b); s.space(true) {
+		var closed bool
+		var err error
+		line := s.line
+		switch {
+		case array:
+			elem := level{v.depth + 1, v.key}
+			if s.b[s.i] != ']' {
+				err = s.node(line, elem)
+			}
+			if err == nil {
+				closed, err = s.value(elem)
+			}
+		case s.b[s.i] == '}':
+			s.i++
+			return nil
+		default:
+			closed, err = s.keyValue(line, v, false)
+		}
+		if err != nil || closed {
+			return err
+		}
+		// Up to the comma before the next element or key.
+		for s.space(true); s.i < len(s.b); s.space(true) {
+			c := s.b[s.i]
+			s.i++
+			if c == ',' {
+				break
+			}
+			if c == ']' || c == '}' {
+				return nil
 			}
 		}
 	}
 	return nil
 }
 
-// inside is what comes next inside the open container top: a key of an
-// inline table, or an array's element, whose depth it checks.
-func (s *shapeScanner) inside(top container) (shapeState, container, error) {
-	if !top.array {
-		return stKey, container{}, nil
-	}
-	v := container{depth: top.depth + 1, key: top.key}
-	return stValue, v, s.element(v)
-}
-
-// element checks the depth of an array's next element, if any.
-func (s *shapeScanner) element(v container) error {
-	j := s.i
-	for j < len(s.b) {
-		switch s.b[j] {
-		case ' ', '\t', '\r', '\n':
-			j++
-			continue
-		case '#':
-			for j < len(s.b) && s.b[j] != '\n' {
-				j++
+// space skips blanks and comments, and newlines when nl.
+func (s *shapeScanner) space(nl bool) {
+	for ; s.i < len(s.b); s.i++ {
+		switch s.b[s.i] {
+		case '\n':
+			if !nl {
+				return
 			}
-			continue
-		case ']':
-			return nil
+			s.line++
+		case ' ', '\t', '\r':
+		case '#':
+			for s.i+1 < len(s.b) && s.b[s.i+1] != '\n' {
+				s.i++
+			}
+		default:
+			return
 		}
-		break
-	}
-	if j == len(s.b) {
-		return nil
-	}
-	line := s.line + bytes.Count(s.b[s.i:j], []byte{'\n'})
-	return s.node(line, v.depth, v.key)
-}
-
-func (s *shapeScanner) pop() {
-	if len(s.stack) > 0 {
-		s.stack = s.stack[:len(s.stack)-1]
-	}
-}
-
-// equals consumes the '=' after a key and says what comes next.
-func (s *shapeScanner) equals() shapeState {
-	s.blank()
-	if s.i < len(s.b) && s.b[s.i] == '=' {
-		s.i++
-		return stValue
-	}
-	return stAfter
-}
-
-func (s *shapeScanner) skip(c byte) {
-	s.blank()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
 	}
 }
 
