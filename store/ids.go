@@ -110,11 +110,6 @@ func escape(id string, escapeDot bool) string {
 	if allLiteral(id, escapeDot) {
 		return id // the common case
 	}
-	return escapeUnits(id, escapeDot)
-}
-
-// escapeUnits is escape unit by unit.
-func escapeUnits(id string, escapeDot bool) string {
 	var b strings.Builder
 	b.Grow(len(id))
 	for _, u := range utf16.Encode([]rune(id)) {
@@ -137,11 +132,6 @@ func unescape(name string) (string, bool) {
 	if allLiteral(name, false) {
 		return name, true
 	}
-	return unescapeUnits(name)
-}
-
-// unescapeUnits is unescape unit by unit.
-func unescapeUnits(name string) (string, bool) {
 	if !utf8.ValidString(name) {
 		return "", false
 	}
