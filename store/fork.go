@@ -61,8 +61,9 @@ func (s *Store) fork(req forkRequest) (string, error) {
 	if err := s.writable(); err != nil {
 		return "", err
 	}
-	if _, err := EncodeBase(req.newSession); err != nil {
-		return "", fmt.Errorf("session id: %w", err)
+	name, err := SessionLogName(req.newSession, convlog.CurrentVersion, s.comp)
+	if err != nil {
+		return "", err
 	}
 	src, err := s.conv(req.srcConv)
 	if err != nil {
@@ -130,10 +131,6 @@ func (s *Store) fork(req forkRequest) (string, error) {
 				inherited = append(inherited, in)
 			}
 		}
-	}
-	name, err := SessionLogName(req.newSession, convlog.CurrentVersion, s.comp)
-	if err != nil {
-		return "", err
 	}
 	sessPath := filepath.Join(newDir, name)
 	if afterCompaction {

@@ -796,8 +796,9 @@ func (s *Store) createLog(convID, dir string, first []convlog.Event, mu *sync.Mu
 // the conversation log never names a session without a log.
 func (s *Store) startSession(oc *openConv, sessionID, agent, model, parentSession string) (*convlog.Writer, error) {
 	info := &oc.st.info
-	if _, err := EncodeBase(sessionID); err != nil {
-		return nil, fmt.Errorf("session id: %w", err)
+	name, err := SessionLogName(sessionID, convlog.CurrentVersion, s.comp)
+	if err != nil {
+		return nil, err
 	}
 	if info.Session(sessionID) != nil {
 		return nil, fmt.Errorf("conversation %s already has session %s", termtext.Quote(info.ID), termtext.Quote(sessionID))
@@ -808,10 +809,6 @@ func (s *Store) startSession(oc *openConv, sessionID, agent, model, parentSessio
 	}
 	h := &convlog.Header{Type: convlog.SessionLog, Version: convlog.CurrentVersion, ID: sessionID, CreatedAt: s.nowMs(),
 		Cwd: info.Cwd, ParentSession: parentSession, Origin: "subagent", DelegationDepth: p.DelegationDepth + 1}
-	name, err := SessionLogName(sessionID, convlog.CurrentVersion, s.comp)
-	if err != nil {
-		return nil, err
-	}
 	w, err := convlog.Create(filepath.Join(oc.dir, name), h, nil, convlog.WriterOptions{Compression: s.comp})
 	if err != nil {
 		return nil, err
