@@ -128,3 +128,23 @@ func (s *Store) EndTurn(convID, sessionID string, turn int64, outcome string) er
 func (s *Store) del(convID string) error {
 	return s.DeleteAll(context.Background(), []string{convID}, DeleteOptions{})
 }
+
+// ID is the session's id.
+func (se *Session) ID() string { return se.id }
+
+// Turn reports where the session's turn stands (zero before BeginTurn).
+func (se *Session) Turn() convlog.TurnState {
+	unlock := se.st.lockSession(se)
+	defer unlock()
+	if se.w == nil {
+		return convlog.TurnState{}
+	}
+	return se.w.Turn()
+}
+
+// NextSeq is the seq the next recorded event gets.
+func (se *Session) NextSeq() int64 {
+	unlock := se.st.lockSession(se)
+	defer unlock()
+	return se.rec.next
+}

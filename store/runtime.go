@@ -132,29 +132,6 @@ func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 // Repaired is what OpenSession closed of a turn a crash had left open.
 func (se *Session) Repaired() *ClosedTurn { return se.repaired }
 
-// ID is the session's id.
-func (se *Session) ID() string { return se.id }
-
-// Conversation is the id of the session's conversation.
-func (se *Session) Conversation() string { return se.convID }
-
-// Turn reports where the session's turn stands (zero before BeginTurn).
-func (se *Session) Turn() convlog.TurnState {
-	unlock := se.st.lockSession(se)
-	defer unlock()
-	if se.w == nil {
-		return convlog.TurnState{}
-	}
-	return se.w.Turn()
-}
-
-// NextSeq is the seq the next recorded event gets.
-func (se *Session) NextSeq() int64 {
-	unlock := se.st.lockSession(se)
-	defer unlock()
-	return se.rec.next
-}
-
 // enter takes the session for one call and checks it can record.
 func (se *Session) enter() (unlock func(), err error) {
 	unlock = se.st.lockSession(se)
