@@ -7,7 +7,8 @@ import (
 )
 
 // Listing and reindex replay conversation logs, where encoding/json cost more
-// than reading, so the small flat events are decoded through rawjson. The
+// than reading, so the small flat events every conversation holds are
+// decoded through rawjson (a rename, rare, goes through encoding/json). The
 // fast path takes only members it knows by exact name with plain values and
 // otherwise gives up, leaving json.Unmarshal the same result, errors included.
 
@@ -141,36 +142,19 @@ func fastTitle(data []byte, d *TitleData) bool {
 	})
 }
 
-// fastStringMembers decodes string members into field(key) (nil: unknown).
-func fastStringMembers(data []byte, field func(key []byte) *string) bool {
-	return fastMembers(data, func(k, v []byte) bool {
-		dst := field(k)
-		return dst != nil && fastString(v, dst)
-	})
-}
-
-func fastRenamed(data []byte, d *RenamedData) bool {
-	return fastStringMembers(data, func(k []byte) *string {
-		if string(k) == "title" {
-			return &d.Title
-		}
-		return nil
-	})
-}
-
 func fastSessionStarted(data []byte, d *SessionStartedData) bool {
-	return fastStringMembers(data, func(k []byte) *string {
+	return fastMembers(data, func(k, v []byte) bool {
 		switch string(k) {
 		case "sessionId":
-			return &d.SessionID
+			return fastString(v, &d.SessionID)
 		case "agent":
-			return &d.Agent
+			return fastString(v, &d.Agent)
 		case "model":
-			return &d.Model
+			return fastString(v, &d.Model)
 		case "parentSession":
-			return &d.ParentSession
+			return fastString(v, &d.ParentSession)
 		}
-		return nil
+		return false
 	})
 }
 

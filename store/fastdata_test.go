@@ -34,7 +34,6 @@ func checkAllFast(t *testing.T, data string) (taken int) {
 	for _, ok := range []bool{
 		checkFast(t, data, fastCreated),
 		checkFast(t, data, fastTitle),
-		checkFast(t, data, fastRenamed),
 		checkFast(t, data, fastSessionStarted),
 		checkFast(t, data, func(b []byte, d *TurnStartedData) bool { return fastTurn(b, &d.SessionID, &d.Turn, nil, known) }),
 		checkFast(t, data, func(b []byte, d *TurnEndedData) bool { return fastTurn(b, &d.SessionID, &d.Turn, &d.Outcome, known) }),

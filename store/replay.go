@@ -100,7 +100,7 @@ func (s *convState) apply(e *convlog.Event) error {
 			}
 		})
 	case EventConversationRenamed:
-		err = on(e, fastRenamed, func(d *RenamedData) { c.Title, c.TitleIsAuto, s.renamed = d.Title, false, true })
+		err = on(e, nil, func(d *RenamedData) { c.Title, c.TitleIsAuto, s.renamed = d.Title, false, true })
 	case EventConversationArchived:
 		c.Archived = true
 	case EventConversationUnarchived:
