@@ -65,14 +65,11 @@ func (s *Store) fork(req forkRequest) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	src, err := s.conv(req.srcConv)
+	src, err := s.liveConv(req.srcConv)
 	if err != nil {
 		return "", err
 	}
 	srcInfo := src.st.info.clone()
-	if srcInfo.Deleting {
-		return "", fmt.Errorf("conversation %s: %w", termtext.Quote(req.srcConv), ErrDeleting)
-	}
 	sess := srcInfo.Session(req.srcSession)
 	if sess == nil {
 		return "", fmt.Errorf("conversation %s has no session %s", termtext.Quote(req.srcConv), termtext.Quote(req.srcSession))

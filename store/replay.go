@@ -176,7 +176,10 @@ func (s *Store) ReadConversation(convID string) (*ConversationInfo, error) {
 func (s *Store) replayConversation(convID string) (dir, path string, st *convState, err error) {
 	if dir, err = s.conversationDir(convID); err == nil {
 		if path, err = conversationLogPath(dir, convID); err == nil {
-			st, err = replayFile(path)
+			var r *convlog.Reader
+			if r, err = openLog(path, convlog.ReaderOptions{}); err == nil {
+				st, err = replay(r, path)
+			}
 		}
 	}
 	if err != nil {
@@ -203,14 +206,6 @@ func (l Log) ReadConversationFrom(r *convlog.Reader) (*ConversationInfo, error) 
 		return nil, err
 	}
 	return &st.info, nil
-}
-
-func replayFile(path string) (*convState, error) {
-	r, err := openLog(path, convlog.ReaderOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return replay(r, path)
 }
 
 // replay replays the conversation log r reads, and closes r.
