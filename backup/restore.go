@@ -362,10 +362,11 @@ func fileDigest(p string) (sum [sha256.Size]byte, err error) {
 
 // closureIn is the conversation and its fork ancestors in the store s.
 func closureIn(s *store.Store, ref string) (string, []string, error) {
-	id, err := s.ResolveID(ref)
+	ids, err := s.ResolveIDs([]string{ref})
 	if err != nil {
 		return "", nil, fmt.Errorf("in the archive: %w", err)
 	}
+	id := ids[0]
 	p, err := s.ConversationPath(id)
 	if err != nil {
 		return "", nil, err
@@ -373,7 +374,7 @@ func closureIn(s *store.Store, ref string) (string, []string, error) {
 	if _, err := os.Lstat(p); err != nil {
 		return "", nil, fmt.Errorf("conversation %s: %w (or it was being deleted when the backup was taken)", termtext.Quote(id), ErrNotInArchive)
 	}
-	ids, err := s.DependencyClosure(id)
+	ids, err = s.DependencyClosure(id)
 	if err != nil {
 		return "", nil, fmt.Errorf("the fork ancestors of %s in the archive: %w", termtext.Quote(id), err)
 	}

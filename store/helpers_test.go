@@ -148,3 +148,12 @@ func (se *Session) NextSeq() int64 {
 	defer unlock()
 	return se.rec.next
 }
+
+// ResolveID is ResolveIDs of one ref.
+func (s *Store) ResolveID(ref string) (string, error) {
+	ids, err := s.ResolveIDs([]string{ref})
+	if err != nil {
+		return "", err
+	}
+	return ids[0], nil
+}

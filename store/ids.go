@@ -294,15 +294,6 @@ func (s *Store) ResolveSessionID(convID, ref string) (string, error) {
 	return id, err
 }
 
-// ResolveID is ResolveIDs of one ref.
-func (s *Store) ResolveID(ref string) (string, error) {
-	ids, err := s.ResolveIDs([]string{ref})
-	if err != nil {
-		return "", err
-	}
-	return ids[0], nil
-}
-
 // ConversationIDs lists the ids of the conversation directories, sorted.
 func (s *Store) ConversationIDs() ([]string, error) {
 	dirs, _, err := s.Dirs()

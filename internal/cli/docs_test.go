@@ -183,14 +183,14 @@ func TestReadmeWalkThrough(t *testing.T) {
 		}
 		for k, ref := range ids {
 			if k == 1 && words[0] == "inspect" {
-				conv, _ := s0.ResolveID(ids[0])
-				if id, err := s0.ResolveSessionID(conv, ref); err != nil || id == ref {
+				conv, _ := s0.ResolveIDs(ids[:1])
+				if id, err := s0.ResolveSessionID(conv[0], ref); err != nil || id == ref {
 					t.Errorf("README: %q: session %s names no session of %s (%v)", words, ref, conv, err)
 				}
 				checked++
 				continue
 			}
-			if id, err := s0.ResolveID(ref); err != nil || id == ref {
+			if id, err := s0.ResolveIDs([]string{ref}); err != nil || id[0] == ref {
 				t.Errorf("README: %q: %s names no conversation of the generated store (%v)", words, ref, err)
 			}
 			checked++
