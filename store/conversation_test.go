@@ -795,11 +795,10 @@ func TestDeleteGuard(t *testing.T) {
 	mustNil(t, s.Fork("src", "root", "plain", "proot", 0))
 
 	err := s.del("src")
-	var de *DependentsError
-	if !errors.Is(err, ErrHasDependents) || !errors.As(err, &de) || de.ID != "src" || strings.Join(de.Dependents, ",") != "fork" {
+	if !errors.Is(err, ErrHasDependents) {
 		t.Fatalf("Delete of a fork source: %v", err)
 	}
-	if !strings.Contains(err.Error(), `conversation "src" is the fork source of "fork", which read older history from it`) {
+	if !strings.HasSuffix(err.Error(), `conversation "src" is the fork source of "fork", which read older history from it; deleting it would break them`) {
 		t.Fatalf("message: %v", err)
 	}
 	if _, err := at(dir).ReadConversation("src"); err != nil {

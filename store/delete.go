@@ -21,26 +21,9 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// ErrHasDependents is wrapped by the *DependentsError of a refused delete.
+// ErrHasDependents is wrapped by the error refusing to delete a conversation
+// forks read older history from.
 var ErrHasDependents = errors.New("forks made after a compaction read older history from it")
-
-// DependentsError refuses deleting ID, which Dependents read older history
-// from.
-type DependentsError struct {
-	ID         string
-	Dependents []string
-}
-
-func (e *DependentsError) Error() string {
-	q := make([]string, len(e.Dependents))
-	for i, d := range e.Dependents {
-		q[i] = termtext.Quote(d)
-	}
-	return fmt.Sprintf("conversation %s is the fork source of %s, which read older history from it; deleting it would break them",
-		termtext.Quote(e.ID), strings.Join(q, ", "))
-}
-
-func (e *DependentsError) Unwrap() error { return ErrHasDependents }
 
 // checkDelete refuses deleting check, among all, when a readable
 // conversation not in all reads older history from one of them.
@@ -65,7 +48,11 @@ func (s *Store) checkDelete(check, all []string) error {
 	for _, id := range check {
 		if deps := dependents[id]; len(deps) > 0 {
 			sort.Strings(deps)
-			return &DependentsError{ID: id, Dependents: deps}
+			for i, d := range deps {
+				deps[i] = termtext.Quote(d)
+			}
+			return &wordedError{err: ErrHasDependents, msg: fmt.Sprintf("conversation %s is the fork source of %s, which read older history from it; deleting it would break them",
+				termtext.Quote(id), strings.Join(deps, ", "))}
 		}
 	}
 	return nil
@@ -146,7 +133,7 @@ type DeleteOptions struct {
 // DeleteAll deletes convIDs as one command that a rerun finishes after a
 // kill. It checks them all first: each must exist (or be in an earlier
 // delete's journal), be no link, run no turn and, unless opts.Force, leave no
-// fork without its history (*DependentsError); then it publishes its journal
+// fork without its history (ErrHasDependents); then it publishes its journal
 // and deletes each, tombstone first, ctx stopping it between two.
 func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOptions) error {
 	if err := s.writable(); err != nil {

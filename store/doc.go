@@ -73,7 +73,7 @@
 // Archive, Unarchive and MapCwd record their changes. DeleteAll removes a
 // set of conversations, each through its tombstone, as one command; it is
 // refused while a turn runs (ErrTurnRunning) or a fork depends on one
-// (*DependentsError).
+// (ErrHasDependents).
 //
 // # After a crash
 //

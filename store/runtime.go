@@ -826,30 +826,25 @@ func (s *Store) endTurn(oc *openConv, sessionID string, turn int64, outcome stri
 // titles of megabytes.
 const MaxTitleRunes = 256
 
-// TitleError is a title CheckTitle refuses.
-type TitleError struct{ Reason string }
-
-func (e *TitleError) Error() string { return e.Reason }
-
 // CheckTitle returns title trimmed as Rename records it: valid UTF-8, not
 // empty, one line without control characters, at most MaxTitleRunes.
 func CheckTitle(title string) (string, error) {
 	title = strings.TrimSpace(title)
 	if !utf8.ValidString(title) {
-		return "", &TitleError{"a title must be valid UTF-8 text"}
+		return "", errors.New("a title must be valid UTF-8 text")
 	}
 	for i, r := range title {
 		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' {
-			return "", &TitleError{fmt.Sprintf("a title is one line of text without control characters (found %U at byte %d)", r, i)}
+			return "", fmt.Errorf("a title is one line of text without control characters (found %U at byte %d)", r, i)
 		}
 	}
 	if title == "" {
-		return "", &TitleError{"a title cannot be empty"}
+		return "", errors.New("a title cannot be empty")
 	}
 	n := 0
 	for i := range title {
 		if n++; n > MaxTitleRunes {
-			return "", &TitleError{fmt.Sprintf("a title is at most %d characters (this one is longer at byte %d)", MaxTitleRunes, i)}
+			return "", fmt.Errorf("a title is at most %d characters (this one is longer at byte %d)", MaxTitleRunes, i)
 		}
 	}
 	return title, nil
