@@ -194,11 +194,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps 
 			return nil, err
 		}
 		if closed != nil {
-			path := t.log.Path
-			if path == "" {
-				path = convLog.Path
-			}
-			change(RepairChange{Kind: ItemTurnClosed, Conversation: c.ID, Path: path, Turn: closed})
+			change(RepairChange{Kind: ItemTurnClosed, Conversation: c.ID, Path: t.log.Path, Turn: closed})
 			if !dry {
 				s.tellIndex(oc, true)
 			}
@@ -264,7 +260,7 @@ func runningIn(info *ConversationInfo, sessionID string) bool {
 // conversation log.
 func (s *Store) repairSession(oc *openConv, l *Log, state convlog.TurnState, next int64, dry bool) (*ClosedTurn, error) {
 	noAppend := func([]convlog.Event) error { return nil }
-	if l.Path == "" || !state.Open && !onlyInConversation(oc, l.ID, state) {
+	if !state.Open && !onlyInConversation(oc, l.ID, state) {
 		return s.closeTurnState(oc, l.ID, state, next, "", noAppend, dry)
 	}
 	if dry {
