@@ -78,10 +78,9 @@ func (e *LockedError) Unwrap() error { return ErrLocked }
 
 // Lock is a hold on runtime.lock, or nothing for LockNone.
 type Lock struct {
-	path   string
-	mode   LockMode
-	fl     *flock.Flock
-	holder Holder
+	path string
+	mode LockMode
+	fl   *flock.Flock
 }
 
 // Path is the lock file's path.
@@ -156,13 +155,13 @@ func acquireLock(ctx context.Context, dataDir string, opts LockOptions) (*Lock, 
 		delay = min(2*delay, retryMax)
 	}
 
-	l := &Lock{path: path, mode: LockExclusive, fl: fl, holder: newHolder(opts)}
+	l := &Lock{path: path, mode: LockExclusive, fl: fl}
 	// A rename between the two opens would lock one file and write another.
 	if err := sameFile(rec, fl); err != nil {
 		l.Release()
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := writeHolder(rec, l.holder); err != nil {
+	if err := writeHolder(rec, newHolder(opts)); err != nil {
 		l.Release()
 		return nil, err
 	}
