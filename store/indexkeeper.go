@@ -114,11 +114,9 @@ func (s *Store) change(convID string, whole bool, fn func(oc *openConv) error) e
 
 // appendEvent appends one event of type typ with data v to oc's log.
 func (s *Store) appendEvent(oc *openConv, typ string, v any) error {
-	ev, err := s.event(typ, v)
-	if err != nil {
-		return err
-	}
-	return oc.appendEvents(ev)
+	b := &eventBatch{s: s}
+	b.add(typ, v)
+	return b.appendTo(oc)
 }
 
 // tellRemoved tells the keeper that conversation convID is being deleted.

@@ -242,18 +242,6 @@ func (s *Store) liveConv(convID string) (*openConv, error) {
 	return oc, nil
 }
 
-// event builds a conversation log event with data v (nil: {}).
-func (s *Store) event(typ string, v any) (convlog.Event, error) {
-	data := []byte("{}")
-	if v != nil {
-		var err error
-		if data, err = convlog.EncodeData(v); err != nil {
-			return convlog.Event{}, fmt.Errorf("%s: %w", typ, err)
-		}
-	}
-	return convlog.Event{Type: typ, Time: s.nowMs(), Data: data}, nil
-}
-
 // eventBatch builds the events of one append, keeping the first error.
 type eventBatch struct {
 	s   *Store
@@ -261,12 +249,23 @@ type eventBatch struct {
 	err error
 }
 
+// add adds an event of type typ with data v (nil: {}).
 func (b *eventBatch) add(typ string, v any) {
-	if b.err == nil {
-		var ev convlog.Event
-		ev, b.err = b.s.event(typ, v)
-		b.evs = append(b.evs, ev)
+	data := []byte("{}")
+	if v != nil && b.err == nil {
+		if data, b.err = convlog.EncodeData(v); b.err != nil {
+			b.err = fmt.Errorf("%s: %w", typ, b.err)
+		}
 	}
+	b.evs = append(b.evs, convlog.Event{Type: typ, Time: b.s.nowMs(), Data: data})
+}
+
+// appendTo appends the batch to oc's log.
+func (b *eventBatch) appendTo(oc *openConv) error {
+	if b.err != nil {
+		return b.err
+	}
+	return oc.appendEvents(b.evs...)
 }
 
 // appendEvents writes events as one durable batch and replays them.

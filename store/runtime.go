@@ -808,10 +808,7 @@ func (s *Store) beginTurn(oc *openConv, sessionID string, turn int64, userText s
 			b.add(EventConversationTitle, TitleData{Title: title})
 		}
 	}
-	if b.err != nil {
-		return b.err
-	}
-	return oc.appendEvents(b.evs...)
+	return b.appendTo(oc)
 }
 
 // endTurn records turn/ended for the session's running turn.
