@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -201,8 +202,7 @@ func (e *AmbiguousIDError) Unwrap() error { return ErrAmbiguousID }
 // delete journals' ids; a ref that names nothing is returned as it is.
 func (s *Store) ResolveIDs(refs []string) ([]string, error) {
 	out := make([]string, len(refs))
-	var ids, deleted []string
-	listed, journaled := false, false
+	listed, journaled := sync.OnceValues(s.ConversationIDs), sync.OnceValues(s.journaledIDs)
 	for i, ref := range refs {
 		out[i] = ref
 		if p, err := conversationPath(s.dataDir, ref); err != nil {
@@ -213,23 +213,18 @@ func (s *Store) ResolveIDs(refs []string) ([]string, error) {
 		if utf8.RuneCountInString(ref) < MinIDPrefix {
 			continue
 		}
-		if !listed {
-			var err error
-			if ids, err = s.ConversationIDs(); err != nil {
-				return nil, err
-			}
-			listed = true
+		ids, err := listed()
+		if err != nil {
+			return nil, err
 		}
 		id, err := byPrefix(ref, ids)
 		if err != nil {
 			return nil, err
 		}
 		if id == ref {
-			if !journaled {
-				if deleted, err = s.journaledIDs(); err != nil {
-					return nil, err
-				}
-				journaled = true
+			deleted, err := journaled()
+			if err != nil {
+				return nil, err
 			}
 			if id, err = byPrefix(ref, deleted); err != nil {
 				return nil, err
