@@ -190,34 +190,26 @@ func LoadRuntimeConfig(path string) (*RuntimeConfig, error) {
 		return nil, err
 	}
 	c := &RuntimeConfig{Path: path, Agents: map[string]bool{}, Models: map[string]bool{}}
-	tables := func(key string) (map[string]map[string]any, error) {
+	tables := map[string]map[string]map[string]any{}
+	for _, key := range []string{"agents", "models"} {
 		v, ok := raw[key]
 		if !ok {
-			return nil, nil
+			continue
 		}
 		top, ok := v.(map[string]any)
 		if !ok {
 			return nil, fmt.Errorf("%s: %s must be tables ([%s.NAME]), not %T", path, key, key, v)
 		}
-		out := map[string]map[string]any{}
+		tables[key] = map[string]map[string]any{}
 		for name, t := range top {
 			tt, ok := t.(map[string]any)
 			if !ok {
 				return nil, fmt.Errorf("%s: %s.%s must be a table ([%s.%s]), not %T", path, key, name, key, name, t)
 			}
-			out[name] = tt
+			tables[key][name] = tt
 		}
-		return out, nil
 	}
-	agents, err := tables("agents")
-	if err != nil {
-		return nil, err
-	}
-	models, err := tables("models")
-	if err != nil {
-		return nil, err
-	}
-	for name, t := range agents {
+	for name, t := range tables["agents"] {
 		if v, ok := t["model"]; ok {
 			if _, ok := v.(string); !ok {
 				return nil, fmt.Errorf("%s: agents.%s.model must be a string", path, name)
@@ -225,7 +217,7 @@ func LoadRuntimeConfig(path string) (*RuntimeConfig, error) {
 		}
 		c.Agents[name] = true
 	}
-	for name := range models {
+	for name := range tables["models"] {
 		c.Models[name] = true
 	}
 	return c, nil
