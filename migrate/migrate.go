@@ -658,7 +658,7 @@ func plan(src string, comp convlog.Compression) (string, int64, error) {
 func discover(s *store.Store, root string, jobs int) *tree {
 	t := &tree{noun: "logs or invalid layout entries"}
 	// A missing root fails here; anything but a directory in its place is
-	// the walk's to refuse (store.ConversationsDirError).
+	// the walk's to refuse (store.ErrConversationsDir).
 	if _, err := os.Lstat(root); err != nil {
 		t.rootErr = fmt.Errorf("sessions root %s: %w", root, err)
 		return t

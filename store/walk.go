@@ -93,23 +93,12 @@ func GenerationClash(read, g convlog.Name) string {
 	return fmt.Sprintf(reason, g.Base, g.Version)
 }
 
-// ErrConversationsDir is wrapped by a *ConversationsDirError.
+// ErrConversationsDir is wrapped by the error refusing a store whose
+// conversations entry is not a directory: the store is broken, not empty.
 var ErrConversationsDir = errors.New("the store's conversations entry is not a directory")
 
-// ConversationsDirError refuses a store whose conversations entry is not a
-// directory but Found ("a FIFO", ...): the store is broken, not empty.
-type ConversationsDirError struct {
-	Path, Found string
-}
-
-func (e *ConversationsDirError) Error() string {
-	return fmt.Sprintf("%s: %s, expected the directory of the store's conversations (conversations/<conversation>/<log>); the store is not read as empty", e.Path, e.Found)
-}
-
-func (e *ConversationsDirError) Unwrap() error { return ErrConversationsDir }
-
 // conversationsRoot reports whether the conversations directory root exists
-// (missing: an empty store), or a *ConversationsDirError.
+// (missing: an empty store), or refuses what is there instead.
 func conversationsRoot(root string) (bool, error) {
 	fi, err := os.Lstat(root)
 	switch {
@@ -118,7 +107,7 @@ func conversationsRoot(root string) (bool, error) {
 	case err != nil:
 		return false, err
 	case !fi.IsDir():
-		return false, &ConversationsDirError{Path: root, Found: entryKind(fi.Mode())}
+		return false, &wordedError{err: ErrConversationsDir, msg: fmt.Sprintf("%s: %s, expected the directory of the store's conversations (conversations/<conversation>/<log>); the store is not read as empty", root, entryKind(fi.Mode()))}
 	}
 	return true, nil
 }
