@@ -136,24 +136,9 @@ func (s *Store) conversationDir(convID string) (string, error) {
 // ConfigFileName is the runtime configuration's default name in dataDir.
 const ConfigFileName = "config.toml"
 
-// ErrNoStore is wrapped by Open's *NoStoreError.
+// ErrNoStore is wrapped by Open's refusal of a directory that is not a
+// store.
 var ErrNoStore = errors.New("no store")
-
-// NoStoreError reports that Dir is not a store, and Why.
-type NoStoreError struct {
-	Dir string
-	Why string
-}
-
-func (e *NoStoreError) Error() string {
-	msg := "no store at " + e.Dir
-	if e.Why != "" {
-		msg += ": " + e.Why
-	}
-	return msg
-}
-
-func (e *NoStoreError) Unwrap() error { return ErrNoStore }
 
 // IsStore reports whether dataDir is a store by Open's rule.
 func IsStore(dataDir string) (bool, error) {

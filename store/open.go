@@ -29,7 +29,7 @@ type OpenOptions struct {
 type Create int
 
 const (
-	// CreateNever refuses a directory that is not a store (a *NoStoreError)
+	// CreateNever refuses a directory that is not a store (ErrNoStore)
 	// and creates nothing: a mistyped data directory must not become a store.
 	CreateNever Create = iota
 	// CreateAlways makes the directory a store, whatever it holds.
@@ -71,7 +71,7 @@ type openConv struct {
 
 // Open opens the store in dataDir, the only way to a store and the only
 // place runtime.lock is taken. dataDir must be a store unless opts.Create
-// allows it to become one, else a *NoStoreError. LockExclusive waits up to
+// allows it to become one, else ErrNoStore. LockExclusive waits up to
 // opts.Lock.Timeout, else a *LockedError names the holder; LockIfFree opens
 // read-only when the lock is not free, Online saying why.
 func Open(ctx context.Context, dataDir string, opts OpenOptions) (*Store, error) {
@@ -96,7 +96,7 @@ func Open(ctx context.Context, dataDir string, opts OpenOptions) (*Store, error)
 		case opts.Create == CreateAlways && st.kind != notDir, opts.Create == CreateIfEmpty && st.kind == isEmpty:
 			create = true
 		default:
-			return nil, &NoStoreError{Dir: dataDir, Why: st.why}
+			return nil, &wordedError{err: ErrNoStore, msg: "no store at " + dataDir + ": " + st.why}
 		}
 	}
 	switch opts.Lock.Mode {
