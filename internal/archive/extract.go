@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -67,14 +66,10 @@ func (s *space) take(size int64) error {
 
 // Extracted is one entry Extract wrote.
 type Extracted struct {
+	Sum
 	Name   string
-	Size   int64
-	SHA256 [sha256.Size]byte
 	Offset int64 // of its header in the tar stream
 }
-
-// Hex is the SHA-256 in lower-case hex.
-func (e Extracted) Hex() string { return hex.EncodeToString(e.SHA256[:]) }
 
 // Extract reads the archive from r and writes every entry under dir, an
 // empty directory made for it (NewStaging): files created exclusively 0600

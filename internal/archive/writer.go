@@ -128,15 +128,54 @@ func (w *Writer) SetModTime(t time.Time) {
 // WriteEntry writes one entry of exactly size bytes read from r; fewer is
 // an error that breaks the archive.
 func (w *Writer) WriteEntry(name string, kind Kind, size int64, r io.Reader) (Sum, error) {
-	if err := w.begin(name, kind, size); err != nil {
-		return Sum{}, err
+	return w.write(name, kind, size, func() (s Sum, err error) {
+		h := sha256.New()
+		// Hidden ReaderFrom and WriterTo: the copy always uses the buffer given.
+		n, err := io.CopyBuffer(struct{ io.Writer }{io.MultiWriter(w.tw, h)}, struct{ io.Reader }{io.LimitReader(r, size)}, w.ch.buf)
+		if err == nil && n < size {
+			err = fmt.Errorf("%s: short read: %d of %d bytes (the file shrank while it was archived)", name, n, size)
+		}
+		h.Sum(s.SHA256[:0])
+		return s, err
+	})
+}
+
+// WriteHashed writes one entry holding data, whose SHA-256 is sum.
+func (w *Writer) WriteHashed(name string, kind Kind, data []byte, sum [sha256.Size]byte) (Sum, error) {
+	return w.write(name, kind, int64(len(data)), func() (Sum, error) {
+		_, err := w.tw.Write(data)
+		return Sum{SHA256: sum}, err
+	})
+}
+
+// write writes the header of an entry of size bytes, then its content by
+// body; any error breaks the archive.
+func (w *Writer) write(name string, kind Kind, size int64, body func() (Sum, error)) (Sum, error) {
+	if w.err != nil {
+		return Sum{}, w.err
 	}
-	h := sha256.New()
-	// Hidden ReaderFrom and WriterTo: the copy always uses the buffer given.
-	n, err := io.CopyBuffer(struct{ io.Writer }{io.MultiWriter(w.tw, h)}, struct{ io.Reader }{io.LimitReader(r, size)}, w.ch.buf)
-	if err == nil && n < size {
-		err = fmt.Errorf("%s: short read: %d of %d bytes (the file shrank while it was archived)", name, n, size)
+	if w.closed {
+		return Sum{}, errors.New("archive: write after Close")
 	}
+	err := CheckName(name)
+	if err == nil {
+		err = w.names.add(name)
+	}
+	if err == nil && size < 0 {
+		err = errors.New("negative size")
+	}
+	if err != nil {
+		return Sum{}, fmt.Errorf("archive entry %s: %w", termtext.Quote(name), err)
+	}
+	w.ch.kind = Text // the header is text
+	// USTAR when the name fits, else PAX.
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name, Size: size, Mode: FileMode, ModTime: w.entryTime, Format: tar.FormatUnknown}
+	if err := w.tw.WriteHeader(hdr); err != nil {
+		w.err = fmt.Errorf("archive entry %s: %w", termtext.Quote(name), err)
+		return Sum{}, w.err
+	}
+	w.ch.kind = kind
+	s, err := body()
 	if err == nil {
 		err = w.ch.failed()
 	}
@@ -144,59 +183,8 @@ func (w *Writer) WriteEntry(name string, kind Kind, size int64, r io.Reader) (Su
 		w.err = err
 		return Sum{}, err
 	}
-	var s Sum
 	s.Size = size
-	h.Sum(s.SHA256[:0])
 	return s, nil
-}
-
-// WriteHashed writes one entry holding data, whose SHA-256 is sum.
-func (w *Writer) WriteHashed(name string, kind Kind, data []byte, sum [sha256.Size]byte) (Sum, error) {
-	if err := w.begin(name, kind, int64(len(data))); err != nil {
-		return Sum{}, err
-	}
-	if _, err := w.tw.Write(data); err != nil {
-		w.err = err
-		return Sum{}, err
-	}
-	if err := w.ch.failed(); err != nil {
-		w.err = err
-		return Sum{}, err
-	}
-	return Sum{Size: int64(len(data)), SHA256: sum}, nil
-}
-
-func (w *Writer) begin(name string, kind Kind, size int64) error {
-	if w.err != nil {
-		return w.err
-	}
-	if w.closed {
-		return errors.New("archive: write after Close")
-	}
-	if err := CheckName(name); err != nil {
-		return fmt.Errorf("archive entry %s: %w", termtext.Quote(name), err)
-	}
-	if err := w.names.add(name); err != nil {
-		return fmt.Errorf("archive entry %s: %w", termtext.Quote(name), err)
-	}
-	if size < 0 {
-		return fmt.Errorf("archive entry %s: negative size", termtext.Quote(name))
-	}
-	w.ch.kind = Text // the header is text
-	hdr := &tar.Header{
-		Typeflag: tar.TypeReg,
-		Name:     name,
-		Size:     size,
-		Mode:     FileMode,
-		ModTime:  w.entryTime,
-		Format:   tar.FormatUnknown, // USTAR when the name fits, else PAX
-	}
-	if err := w.tw.WriteHeader(hdr); err != nil {
-		w.err = fmt.Errorf("archive entry %s: %w", termtext.Quote(name), err)
-		return w.err
-	}
-	w.ch.kind = kind
-	return nil
 }
 
 // nameSet refuses an entry name written twice without holding every name:
