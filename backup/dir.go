@@ -539,23 +539,22 @@ func Latest(dir string, opts LatestOptions) (*ArchiveInfo, error) {
 	if !opts.MaxAge.IsZero() && a.Time.Before(opts.MaxAge.Before(now)) {
 		return stale("taken %s, %s ago: older than %s", taken, now.Sub(a.Time).Truncate(time.Minute), opts.MaxAge)
 	}
-	if opts.Verified {
-		switch a.Verification() {
-		case VerifiedOK:
-		case VerifiedNever:
-			return stale("not verified (convkit backup verify records it)")
-		case VerifiedStale:
-			return stale("changed since it was verified")
-		case VerifiedInvalid:
-			return stale("it holds logs that do not read (INVALID)")
-		default:
-			if a.Info != nil && a.Info.Verified != nil && a.Info.Verified.Problem != "" {
-				return stale("its verification failed: %s", a.Info.Verified.Problem)
-			}
-			return stale("its verification failed")
-		}
+	v := a.Verification()
+	switch {
+	case !opts.Verified || v == VerifiedOK:
+		return &a, nil
+	case v == VerifiedFailed && a.Info.Verified.Problem != "":
+		return stale("its verification failed: %s", a.Info.Verified.Problem)
 	}
-	return &a, nil
+	return stale("%s", unverified[v])
+}
+
+// unverified says why Latest refuses an archive in each state but ok.
+var unverified = map[string]string{
+	VerifiedNever:   "not verified (convkit backup verify records it)",
+	VerifiedStale:   "changed since it was verified",
+	VerifiedInvalid: "it holds logs that do not read (INVALID)",
+	VerifiedFailed:  "its verification failed",
 }
 
 // Span is a length of time as restic writes one: years, months, days and
@@ -723,15 +722,13 @@ func ResolveArchive(arg string) (string, error) {
 	if _, err := os.Lstat(arg); !errors.Is(err, fs.ErrNotExist) {
 		return arg, nil
 	}
-	dir := filepath.Dir(arg)
-	list, err := ListArchives(dir)
-	if err != nil {
+	a, err := Latest(filepath.Dir(arg), LatestOptions{})
+	if errors.Is(err, ErrNoArchive) {
+		return "", fmt.Errorf("%s: %v in %s", arg, ErrNoArchive, filepath.Dir(arg))
+	} else if err != nil {
 		return "", fmt.Errorf("%s: %w", arg, err)
 	}
-	if len(list) == 0 {
-		return "", fmt.Errorf("%s: no archive named convkit-<UTC time>.tar.zst in %s", arg, dir)
-	}
-	return list[len(list)-1].Path, nil
+	return a.Path, nil
 }
 
 // VerifyArchive checks the archive at path ("-": opts.Stdin) as a restore
