@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -216,17 +217,14 @@ func (x *extractor) fail(i int, err error) {
 // read reads the entry h whole.
 func (x *extractor) read(ctx context.Context, ar *Reader, h *Header) (Extracted, []byte, error) {
 	e := Extracted{Name: h.Name, Offset: h.Offset}
-	mem := make([]byte, 0, h.Size)
 	// Only the archive (an *Error) or ctx can fail it.
-	err := x.copyEntry(ctx, ar, &e, func(b []byte) error {
-		mem = append(mem, b...)
-		return nil
-	})
-	return e, mem, err
+	mem := bytes.NewBuffer(make([]byte, 0, h.Size))
+	err := x.copyEntry(ctx, ar, &e, mem)
+	return e, mem.Bytes(), err
 }
 
-// copyEntry reads the current entry to put, recording its size and SHA-256.
-func (x *extractor) copyEntry(ctx context.Context, ar *Reader, e *Extracted, put func([]byte) error) error {
+// copyEntry copies the current entry to w, recording its size and SHA-256.
+func (x *extractor) copyEntry(ctx context.Context, ar *Reader, e *Extracted, w io.Writer) error {
 	hs := sha256.New()
 	for {
 		if err := ctx.Err(); err != nil {
@@ -234,7 +232,7 @@ func (x *extractor) copyEntry(ctx context.Context, ar *Reader, e *Extracted, put
 		}
 		n, rerr := ar.Read(x.buf)
 		if n > 0 {
-			if err := put(x.buf[:n]); err != nil {
+			if _, err := w.Write(x.buf[:n]); err != nil {
 				return err
 			}
 			hs.Write(x.buf[:n])
@@ -373,12 +371,7 @@ func (x *extractor) mkdirs(rel string) error {
 
 func (x *extractor) file(ctx context.Context, ar *Reader, h *Header) (Extracted, error) {
 	e := Extracted{Name: h.Name, Offset: h.Offset}
-	_, err := x.fill(filepath.FromSlash(h.Name), h.Index, e, func(f *os.File) error {
-		return x.copyEntry(ctx, ar, &e, func(b []byte) error {
-			_, err := f.Write(b)
-			return err
-		})
-	})
+	_, err := x.fill(filepath.FromSlash(h.Name), h.Index, e, func(f *os.File) error { return x.copyEntry(ctx, ar, &e, f) })
 	return e, err
 }
 
