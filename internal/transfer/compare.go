@@ -1,7 +1,6 @@
 package transfer
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -77,13 +76,9 @@ func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
 	for _, l := range sc.dir.Logs {
 		archLogs[l.Base] = l
 	}
-	order := slices.Collect(maps.Keys(storeLogs))
-	for b := range archLogs {
-		if _, ok := storeLogs[b]; !ok {
-			order = append(order, b)
-		}
-	}
-	slices.Sort(order)
+	union := maps.Clone(archLogs)
+	maps.Copy(union, storeLogs)
+	order := slices.Sorted(maps.Keys(union))
 	i := slices.Index(order, store.ConversationLogBase)
 	order = slices.Insert(slices.Delete(order, i, i+1), 0, store.ConversationLogBase)
 	var behind, ahead []string // logs that make the store's copy behind, ahead
@@ -278,33 +273,25 @@ func committedLength(l store.Log) (int64, error) {
 // samePrefix compares two readers of the same length; at is the first
 // difference.
 func samePrefix(a, b io.Reader) (at int64, same bool, err error) {
-	ba := bufio.NewReaderSize(a, 256<<10)
-	bb := bufio.NewReaderSize(b, 256<<10)
-	bufA := make([]byte, 64<<10)
-	bufB := make([]byte, 64<<10)
-	var off int64
+	bufA, bufB := make([]byte, 256<<10), make([]byte, 256<<10)
 	for {
-		n, errA := io.ReadFull(ba, bufA)
-		m, errB := io.ReadFull(bb, bufB[:n])
-		if m < n {
-			if errB == nil {
-				errB = io.ErrUnexpectedEOF
-			}
-			return off, false, errB
+		n, errA := io.ReadFull(a, bufA)
+		if _, err := io.ReadFull(b, bufB[:n]); err != nil {
+			return at, false, err
 		}
 		if !bytes.Equal(bufA[:n], bufB[:n]) {
 			for i := range n {
 				if bufA[i] != bufB[i] {
-					return off + int64(i), false, nil
+					return at + int64(i), false, nil
 				}
 			}
 		}
-		off += int64(n)
+		at += int64(n)
 		switch {
 		case errA == io.EOF || errA == io.ErrUnexpectedEOF:
-			return off, true, nil
+			return at, true, nil
 		case errA != nil:
-			return off, false, errA
+			return at, false, errA
 		}
 	}
 }

@@ -178,28 +178,16 @@ func decodeManifestStream(r io.Reader) (vm *verifiedManifest, listed []archive.L
 		switch {
 		case key == "files" && !seenFiles:
 			seenFiles = true
-			if !streamArray(dec, func() bool {
-				var f File
-				if dec.Decode(&f) != nil {
-					return false
-				}
+			if !streamArray(dec, func(f File) {
 				listed = append(listed, archive.Listed{Name: f.Name, Size: f.Size, SHA256: f.SHA256})
 				vm.add(&f)
-				return true
 			}) {
 				return nil, nil, false
 			}
 		case key == "conversations" && !seenConvs:
 			seenConvs = true
 			m.Conversations = []Conversation{}
-			if !streamArray(dec, func() bool {
-				var c Conversation
-				if dec.Decode(&c) != nil {
-					return false
-				}
-				m.Conversations = append(m.Conversations, c)
-				return true
-			}) {
+			if !streamArray(dec, func(c Conversation) { m.Conversations = append(m.Conversations, c) }) {
 				return nil, nil, false
 			}
 		case strings.EqualFold(key, "files") || strings.EqualFold(key, "conversations"):
@@ -234,16 +222,18 @@ func decodeManifestStream(r io.Reader) (vm *verifiedManifest, listed []archive.L
 	return vm, listed, true
 }
 
-// streamArray reads an array with each decoding one element; false when
-// it is not an array or each fails.
-func streamArray(dec *json.Decoder, each func() bool) bool {
+// streamArray decodes an array element by element, handing each to each;
+// false when it is not an array of T.
+func streamArray[T any](dec *json.Decoder, each func(T)) bool {
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return false
 	}
 	for dec.More() {
-		if !each() {
+		var v T
+		if dec.Decode(&v) != nil {
 			return false
 		}
+		each(v)
 	}
 	t, err := dec.Token()
 	return err == nil && t == json.Delim(']')
