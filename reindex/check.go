@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -74,11 +75,6 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 	seen := map[string]bool{}
 	// Forks are compared once every conversation is read: a fork source
 	// being deleted is missing, as reindex finds it (finishForks).
-	type deferred struct {
-		conv *index.Conversation
-		got  *index.Conversation
-		msgs []index.Message
-	}
 	judge := func(conv, got *index.Conversation, msgs []index.Message) {
 		d, lag := ix.judge(conv, got, msgs)
 		res.Differences = append(res.Differences, d...)
@@ -86,7 +82,7 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 			res.InFlight = append(res.InFlight, *lag)
 		}
 	}
-	var forks []deferred
+	var forks []*built
 	// readSkips: what reading each conversation skipped, which a second
 	// reading that finds it whole takes back.
 	readSkips := map[string]store.Item{}
@@ -125,7 +121,7 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 		default:
 			res.Conversations++
 			if len(b.conv.ForkSources) > 0 {
-				forks = append(forks, deferred{b.conv, got, b.msgs})
+				forks = append(forks, b)
 				break
 			}
 			reasons[id] = b.conv.WillNotOpen
@@ -139,7 +135,7 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 	for _, f := range forks {
 		f.conv.WillNotOpen = opts.Machine.Check(needsOf(f.conv), func(id string) bool { return present[id] && !gone[id] })
 		reasons[f.conv.ID] = f.conv.WillNotOpen
-		judge(f.conv, f.got, f.msgs)
+		judge(f.conv, ix.convs[f.conv.ID], f.msgs)
 	}
 	betweenReadings()
 	if len(res.Differences) > 0 && !ix.problem {
@@ -215,35 +211,29 @@ type skippedRow struct{ reason, fingerprint string }
 // readIndexed reads the index at path as list does (OpenRead); an error
 // says why it could not be, and the result is then empty.
 func readIndexed(ctx context.Context, path string, text bool) (*indexed, error) {
-	ix := &indexed{convs: map[string]*index.Conversation{}, skipped: map[string]skippedRow{}}
+	unread := &indexed{convs: map[string]*index.Conversation{}, skipped: map[string]skippedRow{}, problem: true}
 	db, err := index.OpenRead(ctx, path, index.ReadOptions{})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		ix.problem = true
-		return ix, errors.New("metadata.db does not exist")
+		return unread, errors.New("metadata.db does not exist")
 	case err != nil:
-		ix.problem = true
-		return ix, err
+		return unread, err
 	}
 	defer db.Close()
-	fail := func(err error) (*indexed, error) {
-		return &indexed{convs: map[string]*index.Conversation{}, skipped: map[string]skippedRow{}, problem: true},
-			fmt.Errorf("reading %s: %w", path, err)
+	ix := &indexed{skipped: map[string]skippedRow{}}
+	var rows []index.SkippedRow
+	ix.convs, err = db.All(ctx)
+	if err == nil {
+		rows, err = db.Skipped(ctx)
 	}
-	if ix.convs, err = db.All(ctx); err != nil {
-		return fail(err)
+	if err == nil && text {
+		ix.digests, err = db.MessageDigests(ctx)
 	}
-	rows, err := db.Skipped(ctx)
 	if err != nil {
-		return fail(err)
+		return unread, fmt.Errorf("reading %s: %w", path, err)
 	}
 	for _, r := range rows {
 		ix.skipped[r.ID] = skippedRow{reason: r.Reason, fingerprint: r.Fingerprint}
-	}
-	if text {
-		if ix.digests, err = db.MessageDigests(ctx); err != nil {
-			return fail(err)
-		}
 	}
 	return ix, nil
 }
@@ -263,11 +253,16 @@ func compare(want, got *index.Conversation) string {
 			diffs = append(diffs, fmt.Sprintf("%s: logs %v, index %v", name, w, g))
 		}
 	}
+	list := func(name string, w, g []string) {
+		if !slices.Equal(w, g) { // nil and empty alike
+			field(name, w, g)
+		}
+	}
 	field("directory", want.Dir, got.Dir)
 	field("title", want.Title, got.Title)
 	field("automatic title", want.TitleIsAuto, got.TitleIsAuto)
 	field("after compaction", want.AfterCompaction, got.AfterCompaction)
-	field("fork sources", nonNil(want.ForkSources), nonNil(got.ForkSources))
+	list("fork sources", want.ForkSources, got.ForkSources)
 	if want.Fingerprint != got.Fingerprint {
 		diffs = append(diffs, fmt.Sprintf("fingerprint: logs %s, index %s (its logs changed, or were copied, since it was indexed)",
 			want.Fingerprint, got.Fingerprint))
@@ -278,9 +273,9 @@ func compare(want, got *index.Conversation) string {
 	field("archived", want.Archived, got.Archived)
 	field("forked from", want.ForkedFrom, got.ForkedFrom)
 	field("running turn", want.RunningTurn, got.RunningTurn)
-	field("agents", nonNil(want.Agents), nonNil(got.Agents))
-	field("models", nonNil(want.Models), nonNil(got.Models))
-	if w, g := nonNil(want.WillNotOpen), nonNil(got.WillNotOpen); !reflect.DeepEqual(w, g) {
+	list("agents", want.Agents, got.Agents)
+	list("models", want.Models, got.Models)
+	if w, g := want.WillNotOpen, got.WillNotOpen; !slices.Equal(w, g) {
 		diffs = append(diffs, fmt.Sprintf("will not open: now [%s], index [%s]", strings.Join(w, "; "), strings.Join(g, "; ")))
 	}
 	ws, gs := sessionsByID(want.Sessions), sessionsByID(got.Sessions)
@@ -311,13 +306,6 @@ func compare(want, got *index.Conversation) string {
 	}
 	sort.Strings(diffs)
 	return strings.Join(diffs, "; ")
-}
-
-func nonNil(v []string) []string {
-	if v == nil {
-		return []string{}
-	}
-	return v
 }
 
 func sessionsByID(ss []index.Session) map[string]index.Session {
