@@ -704,15 +704,10 @@ func dependentsOf(ctx context.Context, db *index.DB, s *store.Store, ids []strin
 			}
 			continue
 		}
-		for _, l := range c.Logs {
-			if !l.IsConversationLog {
-				continue
-			}
-			info, err := l.ReadConversation()
-			if err == nil && dependsOnWanted(store.Dependencies(info)) {
+		if l := c.ConversationLog(); l != nil {
+			if info, err := l.ReadConversation(); err == nil && dependsOnWanted(store.Dependencies(info)) {
 				out = append(out, c.ID)
 			}
-			break
 		}
 	}
 	sort.Strings(out)
