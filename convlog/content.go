@@ -344,18 +344,21 @@ func checkStream(raw []byte) *problem {
 	return nil
 }
 
-// Members of a stream record, as bits.
+// recKeys are a stream record's members; checkRecord keeps member i's
+// value at v[i] and its presence as bit 1<<i.
+var recKeys = [...]string{"type", "time0", "index", "dt", "texts", "id", "name", "args", "time", "chunk"}
+
 const (
-	recType = 1 << iota
-	recTime0
-	recIndex
-	recDt
-	recTexts
-	recID
-	recName
-	recArgs
-	recTime
-	recChunk
+	rType = iota
+	rTime0
+	rIndex
+	rDt
+	rTexts
+	rID
+	rName
+	rArgs
+	rTime
+	rChunk
 )
 
 // checkRecord checks the stream record w is at, walking past it once.
@@ -363,7 +366,7 @@ func checkRecord(w *walk) *problem {
 	if !w.enterObject() {
 		return mustBe("a stream record (an object)", w.value())
 	}
-	var typ, time0, index, dt, texts, id, name, args, tim, chunk []byte
+	var v [len(recKeys)][]byte
 	var have, pieces int
 	var badPiece *problem
 	var other []byte
@@ -374,43 +377,27 @@ func checkRecord(w *walk) *problem {
 		if !ok {
 			break
 		}
-		switch string(k) {
-		case "texts", "args":
-			var v []byte
-			v, pieces, badPiece = w.strings()
-			if string(k) == "texts" {
-				texts, have = v, have|recTexts
-			} else {
-				args, have = v, have|recArgs
-			}
-			continue
-		case "chunk":
-			chunk, chunkMembers = w.members(buf[:0])
-			have |= recChunk
-			continue
+		i := 0
+		for i < len(recKeys) && recKeys[i] != string(k) {
+			i++
 		}
-		v := w.value()
-		switch string(k) {
-		case "type":
-			typ, have = v, have|recType
-		case "time0":
-			time0, have = v, have|recTime0
-		case "index":
-			index, have = v, have|recIndex
-		case "dt":
-			dt, have = v, have|recDt
-		case "id":
-			id, have = v, have|recID
-		case "name":
-			name, have = v, have|recName
-		case "time":
-			tim, have = v, have|recTime
-		default:
+		switch i {
+		case rTexts, rArgs:
+			v[i], pieces, badPiece = w.strings()
+		case rChunk:
+			v[i], chunkMembers = w.members(buf[:0])
+		case len(recKeys):
+			w.value()
 			if other == nil {
 				other = k
 			}
+			continue
+		default:
+			v[i] = w.value()
 		}
+		have |= 1 << i
 	}
+	typ, time0, index, dt, id, name := v[rType], v[rTime0], v[rIndex], v[rDt], v[rID], v[rName]
 	exact := func(want, optional int, members string) *problem {
 		if other != nil {
 			return newProblem("is not a member of a %s record (exactly %s)", str(typ), members).in("." + string(other))
@@ -422,12 +409,12 @@ func checkRecord(w *walk) *problem {
 	}
 	switch string(typ) {
 	case `"text-chunks"`, `"reasoning-chunks"`:
-		if p := exact(recType|recTime0|recIndex|recDt|recTexts, 0, "type, time0, index, dt, texts"); p != nil {
+		if p := exact(1<<rType|1<<rTime0|1<<rIndex|1<<rDt|1<<rTexts, 0, "type, time0, index, dt, texts"); p != nil {
 			return p
 		}
-		return checkRun(time0, index, dt, texts, "texts", pieces, badPiece)
+		return checkRun(time0, index, dt, v[rTexts], "texts", pieces, badPiece)
 	case `"tool-call-chunks"`:
-		if p := exact(recType|recTime0|recIndex|recDt|recID|recArgs, recName, "type, time0, index, dt, id, name (optional), args"); p != nil {
+		if p := exact(1<<rType|1<<rTime0|1<<rIndex|1<<rDt|1<<rID|1<<rArgs, 1<<rName, "type, time0, index, dt, id, name (optional), args"); p != nil {
 			return p
 		}
 		if !nonEmptyString(id) {
@@ -436,15 +423,15 @@ func checkRecord(w *walk) *problem {
 		if name != nil && !nonEmptyString(name) {
 			return mustBe("a non-empty string (or absent)", name).in(".name")
 		}
-		return checkRun(time0, index, dt, args, "args", pieces, badPiece)
+		return checkRun(time0, index, dt, v[rArgs], "args", pieces, badPiece)
 	case `"chunk"`:
-		if p := exact(recType|recTime|recChunk, 0, "type, time, chunk"); p != nil {
+		if p := exact(1<<rType|1<<rTime|1<<rChunk, 0, "type, time, chunk"); p != nil {
 			return p
 		}
-		if _, ok := rawjson.Int(tim); !ok {
-			return mustBe("a safe integer", tim).in(".time")
+		if _, ok := rawjson.Int(v[rTime]); !ok {
+			return mustBe("a safe integer", v[rTime]).in(".time")
 		}
-		if p := checkChunk(chunk, chunkMembers); p != nil {
+		if p := checkChunk(v[rChunk], chunkMembers); p != nil {
 			return p.in(".chunk")
 		}
 		return nil
