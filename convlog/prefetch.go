@@ -4,15 +4,17 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/klauspost/compress/zstd"
 )
 
-// A compressed log's frames are decoded ahead of the lines being read, on
+// A compressed log's text is decoded ahead of the lines being read, on
 // goroutines of the reader's own, so that decoding (about 1.3 GB/s per
-// core) and checking lines (about 1 GB/s) run side by side. The prefetcher
+// core) and checking lines (about 1 GB/s) run side by side. A prefetcher
 // owns the frame scanner; it decodes small frames whole, up to
-// prefetchDecoders at once, and hands them to the reader in file order;
-// larger ones the reader streams. Each decoder holds one frame's buffers,
-// and the reader one more.
+// prefetchDecoders at once, and hands them to the reader in file order.
+// A frame too large to decode whole (in any log) is streamed, decoded
+// ahead a chunk at a time while the reader checks the chunk before.
 
 // prefetchFrameBytes bounds a frame the prefetcher decodes whole; the
 // frames migrate writes (1 MiB of lines, and the line that crosses the
@@ -42,14 +44,52 @@ type pframe struct {
 	ready chan struct{}
 }
 
-type prefetcher struct {
-	// frames are in file order, ready or being decoded.
-	frames chan *pframe
-	free   chan *pframe
-	all    []*pframe // the frames above, for the pool at the end
-	work   chan *pframe
-	stop   chan struct{}
-	done   chan struct{}
+// ahead fills a fixed set of buffers on a goroutine of its own and hands
+// them over in the order filled: a prefetcher's frames, a streamed frame's
+// chunks.
+type ahead[T any] struct {
+	ready, free chan T
+	stop, done  chan struct{}
+	all         []T // every buffer, for the pool at the end
+}
+
+// startAhead fills all's buffers with fill, which reports whether the one
+// it filled is the last; wait, when set, runs once the goroutine fills no
+// more.
+func startAhead[T any](all []T, fill func(T) (last bool), wait func()) *ahead[T] {
+	a := &ahead[T]{ready: make(chan T, len(all)), free: make(chan T, len(all)),
+		stop: make(chan struct{}), done: make(chan struct{}), all: all}
+	for _, x := range all {
+		a.free <- x
+	}
+	go func() {
+		defer close(a.done)
+		if wait != nil {
+			defer wait()
+		}
+		for {
+			var x T
+			select {
+			case x = <-a.free:
+			case <-a.stop:
+				return
+			}
+			last := fill(x)
+			// ready has room for every buffer: the send never blocks.
+			a.ready <- x
+			if last {
+				return
+			}
+		}
+	}()
+	return a
+}
+
+// end stops the goroutine if it still runs and waits for it: the buffers,
+// and what fill read from, are the caller's again.
+func (a *ahead[T]) end() {
+	close(a.stop)
+	<-a.done
 }
 
 // newPframe is a frame's buffers, from the pool unless lowMemory.
@@ -106,65 +146,51 @@ func (pf *pframe) decode(limit int, check bool) {
 func (r *Reader) startPrefetch() {
 	decoders, whole := r.pipe.decoders, r.pipe.wholeBytes
 	bufs := decoders + 1
-	p := &prefetcher{frames: make(chan *pframe, bufs), free: make(chan *pframe, bufs), work: make(chan *pframe, bufs),
-		stop: make(chan struct{}), done: make(chan struct{})}
+	var all []*pframe
 	if r.cur != nil {
-		p.all = append(p.all, r.cur)
+		all = append(all, r.cur)
 		r.cur = nil
 	}
-	for len(p.all) < bufs {
-		p.all = append(p.all, newPframe(r.pipe.lowMemory))
+	for len(all) < bufs {
+		all = append(all, newPframe(r.pipe.lowMemory))
 	}
-	for _, pf := range p.all {
-		p.free <- pf
-	}
-	r.pre = p
 	sc, src, mem := r.scanner, r.src, r.mem
 	check := r.pipe.checkAhead
 	limit := r.bufLimit(keepPframeBytes)
+	work := make(chan *pframe, bufs)
 	var wg sync.WaitGroup
+	wg.Add(decoders)
+	r.pre = startAhead(all, func(pf *pframe) bool {
+		pf.load(sc, src, mem, whole, limit)
+		// work has a place for every buffer: the send never blocks.
+		if pf.whole && pf.err == nil {
+			work <- pf
+		} else {
+			pf.ready <- struct{}{}
+		}
+		return pf.err != nil || pf.f.Torn
+	}, func() {
+		close(work)
+		wg.Wait()
+	})
+	stop := r.pre.stop
 	for range decoders {
-		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				select {
-				case pf, ok := <-p.work:
+				case pf, ok := <-work:
 					if !ok {
 						return
 					}
 					pf.decode(limit, check)
 					pf.ready <- struct{}{}
-				case <-p.stop:
+				case <-stop:
 					return
 				}
 			}
 		}()
 	}
-	go func() {
-		defer close(p.done)
-		defer wg.Wait()
-		defer close(p.work)
-		for {
-			var pf *pframe
-			select {
-			case pf = <-p.free:
-			case <-p.stop:
-				return
-			}
-			pf.load(sc, src, mem, whole, limit)
-			// Both channels have a place for every buffer: neither blocks.
-			p.frames <- pf
-			if pf.whole && pf.err == nil {
-				p.work <- pf
-			} else {
-				pf.ready <- struct{}{}
-			}
-			if pf.err != nil || pf.f.Torn {
-				return // the last
-			}
-		}
-	}()
 }
 
 // stopPrefetch ends the prefetcher (its scanner is the reader's to
@@ -173,8 +199,7 @@ func (r *Reader) stopPrefetch() {
 	if r.pre == nil {
 		return
 	}
-	close(r.pre.stop)
-	<-r.pre.done
+	r.pre.end()
 	if !r.pipe.lowMemory {
 		// Every goroutine has ended: the frames are no one's.
 		for _, pf := range r.pre.all {
@@ -221,8 +246,90 @@ func (r *Reader) nextPrefetched() *pframe {
 		r.pre.free <- r.cur
 		r.cur = nil
 	}
-	pf := <-r.pre.frames
+	pf := <-r.pre.ready
 	<-pf.ready
 	r.cur = pf
 	return pf
+}
+
+// aheadChunkBytes and aheadChunks bound what a stream decodes ahead: a
+// chunk being decoded, one ready and one being read.
+const (
+	aheadChunkBytes = 512 << 10
+	aheadChunks     = 3
+)
+
+// streamMinFrame is the least a frame states (or, not stated, is on disk)
+// for it to be decoded ahead: a smaller one is over before a goroutine
+// pays. aheadChunkLen is how much of a chunk is filled at once. Tests
+// lower both, to decode every frame ahead a few bytes at a time.
+var (
+	streamMinFrame int64 = 4 << 20
+	aheadChunkLen        = aheadChunkBytes
+)
+
+type aheadChunk struct {
+	buf []byte
+	n   int
+	err error
+}
+
+// streamDec decodes one frame ahead of the reader; see above.
+type streamDec struct {
+	*ahead[*aheadChunk]
+	cur *aheadChunk
+}
+
+var aheadChunkPool = sync.Pool{New: func() any { return &aheadChunk{buf: make([]byte, aheadChunkBytes)} }}
+
+// useStream reports whether frame f, about to be streamed, is decoded
+// ahead.
+func (r *Reader) useStream(f Frame) bool {
+	if !r.pipe.streamAhead || f.Torn {
+		return false
+	}
+	if f.ContentSize >= 0 {
+		return f.ContentSize >= streamMinFrame
+	}
+	return f.Size >= streamMinFrame/4
+}
+
+// startStream decodes dec's frame ahead; the reader reads it through s.
+func startStream(dec *zstd.Decoder) *streamDec {
+	all := make([]*aheadChunk, aheadChunks)
+	for i := range all {
+		all[i] = aheadChunkPool.Get().(*aheadChunk)
+	}
+	return &streamDec{ahead: startAhead(all, func(c *aheadChunk) bool {
+		c.n, c.err = io.ReadFull(dec, c.buf[:min(len(c.buf), aheadChunkLen)])
+		if c.err == io.ErrUnexpectedEOF {
+			c.err = io.EOF
+		}
+		return c.err != nil
+	}, nil)}
+}
+
+// next hands over the next chunk of decoded text, the one before going
+// back to be filled, and the stream's end or error with the last.
+func (s *streamDec) next() ([]byte, error) {
+	if s.cur != nil {
+		if s.cur.err != nil {
+			return nil, s.cur.err
+		}
+		s.free <- s.cur
+	}
+	s.cur = <-s.ready
+	return s.cur.buf[:s.cur.n], s.cur.err
+}
+
+// endStream ends the frame's read-ahead, if any, before the reader uses
+// its decoder or frame input again.
+func (r *Reader) endStream() {
+	if r.stream != nil {
+		r.stream.end()
+		for _, c := range r.stream.all {
+			aheadChunkPool.Put(c)
+		}
+		r.stream = nil
+	}
 }

@@ -131,7 +131,7 @@ type pipeline struct {
 	wholeBytes int64
 	checkAhead bool
 	// streamAhead: a frame streamed (too large to decode whole) is decoded
-	// ahead a chunk at a time on a goroutine of its own (streamdec.go).
+	// ahead a chunk at a time on a goroutine of its own (prefetch.go).
 	streamAhead bool
 	// lowMemory: ReaderOptions.LowMemory.
 	lowMemory bool
@@ -160,9 +160,9 @@ type frameStage struct {
 	inFrame bool
 	// pre decodes frames ahead (see prefetch.go); cur is the frame the
 	// reader is on, from pre or loaded here.
-	pre *prefetcher
+	pre *ahead[*pframe]
 	cur *pframe
-	// stream decodes a large frame ahead (streamdec.go).
+	// stream decodes a large frame ahead (prefetch.go).
 	stream *streamDec
 	// decBig is set once dec's history may exceed keepBufBytes: it is then
 	// not pooled, nor kept through a large frame decoded whole. decWin is

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// aheadEverywhere decodes every streamed frame ahead (streamdec.go), seven
+// aheadEverywhere decodes every streamed frame ahead (prefetch.go), seven
 // bytes a chunk, until the test ends.
 func aheadEverywhere(t *testing.T) {
 	minFrame, chunk, procs := streamMinFrame, aheadChunkLen, runtime.GOMAXPROCS(2)
