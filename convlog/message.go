@@ -3,7 +3,6 @@ package convlog
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/convkit/convkit/internal/rawjson"
 	"github.com/convkit/convkit/internal/termtext"
@@ -28,14 +27,6 @@ const (
 	SourceCompaction     SourceKind = "compact-basic"         // a compaction output
 	SourcePTCMode        SourceKind = "ptc-mode"              // reserved by the runtime for its code-mode tools
 )
-
-// ReservedSourceKinds lists the reserved kinds in a stable order.
-var ReservedSourceKinds = []SourceKind{SourceUser, SourceModel, SourceTool, SourceSystemPrompt,
-	SourceCheckpoint, SourceTitle, SourceToolRegistry, SourceRuntimeContext, SourcePlugin, SourceReview,
-	SourceCompaction, SourcePTCMode}
-
-// IsReserved reports whether k is one of the reserved kinds.
-func (k SourceKind) IsReserved() bool { return slices.Contains(ReservedSourceKinds, k) }
 
 // Source says where a stored message came from. Raw holds the source object
 // exactly as stored, so members this build does not know survive a rewrite.
