@@ -78,7 +78,7 @@ func (s *Store) CreateConversation(id, cwd string, agents, models []string) erro
 // RegisterSession records session/started for a session whose log the test
 // writes itself.
 func (s *Store) RegisterSession(convID, sessionID, agent, model, parent string) error {
-	return s.change(convID, true, func(oc *openConv) error {
+	return s.changeWhole(convID, func(oc *openConv) error {
 		return s.appendEvent(oc, EventSessionStarted, SessionStartedData{SessionID: sessionID, Agent: agent, Model: model, ParentSession: parent})
 	})
 }
@@ -112,7 +112,7 @@ func (s *Store) StartSession(convID, sessionID, agent, model, parent string) (*c
 
 // BeginTurn records turn/started (and the automatic title) for turn.
 func (s *Store) BeginTurn(convID, sessionID string, turn int64, userText string) error {
-	return s.change(convID, true, func(oc *openConv) error {
+	return s.changeWhole(convID, func(oc *openConv) error {
 		if _, ok := oc.st.open[sessionID]; ok {
 			return fmt.Errorf("conversation %s session %s: %w", convID, sessionID, ErrTurnRunning)
 		}
@@ -122,7 +122,7 @@ func (s *Store) BeginTurn(convID, sessionID string, turn int64, userText string)
 
 // EndTurn records turn/ended for the session's running turn.
 func (s *Store) EndTurn(convID, sessionID string, turn int64, outcome string) error {
-	return s.change(convID, true, func(oc *openConv) error { return s.endTurn(oc, sessionID, turn, outcome) })
+	return s.changeWhole(convID, func(oc *openConv) error { return s.endTurn(oc, sessionID, turn, outcome) })
 }
 
 // del deletes one conversation as convkit delete does.
@@ -157,4 +157,20 @@ func (s *Store) ResolveID(ref string) (string, error) {
 		return "", err
 	}
 	return ids[0], nil
+}
+
+// changeWhole is change for the helpers above, whose logs the index must
+// read whole.
+func (s *Store) changeWhole(convID string, fn func(oc *openConv) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	oc, err := s.liveConv(convID)
+	if err != nil {
+		return err
+	}
+	if err := fn(oc); err != nil {
+		return err
+	}
+	s.tellIndex(oc, true)
+	return nil
 }

@@ -95,7 +95,7 @@ func (s *Store) tellIndex(oc *openConv, whole bool, turns ...TurnInfo) {
 var errNoChange = errors.New("no change")
 
 // change runs fn on the live conversation convID and tells the index.
-func (s *Store) change(convID string, whole bool, fn func(oc *openConv) error) error {
+func (s *Store) change(convID string, fn func(oc *openConv) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	oc, err := s.liveConv(convID)
@@ -104,7 +104,7 @@ func (s *Store) change(convID string, whole bool, fn func(oc *openConv) error) e
 	}
 	err = fn(oc)
 	if err == nil {
-		s.tellIndex(oc, whole)
+		s.tellIndex(oc, false)
 	}
 	if err == errNoChange {
 		return nil

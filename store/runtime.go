@@ -854,7 +854,7 @@ func (s *Store) Rename(convID, title string) error {
 	if err != nil {
 		return &RecordError{Conversation: convID, Call: "Rename", Msg: err.Error(), Kind: ErrInvalid}
 	}
-	return s.change(convID, false, func(oc *openConv) error {
+	return s.change(convID, func(oc *openConv) error {
 		return s.appendEvent(oc, EventConversationRenamed, RenamedData{Title: title})
 	})
 }
@@ -870,7 +870,7 @@ func (s *Store) setArchived(convID string, archived bool) error {
 	if archived {
 		typ = EventConversationArchived
 	}
-	return s.change(convID, false, func(oc *openConv) error {
+	return s.change(convID, func(oc *openConv) error {
 		if oc.st.info.Archived == archived {
 			return errNoChange
 		}
@@ -883,7 +883,7 @@ func (s *Store) MapCwd(convID, to string) error {
 	if err := checkCwd(to); err != nil {
 		return err
 	}
-	return s.change(convID, false, func(oc *openConv) error {
+	return s.change(convID, func(oc *openConv) error {
 		if oc.st.info.Cwd == to {
 			return errNoChange
 		}
