@@ -103,27 +103,19 @@ func (se *Session) inStep(call string) func() error {
 	}
 }
 
-// enterIf is enter, then check (nil: none).
-func (se *Session) enterIf(check func() error) (func(), error) {
-	unlock, err := se.enter()
-	if err == nil && check != nil {
-		if err = check(); err != nil {
-			unlock()
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return unlock, nil
-}
-
-// locked runs fn holding the session, once enterIf lets the call in.
+// locked runs fn holding the session, once enter and check (nil: none) let
+// the call in; a call that returns a value sets it from fn.
 func (se *Session) locked(check, fn func() error) error {
-	unlock, err := se.enterIf(check)
+	unlock, err := se.enter()
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	if check != nil {
+		if err := check(); err != nil {
+			return err
+		}
+	}
 	return fn()
 }
 
@@ -135,20 +127,18 @@ func typed(typ string, v any) convlog.Event {
 }
 
 // BeginStep opens the running turn's next step and returns its number.
-func (se *Session) BeginStep() (int64, error) {
-	unlock, err := se.enter()
-	if err != nil {
-		return 0, err
-	}
-	defer unlock()
-	switch {
-	case se.w == nil || !se.rec.turnOpen:
-		return 0, se.refuse("BeginStep", ErrNoTurn, "no turn is running (BeginTurn)")
-	case se.rec.stepOpen:
-		return 0, se.refuse("BeginStep", ErrOrder, "step %d is still open (EndStep)", se.rec.step)
-	}
-	step := se.rec.lastStep + 1
-	return step, se.record(typed(convlog.TypeStepStart, convlog.TurnStep{Turn: se.rec.turn, Step: step}))
+func (se *Session) BeginStep() (step int64, err error) {
+	err = se.locked(nil, func() error {
+		switch {
+		case se.w == nil || !se.rec.turnOpen:
+			return se.refuse("BeginStep", ErrNoTurn, "no turn is running (BeginTurn)")
+		case se.rec.stepOpen:
+			return se.refuse("BeginStep", ErrOrder, "step %d is still open (EndStep)", se.rec.step)
+		}
+		step = se.rec.step + 1
+		return se.record(typed(convlog.TypeStepStart, convlog.TurnStep{Turn: se.rec.turn, Step: step}))
+	})
+	return step, err
 }
 
 // EndStep ends the open step, whose tool calls must all have a result.
@@ -256,23 +246,22 @@ type ModelCall struct {
 
 // BeginModelCall starts a model call of the open step with its Request's
 // provider and model; after a Retry it records that the retry began.
-func (se *Session) BeginModelCall() (*ModelCall, error) {
-	unlock, err := se.enterIf(se.inStep("BeginModelCall"))
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	r := &se.rec
-	if r.provider == "" {
-		return nil, se.refuse("BeginModelCall", ErrOrder, "no request was recorded (Request)")
-	}
-	if c := r.pendingRetry; c != nil && !c.started {
-		if err := se.record(typed(convlog.TypeRetryStarted, convlog.RetryStartedData{Turn: c.turn, Step: c.step, RetryID: c.id, Retry: c.n})); err != nil {
-			return nil, err
+func (se *Session) BeginModelCall() (call *ModelCall, err error) {
+	err = se.locked(se.inStep("BeginModelCall"), func() error {
+		r := &se.rec
+		if r.provider == "" {
+			return se.refuse("BeginModelCall", ErrOrder, "no request was recorded (Request)")
 		}
-	}
-	se.call = &ModelCall{se: se, provider: r.provider, model: r.model}
-	return se.call, nil
+		if c := r.pendingRetry; c != nil && !c.started {
+			if err := se.record(typed(convlog.TypeRetryStarted, convlog.RetryStartedData{Turn: c.turn, Step: c.step, RetryID: c.id, Retry: c.n})); err != nil {
+				return err
+			}
+		}
+		se.call = &ModelCall{se: se, provider: r.provider, model: r.model}
+		call = se.call
+		return nil
+	})
+	return call, err
 }
 
 func (c *ModelCall) now() int64 { return c.se.st.nowMs() }
@@ -592,34 +581,34 @@ func (se *Session) Compact(c Compaction) error {
 // running turn's next Request records it, else the runtime starts a turn
 // with the message returned.
 func (se *Session) SubagentReport(childID, id, summary string, content []convlog.Block) (convlog.StoredMessage, error) {
-	unlock, err := se.enterIf(se.written("SubagentReport"))
-	if err != nil {
-		return convlog.StoredMessage{}, err
-	}
-	defer unlock()
-	oc, err := se.liveConv()
-	if err != nil {
-		return convlog.StoredMessage{}, err
-	}
-	if c := oc.st.info.Session(childID); c == nil || c.ParentSession != se.id {
-		return convlog.StoredMessage{}, se.refuse("SubagentReport", ErrInvalid, "session %s is not a subagent of this session", termtext.Quote(childID))
-	}
-	if err := se.checkNewID("SubagentReport", id); err != nil {
-		return convlog.StoredMessage{}, err
-	}
-	msg, err := convlog.NewMessage(id, "user", convlog.SubagentSource(childID, summary), content)
-	if err != nil {
-		return convlog.StoredMessage{}, se.refuse("SubagentReport", ErrInvalid, "%v", err)
-	}
-	target := convlog.SpliceNextTurn
-	if se.rec.turnOpen {
-		target = convlog.SpliceNextStep
-	}
-	if err := se.record(se.splice(target, msg)); err != nil {
-		return convlog.StoredMessage{}, err
-	}
-	se.indexPoint(false)
-	return msg, nil
+	var msg convlog.StoredMessage
+	err := se.locked(se.written("SubagentReport"), func() error {
+		oc, err := se.liveConv()
+		if err != nil {
+			return err
+		}
+		if c := oc.st.info.Session(childID); c == nil || c.ParentSession != se.id {
+			return se.refuse("SubagentReport", ErrInvalid, "session %s is not a subagent of this session", termtext.Quote(childID))
+		}
+		if err := se.checkNewID("SubagentReport", id); err != nil {
+			return err
+		}
+		m, err := convlog.NewMessage(id, "user", convlog.SubagentSource(childID, summary), content)
+		if err != nil {
+			return se.refuse("SubagentReport", ErrInvalid, "%v", err)
+		}
+		target := convlog.SpliceNextTurn
+		if se.rec.turnOpen {
+			target = convlog.SpliceNextStep
+		}
+		if err := se.record(se.splice(target, m)); err != nil {
+			return err
+		}
+		se.indexPoint(false)
+		msg = m
+		return nil
+	})
+	return msg, err
 }
 
 // HistoryEntry is one message of the history the model reads, the seq of
@@ -643,23 +632,22 @@ func (se *Session) History() []HistoryEntry {
 }
 
 // seqOf is the seq of the surface event that recorded message id.
-func (se *Session) seqOf(call, id string) (int64, error) {
-	unlock, err := se.enterIf(se.written(call))
-	if err != nil {
-		return 0, err
-	}
-	defer unlock()
-	if err := se.flush(); err != nil {
-		return 0, err
-	}
-	if id == "" {
-		return se.rec.next - 1, nil
-	}
-	seq, ok := se.rec.surfaceSeq[id]
-	if !ok {
-		return 0, se.refuse(call, ErrUnknownMessage, "no message %s was recorded in the session", termtext.Quote(id))
-	}
-	return seq, nil
+func (se *Session) seqOf(call, id string) (seq int64, err error) {
+	err = se.locked(se.written(call), func() error {
+		if err := se.flush(); err != nil {
+			return err
+		}
+		s, ok := se.rec.next-1, true
+		if id != "" {
+			s, ok = se.rec.surfaceSeq[id]
+		}
+		if !ok {
+			return se.refuse(call, ErrUnknownMessage, "no message %s was recorded in the session", termtext.Quote(id))
+		}
+		seq = s
+		return nil
+	})
+	return seq, err
 }
 
 // Fork copies this root session into the new conversation newConv as its
@@ -691,10 +679,10 @@ func (se *Session) Rewind(newConv, newSession, beforeID string) (string, error) 
 type recState struct {
 	next               int64
 	turnOpen, stepOpen bool
-	turn, lastTurn     int64
-	step, lastStep     int64
-	calls              map[string]*toolCallState
-	callOrder          []string
+	// turn and step: the open one, else the last started.
+	turn, step int64
+	calls      map[string]*toolCallState
+	callOrder  []string
 	// inbox: messages admitted and not yet recorded, for the next request.
 	inbox      []convlog.StoredMessage
 	ids        map[string]bool
@@ -766,8 +754,7 @@ func (r *recState) observe(e *convlog.Event) {
 	case convlog.TypeTurnStart:
 		var d convlog.TurnStartData
 		json.Unmarshal(e.Data, &d)
-		r.turnOpen, r.turn, r.lastTurn = true, d.Turn, d.Turn
-		r.stepOpen, r.step, r.lastStep = false, 0, 0
+		r.turnOpen, r.turn, r.stepOpen, r.step = true, d.Turn, false, 0
 		r.calls, r.callOrder, r.pendingRetry = map[string]*toolCallState{}, nil, nil
 		clear(r.retryChains)
 	case convlog.TypeTurnEnd:
@@ -776,7 +763,7 @@ func (r *recState) observe(e *convlog.Event) {
 	case convlog.TypeStepStart:
 		var d convlog.TurnStep
 		json.Unmarshal(e.Data, &d)
-		r.stepOpen, r.step, r.lastStep = true, d.Step, d.Step
+		r.stepOpen, r.step = true, d.Step
 	case convlog.TypeStepEnd:
 		r.stepOpen = false
 	case convlog.TypeToolCall:
@@ -831,7 +818,7 @@ func (r *recState) observe(e *convlog.Event) {
 		r.compactions[d.CompactionID] = true
 	case convlog.TypeEndSeed:
 		// Turn numbers start afresh after inherited history.
-		r.turnOpen, r.stepOpen, r.turn, r.lastTurn, r.step, r.lastStep = false, false, 0, 0, 0, 0
+		r.turnOpen, r.stepOpen, r.turn, r.step = false, false, 0, 0
 		r.calls, r.callOrder = map[string]*toolCallState{}, nil
 	}
 }

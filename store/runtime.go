@@ -268,7 +268,7 @@ func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
 	if !admitted && se.rec.ids[prompt.ID()] {
 		return 0, se.refuse("BeginTurn", ErrDuplicateID, "message id %s is used already", termtext.Quote(prompt.ID()))
 	}
-	turn := se.rec.lastTurn
+	turn := se.rec.turn
 	for _, t := range oc.st.info.Turns {
 		if t.SessionID == se.id && t.Turn > turn {
 			turn = t.Turn
@@ -524,13 +524,7 @@ func (se *Session) Interrupt(call *ModelCall) error {
 // Spawn starts a subagent session one level below this one; its first turn
 // starts with the task and it reports back with SubagentReport.
 func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
-	unlock, err := se.enterIf(se.written("Spawn"))
-	if err != nil {
-		return nil, err
-	}
-	err = se.flush()
-	unlock()
-	if err != nil {
+	if err := se.locked(se.written("Spawn"), se.flush); err != nil {
 		return nil, err
 	}
 	s := se.st
@@ -547,18 +541,16 @@ func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
 	child := &Session{st: s, convID: se.convID, id: childID, w: w, rec: newRecState(), oc: se.oc, cmu: se.cmu}
 	s.sessions[sessionKey{se.convID, childID}] = child
 	s.mu.Unlock()
-	if unlock, err = se.enter(); err != nil {
-		return child, err
-	}
-	defer unlock()
-	catalog := typed(convlog.TypeSubagentCatalog, convlog.SubagentCatalogData{Version: 0, Mode: "continuable", Label: agent,
-		ChildID: childID, ChildCreatedAt: w.Header().CreatedAt})
-	if err := se.record(catalog); err != nil {
-		return child, err
-	}
-	child.noteAppend(nil)
-	se.indexPoint(true)
-	return child, nil
+	return child, se.locked(nil, func() error {
+		catalog := typed(convlog.TypeSubagentCatalog, convlog.SubagentCatalogData{Version: 0, Mode: "continuable", Label: agent,
+			ChildID: childID, ChildCreatedAt: w.Header().CreatedAt})
+		if err := se.record(catalog); err != nil {
+			return err
+		}
+		child.noteAppend(nil)
+		se.indexPoint(true)
+		return nil
+	})
 }
 
 // Close closes the session's log; a running turn stays running.
