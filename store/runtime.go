@@ -182,6 +182,15 @@ func (se *Session) record(evs ...convlog.Event) error {
 	return nil
 }
 
+// recordNow records evs and writes Batch's events so far: the session log
+// is durable before the conversation log hears of it.
+func (se *Session) recordNow(evs ...convlog.Event) error {
+	if err := se.record(evs...); err != nil {
+		return err
+	}
+	return se.flush()
+}
+
 // flush writes Batch's events so far, before another log is written.
 func (se *Session) flush() error {
 	if len(se.batch) == 0 {
@@ -275,12 +284,11 @@ func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
 		}
 	}
 	turn++
+	var admission []convlog.Event
 	if !admitted {
-		if err := se.record(se.splice(convlog.SpliceNextTurn, prompt)); err != nil {
-			return 0, err
-		}
+		admission = append(admission, se.splice(convlog.SpliceNextTurn, prompt))
 	}
-	if err := se.flush(); err != nil {
+	if err := se.recordNow(admission...); err != nil {
 		return 0, err
 	}
 	if err := s.beginTurn(oc, se.id, turn, text); err != nil {
@@ -445,10 +453,7 @@ func (se *Session) EndTurn(outcome string, failure *convlog.LLMFailure) error {
 			return err
 		}
 		turn := se.rec.turn
-		if err := se.record(typed(convlog.TypeTurnEnd, convlog.TurnEndData{Turn: turn, Reason: reason})); err != nil {
-			return err
-		}
-		if err := se.flush(); err != nil {
+		if err := se.recordNow(typed(convlog.TypeTurnEnd, convlog.TurnEndData{Turn: turn, Reason: reason})); err != nil {
 			return err
 		}
 		if err := se.st.endTurn(oc, se.id, turn, outcome); err != nil {
@@ -498,17 +503,11 @@ func (se *Session) Interrupt(call *ModelCall) error {
 			c.mu.Unlock()
 			se.call = nil
 		}
-		// The session log is durable before the conversation log hears of it.
-		if err := se.record(partial...); err != nil {
+		// CloseTurn reads the writer's turn, which the partial answer is in.
+		if err := se.recordNow(partial...); err != nil {
 			return err
 		}
-		if err := se.flush(); err != nil {
-			return err
-		}
-		if err := se.record(convlog.CloseTurn(se.w.Turn(), se.w.NextSeq(), se.st.nowMs(), convlog.EndInterrupted)...); err != nil {
-			return err
-		}
-		if err := se.flush(); err != nil {
+		if err := se.recordNow(convlog.CloseTurn(se.w.Turn(), se.w.NextSeq(), se.st.nowMs(), convlog.EndInterrupted)...); err != nil {
 			return err
 		}
 		if _, ok := oc.st.open[se.id]; ok {
