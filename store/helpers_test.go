@@ -147,7 +147,10 @@ func (se *Session) Turn() convlog.TurnState {
 func (se *Session) NextSeq() int64 {
 	unlock := se.st.lockSession(se)
 	defer unlock()
-	return se.rec.next
+	if se.w == nil {
+		return 0
+	}
+	return se.nextSeq()
 }
 
 // ResolveID is ResolveIDs of one ref.

@@ -396,7 +396,7 @@ func (c *ModelCall) Retry(r Retry) error {
 		}
 		rs := &se.rec
 		k := retryKey{rs.turn, rs.step, c.provider, policy}
-		id, n := fmt.Sprintf("retry-%d", rs.next+1), int64(1)
+		id, n := fmt.Sprintf("retry-%d", se.nextSeq()+1), int64(1)
 		if ch := rs.retryChains[k]; ch != nil {
 			id, n = ch.id, ch.n+1
 		}
@@ -637,7 +637,7 @@ func (se *Session) seqOf(call, id string) (seq int64, err error) {
 		if err := se.flush(); err != nil {
 			return err
 		}
-		s, ok := se.rec.next-1, true
+		s, ok := se.nextSeq()-1, true
 		if id != "" {
 			s, ok = se.rec.surfaceSeq[id]
 		}
@@ -677,7 +677,6 @@ func (se *Session) Rewind(newConv, newSession, beforeID string) (string, error) 
 // recState is what a Session knows of its log: every event written or read
 // on opening passes through observe, so the calls check against the log.
 type recState struct {
-	next               int64
 	turnOpen, stepOpen bool
 	// turn and step: the open one, else the last started.
 	turn, step int64
@@ -746,7 +745,6 @@ func scanLog(path string) (recState, error) {
 
 // observe takes one event, already written or queued with its seq.
 func (r *recState) observe(e *convlog.Event) {
-	r.next = e.Seq + 1
 	if convlog.IsSurface(e.Type) {
 		r.observeSurface(e)
 	}

@@ -164,7 +164,7 @@ func (se *Session) record(evs ...convlog.Event) error {
 	}
 	if se.inBatch {
 		for i := range evs {
-			evs[i].Seq = se.rec.next
+			evs[i].Seq = se.nextSeq()
 			se.rec.observe(&evs[i])
 			se.batch = append(se.batch, evs[i])
 		}
@@ -181,6 +181,9 @@ func (se *Session) record(evs ...convlog.Event) error {
 	se.noteAppend(evs)
 	return nil
 }
+
+// nextSeq is the seq the next event recorded gets, after Batch's queue.
+func (se *Session) nextSeq() int64 { return se.w.NextSeq() + int64(len(se.batch)) }
 
 // recordNow records evs and writes Batch's events so far: the session log
 // is durable before the conversation log hears of it.
@@ -485,7 +488,7 @@ func (se *Session) Interrupt(call *ModelCall) error {
 			content, err := c.stream.Partial()
 			if err == nil && string(content) != "[]" {
 				var ev convlog.Event
-				id := fmt.Sprintf("interrupted-answer-%d", se.rec.next)
+				id := fmt.Sprintf("interrupted-answer-%d", se.nextSeq())
 				msg, merr := convlog.NewStoredMessage(id, "assistant", convlog.ModelSource(c.provider, c.model), content)
 				if ev, err = se.answerEvent(msg, c, true); merr != nil {
 					err = merr
