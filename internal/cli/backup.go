@@ -207,7 +207,7 @@ func runBackup(c *ucli.Context, e *env, to string) (res *backup.Result, err erro
 	// Streaming, --quiet drops the text summary (on stderr); --json's is
 	// the result.
 	if !(stream && e.g.Quiet && !e.g.JSON) {
-		if perr := printBackup(e, out, &sum); perr != nil && err == nil {
+		if perr := e.result(out, "", &sum, func() { printBackup(e, out, &sum) }); perr != nil && err == nil {
 			err = perr
 		}
 	}
@@ -248,10 +248,7 @@ func fillResult(sum *backupSummary, r *backup.Result) {
 	sum.Vanished = append(sum.Vanished, r.Vanished...)
 }
 
-func printBackup(e *env, out io.Writer, s *backupSummary) error {
-	if e.g.JSON {
-		return writeJSON(out, s)
-	}
+func printBackup(e *env, out io.Writer, s *backupSummary) {
 	if s.DryRun {
 		for _, f := range s.Planned {
 			fmt.Fprintf(out, "WOULD ARCHIVE %s (%d bytes)\n", text(f.Name), f.Size)
@@ -264,7 +261,7 @@ func printBackup(e *env, out io.Writer, s *backupSummary) error {
 		}
 		fmt.Fprintf(out, "Dry run: archive=%s, files=%d, bytes=%d, online=%v, would-delete=%d\n",
 			text(s.Archive), s.Files, s.Bytes, s.Online, len(s.Deleted))
-		return nil
+		return
 	}
 	if !e.g.Quiet {
 		for _, d := range s.Deleted {
@@ -279,7 +276,6 @@ func printBackup(e *env, out io.Writer, s *backupSummary) error {
 	fmt.Fprintf(out, "Archive: %s\n", text(s.Archive))
 	fmt.Fprintf(out, "Summary: files=%d, logs=%d, conversations=%d, bytes=%d, archive-bytes=%d, unreadable=%d, invalid=%s, deleted=%d, online=%s\n",
 		s.Files, s.Logs, s.Conversations, s.Bytes, s.ArchiveBytes, len(s.Problems), invalid, len(s.Deleted), onlineText(s.Online, s.Holder))
-	return nil
 }
 
 // onlineText is a summary's online=: whether, and by whom, the lock was held.
@@ -371,15 +367,13 @@ func invalidLogs(name string, res *backup.VerifyResult) error {
 }
 
 func printVerify(e *env, res *backup.VerifyResult) error {
-	if e.g.JSON {
-		return writeJSON(e.stdout, res)
-	}
-	printMismatches(e, "INVALID", res.Invalid)
-	printMismatches(e, "MISMATCH", res.Mismatches)
-	fmt.Fprintf(e.stdout, "Verify: files=%d, logs=%d, bytes=%d, invalid=%d, index=%s, rebuilt: indexed=%d, skipped=%d, deletions-finished=%d, sessions=%d, mismatches=%d\n",
-		res.Files, res.Logs, res.Bytes, res.InvalidLogs, text(res.Index), res.Rebuilt.Indexed, res.Rebuilt.Skipped,
-		res.Rebuilt.DeletionsFinished, res.Rebuilt.Sessions, len(res.Mismatches))
-	return nil
+	return e.result(e.stdout, "", res, func() {
+		printMismatches(e, "INVALID", res.Invalid)
+		printMismatches(e, "MISMATCH", res.Mismatches)
+		fmt.Fprintf(e.stdout, "Verify: files=%d, logs=%d, bytes=%d, invalid=%d, index=%s, rebuilt: indexed=%d, skipped=%d, deletions-finished=%d, sessions=%d, mismatches=%d\n",
+			res.Files, res.Logs, res.Bytes, res.InvalidLogs, text(res.Index), res.Rebuilt.Indexed, res.Rebuilt.Skipped,
+			res.Rebuilt.DeletionsFinished, res.Rebuilt.Sessions, len(res.Mismatches))
+	})
 }
 
 func printMismatches(e *env, word string, list []backup.Mismatch) {
@@ -443,12 +437,8 @@ an alert in one line of cron, such as
 			dir := c.Args().First()
 			a, err := backup.Latest(dir, opts)
 			if a != nil {
-				if e.g.JSON {
-					if jerr := writeJSONWith(e.stdout, versionHead, recordOf(*a)); jerr != nil {
-						return jerr
-					}
-				} else {
-					fmt.Fprintln(e.stdout, text(a.Path))
+				if jerr := e.result(e.stdout, versionHead, recordOf(*a), func() { fmt.Fprintln(e.stdout, text(a.Path)) }); jerr != nil {
+					return jerr
 				}
 			}
 			return err
@@ -494,11 +484,12 @@ func printArchives(e *env, dir string, list []backup.ArchiveInfo) error {
 			fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, text(a.InfoError))
 		}
 	}
-	if e.g.JSON {
-		return writeJSON(e.stdout, out)
-	}
-	t := termtext.NewTable(e.stdout, "ARCHIVE", "TIME", "SIZE", "CONVERSATIONS", "ONLINE", "VERIFIED")
-	for _, r := range out.Archives {
+	return e.result(e.stdout, "", out, func() { archiveTable(e.stdout, out.Archives) })
+}
+
+func archiveTable(w io.Writer, list []archiveRecord) {
+	t := termtext.NewTable(w, "ARCHIVE", "TIME", "SIZE", "CONVERSATIONS", "ONLINE", "VERIFIED")
+	for _, r := range list {
 		convs, online := "-", "-"
 		if r.Conversations != nil {
 			convs, online = strconv.Itoa(*r.Conversations), map[bool]string{false: "no", true: "yes"}[*r.Online]
@@ -512,7 +503,7 @@ func printArchives(e *env, dir string, list []backup.ArchiveInfo) error {
 		}
 		t.Row(text(r.Name), r.Time.UTC().Format("2006-01-02 15:04:05Z"), termtext.Size(r.Size), convs, online, verified)
 	}
-	return t.Flush()
+	t.Flush()
 }
 
 func newRestoreCommand(e *env) *ucli.Command {
@@ -624,12 +615,13 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 	case err != nil:
 		return ambiguous(c, err, "conversation", "")
 	}
-	if e.g.JSON {
-		if err := writeJSON(e.stdout, res); err != nil {
-			return err
-		}
-		return restoreSkips(name, res)
+	if err := e.result(e.stdout, "", res, func() { printRestore(e, name, res) }); err != nil {
+		return err
 	}
+	return restoreSkips(name, res)
+}
+
+func printRestore(e *env, name string, res *backup.RestoreResult) {
 	printMismatches(e, "INVALID", res.Invalid)
 	fmt.Fprintf(e.stdout, "Restored: %s into %s (%d conversations)\n", text(name), text(res.Target), len(res.Conversations))
 	if res.MovedAside != "" {
@@ -652,7 +644,6 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 		fmt.Fprintf(e.stdout, "Summary: indexed=%d, skipped=%d, deletions-finished=%d, will-not-open=%d\n",
 			rr.Indexed, len(rr.Skipped), len(rr.DeletionsFinished), len(rr.WillNotOpen))
 	}
-	return restoreSkips(name, res)
 }
 
 // restoreSkips is exit 3 when the rebuild skipped anything, as reindex

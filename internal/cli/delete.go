@@ -73,17 +73,15 @@ func runDeletePlan(c *ucli.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	if e.g.JSON {
-		return writeJSON(e.stdout, p)
-	}
-	if !e.g.Quiet {
-		for _, it := range p.Conversations {
-			fmt.Fprintln(e.stdout, planLine(it, "would delete"))
+	return e.result(e.stdout, "", p, func() {
+		if !e.g.Quiet {
+			for _, it := range p.Conversations {
+				fmt.Fprintln(e.stdout, planLine(it, "would delete"))
+			}
 		}
-	}
-	fmt.Fprintf(e.stdout, "Dry run: %d conversation(s), %s would be deleted; nothing was changed\n",
-		len(p.Conversations), filesAndSize(p.Files, p.Bytes))
-	return nil
+		fmt.Fprintf(e.stdout, "Dry run: %d conversation(s), %s would be deleted; nothing was changed\n",
+			len(p.Conversations), filesAndSize(p.Files, p.Bytes))
+	})
 }
 
 // errNotConfirmed is a delete the user did not confirm: exit 1.

@@ -128,31 +128,8 @@ func runInspect(c *ucli.Context, e *env, t *inspect.Target, shown, jsonPath stri
 			return err
 		}
 		v.Path = jsonPath
-		if e.g.JSON {
-			if err := writeJSON(e.stdout, v); err != nil {
-				return err
-			}
-		} else {
-			for _, w := range v.Warnings {
-				fmt.Fprintf(e.stderr, "convkit: warning: %s: frame %d at file byte %d: %s\n", text(shown), w.Frame, w.Position().FrameOffset, text(w.Message))
-			}
-			for _, p := range v.Problems {
-				fmt.Fprintf(e.stdout, "%s: %s\n", text(shown), text(problemPosition(p)))
-			}
-			switch {
-			case v.StoppedAt != nil:
-				fmt.Fprintf(e.stdout, "%s: more than %d further problems not listed; reading stopped at %s (--max-problems N lists up to N)\n",
-					text(shown), v.MoreProblems, stopPosition(*v.StoppedAt))
-			case v.MoreProblems > 0:
-				fmt.Fprintf(e.stdout, "%s: %d further problem(s) not listed (--max-problems N lists up to N)\n", text(shown), v.MoreProblems)
-			}
-			if v.Valid {
-				torn := ""
-				if v.TornTail {
-					torn = " (torn tail left as it is)"
-				}
-				fmt.Fprintf(e.stdout, "%s: valid, format v%d, %d events%s\n", text(shown), v.Version, v.Events, torn)
-			}
+		if err := e.result(e.stdout, "", v, func() { printValidation(e, v, shown) }); err != nil {
+			return err
 		}
 		switch {
 		case v.StoppedAt != nil:
@@ -189,6 +166,30 @@ func runInspect(c *ucli.Context, e *env, t *inspect.Target, shown, jsonPath stri
 		return inspect.RenderHistory(h, e.stdout)
 	default:
 		return inspect.Show(ctx, t, e.stdout, inspect.ShowOptions{Filter: filter, JSON: e.g.JSON, Upgrade: c.Bool("upgrade"), Warn: e.warnings})
+	}
+}
+
+// printValidation lists a validation's problems, shown the log's name.
+func printValidation(e *env, v *inspect.Validation, shown string) {
+	for _, w := range v.Warnings {
+		fmt.Fprintf(e.stderr, "convkit: warning: %s: frame %d at file byte %d: %s\n", text(shown), w.Frame, w.Position().FrameOffset, text(w.Message))
+	}
+	for _, p := range v.Problems {
+		fmt.Fprintf(e.stdout, "%s: %s\n", text(shown), text(problemPosition(p)))
+	}
+	switch {
+	case v.StoppedAt != nil:
+		fmt.Fprintf(e.stdout, "%s: more than %d further problems not listed; reading stopped at %s (--max-problems N lists up to N)\n",
+			text(shown), v.MoreProblems, stopPosition(*v.StoppedAt))
+	case v.MoreProblems > 0:
+		fmt.Fprintf(e.stdout, "%s: %d further problem(s) not listed (--max-problems N lists up to N)\n", text(shown), v.MoreProblems)
+	}
+	if v.Valid {
+		torn := ""
+		if v.TornTail {
+			torn = " (torn tail left as it is)"
+		}
+		fmt.Fprintf(e.stdout, "%s: valid, format v%d, %d events%s\n", text(shown), v.Version, v.Events, torn)
 	}
 }
 

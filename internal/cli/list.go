@@ -62,16 +62,13 @@ only those, with a WHY column.`,
 				// may name the path already.
 				fmt.Fprintf(e.stderr, "convkit: warning: %s\n", text(withPath(s.Path, s.Reason)))
 			}
-			if e.g.JSON {
-				return writeJSON(e.stdout, l)
-			}
-			return renderList(e, l.Conversations, c.Bool("will-not-open"))
+			return e.result(e.stdout, "", l, func() { renderList(e, l.Conversations, c.Bool("will-not-open")) })
 		}),
 	}
 }
 
 // renderList writes a table; why adds why a conversation will not open.
-func renderList(e *env, rows []index.Summary, why bool) error {
+func renderList(e *env, rows []index.Summary, why bool) {
 	head := []string{"ID", "TITLE", "UPDATED", "SESSIONS", "TURNS", "FLAGS"}
 	if why {
 		head = append(head, "WHY")
@@ -98,7 +95,7 @@ func renderList(e *env, rows []index.Summary, why bool) error {
 		}
 		t.Row(row...)
 	}
-	return t.Flush()
+	t.Flush()
 }
 
 func newSearchCommand(e *env) *ucli.Command {

@@ -29,6 +29,9 @@ func writeJSON(w io.Writer, v any) error {
 // writeJSONWith is writeJSON of v, a JSON object, with the members head
 // first, as a struct embedding v would write it.
 func writeJSONWith(w io.Writer, head string, v any) error {
+	if head == "" {
+		return writeJSON(w, v)
+	}
 	var b bytes.Buffer
 	if err := writeJSON(&b, v); err != nil {
 		return err
@@ -38,6 +41,16 @@ func writeJSONWith(w io.Writer, head string, v any) error {
 	}
 	_, err := io.WriteString(w, "{"+head+b.String()[1:])
 	return err
+}
+
+// result writes a command's result to w: v under --json (head first, as
+// writeJSONWith), else the text render writes.
+func (e *env) result(w io.Writer, head string, v any, render func()) error {
+	if e.g.JSON {
+		return writeJSONWith(w, head, v)
+	}
+	render()
+	return nil
 }
 
 // versionHead is the schemaVersion member that begins a command's result.

@@ -89,15 +89,13 @@ func (e *env) prune(ctx context.Context, s *store.Store, r *dshroot.Root, dry bo
 	if err != nil {
 		return err
 	}
-	if e.g.JSON {
-		if err := writeJSONWith(e.stdout, `"message_type":"`+summaryType+`",`+versionHead, res); err != nil {
-			return err
-		}
-	} else {
+	if err := e.result(e.stdout, `"message_type":"`+summaryType+`",`+versionHead, res, func() {
 		fmt.Fprintf(e.stdout, "Summary: files=%d, reclaimed=%s, logs=%d, kept=%d\n", res.Files, termtext.Size(res.Bytes), res.Logs, res.Kept)
 		if dry {
 			fmt.Fprintln(e.stdout, "Dry run: nothing was removed.")
 		}
+	}); err != nil {
+		return err
 	}
 	if res.Kept > 0 {
 		return partialf("%d older generation(s) kept: their successor does not hold them, or their session is locked (see KEPT above)", res.Kept)

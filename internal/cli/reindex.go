@@ -95,17 +95,15 @@ func runReindex(c *ucli.Context, e *env, s *store.Store, opts reindex.Options, b
 	if res.FullReason != "" && !e.g.Quiet {
 		fmt.Fprintf(e.stderr, "%s: reindex --incremental: %s: rebuilding it in full\n", progName, text(res.FullReason))
 	}
-	if e.g.JSON {
-		if err := writeJSON(e.stdout, res); err != nil {
-			return err
-		}
-	} else {
+	if err := e.result(e.stdout, "", res, func() {
 		fmt.Fprintf(e.stdout, "Summary: indexed=%d, skipped=%d, deletions-finished=%d, will-not-open=%d",
 			res.Indexed, len(res.Skipped), len(res.DeletionsFinished), len(res.WillNotOpen))
 		if res.Incremental && res.FullReason == "" {
 			fmt.Fprintf(e.stdout, ", kept=%d, replayed=%d, removed=%d", res.Kept, res.Replayed, res.Removed)
 		}
 		fmt.Fprintln(e.stdout)
+	}); err != nil {
+		return err
 	}
 	if len(res.Skipped) > 0 {
 		// stderr alone must say what went wrong where.
@@ -145,11 +143,7 @@ func runReindexCheck(c *ucli.Context, e *env, s *store.Store, opts reindex.Optio
 		return err
 	}
 	e.warnings(res.Warnings)
-	if e.g.JSON {
-		if err := writeJSON(e.stdout, res); err != nil {
-			return err
-		}
-	} else {
+	if err := e.result(e.stdout, "", res, func() {
 		if res.IndexProblem != "" {
 			fmt.Fprintf(e.stdout, "INDEX %s\n", text(res.IndexProblem))
 		}
@@ -169,6 +163,8 @@ func runReindexCheck(c *ucli.Context, e *env, s *store.Store, opts reindex.Optio
 		}
 		fmt.Fprintf(e.stdout, "Check: conversations=%d, differences=%d, skipped=%d, will-not-open=%d\n",
 			res.Conversations, len(res.Differences), len(res.Skipped), len(res.WillNotOpen))
+	}); err != nil {
+		return err
 	}
 	if res.Drift() {
 		// Name the first finding, as the stdout line spells it.

@@ -67,11 +67,7 @@ func runRepair(c *ucli.Context, e *env, dry bool) error {
 			return err
 		}
 	}
-	if e.g.JSON {
-		if err := writeJSONWith(e.stdout, versionHead, res); err != nil {
-			return err
-		}
-	} else {
+	if err := e.result(e.stdout, versionHead, res, func() {
 		for _, sk := range res.Skipped {
 			fmt.Fprintf(e.stdout, "SKIPPED %s: %s\n", text(sk.Path), text(sk.Reason))
 		}
@@ -80,6 +76,8 @@ func runRepair(c *ucli.Context, e *env, dry bool) error {
 		}
 		fmt.Fprintf(e.stdout, "Summary: turns-closed=%d, deletions-finished=%d, temps-removed=%d, skipped=%d\n",
 			res.TurnsClosed, res.DeletionsFinished, res.TempsRemoved, len(res.Skipped))
+	}); err != nil {
+		return err
 	}
 	if len(res.Skipped) > 0 {
 		return partialf("repair skipped %d item(s), each reported with its reason; the first: %s", len(res.Skipped),

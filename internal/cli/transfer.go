@@ -145,7 +145,7 @@ func runExport(c *ucli.Context, e *env, ids []string, to string) error {
 		sum.LeftOutBytes += f.LeftOut
 	}
 	if !(to == "-" && !sum.DryRun && e.g.Quiet && !e.g.JSON) {
-		if err := printExport(e, out, &sum); err != nil {
+		if err := e.result(out, "", &sum, func() { printExport(e, out, &sum) }); err != nil {
 			return err
 		}
 	}
@@ -158,10 +158,7 @@ func runExport(c *ucli.Context, e *env, ids []string, to string) error {
 	return nil
 }
 
-func printExport(e *env, out io.Writer, s *exportSummary) error {
-	if e.g.JSON {
-		return writeJSON(out, s)
-	}
+func printExport(e *env, out io.Writer, s *exportSummary) {
 	for _, c := range s.Conversations {
 		if e.g.Quiet {
 			break // the summary only
@@ -186,7 +183,7 @@ func printExport(e *env, out io.Writer, s *exportSummary) error {
 		fmt.Fprintf(out, "Archive: %s\n", text(s.Archive))
 		fmt.Fprintf(out, "Summary: conversations=%d, added=%d, files=%d, bytes=%d, archive-bytes=%d, unreadable=%d, online=%s\n",
 			len(s.Conversations), len(s.Added), s.Files, s.Bytes, s.ArchiveBytes, len(s.Problems), onlineText(s.Online, s.Holder))
-		return nil
+		return
 	}
 	where := ""
 	switch s.Archive {
@@ -198,7 +195,6 @@ func printExport(e *env, out io.Writer, s *exportSummary) error {
 	}
 	fmt.Fprintf(out, "Dry run: %d conversation(s) (%d fork ancestor(s) added), %s would be written%s; nothing was written\n",
 		len(s.Conversations), len(s.Added), filesAndSize(s.Files, s.Bytes), where)
-	return nil
 }
 
 func titleOf(t string) string {
@@ -319,7 +315,7 @@ func runImport(c *ucli.Context, e *env, name string, maps []transfer.CwdMapping)
 	bar.Finish()
 	if res != nil {
 		e.warnings(res.Warnings)
-		if perr := printImport(e, res); perr != nil {
+		if perr := e.result(e.stdout, "", res, func() { printImport(e, res) }); perr != nil {
 			return perr
 		}
 	}
@@ -358,10 +354,7 @@ func importStaged(c *ucli.Context, e *env, r io.Reader, s *store.Store, opts tra
 	return sg.Import(c.Context, st)
 }
 
-func printImport(e *env, r *transfer.ImportResult) error {
-	if e.g.JSON {
-		return writeJSON(e.stdout, r)
-	}
+func printImport(e *env, r *transfer.ImportResult) {
 	out := e.stdout
 	would := ""
 	if r.DryRun {
@@ -404,5 +397,4 @@ func printImport(e *env, r *transfer.ImportResult) error {
 	c := r.Counts
 	fmt.Fprintf(out, "%s: conversations=%d, imported=%d, updated=%d, unchanged=%d, kept=%d, replaced=%d, skipped=%d, conflicts=%d, cwd-mapped=%d, will-not-open=%d\n",
 		prefix, c.Conversations, c.Imported, c.Updated, c.Unchanged, c.Kept, c.Replaced, c.Skipped, c.Conflicts, c.CwdMapped, c.WillNotOpen)
-	return nil
 }
