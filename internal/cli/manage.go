@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -38,18 +37,16 @@ func newArchiveCommand(e *env) *ucli.Command {
 the main list (convkit list --archived shows it), nothing else changes, and a
 running turn goes on. A conversation already archived is left as it is.
 Every ID must exist before anything is recorded. metadata.db is updated when
-present. Takes runtime.lock.`, manage.Archive)
+present. Takes runtime.lock.`, true)
 }
 
 func newUnarchiveCommand(e *env) *ucli.Command {
 	return newArchivingCommand(e, "unarchive", "bring archived conversations back to the main list", `Records conversation/unarchived in each conversation's log. A conversation
 that is not archived is left as it is. Every ID must exist before anything
-is recorded. metadata.db is updated when present. Takes runtime.lock.`, manage.Unarchive)
+is recorded. metadata.db is updated when present. Takes runtime.lock.`, false)
 }
 
-type archiveFunc func(ctx context.Context, s *store.Store, ids []string, opts manage.Options) (*manage.Result, error)
-
-func newArchivingCommand(e *env, name, usage, desc string, do archiveFunc) *ucli.Command {
+func newArchivingCommand(e *env, name, usage, desc string, archived bool) *ucli.Command {
 	return &ucli.Command{
 		Name:        name,
 		Usage:       usage,
@@ -58,7 +55,7 @@ func newArchivingCommand(e *env, name, usage, desc string, do archiveFunc) *ucli
 		Flags:       []ucli.Flag{configFlag()},
 		Action: withArgs(1, -1, func(c *ucli.Context) error {
 			return e.runManage(c, name, c.Args().Slice(), func(s *store.Store, ids []string, opts manage.Options) (*manage.Result, error) {
-				return do(c.Context, s, ids, opts)
+				return manage.SetArchived(c.Context, s, ids, archived, opts)
 			})
 		}),
 	}

@@ -75,23 +75,18 @@ func Rename(ctx context.Context, s *store.Store, id, title string, opts Options)
 	})
 }
 
-// Archive hides the conversations ids from the main list.
-func Archive(ctx context.Context, s *store.Store, ids []string, opts Options) (*Result, error) {
+// SetArchived hides the conversations ids from the main list (archived) or
+// brings them back.
+func SetArchived(ctx context.Context, s *store.Store, ids []string, archived bool, opts Options) (*Result, error) {
+	done, already, record := ActionArchived, ActionAlreadyArchived, s.Archive
+	if !archived {
+		done, already, record = ActionUnarchived, ActionNotArchived, s.Unarchive
+	}
 	return edit(ctx, s, ids, opts, func(id string, info *store.ConversationInfo) (Outcome, bool, error) {
-		if info.Archived {
-			return Outcome{ID: id, Action: ActionAlreadyArchived}, false, nil
+		if info.Archived == archived {
+			return Outcome{ID: id, Action: already}, false, nil
 		}
-		return Outcome{ID: id, Action: ActionArchived}, true, s.Archive(id)
-	})
-}
-
-// Unarchive brings the archived conversations ids back to the main list.
-func Unarchive(ctx context.Context, s *store.Store, ids []string, opts Options) (*Result, error) {
-	return edit(ctx, s, ids, opts, func(id string, info *store.ConversationInfo) (Outcome, bool, error) {
-		if !info.Archived {
-			return Outcome{ID: id, Action: ActionNotArchived}, false, nil
-		}
-		return Outcome{ID: id, Action: ActionUnarchived}, true, s.Unarchive(id)
+		return Outcome{ID: id, Action: done}, true, record(id)
 	})
 }
 

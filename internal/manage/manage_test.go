@@ -104,27 +104,27 @@ func TestEdits(t *testing.T) {
 	}
 
 	done = nil
-	res, err = Archive(ctx, s, []string{basic, renamed, basic}, opts)
+	res, err = SetArchived(ctx, s, []string{basic, renamed, basic}, true, opts)
 	if err != nil || len(res.Conversations) != 2 || res.Index != "updated" {
 		t.Fatalf("archive: %+v, %v", res, err)
 	}
 	if !row(t, dir, basic).Archived || !row(t, dir, renamed).Archived {
 		t.Fatal("the rows are not archived")
 	}
-	if res, _ := Archive(ctx, s, []string{basic}, opts); res.Conversations[0].Action != ActionAlreadyArchived {
+	if res, _ := SetArchived(ctx, s, []string{basic}, true, opts); res.Conversations[0].Action != ActionAlreadyArchived {
 		t.Fatalf("archive again: %+v", res)
 	}
-	if _, err := Unarchive(ctx, s, []string{basic, "no-such"}, opts); !errors.Is(err, store.ErrNoConversation) {
+	if _, err := SetArchived(ctx, s, []string{basic, "no-such"}, false, opts); !errors.Is(err, store.ErrNoConversation) {
 		t.Fatalf("unarchive with an unknown id: %v", err)
 	}
 	if !row(t, dir, basic).Archived {
 		t.Fatal("a refused unarchive unarchived one")
 	}
-	res, err = Unarchive(ctx, s, []string{basic}, opts)
+	res, err = SetArchived(ctx, s, []string{basic}, false, opts)
 	if err != nil || res.Conversations[0].Action != ActionUnarchived || row(t, dir, basic).Archived {
 		t.Fatalf("unarchive: %+v, %v", res, err)
 	}
-	if res, _ := Unarchive(ctx, s, []string{basic}, opts); res.Conversations[0].Action != ActionNotArchived {
+	if res, _ := SetArchived(ctx, s, []string{basic}, false, opts); res.Conversations[0].Action != ActionNotArchived {
 		t.Fatalf("unarchive again: %+v", res)
 	}
 	current(t, dir)
@@ -148,7 +148,7 @@ func TestOlderIndexIsLeftForReindex(t *testing.T) {
 	}
 	db.Close()
 	s := open(t, dir)
-	res, err := Archive(ctx, s, []string{basic}, Options{})
+	res, err := SetArchived(ctx, s, []string{basic}, true, Options{})
 	if err != nil || res.Index != "not-updated" || len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "older convkit") {
 		t.Fatalf("archive with an older index: %+v, %v", res, err)
 	}
@@ -158,7 +158,7 @@ func TestOlderIndexIsLeftForReindex(t *testing.T) {
 	if err := os.Remove(store.IndexPath(dir)); err != nil {
 		t.Fatal(err)
 	}
-	res, err = Unarchive(ctx, s, []string{basic}, Options{})
+	res, err = SetArchived(ctx, s, []string{basic}, false, Options{})
 	if err != nil || res.Index != "absent" || len(res.Warnings) != 0 {
 		t.Fatalf("unarchive without an index: %+v, %v", res, err)
 	}
@@ -235,7 +235,9 @@ func TestInterruptedIndexUpdate(t *testing.T) {
 	}{
 		{"rename", func() (*Result, error) { return Rename(canceled, s, basic, "a new title", Options{}) },
 			func() bool { info, _ := s.Conversation(basic); return info.Title == "a new title" }},
-		{"archive", func() (*Result, error) { return Archive(&errAfter{canceled, 1}, s, []string{renamed}, Options{}) },
+		{"archive", func() (*Result, error) {
+			return SetArchived(&errAfter{canceled, 1}, s, []string{renamed}, true, Options{})
+		},
 			func() bool { info, _ := s.Conversation(renamed); return info.Archived }},
 		{"delete", func() (*Result, error) { return Delete(&errAfter{canceled, 2}, s, []string{forked}, false, Options{}) },
 			func() bool { _, err := s.Conversation(forked); return errors.Is(err, os.ErrNotExist) }},
