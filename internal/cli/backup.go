@@ -196,10 +196,17 @@ func runBackup(c *ucli.Context, e *env, to string) (res *backup.Result, err erro
 	res = dr.Result
 	sum := backupSummary{SchemaVersion: schemaVersion, Archive: dr.Archive, DryRun: dr.Plan != nil, Problems: []store.Item{}, Invalid: []store.Item{},
 		Vanished: []string{}, Deleted: append([]string{}, dr.Deleted...), RemovedTemps: append([]string{}, dr.RemovedTemps...)}
-	if dr.Plan != nil {
-		fillPlan(&sum, dr.Plan)
+	if p := dr.Plan; p != nil {
+		sum.Online, sum.Holder, sum.Problems, sum.Planned, sum.Index = p.Online, p.Holder, p.Problems, p.Files, p.Index
+		sum.Files, sum.Bytes, sum.Logs, sum.Conversations = len(p.Files), p.Bytes, p.Logs, p.Conversations
 	}
-	fillResult(&sum, res)
+	if res != nil {
+		m := res.Manifest
+		sum.CreatedAt, sum.Online, sum.Holder, sum.LockError, sum.Index = m.CreatedAt, m.Online, m.Holder, m.LockError, m.Index
+		sum.Files, sum.Logs, sum.Conversations, sum.Bytes = m.Counts.Files, m.Counts.Logs, m.Counts.Conversations, m.Counts.Bytes
+		sum.ArchiveBytes, sum.LiveTailBytes, sum.InvalidLogs, sum.LogCheck = res.Bytes, m.LiveTailBytes, m.Counts.InvalidLogs, m.LogCheck
+		sum.Problems, sum.Invalid, sum.Vanished = m.Problems, append(sum.Invalid, res.Invalid...), append(sum.Vanished, res.Vanished...)
+	}
 	out := e.stdout
 	if stream {
 		out = e.stderr // stdout carries the archive
@@ -228,24 +235,6 @@ func runBackup(c *ucli.Context, e *env, to string) (res *backup.Result, err erro
 		return res, partialf("a backup would leave out %d file(s)", len(sum.Problems))
 	}
 	return res, nil
-}
-
-func fillPlan(sum *backupSummary, p *backup.Plan) {
-	sum.Online, sum.Holder, sum.Problems, sum.Planned, sum.Index = p.Online, p.Holder, p.Problems, p.Files, p.Index
-	sum.Files, sum.Bytes, sum.Logs, sum.Conversations = len(p.Files), p.Bytes, p.Logs, p.Conversations
-}
-
-func fillResult(sum *backupSummary, r *backup.Result) {
-	if r == nil {
-		return
-	}
-	m := r.Manifest
-	sum.CreatedAt, sum.Online, sum.Holder, sum.LockError, sum.Index = m.CreatedAt, m.Online, m.Holder, m.LockError, m.Index
-	sum.Files, sum.Logs, sum.Conversations, sum.Bytes = m.Counts.Files, m.Counts.Logs, m.Counts.Conversations, m.Counts.Bytes
-	sum.ArchiveBytes, sum.LiveTailBytes, sum.InvalidLogs, sum.LogCheck = r.Bytes, m.LiveTailBytes, m.Counts.InvalidLogs, m.LogCheck
-	sum.Problems = m.Problems
-	sum.Invalid = append(sum.Invalid, r.Invalid...)
-	sum.Vanished = append(sum.Vanished, r.Vanished...)
 }
 
 func printBackup(e *env, out io.Writer, s *backupSummary) {

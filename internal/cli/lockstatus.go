@@ -40,11 +40,10 @@ type lockStatusResult struct {
 	KernelPIDs    []int  `json:"kernelPids,omitempty"`
 }
 
+// lockHolderResult is the holder with its start in RFC 3339, UTC ("" if unknown).
 type lockHolderResult struct {
-	PID       int    `json:"pid"`
-	Host      string `json:"host"`
-	Command   string `json:"command"`
-	StartedAt string `json:"startedAt"` // RFC 3339, UTC; "" if unknown
+	store.Holder
+	StartedAt string `json:"startedAt"`
 }
 
 func runLockStatus(e *env, dataDir string) error {
@@ -62,7 +61,7 @@ func runLockStatus(e *env, dataDir string) error {
 			res.RecordIgnored, res.KernelPIDs = st.RecordIgnored, st.KernelPIDs
 		}
 		if holder != nil {
-			res.Holder = &lockHolderResult{PID: holder.PID, Host: holder.Host, Command: holder.Command, StartedAt: formatTime(holder.StartedAt)}
+			res.Holder = &lockHolderResult{Holder: *holder, StartedAt: formatTime(holder.StartedAt)}
 		}
 		return writeJSON(e.stdout, res)
 	}
