@@ -14,27 +14,19 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// Layouts a Target can be in.
-const (
-	LayoutConvkit = "convkit" // a log of a convkit conversation directory
-	LayoutDSH     = "dsh"     // a generation of a session directory of the runtime's sessions root
-)
-
 // Target is the log a path names, and where its subagent children are.
 type Target struct {
-	Path   string
-	Layout string        // LayoutConvkit, LayoutDSH, or "" for neither
-	Root   *dshroot.Root // of a LayoutDSH target
-	// Children finds the log's children; nil for a log with no place.
-	Children upgrade.ChildFinder
-	// ByID: the log was named by its ids in a store, so its header must
-	// name the log its place implies (store.Log.Open refuses another). A
-	// path is read whatever its header names (CheckPlace warns).
-	ByID bool
-	log  store.Log
+	Path string
 	// Warnings are the other generations of the same version beside it,
 	// which are not read.
 	Warnings []string
+	children upgrade.ChildFinder // nil for a log with no place
+	root     *dshroot.Root       // the runtime's sessions root the log sits in
+	convkit  bool                // the log sits in a convkit conversation directory
+	// log is set for a log named by its ids in a store, whose header must
+	// name the log its place implies (store.Log.Open refuses another); a
+	// path is read whatever its header names (CheckPlace warns).
+	log      *store.Log
 	held     *os.File // the unlinked copy of stdin (Stdin); Path only names it
 	heldSize int64
 }
@@ -46,7 +38,7 @@ func StoreTarget(l store.Log) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.ByID, t.log = true, l
+	t.log = &l
 	read, ok := convlog.ParseName(filepath.Base(path))
 	if !ok {
 		return t, nil
@@ -73,7 +65,7 @@ func (t *Target) Close() error {
 }
 
 func (t *Target) open(opts convlog.ReaderOptions) (*convlog.Reader, error) {
-	if t.ByID {
+	if t.log != nil {
 		return t.log.Open(opts)
 	}
 	if t.held == nil {
@@ -84,7 +76,7 @@ func (t *Target) open(opts convlog.ReaderOptions) (*convlog.Reader, error) {
 
 // OpenV4 opens the target's log upgraded in memory to version 4.
 func (t *Target) OpenV4(opts upgrade.Options) (*upgrade.Reader, error) {
-	if t.ByID {
+	if t.log != nil {
 		ro := t.log.ReaderOptions(convlog.ReaderOptions{})
 		opts.WantType, opts.WantID = ro.WantType, ro.WantID
 	}
@@ -172,7 +164,7 @@ func Resolve(path string) (*Target, error) {
 // generation in a project directory is the runtime's (its root three
 // levels up); anything else has its children beside it.
 func targetOf(path string) *Target {
-	t := &Target{Path: path, Children: upgrade.DirChildren(filepath.Dir(path))}
+	t := &Target{Path: path, children: upgrade.DirChildren(filepath.Dir(path))}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return t
@@ -180,13 +172,13 @@ func targetOf(path string) *Target {
 	project := filepath.Dir(filepath.Dir(abs))
 	if _, ok := dshroot.ParseGeneration(filepath.Base(abs)); ok && dshroot.IsProjectDirName(filepath.Base(project)) {
 		if r, err := dshroot.Open(filepath.Dir(project)); err == nil {
-			t.Layout, t.Root, t.Children = LayoutDSH, r, r
+			t.root, t.children = r, r
 			return t
 		}
 	}
 	if n, ok := convlog.ParseName(filepath.Base(abs)); ok {
 		if n.Base == store.ConversationLogBase || store.HoldsConversationLog(filepath.Dir(abs)) {
-			t.Layout = LayoutConvkit
+			t.convkit = true
 		}
 	}
 	return t
@@ -197,9 +189,9 @@ func targetOf(path string) *Target {
 // mismatch) and for one that cannot be opened.
 func (t *Target) CheckPlace() error {
 	switch {
-	case t.ByID || t.held != nil:
+	case t.log != nil || t.held != nil:
 		return nil
-	case t.Layout == LayoutConvkit:
+	case t.convkit:
 		l, err := store.LooseLog(t.Path)
 		if err != nil {
 			return nil
@@ -213,7 +205,7 @@ func (t *Target) CheckPlace() error {
 			r.Close()
 		}
 		return nil
-	case t.Layout != LayoutDSH:
+	case t.root == nil:
 		return nil
 	}
 	abs, err := filepath.Abs(t.Path)
@@ -221,7 +213,7 @@ func (t *Target) CheckPlace() error {
 		return err
 	}
 	var ie *dshroot.IdentityError
-	if err := t.Root.CheckLog(abs); errors.As(err, &ie) {
+	if err := t.root.CheckLog(abs); errors.As(err, &ie) {
 		return err
 	}
 	return nil
@@ -239,8 +231,8 @@ func openUpgraded(t *Target) (r *upgrade.Reader, note string, warnings []string,
 	hr.Close()
 	children := "its subagent children were not looked for (the log has no place)"
 	var facts []upgrade.ChildFact
-	if h.Version < convlog.CurrentVersion && h.Type == convlog.SessionLog && t.Children != nil {
-		if facts, err = upgrade.CollectChildrenFrom(t.Children, h.ID); err != nil {
+	if h.Version < convlog.CurrentVersion && h.Type == convlog.SessionLog && t.children != nil {
+		if facts, err = upgrade.CollectChildrenFrom(t.children, h.ID); err != nil {
 			return nil, "", nil, fmt.Errorf("%s: finding its subagent children: %w", t.Path, err)
 		}
 		children, warnings = fmt.Sprintf("%d subagent children found", len(facts)), upgrade.Warnings(facts)

@@ -51,12 +51,12 @@ func TestResolve(t *testing.T) {
 	put(t, root, "--p--/s/session.v10.jsonl", "x")
 	put(t, root, "--p--/s/session.lock")
 	tg, err := Resolve(filepath.Join(root, "--p--", "s"))
-	if err != nil || filepath.Base(tg.Path) != "session.v10.jsonl" || tg.Layout != LayoutDSH || tg.Root == nil || tg.Root.Dir() != root {
+	if err != nil || filepath.Base(tg.Path) != "session.v10.jsonl" || tg.root == nil || tg.root.Dir() != root {
 		t.Fatalf("%+v %v", tg, err)
 	}
 	// A generation file of that layout.
 	tg, err = Resolve(filepath.Join(root, "--p--", "s", "session.v3.jsonl"))
-	if err != nil || tg.Layout != LayoutDSH || tg.Children == nil {
+	if err != nil || tg.root == nil || tg.children == nil {
 		t.Fatalf("%+v %v", tg, err)
 	}
 	// A convkit conversation directory: its conversation log.
@@ -64,10 +64,10 @@ func TestResolve(t *testing.T) {
 	put(t, conv, "metadata.v4.jsonl", `{"type":"conversation","version":4,"id":"c","createdAt":1}`)
 	put(t, conv, "abc.v3.jsonl", v3("abc", "", "")...)
 	tg, err = Resolve(conv)
-	if err != nil || filepath.Base(tg.Path) != "metadata.v4.jsonl" || tg.Layout != LayoutConvkit {
+	if err != nil || filepath.Base(tg.Path) != "metadata.v4.jsonl" || !tg.convkit {
 		t.Fatalf("%+v %v", tg, err)
 	}
-	if tg, _ := Resolve(filepath.Join(conv, "abc.v3.jsonl")); tg.Layout != LayoutConvkit {
+	if tg, _ := Resolve(filepath.Join(conv, "abc.v3.jsonl")); !tg.convkit {
 		t.Fatalf("a session log of a conversation: %+v", tg)
 	}
 	// Never a lower generation: a highest one that is a link is refused.
