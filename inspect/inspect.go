@@ -215,8 +215,8 @@ type Validation struct {
 	TornTail      bool      `json:"tornTail"`
 	Problems      []Problem `json:"problems"`
 	MaxProblems   int       `json:"maxProblems"`
-	MoreProblems  int64     `json:"moreProblems"` // beyond MaxProblems, up to MaxUnlisted
-	// StoppedAt is the problem at which reading stopped, MaxUnlisted past
+	MoreProblems  int64     `json:"moreProblems"` // beyond MaxProblems, up to maxUnlisted
+	// StoppedAt is the problem at which reading stopped, maxUnlisted past
 	// the limit; Events covers what was read.
 	StoppedAt *Problem  `json:"stoppedAt,omitempty"`
 	Warnings  []Problem `json:"warnings"` // a zstd framing other than the writer's
@@ -229,9 +229,9 @@ type ValidateOptions struct {
 
 const (
 	DefaultMaxProblems = 100
-	// MaxUnlisted problems past the limit stop the reading: the outcome is
+	// maxUnlisted problems past the limit stop the reading: the outcome is
 	// decided long before.
-	MaxUnlisted = 10000
+	maxUnlisted = 10000
 )
 
 func problemOf(fe *convlog.FormatError) Problem {
@@ -257,7 +257,7 @@ func Validate(ctx context.Context, t *Target, opts ValidateOptions) (*Validation
 		switch {
 		case len(v.Problems) < opts.MaxProblems:
 			v.Problems = append(v.Problems, pr)
-		case v.MoreProblems < MaxUnlisted:
+		case v.MoreProblems < maxUnlisted:
 			v.MoreProblems++
 		default:
 			v.StoppedAt = &pr
@@ -300,13 +300,13 @@ func Validate(ctx context.Context, t *Target, opts ValidateOptions) (*Validation
 	v.Events, v.TornTail = st.Events, st.TornTail
 	if f := st.Framing; !f.Canonical() {
 		v.Warnings = append(v.Warnings, Problem{Frame: f.FirstFrame, FrameOffset: frameOffset(f.FirstFrame, f.FirstOffset), Kind: "framing",
-			Message: FramingWarning(f)})
+			Message: framingWarning(f)})
 	}
 	v.Valid = len(v.Problems) == 0
 	return v, nil
 }
 
-func FramingWarning(f convlog.Framing) string {
+func framingWarning(f convlog.Framing) string {
 	more := ""
 	if f.Departures > 1 {
 		more = fmt.Sprintf(" (and %d more places)", f.Departures-1)

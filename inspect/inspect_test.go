@@ -209,7 +209,7 @@ func TestValidateBounded(t *testing.T) {
 		check func(v *Validation) bool
 	}{
 		{"newlines", '\n', func(v *Validation) bool {
-			return len(v.Problems) == DefaultMaxProblems && v.MoreProblems == MaxUnlisted && v.StoppedAt != nil && v.StoppedAt.Line == DefaultMaxProblems+MaxUnlisted+1
+			return len(v.Problems) == DefaultMaxProblems && v.MoreProblems == maxUnlisted && v.StoppedAt != nil && v.StoppedAt.Line == DefaultMaxProblems+maxUnlisted+1
 		}},
 		{"one byte", 'a', func(v *Validation) bool {
 			return len(v.Problems) == 2 && strings.Contains(v.Problems[1].Message, "longer than the limit") && v.StoppedAt == nil
