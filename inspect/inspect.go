@@ -455,15 +455,6 @@ func History(ctx context.Context, t *Target) ([]HistoryEntry, error) {
 	return out, nil
 }
 
-func RenderHistory(entries []HistoryEntry, w io.Writer) error {
-	for _, e := range entries {
-		if err := WriteMessage(w, e.Seq, e.Role, e.ID, "", e.Source, e.Message); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // WriteMessage writes a message as the history and the transcript show it:
 // "[seq] role (source kind) id" and flags, then its readable text (at most
 // 2000 characters) indented, escaped for the terminal.

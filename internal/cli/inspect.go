@@ -155,15 +155,18 @@ func runInspect(c *ucli.Context, e *env, t *inspect.Target, shown, jsonPath stri
 		if err != nil {
 			return err
 		}
-		if e.g.JSON {
-			for _, m := range h {
-				if err := writeJSON(e.stdout, m); err != nil {
-					return err
-				}
+		for _, m := range h {
+			var err error
+			if e.g.JSON {
+				err = writeJSON(e.stdout, m)
+			} else {
+				err = inspect.WriteMessage(e.stdout, m.Seq, m.Role, m.ID, "", m.Source, m.Message)
 			}
-			return nil
+			if err != nil {
+				return err
+			}
 		}
-		return inspect.RenderHistory(h, e.stdout)
+		return nil
 	default:
 		return inspect.Show(ctx, t, e.stdout, inspect.ShowOptions{Filter: filter, JSON: e.g.JSON, Upgrade: c.Bool("upgrade"), Warn: e.warnings})
 	}
