@@ -28,16 +28,16 @@ type TooLargeError struct{ msg string }
 func (e *TooLargeError) Error() string { return e.msg }
 
 // Stdin is the log on r, copied once its first bytes say a log begins to an
-// unlinked file under $TMPDIR (reading needs random access a pipe lacks;
+// unlinked file in dir (reading needs random access a pipe lacks;
 // nothing is left behind however the process ends), bounded by
 // stdinCopyLimit and the free space less stdinReserve.
-func Stdin(ctx context.Context, r io.Reader) (*Target, error) {
+func Stdin(ctx context.Context, r io.Reader, dir string) (*Target, error) {
 	r = &ctxReader{ctx: ctx, r: r}
 	head, err := stdinHead(r, convlog.DefaultMaxLineBytes)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp("", "convkit-stdin-") // 0600, never through a link
+	f, err := os.CreateTemp(dir, "convkit-stdin-") // 0600, never through a link
 	if err != nil {
 		return nil, err
 	}

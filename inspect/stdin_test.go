@@ -26,7 +26,7 @@ func TestStdinCopyLimit(t *testing.T) {
 	defer func(l int64) { stdinCopyLimit = l }(stdinCopyLimit)
 	stdinCopyLimit = 1 << 20
 	z := &zeros{}
-	_, err := Stdin(context.Background(), io.MultiReader(strings.NewReader(stdinHeader), z))
+	_, err := Stdin(context.Background(), io.MultiReader(strings.NewReader(stdinHeader), z), t.TempDir())
 	if _, ok := err.(*TooLargeError); !ok || err.Error() != "<stdin> holds more than 1048576 bytes, the most inspect - copies" {
 		t.Errorf("Stdin of endless bytes: %v", err)
 	}
@@ -34,7 +34,7 @@ func TestStdinCopyLimit(t *testing.T) {
 		t.Errorf("read %d bytes of stdin", z.n)
 	}
 	log := stdinHeader + `{"type":"turn/start","seq":0,"time":2,"data":{"turn":1}}` + "\n"
-	tg, err := Stdin(context.Background(), strings.NewReader(log))
+	tg, err := Stdin(context.Background(), strings.NewReader(log), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,7 +93,7 @@ older part from the conversation it was forked from (read-only).`,
 			}
 			args := c.Args().Slice()
 			if len(args) == 1 && args[0] == "-" { // stdin (a file named - is ./-)
-				t, err := inspect.Stdin(c.Context, e.stdin)
+				t, err := inspect.Stdin(c.Context, e.stdin, os.TempDir())
 				var big *inspect.TooLargeError
 				if errors.As(err, &big) {
 					return withHint(err, "write it to a file and inspect the file, or point TMPDIR at a larger file system")
