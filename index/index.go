@@ -366,23 +366,36 @@ func (d *DB) Path() string { return d.path }
 // statements: bulk loads run at hundreds of thousands of rows a second,
 // where one transaction per row runs fifty times slower.
 type Writer struct {
-	tx                                           *sql.Tx
-	delConv, delSess, delTurns, delMsgs, delSkip *sql.Stmt
-	// delMsgsIn and delMsgRowsIn remove a JSON array of rowids in one
-	// statement each: FTS5 flushes its pending terms at every statement.
-	oldMsgs, delMsgsIn, delMsgRowsIn       *sql.Stmt
-	insConv, insMessage                    *sql.Stmt
-	insSkip, delMsgRows, insMsgRow, setWNO *sql.Stmt
-	sessions, turns                        multiInsert
-	args                                   []any // reused for each multi-row statement
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt // prepared at their first use (stmt)
+	// sessions, turns and msgRows insert several rows per statement.
+	sessions, turns, msgRows multiInsert
+	args                     []any // reused for each multi-row statement
 	// fresh: the database was created empty by this process, so nothing
-	// needs removing; lastRow numbers its messages as SQLite would, so
-	// their message_rows go in with the conversation's other rows.
-	fresh        bool
-	lastRow      int64
-	insMessageAt *sql.Stmt
-	msgRows      multiInsert
+	// needs removing. lastRow is the last message rowid (-1: not read yet):
+	// messages get theirs explicitly, so their message_rows go in together.
+	fresh   bool
+	lastRow int64
 }
+
+// The columns of the tables Put writes, in the schema's order.
+const (
+	conversationColumns = `id, dir, title, title_is_auto, cwd, created_at, updated_at, archived, forked_from,
+		after_compaction, agents, models, running_turn, session_count, turn_count, fingerprint, will_not_open,
+		fork_sources, log_identity`
+	sessionColumns = "conversation_id, id, parent_session, agent, model, format_version, event_count, bytes, file"
+	turnColumns    = "conversation_id, session_id, turn, started_at, ended_at, outcome"
+)
+
+// deleteRows delete a conversation's rows but its messages; deleteMessages
+// its messages (FTS5 cannot look up an unindexed column, so message_rows
+// maps a conversation to its rows).
+var (
+	deleteRows = []string{"DELETE FROM conversations WHERE id = ?", "DELETE FROM sessions WHERE conversation_id = ?",
+		"DELETE FROM turns WHERE conversation_id = ?", "DELETE FROM skipped WHERE id = ?"}
+	deleteMessages = []string{"DELETE FROM messages WHERE rowid IN (SELECT fts_rowid FROM message_rows WHERE conversation_id = ?)",
+		"DELETE FROM message_rows WHERE conversation_id = ?"}
+)
 
 // Begin starts a write transaction.
 func (d *DB) Begin(ctx context.Context) (*Writer, error) {
@@ -390,48 +403,37 @@ func (d *DB) Begin(ctx context.Context) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{tx: tx, fresh: d.fresh}
-	d.fresh = false
-	prep := func(q string) *sql.Stmt {
-		if err != nil {
-			return nil
-		}
-		var s *sql.Stmt
-		s, err = tx.PrepareContext(ctx, q)
-		return s
+	w := &Writer{tx: tx, stmts: map[string]*sql.Stmt{}, fresh: d.fresh, lastRow: -1,
+		sessions: multiInsert{cols: 9, head: "INSERT OR FAIL INTO sessions (" + sessionColumns + ") VALUES "},
+		turns:    multiInsert{cols: 6, head: "INSERT OR FAIL INTO turns (" + turnColumns + ") VALUES "},
+		msgRows:  multiInsert{cols: 2, head: "INSERT OR FAIL INTO message_rows (conversation_id, fts_rowid) VALUES "}}
+	if d.fresh {
+		w.lastRow = 0
 	}
-	w.delConv = prep("DELETE FROM conversations WHERE id = ?")
-	w.delSess = prep("DELETE FROM sessions WHERE conversation_id = ?")
-	w.delTurns = prep("DELETE FROM turns WHERE conversation_id = ?")
-	// FTS5 cannot look up an unindexed column; message_rows maps a
-	// conversation to its rows so a delete touches only them.
-	w.delMsgs = prep("DELETE FROM messages WHERE rowid IN (SELECT fts_rowid FROM message_rows WHERE conversation_id = ?)")
-	w.delMsgRows = prep("DELETE FROM message_rows WHERE conversation_id = ?")
-	// LEFT JOIN: a message_rows row whose message is missing is removed too.
-	w.oldMsgs = prep(`SELECT r.fts_rowid, m.rowid IS NOT NULL, coalesce(m.session_id, ''), coalesce(m.seq, -1),
-		coalesce(m.role, ''), coalesce(m.text, '') FROM message_rows r
-		LEFT JOIN messages m ON m.rowid = r.fts_rowid WHERE r.conversation_id = ? ORDER BY r.fts_rowid`)
-	w.delMsgsIn = prep("DELETE FROM messages WHERE rowid IN (SELECT value FROM json_each(?))")
-	w.delMsgRowsIn = prep("DELETE FROM message_rows WHERE conversation_id = ? AND fts_rowid IN (SELECT value FROM json_each(?))")
-	w.insMsgRow = prep("INSERT INTO message_rows (conversation_id, fts_rowid) VALUES (?, ?)")
-	w.delSkip = prep("DELETE FROM skipped WHERE id = ?")
-	w.insSkip = prep("INSERT INTO skipped (id, dir, fingerprint, reason) VALUES (?,?,?,?)")
-	w.insConv = prep(`INSERT INTO conversations (id, dir, title, title_is_auto, cwd, created_at, updated_at, archived,
-		forked_from, after_compaction, agents, models, running_turn, session_count, turn_count, fingerprint, will_not_open,
-		fork_sources, log_identity) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
-	w.setWNO = prep("UPDATE conversations SET will_not_open = ? WHERE id = ?")
-	w.sessions = multiInsert{tx: tx, cols: 9, head: `INSERT OR FAIL INTO sessions (conversation_id, id, parent_session,
-		agent, model, format_version, event_count, bytes, file) VALUES `}
-	w.turns = multiInsert{tx: tx, cols: 6,
-		head: "INSERT OR FAIL INTO turns (conversation_id, session_id, turn, started_at, ended_at, outcome) VALUES "}
-	w.insMessage = prep(`INSERT INTO messages (conversation_id, session_id, seq, role, text) VALUES (?,?,?,?,?)`)
-	w.insMessageAt = prep(`INSERT INTO messages (rowid, conversation_id, session_id, seq, role, text) VALUES (?,?,?,?,?,?)`)
-	w.msgRows = multiInsert{tx: tx, cols: 2, head: "INSERT OR FAIL INTO message_rows (conversation_id, fts_rowid) VALUES "}
+	d.fresh = false
+	return w, nil
+}
+
+// stmt is q prepared in the transaction, once.
+func (w *Writer) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
+	if s := w.stmts[q]; s != nil {
+		return s, nil
+	}
+	s, err := w.tx.PrepareContext(ctx, q)
 	if err != nil {
-		tx.Rollback()
 		return nil, err
 	}
-	return w, nil
+	w.stmts[q] = s
+	return s, nil
+}
+
+// exec runs q (see stmt) with args.
+func (w *Writer) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	s, err := w.stmt(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.ExecContext(ctx, args...)
 }
 
 // maxRows is the most rows one statement of a multiInsert carries.
@@ -444,52 +446,28 @@ const maxRows = 32
 // failed statement may leave earlier rows, and every caller rolls back on
 // error.
 type multiInsert struct {
-	tx    *sql.Tx
 	head  string // "INSERT ... VALUES "
 	cols  int
 	stmts [maxRows + 1]*sql.Stmt
 }
 
-func (m *multiInsert) stmt(ctx context.Context, n int) (*sql.Stmt, error) {
-	if s := m.stmts[n]; s != nil {
-		return s, nil
-	}
-	var q strings.Builder
-	q.WriteString(m.head)
-	for r := range n {
-		if r > 0 {
-			q.WriteByte(',')
-		}
-		q.WriteByte('(')
-		for c := range m.cols {
-			if c > 0 {
-				q.WriteByte(',')
-			}
-			q.WriteByte('?')
-		}
-		q.WriteByte(')')
-	}
-	s, err := m.tx.PrepareContext(ctx, q.String())
-	if err != nil {
-		return nil, err
-	}
-	m.stmts[n] = s
-	return s, nil
-}
-
-// insert writes n rows; row appends the values of row i to args.
+// insert writes n rows into m's table; row appends the values of row i to args.
 func (w *Writer) insert(ctx context.Context, m *multiInsert, n int, row func(args []any, i int) []any) error {
 	for start := 0; start < n; start += maxRows {
 		k := min(maxRows, n-start)
-		s, err := m.stmt(ctx, k)
-		if err != nil {
-			return err
+		if m.stmts[k] == nil {
+			one := "(" + strings.Repeat("?,", m.cols-1) + "?)"
+			s, err := w.tx.PrepareContext(ctx, m.head+strings.Repeat(one+",", k-1)+one)
+			if err != nil {
+				return err
+			}
+			m.stmts[k] = s
 		}
 		args := w.args[:0]
 		for i := start; i < start+k; i++ {
 			args = row(args, i)
 		}
-		_, err = s.ExecContext(ctx, args...)
+		_, err := m.stmts[k].ExecContext(ctx, args...)
 		clear(args) // the strings are not kept past the conversation
 		w.args = args[:0]
 		if err != nil {
@@ -554,17 +532,15 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 	}
 	ctx = context.WithoutCancel(ctx)
 	if !w.fresh {
-		err := w.removeRows(ctx, c.ID, w.delConv, w.delSess, w.delTurns, w.delSkip)
-		if err != nil {
+		if err := w.removeRows(ctx, c.ID, deletes[:4]); err != nil {
 			return err
 		}
+		var err error
 		if msgs, err = w.keepMessages(ctx, c.ID, msgs); err != nil {
 			return fmt.Errorf("update the messages of %s in the index: %w", termtext.Quote(c.ID), err)
 		}
 	}
-	if _, err := w.insConv.ExecContext(ctx, c.ID, c.Dir, c.Title, c.TitleIsAuto, c.Cwd, c.CreatedAt, c.UpdatedAt,
-		c.Archived, c.ForkedFrom, c.AfterCompaction, jsonList(c.Agents), jsonList(c.Models), c.RunningTurn,
-		len(c.Sessions), len(c.Turns), c.Fingerprint, jsonList(c.WillNotOpen), jsonList(c.ForkSources), c.LogIdentity); err != nil {
+	if err := w.putConversation(ctx, c, len(c.Sessions), len(c.Turns)); err != nil {
 		return fmt.Errorf("index conversation %s: %w", termtext.Quote(c.ID), err)
 	}
 	err := w.insert(ctx, &w.sessions, len(c.Sessions), func(args []any, i int) []any {
@@ -589,47 +565,53 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 		}
 		return fmt.Errorf("index the turns of %s: %w", termtext.Quote(c.ID), err)
 	}
-	if w.fresh {
-		first := w.lastRow + 1
-		for i, m := range msgs {
-			if err := canceled(cancel, i); err != nil {
-				return err
-			}
-			w.lastRow++
-			if _, err := w.insMessageAt.ExecContext(ctx, w.lastRow, c.ID, m.SessionID, m.Seq, m.Role, m.Text); err != nil {
-				return fmt.Errorf("index message %d of %s: %w", m.Seq, termtext.Quote(c.ID), err)
-			}
-		}
-		err := w.insert(ctx, &w.msgRows, len(msgs), func(args []any, i int) []any {
-			return append(args, c.ID, first+int64(i))
-		})
-		if err != nil {
-			return fmt.Errorf("index the messages of %s: %w", termtext.Quote(c.ID), err)
-		}
+	return w.addMessages(cancel, ctx, c.ID, msgs)
+}
+
+var (
+	insertConversation = "INSERT INTO conversations (" + conversationColumns + ") VALUES (" + strings.Repeat("?,", 18) + "?)"
+	insertMessage      = "INSERT INTO messages (rowid, conversation_id, session_id, seq, role, text) VALUES (?,?,?,?,?,?)"
+)
+
+// putConversation inserts c's row of conversations.
+func (w *Writer) putConversation(ctx context.Context, c *Conversation, sessions, turns int) error {
+	args := append(w.args[:0], c.ID, c.Dir, c.Title, c.TitleIsAuto, c.Cwd, c.CreatedAt, c.UpdatedAt, c.Archived, c.ForkedFrom,
+		c.AfterCompaction, jsonList(c.Agents), jsonList(c.Models), c.RunningTurn, sessions, turns, c.Fingerprint,
+		jsonList(c.WillNotOpen), jsonList(c.ForkSources), c.LogIdentity)
+	_, err := w.exec(ctx, insertConversation, args...)
+	clear(args)
+	w.args = args[:0]
+	return err
+}
+
+// addMessages indexes msgs of conversation id under the rowids after
+// lastRow and maps their rows to id; cancel is checked as Put says.
+func (w *Writer) addMessages(cancel, ctx context.Context, id string, msgs []Message) error {
+	if len(msgs) == 0 {
 		return nil
 	}
+	if w.lastRow < 0 {
+		// FTS5 scans in rowid order, so the last row is the first read.
+		err := w.tx.QueryRowContext(ctx, "SELECT coalesce((SELECT rowid FROM messages ORDER BY rowid DESC LIMIT 1), 0)").Scan(&w.lastRow)
+		if err != nil {
+			return fmt.Errorf("index the messages of %s: %w", termtext.Quote(id), err)
+		}
+	}
+	first := w.lastRow + 1
 	for i, m := range msgs {
 		if err := canceled(cancel, i); err != nil {
 			return err
 		}
-		if err := w.addMessage(ctx, c.ID, m); err != nil {
-			return err
+		if _, err := w.exec(ctx, insertMessage, w.lastRow+1, id, m.SessionID, m.Seq, m.Role, m.Text); err != nil {
+			return fmt.Errorf("index message %d of %s: %w", m.Seq, termtext.Quote(id), err)
 		}
+		w.lastRow++
 	}
-	return nil
-}
-
-// addMessage indexes m of conversation id and maps its row to id.
-func (w *Writer) addMessage(ctx context.Context, id string, m Message) error {
-	r, err := w.insMessage.ExecContext(ctx, id, m.SessionID, m.Seq, m.Role, m.Text)
-	if err == nil {
-		var rowid int64
-		if rowid, err = r.LastInsertId(); err == nil {
-			_, err = w.insMsgRow.ExecContext(ctx, id, rowid)
-		}
-	}
+	err := w.insert(ctx, &w.msgRows, len(msgs), func(args []any, i int) []any {
+		return append(args, id, first+int64(i))
+	})
 	if err != nil {
-		return fmt.Errorf("index message %d of %s: %w", m.Seq, termtext.Quote(id), err)
+		return fmt.Errorf("index the messages of %s: %w", termtext.Quote(id), err)
 	}
 	return nil
 }
@@ -652,7 +634,14 @@ func (w *Writer) keepMessages(ctx context.Context, id string, msgs []Message) ([
 		}
 		st.msgs = append(st.msgs, i)
 	}
-	rows, err := w.oldMsgs.QueryContext(ctx, id)
+	// LEFT JOIN: a message_rows row whose message is missing is removed too.
+	old, err := w.stmt(ctx, `SELECT r.fts_rowid, m.rowid IS NOT NULL, coalesce(m.session_id, ''), coalesce(m.seq, -1),
+		coalesce(m.role, ''), coalesce(m.text, '') FROM message_rows r
+		LEFT JOIN messages m ON m.rowid = r.fts_rowid WHERE r.conversation_id = ? ORDER BY r.fts_rowid`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := old.QueryContext(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -694,10 +683,12 @@ func (w *Writer) keepMessages(ctx context.Context, id string, msgs []Message) ([
 	}
 	if drop != nil {
 		list := string(append(drop, ']'))
-		if _, err := w.delMsgsIn.ExecContext(ctx, list); err != nil {
+		// One statement each: FTS5 flushes its pending terms at every statement.
+		if _, err := w.exec(ctx, "DELETE FROM messages WHERE rowid IN (SELECT value FROM json_each(?))", list); err != nil {
 			return nil, err
 		}
-		if _, err := w.delMsgRowsIn.ExecContext(ctx, id, list); err != nil {
+		q := "DELETE FROM message_rows WHERE conversation_id = ? AND fts_rowid IN (SELECT value FROM json_each(?))"
+		if _, err := w.exec(ctx, q, id, list); err != nil {
 			return nil, err
 		}
 	}
@@ -730,13 +721,21 @@ func (w *Writer) Remove(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return w.removeRows(context.WithoutCancel(ctx), id, w.delConv, w.delSess, w.delTurns, w.delMsgs, w.delMsgRows, w.delSkip)
+	return w.removeRows(context.WithoutCancel(ctx), id, deletes)
 }
 
-// removeRows runs each of dels, a delete of a conversation's rows, for id.
-func (w *Writer) removeRows(ctx context.Context, id string, dels ...*sql.Stmt) error {
-	for _, s := range dels {
-		if _, err := s.ExecContext(ctx, id); err != nil {
+// deletes remove a conversation's rows, its messages last (Put keeps some);
+// FTS5 cannot look up an unindexed column, so message_rows maps a
+// conversation to its rows.
+var deletes = []string{"DELETE FROM conversations WHERE id = ?", "DELETE FROM sessions WHERE conversation_id = ?",
+	"DELETE FROM turns WHERE conversation_id = ?", "DELETE FROM skipped WHERE id = ?",
+	"DELETE FROM messages WHERE rowid IN (SELECT fts_rowid FROM message_rows WHERE conversation_id = ?)",
+	"DELETE FROM message_rows WHERE conversation_id = ?"}
+
+// removeRows runs each of qs, a delete of a conversation's rows, for id.
+func (w *Writer) removeRows(ctx context.Context, id string, qs []string) error {
+	for _, q := range qs {
+		if _, err := w.exec(ctx, q, id); err != nil {
 			return fmt.Errorf("remove %s from the index: %w", termtext.Quote(id), err)
 		}
 	}
@@ -749,7 +748,7 @@ func (w *Writer) SetWillNotOpen(ctx context.Context, id string, reasons []string
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if _, err := w.setWNO.ExecContext(context.WithoutCancel(ctx), jsonList(reasons), id); err != nil {
+	if _, err := w.exec(context.WithoutCancel(ctx), "UPDATE conversations SET will_not_open = ? WHERE id = ?", jsonList(reasons), id); err != nil {
 		return fmt.Errorf("index %s: %w", termtext.Quote(id), err)
 	}
 	return nil
@@ -768,7 +767,7 @@ func (w *Writer) Skip(ctx context.Context, id, dir, fingerprint, reason string) 
 			return err
 		}
 	}
-	if _, err := w.insSkip.ExecContext(ctx, id, dir, fingerprint, reason); err != nil {
+	if _, err := w.exec(ctx, "INSERT INTO skipped (id, dir, fingerprint, reason) VALUES (?,?,?,?)", id, dir, fingerprint, reason); err != nil {
 		return fmt.Errorf("record skipped %s in the index: %w", termtext.Quote(id), err)
 	}
 	return nil
@@ -879,38 +878,23 @@ func eachRow(ctx context.Context, db *sql.DB, q string, args []any, scan func(*s
 	return rows.Err()
 }
 
-// stringMap maps the first column of q's rows to the second.
-func (d *DB) stringMap(ctx context.Context, q string) (map[string]string, error) {
-	out := map[string]string{}
-	err := eachRow(ctx, d.db, q, nil, func(rows *sql.Rows) error {
-		var k, v string
-		err := rows.Scan(&k, &v)
-		out[k] = v
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
 // All loads every conversation with its sessions and turns.
-func (d *DB) All(ctx context.Context) (map[string]*Conversation, error) { return d.all(ctx, "") }
+func (d *DB) All(ctx context.Context) (map[string]*Conversation, error) { return d.all(ctx, "", true) }
 
-// all is All, of conversation only when it is not "".
-func (d *DB) all(ctx context.Context, only string) (map[string]*Conversation, error) {
+// all is the rows of conversation only ("": every one), with their sessions
+// and turns when rows is set.
+func (d *DB) all(ctx context.Context, only string, rows bool) (map[string]*Conversation, error) {
 	where, args := "", []any{}
 	if only != "" {
 		where, args = " WHERE id = ?", []any{only}
 	}
 	out := map[string]*Conversation{}
-	err := eachRow(ctx, d.db, `SELECT id, dir, title, title_is_auto, cwd, created_at, updated_at, archived,
-		forked_from, after_compaction, agents, models, running_turn, fingerprint, will_not_open, fork_sources, log_identity
-		FROM conversations`+where, args, func(rows *sql.Rows) error {
+	err := eachRow(ctx, d.db, "SELECT "+conversationColumns+" FROM conversations"+where, args, func(r *sql.Rows) error {
 		c := &Conversation{}
 		var agents, models, wno, sources string
-		if err := rows.Scan(&c.ID, &c.Dir, &c.Title, &c.TitleIsAuto, &c.Cwd, &c.CreatedAt, &c.UpdatedAt, &c.Archived,
-			&c.ForkedFrom, &c.AfterCompaction, &agents, &models, &c.RunningTurn, &c.Fingerprint, &wno, &sources, &c.LogIdentity); err != nil {
+		var count int
+		if err := r.Scan(&c.ID, &c.Dir, &c.Title, &c.TitleIsAuto, &c.Cwd, &c.CreatedAt, &c.UpdatedAt, &c.Archived, &c.ForkedFrom,
+			&c.AfterCompaction, &agents, &models, &c.RunningTurn, &count, &count, &c.Fingerprint, &wno, &sources, &c.LogIdentity); err != nil {
 			return err
 		}
 		json.Unmarshal([]byte(agents), &c.Agents)
@@ -922,17 +906,16 @@ func (d *DB) all(ctx context.Context, only string) (map[string]*Conversation, er
 		out[c.ID] = c
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	if err != nil || !rows {
+		return out, err
 	}
 	if only != "" {
 		where = " WHERE conversation_id = ?"
 	}
-	err = eachRow(ctx, d.db, `SELECT conversation_id, id, parent_session, agent, model, format_version,
-		event_count, bytes, file FROM sessions`+where+` ORDER BY conversation_id, id`, args, func(rows *sql.Rows) error {
+	err = eachRow(ctx, d.db, "SELECT "+sessionColumns+" FROM sessions"+where+" ORDER BY conversation_id, id", args, func(r *sql.Rows) error {
 		var cid string
 		var s Session
-		err := rows.Scan(&cid, &s.ID, &s.ParentSession, &s.Agent, &s.Model, &s.FormatVersion, &s.Events, &s.Bytes, &s.File)
+		err := r.Scan(&cid, &s.ID, &s.ParentSession, &s.Agent, &s.Model, &s.FormatVersion, &s.Events, &s.Bytes, &s.File)
 		if c := out[cid]; c != nil && err == nil {
 			c.Sessions = append(c.Sessions, s)
 		}
@@ -941,11 +924,10 @@ func (d *DB) all(ctx context.Context, only string) (map[string]*Conversation, er
 	if err != nil {
 		return nil, err
 	}
-	err = eachRow(ctx, d.db, `SELECT conversation_id, session_id, turn, started_at, ended_at, outcome
-		FROM turns`+where+` ORDER BY conversation_id, started_at, session_id, turn`, args, func(rows *sql.Rows) error {
+	err = eachRow(ctx, d.db, "SELECT "+turnColumns+" FROM turns"+where+" ORDER BY conversation_id, started_at, session_id, turn", args, func(r *sql.Rows) error {
 		var cid string
 		var t Turn
-		err := rows.Scan(&cid, &t.SessionID, &t.Turn, &t.StartedAt, &t.EndedAt, &t.Outcome)
+		err := r.Scan(&cid, &t.SessionID, &t.Turn, &t.StartedAt, &t.EndedAt, &t.Outcome)
 		if c := out[cid]; c != nil && err == nil {
 			c.Turns = append(c.Turns, t)
 		}
@@ -992,51 +974,31 @@ func (d *DB) Search(ctx context.Context, query string, limit int) ([]Hit, error)
 	return out, rows.Err()
 }
 
-// Fingerprints maps every indexed or skipped conversation to the log
-// fingerprint it was read with.
-func (d *DB) Fingerprints(ctx context.Context) (map[string]string, error) {
-	return d.stringMap(ctx, "SELECT id, fingerprint FROM conversations UNION ALL SELECT id, fingerprint FROM skipped")
-}
-
-// Stored is what the index holds of one conversation, for an incremental
-// reindex: the fingerprint its row was read with and, for an indexed one,
-// what checking it on this machine needs and what was found.
+// Stored is what the index holds of one conversation, without its sessions
+// and turns: the fingerprint and log identity its row was read with, and
+// what checking it on this machine needs and found.
 type Stored struct {
-	Fingerprint string
-	// Skipped: a row of the skipped table (nothing else is set).
+	Conversation
+	// Skipped: a row of the skipped table (only ID and Fingerprint are set).
 	Skipped bool
-	Cwd     string
-	// Agents, Models and ForkSources are nil when empty.
-	Agents, Models, ForkSources []string
-	WillNotOpen                 []string
 }
 
 // Stored maps every indexed or skipped conversation to what the index holds.
-func (d *DB) Stored(ctx context.Context) (map[string]Stored, error) {
-	out := map[string]Stored{}
-	list := func(s string) []string {
-		if s == "[]" {
-			return nil
-		}
-		return stringList(s)
-	}
-	err := eachRow(ctx, d.db, `SELECT id, fingerprint, cwd, agents, models, fork_sources, will_not_open FROM conversations`, nil, func(rows *sql.Rows) error {
-		var id, agents, models, sources, wno string
-		var st Stored
-		err := rows.Scan(&id, &st.Fingerprint, &st.Cwd, &agents, &models, &sources, &wno)
-		st.Agents, st.Models, st.ForkSources, st.WillNotOpen = list(agents), list(models), list(sources), stringList(wno)
-		out[id] = st
-		return err
-	})
+func (d *DB) Stored(ctx context.Context) (map[string]*Stored, error) {
+	convs, err := d.all(ctx, "", false)
 	if err != nil {
 		return nil, err
 	}
-	skipped, err := d.stringMap(ctx, "SELECT id, fingerprint FROM skipped")
+	skipped, err := d.Skipped(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for id, fp := range skipped {
-		out[id] = Stored{Fingerprint: fp, Skipped: true}
+	out := make(map[string]*Stored, len(convs)+len(skipped))
+	for id, c := range convs {
+		out[id] = &Stored{Conversation: *c}
+	}
+	for _, r := range skipped {
+		out[r.ID] = &Stored{Conversation: Conversation{ID: r.ID, Fingerprint: r.Fingerprint}, Skipped: true}
 	}
 	return out, nil
 }
@@ -1168,34 +1130,36 @@ func (d *DB) Skipped(ctx context.Context) ([]SkippedRow, error) {
 // theirs, and msgs, the messages appended since, added. The row must exist
 // (else an error wrapping ErrNotIndexed).
 func (w *Writer) Advance(ctx context.Context, c *Conversation, sessionCount, turnCount int, msgs []Message) error {
+	cancel := ctx
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	ctx = context.WithoutCancel(ctx)
-	r, err := w.tx.ExecContext(ctx, `UPDATE conversations SET dir = ?, title = ?, title_is_auto = ?, cwd = ?, created_at = ?,
-		updated_at = ?, archived = ?, forked_from = ?, after_compaction = ?, agents = ?, models = ?, running_turn = ?,
-		session_count = ?, turn_count = ?, fingerprint = ?, will_not_open = ?, fork_sources = ?, log_identity = ? WHERE id = ?`,
-		c.Dir, c.Title, c.TitleIsAuto, c.Cwd, c.CreatedAt, c.UpdatedAt, c.Archived, c.ForkedFrom, c.AfterCompaction,
-		jsonList(c.Agents), jsonList(c.Models), c.RunningTurn, sessionCount, turnCount, c.Fingerprint,
-		jsonList(c.WillNotOpen), jsonList(c.ForkSources), c.LogIdentity, c.ID)
+	r, err := w.exec(ctx, "DELETE FROM conversations WHERE id = ?", c.ID)
+	var n int64
+	if err == nil {
+		n, err = r.RowsAffected()
+	}
+	if err == nil && n != 1 {
+		err = ErrNotIndexed
+	}
+	if err == nil {
+		err = w.putConversation(ctx, c, sessionCount, turnCount)
+	}
 	if err != nil {
 		return fmt.Errorf("update conversation %s: %w", termtext.Quote(c.ID), err)
-	}
-	if n, err := r.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("update conversation %s: %w", termtext.Quote(c.ID), ErrNotIndexed)
 	}
 	for _, s := range c.Sessions {
 		// A session indexed keeps its parent, agent and model (its log's
 		// header and session/started do not change); a new one gets them.
-		r, err := w.tx.ExecContext(ctx, `UPDATE sessions SET format_version = ?, event_count = ?, bytes = ?, file = ?
+		r, err := w.exec(ctx, `UPDATE sessions SET format_version = ?, event_count = ?, bytes = ?, file = ?
 			WHERE conversation_id = ? AND id = ?`, s.FormatVersion, s.Events, s.Bytes, s.File, c.ID, s.ID)
 		var n int64
 		if err == nil {
 			n, err = r.RowsAffected()
 		}
 		if err == nil && n == 0 {
-			_, err = w.tx.ExecContext(ctx, `INSERT INTO sessions (conversation_id, id, parent_session, agent, model,
-				format_version, event_count, bytes, file) VALUES (?,?,?,?,?,?,?,?,?)`,
+			_, err = w.exec(ctx, "INSERT INTO sessions ("+sessionColumns+") VALUES (?,?,?,?,?,?,?,?,?)",
 				c.ID, s.ID, s.ParentSession, s.Agent, s.Model, s.FormatVersion, s.Events, s.Bytes, s.File)
 		}
 		if err != nil {
@@ -1203,30 +1167,20 @@ func (w *Writer) Advance(ctx context.Context, c *Conversation, sessionCount, tur
 		}
 	}
 	for _, t := range c.Turns {
-		if _, err := w.tx.ExecContext(ctx, `INSERT OR REPLACE INTO turns (conversation_id, session_id, turn, started_at,
-			ended_at, outcome) VALUES (?,?,?,?,?,?)`, c.ID, t.SessionID, t.Turn, t.StartedAt, t.EndedAt, t.Outcome); err != nil {
+		_, err := w.exec(ctx, "INSERT OR REPLACE INTO turns ("+turnColumns+") VALUES (?,?,?,?,?,?)",
+			c.ID, t.SessionID, t.Turn, t.StartedAt, t.EndedAt, t.Outcome)
+		if err != nil {
 			return fmt.Errorf("update turn %d of %s: %w", t.Turn, termtext.Quote(c.ID), err)
 		}
 	}
-	for _, m := range msgs {
-		if err := w.addMessage(ctx, c.ID, m); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// LogIdentities maps every indexed conversation to the identity of the
-// conversation log its row was read from.
-func (d *DB) LogIdentities(ctx context.Context) (map[string]string, error) {
-	return d.stringMap(ctx, "SELECT id, log_identity FROM conversations")
+	return w.addMessages(cancel, ctx, c.ID, msgs)
 }
 
 // One reads conversation id's rows (nil when it has none) and, with text,
 // the digest of its messages.
 func (d *DB) One(ctx context.Context, id string, text bool) (*Conversation, MessageDigest, error) {
 	var dg MessageDigest
-	all, err := d.all(ctx, id)
+	all, err := d.all(ctx, id, true)
 	if err != nil || all[id] == nil {
 		return nil, dg, err
 	}

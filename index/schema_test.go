@@ -183,7 +183,7 @@ func TestQueriesStopAtTheDeadline(t *testing.T) {
 	if _, err := db.All(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("All: %v", err)
 	}
-	if _, err := db.Fingerprints(ctx); !errors.Is(err, context.Canceled) {
+	if _, err := db.Stored(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("Fingerprints: %v", err)
 	}
 	if _, err := db.Skipped(ctx); !errors.Is(err, context.Canceled) {

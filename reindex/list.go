@@ -167,16 +167,12 @@ func indexCurrent(ctx context.Context, s *store.Store, tree **store.Tree) (*inde
 
 // listingCurrent says why db's rows do not list tree as its logs would, or "".
 func listingCurrent(ctx context.Context, db *index.DB, tree *store.Tree) string {
-	fps, err := db.Fingerprints(ctx)
-	if err != nil {
-		return fmt.Sprintf("metadata.db is not usable: %v", err)
-	}
-	ids, err := db.LogIdentities(ctx)
+	stored, err := db.Stored(ctx)
 	if err != nil {
 		return fmt.Sprintf("metadata.db is not usable: %v", err)
 	}
 	for _, c := range tree.Conversations {
-		fp, ok := fps[c.ID]
+		st, ok := stored[c.ID]
 		if !ok {
 			if deleting(c) || c.ConversationLog() == nil {
 				// Not listed from the logs either: the runtime writes the conversation
@@ -185,16 +181,16 @@ func listingCurrent(ctx context.Context, db *index.DB, tree *store.Tree) string 
 			}
 			return fmt.Sprintf("conversation %s is not indexed", termtext.Quote(c.ID))
 		}
-		if li, indexed := ids[c.ID]; indexed {
-			if li != logIdentity(c) {
+		if !st.Skipped {
+			if st.LogIdentity != logIdentity(c) {
 				return fmt.Sprintf("conversation %s changed since it was indexed", termtext.Quote(c.ID))
 			}
-		} else if fp != dirFingerprint(c) {
+		} else if st.Fingerprint != dirFingerprint(c) {
 			return fmt.Sprintf("conversation %s changed since it was skipped", termtext.Quote(c.ID))
 		}
-		delete(fps, c.ID)
+		delete(stored, c.ID)
 	}
-	for id := range fps {
+	for id := range stored {
 		return fmt.Sprintf("conversation %s is indexed but no longer exists", termtext.Quote(id))
 	}
 	return ""

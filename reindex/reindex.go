@@ -512,7 +512,7 @@ func (j *job) update(ctx context.Context, db *index.DB, tree *store.Tree) error 
 		for i, r := range reasons {
 			reasons[i] = rp.text(r)
 		}
-		return keptFlag{stored: &st, willNotOpen: reasons}
+		return keptFlag{stored: st, willNotOpen: reasons}
 	}
 	if err := j.applyAll(ctx, w, tree, keep); err != nil {
 		return err

@@ -359,13 +359,13 @@ func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, op
 // a writer that died between its logs and its rows leaves; Update brings
 // each up to date.
 func Stale(ctx context.Context, db *index.DB, s *store.Store, ids []string) ([]string, error) {
-	fps, err := db.Fingerprints(ctx)
+	stored, err := db.Stored(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, id := range ids {
-		fp, indexed := fps[id]
+		st, indexed := stored[id]
 		c, _, err := s.WalkConversation(id)
 		switch {
 		case err != nil:
@@ -378,7 +378,7 @@ func Stale(ctx context.Context, db *index.DB, s *store.Store, ids []string) ([]s
 			if !deleting(c) {
 				out = append(out, id)
 			}
-		case fp != dirFingerprint(c):
+		case st.Fingerprint != dirFingerprint(c):
 			out = append(out, id)
 		}
 	}
