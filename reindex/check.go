@@ -52,17 +52,12 @@ func (r *CheckResult) Drift() bool { return r.IndexProblem != "" || len(r.Differ
 // read again (recheck).
 func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, error) {
 	opts.defaults()
-	res := &CheckResult{SchemaVersion: contract.Version, Index: s.IndexPath(), Differences: []Difference{}, Skipped: []store.Item{},
-		WillNotOpen: []WillNotOpen{}, Warnings: opts.warnings(), InFlight: []InFlight{}}
 	tree, err := s.WalkJobs(opts.Jobs)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range tree.Problems {
-		if p.Reason != store.ReasonUnexpected {
-			res.Skipped = append(res.Skipped, store.Item{Kind: store.ItemSkipped, Path: p.Path, Reason: p.Reason})
-		}
-	}
+	res := &CheckResult{SchemaVersion: contract.Version, Index: s.IndexPath(), Differences: []Difference{}, Skipped: walkSkips(tree),
+		WillNotOpen: []WillNotOpen{}, Warnings: opts.warnings(), InFlight: []InFlight{}}
 	ix, err := readIndexed(ctx, res.Index, !opts.NoText)
 	if index.IsLocked(err) {
 		// Nothing to compare yet, and nothing wrong with the index.

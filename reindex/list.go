@@ -83,13 +83,8 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 		res.Warnings = (&Options{Machine: o.Machine}).warnings()
 	}
 	present := presentIn(tree)
-	// Report the walk's findings (links, FIFOs), or a linked
-	// conversations/ would list nothing silently; stray files are ignored.
-	for _, p := range tree.Problems {
-		if p.Reason != store.ReasonUnexpected {
-			res.Skipped = append(res.Skipped, store.Item{Kind: store.ItemSkipped, Path: p.Path, Reason: p.Reason})
-		}
-	}
+	// Reported, or a linked conversations/ would list nothing silently.
+	res.Skipped = walkSkips(tree)
 	for _, c := range tree.Conversations {
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -216,9 +216,10 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 		if p.Reason == store.ReasonUnexpected {
 			// A stray file is not a conversation: reported, not skipped.
 			opts.OnEvent(store.Item{Kind: store.ItemIgnored, Path: rp.path(p.Path), Reason: p.Reason})
-			continue
 		}
-		sk := rp.skip(store.Item{Kind: store.ItemSkipped, Path: p.Path, Reason: p.Reason})
+	}
+	for _, sk := range walkSkips(tree) {
+		sk = rp.skip(sk)
 		res.Skipped = append(res.Skipped, sk)
 		opts.OnEvent(sk)
 	}
@@ -303,6 +304,18 @@ func (j *job) rebuild(ctx context.Context, tree *store.Tree) error {
 	return nil
 }
 
+// walkSkips are the walk's findings skipped (links, FIFOs); stray files are
+// not conversations.
+func walkSkips(tree *store.Tree) []store.Item {
+	out := []store.Item{}
+	for _, p := range tree.Problems {
+		if p.Reason != store.ReasonUnexpected {
+			out = append(out, store.Item{Kind: store.ItemSkipped, Path: p.Path, Reason: p.Reason})
+		}
+	}
+	return out
+}
+
 // presentIn is the set of conversations the walk found (fork sources).
 func presentIn(tree *store.Tree) map[string]bool {
 	present := make(map[string]bool, len(tree.Conversations))
@@ -342,14 +355,11 @@ func (j *job) apply(ctx context.Context, w *index.Writer, b *built) error {
 		sk := rp.skip(*b.skip)
 		res.Skipped = append(res.Skipped, sk)
 		j.opts.OnEvent(sk)
-		if err := w.Skip(ctx, b.dir.ID, b.dir.Name, b.fingerprint, storedReason(b.dir.Path, b.skip)); err != nil {
-			return err
-		}
+		return write(ctx, w, b)
 	case b.kept != nil:
 		res.Kept++
 		if len(b.kept.ForkSources) > 0 {
-			j.forks = append(j.forks, fork{dir: b.dir, written: b.kept.WillNotOpen, kept: true,
-				needs: store.Needs{Cwd: b.kept.Cwd, Agents: b.kept.Agents, Models: b.kept.Models, Sources: b.kept.ForkSources}})
+			j.forks = append(j.forks, fork{dir: b.dir, written: b.kept.WillNotOpen, kept: true, needs: needsOf(&b.kept.Conversation)})
 			break
 		}
 		if !slices.Equal(b.kept.WillNotOpen, b.willNotOpen) {
@@ -363,7 +373,7 @@ func (j *job) apply(ctx context.Context, w *index.Writer, b *built) error {
 		for i, r := range b.conv.WillNotOpen {
 			b.conv.WillNotOpen[i] = rp.text(r)
 		}
-		if err := w.Put(ctx, b.conv, b.msgs); err != nil {
+		if err := write(ctx, w, b); err != nil {
 			return err
 		}
 		if len(b.conv.ForkSources) > 0 {
@@ -379,6 +389,18 @@ func (j *job) apply(ctx context.Context, w *index.Writer, b *built) error {
 		res.FromPrereads += b.fromPrereads
 	}
 	return nil
+}
+
+// write puts in w the rows a rebuild writes for b: none for a conversation
+// gone, its skip, or its rows.
+func write(ctx context.Context, w *index.Writer, b *built) error {
+	switch {
+	case b.deleting || b.empty:
+		return w.Remove(ctx, b.dir.ID)
+	case b.skip != nil:
+		return w.Skip(ctx, b.dir.ID, b.dir.Name, b.fingerprint, storedReason(b.dir.Path, b.skip))
+	}
+	return w.Put(ctx, b.conv, b.msgs)
 }
 
 // willNotOpen reports an indexed conversation that will not open here.
@@ -507,8 +529,7 @@ func (j *job) update(ctx context.Context, db *index.DB, tree *store.Tree) error 
 		if !ok || st.Skipped || fp != st.Fingerprint {
 			return keptFlag{}
 		}
-		n := store.Needs{Cwd: st.Cwd, Agents: st.Agents, Models: st.Models, Sources: st.ForkSources}
-		reasons := opts.Machine.Check(n, func(id string) bool { return present[id] })
+		reasons := opts.Machine.Check(needsOf(&st.Conversation), func(id string) bool { return present[id] })
 		for i, r := range reasons {
 			reasons[i] = rp.text(r)
 		}

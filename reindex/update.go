@@ -337,19 +337,13 @@ func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, op
 	if err != nil {
 		return UpdateResult{}, err
 	}
-	var res UpdateResult
-	switch {
-	case b.deleting || b.empty:
-		err = w.Remove(ctx, convID)
-	case b.skip != nil:
-		err = w.Skip(ctx, convID, filepath.Base(c.Path), b.fingerprint, storedReason(c.Path, b.skip))
-	default:
-		err = w.Put(ctx, b.conv, b.msgs)
-		res.FromPrereads = b.fromPrereads
-	}
-	if err != nil {
+	if err := write(ctx, w, b); err != nil {
 		w.Rollback()
 		return UpdateResult{}, fmt.Errorf("update %s in the index: %w", termtext.Quote(convID), interrupted(ctx, err))
+	}
+	var res UpdateResult
+	if b.conv != nil {
+		res.FromPrereads = b.fromPrereads
 	}
 	return res, w.Commit()
 }
