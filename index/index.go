@@ -1,7 +1,7 @@
 // Package index is metadata.db: the SQLite index of conversations, sessions,
 // turns and message text that speeds up listing and searching. It is derived
 // data: reindex rebuilds every row from the logs, and the runtime keeps it
-// current through the store's IndexKeeper (reindex.Update).
+// current through the store's IndexKeeper (reindex.Keeper).
 //
 // A database is used only after its schema is checked to be exactly this
 // package's, else it is ErrSchema, as if absent. Writers open it with Open;
@@ -31,12 +31,10 @@ import (
 )
 
 // SchemaVersion is stored in PRAGMA user_version; a database of another
-// version is not used (a *VersionError): reindex rebuilds it and readers take
-// it as not current.
+// version is not used (a *VersionError).
 const SchemaVersion = 4
 
-// ErrSchema is wrapped when a file is not an index of this schema version
-// (garbage, another program's database, an older or newer schema).
+// ErrSchema is wrapped when a file is not an index of this schema version.
 var ErrSchema = errors.New("not a convkit index of this schema version")
 
 // ErrLocked is wrapped when another process holds the index locked past the
@@ -44,7 +42,7 @@ var ErrSchema = errors.New("not a convkit index of this schema version")
 var ErrLocked = errors.New("locked by another process")
 
 // IsLocked reports whether err is SQLite's answer to a lock another
-// process holds (SQLITE_BUSY, SQLITE_LOCKED), or wraps ErrLocked.
+// process holds, or wraps ErrLocked.
 func IsLocked(err error) bool {
 	if errors.Is(err, ErrLocked) {
 		return true
@@ -60,9 +58,8 @@ func IsLocked(err error) bool {
 	return false
 }
 
-// UpdateAdvice says how an index that err kept from being updated is
-// brought up to date: once another process's lock is gone, an update in
-// place; otherwise a rebuild.
+// UpdateAdvice says how to bring up to date an index that err kept from
+// being updated.
 func UpdateAdvice(err error) string {
 	if IsLocked(err) {
 		return "convkit reindex --incremental once the other process is done"
@@ -70,9 +67,8 @@ func UpdateAdvice(err error) string {
 	return "convkit reindex"
 }
 
-// VersionError is a database of another schema version: an older one was
-// written by an older convkit and is stale, not damaged. It wraps
-// ErrSchema.
+// VersionError is a database of another schema version (an older one is
+// stale, not damaged); it wraps ErrSchema.
 type VersionError struct {
 	Found, Want int
 }
@@ -163,16 +159,12 @@ type Conversation struct {
 	Models          []string `json:"models"`
 	RunningTurn     bool     `json:"runningTurn"`
 	Fingerprint     string   `json:"fingerprint"`
-	// WillNotOpen lists why the conversation will not open on this
-	// machine, as store.Machine checked it when the row was written
-	// (empty: it will).
+	// WillNotOpen lists why it will not open on this machine, as checked
+	// when the row was written.
 	WillNotOpen []string `json:"willNotOpen"`
-	// ForkSources are the conversations it reads older history from
-	// (store.Dependencies), sorted.
-	ForkSources []string `json:"forkSources"`
-	// LogIdentity is the conversation log's identity when the row was
-	// read (its part of Fingerprint): what listing reads is current while
-	// it matches.
+	ForkSources []string `json:"forkSources"` // store.Dependencies, sorted
+	// LogIdentity is the conversation log's part of Fingerprint: listing
+	// is current while it matches.
 	LogIdentity string    `json:"logIdentity"`
 	Sessions    []Session `json:"sessions"`
 	Turns       []Turn    `json:"turns"`
@@ -209,14 +201,12 @@ type Message struct {
 
 // DB is an open index.
 type DB struct {
-	db    *sql.DB
-	path  string
-	fresh bool   // created by Create and not yet written: bulk load
-	mode  string // how OpenRead read it (test only)
-	// wb writes a bulk load's pages back as it goes (see writeback).
-	wb *writeback
-	// cleanup removes a private snapshot after the database is closed.
-	cleanup func()
+	db      *sql.DB
+	path    string
+	fresh   bool   // created by Create and not yet written: bulk load
+	mode    string // how OpenRead read it (test only)
+	wb      *writeback
+	cleanup func() // removes a private snapshot
 }
 
 // dsn puts the pragmas in the connection string, for every pooled connection.
@@ -230,10 +220,9 @@ func dsn(path string, pragmas ...string) string {
 
 var runtimePragmas = []string{"busy_timeout(5000)", "trusted_schema(0)", "journal_mode(WAL)", "synchronous(NORMAL)"}
 
-// Open opens an existing index for reading and writing. A missing file gives
-// fs.ErrNotExist; anything but a regular file is refused, links never
-// followed; a file that is not exactly this package's schema gives an error
-// wrapping ErrSchema before any statement touches the tables.
+// Open opens an existing index for reading and writing: a missing file gives
+// fs.ErrNotExist, anything but a regular file is refused, and a file not of
+// exactly this schema gives ErrSchema before any statement touches it.
 func Open(path string) (*DB, error) {
 	if err := checkFiles(path); err != nil {
 		return nil, err
@@ -271,15 +260,13 @@ func Create(path string) (*DB, error) {
 	return &DB{db: db, path: path, fresh: true, wb: startWritingBack(f)}, nil
 }
 
-// bulkHashSize raises the text FTS5 holds in memory before writing a segment
-// from 1 MiB to 16 MiB for a bulk load, since each segment is merged again
-// later (a 10,000-conversation rebuild ran about 10% faster); Finish removes
-// the setting, so incremental updates keep the default.
+// bulkHashSize raises the text FTS5 holds before writing a segment from
+// 1 MiB to 16 MiB for a bulk load, since each segment is merged again later
+// (a rebuild ran about 10% faster); Finish removes it.
 const bulkHashSize = "INSERT INTO messages(messages, rank) VALUES('hashsize', 16777216);"
 
 // writeback starts the kernel writing a bulk load's pages every
-// writebackEvery, because with synchronous(OFF) nothing is written back until
-// the rebuild's final fsync, which then waits for it all.
+// writebackEvery: with synchronous(OFF) the final fsync would wait for all.
 type writeback struct {
 	f    *os.File
 	stop chan struct{}
@@ -316,8 +303,7 @@ func (wb *writeback) end() {
 	wb.f.Close()
 }
 
-// Finish makes a bulk-loaded index durable and ready for the runtime: WAL
-// journal, checkpointed, fsynced, closed.
+// Finish makes a bulk-loaded index durable and closes it.
 func (d *DB) Finish() error {
 	d.wb.end()
 	d.wb = nil
@@ -439,12 +425,10 @@ func (w *Writer) exec(ctx context.Context, q string, args ...any) (sql.Result, e
 // maxRows is the most rows one statement of a multiInsert carries.
 const maxRows = 32
 
-// multiInsert inserts up to maxRows rows of one table per statement, one
-// statement prepared per row count, because database/sql and the driver cost
-// as much per statement as SQLite's insert of a row. OR FAIL avoids the
-// statement journal that made FTS5 flush its terms at every savepoint; a
-// failed statement may leave earlier rows, and every caller rolls back on
-// error.
+// multiInsert inserts up to maxRows rows per statement, because database/sql
+// and the driver cost as much per statement as SQLite's insert of a row. OR
+// FAIL avoids the statement journal that made FTS5 flush at every savepoint;
+// the rows a failed statement leaves go with the rollback.
 type multiInsert struct {
 	head  string // "INSERT ... VALUES "
 	cols  int
@@ -506,11 +490,10 @@ func jsonList(v []string) string {
 	return string(append(b, ']'))
 }
 
-// A Writer runs its statements without ctx's cancellation
-// (context.WithoutCancel) and checks ctx itself, before each call and every
-// checkEvery messages of a Put, because the driver's per-statement
-// cancellation goroutine cost a quarter of a rebuild's CPU; one statement is
-// one conversation's rows, so a cancel still stops within milliseconds.
+// A Writer runs its statements without ctx's cancellation and checks ctx
+// itself, before each call and every checkEvery messages, because the
+// driver's per-statement cancellation goroutine cost a quarter of a
+// rebuild's CPU.
 const checkEvery = 256
 
 // canceled is ctx's error when the i-th message is one to check ctx at.
@@ -521,10 +504,9 @@ func canceled(ctx context.Context, i int) error {
 	return ctx.Err()
 }
 
-// Put replaces every row of c.ID with c and its messages; after an error the
-// transaction must be rolled back. Each session keeps its leading unchanged
-// indexed messages, so an update touches the full-text index only for what
-// changed.
+// Put replaces every row of c.ID with c and its messages, keeping each
+// session's leading unchanged messages (the full-text index is slow to
+// change); after an error the transaction must be rolled back.
 func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error {
 	cancel := ctx
 	if err := cancel.Err(); err != nil {
@@ -616,9 +598,9 @@ func (w *Writer) addMessages(cancel, ctx context.Context, id string, msgs []Mess
 	return nil
 }
 
-// keepMessages keeps each session's leading indexed rows that equal its first
-// messages in msgs, deletes every other row of conversation id, and returns
-// the messages of msgs not indexed now, in order.
+// keepMessages keeps each session's leading rows that equal its first
+// messages in msgs, deletes the other rows of conversation id, and returns
+// the messages left to index.
 func (w *Writer) keepMessages(ctx context.Context, id string, msgs []Message) ([]Message, error) {
 	type session struct {
 		msgs   []int // indexes into msgs
@@ -702,8 +684,7 @@ func (w *Writer) keepMessages(ctx context.Context, id string, msgs []Message) ([
 }
 
 // duplicateAt finds the first of n keys that repeats an earlier one, and
-// that earlier one: the row that broke the primary key of a statement of
-// several rows, which SQLite names by its columns only.
+// that one: SQLite names the row that broke a primary key by its columns only.
 func duplicateAt(n int, key func(i int) string) (first, again int, ok bool) {
 	seen := make(map[string]int, n)
 	for i := range n {
@@ -754,9 +735,8 @@ func (w *Writer) SetWillNotOpen(ctx context.Context, id string, reasons []string
 	return nil
 }
 
-// Skip records a conversation that could not be indexed, with the log
-// fingerprint it had and why, so readers know the index is still current
-// for it.
+// Skip records a conversation that could not be indexed, with its log
+// fingerprint and why.
 func (w *Writer) Skip(ctx context.Context, id, dir, fingerprint, reason string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -800,26 +780,23 @@ type ListOptions struct {
 	// WillNotOpen lists only the conversations that will not open on this
 	// machine.
 	WillNotOpen bool
-	// Before continues a page: conversations updated before this time (Unix
-	// ms), or at it with a greater id.
+	// Before and BeforeID continue a page (updated_at, id).
 	Before   int64
 	BeforeID string
 }
 
 // Summary is one row of List.
 type Summary struct {
-	ID          string `json:"id"`
-	Title       string `json:"title"`
-	UpdatedAt   int64  `json:"updatedAt"`
-	CreatedAt   int64  `json:"createdAt"`
-	Archived    bool   `json:"archived"`
-	ForkedFrom  string `json:"forkedFrom"`
-	Cwd         string `json:"cwd"`
-	Sessions    int    `json:"sessions"`
-	Turns       int    `json:"turns"`
-	RunningTurn bool   `json:"runningTurn"`
-	// WillNotOpen lists why it will not open on this machine ([]: it
-	// will).
+	ID          string   `json:"id"`
+	Title       string   `json:"title"`
+	UpdatedAt   int64    `json:"updatedAt"`
+	CreatedAt   int64    `json:"createdAt"`
+	Archived    bool     `json:"archived"`
+	ForkedFrom  string   `json:"forkedFrom"`
+	Cwd         string   `json:"cwd"`
+	Sessions    int      `json:"sessions"`
+	Turns       int      `json:"turns"`
+	RunningTurn bool     `json:"runningTurn"`
 	WillNotOpen []string `json:"willNotOpen"`
 }
 
@@ -955,23 +932,20 @@ func (d *DB) Search(ctx context.Context, query string, limit int) ([]Hit, error)
 	if limit <= 0 {
 		limit = 50
 	}
-	rows, err := d.db.QueryContext(ctx, `SELECT m.conversation_id, coalesce(c.title, ''), m.session_id, m.seq, m.role,
+	out := []Hit{}
+	err := eachRow(ctx, d.db, `SELECT m.conversation_id, coalesce(c.title, ''), m.session_id, m.seq, m.role,
 		snippet(messages, 4, '[', ']', '…', 12), bm25(messages)
 		FROM messages m LEFT JOIN conversations c ON c.id = m.conversation_id
-		WHERE messages MATCH ? ORDER BY bm25(messages) LIMIT ?`, query, limit)
+		WHERE messages MATCH ? ORDER BY bm25(messages) LIMIT ?`, []any{query, limit}, func(r *sql.Rows) error {
+		var h Hit
+		err := r.Scan(&h.ConversationID, &h.Title, &h.SessionID, &h.Seq, &h.Role, &h.Snippet, &h.Rank)
+		out = append(out, h)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("search %s: %w", termtext.Quote(query), err)
 	}
-	defer rows.Close()
-	out := []Hit{}
-	for rows.Next() {
-		var h Hit
-		if err := rows.Scan(&h.ConversationID, &h.Title, &h.SessionID, &h.Seq, &h.Role, &h.Snippet, &h.Rank); err != nil {
-			return nil, err
-		}
-		out = append(out, h)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Stored is what the index holds of one conversation, without its sessions
@@ -1017,9 +991,8 @@ func (d *DB) Totals(ctx context.Context) (Totals, error) {
 	return t, err
 }
 
-// MessageDigest sums up the searchable messages of one conversation: how
-// many, and a digest of their session, seq, role and text that does not
-// depend on their order.
+// MessageDigest sums up the searchable messages of one conversation in any
+// order: how many, and a digest of their fields.
 type MessageDigest struct {
 	Count int
 	Sum   uint64
@@ -1040,14 +1013,12 @@ func (d *MessageDigest) Add(m Message) {
 	d.Sum += binary.LittleEndian.Uint64(h.Sum(sum[:0]))
 }
 
-// MessageDigests sums up the messages of every conversation, as
-// MessageDigest.Add does message by message.
+// MessageDigests sums up the messages of every conversation.
 func (d *DB) MessageDigests(ctx context.Context) (map[string]MessageDigest, error) {
 	return d.digests(ctx, "", nil)
 }
 
-// digests sums up the messages of the rows of message_rows r that where
-// selects.
+// digests sums up the messages of the message_rows r that where selects.
 func (d *DB) digests(ctx context.Context, where string, args []any) (map[string]MessageDigest, error) {
 	out := map[string]MessageDigest{}
 	err := eachRow(ctx, d.db, `SELECT r.conversation_id, m.session_id, m.seq, m.role, m.text
@@ -1071,10 +1042,8 @@ func (d *DB) digests(ctx context.Context, where string, args []any) (map[string]
 // ErrNotIndexed is wrapped when a conversation has no row in the index.
 var ErrNotIndexed = errors.New("not in the index")
 
-// WillNotOpen returns why the conversation id will not open on this machine as
-// recorded with its row (empty: it will); without a row, an error wraps
-// ErrNotIndexed. It is how the runtime reads what reindex, import and the
-// other writers found.
+// WillNotOpen returns why the conversation id will not open on this machine,
+// as recorded with its row; without a row, an error wraps ErrNotIndexed.
 func (d *DB) WillNotOpen(ctx context.Context, id string) ([]string, error) {
 	var wno string
 	err := d.db.QueryRowContext(ctx, "SELECT will_not_open FROM conversations WHERE id = ?", id).Scan(&wno)
@@ -1087,8 +1056,7 @@ func (d *DB) WillNotOpen(ctx context.Context, id string) ([]string, error) {
 	return stringList(wno), nil
 }
 
-// stringList decodes a JSON list of strings as jsonList wrote it; anything
-// else reads as empty.
+// stringList decodes a JSON list of strings; anything else reads as empty.
 func stringList(s string) []string {
 	out := []string{}
 	if s != "[]" {
@@ -1102,10 +1070,9 @@ func stringList(s string) []string {
 
 // SkippedRow is a conversation the last reindex could not index.
 type SkippedRow struct {
-	ID     string `json:"id"`
-	Dir    string `json:"dir"`
-	Reason string `json:"reason"`
-	// Fingerprint is that of the logs it was skipped for.
+	ID          string `json:"id"`
+	Dir         string `json:"dir"`
+	Reason      string `json:"reason"`
 	Fingerprint string `json:"-"`
 }
 
@@ -1124,11 +1091,10 @@ func (d *DB) Skipped(ctx context.Context) ([]SkippedRow, error) {
 	return out, nil
 }
 
-// Advance brings the rows of conversation c up to date after appends, in time
-// that depends on what changed, not on the conversation's length: the
-// conversation row is rewritten, the changed sessions and turns written over
-// theirs, and msgs, the messages appended since, added. The row must exist
-// (else an error wrapping ErrNotIndexed).
+// Advance brings the rows of conversation c up to date after appends in time
+// that does not grow with the conversation: its row is rewritten, its
+// sessions and turns c holds written over theirs, and msgs, the messages
+// appended since, added. Without a row, an error wraps ErrNotIndexed.
 func (w *Writer) Advance(ctx context.Context, c *Conversation, sessionCount, turnCount int, msgs []Message) error {
 	cancel := ctx
 	if err := ctx.Err(); err != nil {
