@@ -27,19 +27,15 @@ type Difference struct {
 
 // CheckResult is what Check found.
 type CheckResult struct {
-	SchemaVersion int          `json:"schemaVersion"`
-	Index         string       `json:"index"`
-	IndexProblem  string       `json:"indexProblem,omitempty"`
-	Conversations int          `json:"conversations"`
-	Differences   []Difference `json:"differences"`
-	Skipped       []store.Item `json:"skipped"`
-	// WillNotOpen are the conversations that will not open on this machine,
-	// checked now.
-	WillNotOpen []WillNotOpen `json:"willNotOpen"`
-	// Warnings: see Result.Warnings.
-	Warnings []string `json:"warnings"`
-	// InFlight are the conversations whose rows lag only by running turns: no
-	// difference.
+	SchemaVersion int           `json:"schemaVersion"`
+	Index         string        `json:"index"`
+	IndexProblem  string        `json:"indexProblem,omitempty"`
+	Conversations int           `json:"conversations"`
+	Differences   []Difference  `json:"differences"`
+	Skipped       []store.Item  `json:"skipped"`
+	WillNotOpen   []WillNotOpen `json:"willNotOpen"` // checked now
+	Warnings      []string      `json:"warnings"`
+	// InFlight rows lag only by running turns: no difference.
 	InFlight []InFlight `json:"inFlight"`
 }
 
@@ -48,8 +44,7 @@ func (r *CheckResult) Drift() bool { return r.IndexProblem != "" || len(r.Differ
 
 // Check compares the logs with metadata.db and writes nothing. It takes no
 // lock, so it runs beside the runtime: rows that lag by the turns in flight
-// are InFlight, and while runtime.lock is held a differing conversation is
-// read again (recheck).
+// are InFlight, and a differing conversation is read again (recheck).
 func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, error) {
 	opts.defaults()
 	tree, err := s.WalkJobs(opts.Jobs)
@@ -68,8 +63,7 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 	}
 	present := presentIn(tree)
 	seen := map[string]bool{}
-	// Forks are compared once every conversation is read: a fork source
-	// being deleted is missing, as reindex finds it (finishForks).
+	// Forks are compared once all are read, as finishForks checks them.
 	judge := func(conv, got *index.Conversation, msgs []index.Message) {
 		d, lag := ix.judge(conv, got, msgs)
 		res.Differences = append(res.Differences, d...)
@@ -78,8 +72,7 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 		}
 	}
 	var forks []*built
-	// readSkips: what reading each conversation skipped, which a second
-	// reading that finds it whole takes back.
+	// readSkips: what the first reading skipped, which a second may take back.
 	readSkips := map[string]store.Item{}
 	gone := map[string]bool{}
 	reasons := map[string][]string{}
@@ -103,10 +96,10 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 				diff("stale", "indexed, but a rebuild skips it: %s", b.skip.Reason)
 			case !wasSkipped:
 				diff("missing", "skipped (%s), but not recorded as skipped in the index", b.skip.Reason)
-			case skipped.reason != storedReason(b.dir.Path, b.skip):
-				diff("stale", "skipped: logs %s, index %s", termtext.Quote(storedReason(b.dir.Path, b.skip)), termtext.Quote(skipped.reason))
-			case skipped.fingerprint != b.fingerprint:
-				diff("stale", "skipped, but its logs changed since (fingerprint: logs %s, index %s)", b.fingerprint, skipped.fingerprint)
+			case skipped.Reason != storedReason(b.dir.Path, b.skip):
+				diff("stale", "skipped: logs %s, index %s", termtext.Quote(storedReason(b.dir.Path, b.skip)), termtext.Quote(skipped.Reason))
+			case skipped.Fingerprint != b.fingerprint:
+				diff("stale", "skipped, but its logs changed since (fingerprint: logs %s, index %s)", b.fingerprint, skipped.Fingerprint)
 			}
 		case b.deleting || b.empty:
 			gone[id] = true
@@ -167,12 +160,11 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 	return res, nil
 }
 
-// betweenReadings runs after Check's first reading, before the second:
-// a test's way to change the logs as a live runtime would in between.
+// betweenReadings lets a test change the logs between Check's readings.
 var betweenReadings = func() {}
 
 // compare is the differences between the row got (nil: none) and what the
-// logs give, conv and the digest of its messages.
+// logs give.
 func (ix *indexed) compare(conv, got *index.Conversation, digest index.MessageDigest) []Difference {
 	if got == nil {
 		return []Difference{{ID: conv.ID, Kind: "missing", Detail: "in the logs but not in the index"}}
@@ -193,20 +185,16 @@ func (ix *indexed) compare(conv, got *index.Conversation, digest index.MessageDi
 // indexed is what Check reads of the index.
 type indexed struct {
 	convs   map[string]*index.Conversation
-	skipped map[string]skippedRow
-	// digests: the messages, when their text is compared.
-	digests map[string]index.MessageDigest
-	// problem: the index could not be read; every conversation of the
-	// logs is missing.
+	skipped map[string]index.SkippedRow
+	digests map[string]index.MessageDigest // when text is compared
+	// problem: the index could not be read; every conversation is missing.
 	problem bool
 }
 
-type skippedRow struct{ reason, fingerprint string }
-
-// readIndexed reads the index at path as list does (OpenRead); an error
-// says why it could not be, and the result is then empty.
+// readIndexed reads the index at path as list does; an error says why it
+// could not, and the result is then empty.
 func readIndexed(ctx context.Context, path string, text bool) (*indexed, error) {
-	unread := &indexed{convs: map[string]*index.Conversation{}, skipped: map[string]skippedRow{}, problem: true}
+	unread := &indexed{convs: map[string]*index.Conversation{}, skipped: map[string]index.SkippedRow{}, problem: true}
 	db, err := index.OpenRead(ctx, path, index.ReadOptions{})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -215,7 +203,7 @@ func readIndexed(ctx context.Context, path string, text bool) (*indexed, error) 
 		return unread, err
 	}
 	defer db.Close()
-	ix := &indexed{skipped: map[string]skippedRow{}}
+	ix := &indexed{skipped: map[string]index.SkippedRow{}}
 	var rows []index.SkippedRow
 	ix.convs, err = db.All(ctx)
 	if err == nil {
@@ -228,7 +216,7 @@ func readIndexed(ctx context.Context, path string, text bool) (*indexed, error) 
 		return unread, fmt.Errorf("reading %s: %w", path, err)
 	}
 	for _, r := range rows {
-		ix.skipped[r.ID] = skippedRow{reason: r.Reason, fingerprint: r.Fingerprint}
+		ix.skipped[r.ID] = r
 	}
 	return ix, nil
 }

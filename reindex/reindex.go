@@ -31,26 +31,23 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// MaxIndexedText bounds the searchable text kept per message, so one huge
-// message cannot make the index (or the reindex's memory) grow with it.
-const MaxIndexedText = 32 << 10
+// maxIndexedText bounds the searchable text kept per message, so one huge
+// message cannot grow the index (or the reindex's memory) with it.
+const maxIndexedText = 32 << 10
 
-// MaxJobs bounds the conversations read at once, whatever Options.Jobs asks:
-// more readers would only contend for the CPUs and memory.
-const MaxJobs = 64
+// maxJobs bounds the readers, whatever Options.Jobs asks: more would only
+// contend for the CPUs and memory.
+const maxJobs = 64
 
 // Options tune Run and Check.
 type Options struct {
-	// Jobs bounds how many conversations are read at once (default: CPUs,
-	// at most 16; never more than MaxJobs).
+	// Jobs bounds the conversations read at once (default: CPUs, at most 16).
 	Jobs int
 	// Progress counts conversations done; the total is set first.
 	Progress progress.Progress
-	// OnEvent receives each entry reported and file removed as it happens
-	// (nil: nothing).
+	// OnEvent receives each entry reported and file removed as it happens.
 	OnEvent func(store.Item)
-	// NoText leaves message text out of the index (no search); it exists to
-	// measure what the search index costs.
+	// NoText leaves message text out (no search), to measure what search costs.
 	NoText bool
 	// Machine checks whether each conversation will open here (nil: agents and
 	// models are not checked).
@@ -59,17 +56,14 @@ type Options struct {
 	// fingerprint still matches are kept, the rest replayed. An index that is
 	// missing, older or unusable is rebuilt (Result.FullReason).
 	Incremental bool
-	// ReportAs, when set, is the directory reported (and recorded in skip
-	// reasons) in place of the store's own: restore reindexes a staging
-	// directory that then becomes ReportAs.
+	// ReportAs is the directory reported in place of the store's own:
+	// restore reindexes a staging directory that then becomes ReportAs.
 	ReportAs string
-	// Prereads are session logs the caller read already, indexed from that
-	// read instead of read again (nil: none).
+	// Prereads are session logs the caller read already, not read again.
 	Prereads Prereads
 }
 
-// WillNotOpen is a conversation that will not open on this machine, and
-// why (store.Machine's reasons, in its order).
+// WillNotOpen is a conversation that will not open on this machine, and why.
 type WillNotOpen struct {
 	ID      string   `json:"id"`
 	Reasons []string `json:"reasons"`
@@ -87,8 +81,7 @@ type Result struct {
 	Messages          int          `json:"messages"`
 	// WillNotOpen are the conversations indexed that will not open here.
 	WillNotOpen []WillNotOpen `json:"willNotOpen"`
-	// Warnings are said once per run: no runtime configuration, so agents
-	// and models were not checked.
+	// Warnings are said once per run (agents and models not checked).
 	Warnings []string `json:"warnings"`
 	// Incremental: Options.Incremental was asked for; FullReason is why the
 	// index was rebuilt all the same. Kept, Rechecked (kept with changed
@@ -100,8 +93,7 @@ type Result struct {
 	Rechecked   int    `json:"rechecked"`
 	Replayed    int    `json:"replayed"`
 	Removed     int    `json:"removed"`
-	// FromPrereads counts session logs indexed from their Preread (not in the
-	// JSON report).
+	// FromPrereads counts session logs indexed from their Preread.
 	FromPrereads int `json:"-"`
 }
 
@@ -109,7 +101,7 @@ func (o *Options) defaults() {
 	if o.Jobs <= 0 {
 		o.Jobs = min(runtime.NumCPU(), 16)
 	}
-	o.Jobs = min(o.Jobs, MaxJobs)
+	o.Jobs = min(o.Jobs, maxJobs)
 	if o.Progress == nil {
 		o.Progress = progress.Nop{}
 	}
@@ -158,14 +150,14 @@ func (r reporter) text(s string) string {
 	return strings.ReplaceAll(s, r.from+string(filepath.Separator), r.to+string(filepath.Separator))
 }
 
+// skip is sk as reported.
 func (r reporter) skip(sk store.Item) store.Item {
 	sk.Path, sk.Reason = r.path(sk.Path), r.text(sk.Reason)
 	return sk
 }
 
-// storedReason is a skip's reason as the index records it: a file of the
-// conversation directory is named relative to it, so the record stays true
-// in a store moved elsewhere.
+// storedReason is a skip's reason as the index records it: a file is named
+// relative to its conversation directory, so the record survives a move.
 func storedReason(dir string, sk *store.Item) string {
 	if rel, err := filepath.Rel(dir, sk.Path); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
 		return rel + ": " + sk.Reason
@@ -176,25 +168,20 @@ func storedReason(dir string, sk *store.Item) string {
 // built is one conversation read from its logs, or kept as indexed.
 type built struct {
 	dir store.ConversationDir
-	// fingerprint is dirFingerprint's, taken before the logs were read.
+	// fingerprint is taken before the logs were read.
 	fingerprint string
-	// kept: an incremental run keeps the conversation's rows (the
-	// fingerprint matches), willNotOpen is why it will not open now.
-	kept        *index.Stored
-	willNotOpen []string
-	conv        *index.Conversation
-	msgs        []index.Message
-	// fromPrereads counts the session logs of conv taken from their
-	// Preread.
-	fromPrereads int
+	// kept: an incremental run keeps the rows, which will not open now for
+	// willNotOpen.
+	kept         *index.Stored
+	willNotOpen  []string
+	conv         *index.Conversation
+	msgs         []index.Message
+	fromPrereads int // session logs of conv taken from their Preread
 	skip         *store.Item
 	deleting     bool
-	// empty: the directory holds nothing at all, the remnant of a delete
-	// interrupted after its last file was removed.
+	// empty: nothing at all is left, as a delete interrupted at its end leaves.
 	empty bool
-	// err: the read was interrupted (the context is done); nothing else
-	// holds.
-	err error
+	err   error // the read was interrupted; nothing else holds
 }
 
 // Run rebuilds the index of the store s, which must hold runtime.lock
@@ -413,14 +400,12 @@ func (j *job) willNotOpen(c store.ConversationDir, reasons []string) {
 
 // job is one run of Run.
 type job struct {
-	s    *store.Store
-	opts Options
-	rp   reporter
-	res  *Result
-	// present are the conversations the walk found; forks those indexed whose
-	// fork sources are checked once all are read (finishForks).
-	present map[string]bool
-	forks   []fork
+	s       *store.Store
+	opts    Options
+	rp      reporter
+	res     *Result
+	present map[string]bool // the conversations the walk found
+	forks   []fork          // checked once all are read (finishForks)
 }
 
 // fork is a conversation indexed that depends on fork sources, with the
@@ -436,10 +421,9 @@ func needsOf(c *index.Conversation) store.Needs {
 	return store.Needs{Cwd: c.Cwd, Agents: c.Agents, Models: c.Models, Sources: c.ForkSources}
 }
 
-// finishForks checks the fork sources of the conversations indexed once all
-// are read, since a source whose deletion the run finished is missing, which
-// a parallel reader could not know. Changed rows are updated and the forks
-// that will not open reported, in directory order.
+// finishForks checks the fork sources of the forks indexed once all are
+// read, since a parallel reader could not know of a source whose deletion the
+// run finished; changed rows are updated.
 func (j *job) finishForks(ctx context.Context, w *index.Writer, tree *store.Tree) error {
 	if len(j.forks) == 0 {
 		return nil
@@ -477,8 +461,7 @@ func (j *job) finishForks(ctx context.Context, w *index.Writer, tree *store.Tree
 var errIndexUnusable = errors.New("metadata.db cannot be updated in place")
 
 // openForUpdate opens metadata.db for an incremental run, or says why it is
-// rebuilt instead; one another process holds locked is an error, never
-// replaced.
+// rebuilt instead; one another process holds locked is an error.
 func openForUpdate(s *store.Store) (*index.DB, string, error) {
 	db, err := index.Open(s.IndexPath())
 	var ve *index.VersionError
@@ -522,18 +505,18 @@ func (j *job) update(ctx context.Context, db *index.DB, tree *store.Tree) error 
 			res.Removed++
 		}
 	}
-	keep := func(c store.ConversationDir, fp string) keptFlag {
+	keep := func(c store.ConversationDir, fp string) *built {
 		st, ok := stored[c.ID]
 		// A skipped conversation is read again: the reason may lie outside
 		// its logs.
 		if !ok || st.Skipped || fp != st.Fingerprint {
-			return keptFlag{}
+			return nil
 		}
 		reasons := opts.Machine.Check(needsOf(&st.Conversation), func(id string) bool { return present[id] })
 		for i, r := range reasons {
 			reasons[i] = rp.text(r)
 		}
-		return keptFlag{stored: st, willNotOpen: reasons}
+		return &built{dir: c, fingerprint: fp, kept: st, willNotOpen: reasons}
 	}
 	if err := j.applyAll(ctx, w, tree, keep); err != nil {
 		return err
@@ -547,7 +530,7 @@ func (j *job) update(ctx context.Context, db *index.DB, tree *store.Tree) error 
 }
 
 // applyAll reads every conversation of tree into w (keep: those whose rows
-// stay), finishes the forks and commits; on an error it rolls w back.
+// stay), finishes the forks and commits, or rolls back.
 func (j *job) applyAll(ctx context.Context, w *index.Writer, tree *store.Tree, keep keeper) error {
 	opts := j.opts
 	opts.Progress.SetTotal(int64(len(tree.Conversations)))
@@ -565,8 +548,7 @@ func (j *job) applyAll(ctx context.Context, w *index.Writer, tree *store.Tree, k
 	return w.Commit()
 }
 
-// interrupted is ctx's error once ctx is done, whatever err the stopped
-// work gave, else err.
+// interrupted is ctx's error once ctx is done, else err.
 func interrupted(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -574,8 +556,8 @@ func interrupted(ctx context.Context, err error) error {
 	return err
 }
 
-// swap puts the new index in place of the old in one rename, after removing
-// the old one's WAL files: a crash between leaves a consistent older index.
+// swap renames the new index over the old after removing the old one's WAL
+// files: a crash between leaves a consistent older index.
 func swap(tmp, final string) error {
 	for _, suffix := range []string{"-wal", "-shm"} {
 		if err := os.Remove(final + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -589,8 +571,8 @@ func swap(tmp, final string) error {
 }
 
 // keeper settles a conversation of an incremental run from its fingerprint
-// fp without reading it: its rows are kept when the answer's stored is set.
-type keeper func(c store.ConversationDir, fp string) keptFlag
+// fp without reading it: what it keeps, or nil.
+type keeper func(c store.ConversationDir, fp string) *built
 
 // build reads conversations, at most jobs at once, and hands each result to
 // sink in the order of convs, in the caller's goroutine; keep (when not nil)
@@ -605,7 +587,7 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 	// toRead: the conversations keep did not settle, in the writer's order.
 	toRead := make([]int, 0, len(convs))
 	for i := range convs {
-		if kept == nil || kept[i].stored == nil {
+		if kept[i] == nil {
 			toRead = append(toRead, i)
 		}
 	}
@@ -646,12 +628,11 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 	k := 0
 	for i := range convs {
 		var b *built
-		if kept != nil && kept[i].stored != nil {
+		if kept[i] != nil {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			b = &built{dir: convs[i], fingerprint: fps[i], kept: kept[i].stored, willNotOpen: kept[i].willNotOpen}
-			kept[i] = keptFlag{}
+			b, kept[i] = kept[i], nil
 		} else {
 			select {
 			case b = <-results[k]:
@@ -753,20 +734,10 @@ func (q *readQueue) stop() {
 	q.mu.Unlock()
 }
 
-// keptFlag is keeper's answer for one conversation.
-type keptFlag struct {
-	stored      *index.Stored
-	willNotOpen []string
-}
-
 // fingerprints are the fingerprints and log sizes of convs, taken by jobs
-// goroutines before any log is read, and keep's answer for each.
-func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int, keep keeper) ([]string, []int64, []keptFlag) {
-	fps, sizes := make([]string, len(convs)), make([]int64, len(convs))
-	var kept []keptFlag
-	if keep != nil {
-		kept = make([]keptFlag, len(convs))
-	}
+// goroutines before any log is read, and what keep settles.
+func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int, keep keeper) ([]string, []int64, []*built) {
+	fps, sizes, kept := make([]string, len(convs)), make([]int64, len(convs)), make([]*built, len(convs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range max(jobs, 1) {
@@ -809,8 +780,7 @@ func readOrder(sizes []int64, jobs int) []int {
 	return order
 }
 
-// aheadPerJob and aheadBytes bound what the readers may have read before
-// the writer takes it: conversations per job, and message text.
+// aheadPerJob and aheadBytes bound what readers hold for the writer.
 const (
 	aheadPerJob = 16
 	aheadBytes  = 64 << 20
@@ -827,17 +797,11 @@ func (b *built) textBytes() int64 {
 
 // readEnv is what reading a conversation needs besides its directory.
 type readEnv struct {
-	// present reports whether a conversation is in the store (its fork
-	// sources).
-	present func(string) bool
-	// withText keeps the message text (search).
-	withText bool
-	// machine checks whether it will open here.
-	machine *store.Machine
-	// prereads are session logs read already (see Preread).
-	prereads Prereads
-	// fingerprint, when set, is the conversation's, taken already.
-	fingerprint string
+	present     func(string) bool // whether a fork source is in the store
+	withText    bool              // keep the message text (search)
+	machine     *store.Machine
+	prereads    Prereads
+	fingerprint string // the conversation's, when taken already
 }
 
 // readConversationWith is readConversation that stops when ctx is done.
@@ -904,7 +868,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 }
 
 // foundConversation is what c's conversation log gives Accept, and its
-// replay (nil when it has none or it cannot be read).
+// replay (nil: none).
 func foundConversation(c store.ConversationDir) (Found, *store.ConversationInfo) {
 	f := Found{Dir: c.Path}
 	l := c.ConversationLog()
@@ -920,8 +884,7 @@ func foundConversation(c store.ConversationDir) (Found, *store.ConversationInfo)
 	return f, info
 }
 
-// rowOf is the index row of conversation c from its replayed info, turns,
-// identities and will-not-open reasons (its sessions are the caller's).
+// rowOf is the index row of conversation c but its sessions.
 func rowOf(c store.ConversationDir, info *store.ConversationInfo, fingerprint, logID string, turns []store.TurnInfo, willNotOpen []string) *index.Conversation {
 	conv := &index.Conversation{
 		ID: info.ID, Dir: c.Name, Title: info.Title, TitleIsAuto: info.TitleIsAuto, Cwd: info.Cwd,
@@ -940,8 +903,7 @@ func rowOf(c store.ConversationDir, info *store.ConversationInfo, fingerprint, l
 	return conv
 }
 
-// readSession reads one session log to its end: its stats and the text of
-// its user and assistant messages.
+// readSession reads one session log to its end: its stats and messages.
 func readSession(ctx context.Context, l store.Log, withText bool) ([]index.Message, convlog.Stats, *convlog.Header, error) {
 	sessionID := l.ID
 	r, err := l.Open(convlog.ReaderOptions{})
@@ -980,7 +942,7 @@ func indexedMessage(rules *convlog.Validator, e *convlog.Event, sessionID string
 	if text == "" {
 		return m, false
 	}
-	return index.Message{SessionID: sessionID, Seq: e.Seq, Role: role, Text: clip(text, MaxIndexedText)}, true
+	return index.Message{SessionID: sessionID, Seq: e.Seq, Role: role, Text: clip(text, maxIndexedText)}, true
 }
 
 func clip(s string, n int) string {
@@ -1007,18 +969,15 @@ const (
 // Found is what a read of one conversation directory's current logs
 // found: what Accept decides from.
 type Found struct {
-	// Dir is the directory; Empty: it holds nothing at all.
 	Dir   string
-	Empty bool
-	// ConversationLog is the path of its current conversation log ("":
-	// none); ConversationErr why it could not be replayed (a
-	// *convlog.IdentityError: its header names another log).
+	Empty bool // the directory holds nothing at all
+	// ConversationLog is the current conversation log ("": none);
+	// ConversationErr why it could not be replayed.
 	ConversationLog string
 	ConversationErr error
-	// Deleting: the replay found the tombstone of a delete.
-	Deleting bool
-	// Sessions are its current session logs in order, each with what its read
-	// found wrong (nil: admitted); a reader may stop at the first that failed.
+	Deleting        bool // the replay found the tombstone of a delete
+	// Sessions are the current session logs in order, with what their read
+	// found wrong; a reader may stop at the first that failed.
 	Sessions []LogFound
 }
 
@@ -1028,8 +987,7 @@ type LogFound struct {
 	Err  error
 }
 
-// Verdict is Accept's decision; a skip says which file (Path) and why
-// (Reason, which does not repeat Path).
+// Verdict is Accept's decision; a skip says which file (Path) and why.
 type Verdict struct {
 	Outcome Outcome
 	Path    string
@@ -1037,8 +995,7 @@ type Verdict struct {
 }
 
 // Accept decides what a rebuilt index does with a conversation from what a
-// read of its logs found: Run, Update and backup's drill expectations all
-// use it.
+// read of its logs found: Run, Update, Check and backup's drill all use it.
 func Accept(f Found) Verdict {
 	switch {
 	case f.ConversationLog == "" && f.Empty:
@@ -1063,8 +1020,7 @@ func Accept(f Found) Verdict {
 	return Verdict{Outcome: Indexed}
 }
 
-// logReason is why the log at path is refused: what its header names
-// instead, or what was wrong with it.
+// logReason is why the log at path is refused.
 func logReason(what, path string, err error) string {
 	var ie *convlog.IdentityError
 	if errors.As(err, &ie) {

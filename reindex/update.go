@@ -20,9 +20,7 @@ import (
 
 // KeeperOptions configure a Keeper.
 type KeeperOptions struct {
-	// Machine checks whether each conversation will open here, as
-	// Options.Machine.
-	Machine *store.Machine
+	Machine *store.Machine // as Options.Machine
 	// OnError receives what could not be written to the index; the store's
 	// change stands and the rows are read whole at the next change.
 	OnError func(error)
@@ -37,8 +35,7 @@ type Keeper struct {
 	db   *index.DB
 	opts KeeperOptions
 	mu   sync.Mutex
-	// whole: conversations whose rows could not be advanced, read whole
-	// at their next change.
+	// whole: conversations whose rows could not be advanced, read whole next.
 	whole map[string]bool
 }
 
@@ -116,7 +113,7 @@ func (k *Keeper) advance(ctx context.Context, ch *store.IndexChange) error {
 	for i := range ch.Messages {
 		e := &ch.Messages[i].Event
 		if role, text := convlog.EventMessageText(e, convlog.MessageOf(e)); text != "" {
-			msgs = append(msgs, index.Message{SessionID: ch.Messages[i].Session, Seq: e.Seq, Role: role, Text: clip(text, MaxIndexedText)})
+			msgs = append(msgs, index.Message{SessionID: ch.Messages[i].Session, Seq: e.Seq, Role: role, Text: clip(text, maxIndexedText)})
 		}
 	}
 	w, err := k.db.Begin(ctx)
@@ -142,8 +139,7 @@ func inStore(s *store.Store) func(id string) bool {
 }
 
 // InFlight is a conversation whose rows lag behind its logs only by the
-// turns running in it (the runtime updates the index when a turn starts and
-// ends): no disagreement.
+// turns running in it, which reach the index at their end.
 type InFlight struct {
 	ID     string `json:"id"`
 	Detail string `json:"detail"`
@@ -208,14 +204,13 @@ func (ix *indexed) judge(conv, got *index.Conversation, msgs []index.Message) ([
 	return nil, &InFlight{ID: conv.ID, Detail: "the index lags by the turn in flight: " + strings.Join(parts, "; ")}
 }
 
-// recheckTries bounds how often a differing conversation is read again while
-// another process holds runtime.lock: the runtime updates the index just
-// after its logs, so a check between the two sees a passing difference.
+// recheckTries bounds the readings of a differing conversation while another
+// process holds runtime.lock: it updates the index just after its logs.
 const recheckTries = 5
 
 // recheck reads conversation id's logs and rows again, a few milliseconds
-// apart, until they agree or lag by the turn in flight; it returns what the
-// last reading found (diffs when none could be made).
+// apart, until they agree or lag by the turn in flight, and returns what the
+// last reading found.
 func recheck(ctx context.Context, s *store.Store, path string, id string, opts Options, present map[string]bool, diffs []Difference) ([]Difference, *InFlight, error) {
 	for try := range recheckTries {
 		if err := ctx.Err(); err != nil {
@@ -255,8 +250,7 @@ func recheck(ctx context.Context, s *store.Store, path string, id string, opts O
 	return diffs, nil, nil
 }
 
-// recheckAll reads again each conversation res finds stale or missing
-// from the index (see recheck), and keeps what the last reading found.
+// recheckAll rechecks each conversation res finds stale or missing.
 func recheckAll(ctx context.Context, s *store.Store, res *CheckResult, opts Options, present map[string]bool, readSkips map[string]store.Item) error {
 	ids := map[string][]Difference{}
 	var keep []Difference
@@ -297,20 +291,15 @@ func unskip(res *CheckResult, skip store.Item) {
 	}
 }
 
-// UpdateOptions configure Update.
+// UpdateOptions configure Update as Options do Run.
 type UpdateOptions struct {
-	// Machine checks whether the conversation will open here, as
-	// Options.Machine does for Run.
-	Machine *store.Machine
-	// Prereads are session logs read already, as Options.Prereads.
+	Machine  *store.Machine
 	Prereads Prereads
 }
 
 // UpdateResult is what Update did.
 type UpdateResult struct {
-	// FromPrereads counts the session logs written to the index from
-	// their Preread rather than read again.
-	FromPrereads int
+	FromPrereads int // session logs indexed from their Preread
 }
 
 // Update brings one conversation's rows in db up to date with its logs,
@@ -349,9 +338,7 @@ func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, op
 }
 
 // Stale lists the conversations of ids whose rows were not read from the
-// logs they have now (no row, a directory gone, another fingerprint), such as
-// a writer that died between its logs and its rows leaves; Update brings
-// each up to date.
+// logs they have now, as a writer that died between the two leaves.
 func Stale(ctx context.Context, db *index.DB, s *store.Store, ids []string) ([]string, error) {
 	stored, err := db.Stored(ctx)
 	if err != nil {
