@@ -20,10 +20,8 @@ import (
 )
 
 // Anyone who can write the data directory can replace metadata.db, and SQLite
-// runs what its schema says (a view's query, a trigger), so the schema is
-// checked before any query: exactly the objects created above with the same
-// types and columns, nothing else but SQLite's own, and user_version
-// SchemaVersion; a file that fails is ErrSchema, as if absent.
+// runs what its schema says (a view's query, a trigger), so before any query
+// the schema must be exactly this package's, with nothing else but SQLite's own.
 
 // object is one row of sqlite_master, with what the check compares.
 type object struct {
@@ -43,7 +41,7 @@ var (
 )
 
 // expected is the schema as SQLite records it, read from an in-memory
-// database made with the schema: the check follows the schema text.
+// database made with it.
 func expected() (map[string]object, error) {
 	wantOnce.Do(func() {
 		db, err := sql.Open("sqlite", "file::memory:")
@@ -67,8 +65,7 @@ func expected() (map[string]object, error) {
 	return wantObjects, wantErr
 }
 
-// readObjects reads sqlite_master. Reading it runs nothing: a view's
-// query runs only when the view is queried.
+// readObjects reads sqlite_master, which runs nothing of the schema.
 func readObjects(ctx context.Context, db *sql.DB) (map[string]object, error) {
 	objs := map[string]object{}
 	err := eachRow(ctx, db, "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master LIMIT ?", []any{maxObjects + 1}, func(rows *sql.Rows) error {
@@ -89,9 +86,8 @@ func readObjects(ctx context.Context, db *sql.DB) (map[string]object, error) {
 	return objs, nil
 }
 
-// ftsShadow reports whether name is one of the tables FTS5 keeps for the
-// search table: their layout belongs to SQLite's FTS5 version, so only
-// their being plain tables is checked.
+// ftsShadow reports FTS5's own tables of the search table, whose layout
+// belongs to SQLite's FTS5 version: only their being plain tables is checked.
 func ftsShadow(name string) bool {
 	return strings.HasPrefix(name, "messages_")
 }
@@ -127,8 +123,7 @@ func readColumns(ctx context.Context, db *sql.DB, objs map[string]object) error 
 	return nil
 }
 
-// checkSchema checks db's schema and user_version against this package's.
-// The error says what is wrong; the caller wraps it in ErrSchema.
+// checkSchema says what is wrong with db's schema and user_version.
 func checkSchema(ctx context.Context, db *sql.DB) error {
 	want, err := expected()
 	if err != nil {
@@ -184,18 +179,11 @@ func checkSchema(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// OpenRead must read metadata.db, a WAL database, without writing on any
-// medium, but a WAL reader needs the -shm file and cannot create it on a
-// read-only file system. So it tries, in order (DB.mode says which):
-//
-//  1. In place with query_only, as every WAL reader reads it: it sees the
-//     write-ahead log and blocks no writer.
-//  2. On a read-only file system with no write-ahead log pending: in place
-//     with immutable=1.
-//  3. Otherwise a private snapshot of the database and its log under
-//     ReadOptions.TempDir, removed on Close.
-
-// The ways above, in order.
+// OpenRead must read metadata.db, a WAL database, without writing, but a WAL
+// reader needs the -shm file, which a read-only file system cannot hold. So
+// it reads in place with query_only, as every WAL reader (blocking no
+// writer); else, on a read-only file system with no write-ahead log pending,
+// in place with immutable=1; else a private snapshot, removed on Close.
 const (
 	modeInPlace   = "read-only"
 	modeImmutable = "immutable"
@@ -204,15 +192,12 @@ const (
 
 // ReadOptions configure OpenRead.
 type ReadOptions struct {
-	// TempDir is where a private snapshot is made when the index cannot
-	// be read in place (default os.TempDir()).
-	TempDir string
+	TempDir string // where a snapshot is made (default os.TempDir())
 }
 
 // OpenRead opens an existing index for reading only, on a read-only file
-// system too, and checks its schema (see Open); it never writes the data
-// directory beyond the -wal and -shm files SQLite manages. ctx bounds the
-// check and a snapshot's copy.
+// system too, and checks its schema as Open does; ctx bounds the check and a
+// snapshot's copy.
 func OpenRead(ctx context.Context, path string, o ReadOptions) (*DB, error) {
 	db, mode, cleanup, err := openReadOnly(ctx, path, o, readPragmas)
 	if err != nil {
@@ -227,8 +212,7 @@ func OpenRead(ctx context.Context, path string, o ReadOptions) (*DB, error) {
 }
 
 // schemaError wraps a failed check in ErrSchema, unless the context ended
-// or another process holds the file locked (ErrLocked); another schema
-// version stays a *VersionError.
+// or another process holds the file locked.
 func schemaError(ctx context.Context, path string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -243,10 +227,10 @@ func schemaError(ctx context.Context, path string, err error) error {
 	return fmt.Errorf("%s: %w: %v", path, ErrSchema, err)
 }
 
-// VacuumInto writes a consistent copy of the database at src into dst, an
-// empty file the caller has just created exclusively, reading src as OpenRead
-// does; the schema is not checked, since VACUUM INTO runs none of it. dst is
-// checked before and after, since SQLite opens it by name (see checkFiles).
+// VacuumInto writes a consistent copy of the database at src, read as
+// OpenRead does, into dst, an empty file the caller has just created; VACUUM
+// INTO runs none of the schema. SQLite opens dst by name, so it is checked
+// before and after.
 func VacuumInto(ctx context.Context, src, dst string, o ReadOptions) error {
 	pin, err := durable.OpenRegular(dst, os.O_RDONLY)
 	if err != nil {
@@ -284,9 +268,8 @@ func samePinned(pin *os.File, path string) error {
 	return nil
 }
 
-// readPragmas: readers wait for a checkpoint in progress, a schema is
-// never trusted to run functions with side effects, and nothing is
-// written. VACUUM INTO counts as a write (of its target) for query_only.
+// readPragmas: readers wait for a checkpoint, trust no schema, write nothing;
+// VACUUM INTO writes its target, which query_only refuses.
 var (
 	readPragmas   = []string{"busy_timeout(5000)", "trusted_schema(0)", "query_only(1)"}
 	vacuumPragmas = []string{"busy_timeout(10000)", "trusted_schema(0)"}
@@ -326,7 +309,7 @@ func openReadOnly(ctx context.Context, path string, o ReadOptions, pragmas []str
 }
 
 // openProbe opens path with the URI parameters params and runs one
-// statement, so that a file SQLite cannot open fails here.
+// statement, so a file SQLite cannot open fails here.
 func openProbe(ctx context.Context, path, params string, pragmas []string) (*sql.DB, error) {
 	q := dsn(path, pragmas...)
 	if params != "" {
@@ -359,11 +342,8 @@ func cannotOpen(err error) bool {
 }
 
 // checkFiles refuses a database, write-ahead log or WAL index that is not a
-// regular file, since SQLite would follow a link or block on a FIFO. SQLite
-// still resolves a link in the database's own name when it opens it a moment
-// later, but only a process that can already write the 0700 data directory
-// could race that, and the holder of runtime.lock is metadata.db's only
-// writer.
+// regular file, since SQLite would follow a link or block on a FIFO (a race
+// to swap one in needs a writer of the 0700 data directory already).
 func checkFiles(path string) error {
 	fi, err := os.Lstat(path)
 	if err != nil {
@@ -388,8 +368,7 @@ func modeName(m os.FileMode) string {
 	return durable.Kind(m)
 }
 
-// pending reports whether a write-ahead log holds something (an
-// unreadable one counts).
+// pending reports whether a write-ahead log holds something, or is unreadable.
 func pending(p string) bool {
 	fi, err := os.Lstat(p)
 	if errors.Is(err, os.ErrNotExist) {
@@ -398,8 +377,8 @@ func pending(p string) bool {
 	return err != nil || fi.Size() > 0
 }
 
-// snapshot copies the database and its write-ahead log, if any, into a
-// new private directory under tmpDir, opened without following links.
+// snapshot copies the database and its write-ahead log into a new private
+// directory under tmpDir.
 func snapshot(ctx context.Context, path, tmpDir string) (string, string, error) {
 	if tmpDir == "" {
 		tmpDir = os.TempDir()
