@@ -47,35 +47,25 @@ import (
 var (
 	ErrDisabled    = errors.New("chat reading is not enabled in this deployment's configuration ([chat_reading] enabled = true)")
 	ErrNotReadable = errors.New("no such chat, or the asking chat may not read it")
-	// ErrCursorExpired: the cursor is this deployment's for the request but
-	// older than Config.CursorTTL.
+	// ErrCursorExpired: the cursor is older than Config.CursorTTL.
 	ErrCursorExpired = errors.New("the cursor has expired: ask for the first page again")
 )
 
-// Cursor lifetimes.
+// Cursor lifetimes; a cursor dated up to cursorSkew ahead (a clock set back)
+// is taken.
 const (
-	// DefaultCursorTTL is how long a cursor stays good when the
-	// configuration does not say.
 	DefaultCursorTTL = 24 * time.Hour
-	// MaxCursorTTL bounds cursor_ttl.
-	MaxCursorTTL = 30 * 24 * time.Hour
-	// cursorSkew is how far in the future a cursor's date may lie (a
-	// clock set back) and still be taken.
-	cursorSkew = time.Minute
+	MaxCursorTTL     = 30 * 24 * time.Hour
+	cursorSkew       = time.Minute
 )
 
 // Config is the deployment's [chat_reading] configuration.
 type Config struct {
-	// Enabled turns the API on; the zero Config is off.
-	Enabled bool
-	// Key seals the paging cursors: the deployment's own secret, at least
-	// MinKeyBytes bytes.
-	Key []byte
-	// CursorTTL is how long a cursor stays good after its page was given
-	// (0: DefaultCursorTTL; at most MaxCursorTTL).
+	Enabled bool   // the zero Config is off
+	Key     []byte // seals the cursors: at least MinKeyBytes of secret
+	// CursorTTL is how long a cursor stays good (0: DefaultCursorTTL).
 	CursorTTL time.Duration
-	// Now dates cursors and checks their age (nil: time.Now).
-	Now func() time.Time
+	Now       func() time.Time // nil: time.Now
 }
 
 // LoadConfig reads the [chat_reading] table of the runtime configuration at
@@ -172,10 +162,8 @@ type RelatedChat struct {
 	Relation Relation `json:"relation"`
 	Agent    string   `json:"agent"`
 	Model    string   `json:"model"`
-	// Title is its conversation's title.
-	Title string `json:"title"`
-	// Partial: a fork ancestor, read as it was up to the fork.
-	Partial bool `json:"partial,omitempty"`
+	Title    string   `json:"title"`             // its conversation's
+	Partial  bool     `json:"partial,omitempty"` // read up to the fork
 }
 
 // Message is one item of a page: a message, its text, and where it is in
@@ -185,17 +173,14 @@ type Message struct {
 	ID     string `json:"id"`
 	Role   string `json:"role"`
 	Source string `json:"source"`
-	// Time is Unix milliseconds; Turn the turn it belongs to (0: none).
-	Time int64  `json:"time"`
-	Turn int64  `json:"turn,omitempty"`
-	Text string `json:"text"`
-	// Summary, Empty, Interrupted: a compaction's checkpoint, an empty
-	// answer, an answer the user's interrupt cut off.
+	Time   int64  `json:"time"` // Unix ms
+	Turn   int64  `json:"turn,omitempty"`
+	Text   string `json:"text"`
+	// Summary, Empty, Interrupted, Inherited: as TranscriptItem's.
 	Summary     bool `json:"summary,omitempty"`
 	Empty       bool `json:"empty,omitempty"`
 	Interrupted bool `json:"interrupted,omitempty"`
-	// Inherited: a fork's item read from the chat it was forked from.
-	Inherited bool `json:"inherited,omitempty"`
+	Inherited   bool `json:"inherited,omitempty"`
 }
 
 // Page is one page of an answer; Next ("": none) continues it.
@@ -251,15 +236,12 @@ func New(s *store.Store, cfg Config) (*Reader, error) {
 // grant is what the policy lets the asker read of one chat.
 type grant struct {
 	RelatedChat
-	// through is the last seq readable (-1: all); log is the chat's log
-	// once begin found it.
-	through int64
-	log     store.Log
+	through int64     // the last seq readable (-1: all)
+	log     store.Log // once begin found it
 }
 
-// Readable lists the chats asker may read, itself first: its subagents,
-// then its fork ancestors (docs above). An asker that is not a chat of the
-// store reads nothing (ErrNotReadable).
+// Readable lists the chats asker may read: itself, its subagents, then its
+// fork ancestors (see the package doc).
 func (r *Reader) Readable(ctx context.Context, asker Chat) ([]RelatedChat, error) {
 	if !r.cfg.Enabled {
 		return nil, ErrDisabled
@@ -318,8 +300,8 @@ func (r *Reader) grants(asker Chat) ([]grant, error) {
 	return gs, nil
 }
 
-// begin authorises the request at and starts the page req asks for: the
-// grants searched, or the one of at.Target with its log found.
+// begin authorises the request at and starts its page: the grants searched,
+// or the one of at.Target with its log.
 func (r *Reader) begin(at position, req Request) ([]grant, *pager, error) {
 	if !r.cfg.Enabled {
 		return nil, nil, ErrDisabled

@@ -16,35 +16,28 @@ import (
 
 // TranscriptItem is one message of a transcript, or a turn's incomplete end.
 type TranscriptItem struct {
-	// Conversation and Session are where the message is recorded: the
-	// source's for an item read from the conversation a fork inherits
-	// from (Inherited).
-	Conversation string `json:"conversation"`
-	Session      string `json:"session"`
-	// Seq and Time are those of the event that recorded it; Type is that
-	// event's type; Turn is the turn it belongs to (0: none).
-	Seq  int64  `json:"seq"`
-	Time int64  `json:"time"`
-	Type string `json:"type"`
-	Turn int64  `json:"turn,omitempty"`
-	// ID, Role and Source are the message's; Message is the message as
-	// stored.
-	ID      string          `json:"id"`
-	Role    string          `json:"role"`
-	Source  json.RawMessage `json:"source"`
-	Message json.RawMessage `json:"message"`
+	// Conversation and Session are where it is recorded (a fork's source's
+	// when Inherited); Seq, Time and Type the event's that recorded it.
+	Conversation string          `json:"conversation"`
+	Session      string          `json:"session"`
+	Seq          int64           `json:"seq"`
+	Time         int64           `json:"time"`
+	Type         string          `json:"type"`
+	Turn         int64           `json:"turn,omitempty"`
+	ID           string          `json:"id"`
+	Role         string          `json:"role"`
+	Source       json.RawMessage `json:"source"`
+	Message      json.RawMessage `json:"message"`
 	// Inherited: read from the conversation the session's fork came from.
 	Inherited bool `json:"inherited,omitempty"`
-	// Summary: a compaction's checkpoint, which took the place of the
-	// items before it in what the model reads (they stay here).
+	// Summary: a compaction's checkpoint (the items it replaced for the
+	// model stay here).
 	Summary bool `json:"summary,omitempty"`
-	// Empty: a model answer that had no content (recorded, never read by
-	// the model). Interrupted: an answer the user's interrupt cut off.
+	// Empty: an answer with no content; Interrupted: one the user cut off.
 	Empty       bool `json:"empty,omitempty"`
 	Interrupted bool `json:"interrupted,omitempty"`
-	// Ended is set on the item of a turn/end that did not complete (no
-	// message then): its reason kind (error, interrupted, max-tokens,
-	// ...), and Detail the error's message when it gives one.
+	// Ended is the reason kind of a turn/end that did not complete (no
+	// message then), Detail its error's message.
 	Ended  string `json:"ended,omitempty"`
 	Detail string `json:"detail,omitempty"`
 }
@@ -86,8 +79,8 @@ func ReadTranscriptLog(ctx context.Context, s *store.Store, path string, fn func
 }
 
 // ReadTranscriptHeld streams to fn the transcript of a session log with no
-// name on disk (a copy of stdin), which open reads as version 4 events; name
-// stands for it in messages. A log whose history begins elsewhere is refused.
+// name on disk (a copy of stdin) that open reads; name stands for it in
+// messages, and a seeded log is refused.
 func ReadTranscriptHeld(ctx context.Context, name string, open func() (*upgrade.Reader, error), fn func(*TranscriptItem) error) error {
 	r := &transcriptReader{ctx: ctx, fn: fn, seen: map[[2]string]bool{}, heldName: name, held: open}
 	return r.session("", "", name, -1, false, 0)
@@ -103,8 +96,8 @@ type transcriptReader struct {
 	held     func() (*upgrade.Reader, error)
 }
 
-// open reads a log of any version as version 4 events; a store's log whose
-// header names another session is refused (*convlog.IdentityError).
+// open reads a log of any version as version 4 events, refusing a store's
+// log whose header names another session.
 func (r *transcriptReader) open(path, sessionID string) (*upgrade.Reader, error) {
 	if r.held != nil && path == r.heldName {
 		return r.held()
@@ -178,8 +171,7 @@ func (r *transcriptReader) session(convID, sessionID, path string, through int64
 	return r.emit(lr, convID, sessionID, through, inherited, true)
 }
 
-// source is the inherited session a seeded log reads its older history
-// from, as its conversation log records it.
+// source is the inherited session a seeded log reads its older history from.
 func (r *transcriptReader) source(convID, sessionID, path string) (*store.InheritedSession, error) {
 	if r.s == nil || convID == "" || sessionID == "" {
 		return nil, fmt.Errorf("%s: the log's history begins in another conversation (its header is seeded); read it by its conversation and session in its store", path)
@@ -228,8 +220,8 @@ func endSeed(e *convlog.Event) bool {
 	return json.Unmarshal(e.Data, &d) == nil && d.Inherited
 }
 
-// emit streams the items of lr through seq through (-1: all); skipping,
-// those after the inherited marker only.
+// emit streams the items of lr through seq through (-1: all); skipping:
+// only those after the inherited marker.
 func (r *transcriptReader) emit(lr *upgrade.Reader, convID, sessionID string, through int64, inherited, skipping bool) error {
 	var turn int64
 	for e, err := range events(r.ctx, lr) {
@@ -261,7 +253,7 @@ func (r *transcriptReader) emit(lr *upgrade.Reader, convID, sessionID string, th
 }
 
 // events is lr's events with ctx checked at every 1024th read, the first
-// included, whether it gives an event, an error or the end.
+// and the end included.
 func events(ctx context.Context, lr *upgrade.Reader) iter.Seq2[*convlog.Event, error] {
 	return func(yield func(*convlog.Event, error) bool) {
 		n := 0
