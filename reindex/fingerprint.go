@@ -33,7 +33,7 @@ func dirFingerprintSize(c store.ConversationDir) (string, int64) {
 }
 
 // fingerprint adds one log's line and returns its size; a log that cannot
-// be stated adds its name alone (its read then fails, or it is gone).
+// be stated adds its name alone.
 func fingerprint(h io.Writer, path string) (size int64) {
 	var b [160]byte
 	line := append(b[:0], filepath.Base(path)...)
@@ -57,9 +57,8 @@ func fingerprint(h io.Writer, path string) (size int64) {
 	return size
 }
 
-// logIdentity digests the conversation log's line of the fingerprint: what
-// listing reads comes from it alone, so a row lists as current while a
-// running turn's session log grows.
+// logIdentity digests the conversation log's line of the fingerprint, all
+// that listing reads, so a row lists as current while a session log grows.
 func logIdentity(c store.ConversationDir) string {
 	l := c.ConversationLog()
 	if l == nil {

@@ -19,36 +19,30 @@ import (
 
 // ListOptions select conversations for List.
 type ListOptions struct {
-	Archived bool // archived conversations instead of the others
-	All      bool // both
-	Limit    int  // 0: all
-	// WillNotOpen lists only the conversations that will not open on this
-	// machine.
-	WillNotOpen bool
+	Archived    bool // archived conversations instead of the others
+	All         bool // both
+	Limit       int  // 0: all
+	WillNotOpen bool // only those that will not open on this machine
 	// Machine checks the conversations listed from the logs (nil: working
-	// directories and fork sources only); index rows say what was found when
-	// written.
+	// directories and fork sources only).
 	Machine *store.Machine
 }
 
 // Listing is the result of List.
 type Listing struct {
 	SchemaVersion int `json:"schemaVersion"`
-	// Source is "index" when metadata.db answered, "logs" when the index was
-	// missing, unreadable or not current (FallbackReason says why).
+	// Source is "index", or "logs" when the index was not current
+	// (FallbackReason says why).
 	Source         string          `json:"source"`
 	FallbackReason string          `json:"fallbackReason,omitempty"`
 	Conversations  []index.Summary `json:"conversations"`
 	Skipped        []store.Item    `json:"skipped"`
-	// Warnings are said once (agents and models not checked without a runtime
-	// configuration).
-	Warnings []string `json:"warnings"`
+	Warnings       []string        `json:"warnings"`
 }
 
 // List lists conversations, newest first, from metadata.db when it is
-// current (every conversation indexed from the conversation log it has now,
-// a skipped one with the logs it had), else by replaying the conversation
-// logs. It takes no lock and writes nothing.
+// current, else by replaying the conversation logs. It takes no lock and
+// writes nothing.
 func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) {
 	tree, err := s.Walk()
 	if err != nil {
@@ -89,8 +83,7 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		// What reindex decides from the conversation log (its session
-		// logs are not read to list it).
+		// What reindex decides from the conversation log alone.
 		f, info := foundConversation(c)
 		if v := Accept(f); v.Outcome == Skipped {
 			res.Skipped = append(res.Skipped, store.Item{Kind: store.ItemSkipped, ID: c.ID, Path: v.Path, Reason: v.Reason})
@@ -124,9 +117,8 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 	return res, nil
 }
 
-// indexCurrent opens metadata.db and returns it with "" when it indexes
-// exactly the conversations of tree as they are now, else why not (an open
-// database is returned for the caller to close).
+// indexCurrent opens metadata.db and says why it does not index exactly the
+// conversations of tree as they are now ("": it does); the caller closes it.
 func indexCurrent(ctx context.Context, s *store.Store, tree **store.Tree) (*index.DB, string) {
 	db, err := index.OpenRead(ctx, s.IndexPath(), index.ReadOptions{})
 	if errors.Is(err, fs.ErrNotExist) {
@@ -141,9 +133,8 @@ func indexCurrent(ctx context.Context, s *store.Store, tree **store.Tree) (*inde
 	}
 	why := listingCurrent(ctx, db, *tree)
 	if why != "" {
-		// The runtime updates the index just after its logs: while runtime.lock
-		// is held, a mismatch is read again a few times, with a new walk, before
-		// the logs are listed instead.
+		// The runtime updates the index just after its logs: while it holds
+		// runtime.lock, a mismatch is walked and read again a few times.
 		if st, err := s.LockStatus(); err == nil && st.Held && !s.Writable() {
 			for try := 1; try <= recheckTries && why != "" && ctx.Err() == nil; try++ {
 				time.Sleep(time.Duration(try) * 20 * time.Millisecond)
@@ -191,9 +182,8 @@ func listingCurrent(ctx context.Context, db *index.DB, tree *store.Tree) string 
 	return ""
 }
 
-// ReindexHint says how to bring metadata.db up to date: "run convkit
-// reindex", or, while another process holds runtime.lock, who holds it and
-// that reindex waits for it.
+// ReindexHint says how to bring metadata.db up to date, naming the process
+// that holds runtime.lock, if one does.
 func ReindexHint(s *store.Store) string {
 	st, err := s.LockStatus()
 	if err != nil || !st.Held || s.Writable() {
@@ -209,8 +199,7 @@ func ReindexHint(s *store.Store) string {
 	return fmt.Sprintf("runtime.lock is held by %s, which updates metadata.db as it writes when it runs with a reindex.Keeper; convkit reindex needs the lock: run it once that process stops", who)
 }
 
-// deleting reports whether a conversation's directory still exists after a
-// recorded delete, which the index rightly does not list.
+// deleting reports a conversation whose delete is recorded.
 func deleting(c store.ConversationDir) bool {
 	if l := c.ConversationLog(); l != nil {
 		info, err := l.ReadConversation()
@@ -219,8 +208,8 @@ func deleting(c store.ConversationDir) bool {
 	return false
 }
 
-// indexedSkip is a skip the index records for the conversation in dir: a
-// reason about one of its logs begins with the log's name (storedReason).
+// indexedSkip is a skip the index records for the conversation in dir
+// (storedReason).
 func indexedSkip(id, dir, reason string) store.Item {
 	if name, rest, ok := strings.Cut(reason, ": "); ok {
 		if _, isLog := convlog.ParseName(name); isLog && !strings.ContainsRune(name, filepath.Separator) {
@@ -230,8 +219,8 @@ func indexedSkip(id, dir, reason string) store.Item {
 	return store.Item{Kind: store.ItemSkipped, ID: id, Path: dir, Reason: reason}
 }
 
-// Names lists the conversations of s by id for shell completion, from one
-// directory listing and the index's rows, current or not. It takes no lock.
+// Names lists the conversations of s for shell completion, from one
+// directory listing and the index's rows, current or not.
 func Names(ctx context.Context, s *store.Store) ([]index.Summary, error) {
 	ids, err := s.ConversationIDs()
 	if err != nil {

@@ -7,24 +7,20 @@ import (
 	"github.com/convkit/convkit/index"
 )
 
-// A Preread is what indexing one session log takes from it (stats, parent
-// session, message text), found by a strict read another job did anyway
-// (import), so the log is not read again. It stands for the log only while
-// the log keeps the stat identity it had before that read; otherwise, or
-// without a Preread, the log is read as any other.
+// A Preread is what indexing one session log takes from it, found by a
+// strict read another job did anyway (import), so the log is not read again
+// while it keeps the stat identity it had before that read.
 type Preread struct {
 	ident  []byte
 	Events int64
 	Bytes  int64
 	Parent string
-	// Msgs are the session's user and assistant messages as Run indexes them;
-	// Load, when set, gives them instead.
+	// Msgs are the messages Run indexes; Load, when set, gives them instead.
 	Msgs []index.Message
 	Load func() ([]index.Message, error)
 }
 
-// Prereads looks up the Preread of the session log at path, the path
-// Run finds it at in the store; nil when there is none.
+// Prereads looks up the Preread of the session log at path in the store.
 type Prereads func(path string) *Preread
 
 // SessionIndexer collects a session log's Preread from a strict read: Begin
@@ -37,8 +33,8 @@ type SessionIndexer struct {
 	refused   bool
 }
 
-// NewSessionIndexer starts the Preread of the session log at path; it takes
-// the log's identity, so call it before the log is opened.
+// NewSessionIndexer starts the Preread of the session log at path; call it
+// before the log is opened (it takes the log's identity).
 func NewSessionIndexer(path, sessionID string) *SessionIndexer {
 	return &SessionIndexer{sessionID: sessionID, ident: identity(path)}
 }
@@ -48,8 +44,7 @@ func (x *SessionIndexer) Begin(r *convlog.Reader) {
 	x.rules = convlog.NewValidator(r.Header())
 }
 
-// Add takes one event. After an event the rules refuse, nothing more is
-// collected and Finish gives no Preread.
+// Add takes one event; after one the rules refuse, Finish gives no Preread.
 func (x *SessionIndexer) Add(e *convlog.Event) {
 	if x.refused || x.rules == nil {
 		x.refused = true
@@ -65,7 +60,7 @@ func (x *SessionIndexer) Add(e *convlog.Event) {
 }
 
 // Finish ends the read of r: the log's Preread, or nil when the rules
-// refused it (Run's own read then finds why).
+// refused it.
 func (x *SessionIndexer) Finish(r *convlog.Reader) *Preread {
 	if x.refused || x.rules == nil || x.rules.Finish() != nil || x.ident == nil {
 		return nil
@@ -75,7 +70,7 @@ func (x *SessionIndexer) Finish(r *convlog.Reader) *Preread {
 }
 
 // identity is the log's line of the fingerprint, nil when it cannot be
-// stated (the line then holds its name alone, with no NUL).
+// stated (the line holds its name alone).
 func identity(path string) []byte {
 	var b bytes.Buffer
 	fingerprint(&b, path)
@@ -85,8 +80,8 @@ func identity(path string) []byte {
 	return b.Bytes()
 }
 
-// preread is the Preread of the session log at path that still stands for
-// it, with its messages; ok false when the log is to be read.
+// preread is the Preread that still stands for the session log at path,
+// with its messages; ok false when the log is to be read.
 func (env readEnv) preread(path string) (pr *Preread, msgs []index.Message, ok bool) {
 	if env.prereads == nil {
 		return nil, nil, false
