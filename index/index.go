@@ -1118,16 +1118,10 @@ func (w *Writer) Advance(ctx context.Context, c *Conversation, sessionCount, tur
 	for _, s := range c.Sessions {
 		// A session indexed keeps its parent, agent and model (its log's
 		// header and session/started do not change); a new one gets them.
-		r, err := w.exec(ctx, `UPDATE sessions SET format_version = ?, event_count = ?, bytes = ?, file = ?
-			WHERE conversation_id = ? AND id = ?`, s.FormatVersion, s.Events, s.Bytes, s.File, c.ID, s.ID)
-		var n int64
-		if err == nil {
-			n, err = r.RowsAffected()
-		}
-		if err == nil && n == 0 {
-			_, err = w.exec(ctx, "INSERT INTO sessions ("+sessionColumns+") VALUES (?,?,?,?,?,?,?,?,?)",
-				c.ID, s.ID, s.ParentSession, s.Agent, s.Model, s.FormatVersion, s.Events, s.Bytes, s.File)
-		}
+		_, err := w.exec(ctx, "INSERT INTO sessions ("+sessionColumns+`) VALUES (?,?,?,?,?,?,?,?,?)
+			ON CONFLICT DO UPDATE SET format_version = excluded.format_version, event_count = excluded.event_count,
+			bytes = excluded.bytes, file = excluded.file`,
+			c.ID, s.ID, s.ParentSession, s.Agent, s.Model, s.FormatVersion, s.Events, s.Bytes, s.File)
 		if err != nil {
 			return fmt.Errorf("update session %s of %s: %w", termtext.Quote(s.ID), termtext.Quote(c.ID), err)
 		}
