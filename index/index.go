@@ -373,16 +373,6 @@ const (
 	turnColumns    = "conversation_id, session_id, turn, started_at, ended_at, outcome"
 )
 
-// deleteRows delete a conversation's rows but its messages; deleteMessages
-// its messages (FTS5 cannot look up an unindexed column, so message_rows
-// maps a conversation to its rows).
-var (
-	deleteRows = []string{"DELETE FROM conversations WHERE id = ?", "DELETE FROM sessions WHERE conversation_id = ?",
-		"DELETE FROM turns WHERE conversation_id = ?", "DELETE FROM skipped WHERE id = ?"}
-	deleteMessages = []string{"DELETE FROM messages WHERE rowid IN (SELECT fts_rowid FROM message_rows WHERE conversation_id = ?)",
-		"DELETE FROM message_rows WHERE conversation_id = ?"}
-)
-
 // Begin starts a write transaction.
 func (d *DB) Begin(ctx context.Context) (*Writer, error) {
 	tx, err := d.db.BeginTx(ctx, nil)

@@ -574,12 +574,10 @@ func swap(tmp, final string) error {
 // fp without reading it: what it keeps, or nil.
 type keeper func(c store.ConversationDir, fp string) *built
 
-// build reads conversations, at most jobs at once, and hands each result to
-// sink in the order of convs, in the caller's goroutine; keep (when not nil)
-// settles a conversation from its fingerprint without reading it.
-// Readers run ahead of the single writer by at most aheadPerJob
-// conversations a job and aheadBytes of text, in readOrder (large ones
-// early), except that the one the writer waits for always goes first.
+// build reads conversations, at most jobs at once, and hands each to sink in
+// the order of convs; keep (when not nil) settles some without reading. The
+// readers run ahead of the writer within aheadPerJob and aheadBytes, large
+// conversations early (readOrder), but the one it waits for always first.
 func build(ctx context.Context, convs []store.ConversationDir, present map[string]bool, opts Options,
 	keep keeper, sink func(*built) error) error {
 	ctx, cancel := context.WithCancel(ctx)

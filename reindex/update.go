@@ -302,10 +302,8 @@ type UpdateResult struct {
 	FromPrereads int // session logs indexed from their Preread
 }
 
-// Update brings one conversation's rows in db up to date with its logs,
-// after every change by the runtime or a command. A conversation gone or
-// being deleted is removed from the index; one that cannot be read is
-// recorded as skipped with the reason.
+// Update brings one conversation's rows in db up to date with its logs after
+// a change by the runtime or a command, as a rebuild would write them.
 func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, opts UpdateOptions) (UpdateResult, error) {
 	c, _, err := s.WalkConversation(convID)
 	if err != nil {
