@@ -237,7 +237,7 @@ func recheck(ctx context.Context, s *store.Store, path string, id string, opts O
 		if b.conv == nil {
 			return diffs, nil, nil
 		}
-		ix := &indexed{convs: map[string]*index.Conversation{}}
+		ix := &indexed{}
 		if !opts.NoText {
 			ix.digests = map[string]index.MessageDigest{id: gotDigest}
 		}
@@ -253,7 +253,7 @@ func recheck(ctx context.Context, s *store.Store, path string, id string, opts O
 // recheckAll rechecks each conversation res finds stale or missing.
 func recheckAll(ctx context.Context, s *store.Store, res *CheckResult, opts Options, present map[string]bool, readSkips map[string]store.Item) error {
 	ids := map[string][]Difference{}
-	var keep []Difference
+	keep := []Difference{}
 	for _, d := range res.Differences {
 		if d.Kind == "stale" || d.Kind == "missing" {
 			ids[d.ID] = append(ids[d.ID], d)
@@ -266,29 +266,19 @@ func recheckAll(ctx context.Context, s *store.Store, res *CheckResult, opts Opti
 		if err != nil {
 			return err
 		}
-		if skip, ok := readSkips[id]; ok && d == nil {
+		if i := slices.Index(res.Skipped, readSkips[id]); i >= 0 && d == nil {
 			// Read whole now: the first reading's skip (a create the
 			// runtime had not finished) is taken back.
-			unskip(res, skip)
+			res.Skipped = slices.Delete(res.Skipped, i, i+1)
+			res.Conversations++
 		}
 		keep = append(keep, d...)
 		if lag != nil {
 			res.InFlight = append(res.InFlight, *lag)
 		}
 	}
-	if keep == nil {
-		keep = []Difference{}
-	}
 	res.Differences = keep
 	return nil
-}
-
-// unskip drops skip from res.Skipped and counts its conversation as read.
-func unskip(res *CheckResult, skip store.Item) {
-	if i := slices.Index(res.Skipped, skip); i >= 0 {
-		res.Skipped = slices.Delete(res.Skipped, i, i+1)
-		res.Conversations++
-	}
 }
 
 // UpdateOptions configure Update as Options do Run.
