@@ -62,7 +62,6 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 		res.IndexProblem = err.Error()
 	}
 	present := presentIn(tree)
-	seen := map[string]bool{}
 	// Forks are compared once all are read, as finishForks checks them.
 	judge := func(conv, got *index.Conversation, msgs []index.Message) {
 		d, lag := ix.judge(conv, got, msgs)
@@ -80,7 +79,6 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 	err = build(ctx, tree.Conversations, present, opts, nil, func(b *built) error {
 		defer opts.Progress.Add(1)
 		id := b.dir.ID
-		seen[id] = true
 		got := ix.convs[id]
 		skipped, wasSkipped := ix.skipped[id]
 		diff := func(kind, format string, args ...any) {
@@ -140,12 +138,12 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 		}
 	}
 	for id := range ix.convs {
-		if !seen[id] {
+		if !present[id] {
 			res.Differences = append(res.Differences, Difference{ID: id, Kind: "extra", Detail: "in the index but no conversation directory exists"})
 		}
 	}
 	for id := range ix.skipped {
-		if !seen[id] {
+		if !present[id] {
 			res.Differences = append(res.Differences, Difference{ID: id, Kind: "extra", Detail: "recorded as skipped in the index, but no conversation directory exists"})
 		}
 	}
