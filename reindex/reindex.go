@@ -221,30 +221,33 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 		}
 	}
 	j := &job{s: s, opts: opts, rp: rp, res: res}
-	if opts.Incremental {
-		res.Incremental = true
-		db, why, err := openForUpdate(s)
-		if err != nil {
-			return nil, err
-		}
-		if db != nil {
-			defer db.Close()
-			err := j.update(ctx, db, tree)
-			if err == nil || !errors.Is(err, errIndexUnusable) {
-				if err == nil {
-					sort.Slice(res.Skipped, func(i, j int) bool { return res.Skipped[i].Path < res.Skipped[j].Path })
-				}
-				return res, err
-			}
-			why = err.Error()
-		}
-		res.FullReason = why
-	}
-	if err := j.rebuild(ctx, tree); err != nil {
+	if err := j.index(ctx, tree); err != nil {
 		return nil, err
 	}
 	sort.Slice(res.Skipped, func(i, j int) bool { return res.Skipped[i].Path < res.Skipped[j].Path })
 	return res, nil
+}
+
+// index updates the index in place when asked and able to (else FullReason
+// says why not), or rebuilds it.
+func (j *job) index(ctx context.Context, tree *store.Tree) error {
+	if j.opts.Incremental {
+		j.res.Incremental = true
+		db, why, err := openForUpdate(j.s)
+		if err != nil {
+			return err
+		}
+		if db != nil {
+			defer db.Close()
+			err := j.update(ctx, db, tree)
+			if !errors.Is(err, errIndexUnusable) {
+				return err
+			}
+			why = err.Error()
+		}
+		j.res.FullReason = why
+	}
+	return j.rebuild(ctx, tree)
 }
 
 // rebuild replays every conversation into a new database and swaps it in.
