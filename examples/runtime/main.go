@@ -49,32 +49,56 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, out io.Writer, data string, comp convlog.Compression, live time.Duration, appends int) error {
+// failed carries the error check stops the recording at to run.
+type failed struct{ err error }
+
+// check stops the recording at the first call the store refuses: a
+// runtime does not go on recording a conversation out of step.
+func check(err error) {
+	if err != nil {
+		panic(failed{err})
+	}
+}
+
+// must is check of a call that also returns a value.
+func must[T any](v T, err error) T {
+	check(err)
+	return v
+}
+
+func run(ctx context.Context, out io.Writer, data string, comp convlog.Compression, live time.Duration, appends int) (err error) {
+	defer func() {
+		switch p := recover().(type) {
+		case nil:
+		case failed:
+			err = p.err
+		default:
+			panic(p)
+		}
+	}()
 	// Open: exclusively, for the whole run; the first run makes the store.
-	st, err := store.Open(ctx, data, store.OpenOptions{
+	st := must(store.Open(ctx, data, store.OpenOptions{
 		Lock:        store.LockOptions{Mode: store.LockExclusive, Command: "example runtime"},
 		Create:      store.CreateAlways,
 		Compression: comp,
-	})
-	if err != nil {
-		return err
-	}
+	}))
 	defer st.Close()
 	if appends > 0 {
-		return appendSteps(st, out, appends)
+		appendSteps(st, out, appends)
+		return nil
 	}
 	// The index: brought up to date once; the store keeps it current.
 	k, _, err := reindex.NewKeeper(ctx, st, reindex.KeeperOptions{
 		OnError: func(err error) { fmt.Fprintln(os.Stderr, "runtime: index:", err) },
 	})
-	if err != nil {
-		return err
-	}
+	check(err)
 	defer k.Close()
 	if live > 0 {
-		return liveTurns(ctx, st, out, live)
+		liveTurns(ctx, st, out, live)
+	} else {
+		record(st, out)
 	}
-	return record(st, out)
+	return nil
 }
 
 // rt is the conversation being recorded.
@@ -100,11 +124,12 @@ func (r *rt) id(kind string) string {
 }
 
 func (r *rt) user(text string) convlog.StoredMessage {
-	m, err := convlog.NewUserMessage(r.id("user"), convlog.TextBlock(text))
-	if err != nil {
-		panic(err) // an id and a text block always make a message
-	}
-	return m
+	return must(convlog.NewUserMessage(r.id("user"), convlog.TextBlock(text)))
+}
+
+// newConversation begins conversation r.conv with its root session.
+func (r *rt) newConversation(st *store.Store) *store.Session {
+	return must(st.NewConversation(store.NewConversation{ID: r.conv, Cwd: "/", SessionID: "root", Agent: "coder", Model: model.Model}))
 }
 
 // answer streams text as the model would, in pieces.
@@ -119,263 +144,157 @@ func answer(call *store.ModelCall, text string) {
 }
 
 // beginCall begins a step of se's running turn: its request, then the model call.
-func beginCall(se *store.Session) (*store.ModelCall, error) {
-	if _, err := se.BeginStep(); err != nil {
-		return nil, err
-	}
-	if err := se.Request(request); err != nil {
-		return nil, err
-	}
-	return se.BeginModelCall()
+func beginCall(se *store.Session) *store.ModelCall {
+	must(se.BeginStep())
+	check(se.Request(request))
+	return must(se.BeginModelCall())
 }
 
 // step records a step of se's running turn whose model answers text ("":
 // an empty answer, which the model never reads).
-func (r *rt) step(se *store.Session, text string) error {
-	call, err := beginCall(se)
-	if err != nil {
-		return err
-	}
+func (r *rt) step(se *store.Session, text string) {
+	call := beginCall(se)
 	answer(call, text)
-	if err := call.Complete(r.id("answer")); err != nil {
-		return err
-	}
-	return se.EndStep()
+	check(call.Complete(r.id("answer")))
+	check(se.EndStep())
 }
 
 // lastStep is step, then the turn ends completed.
-func (r *rt) lastStep(se *store.Session, text string) error {
-	if err := r.step(se, text); err != nil {
-		return err
-	}
-	return se.EndTurn(store.OutcomeCompleted, nil)
+func (r *rt) lastStep(se *store.Session, text string) {
+	r.step(se, text)
+	check(se.EndTurn(store.OutcomeCompleted, nil))
 }
 
 // toolStep records a step whose answer asks for one tool call that returns
 // result; call is the step's model call (nil: begun here), and during
 // records what happens while the tool runs.
-func (r *rt) toolStep(se *store.Session, call *store.ModelCall, tool, args, result string, during func() error) error {
+func (r *rt) toolStep(se *store.Session, call *store.ModelCall, tool, args, result string, during func()) {
 	if call == nil {
-		var err error
-		if call, err = beginCall(se); err != nil {
-			return err
-		}
+		call = beginCall(se)
 	}
 	callID := r.id("call")
 	call.Reasoning(0, "I will use "+tool+".")
 	call.ToolCall(1, callID, tool, args[:len(args)/2])
 	call.ToolCall(1, callID, "", args[len(args)/2:])
 	call.Finish(convlog.FinishReason{Kind: convlog.FinishToolCalls})
-	if err := call.Complete(r.id("answer")); err != nil {
-		return err
-	}
-	if err := se.ToolCall(callID); err != nil {
-		return err
-	}
+	check(call.Complete(r.id("answer")))
+	check(se.ToolCall(callID))
 	if during != nil {
-		if err := during(); err != nil {
-			return err
-		}
+		during()
 	}
-	if err := se.ToolResult(store.ToolResult{CallID: callID, ID: r.id("result"), Content: []convlog.Block{convlog.TextBlock(result)}}); err != nil {
-		return err
-	}
-	return se.EndStep()
+	check(se.ToolResult(store.ToolResult{CallID: callID, ID: r.id("result"), Content: []convlog.Block{convlog.TextBlock(result)}}))
+	check(se.EndStep())
 }
 
 // record records one conversation with every kind of turn, then a fork
 // of it after its compaction and a rewind.
-func record(st *store.Store, out io.Writer) error {
+func record(st *store.Store, out io.Writer) {
 	r := &rt{conv: "example-" + store.NewMessageID()[:8]}
-	se, err := st.NewConversation(store.NewConversation{ID: r.conv, Cwd: "/", SessionID: "root", Agent: "coder", Model: model.Model})
-	if err != nil {
-		return err
-	}
+	se := r.newConversation(st)
 	defer se.Close()
 	fmt.Fprintf(out, "conversation %s\n", r.conv)
 
 	// Turn 1, complete: a model call that fails with a temporary error and
 	// is retried, a tool call during which the user steers, an empty
 	// answer, the final answer.
-	if _, err := se.BeginTurn(r.user("Count the Go files in this repository")); err != nil {
-		return err
-	}
-	call, err := beginCall(se)
-	if err != nil {
-		return err
-	}
+	must(se.BeginTurn(r.user("Count the Go files in this repository")))
+	call := beginCall(se)
 	call.Text(0, "Let me co")
 	failure := convlog.LLMFailure{Code: "stream_dropped", Message: "the stream was cut", Status: 503}
-	if err := call.Retry(store.Retry{Delay: time.Second, MaxRetries: 10, Failure: failure}); err != nil {
-		return err
-	}
-	if call, err = se.BeginModelCall(); err != nil { // the retry
-		return err
-	}
-	err = r.toolStep(se, call, "bash", `{"command":"ls *.go | wc -l"}`, "12", func() error {
-		return se.Steer(r.user("Leave out the test files"))
+	check(call.Retry(store.Retry{Delay: time.Second, MaxRetries: 10, Failure: failure}))
+	call = must(se.BeginModelCall()) // the retry
+	r.toolStep(se, call, "bash", `{"command":"ls *.go | wc -l"}`, "12", func() {
+		check(se.Steer(r.user("Leave out the test files")))
 	})
-	if err != nil {
-		return err
-	}
-	if err := r.step(se, ""); err != nil { // its request records the steering message
-		return err
-	}
-	if err := r.lastStep(se, "There are 9 Go files besides the tests."); err != nil {
-		return err
-	}
+	r.step(se, "") // its request records the steering message
+	r.lastStep(se, "There are 9 Go files besides the tests.")
 	fmt.Fprintln(out, "turn 1: completed (a retried model call, steering, an empty answer)")
 
 	// Turn 2, complete: a subagent reviews the count and reports back.
 	turn2 := r.user("Have a reviewer check the count")
-	if _, err := se.BeginTurn(turn2); err != nil {
-		return err
-	}
+	must(se.BeginTurn(turn2))
 	var child *store.Session
-	err = r.toolStep(se, nil, "spawn_agent", `{"task":"Check the count of Go files"}`, "reviewer-1 started", func() error {
-		var err error
-		if child, err = se.Spawn("reviewer-1", "reviewer", "deepseek-flash"); err != nil {
-			return err
-		}
-		if _, err := child.BeginTurn(r.user("Check the count of Go files")); err != nil {
-			return err
-		}
-		return r.lastStep(child, "The count is right: 9.")
+	r.toolStep(se, nil, "spawn_agent", `{"task":"Check the count of Go files"}`, "reviewer-1 started", func() {
+		child = must(se.Spawn("reviewer-1", "reviewer", "deepseek-flash"))
+		must(child.BeginTurn(r.user("Check the count of Go files")))
+		r.lastStep(child, "The count is right: 9.")
 	})
-	if err != nil {
-		return err
-	}
 	defer child.Close()
-	if _, err := se.SubagentReport("reviewer-1", r.id("report"), "The count is right: 9.",
-		[]convlog.Block{convlog.TextBlock("reviewer-1 finished its turn: the count is right: 9.")}); err != nil {
-		return err
-	}
-	if err := r.lastStep(se, "The reviewer agrees: 9 Go files."); err != nil {
-		return err
-	}
+	must(se.SubagentReport("reviewer-1", r.id("report"), "The count is right: 9.",
+		[]convlog.Block{convlog.TextBlock("reviewer-1 finished its turn: the count is right: 9.")}))
+	r.lastStep(se, "The reviewer agrees: 9 Go files.")
 	fmt.Fprintln(out, "turn 2: completed (subagent reviewer-1 and its report)")
 
 	// A manual compaction: turn 1 summarised, turn 2 kept.
-	if err := se.Compact(store.Compaction{KeepFrom: turn2.ID(), Summary: "The user asked for the Go files; there are 9 besides the tests.",
-		Provider: model.Provider, Model: model.Model}); err != nil {
-		return err
-	}
+	check(se.Compact(store.Compaction{KeepFrom: turn2.ID(), Summary: "The user asked for the Go files; there are 9 besides the tests.",
+		Provider: model.Provider, Model: model.Model}))
 	fmt.Fprintln(out, "compaction: turn 1 summarised")
 
 	// Turn 3, interrupted while the answer streams.
 	turn3 := r.user("Now rename them to snake case")
-	if _, err := se.BeginTurn(turn3); err != nil {
-		return err
-	}
-	if call, err = beginCall(se); err != nil {
-		return err
-	}
+	must(se.BeginTurn(turn3))
+	call = beginCall(se)
 	call.Text(0, "I will rename main_test.go fir")
-	if err := se.Interrupt(call); err != nil {
-		return err
-	}
+	check(se.Interrupt(call))
 	fmt.Fprintln(out, "turn 3: interrupted")
 
 	// Turn 4, failed: the model call fails for good.
-	if _, err := se.BeginTurn(r.user("Rename them after all")); err != nil {
-		return err
-	}
-	if call, err = beginCall(se); err != nil {
-		return err
-	}
+	must(se.BeginTurn(r.user("Rename them after all")))
 	failure = convlog.LLMFailure{Code: "context_length_exceeded", Message: "the request is longer than the model's context", Status: 400}
-	if err := call.Fail(failure); err != nil {
-		return err
-	}
-	if err := se.EndStep(); err != nil {
-		return err
-	}
-	if err := se.EndTurn(store.OutcomeFailed, &failure); err != nil {
-		return err
-	}
+	check(beginCall(se).Fail(failure))
+	check(se.EndStep())
+	check(se.EndTurn(store.OutcomeFailed, &failure))
 	fmt.Fprintln(out, "turn 4: failed:", failure.Message)
 
 	// A fork after the compaction, and a rewind to turn 3's prompt.
 	fork := r.conv + "-fork"
-	if err := se.Fork(fork, "root", ""); err != nil {
-		return err
-	}
+	check(se.Fork(fork, "root", ""))
 	fmt.Fprintf(out, "fork %s: after the compaction\n", fork)
 	rewind := r.conv + "-rewind"
-	text, err := se.Rewind(rewind, "root", turn3.ID())
-	if err != nil {
-		return err
-	}
+	text := must(se.Rewind(rewind, "root", turn3.ID()))
 	fmt.Fprintf(out, "rewind %s: %q back in the composer\n", rewind, text)
-	return nil
 }
 
 // liveTurns keeps recording turns, one conversation after another, until
 // d has passed or ctx is done.
-func liveTurns(ctx context.Context, st *store.Store, out io.Writer, d time.Duration) error {
+func liveTurns(ctx context.Context, st *store.Store, out io.Writer, d time.Duration) {
 	end := time.Now().Add(d)
 	fmt.Fprintln(out, "live: holding runtime.lock")
 	r := &rt{}
 	turns := 0
 	for c := 0; time.Now().Before(end) && ctx.Err() == nil; c++ {
 		r.conv = fmt.Sprintf("live-%s-%d", store.NewMessageID()[:8], c)
-		se, err := st.NewConversation(store.NewConversation{ID: r.conv, Cwd: "/", SessionID: "root", Agent: "coder", Model: model.Model})
-		if err != nil {
-			return err
-		}
+		se := r.newConversation(st)
 		for t := 0; t < 20 && time.Now().Before(end) && ctx.Err() == nil; t++ {
-			if _, err := se.BeginTurn(r.user(fmt.Sprintf("Live turn %d", t+1))); err != nil {
-				return err
-			}
-			if err := r.toolStep(se, nil, "bash", `{"command":"date"}`, time.Now().UTC().Format(time.RFC3339), nil); err != nil {
-				return err
-			}
+			must(se.BeginTurn(r.user(fmt.Sprintf("Live turn %d", t+1))))
+			r.toolStep(se, nil, "bash", `{"command":"date"}`, time.Now().UTC().Format(time.RFC3339), nil)
 			time.Sleep(20 * time.Millisecond) // the model thinks
-			if err := r.lastStep(se, "Done with this turn."); err != nil {
-				return err
-			}
+			r.lastStep(se, "Done with this turn.")
 			turns++
 		}
-		if err := se.Close(); err != nil {
-			return err
-		}
+		check(se.Close())
 	}
 	fmt.Fprintf(out, "live: %d turns recorded\n", turns)
-	return nil
 }
 
 // appendSteps records n steps of a turn in conversation "append", made or
 // resumed (a turn a kill left open closed first), printing "step TURN STEP
 // start|end" once each is durable: the crash harness kills it and checks the
 // log holds each printed step once.
-func appendSteps(st *store.Store, out io.Writer, n int) error {
-	const conv = "append"
-	se, err := st.OpenSession(conv, "root")
+func appendSteps(st *store.Store, out io.Writer, n int) {
+	r := &rt{conv: "append"}
+	se, err := st.OpenSession(r.conv, "root")
 	if errors.Is(err, store.ErrNoConversation) {
-		se, err = st.NewConversation(store.NewConversation{ID: conv, Cwd: "/", SessionID: "root", Agent: "coder", Model: model.Model})
+		se, err = r.newConversation(st), nil
 	}
-	if err != nil {
-		return err
-	}
+	check(err)
 	defer se.Close()
-	prompt, err := convlog.NewUserMessage(store.NewMessageID(), convlog.TextBlock("Append steps"))
-	if err != nil {
-		return err
-	}
-	turn, err := se.BeginTurn(prompt)
-	if err != nil {
-		return err
-	}
+	turn := must(se.BeginTurn(must(convlog.NewUserMessage(store.NewMessageID(), convlog.TextBlock("Append steps")))))
 	for i := 0; i < n; i++ {
-		step, err := se.BeginStep()
-		if err != nil {
-			return err
-		}
+		step := must(se.BeginStep())
 		fmt.Fprintf(out, "step %d %d start\n", turn, step)
-		if err := se.EndStep(); err != nil {
-			return err
-		}
+		check(se.EndStep())
 		fmt.Fprintf(out, "step %d %d end\n", turn, step)
 	}
-	return se.EndTurn(store.OutcomeCompleted, nil)
+	check(se.EndTurn(store.OutcomeCompleted, nil))
 }
