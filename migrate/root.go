@@ -27,15 +27,6 @@ const (
 	LayoutDSH Layout = "dsh"
 )
 
-// ParseLayout accepts "auto", "convkit" and "dsh".
-func ParseLayout(s string) (Layout, error) {
-	switch l := Layout(s); l {
-	case LayoutAuto, LayoutConvkit, LayoutDSH:
-		return l, nil
-	}
-	return "", fmt.Errorf("--layout must be auto, convkit or dsh, not %s", termtext.Quote(s))
-}
-
 // Root is a sessions root as FindRoot recognised it.
 type Root struct {
 	Dir    string

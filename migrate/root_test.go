@@ -109,7 +109,4 @@ func TestFindRoot(t *testing.T) {
 	if r, err := FindRoot(neither, LayoutDSH); err != nil || r.Layout != LayoutDSH {
 		t.Errorf("forced: %+v %v", r, err)
 	}
-	if _, err := ParseLayout("flat"); err == nil {
-		t.Error("--layout flat accepted")
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -311,6 +312,25 @@ func ambiguous(c *ucli.Context, err error, what, more string) error {
 		return usageWithHint(c, "give more of the id"+more, "%s id %s", what, amb.Error())
 	}
 	return err
+}
+
+// choiceFlag is an option taking one of choices, the first by default;
+// completion offers them.
+type choiceFlag struct {
+	*ucli.StringFlag
+	choices []string
+}
+
+func newChoiceFlag(name, usage string, choices ...string) *choiceFlag {
+	f := &choiceFlag{StringFlag: &ucli.StringFlag{Name: name, Value: choices[0], Usage: usage}, choices: choices}
+	f.Action = func(c *ucli.Context, v string) error {
+		if !slices.Contains(choices, v) {
+			last := len(choices) - 1
+			return usagef(c, "--%s must be %s or %s, not %s", name, strings.Join(choices[:last], ", "), choices[last], termtext.Quote(v))
+		}
+		return nil
+	}
+	return f
 }
 
 // configFlag is --config of the commands that check what opens here.

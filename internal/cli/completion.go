@@ -84,17 +84,6 @@ func newCompleteCommand(e *env) *ucli.Command {
 	}
 }
 
-// completionChoices are the values an option takes, by "command --option"
-// (TestCompletionChoices checks each names a real option).
-var completionChoices = map[string][]string{
-	"migrate --compress":  {"keep", "zstd", "none"},
-	"migrate --layout":    {"auto", "convkit", "dsh"},
-	"fixtures --compress": {"zstd", "none"},
-	"fixtures --layout":   {"convkit", "dsh"},
-	"import --on-conflict": {
-		"refuse", "replace", "skip"},
-}
-
 // The fixed shell code of the scripts, in files of their own so that shell
 // tools can read and check it; the Go code writes what the command
 // definitions give around it.
@@ -124,9 +113,9 @@ var (
 	choiceWords = regexp.MustCompile(`^[a-z]+(\|[a-z]+)+$`)
 )
 
-func valueCompletion(path string, fi flagInfo) string {
-	if ch, ok := completionChoices[path+" "+dashed(fi.names[0])]; ok {
-		return strings.Join(ch, " ")
+func valueCompletion(fi flagInfo) string {
+	if fi.choices != nil {
+		return strings.Join(fi.choices, " ")
 	}
 	return kindCompletion(fi.placeholder)
 }
@@ -268,7 +257,7 @@ func writeShellCandidates(w io.Writer, m completionModel) {
 
 	b.WriteString("__convkit_value() {\n\tcase \"$1 $2\" in\n")
 	for _, fi := range m.globals {
-		if v := valueCompletion("", fi); fi.takesValue && v != "" {
+		if v := valueCompletion(fi); fi.takesValue && v != "" {
 			for _, s := range fi.spellings() {
 				fmt.Fprintf(&b, "\t*' '%s) echo %s ;;\n", shQuote(s), shQuote(v))
 			}
@@ -276,7 +265,7 @@ func writeShellCandidates(w io.Writer, m completionModel) {
 	}
 	for _, n := range m.nodes {
 		for _, fi := range n.flags {
-			if v := valueCompletion(n.path, fi); fi.takesValue && v != "" {
+			if v := valueCompletion(fi); fi.takesValue && v != "" {
 				for _, s := range fi.spellings() {
 					fmt.Fprintf(&b, "\t%s) echo %s ;;\n", shQuote(n.path+" "+s), shQuote(v))
 				}
@@ -347,7 +336,7 @@ func writeFishCompletion(w io.Writer, app *ucli.App) error {
 		fmt.Fprintf(&b, " -d %s\n", fishQuote(firstSentence(fi.usage)))
 	}
 	for _, fi := range m.globals {
-		flagLine("", fi, valueCompletion("", fi))
+		flagLine("", fi, valueCompletion(fi))
 	}
 	for _, n := range m.nodes {
 		at := fmt.Sprintf("__convkit_at %s", fishQuote(n.path))
@@ -357,7 +346,7 @@ func writeFishCompletion(w io.Writer, app *ucli.App) error {
 			}
 		}
 		for _, fi := range n.flags {
-			flagLine(at, fi, valueCompletion(n.path, fi))
+			flagLine(at, fi, valueCompletion(fi))
 		}
 		if n.path == "" {
 			continue

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,22 +39,6 @@ var completionCases = []struct {
 	{[]string{"migrate-sessions", "--j"}, []string{"--jobs"}, nil},
 	// After "--" nothing is an option.
 	{[]string{"inspect", "--", "--"}, nil, []string{"--stats"}},
-}
-
-// TestCompletionChoices: every option named in completionChoices exists.
-func TestCompletionChoices(t *testing.T) {
-	e := &env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, g: &globals{getenv: func(string) string { return "" }}}
-	have := map[string]bool{}
-	for _, n := range commandNodes(newApp(e)) {
-		for _, fi := range ownFlags(n.cmd.Flags) {
-			have[n.name()+" "+dashed(fi.names[0])] = true
-		}
-	}
-	for k := range completionChoices {
-		if !have[k] {
-			t.Errorf("completionChoices names %q, which is not an option", k)
-		}
-	}
 }
 
 func completionScript(t *testing.T, shell string) string {

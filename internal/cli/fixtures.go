@@ -14,7 +14,6 @@ import (
 	"github.com/convkit/convkit/backup"
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/fixtures"
-	"github.com/convkit/convkit/internal/termtext"
 )
 
 func newFixturesCommand(e *env) *ucli.Command {
@@ -38,8 +37,8 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 			&ucli.Int64Flag{Name: "seed", Value: 1, Usage: "the generator's `SEED`"},
 			&ucli.IntFlag{Name: "conversations", Value: 20, Usage: "write `N` conversations in all (the special cases included)"},
 			&ucli.BoolFlag{Name: "large", Usage: "add conversations with multi-megabyte logs"},
-			&ucli.StringFlag{Name: "compress", Value: "zstd", Usage: "compression of ordinary logs (with --layout dsh, of every log): `MODE`, zstd or none"},
-			&ucli.StringFlag{Name: "layout", Value: "convkit", Usage: "write a convkit store (convkit) or a sessions root in the runtime's layout (dsh): `LAYOUT`"},
+			newChoiceFlag("compress", "compression of ordinary logs (with --layout dsh, of every log): `MODE`, zstd or none", "zstd", "none"),
+			newChoiceFlag("layout", "write a convkit store (convkit) or a sessions root in the runtime's layout (dsh): `LAYOUT`", "convkit", "dsh"),
 			&ucli.StringFlag{Name: "work-root", Usage: "make the conversations' working directories in `DIR` (new or empty), so that they open on this machine (default: under /home/dev/src, not made)"},
 		},
 		Action: withArgs(0, 0, func(c *ucli.Context) error {
@@ -50,14 +49,11 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 			if c.Int("conversations") < 0 {
 				return usagef(c, "--conversations must not be negative")
 			}
-			comp, ok := map[string]convlog.Compression{"zstd": convlog.Zstd, "none": convlog.Plain}[c.String("compress")]
-			if !ok {
-				return usagef(c, "--compress must be zstd or none, not %s", termtext.Quote(c.String("compress")))
+			comp := convlog.Zstd
+			if c.String("compress") == "none" {
+				comp = convlog.Plain
 			}
 			layout := c.String("layout")
-			if layout != "convkit" && layout != "dsh" {
-				return usagef(c, "--layout must be convkit or dsh, not %s", termtext.Quote(layout))
-			}
 			if err := requireEmpty(to); err != nil {
 				return err
 			}

@@ -341,11 +341,15 @@ type flagInfo struct {
 	placeholder string   // the value's name in the usage (`DIR`), "" for a boolean
 	usage       string   // the usage without backquotes
 	takesValue  bool
+	choices     []string // of a choiceFlag
 }
 
 // infoOf describes an urfave flag: every kind but a boolean takes a value.
 func infoOf(f ucli.Flag) flagInfo {
 	fi := flagInfo{names: f.Names(), takesValue: true}
+	if cf, ok := f.(*choiceFlag); ok {
+		fi.choices = cf.choices
+	}
 	if d, ok := f.(ucli.DocGenerationFlag); ok {
 		fi.usage, fi.takesValue = d.GetUsage(), d.TakesValue()
 	}

@@ -224,7 +224,7 @@ func TestExamplesParse(t *testing.T) {
 				t.Errorf("example %q: %d argument(s); %s takes %q", x.line, len(got.args), got.command, n.ArgsUsage)
 			}
 			for flag, v := range got.flags {
-				if ch, ok := completionChoices[got.command+" --"+flag]; ok && !slices.Contains(ch, v) {
+				if ch := flagsOf(n.Flags)[flag].choices; ch != nil && !slices.Contains(ch, v) {
 					t.Errorf("example %q: --%s %s is not one of %q", x.line, flag, v, ch)
 				}
 			}

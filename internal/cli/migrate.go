@@ -11,7 +11,6 @@ import (
 	ucli "github.com/urfave/cli/v2"
 
 	"github.com/convkit/convkit/internal/dshroot"
-	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/migrate"
 	"github.com/convkit/convkit/store"
 )
@@ -51,10 +50,10 @@ until something new fails. --json prints one JSON object per event and
 then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 		Flags: []ucli.Flag{
 			&ucli.StringFlag{Name: "sessions-dir", Usage: "the sessions root `DIR` (default: <data-dir>/conversations; with --layout dsh, $DSH_HOME/sessions or ~/.dsh/sessions)"},
-			&ucli.StringFlag{Name: "layout", Value: "auto", Usage: "the root's `LAYOUT`: auto, convkit or dsh"},
+			newChoiceFlag("layout", "the root's `LAYOUT`: auto, convkit or dsh", "auto", "convkit", "dsh"),
 			&ucli.StringFlag{Name: "jobs", Usage: "convert at most `N` logs at once (default: CPUs, at most 16)"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "plan only: what each log would become and the space needed"},
-			&ucli.StringFlag{Name: "compress", Value: "keep", Usage: "successor compression `MODE`: keep, zstd or none (convkit layout only)"},
+			newChoiceFlag("compress", "successor compression `MODE`: keep, zstd or none (convkit layout only)", "keep", "zstd", "none"),
 			&ucli.StringFlag{Name: "report-dir", Usage: "make the report folder (migration.log, summary.json) in `DIR` (default: $TMPDIR); folders there older than 7 days are removed"},
 			&ucli.BoolFlag{Name: "prune", Usage: "when no input failed, then remove the older generations the successors hold (as convkit prune)"},
 			&ucli.StringSliceFlag{Name: "exclude", Usage: "skip the inputs whose path under the root, or a directory they are in, matches `GLOB` (repeatable): reported as skipped, reason excluded"},
@@ -65,15 +64,6 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 				return err
 			}
 			comp := migrate.Compress(c.String("compress"))
-			switch comp {
-			case migrate.CompressKeep, migrate.CompressZstd, migrate.CompressNone:
-			default:
-				return usagef(c, "--compress must be keep, zstd or none, not %s", termtext.Quote(string(comp)))
-			}
-			layout, err := migrate.ParseLayout(c.String("layout"))
-			if err != nil {
-				return usagef(c, "%v", err)
-			}
 			exclude := c.StringSlice("exclude")
 			if err := migrate.CheckExclude(exclude); err != nil {
 				return usagef(c, "%v", err)
@@ -82,7 +72,7 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 			if err := migrate.CheckWriter(writerVersion); err != nil {
 				return err
 			}
-			root, err := migrateRoot(c, e, layout)
+			root, err := migrateRoot(c, e, migrate.Layout(c.String("layout")))
 			if err != nil {
 				return err
 			}

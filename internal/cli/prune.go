@@ -34,14 +34,10 @@ and removes nothing, taking no lock.`,
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "dry-run", Usage: "check and say what would be removed, remove nothing"},
 			&ucli.StringFlag{Name: "sessions-dir", Usage: "the sessions root `DIR` (default: <data-dir>/conversations)"},
-			&ucli.StringFlag{Name: "layout", Value: "auto", Usage: "the root's `LAYOUT`: auto, convkit or dsh"},
+			newChoiceFlag("layout", "the root's `LAYOUT`: auto, convkit or dsh", "auto", "convkit", "dsh"),
 		},
 		Action: withArgs(0, 0, func(c *ucli.Context) error {
-			layout, err := migrate.ParseLayout(c.String("layout"))
-			if err != nil {
-				return usagef(c, "%v", err)
-			}
-			root, err := migrateRoot(c, e, layout)
+			root, err := migrateRoot(c, e, migrate.Layout(c.String("layout")))
 			if err != nil {
 				return err
 			}

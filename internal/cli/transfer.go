@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -265,7 +264,8 @@ conversation that will not open here is listed with the reasons: exit 3.
 Importing the same archive again changes nothing. See docs/TRANSFER.md.`,
 		Flags: []ucli.Flag{
 			&ucli.BoolFlag{Name: "dry-run", Usage: "verify the archive and print the plan; take no lock, write nothing"},
-			&ucli.StringFlag{Name: "on-conflict", Value: transfer.ConflictRefuse, Usage: "for a conversation that diverged from the store's copy: refuse the import, replace the copy (moved aside, kept) or skip it (`ACTION`: refuse, replace, skip)"},
+			newChoiceFlag("on-conflict", "for a conversation that diverged from the store's copy: refuse the import, replace the copy (moved aside, kept) or skip it (`ACTION`: refuse, replace, skip)",
+				transfer.ConflictRefuse, transfer.ConflictReplace, transfer.ConflictSkip),
 			&ucli.GenericFlag{Name: "map-cwd", Value: maps, Usage: "record working directories at or under `OLD=NEW` as under NEW (repeatable)"},
 			configFlag(),
 		},
@@ -273,9 +273,6 @@ Importing the same archive again changes nothing. See docs/TRANSFER.md.`,
 			args := c.Args().Slice()
 			if len(args) != 1 {
 				return usagef(c, "want exactly one FILE (a path, or - for stdin), got %d arguments", len(args))
-			}
-			if !slices.Contains([]string{transfer.ConflictRefuse, transfer.ConflictReplace, transfer.ConflictSkip}, c.String("on-conflict")) {
-				return usagef(c, "--on-conflict must be refuse, replace or skip, not %s", termtext.Quote(c.String("on-conflict")))
 			}
 			if c.IsSet("config") && strings.TrimSpace(c.String("config")) == "" {
 				return usagef(c, "--config needs a file")
