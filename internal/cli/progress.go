@@ -54,12 +54,8 @@ const rateWindow = 10 * time.Second
 func newBarReporter(w io.Writer, what string, u unit, total int64) *barReporter {
 	r := &barReporter{what: what, u: u, now: time.Now, line: &barLine{}}
 	r.start = r.now()
-	max := int64(-1) // a spinner
-	if total > 0 {
-		r.total, r.drawnTotal = total, total
-		max = barMax(total)
-	}
-	r.bar = progressbar.NewOptions64(max,
+	r.total = max(total, 0)
+	r.bar = progressbar.NewOptions64(barMax(r.total),
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionShowDescriptionAtLineEnd(),
@@ -75,10 +71,16 @@ func newBarReporter(w io.Writer, what string, u unit, total int64) *barReporter 
 }
 
 // progressbar stops drawing a bar whose count reaches its total, so it is
-// given count*barScale of total*barScale+1, which the count never reaches.
+// given count*barScale of total*barScale+1, which the count never reaches;
+// -1 is a spinner.
 const barScale = 100
 
-func barMax(total int64) int64 { return total*barScale + 1 }
+func barMax(total int64) int64 {
+	if total <= 0 {
+		return -1
+	}
+	return total*barScale + 1
+}
 
 // barLine is the terminal line a bar is drawn on; its lock orders the bar's
 // drawing and every other write to the terminal (termWriter).
@@ -98,7 +100,6 @@ type barReporter struct {
 
 	// Under line.mu:
 	total, done int64
-	drawnTotal  int64 // the total progressbar was given
 	start       time.Time
 	samples     []progressSample // the latest progress, oldest first
 	drawn       bool             // on the terminal now
@@ -170,7 +171,7 @@ func (r *barReporter) Finish() {
 			close(r.stop)
 		}
 		if r.drawn {
-			r.clearLocked()
+			_ = r.bar.Clear()
 		}
 		if r.line.bar == r {
 			r.line.bar = nil
@@ -213,13 +214,8 @@ func (r *barReporter) drawLocked(force bool) {
 	}
 	rate, ok := r.rate(now)
 	text := progressText(r.what, r.u, r.done, r.total, now.Sub(r.start), rate, ok)
-	if r.total != r.drawnTotal {
-		if r.total > 0 {
-			r.bar.ChangeMax64(barMax(r.total))
-		} else {
-			r.bar.ChangeMax64(-1)
-		}
-		r.drawnTotal = r.total
+	if m := barMax(r.total); r.bar.GetMax64() != m {
+		r.bar.ChangeMax64(m)
 	}
 	if r.total > 0 {
 		_ = r.bar.Set64(min(r.done, r.total) * barScale)
@@ -228,11 +224,6 @@ func (r *barReporter) drawLocked(force bool) {
 	}
 	r.bar.Describe(text)
 	r.drawn, r.lastDraw = true, now
-}
-
-func (r *barReporter) clearLocked() {
-	_ = r.bar.Clear()
-	r.drawn = false
 }
 
 // progressText is what a bar says after the bar itself:
@@ -292,7 +283,8 @@ func (w *termWriter) Write(p []byte) (int, error) {
 	w.line.mu.Lock()
 	defer w.line.mu.Unlock()
 	if b := w.line.bar; b != nil && b.drawn {
-		b.clearLocked()
+		_ = b.bar.Clear()
+		b.drawn = false
 	}
 	n, err := w.w.Write(p)
 	if n > 0 {

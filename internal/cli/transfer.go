@@ -48,11 +48,8 @@ with its files and size; it writes nothing, and --to may be left out.`,
 			&ucli.StringFlag{Name: "to", Usage: "write the archive to the new file `FILE`, or to stdout with -"},
 			&ucli.BoolFlag{Name: "dry-run", Usage: "say what the archive would hold, fork ancestors included; write nothing"},
 		},
-		Action: func(c *ucli.Context) error {
+		Action: withArgs(1, -1, func(c *ucli.Context) error {
 			ids := c.Args().Slice()
-			if len(ids) == 0 {
-				return usagef(c, "missing arguments: want %s", c.Command.ArgsUsage)
-			}
 			to := c.String("to")
 			if to == "" && !c.Bool("dry-run") {
 				return usagef(c, "--to FILE (or --to - for stdout) is required")
@@ -68,7 +65,7 @@ with its files and size; it writes nothing, and --to may be left out.`,
 				}
 			}
 			return runExport(c, e, ids, to)
-		},
+		}),
 	}
 }
 
