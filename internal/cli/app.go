@@ -349,8 +349,8 @@ func (e *env) loadMachine(c *ucli.Context, dataDir string) (*store.Machine, erro
 // informs (list, the edits): a broken default file is a warning, and agents
 // and models are then not checked.
 func (e *env) loadMachineLenient(c *ucli.Context, dataDir, what string) (*store.Machine, error) {
-	m, err := e.loadMachine(c, dataDir)
 	path, explicit := store.RuntimeConfigPath(c.String("config"), e.g.getenv, dataDir)
+	m, _, err := store.LoadMachine(path, explicit)
 	if err == nil || explicit {
 		return m, err
 	}

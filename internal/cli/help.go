@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -177,12 +178,7 @@ func roff(s string) string {
 func roffParagraphs(w io.Writer, text string) {
 	for _, para := range strings.Split(strings.TrimSpace(text), "\n\n") {
 		lines := strings.Split(para, "\n")
-		indented := false
-		for _, l := range lines {
-			if strings.HasPrefix(l, " ") {
-				indented = true
-			}
-		}
+		indented := slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, " ") })
 		fmt.Fprintln(w, ".PP")
 		if indented {
 			fmt.Fprintln(w, ".nf")
@@ -259,11 +255,11 @@ escaped (\x1b, \r, \u202e, ...); --json prints it exactly.`)
 			synopsis += " " + u
 		}
 		fmt.Fprintf(w, ".SS \"%s\"\n", strings.ReplaceAll(roff(synopsis), `"`, `\(dq`))
+		usage := roff(c.Usage)
 		if len(c.Aliases) > 0 {
-			fmt.Fprintf(w, ".PP\n%s (alias: %s)\n", roff(c.Usage), roff(strings.Join(c.Aliases, ", ")))
-		} else {
-			fmt.Fprintf(w, ".PP\n%s\n", roff(c.Usage))
+			usage += " (alias: " + roff(strings.Join(c.Aliases, ", ")) + ")"
 		}
+		fmt.Fprintf(w, ".PP\n%s\n", usage)
 		if c.Description != "" {
 			roffParagraphs(w, c.Description)
 		}
