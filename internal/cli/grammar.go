@@ -100,17 +100,6 @@ func findCommand(cmds []*ucli.Command, name string) *ucli.Command {
 	return nil
 }
 
-// owners are the commands that define the flag name.
-func owners(app *ucli.App, name string) []string {
-	var out []string
-	for _, n := range commandNodes(app) {
-		if _, ok := flagsOf(n.cmd.Flags)[name]; ok {
-			out = append(out, progName+" "+n.name())
-		}
-	}
-	return out
-}
-
 // parseInvocation takes args (without the program name) apart. What it
 // cannot place is left where urfave refuses it.
 func parseInvocation(app *ucli.App, args []string) *invocation {
@@ -157,12 +146,15 @@ func parseInvocation(app *ucli.App, args []string) *invocation {
 	// Second pass: globals, the leaf's flags and the arguments.
 	leafFlags := flagSet{}
 	leafFlags.add(helpInfo)
-	all := flagSet{}
+	// all: every command's flags, with the commands that define each.
+	all, owners := flagSet{}, map[string][]string{}
 	if cmd != nil {
 		leafFlags = flagsOf(cmd.Flags)
 		leafFlags.add(helpInfo)
-		for _, c := range app.Commands {
-			commandFlags(c, all)
+		for _, n := range commandNodes(app) {
+			for name, fi := range flagsOf(n.cmd.Flags) {
+				all[name], owners[name] = fi, append(owners[name], progName+" "+n.name())
+			}
 		}
 	}
 	pathLeft := len(in.path)
@@ -209,7 +201,7 @@ func parseInvocation(app *ucli.App, args []string) *invocation {
 		sp, found := all[name]
 		toks := take(sp, found)
 		if found {
-			in.misplaced[name] = misplacedFlag{spelled: strings.Join(toks, " "), owners: owners(app, name)}
+			in.misplaced[name] = misplacedFlag{spelled: strings.Join(toks, " "), owners: owners[name]}
 		}
 		in.flags = append(in.flags, toks...)
 	}
