@@ -215,6 +215,7 @@ func inspectTarget(c *ucli.Context, e *env, args []string) (*inspect.Target, err
 	s, err := e.openStoreAt(ctx, dir, "inspect", store.LockNone, store.CreateNever)
 	var l store.Log
 	if err == nil {
+		defer s.Close() // a LockNone store holds no lock; the log is read by path
 		var ids []string
 		if ids, err = resolveIDs(c, s, args[:1]); err != nil {
 			return nil, err
