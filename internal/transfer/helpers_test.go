@@ -238,3 +238,12 @@ func rename(t *testing.T, dataDir, id, title string) {
 		t.Fatal(err)
 	}
 }
+
+// decodeManifest reads a manifest and checks its header.
+func decodeManifest(r io.Reader, name string) (*Manifest, error) {
+	var m Manifest
+	if err := manifestFormat.Decode(r, name, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
