@@ -315,8 +315,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		return nil, err
 	}
 	opts.Progress.Add(1)
-	st := aw.Stats()
-	res.TarBytes, res.Bytes = st.TarBytes, st.Bytes
+	res.TarBytes, res.Bytes = aw.Stats()
 	return res, nil
 }
 

@@ -11,7 +11,7 @@
 //   - The Reader enforces hard limits and refuses absolute paths, "..",
 //     noncanonical or duplicate names, sparse entries and non-regular files;
 //     Extract writes only into a directory made for it and refuses at its
-//     header an entry that would not fit in the free space less FreeReserve.
+//     header an entry that would not fit in the free space.
 //
 // Around it, what backup, restore, export and import share: Staging (a
 // private, flock'ed directory where an archive is extracted and checked;

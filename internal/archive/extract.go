@@ -23,26 +23,23 @@ type ExtractOptions struct {
 	// Sync makes everything extracted durable, with one syncfs(2) on Linux
 	// (an fsync of each file took a third of an import's time).
 	Sync bool
-	// Synced, with Sync, receives the last step's error from its own
-	// goroutine, so the caller goes on meanwhile.
-	Synced   chan<- error
-	Progress func(n int64) // bytes written
-	// SpaceName names the file system in a refusal for lack of free space
-	// by a directory the user knows (default: dir).
-	SpaceName string
+	// Synced, with Sync, receives the sync's error from its own goroutine.
+	Synced    chan<- error
+	Progress  func(n int64) // bytes written
+	SpaceName string        // names the file system in a refusal (default: dir)
 	// OnFile is called with each file once written and closed, from several
 	// goroutines in no order; data is its bytes when they were held whole.
 	OnFile func(e Extracted, path string, data []byte)
 }
 
-// FreeReserve is the free space an extraction leaves on its file system.
-const FreeReserve = 64 << 20
+// freeReserve is the free space an extraction leaves on its file system.
+const freeReserve = 64 << 20
 
-// space is the free-space budget of one extraction, measured once: each
-// entry's declared size, in whole blocks, is taken before it is written.
+// space is an extraction's free-space budget, measured once: each entry's
+// declared size, in whole blocks, is taken before it is written.
 type space struct {
 	dir          string // names the file system in a refusal
-	avail, block int64  // avail: free space less FreeReserve (may be < 0)
+	avail, block int64  // avail: free space less freeReserve (may be < 0)
 	need         int64
 }
 
@@ -51,7 +48,7 @@ func newSpace(dir, name string) *space {
 	if !ok {
 		return nil
 	}
-	return &space{dir: cmp.Or(name, dir), avail: free - FreeReserve, block: max(block, 1)}
+	return &space{dir: cmp.Or(name, dir), avail: free - freeReserve, block: max(block, 1)}
 }
 
 // take books an entry of size bytes, or says why it does not fit.
@@ -59,7 +56,7 @@ func (s *space) take(size int64) error {
 	need := s.need + (size+s.block-1)/s.block*s.block
 	if need > s.avail || need < s.need {
 		return fmt.Errorf("refused: extracting the archive up to this entry needs %d bytes; %d free after the %d MiB reserve on the file system of %s",
-			need, max(s.avail, 0), FreeReserve>>20, s.dir)
+			need, max(s.avail, 0), freeReserve>>20, s.dir)
 	}
 	s.need = need
 	return nil
@@ -72,16 +69,14 @@ type Extracted struct {
 	Offset int64 // of its header in the tar stream
 }
 
-// Extract reads the archive from r and writes every entry under dir, an
-// empty directory made for it (NewStaging): files created exclusively 0600
-// (so a name seen twice is refused), directories 0700. It returns the
-// entries in archive order, for the caller to Close.
-//
-// Each header's declared size must fit in the free space of dir's file
-// system less FreeReserve, so a decompression bomb cannot fill the disk.
-// Small entries are written by extractWriters goroutines, since creating
-// files took most of an extraction. Extract stops at the first problem,
-// leaving what it wrote for the caller to remove.
+// Extract writes every entry of the archive read from r under dir, an empty
+// directory made for it (NewStaging): files created exclusively 0600 (a
+// name seen twice is refused), directories 0700. Each header's declared
+// size must fit in the free space less freeReserve, so a decompression
+// bomb cannot fill the disk. Small entries are written by extractWriters
+// goroutines, since creating files took most of an extraction. It stops at
+// the first problem, leaving what it wrote for the caller to remove, and
+// returns the entries in archive order, for the caller to Close.
 func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) (_ *ExtractedList, err error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -134,15 +129,13 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 	return out, nil
 }
 
-// Entries of at most keepEntry bytes are read whole and handed to
-// extractWriters goroutines: at most (2 × extractWriters + 1) × keepEntry
-// bytes are held.
+// Entries of at most keepEntry bytes are read whole for the writers: at
+// most (2 × extractWriters + 1) × keepEntry bytes are held.
 const (
 	extractWriters = 4
 	keepEntry      = 1 << 20
 )
 
-// writeJob is one entry read whole, for a writer.
 type writeJob struct {
 	i    int    // index in the archive
 	rel  string // path relative to dir
@@ -150,8 +143,8 @@ type writeJob struct {
 	data []byte
 }
 
-// extract reads the entries in order into out, writing the larger ones
-// itself; it stops early, without a problem, when a writer failed.
+// extract reads the entries into out, writing the larger ones itself; it
+// stops early, without a problem, when a writer failed.
 func (x *extractor) extract(ctx context.Context, ar *Reader, free *space, jobs chan<- writeJob, out *ExtractedList) error {
 	for !x.failed.Load() {
 		if err := ctx.Err(); err != nil {
@@ -214,7 +207,6 @@ func (x *extractor) fail(i int, err error) {
 	x.failed.Store(true)
 }
 
-// read reads the entry h whole.
 func (x *extractor) read(ctx context.Context, ar *Reader, h *Header) (Extracted, []byte, error) {
 	e := Extracted{Name: h.Name, Offset: h.Offset}
 	// Only the archive (an *Error) or ctx can fail it.
@@ -223,7 +215,6 @@ func (x *extractor) read(ctx context.Context, ar *Reader, h *Header) (Extracted,
 	return e, mem.Bytes(), err
 }
 
-// copyEntry copies the current entry to w, recording its size and SHA-256.
 func (x *extractor) copyEntry(ctx context.Context, ar *Reader, e *Extracted, w io.Writer) error {
 	hs := sha256.New()
 	for {
@@ -252,8 +243,8 @@ func (x *extractor) copyEntry(ctx context.Context, ar *Reader, e *Extracted, w i
 	return nil
 }
 
-// write writes a job's file, then hands it to OnFile; after a writer's
-// problem the jobs left are dropped.
+// write writes a job's file for OnFile; after a writer's problem the jobs
+// left are dropped.
 func (x *extractor) write(j writeJob) {
 	if x.failed.Load() {
 		return
@@ -271,9 +262,8 @@ func (x *extractor) write(j writeJob) {
 	}
 }
 
-// fill creates the file of entry e, the index-th, at rel under dir, writes
-// it with put, fsyncs it when the extraction syncs file by file, closes it
-// and returns its path.
+// fill creates the file of entry e at rel under dir, writes it with put,
+// fsyncs it when the extraction syncs file by file, and returns its path.
 func (x *extractor) fill(rel string, index int, e Extracted, put func(*os.File) error) (string, error) {
 	if err := x.mkdirs(filepath.Dir(rel)); err != nil {
 		return "", fmt.Errorf("%s: %w", e.Name, err)
@@ -303,8 +293,7 @@ func (x *extractor) fill(rel string, index int, e Extracted, put func(*os.File) 
 	return p, err
 }
 
-// sync makes the extraction durable: one syncfs, else the directories (the
-// files were fsynced as written).
+// sync makes the extraction durable: one syncfs, else the directories.
 func (x *extractor) sync() error {
 	ok, err := syncFS(x.dir)
 	if !ok {
@@ -320,8 +309,7 @@ type extractor struct {
 	dir  string
 	opts ExtractOptions
 	buf  []byte // the reading goroutine's
-	// failed is set once a writer failed; failedAt is the first entry that
-	// failed, failedErr its problem.
+	// failed: a writer failed; failedAt is the first entry that did.
 	failed    atomic.Bool
 	mu        sync.Mutex
 	made      map[string]*madeDir // relative directories, created once
@@ -330,14 +318,12 @@ type extractor struct {
 	failedErr error
 }
 
-// madeDir is one directory, made once by whichever goroutine needs it first.
 type madeDir struct {
 	once sync.Once
 	err  error
 }
 
-// madeDirs bounds the directories remembered as made; one forgotten is
-// found (EEXIST) and checked again.
+// madeDirs bounds the directories remembered; one forgotten is checked again.
 const madeDirs = 4096
 
 // mkdirs creates the directory rel and its parents inside dir, 0700.
@@ -375,8 +361,7 @@ func (x *extractor) file(ctx context.Context, ar *Reader, h *Header) (Extracted,
 	return e, err
 }
 
-// create creates the file at p of entry e exclusively: an earlier entry of
-// the same name makes it a duplicate.
+// create creates the file at p exclusively: one there is a duplicate.
 func (x *extractor) create(p string, index int, e Extracted) (*os.File, error) {
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|durable.NoFollowFlags, FileMode) // O_EXCL never follows a link
 	if err == nil {

@@ -14,8 +14,7 @@ import (
 
 // ExtractedList is the entries an extraction wrote, in archive order: the
 // first memEntries in memory, the rest gob-encoded in an unlinked file
-// beside the tree, so memory stays flat in the number of entries. Close
-// releases the file.
+// beside the tree, so memory stays flat in the number of entries.
 type ExtractedList struct {
 	mem   []Extracted
 	spill *os.File
@@ -35,10 +34,10 @@ func (l *ExtractedList) Len() int { return l.n }
 // Last is the last entry; the zero Extracted when there is none.
 func (l *ExtractedList) Last() Extracted { return l.last }
 
-// Err is the first problem All had reading the spilled entries back.
+// Err is the first problem All had reading the entries back.
 func (l *ExtractedList) Err() error { return l.err }
 
-// Close removes what the entries held on disk.
+// Close releases the file.
 func (l *ExtractedList) Close() {
 	if l != nil && l.spill != nil {
 		l.spill.Close()
@@ -71,8 +70,8 @@ func (l *ExtractedList) add(e Extracted) error {
 	return nil
 }
 
-// All yields the first n entries in archive order (every entry when n
-// exceeds Len). A problem reading them back ends the loop; Err says it.
+// All yields the first n entries; a problem reading them back ends the
+// loop, and Err says it.
 func (l *ExtractedList) All(n int) iter.Seq[Extracted] {
 	return func(yield func(Extracted) bool) {
 		n = min(n, l.n)
@@ -102,5 +101,4 @@ func (l *ExtractedList) All(n int) iter.Seq[Extracted] {
 	}
 }
 
-// newExtractedList starts the list of an extraction into dir.
 func newExtractedList(dir string) *ExtractedList { return &ExtractedList{dir: filepath.Dir(dir)} }

@@ -151,7 +151,7 @@ func TestHostileTarHeaders(t *testing.T) {
 			member(ustar("conversations/x", '0', 3, true), []byte("x\n\n"))),
 			true, fmt.Sprintf(`entry 2 %q (tar byte 1024): refused: parent directory reference ".."`, longName)},
 		{"base-256 size over the entry limit", rawTar(t, good, base256(ustar(logB, '0', 0, true), 1<<60)),
-			true, fmt.Sprintf(`entry 2 %q (tar byte 1024): refused: %d bytes exceeds the limit of %d per entry`, logB, int64(1)<<60, DefaultLimits.MaxEntryBytes)},
+			true, fmt.Sprintf(`entry 2 %q (tar byte 1024): refused: %d bytes exceeds the limit of %d per entry`, logB, int64(1)<<60, defaultLimits.MaxEntryBytes)},
 		{"negative base-256 size", rawTar(t, good, base256(ustar(logB, '0', 0, true), -1)),
 			false, `entry 2 (tar byte 1024): damaged archive (an unreadable tar header): archive/tar: invalid tar header`},
 		{"old GNU sparse header", rawTar(t, good, sparseS(logB, 10<<30)),
@@ -251,8 +251,8 @@ func TestFreeSpaceIsChecked(t *testing.T) {
 	if !ok {
 		t.Skip("free space is not known on this system")
 	}
-	size := free - FreeReserve + 1<<30 // a margin for others writing meanwhile
-	if size > DefaultLimits.MaxEntryBytes {
+	size := free - freeReserve + 1<<30 // a margin for others writing meanwhile
+	if size > defaultLimits.MaxEntryBytes {
 		t.Skipf("%d bytes free: over the entry limit", free)
 	}
 	size = max(size, 1<<20)

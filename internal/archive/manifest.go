@@ -20,8 +20,8 @@ import (
 // ToolName is the tool every manifest names as its writer.
 const ToolName = "convkit"
 
-// ManifestHeader opens every manifest, a backup's or an export's; manifest
-// types embed it first so these are the first JSON members.
+// ManifestHeader opens every manifest: types embed it first, so these are
+// the first JSON members.
 type ManifestHeader struct {
 	// Format is ManifestFormat.Name; FormatVersion changes only when a
 	// field changes meaning or goes away.
@@ -39,8 +39,8 @@ type ManifestHeader struct {
 
 func (h *ManifestHeader) manifestHeader() *ManifestHeader { return h }
 
-// Manifest is a struct that embeds ManifestHeader and lists the other
-// entries of its archive, in its order.
+// Manifest is a struct embedding ManifestHeader that lists its archive's
+// other entries.
 type Manifest interface {
 	manifestHeader() *ManifestHeader
 	Listing() []Listed
@@ -98,8 +98,7 @@ func WriteManifest(w *Writer, m Manifest) (Sum, error) {
 	return sum, nil
 }
 
-// Decode reads a manifest of this format from r into m and checks its
-// header and size; name names it in errors.
+// Decode reads a manifest of this format from r into m and checks it.
 func (f ManifestFormat) Decode(r io.Reader, name string, m Manifest) error {
 	if err := f.decode(r, m); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -132,9 +131,9 @@ func (f ManifestFormat) versions() string {
 	return fmt.Sprintf("versions 1 to %d", f.Version)
 }
 
-// Scan reads the archive from r through as Extract would into dir, and
-// that the manifest comes last, writing nothing (but to spool, when given,
-// every byte read), so a hostile archive is refused before a file is made.
+// Scan checks the archive from r as Extract would into dir, and that the
+// manifest comes last, writing nothing but to spool (when given), so a
+// hostile archive is refused before a file is made.
 func (f ManifestFormat) Scan(ctx context.Context, r io.Reader, dir string, spool io.Writer, opts ExtractOptions) error {
 	_, last, err := scan(ctx, r, dir, spool, opts)
 	if err == nil && last != ManifestName {
@@ -148,9 +147,9 @@ func (f ManifestFormat) notLast(archiveName string) error {
 		Msg: fmt.Sprintf("no %s as the last entry: an incomplete archive, or not a convkit %s", ManifestName, f.Kind)}
 }
 
-// Verify decodes into m the manifest that must end the archive Extract
-// wrote into dir, and compares its Listing with the entries (CheckListing).
-// A missing or unreadable manifest is an *Error.
+// Verify decodes into m the manifest that must end the archive extracted
+// into dir and compares it with the entries; a missing or unreadable one is
+// an *Error.
 func (f ManifestFormat) Verify(archiveName, dir string, ents *ExtractedList, m Manifest) ([]Mismatch, error) {
 	if ents.Len() == 0 || ents.Last().Name != ManifestName {
 		return nil, f.notLast(archiveName)
@@ -170,9 +169,8 @@ func (f ManifestFormat) Verify(archiveName, dir string, ents *ExtractedList, m M
 // maxMismatches bounds the disagreements CheckListing lists.
 const maxMismatches = 1000
 
-// CheckListing compares the entries but the manifest with its listing:
-// files listed twice, then each entry in order, then listed files missing;
-// past maxMismatches one says how many more. The error is reading back.
+// CheckListing compares the entries but the manifest with listed: files
+// listed twice, each entry in order, then listed files missing.
 func CheckListing(ents *ExtractedList, listed []Listed) ([]Mismatch, error) {
 	var out []Mismatch
 	more := 0

@@ -16,21 +16,18 @@ import (
 )
 
 // Limits bound what a Reader accepts, so that a hostile or damaged archive
-// cannot exhaust memory or disk; zero fields take DefaultLimits.
+// cannot exhaust memory or disk; zero fields take defaultLimits.
 type Limits struct {
 	MaxEntries    int
 	MaxEntryBytes int64
 	MaxTotalBytes int64 // the entries' sizes summed
-	// MaxWindow bounds a zstd frame's window, and so the decoder's memory
-	// (convkit writes 4 MiB windows, zstd -19 uses 8 MiB).
-	MaxWindow uint64
-	// MaxTrailingBytes bounds what may follow the tar trailer (tar's
-	// record padding is 10 KiB at most).
-	MaxTrailingBytes int64
+	// MaxWindow bounds the decoder's memory (convkit writes 4 MiB windows,
+	// zstd -19 8 MiB).
+	MaxWindow        uint64
+	MaxTrailingBytes int64 // after the tar trailer (tar's padding is 10 KiB at most)
 }
 
-// DefaultLimits are what zero Limits fields take.
-var DefaultLimits = Limits{
+var defaultLimits = Limits{
 	MaxEntries:       1_000_000,
 	MaxEntryBytes:    1 << 40,
 	MaxTotalBytes:    16 << 40,
@@ -39,7 +36,7 @@ var DefaultLimits = Limits{
 }
 
 func (l Limits) withDefaults() Limits {
-	d := DefaultLimits
+	d := defaultLimits
 	return Limits{cmp.Or(l.MaxEntries, d.MaxEntries), cmp.Or(l.MaxEntryBytes, d.MaxEntryBytes),
 		cmp.Or(l.MaxTotalBytes, d.MaxTotalBytes), cmp.Or(l.MaxWindow, d.MaxWindow), cmp.Or(l.MaxTrailingBytes, d.MaxTrailingBytes)}
 }
@@ -62,8 +59,8 @@ type Header struct {
 }
 
 // Reader reads an archive as a stream, checking every entry before handing
-// it out (but for names seen twice, which Extract finds). Memory is bounded
-// by the zstd window limit and fixed buffers.
+// it out (but for names seen twice, which Extract finds), in memory bounded
+// by the zstd window limit.
 type Reader struct {
 	opts  ReaderOptions
 	lim   Limits
@@ -179,9 +176,9 @@ func (r *Reader) Next() (*Header, error) {
 	return h, nil
 }
 
-// scan reads the archive from r to its end as Extract would into dir,
-// writing nothing, and returns the number of entries and the last one's
-// name. A spool receives every byte read, within the same free space.
+// scan reads the archive from r as Extract would into dir, writing nothing
+// (but every byte read to spool, within the same free space), and returns
+// the number of entries and the last one's name.
 func scan(ctx context.Context, r io.Reader, dir string, spool io.Writer, opts ExtractOptions) (n int, last string, err error) {
 	free := newSpace(dir, opts.SpaceName)
 	var sw *spoolWriter
@@ -217,7 +214,6 @@ func scan(ctx context.Context, r io.Reader, dir string, spool io.Writer, opts Ex
 	}
 }
 
-// spoolWriter copies what a scan reads, its bytes booked in free.
 type spoolWriter struct {
 	w    io.Writer
 	free *space
@@ -252,7 +248,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// end checks what follows the tar trailer: bounded padding in intact frames.
+// end checks that bounded padding in intact frames follows the trailer.
 func (r *Reader) end() error {
 	n, err := io.Copy(io.Discard, io.LimitReader(r.cnt, r.lim.MaxTrailingBytes+1))
 	if err != nil {
@@ -266,7 +262,6 @@ func (r *Reader) end() error {
 	return io.EOF
 }
 
-// damage reports an error from the tar or zstd layer.
 func (r *Reader) damage(h *Header, err error) error {
 	msg := "damaged archive"
 	switch {
@@ -279,8 +274,8 @@ func (r *Reader) damage(h *Header, err error) error {
 	return r.errorf(h, false, err, "%s", msg)
 }
 
-// sparseVersion names the GNU sparse format PAX records declare ("1.0";
-// "0.x" for 0.0 and 0.1, which carry no version), or "" for none.
+// sparseVersion names the GNU sparse format PAX records declare ("0.x"
+// for 0.0 and 0.1, which carry no version), or "" for none.
 func sparseVersion(recs map[string]string) string {
 	if maj, mnr := recs["GNU.sparse.major"], recs["GNU.sparse.minor"]; maj != "" || mnr != "" {
 		return maj + "." + mnr

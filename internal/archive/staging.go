@@ -42,11 +42,11 @@ const (
 	innerLockName = ".lock"
 )
 
-// errNameTaken: the random name is another's; NewStaging draws again.
+// errNameTaken: NewStaging draws another name.
 var errNameTaken = errors.New("name taken")
 
-// NewStaging makes a new locked staging directory dir/<name>-<random>.tmp
-// with an empty tree; SweepStaging finds stale ones by name.
+// NewStaging makes a locked staging directory dir/<name>-<random>.tmp with
+// an empty tree.
 func NewStaging(dir, name string) (*Staging, error) {
 	for range 100 {
 		var b [6]byte
@@ -70,8 +70,8 @@ func NewStaging(dir, name string) (*Staging, error) {
 	return nil, fmt.Errorf("%s: could not make a staging directory", dir)
 }
 
-// lockFirst creates and locks the lock file, giving the name up when a
-// sweep took it for a gone staging's lock first.
+// lockFirst creates and locks the lock file, giving the name up to a sweep
+// that took it first.
 func (s *Staging) lockFirst() error {
 	f, err := durable.CreateExcl(s.lockPath)
 	if errors.Is(err, os.ErrExist) {
@@ -100,7 +100,6 @@ func (s *Staging) lockFirst() error {
 	return nil
 }
 
-// makeDirs makes the locked staging directory and its tree.
 func (s *Staging) makeDirs() error {
 	if err := os.Mkdir(s.dir, durable.DirMode); err != nil {
 		// Not ours: the lock goes, the directory stays.
@@ -130,11 +129,11 @@ func sameFile(f *os.File, fi os.FileInfo) bool {
 // Dir is the staging directory; what the caller puts there goes with it.
 func (s *Staging) Dir() string { return s.dir }
 
-// Tree is the empty directory to extract into.
+// Tree is where the archive is extracted.
 func (s *Staging) Tree() string { return s.tree }
 
 // Remove removes the staging directory, then its lock file (kept while the
-// directory stays, for a later sweep); it may be called more than once.
+// directory stays, for a later sweep).
 func (s *Staging) Remove() error {
 	err := os.RemoveAll(s.dir)
 	if s.lock != nil {
@@ -155,9 +154,7 @@ type Swept struct {
 
 // SweepStaging removes the stagings dir/<name>-*.tmp of killed processes
 // (earlier builds' layouts too): those whose lock is free, free lock files
-// alone, and those without a lock file once unlockedAge old. A staging
-// whose lock is held or cannot be tried is never touched; own is the
-// caller's.
+// alone, and those without a lock file once unlockedAge old; never own.
 func SweepStaging(dir, name string, own *Staging, unlockedAge time.Duration) []Swept {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -182,7 +179,7 @@ func SweepStaging(dir, name string, own *Staging, unlockedAge time.Duration) []S
 				stage = base
 			}
 			if stage != "" && isStaging(stage, name) && !present[stage] {
-				if l := LockIfFree(p); l != nil {
+				if l := lockIfFree(p); l != nil {
 					out = append(out, Swept{Path: p, Err: os.Remove(p)})
 					l.Close()
 				}
@@ -221,7 +218,6 @@ func SweepStaging(dir, name string, own *Staging, unlockedAge time.Duration) []S
 	return out
 }
 
-// isStaging reports whether n is a staging's name for name.
 func isStaging(n, name string) bool {
 	rest, ok := strings.CutPrefix(n, name+"-")
 	return ok && len(rest) > len(StagingSuffix) && strings.HasSuffix(rest, StagingSuffix) && !strings.HasSuffix(rest, stagingLockSuffix)
@@ -235,7 +231,7 @@ const (
 	lockFreed                    // free: now held by this process
 )
 
-// probeLock tries the lock file at p; a free lock is returned held.
+// probeLock tries the lock file at p, returned held when it was free.
 func probeLock(p string) (lockState, *os.File) {
 	f, err := durable.OpenRegular(p, os.O_RDONLY)
 	switch {
@@ -251,25 +247,24 @@ func probeLock(p string) (lockState, *os.File) {
 	return lockFreed, f
 }
 
-// LockIfFree returns the lock file at p held by this process when it was
-// free, else nil; only a regular file is opened. Close it once removed.
-func LockIfFree(p string) *os.File {
+// lockIfFree returns the lock file at p held when it was free, else nil.
+func lockIfFree(p string) *os.File {
 	if st, f := probeLock(p); st == lockFreed {
 		return f
 	}
 	return nil
 }
 
-// TempFile is the file an archive is written to before publication,
-// .<final name>.<16 hex>.tmp beside it, flock'ed by its writer so that
-// SweepTemps removes killed writers' files and never one being written.
+// TempFile is where a file is written before publication, .<final
+// name>.<16 hex>.tmp beside it, flock'ed so that SweepTemps removes killed
+// writers' files and never one being written.
 type TempFile struct {
 	*os.File
 	lock *os.File // outlives the close before durable.Publish links the file
 }
 
-// CreateTemp creates a new temporary file for the archive to be published
-// at final, flock'ed through a descriptor of its own, never through a link.
+// CreateTemp creates a TempFile for final, flock'ed through a descriptor of
+// its own, never through a link.
 func CreateTemp(final string) (*TempFile, error) {
 	f, err := durable.CreateTemp(filepath.Dir(final), "."+filepath.Base(final))
 	if err != nil {
@@ -320,8 +315,8 @@ func (t *TempFile) unlock() {
 	}
 }
 
-// SweepTemps removes the temporary files CreateTemp made in dir for a
-// final name isFinal accepts, whose lock is free.
+// SweepTemps removes dir's unlocked TempFiles of the final names isFinal
+// accepts.
 func SweepTemps(dir string, isFinal func(string) bool) []Swept {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -333,7 +328,7 @@ func SweepTemps(dir string, isFinal func(string) bool) []Swept {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		if l := LockIfFree(p); l != nil {
+		if l := lockIfFree(p); l != nil {
 			out = append(out, Swept{Path: p, Err: os.Remove(p)})
 			l.Close()
 		}

@@ -501,7 +501,7 @@ func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error
 	if err := aw.Close(); err != nil {
 		return nil, err
 	}
-	res.Bytes = aw.Stats().Bytes
+	_, res.Bytes = aw.Stats()
 	return res, nil
 }
 
