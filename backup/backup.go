@@ -50,16 +50,11 @@ import (
 
 // Options configure Write.
 type Options struct {
-	// Now is the clock (default time.Now): createdAt, entry times and
-	// ToDir's archive name.
-	Now         func() time.Time
+	Now         func() time.Time // default time.Now
 	ToolVersion string
-	// TempDir holds the metadata.db snapshot (default os.TempDir()).
-	TempDir string
-	// Workers read, check and compress in parallel (default GOMAXPROCS,
-	// at most archive.MaxWorkers).
-	Workers  int
-	Progress progress.Progress // files archived
+	TempDir     string            // holds the metadata.db snapshot (default os.TempDir())
+	Workers     int               // read, check and compress (default GOMAXPROCS, at most archive.MaxWorkers)
+	Progress    progress.Progress // files archived
 	// OnEvent receives each file left out, each log invalid and each entry
 	// archived out of shape, as found.
 	OnEvent func(store.Item)
@@ -94,9 +89,7 @@ func (o *Options) defaults() {
 
 // Result is what Write did.
 type Result struct {
-	// Manifest is the archive's manifest without its conversation and file
-	// lists, which were streamed into the archive.
-	Manifest *Manifest
+	Manifest *Manifest    // without the lists streamed into the archive
 	Invalid  []store.Item // logs archived whole because their check failed
 	Vanished []string     // logs deleted between the walk and their reading
 	TarBytes int64        // the tar stream's size
@@ -104,16 +97,16 @@ type Result struct {
 }
 
 // Partial reports whether anything of the store is missing from the
-// archive or failed its check: the caller's exit 3.
+// archive or failed its check (exit 3).
 func (r *Result) Partial() bool {
 	return len(r.Manifest.Problems) > 0 || r.Manifest.Counts.InvalidLogs > 0
 }
 
 // Write streams a backup of the store s (opened with store.LockIfFree) to
-// w: holding runtime.lock, every log is copied whole; without it the backup
-// is online and copies each log's committed prefix. Unreadable files are
-// left out and invalid logs archived whole, both reported (Result.Partial);
-// Write fails only when the archive cannot be written or the store walked.
+// w: holding runtime.lock, every log is copied whole; without it, each
+// log's committed prefix (online). Unreadable files are left out and
+// invalid logs archived whole (Result.Partial); Write fails only when the
+// archive cannot be written or the store walked.
 func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Result, error) {
 	opts.defaults()
 	m := &Manifest{ManifestHeader: manifestFormat.Header(opts.ToolVersion, opts.Now()), LogCheck: LogCheckStructure,
@@ -138,8 +131,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		opts.OnEvent(it)
 	}
 
-	// The metadata.db snapshot is taken while the logs are read and
-	// archived after them.
+	// The metadata.db snapshot is taken while the logs are read.
 	snapDone := make(chan snapshot, 1)
 	go func() {
 		var sn snapshot
@@ -180,8 +172,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		return nil, err
 	}
 
-	// The manifest's lists are spooled, so memory does not grow with the
-	// store.
+	// The manifest's lists are spooled, so memory does not grow with the store.
 	spoolAt := func(what string) string {
 		if opts.snapshotPath != "" {
 			return strings.TrimSuffix(opts.snapshotPath, snapshotSuffix) + spoolSuffix + what
@@ -206,9 +197,8 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		return fileSpool.add(f)
 	}
 
-	// Logs come conversation by conversation; each conversation is
-	// finished (its expectation, with strict) when the next begins. One
-	// with nothing archived is not in the archive.
+	// A conversation is finished (its expectation, with strict) when the
+	// next begins; one with nothing archived is not in the archive.
 	var cur *convLogs
 	flush := func() error {
 		if cur == nil {
@@ -319,7 +309,6 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	return res, nil
 }
 
-// archiveFile archives the file at p (never through a link) as name.
 func archiveFile(aw *archive.Writer, name, p string) (File, error) {
 	f, err := durable.OpenRegular(p, os.O_RDONLY)
 	if err != nil {
@@ -344,19 +333,18 @@ const (
 	IndexByCopy   = "copy"
 )
 
-// snapshot is a copy of metadata.db (path "" when there is none) and its
-// file's time, taken before the copy: older than what it holds, never
-// newer.
+// snapshot is a copy of metadata.db (path "": none) and the file's time
+// before the copy, never newer than what it holds.
 type snapshot struct {
 	path, method string
 	mtime        time.Time
 	err          error
 }
 
-// snapshotIndex makes a consistent copy of metadata.db. When nothing can
-// write the index and no journal is pending, the file itself is the copy
-// (IndexByCopy: not to be removed); else VACUUM INTO copies it in one read
-// transaction into tmpDir (or path), which WAL writers do not block.
+// snapshotIndex makes a consistent copy of metadata.db: the file itself
+// when nothing can write it and no journal is pending (IndexByCopy), else
+// VACUUM INTO tmpDir (or path) in one read transaction, which WAL writers
+// do not block.
 func snapshotIndex(ctx context.Context, src, tmpDir, path string, quiescent bool) snapshot {
 	fi, err := os.Lstat(src)
 	switch {
@@ -387,7 +375,6 @@ func snapshotIndex(ctx context.Context, src, tmpDir, path string, quiescent bool
 	return snapshot{tmp.Name(), IndexByVacuum, fi.ModTime(), nil}
 }
 
-// pending reports whether a journal file may hold something.
 func pending(p string) bool {
 	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -397,7 +384,7 @@ func pending(p string) bool {
 }
 
 // spool is one list of the manifest as comma-separated JSON, in memory up
-// to memory bytes and beyond it in a file at path, unlinked once made.
+// to memory bytes, beyond in an unlinked file.
 type spool struct {
 	path    string
 	memory  int
@@ -417,7 +404,7 @@ func newSpool(path string, memory int) *spool {
 	return s
 }
 
-// newEncoder encodes as the manifest is written: <, > and & as they are.
+// newEncoder keeps <, > and & as they are.
 func newEncoder(w io.Writer) *json.Encoder {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -471,8 +458,8 @@ func (s *spool) close() {
 	}
 }
 
-// writeManifest writes m as the manifest entry, the spooled lists in place
-// of its own: the bytes encoding the whole Manifest would give.
+// writeManifest writes m with the spooled lists in place of its own: the
+// bytes encoding the whole Manifest would give.
 func writeManifest(aw *archive.Writer, m *Manifest, convs, files *spool) error {
 	var whole, probs bytes.Buffer
 	lists := *m

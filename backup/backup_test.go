@@ -514,7 +514,7 @@ func TestSIGKILLDuringBackup(t *testing.T) {
 	}
 	// The rerun's archive and its sidecar, nothing else.
 	ents, _ := os.ReadDir(out)
-	if len(ents) != 2 || ents[0].Name() != filepath.Base(res.Archive) || ents[1].Name() != filepath.Base(InfoPath(res.Archive)) {
+	if len(ents) != 2 || ents[0].Name() != filepath.Base(res.Archive) || ents[1].Name() != filepath.Base(infoPath(res.Archive)) {
 		var names []string
 		for _, e := range ents {
 			names = append(names, e.Name())

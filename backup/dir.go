@@ -28,8 +28,8 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// Archive names: convkit-<UTC time>.tar.zst, with -N before the suffix for a
-// second archive in the same second. Retention touches nothing else.
+// Archive names: convkit-<UTC time>[-N].tar.zst, -N for a second archive
+// in the same second. Retention touches nothing else.
 const (
 	archivePrefix = "convkit-"
 	archiveSuffix = ".tar.zst"
@@ -38,7 +38,7 @@ const (
 
 var archiveRE = regexp.MustCompile(`^convkit-(\d{8}T\d{6}Z)(?:-([1-9]\d{0,5}))?\.tar\.zst$`)
 
-func ArchiveName(t time.Time) string {
+func archiveName(t time.Time) string {
 	return archivePrefix + t.UTC().Format(timeLayout) + archiveSuffix
 }
 
@@ -65,8 +65,8 @@ const (
 	VerifiedInvalid = "invalid"
 )
 
-// Verification says whether the archive was verified: the last verification
-// in its sidecar, if it was of the file as it is now (size and time).
+// Verification is the state of the sidecar's last verification, if it was
+// of the file as it is now (size and time).
 func (a ArchiveInfo) Verification() string {
 	if a.Info == nil {
 		return VerifiedNever
@@ -87,8 +87,8 @@ func (a ArchiveInfo) Verification() string {
 	return VerifiedFailed
 }
 
-// ListArchives lists convkit's own archives in dir (regular files named
-// convkit-<UTC time>[-N].tar.zst), oldest first, with their sidecars.
+// ListArchives lists convkit's archives in dir, oldest first, with their
+// sidecars.
 func ListArchives(dir string) ([]ArchiveInfo, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -125,24 +125,18 @@ func ListArchives(dir string) ([]ArchiveInfo, error) {
 // DirOptions configure ToDir.
 type DirOptions struct {
 	Options
-	// Retention deletes the archives it does not keep once the new
-	// archive is complete.
-	Retention Retention
-	// DryRun writes and deletes nothing: Plan says what would be.
-	DryRun bool
+	Retention Retention // applied once the new archive is complete
+	DryRun    bool      // writes and deletes nothing: Plan says what would be
 }
 
-// DirResult is what ToDir did (on a dry run: would do, with Plan set and
-// Result nil).
+// DirResult is what ToDir did (on a dry run: would do, Plan set).
 type DirResult struct {
 	Archive      string
 	Result       *Result
 	Deleted      []string // by retention
 	RemovedTemps []string // temporary archives of killed backups
-	// InfoError says why the sidecar could not be written; the archive is
-	// complete either way.
-	InfoError string
-	Plan      *Plan
+	InfoError    string   // why the sidecar was not written (the archive is complete)
+	Plan         *Plan
 }
 
 // Plan is what a dry run found: the files a backup would archive.
@@ -163,11 +157,9 @@ type PlanFile struct {
 	Size int64  `json:"size"`
 }
 
-// ToDir takes a backup of the store s into dir (created 0700 if missing):
-// written under a temporary name, fsynced, and linked to its final name
-// only when complete. Temporaries of killed backups are removed first (a
-// live writer holds a flock on its own), and the archives opts.Retention
-// does not keep are deleted last.
+// ToDir takes a backup of the store s into dir (made 0700 if missing),
+// published by link only when complete. Killed backups' temporaries are
+// removed first, and the archives opts.Retention does not keep last.
 func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*DirResult, error) {
 	opts.defaults()
 	if opts.Retention.Last < 0 || opts.Retention.Daily < 0 || opts.Retention.Weekly < 0 || opts.Retention.Monthly < 0 {
@@ -194,7 +186,7 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 	}
 	res.RemovedTemps = removeStaleTemps(dir)
 	// Flocked, so a sweep leaves it; once published, Discard only unlocks.
-	tmp, err := archive.CreateTemp(filepath.Join(dir, ArchiveName(now)))
+	tmp, err := archive.CreateTemp(filepath.Join(dir, archiveName(now)))
 	if err != nil {
 		return nil, err
 	}
@@ -244,11 +236,10 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 	return res, nil
 }
 
-// publishArchive links the temporary file to the first free archive name
-// of now, never replacing a file, and removes the temporary name. A dry run
-// (tmpName "") only names it.
+// publishArchive links tmpName to the first free archive name of now,
+// never replacing a file; a dry run (tmpName "") only names it.
 func publishArchive(tmpName, dir string, now time.Time) (string, error) {
-	base := strings.TrimSuffix(ArchiveName(now), archiveSuffix)
+	base := strings.TrimSuffix(archiveName(now), archiveSuffix)
 	for seq := 1; seq < 1000; seq++ {
 		final := filepath.Join(dir, base+archiveSuffix)
 		if seq > 1 {
@@ -273,20 +264,17 @@ func publishArchive(tmpName, dir string, now time.Time) (string, error) {
 		return final, durable.SyncDir(dir)
 	}
 	if tmpName == "" {
-		return filepath.Join(dir, ArchiveName(now)), nil
+		return filepath.Join(dir, archiveName(now)), nil
 	}
-	return "", fmt.Errorf("%s: no free archive name for %s", dir, ArchiveName(now))
+	return "", fmt.Errorf("%s: no free archive name for %s", dir, archiveName(now))
 }
 
-// Suffixes of the metadata.db snapshot and the manifest's spools ToDir
-// makes beside its temporary archive.
+// Suffixes of the files ToDir makes beside its temporary archive.
 const (
 	snapshotSuffix = ".index"
 	spoolSuffix    = ".manifest-"
 )
 
-// companionOf is the temporary archive a file ToDir made beside it
-// belongs to.
 func companionOf(name string) (string, bool) {
 	if a, ok := strings.CutSuffix(name, snapshotSuffix); ok && isTempArchive(a) {
 		return a, true
@@ -297,20 +285,17 @@ func companionOf(name string) (string, bool) {
 	return "", false
 }
 
-// isArchiveOrInfo: an archive's name, or its sidecar's, whose killed
-// writers' temporary files a backup sweeps.
 func isArchiveOrInfo(name string) bool {
-	return IsArchiveName(strings.TrimSuffix(name, InfoSuffix))
+	return isArchiveName(strings.TrimSuffix(name, infoSuffix))
 }
 
 func isTempArchive(name string) bool {
 	final, ok := archive.TempOf(name)
-	return ok && IsArchiveName(final)
+	return ok && isArchiveName(final)
 }
 
 // removeStaleTemps removes temporary archives and sidecars whose writer is
-// gone (no flock), then what belongs to something gone: their companions, and the
-// sidecars of archives.
+// gone, then their companions and the sidecars of archives gone.
 func removeStaleTemps(dir string) []string {
 	var removed []string
 	for _, sw := range archive.SweepTemps(dir, isArchiveOrInfo) {
@@ -329,7 +314,7 @@ func removeStaleTemps(dir string) []string {
 	n := len(removed)
 	for _, e := range ents {
 		of, ok := companionOf(e.Name())
-		if a, info := strings.CutSuffix(e.Name(), InfoSuffix); info && IsArchiveName(a) {
+		if a, info := strings.CutSuffix(e.Name(), infoSuffix); info && isArchiveName(a) {
 			of, ok = a, true
 		}
 		if p := filepath.Join(dir, e.Name()); ok && e.Type().IsRegular() && !present[of] && os.Remove(p) == nil {
@@ -342,9 +327,8 @@ func removeStaleTemps(dir string) []string {
 	return removed
 }
 
-// prune deletes convkit's archives in dir that r does not keep, never
-// keepPath (the archive just written) nor the newest verified one. With
-// dryRun it only lists them, as if keepPath, taken at now, were there.
+// prune deletes the archives in dir that r does not keep; with dryRun it
+// lists them, as if keepPath, taken at now, were there.
 func prune(dir string, r Retention, keepPath string, now time.Time, dryRun bool) ([]string, error) {
 	list, err := ListArchives(dir)
 	if errors.Is(err, fs.ErrNotExist) && dryRun {
@@ -366,8 +350,8 @@ func prune(dir string, r Retention, keepPath string, now time.Time, dryRun bool)
 			if err := os.Remove(a.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return deleted, err
 			}
-			if fi, err := os.Lstat(InfoPath(a.Path)); err == nil && fi.Mode().IsRegular() {
-				os.Remove(InfoPath(a.Path))
+			if fi, err := os.Lstat(infoPath(a.Path)); err == nil && fi.Mode().IsRegular() {
+				os.Remove(infoPath(a.Path))
 			}
 		}
 		deleted = append(deleted, a.Path)
@@ -393,10 +377,10 @@ type Retention struct {
 
 func (r Retention) IsZero() bool { return r == Retention{} }
 
-// keeps returns the paths of the archives of list (oldest first) that r
-// keeps, with keepPath and the newest verified good one. An archive named
-// more than FutureSkew past now is kept and left out of the policies: as
-// the newest, one wrong clock would make Within and Last delete the rest.
+// keeps returns the paths of list (oldest first) that r keeps, with
+// keepPath and the newest verified one. One named more than futureSkew
+// past now is kept outside the policies: as the newest, one wrong clock
+// would make Within and Last delete the rest.
 func (r Retention) keeps(list []ArchiveInfo, keepPath string, now time.Time) map[string]bool {
 	kept := map[string]bool{keepPath: true}
 	if r.IsZero() {
@@ -407,7 +391,7 @@ func (r Retention) keeps(list []ArchiveInfo, keepPath string, now time.Time) map
 	}
 	var newest []ArchiveInfo
 	for _, a := range slices.Backward(list) {
-		if a.Time.After(now.Add(FutureSkew)) {
+		if a.Time.After(now.Add(futureSkew)) {
 			kept[a.Path] = true
 			continue
 		}
@@ -427,7 +411,6 @@ func (r Retention) keeps(list []ArchiveInfo, keepPath string, now time.Time) map
 			}
 		}
 	}
-	// The newest archive of each of the newest n keys.
 	bucket := func(n int, key func(ArchiveInfo) string) {
 		last := ""
 		for _, a := range newest {
@@ -448,9 +431,8 @@ func (r Retention) keeps(list []ArchiveInfo, keepPath string, now time.Time) map
 	return kept
 }
 
-// PlanBackup lists, without reading any log or taking any lock, the files a
-// backup of the store s would archive at their current sizes; noIndex
-// leaves metadata.db out, as Options.NoIndex does.
+// PlanBackup lists, reading no log and taking no lock, the files a backup
+// of s would archive at their current sizes.
 func PlanBackup(s *store.Store, noIndex bool) (*Plan, error) {
 	p := &Plan{Files: []PlanFile{}, Problems: []store.Item{}, Index: IndexAbsent}
 	st, err := s.LockStatus()
@@ -502,9 +484,9 @@ func PlanBackup(s *store.Store, noIndex bool) (*Plan, error) {
 // ErrNoArchive: a backup directory holds none of convkit's archives.
 var ErrNoArchive = errors.New("no archive named convkit-<UTC time>.tar.zst")
 
-// FutureSkew is how far past the clock the time in an archive's name may
-// be before Latest with a MaxAge refuses it and retention sets it aside.
-const FutureSkew = 5 * time.Minute
+// futureSkew is how far past the clock an archive's name may be before
+// Latest with a MaxAge refuses it and retention sets it aside.
+const futureSkew = 5 * time.Minute
 
 // LatestOptions say what Latest requires of the newest archive.
 type LatestOptions struct {
@@ -513,9 +495,8 @@ type LatestOptions struct {
 	Now      func() time.Time // default time.Now
 }
 
-// Latest returns the newest of convkit's archives in dir, with an error
-// saying why when it does not meet opts (an archive dated past the clock
-// fails a MaxAge); ErrNoArchive when there is none.
+// Latest returns the newest archive in dir, with an error saying why when
+// it does not meet opts; ErrNoArchive when there is none.
 func Latest(dir string, opts LatestOptions) (*ArchiveInfo, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -533,7 +514,7 @@ func Latest(dir string, opts LatestOptions) (*ArchiveInfo, error) {
 		return &a, errors.New(a.Path + ": " + fmt.Sprintf(format, args...))
 	}
 	taken := a.Time.UTC().Format(time.RFC3339)
-	if !opts.MaxAge.IsZero() && a.Time.After(now.Add(FutureSkew)) {
+	if !opts.MaxAge.IsZero() && a.Time.After(now.Add(futureSkew)) {
 		return stale("taken %s, later than now (%s): its age cannot be told", taken, now.UTC().Format(time.RFC3339))
 	}
 	if !opts.MaxAge.IsZero() && a.Time.Before(opts.MaxAge.Before(now)) {
@@ -549,7 +530,6 @@ func Latest(dir string, opts LatestOptions) (*ArchiveInfo, error) {
 	return stale("%s", unverified[v])
 }
 
-// unverified says why Latest refuses an archive in each state but ok.
 var unverified = map[string]string{
 	VerifiedNever:   "not verified (convkit backup verify records it)",
 	VerifiedStale:   "changed since it was verified",
@@ -563,8 +543,8 @@ type Span struct {
 	Years, Months, Days, Hours int
 }
 
-// ParseSpan reads a Span: one or more whole numbers each followed by y, m
-// (months), d or h, each unit at most once, in that order.
+// ParseSpan reads a Span: whole numbers each followed by y, m, d or h,
+// each unit at most once, in that order.
 func ParseSpan(s string) (Span, error) {
 	var sp Span
 	if s == "" {
@@ -610,13 +590,12 @@ func (s Span) String() string {
 	return cmp.Or(b.String(), "0h")
 }
 
-// An archive in a backup directory has a sidecar, ARCHIVE.json: what the
-// backup recorded (so 'backup list' need not read the archive) and its last
-// verification. Losing it loses only the listing's details.
+// An archive's sidecar, ARCHIVE.json, holds what the backup recorded (so
+// 'backup list' need not read the archive) and its last verification.
 const (
-	InfoSuffix        = ".json"
-	InfoFormat        = "convkit-backup-info"
-	InfoFormatVersion = 1
+	infoSuffix        = ".json"
+	infoFormat        = "convkit-backup-info"
+	infoFormatVersion = 1
 	maxInfoBytes      = 64 << 10
 )
 
@@ -645,24 +624,20 @@ type Verification struct {
 	Problem     string    `json:"problem,omitempty"` // the first mismatch, or why it was refused
 	InvalidLogs int       `json:"invalidLogs"`
 	Invalid     string    `json:"invalid,omitempty"` // the first invalid log
-	// The file as verified (SHA256 empty when the verification stopped
-	// early); another size or time is another file.
+	// The file as verified (SHA256 empty when it stopped early).
 	Size        int64     `json:"size"`
 	ModTime     time.Time `json:"modTime"`
 	SHA256      string    `json:"sha256,omitempty"`
 	ToolVersion string    `json:"toolVersion"`
 }
 
-func InfoPath(archivePath string) string { return archivePath + InfoSuffix }
+func infoPath(archivePath string) string { return archivePath + infoSuffix }
 
-// IsArchiveName reports whether name is one of convkit's archive names:
-// only those get a sidecar.
-func IsArchiveName(name string) bool { return archiveRE.MatchString(name) }
+func isArchiveName(name string) bool { return archiveRE.MatchString(name) }
 
-// readInfo reads the sidecar of the archive at archivePath (nil when
-// none), never through a link.
+// readInfo reads the sidecar of archivePath (nil when none).
 func readInfo(archivePath string) (*Info, error) {
-	f, err := durable.OpenRegular(InfoPath(archivePath), os.O_RDONLY)
+	f, err := durable.OpenRegular(infoPath(archivePath), os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -681,26 +656,25 @@ func readInfo(archivePath string) (*Info, error) {
 	if err := json.Unmarshal(data, &info); err != nil {
 		return nil, fmt.Errorf("%s: %v", f.Name(), err)
 	}
-	if info.Format != InfoFormat || info.Archive != filepath.Base(archivePath) {
+	if info.Format != infoFormat || info.Archive != filepath.Base(archivePath) {
 		return nil, fmt.Errorf("%s: not the sidecar of %s (format %s, archive %s)", f.Name(), filepath.Base(archivePath), termtext.Quote(info.Format), termtext.Quote(info.Archive))
 	}
 	return &info, nil
 }
 
 func writeInfo(archivePath string, info *Info) error {
-	info.Format, info.FormatVersion, info.Archive = InfoFormat, InfoFormatVersion, filepath.Base(archivePath)
+	info.Format, info.FormatVersion, info.Archive = infoFormat, infoFormatVersion, filepath.Base(archivePath)
 	data, err := json.Marshal(info)
 	if err != nil {
 		return err
 	}
-	final := InfoPath(archivePath)
+	final := infoPath(archivePath)
 	if fi, err := os.Lstat(final); err == nil && !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s: %w: not replaced", final, durable.ErrNotRegular)
 	}
 	return publishSmall(final, append(data, '\n'), 0o600)
 }
 
-// infoOf is the sidecar of the archive just published, begun at start.
 func infoOf(archivePath string, r *Result, start time.Time) (*Info, error) {
 	fi, err := os.Lstat(archivePath)
 	if err != nil {
@@ -712,9 +686,8 @@ func infoOf(archivePath string, r *Result, start time.Time) (*Info, error) {
 		LogCheck: m.LogCheck, InvalidLogs: m.Counts.InvalidLogs}, nil
 }
 
-// ResolveArchive names the archive an argument means: "DIR/latest" (or
-// "latest"), when no file of that name exists, is the newest of convkit's
-// archives in DIR; anything else is itself.
+// ResolveArchive names the archive an argument means: "DIR/latest", when no
+// file of that name exists, is the newest archive in DIR.
 func ResolveArchive(arg string) (string, error) {
 	if arg == "-" || filepath.Base(arg) != "latest" {
 		return arg, nil
@@ -732,13 +705,11 @@ func ResolveArchive(arg string) (string, error) {
 }
 
 // VerifyArchive checks the archive at path ("-": opts.Stdin) as a restore
-// does, under opts.WorkDir: every entry extracted with the archive
-// package's checks, every size and SHA-256 against the manifest, every log
-// read as strictly as at backup time, the metadata.db snapshot through
-// quick_check, and an index rebuilt and compared with the manifest. A
-// damaged or hostile archive is an error; disagreements are Mismatches.
-// The verification of one of convkit's archives is recorded in its sidecar
-// (not when interrupted); recordErr says why it could not be.
+// does, under opts.WorkDir: every entry and checksum against the manifest,
+// every log read as at backup time, the metadata.db snapshot's
+// quick_check, and an index rebuilt and compared. A damaged or hostile
+// archive is an error, disagreements Mismatches. The verification of a
+// named archive is recorded in its sidecar; recordErr says why it was not.
 func VerifyArchive(ctx context.Context, path string, opts VerifyOptions) (res *VerifyResult, rec *Verification, recordErr, err error) {
 	var in io.Reader = opts.Stdin
 	var fi os.FileInfo
@@ -774,7 +745,7 @@ func VerifyArchive(ctx context.Context, path string, opts VerifyOptions) (res *V
 	}
 	defer os.RemoveAll(dir)
 	res, err = verifyInto(ctx, cr, dir, opts, false, false)
-	if fi == nil || ctx.Err() != nil || !IsArchiveName(filepath.Base(path)) {
+	if fi == nil || ctx.Err() != nil || !isArchiveName(filepath.Base(path)) {
 		return res, nil, nil, err
 	}
 	if opts.Now == nil {
@@ -832,9 +803,9 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// MetricsMode is the metrics file's mode: node_exporter reads it as its
-// own user, and it holds counts and times only.
-const MetricsMode = 0o644
+// metricsMode: node_exporter reads the file as its own user; it holds
+// counts and times only.
+const metricsMode = 0o644
 
 const maxMetricsBytes = 64 << 10
 
@@ -843,9 +814,7 @@ type MetricsRun struct {
 	End      time.Time
 	Duration time.Duration
 	ExitCode int
-	// Result is nil when the run wrote no complete archive: the figures of
-	// the last one that did are kept from the earlier file.
-	Result *Result
+	Result   *Result // nil: no complete archive, the earlier file's figures stay
 }
 
 func boolValue(b bool) float64 {
@@ -855,8 +824,8 @@ func boolValue(b bool) float64 {
 	return 0
 }
 
-// metrics are the gauges; those of a complete archive (!run) keep their
-// earlier values after a run that made none.
+// metrics are the gauges; those of an archive (!run) keep their values
+// after a run that made none.
 var metrics = []struct {
 	name, help string
 	run        bool
@@ -876,9 +845,8 @@ var metrics = []struct {
 	{"convkit_backup_online", "1 when the last complete archive was taken while another process held runtime.lock.", false, func(r MetricsRun) float64 { return boolValue(r.Result.Manifest.Online) }},
 }
 
-// WriteMetrics writes the metrics of run to path in the Prometheus text
-// format (node_exporter's textfile collector), replacing the file
-// atomically.
+// WriteMetrics replaces the file at path with run's metrics in the
+// Prometheus text format (node_exporter's textfile collector).
 func WriteMetrics(path string, run MetricsRun) error {
 	var prev map[string]float64
 	if run.Result == nil {
@@ -898,11 +866,10 @@ func WriteMetrics(path string, run MetricsRun) error {
 	if fi, err := os.Lstat(path); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s: is a directory", path)
 	}
-	return publishSmall(path, b.Bytes(), MetricsMode)
+	return publishSmall(path, b.Bytes(), metricsMode)
 }
 
-// readMetrics reads the values of an earlier metrics file at path (none
-// when there is no file), never through a link.
+// readMetrics reads the values of an earlier metrics file at path.
 func readMetrics(path string) (map[string]float64, error) {
 	values := map[string]float64{}
 	f, err := durable.OpenRegular(path, os.O_RDONLY)
@@ -930,8 +897,7 @@ func readMetrics(path string) (map[string]float64, error) {
 }
 
 // publishSmall replaces the file at path with data, mode perm, by a
-// temporary file renamed over it (a link is replaced, never written
-// through); the temporary is flocked, so a sweep leaves it.
+// flocked temporary file renamed over it (a link is replaced, not followed).
 func publishSmall(path string, data []byte, perm fs.FileMode) error {
 	tmp, err := archive.CreateTemp(path)
 	if err != nil {

@@ -11,8 +11,7 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// The manifest's identity. FormatVersion changes only when a field changes
-// meaning or goes away; readers ignore fields they do not know.
+// FormatVersion changes only when a field changes meaning or goes away.
 const (
 	FormatName    = "convkit-backup"
 	FormatVersion = 1
@@ -38,14 +37,11 @@ const (
 
 // Manifest describes an archive: the MANIFEST.json entry, written last.
 type Manifest struct {
-	// Online: another process held runtime.lock (Holder), so each log was
-	// copied up to its committed prefix.
 	archive.ManifestHeader
 	// LockError says why the lock could not be taken though nobody held it
 	// (a read-only data directory): the backup then ran online.
-	LockError string `json:"lockError,omitempty"`
-	// LiveTailBytes are the bytes past the committed prefixes left out.
-	LiveTailBytes int64 `json:"liveTailBytes"`
+	LockError     string `json:"lockError,omitempty"`
+	LiveTailBytes int64  `json:"liveTailBytes"` // past the committed prefixes, left out
 	// LogCheck is how session logs were checked; conversation logs are
 	// always read strictly.
 	LogCheck      string         `json:"logCheck"`
@@ -57,9 +53,8 @@ type Manifest struct {
 	Problems      []store.Item   `json:"problems"` // files of the store left out
 }
 
-// Counts sum up an archive. SessionLogs counts the current session logs.
-// The second group is set only when every log was read strictly: what an
-// index rebuilt from the archive must hold.
+// Counts sum up an archive; SessionLogs counts current ones. The second
+// group, set when every log was read strictly, is what a rebuilt index holds.
 type Counts struct {
 	Files         int   `json:"files"`
 	Logs          int   `json:"logs"`
@@ -94,18 +89,15 @@ type File struct {
 	Log    *Log   `json:"log,omitempty"`
 }
 
-// Log describes an archived log as the strict reader found the archived
-// bytes. Every field depends only on those bytes, so a backup of a
-// restored store repeats it.
+// Log is what the strict reader found of the archived bytes, and of them
+// only, so a backup of a restored store repeats it.
 type Log struct {
-	Session string `json:"-"`       // "" for the conversation log; set as it is read
-	Current bool   `json:"current"` // the highest archived generation
-	// Committed is the length of the committed prefix (0 when Error is set).
-	Committed int64 `json:"committed"`
-	TornTail  bool  `json:"tornTail"`
-	// Strict: every event was read as reindex reads it, Events of them.
-	Strict bool  `json:"strict"`
-	Events int64 `json:"events"`
+	Session   string `json:"-"`         // "" for the conversation log; set as it is read
+	Current   bool   `json:"current"`   // the highest archived generation
+	Committed int64  `json:"committed"` // 0 when Error is set
+	TornTail  bool   `json:"tornTail"`
+	Strict    bool   `json:"strict"` // every event read as reindex reads it
+	Events    int64  `json:"events"`
 	// Error is why the structure check or the strict read failed: the log
 	// is archived whole.
 	Error    string `json:"error,omitempty"`
@@ -115,12 +107,10 @@ type Log struct {
 
 func (g *Log) fail(err error) { g.Error, g.err = err.Error(), err }
 
-// Listing is every file the manifest lists (the manifest aside).
 func (m *Manifest) Listing() []archive.Listed {
 	return archive.ListFiles(m.Files, func(f *File) archive.Listed { return archive.Listed{Name: f.Name, Size: f.Size, SHA256: f.SHA256} })
 }
 
-// resolve checks what the archive package does not know of.
 func (m *Manifest) resolve(name string) error {
 	if m.Files == nil {
 		return errors.New(name + ": the manifest lists no files")

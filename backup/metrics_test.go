@@ -178,8 +178,8 @@ func TestMetricsFile(t *testing.T) {
 		t.Errorf("%d metrics, want %d: %v", len(v), len(want), v)
 	}
 	fi, err := os.Lstat(path)
-	if err != nil || fi.Mode().Perm() != MetricsMode {
-		t.Errorf("mode %v, %v; want %v", fi.Mode(), err, os.FileMode(MetricsMode))
+	if err != nil || fi.Mode().Perm() != metricsMode {
+		t.Errorf("mode %v, %v; want %v", fi.Mode(), err, os.FileMode(metricsMode))
 	}
 
 	// A failure keeps the success's time and figures.

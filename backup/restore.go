@@ -33,34 +33,30 @@ type RestoreOptions struct {
 	Target  string // the directory Restore makes a store of
 	// Force replaces the store Restore is given (or, with Conversation, a
 	// conversation in it), moving it aside.
-	Force bool
-	// Conversation restores only this conversation and its fork ancestors.
-	Conversation string
+	Force        bool
+	Conversation string // only it and its fork ancestors
 	Limits       archive.Limits
 	Jobs         int // parallel reads (default: CPUs)
 	Progress     progress.Progress
 	// OnEvent receives the mismatches, what the rebuild reports and the
 	// staging directories of killed restores removed.
 	OnEvent func(store.Item)
-	// Log receives the notes of the sweep beside the target.
-	Log io.Writer
+	Log     io.Writer // the sweep's notes beside the target
 }
 
 // RestoreResult is what Restore did.
 type RestoreResult struct {
-	SchemaVersion int           `json:"schemaVersion"`
-	Archive       string        `json:"archive"`
-	Target        string        `json:"target"`
-	Verify        *VerifyResult `json:"verify"`
-	MovedAside    string        `json:"movedAside,omitempty"` // where the replaced store or conversation is
-	Conversations []string      `json:"conversations"`
-	Kept          []string      `json:"kept"` // fork ancestors already in the target
-	// Invalid are the logs restored that do not read, restored as they are.
-	Invalid []Mismatch      `json:"invalid"`
-	Reindex *reindex.Result `json:"reindex"`
+	SchemaVersion int             `json:"schemaVersion"`
+	Archive       string          `json:"archive"`
+	Target        string          `json:"target"`
+	Verify        *VerifyResult   `json:"verify"`
+	MovedAside    string          `json:"movedAside,omitempty"` // where the replaced store or conversation is
+	Conversations []string        `json:"conversations"`
+	Kept          []string        `json:"kept"`    // fork ancestors already in the target
+	Invalid       []Mismatch      `json:"invalid"` // logs restored that do not read
+	Reindex       *reindex.Result `json:"reindex"`
 }
 
-// restoredInvalid keeps of the verification's invalid logs those restored.
 func (res *RestoreResult) restoredInvalid() {
 	res.Invalid = []Mismatch{}
 	dirs := map[string]bool{}
@@ -76,15 +72,13 @@ func (res *RestoreResult) restoredInvalid() {
 }
 
 // Restore verifies the archive read from r, as VerifyArchive does, and
-// restores it. With into nil, into opts.Target, missing or empty (CheckTarget):
-// extracted, verified and reindexed in a private staging directory beside
-// it, renamed into place only when all of it verifies. Else into the store
-// into, locked exclusively by the caller: with Conversation, that
-// conversation and its fork ancestors are put into it (ancestors there are
-// kept; the conversation is refused unless Force or it is the archived one
-// byte for byte) and it is reindexed; without, Force is required: the
-// restored store takes its place and it is moved aside
-// (store.Store.ReplaceWith); close it after.
+// restores it. With into nil, into opts.Target, missing or empty: staged
+// beside it and renamed into place only when all of it verifies. Else into
+// the store into, locked exclusively by the caller: with Conversation,
+// that conversation and its fork ancestors go into it (ancestors there are
+// kept; the conversation is refused unless Force or the same bytes) and it
+// is reindexed; without, Force is required, and the restored store takes
+// its place (store.Store.ReplaceWith).
 func Restore(ctx context.Context, r io.Reader, into *store.Store, opts RestoreOptions) (*RestoreResult, error) {
 	switch {
 	case into != nil && !into.Writable():
@@ -143,9 +137,8 @@ func notEmpty(target string) error {
 	return fmt.Errorf("%s: %w (use --force to move the store there aside and restore in its place)", target, ErrTargetNotEmpty)
 }
 
-// CheckTarget reports whether dir is free for a new store: missing, or an
-// empty directory. Anything else in its place is a *NotDirError (a
-// symbolic link is never followed).
+// CheckTarget reports whether dir is free for a new store: missing or
+// empty. A non-directory (or a link) is a *NotDirError.
 func CheckTarget(dir string) (free bool, err error) {
 	fi, err := os.Lstat(dir)
 	switch {
@@ -174,7 +167,7 @@ func (e *NotDirError) Error() string {
 }
 
 // restoreWhole restores the archive (pruned to opts.Conversation's
-// closure) into a missing or empty target, or in place of the store old.
+// closure) into a free target, or in place of the store old.
 func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts RestoreOptions) (*RestoreResult, error) {
 	target := opts.Target
 	parent := filepath.Dir(target)
@@ -293,8 +286,8 @@ func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreO
 	return res, nil
 }
 
-// stageVerified extracts and verifies the archive read from r into
-// staging, and opens the store it holds there, its manifest removed.
+// stageVerified extracts and verifies the archive into staging and opens
+// the store it holds, its manifest removed.
 func stageVerified(ctx context.Context, r io.Reader, staging *archive.Staging, opts RestoreOptions, spaceName, reportAs string, withIndex bool) (*RestoreResult, *store.Store, error) {
 	stage := staging.Tree()
 	vo := VerifyOptions{Archive: opts.Archive, Limits: opts.Limits, Jobs: opts.Jobs, Progress: opts.Progress, OnEvent: opts.OnEvent,
@@ -318,8 +311,8 @@ func stageVerified(ctx context.Context, r io.Reader, staging *archive.Staging, o
 	return res, staged, nil
 }
 
-// sameTree reports whether the directories a and b hold the same regular
-// files with the same bytes, and nothing else (links are not followed).
+// sameTree reports whether a and b hold the same regular files with the
+// same bytes, and nothing else.
 func sameTree(a, b string) (bool, error) {
 	ea, err := os.ReadDir(a)
 	if err != nil {
@@ -360,7 +353,7 @@ func fileDigest(p string) (sum [sha256.Size]byte, err error) {
 	return [sha256.Size]byte(h.Sum(nil)), nil
 }
 
-// closureIn is the conversation and its fork ancestors in the store s.
+// closureIn is the conversation and its fork ancestors in s.
 func closureIn(s *store.Store, ref string) (string, []string, error) {
 	ids, err := s.ResolveIDs([]string{ref})
 	if err != nil {
@@ -381,7 +374,6 @@ func closureIn(s *store.Store, ref string) (string, []string, error) {
 	return id, ids, nil
 }
 
-// pruneTo removes from the staged store every conversation not in keep.
 func pruneTo(s *store.Store, keep []string) error {
 	want := map[string]bool{}
 	for _, id := range keep {
@@ -406,15 +398,11 @@ func pruneTo(s *store.Store, keep []string) error {
 	return durable.SyncDir(root)
 }
 
-// A whole restore stages beside the target so its tree becomes the target
-// by rename; a conversation's restore (into) stages inside the store, on
-// its file system even when the data directory is a mount point. Only a
-// restore holding runtime.lock stages inside, so there every unlocked
-// staging is a killed restore's; beside the target one goes only when an
-// hour old.
-//
-// newStaging removes the stagings killed restores left there, then makes
-// this one's (unless !make).
+// newStaging removes the stagings killed restores left, then makes this
+// one's (unless !make): a whole restore's beside the target, to become it
+// by rename (an unlocked one swept when an hour old); a conversation's
+// inside the store, on its file system, where only a restore holding
+// runtime.lock stages, so every unlocked staging is a killed one's.
 func newStaging(opts RestoreOptions, into, make bool) (*archive.Staging, error) {
 	dir, name, age := filepath.Dir(opts.Target), "."+filepath.Base(opts.Target)+".restore", archive.UnlockedStagingAge
 	if into {

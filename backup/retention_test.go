@@ -16,7 +16,7 @@ import (
 func archivesEvery(start, end time.Time, step time.Duration) []ArchiveInfo {
 	var list []ArchiveInfo
 	for t := start; !t.After(end); t = t.Add(step) {
-		name := ArchiveName(t)
+		name := archiveName(t)
 		list = append(list, ArchiveInfo{Name: name, Path: "/b/" + name, Time: t})
 	}
 	return list
@@ -141,7 +141,7 @@ func TestRetentionInDirectory(t *testing.T) {
 	for _, a := range archivesEvery(start, start.Add(20*24*time.Hour), 8*time.Hour) {
 		p := filepath.Join(out, a.Name)
 		os.WriteFile(p, []byte("x"), 0o600)
-		os.WriteFile(InfoPath(p), []byte("{}"), 0o600)
+		os.WriteFile(infoPath(p), []byte("{}"), 0o600)
 	}
 	os.WriteFile(filepath.Join(out, "notes.txt"), []byte("x"), 0o600)
 	now := start.Add(20*24*time.Hour + 8*time.Hour)
@@ -166,7 +166,7 @@ func TestRetentionInDirectory(t *testing.T) {
 		t.Errorf("%d archives left of 62 with %d deleted; the newest %s", len(after), len(res.Deleted), after[len(after)-1].Path)
 	}
 	for _, p := range res.Deleted {
-		if _, err := os.Lstat(InfoPath(p)); err == nil {
+		if _, err := os.Lstat(infoPath(p)); err == nil {
 			t.Errorf("the sidecar of %s stayed", p)
 		}
 	}

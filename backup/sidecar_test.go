@@ -44,7 +44,7 @@ func TestSidecars(t *testing.T) {
 		if a.Verification() != VerifiedNever {
 			t.Errorf("%s: verified %q before any verify", a.Name, a.Verification())
 		}
-		fi, err := os.Lstat(InfoPath(a.Path))
+		fi, err := os.Lstat(infoPath(a.Path))
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("sidecar of %s: %v, mode %v", a.Name, err, fi.Mode())
 		}
@@ -106,7 +106,7 @@ func TestSidecars(t *testing.T) {
 	}
 
 	// An archive without a sidecar gets one from its verification.
-	os.Remove(InfoPath(archives[1]))
+	os.Remove(infoPath(archives[1]))
 	if _, _, recErr, err := VerifyArchive(context.Background(), archives[1], VerifyOptions{}); err != nil || recErr != nil {
 		t.Fatalf("verify without a sidecar: %v %v", err, recErr)
 	}
@@ -122,7 +122,7 @@ func TestSidecars(t *testing.T) {
 	if _, rec, _, err := VerifyArchive(context.Background(), other, VerifyOptions{}); err != nil || rec != nil {
 		t.Errorf("verify of copy.tar.zst: %v, recorded %+v", err, rec)
 	}
-	if _, err := os.Lstat(InfoPath(other)); err == nil {
+	if _, err := os.Lstat(infoPath(other)); err == nil {
 		t.Error("a sidecar was written for a file that is not a convkit archive name")
 	}
 	os.Remove(other)
@@ -131,7 +131,7 @@ func TestSidecars(t *testing.T) {
 	// is gone goes at the next backup, as do the temporary files of an
 	// archive's and a sidecar's writers killed before they published.
 	os.Remove(archives[1])
-	for _, final := range []string{archives[1], InfoPath(archives[0])} {
+	for _, final := range []string{archives[1], infoPath(archives[0])} {
 		tmp := filepath.Join(out, "."+filepath.Base(final)+".0123456789abcdef.tmp")
 		if err := os.WriteFile(tmp, []byte("killed"), 0o600); err != nil {
 			t.Fatal(err)
@@ -146,7 +146,7 @@ func TestSidecars(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	want := []string{filepath.Base(dr.Archive), filepath.Base(InfoPath(dr.Archive))}
+	want := []string{filepath.Base(dr.Archive), filepath.Base(infoPath(dr.Archive))}
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("after --keep 1: %v, want %v", names, want)
 	}
@@ -162,7 +162,7 @@ func TestSidecarHostile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	side := InfoPath(dr.Archive)
+	side := infoPath(dr.Archive)
 	victim := filepath.Join(t.TempDir(), "victim")
 	os.WriteFile(victim, []byte("keep"), 0o600)
 	os.Remove(side)

@@ -20,9 +20,8 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// smallLog is the size up to which a log is read into memory, checked and
-// archived from the same bytes; larger ones are checked through the file
-// and copied from the same descriptor.
+// smallLog: a log up to it is read into memory, checked and archived from
+// the same bytes; larger ones through one descriptor.
 const smallLog = archive.MaxPooledBuf
 
 // job is one log file to archive.
@@ -39,8 +38,8 @@ type job struct {
 // loaded is a job read and checked.
 type loaded struct {
 	job *job
-	// One of buf and f holds the bytes to archive (length of them); online,
-	// prefix says what of f to archive.
+	// buf or f holds the length bytes to archive; online, prefix says
+	// what of f.
 	buf      []byte
 	sum      [sha256.Size]byte // of buf
 	f        *convlog.File
@@ -63,8 +62,7 @@ type convFacts struct {
 	deps     []string
 }
 
-// convLogs is one conversation's logs as a backup or a verify read them,
-// in archive order.
+// convLogs is one conversation's logs as read, in archive order.
 type convLogs struct {
 	Conversation
 	idx   int
@@ -73,8 +71,8 @@ type convLogs struct {
 	base  string // of the last log added
 }
 
-// add takes the conversation's next log; the first of a base is its
-// current generation. It returns the Log kept.
+// add takes the conversation's next log (the first of a base is its
+// current generation) and returns the Log kept.
 func (c *convLogs) add(l *loaded, f File) *Log {
 	if j := l.job; j.log.Base != c.base || len(c.files) == 0 {
 		c.base = j.log.Base
@@ -117,8 +115,8 @@ func (l *loaded) archive(aw *archive.Writer) (archive.Sum, error) {
 	return aw.WriteEntry(name, kind, l.length, io.NewSectionReader(l.f, 0, l.length))
 }
 
-// jobsOf yields the logs of a walked tree in archive order, made as they
-// are loaded: each conversation's logs by base, generations highest first.
+// jobsOf yields the logs of a walked tree in archive order: each
+// conversation's by base, generations highest first.
 func jobsOf(tree *store.Tree) iter.Seq[*job] {
 	return func(yield func(*job) bool) {
 		for ci, c := range tree.Conversations {
@@ -138,9 +136,8 @@ func jobsOf(tree *store.Tree) iter.Seq[*job] {
 }
 
 // storeWalk walks the store one conversation directory at a time, so
-// memory does not grow with it: a first pass counts the logs and, for an
-// rsyncable archive, orders the directories by age; jobs walks each again.
-// problems are complete once jobs is done.
+// memory does not grow with it: a first pass counts the logs and orders
+// the directories by age (rsyncable); jobs walks each again.
 type storeWalk struct {
 	s        *store.Store
 	dirs     []store.Dir
@@ -190,7 +187,7 @@ func (w *storeWalk) jobs() iter.Seq[*job] {
 }
 
 // load opens, reads and checks one log, so that the bytes archived are the
-// bytes checked; online, only the committed prefix is kept.
+// bytes checked.
 func load(j *job, online, strict bool) *loaded {
 	l := &loaded{job: j, info: Log{Session: j.log.ID}}
 	f, err := convlog.OpenFile(j.path)
@@ -232,8 +229,8 @@ func load(j *job, online, strict bool) *loaded {
 }
 
 // check finds the committed prefix and, with strict, reads every event as
-// reindex does. Offline the whole file is archived, online the committed
-// prefix; a log whose check fails is archived whole.
+// reindex does; online the committed prefix is kept unless the check
+// failed.
 func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
 	j := l.job
 	// A strict read that finds the whole log committed gives its prefix.
@@ -277,9 +274,8 @@ func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
 	}
 }
 
-// read reads every event strictly, counting them and noting what reindex
-// needs of a conversation log; whole is true with the prefix when the
-// whole file is committed.
+// read reads every event strictly, noting what reindex needs of a
+// conversation log; whole: the whole file is committed.
 func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole bool) {
 	j := l.job
 	comp := j.gen.Compression
@@ -339,8 +335,8 @@ func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole boo
 	return pr, whole && pr.Bytes == size
 }
 
-// loadAll loads jobs with workers goroutines, ahead in flight, handing
-// them to sink in order; sink must close each.
+// loadAll loads jobs in parallel, handing them to sink in order; sink
+// must close each.
 func loadAll(ctx context.Context, jobs iter.Seq[*job], online, strict bool, workers, ahead int, sink func(*loaded) error) error {
 	get := func(j *job) *loaded { return load(j, online, strict) }
 	return archive.ReadAhead(ctx, jobs, archive.Ahead{Workers: workers, Items: ahead}, get, nil, sink, (*loaded).close)

@@ -34,7 +34,7 @@ func TestStreamedManifestIsTheWholeEncoding(t *testing.T) {
 		}
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
-			if e.Name() != filepath.Base(r.Archive) && e.Name() != filepath.Base(InfoPath(r.Archive)) {
+			if e.Name() != filepath.Base(r.Archive) && e.Name() != filepath.Base(infoPath(r.Archive)) {
 				t.Errorf("strict %v: %s left in the backup directory", strict, e.Name())
 			}
 		}
@@ -88,7 +88,7 @@ func ReadManifest(path string) (*Manifest, error) {
 	}
 	defer f.Close()
 	var m Manifest
-	if err := manifestFormat.Decode(f, path, &m); err != nil {
+	if err := json.NewDecoder(f).Decode(&m); err != nil {
 		return nil, err
 	}
 	if err := m.resolve(path); err != nil {

@@ -28,10 +28,8 @@ import (
 
 // VerifyOptions configure VerifyArchive and a restore's verify.
 type VerifyOptions struct {
-	Archive string // names the archive in messages (a path, or "-")
-	// WorkDir is where the archive is extracted and reindexed (default
-	// os.TempDir()); it needs room for the store the archive holds.
-	WorkDir  string
+	Archive  string // names the archive in messages (a path, or "-")
+	WorkDir  string // where the archive is extracted and reindexed (default os.TempDir())
 	Limits   archive.Limits
 	Jobs     int               // parallel log reads and reindex (default: CPUs)
 	Progress progress.Progress // archive bytes extracted, then logs checked
@@ -75,22 +73,19 @@ type VerifyResult struct {
 	Invalid     []Mismatch `json:"invalid"`
 	// Index is the metadata.db snapshot check; Rebuilt the index rebuilt
 	// from the archived logs; Expected the manifest's counts.
-	Index      string      `json:"index"`
-	Rebuilt    RebuiltInfo `json:"rebuilt"`
-	Expected   Counts      `json:"expected"`
-	Mismatches []Mismatch  `json:"mismatches"`
+	Index   string `json:"index"`
+	Rebuilt struct {
+		Indexed           int   `json:"indexed"`
+		Skipped           int   `json:"skipped"`
+		DeletionsFinished int   `json:"deletionsFinished"`
+		Sessions          int   `json:"sessions"`
+		Events            int64 `json:"events"`
+	} `json:"rebuilt"`
+	Expected   Counts     `json:"expected"`
+	Mismatches []Mismatch `json:"mismatches"`
 
 	rebuild       *reindex.Result // the rebuild's own result
 	conversations []string        // the IDs of the conversations left after the rebuild
-}
-
-// RebuiltInfo counts the index rebuilt from the archive.
-type RebuiltInfo struct {
-	Indexed           int   `json:"indexed"`
-	Skipped           int   `json:"skipped"`
-	DeletionsFinished int   `json:"deletionsFinished"`
-	Sessions          int   `json:"sessions"`
-	Events            int64 `json:"events"`
 }
 
 // Mismatch is one disagreement between the archive and its manifest.
@@ -103,9 +98,8 @@ func (e *MismatchError) Error() string {
 		len(e.Result.Mismatches), e.Result.Mismatches[0].Name, e.Result.Mismatches[0].Problem)
 }
 
-// verifyInto extracts into the empty dir and verifies there, leaving the
-// store with a rebuilt metadata.db. sync fsyncs what is extracted; text
-// keeps message text in the rebuilt index.
+// verifyInto extracts into the empty dir and verifies there, leaving a
+// store with a rebuilt metadata.db (with message text when text).
 func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions, sync, text bool) (*VerifyResult, error) {
 	opts.defaults()
 	res := &VerifyResult{SchemaVersion: contract.Version, Archive: opts.Archive, Mismatches: []Mismatch{}, Invalid: []Mismatch{}}
@@ -286,8 +280,8 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	return res, nil
 }
 
-// rebuildAndCompare reindexes the drill and compares each conversation's
-// fate, sessions, sizes and event counts with the expectations.
+// rebuildAndCompare reindexes the drill and compares it with the
+// expectations.
 func rebuildAndCompare(ctx context.Context, s *store.Store, cs []*convLogs, convs []Conversation, expect Counts,
 	opts VerifyOptions, text bool, res *VerifyResult, mismatch func(name, format string, args ...any)) error {
 	rr, err := reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, NoText: !text, ReportAs: opts.reportAs})
@@ -295,7 +289,8 @@ func rebuildAndCompare(ctx context.Context, s *store.Store, cs []*convLogs, conv
 		return fmt.Errorf("rebuild the index from the archive: %w", err)
 	}
 	res.rebuild = rr
-	res.Rebuilt = RebuiltInfo{Indexed: rr.Indexed, Skipped: len(rr.Skipped), DeletionsFinished: len(rr.DeletionsFinished), Sessions: rr.Sessions}
+	rb := &res.Rebuilt
+	rb.Indexed, rb.Skipped, rb.DeletionsFinished, rb.Sessions = rr.Indexed, len(rr.Skipped), len(rr.DeletionsFinished), rr.Sessions
 	db, err := index.Open(s.IndexPath())
 	if err != nil {
 		return err
@@ -400,7 +395,6 @@ func quickCheck(ctx context.Context, path string) error {
 	return errors.New(strings.Join(problems, "; "))
 }
 
-// relName is p relative to dir, with slashes, for messages.
 func relName(dir, p string) string {
 	if r, err := filepath.Rel(dir, p); err == nil && !strings.HasPrefix(r, "..") {
 		return filepath.ToSlash(r)
@@ -408,11 +402,10 @@ func relName(dir, p string) string {
 	return p
 }
 
-// expectations applies reindex.Accept to each conversation's logs: what a
-// reindex of the restored store does with it, counted into cnt. legacy
-// takes older builds' rules, to verify their archives: a missing fork
-// source skips, and a session log failing only a rule they did not check
-// reads.
+// expectations applies reindex.Accept to each conversation's logs,
+// counted into cnt. legacy takes older builds' rules, to verify their
+// archives: a missing fork source skips, and a session log failing only a
+// rule they did not check reads.
 func expectations(cs []*convLogs, legacy bool, cnt *Counts) []Conversation {
 	present := map[string]bool{}
 	for _, c := range cs {
