@@ -133,8 +133,8 @@ func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
 	return nil
 }
 
-// extraEntries names the first entry of a conversation directory that is
-// not a current log ("" for none): an update keeps such a copy aside.
+// extraEntries names the first entry of cd that is not a current log: an
+// update keeps such a copy aside.
 func extraEntries(cd store.ConversationDir) (string, error) {
 	ents, err := os.ReadDir(cd.Path)
 	if err != nil {
@@ -202,9 +202,8 @@ func compareLog(sl, al store.Log) (rel relation, at int64, mapped bool, err erro
 	}
 }
 
-// compareLines compares the store's log with the archived one by their
-// lines (header included); relDiffer when they differ or cannot be read,
-// with mapped as compareLog says.
+// compareLines compares the logs by their lines (header included), with
+// mapped as compareLog says.
 func compareLines(sl, al store.Log) (rel relation, mapped bool) {
 	sr, err := sl.Open(convlog.ReaderOptions{})
 	if err != nil {
@@ -255,7 +254,6 @@ func compareLines(sl, al store.Log) (rel relation, mapped bool) {
 	return relEqual, false
 }
 
-// committedLength reads a log strictly and returns its committed prefix.
 func committedLength(l store.Log) (int64, error) {
 	r, err := l.Open(convlog.ReaderOptions{})
 	if err != nil {
@@ -270,8 +268,7 @@ func committedLength(l store.Log) (int64, error) {
 	return r.Stats().CommittedBytes, nil
 }
 
-// samePrefix compares two readers of the same length; at is the first
-// difference.
+// samePrefix compares two readers of the same length.
 func samePrefix(a, b io.Reader) (at int64, same bool, err error) {
 	bufA, bufB := make([]byte, 256<<10), make([]byte, 256<<10)
 	for {

@@ -31,12 +31,11 @@ type ExportOptions struct {
 	Now         func() time.Time // default time.Now
 	ToolVersion string
 	// TempDir holds a copy of a large conversation log's committed prefix
-	// while it is replayed for the manifest (default os.TempDir()).
+	// while it is replayed (default os.TempDir()).
 	TempDir  string
 	Progress progress.Progress // conversations exported
-	// OnEvent (nil: nothing) receives each conversation left out or
-	// ancestor missing, each entry not exported and each killed export's
-	// temporary file, as found.
+	// OnEvent receives each conversation left out or ancestor missing,
+	// each entry not exported and each killed export's temporary file.
 	OnEvent func(store.Item)
 	Archive archive.WriterOptions // tests tune the container
 }
@@ -64,19 +63,17 @@ type ExportResult struct {
 	Bytes    int64    // written
 }
 
-// Partial reports whether something asked for is not in the archive: the
-// caller's exit 3.
+// Partial reports whether something asked for is not in the archive (exit 3).
 func (r *ExportResult) Partial() bool { return len(r.Manifest.Problems) > 0 }
 
-// ErrNotFound: a requested conversation does not exist (or is being
-// deleted).
+// ErrNotFound: a requested conversation does not exist (or is being deleted).
 var ErrNotFound = store.ErrNoConversation
 
 // Export writes to w an archive of the conversations opts.IDs and their
-// fork ancestors, never locking s: each current log is archived up to its
-// committed prefix, read strictly from one open file. A conversation with
-// an unreadable log, or a missing ancestor, is left out and listed in
-// Problems; a requested conversation that does not exist is ErrNotFound.
+// fork ancestors, never locking s: each current log up to its committed
+// prefix, read strictly from one open file. A conversation with an
+// unreadable log or a missing ancestor is left out (Problems); a requested
+// one that does not exist is ErrNotFound.
 func Export(ctx context.Context, s *store.Store, w io.Writer, opts ExportOptions) (*ExportResult, error) {
 	x, err := newExporter(s, opts)
 	if err != nil {
@@ -90,10 +87,9 @@ func Export(ctx context.Context, s *store.Store, w io.Writer, opts ExportOptions
 	return res, nil
 }
 
-// ExportToFile is Export into a new file at path, written under a locked
-// temporary name beside it and published, never over a file, only when
-// complete. Killed exports' temporary files are removed first; then an
-// existing path is refused before anything is read.
+// ExportToFile is Export into a new file at path, published, never over a
+// file, only when complete. Killed exports' temporary files are removed
+// first; an existing path is refused before anything is read.
 func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportOptions) (*ExportResult, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -136,7 +132,6 @@ func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportO
 	return res, nil
 }
 
-// removeStaleTemps removes killed exports' temporary files for path.
 func removeStaleTemps(path string, onEvent func(store.Item)) {
 	for _, s := range archive.SweepTemps(filepath.Dir(path), func(f string) bool { return f == filepath.Base(path) }) {
 		ev := store.Item{Kind: store.ItemTempRemoved, Path: s.Path, Reason: "left by an interrupted export"}
@@ -147,7 +142,6 @@ func removeStaleTemps(path string, onEvent func(store.Item)) {
 	}
 }
 
-// exporter is one export, planned.
 type exporter struct {
 	s     *store.Store
 	opts  ExportOptions
@@ -155,17 +149,16 @@ type exporter struct {
 	order []*planned
 }
 
-// planned is a conversation the export will try.
+// planned is a conversation the export will try, with what the plan read
+// of it (nil: none kept).
 type planned struct {
 	id         string
 	requested  bool
 	ancestorOf []string
-	// What the plan read, for the worker that exports it (nil: none kept).
-	plan    *planLog
-	listing *planDir
+	plan       *planLog
+	listing    *planDir
 }
 
-// planDir is a conversation directory as store.WalkConversation read it.
 type planDir struct {
 	cd    store.ConversationDir
 	probs []store.Problem
@@ -200,7 +193,7 @@ func (x *exporter) problem(id, p, reason string) {
 }
 
 // plan checks the requested ids and finds their fork ancestors: a missing
-// requested id is an error, a missing ancestor a problem.
+// requested one is an error, a missing ancestor a problem.
 func (x *exporter) plan() error {
 	byID := map[string]*planned{}
 	deps := map[string][]string{}
@@ -303,7 +296,6 @@ func (x *exporter) plan() error {
 	return nil
 }
 
-// readInfo is a conversation read for the plan.
 type readInfo struct {
 	info    *store.ConversationInfo
 	err     error
@@ -323,8 +315,8 @@ type planLog struct {
 	err    error
 }
 
-// readPlan reads conversation id's log as the export does and gives what
-// ReadConversation gives, plus what the export reuses.
+// readPlan is ReadConversation, reading the log as the export does, plus
+// what the export reuses.
 func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, *planDir, error) {
 	cd, probs, err := x.s.WalkConversation(id)
 	conv := cd.ConversationLog()
@@ -362,7 +354,6 @@ func keptInfo(info *store.ConversationInfo) *store.ConversationInfo {
 	return &c
 }
 
-// infoSet holds the conversations read for the plan, by id.
 type infoSet map[string]readInfo
 
 // get is ReadConversation's result for id, read now if not read ahead.
@@ -375,7 +366,7 @@ func (is infoSet) get(s *store.Store, id string) (*store.ConversationInfo, error
 }
 
 // readInfos adds to is (nil: a new set) the conversations of ids it lacks,
-// read in parallel; invalid ids are left for the plan to refuse.
+// read in parallel.
 func (x *exporter) readInfos(is infoSet, ids []string) infoSet {
 	if is == nil {
 		is = infoSet{}
@@ -412,9 +403,8 @@ type openLog struct {
 	name string // entry name
 	log  store.Log
 	f    *convlog.File
-	// A small log is read once into buf, checked and archived from it: src
-	// reads buf (else f), data is the committed prefix archived, sum its
-	// SHA-256.
+	// A small log is read once into buf: src reads buf (else f), data is
+	// the committed prefix archived, sum its SHA-256.
 	buf     []byte
 	small   bool
 	src     io.ReaderAt
@@ -423,14 +413,12 @@ type openLog struct {
 	prefix  convlog.Prefix // what of src is archived
 	leftOut int64
 	events  int64
-	// The replay of a conversation log read whole (replayed): the bytes
-	// archived are the bytes replayed.
+	// replayed: a conversation log read whole, replayed from the bytes archived.
 	replayed bool
 	info     *store.ConversationInfo
 	infoErr  error
 }
 
-// readerOptions read the log's bytes as its generation and identity say.
 func (l *openLog) readerOptions() convlog.ReaderOptions {
 	comp := l.log.Current.Compression
 	return l.log.ReaderOptions(convlog.ReaderOptions{Version: l.log.Current.Version, Compression: &comp})
@@ -443,7 +431,6 @@ func (l *openLog) close() {
 	}
 }
 
-// release closes the log and gives its buffer back.
 func (l *openLog) release() {
 	l.close()
 	if l.buf != nil {
@@ -452,20 +439,19 @@ func (l *openLog) release() {
 	}
 }
 
-// smallLog is the size up to which a log is read into memory once;
-// larger ones are checked and archived through one descriptor.
+// smallLog: a log up to it is read into memory once; larger ones are
+// checked and archived through one descriptor.
 const smallLog = 1 << 20
 
-// Conversations read ahead of the archive writer (per worker), bytes held
-// and large logs open; the count is generous so that one large
-// conversation does not idle the other workers.
+// Conversations read ahead of the writer (per worker), bytes held and
+// large logs open; generous, so one large conversation does not idle the
+// other workers.
 const (
 	aheadConvs = 128
 	aheadBytes = 32 << 20
 	aheadFiles = 64
 )
 
-// readConv is one conversation read and checked by a worker.
 type readConv struct {
 	p       *planned
 	c       *Conversation // nil: left out (problem says why)
@@ -476,7 +462,6 @@ type readConv struct {
 	files   int          // logs held open
 }
 
-// close releases the logs once they are archived, or left out.
 func (rc *readConv) close() {
 	for _, l := range rc.logs {
 		l.release()
@@ -505,8 +490,8 @@ func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error
 	return res, nil
 }
 
-// run reads and checks every conversation of the export in order and
-// hands the logs of each that can be exported to keep, which lists them.
+// run reads and checks every conversation in order and hands the logs of
+// each that can be exported to keep.
 func (x *exporter) run(ctx context.Context, keep func([]*openLog) error) (*ExportResult, error) {
 	tmpDir, err := os.MkdirTemp(x.opts.TempDir, "convkit-export-")
 	if err != nil {
@@ -558,8 +543,8 @@ func PlanExport(ctx context.Context, s *store.Store, opts ExportOptions) (*Expor
 	})
 }
 
-// readAll reads the conversations with up to 8 workers, ahead of the
-// archive writer within the ahead* bounds, and hands each to sink in order.
+// readAll reads the conversations ahead of the writer, within the ahead*
+// bounds, and hands each to sink in order.
 func (x *exporter) readAll(ctx context.Context, tmpDir string, sink func(*readConv) error) error {
 	workers := min(max(1, runtime.GOMAXPROCS(0)), 8, len(x.order))
 	if workers == 0 {
@@ -573,7 +558,7 @@ func (x *exporter) readAll(ctx context.Context, tmpDir string, sink func(*readCo
 
 // read opens and checks every current log of one conversation; one that
 // cannot be read strictly leaves it out. The plan's listing is reused
-// unless the conversation log names a session it lacks.
+// unless it lacks a session the conversation log names.
 func (x *exporter) read(p *planned, tmpDir string) *readConv {
 	if ls := p.listing; ls != nil {
 		p.listing = nil
@@ -585,7 +570,7 @@ func (x *exporter) read(p *planned, tmpDir string) *readConv {
 }
 
 // readListed is read with the listing ls (nil: listed now); nil when ls
-// misses a session the conversation log names.
+// lacks a session.
 func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv {
 	rc := &readConv{p: p}
 	dir, _ := x.s.ConversationPath(p.id)
@@ -636,8 +621,7 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 	if convLog == nil {
 		return leaveOut(dir, "no conversation log")
 	}
-	// Replay exactly the bytes archived, from memory or from a copy of a
-	// large log's committed prefix.
+	// Replay the bytes archived, from memory or a copy of a large prefix.
 	var info *store.ConversationInfo
 	switch {
 	case convLog.replayed:
@@ -682,7 +666,6 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 	return rc
 }
 
-// sessionsListed reports whether cd holds a log of every session of info.
 func sessionsListed(info *store.ConversationInfo, cd store.ConversationDir) bool {
 	for _, si := range info.Sessions {
 		if !slices.ContainsFunc(cd.Logs, func(l store.Log) bool { return !l.IsConversationLog && l.ID == si.ID }) {
@@ -692,8 +675,8 @@ func sessionsListed(info *store.ConversationInfo, cd store.ConversationDir) bool
 	return true
 }
 
-// open opens the log, reads it strictly to count its events and finds its
-// committed prefix; a small log is read whole first, and the file closed.
+// open reads the log strictly, counting its events, and finds its
+// committed prefix; a small log is read whole first.
 func (l *openLog) open() error {
 	f, err := convlog.OpenFile(l.log.Path)
 	if err != nil {
@@ -772,7 +755,7 @@ func (l *openLog) open() error {
 }
 
 // openAsPlanned takes the plan's read pl if the log holds the bytes it
-// checked; otherwise it is open.
+// checked, else opens.
 func (l *openLog) openAsPlanned(pl *planLog) error {
 	f, err := convlog.OpenFile(l.log.Path)
 	if err != nil {
@@ -798,8 +781,7 @@ func (l *openLog) openAsPlanned(pl *planLog) error {
 	return nil
 }
 
-// archiveConv writes the logs' committed prefixes from what they were
-// checked in.
+// archiveConv writes the logs' committed prefixes from the bytes checked.
 func (x *exporter) archiveConv(aw *archive.Writer, logs []*openLog) error {
 	for _, l := range logs {
 		kind := archive.Text
@@ -821,7 +803,6 @@ func (x *exporter) archiveConv(aw *archive.Writer, logs []*openLog) error {
 	return nil
 }
 
-// fileOf is the manifest's entry of l, archived as size bytes of sum.
 func (x *exporter) fileOf(l *openLog, size int64, sum string) File {
 	return File{
 		Name: l.name, Conversation: l.log.Conversation, Session: l.log.ID, Version: l.log.Current.Version,
@@ -829,7 +810,6 @@ func (x *exporter) fileOf(l *openLog, size int64, sum string) File {
 	}
 }
 
-// copyPrefix writes what src yields into a new private file.
 func copyPrefix(dst string, src io.Reader) error {
 	f, err := durable.CreateExcl(dst)
 	if err != nil {

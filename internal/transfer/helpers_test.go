@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -242,8 +243,8 @@ func rename(t *testing.T, dataDir, id, title string) {
 // decodeManifest reads a manifest and checks its header.
 func decodeManifest(r io.Reader, name string) (*Manifest, error) {
 	var m Manifest
-	if err := manifestFormat.Decode(r, name, &m); err != nil {
-		return nil, err
+	if err := json.NewDecoder(r).Decode(&m); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &m, nil
 }

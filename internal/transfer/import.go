@@ -27,9 +27,8 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// What --on-conflict does with a store's copy that diverged from the
-// archived one: refuse the import (the default), replace the copy (moved
-// aside into <data-dir>/replaced/, kept) or skip the conversation.
+// What --on-conflict does with a store's copy that diverged: refuse the
+// import, replace the copy (kept in <data-dir>/replaced/) or skip it.
 const (
 	ConflictRefuse  = "refuse"
 	ConflictReplace = "replace"
@@ -48,7 +47,7 @@ const (
 )
 
 // CwdMapping is one --map-cwd OLD=NEW: working directories at or under
-// From become the same place under To.
+// From move under To.
 type CwdMapping struct {
 	From string `json:"from"`
 	To   string `json:"to"`
@@ -66,8 +65,7 @@ func ParseCwdMapping(s string) (CwdMapping, error) {
 	return CwdMapping{From: filepath.Clean(from), To: filepath.Clean(to)}, nil
 }
 
-// mapCwd applies the mapping whose From is the longest path-prefix of cwd;
-// false when none applies.
+// mapCwd applies the mapping whose From is the longest path-prefix of cwd.
 func mapCwd(maps []CwdMapping, cwd string) (string, bool) {
 	best := -1
 	for i, m := range maps {
@@ -96,12 +94,10 @@ type ImportOptions struct {
 	// error when ConfigRequired, else a warning.
 	ConfigPath     string
 	ConfigRequired bool
-	// Limits bound the extraction (zero fields: archive's defaults), as
-	// does the data directory's free space.
-	Limits   archive.Limits
-	Jobs     int // parallel strict reads (default: CPUs, at most 16)
-	Progress progress.Progress
-	Log      io.Writer // notes: stale stagings removed (nil: none)
+	Limits         archive.Limits // zero fields: archive's defaults
+	Jobs           int            // parallel strict reads (default: CPUs, at most 16)
+	Progress       progress.Progress
+	Log            io.Writer // notes: stale stagings removed (nil: none)
 }
 
 // ImportResult is what Import found and did.
@@ -120,8 +116,8 @@ type ImportResult struct {
 	Conversations []ConversationPlan `json:"conversations"`
 	Counts        ImportCounts       `json:"counts"`
 	// Index: "updated" (the changed rows), "built" (none, or an older
-	// convkit's: rebuilt as reindex does), "unchanged", "failed"
-	// (IndexError, and IndexAdvice what to run) or "" on a dry run.
+	// one's), "unchanged", "failed" (IndexError, IndexAdvice what to run)
+	// or "" on a dry run.
 	Index          string `json:"index"`
 	IndexError     string `json:"indexError,omitempty"`
 	IndexAdvice    string `json:"-"`
@@ -132,23 +128,20 @@ type ImportResult struct {
 
 // ConversationPlan is what import does with one archived conversation.
 type ConversationPlan struct {
-	ID    string `json:"id"`
-	Title string `json:"title"`
-	// Action is an Action constant; Detail says why (for a conflict: the
-	// first difference).
-	Action string `json:"action"`
-	Detail string `json:"detail,omitempty"`
+	ID     string `json:"id"`
+	Title  string `json:"title"`
+	Action string `json:"action"`           // an Action constant
+	Detail string `json:"detail,omitempty"` // why (for a conflict: the first difference)
 	// Requested: named on the export's command line; otherwise exported
 	// as a fork ancestor of AncestorOf.
 	Requested  bool     `json:"requested"`
 	AncestorOf []string `json:"ancestorOf"`
 	// Cwd is the working directory in the store after the import, before
 	// CwdMappedTo, the one --map-cwd records.
-	Cwd         string `json:"cwd"`
-	CwdMappedTo string `json:"cwdMappedTo,omitempty"`
-	MovedAside  string `json:"movedAside,omitempty"` // where the store's copy was kept
-	// Problems say why the conversation will not open on this machine.
-	Problems []string `json:"problems"`
+	Cwd         string   `json:"cwd"`
+	CwdMappedTo string   `json:"cwdMappedTo,omitempty"`
+	MovedAside  string   `json:"movedAside,omitempty"` // where the store's copy was kept
+	Problems    []string `json:"problems"`             // why it will not open on this machine
 
 	dir       string // encoded directory name
 	storeCwd  string // cwd-mapped events the store had and the archive lacks: reapplied
@@ -170,7 +163,7 @@ type ImportCounts struct {
 }
 
 // Warned reports whether a conversation will not open, a conflict was
-// skipped or a warning given: the CLI's exit 3.
+// skipped or a warning given (exit 3).
 func (r *ImportResult) Warned() bool {
 	return len(r.Warnings) > 0 || r.Counts.WillNotOpen > 0 || r.Counts.Skipped > 0
 }
@@ -201,7 +194,6 @@ func (e *VerifyError) Error() string {
 
 func (e *VerifyError) Unwrap() error { return e.Err }
 
-// importer is one import run.
 type importer struct {
 	dataDir string
 	// s is the store Stage was given, read-only; st the same store as
@@ -228,10 +220,10 @@ type Staged struct {
 }
 
 // Stage verifies the archive read from r for an import into the store s
-// (read-only) into a private staging directory of the data directory, so
-// that the caller takes runtime.lock for Import's writing only. A seekable
-// r, or any r on a dry run, is scanned first, so a hostile archive is
-// refused before a file is made. Any failure is a *VerifyError.
+// (read-only) in a staging directory of the data directory, so that the
+// caller takes runtime.lock for Import's writing only. A seekable r, or
+// any r on a dry run, is scanned first, so a hostile archive is refused
+// before a file is made. Any failure is a *VerifyError.
 func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions) (_ *Staged, err error) {
 	if opts.Progress == nil {
 		opts.Progress = progress.Nop{}
@@ -319,7 +311,7 @@ func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions)
 }
 
 // Close removes the staging directory, and the data directory Stage made
-// when nothing was imported.
+// if nothing was imported.
 func (sg *Staged) Close() {
 	imp := sg.imp
 	if imp.checks != nil {
@@ -335,10 +327,10 @@ func (sg *Staged) Close() {
 	}
 }
 
-// Import plans each staged conversation against the store's copy, then
-// places it, records --map-cwd and updates metadata.db. st is the store
-// Stage was given, locked exclusively (nil on a dry run, which returns the
-// plan only). The plan comes with ErrConflict and ctx's error too.
+// Import plans each staged conversation against the store's copy, places
+// it, records --map-cwd and updates metadata.db. st is the store Stage was
+// given, locked exclusively (nil on a dry run: the plan only). The plan
+// comes with ErrConflict and ctx's error too.
 func (sg *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResult, err error) {
 	imp := sg.imp
 	opts := imp.opts
@@ -393,7 +385,7 @@ func (sg *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResul
 }
 
 // scan reads the archive through with manifestFormat.Scan and seeks back;
-// false, unread, for a stream that cannot seek when spool is nil.
+// false, unread, for a stream that cannot seek without a spool.
 func (imp *importer) scan(ctx context.Context, r io.Reader, spool io.Writer) (bool, error) {
 	var start int64 = -1
 	if rs, ok := r.(io.Seeker); ok {
@@ -472,8 +464,8 @@ func (imp *importer) plan() error {
 	return nil
 }
 
-// check lists why the conversation will not open here (store.Machine),
-// counting fork sources in the archive as present.
+// check lists why the conversation will not open here, counting fork
+// sources in the archive as present.
 func (imp *importer) check(info *store.ConversationInfo, p *ConversationPlan) {
 	n := store.NeedsOf(info)
 	n.Cwd = p.Cwd
@@ -521,9 +513,9 @@ func (imp *importer) placeAll() error {
 	return nil
 }
 
-// place puts one staged conversation in the store, which moves a copy
-// there aside first; an updated copy (a prefix of the new one) is then
-// removed, a replaced one kept. synced: conversations/ was fsynced.
+// place puts one staged conversation in the store, the copy there moved
+// aside: an updated one is removed, a replaced one kept. synced:
+// conversations/ was fsynced.
 func (imp *importer) place(p *ConversationPlan) (synced bool, err error) {
 	from, err := imp.staged.ConversationPath(p.ID)
 	if err != nil {
@@ -645,7 +637,6 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 	res.Index = "updated"
 }
 
-// buildIndex builds metadata.db as reindex does; what it skipped is a warning.
 func (imp *importer) buildIndex(ctx context.Context, fail func(error)) {
 	rr, err := reindex.Run(ctx, imp.st, reindex.Options{Jobs: imp.opts.Jobs, Machine: imp.mach, Prereads: imp.prereads()})
 	if err != nil {
@@ -659,8 +650,7 @@ func (imp *importer) buildIndex(ctx context.Context, fail func(error)) {
 	}
 }
 
-// prereads looks up the strict read of a placed log by its path, whose
-// part under the data directory is its entry name.
+// prereads looks up the strict read of a placed log by its path.
 func (imp *importer) prereads() reindex.Prereads {
 	if imp.checks == nil || imp.checks.spool == nil {
 		return nil
@@ -714,12 +704,11 @@ func dependentsOf(ctx context.Context, db *index.DB, s *store.Store, ids []strin
 	return out
 }
 
-// stagingName is an import's archive.Staging prefix, in the data directory
-// so conversations move into the store by rename.
+// stagingName is an import's staging, in the data directory so
+// conversations move into the store by rename.
 var stagingName = "." + store.ConversationsDirName + ".import"
 
-// removeStaleStaging removes the stagings of killed imports; the caller
-// holds runtime.lock.
+// removeStaleStaging: the caller holds runtime.lock.
 func removeStaleStaging(dataDir string, own *archive.Staging, log io.Writer) {
 	for _, s := range archive.SweepStaging(dataDir, stagingName, own, archive.UnlockedStagingAge) {
 		if s.Err != nil {
@@ -731,8 +720,7 @@ func removeStaleStaging(dataDir string, own *archive.Staging, log io.Writer) {
 }
 
 // msgSpool keeps the message text an import's reads collect for the index
-// in a file of the staging, written through a buffer and read back once the
-// reads are done, so the text of a large archive is never held.
+// in a file of the staging, so the text of a large archive is never held.
 type msgSpool struct {
 	path string
 	mu   sync.Mutex
@@ -791,7 +779,6 @@ func (s *msgSpool) put(msgs []index.Message) (func() ([]index.Message, error), e
 
 var errSpool = errors.New("message spool: malformed record")
 
-// get reads back the record of n bytes that write stored at off.
 func (s *msgSpool) get(sessionID string, off int64, n int) ([]index.Message, error) {
 	s.mu.Lock()
 	if s.err == nil && s.w.Buffered() > 0 {

@@ -25,9 +25,8 @@ type stagedConv struct {
 	info *store.ConversationInfo // verifyInfo of its replay
 }
 
-// verifyInfo is what verifying and planning read of a replay, held per
-// conversation until it is placed: not its turns, nor its sessions but
-// their ids.
+// verifyInfo is what verifying and planning read of a replay, held until
+// the conversation is placed: not its turns, nor its sessions but their ids.
 func verifyInfo(info *store.ConversationInfo) *store.ConversationInfo {
 	v := &store.ConversationInfo{ID: info.ID, Title: info.Title, TitleIsAuto: info.TitleIsAuto, Cwd: info.Cwd,
 		Agents: info.Agents, Models: info.Models, ForkedFrom: info.ForkedFrom, AfterCompaction: info.AfterCompaction,
@@ -52,7 +51,6 @@ func checkExportName(name string) error {
 	return nil
 }
 
-// readerOptions are the archive checks and limits of an import.
 func (imp *importer) readerOptions() archive.ReaderOptions {
 	return archive.ReaderOptions{Limits: imp.opts.Limits, CheckName: checkExportName, Archive: imp.opts.Archive}
 }
@@ -71,8 +69,8 @@ func (imp *importer) verr(err error, format string, args ...any) error {
 }
 
 // extractAndVerify extracts the archive into the staging tree and checks
-// everything in it before the store is looked at: logs are read strictly
-// as extracted, and compared with the manifest once it comes last.
+// it all before the store is looked at: logs are read strictly as
+// extracted, and compared with the manifest once it comes.
 func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err error) {
 	staged, err := store.Open(ctx, imp.stage.Tree(), store.OpenOptions{Create: store.CreateAlways})
 	if err != nil {
@@ -233,8 +231,7 @@ func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err err
 	return nil
 }
 
-// logChecks reads the extracted logs strictly, in parallel, as the
-// extraction writes them.
+// logChecks reads the extracted logs strictly, in parallel, as written.
 type logChecks struct {
 	ctx    context.Context
 	staged *store.Store
@@ -243,14 +240,13 @@ type logChecks struct {
 	mu     sync.Mutex
 	read   map[string]*logRead         // by entry name
 	spool  *msgSpool                   // set: message text kept for the index
-	pre    map[string]*reindex.Preread // once checked (keepPrereads)
-	// failed is the first failure in archive order, at failedAt; no log
-	// after it is read, so that a million bad logs cost one error.
+	pre    map[string]*reindex.Preread // once checked
+	// failed is the first failure in archive order; no log after it is
+	// read, so that a million bad logs cost one error.
 	failed   error
 	failedAt int64
 }
 
-// logRead is what the strict read of one extracted log found.
 type logRead struct {
 	events    int64
 	stats     convlog.Stats
@@ -264,8 +260,7 @@ func newLogChecks(ctx context.Context, staged *store.Store, jobs int) *logChecks
 	return &logChecks{ctx: ctx, staged: staged, sem: make(chan struct{}, max(jobs, 1)), read: map[string]*logRead{}}
 }
 
-// start reads the log just extracted at p on a reader of its own (from
-// data, when the extraction held its bytes).
+// start reads the log just extracted at p (from data, when held).
 func (c *logChecks) start(e archive.Extracted, p string, data []byte) {
 	if !strings.HasPrefix(e.Name, store.ConversationsDirName+"/") {
 		return
@@ -304,14 +299,12 @@ func (c *logChecks) start(e archive.Extracted, p string, data []byte) {
 	}()
 }
 
-// preread is the Preread of the log of entry name, nil when there is none.
 func (c *logChecks) preread(name string) *reindex.Preread {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.pre[name]
 }
 
-// wait waits for every read started.
 func (c *logChecks) wait() { c.wg.Wait() }
 
 // check compares what the read of the log l found with its manifest entry f.
@@ -333,11 +326,10 @@ func (lr *logRead) check(name string, l store.Log, f File) error {
 	return nil
 }
 
-// readLog reads the extracted log at p, entry name, strictly into lr,
-// counting its events; a conversation log is replayed from the same read,
-// and with index a session log's read collects what indexing takes. A
-// session log is read from data when given; a conversation log's replay
-// takes the file's modification time, so it is opened.
+// readLog reads the extracted log at p strictly into lr; a conversation
+// log is replayed from the same read (opened: the replay takes the file's
+// time), and with index a session log's read (from data when given)
+// collects what indexing takes.
 func (c *logChecks) readLog(lr *logRead, p, name string, index bool, data []byte) (pre *reindex.Preread) {
 	l, err := c.staged.LogAt(name)
 	if err != nil {
