@@ -98,14 +98,6 @@ func WriteManifest(w *Writer, m Manifest) (Sum, error) {
 	return sum, nil
 }
 
-// Decode reads a manifest of this format from r into m and checks it.
-func (f ManifestFormat) Decode(r io.Reader, name string, m Manifest) error {
-	if err := f.decode(r, m); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	return nil
-}
-
 func (f ManifestFormat) decode(r io.Reader, m Manifest) error {
 	lr := &io.LimitedReader{R: r, N: f.MaxBytes + 1}
 	if err := json.NewDecoder(lr).Decode(m); err != nil {

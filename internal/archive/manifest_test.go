@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -247,4 +249,12 @@ func FuzzManifestDecode(f *testing.F) {
 			t.Fatalf("header %+v, written back %+v", m.ManifestHeader, back.ManifestHeader)
 		}
 	})
+}
+
+// Decode reads a manifest of this format from r into m and checks it.
+func (f ManifestFormat) Decode(r io.Reader, name string, m Manifest) error {
+	if err := f.decode(r, m); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
 }
