@@ -444,7 +444,7 @@ func (c *changer) importOne() string {
 		c.t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	_, err = transfer.Export(ctx, src, &buf, transfer.ExportOptions{IDs: []string{o.ID}, TempDir: c.t.TempDir()})
+	_, err = transfer.Export(ctx, src, &buf, transfer.ExportOptions{IDs: []string{o.ID}})
 	src.Close()
 	if err != nil {
 		c.t.Fatal(err)

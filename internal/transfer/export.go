@@ -30,10 +30,7 @@ type ExportOptions struct {
 	IDs         []string         // their fork ancestors are added
 	Now         func() time.Time // default time.Now
 	ToolVersion string
-	// TempDir holds a copy of a large conversation log's committed prefix
-	// while it is replayed (default os.TempDir()).
-	TempDir  string
-	Progress progress.Progress // conversations exported
+	Progress    progress.Progress // conversations exported
 	// OnEvent receives each conversation left out or ancestor missing,
 	// each entry not exported and each killed export's temporary file.
 	OnEvent func(store.Item)
@@ -43,9 +40,6 @@ type ExportOptions struct {
 func (o *ExportOptions) defaults() {
 	if o.Now == nil {
 		o.Now = time.Now
-	}
-	if o.TempDir == "" {
-		o.TempDir = os.TempDir()
 	}
 	if o.Progress == nil {
 		o.Progress = progress.Nop{}
@@ -332,12 +326,12 @@ func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, *plan
 	err = ol.open()
 	size := int64(len(ol.buf))
 	ol.release()
-	if err != nil || !ol.replayed {
+	if err != nil {
 		info, err := x.s.ReadConversation(id)
 		return info, nil, ls, err
 	}
 	info := keptInfo(ol.info)
-	if !ol.small {
+	if !ol.small || ol.leftOut != 0 {
 		return info, nil, ls, ol.infoErr
 	}
 	return info, &planLog{path: conv.Path, size: size, sum: ol.sum,
@@ -413,10 +407,9 @@ type openLog struct {
 	prefix  convlog.Prefix // what of src is archived
 	leftOut int64
 	events  int64
-	// replayed: a conversation log read whole, replayed from the bytes archived.
-	replayed bool
-	info     *store.ConversationInfo
-	infoErr  error
+	// A conversation log's replay, of the events of the prefix archived.
+	info    *store.ConversationInfo
+	infoErr error
 }
 
 func (l *openLog) readerOptions() convlog.ReaderOptions {
@@ -493,14 +486,9 @@ func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error
 // run reads and checks every conversation in order and hands the logs of
 // each that can be exported to keep.
 func (x *exporter) run(ctx context.Context, keep func([]*openLog) error) (*ExportResult, error) {
-	tmpDir, err := os.MkdirTemp(x.opts.TempDir, "convkit-export-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmpDir)
 	res := &ExportResult{Manifest: x.m, Added: []string{}}
 	x.opts.Progress.SetTotal(int64(len(x.order)))
-	err = x.readAll(ctx, tmpDir, func(rc *readConv) error {
+	err := x.readAll(ctx, func(rc *readConv) error {
 		defer x.opts.Progress.Add(1)
 		defer rc.close()
 		for _, ev := range rc.events {
@@ -545,13 +533,13 @@ func PlanExport(ctx context.Context, s *store.Store, opts ExportOptions) (*Expor
 
 // readAll reads the conversations ahead of the writer, within the ahead*
 // bounds, and hands each to sink in order.
-func (x *exporter) readAll(ctx context.Context, tmpDir string, sink func(*readConv) error) error {
+func (x *exporter) readAll(ctx context.Context, sink func(*readConv) error) error {
 	workers := min(max(1, runtime.GOMAXPROCS(0)), 8, len(x.order))
 	if workers == 0 {
 		return nil
 	}
 	a := archive.Ahead{Workers: workers, Items: aheadConvs * workers, Bytes: aheadBytes, Files: aheadFiles}
-	read := func(p *planned) *readConv { return x.read(p, tmpDir) }
+	read := func(p *planned) *readConv { return x.read(p) }
 	cost := func(rc *readConv) (int64, int) { return rc.bytes, rc.files }
 	return archive.ReadAhead(ctx, slices.Values(x.order), a, read, cost, sink, (*readConv).close)
 }
@@ -559,19 +547,19 @@ func (x *exporter) readAll(ctx context.Context, tmpDir string, sink func(*readCo
 // read opens and checks every current log of one conversation; one that
 // cannot be read strictly leaves it out. The plan's listing is reused
 // unless it lacks a session the conversation log names.
-func (x *exporter) read(p *planned, tmpDir string) *readConv {
+func (x *exporter) read(p *planned) *readConv {
 	if ls := p.listing; ls != nil {
 		p.listing = nil
-		if rc := x.readListed(p, tmpDir, ls); rc != nil {
+		if rc := x.readListed(p, ls); rc != nil {
 			return rc
 		}
 	}
-	return x.readListed(p, tmpDir, nil)
+	return x.readListed(p, nil)
 }
 
 // readListed is read with the listing ls (nil: listed now); nil when ls
 // lacks a session.
-func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv {
+func (x *exporter) readListed(p *planned, ls *planDir) *readConv {
 	rc := &readConv{p: p}
 	dir, _ := x.s.ConversationPath(p.id)
 	leaveOut := func(path, reason string) *readConv {
@@ -621,29 +609,7 @@ func (x *exporter) readListed(p *planned, tmpDir string, ls *planDir) *readConv 
 	if convLog == nil {
 		return leaveOut(dir, "no conversation log")
 	}
-	// Replay the bytes archived, from memory or a copy of a large prefix.
-	var info *store.ConversationInfo
-	switch {
-	case convLog.replayed:
-		info, err = convLog.info, convLog.infoErr
-	case convLog.data != nil:
-		var r *convlog.Reader
-		if r, err = convlog.NewReader(convlog.Bytes(convLog.data), int64(len(convLog.data)), convLog.log.Path, convLog.readerOptions()); err == nil {
-			info, err = convLog.log.ReadConversationFrom(r)
-		}
-	default:
-		snapDir := filepath.Join(tmpDir, cd.Name)
-		if err = os.Mkdir(snapDir, durable.DirMode); err == nil {
-			snap := filepath.Join(snapDir, convLog.log.Current.String())
-			if err = copyPrefix(snap, convLog.prefix.Reader(convLog.src)); err == nil {
-				var r *convlog.Reader
-				if r, err = convlog.Open(snap, convLog.log.ReaderOptions(convlog.ReaderOptions{})); err == nil {
-					info, err = convLog.log.ReadConversationFrom(r)
-				}
-			}
-			os.RemoveAll(snapDir)
-		}
-	}
+	info, err := convLog.info, convLog.infoErr
 	var ie *convlog.IdentityError
 	switch {
 	case errors.As(err, &ie):
@@ -704,7 +670,7 @@ func (l *openLog) open() error {
 		l.close()
 		return err
 	}
-	// A conversation log's replay counts if the read finds the log whole.
+	// The events read are the prefix's (checked below), so their replay is.
 	var rp *store.Replayer
 	if l.log.IsConversationLog {
 		rp = l.log.Replayer(r)
@@ -723,9 +689,8 @@ func (l *openLog) open() error {
 	}
 	// Otherwise the prefix is found from the structure, agreeing with the read.
 	pr, whole := r.ReadPrefix()
-	if rp != nil && whole && pr.Bytes == size {
+	if rp != nil {
 		l.info, l.infoErr = rp.Finish(r)
-		l.replayed = true
 	}
 	r.Close()
 	switch {
@@ -777,7 +742,7 @@ func (l *openLog) openAsPlanned(pl *planLog) error {
 	}
 	l.buf, l.src, l.data, l.sum, l.small = buf, convlog.Bytes(buf), buf, pl.sum, true
 	l.prefix, l.leftOut, l.events = pl.prefix, 0, pl.events
-	l.replayed, l.info, l.infoErr = true, pl.info, pl.err
+	l.info, l.infoErr = pl.info, pl.err
 	return nil
 }
 
@@ -808,18 +773,6 @@ func (x *exporter) fileOf(l *openLog, size int64, sum string) File {
 		Name: l.name, Conversation: l.log.Conversation, Session: l.log.ID, Version: l.log.Current.Version,
 		Size: size, SHA256: sum, Committed: size, Events: l.events, LeftOut: l.leftOut,
 	}
-}
-
-func copyPrefix(dst string, src io.Reader) error {
-	f, err := durable.CreateExcl(dst)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(f, src)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 func nonNil(v []string) []string {

@@ -868,3 +868,58 @@ func changed(r *ImportResult) bool {
 	c := r.Counts
 	return c.Imported+c.Updated+c.Replaced+c.CwdMapped > 0
 }
+
+// TestExportReplaysATornConversationLog: a conversation log ending in a
+// torn line or frame is exported up to its committed prefix, and the
+// manifest describes what that prefix replays, as the import checks.
+func TestExportReplaysATornConversationLog(t *testing.T) {
+	a, rep := fixtureStore(t, 7)
+	torn := map[convlog.Compression]string{}
+	var ids []string
+	for _, c := range exportable(rep) {
+		for _, l := range c.Logs {
+			if _, ok := torn[l.Compression]; !ok && l.SessionID == "" && l.Version == convlog.CurrentVersion && l.Expect == fixtures.ExpectValid {
+				rel := l.Path[strings.LastIndex(l.Path, string(filepath.Separator)+store.ConversationsDirName+string(filepath.Separator))+1:]
+				torn[l.Compression] = rel
+				ids = append(ids, c.ID)
+			}
+		}
+	}
+	if len(torn) != 2 {
+		t.Fatalf("the store lacks a plain or a compressed v4 conversation log: %v", torn)
+	}
+	for _, rel := range torn {
+		p := filepath.Join(a, rel)
+		data, _ := os.ReadFile(p)
+		os.WriteFile(p, data[:len(data)-2], 0o600)
+	}
+	arch, res := exportTo(t, a, ids...)
+	found := 0
+	for _, f := range res.Manifest.Files {
+		for _, rel := range torn {
+			if f.Name == filepath.ToSlash(rel) {
+				found++
+				if f.LeftOut == 0 {
+					t.Errorf("%s: nothing left out of a torn log: %+v", rel, f)
+				}
+			}
+		}
+	}
+	if found != len(torn) {
+		t.Fatalf("%d of the %d torn conversation logs exported: %+v", found, len(torn), res.Manifest.Problems)
+	}
+	got, err := importFile(t, arch, filepath.Join(t.TempDir(), "B"), ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := reader(t, a)
+	for _, c := range res.Manifest.Conversations {
+		info, err := src.ReadConversation(c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := planOf(t, got, c.ID); p.Title != c.Title || c.Title != info.Title || c.Cwd != info.Cwd {
+			t.Errorf("%s: title %q, cwd %q in the manifest; imported %q; the store reads %q, %q", c.ID, c.Title, c.Cwd, p.Title, info.Title, info.Cwd)
+		}
+	}
+}
