@@ -22,8 +22,8 @@ const (
 	DirMode  os.FileMode = 0o700
 )
 
-// TempSuffix ends the name of every temporary file this package creates, so
-// walkers can recognise leftovers of an interrupted write.
+// TempSuffix ends every temporary file's name, so walkers recognise
+// leftovers of an interrupted write.
 const TempSuffix = ".tmp"
 
 // ErrExists is returned (wrapped) when the final name is already taken.
@@ -64,8 +64,7 @@ func MkdirAll(dir string) error {
 	return SyncDir(parent)
 }
 
-// SyncDir fsyncs a directory so that entries created or removed in it survive
-// a crash.
+// SyncDir fsyncs a directory so that its entries survive a crash.
 func SyncDir(dir string) error {
 	// A link to a directory is followed: fsync writes nothing through it.
 	d, err := os.OpenFile(dir, os.O_RDONLY|InputFlags|DirFlag, 0)
@@ -82,8 +81,7 @@ func SyncDir(dir string) error {
 	return nil
 }
 
-// CreateTemp creates a new private file prefix.<16 hex>.tmp in dir, for the
-// caller to write and Publish, or remove.
+// CreateTemp creates a new private file prefix.<16 hex>.tmp in dir.
 func CreateTemp(dir, prefix string) (*os.File, error) {
 	for range 100 {
 		var b [8]byte
@@ -98,9 +96,9 @@ func CreateTemp(dir, prefix string) (*os.File, error) {
 	return nil, fmt.Errorf("%s: could not create a unique temporary file", dir)
 }
 
-// Publish fsyncs and closes tmp, links it to final (an existing final is
-// ErrExists), removes the temporary name and fsyncs the directory. On any
-// error the temporary file is removed and final is untouched.
+// Publish fsyncs and closes tmp, links it to final (never over a file:
+// ErrExists), removes the temporary name and fsyncs the directory; on an
+// error the temporary file is removed.
 func Publish(tmp *os.File, final string) (err error) {
 	tmpName := tmp.Name()
 	defer func() {
@@ -144,15 +142,14 @@ func WriteFile(name string, data []byte) error {
 	return Publish(tmp, name)
 }
 
-// IsTemp reports whether a directory entry name is a CreateTemp file, which
-// a crashed writer leaves behind.
+// IsTemp reports whether name is a CreateTemp file's.
 func IsTemp(name string) bool {
 	return strings.HasSuffix(name, TempSuffix)
 }
 
-// Writeback writes to a file and starts the writeback of every range of
+// Writeback writes to a file and starts the writeback of each range of
 // every bytes on its own goroutine, so the final fsync waits for the last
-// range only and a congested disk never holds up the writing.
+// range only.
 type Writeback struct {
 	f       *os.File
 	every   int64
@@ -166,8 +163,7 @@ type Writeback struct {
 // startWriteback is StartWriteback; a test records the ranges instead.
 var startWriteback = StartWriteback
 
-// NewWriteback returns a Writeback that writes to f at its current offset.
-// Close must be called once the writing ends.
+// NewWriteback writes to f at its current offset; Close it at the end.
 func NewWriteback(f *os.File, every int64) *Writeback {
 	off, err := f.Seek(0, io.SeekCurrent)
 	if err != nil {
@@ -183,7 +179,6 @@ func NewWriteback(f *os.File, every int64) *Writeback {
 	return w
 }
 
-// Write writes p to the file.
 func (w *Writeback) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
 	w.off += int64(n)

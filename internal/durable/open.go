@@ -6,13 +6,10 @@ import (
 	"os"
 )
 
-// ErrSymlink is wrapped when a path convkit would open for writing or
-// locking is a symbolic link: links are never followed there, so a link
-// cannot redirect a write to a file outside the store.
+// ErrSymlink is wrapped when a path to write or lock is a symbolic link:
+// never followed, so a link cannot redirect a write outside the store.
 var ErrSymlink = errors.New("symbolic links are never followed")
 
-// ErrNotRegular is wrapped when a path names a FIFO, a device, a socket or
-// a directory where a regular file is expected.
 var ErrNotRegular = errors.New("not a regular file")
 
 // OpenRegular opens the existing file at path with flag (never O_CREATE or
@@ -48,7 +45,6 @@ func CreateExcl(path string) (*os.File, error) {
 	return f, nil
 }
 
-// checkRegular refuses an open descriptor that is not a regular file.
 func checkRegular(f *os.File) error {
 	fi, err := f.Stat()
 	if err != nil {
@@ -79,8 +75,7 @@ func Kind(m os.FileMode) string {
 	return "not a file"
 }
 
-// openError words an open failure: a symbolic link wraps ErrSymlink,
-// another non-regular file ErrNotRegular; anything else keeps its cause.
+// openError wraps ErrSymlink or ErrNotRegular when the path is one.
 func openError(path string, err error) error {
 	if isLoop(err) {
 		return fmt.Errorf("%s is a symbolic link: %w", path, ErrSymlink)
