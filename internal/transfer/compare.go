@@ -21,7 +21,7 @@ import (
 // holds, and diverged otherwise. Compressed logs are compared by their
 // lines, since a repair may reframe them; a store log longer only by
 // cwd-mapped events (an earlier --map-cwd) is behind, its mapping reapplied.
-func (imp *importer) classify(sc *stagedConv, p *ConversationPlan) error {
+func (imp *Staged) classify(sc *stagedConv, p *ConversationPlan) error {
 	to, err := imp.s.ConversationPath(sc.id)
 	if err != nil {
 		return err

@@ -46,8 +46,8 @@ const (
 	ActionConflict  = "conflict"  // diverged and refused: the import writes nothing
 )
 
-// CwdMapping is one --map-cwd OLD=NEW: working directories at or under
-// From move under To.
+// CwdMapping is one --map-cwd OLD=NEW (ParseCwdMapping): working
+// directories at or under From move under To.
 type CwdMapping struct {
 	From string `json:"from"`
 	To   string `json:"to"`
@@ -194,7 +194,9 @@ func (e *VerifyError) Error() string {
 
 func (e *VerifyError) Unwrap() error { return e.Err }
 
-type importer struct {
+// Staged is an archive verified into a staging directory of a store,
+// ready to be imported (Import) or planned (a dry run). Close removes it.
+type Staged struct {
 	dataDir string
 	// s is the store Stage was given, read-only; st the same store as
 	// Import is given it, locked (nil on a dry run).
@@ -209,14 +211,8 @@ type importer struct {
 	st     *store.Store
 	staged *store.Store // the archive's, extracted into the staging
 	checks *logChecks   // the strict reads of its logs, indexed from
-}
 
-// Staged is an archive verified into a staging directory of a store,
-// ready to be imported (Import) or planned (a dry run). Close removes it.
-type Staged struct {
-	imp            *importer
-	createdDataDir bool
-	placed         bool
+	createdDataDir, placed bool
 }
 
 // Stage verifies the archive read from r for an import into the store s
@@ -241,16 +237,11 @@ func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions)
 	default:
 		return nil, fmt.Errorf("on-conflict %s: want %s, %s or %s", termtext.Quote(opts.OnConflict), ConflictRefuse, ConflictReplace, ConflictSkip)
 	}
-	for _, m := range opts.MapCwd {
-		if !filepath.IsAbs(m.From) || !filepath.IsAbs(m.To) {
-			return nil, fmt.Errorf("cwd mapping %s=%s: both must be absolute paths", m.From, m.To)
-		}
-	}
 	dataDir := s.DataDir()
 	if opts.ConfigPath == "" {
 		opts.ConfigPath = filepath.Join(dataDir, store.ConfigFileName)
 	}
-	imp := &importer{dataDir: dataDir, s: s, opts: opts}
+	imp := &Staged{dataDir: dataDir, s: s, opts: opts}
 	imp.res = &ImportResult{SchemaVersion: contract.Version, Archive: opts.Archive, DataDir: dataDir, DryRun: opts.DryRun,
 		Config: opts.ConfigPath, OnConflict: opts.OnConflict, Conversations: []ConversationPlan{}, Warnings: []string{}}
 
@@ -269,17 +260,16 @@ func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions)
 		return nil, err
 	}
 
-	staged := &Staged{imp: imp}
 	defer func() {
 		if err != nil {
-			staged.Close()
+			imp.Close()
 		}
 	}()
 	if _, err := os.Lstat(dataDir); errors.Is(err, fs.ErrNotExist) {
 		if err := durable.MkdirAll(dataDir); err != nil {
 			return nil, err
 		}
-		staged.createdDataDir = true
+		imp.createdDataDir = true
 	} else if err != nil {
 		return nil, err
 	}
@@ -307,13 +297,12 @@ func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions)
 		return nil, err
 	}
 	imp.res.ExportedAt, imp.res.ExportOnline, imp.res.ToolVersion = imp.m.CreatedAt, imp.m.Online, imp.m.ToolVersion
-	return staged, nil
+	return imp, nil
 }
 
 // Close removes the staging directory, and the data directory Stage made
 // if nothing was imported.
-func (sg *Staged) Close() {
-	imp := sg.imp
+func (imp *Staged) Close() {
 	if imp.checks != nil {
 		imp.checks.spool.close()
 		imp.checks = nil
@@ -322,7 +311,7 @@ func (sg *Staged) Close() {
 		imp.stage.Remove()
 		imp.stage = nil
 	}
-	if sg.createdDataDir && !sg.placed && imp.st == nil {
+	if imp.createdDataDir && !imp.placed && imp.st == nil {
 		os.Remove(imp.dataDir) // only when empty again
 	}
 }
@@ -331,8 +320,7 @@ func (sg *Staged) Close() {
 // it, records --map-cwd and updates metadata.db. st is the store Stage was
 // given, locked exclusively (nil on a dry run: the plan only). The plan
 // comes with ErrConflict and ctx's error too.
-func (sg *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResult, err error) {
-	imp := sg.imp
+func (imp *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResult, err error) {
 	opts := imp.opts
 	if !opts.DryRun {
 		if st == nil || !st.Writable() {
@@ -366,7 +354,7 @@ func (sg *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResul
 	if err := ctx.Err(); err != nil {
 		return res, err // interrupted before anything was placed
 	}
-	sg.placed = true
+	imp.placed = true
 	if err := imp.placeAll(); err != nil {
 		return res, err
 	}
@@ -386,7 +374,7 @@ func (sg *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResul
 
 // scan reads the archive through with manifestFormat.Scan and seeks back;
 // false, unread, for a stream that cannot seek without a spool.
-func (imp *importer) scan(ctx context.Context, r io.Reader, spool io.Writer) (bool, error) {
+func (imp *Staged) scan(ctx context.Context, r io.Reader, spool io.Writer) (bool, error) {
 	var start int64 = -1
 	if rs, ok := r.(io.Seeker); ok {
 		if pos, err := rs.Seek(0, io.SeekCurrent); err == nil {
@@ -417,12 +405,12 @@ func (imp *importer) scan(ctx context.Context, r io.Reader, spool io.Writer) (bo
 	return true, nil
 }
 
-func (imp *importer) warn(msg string) {
+func (imp *Staged) warn(msg string) {
 	imp.res.Warnings = append(imp.res.Warnings, msg)
 }
 
 // plan compares every archived conversation with the store and checks it.
-func (imp *importer) plan() error {
+func (imp *Staged) plan() error {
 	res := imp.res
 	c := &res.Counts
 	count := map[string]*int{ActionImport: &c.Imported, ActionUpdate: &c.Updated, ActionUnchanged: &c.Unchanged,
@@ -466,7 +454,7 @@ func (imp *importer) plan() error {
 
 // check lists why the conversation will not open here, counting fork
 // sources in the archive as present.
-func (imp *importer) check(info *store.ConversationInfo, p *ConversationPlan) {
+func (imp *Staged) check(info *store.ConversationInfo, p *ConversationPlan) {
 	n := store.NeedsOf(info)
 	n.Cwd = p.Cwd
 	if p.CwdMappedTo != "" {
@@ -486,7 +474,7 @@ func (imp *importer) check(info *store.ConversationInfo, p *ConversationPlan) {
 }
 
 // placeAll places the conversations in archive order (ancestors first).
-func (imp *importer) placeAll() error {
+func (imp *Staged) placeAll() error {
 	convDir := imp.st.ConversationsDir()
 	// A new conversation's rename is made durable by the next fsync of
 	// conversations/; a crash before it loses renames a rerun makes again.
@@ -516,7 +504,7 @@ func (imp *importer) placeAll() error {
 // place puts one staged conversation in the store, the copy there moved
 // aside: an updated one is removed, a replaced one kept. synced:
 // conversations/ was fsynced.
-func (imp *importer) place(p *ConversationPlan) (synced bool, err error) {
+func (imp *Staged) place(p *ConversationPlan) (synced bool, err error) {
 	from, err := imp.staged.ConversationPath(p.ID)
 	if err != nil {
 		return false, err
@@ -545,7 +533,7 @@ func (imp *importer) place(p *ConversationPlan) (synced bool, err error) {
 
 // applyMappings records the --map-cwd mappings and reapplies the store's
 // own to the copies that replaced it; it returns the conversations changed.
-func (imp *importer) applyMappings() ([]string, error) {
+func (imp *Staged) applyMappings() ([]string, error) {
 	var changed []string
 	for i := range imp.res.Conversations {
 		p := &imp.res.Conversations[i]
@@ -575,7 +563,7 @@ func (imp *importer) applyMappings() ([]string, error) {
 // updateIndex brings metadata.db up to date for the conversations that
 // changed, those that read history from them, and archived ones whose rows
 // a killed import left stale.
-func (imp *importer) updateIndex(ctx context.Context, changed []string) {
+func (imp *Staged) updateIndex(ctx context.Context, changed []string) {
 	res := imp.res
 	path := imp.st.IndexPath()
 	fail := func(err error) {
@@ -637,7 +625,7 @@ func (imp *importer) updateIndex(ctx context.Context, changed []string) {
 	res.Index = "updated"
 }
 
-func (imp *importer) buildIndex(ctx context.Context, fail func(error)) {
+func (imp *Staged) buildIndex(ctx context.Context, fail func(error)) {
 	rr, err := reindex.Run(ctx, imp.st, reindex.Options{Jobs: imp.opts.Jobs, Machine: imp.mach, Prereads: imp.prereads()})
 	if err != nil {
 		fail(err)
@@ -651,7 +639,7 @@ func (imp *importer) buildIndex(ctx context.Context, fail func(error)) {
 }
 
 // prereads looks up the strict read of a placed log by its path.
-func (imp *importer) prereads() reindex.Prereads {
+func (imp *Staged) prereads() reindex.Prereads {
 	if imp.checks == nil || imp.checks.spool == nil {
 		return nil
 	}

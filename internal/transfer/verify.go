@@ -51,12 +51,12 @@ func checkExportName(name string) error {
 	return nil
 }
 
-func (imp *importer) readerOptions() archive.ReaderOptions {
+func (imp *Staged) readerOptions() archive.ReaderOptions {
 	return archive.ReaderOptions{Limits: imp.opts.Limits, CheckName: checkExportName, Archive: imp.opts.Archive}
 }
 
 // archiveErr makes a problem found in the archive a *VerifyError.
-func (imp *importer) archiveErr(err error) error {
+func (imp *Staged) archiveErr(err error) error {
 	var ae *archive.Error
 	if errors.As(err, &ae) && !errors.Is(err, context.Canceled) {
 		return &VerifyError{Archive: imp.opts.Archive, Err: err}
@@ -64,14 +64,14 @@ func (imp *importer) archiveErr(err error) error {
 	return err
 }
 
-func (imp *importer) verr(err error, format string, args ...any) error {
+func (imp *Staged) verr(err error, format string, args ...any) error {
 	return &VerifyError{Archive: imp.opts.Archive, Msg: fmt.Sprintf(format, args...), Err: err}
 }
 
 // extractAndVerify extracts the archive into the staging tree and checks
 // it all before the store is looked at: logs are read strictly as
 // extracted, and compared with the manifest once it comes.
-func (imp *importer) extractAndVerify(ctx context.Context, r io.Reader) (err error) {
+func (imp *Staged) extractAndVerify(ctx context.Context, r io.Reader) (err error) {
 	staged, err := store.Open(ctx, imp.stage.Tree(), store.OpenOptions{Create: store.CreateAlways})
 	if err != nil {
 		return err
