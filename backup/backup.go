@@ -92,7 +92,6 @@ type Result struct {
 	Manifest *Manifest    // without the lists streamed into the archive
 	Invalid  []store.Item // logs archived whole because their check failed
 	Vanished []string     // logs deleted between the walk and their reading
-	TarBytes int64        // the tar stream's size
 	Bytes    int64        // what was written
 }
 
@@ -305,7 +304,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		return nil, err
 	}
 	opts.Progress.Add(1)
-	res.TarBytes, res.Bytes = aw.Stats()
+	res.Bytes = aw.Written()
 	return res, nil
 }
 

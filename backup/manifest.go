@@ -11,15 +11,9 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// FormatVersion changes only when a field changes meaning or goes away.
-const (
-	FormatName    = "convkit-backup"
-	FormatVersion = 1
-	ToolName      = archive.ToolName
-)
-
-// manifestFormat bounds a manifest to about two million files.
-var manifestFormat = archive.ManifestFormat{Name: FormatName, Version: FormatVersion, Kind: "backup", MaxBytes: 1 << 30}
+// manifestFormat's Version changes only when a field changes meaning or
+// goes away; MaxBytes bounds a manifest to about two million files.
+var manifestFormat = archive.ManifestFormat{Name: "convkit-backup", Version: 1, Kind: "backup", MaxBytes: 1 << 30}
 
 // How logs were checked at backup time (Manifest.LogCheck).
 const (

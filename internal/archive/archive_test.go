@@ -88,7 +88,7 @@ func write(t *testing.T, entries []entry, opts WriterOptions) ([]byte, []Sum) {
 		}
 		frames++
 	}
-	if _, n := w.Stats(); n != int64(buf.Len()) || (opts.ChunkSize > 0 && opts.ChunkSize < 512<<10 && frames < 2) {
+	if n := w.Written(); n != int64(buf.Len()) || (opts.ChunkSize > 0 && opts.ChunkSize < 512<<10 && frames < 2) {
 		t.Fatalf("%d bytes written, %d frames for %d bytes", n, frames, buf.Len())
 	}
 	return buf.Bytes(), sums

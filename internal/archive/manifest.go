@@ -17,9 +17,6 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// ToolName is the tool every manifest names as its writer.
-const ToolName = "convkit"
-
 // ManifestHeader opens every manifest: types embed it first, so these are
 // the first JSON members.
 type ManifestHeader struct {
@@ -78,7 +75,7 @@ type ManifestFormat struct {
 
 // Header is the header of a new manifest of this format.
 func (f ManifestFormat) Header(toolVersion string, createdAt time.Time) ManifestHeader {
-	return ManifestHeader{Format: f.Name, FormatVersion: f.Version, Tool: ToolName, ToolVersion: toolVersion,
+	return ManifestHeader{Format: f.Name, FormatVersion: f.Version, Tool: "convkit", ToolVersion: toolVersion,
 		LogFormatVersion: convlog.CurrentVersion, CreatedAt: createdAt.UTC().Truncate(time.Second)}
 }
 

@@ -217,9 +217,8 @@ func (s *nameSet) add(name string) error {
 	return nil
 }
 
-// Stats reports the tar bytes and the bytes written so far (written lags
-// until Close).
-func (w *Writer) Stats() (tarBytes, written int64) { return w.ch.in, w.ch.written.Load() }
+// Written is the bytes written so far (it lags until Close).
+func (w *Writer) Written() int64 { return w.ch.written.Load() }
 
 // Close finishes the archive; it does not close the underlying writer.
 func (w *Writer) Close() error {
@@ -261,7 +260,6 @@ type chunker struct {
 
 	cur  *chunk
 	kind Kind
-	in   int64
 	buf  []byte // copy buffer for WriteEntry
 
 	rsync bool
@@ -366,7 +364,6 @@ func (c *chunker) Write(p []byte) (int, error) {
 			c.cur.text += m
 		}
 		p = p[m:]
-		c.in += int64(m)
 		if cut || len(c.cur.in) == c.size {
 			c.submit()
 		}

@@ -479,7 +479,7 @@ func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error
 	if err := aw.Close(); err != nil {
 		return nil, err
 	}
-	_, res.Bytes = aw.Stats()
+	res.Bytes = aw.Written()
 	return res, nil
 }
 

@@ -285,7 +285,7 @@ func TestHostileArchives(t *testing.T) {
 		{"foreign manifest", func() []byte {
 			ents := clone()
 			last := &ents[len(ents)-1]
-			last.body = bytes.Replace(last.body, []byte(FormatName), []byte("convkit-backup"), 1)
+			last.body = bytes.Replace(last.body, []byte(manifestFormat.Name), []byte("convkit-backup"), 1)
 			last.hdr.Size = int64(len(last.body))
 			return makeArchive(t, ents, 0)
 		}, archive.Limits{}, "not a convkit export"},

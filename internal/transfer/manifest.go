@@ -5,14 +5,9 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// The manifest's identity; FormatVersion changes only when a field changes
-// meaning or goes away.
-const (
-	FormatName    = "convkit-export"
-	FormatVersion = 1
-)
-
-var manifestFormat = archive.ManifestFormat{Name: FormatName, Version: FormatVersion, Kind: "export", MaxBytes: 256 << 20}
+// manifestFormat's Version changes only when a field changes meaning or
+// goes away.
+var manifestFormat = archive.ManifestFormat{Name: "convkit-export", Version: 1, Kind: "export", MaxBytes: 256 << 20}
 
 // Manifest describes an export archive: its MANIFEST.json entry, written
 // last (docs/TRANSFER.md).

@@ -81,7 +81,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("added %q, want the fork source %q", res.Added, source)
 	}
 	m := res.Manifest
-	if m.Format != FormatName || m.FormatVersion != 1 || m.Online || len(m.Conversations) != len(want) {
+	if m.Format != manifestFormat.Name || m.FormatVersion != 1 || m.Online || len(m.Conversations) != len(want) {
 		t.Fatalf("manifest: %+v", m)
 	}
 	pos := map[string]int{}
