@@ -191,55 +191,42 @@ func (x *exporter) problem(id, p, reason string) {
 func (x *exporter) plan() error {
 	byID := map[string]*planned{}
 	deps := map[string][]string{}
-	var queue []string
+	missing := map[string]bool{}
 	infos := x.readInfos(nil, x.opts.IDs)
-	for _, id := range x.opts.IDs {
-		if _, err := store.EncodeSegment(id); err != nil {
+	// The requested ids, then their ancestors, transitively.
+	queue := slices.Clone(x.opts.IDs)
+	for i := 0; i < len(queue); i++ {
+		id, requested := queue[i], i < len(x.opts.IDs)
+		if _, err := store.EncodeSegment(id); err != nil && requested {
 			return fmt.Errorf("conversation id %s: %w", termtext.Quote(id), err)
 		}
-		if byID[id] != nil {
-			continue
-		}
-		info, err := infos.get(x.s, id)
-		switch {
-		case errors.Is(err, store.ErrConversationsDir): // the store is broken
-			return err
-		case errors.Is(err, store.ErrNoConversation):
-			return fmt.Errorf("conversation %s: %w", termtext.Quote(id), ErrNotFound)
-		case err == nil && info.Deleting:
-			return fmt.Errorf("conversation %s: %w (it is being deleted)", termtext.Quote(id), ErrNotFound)
-		}
-		x.m.Requested = append(x.m.Requested, id)
-		byID[id] = &planned{id: id, requested: true, plan: infos[id].plan, listing: infos[id].listing}
-		if err != nil { // reported when the conversation is exported
-			continue
-		}
-		deps[id] = store.Dependencies(info)
-		queue = append(queue, deps[id]...)
-	}
-	// Ancestors, transitively.
-	missing := map[string]bool{}
-	for len(queue) > 0 {
-		id := queue[0]
-		queue = queue[1:]
 		if byID[id] != nil || missing[id] {
 			continue
 		}
 		if _, ok := infos[id]; !ok { // the ancestors found so far, together
-			infos = x.readInfos(infos, queue)
+			infos = x.readInfos(infos, queue[i:])
 		}
 		info, err := infos.get(x.s, id)
+		gone := errors.Is(err, store.ErrNoConversation) || err == nil && info.Deleting
 		switch {
-		case errors.Is(err, store.ErrNoConversation) || (err == nil && info.Deleting):
+		case requested && errors.Is(err, store.ErrConversationsDir): // the store is broken
+			return err
+		case requested && err == nil && info.Deleting:
+			return fmt.Errorf("conversation %s: %w (it is being deleted)", termtext.Quote(id), ErrNotFound)
+		case requested && gone:
+			return fmt.Errorf("conversation %s: %w", termtext.Quote(id), ErrNotFound)
+		case gone:
 			missing[id] = true
 			continue
-		case err != nil:
-			byID[id] = &planned{id: id}
-			continue
 		}
-		byID[id] = &planned{id: id, plan: infos[id].plan, listing: infos[id].listing}
-		deps[id] = store.Dependencies(info)
-		queue = append(queue, deps[id]...)
+		if requested {
+			x.m.Requested = append(x.m.Requested, id)
+		}
+		byID[id] = &planned{id: id, requested: requested, plan: infos[id].plan, listing: infos[id].listing}
+		if err == nil { // else reported when the conversation is exported
+			deps[id] = store.Dependencies(info)
+			queue = append(queue, deps[id]...)
+		}
 	}
 	// Who each ancestor is exported for, directly or not.
 	for _, id := range x.m.Requested {
