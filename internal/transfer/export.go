@@ -206,7 +206,8 @@ func (x *exporter) plan() error {
 		if _, ok := infos[id]; !ok { // the ancestors found so far, together
 			infos = x.readInfos(infos, queue[i:])
 		}
-		info, err := infos.get(x.s, id)
+		r := infos[id]
+		info, err := r.info, r.err
 		gone := errors.Is(err, store.ErrNoConversation) || err == nil && info.Deleting
 		switch {
 		case requested && errors.Is(err, store.ErrConversationsDir): // the store is broken
@@ -222,7 +223,7 @@ func (x *exporter) plan() error {
 		if requested {
 			x.m.Requested = append(x.m.Requested, id)
 		}
-		byID[id] = &planned{id: id, requested: requested, plan: infos[id].plan, listing: infos[id].listing}
+		byID[id] = &planned{id: id, requested: requested, plan: r.plan, listing: r.listing}
 		if err == nil { // else reported when the conversation is exported
 			deps[id] = store.Dependencies(info)
 			queue = append(queue, deps[id]...)
@@ -277,7 +278,10 @@ func (x *exporter) plan() error {
 	return nil
 }
 
+// readInfo is a conversation read for the plan: ReadConversation's result,
+// and what the export reuses.
 type readInfo struct {
+	id      string
 	info    *store.ConversationInfo
 	err     error
 	plan    *planLog
@@ -296,33 +300,29 @@ type planLog struct {
 	err    error
 }
 
-// readPlan is ReadConversation, reading the log as the export does, plus
-// what the export reuses.
-func (x *exporter) readPlan(id string) (*store.ConversationInfo, *planLog, *planDir, error) {
+// readPlan reads conversation id's log as the export does.
+func (x *exporter) readPlan(id string) readInfo {
+	r := readInfo{id: id}
 	cd, probs, err := x.s.WalkConversation(id)
-	conv := cd.ConversationLog()
-	if err != nil || conv == nil {
-		info, err := x.s.ReadConversation(id)
-		return info, nil, nil, err
+	if conv := cd.ConversationLog(); err == nil && conv != nil {
+		for i := range cd.Logs { // only the current generation is read
+			cd.Logs[i].Generations = nil
+		}
+		r.listing = &planDir{cd: cd, probs: probs}
+		ol := &openLog{log: *conv}
+		err = ol.open()
+		size := int64(len(ol.buf))
+		ol.release()
+		if err == nil {
+			r.info, r.err = keptInfo(ol.info), ol.infoErr
+			if ol.small && ol.leftOut == 0 {
+				r.plan = &planLog{path: conv.Path, size: size, sum: ol.sum, events: ol.events, prefix: ol.prefix, info: r.info, err: ol.infoErr}
+			}
+			return r
+		}
 	}
-	for i := range cd.Logs { // only the current generation is read
-		cd.Logs[i].Generations = nil
-	}
-	ls := &planDir{cd: cd, probs: probs}
-	ol := &openLog{log: *conv}
-	err = ol.open()
-	size := int64(len(ol.buf))
-	ol.release()
-	if err != nil {
-		info, err := x.s.ReadConversation(id)
-		return info, nil, ls, err
-	}
-	info := keptInfo(ol.info)
-	if !ol.small || ol.leftOut != 0 {
-		return info, nil, ls, ol.infoErr
-	}
-	return info, &planLog{path: conv.Path, size: size, sum: ol.sum,
-		events: ol.events, prefix: ol.prefix, info: info, err: ol.infoErr}, ls, ol.infoErr
+	r.info, r.err = x.s.ReadConversation(id)
+	return r
 }
 
 // keptInfo is info without its turns, which would dominate the heap.
@@ -335,47 +335,23 @@ func keptInfo(info *store.ConversationInfo) *store.ConversationInfo {
 	return &c
 }
 
-type infoSet map[string]readInfo
-
-// get is ReadConversation's result for id, read now if not read ahead.
-func (is infoSet) get(s *store.Store, id string) (*store.ConversationInfo, error) {
-	r, ok := is[id]
-	if !ok {
-		r.info, r.err = s.ReadConversation(id)
-	}
-	return r.info, r.err
-}
-
 // readInfos adds to is (nil: a new set) the conversations of ids it lacks,
 // read in parallel.
-func (x *exporter) readInfos(is infoSet, ids []string) infoSet {
+func (x *exporter) readInfos(is map[string]readInfo, ids []string) map[string]readInfo {
 	if is == nil {
-		is = infoSet{}
+		is = map[string]readInfo{}
 	}
 	var todo []string
 	seen := map[string]bool{}
 	for _, id := range ids {
-		if _, ok := is[id]; ok || seen[id] {
-			continue
+		if _, ok := is[id]; !ok && !seen[id] {
+			seen[id] = true
+			todo = append(todo, id)
 		}
-		if _, err := store.EncodeSegment(id); err != nil {
-			continue
-		}
-		seen[id] = true
-		todo = append(todo, id)
-	}
-	type read struct {
-		id string
-		readInfo
-	}
-	load := func(id string) read {
-		r := read{id: id}
-		r.info, r.plan, r.listing, r.err = x.readPlan(id)
-		return r
 	}
 	workers := min(max(1, runtime.GOMAXPROCS(0)), 8, len(todo))
-	archive.ReadAhead(context.Background(), slices.Values(todo), archive.Ahead{Workers: workers, Items: 2 * workers}, load, nil,
-		func(r read) error { is[r.id] = r.readInfo; return nil }, func(read) {})
+	archive.ReadAhead(context.Background(), slices.Values(todo), archive.Ahead{Workers: workers, Items: 2 * workers}, x.readPlan, nil,
+		func(r readInfo) error { is[r.id] = r; return nil }, func(readInfo) {})
 	return is
 }
 
