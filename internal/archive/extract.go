@@ -169,29 +169,29 @@ func (x *extractor) extract(ctx context.Context, ar *Reader, free *space, jobs c
 		if queued {
 			return ar.errorf(h, true, nil, "refused: duplicate name")
 		}
+		e, rel, p := Extracted{Name: h.Name, Offset: h.Offset}, filepath.FromSlash(h.Name), ""
+		var mem *bytes.Buffer
 		if h.Size <= keepEntry {
-			e, data, err := x.read(ctx, ar, h)
-			if err != nil {
-				return err
-			}
+			// Only the archive (an *Error) or ctx can fail it.
+			mem = bytes.NewBuffer(make([]byte, 0, h.Size))
+			err = x.copyEntry(ctx, ar, &e, mem)
+		} else {
+			p, err = x.fill(rel, h.Index, e, func(f *os.File) error { return x.copyEntry(ctx, ar, &e, f) })
+		}
+		if err != nil {
+			return err
+		}
+		if mem != nil {
 			x.mu.Lock()
 			x.queued[h.Name] = struct{}{}
 			x.mu.Unlock()
-			jobs <- writeJob{i: out.Len(), rel: filepath.FromSlash(h.Name), e: e, data: data}
-			if err := out.add(e); err != nil {
-				return err
-			}
-			continue
-		}
-		e, err := x.file(ctx, ar, h)
-		if err != nil {
-			return err
+			jobs <- writeJob{i: out.Len(), rel: rel, e: e, data: mem.Bytes()}
 		}
 		if err := out.add(e); err != nil {
 			return err
 		}
-		if x.opts.OnFile != nil {
-			x.opts.OnFile(e, filepath.Join(x.dir, filepath.FromSlash(h.Name)), nil)
+		if mem == nil && x.opts.OnFile != nil {
+			x.opts.OnFile(e, p, nil)
 		}
 	}
 	return nil
@@ -205,14 +205,6 @@ func (x *extractor) fail(i int, err error) {
 	}
 	x.mu.Unlock()
 	x.failed.Store(true)
-}
-
-func (x *extractor) read(ctx context.Context, ar *Reader, h *Header) (Extracted, []byte, error) {
-	e := Extracted{Name: h.Name, Offset: h.Offset}
-	// Only the archive (an *Error) or ctx can fail it.
-	mem := bytes.NewBuffer(make([]byte, 0, h.Size))
-	err := x.copyEntry(ctx, ar, &e, mem)
-	return e, mem.Bytes(), err
 }
 
 func (x *extractor) copyEntry(ctx context.Context, ar *Reader, e *Extracted, w io.Writer) error {
@@ -353,12 +345,6 @@ func (x *extractor) mkdirs(rel string) error {
 		d.err = durable.PrivateDir(p)
 	})
 	return d.err
-}
-
-func (x *extractor) file(ctx context.Context, ar *Reader, h *Header) (Extracted, error) {
-	e := Extracted{Name: h.Name, Offset: h.Offset}
-	_, err := x.fill(filepath.FromSlash(h.Name), h.Index, e, func(f *os.File) error { return x.copyEntry(ctx, ar, &e, f) })
-	return e, err
 }
 
 // create creates the file at p exclusively: one there is a duplicate.
