@@ -219,11 +219,11 @@ func ToDir(ctx context.Context, s *store.Store, dir string, opts DirOptions) (*D
 		return nil, err
 	}
 	res.Archive, res.Result = final, r
-	info, err := infoOf(final, r, now)
-	if err == nil {
-		err = writeInfo(final, info)
-	}
-	if err != nil {
+	m := r.Manifest
+	info := &Info{Size: r.Bytes, CreatedAt: now.UTC().Truncate(time.Second), ToolVersion: m.ToolVersion, Online: m.Online,
+		Conversations: m.Counts.Conversations, Logs: m.Counts.Logs, Files: m.Counts.Files, Bytes: m.Counts.Bytes,
+		LogCheck: m.LogCheck, InvalidLogs: m.Counts.InvalidLogs}
+	if err := writeInfo(final, info); err != nil {
 		res.InfoError = err.Error()
 	}
 	if !opts.Retention.IsZero() {
@@ -673,17 +673,6 @@ func writeInfo(archivePath string, info *Info) error {
 		return fmt.Errorf("%s: %w: not replaced", final, durable.ErrNotRegular)
 	}
 	return publishSmall(final, append(data, '\n'), 0o600)
-}
-
-func infoOf(archivePath string, r *Result, start time.Time) (*Info, error) {
-	fi, err := os.Lstat(archivePath)
-	if err != nil {
-		return nil, err
-	}
-	m := r.Manifest
-	return &Info{Size: fi.Size(), CreatedAt: start.UTC().Truncate(time.Second), ToolVersion: m.ToolVersion, Online: m.Online,
-		Conversations: m.Counts.Conversations, Logs: m.Counts.Logs, Files: m.Counts.Files, Bytes: m.Counts.Bytes,
-		LogCheck: m.LogCheck, InvalidLogs: m.Counts.InvalidLogs}, nil
 }
 
 // ResolveArchive names the archive an argument means: "DIR/latest", when no
