@@ -64,17 +64,14 @@ const (
 
 // Options configure Run.
 type Options struct {
-	// Jobs bounds how many logs are converted at once (default DefaultJobs,
-	// at most MaxJobs: Workers).
-	Jobs int
+	Jobs int // logs converted at once (default DefaultJobs; Workers)
 	// DryRun plans without writing any log (the reports are still kept).
 	DryRun   bool
 	Compress Compress
 	// OnEvent, when set, receives every step of the run in the text log's
 	// order (Event.Line is the text log's line).
 	OnEvent func(Event)
-	// ReportDir is where the private report folder is made (default
-	// os.TempDir()), after removing those there older than ReportMaxAge.
+	// ReportDir holds the private report folder (default os.TempDir()).
 	ReportDir string
 	// Exclude are path.Match patterns of inputs (or directories) under the
 	// root that are skipped with the reason "excluded".
@@ -82,19 +79,15 @@ type Options struct {
 	Now      func() time.Time
 	Progress progress.Progress
 	// ToolVersion and Revision ("": unknown) are recorded in the summary.
-	ToolVersion string
-	Revision    string
-	// WriterVersion is the version the build's writer writes (default
-	// convlog.CurrentVersion); anything but TargetVersion is refused.
-	WriterVersion int
+	ToolVersion   string
+	Revision      string
+	WriterVersion int // the build writer's (CheckWriter)
 	// Machine is what the index's will-not-open checks use after converting.
 	Machine *store.Machine
 	// BeforePublish is a test hook (upgrade.PublishOptions.BeforePublish).
 	BeforePublish func(src string)
 
-	// publications are the successors this run published: no change of a
-	// child for its parent's conversion.
-	publications *upgrade.Publications
+	publications *upgrade.Publications // the successors this run published
 }
 
 // Event is one step of the run. Those of inputs are the --json stream;
@@ -117,8 +110,7 @@ type Event struct {
 	Rel string `json:"-"`
 }
 
-// Line is the event as the text log (migration.log) writes it: one line,
-// or two for a failure (the step, then its error).
+// Line is the event as migration.log writes it (a failure takes two lines).
 func (e Event) Line() string {
 	if e.Action == "note" {
 		return e.Message
@@ -157,18 +149,17 @@ func (e Event) Line() string {
 	return at + e.Action
 }
 
-// input is one thing the run reports on: a log (a session directory in
-// the runtime's layout), or a layout problem.
+// input is a log (a session directory in the runtime's layout) or a layout
+// problem.
 type input struct {
-	index   int
-	rel     string // path relative to the root, for the report lines
-	path    string // the log, or the entry or directory
-	version int    // -1: unknown (layout problems, unreadable)
-	size    int64
-	skip    string // reason to skip
-	failure string // reason it is a failed input before any work
-	// deferred: its source changed on the first pass, it is retried.
-	deferred bool
+	index    int
+	rel      string // path relative to the root, for the report lines
+	path     string // the log, or the entry or directory
+	version  int    // -1: unknown (layout problems, unreadable)
+	size     int64
+	skip     string           // reason to skip
+	failure  string           // reason it is a failed input before any work
+	deferred bool             // its source changed on the first pass: retried
 	session  *dshroot.Session // the runtime's layout
 	log      *store.Log       // convkit's layout
 }
@@ -183,10 +174,9 @@ type tree struct {
 	dsh     *dshroot.Root
 }
 
-// Run migrates every log under the conversations directory of s, which
-// holds runtime.lock exclusively except for a dry run, then updates the
-// index rows of the conversations it converted. The summary is also written
-// to summary.json; Totals.Failed > 0 means the run failed.
+// Run migrates every log of s, which holds runtime.lock unless a dry run,
+// then updates the index rows of the conversations it converted; the summary
+// is also summary.json, and Totals.Failed > 0 means the run failed.
 func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	if err := checkOptions(&opts); err != nil {
 		return nil, err
@@ -200,16 +190,14 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	}
 	sum, err := runTree(ctx, opts, root, LayoutConvkit, func() *tree { return discover(s, root, Workers(opts.Jobs)) })
 	if err != nil || len(sum.converted) == 0 || ctx.Err() != nil {
-		// An interrupted run reports itself as such; its conversions
-		// read as stale in the index until a reindex.
+		// An interrupted run's conversions read as stale until a reindex.
 		return sum, err
 	}
 	return sum, updateIndex(ctx, s, sum.converted, opts.Machine)
 }
 
-// updateIndex brings the index rows of the converted conversations up to
-// date, since successors change their fingerprints; a store without a usable
-// index is left for reindex to build.
+// updateIndex updates the rows of the converted conversations (successors
+// change fingerprints); a store without a usable index is left to reindex.
 func updateIndex(ctx context.Context, s *store.Store, ids map[string]bool, m *store.Machine) error {
 	if _, err := os.Lstat(s.IndexPath()); err != nil {
 		return nil
@@ -227,12 +215,10 @@ func updateIndex(ctx context.Context, s *store.Store, ids map[string]bool, m *st
 	return nil
 }
 
-// RunSessions migrates every session under r, a runtime-layout sessions
-// root, as the runtime's own migration command would: nothing created at the
-// root; each older session converted holding its session.lock (another
-// holder fails it as write_locked); successors keep their source's
-// compression and suffix (opts.Compress must be keep). A dry run locks
-// nothing.
+// RunSessions migrates a runtime-layout root as the runtime's command would:
+// nothing created at the root, each session converted holding its
+// session.lock (held elsewhere: write_locked), successors keeping their
+// source's compression and suffix; a dry run locks nothing.
 func RunSessions(ctx context.Context, r *dshroot.Root, opts Options) (*Summary, error) {
 	if err := checkOptions(&opts); err != nil {
 		return nil, err
@@ -306,16 +292,15 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 		}
 	}
 	if t.dsh != nil {
-		// A session that names a parent but not its own place (a copy of
-		// a child's directory) is no child: said once, in the log.
+		// A copy of a child's directory is no child: said once, in the log.
 		t.dsh.OnIgnoredChild(func(dir, parent string, err error) {
 			rep.line("Ignored %s as a child of session %s: %s", termtext.Quote(dir), termtext.Quote(parent), termtext.Text(err))
 		})
 		defer t.dsh.OnIgnoredChild(nil)
 	}
 	if !opts.DryRun {
-		// Temporary files of a killed run (or runtime) are never published;
-		// holding runtime.lock, nobody else is writing them.
+		// A killed writer's temporary files; holding runtime.lock, nobody
+		// writes them.
 		for _, p := range t.temps {
 			if os.Remove(p) == nil {
 				rep.line("Removed %s: a temporary file left by an interrupted write", termtext.Quote(p))
@@ -344,9 +329,7 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 			if in.deferred {
 				// A retry publishes at once.
 				rep.event(in, Event{Action: "retry"})
-				if p := process(opts, rep, t, in, true); p != nil {
-					p.publish(rep, true)
-				}
+				process(opts, rep, t, in, true).publish(ctx, rep, true)
 			}
 		}
 	}
@@ -374,8 +357,7 @@ func CheckExclude(patterns []string) error {
 	return nil
 }
 
-// excluded reports whether rel, an input's path under the root, or a
-// directory it is in, matches one of patterns.
+// excluded reports whether rel or a directory it is in matches patterns.
 func excluded(patterns []string, rel string) bool {
 	for p := filepath.ToSlash(rel); p != "" && p != "."; {
 		for _, g := range patterns {
@@ -400,10 +382,9 @@ func relTo(root, p string) string {
 	return p
 }
 
-// runJobs processes the inputs with at most Workers(opts.Jobs) at once. With
-// more than one job, jobs stage each upgrade and hand it to a publisher that
-// makes it durable, so jobs do not sit idle in fsync and fsyncs share journal
-// commits.
+// runJobs processes the inputs, Workers(opts.Jobs) at once. With more than one
+// job, publishers make the stages durable, so jobs do not sit idle in fsync
+// and fsyncs share journal commits.
 func runJobs(ctx context.Context, opts Options, rep *report, t *tree) {
 	workers := min(Workers(opts.Jobs), len(t.inputs))
 	next := make(chan *input)
@@ -419,20 +400,15 @@ func runJobs(ctx context.Context, opts Options, rep *report, t *tree) {
 				if p != nil && opts.Jobs > 1 {
 					pending <- p
 					continue
-				} else if p != nil {
-					p.publish(rep, false)
 				}
+				p.publish(ctx, rep, false)
 				opts.Progress.Add(1)
 			}
 		})
 		if opts.Jobs > 1 {
 			pubs.Go(func() {
 				for p := range pending {
-					if ctx.Err() != nil {
-						p.discard() // interrupted: nothing more is published
-					} else {
-						p.publish(rep, false)
-					}
+					p.publish(ctx, rep, false)
 					opts.Progress.Add(1)
 				}
 			})
@@ -450,8 +426,8 @@ func runJobs(ctx context.Context, opts Options, rep *report, t *tree) {
 	pubs.Wait()
 }
 
-// publication is an input's successor, staged and checked, waiting to be
-// published; it holds the session's lock in the runtime's layout.
+// publication is an input's staged successor, holding the session's lock in
+// the runtime's layout.
 type publication struct {
 	in    *input
 	stage *upgrade.Staged
@@ -459,10 +435,18 @@ type publication struct {
 	start time.Time
 }
 
-// publish publishes the stage and reports the outcome; a source changed
-// on the first pass defers the input.
-func (p *publication) publish(rep *report, retry bool) {
-	defer p.release()
+// publish publishes the stage (if any; once ctx is done it is discarded)
+// and reports the outcome; a source changed on the first pass defers the
+// input.
+func (p *publication) publish(ctx context.Context, rep *report, retry bool) {
+	if p == nil {
+		return
+	}
+	defer p.lock.Release()
+	if ctx.Err() != nil {
+		p.stage.Discard()
+		return
+	}
 	dst, err := p.stage.Publish()
 	switch {
 	case errors.Is(err, upgrade.ErrSourceChanged) && !retry:
@@ -475,19 +459,8 @@ func (p *publication) publish(rep *report, retry bool) {
 	}
 }
 
-func (p *publication) discard() {
-	p.stage.Discard()
-	p.release()
-}
-
-func (p *publication) release() {
-	if p.lock != nil {
-		p.lock.Release()
-	}
-}
-
-// process handles one input: a log it converts comes back staged, to be
-// published; every other outcome is reported here.
+// process handles one input: a log it converts comes back staged; every
+// other outcome is reported here.
 func process(opts Options, rep *report, t *tree, in *input, retry bool) *publication {
 	start := time.Now()
 	switch {
@@ -510,8 +483,8 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) *publica
 	return p
 }
 
-// stage checks a log and stages its successor; a current log is admitted
-// and a dry run planned, both reported here (nil, nil).
+// stage checks a log and stages its successor; a current log admitted or a
+// dry run planned is reported here (nil, nil).
 func stage(opts Options, rep *report, t *tree, in *input, start time.Time) (*publication, error) {
 	var checkHeader func(*convlog.Header) error
 	open := convlog.Open
@@ -519,16 +492,14 @@ func stage(opts Options, rep *report, t *tree, in *input, start time.Time) (*pub
 		if err := sessionProblem(s); err != nil {
 			return nil, err
 		}
-		// A log that does not name its place fails before anything is
-		// written there, its session.lock included.
+		// A log not naming its place fails before anything is written there.
 		if err := t.dsh.CheckLog(in.path); err != nil {
 			return nil, err
 		}
 		path := in.path
 		checkHeader = func(h *convlog.Header) error { return t.dsh.CheckIdentity(path, h) }
 	} else if l := in.log; l != nil {
-		// The opener and the upgrade chain both check the log is the one its
-		// place names before anything is written.
+		// The opener and the upgrade chain check the log names its place.
 		if in.version >= TargetVersion {
 			open = func(_ string, opts convlog.ReaderOptions) (*convlog.Reader, error) { return l.Open(opts) }
 		} else if err := checkStoreLog(l); err != nil {
@@ -560,8 +531,7 @@ func stage(opts Options, rep *report, t *tree, in *input, start time.Time) (*pub
 	}
 	p := &publication{in: in, start: start}
 	if in.session != nil {
-		// The runtime converts a session only under its session.lock, held here
-		// until the successor is published.
+		// The runtime converts a session only under its session.lock.
 		if p.lock, err = t.dsh.LockSession(in.session); err != nil {
 			return nil, err
 		}
@@ -577,14 +547,14 @@ func stage(opts Options, rep *report, t *tree, in *input, start time.Time) (*pub
 		popts.BeforePublish = func() { opts.BeforePublish(src) }
 	}
 	if p.stage, err = upgrade.Stage(in.path, popts); err != nil {
-		p.release()
+		p.lock.Release()
 		return nil, err
 	}
 	return p, nil
 }
 
-// checkStoreLog opens a log of a store as the store opens its logs, which
-// refuses one whose header names another log, and reads its header only.
+// checkStoreLog opens a store's log as the store does, which refuses one
+// whose header names another log.
 func checkStoreLog(l *store.Log) error {
 	r, err := l.Open(convlog.ReaderOptions{})
 	if err != nil {
@@ -593,8 +563,7 @@ func checkStoreLog(l *store.Log) error {
 	return r.Close()
 }
 
-// admitCurrent admits a current log as a version 4 reader does
-// (convlog.Admit): a refusal is a failure, not "already V4".
+// admitCurrent admits a current log as a reader does: a refusal fails it.
 func admitCurrent(open func(string, convlog.ReaderOptions) (*convlog.Reader, error), path string) error {
 	r, err := open(path, convlog.ReaderOptions{LowMemory: true})
 	if err != nil {
@@ -618,8 +587,7 @@ func successorCompression(c Compress, src string) (convlog.Compression, error) {
 	return n.Compression, nil
 }
 
-// plan returns the successor path and the bytes it would take (estimated
-// from the source's ratio when compressed), writing nothing.
+// plan returns the successor's path and its estimated size, writing nothing.
 func plan(src string, comp convlog.Compression) (string, int64, error) {
 	target, err := upgrade.SuccessorPath(src, comp)
 	if err != nil {
@@ -651,14 +619,12 @@ func plan(src string, comp convlog.Compression) (string, int64, error) {
 	return target, int64(float64(plain) / ratio), nil
 }
 
-// discover lists the inputs under root in a stable order: per conversation
-// directory, its logs (conversation log first) at their highest generation;
-// layout problems become failed inputs, a directory without a log a skipped
-// one.
+// discover lists the inputs under root, sorted: each conversation's logs at
+// their highest generation, layout problems as failed inputs, a directory
+// without a log as a skipped one.
 func discover(s *store.Store, root string, jobs int) *tree {
 	t := &tree{noun: "logs or invalid layout entries"}
-	// A missing root fails here; anything but a directory in its place is
-	// the walk's to refuse (store.ErrConversationsDir).
+	// A missing root fails here; anything else the walk refuses.
 	if _, err := os.Lstat(root); err != nil {
 		t.rootErr = fmt.Errorf("sessions root %s: %w", root, err)
 		return t
@@ -680,8 +646,7 @@ func discover(s *store.Store, root string, jobs int) *tree {
 		for _, l := range c.Logs {
 			in := &input{rel: rel(l.Path), path: l.Path, version: l.Current.Version, log: &l}
 			if deleting {
-				// Converting a conversation that is being deleted would
-				// only write files the next reindex removes.
+				// The next reindex would remove what it wrote.
 				in.skip = "the conversation is being deleted (a tombstone is recorded); reindex finishes the deletion"
 			}
 			ins = append(ins, in)

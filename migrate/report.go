@@ -35,16 +35,13 @@ type Counts struct {
 
 // FailureItem is one failed input.
 type FailureItem struct {
-	InputPath string `json:"inputPath"`
-	Reason    string `json:"reason"`
-	ErrorName string `json:"errorName"`
-	Message   string `json:"message"`
-	EventType string `json:"eventType,omitempty"`
-	// Member is the unexpected member of an unexpected_member failure.
-	Member string `json:"member,omitempty"`
-	// Child is set when the failure is a child session's (the message
-	// begins "child Session ").
-	Child       bool   `json:"child,omitempty"`
+	InputPath   string `json:"inputPath"`
+	Reason      string `json:"reason"`
+	ErrorName   string `json:"errorName"`
+	Message     string `json:"message"`
+	EventType   string `json:"eventType,omitempty"`
+	Member      string `json:"member,omitempty"` // of an unexpected_member failure
+	Child       bool   `json:"child,omitempty"`  // a child session's failure
 	ExpectedSeq *int64 `json:"expectedSeq,omitempty"`
 	ActualSeq   *int64 `json:"actualSeq,omitempty"`
 
@@ -53,9 +50,7 @@ type FailureItem struct {
 
 // FailureGroup gathers failures of one kind.
 type FailureGroup struct {
-	// SourceVersion is the inputs' format version, nil when unknown
-	// (layout problems, the root).
-	SourceVersion *int          `json:"sourceVersion"`
+	SourceVersion *int          `json:"sourceVersion"` // nil: unknown
 	Reason        string        `json:"reason"`
 	ErrorName     string        `json:"errorName"`
 	EventType     string        `json:"eventType,omitempty"`
@@ -91,14 +86,12 @@ type Summary struct {
 	Totals          Counts            `json:"totals"`
 	BySourceVersion map[string]Counts `json:"bySourceVersion"`
 	FailureGroups   []FailureGroup    `json:"failureGroups"`
-	// Exclude are Options.Exclude's patterns.
-	Exclude []string `json:"exclude,omitempty"`
-	// Interrupted is set when the run was stopped (SIGINT, SIGTERM)
-	// before every input was worked on: the totals count those done.
-	Interrupted bool          `json:"interrupted"`
-	Planned     []PlannedItem `json:"planned,omitempty"`
-	// PlannedBytes is the disk space the planned successors need.
-	PlannedBytes int64 `json:"plannedBytes,omitempty"`
+	Exclude         []string          `json:"exclude,omitempty"`
+	// Interrupted: stopped before every input was worked on (the totals
+	// count those done).
+	Interrupted  bool          `json:"interrupted"`
+	Planned      []PlannedItem `json:"planned,omitempty"`
+	PlannedBytes int64         `json:"plannedBytes,omitempty"`
 
 	converted map[string]bool // the conversations whose logs were converted
 }
@@ -112,10 +105,10 @@ type report struct {
 	logw      *bufio.Writer
 	completed int
 	failures  []FailureItem
-	// summaryErr says why summary.json could not be written (finish).
+	// summaryErr says why summary.json was not written; cleaned counts the
+	// old report folders newReport removed.
 	summaryErr error
-	// cleaned is how many old report folders newReport removed.
-	cleaned int
+	cleaned    int
 }
 
 // ReportPrefix begins the name of every report folder.
@@ -124,8 +117,8 @@ const ReportPrefix = "convkit-migrate-v4-"
 // ReportMaxAge is how long an unchanged report folder is kept.
 const ReportMaxAge = 7 * 24 * time.Hour
 
-// newReport makes the private report folder (0700) and its text log (0600,
-// exclusive), after removing report folders older than ReportMaxAge.
+// newReport makes the private report folder and its text log, after
+// removing report folders older than ReportMaxAge.
 func newReport(opts Options, root string, layout Layout) (*report, error) {
 	base := opts.ReportDir
 	if base == "" {
@@ -160,8 +153,8 @@ func newReport(opts Options, root string, layout Layout) (*report, error) {
 }
 
 // cleanReports removes convkit's own report folders in base older than
-// before (private, named ReportPrefix..., holding only migration.log and
-// summary.json) and returns how many; anything else is left alone.
+// before (private, holding only migration.log and summary.json); it returns
+// how many.
 func cleanReports(base string, before time.Time) int {
 	entries, err := os.ReadDir(base)
 	if err != nil {
@@ -225,8 +218,8 @@ func versionKey(v int) string {
 	return strconv.Itoa(v)
 }
 
-// emit writes the event's line to the text log, flushed line by line, and
-// hands the event to OnEvent. The caller holds r.mu.
+// emit writes the event's line to the text log and hands the event to
+// OnEvent; the caller holds r.mu.
 func (r *report) emit(ev Event) {
 	r.logw.WriteString(ev.Line() + "\n")
 	r.logw.Flush()
@@ -235,8 +228,7 @@ func (r *report) emit(ev Event) {
 	}
 }
 
-// event reports in's step or outcome ev (Action and its own members set),
-// counting an outcome.
+// event reports in's step or outcome ev, counting an outcome.
 func (r *report) event(in *input, ev Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -276,17 +268,9 @@ func (r *report) eventLocked(in *input, ev Event) {
 
 // add counts an outcome.
 func (c *Counts) add(action string) {
-	switch action {
-	case "converted":
-		c.Converted++
-	case "already-v4":
-		c.AlreadyV4++
-	case "failed":
-		c.Failed++
-	case "skipped":
-		c.Skipped++
-	case "planned":
-		c.Planned++
+	n := map[string]*int{"converted": &c.Converted, "already-v4": &c.AlreadyV4, "failed": &c.Failed, "skipped": &c.Skipped, "planned": &c.Planned}[action]
+	if n != nil {
+		*n++
 	}
 }
 
@@ -301,14 +285,12 @@ func (r *report) fail(in *input, err error, d time.Duration) {
 	r.logw.Flush()
 }
 
-// failRoot fails the run as a whole (a missing root, a root that mixes
-// compressions): one failure of unknown version, naming the root.
+// failRoot fails the run as a whole (a missing root, mixed compressions).
 func (r *report) failRoot(err error) {
 	r.fail(&input{path: r.sum.SessionRoot, version: -1}, err, 0)
 }
 
-// errorChain names the Go types of an error and those it wraps, outermost
-// first ("*fmt.wrapError > *fs.PathError > syscall.Errno").
+// errorChain names the Go types of an error's chain, outermost first.
 func errorChain(err error) string {
 	var b strings.Builder
 	for err != nil {
@@ -340,8 +322,8 @@ var (
 	memberTypeRe   = regexp.MustCompile(`(\S+) \d+ data has unexpected member `)
 )
 
-// classify gives a failure its reason, error name and message (without
-// path): the reasons, their order and the error names are the runtime's.
+// classify gives a failure the runtime's reason and error name, and its
+// message without the path.
 func classify(path string, err error) FailureItem {
 	it := FailureItem{InputPath: path, Message: termtext.Reason(path, err)}
 	var sc *upgrade.SourceChangedError
@@ -379,16 +361,14 @@ func classify(path string, err error) FailureItem {
 	case errors.Is(err, convlog.ErrCorrupt), errors.Is(err, convlog.ErrIdentity), errors.As(err, &fe), errors.As(err, &ue), errors.As(err, &re):
 		it.Reason = "corrupt_log"
 	default:
-		// A missing root, a file that cannot be read, the layout's own
-		// refusals: the runtime's "other".
+		// A missing root, an unreadable file, the layout's refusals.
 		it.Reason = "other"
 	}
 	it.ErrorName = errorNames[it.Reason]
 	return it
 }
 
-// errorNames names each reason's failures as the runtime's migration does,
-// whatever the source version or the code that refused it.
+// errorNames names each reason's failures as the runtime's migration does.
 var errorNames = map[string]string{
 	"unexpected_member": "SessionPersistenceCorruptionError",
 	"unknown_event":     "SessionFormatUnsupportedError",
@@ -463,20 +443,18 @@ func (r *report) finish(opts Options) *Summary {
 	return r.sum
 }
 
+// writeSummary creates summary.json, refusing anything in its place (a FIFO
+// would block a plain write).
 func writeSummary(path string, b []byte) error {
 	f, err := durable.CreateExcl(path)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return errors.Join(err, f.Close())
 }
 
 func (r *report) close() {
