@@ -8,12 +8,11 @@ import (
 	"github.com/convkit/convkit/convlog"
 )
 
-// ChildCandidates returns the current generation of every session under the
-// root whose header names parentID as its parentSession (upgrade.ChildFinder
-// for a layout whose children live in any project directory). The first call
-// indexes every session by parent; later calls relist only the directories
-// that changed. A newer generation naming another parent is not seen: the
-// runtime never rewrites a header's parent.
+// ChildCandidates returns the current generation of every session whose
+// header names parentID as its parent, in any project directory
+// (upgrade.ChildFinder). The first call indexes the sessions by parent; later
+// calls relist only the directories that changed (the runtime never rewrites
+// a header's parent).
 func (r *Root) ChildCandidates(parentID string) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -33,8 +32,7 @@ func (r *Root) ChildCandidates(parentID string) ([]string, error) {
 		changed = r.refreshProject(p) || changed
 	}
 	if changed || x.byParent == nil {
-		// Made again only after a refresh changed the index: a migration asks
-		// twice for each older session.
+		// Only after a change: a migration asks twice per older session.
 		x.byParent = map[string][]*dirNode{}
 		for _, p := range x.root.kids {
 			for _, s := range p.kids {
@@ -52,9 +50,8 @@ func (r *Root) ChildCandidates(parentID string) ([]string, error) {
 	return out, nil
 }
 
-// OnIgnoredChild sets the function told, once per session directory, of a
-// child left out because its header does not name its place; it is called
-// with the Root's lock held and must not call the Root.
+// OnIgnoredChild sets the function told once of each child left out as its
+// header does not name its place; it runs under the Root's lock.
 func (r *Root) OnIgnoredChild(f func(dir, parent string, err error)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -69,10 +66,8 @@ type dirStamp struct {
 
 type childIndex struct {
 	root     dirNode
-	reported map[string]bool // the sessions told to Root.ignored
-	// byParent is the sessions by parent, nil after a refresh that
-	// changed a session or the sessions.
-	byParent map[string][]*dirNode
+	reported map[string]bool       // the sessions told to Root.ignored
+	byParent map[string][]*dirNode // nil after a change
 }
 
 // dirNode is a directory of the index: the root or a project directory
@@ -83,13 +78,11 @@ type dirNode struct {
 	listed bool
 	kids   map[string]*dirNode
 	parent string
-	// read is false while no header could be read (a directory being
-	// created): it is read again when its directory changes.
-	read bool
+	read   bool // a header was read; if not, it is read again on a change
 }
 
-// relist lists n again when its stamp (fi's) changed: a kid per directory,
-// new ones made by mk; links are not traversed.
+// relist lists n again when its stamp (fi's) changed: a kid per directory
+// (links are not), new ones made by mk.
 func (n *dirNode) relist(fi os.FileInfo, mk func(name string) *dirNode) (bool, error) {
 	st := stampOf(fi)
 	if n.listed && st == n.stamp {
@@ -120,8 +113,7 @@ func (n *dirNode) relist(fi os.FileInfo, mk func(name string) *dirNode) (bool, e
 	return true, nil
 }
 
-// refreshProject reports whether a session of p, or the set of them, may
-// have changed.
+// refreshProject reports whether p's sessions may have changed.
 func (r *Root) refreshProject(p *dirNode) (changed bool) {
 	for _, s := range p.kids {
 		if !s.read {
@@ -146,8 +138,8 @@ func (r *Root) refreshProject(p *dirNode) (changed bool) {
 	return changed || listed
 }
 
-// readSession reads the parent the current generation of s names, unless
-// it does not name its place (told to r.ignored once).
+// readSession reads the parent s's current generation names, if it names
+// its place (else told to r.ignored once).
 func (r *Root) readSession(s *dirNode) {
 	fi, err := os.Lstat(s.dir)
 	if err != nil {
@@ -172,8 +164,7 @@ func (r *Root) readSession(s *dirNode) {
 	s.parent = h.ParentSession
 }
 
-// currentGeneration is the path of the highest generation in dir when it
-// is a regular file, else "".
+// currentGeneration is the highest generation in dir if regular, else "".
 func currentGeneration(dir string) string {
 	if g, ok := walkSession("", "", dir).Current(); ok && g.Regular {
 		return filepath.Join(dir, g.File)
@@ -181,8 +172,7 @@ func currentGeneration(dir string) string {
 	return ""
 }
 
-// headerOf reads the header of the log at path; read is false when there
-// is no log or its header cannot be read.
+// headerOf reads the header of the log at path (read false: it cannot).
 func headerOf(path string) (h *convlog.Header, read bool) {
 	if path == "" {
 		return nil, false

@@ -15,8 +15,7 @@ import (
 // ErrOwned is wrapped by an *OwnedError.
 var ErrOwned = errors.New("session is already owned by another process")
 
-// OwnedError reports a session whose session.lock another process holds
-// (the runtime's SessionAlreadyOwnedError); migrate fails it as write_locked.
+// OwnedError: another process holds the session.lock (write_locked).
 type OwnedError struct {
 	ID   string
 	Path string // the lock file
@@ -34,14 +33,11 @@ type SessionLock struct {
 	fl   *flock.Flock
 }
 
-// lockAttempts is how often LockSession locks again when the file it locked
-// was replaced (as the runtime does).
-const lockAttempts = 3
+const lockAttempts = 3 // locks of a replaced file, as the runtime's
 
 // LockSession takes the session's session.lock as the runtime does: created
-// when missing (0600), locked with a non-blocking exclusive flock (another
-// holder: an *OwnedError), checked to be still the file at the path, never
-// deleted; a link, FIFO or directory named session.lock is refused.
+// if missing, a non-blocking exclusive flock (held: *OwnedError) on the file
+// still at the path, never deleted; a link or non-regular file is refused.
 func (r *Root) LockSession(s *Session) (*SessionLock, error) {
 	path := filepath.Join(s.Dir, LockFileName)
 	for attempt := 1; ; attempt++ {
@@ -88,8 +84,7 @@ func lockOnce(path, id string) (l *SessionLock, retry bool, err error) {
 	return &SessionLock{path: path, fl: fl}, false, nil
 }
 
-// Release gives the lock up; the file stays. Safe on nil and more than once
-// (flock's Unlock of an unlocked file does nothing).
+// Release gives the lock up, the file staying; safe on nil and repeated.
 func (l *SessionLock) Release() error {
 	if l == nil {
 		return nil

@@ -14,18 +14,12 @@ import (
 
 // Names in the layout.
 const (
-	// NoCwdDir is the project directory of sessions whose header has no
-	// working directory.
-	NoCwdDir = "_no-cwd"
-	// GenerationBase is the base of every generation file name.
-	GenerationBase = "session"
-	// LockFileName is the per-session lock, in the session directory.
-	LockFileName = "session.lock"
+	NoCwdDir       = "_no-cwd"      // the project of sessions without a cwd
+	GenerationBase = "session"      // of every generation file name
+	LockFileName   = "session.lock" // per session, in its directory
 )
 
-// maxSlugUnits is how many UTF-16 code units of the slug a project
-// directory name keeps.
-const maxSlugUnits = 251
+const maxSlugUnits = 251 // UTF-16 units of the slug a project name keeps
 
 // ProjectDir is the project directory name of a session whose header has the
 // working directory cwd: NoCwdDir without one, else "--<slug>--", the slug
@@ -63,8 +57,7 @@ func ProjectDir(cwd string) string {
 	return "--" + slug + "--"
 }
 
-// IsProjectDirName reports whether name has the shape of a project
-// directory name: NoCwdDir, or "--<slug>--" with a non-empty slug.
+// IsProjectDirName reports whether name is NoCwdDir or "--<slug>--".
 func IsProjectDirName(name string) bool {
 	if name == NoCwdDir {
 		return true
@@ -72,12 +65,10 @@ func IsProjectDirName(name string) bool {
 	return len(name) > 4 && strings.HasPrefix(name, "--") && strings.HasSuffix(name, "--")
 }
 
-// SessionDir is the name of the session directory of id: DSH's
-// encodeSegment, which is the store's EncodeSegment.
+// SessionDir is id's session directory name (DSH's encodeSegment).
 func SessionDir(id string) (string, error) { return store.EncodeSegment(id) }
 
-// DecodeSessionDir inverts SessionDir and refuses every name it would not
-// have produced: `noncanonical Session directory name "<name>"`.
+// DecodeSessionDir inverts SessionDir, refusing names it would not produce.
 func DecodeSessionDir(name string) (string, error) {
 	id, err := store.DecodeSegment(name)
 	if err != nil {
@@ -97,9 +88,8 @@ func ParseGeneration(name string) (convlog.Name, bool) {
 	return n, true
 }
 
-// GenerationName is the file name of generation version of a session,
-// compressed with the suffix given (".zstd" or ".zst"; "" means ".zstd",
-// the runtime's) when c is zstd.
+// GenerationName is the file name of generation version, with suffix
+// ".zstd" (also for "") or ".zst" when c is zstd.
 func GenerationName(version int, c convlog.Compression, suffix string) string {
 	if c == convlog.Zstd && suffix == "" {
 		suffix = convlog.ZstdSuffix
@@ -107,21 +97,20 @@ func GenerationName(version int, c convlog.Compression, suffix string) string {
 	return convlog.Name{Base: GenerationBase, Version: version, Compression: c, Suffix: suffix}.String()
 }
 
-// logShaped reports whether a file name ends like a log (*.jsonl[.zstd|.zst]):
-// outside a session directory that is the flat-file layout.
+// logShaped reports whether a name ends like a log (*.jsonl[.zstd|.zst]).
 func logShaped(name string) bool {
 	name = strings.TrimSuffix(name, convlog.ZstdSuffix)
 	name = strings.TrimSuffix(name, convlog.ZstSuffix)
 	return strings.HasSuffix(name, convlog.JSONLSuffix)
 }
 
-// IdentityError refuses a log whose header names another place than the
-// one it sits in. It wraps convlog.ErrCorrupt and convlog.ErrIdentity.
+// IdentityError refuses a log whose header names another place; it wraps
+// convlog.ErrCorrupt and convlog.ErrIdentity.
 type IdentityError struct {
 	Path    string // the log
 	ID, Cwd string // the header's
-	// Expected is where the header's id and cwd say the log belongs ("" when
-	// the header names another session than the directory).
+	// Expected is where id and cwd say the log belongs; "": another session
+	// than the directory's, Session.
 	Expected string
 	Session  string
 }
@@ -135,9 +124,8 @@ func (e *IdentityError) Error() string {
 
 func (e *IdentityError) Unwrap() []error { return []error{convlog.ErrCorrupt, convlog.ErrIdentity} }
 
-// CheckLog checks that the log at path, a generation in a session directory,
-// is the session its place names (id, then cwd); a refusal is an
-// *IdentityError.
+// CheckLog checks the log at path is the session its place names (id, then
+// cwd); a refusal is an *IdentityError.
 func (r *Root) CheckLog(path string) error {
 	id, err := DecodeSessionDir(filepath.Base(filepath.Dir(path)))
 	if err != nil {
@@ -155,8 +143,7 @@ func (r *Root) CheckLog(path string) error {
 	return r.CheckIdentity(path, lr.Header())
 }
 
-// GenerationPath is where generation version of session id, with working
-// directory cwd, lives under the root (suffix "" meaning ".zstd").
+// GenerationPath is where generation version of session id with cwd lives.
 func (r *Root) GenerationPath(cwd, id string, version int, c convlog.Compression, suffix string) (string, error) {
 	dir, err := SessionDir(id)
 	if err != nil {
@@ -165,9 +152,8 @@ func (r *Root) GenerationPath(cwd, id string, version int, c convlog.Compression
 	return filepath.Join(r.dir, ProjectDir(cwd), dir, GenerationName(version, c, suffix)), nil
 }
 
-// CheckIdentity refuses the header h of the log at path unless its id names
-// the session directory and its working directory the project directory, so a
-// log copied to another session's place is not read as that session.
+// CheckIdentity refuses the header h of the log at path unless its id and
+// cwd name its session and project directories (a copy is not that session).
 func (r *Root) CheckIdentity(path string, h *convlog.Header) error {
 	n, ok := ParseGeneration(filepath.Base(path))
 	if !ok {

@@ -25,8 +25,7 @@ type Root struct {
 	ignored func(dir, parent string, err error) // OnIgnoredChild
 }
 
-// Open opens the sessions root dir. It checks nothing and creates nothing:
-// Walk says what the root holds (a missing root is Walk's error).
+// Open opens the sessions root dir, checking and creating nothing (Walk does).
 func Open(dir string) (*Root, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -38,30 +37,24 @@ func Open(dir string) (*Root, error) {
 // Dir is the root's absolute path.
 func (r *Root) Dir() string { return r.dir }
 
-// Reasons Walk gives for entries that break the layout (the runtime's
-// migration command words them so).
+// Reasons Walk gives for entries that break the layout, in the runtime's words.
 const (
 	ReasonProjectSymlink = "project symbolic links are not traversed"
 	ReasonSessionSymlink = "Session symbolic links are not traversed"
 	ReasonFlatFile       = "unsupported flat-file layout; expected project/session/generation"
 )
 
-// Tree is what Walk found, in the order the runtime's migration command
-// discovers it: the root's entries by name, each project directory's
-// entries by name inside it.
+// Tree is what Walk found, in the runtime's order: the root's entries by
+// name, each project directory's by name inside it.
 type Tree struct {
 	Entries []Entry
-	// Compression is the root's: that of the first generation found
-	// (zstd, the runtime's default, when there is none).
+	// Compression is the first generation's (none: zstd, the runtime's).
 	Compression convlog.Compression
-	// Mixed is set when the root holds generations of both compressions:
-	// one root holds one compression, and such a root is refused whole.
-	Mixed *MixedError
+	Mixed       *MixedError // generations of both compressions: refused whole
 }
 
-// Entry is one thing Walk found: a session directory, or an entry that
-// breaks the layout (a link, a log outside a session directory, an
-// unreadable project directory); exactly one is set.
+// Entry is a session directory, or an entry that breaks the layout (a link,
+// a log outside a session directory, an unreadable project directory).
 type Entry struct {
 	Session *Session
 	Problem *store.Problem
@@ -73,24 +66,19 @@ type Session struct {
 	Name    string // the session directory's name
 	ID      string // Name decoded; "" when it does not decode
 	Dir     string
-	// Generations are the entries named as generations, highest first:
-	// Generations[0] is the current one whatever it is.
+	// Generations are the entries named so, highest (current) first.
 	Generations []Generation
-	// Temps are temporary files a killed convkit upgrade left (durable's
-	// names, ".session…tmp"); they are removed only under session.lock.
+	// Temps are a killed convkit upgrade's (removed only under session.lock).
 	Temps []string
-	// Err is set when the session breaks the layout whatever its log holds
-	// (a noncanonical name, an id held twice, an unreadable directory).
+	// Err: a noncanonical name, an id held twice, an unreadable directory.
 	Err error
 }
 
 // Generation is one entry of a session directory named as a generation.
 type Generation struct {
 	convlog.Name
-	File string // the entry's name
-	// Regular is false for an entry that is not a regular file; as the highest
-	// it is still the current generation, and reading it fails.
-	Regular bool
+	File    string // the entry's name
+	Regular bool   // if not, as the highest it is still current (and fails)
 	Symlink bool
 }
 
@@ -126,8 +114,8 @@ func (e *MixedError) Error() string {
 		termtext.Quote(e.Path), uses, termtext.Quote(e.Compression.String()), termtext.Quote(e.First))
 }
 
-// Walk lists the root without following a link below it; entries that break
-// the layout are reported in Entries, so one does not hide the rest.
+// Walk lists the root without following a link below it; entries breaking
+// the layout are in Entries, so one does not hide the rest.
 func (r *Root) Walk() (*Tree, error) {
 	fi, err := os.Stat(r.dir)
 	if err != nil {
@@ -154,8 +142,7 @@ func (t *Tree) problem(path, reason string) {
 func (t *Tree) walkProject(name, dir string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		// A partly read project would look like a project missing
-		// sessions: it is one failed entry.
+		// Not a project missing sessions: one failed entry.
 		t.problem(dir, unwrapPath(err).Error())
 		return
 	}
@@ -164,9 +151,8 @@ func (t *Tree) walkProject(name, dir string) {
 	})
 }
 
-// scan judges the entries of dir, the root or a project directory: a link
-// is a problem, a directory goes to walk, a log file is the flat-file
-// layout, other files are left alone.
+// scan judges the entries of the root or a project directory: a link is a
+// problem, a directory goes to walk, a log file is the flat-file layout.
 func (t *Tree) scan(dir string, entries []os.DirEntry, linkReason string, walk func(name, path string)) {
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
@@ -205,8 +191,7 @@ func walkSession(project, name, dir string) *Session {
 		if typ.IsRegular() && isStage(fname) {
 			s.Temps = append(s.Temps, filepath.Join(dir, fname))
 		}
-		// session.lock, the runtime's own temporary files and anything
-		// else are not generations and are left alone.
+		// session.lock, the runtime's temporary files and others stay.
 	}
 	sort.Slice(s.Generations, func(i, j int) bool {
 		a, b := s.Generations[i], s.Generations[j]
@@ -218,8 +203,8 @@ func walkSession(project, name, dir string) *Session {
 	return s
 }
 
-// isStage reports whether name is a temporary file of a convkit upgrade in
-// a session directory: durable's ".<successor name>.<16 hex>.tmp".
+// isStage reports whether name is a convkit upgrade's temporary file:
+// durable's ".<successor name>.<16 hex>.tmp".
 func isStage(name string) bool {
 	if !durable.IsTemp(name) || !strings.HasPrefix(name, "."+GenerationBase+".") {
 		return false
@@ -233,8 +218,7 @@ func isStage(name string) bool {
 	return ok
 }
 
-// markDuplicates fails every session whose id another project directory
-// holds too: a session id names one session.
+// markDuplicates fails every session whose id another project holds too.
 func (t *Tree) markDuplicates() {
 	byID := map[string][]*Session{}
 	for _, e := range t.Entries {
@@ -254,8 +238,8 @@ func (t *Tree) markDuplicates() {
 	}
 }
 
-// checkCompression sets the root's compression from the first generation
-// found, and Mixed when any generation has the other.
+// checkCompression sets the root's compression from the first generation,
+// and Mixed when any has the other.
 func (t *Tree) checkCompression() {
 	var first string
 	for _, e := range t.Entries {
