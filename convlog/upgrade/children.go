@@ -13,19 +13,17 @@ import (
 	"github.com/convkit/convkit/internal/rawjson"
 )
 
-// ChildFact is what a parent's v3→v4 step needs to know about one of its
-// direct subagent children.
+// ChildFact is what a parent's v3→v4 step needs of a subagent child.
 type ChildFact struct {
 	ChildID        string
 	ChildCreatedAt int64 // the child header's createdAt
-	// DescriptorCount is the number of the child's own subagent/descriptor
-	// events (after its inherited cut); Descriptor is the first one's data,
-	// nil when there is none.
+	// DescriptorCount counts the child's own subagent/descriptor events
+	// (after its inherited cut); Descriptor is the first one's data.
 	DescriptorCount int
 	Descriptor      json.RawMessage
 	SourcePath      string // the child's log, named in refusals; may be empty
-	// Warning is set when the child's log could not be read or upgraded: its
-	// DescriptorCount is then 0 and its catalog entry has mode "unknown".
+	// Warning: the child's log could not be read, so its catalog entry has
+	// mode "unknown".
 	Warning string
 }
 
@@ -46,9 +44,7 @@ type catalogEntry struct {
 	raw       []byte
 }
 
-// parseCatalogFact validates a subagent/catalog payload: version 0 or 1, a
-// string childId, childCreatedAt, mode continuable, one-shot or (version 1
-// only) unknown, a string label when continuable.
+// parseCatalogFact validates a subagent/catalog payload.
 func parseCatalogFact(data []byte, subject string) (*catalogEntry, error) {
 	bad := corrupt("%s requires a supported versioned catalog fact", subject)
 	o, err := parseObject(data)
@@ -82,9 +78,8 @@ func parseCatalogFact(data []byte, subject string) (*catalogEntry, error) {
 	return c, nil
 }
 
-// catalogFact is the catalog fact of the child's one own descriptor of version
-// 1, 2 or 3 ({version:0, childId, childCreatedAt, mode, label?}); nil
-// otherwise, so the catalog entry says mode "unknown".
+// catalogFact is the catalog fact of the child's one own descriptor of
+// version 1 to 3; nil otherwise (mode "unknown").
 func (c *ChildFact) catalogFact() (*catalogEntry, error) {
 	d := []byte(c.Descriptor)
 	if c.DescriptorCount != 1 || !isObj(d) {
@@ -112,21 +107,18 @@ func (c *ChildFact) catalogFact() (*catalogEntry, error) {
 	return parseCatalogFact(data, c.subject())
 }
 
-// ChildFinder says where a session's direct subagent children may be, for
-// the parent's v3→v4 catalog.
+// ChildFinder says where a session's subagent children may be.
 type ChildFinder interface {
 	// ChildCandidates returns the current generation of every log that may
 	// be a direct child of parentID: more, never fewer.
 	ChildCandidates(parentID string) ([]string, error)
 }
 
-// DirChildren is the ChildFinder of convkit's layout: the highest
-// generation of every log in the conversation directory dir.
-func DirChildren(dir string) ChildFinder { return dirChildren(dir) }
+// DirChildren is convkit's layout's ChildFinder: the current generation of
+// every log in a conversation directory.
+type DirChildren string
 
-type dirChildren string
-
-func (d dirChildren) ChildCandidates(string) ([]string, error) {
+func (d DirChildren) ChildCandidates(string) ([]string, error) {
 	dir := string(d)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -143,8 +135,8 @@ func (d dirChildren) ChildCandidates(string) ([]string, error) {
 	return slices.Collect(maps.Values(byBase)), nil
 }
 
-// childInfo is a candidate's header's facts (child: it makes the candidate
-// a direct child), and the identity its file had before it was read.
+// childInfo is a candidate's header's facts (child: it is a direct child)
+// and its file's identity before it was read.
 type childInfo struct {
 	path      string
 	id        string
@@ -153,9 +145,8 @@ type childInfo struct {
 	child     bool
 }
 
-// findChildren returns the candidates whose header makes them direct
-// children of parentID (a header that cannot be read is skipped); one seen
-// (when seen is set) with the same file identity is not read again.
+// findChildren returns the candidates whose header makes them children of
+// parentID (unreadable: skipped); one in seen, unchanged, is not read again.
 func findChildren(finder ChildFinder, parentID string, seen map[string]childInfo) ([]childInfo, error) {
 	paths, err := finder.ChildCandidates(parentID)
 	if err != nil {
@@ -189,9 +180,7 @@ func findChildren(finder ChildFinder, parentID string, seen map[string]childInfo
 	return out, nil
 }
 
-// CollectChildrenFrom gathers the facts about the direct subagent children
-// of parentID among finder's candidates; an unreadable child gets
-// DescriptorCount 0 and a Warning.
+// CollectChildrenFrom gathers the facts of parentID's subagent children.
 func CollectChildrenFrom(finder ChildFinder, parentID string) ([]ChildFact, error) {
 	found, err := findChildren(finder, parentID, nil)
 	if err != nil {
@@ -237,8 +226,7 @@ func childFact(c childInfo) ChildFact {
 		switch ev.Type {
 		case "session/end-seed":
 			if string(rawjson.Get(ev.Data, "inherited")) == "true" {
-				// Only descriptors after the final inherited cut are the
-				// child's own.
+				// The child's own descriptors follow the last cut.
 				n, first = 0, nil
 			}
 		case "subagent/descriptor":

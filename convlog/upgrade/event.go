@@ -8,27 +8,23 @@ import (
 	"github.com/convkit/convkit/internal/rawjson"
 )
 
-// event is one event inside the chain, in a stage's source or target
-// version's coordinates (dense seqs either way).
+// event is an event inside the chain, in a stage's source or target seqs.
 type event struct {
 	typ       string
 	seq       int64
 	time      int64
 	data      []byte // raw JSON; nil while chunk carries the payload
 	ignorable bool
-	op        *surfaceOp // nil when absent
-	sources   []int64    // nil when absent
-	// chunk is the delta of an assistant/chunk expanded from a v0/v1
-	// packed row, unencoded: the v1→v2 stage consumes every chunk.
-	chunk *chunkDelta
+	op        *surfaceOp  // nil when absent
+	sources   []int64     // nil when absent
+	chunk     *chunkDelta // of a v0/v1 packed row's member, for v1→v2
 	// srcData and srcMsg are the source row's data and data.message with
-	// the members the source reader kept checking them (nil: not kept).
+	// the members the source reader kept (nil: not kept).
 	srcData, srcMsg         []byte
 	dataMembers, msgMembers []member
 }
 
-// parse is parseObject(b), from the members the source reader kept when b
-// is still the row's data or data.message.
+// parse is parseObject(b), from the members the reader kept if it can.
 func (e *event) parse(b []byte) (*object, error) {
 	switch {
 	case e.dataMembers != nil && sameBytes(b, e.srcData):
@@ -44,16 +40,14 @@ func sameBytes(a, b []byte) bool {
 	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
 }
 
-// surfaceOp is a surface event's operation, whatever its spelling in the
-// source version ({op,start,end} before v3, {op,startSeq,endSeq} from v3).
+// surfaceOp is a surface event's operation, whatever its spelling.
 type surfaceOp struct {
 	replace    bool
 	start, end int64
 }
 
-// Error is a refusal found while upgrading a log. Kind is
-// convlog.ErrUnsupported for an intact log with no preserving conversion,
-// convlog.ErrCorrupt for one that breaks its version's rules.
+// Error is a refusal of the upgrade: Kind is convlog.ErrUnsupported (no
+// preserving conversion) or convlog.ErrCorrupt (its version's rules broken).
 type Error struct {
 	Path string
 	Line int64 // the source line; 0 when not tied to one
@@ -79,8 +73,8 @@ func corrupt(format string, args ...any) error {
 	return &Error{Msg: fmt.Sprintf(format, args...), Kind: convlog.ErrCorrupt}
 }
 
-// seqMap maps a stage's source seqs to its target seqs, as runs: one entry
-// per insertion or removal. A source seq without an entry was consumed.
+// seqMap maps a stage's source seqs to its target seqs as runs; a source
+// seq without one was consumed.
 type seqMap struct {
 	runs   []seqRun
 	broken bool // some seq so far did not map to itself (or was consumed)
@@ -114,8 +108,8 @@ func (m *seqMap) lookup(src int64) (int64, bool) {
 	return r.tgt + src - r.src, true
 }
 
-// remapRefs rewrites e's same-log seq references into target coordinates;
-// missing names a reference to a consumed source seq.
+// remapRefs rewrites e's seq references to target seqs; missing words one
+// to a consumed seq.
 func remapRefs(e *event, m *seqMap, missing func(ref int64) error) error {
 	if !m.broken { // every source seq so far maps to itself
 		return nil
@@ -166,8 +160,8 @@ func remapRefs(e *event, m *seqMap, missing func(ref int64) error) error {
 	return nil
 }
 
-// seqRefs are the data members that hold seqs of the same log, by event
-// type: paths of member names, "[]" for each element of an array.
+// seqRefs are the data members holding seqs of the log, by type ("[]": each
+// element).
 var seqRefs = map[string][][]string{
 	"command/done":              {{"sourceEventSeq"}},
 	"compaction/summary":        {{"shadowedRange", "start"}, {"shadowedRange", "end"}, {"shadowedSeqs", "[]"}},

@@ -66,8 +66,7 @@ func (o *object) encode(dst []byte) []byte {
 	return o.encodeAfter(append(o.encodeBefore(dst, n), o.m[n].Value...), n)
 }
 
-// encodeBefore and encodeAfter are encode split around the value of member i,
-// so a caller can append i's value between them.
+// encodeBefore and encodeAfter are encode split around member i's value.
 func (o *object) encodeBefore(dst []byte, i int) []byte {
 	dst = append(dst, '{')
 	for k, m := range o.m[:i+1] {

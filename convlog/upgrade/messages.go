@@ -16,10 +16,9 @@ var messageKeys = map[string]string{
 	"agent/inbox/spliced": "inserted", "session/title-llm-request": "messages",
 }
 
-// mapMessages calls fn with every message e carries (messageKeys); fn
-// returns a replacement or nil. d is e's data parsed (unused for
-// user/message, whose data is the message and is replaced in e): a
-// replaced message is set in d, and changed says so.
+// mapMessages calls fn with every message e carries, which returns a
+// replacement or nil; a replacement is set in d, e's data parsed (changed
+// says so), or for user/message in e.
 func mapMessages(e *event, d *object, fn func(msg []byte) ([]byte, error)) (changed bool, err error) {
 	key, ok := messageKeys[e.typ]
 	switch {
@@ -55,8 +54,7 @@ func mapMessages(e *event, d *object, fn func(msg []byte) ([]byte, error)) (chan
 	return list != nil, err
 }
 
-// rewriteMessages is mapMessages over e's own data, re-encoded when a
-// message was replaced.
+// rewriteMessages is mapMessages over e's data, re-encoded if changed.
 func rewriteMessages(e *event, fn func(msg []byte) ([]byte, error)) error {
 	var d *object
 	if key, ok := messageKeys[e.typ]; !ok {
@@ -74,10 +72,9 @@ func rewriteMessages(e *event, fn func(msg []byte) ([]byte, error)) error {
 	return err
 }
 
-// mapArray calls fn with each element of the array arr until one fails;
-// fn returns a replacement or nil. It returns the array re-encoded, nil
-// when fn replaced nothing, and notArray's error for arr that is not an
-// array.
+// mapArray calls fn, which returns a replacement or nil, with each element
+// of arr until one fails; it returns arr re-encoded (nil: unchanged), or
+// notArray's error.
 func mapArray(arr []byte, notArray func() error, fn func(i int, el []byte) ([]byte, error)) ([]byte, error) {
 	var elems [][]byte
 	var err error
@@ -103,8 +100,8 @@ func mapArray(arr []byte, notArray func() error, fn func(i int, el []byte) ([]by
 	return encodeArray(make([]byte, 0, len(arr)+16), elems), nil
 }
 
-// checkContentKinds refuses a content block whose type is not one of the
-// version 2/3 kinds (tool-result content is checked too).
+// checkContentKinds refuses a block of a kind not of versions 2 and 3
+// (tool-result content included).
 func checkContentKinds(content []byte, label string) error {
 	_, err := mapArray(content, func() error { return corrupt("%s: content must be an array", label) }, func(i int, block []byte) ([]byte, error) {
 		return nil, checkBlockKind(block, fmt.Sprintf("%s[%d]", label, i))
@@ -142,8 +139,7 @@ func checkKind(typ []byte, label string) error {
 	return nil
 }
 
-// checkStreamKinds checks the blocks that raw chunk records of an embedded
-// stream carry (block-start blockType, block-end block).
+// checkStreamKinds checks the blocks of a stream's raw chunk records.
 func checkStreamKinds(stream []byte, label string) error {
 	_, err := mapArray(stream, func() error { return corrupt("%s must be an array", label) }, func(i int, entry []byte) ([]byte, error) {
 		path := fmt.Sprintf("%s[%d]", label, i)
@@ -168,8 +164,8 @@ func checkStreamKinds(stream []byte, label string) error {
 	return err
 }
 
-// migrateContent renames content block types outside the v3 kinds to
-// plugin:<type>. It returns nil when nothing changed.
+// migrateContent renames block types outside the v3 kinds plugin:<type>
+// (nil: nothing changed).
 func migrateContent(content []byte, subject string) ([]byte, error) {
 	return mapArray(content, func() error { return corrupt("%s content must be an array", subject) }, func(i int, block []byte) ([]byte, error) {
 		if t, ok := rawjson.String(rawjson.Get(block, "type")); ok && isObj(block) && contentKinds[t] {
@@ -179,15 +175,13 @@ func migrateContent(content []byte, subject string) ([]byte, error) {
 	})
 }
 
-// migrateStream namespaces the block types that raw chunk records of an
-// embedded stream carry: block-start blockType and block-end block.type.
+// migrateStream does so for a stream's block-start and block-end records.
 func migrateStream(stream []byte, subject string) ([]byte, error) {
 	return mapArray(stream, func() error { return corrupt("%s stream must be an array", subject) }, func(i int, entry []byte) ([]byte, error) {
 		if !rawjson.StringIs(rawjson.Get(entry, "type"), "chunk") {
 			return nil, nil
 		}
-		// The chunk and its block are not skipped whole to read their
-		// first members: a block-end's block holds its whole text.
+		// Not skipped whole: a block-end's block holds its whole text.
 		chunk := rawjson.GetFrom(entry, "chunk")
 		end, bt := false, rawjson.Get(chunk, "blockType")
 		switch t := rawjson.Get(chunk, "type"); {
@@ -249,8 +243,7 @@ func migrateMessageContent(msg []byte, subject string) ([]byte, error) {
 	return o.bytes(), nil
 }
 
-// renamedProducers are the v3 plugin names whose v4 producer kind differs
-// from the plugin name.
+// renamedProducers are v3 plugin names whose v4 producer kind differs.
 var renamedProducers = map[string]string{
 	"compact":                        "compact-checkpoint",
 	"tools-code-mode":                "ptc-mode",
@@ -284,8 +277,7 @@ func producerKind(plugin, role string) string {
 }
 
 // rewriteSource turns a v3 {kind:"plugin", plugin:P} source into its v4
-// producer kind, keeping every other member in place. It returns nil when
-// the source is not a plugin source.
+// producer kind, other members kept (nil: not a plugin source).
 func rewriteSource(src []byte, role string, seq int64) ([]byte, error) {
 	if !isObj(src) {
 		return nil, nil
@@ -314,10 +306,9 @@ func rewriteSource(src []byte, role string, seq int64) ([]byte, error) {
 	return o.bytes(), nil
 }
 
-// liftObject appends to dst the v4 tool-role message lifted from o, a v3
-// user-role message of size bytes holding one tool-result wrapper, other
-// members kept as plugin:message:<k> and plugin:result:<k>, the content's
-// tags migrated; o's source must be rewritten already.
+// liftObject appends the v4 tool message lifted from o, a v3 user message of
+// size bytes holding one tool-result wrapper (source rewritten), other
+// members kept as plugin:message:<k> and plugin:result:<k>.
 func liftObject(dst []byte, o *object, size int, seq int64, subject string) ([]byte, error) {
 	fail := func() error {
 		return corrupt("format v3 tool/result at seq %d requires exactly one tool-result wrapper matching its tool source", seq)
@@ -378,8 +369,7 @@ func liftObject(dst []byte, o *object, size int, seq int64, subject string) ([]b
 	return append(out, '}'), nil
 }
 
-// appendOthers appends the members of o not named in known, each under its
-// key prefixed.
+// appendOthers appends o's members not in known, their keys prefixed.
 func appendOthers(out []byte, o *object, prefix string, known ...string) []byte {
 	for _, m := range o.m {
 		if slices.Contains(known, string(m.Key)) {
@@ -393,8 +383,7 @@ func appendOthers(out []byte, o *object, prefix string, known ...string) []byte 
 	return out
 }
 
-// hasGeneratedIDPrefix reports whether a message id could collide with the
-// system message ids the v2→v3 step generates.
+// hasGeneratedIDPrefix: id could collide with the ids v2→v3 generates.
 func hasGeneratedIDPrefix(id string) bool { return strings.HasPrefix(id, systemIDPrefix) }
 
 const systemIDPrefix = "v2-to-v3-system-"

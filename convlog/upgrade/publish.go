@@ -281,7 +281,7 @@ func Stage(src string, opts PublishOptions) (*Staged, error) {
 	}
 	dir := filepath.Dir(src)
 
-	s := &Staged{src: src, dst: dst, opts: opts, id0: id0, id: srcHeader.ID, finder: cmp.Or[ChildFinder](opts.Finder, dirChildren(dir))}
+	s := &Staged{src: src, dst: dst, opts: opts, id0: id0, id: srcHeader.ID, finder: cmp.Or[ChildFinder](opts.Finder, DirChildren(dir))}
 	children := opts.Children
 	if children == nil && srcHeader.Type == convlog.SessionLog {
 		s.seen = map[string]childInfo{}

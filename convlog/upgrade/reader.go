@@ -14,16 +14,14 @@ import (
 
 // Options tune an upgrading Reader.
 type Options struct {
-	// Children are this session's direct subagent children, for the v3→v4
-	// step's subagent catalog (CollectChildrenFrom); nil: none.
-	Children []ChildFact
-	// WantType and WantID are as in convlog.ReaderOptions.
-	WantType, WantID string
+	// Children are the session's subagent children, for the v3→v4 catalog.
+	Children         []ChildFact
+	WantType, WantID string // as in convlog.ReaderOptions
 }
 
-// stage is one step of the chain: transform maps one event in source
-// coordinates to those it produces in target coordinates, finish returns
-// what it held back; returned slices are valid until its next call.
+// stage is one step of the chain: transform maps a source event to the
+// target events, finish returns what it held back; slices returned are valid
+// until the next call.
 type stage interface {
 	transform(e *event) ([]*event, error)
 	finish() ([]*event, error)
@@ -38,8 +36,7 @@ type srcInfo struct {
 	seedLength int64 // v0/v1: the inherited event count; -1 when unseeded
 }
 
-// Reader reads a log of any version 0 to 4 and yields version 4 events,
-// upgrading in memory one event at a time.
+// Reader reads a log of any version and yields version 4 events.
 type Reader struct {
 	path      string
 	src       *convlog.Reader
@@ -57,13 +54,12 @@ type Reader struct {
 	out convlog.Event
 	op  convlog.SurfaceOp
 
-	// room lends a row's lifted data its place in the frame Publish writes.
-	room *lineRoom
+	room *lineRoom // a row's lifted data's place in the frame Publish writes
 }
 
-// lineRoom lets a lifted tool result's data (often megabytes) be written
-// straight into its place in the frame's chunk instead of copied; only a
-// row's first event may use it, as the lines before overwrite later ones.
+// lineRoom lets a lifted tool result's data (often megabytes) be written in
+// its place in the frame's chunk, not copied; only a row's first event may
+// use it, as the lines before overwrite later ones.
 type lineRoom struct {
 	grow  func(n int) []byte // nil: no frame is being written
 	at    *byte              // where lineBuf lent the room, nil when it did not
@@ -71,8 +67,8 @@ type lineRoom struct {
 	start *byte              // at, once the data written there is a pending event's
 }
 
-// lineBuf returns an empty buffer of at least n bytes' capacity for the
-// data of e: in the room when it is free.
+// lineBuf returns an empty buffer of capacity n or more for e's data: in
+// the room when it is free.
 func (m *lineRoom) lineBuf(e *event, n int) []byte {
 	if m == nil || m.grow == nil || m.at != nil {
 		return make([]byte, 0, n)
@@ -92,8 +88,8 @@ func (m *lineRoom) lineBuf(e *event, n int) []byte {
 	return chunk[off:off]
 }
 
-// lineAround is ev's line with no data (AppendJSON's, with null for it),
-// and the offset the data takes in ev's line (-1 if not found).
+// lineAround is ev's line with null for its data, and the data's offset
+// in it (-1 if not found).
 func lineAround(ev *convlog.Event, dst []byte) ([]byte, int) {
 	data := ev.Data
 	ev.Data = nil
@@ -112,8 +108,7 @@ func (m *lineRoom) placed(data []byte) bool {
 	return m != nil && m.start != nil && len(data) > 0 && &data[0] == m.start
 }
 
-// lend records b as the data of an event now pending, when lineBuf put it
-// in the room.
+// lend records b as a pending event's data, if lineBuf put it in the room.
 func (m *lineRoom) lend(b []byte) {
 	if m != nil && m.start == nil && len(b) > 0 && &b[0] == m.at {
 		m.start = m.at
@@ -127,9 +122,8 @@ func (m *lineRoom) reset() {
 	}
 }
 
-// Open opens the log at path read-only. A version 4 log is passed through
-// as it is; an older session log is upgraded step by step as it is read.
-// LowMemory: a migration holds several logs at once within its budget.
+// Open opens the log at path read-only: a version 4 log passes as it is, an
+// older one is upgraded as it is read (LowMemory: a migration holds several).
 func Open(path string, opts Options) (*Reader, error) {
 	src, err := convlog.Open(path, convlog.ReaderOptions{LowMemory: true,
 		WantType: opts.WantType, WantID: opts.WantID})
@@ -139,8 +133,7 @@ func Open(path string, opts Options) (*Reader, error) {
 	return FromReader(src, path, opts)
 }
 
-// FromReader upgrades the log src reads, as Open does; the Reader takes src
-// over, and on an error closes it.
+// FromReader upgrades the log src reads, as Open does; it takes src over.
 func FromReader(src *convlog.Reader, path string, opts Options) (*Reader, error) {
 	r := &Reader{path: path, src: src, srcHeader: src.Header()}
 	h := r.srcHeader
@@ -177,8 +170,7 @@ func FromReader(src *convlog.Reader, path string, opts Options) (*Reader, error)
 	return r, nil
 }
 
-// upgradeHeader returns the version 4 header of an older session header
-// (docs/UPGRADE.md, "How it runs").
+// upgradeHeader returns an older session header's version 4 header.
 func upgradeHeader(h *convlog.Header) *convlog.Header {
 	n := *h
 	n.Raw = nil
@@ -202,15 +194,13 @@ func (r *Reader) SourceVersion() int { return r.srcHeader.Version }
 // Compression is how the source is stored.
 func (r *Reader) Compression() convlog.Compression { return r.src.Compression() }
 
-// SourceStats reports what has been read of the source so far (torn tail
-// included, once an Events loop ran to its end).
+// SourceStats reports what has been read of the source so far.
 func (r *Reader) SourceStats() convlog.Stats { return r.src.Stats() }
 
 // Close releases the source.
 func (r *Reader) Close() error { return r.src.Close() }
 
-// Events yields the version 4 events, each valid until the loop body
-// returns, as convlog.Reader.Events does.
+// Events yields the version 4 events, each valid until the loop body returns.
 func (r *Reader) Events() iter.Seq2[*convlog.Event, error] {
 	return func(yield func(*convlog.Event, error) bool) {
 		if r.stages == nil {
@@ -247,8 +237,7 @@ func (r *Reader) Events() iter.Seq2[*convlog.Event, error] {
 	}
 }
 
-// yieldPending yields the events of the last row, then takes back their
-// data: the caller is done with them.
+// yieldPending yields the last row's events, then takes back their data.
 func (r *Reader) yieldPending(yield func(*convlog.Event, error) bool) bool {
 	for r.pi < len(r.pending) {
 		e := r.pending[r.pi]
@@ -264,9 +253,8 @@ func (r *Reader) yieldPending(yield func(*convlog.Event, error) bool) bool {
 	return true
 }
 
-// RuleProblem places err, a version 4 rule the event yielded last breaks:
-// at its line and byte for a version 4 source, else as an *Error of the
-// rule's kind at the line it was upgraded from.
+// RuleProblem places err, a rule the event yielded last breaks: at its line
+// and byte in a version 4 source, else at the line it was upgraded from.
 func (r *Reader) RuleProblem(err error) error {
 	if r.stages == nil {
 		return r.src.RuleProblem(err)
@@ -283,8 +271,7 @@ func (r *Reader) RuleProblem(err error) error {
 	return &Error{Path: r.path, Line: r.line, Msg: where + ": " + err.Error(), Kind: kind}
 }
 
-// keepRoom moves the data of the row's events that lineBuf lent the room
-// out of it, unless it belongs to the first of them.
+// keepRoom moves data lent the room out of it, but for the row's first event.
 func (r *Reader) keepRoom() {
 	for i, e := range r.pending {
 		if i > 0 && r.room.placed(e.data) {
@@ -349,23 +336,21 @@ func (r *Reader) wrap(err error) error {
 	return err
 }
 
-// decode turns one source row into chain events: a v0/v1 packed row into
-// its members, any other row into one event owning a copy of its data.
+// decode turns a source row into chain events: a v0/v1 packed row into its
+// members, any other into one event.
 func (r *Reader) decode(ce *convlog.Event) ([]*event, error) {
 	v := r.srcHeader.Version
 	if ce.Packed > 0 {
 		return expandPacked(ce)
 	}
-	// Only the v1→v2 step holds events back across source rows; from v2 on
-	// data may share the source reader's buffer.
+	// Only v1→v2 holds events across rows: from v2 data may share the buffer.
 	data := ce.Data
 	if v <= 1 {
 		data = bytes.Clone(data)
 	}
 	e := &event{typ: ce.Type, seq: ce.Seq, time: ce.Time, data: data, ignorable: ce.Ignorable}
 	if v >= 2 {
-		// The members the reader kept as it checked the row, for the
-		// stages that read data or data.message as it is.
+		// The members the reader kept as it checked the row.
 		if dm, ok := ce.CheckedMembers(false); ok {
 			e.srcData, e.dataMembers = ce.Data, dm
 			if mm, ok := ce.CheckedMembers(true); ok {
@@ -383,8 +368,8 @@ func (r *Reader) decode(ce *convlog.Event) ([]*event, error) {
 		}
 		return []*event{e}, nil
 	}
-	// Before v3 the reader checks only the envelope: the surface operation
-	// (and, before v2, the cited seqs) are read here.
+	// Before v3 the reader checks only the envelope: surfaceOp (and before
+	// v2 sourceEventSeqs) are read here.
 	var opRaw, srcRaw []byte
 	rawjson.EachMember(ce.Raw, func(m rawjson.Member) bool {
 		switch string(m.Key) {
@@ -440,8 +425,7 @@ func parseOldSurfaceOp(raw []byte, e *event) (*surfaceOp, error) {
 	return &surfaceOp{replace: true, start: start, end: end}, nil
 }
 
-// parseSeqList reads a v0/v1 sourceEventSeqs list (numbers; [start,end]
-// pairs are expanded as well).
+// parseSeqList reads a v0/v1 sourceEventSeqs list ([start,end] expanded).
 func parseSeqList(raw []byte, e *event) ([]int64, error) {
 	out := []int64{}
 	var bad error
@@ -480,9 +464,8 @@ func parseSeqList(raw []byte, e *event) ([]int64, error) {
 	return out, nil
 }
 
-// expandPacked turns a v0/v1 packed row (text-chunks, reasoning-chunks,
-// tool-call-chunks with seq0, time0 and data.dt) into its members: member k
-// is an assistant/chunk event with seq seq0+k and time time0+dt[0]+…+dt[k-1].
+// expandPacked turns a v0/v1 packed row into its members: member k is an
+// assistant/chunk at seq seq0+k, time time0+dt[0]+…+dt[k-1].
 func expandPacked(ce *convlog.Event) ([]*event, error) {
 	bad := func(format string, args ...any) error {
 		return corrupt("packed %s row at seq %d: %s", ce.Type, ce.Seq, fmt.Sprintf(format, args...))

@@ -6,8 +6,7 @@ import (
 	"github.com/convkit/convkit/internal/rawjson"
 )
 
-// chunkDelta is one assistant text, reasoning or tool-call delta of a v0/v1
-// log, its members kept as raw JSON.
+// chunkDelta is a v0/v1 text, reasoning or tool-call delta, raw members.
 type chunkDelta struct {
 	turn, step []byte
 	kind       byte // 't' text, 'r' reasoning, 'c' tool call
@@ -25,8 +24,7 @@ const (
 // runTypes are the stream record types of a run of deltas of each kind.
 var runTypes = map[byte]string{kindText: "text-chunks", kindReasoning: "reasoning-chunks", kindToolCall: "tool-call-chunks"}
 
-// parseDelta reads a chunk object as a packable delta: exactly the members
-// of a text, reasoning or tool-call delta. Anything else is kept raw.
+// parseDelta reads a chunk of exactly a delta's members (ok false: keep raw).
 func parseDelta(chunk []byte) (*chunkDelta, bool) {
 	o, err := parseObject(chunk)
 	if err != nil {
@@ -58,10 +56,9 @@ func parseDelta(chunk []byte) (*chunkDelta, bool) {
 	return d, true
 }
 
-// streamBuilder compacts timed chunks into the stream records of versions 2
-// and later: runs of same-kind deltas become one text-chunks, reasoning-chunks
-// or tool-call-chunks record with time0 and gaps dt, every other chunk a
-// {"type":"chunk"} record; texts are never joined, to keep token boundaries.
+// streamBuilder compacts timed chunks into v2 stream records: a run of
+// same-kind deltas into one *-chunks record with time0 and gaps dt (texts
+// not joined: token boundaries stay), others into {"type":"chunk"} records.
 type streamBuilder struct {
 	buf     []byte // records so far, comma separated
 	records int

@@ -8,16 +8,13 @@ import (
 	"github.com/convkit/convkit/internal/rawjson"
 )
 
-// v0v1 is the v0→v1 step: the legacy normalizations of released v0
-// (docs/UPGRADE.md, "v0 → v1"). Seqs do not change.
+// v0v1 is the v0→v1 step (docs/UPGRADE.md, "v0 → v1"); seqs do not change.
 type v0v1 struct {
 	info         srcInfo
 	out          []*event
 	retryIDs     map[string]string
-	compactionID []byte // raw JSON string of the open compaction group
-	// messageIDs holds the ids of earlier messages, for a legacy
-	// tool/result replacement: one entry per message.
-	messageIDs map[int64][]byte
+	compactionID []byte           // raw JSON string of the open compaction group
+	messageIDs   map[int64][]byte // for a legacy tool/result replacement
 }
 
 func newV0V1(info srcInfo) *v0v1 {
@@ -106,8 +103,7 @@ func (s *v0v1) requestHeader(e *event, d *object) error {
 }
 
 func (s *v0v1) turnStart(e *event, d *object) error {
-	// A retry chain is keyed by its turn: it never spans turns, so the map
-	// holds one turn's chains only.
+	// A retry chain never spans turns: the map holds one turn's.
 	clear(s.retryIDs)
 	if !d.has("trigger") {
 		return nil
@@ -276,8 +272,7 @@ func (s *v0v1) compaction(e *event) error {
 	return nil
 }
 
-// message adds the current wrappers to legacy messages and records message
-// ids.
+// message wraps legacy messages and records message ids.
 func (s *v0v1) message(e *event) error {
 	switch e.typ {
 	case "user/message", "assistant/message", "tool/result", "system/message":

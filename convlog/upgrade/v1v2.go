@@ -39,8 +39,7 @@ type group struct {
 	slot             *slot
 }
 
-// slot is one position of the output queue: an event, or the place of an
-// attempt that may become an assistant/attempt.
+// slot is an event of the output queue, or an attempt's place.
 type slot struct {
 	ev     *event
 	origin int64 // source seq; -1 for an inserted event
@@ -117,8 +116,7 @@ func (s *v1v2) transform(e *event) ([]*event, error) {
 		}
 		s.enqueue(e, e.seq)
 	case "turn/start", "step/start":
-		// No message of an earlier step can follow: what is still open
-		// is an attempt. This bounds the events held back to one step.
+		// What is still open is an attempt: at most a step is held back.
 		s.resolveTurn(-1)
 		s.enqueue(e, e.seq)
 	default:

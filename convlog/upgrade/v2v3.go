@@ -8,9 +8,7 @@ import (
 	"github.com/convkit/convkit/internal/rawjson"
 )
 
-// v2v3 is the v2→v3 step (docs/UPGRADE.md, "v2 → v3"): code becomes ptc,
-// system prompts move into system/message events, replacements get their
-// v3 spelling, and events are renumbered.
+// v2v3 is the v2→v3 step (docs/UPGRADE.md, "v2 → v3").
 type v2v3 struct {
 	info            srcInfo
 	m               seqMap
@@ -157,8 +155,7 @@ func (s *v2v3) admit(e *event) error {
 	return nil
 }
 
-// requestHeader removes header.system (returning the prompt it held) and
-// the empty optional members.
+// requestHeader removes header.system, returned, and empty optional members.
 func (s *v2v3) requestHeader(e *event) (string, error) {
 	d, err := parseObject(e.data)
 	if err != nil {
@@ -183,8 +180,7 @@ func (s *v2v3) requestHeader(e *event) (string, error) {
 	return prompt, nil
 }
 
-// emitSystem appends the system/message that installs prompt, anchored at
-// the source event anchor (seq in source coordinates).
+// emitSystem appends the system/message installing prompt at anchor.
 func (s *v2v3) emitSystem(prompt string, anchor *event) error {
 	if s.stepTurn == nil {
 		return refusal("format v2 changed request prompt outside an open step cannot retain source chronology")

@@ -10,8 +10,7 @@ import (
 	"github.com/convkit/convkit/internal/rawjson"
 )
 
-// v3v4 is the v3→v4 step (docs/UPGRADE.md, "v3 → v4"), the released DSH
-// rules.
+// v3v4 is the v3→v4 step (docs/UPGRADE.md, "v3 → v4").
 type v3v4 struct {
 	info     srcInfo
 	children []ChildFact
@@ -98,9 +97,8 @@ func (s *v3v4) transform(e *event) ([]*event, error) {
 	return s.out, nil
 }
 
-// rewrite applies the payload rules to a first-party event (seq still in
-// source coordinates). The data is parsed once, and re-encoded only when a
-// rule changed something.
+// rewrite applies the payload rules to a first-party event (source seq),
+// parsing its data once and re-encoding it only if changed.
 func (s *v3v4) rewrite(e *event) error {
 	subject := "format v3 " + e.typ + " at seq " + itoa(e.seq)
 	msgFn := func(msg []byte) ([]byte, error) { return s.message(e, msg, subject) }
@@ -176,8 +174,7 @@ func (s *v3v4) rewrite(e *event) error {
 	return err
 }
 
-// message applies the message rules: the source rewrite and the content
-// tags. It returns nil when nothing changed.
+// message rewrites a message's source and content tags (nil: unchanged).
 func (s *v3v4) message(e *event, msg []byte, subject string) ([]byte, error) {
 	o, err := e.parse(msg)
 	if err != nil {
@@ -207,10 +204,9 @@ func (s *v3v4) message(e *event, msg []byte, subject string) ([]byte, error) {
 	return o.bytes(), nil
 }
 
-// lift applies the tool-result rule to a tool/result whose message (msg,
-// in data d) has role user, and returns the new data, nil for another
-// role. The lifted message is written straight where the data's line will
-// put it (lineBuf), as a tool result is often megabytes.
+// lift applies the tool-result rule to a tool/result whose message msg has
+// role user, returning the new data (nil: another role), written where its
+// line will put it (lineBuf): a tool result is often megabytes.
 func (s *v3v4) lift(e *event, d *object, msg []byte, subject string) ([]byte, error) {
 	o, err := e.parse(msg)
 	if err != nil {

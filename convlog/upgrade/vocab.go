@@ -7,10 +7,8 @@ import (
 	"github.com/convkit/convkit/internal/rawjson"
 )
 
-// The closed event vocabularies of the released versions 0 to 3. An event
-// of another type is refused by the step that reads that version (before v3
-// even when it is marked ignorable; in v3 unknown ignorable events become
-// plugin:<type>).
+// The closed vocabularies of versions 0 to 3: another type is refused (in v3
+// an ignorable one becomes plugin:<type>).
 
 func set(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))
@@ -20,8 +18,8 @@ func set(names ...string) map[string]bool {
 	return m
 }
 
-// v0Types is the released v0/v1 inventory (after the v0 legacy renames),
-// with the feedback message events that v2 admits outside its inventory.
+// v0Types is the v0/v1 inventory (after the v0 renames), with the feedback
+// events v2 admits outside its inventory.
 var v0Types = set(
 	"agent-preset/selected", "agent/inbox/spliced", "approval/asked", "approval/decided", "approval/policy",
 	"assistant/chunk", "assistant/message", "command/done", "command/run", "compaction/end",
@@ -37,12 +35,10 @@ var v0Types = set(
 	"feedback/message-put", "feedback/message-delete",
 )
 
-// v2Types is the released v2 inventory: v1 less top-level assistant/chunk,
-// plus assistant/attempt.
+// v2Types is v1's less assistant/chunk, plus assistant/attempt.
 var v2Types = with(v0Types, []string{"assistant/chunk"}, "assistant/attempt")
 
-// releasedV3Types is RELEASED_V3_EVENT_TYPES, the 58 names of the released
-// v3 vocabulary: v2's with the code dispatch renamed ptc, and five more.
+// releasedV3Types is RELEASED_V3_EVENT_TYPES: v2's, code renamed ptc, and five more.
 var releasedV3Types = with(v2Types, []string{"tool/code-dispatch", "tool/code-dispatch-start"},
 	"tool/ptc-dispatch", "tool/ptc-dispatch-start", "deliverables/presented", "image/offload",
 	"subagent/catalog", "system/message", "workspace/changes")
@@ -61,9 +57,8 @@ func with(base map[string]bool, drop []string, add ...string) map[string]bool {
 // contentKinds are the content block types of versions 2 and 3.
 var contentKinds = set("text", "reasoning", "image", "file", "tool-call", "tool-result")
 
-// restartTracker recognises the legacy restart pattern (a turn open, no step,
-// a non-empty next-turn agent/inbox/spliced, then the next turn/start), whose
-// open turn is closed as interrupted before that turn/start.
+// restartTracker recognises the legacy restart (a turn open, no step, a
+// next-turn agent/inbox/spliced, the next turn/start): the turn was interrupted.
 type restartTracker struct {
 	turn     int64
 	open     bool
