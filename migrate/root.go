@@ -14,37 +14,28 @@ import (
 // Layout names how a sessions root is laid out.
 type Layout string
 
+// Layouts: recognised by the root's shape; a store's conversations
+// directory, locked by runtime.lock; the runtime's own sessions root, locked
+// one session at a time (package dshroot).
 const (
-	// LayoutAuto recognises the layout by the root's shape (FindRoot).
-	LayoutAuto Layout = "auto"
-	// LayoutConvkit is a store's conversations directory:
-	// <data-dir>/conversations/<conversation>/<log>, locked by the store's
-	// runtime.lock.
+	LayoutAuto    Layout = "auto"
 	LayoutConvkit Layout = "convkit"
-	// LayoutDSH is the runtime's own sessions root:
-	// <root>/<project-dir>/<session-dir>/session[.vN].jsonl[.zstd], locked
-	// one session at a time by its session.lock (package dshroot).
-	LayoutDSH Layout = "dsh"
+	LayoutDSH     Layout = "dsh"
 )
 
 // Root is a sessions root as FindRoot recognised it.
 type Root struct {
-	Dir    string
-	Layout Layout // LayoutConvkit or LayoutDSH
-	// DataDir is the store a LayoutConvkit root belongs to: the store a
-	// migration of the root opens, and whose runtime.lock it takes.
-	DataDir string
+	Dir     string
+	Layout  Layout // LayoutConvkit or LayoutDSH
+	DataDir string // the store a LayoutConvkit root belongs to
 }
 
-// ErrUnknownLayout is wrapped when a sessions root is in no layout FindRoot
-// knows, or in both.
+// ErrUnknownLayout: a sessions root in no layout FindRoot knows, or both.
 var ErrUnknownLayout = errors.New("not a sessions root convkit knows")
 
 // FindRoot recognises the sessions root dir in the layout asked for, from
-// directory listings alone: convkit, a store's conversations directory; dsh,
-// the runtime's sessions root, which must not be one; auto, by shape (a
-// root showing convkit's shape but not a store's is refused: no lock to
-// take).
+// listings alone (auto: by shape; convkit's shape outside a store is
+// refused, having no lock to take).
 func FindRoot(dir string, layout Layout) (Root, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -93,8 +84,8 @@ func FindRoot(dir string, layout Layout) (Root, error) {
 	return dsh, nil
 }
 
-// isStoreConversations reports whether dir is the conversations directory
-// of a store (present or not: a store without conversations has none yet).
+// isStoreConversations reports whether dir is (or would be) a store's
+// conversations directory.
 func isStoreConversations(dir string) (bool, error) {
 	if filepath.Base(dir) != store.ConversationsDirName {
 		return false, nil
@@ -102,15 +93,14 @@ func isStoreConversations(dir string) (bool, error) {
 	return store.IsStore(filepath.Dir(dir))
 }
 
-// shape is what a root's first two levels show.
+// shape is an entry in convkit's layout and one in the runtime's ("": none).
 type shape struct {
-	convkit string // an entry in convkit's layout, "" when none
-	dsh     string // an entry in the runtime's layout, "" when none
+	convkit, dsh string
 }
 
 // shapeOf looks at the root's entries: a directory holding a conversation
 // log is convkit's; a project directory name, or directories of directories
-// holding a session generation, the runtime's. It stops once both are found.
+// holding a generation, the runtime's.
 func shapeOf(dir string) (shape, error) {
 	var sh shape
 	entries, err := os.ReadDir(dir)
@@ -162,10 +152,8 @@ func holdsSessionDir(dir string) bool {
 	return false
 }
 
-// discoverSessions lists the inputs under a runtime-layout root in the
-// order the runtime's command discovers them: one per session directory, one
-// failed input per entry that breaks the layout. A root that mixes
-// compressions is refused whole.
+// discoverSessions lists a runtime-layout root's inputs in the runtime's
+// order: one per session directory or entry breaking the layout.
 func discoverSessions(r *dshroot.Root) *tree {
 	t := &tree{noun: "Session directories or invalid layout entries", dsh: r}
 	walked, err := r.Walk()
@@ -218,9 +206,8 @@ func sessionProblem(s *dshroot.Session) error {
 	return nil
 }
 
-// removeStages removes the temporary files a killed upgrade left in the
-// input's session directory, under its session.lock (lock, or taken here);
-// when another process holds it they stay for a later run.
+// removeStages removes a killed upgrade's temporary files in the input's
+// session directory under its session.lock (lock, or taken here, or left).
 func removeStages(rep *report, t *tree, in *input, lock *dshroot.SessionLock) {
 	if len(in.session.Temps) == 0 {
 		return

@@ -36,26 +36,22 @@ import (
 
 // Options tune a prune.
 type Options struct {
-	// DryRun checks as a prune does and removes nothing; the files that
-	// would be removed are reported as removed would be.
-	DryRun bool
-	// OnFile receives each older generation as it is removed (or, in a dry
-	// run, found removable); OnKept each one kept, with the reason.
+	DryRun bool // check, and report what would be removed
+	// OnFile receives each older generation removed (in a dry run,
+	// removable); OnKept each one kept, with the reason.
 	OnFile func(File)
 	OnKept func(Kept)
 }
 
 // File is an older generation removed, or removable in a dry run.
 type File struct {
-	Path    string `json:"path"`
-	Version int    `json:"version"`
-	Bytes   int64  `json:"bytes"`
-	// Successor is the current generation that holds its events.
-	Successor string `json:"successor"`
+	Path      string `json:"path"`
+	Version   int    `json:"version"`
+	Bytes     int64  `json:"bytes"`
+	Successor string `json:"successor"` // the current generation holding it
 }
 
-// Kept is an older generation kept: the check refused it, or its session
-// is locked by another process.
+// Kept is an older generation kept: refused by the check, or locked.
 type Kept struct {
 	Path      string `json:"path"`
 	Successor string `json:"successor,omitempty"`
@@ -65,20 +61,17 @@ type Kept struct {
 // Result sums up a prune.
 type Result struct {
 	DryRun bool `json:"dryRun"`
-	// Files and Bytes are the older generations removed (in a dry run,
-	// removable) and their size; Logs the logs they belonged to.
+	// Files and Bytes are the generations removed (or removable), Logs the
+	// logs they belonged to; Kept counts those kept.
 	Files int   `json:"files"`
 	Bytes int64 `json:"bytes"`
 	Logs  int   `json:"logs"`
-	// Kept counts the older generations kept (Options.OnKept says why).
-	Kept int `json:"kept"`
+	Kept  int   `json:"kept"`
 
-	// dirs are the directories files were removed from, to fsync.
-	dirs []string
+	dirs []string // the directories files were removed from, to fsync
 }
 
-// syncDirs fsyncs each directory once, 8 at a time (their fsyncs share
-// journal commits), so the bytes reported reclaimed stay reclaimed.
+// syncDirs fsyncs each directory, 8 at a time (to share journal commits).
 func (res *Result) syncDirs() {
 	next := make(chan string)
 	var wg sync.WaitGroup
@@ -130,9 +123,8 @@ func Store(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// Sessions prunes the sessions of the runtime-layout root r, each holding its
-// session.lock (a session another process holds is kept); a dry run locks
-// nothing.
+// Sessions prunes the runtime-layout root r, each session under its
+// session.lock (held elsewhere: kept); a dry run locks nothing.
 func Sessions(ctx context.Context, r *dshroot.Root, opts Options) (*Result, error) {
 	tree, err := r.Walk()
 	if err != nil {
@@ -230,8 +222,8 @@ func pruneLog(res *Result, opts Options, successor string, older []generation, w
 	}
 }
 
-// holds returns nil when the successor reads strictly to its end, names the
-// same log as old and holds every event the upgrade chain derives from old.
+// holds returns nil when the successor reads strictly to its end, names
+// old's log and holds every event the upgrade chain derives from old.
 func holds(successor, old string, want convlog.ReaderOptions, root *dshroot.Root) error {
 	sr, err := convlog.Open(successor, convlog.ReaderOptions{WantID: want.WantID, WantType: want.WantType, LowMemory: true})
 	if err != nil {
@@ -254,8 +246,7 @@ func holds(successor, old string, want convlog.ReaderOptions, root *dshroot.Root
 	}
 	v := convlog.NewValidator(sr.Header())
 	n := 0
-	// The successor is read to its end: what was appended since the
-	// derived events must read too.
+	// What was appended since the derived events must read too.
 	next, stop := iter.Pull2(or.Events())
 	defer stop()
 	for se, serr := range sr.Events() {
@@ -287,8 +278,8 @@ func holds(successor, old string, want convlog.ReaderOptions, root *dshroot.Root
 	return nil
 }
 
-// differ says how successor event s differs from derived event o ("" if not),
-// comparing data as JSON since another writer may order its keys otherwise.
+// differ says how successor event s differs from derived o ("" if not),
+// data compared as JSON: another writer may order keys otherwise.
 func differ(o, s *convlog.Event) string {
 	switch {
 	case o.Type != s.Type:
@@ -309,8 +300,7 @@ func differ(o, s *convlog.Event) string {
 	return ""
 }
 
-// sameJSON reports whether a and b are the same JSON value, numbers
-// compared as written.
+// sameJSON reports whether a and b are the same JSON value (numbers as written).
 func sameJSON(a, b []byte) bool {
 	va, ok := decode(a)
 	if !ok {
