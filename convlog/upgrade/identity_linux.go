@@ -1,6 +1,14 @@
 package upgrade
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
-// statTimes are st's modification and change times in nanoseconds.
-func statTimes(st *syscall.Stat_t) (mtime, ctime int64) { return st.Mtim.Nano(), st.Ctim.Nano() }
+func identityOf(fi os.FileInfo) fileIdentity {
+	id := fileIdentity{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id.dev, id.ino, id.ctime = uint64(st.Dev), st.Ino, st.Ctim.Nano()
+	}
+	return id
+}

@@ -937,15 +937,6 @@ func (s *spareBufs) put(b []byte) []byte {
 	return b
 }
 
-// drain returns the buffers kept and keeps none.
-func (s *spareBufs) drain() [][]byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := s.bufs
-	s.bufs = nil
-	return b
-}
-
 // grow returns chunk with room for n more bytes if it or a spare has it
 // (the spare holding its bytes), else chunk.
 func (fw *frameWriter) grow(chunk []byte, n int) []byte {
@@ -996,9 +987,11 @@ func (fw *frameWriter) close() error {
 	fw.wg.Wait()
 	err := <-fw.done
 	writersRunning(-1)
-	for _, b := range fw.spare.drain() {
+	// No goroutine of fw runs any more.
+	for _, b := range fw.spare.bufs {
 		putChunk(b)
 	}
+	fw.spare.bufs = nil
 	return err
 }
 
