@@ -46,7 +46,7 @@ func TestOneJobIsSerial(t *testing.T) {
 }
 
 // --jobs 100 is reported as asked, in the banner and the summary, while
-// at most MaxJobs convert at once.
+// at most maxJobs convert at once.
 func TestJobsReportedAsAsked(t *testing.T) {
 	root := t.TempDir()
 	for i := range 3 {
@@ -56,7 +56,7 @@ func TestJobsReportedAsAsked(t *testing.T) {
 	if sum.Jobs != 100 || !strings.Contains(out, "\nSession jobs: 100\n") || sum.Totals.Converted != 3 {
 		t.Fatalf("jobs %d, %+v\n%s", sum.Jobs, sum.Totals, out)
 	}
-	for jobs, want := range map[int]int{1: 1, 16: 16, 64: 64, 100: MaxJobs, 1 << 53: MaxJobs} {
+	for jobs, want := range map[int]int{1: 1, 16: 16, 64: 64, 100: maxJobs, 1 << 53: maxJobs} {
 		if got := Workers(jobs); got != want {
 			t.Errorf("Workers(%d) = %d, want %d", jobs, got, want)
 		}

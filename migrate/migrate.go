@@ -32,25 +32,22 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// TargetVersion is the format version this command migrates to.
-const TargetVersion = 4
-
 // ErrWriterVersion: the build's writer does not write the target version.
 var ErrWriterVersion = errors.New("this command requires a V4 session writer")
 
 const (
-	// MaxDefaultJobs caps the default number of jobs, not an explicit one.
-	MaxDefaultJobs = 16
-	// MaxJobs bounds the logs converted at once, whatever Options.Jobs asks:
-	// each job holds up to tens of megabytes, and more than CPUs contend.
-	MaxJobs = 64
+	targetVersion  = 4
+	maxDefaultJobs = 16 // an explicit number of jobs may be more
+	// maxJobs bounds the logs converted at once: each job holds up to tens
+	// of megabytes, and more than CPUs contend.
+	maxJobs = 64
 )
 
 // Workers is how many logs a run asked for jobs converts at once at most.
-func Workers(jobs int) int { return max(1, min(jobs, MaxJobs)) }
+func Workers(jobs int) int { return max(1, min(jobs, maxJobs)) }
 
-// DefaultJobs is the number of CPUs, at most MaxDefaultJobs.
-func DefaultJobs() int { return min(runtime.NumCPU(), MaxDefaultJobs) }
+// DefaultJobs is the number of CPUs, at most maxDefaultJobs.
+func DefaultJobs() int { return min(runtime.NumCPU(), maxDefaultJobs) }
 
 // Compress chooses the compression of successors.
 type Compress string
@@ -230,12 +227,12 @@ func RunSessions(ctx context.Context, r *dshroot.Root, opts Options) (*Summary, 
 }
 
 // CheckWriter is ErrWriterVersion unless v, the version the build's writer
-// writes (0: convlog.CurrentVersion), is TargetVersion.
+// writes (0: convlog.CurrentVersion), is targetVersion.
 func CheckWriter(v int) error {
 	if v == 0 {
 		v = convlog.CurrentVersion
 	}
-	if v != TargetVersion {
+	if v != targetVersion {
 		return ErrWriterVersion
 	}
 	return nil
@@ -308,15 +305,12 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 		}
 	}
 	rep.sum.InputCount = len(t.inputs)
-	switch {
-	case t.rootErr != nil && t.inputs == nil:
-		rep.failRoot(t.rootErr)
-	case t.rootErr != nil:
-		// Found, but refused whole: nothing is worked on.
+	if t.rootErr == nil || t.inputs != nil {
 		rep.line("Discovered %d %s.", len(t.inputs), t.noun)
-		rep.failRoot(t.rootErr)
-	default:
-		rep.line("Discovered %d %s.", len(t.inputs), t.noun)
+	}
+	if t.rootErr != nil {
+		rep.failRoot(t.rootErr) // nothing is worked on
+	} else {
 		if len(t.inputs) == 0 {
 			rep.line("The sessions root is empty: there is nothing to migrate.")
 		}
@@ -333,15 +327,12 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 			}
 		}
 	}
-	if err := ctx.Err(); err != nil {
+	if err = ctx.Err(); err != nil {
 		rep.interrupted()
-		rep.finish(opts)
-		return rep.sum, err
 	}
 	sum := rep.finish(opts)
-	// A run whose summary.json could not be written (its name taken by a
-	// link or a FIFO, a full disk) fails, naming it.
-	return sum, rep.summaryErr
+	// A run whose summary.json could not be written fails, naming it.
+	return sum, cmp.Or(err, rep.summaryErr)
 }
 
 // SkipExcluded is the reason an input matching Options.Exclude is skipped.
@@ -500,18 +491,24 @@ func stage(opts Options, rep *report, t *tree, in *input, start time.Time) (*pub
 		checkHeader = func(h *convlog.Header) error { return t.dsh.CheckIdentity(path, h) }
 	} else if l := in.log; l != nil {
 		// The opener and the upgrade chain check the log names its place.
-		if in.version >= TargetVersion {
+		if in.version >= targetVersion {
 			open = func(_ string, opts convlog.ReaderOptions) (*convlog.Reader, error) { return l.Open(opts) }
 		} else if err := checkStoreLog(l); err != nil {
 			return nil, err
 		}
 		checkHeader = l.CheckHeader
 	}
-	if in.version >= TargetVersion {
+	if in.version >= targetVersion {
 		if in.session != nil && !opts.DryRun {
 			removeStages(rep, t, in, nil)
 		}
-		if err := admitCurrent(open, in.path); err != nil {
+		r, err := open(in.path, convlog.ReaderOptions{LowMemory: true})
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		// A refusal as a reader's (convlog.Admit) fails it, not "already V4".
+		if err := convlog.Admit(context.Background(), r, r.Header(), convlog.AdmitOptions{}); err != nil {
 			return nil, err
 		}
 		rep.event(in, Event{Action: "already-v4", Seconds: time.Since(start).Seconds()})
@@ -561,16 +558,6 @@ func checkStoreLog(l *store.Log) error {
 		return err
 	}
 	return r.Close()
-}
-
-// admitCurrent admits a current log as a reader does: a refusal fails it.
-func admitCurrent(open func(string, convlog.ReaderOptions) (*convlog.Reader, error), path string) error {
-	r, err := open(path, convlog.ReaderOptions{LowMemory: true})
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	return convlog.Admit(context.Background(), r, r.Header(), convlog.AdmitOptions{})
 }
 
 func successorCompression(c Compress, src string) (convlog.Compression, error) {

@@ -143,7 +143,7 @@ func newReport(opts Options, root string, layout Layout) (*report, error) {
 	if opts.Revision != "" {
 		commit = &opts.Revision
 	}
-	sum := &Summary{SchemaVersion: contract.Version, TargetVersion: TargetVersion, SessionRoot: root, Layout: layout, DryRun: opts.DryRun,
+	sum := &Summary{SchemaVersion: contract.Version, TargetVersion: targetVersion, SessionRoot: root, Layout: layout, DryRun: opts.DryRun,
 		CheckoutCommit: commit,
 		Jobs:           opts.Jobs, StartedAt: opts.Now().UTC().Format(time.RFC3339Nano), ToolVersion: opts.ToolVersion,
 		Runtime:     map[string]string{"go": runtime.Version(), "platform": runtime.GOOS, "arch": runtime.GOARCH},
