@@ -53,36 +53,36 @@ func TestExclude(t *testing.T) {
 }
 
 // --report-dir: the report folder is made there (the directory too, when
-// missing); report folders of earlier runs there older than ReportMaxAge
+// missing); report folders of earlier runs there older than reportMaxAge
 // are removed, and nothing else.
 func TestReportDir(t *testing.T) {
 	root := t.TempDir()
 	session(t, root, 4, "s", "", "")
 	dir := filepath.Join(t.TempDir(), "reports", "migrate")
 	sum, _ := runSessions(t, root, Options{ReportDir: dir})
-	if filepath.Dir(filepath.Dir(sum.TextLogPath)) != dir || !strings.HasPrefix(filepath.Base(filepath.Dir(sum.TextLogPath)), ReportPrefix) {
+	if filepath.Dir(filepath.Dir(sum.TextLogPath)) != dir || !strings.HasPrefix(filepath.Base(filepath.Dir(sum.TextLogPath)), reportPrefix) {
 		t.Fatalf("report at %s, want it in %s", sum.TextLogPath, dir)
 	}
 	first := filepath.Dir(sum.TextLogPath)
-	old := time.Now().Add(-ReportMaxAge - time.Hour)
+	old := time.Now().Add(-reportMaxAge - time.Hour)
 	age := func(p string) {
 		filepath.Walk(p, func(q string, _ os.FileInfo, _ error) error { return os.Chtimes(q, old, old) })
 		os.Chtimes(p, old, old)
 	}
 	age(first)
 	// Old folders that are not a run's own, as it left them, stay.
-	extra := filepath.Join(dir, ReportPrefix+"extra")
+	extra := filepath.Join(dir, reportPrefix+"extra")
 	put(t, extra, "migration.log", "x")
 	put(t, extra, "notes.txt", "x")
 	os.Chmod(extra, 0o700)
 	age(extra)
-	open := filepath.Join(dir, ReportPrefix+"open")
+	open := filepath.Join(dir, reportPrefix+"open")
 	put(t, open, "migration.log", "x")
 	os.Chmod(open, 0o755)
 	age(open)
-	link := filepath.Join(dir, ReportPrefix+"link")
+	link := filepath.Join(dir, reportPrefix+"link")
 	os.Symlink(first, link)
-	young := filepath.Join(dir, ReportPrefix+"young")
+	young := filepath.Join(dir, reportPrefix+"young")
 	put(t, young, "migration.log", "x")
 	os.Chmod(young, 0o700)
 	other := filepath.Join(dir, "other-old")

@@ -32,8 +32,8 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// ErrWriterVersion: the build's writer does not write the target version.
-var ErrWriterVersion = errors.New("this command requires a V4 session writer")
+// errWriterVersion: the build's writer does not write the target version.
+var errWriterVersion = errors.New("this command requires a V4 session writer")
 
 const (
 	targetVersion  = 4
@@ -226,14 +226,14 @@ func RunSessions(ctx context.Context, r *dshroot.Root, opts Options) (*Summary, 
 	return runTree(ctx, opts, r.Dir(), LayoutDSH, func() *tree { return discoverSessions(r) })
 }
 
-// CheckWriter is ErrWriterVersion unless v, the version the build's writer
+// CheckWriter is errWriterVersion unless v, the version the build's writer
 // writes (0: convlog.CurrentVersion), is targetVersion.
 func CheckWriter(v int) error {
 	if v == 0 {
 		v = convlog.CurrentVersion
 	}
 	if v != targetVersion {
-		return ErrWriterVersion
+		return errWriterVersion
 	}
 	return nil
 }
@@ -276,13 +276,13 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 	}
 	rep.line("Full log: %s", rep.sum.TextLogPath)
 	if rep.cleaned > 0 {
-		rep.line("Removed %d report folder(s) older than %d days from %s", rep.cleaned, int(ReportMaxAge.Hours()/24), termtext.Quote(filepath.Dir(rep.dir)))
+		rep.line("Removed %d report folder(s) older than %d days from %s", rep.cleaned, int(reportMaxAge.Hours()/24), termtext.Quote(filepath.Dir(rep.dir)))
 	}
 
 	t := find()
 	for _, in := range t.inputs {
 		if excluded(opts.Exclude, in.rel) {
-			in.failure, in.skip = "", SkipExcluded
+			in.failure, in.skip = "", "excluded"
 		}
 		if fi, err := os.Lstat(in.path); err == nil && in.version >= 0 {
 			in.size = fi.Size()
@@ -334,9 +334,6 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 	// A run whose summary.json could not be written fails, naming it.
 	return sum, cmp.Or(err, rep.summaryErr)
 }
-
-// SkipExcluded is the reason an input matching Options.Exclude is skipped.
-const SkipExcluded = "excluded"
 
 // CheckExclude refuses a malformed exclude pattern.
 func CheckExclude(patterns []string) error {

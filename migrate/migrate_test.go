@@ -274,7 +274,7 @@ func TestRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := Run(context.Background(), s, Options{WriterVersion: 3, ReportDir: t.TempDir()}); !errors.Is(err, ErrWriterVersion) ||
+	if _, err := Run(context.Background(), s, Options{WriterVersion: 3, ReportDir: t.TempDir()}); !errors.Is(err, errWriterVersion) ||
 		err.Error() != "this command requires a V4 session writer" {
 		t.Fatalf("writer v3: err = %v", err)
 	}

@@ -111,14 +111,13 @@ type report struct {
 	cleaned    int
 }
 
-// ReportPrefix begins the name of every report folder.
-const ReportPrefix = "convkit-migrate-v4-"
-
-// ReportMaxAge is how long an unchanged report folder is kept.
-const ReportMaxAge = 7 * 24 * time.Hour
+const (
+	reportPrefix = "convkit-migrate-v4-" // of every report folder's name
+	reportMaxAge = 7 * 24 * time.Hour    // an unchanged report folder's life
+)
 
 // newReport makes the private report folder and its text log, after
-// removing report folders older than ReportMaxAge.
+// removing report folders older than reportMaxAge.
 func newReport(opts Options, root string, layout Layout) (*report, error) {
 	base := opts.ReportDir
 	if base == "" {
@@ -126,8 +125,8 @@ func newReport(opts Options, root string, layout Layout) (*report, error) {
 	} else if err := os.MkdirAll(base, 0o700); err != nil {
 		return nil, fmt.Errorf("--report-dir: %w", err)
 	}
-	cleaned := cleanReports(base, opts.Now().Add(-ReportMaxAge))
-	dir, err := os.MkdirTemp(base, ReportPrefix)
+	cleaned := cleanReports(base, opts.Now().Add(-reportMaxAge))
+	dir, err := os.MkdirTemp(base, reportPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +161,7 @@ func cleanReports(base string, before time.Time) int {
 	}
 	n := 0
 	for _, e := range entries {
-		if !e.Type().IsDir() || !strings.HasPrefix(e.Name(), ReportPrefix) {
+		if !e.Type().IsDir() || !strings.HasPrefix(e.Name(), reportPrefix) {
 			continue
 		}
 		dir := filepath.Join(base, e.Name())

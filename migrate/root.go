@@ -30,8 +30,8 @@ type Root struct {
 	DataDir string // the store a LayoutConvkit root belongs to
 }
 
-// ErrUnknownLayout: a sessions root in no layout FindRoot knows, or both.
-var ErrUnknownLayout = errors.New("not a sessions root convkit knows")
+// errUnknownLayout: a sessions root in no layout FindRoot knows, or both.
+var errUnknownLayout = errors.New("not a sessions root convkit knows")
 
 // FindRoot recognises the sessions root dir in the layout asked for, from
 // listings alone (auto: by shape; convkit's shape outside a store is
@@ -53,11 +53,11 @@ func FindRoot(dir string, layout Layout) (Root, error) {
 			return convkit, nil
 		}
 		return Root{}, fmt.Errorf("--sessions-dir %s: %w in convkit's layout: only the %s directory of a convkit store (DATA/%s, beside DATA/%s or DATA/%s) can be migrated that way",
-			abs, ErrUnknownLayout, store.ConversationsDirName, store.ConversationsDirName, store.LockFileName, store.IndexFileName)
+			abs, errUnknownLayout, store.ConversationsDirName, store.ConversationsDirName, store.LockFileName, store.IndexFileName)
 	case LayoutDSH:
 		if ofStore {
 			return Root{}, fmt.Errorf("--sessions-dir %s: %w in the dsh layout: it is the %s directory of the convkit store %s, whose lock is its %s; migrate it with --layout convkit",
-				abs, ErrUnknownLayout, store.ConversationsDirName, convkit.DataDir, store.LockFileName)
+				abs, errUnknownLayout, store.ConversationsDirName, convkit.DataDir, store.LockFileName)
 		}
 		return dsh, nil
 	case LayoutAuto, "":
@@ -71,15 +71,15 @@ func FindRoot(dir string, layout Layout) (Root, error) {
 	switch {
 	case sh.convkit != "" && sh.dsh != "":
 		return Root{}, fmt.Errorf("--sessions-dir %s: %w: it holds both layouts: a convkit conversation directory (%s) and a DSH project directory (%s); migrate each root on its own, or name the layout with --layout",
-			abs, ErrUnknownLayout, sh.convkit, sh.dsh)
+			abs, errUnknownLayout, sh.convkit, sh.dsh)
 	case ofStore && sh.dsh != "":
 		return Root{}, fmt.Errorf("--sessions-dir %s: %w: it is the %s directory of the convkit store %s, but holds a DSH project directory (%s); migrate it with --layout convkit, or move the DSH sessions to a root of their own",
-			abs, ErrUnknownLayout, store.ConversationsDirName, convkit.DataDir, sh.dsh)
+			abs, errUnknownLayout, store.ConversationsDirName, convkit.DataDir, sh.dsh)
 	case ofStore:
 		return convkit, nil
 	case sh.convkit != "":
 		return Root{}, fmt.Errorf("--sessions-dir %s: %w: it holds convkit conversation directories (%s) but is not the %s directory of a convkit store (beside DATA/%s or DATA/%s), whose lock a migration takes; name the store's %s directory",
-			abs, ErrUnknownLayout, sh.convkit, store.ConversationsDirName, store.LockFileName, store.IndexFileName, store.ConversationsDirName)
+			abs, errUnknownLayout, sh.convkit, store.ConversationsDirName, store.LockFileName, store.IndexFileName, store.ConversationsDirName)
 	}
 	return dsh, nil
 }

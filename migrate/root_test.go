@@ -36,7 +36,7 @@ func TestFindRoot(t *testing.T) {
 	if r, err := FindRoot(conv, LayoutAuto); err != nil || r.Layout != LayoutConvkit {
 		t.Errorf("with a conversation: %+v %v", r, err)
 	}
-	if _, err := FindRoot(conv, LayoutDSH); !errors.Is(err, ErrUnknownLayout) || !strings.Contains(err.Error(), "is the conversations directory of the convkit store "+data) {
+	if _, err := FindRoot(conv, LayoutDSH); !errors.Is(err, errUnknownLayout) || !strings.Contains(err.Error(), "is the conversations directory of the convkit store "+data) {
 		t.Errorf("--layout dsh on a store: %v", err)
 	}
 
@@ -47,7 +47,7 @@ func TestFindRoot(t *testing.T) {
 			t.Errorf("%s: %+v %v", l, r, err)
 		}
 	}
-	if _, err := FindRoot(dsh, LayoutConvkit); !errors.Is(err, ErrUnknownLayout) {
+	if _, err := FindRoot(dsh, LayoutConvkit); !errors.Is(err, errUnknownLayout) {
 		t.Errorf("--layout convkit on a dsh root: %v", err)
 	}
 	// Session directories in a project directory of any name are the
@@ -79,19 +79,19 @@ func TestFindRoot(t *testing.T) {
 	session(t, both, 3, "s", "/p", "")
 	put(t, both, "c1/metadata.v4.jsonl", `{"type":"conversation","version":4,"id":"c1","createdAt":1}`)
 	_, err := FindRoot(both, LayoutAuto)
-	if !errors.Is(err, ErrUnknownLayout) || !strings.Contains(err.Error(), "it holds both layouts: a convkit conversation directory (c1) and a DSH project directory (--p--)") {
+	if !errors.Is(err, errUnknownLayout) || !strings.Contains(err.Error(), "it holds both layouts: a convkit conversation directory (c1) and a DSH project directory (--p--)") {
 		t.Errorf("both: %v", err)
 	}
 	// DSH content in a store's conversations directory: refused too.
 	conv2 := store.ConversationsDir(newStore(t))
 	session(t, conv2, 3, "s", "/p", "")
-	if _, err := FindRoot(conv2, LayoutAuto); !errors.Is(err, ErrUnknownLayout) || !strings.Contains(err.Error(), "but holds a DSH project directory (--p--)") {
+	if _, err := FindRoot(conv2, LayoutAuto); !errors.Is(err, errUnknownLayout) || !strings.Contains(err.Error(), "but holds a DSH project directory (--p--)") {
 		t.Errorf("store with dsh: %v", err)
 	}
 	// convkit's shape outside a store: no lock to take, refused.
 	loose := t.TempDir()
 	put(t, loose, "c1/metadata.jsonl.zst", "x")
-	if _, err := FindRoot(loose, LayoutAuto); !errors.Is(err, ErrUnknownLayout) || !strings.Contains(err.Error(), "holds convkit conversation directories (c1) but is not the conversations directory of a convkit store") {
+	if _, err := FindRoot(loose, LayoutAuto); !errors.Is(err, errUnknownLayout) || !strings.Contains(err.Error(), "holds convkit conversation directories (c1) but is not the conversations directory of a convkit store") {
 		t.Errorf("loose convkit: %v", err)
 	}
 	// Neither, with files (a flat log, a link, other files): the runtime's
