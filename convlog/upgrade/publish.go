@@ -99,10 +99,7 @@ func (p *Publications) linked(srcPath string, ok bool) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pub, found := p.m[srcPath]
-	if !found || !pub.linking {
-		return
-	}
+	pub := p.m[srcPath]
 	dst, err := statIdentity(pub.dstPath)
 	if !ok || err != nil {
 		delete(p.m, srcPath)
@@ -336,12 +333,7 @@ func (s *Staged) Publish() (dst string, err error) {
 		return "", fmt.Errorf("%s: stage already published or discarded", s.src)
 	}
 	tmp, tmpName, opts, src, st := s.tmp, s.tmp.Name(), s.opts, s.src, s.st
-	handedOver := false
-	defer func() {
-		if !handedOver {
-			s.Discard()
-		}
-	}()
+	defer s.Discard() // nothing once handed to durable.Publish
 	// The stage is read back while it is fsynced: both must succeed before
 	// anything is published, and the read no longer waits for the disk.
 	synced := make(chan error, 1)
@@ -382,7 +374,6 @@ func (s *Staged) Publish() (dst string, err error) {
 		pub.dst = identityOf(fi)
 	}
 	opts.Publications.linking(src, pub)
-	handedOver = true
 	s.done = true
 	if err := durable.Publish(tmp, dst); err != nil {
 		opts.Publications.linked(src, false)
