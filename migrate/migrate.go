@@ -484,14 +484,16 @@ func stage(opts Options, rep *report, t *tree, in *input, start time.Time) (*pub
 		if err := t.dsh.CheckLog(in.path); err != nil {
 			return nil, err
 		}
-		path := in.path
-		checkHeader = func(h *convlog.Header) error { return t.dsh.CheckIdentity(path, h) }
+		checkHeader = func(h *convlog.Header) error { return t.dsh.CheckIdentity(in.path, h) }
 	} else if l := in.log; l != nil {
 		// The opener and the upgrade chain check the log names its place.
-		if in.version >= targetVersion {
-			open = func(_ string, opts convlog.ReaderOptions) (*convlog.Reader, error) { return l.Open(opts) }
-		} else if err := checkStoreLog(l); err != nil {
-			return nil, err
+		open = func(_ string, opts convlog.ReaderOptions) (*convlog.Reader, error) { return l.Open(opts) }
+		if in.version < targetVersion {
+			r, err := l.Open(convlog.ReaderOptions{}) // the dry run's check too
+			if err != nil {
+				return nil, err
+			}
+			r.Close()
 		}
 		checkHeader = l.CheckHeader
 	}
@@ -545,16 +547,6 @@ func stage(opts Options, rep *report, t *tree, in *input, start time.Time) (*pub
 		return nil, err
 	}
 	return p, nil
-}
-
-// checkStoreLog opens a store's log as the store does, which refuses one
-// whose header names another log.
-func checkStoreLog(l *store.Log) error {
-	r, err := l.Open(convlog.ReaderOptions{})
-	if err != nil {
-		return err
-	}
-	return r.Close()
 }
 
 func successorCompression(c Compress, src string) (convlog.Compression, error) {
