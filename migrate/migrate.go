@@ -323,7 +323,7 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 			if in.deferred {
 				// A retry publishes at once.
 				rep.event(in, Event{Action: "retry"})
-				process(opts, rep, t, in, true).publish(ctx, rep, true)
+				process(opts, rep, t, in, true).publish(context.WithoutCancel(ctx), rep, true)
 			}
 		}
 	}
@@ -389,7 +389,8 @@ func runJobs(ctx context.Context, opts Options, rep *report, t *tree) {
 					pending <- p
 					continue
 				}
-				p.publish(ctx, rep, false)
+				// The log a job was converting is finished even when interrupted.
+				p.publish(context.WithoutCancel(ctx), rep, false)
 				opts.Progress.Add(1)
 			}
 		})
@@ -423,9 +424,9 @@ type publication struct {
 	start time.Time
 }
 
-// publish publishes the stage (if any; once ctx is done it is discarded)
-// and reports the outcome; a source changed on the first pass defers the
-// input.
+// publish publishes the stage (if any; once ctx is done it is discarded:
+// publishers waiting on an interrupted run publish nothing more) and reports
+// the outcome; a source changed on the first pass defers the input.
 func (p *publication) publish(ctx context.Context, rep *report, retry bool) {
 	if p == nil {
 		return
