@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/BurntSushi/toml v1.6.0
+	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/gofrs/flock v0.13.0
 	github.com/klauspost/compress v1.20.4
 	github.com/rivo/uniseg v0.4.7

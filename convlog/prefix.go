@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -222,11 +223,11 @@ func (p *Prefix) recover(src io.ReaderAt, size int64, path string) {
 	defer r.Close()
 	// The lines after the last frame start between two lines, counted
 	// again from each such start (the header among them when none).
-	h := newXXH64()
+	h := xxhash.New()
 	var lines, n int64
 	add := func(raw []byte) {
-		h.write(raw)
-		h.write([]byte{'\n'})
+		h.Write(raw)
+		h.Write([]byte{'\n'})
 		lines++
 		n += int64(len(raw)) + 1
 	}
@@ -237,7 +238,8 @@ func (p *Prefix) recover(src io.ReaderAt, size int64, path string) {
 			return
 		}
 		if r.aligned.plain != from {
-			from, h, lines, n = r.aligned.plain, newXXH64(), 0, 0
+			from, lines, n = r.aligned.plain, 0, 0
+			h.Reset()
 		}
 		add(e.Raw)
 	}
@@ -256,7 +258,7 @@ func (p *Prefix) recover(src io.ReaderAt, size int64, path string) {
 		p.RecoveredLines, p.RecoveredBytes = 0, 0
 		return
 	}
-	p.RecoveredLines, p.RecoveredBytes, p.sum = lines, n, h.sum()
+	p.RecoveredLines, p.RecoveredBytes, p.sum = lines, n, h.Sum64()
 }
 
 // Reader returns the copy of the committed prefix of the log in src: its
@@ -334,7 +336,7 @@ func (t *tailReader) fill() error {
 	case t.fw.left == 0:
 		// The checksum is in out, not yet handed on: the copy ends only
 		// if the lines are the ones counted.
-		if t.fw.h.sum() != t.p.sum {
+		if t.fw.h.Sum64() != t.p.sum {
 			return changed()
 		}
 		t.done = true
