@@ -158,22 +158,7 @@ func (e *FrameError) Error() string {
 // file ends the loop; an error is yielded once, as (Frame{}, err), and ends
 // it. A loop left early leaves the scanner at the frame after the last one
 // yielded.
-func (s *FrameScanner) Frames() iter.Seq2[Frame, error] {
-	return func(yield func(Frame, error) bool) {
-		for {
-			f, err := s.next()
-			if err != nil {
-				if err != io.EOF {
-					yield(Frame{}, err)
-				}
-				return
-			}
-			if !yield(f, nil) {
-				return
-			}
-		}
-	}
-}
+func (s *FrameScanner) Frames() iter.Seq2[Frame, error] { return untilEOF(s.next) }
 
 // next returns the next frame, io.EOF after the last one, or an error.
 func (s *FrameScanner) next() (Frame, error) {

@@ -203,41 +203,30 @@ func (h *Header) AppendJSON(dst []byte) []byte {
 	if h.Raw != nil {
 		return append(dst, h.Raw...)
 	}
-	dst = append(dst, `{"type":`...)
-	dst = rawjson.AppendString(dst, h.Type)
-	dst = append(dst, `,"version":`...)
-	dst = rawjson.AppendInt(dst, int64(h.Version))
-	dst = append(dst, `,"id":`...)
-	dst = rawjson.AppendString(dst, h.ID)
-	dst = append(dst, `,"createdAt":`...)
-	dst = rawjson.AppendInt(dst, h.CreatedAt)
+	dst = rawjson.AppendString(append(dst, `{"type":`...), h.Type)
+	dst = rawjson.AppendInt(append(dst, `,"version":`...), int64(h.Version))
+	dst = rawjson.AppendString(append(dst, `,"id":`...), h.ID)
+	dst = rawjson.AppendInt(append(dst, `,"createdAt":`...), h.CreatedAt)
 	if h.Type == ConversationLog {
 		return append(dst, '}')
 	}
 	if h.Cwd != "" {
-		dst = append(dst, `,"cwd":`...)
-		dst = rawjson.AppendString(dst, h.Cwd)
+		dst = rawjson.AppendString(append(dst, `,"cwd":`...), h.Cwd)
 	}
 	if h.ParentSession != "" {
-		dst = append(dst, `,"parentSession":`...)
-		dst = rawjson.AppendString(dst, h.ParentSession)
+		dst = rawjson.AppendString(append(dst, `,"parentSession":`...), h.ParentSession)
 	}
 	if h.Version >= 2 {
-		dst = append(dst, `,"isSeeded":`...)
-		dst = strconv.AppendBool(dst, h.IsSeeded)
+		dst = strconv.AppendBool(append(dst, `,"isSeeded":`...), h.IsSeeded)
 	} else if h.SeedLength != nil {
-		dst = append(dst, `,"seedLength":`...)
-		dst = rawjson.AppendInt(dst, *h.SeedLength)
+		dst = rawjson.AppendInt(append(dst, `,"seedLength":`...), *h.SeedLength)
 	}
 	if h.Origin != "" {
-		dst = append(dst, `,"origin":`...)
-		dst = rawjson.AppendString(dst, h.Origin)
+		dst = rawjson.AppendString(append(dst, `,"origin":`...), h.Origin)
 	}
-	dst = append(dst, `,"delegationDepth":`...)
-	dst = rawjson.AppendInt(dst, h.DelegationDepth)
+	dst = rawjson.AppendInt(append(dst, `,"delegationDepth":`...), h.DelegationDepth)
 	if h.AgentPreset != "" {
-		dst = append(dst, `,"agentPreset":`...)
-		dst = rawjson.AppendString(dst, h.AgentPreset)
+		dst = rawjson.AppendString(append(dst, `,"agentPreset":`...), h.AgentPreset)
 	}
 	return append(dst, '}')
 }

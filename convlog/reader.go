@@ -515,17 +515,22 @@ func (r *Reader) Stop() { r.stopped = true }
 // once, as (nil, err), and again by a later Events. A loop left early
 // leaves the reader at the event after the last one yielded, and Close is
 // still the caller's.
-func (r *Reader) Events() iter.Seq2[*Event, error] {
-	return func(yield func(*Event, error) bool) {
+func (r *Reader) Events() iter.Seq2[*Event, error] { return untilEOF(r.next) }
+
+// untilEOF ranges over next's values up to io.EOF; another error is
+// yielded once, as (zero, err).
+func untilEOF[T any](next func() (T, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
 		for {
-			e, err := r.next()
+			v, err := next()
 			if err != nil {
 				if err != io.EOF {
-					yield(nil, err)
+					var zero T
+					yield(zero, err)
 				}
 				return
 			}
-			if !yield(e, nil) {
+			if !yield(v, nil) {
 				return
 			}
 		}
