@@ -19,8 +19,6 @@ type Framing struct {
 	// FirstOffset are the frame it is in and that frame's byte offset.
 	First                   string
 	FirstFrame, FirstOffset int64
-
-	headerShared bool
 }
 
 // Canonical reports whether the framing is the writer's.

@@ -19,9 +19,8 @@ type IdentityError struct {
 	Path string // "" from CheckIdentity
 	// Msg says what is wrong, without the path.
 	Msg string
-	// Type and ID are the header's; WantType and WantID the place's.
-	Type, ID, WantType, WantID string
-	// Version is the header's format version.
+	// ID and Version are the header's.
+	ID      string
 	Version int
 }
 
@@ -44,7 +43,7 @@ func checkIdentity(h *Header, typ, id, path string) error {
 	if typ == "" {
 		typ = SessionLog
 	}
-	e := &IdentityError{Path: path, Type: h.Type, ID: h.ID, WantType: typ, WantID: id, Version: h.Version}
+	e := &IdentityError{Path: path, ID: h.ID, Version: h.Version}
 	switch {
 	case typ == SessionLog && h.Type != SessionLog:
 		e.Msg = fmt.Sprintf("header (line 1) is not a session header (type %s); its file name is session %s", termtext.Quote(h.Type), termtext.Quote(id))

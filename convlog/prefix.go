@@ -23,7 +23,6 @@ type Prefix struct {
 	// after Bytes; 0 when the log does not read strictly.
 	RecoveredLines, RecoveredBytes int64
 
-	comp Compression
 	torn Frame  // the torn final frame
 	sum  uint64 // XXH64 of the recovered lines
 	// end is where the complete frames after Bytes end; the recovered
@@ -92,7 +91,7 @@ func plainPrefix(src io.ReaderAt, size int64, path string) (Prefix, error) {
 
 func zstdPrefix(sc *FrameScanner, src io.ReaderAt, size int64, path string) (Prefix, error) {
 	defer sc.release()
-	p := Prefix{comp: Zstd}
+	var p Prefix
 	complete := 0
 	var last Frame // the last complete frame
 	for f, err := range sc.Frames() {
@@ -362,7 +361,7 @@ func (r *Reader) ReadPrefix() (p Prefix, ok bool) {
 	if !r.done || r.stopped || s.TornTail || s.RecoveredLines > 0 || s.CommittedBytes != s.FileBytes || s.FileBytes == 0 {
 		return Prefix{}, false
 	}
-	p = Prefix{Bytes: s.FileBytes, comp: r.comp}
+	p = Prefix{Bytes: s.FileBytes}
 	if r.comp == Zstd {
 		p.end = s.FileBytes // as zstdPrefix sets it
 	}

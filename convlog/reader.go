@@ -486,7 +486,6 @@ func (r *Reader) readHeader() error {
 		switch {
 		case err == nil:
 			r.noteFraming("frame 1 holds more than the header line")
-			r.stats.Framing.headerShared = true
 		case err != io.EOF:
 			return r.errorAt(Position{Frame: 1, FrameOffset: 0, Line: 1}, ErrCorrupt, "header frame failed validation: %s", zstdFault(err))
 		}

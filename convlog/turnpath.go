@@ -122,9 +122,8 @@ func (f *eventFields) member(m member, msgKey string, msg *[]byte) {
 // callRec is one tool call of the open turn.
 type callRec struct {
 	seq      int64 // the event that made it known
-	step     int64
-	started  bool // a tool/call recorded it
-	resolved bool // its tool/result came
+	started  bool  // a tool/call recorded it
+	resolved bool  // its tool/result came
 	// sig is the hash of the name and arguments the answer asked with (0:
 	// not known).
 	sig uint64
@@ -146,7 +145,6 @@ type pathState struct {
 	open, stepOpen     bool
 	turn, step         int64
 	lastTurn, lastStep int64
-	turnSeq            int64  // seq of the open turn's turn/start
 	lastReason         string // the last turn/end's reason kind
 	// spliced: the previous event was a non-empty next-turn splice.
 	spliced bool
@@ -370,7 +368,7 @@ func (p *pathState) closesByUpgrade(f *eventFields, spliced bool) bool {
 func (p *pathState) apply(e *Event, role pathRole, f *eventFields) {
 	switch role {
 	case roleTurnStart:
-		p.open, p.turn, p.turnSeq, p.lastTurn, p.afterInherited = true, f.turn, e.Seq, f.turn, false
+		p.open, p.turn, p.lastTurn, p.afterInherited = true, f.turn, f.turn, false
 		p.stepOpen, p.step, p.lastStep = false, 0, 0
 		p.newTurnCalls()
 	case roleTurnEnd:
@@ -388,7 +386,7 @@ func (p *pathState) apply(e *Event, role pathRole, f *eventFields) {
 			if ok && (!rec.resolved || p.version < CurrentVersion) {
 				continue
 			}
-			rec = callRec{seq: e.Seq, step: p.step}
+			rec = callRec{seq: e.Seq}
 			if i < len(f.advertised) {
 				rec.sig = callSig(f.advertised[i].name, f.advertised[i].args)
 			}
@@ -402,7 +400,7 @@ func (p *pathState) apply(e *Event, role pathRole, f *eventFields) {
 	case roleToolCall:
 		rec, ok := p.calls[string(f.callID)]
 		if !ok {
-			rec = callRec{seq: e.Seq, step: p.step}
+			rec = callRec{seq: e.Seq}
 			p.pending++
 		}
 		rec.started = true
