@@ -66,6 +66,15 @@ func (e *Event) CheckedMembers(inMessage bool) (ms []rawjson.Member, ok bool) {
 	return e.dataMembers, e.scanned
 }
 
+// dataMember is the value of data's member key, from the members kept
+// when the line's check kept them.
+func (e *Event) dataMember(key string) []byte {
+	if e.scanned {
+		return memberValue(e.dataMembers, key)
+	}
+	return rawjson.Get(e.Data, key)
+}
+
 // Clone returns a copy that does not share memory with the reader's buffers.
 func (e *Event) Clone() Event {
 	c := *e

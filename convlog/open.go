@@ -16,7 +16,6 @@ import (
 // descriptor. A File is an io.ReaderAt of Size bytes.
 type File struct {
 	f     *rawFile
-	path  string
 	size  int64
 	mtime time.Time
 }
@@ -30,7 +29,7 @@ func OpenFile(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &File{f: f, path: path, size: size, mtime: mtime}, nil
+	return &File{f: f, size: size, mtime: mtime}, nil
 }
 
 // ReadAt implements io.ReaderAt.
@@ -41,9 +40,6 @@ func (f *File) Size() int64 { return f.size }
 
 // ModTime is the file's modification time when it was opened.
 func (f *File) ModTime() time.Time { return f.mtime }
-
-// Name is the path the file was opened by.
-func (f *File) Name() string { return f.path }
 
 // Close closes the file.
 func (f *File) Close() error { return f.f.Close() }

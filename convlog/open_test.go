@@ -79,7 +79,7 @@ func TestOpenRefusesWhatIsNotALogFile(t *testing.T) {
 	defer f.Close()
 	want, _ := os.ReadFile(good)
 	buf := make([]byte, f.Size())
-	if n, err := f.ReadAt(buf, 0); n != len(want) || err != nil || string(buf) != string(want) || f.Name() != good {
+	if n, err := f.ReadAt(buf, 0); n != len(want) || err != nil || string(buf) != string(want) {
 		t.Errorf("read %d bytes, %v", n, err)
 	}
 	if fi, _ := os.Lstat(good); !f.ModTime().Equal(fi.ModTime()) || f.ModTime().UnixNano() != fi.ModTime().UnixNano() {

@@ -285,13 +285,7 @@ func (v *Validator) applySurface(e *Event, wasEmpty bool) {
 // records what later ones relate to.
 func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messageFields) *problem {
 	r := &v.rel
-	d := e.Data
-	get := func(k string) []byte {
-		if e.scanned {
-			return memberValue(e.dataMembers, k)
-		}
-		return rawjson.Get(d, k)
-	}
+	get := e.dataMember
 	switch e.Type {
 	case "turn/start", TypeTurnEnd:
 		if r.comp.open {

@@ -169,12 +169,7 @@ func (v *Validator) Check(e *Event) error {
 		var sum uint64
 		var checked []byte
 		if sc == headerSchema {
-			if e.scanned {
-				checked = memberValue(e.dataMembers, "header")
-			} else {
-				checked = rawjson.Get(e.Data, "header")
-			}
-			if checked != nil {
+			if checked = e.dataMember("header"); checked != nil {
 				sum = contentHash(checked)
 			}
 			if sum == 0 || (sum != v.lastHeader && !headerAdmitted(sum)) {

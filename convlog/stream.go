@@ -223,9 +223,6 @@ func (s *Stream) Finish(ms int64, r FinishReason) {
 	s.raw(ms, append(append([]byte(`{"type":"finish","reason":`), rj...), '}'))
 }
 
-// Len is the number of records.
-func (s *Stream) Len() int { return len(s.runs) }
-
 // Records is the stream as stored: a JSON array of records.
 func (s *Stream) Records() json.RawMessage {
 	d := []byte{'['}
