@@ -27,17 +27,3 @@ func elements(b []byte) iter.Seq2[int, []byte] {
 		}
 	}
 }
-
-// twoMembers returns the values of the members named a and b (nil where
-// absent).
-func twoMembers(ms []member, a, b string) (va, vb []byte) {
-	for _, m := range ms {
-		switch string(m.Key) {
-		case a:
-			va = m.Value
-		case b:
-			vb = m.Value
-		}
-	}
-	return va, vb
-}

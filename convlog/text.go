@@ -36,7 +36,7 @@ func EventMessageText(e *Event, msg []byte) (role, text string) {
 			return "", ""
 		}
 	}
-	r, content := twoMembers(ms, "role", "content")
+	r, content := memberValue(ms, "role"), memberValue(ms, "content")
 	if s, ok := rawjson.String(content); ok {
 		return roleOf(r), s
 	}
