@@ -3,6 +3,7 @@ package convlog
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,14 +39,6 @@ type Header struct {
 	// built in memory. Writers copy it verbatim when set.
 	Raw []byte
 }
-
-var sessionKeysV2 = map[string]bool{"type": true, "version": true, "id": true, "createdAt": true, "cwd": true,
-	"parentSession": true, "isSeeded": true, "origin": true, "delegationDepth": true, "agentPreset": true}
-
-var sessionKeysV0 = map[string]bool{"type": true, "version": true, "id": true, "createdAt": true, "cwd": true,
-	"parentSession": true, "seedLength": true, "origin": true, "delegationDepth": true, "agentPreset": true}
-
-var conversationKeys = map[string]bool{"type": true, "version": true, "id": true, "createdAt": true}
 
 // headerProblem is a refusal with the column where it was found.
 type headerProblem struct {
@@ -115,22 +108,11 @@ func parseHeaderWith(line []byte, wantVersion int, scratch []member) (*Header, *
 		return nil, &headerProblem{col: v.ValOff, kind: ErrUnsupported,
 			msg: fmt.Sprintf("log uses format v%d, but this build reads only up to v%d: the log was written by a newer runtime; upgrade convkit to read it", h.Version, CurrentVersion)}
 	}
-	allowed := conversationKeys
-	if h.Type == SessionLog {
-		allowed = sessionKeysV2
-		if h.Version <= 1 {
-			allowed = sessionKeysV0
-			if get("sandboxMode") != nil || get("approvalPolicy") != nil {
-				return nil, corrupt(0, "session header uses retired policy baseline fields")
-			}
-		}
+	if h.Type == SessionLog && h.Version <= 1 && (get("sandboxMode") != nil || get("approvalPolicy") != nil) {
+		return nil, corrupt(0, "session header uses retired policy baseline fields")
 	}
-	for _, m := range members {
-		if !allowed[string(m.Key)] {
-			return nil, corrupt(m.KeyOff, "header has unexpected member %s", termtext.Quote(string(m.Key)))
-		}
-	}
-	// The members beyond type and version, checked in this order.
+	// The members beyond type and version, checked in this order once no
+	// other member is found.
 	type field struct {
 		key, rule string
 		required  bool
@@ -157,6 +139,11 @@ func parseHeaderWith(line []byte, wantVersion int, scratch []member) (*Header, *
 			fields = append(fields, field{key: "seedLength", rule: "a non-negative safe integer", num: h.SeedLength})
 		} else {
 			fields = append(fields, field{key: "isSeeded", rule: "a boolean", required: true, flag: &h.IsSeeded})
+		}
+	}
+	for _, m := range members {
+		if k := string(m.Key); k != "type" && k != "version" && !slices.ContainsFunc(fields, func(f field) bool { return f.key == k }) {
+			return nil, corrupt(m.KeyOff, "header has unexpected member %s", termtext.Quote(k))
 		}
 	}
 	for _, f := range fields {
