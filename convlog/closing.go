@@ -2,6 +2,7 @@ package convlog
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/convkit/convkit/internal/rawjson"
 )
@@ -112,24 +113,19 @@ func storedStream(records []byte) *Stream {
 					d, _ := rawjson.Int(g)
 					t += d
 				}
-				switch typ {
-				case "text-chunks":
-					s.Text(t, i, str(p))
-				case "reasoning-chunks":
-					s.Reasoning(t, i, str(p))
-				default:
+				if typ == "tool-call-chunks" {
 					s.ToolCall(t, i, id, name, str(p))
+				} else {
+					s.textDelta(strings.TrimSuffix(typ, "-chunks"), t, i, str(p))
 				}
 			}
 		case "chunk":
 			t, _ := rawjson.Int(rawjson.Get(rec, "time"))
 			c := rawjson.Get(rec, "chunk")
 			i := index(rawjson.Get(c, "index"))
-			switch str(rawjson.Get(c, "type")) {
-			case "text-delta":
-				s.Text(t, i, str(rawjson.Get(c, "text")))
-			case "reasoning-delta":
-				s.Reasoning(t, i, str(rawjson.Get(c, "text")))
+			switch ct := str(rawjson.Get(c, "type")); ct {
+			case "text-delta", "reasoning-delta":
+				s.textDelta(strings.TrimSuffix(ct, "-delta"), t, i, str(rawjson.Get(c, "text")))
 			case "tool-call-delta":
 				s.ToolCall(t, i, str(rawjson.Get(c, "id")), str(rawjson.Get(c, "name")), str(rawjson.Get(c, "argumentsDelta")))
 			case "block-start":

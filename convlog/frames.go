@@ -100,14 +100,7 @@ func (s *FrameScanner) zeroTail(off int64) bool {
 	return true
 }
 
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}
+func allZero(b []byte) bool { return len(bytes.TrimLeft(b, "\x00")) == 0 }
 
 // errShort reports that the file ended inside a frame.
 var errShort = fmt.Errorf("short")

@@ -51,14 +51,6 @@ func CommittedPrefix(src io.ReaderAt, size int64, c Compression, path string) (P
 	return plainPrefix(src, size, path)
 }
 
-func headerless(path string, empty bool) error {
-	msg := "empty or header-less log: the first line must be a complete header line"
-	if !empty {
-		msg += " (the file holds no complete line)"
-	}
-	return &FormatError{Path: path, Msg: msg, Kind: ErrCorrupt}
-}
-
 func plainPrefix(src io.ReaderAt, size int64, path string) (Prefix, error) {
 	const chunk = 64 << 10
 	mem := memOf(src, size)
@@ -86,7 +78,11 @@ func plainPrefix(src io.ReaderAt, size int64, path string) (Prefix, error) {
 		}
 		end = start
 	}
-	return Prefix{}, headerless(path, size == 0)
+	msg := "empty or header-less log: the first line must be a complete header line"
+	if size > 0 {
+		msg += " (the file holds no complete line)"
+	}
+	return Prefix{}, &FormatError{Path: path, Msg: msg, Kind: ErrCorrupt}
 }
 
 func zstdPrefix(sc *FrameScanner, src io.ReaderAt, size int64, path string) (Prefix, error) {

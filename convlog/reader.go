@@ -208,19 +208,6 @@ var (
 // that cross from one chunk to the next.
 type readBufs struct{ chunk, line []byte }
 
-func getBufio(r io.Reader) *bufio.Reader {
-	b := bufioPool.Get().(*bufio.Reader)
-	b.Reset(r)
-	return b
-}
-
-func putBufio(b *bufio.Reader) {
-	if b != nil {
-		b.Reset(nil)
-		bufioPool.Put(b)
-	}
-}
-
 var decoderPool = sync.Pool{New: func() any {
 	// The window limit bounds memory for hostile frames.
 	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxWindow))
@@ -410,8 +397,11 @@ func (r *Reader) Close() error {
 func (r *Reader) release() {
 	r.endStream()
 	r.stopPrefetch()
-	putBufio(r.frameIn)
-	r.frameIn = nil
+	if r.frameIn != nil {
+		r.frameIn.Reset(nil)
+		bufioPool.Put(r.frameIn)
+		r.frameIn = nil
+	}
 	if r.chunk != nil && cap(r.lineBuf) <= keepBufBytes {
 		r.chunk.line = r.lineBuf[:0]
 		chunkPool.Put(r.chunk)
@@ -835,10 +825,9 @@ func (r *Reader) openFrame() error {
 	// The decoder reads a block header at a time: buffered, few reads.
 	sr := io.NewSectionReader(r.src, f.Offset, f.Size)
 	if r.frameIn == nil {
-		r.frameIn = getBufio(sr)
-	} else {
-		r.frameIn.Reset(sr)
+		r.frameIn = bufioPool.Get().(*bufio.Reader)
 	}
+	r.frameIn.Reset(sr)
 	return r.streamFrame(f, r.frameIn)
 }
 
