@@ -1,7 +1,5 @@
 package convlog
 
-import "fmt"
-
 // A compressed log's canonical framing is the writer's: frame 1 exactly the
 // header line, then one frame per append batch, each ending between two
 // lines. The zstd tool writes other framings of the same text (one frame
@@ -36,13 +34,6 @@ func (r *Reader) noteFraming(what string) {
 		r.stats.Framing.FirstFrame, r.stats.Framing.FirstOffset = r.frame.Index, r.frame.Offset
 	}
 	r.stats.Framing.Departures++
-}
-
-// carryLine keeps the start of a line that a complete frame ended inside,
-// for the next frame to finish.
-func (r *Reader) carryLine(part []byte) {
-	r.noteFraming(fmt.Sprintf("frame %d at file byte %d ends inside line %d", r.frame.Index, r.frame.Offset, r.line+1))
-	r.carry = append(r.carry[:0], part...)
 }
 
 // tornAtAligned ends the read at a torn tail: the committed prefix ends at

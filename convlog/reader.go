@@ -673,9 +673,10 @@ func (r *Reader) nextLine() ([]byte, int64, error) {
 			return nil, 0, r.errorAt(Position{Frame: r.frame.Index, FrameOffset: r.frame.Offset, Offset: start},
 				ErrCorrupt, "complete frame contains a torn JSONL record")
 		case len(line) > 0:
-			// The line goes on in the next frame: not canonical, but the
-			// plain text is what counts.
-			r.carryLine(line)
+			// The line goes on in the next frame, which finishes it: not
+			// canonical, but the plain text is what counts.
+			r.noteFraming(fmt.Sprintf("frame %d at file byte %d ends inside line %d", r.frame.Index, r.frame.Offset, r.line+1))
+			r.carry = append(r.carry[:0], line...)
 		}
 	}
 }

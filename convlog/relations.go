@@ -274,13 +274,6 @@ func (v *Validator) surfaceRules(e *Event) *problem {
 	return nil
 }
 
-// applySurface notes the protected head after e joined the history.
-func (v *Validator) applySurface(e *Event, wasEmpty bool) {
-	if e.Type == TypeSystemMessage && e.SurfaceOp != nil && !e.SurfaceOp.Replace && wasEmpty {
-		v.rel.head = true
-	}
-}
-
 // relations checks e (its payload valid) against earlier events, and
 // records what later ones relate to.
 func (v *Validator) relations(e *Event, f *eventFields, bi *blockInfo, mf *messageFields) *problem {

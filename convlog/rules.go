@@ -327,8 +327,8 @@ func (v *Validator) Check(e *Event) error {
 	if pathOK && (!v.inSeed || current) {
 		v.path.apply(e, role, &f)
 	}
-	if info.surface && current {
-		v.applySurface(e, wasEmpty)
+	if e.Type == TypeSystemMessage && current && e.SurfaceOp != nil && !e.SurfaceOp.Replace && wasEmpty {
+		v.rel.head = true // the protected system head
 	}
 	if role == roleEndSeed && f.inherited {
 		v.marker = true
@@ -336,7 +336,9 @@ func (v *Validator) Check(e *Event) error {
 		if v.inSeed {
 			v.inSeed = false
 			if !current {
-				v.path.afterSeed()
+				// The path starts afresh: the inherited turns are numbered
+				// as the source's.
+				v.path = pathState{version: v.path.version, j: v.path.j}
 			}
 			v.path.afterInherited = true
 		}

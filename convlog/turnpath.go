@@ -213,12 +213,6 @@ func (p *pathState) newTurnCalls() {
 	p.order = p.order[:0]
 }
 
-// afterSeed starts the path afresh after inherited history, whose turn
-// numbers are the source's.
-func (p *pathState) afterSeed() {
-	*p = pathState{version: p.version, j: p.j}
-}
-
 // check says what is wrong with e at this point of the path, "" when
 // nothing.
 func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool) string {
