@@ -2,11 +2,9 @@ package convlog
 
 import "fmt"
 
-// LineChecker checks event lines one at a time as a Reader reads them: the
-// envelope, the type's rules, the seq expected. A writer
-// that produces a log's lines itself (an upgrade's successor) checks what
-// it writes with it, before the bytes reach the file, instead of reading
-// the file back. It is not safe for concurrent use: one per goroutine.
+// LineChecker checks event lines as a Reader reads them (envelope, type,
+// seq), so that a writer of a whole log (an upgrade's successor) checks
+// its lines before they reach the file; one per goroutine.
 type LineChecker struct {
 	path   string
 	parser envelopeParser

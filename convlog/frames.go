@@ -146,11 +146,8 @@ func (e *FrameError) Error() string {
 	return fmt.Sprintf("frame %d at byte %d: %s", e.Frame, e.Offset, e.Msg)
 }
 
-// Frames yields the frames in order, or a *FrameError; a frame the file
-// ends inside is yielded with Torn set, and ends the scan. The end of the
-// file ends the loop; an error is yielded once, as (Frame{}, err), and ends
-// it. A loop left early leaves the scanner at the frame after the last one
-// yielded.
+// Frames yields the frames in order, then a *FrameError once if one is
+// found; a frame the file ends inside is yielded Torn, and ends the scan.
 func (s *FrameScanner) Frames() iter.Seq2[Frame, error] { return untilEOF(s.next) }
 
 // next returns the next frame, io.EOF after the last one, or an error.

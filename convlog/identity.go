@@ -11,10 +11,8 @@ import (
 // another log than its place in the store does.
 var ErrIdentity = errors.New("log header names another log than its place")
 
-// IdentityError refuses a log whose header is not the one its path implies:
-// a session log whose header is another session's (a log copied or renamed
-// under another session's name), or a conversation log naming another
-// conversation. Its events belong elsewhere, so it is not read as this log.
+// IdentityError refuses a log whose header names another log than its path
+// (one copied or renamed): its events belong elsewhere.
 type IdentityError struct {
 	Path string // "" from CheckIdentity
 	// Msg says what is wrong, without the path.
@@ -33,10 +31,8 @@ func (e *IdentityError) Error() string {
 
 func (e *IdentityError) Unwrap() error { return ErrIdentity }
 
-// CheckIdentity refuses a header that does not name the log its place
-// implies: a session log of session id (typ SessionLog or ""), or the
-// conversation log of conversation id (typ ConversationLog). The
-// *IdentityError names no path.
+// CheckIdentity refuses a header that is not of the log of type typ
+// (SessionLog when "") and id, with an *IdentityError naming no path.
 func CheckIdentity(h *Header, typ, id string) error { return checkIdentity(h, typ, id, "") }
 
 func checkIdentity(h *Header, typ, id, path string) error {

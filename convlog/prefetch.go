@@ -44,18 +44,16 @@ type pframe struct {
 	ready chan struct{}
 }
 
-// ahead fills a fixed set of buffers on a goroutine of its own and hands
-// them over in the order filled: a prefetcher's frames, a streamed frame's
-// chunks.
+// ahead fills a fixed set of buffers (frames, chunks) on a goroutine of
+// its own and hands them over in the order filled.
 type ahead[T any] struct {
 	ready, free chan T
 	stop, done  chan struct{}
 	all         []T // every buffer, for the pool at the end
 }
 
-// startAhead fills all's buffers with fill, which reports whether the one
-// it filled is the last; wait, when set, runs once the goroutine fills no
-// more.
+// startAhead fills all's buffers with fill until it reports the last;
+// wait, when set, runs once the goroutine fills no more.
 func startAhead[T any](all []T, fill func(T) (last bool), wait func()) *ahead[T] {
 	a := &ahead[T]{ready: make(chan T, len(all)), free: make(chan T, len(all)),
 		stop: make(chan struct{}), done: make(chan struct{}), all: all}

@@ -206,9 +206,8 @@ const lineEndWhole = 16 << 10
 // its text decoded into the first.
 var lineEndBufs = sync.Pool{New: func() any { b := make([]byte, 2*lineEndWhole); return &b }}
 
-// recover reads the log strictly and takes the reader's committed prefix
-// and recovered lines; a log the reader refuses keeps the structure's
-// answer.
+// recover takes a strict reader's committed prefix and recovered lines;
+// a log the reader refuses keeps the structure's answer.
 func (p *Prefix) recover(src io.ReaderAt, size int64, path string) {
 	comp := Zstd
 	r, err := NewReader(src, size, path, ReaderOptions{Compression: &comp})

@@ -24,9 +24,7 @@ func rawFrameLen(n int64) int64 {
 const rawFrameHeaderLen = 4 + 1 + 1 + 8
 
 // AppendRawFrame appends to dst the raw frame holding content (at least one
-// byte): content stored as it is, so that it appears verbatim in the
-// output, which is what a deduplicating copier needs of bytes that are
-// compressed already.
+// byte) verbatim, as a deduplicating copier needs of compressed bytes.
 func AppendRawFrame(dst, content []byte) []byte {
 	w := appendWriter{b: dst}
 	fw, _ := newRawFrameWriter(&w, int64(len(content)))

@@ -500,10 +500,8 @@ func (r *Reader) RuleProblem(err error) error {
 func (r *Reader) Stop() { r.stopped = true }
 
 // Events yields the events of the log, each valid until the loop body
-// returns (Event.Clone keeps one); an error other than the end is yielded
-// once, as (nil, err), and again by a later Events. A loop left early
-// leaves the reader at the event after the last one yielded, and Close is
-// still the caller's.
+// returns (Event.Clone keeps one), then an error once (again by a later
+// Events); a loop left early leaves the reader at the next event.
 func (r *Reader) Events() iter.Seq2[*Event, error] { return untilEOF(r.next) }
 
 // untilEOF ranges over next's values up to io.EOF; another error is

@@ -1,9 +1,7 @@
 package convlog
 
-// SurfaceNode is one node of the current surface: the seq of the surface
-// event that put it there, its message (nil when the history skips
-// bodies) and whether it is hidden from what the model reads (an empty
-// answer).
+// SurfaceNode is one node of the current surface: its event's seq, its
+// message (nil when bodies are skipped), and Hidden for an empty answer.
 type SurfaceNode struct {
 	Seq     int64
 	Message *StoredMessage
