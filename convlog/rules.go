@@ -52,11 +52,9 @@ func (e *RuleError) Unwrap() error { return e.Kind }
 
 // Rule is the name of the rule broken: payload, wrong-log, message,
 // turn-path, history or relationship (docs/FORMAT.md, "Test vectors").
-func (e *RuleError) Rule() string { return ruleName(e.Kind) }
-
-func ruleName(kind error) string {
+func (e *RuleError) Rule() string {
 	for _, r := range ruleNames {
-		if r.kind == kind {
+		if r.kind == e.Kind {
 			return r.name
 		}
 	}
@@ -157,7 +155,7 @@ func (v *Validator) Check(e *Event) error {
 		if e.Ignorable {
 			return nil // an opaque record in this kind of log
 		}
-		return rerr(ErrWrongLog, "a %s log's event type in a %s log: each kind of log has its own types", logNames[sc.log], logNames[otherLog(sc.log)])
+		return rerr(ErrWrongLog, "a %s log's event type in a %s log: each kind of log has its own types", logNames[sc.log], logNames[inSession+inConversation-sc.log])
 	}
 	current := v.version >= CurrentVersion
 	if current && sc != nil && sc.data != nil {
@@ -168,11 +166,13 @@ func (v *Validator) Check(e *Event) error {
 		// it alone), the rest of the data is.
 		var sum uint64
 		var checked []byte
+		admitted := &admittedHeaders[0]
 		if sc == headerSchema {
 			if checked = e.dataMember("header"); checked != nil {
 				sum = contentHash(checked)
 			}
-			if sum == 0 || (sum != v.lastHeader && !headerAdmitted(sum)) {
+			admitted = &admittedHeaders[sum%uint64(len(admittedHeaders))]
+			if sum == 0 || (sum != v.lastHeader && admitted.Load() != sum) {
 				checked = nil
 			}
 		}
@@ -187,7 +187,7 @@ func (v *Validator) Check(e *Event) error {
 		}
 		if p == nil && sc == headerSchema && sum != v.lastHeader {
 			v.lastHeader = sum
-			admitHeader(sum)
+			admitted.Store(sum)
 		}
 	}
 	if !v.session {
@@ -351,12 +351,6 @@ func (v *Validator) Check(e *Event) error {
 // keep their schema, one a slot, which any validator takes as checked.
 var admittedHeaders [64]atomic.Uint64
 
-func headerAdmitted(sum uint64) bool {
-	return admittedHeaders[sum%uint64(len(admittedHeaders))].Load() == sum
-}
-
-func admitHeader(sum uint64) { admittedHeaders[sum%uint64(len(admittedHeaders))].Store(sum) }
-
 // ruleProblem is a schema or relationship problem as a *RuleError.
 func ruleProblem(e *Event, p *problem) *RuleError {
 	kind := p.kind
@@ -367,8 +361,6 @@ func ruleProblem(e *Event, p *problem) *RuleError {
 }
 
 var logNames = [...]string{inSession: "session", inConversation: "conversation"}
-
-func otherLog(k logKind) logKind { return inSession + inConversation - k }
 
 // Finish reports what only the end shows: a seeded log (version 2 or later)
 // without its session/end-seed. A turn still open is no problem.

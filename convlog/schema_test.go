@@ -140,8 +140,8 @@ func TestWriterRefusesMisuse(t *testing.T) {
 				t.Fatalf("Append = %v (member %q), want a *RuleError %v at %s seq %d, member %q, saying %q",
 					err, ruleMember(re), c.kind, c.bad.Type, len(c.before), c.member, c.want)
 			}
-			if re.Rule() != ruleName(c.kind) {
-				t.Errorf("rule %q, want %q", re.Rule(), ruleName(c.kind))
+			if re.Rule() != (&RuleError{Kind: c.kind}).Rule() {
+				t.Errorf("rule %q, want %q", re.Rule(), (&RuleError{Kind: c.kind}).Rule())
 			}
 			if string(mustRead(t, path)) != string(before) {
 				t.Fatal("a refused event changed the file")
