@@ -46,29 +46,19 @@ func openRaw(path string) (f *rawFile, size int64, mtime time.Time, err error) {
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		f.Close()
-		return nil, 0, time.Time{}, notRegular(path, modeOf(st.Mode))
+		mode, ok := fileTypes[st.Mode&syscall.S_IFMT]
+		if !ok {
+			mode = fs.ModeIrregular
+		}
+		return nil, 0, time.Time{}, notRegular(path, mode)
 	}
 	return f, st.Size, time.Unix(st.Mtim.Unix()), nil
 }
 
-// modeOf is the fs.FileMode type bits of a stat mode.
-func modeOf(m uint32) fs.FileMode {
-	switch m & syscall.S_IFMT {
-	case syscall.S_IFDIR:
-		return fs.ModeDir
-	case syscall.S_IFIFO:
-		return fs.ModeNamedPipe
-	case syscall.S_IFSOCK:
-		return fs.ModeSocket
-	case syscall.S_IFCHR:
-		return fs.ModeDevice | fs.ModeCharDevice
-	case syscall.S_IFBLK:
-		return fs.ModeDevice
-	case syscall.S_IFLNK:
-		return fs.ModeSymlink
-	}
-	return fs.ModeIrregular
-}
+// fileTypes are the fs.FileMode type bits of a stat mode's file types.
+var fileTypes = map[uint32]fs.FileMode{syscall.S_IFDIR: fs.ModeDir, syscall.S_IFIFO: fs.ModeNamedPipe,
+	syscall.S_IFSOCK: fs.ModeSocket, syscall.S_IFCHR: fs.ModeDevice | fs.ModeCharDevice, syscall.S_IFBLK: fs.ModeDevice,
+	syscall.S_IFLNK: fs.ModeSymlink}
 
 // ReadAt implements io.ReaderAt.
 func (f *rawFile) ReadAt(p []byte, off int64) (int, error) {
