@@ -117,11 +117,7 @@ func (s *FrameScanner) read(off int64, n int) ([]byte, error) {
 		p := off - s.winOff
 		return s.win[p : p+int64(n)], nil
 	}
-	want := cap(s.win)
-	if int64(want) > s.size-off {
-		want = int(s.size - off)
-	}
-	s.win = s.win[:want]
+	s.win = s.win[:min(int64(cap(s.win)), s.size-off)]
 	m, err := s.r.ReadAt(s.win, off)
 	if m < n {
 		if err == nil || err == io.EOF {

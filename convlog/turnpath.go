@@ -1,6 +1,7 @@
 package convlog
 
 import (
+	"cmp"
 	"fmt"
 	"hash/maphash"
 	"slices"
@@ -337,19 +338,11 @@ func (p *pathState) check(e *Event, role pathRole, f *eventFields, spliced bool)
 
 // belongs says what an event outside a step should have been inside.
 func belongs(e *Event, role pathRole) string {
-	switch {
-	case e.Type == "request/header" || e.Type == "request/context":
-		return "a request belongs to a step"
-	case role == roleAnswer:
-		return "an answer belongs to a step"
-	case role == roleAttempt:
-		return "a model call belongs to a step"
-	case role == roleToolCall:
-		return "a tool call belongs to a step"
-	case role == roleToolResult:
-		return "a tool result belongs to a step"
+	what := map[pathRole]string{roleAnswer: "an answer", roleAttempt: "a model call", roleToolCall: "a tool call", roleToolResult: "a tool result"}[role]
+	if e.Type == "request/header" || e.Type == "request/context" {
+		what = "a request"
 	}
-	return "it belongs to a step"
+	return cmp.Or(what, "it") + " belongs to a step"
 }
 
 // closesByUpgrade: a restart that an older version's upgrade closes as
