@@ -1,7 +1,9 @@
 package rawjson
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 )
@@ -61,6 +63,31 @@ func BenchmarkGetFrom(b *testing.B) {
 		}
 		if id := Get(GetFrom(data, "message"), "id"); string(id) != `"r1"` {
 			b.Fatalf("message id %s", id)
+		}
+	}
+}
+
+// BenchmarkCorpus checks every line of the log RAWJSON_CORPUS names (one
+// of scripts/genlog's, e.g. -lines short) as the reader does: the envelope
+// with the members of data and data.message kept.
+func BenchmarkCorpus(b *testing.B) {
+	path := os.Getenv("RAWJSON_CORPUS")
+	if path == "" {
+		b.Skip("RAWJSON_CORPUS names no log")
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSuffix(text, []byte("\n")), []byte("\n"))
+	b.SetBytes(int64(len(text)))
+	var buf []Member
+	n := &Nested{Key: "data", Inner: &Nested{Key: "message"}}
+	for b.Loop() {
+		for _, l := range lines {
+			if buf, err = ObjectNested(l, buf, n); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 }
