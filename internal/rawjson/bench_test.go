@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // benchLines are event lines of the shapes logs hold: small lifecycle
@@ -69,7 +71,9 @@ func BenchmarkGetFrom(b *testing.B) {
 
 // BenchmarkCorpus checks every line of the log RAWJSON_CORPUS names (one
 // of scripts/genlog's, e.g. -lines short) as the reader does: the envelope
-// with the members of data and data.message kept.
+// with the members of data and data.message kept; "oracle" is the same
+// with the checker of oracle_test.go, for figures from one run. cpu-MB/s
+// is from the process's CPU time (the machine is shared).
 func BenchmarkCorpus(b *testing.B) {
 	path := os.Getenv("RAWJSON_CORPUS")
 	if path == "" {
@@ -80,14 +84,34 @@ func BenchmarkCorpus(b *testing.B) {
 		b.Fatal(err)
 	}
 	lines := bytes.Split(bytes.TrimSuffix(text, []byte("\n")), []byte("\n"))
-	b.SetBytes(int64(len(text)))
-	var buf []Member
-	n := &Nested{Key: "data", Inner: &Nested{Key: "message"}}
-	for b.Loop() {
-		for _, l := range lines {
-			if buf, err = ObjectNested(l, buf, n); err != nil {
-				b.Fatal(err)
+	for _, c := range []struct {
+		name  string
+		check func([]byte, []Member, *Nested) ([]Member, error)
+	}{{"check", ObjectNested}, {"oracle", oldObjectNested}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			var buf []Member
+			n := &Nested{Key: "data", Inner: &Nested{Key: "message"}}
+			cpu0 := cpuTime()
+			for b.Loop() {
+				for _, l := range lines {
+					if buf, err = c.check(l, buf, n); err != nil {
+						b.Fatal(err)
+					}
+				}
 			}
-		}
+			if d := cpuTime() - cpu0; d > 0 {
+				b.ReportMetric(float64(len(text))*float64(b.N)/d.Seconds()/1e6, "cpu-MB/s")
+			}
+		})
 	}
+}
+
+// cpuTime is the CPU time the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

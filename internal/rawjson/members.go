@@ -72,8 +72,22 @@ func object(b []byte, start, depth int, members []Member, keep bool, n *Nested) 
 		if i >= len(b) || b[i] != '"' {
 			return members, i, synErr(i, "expected a string key in object")
 		}
+		// A key of at most fifteen plain ASCII bytes, its closing quote
+		// in the two words after its opening one (the usual key), is found
+		// here without a call; scanString takes any other.
 		ks := i
-		ke, esc, err := shortKey(b, i)
+		ke, esc := -1, false
+		if i+17 <= len(b) {
+			w := b[i+1 : i+17]
+			m, j := special(binary.LittleEndian.Uint64(w)), i+1
+			if m == 0 {
+				m, j = special(binary.LittleEndian.Uint64(w[8:])), i+9
+			}
+			if j += bits.TrailingZeros64(m) >> 3; m != 0 && b[j] == '"' {
+				ke = j + 1
+			}
+		}
+		var err error
 		if ke < 0 {
 			if ke, esc, err = scanString(b, i); err != nil {
 				return members, i, err
@@ -89,21 +103,34 @@ func object(b []byte, start, depth int, members []Member, keep bool, n *Nested) 
 		} else if keys.addSlow(b, start, ks, ke, esc) {
 			return members, i, duplicate(ks, b[ks:ke])
 		}
-		i = SkipSpace(b, ke)
+		// The usual member has no white space: ':' right after the key,
+		// the value right after it.
+		i = ke
 		if i >= len(b) || b[i] != ':' {
-			return members, i, synErr(i, "expected ':' after object key")
+			if i = SkipSpace(b, i); i >= len(b) || b[i] != ':' {
+				return members, i, synErr(i, "expected ':' after object key")
+			}
 		}
-		vs := SkipSpace(b, i+1)
+		vs := i + 1
+		if vs < len(b) && b[vs] <= ' ' {
+			vs = SkipSpace(b, vs)
+		}
 		var ve int
-		if n != nil && !n.Found && vs < len(b) && b[vs] == '{' && string(keyOf(b[ks:ke], esc)) == n.Key {
+		if vs >= len(b) {
+			return members, vs, synErr(vs, "unexpected end of JSON")
+		}
+		switch c := b[vs]; {
+		case c == '"':
+			ve, err = skipString(b, vs)
+		case c-'0' <= 9:
+			ve, err = skipNumber(b, vs)
+		case c == '{' && n != nil && !n.Found && string(keyOf(b[ks:ke], esc)) == n.Key:
 			if depth+1 >= MaxDepth {
 				return members, vs, synErr(vs, "JSON nested deeper than %d levels", MaxDepth)
 			}
 			n.Members, ve, err = object(b, vs, depth+1, n.Members, true, n.Inner)
 			n.Found = err == nil
-		} else if vs < len(b) && b[vs] == '"' {
-			ve, err = skipString(b, vs)
-		} else {
+		default:
 			ve, err = skipValue(b, vs, depth+1)
 		}
 		if err != nil {
@@ -112,9 +139,14 @@ func object(b []byte, start, depth int, members []Member, keep bool, n *Nested) 
 		if keep {
 			members = append(members, Member{Key: keyOf(b[ks:ke], esc), RawKey: b[ks:ke], Value: b[vs:ve], KeyOff: ks, ValOff: vs})
 		}
-		i = SkipSpace(b, ve)
+		i = ve
+		if i < len(b) && b[i] <= ' ' {
+			i = SkipSpace(b, i)
+		}
 		if i < len(b) && b[i] == ',' {
-			i = SkipSpace(b, i+1)
+			if i++; i < len(b) && b[i] <= ' ' {
+				i = SkipSpace(b, i)
+			}
 			continue
 		}
 		if i < len(b) && b[i] == '}' {

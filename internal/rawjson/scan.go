@@ -273,40 +273,35 @@ func skipNumber(b []byte, i int) (int, error) {
 	return i, nil
 }
 
-// digits returns the offset past the run of decimal digits at b[i].
+// digits returns the offset past the run of decimal digits at b[i]: a
+// word at a time while eight bytes are left (nonDigit).
 func digits(b []byte, i int) int {
+	for i+8 <= len(b) {
+		if m := nonDigit(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
 	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 		i++
 	}
 	return i
 }
 
-// shortKey is scanString's answer for a key of at most fifteen plain
-// ASCII bytes, whose closing quote is in the two words after its opening
-// one, and -1 for any other: the usual key, without scanString's escapes,
-// UTF-8 and error paths.
-func shortKey(b []byte, i int) (end int, esc bool, err error) {
-	if i+17 <= len(b) {
-		j := i + 1
-		m := special(binary.LittleEndian.Uint64(b[j:]))
-		if m == 0 {
-			j += 8
-			m = special(binary.LittleEndian.Uint64(b[j:]))
-		}
-		if m != 0 {
-			if j += bits.TrailingZeros64(m) >> 3; b[j] == '"' {
-				return j + 1, false, nil
-			}
-		}
-	}
-	return -1, false, nil
+// nonDigit sets the high bit of the bytes of v that are not ASCII digits;
+// as with special, the lowest byte flagged is exact (a borrow or carry
+// into a byte comes only from a flagged byte below it).
+func nonDigit(v uint64) uint64 {
+	const ones = 0x0101010101010101
+	x := v - 0x30*ones // a digit's byte is now 0-9
+	return (v | x | (x + 0x76*ones)) & 0x8080808080808080
 }
 
 // scanString checks the JSON string starting at the opening quote b[i]
 // (escapes, no raw control characters, valid UTF-8) and returns the offset
 // past the closing quote and whether the string holds an escape. Only keys
-// shortKey does not take come here, so a second look for a backslash is
-// cheap.
+// object's fast path does not take come here, so a second look for a
+// backslash is cheap.
 func scanString(b []byte, i int) (end int, esc bool, err error) {
 	if end, err = skipString(b, i); err != nil {
 		return end, false, err

@@ -166,3 +166,43 @@ func TestSpecialLowestExact(t *testing.T) {
 func hasLess(v uint64, n byte) uint64 {
 	return (v - 0x0101010101010101*uint64(n)) &^ v & 0x8080808080808080
 }
+
+// TestNonDigitLowestExact: the lowest byte nonDigit flags is the first
+// byte that is not a digit, for words of digits and every other byte.
+func TestNonDigitLowestExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var w [8]byte
+	for n := 0; n < 200000; n++ {
+		for k := range w {
+			if rng.IntN(3) == 0 {
+				w[k] = byte(rng.IntN(256))
+			} else {
+				w[k] = '0' + byte(rng.IntN(10))
+			}
+		}
+		want := 8
+		for k, c := range w {
+			if c < '0' || c > '9' {
+				want = k
+				break
+			}
+		}
+		got := 8
+		if m := nonDigit(binary.LittleEndian.Uint64(w[:])); m != 0 {
+			got = bits.TrailingZeros64(m) >> 3
+		}
+		if got != want {
+			t.Fatalf("%q: first non-digit %d, nonDigit says %d", w, want, got)
+		}
+	}
+	for c := 0; c < 256; c++ {
+		for at := 0; at < 8; at++ {
+			w := [8]byte{'9', '9', '9', '9', '9', '9', '9', '9'}
+			w[at] = byte(c)
+			m := nonDigit(binary.LittleEndian.Uint64(w[:]))
+			if isDigit := c >= '0' && c <= '9'; isDigit != (m == 0) || (!isDigit && bits.TrailingZeros64(m)>>3 != at) {
+				t.Fatalf("%q: nonDigit %#x", w, m)
+			}
+		}
+	}
+}
