@@ -92,8 +92,7 @@ func skipValue(b []byte, i, depth int) (int, error) {
 		if depth >= MaxDepth {
 			return i, synErr(i, "JSON nested deeper than %d levels", MaxDepth)
 		}
-		_, end, err := object(b, i, depth, nil, false, nil)
-		return end, err
+		return skipObject(b, i, depth)
 	case c == '[':
 		if depth >= MaxDepth {
 			return i, synErr(i, "JSON nested deeper than %d levels", MaxDepth)
