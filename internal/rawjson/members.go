@@ -137,7 +137,20 @@ func object(b []byte, start, depth int, members []Member, keep bool, n *Nested) 
 			return members, ve, err
 		}
 		if keep {
-			members = append(members, Member{Key: keyOf(b[ks:ke], esc), RawKey: b[ks:ke], Value: b[vs:ve], KeyOff: ks, ValOff: vs})
+			// Field by field into the slice's next element: a composite
+			// literal appended is built on the stack and copied.
+			if len(members) == cap(members) {
+				members = append(members, Member{})[:len(members)]
+			}
+			members = members[:len(members)+1]
+			m := &members[len(members)-1]
+			m.RawKey = b[ks:ke]
+			if !esc {
+				m.Key = b[ks+1 : ke-1]
+			} else {
+				m.Key = keyOf(m.RawKey, true)
+			}
+			m.Value, m.KeyOff, m.ValOff = b[vs:ve], ks, vs
 		}
 		i = ve
 		if i < len(b) && b[i] <= ' ' {
