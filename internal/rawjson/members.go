@@ -96,7 +96,7 @@ func object(b []byte, start, depth int, members []Member, keep bool, n *Nested) 
 		// A key's fast path, by hand: a call per key cost more than the
 		// check. (n passes linearKeys once the keys are in a map; offs is
 		// read only while n fits it.)
-		if bit := keyBit(b[ks+1 : ke-1]); !esc && keys.bloom&bit == 0 && keys.n < linearKeys {
+		if bit := keyBitAt(b, ks+1, ke-1); !esc && keys.bloom&bit == 0 && keys.n < linearKeys {
 			keys.offs[keys.n&(len(keys.offs)-1)] = uint32(ks)
 			keys.bloom |= bit
 			keys.n++
@@ -206,7 +206,7 @@ func skipObject(b []byte, start, depth int) (int, error) {
 		// A key's fast path, by hand: a call per key cost more than the
 		// check. (n passes linearKeys once the keys are in a map; offs is
 		// read only while n fits it.)
-		if bit := keyBit(b[ks+1 : ke-1]); !esc && keys.bloom&bit == 0 && keys.n < linearKeys {
+		if bit := keyBitAt(b, ks+1, ke-1); !esc && keys.bloom&bit == 0 && keys.n < linearKeys {
 			keys.offs[keys.n&(len(keys.offs)-1)] = uint32(ks)
 			keys.bloom |= bit
 			keys.n++

@@ -164,6 +164,15 @@ func keyBit(k []byte) uint64 {
 	return 1 << (h >> 26)
 }
 
+// keyBitAt is keyBit(b[s:e]) without the slice: the loops' fast path.
+func keyBitAt(b []byte, s, e int) uint64 {
+	if s >= e {
+		return 1
+	}
+	h := (uint32(e-s)<<24 | uint32(b[s])<<16 | uint32(b[s+(e-s)>>1])<<8 | uint32(b[e-1])) * 0x516C42B1
+	return 1 << (h >> 26)
+}
+
 // keep notes where the key at b[ks] starts, for the first keys.
 func (o *objKeys) keep(ks int) { o.offs[o.n&(len(o.offs)-1)] = uint32(ks) }
 

@@ -206,3 +206,16 @@ func TestNonDigitLowestExact(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyBitAt: the loops' filter bit is keyBit's, for keys of every
+// length at every offset.
+func TestKeyBitAt(t *testing.T) {
+	b := []byte(`{"a":1,"type":"x","timestamp":2,"":3,"\u0061":4,"sourceEventSeqs":[]}`)
+	for s := 0; s <= len(b); s++ {
+		for e := s; e <= len(b); e++ {
+			if got, want := keyBitAt(b, s, e), keyBit(b[s:e]); got != want {
+				t.Fatalf("%q: keyBitAt %#x, keyBit %#x", b[s:e], got, want)
+			}
+		}
+	}
+}
