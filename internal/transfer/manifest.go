@@ -1,7 +1,16 @@
 package transfer
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
 	"github.com/convkit/convkit/internal/archive"
+	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/store"
 )
 
@@ -62,4 +71,165 @@ type File struct {
 // Listing is every file the manifest lists (the manifest aside).
 func (m *Manifest) Listing() []archive.Listed {
 	return archive.ListFiles(m.Files, func(f *File) archive.Listed { return archive.Listed{Name: f.Name, Size: f.Size, SHA256: f.SHA256} })
+}
+
+// fileCheck is what import compares each archived log with.
+type fileCheck struct {
+	size, committed, events int64
+	version                 int
+}
+
+// verifiedManifest is a verified manifest without its file list.
+type verifiedManifest struct {
+	m     *Manifest
+	files map[string]fileCheck
+	// uncommitted names the first file whose committed length is not its
+	// size, refused first once the listing agrees.
+	uncommitted string
+}
+
+// verifyManifest is manifestFormat.Verify of the archive extracted into
+// dir, streaming the manifest so its megabytes are never held; one the
+// stream cannot read plainly is left to Verify, so the result is Verify's.
+func verifyManifest(archiveName, dir string, ents *archive.ExtractedList) (*verifiedManifest, []archive.Mismatch, error) {
+	if vm, listed, ok := streamManifest(dir, ents); ok {
+		mm, err := archive.CheckListing(ents, listed)
+		return vm, mm, err
+	}
+	m := &Manifest{}
+	mm, err := manifestFormat.Verify(archiveName, dir, ents, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	vm := newVerifiedManifest()
+	vm.m = m
+	for i := range m.Files {
+		vm.add(&m.Files[i])
+	}
+	m.Files = nil
+	return vm, mm, nil
+}
+
+func newVerifiedManifest() *verifiedManifest {
+	return &verifiedManifest{files: map[string]fileCheck{}}
+}
+
+// add takes one file of the manifest, in its order.
+func (vm *verifiedManifest) add(f *File) {
+	vm.files[f.Name] = fileCheck{size: f.Size, committed: f.Committed, events: f.Events, version: f.Version}
+	if f.Committed != f.Size && vm.uncommitted == "" {
+		vm.uncommitted = fmt.Sprintf("%s: the manifest says %d committed bytes of %d", f.Name, f.Committed, f.Size)
+	}
+}
+
+// streamManifest reads the manifest entry as a stream; false leaves it to
+// manifestFormat.Verify.
+func streamManifest(dir string, ents *archive.ExtractedList) (vm *verifiedManifest, listed []archive.Listed, ok bool) {
+	if ents.Len() == 0 || ents.Last().Name != archive.ManifestName {
+		return nil, nil, false
+	}
+	file, err := durable.OpenRegular(filepath.Join(dir, archive.ManifestName), os.O_RDONLY)
+	if err != nil {
+		return nil, nil, false
+	}
+	defer file.Close()
+	lr := &io.LimitedReader{R: file, N: manifestFormat.MaxBytes + 1}
+	vm, listed, ok = decodeManifestStream(lr)
+	if !ok || lr.N <= 0 {
+		return nil, nil, false
+	}
+	// A manifest Verify refuses is Verify's to report.
+	if h := vm.m.ManifestHeader; h.Format != manifestFormat.Name || h.FormatVersion < 1 || h.FormatVersion > manifestFormat.Version {
+		return nil, nil, false
+	}
+	return vm, listed, true
+}
+
+// decodeManifestStream decodes a manifest as json.Decoder.Decode would,
+// keeping of the files their listing and checks; false on anything it
+// may not read as that decoder would.
+func decodeManifestStream(r io.Reader) (vm *verifiedManifest, listed []archive.Listed, ok bool) {
+	dec := json.NewDecoder(r)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, nil, false
+	}
+	m := &Manifest{}
+	vm = newVerifiedManifest()
+	// The members but the arrays streamed, decoded together at the end.
+	var rest bytes.Buffer
+	rest.WriteByte('{')
+	var seenFiles, seenConvs bool
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, nil, false
+		}
+		key, isKey := t.(string)
+		if !isKey {
+			return nil, nil, false
+		}
+		// Names matched without regard to case, and repeated members, are
+		// left to encoding/json.
+		switch {
+		case key == "files" && !seenFiles:
+			seenFiles = true
+			if !streamArray(dec, func(f File) {
+				listed = append(listed, archive.Listed{Name: f.Name, Size: f.Size, SHA256: f.SHA256})
+				vm.add(&f)
+			}) {
+				return nil, nil, false
+			}
+		case key == "conversations" && !seenConvs:
+			seenConvs = true
+			m.Conversations = []Conversation{}
+			if !streamArray(dec, func(c Conversation) { m.Conversations = append(m.Conversations, c) }) {
+				return nil, nil, false
+			}
+		case strings.EqualFold(key, "files") || strings.EqualFold(key, "conversations"):
+			return nil, nil, false
+		default:
+			var v json.RawMessage
+			if dec.Decode(&v) != nil {
+				return nil, nil, false
+			}
+			if rest.Len() > 1 {
+				rest.WriteByte(',')
+			}
+			kb, err := json.Marshal(key)
+			if err != nil {
+				return nil, nil, false
+			}
+			rest.Write(kb)
+			rest.WriteByte(':')
+			rest.Write(v)
+		}
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, nil, false
+	}
+	rest.WriteByte('}')
+	convs := m.Conversations
+	if err := json.Unmarshal(rest.Bytes(), m); err != nil {
+		return nil, nil, false
+	}
+	m.Conversations = convs
+	vm.m = m
+	return vm, listed, true
+}
+
+// streamArray decodes an array element by element, handing each to each;
+// false when it is not an array of T.
+func streamArray[T any](dec *json.Decoder, each func(T)) bool {
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return false
+	}
+	for dec.More() {
+		var v T
+		if dec.Decode(&v) != nil {
+			return false
+		}
+		each(v)
+	}
+	t, err := dec.Token()
+	return err == nil && t == json.Delim(']')
 }

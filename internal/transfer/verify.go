@@ -110,23 +110,18 @@ func (imp *Staged) extractAndVerify(ctx context.Context, r io.Reader) (err error
 	if err != nil {
 		return imp.archiveErr(err)
 	}
-	m := &Manifest{}
-	mismatches, err := manifestFormat.Verify(imp.opts.Archive, imp.stage.Tree(), ents, m)
+	vm, mismatches, err := verifyManifest(imp.opts.Archive, imp.stage.Tree(), ents)
 	if err != nil {
 		return &VerifyError{Archive: imp.opts.Archive, Err: err}
 	}
 	if len(mismatches) > 0 {
 		return imp.verr(nil, "%s: %s", mismatches[0].Name, mismatches[0].Problem)
 	}
+	m := vm.m
 	imp.m = m
-	files := make(map[string]File, len(m.Files))
-	for _, f := range m.Files {
-		if f.Committed != f.Size {
-			return imp.verr(nil, "%s: the manifest says %d committed bytes of %d", f.Name, f.Committed, f.Size)
-		}
-		files[f.Name] = f
+	if vm.uncommitted != "" {
+		return imp.verr(nil, "%s", vm.uncommitted)
 	}
-	m.Files = nil
 
 	tree, err := staged.Walk()
 	if err != nil {
@@ -181,7 +176,7 @@ func (imp *Staged) extractAndVerify(ctx context.Context, r io.Reader) (err error
 	for _, sc := range imp.convs {
 		for _, l := range sc.dir.Logs {
 			name := path.Join(store.ConversationsDirName, sc.dir.Name, l.Current.String())
-			if err := checks.read[name].check(name, l, files[name]); err != nil {
+			if err := checks.read[name].check(name, l, vm.files[name]); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
@@ -308,7 +303,7 @@ func (c *logChecks) preread(name string) *reindex.Preread {
 func (c *logChecks) wait() { c.wg.Wait() }
 
 // check compares what the read of the log l found with its manifest entry f.
-func (lr *logRead) check(name string, l store.Log, f File) error {
+func (lr *logRead) check(name string, l store.Log, f fileCheck) error {
 	if lr.err != nil {
 		return lr.err
 	}
@@ -316,12 +311,12 @@ func (lr *logRead) check(name string, l store.Log, f File) error {
 	switch {
 	case st.TornTail:
 		return fmt.Errorf("%s: ends in a torn tail (%d bytes after byte %d); an export holds committed prefixes only", name, st.TornBytes, st.CommittedBytes)
-	case st.CommittedBytes != f.Size:
-		return fmt.Errorf("%s: committed length %d, but the entry has %d bytes", name, st.CommittedBytes, f.Size)
-	case lr.events != f.Events:
-		return fmt.Errorf("%s: %d events, the manifest says %d", name, lr.events, f.Events)
-	case f.Version != l.Current.Version:
-		return fmt.Errorf("%s: the manifest says format v%d", name, f.Version)
+	case st.CommittedBytes != f.size:
+		return fmt.Errorf("%s: committed length %d, but the entry has %d bytes", name, st.CommittedBytes, f.size)
+	case lr.events != f.events:
+		return fmt.Errorf("%s: %d events, the manifest says %d", name, lr.events, f.events)
+	case f.version != l.Current.Version:
+		return fmt.Errorf("%s: the manifest says format v%d", name, f.version)
 	}
 	return nil
 }
