@@ -237,6 +237,11 @@ func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions)
 	default:
 		return nil, fmt.Errorf("on-conflict %s: want %s, %s or %s", termtext.Quote(opts.OnConflict), ConflictRefuse, ConflictReplace, ConflictSkip)
 	}
+	for _, m := range opts.MapCwd {
+		if !filepath.IsAbs(m.From) || !filepath.IsAbs(m.To) {
+			return nil, fmt.Errorf("cwd mapping %s=%s: both must be absolute paths", m.From, m.To)
+		}
+	}
 	dataDir := s.DataDir()
 	if opts.ConfigPath == "" {
 		opts.ConfigPath = filepath.Join(dataDir, store.ConfigFileName)

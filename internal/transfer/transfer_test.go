@@ -754,6 +754,12 @@ func TestMapCwd(t *testing.T) {
 	if m, err := ParseCwdMapping("/a/=/b/c/"); err != nil || m != (CwdMapping{From: "/a", To: "/b/c"}) {
 		t.Errorf("%+v %v", m, err)
 	}
+	// A library caller's relative mapping is refused before anything is read.
+	_, err := importInto(context.Background(), strings.NewReader("not an archive"), filepath.Join(t.TempDir(), "data"),
+		ImportOptions{Archive: "x.tar.zst", MapCwd: []CwdMapping{{From: "/a", To: "rel"}}})
+	if err == nil || !strings.Contains(err.Error(), "cwd mapping /a=rel: both must be absolute paths") {
+		t.Errorf("relative mapping: %v", err)
+	}
 }
 
 // TestExportKeepsTheLinesOfATornFrame: a compressed session log whose last
