@@ -199,14 +199,13 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	rp := newReporter(s, opts)
 	res := &Result{SchemaVersion: contract.Version, Index: rp.path(s.IndexPath()), Skipped: []store.Item{}, DeletionsFinished: []string{},
 		WillNotOpen: []WillNotOpen{}, Warnings: opts.warnings()}
-	for _, p := range tree.Problems {
+	for _, p := range tree.Problems { // in the walk's order
 		if p.Reason == store.ReasonUnexpected {
 			// A stray file is not a conversation: reported, not skipped.
 			opts.OnEvent(store.Item{Kind: store.ItemIgnored, Path: rp.path(p.Path), Reason: p.Reason})
+			continue
 		}
-	}
-	for _, sk := range walkSkips(tree) {
-		sk = rp.skip(sk)
+		sk := rp.skip(store.Item{Kind: store.ItemSkipped, Path: p.Path, Reason: p.Reason})
 		res.Skipped = append(res.Skipped, sk)
 		opts.OnEvent(sk)
 	}
@@ -930,7 +929,7 @@ func readSession(ctx context.Context, l store.Log, withText bool) ([]index.Messa
 }
 
 // indexedMessage is what the index keeps of event e: the text of a user or
-// assistant message, clipped to MaxIndexedText; ok false otherwise.
+// assistant message, clipped to maxIndexedText; ok false otherwise.
 func indexedMessage(rules *convlog.Validator, e *convlog.Event, sessionID string) (m index.Message, ok bool) {
 	if e.Type != convlog.TypeUserMessage && e.Type != convlog.TypeAssistantMessage {
 		return m, false

@@ -268,3 +268,34 @@ func TestSkipsWhatValidateRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestWalkFindingsInWalkOrder: stray files (ignored) and entries that are
+// not conversations (skipped) are reported in the walk's name order.
+func TestWalkFindingsInWalkOrder(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	defer s.Close()
+	addConversation(t, s, "alpha", "hello")
+	conv := filepath.Join(dir, "conversations")
+	if err := os.WriteFile(filepath.Join(conv, "b-stray"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"a-link", "c-link"} {
+		if err := os.Symlink("/nonexistent", filepath.Join(conv, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	_, err := Run(context.Background(), s, Options{OnEvent: func(e store.Item) {
+		if e.Kind == store.ItemIgnored || e.Kind == store.ItemSkipped {
+			got = append(got, string(e.Kind)+" "+filepath.Base(e.Path))
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{string(store.ItemSkipped) + " a-link", string(store.ItemIgnored) + " b-stray", string(store.ItemSkipped) + " c-link"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
