@@ -1024,6 +1024,8 @@ func messageID(ev *convlog.Event) (typ string, id []byte, ok bool) {
 func sameStagedPrefix(path string, st *staged) string {
 	n, same, err := st.readBack(path, false)
 	switch {
+	case errors.Is(err, durable.ErrSymlink) || errors.Is(err, durable.ErrNotRegular):
+		return "it is not a regular file"
 	case err != nil:
 		return err.Error()
 	case n < st.size:

@@ -142,6 +142,17 @@ func TestPublish(t *testing.T) {
 			expectErr(t, err, `current session generation already exists at "`+dst+`"`, nil)
 			sameFile(t, []byte("something else\n"), dst)
 			noTemps(t, dir)
+			// Nor is a link there followed or replaced.
+			os.Remove(dst)
+			if err := os.Symlink(src, dst); err != nil {
+				t.Fatal(err)
+			}
+			_, err = Publish(src, PublishOptions{})
+			expectErr(t, err, `current session generation already exists at "`+dst+`": it is not a regular file`, nil)
+			if fi, err := os.Lstat(dst); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+				t.Fatalf("the link at the successor's name was replaced: %v", err)
+			}
+			noTemps(t, dir)
 			sameFile(t, before, src)
 		})
 	}
