@@ -206,7 +206,7 @@ func checkOtherMessage(raw []byte, sl slot) *problem {
 }
 
 // checkMessageBody checks a stored message of slot sl beyond its identity;
-// a wrong role is left to the history.
+// a wrong role is left to the interpreter.
 func checkMessageBody(mf *messageFields, sl slot, bi *blockInfo) *problem {
 	if roleOf(mf.role) != slotRoles[sl] {
 		return nil

@@ -29,8 +29,8 @@
 //     reader admits it, for inspect --validate and --history, migrate and
 //     reindex alike. Writer.Turn says where a turn stands, and CloseTurn
 //     builds the events that close an interrupted one.
-//   - The history a model reads: History, which each surface event changes
-//     by its surfaceOp with a message of its type's role (schemas.go).
+//   - The history a model reads: History, with one interpreter per surface
+//     type (schemas.go).
 //
 // Older versions are read as they are; the upgrade package turns them
 // into version 4 events.

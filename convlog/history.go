@@ -2,13 +2,14 @@ package convlog
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/convkit/convkit/internal/rawjson"
 	"github.com/convkit/convkit/internal/termtext"
 )
 
 // History is the message sequence a model reads, derived from surface
-// events.
+// events. Each surface type changes it through its own interpreter.
 type History struct {
 	nodes []historyNode
 	// SkipBodies keeps only the structure (which seqs are on the surface),
@@ -68,13 +69,13 @@ func (h *History) Apply(e *Event) error {
 	if err != nil {
 		return fmt.Errorf("%s at seq %d: %v", e.Type, e.Seq, err)
 	}
-	return h.interpret(info, e, msg)
+	return info.interpret(h, e, msg)
 }
 
-// put carries out a surface event's surfaceOp with msg: append it, or
-// replace the span it names; hidden keeps the node out of Messages while
-// it still takes part in spans.
-func (h *History) put(e *Event, msg StoredMessage, hidden bool) error {
+// Put carries out a surface event's surfaceOp with msg: append it, or
+// replace the span it names. Interpreters (a plugin's too) call it; hidden
+// keeps the node out of Messages while it still takes part in spans.
+func (h *History) Put(e *Event, msg StoredMessage, hidden bool) error {
 	node := historyNode{seq: e.Seq, hidden: hidden}
 	if !h.SkipBodies {
 		// A copy taken here, so that msg itself stays on the stack when
@@ -105,12 +106,36 @@ func (h *History) put(e *Event, msg StoredMessage, hidden bool) error {
 	return nil
 }
 
-// interpret puts a surface event's message, which must have its type's
-// role; an empty answer is kept out of what the model reads.
-func (h *History) interpret(info *eventType, e *Event, msg StoredMessage) error {
-	role := slotRoles[info.msg]
-	if msg.Role() != role {
-		return fmt.Errorf("%s at seq %d carries a %s message, expected role %v", e.Type, e.Seq, termtext.Quote(msg.Role()), []string{role})
+func requireRole(e *Event, msg StoredMessage, roles ...string) error {
+	for _, r := range roles {
+		if msg.Role() == r {
+			return nil
+		}
 	}
-	return h.put(e, msg, role == "assistant" && msg.Empty())
+	return roleError(e, msg, slices.Clone(roles))
+}
+
+// roleError is requireRole's error; roles is a copy, so that the variadic
+// slice of every call does not escape to the heap.
+func roleError(e *Event, msg StoredMessage, roles []string) error {
+	return fmt.Errorf("%s at seq %d carries a %s message, expected role %v", e.Type, e.Seq, termtext.Quote(msg.Role()), roles)
+}
+
+// interpretRole records a message of the given role.
+func interpretRole(role string) interpreter {
+	return func(h *History, e *Event, msg StoredMessage) error {
+		if err := requireRole(e, msg, role); err != nil {
+			return err
+		}
+		return h.Put(e, msg, false)
+	}
+}
+
+// interpretAssistant records every model answer; an empty one is kept out of
+// what the model reads.
+func interpretAssistant(h *History, e *Event, msg StoredMessage) error {
+	if err := requireRole(e, msg, "assistant"); err != nil {
+		return err
+	}
+	return h.Put(e, msg, msg.Empty())
 }

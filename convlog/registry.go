@@ -1,5 +1,8 @@
 package convlog
 
+// interpreter applies one surface event's message to the derived history.
+type interpreter func(h *History, e *Event, msg StoredMessage) error
+
 // Surface event types of format version 4.
 const (
 	TypeSystemMessage    = "system/message"

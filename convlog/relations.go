@@ -244,7 +244,7 @@ func (v *Validator) span(start, end int64) (nodes []historyNode, from int, ok bo
 }
 
 // surfaceRules checks the protected system head, and that a replacement
-// cites every node it shadows (the history checks its span).
+// cites every node it shadows (the interpreter checks its span).
 func (v *Validator) surfaceRules(e *Event) *problem {
 	op := e.SurfaceOp
 	if op == nil {
@@ -261,7 +261,7 @@ func (v *Validator) surfaceRules(e *Event) *problem {
 	}
 	nodes, from, ok := v.span(op.StartSeq, op.EndSeq)
 	if !ok {
-		return nil // the history names it
+		return nil // the interpreter names it
 	}
 	if from == 0 && v.rel.head && (e.Type != TypeSystemMessage || len(nodes) != 1) {
 		return hist("replaces the system prompt (seq %d): only a system/message replacing it alone may", nodes[0].seq)

@@ -315,9 +315,9 @@ func (v *Validator) Check(e *Event) error {
 			return first
 		}
 		// A reader replays the history even past a path problem. The
-		// history reads only the role and content: the stub has those.
+		// interpreters read only the role and content: the stub has those.
 		sm := StoredMessage{role: roleOf(mf.role), raw: stubContent(mf.content)}
-		if err := v.hist.interpret(info, e, sm); err != nil && block(rerr(ErrHistory, "%v", trimEventPrefix(err, e))) {
+		if err := info.interpret(&v.hist, e, sm); err != nil && block(rerr(ErrHistory, "%v", trimEventPrefix(err, e))) {
 			return first
 		}
 	}

@@ -16,7 +16,8 @@ const (
 )
 
 // eventType is one type of the vocabulary: its log, its payload, its role
-// on a turn's path and, for a surface type, its message.
+// on a turn's path and, for a surface type, its message and its one
+// interpreter.
 type eventType struct {
 	name string
 	log  logKind
@@ -29,8 +30,9 @@ type eventType struct {
 	surface bool
 	// msg is the slot of a surface event's message, msgPath the member of
 	// data holding it ("": data itself).
-	msg     slot
-	msgPath string
+	msg       slot
+	msgPath   string
+	interpret interpreter
 }
 
 // Shapes the events share.
@@ -148,8 +150,8 @@ func conv(fields ...field) *eventType {
 }
 
 // surface is a surface type whose message is data.message.
-func surface(sl slot, fields ...field) *eventType {
-	return &eventType{log: inSession, data: &shape{name: "data", fields: fields}, surface: true, msg: sl, msgPath: "message"}
+func surface(sl slot, in interpreter, fields ...field) *eventType {
+	return &eventType{log: inSession, data: &shape{name: "data", fields: fields}, surface: true, msg: sl, msgPath: "message", interpret: in}
 }
 
 var turnStep = []field{f("turn", vInt), f("step", vInt)}
@@ -169,13 +171,13 @@ var eventTypes = map[string]*eventType{
 	"session/end-seed": sess(o("inherited", vTrue)),
 
 	// Surface events.
-	TypeUserMessage:   {log: inSession, surface: true, msg: slotUser},
-	TypeSystemMessage: surface(slotSystem, withTurnStep(fMsg("message", slotSystem))...),
-	TypeDeveloperMessage: surface(slotDeveloper, f("turn", vPos), f("step", vPos),
+	TypeUserMessage:   {log: inSession, surface: true, msg: slotUser, interpret: interpretRole("user")},
+	TypeSystemMessage: surface(slotSystem, interpretRole("system"), withTurnStep(fMsg("message", slotSystem))...),
+	TypeDeveloperMessage: surface(slotDeveloper, interpretRole("developer"), f("turn", vPos), f("step", vPos),
 		fMsg("message", slotDeveloper), o("headerSeq", vCount)),
-	TypeAssistantMessage: surface(slotAssistant, withTurnStep(fMsg("message", slotAssistant),
+	TypeAssistantMessage: surface(slotAssistant, interpretAssistant, withTurnStep(fMsg("message", slotAssistant),
 		f("stream", vStream), oSub("usage", usageShape), o("interrupted", vTrue))...),
-	TypeToolResult: surface(slotTool, withTurnStep(fMsg("message", slotTool), oSub("error", toolErrorShape),
+	TypeToolResult: surface(slotTool, interpretRole("tool"), withTurnStep(fMsg("message", slotTool), oSub("error", toolErrorShape),
 		o("meta", vAny))...),
 
 	// The request, the model call, the tools.
