@@ -30,9 +30,12 @@ type Writer struct {
 	header  *Header
 	parser  envelopeParser
 	v       *Validator // the rules beyond one line, over every event so far
-	buf     []byte
+	buf     []byte     // the staged lines
 	frame   []byte
 	ev      Event
+	// staged events wait in buf for Flush; mark is the state before them.
+	staged int
+	mark   validatorMark
 
 	// a torn tail found at open, repaired before the first append
 	tornAt    int64
@@ -86,9 +89,9 @@ func Create(path string, h *Header, first []Event, opts WriterOptions) (*Writer,
 	if w.comp == Zstd {
 		line = encodeFrame(nil, line)
 	}
-	batch, err := w.encodeBatch(first)
-	if err == nil {
-		_, err = tmp.Write(append(line, batch...))
+	if err = w.encode(first); err == nil {
+		line = append(line, w.batch()...)
+		_, err = tmp.Write(line)
 	}
 	if err != nil {
 		tmp.Close()
@@ -104,7 +107,7 @@ func Create(path string, h *Header, first []Event, opts WriterOptions) (*Writer,
 		return nil, err
 	}
 	w.f = f
-	w.size = int64(len(line) + len(batch))
+	w.size = int64(len(line))
 	w.nextSeq += int64(len(first))
 	return w, nil
 }
@@ -214,22 +217,22 @@ func (w *Writer) Path() string { return w.path }
 // Header is the log's header.
 func (w *Writer) Header() *Header { return w.header }
 
-// Turn reports where the session's turn stands after what was written.
+// Turn reports where the session's turn stands after what was written and
+// staged.
 func (w *Writer) Turn() TurnState { return w.v.Turn() }
 
-// NextSeq is the seq the next appended event gets.
-func (w *Writer) NextSeq() int64 { return w.nextSeq }
+// NextSeq is the seq the next staged or appended event gets.
+func (w *Writer) NextSeq() int64 { return w.nextSeq + int64(w.staged) }
 
 // Size is the committed length of the file.
 func (w *Writer) Size() int64 { return w.size }
 
-// encodeBatch assigns seqs from w.nextSeq, validates each line as a reader
-// would, and returns the batch's bytes (one frame when compressed).
-func (w *Writer) encodeBatch(events []Event) ([]byte, error) {
-	w.buf = w.buf[:0]
+// encode assigns seqs after the staged events, validates each line as a
+// reader would, and appends the lines to buf.
+func (w *Writer) encode(events []Event) error {
 	for i := range events {
 		e := events[i]
-		e.Seq = w.nextSeq + int64(i)
+		e.Seq = w.NextSeq() + int64(i)
 		e.Raw = nil
 		if d := e.Data; len(d) > 0 && (bytes.IndexByte(d, '\n') >= 0 || isJSONSpace(d[0]) || isJSONSpace(d[len(d)-1])) {
 			// A line holds no newline, and a reader hands back data
@@ -237,57 +240,92 @@ func (w *Writer) encodeBatch(events []Event) ([]byte, error) {
 			// the log reads back and rewrites to the same bytes.
 			var c bytes.Buffer
 			if err := json.Compact(&c, d); err != nil {
-				return nil, fmt.Errorf("event %d of the batch (%s): data is not valid JSON: %v", i, e.Type, err)
+				return fmt.Errorf("event %d of the batch (%s): data is not valid JSON: %v", i, e.Type, err)
 			}
 			e.Data = c.Bytes()
 		}
 		start := len(w.buf)
 		w.buf = e.AppendJSON(w.buf)
 		if prob := w.parser.parse(w.buf[start:], e.Seq, &w.ev); prob != nil {
-			return nil, fmt.Errorf("event %d of the batch (%s): %s", i, e.Type, prob.msg)
+			return fmt.Errorf("event %d of the batch (%s): %s", i, e.Type, prob.msg)
 		}
 		if err := w.v.Check(&w.ev); err != nil {
-			return nil, fmt.Errorf("event %d of the batch: %w", i, err)
+			return fmt.Errorf("event %d of the batch: %w", i, err)
 		}
 		w.buf = append(w.buf, '\n')
 	}
+	return nil
+}
+
+// batch is buf as written: one frame when compressed.
+func (w *Writer) batch() []byte {
 	if w.comp == Zstd && len(w.buf) > 0 {
 		w.frame = encodeFrame(w.frame[:0], w.buf)
-		return w.frame, nil
+		return w.frame
 	}
-	return w.buf, nil
+	return w.buf
 }
 
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
-// Append writes events as one durable batch: their seqs are assigned in
-// order, the batch is written (one zstd frame when compressed) and fsynced.
-// If the write fails the file is cut back to its previous length. The
+// Append writes events as one durable batch (Stage, then Flush). The
 // events' Seq and Raw fields are ignored.
 func (w *Writer) Append(events []Event) error {
+	if err := w.Stage(events); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// Stage checks events against the log and what is staged, and holds them
+// for Flush, so that several calls make one batch; a refused event drops
+// the whole batch.
+func (w *Writer) Stage(events []Event) error {
 	if w.f == nil {
 		return fmt.Errorf("%s: writer is closed", w.path)
 	}
 	if len(events) == 0 {
 		return nil
 	}
+	if w.staged == 0 {
+		w.buf, w.mark = w.buf[:0], w.v.mark(events)
+	} else if m := w.v.mark(events); m.saved != nil && w.mark.saved == nil {
+		// Only appends since the mark: its nodes are still the prefix.
+		w.mark.saved = m.saved[:w.mark.nodes]
+	}
+	if err := w.encode(events); err != nil {
+		w.drop()
+		return fmt.Errorf("%s: %w", w.path, err)
+	}
+	w.staged += len(events)
+	return nil
+}
+
+// drop forgets the staged batch.
+func (w *Writer) drop() {
+	w.v.reset(w.mark)
+	w.staged, w.buf = 0, w.buf[:0]
+}
+
+// Flush writes the staged events (one zstd frame when compressed) and
+// fsyncs; if the write fails the file is cut back and the batch dropped.
+func (w *Writer) Flush() error {
+	if w.staged == 0 {
+		return nil
+	}
 	if w.torn {
 		if err := w.repairTornTail(); err != nil {
+			w.drop()
 			return err
 		}
 	}
-	m := w.v.mark(events)
-	batch, err := w.encodeBatch(events)
-	if err != nil {
-		w.v.reset(m)
-		return fmt.Errorf("%s: %w", w.path, err)
-	}
-	if err := w.writeAt(batch); err != nil {
-		w.v.reset(m)
+	if err := w.writeAt(w.batch()); err != nil {
+		w.drop()
 		return err
 	}
 	w.v.commit()
-	w.nextSeq += int64(len(events))
+	w.nextSeq += int64(w.staged)
+	w.staged = 0
 	return nil
 }
 

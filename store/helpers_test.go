@@ -150,7 +150,7 @@ func (se *Session) NextSeq() int64 {
 	if se.w == nil {
 		return 0
 	}
-	return se.nextSeq()
+	return se.w.NextSeq()
 }
 
 // ResolveID is ResolveIDs of one ref.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/convkit/convkit/convlog"
 )
@@ -48,30 +49,32 @@ func (s *Store) SetIndexKeeper(k IndexKeeper) {
 }
 
 type pendingIndex struct {
-	sessions map[string]*convlog.Writer
-	order    []string
+	sessions []SessionLogState
 	messages []SessionEvent
 }
 
-// noteAppend takes the events se wrote (or queued) for the next change.
-func (se *Session) noteAppend(evs []convlog.Event) {
-	oc := se.oc
-	if se.st.keeper == nil || oc == nil {
+// note takes the messages of evs for the next change, and once durable
+// what se wrote; a batch's wait in se.notes until it is written.
+func (se *Session) note(evs []convlog.Event, durable bool) {
+	if se.st.keeper == nil || se.oc == nil {
 		return
-	}
-	p := &oc.pending
-	if p.sessions == nil {
-		p.sessions = map[string]*convlog.Writer{}
-	}
-	if p.sessions[se.id] == nil {
-		p.sessions[se.id] = se.w
-		p.order = append(p.order, se.id)
 	}
 	for i := range evs {
 		if evs[i].Type == convlog.TypeUserMessage || evs[i].Type == convlog.TypeAssistantMessage {
-			p.messages = append(p.messages, SessionEvent{Session: se.id, Event: evs[i].Clone()})
+			se.notes = append(se.notes, SessionEvent{Session: se.id, Event: evs[i].Clone()})
 		}
 	}
+	if !durable {
+		return
+	}
+	p := &se.oc.pending
+	st := SessionLogState{ID: se.id, Path: se.w.Path(), Events: se.w.NextSeq(), Bytes: se.w.Size()}
+	if i := slices.IndexFunc(p.sessions, func(l SessionLogState) bool { return l.ID == se.id }); i >= 0 {
+		p.sessions[i] = st
+	} else {
+		p.sessions = append(p.sessions, st)
+	}
+	p.messages, se.notes = append(p.messages, se.notes...), nil
 }
 
 // tellIndex tells the keeper of a change of oc.
@@ -80,14 +83,8 @@ func (s *Store) tellIndex(oc *openConv, whole bool, turns ...TurnInfo) {
 	if k == nil {
 		return
 	}
-	ch := &IndexChange{ID: oc.st.info.ID, Conversation: &oc.st.info, Dir: oc.dir, Whole: whole, Turns: turns}
-	p := &oc.pending
-	for _, id := range p.order {
-		w := p.sessions[id]
-		ch.Sessions = append(ch.Sessions, SessionLogState{ID: id, Path: w.Path(), Events: w.NextSeq(), Bytes: w.Size()})
-	}
-	ch.Messages = p.messages
-	k.Changed(ch)
+	k.Changed(&IndexChange{ID: oc.st.info.ID, Conversation: &oc.st.info, Dir: oc.dir, Whole: whole, Turns: turns,
+		Sessions: oc.pending.sessions, Messages: oc.pending.messages})
 	oc.pending = pendingIndex{}
 }
 

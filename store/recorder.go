@@ -396,7 +396,7 @@ func (c *ModelCall) Retry(r Retry) error {
 		}
 		rs := &se.rec
 		k := retryKey{rs.turn, rs.step, c.provider, policy}
-		id, n := fmt.Sprintf("retry-%d", se.nextSeq()+1), int64(1)
+		id, n := fmt.Sprintf("retry-%d", se.w.NextSeq()+1), int64(1)
 		if ch := rs.retryChains[k]; ch != nil {
 			id, n = ch.id, ch.n+1
 		}
@@ -637,7 +637,7 @@ func (se *Session) seqOf(call, id string) (seq int64, err error) {
 		if err := se.flush(); err != nil {
 			return err
 		}
-		s, ok := se.nextSeq()-1, true
+		s, ok := se.w.NextSeq()-1, true
 		if id != "" {
 			s, ok = se.rec.surfaceSeq[id]
 		}

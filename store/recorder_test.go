@@ -3,12 +3,15 @@ package store
 import (
 	"bytes"
 	"errors"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/internal/rawjson"
 )
 
 // historyIDs is the ids of the history the model reads.
@@ -216,6 +219,74 @@ func TestBatch(t *testing.T) {
 	}
 	if ts := se.Turn(); !ts.StepOpen {
 		t.Fatalf("the step the batch opened was not written: %+v", ts)
+	}
+	// An event the format refuses is refused at its call inside a batch:
+	// nothing of the batch is written, and the session must be opened again.
+	fi, err := os.Stat(path)
+	mustNil(t, err)
+	var appendErr error
+	err = se.Batch(func() error {
+		mustNil(t, se.EndStep())
+		appendErr = se.Append(convlog.Event{Type: convlog.TypeStepEnd, Data: []byte(`{"turn":2,"step":1}`)})
+		return nil
+	})
+	var rule *convlog.RuleError
+	if !errors.As(appendErr, &rule) || !errors.Is(err, ErrClosed) {
+		t.Fatalf("Append in the batch: %v, the batch: %v; want a *convlog.RuleError, then ErrClosed", appendErr, err)
+	}
+	if after, err := os.Stat(path); err != nil || after.Size() != fi.Size() {
+		t.Fatalf("the refused batch wrote %d bytes (%v)", after.Size()-fi.Size(), err)
+	}
+	if _, err := se.BeginStep(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("after the refused batch: %v, want ErrClosed", err)
+	}
+}
+
+// changeLog is an IndexKeeper keeping the messages and session states it
+// was told, in order.
+type changeLog struct {
+	messages []string
+	sessions []SessionLogState
+}
+
+func (k *changeLog) Changed(ch *IndexChange) {
+	for _, m := range ch.Messages {
+		k.messages = append(k.messages, str(rawjson.Get(convlog.MessageOf(&m.Event), "id")))
+	}
+	k.sessions = append(k.sessions, ch.Sessions...)
+}
+
+// TestBatchIndexedOnceWritten: the index hears of a batch's messages only
+// once the batch is written, though another session tells it of a change
+// while the batch runs.
+func TestBatchIndexedOnceWritten(t *testing.T) {
+	s := openTestStore(t, t.TempDir(), convlog.Plain)
+	k := &changeLog{}
+	s.SetIndexKeeper(k)
+	se, err := s.NewConversation(NewConversation{ID: "c", Cwd: "/w", SessionID: "root", Agent: "a", Model: "m"})
+	mustNil(t, err)
+	_, err = se.BeginTurn(storedMsg(t, "u1", "user", "user", "hi"))
+	mustNil(t, err)
+	child, err := se.Spawn("child", "reviewer", "m")
+	mustNil(t, err)
+	var during changeLog
+	mustNil(t, se.Batch(func() error {
+		step(t, se, "a1", "done")
+		_, err := child.BeginTurn(storedMsg(t, "t1", "user", "user", "task"))
+		during = *k
+		return err
+	}))
+	if slices.Contains(during.messages, "a1") {
+		t.Fatalf("the index heard of the batch's answer before it was written: %v", during.messages)
+	}
+	for _, l := range during.sessions {
+		if fi, err := os.Stat(l.Path); err != nil || l.Bytes > fi.Size() {
+			t.Fatalf("the index heard of %d bytes of %s before they were written (%v)", l.Bytes, l.Path, err)
+		}
+	}
+	mustNil(t, se.EndTurn(OutcomeCompleted, nil))
+	if !slices.Contains(k.messages, "a1") {
+		t.Fatalf("the index never heard of the batch's answer: %v", k.messages)
 	}
 }
 

@@ -44,12 +44,12 @@ type Session struct {
 	broken   error
 	repaired *ClosedTurn
 	rec      recState
-	// batch holds the calls made inside Batch, deferPoint and deferTurns
-	// the index change they make.
-	batch      []convlog.Event
+	// inBatch: the calls are staged for Batch to write, deferPoint and
+	// deferTurns the index change they make.
 	inBatch    bool
 	deferPoint bool
 	deferTurns []TurnInfo
+	notes      []SessionEvent // the messages of the staged calls
 	call       *ModelCall
 }
 
@@ -150,40 +150,35 @@ func (se *Session) enter() (unlock func(), err error) {
 	return unlock, nil
 }
 
-// record writes events as one durable batch, or adds them to Batch's, giving
-// them seqs and (when zero) the store's time.
+// record writes events as one durable batch, or stages them into Batch's,
+// giving them seqs and (when zero) the store's time.
 func (se *Session) record(evs ...convlog.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	now := se.st.nowMs()
+	now, seq := se.st.nowMs(), se.w.NextSeq()
 	for i := range evs {
 		if evs[i].Time == 0 {
 			evs[i].Time = now
 		}
+		evs[i].Seq = seq + int64(i)
 	}
-	if se.inBatch {
-		for i := range evs {
-			evs[i].Seq = se.nextSeq()
-			se.rec.observe(&evs[i])
-			se.batch = append(se.batch, evs[i])
+	err := se.w.Stage(evs)
+	if err == nil && !se.inBatch {
+		err = se.w.Flush()
+	}
+	if err != nil {
+		if se.inBatch {
+			se.dropBatch(err)
 		}
-		return nil
-	}
-	seq := se.w.NextSeq()
-	if err := se.w.Append(evs); err != nil {
 		return err
 	}
 	for i := range evs {
-		evs[i].Seq = seq + int64(i)
 		se.rec.observe(&evs[i])
 	}
-	se.noteAppend(evs)
+	se.note(evs, !se.inBatch)
 	return nil
 }
-
-// nextSeq is the seq the next event recorded gets, after Batch's queue.
-func (se *Session) nextSeq() int64 { return se.w.NextSeq() + int64(len(se.batch)) }
 
 // recordNow records evs and writes Batch's events so far: the session log
 // is durable before the conversation log hears of it.
@@ -196,22 +191,23 @@ func (se *Session) recordNow(evs ...convlog.Event) error {
 
 // flush writes Batch's events so far, before another log is written.
 func (se *Session) flush() error {
-	if len(se.batch) == 0 {
-		return nil
-	}
-	evs := se.batch
-	se.batch = nil
-	if err := se.w.Append(evs); err != nil {
-		se.broken = err
+	size := se.w.Size()
+	if err := se.w.Flush(); err != nil {
+		se.dropBatch(err)
 		return err
 	}
-	se.noteAppend(evs)
+	if se.w.Size() != size {
+		se.note(nil, true)
+	}
 	return nil
 }
 
+// dropBatch breaks the session, whose staged calls the writer dropped.
+func (se *Session) dropBatch(err error) { se.broken, se.notes = err, nil }
+
 // Batch runs fn and writes its calls as one durable append (one frame, one
-// fsync); a crash during fn loses them all. A batch that cannot be written
-// breaks the session: it must be opened again.
+// fsync); a crash during fn loses them all, and an event the format refuses
+// or a failed write drops them: the session must then be opened again.
 func (se *Session) Batch(fn func() error) error {
 	unlock, err := se.enter()
 	if err != nil {
@@ -488,7 +484,7 @@ func (se *Session) Interrupt(call *ModelCall) error {
 			content, err := c.stream.Partial()
 			if err == nil && string(content) != "[]" {
 				var ev convlog.Event
-				id := fmt.Sprintf("interrupted-answer-%d", se.nextSeq())
+				id := fmt.Sprintf("interrupted-answer-%d", se.w.NextSeq())
 				msg, merr := convlog.NewStoredMessage(id, "assistant", convlog.ModelSource(c.provider, c.model), content)
 				if ev, err = se.answerEvent(msg, c, true); merr != nil {
 					err = merr
@@ -549,7 +545,7 @@ func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
 		if err := se.record(catalog); err != nil {
 			return err
 		}
-		child.noteAppend(nil)
+		child.note(nil, true)
 		se.indexPoint(true)
 		return nil
 	})
