@@ -171,11 +171,6 @@ func (s *Store) fork(req forkRequest) (string, error) {
 	return sc.composer, nil
 }
 
-type turnStep struct {
-	Turn int64 `json:"turn"`
-	Step int64 `json:"step"`
-}
-
 func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
 	r, err := openLog(path, convlog.ReaderOptions{})
 	if err != nil {
@@ -316,35 +311,35 @@ const (
 	batchBytes  = 4 << 20
 )
 
-// batcher streams events into a new log published with its first batch; the
-// first error sticks.
+// batcher streams events into a new log, staged in bounded batches so
+// memory stays flat; the first error sticks.
 type batcher struct {
-	path  string
-	h     *convlog.Header
-	comp  convlog.Compression
-	w     *convlog.Writer
-	evs   []convlog.Event
-	bytes int
-	err   error
+	w        *convlog.Writer
+	n, bytes int
+	err      error
+}
+
+func (s *Store) newBatcher(path string, h *convlog.Header) (*batcher, error) {
+	w, err := convlog.Create(path, h, nil, convlog.WriterOptions{Compression: s.comp})
+	return &batcher{w: w}, err
 }
 
 func (b *batcher) add(e convlog.Event) {
-	b.evs = append(b.evs, e)
+	if b.err == nil {
+		b.err = b.w.Stage([]convlog.Event{e})
+	}
+	b.n++
 	b.bytes += len(e.Data)
-	if len(b.evs) >= batchEvents || b.bytes >= batchBytes {
+	if b.n >= batchEvents || b.bytes >= batchBytes {
 		b.flush()
 	}
 }
 
 func (b *batcher) flush() {
-	switch {
-	case b.err != nil:
-	case b.w == nil:
-		b.w, b.err = convlog.Create(b.path, b.h, b.evs, convlog.WriterOptions{Compression: b.comp})
-	case len(b.evs) > 0:
-		b.err = b.w.Append(b.evs)
+	if b.err == nil {
+		b.err = b.w.Flush()
 	}
-	b.evs, b.bytes = b.evs[:0], 0
+	b.n, b.bytes = 0, 0
 }
 
 // close flushes and closes the log, returning err first.
@@ -353,19 +348,7 @@ func (b *batcher) close(err error) error {
 		b.flush()
 		err = b.err
 	}
-	if b.w != nil {
-		err = errors.Join(err, b.w.Close())
-	}
-	return err
-}
-
-// nextSeq is the seq the next added event will get.
-func (b *batcher) nextSeq() int64 {
-	n := int64(len(b.evs))
-	if b.w != nil {
-		n += b.w.NextSeq()
-	}
-	return n
+	return errors.Join(err, b.w.Close())
 }
 
 // eventsThrough calls fn with each event of the log at path through cut.
@@ -395,9 +378,12 @@ func eventsThrough(path string, cut int64, fn func(*convlog.Event) error) error 
 // copyHistory copies events 0..cut of src into a new log, closing an open
 // turn as the new log's writer finds it.
 func (s *Store) copyHistory(src, dst string, h *convlog.Header, cut int64) error {
-	b := &batcher{path: dst, h: h, comp: s.comp}
+	b, err := s.newBatcher(dst, h)
+	if err != nil {
+		return err
+	}
 	var open *compactionStart
-	err := eventsThrough(src, cut, func(e *convlog.Event) error {
+	err = eventsThrough(src, cut, func(e *convlog.Event) error {
 		switch e.Type {
 		case "compaction/start":
 			open = new(compactionStart)
@@ -407,14 +393,11 @@ func (s *Store) copyHistory(src, dst string, h *convlog.Header, cut int64) error
 		case "compaction/end":
 			open = nil
 		}
-		b.add(e.Clone())
+		b.add(*e)
 		return b.err
 	})
-	if err == nil {
-		b.flush()
-	}
 	if err == nil && b.err == nil {
-		for _, e := range closing(b.w.Turn(), open, b.nextSeq(), s.nowMs()) {
+		for _, e := range closing(b.w.Turn(), open, b.w.NextSeq(), s.nowMs()) {
 			b.add(e)
 		}
 	}
@@ -450,9 +433,12 @@ func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
 	if err != nil {
 		return err
 	}
-	b := &batcher{path: dst, h: h, comp: s.comp}
+	b, err := s.newBatcher(dst, h)
+	if err != nil {
+		return err
+	}
 	var pending []string
-	var last turnStep
+	var last convlog.TurnStep
 	for _, seq := range order {
 		e := keep[seq]
 		msg := convlog.MessageOf(&e)
@@ -473,7 +459,7 @@ func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
 	}
 	now := s.nowMs()
 	for _, id := range pending {
-		b.add(convlog.Event{Type: convlog.TypeToolResult, Time: now, Data: forkedToolResult(last.Turn, last.Step, id, b.nextSeq()), SurfaceOp: app})
+		b.add(convlog.Event{Type: convlog.TypeToolResult, Time: now, Data: forkedToolResult(last.Turn, last.Step, id, b.w.NextSeq()), SurfaceOp: app})
 	}
 	b.add(convlog.Event{Type: "session/end-seed", Time: now, Data: []byte(`{"inherited":true}`)})
 	return b.close(nil)
