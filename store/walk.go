@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/internal/durable"
@@ -144,28 +142,16 @@ func walkRoot(root string, jobs int) (*Tree, error) {
 			dirs = append(dirs, k)
 		}
 	}
-	walk := func(k int) { subs[k] = walkDir(root, ents[k].Dir) }
-	if jobs <= 1 || len(dirs) < 2 {
-		for _, k := range dirs {
-			walk(k)
-		}
-	} else {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for range min(jobs, len(dirs)) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					n := int(next.Add(1)) - 1
-					if n >= len(dirs) {
-						return
-					}
-					walk(dirs[n])
-				}
-			}()
-		}
-		wg.Wait()
+	sem := make(chan struct{}, max(jobs, 1))
+	for _, k := range dirs {
+		sem <- struct{}{}
+		go func() {
+			subs[k] = walkDir(root, ents[k].Dir)
+			<-sem
+		}()
+	}
+	for range cap(sem) {
+		sem <- struct{}{} // every slot taken: the last walker is done
 	}
 	t := &Tree{}
 	for k, e := range ents {
