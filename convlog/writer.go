@@ -17,6 +17,8 @@ import (
 type WriterOptions struct {
 	// Compression of a new log (Create); OpenAppend keeps the file's own.
 	Compression Compression
+	// Observe sees each event OpenAppend reads, valid during the call.
+	Observe func(*Event)
 }
 
 // Writer appends durable batches to a version 4 log. One writer per log at
@@ -163,6 +165,9 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 		}
 		if err := w.v.Check(ev); err != nil {
 			return nil, fmt.Errorf("%w; this log cannot be appended to", r.RuleProblem(err))
+		}
+		if opts.Observe != nil {
+			opts.Observe(ev)
 		}
 		if r.comp == Zstd {
 			if f := r.recoveredFrom(); f != from {

@@ -724,25 +724,6 @@ func newRecState() recState {
 		interrupted: map[int64]bool{}, head: -1, retryChains: map[retryKey]*retryChain{}, compactions: map[string]bool{}}
 }
 
-// scanLog takes every event of the log at path into a new state.
-func scanLog(path string) (recState, error) {
-	st := newRecState()
-	r, err := openLog(path, convlog.ReaderOptions{})
-	if err != nil {
-		return st, err
-	}
-	defer r.Close()
-	for e, err := range r.Events() {
-		if err != nil {
-			return st, err
-		}
-		c := e.Clone()
-		c.Known = true
-		st.observe(&c)
-	}
-	return st, nil
-}
-
 // observe takes one event, already written or queued with its seq.
 func (r *recState) observe(e *convlog.Event) {
 	if convlog.IsSurface(e.Type) {

@@ -276,7 +276,7 @@ func (s *Store) repairSession(oc *openConv, l *Log, state convlog.TurnState, nex
 		return nil, err
 	}
 	defer w.Close()
-	c, err := s.closeCrashedTurn(oc, l.ID, w)
+	c, err := s.closeCrashedTurn(oc, l.ID, w, nil)
 	if c != nil && current != l.Path {
 		c.Upgraded = current
 	}

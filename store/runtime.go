@@ -107,21 +107,21 @@ func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, _, err := upgrade.OpenAppend(path, upgrade.PublishOptions{}, convlog.WriterOptions{})
-	if err != nil {
+	se := &Session{st: s, convID: convID, id: sessionID, oc: oc, cmu: oc.mu, rec: newRecState()}
+	observe := func(e *convlog.Event) {
+		c := e.Clone()
+		c.Known = true
+		se.rec.observe(&c)
+	}
+	if se.w, _, err = upgrade.OpenAppend(path, upgrade.PublishOptions{}, convlog.WriterOptions{Observe: observe}); err != nil {
 		return nil, err
 	}
-	se := &Session{st: s, convID: convID, id: sessionID, w: w, oc: oc, cmu: oc.mu}
-	if se.repaired, err = s.closeCrashedTurn(oc, sessionID, w); err != nil {
-		w.Close()
+	if se.repaired, err = s.closeCrashedTurn(oc, sessionID, se.w, observe); err != nil {
+		se.w.Close()
 		return nil, err
 	}
 	if se.repaired != nil {
 		s.tellIndex(oc, true)
-	}
-	if se.rec, err = scanLog(w.Path()); err != nil {
-		w.Close()
-		return nil, err
 	}
 	// Waiting messages are kept in memory only: a restart loses them.
 	se.rec.inbox = nil
@@ -622,9 +622,19 @@ func (c *ClosedTurn) Describe() string {
 }
 
 // closeCrashedTurn closes by appending what a crash left open of sessionID
-// in its log w and in the conversation log; nil: nothing was open.
-func (s *Store) closeCrashedTurn(oc *openConv, sessionID string, w *convlog.Writer) (*ClosedTurn, error) {
-	return s.closeTurnState(oc, sessionID, w.Turn(), w.NextSeq(), filepath.Base(w.Path()), w.Append, false)
+// in its log w, which observe sees (nil: none), and in the conversation log;
+// nil: nothing was open.
+func (s *Store) closeCrashedTurn(oc *openConv, sessionID string, w *convlog.Writer, observe func(*convlog.Event)) (*ClosedTurn, error) {
+	appendFn := func(evs []convlog.Event) error {
+		if err := w.Append(evs); err != nil || observe == nil {
+			return err
+		}
+		for i := range evs {
+			observe(&evs[i])
+		}
+		return nil
+	}
+	return s.closeTurnState(oc, sessionID, w.Turn(), w.NextSeq(), filepath.Base(w.Path()), appendFn, false)
 }
 
 // onlyInConversation reports whether sessionID's running turn is one the
