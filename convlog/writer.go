@@ -121,8 +121,8 @@ func newWriter(path string, comp Compression, h *Header) *Writer {
 
 // OpenAppend opens an existing version 4 log for appending. It reads the
 // whole log strictly first. A torn tail is left as it is until the first
-// Append, which cuts it and rewrites the complete lines recovered from a torn
-// final frame as a fresh frame.
+// Append, which replaces it with the complete lines recovered from a torn
+// final frame, as a fresh frame (repairTornTail).
 func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 	// One descriptor is read and then written: the log checked is the log
 	// appended to.
@@ -353,30 +353,54 @@ func (w *Writer) writeAt(b []byte) error {
 	return nil
 }
 
+// repairTornTail replaces the torn tail with the lines recovered from it.
+// The fresh frames are written over the tail (NUL-padded to its end, which
+// a reader takes as a torn frame) before the file is cut to their end: a
+// process killed at any point leaves those lines readable, where cutting
+// first would lose them until the rewrite. A tail more than maxRepairPad
+// longer than the frames is cut first, to bound the padding's memory.
 func (w *Writer) repairTornTail() error {
-	if err := w.f.Truncate(w.tornAt); err != nil {
-		return fmt.Errorf("%s: cutting the torn tail at byte %d: %w", w.path, w.tornAt, err)
+	var tail []byte
+	if w.recoverHeader {
+		tail = encodeFrame(tail, append(w.header.AppendJSON(nil), '\n'))
+	}
+	if len(w.recovered) > 0 {
+		tail = encodeFrame(tail, w.recovered)
+	}
+	end := w.tornAt + int64(len(tail))
+	if len(tail) > 0 {
+		fi, err := w.f.Stat()
+		if err != nil {
+			return err
+		}
+		switch pad := fi.Size() - end; {
+		case pad > maxRepairPad:
+			if err := w.f.Truncate(end); err != nil {
+				return fmt.Errorf("%s: cutting the torn tail at byte %d: %w", w.path, end, err)
+			}
+		case pad > 0:
+			tail = append(tail, make([]byte, pad)...)
+		}
+		if _, err := w.f.WriteAt(tail, w.tornAt); err != nil {
+			return fmt.Errorf("%s: rewriting the lines recovered from the torn tail at byte %d: %w", w.path, w.tornAt, err)
+		}
+		tornTailWritten()
+	}
+	if err := w.f.Truncate(end); err != nil {
+		return fmt.Errorf("%s: cutting the torn tail at byte %d: %w", w.path, end, err)
 	}
 	if err := w.f.Sync(); err != nil {
 		return err
 	}
-	w.size = w.tornAt
-	w.torn = false
-	if w.recoverHeader {
-		if err := w.writeAt(encodeFrame(nil, append(w.header.AppendJSON(nil), '\n'))); err != nil {
-			return err
-		}
-		w.recoverHeader = false
-	}
-	if len(w.recovered) > 0 {
-		frame := encodeFrame(nil, w.recovered)
-		if err := w.writeAt(frame); err != nil {
-			return err
-		}
-		w.recovered = nil
-	}
+	w.size, w.torn, w.recoverHeader, w.recovered = end, false, false, nil
 	return nil
 }
+
+const maxRepairPad = 64 << 20
+
+// tornTailWritten runs between a repair's write and its cut (a test's
+// crash point).
+var tornTailWritten = func() {}
 
 // Close closes the file. Every appended batch is already durable.
 func (w *Writer) Close() error {
