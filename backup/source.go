@@ -278,61 +278,28 @@ func (l *loaded) check(src io.ReaderAt, size int64, online, strict bool) {
 // conversation log; whole: the whole file is committed.
 func (l *loaded) read(src io.ReaderAt, size int64) (pr convlog.Prefix, whole bool) {
 	j := l.job
-	comp := j.gen.Compression
-	// reindex skips a log naming another log, so must the expectations.
-	opts := j.log.ReaderOptions(convlog.ReaderOptions{Version: j.gen.Version, Compression: &comp})
-	r, err := convlog.NewReader(src, size, j.name, opts)
+	rd, err := archive.ReadLog(src, size, j.name, j.log, j.gen, true)
 	var ie *convlog.IdentityError
-	if j.log.IsConversationLog && errors.As(err, &ie) {
+	switch {
+	case j.log.IsConversationLog && errors.As(err, &ie):
 		// Skipped by reindex (reindex.Accept), not invalid.
 		l.conv.err = err
 		return
-	}
-	if err != nil {
+	case err != nil:
 		l.info.fail(err)
 		return
-	}
-	defer r.Close()
-	// The replay reindex makes of a conversation log.
-	var replay *store.Replayer
-	if j.log.IsConversationLog {
-		replay = j.log.Replayer(r)
-	}
-	var events int64
-	// The admission reindex applies: a log it refuses is invalid here too.
-	rules := convlog.NewValidator(r.Header())
-	var ruleErr error
-	for e, err := range r.Events() {
-		if err != nil {
-			l.info.fail(err)
-			return
-		}
-		events++
-		if err := rules.Check(e); err != nil && ruleErr == nil {
-			ruleErr = r.RuleProblem(err)
-		}
-		if replay != nil {
-			replay.Add(e)
-		}
-	}
-	if err := rules.Finish(); err != nil && ruleErr == nil {
-		ruleErr = fmt.Errorf("%s: line 1: %w", j.name, err)
-	}
-	if ruleErr != nil {
-		l.info.fail(ruleErr)
+	case rd.RuleErr != nil:
+		// The admission reindex applies: a log it refuses is invalid here too.
+		l.info.fail(rd.RuleErr)
 		l.info.ruleOnly = true
 	}
-	if replay != nil {
-		info, err := replay.Finish(r)
-		if err != nil {
-			l.conv.err = err
-		} else {
-			l.conv.deleting, l.conv.deps = info.Deleting, store.Dependencies(info)
-		}
+	if rd.InfoErr != nil {
+		l.conv.err = rd.InfoErr
+	} else if rd.Info != nil {
+		l.conv.deleting, l.conv.deps = rd.Info.Deleting, store.Dependencies(rd.Info)
 	}
-	l.info.Events = events
-	pr, whole = r.ReadPrefix()
-	return pr, whole && pr.Bytes == size
+	l.info.Events = rd.Events
+	return rd.Prefix, rd.Whole && rd.Prefix.Bytes == size
 }
 
 // loadAll loads jobs in parallel, handing them to sink in order; sink

@@ -375,11 +375,6 @@ type openLog struct {
 	infoErr error
 }
 
-func (l *openLog) readerOptions() convlog.ReaderOptions {
-	comp := l.log.Current.Compression
-	return l.log.ReaderOptions(convlog.ReaderOptions{Version: l.log.Current.Version, Compression: &comp})
-}
-
 func (l *openLog) close() {
 	if l.f != nil {
 		l.f.Close()
@@ -628,41 +623,21 @@ func (l *openLog) open() error {
 	} else {
 		l.f = f
 	}
-	r, err := convlog.NewReader(l.src, size, l.log.Path, l.readerOptions())
+	rd, err := archive.ReadLog(l.src, size, l.log.Path, l.log, l.log.Current, false)
 	if err != nil {
 		l.close()
 		return err
 	}
-	// The events read are the prefix's (checked below), so their replay is.
-	var rp *store.Replayer
-	if l.log.IsConversationLog {
-		rp = l.log.Replayer(r)
-	}
-	var events int64
-	for e, err := range r.Events() {
-		if err != nil {
-			r.Close()
-			l.close()
-			return err
-		}
-		events++ // a torn final frame's lines too: the prefix holds them
-		if rp != nil {
-			rp.Add(e)
-		}
-	}
+	l.info, l.infoErr = rd.Info, rd.InfoErr
 	// Otherwise the prefix is found from the structure, agreeing with the read.
-	pr, whole := r.ReadPrefix()
-	if rp != nil {
-		l.info, l.infoErr = rp.Finish(r)
-	}
-	r.Close()
+	pr, events := rd.Prefix, rd.Events
 	switch {
-	case whole && pr.Bytes != size:
+	case rd.Whole && pr.Bytes != size:
 		err = fmt.Errorf("%s: changed while it was read", l.log.Path)
-	case !whole:
+	case !rd.Whole:
 		pr, err = convlog.CommittedPrefix(l.src, size, l.log.Current.Compression, l.log.Path)
 	}
-	if err == nil && pr.RecoveredLines != r.Stats().RecoveredLines {
+	if err == nil && pr.RecoveredLines != rd.Recovered {
 		err = fmt.Errorf("%s: changed while it was read", l.log.Path)
 	}
 	if err != nil {
