@@ -102,10 +102,7 @@ func (l *loaded) close() {
 }
 
 func (l *loaded) archive(aw *archive.Writer) (archive.Sum, error) {
-	kind, name := archive.Text, l.job.name
-	if l.job.gen.Compression == convlog.Zstd {
-		kind = archive.Compressed
-	}
+	kind, name := l.job.gen.Compression, l.job.name
 	switch {
 	case l.f == nil:
 		return aw.WriteHashed(name, kind, l.buf, l.sum)

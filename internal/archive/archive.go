@@ -39,13 +39,13 @@ const (
 	IndexName    = store.IndexFileName
 )
 
-// Kind says how an entry's content compresses; the Writer picks each
-// frame's level from the kinds of the bytes in it.
-type Kind int
+// Kind says how an entry's content compresses (a log's is its
+// compression); the Writer picks each frame's level from the kinds in it.
+type Kind = convlog.Compression
 
 const (
-	Text       Kind = iota // plain logs, SQLite, JSON
-	Compressed             // .zst logs
+	Text       = convlog.Plain // plain logs, SQLite, JSON
+	Compressed = convlog.Zstd  // .zst logs
 )
 
 // FileMode is the mode of every entry, and of every file Extract writes.

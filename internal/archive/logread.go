@@ -19,10 +19,8 @@ type LogRead struct {
 	RuleErr   error // the first admission failure (with rules)
 }
 
-// ReadLog reads every event of generation gen of l from src strictly, as
-// reindex does, replaying a conversation log and, with rules, applying
-// convlog's admission; an error is the read's (an *IdentityError comes
-// from the header).
+// ReadLog reads generation gen of l from src strictly, as reindex does,
+// replaying a conversation log and, with rules, applying convlog's admission.
 func ReadLog(src io.ReaderAt, size int64, name string, l store.Log, gen convlog.Name, rules bool) (LogRead, error) {
 	comp := gen.Compression
 	r, err := convlog.NewReader(src, size, name, l.ReaderOptions(convlog.ReaderOptions{Version: gen.Version, Compression: &comp}))

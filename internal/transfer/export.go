@@ -291,13 +291,10 @@ type readInfo struct {
 // planLog is the plan's strict read of a small conversation log, reused
 // by the export when the bytes have the same SHA-256.
 type planLog struct {
-	path   string
-	size   int64
-	sum    [sha256.Size]byte
-	events int64
-	prefix convlog.Prefix
-	info   *store.ConversationInfo
-	err    error
+	path string
+	size int64
+	sum  [sha256.Size]byte
+	read archive.LogRead // Info kept without its turns
 }
 
 // readPlan reads conversation id's log as the export does.
@@ -314,9 +311,10 @@ func (x *exporter) readPlan(id string) readInfo {
 		size := int64(len(ol.buf))
 		ol.release()
 		if err == nil {
-			r.info, r.err = keptInfo(ol.info), ol.infoErr
+			ol.read.Info = keptInfo(ol.read.Info)
+			r.info, r.err = ol.read.Info, ol.read.InfoErr
 			if ol.small && ol.leftOut == 0 {
-				r.plan = &planLog{path: conv.Path, size: size, sum: ol.sum, events: ol.events, prefix: ol.prefix, info: r.info, err: ol.infoErr}
+				r.plan = &planLog{path: conv.Path, size: size, sum: ol.sum, read: ol.read}
 			}
 			return r
 		}
@@ -367,12 +365,9 @@ type openLog struct {
 	src     io.ReaderAt
 	data    []byte
 	sum     [sha256.Size]byte
-	prefix  convlog.Prefix // what of src is archived
 	leftOut int64
-	events  int64
-	// A conversation log's replay, of the events of the prefix archived.
-	info    *store.ConversationInfo
-	infoErr error
+	// The strict read; its Prefix is what of src is archived.
+	read archive.LogRead
 }
 
 func (l *openLog) close() {
@@ -483,7 +478,7 @@ func PlanExport(ctx context.Context, s *store.Store, opts ExportOptions) (*Expor
 	}
 	return x.run(ctx, func(logs []*openLog) error {
 		for _, l := range logs {
-			x.m.Files = append(x.m.Files, x.fileOf(l, l.prefix.Len(), ""))
+			x.m.Files = append(x.m.Files, x.fileOf(l, l.read.Prefix.Len(), ""))
 		}
 		return nil
 	})
@@ -567,7 +562,7 @@ func (x *exporter) readListed(p *planned, ls *planDir) *readConv {
 	if convLog == nil {
 		return leaveOut(dir, "no conversation log")
 	}
-	info, err := convLog.info, convLog.infoErr
+	info, err := convLog.read.Info, convLog.read.InfoErr
 	var ie *convlog.IdentityError
 	switch {
 	case errors.As(err, &ie):
@@ -628,9 +623,8 @@ func (l *openLog) open() error {
 		l.close()
 		return err
 	}
-	l.info, l.infoErr = rd.Info, rd.InfoErr
 	// Otherwise the prefix is found from the structure, agreeing with the read.
-	pr, events := rd.Prefix, rd.Events
+	pr := rd.Prefix
 	switch {
 	case rd.Whole && pr.Bytes != size:
 		err = fmt.Errorf("%s: changed while it was read", l.log.Path)
@@ -644,7 +638,8 @@ func (l *openLog) open() error {
 		l.close()
 		return err
 	}
-	l.prefix, l.leftOut, l.events = pr, size-pr.Bytes, events
+	rd.Prefix = pr
+	l.read, l.leftOut = rd, size-pr.Bytes
 	if l.buf != nil {
 		l.data = l.buf[:pr.Bytes]
 		if pr.RecoveredBytes > 0 {
@@ -679,24 +674,20 @@ func (l *openLog) openAsPlanned(pl *planLog) error {
 		return l.open()
 	}
 	l.buf, l.src, l.data, l.sum, l.small = buf, convlog.Bytes(buf), buf, pl.sum, true
-	l.prefix, l.leftOut, l.events = pl.prefix, 0, pl.events
-	l.info, l.infoErr = pl.info, pl.err
+	l.read, l.leftOut = pl.read, 0
 	return nil
 }
 
 // archiveConv writes the logs' committed prefixes from the bytes checked.
 func (x *exporter) archiveConv(aw *archive.Writer, logs []*openLog) error {
 	for _, l := range logs {
-		kind := archive.Text
-		if l.log.Current.Compression == convlog.Zstd {
-			kind = archive.Compressed
-		}
+		kind := l.log.Current.Compression
 		var sum archive.Sum
 		var err error
 		if l.data != nil {
 			sum, err = aw.WriteHashed(l.name, kind, l.data, l.sum)
 		} else {
-			sum, err = aw.WriteEntry(l.name, kind, l.prefix.Len(), l.prefix.Reader(l.src))
+			sum, err = aw.WriteEntry(l.name, kind, l.read.Prefix.Len(), l.read.Prefix.Reader(l.src))
 		}
 		if err != nil {
 			return fmt.Errorf("archive %s: %w", l.log.Path, err)
@@ -709,7 +700,7 @@ func (x *exporter) archiveConv(aw *archive.Writer, logs []*openLog) error {
 func (x *exporter) fileOf(l *openLog, size int64, sum string) File {
 	return File{
 		Name: l.name, Conversation: l.log.Conversation, Session: l.log.ID, Version: l.log.Current.Version,
-		Size: size, SHA256: sum, Committed: size, Events: l.events, LeftOut: l.leftOut,
+		Size: size, SHA256: sum, Committed: size, Events: l.read.Events, LeftOut: l.leftOut,
 	}
 }
 

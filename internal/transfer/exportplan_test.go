@@ -55,12 +55,12 @@ func TestExportTakesThePlansReadOnlyOfTheSameBytes(t *testing.T) {
 		if string(conv.data) != string(onDisk) {
 			t.Errorf("change %v: the bytes to archive are not the log's", change)
 		}
-		reused := conv.info == pl.info
+		reused := conv.read.Info == pl.read.Info
 		switch {
-		case !change && (!reused || rc.c.Title != pl.info.Title || conv.events != pl.events):
-			t.Errorf("same bytes: reused %v, title %q, events %d (plan %q, %d)", reused, rc.c.Title, conv.events, pl.info.Title, pl.events)
-		case change && (reused || rc.c.Title != "Renamed after the plan" || conv.events != pl.events+1):
-			t.Errorf("changed: reused %v, title %q, events %d (plan %d)", reused, rc.c.Title, conv.events, pl.events)
+		case !change && (!reused || rc.c.Title != pl.read.Info.Title || conv.read.Events != pl.read.Events):
+			t.Errorf("same bytes: reused %v, title %q, events %d (plan %q, %d)", reused, rc.c.Title, conv.read.Events, pl.read.Info.Title, pl.read.Events)
+		case change && (reused || rc.c.Title != "Renamed after the plan" || conv.read.Events != pl.read.Events+1):
+			t.Errorf("changed: reused %v, title %q, events %d (plan %d)", reused, rc.c.Title, conv.read.Events, pl.read.Events)
 		}
 		rc.close()
 	}
