@@ -42,14 +42,12 @@ type Holder struct {
 
 // LockOptions say what Open takes on runtime.lock: Timeout is how long
 // LockExclusive waits (0: fail fast), Command is recorded for others to read
-// ("convkit reindex"); zero PID, Host and Now default to this process's.
+// ("convkit reindex"); Now (default time.Now) dates the record.
 type LockOptions struct {
 	Mode    LockMode
 	Timeout time.Duration
 	Command string
 	Now     func() time.Time
-	PID     int
-	Host    string
 }
 
 // LockedError reports runtime.lock held by another process, as LockStatus
@@ -221,13 +219,8 @@ func createLockFile(dataDir, path string) error {
 }
 
 func newHolder(opts LockOptions) Holder {
-	h := Holder{PID: opts.PID, Host: opts.Host, Command: opts.Command}
-	if h.PID == 0 {
-		h.PID = os.Getpid()
-	}
-	if h.Host == "" {
-		h.Host, _ = os.Hostname()
-	}
+	h := Holder{PID: os.Getpid(), Command: opts.Command}
+	h.Host, _ = os.Hostname()
 	now := opts.Now
 	if now == nil {
 		now = time.Now
