@@ -859,3 +859,9 @@ func TestForkSeedKeepsHistoryOrder(t *testing.T) {
 		t.Fatalf("seed history %s, source history %s", got, want)
 	}
 }
+
+// sessionLogFile is the path of session sessionID's current log.
+func (s *Store) sessionLogFile(convID, sessionID string) (string, error) {
+	l, err := s.FindLog(convID, sessionID)
+	return l.Path, err
+}

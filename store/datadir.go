@@ -249,30 +249,56 @@ func (s *Store) WalkConversation(convID string) (ConversationDir, []Problem, err
 }
 
 // FindLog returns a conversation's own log ("") or session sessionID's at
-// its current generation, never falling back to a lower one.
+// its current generation, never falling back to a lower one. A missing
+// conversation, or one without its own log, wraps ErrNoConversation; a log
+// whose place holds a link wraps ErrSymlink.
 func (s *Store) FindLog(convID, sessionID string) (Log, error) {
 	c, probs, err := s.WalkConversation(convID)
 	if err != nil {
+		if dir, derr := conversationPath(s.dataDir, convID); derr == nil {
+			if _, serr := os.Lstat(dir); errors.Is(serr, os.ErrNotExist) {
+				return Log{}, fmt.Errorf("conversation %s: %w", termtext.Quote(convID), ErrNoConversation)
+			}
+		}
 		return Log{}, err
 	}
+	mine := func(base string) bool {
+		if sessionID == "" {
+			return base == ConversationLogBase
+		}
+		id, err := DecodeBase(base)
+		return err == nil && id == sessionID
+	}
 	for _, l := range c.Logs {
-		if (sessionID == "" && l.IsConversationLog) || (sessionID != "" && !l.IsConversationLog && l.ID == sessionID) {
+		if mine(l.Base) {
 			return l, nil
 		}
 	}
 	// Name the entry in the log's place that is not a log (a link, a FIFO).
-	why := ""
+	why, kind := "", error(os.ErrNotExist)
 	for _, p := range probs {
-		n, ok := convlog.ParseName(filepath.Base(p.Path))
-		if !ok {
+		if n, ok := convlog.ParseName(filepath.Base(p.Path)); !ok || !mine(n.Base) {
 			continue
 		}
-		if id, err := DecodeBase(n.Base); err == nil && ((sessionID == "" && n.Base == ConversationLogBase) || (sessionID != "" && n.Base != ConversationLogBase && id == sessionID)) {
-			why += "; " + p.String()
+		fi, err := os.Lstat(p.Path)
+		if sessionID == "" && err == nil {
+			return Log{}, notALog(p.Path, fi.Mode())
+		}
+		why += "; " + p.String()
+		if p.Reason == ReasonSymlink {
+			kind = ErrSymlink
 		}
 	}
 	if sessionID == "" {
-		return Log{}, fmt.Errorf("conversation %s (%s) has no conversation log%s", termtext.Quote(convID), c.Path, why)
+		return Log{}, fmt.Errorf("conversation %s: %w", termtext.Quote(convID), ErrNoConversation)
 	}
-	return Log{}, fmt.Errorf("conversation %s (%s) has no log for session %s%s", termtext.Quote(convID), c.Path, termtext.Quote(sessionID), why)
+	return Log{}, &wordedError{err: kind, msg: fmt.Sprintf("conversation %s (%s) has no log for session %s%s", termtext.Quote(convID), c.Path, termtext.Quote(sessionID), why)}
+}
+
+// notALog refuses an entry in a log's place that is not a regular file.
+func notALog(p string, m os.FileMode) error {
+	if m&os.ModeSymlink != 0 {
+		return fmt.Errorf("%s is a symbolic link: %w", p, ErrSymlink)
+	}
+	return fmt.Errorf("%s: %s (%s)", p, ReasonNotRegular, durable.Kind(m))
 }

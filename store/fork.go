@@ -22,8 +22,7 @@ import (
 func (s *Store) Fork(srcConv, srcSession, newConv, newSession string, throughSeq int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, err := s.fork(forkRequest{srcConv: srcConv, srcSession: srcSession, newConv: newConv, newSession: newSession,
-		throughSeq: throughSeq, rewindSeq: -1})
+	_, err := s.fork(srcConv, srcSession, newConv, newSession, throughSeq, -1)
 	return err
 }
 
@@ -36,14 +35,7 @@ func (s *Store) Rewind(srcConv, srcSession, newConv, newSession string, beforeSe
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.fork(forkRequest{srcConv: srcConv, srcSession: srcSession, newConv: newConv, newSession: newSession,
-		rewindSeq: beforeSeq})
-}
-
-type forkRequest struct {
-	srcConv, srcSession, newConv, newSession string
-	throughSeq                               int64
-	rewindSeq                                int64 // -1 for a plain fork
+	return s.fork(srcConv, srcSession, newConv, newSession, 0, beforeSeq)
 }
 
 // forkScan is what a first pass over the source session finds (-1: none).
@@ -57,27 +49,28 @@ type forkScan struct {
 	cut            int64
 }
 
-func (s *Store) fork(req forkRequest) (string, error) {
+// fork is Fork, or Rewind when rewindSeq is not -1.
+func (s *Store) fork(srcConvID, srcSession, newConv, newSession string, throughSeq, rewindSeq int64) (string, error) {
 	if err := s.writable(); err != nil {
 		return "", err
 	}
-	name, err := SessionLogName(req.newSession, convlog.CurrentVersion, s.comp)
+	name, err := SessionLogName(newSession, convlog.CurrentVersion, s.comp)
 	if err != nil {
 		return "", err
 	}
-	src, err := s.liveConv(req.srcConv)
+	srcConv, err := s.liveConv(srcConvID)
 	if err != nil {
 		return "", err
 	}
-	srcInfo := src.st.info.clone()
-	sess := srcInfo.Session(req.srcSession)
+	srcInfo := srcConv.st.info.clone()
+	sess := srcInfo.Session(srcSession)
 	if sess == nil {
-		return "", fmt.Errorf("conversation %s has no session %s", termtext.Quote(req.srcConv), termtext.Quote(req.srcSession))
+		return "", fmt.Errorf("conversation %s has no session %s", termtext.Quote(srcConvID), termtext.Quote(srcSession))
 	}
 	if sess.ParentSession != "" {
-		return "", fmt.Errorf("session %s of conversation %s is a subagent; only the root session can be forked", termtext.Quote(req.srcSession), termtext.Quote(req.srcConv))
+		return "", fmt.Errorf("session %s of conversation %s is a subagent; only the root session can be forked", termtext.Quote(srcSession), termtext.Quote(srcConvID))
 	}
-	newDir, err := s.newConversationDir(req.newConv)
+	newDir, err := s.newConversationDir(newConv)
 	if err != nil {
 		return "", err
 	}
@@ -87,19 +80,20 @@ func (s *Store) fork(req forkRequest) (string, error) {
 			os.RemoveAll(newDir) // nobody's until its conversation log is published
 		}
 	}()
-	srcPath, err := s.sessionLogFile(req.srcConv, req.srcSession)
+	src, err := s.FindLog(srcConvID, srcSession)
 	if err != nil {
 		return "", err
 	}
-	if n, _ := convlog.ParseName(filepath.Base(srcPath)); n.Version != convlog.CurrentVersion {
+	srcPath := src.Path
+	if n := src.Current; n.Version != convlog.CurrentVersion {
 		return "", fmt.Errorf("%s: session log is format v%d; upgrade it to v%d (convkit migrate) before forking", srcPath, n.Version, convlog.CurrentVersion)
 	}
-	sc, err := scanForFork(srcPath, req.rewindSeq)
+	sc, err := scanForFork(src, rewindSeq)
 	if err != nil {
 		return "", err
 	}
-	cut := req.throughSeq
-	if req.rewindSeq >= 0 {
+	cut := throughSeq
+	if rewindSeq >= 0 {
 		cut = sc.cut
 	} else if cut < 0 {
 		cut = sc.lastSeq
@@ -112,28 +106,28 @@ func (s *Store) fork(req forkRequest) (string, error) {
 		return "", fmt.Errorf("%s: seq %d is inside the inherited history (through seq %d); fork at or after it", srcPath, cut, sc.endSeed)
 	}
 
-	h := &convlog.Header{Type: convlog.SessionLog, Version: convlog.CurrentVersion, ID: req.newSession,
+	h := &convlog.Header{Type: convlog.SessionLog, Version: convlog.CurrentVersion, ID: newSession,
 		CreatedAt: s.nowMs(), Cwd: srcInfo.Cwd, AgentPreset: sc.header.AgentPreset}
 	var inherited []InheritedSession
 	switch {
 	case afterCompaction:
-		h.IsSeeded, h.ParentSession = true, req.srcSession
-		inherited = []InheritedSession{{SessionID: req.newSession, SourceConversation: req.srcConv,
-			SourceSession: req.srcSession, ThroughSeq: cut}}
+		h.IsSeeded, h.ParentSession = true, srcSession
+		inherited = []InheritedSession{{SessionID: newSession, SourceConversation: srcConvID,
+			SourceSession: srcSession, ThroughSeq: cut}}
 	case sc.header.IsSeeded:
 		h.IsSeeded, h.ParentSession = true, sc.header.ParentSession
 		for _, in := range srcInfo.Inherited {
-			if in.SessionID == req.srcSession {
-				in.SessionID = req.newSession
+			if in.SessionID == srcSession {
+				in.SessionID = newSession
 				inherited = append(inherited, in)
 			}
 		}
 	}
 	sessPath := filepath.Join(newDir, name)
 	if afterCompaction {
-		err = s.writeSeed(srcPath, sessPath, h, cut)
+		err = s.writeSeed(src, sessPath, h, cut)
 	} else {
-		err = s.copyHistory(srcPath, sessPath, h, cut)
+		err = s.copyHistory(src, sessPath, h, cut)
 	}
 	if err != nil {
 		return "", err
@@ -150,29 +144,30 @@ func (s *Store) fork(req forkRequest) (string, error) {
 		}
 	}
 	b.add(EventConversationCreated, created)
-	b.add(EventSessionStarted, SessionStartedData{SessionID: req.newSession, Agent: sess.Agent, Model: sess.Model})
+	b.add(EventSessionStarted, SessionStartedData{SessionID: newSession, Agent: sess.Agent, Model: sess.Model})
 	if autoTitle != "" {
 		b.add(EventConversationTitle, TitleData{Title: autoTitle})
 	}
-	b.add(EventConversationForked, ForkedData{SessionID: req.newSession, SourceConversation: req.srcConv,
-		SourceSession: req.srcSession, ThroughSeq: cut, AfterCompaction: afterCompaction, InheritedSessions: inherited})
-	if req.rewindSeq >= 0 {
-		b.add(EventConversationRewound, RewoundData{SourceConversation: req.srcConv, SourceSession: req.srcSession,
-			BeforeSeq: req.rewindSeq, ComposerText: sc.composer})
+	b.add(EventConversationForked, ForkedData{SessionID: newSession, SourceConversation: srcConvID,
+		SourceSession: srcSession, ThroughSeq: cut, AfterCompaction: afterCompaction, InheritedSessions: inherited})
+	if rewindSeq >= 0 {
+		b.add(EventConversationRewound, RewoundData{SourceConversation: srcConvID, SourceSession: srcSession,
+			BeforeSeq: rewindSeq, ComposerText: sc.composer})
 	}
 	if b.err != nil {
 		return "", b.err
 	}
-	if err := s.createLog(req.newConv, newDir, b.evs, nil); err != nil {
+	if err := s.createLog(newConv, newDir, b.evs, nil); err != nil {
 		return "", err
 	}
-	s.tellIndex(s.convs[req.newConv], true)
+	s.tellIndex(s.convs[newConv], true)
 	done = true
 	return sc.composer, nil
 }
 
-func scanForFork(path string, rewindSeq int64) (*forkScan, error) {
-	r, err := openLog(path, convlog.ReaderOptions{})
+func scanForFork(l Log, rewindSeq int64) (*forkScan, error) {
+	path := l.Path
+	r, err := l.Open(convlog.ReaderOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -351,12 +346,12 @@ func (b *batcher) close(err error) error {
 	return errors.Join(err, b.w.Close())
 }
 
-// eventsThrough calls fn with each event of the log at path through cut.
-func eventsThrough(path string, cut int64, fn func(*convlog.Event) error) error {
+// eventsThrough calls fn with each event of the log l through cut.
+func eventsThrough(l Log, cut int64, fn func(*convlog.Event) error) error {
 	if cut < 0 {
 		return nil
 	}
-	r, err := openLog(path, convlog.ReaderOptions{})
+	r, err := l.Open(convlog.ReaderOptions{})
 	if err != nil {
 		return err
 	}
@@ -377,7 +372,7 @@ func eventsThrough(path string, cut int64, fn func(*convlog.Event) error) error 
 
 // copyHistory copies events 0..cut of src into a new log, closing an open
 // turn as the new log's writer finds it.
-func (s *Store) copyHistory(src, dst string, h *convlog.Header, cut int64) error {
+func (s *Store) copyHistory(src Log, dst string, h *convlog.Header, cut int64) error {
 	b, err := s.newBatcher(dst, h)
 	if err != nil {
 		return err
@@ -406,12 +401,12 @@ func (s *Store) copyHistory(src, dst string, h *convlog.Header, cut int64) error
 
 // writeSeed writes a seeded log: the history the model reads at cut, error
 // results for unanswered tool calls and the session/end-seed marker.
-func (s *Store) writeSeed(src, dst string, h *convlog.Header, cut int64) error {
+func (s *Store) writeSeed(src Log, dst string, h *convlog.Header, cut int64) error {
 	var order []int64
 	var hist convlog.History
 	err := eventsThrough(src, cut, func(e *convlog.Event) error {
 		if err := hist.Apply(e); err != nil {
-			return fmt.Errorf("%s: %w", src, err)
+			return fmt.Errorf("%s: %w", src.Path, err)
 		}
 		return nil
 	})

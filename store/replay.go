@@ -2,17 +2,14 @@ package store
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"time"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/termtext"
 )
 
@@ -174,18 +171,18 @@ func (s *Store) ReadConversation(convID string) (*ConversationInfo, error) {
 
 // replayConversation finds and replays conversation convID's current log.
 func (s *Store) replayConversation(convID string) (dir, path string, st *convState, err error) {
-	if dir, err = s.conversationDir(convID); err == nil {
-		if path, err = conversationLogPath(dir, convID); err == nil {
-			var r *convlog.Reader
-			if r, err = openLog(path, convlog.ReaderOptions{}); err == nil {
-				st, err = replay(r, path)
-			}
-		}
-	}
+	l, err := s.FindLog(convID, "")
 	if err != nil {
 		return "", "", nil, err
 	}
-	return dir, path, st, nil
+	r, err := l.Open(convlog.ReaderOptions{})
+	if err != nil {
+		return "", "", nil, err
+	}
+	if st, err = replay(r, l.Path); err != nil {
+		return "", "", nil, err
+	}
+	return filepath.Dir(l.Path), l.Path, st, nil
 }
 
 // ReadConversation replays the log, a conversation log; one naming another
@@ -195,12 +192,6 @@ func (l Log) ReadConversation() (*ConversationInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return l.ReadConversationFrom(r)
-}
-
-// ReadConversationFrom replays the conversation log from r, a read of its
-// bytes made elsewhere with the log's ReaderOptions, and closes r.
-func (l Log) ReadConversationFrom(r *convlog.Reader) (*ConversationInfo, error) {
 	st, err := replay(r, l.Path)
 	if err != nil {
 		return nil, err
@@ -227,76 +218,6 @@ func replay(r *convlog.Reader, path string) (*convState, error) {
 		return nil, err
 	}
 	return p.st, nil
-}
-
-// currentGeneration finds the highest generation of base in dir (ties: the
-// first by name), regular files only.
-func currentGeneration(dir, base string) (convlog.Name, bool, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return convlog.Name{}, false, err
-	}
-	var best convlog.Name
-	found := false
-	var odd error // the first entry named like a generation but not a file
-	for _, e := range entries {
-		n, ok := convlog.ParseName(e.Name())
-		if !ok || n.Base != base {
-			continue
-		}
-		if !e.Type().IsRegular() {
-			if odd == nil {
-				odd = notALog(filepath.Join(dir, e.Name()), e.Type())
-			}
-			continue
-		}
-		if !found || n.Version > best.Version || (n.Version == best.Version && n.String() < best.String()) {
-			best, found = n, true
-		}
-	}
-	if !found && odd != nil {
-		return best, false, odd
-	}
-	return best, found, nil
-}
-
-// notALog refuses an entry in a log's place that is not a regular file.
-func notALog(p string, t os.FileMode) error {
-	if t&os.ModeSymlink != 0 {
-		return fmt.Errorf("%s is a symbolic link: %w", p, ErrSymlink)
-	}
-	return fmt.Errorf("%s: %s (%s)", p, ReasonNotRegular, durable.Kind(t))
-}
-
-func conversationLogPath(dir, convID string) (string, error) {
-	n, ok, err := currentGeneration(dir, ConversationLogBase)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && !ok) {
-		return "", fmt.Errorf("conversation %s: %w", termtext.Quote(convID), ErrNoConversation)
-	}
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, n.String()), nil
-}
-
-// sessionLogFile returns the path of session sessionID's current log.
-func (s *Store) sessionLogFile(convID, sessionID string) (string, error) {
-	dir, err := s.conversationDir(convID)
-	if err != nil {
-		return "", err
-	}
-	base, err := EncodeBase(sessionID)
-	if err != nil {
-		return "", fmt.Errorf("session id: %w", err)
-	}
-	n, ok, err := currentGeneration(dir, base)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && !ok) {
-		return "", fmt.Errorf("conversation %s has no log for session %s: %w", termtext.Quote(convID), termtext.Quote(sessionID), os.ErrNotExist)
-	}
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, n.String()), nil
 }
 
 // A Replayer replays a conversation log from the events of a read its
@@ -408,13 +329,4 @@ func (l Log) CheckHeader(h *convlog.Header) error {
 		return fmt.Errorf("%s: %w", l.Path, err)
 	}
 	return nil
-}
-
-// openLog opens the log at path, a file of a store, as Log.Open does.
-func openLog(path string, opts convlog.ReaderOptions) (*convlog.Reader, error) {
-	l, err := LooseLog(path)
-	if err != nil {
-		return nil, err
-	}
-	return l.Open(opts)
 }

@@ -103,7 +103,7 @@ func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 	if oc.st.info.Session(sessionID) == nil {
 		return nil, fmt.Errorf("conversation %s has no session %s", termtext.Quote(convID), termtext.Quote(sessionID))
 	}
-	path, err := s.sessionLogFile(convID, sessionID)
+	l, err := s.FindLog(convID, sessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +113,7 @@ func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 		c.Known = true
 		se.rec.observe(&c)
 	}
-	if se.w, _, err = upgrade.OpenAppend(path, upgrade.PublishOptions{}, convlog.WriterOptions{Observe: observe}); err != nil {
+	if se.w, _, err = upgrade.OpenAppend(l.Path, upgrade.PublishOptions{}, convlog.WriterOptions{Observe: observe}); err != nil {
 		return nil, err
 	}
 	if se.repaired, err = s.closeCrashedTurn(oc, sessionID, se.w, observe); err != nil {
