@@ -20,9 +20,8 @@ import (
 // DefaultMaxLineBytes bounds one line of a log, and so the reader's memory.
 const DefaultMaxLineBytes = 64 << 20
 
-// The decode limit of a compressed log (ReaderOptions.MaxPlainBytes): logs
-// compress 2 to 10 times, so one decoding to far more is refused as a
-// decompression bomb (zstd can expand a byte 32,768 times).
+// Logs compress 2 to 10 times: one decoding to far more is a decompression
+// bomb (zstd can expand a byte 32,768 times).
 const (
 	DefaultPlainRatio    = 128
 	DefaultMinPlainBytes = 256 << 20
@@ -37,58 +36,43 @@ type ReaderOptions struct {
 	// DefaultPlainRatio times its size, at least DefaultMinPlainBytes;
 	// negative: no limit).
 	MaxPlainBytes int64
-	// OnProblem, when set, receives every problem that does not prevent
-	// reading on (a bad row, a seq gap), and the read goes on unless it
-	// calls Stop; when nil the first problem is the error.
+	// OnProblem, when set, receives each problem the read can go on past
+	// (unless it calls Stop); when nil the first problem is the error.
 	OnProblem func(*FormatError)
 	// Version is the version the file name carries; -1 (or use Open) to
 	// take it from the name, or from the header alone for foreign names.
 	Version int
 	// Compression overrides detection from the name and the first bytes.
 	Compression *Compression
-	// WantID, when set, is the id the log's place implies; a header of
-	// another type or id is refused with an *IdentityError.
-	WantID string
-	// WantType is the header type WantID names: SessionLog (the default)
-	// or ConversationLog.
-	WantType string
-	// LowMemory decodes ahead at most one frame of up to a megabyte whole,
-	// and keeps the stream decoder's history up to 8 MiB from frame to
-	// frame: for callers that read many logs within a memory budget.
+	// WantID, when set, is the id the log's place implies, of type WantType
+	// (SessionLog by default): another header is an *IdentityError.
+	WantID, WantType string
+	// LowMemory decodes ahead at most one 1 MiB frame and keeps at most
+	// 8 MiB of decoder history: for callers reading many logs at once.
 	LowMemory bool
 }
 
 // Stats describes what a reader has read so far.
 type Stats struct {
-	FileBytes  int64 // size of the file
-	PlainBytes int64 // bytes of complete lines, header included
-	Lines      int64 // complete lines, header included
-	Events     int64 // event rows read
-	Frames     int64 // zstd frames, a torn one included
-	// FramesWithoutChecksum counts frames that carry no content checksum.
+	FileBytes             int64 // size of the file
+	PlainBytes            int64 // bytes of complete lines, header included
+	Lines                 int64 // complete lines, header included
+	Events                int64 // event rows read
+	Frames                int64 // zstd frames, a torn one included
 	FramesWithoutChecksum int64
-	// TornTail is set when the log ends in an incomplete line or frame.
-	TornTail bool
-	// CommittedBytes is the length of the committed prefix: where a writer
-	// would cut a torn tail. Equal to FileBytes without one.
-	CommittedBytes int64
-	// TornBytes is FileBytes - CommittedBytes.
-	TornBytes int64
-	// RecoveredLines are the complete lines after the committed prefix,
-	// which a writer rewrites as a fresh frame.
+	TornTail              bool // the log ends in an incomplete line or frame
+	// CommittedBytes is where a writer would cut a torn tail (FileBytes
+	// without one); TornBytes is what lies past it.
+	CommittedBytes, TornBytes int64
+	// RecoveredLines: complete lines past the committed prefix, which a
+	// writer rewrites as a fresh frame.
 	RecoveredLines int64
-	// Framing is the log's zstd framing as it departs from the canonical
-	// one (see framing.go); the zero value is canonical.
-	Framing Framing
+	Framing        Framing // departures from the canonical framing
 }
 
 // Reader streams the events of one log in memory bounded by one line, one
-// zstd window and fixed buffers.
-//
-// A read is one pipeline: bytes, frames decoded, text cut into lines, each
-// line checked into an event. Its fast paths are options of that pipeline
-// decided when the reader is made; each stage keeps its state in a type
-// embedded here. Events is the way to read.
+// zstd window and fixed buffers, through one pipeline (frames, lines,
+// events) whose fast paths are chosen when it is made.
 type Reader struct {
 	source
 	pipe   pipeline
@@ -99,8 +83,7 @@ type Reader struct {
 	frameStage
 	lineStage
 
-	// members backs the parser's first members.
-	members [10]member
+	members [10]member // backs the parser's first members
 	parser  envelopeParser
 	nextSeq int64
 	resync  bool // the previous row was damaged: accept the next good seq
@@ -115,26 +98,21 @@ type source struct {
 	src    io.ReaderAt
 	closer io.Closer
 	comp   Compression
-	// mtime is the file's modification time at Open.
-	mtime time.Time
-	// mem is the whole file when it is in memory.
-	mem []byte
+	mtime  time.Time // at Open
+	mem    []byte    // the whole file, when it is in memory
 }
 
 // pipeline is which fast paths a reader takes.
 type pipeline struct {
 	// prefetch: frames after the first are decoded ahead by decoders
-	// goroutines; checkAhead: their lines are checked there too. Frames of
-	// at most wholeBytes are decoded whole.
-	prefetch   bool
-	decoders   int
-	wholeBytes int64
-	checkAhead bool
-	// streamAhead: a frame streamed (too large to decode whole) is decoded
-	// ahead a chunk at a time on a goroutine of its own (prefetch.go).
+	// goroutines, checkAhead: and their lines checked there; streamAhead: a
+	// streamed frame is decoded a chunk ahead (prefetch.go).
+	prefetch    bool
+	decoders    int
+	wholeBytes  int64 // frames of at most this are decoded whole
+	checkAhead  bool
 	streamAhead bool
-	// lowMemory: ReaderOptions.LowMemory.
-	lowMemory bool
+	lowMemory   bool
 }
 
 func newPipeline(opts ReaderOptions, comp Compression, size int64) pipeline {
@@ -158,19 +136,15 @@ type frameStage struct {
 	dec     *zstd.Decoder
 	frame   Frame
 	inFrame bool
-	// pre decodes frames ahead (see prefetch.go); cur is the frame the
-	// reader is on, from pre or loaded here.
-	pre *ahead[*pframe]
-	cur *pframe
-	// stream decodes a large frame ahead (prefetch.go).
-	stream *streamDec
+	pre     *ahead[*pframe] // frames decoded ahead (prefetch.go)
+	cur     *pframe         // the frame at hand, from pre or loaded here
+	stream  *streamDec      // a large frame decoded ahead
 	// decBig is set once dec's history may exceed keepBufBytes: it is then
 	// not pooled, nor kept through a large frame decoded whole. decWin is
 	// the largest window dec streamed, -1 once one was not stated.
-	decBig bool
-	decWin int64
-	// decoded counts the plain bytes decoded so far against budget.
-	decoded, budget int64
+	decBig          bool
+	decWin          int64
+	decoded, budget int64 // plain bytes decoded, and the limit
 }
 
 // lineStage is the plain text cut into lines.
@@ -204,8 +178,7 @@ var (
 	chunkPool = sync.Pool{New: func() any { return &readBufs{chunk: make([]byte, 256<<10)} }}
 )
 
-// readBufs are what reading text in chunks takes: the chunk, and the lines
-// that cross from one chunk to the next.
+// readBufs are a chunk of text and the line that crosses into the next.
 type readBufs struct{ chunk, line []byte }
 
 var decoderPool = sync.Pool{New: func() any {
@@ -217,8 +190,7 @@ var decoderPool = sync.Pool{New: func() any {
 	return d
 }}
 
-// Open opens a log file read-only, as OpenFile does, and reads it as
-// NewReader would.
+// Open opens a log file read-only, as OpenFile does, for NewReader.
 func Open(path string, opts ReaderOptions) (*Reader, error) {
 	f, size, mtime, err := openRaw(path)
 	if err != nil {
@@ -243,8 +215,7 @@ func Open(path string, opts ReaderOptions) (*Reader, error) {
 			r.closer, r.mtime = pooledBytes{whole}, mtime
 			return r, nil
 		}
-		// The file shrank since its Stat: read it in place, as larger
-		// logs are, so that the shortfall shows as it would.
+		// The file shrank since its Stat: read in place, the shortfall shows.
 		putWhole(whole)
 	}
 	r, err := NewReader(f, size, path, opts)
@@ -256,8 +227,7 @@ func Open(path string, opts ReaderOptions) (*Reader, error) {
 	return r, nil
 }
 
-// ModTime is the modification time the log had when Open opened it (zero
-// for a NewReader).
+// ModTime is the log's modification time at Open (zero for a NewReader).
 func (r *Reader) ModTime() time.Time { return r.mtime }
 
 // wholeFileBytes bounds the logs Open reads whole into a pooled buffer.
@@ -278,9 +248,8 @@ func (p pooledBytes) Close() error {
 	return nil
 }
 
-// Bytes is a log held in memory as an io.ReaderAt: a Reader or
-// FrameScanner given Bytes slices lines and frames straight out of them,
-// so they must not change while it is used.
+// Bytes is a log in memory: a Reader or FrameScanner slices lines and
+// frames out of it, so it must not change while they use it.
 type Bytes []byte
 
 // ReadAt implements io.ReaderAt.
@@ -307,9 +276,8 @@ func memOf(src io.ReaderAt, size int64) []byte {
 }
 
 // NewReader reads a log of the given size from src; path names it in
-// errors, and its name gives the version and compression unless opts sets
-// them, as ParseName reads it (a foreign name: the header's version and
-// the first bytes).
+// errors, and its name (ParseName) gives the version and compression
+// unless opts sets them.
 func NewReader(src io.ReaderAt, size int64, path string, opts ReaderOptions) (*Reader, error) {
 	if opts.Version == 0 {
 		opts.Version = -1
@@ -372,8 +340,7 @@ func (r *Reader) Header() *Header { return r.header }
 // Compression is how the file is stored.
 func (r *Reader) Compression() Compression { return r.comp }
 
-// Stats reports what has been read so far; after an Events loop ran to
-// its end it covers the whole file.
+// Stats reports what has been read so far.
 func (r *Reader) Stats() Stats {
 	s := r.stats
 	if !s.TornTail {
@@ -431,7 +398,6 @@ func (r *Reader) errorAt(pos Position, kind error, format string, args ...any) *
 	return &FormatError{Path: r.path, Pos: pos, Msg: fmt.Sprintf(format, args...), Kind: kind}
 }
 
-// framePos is the position of a problem with frame f as a whole.
 func (r *Reader) framePos(f Frame) Position {
 	return Position{Frame: f.Index, FrameOffset: f.Offset, Offset: r.plainOff}
 }
@@ -453,8 +419,7 @@ func (r *Reader) readHeader() error {
 		return err
 	}
 	if r.comp == Zstd && r.frame.Index != 1 && r.stats.Framing.Departures == 0 {
-		// Frame 1 did not hold the whole header line (it was empty; a
-		// line going on in a later frame was noted): read, not canonical.
+		// Frame 1 did not hold the whole header line: read, not canonical.
 		r.noteFraming(fmt.Sprintf("the header line ends in frame %d at file byte %d, not in frame 1", r.frame.Index, r.frame.Offset))
 	}
 	h, perr := parseHeaderWith(line, r.opts.Version, r.members[:0])
@@ -466,9 +431,8 @@ func (r *Reader) readHeader() error {
 	h.Raw = bytes.Clone(line)
 	r.header = h
 	if r.comp == Zstd && r.frame.Index == 1 && !r.frame.Torn {
-		// Frame 1 holds exactly the header line when the framing is
-		// canonical; more is read (the zstd tool writes one frame), and
-		// noted.
+		// More than the header line in frame 1 (the zstd tool's one frame)
+		// is read, and noted.
 		var err error
 		if r.tpos == len(r.text) && !r.fill() {
 			err = cmp.Or(r.inErr, io.EOF)
@@ -483,10 +447,8 @@ func (r *Reader) readHeader() error {
 	return nil
 }
 
-// RuleProblem is a Validator's refusal of the event yielded last, as a
-// *FormatError at the start of its line (ErrCorrupt: the bytes are read,
-// but they break the format's rules). Other errors are returned as they
-// are.
+// RuleProblem is a Validator's refusal of the event yielded last as an
+// ErrCorrupt *FormatError at its line; other errors are returned as they are.
 func (r *Reader) RuleProblem(err error) error {
 	re, ok := err.(*RuleError)
 	if !ok {
@@ -495,8 +457,7 @@ func (r *Reader) RuleProblem(err error) error {
 	return &FormatError{Path: r.path, Pos: r.pos(r.plainOff - int64(len(r.ev.Raw)) - 1), Msg: re.Error(), Kind: ErrCorrupt, cause: re}
 }
 
-// Stop ends the read: an Events loop ends after the event it is at.
-// OnProblem calls it to stop at a problem.
+// Stop ends an Events loop after the event it is at (OnProblem's way out).
 func (r *Reader) Stop() { r.stopped = true }
 
 // Events yields the events of the log, each valid until the loop body
@@ -505,7 +466,7 @@ func (r *Reader) Stop() { r.stopped = true }
 func (r *Reader) Events() iter.Seq2[*Event, error] { return untilEOF(r.next) }
 
 // untilEOF ranges over next's values up to io.EOF; another error is
-// yielded once, as (zero, err).
+// yielded once.
 func untilEOF[T any](next func() (T, error)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		for {
@@ -524,7 +485,6 @@ func untilEOF[T any](next func() (T, error)) iter.Seq2[T, error] {
 	}
 }
 
-// next returns the next event, or io.EOF after the last committed one.
 func (r *Reader) next() (*Event, error) {
 	if r.err != nil {
 		return nil, r.err
@@ -546,8 +506,8 @@ func (r *Reader) next() (*Event, error) {
 		}
 		expect := r.nextSeq
 		if r.resync {
-			// After a damaged row its seq is unknown: the next good row
-			// re-anchors the sequence, so one bad line is one problem.
+			// The next good row re-anchors the sequence: one bad line is
+			// one problem.
 			expect = -1
 		}
 		if r.lineK >= 0 && r.textPre != nil {
@@ -574,8 +534,7 @@ func (r *Reader) next() (*Event, error) {
 			}
 			r.opts.OnProblem(fe)
 			if r.parser.seqKnown && r.ev.Seq >= r.nextSeq {
-				// The row's own seq is readable: the sequence goes on
-				// from it, so one bad row is one problem.
+				// The row's own seq is readable: go on from it.
 				r.nextSeq, r.resync = r.ev.Seq+1, false
 			} else {
 				r.resync = true
@@ -593,8 +552,7 @@ func (r *Reader) next() (*Event, error) {
 	}
 }
 
-// nextLine returns the next complete line and its plain offset, io.EOF at
-// the end of the committed lines.
+// nextLine returns the next complete line and its plain offset.
 func (r *Reader) nextLine() ([]byte, int64, error) {
 	for {
 		if r.done || r.stopped {
@@ -658,8 +616,7 @@ func (r *Reader) nextLine() ([]byte, int64, error) {
 		r.endStream()
 		switch {
 		case r.frame.Torn:
-			// Best effort: the complete lines of a torn final frame
-			// count; the rest is the torn tail.
+			// A torn final frame's complete lines count.
 			r.tornAtAligned()
 			return nil, 0, io.EOF
 		case err != nil && err != io.EOF:
@@ -671,27 +628,24 @@ func (r *Reader) nextLine() ([]byte, int64, error) {
 			return nil, 0, r.errorAt(Position{Frame: r.frame.Index, FrameOffset: r.frame.Offset, Offset: start},
 				ErrCorrupt, "complete frame contains a torn JSONL record")
 		case len(line) > 0:
-			// The line goes on in the next frame, which finishes it: not
-			// canonical, but the plain text is what counts.
+			// The line goes on in the next frame: not canonical, but read.
 			r.noteFraming(fmt.Sprintf("frame %d at file byte %d ends inside line %d", r.frame.Index, r.frame.Offset, r.line+1))
 			r.carry = append(r.carry[:0], line...)
 		}
 	}
 }
 
-// Small frames (one batch) are decoded whole: the checksum is verified
-// before any line is seen, and no stream is set up.
+// Small frames are decoded whole: checksum first, and no stream set up.
 const (
 	smallFrameBytes   = 1 << 20
 	smallFrameContent = 4 << 20
 )
 
-// keepBufBytes bounds the buffers a reader keeps between small frames and
-// large ones, so that it does not hold both at once.
+// keepBufBytes bounds the buffers kept from one frame to the next, so a
+// reader never holds a large frame's and a small one's at once.
 const keepBufBytes = 2 << 20
 
-// allDecoder decodes small frames whole; DecodeAll is safe for concurrent
-// use and bounded by the memory limit.
+// allDecoder decodes small frames whole (DecodeAll is concurrency-safe).
 var allDecoder = func() *zstd.Decoder {
 	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxWindow(maxWindow),
 		zstd.WithDecoderMaxMemory(2*smallFrameContent))
@@ -711,8 +665,8 @@ func growBuf(buf []byte, n int64, limit int) []byte {
 	return make([]byte, 0, max(int(n), min(max(int(n+n/4), minFrameBuf), limit)))
 }
 
-// bufLimit is how far r's frame buffers grow ahead of need: not at all
-// for a LowMemory reader (a migration's, whose budget counts them).
+// bufLimit is how far frame buffers grow ahead of need: not at all when a
+// LowMemory reader's budget counts them.
 func (r *Reader) bufLimit(limit int) int {
 	if r.pipe.lowMemory {
 		return 0
@@ -720,11 +674,9 @@ func (r *Reader) bufLimit(limit int) int {
 	return limit
 }
 
-// minFrameBuf is the least a frame buffer is made with.
 const minFrameBuf = 16 << 10
 
-// frameOut is buf emptied, with room for the text DecodeAll decodes frame f
-// into.
+// frameOut is buf emptied, with room for frame f's text.
 func frameOut(buf []byte, f Frame, limit int) []byte {
 	if f.ContentSize < 0 {
 		return buf[:0]
@@ -736,11 +688,10 @@ func frameOut(buf []byte, f Frame, limit int) []byte {
 const decodeMargin = 32
 
 // decodedFrame starts reading frame f, whose bytes in decoded to out (its
-// lines parsed in pre, when not empty), or failed to with err.
+// lines parsed in pre), or failed to with err.
 func (r *Reader) decodedFrame(f Frame, in, out []byte, pre *framePre, err error) error {
 	if err != nil && f.ContentSize < 0 {
-		// A frame without a stated size may be larger than DecodeAll
-		// takes, and a damaged one should yield its lines first: stream it.
+		// Unsized, it may be beyond DecodeAll: stream it for its lines.
 		r.plain.Reset(in)
 		return r.streamFrame(f, &r.plain)
 	}
@@ -807,8 +758,7 @@ func (r *Reader) openFrame() error {
 	}
 	if pf.whole {
 		if r.decBig && (f.ContentSize < 0 || f.ContentSize > keepBufBytes) && !r.keepHistory() {
-			// A history of megabytes is not held beside the megabytes of
-			// a whole frame's text.
+			// Not a history of megabytes beside a whole frame's text.
 			r.dec.Close()
 			r.dec, r.decBig, r.decWin = nil, false, 0
 		}
@@ -830,14 +780,12 @@ func (r *Reader) openFrame() error {
 	return r.streamFrame(f, r.frameIn)
 }
 
-// streamFrame reads frame f from in through the stream decoder.
 func (r *Reader) streamFrame(f Frame, in io.Reader) error {
 	if r.dec == nil {
 		// Taken only when a frame is streamed: most logs have none.
 		r.dec = decoderPool.Get().(*zstd.Decoder)
 	}
-	// The window is the content size for a single-segment frame, else
-	// whatever the header declares.
+	// A single-segment frame's window is its content size.
 	if f.fhd&0x20 == 0 || f.ContentSize > keepBufBytes {
 		r.decBig = true
 	}
@@ -861,19 +809,18 @@ func (r *Reader) streamFrame(f Frame, in io.Reader) error {
 	return nil
 }
 
-// keepHistBytes bounds the history a LowMemory reader keeps through the
-// frames it decodes whole: making it again for each large frame was a
-// quarter of a migration's allocations.
+// keepHistBytes bounds the history a LowMemory reader keeps through whole
+// frames: remaking it per large frame was a quarter of a migration's
+// allocations.
 const keepHistBytes = 8 << 20
 
-// keepHistory reports whether r keeps its stream decoder, and the history
-// it holds, through a frame decoded whole.
+// keepHistory: r keeps its stream decoder's history through a whole frame.
 func (r *Reader) keepHistory() bool {
 	return r.pipe.lowMemory && r.decWin >= 0 && r.decWin <= keepHistBytes
 }
 
-// sizeHistory makes r.dec's history once for a window of keepHistBytes, by
-// decoding histFrame, an empty frame that declares that window.
+// sizeHistory makes r.dec's history for keepHistBytes once, by decoding
+// histFrame.
 func (r *Reader) sizeHistory() {
 	if err := r.dec.Reset(bytes.NewReader(histFrame)); err == nil {
 		var b [1]byte
@@ -891,12 +838,10 @@ func (r *Reader) sizeHistory() {
 // header declares a window of keepHistBytes (exponent 13: 1 KiB << 13).
 var histFrame = []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 13 << 3, 0x01, 0x00, 0x00}
 
-// errDecodeBudget: the log decoded to more than its budget.
 var errDecodeBudget = errors.New("decode limit reached")
 
 // fill reads in's next chunk into text; false when in has no more (inErr
-// then says why, nil at its end). A compressed log's chunks are charged to
-// the decode budget.
+// says why). A compressed log's chunks are charged to the decode budget.
 func (r *Reader) fill() bool {
 	if r.in == nil || r.inErr != nil {
 		return false
@@ -939,9 +884,8 @@ func (r *Reader) fill() bool {
 }
 
 // readLine returns the next line without its '\n' (complete), or what came
-// before the end of the text (err says why, io.EOF at its end). A line
-// over the limit is tooLong: passed over whole in a plain log, and the rest
-// not decoded in a compressed one (a line can expand without end).
+// before the end of the text (err says why). A tooLong line is passed over
+// in a plain log; a compressed one is not decoded past it.
 func (r *Reader) readLine() (line []byte, complete, tooLong bool, err error) {
 	r.lineK = -1
 	buf := append(r.lineBuf[:0], r.carry...)
@@ -951,8 +895,7 @@ func (r *Reader) readLine() (line []byte, complete, tooLong bool, err error) {
 		rest := r.text[r.tpos:]
 		var i int
 		if p := r.textPre; p != nil && r.tline < len(p.ends) {
-			// The line's end as the prefetcher's goroutine found it (tline
-			// counts the lines of text read, tpos is past the last).
+			// The line's end as the prefetcher found it.
 			i = int(p.ends[r.tline]) - r.tpos
 		} else {
 			i = bytes.IndexByte(rest, '\n')
