@@ -258,7 +258,6 @@ func checkSourceOf(mf *messageFields, sl slot) *problem {
 	return checkSource(mf.source, mf.kind, sl)
 }
 
-// checkSource checks a message's source for its slot.
 func checkSource(src, kind []byte, sl slot) *problem {
 	switch sl {
 	case slotSystem:

@@ -121,7 +121,6 @@ func roleError(e *Event, msg StoredMessage, roles []string) error {
 	return fmt.Errorf("%s at seq %d carries a %s message, expected role %v", e.Type, e.Seq, termtext.Quote(msg.Role()), roles)
 }
 
-// interpretRole records a message of the given role.
 func interpretRole(role string) interpreter {
 	return func(h *History, e *Event, msg StoredMessage) error {
 		if err := requireRole(e, msg, role); err != nil {

@@ -113,7 +113,6 @@ func (f *messageFields) identityError() error {
 	return nil
 }
 
-// nonEmptyString reports whether raw is a non-empty JSON string.
 func nonEmptyString(raw []byte) bool { return len(raw) > 2 && raw[0] == '"' }
 
 // str decodes a raw JSON string ("" when it is not one).

@@ -32,7 +32,6 @@ func OpenFile(path string) (*File, error) {
 	return &File{f: f, size: size, mtime: mtime}, nil
 }
 
-// ReadAt implements io.ReaderAt.
 func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, off) }
 
 // Size is the file's size when it was opened.
@@ -41,10 +40,8 @@ func (f *File) Size() int64 { return f.size }
 // ModTime is the file's modification time when it was opened.
 func (f *File) ModTime() time.Time { return f.mtime }
 
-// Close closes the file.
 func (f *File) Close() error { return f.f.Close() }
 
-// notRegular refuses what is not a regular file.
 func notRegular(path string, mode fs.FileMode) error {
 	return &FormatError{Path: path, Msg: "not a regular file (" + durable.Kind(mode) + ")", Kind: ErrCorrupt, cause: durable.ErrNotRegular}
 }

@@ -34,7 +34,6 @@ type Attachment struct {
 	Name      string
 }
 
-// TextBlock is a text block.
 func TextBlock(text string) Block { return Block{Type: BlockText, Text: text} }
 
 // Check says what is wrong with the block, or nil.

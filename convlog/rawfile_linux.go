@@ -60,7 +60,6 @@ var fileTypes = map[uint32]fs.FileMode{syscall.S_IFDIR: fs.ModeDir, syscall.S_IF
 	syscall.S_IFSOCK: fs.ModeSocket, syscall.S_IFCHR: fs.ModeDevice | fs.ModeCharDevice, syscall.S_IFBLK: fs.ModeDevice,
 	syscall.S_IFLNK: fs.ModeSymlink}
 
-// ReadAt implements io.ReaderAt.
 func (f *rawFile) ReadAt(p []byte, off int64) (int, error) {
 	n := 0
 	for n < len(p) {

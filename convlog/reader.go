@@ -252,7 +252,6 @@ func (p pooledBytes) Close() error {
 // frames out of it, so it must not change while they use it.
 type Bytes []byte
 
-// ReadAt implements io.ReaderAt.
 func (b Bytes) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, errors.New("convlog.Bytes.ReadAt: negative offset")
@@ -334,7 +333,6 @@ func NewReader(src io.ReaderAt, size int64, path string, opts ReaderOptions) (*R
 	return r, nil
 }
 
-// Header is the log's first line.
 func (r *Reader) Header() *Header { return r.header }
 
 // Compression is how the file is stored.
@@ -574,8 +572,7 @@ func (r *Reader) nextLine() ([]byte, int64, error) {
 			if r.opts.MaxPlainBytes > 0 {
 				why = "the limit set"
 			}
-			return nil, 0, r.errorAt(Position{Frame: r.frame.Index, FrameOffset: r.frame.Offset, Offset: start}, ErrCorrupt,
-				"the log decodes to more than %d bytes (%s): refused as a decompression bomb", r.budget, why)
+			return nil, 0, r.errorAt(r.framePos(r.frame), ErrCorrupt, "the log decodes to more than %d bytes (%s): refused as a decompression bomb", r.budget, why)
 		}
 		if tooLong && r.comp == Zstd {
 			// The rest of the line is not decoded: a compressed line can
@@ -621,12 +618,10 @@ func (r *Reader) nextLine() ([]byte, int64, error) {
 			return nil, 0, io.EOF
 		case err != nil && err != io.EOF:
 			r.done = true
-			return nil, 0, r.errorAt(Position{Frame: r.frame.Index, FrameOffset: r.frame.Offset, Offset: start},
-				ErrCorrupt, "frame failed validation: %s", zstdFault(err))
+			return nil, 0, r.errorAt(r.framePos(r.frame), ErrCorrupt, "frame failed validation: %s", zstdFault(err))
 		case tooLong:
 			r.done = true
-			return nil, 0, r.errorAt(Position{Frame: r.frame.Index, FrameOffset: r.frame.Offset, Offset: start},
-				ErrCorrupt, "complete frame contains a torn JSONL record")
+			return nil, 0, r.errorAt(r.framePos(r.frame), ErrCorrupt, "complete frame contains a torn JSONL record")
 		case len(line) > 0:
 			// The line goes on in the next frame: not canonical, but read.
 			r.noteFraming(fmt.Sprintf("frame %d at file byte %d ends inside line %d", r.frame.Index, r.frame.Offset, r.line+1))

@@ -157,7 +157,6 @@ func (j *journal) end(rollback bool) {
 	j.on, j.undo, j.calls = false, j.undo[:0], j.calls[:0]
 }
 
-// relErr is a relationship refusal.
 func relErr(format string, args ...any) *problem {
 	return &problem{msg: fmt.Sprintf(format, args...), kind: ErrRelationship}
 }

@@ -139,7 +139,6 @@ func (s *shape) checkKept(obj []byte, ms []member, checked []byte) *problem {
 	return s.finish(obj, seen)
 }
 
-// checkObject checks raw (validated JSON) against s.
 func (s *shape) checkObject(raw []byte) *problem {
 	return s.checkWalked(raw, nil)
 }
@@ -203,7 +202,6 @@ func (s *shape) memberList() string {
 	return "its members are " + strings.Join(names, ", ")
 }
 
-// check checks one value against the field.
 func (fl *field) check(v []byte) *problem {
 	switch fl.t {
 	case vAny:

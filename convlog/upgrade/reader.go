@@ -185,13 +185,10 @@ func upgradeHeader(h *convlog.Header) *convlog.Header {
 	return &n
 }
 
-// Header is the version 4 header of the upgraded log.
 func (r *Reader) Header() *convlog.Header { return r.header }
 
-// SourceVersion is the source's format version.
 func (r *Reader) SourceVersion() int { return r.srcHeader.Version }
 
-// Compression is how the source is stored.
 func (r *Reader) Compression() convlog.Compression { return r.src.Compression() }
 
 // SourceStats reports what has been read of the source so far.
