@@ -89,17 +89,18 @@ func (e *Event) Clone() Event {
 	return c
 }
 
-// eventProblem is an envelope refusal with its column in the line.
-type eventProblem struct {
+// lineProblem is a refusal of a line (an event's envelope or the header)
+// with its column.
+type lineProblem struct {
 	col  int
 	msg  string
 	kind error
 }
 
-func (p *eventProblem) Error() string { return p.msg }
+func (p *lineProblem) Error() string { return p.msg }
 
-func corrupt(col int, format string, args ...any) *eventProblem {
-	return &eventProblem{col: col, msg: fmt.Sprintf(format, args...), kind: ErrCorrupt}
+func corrupt(col int, format string, args ...any) *lineProblem {
+	return &lineProblem{col: col, msg: fmt.Sprintf(format, args...), kind: ErrCorrupt}
 }
 
 // envelopeParser parses event lines of one log, reusing its buffers.
@@ -144,7 +145,7 @@ func (p *envelopeParser) eventType(raw []byte) (string, *eventType, bool) {
 
 // parse fills e from line. expectSeq is the seq the row must carry, or -1
 // to accept any (re-anchoring after a damaged row).
-func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventProblem {
+func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *lineProblem {
 	*e = Event{Raw: line}
 	p.seqKnown = false
 	var err error
@@ -239,12 +240,12 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 	e.Known, e.info = info != nil, info
 	switch {
 	case p.version >= CurrentVersion && info == nil && !e.Ignorable:
-		return &eventProblem{col: typ.ValOff, kind: ErrUnsupported,
+		return &lineProblem{col: typ.ValOff, kind: ErrUnsupported,
 			msg: fmt.Sprintf("unknown event type %s at seq %d is not marked ignorable", termtext.Quote(e.Type), e.Seq)}
 	case p.version == 3 && !releasedV3Types[e.Type]:
 		e.Known = false
 		if !e.Ignorable {
-			return &eventProblem{col: typ.ValOff, kind: ErrUnsupported,
+			return &lineProblem{col: typ.ValOff, kind: ErrUnsupported,
 				msg: fmt.Sprintf("format v3 contains unknown event type %s at seq %d", termtext.Quote(e.Type), e.Seq)}
 		}
 	case p.version < 3:
@@ -279,8 +280,8 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *eventPro
 	return nil
 }
 
-func (p *envelopeParser) parseSurfaceOp(m *member, e *Event) *eventProblem {
-	bad := func() *eventProblem {
+func (p *envelopeParser) parseSurfaceOp(m *member, e *Event) *lineProblem {
+	bad := func() *lineProblem {
 		return corrupt(m.ValOff, `surfaceOp of %s at seq %d must be "append" or {"op":"replace","startSeq":N,"endSeq":M}`, e.Type, e.Seq)
 	}
 	if string(m.Value) == `"append"` {
@@ -319,8 +320,8 @@ func (p *envelopeParser) parseSurfaceOp(m *member, e *Event) *eventProblem {
 
 // parseSourceSeqs expands the stored form of sourceEventSeqs: numbers, and
 // [start,end] pairs for runs of three or more.
-func (p *envelopeParser) parseSourceSeqs(m *member, e *Event) *eventProblem {
-	bad := func(format string, args ...any) *eventProblem {
+func (p *envelopeParser) parseSourceSeqs(m *member, e *Event) *lineProblem {
+	bad := func(format string, args ...any) *lineProblem {
 		return corrupt(m.ValOff, "sourceEventSeqs of %s at seq %d: %s", e.Type, e.Seq, fmt.Sprintf(format, args...))
 	}
 	b := m.Value
@@ -406,7 +407,7 @@ const maxSourceSeqs = 1 << 20
 
 // parsePacked reads a version 0/1 packed assistant delta row: seq0, time0
 // and data.dt holding N-1 time gaps for N members.
-func (p *envelopeParser) parsePacked(e *Event, seq0, time0, data *member, expectSeq int64) *eventProblem {
+func (p *envelopeParser) parsePacked(e *Event, seq0, time0, data *member, expectSeq int64) *lineProblem {
 	for _, m := range p.members {
 		switch string(m.Key) {
 		case "type", "seq0", "time0", "data":

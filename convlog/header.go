@@ -40,26 +40,11 @@ type Header struct {
 	Raw []byte
 }
 
-// headerProblem is a refusal with the column where it was found.
-type headerProblem struct {
-	col  int
-	msg  string
-	kind error
-}
-
 // parseHeader parses and validates a header line. wantVersion is the
-// version the file name carries, or -1 when unknown.
-func parseHeader(line []byte, wantVersion int) (*Header, *headerProblem) {
-	return parseHeaderWith(line, wantVersion, make([]member, 0, 12))
-}
-
-// parseHeaderWith is parseHeader finding the members in scratch's array
-// (the JSON check's recursion makes any array it is given escape, so a
-// reader lends its own rather than allocate one per log).
-func parseHeaderWith(line []byte, wantVersion int, scratch []member) (*Header, *headerProblem) {
-	corrupt := func(col int, format string, args ...any) *headerProblem {
-		return &headerProblem{col: col, msg: fmt.Sprintf(format, args...), kind: ErrCorrupt}
-	}
+// version the file name carries, or -1 when unknown. The members are found
+// in scratch's array: the JSON check's recursion makes any array it is
+// given escape, so a reader lends its own rather than allocate one per log.
+func parseHeader(line []byte, wantVersion int, scratch []member) (*Header, *lineProblem) {
 	if bytes.HasPrefix(line, []byte("\xEF\xBB\xBF")) {
 		// Not white space to JSON.parse either.
 		return nil, corrupt(0, "header line starts with a UTF-8 byte order mark (EF BB BF)")
@@ -105,7 +90,7 @@ func parseHeaderWith(line []byte, wantVersion int, scratch []member) (*Header, *
 		return nil, corrupt(v.ValOff, "file name identifies v%d, but its header identifies v%d", wantVersion, h.Version)
 	}
 	if h.Version > CurrentVersion {
-		return nil, &headerProblem{col: v.ValOff, kind: ErrUnsupported,
+		return nil, &lineProblem{col: v.ValOff, kind: ErrUnsupported,
 			msg: fmt.Sprintf("log uses format v%d, but this build reads only up to v%d: the log was written by a newer runtime; upgrade convkit to read it", h.Version, CurrentVersion)}
 	}
 	if h.Type == SessionLog && h.Version <= 1 && (get("sandboxMode") != nil || get("approvalPolicy") != nil) {
@@ -175,7 +160,7 @@ func parseHeaderWith(line []byte, wantVersion int, scratch []member) (*Header, *
 // ParseHeader parses a header line (without its newline). wantVersion is the
 // version the file name carries, or -1 when unknown.
 func ParseHeader(path string, line []byte, wantVersion int) (*Header, error) {
-	h, p := parseHeader(line, wantVersion)
+	h, p := parseHeader(line, wantVersion, nil)
 	if p != nil {
 		return nil, &FormatError{Path: path, Pos: Position{Line: 1, Column: int64(p.col) + 1}, Msg: p.msg, Kind: p.kind}
 	}

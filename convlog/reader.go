@@ -420,7 +420,7 @@ func (r *Reader) readHeader() error {
 		// Frame 1 did not hold the whole header line: read, not canonical.
 		r.noteFraming(fmt.Sprintf("the header line ends in frame %d at file byte %d, not in frame 1", r.frame.Index, r.frame.Offset))
 	}
-	h, perr := parseHeaderWith(line, r.opts.Version, r.members[:0])
+	h, perr := parseHeader(line, r.opts.Version, r.members[:0])
 	if perr != nil {
 		p := r.pos(start)
 		p.Column = int64(perr.col) + 1
@@ -515,11 +515,11 @@ func (r *Reader) next() (*Event, error) {
 		if prob == nil && r.resync {
 			switch {
 			case r.ev.Seq < r.nextSeq:
-				prob = &eventProblem{kind: ErrCorrupt, msg: fmt.Sprintf("seq %d repeats or goes back (the last good event was seq %d)", r.ev.Seq, r.nextSeq-1)}
+				prob = &lineProblem{kind: ErrCorrupt, msg: fmt.Sprintf("seq %d repeats or goes back (the last good event was seq %d)", r.ev.Seq, r.nextSeq-1)}
 			case r.header.Version >= 2 && r.ev.Seq > r.nextSeq+1:
 				// One line is one event from v2 on: a damaged line hides
 				// at most one seq, so a larger jump is a gap of its own.
-				prob = &eventProblem{kind: ErrCorrupt, msg: fmt.Sprintf("seq gap (expected %d or %d after the damaged line, got %d)", r.nextSeq, r.nextSeq+1, r.ev.Seq)}
+				prob = &lineProblem{kind: ErrCorrupt, msg: fmt.Sprintf("seq gap (expected %d or %d after the damaged line, got %d)", r.nextSeq, r.nextSeq+1, r.ev.Seq)}
 			}
 		}
 		if prob != nil {

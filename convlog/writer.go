@@ -75,7 +75,7 @@ func Create(path string, h *Header, first []Event, opts WriterOptions) (*Writer,
 	if h.Version != CurrentVersion {
 		return nil, fmt.Errorf("%s: this build writes only format v%d, not v%d", path, CurrentVersion, h.Version)
 	}
-	if _, perr := parseHeader(h.AppendJSON(nil), CurrentVersion); perr != nil {
+	if _, perr := parseHeader(h.AppendJSON(nil), CurrentVersion, nil); perr != nil {
 		return nil, fmt.Errorf("%s: invalid header: %s", path, perr.msg)
 	}
 	w := newWriter(path, opts.Compression, h)
