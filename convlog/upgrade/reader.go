@@ -154,13 +154,13 @@ func FromReader(src *convlog.Reader, path string, opts Options) (*Reader, error)
 		}
 	}
 	if h.Version == 0 {
-		r.stages = append(r.stages, newV0V1(r.info))
+		r.stages = append(r.stages, &v0v1{info: r.info, retryIDs: map[string]string{}, messageIDs: map[int64][]byte{}})
 	}
 	if h.Version <= 1 {
-		r.stages = append(r.stages, newV1V2(r.info))
+		r.stages = append(r.stages, &v1v2{info: r.info, groups: map[gkey]*group{}})
 	}
 	if h.Version <= 2 {
-		r.stages = append(r.stages, newV2V3(r.info))
+		r.stages = append(r.stages, &v2v3{info: r.info, head: -1, sourceCut: -1, foreignDelivery: -1})
 	}
 	v4 := newV3V4(r.info, opts.Children)
 	r.room = &lineRoom{}

@@ -17,10 +17,6 @@ type v0v1 struct {
 	messageIDs   map[int64][]byte // for a legacy tool/result replacement
 }
 
-func newV0V1(info srcInfo) *v0v1 {
-	return &v0v1{info: info, retryIDs: map[string]string{}, messageIDs: map[int64][]byte{}}
-}
-
 func (s *v0v1) finish() ([]*event, error) { return nil, nil }
 
 func (s *v0v1) legacyID(prefix string, seq int64) []byte {

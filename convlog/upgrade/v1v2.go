@@ -47,10 +47,6 @@ type slot struct {
 	dead   bool
 }
 
-func newV1V2(info srcInfo) *v1v2 {
-	return &v1v2{info: info, groups: map[gkey]*group{}}
-}
-
 func (s *v1v2) enqueue(e *event, origin int64) {
 	s.queue = append(s.queue, &slot{ev: e, origin: origin})
 }

@@ -22,10 +22,6 @@ type v2v3 struct {
 	foreignDelivery int64
 }
 
-func newV2V3(info srcInfo) *v2v3 {
-	return &v2v3{info: info, head: -1, sourceCut: -1, foreignDelivery: -1}
-}
-
 func (s *v2v3) transform(e *event) ([]*event, error) {
 	s.out = s.out[:0]
 	if !v2Types[e.typ] {
