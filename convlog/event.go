@@ -45,9 +45,7 @@ type Event struct {
 	info *eventType
 }
 
-// CheckedMember returns the raw value of data's member key, or of
-// data.message's when inMessage is set, from the members kept as the line
-// was checked; ok is false when they were not kept.
+// CheckedMember is the value of key in CheckedMembers(inMessage).
 func (e *Event) CheckedMember(inMessage bool, key string) (v []byte, ok bool) {
 	ms, ok := e.CheckedMembers(inMessage)
 	if !ok {
@@ -66,8 +64,7 @@ func (e *Event) CheckedMembers(inMessage bool) (ms []rawjson.Member, ok bool) {
 	return e.dataMembers, e.scanned
 }
 
-// dataMember is the value of data's member key, from the members kept
-// when the line's check kept them.
+// dataMember is the value of data's member key, from the kept members if any.
 func (e *Event) dataMember(key string) []byte {
 	if e.scanned {
 		return memberValue(e.dataMembers, key)

@@ -190,7 +190,8 @@ var decoderPool = sync.Pool{New: func() any {
 	return d
 }}
 
-// Open opens a log file read-only, as OpenFile does, for NewReader.
+// Open opens a log file read-only, as OpenFile does, and reads it as
+// NewReader would.
 func Open(path string, opts ReaderOptions) (*Reader, error) {
 	f, size, mtime, err := openRaw(path)
 	if err != nil {
