@@ -170,8 +170,9 @@ func (ix *indexed) compare(conv, got *index.Conversation, digest index.MessageDi
 	d := compare(conv, got)
 	if ix.digests != nil {
 		if g := ix.digests[conv.ID]; g != digest {
-			d = join(d, fmt.Sprintf("messages: logs %d, index %d%s", digest.Count, g.Count,
-				map[bool]string{true: " (their text differs)"}[g.Count == digest.Count]))
+			msgs := fmt.Sprintf("messages: logs %d, index %d%s", digest.Count, g.Count,
+				map[bool]string{true: " (their text differs)"}[g.Count == digest.Count])
+			d = strings.TrimPrefix(d+"; "+msgs, "; ")
 		}
 	}
 	if d == "" {
@@ -219,13 +220,6 @@ func readIndexed(ctx context.Context, path string, text bool) (*indexed, error) 
 	return ix, nil
 }
 
-func join(a, b string) string {
-	if a == "" {
-		return b
-	}
-	return a + "; " + b
-}
-
 // compare names the fields where the index row differs from the logs.
 func compare(want, got *index.Conversation) string {
 	var diffs []string
@@ -259,7 +253,7 @@ func compare(want, got *index.Conversation) string {
 	if w, g := want.WillNotOpen, got.WillNotOpen; !slices.Equal(w, g) {
 		diffs = append(diffs, fmt.Sprintf("will not open: now [%s], index [%s]", strings.Join(w, "; "), strings.Join(g, "; ")))
 	}
-	ws, gs := sessionsByID(want.Sessions), sessionsByID(got.Sessions)
+	ws, gs := byKey(want.Sessions, sessionID), byKey(got.Sessions, sessionID)
 	for id, s := range ws {
 		g, ok := gs[id]
 		switch {
@@ -278,7 +272,8 @@ func compare(want, got *index.Conversation) string {
 	if len(want.Turns) != len(got.Turns) {
 		diffs = append(diffs, fmt.Sprintf("turns: logs %d, index %d", len(want.Turns), len(got.Turns)))
 	} else {
-		wt, gt := turnsByKey(want.Turns), turnsByKey(got.Turns)
+		turnKey := func(t index.Turn) string { return fmt.Sprintf("%s#%d", t.SessionID, t.Turn) }
+		wt, gt := byKey(want.Turns, turnKey), byKey(got.Turns, turnKey)
 		for k, t := range wt {
 			if gt[k] != t {
 				diffs = append(diffs, fmt.Sprintf("turn %s differs", k))
@@ -289,18 +284,13 @@ func compare(want, got *index.Conversation) string {
 	return strings.Join(diffs, "; ")
 }
 
-func sessionsByID(ss []index.Session) map[string]index.Session {
-	m := map[string]index.Session{}
-	for _, s := range ss {
-		m[s.ID] = s
-	}
-	return m
-}
+func sessionID(s index.Session) string { return s.ID }
 
-func turnsByKey(ts []index.Turn) map[string]index.Turn {
-	m := map[string]index.Turn{}
-	for _, t := range ts {
-		m[fmt.Sprintf("%s#%d", t.SessionID, t.Turn)] = t
+// byKey maps each of list by its key.
+func byKey[T any](list []T, key func(T) string) map[string]T {
+	m := make(map[string]T, len(list))
+	for _, v := range list {
+		m[key(v)] = v
 	}
 	return m
 }

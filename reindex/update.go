@@ -171,7 +171,7 @@ func (ix *indexed) judge(conv, got *index.Conversation, msgs []index.Message) ([
 	if len(running) == 0 {
 		return diffs, nil
 	}
-	gs := sessionsByID(got.Sessions)
+	gs := byKey(got.Sessions, sessionID)
 	lagged := *conv
 	lagged.Sessions = append([]index.Session(nil), conv.Sessions...)
 	lagged.Fingerprint = got.Fingerprint
