@@ -309,7 +309,7 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 		rep.line("Discovered %d %s.", len(t.inputs), t.noun)
 	}
 	if t.rootErr != nil {
-		rep.failRoot(t.rootErr) // nothing is worked on
+		rep.fail(&input{path: root, version: -1}, t.rootErr, 0) // the run as a whole: nothing is worked on
 	} else {
 		if len(t.inputs) == 0 {
 			rep.line("The sessions root is empty: there is nothing to migrate.")

@@ -284,11 +284,6 @@ func (r *report) fail(in *input, err error, d time.Duration) {
 	r.logw.Flush()
 }
 
-// failRoot fails the run as a whole (a missing root, mixed compressions).
-func (r *report) failRoot(err error) {
-	r.fail(&input{path: r.sum.SessionRoot, version: -1}, err, 0)
-}
-
 // errorChain names the Go types of an error's chain, outermost first.
 func errorChain(err error) string {
 	var b strings.Builder
