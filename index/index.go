@@ -44,18 +44,17 @@ var ErrLocked = errors.New("locked by another process")
 // IsLocked reports whether err is SQLite's answer to a lock another
 // process holds, or wraps ErrLocked.
 func IsLocked(err error) bool {
-	if errors.Is(err, ErrLocked) {
-		return true
-	}
+	c := sqliteCode(err)
+	return errors.Is(err, ErrLocked) || c == 5 || c == 6 // SQLITE_BUSY, SQLITE_LOCKED
+}
+
+// sqliteCode is the primary result code of SQLite's error in err, else -1.
+func sqliteCode(err error) int {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
-		return false
+		return -1
 	}
-	switch se.Code() & 0xff {
-	case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
-		return true
-	}
-	return false
+	return se.Code() & 0xff
 }
 
 // UpdateAdvice says how to bring up to date an index that err kept from

@@ -13,8 +13,6 @@ import (
 	"strings"
 	"sync"
 
-	"modernc.org/sqlite"
-
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/termtext"
 )
@@ -86,12 +84,6 @@ func readObjects(ctx context.Context, db *sql.DB) (map[string]object, error) {
 	return objs, nil
 }
 
-// ftsShadow reports FTS5's own tables of the search table, whose layout
-// belongs to SQLite's FTS5 version: only their being plain tables is checked.
-func ftsShadow(name string) bool {
-	return strings.HasPrefix(name, "messages_")
-}
-
 // sqliteInternal reports SQLite's own objects (statistics, automatic indexes).
 func sqliteInternal(o object) bool {
 	return strings.HasPrefix(o.name, "sqlite_") && (o.typ == "table" || o.typ == "index") && !o.virtual
@@ -102,7 +94,9 @@ func readColumns(ctx context.Context, db *sql.DB, objs map[string]object) error 
 	for name, o := range objs {
 		var q string
 		switch {
-		case o.typ == "table" && !ftsShadow(name) && !sqliteInternal(o):
+		// FTS5's own tables of messages belong to SQLite's FTS5 version: only
+		// their being plain tables is checked.
+		case o.typ == "table" && !strings.HasPrefix(name, "messages_") && !sqliteInternal(o):
 			q = `SELECT name || ' ' || type || ' ' || "notnull" || ' ' || pk || ' ' || hidden FROM pragma_table_xinfo(?)`
 		case o.typ == "index" && !sqliteInternal(o):
 			q = `SELECT seqno || ' ' || cid || ' ' || coalesce(name, '') || ' ' || "desc" || ' ' || coll || ' ' || "key" FROM pragma_index_xinfo(?)`
@@ -285,7 +279,9 @@ func openReadOnly(ctx context.Context, path string, o ReadOptions, pragmas []str
 	if err == nil {
 		return db, modeInPlace, nop, nil
 	}
-	if !cannotOpen(err) {
+	// SQLITE_CANTOPEN, SQLITE_READONLY (_CANTINIT, _DIRECTORY, ...): what a WAL
+	// reader meets where it cannot make the -shm.
+	if c := sqliteCode(err); c != 14 && c != 8 {
 		return nil, "", nop, schemaError(ctx, path, err)
 	}
 	if ReadOnlyFS(filepath.Dir(path)) && !pending(path+"-wal") {
@@ -325,20 +321,6 @@ func openProbe(ctx context.Context, path, params string, pragmas []string) (*sql
 		return nil, err
 	}
 	return db, nil
-}
-
-// cannotOpen reports SQLite's "unable to open database file" and the
-// read-only refusals a WAL reader meets where it cannot make the -shm.
-func cannotOpen(err error) bool {
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	switch se.Code() & 0xff {
-	case 14, 8: // SQLITE_CANTOPEN, SQLITE_READONLY (_CANTINIT, _DIRECTORY, ...)
-		return true
-	}
-	return false
 }
 
 // checkFiles refuses a database, write-ahead log or WAL index that is not a
