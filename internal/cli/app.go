@@ -338,16 +338,10 @@ func configFlag() ucli.Flag {
 	return &ucli.StringFlag{Name: "config", Usage: "check agents and models against the runtime configuration `FILE` (default: $CONVKIT_CONFIG, else <data-dir>/config.toml)"}
 }
 
-// loadMachine reads --config, else $CONVKIT_CONFIG, else <dataDir>/config.toml.
-func (e *env) loadMachine(c *ucli.Context, dataDir string) (*store.Machine, error) {
-	path, explicit := store.RuntimeConfigPath(c.String("config"), e.g.getenv, dataDir)
-	m, _, err := store.LoadMachine(path, explicit)
-	return m, err
-}
-
-// loadMachineLenient is loadMachine for a command the configuration only
-// informs (list, the edits): a broken default file is a warning, and agents
-// and models are then not checked.
+// loadMachineLenient reads --config, else $CONVKIT_CONFIG, else
+// <dataDir>/config.toml, for a command the configuration only informs (list,
+// the edits): a broken default file is a warning, and agents and models are
+// then not checked.
 func (e *env) loadMachineLenient(c *ucli.Context, dataDir, what string) (*store.Machine, error) {
 	path, explicit := store.RuntimeConfigPath(c.String("config"), e.g.getenv, dataDir)
 	m, _, err := store.LoadMachine(path, explicit)

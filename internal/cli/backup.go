@@ -647,25 +647,3 @@ func restoreSkips(name string, res *backup.RestoreResult) error {
 	}
 	return nil
 }
-
-func demoBackupDir(dataDir string) string { return dataDir + "-backups" }
-
-// runDemoBackup runs the demo's backup and verify; it returns the steps failed.
-func runDemoBackup(c *ucli.Context, e *env, dataDir string) int {
-	dir := demoBackupDir(dataDir) // checked new or empty before the store was made
-	failed := 0
-	if !runDemoStep(c, e, dataDir, demoStep{"back up the store into one archive, in a directory of the demo's own: every log, a metadata.db snapshot, a manifest with checksums",
-		[]string{"backup", "--to", dir}, exitOK}) {
-		failed++
-	}
-	list, err := backup.ListArchives(dir)
-	if err != nil || len(list) == 0 {
-		fmt.Fprintf(e.stdout, "(no archive in %s)\n", text(dir))
-		return failed + 1
-	}
-	if !runDemoStep(c, e, dataDir, demoStep{"the restore drill: checksums, a strict read of every log (the corrupt one is listed), an index rebuilt and compared",
-		[]string{"backup", "verify", list[len(list)-1].Path}, exitPartial}) {
-		failed++
-	}
-	return failed
-}

@@ -61,12 +61,6 @@ func partialf(format string, args ...any) error {
 
 func withHint(err error, hint string) error { return &exitError{err: err, hint: hint} }
 
-// silentExit ends a run with code, printing nothing: what went wrong was
-// printed already (help runs the command line again for the help it prints).
-func silentExit(code int) error {
-	return &exitError{err: fmt.Errorf("exit status %d", code), code: code, silent: true}
-}
-
 // errDone stops a run that has done what was asked (--version): exit 0.
 var errDone = errors.New("done")
 

@@ -149,7 +149,7 @@ Exit 0 when every job behaved as the sample expects.`,
 			}
 			// Checked before anything is written: the demo changes no file
 			// it did not make.
-			if err := requireEmpty(demoBackupDir(dir)); err != nil {
+			if err := requireEmpty(dir + "-backups"); err != nil {
 				return fmt.Errorf("%w (the demo writes its backups into DIR-backups beside the store in DIR)", err)
 			}
 			// DIR-work holds the working directories, so the conversations
@@ -227,7 +227,18 @@ func runDemo(c *ucli.Context, e *env, dir string, rep *fixtures.Report) error {
 			failed++
 		}
 	}
-	failed += runDemoBackup(c, e, dir)
+	backups := dir + "-backups" // checked new or empty before the store was made
+	if !runDemoStep(c, e, dir, demoStep{"back up the store into one archive, in a directory of the demo's own: every log, a metadata.db snapshot, a manifest with checksums",
+		[]string{"backup", "--to", backups}, exitOK}) {
+		failed++
+	}
+	if list, err := backup.ListArchives(backups); err != nil || len(list) == 0 {
+		fmt.Fprintf(e.stdout, "(no archive in %s)\n", text(backups))
+		failed++
+	} else if !runDemoStep(c, e, dir, demoStep{"the restore drill: checksums, a strict read of every log (the corrupt one is listed), an index rebuilt and compared",
+		[]string{"backup", "verify", list[len(list)-1].Path}, exitPartial}) {
+		failed++
+	}
 	fmt.Fprintf(e.stdout, "\nThe sample store is in %s. Try next:\n  convkit --data-dir %s inspect --history %s\n",
 		dir, shellQuote(dir), demoHistoryArgs(rep))
 	if failed > 0 {
@@ -239,7 +250,11 @@ func runDemo(c *ucli.Context, e *env, dir string, rep *fixtures.Report) error {
 // runDemoStep runs and shows one step; false if it did not exit as expected.
 func runDemoStep(c *ucli.Context, e *env, dir string, s demoStep) bool {
 	args := append([]string{progName, "--data-dir", dir}, s.args...)
-	fmt.Fprintf(e.stdout, "\n# %s\n$ convkit %s\n", s.note, strings.Join(quoteArgs(args[1:]), " "))
+	var quoted []string
+	for _, a := range args[1:] {
+		quoted = append(quoted, shellQuote(a))
+	}
+	fmt.Fprintf(e.stdout, "\n# %s\n$ convkit %s\n", s.note, strings.Join(quoted, " "))
 	code := runMain(c.Context, args, e.stdin, e.stdout, e.stdout, e.g.getenv)
 	if code != s.want {
 		fmt.Fprintf(e.stdout, "(exit %d, expected %d)\n", code, s.want)
@@ -260,14 +275,6 @@ func demoHistoryArgs(rep *fixtures.Report) string {
 		}
 	}
 	return "CONVERSATION SESSION"
-}
-
-func quoteArgs(args []string) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = shellQuote(a)
-	}
-	return out
 }
 
 // shellQuote quotes a word for a POSIX shell when it needs it.

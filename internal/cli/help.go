@@ -40,10 +40,11 @@ unknown command is a usage error, with the closest names as a hint.`,
 				path = append(path, next.Name)
 				cmds = next.Subcommands
 			}
-			// One run of the real command line, so help and --help agree.
+			// One run of the real command line, so help and --help agree;
+			// what went wrong was printed already.
 			argv := append(append([]string{progName}, path...), "--help")
 			if code := runMain(c.Context, argv, e.stdin, e.stdout, e.stderr, e.g.getenv); code != exitOK {
-				return silentExit(code)
+				return &exitError{err: fmt.Errorf("exit status %d", code), code: code, silent: true}
 			}
 			return nil
 		},

@@ -178,7 +178,12 @@ func printValidation(e *env, v *inspect.Validation, shown string) {
 		fmt.Fprintf(e.stderr, "convkit: warning: %s: frame %d at file byte %d: %s\n", text(shown), w.Frame, w.Position().FrameOffset, text(w.Message))
 	}
 	for _, p := range v.Problems {
-		fmt.Fprintf(e.stdout, "%s: %s\n", text(shown), text(problemPosition(p)))
+		rule := " (rule " + p.Rule + ")"
+		switch p.Rule {
+		case "", "header", "envelope", "framing", "file":
+			rule = ""
+		}
+		fmt.Fprintf(e.stdout, "%s: %s\n", text(shown), text(fmt.Sprintf("%s: %s%s: %s", p.Position(), p.Kind, rule, p.Message)))
 	}
 	switch {
 	case v.StoppedAt != nil:
@@ -241,15 +246,6 @@ func stopPosition(p inspect.Problem) string {
 	pos := p.Position()
 	pos.Column = 0
 	return pos.String()
-}
-
-// problemPosition is a problem as --validate lists it.
-func problemPosition(p inspect.Problem) string {
-	switch p.Rule {
-	case "", "header", "envelope", "framing", "file":
-		return fmt.Sprintf("%s: %s: %s", p.Position(), p.Kind, p.Message)
-	}
-	return fmt.Sprintf("%s: %s (rule %s): %s", p.Position(), p.Kind, p.Rule, p.Message)
 }
 
 // runTranscript prints the transcript of t's session log; the store it

@@ -143,7 +143,17 @@ func (e *env) runManage(c *ucli.Context, command string, refs []string, do func(
 	}
 	opts := manage.Options{Machine: m}
 	if !e.g.JSON && !e.g.Quiet {
-		opts.OnDone = func(o manage.Outcome) { fmt.Fprintln(e.stdout, manageLine(o)) }
+		opts.OnDone = func(o manage.Outcome) {
+			id := text(o.ID)
+			switch o.Action {
+			case manage.ActionRenamed:
+				fmt.Fprintf(e.stdout, "renamed %s: %s\n", id, quoted(o.Title))
+			case manage.ActionUnchanged:
+				fmt.Fprintf(e.stdout, "unchanged %s: already titled %s\n", id, quoted(o.Title))
+			default:
+				fmt.Fprintln(e.stdout, strings.ReplaceAll(o.Action, "-", " ")+" "+id)
+			}
+		}
 	}
 	res, err := do(s, ids, opts)
 	if res != nil {
@@ -155,18 +165,6 @@ func (e *env) runManage(c *ucli.Context, command string, refs []string, do func(
 		}
 	}
 	return err
-}
-
-// manageLine is the stdout line of one conversation's outcome.
-func manageLine(o manage.Outcome) string {
-	id := text(o.ID)
-	switch o.Action {
-	case manage.ActionRenamed:
-		return fmt.Sprintf("renamed %s: %s", id, quoted(o.Title))
-	case manage.ActionUnchanged:
-		return fmt.Sprintf("unchanged %s: already titled %s", id, quoted(o.Title))
-	}
-	return strings.ReplaceAll(o.Action, "-", " ") + " " + id
 }
 
 // deletePlan is the --json output of delete --dry-run (docs/JSON.md).

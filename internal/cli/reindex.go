@@ -63,7 +63,7 @@ listed; exit 1 on any drift.`,
 				return err
 			}
 			defer s.Close()
-			m, err := e.loadMachine(c, s.DataDir())
+			m, _, err := store.LoadMachine(store.RuntimeConfigPath(c.String("config"), e.g.getenv, s.DataDir()))
 			if err != nil {
 				return err
 			}
