@@ -100,22 +100,24 @@ func edit(ctx context.Context, s *store.Store, ids []string, opts Options, do fu
 	ids = unique(ids)
 	infos := make([]*store.ConversationInfo, len(ids))
 	for i, id := range ids {
-		info, err := live(s, id)
+		info, err := s.Conversation(id)
 		if err != nil {
 			return nil, err
+		}
+		if info.Deleting {
+			return nil, fmt.Errorf("conversation %s: %w (run convkit delete %s again, or convkit reindex, to finish it)", termtext.Quote(id), store.ErrDeleting, id)
 		}
 		infos[i] = info
 	}
 	ix := openIndex(s, res)
 	defer ix.close()
+	defer ix.finish(res)
 	for i, id := range ids {
 		if err := ctx.Err(); err != nil && i > 0 { // between conversations
-			ix.finish(res)
 			return res, err
 		}
 		o, changed, err := do(id, infos[i])
 		if err != nil {
-			ix.finish(res)
 			return res, err
 		}
 		if changed {
@@ -123,7 +125,6 @@ func edit(ctx context.Context, s *store.Store, ids []string, opts Options, do fu
 		}
 		res.done(o, opts)
 	}
-	ix.finish(res)
 	return res, ix.interrupted
 }
 
@@ -170,17 +171,6 @@ func writable(s *store.Store) error {
 		return fmt.Errorf("%s: %w", s.DataDir(), store.ErrReadOnly)
 	}
 	return nil
-}
-
-func live(s *store.Store, id string) (*store.ConversationInfo, error) {
-	info, err := s.Conversation(id)
-	if err != nil {
-		return nil, err
-	}
-	if info.Deleting {
-		return nil, fmt.Errorf("conversation %s: %w (run convkit delete %s again, or convkit reindex, to finish it)", termtext.Quote(id), store.ErrDeleting, id)
-	}
-	return info, nil
 }
 
 func unique(ids []string) []string {
