@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"strings"
 
 	ucli "github.com/urfave/cli/v2"
@@ -66,13 +67,9 @@ type misplacedFlag struct {
 }
 
 func (in *invocation) argv(prog string) []string {
-	out := []string{prog}
-	out = append(out, in.globals...)
-	out = append(out, in.path...)
-	out = append(out, in.flags...)
+	out := slices.Concat([]string{prog}, in.globals, in.path, in.flags)
 	if len(in.args) > 0 && !in.help {
-		out = append(out, "--")
-		out = append(out, in.args...)
+		out = append(append(out, "--"), in.args...)
 	}
 	return out
 }
@@ -144,8 +141,7 @@ func parseInvocation(app *ucli.App, args []string) *invocation {
 	in.leaf = cmd
 
 	// Second pass: globals, the leaf's flags and the arguments.
-	leafFlags := flagSet{}
-	leafFlags.add(helpInfo)
+	var leafFlags flagSet // read only with a command
 	// all: every command's flags, with the commands that define each.
 	all, owners := flagSet{}, map[string][]string{}
 	if cmd != nil {
