@@ -407,15 +407,6 @@ func (r *Reader) finish(p *pager) (*Page, error) {
 	return page, nil
 }
 
-func messageOf(c Chat, it *TranscriptItem) Message {
-	var src struct {
-		Kind string `json:"kind"`
-	}
-	json.Unmarshal(it.Source, &src)
-	return Message{Chat: c, ID: it.ID, Role: it.Role, Source: src.Kind, Time: it.Time, Turn: it.Turn,
-		Text: convlog.ReadableText(it.Message), Summary: it.Summary, Empty: it.Empty, Interrupted: it.Interrupted, Inherited: it.Inherited}
-}
-
 // transcriptOf streams the messages of g (what clients show) to its cut.
 func (r *Reader) transcriptOf(ctx context.Context, g grant, fn func(Message) error) error {
 	return ReadTranscript(ctx, r.s, g.Conversation, g.Session, func(it *TranscriptItem) error {
@@ -425,7 +416,12 @@ func (r *Reader) transcriptOf(ctx context.Context, g grant, fn func(Message) err
 		if g.through >= 0 && !it.Inherited && it.Seq > g.through {
 			return io.EOF
 		}
-		return fn(messageOf(Chat{it.Conversation, it.Session}, it))
+		var src struct {
+			Kind string `json:"kind"`
+		}
+		json.Unmarshal(it.Source, &src)
+		return fn(Message{Chat: Chat{it.Conversation, it.Session}, ID: it.ID, Role: it.Role, Source: src.Kind, Time: it.Time, Turn: it.Turn,
+			Text: convlog.ReadableText(it.Message), Summary: it.Summary, Empty: it.Empty, Interrupted: it.Interrupted, Inherited: it.Inherited})
 	})
 }
 
