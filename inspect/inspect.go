@@ -299,19 +299,15 @@ func Validate(ctx context.Context, t *Target, opts ValidateOptions) (*Validation
 	st := r.Stats()
 	v.Events, v.TornTail = st.Events, st.TornTail
 	if f := st.Framing; !f.Canonical() {
+		more := ""
+		if f.Departures > 1 {
+			more = fmt.Sprintf(" (and %d more places)", f.Departures-1)
+		}
 		v.Warnings = append(v.Warnings, Problem{Frame: f.FirstFrame, FrameOffset: frameOffset(f.FirstFrame, f.FirstOffset), Kind: "framing",
-			Message: framingWarning(f)})
+			Message: fmt.Sprintf("zstd framing is not the writer's (frame 1 the header line alone, then one frame per batch, each ending between two lines): %s%s; it is read all the same, and an append adds frames of the writer's", f.First, more)})
 	}
 	v.Valid = len(v.Problems) == 0
 	return v, nil
-}
-
-func framingWarning(f convlog.Framing) string {
-	more := ""
-	if f.Departures > 1 {
-		more = fmt.Sprintf(" (and %d more places)", f.Departures-1)
-	}
-	return fmt.Sprintf("zstd framing is not the writer's (frame 1 the header line alone, then one frame per batch, each ending between two lines): %s%s; it is read all the same, and an append adds frames of the writer's", f.First, more)
 }
 
 type TypeStats struct {
