@@ -284,7 +284,9 @@ func openReadOnly(ctx context.Context, path string, o ReadOptions, pragmas []str
 	if c := sqliteCode(err); c != 14 && c != 8 {
 		return nil, "", nop, schemaError(ctx, path, err)
 	}
-	if ReadOnlyFS(filepath.Dir(path)) && !pending(path+"-wal") {
+	// A write-ahead log that holds something, or cannot be read, is pending.
+	wal, werr := os.Lstat(path + "-wal")
+	if ReadOnlyFS(filepath.Dir(path)) && (errors.Is(werr, os.ErrNotExist) || werr == nil && wal.Size() == 0) {
 		db, err2 := openProbe(ctx, path, "mode=ro&immutable=1", pragmas)
 		if err2 == nil {
 			return db, modeImmutable, nop, nil
@@ -348,15 +350,6 @@ func modeName(m os.FileMode) string {
 		return "a symbolic link; links are never followed"
 	}
 	return durable.Kind(m)
-}
-
-// pending reports whether a write-ahead log holds something, or is unreadable.
-func pending(p string) bool {
-	fi, err := os.Lstat(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return false
-	}
-	return err != nil || fi.Size() > 0
 }
 
 // snapshot copies the database and its write-ahead log into a new private
