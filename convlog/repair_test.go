@@ -3,6 +3,7 @@ package convlog
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -18,6 +19,9 @@ func TestRepairKeepsRecoveredLines(t *testing.T) {
 	framed := mustRead(t, writeLog(t, dir, "s1.v4.jsonl.zst", Zstd, sampleTurn(1), sampleTurn(2)))
 	plain := mustRead(t, writeLog(t, dir, "s2.v4.jsonl", Plain, sampleTurn(1), sampleTurn(2)))
 	sources := [][]byte{framed, zframe(string(plain))} // the writer's frames; one frame for the whole log
+	if _, err := exec.LookPath("zstd"); err == nil {
+		sources = append(sources, zstdTool(t, plain)) // as `zstd FILE` writes it
+	}
 	defer func() { tornTailWritten = func() {} }()
 	tried, padded := 0, 0
 	repair := func(data []byte) {
