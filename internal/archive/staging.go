@@ -42,8 +42,8 @@ const (
 	innerLockName = ".lock"
 )
 
-// errNameTaken: NewStaging draws another name.
-var errNameTaken = errors.New("name taken")
+// errNameTaken: a sweep took the new file first (NewStaging draws another name).
+var errNameTaken = errors.New("taken by a sweep")
 
 // NewStaging makes a locked staging directory dir/<name>-<random>.tmp with
 // an empty tree.
@@ -80,24 +80,38 @@ func (s *Staging) lockFirst() error {
 	if err != nil {
 		return err
 	}
-	ok, err := tryLock(f)
-	switch {
-	case errors.Is(err, errors.ErrUnsupported):
-		// Unlocked: a sweep never removes it (see lock_other.go).
-	case err != nil:
-		f.Close()
+	s.lock, err = lockNew(f)
+	f.Close()
+	if err != nil && !errors.Is(err, errNameTaken) {
 		os.Remove(s.lockPath)
 		return fmt.Errorf("lock %s: %w", s.lockPath, err)
-	case !ok:
-		f.Close() // a sweep holds it, and removes it
-		return errNameTaken
 	}
-	if fi, err := os.Lstat(s.lockPath); err != nil || !sameFile(f, fi) {
-		f.Close() // a sweep removed it
-		return errNameTaken
+	return err
+}
+
+// lockNew locks the file f just created through a descriptor of its own,
+// which outlives f's close: errNameTaken when a sweep locked or removed it
+// first. Where flock is unsupported it stays unlocked, and no sweep
+// removes it (see lock_other.go).
+func lockNew(f *os.File) (*os.File, error) {
+	l, err := durable.OpenRegular(f.Name(), os.O_RDONLY)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errNameTaken
+	} else if err != nil {
+		return nil, err
 	}
-	s.lock = f
-	return nil
+	ok, err := tryLock(l)
+	if errors.Is(err, errors.ErrUnsupported) {
+		ok, err = true, nil
+	}
+	if fi, lerr := os.Lstat(f.Name()); err == nil && (!ok || lerr != nil || !sameFile(f, fi) || !sameFile(l, fi)) {
+		err = errNameTaken
+	}
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
 }
 
 func (s *Staging) makeDirs() error {
@@ -179,7 +193,7 @@ func SweepStaging(dir, name string, own *Staging, unlockedAge time.Duration) []S
 				stage = base
 			}
 			if stage != "" && isStaging(stage, name) && !present[stage] {
-				if l := lockIfFree(p); l != nil {
+				if st, l := probeLock(p); st == lockFreed {
 					out = append(out, Swept{Path: p, Err: os.Remove(p)})
 					l.Close()
 				}
@@ -247,14 +261,6 @@ func probeLock(p string) (lockState, *os.File) {
 	return lockFreed, f
 }
 
-// lockIfFree returns the lock file at p held when it was free, else nil.
-func lockIfFree(p string) *os.File {
-	if st, f := probeLock(p); st == lockFreed {
-		return f
-	}
-	return nil
-}
-
 // TempFile is where a file is written before publication, .<final
 // name>.<16 hex>.tmp beside it, flock'ed so that SweepTemps removes killed
 // writers' files and never one being written.
@@ -270,19 +276,7 @@ func CreateTemp(final string) (*TempFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := durable.OpenRegular(f.Name(), os.O_RDONLY)
-	if err == nil {
-		if fi, serr := l.Stat(); serr != nil || !sameFile(f, fi) {
-			err = fmt.Errorf("%s was replaced while it was created", f.Name())
-		} else if ok, lerr := tryLock(l); lerr != nil && !errors.Is(lerr, errors.ErrUnsupported) {
-			err = lerr // unsupported: unlocked, and no sweep removes it (see lock_other.go)
-		} else if !ok && lerr == nil {
-			err = errors.New("locked by another process")
-		}
-		if err != nil {
-			l.Close()
-		}
-	}
+	l, err := lockNew(f)
 	if err != nil {
 		f.Close()
 		os.Remove(f.Name())
@@ -328,7 +322,7 @@ func SweepTemps(dir string, isFinal func(string) bool) []Swept {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		if l := lockIfFree(p); l != nil {
+		if st, l := probeLock(p); st == lockFreed {
 			out = append(out, Swept{Path: p, Err: os.Remove(p)})
 			l.Close()
 		}
