@@ -98,11 +98,11 @@ func Restore(ctx context.Context, r io.Reader, into *store.Store, opts RestoreOp
 	}
 	switch {
 	case into != nil && opts.Conversation != "":
-		return restoreInto(ctx, r, into, opts)
+		return restore(ctx, r, into, true, opts)
 	case into != nil && !opts.Force:
 		return nil, notEmpty(opts.Target)
 	case into != nil:
-		return restoreWhole(ctx, r, into, opts)
+		return restore(ctx, r, into, false, opts)
 	}
 	free, err := CheckTarget(opts.Target)
 	if err != nil {
@@ -114,7 +114,7 @@ func Restore(ctx context.Context, r io.Reader, into *store.Store, opts RestoreOp
 		newStaging(opts, false, false)
 		return nil, notEmpty(opts.Target)
 	}
-	return restoreWhole(ctx, r, nil, opts)
+	return restore(ctx, r, nil, false, opts)
 }
 
 func (opts *RestoreOptions) check() error {
@@ -166,50 +166,77 @@ func (e *NotDirError) Error() string {
 	return e.Path + " exists and is not a directory"
 }
 
-// restoreWhole restores the archive (pruned to opts.Conversation's
-// closure) into a free target, or in place of the store old.
-func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts RestoreOptions) (*RestoreResult, error) {
-	target := opts.Target
-	parent := filepath.Dir(target)
-	if err := durable.MkdirAll(parent); err != nil {
+// restore verifies the archive in a staging and puts it in place: whole
+// (pruned to opts.Conversation's closure) into a free target or in place of
+// the store old, or with into, opts.Conversation's closure into old.
+func restore(ctx context.Context, r io.Reader, old *store.Store, into bool, opts RestoreOptions) (*RestoreResult, error) {
+	target, parent := opts.Target, filepath.Dir(opts.Target)
+	spaceName, reportAs := parent, target
+	if into {
+		spaceName, reportAs = target, ""
+	} else if err := durable.MkdirAll(parent); err != nil {
 		return nil, err
 	}
-	staging, err := newStaging(opts, false, true)
+	staging, err := newStaging(opts, into, true)
 	if err != nil {
 		return nil, err
 	}
 	defer staging.Remove()
-	res, staged, err := stageVerified(ctx, r, staging, opts, parent, target, opts.Conversation == "")
+	stage := staging.Tree()
+	vo := VerifyOptions{Archive: opts.Archive, Limits: opts.Limits, Jobs: opts.Jobs, Progress: opts.Progress, OnEvent: opts.OnEvent,
+		spaceName: spaceName, reportAs: reportAs}
+	vr, err := verifyInto(ctx, r, stage, vo, true, opts.Conversation == "")
 	if err != nil {
-		return res, err
+		return nil, err
+	}
+	res := &RestoreResult{SchemaVersion: contract.Version, Archive: opts.Archive, Target: target, Verify: vr, Conversations: []string{}, Kept: []string{}}
+	if !vr.OK {
+		return res, &MismatchError{Result: vr}
+	}
+	if err := os.Remove(filepath.Join(stage, archive.ManifestName)); err != nil {
+		return nil, err
+	}
+	staged, err := store.Open(ctx, stage, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "convkit restore"},
+		Create: store.CreateAlways})
+	if err != nil {
+		return nil, err
 	}
 	defer staged.Close()
-	stage := staging.Tree()
+	var closure []string
 	if opts.Conversation != "" {
-		opts.Conversation, res.Conversations, err = closureIn(staged, opts.Conversation)
-		if err != nil {
+		if opts.Conversation, closure, err = closureIn(staged, opts.Conversation); err != nil {
 			return nil, err
 		}
-		if err := pruneTo(staged, res.Conversations); err != nil {
+	}
+	if into {
+		if err := placeClosure(old, staged, closure, opts, res); err != nil {
+			return nil, err
+		}
+		if res.Reindex, err = reindex.Run(ctx, old, reindex.Options{Jobs: opts.Jobs, OnEvent: opts.OnEvent}); err != nil {
+			return nil, err
+		}
+		res.restoredInvalid()
+		return res, nil
+	}
+	if opts.Conversation != "" {
+		res.Conversations = closure
+		if err := pruneTo(staged, closure); err != nil {
 			return nil, err
 		}
 		if res.Reindex, err = reindex.Run(ctx, staged, reindex.Options{Jobs: opts.Jobs, OnEvent: opts.OnEvent, ReportAs: target}); err != nil {
 			return nil, err
 		}
 	} else {
-		res.Conversations = append(res.Conversations, res.Verify.conversations...)
-		res.Reindex = res.Verify.rebuild
+		res.Conversations = append(res.Conversations, vr.conversations...)
+		res.Reindex = vr.rebuild
 	}
 	if err := durable.SyncDir(stage); err != nil {
 		return nil, err
 	}
-
 	if old != nil {
-		aside, err := old.ReplaceWith(stage)
-		if err != nil {
+		if res.MovedAside, err = old.ReplaceWith(stage); err != nil {
 			return nil, err
 		}
-		res.MovedAside = aside
 	} else if err := os.Rename(stage, target); err != nil {
 		// rename(2) replaces an empty directory in one step; a target
 		// made non-empty meanwhile stays as it is.
@@ -224,37 +251,22 @@ func restoreWhole(ctx context.Context, r io.Reader, old *store.Store, opts Resto
 	return res, durable.SyncDir(parent)
 }
 
-func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreOptions) (*RestoreResult, error) {
-	target := opts.Target
-	staging, err := newStaging(opts, true, true)
-	if err != nil {
-		return nil, err
-	}
-	defer staging.Remove()
-	res, staged, err := stageVerified(ctx, r, staging, opts, target, "", false)
-	if err != nil {
-		return res, err
-	}
-	defer staged.Close()
-	var closure []string
-	opts.Conversation, closure, err = closureIn(staged, opts.Conversation)
-	if err != nil {
-		return nil, err
-	}
+// placeClosure puts the conversations of closure from staged into s: a
+// conversation there is refused without Force, unless it is the archived
+// one byte for byte (a killed restore put it there); ancestors there are kept.
+func placeClosure(s, staged *store.Store, closure []string, opts RestoreOptions, res *RestoreResult) error {
 	dst, err := s.ConversationPath(opts.Conversation)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	// A conversation in the target is refused without Force, unless it is
-	// the archived one byte for byte (a killed restore put it there).
 	same := false
 	if _, err := os.Lstat(dst); err == nil {
 		from, _ := staged.ConversationPath(opts.Conversation)
 		if same, err = sameTree(from, dst); err != nil {
-			return nil, err
+			return err
 		}
 		if !same && !opts.Force {
-			return nil, fmt.Errorf("conversation %s (%s): %w (use --force to move it aside and restore the archived one)",
+			return fmt.Errorf("conversation %s (%s): %w (use --force to move it aside and restore the archived one)",
 				termtext.Quote(opts.Conversation), dst, ErrConversationExists)
 		}
 	}
@@ -270,45 +282,13 @@ func restoreInto(ctx context.Context, r io.Reader, s *store.Store, opts RestoreO
 		default:
 			aside, err := s.PlaceConversation(id, from)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			res.MovedAside = cmp.Or(aside, res.MovedAside)
 		}
 		res.Conversations = append(res.Conversations, id)
 	}
-	if err := durable.SyncDir(s.ConversationsDir()); err != nil {
-		return nil, err
-	}
-	if res.Reindex, err = reindex.Run(ctx, s, reindex.Options{Jobs: opts.Jobs, OnEvent: opts.OnEvent}); err != nil {
-		return nil, err
-	}
-	res.restoredInvalid()
-	return res, nil
-}
-
-// stageVerified extracts and verifies the archive into staging and opens
-// the store it holds, its manifest removed.
-func stageVerified(ctx context.Context, r io.Reader, staging *archive.Staging, opts RestoreOptions, spaceName, reportAs string, withIndex bool) (*RestoreResult, *store.Store, error) {
-	stage := staging.Tree()
-	vo := VerifyOptions{Archive: opts.Archive, Limits: opts.Limits, Jobs: opts.Jobs, Progress: opts.Progress, OnEvent: opts.OnEvent,
-		spaceName: spaceName, reportAs: reportAs}
-	vr, err := verifyInto(ctx, r, stage, vo, true, withIndex)
-	if err != nil {
-		return nil, nil, err
-	}
-	res := &RestoreResult{SchemaVersion: contract.Version, Archive: opts.Archive, Target: opts.Target, Verify: vr, Conversations: []string{}, Kept: []string{}}
-	if !vr.OK {
-		return res, nil, &MismatchError{Result: vr}
-	}
-	if err := os.Remove(filepath.Join(stage, archive.ManifestName)); err != nil {
-		return nil, nil, err
-	}
-	staged, err := store.Open(ctx, stage, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "convkit restore"},
-		Create: store.CreateAlways})
-	if err != nil {
-		return nil, nil, err
-	}
-	return res, staged, nil
+	return durable.SyncDir(s.ConversationsDir())
 }
 
 // sameTree reports whether a and b hold the same regular files with the

@@ -12,23 +12,15 @@ import (
 // another open file holds one. The kernel drops it when the last
 // descriptor of this open file is closed, or its process dies.
 func tryLock(f *os.File) (bool, error) {
-	sc, err := f.SyscallConn()
-	if err != nil {
-		return false, err
-	}
-	var lerr error
-	if err := sc.Control(func(fd uintptr) {
-		for {
-			lerr = syscall.Flock(int(fd), syscall.LOCK_EX|syscall.LOCK_NB)
-			if !errors.Is(lerr, syscall.EINTR) {
-				return
-			}
+	for {
+		// Fd's switch to blocking mode is nothing to a regular file.
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EWOULDBLOCK):
+			return false, nil
 		}
-	}); err != nil {
-		return false, err
+		return err == nil, err
 	}
-	if errors.Is(lerr, syscall.EWOULDBLOCK) {
-		return false, nil
-	}
-	return lerr == nil, lerr
 }

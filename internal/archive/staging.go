@@ -55,11 +55,19 @@ func NewStaging(dir, name string) (*Staging, error) {
 		}
 		base := filepath.Join(dir, name+"-"+hex.EncodeToString(b[:]))
 		s := &Staging{dir: base + StagingSuffix, tree: filepath.Join(base+StagingSuffix, stagingTreeName), lockPath: base + stagingLockSuffix}
-		err := s.lockFirst()
+		// A name a sweep took first is given up to it.
+		f, err := durable.CreateExcl(s.lockPath)
 		if err == nil {
-			err = s.makeDirs()
+			s.lock, err = lockNew(f)
+			f.Close()
+			if err == nil {
+				err = s.makeDirs()
+			} else if !errors.Is(err, errNameTaken) {
+				os.Remove(s.lockPath)
+				err = fmt.Errorf("lock %s: %w", s.lockPath, err)
+			}
 		}
-		if errors.Is(err, errNameTaken) {
+		if errors.Is(err, errNameTaken) || errors.Is(err, os.ErrExist) {
 			continue
 		}
 		if err != nil {
@@ -68,25 +76,6 @@ func NewStaging(dir, name string) (*Staging, error) {
 		return s, nil
 	}
 	return nil, fmt.Errorf("%s: could not make a staging directory", dir)
-}
-
-// lockFirst creates and locks the lock file, giving the name up to a sweep
-// that took it first.
-func (s *Staging) lockFirst() error {
-	f, err := durable.CreateExcl(s.lockPath)
-	if errors.Is(err, os.ErrExist) {
-		return errNameTaken
-	}
-	if err != nil {
-		return err
-	}
-	s.lock, err = lockNew(f)
-	f.Close()
-	if err != nil && !errors.Is(err, errNameTaken) {
-		os.Remove(s.lockPath)
-		return fmt.Errorf("lock %s: %w", s.lockPath, err)
-	}
-	return err
 }
 
 // lockNew locks the file f just created through a descriptor of its own,

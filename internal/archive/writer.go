@@ -2,6 +2,7 @@ package archive
 
 import (
 	"archive/tar"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -29,11 +30,9 @@ const (
 )
 
 // Levels for frames of text and of already-compressed bytes, measured against
-// `tar -cf - DIR | zstd -3 -T0` (docs/BACKUP.md). Literal entropy coding is
-// forced on because it cost 7-20 % of ratio off, putting SpeedDefault within
-// 1.5 % of zstd -3; already-compressed frames use SpeedFastest (0.55 % larger,
-// 15 % less user CPU), and frames of almost nothing else (rawCompressedShare)
-// skip entropy coding, which only wastes CPU on zstd output.
+// `tar -cf - DIR | zstd -3 -T0` (docs/BACKUP.md): literal entropy coding on
+// (off cost 7-20 % of ratio); SpeedFastest for zstd output (0.55 % larger, 15 %
+// less CPU), without entropy coding for frames of almost nothing else.
 const (
 	TextLevel       = zstd.SpeedDefault
 	CompressedLevel = zstd.SpeedFastest
@@ -49,11 +48,10 @@ type WriterOptions struct {
 	ChunkSize int       // default DefaultChunkSize
 	// Zero: the package's TextLevel and CompressedLevel.
 	TextLevel, CompressedLevel zstd.EncoderLevel
-	// Rsyncable lays the archive out for a deduplicating copier (restic, borg,
-	// kopia): already-compressed content is stored raw in frames cut every
-	// ChunkSize bytes from its start, and the rest in frames cut by a rolling
-	// hash of the content, so unchanged and append-grown entries give the same
-	// bytes. The archive is larger and reads as any other.
+	// Rsyncable lays the archive out for a deduplicating copier (restic):
+	// compressed content raw in frames cut every ChunkSize bytes from its
+	// start, the rest cut by a rolling hash, so unchanged and append-grown
+	// entries give the same bytes.
 	Rsyncable bool
 }
 
@@ -81,18 +79,14 @@ type Writer struct {
 // NewWriter starts an archive on w; its goroutines run until Close or Abort.
 func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 	if opts.Workers <= 0 {
-		opts.Workers = min(runtime.GOMAXPROCS(0), MaxWorkers)
+		opts.Workers = runtime.GOMAXPROCS(0)
 	}
 	opts.Workers = min(opts.Workers, MaxWorkers)
 	if opts.ChunkSize <= 0 {
 		opts.ChunkSize = DefaultChunkSize
 	}
-	if opts.TextLevel == 0 {
-		opts.TextLevel = TextLevel
-	}
-	if opts.CompressedLevel == 0 {
-		opts.CompressedLevel = CompressedLevel
-	}
+	opts.TextLevel = cmp.Or(opts.TextLevel, TextLevel)
+	opts.CompressedLevel = cmp.Or(opts.CompressedLevel, CompressedLevel)
 	mt := opts.ModTime
 	if mt.IsZero() {
 		mt = time.Unix(0, 0)
@@ -135,8 +129,7 @@ func (w *Writer) WriteHashed(name string, kind Kind, data []byte, sum [sha256.Si
 	})
 }
 
-// write writes an entry's header, then its content by body; any error
-// breaks the archive.
+// write writes an entry's header, then its content by body.
 func (w *Writer) write(name string, kind Kind, size int64, body func() (Sum, error)) (Sum, error) {
 	if w.err != nil {
 		return Sum{}, w.err
@@ -250,8 +243,7 @@ func (w *Writer) Abort() {
 	w.ch.close(true)
 }
 
-// chunker compresses the tar stream's chunks in parallel into independent
-// zstd frames, written in order.
+// chunker compresses the tar stream's chunks in parallel into zstd frames.
 type chunker struct {
 	out       io.Writer
 	size      int
