@@ -55,12 +55,8 @@ type Options struct {
 	TempDir     string            // holds the metadata.db snapshot (default os.TempDir())
 	Workers     int               // read, check and compress (default GOMAXPROCS, at most archive.MaxWorkers)
 	Progress    progress.Progress // files archived
-	// OnEvent receives each file left out, each log invalid and each entry
-	// archived out of shape, as found.
-	OnEvent func(store.Item)
-	// Strict reads every event of every session log as reindex does;
-	// without it session logs are checked by structure.
-	Strict bool
+	OnEvent     func(store.Item)  // each file left out, log invalid or entry out of shape, as found
+	Strict      bool              // session logs read event by event as reindex does, not by structure
 	// Rsyncable lays the archive out for a deduplicating copier and makes
 	// it reproducible: createdAt is the newest time archived.
 	Rsyncable bool
@@ -95,8 +91,7 @@ type Result struct {
 	Bytes    int64        // what was written
 }
 
-// Partial reports whether anything of the store is missing from the
-// archive or failed its check (exit 3).
+// Partial: something of the store is missing or failed its check (exit 3).
 func (r *Result) Partial() bool {
 	return len(r.Manifest.Problems) > 0 || r.Manifest.Counts.InvalidLogs > 0
 }
@@ -162,9 +157,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 			newest = t
 		}
 	}
-	if wopts.Workers == 0 {
-		wopts.Workers = opts.Workers
-	}
+	wopts.Workers = cmp.Or(wopts.Workers, opts.Workers)
 	aw := archive.NewWriter(w, wopts)
 	fail := func(err error) (*Result, error) {
 		aw.Abort()

@@ -275,7 +275,11 @@ const (
 	spoolSuffix    = ".manifest-"
 )
 
+// companionOf is the archive, temporary or not, a file beside it goes with.
 func companionOf(name string) (string, bool) {
+	if a, ok := strings.CutSuffix(name, infoSuffix); ok && isArchiveName(a) {
+		return a, true
+	}
 	if a, ok := strings.CutSuffix(name, snapshotSuffix); ok && isTempArchive(a) {
 		return a, true
 	}
@@ -313,11 +317,8 @@ func removeStaleTemps(dir string) []string {
 	}
 	n := len(removed)
 	for _, e := range ents {
-		of, ok := companionOf(e.Name())
-		if a, info := strings.CutSuffix(e.Name(), infoSuffix); info && isArchiveName(a) {
-			of, ok = a, true
-		}
-		if p := filepath.Join(dir, e.Name()); ok && e.Type().IsRegular() && !present[of] && os.Remove(p) == nil {
+		p := filepath.Join(dir, e.Name())
+		if of, ok := companionOf(e.Name()); ok && e.Type().IsRegular() && !present[of] && os.Remove(p) == nil {
 			removed = append(removed, p)
 		}
 	}

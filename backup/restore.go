@@ -111,7 +111,7 @@ func Restore(ctx context.Context, r io.Reader, into *store.Store, opts RestoreOp
 	if !free {
 		// A restore killed after its rename left its staging beside the
 		// target it filled: the refusal is the only restore that comes.
-		newStaging(opts, false, false)
+		sweepStagings(opts, false)
 		return nil, notEmpty(opts.Target)
 	}
 	return restore(ctx, r, nil, false, opts)
@@ -166,9 +166,8 @@ func (e *NotDirError) Error() string {
 	return e.Path + " exists and is not a directory"
 }
 
-// restore verifies the archive in a staging and puts it in place: whole
-// (pruned to opts.Conversation's closure) into a free target or in place of
-// the store old, or with into, opts.Conversation's closure into old.
+// restore is Restore once the target is checked: into puts opts.Conversation's
+// closure into old, else the archive goes whole in place of old or the free target.
 func restore(ctx context.Context, r io.Reader, old *store.Store, into bool, opts RestoreOptions) (*RestoreResult, error) {
 	target, parent := opts.Target, filepath.Dir(opts.Target)
 	spaceName, reportAs := parent, target
@@ -177,7 +176,7 @@ func restore(ctx context.Context, r io.Reader, old *store.Store, into bool, opts
 	} else if err := durable.MkdirAll(parent); err != nil {
 		return nil, err
 	}
-	staging, err := newStaging(opts, into, true)
+	staging, err := archive.NewStaging(sweepStagings(opts, into))
 	if err != nil {
 		return nil, err
 	}
@@ -378,12 +377,12 @@ func pruneTo(s *store.Store, keep []string) error {
 	return durable.SyncDir(root)
 }
 
-// newStaging removes the stagings killed restores left, then makes this
-// one's (unless !make): a whole restore's beside the target, to become it
-// by rename (an unlocked one swept when an hour old); a conversation's
-// inside the store, on its file system, where only a restore holding
-// runtime.lock stages, so every unlocked staging is a killed one's.
-func newStaging(opts RestoreOptions, into, make bool) (*archive.Staging, error) {
+// sweepStagings removes the stagings killed restores left and says where
+// this one's goes: a whole restore's beside the target, to become it by
+// rename (an unlocked one swept when an hour old); a conversation's inside
+// the store, on its file system, where only a restore holding runtime.lock
+// stages, so every unlocked staging is a killed one's.
+func sweepStagings(opts RestoreOptions, into bool) (dir, name string) {
 	dir, name, age := filepath.Dir(opts.Target), "."+filepath.Base(opts.Target)+".restore", archive.UnlockedStagingAge
 	if into {
 		dir, name, age = opts.Target, ".restore", 0
@@ -399,8 +398,5 @@ func newStaging(opts RestoreOptions, into, make bool) (*archive.Staging, error) 
 			fmt.Fprintf(opts.Log, "REMOVED %s: %s\n", s.Path, left)
 		}
 	}
-	if !make {
-		return nil, nil
-	}
-	return archive.NewStaging(dir, name)
+	return dir, name
 }
