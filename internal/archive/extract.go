@@ -90,7 +90,7 @@ func Extract(ctx context.Context, r io.Reader, dir string, opts ExtractOptions) 
 		return nil, err
 	}
 	defer ar.Close()
-	x := &extractor{dir: dir, opts: opts, made: map[string]*madeDir{}, queued: map[string]struct{}{}, buf: make([]byte, 256<<10), failedAt: -1}
+	x := &extractor{dir: dir, opts: opts, made: map[string]bool{}, queued: map[string]struct{}{}, buf: make([]byte, 256<<10), failedAt: -1}
 	free := newSpace(dir, opts.SpaceName)
 	jobs := make(chan writeJob, extractWriters)
 	var wg sync.WaitGroup
@@ -304,47 +304,42 @@ type extractor struct {
 	// failed: a writer failed; failedAt is the first entry that did.
 	failed    atomic.Bool
 	mu        sync.Mutex
-	made      map[string]*madeDir // relative directories, created once
+	made      map[string]bool     // relative directories made
 	queued    map[string]struct{} // names of files the writers have yet to create
 	failedAt  int
 	failedErr error
 }
 
-type madeDir struct {
-	once sync.Once
-	err  error
-}
-
 // madeDirs bounds the directories remembered; one forgotten is checked again.
 const madeDirs = 4096
 
-// mkdirs creates the directory rel and its parents inside dir, 0700.
+// mkdirs creates the directory rel and its parents inside dir, 0700; two
+// writers may both make one, as Mkdir and PrivateDir allow.
 func (x *extractor) mkdirs(rel string) error {
-	if rel == "." {
+	x.mu.Lock()
+	made := rel == "." || x.made[rel]
+	x.mu.Unlock()
+	if made {
 		return nil
 	}
-	x.mu.Lock()
-	d := x.made[rel]
-	if d == nil {
-		if len(x.made) >= madeDirs {
-			x.made = map[string]*madeDir{}
-		}
-		d = &madeDir{}
-		x.made[rel] = d
+	if err := x.mkdirs(filepath.Dir(rel)); err != nil {
+		return err
 	}
+	p := filepath.Join(x.dir, rel)
+	if err := os.Mkdir(p, durable.DirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	// PrivateDir refuses a link, or an entry's file of that name.
+	if err := durable.PrivateDir(p); err != nil {
+		return err
+	}
+	x.mu.Lock()
+	if len(x.made) >= madeDirs {
+		clear(x.made)
+	}
+	x.made[rel] = true
 	x.mu.Unlock()
-	d.once.Do(func() {
-		if d.err = x.mkdirs(filepath.Dir(rel)); d.err != nil {
-			return
-		}
-		p := filepath.Join(x.dir, rel)
-		if d.err = os.Mkdir(p, durable.DirMode); d.err != nil && !errors.Is(d.err, fs.ErrExist) {
-			return
-		}
-		// PrivateDir refuses a link, or an entry's file of that name.
-		d.err = durable.PrivateDir(p)
-	})
-	return d.err
+	return nil
 }
 
 // create creates the file at p exclusively: one there is a duplicate.
