@@ -151,14 +151,15 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	wopts := opts.Archive
 	wopts.ModTime = now
 	wopts.Rsyncable = wopts.Rsyncable || opts.Rsyncable
+	wopts.Workers = cmp.Or(wopts.Workers, opts.Workers)
+	aw := archive.NewWriter(w, wopts)
 	var newest time.Time // an rsyncable archive's createdAt
-	seen := func(t time.Time) {
+	entryTime := func(t time.Time) {
+		aw.SetModTime(t)
 		if t.After(newest) {
 			newest = t
 		}
 	}
-	wopts.Workers = cmp.Or(wopts.Workers, opts.Workers)
-	aw := archive.NewWriter(w, wopts)
 	fail := func(err error) (*Result, error) {
 		aw.Abort()
 		return nil, err
@@ -230,8 +231,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 			}
 			cur = &convLogs{Conversation: Conversation{ID: j.convID, Dir: j.convDir}, idx: j.convIdx}
 		}
-		aw.SetModTime(l.mtime)
-		seen(l.mtime)
+		entryTime(l.mtime)
 		sum, err := l.archive(aw)
 		if err != nil {
 			return fmt.Errorf("archive %s: %w", j.path, err)
@@ -271,8 +271,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		m.Index = IndexAbsent
 	default:
 		m.Index, m.IndexMethod = IndexSnapshot, sr.method
-		aw.SetModTime(sr.mtime)
-		seen(sr.mtime)
+		entryTime(sr.mtime)
 		f, err := archiveFile(aw, archive.IndexName, sr.path)
 		if err == nil {
 			err = addFile(f)

@@ -93,16 +93,23 @@ func Restore(ctx context.Context, r io.Reader, into *store.Store, opts RestoreOp
 		return nil, err
 	}
 	opts.Target = target
-	if err := opts.check(); err != nil {
-		return nil, err
+	if opts.Progress == nil {
+		opts.Progress = progress.Nop{}
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	opts.OnEvent = emitter(opts.OnEvent)
+	if opts.Conversation != "" {
+		if _, err := store.EncodeSegment(opts.Conversation); err != nil {
+			return nil, fmt.Errorf("conversation id: %w", err)
+		}
 	}
 	switch {
-	case into != nil && opts.Conversation != "":
-		return restore(ctx, r, into, true, opts)
-	case into != nil && !opts.Force:
+	case into != nil && opts.Conversation == "" && !opts.Force:
 		return nil, notEmpty(opts.Target)
 	case into != nil:
-		return restore(ctx, r, into, false, opts)
+		return restore(ctx, r, into, opts)
 	}
 	free, err := CheckTarget(opts.Target)
 	if err != nil {
@@ -114,23 +121,7 @@ func Restore(ctx context.Context, r io.Reader, into *store.Store, opts RestoreOp
 		sweepStagings(opts, false)
 		return nil, notEmpty(opts.Target)
 	}
-	return restore(ctx, r, nil, false, opts)
-}
-
-func (opts *RestoreOptions) check() error {
-	if opts.Progress == nil {
-		opts.Progress = progress.Nop{}
-	}
-	if opts.Log == nil {
-		opts.Log = io.Discard
-	}
-	opts.OnEvent = emitter(opts.OnEvent)
-	if opts.Conversation != "" {
-		if _, err := store.EncodeSegment(opts.Conversation); err != nil {
-			return fmt.Errorf("conversation id: %w", err)
-		}
-	}
-	return nil
+	return restore(ctx, r, nil, opts)
 }
 
 func notEmpty(target string) error {
@@ -166,9 +157,10 @@ func (e *NotDirError) Error() string {
 	return e.Path + " exists and is not a directory"
 }
 
-// restore is Restore once the target is checked: into puts opts.Conversation's
-// closure into old, else the archive goes whole in place of old or the free target.
-func restore(ctx context.Context, r io.Reader, old *store.Store, into bool, opts RestoreOptions) (*RestoreResult, error) {
+// restore is Restore once the target is checked: opts.Conversation's
+// closure into old, or the archive whole in place of old or the free target.
+func restore(ctx context.Context, r io.Reader, old *store.Store, opts RestoreOptions) (*RestoreResult, error) {
+	into := old != nil && opts.Conversation != ""
 	target, parent := opts.Target, filepath.Dir(opts.Target)
 	spaceName, reportAs := parent, target
 	if into {
