@@ -214,15 +214,19 @@ func (s *Store) conv(convID string) (*openConv, error) {
 	if oc := s.convs[convID]; oc != nil {
 		return oc, nil
 	}
-	dir, path, st, err := s.replayConversation(convID)
+	l, err := s.FindLog(convID, "")
 	if err != nil {
 		return nil, err
 	}
-	w, err := convlog.OpenAppend(path, convlog.WriterOptions{})
+	st, err := l.replay()
 	if err != nil {
 		return nil, err
 	}
-	oc := &openConv{mu: new(sync.Mutex), dir: dir, w: w, st: st}
+	w, err := convlog.OpenAppend(l.Path, convlog.WriterOptions{})
+	if err != nil {
+		return nil, err
+	}
+	oc := &openConv{mu: new(sync.Mutex), dir: filepath.Dir(l.Path), w: w, st: st}
 	s.convs[convID] = oc
 	return oc, nil
 }

@@ -259,12 +259,11 @@ func runningIn(info *ConversationInfo, sessionID string) bool {
 // repairSession closes session l's open turn, in its log and the
 // conversation log.
 func (s *Store) repairSession(oc *openConv, l *Log, state convlog.TurnState, next int64, dry bool) (*ClosedTurn, error) {
-	noAppend := func([]convlog.Event) error { return nil }
 	if !state.Open && !onlyInConversation(oc, l.ID, state) {
-		return s.closeTurnState(oc, l.ID, state, next, "", noAppend, dry)
+		return s.closeTurnState(oc, l.ID, state, next, "", nil, nil, dry)
 	}
 	if dry {
-		c, err := s.closeTurnState(oc, l.ID, state, next, filepath.Base(l.Path), noAppend, true)
+		c, err := s.closeTurnState(oc, l.ID, state, next, filepath.Base(l.Path), nil, nil, true)
 		if c != nil && l.Current.Version < convlog.CurrentVersion {
 			c.Upgraded, _ = upgrade.SuccessorPath(l.Path, l.Current.Compression)
 			c.SessionLog = filepath.Base(c.Upgraded)
@@ -276,7 +275,7 @@ func (s *Store) repairSession(oc *openConv, l *Log, state convlog.TurnState, nex
 		return nil, err
 	}
 	defer w.Close()
-	c, err := s.closeCrashedTurn(oc, l.ID, w, nil)
+	c, err := s.closeTurnState(oc, l.ID, w.Turn(), w.NextSeq(), filepath.Base(w.Path()), w, nil, false)
 	if c != nil && current != l.Path {
 		c.Upgraded = current
 	}

@@ -162,50 +162,30 @@ func (s *convState) apply(e *convlog.Event) error {
 // ReadConversation replays conversation convID's log without a lock; a torn
 // tail is ignored (TornTail), a missing one wraps ErrNoConversation.
 func (s *Store) ReadConversation(convID string) (*ConversationInfo, error) {
-	_, _, st, err := s.replayConversation(convID)
+	l, err := s.FindLog(convID, "")
 	if err != nil {
 		return nil, err
 	}
-	return &st.info, nil
-}
-
-// replayConversation finds and replays conversation convID's current log.
-func (s *Store) replayConversation(convID string) (dir, path string, st *convState, err error) {
-	l, err := s.FindLog(convID, "")
-	if err != nil {
-		return "", "", nil, err
-	}
-	r, err := l.Open(convlog.ReaderOptions{})
-	if err != nil {
-		return "", "", nil, err
-	}
-	if st, err = replay(r, l.Path); err != nil {
-		return "", "", nil, err
-	}
-	return filepath.Dir(l.Path), l.Path, st, nil
+	return l.ReadConversation()
 }
 
 // ReadConversation replays the log, a conversation log; one naming another
 // conversation is a *convlog.IdentityError.
 func (l Log) ReadConversation() (*ConversationInfo, error) {
-	r, err := l.Open(convlog.ReaderOptions{})
-	if err != nil {
-		return nil, err
-	}
-	st, err := replay(r, l.Path)
+	st, err := l.replay()
 	if err != nil {
 		return nil, err
 	}
 	return &st.info, nil
 }
 
-// replay replays the conversation log r reads, and closes r.
-func replay(r *convlog.Reader, path string) (*convState, error) {
-	defer r.Close()
-	p := newReplayer(r, path)
-	if p.err != nil {
-		return nil, p.err
+func (l Log) replay() (*convState, error) {
+	r, err := l.Open(convlog.ReaderOptions{})
+	if err != nil {
+		return nil, err
 	}
+	defer r.Close()
+	p := l.Replayer(r)
 	for e, err := range r.Events() {
 		if err != nil {
 			return nil, err
@@ -230,14 +210,12 @@ type Replayer struct {
 
 // Replayer starts the replay of the log from r, opened with its
 // ReaderOptions.
-func (l Log) Replayer(r *convlog.Reader) *Replayer { return newReplayer(r, l.Path) }
-
-func newReplayer(r *convlog.Reader, path string) *Replayer {
+func (l Log) Replayer(r *convlog.Reader) *Replayer {
 	h := r.Header()
 	if h.Type != convlog.ConversationLog {
-		return &Replayer{path: path, err: fmt.Errorf("%s: not a conversation log (header type %s)", path, termtext.Quote(h.Type))}
+		return &Replayer{path: l.Path, err: fmt.Errorf("%s: not a conversation log (header type %s)", l.Path, termtext.Quote(h.Type))}
 	}
-	return &Replayer{st: newConvState(h, path), path: path}
+	return &Replayer{st: newConvState(h, l.Path), path: l.Path}
 }
 
 // Add replays one event. After an error nothing more is replayed.

@@ -116,7 +116,8 @@ func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 	if se.w, _, err = upgrade.OpenAppend(l.Path, upgrade.PublishOptions{}, convlog.WriterOptions{Observe: observe}); err != nil {
 		return nil, err
 	}
-	if se.repaired, err = s.closeCrashedTurn(oc, sessionID, se.w, observe); err != nil {
+	se.repaired, err = s.closeTurnState(oc, sessionID, se.w.Turn(), se.w.NextSeq(), filepath.Base(se.w.Path()), se.w, observe, false)
+	if err != nil {
 		se.w.Close()
 		return nil, err
 	}
@@ -621,11 +622,22 @@ func (c *ClosedTurn) Describe() string {
 	return strings.Replace(s, "first); ", "first) ", 1)
 }
 
-// closeCrashedTurn closes by appending what a crash left open of sessionID
-// in its log w, which observe sees (nil: none), and in the conversation log;
-// nil: nothing was open.
-func (s *Store) closeCrashedTurn(oc *openConv, sessionID string, w *convlog.Writer, observe func(*convlog.Event)) (*ClosedTurn, error) {
+// onlyInConversation reports whether sessionID's running turn is one the
+// conversation log started and its session log (ts) never did.
+func onlyInConversation(oc *openConv, sessionID string, ts convlog.TurnState) bool {
+	i, ok := oc.st.open[sessionID]
+	return ok && !ts.Open && oc.st.info.Turns[i].Turn == ts.LastTurn+1
+}
+
+// closeTurnState closes ts (appending to w, logName, which observe sees) and
+// sessionID's running turn in the conversation log, with the session log's
+// outcome when it ended the turn, else interrupted; dry records nothing.
+func (s *Store) closeTurnState(oc *openConv, sessionID string, ts convlog.TurnState, next int64, logName string,
+	w *convlog.Writer, observe func(*convlog.Event), dry bool) (*ClosedTurn, error) {
 	appendFn := func(evs []convlog.Event) error {
+		if dry {
+			return nil
+		}
 		if err := w.Append(evs); err != nil || observe == nil {
 			return err
 		}
@@ -634,21 +646,6 @@ func (s *Store) closeCrashedTurn(oc *openConv, sessionID string, w *convlog.Writ
 		}
 		return nil
 	}
-	return s.closeTurnState(oc, sessionID, w.Turn(), w.NextSeq(), filepath.Base(w.Path()), appendFn, false)
-}
-
-// onlyInConversation reports whether sessionID's running turn is one the
-// conversation log started and its session log (ts) never did.
-func onlyInConversation(oc *openConv, sessionID string, ts convlog.TurnState) bool {
-	i, ok := oc.st.open[sessionID]
-	return ok && !ts.Open && oc.st.info.Turns[i].Turn == ts.LastTurn+1
-}
-
-// closeTurnState closes ts (appending to logName) and sessionID's running
-// turn in the conversation log, with the session log's outcome when it
-// ended the turn, else interrupted; dry records nothing.
-func (s *Store) closeTurnState(oc *openConv, sessionID string, ts convlog.TurnState, next int64, logName string,
-	appendFn func([]convlog.Event) error, dry bool) (*ClosedTurn, error) {
 	c := &ClosedTurn{Conversation: oc.st.info.ID, Session: sessionID, Appended: []string{}, ToolCalls: []string{}}
 	if ts.Open {
 		evs := convlog.CloseTurn(ts, next, s.nowMs(), "interrupted")

@@ -123,32 +123,25 @@ func entryKind(m fs.FileMode) string {
 // one bad entry does not hide the rest. A log's highest version is its
 // current one even when unreadable: falling back would lose what was written
 // after it.
-func (s *Store) Walk() (*Tree, error) { return walkRoot(s.ConversationsDir(), 1) }
+func (s *Store) Walk() (*Tree, error) { return s.WalkJobs(1) }
 
 // WalkJobs is Walk listing up to jobs directories at once.
 func (s *Store) WalkJobs(jobs int) (*Tree, error) {
-	return walkRoot(s.ConversationsDir(), jobs)
-}
-
-func walkRoot(root string, jobs int) (*Tree, error) {
+	root := s.ConversationsDir()
 	ents, err := listRoot(root)
 	if err != nil {
 		return nil, err
 	}
 	subs := make([]*Tree, len(ents))
-	var dirs []int
+	sem := make(chan struct{}, max(jobs, 1))
 	for k, e := range ents {
 		if e.problem == nil {
-			dirs = append(dirs, k)
+			sem <- struct{}{}
+			go func() {
+				subs[k] = walkDir(root, e.Dir)
+				<-sem
+			}()
 		}
-	}
-	sem := make(chan struct{}, max(jobs, 1))
-	for _, k := range dirs {
-		sem <- struct{}{}
-		go func() {
-			subs[k] = walkDir(root, ents[k].Dir)
-			<-sem
-		}()
 	}
 	for range cap(sem) {
 		sem <- struct{}{} // every slot taken: the last walker is done
