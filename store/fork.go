@@ -133,7 +133,6 @@ func (s *Store) fork(srcConvID, srcSession, newConv, newSession string, throughS
 		return "", err
 	}
 
-	b := &eventBatch{s: s}
 	created := CreatedData{Cwd: srcInfo.Cwd, Agents: addUnique([]string{}, sess.Agent), Models: addUnique([]string{}, sess.Model)}
 	autoTitle := ""
 	if srcInfo.Title != "" {
@@ -143,21 +142,18 @@ func (s *Store) fork(srcConvID, srcSession, newConv, newSession string, throughS
 			autoTitle = srcInfo.Title
 		}
 	}
-	b.add(EventConversationCreated, created)
-	b.add(EventSessionStarted, SessionStartedData{SessionID: newSession, Agent: sess.Agent, Model: sess.Model})
+	evs := []convlog.Event{s.convEvent(EventConversationCreated, created),
+		s.convEvent(EventSessionStarted, SessionStartedData{SessionID: newSession, Agent: sess.Agent, Model: sess.Model})}
 	if autoTitle != "" {
-		b.add(EventConversationTitle, TitleData{Title: autoTitle})
+		evs = append(evs, s.convEvent(EventConversationTitle, TitleData{Title: autoTitle}))
 	}
-	b.add(EventConversationForked, ForkedData{SessionID: newSession, SourceConversation: srcConvID,
-		SourceSession: srcSession, ThroughSeq: cut, AfterCompaction: afterCompaction, InheritedSessions: inherited})
+	evs = append(evs, s.convEvent(EventConversationForked, ForkedData{SessionID: newSession, SourceConversation: srcConvID,
+		SourceSession: srcSession, ThroughSeq: cut, AfterCompaction: afterCompaction, InheritedSessions: inherited}))
 	if rewindSeq >= 0 {
-		b.add(EventConversationRewound, RewoundData{SourceConversation: srcConvID, SourceSession: srcSession,
-			BeforeSeq: rewindSeq, ComposerText: sc.composer})
+		evs = append(evs, s.convEvent(EventConversationRewound, RewoundData{SourceConversation: srcConvID, SourceSession: srcSession,
+			BeforeSeq: rewindSeq, ComposerText: sc.composer}))
 	}
-	if b.err != nil {
-		return "", b.err
-	}
-	if err := s.createLog(newConv, newDir, b.evs, nil); err != nil {
+	if err := s.createLog(newConv, newDir, evs, nil); err != nil {
 		return "", err
 	}
 	s.tellIndex(s.convs[newConv], true)

@@ -67,12 +67,8 @@ func (s *Store) CreateConversation(id, cwd string, agents, models []string) erro
 	if err != nil {
 		return err
 	}
-	b := &eventBatch{s: s}
-	b.add(EventConversationCreated, CreatedData{Cwd: cwd, Agents: append([]string{}, agents...), Models: append([]string{}, models...)})
-	if b.err != nil {
-		return b.err
-	}
-	return s.createLog(id, dir, b.evs, nil)
+	created := s.convEvent(EventConversationCreated, CreatedData{Cwd: cwd, Agents: append([]string{}, agents...), Models: append([]string{}, models...)})
+	return s.createLog(id, dir, []convlog.Event{created}, nil)
 }
 
 // RegisterSession records session/started for a session whose log the test

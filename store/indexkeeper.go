@@ -111,9 +111,7 @@ func (s *Store) change(convID string, fn func(oc *openConv) error) error {
 
 // appendEvent appends one event of type typ with data v to oc's log.
 func (s *Store) appendEvent(oc *openConv, typ string, v any) error {
-	b := &eventBatch{s: s}
-	b.add(typ, v)
-	return b.appendTo(oc)
+	return oc.appendEvents(s.convEvent(typ, v))
 }
 
 // tellRemoved tells the keeper that conversation convID is being deleted.

@@ -246,30 +246,15 @@ func (s *Store) liveConv(convID string) (*openConv, error) {
 	return oc, nil
 }
 
-// eventBatch builds the events of one append, keeping the first error.
-type eventBatch struct {
-	s   *Store
-	evs []convlog.Event
-	err error
-}
-
-// add adds an event of type typ with data v (nil: {}).
-func (b *eventBatch) add(typ string, v any) {
-	data := []byte("{}")
-	if v != nil && b.err == nil {
-		if data, b.err = convlog.EncodeData(v); b.err != nil {
-			b.err = fmt.Errorf("%s: %w", typ, b.err)
-		}
+// convEvent is a conversation log event of type typ with data v (nil: {});
+// its payloads are strings and numbers, which always encode.
+func (s *Store) convEvent(typ string, v any) convlog.Event {
+	e := convlog.Event{Type: typ, Data: []byte("{}")}
+	if v != nil {
+		e = typed(typ, v)
 	}
-	b.evs = append(b.evs, convlog.Event{Type: typ, Time: b.s.nowMs(), Data: data})
-}
-
-// appendTo appends the batch to oc's log.
-func (b *eventBatch) appendTo(oc *openConv) error {
-	if b.err != nil {
-		return b.err
-	}
-	return oc.appendEvents(b.evs...)
+	e.Time = s.nowMs()
+	return e
 }
 
 // appendEvents writes events as one durable batch and replays them.

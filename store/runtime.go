@@ -346,18 +346,15 @@ func (se *Session) create(prompt convlog.StoredMessage, text string) error {
 		os.RemoveAll(dir)
 		return err
 	}
-	b := &eventBatch{s: s}
-	b.add(EventConversationCreated, CreatedData{Cwd: c.Cwd, Agents: []string{c.Agent}, Models: []string{c.Model}})
-	b.add(EventSessionStarted, SessionStartedData{SessionID: c.SessionID, Agent: c.Agent, Model: c.Model})
-	b.add(EventTurnStarted, TurnStartedData{SessionID: c.SessionID, Turn: 1})
+	evs := []convlog.Event{
+		s.convEvent(EventConversationCreated, CreatedData{Cwd: c.Cwd, Agents: []string{c.Agent}, Models: []string{c.Model}}),
+		s.convEvent(EventSessionStarted, SessionStartedData{SessionID: c.SessionID, Agent: c.Agent, Model: c.Model}),
+		s.convEvent(EventTurnStarted, TurnStartedData{SessionID: c.SessionID, Turn: 1}),
+	}
 	if title := AutoTitle(text); title != "" {
-		b.add(EventConversationTitle, TitleData{Title: title})
+		evs = append(evs, s.convEvent(EventConversationTitle, TitleData{Title: title}))
 	}
-	err = b.err
-	if err == nil {
-		err = s.createLog(c.ID, dir, b.evs, se.cmu)
-	}
-	if err != nil {
+	if err := s.createLog(c.ID, dir, evs, se.cmu); err != nil {
 		w.Close()
 		os.RemoveAll(dir)
 		return err
@@ -798,14 +795,13 @@ func (s *Store) startSession(oc *openConv, sessionID, agent, model, parentSessio
 // from userText while there is none.
 func (s *Store) beginTurn(oc *openConv, sessionID string, turn int64, userText string) error {
 	info := &oc.st.info
-	b := &eventBatch{s: s}
-	b.add(EventTurnStarted, TurnStartedData{SessionID: sessionID, Turn: turn})
+	evs := []convlog.Event{s.convEvent(EventTurnStarted, TurnStartedData{SessionID: sessionID, Turn: turn})}
 	if sess := info.Session(sessionID); sess != nil && sess.ParentSession == "" && info.Title == "" && !oc.st.renamed {
 		if title := AutoTitle(userText); title != "" {
-			b.add(EventConversationTitle, TitleData{Title: title})
+			evs = append(evs, s.convEvent(EventConversationTitle, TitleData{Title: title}))
 		}
 	}
-	return b.appendTo(oc)
+	return oc.appendEvents(evs...)
 }
 
 // endTurn records turn/ended for the session's running turn.
