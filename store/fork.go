@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -296,14 +297,8 @@ func closing(ts convlog.TurnState, open *compactionStart, next int64, now int64)
 	return evs
 }
 
-// A copy batch is bounded so memory stays flat.
-const (
-	batchEvents = 1024
-	batchBytes  = 4 << 20
-)
-
-// batcher streams events into a new log, staged in bounded batches so
-// memory stays flat; the first error sticks.
+// batcher streams events into a new log, staged in batches of at most
+// 1,024 events or 4 MiB so memory stays flat; the first error sticks.
 type batcher struct {
 	w        *convlog.Writer
 	n, bytes int
@@ -321,25 +316,17 @@ func (b *batcher) add(e convlog.Event) {
 	}
 	b.n++
 	b.bytes += len(e.Data)
-	if b.n >= batchEvents || b.bytes >= batchBytes {
-		b.flush()
+	if b.err == nil && (b.n >= 1024 || b.bytes >= 4<<20) {
+		b.n, b.bytes, b.err = 0, 0, b.w.Flush()
 	}
-}
-
-func (b *batcher) flush() {
-	if b.err == nil {
-		b.err = b.w.Flush()
-	}
-	b.n, b.bytes = 0, 0
 }
 
 // close flushes and closes the log, returning err first.
 func (b *batcher) close(err error) error {
-	if err == nil {
-		b.flush()
-		err = b.err
+	if err == nil && b.err == nil {
+		b.err = b.w.Flush()
 	}
-	return errors.Join(err, b.w.Close())
+	return errors.Join(cmp.Or(err, b.err), b.w.Close())
 }
 
 // eventsThrough calls fn with each event of the log l through cut.
