@@ -43,20 +43,14 @@ func processStart(pid int) (time.Time, bool) {
 
 // bootTime is the btime line of /proc/stat.
 func bootTime() (time.Time, bool) {
-	f, err := os.Open("/proc/stat")
+	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return time.Time{}, false
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "btime "); ok {
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
 			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return time.Time{}, false
-			}
-			return time.Unix(n, 0), true
+			return time.Unix(n, 0), err == nil
 		}
 	}
 	return time.Time{}, false

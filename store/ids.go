@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf16"
@@ -105,8 +106,6 @@ func allLiteral(s string, escapeDot bool) bool {
 	return true
 }
 
-const hexUpper = "0123456789ABCDEF"
-
 func escape(id string, escapeDot bool) string {
 	if allLiteral(id, escapeDot) {
 		return id // the common case
@@ -118,11 +117,7 @@ func escape(id string, escapeDot bool) string {
 			b.WriteByte(byte(u))
 			continue
 		}
-		b.WriteByte('~')
-		b.WriteByte(hexUpper[u>>12])
-		b.WriteByte(hexUpper[u>>8&0xF])
-		b.WriteByte(hexUpper[u>>4&0xF])
-		b.WriteByte(hexUpper[u&0xF])
+		fmt.Fprintf(&b, "~%04X", u)
 	}
 	return b.String()
 }
@@ -142,15 +137,11 @@ func unescape(name string) (string, bool) {
 			if i+5 > len(name) {
 				return "", false
 			}
-			var u uint16
-			for _, c := range []byte(name[i+1 : i+5]) {
-				d := strings.IndexByte(hexUpper, c)
-				if d < 0 {
-					return "", false
-				}
-				u = u<<4 | uint16(d)
+			u, err := strconv.ParseUint(name[i+1:i+5], 16, 16)
+			if err != nil {
+				return "", false
 			}
-			units = append(units, u)
+			units = append(units, uint16(u))
 			i += 5
 			continue
 		}

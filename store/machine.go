@@ -190,8 +190,7 @@ func LoadRuntimeConfig(path string) (*RuntimeConfig, error) {
 		return nil, err
 	}
 	c := &RuntimeConfig{Path: path, Agents: map[string]bool{}, Models: map[string]bool{}}
-	tables := map[string]map[string]map[string]any{}
-	for _, key := range []string{"agents", "models"} {
+	for key, names := range map[string]map[string]bool{"agents": c.Agents, "models": c.Models} {
 		v, ok := raw[key]
 		if !ok {
 			continue
@@ -200,25 +199,18 @@ func LoadRuntimeConfig(path string) (*RuntimeConfig, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: %s must be tables ([%s.NAME]), not %T", path, key, key, v)
 		}
-		tables[key] = map[string]map[string]any{}
 		for name, t := range top {
 			tt, ok := t.(map[string]any)
 			if !ok {
 				return nil, fmt.Errorf("%s: %s.%s must be a table ([%s.%s]), not %T", path, key, name, key, name, t)
 			}
-			tables[key][name] = tt
-		}
-	}
-	for name, t := range tables["agents"] {
-		if v, ok := t["model"]; ok {
-			if _, ok := v.(string); !ok {
-				return nil, fmt.Errorf("%s: agents.%s.model must be a string", path, name)
+			if m, ok := tt["model"]; ok && key == "agents" {
+				if _, ok := m.(string); !ok {
+					return nil, fmt.Errorf("%s: agents.%s.model must be a string", path, name)
+				}
 			}
+			names[name] = true
 		}
-		c.Agents[name] = true
-	}
-	for name := range tables["models"] {
-		c.Models[name] = true
 	}
 	return c, nil
 }
