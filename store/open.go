@@ -240,10 +240,15 @@ func (s *Store) liveConv(convID string) (*openConv, error) {
 	if err != nil {
 		return nil, err
 	}
+	return oc, oc.live()
+}
+
+// live refuses a conversation being deleted.
+func (oc *openConv) live() error {
 	if oc.st.info.Deleting {
-		return nil, fmt.Errorf("conversation %s: %w", termtext.Quote(convID), ErrDeleting)
+		return fmt.Errorf("conversation %s: %w", termtext.Quote(oc.st.info.ID), ErrDeleting)
 	}
-	return oc, nil
+	return nil
 }
 
 // convEvent is a conversation log event of type typ with data v (nil: {});

@@ -583,7 +583,7 @@ func (se *Session) Compact(c Compaction) error {
 func (se *Session) SubagentReport(childID, id, summary string, content []convlog.Block) (convlog.StoredMessage, error) {
 	var msg convlog.StoredMessage
 	err := se.locked(se.written("SubagentReport"), func() error {
-		oc, err := se.liveConv()
+		oc, err := se.oc, se.oc.live()
 		if err != nil {
 			return err
 		}
@@ -756,13 +756,9 @@ func (r *recState) observe(e *convlog.Event) {
 		}
 		c.startSeq = e.Seq
 	case convlog.TypeRequestHeader:
-		var d struct {
-			Header json.RawMessage `json:"header"`
-		}
-		json.Unmarshal(e.Data, &d)
-		r.header = bytes.Clone(d.Header)
+		r.header = bytes.Clone(rawjson.Get(e.Data, "header"))
 		var h convlog.EpochHeader
-		json.Unmarshal(d.Header, &h)
+		json.Unmarshal(r.header, &h)
 		r.provider, r.model, r.series = h.Config.Provider, h.Config.Model, false
 	case convlog.TypeInboxSpliced:
 		var d convlog.InboxSplicedData

@@ -262,7 +262,7 @@ func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
 	if se.pending != nil {
 		return 1, se.create(prompt, text)
 	}
-	oc, err := se.liveConv()
+	oc, err := se.oc, se.oc.live()
 	if err != nil {
 		return 0, err
 	}
@@ -299,17 +299,6 @@ func (se *Session) BeginTurn(prompt convlog.StoredMessage) (int64, error) {
 	}
 	se.indexPoint(true, lastTurn(oc, se.id)...)
 	return turn, nil
-}
-
-// liveConv is the session's conversation, which must not be deleting.
-func (se *Session) liveConv() (*openConv, error) {
-	if err := se.st.writable(); err != nil {
-		return nil, err
-	}
-	if se.oc.st.info.Deleting {
-		return nil, fmt.Errorf("conversation %s: %w", termtext.Quote(se.convID), ErrDeleting)
-	}
-	return se.oc, nil
 }
 
 // splice is the admission of msg into the inbox, at its end.
@@ -445,7 +434,7 @@ func (se *Session) EndTurn(outcome string, failure *convlog.LLMFailure) error {
 		if se.rec.stepOpen {
 			return se.refuse("EndTurn", ErrOrder, "step %d is still open (EndStep)", se.rec.step)
 		}
-		oc, err := se.liveConv()
+		oc, err := se.oc, se.oc.live()
 		if err != nil {
 			return err
 		}
@@ -472,7 +461,7 @@ func (se *Session) Interrupt(call *ModelCall) error {
 		if call != nil && call != se.call {
 			return se.refuse("Interrupt", ErrOrder, "the model call given is not the one in flight")
 		}
-		oc, err := se.liveConv()
+		oc, err := se.oc, se.oc.live()
 		if err != nil {
 			return err
 		}
