@@ -139,31 +139,35 @@ func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOpti
 	if err := s.writable(); err != nil {
 		return err
 	}
-	ids, states, journals, err := s.checkDeleteAll(convIDs, opts.Force)
+	items, journals, err := s.checkDeleteAll(convIDs, opts.Force)
 	if err != nil {
 		return err
+	}
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = it.ID
 	}
 	own, err := s.writeDeleteJournal(ctx, ids)
 	if err != nil {
 		return err
 	}
-	for i, id := range ids {
+	for _, it := range items {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		switch states[i] {
+		switch it.Action {
 		case DeleteActionAlready:
 		case DeleteActionRemoveEmpty:
-			if err := s.removeEmpty(id); err != nil {
+			if err := s.removeEmpty(it.ID); err != nil {
 				return err
 			}
 		default:
-			if err := s.deleteOne(id); err != nil {
+			if err := s.deleteOne(it.ID); err != nil {
 				return err
 			}
 		}
 		if opts.Done != nil {
-			if err := opts.Done(id, states[i] == DeleteActionAlready); err != nil {
+			if err := opts.Done(it.ID, it.Action == DeleteActionAlready); err != nil {
 				return err
 			}
 		}
@@ -171,20 +175,12 @@ func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOpti
 	return s.removeJournals(s.expiredJournals(journals, own))
 }
 
-// checkDeleteAll checks every conversation, writing nothing, and returns the
-// ids without repeats, what is to be done with each, and the journals.
-func (s *Store) checkDeleteAll(convIDs []string, force bool) ([]string, []string, []journalFile, error) {
-	var ids []string
-	seen := map[string]bool{}
-	for _, id := range convIDs {
-		if !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
+// checkDeleteAll checks every conversation, writing nothing, and returns
+// what is to be done with each (without repeats) and the journals.
+func (s *Store) checkDeleteAll(convIDs []string, force bool) ([]DeletePlanItem, []journalFile, error) {
 	journals, err := s.deleteJournals()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	journaled := map[string]bool{}
 	for _, j := range journals {
@@ -192,52 +188,63 @@ func (s *Store) checkDeleteAll(convIDs []string, force bool) ([]string, []string
 			journaled[id] = true
 		}
 	}
-	states := make([]string, len(ids))
-	var live []string
-	for i, id := range ids {
-		if states[i], err = s.deleteStateOf(id, journaled[id]); err != nil {
-			return nil, nil, nil, err
+	var items []DeletePlanItem
+	var ids, live []string
+	seen := map[string]bool{}
+	for _, id := range convIDs {
+		if seen[id] {
+			continue
 		}
-		if states[i] == DeleteActionDelete {
+		seen[id] = true
+		ids = append(ids, id)
+		it, err := s.deleteItem(id, journaled[id])
+		if err != nil {
+			return nil, nil, err
+		}
+		if it.Action == DeleteActionDelete {
 			live = append(live, id)
 		}
+		items = append(items, it)
 	}
 	if !force {
 		if err := s.checkDelete(live, ids); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 	}
-	return ids, states, journals, nil
+	return items, journals, nil
 }
 
-// deleteStateOf finds what DeleteAll does with a conversation, or why not.
-func (s *Store) deleteStateOf(convID string, journaled bool) (string, error) {
+// deleteItem finds what DeleteAll does with a conversation, or why not.
+func (s *Store) deleteItem(convID string, journaled bool) (DeletePlanItem, error) {
+	it := DeletePlanItem{ID: convID}
 	dir, err := s.conversationDir(convID)
 	if err != nil {
-		return "", err
+		return it, err
 	}
+	it.Path = dir
 	ents, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, os.ErrNotExist) && journaled:
-		return DeleteActionAlready, nil
+		it.Action = DeleteActionAlready
+		return it, nil
 	case errors.Is(err, os.ErrNotExist):
-		return "", fmt.Errorf("conversation %s: %w", termtext.Quote(convID), ErrNoConversation)
+		return it, fmt.Errorf("conversation %s: %w", termtext.Quote(convID), ErrNoConversation)
 	case err != nil:
-		return "", err
+		return it, err
 	case len(ents) == 0:
-		return DeleteActionRemoveEmpty, nil
+		it.Action = DeleteActionRemoveEmpty
+		return it, nil
 	}
 	info, err := s.Conversation(convID)
 	if err != nil {
-		return "", err
+		return it, err
 	}
-	if info.Deleting {
-		return DeleteActionFinish, nil
+	it.Title, it.Action = info.Title, DeleteActionFinish
+	if !info.Deleting {
+		it.Action = DeleteActionDelete
+		return it, runningError(info)
 	}
-	if err := runningError(info); err != nil {
-		return "", err
-	}
-	return DeleteActionDelete, nil
+	return it, nil
 }
 
 // removeEmpty removes a directory a killed delete left empty (os.Remove
@@ -316,29 +323,18 @@ type DeletePlanItem struct {
 
 // PlanDelete checks convIDs as DeleteAll does and returns what it would do.
 func (s *Store) PlanDelete(convIDs []string, force bool) ([]DeletePlanItem, error) {
-	ids, states, _, err := s.checkDeleteAll(convIDs, force)
+	items, _, err := s.checkDeleteAll(convIDs, force)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]DeletePlanItem, len(ids))
-	for i, id := range ids {
-		it := DeletePlanItem{ID: id, Action: states[i]}
-		if it.Path, err = s.conversationDir(id); err != nil {
-			return nil, err
-		}
-		if states[i] == DeleteActionDelete || states[i] == DeleteActionFinish {
-			info, err := s.Conversation(id)
-			if err != nil {
-				return nil, err
-			}
-			it.Title = info.Title
-			if it.Files, it.Bytes, err = filesIn(it.Path); err != nil {
+	for i, it := range items {
+		if it.Action == DeleteActionDelete || it.Action == DeleteActionFinish {
+			if items[i].Files, items[i].Bytes, err = filesIn(it.Path); err != nil {
 				return nil, err
 			}
 		}
-		out[i] = it
 	}
-	return out, nil
+	return items, nil
 }
 
 // filesIn counts the regular files directly in dir and their bytes.
