@@ -646,24 +646,18 @@ func discover(s *store.Store, root string, jobs int) *tree {
 // deletions reports, jobs logs at once, which conversations are being deleted.
 func deletions(convs []store.ConversationDir, jobs int) []bool {
 	out := make([]bool, len(convs))
-	next := make(chan int)
+	sem := make(chan struct{}, max(1, jobs))
 	var wg sync.WaitGroup
-	for range max(1, min(jobs, len(convs))) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if l := convs[i].ConversationLog(); l != nil {
-					info, err := l.ReadConversation()
-					out[i] = err == nil && info.Deleting
-				}
+	for i, c := range convs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			if l := c.ConversationLog(); l != nil {
+				info, err := l.ReadConversation()
+				out[i] = err == nil && info.Deleting
 			}
-		}()
+			<-sem
+		})
 	}
-	for i := range convs {
-		next <- i
-	}
-	close(next)
 	wg.Wait()
 	return out
 }

@@ -323,7 +323,8 @@ func (x *exporter) readPlan(id string) readInfo {
 	return r
 }
 
-// keptInfo is info without its turns, which would dominate the heap.
+// keptInfo is info without its turns, which would dominate the heap while
+// an export or import holds every conversation's.
 func keptInfo(info *store.ConversationInfo) *store.ConversationInfo {
 	if info == nil {
 		return nil

@@ -22,20 +22,7 @@ type stagedConv struct {
 	id   string
 	m    *Conversation
 	dir  store.ConversationDir
-	info *store.ConversationInfo // verifyInfo of its replay
-}
-
-// verifyInfo is what verifying and planning read of a replay, held until
-// the conversation is placed: not its turns, nor its sessions but their ids.
-func verifyInfo(info *store.ConversationInfo) *store.ConversationInfo {
-	v := &store.ConversationInfo{ID: info.ID, Title: info.Title, TitleIsAuto: info.TitleIsAuto, Cwd: info.Cwd,
-		Agents: info.Agents, Models: info.Models, ForkedFrom: info.ForkedFrom, AfterCompaction: info.AfterCompaction,
-		Inherited: info.Inherited, Archived: info.Archived, Deleting: info.Deleting}
-	v.Sessions = make([]store.SessionInfo, len(info.Sessions))
-	for i, s := range info.Sessions {
-		v.Sessions[i].ID = s.ID
-	}
-	return v
+	info *store.ConversationInfo // keptInfo of its replay
 }
 
 // checkExportName accepts the names of an export archive: MANIFEST.json
@@ -374,9 +361,8 @@ func (c *logChecks) readLog(lr *logRead, p, name string, index bool, data []byte
 		pre = x.Finish(r)
 	}
 	if rp != nil {
-		if lr.info, lr.replayErr = rp.Finish(r); lr.info != nil {
-			lr.info = verifyInfo(lr.info)
-		}
+		lr.info, lr.replayErr = rp.Finish(r)
+		lr.info = keptInfo(lr.info)
 	}
 	lr.stats = r.Stats()
 	return pre

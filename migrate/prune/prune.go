@@ -73,21 +73,15 @@ type Result struct {
 
 // syncDirs fsyncs each directory, 8 at a time (to share journal commits).
 func (res *Result) syncDirs() {
-	next := make(chan string)
+	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
-	for range min(len(res.dirs), 8) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for d := range next {
-				durable.SyncDir(d)
-			}
-		}()
-	}
 	for _, d := range res.dirs {
-		next <- d
+		sem <- struct{}{}
+		wg.Go(func() {
+			durable.SyncDir(d)
+			<-sem
+		})
 	}
-	close(next)
 	wg.Wait()
 	res.dirs = nil
 }
