@@ -360,10 +360,7 @@ func (imp *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResu
 		return res, err // interrupted before anything was placed
 	}
 	imp.placed = true
-	if err := imp.placeAll(); err != nil {
-		return res, err
-	}
-	changed, err := imp.applyMappings()
+	changed, err := imp.placeAll()
 	if err != nil {
 		return res, err
 	}
@@ -428,7 +425,7 @@ func (imp *Staged) plan() error {
 		}
 		// The conversation as the store will have it.
 		info := sc.info
-		if p.Action == ActionUnchanged || p.Action == ActionKeep || p.Action == ActionSkip || p.Action == ActionConflict {
+		if !p.writes() {
 			if si, err := imp.s.ReadConversation(sc.id); err == nil {
 				info = si
 			}
@@ -478,32 +475,54 @@ func (imp *Staged) check(info *store.ConversationInfo, p *ConversationPlan) {
 	})...)
 }
 
-// placeAll places the conversations in archive order (ancestors first).
-func (imp *Staged) placeAll() error {
-	convDir := imp.st.ConversationsDir()
+// placeAll places the conversations in archive order (ancestors first),
+// then records the --map-cwd mappings and reapplies the store's own to the
+// copies that replaced it; it returns the conversations changed.
+func (imp *Staged) placeAll() (changed []string, err error) {
 	// A new conversation's rename is made durable by the next fsync of
 	// conversations/; a crash before it loses renames a rerun makes again.
 	unsynced := false
 	for i := range imp.res.Conversations {
 		p := &imp.res.Conversations[i]
-		switch p.Action {
-		case ActionImport, ActionUpdate, ActionReplace:
-		default:
+		if !p.writes() {
 			continue
 		}
 		synced, err := imp.place(p)
 		if err != nil {
 			if unsynced {
-				durable.SyncDir(convDir) // what was placed stays placed
+				durable.SyncDir(imp.st.ConversationsDir()) // what was placed stays placed
 			}
-			return fmt.Errorf("conversation %s: %w", termtext.Quote(p.ID), err)
+			return nil, fmt.Errorf("conversation %s: %w", termtext.Quote(p.ID), err)
 		}
 		unsynced = !synced
 	}
 	if unsynced {
-		return durable.SyncDir(convDir)
+		if err := durable.SyncDir(imp.st.ConversationsDir()); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	for i := range imp.res.Conversations {
+		p := &imp.res.Conversations[i]
+		if p.storeCwd != "" && p.Action == ActionUpdate {
+			if err := imp.st.MapCwd(p.ID, p.storeCwd); err != nil {
+				return nil, fmt.Errorf("conversation %s: reapply its working directory %s: %w", termtext.Quote(p.ID), p.storeCwd, err)
+			}
+		}
+		if p.CwdMappedTo != "" {
+			if err := imp.st.MapCwd(p.ID, p.CwdMappedTo); err != nil {
+				return nil, fmt.Errorf("conversation %s: map its working directory to %s: %w", termtext.Quote(p.ID), p.CwdMappedTo, err)
+			}
+		}
+		if p.writes() || p.CwdMappedTo != "" {
+			changed = append(changed, p.ID)
+		}
+	}
+	return changed, nil
+}
+
+// writes reports whether the plan puts the archived copy in the store.
+func (p *ConversationPlan) writes() bool {
+	return p.Action == ActionImport || p.Action == ActionUpdate || p.Action == ActionReplace
 }
 
 // place puts one staged conversation in the store, the copy there moved
@@ -534,35 +553,6 @@ func (imp *Staged) place(p *ConversationPlan) (synced bool, err error) {
 	}
 	p.MovedAside = aside
 	return true, nil
-}
-
-// applyMappings records the --map-cwd mappings and reapplies the store's
-// own to the copies that replaced it; it returns the conversations changed.
-func (imp *Staged) applyMappings() ([]string, error) {
-	var changed []string
-	for i := range imp.res.Conversations {
-		p := &imp.res.Conversations[i]
-		wrote := false
-		switch p.Action {
-		case ActionImport, ActionUpdate, ActionReplace:
-			wrote = true
-		}
-		if p.storeCwd != "" && p.Action == ActionUpdate {
-			if err := imp.st.MapCwd(p.ID, p.storeCwd); err != nil {
-				return changed, fmt.Errorf("conversation %s: reapply its working directory %s: %w", termtext.Quote(p.ID), p.storeCwd, err)
-			}
-		}
-		if p.CwdMappedTo != "" {
-			if err := imp.st.MapCwd(p.ID, p.CwdMappedTo); err != nil {
-				return changed, fmt.Errorf("conversation %s: map its working directory to %s: %w", termtext.Quote(p.ID), p.CwdMappedTo, err)
-			}
-			wrote = true
-		}
-		if wrote {
-			changed = append(changed, p.ID)
-		}
-	}
-	return changed, nil
 }
 
 // updateIndex brings metadata.db up to date for the conversations that
