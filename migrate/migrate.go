@@ -65,13 +65,11 @@ type Options struct {
 	// DryRun plans without writing any log (the reports are still kept).
 	DryRun   bool
 	Compress Compress
-	// OnEvent, when set, receives every step of the run in the text log's
-	// order (Event.Line is the text log's line).
+	// OnEvent receives every step in the text log's order (Event.Line).
 	OnEvent func(Event)
 	// ReportDir holds the private report folder (default os.TempDir()).
 	ReportDir string
-	// Exclude are path.Match patterns of inputs (or directories) under the
-	// root that are skipped with the reason "excluded".
+	// Exclude are path.Match patterns of inputs or directories skipped as "excluded".
 	Exclude  []string
 	Now      func() time.Time
 	Progress progress.Progress
@@ -146,8 +144,7 @@ func (e Event) Line() string {
 	return at + e.Action
 }
 
-// input is a log (a session directory in the runtime's layout) or a layout
-// problem.
+// input is a log (a session directory in the runtime's layout) or a layout problem.
 type input struct {
 	index    int
 	rel      string // path relative to the root, for the report lines
@@ -171,9 +168,8 @@ type tree struct {
 	dsh     *dshroot.Root
 }
 
-// Run migrates every log of s, which holds runtime.lock unless a dry run,
-// then updates the index rows of the conversations it converted; the summary
-// is also summary.json, and Totals.Failed > 0 means the run failed.
+// Run migrates every log of s (locked unless a dry run) and updates the
+// index rows of the conversations converted; Totals.Failed > 0 fails it.
 func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	if err := checkOptions(&opts); err != nil {
 		return nil, err
@@ -193,8 +189,8 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Summary, error) {
 	return sum, updateIndex(ctx, s, sum.converted, opts.Machine)
 }
 
-// updateIndex updates the rows of the converted conversations (successors
-// change fingerprints); a store without a usable index is left to reindex.
+// updateIndex updates the rows of the converted conversations, whose
+// fingerprints changed; a store without a usable index is left to reindex.
 func updateIndex(ctx context.Context, s *store.Store, ids map[string]bool, m *store.Machine) error {
 	if _, err := os.Lstat(s.IndexPath()); err != nil {
 		return nil
@@ -213,9 +209,8 @@ func updateIndex(ctx context.Context, s *store.Store, ids map[string]bool, m *st
 }
 
 // RunSessions migrates a runtime-layout root as the runtime's command would:
-// nothing created at the root, each session converted holding its
-// session.lock (held elsewhere: write_locked), successors keeping their
-// source's compression and suffix; a dry run locks nothing.
+// each session under its session.lock (none on a dry run), nothing created
+// at the root, successors keeping their source's compression and suffix.
 func RunSessions(ctx context.Context, r *dshroot.Root, opts Options) (*Summary, error) {
 	if err := checkOptions(&opts); err != nil {
 		return nil, err
@@ -226,8 +221,7 @@ func RunSessions(ctx context.Context, r *dshroot.Root, opts Options) (*Summary, 
 	return runTree(ctx, opts, r.Dir(), LayoutDSH, func() *tree { return discoverSessions(r) })
 }
 
-// CheckWriter is errWriterVersion unless v, the version the build's writer
-// writes (0: convlog.CurrentVersion), is targetVersion.
+// CheckWriter refuses a build whose writer writes v (0: convlog.CurrentVersion), not V4.
 func CheckWriter(v int) error {
 	if v == 0 {
 		v = convlog.CurrentVersion
@@ -296,8 +290,7 @@ func runTree(ctx context.Context, opts Options, root string, layout Layout, find
 		defer t.dsh.OnIgnoredChild(nil)
 	}
 	if !opts.DryRun {
-		// A killed writer's temporary files; holding runtime.lock, nobody
-		// writes them.
+		// A killed writer's temporary files: under runtime.lock nobody writes them.
 		for _, p := range t.temps {
 			if os.Remove(p) == nil {
 				rep.line("Removed %s: a temporary file left by an interrupted write", termtext.Quote(p))
@@ -370,9 +363,8 @@ func relTo(root, p string) string {
 	return p
 }
 
-// runJobs processes the inputs, Workers(opts.Jobs) at once. With more than one
-// job, publishers make the stages durable, so jobs do not sit idle in fsync
-// and fsyncs share journal commits.
+// runJobs processes the inputs, Workers(opts.Jobs) at once; with more than
+// one job publishers fsync, so jobs do not idle and fsyncs share commits.
 func runJobs(ctx context.Context, opts Options, rep *report, t *tree) {
 	workers := min(Workers(opts.Jobs), len(t.inputs))
 	next := make(chan *input)
@@ -415,8 +407,7 @@ func runJobs(ctx context.Context, opts Options, rep *report, t *tree) {
 	pubs.Wait()
 }
 
-// publication is an input's staged successor, holding the session's lock in
-// the runtime's layout.
+// publication is an input's staged successor (in the dsh layout, locked).
 type publication struct {
 	in    *input
 	stage *upgrade.Staged
@@ -424,8 +415,7 @@ type publication struct {
 	start time.Time
 }
 
-// publish publishes the stage (if any; once ctx is done it is discarded:
-// publishers waiting on an interrupted run publish nothing more) and reports
+// publish publishes the stage, or discards it once ctx is done, and reports
 // the outcome; a source changed on the first pass defers the input.
 func (p *publication) publish(ctx context.Context, rep *report, retry bool) {
 	if p == nil {
@@ -448,8 +438,7 @@ func (p *publication) publish(ctx context.Context, rep *report, retry bool) {
 	}
 }
 
-// process handles one input: a log it converts comes back staged; every
-// other outcome is reported here.
+// process handles one input: a log it converts comes back staged, other outcomes reported.
 func process(opts Options, rep *report, t *tree, in *input, retry bool) *publication {
 	start := time.Now()
 	switch {
@@ -472,8 +461,7 @@ func process(opts Options, rep *report, t *tree, in *input, retry bool) *publica
 	return p
 }
 
-// stage checks a log and stages its successor; a current log admitted or a
-// dry run planned is reported here (nil, nil).
+// stage checks a log and stages its successor; nil, nil when reported here.
 func stage(opts Options, rep *report, t *tree, in *input, start time.Time) (*publication, error) {
 	var checkHeader func(*convlog.Header) error
 	open := convlog.Open
@@ -587,8 +575,7 @@ func plan(src string, comp convlog.Compression) (string, int64, error) {
 	if comp == convlog.Plain {
 		return target, plain, nil
 	}
-	// A compressed successor compresses about as well as its source did;
-	// a plain source gives no ratio, and 3 is typical of these logs.
+	// As its source compressed; from a plain one, 3, typical of these logs.
 	ratio := 3.0
 	if st := r.SourceStats(); r.Compression() == convlog.Zstd && st.FileBytes > 0 && st.PlainBytes > 0 {
 		ratio = float64(st.PlainBytes) / float64(st.FileBytes)
@@ -596,9 +583,8 @@ func plan(src string, comp convlog.Compression) (string, int64, error) {
 	return target, int64(float64(plain) / ratio), nil
 }
 
-// discover lists the inputs under root, sorted: each conversation's logs at
-// their highest generation, layout problems as failed inputs, a directory
-// without a log as a skipped one.
+// discover lists the inputs under root, sorted: logs, layout problems (failed)
+// and directories without a log (skipped).
 func discover(s *store.Store, root string, jobs int) *tree {
 	t := &tree{noun: "logs or invalid layout entries"}
 	// A missing root fails here; anything else the walk refuses.

@@ -87,8 +87,7 @@ type Summary struct {
 	BySourceVersion map[string]Counts `json:"bySourceVersion"`
 	FailureGroups   []FailureGroup    `json:"failureGroups"`
 	Exclude         []string          `json:"exclude,omitempty"`
-	// Interrupted: stopped before every input was worked on (the totals
-	// count those done).
+	// Interrupted: stopped before every input was worked on.
 	Interrupted  bool          `json:"interrupted"`
 	Planned      []PlannedItem `json:"planned,omitempty"`
 	PlannedBytes int64         `json:"plannedBytes,omitempty"`
@@ -105,8 +104,7 @@ type report struct {
 	logw      *bufio.Writer
 	completed int
 	failures  []FailureItem
-	// summaryErr says why summary.json was not written; cleaned counts the
-	// old report folders newReport removed.
+	// summaryErr: summary.json was not written; cleaned: old folders removed.
 	summaryErr error
 	cleaned    int
 }
@@ -116,8 +114,7 @@ const (
 	reportMaxAge = 7 * 24 * time.Hour    // an unchanged report folder's life
 )
 
-// newReport makes the private report folder and its text log, after
-// removing report folders older than reportMaxAge.
+// newReport makes the private report folder and its text log, after cleanReports.
 func newReport(opts Options, root string, layout Layout) (*report, error) {
 	base := opts.ReportDir
 	if base == "" {
@@ -151,9 +148,8 @@ func newReport(opts Options, root string, layout Layout) (*report, error) {
 	return &report{opts: opts, sum: sum, dir: dir, log: f, logw: bufio.NewWriter(f), cleaned: cleaned}, nil
 }
 
-// cleanReports removes convkit's own report folders in base older than
-// before (private, holding only migration.log and summary.json); it returns
-// how many.
+// cleanReports removes and counts the report folders in base older than
+// before that are ours alone (private, holding nothing else).
 func cleanReports(base string, before time.Time) int {
 	entries, err := os.ReadDir(base)
 	if err != nil {
@@ -217,8 +213,7 @@ func versionKey(v int) string {
 	return strconv.Itoa(v)
 }
 
-// emit writes the event's line to the text log and hands the event to
-// OnEvent; the caller holds r.mu.
+// emit writes the event's line and hands it to OnEvent; the caller holds r.mu.
 func (r *report) emit(ev Event) {
 	r.logw.WriteString(ev.Line() + "\n")
 	r.logw.Flush()
@@ -316,8 +311,7 @@ var (
 	memberTypeRe   = regexp.MustCompile(`(\S+) \d+ data has unexpected member `)
 )
 
-// classify gives a failure the runtime's reason and error name, and its
-// message without the path.
+// classify gives a failure the runtime's reason and error name, its message without the path.
 func classify(path string, err error) FailureItem {
 	it := FailureItem{InputPath: path, Message: termtext.Reason(path, err)}
 	var sc *upgrade.SourceChangedError
@@ -437,8 +431,7 @@ func (r *report) finish(opts Options) *Summary {
 	return r.sum
 }
 
-// writeSummary creates summary.json, refusing anything in its place (a FIFO
-// would block a plain write).
+// writeSummary creates summary.json, refusing anything in its place (a FIFO would block).
 func writeSummary(path string, b []byte) error {
 	f, err := durable.CreateExcl(path)
 	if err != nil {

@@ -14,9 +14,8 @@ import (
 // Layout names how a sessions root is laid out.
 type Layout string
 
-// Layouts: recognised by the root's shape; a store's conversations
-// directory, locked by runtime.lock; the runtime's own sessions root, locked
-// one session at a time (package dshroot).
+// Layouts: by shape; a store's conversations directory (runtime.lock); the
+// runtime's sessions root, locked per session (package dshroot).
 const (
 	LayoutAuto    Layout = "auto"
 	LayoutConvkit Layout = "convkit"
@@ -33,9 +32,8 @@ type Root struct {
 // errUnknownLayout: a sessions root in no layout FindRoot knows, or both.
 var errUnknownLayout = errors.New("not a sessions root convkit knows")
 
-// FindRoot recognises the sessions root dir in the layout asked for, from
-// listings alone (auto: by shape; convkit's shape outside a store is
-// refused, having no lock to take).
+// FindRoot recognises the sessions root dir from listings alone; convkit's
+// shape outside a store is refused, having no lock to take.
 func FindRoot(dir string, layout Layout) (Root, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -84,8 +82,7 @@ func FindRoot(dir string, layout Layout) (Root, error) {
 	return dsh, nil
 }
 
-// isStoreConversations reports whether dir is (or would be) a store's
-// conversations directory.
+// isStoreConversations reports whether dir is (or would be) a store's conversations.
 func isStoreConversations(dir string) (bool, error) {
 	if filepath.Base(dir) != store.ConversationsDirName {
 		return false, nil
@@ -98,9 +95,8 @@ type shape struct {
 	convkit, dsh string
 }
 
-// shapeOf looks at the root's entries: a directory holding a conversation
-// log is convkit's; a project directory name, or directories of directories
-// holding a generation, the runtime's.
+// shapeOf finds a directory holding a conversation log (convkit's) and a
+// project directory or one holding a session directory (the runtime's).
 func shapeOf(dir string) (shape, error) {
 	var sh shape
 	entries, err := os.ReadDir(dir)
@@ -152,8 +148,7 @@ func holdsSessionDir(dir string) bool {
 	return false
 }
 
-// discoverSessions lists a runtime-layout root's inputs in the runtime's
-// order: one per session directory or entry breaking the layout.
+// discoverSessions lists a runtime-layout root's session directories and layout problems.
 func discoverSessions(r *dshroot.Root) *tree {
 	t := &tree{noun: "Session directories or invalid layout entries", dsh: r}
 	walked, err := r.Walk()
@@ -206,8 +201,7 @@ func sessionProblem(s *dshroot.Session) error {
 	return nil
 }
 
-// removeStages removes a killed upgrade's temporary files in the input's
-// session directory under its session.lock (lock, or taken here, or left).
+// removeStages removes a killed upgrade's temporary files under the session's lock.
 func removeStages(rep *report, t *tree, in *input, lock *dshroot.SessionLock) {
 	if len(in.session.Temps) == 0 {
 		return

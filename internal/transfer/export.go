@@ -31,8 +31,7 @@ type ExportOptions struct {
 	Now         func() time.Time // default time.Now
 	ToolVersion string
 	Progress    progress.Progress // conversations exported
-	// OnEvent receives each conversation left out or ancestor missing,
-	// each entry not exported and each killed export's temporary file.
+	// OnEvent receives each problem, entry not exported and killed export's temporary file.
 	OnEvent func(store.Item)
 	Archive archive.WriterOptions // tests tune the container
 }
@@ -63,11 +62,10 @@ func (r *ExportResult) Partial() bool { return len(r.Manifest.Problems) > 0 }
 // ErrNotFound: a requested conversation does not exist (or is being deleted).
 var ErrNotFound = store.ErrNoConversation
 
-// Export writes to w an archive of the conversations opts.IDs and their
-// fork ancestors, never locking s: each current log up to its committed
-// prefix, read strictly from one open file. A conversation with an
-// unreadable log or a missing ancestor is left out (Problems); a requested
-// one that does not exist is ErrNotFound.
+// Export writes to w an archive of opts.IDs and their fork ancestors without
+// locking s: each current log's committed prefix, checked from one open
+// file. A conversation with an unreadable log or a missing ancestor is left
+// out (Problems); a requested one that does not exist is ErrNotFound.
 func Export(ctx context.Context, s *store.Store, w io.Writer, opts ExportOptions) (*ExportResult, error) {
 	x, err := newExporter(s, opts)
 	if err != nil {
@@ -81,9 +79,8 @@ func Export(ctx context.Context, s *store.Store, w io.Writer, opts ExportOptions
 	return res, nil
 }
 
-// ExportToFile is Export into a new file at path, published, never over a
-// file, only when complete. Killed exports' temporary files are removed
-// first; an existing path is refused before anything is read.
+// ExportToFile is Export into a new file at path, published only when
+// complete; an existing path is refused before anything is read.
 func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportOptions) (*ExportResult, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -143,8 +140,7 @@ type exporter struct {
 	order []*planned
 }
 
-// planned is a conversation the export will try, with what the plan read
-// of it (nil: none kept).
+// planned is a conversation the export will try, with what the plan read of it.
 type planned struct {
 	id         string
 	requested  bool
@@ -186,8 +182,8 @@ func (x *exporter) problem(id, p, reason string) {
 	x.opts.OnEvent(it)
 }
 
-// plan checks the requested ids and finds their fork ancestors: a missing
-// requested one is an error, a missing ancestor a problem.
+// plan finds the fork ancestors of the requested ids: a missing requested
+// one is an error, a missing ancestor a problem.
 func (x *exporter) plan() error {
 	byID := map[string]*planned{}
 	deps := map[string][]string{}
@@ -278,8 +274,7 @@ func (x *exporter) plan() error {
 	return nil
 }
 
-// readInfo is a conversation read for the plan: ReadConversation's result,
-// and what the export reuses.
+// readInfo is a conversation read for the plan, and what the export reuses.
 type readInfo struct {
 	id      string
 	info    *store.ConversationInfo
@@ -288,8 +283,7 @@ type readInfo struct {
 	listing *planDir
 }
 
-// planLog is the plan's strict read of a small conversation log, reused
-// by the export when the bytes have the same SHA-256.
+// planLog is the plan's strict read of a small conversation log, reused for the same bytes.
 type planLog struct {
 	path string
 	size int64
@@ -334,8 +328,7 @@ func keptInfo(info *store.ConversationInfo) *store.ConversationInfo {
 	return &c
 }
 
-// readInfos adds to is (nil: a new set) the conversations of ids it lacks,
-// read in parallel.
+// readInfos adds to is (nil: a new set) the conversations of ids it lacks, read in parallel.
 func (x *exporter) readInfos(is map[string]readInfo, ids []string) map[string]readInfo {
 	if is == nil {
 		is = map[string]readInfo{}
@@ -359,8 +352,7 @@ type openLog struct {
 	name string // entry name
 	log  store.Log
 	f    *convlog.File
-	// A small log is read once into buf: src reads buf (else f), data is
-	// the committed prefix archived, sum its SHA-256.
+	// A small log is read once into buf: src reads buf (else f), data is what is archived.
 	buf     []byte
 	small   bool
 	src     io.ReaderAt
@@ -386,13 +378,11 @@ func (l *openLog) release() {
 	}
 }
 
-// smallLog: a log up to it is read into memory once; larger ones are
-// checked and archived through one descriptor.
+// smallLog: a log up to it is read into memory once, larger ones through one descriptor.
 const smallLog = 1 << 20
 
-// Conversations read ahead of the writer (per worker), bytes held and
-// large logs open; generous, so one large conversation does not idle the
-// other workers.
+// What is read ahead of the writer: generous, so one large conversation
+// does not idle the other workers.
 const (
 	aheadConvs = 128
 	aheadBytes = 32 << 20
@@ -437,8 +427,7 @@ func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error
 	return res, nil
 }
 
-// run reads and checks every conversation in order and hands the logs of
-// each that can be exported to keep.
+// run reads and checks every conversation in order, handing keep the logs of each exported.
 func (x *exporter) run(ctx context.Context, keep func([]*openLog) error) (*ExportResult, error) {
 	res := &ExportResult{Manifest: x.m, Added: []string{}}
 	x.opts.Progress.SetTotal(int64(len(x.order)))
@@ -470,8 +459,7 @@ func (x *exporter) run(ctx context.Context, keep func([]*openLog) error) (*Expor
 	return res, nil
 }
 
-// PlanExport reads and checks everything as Export does and returns what
-// it would write (the files without SHA-256), writing nothing.
+// PlanExport is Export writing nothing (the files without SHA-256).
 func PlanExport(ctx context.Context, s *store.Store, opts ExportOptions) (*ExportResult, error) {
 	x, err := newExporter(s, opts)
 	if err != nil {
@@ -485,8 +473,7 @@ func PlanExport(ctx context.Context, s *store.Store, opts ExportOptions) (*Expor
 	})
 }
 
-// readAll reads the conversations ahead of the writer, within the ahead*
-// bounds, and hands each to sink in order.
+// readAll reads the conversations ahead of the writer, handing each to sink in order.
 func (x *exporter) readAll(ctx context.Context, sink func(*readConv) error) error {
 	workers := min(max(1, runtime.GOMAXPROCS(0)), 8, len(x.order))
 	if workers == 0 {
@@ -498,9 +485,8 @@ func (x *exporter) readAll(ctx context.Context, sink func(*readConv) error) erro
 	return archive.ReadAhead(ctx, slices.Values(x.order), a, read, cost, sink, (*readConv).close)
 }
 
-// read opens and checks every current log of one conversation; one that
-// cannot be read strictly leaves it out. The plan's listing is reused
-// unless it lacks a session the conversation log names.
+// read opens and checks every current log of one conversation (one that
+// fails leaves it out), in the plan's listing unless it lacks a session.
 func (x *exporter) read(p *planned) *readConv {
 	if ls := p.listing; ls != nil {
 		p.listing = nil
@@ -511,8 +497,7 @@ func (x *exporter) read(p *planned) *readConv {
 	return x.readListed(p, nil)
 }
 
-// readListed is read with the listing ls (nil: listed now); nil when ls
-// lacks a session.
+// readListed is read with the listing ls (nil: listed now); nil when ls lacks a session.
 func (x *exporter) readListed(p *planned, ls *planDir) *readConv {
 	rc := &readConv{p: p}
 	dir, _ := x.s.ConversationPath(p.id)
@@ -595,8 +580,7 @@ func sessionsListed(info *store.ConversationInfo, cd store.ConversationDir) bool
 	return true
 }
 
-// open reads the log strictly, counting its events, and finds its
-// committed prefix; a small log is read whole first.
+// open reads the log strictly and finds its committed prefix.
 func (l *openLog) open() error {
 	f, err := convlog.OpenFile(l.log.Path)
 	if err != nil {
@@ -653,8 +637,7 @@ func (l *openLog) open() error {
 	return nil
 }
 
-// openAsPlanned takes the plan's read pl if the log holds the bytes it
-// checked, else opens.
+// openAsPlanned takes the plan's read pl if the log holds the bytes it checked.
 func (l *openLog) openAsPlanned(pl *planLog) error {
 	f, err := convlog.OpenFile(l.log.Path)
 	if err != nil {

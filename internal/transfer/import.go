@@ -46,8 +46,7 @@ const (
 	ActionConflict  = "conflict"  // diverged and refused: the import writes nothing
 )
 
-// CwdMapping is one --map-cwd OLD=NEW (ParseCwdMapping): working
-// directories at or under From move under To.
+// CwdMapping is one --map-cwd OLD=NEW: directories at or under From move under To.
 type CwdMapping struct {
 	From string `json:"from"`
 	To   string `json:"to"`
@@ -89,9 +88,7 @@ type ImportOptions struct {
 	OnConflict string // a Conflict constant ("": ConflictRefuse)
 	MapCwd     []CwdMapping
 	DryRun     bool // verify and plan; take no lock, write nothing
-	// ConfigPath is the runtime configuration agents and models are
-	// checked against ("": <data-dir>/config.toml); missing, it is an
-	// error when ConfigRequired, else a warning.
+	// ConfigPath ("": <data-dir>/config.toml) missing is an error when ConfigRequired, else a warning.
 	ConfigPath     string
 	ConfigRequired bool
 	Limits         archive.Limits // zero fields: archive's defaults
@@ -115,9 +112,7 @@ type ImportResult struct {
 	// Conversations is the plan, in archive order (fork ancestors first).
 	Conversations []ConversationPlan `json:"conversations"`
 	Counts        ImportCounts       `json:"counts"`
-	// Index: "updated" (the changed rows), "built" (none, or an older
-	// one's), "unchanged", "failed" (IndexError, IndexAdvice what to run)
-	// or "" on a dry run.
+	// Index is "updated", "built", "unchanged", "failed" (IndexError) or "" on a dry run.
 	Index          string `json:"index"`
 	IndexError     string `json:"indexError,omitempty"`
 	IndexAdvice    string `json:"-"`
@@ -132,12 +127,10 @@ type ConversationPlan struct {
 	Title  string `json:"title"`
 	Action string `json:"action"`           // an Action constant
 	Detail string `json:"detail,omitempty"` // why (for a conflict: the first difference)
-	// Requested: named on the export's command line; otherwise exported
-	// as a fork ancestor of AncestorOf.
+	// Requested: named on the export's command line, else an ancestor of AncestorOf.
 	Requested  bool     `json:"requested"`
 	AncestorOf []string `json:"ancestorOf"`
-	// Cwd is the working directory in the store after the import, before
-	// CwdMappedTo, the one --map-cwd records.
+	// Cwd is the store's after the import, before --map-cwd records CwdMappedTo.
 	Cwd         string   `json:"cwd"`
 	CwdMappedTo string   `json:"cwdMappedTo,omitempty"`
 	MovedAside  string   `json:"movedAside,omitempty"` // where the store's copy was kept
@@ -162,14 +155,12 @@ type ImportCounts struct {
 	WillNotOpen   int `json:"willNotOpen"`
 }
 
-// Warned reports whether a conversation will not open, a conflict was
-// skipped or a warning given (exit 3).
+// Warned reports a conversation that will not open, a skip or a warning (exit 3).
 func (r *ImportResult) Warned() bool {
 	return len(r.Warnings) > 0 || r.Counts.WillNotOpen > 0 || r.Counts.Skipped > 0
 }
 
-// ErrConflict is returned (with the plan) when conversations diverged and
-// OnConflict is ConflictRefuse: nothing was written.
+// ErrConflict comes with the plan when ConflictRefuse refused: nothing was written.
 var ErrConflict = errors.New("conversations in the archive diverged from the store's copies")
 
 // VerifyError is an archive that failed verification.
@@ -180,14 +171,12 @@ type VerifyError struct {
 }
 
 func (e *VerifyError) Error() string {
-	var s string
+	s := e.Archive + ": " + e.Msg
 	switch {
 	case e.Msg == "" && e.Err != nil: // an *archive.Error names the archive
 		s = e.Err.Error()
 	case e.Err != nil:
-		s = e.Archive + ": " + e.Msg + ": " + e.Err.Error()
-	default:
-		s = e.Archive + ": " + e.Msg
+		s += ": " + e.Err.Error()
 	}
 	return s + "; nothing was imported"
 }
@@ -198,8 +187,7 @@ func (e *VerifyError) Unwrap() error { return e.Err }
 // ready to be imported (Import) or planned (a dry run). Close removes it.
 type Staged struct {
 	dataDir string
-	// s is the store Stage was given, read-only; st the same store as
-	// Import is given it, locked (nil on a dry run).
+	// s is Stage's store, read-only; st Import's, locked (nil on a dry run).
 	s      *store.Store
 	opts   ImportOptions
 	stage  *archive.Staging
@@ -215,11 +203,10 @@ type Staged struct {
 	createdDataDir, placed bool
 }
 
-// Stage verifies the archive read from r for an import into the store s
-// (read-only) in a staging directory of the data directory, so that the
-// caller takes runtime.lock for Import's writing only. A seekable r, or
-// any r on a dry run, is scanned first, so a hostile archive is refused
-// before a file is made. Any failure is a *VerifyError.
+// Stage verifies the archive r into a staging directory of s's data
+// directory, so runtime.lock is taken for Import's writing only; a seekable
+// r (any r on a dry run) is scanned first, so a hostile archive makes no
+// file. Any failure is a *VerifyError.
 func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions) (_ *Staged, err error) {
 	if opts.Progress == nil {
 		opts.Progress = progress.Nop{}
@@ -282,8 +269,7 @@ func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions)
 		return nil, err
 	}
 	if !scanned && opts.DryRun {
-		// A dry run extracts a stream from a scanned copy, so it makes no
-		// entry of a hostile archive.
+		// A dry run extracts a stream from a scanned copy.
 		spool, err := durable.CreateExcl(filepath.Join(imp.stage.Dir(), "archive.spool"))
 		if err != nil {
 			return nil, err
@@ -305,8 +291,7 @@ func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions)
 	return imp, nil
 }
 
-// Close removes the staging directory, and the data directory Stage made
-// if nothing was imported.
+// Close removes the staging, and the data directory Stage made unless used.
 func (imp *Staged) Close() {
 	if imp.checks != nil {
 		imp.checks.spool.close()
@@ -321,10 +306,9 @@ func (imp *Staged) Close() {
 	}
 }
 
-// Import plans each staged conversation against the store's copy, places
-// it, records --map-cwd and updates metadata.db. st is the store Stage was
-// given, locked exclusively (nil on a dry run: the plan only). The plan
-// comes with ErrConflict and ctx's error too.
+// Import plans, places, maps and indexes the staged conversations into st,
+// Stage's store locked exclusively (nil on a dry run: the plan only); the
+// plan comes with ErrConflict and ctx's error too.
 func (imp *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResult, err error) {
 	opts := imp.opts
 	if !opts.DryRun {
@@ -374,8 +358,7 @@ func (imp *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResu
 	return res, nil
 }
 
-// scan reads the archive through with manifestFormat.Scan and seeks back;
-// false, unread, for a stream that cannot seek without a spool.
+// scan checks the archive through and seeks back; false for a stream without a spool.
 func (imp *Staged) scan(ctx context.Context, r io.Reader, spool io.Writer) (bool, error) {
 	var start int64 = -1
 	if rs, ok := r.(io.Seeker); ok {
@@ -454,8 +437,7 @@ func (imp *Staged) plan() error {
 	return nil
 }
 
-// check lists why the conversation will not open here, counting fork
-// sources in the archive as present.
+// check lists why the conversation will not open here; the archive's count as present.
 func (imp *Staged) check(info *store.ConversationInfo, p *ConversationPlan) {
 	n := store.NeedsOf(info)
 	n.Cwd = p.Cwd
@@ -525,9 +507,8 @@ func (p *ConversationPlan) writes() bool {
 	return p.Action == ActionImport || p.Action == ActionUpdate || p.Action == ActionReplace
 }
 
-// place puts one staged conversation in the store, the copy there moved
-// aside: an updated one is removed, a replaced one kept. synced:
-// conversations/ was fsynced.
+// place puts one staged conversation in the store: an updated copy there is
+// removed, a replaced one kept aside; synced: conversations/ was fsynced.
 func (imp *Staged) place(p *ConversationPlan) (synced bool, err error) {
 	from, err := imp.staged.ConversationPath(p.ID)
 	if err != nil {
@@ -555,9 +536,8 @@ func (imp *Staged) place(p *ConversationPlan) (synced bool, err error) {
 	return true, nil
 }
 
-// updateIndex brings metadata.db up to date for the conversations that
-// changed, those that read history from them, and archived ones whose rows
-// a killed import left stale.
+// updateIndex updates metadata.db for the conversations changed, their
+// dependents, and archived ones a killed import left stale.
 func (imp *Staged) updateIndex(ctx context.Context, changed []string) {
 	res := imp.res
 	path := imp.st.IndexPath()
@@ -648,8 +628,8 @@ func (imp *Staged) prereads() reindex.Prereads {
 	}
 }
 
-// dependentsOf lists the store's other conversations that depend on any of
-// ids, from their rows in db where they have one (fork sources never change).
+// dependentsOf lists the others depending on ids, from their rows where any
+// (fork sources never change).
 func dependentsOf(ctx context.Context, db *index.DB, s *store.Store, ids []string) []string {
 	want := map[string]bool{}
 	for _, id := range ids {
@@ -687,8 +667,7 @@ func dependentsOf(ctx context.Context, db *index.DB, s *store.Store, ids []strin
 	return out
 }
 
-// stagingName is an import's staging, in the data directory so
-// conversations move into the store by rename.
+// stagingName is in the data directory, so conversations move in by rename.
 var stagingName = "." + store.ConversationsDirName + ".import"
 
 // removeStaleStaging: the caller holds runtime.lock.
