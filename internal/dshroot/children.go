@@ -9,10 +9,8 @@ import (
 )
 
 // ChildCandidates returns the current generation of every session whose
-// header names parentID as its parent, in any project directory
-// (upgrade.ChildFinder). The first call indexes the sessions by parent; later
-// calls relist only the directories that changed (the runtime never rewrites
-// a header's parent).
+// header names parentID as its parent (upgrade.ChildFinder); later calls
+// relist only the directories that changed, as a header's parent never does.
 func (r *Root) ChildCandidates(parentID string) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -50,8 +48,8 @@ func (r *Root) ChildCandidates(parentID string) ([]string, error) {
 	return out, nil
 }
 
-// OnIgnoredChild sets the function told once of each child left out as its
-// header does not name its place; it runs under the Root's lock.
+// OnIgnoredChild sets the function told once of each child whose header names
+// another place; it runs under the Root's lock.
 func (r *Root) OnIgnoredChild(f func(dir, parent string, err error)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -70,8 +68,7 @@ type childIndex struct {
 	byParent map[string][]*dirNode // nil after a change
 }
 
-// dirNode is a directory of the index: the root or a project directory
-// (kids its directories), or a session directory (parent its header's).
+// dirNode is the root, a project directory (kids) or a session directory (parent).
 type dirNode struct {
 	dir    string
 	stamp  dirStamp
@@ -81,8 +78,7 @@ type dirNode struct {
 	read   bool // a header was read; if not, it is read again on a change
 }
 
-// relist lists n again when its stamp (fi's) changed: a kid per directory
-// (links are not), new ones made by mk.
+// relist lists n again when its stamp changed: a kid per directory, new ones by mk.
 func (n *dirNode) relist(fi os.FileInfo, mk func(name string) *dirNode) (bool, error) {
 	st := stampOf(fi)
 	if n.listed && st == n.stamp {
@@ -138,8 +134,7 @@ func (r *Root) refreshProject(p *dirNode) (changed bool) {
 	return changed || listed
 }
 
-// readSession reads the parent s's current generation names, if it names
-// its place (else told to r.ignored once).
+// readSession reads the parent s's current generation names if it names its place.
 func (r *Root) readSession(s *dirNode) {
 	fi, err := os.Lstat(s.dir)
 	if err != nil {

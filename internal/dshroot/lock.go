@@ -36,8 +36,8 @@ type SessionLock struct {
 const lockAttempts = 3 // locks of a replaced file, as the runtime's
 
 // LockSession takes the session's session.lock as the runtime does: created
-// if missing, a non-blocking exclusive flock (held: *OwnedError) on the file
-// still at the path, never deleted; a link or non-regular file is refused.
+// if missing, never deleted, flocked without waiting (held: *OwnedError);
+// a link or non-regular file is refused.
 func (r *Root) LockSession(s *Session) (*SessionLock, error) {
 	path := filepath.Join(s.Dir, LockFileName)
 	for attempt := 1; ; attempt++ {

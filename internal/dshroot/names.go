@@ -21,11 +21,8 @@ const (
 
 const maxSlugUnits = 251 // UTF-16 units of the slug a project name keeps
 
-// ProjectDir is the project directory name of a session whose header has the
-// working directory cwd: NoCwdDir without one, else "--<slug>--", the slug
-// built per UTF-16 unit ('/', '\' and ':' runs become '-', [A-Za-z0-9._-]
-// stay, others '~' and 4 uppercase hex), leading '-' stripped, "root" when
-// empty, cut to 251 units. The mapping is lossy.
+// ProjectDir is the (lossy) project directory name of a session with working
+// directory cwd: NoCwdDir, or "--<slug>--" built per UTF-16 unit.
 func ProjectDir(cwd string) string {
 	if cwd == "" {
 		return NoCwdDir
@@ -77,9 +74,7 @@ func DecodeSessionDir(name string) (string, error) {
 	return id, nil
 }
 
-// ParseGeneration parses a generation file name, session.jsonl (v0) or
-// session.vN.jsonl (N ≥ 1 without leading zeros), plain or with .zstd (the
-// runtime's) or .zst (convkit's); anything else is not a generation.
+// ParseGeneration parses a generation file name, session[.vN].jsonl[.zstd|.zst].
 func ParseGeneration(name string) (convlog.Name, bool) {
 	n, ok := convlog.ParseName(name)
 	if !ok || n.Base != GenerationBase {
@@ -88,8 +83,7 @@ func ParseGeneration(name string) (convlog.Name, bool) {
 	return n, true
 }
 
-// GenerationName is the file name of generation version, with suffix
-// ".zstd" (also for "") or ".zst" when c is zstd.
+// GenerationName is the file name of generation version (a zstd suffix "" is ".zstd").
 func GenerationName(version int, c convlog.Compression, suffix string) string {
 	if c == convlog.Zstd && suffix == "" {
 		suffix = convlog.ZstdSuffix
@@ -104,13 +98,11 @@ func logShaped(name string) bool {
 	return strings.HasSuffix(name, convlog.JSONLSuffix)
 }
 
-// IdentityError refuses a log whose header names another place; it wraps
-// convlog.ErrCorrupt and convlog.ErrIdentity.
+// IdentityError refuses a log whose header names another place.
 type IdentityError struct {
 	Path    string // the log
 	ID, Cwd string // the header's
-	// Expected is where id and cwd say the log belongs; "": another session
-	// than the directory's, Session.
+	// Expected is where id and cwd say the log belongs; "": not the directory's Session.
 	Expected string
 	Session  string
 }
@@ -124,8 +116,7 @@ func (e *IdentityError) Error() string {
 
 func (e *IdentityError) Unwrap() []error { return []error{convlog.ErrCorrupt, convlog.ErrIdentity} }
 
-// CheckLog checks the log at path is the session its place names (id, then
-// cwd); a refusal is an *IdentityError.
+// CheckLog refuses (*IdentityError) a log at path that is not the session its place names.
 func (r *Root) CheckLog(path string) error {
 	id, err := DecodeSessionDir(filepath.Base(filepath.Dir(path)))
 	if err != nil {
@@ -152,8 +143,8 @@ func (r *Root) GenerationPath(cwd, id string, version int, c convlog.Compression
 	return filepath.Join(r.dir, ProjectDir(cwd), dir, GenerationName(version, c, suffix)), nil
 }
 
-// CheckIdentity refuses the header h of the log at path unless its id and
-// cwd name its session and project directories (a copy is not that session).
+// CheckIdentity refuses a header h whose id and cwd do not name path's
+// directories (a copy is not that session).
 func (r *Root) CheckIdentity(path string, h *convlog.Header) error {
 	n, ok := ParseGeneration(filepath.Base(path))
 	if !ok {

@@ -44,8 +44,7 @@ const (
 	ReasonFlatFile       = "unsupported flat-file layout; expected project/session/generation"
 )
 
-// Tree is what Walk found, in the runtime's order: the root's entries by
-// name, each project directory's by name inside it.
+// Tree is what Walk found, in the runtime's order (by name, depth first).
 type Tree struct {
 	Entries []Entry
 	// Compression is the first generation's (none: zstd, the runtime's).
@@ -53,8 +52,7 @@ type Tree struct {
 	Mixed       *MixedError // generations of both compressions: refused whole
 }
 
-// Entry is a session directory, or an entry that breaks the layout (a link,
-// a log outside a session directory, an unreadable project directory).
+// Entry is a session directory, or an entry that breaks the layout.
 type Entry struct {
 	Session *Session
 	Problem *store.Problem
@@ -151,8 +149,7 @@ func (t *Tree) walkProject(name, dir string) {
 	})
 }
 
-// scan judges the entries of the root or a project directory: a link is a
-// problem, a directory goes to walk, a log file is the flat-file layout.
+// scan judges the entries of the root or a project directory; walk takes the directories.
 func (t *Tree) scan(dir string, entries []os.DirEntry, linkReason string, walk func(name, path string)) {
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
@@ -238,8 +235,7 @@ func (t *Tree) markDuplicates() {
 	}
 }
 
-// checkCompression sets the root's compression from the first generation,
-// and Mixed when any has the other.
+// checkCompression sets the root's compression from the first generation, and Mixed.
 func (t *Tree) checkCompression() {
 	var first string
 	for _, e := range t.Entries {

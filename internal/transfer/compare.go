@@ -15,12 +15,9 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// classify compares an archived conversation with the store's copy and
-// sets p.Action and p.Detail. The store's copy is behind when each of its
-// current logs is a prefix of the archived one, ahead when the reverse
-// holds, and diverged otherwise. Compressed logs are compared by their
-// lines, since a repair may reframe them; a store log longer only by
-// cwd-mapped events (an earlier --map-cwd) is behind, its mapping reapplied.
+// classify sets p.Action and p.Detail: the store's copy is behind when each
+// of its current logs is a prefix of the archived one, ahead in reverse, and
+// diverged otherwise; one longer only by cwd-mapped events is behind.
 func (imp *Staged) classify(sc *stagedConv, p *ConversationPlan) error {
 	to, err := imp.s.ConversationPath(sc.id)
 	if err != nil {
@@ -133,8 +130,7 @@ func (imp *Staged) classify(sc *stagedConv, p *ConversationPlan) error {
 	return nil
 }
 
-// extraEntries names the first entry of cd that is not a current log: an
-// update keeps such a copy aside.
+// extraEntries names the first entry of cd that is not a current log, kept aside.
 func extraEntries(cd store.ConversationDir) (string, error) {
 	ents, err := os.ReadDir(cd.Path)
 	if err != nil {
@@ -161,11 +157,10 @@ const (
 	relDiffer
 )
 
-// compareLog compares the committed prefix of the store's log with the
-// archived log; at is the first differing byte. Logs whose bytes differ are
-// compared by their lines: compressed ones relate as their lines do (a
-// repair may reframe them), and mapped reports whether the store's lines
-// from the first difference on are all cwd-mapped events.
+// compareLog compares the store log's committed prefix with the archived
+// log (at: the first differing byte), then by lines: compressed logs relate
+// as their lines do, as a repair may reframe them, and mapped reports
+// whether the store's lines from the first difference are cwd-mapped events.
 func compareLog(sl, al store.Log) (rel relation, at int64, mapped bool, err error) {
 	committed, err := committedLength(sl)
 	if err != nil {
@@ -202,8 +197,7 @@ func compareLog(sl, al store.Log) (rel relation, at int64, mapped bool, err erro
 	}
 }
 
-// compareLines compares the logs by their lines (header included), with
-// mapped as compareLog says.
+// compareLines compares the logs by their lines (header included).
 func compareLines(sl, al store.Log) (rel relation, mapped bool) {
 	sr, err := sl.Open(convlog.ReaderOptions{})
 	if err != nil {

@@ -14,8 +14,7 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// manifestFormat's Version changes only when a field changes meaning or
-// goes away.
+// manifestFormat's Version changes only when a field changes meaning or goes away.
 var manifestFormat = archive.ManifestFormat{Name: "convkit-export", Version: 1, Kind: "export", MaxBytes: 256 << 20}
 
 // Manifest describes an export archive: its MANIFEST.json entry, written
@@ -25,13 +24,11 @@ type Manifest struct {
 	Requested     []string       `json:"requested"`     // as given
 	Conversations []Conversation `json:"conversations"` // in archive order: ancestors first
 	Files         []File         `json:"files"`         // in archive order
-	// Problems are what could not be exported: unreadable logs (their
-	// conversation is left out whole), missing fork ancestors.
+	// Problems: unreadable logs (their conversation left out), missing ancestors.
 	Problems []store.Item `json:"problems"`
 }
 
-// Conversation is one exported conversation, as its conversation log's
-// committed prefix replays.
+// Conversation is one exported conversation, as its committed prefix replays.
 type Conversation struct {
 	ID              string   `json:"id"`
 	Dir             string   `json:"dir"` // store.EncodeSegment(ID)
@@ -41,19 +38,16 @@ type Conversation struct {
 	Models          []string `json:"models"`
 	ForkedFrom      string   `json:"forkedFrom"`
 	AfterCompaction bool     `json:"afterCompaction"`
-	// DependsOn are the conversations it reads older history from; each
-	// travels in the same archive.
+	// DependsOn are the conversations it reads older history from, all archived.
 	DependsOn []string `json:"dependsOn"`
 	Archived  bool     `json:"archived"`
-	// Requested: named by the user; otherwise added as a fork ancestor of
-	// AncestorOf.
+	// Requested: named by the user, else an ancestor of AncestorOf.
 	Requested  bool     `json:"requested"`
 	AncestorOf []string `json:"ancestorOf"`
 	Sessions   int      `json:"sessions"`
 }
 
-// File is one archived log: the current (highest) generation of one log,
-// cut at its committed prefix.
+// File is one archived log: a current generation's committed prefix.
 type File struct {
 	Name         string `json:"name"` // conversations/<dir>/<log file name>
 	Conversation string `json:"conversation"`
@@ -63,8 +57,7 @@ type File struct {
 	SHA256       string `json:"sha256"`
 	Committed    int64  `json:"committed"` // always Size: only committed prefixes are archived
 	Events       int64  `json:"events"`
-	// LeftOut are the bytes past the committed prefix the source held when
-	// it was read (a torn tail, or an append in flight).
+	// LeftOut are the bytes past the prefix (a torn tail, or an append in flight).
 	LeftOut int64 `json:"leftOut"`
 }
 
@@ -83,14 +76,12 @@ type fileCheck struct {
 type verifiedManifest struct {
 	m     *Manifest
 	files map[string]fileCheck
-	// uncommitted names the first file whose committed length is not its
-	// size, refused first once the listing agrees.
+	// uncommitted names the first file not committed whole, refused once the listing agrees.
 	uncommitted string
 }
 
-// verifyManifest is manifestFormat.Verify of the archive extracted into
-// dir, streaming the manifest so its megabytes are never held; one the
-// stream cannot read plainly is left to Verify, so the result is Verify's.
+// verifyManifest is manifestFormat.Verify streaming the manifest, whose
+// megabytes are never held; what the stream cannot read is left to Verify.
 func verifyManifest(archiveName, dir string, ents *archive.ExtractedList) (*verifiedManifest, []archive.Mismatch, error) {
 	if vm, listed, ok := streamManifest(dir, ents); ok {
 		mm, err := archive.CheckListing(ents, listed)
@@ -122,8 +113,7 @@ func (vm *verifiedManifest) add(f *File) {
 	}
 }
 
-// streamManifest reads the manifest entry as a stream; false leaves it to
-// manifestFormat.Verify.
+// streamManifest reads the manifest entry as a stream; false leaves it to Verify.
 func streamManifest(dir string, ents *archive.ExtractedList) (vm *verifiedManifest, listed []archive.Listed, ok bool) {
 	if ents.Len() == 0 || ents.Last().Name != archive.ManifestName {
 		return nil, nil, false
@@ -146,8 +136,7 @@ func streamManifest(dir string, ents *archive.ExtractedList) (vm *verifiedManife
 }
 
 // decodeManifestStream decodes a manifest as json.Decoder.Decode would,
-// keeping of the files their listing and checks; false on anything it
-// may not read as that decoder would.
+// keeping of the files their listing and checks; false where it may differ.
 func decodeManifestStream(r io.Reader) (vm *verifiedManifest, listed []archive.Listed, ok bool) {
 	dec := json.NewDecoder(r)
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
@@ -168,8 +157,7 @@ func decodeManifestStream(r io.Reader) (vm *verifiedManifest, listed []archive.L
 		if !isKey {
 			return nil, nil, false
 		}
-		// Names matched without regard to case, and repeated members, are
-		// left to encoding/json.
+		// Names matched without regard to case, and repeats, are encoding/json's.
 		switch {
 		case key == "files" && !seenFiles:
 			seenFiles = true
@@ -217,8 +205,7 @@ func decodeManifestStream(r io.Reader) (vm *verifiedManifest, listed []archive.L
 	return vm, listed, true
 }
 
-// streamArray decodes an array element by element, handing each to each;
-// false when it is not an array of T.
+// streamArray hands each element of an array of T to each; false when it is not one.
 func streamArray[T any](dec *json.Decoder, each func(T)) bool {
 	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
 		return false

@@ -25,8 +25,7 @@ type stagedConv struct {
 	info *store.ConversationInfo // keptInfo of its replay
 }
 
-// checkExportName accepts the names of an export archive: MANIFEST.json
-// and conversations/<conversation>/<log>. metadata.db belongs to backups.
+// checkExportName accepts MANIFEST.json and conversations/<conversation>/<log>.
 func checkExportName(name string) error {
 	if err := archive.CheckStoreName(name); err != nil {
 		return err
@@ -55,9 +54,8 @@ func (imp *Staged) verr(err error, format string, args ...any) error {
 	return &VerifyError{Archive: imp.opts.Archive, Msg: fmt.Sprintf(format, args...), Err: err}
 }
 
-// extractAndVerify extracts the archive into the staging tree and checks
-// it all before the store is looked at: logs are read strictly as
-// extracted, and compared with the manifest once it comes.
+// extractAndVerify extracts and checks the archive before the store is looked
+// at: logs are read strictly as extracted, compared with the manifest after.
 func (imp *Staged) extractAndVerify(ctx context.Context, r io.Reader) (err error) {
 	staged, err := store.Open(ctx, imp.stage.Tree(), store.OpenOptions{Create: store.CreateAlways})
 	if err != nil {
@@ -69,8 +67,7 @@ func (imp *Staged) extractAndVerify(ctx context.Context, r io.Reader) (err error
 	if !imp.opts.DryRun { // the index is built from these reads
 		checks.spool = newMsgSpool(imp.stage.Dir())
 	}
-	// The extraction is made durable while the manifest is checked; its
-	// failure is the import's.
+	// The extraction is made durable while the manifest is checked.
 	var synced chan error
 	if !imp.opts.DryRun {
 		synced = make(chan error, 1)
@@ -223,8 +220,7 @@ type logChecks struct {
 	read   map[string]*logRead         // by entry name
 	spool  *msgSpool                   // set: message text kept for the index
 	pre    map[string]*reindex.Preread // once checked
-	// failed is the first failure in archive order; no log after it is
-	// read, so that a million bad logs cost one error.
+	// failed is the first failure in archive order: no log after it is read.
 	failed   error
 	failedAt int64
 }
@@ -308,10 +304,9 @@ func (lr *logRead) check(name string, l store.Log, f fileCheck) error {
 	return nil
 }
 
-// readLog reads the extracted log at p strictly into lr; a conversation
-// log is replayed from the same read (opened: the replay takes the file's
-// time), and with index a session log's read (from data when given)
-// collects what indexing takes.
+// readLog reads the extracted log at p strictly into lr, replaying a
+// conversation log (opened, for the file's time) and with index collecting
+// a session log's Preread (from data when given).
 func (c *logChecks) readLog(lr *logRead, p, name string, index bool, data []byte) (pre *reindex.Preread) {
 	l, err := c.staged.LogAt(name)
 	if err != nil {

@@ -37,8 +37,7 @@ import (
 // Options tune a prune.
 type Options struct {
 	DryRun bool // check, and report what would be removed
-	// OnFile receives each older generation removed (in a dry run,
-	// removable); OnKept each one kept, with the reason.
+	// OnFile receives each older generation removed (or removable), OnKept each kept.
 	OnFile func(File)
 	OnKept func(Kept)
 }
@@ -61,8 +60,7 @@ type Kept struct {
 // Result sums up a prune.
 type Result struct {
 	DryRun bool `json:"dryRun"`
-	// Files and Bytes are the generations removed (or removable), Logs the
-	// logs they belonged to; Kept counts those kept.
+	// Files, Bytes and Logs count what was removed (or removable), Kept what was kept.
 	Files int   `json:"files"`
 	Bytes int64 `json:"bytes"`
 	Logs  int   `json:"logs"`
@@ -117,8 +115,7 @@ func Store(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// Sessions prunes the runtime-layout root r, each session under its
-// session.lock (held elsewhere: kept); a dry run locks nothing.
+// Sessions prunes the runtime-layout root r, each session under its session.lock.
 func Sessions(ctx context.Context, r *dshroot.Root, opts Options) (*Result, error) {
 	tree, err := r.Walk()
 	if err != nil {
@@ -189,8 +186,7 @@ func pruneLog(res *Result, opts Options, successor string, older []generation, w
 		}
 		f := File{Path: g.path, Version: g.version, Bytes: before.Size(), Successor: successor}
 		if !opts.DryRun {
-			// The file checked is the one removed: logs are only
-			// appended to, and a change shows in its size or times.
+			// The file checked is the one removed: an append shows in its size or times.
 			after, err := os.Lstat(g.path)
 			if err != nil || !os.SameFile(before, after) || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
 				res.keep(opts, Kept{Path: g.path, Successor: successor, Reason: "it changed while it was checked"})
@@ -216,8 +212,8 @@ func pruneLog(res *Result, opts Options, successor string, older []generation, w
 	}
 }
 
-// holds returns nil when the successor reads strictly to its end, names
-// old's log and holds every event the upgrade chain derives from old.
+// holds returns nil when the successor reads strictly, names old's log and
+// holds every event the upgrade chain derives from old.
 func holds(successor, old string, want convlog.ReaderOptions, root *dshroot.Root) error {
 	sr, err := convlog.Open(successor, convlog.ReaderOptions{WantID: want.WantID, WantType: want.WantType, LowMemory: true})
 	if err != nil {
@@ -272,8 +268,8 @@ func holds(successor, old string, want convlog.ReaderOptions, root *dshroot.Root
 	return nil
 }
 
-// differ says how successor event s differs from derived o ("" if not),
-// data compared as JSON: another writer may order keys otherwise.
+// differ says how s differs from derived o ("" if not), data compared as JSON:
+// another writer may order keys otherwise.
 func differ(o, s *convlog.Event) string {
 	switch {
 	case o.Type != s.Type:
