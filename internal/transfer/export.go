@@ -227,21 +227,11 @@ func (x *exporter) plan() error {
 	}
 	// Who each ancestor is exported for, directly or not.
 	for _, id := range x.m.Requested {
-		seen := map[string]bool{}
-		var walk func(string)
-		walk = func(c string) {
-			for _, d := range deps[c] {
-				if seen[d] {
-					continue
-				}
-				seen[d] = true
-				if p := byID[d]; p != nil && !p.requested {
-					p.ancestorOf = append(p.ancestorOf, id)
-				}
-				walk(d)
+		depthFirst(deps, id, map[string]bool{}, func(d string) {
+			if p := byID[d]; p != nil && !p.requested {
+				p.ancestorOf = append(p.ancestorOf, id)
 			}
-		}
-		walk(id)
+		})
 	}
 	for _, id := range slices.Sorted(maps.Keys(missing)) {
 		var users []string
@@ -257,21 +247,27 @@ func (x *exporter) plan() error {
 	// Ancestors first (depth first, by id): an import placing them in this
 	// order never has a fork without its source.
 	done := map[string]bool{}
-	var visit func(string)
-	visit = func(id string) {
-		if done[id] || byID[id] == nil {
-			return
-		}
-		done[id] = true
-		for _, d := range deps[id] {
-			visit(d)
-		}
-		x.order = append(x.order, byID[id])
-	}
 	for _, id := range slices.Sorted(maps.Keys(byID)) {
-		visit(id)
+		depthFirst(deps, id, done, func(d string) {
+			if p := byID[d]; p != nil {
+				x.order = append(x.order, p)
+			}
+		})
 	}
 	return nil
+}
+
+// depthFirst hands post each id reachable from id through deps and not yet
+// seen, ancestors first.
+func depthFirst(deps map[string][]string, id string, seen map[string]bool, post func(string)) {
+	if seen[id] {
+		return
+	}
+	seen[id] = true
+	for _, d := range deps[id] {
+		depthFirst(deps, d, seen, post)
+	}
+	post(id)
 }
 
 // readInfo is a conversation read for the plan, and what the export reuses.
