@@ -578,14 +578,7 @@ func (imp *Staged) updateIndex(ctx context.Context, changed []string) {
 	}
 	// The dependents first: the changed rows stay stale, for a rerun to
 	// find, until every row depending on them is updated.
-	ids := dependentsOf(ctx, db, imp.st, changed)
-	ids = append(ids, changed...)
-	seen := map[string]bool{}
-	for _, id := range ids {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
+	for _, id := range append(dependentsOf(ctx, db, imp.st, changed), changed...) { // each once
 		ur, err := reindex.Update(ctx, db, imp.st, id, reindex.UpdateOptions{Machine: imp.mach, Prereads: imp.prereads()})
 		if err != nil {
 			fail(err)
@@ -684,36 +677,19 @@ func removeStaleStaging(dataDir string, own *archive.Staging, log io.Writer) {
 // msgSpool keeps the message text an import's reads collect for the index
 // in a file of the staging, so the text of a large archive is never held.
 type msgSpool struct {
-	path string
-	mu   sync.Mutex
-	f    *os.File
-	w    *bufio.Writer
-	end  int64
-	err  error
+	mu  sync.Mutex
+	f   *os.File
+	w   *bufio.Writer
+	end int64
+	err error // the first, after which nothing is kept
 }
 
 func newMsgSpool(dir string) *msgSpool {
-	return &msgSpool{path: filepath.Join(dir, "messages.spool")}
-}
-
-// write appends b and returns where it starts.
-func (s *msgSpool) write(b []byte) (int64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err == nil && s.f == nil {
-		if s.f, s.err = durable.CreateExcl(s.path); s.err == nil {
-			s.w = bufio.NewWriterSize(s.f, 1<<20)
-		}
+	s := &msgSpool{}
+	if s.f, s.err = durable.CreateExcl(filepath.Join(dir, "messages.spool")); s.err == nil {
+		s.w = bufio.NewWriterSize(s.f, 1<<20)
 	}
-	if s.err != nil {
-		return 0, s.err
-	}
-	off := s.end
-	if _, s.err = s.w.Write(b); s.err != nil {
-		return 0, s.err
-	}
-	s.end += int64(len(b))
-	return off, nil
+	return s
 }
 
 // put stores the messages of one session and returns what loads them back.
@@ -731,7 +707,14 @@ func (s *msgSpool) put(msgs []index.Message) (func() ([]index.Message, error), e
 		b = binary.AppendUvarint(b, uint64(len(m.Text)))
 		b = append(b, m.Text...)
 	}
-	off, err := s.write(b)
+	s.mu.Lock()
+	off := s.end
+	if s.err == nil {
+		_, s.err = s.w.Write(b)
+	}
+	s.end += int64(len(b))
+	err := s.err
+	s.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
