@@ -192,10 +192,6 @@ func cleanReports(base string, before time.Time) int {
 func (r *report) line(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.lineLocked(format, args...)
-}
-
-func (r *report) lineLocked(format string, args ...any) {
 	r.emit(Event{Action: "note", Message: fmt.Sprintf(format, args...)})
 }
 
@@ -368,18 +364,15 @@ var errorNames = map[string]string{
 	"other":             "Error",
 }
 
-// interrupted marks the run as stopped before every input was worked on.
+// interrupted marks the run as stopped before every input was worked on;
+// it and finish run once the jobs are done.
 func (r *report) interrupted() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.sum.Interrupted = true
-	r.lineLocked("Interrupted: stopped after %d of %d input(s); the rest were not worked on, and a rerun goes on from what is done", r.completed, r.sum.InputCount)
+	r.line("Interrupted: stopped after %d of %d input(s); the rest were not worked on, and a rerun goes on from what is done", r.completed, r.sum.InputCount)
 }
 
 // finish writes the summary lines and summary.json.
 func (r *report) finish(opts Options) *Summary {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.sum.FinishedAt = opts.Now().UTC().Format(time.RFC3339Nano)
 	sort.SliceStable(r.failures, func(i, j int) bool { return r.failures[i].InputPath < r.failures[j].InputPath })
 	groups := map[string]*FailureGroup{}
@@ -405,26 +398,26 @@ func (r *report) finish(opts Options) *Summary {
 	}
 	t := r.sum.Totals
 	if r.sum.DryRun {
-		r.lineLocked("Plan: %d log(s) would be converted, needing about %s", t.Planned, termtext.Size(r.sum.PlannedBytes))
+		r.line("Plan: %d log(s) would be converted, needing about %s", t.Planned, termtext.Size(r.sum.PlannedBytes))
 	}
-	r.lineLocked("Summary: converted=%d, already-V4=%d, failed=%d, skipped=%d", t.Converted, t.AlreadyV4, t.Failed, t.Skipped)
+	r.line("Summary: converted=%d, already-V4=%d, failed=%d, skipped=%d", t.Converted, t.AlreadyV4, t.Failed, t.Skipped)
 	if len(r.failures) > 0 {
-		r.lineLocked("Failures (full messages are in the log):")
+		r.line("Failures (full messages are in the log):")
 		for _, it := range r.failures {
-			r.lineLocked("- %s: %s", termtext.Quote(it.InputPath), it.Message)
+			r.line("- %s: %s", termtext.Quote(it.InputPath), it.Message)
 		}
 	}
-	r.lineLocked("Full log: %s", r.sum.TextLogPath)
+	r.line("Full log: %s", r.sum.TextLogPath)
 	b, err := json.MarshalIndent(r.sum, "", "  ")
 	if err == nil {
 		b = append(b, '\n')
 		err = writeSummary(r.sum.SummaryPath, b)
 	}
 	if err != nil {
-		r.lineLocked("ERROR writing the JSON summary: %v", err)
+		r.line("ERROR writing the JSON summary: %v", err)
 		r.summaryErr = fmt.Errorf("the JSON summary was not written: %w", err)
 	}
-	r.lineLocked("JSON summary: %s", r.sum.SummaryPath)
+	r.line("JSON summary: %s", r.sum.SummaryPath)
 	// The log ends with summary.json's bytes, as the runtime's does.
 	r.logw.Write(b)
 	r.logw.Flush()
