@@ -427,7 +427,11 @@ func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error
 func (x *exporter) run(ctx context.Context, keep func([]*openLog) error) (*ExportResult, error) {
 	res := &ExportResult{Manifest: x.m, Added: []string{}}
 	x.opts.Progress.SetTotal(int64(len(x.order)))
-	err := x.readAll(ctx, func(rc *readConv) error {
+	// The conversations are read ahead of the writer, handed over in order.
+	workers := max(1, min(runtime.GOMAXPROCS(0), 8, len(x.order)))
+	a := archive.Ahead{Workers: workers, Items: aheadConvs * workers, Bytes: aheadBytes, Files: aheadFiles}
+	cost := func(rc *readConv) (int64, int) { return rc.bytes, rc.files }
+	err := archive.ReadAhead(ctx, slices.Values(x.order), a, x.read, cost, func(rc *readConv) error {
 		defer x.opts.Progress.Add(1)
 		defer rc.close()
 		for _, ev := range rc.events {
@@ -445,7 +449,7 @@ func (x *exporter) run(ctx context.Context, keep func([]*openLog) error) (*Expor
 			res.Added = append(res.Added, rc.p.id)
 		}
 		return nil
-	})
+	}, (*readConv).close)
 	if err == nil {
 		err = ctx.Err()
 	}
@@ -467,18 +471,6 @@ func PlanExport(ctx context.Context, s *store.Store, opts ExportOptions) (*Expor
 		}
 		return nil
 	})
-}
-
-// readAll reads the conversations ahead of the writer, handing each to sink in order.
-func (x *exporter) readAll(ctx context.Context, sink func(*readConv) error) error {
-	workers := min(max(1, runtime.GOMAXPROCS(0)), 8, len(x.order))
-	if workers == 0 {
-		return nil
-	}
-	a := archive.Ahead{Workers: workers, Items: aheadConvs * workers, Bytes: aheadBytes, Files: aheadFiles}
-	read := func(p *planned) *readConv { return x.read(p) }
-	cost := func(rc *readConv) (int64, int) { return rc.bytes, rc.files }
-	return archive.ReadAhead(ctx, slices.Values(x.order), a, read, cost, sink, (*readConv).close)
 }
 
 // read opens and checks every current log of one conversation (one that
