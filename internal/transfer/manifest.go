@@ -68,8 +68,8 @@ func (m *Manifest) Listing() []archive.Listed {
 
 // fileCheck is what import compares each archived log with.
 type fileCheck struct {
-	size, committed, events int64
-	version                 int
+	size, events int64
+	version      int
 }
 
 // verifiedManifest is a verified manifest without its file list.
@@ -92,8 +92,7 @@ func verifyManifest(archiveName, dir string, ents *archive.ExtractedList) (*veri
 	if err != nil {
 		return nil, nil, err
 	}
-	vm := newVerifiedManifest()
-	vm.m = m
+	vm := &verifiedManifest{m: m, files: map[string]fileCheck{}}
 	for i := range m.Files {
 		vm.add(&m.Files[i])
 	}
@@ -101,13 +100,9 @@ func verifyManifest(archiveName, dir string, ents *archive.ExtractedList) (*veri
 	return vm, mm, nil
 }
 
-func newVerifiedManifest() *verifiedManifest {
-	return &verifiedManifest{files: map[string]fileCheck{}}
-}
-
 // add takes one file of the manifest, in its order.
 func (vm *verifiedManifest) add(f *File) {
-	vm.files[f.Name] = fileCheck{size: f.Size, committed: f.Committed, events: f.Events, version: f.Version}
+	vm.files[f.Name] = fileCheck{size: f.Size, events: f.Events, version: f.Version}
 	if f.Committed != f.Size && vm.uncommitted == "" {
 		vm.uncommitted = fmt.Sprintf("%s: the manifest says %d committed bytes of %d", f.Name, f.Committed, f.Size)
 	}
@@ -143,7 +138,7 @@ func decodeManifestStream(r io.Reader) (vm *verifiedManifest, listed []archive.L
 		return nil, nil, false
 	}
 	m := &Manifest{}
-	vm = newVerifiedManifest()
+	vm = &verifiedManifest{files: map[string]fileCheck{}}
 	// The members but the arrays streamed, decoded together at the end.
 	var rest bytes.Buffer
 	rest.WriteByte('{')

@@ -53,7 +53,7 @@ func sameAsDecode(t *testing.T, data []byte) bool {
 	if err != nil {
 		t.Fatalf("the stream kept a manifest the decoder refuses (%v):\n%q", err, data)
 	}
-	want := newVerifiedManifest()
+	want := &verifiedManifest{files: map[string]fileCheck{}}
 	for i := range m.Files {
 		want.add(&m.Files[i])
 	}
