@@ -313,14 +313,17 @@ func (x *exporter) readPlan(id string) readInfo {
 	return r
 }
 
-// keptInfo is info without its turns, which would dominate the heap while
-// an export or import holds every conversation's.
+// keptInfo is what export and import read of a replay, held for every
+// conversation: not its turns, fork data, nor its sessions but their ids.
 func keptInfo(info *store.ConversationInfo) *store.ConversationInfo {
 	if info == nil {
 		return nil
 	}
 	c := *info
-	c.Turns = nil
+	c.Turns, c.Fork, c.Rewind, c.Sessions = nil, nil, nil, make([]store.SessionInfo, len(info.Sessions))
+	for i, s := range info.Sessions {
+		c.Sessions[i].ID = s.ID
+	}
 	return &c
 }
 
