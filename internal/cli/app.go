@@ -208,7 +208,7 @@ func (e *env) onUsageError(c *ucli.Context, err error, isSubcommand bool) error 
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
 		name = strings.TrimLeft(name, "-")
-		if m, ok := e.misplaced(name); ok {
+		if m, ok := e.inv.misplaced[name]; ok {
 			return usageWithHint(c, fmt.Sprintf("%s is an option of %s, not of %s: %s %s ...",
 				dashed(name), strings.Join(m.owners, ", "), helpName(c), m.owners[0], m.spelled),
 				"unknown flag %s for %s", dashed(name), helpName(c))
@@ -224,14 +224,6 @@ func (e *env) onUsageError(c *ucli.Context, err error, isSubcommand bool) error 
 		return before + dashed(name)
 	})
 	return usagef(c, "%s", msg)
-}
-
-func (e *env) misplaced(name string) (misplacedFlag, bool) {
-	if e.inv == nil {
-		return misplacedFlag{}, false
-	}
-	m, ok := e.inv.misplaced[name]
-	return m, ok && len(m.owners) > 0
 }
 
 var flagInMessage = regexp.MustCompile(`( for (flag )?|needs an argument: )-[A-Za-z0-9][A-Za-z0-9-]*`)
@@ -284,18 +276,20 @@ func helpName(c *ucli.Context) string {
 	return c.Command.HelpName
 }
 
-// openStore opens the data directory's store, locked as mode says.
-func (e *env) openStore(ctx context.Context, command string, mode store.LockMode) (*store.Store, error) {
-	dir, err := e.g.dataDir()
-	if err != nil {
-		return nil, err
+// openStore opens the store at dir ("": the data directory), locked as mode
+// says; the lock records the command running in c.
+func (e *env) openStore(c *ucli.Context, dir string, mode store.LockMode, create store.Create) (*store.Store, error) {
+	if dir == "" {
+		var err error
+		if dir, err = e.g.dataDir(); err != nil {
+			return nil, err
+		}
 	}
-	return e.openStoreAt(ctx, dir, command, mode, store.CreateNever)
-}
-
-func (e *env) openStoreAt(ctx context.Context, dir, command string, mode store.LockMode, create store.Create) (*store.Store, error) {
-	return store.Open(ctx, dir, store.OpenOptions{Create: create, Lock: store.LockOptions{
-		Mode: mode, Timeout: e.g.LockTimeout, Command: "convkit " + command}})
+	command := helpName(c)
+	if c.Bool("dry-run") {
+		command += " --dry-run"
+	}
+	return store.Open(c.Context, dir, store.OpenOptions{Create: create, Lock: store.LockOptions{Mode: mode, Timeout: e.g.LockTimeout, Command: command}})
 }
 
 // resolveIDs is store.ResolveIDs, an ambiguous prefix a usage error.

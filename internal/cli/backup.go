@@ -159,7 +159,7 @@ func runBackup(c *ucli.Context, e *env, to string) (res *backup.Result, err erro
 	if c.Bool("dry-run") {
 		mode = store.LockNone
 	}
-	s, err := e.openStore(c.Context, "backup", mode)
+	s, err := e.openStore(c, "", mode, store.CreateNever)
 	if err != nil {
 		return res, err
 	}
@@ -340,12 +340,7 @@ func runBackupVerify(c *ucli.Context, e *env, name string) error {
 	if !res.OK {
 		return fmt.Errorf("%s does not match its manifest (%d mismatch(es))", name, len(res.Mismatches))
 	}
-	return invalidLogs(name, res)
-}
-
-// invalidLogs is exit 3 for an archive holding logs the strict read refuses.
-func invalidLogs(name string, res *backup.VerifyResult) error {
-	if res == nil || res.InvalidLogs == 0 {
+	if res.InvalidLogs == 0 {
 		return nil
 	}
 	first := ""
@@ -442,12 +437,10 @@ type archiveListing struct {
 	Archives      []archiveRecord `json:"archives"`
 }
 
+// archiveRecord is an archive with its sidecar's details (null without one).
 type archiveRecord struct {
-	Name          string               `json:"name"`
-	Path          string               `json:"path"`
-	Time          time.Time            `json:"time"`
-	Size          int64                `json:"size"`
-	Conversations *int                 `json:"conversations"` // null without a sidecar
+	backup.ArchiveInfo
+	Conversations *int                 `json:"conversations"`
 	Online        *bool                `json:"online"`
 	Verified      string               `json:"verified"` // ok, failed, stale, no
 	Verification  *backup.Verification `json:"verification"`
@@ -456,7 +449,7 @@ type archiveRecord struct {
 
 // recordOf is an archive as backup list and backup latest print it.
 func recordOf(a backup.ArchiveInfo) archiveRecord {
-	r := archiveRecord{Name: a.Name, Path: a.Path, Time: a.Time, Size: a.Size, Verified: a.Verification(), InfoError: a.InfoError}
+	r := archiveRecord{ArchiveInfo: a, Verified: a.Verification(), InfoError: a.InfoError}
 	if a.Info != nil {
 		n, online := a.Info.Conversations, a.Info.Online
 		r.Conversations, r.Online, r.Verification = &n, &online, a.Info.Verified
@@ -549,7 +542,7 @@ func (e *env) openRestoreTarget(c *ucli.Context, opts backup.RestoreOptions) (*s
 	if err != nil || free || (!opts.Force && opts.Conversation == "") {
 		return nil, err // Restore refuses a target that is not free
 	}
-	s, err := e.openStoreAt(c.Context, target, "restore", store.LockExclusive, store.CreateNever)
+	s, err := e.openStore(c, target, store.LockExclusive, store.CreateNever)
 	if errors.Is(err, store.ErrNoStore) {
 		what := "; it is left alone"
 		if opts.Conversation != "" {

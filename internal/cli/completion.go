@@ -63,7 +63,7 @@ func newCompleteCommand(e *env) *ucli.Command {
 			if c.Args().First() != "ids" {
 				return usagef(c, "no completion of %s: want ids", termtext.Quote(c.Args().First()))
 			}
-			s, err := e.openStore(c.Context, "completion", store.LockNone)
+			s, err := e.openStore(c, "", store.LockNone, store.CreateNever)
 			if err != nil {
 				return nil // nothing to offer
 			}

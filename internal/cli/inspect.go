@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -149,7 +148,7 @@ func runInspect(c *ucli.Context, e *env, t *inspect.Target, shown, jsonPath stri
 		}
 		return inspect.RenderStats(s, e.stdout)
 	case c.Bool("transcript"):
-		return runTranscript(ctx, e, t, jsonPath == "-")
+		return runTranscript(c, e, t, jsonPath == "-")
 	case c.Bool("history"):
 		h, err := inspect.History(ctx, t)
 		if err != nil {
@@ -203,7 +202,6 @@ func printValidation(e *env, v *inspect.Validation, shown string) {
 
 // inspectTarget resolves the arguments to a path, or to ids in the store.
 func inspectTarget(c *ucli.Context, e *env, args []string) (*inspect.Target, error) {
-	ctx := c.Context
 	if len(args) == 1 {
 		if _, err := os.Lstat(args[0]); err == nil {
 			return inspect.Resolve(args[0])
@@ -217,7 +215,7 @@ func inspectTarget(c *ucli.Context, e *env, args []string) (*inspect.Target, err
 	if len(args) == 2 {
 		session = args[1]
 	}
-	s, err := e.openStoreAt(ctx, dir, "inspect", store.LockNone, store.CreateNever)
+	s, err := e.openStore(c, dir, store.LockNone, store.CreateNever)
 	var l store.Log
 	if err == nil {
 		defer s.Close() // a LockNone store holds no lock; the log is read by path
@@ -250,13 +248,13 @@ func stopPosition(p inspect.Problem) string {
 
 // runTranscript prints the transcript of t's session log; the store it
 // sits in, opened read-only, holds a fork's inherited history.
-func runTranscript(ctx context.Context, e *env, t *inspect.Target, stdin bool) error {
+func runTranscript(c *ucli.Context, e *env, t *inspect.Target, stdin bool) error {
 	path := t.Path
 	var s *store.Store
 	if abs, err := filepath.Abs(path); err == nil && !stdin {
 		convs := filepath.Dir(filepath.Dir(abs))
 		if filepath.Base(convs) == "conversations" {
-			if st, err := e.openStoreAt(ctx, filepath.Dir(convs), "inspect", store.LockNone, store.CreateNever); err == nil {
+			if st, err := e.openStore(c, filepath.Dir(convs), store.LockNone, store.CreateNever); err == nil {
 				s = st
 			}
 		}
@@ -297,7 +295,7 @@ func runTranscript(ctx context.Context, e *env, t *inspect.Target, stdin bool) e
 		return inspect.WriteMessage(e.stdout, it.Seq, it.Role, it.ID, flag, it.Source, it.Message)
 	}
 	if stdin {
-		return chatread.ReadTranscriptHeld(ctx, path, func() (*upgrade.Reader, error) { return t.OpenV4(upgrade.Options{}) }, render)
+		return chatread.ReadTranscriptHeld(c.Context, path, func() (*upgrade.Reader, error) { return t.OpenV4(upgrade.Options{}) }, render)
 	}
-	return chatread.ReadTranscriptLog(ctx, s, path, render)
+	return chatread.ReadTranscriptLog(c.Context, s, path, render)
 }

@@ -40,7 +40,7 @@ only those, with a WHY column.`,
 			if c.Int("limit") < 0 {
 				return usagef(c, "--limit must not be negative")
 			}
-			s, err := e.openStore(c.Context, "list", store.LockNone)
+			s, err := e.openStore(c, "", store.LockNone, store.CreateNever)
 			if err != nil {
 				return err
 			}
@@ -113,7 +113,7 @@ convkit reindex first. It takes no lock.`,
 			if c.Int("limit") < 1 {
 				return usagef(c, "--limit must be a positive number")
 			}
-			s, err := e.openStore(c.Context, "search", store.LockNone)
+			s, err := e.openStore(c, "", store.LockNone, store.CreateNever)
 			if err != nil {
 				return err
 			}

@@ -29,7 +29,7 @@ updated when present. Takes runtime.lock.`,
 			if _, err := store.CheckTitle(c.Args().Get(1)); err != nil {
 				return usagef(c, "%v", err)
 			}
-			return e.runManage(c, "rename", c.Args().Slice()[:1], func(s *store.Store, ids []string, opts manage.Options) (*manage.Result, error) {
+			return e.runManage(c, c.Args().Slice()[:1], func(s *store.Store, ids []string, opts manage.Options) (*manage.Result, error) {
 				return manage.Rename(c.Context, s, ids[0], c.Args().Get(1), opts)
 			})
 		}),
@@ -58,7 +58,7 @@ func newArchivingCommand(e *env, name, usage, desc string, archived bool) *ucli.
 		Description: desc,
 		Flags:       []ucli.Flag{configFlag()},
 		Action: withArgs(1, -1, func(c *ucli.Context) error {
-			return e.runManage(c, name, c.Args().Slice(), func(s *store.Store, ids []string, opts manage.Options) (*manage.Result, error) {
+			return e.runManage(c, c.Args().Slice(), func(s *store.Store, ids []string, opts manage.Options) (*manage.Result, error) {
 				return manage.SetArchived(c.Context, s, ids, archived, opts)
 			})
 		}),
@@ -116,24 +116,20 @@ and asks first, unless --yes; from a script it does not ask.`,
 }
 
 func (e *env) runDelete(c *ucli.Context, refs []string) error {
-	return e.runManage(c, "delete", refs, func(s *store.Store, ids []string, opts manage.Options) (*manage.Result, error) {
+	return e.runManage(c, refs, func(s *store.Store, ids []string, opts manage.Options) (*manage.Result, error) {
 		return manage.Delete(c.Context, s, ids, c.Bool("force"), opts)
 	})
 }
 
 // runManage runs an edit of the conversations refs name in the locked store,
 // printing each conversation's line as it is done (--json: the result).
-func (e *env) runManage(c *ucli.Context, command string, refs []string, do func(*store.Store, []string, manage.Options) (*manage.Result, error)) error {
-	dataDir, err := e.g.dataDir()
-	if err != nil {
-		return err
-	}
-	s, err := e.openStore(c.Context, command, store.LockExclusive)
+func (e *env) runManage(c *ucli.Context, refs []string, do func(*store.Store, []string, manage.Options) (*manage.Result, error)) error {
+	s, err := e.openStore(c, "", store.LockExclusive, store.CreateNever)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	m, err := e.loadMachineLenient(c, dataDir, " for metadata.db")
+	m, err := e.loadMachineLenient(c, s.DataDir(), " for metadata.db")
 	if err != nil {
 		return err
 	}
@@ -178,7 +174,7 @@ type deletePlan struct {
 
 // planDelete checks the command's ids as delete would, taking no lock.
 func planDelete(c *ucli.Context, e *env) (*deletePlan, error) {
-	s, err := e.openStore(c.Context, "delete", store.LockNone)
+	s, err := e.openStore(c, "", store.LockNone, store.CreateNever)
 	if err != nil {
 		return nil, err
 	}

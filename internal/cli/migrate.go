@@ -85,7 +85,7 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 				Progress: bar, ToolVersion: buildVersion(), Revision: buildRevision(), OnEvent: migrateRenderer(e)}
 			defer softMemoryLimit(memoryBudget(migrate.Workers(jobs)))()
 			dry := c.Bool("dry-run")
-			s, r, err := e.openRoot(c, root, "migrate", dry)
+			s, r, err := e.openRoot(c, root)
 			if err != nil {
 				return err
 			}
@@ -176,17 +176,17 @@ func migrateRoot(c *ucli.Context, e *env, layout migrate.Layout) (migrate.Root, 
 }
 
 // openRoot opens what migrate and prune work on: a sessions root in the dsh
-// layout, or the store root belongs to, locked unless dry.
-func (e *env) openRoot(c *ucli.Context, root migrate.Root, command string, dry bool) (*store.Store, *dshroot.Root, error) {
+// layout, or the store root belongs to, locked unless --dry-run.
+func (e *env) openRoot(c *ucli.Context, root migrate.Root) (*store.Store, *dshroot.Root, error) {
 	if root.Layout == migrate.LayoutDSH {
 		r, err := dshroot.Open(root.Dir)
 		return nil, r, err
 	}
 	mode := store.LockExclusive
-	if dry {
-		mode, command = store.LockNone, command+" --dry-run"
+	if c.Bool("dry-run") {
+		mode = store.LockNone
 	}
-	s, err := e.openStoreAt(c.Context, root.DataDir, command, mode, store.CreateNever)
+	s, err := e.openStore(c, root.DataDir, mode, store.CreateNever)
 	return s, nil, err
 }
 

@@ -41,7 +41,7 @@ and removes nothing, taking no lock.`,
 			if err != nil {
 				return err
 			}
-			s, r, err := e.openRoot(c, root, "prune", c.Bool("dry-run"))
+			s, r, err := e.openRoot(c, root)
 			if err != nil {
 				return err
 			}

@@ -58,7 +58,7 @@ listed; exit 1 on any drift.`,
 			if check {
 				command, mode = "reindex --check", store.LockNone
 			}
-			s, err := e.openStore(c.Context, command, mode)
+			s, err := e.openStore(c, "", mode, store.CreateNever)
 			if err != nil {
 				return err
 			}

@@ -38,11 +38,7 @@ exit 3 if anything was skipped.`,
 }
 
 func runRepair(c *ucli.Context, e *env, dry bool) error {
-	command := "repair"
-	if dry {
-		command = "repair --dry-run"
-	}
-	s, err := e.openStore(c.Context, command, store.LockExclusive)
+	s, err := e.openStore(c, "", store.LockExclusive, store.CreateNever)
 	if err != nil {
 		return err
 	}

@@ -90,7 +90,7 @@ type exportSummary struct {
 }
 
 func runExport(c *ucli.Context, e *env, ids []string, to string) error {
-	s, err := e.openStore(c.Context, "export", store.LockNone)
+	s, err := e.openStore(c, "", store.LockNone, store.CreateNever)
 	if err != nil {
 		return err
 	}
@@ -296,7 +296,7 @@ func runImport(c *ucli.Context, e *env, name string, maps []transfer.CwdMapping)
 		return err
 	}
 	defer done()
-	s, err := e.openStoreAt(c.Context, dataDir, "import", store.LockNone, store.CreateIfEmpty)
+	s, err := e.openStore(c, dataDir, store.LockNone, store.CreateIfEmpty)
 	if err != nil {
 		return err
 	}
@@ -340,7 +340,7 @@ func importStaged(c *ucli.Context, e *env, r io.Reader, s *store.Store, opts tra
 	defer sg.Close()
 	var st *store.Store
 	if !opts.DryRun {
-		if st, err = e.openStoreAt(c.Context, s.DataDir(), "import", store.LockExclusive, store.CreateIfEmpty); err != nil {
+		if st, err = e.openStore(c, s.DataDir(), store.LockExclusive, store.CreateIfEmpty); err != nil {
 			return nil, err
 		}
 		defer st.Close()
