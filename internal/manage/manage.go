@@ -109,8 +109,7 @@ func edit(ctx context.Context, s *store.Store, ids []string, opts Options, do fu
 		}
 		infos[i] = info
 	}
-	ix := openIndex(s, res)
-	defer ix.close()
+	ix := openIndex(s)
 	defer ix.finish(res)
 	for i, id := range ids {
 		if err := ctx.Err(); err != nil && i > 0 { // between conversations
@@ -135,8 +134,8 @@ func Delete(ctx context.Context, s *store.Store, ids []string, force bool, opts 
 	if err := writable(s); err != nil {
 		return nil, err
 	}
-	ix := openIndex(s, res)
-	defer ix.close()
+	ix := openIndex(s)
+	defer ix.finish(res)
 	err := s.DeleteAll(ctx, ids, store.DeleteOptions{Force: force, Done: func(id string, already bool) error {
 		o := Outcome{ID: id, Action: ActionDeleted}
 		if already {
@@ -149,7 +148,6 @@ func Delete(ctx context.Context, s *store.Store, ids []string, force bool, opts 
 		res.done(o, opts)
 		return nil
 	}})
-	ix.finish(res)
 	if err != nil {
 		if len(res.Conversations) == 0 {
 			return nil, err
@@ -196,7 +194,7 @@ type indexWriter struct {
 	interrupted error // the context ended during an update, which was not made
 }
 
-func openIndex(s *store.Store, res *Result) *indexWriter {
+func openIndex(s *store.Store) *indexWriter {
 	ix := &indexWriter{state: indexUnchanged}
 	db, err := index.Open(s.IndexPath())
 	var ve *index.VersionError
@@ -239,7 +237,11 @@ func (ix *indexWriter) settle(ctx context.Context, s *store.Store, id string, op
 	ix.update(ctx, s, id, opts)
 }
 
+// finish closes the index and records its state in res.
 func (ix *indexWriter) finish(res *Result) {
+	if ix.db != nil {
+		ix.db.Close()
+	}
 	if !ix.changed {
 		res.Index = indexUnchanged
 		return
@@ -252,12 +254,5 @@ func (ix *indexWriter) finish(res *Result) {
 			advice = index.UpdateAdvice(nil)
 		}
 		res.Warnings = append(res.Warnings, fmt.Sprintf(indexNotUpdatedHintFmt, ix.why, advice))
-	}
-}
-
-func (ix *indexWriter) close() {
-	if ix.db != nil {
-		ix.db.Close()
-		ix.db = nil
 	}
 }
