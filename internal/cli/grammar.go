@@ -15,22 +15,42 @@ import (
 // helpInfo is urfave's -h/--help, which it adds to every command.
 var helpInfo = flagInfo{names: []string{"help", "h"}}
 
-type flagSet map[string]flagInfo
-
-func (s flagSet) add(specs ...flagInfo) {
-	for _, sp := range specs {
-		for _, n := range sp.names {
-			s[n] = sp
-		}
-	}
+// flagEntry is a flag name as the grammar reads it: whether it takes a
+// value (TestCommandTree: everywhere or nowhere), and the commands that
+// define it, by path ("" for a global option).
+type flagEntry struct {
+	takesValue bool
+	owners     []string
 }
 
-func flagsOf(flags []ucli.Flag) flagSet {
-	s := flagSet{}
-	for _, f := range flags {
-		s.add(infoOf(f))
+// definedIn reports whether a command at path defines the flag, or one
+// below it when below.
+func (f *flagEntry) definedIn(path string, below bool) bool {
+	return f != nil && slices.ContainsFunc(f.owners, func(o string) bool {
+		return o == path || below && strings.HasPrefix(o, path+" ")
+	})
+}
+
+// flagIndex is every flag of app by name: the global ones (with -h/--help)
+// and those of every visible command.
+func flagIndex(app *ucli.App) map[string]*flagEntry {
+	idx := map[string]*flagEntry{}
+	add := func(owner string, flags []ucli.Flag) {
+		for _, f := range flags {
+			fi := infoOf(f)
+			for _, n := range fi.names {
+				if idx[n] == nil {
+					idx[n] = &flagEntry{takesValue: fi.takesValue}
+				}
+				idx[n].owners = append(idx[n].owners, owner)
+			}
+		}
 	}
-	return s
+	add("", app.Flags)
+	for _, n := range commandNodes(app) {
+		add(n.name(), n.cmd.Flags)
+	}
+	return idx
 }
 
 // flagName splits a flag token ("--to=DIR" is "to", true); ok is false else.
@@ -50,7 +70,6 @@ func flagName(tok string) (name string, hasValue, ok bool) {
 type invocation struct {
 	globals []string // global flags, each with its value
 	path    []string // command and subcommand names, as given
-	leaf    *ucli.Command
 	flags   []string // the leaf command's flags (and unknown ones), with values
 	args    []string // positional arguments
 	// help: -h or --help was given; the arguments are left out, since
@@ -74,18 +93,6 @@ func (in *invocation) argv(prog string) []string {
 	return out
 }
 
-// commandFlags collects the flags of c and of every command below it:
-// before a subcommand is named, a flag may belong to any of them.
-func commandFlags(c *ucli.Command, into flagSet) {
-	into.add(helpInfo)
-	for _, f := range c.Flags {
-		into.add(infoOf(f))
-	}
-	for _, sub := range c.Subcommands {
-		commandFlags(sub, into)
-	}
-}
-
 func findCommand(cmds []*ucli.Command, name string) *ucli.Command {
 	for _, c := range cmds {
 		for _, n := range c.Names() {
@@ -100,14 +107,13 @@ func findCommand(cmds []*ucli.Command, name string) *ucli.Command {
 // parseInvocation takes args (without the program name) apart. What it
 // cannot place is left where urfave refuses it.
 func parseInvocation(app *ucli.App, args []string) *invocation {
-	globals := flagsOf(app.Flags)
-	globals.add(helpInfo)
+	idx := flagIndex(app)
 	in := &invocation{misplaced: map[string]misplacedFlag{}}
 
-	// First pass: the command path. Flags are skipped with their values
-	// (TestCommandTree checks a flag name takes a value everywhere or
-	// nowhere, so both passes agree).
+	// First pass: the command path. Flags are skipped with their values: a
+	// global's, or one of the command named so far or one below it.
 	var cmd *ucli.Command
+	var path []string // the commands' own names
 	cmds := app.Commands
 	pathDone := false
 	for i := 0; i < len(args); i++ {
@@ -116,13 +122,8 @@ func parseInvocation(app *ucli.App, args []string) *invocation {
 			break
 		}
 		if name, hasValue, ok := flagName(tok); ok {
-			sp, found := globals[name]
-			if !found && cmd != nil {
-				below := flagSet{}
-				commandFlags(cmd, below)
-				sp, found = below[name]
-			}
-			if found && sp.takesValue && !hasValue {
+			f := idx[name]
+			if (f.definedIn("", false) || cmd != nil && f.definedIn(strings.Join(path, " "), true)) && f.takesValue && !hasValue {
 				i++
 			}
 			continue
@@ -131,28 +132,16 @@ func parseInvocation(app *ucli.App, args []string) *invocation {
 			continue
 		}
 		if next := findCommand(cmds, tok); next != nil {
-			in.path = append(in.path, tok)
+			in.path, path = append(in.path, tok), append(path, next.Name)
 			cmd, cmds = next, next.Subcommands
 			pathDone = len(cmds) == 0
 			continue
 		}
 		pathDone = true // the first argument: no more subcommands
 	}
-	in.leaf = cmd
 
 	// Second pass: globals, the leaf's flags and the arguments.
-	var leafFlags flagSet // read only with a command
-	// all: every command's flags, with the commands that define each.
-	all, owners := flagSet{}, map[string][]string{}
-	if cmd != nil {
-		leafFlags = flagsOf(cmd.Flags)
-		leafFlags.add(helpInfo)
-		for _, n := range commandNodes(app) {
-			for name, fi := range flagsOf(n.cmd.Flags) {
-				all[name], owners[name] = fi, append(owners[name], progName+" "+n.name())
-			}
-		}
-	}
+	leaf := strings.Join(path, " ")
 	pathLeft := len(in.path)
 	for i := 0; i < len(args); i++ {
 		tok := args[i]
@@ -169,37 +158,34 @@ func parseInvocation(app *ucli.App, args []string) *invocation {
 			in.args = append(in.args, tok)
 			continue
 		}
-		if name == "help" || name == "h" {
-			in.help = true
-		}
-		take := func(sp flagInfo, found bool) []string {
-			if found && sp.takesValue && !hasValue {
-				if i+1 < len(args) {
-					i++
-					return []string{tok, args[i]}
-				}
+		help := name == "help" || name == "h"
+		in.help = in.help || help
+		f, global := idx[name], idx[name].definedIn("", false)
+		toks := []string{tok}
+		if f != nil && f.takesValue && !hasValue && (global || cmd != nil) {
+			if i+1 < len(args) {
+				i++
+				toks = append(toks, args[i])
+			} else {
 				in.missing = tok
 			}
-			return []string{tok}
 		}
-		if sp, found := leafFlags[name]; found && cmd != nil {
-			in.flags = append(in.flags, take(sp, found)...)
-			continue
+		switch {
+		case cmd != nil && (help || f.definedIn(leaf, false)):
+			in.flags = append(in.flags, toks...)
+		case global || cmd == nil:
+			// A global, or with no command one the root refuses.
+			in.globals = append(in.globals, toks...)
+		default:
+			if f != nil {
+				var owners []string
+				for _, o := range f.owners {
+					owners = append(owners, progName+" "+o)
+				}
+				in.misplaced[name] = misplacedFlag{spelled: strings.Join(toks, " "), owners: owners}
+			}
+			in.flags = append(in.flags, toks...)
 		}
-		if sp, found := globals[name]; found {
-			in.globals = append(in.globals, take(sp, found)...)
-			continue
-		}
-		if cmd == nil {
-			in.globals = append(in.globals, tok) // unknown, and no command: the root refuses it
-			continue
-		}
-		sp, found := all[name]
-		toks := take(sp, found)
-		if found {
-			in.misplaced[name] = misplacedFlag{spelled: strings.Join(toks, " "), owners: owners[name]}
-		}
-		in.flags = append(in.flags, toks...)
 	}
 	return in
 }

@@ -224,12 +224,22 @@ func TestExamplesParse(t *testing.T) {
 				t.Errorf("example %q: %d argument(s); %s takes %q", x.line, len(got.args), got.command, n.ArgsUsage)
 			}
 			for flag, v := range got.flags {
-				if ch := flagsOf(n.Flags)[flag].choices; ch != nil && !slices.Contains(ch, v) {
+				if ch := flagChoices(n.Flags, flag); ch != nil && !slices.Contains(ch, v) {
 					t.Errorf("example %q: --%s %s is not one of %q", x.line, flag, v, ch)
 				}
 			}
 		}
 	}
+}
+
+// flagChoices are the choices of the flag name among flags (nil: any value).
+func flagChoices(flags []ucli.Flag, name string) []string {
+	for _, f := range flags {
+		if fi := infoOf(f); slices.Contains(fi.names, name) {
+			return fi.choices
+		}
+	}
+	return nil
 }
 
 func TestSplitShell(t *testing.T) {
