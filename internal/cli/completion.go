@@ -179,17 +179,9 @@ func newCompletionModel(app *ucli.App) completionModel {
 		}
 		m.nodes = append(m.nodes, cn)
 	}
-	valued := map[string]bool{}
-	for _, n := range m.nodes {
-		for _, fi := range slices.Concat(n.flags, m.globals) {
-			for _, s := range fi.spellings() {
-				valued[s] = valued[s] || fi.takesValue
-			}
-		}
-	}
-	for s, v := range valued {
-		if v {
-			m.valued = append(m.valued, s)
+	for name, f := range flagIndex(app) {
+		if f.takesValue {
+			m.valued = append(m.valued, dashed(name))
 		}
 	}
 	slices.Sort(m.valued)
@@ -228,11 +220,7 @@ func writeShellCandidates(w io.Writer, m completionModel) {
 
 	b.WriteString("__convkit_valued() {\n\tcase \"$1\" in\n")
 	if len(m.valued) > 0 {
-		quoted := make([]string, len(m.valued))
-		for i, v := range m.valued {
-			quoted[i] = shQuote(v)
-		}
-		fmt.Fprintf(&b, "\t%s) return 0 ;;\n", strings.Join(quoted, " | "))
+		fmt.Fprintf(&b, "\t%s) return 0 ;;\n", mapJoin(m.valued, shQuote, " | "))
 	}
 	b.WriteString("\tesac\n\treturn 1\n}\n\n")
 
@@ -247,30 +235,24 @@ func writeShellCandidates(w io.Writer, m completionModel) {
 			words = append(words, f.spellings()...)
 		}
 		fmt.Fprintf(&b, "\t%s) __convkit_flags=%s", shQuote(n.path), shQuote(strings.Join(words, " ")))
-		var subs []string
-		for _, s := range n.subs {
-			subs = append(subs, s.Names()...) // aliases too
-		}
-		fmt.Fprintf(&b, " __convkit_subs=%s __convkit_args=%s __convkit_args1=%s ;;\n", shQuote(strings.Join(subs, " ")), shQuote(n.args), shQuote(n.args1))
+		fmt.Fprintf(&b, " __convkit_subs=%s __convkit_args=%s __convkit_args1=%s ;;\n", shQuote(strings.Join(commandNames(n.subs), " ")), shQuote(n.args), shQuote(n.args1))
 	}
 	b.WriteString("\t*) __convkit_flags='' __convkit_subs='' __convkit_args='' __convkit_args1='' ;;\n\tesac\n}\n\n")
 
 	b.WriteString("__convkit_value() {\n\tcase \"$1 $2\" in\n")
-	for _, fi := range m.globals {
-		if v := valueCompletion(fi); fi.takesValue && v != "" {
-			for _, s := range fi.spellings() {
-				fmt.Fprintf(&b, "\t*' '%s) echo %s ;;\n", shQuote(s), shQuote(v))
-			}
-		}
-	}
-	for _, n := range m.nodes {
-		for _, fi := range n.flags {
+	// A global's value after any command's path, a command's after its own.
+	value := func(pattern func(string) string, flags []flagInfo) {
+		for _, fi := range flags {
 			if v := valueCompletion(fi); fi.takesValue && v != "" {
 				for _, s := range fi.spellings() {
-					fmt.Fprintf(&b, "\t%s) echo %s ;;\n", shQuote(n.path+" "+s), shQuote(v))
+					fmt.Fprintf(&b, "\t%s) echo %s ;;\n", pattern(s), shQuote(v))
 				}
 			}
 		}
+	}
+	value(func(s string) string { return "*' '" + shQuote(s) }, m.globals)
+	for _, n := range m.nodes {
+		value(func(s string) string { return shQuote(n.path + " " + s) }, n.flags)
 	}
 	b.WriteString("\tesac\n}\n\n")
 
@@ -293,7 +275,7 @@ func writeFishCompletion(w io.Writer, app *ucli.App) error {
 	m := newCompletionModel(app)
 	var b strings.Builder
 	b.WriteString("# fish completion for convkit (convkit completion fish), generated from its command definitions.\n\n")
-	var pairs, names, valued []string
+	var pairs, names []string
 	for _, n := range m.nodes {
 		for _, s := range n.subs {
 			for _, name := range s.Names() {
@@ -302,11 +284,8 @@ func writeFishCompletion(w io.Writer, app *ucli.App) error {
 			}
 		}
 	}
-	for _, v := range m.valued {
-		valued = append(valued, fishQuote(v))
-	}
 	fmt.Fprintf(&b, "set -g __convkit_subs %s\nset -g __convkit_names %s\nset -g __convkit_valued %s\n\n",
-		strings.Join(pairs, " "), strings.Join(names, " "), strings.Join(valued, " "))
+		strings.Join(pairs, " "), strings.Join(names, " "), mapJoin(m.valued, fishQuote, " "))
 	b.WriteString(fishScript)
 	flagLine := func(cond string, fi flagInfo, values string) {
 		fmt.Fprintf(&b, "complete -c convkit")

@@ -2,7 +2,7 @@ package cli
 
 import (
 	"fmt"
-	"io"
+	"strings"
 )
 
 // example is one invocation a command's help and the man page show.
@@ -141,17 +141,16 @@ var commandExamples = map[string][]example{
 	},
 }
 
-// writeExamples writes the EXAMPLES section of a help.
-func writeExamples(w io.Writer, path string) {
-	ex := commandExamples[path]
-	if len(ex) == 0 {
-		return
-	}
-	fmt.Fprintln(w, "\nEXAMPLES:")
-	for i, x := range ex {
-		if i > 0 {
-			fmt.Fprintln(w)
+// examplesText is the EXAMPLES section of a help ("" without examples).
+func examplesText(path string) string {
+	var b strings.Builder
+	for i, x := range commandExamples[path] {
+		if i == 0 {
+			b.WriteString("\nEXAMPLES:\n")
+		} else {
+			b.WriteString("\n")
 		}
-		fmt.Fprintf(w, "   # %s\n   %s\n", x.note, x.line)
+		fmt.Fprintf(&b, "   # %s\n   %s\n", x.note, x.line)
 	}
+	return b.String()
 }

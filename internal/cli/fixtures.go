@@ -53,13 +53,13 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 			if c.String("compress") == "none" {
 				comp = convlog.Plain
 			}
-			layout := c.String("layout")
+			dsh := c.String("layout") == "dsh"
 			if err := requireEmpty(to); err != nil {
 				return err
 			}
 			work := c.String("work-root")
 			if work != "" {
-				if layout == "dsh" {
+				if dsh {
 					return usagef(c, "--work-root applies to --layout convkit only")
 				}
 				var err error
@@ -70,33 +70,28 @@ top-level sessions. Point migrate at it with --sessions-dir DIR.`,
 					return err
 				}
 			}
-			if layout == "dsh" {
-				rep, err := fixtures.GenerateSessions(c.Context, to, fixtures.SessionsOptions{Seed: c.Int64("seed"), Sessions: c.Int("conversations"),
-					Large: c.Bool("large"), Compression: comp})
+			seed, n, large := c.Int64("seed"), c.Int("conversations"), c.Bool("large")
+			if dsh {
+				rep, err := fixtures.GenerateSessions(c.Context, to, fixtures.SessionsOptions{Seed: seed, Sessions: n, Large: large, Compression: comp})
 				if err != nil {
 					return err
 				}
-				if e.g.JSON {
-					return writeJSONWith(e.stdout, versionHead+`,"layout":"dsh"`, rep)
-				}
-				fmt.Fprintf(e.stdout, "wrote %d session directories and %d invalid layout entries into %s (layout dsh, %s, seed %d)\n",
-					len(rep.Sessions), len(rep.Invalid), rep.Root, comp, rep.Seed)
-				return nil
+				return e.result(e.stdout, versionHead+`,"layout":"dsh"`, rep, func() {
+					fmt.Fprintf(e.stdout, "wrote %d session directories and %d invalid layout entries into %s (layout dsh, %s, seed %d)\n",
+						len(rep.Sessions), len(rep.Invalid), rep.Root, comp, rep.Seed)
+				})
 			}
-			rep, err := fixtures.GenerateContext(c.Context, to, fixtures.Options{Seed: c.Int64("seed"), Conversations: c.Int("conversations"),
-				Large: c.Bool("large"), Compression: comp, WorkRoot: work})
+			rep, err := fixtures.GenerateContext(c.Context, to, fixtures.Options{Seed: seed, Conversations: n, Large: large, Compression: comp, WorkRoot: work})
 			if err != nil {
 				return err
 			}
-			if e.g.JSON {
-				return writeJSONWith(e.stdout, versionHead, rep)
-			}
-			logs := 0
-			for _, cv := range rep.Conversations {
-				logs += len(cv.Logs)
-			}
-			fmt.Fprintf(e.stdout, "wrote %d conversations (%d logs) into %s (seed %d)\n", len(rep.Conversations), logs, rep.DataDir, rep.Seed)
-			return nil
+			return e.result(e.stdout, versionHead, rep, func() {
+				logs := 0
+				for _, cv := range rep.Conversations {
+					logs += len(cv.Logs)
+				}
+				fmt.Fprintf(e.stdout, "wrote %d conversations (%d logs) into %s (seed %d)\n", len(rep.Conversations), logs, rep.DataDir, rep.Seed)
+			})
 		}),
 	}
 }
@@ -220,6 +215,9 @@ func runDemo(c *ucli.Context, e *env, dir string, rep *fixtures.Report) error {
 		demoStep{"repair: the turns closed by appending (a torn tail cut first where it appends), the index rows updated", []string{"repair"}, 0},
 		demoStep{"the conversations, now from the index: none is running", []string{"list", "--all"}, 0},
 		demoStep{"nobody holds runtime.lock", []string{"lock", "status"}, 0},
+		// DIR-backups was checked new or empty before the store was made.
+		demoStep{"back up the store into one archive, in a directory of the demo's own: every log, a metadata.db snapshot, a manifest with checksums",
+			[]string{"backup", "--to", dir + "-backups"}, exitOK},
 	)
 	failed := 0
 	for _, s := range steps {
@@ -227,13 +225,8 @@ func runDemo(c *ucli.Context, e *env, dir string, rep *fixtures.Report) error {
 			failed++
 		}
 	}
-	backups := dir + "-backups" // checked new or empty before the store was made
-	if !runDemoStep(c, e, dir, demoStep{"back up the store into one archive, in a directory of the demo's own: every log, a metadata.db snapshot, a manifest with checksums",
-		[]string{"backup", "--to", backups}, exitOK}) {
-		failed++
-	}
-	if list, err := backup.ListArchives(backups); err != nil || len(list) == 0 {
-		fmt.Fprintf(e.stdout, "(no archive in %s)\n", text(backups))
+	if list, err := backup.ListArchives(dir + "-backups"); err != nil || len(list) == 0 {
+		fmt.Fprintf(e.stdout, "(no archive in %s)\n", text(dir+"-backups"))
 		failed++
 	} else if !runDemoStep(c, e, dir, demoStep{"the restore drill: checksums, a strict read of every log (the corrupt one is listed), an index rebuilt and compared",
 		[]string{"backup", "verify", list[len(list)-1].Path}, exitPartial}) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -105,18 +106,14 @@ func init() {
 		}
 		help := strings.TrimRight(b.String(), "\n") + "\n"
 		if ok {
-			var ex bytes.Buffer
-			writeExamples(&ex, path)
-			help += ex.String() + "\n" + exitStatusText
+			help += examplesText(path) + "\n" + exitStatusText
 		}
 		// The group lines of the program's help end in tabwriter's padding.
-		lines := strings.Split(help, "\n")
-		for i, l := range lines {
-			lines[i] = strings.TrimRight(l, " ")
-		}
-		io.WriteString(w, strings.Join(lines, "\n"))
+		io.WriteString(w, trailingSpaces.ReplaceAllString(help, ""))
 	}
 }
+
+var trailingSpaces = regexp.MustCompile(`(?m) +$`)
 
 func newManCommand(e *env) *ucli.Command {
 	return &ucli.Command{
@@ -208,11 +205,7 @@ func roffExamples(w io.Writer, ex []example) {
 }
 
 func roffFlag(w io.Writer, fi flagInfo) {
-	var names []string
-	for _, s := range fi.spellings() {
-		names = append(names, `\fB`+roff(s)+`\fR`)
-	}
-	head := strings.Join(names, ", ")
+	head := mapJoin(fi.spellings(), func(s string) string { return `\fB` + roff(s) + `\fR` }, ", ")
 	if fi.takesValue {
 		head += ` \fI` + roff(fi.placeholder) + `\fR`
 	}

@@ -58,32 +58,30 @@ older part from the conversation it was forked from (read-only).`,
 			&ucli.StringSliceFlag{Name: "type", Usage: "only events whose type matches `PATTERN` (shell pattern, repeatable)", Destination: &types},
 		},
 		Action: withArgs(1, 2, func(c *ucli.Context) error {
-			modes := 0
+			modes, whole := 0, "" // whole: a mode that reads the whole log
 			for _, m := range []string{"validate", "stats", "history", "transcript"} {
 				if c.Bool(m) {
 					modes++
+					if m != "stats" {
+						whole = m
+					}
 				}
 			}
-			if modes > 1 {
-				return usagef(c, "--validate, --stats, --history and --transcript exclude each other")
-			}
-			if n := c.Int("max-problems"); n < 1 {
-				return usagef(c, "--max-problems must be a positive whole number")
-			} else if c.IsSet("max-problems") && !c.Bool("validate") {
-				return usagef(c, "--max-problems applies to --validate only")
-			}
-			if c.Bool("upgrade") && c.Bool("transcript") {
-				return usagef(c, "--upgrade and --transcript exclude each other (a transcript reads an older log upgraded already)")
-			}
-			if c.Bool("upgrade") && (c.Bool("validate") || c.Bool("stats")) {
-				return usagef(c, "--upgrade shows the upgraded events; --validate and --stats read the log as stored (migrate --dry-run checks an upgrade)")
-			}
-			if c.IsSet("type") {
-				// These read whole logs: a filter would silently not apply.
-				for _, m := range []string{"validate", "history", "transcript"} {
-					if c.Bool(m) {
-						return usagef(c, "--type selects the events shown or measured; it does not apply to --%s", m)
-					}
+			upgrade := c.Bool("upgrade")
+			for _, r := range []struct {
+				bad bool
+				msg string
+			}{
+				{modes > 1, "--validate, --stats, --history and --transcript exclude each other"},
+				{c.Int("max-problems") < 1, "--max-problems must be a positive whole number"},
+				{c.IsSet("max-problems") && !c.Bool("validate"), "--max-problems applies to --validate only"},
+				{upgrade && c.Bool("transcript"), "--upgrade and --transcript exclude each other (a transcript reads an older log upgraded already)"},
+				{upgrade && (c.Bool("validate") || c.Bool("stats")), "--upgrade shows the upgraded events; --validate and --stats read the log as stored (migrate --dry-run checks an upgrade)"},
+				// A filter would silently not apply.
+				{c.IsSet("type") && whole != "", "--type selects the events shown or measured; it does not apply to --" + whole},
+			} {
+				if r.bad {
+					return usagef(c, "%s", r.msg)
 				}
 			}
 			filter := inspect.Filter(types.Value())

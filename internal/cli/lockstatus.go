@@ -51,40 +51,35 @@ func runLockStatus(e *env, dataDir string) error {
 	if err != nil {
 		return err
 	}
-	var holder *store.Holder
-	if st.Held {
-		holder = st.Holder // when free, Holder is the last one: not shown
-	}
-	if e.g.JSON {
-		res := lockStatusResult{SchemaVersion: schemaVersion, Path: st.Path, Held: st.Held}
-		if st.Held && holder == nil {
-			res.RecordIgnored, res.KernelPIDs = st.RecordIgnored, st.KernelPIDs
-		}
-		if holder != nil {
-			res.Holder = &lockHolderResult{Holder: *holder, StartedAt: formatTime(holder.StartedAt)}
-		}
-		return writeJSON(e.stdout, res)
-	}
-	var line string
+	res := lockStatusResult{SchemaVersion: schemaVersion, Path: st.Path, Held: st.Held}
+	h := st.Holder
 	switch {
 	case !st.Held:
-		line = "free"
-	case holder == nil:
-		line = text(st.NoRecordText()) // the record's host is the file's text
+		h = nil // the last holder: not shown
+	case h == nil:
+		res.RecordIgnored, res.KernelPIDs = st.RecordIgnored, st.KernelPIDs
 	default:
-		line = fmt.Sprintf("held by pid %d", holder.PID)
-		if holder.Command != "" {
-			line += " (" + quoted(holder.Command) + ")"
-		}
-		if holder.Host != "" {
-			line += " on " + text(holder.Host)
-		}
-		if !holder.StartedAt.IsZero() {
-			line += " since " + formatTime(holder.StartedAt)
-		}
+		res.Holder = &lockHolderResult{Holder: *h, StartedAt: formatTime(h.StartedAt)}
 	}
-	_, err = fmt.Fprintf(e.stdout, "%s: %s\n", store.LockFileName, line)
-	return err
+	return e.result(e.stdout, "", res, func() {
+		line := "free"
+		switch {
+		case st.Held && h == nil:
+			line = text(st.NoRecordText()) // the record's host is the file's text
+		case st.Held:
+			line = fmt.Sprintf("held by pid %d", h.PID)
+			if h.Command != "" {
+				line += " (" + quoted(h.Command) + ")"
+			}
+			if h.Host != "" {
+				line += " on " + text(h.Host)
+			}
+			if !h.StartedAt.IsZero() {
+				line += " since " + formatTime(h.StartedAt)
+			}
+		}
+		fmt.Fprintf(e.stdout, "%s: %s\n", store.LockFileName, line)
+	})
 }
 
 func formatTime(t time.Time) string {

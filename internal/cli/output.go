@@ -60,11 +60,11 @@ var versionHead = fmt.Sprintf(`"schemaVersion":%d`, schemaVersion)
 // the store is rendered.
 func text(s string) string { return termtext.Escape(s) }
 
-// texts is each of list escaped, joined by sep.
-func texts(list []string, sep string) string {
+// mapJoin is f of each of list, joined by sep.
+func mapJoin(list []string, f func(string) string, sep string) string {
 	out := make([]string, len(list))
 	for i, s := range list {
-		out[i] = text(s)
+		out[i] = f(s)
 	}
 	return strings.Join(out, sep)
 }

@@ -161,7 +161,7 @@ func printExport(e *env, out io.Writer, s *exportSummary) {
 		}
 		verb, line, sep := "EXPORTED", text(c.ID)+" "+titleOf(c.Title), ": "
 		if !c.Requested {
-			verb, line, sep = "ADDED", line+": fork ancestor of "+texts(c.AncestorOf, ", "), "; "
+			verb, line, sep = "ADDED", line+": fork ancestor of "+mapJoin(c.AncestorOf, text, ", "), "; "
 		}
 		if s.DryRun {
 			var n int
@@ -374,7 +374,7 @@ func printImport(e *env, r *transfer.ImportResult) {
 	}
 	for _, p := range r.Conversations {
 		if len(p.Problems) > 0 && !e.g.Quiet {
-			fmt.Fprintf(out, "WILL NOT OPEN %s: %s\n", text(p.ID), texts(p.Problems, "; "))
+			fmt.Fprintf(out, "WILL NOT OPEN %s: %s\n", text(p.ID), mapJoin(p.Problems, text, "; "))
 		}
 	}
 	done := map[string]string{"updated": "metadata.db updated", "built": "metadata.db built from the store's logs"}[r.Index]

@@ -129,11 +129,7 @@ func vcsOf(info *debug.BuildInfo) vcsInfo {
 }
 
 func runVersion(e *env) error {
-	if e.g.JSON {
-		return writeJSON(e.stdout, versionInfo())
-	}
-	_, err := fmt.Fprintf(e.stdout, "%s %s\n", progName, buildVersion())
-	return err
+	return e.result(e.stdout, "", versionInfo(), func() { fmt.Fprintf(e.stdout, "%s %s\n", progName, buildVersion()) })
 }
 
 func buildRevision() string {
