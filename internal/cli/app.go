@@ -332,10 +332,8 @@ func configFlag() ucli.Flag {
 	return &ucli.StringFlag{Name: "config", Usage: "check agents and models against the runtime configuration `FILE` (default: $CONVKIT_CONFIG, else <data-dir>/config.toml)"}
 }
 
-// loadMachineLenient reads --config, else $CONVKIT_CONFIG, else
-// <dataDir>/config.toml, for a command the configuration only informs (list,
-// the edits): a broken default file is a warning, and agents and models are
-// then not checked.
+// loadMachineLenient reads the runtime configuration for a command it only
+// informs (list, the edits): a broken default file is a warning.
 func (e *env) loadMachineLenient(c *ucli.Context, dataDir, what string) (*store.Machine, error) {
 	path, explicit := store.RuntimeConfigPath(c.String("config"), e.g.getenv, dataDir)
 	m, _, err := store.LoadMachine(path, explicit)
@@ -383,10 +381,8 @@ func memoryBudget(jobs int) int64 { return 64<<20 + int64(jobs)*(32<<20) }
 // runtime counts against its limit (code and data pages, ~8 MiB), with room.
 const unaccountedMemory = 12 << 20
 
-// softMemoryLimit sets the Go runtime's soft memory limit to budget less
-// unaccountedMemory, unless GOMEMLIMIT or the program has set one, and
-// returns what restores it: GOGC's doubling of live data alone could pass
-// the budget.
+// softMemoryLimit holds the Go runtime to budget (GOGC's doubling of live
+// data alone could pass it), unless a limit is set already; restore undoes it.
 func softMemoryLimit(budget int64) (restore func()) {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
 		return func() {}

@@ -527,13 +527,9 @@ import does. The store is then reindexed.`,
 	}
 }
 
-// openRestoreTarget opens and locks the store restore writes into with
-// --force or --conversation; nil for a missing or empty target, which
-// restore makes a store.
+// openRestoreTarget locks the store restore writes into with --force or
+// --conversation; nil for a missing or empty target, which restore makes.
 func (e *env) openRestoreTarget(c *ucli.Context, opts backup.RestoreOptions) (*store.Store, error) {
-	if opts.Target == "" {
-		return nil, nil // Restore refuses it
-	}
 	target, err := filepath.Abs(opts.Target)
 	if err != nil {
 		return nil, err

@@ -127,13 +127,9 @@ func argCompletion(c *ucli.Command) (every, first string) {
 	if choiceWords.MatchString(u) {
 		return strings.ReplaceAll(u, "|", " "), ""
 	}
-	var alts []string
-	for _, alt := range strings.Split(u, " | ") {
-		alts = append(alts, strings.TrimSpace(alt))
-	}
 	every = kindCompletion(u)
-	for _, alt := range alts {
-		if !idWords.MatchString(alt) {
+	for _, alt := range strings.Split(u, " | ") {
+		if alt = strings.TrimSpace(alt); !idWords.MatchString(alt) {
 			continue
 		}
 		if strings.HasPrefix(strings.Fields(alt)[0], "ID...") {
@@ -293,11 +289,7 @@ func writeFishCompletion(w io.Writer, app *ucli.App) error {
 			fmt.Fprintf(&b, " -n %s", fishQuote(cond))
 		}
 		for _, n := range fi.names {
-			if len(n) == 1 {
-				fmt.Fprintf(&b, " -s %s", n)
-			} else {
-				fmt.Fprintf(&b, " -l %s", n)
-			}
+			fmt.Fprintf(&b, " %s %s", map[bool]string{true: "-s", false: "-l"}[len(n) == 1], n)
 		}
 		if fi.takesValue {
 			// -r: the value follows; -F: files; -x: this value list only.
@@ -337,17 +329,15 @@ func writeFishCompletion(w io.Writer, app *ucli.App) error {
 	return err
 }
 
+// fishKinds are fish's arguments for what the completion offers of a kind.
+var fishKinds = map[string]string{completeFiles: "-F", completeDirs: "-a '(__fish_complete_directories)'", completeIDs: "-a '(__convkit_ids)'"}
+
 func fishArgs(b *strings.Builder, cond, what string) {
 	var words []string
 	for _, w := range strings.Fields(what) {
-		switch w {
-		case completeFiles:
-			fmt.Fprintf(b, "complete -c convkit -n %s -F\n", fishQuote(cond))
-		case completeDirs:
-			fmt.Fprintf(b, "complete -c convkit -n %s -a '(__fish_complete_directories)'\n", fishQuote(cond))
-		case completeIDs:
-			fmt.Fprintf(b, "complete -c convkit -n %s -a '(__convkit_ids)'\n", fishQuote(cond))
-		default:
+		if kind, ok := fishKinds[w]; ok {
+			fmt.Fprintf(b, "complete -c convkit -n %s %s\n", fishQuote(cond), kind)
+		} else {
 			words = append(words, w)
 		}
 	}

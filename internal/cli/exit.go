@@ -29,11 +29,8 @@ const lockedHint = "'convkit lock status' shows the holder; --lock-timeout DURAT
 // noStoreHint is the hint of a missing store: the directory is likely mistyped.
 const noStoreHint = "name the store's data directory with --data-dir DIR or $CONVKIT_DATA_DIR"
 
-// exitError is an error that sets the exit code, or brings a hint for the
-// operator, or both: a bad invocation (exitUsage, found before any data is
-// touched), a job that finished but skipped or could not read some items
-// (exitPartial; the message says how many and where the details are), or a
-// run whose failure was printed already (silent).
+// exitError is an error that sets the exit code, brings a hint for the
+// operator, or both; silent: its failure was printed already.
 type exitError struct {
 	err     error
 	code    int    // 0: the rest of the chain decides
@@ -64,9 +61,8 @@ func withHint(err error, hint string) error { return &exitError{err: err, hint: 
 // errDone stops a run that has done what was asked (--version): exit 0.
 var errDone = errors.New("done")
 
-// exitCode maps an error to the process exit code. It is the only place
-// that does: an interruption wins over everything, then usage errors, a held
-// lock, partial success; anything else is a failure.
+// exitCode maps an error to the exit code, the only place that does: an
+// interruption wins, then usage errors, a held lock, partial success.
 func exitCode(err error) int {
 	var ee *exitError
 	coded := errors.As(err, &ee) && ee.code != 0
@@ -87,10 +83,8 @@ func exitCode(err error) int {
 	return exitFailure
 }
 
-// report prints err to w as "convkit: error: <message>", a "convkit: hint:"
-// line for a hint in its chain (a Hint() string method) and, for a usage
-// error, one naming the command's --help; under --json an exit_error object
-// follows (docs/JSON.md). It returns the exit code.
+// report prints err to w with its hints (a Hint() string method in its
+// chain; a usage error's --help) and, under --json, an exit_error object.
 func report(w io.Writer, err error, asJSON bool) int {
 	code := exitCode(err)
 	var ee *exitError

@@ -262,7 +262,6 @@ func runTranscript(c *ucli.Context, e *env, t *inspect.Target, stdin bool) error
 		if e.g.JSON {
 			return writeJSON(e.stdout, it)
 		}
-		var flags []string
 		if it.Inherited && it.Conversation != from {
 			from = it.Conversation
 			fmt.Fprintf(e.stdout, "-- from conversation %s, session %s (inherited, read-only)\n", quoted(it.Conversation), quoted(it.Session))
@@ -278,16 +277,8 @@ func runTranscript(c *ucli.Context, e *env, t *inspect.Target, stdin bool) error
 			_, err := fmt.Fprintf(e.stdout, "[%d] turn %d ended: %s%s\n", it.Seq, it.Turn, text(it.Ended), text(detail))
 			return err
 		}
-		for _, f := range []struct {
-			on   bool
-			name string
-		}{{it.Summary, "summary"}, {it.Empty, "empty answer"}, {it.Interrupted, "interrupted"}} {
-			if f.on {
-				flags = append(flags, f.name)
-			}
-		}
 		flag := ""
-		if len(flags) > 0 {
+		if flags := labels(label{it.Summary, "summary"}, label{it.Empty, "empty answer"}, label{it.Interrupted, "interrupted"}); len(flags) > 0 {
 			flag = " [" + strings.Join(flags, ", ") + "]"
 		}
 		return inspect.WriteMessage(e.stdout, it.Seq, it.Role, it.ID, flag, it.Source, it.Message)

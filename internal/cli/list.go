@@ -75,19 +75,8 @@ func renderList(e *env, rows []index.Summary, why bool) {
 	}
 	t := termtext.NewTable(e.stdout, head...)
 	for _, r := range rows {
-		var flags []string
-		if r.Archived {
-			flags = append(flags, "archived")
-		}
-		if r.RunningTurn {
-			flags = append(flags, "running")
-		}
-		if r.ForkedFrom != "" {
-			flags = append(flags, "fork of "+text(r.ForkedFrom))
-		}
-		if len(r.WillNotOpen) > 0 {
-			flags = append(flags, "will not open")
-		}
+		flags := labels(label{r.Archived, "archived"}, label{r.RunningTurn, "running"},
+			label{r.ForkedFrom != "", "fork of " + text(r.ForkedFrom)}, label{len(r.WillNotOpen) > 0, "will not open"})
 		row := []string{text(r.ID), title(r.Title), time.UnixMilli(r.UpdatedAt).UTC().Format("2006-01-02 15:04"),
 			strconv.Itoa(r.Sessions), strconv.Itoa(r.Turns), strings.Join(flags, ", ")}
 		if why {

@@ -71,6 +71,23 @@ func mapJoin(list []string, f func(string) string, sep string) string {
 
 func quoted(s string) string { return `"` + termtext.Escape(s) + `"` }
 
+// label is a name shown when on.
+type label struct {
+	on   bool
+	name string
+}
+
+// labels are the names of the labels on, in order.
+func labels(ls ...label) []string {
+	var out []string
+	for _, l := range ls {
+		if l.on {
+			out = append(out, l.name)
+		}
+	}
+	return out
+}
+
 // titleColumns is the most of a title text output shows.
 const titleColumns = 80
 
