@@ -2,7 +2,7 @@
 //
 // Text from logs and archives is escaped visibly (Escape, Quote), so a log
 // cannot clear the screen, set the clipboard or reorder what is shown;
-// widths are measured in terminal columns (Width, Pad, Clip, Table); sizes
+// widths are measured in terminal columns (Pad, ClipEscaped, Table); sizes
 // read as people read them (Size). Renderers escape as they render; JSON
 // output never goes through this package, except names a message quotes.
 //
@@ -79,21 +79,21 @@ func Escape(s string) string {
 	return b.String()
 }
 
-// Width is the number of terminal columns s takes (a CJK character two).
-func Width(s string) int { return uniseg.StringWidth(s) }
+// columns is the number of terminal columns s takes (a CJK character two).
+func columns(s string) int { return uniseg.StringWidth(s) }
 
 // Pad returns s followed by spaces to fill width columns.
 func Pad(s string, width int) string {
-	if w := Width(s); w < width {
+	if w := columns(s); w < width {
 		return s + strings.Repeat(" ", width-w)
 	}
 	return s
 }
 
-// Clip shortens s to at most width columns, ending it with "…" when it was
+// clip shortens s to at most width columns, ending it with "…" when it was
 // cut; it never cuts inside a character made of several code points.
-func Clip(s string, width int) string {
-	if Width(s) <= width {
+func clip(s string, width int) string {
+	if columns(s) <= width {
 		return s
 	}
 	var b strings.Builder
@@ -113,7 +113,7 @@ func Clip(s string, width int) string {
 	return b.String() + "…"
 }
 
-// ClipEscaped is Clip(Escape(s), width), reading no more of s than width
+// ClipEscaped is clip(Escape(s), width), reading no more of s than width
 // columns show: past 16 bytes a column, or at a character of more than 256
 // bytes (endless combining marks), s is cut there.
 func ClipEscaped(s string, width int) string {
@@ -127,13 +127,13 @@ func ClipEscaped(s string, width int) string {
 			if w < width {
 				return out + "…"
 			}
-			return Clip(out, width-1)
+			return clip(out, width-1)
 		}
 		e := Escape(cluster)
 		b.WriteString(e)
-		w += Width(e)
+		w += columns(e)
 	}
-	return Clip(b.String(), width)
+	return clip(b.String(), width)
 }
 
 // Table writes rows whose columns are aligned by display width, two spaces
@@ -157,7 +157,7 @@ func (t *Table) Flush() error {
 			if i >= len(widths) {
 				widths = append(widths, 0)
 			}
-			widths[i] = max(widths[i], Width(c))
+			widths[i] = max(widths[i], columns(c))
 		}
 	}
 	var b strings.Builder

@@ -48,17 +48,17 @@ func TestWidthAndClip(t *testing.T) {
 		{"abc", 3}, {"中文字", 6}, {"é", 1}, {"e\u0301", 1}, {"🙂", 2}, {"ｆｕｌｌ", 8}, {"", 0},
 	}
 	for _, tt := range tests {
-		if got := Width(tt.s); got != tt.width {
-			t.Errorf("Width(%q) = %d, want %d", tt.s, got, tt.width)
+		if got := columns(tt.s); got != tt.width {
+			t.Errorf("columns(%q) = %d, want %d", tt.s, got, tt.width)
 		}
 	}
-	if got := Clip("修复登录页面的重定向问题", 9); got != "修复登录…" || Width(got) > 9 {
-		t.Errorf("Clip = %q (width %d)", got, Width(got))
+	if got := clip("修复登录页面的重定向问题", 9); got != "修复登录…" || columns(got) > 9 {
+		t.Errorf("clip = %q (width %d)", got, columns(got))
 	}
-	if got := Clip("short", 9); got != "short" {
-		t.Errorf("Clip(short) = %q", got)
+	if got := clip("short", 9); got != "short" {
+		t.Errorf("clip(short) = %q", got)
 	}
-	if got := Clip("e\u0301e\u0301e\u0301e\u0301", 3); got != "e\u0301e\u0301…" {
+	if got := clip("e\u0301e\u0301e\u0301e\u0301", 3); got != "e\u0301e\u0301…" {
 		t.Errorf("Clip cuts inside a character: %q", got)
 	}
 }
@@ -67,7 +67,7 @@ func TestClipEscaped(t *testing.T) {
 	for _, s := range []string{"", "short", "exactly ten", "修复登录页面的重定向问题修复登录页面", "\x1b]52;c;aGk=\x07 clipboard",
 		"e\u0301e\u0301e\u0301e\u0301e\u0301e\u0301e\u0301e\u0301e\u0301e\u0301e\u0301", "bad \xff\xfe bytes and \u202e", strings.Repeat("x", 1<<20)} {
 		for _, w := range []int{1, 2, 9, 10, 11, 40} {
-			if got, want := ClipEscaped(s, w), Clip(Escape(s), w); got != want {
+			if got, want := ClipEscaped(s, w), clip(Escape(s), w); got != want {
 				t.Errorf("ClipEscaped(%.20q, %d) = %q, want %q", s, w, got, want)
 			}
 		}
@@ -75,8 +75,8 @@ func TestClipEscaped(t *testing.T) {
 	// What shows nothing is cut too, the ellipsis kept within the width.
 	for _, s := range []string{"ab" + strings.Repeat("\u200b", 1<<20), "ab" + strings.Repeat("\u0301", 1<<20), "abcdefghij" + strings.Repeat("\u200b", 1<<20)} {
 		got := ClipEscaped(s, 10)
-		if !strings.HasSuffix(got, "…") || Width(got) > 10 || len(got) > 16*10+64+len("…") {
-			t.Errorf("ClipEscaped(%.20q…, 10) = %.40q (%d bytes, width %d)", s, got, len(got), Width(got))
+		if !strings.HasSuffix(got, "…") || columns(got) > 10 || len(got) > 16*10+64+len("…") {
+			t.Errorf("ClipEscaped(%.20q…, 10) = %.40q (%d bytes, width %d)", s, got, len(got), columns(got))
 		}
 	}
 }
@@ -100,7 +100,7 @@ func TestTableAlignsByDisplayWidth(t *testing.T) {
 	col := -1
 	for _, l := range lines {
 		i := strings.LastIndex(l, "  ")
-		c := Width(l[:i+2])
+		c := columns(l[:i+2])
 		if col >= 0 && c != col {
 			t.Errorf("the last column starts at %d in %q, at %d above:\n%s", c, l, col, buf.String())
 		}
