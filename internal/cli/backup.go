@@ -386,7 +386,31 @@ archive and takes no lock. --json prints one object (docs/BACKUP.md).`,
 			if err != nil {
 				return err
 			}
-			return printArchives(e, dir, list)
+			out := archiveListing{SchemaVersion: schemaVersion, Dir: dir, Archives: []archiveRecord{}}
+			for _, a := range list {
+				out.Archives = append(out.Archives, recordOf(a))
+				if a.InfoError != "" {
+					fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, text(a.InfoError))
+				}
+			}
+			return e.result(e.stdout, "", out, func() {
+				t := termtext.NewTable(e.stdout, "ARCHIVE", "TIME", "SIZE", "CONVERSATIONS", "ONLINE", "VERIFIED")
+				for _, r := range out.Archives {
+					convs, online := "-", "-"
+					if r.Conversations != nil {
+						convs, online = strconv.Itoa(*r.Conversations), map[bool]string{false: "no", true: "yes"}[*r.Online]
+					}
+					verified := r.Verified
+					if r.Verified != backup.VerifiedOK && r.Verified != backup.VerifiedStale && r.Verified != backup.VerifiedNever {
+						verified = strings.ToUpper(verified) // failed, invalid: someone should look
+					}
+					if v := r.Verification; v != nil && r.Verified != backup.VerifiedStale && r.Verified != backup.VerifiedNever {
+						verified += " " + v.At.UTC().Format("2006-01-02 15:04")
+					}
+					t.Row(text(r.Name), r.Time.UTC().Format("2006-01-02 15:04:05Z"), termtext.Size(r.Size), convs, online, verified)
+				}
+				t.Flush()
+			})
 		}),
 	}
 }
@@ -455,37 +479,6 @@ func recordOf(a backup.ArchiveInfo) archiveRecord {
 		r.Conversations, r.Online, r.Verification = &n, &online, a.Info.Verified
 	}
 	return r
-}
-
-func printArchives(e *env, dir string, list []backup.ArchiveInfo) error {
-	out := archiveListing{SchemaVersion: schemaVersion, Dir: dir, Archives: []archiveRecord{}}
-	for _, a := range list {
-		r := recordOf(a)
-		out.Archives = append(out.Archives, r)
-		if a.InfoError != "" {
-			fmt.Fprintf(e.stderr, "%s: warning: %s\n", progName, text(a.InfoError))
-		}
-	}
-	return e.result(e.stdout, "", out, func() { archiveTable(e.stdout, out.Archives) })
-}
-
-func archiveTable(w io.Writer, list []archiveRecord) {
-	t := termtext.NewTable(w, "ARCHIVE", "TIME", "SIZE", "CONVERSATIONS", "ONLINE", "VERIFIED")
-	for _, r := range list {
-		convs, online := "-", "-"
-		if r.Conversations != nil {
-			convs, online = strconv.Itoa(*r.Conversations), map[bool]string{false: "no", true: "yes"}[*r.Online]
-		}
-		verified := r.Verified
-		if r.Verified != backup.VerifiedOK && r.Verified != backup.VerifiedStale && r.Verified != backup.VerifiedNever {
-			verified = strings.ToUpper(verified) // failed, invalid: someone should look
-		}
-		if v := r.Verification; v != nil && r.Verified != backup.VerifiedStale && r.Verified != backup.VerifiedNever {
-			verified += " " + v.At.UTC().Format("2006-01-02 15:04")
-		}
-		t.Row(text(r.Name), r.Time.UTC().Format("2006-01-02 15:04:05Z"), termtext.Size(r.Size), convs, online, verified)
-	}
-	t.Flush()
 }
 
 func newRestoreCommand(e *env) *ucli.Command {
@@ -596,7 +589,15 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 	if err := e.result(e.stdout, "", res, func() { printRestore(e, name, res) }); err != nil {
 		return err
 	}
-	return restoreSkips(name, res)
+	// Exit 3 as reindex exits on skips, and verify on logs that do not read.
+	if rr := res.Reindex; rr != nil && len(rr.Skipped) > 0 {
+		return partialf("restored, but the rebuild of metadata.db skipped %d item(s); the first: %s", len(rr.Skipped), skipText(rr.Skipped))
+	}
+	if n := len(res.Invalid); n > 0 {
+		return partialf("restored, but %d log(s) restored do not read (INVALID lines), as they were in the store; the first: %s",
+			n, withPath(res.Invalid[0].Name, res.Invalid[0].Problem))
+	}
+	return nil
 }
 
 func printRestore(e *env, name string, res *backup.RestoreResult) {
@@ -611,28 +612,8 @@ func printRestore(e *env, name string, res *backup.RestoreResult) {
 		}
 	}
 	if rr := res.Reindex; rr != nil {
-		for _, sk := range rr.Skipped {
-			fmt.Fprintln(e.stdout, text(itemLine(sk, "")))
-		}
-		if !e.g.Quiet {
-			for _, w := range rr.WillNotOpen {
-				fmt.Fprintln(e.stdout, text(willNotOpenPrefix+willNotOpenText(w)))
-			}
-		}
+		e.printFindings(rr.Skipped, rr.WillNotOpen, !e.g.Quiet)
 		fmt.Fprintf(e.stdout, "Summary: indexed=%d, skipped=%d, deletions-finished=%d, will-not-open=%d\n",
 			rr.Indexed, len(rr.Skipped), len(rr.DeletionsFinished), len(rr.WillNotOpen))
 	}
-}
-
-// restoreSkips is exit 3 when the rebuild skipped anything, as reindex
-// exits, or the archive holds logs that do not read, as verify exits.
-func restoreSkips(name string, res *backup.RestoreResult) error {
-	if rr := res.Reindex; rr != nil && len(rr.Skipped) > 0 {
-		return partialf("restored, but the rebuild of metadata.db skipped %d item(s); the first: %s", len(rr.Skipped), skipText(rr.Skipped))
-	}
-	if n := len(res.Invalid); n > 0 {
-		return partialf("restored, but %d log(s) restored do not read (INVALID lines), as they were in the store; the first: %s",
-			n, withPath(res.Invalid[0].Name, res.Invalid[0].Problem))
-	}
-	return nil
 }

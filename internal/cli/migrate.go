@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,7 +86,6 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 				ReportDir: c.String("report-dir"), Exclude: exclude,
 				Progress: bar, ToolVersion: buildVersion(), Revision: buildRevision(), OnEvent: migrateRenderer(e)}
 			defer softMemoryLimit(memoryBudget(migrate.Workers(jobs)))()
-			dry := c.Bool("dry-run")
 			s, r, err := e.openRoot(c, root)
 			if err != nil {
 				return err
@@ -114,7 +112,7 @@ then the summary. Uses no model and no API key. Exit 1 if any log failed.`,
 			if c.Bool("prune") {
 				if sum.Totals.Failed > 0 {
 					e.warnings([]string{fmt.Sprintf("--prune: nothing pruned: %d input(s) failed to migrate", sum.Totals.Failed)})
-				} else if err := e.prune(c.Context, s, r, dry, "prune_summary"); err != nil {
+				} else if err := e.prune(c, s, r, "prune_summary"); err != nil {
 					return err
 				}
 			}
@@ -174,14 +172,15 @@ and removes nothing, taking no lock.`,
 			if s != nil {
 				defer s.Close()
 			}
-			return e.prune(c.Context, s, r, c.Bool("dry-run"), "summary")
+			return e.prune(c, s, r, "summary")
 		}),
 	}
 }
 
 // prune prunes the store s, or the sessions root r, printing each file and
 // the summary (--json: of message_type summaryType).
-func (e *env) prune(ctx context.Context, s *store.Store, r *dshroot.Root, dry bool, summaryType string) error {
+func (e *env) prune(c *ucli.Context, s *store.Store, r *dshroot.Root, summaryType string) error {
+	dry := c.Bool("dry-run")
 	opts := prune.Options{DryRun: dry}
 	if e.g.JSON {
 		action := `"message_type":"status","action":"removed"`
@@ -204,9 +203,9 @@ func (e *env) prune(ctx context.Context, s *store.Store, r *dshroot.Root, dry bo
 	var res *prune.Result
 	var err error
 	if r != nil {
-		res, err = prune.Sessions(ctx, r, opts)
+		res, err = prune.Sessions(c.Context, r, opts)
 	} else {
-		res, err = prune.Store(ctx, s, opts)
+		res, err = prune.Store(c.Context, s, opts)
 	}
 	if err != nil {
 		return err

@@ -131,6 +131,19 @@ func willNotOpenText(w reindex.WillNotOpen) string {
 	return w.ID + ": " + strings.Join(w.Reasons, "; ")
 }
 
+// printFindings prints the items a rebuild or a check skipped and, with
+// wno, the conversations that will not open here.
+func (e *env) printFindings(skipped []store.Item, willNotOpen []reindex.WillNotOpen, wno bool) {
+	for _, s := range skipped {
+		fmt.Fprintln(e.stdout, text(itemLine(s, "")))
+	}
+	for _, w := range willNotOpen {
+		if wno {
+			fmt.Fprintln(e.stdout, text(willNotOpenPrefix+willNotOpenText(w)))
+		}
+	}
+}
+
 // skipText is the first skipped item, "PATH: REASON".
 func skipText(s []store.Item) string {
 	return s[0].Path + ": " + s[0].Reason
@@ -150,14 +163,7 @@ func runReindexCheck(c *ucli.Context, e *env, s *store.Store, opts reindex.Optio
 		for _, d := range res.Differences {
 			fmt.Fprintf(e.stdout, "%s %s: %s\n", strings.ToUpper(d.Kind), quoted(d.ID), text(d.Detail))
 		}
-		for _, s := range res.Skipped {
-			fmt.Fprintf(e.stdout, "%s\n", text(itemLine(s, "")))
-		}
-		if !e.g.Quiet || c.Bool("strict") {
-			for _, w := range res.WillNotOpen {
-				fmt.Fprintf(e.stdout, "%s%s\n", willNotOpenPrefix, text(willNotOpenText(w)))
-			}
-		}
+		e.printFindings(res.Skipped, res.WillNotOpen, !e.g.Quiet || c.Bool("strict"))
 		for _, f := range res.InFlight {
 			fmt.Fprintf(e.stdout, "IN FLIGHT %s: %s\n", quoted(f.ID), text(f.Detail))
 		}

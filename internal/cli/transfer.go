@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -359,12 +360,11 @@ func printImport(e *env, r *transfer.ImportResult) {
 		if e.g.Quiet && !notable {
 			continue
 		}
-		switch p.Action {
-		case transfer.ActionImport, transfer.ActionUpdate, transfer.ActionReplace, transfer.ActionSkip:
-			fmt.Fprintf(out, "%s%s %s: %s\n", would, strings.ToUpper(p.Action), text(p.ID), text(p.Detail))
-		default:
-			fmt.Fprintf(out, "%s %s: %s\n", strings.ToUpper(p.Action), text(p.ID), text(p.Detail))
+		w := would // of what a dry run would write
+		if !slices.Contains([]string{transfer.ActionImport, transfer.ActionUpdate, transfer.ActionReplace, transfer.ActionSkip}, p.Action) {
+			w = ""
 		}
+		fmt.Fprintf(out, "%s%s %s: %s\n", w, strings.ToUpper(p.Action), text(p.ID), text(p.Detail))
 		if p.MovedAside != "" {
 			fmt.Fprintf(out, "MOVED ASIDE %s: %s\n", text(p.ID), text(p.MovedAside))
 		}

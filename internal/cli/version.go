@@ -112,20 +112,11 @@ func versionInfo() versionResult {
 }
 
 func vcsOf(info *debug.BuildInfo) vcsInfo {
-	var vcs vcsInfo
+	set := map[string]string{}
 	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs":
-			vcs.System = s.Value
-		case "vcs.revision":
-			vcs.Revision = s.Value
-		case "vcs.time":
-			vcs.Time = s.Value
-		case "vcs.modified":
-			vcs.Modified = s.Value == "true"
-		}
+		set[s.Key] = s.Value
 	}
-	return vcs
+	return vcsInfo{System: set["vcs"], Revision: set["vcs.revision"], Time: set["vcs.time"], Modified: set["vcs.modified"] == "true"}
 }
 
 func runVersion(e *env) error {
