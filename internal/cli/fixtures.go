@@ -144,16 +144,13 @@ Exit 0 when every job behaved as the sample expects.`,
 			}
 			// Checked before anything is written: the demo changes no file
 			// it did not make.
-			if err := requireEmpty(dir + "-backups"); err != nil {
-				return fmt.Errorf("%w (the demo writes its backups into DIR-backups beside the store in DIR)", err)
+			for _, d := range [][2]string{{"-backups", "writes its backups into DIR-backups"}, {"-work", "makes the conversations' working directories in DIR-work"}} {
+				if err := requireEmpty(dir + d[0]); err != nil {
+					return fmt.Errorf("%w (the demo %s beside the store in DIR)", err, d[1])
+				}
 			}
-			// DIR-work holds the working directories, so the conversations
-			// meant to open here do.
 			opts := fixtures.SampleOptions()
-			opts.WorkRoot = dir + "-work"
-			if err := requireEmpty(opts.WorkRoot); err != nil {
-				return fmt.Errorf("%w (the demo makes the conversations' working directories in DIR-work beside the store in DIR)", err)
-			}
+			opts.WorkRoot = dir + "-work" // so the conversations meant to open here do
 			rep, err := fixtures.GenerateContext(c.Context, dir, opts)
 			if err != nil {
 				return err

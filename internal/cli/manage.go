@@ -94,15 +94,15 @@ and asks first, unless --yes; from a script it does not ask.`,
 			}
 			ids := c.Args().Slice()
 			var err error
-			switch {
-			case c.Bool("dry-run"):
+			if c.Bool("dry-run") {
 				err = runDeletePlan(c, e)
-			case !c.Bool("yes") && e.terminal(e.stdin):
-				if ids, err = confirmDelete(c, e); err == nil && ids != nil {
-					err = e.runDelete(c, ids)
-				}
-			default:
-				err = e.runDelete(c, ids)
+			} else if !c.Bool("yes") && e.terminal(e.stdin) {
+				ids, err = confirmDelete(c, e)
+			}
+			if err == nil && !c.Bool("dry-run") {
+				err = e.runManage(c, ids, func(s *store.Store, ids []string, opts manage.Options) (*manage.Result, error) {
+					return manage.Delete(c.Context, s, ids, c.Bool("force"), opts)
+				})
 			}
 			switch {
 			case errors.Is(err, store.ErrHasDependents):
@@ -113,12 +113,6 @@ and asks first, unless --yes; from a script it does not ask.`,
 			return err
 		}),
 	}
-}
-
-func (e *env) runDelete(c *ucli.Context, refs []string) error {
-	return e.runManage(c, refs, func(s *store.Store, ids []string, opts manage.Options) (*manage.Result, error) {
-		return manage.Delete(c.Context, s, ids, c.Bool("force"), opts)
-	})
 }
 
 // runManage runs an edit of the conversations refs name in the locked store,

@@ -86,8 +86,6 @@ type exportSummary struct {
 	ArchiveBytes  int64                   `json:"archiveBytes"`
 	LeftOutBytes  int64                   `json:"leftOutBytes"`
 	Problems      []store.Item            `json:"problems"`
-
-	manifestFiles []transfer.File // the files, for the text of a dry run
 }
 
 func runExport(c *ucli.Context, e *env, ids []string, to string) error {
@@ -136,13 +134,13 @@ func runExport(c *ucli.Context, e *env, ids []string, to string) error {
 	m := res.Manifest
 	sum := exportSummary{SchemaVersion: schemaVersion, DryRun: c.Bool("dry-run"), Archive: res.Archive, CreatedAt: m.CreatedAt, Online: m.Online,
 		Holder: m.Holder, Requested: m.Requested, Added: res.Added, Conversations: m.Conversations,
-		Files: len(m.Files), ArchiveBytes: res.Bytes, Problems: m.Problems, manifestFiles: m.Files}
+		Files: len(m.Files), ArchiveBytes: res.Bytes, Problems: m.Problems}
 	for _, f := range m.Files {
 		sum.Bytes += f.Size
 		sum.LeftOutBytes += f.LeftOut
 	}
 	if !(to == "-" && !sum.DryRun && e.g.Quiet && !e.g.JSON) {
-		if err := e.result(out, "", &sum, func() { printExport(e, out, &sum) }); err != nil {
+		if err := e.result(out, "", &sum, func() { printExport(e, out, &sum, m.Files) }); err != nil {
 			return err
 		}
 	}
@@ -155,7 +153,8 @@ func runExport(c *ucli.Context, e *env, ids []string, to string) error {
 	return nil
 }
 
-func printExport(e *env, out io.Writer, s *exportSummary) {
+// printExport prints the summary; a dry run's conversations with their files.
+func printExport(e *env, out io.Writer, s *exportSummary, files []transfer.File) {
 	for _, c := range s.Conversations {
 		if e.g.Quiet {
 			break // the summary only
@@ -167,7 +166,7 @@ func printExport(e *env, out io.Writer, s *exportSummary) {
 		if s.DryRun {
 			var n int
 			var size int64
-			for _, f := range s.manifestFiles {
+			for _, f := range files {
 				if f.Conversation == c.ID {
 					n, size = n+1, size+f.Size
 				}
