@@ -222,13 +222,9 @@ func runBackup(c *ucli.Context, e *env, to string) (res *backup.Result, err erro
 		return res, err
 	}
 	if res != nil && res.Partial() {
-		var parts []string
-		if n := len(res.Manifest.Problems); n > 0 {
-			parts = append(parts, fmt.Sprintf("left out %d file(s) it could not read (UNREADABLE lines)", n))
-		}
-		if n := res.Manifest.Counts.InvalidLogs; n > 0 {
-			parts = append(parts, fmt.Sprintf("archived %d invalid log(s) whole (INVALID lines)", n))
-		}
+		unreadable, invalid := len(res.Manifest.Problems), res.Manifest.Counts.InvalidLogs
+		parts := labels(label{unreadable > 0, fmt.Sprintf("left out %d file(s) it could not read (UNREADABLE lines)", unreadable)},
+			label{invalid > 0, fmt.Sprintf("archived %d invalid log(s) whole (INVALID lines)", invalid)})
 		return res, partialf("the backup %s", strings.Join(parts, " and "))
 	}
 	if sum.DryRun && len(sum.Problems) > 0 {

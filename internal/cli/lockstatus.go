@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	ucli "github.com/urfave/cli/v2"
@@ -67,16 +68,8 @@ func runLockStatus(e *env, dataDir string) error {
 		case st.Held && h == nil:
 			line = text(st.NoRecordText()) // the record's host is the file's text
 		case st.Held:
-			line = fmt.Sprintf("held by pid %d", h.PID)
-			if h.Command != "" {
-				line += " (" + quoted(h.Command) + ")"
-			}
-			if h.Host != "" {
-				line += " on " + text(h.Host)
-			}
-			if !h.StartedAt.IsZero() {
-				line += " since " + formatTime(h.StartedAt)
-			}
+			line = fmt.Sprintf("held by pid %d", h.PID) + strings.Join(labels(label{h.Command != "", " (" + quoted(h.Command) + ")"},
+				label{h.Host != "", " on " + text(h.Host)}, label{!h.StartedAt.IsZero(), " since " + formatTime(h.StartedAt)}), "")
 		}
 		fmt.Fprintf(e.stdout, "%s: %s\n", store.LockFileName, line)
 	})
