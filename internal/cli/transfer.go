@@ -107,14 +107,9 @@ func runExport(c *ucli.Context, e *env, ids []string, to string) error {
 	switch {
 	case c.Bool("dry-run"):
 		out = e.stdout // the plan is the result, whatever --to says
-		if to != "" && to != "-" {
-			if _, err := os.Lstat(to); err == nil {
-				bar.Finish()
-				return withHint(fmt.Errorf("%s: %w: an export never writes over a file", to, fs.ErrExist), "name a new file")
-			}
-		}
-		res, err = transfer.PlanExport(c.Context, s, opts)
-		if res != nil {
+		if _, lerr := os.Lstat(to); lerr == nil && to != "-" {
+			err = fmt.Errorf("%s: %w: an export never writes over a file", to, fs.ErrExist)
+		} else if res, err = transfer.PlanExport(c.Context, s, opts); res != nil {
 			res.Archive = to
 		}
 	case to == "-":
