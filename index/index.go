@@ -37,6 +37,9 @@ const SchemaVersion = 4
 // ErrSchema is wrapped when a file is not an index of this schema version.
 var ErrSchema = errors.New("not a convkit index of this schema version")
 
+// ErrNotIndexed is wrapped when a conversation has no row in the index.
+var ErrNotIndexed = errors.New("not in the index")
+
 // ErrLocked is wrapped when another process holds the index locked past the
 // busy timeout; the index is not damaged, so nothing is rebuilt.
 var ErrLocked = errors.New("locked by another process")
@@ -1026,23 +1029,6 @@ func (d *DB) digests(ctx context.Context, where string, args []any) (map[string]
 		return nil, err
 	}
 	return out, nil
-}
-
-// ErrNotIndexed is wrapped when a conversation has no row in the index.
-var ErrNotIndexed = errors.New("not in the index")
-
-// WillNotOpen returns why the conversation id will not open on this machine,
-// as recorded with its row; without a row, an error wraps ErrNotIndexed.
-func (d *DB) WillNotOpen(ctx context.Context, id string) ([]string, error) {
-	var wno string
-	err := d.db.QueryRowContext(ctx, "SELECT will_not_open FROM conversations WHERE id = ?", id).Scan(&wno)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("conversation %s: %w", termtext.Quote(id), ErrNotIndexed)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return stringList(wno), nil
 }
 
 // stringList decodes a JSON list of strings; anything else reads as empty.

@@ -317,15 +317,15 @@ func TestWillNotOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := db.WillNotOpen(ctx, "bad")
-	if err != nil || fmt.Sprint(got) != fmt.Sprint(bad.WillNotOpen) {
-		t.Fatalf("WillNotOpen(bad) = %q, %v", got, err)
+	got, _, err := db.One(ctx, "bad", false)
+	if err != nil || fmt.Sprint(got.WillNotOpen) != fmt.Sprint(bad.WillNotOpen) {
+		t.Fatalf("One(bad) = %+v, %v", got, err)
 	}
-	if got, err := db.WillNotOpen(ctx, "good"); err != nil || got == nil || len(got) != 0 {
-		t.Fatalf("WillNotOpen(good) = %#v, %v; want an empty list", got, err)
+	if got, _, err := db.One(ctx, "good", false); err != nil || got.WillNotOpen == nil || len(got.WillNotOpen) != 0 {
+		t.Fatalf("One(good) = %+v, %v; want an empty list", got, err)
 	}
-	if _, err := db.WillNotOpen(ctx, "gone"); !errors.Is(err, ErrNotIndexed) {
-		t.Fatalf("WillNotOpen(gone): %v, want ErrNotIndexed", err)
+	if got, _, err := db.One(ctx, "gone", false); got != nil || err != nil {
+		t.Fatalf("One(gone) = %+v, %v, want no row", got, err)
 	}
 	rows, err := db.List(ctx, ListOptions{All: true, WillNotOpen: true})
 	if err != nil || len(rows) != 1 || rows[0].ID != "bad" || len(rows[0].WillNotOpen) != 2 {

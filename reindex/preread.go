@@ -54,7 +54,7 @@ func (x *SessionIndexer) Add(e *convlog.Event) {
 		x.refused, x.msgs = true, nil
 		return
 	}
-	if m, ok := indexedMessage(x.rules, e, x.sessionID); ok {
+	if m, ok := indexedMessage(e, x.rules.Message(), x.sessionID); ok {
 		x.msgs = append(x.msgs, m)
 	}
 }

@@ -124,13 +124,6 @@ func (o *Options) warnings() []string {
 // reporter rewrites the store's directory in reports (Options.ReportAs).
 type reporter struct{ from, to string }
 
-func newReporter(s *store.Store, o Options) reporter {
-	if o.ReportAs == "" {
-		return reporter{}
-	}
-	return reporter{from: s.DataDir(), to: filepath.Clean(o.ReportAs)}
-}
-
 // path is p as reported.
 func (r reporter) path(p string) string {
 	if r.from == "" {
@@ -150,10 +143,19 @@ func (r reporter) text(s string) string {
 	return strings.ReplaceAll(s, r.from+string(filepath.Separator), r.to+string(filepath.Separator))
 }
 
-// skip is sk as reported.
-func (r reporter) skip(sk store.Item) store.Item {
-	sk.Path, sk.Reason = r.path(sk.Path), r.text(sk.Reason)
-	return sk
+// texts rewrites each of list in place.
+func (r reporter) texts(list []string) []string {
+	for i, s := range list {
+		list[i] = r.text(s)
+	}
+	return list
+}
+
+// report hands it, its path as reported, to Options.OnEvent and returns it.
+func (j *job) report(it store.Item) store.Item {
+	it.Path = j.rp.path(it.Path)
+	j.opts.OnEvent(it)
+	return it
 }
 
 // storedReason is a skip's reason as the index records it: a file is named
@@ -196,30 +198,31 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	rp := newReporter(s, opts)
+	var rp reporter
+	if opts.ReportAs != "" {
+		rp = reporter{from: s.DataDir(), to: filepath.Clean(opts.ReportAs)}
+	}
 	res := &Result{SchemaVersion: contract.Version, Index: rp.path(s.IndexPath()), Skipped: []store.Item{}, DeletionsFinished: []string{},
 		WillNotOpen: []WillNotOpen{}, Warnings: opts.warnings()}
+	j := &job{s: s, opts: opts, rp: rp, res: res}
 	for _, p := range tree.Problems { // in the walk's order
 		if p.Reason == store.ReasonUnexpected {
 			// A stray file is not a conversation: reported, not skipped.
-			opts.OnEvent(store.Item{Kind: store.ItemIgnored, Path: rp.path(p.Path), Reason: p.Reason})
-			continue
+			j.report(store.Item{Kind: store.ItemIgnored, Path: p.Path, Reason: p.Reason})
+		} else {
+			res.Skipped = append(res.Skipped, j.report(store.Item{Kind: store.ItemSkipped, Path: p.Path, Reason: rp.text(p.Reason)}))
 		}
-		sk := rp.skip(store.Item{Kind: store.ItemSkipped, Path: p.Path, Reason: p.Reason})
-		res.Skipped = append(res.Skipped, sk)
-		opts.OnEvent(sk)
 	}
 	for _, p := range tree.Temps {
 		if os.Remove(p) == nil {
-			opts.OnEvent(store.Item{Kind: store.ItemTempRemoved, Path: rp.path(p), Reason: "left by an interrupted write"})
+			j.report(store.Item{Kind: store.ItemTempRemoved, Path: p, Reason: "left by an interrupted write"})
 		}
 	}
 	for _, p := range s.TempIndexes() {
 		if os.Remove(p) == nil {
-			opts.OnEvent(store.Item{Kind: store.ItemTempRemoved, Path: rp.path(p), Reason: "left by an interrupted reindex"})
+			j.report(store.Item{Kind: store.ItemTempRemoved, Path: p, Reason: "left by an interrupted reindex"})
 		}
 	}
-	j := &job{s: s, opts: opts, rp: rp, res: res}
 	if err := j.index(ctx, tree); err != nil {
 		return nil, err
 	}
@@ -316,34 +319,31 @@ func presentIn(tree *store.Tree) map[string]bool {
 
 // apply writes one conversation read: a finished deletion, a skip or rows.
 func (j *job) apply(ctx context.Context, w *index.Writer, b *built) error {
-	s, rp, res := j.s, j.rp, j.res
+	res := j.res
 	switch {
-	case b.deleting:
-		if err := w.Remove(ctx, b.dir.ID); err != nil {
-			return err
+	case b.deleting || b.empty:
+		err := w.Remove(ctx, b.dir.ID)
+		it := store.Item{Kind: store.ItemDeletionFinished, ID: b.dir.ID, Path: b.dir.Path, Reason: "finished an interrupted deletion"}
+		switch {
+		case err != nil:
+		case b.deleting:
+			err = j.s.FinishDeletion(b.dir.ID)
+		default:
+			it.Kind, it.Reason = store.ItemEmptyRemoved, "removed the empty directory an interrupted deletion left"
+			// os.Remove refuses a directory that gained an entry since.
+			if err = os.Remove(b.dir.Path); err == nil {
+				err = durable.SyncDir(filepath.Dir(b.dir.Path))
+			}
 		}
-		if err := s.FinishDeletion(b.dir.ID); err != nil {
-			return err
-		}
-		res.DeletionsFinished = append(res.DeletionsFinished, b.dir.ID)
-		j.opts.OnEvent(store.Item{Kind: store.ItemDeletionFinished, ID: b.dir.ID, Path: rp.path(b.dir.Path), Reason: "finished an interrupted deletion"})
-	case b.empty:
-		if err := w.Remove(ctx, b.dir.ID); err != nil {
-			return err
-		}
-		// os.Remove refuses a directory that gained an entry since.
-		if err := os.Remove(b.dir.Path); err != nil {
-			return err
-		}
-		if err := durable.SyncDir(filepath.Dir(b.dir.Path)); err != nil {
+		if err != nil {
 			return err
 		}
 		res.DeletionsFinished = append(res.DeletionsFinished, b.dir.ID)
-		j.opts.OnEvent(store.Item{Kind: store.ItemEmptyRemoved, ID: b.dir.ID, Path: rp.path(b.dir.Path), Reason: "removed the empty directory an interrupted deletion left"})
+		j.report(it)
 	case b.skip != nil:
-		sk := rp.skip(*b.skip)
-		res.Skipped = append(res.Skipped, sk)
-		j.opts.OnEvent(sk)
+		sk := *b.skip
+		sk.Reason = j.rp.text(sk.Reason)
+		res.Skipped = append(res.Skipped, j.report(sk))
 		return write(ctx, w, b)
 	case b.kept != nil:
 		res.Kept++
@@ -359,9 +359,7 @@ func (j *job) apply(ctx context.Context, w *index.Writer, b *built) error {
 		}
 		j.willNotOpen(b.dir, b.willNotOpen)
 	default:
-		for i, r := range b.conv.WillNotOpen {
-			b.conv.WillNotOpen[i] = rp.text(r)
-		}
+		j.rp.texts(b.conv.WillNotOpen)
 		if err := write(ctx, w, b); err != nil {
 			return err
 		}
@@ -396,7 +394,7 @@ func write(ctx context.Context, w *index.Writer, b *built) error {
 func (j *job) willNotOpen(c store.ConversationDir, reasons []string) {
 	if len(reasons) > 0 {
 		j.res.WillNotOpen = append(j.res.WillNotOpen, WillNotOpen{ID: c.ID, Reasons: reasons})
-		j.opts.OnEvent(store.Item{Kind: store.ItemWillNotOpen, ID: c.ID, Path: j.rp.path(c.Path), Reason: strings.Join(reasons, "; ")})
+		j.report(store.Item{Kind: store.ItemWillNotOpen, ID: c.ID, Path: c.Path, Reason: strings.Join(reasons, "; ")})
 	}
 }
 
@@ -435,10 +433,7 @@ func (j *job) finishForks(ctx context.Context, w *index.Writer, tree *store.Tree
 		delete(present, id)
 	}
 	for _, f := range j.forks {
-		reasons := j.opts.Machine.Check(f.needs, func(id string) bool { return present[id] })
-		for i, r := range reasons {
-			reasons[i] = j.rp.text(r)
-		}
+		reasons := j.rp.texts(j.opts.Machine.Check(f.needs, func(id string) bool { return present[id] }))
 		if !slices.Equal(reasons, f.written) {
 			if err := w.SetWillNotOpen(ctx, f.dir.ID, reasons); err != nil {
 				return err
@@ -514,10 +509,7 @@ func (j *job) update(ctx context.Context, db *index.DB, tree *store.Tree) error 
 		if !ok || st.Skipped || fp != st.Fingerprint {
 			return nil
 		}
-		reasons := opts.Machine.Check(needsOf(&st.Conversation), func(id string) bool { return present[id] })
-		for i, r := range reasons {
-			reasons[i] = rp.text(r)
-		}
+		reasons := rp.texts(opts.Machine.Check(needsOf(&st.Conversation), func(id string) bool { return present[id] }))
 		return &built{dir: c, fingerprint: fp, kept: st, willNotOpen: reasons}
 	}
 	if err := j.applyAll(ctx, w, tree, keep); err != nil {
@@ -832,10 +824,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 	// directory is missing: its logs read, it will not open here.
 	conv := rowOf(c, info, b.fingerprint, logID, info.Turns, env.machine.Check(store.NeedsOf(info), env.present))
 	for _, l := range c.SessionLogs() {
-		sess := index.Session{ID: l.ID, File: filepath.Base(l.Path), FormatVersion: l.Current.Version}
-		if si := info.Session(l.ID); si != nil {
-			sess.Agent, sess.Model, sess.ParentSession = si.Agent, si.Model, si.ParentSession
-		}
+		sess := sessionRow(info, l.ID, l.Path, l.Current.Version)
 		if pr, msgs, ok := env.preread(l.Path); ok {
 			if sess.ParentSession == "" {
 				sess.ParentSession = pr.Parent
@@ -903,6 +892,15 @@ func rowOf(c store.ConversationDir, info *store.ConversationInfo, fingerprint, l
 	return conv
 }
 
+// sessionRow is the row of session id's log at path but its counts.
+func sessionRow(info *store.ConversationInfo, id, path string, version int) index.Session {
+	sess := index.Session{ID: id, File: filepath.Base(path), FormatVersion: version}
+	if si := info.Session(id); si != nil {
+		sess.Agent, sess.Model, sess.ParentSession = si.Agent, si.Model, si.ParentSession
+	}
+	return sess
+}
+
 // readSession reads one session log to its end: its stats and messages.
 func readSession(ctx context.Context, l store.Log, withText bool) ([]index.Message, convlog.Stats, *convlog.Header, error) {
 	sessionID := l.ID
@@ -916,7 +914,7 @@ func readSession(ctx context.Context, l store.Log, withText bool) ([]index.Messa
 	// refuses is not indexed.
 	err = convlog.Admit(ctx, r, r.Header(), convlog.AdmitOptions{Each: func(e *convlog.Event, rules *convlog.Validator) error {
 		if withText {
-			if m, ok := indexedMessage(rules, e, sessionID); ok {
+			if m, ok := indexedMessage(e, rules.Message(), sessionID); ok {
 				msgs = append(msgs, m)
 			}
 		}
@@ -928,14 +926,10 @@ func readSession(ctx context.Context, l store.Log, withText bool) ([]index.Messa
 	return msgs, r.Stats(), r.Header(), nil
 }
 
-// indexedMessage is what the index keeps of event e: the text of a user or
-// assistant message, clipped to maxIndexedText; ok false otherwise.
-func indexedMessage(rules *convlog.Validator, e *convlog.Event, sessionID string) (m index.Message, ok bool) {
-	if e.Type != convlog.TypeUserMessage && e.Type != convlog.TypeAssistantMessage {
-		return m, false
-	}
-	raw := rules.Message()
-	if raw == nil {
+// indexedMessage is what the index keeps of event e, whose stored message is
+// raw: the text of a user or assistant message, clipped to maxIndexedText.
+func indexedMessage(e *convlog.Event, raw []byte, sessionID string) (m index.Message, ok bool) {
+	if e.Type != convlog.TypeUserMessage && e.Type != convlog.TypeAssistantMessage || raw == nil {
 		return m, false
 	}
 	role, text := convlog.EventMessageText(e, raw)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -103,17 +102,15 @@ func (k *Keeper) advance(ctx context.Context, ch *store.IndexChange) error {
 	}
 	conv := rowOf(c, info, dirFingerprint(c), logIdentity(c), ch.Turns, k.opts.Machine.Check(store.NeedsOf(info), inStore(k.s)))
 	for _, st := range ch.Sessions {
-		sess := index.Session{ID: st.ID, File: filepath.Base(st.Path), FormatVersion: convlog.CurrentVersion, Events: st.Events, Bytes: st.Bytes}
-		if si := info.Session(st.ID); si != nil {
-			sess.Agent, sess.Model, sess.ParentSession = si.Agent, si.Model, si.ParentSession
-		}
+		sess := sessionRow(info, st.ID, st.Path, convlog.CurrentVersion)
+		sess.Events, sess.Bytes = st.Events, st.Bytes
 		conv.Sessions = append(conv.Sessions, sess)
 	}
 	var msgs []index.Message
 	for i := range ch.Messages {
 		e := &ch.Messages[i].Event
-		if role, text := convlog.EventMessageText(e, convlog.MessageOf(e)); text != "" {
-			msgs = append(msgs, index.Message{SessionID: ch.Messages[i].Session, Seq: e.Seq, Role: role, Text: clip(text, maxIndexedText)})
+		if m, ok := indexedMessage(e, convlog.MessageOf(e), ch.Messages[i].Session); ok {
+			msgs = append(msgs, m)
 		}
 	}
 	w, err := k.db.Begin(ctx)

@@ -151,8 +151,8 @@ func TestWillNotOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if r, err := db.WillNotOpen(ctx, "no-model"); err != nil || !reflect.DeepEqual(r, want["no-model"]) {
-		t.Fatalf("the index records %q, %v", r, err)
+	if r, _, err := db.One(ctx, "no-model", false); err != nil || !reflect.DeepEqual(r.WillNotOpen, want["no-model"]) {
+		t.Fatalf("the index records %+v, %v", r, err)
 	}
 	rows, err := db.List(ctx, index.ListOptions{All: true, WillNotOpen: true})
 	if err != nil || len(rows) != 5 {
@@ -176,8 +176,8 @@ func TestWillNotOpen(t *testing.T) {
 	if _, err := Update(ctx, db, reader(t, dir), "no-cwd", UpdateOptions{Machine: m2}); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := db.WillNotOpen(ctx, "no-cwd"); err != nil || len(r) != 0 {
-		t.Fatalf("after the update: %q, %v", r, err)
+	if r, _, err := db.One(ctx, "no-cwd", false); err != nil || len(r.WillNotOpen) != 0 {
+		t.Fatalf("after the update: %+v, %v", r, err)
 	}
 
 	// From the logs, list checks as it goes.
