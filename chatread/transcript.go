@@ -121,8 +121,12 @@ func (r *transcriptReader) session(convID, sessionID, path string, through int64
 	if h.Type != convlog.SessionLog {
 		return fmt.Errorf("%s: a transcript is read from a session log, not a %s log", path, h.Type)
 	}
+	emit := func(it *TranscriptItem) error {
+		it.Inherited = inherited
+		return r.fn(it)
+	}
 	if !h.IsSeeded {
-		return r.emit(lr, convID, sessionID, through, inherited, false)
+		return r.each(lr, convID, sessionID, through, false, false, emit)
 	}
 	src, err := r.source(convID, sessionID, path)
 	if err != nil {
@@ -130,7 +134,15 @@ func (r *transcriptReader) session(convID, sessionID, path string, through int64
 	}
 	// The seed is the source's history at the cut, so its messages are read
 	// from the source; what the fork added to it follows.
-	seed, err := seedItems(lr, convID, sessionID)
+	var seed []TranscriptItem
+	err = r.each(lr, convID, sessionID, through, true, true, func(it *TranscriptItem) error {
+		if it.ID != "" {
+			it.Message = append(json.RawMessage(nil), it.Message...)
+			it.Source = append(json.RawMessage(nil), it.Source...)
+			seed = append(seed, *it)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -157,9 +169,8 @@ func (r *transcriptReader) session(convID, sessionID, path string, through int64
 		return err
 	}
 	for i := range seed {
-		if ids[seed[i].ID] && (through < 0 || seed[i].Seq <= through) {
-			seed[i].Inherited = inherited
-			if err := r.fn(&seed[i]); err != nil {
+		if ids[seed[i].ID] {
+			if err := emit(&seed[i]); err != nil {
 				return err
 			}
 		}
@@ -168,7 +179,7 @@ func (r *transcriptReader) session(convID, sessionID, path string, through int64
 		return err
 	}
 	defer lr.Close()
-	return r.emit(lr, convID, sessionID, through, inherited, true)
+	return r.each(lr, convID, sessionID, through, true, false, emit)
 }
 
 // source is the inherited session a seeded log reads its older history from.
@@ -188,28 +199,6 @@ func (r *transcriptReader) source(convID, sessionID, path string) (*store.Inheri
 	return nil, fmt.Errorf("%s: the log's header is seeded, but conversation %s records no conversation session %s inherits from", path, termtext.Quote(convID), termtext.Quote(sessionID))
 }
 
-// seedItems reads the items of a seeded log's inherited history.
-func seedItems(lr *upgrade.Reader, convID, sessionID string) ([]TranscriptItem, error) {
-	var out []TranscriptItem
-	var turn int64
-	for e, err := range lr.Events() {
-		if err != nil {
-			return nil, err
-		}
-		if endSeed(e) {
-			return out, nil
-		}
-		if it, ok, err := itemOf(e, convID, sessionID, &turn); err != nil {
-			return nil, err
-		} else if ok && it.ID != "" {
-			it.Message = append(json.RawMessage(nil), it.Message...)
-			it.Source = append(json.RawMessage(nil), it.Source...)
-			out = append(out, it)
-		}
-	}
-	return out, nil
-}
-
 func endSeed(e *convlog.Event) bool {
 	if e.Type != convlog.TypeEndSeed {
 		return false
@@ -220,9 +209,9 @@ func endSeed(e *convlog.Event) bool {
 	return json.Unmarshal(e.Data, &d) == nil && d.Inherited
 }
 
-// emit streams the items of lr through seq through (-1: all); skipping:
-// only those after the inherited marker.
-func (r *transcriptReader) emit(lr *upgrade.Reader, convID, sessionID string, through int64, inherited, skipping bool) error {
+// each streams to fn the items of lr through seq through (-1: all); of a
+// seeded log, those of its inherited history (seed) or those after it.
+func (r *transcriptReader) each(lr *upgrade.Reader, convID, sessionID string, through int64, seeded, seed bool, fn func(*TranscriptItem) error) error {
 	var turn int64
 	for e, err := range events(r.ctx, lr) {
 		if err != nil {
@@ -231,22 +220,24 @@ func (r *transcriptReader) emit(lr *upgrade.Reader, convID, sessionID string, th
 		if through >= 0 && e.Seq > through {
 			return nil
 		}
-		if skipping {
-			if endSeed(e) {
-				skipping = false
+		if seeded && endSeed(e) {
+			if seed {
+				return nil
 			}
+			seeded = false
+			continue
+		}
+		if seeded != seed {
 			continue
 		}
 		it, ok, err := itemOf(e, convID, sessionID, &turn)
 		if err != nil {
 			return err
 		}
-		if !ok {
-			continue
-		}
-		it.Inherited = inherited
-		if err := r.fn(&it); err != nil {
-			return err
+		if ok {
+			if err := fn(&it); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
