@@ -30,8 +30,7 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// SchemaVersion is stored in PRAGMA user_version; a database of another
-// version is not used (a *VersionError).
+// SchemaVersion is PRAGMA user_version; another gives a *VersionError.
 const SchemaVersion = 4
 
 // ErrSchema is wrapped when a file is not an index of this schema version.
@@ -44,8 +43,7 @@ var ErrNotIndexed = errors.New("not in the index")
 // busy timeout; the index is not damaged, so nothing is rebuilt.
 var ErrLocked = errors.New("locked by another process")
 
-// IsLocked reports whether err is SQLite's answer to a lock another
-// process holds, or wraps ErrLocked.
+// IsLocked reports SQLite's answer to another process's lock, or ErrLocked.
 func IsLocked(err error) bool {
 	c := sqliteCode(err)
 	return errors.Is(err, ErrLocked) || c == 5 || c == 6 // SQLITE_BUSY, SQLITE_LOCKED
@@ -60,8 +58,7 @@ func sqliteCode(err error) int {
 	return se.Code() & 0xff
 }
 
-// UpdateAdvice says how to bring up to date an index that err kept from
-// being updated.
+// UpdateAdvice says how to update an index that err kept from being updated.
 func UpdateAdvice(err error) string {
 	if IsLocked(err) {
 		return "convkit reindex --incremental once the other process is done"
@@ -69,8 +66,7 @@ func UpdateAdvice(err error) string {
 	return "convkit reindex"
 }
 
-// VersionError is a database of another schema version (an older one is
-// stale, not damaged); it wraps ErrSchema.
+// VersionError is another schema version (an older one is stale, not damaged).
 type VersionError struct {
 	Found, Want int
 }
@@ -161,12 +157,9 @@ type Conversation struct {
 	Models          []string `json:"models"`
 	RunningTurn     bool     `json:"runningTurn"`
 	Fingerprint     string   `json:"fingerprint"`
-	// WillNotOpen lists why it will not open on this machine, as checked
-	// when the row was written.
-	WillNotOpen []string `json:"willNotOpen"`
-	ForkSources []string `json:"forkSources"` // store.Dependencies, sorted
-	// LogIdentity is the conversation log's part of Fingerprint: listing
-	// is current while it matches.
+	WillNotOpen     []string `json:"willNotOpen"` // as checked when written
+	ForkSources     []string `json:"forkSources"` // store.Dependencies, sorted
+	// LogIdentity is the conversation log's part of Fingerprint (listing).
 	LogIdentity string    `json:"logIdentity"`
 	Sessions    []Session `json:"sessions"`
 	Turns       []Turn    `json:"turns"`
@@ -241,8 +234,7 @@ func Open(path string) (*DB, error) {
 	return &DB{db: db, path: path}, nil
 }
 
-// Create makes a new, empty index at path, which must not exist. It is
-// tuned for one bulk load (no journal, no syncs until Finish).
+// Create makes a new index at path for one bulk load (no journal or syncs until Finish).
 func Create(path string) (*DB, error) {
 	f, err := durable.CreateExcl(path)
 	if err != nil {
@@ -350,18 +342,16 @@ func (d *DB) Close() error {
 // Path is the database file.
 func (d *DB) Path() string { return d.path }
 
-// Writer inserts conversations inside one transaction with prepared
-// statements: bulk loads run at hundreds of thousands of rows a second,
-// where one transaction per row runs fifty times slower.
+// Writer writes in one transaction with prepared statements: one transaction
+// per row runs fifty times slower.
 type Writer struct {
 	tx    *sql.Tx
 	stmts map[string]*sql.Stmt // prepared at their first use (stmt)
 	// sessions, turns and msgRows insert several rows per statement.
 	sessions, turns, msgRows multiInsert
 	args                     []any // reused for each multi-row statement
-	// fresh: the database was created empty by this process, so nothing
-	// needs removing. lastRow is the last message rowid (-1: not read yet):
-	// messages get theirs explicitly, so their message_rows go in together.
+	// fresh: created empty, nothing to remove. lastRow is the last message
+	// rowid (-1: not read yet), given explicitly to write message_rows along.
 	fresh   bool
 	lastRow int64
 }
@@ -496,9 +486,8 @@ func canceled(ctx context.Context, i int) error {
 	return ctx.Err()
 }
 
-// Put replaces every row of c.ID with c and its messages, keeping each
-// session's leading unchanged messages (the full-text index is slow to
-// change); after an error the transaction must be rolled back.
+// Put replaces c.ID's rows, keeping each session's leading unchanged
+// messages (FTS5 is slow to change); after an error, roll back.
 func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error {
 	cancel := ctx
 	if err := cancel.Err(); err != nil {
@@ -590,9 +579,8 @@ func (w *Writer) addMessages(cancel, ctx context.Context, id string, msgs []Mess
 	return nil
 }
 
-// keepMessages keeps each session's leading rows that equal its first
-// messages in msgs, deletes the other rows of conversation id, and returns
-// the messages left to index.
+// keepMessages keeps each session's leading rows that equal its first msgs,
+// deletes id's other rows, and returns the msgs left to index.
 func (w *Writer) keepMessages(ctx context.Context, id string, msgs []Message) ([]Message, error) {
 	type session struct {
 		msgs   []int // indexes into msgs
@@ -715,8 +703,7 @@ func (w *Writer) removeRows(ctx context.Context, id string, qs []string) error {
 	return nil
 }
 
-// SetWillNotOpen replaces why the indexed conversation id will not open
-// on this machine (an incremental reindex keeping its other rows).
+// SetWillNotOpen replaces why conversation id will not open here.
 func (w *Writer) SetWillNotOpen(ctx context.Context, id string, reasons []string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -727,8 +714,7 @@ func (w *Writer) SetWillNotOpen(ctx context.Context, id string, reasons []string
 	return nil
 }
 
-// Skip records a conversation that could not be indexed, with its log
-// fingerprint and why.
+// Skip records a conversation that could not be indexed, and why.
 func (w *Writer) Skip(ctx context.Context, id, dir, fingerprint, reason string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -850,8 +836,7 @@ func eachRow(ctx context.Context, db *sql.DB, q string, args []any, scan func(*s
 // All loads every conversation with its sessions and turns.
 func (d *DB) All(ctx context.Context) (map[string]*Conversation, error) { return d.all(ctx, "", true) }
 
-// all is the rows of conversation only ("": every one), with their sessions
-// and turns when rows is set.
+// all is the rows of conversation only ("": all), with sessions and turns if rows.
 func (d *DB) all(ctx context.Context, only string, rows bool) (map[string]*Conversation, error) {
 	where, args := "", []any{}
 	if only != "" {
@@ -940,9 +925,7 @@ func (d *DB) Search(ctx context.Context, query string, limit int) ([]Hit, error)
 	return out, nil
 }
 
-// Stored is what the index holds of one conversation, without its sessions
-// and turns: the fingerprint and log identity its row was read with, and
-// what checking it on this machine needs and found.
+// Stored is one conversation's row without its sessions and turns.
 type Stored struct {
 	Conversation
 	// Skipped: a row of the skipped table (only ID and Fingerprint are set).
@@ -969,8 +952,7 @@ func (d *DB) Stored(ctx context.Context) (map[string]*Stored, error) {
 	return out, nil
 }
 
-// Totals counts what the index holds: conversations, sessions, turns
-// and searchable messages.
+// Totals counts what the index holds.
 type Totals struct {
 	Conversations, Sessions, Turns, Messages int
 }
@@ -983,8 +965,7 @@ func (d *DB) Totals(ctx context.Context) (Totals, error) {
 	return t, err
 }
 
-// MessageDigest sums up the searchable messages of one conversation in any
-// order: how many, and a digest of their fields.
+// MessageDigest sums up one conversation's messages in any order.
 type MessageDigest struct {
 	Count int
 	Sum   uint64
@@ -1005,13 +986,12 @@ func (d *MessageDigest) Add(m Message) {
 	d.Sum += binary.LittleEndian.Uint64(h.Sum(sum[:0]))
 }
 
-// MessageDigests sums up the messages of every conversation.
-func (d *DB) MessageDigests(ctx context.Context) (map[string]MessageDigest, error) {
-	return d.digests(ctx, "", nil)
-}
-
-// digests sums up the messages of the message_rows r that where selects.
-func (d *DB) digests(ctx context.Context, where string, args []any) (map[string]MessageDigest, error) {
+// MessageDigests sums up the messages of conversation only ("": of every one).
+func (d *DB) MessageDigests(ctx context.Context, only string) (map[string]MessageDigest, error) {
+	where, args := "", []any{}
+	if only != "" {
+		where, args = " WHERE r.conversation_id = ?", []any{only}
+	}
 	out := map[string]MessageDigest{}
 	err := eachRow(ctx, d.db, `SELECT r.conversation_id, m.session_id, m.seq, m.role, m.text
 		FROM message_rows r JOIN messages m ON m.rowid = r.fts_rowid`+where, args, func(rows *sql.Rows) error {
@@ -1066,10 +1046,9 @@ func (d *DB) Skipped(ctx context.Context) ([]SkippedRow, error) {
 	return out, nil
 }
 
-// Advance brings the rows of conversation c up to date after appends in time
-// that does not grow with the conversation: its row is rewritten, its
-// sessions and turns c holds written over theirs, and msgs, the messages
-// appended since, added. Without a row, an error wraps ErrNotIndexed.
+// Advance writes c's row, the sessions and turns c holds and msgs, the
+// messages appended since, in time that does not grow with the conversation;
+// without a row, an error wraps ErrNotIndexed.
 func (w *Writer) Advance(ctx context.Context, c *Conversation, sessionCount, turnCount int, msgs []Message) error {
 	cancel := ctx
 	if err := ctx.Err(); err != nil {
@@ -1111,20 +1090,8 @@ func (w *Writer) Advance(ctx context.Context, c *Conversation, sessionCount, tur
 	return w.addMessages(cancel, ctx, c.ID, msgs)
 }
 
-// One reads conversation id's rows (nil when it has none) and, with text,
-// the digest of its messages.
-func (d *DB) One(ctx context.Context, id string, text bool) (*Conversation, MessageDigest, error) {
-	var dg MessageDigest
+// One reads conversation id's rows; nil when it has none.
+func (d *DB) One(ctx context.Context, id string) (*Conversation, error) {
 	all, err := d.all(ctx, id, true)
-	if err != nil || all[id] == nil {
-		return nil, dg, err
-	}
-	if text {
-		dgs, err := d.digests(ctx, " WHERE r.conversation_id = ?", []any{id})
-		if err != nil {
-			return nil, dg, err
-		}
-		dg = dgs[id]
-	}
-	return all[id], dg, nil
+	return all[id], err
 }

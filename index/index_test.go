@@ -317,14 +317,14 @@ func TestWillNotOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, _, err := db.One(ctx, "bad", false)
+	got, err := db.One(ctx, "bad")
 	if err != nil || fmt.Sprint(got.WillNotOpen) != fmt.Sprint(bad.WillNotOpen) {
 		t.Fatalf("One(bad) = %+v, %v", got, err)
 	}
-	if got, _, err := db.One(ctx, "good", false); err != nil || got.WillNotOpen == nil || len(got.WillNotOpen) != 0 {
+	if got, err := db.One(ctx, "good"); err != nil || got.WillNotOpen == nil || len(got.WillNotOpen) != 0 {
 		t.Fatalf("One(good) = %+v, %v; want an empty list", got, err)
 	}
-	if got, _, err := db.One(ctx, "gone", false); got != nil || err != nil {
+	if got, err := db.One(ctx, "gone"); got != nil || err != nil {
 		t.Fatalf("One(gone) = %+v, %v, want no row", got, err)
 	}
 	rows, err := db.List(ctx, ListOptions{All: true, WillNotOpen: true})

@@ -161,8 +161,7 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 // betweenReadings lets a test change the logs between Check's readings.
 var betweenReadings = func() {}
 
-// compare is the differences between the row got (nil: none) and what the
-// logs give.
+// compare is how the row got (nil: none) differs from what the logs give.
 func (ix *indexed) compare(conv, got *index.Conversation, digest index.MessageDigest) []Difference {
 	if got == nil {
 		return []Difference{{ID: conv.ID, Kind: "missing", Detail: "in the logs but not in the index"}}
@@ -190,8 +189,7 @@ type indexed struct {
 	problem bool
 }
 
-// readIndexed reads the index at path as list does; an error says why it
-// could not, and the result is then empty.
+// readIndexed reads the index at path; after an error the result is empty.
 func readIndexed(ctx context.Context, path string, text bool) (*indexed, error) {
 	unread := &indexed{convs: map[string]*index.Conversation{}, skipped: map[string]index.SkippedRow{}, problem: true}
 	db, err := index.OpenRead(ctx, path, index.ReadOptions{})
@@ -209,7 +207,7 @@ func readIndexed(ctx context.Context, path string, text bool) (*indexed, error) 
 		rows, err = db.Skipped(ctx)
 	}
 	if err == nil && text {
-		ix.digests, err = db.MessageDigests(ctx)
+		ix.digests, err = db.MessageDigests(ctx, "")
 	}
 	if err != nil {
 		return unread, fmt.Errorf("reading %s: %w", path, err)

@@ -32,8 +32,7 @@ func dirFingerprintSize(c store.ConversationDir) (string, int64) {
 	return hex.EncodeToString(fp.Sum(nil))[:32], size
 }
 
-// fingerprint adds one log's line and returns its size; a log that cannot
-// be stated adds its name alone.
+// fingerprint adds one log's line (its name alone if unstated), returns its size.
 func fingerprint(h io.Writer, path string) (size int64) {
 	var b [160]byte
 	line := append(b[:0], filepath.Base(path)...)
@@ -57,8 +56,7 @@ func fingerprint(h io.Writer, path string) (size int64) {
 	return size
 }
 
-// logIdentity digests the conversation log's line of the fingerprint, all
-// that listing reads, so a row lists as current while a session log grows.
+// logIdentity is the conversation log's line of the fingerprint: listing reads only that log.
 func logIdentity(c store.ConversationDir) string {
 	l := c.ConversationLog()
 	if l == nil {

@@ -41,8 +41,7 @@ type Listing struct {
 }
 
 // List lists conversations, newest first, from metadata.db when it is
-// current, else by replaying the conversation logs. It takes no lock and
-// writes nothing.
+// current, else from the conversation logs; it takes no lock.
 func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) {
 	tree, err := s.Walk()
 	if err != nil {
@@ -117,8 +116,7 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 	return res, nil
 }
 
-// indexCurrent opens metadata.db and says why it does not index exactly the
-// conversations of tree as they are now ("": it does); the caller closes it.
+// indexCurrent opens metadata.db and says why it is not current for tree ("": it is).
 func indexCurrent(ctx context.Context, s *store.Store, tree **store.Tree) (*index.DB, string) {
 	db, err := index.OpenRead(ctx, s.IndexPath(), index.ReadOptions{})
 	if errors.Is(err, fs.ErrNotExist) {
@@ -182,8 +180,7 @@ func listingCurrent(ctx context.Context, db *index.DB, tree *store.Tree) string 
 	return ""
 }
 
-// ReindexHint says how to bring metadata.db up to date, naming the process
-// that holds runtime.lock, if one does.
+// ReindexHint says how to update metadata.db, naming runtime.lock's holder.
 func ReindexHint(s *store.Store) string {
 	st, err := s.LockStatus()
 	if err != nil || !st.Held || s.Writable() {
@@ -208,8 +205,7 @@ func deleting(c store.ConversationDir) bool {
 	return false
 }
 
-// indexedSkip is a skip the index records for the conversation in dir
-// (storedReason).
+// indexedSkip is the skip the index records for dir (storedReason).
 func indexedSkip(id, dir, reason string) store.Item {
 	if name, rest, ok := strings.Cut(reason, ": "); ok {
 		if _, isLog := convlog.ParseName(name); isLog && !strings.ContainsRune(name, filepath.Separator) {
@@ -219,8 +215,7 @@ func indexedSkip(id, dir, reason string) store.Item {
 	return store.Item{Kind: store.ItemSkipped, ID: id, Path: dir, Reason: reason}
 }
 
-// Names lists the conversations of s for shell completion, from one
-// directory listing and the index's rows, current or not.
+// Names lists the conversations of s for shell completion, with any index rows.
 func Names(ctx context.Context, s *store.Store) ([]index.Summary, error) {
 	ids, err := s.ConversationIDs()
 	if err != nil {

@@ -33,8 +33,7 @@ type SessionIndexer struct {
 	refused   bool
 }
 
-// NewSessionIndexer starts the Preread of the session log at path; call it
-// before the log is opened (it takes the log's identity).
+// NewSessionIndexer takes the identity of the log at path: call it before opening it.
 func NewSessionIndexer(path, sessionID string) *SessionIndexer {
 	return &SessionIndexer{sessionID: sessionID, ident: identity(path)}
 }
@@ -59,8 +58,7 @@ func (x *SessionIndexer) Add(e *convlog.Event) {
 	}
 }
 
-// Finish ends the read of r: the log's Preread, or nil when the rules
-// refused it.
+// Finish is the log's Preread, nil when the rules refused it.
 func (x *SessionIndexer) Finish(r *convlog.Reader) *Preread {
 	if x.refused || x.rules == nil || x.rules.Finish() != nil || x.ident == nil {
 		return nil
@@ -69,8 +67,7 @@ func (x *SessionIndexer) Finish(r *convlog.Reader) *Preread {
 	return &Preread{ident: x.ident, Events: st.Events, Bytes: st.FileBytes, Parent: r.Header().ParentSession, Msgs: x.msgs}
 }
 
-// identity is the log's line of the fingerprint, nil when it cannot be
-// stated (the line holds its name alone).
+// identity is the log's line of the fingerprint, nil when it cannot be stated.
 func identity(path string) []byte {
 	var b bytes.Buffer
 	fingerprint(&b, path)
@@ -80,8 +77,7 @@ func identity(path string) []byte {
 	return b.Bytes()
 }
 
-// preread is the Preread that still stands for the session log at path,
-// with its messages; ok false when the log is to be read.
+// preread is the Preread still standing for the log at path, with its messages.
 func (env readEnv) preread(path string) (pr *Preread, msgs []index.Message, ok bool) {
 	if env.prereads == nil {
 		return nil, nil, false

@@ -31,12 +31,10 @@ import (
 	"github.com/convkit/convkit/store"
 )
 
-// maxIndexedText bounds the searchable text kept per message, so one huge
-// message cannot grow the index (or the reindex's memory) with it.
+// maxIndexedText bounds the searchable text kept per message (index and memory).
 const maxIndexedText = 32 << 10
 
-// maxJobs bounds the readers, whatever Options.Jobs asks: more would only
-// contend for the CPUs and memory.
+// maxJobs bounds the readers: more would only contend for CPUs and memory.
 const maxJobs = 64
 
 // Options tune Run and Check.
@@ -230,8 +228,7 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// index updates the index in place when asked and able to (else FullReason
-// says why not), or rebuilds it.
+// index updates the index in place when asked and able to, or rebuilds it.
 func (j *job) index(ctx context.Context, tree *store.Tree) error {
 	if j.opts.Incremental {
 		j.res.Incremental = true
@@ -296,8 +293,7 @@ func (j *job) rebuild(ctx context.Context, tree *store.Tree) error {
 	return nil
 }
 
-// walkSkips are the walk's findings skipped (links, FIFOs); stray files are
-// not conversations.
+// walkSkips are the walk's skips (links, FIFOs), stray files left out.
 func walkSkips(tree *store.Tree) []store.Item {
 	out := []store.Item{}
 	for _, p := range tree.Problems {
@@ -378,8 +374,7 @@ func (j *job) apply(ctx context.Context, w *index.Writer, b *built) error {
 	return nil
 }
 
-// write puts in w the rows a rebuild writes for b: none for a conversation
-// gone, its skip, or its rows.
+// write puts in w the rows a rebuild writes for b.
 func write(ctx context.Context, w *index.Writer, b *built) error {
 	switch {
 	case b.deleting || b.empty:
@@ -408,8 +403,7 @@ type job struct {
 	forks   []fork          // checked once all are read (finishForks)
 }
 
-// fork is a conversation indexed that depends on fork sources, with the
-// will-not-open reasons its row holds.
+// fork is an indexed conversation with fork sources, and its row's reasons.
 type fork struct {
 	dir     store.ConversationDir
 	needs   store.Needs
@@ -457,8 +451,7 @@ func (j *job) finishForks(ctx context.Context, w *index.Writer, tree *store.Tree
 // errIndexUnusable is wrapped by update when the index is rebuilt instead.
 var errIndexUnusable = errors.New("metadata.db cannot be updated in place")
 
-// openForUpdate opens metadata.db for an incremental run, or says why it is
-// rebuilt instead; one another process holds locked is an error.
+// openForUpdate opens metadata.db for an incremental run, or says why not.
 func openForUpdate(s *store.Store) (*index.DB, string, error) {
 	db, err := index.Open(s.IndexPath())
 	var ve *index.VersionError
@@ -523,8 +516,7 @@ func (j *job) update(ctx context.Context, db *index.DB, tree *store.Tree) error 
 	return nil
 }
 
-// applyAll reads every conversation of tree into w (keep: those whose rows
-// stay), finishes the forks and commits, or rolls back.
+// applyAll reads tree into w (keep: the rows that stay) and commits, or rolls back.
 func (j *job) applyAll(ctx context.Context, w *index.Writer, tree *store.Tree, keep keeper) error {
 	opts := j.opts
 	opts.Progress.SetTotal(int64(len(tree.Conversations)))
@@ -550,8 +542,7 @@ func interrupted(ctx context.Context, err error) error {
 	return err
 }
 
-// swap renames the new index over the old after removing the old one's WAL
-// files: a crash between leaves a consistent older index.
+// swap removes the old index's WAL files, then renames the new one over it.
 func swap(tmp, final string) error {
 	for _, suffix := range []string{"-wal", "-shm"} {
 		if err := os.Remove(final + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -564,8 +555,7 @@ func swap(tmp, final string) error {
 	return durable.SyncDir(filepath.Dir(final))
 }
 
-// keeper settles a conversation of an incremental run from its fingerprint
-// fp without reading it: what it keeps, or nil.
+// keeper settles a conversation from its fingerprint fp unread: what it keeps, or nil.
 type keeper func(c store.ConversationDir, fp string) *built
 
 // build reads conversations, at most jobs at once, and hands each to sink in
@@ -726,8 +716,7 @@ func (q *readQueue) stop() {
 	q.mu.Unlock()
 }
 
-// fingerprints are the fingerprints and log sizes of convs, taken by jobs
-// goroutines before any log is read, and what keep settles.
+// fingerprints are convs' fingerprints, log sizes and what keep settles.
 func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int, keep keeper) ([]string, []int64, []*built) {
 	fps, sizes, kept := make([]string, len(convs)), make([]int64, len(convs)), make([]*built, len(convs))
 	var next atomic.Int64
@@ -856,8 +845,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 	return b
 }
 
-// foundConversation is what c's conversation log gives Accept, and its
-// replay (nil: none).
+// foundConversation is what c's conversation log gives Accept, and its replay.
 func foundConversation(c store.ConversationDir) (Found, *store.ConversationInfo) {
 	f := Found{Dir: c.Path}
 	l := c.ConversationLog()
@@ -960,8 +948,7 @@ const (
 	Deleted Outcome = "deleted"
 )
 
-// Found is what a read of one conversation directory's current logs
-// found: what Accept decides from.
+// Found is what a read of one conversation's current logs found.
 type Found struct {
 	Dir   string
 	Empty bool // the directory holds nothing at all

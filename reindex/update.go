@@ -135,26 +135,13 @@ func inStore(s *store.Store) func(id string) bool {
 	}
 }
 
-// InFlight is a conversation whose rows lag behind its logs only by the
-// turns running in it, which reach the index at their end.
+// InFlight is a conversation whose rows lag only by the turns running in it.
 type InFlight struct {
 	ID     string `json:"id"`
 	Detail string `json:"detail"`
 }
 
-// runningSessions maps the sessions of conv with a turn running to the turn.
-func runningSessions(conv *index.Conversation) map[string]int64 {
-	r := map[string]int64{}
-	for _, t := range conv.Turns {
-		if t.Outcome == "" {
-			r[t.SessionID] = t.Turn
-		}
-	}
-	return r
-}
-
-// judge compares the row got (nil: none) with what the logs give; a row
-// behind only by running turns is an InFlight, not a difference.
+// judge is compare, but a row behind only by running turns is an InFlight.
 func (ix *indexed) judge(conv, got *index.Conversation, msgs []index.Message) ([]Difference, *InFlight) {
 	var digest index.MessageDigest
 	for _, m := range msgs {
@@ -164,7 +151,12 @@ func (ix *indexed) judge(conv, got *index.Conversation, msgs []index.Message) ([
 	if len(diffs) == 0 || got == nil {
 		return diffs, nil
 	}
-	running := runningSessions(conv)
+	running := map[string]int64{} // the sessions with a turn running, to the turn
+	for _, t := range conv.Turns {
+		if t.Outcome == "" {
+			running[t.SessionID] = t.Turn
+		}
+	}
 	if len(running) == 0 {
 		return diffs, nil
 	}
@@ -205,9 +197,8 @@ func (ix *indexed) judge(conv, got *index.Conversation, msgs []index.Message) ([
 // process holds runtime.lock: it updates the index just after its logs.
 const recheckTries = 5
 
-// recheck reads conversation id's logs and rows again, a few milliseconds
-// apart, until they agree or lag by the turn in flight, and returns what the
-// last reading found.
+// recheck reads id's logs and rows again, a few milliseconds apart, until
+// they agree or lag by the turn in flight.
 func recheck(ctx context.Context, s *store.Store, path string, id string, opts Options, present map[string]bool, diffs []Difference) ([]Difference, *InFlight, error) {
 	for try := range recheckTries {
 		if err := ctx.Err(); err != nil {
@@ -218,7 +209,11 @@ func recheck(ctx context.Context, s *store.Store, path string, id string, opts O
 		if err != nil {
 			return diffs, nil, nil
 		}
-		got, gotDigest, err := db.One(ctx, id, !opts.NoText)
+		got, err := db.One(ctx, id)
+		ix := &indexed{}
+		if err == nil && !opts.NoText {
+			ix.digests, err = db.MessageDigests(ctx, id)
+		}
 		db.Close()
 		if err != nil {
 			return diffs, nil, nil
@@ -233,10 +228,6 @@ func recheck(ctx context.Context, s *store.Store, path string, id string, opts O
 		}
 		if b.conv == nil {
 			return diffs, nil, nil
-		}
-		ix := &indexed{}
-		if !opts.NoText {
-			ix.digests = map[string]index.MessageDigest{id: gotDigest}
 		}
 		var lag *InFlight
 		diffs, lag = ix.judge(b.conv, got, b.msgs)
@@ -289,8 +280,7 @@ type UpdateResult struct {
 	FromPrereads int // session logs indexed from their Preread
 }
 
-// Update brings one conversation's rows in db up to date with its logs after
-// a change by the runtime or a command, as a rebuild would write them.
+// Update writes one conversation's rows in db as a rebuild would.
 func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, opts UpdateOptions) (UpdateResult, error) {
 	c, _, err := s.WalkConversation(convID)
 	if err != nil {
@@ -322,8 +312,7 @@ func Update(ctx context.Context, db *index.DB, s *store.Store, convID string, op
 	return res, w.Commit()
 }
 
-// Stale lists the conversations of ids whose rows were not read from the
-// logs they have now, as a writer that died between the two leaves.
+// Stale lists those of ids whose rows were not read from their current logs.
 func Stale(ctx context.Context, db *index.DB, s *store.Store, ids []string) ([]string, error) {
 	stored, err := db.Stored(ctx)
 	if err != nil {

@@ -151,7 +151,7 @@ func TestWillNotOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if r, _, err := db.One(ctx, "no-model", false); err != nil || !reflect.DeepEqual(r.WillNotOpen, want["no-model"]) {
+	if r, err := db.One(ctx, "no-model"); err != nil || !reflect.DeepEqual(r.WillNotOpen, want["no-model"]) {
 		t.Fatalf("the index records %+v, %v", r, err)
 	}
 	rows, err := db.List(ctx, index.ListOptions{All: true, WillNotOpen: true})
@@ -176,7 +176,7 @@ func TestWillNotOpen(t *testing.T) {
 	if _, err := Update(ctx, db, reader(t, dir), "no-cwd", UpdateOptions{Machine: m2}); err != nil {
 		t.Fatal(err)
 	}
-	if r, _, err := db.One(ctx, "no-cwd", false); err != nil || len(r.WillNotOpen) != 0 {
+	if r, err := db.One(ctx, "no-cwd"); err != nil || len(r.WillNotOpen) != 0 {
 		t.Fatalf("after the update: %+v, %v", r, err)
 	}
 
