@@ -51,8 +51,7 @@ var (
 	ErrCursorExpired = errors.New("the cursor has expired: ask for the first page again")
 )
 
-// Cursor lifetimes; a cursor dated up to cursorSkew ahead (a clock set back)
-// is taken.
+// Cursor lifetimes; one dated up to cursorSkew ahead (a clock set back) is taken.
 const (
 	DefaultCursorTTL = 24 * time.Hour
 	MaxCursorTTL     = 30 * 24 * time.Hour
@@ -130,8 +129,7 @@ func LoadConfig(path string) (Config, error) {
 	return Config{Enabled: true, Key: key, CursorTTL: ttl}, nil
 }
 
-// NewKeyFile publishes a fresh random key of MinKeyBytes bytes at path
-// (0600, never over an existing file).
+// NewKeyFile publishes a random key of MinKeyBytes at path, never over a file.
 func NewKeyFile(path string) error {
 	key := make([]byte, MinKeyBytes)
 	if _, err := rand.Read(key); err != nil {
@@ -166,8 +164,7 @@ type RelatedChat struct {
 	Partial  bool     `json:"partial,omitempty"` // read up to the fork
 }
 
-// Message is one item of a page: a message, its text, and where it is in
-// the chat's record (no seqs, no paths).
+// Message is one item of a page (no seqs, no paths).
 type Message struct {
 	Chat
 	ID     string `json:"id"`
@@ -189,8 +186,7 @@ type Page struct {
 	Next  string    `json:"next,omitempty"`
 }
 
-// Request asks for one page: Cursor "" for the first; Limit items at most
-// (default DefaultLimit, at most MaxLimit).
+// Request asks for one page: Cursor "" for the first; Limit up to MaxLimit.
 type Request struct {
 	Cursor string
 	Limit  int
@@ -209,8 +205,7 @@ type Reader struct {
 	sl  *sealer
 }
 
-// New returns the API over the store s as cfg says: disabled, a Reader that
-// answers ErrDisabled to everything; enabled, it needs its key.
+// New returns the API over the store s; disabled, it answers ErrDisabled.
 func New(s *store.Store, cfg Config) (*Reader, error) {
 	r := &Reader{s: s, cfg: cfg}
 	if !cfg.Enabled {
@@ -240,8 +235,7 @@ type grant struct {
 	log     store.Log // once begin found it
 }
 
-// Readable lists the chats asker may read: itself, its subagents, then its
-// fork ancestors (see the package doc).
+// Readable lists the chats asker may read (see the package doc).
 func (r *Reader) Readable(ctx context.Context, asker Chat) ([]RelatedChat, error) {
 	if !r.cfg.Enabled {
 		return nil, ErrDisabled
@@ -300,8 +294,7 @@ func (r *Reader) grants(asker Chat) ([]grant, error) {
 	return gs, nil
 }
 
-// begin authorises the request at and starts its page: the grants searched,
-// or the one of at.Target with its log.
+// begin authorises the request at: the grants searched, or at.Target's with its log.
 func (r *Reader) begin(at position, req Request) ([]grant, *pager, error) {
 	if !r.cfg.Enabled {
 		return nil, nil, ErrDisabled
@@ -425,8 +418,7 @@ func (r *Reader) transcriptOf(ctx context.Context, g grant, fn func(Message) err
 	})
 }
 
-// Messages is one page of what clients show of target: every message in
-// order, a fork's inherited part included.
+// Messages is one page of what clients show of target, inherited part included.
 func (r *Reader) Messages(ctx context.Context, asker, target Chat, req Request) (*Page, error) {
 	gs, p, err := r.begin(position{Op: "messages", Asker: asker, Target: target}, req)
 	if err != nil {
@@ -439,9 +431,7 @@ func (r *Reader) Messages(ctx context.Context, asker, target Chat, req Request) 
 	return r.finish(p)
 }
 
-// History is one page of what target's model reads: its derived history
-// (empty answers and what a compaction replaced left out), as it is when
-// the page is read.
+// History is one page of what target's model reads, as it is now.
 func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (*Page, error) {
 	gs, p, err := r.begin(position{Op: "history", Asker: asker, Target: target}, req)
 	if err != nil {
@@ -479,9 +469,8 @@ func (r *Reader) History(ctx context.Context, asker, target Chat, req Request) (
 	return r.finish(p)
 }
 
-// Search is one page of the messages of the chats asker may read whose
-// text holds every word of query (case-folded), in the order of
-// Readable, each chat's in order.
+// Search is one page of the readable messages holding every word of query
+// (case-folded), in the order of Readable.
 func (r *Reader) Search(ctx context.Context, asker Chat, query string, req Request) (*Page, error) {
 	gs, p, err := r.begin(position{Op: "search", Asker: asker, Target: asker, Query: query}, req)
 	if err != nil {

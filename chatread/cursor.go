@@ -27,12 +27,10 @@ const (
 	MinKeyBytes = 32
 )
 
-// ErrBadCursor is returned for a cursor this deployment did not give for
-// the request it comes with.
+// ErrBadCursor: not a cursor this deployment gave for this request.
 var ErrBadCursor = errors.New("the cursor is not one this deployment gave for this request")
 
-// position is what a cursor carries: the request it continues and where
-// the next page starts.
+// position is what a cursor carries: the request and where its next page starts.
 type position struct {
 	Op     string `json:"o"`
 	Asker  Chat   `json:"a"`

@@ -42,15 +42,13 @@ type TranscriptItem struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-// ErrMissingSource is wrapped when the conversation a fork reads its older
-// history from is not in the store.
+// ErrMissingSource is wrapped when a fork's source is not in the store.
 var ErrMissingSource = errors.New("the conversation a fork reads its older history from is missing")
 
 // maxDepth bounds the chain of forks followed.
 const maxDepth = 64
 
-// ReadTranscript streams to fn the transcript of session sessionID of
-// convID in s: the inherited older part first, then the session's own.
+// ReadTranscript streams to fn the transcript of session sessionID of convID in s.
 func ReadTranscript(ctx context.Context, s *store.Store, convID, sessionID string, fn func(*TranscriptItem) error) error {
 	l, err := s.FindLog(convID, sessionID)
 	if err != nil {
@@ -78,9 +76,8 @@ func ReadTranscriptLog(ctx context.Context, s *store.Store, path string, fn func
 	return r.session(convID, sessionID, path, -1, false, 0)
 }
 
-// ReadTranscriptHeld streams to fn the transcript of a session log with no
-// name on disk (a copy of stdin) that open reads; name stands for it in
-// messages, and a seeded log is refused.
+// ReadTranscriptHeld streams the transcript of the unnamed log open reads (a copy
+// of stdin), called name; a seeded one is refused.
 func ReadTranscriptHeld(ctx context.Context, name string, open func() (*upgrade.Reader, error), fn func(*TranscriptItem) error) error {
 	r := &transcriptReader{ctx: ctx, fn: fn, seen: map[[2]string]bool{}, heldName: name, held: open}
 	return r.session("", "", name, -1, false, 0)
@@ -96,8 +93,7 @@ type transcriptReader struct {
 	held     func() (*upgrade.Reader, error)
 }
 
-// open reads a log of any version as version 4 events, refusing a store's
-// log whose header names another session.
+// open reads a log of any version as version 4, refusing another session's.
 func (r *transcriptReader) open(path, sessionID string) (*upgrade.Reader, error) {
 	if r.held != nil && path == r.heldName {
 		return r.held()
@@ -105,8 +101,7 @@ func (r *transcriptReader) open(path, sessionID string) (*upgrade.Reader, error)
 	return upgrade.Open(path, upgrade.Options{WantType: convlog.SessionLog, WantID: sessionID})
 }
 
-// session emits the transcript of one session log, through seq through (-1:
-// all), marking its items inherited when it is read for a fork.
+// session emits one session log's transcript through seq through (-1: all).
 func (r *transcriptReader) session(convID, sessionID, path string, through int64, inherited bool, depth int) error {
 	if depth > maxDepth || r.seen[[2]string{convID, sessionID}] {
 		return fmt.Errorf("%s: the chain of forks it inherits from goes round or is longer than %d", path, maxDepth)
@@ -243,8 +238,7 @@ func (r *transcriptReader) each(lr *upgrade.Reader, convID, sessionID string, th
 	return nil
 }
 
-// events is lr's events with ctx checked at every 1024th read, the first
-// and the end included.
+// events is lr's events with ctx checked every 1024 reads and at the end.
 func events(ctx context.Context, lr *upgrade.Reader) iter.Seq2[*convlog.Event, error] {
 	return func(yield func(*convlog.Event, error) bool) {
 		n := 0

@@ -38,8 +38,7 @@ var (
 	wantErr     error
 )
 
-// expected is the schema as SQLite records it, read from an in-memory
-// database made with it.
+// expected is the schema as SQLite records it, from an in-memory database.
 func expected() (map[string]object, error) {
 	wantOnce.Do(func() {
 		db, err := sql.Open("sqlite", "file::memory:")
@@ -189,9 +188,8 @@ type ReadOptions struct {
 	TempDir string // where a snapshot is made (default os.TempDir())
 }
 
-// OpenRead opens an existing index for reading only, on a read-only file
-// system too, and checks its schema as Open does; ctx bounds the check and a
-// snapshot's copy.
+// OpenRead opens an index read-only, on a read-only file system too, checked
+// as Open does; ctx bounds the check and a snapshot's copy.
 func OpenRead(ctx context.Context, path string, o ReadOptions) (*DB, error) {
 	db, mode, cleanup, err := openReadOnly(ctx, path, o, readPragmas)
 	if err != nil {
@@ -205,8 +203,7 @@ func OpenRead(ctx context.Context, path string, o ReadOptions) (*DB, error) {
 	return d, nil
 }
 
-// schemaError wraps a failed check in ErrSchema, unless the context ended
-// or another process holds the file locked.
+// schemaError wraps a failed check in ErrSchema, unless canceled or locked.
 func schemaError(ctx context.Context, path string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -306,8 +303,7 @@ func openReadOnly(ctx context.Context, path string, o ReadOptions, pragmas []str
 	return db, modeSnapshot, cleanup, nil
 }
 
-// openProbe opens path with the URI parameters params and runs one
-// statement, so a file SQLite cannot open fails here.
+// openProbe opens path with params and runs a statement, failing here if it cannot.
 func openProbe(ctx context.Context, path, params string, pragmas []string) (*sql.DB, error) {
 	q := dsn(path, pragmas...)
 	if params != "" {
@@ -352,8 +348,7 @@ func modeName(m os.FileMode) string {
 	return durable.Kind(m)
 }
 
-// snapshot copies the database and its write-ahead log into a new private
-// directory under tmpDir.
+// snapshot copies the database and its WAL into a new private dir under tmpDir.
 func snapshot(ctx context.Context, path, tmpDir string) (string, string, error) {
 	if tmpDir == "" {
 		tmpDir = os.TempDir()

@@ -85,10 +85,8 @@ type ShowOptions struct {
 	Warn func([]string)
 }
 
-// Show writes the log's events: a readable rendering escaped for the
-// terminal (its header, then one line per event), or JSON Lines. Upgraded,
-// they are read through the upgrade chain in memory, the subagent catalog
-// completed from the children found.
+// Show writes the log's events, escaped for the terminal or as JSON Lines;
+// upgraded in memory, its subagent catalog completed from the children found.
 func Show(ctx context.Context, t *Target, w io.Writer, opts ShowOptions) error {
 	if !opts.Upgrade {
 		r, err := t.open(convlog.ReaderOptions{})
@@ -244,9 +242,8 @@ func problemOf(fe *convlog.FormatError) Problem {
 		FrameOffset: frameOffset(fe.Pos.Frame, fe.Pos.FrameOffset), Kind: kind, Rule: rule, Member: member, Message: fe.Msg}
 }
 
-// Validate reads the log collecting every problem with its position, up to
-// opts.MaxProblems, and admits its events as a version 4 reader does; a torn
-// tail is reported, not a problem.
+// Validate collects the log's problems and admits its events as a version 4
+// reader does; a torn tail is not a problem.
 func Validate(ctx context.Context, t *Target, opts ValidateOptions) (*Validation, error) {
 	if opts.MaxProblems <= 0 {
 		opts.MaxProblems = DefaultMaxProblems
@@ -421,8 +418,7 @@ type HistoryEntry struct {
 	Message json.RawMessage `json:"message"`
 }
 
-// History derives the messages a model reads from a log (an older one
-// upgraded in memory first), admitting its events as a version 4 reader.
+// History derives the messages a model reads from a log upgraded in memory.
 func History(ctx context.Context, t *Target) ([]HistoryEntry, error) {
 	r, err := t.OpenV4(upgrade.Options{})
 	if err != nil {
@@ -451,9 +447,8 @@ func History(ctx context.Context, t *Target) ([]HistoryEntry, error) {
 	return out, nil
 }
 
-// WriteMessage writes a message as the history and the transcript show it:
-// "[seq] role (source kind) id" and flags, then its readable text (at most
-// 2000 characters) indented, escaped for the terminal.
+// WriteMessage writes "[seq] role (source kind) id" and flags, then the
+// message's readable text (at most 2000 characters) indented and escaped.
 func WriteMessage(w io.Writer, seq int64, role, id, flags string, source, message json.RawMessage) error {
 	var src struct {
 		Kind string `json:"kind"`

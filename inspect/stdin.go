@@ -27,10 +27,8 @@ type TooLargeError struct{ msg string }
 
 func (e *TooLargeError) Error() string { return e.msg }
 
-// Stdin is the log on r, copied once its first bytes say a log begins to an
-// unlinked file in dir (reading needs random access a pipe lacks;
-// nothing is left behind however the process ends), bounded by
-// stdinCopyLimit and the free space less stdinReserve.
+// Stdin copies the log on r, once its first bytes say a log begins, to an
+// unlinked file in dir (reading needs random access a pipe lacks).
 func Stdin(ctx context.Context, r io.Reader, dir string) (*Target, error) {
 	r = &ctxReader{ctx: ctx, r: r}
 	head, err := stdinHead(r, convlog.DefaultMaxLineBytes)
@@ -65,9 +63,8 @@ func Stdin(ctx context.Context, r io.Reader, dir string) (*Target, error) {
 	return &Target{Path: StdinName, held: f, heldSize: n}, nil
 }
 
-// stdinHead reads r up to what decides whether a log begins there (the
-// zstd magic, or a header line of at most maxLine bytes), refusing at the
-// first byte no header line can hold, and returns the bytes read.
+// stdinHead reads r until a zstd magic or a header line shows a log begins,
+// refusing at the first byte no header line holds; it returns the bytes read.
 func stdinHead(r io.Reader, maxLine int) ([]byte, error) {
 	var magic [4]byte
 	binary.LittleEndian.PutUint32(magic[:], convlog.ZstdMagic)

@@ -90,10 +90,8 @@ func (t *Target) OpenV4(opts upgrade.Options) (*upgrade.Reader, error) {
 	return upgrade.FromReader(src, t.Path, opts)
 }
 
-// Resolve names the log at path: a log file of either layout, a runtime
-// session directory (its current generation, never a lower one) or a
-// convkit conversation directory (its conversation log). No link is
-// followed.
+// Resolve names the log at path: a log file, a runtime session directory's
+// current generation or a conversation directory's log; no link is followed.
 func Resolve(path string) (*Target, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
@@ -160,9 +158,8 @@ func Resolve(path string) (*Target, error) {
 	return t, nil
 }
 
-// targetOf tells which layout the log file at path sits in: a session
-// generation in a project directory is the runtime's (its root three
-// levels up); anything else has its children beside it.
+// targetOf tells the layout of path: the runtime's (its root three levels up)
+// for a generation in a project directory, else children beside it.
 func targetOf(path string) *Target {
 	t := &Target{Path: path, children: upgrade.DirChildren(filepath.Dir(path))}
 	abs, err := filepath.Abs(path)
@@ -184,9 +181,7 @@ func targetOf(path string) *Target {
 	return t
 }
 
-// CheckPlace checks that the header of a log given by path names the place
-// it sits in; nil for a log named by its ids (its reading refuses a
-// mismatch) and for one that cannot be opened.
+// CheckPlace checks that the header of a log given by path names its place.
 func (t *Target) CheckPlace() error {
 	switch {
 	case t.log != nil || t.held != nil:
@@ -219,9 +214,8 @@ func (t *Target) CheckPlace() error {
 	return nil
 }
 
-// openUpgraded opens t's log upgraded in memory, its subagent catalog
-// completed from the children found; note says how, warnings are the
-// children that could not be read.
+// openUpgraded opens t's log upgraded in memory with the children found; note
+// says how, warnings name the children that could not be read.
 func openUpgraded(t *Target) (r *upgrade.Reader, note string, warnings []string, err error) {
 	hr, err := t.open(convlog.ReaderOptions{})
 	if err != nil {
