@@ -752,15 +752,10 @@ func (d *DB) Delete(ctx context.Context, id string) error {
 
 // ListOptions select conversations for List.
 type ListOptions struct {
-	Archived bool // list archived conversations instead of the others
-	All      bool // list both
-	Limit    int  // 0: no limit
-	// WillNotOpen lists only the conversations that will not open on this
-	// machine.
-	WillNotOpen bool
-	// Before and BeforeID continue a page (updated_at, id).
-	Before   int64
-	BeforeID string
+	Archived    bool // list archived conversations instead of the others
+	All         bool // list both
+	Limit       int  // 0: no limit
+	WillNotOpen bool // only the conversations that will not open here
 }
 
 // Summary is one row of List.
@@ -785,10 +780,6 @@ func (d *DB) List(ctx context.Context, o ListOptions) ([]Summary, error) {
 	if !o.All {
 		where = append(where, "c.archived = ?")
 		args = append(args, o.Archived)
-	}
-	if o.Before != 0 || o.BeforeID != "" {
-		where = append(where, "(c.updated_at < ? OR (c.updated_at = ? AND c.id > ?))")
-		args = append(args, o.Before, o.Before, o.BeforeID)
 	}
 	if o.WillNotOpen {
 		where = append(where, "c.will_not_open != '[]'")
