@@ -60,10 +60,9 @@ const (
 
 // Config is the deployment's [chat_reading] configuration.
 type Config struct {
-	Enabled bool   // the zero Config is off
-	Key     []byte // seals the cursors: at least MinKeyBytes of secret
-	// CursorTTL is how long a cursor stays good (0: DefaultCursorTTL).
-	CursorTTL time.Duration
+	Enabled   bool             // the zero Config is off
+	Key       []byte           // seals the cursors: at least MinKeyBytes of secret
+	CursorTTL time.Duration    // how long a cursor stays good (0: DefaultCursorTTL)
 	Now       func() time.Time // nil: time.Now
 }
 

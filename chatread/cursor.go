@@ -36,13 +36,9 @@ type position struct {
 	Asker  Chat   `json:"a"`
 	Target Chat   `json:"t"`
 	Query  string `json:"q,omitempty"`
-	// Next is the count of items already given; Born the target log's
-	// header time, so a chat made again under the same id is not continued.
-	Next int64 `json:"n"`
-	Born int64 `json:"b"`
-	// Issued is when the cursor was given (Unix seconds): it expires
-	// Config.CursorTTL later.
-	Issued int64 `json:"i"`
+	Next   int64  `json:"n"` // items already given
+	Born   int64  `json:"b"` // the target's header time: a chat made again is not continued
+	Issued int64  `json:"i"` // Unix seconds: the cursor expires Config.CursorTTL later
 }
 
 type sealer struct {

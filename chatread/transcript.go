@@ -28,18 +28,13 @@ type TranscriptItem struct {
 	Role         string          `json:"role"`
 	Source       json.RawMessage `json:"source"`
 	Message      json.RawMessage `json:"message"`
-	// Inherited: read from the conversation the session's fork came from.
-	Inherited bool `json:"inherited,omitempty"`
-	// Summary: a compaction's checkpoint (the items it replaced for the
-	// model stay here).
-	Summary bool `json:"summary,omitempty"`
-	// Empty: an answer with no content; Interrupted: one the user cut off.
-	Empty       bool `json:"empty,omitempty"`
-	Interrupted bool `json:"interrupted,omitempty"`
-	// Ended is the reason kind of a turn/end that did not complete (no
-	// message then), Detail its error's message.
+	Inherited    bool            `json:"inherited,omitempty"`   // read from the fork's source
+	Summary      bool            `json:"summary,omitempty"`     // a compaction's checkpoint; what it replaced stays
+	Empty        bool            `json:"empty,omitempty"`       // an answer with no content
+	Interrupted  bool            `json:"interrupted,omitempty"` // an answer the user cut off
+	// Ended is how a turn that did not complete ended (no message then).
 	Ended  string `json:"ended,omitempty"`
-	Detail string `json:"detail,omitempty"`
+	Detail string `json:"detail,omitempty"` // its error's message
 }
 
 // ErrMissingSource is wrapped when a fork's source is not in the store.
@@ -130,8 +125,10 @@ func (r *transcriptReader) session(convID, sessionID, path string, through int64
 	// The seed is the source's history at the cut, so its messages are read
 	// from the source; what the fork added to it follows.
 	var seed []TranscriptItem
+	ids := map[string]bool{} // the seed's messages the source has not given
 	err = r.each(lr, convID, sessionID, through, true, true, func(it *TranscriptItem) error {
 		if it.ID != "" {
+			ids[it.ID] = true
 			it.Message = append(json.RawMessage(nil), it.Message...)
 			it.Source = append(json.RawMessage(nil), it.Source...)
 			seed = append(seed, *it)
@@ -142,10 +139,6 @@ func (r *transcriptReader) session(convID, sessionID, path string, through int64
 		return err
 	}
 	lr.Close()
-	ids := map[string]bool{}
-	for _, it := range seed {
-		ids[it.ID] = true
-	}
 	sl, err := r.s.FindLog(src.SourceConversation, src.SourceSession)
 	if err != nil {
 		return fmt.Errorf("%s: conversation %s session %s reads its older history from conversation %s session %s: %w (%v)",

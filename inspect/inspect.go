@@ -79,10 +79,9 @@ func each(ctx context.Context, r events, fn func(*convlog.Event) error) error {
 // ShowOptions choose what Show writes.
 type ShowOptions struct {
 	Filter  Filter
-	JSON    bool // each event as stored, one JSON object per line
-	Upgrade bool // the events as the log's version 4 successor would hold them
-	// Warn receives the subagent children an upgrade could not read.
-	Warn func([]string)
+	JSON    bool           // each event as stored, one JSON object per line
+	Upgrade bool           // the events as the log's version 4 successor would hold them
+	Warn    func([]string) // the subagent children an upgrade could not read
 }
 
 // Show writes the log's events, escaped for the terminal or as JSON Lines;
@@ -213,11 +212,9 @@ type Validation struct {
 	TornTail      bool      `json:"tornTail"`
 	Problems      []Problem `json:"problems"`
 	MaxProblems   int       `json:"maxProblems"`
-	MoreProblems  int64     `json:"moreProblems"` // beyond MaxProblems, up to maxUnlisted
-	// StoppedAt is the problem at which reading stopped, maxUnlisted past
-	// the limit; Events covers what was read.
-	StoppedAt *Problem  `json:"stoppedAt,omitempty"`
-	Warnings  []Problem `json:"warnings"` // a zstd framing other than the writer's
+	MoreProblems  int64     `json:"moreProblems"`        // beyond MaxProblems, up to maxUnlisted
+	StoppedAt     *Problem  `json:"stoppedAt,omitempty"` // maxUnlisted past the limit
+	Warnings      []Problem `json:"warnings"`            // a zstd framing other than the writer's
 }
 
 // ValidateOptions tune Validate.

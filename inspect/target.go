@@ -16,10 +16,8 @@ import (
 
 // Target is the log a path names, and where its subagent children are.
 type Target struct {
-	Path string
-	// Warnings are the other generations of the same version beside it,
-	// which are not read.
-	Warnings []string
+	Path     string
+	Warnings []string            // the other generations of its version beside it, not read
 	children upgrade.ChildFinder // nil for a log with no place
 	root     *dshroot.Root       // the runtime's sessions root the log sits in
 	convkit  bool                // the log sits in a convkit conversation directory

@@ -39,26 +39,16 @@ const maxJobs = 64
 
 // Options tune Run and Check.
 type Options struct {
-	// Jobs bounds the conversations read at once (default: CPUs, at most 16).
-	Jobs int
-	// Progress counts conversations done; the total is set first.
-	Progress progress.Progress
-	// OnEvent receives each entry reported and file removed as it happens.
-	OnEvent func(store.Item)
-	// NoText leaves message text out (no search), to measure what search costs.
-	NoText bool
-	// Machine checks whether each conversation will open here (nil: agents and
-	// models are not checked).
-	Machine *store.Machine
-	// Incremental updates metadata.db in one transaction instead: rows whose
-	// fingerprint still matches are kept, the rest replayed. An index that is
-	// missing, older or unusable is rebuilt (Result.FullReason).
+	Jobs     int               // conversations read at once (default: CPUs, at most 16)
+	Progress progress.Progress // counts conversations done; the total is set first
+	OnEvent  func(store.Item)  // each entry reported and file removed, as it happens
+	NoText   bool              // leaves message text out (no search)
+	Machine  *store.Machine    // checks each conversation opens here (nil: agents and models not)
+	// Incremental updates metadata.db in one transaction, keeping the rows
+	// whose fingerprint matches; an unusable one is rebuilt (FullReason).
 	Incremental bool
-	// ReportAs is the directory reported in place of the store's own:
-	// restore reindexes a staging directory that then becomes ReportAs.
-	ReportAs string
-	// Prereads are session logs the caller read already, not read again.
-	Prereads Prereads
+	ReportAs    string   // reported for the store's directory (a restore's staging)
+	Prereads    Prereads // session logs the caller read already, not read again
 }
 
 // WillNotOpen is a conversation that will not open on this machine, and why.
@@ -81,10 +71,8 @@ type Result struct {
 	WillNotOpen []WillNotOpen `json:"willNotOpen"`
 	// Warnings are said once per run (agents and models not checked).
 	Warnings []string `json:"warnings"`
-	// Incremental: Options.Incremental was asked for; FullReason is why the
-	// index was rebuilt all the same. Kept, Rechecked (kept with changed
-	// will-not-open reasons), Replayed and Removed count conversations; Indexed,
-	// Sessions, Turns and Messages count the whole index.
+	// FullReason is why an Incremental run rebuilt; Kept, Rechecked (new
+	// reasons), Replayed and Removed count conversations, Indexed etc. the index.
 	Incremental bool   `json:"incremental"`
 	FullReason  string `json:"fullReason,omitempty"`
 	Kept        int    `json:"kept"`
@@ -167,21 +155,17 @@ func storedReason(dir string, sk *store.Item) string {
 
 // built is one conversation read from its logs, or kept as indexed.
 type built struct {
-	dir store.ConversationDir
-	// fingerprint is taken before the logs were read.
-	fingerprint string
-	// kept: an incremental run keeps the rows, which will not open now for
-	// willNotOpen.
-	kept         *index.Stored
+	dir          store.ConversationDir
+	fingerprint  string        // taken before the logs were read
+	kept         *index.Stored // the rows an incremental run keeps, with willNotOpen now
 	willNotOpen  []string
 	conv         *index.Conversation
 	msgs         []index.Message
 	fromPrereads int // session logs of conv taken from their Preread
 	skip         *store.Item
 	deleting     bool
-	// empty: nothing at all is left, as a delete interrupted at its end leaves.
-	empty bool
-	err   error // the read was interrupted; nothing else holds
+	empty        bool  // nothing is left, as a delete interrupted at its end leaves
+	err          error // the read was interrupted; nothing else holds
 }
 
 // Run rebuilds the index of the store s, which must hold runtime.lock
@@ -952,13 +936,11 @@ const (
 type Found struct {
 	Dir   string
 	Empty bool // the directory holds nothing at all
-	// ConversationLog is the current conversation log ("": none);
-	// ConversationErr why it could not be replayed.
+	// ConversationLog is the current conversation log ("": none).
 	ConversationLog string
-	ConversationErr error
-	Deleting        bool // the replay found the tombstone of a delete
-	// Sessions are the current session logs in order, with what their read
-	// found wrong; a reader may stop at the first that failed.
+	ConversationErr error // why it could not be replayed
+	Deleting        bool  // the replay found the tombstone of a delete
+	// Sessions are the session logs in order with their read's error; a reader may stop at the first.
 	Sessions []LogFound
 }
 
