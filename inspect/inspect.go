@@ -454,16 +454,12 @@ func WriteMessage(w io.Writer, seq int64, role, id, flags string, source, messag
 	if _, err := fmt.Fprintf(w, "[%d] %s (%s) %s%s\n", seq, termtext.Escape(role), termtext.Escape(src.Kind), termtext.Escape(id), flags); err != nil {
 		return err
 	}
-	for _, line := range strings.Split(messageText(message, 2000), "\n") {
+	for _, line := range strings.Split(clip(convlog.ReadableText(message), 2000), "\n") {
 		if _, err := fmt.Fprintf(w, "    %s\n", termtext.Escape(line)); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func messageText(raw json.RawMessage, limit int) string {
-	return clip(convlog.ReadableText(raw), limit)
 }
 
 func summarize(e *convlog.Event) string {
@@ -478,7 +474,7 @@ func summarize(e *convlog.Event) string {
 				Role string `json:"role"`
 			}
 			json.Unmarshal(msg, &m)
-			text := strings.ReplaceAll(messageText(msg, 100), "\n", " ")
+			text := strings.ReplaceAll(clip(convlog.ReadableText(msg), 100), "\n", " ")
 			return fmt.Sprintf("%s: %s", m.Role, text)
 		}
 	}

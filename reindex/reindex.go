@@ -71,8 +71,9 @@ type Result struct {
 	WillNotOpen []WillNotOpen `json:"willNotOpen"`
 	// Warnings are said once per run (agents and models not checked).
 	Warnings []string `json:"warnings"`
-	// FullReason is why an Incremental run rebuilt; Kept, Rechecked (new
-	// reasons), Replayed and Removed count conversations, Indexed etc. the index.
+	// FullReason is why an Incremental run rebuilt all the same. Kept, Rechecked
+	// (kept with new reasons), Replayed and Removed count conversations; Indexed,
+	// Sessions, Turns and Messages the whole index.
 	Incremental bool   `json:"incremental"`
 	FullReason  string `json:"fullReason,omitempty"`
 	Kept        int    `json:"kept"`
