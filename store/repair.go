@@ -270,7 +270,7 @@ func (s *Store) repairSession(oc *openConv, l *Log, state convlog.TurnState, nex
 		}
 		return c, err
 	}
-	w, current, err := upgrade.OpenAppend(l.Path, upgrade.PublishOptions{}, convlog.WriterOptions{})
+	w, current, err := upgrade.OpenAppend(l.Path, convlog.WriterOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -113,7 +113,7 @@ func (s *Store) OpenSession(convID, sessionID string) (*Session, error) {
 		c.Known = true
 		se.rec.observe(&c)
 	}
-	if se.w, _, err = upgrade.OpenAppend(l.Path, upgrade.PublishOptions{}, convlog.WriterOptions{Observe: observe}); err != nil {
+	if se.w, _, err = upgrade.OpenAppend(l.Path, convlog.WriterOptions{Observe: observe}); err != nil {
 		return nil, err
 	}
 	se.repaired, err = s.closeTurnState(oc, sessionID, se.w.Turn(), se.w.NextSeq(), filepath.Base(se.w.Path()), se.w, observe, false)

@@ -17,3 +17,12 @@ func SetTamper(lines func(plain []byte, events *int64), frame func(out []byte, h
 	stageWritten = written
 	return func() { linesTampered, frameTampered, stageWritten = nil, nil, nil }
 }
+
+// Publish stages and publishes the successor of src, as OpenAppend does.
+func Publish(src string, opts PublishOptions) (dst string, err error) {
+	s, err := Stage(src, opts)
+	if err != nil {
+		return "", err
+	}
+	return s.Publish()
+}

@@ -221,16 +221,6 @@ func SuccessorPath(src string, c convlog.Compression) (string, error) {
 	return filepath.Join(filepath.Dir(src), next.String()), nil
 }
 
-// Publish upgrades the log at src and publishes its version 4 successor
-// beside it, the source untouched: Stage, then Staged.Publish.
-func Publish(src string, opts PublishOptions) (dst string, err error) {
-	s, err := Stage(src, opts)
-	if err != nil {
-		return "", err
-	}
-	return s.Publish()
-}
-
 // Staged is a successor written and checked in its temporary file; exactly
 // one of Publish or Discard must be called.
 type Staged struct {
@@ -1038,7 +1028,7 @@ func sameStagedPrefix(path string, st *staged) string {
 
 // OpenAppend opens a log for appending as the runtime does: an older log's
 // successor is published first and appended to.
-func OpenAppend(path string, opts PublishOptions, wopts convlog.WriterOptions) (w *convlog.Writer, current string, err error) {
+func OpenAppend(path string, wopts convlog.WriterOptions) (w *convlog.Writer, current string, err error) {
 	r, err := convlog.Open(path, convlog.ReaderOptions{})
 	if err != nil {
 		return nil, "", err
@@ -1047,7 +1037,11 @@ func OpenAppend(path string, opts PublishOptions, wopts convlog.WriterOptions) (
 	r.Close()
 	current = path
 	if version < convlog.CurrentVersion {
-		if current, err = Publish(path, opts); err != nil {
+		s, err := Stage(path, PublishOptions{})
+		if err == nil {
+			current, err = s.Publish()
+		}
+		if err != nil {
 			return nil, "", fmt.Errorf("upgrading %s before writing: %w", path, err)
 		}
 	}

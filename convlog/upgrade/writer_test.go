@@ -38,7 +38,7 @@ func TestLazyUpgradeOnWrite(t *testing.T) {
 		t.Fatalf("a read wrote files: %v", ents)
 	}
 
-	w, cur, err := OpenAppend(src, PublishOptions{}, convlog.WriterOptions{})
+	w, cur, err := OpenAppend(src, convlog.WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestLazyUpgradeOnWrite(t *testing.T) {
 		t.Fatalf("successor: version %d, %d events, last %+v", cr.Header().Version, n, last)
 	}
 	// A second write handle finds the v4 generation and appends to it.
-	w, cur2, err := OpenAppend(cur, PublishOptions{}, convlog.WriterOptions{})
+	w, cur2, err := OpenAppend(cur, convlog.WriterOptions{})
 	if err != nil || cur2 != cur {
 		t.Fatalf("reopen: %v %s", err, cur2)
 	}
