@@ -25,6 +25,7 @@ type ChildFact struct {
 	// Warning: the child's log could not be read, so its catalog entry has
 	// mode "unknown".
 	Warning string
+	file    fileIdentity // before its header was read
 }
 
 func (c *ChildFact) subject() string {
@@ -135,25 +136,16 @@ func (d DirChildren) ChildCandidates(string) ([]string, error) {
 	return slices.Collect(maps.Values(byBase)), nil
 }
 
-// childInfo is a candidate's header's facts (child: it is a direct child)
-// and its file's identity before it was read.
-type childInfo struct {
-	path      string
-	id        string
-	createdAt int64
-	file      fileIdentity
-	child     bool
-}
-
 // findChildren returns the candidates whose header makes them children of
-// parentID (unreadable: skipped); one in seen, unchanged, is not read again.
-func findChildren(finder ChildFinder, parentID string, seen map[string]childInfo) ([]childInfo, error) {
+// parentID (unreadable: skipped); one in seen, unchanged, is not read again
+// (seen holds a candidate not a child with an empty ChildID).
+func findChildren(finder ChildFinder, parentID string, seen map[string]ChildFact) ([]ChildFact, error) {
 	paths, err := finder.ChildCandidates(parentID)
 	if err != nil {
 		return nil, err
 	}
 	sort.Strings(paths)
-	var out []childInfo
+	var out []ChildFact
 	for _, p := range paths {
 		ident, err := statIdentity(p)
 		if err != nil {
@@ -167,13 +159,15 @@ func findChildren(finder ChildFinder, parentID string, seen map[string]childInfo
 			}
 			h := r.Header()
 			r.Close()
-			c = childInfo{path: p, id: h.ID, createdAt: h.CreatedAt, file: ident,
-				child: h.Type == convlog.SessionLog && h.Origin == "subagent" && h.ParentSession == parentID && h.ID != parentID}
+			c = ChildFact{SourcePath: p, file: ident}
+			if h.Type == convlog.SessionLog && h.Origin == "subagent" && h.ParentSession == parentID && h.ID != parentID {
+				c.ChildID, c.ChildCreatedAt = h.ID, h.CreatedAt
+			}
 			if seen != nil {
 				seen[p] = c
 			}
 		}
-		if c.child {
+		if c.ChildID != "" {
 			out = append(out, c)
 		}
 	}
@@ -183,18 +177,10 @@ func findChildren(finder ChildFinder, parentID string, seen map[string]childInfo
 // CollectChildrenFrom gathers the facts of parentID's subagent children.
 func CollectChildrenFrom(finder ChildFinder, parentID string) ([]ChildFact, error) {
 	found, err := findChildren(finder, parentID, nil)
-	if err != nil {
-		return nil, err
+	for i := range found {
+		found[i].readDescriptors()
 	}
-	return childFacts(found), nil
-}
-
-func childFacts(found []childInfo) []ChildFact {
-	facts := make([]ChildFact, 0, len(found))
-	for _, c := range found {
-		facts = append(facts, childFact(c))
-	}
-	return facts
+	return found, err
 }
 
 // Warnings lists the warnings of facts (children that could not be read).
@@ -208,20 +194,20 @@ func Warnings(facts []ChildFact) []string {
 	return w
 }
 
-func childFact(c childInfo) ChildFact {
-	f := ChildFact{ChildID: c.id, ChildCreatedAt: c.createdAt, SourcePath: c.path}
-	r, err := Open(c.path, Options{})
+// readDescriptors reads the child's log for its descriptors, or a Warning.
+func (f *ChildFact) readDescriptors() {
+	r, err := Open(f.SourcePath, Options{})
 	if err != nil {
-		f.Warning = fmt.Sprintf("child session %s could not be read: %v", c.id, err)
-		return f
+		f.Warning = fmt.Sprintf("child session %s could not be read: %v", f.ChildID, err)
+		return
 	}
 	defer r.Close()
 	var first json.RawMessage
 	n := 0
 	for ev, err := range r.Events() {
 		if err != nil {
-			f.Warning = fmt.Sprintf("child session %s could not be read: %v", c.id, err)
-			return f
+			f.Warning = fmt.Sprintf("child session %s could not be read: %v", f.ChildID, err)
+			return
 		}
 		switch ev.Type {
 		case "session/end-seed":
@@ -237,5 +223,4 @@ func childFact(c childInfo) ChildFact {
 		}
 	}
 	f.DescriptorCount, f.Descriptor = n, first
-	return f
 }

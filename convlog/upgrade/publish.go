@@ -114,14 +114,14 @@ func (p *Publications) linked(srcPath string, ok bool) {
 
 // explains reports whether child a became b only by a successor published
 // here, b unchanged since.
-func (p *Publications) explains(a, b childInfo) bool {
-	if p == nil || a.id != b.id {
+func (p *Publications) explains(a, b ChildFact) bool {
+	if p == nil || a.ChildID != b.ChildID {
 		return false
 	}
 	p.mu.Lock()
-	pub, ok := p.m[a.path]
+	pub, ok := p.m[a.SourcePath]
 	p.mu.Unlock()
-	if !ok || pub.dstPath != b.path || pub.src != a.file || pub.id != b.id {
+	if !ok || pub.dstPath != b.SourcePath || pub.src != a.file || pub.id != b.ChildID {
 		return false
 	}
 	if pub.linking {
@@ -162,47 +162,47 @@ func (a fileIdentity) change(b fileIdentity) string {
 
 // childrenDiff says how the children found later differ from those before
 // ("" if not), matched by path, then by id; pubs' successors do not count.
-func childrenDiff(before, later []childInfo, pubs *Publications) string {
+func childrenDiff(before, later []ChildFact, pubs *Publications) string {
 	byPath := map[string]int{}
 	for j, c := range later {
-		byPath[c.path] = j
+		byPath[c.SourcePath] = j
 	}
 	matched := make([]bool, len(later))
-	var unmatched []childInfo
+	var unmatched []ChildFact
 	for _, c := range before {
-		j, ok := byPath[c.path]
+		j, ok := byPath[c.SourcePath]
 		if !ok {
 			unmatched = append(unmatched, c)
 			continue
 		}
 		matched[j] = true
 		b := later[j]
-		if c.id != b.id || c.createdAt != b.createdAt {
-			return fmt.Sprintf("child log %s now names session %s (created %d), not %s (created %d)", c.path, termtext.Quote(b.id), b.createdAt, termtext.Quote(c.id), c.createdAt)
+		if c.ChildID != b.ChildID || c.ChildCreatedAt != b.ChildCreatedAt {
+			return fmt.Sprintf("child log %s now names session %s (created %d), not %s (created %d)", c.SourcePath, termtext.Quote(b.ChildID), b.ChildCreatedAt, termtext.Quote(c.ChildID), c.ChildCreatedAt)
 		}
 		if d := c.file.change(b.file); d != "" {
-			return fmt.Sprintf("child session %s changed: %s: %s", termtext.Quote(c.id), c.path, d)
+			return fmt.Sprintf("child session %s changed: %s: %s", termtext.Quote(c.ChildID), c.SourcePath, d)
 		}
 	}
 	for _, c := range unmatched {
 		j := -1
 		for k, b := range later {
-			if !matched[k] && b.id == c.id {
+			if !matched[k] && b.ChildID == c.ChildID {
 				j = k
 				break
 			}
 		}
 		if j < 0 {
-			return fmt.Sprintf("child session %s is gone: %s", termtext.Quote(c.id), c.path)
+			return fmt.Sprintf("child session %s is gone: %s", termtext.Quote(c.ChildID), c.SourcePath)
 		}
 		matched[j] = true
 		if !pubs.explains(c, later[j]) {
-			return fmt.Sprintf("child session %s moved from %s to %s", termtext.Quote(c.id), c.path, later[j].path)
+			return fmt.Sprintf("child session %s moved from %s to %s", termtext.Quote(c.ChildID), c.SourcePath, later[j].SourcePath)
 		}
 	}
 	for j, b := range later {
 		if !matched[j] {
-			return fmt.Sprintf("child session %s was added: %s", termtext.Quote(b.id), b.path)
+			return fmt.Sprintf("child session %s was added: %s", termtext.Quote(b.ChildID), b.SourcePath)
 		}
 	}
 	return ""
@@ -231,8 +231,8 @@ type Staged struct {
 	id0      fileIdentity
 	id       string // the log id the source's header names
 	// children were found before the upgrade among seen (nil: not watched).
-	children []childInfo
-	seen     map[string]childInfo
+	children []ChildFact
+	seen     map[string]ChildFact
 	finder   ChildFinder
 	done     bool
 }
@@ -271,11 +271,14 @@ func Stage(src string, opts PublishOptions) (*Staged, error) {
 	s := &Staged{src: src, dst: dst, opts: opts, id0: id0, id: srcHeader.ID, finder: cmp.Or[ChildFinder](opts.Finder, DirChildren(dir))}
 	children := opts.Children
 	if children == nil && srcHeader.Type == convlog.SessionLog {
-		s.seen = map[string]childInfo{}
+		s.seen = map[string]ChildFact{}
 		if s.children, err = findChildren(s.finder, s.id, s.seen); err != nil {
 			return nil, err
 		}
-		children = childFacts(s.children)
+		for i := range s.children {
+			s.children[i].readDescriptors()
+		}
+		children = s.children
 		for _, w := range Warnings(children) {
 			if opts.Warn != nil {
 				opts.Warn(w)
