@@ -244,12 +244,13 @@ func Stage(src string, opts PublishOptions) (*Staged, error) {
 	if err != nil {
 		return nil, err
 	}
-	hr, err := convlog.Open(src, convlog.ReaderOptions{})
+	// LowMemory: a migration holds several.
+	src0, err := convlog.Open(src, convlog.ReaderOptions{LowMemory: true})
 	if err != nil {
 		return nil, err
 	}
-	srcHeader, srcComp := hr.Header(), hr.Compression()
-	hr.Close()
+	defer src0.Close()
+	srcHeader := src0.Header()
 	if opts.CheckHeader != nil {
 		if err := opts.CheckHeader(srcHeader); err != nil {
 			return nil, err
@@ -258,7 +259,7 @@ func Stage(src string, opts PublishOptions) (*Staged, error) {
 	if srcHeader.Version >= convlog.CurrentVersion {
 		return nil, fmt.Errorf("%s: %w (v%d)", src, ErrAlreadyCurrent, srcHeader.Version)
 	}
-	comp := srcComp
+	comp := src0.Compression()
 	if opts.Compression != nil {
 		comp = *opts.Compression
 	}
@@ -276,21 +277,18 @@ func Stage(src string, opts PublishOptions) (*Staged, error) {
 			return nil, err
 		}
 		for i := range s.children {
-			s.children[i].readDescriptors()
-		}
-		children = s.children
-		for _, w := range Warnings(children) {
-			if opts.Warn != nil {
-				opts.Warn(w)
+			c := &s.children[i]
+			c.readDescriptors()
+			if c.Warning != "" && opts.Warn != nil {
+				opts.Warn(c.Warning)
 			}
 		}
+		children = s.children
 	}
-
-	r, err := Open(src, Options{Children: children})
+	r, err := FromReader(src0, src, Options{Children: children})
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
 
 	tmp, err := durable.CreateTemp(dir, "."+filepath.Base(dst))
 	if err != nil {
