@@ -26,9 +26,6 @@ import (
 // nothing was published, and a retry may succeed.
 var ErrSourceChanged = errors.New("historical session generation changed during migration")
 
-// ErrAlreadyCurrent is wrapped by Publish for a log at the current version.
-var ErrAlreadyCurrent = errors.New("log is already at the current format version")
-
 // SourceChangedError names the log that changed, and what changed.
 type SourceChangedError struct {
 	Path, What string
@@ -257,7 +254,7 @@ func Stage(src string, opts PublishOptions) (*Staged, error) {
 		}
 	}
 	if srcHeader.Version >= convlog.CurrentVersion {
-		return nil, fmt.Errorf("%s: %w (v%d)", src, ErrAlreadyCurrent, srcHeader.Version)
+		return nil, fmt.Errorf("%s: log is already at the current format version (v%d)", src, srcHeader.Version)
 	}
 	comp := src0.Compression()
 	if opts.Compression != nil {

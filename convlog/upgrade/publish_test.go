@@ -340,7 +340,7 @@ func TestPublishChildChanged(t *testing.T) {
 func TestPublishFailures(t *testing.T) {
 	dir := t.TempDir()
 	v4 := writeLog(t, dir, "a.v4.jsonl", `{"type":"session","version":4,"id":"a","createdAt":1,"isSeeded":false,"delegationDepth":0}`)
-	if _, err := Publish(v4, PublishOptions{}); !errors.Is(err, ErrAlreadyCurrent) {
+	if _, err := Publish(v4, PublishOptions{}); err == nil || err.Error() != v4+": log is already at the current format version (v4)" {
 		t.Fatal(err)
 	}
 	bad := writeLog(t, dir, "b.v3.jsonl", v3Log().start(1, 1).add("request/header", `{"header":{"tools":[{"deferLoading":true}]},"reason":"initial"}`).lines...)
