@@ -57,15 +57,6 @@ func (o *object) remove(key string) bool {
 	return true
 }
 
-// encode appends the object, compact.
-func (o *object) encode(dst []byte) []byte {
-	n := len(o.m) - 1
-	if n < 0 {
-		return append(dst, "{}"...)
-	}
-	return o.encodeAfter(append(o.encodeBefore(dst, n), o.m[n].Value...), n)
-}
-
 // encodeBefore and encodeAfter are encode split around member i's value.
 func (o *object) encodeBefore(dst []byte, i int) []byte {
 	dst = append(dst, '{')
@@ -99,24 +90,17 @@ func appendKey(dst []byte, m member) []byte {
 	return append(dst, ':')
 }
 
+// bytes encodes the object, compact.
 func (o *object) bytes() []byte {
 	n := 2
 	for _, m := range o.m {
 		n += len(m.RawKey) + len(m.Key) + 4 + len(m.Value)
 	}
-	return o.encode(make([]byte, 0, n))
-}
-
-// encodeArray appends a JSON array of raw elements.
-func encodeArray(dst []byte, elems [][]byte) []byte {
-	dst = append(dst, '[')
-	for i, e := range elems {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, e...)
+	last := len(o.m) - 1
+	if last < 0 {
+		return []byte("{}")
 	}
-	return append(dst, ']')
+	return o.encodeAfter(append(o.encodeBefore(make([]byte, 0, n), last), o.m[last].Value...), last)
 }
 
 // isStr, isObj and isArr report the kind of a raw value.

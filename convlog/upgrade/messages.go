@@ -97,7 +97,14 @@ func mapArray(arr []byte, notArray func() error, fn func(i int, el []byte) ([]by
 	case elems == nil:
 		return nil, nil
 	}
-	return encodeArray(make([]byte, 0, len(arr)+16), elems), nil
+	out := append(make([]byte, 0, len(arr)+16), '[')
+	for i, e := range elems {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, e...)
+	}
+	return append(out, ']'), nil
 }
 
 // checkContentKinds refuses a block of a kind not of versions 2 and 3
