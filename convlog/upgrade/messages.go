@@ -3,7 +3,6 @@ package upgrade
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/convkit/convkit/internal/rawjson"
 )
@@ -389,8 +388,3 @@ func appendOthers(out []byte, o *object, prefix string, known ...string) []byte 
 	}
 	return out
 }
-
-// hasGeneratedIDPrefix: id could collide with the ids v2→v3 generates.
-func hasGeneratedIDPrefix(id string) bool { return strings.HasPrefix(id, systemIDPrefix) }
-
-const systemIDPrefix = "v2-to-v3-system-"

@@ -162,10 +162,10 @@ func FromReader(src *convlog.Reader, path string, opts Options) (*Reader, error)
 	if h.Version <= 2 {
 		r.stages = append(r.stages, &v2v3{info: r.info, head: -1, sourceCut: -1, foreignDelivery: -1})
 	}
-	v4 := newV3V4(r.info, opts.Children)
 	r.room = &lineRoom{}
-	v4.room = r.room
-	r.stages = append(r.stages, v4)
+	children := slices.Clone(opts.Children)
+	slices.SortStableFunc(children, byCreation)
+	r.stages = append(r.stages, &v3v4{info: r.info, children: children, time: h.CreatedAt, foreign: -1, srcCut: -1, room: r.room})
 	r.header = upgradeHeader(h)
 	return r, nil
 }

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"strings"
 
 	"github.com/convkit/convkit/internal/rawjson"
 )
+
+// systemIDPrefix begins the ids of the system messages v2→v3 generates.
+const systemIDPrefix = "v2-to-v3-system-"
 
 // v2v3 is the v2→v3 step (docs/UPGRADE.md, "v2 → v3").
 type v2v3 struct {
@@ -112,7 +116,7 @@ func (s *v2v3) transform(e *event) ([]*event, error) {
 func (s *v2v3) admit(e *event) error {
 	label := "format v2 " + e.typ + " at seq " + itoa(e.seq) + " data"
 	err := rewriteMessages(e, func(msg []byte) ([]byte, error) {
-		if id, ok := rawjson.String(rawjson.Get(msg, "id")); ok && hasGeneratedIDPrefix(id) {
+		if id, ok := rawjson.String(rawjson.Get(msg, "id")); ok && strings.HasPrefix(id, systemIDPrefix) {
 			return nil, refusal("source message id %s collides with a generated system message id", jsonString(id))
 		}
 		return nil, checkContentKinds(rawjson.Get(msg, "content"), label+".content")

@@ -2,9 +2,9 @@ package upgrade
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
-	"sort"
 	"unicode/utf16"
 
 	"github.com/convkit/convkit/internal/rawjson"
@@ -27,20 +27,11 @@ type v3v4 struct {
 	room     *lineRoom // where lifted data is written
 }
 
-func newV3V4(info srcInfo, children []ChildFact) *v3v4 {
-	c := append([]ChildFact(nil), children...)
-	sort.SliceStable(c, func(i, j int) bool {
-		if c[i].ChildCreatedAt != c[j].ChildCreatedAt {
-			return c[i].ChildCreatedAt < c[j].ChildCreatedAt
-		}
-		return lessUTF16(c[i].ChildID, c[j].ChildID)
-	})
-	return &v3v4{info: info, children: c, time: info.createdAt, foreign: -1, srcCut: -1}
-}
-
-// lessUTF16 orders strings by UTF-16 code units, as JavaScript does.
-func lessUTF16(a, b string) bool {
-	return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b))) < 0
+// byCreation orders children by creation, then by id in UTF-16 code units,
+// as JavaScript compares strings.
+func byCreation(a, b ChildFact) int {
+	return cmp.Or(cmp.Compare(a.ChildCreatedAt, b.ChildCreatedAt),
+		slices.Compare(utf16.Encode([]rune(a.ChildID)), utf16.Encode([]rune(b.ChildID))))
 }
 
 func (s *v3v4) transform(e *event) ([]*event, error) {
