@@ -37,7 +37,7 @@ func (e *SourceChangedError) Error() string {
 
 func (e *SourceChangedError) Unwrap() error { return ErrSourceChanged }
 
-// PublishOptions tune Publish.
+// PublishOptions tune Stage.
 type PublishOptions struct {
 	// Compression of the successor; nil keeps the source's.
 	Compression *convlog.Compression
@@ -60,10 +60,9 @@ type PublishOptions struct {
 }
 
 // Publications records the successors a batch published, with the
-// identities of source and successor; safe for concurrent use.
+// identities of source and successor, by source path; safe for concurrent use.
 type Publications struct {
-	mu sync.Mutex
-	m  map[string]publication
+	m sync.Map
 }
 
 type publication struct {
@@ -76,16 +75,10 @@ type publication struct {
 
 // linking records, before the link, that the staged file becomes pub.dstPath.
 func (p *Publications) linking(srcPath string, pub publication) {
-	if p == nil {
-		return
+	if p != nil {
+		pub.linking = true
+		p.m.Store(srcPath, pub)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.m == nil {
-		p.m = map[string]publication{}
-	}
-	pub.linking = true
-	p.m[srcPath] = pub
 }
 
 // linked settles what linking recorded: forgotten when the link failed, else
@@ -94,18 +87,17 @@ func (p *Publications) linked(srcPath string, ok bool) {
 	if p == nil {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pub := p.m[srcPath]
+	v, _ := p.m.Load(srcPath)
+	pub, _ := v.(publication)
 	dst, err := statIdentity(pub.dstPath)
 	if !ok || err != nil {
-		delete(p.m, srcPath)
+		p.m.Delete(srcPath)
 		return
 	}
 	staged := pub.dst
 	if staged.ctime = dst.ctime; staged == dst {
 		pub.dst, pub.linking = dst, false
-		p.m[srcPath] = pub
+		p.m.Store(srcPath, pub)
 	}
 }
 
@@ -115,9 +107,8 @@ func (p *Publications) explains(a, b ChildFact) bool {
 	if p == nil || a.ChildID != b.ChildID {
 		return false
 	}
-	p.mu.Lock()
-	pub, ok := p.m[a.SourcePath]
-	p.mu.Unlock()
+	v, ok := p.m.Load(a.SourcePath)
+	pub, _ := v.(publication)
 	if !ok || pub.dstPath != b.SourcePath || pub.src != a.file || pub.id != b.ChildID {
 		return false
 	}
