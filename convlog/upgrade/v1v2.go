@@ -105,21 +105,19 @@ func (s *v1v2) transform(e *event) ([]*event, error) {
 		if g := s.groups[gkey{turn, step}]; ok1 && ok2 && g != nil {
 			s.resolve(g, false)
 		}
-		s.enqueue(e, e.seq)
 	case "turn/end":
 		if turn, ok := count(rawjson.Get(e.data, "turn")); ok {
 			s.resolveTurn(turn)
 		}
-		s.enqueue(e, e.seq)
 	case "turn/start", "step/start":
 		// What is still open is an attempt: at most a step is held back.
 		s.resolveTurn(-1)
-		s.enqueue(e, e.seq)
-	default:
-		s.enqueue(e, e.seq)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if e.typ != "assistant/chunk" { // consumed
+		s.enqueue(e, e.seq)
 	}
 	return s.out, s.flush()
 }
@@ -209,7 +207,6 @@ func (s *v1v2) message(e *event) error {
 	e.sources = nil
 	d.set("stream", stream)
 	e.data = d.bytes()
-	s.enqueue(e, e.seq)
 	return nil
 }
 
