@@ -65,14 +65,10 @@ func (s *v3v4) transform(e *event) ([]*event, error) {
 		if !e.ignorable {
 			return nil, refusal("format v3 contains unknown event type %s at seq %d", jsonString(e.typ), e.seq)
 		}
-		// Unknown ignorable events stay opaque: only their seq moves.
+		// Unknown ignorable events stay opaque: only their seq moves (rewrite
+		// knows no plugin: type).
 		e.typ = "plugin:" + e.typ
-		s.m.add(e.seq, target)
-		e.seq = target
-		s.out = append(s.out, e)
-		return s.out, nil
-	}
-	if target != e.seq {
+	} else if target != e.seq {
 		if err := remapRefs(e, &s.m, func(ref int64) error {
 			return corrupt("V3 reference must name an earlier source event")
 		}); err != nil {
