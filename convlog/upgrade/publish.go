@@ -493,17 +493,7 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 	room := r.room
 	if room != nil {
 		room.grow = func(n int) []byte {
-			if job.plain == nil {
-				job.plain = fw.chunk()
-			}
 			job.plain = fw.grow(job.plain, n)
-			if cap(job.plain)-len(job.plain) < n {
-				// As append grows it: slices.Grow would clear n zeros too.
-				b := make([]byte, len(job.plain), max(len(job.plain)+n, cap(job.plain)+cap(job.plain)/4))
-				copy(b, job.plain)
-				fw.recycle(job.plain)
-				job.plain = b
-			}
 			return job.plain
 		}
 		defer func() { room.grow = nil }()
@@ -528,13 +518,7 @@ func writeStage(f *os.File, r *Reader, comp convlog.Compression) (*staged, error
 			}
 		}
 		if !inPlace {
-			if job.plain == nil {
-				// Only for a frame that gets lines: a chunk is a megabyte.
-				job.plain = fw.chunk()
-			}
-			// A long line takes a spare chunk with room, if any.
-			job.plain = fw.grow(job.plain, eventSize(ev)+1)
-			job.plain = ev.AppendJSON(job.plain)
+			job.plain = ev.AppendJSON(fw.grow(job.plain, eventSize(ev)+1))
 		}
 		job.plain = append(job.plain, '\n')
 		job.events++
@@ -907,15 +891,22 @@ func (s *spareBufs) put(b []byte) []byte {
 	return b
 }
 
-// grow returns chunk with room for n more bytes if it or a spare has it
-// (the spare holding its bytes), else chunk.
+// grow returns chunk with room for n more bytes: a chunk is taken only for
+// a frame that gets lines (it is a megabyte), and a long line moves to a
+// spare with room if any (the spare holding its bytes), else grows.
 func (fw *frameWriter) grow(chunk []byte, n int) []byte {
+	if chunk == nil {
+		if chunk = fw.spare.get(0); chunk == nil {
+			chunk = getChunk()
+		}
+	}
 	if cap(chunk)-len(chunk) >= n {
 		return chunk
 	}
 	b := fw.spare.get(len(chunk) + n)
 	if b == nil {
-		return chunk
+		// As append grows it: slices.Grow would clear n zeros too.
+		b = make([]byte, 0, max(len(chunk)+n, cap(chunk)+cap(chunk)/4))
 	}
 	b = append(b, chunk...)
 	fw.recycle(chunk)
@@ -936,14 +927,6 @@ func (fw *frameWriter) add(j *frameJob) error {
 	fw.order <- j
 	fw.work <- j
 	return nil
-}
-
-// chunk returns an empty chunk for the next frame.
-func (fw *frameWriter) chunk() []byte {
-	if b := fw.spare.get(0); b != nil {
-		return b
-	}
-	return getChunk()
 }
 
 // close waits for the queued frames to be written; it returns the first error.
