@@ -46,7 +46,3 @@ func (r *Reader) tornAtAligned() {
 	r.carry = r.carry[:0]
 	r.done = true
 }
-
-// recoveredFrom is the plain offset where the lines a writer rewrites
-// begin: those of the frames after the committed prefix.
-func (r *Reader) recoveredFrom() int64 { return r.aligned.plain }

@@ -215,44 +215,44 @@ func (p *Prefix) recover(src io.ReaderAt, size int64, path string) {
 		return
 	}
 	defer r.Close()
-	// The lines after the last frame start between two lines, counted
-	// again from each such start (the header among them when none).
-	h := xxhash.New()
-	var lines, n int64
-	add := func(raw []byte) {
-		h.Write(raw)
-		h.Write([]byte{'\n'})
-		lines++
-		n += int64(len(raw)) + 1
-	}
-	from := r.aligned.plain
-	add(r.Header().Raw)
-	for e, err := range r.Events() {
+	for _, err := range r.Events() {
 		if err != nil {
 			return
 		}
-		if r.aligned.plain != from {
-			from, lines, n = r.aligned.plain, 0, 0
-			h.Reset()
-		}
-		add(e.Raw)
 	}
-	if r.aligned.plain != from {
-		lines, n = 0, 0 // a last frame start between two lines, and no complete line after it
-	}
-	st := r.Stats()
-	if !st.TornTail {
+	rp := r.prefix()
+	if !rp.Torn {
 		return // every line complete, as the structure said
 	}
-	if st.RecoveredLines != lines {
-		return // not what a reader returns: the structure's answer stands
+	if rp.RecoveredBytes > 0 {
+		// The sum lets a copy see the lines change under it.
+		h := xxhash.New()
+		d, in, err := rp.decodeTail(src)
+		if err != nil {
+			return
+		}
+		n, err := io.Copy(h, in)
+		d.Close()
+		if err != nil || n != rp.RecoveredBytes {
+			return
+		}
+		rp.sum = h.Sum64()
 	}
-	p.Bytes, p.Torn = st.CommittedBytes, true
-	if lines == 0 {
-		p.RecoveredLines, p.RecoveredBytes = 0, 0
-		return
+	*p = rp
+}
+
+// decodeTail decodes the recovered lines: the complete frames after Bytes,
+// then the torn frame's complete blocks, cut at RecoveredBytes.
+func (p Prefix) decodeTail(src io.ReaderAt) (*zstd.Decoder, io.Reader, error) {
+	var in io.Reader = io.NewSectionReader(src, p.Bytes, p.end-p.Bytes)
+	if p.torn.Torn {
+		in = io.MultiReader(in, p.torn.decodable(src))
 	}
-	p.RecoveredLines, p.RecoveredBytes, p.sum = lines, n, h.Sum64()
+	d, err := zstd.NewReader(in, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxWindow))
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, io.LimitReader(d, p.RecoveredBytes), nil
 }
 
 // Reader returns the copy of the committed prefix of the log in src: its
@@ -302,21 +302,11 @@ func (t *tailReader) fill() error {
 		return fmt.Errorf("the torn final frame at byte %d changed while the log was copied", t.p.torn.Offset)
 	}
 	if t.fw == nil {
-		// The complete frames after the committed prefix, then the torn
-		// frame's complete blocks.
-		var in io.Reader = io.NewSectionReader(t.src, t.p.Bytes, t.p.end-t.p.Bytes)
-		if t.p.Torn && t.p.torn.lastBlock >= 0 {
-			blocks, ok := t.p.torn.completeBlocks(t.src)
-			if !ok {
-				return changed()
-			}
-			in = io.MultiReader(in, blocks)
-		}
-		d, err := zstd.NewReader(in, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxWindow))
+		d, in, err := t.p.decodeTail(t.src)
 		if err != nil {
 			return changed()
 		}
-		t.dec, t.in = d, io.LimitReader(d, t.p.RecoveredBytes)
+		t.dec, t.in = d, in
 		if t.fw, err = newRawFrameWriter(&t.out, t.p.RecoveredBytes); err != nil {
 			return err
 		}
@@ -352,13 +342,25 @@ func (t *tailReader) release() {
 // ReadPrefix is what CommittedPrefix would find, for a reader whose strict
 // read reached io.EOF with the whole file committed; ok is false otherwise.
 func (r *Reader) ReadPrefix() (p Prefix, ok bool) {
-	s := r.Stats()
-	if !r.done || r.stopped || s.TornTail || s.RecoveredLines > 0 || s.CommittedBytes != s.FileBytes || s.FileBytes == 0 {
+	p = r.prefix()
+	if !r.done || r.stopped || p.Torn || p.Bytes == 0 {
 		return Prefix{}, false
 	}
-	p = Prefix{Bytes: s.FileBytes}
-	if r.comp == Zstd {
-		p.end = s.FileBytes // as zstdPrefix sets it
-	}
 	return p, true
+}
+
+// prefix is the committed prefix a strict read to io.EOF found.
+func (r *Reader) prefix() Prefix {
+	s := r.Stats()
+	p := Prefix{Bytes: s.CommittedBytes, Torn: s.TornTail}
+	if r.comp == Zstd {
+		p.end = s.FileBytes
+		if s.TornTail {
+			p.RecoveredLines, p.RecoveredBytes = s.RecoveredLines, r.plainOff-r.aligned.plain
+		}
+		if r.frame.Torn {
+			p.torn, p.end = r.frame, r.frame.Offset
+		}
+	}
+	return p
 }

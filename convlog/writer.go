@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -156,9 +157,6 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 		return nil, fmt.Errorf("%s: log is format v%d; it must be upgraded to v%d before appending", path, v, CurrentVersion)
 	}
 	w := newWriter(path, r.Compression(), r.Header())
-	// The lines after the last frame start between two lines: should the
-	// tail be torn, a first append rewrites them as a fresh frame.
-	from, overflow, recoveredLines := int64(-1), false, int64(0)
 	for ev, err := range r.Events() {
 		if err != nil {
 			return nil, err
@@ -169,45 +167,34 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 		if opts.Observe != nil {
 			opts.Observe(ev)
 		}
-		if r.comp == Zstd {
-			if f := r.recoveredFrom(); f != from {
-				from, overflow, w.recovered, recoveredLines = f, false, w.recovered[:0], 0
-			}
-			recoveredLines++
-			if len(w.recovered) < maxRecoveredBytes {
-				w.recovered = ev.AppendJSON(w.recovered)
-				w.recovered = append(w.recovered, '\n')
-			} else {
-				overflow = true
-			}
-		}
 		w.nextSeq = ev.Seq + 1
 	}
-	st := r.Stats()
-	if r.comp == Zstd && r.recoveredFrom() != from {
-		// A frame started after the last complete line (a torn frame
-		// with no complete line, or nothing but its first bytes): the
-		// lines kept are committed already, before CommittedBytes.
-		w.recovered, overflow, recoveredLines = nil, false, 0
-	}
-	if !st.TornTail {
-		w.recovered = nil
-	} else if r.comp == Zstd {
-		if r.recoveredFrom() == 0 {
-			w.recoverHeader = true
-			recoveredLines++ // the header line is one of the reader's
+	p := r.prefix()
+	if p.RecoveredBytes > 0 {
+		// The lines after the last frame start between two lines, the
+		// header among them when the cut comes before its end.
+		w.recoverHeader = p.Bytes == 0
+		skip := int64(0)
+		if w.recoverHeader {
+			skip = int64(len(w.header.Raw)) + 1
 		}
-		if recoveredLines != st.RecoveredLines {
-			// Rewriting other lines than the ones cut would lose
-			// events or write them twice.
-			return nil, fmt.Errorf("%s: the torn tail at byte %d leaves %d complete lines to rewrite where the reader recovered %d; this build cannot append to it", path, st.CommittedBytes, recoveredLines, st.RecoveredLines)
+		if p.RecoveredBytes-skip > maxRecoveredBytes {
+			return nil, fmt.Errorf("%s: the torn tail follows more than %d bytes of lines in frames that do not end between two lines (not the canonical framing); this build cannot append to it", path, maxRecoveredBytes)
 		}
+		d, in, err := p.decodeTail(f)
+		if err != nil {
+			return nil, err
+		}
+		w.recovered = make([]byte, p.RecoveredBytes)
+		_, err = io.ReadFull(in, w.recovered)
+		d.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: the lines recovered from the torn tail at byte %d do not decode again: %w", path, p.Bytes, err)
+		}
+		w.recovered = w.recovered[skip:]
 	}
-	if st.TornTail && overflow {
-		return nil, fmt.Errorf("%s: the torn tail follows more than %d bytes of lines in frames that do not end between two lines (not the canonical framing); this build cannot append to it", path, maxRecoveredBytes)
-	}
-	// CommittedBytes is FileBytes when the tail is not torn.
-	w.size, w.torn, w.tornAt = st.CommittedBytes, st.TornTail, st.CommittedBytes
+	// Bytes is the file's size when the tail is not torn.
+	w.size, w.torn, w.tornAt = p.Bytes, p.Torn, p.Bytes
 	w.f, keep = f, true
 	return w, nil
 }
