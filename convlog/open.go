@@ -10,37 +10,11 @@ import (
 	"github.com/convkit/convkit/internal/durable"
 )
 
-// File is a log file opened for reading the one way convkit opens a log:
-// never through a symbolic link, never blocking (a FIFO in its place does
-// not wait for a writer), and only a regular file, checked on the opened
-// descriptor. A File is an io.ReaderAt of Size bytes.
-type File struct {
-	f     *rawFile
-	size  int64
-	mtime time.Time
-}
-
-// OpenFile opens the log file at path. A symbolic link, a FIFO, a socket,
-// a device or a directory is refused with a *FormatError naming it (it
-// wraps durable.ErrSymlink or durable.ErrNotRegular, and ErrCorrupt); a
-// missing file gives an error wrapping fs.ErrNotExist.
-func OpenFile(path string) (*File, error) {
-	f, size, mtime, err := openRaw(path)
-	if err != nil {
-		return nil, err
-	}
-	return &File{f: f, size: size, mtime: mtime}, nil
-}
-
-func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, off) }
-
 // Size is the file's size when it was opened.
 func (f *File) Size() int64 { return f.size }
 
 // ModTime is the file's modification time when it was opened.
 func (f *File) ModTime() time.Time { return f.mtime }
-
-func (f *File) Close() error { return f.f.Close() }
 
 func notRegular(path string, mode fs.FileMode) error {
 	return &FormatError{Path: path, Msg: "not a regular file (" + durable.Kind(mode) + ")", Kind: ErrCorrupt, cause: durable.ErrNotRegular}

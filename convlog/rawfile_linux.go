@@ -9,20 +9,27 @@ import (
 	"github.com/convkit/convkit/internal/durable"
 )
 
-// rawFile is a log opened for reading without the os.File machinery: on
-// Linux os.Open tries to register every file with the network poller (four
-// fcntl calls and a failing epoll_ctl for a regular file) and sets a
-// finalizer, which cost more than reading the typical 4 KB log. Reads are
-// plain preads.
-type rawFile struct {
-	fd   int
-	path string
+// File is a log file open for reading: an io.ReaderAt of Size bytes, read
+// by plain preads, not through os.File, whose open registers every file
+// with the network poller (four fcntl calls and a failing epoll_ctl) and
+// sets a finalizer, which cost more than reading a 4 KB log.
+type File struct {
+	fd    int
+	path  string
+	size  int64
+	mtime time.Time
 }
 
-// openRaw opens path as OpenFile describes: O_NOFOLLOW, O_NONBLOCK, the
-// descriptor checked to be a regular file.
-func openRaw(path string) (f *rawFile, size int64, mtime time.Time, err error) {
+// OpenFile opens the log file at path the one way convkit opens a log:
+// never through a symbolic link, never blocking (a FIFO in its place does
+// not wait for a writer), and only a regular file, checked on the opened
+// descriptor. A symbolic link, a FIFO, a socket, a device or a directory
+// is refused with a *FormatError naming it (it wraps durable.ErrSymlink or
+// durable.ErrNotRegular, and ErrCorrupt); a missing file gives an error
+// wrapping fs.ErrNotExist.
+func OpenFile(path string) (*File, error) {
 	var fd int
+	var err error
 	for {
 		fd, err = syscall.Open(path, syscall.O_RDONLY|durable.NoFollowFlags, 0)
 		if err != syscall.EINTR {
@@ -30,9 +37,9 @@ func openRaw(path string) (f *rawFile, size int64, mtime time.Time, err error) {
 		}
 	}
 	if err != nil {
-		return nil, 0, time.Time{}, openError(path, err, fs.FileMode(0))
+		return nil, openError(path, err, fs.FileMode(0))
 	}
-	f = &rawFile{fd: fd, path: path}
+	f := &File{fd: fd, path: path}
 	var st syscall.Stat_t
 	for {
 		err = syscall.Fstat(fd, &st)
@@ -42,7 +49,7 @@ func openRaw(path string) (f *rawFile, size int64, mtime time.Time, err error) {
 	}
 	if err != nil {
 		f.Close()
-		return nil, 0, time.Time{}, &fs.PathError{Op: "fstat", Path: path, Err: err}
+		return nil, &fs.PathError{Op: "fstat", Path: path, Err: err}
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		f.Close()
@@ -50,9 +57,10 @@ func openRaw(path string) (f *rawFile, size int64, mtime time.Time, err error) {
 		if !ok {
 			mode = fs.ModeIrregular
 		}
-		return nil, 0, time.Time{}, notRegular(path, mode)
+		return nil, notRegular(path, mode)
 	}
-	return f, st.Size, time.Unix(st.Mtim.Unix()), nil
+	f.size, f.mtime = st.Size, time.Unix(st.Mtim.Unix())
+	return f, nil
 }
 
 // fileTypes are the fs.FileMode type bits of a stat mode's file types.
@@ -60,7 +68,7 @@ var fileTypes = map[uint32]fs.FileMode{syscall.S_IFDIR: fs.ModeDir, syscall.S_IF
 	syscall.S_IFSOCK: fs.ModeSocket, syscall.S_IFCHR: fs.ModeDevice | fs.ModeCharDevice, syscall.S_IFBLK: fs.ModeDevice,
 	syscall.S_IFLNK: fs.ModeSymlink}
 
-func (f *rawFile) ReadAt(p []byte, off int64) (int, error) {
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	n := 0
 	for n < len(p) {
 		m, err := syscall.Pread(f.fd, p[n:], off+int64(n))
@@ -78,7 +86,7 @@ func (f *rawFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // Close closes the file once.
-func (f *rawFile) Close() error {
+func (f *File) Close() error {
 	if f.fd < 0 {
 		return nil
 	}

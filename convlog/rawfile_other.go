@@ -11,11 +11,15 @@ import (
 	"github.com/convkit/convkit/internal/durable"
 )
 
-// rawFile is an os.File elsewhere; see rawfile_linux.go.
-type rawFile = os.File
+// File is an os.File elsewhere; see rawfile_linux.go.
+type File struct {
+	f     *os.File
+	size  int64
+	mtime time.Time
+}
 
-func openRaw(path string) (f *rawFile, size int64, mtime time.Time, err error) {
-	f, err = durable.OpenRegular(path, os.O_RDONLY)
+func OpenFile(path string) (*File, error) {
+	f, err := durable.OpenRegular(path, os.O_RDONLY)
 	if err != nil {
 		var mode fs.FileMode
 		if errors.Is(err, durable.ErrNotRegular) {
@@ -23,12 +27,16 @@ func openRaw(path string) (f *rawFile, size int64, mtime time.Time, err error) {
 				mode = fi.Mode()
 			}
 		}
-		return nil, 0, time.Time{}, openError(path, err, mode)
+		return nil, openError(path, err, mode)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, 0, time.Time{}, err
+		return nil, err
 	}
-	return f, fi.Size(), fi.ModTime(), nil
+	return &File{f: f, size: fi.Size(), mtime: fi.ModTime()}, nil
 }
+
+func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, off) }
+
+func (f *File) Close() error { return f.f.Close() }

@@ -193,10 +193,11 @@ var decoderPool = sync.Pool{New: func() any {
 // Open opens a log file read-only, as OpenFile does, and reads it as
 // NewReader would.
 func Open(path string, opts ReaderOptions) (*Reader, error) {
-	f, size, mtime, err := openRaw(path)
+	f, err := OpenFile(path)
 	if err != nil {
 		return nil, err
 	}
+	size, mtime := f.size, f.mtime
 	// A small log is read whole and the file closed at once: most logs are
 	// a few kilobytes.
 	if size <= wholeFileBytes {
