@@ -174,20 +174,13 @@ func (s *FrameScanner) next() (Frame, error) {
 	if err == errShort {
 		// A torn frame starts with a prefix of the magic; other short
 		// trailing bytes are foreign.
-		var magic, rest [4]byte
-		binary.LittleEndian.PutUint32(magic[:], zstdMagic)
-		n := int(min(s.size-p, 4))
-		if s.mem != nil {
-			copy(rest[:n], s.mem[p:])
-		} else if m, rerr := s.r.ReadAt(rest[:n], p); m < n && rerr != nil && rerr != io.EOF {
-			return Frame{}, rerr
-		} else if m < n {
-			return torn() // the file shrank under the scan
-		}
-		if !bytes.Equal(rest[:n], magic[:n]) {
+		n := int(s.size - p)
+		if rest, err := s.read(p, n); err == nil && !bytes.Equal(rest, binary.LittleEndian.AppendUint32(nil, zstdMagic)[:n]) {
 			return bad(p, "invalid frame magic: %d trailing bytes do not start a zstd frame", n)
+		} else if err != nil && err != errShort {
+			return Frame{}, err
 		}
-		return torn()
+		return torn() // errShort: the file shrank under the scan
 	} else if err != nil {
 		return Frame{}, err
 	}
@@ -237,27 +230,13 @@ func (s *FrameScanner) next() (Frame, error) {
 		}
 		f.window = int64(window)
 	}
-	if dictBytes > 0 {
-		d := b[hdr-fcsBytes-dictBytes : hdr-fcsBytes]
-		var id uint32
-		for k := dictBytes - 1; k >= 0; k-- {
-			id = id<<8 | uint32(d[k])
-		}
-		if id != 0 {
-			return bad(p, "frame needs zstd dictionary %d: log frames are written without a dictionary", id)
-		}
+	if id := littleEndian(b[hdr-fcsBytes-dictBytes : hdr-fcsBytes]); id != 0 {
+		return bad(p, "frame needs zstd dictionary %d: log frames are written without a dictionary", id)
 	}
 	if fcsBytes > 0 {
-		fcs := b[hdr-fcsBytes:]
-		switch fcsBytes {
-		case 1:
-			f.ContentSize = int64(fcs[0])
-		case 2:
-			f.ContentSize = int64(binary.LittleEndian.Uint16(fcs)) + 256
-		case 4:
-			f.ContentSize = int64(binary.LittleEndian.Uint32(fcs))
-		case 8:
-			f.ContentSize = int64(binary.LittleEndian.Uint64(fcs) & (1<<63 - 1))
+		f.ContentSize = int64(littleEndian(b[hdr-fcsBytes:]) & (1<<63 - 1))
+		if fcsBytes == 2 {
+			f.ContentSize += 256
 		}
 	}
 	if singleSegment && uint64(f.ContentSize) > maxWindow {
@@ -309,6 +288,14 @@ func (s *FrameScanner) next() (Frame, error) {
 	f.Size = p - f.Offset
 	s.off = p
 	return f, nil
+}
+
+func littleEndian(b []byte) uint64 {
+	var n uint64
+	for k := len(b) - 1; k >= 0; k-- {
+		n = n<<8 | uint64(b[k])
+	}
+	return n
 }
 
 // completeBlocks returns a reader of a well-formed frame of the complete

@@ -226,7 +226,7 @@ func (w *Writer) encode(events []Event) error {
 		e := events[i]
 		e.Seq = w.NextSeq() + int64(i)
 		e.Raw = nil
-		if d := e.Data; len(d) > 0 && (bytes.IndexByte(d, '\n') >= 0 || isJSONSpace(d[0]) || isJSONSpace(d[len(d)-1])) {
+		if d := e.Data; len(d) > 0 && (bytes.IndexByte(d, '\n') >= 0 || len(bytes.Trim(d, " \t\r")) != len(d)) {
 			// A line holds no newline, and a reader hands back data
 			// without the white space around it: store it compact, so
 			// the log reads back and rewrites to the same bytes.
@@ -257,8 +257,6 @@ func (w *Writer) batch() []byte {
 	}
 	return w.buf
 }
-
-func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // Append writes events as one durable batch (Stage, then Flush). The
 // events' Seq and Raw fields are ignored.
