@@ -9,20 +9,15 @@ import (
 )
 
 // A compressed log's text is decoded ahead of the lines being read, on
-// goroutines of the reader's own, so that decoding (about 1.3 GB/s per
-// core) and checking lines (about 1 GB/s) run side by side. A prefetcher
-// owns the frame scanner; it decodes small frames whole, up to
-// prefetchDecoders at once, and hands them to the reader in file order.
-// A frame too large to decode whole (in any log) is streamed, decoded
-// ahead a chunk at a time while the reader checks the chunk before.
+// the reader's own goroutines, so that decoding (about 1.3 GB/s per core)
+// and checking lines (about 1 GB/s) run side by side: small frames whole,
+// a large frame a chunk at a time.
 
-// prefetchFrameBytes bounds a frame the prefetcher decodes whole; the
-// frames migrate writes (1 MiB of lines, and the line that crosses the
-// mark) are mostly within it.
+// prefetchFrameBytes bounds a frame the prefetcher decodes whole: most of
+// migrate's (1 MiB of lines and the line across the mark) are within it.
 const prefetchFrameBytes = 4 << 20
 
-// prefetchMinFile is the size from which a compressed log is prefetched:
-// a log of a few frames gains nothing from a goroutine.
+// prefetchMinFile: a log of a few frames gains nothing from a goroutine.
 const prefetchMinFile = 1 << 20
 
 // prefetchDecoders bounds the frames one reader decodes at once.
@@ -32,14 +27,11 @@ const prefetchDecoders = 2
 type pframe struct {
 	f   Frame
 	err error // from the scanner (io.EOF after the last frame)
-	// whole: in holds the frame's bytes and out its text, or derr why they
-	// did not decode.
+	// whole: in holds the frame's bytes and out its text, or derr why not.
 	whole   bool
 	in, out []byte
 	derr    error
-	// pre: out's lines as the decoder's goroutine parsed them
-	// (preparse.go).
-	pre framePre
+	pre     framePre // out's lines as the decoder's goroutine parsed them
 	// ready is signalled once the frame may be used (decoded, if whole).
 	ready chan struct{}
 }
@@ -83,8 +75,7 @@ func startAhead[T any](all []T, fill func(T) (last bool), wait func()) *ahead[T]
 	return a
 }
 
-// end stops the goroutine if it still runs and waits for it: the buffers,
-// and what fill read from, are the caller's again.
+// end stops the goroutine and waits for it: the buffers are the caller's again.
 func (a *ahead[T]) end() {
 	close(a.stop)
 	<-a.done
@@ -139,8 +130,7 @@ func (pf *pframe) decode(limit int, check bool) {
 	}
 }
 
-// startPrefetch hands the frame scanner to a prefetcher, and the reader's
-// frame buffers with it.
+// startPrefetch hands the frame scanner and frame buffers to a prefetcher.
 func (r *Reader) startPrefetch() {
 	decoders, whole := r.pipe.decoders, r.pipe.wholeBytes
 	bufs := decoders + 1
@@ -191,8 +181,7 @@ func (r *Reader) startPrefetch() {
 	}
 }
 
-// stopPrefetch ends the prefetcher (its scanner is the reader's to
-// release afterwards).
+// stopPrefetch ends the prefetcher; the scanner is the reader's again.
 func (r *Reader) stopPrefetch() {
 	if r.pre == nil {
 		return
@@ -207,12 +196,11 @@ func (r *Reader) stopPrefetch() {
 	r.pre, r.cur = nil, nil
 }
 
-// pframePool holds the frames of finished prefetchers, with their grown
-// buffers, for the next reader; a LowMemory reader neither takes nor gives.
+// pframePool keeps frames with their grown buffers for the next reader
+// (not a LowMemory one's).
 var pframePool sync.Pool
 
-// keepPframeBytes bounds the buffers a frame keeps in the pool: those of
-// frames decoded whole, not of a hostile frame's.
+// keepPframeBytes bounds the buffers a pooled frame keeps: not a hostile frame's.
 const keepPframeBytes = prefetchFrameBytes + 1<<20
 
 // recycle puts pf in the pool unless its buffers grew too large.
@@ -233,8 +221,7 @@ func (pf *pframe) recycle(mem bool) {
 	pframePool.Put(pf)
 }
 
-// nextPrefetched is the next frame from the prefetcher; the frame the
-// reader was on goes back to it, its buffers to be filled again.
+// nextPrefetched is the prefetcher's next frame; the previous one goes back.
 func (r *Reader) nextPrefetched() *pframe {
 	if r.cur != nil {
 		r.cur.in = r.cur.in[:0]
@@ -250,17 +237,15 @@ func (r *Reader) nextPrefetched() *pframe {
 	return pf
 }
 
-// aheadChunkBytes and aheadChunks bound what a stream decodes ahead: a
-// chunk being decoded, one ready and one being read.
+// A stream decodes ahead a chunk being decoded, one ready and one being read.
 const (
 	aheadChunkBytes = 512 << 10
 	aheadChunks     = 3
 )
 
-// streamMinFrame is the least a frame states (or, not stated, is on disk)
-// for it to be decoded ahead: a smaller one is over before a goroutine
-// pays. aheadChunkLen is how much of a chunk is filled at once. Tests
-// lower both, to decode every frame ahead a few bytes at a time.
+// streamMinFrame is the least content (a quarter of it on disk, when not
+// stated) that pays for a goroutine; aheadChunkLen is what a chunk is
+// filled with. Tests lower both.
 var (
 	streamMinFrame int64 = 4 << 20
 	aheadChunkLen        = aheadChunkBytes
@@ -280,8 +265,7 @@ type streamDec struct {
 
 var aheadChunkPool = sync.Pool{New: func() any { return &aheadChunk{buf: make([]byte, aheadChunkBytes)} }}
 
-// useStream reports whether frame f, about to be streamed, is decoded
-// ahead.
+// useStream reports whether streamed frame f is decoded ahead.
 func (r *Reader) useStream(f Frame) bool {
 	if !r.pipe.streamAhead || f.Torn {
 		return false
@@ -307,8 +291,7 @@ func startStream(dec *zstd.Decoder) *streamDec {
 	}, nil)}
 }
 
-// next hands over the next chunk of decoded text, the one before going
-// back to be filled, and the stream's end or error with the last.
+// next hands over the next chunk of decoded text; the one before goes back.
 func (s *streamDec) next() ([]byte, error) {
 	if s.cur != nil {
 		if s.cur.err != nil {
@@ -320,8 +303,7 @@ func (s *streamDec) next() ([]byte, error) {
 	return s.cur.buf[:s.cur.n], s.cur.err
 }
 
-// endStream ends the frame's read-ahead, if any, before the reader uses
-// its decoder or frame input again.
+// endStream ends the frame's read-ahead before the decoder is used again.
 func (r *Reader) endStream() {
 	if r.stream != nil {
 		r.stream.end()

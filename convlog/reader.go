@@ -190,16 +190,14 @@ var decoderPool = sync.Pool{New: func() any {
 	return d
 }}
 
-// Open opens a log file read-only, as OpenFile does, and reads it as
-// NewReader would.
+// Open opens a log file as OpenFile does and reads it as NewReader would.
 func Open(path string, opts ReaderOptions) (*Reader, error) {
 	f, err := OpenFile(path)
 	if err != nil {
 		return nil, err
 	}
 	size, mtime := f.size, f.mtime
-	// A small log is read whole and the file closed at once: most logs are
-	// a few kilobytes.
+	// Most logs are a few kilobytes: read whole, the file closed at once.
 	if size <= wholeFileBytes {
 		whole := wholePool.Get().(*[]byte)
 		buf := (*whole)[:size]
@@ -431,8 +429,7 @@ func (r *Reader) readHeader() error {
 	h.Raw = bytes.Clone(line)
 	r.header = h
 	if r.comp == Zstd && r.frame.Index == 1 && !r.frame.Torn {
-		// More than the header line in frame 1 (the zstd tool's one frame)
-		// is read, and noted.
+		// More than the header line in frame 1 (the zstd tool's) is noted.
 		var err error
 		if r.tpos == len(r.text) && !r.fill() {
 			err = cmp.Or(r.inErr, io.EOF)
@@ -465,8 +462,7 @@ func (r *Reader) Stop() { r.stopped = true }
 // Events); a loop left early leaves the reader at the next event.
 func (r *Reader) Events() iter.Seq2[*Event, error] { return untilEOF(r.next) }
 
-// untilEOF ranges over next's values up to io.EOF; another error is
-// yielded once.
+// untilEOF ranges over next's values up to io.EOF or an error, yielded once.
 func untilEOF[T any](next func() (T, error)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		for {
@@ -506,8 +502,7 @@ func (r *Reader) next() (*Event, error) {
 		}
 		expect := r.nextSeq
 		if r.resync {
-			// The next good row re-anchors the sequence: one bad line is
-			// one problem.
+			// The next good row re-anchors the seq: one bad line, one problem.
 			expect = -1
 		}
 		if r.lineK >= 0 && r.textPre != nil {
@@ -653,8 +648,7 @@ var allDecoder = func() *zstd.Decoder {
 }()
 
 // growBuf returns buf emptied with room for n bytes, a quarter to spare in
-// one it makes: a buffer made to each larger frame's size was most of a
-// store's allocations.
+// one it makes: one made to each larger frame's size was most allocations.
 func growBuf(buf []byte, n int64, limit int) []byte {
 	if n <= int64(cap(buf)) {
 		return buf[:0]
@@ -807,8 +801,7 @@ func (r *Reader) streamFrame(f Frame, in io.Reader) error {
 }
 
 // keepHistBytes bounds the history a LowMemory reader keeps through whole
-// frames: remaking it per large frame was a quarter of a migration's
-// allocations.
+// frames: remaking it was a quarter of a migration's allocations.
 const keepHistBytes = 8 << 20
 
 // keepHistory: r keeps its stream decoder's history through a whole frame.
@@ -816,8 +809,7 @@ func (r *Reader) keepHistory() bool {
 	return r.pipe.lowMemory && r.decWin >= 0 && r.decWin <= keepHistBytes
 }
 
-// sizeHistory makes r.dec's history for keepHistBytes once, by decoding
-// histFrame.
+// sizeHistory sizes r.dec's history for keepHistBytes by decoding histFrame.
 func (r *Reader) sizeHistory() {
 	if err := r.dec.Reset(bytes.NewReader(histFrame)); err == nil {
 		var b [1]byte
