@@ -270,73 +270,61 @@ func (p Prefix) Reader(src io.ReaderAt) io.Reader {
 // tailReader streams the frame of the recovered lines: the torn frame's
 // complete blocks decoded again, cut at the counted bytes, stored.
 type tailReader struct {
-	p    Prefix
-	src  io.ReaderAt
-	dec  *zstd.Decoder
-	in   io.Reader
-	fw   *rawFrameWriter
-	out  bytes.Buffer
-	buf  []byte
-	done bool
-	err  error
+	p   Prefix
+	src io.ReaderAt
+	dec *zstd.Decoder
+	in  io.Reader
+	fw  *rawFrameWriter
+	out bytes.Buffer
+	buf []byte
+	err error
 }
 
 func (t *tailReader) Read(b []byte) (int, error) {
-	for t.out.Len() == 0 {
-		switch {
-		case t.err != nil:
-			return 0, t.err
-		case t.done:
-			return 0, io.EOF
-		}
+	for t.out.Len() == 0 && t.err == nil {
 		t.err = t.fill()
+	}
+	if t.out.Len() == 0 {
+		return 0, t.err
 	}
 	return t.out.Read(b)
 }
 
-// fill decodes the next piece of the recovered lines into out.
+// fill decodes the next piece of the recovered lines into out (io.EOF
+// after the last).
 func (t *tailReader) fill() error {
-	changed := func() error {
-		t.release()
-		t.out.Reset()
-		return fmt.Errorf("the torn final frame at byte %d changed while the log was copied", t.p.torn.Offset)
-	}
 	if t.fw == nil {
 		d, in, err := t.p.decodeTail(t.src)
 		if err != nil {
-			return changed()
+			return t.changed()
 		}
-		t.dec, t.in = d, in
-		if t.fw, err = newRawFrameWriter(&t.out, t.p.RecoveredBytes); err != nil {
-			return err
-		}
-		t.buf = make([]byte, 64<<10)
+		t.dec, t.in, t.buf = d, in, make([]byte, 64<<10)
+		t.fw, _ = newRawFrameWriter(&t.out, t.p.RecoveredBytes) // a bytes.Buffer takes every write
+	} else if t.fw.left == 0 {
+		return io.EOF
 	}
 	n, err := t.in.Read(t.buf)
-	if n > 0 {
-		t.fw.Write(t.buf[:n])
-	}
+	t.fw.Write(t.buf[:n])
 	switch {
 	case t.fw.left == 0:
 		// The checksum is in out, not yet handed on: the copy ends only
 		// if the lines are the ones counted.
+		t.dec.Close()
 		if t.fw.h.Sum64() != t.p.sum {
-			return changed()
+			return t.changed()
 		}
-		t.done = true
-		t.release()
 	case err != nil:
-		// The decode ended or failed before the counted bytes.
-		return changed()
+		return t.changed() // the decode ended or failed before the counted bytes
 	}
 	return nil
 }
 
-func (t *tailReader) release() {
+func (t *tailReader) changed() error {
 	if t.dec != nil {
 		t.dec.Close()
-		t.dec = nil
 	}
+	t.out.Reset()
+	return fmt.Errorf("the torn final frame at byte %d changed while the log was copied", t.p.torn.Offset)
 }
 
 // ReadPrefix is what CommittedPrefix would find, for a reader whose strict
