@@ -1,7 +1,9 @@
 package convlog
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 
 	"github.com/cespare/xxhash/v2"
@@ -26,17 +28,10 @@ const rawFrameHeaderLen = 4 + 1 + 1 + 8
 // AppendRawFrame appends to dst the raw frame holding content (at least one
 // byte) verbatim, as a deduplicating copier needs of compressed bytes.
 func AppendRawFrame(dst, content []byte) []byte {
-	w := appendWriter{b: dst}
-	fw, _ := newRawFrameWriter(&w, int64(len(content)))
+	w := bytes.NewBuffer(dst)
+	fw, _ := newRawFrameWriter(w, int64(len(content)))
 	fw.Write(content) // appending to memory never fails
-	return w.b
-}
-
-type appendWriter struct{ b []byte }
-
-func (w *appendWriter) Write(p []byte) (int, error) {
-	w.b = append(w.b, p...)
-	return len(p), nil
+	return w.Bytes()
 }
 
 // rawFrameWriter streams content into a raw frame of a declared length.
@@ -93,8 +88,4 @@ func (f *rawFrameWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-type rawFrameError string
-
-func (e rawFrameError) Error() string { return string(e) }
-
-const errRawFrameFull = rawFrameError("raw frame: more content than declared")
+var errRawFrameFull = errors.New("raw frame: more content than declared")
