@@ -255,6 +255,18 @@ func (p Prefix) decodeTail(src io.ReaderAt) (*zstd.Decoder, io.Reader, error) {
 	return d, io.LimitReader(d, p.RecoveredBytes), nil
 }
 
+// readTail reads the recovered lines into memory.
+func (p Prefix) readTail(src io.ReaderAt) ([]byte, error) {
+	d, in, err := p.decodeTail(src)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	b := make([]byte, p.RecoveredBytes)
+	_, err = io.ReadFull(in, b)
+	return b, err
+}
+
 // Reader returns the copy of the committed prefix of the log in src: its
 // first Bytes bytes, then one raw frame of the recovered lines, Len bytes
 // in all, reading as the same events without a torn tail. If the file

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -181,14 +180,7 @@ func OpenAppend(path string, opts WriterOptions) (*Writer, error) {
 		if p.RecoveredBytes-skip > maxRecoveredBytes {
 			return nil, fmt.Errorf("%s: the torn tail follows more than %d bytes of lines in frames that do not end between two lines (not the canonical framing); this build cannot append to it", path, maxRecoveredBytes)
 		}
-		d, in, err := p.decodeTail(f)
-		if err != nil {
-			return nil, err
-		}
-		w.recovered = make([]byte, p.RecoveredBytes)
-		_, err = io.ReadFull(in, w.recovered)
-		d.Close()
-		if err != nil {
+		if w.recovered, err = p.readTail(f); err != nil {
 			return nil, fmt.Errorf("%s: the lines recovered from the torn tail at byte %d do not decode again: %w", path, p.Bytes, err)
 		}
 		w.recovered = w.recovered[skip:]
