@@ -31,11 +31,11 @@ type streamRun struct {
 	index int
 	time0 int64
 	last  int64 // the time of the run's last member
-	dt    []int64
-	texts []string
-	id    string
-	name  *string
-	chunk []byte // a raw chunk
+	// dt and texts are the run's gaps and pieces, as JSON array elements
+	dt, texts []byte
+	id        string
+	name      *string
+	chunk     []byte // a raw chunk
 }
 
 // Stream is a model call's stream as it arrives: each method takes one
@@ -102,13 +102,16 @@ func (s *Stream) delta(run streamRun, text string) {
 	if n := len(s.runs); n > 0 {
 		r := &s.runs[n-1]
 		if r.typ == run.typ && r.index == run.index && r.id == run.id && (r.name == nil) == (run.name == nil) && (run.name == nil || *r.name == *run.name) {
-			r.dt = append(r.dt, run.time0-r.last)
-			r.texts = append(r.texts, text)
+			if len(r.dt) > 0 {
+				r.dt = append(r.dt, ',')
+			}
+			r.dt = strconv.AppendInt(r.dt, run.time0-r.last, 10)
+			r.texts = rawjson.AppendString(append(r.texts, ','), text)
 			r.last = run.time0
 			return
 		}
 	}
-	run.last, run.dt, run.texts = run.time0, []int64{}, []string{text}
+	run.last, run.texts = run.time0, rawjson.AppendString(nil, text)
 	s.runs = append(s.runs, run)
 }
 
@@ -238,14 +241,7 @@ func (s *Stream) Records() json.RawMessage {
 			d = rawjson.AppendString(append(d, `{"type":`...), r.typ)
 			d = rawjson.AppendInt(append(d, `,"time0":`...), r.time0)
 			d = rawjson.AppendInt(append(d, `,"index":`...), int64(r.index))
-			d = append(d, `,"dt":[`...)
-			for j, v := range r.dt {
-				if j > 0 {
-					d = append(d, ',')
-				}
-				d = strconv.AppendInt(d, v, 10)
-			}
-			d = append(d, ']')
+			d = append(append(append(d, `,"dt":[`...), r.dt...), ']')
 			key := `,"texts":[`
 			if r.typ == "tool-call-chunks" {
 				d = rawjson.AppendString(append(d, `,"id":`...), r.id)
@@ -254,14 +250,7 @@ func (s *Stream) Records() json.RawMessage {
 				}
 				key = `,"args":[`
 			}
-			d = append(d, key...)
-			for j, t := range r.texts {
-				if j > 0 {
-					d = append(d, ',')
-				}
-				d = rawjson.AppendString(d, t)
-			}
-			d = append(d, ']')
+			d = append(append(append(d, key...), r.texts...), ']')
 		}
 		d = append(d, '}')
 	}
