@@ -83,6 +83,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			*s = &termWriter{w: f, line: &e.line}
 		}
 	}
+	out := &resultWriter{w: e.stdout}
+	e.stdout = out
 	app := newApp(e)
 	args, e.inv = normalizeArgs(app, args)
 	if e.inv.missing != "" {
@@ -91,7 +93,25 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return report(stderr, &exitError{err: errors.New("flag needs an argument: " + e.inv.missing), code: exitUsage, command: command}, e.inv.json())
 	}
 	err := app.RunContext(ctx, args)
+	if err == nil {
+		err = out.err
+	}
 	return report(stderr, err, e.g.JSON)
+}
+
+// resultWriter keeps stdout's first write error: results rendered as text
+// ignore it, and a command whose results were lost must not exit 0.
+type resultWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (r *resultWriter) Write(p []byte) (int, error) {
+	n, err := r.w.Write(p)
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	return n, err
 }
 
 func newApp(e *env) *ucli.App {

@@ -515,3 +515,22 @@ func TestBarLeavesLinesAlone(t *testing.T) {
 		t.Errorf("the terminal shows\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// fullWriter fails every write, as stdout on a full disk does.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestLostResultsFail: a command whose text results could not be written
+// must not exit 0, whichever way it renders them.
+func TestLostResultsFail(t *testing.T) {
+	dir := t.TempDir()
+	getenv := func(k string) string { return map[string]string{"CONVKIT_DATA_DIR": dir}[k] }
+	for _, args := range [][]string{{"version"}, {"lock", "status"}, {"--json", "lock", "status"}} {
+		var errOut bytes.Buffer
+		code := Main(context.Background(), append([]string{"convkit"}, args...), strings.NewReader(""), fullWriter{}, &errOut, getenv)
+		if code != exitFailure || !strings.Contains(errOut.String(), "no space left on device") {
+			t.Errorf("%v: code %d, stderr %q; want %d naming the write error", args, code, errOut.String(), exitFailure)
+		}
+	}
+}

@@ -294,6 +294,9 @@ func (w *termWriter) Write(p []byte) (int, error) {
 }
 
 func isTerminal(s any) bool {
+	if r, ok := s.(*resultWriter); ok {
+		s = r.w
+	}
 	if t, ok := s.(*termWriter); ok {
 		s = t.w
 	}
