@@ -190,7 +190,13 @@ func LoadRuntimeConfig(path string) (*RuntimeConfig, error) {
 		return nil, err
 	}
 	c := &RuntimeConfig{Path: path, Agents: map[string]bool{}, Models: map[string]bool{}}
-	for key, names := range map[string]map[string]bool{"agents": c.Agents, "models": c.Models} {
+	// Both tables' shapes are checked before an agent's model, in this order.
+	var badModel error
+	for _, tab := range []struct {
+		key   string
+		names map[string]bool
+	}{{"agents", c.Agents}, {"models", c.Models}} {
+		key, names := tab.key, tab.names
 		v, ok := raw[key]
 		if !ok {
 			continue
@@ -204,13 +210,16 @@ func LoadRuntimeConfig(path string) (*RuntimeConfig, error) {
 			if !ok {
 				return nil, fmt.Errorf("%s: %s.%s must be a table ([%s.%s]), not %T", path, key, name, key, name, t)
 			}
-			if m, ok := tt["model"]; ok && key == "agents" {
+			if m, ok := tt["model"]; ok && key == "agents" && badModel == nil {
 				if _, ok := m.(string); !ok {
-					return nil, fmt.Errorf("%s: agents.%s.model must be a string", path, name)
+					badModel = fmt.Errorf("%s: agents.%s.model must be a string", path, name)
 				}
 			}
 			names[name] = true
 		}
+	}
+	if badModel != nil {
+		return nil, badModel
 	}
 	return c, nil
 }
