@@ -83,8 +83,9 @@ func exitCode(err error) int {
 	return exitFailure
 }
 
-// report prints err to w with its hints (a Hint() string method in its
-// chain; a usage error's --help) and, under --json, an exit_error object.
+// report prints err to w as "convkit: error: <message>", a "convkit: hint:"
+// line for each hint (a Hint() string method in its chain; a usage error's
+// --help) and, under --json, an exit_error object (docs/JSON.md).
 func report(w io.Writer, err error, asJSON bool) int {
 	code := exitCode(err)
 	var ee *exitError

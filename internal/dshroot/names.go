@@ -21,8 +21,11 @@ const (
 
 const maxSlugUnits = 251 // UTF-16 units of the slug a project name keeps
 
-// ProjectDir is the (lossy) project directory name of a session with working
-// directory cwd: NoCwdDir, or "--<slug>--" built per UTF-16 unit.
+// ProjectDir is the project directory name of a session whose header has the
+// working directory cwd: NoCwdDir without one, else "--<slug>--", the slug
+// built per UTF-16 unit ('/', '\' and ':' runs become '-', [A-Za-z0-9._-]
+// stay, others '~' and 4 uppercase hex), leading '-' stripped, "root" when
+// empty, cut to 251 units. The mapping is lossy.
 func ProjectDir(cwd string) string {
 	if cwd == "" {
 		return NoCwdDir
