@@ -11,21 +11,28 @@ import (
 // History is the message sequence a model reads, derived from surface
 // events. Each surface type changes it through its own interpreter.
 type History struct {
-	nodes []historyNode
-	// SkipBodies keeps only the structure (which seqs are on the surface),
-	// so checking a log's surface costs memory per node, not per byte.
-	SkipBodies bool
+	nodes []SurfaceNode
+	// skipBodies keeps only which seqs are on the surface, so that checking
+	// a log's surface costs memory per node, not per byte.
+	skipBodies bool
 
 	members []member
 }
 
-type historyNode struct {
-	seq int64
-	msg *StoredMessage // nil when SkipBodies
-	// hidden nodes (empty model answers) take part in replacement spans but
-	// are left out of Messages.
-	hidden bool
+// SurfaceNode is one node of the current surface: its event's seq, its
+// message (nil when bodies are skipped), and Hidden for an empty answer,
+// which takes part in replacement spans but is left out of Messages.
+type SurfaceNode struct {
+	Seq     int64
+	Message *StoredMessage
+	Hidden  bool
 }
+
+// Surface returns the current surface in order, hidden nodes included.
+func (h *History) Surface() []SurfaceNode { return slices.Clone(h.nodes) }
+
+// Len is the number of nodes on the current surface, hidden ones included.
+func (h *History) Len() int { return len(h.nodes) }
 
 // HistoryMessage is one message of the derived history with the seq of the
 // event that produced it.
@@ -38,8 +45,8 @@ type HistoryMessage struct {
 func (h *History) Messages() []HistoryMessage {
 	out := make([]HistoryMessage, 0, len(h.nodes))
 	for _, n := range h.nodes {
-		if !n.hidden && n.msg != nil {
-			out = append(out, HistoryMessage{Seq: n.seq, Message: *n.msg})
+		if !n.Hidden && n.Message != nil {
+			out = append(out, HistoryMessage{Seq: n.Seq, Message: *n.Message})
 		}
 	}
 	return out
@@ -65,23 +72,22 @@ func (h *History) Apply(e *Event) error {
 			return fmt.Errorf("%s at seq %d: data has no %s", e.Type, e.Seq, termtext.Quote(info.msgPath))
 		}
 	}
-	msg, err := parseStoredMessage(raw, !h.SkipBodies)
+	msg, err := parseStoredMessage(raw, !h.skipBodies)
 	if err != nil {
 		return fmt.Errorf("%s at seq %d: %v", e.Type, e.Seq, err)
 	}
 	return info.interpret(h, e, msg)
 }
 
-// Put carries out a surface event's surfaceOp with msg: append it, or
-// replace the span it names. Interpreters (a plugin's too) call it; hidden
-// keeps the node out of Messages while it still takes part in spans.
-func (h *History) Put(e *Event, msg StoredMessage, hidden bool) error {
-	node := historyNode{seq: e.Seq, hidden: hidden}
-	if !h.SkipBodies {
+// put carries out a surface event's surfaceOp with msg: append it, or
+// replace the span it names.
+func (h *History) put(e *Event, msg StoredMessage, hidden bool) error {
+	node := SurfaceNode{Seq: e.Seq, Hidden: hidden}
+	if !h.skipBodies {
 		// A copy taken here, so that msg itself stays on the stack when
 		// the bodies are skipped (every line of a validation).
 		kept := msg
-		node.msg = &kept
+		node.Message = &kept
 	}
 	if e.SurfaceOp == nil || !e.SurfaceOp.Replace {
 		h.nodes = append(h.nodes, node)
@@ -89,10 +95,10 @@ func (h *History) Put(e *Event, msg StoredMessage, hidden bool) error {
 	}
 	start, end := -1, -1
 	for i, n := range h.nodes {
-		if n.seq == e.SurfaceOp.StartSeq {
+		if n.Seq == e.SurfaceOp.StartSeq {
 			start = i
 		}
-		if n.seq == e.SurfaceOp.EndSeq {
+		if n.Seq == e.SurfaceOp.EndSeq {
 			end = i
 		}
 	}
@@ -100,7 +106,7 @@ func (h *History) Put(e *Event, msg StoredMessage, hidden bool) error {
 		return fmt.Errorf("%s at seq %d replaces %d..%d, which is not a span of the current history",
 			e.Type, e.Seq, e.SurfaceOp.StartSeq, e.SurfaceOp.EndSeq)
 	}
-	nodes := append([]historyNode(nil), h.nodes[:start]...)
+	nodes := append([]SurfaceNode(nil), h.nodes[:start]...)
 	nodes = append(nodes, node)
 	h.nodes = append(nodes, h.nodes[end+1:]...)
 	return nil
@@ -126,7 +132,7 @@ func interpretRole(role string) interpreter {
 		if err := requireRole(e, msg, role); err != nil {
 			return err
 		}
-		return h.Put(e, msg, false)
+		return h.put(e, msg, false)
 	}
 }
 
@@ -136,5 +142,5 @@ func interpretAssistant(h *History, e *Event, msg StoredMessage) error {
 	if err := requireRole(e, msg, "assistant"); err != nil {
 		return err
 	}
-	return h.Put(e, msg, msg.Empty())
+	return h.put(e, msg, msg.Empty())
 }

@@ -300,16 +300,16 @@ func TestReplaceSpanInSurfaceOrder(t *testing.T) {
 	}
 	app := &SurfaceOp{}
 	for seq := int64(0); seq < 5; seq++ {
-		if err := h.Put(&Event{Type: TypeUserMessage, Seq: seq, SurfaceOp: app}, msg(fmt.Sprint("m", seq)), false); err != nil {
+		if err := h.put(&Event{Type: TypeUserMessage, Seq: seq, SurfaceOp: app}, msg(fmt.Sprint("m", seq)), false); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Replace 1..2 with seq 5: the surface is now 0, 5, 3, 4.
-	if err := h.Put(&Event{Type: TypeUserMessage, Seq: 5, SurfaceOp: &SurfaceOp{Replace: true, StartSeq: 1, EndSeq: 2}}, msg("m5"), false); err != nil {
+	if err := h.put(&Event{Type: TypeUserMessage, Seq: 5, SurfaceOp: &SurfaceOp{Replace: true, StartSeq: 1, EndSeq: 2}}, msg("m5"), false); err != nil {
 		t.Fatal(err)
 	}
 	// Replace 5..3 (surface order) with seq 6: the surface is 0, 6, 4.
-	if err := h.Put(&Event{Type: TypeUserMessage, Seq: 6, SurfaceOp: &SurfaceOp{Replace: true, StartSeq: 5, EndSeq: 3}}, msg("m6"), false); err != nil {
+	if err := h.put(&Event{Type: TypeUserMessage, Seq: 6, SurfaceOp: &SurfaceOp{Replace: true, StartSeq: 5, EndSeq: 3}}, msg("m6"), false); err != nil {
 		t.Fatal(err)
 	}
 	var ids []string
@@ -320,7 +320,7 @@ func TestReplaceSpanInSurfaceOrder(t *testing.T) {
 		t.Fatalf("history = %v", ids)
 	}
 	// 4..6 would run backwards in surface order.
-	if err := h.Put(&Event{Type: TypeUserMessage, Seq: 7, SurfaceOp: &SurfaceOp{Replace: true, StartSeq: 4, EndSeq: 6}}, msg("m7"), false); err == nil {
+	if err := h.put(&Event{Type: TypeUserMessage, Seq: 7, SurfaceOp: &SurfaceOp{Replace: true, StartSeq: 4, EndSeq: 6}}, msg("m7"), false); err == nil {
 		t.Fatal("a span running backwards in surface order was accepted")
 	}
 	// The envelope admits such a span when read from a log.

@@ -211,13 +211,13 @@ func (v *Validator) queued(inserted []byte) *problem {
 func (v *Validator) inSpan(seq int64, op *SurfaceOp) bool {
 	in := false
 	for _, n := range v.hist.nodes {
-		if n.seq == op.StartSeq {
+		if n.Seq == op.StartSeq {
 			in = true
 		}
-		if in && n.seq == seq {
+		if in && n.Seq == seq {
 			return true
 		}
-		if n.seq == op.EndSeq {
+		if n.Seq == op.EndSeq {
 			return false
 		}
 	}
@@ -226,13 +226,13 @@ func (v *Validator) inSpan(seq int64, op *SurfaceOp) bool {
 
 // span returns the nodes of the current surface from start to end
 // inclusive; ok false when they are not a span of it.
-func (v *Validator) span(start, end int64) (nodes []historyNode, from int, ok bool) {
+func (v *Validator) span(start, end int64) (nodes []SurfaceNode, from int, ok bool) {
 	i, j := -1, -1
 	for k, n := range v.hist.nodes {
-		if n.seq == start && i < 0 {
+		if n.Seq == start && i < 0 {
 			i = k
 		}
-		if n.seq == end {
+		if n.Seq == end {
 			j = k
 		}
 	}
@@ -263,11 +263,11 @@ func (v *Validator) surfaceRules(e *Event) *problem {
 		return nil // the interpreter names it
 	}
 	if from == 0 && v.rel.head && (e.Type != TypeSystemMessage || len(nodes) != 1) {
-		return hist("replaces the system prompt (seq %d): only a system/message replacing it alone may", nodes[0].seq)
+		return hist("replaces the system prompt (seq %d): only a system/message replacing it alone may", nodes[0].Seq)
 	}
 	for _, n := range nodes {
-		if !slices.Contains(e.SourceEventSeqs, n.seq) {
-			return hist("replaces seq %d without citing it in sourceEventSeqs: a replacement cites every message it replaces", n.seq)
+		if !slices.Contains(e.SourceEventSeqs, n.Seq) {
+			return hist("replaces seq %d without citing it in sourceEventSeqs: a replacement cites every message it replaces", n.Seq)
 		}
 	}
 	return nil
@@ -493,13 +493,13 @@ func (v *Validator) shadowSpan(get func(string) []byte) *problem {
 		return relErr("shadowedRange %d..%d is not a span of the current history", start, end).in("data.shadowedRange")
 	}
 	if from == 0 && v.rel.head {
-		return relErr("a compaction cannot shadow the system prompt (seq %d)", nodes[0].seq).in("data.shadowedRange")
+		return relErr("a compaction cannot shadow the system prompt (seq %d)", nodes[0].Seq).in("data.shadowedRange")
 	}
 	k := 0
 	exact := true
 	for _, s := range elements(get("shadowedSeqs")) {
 		n, _ := rawjson.Int(s)
-		if k >= len(nodes) || nodes[k].seq != n {
+		if k >= len(nodes) || nodes[k].Seq != n {
 			exact = false
 			break
 		}

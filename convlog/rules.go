@@ -101,7 +101,7 @@ type Validator struct {
 // NewValidator returns a validator for the log whose header is h.
 func NewValidator(h *Header) *Validator {
 	v := &Validator{session: h.Type == SessionLog, version: h.Version, seedLen: -1, id: h.ID}
-	v.hist.SkipBodies = true
+	v.hist.skipBodies = true
 	v.path.version, v.path.j, v.rel.j = h.Version, &v.journal, &v.journal
 	switch {
 	case h.Version <= 1 && h.SeedLength != nil:
@@ -407,7 +407,7 @@ type validatorMark struct {
 	path           pathState
 	rel            relScalars
 	nodes          int
-	saved          []historyNode
+	saved          []SurfaceNode
 	inSeed, marker bool
 }
 
@@ -417,7 +417,7 @@ func (v *Validator) mark(events []Event) validatorMark {
 	m := validatorMark{path: v.path, rel: v.rel.relScalars, nodes: len(v.hist.nodes), inSeed: v.inSeed, marker: v.marker}
 	for i := range events {
 		if events[i].SurfaceOp != nil && events[i].SurfaceOp.Replace {
-			m.saved = append([]historyNode(nil), v.hist.nodes...)
+			m.saved = append([]SurfaceNode(nil), v.hist.nodes...)
 			break
 		}
 	}
