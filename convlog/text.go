@@ -36,19 +36,7 @@ func EventMessageText(e *Event, msg []byte) (role, text string) {
 			return "", ""
 		}
 	}
-	r, content := memberValue(ms, "role"), memberValue(ms, "content")
-	if s, ok := rawjson.String(content); ok {
-		return roleOf(r), s
-	}
-	var parts []string
-	for _, block := range elements(content) {
-		if b := readBlock(block); rawjson.StringIs(b.typ, "text") {
-			if t, ok := rawjson.String(b.text); ok && t != "" {
-				parts = append(parts, t)
-			}
-		}
-	}
-	return roleOf(r), strings.Join(parts, "\n")
+	return roleOf(memberValue(ms, "role")), contentText(memberValue(ms, "content"), false)
 }
 
 // ReadableText is a stored message's text as a person reads it (inspect,
@@ -62,13 +50,24 @@ func ReadableText(msg []byte) string {
 	if err != nil {
 		return ""
 	}
-	content := memberValue(ms, "content")
+	return contentText(memberValue(ms, "content"), true)
+}
+
+// contentText is the text of a message's content: its non-empty text
+// blocks, or (readable) every block as ReadableText says.
+func contentText(content []byte, readable bool) string {
 	if s, ok := rawjson.String(content); ok {
 		return s
 	}
 	var parts []string
 	for _, block := range elements(content) {
 		b := readBlock(block)
+		if !readable {
+			if t := b.text; rawjson.StringIs(b.typ, "text") && nonEmptyString(t) {
+				parts = append(parts, str(t))
+			}
+			continue
+		}
 		cut := ""
 		if string(b.interrupted) == "true" {
 			cut = " (interrupted)"
