@@ -62,119 +62,58 @@ func checkBlocks(raw []byte, sl slot, bi *blockInfo) *problem {
 	return nil
 }
 
+// blockShapes are the members of the content block kinds the format
+// defines; another kind is kept as it is.
+var blockShapes = map[string]*shape{
+	"text":      textBlockShape,
+	"reasoning": textBlockShape,
+	"tool-call": {name: "a tool-call block", mustBe: true, fields: []field{f("id", vNonEmpty), f("name", vNonEmpty), f("arguments", vStr)}},
+	"image":     {name: "an image block", fields: []field{fSub("attachment", imageAttachmentShape), o("offloaded", vTrue)}},
+	"file":      {name: "a file block", fields: []field{fSub("attachment", fileAttachmentShape)}},
+	"tool-addition": {name: "a tool-addition block", mustBe: true, fields: []field{f("toolName", vNonEmpty),
+		never("tool", "must be absent: an addition names its tool, defined in the request/header headerSeq names")}},
+	"tool-removal": {name: "a tool-removal block", mustBe: true, fields: []field{f("toolName", vNonEmpty)}},
+}
+
+var textBlockShape = &shape{name: "a text block", mustBe: true, fields: []field{f("text", vStr)}}
+
 // block checks the content block at w.i, walking past it: a non-empty type
-// and the members of the kinds the format defines; another kind is kept as
-// it is, but a tool-result wrapper is refused (v4 has tool/result events).
+// and the members of its kind; a tool-result wrapper is refused (v4 has
+// tool/result events).
 func (w *walk) block(sl slot, bi *blockInfo) *problem {
-	if !w.enterObject() {
-		return mustBe("a content block (an object)", w.value())
+	var buf [8]member
+	obj, ms := w.members(buf[:0])
+	if len(obj) == 0 || obj[0] != '{' {
+		return mustBe("a content block (an object)", obj)
 	}
-	var f blockFields
-	for k, v, ok := w.member(); ok; k, v, ok = w.member() {
-		f.set(k, v)
-	}
-	return f.check(sl, bi)
-}
-
-// blockFields are the members of a content block the checks and the texts
-// read.
-type blockFields struct {
-	typ, text, id, name, args, att, toolName, tool, offloaded, interrupted []byte
-}
-
-// readBlock reads a content block's members (validated JSON).
-func readBlock(blk []byte) (f blockFields) {
-	w := walk{b: blk}
-	if w.enterObject() {
-		for k, v, ok := w.member(); ok; k, v, ok = w.member() {
-			f.set(k, v)
-		}
-	}
-	return f
-}
-
-func (f *blockFields) set(k, v []byte) {
-	switch string(k) {
-	case "type":
-		f.typ = v
-	case "text":
-		f.text = v
-	case "id":
-		f.id = v
-	case "name":
-		f.name = v
-	case "arguments":
-		f.args = v
-	case "attachment":
-		f.att = v
-	case "toolName":
-		f.toolName = v
-	case "tool":
-		f.tool = v
-	case "offloaded":
-		f.offloaded = v
-	case "interrupted":
-		f.interrupted = v
-	}
-}
-
-func (f *blockFields) check(sl slot, bi *blockInfo) *problem {
-	typ, text, id, name, args, att, toolName, tool, offloaded := f.typ, f.text, f.id, f.name, f.args, f.att, f.toolName, f.tool, f.offloaded
+	typ := memberValue(ms, "type")
 	if !nonEmptyString(typ) {
 		if typ == nil {
 			return newProblem("is missing (a content block needs its type)").in(".type")
 		}
 		return mustBe("a non-empty string", typ).in(".type")
 	}
-	switch string(unquoted(typ)) {
-	case "text", "reasoning":
-		if !isString(text) {
-			return mustBe("a string", text).in(".text")
-		}
-	case "tool-call":
-		switch {
-		case !nonEmptyString(id):
-			return mustBe("a non-empty string", id).in(".id")
-		case !nonEmptyString(name):
-			return mustBe("a non-empty string", name).in(".name")
-		case !isString(args):
-			return mustBe("a string (the arguments' JSON text)", args).in(".arguments")
-		}
-		if bi != nil {
-			bi.calls = append(bi.calls, advertised{id: id, name: name, args: args})
-		}
-	case "image":
-		if att == nil {
-			return newProblem("is missing (an image block needs it)").in(".attachment")
-		}
-		if p := imageAttachmentShape.checkObject(att); p != nil {
-			return p.in(".attachment")
-		}
-		if offloaded != nil && string(offloaded) != "true" {
-			return mustBe("exactly true (or absent)", offloaded).in(".offloaded")
-		}
-	case "file":
-		if att == nil {
-			return newProblem("is missing (a file block needs it)").in(".attachment")
-		}
-		if p := fileAttachmentShape.checkObject(att); p != nil {
-			return p.in(".attachment")
-		}
-	case "tool-addition", "tool-removal":
-		if sl != slotDeveloper {
-			return newProblem("%s block in a %s: tool additions and removals belong to developer messages", termtext.Quote(str(typ)), slotName(sl)).in(".type")
-		}
-		if !nonEmptyString(toolName) {
-			return mustBe("a non-empty string", toolName).in(".toolName")
-		}
-		if tool != nil && string(unquoted(typ)) == "tool-addition" {
-			return newProblem("must be absent: an addition names its tool, defined in the request/header headerSeq names").in(".tool")
-		}
-		if bi != nil && string(unquoted(typ)) == "tool-addition" {
-			bi.additions = append(bi.additions, toolName)
-		}
+	t := string(unquoted(typ))
+	switch t {
 	case "tool-result":
 		return newProblem("a tool-result wrapper, retired in format v4: a tool's result is the tool-role message of a tool/result event").in(".type")
+	case "tool-addition", "tool-removal":
+		if sl != slotDeveloper {
+			return newProblem("%s block in a %s: tool additions and removals belong to developer messages", termtext.Quote(t), slotName(sl)).in(".type")
+		}
+	}
+	s := blockShapes[t]
+	if s == nil {
+		return nil
+	}
+	if p := s.checkKept(obj, ms, nil); p != nil || bi == nil {
+		return p
+	}
+	switch t {
+	case "tool-call":
+		bi.calls = append(bi.calls, advertised{id: memberValue(ms, "id"), name: memberValue(ms, "name"), args: memberValue(ms, "arguments")})
+	case "tool-addition":
+		bi.additions = append(bi.additions, memberValue(ms, "toolName"))
 	}
 	return nil
 }

@@ -160,8 +160,10 @@ func toolCallIDs(content []byte, dst []string) []string {
 		return dst
 	}
 	for _, blk := range elements(content) {
-		if b := readBlock(blk); string(b.typ) == `"tool-call"` {
-			if s, ok := rawjson.String(b.id); ok && s != "" {
+		var buf [8]member
+		ms, _ := rawjson.Members(blk, buf[:0])
+		if string(memberValue(ms, "type")) == `"tool-call"` {
+			if s := str(memberValue(ms, "id")); s != "" {
 				dst = append(dst, s)
 			}
 		}

@@ -68,6 +68,8 @@ type shape struct {
 	fields []field
 	// closed: no member beyond fields (the reference's exact key sets).
 	closed bool
+	// mustBe names a missing member by what it must be, not "is missing".
+	mustBe bool
 	// check runs once every member passed its field: what one member
 	// requires of another.
 	check func(obj []byte) *problem
@@ -185,6 +187,9 @@ func (s *shape) memberUnless(key, val []byte, seen *uint64, hint *int, checked [
 func (s *shape) finish(obj []byte, seen uint64) *problem {
 	for i := range s.fields {
 		if fl := &s.fields[i]; !fl.opt && seen&(1<<i) == 0 {
+			if s.mustBe {
+				return fl.check(nil).in("." + fl.name)
+			}
 			return newProblem("is missing").in("." + fl.name)
 		}
 	}

@@ -60,27 +60,30 @@ func contentText(content []byte, readable bool) string {
 		return s
 	}
 	var parts []string
+	var buf [8]member
 	for _, block := range elements(content) {
-		b := readBlock(block)
+		ms, _ := rawjson.Members(block, buf[:0])
+		get := func(key string) string { return str(memberValue(ms, key)) }
+		typ, text := memberValue(ms, "type"), memberValue(ms, "text")
 		if !readable {
-			if t := b.text; rawjson.StringIs(b.typ, "text") && nonEmptyString(t) {
-				parts = append(parts, str(t))
+			if rawjson.StringIs(typ, "text") && nonEmptyString(text) {
+				parts = append(parts, str(text))
 			}
 			continue
 		}
 		cut := ""
-		if string(b.interrupted) == "true" {
+		if string(memberValue(ms, "interrupted")) == "true" {
 			cut = " (interrupted)"
 		}
-		switch typ := str(b.typ); typ {
+		switch typ := str(typ); typ {
 		case "text":
-			parts = append(parts, str(b.text)+cut)
+			parts = append(parts, str(text)+cut)
 		case "reasoning":
-			parts = append(parts, "(reasoning) "+str(b.text)+cut)
+			parts = append(parts, "(reasoning) "+str(text)+cut)
 		case "tool-call":
-			parts = append(parts, "(tool call "+str(b.name)+" "+str(b.args)+")")
+			parts = append(parts, "(tool call "+get("name")+" "+get("arguments")+")")
 		case "tool-addition", "tool-removal":
-			parts = append(parts, "("+typ+" "+str(b.toolName)+")")
+			parts = append(parts, "("+typ+" "+get("toolName")+")")
 		default:
 			parts = append(parts, "("+typ+")")
 		}
