@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/convkit/convkit/internal/rawjson"
 	"github.com/convkit/convkit/internal/termtext"
@@ -36,36 +37,23 @@ type Attachment struct {
 
 func TextBlock(text string) Block { return Block{Type: BlockText, Text: text} }
 
-// Check says what is wrong with the block, or nil.
+// Check says what is wrong with the block, or nil: its kind one of the
+// five this build writes, its members as the format's block schema says.
 func (b Block) Check() error {
 	switch b.Type {
-	case BlockText, BlockReasoning:
-	case BlockToolCall:
-		if b.ID == "" || b.Name == "" {
-			return fmt.Errorf("a tool-call block needs an id and a name (id %s, name %s)", termtext.Quote(b.ID), termtext.Quote(b.Name))
-		}
+	case BlockText, BlockReasoning, BlockToolCall:
 	case BlockImage, BlockFile:
-		a := b.Attachment
-		if a == nil || a.ID == "" || a.Bytes < 0 {
-			return fmt.Errorf("a %s block needs an attachment with an id and a byte count", b.Type)
-		}
-		if b.Type == BlockFile && a.Name == "" {
-			return fmt.Errorf("a file block's attachment needs a name")
-		}
-		if b.Type == BlockImage {
-			switch a.MediaType {
-			case "image/png", "image/jpeg", "image/webp", "image/gif":
-			default:
-				return fmt.Errorf("image media type %s is not image/png, image/jpeg, image/webp or image/gif", termtext.Quote(a.MediaType))
-			}
-			if a.Width <= 0 || a.Height <= 0 {
-				return fmt.Errorf("an image needs a positive width and height")
-			}
+		if b.Attachment == nil {
+			return fmt.Errorf("a %s block needs an attachment", b.Type)
 		}
 	case "":
 		return fmt.Errorf("a content block needs a type")
 	default:
 		return fmt.Errorf("content block type %s is not one this build writes (text, reasoning, tool-call, image, file)", termtext.Quote(b.Type))
+	}
+	w := walk{b: b.appendJSON(nil)}
+	if p := w.block(slotPlain, nil); p != nil {
+		return fmt.Errorf("a %s block: %s: %s", b.Type, strings.TrimPrefix(p.path, "."), p.msg)
 	}
 	return nil
 }
