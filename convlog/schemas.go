@@ -154,6 +154,12 @@ func surface(sl slot, in interpreter, fields ...field) *eventType {
 	return &eventType{log: inSession, data: &shape{name: "data", fields: fields}, surface: true, msg: sl, msgPath: "message", interpret: in}
 }
 
+// on gives t its role on a turn's path.
+func (t *eventType) on(r pathRole) *eventType {
+	t.role = r
+	return t
+}
+
 var turnStep = []field{f("turn", vInt), f("step", vInt)}
 
 func withTurnStep(fields ...field) []field {
@@ -164,28 +170,28 @@ func withTurnStep(fields ...field) []field {
 // reference's 59) and the conversation log's.
 var eventTypes = map[string]*eventType{
 	// The turn's skeleton.
-	"turn/start":       sess(f("turn", vInt)),
-	"turn/end":         sess(f("turn", vInt), fSub("reason", turnEndReasonShape)),
-	"step/start":       sess(turnStep...),
-	"step/end":         sess(turnStep...),
-	"session/end-seed": sess(o("inherited", vTrue)),
+	"turn/start":       sess(f("turn", vInt)).on(roleTurnStart),
+	"turn/end":         sess(f("turn", vInt), fSub("reason", turnEndReasonShape)).on(roleTurnEnd),
+	"step/start":       sess(turnStep...).on(roleStepStart),
+	"step/end":         sess(turnStep...).on(roleStepEnd),
+	"session/end-seed": sess(o("inherited", vTrue)).on(roleEndSeed),
 
 	// Surface events.
 	TypeUserMessage:   {log: inSession, surface: true, msg: slotUser, interpret: interpretRole("user")},
-	TypeSystemMessage: surface(slotSystem, interpretRole("system"), withTurnStep(fMsg("message", slotSystem))...),
+	TypeSystemMessage: surface(slotSystem, interpretRole("system"), withTurnStep(fMsg("message", slotSystem))...).on(roleInStep),
 	TypeDeveloperMessage: surface(slotDeveloper, interpretRole("developer"), f("turn", vPos), f("step", vPos),
-		fMsg("message", slotDeveloper), o("headerSeq", vCount)),
+		fMsg("message", slotDeveloper), o("headerSeq", vCount)).on(roleInStep),
 	TypeAssistantMessage: surface(slotAssistant, interpretAssistant, withTurnStep(fMsg("message", slotAssistant),
-		f("stream", vStream), oSub("usage", usageShape), o("interrupted", vTrue))...),
+		f("stream", vStream), oSub("usage", usageShape), o("interrupted", vTrue))...).on(roleAnswer),
 	TypeToolResult: surface(slotTool, interpretRole("tool"), withTurnStep(fMsg("message", slotTool), oSub("error", toolErrorShape),
-		o("meta", vAny))...),
+		o("meta", vAny))...).on(roleToolResult),
 
 	// The request, the model call, the tools.
-	"assistant/attempt": sess(withTurnStep(f("stream", vStream))...),
-	"tool/call":         sess(withTurnStep(f("callId", vNonEmpty), f("name", vStr), f("arguments", vStr))...),
+	"assistant/attempt": sess(withTurnStep(f("stream", vStream))...).on(roleAttempt),
+	"tool/call":         sess(withTurnStep(f("callId", vNonEmpty), f("name", vStr), f("arguments", vStr))...).on(roleToolCall),
 	"request/header": sess(fSub("header", requestHeaderShape), fEnum("reason", "initial", "resume", "change", "series"),
-		o("startsSeries", vTrue)),
-	"request/context": sess(f("provider", vStr), f("model", vStr), o("contextWindow", vInt), oEnum("systemPromptUpdate", "in-history")),
+		o("startsSeries", vTrue)).on(roleInStep),
+	"request/context": sess(f("provider", vStr), f("model", vStr), o("contextWindow", vInt), oEnum("systemPromptUpdate", "in-history")).on(roleInStep),
 	"tool/ptc-dispatch-start": sess(f("rootCallId", vNonEmpty), f("parentCallId", vNonEmpty), f("subCallId", vNonEmpty),
 		f("name", vStr), f("arguments", vAny)),
 	"tool/ptc-dispatch": sess(f("rootCallId", vNonEmpty), f("parentCallId", vNonEmpty), f("subCallId", vNonEmpty),
@@ -196,8 +202,8 @@ var eventTypes = map[string]*eventType{
 		}
 		return nil
 	}, fEnum("mode", "normal", "always"), f("turn", vInt), f("step", vInt), f("provider", vStr), f("policyKey", vStr),
-		f("retryId", vNonEmpty), f("retry", vPos), f("delayMs", vInt), o("maxRetries", vInt), fSub("failure", failureShape)),
-	"llm/retry-started": sess(withTurnStep(f("retryId", vNonEmpty), f("retry", vPos))...),
+		f("retryId", vNonEmpty), f("retry", vPos), f("delayMs", vInt), o("maxRetries", vInt), fSub("failure", failureShape)).on(roleRetry),
+	"llm/retry-started": sess(withTurnStep(f("retryId", vNonEmpty), f("retry", vPos))...).on(roleRetry),
 
 	// Compaction.
 	"compaction/start": sess(f("compactionId", vNonEmpty), o("sourceCommandId", vStr), f("turn", vIntOrNull)),
@@ -223,7 +229,7 @@ var eventTypes = map[string]*eventType{
 		o("label", vStr)),
 	"session-log-deepseek/delivery-accepted": sess(f("sessionId", vStr), f("throughSeq", vCount), o("sessionFormatVersion", vCount)),
 	"agent/inbox/spliced": sess(fEnum("target", "next-step", "next-turn"), f("start", vInt), o("removedCount", vInt), fMsgs("inserted", slotUser),
-		o("outcome", vStr)),
+		o("outcome", vStr)).on(roleSplice),
 
 	// Plugins' events.
 	"subagent/descriptor":             plugin(f("version", vInt), f("mode", vStr), f("provider", vStr), o("label", vStr)),
@@ -277,7 +283,7 @@ var headerSchema = eventTypes["request/header"]
 
 func init() {
 	for n, t := range eventTypes {
-		t.name, t.role = n, pathRoles[n]
+		t.name = n
 	}
 }
 

@@ -31,25 +31,6 @@ const (
 	roleEndSeed // session/end-seed
 )
 
-var pathRoles = map[string]pathRole{
-	"turn/start":          roleTurnStart,
-	TypeTurnEnd:           roleTurnEnd,
-	"step/start":          roleStepStart,
-	"step/end":            roleStepEnd,
-	"request/header":      roleInStep,
-	"request/context":     roleInStep,
-	TypeSystemMessage:     roleInStep,
-	TypeDeveloperMessage:  roleInStep,
-	TypeAssistantMessage:  roleAnswer,
-	"assistant/attempt":   roleAttempt,
-	"llm/retry":           roleRetry,
-	"llm/retry-started":   roleRetry,
-	"tool/call":           roleToolCall,
-	TypeToolResult:        roleToolResult,
-	"agent/inbox/spliced": roleSplice,
-	"session/end-seed":    roleEndSeed,
-}
-
 // TurnEndKinds are the reasons a turn/end may give (data.reason.kind).
 var TurnEndKinds = []string{"completed", "aborted", "blocked", "error", "max-tokens", "interrupted", "forked"}
 
