@@ -133,58 +133,24 @@ func (s *shape) index(key []byte, hint int) int {
 func (s *shape) checkKept(obj []byte, ms []member, checked []byte) *problem {
 	var seen uint64
 	hint := 0
-	for i := range ms {
-		if p := s.memberUnless(ms[i].Key, ms[i].Value, &seen, &hint, checked); p != nil {
-			return p
+	for _, m := range ms {
+		i := s.index(m.Key, hint)
+		if i < 0 {
+			if s.closed {
+				return newProblem("is not a member of %s (%s)", s.name, s.memberList()).in("." + string(m.Key))
+			}
+			continue
+		}
+		seen |= 1 << i
+		hint = i + 1
+		if len(checked) > 0 && len(m.Value) == len(checked) && &m.Value[0] == &checked[0] {
+			continue
+		}
+		fl := &s.fields[i]
+		if p := fl.check(m.Value); p != nil {
+			return p.in("." + fl.name)
 		}
 	}
-	return s.finish(obj, seen)
-}
-
-func (s *shape) checkObject(raw []byte) *problem {
-	return s.checkWalked(raw, nil)
-}
-
-// checkWalked is checkObject that takes the member whose value is the very
-// bytes of checked as checked already.
-func (s *shape) checkWalked(raw, checked []byte) *problem {
-	w := walk{b: raw}
-	if !w.enterObject() {
-		return newProblem("must be an object, not %s", jsonKind(raw))
-	}
-	var seen uint64
-	hint := 0
-	for k, v, ok := w.member(); ok; k, v, ok = w.member() {
-		if p := s.memberUnless(k, v, &seen, &hint, checked); p != nil {
-			return p
-		}
-	}
-	return s.finish(raw, seen)
-}
-
-// memberUnless checks one member, which it only counts as seen when val is
-// the very bytes of checked: a field's check reads its value alone.
-func (s *shape) memberUnless(key, val []byte, seen *uint64, hint *int, checked []byte) *problem {
-	i := s.index(key, *hint)
-	if i < 0 {
-		if s.closed {
-			return newProblem("is not a member of %s (%s)", s.name, s.memberList()).in("." + string(key))
-		}
-		return nil
-	}
-	*seen |= 1 << i
-	*hint = i + 1
-	if len(checked) > 0 && len(val) == len(checked) && &val[0] == &checked[0] {
-		return nil
-	}
-	fl := &s.fields[i]
-	if p := fl.check(val); p != nil {
-		return p.in("." + fl.name)
-	}
-	return nil
-}
-
-func (s *shape) finish(obj []byte, seen uint64) *problem {
 	for i := range s.fields {
 		if fl := &s.fields[i]; !fl.opt && seen&(1<<i) == 0 {
 			if s.mustBe {
@@ -197,6 +163,20 @@ func (s *shape) finish(obj []byte, seen uint64) *problem {
 		return s.check(obj)
 	}
 	return nil
+}
+
+func (s *shape) checkObject(raw []byte) *problem {
+	return s.checkWalked(raw, nil)
+}
+
+// checkWalked is checkKept of the object raw, walked once.
+func (s *shape) checkWalked(raw, checked []byte) *problem {
+	var buf [8]member
+	w := walk{b: raw}
+	if obj, ms := w.members(buf[:0]); len(obj) > 0 && obj[0] == '{' {
+		return s.checkKept(raw, ms, checked)
+	}
+	return newProblem("must be an object, not %s", jsonKind(raw))
 }
 
 func (s *shape) memberList() string {
