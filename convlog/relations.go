@@ -107,19 +107,10 @@ type relState struct {
 	j         *journal
 }
 
-// journal undoes the map writes of a writer's batch when it is refused;
-// the path's calls, most of them, are kept without a closure each.
+// journal undoes the map writes of a writer's batch when it is refused.
 type journal struct {
-	on    bool
-	undo  []func()
-	calls []callUndo
-}
-
-type callUndo struct {
-	m       map[string]callRec
-	id      string
-	prev    callRec
-	existed bool
+	on   bool
+	undo []func()
 }
 
 // set writes (*mp)[k] = v, making the map on its first write (most logs
@@ -147,14 +138,7 @@ func (j *journal) end(rollback bool) {
 	for i := len(j.undo) - 1; rollback && i >= 0; i-- {
 		j.undo[i]()
 	}
-	for i := len(j.calls) - 1; rollback && i >= 0; i-- {
-		if u := j.calls[i]; u.existed {
-			u.m[u.id] = u.prev
-		} else {
-			delete(u.m, u.id)
-		}
-	}
-	j.on, j.undo, j.calls = false, j.undo[:0], j.calls[:0]
+	j.on, j.undo = false, j.undo[:0]
 }
 
 func relErr(format string, args ...any) *problem {

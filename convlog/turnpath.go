@@ -145,17 +145,10 @@ type pathState struct {
 }
 
 func (p *pathState) setCall(id string, rec callRec) {
-	if p.calls == nil {
-		p.calls = map[string]callRec{}
-	}
-	prev, ok := p.calls[id]
-	if !ok {
+	if _, ok := p.calls[id]; !ok {
 		p.order = append(p.order, id)
 	}
-	if p.j.on {
-		p.j.calls = append(p.j.calls, callUndo{m: p.calls, id: id, prev: prev, existed: ok})
-	}
-	p.calls[id] = rec
+	set(p.j, &p.calls, id, rec)
 }
 
 // unresolved is a call of the open turn that a version 4 log leaves
