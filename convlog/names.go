@@ -95,16 +95,9 @@ func ParseName(name string) (Name, bool) {
 
 // parseVersionToken accepts "vN" with N a safe integer >= 1 and no leading zero.
 func parseVersionToken(s string) (int, bool) {
-	if len(s) < 2 || s[0] != 'v' || s[1] < '1' || s[1] > '9' {
+	if len(s) < 2 || len(s) > 17 || s[0] != 'v' || s[1] < '1' || s[1] > '9' {
 		return 0, false
 	}
-	digits := s[1:]
-	if len(digits) > 16 {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || v > rawjson.MaxSafeInt {
-		return 0, false
-	}
-	return int(v), true
+	v, err := strconv.ParseInt(s[1:], 10, 64)
+	return int(v), err == nil && v <= rawjson.MaxSafeInt
 }
