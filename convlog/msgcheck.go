@@ -29,15 +29,9 @@ type messageFields struct {
 
 // scanMessage reads the members of a stored message (validated JSON).
 func scanMessage(raw []byte) (messageFields, bool) {
-	var f messageFields
-	if rawjson.EachMember(raw, func(m member) bool {
-		f.member(m)
-		return true
-	}) != nil {
-		return f, false
-	}
-	f.readSource()
-	return f, true
+	var buf [8]member
+	ms, err := rawjson.Members(raw, buf[:0])
+	return messageOf(ms), err == nil
 }
 
 // messageOf is scanMessage of members a reader kept as it checked them.
