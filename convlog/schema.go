@@ -48,6 +48,7 @@ const (
 	vStream              // an assistant stream
 	vMessage             // a stored message of slot
 	vMessages            // an array of stored messages of slot
+	vQueued              // a stored message of slot that is not its event's own
 	vNever               // refused when present (retired)
 )
 
@@ -94,6 +95,12 @@ func (p *problem) in(seg string) *problem {
 }
 
 func (p *problem) at(i int) *problem { return p.in(fmt.Sprintf("[%d]", i)) }
+
+// The element types and what an array of them must be.
+var (
+	elemOf  = [...]vt{vStrs: vStr, vCounts: vCount, vShapes: vShape, vMessages: vQueued}
+	arrayOf = [...]string{vStrs: "an array", vCounts: "an array", vShapes: "an array", vMessages: "an array of stored messages"}
+)
 
 // f, o, enum and sub build fields.
 func f(name string, t vt) field             { return field{name: name, t: t} }
@@ -246,16 +253,15 @@ func (fl *field) check(v []byte) *problem {
 		if len(v) == 0 || v[0] != '[' {
 			return mustBe("an array", v)
 		}
-	case vStrs, vCounts:
+	case vStrs, vCounts, vShapes, vMessages:
 		if len(v) == 0 || v[0] != '[' {
-			return mustBe("an array", v)
+			return mustBe(arrayOf[fl.t], v)
 		}
+		el := *fl
+		el.t = elemOf[fl.t]
 		for i, e := range elements(v) {
-			if fl.t == vStrs && !isString(e) {
-				return mustBe("a string", e).at(i)
-			}
-			if n, ok := rawjson.Int(e); fl.t == vCounts && (!ok || n < 0) {
-				return mustBe("a non-negative safe integer", e).at(i)
+			if p := el.check(e); p != nil {
+				return p.at(i)
 			}
 		}
 	case vEnum:
@@ -264,15 +270,6 @@ func (fl *field) check(v []byte) *problem {
 		}
 	case vShape:
 		return fl.sub.checkObject(v)
-	case vShapes:
-		if len(v) == 0 || v[0] != '[' {
-			return mustBe("an array", v)
-		}
-		for i, e := range elements(v) {
-			if p := fl.sub.checkObject(e); p != nil {
-				return p.at(i)
-			}
-		}
 	case vBlocks:
 		return checkBlocks(v, fl.slot, nil)
 	case vBlock:
@@ -285,15 +282,8 @@ func (fl *field) check(v []byte) *problem {
 		if len(v) == 0 || v[0] != '{' {
 			return mustBe("a stored message (an object)", v)
 		}
-	case vMessages:
-		if len(v) == 0 || v[0] != '[' {
-			return mustBe("an array of stored messages", v)
-		}
-		for i, e := range elements(v) {
-			if p := checkOtherMessage(e, fl.slot); p != nil {
-				return p.at(i)
-			}
-		}
+	case vQueued:
+		return checkOtherMessage(v, fl.slot)
 	case vNever:
 		return newProblem("%s", fl.why)
 	}
