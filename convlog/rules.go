@@ -93,9 +93,6 @@ type Validator struct {
 	rel     relState
 	journal journal
 	bi      blockInfo
-	// lastHeader is the hash of the header of the last request/header
-	// whose data kept its schema (0: none).
-	lastHeader uint64
 }
 
 // NewValidator returns a validator for the log whose header is h.
@@ -166,13 +163,11 @@ func (v *Validator) Check(e *Event) error {
 		// it alone), the rest of the data is.
 		var sum uint64
 		var checked []byte
-		admitted := &admittedHeaders[0]
 		if sc == headerSchema {
 			if checked = e.dataMember("header"); checked != nil {
 				sum = contentHash(checked)
 			}
-			admitted = &admittedHeaders[sum%uint64(len(admittedHeaders))]
-			if sum == 0 || (sum != v.lastHeader && admitted.Load() != sum) {
+			if sum == 0 || admittedHeaders[sum%uint64(len(admittedHeaders))].Load() != sum {
 				checked = nil
 			}
 		}
@@ -185,9 +180,8 @@ func (v *Validator) Check(e *Event) error {
 		if p != nil && keep(ruleProblem(e, p.in("data"))) {
 			return first
 		}
-		if p == nil && sc == headerSchema && sum != v.lastHeader {
-			v.lastHeader = sum
-			admitted.Store(sum)
+		if p == nil && sum != 0 && checked == nil {
+			admittedHeaders[sum%uint64(len(admittedHeaders))].Store(sum)
 		}
 	}
 	if !v.session {
