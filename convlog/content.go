@@ -220,14 +220,8 @@ func checkSource(src, kind []byte, sl slot) *problem {
 // assistant/attempt), each with exactly its members, and the chunks a
 // "chunk" record holds.
 var (
-	finishShape = &shape{name: "finish reason", fields: []field{
-		fEnum("kind", "stop", "tool-calls", "max-tokens", "error", "aborted"), oSub("failure", failureShape)},
-		check: func(obj []byte) *problem {
-			if k := str(rawjson.Get(obj, "kind")); k == "error" || k == "aborted" {
-				return requires(obj, "failure", `kind "`+k+`"`)
-			}
-			return nil
-		}}
+	finishShape = &shape{name: "finish reason", fields: []field{fEnum("kind", "stop", "tool-calls", "max-tokens", "error", "aborted"),
+		oSub("failure", failureShape).when("kind", "error", "aborted")}}
 	// chunkShapes are the stream chunk types, in the order errors and
 	// docs list them.
 	chunkShapes = []*shape{

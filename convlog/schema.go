@@ -61,6 +61,9 @@ type field struct {
 	sub  *shape
 	slot slot
 	why  string // why a vNever member is refused
+	// cond makes an optional member required when member cond[0] is
+	// present (and, when given, one of the strings cond[1:]).
+	cond []string
 }
 
 // shape is the schema of a JSON object.
@@ -119,6 +122,13 @@ func fMsg(name string, sl slot) field    { return field{name: name, t: vMessage,
 func fMsgs(name string, sl slot) field   { return field{name: name, t: vMessages, slot: sl} }
 func never(name, why string) field       { return field{name: name, t: vNever, opt: true, why: why} }
 
+// when makes the optional fl required when member key is present, and one
+// of vals when they are given.
+func (fl field) when(key string, vals ...string) field {
+	fl.cond = append([]string{key}, vals...)
+	return fl
+}
+
 // index is the field named key, -1 when none is; the search starts at hint,
 // the field after the last one found, as members mostly come in order.
 func (s *shape) index(key []byte, hint int) int {
@@ -158,12 +168,29 @@ func (s *shape) checkKept(obj []byte, ms []member, checked []byte) *problem {
 			return p.in("." + fl.name)
 		}
 	}
+	conds := len(s.fields) // the first absent member that another may require
 	for i := range s.fields {
-		if fl := &s.fields[i]; !fl.opt && seen&(1<<i) == 0 {
-			if s.mustBe {
-				return fl.check(nil).in("." + fl.name)
-			}
+		switch fl := &s.fields[i]; {
+		case seen&(1<<i) != 0:
+		case !fl.opt && s.mustBe:
+			return fl.check(nil).in("." + fl.name)
+		case !fl.opt:
 			return newProblem("is missing").in("." + fl.name)
+		case fl.cond != nil:
+			conds = min(conds, i)
+		}
+	}
+	for i := conds; i < len(s.fields); i++ {
+		fl := &s.fields[i]
+		if fl.cond == nil || seen&(1<<i) != 0 {
+			continue
+		}
+		if v := memberValue(ms, fl.cond[0]); v != nil && (len(fl.cond) == 1 || enumHas(fl.cond[1:], v)) {
+			what := fl.cond[0]
+			if len(fl.cond) > 1 {
+				what += " " + string(v)
+			}
+			return newProblem("is missing (%s requires it)", what).in("." + fl.name)
 		}
 	}
 	if s.check != nil {

@@ -47,17 +47,8 @@ var (
 	rangeShape     = &shape{name: "range", closed: true, fields: []field{f("start", vCount), f("end", vCount)}}
 	cancelShape    = &shape{name: "cancel cause", fields: []field{
 		fEnum("kind", "user", "parent", "hook", "disposed", "legacy"), o("reason", vStr)}}
-	turnEndReasonShape = &shape{name: "turn end reason", fields: []field{
-		fEnum("kind", TurnEndKinds...), oSub("reason", cancelShape), oSub("error", failureShape)},
-		check: func(obj []byte) *problem {
-			switch str(rawjson.Get(obj, "kind")) {
-			case "aborted":
-				return requires(obj, "reason", `kind "aborted"`)
-			case "error":
-				return requires(obj, "error", `kind "error"`)
-			}
-			return nil
-		}}
+	turnEndReasonShape = &shape{name: "turn end reason", fields: []field{fEnum("kind", TurnEndKinds...),
+		oSub("reason", cancelShape).when("kind", "aborted"), oSub("error", failureShape).when("kind", "error")}}
 	configShape = &shape{name: "config", fields: []field{
 		f("provider", vNonEmpty), f("model", vNonEmpty), o("reasoningEffort", vNonEmpty), o("maxTokens", vInt),
 		o("temperature", vNum), o("stop", vStrs)}}
@@ -70,7 +61,7 @@ var (
 		never("system", "is retired in format v4: the system prompt is a system/message")},
 		check: checkEpochHeader}
 	routeShape       = &shape{name: "route", fields: []field{f("provider", vStr), f("model", vStr)}}
-	titleSrcShape    = &shape{name: "title source", fields: []field{fEnum("kind", "user", "fallback", "provider"), o("provider", vStr), oSub("model", routeShape)}, check: checkTitleSource}
+	titleSrcShape    = &shape{name: "title source", fields: []field{fEnum("kind", "user", "fallback", "provider"), o("provider", vStr).when("kind", "provider"), oSub("model", routeShape)}}
 	offloadShape     = &shape{name: "offload target", fields: []field{f("seq", vCount), f("imageIndexes", vCounts)}}
 	inheritedShape   = &shape{name: "inherited session", fields: []field{f("sessionId", vNonEmpty), f("sourceConversation", vNonEmpty), f("sourceSession", vNonEmpty), f("throughSeq", vInt)}}
 	teamMessageShape = &shape{name: "team message", fields: []field{f("id", vStr), f("senderId", vStr), f("senderName", vStr),
@@ -124,13 +115,6 @@ func headerMembers(hdr []byte) (cfg, ad, tools []byte) {
 		}
 	}
 	return
-}
-
-func checkTitleSource(obj []byte) *problem {
-	if str(rawjson.Get(obj, "kind")) == "provider" {
-		return requires(obj, "provider", `kind "provider"`)
-	}
-	return nil
 }
 
 func sess(fields ...field) *eventType {
@@ -196,25 +180,16 @@ var eventTypes = map[string]*eventType{
 		f("name", vStr), f("arguments", vAny)),
 	"tool/ptc-dispatch": sess(f("rootCallId", vNonEmpty), f("parentCallId", vNonEmpty), f("subCallId", vNonEmpty),
 		f("name", vStr), f("arguments", vAny), f("isError", vBool), oSub("error", toolErrorShape), fBlocks("content", slotPlain)),
-	"llm/retry": sessCheck(func(obj []byte) *problem {
-		if str(rawjson.Get(obj, "mode")) == "normal" {
-			return requires(obj, "maxRetries", `mode "normal"`)
-		}
-		return nil
-	}, fEnum("mode", "normal", "always"), f("turn", vInt), f("step", vInt), f("provider", vStr), f("policyKey", vStr),
-		f("retryId", vNonEmpty), f("retry", vPos), f("delayMs", vInt), o("maxRetries", vInt), fSub("failure", failureShape)).on(roleRetry),
+	"llm/retry": sess(fEnum("mode", "normal", "always"), f("turn", vInt), f("step", vInt), f("provider", vStr), f("policyKey", vStr),
+		f("retryId", vNonEmpty), f("retry", vPos), f("delayMs", vInt), o("maxRetries", vInt).when("mode", "normal"),
+		fSub("failure", failureShape)).on(roleRetry),
 	"llm/retry-started": sess(withTurnStep(f("retryId", vNonEmpty), f("retry", vPos))...).on(roleRetry),
 
 	// Compaction.
 	"compaction/start": sess(f("compactionId", vNonEmpty), o("sourceCommandId", vStr), f("turn", vIntOrNull)),
-	"compaction/summary": sessCheck(func(obj []byte) *problem {
-		if rawjson.Get(obj, "llmStreamCall") != nil {
-			return requires(obj, "rawOutput", "llmStreamCall")
-		}
-		return nil
-	}, f("compactionId", vNonEmpty), o("sourceCommandId", vStr), fBlocks("summary", slotSummary), fSub("shadowedRange", rangeShape),
+	"compaction/summary": sess(f("compactionId", vNonEmpty), o("sourceCommandId", vStr), fBlocks("summary", slotSummary), fSub("shadowedRange", rangeShape),
 		f("shadowedSeqs", vCounts), f("shadowedTokenCount", vInt), f("provider", vStr), f("model", vStr), o("maxTokens", vInt),
-		oSub("usage", usageShape), oBlocks("rawOutput", slotSummary), o("llmStreamCall", vTrue)),
+		oSub("usage", usageShape), oBlocks("rawOutput", slotSummary).when("llmStreamCall"), o("llmStreamCall", vTrue)),
 	"compaction/end":   sess(f("compactionId", vNonEmpty), o("sourceCommandId", vStr), f("turn", vIntOrNull), o("error", vStr)),
 	"compaction/prune": sess(fSub("shadowedRange", rangeShape), f("shadowedSeqs", vCounts), f("shadowedTokenCount", vInt)),
 	"image/offload":    sess(fSubs("targets", offloadShape)),
