@@ -25,7 +25,11 @@ const (
 	slotPlain                     // PTC dispatches, team messages: no tool-result blocks
 )
 
-var slotRoles = [...]string{slotUser: "user", slotSystem: "system", slotDeveloper: "developer", slotAssistant: "assistant", slotTool: "tool"}
+var (
+	slotRoles = [...]string{slotUser: "user", slotSystem: "system", slotDeveloper: "developer", slotAssistant: "assistant", slotTool: "tool"}
+	slotNames = [...]string{slotUser: "user message", slotSystem: "system message", slotDeveloper: "developer message",
+		slotAssistant: "assistant message", slotTool: "tool message", slotSummary: "compaction summary", slotPlain: "content"}
+)
 
 // blockInfo is what a walk of content collects for the rules beyond it.
 type blockInfo struct {
@@ -99,7 +103,7 @@ func (w *walk) block(sl slot, bi *blockInfo) *problem {
 		return newProblem("a tool-result wrapper, retired in format v4: a tool's result is the tool-role message of a tool/result event").in(".type")
 	case "tool-addition", "tool-removal":
 		if sl != slotDeveloper {
-			return newProblem("%s block in a %s: tool additions and removals belong to developer messages", termtext.Quote(t), slotName(sl)).in(".type")
+			return newProblem("%s block in a %s: tool additions and removals belong to developer messages", termtext.Quote(t), slotNames[sl]).in(".type")
 		}
 	}
 	s := blockShapes[t]
@@ -116,16 +120,6 @@ func (w *walk) block(sl slot, bi *blockInfo) *problem {
 		bi.additions = append(bi.additions, memberValue(ms, "toolName"))
 	}
 	return nil
-}
-
-func slotName(sl slot) string {
-	switch sl {
-	case slotSummary:
-		return "compaction summary"
-	case slotPlain:
-		return "content"
-	}
-	return slotRoles[sl] + " message"
 }
 
 // checkOtherMessage checks a stored message that is not its event's own (a
@@ -209,7 +203,7 @@ func checkSource(src, kind []byte, sl slot) *problem {
 	switch k := unquoted(kind); string(k) {
 	case "model", "tool", "system-prompt":
 		return newProblem("%s is the kind of a %s message: a %s carries another", termtext.Quote(string(k)),
-			map[string]string{"model": "model's (assistant)", "tool": "tool's (tool/result)", "system-prompt": "system"}[string(k)], slotName(sl)).in(".kind")
+			map[string]string{"model": "model's (assistant)", "tool": "tool's (tool/result)", "system-prompt": "system"}[string(k)], slotNames[sl]).in(".kind")
 	case "compact-checkpoint":
 		return checkpointSourceShape.checkObject(src)
 	}

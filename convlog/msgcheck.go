@@ -133,17 +133,10 @@ func unquoted(raw []byte) []byte {
 
 // roleOf is a message's role, the usual ones without an allocation.
 func roleOf(raw []byte) string {
-	switch string(raw) {
-	case `"user"`:
-		return "user"
-	case `"assistant"`:
-		return "assistant"
-	case `"tool"`:
-		return "tool"
-	case `"system"`:
-		return "system"
-	case `"developer"`:
-		return "developer"
+	for _, r := range slotRoles[1:] {
+		if len(raw) == len(r)+2 && raw[0] == '"' && string(raw[1:len(raw)-1]) == r {
+			return r
+		}
 	}
 	return str(raw)
 }

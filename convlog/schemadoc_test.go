@@ -69,9 +69,9 @@ func typeDoc(fl *field) string {
 	case vStream:
 		return "stream"
 	case vMessage:
-		return slotName(fl.slot)
+		return slotNames[fl.slot]
 	case vMessages:
-		return slotName(fl.slot) + "[]"
+		return slotNames[fl.slot] + "[]"
 	case vNever:
 		return "absent"
 	}
