@@ -112,19 +112,11 @@ func (h *History) put(e *Event, msg StoredMessage, hidden bool) error {
 	return nil
 }
 
-func requireRole(e *Event, msg StoredMessage, roles ...string) error {
-	for _, r := range roles {
-		if msg.Role() == r {
-			return nil
-		}
+func requireRole(e *Event, msg StoredMessage, role string) error {
+	if msg.Role() == role {
+		return nil
 	}
-	return roleError(e, msg, slices.Clone(roles))
-}
-
-// roleError is requireRole's error; roles is a copy, so that the variadic
-// slice of every call does not escape to the heap.
-func roleError(e *Event, msg StoredMessage, roles []string) error {
-	return fmt.Errorf("%s at seq %d carries a %s message, expected role %v", e.Type, e.Seq, termtext.Quote(msg.Role()), roles)
+	return fmt.Errorf("%s at seq %d carries a %s message, expected role %v", e.Type, e.Seq, termtext.Quote(msg.Role()), []string{role})
 }
 
 func interpretRole(role string) interpreter {

@@ -247,10 +247,8 @@ func (v *Validator) Check(e *Event) error {
 					termtext.Quote(str(mf.id)), termtext.Quote(str(mf.toolCallID)), termtext.Quote(str(mf.sourceCallID))))
 			}
 			v.bi.calls, v.bi.additions = v.bi.calls[:0], v.bi.additions[:0]
-			if sc != nil && sc.msg != 0 {
-				if p := checkMessageBody(&mf, sc.msg, &v.bi); p != nil && keep(ruleProblem(e, p.in(msgPath))) {
-					return first
-				}
+			if p := checkMessageBody(&mf, info.msg, &v.bi); p != nil && keep(ruleProblem(e, p.in(msgPath))) {
+				return first
 			}
 			if e.Type == TypeToolResult && f.hasError && string(mf.isError) != "true" &&
 				keep(rerr(ErrPayload, "tool result %s carries error metadata (data.error) but is not an error (isError is not true)", termtext.Quote(str(mf.id)))) {
