@@ -165,6 +165,7 @@ var (
 	modelSourceShape  = &shape{name: "a model's source", closed: true, fields: []field{fEnum("kind", "model"),
 		f("provider", vStr), f("model", vStr), o("replayState", vAny)}}
 	toolSourceShape       = &shape{name: "a tool's source", closed: true, fields: []field{fEnum("kind", "tool"), f("callId", vNonEmpty)}}
+	sourceShapes          = [...]*shape{slotSystem: systemSourceShape, slotAssistant: modelSourceShape, slotTool: toolSourceShape, slotPlain: nil}
 	checkpointSourceShape = &shape{name: "a checkpoint's source", fields: []field{fEnum("kind", "compact-checkpoint"),
 		f("compactionId", vNonEmpty), o("sourceCommandId", vStr)}}
 )
@@ -192,13 +193,8 @@ func checkSourceOf(mf *messageFields, sl slot) *problem {
 }
 
 func checkSource(src, kind []byte, sl slot) *problem {
-	switch sl {
-	case slotSystem:
-		return systemSourceShape.checkObject(src)
-	case slotAssistant:
-		return modelSourceShape.checkObject(src)
-	case slotTool:
-		return toolSourceShape.checkObject(src)
+	if s := sourceShapes[sl]; s != nil {
+		return s.checkObject(src)
 	}
 	switch k := unquoted(kind); string(k) {
 	case "model", "tool", "system-prompt":

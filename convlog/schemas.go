@@ -100,21 +100,10 @@ func checkEpochHeader(obj []byte) *problem {
 // headerMembers is a request header's config, adapterDefaults and tools,
 // found in one walk of it (its tools are most of it).
 func headerMembers(hdr []byte) (cfg, ad, tools []byte) {
+	var buf [8]member
 	w := walk{b: hdr}
-	if !w.enterObject() {
-		return
-	}
-	for k, v, ok := w.member(); ok; k, v, ok = w.member() {
-		switch string(k) {
-		case "config":
-			cfg = v
-		case "adapterDefaults":
-			ad = v
-		case "tools":
-			tools = v
-		}
-	}
-	return
+	_, ms := w.members(buf[:0])
+	return memberValue(ms, "config"), memberValue(ms, "adapterDefaults"), memberValue(ms, "tools")
 }
 
 func sess(fields ...field) *eventType {
