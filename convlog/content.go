@@ -501,15 +501,6 @@ func (w *walk) nextKey() ([]byte, bool) {
 	return key, true
 }
 
-// member returns the next member's decoded key and its value, walking
-// past it; false past the object's end.
-func (w *walk) member() (key, val []byte, ok bool) {
-	if key, ok = w.nextKey(); ok {
-		val = w.value()
-	}
-	return key, val, ok
-}
-
 // value returns the value at w.i, walking past it.
 func (w *walk) value() []byte {
 	w.space()
