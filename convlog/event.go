@@ -338,16 +338,13 @@ func (p *envelopeParser) parseSourceSeqs(m *member, e *Event) *lineProblem {
 		if v[0] == '[' {
 			var pair [3][]byte
 			ends, err := rawjson.Elements(v, pair[:0])
-			var start, stop int64
-			ok := err == nil && len(ends) == 2
-			if ok {
-				var ok1, ok2 bool
-				start, ok1 = rawjson.Int(ends[0])
-				stop, ok2 = rawjson.Int(ends[1])
-				ok = ok1 && ok2
+			if err != nil || len(ends) != 2 {
+				return bad("a range must be [start,end]")
 			}
+			start, ok1 := rawjson.Int(ends[0])
+			stop, ok2 := rawjson.Int(ends[1])
 			switch {
-			case !ok:
+			case !ok1 || !ok2:
 				return bad("a range must be [start,end]")
 			case start < 0 || start > stop || stop >= e.Seq:
 				return bad("range [%d,%d] must satisfy start <= end < %d", start, stop, e.Seq)
