@@ -76,7 +76,10 @@ func (h *History) Apply(e *Event) error {
 	if err != nil {
 		return fmt.Errorf("%s at seq %d: %v", e.Type, e.Seq, err)
 	}
-	return info.interpret(h, e, msg)
+	if err := info.interpret(h, e, msg); err != nil {
+		return fmt.Errorf("%s at seq %d %w", e.Type, e.Seq, err)
+	}
+	return nil
 }
 
 // put carries out a surface event's surfaceOp with msg: append it, or
@@ -103,8 +106,7 @@ func (h *History) put(e *Event, msg StoredMessage, hidden bool) error {
 		}
 	}
 	if start < 0 || end < start {
-		return fmt.Errorf("%s at seq %d replaces %d..%d, which is not a span of the current history",
-			e.Type, e.Seq, e.SurfaceOp.StartSeq, e.SurfaceOp.EndSeq)
+		return fmt.Errorf("replaces %d..%d, which is not a span of the current history", e.SurfaceOp.StartSeq, e.SurfaceOp.EndSeq)
 	}
 	nodes := append([]SurfaceNode(nil), h.nodes[:start]...)
 	nodes = append(nodes, node)
@@ -116,7 +118,7 @@ func requireRole(e *Event, msg StoredMessage, role string) error {
 	if msg.Role() == role {
 		return nil
 	}
-	return fmt.Errorf("%s at seq %d carries a %s message, expected role %v", e.Type, e.Seq, termtext.Quote(msg.Role()), []string{role})
+	return fmt.Errorf("carries a %s message, expected role %v", termtext.Quote(msg.Role()), []string{role})
 }
 
 func interpretRole(role string) interpreter {

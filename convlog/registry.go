@@ -1,6 +1,7 @@
 package convlog
 
-// interpreter applies one surface event's message to the derived history.
+// interpreter applies one surface event's message to the derived history;
+// its error is said of the event (History.Apply names the event).
 type interpreter func(h *History, e *Event, msg StoredMessage) error
 
 // Surface event types of format version 4.

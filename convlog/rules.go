@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 
 	"github.com/convkit/convkit/internal/rawjson"
@@ -309,7 +308,7 @@ func (v *Validator) Check(e *Event) error {
 		// A reader replays the history even past a path problem. The
 		// interpreters read only the role and content: the stub has those.
 		sm := StoredMessage{role: roleOf(mf.role), raw: stubContent(mf.content)}
-		if err := info.interpret(&v.hist, e, sm); err != nil && block(rerr(ErrHistory, "%v", trimEventPrefix(err, e))) {
+		if err := info.interpret(&v.hist, e, sm); err != nil && block(rerr(ErrHistory, "%v", err)) {
 			return first
 		}
 	}
@@ -361,16 +360,6 @@ func (v *Validator) Finish() error {
 		return &RuleError{Seq: -1, Type: "session", Msg: "the header says the log is seeded, but no inherited session/end-seed marker ends its inherited history", Kind: ErrHistory}
 	}
 	return nil
-}
-
-// trimEventPrefix drops the "type at seq N: " RuleError says already.
-func trimEventPrefix(err error, e *Event) string {
-	s := err.Error()
-	p := fmt.Sprintf("%s at seq %d", e.Type, e.Seq)
-	if rest, ok := strings.CutPrefix(s, p); ok {
-		return strings.TrimPrefix(strings.TrimPrefix(rest, ":"), " ")
-	}
-	return s
 }
 
 // stubContent stands for a message's content when bodies are not kept: an
