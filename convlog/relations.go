@@ -193,19 +193,8 @@ func (v *Validator) queued(inserted []byte) *problem {
 
 // inSpan reports whether seq is a node of the span op replaces.
 func (v *Validator) inSpan(seq int64, op *SurfaceOp) bool {
-	in := false
-	for _, n := range v.hist.nodes {
-		if n.Seq == op.StartSeq {
-			in = true
-		}
-		if in && n.Seq == seq {
-			return true
-		}
-		if n.Seq == op.EndSeq {
-			return false
-		}
-	}
-	return false
+	nodes, _, ok := v.span(op.StartSeq, op.EndSeq)
+	return ok && slices.ContainsFunc(nodes, func(n SurfaceNode) bool { return n.Seq == seq })
 }
 
 // span returns the nodes of the current surface from start to end

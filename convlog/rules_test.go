@@ -95,6 +95,11 @@ func TestValidatorTurnPath(t *testing.T) {
 			ev(TypeToolResult, `{"turn":1,"step":1,"message":{"role":"tool","source":{"kind":"tool","callId":"c1"},"toolCallId":"c2","content":[],"id":"r"}}`)}, 3, "needs a toolCallId equal to its source's callId", ErrMessageIdentity},
 		{"a replacement of nothing", []Event{user, {Type: TypeUserMessage, Time: 1, Data: userMsg("k", "sum"), SurfaceOp: &SurfaceOp{Replace: true, StartSeq: 0, EndSeq: 0}, SourceEventSeqs: []int64{0}},
 			{Type: TypeUserMessage, Time: 1, Data: userMsg("k2", "sum"), SurfaceOp: &SurfaceOp{Replace: true, StartSeq: 0, EndSeq: 0}, SourceEventSeqs: []int64{0}}}, 2, "not a span of the current history", ErrHistory},
+		{"a message rewritten in place keeps its id", []Event{user, {Type: TypeUserMessage, Time: 1, Data: userMsg("u1", "edited"),
+			SurfaceOp: &SurfaceOp{Replace: true, StartSeq: 0, EndSeq: 0}, SourceEventSeqs: []int64{0}}}, -2, "", nil},
+		{"a replacement taking the id of a message it does not replace", []Event{user, ev(TypeUserMessage, string(userMsg("u2", "more"))),
+			{Type: TypeUserMessage, Time: 1, Data: userMsg("u1", "edited"), SurfaceOp: &SurfaceOp{Replace: true, StartSeq: 1, EndSeq: 1}, SourceEventSeqs: []int64{1}}},
+			2, `message id "u1" is already the id of the message at seq 0`, ErrMessageIdentity},
 		{"an inherited marker in an unseeded log", []Event{ev("session/end-seed", `{"inherited":true}`)}, 0, "header is not seeded", ErrHistory},
 	} {
 		t.Run(c.name, func(t *testing.T) {
