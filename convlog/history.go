@@ -96,22 +96,32 @@ func (h *History) put(e *Event, msg StoredMessage, hidden bool) error {
 		h.nodes = append(h.nodes, node)
 		return nil
 	}
-	start, end := -1, -1
-	for i, n := range h.nodes {
-		if n.Seq == e.SurfaceOp.StartSeq {
-			start = i
-		}
-		if n.Seq == e.SurfaceOp.EndSeq {
-			end = i
-		}
-	}
-	if start < 0 || end < start {
+	span, start, ok := h.span(e.SurfaceOp.StartSeq, e.SurfaceOp.EndSeq)
+	if !ok {
 		return fmt.Errorf("replaces %d..%d, which is not a span of the current history", e.SurfaceOp.StartSeq, e.SurfaceOp.EndSeq)
 	}
 	nodes := append([]SurfaceNode(nil), h.nodes[:start]...)
 	nodes = append(nodes, node)
-	h.nodes = append(nodes, h.nodes[end+1:]...)
+	h.nodes = append(nodes, h.nodes[start+len(span):]...)
 	return nil
+}
+
+// span returns the nodes of the current surface from start to end
+// inclusive; ok false when they are not a span of it.
+func (h *History) span(start, end int64) (nodes []SurfaceNode, from int, ok bool) {
+	i, j := -1, -1
+	for k, n := range h.nodes {
+		if n.Seq == start && i < 0 {
+			i = k
+		}
+		if n.Seq == end {
+			j = k
+		}
+	}
+	if i < 0 || j < i {
+		return nil, -1, false
+	}
+	return h.nodes[i : j+1], i, true
 }
 
 func requireRole(e *Event, msg StoredMessage, role string) error {

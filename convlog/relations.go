@@ -193,26 +193,8 @@ func (v *Validator) queued(inserted []byte) *problem {
 
 // inSpan reports whether seq is a node of the span op replaces.
 func (v *Validator) inSpan(seq int64, op *SurfaceOp) bool {
-	nodes, _, ok := v.span(op.StartSeq, op.EndSeq)
+	nodes, _, ok := v.hist.span(op.StartSeq, op.EndSeq)
 	return ok && slices.ContainsFunc(nodes, func(n SurfaceNode) bool { return n.Seq == seq })
-}
-
-// span returns the nodes of the current surface from start to end
-// inclusive; ok false when they are not a span of it.
-func (v *Validator) span(start, end int64) (nodes []SurfaceNode, from int, ok bool) {
-	i, j := -1, -1
-	for k, n := range v.hist.nodes {
-		if n.Seq == start && i < 0 {
-			i = k
-		}
-		if n.Seq == end {
-			j = k
-		}
-	}
-	if i < 0 || j < i {
-		return nil, -1, false
-	}
-	return v.hist.nodes[i : j+1], i, true
 }
 
 // surfaceRules checks the protected system head, and that a replacement
@@ -231,7 +213,7 @@ func (v *Validator) surfaceRules(e *Event) *problem {
 		}
 		return nil
 	}
-	nodes, from, ok := v.span(op.StartSeq, op.EndSeq)
+	nodes, from, ok := v.hist.span(op.StartSeq, op.EndSeq)
 	if !ok {
 		return nil // the interpreter names it
 	}
@@ -461,7 +443,7 @@ func (v *Validator) shadowSpan(get func(string) []byte) *problem {
 	rg := get("shadowedRange")
 	start, _ := rawjson.Int(rawjson.Get(rg, "start"))
 	end, _ := rawjson.Int(rawjson.Get(rg, "end"))
-	nodes, from, ok := v.span(start, end)
+	nodes, from, ok := v.hist.span(start, end)
 	if !ok {
 		return relErr("shadowedRange %d..%d is not a span of the current history", start, end).in("data.shadowedRange")
 	}
