@@ -165,7 +165,7 @@ var (
 	modelSourceShape  = &shape{name: "a model's source", closed: true, fields: []field{fEnum("kind", "model"),
 		f("provider", vStr), f("model", vStr), o("replayState", vAny)}}
 	toolSourceShape       = &shape{name: "a tool's source", closed: true, fields: []field{fEnum("kind", "tool"), f("callId", vNonEmpty)}}
-	sourceShapes          = [...]*shape{slotSystem: systemSourceShape, slotAssistant: modelSourceShape, slotTool: toolSourceShape, slotPlain: nil}
+	sourceShapes          = [slotPlain + 1]*shape{slotSystem: systemSourceShape, slotAssistant: modelSourceShape, slotTool: toolSourceShape}
 	checkpointSourceShape = &shape{name: "a checkpoint's source", fields: []field{fEnum("kind", "compact-checkpoint"),
 		f("compactionId", vNonEmpty), o("sourceCommandId", vStr)}}
 )
