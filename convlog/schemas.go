@@ -110,10 +110,6 @@ func sess(fields ...field) *eventType {
 	return &eventType{log: inSession, data: &shape{name: "data", fields: fields}}
 }
 
-func sessCheck(check func([]byte) *problem, fields ...field) *eventType {
-	return &eventType{log: inSession, data: &shape{name: "data", fields: fields, check: check}}
-}
-
 func plugin(fields ...field) *eventType {
 	return &eventType{log: inSession, data: &shape{name: "data", fields: fields}, plugin: true}
 }
@@ -189,8 +185,8 @@ var eventTypes = map[string]*eventType{
 		f("messageSeqs", vCounts), fMsgs("messages", slotUser)),
 	"command/run":  sess(f("commandId", vNonEmpty), f("name", vStr), o("args", vStr), f("source", vObj)),
 	"command/done": sess(f("commandId", vNonEmpty), fEnum("kind", "success", "error"), o("text", vStr), o("sourceEventSeq", vCount)),
-	"subagent/catalog": sessCheck(checkCatalog, f("version", vInt), f("childId", vNonEmpty), f("childCreatedAt", vCount), f("mode", vStr),
-		o("label", vStr)),
+	"subagent/catalog": {log: inSession, data: &shape{name: "data", check: checkCatalog, fields: []field{f("version", vInt),
+		f("childId", vNonEmpty), f("childCreatedAt", vCount), f("mode", vStr), o("label", vStr)}}},
 	"session-log-deepseek/delivery-accepted": sess(f("sessionId", vStr), f("throughSeq", vCount), o("sessionFormatVersion", vCount)),
 	"agent/inbox/spliced": sess(fEnum("target", "next-step", "next-turn"), f("start", vInt), o("removedCount", vInt), fMsgs("inserted", slotUser),
 		o("outcome", vStr)).on(roleSplice),
