@@ -174,7 +174,7 @@ func (s *FrameScanner) next() (Frame, error) {
 	if err == errShort {
 		// A torn frame starts with a prefix of the magic; other short
 		// trailing bytes are foreign.
-		n := int(s.size - p)
+		n := int(min(s.size-p, 4)) // more: the file shrank under the scan
 		if rest, err := s.read(p, n); err == nil && !bytes.Equal(rest, binary.LittleEndian.AppendUint32(nil, zstdMagic)[:n]) {
 			return bad(p, "invalid frame magic: %d trailing bytes do not start a zstd frame", n)
 		} else if err != nil && err != errShort {
