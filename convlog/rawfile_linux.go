@@ -3,8 +3,11 @@ package convlog
 import (
 	"io"
 	"io/fs"
+	"os"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/convkit/convkit/internal/durable"
 )
@@ -97,3 +100,49 @@ func (f *File) Close() error {
 	}
 	return nil
 }
+
+// writePadded writes b at off followed by zeros to end in one pwritev (up
+// to the kernel's 2 GiB a call), so a process killed at a torn-tail repair
+// never sees the frames without the padding; the zeros come from one
+// shared buffer, so memory does not grow with the tail.
+func writePadded(f *os.File, b []byte, off, end int64) error {
+	iov := [][]byte{b}
+	for pad := end - off - int64(len(b)); pad > 0; pad -= int64(len(zeroPad)) {
+		iov = append(iov, zeroPad[:min(pad, int64(len(zeroPad)))])
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	for len(iov) > 0 {
+		var n int
+		var werr error
+		batch := iov[:min(len(iov), 1024)] // IOV_MAX
+		if cerr := rc.Write(func(fd uintptr) bool {
+			n, werr = unix.Pwritev(int(fd), batch, off)
+			return werr != unix.EAGAIN
+		}); cerr != nil {
+			return cerr
+		}
+		if werr == unix.EINTR {
+			continue
+		}
+		if werr != nil {
+			return &os.PathError{Op: "write", Path: f.Name(), Err: werr}
+		}
+		if n == 0 {
+			return &os.PathError{Op: "write", Path: f.Name(), Err: io.ErrShortWrite}
+		}
+		off += int64(n)
+		for n > 0 { // drop what was written
+			k := min(n, len(iov[0]))
+			if iov[0] = iov[0][k:]; len(iov[0]) == 0 {
+				iov = iov[1:]
+			}
+			n -= k
+		}
+	}
+	return nil
+}
+
+var zeroPad = make([]byte, 4<<20)

@@ -40,3 +40,18 @@ func OpenFile(path string) (*File, error) {
 func (f *File) ReadAt(p []byte, off int64) (int, error) { return f.f.ReadAt(p, off) }
 
 func (f *File) Close() error { return f.f.Close() }
+
+// writePadded writes b at off and zeros to end; see rawfile_linux.go.
+// Here the zeros are further writes, each at most 4 MiB.
+func writePadded(f *os.File, b []byte, off, end int64) error {
+	if _, err := f.WriteAt(b, off); err != nil {
+		return err
+	}
+	zero := make([]byte, min(end-off-int64(len(b)), 4<<20))
+	for p := off + int64(len(b)); p < end; p += int64(len(zero)) {
+		if _, err := f.WriteAt(zero[:min(end-p, int64(len(zero)))], p); err != nil {
+			return err
+		}
+	}
+	return nil
+}

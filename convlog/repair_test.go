@@ -84,4 +84,28 @@ func TestRepairKeepsRecoveredLines(t *testing.T) {
 	if tried == 0 || padded == 0 {
 		t.Fatalf("%d repairs with recovered lines, %d of them padded", tried, padded)
 	}
+
+	// A tail of stored blocks far longer than its fresh frames is padded
+	// too, not cut before the frames are written.
+	var turns [][]Event
+	for n := range int64(2) {
+		ev := sampleTurn(n + 1)
+		for i := range ev {
+			ev[i].Data = bytes.Replace(ev[i].Data, []byte("README.md"), bytes.Repeat([]byte("x"), 36<<20), 1)
+		}
+		turns = append(turns, ev)
+	}
+	big := mustRead(t, writeLog(t, dir, "s3.v4.jsonl", Plain, turns...))
+	one := zframe(string(big))
+	one = one[:len(one)-2]
+	p, err := CommittedPrefix(Bytes(one), int64(len(one)), Zstd, "s1.v4.jsonl.zst")
+	if err != nil || p.RecoveredLines == 0 {
+		t.Fatalf("prefix %+v, %v", p, err)
+	}
+	stored := copyOf(t, p, one) // the recovered lines in stored blocks
+	tried, padded = 0, 0
+	repair(stored[:len(stored)-2])
+	if tried != 1 || padded != 1 {
+		t.Fatalf("a %d MB torn frame: %d repairs, %d padded; want it padded", len(stored)>>20, tried, padded)
+	}
 }

@@ -331,11 +331,10 @@ func (w *Writer) writeAt(b []byte) error {
 }
 
 // repairTornTail replaces the torn tail with the lines recovered from it.
-// The fresh frames are written over the tail (NUL-padded to its end, which
-// a reader takes as a torn frame) before the file is cut to their end: a
-// process killed at any point leaves those lines readable, where cutting
-// first would lose them until the rewrite. A tail more than maxRepairPad
-// longer than the frames is cut first, to bound the padding's memory.
+// The fresh frames are written over the tail, NUL-padded to its end in one
+// write (a reader takes the zeros as a torn frame), before the file is cut
+// to their end: a process killed at any point leaves those lines readable,
+// where cutting first would lose them until the rewrite.
 func (w *Writer) repairTornTail() error {
 	var tail []byte
 	if w.recoverHeader {
@@ -350,15 +349,7 @@ func (w *Writer) repairTornTail() error {
 		if err != nil {
 			return err
 		}
-		switch pad := fi.Size() - end; {
-		case pad > maxRepairPad:
-			if err := w.f.Truncate(end); err != nil {
-				return fmt.Errorf("%s: cutting the torn tail at byte %d: %w", w.path, end, err)
-			}
-		case pad > 0:
-			tail = append(tail, make([]byte, pad)...)
-		}
-		if _, err := w.f.WriteAt(tail, w.tornAt); err != nil {
+		if err := writePadded(w.f, tail, w.tornAt, max(fi.Size(), end)); err != nil {
 			return fmt.Errorf("%s: rewriting the lines recovered from the torn tail at byte %d: %w", w.path, w.tornAt, err)
 		}
 		tornTailWritten()
@@ -372,8 +363,6 @@ func (w *Writer) repairTornTail() error {
 	w.size, w.torn, w.recoverHeader, w.recovered = end, false, false, nil
 	return nil
 }
-
-const maxRepairPad = 64 << 20
 
 // tornTailWritten runs between a repair's write and its cut (a test's
 // crash point).
