@@ -258,8 +258,10 @@ func checkStream(raw []byte) *problem {
 	if !w.enterArray() {
 		return mustBe("an array of stream records", raw)
 	}
+	// One buffer for every record's chunk members, not one cleared a record.
+	var buf [8]member
 	for k := 0; w.nextElem(); k++ {
-		if p := checkRecord(&w); p != nil {
+		if p := checkRecord(&w, buf[:0]); p != nil {
 			return p.at(k)
 		}
 	}
@@ -283,8 +285,37 @@ const (
 	rChunk
 )
 
-// checkRecord checks the stream record w is at, walking past it once.
-func checkRecord(w *walk) *problem {
+// recKey is the index of the record member named k in recKeys,
+// len(recKeys) when it is none (a switch: one comparison or two a key).
+func recKey(k []byte) int {
+	switch string(k) {
+	case "type":
+		return rType
+	case "time0":
+		return rTime0
+	case "index":
+		return rIndex
+	case "dt":
+		return rDt
+	case "texts":
+		return rTexts
+	case "id":
+		return rID
+	case "name":
+		return rName
+	case "args":
+		return rArgs
+	case "time":
+		return rTime
+	case "chunk":
+		return rChunk
+	}
+	return len(recKeys)
+}
+
+// checkRecord checks the stream record w is at, walking past it once; buf
+// holds its chunk's members.
+func checkRecord(w *walk, buf []member) *problem {
 	if !w.enterObject() {
 		return mustBe("a stream record (an object)", w.value())
 	}
@@ -292,22 +323,18 @@ func checkRecord(w *walk) *problem {
 	var have, pieces int
 	var badPiece *problem
 	var other []byte
-	var buf [8]member
 	var chunkMembers []member
 	for {
 		k, ok := w.nextKey()
 		if !ok {
 			break
 		}
-		i := 0
-		for i < len(recKeys) && recKeys[i] != string(k) {
-			i++
-		}
+		i := recKey(k)
 		switch i {
 		case rTexts, rArgs:
 			v[i], pieces, badPiece = w.strings()
 		case rChunk:
-			v[i], chunkMembers = w.members(buf[:0])
+			v[i], chunkMembers = w.members(buf)
 		case len(recKeys):
 			w.value()
 			if other == nil {
@@ -483,13 +510,18 @@ func (w *walk) nextKey() ([]byte, bool) {
 		return nil, false
 	}
 	ks := w.i
-	ke, err := rawjson.Next(w.b, ks)
-	if err != nil {
-		w.i = len(w.b)
-		return nil, false
+	// A short plain key (most are) is found in two words, with no escape.
+	ke := rawjson.PlainKeyEnd(w.b, ks)
+	plain := ke >= 0
+	if !plain {
+		var err error
+		if ke, err = rawjson.Next(w.b, ks); err != nil {
+			w.i = len(w.b)
+			return nil, false
+		}
 	}
 	key := w.b[ks+1 : ke-1]
-	if bytes.IndexByte(key, '\\') >= 0 {
+	if !plain && bytes.IndexByte(key, '\\') >= 0 {
 		s, _ := rawjson.String(w.b[ks:ke])
 		key = []byte(s)
 	}

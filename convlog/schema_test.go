@@ -316,3 +316,18 @@ func FuzzPayload(f *testing.F) {
 		}
 	})
 }
+
+// recKey names each stream record member by its place in recKeys, and
+// no other key.
+func TestRecKey(t *testing.T) {
+	for i, k := range recKeys {
+		if got := recKey([]byte(k)); got != i {
+			t.Errorf("recKey(%q) = %d, want %d", k, got, i)
+		}
+	}
+	for _, k := range []string{"", "Type", "types", "chunk ", "time1", "text"} {
+		if got := recKey([]byte(k)); got != len(recKeys) {
+			t.Errorf("recKey(%q) = %d, want %d (none)", k, got, len(recKeys))
+		}
+	}
+}

@@ -507,6 +507,24 @@ func Next(b []byte, i int) (int, error) {
 	}
 }
 
+// PlainKeyEnd returns the end (past its closing quote) of the string at
+// b[i] when it is at most fifteen plain ASCII bytes without an escape, as
+// most keys are, found in two words; -1 for any other (the caller scans it).
+func PlainKeyEnd(b []byte, i int) int {
+	if i < 0 || i+17 > len(b) {
+		return -1
+	}
+	w := b[i+1 : i+17]
+	m, j := special(binary.LittleEndian.Uint64(w)), i+1
+	if m == 0 {
+		m, j = special(binary.LittleEndian.Uint64(w[8:])), i+9
+	}
+	if j += bits.TrailingZeros64(m) >> 3; m != 0 && b[j] == '"' {
+		return j + 1
+	}
+	return -1
+}
+
 func skipStringTrusted(b []byte, i int) (int, error) {
 	j := i + 1
 	for {

@@ -219,3 +219,31 @@ func TestKeyBitAt(t *testing.T) {
 		}
 	}
 }
+
+// PlainKeyEnd finds the end Next finds of a short key without an escape,
+// and declines every other string rather than guess.
+func TestPlainKeyEnd(t *testing.T) {
+	pad := `: 1, "more": "padding to two words"}`
+	for _, c := range []struct {
+		key   string
+		plain bool
+	}{
+		{`""`, true}, {`"a"`, true}, {`"type"`, true}, {`"seven77"`, true}, {`"eight888"`, true},
+		{`"fifteen15151515"`, true}, {`"sixteen161616161"`, false}, {`"a\"b"`, false}, {`"\\"`, false},
+		{`"tab\tkey"`, false}, {`"é"`, false}, {"\"ctl\x01\"", false}, {`"\u0041"`, false},
+	} {
+		b := []byte(`{` + c.key + pad)
+		got := PlainKeyEnd(b, 1)
+		want, err := Next(b, 1)
+		if err != nil {
+			t.Fatalf("%s: Next: %v", c.key, err)
+		}
+		if c.plain && got != want || !c.plain && got != -1 {
+			t.Errorf("PlainKeyEnd(%s) = %d, want %d (plain %v)", c.key, got, want, c.plain)
+		}
+	}
+	// Too near the end to read two words: declined.
+	if got := PlainKeyEnd([]byte(`{"a":1}`), 1); got != -1 {
+		t.Errorf("PlainKeyEnd of a short buffer = %d, want -1", got)
+	}
+}
