@@ -218,7 +218,7 @@ var (
 		{name: "text-delta", fields: []field{f("index", vCount), f("text", vStr)}},
 		{name: "reasoning-delta", fields: []field{f("index", vCount), f("text", vStr)}},
 		{name: "tool-call-delta", fields: []field{f("index", vCount), f("id", vStr), o("name", vStr), f("argumentsDelta", vStr)}},
-		{name: "block-start", fields: []field{f("index", vCount), f("blockType", vNonEmpty)}, check: checkBlockStart},
+		{name: "block-start", fields: []field{f("index", vCount), f("blockType", vNonEmpty)}, then: thenBlockStart},
 		{name: "block-end", fields: []field{f("index", vCount), {name: "block", t: vBlock, slot: slotAssistant}}},
 		{name: "usage", fields: []field{fSub("usage", usageShape)}},
 		{name: "finish", fields: []field{fSub("reason", finishShape), o("replayState", vObj)}},
@@ -244,10 +244,10 @@ func chunkTypes() string {
 	return strings.Join(names, ", ")
 }
 
-func checkBlockStart(obj []byte) *problem {
-	switch str(rawjson.Get(obj, "blockType")) {
+func checkBlockStart(ms []member) *problem {
+	switch t := unquoted(memberValue(ms, "blockType")); string(t) {
 	case "tool-result", "tool-addition", "tool-removal":
-		return newProblem("%s blocks are not an answer's", termtext.Quote(str(rawjson.Get(obj, "blockType")))).in(".blockType")
+		return newProblem("%s blocks are not an answer's", termtext.Quote(string(t))).in(".blockType")
 	}
 	return nil
 }

@@ -74,10 +74,22 @@ type shape struct {
 	closed bool
 	// mustBe names a missing member by what it must be, not "is missing".
 	mustBe bool
-	// check runs once every member passed its field: what one member
-	// requires of another.
-	check func(obj []byte) *problem
+	// then is the check run once every member passed its field: what one
+	// member requires of another.
+	then thenCheck
 }
+
+// thenCheck names a shape's check after its members. A switch, not a func
+// value, calls it: the members, which callers keep in buffers on their
+// stacks, then stay there.
+type thenCheck uint8
+
+const (
+	thenNothing thenCheck = iota
+	thenBlockStart
+	thenEpochHeader
+	thenCatalog
+)
 
 // problem is a schema refusal: the member it is about, from the checked
 // value down (".stream[2].dt"), and what is wrong.
@@ -193,8 +205,13 @@ func (s *shape) checkKept(obj []byte, ms []member, checked []byte) *problem {
 			return newProblem("is missing (%s requires it)", what).in("." + fl.name)
 		}
 	}
-	if s.check != nil {
-		return s.check(obj)
+	switch s.then {
+	case thenBlockStart:
+		return checkBlockStart(ms)
+	case thenEpochHeader:
+		return checkEpochHeader(ms)
+	case thenCatalog:
+		return checkCatalog(obj)
 	}
 	return nil
 }

@@ -59,7 +59,7 @@ var (
 	requestHeaderShape = &shape{name: "request header", fields: []field{
 		fSub("config", configShape), oSub("adapterDefaults", adapterDefaultsShape), oSubs("tools", toolSchemaShape),
 		never("system", "is retired in format v4: the system prompt is a system/message")},
-		check: checkEpochHeader}
+		then: thenEpochHeader}
 	routeShape       = &shape{name: "route", fields: []field{f("provider", vStr), f("model", vStr)}}
 	titleSrcShape    = &shape{name: "title source", fields: []field{fEnum("kind", "user", "fallback", "provider"), o("provider", vStr).when("kind", "provider"), oSub("model", routeShape)}}
 	offloadShape     = &shape{name: "offload target", fields: []field{f("seq", vCount), f("imageIndexes", vCounts)}}
@@ -78,8 +78,8 @@ func requires(obj []byte, key, what string) *problem {
 
 // checkEpochHeader: empty tools and adapterDefaults are omitted, and each
 // adapterDefaults marker has its config value.
-func checkEpochHeader(obj []byte) *problem {
-	cfg, ad, tools := headerMembers(obj)
+func checkEpochHeader(ms []member) *problem {
+	cfg, ad, tools := memberValue(ms, "config"), memberValue(ms, "adapterDefaults"), memberValue(ms, "tools")
 	if tools != nil && rawjson.EmptyArray(tools) {
 		return newProblem("must be omitted when empty").in(".tools")
 	}
@@ -185,7 +185,7 @@ var eventTypes = map[string]*eventType{
 		f("messageSeqs", vCounts), fMsgs("messages", slotUser)),
 	"command/run":  sess(f("commandId", vNonEmpty), f("name", vStr), o("args", vStr), f("source", vObj)),
 	"command/done": sess(f("commandId", vNonEmpty), fEnum("kind", "success", "error"), o("text", vStr), o("sourceEventSeq", vCount)),
-	"subagent/catalog": {log: inSession, data: &shape{name: "data", check: checkCatalog, fields: []field{f("version", vInt),
+	"subagent/catalog": {log: inSession, data: &shape{name: "data", then: thenCatalog, fields: []field{f("version", vInt),
 		f("childId", vNonEmpty), f("childCreatedAt", vCount), f("mode", vStr), o("label", vStr)}}},
 	"session-log-deepseek/delivery-accepted": sess(f("sessionId", vStr), f("throughSeq", vCount), o("sessionFormatVersion", vCount)),
 	"agent/inbox/spliced": sess(fEnum("target", "next-step", "next-turn"), f("start", vInt), o("removedCount", vInt), fMsgs("inserted", slotUser),
