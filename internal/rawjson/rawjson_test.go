@@ -131,6 +131,14 @@ func FuzzString(f *testing.F) {
 		if end, _, serr := scanString(raw, 0); len(raw) > 0 && raw[0] == '"' && serr == nil && end == len(raw) && !ok {
 			t.Fatalf("String(%q) refuses a token Skip accepts", raw)
 		}
+		// PlainKeyEnd, of a valid token as a key, finds its end or declines;
+		// what it finds is the decoded key, escapes impossible.
+		if end, _, serr := scanString(raw, 0); ok && len(raw) > 0 && raw[0] == '"' && serr == nil && end == len(raw) {
+			b := append(append([]byte(nil), raw...), `:"padding to two words"}`...)
+			if e := PlainKeyEnd(b, 0); e >= 0 && (e != len(raw) || string(b[1:e-1]) != got) {
+				t.Fatalf("PlainKeyEnd(%q) = %d, key %q; the token ends at %d, decodes to %q", raw, e, b[1:max(e-1, 1)], len(raw), got)
+			}
+		}
 		enc := AppendString(nil, got)
 		back, ok := String(enc)
 		if !ok || !json.Valid(enc) || back != strings.ToValidUTF8(got, "\uFFFD") {
