@@ -11,6 +11,7 @@
 package index
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -21,6 +22,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -506,17 +508,34 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 		return err
 	}
 	ctx = context.WithoutCancel(ctx)
+	var sameSessions, sameTurns bool // the rows held are those c has: kept
 	if !w.fresh {
-		if err := w.removeRows(ctx, c.ID, deletes[:4]); err != nil {
+		var err error
+		if sameSessions, sameTurns, err = w.sameRows(ctx, c); err != nil {
+			return fmt.Errorf("read the rows of %s in the index: %w", termtext.Quote(c.ID), err)
+		}
+		qs := []string{deletes[0], deletes[3]}
+		if !sameSessions {
+			qs = append(qs, deletes[1])
+		}
+		if !sameTurns {
+			qs = append(qs, deletes[2])
+		}
+		if err := w.removeRows(ctx, c.ID, qs); err != nil {
 			return err
 		}
-		var err error
 		if msgs, err = w.keepMessages(ctx, c.ID, msgs); err != nil {
 			return fmt.Errorf("update the messages of %s in the index: %w", termtext.Quote(c.ID), err)
 		}
 	}
 	if err := w.putConversation(ctx, c, len(c.Sessions), len(c.Turns)); err != nil {
 		return fmt.Errorf("index conversation %s: %w", termtext.Quote(c.ID), err)
+	}
+	if sameSessions {
+		c = &Conversation{ID: c.ID, Turns: c.Turns}
+	}
+	if sameTurns {
+		c = &Conversation{ID: c.ID, Sessions: c.Sessions}
 	}
 	err := w.insert(ctx, &w.sessions, len(c.Sessions), func(args []any, i int) []any {
 		s := &c.Sessions[i]
@@ -541,6 +560,84 @@ func (w *Writer) Put(ctx context.Context, c *Conversation, msgs []Message) error
 		return fmt.Errorf("index the turns of %s: %w", termtext.Quote(c.ID), err)
 	}
 	return w.addMessages(cancel, ctx, c.ID, msgs)
+}
+
+// sameRows reports whether the sessions and the turns the index holds of
+// c.ID are exactly c's, each table as a set and with a rebuild's column
+// types: a rename or a new title leaves them as they were, and rewriting
+// them costs statements and pages.
+func (w *Writer) sameRows(ctx context.Context, c *Conversation) (sessions, turns bool, err error) {
+	var ss []Session
+	// A value of another type reads as 0 (its type differs).
+	err = w.each(ctx, `SELECT conversation_id, id, parent_session, agent, model, iif(typeof(format_version) = 'integer', format_version, 0),
+		iif(typeof(event_count) = 'integer', event_count, 0), iif(typeof(bytes) = 'integer', bytes, 0), file,
+		typeof(parent_session) || typeof(agent) || typeof(model) || typeof(format_version) || typeof(event_count) ||
+		typeof(bytes) || typeof(file) FROM sessions WHERE conversation_id = ?`,
+		c.ID, func(rows *sql.Rows) error {
+			var s Session
+			var cid, types string
+			err := rows.Scan(&cid, &s.ID, &s.ParentSession, &s.Agent, &s.Model, &s.FormatVersion, &s.Events, &s.Bytes, &s.File, &types)
+			if types != "texttexttextintegerintegerintegertext" {
+				s.ID = "" // never a session's: differs
+			}
+			ss = append(ss, s)
+			return err
+		})
+	if err != nil {
+		return false, false, err
+	}
+	var ts []Turn
+	err = w.each(ctx, `SELECT conversation_id, session_id, iif(typeof(turn) = 'integer', turn, 0),
+		iif(typeof(started_at) = 'integer', started_at, 0), iif(typeof(ended_at) = 'integer', ended_at, 0), outcome,
+		typeof(session_id) || typeof(turn) || typeof(started_at) || typeof(ended_at) || typeof(outcome)
+		FROM turns WHERE conversation_id = ?`, c.ID, func(rows *sql.Rows) error {
+		var t Turn
+		var cid, types string
+		err := rows.Scan(&cid, &t.SessionID, &t.Turn, &t.StartedAt, &t.EndedAt, &t.Outcome, &types)
+		if types != "textintegerintegerintegertext" {
+			t.Turn = -1 // never a turn's: differs
+		}
+		ts = append(ts, t)
+		return err
+	})
+	if err != nil {
+		return false, false, err
+	}
+	sessionKey := func(a, b Session) int { return strings.Compare(a.ID, b.ID) }
+	turnKey := func(a, b Turn) int {
+		return cmp.Or(strings.Compare(a.SessionID, b.SessionID), cmp.Compare(a.Turn, b.Turn))
+	}
+	return sameSet(ss, c.Sessions, sessionKey), sameSet(ts, c.Turns, turnKey), nil
+}
+
+// sameSet reports whether held, rows read from a table keyed by key, are
+// exactly want's rows; held is sorted in place.
+func sameSet[T comparable](held, want []T, key func(a, b T) int) bool {
+	if len(held) != len(want) {
+		return false
+	}
+	slices.SortFunc(held, key)
+	sorted := slices.SortedFunc(slices.Values(want), key)
+	return slices.Equal(held, sorted)
+}
+
+// each runs query q, prepared once, with arg in the transaction.
+func (w *Writer) each(ctx context.Context, q string, arg any, scan func(*sql.Rows) error) error {
+	s, err := w.stmt(ctx, q)
+	if err != nil {
+		return err
+	}
+	rows, err := s.QueryContext(ctx, arg)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			rows.Close()
+			return err
+		}
+	}
+	return errors.Join(rows.Err(), rows.Close())
 }
 
 var (
