@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"slices"
@@ -348,13 +347,8 @@ func (d *DB) Path() string { return d.path }
 // Writer writes in one transaction with prepared statements: one transaction
 // per row runs fifty times slower.
 type Writer struct {
-	tx *sql.Tx
-	// conn holds tx and, when unsynced, has SQLite's syncs off until the
-	// transaction ends (see Begin); nil for a bulk load.
-	conn     *sql.Conn
-	unsynced bool
-	restore  string               // the statement that restores conn's syncs
-	stmts    map[string]*sql.Stmt // prepared at their first use (stmt)
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt // prepared at their first use (stmt)
 	// sessions, turns and msgRows insert several rows per statement.
 	sessions, turns, msgRows multiInsert
 	args                     []any // reused for each multi-row statement
@@ -375,20 +369,14 @@ const (
 
 // Begin starts a write transaction.
 func (d *DB) Begin(ctx context.Context) (*Writer, error) {
-	w := &Writer{}
-	var err error
-	if d.fresh {
-		w.tx, err = d.db.BeginTx(ctx, nil)
-	} else {
-		w, err = d.beginInPlace(ctx)
-	}
+	tx, err := d.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	w.stmts, w.fresh, w.lastRow = map[string]*sql.Stmt{}, d.fresh, -1
-	w.sessions, w.turns, w.msgRows = multiInsert{cols: 9, head: "INSERT OR FAIL INTO sessions (" + sessionColumns + ") VALUES "},
-		multiInsert{cols: 6, head: "INSERT OR FAIL INTO turns (" + turnColumns + ") VALUES "},
-		multiInsert{cols: 2, head: "INSERT OR FAIL INTO message_rows (conversation_id, fts_rowid) VALUES "}
+	w := &Writer{tx: tx, stmts: map[string]*sql.Stmt{}, fresh: d.fresh, lastRow: -1,
+		sessions: multiInsert{cols: 9, head: "INSERT OR FAIL INTO sessions (" + sessionColumns + ") VALUES "},
+		turns:    multiInsert{cols: 6, head: "INSERT OR FAIL INTO turns (" + turnColumns + ") VALUES "},
+		msgRows:  multiInsert{cols: 2, head: "INSERT OR FAIL INTO message_rows (conversation_id, fts_rowid) VALUES "}}
 	if d.fresh {
 		w.lastRow = 0
 	}
@@ -841,92 +829,10 @@ func (w *Writer) Skip(ctx context.Context, id, dir, fingerprint, reason string) 
 }
 
 // Commit ends the transaction.
-func (w *Writer) Commit() error { return errors.Join(w.tx.Commit(), w.release()) }
+func (w *Writer) Commit() error { return w.tx.Commit() }
 
 // Rollback abandons the transaction.
-func (w *Writer) Rollback() error { return errors.Join(w.tx.Rollback(), w.release()) }
-
-// A transaction that writes the first frames of an empty write-ahead log
-// skips the sync of the log's header SQLite does before the frames: it
-// guards against a header reaching the disk after frames that overwrite an
-// older log's, and an empty log has none. The commit is made durable as
-// under synchronous=NORMAL, by the checkpoint (a sync of the log, then of
-// the database) before the log is reset or removed, so none runs in the
-// meantime. A reindex writes one such transaction: one sync of three spared.
-
-// lockWrites takes SQLite's write lock in a deferred transaction, writing nothing.
-const lockWrites = "UPDATE skipped SET reason = reason WHERE 0"
-
-// beginInPlace starts a transaction on a connection of its own, unsynced
-// when, holding the write lock, it finds the log empty.
-func (d *DB) beginInPlace(ctx context.Context) (*Writer, error) {
-	conn, err := d.db.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	w := &Writer{conn: conn}
-	// A log with frames, as a long-open index has, is not locked to be sure.
-	if walEmpty(d.path + "-wal") {
-		w.tx, w.restore, err = beginUnsynced(ctx, conn, d.path+"-wal")
-		w.unsynced = w.tx != nil
-	}
-	if err == nil && w.tx == nil {
-		w.tx, err = conn.BeginTx(ctx, nil)
-	}
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	return w, nil
-}
-
-// walEmpty reports whether the write-ahead log at p is missing or empty.
-func walEmpty(p string) bool {
-	fi, err := os.Lstat(p)
-	return errors.Is(err, fs.ErrNotExist) || err == nil && fi.Mode().IsRegular() && fi.Size() == 0
-}
-
-// beginUnsynced starts a transaction on conn without syncs or checkpoints
-// if the log at wal is empty, returning the statement that restores them;
-// else it leaves conn as it was and returns no transaction.
-func beginUnsynced(ctx context.Context, conn *sql.Conn, wal string) (*sql.Tx, string, error) {
-	var level, autoCkpt int
-	err := conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&level)
-	if err == nil {
-		err = conn.QueryRowContext(ctx, "PRAGMA wal_autocheckpoint").Scan(&autoCkpt)
-	}
-	if err != nil {
-		return nil, "", err
-	}
-	restore := fmt.Sprintf("PRAGMA synchronous=%d; PRAGMA wal_autocheckpoint=%d", level, autoCkpt)
-	if _, err = conn.ExecContext(ctx, "PRAGMA synchronous=OFF; PRAGMA wal_autocheckpoint=0"); err == nil {
-		var tx *sql.Tx
-		if tx, err = conn.BeginTx(ctx, nil); err == nil {
-			if _, err = tx.ExecContext(ctx, lockWrites); err == nil && walEmpty(wal) {
-				return tx, restore, nil
-			}
-			tx.Rollback()
-		}
-	}
-	// SQLite changes neither inside a transaction.
-	_, rerr := conn.ExecContext(context.WithoutCancel(ctx), restore)
-	return nil, "", errors.Join(err, rerr)
-}
-
-// release restores an unsynced connection, so its checkpoints sync, and
-// returns it to the pool.
-func (w *Writer) release() error {
-	if w.conn == nil {
-		return nil
-	}
-	var err error
-	if w.unsynced {
-		_, err = w.conn.ExecContext(context.Background(), w.restore)
-	}
-	err = errors.Join(err, w.conn.Close())
-	w.conn = nil
-	return err
-}
+func (w *Writer) Rollback() error { return w.tx.Rollback() }
 
 // Delete removes a conversation's rows in its own transaction.
 func (d *DB) Delete(ctx context.Context, id string) error {
