@@ -559,13 +559,13 @@ func (w *Writer) sameRows(ctx context.Context, c *Conversation) (sessions, turns
 	// A value of another type reads as 0 (its type differs).
 	err = w.each(ctx, `SELECT conversation_id, id, parent_session, agent, model, iif(typeof(format_version) = 'integer', format_version, 0),
 		iif(typeof(event_count) = 'integer', event_count, 0), iif(typeof(bytes) = 'integer', bytes, 0), file,
-		typeof(parent_session) || typeof(agent) || typeof(model) || typeof(format_version) || typeof(event_count) ||
-		typeof(bytes) || typeof(file) FROM sessions WHERE conversation_id = ?`,
+		typeof(id) || typeof(parent_session) || typeof(agent) || typeof(model) || typeof(format_version) ||
+		typeof(event_count) || typeof(bytes) || typeof(file) FROM sessions WHERE conversation_id = ?`,
 		c.ID, func(rows *sql.Rows) error {
 			var s Session
 			var cid, types string
 			err := rows.Scan(&cid, &s.ID, &s.ParentSession, &s.Agent, &s.Model, &s.FormatVersion, &s.Events, &s.Bytes, &s.File, &types)
-			if types != "texttexttextintegerintegerintegertext" {
+			if types != "texttexttexttextintegerintegerintegertext" {
 				s.ID = "" // never a session's: differs
 			}
 			ss = append(ss, s)

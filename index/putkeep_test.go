@@ -36,6 +36,7 @@ func TestPutKeepsUnchangedSessionsAndTurns(t *testing.T) {
 		{"a turn ended", func(c *Conversation) { c.Turns[1].EndedAt, c.Turns[1].Outcome = 5, "completed" }, "", 2 + 2 + 2},
 		{"a count stored as text", func(*Conversation) {}, "UPDATE sessions SET event_count = 'ten' WHERE id = 'root'", 2 + 2 + 2},
 		{"a name stored as a blob", func(*Conversation) {}, "UPDATE sessions SET agent = CAST(agent AS BLOB) WHERE id = 'child'", 2 + 2 + 2},
+		{"an id stored as a blob", func(*Conversation) {}, "UPDATE sessions SET id = CAST(id AS BLOB) WHERE id = 'child'", 2 + 2 + 2},
 		{"a time stored as a real", func(*Conversation) {}, "UPDATE turns SET started_at = 1.5 WHERE session_id = 'root'", 2 + 2 + 2},
 		{"a turn gone", func(c *Conversation) { c.Turns = c.Turns[:1] }, "", 2 + 2 + 1},
 	} {
@@ -74,7 +75,7 @@ func TestPutKeepsUnchangedSessionsAndTurns(t *testing.T) {
 			t.Errorf("%s: the index holds %+v, want %+v", tc.name, got, c)
 		}
 		var text int
-		db.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM sessions WHERE typeof(event_count) != 'integer' OR typeof(agent) != 'text')
+		db.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM sessions WHERE typeof(event_count) != 'integer' OR typeof(agent) != 'text' OR typeof(id) != 'text')
 			+ (SELECT count(*) FROM turns WHERE typeof(started_at) != 'integer')`).Scan(&text)
 		if text != 0 {
 			t.Errorf("%s: %d values are not of a rebuild's types", tc.name, text)
