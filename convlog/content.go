@@ -71,9 +71,10 @@ func checkBlocks(raw []byte, sl slot, bi *blockInfo) *problem {
 var blockShapes = map[string]*shape{
 	"text":      textBlockShape,
 	"reasoning": textBlockShape,
-	"tool-call": {name: "a tool-call block", mustBe: true, fields: []field{f("id", vNonEmpty), f("name", vNonEmpty), f("arguments", vStr)}},
-	"image":     {name: "an image block", fields: []field{fSub("attachment", imageAttachmentShape), o("offloaded", vTrue)}},
-	"file":      {name: "a file block", fields: []field{fSub("attachment", fileAttachmentShape)}},
+	"tool-call": {name: "a tool-call block", mustBe: true, fields: []field{f("id", vNonEmpty), f("name", vNonEmpty), {name: "arguments", t: vStr, why: "the arguments' JSON text"}}},
+	"image": {name: "an image block", fields: []field{{name: "attachment", t: vShape, sub: imageAttachmentShape, why: "an image block needs it"},
+		o("offloaded", vTrue)}},
+	"file": {name: "a file block", fields: []field{{name: "attachment", t: vShape, sub: fileAttachmentShape, why: "a file block needs it"}}},
 	"tool-addition": {name: "a tool-addition block", mustBe: true, fields: []field{f("toolName", vNonEmpty),
 		never("tool", "must be absent: an addition names its tool, defined in the request/header headerSeq names")}},
 	"tool-removal": {name: "a tool-removal block", mustBe: true, fields: []field{f("toolName", vNonEmpty)}},

@@ -60,7 +60,7 @@ type field struct {
 	enum []string
 	sub  *shape
 	slot slot
-	why  string // why a vNever member is refused
+	why  string // why a vNever member is refused; another's refusal's hint
 	// cond makes an optional member required when member cond[0] is
 	// present (and, when given, one of the strings cond[1:]).
 	cond []string
@@ -186,6 +186,8 @@ func (s *shape) checkKept(obj []byte, ms []member, checked []byte) *problem {
 		case seen&(1<<i) != 0:
 		case !fl.opt && s.mustBe:
 			return fl.check(nil).in("." + fl.name)
+		case !fl.opt && fl.why != "":
+			return newProblem("is missing (%s)", fl.why).in("." + fl.name)
 		case !fl.opt:
 			return newProblem("is missing").in("." + fl.name)
 		case fl.cond != nil:
@@ -243,7 +245,9 @@ func (fl *field) check(v []byte) *problem {
 	case vAny:
 		return nil
 	case vStr:
-		if !isString(v) {
+		if !isString(v) && fl.why != "" {
+			return mustBe("a string ("+fl.why+")", v)
+		} else if !isString(v) {
 			return mustBe("a string", v)
 		}
 	case vNonEmpty:

@@ -39,6 +39,12 @@ func misuses() []misuse {
 	return []misuse{
 		{name: "content as a string", bad: ev(TypeUserMessage, `{"role":"user","content":"hi","source":{"kind":"user"},"id":"u1"}`),
 			kind: ErrPayload, member: "data.content", want: "must be an array of content blocks, not a string"},
+		{name: "an image block without its attachment", bad: ev(TypeUserMessage, `{"role":"user","content":[{"type":"image"}],"source":{"kind":"user"},"id":"u1"}`),
+			kind: ErrPayload, member: "data.content[0].attachment", want: "is missing (an image block needs it)"},
+		{name: "a file block without its attachment", bad: ev(TypeUserMessage, `{"role":"user","content":[{"type":"file"}],"source":{"kind":"user"},"id":"u1"}`),
+			kind: ErrPayload, member: "data.content[0].attachment", want: "is missing (a file block needs it)"},
+		{name: "tool-call arguments not a string", before: withStep(), bad: ev(TypeAssistantMessage, answerData(`[{"type":"tool-call","id":"c","name":"n","arguments":null}]`, `,"stream":[]`)),
+			kind: ErrPayload, member: "data.message.content[0].arguments", want: "must be a string (the arguments' JSON text), not null"},
 		{name: "two messages, one id", before: []Event{user}, bad: ev(TypeUserMessage, string(userMsg("u1", "other"))),
 			kind: ErrMessageIdentity, member: "data.id", want: `message id "u1" is already the id of the message at seq 0`},
 		{name: "a queued message claimed differently", before: []Event{ev("agent/inbox/spliced", `{"target":"next-turn","start":0,"inserted":[`+string(userMsg("u1", "hi"))+`]}`)},
