@@ -104,11 +104,14 @@ func (f *File) Close() error {
 // writePadded writes b at off followed by zeros to end in one pwritev (up
 // to the kernel's 2 GiB a call), so a process killed at a torn-tail repair
 // never sees the frames without the padding; the zeros come from one
-// shared buffer, so memory does not grow with the tail.
+// buffer of at most 4 MiB, so memory does not grow with the tail. Its
+// errors do not name the file: the caller's do.
 func writePadded(f *os.File, b []byte, off, end int64) error {
+	pad := end - off - int64(len(b))
+	zero := make([]byte, max(0, min(pad, 4<<20)))
 	iov := [][]byte{b}
-	for pad := end - off - int64(len(b)); pad > 0; pad -= int64(len(zeroPad)) {
-		iov = append(iov, zeroPad[:min(pad, int64(len(zeroPad)))])
+	for ; pad > 0; pad -= int64(len(zero)) {
+		iov = append(iov, zero[:min(pad, int64(len(zero)))])
 	}
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -128,10 +131,10 @@ func writePadded(f *os.File, b []byte, off, end int64) error {
 			continue
 		}
 		if werr != nil {
-			return &os.PathError{Op: "write", Path: f.Name(), Err: werr}
+			return werr
 		}
 		if n == 0 {
-			return &os.PathError{Op: "write", Path: f.Name(), Err: io.ErrShortWrite}
+			return io.ErrShortWrite
 		}
 		off += int64(n)
 		for n > 0 { // drop what was written
@@ -144,5 +147,3 @@ func writePadded(f *os.File, b []byte, off, end int64) error {
 	}
 	return nil
 }
-
-var zeroPad = make([]byte, 4<<20)

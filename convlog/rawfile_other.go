@@ -45,13 +45,21 @@ func (f *File) Close() error { return f.f.Close() }
 // Here the zeros are further writes, each at most 4 MiB.
 func writePadded(f *os.File, b []byte, off, end int64) error {
 	if _, err := f.WriteAt(b, off); err != nil {
-		return err
+		return unwrapPath(err)
 	}
-	zero := make([]byte, min(end-off-int64(len(b)), 4<<20))
+	zero := make([]byte, max(0, min(end-off-int64(len(b)), 4<<20)))
 	for p := off + int64(len(b)); p < end; p += int64(len(zero)) {
 		if _, err := f.WriteAt(zero[:min(end-p, int64(len(zero)))], p); err != nil {
-			return err
+			return unwrapPath(err)
 		}
 	}
 	return nil
+}
+
+// unwrapPath drops the file name a write error carries: the caller names it.
+func unwrapPath(err error) error {
+	if pe, ok := err.(*fs.PathError); ok {
+		return pe.Err
+	}
+	return err
 }
