@@ -204,11 +204,11 @@ func TestReadmeWalkThrough(t *testing.T) {
 	}
 }
 
-// TestReadmeLayout: the README's layout picture lists every Go package of
-// the module and no other path that does not exist, and marks with R
-// exactly the packages outside internal/ that a runtime imports:
-// examples/runtime's and chatread's imports in the module, followed
-// through each other.
+// TestReadmeLayout: the README's Layout starts with a picture that lists
+// every Go package of the module and no other path that does not exist,
+// and marks with R exactly the packages outside internal/ that a runtime
+// imports: examples/runtime's and chatread's imports in the module,
+// followed through each other.
 func TestReadmeLayout(t *testing.T) {
 	root := filepath.Join("..", "..")
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
@@ -223,8 +223,8 @@ func TestReadmeLayout(t *testing.T) {
 	}
 	s = s[i+len(head):]
 	i = strings.Index(s, "```\n")
-	if i < 0 {
-		t.Fatal("README.md's Layout has no picture")
+	if i < 0 || strings.TrimSpace(s[:i]) != "" {
+		t.Fatal("README.md's Layout does not start with its picture")
 	}
 	s = s[i+4:]
 	s = s[:strings.Index(s, "```")]
