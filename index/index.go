@@ -8,6 +8,10 @@
 // readers with OpenRead, which writes nothing and works on a read-only file
 // system too. Every query takes a context whose cancellation interrupts
 // SQLite.
+//
+// Create makes a new database for one bulk load, made durable by Finish.
+// DB.Begin returns a Writer whose Put, Remove and Skip change rows in one
+// transaction until Commit; List, Search, One and Totals read.
 package index
 
 import (

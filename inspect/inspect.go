@@ -2,6 +2,10 @@
 // describes it: a readable rendering, the events as stored, every format
 // problem with its position, sizes by event type, and the derived history.
 // It only reads: no file is ever changed.
+//
+// A Target names the log: Resolve takes a path, Stdin a log piped in,
+// StoreTarget a store's log. Show renders it, Validate checks it, Measure
+// counts it by event type and History derives what a model reads.
 package inspect
 
 import (

@@ -4,6 +4,10 @@
 // retried once after the first pass, and a failure never stops the rest. A
 // private text log and a JSON summary are written to a fresh temporary folder
 // as the run goes.
+//
+// FindRoot recognises a sessions root. Run migrates the logs of a store the
+// caller opened (holding runtime.lock unless it is a dry run); RunSessions
+// the runtime's own layout, under each session.lock. Both return a Summary.
 package migrate
 
 import (

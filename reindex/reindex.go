@@ -4,6 +4,12 @@
 // place. Update keeps it current incrementally; Check compares logs and index
 // without writing. A conversation that will not open on this machine
 // (store.Machine) is still indexed, with its reasons, and reported.
+//
+// Run needs the store held with the exclusive lock. A runtime calls
+// NewKeeper once after store.Open: it brings the index up to date and keeps
+// it so as the store records. List lists from the index when it is
+// current, else from the logs. Accept is the one rule of which
+// conversations an index holds, shared with backup verify.
 package reindex
 
 import (
