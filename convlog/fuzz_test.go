@@ -35,31 +35,22 @@ func FuzzFrameScanner(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		size := int64(len(data))
 		// The scan over bytes gives exactly the scan over a file.
-		mem, file := NewFrameScanner(Bytes(data), int64(len(data))), NewFrameScanner(bytes.NewReader(data), size)
-		for i := 1; ; i++ {
-			got, gerr := mem.next()
-			want, werr := file.next()
-			if fmt.Sprint(got, gerr) != fmt.Sprint(want, werr) {
-				t.Fatalf("frame %d over bytes %+v, %v; over a file %+v, %v", i, got, gerr, want, werr)
+		scan := func(src io.ReaderAt) (s string) {
+			for f, err := range NewFrameScanner(src, size).Frames() {
+				s += fmt.Sprint(f, err) + "\n"
 			}
-			if gerr != nil {
-				break
-			}
+			return s
 		}
-		s := NewFrameScanner(bytes.NewReader(data), size)
+		if got, want := scan(Bytes(data)), scan(bytes.NewReader(data)); got != want {
+			t.Fatalf("frames over bytes:\n%s\nover a file:\n%s", got, want)
+		}
 		var end int64
 		var frames []Frame
 		var scanErr error
-		for i := int64(1); ; i++ {
-			if i > size+2 {
-				t.Fatalf("scanner returned %d frames from %d bytes", i, size)
-			}
-			fr, err := s.next()
-			if err == io.EOF {
-				if end != size {
-					t.Fatalf("EOF at byte %d of %d", end, size)
-				}
-				break
+		i, torn := int64(0), false
+		for fr, err := range NewFrameScanner(bytes.NewReader(data), size).Frames() {
+			if i++; i > size+2 || scanErr != nil || torn {
+				t.Fatalf("frame %d (%+v, %v) after %d bytes, error %v, torn %v", i, fr, err, size, scanErr, torn)
 			}
 			if err != nil {
 				var fe *FrameError
@@ -69,30 +60,26 @@ func FuzzFrameScanner(f *testing.F) {
 				if fe.Frame != i || fe.Offset < end || fe.Offset >= size {
 					t.Fatalf("frame error %+v, frame %d starts at %d of %d", fe, i, end, size)
 				}
-				if _, err := s.next(); err != io.EOF {
-					t.Fatalf("Next after an error = %v, want EOF", err)
-				}
 				scanErr = err
-				break
+				continue
 			}
 			if fr.Index != i || fr.Offset != end || fr.Size <= 0 || fr.Offset+fr.Size > size {
 				t.Fatalf("frame %+v: want index %d at %d, within %d bytes", fr, i, end, size)
 			}
 			end = fr.Offset + fr.Size
 			frames = append(frames, fr)
-			if fr.Torn {
+			if torn = fr.Torn; torn {
 				if end != size {
 					t.Fatalf("torn frame %+v does not reach the end (%d)", fr, size)
-				}
-				if _, err := s.next(); err != io.EOF {
-					t.Fatalf("a frame follows torn frame %+v: %v", fr, err)
 				}
 				// The best-effort reader of a torn frame never panics.
 				if r, ok := fr.completeBlocks(bytes.NewReader(data)); ok {
 					io.Copy(io.Discard, io.LimitReader(r, 1<<20))
 				}
-				break
 			}
+		}
+		if scanErr == nil && end != size {
+			t.Fatalf("EOF at byte %d of %d", end, size)
 		}
 		// A stream the reference decoder accepts is one the scanner walks,
 		// unless it uses what a log may not: skippable frames, the unused
@@ -192,21 +179,23 @@ func fuzzRead(t *testing.T, data []byte, comp Compression, onProblem bool) {
 	var events int64
 	var hist History
 	rules := NewValidator(r.Header())
-	for {
+	for e, err := range r.Events() {
 		if events+problems > 1<<20 {
 			if comp == Plain {
 				t.Fatalf("%d events and problems from %d bytes", events+problems, len(data))
 			}
 			return // a decompression bomb: bounded, just long
 		}
-		e, err := r.next()
-		if err == io.EOF {
-			break
-		}
 		if err != nil {
 			checkFormatError(t, err, path)
-			if _, err2 := r.next(); err2 != err {
-				t.Fatalf("Next after error %v = %v", err, err2)
+			again := 0
+			for _, err2 := range r.Events() {
+				if again++; err2 != err {
+					t.Fatalf("Events after error %v yields %v", err, err2)
+				}
+			}
+			if again != 1 {
+				t.Fatalf("Events after error %v yields %d times, want the error once", err, again)
 			}
 			return
 		}
@@ -249,8 +238,8 @@ func fuzzRead(t *testing.T, data []byte, comp Compression, onProblem bool) {
 	}
 	rules.Finish()
 	hist.Messages()
-	if _, err := r.next(); err != io.EOF {
-		t.Fatalf("Next after EOF = %v", err)
+	for e, err := range r.Events() {
+		t.Fatalf("Events after the end yields %v, %v", e, err)
 	}
 	st := r.Stats()
 	if st.Events != events || st.CommittedBytes > st.FileBytes || st.TornBytes != st.FileBytes-st.CommittedBytes ||
@@ -553,13 +542,16 @@ func FuzzEnvelope(f *testing.F) {
 			t.Fatalf("header refused: %v", err)
 		}
 		defer r.Close()
-		e, err := r.next()
+		var e *Event
+		for e, err = range r.Events() {
+			break
+		}
 		if err != nil {
-			if err == io.EOF {
-				t.Fatal("EOF before the line")
-			}
 			checkFormatError(t, err, "env.log")
 			return
+		}
+		if e == nil {
+			t.Fatal("no event from the line")
 		}
 		oneLine := bytes.IndexByte(line, '\n') < 0
 		var h History
@@ -575,8 +567,8 @@ func FuzzEnvelope(f *testing.F) {
 		if !oneLine || ver != 4 {
 			return
 		}
-		if _, err := r.next(); err != io.EOF {
-			t.Fatalf("a second event from one line: %v", err)
+		for e, err := range r.Events() {
+			t.Fatalf("a second event from one line: %v, %v", e, err)
 		}
 		// Encoded afresh from its fields, the event reads back the same.
 		c.Raw = nil
@@ -588,8 +580,11 @@ func FuzzEnvelope(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer r2.Close()
-		e2, err := r2.next()
-		if err != nil {
+		var e2 *Event
+		for e2, err = range r2.Events() {
+			break
+		}
+		if err != nil || e2 == nil {
 			t.Fatalf("re-encoded line %q refused: %v", again, err)
 		}
 		if e2.Type != c.Type || e2.Seq != c.Seq || e2.Time != c.Time || !bytes.Equal(e2.Data, c.Data) ||

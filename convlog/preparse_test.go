@@ -220,10 +220,18 @@ func TestPrefetchFramesPooled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for range 300 * (round + 1) {
-			if _, err := r.next(); err != nil {
+		// Left after some events, with frames in flight.
+		n := 0
+		for _, err := range r.Events() {
+			if err != nil {
 				t.Fatal(err)
 			}
+			if n++; n == 300*(round+1) {
+				break
+			}
+		}
+		if n != 300*(round+1) {
+			t.Fatalf("round %d: %d events", round, n)
 		}
 		r.Close()
 		for k := range logs {
