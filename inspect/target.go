@@ -72,15 +72,10 @@ func (t *Target) open(opts convlog.ReaderOptions) (*convlog.Reader, error) {
 	return convlog.NewReader(t.held, t.heldSize, t.Path, opts)
 }
 
-// OpenV4 opens the target's log upgraded in memory to version 4.
+// OpenV4 opens the target's log upgraded in memory to version 4, read as
+// the other modes read it: not by upgrade.Open's LowMemory reader, which is
+// for a migration's several logs.
 func (t *Target) OpenV4(opts upgrade.Options) (*upgrade.Reader, error) {
-	if t.log != nil {
-		ro := t.log.ReaderOptions(convlog.ReaderOptions{})
-		opts.WantType, opts.WantID = ro.WantType, ro.WantID
-	}
-	if t.held == nil {
-		return upgrade.Open(t.Path, opts)
-	}
 	src, err := t.open(convlog.ReaderOptions{})
 	if err != nil {
 		return nil, err
