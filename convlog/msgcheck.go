@@ -147,10 +147,10 @@ func toolCallIDs(content []byte, dst []string) []string {
 		return dst
 	}
 	for _, blk := range elements(content) {
-		var buf [8]member
-		ms, _ := rawjson.Members(blk, buf[:0])
-		if string(memberValue(ms, "type")) == `"tool-call"` {
-			if s := str(memberValue(ms, "id")); s != "" {
+		// Get stops at the member it finds (type comes first as written):
+		// a text block's text is not walked.
+		if string(rawjson.Get(blk, "type")) == `"tool-call"` {
+			if s := str(rawjson.Get(blk, "id")); s != "" {
 				dst = append(dst, s)
 			}
 		}
