@@ -77,6 +77,8 @@ func oracleSeeds() []string {
 		`{"data":{"a":1,"a":2}}`, `{"\u0064ata":{"message":{}}}`, `{"data":1,"data":{}}`,
 		`{"s":"` + long + `\n` + long + `\"x\\y\/z\b\f\r\t` + long + `"}`, `{"` + long + `":1,"` + long + `":2}`,
 		`{"` + long + `":1,"` + long[:len(long)-1] + `\u0068":2}`,
+		// Runs of non-ASCII text, which the string scan checks as UTF-8 at once.
+		`{"s":"漢字かな漢字かな漢字かな","e":"ok 👍 café déjà ñ"}`, `{"` + strings.Repeat("ключ", 5) + `":"` + strings.Repeat("текст ", 8) + `"}`,
 	}
 	for _, l := range benchLines() {
 		seeds = append(seeds, string(l))

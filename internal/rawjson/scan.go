@@ -372,11 +372,15 @@ func skipString(b []byte, i int) (int, error) {
 		case c < utf8.RuneSelf:
 			i++
 		default:
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size <= 1 {
-				return i, synErr(i, "invalid UTF-8 in string")
+			// A run of non-ASCII text (CJK: every byte) is checked rune by
+			// rune here: back through stringRun it cost a call a rune.
+			for i < len(b) && b[i] >= utf8.RuneSelf {
+				r, size := utf8.DecodeRune(b[i:])
+				if r == utf8.RuneError && size <= 1 {
+					return i, synErr(i, "invalid UTF-8 in string")
+				}
+				i += size
 			}
-			i += size
 		}
 	}
 	return start, synErr(start, "unterminated string")
