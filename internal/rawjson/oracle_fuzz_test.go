@@ -113,3 +113,18 @@ func TestOracleMutations(t *testing.T) {
 		}
 	}
 }
+
+// TestRuneRunsAgainstOracle puts every lead byte from 0x80, with every
+// second byte and the third bytes at the edges of the continuation range,
+// inside a run of non-ASCII text: the rune checks' fast paths and
+// DecodeRune reach the oracle's verdicts.
+func TestRuneRunsAgainstOracle(t *testing.T) {
+	for lead := 0x80; lead <= 0xFF; lead++ {
+		for second := 0; second <= 0xFF; second++ {
+			for _, third := range []byte{'a', '"', 0x7F, 0x80, 0xBF, 0xC0} {
+				s := string([]byte{byte(lead), byte(second), third})
+				checkOracle(t, []byte(`{"s":"漢字`+s+`字","t":"ж`+s+`"}`))
+			}
+		}
+	}
+}

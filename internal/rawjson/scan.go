@@ -375,6 +375,16 @@ func skipString(b []byte, i int) (int, error) {
 			// A run of non-ASCII text (CJK: every byte) is checked rune by
 			// rune here: back through stringRun it cost a call a rune.
 			for i < len(b) && b[i] >= utf8.RuneSelf {
+				// The usual two- and three-byte runes (Latin, Cyrillic,
+				// CJK) here; DecodeRune takes the rest (E0 and ED, whose
+				// second byte has a narrower range, and four-byte runes).
+				if c := b[i]; i+2 < len(b) && c >= 0xE1 && c <= 0xEF && c != 0xED && b[i+1]&0xC0 == 0x80 && b[i+2]&0xC0 == 0x80 {
+					i += 3
+					continue
+				} else if i+1 < len(b) && c >= 0xC2 && c <= 0xDF && b[i+1]&0xC0 == 0x80 {
+					i += 2
+					continue
+				}
 				r, size := utf8.DecodeRune(b[i:])
 				if r == utf8.RuneError && size <= 1 {
 					return i, synErr(i, "invalid UTF-8 in string")
