@@ -214,7 +214,7 @@ func (imp *Staged) extractAndVerify(ctx context.Context, r io.Reader) (err error
 type logChecks struct {
 	ctx    context.Context
 	staged *store.Store
-	sem    chan struct{}
+	jobs   chan func() // to long-lived workers: a goroutine per log grew its stack each read
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	read   map[string]*logRead         // by entry name
@@ -235,7 +235,17 @@ type logRead struct {
 }
 
 func newLogChecks(ctx context.Context, staged *store.Store, jobs int) *logChecks {
-	return &logChecks{ctx: ctx, staged: staged, sem: make(chan struct{}, max(jobs, 1)), read: map[string]*logRead{}}
+	c := &logChecks{ctx: ctx, staged: staged, jobs: make(chan func()), read: map[string]*logRead{}}
+	for range max(jobs, 1) {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			for f := range c.jobs {
+				f()
+			}
+		}()
+	}
+	return c
 }
 
 // start reads the log just extracted at p (from data, when held).
@@ -251,11 +261,7 @@ func (c *logChecks) start(e archive.Extracted, p string, data []byte) {
 	}
 	c.read[e.Name] = lr
 	c.mu.Unlock()
-	c.sem <- struct{}{}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		defer func() { <-c.sem }()
+	c.jobs <- func() {
 		if err := c.ctx.Err(); err != nil {
 			lr.err = err
 			return
@@ -274,7 +280,7 @@ func (c *logChecks) start(e archive.Extracted, p string, data []byte) {
 				lr.pre = pre
 			}
 		}
-	}()
+	}
 }
 
 func (c *logChecks) preread(name string) *reindex.Preread {
@@ -283,7 +289,11 @@ func (c *logChecks) preread(name string) *reindex.Preread {
 	return c.pre[name]
 }
 
-func (c *logChecks) wait() { c.wg.Wait() }
+// wait ends the reads, once every start has returned.
+func (c *logChecks) wait() {
+	close(c.jobs)
+	c.wg.Wait()
+}
 
 // check compares what the read of the log l found with its manifest entry f.
 func (lr *logRead) check(name string, l store.Log, f fileCheck) error {
