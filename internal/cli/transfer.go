@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -149,7 +150,9 @@ func runExport(c *ucli.Context, e *env, ids []string, to string) error {
 }
 
 // printExport prints the summary; a dry run's conversations with their files.
-func printExport(e *env, out io.Writer, s *exportSummary, files []transfer.File) {
+func printExport(e *env, w io.Writer, s *exportSummary, files []transfer.File) {
+	out := bufio.NewWriter(w) // a write per line was a syscall per conversation
+	defer out.Flush()
 	for _, c := range s.Conversations {
 		if e.g.Quiet {
 			break // the summary only
@@ -344,7 +347,8 @@ func importStaged(c *ucli.Context, e *env, r io.Reader, s *store.Store, opts tra
 }
 
 func printImport(e *env, r *transfer.ImportResult) {
-	out := e.stdout
+	out := bufio.NewWriter(e.stdout) // a write per line was a syscall per conversation
+	defer out.Flush()
 	would := ""
 	if r.DryRun {
 		would = "WOULD "
