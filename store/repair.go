@@ -30,19 +30,12 @@ type RepairChange struct {
 	Turn         *ClosedTurn `json:"turn,omitempty"`
 }
 
-// RepairSkip is something Repair found and left alone, and why.
-type RepairSkip struct {
-	Conversation string `json:"conversation,omitempty"`
-	Path         string `json:"path"`
-	Reason       string `json:"reason"`
-}
-
 // RepairResult is what Repair did; an empty directory removed counts as a
 // deletion finished.
 type RepairResult struct {
 	DryRun            bool           `json:"dryRun"`
 	Changes           []RepairChange `json:"changes"`
-	Skipped           []RepairSkip   `json:"skipped"`
+	Skipped           []Item         `json:"skipped"` // ItemSkipped: found and left alone
 	TurnsClosed       int            `json:"turnsClosed"`
 	DeletionsFinished int            `json:"deletionsFinished"`
 	TempsRemoved      int            `json:"tempsRemoved"`
@@ -56,7 +49,7 @@ func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, 
 	if err := s.writable(); err != nil {
 		return nil, err
 	}
-	res := &RepairResult{DryRun: opts.DryRun, Changes: []RepairChange{}, Skipped: []RepairSkip{}}
+	res := &RepairResult{DryRun: opts.DryRun, Changes: []RepairChange{}, Skipped: []Item{}}
 	change := func(c RepairChange) {
 		switch c.Kind {
 		case ItemTurnClosed:
@@ -79,7 +72,7 @@ func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, 
 	for _, p := range temps {
 		if !opts.DryRun {
 			if err := os.Remove(p); err != nil {
-				res.Skipped = append(res.Skipped, RepairSkip{Path: p, Reason: termtext.Reason(p, err)})
+				res.Skipped = append(res.Skipped, Item{Kind: ItemSkipped, Path: p, Reason: termtext.Reason(p, err)})
 				continue
 			}
 		}
@@ -102,7 +95,7 @@ func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, 
 
 // repairConversation repairs one conversation directory; one it cannot read
 // is a skip.
-func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps []string, dry bool, change func(RepairChange)) (*RepairSkip, error) {
+func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps []string, dry bool, change func(RepairChange)) (*Item, error) {
 	convLog := c.ConversationLog()
 	if convLog == nil {
 		ents, err := os.ReadDir(c.Path)
@@ -112,7 +105,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps 
 		case err == nil && interruptedCreate(c, ents, temps):
 			kind, remove = ItemTempRemoved, []string{c.Logs[0].Path, c.Path}
 		default:
-			return &RepairSkip{Conversation: c.ID, Path: c.Path, Reason: "no conversation log (metadata[.vN].jsonl[.zst]): an incomplete create, or not a conversation; left as it is"}, nil
+			return &Item{Kind: ItemSkipped, ID: c.ID, Path: c.Path, Reason: "no conversation log (metadata[.vN].jsonl[.zst]): an incomplete create, or not a conversation; left as it is"}, nil
 		}
 		if !dry {
 			for _, p := range remove {
@@ -129,10 +122,10 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps 
 	}
 	info, err := convLog.ReadConversation()
 	if err != nil {
-		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: "unreadable conversation log: " + termtext.Reason(convLog.Path, err)}, nil
+		return &Item{Kind: ItemSkipped, ID: c.ID, Path: convLog.Path, Reason: "unreadable conversation log: " + termtext.Reason(convLog.Path, err)}, nil
 	}
 	if info.ID != c.ID {
-		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: fmt.Sprintf("conversation log names id %s, but its directory is %s", termtext.Quote(info.ID), termtext.Quote(c.ID))}, nil
+		return &Item{Kind: ItemSkipped, ID: c.ID, Path: convLog.Path, Reason: fmt.Sprintf("conversation log names id %s, but its directory is %s", termtext.Quote(info.ID), termtext.Quote(c.ID))}, nil
 	}
 	if info.Deleting {
 		if !dry {
@@ -161,7 +154,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps 
 		ts, next, err := readTurnState(l.Path)
 		if err != nil {
 			if runningIn(info, l.ID) {
-				return &RepairSkip{Conversation: c.ID, Path: l.Path, Reason: "unreadable session log with a running turn: " + termtext.Reason(l.Path, err)}, nil
+				return &Item{Kind: ItemSkipped, ID: c.ID, Path: l.Path, Reason: "unreadable session log with a running turn: " + termtext.Reason(l.Path, err)}, nil
 			}
 			continue
 		}
@@ -183,7 +176,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps 
 	defer s.mu.Unlock()
 	oc, err := s.conv(c.ID)
 	if err != nil {
-		return &RepairSkip{Conversation: c.ID, Path: convLog.Path, Reason: termtext.Reason(convLog.Path, err)}, nil
+		return &Item{Kind: ItemSkipped, ID: c.ID, Path: convLog.Path, Reason: termtext.Reason(convLog.Path, err)}, nil
 	}
 	for _, t := range targets {
 		if s.sessions[sessionKey{c.ID, t.log.ID}] != nil {
@@ -235,7 +228,7 @@ func interruptedCreate(c ConversationDir, ents []os.DirEntry, temps []string) bo
 
 // missingSessionLog is the skip of c, whose running turn t has no readable
 // session log.
-func missingSessionLog(c ConversationDir, problems []Problem, t TurnInfo) *RepairSkip {
+func missingSessionLog(c ConversationDir, problems []Problem, t TurnInfo) *Item {
 	base, err := EncodeBase(t.SessionID)
 	if err == nil {
 		for _, p := range problems {
@@ -243,12 +236,12 @@ func missingSessionLog(c ConversationDir, problems []Problem, t TurnInfo) *Repai
 				continue
 			}
 			if n, ok := convlog.ParseName(filepath.Base(p.Path)); ok && n.Base == base {
-				return &RepairSkip{Conversation: c.ID, Path: p.Path, Reason: fmt.Sprintf("session %s has a running turn (turn %d) and its log cannot be read (%s): the turn is left open",
+				return &Item{Kind: ItemSkipped, ID: c.ID, Path: p.Path, Reason: fmt.Sprintf("session %s has a running turn (turn %d) and its log cannot be read (%s): the turn is left open",
 					termtext.Quote(t.SessionID), t.Turn, p.Reason)}
 			}
 		}
 	}
-	return &RepairSkip{Conversation: c.ID, Path: c.Path, Reason: fmt.Sprintf("session %s has a running turn (turn %d) and no session log (%s[.vN].jsonl[.zst]): the turn is left open",
+	return &Item{Kind: ItemSkipped, ID: c.ID, Path: c.Path, Reason: fmt.Sprintf("session %s has a running turn (turn %d) and no session log (%s[.vN].jsonl[.zst]): the turn is left open",
 		termtext.Quote(t.SessionID), t.Turn, base)}
 }
 

@@ -419,7 +419,7 @@ func TestRepairLeavesTurnOfUnreadableSessionLog(t *testing.T) {
 			defer s.Close()
 			res, err := s.Repair(context.Background(), RepairOptions{})
 			mustNil(t, err)
-			if len(res.Skipped) != 1 || res.Skipped[0].Conversation != "open" || !strings.Contains(res.Skipped[0].Reason, c.want) {
+			if len(res.Skipped) != 1 || res.Skipped[0].ID != "open" || !strings.Contains(res.Skipped[0].Reason, c.want) {
 				t.Fatalf("skipped %+v, want the conversation \"open\": %s", res.Skipped, c.want)
 			}
 			if p := res.Skipped[0].Path; p != log && p != filepath.Dir(log) {
