@@ -113,7 +113,7 @@ func runningError(info *ConversationInfo) error {
 		termtext.Quote(info.ID), ErrTurnRunning, strings.Join(running, ", "))
 }
 
-// What DeleteAll does with each conversation (DeletePlanItem.Action).
+// What DeleteAll does with each conversation (Outcome.Action).
 const (
 	DeleteActionDelete      = "delete"          // record the tombstone, then remove the directory
 	DeleteActionFinish      = "finish-deletion" // its deletion was recorded: remove the directory
@@ -177,7 +177,7 @@ func (s *Store) DeleteAll(ctx context.Context, convIDs []string, opts DeleteOpti
 
 // checkDeleteAll checks every conversation, writing nothing, and returns
 // what is to be done with each (without repeats) and the journals.
-func (s *Store) checkDeleteAll(convIDs []string, force bool) ([]DeletePlanItem, []journalFile, error) {
+func (s *Store) checkDeleteAll(convIDs []string, force bool) ([]Outcome, []journalFile, error) {
 	journals, err := s.deleteJournals()
 	if err != nil {
 		return nil, nil, err
@@ -188,7 +188,7 @@ func (s *Store) checkDeleteAll(convIDs []string, force bool) ([]DeletePlanItem, 
 			journaled[id] = true
 		}
 	}
-	var items []DeletePlanItem
+	var items []Outcome
 	var ids, live []string
 	seen := map[string]bool{}
 	for _, id := range convIDs {
@@ -215,8 +215,8 @@ func (s *Store) checkDeleteAll(convIDs []string, force bool) ([]DeletePlanItem, 
 }
 
 // deleteItem finds what DeleteAll does with a conversation, or why not.
-func (s *Store) deleteItem(convID string, journaled bool) (DeletePlanItem, error) {
-	it := DeletePlanItem{ID: convID}
+func (s *Store) deleteItem(convID string, journaled bool) (Outcome, error) {
+	it := Outcome{ID: convID}
 	dir, err := s.conversationDir(convID)
 	if err != nil {
 		return it, err
@@ -310,19 +310,20 @@ func (s *Store) removeConversation(convID string) error {
 	return durable.SyncDir(ConversationsDir(s.dataDir))
 }
 
-// DeletePlanItem is what DeleteAll would do with one conversation, and the
-// regular files (and their bytes) it would remove.
-type DeletePlanItem struct {
+// Outcome is what a command did, or would do, with one conversation:
+// rename, archive, unarchive and delete, and a delete's plan, which adds
+// the directory and the regular files (and their bytes) it would remove.
+type Outcome struct {
 	ID     string `json:"id"`
 	Action string `json:"action"`
-	Title  string `json:"title"`
-	Path   string `json:"path"`
-	Files  int    `json:"files"`
-	Bytes  int64  `json:"bytes"`
+	Title  string `json:"title,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Files  int    `json:"files,omitempty"`
+	Bytes  int64  `json:"bytes,omitempty"`
 }
 
 // PlanDelete checks convIDs as DeleteAll does and returns what it would do.
-func (s *Store) PlanDelete(convIDs []string, force bool) ([]DeletePlanItem, error) {
+func (s *Store) PlanDelete(convIDs []string, force bool) ([]Outcome, error) {
 	items, _, err := s.checkDeleteAll(convIDs, force)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -87,6 +89,16 @@ func TestDeleteDryRun(t *testing.T) {
 	}
 	if after := snapshot(t, dir); after != before {
 		t.Errorf("a dry run changed the store")
+	}
+	// What does not apply is left out: an empty directory has no title or files.
+	const empty = "0b5d3f7e-1c2a-4e8b-9f60-7d4c3b2a1e09"
+	emptyDir := filepath.Join(dir, "conversations", empty)
+	if err := os.Mkdir(emptyDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, _ = runIn(t, dir, "--json", "delete", "--dry-run", empty)
+	if want := fmt.Sprintf(`{"schemaVersion":1,"dryRun":true,"conversations":[{"id":%q,"action":"remove-empty","path":%q}],"files":0,"bytes":0}`+"\n", empty, emptyDir); code != 0 || stdout != want {
+		t.Errorf("--json delete --dry-run of an empty directory: exit %d\n got %s want %s", code, stdout, want)
 	}
 	if code, _, stderr := runIn(t, dir, "delete", "--dry-run", "--yes", src); code != exitUsage {
 		t.Errorf("--dry-run --yes: exit %d, %q", code, stderr)

@@ -133,7 +133,7 @@ func (e *env) runManage(c *ucli.Context, refs []string, do func(*store.Store, []
 	}
 	opts := manage.Options{Machine: m}
 	if !e.g.JSON && !e.g.Quiet {
-		opts.OnDone = func(o manage.Outcome) {
+		opts.OnDone = func(o store.Outcome) {
 			id := text(o.ID)
 			switch o.Action {
 			case manage.ActionRenamed:
@@ -159,11 +159,11 @@ func (e *env) runManage(c *ucli.Context, refs []string, do func(*store.Store, []
 
 // deletePlan is the --json output of delete --dry-run (docs/JSON.md).
 type deletePlan struct {
-	SchemaVersion int                    `json:"schemaVersion"`
-	DryRun        bool                   `json:"dryRun"`
-	Conversations []store.DeletePlanItem `json:"conversations"`
-	Files         int                    `json:"files"`
-	Bytes         int64                  `json:"bytes"`
+	SchemaVersion int             `json:"schemaVersion"`
+	DryRun        bool            `json:"dryRun"`
+	Conversations []store.Outcome `json:"conversations"`
+	Files         int             `json:"files"`
+	Bytes         int64           `json:"bytes"`
 }
 
 // planDelete checks the command's ids as delete would, taking no lock.
@@ -190,7 +190,7 @@ func planDelete(c *ucli.Context, e *env) (*deletePlan, error) {
 }
 
 // planLine is one conversation of a plan; verb is "would delete" or "delete".
-func planLine(it store.DeletePlanItem, verb string) string {
+func planLine(it store.Outcome, verb string) string {
 	id := text(it.ID)
 	switch it.Action {
 	case store.DeleteActionDelete:

@@ -20,11 +20,11 @@ import (
 
 // Options configure every edit.
 type Options struct {
-	Machine *store.Machine // for the index rows written (reindex.UpdateOptions)
-	OnDone  func(Outcome)  // each outcome as soon as it is done
+	Machine *store.Machine      // for the index rows written (reindex.UpdateOptions)
+	OnDone  func(store.Outcome) // each outcome as soon as it is done
 }
 
-// What an edit did to one conversation (Outcome.Action).
+// What an edit did to one conversation (store.Outcome.Action; Title after a rename).
 const (
 	ActionRenamed          = "renamed"
 	ActionUnchanged        = "unchanged" // renamed to the title it has
@@ -41,24 +41,17 @@ const (
 	indexNotUpdatedHintFmt = "metadata.db was not updated (%s): list reads the logs until it is brought up to date (%s)"
 )
 
-// Outcome is what an edit did to one conversation.
-type Outcome struct {
-	ID     string `json:"id"`
-	Action string `json:"action"`
-	Title  string `json:"title,omitempty"` // after a rename
-}
-
 // Result is what an edit did.
 type Result struct {
-	SchemaVersion int       `json:"schemaVersion"`
-	Conversations []Outcome `json:"conversations"`
-	Index         string    `json:"index"` // updated, unchanged, absent or not-updated
-	IndexError    string    `json:"indexError,omitempty"`
-	Warnings      []string  `json:"warnings"`
+	SchemaVersion int             `json:"schemaVersion"`
+	Conversations []store.Outcome `json:"conversations"`
+	Index         string          `json:"index"` // updated, unchanged, absent or not-updated
+	IndexError    string          `json:"indexError,omitempty"`
+	Warnings      []string        `json:"warnings"`
 }
 
 func newResult() *Result {
-	return &Result{SchemaVersion: contract.Version, Conversations: []Outcome{}, Index: indexUnchanged, Warnings: []string{}}
+	return &Result{SchemaVersion: contract.Version, Conversations: []store.Outcome{}, Index: indexUnchanged, Warnings: []string{}}
 }
 
 // Rename sets the title of conversation id (store.Rename).
@@ -67,11 +60,11 @@ func Rename(ctx context.Context, s *store.Store, id, title string, opts Options)
 	if err != nil {
 		return nil, err
 	}
-	return edit(ctx, s, []string{id}, opts, func(id string, info *store.ConversationInfo) (Outcome, bool, error) {
+	return edit(ctx, s, []string{id}, opts, func(id string, info *store.ConversationInfo) (store.Outcome, bool, error) {
 		if info.Title == title && !info.TitleIsAuto {
-			return Outcome{ID: id, Action: ActionUnchanged, Title: title}, false, nil
+			return store.Outcome{ID: id, Action: ActionUnchanged, Title: title}, false, nil
 		}
-		return Outcome{ID: id, Action: ActionRenamed, Title: title}, true, s.Rename(id, title)
+		return store.Outcome{ID: id, Action: ActionRenamed, Title: title}, true, s.Rename(id, title)
 	})
 }
 
@@ -82,17 +75,17 @@ func SetArchived(ctx context.Context, s *store.Store, ids []string, archived boo
 	if !archived {
 		done, already, record = ActionUnarchived, ActionNotArchived, s.Unarchive
 	}
-	return edit(ctx, s, ids, opts, func(id string, info *store.ConversationInfo) (Outcome, bool, error) {
+	return edit(ctx, s, ids, opts, func(id string, info *store.ConversationInfo) (store.Outcome, bool, error) {
 		if info.Archived == archived {
-			return Outcome{ID: id, Action: already}, false, nil
+			return store.Outcome{ID: id, Action: already}, false, nil
 		}
-		return Outcome{ID: id, Action: done}, true, record(id)
+		return store.Outcome{ID: id, Action: done}, true, record(id)
 	})
 }
 
 // edit checks that every id names a live conversation, then applies do to
 // each in turn, updating the index rows of those it changed.
-func edit(ctx context.Context, s *store.Store, ids []string, opts Options, do func(string, *store.ConversationInfo) (Outcome, bool, error)) (*Result, error) {
+func edit(ctx context.Context, s *store.Store, ids []string, opts Options, do func(string, *store.ConversationInfo) (store.Outcome, bool, error)) (*Result, error) {
 	res := newResult()
 	if err := writable(s); err != nil {
 		return nil, err
@@ -137,7 +130,7 @@ func Delete(ctx context.Context, s *store.Store, ids []string, force bool, opts 
 	ix := openIndex(s)
 	defer ix.finish(res)
 	err := s.DeleteAll(ctx, ids, store.DeleteOptions{Force: force, Done: func(id string, already bool) error {
-		o := Outcome{ID: id, Action: ActionDeleted}
+		o := store.Outcome{ID: id, Action: ActionDeleted}
 		if already {
 			// A kill before the index update left the row.
 			o.Action = ActionAlreadyDeleted
@@ -157,7 +150,7 @@ func Delete(ctx context.Context, s *store.Store, ids []string, force bool, opts 
 	return res, ix.interrupted
 }
 
-func (r *Result) done(o Outcome, opts Options) {
+func (r *Result) done(o store.Outcome, opts Options) {
 	r.Conversations = append(r.Conversations, o)
 	if opts.OnDone != nil {
 		opts.OnDone(o)

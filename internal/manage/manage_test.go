@@ -78,8 +78,8 @@ func TestEdits(t *testing.T) {
 	ctx := context.Background()
 	dir, _, basic, renamed := fixture(t)
 	s := open(t, dir)
-	var done []Outcome
-	opts := Options{OnDone: func(o Outcome) { done = append(done, o) }}
+	var done []store.Outcome
+	opts := Options{OnDone: func(o store.Outcome) { done = append(done, o) }}
 
 	res, err := Rename(ctx, s, basic, "  A title of my own  ", opts)
 	if err != nil || res.Index != "updated" || res.Conversations[0].Action != ActionRenamed || res.Conversations[0].Title != "A title of my own" {
@@ -128,7 +128,7 @@ func TestEdits(t *testing.T) {
 		t.Fatalf("unarchive again: %+v", res)
 	}
 	current(t, dir)
-	if want := []Outcome{{ID: basic, Action: ActionArchived}, {ID: renamed, Action: ActionArchived}}; !reflect.DeepEqual(done[:2], want) {
+	if want := []store.Outcome{{ID: basic, Action: ActionArchived}, {ID: renamed, Action: ActionArchived}}; !reflect.DeepEqual(done[:2], want) {
 		t.Fatalf("outcomes as they happened: %+v", done)
 	}
 }
@@ -182,7 +182,7 @@ func TestDeleteKeepsTheIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Outcome{{ID: basic, Action: ActionAlreadyDeleted}, {ID: renamed, Action: ActionDeleted}}
+	want := []store.Outcome{{ID: basic, Action: ActionAlreadyDeleted}, {ID: renamed, Action: ActionDeleted}}
 	if !reflect.DeepEqual(res.Conversations, want) || res.Index != "updated" {
 		t.Fatalf("delete: %+v", res)
 	}
@@ -195,7 +195,7 @@ func TestDeleteKeepsTheIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []Outcome{{ID: basic, Action: ActionAlreadyDeleted}}; !reflect.DeepEqual(res.Conversations, want) || res.Index != "unchanged" {
+	if want := []store.Outcome{{ID: basic, Action: ActionAlreadyDeleted}}; !reflect.DeepEqual(res.Conversations, want) || res.Index != "unchanged" {
 		t.Fatalf("delete again: %+v", res)
 	}
 	current(t, dir)
