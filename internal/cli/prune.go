@@ -58,22 +58,17 @@ func (e *env) prune(c *ucli.Context, s *store.Store, r *dshroot.Root, summaryTyp
 	dry := c.Bool("dry-run")
 	opts := prune.Options{DryRun: dry}
 	if e.g.JSON {
-		action := `"message_type":"status","action":"removed"`
-		if dry {
-			action = `"message_type":"status","action":"removable"`
-		}
-		opts.OnFile = func(f prune.File) { writeJSONWith(e.stdout, action, f) }
-		opts.OnKept = func(k prune.Kept) { writeJSONWith(e.stdout, `"message_type":"status","action":"kept"`, k) }
+		opts.OnEvent = func(g prune.Generation) { writeJSONWith(e.stdout, `"message_type":"status"`, g) }
 	} else {
 		lines := e.libraryLines(e.stdout, nil)
-		verb := "REMOVED"
-		if dry {
-			verb = "WOULD REMOVE"
+		verb := map[string]string{prune.ActionRemoved: "REMOVED", prune.ActionRemovable: "WOULD REMOVE"}
+		opts.OnEvent = func(g prune.Generation) {
+			if g.Action == prune.ActionKept {
+				fmt.Fprintf(lines, "KEPT %s: %s\n", quoted(g.Path), text(g.Reason))
+			} else {
+				fmt.Fprintf(lines, "%s %s (v%d, %s)\n", verb[g.Action], quoted(g.Path), g.Version, termtext.Size(g.Bytes))
+			}
 		}
-		opts.OnFile = func(f prune.File) {
-			fmt.Fprintf(lines, "%s %s (v%d, %s)\n", verb, quoted(f.Path), f.Version, termtext.Size(f.Bytes))
-		}
-		opts.OnKept = func(k prune.Kept) { fmt.Fprintf(lines, "KEPT %s: %s\n", quoted(k.Path), text(k.Reason)) }
 	}
 	var res *prune.Result
 	var err error

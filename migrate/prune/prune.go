@@ -36,25 +36,25 @@ import (
 
 // Options tune a prune.
 type Options struct {
-	DryRun bool // check, and report what would be removed
-	// OnFile receives each older generation removed (or removable), OnKept each kept.
-	OnFile func(File)
-	OnKept func(Kept)
+	DryRun  bool             // check, and report what would be removed
+	OnEvent func(Generation) // each older generation removed (or removable) or kept
 }
 
-// File is an older generation removed, or removable in a dry run.
-type File struct {
+// What a prune did with an older generation (Generation.Action).
+const (
+	ActionRemoved   = "removed"
+	ActionRemovable = "removable" // a dry run's
+	ActionKept      = "kept"      // refused by the check, or locked: Reason says why
+)
+
+// Generation is an older generation of a log and what the prune did with it.
+type Generation struct {
+	Action    string `json:"action"`
 	Path      string `json:"path"`
 	Version   int    `json:"version"`
-	Bytes     int64  `json:"bytes"`
+	Bytes     int64  `json:"bytes,omitempty"`
 	Successor string `json:"successor"` // the current generation holding it
-}
-
-// Kept is an older generation kept: refused by the check, or locked.
-type Kept struct {
-	Path      string `json:"path"`
-	Successor string `json:"successor,omitempty"`
-	Reason    string `json:"reason"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // Result sums up a prune.
@@ -149,7 +149,7 @@ func Sessions(ctx context.Context, r *dshroot.Root, opts Options) (*Result, erro
 		if !opts.DryRun {
 			if lock, err = r.LockSession(s); err != nil {
 				for _, g := range older {
-					res.keep(opts, Kept{Path: g.path, Successor: successor, Reason: err.Error()})
+					res.keep(opts, g, successor, err.Error())
 				}
 				continue
 			}
@@ -165,10 +165,10 @@ type generation struct {
 	version int
 }
 
-func (res *Result) keep(opts Options, k Kept) {
+func (res *Result) keep(opts Options, g generation, successor, reason string) {
 	res.Kept++
-	if opts.OnKept != nil {
-		opts.OnKept(k)
+	if opts.OnEvent != nil {
+		opts.OnEvent(Generation{Action: ActionKept, Path: g.path, Version: g.version, Successor: successor, Reason: reason})
 	}
 }
 
@@ -181,27 +181,28 @@ func pruneLog(res *Result, opts Options, successor string, older []generation, w
 			continue // gone meanwhile, or not a file a prune removes
 		}
 		if err := holds(successor, g.path, want, root); err != nil {
-			res.keep(opts, Kept{Path: g.path, Successor: successor, Reason: err.Error()})
+			res.keep(opts, g, successor, err.Error())
 			continue
 		}
-		f := File{Path: g.path, Version: g.version, Bytes: before.Size(), Successor: successor}
+		f := Generation{Action: ActionRemovable, Path: g.path, Version: g.version, Bytes: before.Size(), Successor: successor}
 		if !opts.DryRun {
+			f.Action = ActionRemoved
 			// The file checked is the one removed: an append shows in its size or times.
 			after, err := os.Lstat(g.path)
 			if err != nil || !os.SameFile(before, after) || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) {
-				res.keep(opts, Kept{Path: g.path, Successor: successor, Reason: "it changed while it was checked"})
+				res.keep(opts, g, successor, "it changed while it was checked")
 				continue
 			}
 			if err := os.Remove(g.path); err != nil {
-				res.keep(opts, Kept{Path: g.path, Successor: successor, Reason: err.Error()})
+				res.keep(opts, g, successor, err.Error())
 				continue
 			}
 		}
 		removed = true
 		res.Files++
 		res.Bytes += f.Bytes
-		if opts.OnFile != nil {
-			opts.OnFile(f)
+		if opts.OnEvent != nil {
+			opts.OnEvent(f)
 		}
 	}
 	if removed {

@@ -128,7 +128,12 @@ func TestStore(t *testing.T) {
 	}
 	before := files(t, conv)
 	var dry []string
-	res, err := Store(context.Background(), s, Options{DryRun: true, OnFile: func(f File) { dry = append(dry, f.Path) }})
+	res, err := Store(context.Background(), s, Options{DryRun: true, OnEvent: func(f Generation) {
+		if f.Action != ActionRemovable {
+			t.Errorf("dry run: %+v", f)
+		}
+		dry = append(dry, f.Path)
+	}})
 	if err != nil || res.Files != len(want) || res.Kept != 0 {
 		t.Fatalf("dry run: %+v %v", res, err)
 	}
@@ -137,11 +142,11 @@ func TestStore(t *testing.T) {
 	}
 	var got, successors []string
 	var bytes int64
-	res, err = Store(context.Background(), s, Options{OnFile: func(f File) {
+	res, err = Store(context.Background(), s, Options{OnEvent: func(f Generation) {
 		got = append(got, f.Path)
 		successors = append(successors, f.Successor)
 		bytes += f.Bytes
-		if f.Version >= 4 || !strings.Contains(filepath.Base(f.Successor), ".v4.") || filepath.Dir(f.Successor) != filepath.Dir(f.Path) {
+		if f.Action != ActionRemoved || f.Version >= 4 || !strings.Contains(filepath.Base(f.Successor), ".v4.") || filepath.Dir(f.Successor) != filepath.Dir(f.Path) {
 			t.Errorf("%+v", f)
 		}
 	}})
@@ -225,7 +230,10 @@ func pruneRoot(t *testing.T, root string, opts Options) (*Result, map[string]str
 		t.Fatal(err)
 	}
 	kept := map[string]string{}
-	opts.OnKept = func(k Kept) {
+	opts.OnEvent = func(k Generation) {
+		if k.Action != ActionKept {
+			return
+		}
 		rel, _ := filepath.Rel(root, k.Path)
 		kept[rel] = k.Reason
 	}
