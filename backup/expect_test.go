@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
-	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
 
@@ -77,19 +76,19 @@ func TestExpectationsAreTheRebuilds(t *testing.T) {
 	for _, id := range rr.DeletionsFinished {
 		deleted[id] = true
 	}
-	kinds := map[reindex.Outcome]int{}
+	kinds := map[store.ItemKind]int{}
 	for _, c := range extractedManifest(t, a).Conversations {
 		kinds[c.Expect]++
 		switch c.Expect {
-		case reindex.Skipped:
+		case store.ItemSkipped:
 			if skipped[c.ID] != c.Reason {
 				t.Errorf("%s: expected skipped (%s); the rebuild: %q", c.ID, c.Reason, skipped[c.ID])
 			}
-		case reindex.Deleted:
+		case store.ItemDeleted:
 			if !deleted[c.ID] {
 				t.Errorf("%s: expected deleted; the rebuild did not finish it", c.ID)
 			}
-		case reindex.Indexed:
+		case store.ItemIndexed:
 			if _, ok := skipped[c.ID]; ok || deleted[c.ID] {
 				t.Errorf("%s: expected indexed; the rebuild skipped (%s) or deleted it", c.ID, skipped[c.ID])
 			}
@@ -98,7 +97,7 @@ func TestExpectationsAreTheRebuilds(t *testing.T) {
 		}
 	}
 	// The three broken here, and any the fixtures hold.
-	if kinds[reindex.Skipped] < 3 || kinds[reindex.Skipped] != len(rr.Skipped) || kinds[reindex.Deleted] != len(rr.DeletionsFinished) {
+	if kinds[store.ItemSkipped] < 3 || kinds[store.ItemSkipped] != len(rr.Skipped) || kinds[store.ItemDeleted] != len(rr.DeletionsFinished) {
 		t.Fatalf("expected %v; the rebuild skipped %d: %+v", kinds, len(rr.Skipped), rr.Skipped)
 	}
 	if v := verifyFile(t, a); !v.OK {

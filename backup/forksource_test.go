@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/convkit/convkit/fixtures"
-	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
 
@@ -46,7 +45,7 @@ func TestForkSourceMissing(t *testing.T) {
 			mc = &archived.Conversations[i]
 		}
 	}
-	if mc == nil || mc.Expect != reindex.Indexed {
+	if mc == nil || mc.Expect != store.ItemIndexed {
 		t.Fatalf("the fork in the manifest: %+v, want it expected indexed", mc)
 	}
 	if vr := verifyFile(t, p); !vr.OK {
@@ -111,7 +110,7 @@ func TestForkSourceMissing(t *testing.T) {
 			forkEvents += float64(f.Log.Events)
 		}
 	}
-	expectAs := func(id string, expect reindex.Outcome) func(m map[string]any) {
+	expectAs := func(id string, expect store.ItemKind) func(m map[string]any) {
 		return func(m map[string]any) {
 			for _, c := range m["conversations"].([]any) {
 				c := c.(map[string]any)
@@ -127,14 +126,14 @@ func TestForkSourceMissing(t *testing.T) {
 			n["events"] = n["events"].(float64) - forkEvents
 		}
 	}
-	legacy := repack(expectAs(fork.ID, reindex.Skipped))
+	legacy := repack(expectAs(fork.ID, store.ItemSkipped))
 	if vr := verifyFile(t, legacy); !vr.OK {
 		t.Fatalf("an archive of the older rule: %+v", vr.Mismatches)
 	}
 	// The same edit on a conversation whose fork source is there is a
 	// manifest that disagrees with its archive.
 	other := rep.Find(fixtures.CaseBasic)
-	if vr := verifyFile(t, repack(expectAs(other.ID, reindex.Skipped))); vr.OK {
+	if vr := verifyFile(t, repack(expectAs(other.ID, store.ItemSkipped))); vr.OK {
 		t.Fatal("a manifest expecting an ordinary conversation skipped verified")
 	}
 }

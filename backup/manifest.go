@@ -7,7 +7,6 @@ import (
 
 	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/termtext"
-	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
 
@@ -70,9 +69,9 @@ type Conversation struct {
 	Dir string `json:"dir"`
 	// Strict backups only: what a reindex does with it (reindex.Accept),
 	// and the conversations it reads older history from.
-	Expect    reindex.Outcome `json:"expect,omitempty"`
-	Reason    string          `json:"reason,omitempty"`
-	DependsOn []string        `json:"dependsOn,omitempty"`
+	Expect    store.ItemKind `json:"expect,omitempty"`
+	Reason    string         `json:"reason,omitempty"`
+	DependsOn []string       `json:"dependsOn,omitempty"`
 }
 
 // File is one archived file.

@@ -322,11 +322,11 @@ func rebuildAndCompare(ctx context.Context, s *store.Store, cs []*convLogs, conv
 		}
 		sk, wasSkipped := skipped[c.ID]
 		switch {
-		case c.Expect == reindex.Deleted && !deleted[c.ID]:
+		case c.Expect == store.ItemDeleted && !deleted[c.ID]:
 			mismatch(name, "its deletion was interrupted (a tombstone), but the rebuild did not finish it")
-		case c.Expect == reindex.Skipped && !wasSkipped:
+		case c.Expect == store.ItemSkipped && !wasSkipped:
 			mismatch(name, "the rebuild was expected to skip it (%s), but it did not", c.Reason)
-		case c.Expect != reindex.Indexed:
+		case c.Expect != store.ItemIndexed:
 		case wasSkipped:
 			mismatch(name, "the rebuild skipped it: %s", sk.Reason)
 		case deleted[c.ID]:
@@ -442,22 +442,22 @@ func expectations(cs []*convLogs, legacy bool, cnt *Counts) []Conversation {
 			c.DependsOn = fc.deps
 		}
 		v := reindex.Accept(f)
-		c.Expect, c.Reason = v.Outcome, v.Reason
+		c.Expect, c.Reason = v.Kind, v.Reason
 		if v.Path != f.Dir && v.Reason != "" {
 			// As the index records a skip: the log named in its directory.
 			c.Reason = path.Base(v.Path) + ": " + v.Reason
 		}
-		if c.Expect == reindex.Indexed && legacy {
+		if c.Expect == store.ItemIndexed && legacy {
 			for _, d := range c.DependsOn {
 				if !present[d] {
-					c.Expect = reindex.Skipped
+					c.Expect = store.ItemSkipped
 					c.Reason = fmt.Sprintf("fork source %s is missing: this conversation reads older history from it", termtext.Quote(d))
 					break
 				}
 			}
 		}
 		switch c.Expect {
-		case reindex.Indexed:
+		case store.ItemIndexed:
 			cnt.Indexed++
 			for _, f := range cl.files {
 				if f.Log.Current && f.Log.Session != "" {
@@ -465,9 +465,9 @@ func expectations(cs []*convLogs, legacy bool, cnt *Counts) []Conversation {
 					cnt.Events += f.Log.Events
 				}
 			}
-		case reindex.Skipped:
+		case store.ItemSkipped:
 			cnt.Skipped++
-		case reindex.Deleted:
+		case store.ItemDeleted:
 			cnt.Deleting++
 		}
 	}

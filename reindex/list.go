@@ -84,8 +84,9 @@ func List(ctx context.Context, s *store.Store, o ListOptions) (*Listing, error) 
 		}
 		// What reindex decides from the conversation log alone.
 		f, info := foundConversation(c)
-		if v := Accept(f); v.Outcome == Skipped {
-			res.Skipped = append(res.Skipped, store.Item{Kind: store.ItemSkipped, ID: c.ID, Path: v.Path, Reason: v.Reason})
+		if v := Accept(f); v.Kind == store.ItemSkipped {
+			v.ID = c.ID
+			res.Skipped = append(res.Skipped, v)
 		}
 		if info == nil || info.Deleting {
 			continue

@@ -787,11 +787,12 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 	f, info := foundConversation(c)
 	// decided is b once Accept decides against indexing what was found.
 	decided := func() (*built, bool) {
-		switch v := Accept(f); v.Outcome {
-		case Deleted:
+		switch v := Accept(f); v.Kind {
+		case store.ItemDeleted:
 			b.empty, b.deleting = f.Empty, !f.Empty
-		case Skipped:
-			b.skip = &store.Item{Kind: store.ItemSkipped, ID: c.ID, Path: v.Path, Reason: v.Reason}
+		case store.ItemSkipped:
+			v.ID = c.ID
+			b.skip = &v
 		default:
 			return nil, false
 		}
@@ -928,17 +929,6 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
-// Outcome is what a rebuilt index does with one conversation directory.
-type Outcome string
-
-// What Accept decides.
-const (
-	Indexed Outcome = "indexed"
-	Skipped Outcome = "skipped"
-	// Deleted: the deletion is finished, the conversation never indexed.
-	Deleted Outcome = "deleted"
-)
-
 // Found is what a read of one conversation's current logs found.
 type Found struct {
 	Dir   string
@@ -957,25 +947,20 @@ type LogFound struct {
 	Err  error
 }
 
-// Verdict is Accept's decision; a skip says which file (Path) and why.
-type Verdict struct {
-	Outcome Outcome
-	Path    string
-	Reason  string
-}
-
 // Accept decides what a rebuilt index does with a conversation from what a
 // read of its logs found: Run, Update, Check and backup's drill all use it.
-func Accept(f Found) Verdict {
+// Its Kind is store.ItemIndexed, ItemDeleted or ItemSkipped (which file,
+// Path, and why).
+func Accept(f Found) store.Item {
 	switch {
 	case f.ConversationLog == "" && f.Empty:
-		return Verdict{Outcome: Deleted}
+		return store.Item{Kind: store.ItemDeleted}
 	case f.ConversationLog == "":
-		return Verdict{Skipped, f.Dir, "no conversation log (metadata[.vN].jsonl[.zst]): an incomplete create, or not a conversation"}
+		return store.Item{Kind: store.ItemSkipped, Path: f.Dir, Reason: "no conversation log (metadata[.vN].jsonl[.zst]): an incomplete create, or not a conversation"}
 	case f.ConversationErr != nil:
-		return Verdict{Skipped, f.ConversationLog, logReason("unreadable conversation log", f.ConversationLog, f.ConversationErr)}
+		return store.Item{Kind: store.ItemSkipped, Path: f.ConversationLog, Reason: logReason("unreadable conversation log", f.ConversationLog, f.ConversationErr)}
 	case f.Deleting:
-		return Verdict{Outcome: Deleted}
+		return store.Item{Kind: store.ItemDeleted}
 	}
 	for _, s := range f.Sessions {
 		if s.Err == nil {
@@ -985,9 +970,9 @@ func Accept(f Found) Verdict {
 		if errors.Is(s.Err, convlog.ErrUnsupported) {
 			what = "session log this build cannot read"
 		}
-		return Verdict{Skipped, s.Path, logReason(what, s.Path, s.Err)}
+		return store.Item{Kind: store.ItemSkipped, Path: s.Path, Reason: logReason(what, s.Path, s.Err)}
 	}
-	return Verdict{Outcome: Indexed}
+	return store.Item{Kind: store.ItemIndexed}
 }
 
 // logReason is why the log at path is refused.

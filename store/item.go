@@ -38,4 +38,8 @@ const (
 	ItemDeletionFinished ItemKind = "deletion-finished" // a conversation whose log carries a delete's tombstone, removed
 	ItemEmptyRemoved     ItemKind = "empty-removed"     // the empty directory an interrupted deletion left, removed
 	ItemTurnClosed       ItemKind = "turn-closed"       // a turn a crash left open, closed as interrupted
+
+	// What a rebuilt index does with a conversation (reindex.Accept), beside ItemSkipped.
+	ItemIndexed ItemKind = "indexed"
+	ItemDeleted ItemKind = "deleted" // its deletion is finished, never indexed
 )
