@@ -184,7 +184,7 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 				m.Counts.SessionLogs++
 			}
 			if f.Log.Error != "" {
-				res.Invalid = append(res.Invalid, store.Item{Kind: store.ItemInvalid, Path: f.Name, Reason: f.Log.Error})
+				res.Invalid = append(res.Invalid, invalidLog(f.Name, f.Log.Error))
 			}
 		}
 		return fileSpool.add(f)

@@ -746,14 +746,14 @@ func VerifyArchive(ctx context.Context, path string, opts VerifyOptions) (res *V
 	case err != nil:
 		rec.Problem = err.Error()
 	case !res.OK:
-		rec.Problem = res.Mismatches[0].Name + ": " + res.Mismatches[0].Problem
+		rec.Problem = res.Mismatches[0].Path + ": " + res.Mismatches[0].Reason
 	default:
 		rec.OK = true
 		if rec.InvalidLogs = res.InvalidLogs; len(res.Invalid) > 0 {
 			// The strict reader's error names the log already.
-			rec.Invalid = res.Invalid[0].Problem
-			if !strings.Contains(rec.Invalid, res.Invalid[0].Name) {
-				rec.Invalid = res.Invalid[0].Name + ": " + rec.Invalid
+			rec.Invalid = res.Invalid[0].Reason
+			if !strings.Contains(rec.Invalid, res.Invalid[0].Path) {
+				rec.Invalid = res.Invalid[0].Path + ": " + rec.Invalid
 			}
 		}
 		// The reader stopped at the tar trailer; the digest is the file's.

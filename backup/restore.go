@@ -53,19 +53,19 @@ type RestoreResult struct {
 	MovedAside    string          `json:"movedAside,omitempty"` // where the replaced store or conversation is
 	Conversations []string        `json:"conversations"`
 	Kept          []string        `json:"kept"`    // fork ancestors already in the target
-	Invalid       []Mismatch      `json:"invalid"` // logs restored that do not read
+	Invalid       []store.Item    `json:"invalid"` // logs restored that do not read
 	Reindex       *reindex.Result `json:"reindex"`
 }
 
 func (res *RestoreResult) restoredInvalid() {
-	res.Invalid = []Mismatch{}
+	res.Invalid = []store.Item{}
 	dirs := map[string]bool{}
 	for _, id := range res.Conversations {
 		d, _ := store.EncodeSegment(id) // the ID of a directory
 		dirs[path.Join(store.ConversationsDirName, d)] = true
 	}
 	for _, m := range res.Verify.Invalid {
-		if dirs[path.Dir(m.Name)] {
+		if dirs[path.Dir(m.Path)] {
 			res.Invalid = append(res.Invalid, m)
 		}
 	}

@@ -69,8 +69,8 @@ type VerifyResult struct {
 	Bytes         int64     `json:"bytes"`
 	// Invalid are the logs that fail the strict read: invalid in the store
 	// too, archived whole, not mismatches.
-	InvalidLogs int        `json:"invalidLogs"`
-	Invalid     []Mismatch `json:"invalid"`
+	InvalidLogs int          `json:"invalidLogs"`
+	Invalid     []store.Item `json:"invalid"` // ItemInvalid
 	// Index is the metadata.db snapshot check; Rebuilt the index rebuilt
 	// from the archived logs; Expected the manifest's counts.
 	Index   string `json:"index"`
@@ -81,32 +81,35 @@ type VerifyResult struct {
 		Sessions          int   `json:"sessions"`
 		Events            int64 `json:"events"`
 	} `json:"rebuilt"`
-	Expected   Counts     `json:"expected"`
-	Mismatches []Mismatch `json:"mismatches"`
+	Expected   Counts       `json:"expected"`
+	Mismatches []store.Item `json:"mismatches"` // ItemMismatch
 
 	rebuild       *reindex.Result // the rebuild's own result
 	conversations []string        // the IDs of the conversations left after the rebuild
 }
 
-// Mismatch is one disagreement between the archive and its manifest.
-type Mismatch = archive.Mismatch
+// invalidLog is the archived log name that fails the strict read for why
+// (Log.Error, which may name it).
+func invalidLog(name, why string) store.Item {
+	return store.Item{Kind: store.ItemInvalid, Path: name, Reason: strings.TrimPrefix(why, name+": ")}
+}
 
 type MismatchError struct{ Result *VerifyResult }
 
 func (e *MismatchError) Error() string {
 	return fmt.Sprintf("%s: %d mismatch(es) with the manifest; the first: %s: %s", e.Result.Archive,
-		len(e.Result.Mismatches), e.Result.Mismatches[0].Name, e.Result.Mismatches[0].Problem)
+		len(e.Result.Mismatches), e.Result.Mismatches[0].Path, e.Result.Mismatches[0].Reason)
 }
 
 // verifyInto extracts into the empty dir and verifies there, leaving a
 // store with a rebuilt metadata.db (with message text when text).
 func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions, sync, text bool) (*VerifyResult, error) {
 	opts.defaults()
-	res := &VerifyResult{SchemaVersion: contract.Version, Archive: opts.Archive, Mismatches: []Mismatch{}, Invalid: []Mismatch{}}
+	res := &VerifyResult{SchemaVersion: contract.Version, Archive: opts.Archive, Mismatches: []store.Item{}, Invalid: []store.Item{}}
 	mismatch := func(name, format string, args ...any) {
-		mm := Mismatch{Name: name, Problem: fmt.Sprintf(format, args...)}
+		mm := store.Item{Kind: store.ItemMismatch, Path: name, Reason: fmt.Sprintf(format, args...)}
 		res.Mismatches = append(res.Mismatches, mm)
-		opts.OnEvent(store.Item{Kind: store.ItemMismatch, Path: mm.Name, Reason: mm.Problem})
+		opts.OnEvent(mm)
 	}
 	ents, err := archive.Extract(ctx, r, dir, archive.ExtractOptions{
 		ReaderOptions: archive.ReaderOptions{Limits: opts.Limits, Archive: opts.Archive},
@@ -129,7 +132,7 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 	}
 	res.CreatedAt, res.Online, res.ToolVersion, res.Expected = m.CreatedAt, m.Online, m.ToolVersion, m.Counts
 	for _, mm := range found {
-		mismatch(mm.Name, "%s", mm.Problem)
+		mismatch(mm.Path, "%s", mm.Reason)
 	}
 	byName := map[string]*File{}
 	for i := range m.Files {
@@ -189,7 +192,7 @@ func verifyInto(ctx context.Context, r io.Reader, dir string, opts VerifyOptions
 		}
 		if got.Error != "" {
 			res.InvalidLogs++
-			res.Invalid = append(res.Invalid, Mismatch{Name: j.name, Problem: got.Error})
+			res.Invalid = append(res.Invalid, invalidLog(j.name, got.Error))
 		}
 		f := byName[j.name]
 		if f == nil || f.Log == nil {

@@ -55,8 +55,8 @@ func TestEntriesSpill(t *testing.T) {
 	// The manifest's absence is said once, and a listing of nothing
 	// names at most maxMismatches entries and counts the rest.
 	mm, err := CheckListing(ents, nil)
-	if err != nil || len(mm) != maxMismatches+1 || mm[0].Problem != "in the archive but not in the manifest" ||
-		mm[maxMismatches].Problem != fmt.Sprintf("%d more disagreements with the manifest, not listed", n-1-maxMismatches) {
+	if err != nil || len(mm) != maxMismatches+1 || mm[0].Reason != "in the archive but not in the manifest" ||
+		mm[maxMismatches].Reason != fmt.Sprintf("%d more disagreements with the manifest, not listed", n-1-maxMismatches) {
 		t.Fatalf("%d mismatches, %v; last %+v", len(mm), err, mm[len(mm)-1])
 	}
 	if _, err := testFormat.Verify("a", dir, ents, &testManifest{}); err == nil || !strings.Contains(err.Error(), "no MANIFEST.json as the last entry") {

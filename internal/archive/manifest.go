@@ -59,12 +59,6 @@ func ListFiles[F any](files []F, entry func(*F) Listed) []Listed {
 	return out
 }
 
-// Mismatch is one disagreement between an archive and its manifest.
-type Mismatch struct {
-	Name    string `json:"name"`
-	Problem string `json:"problem"`
-}
-
 // ManifestFormat is one kind of manifest: the backup's, the export's.
 type ManifestFormat struct {
 	Name     string // the format member
@@ -139,7 +133,7 @@ func (f ManifestFormat) notLast(archiveName string) error {
 // Verify decodes into m the manifest that must end the archive extracted
 // into dir and compares it with the entries; a missing or unreadable one is
 // an *Error.
-func (f ManifestFormat) Verify(archiveName, dir string, ents *ExtractedList, m Manifest) ([]Mismatch, error) {
+func (f ManifestFormat) Verify(archiveName, dir string, ents *ExtractedList, m Manifest) ([]store.Item, error) {
 	if ents.Len() == 0 || ents.Last().Name != ManifestName {
 		return nil, f.notLast(archiveName)
 	}
@@ -160,15 +154,15 @@ const maxMismatches = 1000
 
 // CheckListing compares the entries but the manifest with listed: files
 // listed twice, each entry in order, then listed files missing.
-func CheckListing(ents *ExtractedList, listed []Listed) ([]Mismatch, error) {
-	var out []Mismatch
+func CheckListing(ents *ExtractedList, listed []Listed) ([]store.Item, error) {
+	var out []store.Item
 	more := 0
 	add := func(name, format string, args ...any) {
 		if len(out) == maxMismatches {
 			more++
 			return
 		}
-		out = append(out, Mismatch{Name: name, Problem: fmt.Sprintf(format, args...)})
+		out = append(out, store.Item{Kind: store.ItemMismatch, Path: name, Reason: fmt.Sprintf(format, args...)})
 	}
 	byName := make(map[string]*Listed, len(listed))
 	for i := range listed {
@@ -202,7 +196,7 @@ func CheckListing(ents *ExtractedList, listed []Listed) ([]Mismatch, error) {
 		}
 	}
 	if more > 0 {
-		out = append(out, Mismatch{Name: ManifestName, Problem: fmt.Sprintf("%d more disagreements with the manifest, not listed", more)})
+		out = append(out, store.Item{Kind: store.ItemMismatch, Path: ManifestName, Reason: fmt.Sprintf("%d more disagreements with the manifest, not listed", more)})
 	}
 	return out, nil
 }

@@ -147,7 +147,7 @@ func TestManifestVerify(t *testing.T) {
 		}
 		return dir, got
 	}
-	verify := func(data []byte) ([]Mismatch, error) {
+	verify := func(data []byte) ([]store.Item, error) {
 		dir, got := extract(data)
 		var m testManifest
 		return testFormat.Verify("A.tar.zst", dir, got, &m)
@@ -168,12 +168,12 @@ func TestManifestVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Mismatch{
-		{"conversations/a/metadata.v4.jsonl", "listed twice in the manifest"},
-		{"conversations/a/metadata.v4.jsonl", "SHA-256 87428fc522803d31065e7bce3cf03fe475096631e5e07bbd7a0fde60c4cf25c7, the manifest says " + hex.EncodeToString(other[:])},
-		{"conversations/b/metadata.v4.jsonl", "size 2, the manifest says 5"},
-		{"conversations/c/metadata.v4.jsonl", "in the archive but not in the manifest"},
-		{"conversations/d/metadata.v4.jsonl", "in the manifest but not in the archive"},
+	want := []store.Item{
+		{Kind: store.ItemMismatch, Path: "conversations/a/metadata.v4.jsonl", Reason: "listed twice in the manifest"},
+		{Kind: store.ItemMismatch, Path: "conversations/a/metadata.v4.jsonl", Reason: "SHA-256 87428fc522803d31065e7bce3cf03fe475096631e5e07bbd7a0fde60c4cf25c7, the manifest says " + hex.EncodeToString(other[:])},
+		{Kind: store.ItemMismatch, Path: "conversations/b/metadata.v4.jsonl", Reason: "size 2, the manifest says 5"},
+		{Kind: store.ItemMismatch, Path: "conversations/c/metadata.v4.jsonl", Reason: "in the archive but not in the manifest"},
+		{Kind: store.ItemMismatch, Path: "conversations/d/metadata.v4.jsonl", Reason: "in the manifest but not in the archive"},
 	}
 	if len(mm) != len(want) {
 		t.Fatalf("got %v", mm)

@@ -341,7 +341,7 @@ func runBackupVerify(c *ucli.Context, e *env, name string) error {
 	}
 	first := ""
 	if len(res.Invalid) > 0 {
-		first = "; the first: " + withPath(res.Invalid[0].Name, res.Invalid[0].Problem)
+		first = "; the first: " + withPath(res.Invalid[0].Path, res.Invalid[0].Reason)
 	}
 	return partialf("%s holds %d log(s) that do not read (INVALID lines), archived as they were in the store%s", name, res.InvalidLogs, first)
 }
@@ -356,9 +356,9 @@ func printVerify(e *env, res *backup.VerifyResult) error {
 	})
 }
 
-func printMismatches(e *env, word string, list []backup.Mismatch) {
+func printMismatches(e *env, word string, list []store.Item) {
 	for _, m := range list {
-		fmt.Fprintf(e.stdout, "%s %s\n", word, text(withPath(m.Name, m.Problem)))
+		fmt.Fprintf(e.stdout, "%s %s\n", word, text(withPath(m.Path, m.Reason)))
 	}
 }
 
@@ -591,7 +591,7 @@ func runRestore(c *ucli.Context, e *env, name string) error {
 	}
 	if n := len(res.Invalid); n > 0 {
 		return partialf("restored, but %d log(s) restored do not read (INVALID lines), as they were in the store; the first: %s",
-			n, withPath(res.Invalid[0].Name, res.Invalid[0].Problem))
+			n, withPath(res.Invalid[0].Path, res.Invalid[0].Reason))
 	}
 	return nil
 }

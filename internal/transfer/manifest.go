@@ -82,7 +82,7 @@ type verifiedManifest struct {
 
 // verifyManifest is manifestFormat.Verify streaming the manifest, whose
 // megabytes are never held; what the stream cannot read is left to Verify.
-func verifyManifest(archiveName, dir string, ents *archive.ExtractedList) (*verifiedManifest, []archive.Mismatch, error) {
+func verifyManifest(archiveName, dir string, ents *archive.ExtractedList) (*verifiedManifest, []store.Item, error) {
 	if vm, listed, ok := streamManifest(dir, ents); ok {
 		mm, err := archive.CheckListing(ents, listed)
 		return vm, mm, err

@@ -99,7 +99,7 @@ func (imp *Staged) extractAndVerify(ctx context.Context, r io.Reader) (err error
 		return &VerifyError{Archive: imp.opts.Archive, Err: err}
 	}
 	if len(mismatches) > 0 {
-		return imp.verr(nil, "%s: %s", mismatches[0].Name, mismatches[0].Problem)
+		return imp.verr(nil, "%s: %s", mismatches[0].Path, mismatches[0].Reason)
 	}
 	m := vm.m
 	imp.m = m
