@@ -252,8 +252,8 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 	}
 	// A second spelling of a generation is archived, with a warning.
 	for _, p := range sw.problems {
-		if p.Listed {
-			opts.OnEvent(store.Item{Kind: store.ItemWarning, Path: p.Path, Reason: p.Reason})
+		if p.Kind == store.ItemWarning {
+			opts.OnEvent(p)
 		} else {
 			problem(p.Path, p.Reason)
 		}

@@ -475,8 +475,9 @@ func PlanBackup(s *store.Store, noIndex bool) (*Plan, error) {
 		}
 	}
 	for _, pr := range tree.Problems {
-		if !pr.Listed {
-			p.Problems = append(p.Problems, store.Item{Kind: store.ItemUnreadable, Path: pr.Path, Reason: pr.Reason})
+		if pr.Kind != store.ItemWarning {
+			pr.Kind = store.ItemUnreadable
+			p.Problems = append(p.Problems, pr)
 		}
 	}
 	return p, nil

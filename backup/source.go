@@ -139,7 +139,7 @@ type storeWalk struct {
 	s        *store.Store
 	dirs     []store.Dir
 	logs     int
-	problems []store.Problem
+	problems []store.Item
 }
 
 func walkStore(s *store.Store, byAge bool) (*storeWalk, error) {

@@ -620,7 +620,7 @@ func discover(s *store.Store, root string, jobs int) *tree {
 		}
 	}
 	for _, p := range tree.Problems {
-		if p.Reason == store.ReasonUnexpected {
+		if p.Kind == store.ItemIgnored {
 			continue // other files are not logs and are left alone
 		}
 		ins = append(ins, &input{rel: rel(p.Path), path: p.Path, version: -1, failure: problemReason(p.Reason)})

@@ -195,11 +195,11 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 		WillNotOpen: []WillNotOpen{}, Warnings: opts.warnings()}
 	j := &job{s: s, opts: opts, rp: rp, res: res}
 	for _, p := range tree.Problems { // in the walk's order
-		if p.Reason == store.ReasonUnexpected {
-			// A stray file is not a conversation: reported, not skipped.
-			j.report(store.Item{Kind: store.ItemIgnored, Path: p.Path, Reason: p.Reason})
+		if p.Kind == store.ItemIgnored {
+			j.report(p) // a stray file is not a conversation: reported, not skipped
 		} else {
-			res.Skipped = append(res.Skipped, j.report(store.Item{Kind: store.ItemSkipped, Path: p.Path, Reason: rp.text(p.Reason)}))
+			p.Kind, p.Reason = store.ItemSkipped, rp.text(p.Reason)
+			res.Skipped = append(res.Skipped, j.report(p))
 		}
 	}
 	for _, p := range tree.Temps {
@@ -288,8 +288,9 @@ func (j *job) rebuild(ctx context.Context, tree *store.Tree) error {
 func walkSkips(tree *store.Tree) []store.Item {
 	out := []store.Item{}
 	for _, p := range tree.Problems {
-		if p.Reason != store.ReasonUnexpected {
-			out = append(out, store.Item{Kind: store.ItemSkipped, Path: p.Path, Reason: p.Reason})
+		if p.Kind != store.ItemIgnored {
+			p.Kind = store.ItemSkipped
+			out = append(out, p)
 		}
 	}
 	return out

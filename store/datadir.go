@@ -235,7 +235,7 @@ func (s *Store) NewTempIndex() (string, error) {
 }
 
 // WalkConversation reads one conversation directory the way Walk does.
-func (s *Store) WalkConversation(convID string) (ConversationDir, []Problem, error) {
+func (s *Store) WalkConversation(convID string) (ConversationDir, []Item, error) {
 	dir, err := s.conversationDir(convID)
 	if err != nil {
 		return ConversationDir{}, nil, err

@@ -95,7 +95,7 @@ func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, 
 
 // repairConversation repairs one conversation directory; one it cannot read
 // is a skip.
-func (s *Store) repairConversation(c ConversationDir, problems []Problem, temps []string, dry bool, change func(RepairChange)) (*Item, error) {
+func (s *Store) repairConversation(c ConversationDir, problems []Item, temps []string, dry bool, change func(RepairChange)) (*Item, error) {
 	convLog := c.ConversationLog()
 	if convLog == nil {
 		ents, err := os.ReadDir(c.Path)
@@ -228,7 +228,7 @@ func interruptedCreate(c ConversationDir, ents []os.DirEntry, temps []string) bo
 
 // missingSessionLog is the skip of c, whose running turn t has no readable
 // session log.
-func missingSessionLog(c ConversationDir, problems []Problem, t TurnInfo) *Item {
+func missingSessionLog(c ConversationDir, problems []Item, t TurnInfo) *Item {
 	base, err := EncodeBase(t.SessionID)
 	if err == nil {
 		for _, p := range problems {

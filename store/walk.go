@@ -15,24 +15,16 @@ import (
 )
 
 // Tree is what Walk found under <data-dir>/conversations: Problems are
-// entries that break the layout, left to the caller; Temps are temporary
+// entries that break the layout, left to the caller (ItemSkipped, ItemIgnored
+// for a stray file, ItemWarning for a second spelling of a generation, in the
+// tree all the same and never Current); Temps are temporary
 // files an interrupted write left, which a writer holding runtime.lock may
 // remove.
 type Tree struct {
 	Conversations []ConversationDir
-	Problems      []Problem
+	Problems      []Item
 	Temps         []string
 }
-
-// Problem is one entry Walk could not accept; Listed: it is in the tree all
-// the same (a second spelling of a generation, never Current).
-type Problem struct {
-	Path   string
-	Reason string
-	Listed bool
-}
-
-func (p Problem) String() string { return p.Path + ": " + p.Reason }
 
 // ConversationDir is one conversation directory named Name; Logs are sorted
 // by Base, the conversation log first.
@@ -70,7 +62,7 @@ type Log struct {
 	Path              string
 }
 
-// Problem reasons callers may recognise.
+// Reasons of the walk's Problems that callers may recognise.
 const (
 	ReasonSymlink       = "symbolic links are not followed"
 	ReasonFlatLog       = "log file outside a conversation directory; expected conversations/<conversation>/<log>"
@@ -167,13 +159,13 @@ type Dir struct {
 // Dirs is the first half of Walk, for a caller that must not hold every log
 // at once: the conversation directories in name order and the problems of
 // other entries.
-func (s *Store) Dirs() ([]Dir, []Problem, error) {
+func (s *Store) Dirs() ([]Dir, []Item, error) {
 	ents, err := listRoot(s.ConversationsDir())
 	if err != nil {
 		return nil, nil, err
 	}
 	var dirs []Dir
-	var problems []Problem
+	var problems []Item
 	for _, e := range ents {
 		if e.problem != nil {
 			problems = append(problems, *e.problem)
@@ -200,7 +192,7 @@ func walkDir(root string, d Dir) *Tree {
 
 type rootEntry struct {
 	Dir
-	problem *Problem
+	problem *Item
 }
 
 // listRoot lists conversations/ at root in name order; a listing error is
@@ -212,11 +204,12 @@ func listRoot(root string) ([]rootEntry, error) {
 	entries, err := os.ReadDir(root)
 	out := make([]rootEntry, 0, len(entries)+1)
 	if err != nil {
-		out = append(out, rootEntry{problem: &Problem{Path: root, Reason: termtext.Reason(root, err)}})
+		out = append(out, rootEntry{problem: &Item{Kind: ItemSkipped, Path: root, Reason: termtext.Reason(root, err)}})
 	}
 	for _, e := range entries {
 		if id, reason := entry(e); reason != "" {
-			out = append(out, rootEntry{problem: &Problem{Path: filepath.Join(root, e.Name()), Reason: reason}})
+			p := walkProblem(filepath.Join(root, e.Name()), reason)
+			out = append(out, rootEntry{problem: &p})
 		} else {
 			out = append(out, rootEntry{Dir: Dir{ID: id, Name: e.Name()}})
 		}
@@ -246,7 +239,15 @@ func entry(e fs.DirEntry) (id, reason string) {
 }
 
 func (t *Tree) problem(path, reason string) {
-	t.Problems = append(t.Problems, Problem{Path: path, Reason: reason})
+	t.Problems = append(t.Problems, walkProblem(path, reason))
+}
+
+// walkProblem is an entry out of shape: a stray file is ignored, the rest skipped.
+func walkProblem(path, reason string) Item {
+	if reason == ReasonUnexpected {
+		return Item{Kind: ItemIgnored, Path: path, Reason: reason}
+	}
+	return Item{Kind: ItemSkipped, Path: path, Reason: reason}
 }
 
 // logShaped reports whether name ends like a log file, canonical or not.
@@ -331,7 +332,7 @@ func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
 			if prev.Version != g.Version {
 				continue
 			}
-			t.Problems = append(t.Problems, Problem{Path: filepath.Join(dir, g.String()), Reason: GenerationClash(prev, g), Listed: true})
+			t.Problems = append(t.Problems, Item{Kind: ItemWarning, Path: filepath.Join(dir, g.String()), Reason: GenerationClash(prev, g)})
 		}
 		l.Current = l.Generations[0]
 		l.Path = filepath.Join(dir, l.Current.String())

@@ -72,7 +72,7 @@ func summarize(t *testing.T, root string, tree *Tree) (convs, problems []string)
 	}
 	for _, p := range tree.Problems {
 		s := rel(p.Path) + ": " + p.Reason
-		if p.Listed {
+		if p.Kind == ItemWarning {
 			s += " (listed)"
 		}
 		problems = append(problems, s)

@@ -55,7 +55,7 @@ type Tree struct {
 // Entry is a session directory, or an entry that breaks the layout.
 type Entry struct {
 	Session *Session
-	Problem *store.Problem
+	Problem *store.Item
 }
 
 // Session is one session directory.
@@ -134,7 +134,7 @@ func (r *Root) Walk() (*Tree, error) {
 }
 
 func (t *Tree) problem(path, reason string) {
-	t.Entries = append(t.Entries, Entry{Problem: &store.Problem{Path: path, Reason: reason}})
+	t.Entries = append(t.Entries, Entry{Problem: &store.Item{Kind: store.ItemSkipped, Path: path, Reason: reason}})
 }
 
 func (t *Tree) walkProject(name, dir string) {

@@ -151,7 +151,7 @@ type planned struct {
 
 type planDir struct {
 	cd    store.ConversationDir
-	probs []store.Problem
+	probs []store.Item
 }
 
 func newExporter(s *store.Store, opts ExportOptions) (*exporter, error) {
@@ -500,7 +500,7 @@ func (x *exporter) readListed(p *planned, ls *planDir) *readConv {
 	}
 	var (
 		cd    store.ConversationDir
-		probs []store.Problem
+		probs []store.Item
 		err   error
 	)
 	if ls != nil {
@@ -512,7 +512,8 @@ func (x *exporter) readListed(p *planned, ls *planDir) *readConv {
 		return leaveOut(dir, termtext.Reason(dir, err))
 	}
 	for _, pr := range probs {
-		rc.events = append(rc.events, store.Item{Kind: store.ItemWarning, ID: p.id, Path: pr.Path, Reason: pr.Reason})
+		pr.Kind, pr.ID = store.ItemWarning, p.id
+		rc.events = append(rc.events, pr)
 	}
 	var convLog *openLog
 	for _, l := range cd.Logs {
