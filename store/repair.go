@@ -14,11 +14,11 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// RepairOptions tune Repair: DryRun changes nothing; OnChange receives each
+// RepairOptions tune Repair: DryRun changes nothing; OnEvent receives each
 // change as it is made (or found, dry).
 type RepairOptions struct {
-	DryRun   bool
-	OnChange func(RepairChange)
+	DryRun  bool
+	OnEvent func(RepairChange)
 }
 
 // RepairChange is one change Repair made: Kind is ItemTurnClosed (Turn says
@@ -60,8 +60,8 @@ func (s *Store) Repair(ctx context.Context, opts RepairOptions) (*RepairResult, 
 			res.TempsRemoved++
 		}
 		res.Changes = append(res.Changes, c)
-		if opts.OnChange != nil {
-			opts.OnChange(c)
+		if opts.OnEvent != nil {
+			opts.OnEvent(c)
 		}
 	}
 	tree, err := s.Walk()

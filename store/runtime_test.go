@@ -331,7 +331,7 @@ func TestRepair(t *testing.T) {
 	}
 
 	var seen []ItemKind
-	res, err := s.Repair(context.Background(), RepairOptions{OnChange: func(c RepairChange) { seen = append(seen, c.Kind) }})
+	res, err := s.Repair(context.Background(), RepairOptions{OnEvent: func(c RepairChange) { seen = append(seen, c.Kind) }})
 	mustNil(t, err)
 	if res.TurnsClosed != 4 || res.DeletionsFinished != 1 || res.TempsRemoved != 1 || len(seen) != len(res.Changes) || len(res.Skipped) != 0 {
 		t.Fatalf("repair = %+v", res)

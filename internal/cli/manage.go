@@ -133,7 +133,7 @@ func (e *env) runManage(c *ucli.Context, refs []string, do func(*store.Store, []
 	}
 	opts := manage.Options{Machine: m}
 	if !e.g.JSON && !e.g.Quiet {
-		opts.OnDone = func(o store.Outcome) {
+		opts.OnEvent = func(o store.Outcome) {
 			id := text(o.ID)
 			switch o.Action {
 			case manage.ActionRenamed:

@@ -52,7 +52,7 @@ func runRepair(c *ucli.Context, e *env, dry bool) error {
 			keep = func(string) bool { return false }
 		}
 		lines := e.libraryLines(e.stdout, keep)
-		opts.OnChange = func(ch store.RepairChange) { fmt.Fprintln(lines, repairLine(ch, dry)) }
+		opts.OnEvent = func(ch store.RepairChange) { fmt.Fprintln(lines, repairLine(ch, dry)) }
 	}
 	res, err := s.Repair(c.Context, opts)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 // Options configure every edit.
 type Options struct {
 	Machine *store.Machine      // for the index rows written (reindex.UpdateOptions)
-	OnDone  func(store.Outcome) // each outcome as soon as it is done
+	OnEvent func(store.Outcome) // each outcome as soon as it is done
 }
 
 // What an edit did to one conversation (store.Outcome.Action; Title after a rename).
@@ -152,8 +152,8 @@ func Delete(ctx context.Context, s *store.Store, ids []string, force bool, opts 
 
 func (r *Result) done(o store.Outcome, opts Options) {
 	r.Conversations = append(r.Conversations, o)
-	if opts.OnDone != nil {
-		opts.OnDone(o)
+	if opts.OnEvent != nil {
+		opts.OnEvent(o)
 	}
 }
 

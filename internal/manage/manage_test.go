@@ -79,7 +79,7 @@ func TestEdits(t *testing.T) {
 	dir, _, basic, renamed := fixture(t)
 	s := open(t, dir)
 	var done []store.Outcome
-	opts := Options{OnDone: func(o store.Outcome) { done = append(done, o) }}
+	opts := Options{OnEvent: func(o store.Outcome) { done = append(done, o) }}
 
 	res, err := Rename(ctx, s, basic, "  A title of my own  ", opts)
 	if err != nil || res.Index != "updated" || res.Conversations[0].Action != ActionRenamed || res.Conversations[0].Title != "A title of my own" {
