@@ -20,10 +20,14 @@ import (
 type Difference struct {
 	ID string `json:"id"`
 	// Kind is "missing" (in the logs, not the index), "extra" (in the index
-	// only, or deleted), or "stale" (both, but different).
+	// only, or deleted), "stale" (both, but different), or InFlight.
 	Kind   string `json:"kind"`
 	Detail string `json:"detail"`
 }
+
+// InFlight is the Kind of rows that lag only by the turns running in their
+// conversation: no difference.
+const InFlight = "in-flight"
 
 // CheckResult is what Check found.
 type CheckResult struct {
@@ -36,7 +40,7 @@ type CheckResult struct {
 	WillNotOpen   []WillNotOpen `json:"willNotOpen"` // checked now
 	Warnings      []string      `json:"warnings"`
 	// InFlight rows lag only by running turns: no difference.
-	InFlight []InFlight `json:"inFlight"`
+	InFlight []Difference `json:"inFlight"`
 }
 
 // Drift reports whether the index disagrees with the logs.
@@ -52,7 +56,7 @@ func Check(ctx context.Context, s *store.Store, opts Options) (*CheckResult, err
 		return nil, err
 	}
 	res := &CheckResult{SchemaVersion: contract.Version, Index: s.IndexPath(), Differences: []Difference{}, Skipped: walkSkips(tree),
-		WillNotOpen: []WillNotOpen{}, Warnings: opts.warnings(), InFlight: []InFlight{}}
+		WillNotOpen: []WillNotOpen{}, Warnings: opts.warnings(), InFlight: []Difference{}}
 	ix, err := readIndexed(ctx, res.Index, !opts.NoText)
 	if index.IsLocked(err) {
 		// Nothing to compare yet, and nothing wrong with the index.

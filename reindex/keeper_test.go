@@ -115,7 +115,7 @@ func TestKeeperKeepsIndexCurrent(t *testing.T) {
 			if d := diffLines(want, kept); d != "" {
 				t.Fatalf("%s: the kept index differs from a rebuild (- rebuild, + kept):\n%s", stage, d)
 			}
-		} else if len(res.InFlight) != 1 || res.InFlight[0].ID != inFlight || !strings.Contains(res.InFlight[0].Detail, "in flight") {
+		} else if len(res.InFlight) != 1 || res.InFlight[0].ID != inFlight || res.InFlight[0].Kind != reindex.InFlight || !strings.Contains(res.InFlight[0].Detail, "in flight") {
 			t.Fatalf("%s: in flight %+v", stage, res.InFlight)
 		}
 	}

@@ -135,14 +135,8 @@ func inStore(s *store.Store) func(id string) bool {
 	}
 }
 
-// InFlight is a conversation whose rows lag only by the turns running in it.
-type InFlight struct {
-	ID     string `json:"id"`
-	Detail string `json:"detail"`
-}
-
-// judge is compare, but a row behind only by running turns is an InFlight.
-func (ix *indexed) judge(conv, got *index.Conversation, msgs []index.Message) ([]Difference, *InFlight) {
+// judge is compare, but a row behind only by running turns is in flight.
+func (ix *indexed) judge(conv, got *index.Conversation, msgs []index.Message) ([]Difference, *Difference) {
 	var digest index.MessageDigest
 	for _, m := range msgs {
 		digest.Add(m)
@@ -190,7 +184,7 @@ func (ix *indexed) judge(conv, got *index.Conversation, msgs []index.Message) ([
 	if len(parts) == 0 || len(ix.compare(&lagged, got, lagDigest)) > 0 {
 		return diffs, nil
 	}
-	return nil, &InFlight{ID: conv.ID, Detail: "the index lags by the turn in flight: " + strings.Join(parts, "; ")}
+	return nil, &Difference{ID: conv.ID, Kind: InFlight, Detail: "the index lags by the turn in flight: " + strings.Join(parts, "; ")}
 }
 
 // recheckTries bounds the readings of a differing conversation while another
@@ -199,7 +193,7 @@ const recheckTries = 5
 
 // recheck reads id's logs and rows again, a few milliseconds apart, until
 // they agree or lag by the turn in flight.
-func recheck(ctx context.Context, s *store.Store, path string, id string, opts Options, present map[string]bool, diffs []Difference) ([]Difference, *InFlight, error) {
+func recheck(ctx context.Context, s *store.Store, path string, id string, opts Options, present map[string]bool, diffs []Difference) ([]Difference, *Difference, error) {
 	for try := range recheckTries {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
@@ -229,7 +223,7 @@ func recheck(ctx context.Context, s *store.Store, path string, id string, opts O
 		if b.conv == nil {
 			return diffs, nil, nil
 		}
-		var lag *InFlight
+		var lag *Difference
 		diffs, lag = ix.judge(b.conv, got, b.msgs)
 		if len(diffs) == 0 {
 			return nil, lag, nil
