@@ -18,7 +18,9 @@
 //     copies of a live log.
 //   - Writing: Create publishes a new version 4 log without overwriting;
 //     OpenAppend and Writer.Append add durable batches (one zstd frame
-//     each), cutting a torn tail before the first.
+//     each), cutting a torn tail before the first; FrameWriter writes a
+//     whole log at once (an upgrade's successor), frames compressed in
+//     parallel and each decoded again.
 //   - The rules beyond one line: every payload's schema (one per event
 //     type, schemas.go), a stored message's identity and source
 //     (StoredMessage, NewStoredMessage), the turn's path, the history's

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/convkit/convkit/internal/durable"
-	"github.com/klauspost/compress/zstd"
 )
 
 // WriterOptions tune a Writer.
@@ -47,25 +45,6 @@ type Writer struct {
 	// of the zstd tool held it with the lines after it): the header is
 	// written again first, as a frame of its own.
 	recoverHeader bool
-}
-
-var encoderPool = sync.Pool{New: func() any {
-	// One goroutine: callers bound parallelism. Every frame carries its
-	// content checksum, as the format requires.
-	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(true),
-		zstd.WithEncoderConcurrency(1))
-	if err != nil {
-		panic(err)
-	}
-	return e
-}}
-
-// encodeFrame appends one zstd frame holding src to dst.
-func encodeFrame(dst, src []byte) []byte {
-	enc := encoderPool.Get().(*zstd.Encoder)
-	dst = enc.EncodeAll(src, dst)
-	encoderPool.Put(enc)
-	return dst
 }
 
 // Create publishes a new version 4 log at path holding the header and the

@@ -1,4 +1,4 @@
-package upgrade
+package convlog
 
 import "testing"
 
