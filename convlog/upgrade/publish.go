@@ -10,11 +10,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/internal/durable"
-	"github.com/convkit/convkit/internal/termtext"
 )
 
 // ErrSourceChanged: the source or its children changed during the upgrade;
@@ -52,143 +50,6 @@ type PublishOptions struct {
 	Publications *Publications
 
 	afterLink func() // a test hook: after the link, before it is recorded
-}
-
-// Publications records the successors a batch published, with the
-// identities of source and successor, by source path; safe for concurrent use.
-type Publications struct {
-	m sync.Map
-}
-
-type publication struct {
-	src, dst fileIdentity
-	dstPath  string
-	id       string // the log id its header names
-	// linking: dst is the staged file's, whose ctime the link alters.
-	linking bool
-}
-
-// linking records, before the link, that the staged file becomes pub.dstPath.
-func (p *Publications) linking(srcPath string, pub publication) {
-	if p != nil {
-		pub.linking = true
-		p.m.Store(srcPath, pub)
-	}
-}
-
-// linked settles what linking recorded: forgotten when the link failed, else
-// kept with the linked file's identity if only its ctime changed.
-func (p *Publications) linked(srcPath string, ok bool) {
-	if p == nil {
-		return
-	}
-	v, _ := p.m.Load(srcPath)
-	pub, _ := v.(publication)
-	dst, err := statIdentity(pub.dstPath)
-	if !ok || err != nil {
-		p.m.Delete(srcPath)
-		return
-	}
-	staged := pub.dst
-	if staged.ctime = dst.ctime; staged == dst {
-		pub.dst, pub.linking = dst, false
-		p.m.Store(srcPath, pub)
-	}
-}
-
-// explains reports whether child a became b only by a successor published
-// here, b unchanged since.
-func (p *Publications) explains(a, b ChildFact) bool {
-	if p == nil || a.ChildID != b.ChildID {
-		return false
-	}
-	v, ok := p.m.Load(a.SourcePath)
-	pub, _ := v.(publication)
-	if !ok || pub.dstPath != b.SourcePath || pub.src != a.file || pub.id != b.ChildID {
-		return false
-	}
-	if pub.linking {
-		b.file.ctime = pub.dst.ctime
-	}
-	return pub.dst == b.file
-}
-
-// fileIdentity says a file is unchanged: device, inode, size, mtime, ctime.
-type fileIdentity struct {
-	dev, ino     uint64
-	size         int64
-	mtime, ctime int64
-}
-
-func statIdentity(path string) (fileIdentity, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileIdentity{}, err
-	}
-	return identityOf(fi), nil
-}
-
-// change says how b, a file's identity now, differs from a ("" if not).
-func (a fileIdentity) change(b fileIdentity) string {
-	switch {
-	case a == b:
-		return ""
-	case a.dev != b.dev || a.ino != b.ino:
-		return "it was replaced by another file"
-	case a.size != b.size:
-		return fmt.Sprintf("its size went from %d to %d bytes", a.size, b.size)
-	case a.mtime != b.mtime:
-		return "its modification time changed (same size)"
-	}
-	return "its status changed (change time; same size and modification time)"
-}
-
-// childrenDiff says how the children found later differ from those before
-// ("" if not), matched by path, then by id; pubs' successors do not count.
-func childrenDiff(before, later []ChildFact, pubs *Publications) string {
-	byPath := map[string]int{}
-	for j, c := range later {
-		byPath[c.SourcePath] = j
-	}
-	matched := make([]bool, len(later))
-	var unmatched []ChildFact
-	for _, c := range before {
-		j, ok := byPath[c.SourcePath]
-		if !ok {
-			unmatched = append(unmatched, c)
-			continue
-		}
-		matched[j] = true
-		b := later[j]
-		if c.ChildID != b.ChildID || c.ChildCreatedAt != b.ChildCreatedAt {
-			return fmt.Sprintf("child log %s now names session %s (created %d), not %s (created %d)", c.SourcePath, termtext.Quote(b.ChildID), b.ChildCreatedAt, termtext.Quote(c.ChildID), c.ChildCreatedAt)
-		}
-		if d := c.file.change(b.file); d != "" {
-			return fmt.Sprintf("child session %s changed: %s: %s", termtext.Quote(c.ChildID), c.SourcePath, d)
-		}
-	}
-	for _, c := range unmatched {
-		j := -1
-		for k, b := range later {
-			if !matched[k] && b.ChildID == c.ChildID {
-				j = k
-				break
-			}
-		}
-		if j < 0 {
-			return fmt.Sprintf("child session %s is gone: %s", termtext.Quote(c.ChildID), c.SourcePath)
-		}
-		matched[j] = true
-		if !pubs.explains(c, later[j]) {
-			return fmt.Sprintf("child session %s moved from %s to %s", termtext.Quote(c.ChildID), c.SourcePath, later[j].SourcePath)
-		}
-	}
-	for j, b := range later {
-		if !matched[j] {
-			return fmt.Sprintf("child session %s was added: %s", termtext.Quote(b.ChildID), b.SourcePath)
-		}
-	}
-	return ""
 }
 
 // SuccessorPath is where Publish puts src's successor: <base>.v4.jsonl[.zst].
