@@ -48,7 +48,8 @@ func FuzzFrameScanner(f *testing.F) {
 		var frames []Frame
 		var scanErr error
 		i, torn := int64(0), false
-		for fr, err := range NewFrameScanner(bytes.NewReader(data), size).Frames() {
+		sc := NewFrameScanner(bytes.NewReader(data), size)
+		for fr, err := range sc.Frames() {
 			if i++; i > size+2 || scanErr != nil || torn {
 				t.Fatalf("frame %d (%+v, %v) after %d bytes, error %v, torn %v", i, fr, err, size, scanErr, torn)
 			}
@@ -80,6 +81,10 @@ func FuzzFrameScanner(f *testing.F) {
 		}
 		if scanErr == nil && end != size {
 			t.Fatalf("EOF at byte %d of %d", end, size)
+		}
+		// A scanner at its end or past an error yields nothing more.
+		for fr, err := range sc.Frames() {
+			t.Fatalf("after the end (error %v): frame %+v, %v", scanErr, fr, err)
 		}
 		// A stream the reference decoder accepts is one the scanner walks,
 		// unless it uses what a log may not: skippable frames, the unused
