@@ -72,11 +72,10 @@ func (t *Target) open(opts convlog.ReaderOptions) (*convlog.Reader, error) {
 	return convlog.NewReader(t.held, t.heldSize, t.Path, opts)
 }
 
-// OpenV4 opens the target's log upgraded in memory to version 4, read as
-// the other modes read it: not by upgrade.Open's LowMemory reader, which is
-// for a migration's several logs.
+// OpenV4 opens the target's log upgraded in memory to version 4, read by
+// the same pipeline as the other modes.
 func (t *Target) OpenV4(opts upgrade.Options) (*upgrade.Reader, error) {
-	src, err := t.open(convlog.ReaderOptions{})
+	src, err := t.open(convlog.ReaderOptions{WantType: opts.WantType, WantID: opts.WantID})
 	if err != nil {
 		return nil, err
 	}
