@@ -362,7 +362,7 @@ func TestForkCopiesRootHistory(t *testing.T) {
 	mustNil(t, s.Archive("src"))
 
 	// Fork through the end of turn 1.
-	mustNil(t, s.Fork("src", "root", "f1", "froot", turn1End))
+	mustNil(t, s.forkSeq("src", "root", "f1", "froot", turn1End))
 	info := readInfo(t, dir, "f1")
 	if info.ForkedFrom != "src" || info.AfterCompaction || info.Archived || len(info.Sessions) != 1 {
 		t.Fatalf("fork info = %+v", info)
@@ -393,7 +393,7 @@ func TestForkCopiesRootHistory(t *testing.T) {
 	if b.evs[callSeq].Type != convlog.TypeAssistantMessage {
 		t.Fatalf("test layout: seq %d is %s", callSeq, b.evs[callSeq].Type)
 	}
-	mustNil(t, s.Fork("src", "root", "f2", "froot", callSeq))
+	mustNil(t, s.forkSeq("src", "root", "f2", "froot", callSeq))
 	p, _ = at(dir).sessionLogFile("f2", "froot")
 	_, evs = readEvents(t, p)
 	tail := evs[callSeq+1:]
@@ -404,14 +404,14 @@ func TestForkCopiesRootHistory(t *testing.T) {
 	history(t, evs)
 
 	// Fork everything; errors.
-	mustNil(t, s.Fork("src", "root", "f3", "froot", -1))
-	if err := s.Fork("src", "sub", "f4", "x", -1); err == nil {
+	mustNil(t, s.forkSeq("src", "root", "f3", "froot", -1))
+	if err := s.forkSeq("src", "sub", "f4", "x", -1); err == nil {
 		t.Error("forking a subagent accepted")
 	}
-	if err := s.Fork("src", "root", "f1", "x", -1); !errors.Is(err, ErrConversationExists) {
+	if err := s.forkSeq("src", "root", "f1", "x", -1); !errors.Is(err, ErrConversationExists) {
 		t.Errorf("fork onto an existing id: %v", err)
 	}
-	if err := s.Fork("src", "root", "f5", "x", 10000); err == nil {
+	if err := s.forkSeq("src", "root", "f5", "x", 10000); err == nil {
 		t.Error("fork beyond the end accepted")
 	}
 }
@@ -460,7 +460,7 @@ func TestForkAfterCompaction(t *testing.T) {
 	b, checkpoint := compactedSource(t, s)
 	srcHist := history(t, b.evs)
 
-	mustNil(t, s.Fork("src", "root", "fork", "froot", -1))
+	mustNil(t, s.forkSeq("src", "root", "fork", "froot", -1))
 	info := readInfo(t, dir, "fork")
 	if !info.AfterCompaction || info.ForkedFrom != "src" || info.Fork == nil || info.Fork.ThroughSeq != int64(len(b.evs)-1) {
 		t.Fatalf("fork info = %+v (fork %+v)", info, info.Fork)
@@ -495,7 +495,7 @@ func TestForkAfterCompaction(t *testing.T) {
 		t.Fatalf("source history lacks the checkpoint: %v", srcHist)
 	}
 	// Fork of the fork: a copy that inherits what its source inherited.
-	mustNil(t, s.Fork("fork", "froot", "fork2", "f2root", -1))
+	mustNil(t, s.forkSeq("fork", "froot", "fork2", "f2root", -1))
 	info2 := readInfo(t, dir, "fork2")
 	if info2.AfterCompaction || len(Dependencies(info2)) != 1 || Dependencies(info2)[0] != "src" {
 		t.Fatalf("fork of fork: %+v deps %v", info2, Dependencies(info2))
@@ -506,7 +506,7 @@ func TestForkAfterCompaction(t *testing.T) {
 		t.Fatalf("closure = %v", closure)
 	}
 	// A fork before the compaction is a plain copy.
-	mustNil(t, s.Fork("src", "root", "early", "eroot", checkpoint-1))
+	mustNil(t, s.forkSeq("src", "root", "early", "eroot", checkpoint-1))
 	if info := readInfo(t, dir, "early"); info.AfterCompaction || len(Dependencies(info)) != 0 {
 		t.Fatalf("early fork = %+v", info)
 	}
@@ -526,7 +526,7 @@ func TestRewind(t *testing.T) {
 	w.Close()
 	mustNil(t, s.Rename("src", "Named"))
 
-	text, err := s.Rewind("src", "root", "rw", "rroot", u2)
+	text, err := s.rewindSeq("src", "root", "rw", "rroot", u2)
 	mustNil(t, err)
 	if text != "second message\nwith two lines & more" {
 		t.Fatalf("composer text = %q", text)
@@ -548,7 +548,7 @@ func TestRewind(t *testing.T) {
 		t.Fatalf("rewound log has %d events", len(evs))
 	}
 	// Rewinding to the very first message leaves an empty session and no title.
-	text, err = s.Rewind("src", "root", "rw0", "r0", 3)
+	text, err = s.rewindSeq("src", "root", "rw0", "r0", 3)
 	mustNil(t, err)
 	if text != "first <message>" {
 		t.Fatalf("text = %q", text)
@@ -557,10 +557,10 @@ func TestRewind(t *testing.T) {
 	if _, evs := readEvents(t, p); len(evs) != 0 {
 		t.Fatalf("%d events before the first message", len(evs))
 	}
-	if _, err := s.Rewind("src", "root", "rw1", "r1", 0); err == nil {
+	if _, err := s.rewindSeq("src", "root", "rw1", "r1", 0); err == nil {
 		t.Error("rewind to a turn/start accepted")
 	}
-	if _, err := s.Rewind("src", "root", "rw1", "r1", 2); err == nil {
+	if _, err := s.rewindSeq("src", "root", "rw1", "r1", 2); err == nil {
 		t.Error("rewind to a system message accepted")
 	}
 }
@@ -575,7 +575,7 @@ func TestRewindAfterCompaction(t *testing.T) {
 			u3 = int64(i)
 		}
 	}
-	text, err := s.Rewind("src", "root", "rw", "rroot", u3)
+	text, err := s.rewindSeq("src", "root", "rw", "rroot", u3)
 	mustNil(t, err)
 	if text != "three" {
 		t.Fatalf("text = %q", text)
@@ -706,7 +706,7 @@ func TestPermissionsUnderUmask0(t *testing.T) {
 	b.fullTurn("hello")
 	mustNil(t, w.Append(b.evs))
 	w.Close()
-	mustNil(t, s.Fork("c/1", "r", "c/2", "r2", -1))
+	mustNil(t, s.forkSeq("c/1", "r", "c/2", "r2", -1))
 	mustNil(t, s.Close())
 	n := 0
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -769,7 +769,7 @@ func TestForkRefusesOldFormat(t *testing.T) {
 	h := &convlog.Header{Type: convlog.SessionLog, Version: 3, ID: "r", CreatedAt: 1}
 	mustNil(t, os.WriteFile(filepath.Join(cdir, "r.v3.jsonl"), plainLog(h,
 		[][]byte{[]byte(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`)}), 0o600))
-	err := s.Fork("old", "r", "new", "n", -1)
+	err := s.forkSeq("old", "r", "new", "n", -1)
 	if err == nil || !strings.Contains(err.Error(), "format v3") {
 		t.Fatalf("fork of a v3 session: %v", err)
 	}
@@ -777,10 +777,10 @@ func TestForkRefusesOldFormat(t *testing.T) {
 	if _, err := os.Lstat(ndir); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("failed fork left %s: %v", ndir, err)
 	}
-	if err := s.Fork("old", "nosuch", "new", "n", -1); err == nil {
+	if err := s.forkSeq("old", "nosuch", "new", "n", -1); err == nil {
 		t.Fatal("fork of a missing session accepted")
 	}
-	if err := s.Fork("nosuch", "r", "new", "n", -1); !errors.Is(err, ErrNoConversation) {
+	if err := s.forkSeq("nosuch", "r", "new", "n", -1); !errors.Is(err, ErrNoConversation) {
 		t.Fatalf("fork of a missing conversation: %v", err)
 	}
 }
@@ -791,8 +791,8 @@ func TestDeleteGuard(t *testing.T) {
 	dir := t.TempDir()
 	s := openTestStore(t, dir, convlog.Plain)
 	compactedSource(t, s)
-	mustNil(t, s.Fork("src", "root", "fork", "froot", -1))
-	mustNil(t, s.Fork("src", "root", "plain", "proot", 0))
+	mustNil(t, s.forkSeq("src", "root", "fork", "froot", -1))
+	mustNil(t, s.forkSeq("src", "root", "plain", "proot", 0))
 
 	err := s.del("src")
 	if !errors.Is(err, ErrHasDependents) {
@@ -851,7 +851,7 @@ func TestForkSeedKeepsHistoryOrder(t *testing.T) {
 		t.Fatalf("source history %v: the summary is not second", srcHist)
 	}
 
-	mustNil(t, s.Fork("src", "root", "fork", "froot", -1))
+	mustNil(t, s.forkSeq("src", "root", "fork", "froot", -1))
 	p, err := at(dir).sessionLogFile("fork", "froot")
 	mustNil(t, err)
 	_, evs := readEvents(t, p)

@@ -142,7 +142,7 @@ func TestDeleteAllChecksFirst(t *testing.T) {
 	w.Close()
 	mustNil(t, s.BeginTurn("busy", "r", 1, "hi"))
 	compactedSource(t, s)
-	mustNil(t, s.Fork("src", "root", "fork", "froot", -1))
+	mustNil(t, s.forkSeq("src", "root", "fork", "froot", -1))
 
 	for _, tc := range []struct {
 		ids  []string

@@ -51,7 +51,7 @@ func TestPlanDelete(t *testing.T) {
 	w.Close()
 	mustNil(t, s.BeginTurn("busy", "r", 1, "hi"))
 	compactedSource(t, s)
-	mustNil(t, s.Fork("src", "root", "fork", "froot", -1))
+	mustNil(t, s.forkSeq("src", "root", "fork", "froot", -1))
 	// What a kill of "delete a b c" can leave: a removed, b's tombstone
 	// recorded, c's directory emptied.
 	_, err = s.writeDeleteJournal(ctx, []string{"a", "b", "c"})

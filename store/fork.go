@@ -15,30 +15,6 @@ import (
 	"github.com/convkit/convkit/internal/termtext"
 )
 
-// Fork copies root session srcSession of srcConv through seq throughSeq (-1:
-// all) into the new conversation newConv as root session newSession, without
-// subagents, queued input or the archived state. After a compaction the fork
-// is seeded with the history the model reads and depends on srcConv;
-// otherwise the events are copied and an open turn closed as "forked".
-func (s *Store) Fork(srcConv, srcSession, newConv, newSession string, throughSeq int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, err := s.fork(srcConv, srcSession, newConv, newSession, throughSeq, -1)
-	return err
-}
-
-// Rewind forks srcSession up to just before the user's message at beforeSeq
-// (and its turn and admission when it opens one) and returns its text for
-// the composer.
-func (s *Store) Rewind(srcConv, srcSession, newConv, newSession string, beforeSeq int64) (string, error) {
-	if beforeSeq < 0 {
-		return "", fmt.Errorf("rewind: seq %d is not an event", beforeSeq)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.fork(srcConv, srcSession, newConv, newSession, 0, beforeSeq)
-}
-
 // forkScan is what a first pass over the source session finds (-1: none).
 type forkScan struct {
 	header         *convlog.Header
@@ -50,8 +26,13 @@ type forkScan struct {
 	cut            int64
 }
 
-// fork is Fork, or Rewind when rewindSeq is not -1.
+// fork copies root session srcSession of srcConvID through seq throughSeq
+// (-1: all) into the new conversation newConv as root session newSession
+// (Session.Fork), or, when rewindSeq is not -1, up to just before the
+// user's message at rewindSeq, returning its text (Session.Rewind).
 func (s *Store) fork(srcConvID, srcSession, newConv, newSession string, throughSeq, rewindSeq int64) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.writable(); err != nil {
 		return "", err
 	}
@@ -180,30 +161,25 @@ func scanForFork(l Log, rewindSeq int64) (*forkScan, error) {
 		}
 		sc.lastSeq = e.Seq
 		switch e.Type {
-		case "turn/start":
+		case convlog.TypeTurnStart:
 			turnStart, turnContent = e.Seq, false
 		case convlog.TypeInboxSpliced:
 			if rewindSeq >= 0 {
-				var d struct {
-					Inserted []struct {
-						ID string `json:"id"`
-					} `json:"inserted"`
-				}
+				var d convlog.InboxSplicedData
 				json.Unmarshal(e.Data, &d)
 				for _, m := range d.Inserted {
-					if _, ok := admitted[m.ID]; !ok && m.ID != "" {
-						admitted[m.ID] = e.Seq
+					id := str(rawjson.Get(m, "id"))
+					if _, ok := admitted[id]; !ok && id != "" {
+						admitted[id] = e.Seq
 					}
 				}
 			}
 		case convlog.TypeTurnEnd:
 			turnStart = -1
-		case "compaction/end":
+		case convlog.TypeCompactionEnd:
 			sc.lastCompaction = e.Seq
-		case "session/end-seed":
-			var d struct {
-				Inherited bool `json:"inherited"`
-			}
+		case convlog.TypeEndSeed:
+			var d endSeed
 			if json.Unmarshal(e.Data, &d) == nil && d.Inherited {
 				sc.endSeed = e.Seq
 			}
@@ -251,49 +227,42 @@ func scanForFork(l Log, rewindSeq int64) (*forkScan, error) {
 	return sc, nil
 }
 
-// compactionStart is a compaction/start's data, to end it failed at a cut.
-type compactionStart struct {
-	CompactionID    string          `json:"compactionId"`
-	SourceCommandID *string         `json:"sourceCommandId,omitempty"`
-	Turn            json.RawMessage `json:"turn"`
-	Error           string          `json:"error"`
+// endSeed is the data of session/end-seed.
+type endSeed struct {
+	Inherited bool `json:"inherited"`
 }
 
-// forkedToolResult is the error result of a tool call a fork cut off.
-func forkedToolResult(turn, step int64, callID string, seq int64) []byte {
-	str := func(v string) string {
-		b, _ := convlog.EncodeData(v)
-		return string(b)
-	}
-	id := fmt.Sprintf("forked-tool-result-%s-%d", callID, seq)
-	return []byte(fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"role":"tool","source":{"kind":"tool","callId":%s},`+
-		`"toolCallId":%s,"content":[{"type":"text","text":"The tool call was cut off when the conversation was forked. `+
-		`Retry it if it is still needed."}],"isError":true,"id":%s}}`, turn, step, str(callID), str(callID), str(id)))
+// forkedToolResult is the error result of tool call callID a fork cut off,
+// its id made from the seq it is written at.
+func forkedToolResult(turn, step int64, callID string, seq, now int64) convlog.Event {
+	msg, _ := convlog.NewToolMessage(fmt.Sprintf("forked-tool-result-%s-%d", callID, seq), callID, true,
+		[]convlog.Block{convlog.TextBlock("The tool call was cut off when the conversation was forked. Retry it if it is still needed.")})
+	e := typed(convlog.TypeToolResult, convlog.ToolResultData{Turn: turn, Step: step, Message: msg.JSON()})
+	e.Time, e.SurfaceOp = now, &convlog.SurfaceOp{}
+	return e
 }
 
 // closing returns the events that close the compaction open (nil: none) and
 // the turn ts at a cut; next is the first one's seq.
-func closing(ts convlog.TurnState, open *compactionStart, next int64, now int64) []convlog.Event {
+func closing(ts convlog.TurnState, open *convlog.CompactionEndData, next, now int64) []convlog.Event {
 	var evs []convlog.Event
 	if open != nil {
-		d := *open
-		d.Error = "the conversation was forked before the compaction ended"
-		data, _ := json.Marshal(d)
-		evs = append(evs, convlog.Event{Type: "compaction/end", Time: now, Data: data})
+		open.Error = "the conversation was forked before the compaction ended"
+		evs = append(evs, typed(convlog.TypeCompactionEnd, open))
 	}
 	if !ts.Open {
 		return evs
 	}
-	app := &convlog.SurfaceOp{}
 	if ts.StepOpen {
 		for _, c := range ts.Calls {
-			evs = append(evs, convlog.Event{Type: convlog.TypeToolResult, Time: now,
-				Data: forkedToolResult(ts.Turn, ts.Step, c.ID, next+int64(len(evs))), SurfaceOp: app})
+			evs = append(evs, forkedToolResult(ts.Turn, ts.Step, c.ID, next+int64(len(evs)), now))
 		}
-		evs = append(evs, convlog.Event{Type: "step/end", Time: now, Data: []byte(fmt.Sprintf(`{"turn":%d,"step":%d}`, ts.Turn, ts.Step))})
+		evs = append(evs, typed(convlog.TypeStepEnd, convlog.TurnStep{Turn: ts.Turn, Step: ts.Step}))
 	}
-	evs = append(evs, convlog.Event{Type: convlog.TypeTurnEnd, Time: now,
-		Data: []byte(fmt.Sprintf(`{"turn":%d,"reason":{"kind":"forked"}}`, ts.Turn))})
+	evs = append(evs, typed(convlog.TypeTurnEnd, convlog.TurnEndData{Turn: ts.Turn, Reason: convlog.TurnEndReason{Kind: "forked"}}))
+	for i := range evs {
+		evs[i].Time = now
+	}
 	return evs
 }
 
@@ -360,15 +329,15 @@ func (s *Store) copyHistory(src Log, dst string, h *convlog.Header, cut int64) e
 	if err != nil {
 		return err
 	}
-	var open *compactionStart
+	var open *convlog.CompactionEndData
 	err = eventsThrough(src, cut, func(e *convlog.Event) error {
 		switch e.Type {
-		case "compaction/start":
-			open = new(compactionStart)
+		case convlog.TypeCompactionStart:
+			open = new(convlog.CompactionEndData)
 			if json.Unmarshal(e.Data, open) != nil {
 				open = nil
 			}
-		case "compaction/end":
+		case convlog.TypeCompactionEnd:
 			open = nil
 		}
 		b.add(*e)
@@ -437,8 +406,10 @@ func (s *Store) writeSeed(src Log, dst string, h *convlog.Header, cut int64) err
 	}
 	now := s.nowMs()
 	for _, id := range pending {
-		b.add(convlog.Event{Type: convlog.TypeToolResult, Time: now, Data: forkedToolResult(last.Turn, last.Step, id, b.w.NextSeq()), SurfaceOp: app})
+		b.add(forkedToolResult(last.Turn, last.Step, id, b.w.NextSeq(), now))
 	}
-	b.add(convlog.Event{Type: "session/end-seed", Time: now, Data: []byte(`{"inherited":true}`)})
+	end := typed(convlog.TypeEndSeed, endSeed{Inherited: true})
+	end.Time = now
+	b.add(end)
 	return b.close(nil)
 }

@@ -173,3 +173,15 @@ func (s *Store) changeWhole(convID string, fn func(oc *openConv) error) error {
 	s.tellIndex(oc, true)
 	return nil
 }
+
+// forkSeq forks through seq through (-1: all), a cut between the messages
+// Session.Fork names.
+func (s *Store) forkSeq(srcConv, srcSession, newConv, newSession string, through int64) error {
+	_, err := s.fork(srcConv, srcSession, newConv, newSession, through, -1)
+	return err
+}
+
+// rewindSeq rewinds to before the user's message at seq before.
+func (s *Store) rewindSeq(srcConv, srcSession, newConv, newSession string, before int64) (string, error) {
+	return s.fork(srcConv, srcSession, newConv, newSession, 0, before)
+}

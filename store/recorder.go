@@ -650,19 +650,24 @@ func (se *Session) seqOf(call, id string) (seq int64, err error) {
 	return seq, err
 }
 
-// Fork copies this root session into the new conversation newConv as its
-// root session newSession, through message throughID ("": all); see
-// Store.Fork.
+// Fork copies this root session through message throughID ("": all) into
+// the new conversation newConv as its root session newSession, without
+// subagents, queued input or the archived state. After a compaction the
+// fork is seeded with the history the model reads and depends on this
+// conversation; otherwise the events are copied and an open turn closed as
+// "forked".
 func (se *Session) Fork(newConv, newSession, throughID string) error {
 	seq, err := se.seqOf("Fork", throughID)
 	if err != nil {
 		return err
 	}
-	return se.st.Fork(se.convID, se.id, newConv, newSession, seq)
+	_, err = se.st.fork(se.convID, se.id, newConv, newSession, seq, -1)
+	return err
 }
 
-// Rewind is a fork that stops just before the user's message beforeID and
-// returns its text for the composer.
+// Rewind is a fork that stops just before the user's message beforeID (and
+// its turn and admission when it opens one) and returns its text for the
+// composer.
 func (se *Session) Rewind(newConv, newSession, beforeID string) (string, error) {
 	if beforeID == "" {
 		return "", se.refuse("Rewind", ErrEmptyID, "a rewind names the user's message it stops before")
@@ -671,7 +676,7 @@ func (se *Session) Rewind(newConv, newSession, beforeID string) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	return se.st.Rewind(se.convID, se.id, newConv, newSession, seq)
+	return se.st.fork(se.convID, se.id, newConv, newSession, 0, seq)
 }
 
 // recState is what a Session knows of its log: every event written or read
