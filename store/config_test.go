@@ -35,7 +35,7 @@ context = 128000
 	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := LoadRuntimeConfig(p)
+	c, err := loadRuntimeConfig(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ context = 128000
 		}
 		var err error
 		for range 20 { // map order varies between runs
-			if _, err = LoadRuntimeConfig(p); err == nil || !strings.Contains(err.Error(), bad.want) {
+			if _, err = loadRuntimeConfig(p); err == nil || !strings.Contains(err.Error(), bad.want) {
 				break
 			}
 		}
@@ -71,7 +71,7 @@ context = 128000
 			t.Errorf("%q: got %v, want %q naming the file", bad.text, err, bad.want)
 		}
 	}
-	if _, err := LoadRuntimeConfig(filepath.Join(t.TempDir(), "none.toml")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := loadRuntimeConfig(filepath.Join(t.TempDir(), "none.toml")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing file: %v", err)
 	}
 }
@@ -82,7 +82,7 @@ func TestConfigPath(t *testing.T) {
 	if p, explicit := RuntimeConfigPath("", getenv, "/data"); p != "/data/config.toml" || explicit {
 		t.Fatal(p, explicit)
 	}
-	env[RuntimeConfigEnv] = "/etc/runtime.toml"
+	env[runtimeConfigEnv] = "/etc/runtime.toml"
 	if p, explicit := RuntimeConfigPath("", getenv, "/data"); p != "/etc/runtime.toml" || !explicit {
 		t.Fatal(p, explicit)
 	}

@@ -14,23 +14,23 @@ import (
 // part and each array is one level of depth; a key path is measured as
 // written, its table header's parts included.
 const (
-	MaxRuntimeConfigBytes    = 256 << 10
-	MaxRuntimeConfigDepth    = 32
-	MaxRuntimeConfigKeyBytes = 256
+	maxRuntimeConfigBytes    = 256 << 10
+	maxRuntimeConfigDepth    = 32
+	maxRuntimeConfigKeyBytes = 256
 )
 
-// DecodeRuntimeConfig reads at most MaxRuntimeConfigBytes from r, checks the
+// DecodeRuntimeConfig reads at most 256 KiB from r, checks the
 // limits and only then decodes into v; errors name path and the line.
 func DecodeRuntimeConfig(path string, r io.Reader, v any) error {
-	data, err := io.ReadAll(io.LimitReader(r, MaxRuntimeConfigBytes+1))
+	data, err := io.ReadAll(io.LimitReader(r, maxRuntimeConfigBytes+1))
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if len(data) > MaxRuntimeConfigBytes {
-		line := 1 + bytes.Count(data[:MaxRuntimeConfigBytes], []byte{'\n'})
-		return fmt.Errorf("%s: %w", path, &ConfigLimitError{Line: line, Reason: fmt.Sprintf("larger than %d bytes (256 KiB), the limit for a runtime configuration", MaxRuntimeConfigBytes)})
+	if len(data) > maxRuntimeConfigBytes {
+		line := 1 + bytes.Count(data[:maxRuntimeConfigBytes], []byte{'\n'})
+		return fmt.Errorf("%s: %w", path, &ConfigLimitError{Line: line, Reason: fmt.Sprintf("larger than %d bytes (256 KiB), the limit for a runtime configuration", maxRuntimeConfigBytes)})
 	}
-	s := shapeScanner{b: data, maxDepth: MaxRuntimeConfigDepth, maxKey: MaxRuntimeConfigKeyBytes}
+	s := shapeScanner{b: data, maxDepth: maxRuntimeConfigDepth, maxKey: maxRuntimeConfigKeyBytes}
 	if err := s.scan(); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

@@ -19,31 +19,31 @@ func TestConfigLimits(t *testing.T) {
 		name, text string
 		line       int // 0: accepted
 	}{
-		{"dotted key at the limit", dotted(MaxRuntimeConfigDepth), 0},
-		{"dotted key one deeper", dotted(MaxRuntimeConfigDepth + 1), 5},
+		{"dotted key at the limit", dotted(maxRuntimeConfigDepth), 0},
+		{"dotted key one deeper", dotted(maxRuntimeConfigDepth + 1), 5},
 		{"twenty thousand dotted parts", dotted(20000), 5},
 		{"inline tables", "a = " + strings.Repeat("{b = ", 20000) + "1" + strings.Repeat("}", 20000) + "\n", 5},
-		{"inline tables at the limit", "a = " + strings.Repeat("{b = ", MaxRuntimeConfigDepth-1) + "1" + strings.Repeat("}", MaxRuntimeConfigDepth-1) + "\n", 0},
+		{"inline tables at the limit", "a = " + strings.Repeat("{b = ", maxRuntimeConfigDepth-1) + "1" + strings.Repeat("}", maxRuntimeConfigDepth-1) + "\n", 0},
 		{"arrays", "a = " + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + "\n", 5},
-		{"arrays at the limit", "a = " + strings.Repeat("[", MaxRuntimeConfigDepth-1) + "1" + strings.Repeat("]", MaxRuntimeConfigDepth-1) + "\n", 0},
-		{"array one deeper, over lines", "a = [\n[\n" + strings.Repeat("[", MaxRuntimeConfigDepth-2) + "1" + strings.Repeat("]", MaxRuntimeConfigDepth) + "\n", 7},
-		{"table header", "[" + strings.Repeat("t.", MaxRuntimeConfigDepth) + "t]\n", 5},
-		{"array of tables header", "[[" + strings.Repeat("t.", MaxRuntimeConfigDepth) + "t]]\n", 5},
-		{"array of tables at the limit", "[[" + strings.Repeat("t.", MaxRuntimeConfigDepth-1) + "t]]\n", 0},
+		{"arrays at the limit", "a = " + strings.Repeat("[", maxRuntimeConfigDepth-1) + "1" + strings.Repeat("]", maxRuntimeConfigDepth-1) + "\n", 0},
+		{"array one deeper, over lines", "a = [\n[\n" + strings.Repeat("[", maxRuntimeConfigDepth-2) + "1" + strings.Repeat("]", maxRuntimeConfigDepth) + "\n", 7},
+		{"table header", "[" + strings.Repeat("t.", maxRuntimeConfigDepth) + "t]\n", 5},
+		{"array of tables header", "[[" + strings.Repeat("t.", maxRuntimeConfigDepth) + "t]]\n", 5},
+		{"array of tables at the limit", "[[" + strings.Repeat("t.", maxRuntimeConfigDepth-1) + "t]]\n", 0},
 		{"header and key together", "[" + strings.Repeat("t.", 19) + "t]\nok = 1\n" + strings.Repeat("k.", 12) + "k = 1\n", 7},
-		{"inline table's dotted keys", "a = {b = {" + strings.Repeat("c.", MaxRuntimeConfigDepth-2) + "c = 1}}\n", 5},
-		{"key path at the limit", "[" + strings.Repeat("k", MaxRuntimeConfigKeyBytes-1) + "]\nx = 1\n", 0},
-		{"key path one longer", "[" + strings.Repeat("k", MaxRuntimeConfigKeyBytes-1) + "]\nxy = 1\n", 6},
-		{"quoted key path", `"` + strings.Repeat("q", MaxRuntimeConfigKeyBytes) + `" = 1` + "\n", 5},
+		{"inline table's dotted keys", "a = {b = {" + strings.Repeat("c.", maxRuntimeConfigDepth-2) + "c = 1}}\n", 5},
+		{"key path at the limit", "[" + strings.Repeat("k", maxRuntimeConfigKeyBytes-1) + "]\nx = 1\n", 0},
+		{"key path one longer", "[" + strings.Repeat("k", maxRuntimeConfigKeyBytes-1) + "]\nxy = 1\n", 6},
+		{"quoted key path", `"` + strings.Repeat("q", maxRuntimeConfigKeyBytes) + `" = 1` + "\n", 5},
 		{"dots in strings are no levels", "\"" + strings.Repeat(".", 100) + "\" = '" + strings.Repeat("[{", 100) + "'\n[\"x.y.z\"]\n", 0},
-		{"too large", "x = \"" + strings.Repeat("a", MaxRuntimeConfigBytes) + "\"\n", 5},
+		{"too large", "x = \"" + strings.Repeat("a", maxRuntimeConfigBytes) + "\"\n", 5},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "config.toml")
 			if err := os.WriteFile(p, []byte(lead+c.text), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := LoadRuntimeConfig(p)
+			_, err := loadRuntimeConfig(p)
 			if c.line == 0 {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

@@ -170,7 +170,7 @@ func TestAutoTitle(t *testing.T) {
 		if got != want {
 			t.Errorf("AutoTitle(%q) = %q, want %q", in, got, want)
 		}
-		if n := utf8.RuneCountInString(got); n > MaxAutoTitleRunes {
+		if n := utf8.RuneCountInString(got); n > maxAutoTitleRunes {
 			t.Errorf("AutoTitle(%q) has %d runes", in, n)
 		}
 	}
@@ -246,10 +246,10 @@ func TestConversationLifecycle(t *testing.T) {
 			if got := strings.Join(info.Models, ","); got != "m1,m2" {
 				t.Errorf("models = %s", got)
 			}
-			if len(info.Sessions) != 3 || info.Sessions[2].DelegationDepth != 2 || info.Sessions[1].ParentSession != "root" {
+			if len(info.Sessions) != 3 || info.Sessions[2].delegationDepth != 2 || info.Sessions[1].ParentSession != "root" {
 				t.Errorf("sessions = %+v", info.Sessions)
 			}
-			if len(info.Turns) != 4 || info.Turns[2].Outcome != OutcomeInterrupted || info.Turns[3].Outcome != OutcomeFailed {
+			if len(info.Turns) != 4 || info.Turns[2].Outcome != outcomeInterrupted || info.Turns[3].Outcome != OutcomeFailed {
 				t.Errorf("turns = %+v", info.Turns)
 			}
 			if !info.UpdatedAt.After(info.CreatedAt) {
@@ -312,7 +312,7 @@ func TestReopenContinues(t *testing.T) {
 }
 
 // The runtime's Rename refuses what CheckTitle refuses, an operator's
-// rename too: a title over MaxTitleRunes characters, or of more than one
+// rename too: a title over maxTitleRunes characters, or of more than one
 // line; the log is left as it was.
 func TestRenameRefusesTitle(t *testing.T) {
 	dir := t.TempDir()
@@ -323,7 +323,7 @@ func TestRenameRefusesTitle(t *testing.T) {
 	mustNil(t, err)
 	before, err := os.ReadFile(p)
 	mustNil(t, err)
-	long := strings.Repeat("é", MaxTitleRunes)
+	long := strings.Repeat("é", maxTitleRunes)
 	for _, title := range []string{long + "x", "two\nlines", "carriage\rreturn", "para\u2029graph", strings.Repeat("t", 5<<20)} {
 		var re *RecordError
 		if err := s.Rename("c", title); !errors.As(err, &re) || !errors.Is(err, ErrInvalid) {

@@ -24,8 +24,8 @@ const (
 
 // Environment variables consulted by ResolveDataDir.
 const (
-	DataDirEnv     = "CONVKIT_DATA_DIR"
-	XDGDataHomeEnv = "XDG_DATA_HOME"
+	dataDirEnv     = "CONVKIT_DATA_DIR"
+	xdgDataHomeEnv = "XDG_DATA_HOME"
 )
 
 // ResolveDataDir picks the data directory: the --data-dir flag, else
@@ -40,15 +40,15 @@ func ResolveDataDir(flag string, getenv func(string) string, home string) (strin
 	switch {
 	case !blank(flag):
 		dir = flag
-	case !blank(getenv(DataDirEnv)):
-		dir = getenv(DataDirEnv)
-	case !blank(getenv(XDGDataHomeEnv)) && filepath.IsAbs(getenv(XDGDataHomeEnv)):
-		dir = filepath.Join(getenv(XDGDataHomeEnv), "convkit")
+	case !blank(getenv(dataDirEnv)):
+		dir = getenv(dataDirEnv)
+	case !blank(getenv(xdgDataHomeEnv)) && filepath.IsAbs(getenv(xdgDataHomeEnv)):
+		dir = filepath.Join(getenv(xdgDataHomeEnv), "convkit")
 	case !blank(home):
 		dir = filepath.Join(home, ".local", "share", "convkit")
 	default:
-		return "", errors.New("cannot locate the data directory: no --data-dir, $" + DataDirEnv +
-			", $" + XDGDataHomeEnv + " or home directory")
+		return "", errors.New("cannot locate the data directory: no --data-dir, $" + dataDirEnv +
+			", $" + xdgDataHomeEnv + " or home directory")
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -107,10 +107,6 @@ func SessionLogName(sessionID string, version int, c convlog.Compression) (strin
 	return convlog.FileName(base, version, c), nil
 }
 
-// ErrSymlink is wrapped when a path in the store is a symbolic link, which
-// is never followed.
-var ErrSymlink = durable.ErrSymlink
-
 // conversationDir is ConversationPath refusing a link or a non-directory;
 // a missing one is the caller's to report.
 func (s *Store) conversationDir(convID string) (string, error) {
@@ -126,7 +122,7 @@ func (s *Store) conversationDir(convID string) (string, error) {
 	case err != nil:
 		return dir, nil
 	case fi.Mode()&os.ModeSymlink != 0:
-		return "", fmt.Errorf("conversation %s: %s is a symbolic link: %w", termtext.Quote(convID), dir, ErrSymlink)
+		return "", fmt.Errorf("conversation %s: %s is a symbolic link: %w", termtext.Quote(convID), dir, durable.ErrSymlink)
 	case !fi.IsDir():
 		return "", fmt.Errorf("conversation %s: %s is not a directory", termtext.Quote(convID), dir)
 	}
@@ -251,7 +247,7 @@ func (s *Store) WalkConversation(convID string) (ConversationDir, []Item, error)
 // FindLog returns a conversation's own log ("") or session sessionID's at
 // its current generation, never falling back to a lower one. A missing
 // conversation, or one without its own log, wraps ErrNoConversation; a log
-// whose place holds a link wraps ErrSymlink.
+// whose place holds a link wraps durable.ErrSymlink.
 func (s *Store) FindLog(convID, sessionID string) (Log, error) {
 	c, probs, err := s.WalkConversation(convID)
 	if err != nil {
@@ -286,7 +282,7 @@ func (s *Store) FindLog(convID, sessionID string) (Log, error) {
 		}
 		why += "; " + p.String()
 		if p.Reason == ReasonSymlink {
-			kind = ErrSymlink
+			kind = durable.ErrSymlink
 		}
 	}
 	if sessionID == "" {
@@ -298,7 +294,7 @@ func (s *Store) FindLog(convID, sessionID string) (Log, error) {
 // notALog refuses an entry in a log's place that is not a regular file.
 func notALog(p string, m os.FileMode) error {
 	if m&os.ModeSymlink != 0 {
-		return fmt.Errorf("%s is a symbolic link: %w", p, ErrSymlink)
+		return fmt.Errorf("%s is a symbolic link: %w", p, durable.ErrSymlink)
 	}
-	return fmt.Errorf("%s: %s (%s)", p, ReasonNotRegular, durable.Kind(m))
+	return fmt.Errorf("%s: %s (%s)", p, reasonNotRegular, durable.Kind(m))
 }

@@ -21,14 +21,14 @@ func TestResolveDataDir(t *testing.T) {
 		want    string
 		wantErr bool
 	}{
-		{name: "flag wins", flag: "/f", env: map[string]string{DataDirEnv: "/e", XDGDataHomeEnv: "/x"}, home: "/h", want: "/f"},
-		{name: "env", env: map[string]string{DataDirEnv: "/e", XDGDataHomeEnv: "/x"}, home: "/h", want: "/e"},
-		{name: "xdg", env: map[string]string{XDGDataHomeEnv: "/x"}, home: "/h", want: "/x/convkit"},
+		{name: "flag wins", flag: "/f", env: map[string]string{dataDirEnv: "/e", xdgDataHomeEnv: "/x"}, home: "/h", want: "/f"},
+		{name: "env", env: map[string]string{dataDirEnv: "/e", xdgDataHomeEnv: "/x"}, home: "/h", want: "/e"},
+		{name: "xdg", env: map[string]string{xdgDataHomeEnv: "/x"}, home: "/h", want: "/x/convkit"},
 		{name: "home", home: "/h", want: "/h/.local/share/convkit"},
-		{name: "blank values are unset", flag: "  ", env: map[string]string{DataDirEnv: " \t", XDGDataHomeEnv: "\n"}, home: "/h", want: "/h/.local/share/convkit"},
-		{name: "relative xdg ignored", env: map[string]string{XDGDataHomeEnv: "rel"}, home: "/h", want: "/h/.local/share/convkit"},
+		{name: "blank values are unset", flag: "  ", env: map[string]string{dataDirEnv: " \t", xdgDataHomeEnv: "\n"}, home: "/h", want: "/h/.local/share/convkit"},
+		{name: "relative xdg ignored", env: map[string]string{xdgDataHomeEnv: "rel"}, home: "/h", want: "/h/.local/share/convkit"},
 		{name: "relative flag made absolute", flag: "d/../data", home: "/h", want: filepath.Join(cwd, "data")},
-		{name: "relative env made absolute", env: map[string]string{DataDirEnv: "./e"}, home: "/h", want: filepath.Join(cwd, "e")},
+		{name: "relative env made absolute", env: map[string]string{dataDirEnv: "./e"}, home: "/h", want: filepath.Join(cwd, "e")},
 		{name: "cleaned", flag: "/a//b/./c/", want: "/a/b/c"},
 		{name: "nothing", wantErr: true},
 	}

@@ -91,7 +91,7 @@ func (s *Store) markDeleting(convID string) error {
 	if err := runningError(info); err != nil {
 		return err
 	}
-	if err := s.appendEvent(oc, EventDeleteStarted, nil); err != nil {
+	if err := s.appendEvent(oc, eventDeleteStarted, nil); err != nil {
 		return err
 	}
 	s.tellRemoved(convID)
@@ -105,7 +105,7 @@ func runningError(info *ConversationInfo) error {
 	}
 	var running []string
 	for _, t := range info.Turns {
-		if t.Running() {
+		if t.Outcome == "" {
 			running = append(running, fmt.Sprintf("session %s turn %d", termtext.Quote(t.SessionID), t.Turn))
 		}
 	}
@@ -360,14 +360,14 @@ func filesIn(dir string) (int, int64, error) {
 
 // A rerun of a killed delete must tell the conversations it removed from ids
 // never in the store, so DeleteAll first publishes a journal,
-// <data-dir>/.delete-<16 hex>.journal, naming them; at most MaxJournals are
-// kept, for JournalAge.
+// <data-dir>/.delete-<16 hex>.journal, naming them; at most maxJournals are
+// kept, for journalAge.
 const (
 	journalPrefix   = ".delete-"
 	journalSuffix   = ".journal"
 	maxJournalBytes = 16 << 20 // the ids of one command line
-	JournalAge      = 30 * 24 * time.Hour
-	MaxJournals     = 256
+	journalAge      = 30 * 24 * time.Hour
+	maxJournals     = 256
 )
 
 type deleteJournal struct {
@@ -473,13 +473,13 @@ func (s *Store) writeDeleteJournal(ctx context.Context, ids []string) (string, e
 }
 
 // expiredJournals are the journals to remove after a delete: unreadable
-// ones, those older than JournalAge and the oldest beyond MaxJournals, never
+// ones, those older than journalAge and the oldest beyond maxJournals, never
 // keep (this run's).
 func (s *Store) expiredJournals(all []journalFile, keep string) []string {
 	var out []string
 	var kept []journalFile
 	// File times are the system's clock, not the store's.
-	cutoff := time.Now().Add(-JournalAge)
+	cutoff := time.Now().Add(-journalAge)
 	for _, j := range all {
 		switch {
 		case j.path == keep:
@@ -491,7 +491,7 @@ func (s *Store) expiredJournals(all []journalFile, keep string) []string {
 	}
 	sort.Slice(kept, func(i, k int) bool { return kept[i].mtime.After(kept[k].mtime) })
 	for i, j := range kept {
-		if i+1 >= MaxJournals { // this run's counts as one
+		if i+1 >= maxJournals { // this run's counts as one
 			out = append(out, j.path)
 		}
 	}

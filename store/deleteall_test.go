@@ -88,9 +88,9 @@ func TestDeleteAllRerun(t *testing.T) {
 	if err := s.DeleteAll(ctx, []string{"a", "typo"}, DeleteOptions{}); !errors.Is(err, ErrNoConversation) {
 		t.Fatalf("an unknown id: %v", err)
 	}
-	// Journals older than JournalAge go with the next delete; then "a" is
+	// Journals older than journalAge go with the next delete; then "a" is
 	// unknown.
-	old := time.Now().Add(-JournalAge - time.Hour)
+	old := time.Now().Add(-journalAge - time.Hour)
 	for _, j := range journals(t, dir) {
 		mustNil(t, os.Chtimes(j, old, old))
 	}
@@ -104,13 +104,13 @@ func TestDeleteAllRerun(t *testing.T) {
 	}
 }
 
-// TestDeleteJournalsAreBounded: at most MaxJournals are kept, the newest.
+// TestDeleteJournalsAreBounded: at most maxJournals are kept, the newest.
 func TestDeleteJournalsAreBounded(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := openTestStore(t, dir, convlog.Plain)
 	base := time.Now().Add(-time.Hour)
-	for i := range MaxJournals + 20 {
+	for i := range maxJournals + 20 {
 		p, err := s.writeDeleteJournal(ctx, []string{fmt.Sprintf("c%d", i)})
 		mustNil(t, err)
 		at := base.Add(time.Duration(i) * time.Second)
@@ -118,14 +118,14 @@ func TestDeleteJournalsAreBounded(t *testing.T) {
 	}
 	mustNil(t, s.CreateConversation("x", "/p", nil, nil))
 	mustNil(t, s.DeleteAll(ctx, []string{"x"}, DeleteOptions{}))
-	if n := len(journals(t, dir)); n != MaxJournals {
-		t.Fatalf("%d journals kept, want %d", n, MaxJournals)
+	if n := len(journals(t, dir)); n != maxJournals {
+		t.Fatalf("%d journals kept, want %d", n, maxJournals)
 	}
 	// The oldest went: c0 is unknown, the newest still known.
 	if err := s.DeleteAll(ctx, []string{"c0"}, DeleteOptions{}); !errors.Is(err, ErrNoConversation) {
 		t.Fatalf("c0: %v", err)
 	}
-	mustNil(t, s.DeleteAll(ctx, []string{fmt.Sprintf("c%d", MaxJournals+19)}, DeleteOptions{}))
+	mustNil(t, s.DeleteAll(ctx, []string{fmt.Sprintf("c%d", maxJournals+19)}, DeleteOptions{}))
 }
 
 // TestDeleteAllChecksFirst: an unknown id, a running turn or a fork left

@@ -16,12 +16,12 @@ const (
 	EventConversationCreated    = "conversation/created"
 	EventConversationTitle      = "conversation/title"
 	EventConversationRenamed    = "conversation/renamed"
-	EventConversationArchived   = "conversation/archived"
-	EventConversationUnarchived = "conversation/unarchived"
-	EventConversationForked     = "conversation/forked"
-	EventConversationRewound    = "conversation/rewound"
+	eventConversationArchived   = "conversation/archived"
+	eventConversationUnarchived = "conversation/unarchived"
+	eventConversationForked     = "conversation/forked"
+	eventConversationRewound    = "conversation/rewound"
 	EventConversationCwdMapped  = "conversation/cwd-mapped"
-	EventDeleteStarted          = "conversation/delete-started"
+	eventDeleteStarted          = "conversation/delete-started"
 	EventSessionStarted         = "session/started"
 	EventTurnStarted            = "turn/started"
 	EventTurnEnded              = "turn/ended"
@@ -31,11 +31,11 @@ const (
 const (
 	OutcomeCompleted   = "completed"
 	OutcomeFailed      = "failed"
-	OutcomeInterrupted = "interrupted"
+	outcomeInterrupted = "interrupted"
 )
 
-// MaxAutoTitleRunes bounds an automatic title, in characters.
-const MaxAutoTitleRunes = 40
+// maxAutoTitleRunes bounds an automatic title, in characters.
+const maxAutoTitleRunes = 40
 
 // Errors of the conversation API, each wrapped with the conversation id.
 var (
@@ -124,8 +124,8 @@ type RewoundData struct {
 	ComposerText       string `json:"composerText"`
 }
 
-// CwdMappedData is conversation/cwd-mapped: the working directory changed.
-type CwdMappedData struct {
+// cwdMappedData is conversation/cwd-mapped: the working directory changed.
+type cwdMappedData struct {
 	From string `json:"from"`
 	To   string `json:"to"`
 }
@@ -134,7 +134,7 @@ type CwdMappedData struct {
 // first user message; Agents and Models are in first-use order; UpdatedAt is
 // the last event's time; Deleting: the tombstone is recorded
 // (FinishDeletion); ForkedFrom is a fork's or rewind's source; Inherited:
-// see Dependencies. LogBytes and LogModTime are the log's as opened.
+// see Dependencies.
 type ConversationInfo struct {
 	ID              string
 	Title           string
@@ -154,22 +154,15 @@ type ConversationInfo struct {
 	Sessions        []SessionInfo
 	Turns           []TurnInfo
 	RunningTurn     bool
-	LogPath         string
-	Version         int
-	Events          int64
-	TornTail        bool
-	LogBytes        int64
-	LogModTime      time.Time
 }
 
-// SessionInfo is one session/started; DelegationDepth is 0 for the root.
+// SessionInfo is one session/started; delegationDepth is 0 for the root.
 type SessionInfo struct {
 	ID              string
 	Agent           string
 	Model           string
 	ParentSession   string
-	DelegationDepth int64
-	StartedAt       time.Time
+	delegationDepth int64
 }
 
 // TurnInfo is one turn: EndedAt is zero and Outcome "" while it runs.
@@ -180,9 +173,6 @@ type TurnInfo struct {
 	EndedAt   time.Time
 	Outcome   string
 }
-
-// Running reports whether the turn has not ended.
-func (t TurnInfo) Running() bool { return t.Outcome == "" }
 
 // Session returns the session with the given id, or nil.
 func (c *ConversationInfo) Session(id string) *SessionInfo {

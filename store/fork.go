@@ -129,10 +129,10 @@ func (s *Store) fork(srcConvID, srcSession, newConv, newSession string, throughS
 	if autoTitle != "" {
 		evs = append(evs, s.convEvent(EventConversationTitle, TitleData{Title: autoTitle}))
 	}
-	evs = append(evs, s.convEvent(EventConversationForked, ForkedData{SessionID: newSession, SourceConversation: srcConvID,
+	evs = append(evs, s.convEvent(eventConversationForked, ForkedData{SessionID: newSession, SourceConversation: srcConvID,
 		SourceSession: srcSession, ThroughSeq: cut, AfterCompaction: afterCompaction, InheritedSessions: inherited}))
 	if rewindSeq >= 0 {
-		evs = append(evs, s.convEvent(EventConversationRewound, RewoundData{SourceConversation: srcConvID, SourceSession: srcSession,
+		evs = append(evs, s.convEvent(eventConversationRewound, RewoundData{SourceConversation: srcConvID, SourceSession: srcSession,
 			BeforeSeq: rewindSeq, ComposerText: sc.composer}))
 	}
 	if err := s.createLog(newConv, newDir, evs, nil); err != nil {

@@ -65,7 +65,7 @@ func TestResolveIDs(t *testing.T) {
 
 	_, err := s.ResolveID("0f71")
 	var amb *AmbiguousIDError
-	if !errors.As(err, &amb) || !errors.Is(err, ErrAmbiguousID) || amb.Prefix != "0f71" || !slices.Equal(amb.Candidates, ids[:2]) {
+	if !errors.As(err, &amb) || amb.prefix != "0f71" || !slices.Equal(amb.candidates, ids[:2]) {
 		t.Fatalf("ResolveID(0f71) = %v, want an ambiguity naming both", err)
 	}
 	if want := `"0f71" names more than one conversation: "` + ids[0] + `", "` + ids[1] + `"`; err.Error() != want {
@@ -76,7 +76,7 @@ func TestResolveIDs(t *testing.T) {
 	if err != nil || !slices.Equal(got, []string{ids[0], ids[2], "ffff"}) {
 		t.Errorf("ResolveIDs = %q, %v", got, err)
 	}
-	if _, err := s.ResolveIDs([]string{"6b228", "0f71"}); !errors.Is(err, ErrAmbiguousID) {
+	if _, err := s.ResolveIDs([]string{"6b228", "0f71"}); !errors.As(err, &amb) {
 		t.Errorf("ResolveIDs with one ambiguous prefix: %v", err)
 	}
 
@@ -99,7 +99,7 @@ func TestAmbiguousIDErrorBounded(t *testing.T) {
 		c = append(c, "abcd-"+string(rune('a'+i)))
 	}
 	want := `"abcd" names more than one conversation: "abcd-a", "abcd-b", "abcd-c", "abcd-d", "abcd-e", "abcd-f", "abcd-g", "abcd-h", "abcd-i", "abcd-j", and 2 more`
-	if got := (&AmbiguousIDError{Prefix: "abcd", Candidates: c}).Error(); got != want {
+	if got := (&AmbiguousIDError{prefix: "abcd", candidates: c}).Error(); got != want {
 		t.Errorf("%q\nwant %q", got, want)
 	}
 }
@@ -125,7 +125,7 @@ func TestResolveSessionID(t *testing.T) {
 	}
 	_, err = s.ResolveSessionID("c1", "5af1")
 	want := `"5af1" names more than one session of conversation "c1": "5af155a0-aaaa", "5af1bbbb"`
-	if !errors.Is(err, ErrAmbiguousID) || err.Error() != want {
+	if !errors.As(err, new(*AmbiguousIDError)) || err.Error() != want {
 		t.Errorf("ResolveSessionID(c1, 5af1) = %v, want %s", err, want)
 	}
 	if got, err := s.ResolveSessionID("nope", "5af1"); err != nil || got != "5af1" {

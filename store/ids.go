@@ -152,19 +152,15 @@ func unescape(name string) (string, bool) {
 	return string(utf16.Decode(units)), true
 }
 
-// MinIDPrefix is the shortest prefix, in characters, that names a
+// minIDPrefix is the shortest prefix, in characters, that names a
 // conversation (or a session within its conversation), as git names commits.
-const MinIDPrefix = 4
-
-// ErrAmbiguousID is wrapped by an *AmbiguousIDError.
-var ErrAmbiguousID = errors.New("ambiguous id prefix")
+const minIDPrefix = 4
 
 // AmbiguousIDError refuses a prefix of more than one conversation id, or
-// session id of Conversation; Candidates are sorted.
+// session id of conversation; candidates are sorted.
 type AmbiguousIDError struct {
-	Prefix       string
-	Conversation string
-	Candidates   []string
+	prefix, conversation string
+	candidates           []string
 }
 
 // maxCandidatesShown bounds the ids an *AmbiguousIDError's message names.
@@ -172,24 +168,22 @@ const maxCandidatesShown = 10
 
 func (e *AmbiguousIDError) Error() string {
 	var q []string
-	for i, c := range e.Candidates {
+	for i, c := range e.candidates {
 		if i == maxCandidatesShown {
-			q = append(q, fmt.Sprintf("and %d more", len(e.Candidates)-i))
+			q = append(q, fmt.Sprintf("and %d more", len(e.candidates)-i))
 			break
 		}
 		q = append(q, termtext.Quote(c))
 	}
 	what := "conversation"
-	if e.Conversation != "" {
-		what = "session of conversation " + termtext.Quote(e.Conversation)
+	if e.conversation != "" {
+		what = "session of conversation " + termtext.Quote(e.conversation)
 	}
-	return fmt.Sprintf("%s names more than one %s: %s", termtext.Quote(e.Prefix), what, strings.Join(q, ", "))
+	return fmt.Sprintf("%s names more than one %s: %s", termtext.Quote(e.prefix), what, strings.Join(q, ", "))
 }
 
-func (e *AmbiguousIDError) Unwrap() error { return ErrAmbiguousID }
-
 // ResolveIDs returns the conversation ids refs name: a whole id, else a
-// unique prefix of at least MinIDPrefix characters, else the same among the
+// unique prefix of at least minIDPrefix characters, else the same among the
 // delete journals' ids; a ref that names nothing is returned as it is.
 func (s *Store) ResolveIDs(refs []string) ([]string, error) {
 	out := make([]string, len(refs))
@@ -201,7 +195,7 @@ func (s *Store) ResolveIDs(refs []string) ([]string, error) {
 		} else if _, err := os.Lstat(p); err == nil {
 			continue
 		}
-		if utf8.RuneCountInString(ref) < MinIDPrefix {
+		if utf8.RuneCountInString(ref) < minIDPrefix {
 			continue
 		}
 		ids, err := listed()
@@ -254,14 +248,14 @@ func byPrefix(ref string, ids []string) (string, error) {
 	case 1:
 		return found[0], nil
 	}
-	return "", &AmbiguousIDError{Prefix: ref, Candidates: found}
+	return "", &AmbiguousIDError{prefix: ref, candidates: found}
 }
 
 // ResolveSessionID returns the session of convID that ref names as
 // ResolveIDs does, else ref for the caller's own error.
 func (s *Store) ResolveSessionID(convID, ref string) (string, error) {
 	c, _, err := s.WalkConversation(convID)
-	if err != nil || utf8.RuneCountInString(ref) < MinIDPrefix {
+	if err != nil || utf8.RuneCountInString(ref) < minIDPrefix {
 		return ref, nil
 	}
 	var ids []string
@@ -275,7 +269,7 @@ func (s *Store) ResolveSessionID(convID, ref string) (string, error) {
 	id, err := byPrefix(ref, ids)
 	var amb *AmbiguousIDError
 	if errors.As(err, &amb) {
-		amb.Conversation = convID
+		amb.conversation = convID
 	}
 	return id, err
 }
@@ -285,7 +279,7 @@ func (s *Store) ConversationIDs() ([]string, error) {
 	dirs, _, err := s.Dirs()
 	ids := make([]string, len(dirs))
 	for i, d := range dirs {
-		ids[i] = d.ID
+		ids[i] = d.id
 	}
 	sort.Strings(ids)
 	return ids, err

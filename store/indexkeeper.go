@@ -22,7 +22,6 @@ type IndexKeeper interface {
 type IndexChange struct {
 	ID           string
 	Conversation *ConversationInfo
-	Dir          string
 	Whole        bool
 	Turns        []TurnInfo
 	Sessions     []SessionLogState
@@ -83,7 +82,7 @@ func (s *Store) tellIndex(oc *openConv, whole bool, turns ...TurnInfo) {
 	if k == nil {
 		return
 	}
-	k.Changed(&IndexChange{ID: oc.st.info.ID, Conversation: &oc.st.info, Dir: oc.dir, Whole: whole, Turns: turns,
+	k.Changed(&IndexChange{ID: oc.st.info.ID, Conversation: &oc.st.info, Whole: whole, Turns: turns,
 		Sessions: oc.pending.sessions, Messages: oc.pending.messages})
 	oc.pending = pendingIndex{}
 }

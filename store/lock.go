@@ -42,12 +42,12 @@ type Holder struct {
 
 // LockOptions say what Open takes on runtime.lock: Timeout is how long
 // LockExclusive waits (0: fail fast), Command is recorded for others to read
-// ("convkit reindex"); Now (default time.Now) dates the record.
+// ("convkit reindex"); now (default time.Now) dates the record.
 type LockOptions struct {
 	Mode    LockMode
 	Timeout time.Duration
 	Command string
-	Now     func() time.Time
+	now     func() time.Time
 }
 
 // LockedError reports runtime.lock held by another process, as LockStatus
@@ -90,7 +90,7 @@ func (l *Lock) Mode() LockMode { return l.mode }
 // Release gives the lock up, safe on nil and more than once. The file
 // stays: deleting it would let a waiter lock an inode a newcomer no longer
 // finds at the path.
-func (l *Lock) Release() error {
+func (l *Lock) release() error {
 	if l == nil || l.fl == nil {
 		return nil
 	}
@@ -156,11 +156,11 @@ func acquireLock(ctx context.Context, dataDir string, opts LockOptions) (*Lock, 
 	l := &Lock{path: path, mode: LockExclusive, fl: fl}
 	// A rename between the two opens would lock one file and write another.
 	if err := sameFile(rec, fl); err != nil {
-		l.Release()
+		l.release()
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	if err := writeHolder(rec, newHolder(opts)); err != nil {
-		l.Release()
+		l.release()
 		return nil, err
 	}
 	return l, nil
@@ -221,7 +221,7 @@ func createLockFile(dataDir, path string) error {
 func newHolder(opts LockOptions) Holder {
 	h := Holder{PID: os.Getpid(), Command: opts.Command}
 	h.Host, _ = os.Hostname()
-	now := opts.Now
+	now := opts.now
 	if now == nil {
 		now = time.Now
 	}

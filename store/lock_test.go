@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Println("locked")
 		time.Sleep(time.Hour)
-		l.Release()
+		l.release()
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -81,7 +81,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 	start := time.Now()
 	l, err := lockDir(ctx, dir, LockOptions{Mode: LockExclusive, Command: "convkit test"})
 	if err == nil {
-		l.Release()
+		l.release()
 		t.Fatal("Open succeeded while another process holds the lock")
 	}
 	if d := time.Since(start); d > 250*time.Millisecond {
@@ -128,7 +128,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Release(); err != nil {
+	if err := r.release(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -159,10 +159,10 @@ func TestLockAcrossProcesses(t *testing.T) {
 	if !st.Held || st.Holder == nil || st.Holder.PID != os.Getpid() || st.Holder.Command != "convkit test" {
 		t.Fatalf("LockStatus while held by this process = %+v", st)
 	}
-	if err := l.Release(); err != nil {
+	if err := l.release(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Release(); err != nil {
+	if err := l.release(); err != nil {
 		t.Fatalf("second Release: %v", err)
 	}
 	st, err = LockStatus(dir)
@@ -183,12 +183,12 @@ func TestLockHolderRecord(t *testing.T) {
 	host, _ := os.Hostname()
 	l, err := lockDir(context.Background(), dir, LockOptions{
 		Mode: LockExclusive, Command: "convkit reindex",
-		Now: func() time.Time { return at },
+		now: func() time.Time { return at },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Release()
+	defer l.release()
 	data, err := os.ReadFile(LockPath(dir))
 	if err != nil {
 		t.Fatal(err)
@@ -358,7 +358,7 @@ func TestLockNoneCreatesNothing(t *testing.T) {
 	if l.Mode() != LockNone || l.Path() != LockPath(dir) {
 		t.Fatalf("lock %+v", l)
 	}
-	if err := l.Release(); err != nil {
+	if err := l.release(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
@@ -376,7 +376,7 @@ func TestLockFileModes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer l.Release()
+			defer l.release()
 			for p, want := range map[string]fs.FileMode{dir: 0o700, LockPath(dir): 0o600} {
 				fi, err := os.Lstat(p)
 				if err != nil {
@@ -441,7 +441,7 @@ func TestLockRefusesLinksAndSpecialFiles(t *testing.T) {
 				var l *Lock
 				l, lockErr = lockDir(context.Background(), dir, LockOptions{Mode: LockExclusive, Command: "test"})
 				if lockErr == nil {
-					l.Release()
+					l.release()
 				}
 				_, statusErr = LockStatus(dir)
 			}()

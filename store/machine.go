@@ -13,10 +13,10 @@ import (
 )
 
 // Machine checks conversations against this machine's file system and
-// runtime configuration (nil: agents and models are not checked), each
-// working directory once; it is safe for concurrent use.
+// runtime configuration (config nil: agents and models are not checked),
+// each working directory once; it is safe for concurrent use.
 type Machine struct {
-	Config     *RuntimeConfig
+	config     *runtimeConfig
 	ConfigPath string // where the configuration was looked for
 
 	mu   sync.Mutex
@@ -27,10 +27,10 @@ type Machine struct {
 // missing file not required gives a Machine that checks no agents or
 // models, and a warning.
 func LoadMachine(path string, required bool) (m *Machine, warning string, err error) {
-	cfg, err := LoadRuntimeConfig(path)
+	cfg, err := loadRuntimeConfig(path)
 	switch {
 	case err == nil:
-		return &Machine{Config: cfg, ConfigPath: path}, "", nil
+		return &Machine{config: cfg, ConfigPath: path}, "", nil
 	case errors.Is(err, os.ErrNotExist) && !required:
 		return &Machine{ConfigPath: path}, ConfigNotCheckedWarning(path), nil
 	default:
@@ -45,7 +45,7 @@ func ConfigNotCheckedWarning(path string) string {
 }
 
 // Checked reports whether agents and models are checked.
-func (m *Machine) Checked() bool { return m != nil && m.Config != nil }
+func (m *Machine) Checked() bool { return m != nil && m.config != nil }
 
 // Needs is what a conversation needs of a machine to open: its working
 // directory, agents, models and the Sources it reads older history from.
@@ -68,13 +68,13 @@ func (m *Machine) Check(n Needs, present func(id string) bool) []string {
 	}
 	if m.Checked() {
 		for _, a := range n.Agents {
-			if a != "" && !m.Config.Agents[a] {
-				reasons = append(reasons, fmt.Sprintf("agent %s is not configured in %s", termtext.Quote(a), m.Config.Path))
+			if a != "" && !m.config.Agents[a] {
+				reasons = append(reasons, fmt.Sprintf("agent %s is not configured in %s", termtext.Quote(a), m.config.Path))
 			}
 		}
 		for _, md := range n.Models {
-			if md != "" && !m.Config.Models[md] {
-				reasons = append(reasons, fmt.Sprintf("model %s is not configured in %s", termtext.Quote(md), m.Config.Path))
+			if md != "" && !m.config.Models[md] {
+				reasons = append(reasons, fmt.Sprintf("model %s is not configured in %s", termtext.Quote(md), m.config.Path))
 			}
 		}
 	}
@@ -136,13 +136,13 @@ func pathless(err error) error {
 	return err
 }
 
-// RuntimeConfigEnv names the runtime configuration file (docs/TRANSFER.md)
+// runtimeConfigEnv names the runtime configuration file (docs/TRANSFER.md)
 // when --config does not.
-const RuntimeConfigEnv = "CONVKIT_CONFIG"
+const runtimeConfigEnv = "CONVKIT_CONFIG"
 
-// RuntimeConfig is what convkit needs of the runtime's configuration file
+// runtimeConfig is what convkit needs of the runtime's configuration file
 // at Path: the names of the agents and models configured on this machine.
-type RuntimeConfig struct {
+type runtimeConfig struct {
 	Path           string
 	Agents, Models map[string]bool
 }
@@ -157,16 +157,16 @@ func RuntimeConfigPath(flag string, getenv func(string) string, dataDir string) 
 	if strings.TrimSpace(flag) != "" {
 		return flag, true
 	}
-	if v := getenv(RuntimeConfigEnv); strings.TrimSpace(v) != "" {
+	if v := getenv(runtimeConfigEnv); strings.TrimSpace(v) != "" {
 		return v, true
 	}
 	return filepath.Join(dataDir, ConfigFileName), false
 }
 
-// LoadRuntimeConfig reads the runtime configuration at path (missing: an
+// loadRuntimeConfig reads the runtime configuration at path (missing: an
 // error wrapping os.ErrNotExist): its [agents.<name>] tables, whose model
 // must be a string, and [models.<name>] tables.
-func LoadRuntimeConfig(path string) (*RuntimeConfig, error) {
+func loadRuntimeConfig(path string) (*runtimeConfig, error) {
 	// A FIFO must not block the open; a link is fine (it is only read).
 	if fi, err := os.Stat(path); err != nil {
 		return nil, err
@@ -189,7 +189,7 @@ func LoadRuntimeConfig(path string) (*RuntimeConfig, error) {
 	if err := DecodeRuntimeConfig(path, f, &raw); err != nil {
 		return nil, err
 	}
-	c := &RuntimeConfig{Path: path, Agents: map[string]bool{}, Models: map[string]bool{}}
+	c := &runtimeConfig{Path: path, Agents: map[string]bool{}, Models: map[string]bool{}}
 	// Both tables' shapes are checked before an agent's model, in this order.
 	var badModel error
 	for _, tab := range []struct {

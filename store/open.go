@@ -185,7 +185,7 @@ func (s *Store) Close() error {
 		errs = append(errs, s.convs[id].w.Close())
 	}
 	s.convs = map[string]*openConv{}
-	errs = append(errs, s.lock.Release())
+	errs = append(errs, s.lock.release())
 	return errors.Join(errs...)
 }
 

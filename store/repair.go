@@ -165,7 +165,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Item, temps []s
 	// Closing a turn whose session log is missing or refused would
 	// contradict that log once it is back.
 	for _, t := range info.Turns {
-		if t.Running() && !seen[t.SessionID] {
+		if t.Outcome == "" && !seen[t.SessionID] {
 			return missingSessionLog(c, problems, t), nil
 		}
 	}
@@ -246,7 +246,7 @@ func missingSessionLog(c ConversationDir, problems []Item, t TurnInfo) *Item {
 }
 
 func runningIn(info *ConversationInfo, sessionID string) bool {
-	return slices.ContainsFunc(info.Turns, func(t TurnInfo) bool { return t.SessionID == sessionID && t.Running() })
+	return slices.ContainsFunc(info.Turns, func(t TurnInfo) bool { return t.SessionID == sessionID && t.Outcome == "" })
 }
 
 // repairSession closes session l's open turn, in its log and the

@@ -40,10 +40,9 @@ type convState struct {
 	open    map[string]int // session id -> index in info.Turns of its running turn
 }
 
-func newConvState(h *convlog.Header, path string) *convState {
+func newConvState(h *convlog.Header) *convState {
 	return &convState{
-		info: ConversationInfo{ID: h.ID, CreatedAt: msTime(h.CreatedAt), UpdatedAt: msTime(h.CreatedAt),
-			LogPath: path, Version: h.Version},
+		info: ConversationInfo{ID: h.ID, CreatedAt: msTime(h.CreatedAt), UpdatedAt: msTime(h.CreatedAt)},
 		open: map[string]int{},
 	}
 }
@@ -98,17 +97,17 @@ func (s *convState) apply(e *convlog.Event) error {
 		})
 	case EventConversationRenamed:
 		err = on(e, nil, func(d *RenamedData) { c.Title, c.TitleIsAuto, s.renamed = d.Title, false, true })
-	case EventConversationArchived:
+	case eventConversationArchived:
 		c.Archived = true
-	case EventConversationUnarchived:
+	case eventConversationUnarchived:
 		c.Archived = false
 	case EventSessionStarted:
 		err = on(e, fastSessionStarted, func(d *SessionStartedData) {
-			si := SessionInfo{ID: d.SessionID, Agent: d.Agent, Model: d.Model, ParentSession: d.ParentSession, StartedAt: t}
+			si := SessionInfo{ID: d.SessionID, Agent: d.Agent, Model: d.Model, ParentSession: d.ParentSession}
 			if p := c.Session(d.ParentSession); p != nil {
-				si.DelegationDepth = p.DelegationDepth + 1
+				si.delegationDepth = p.delegationDepth + 1
 			} else if d.ParentSession != "" {
-				si.DelegationDepth = 1
+				si.delegationDepth = 1
 			}
 			c.Sessions = append(c.Sessions, si)
 			c.Agents = addUnique(c.Agents, d.Agent)
@@ -133,12 +132,12 @@ func (s *convState) apply(e *convlog.Event) error {
 				c.Turns = append(c.Turns, TurnInfo{SessionID: d.SessionID, Turn: d.Turn, EndedAt: t, Outcome: d.Outcome})
 			}
 		})
-	case EventConversationForked:
+	case eventConversationForked:
 		err = on(e, nil, func(d *ForkedData) {
 			c.ForkedFrom, c.AfterCompaction, c.Fork = d.SourceConversation, d.AfterCompaction, d
 			c.Inherited = append(c.Inherited, d.InheritedSessions...)
 		})
-	case EventConversationRewound:
+	case eventConversationRewound:
 		err = on(e, nil, func(d *RewoundData) {
 			c.Rewind = d
 			if c.ForkedFrom == "" {
@@ -146,14 +145,13 @@ func (s *convState) apply(e *convlog.Event) error {
 			}
 		})
 	case EventConversationCwdMapped:
-		err = on(e, nil, func(d *CwdMappedData) { c.Cwd = d.To })
-	case EventDeleteStarted:
+		err = on(e, nil, func(d *cwdMappedData) { c.Cwd = d.To })
+	case eventDeleteStarted:
 		c.Deleting = true
 	}
 	if err != nil {
 		return err
 	}
-	c.Events++
 	c.UpdatedAt = t
 	c.RunningTurn = len(s.open) > 0
 	return nil
@@ -215,7 +213,7 @@ func (l Log) Replayer(r *convlog.Reader) *Replayer {
 	if h.Type != convlog.ConversationLog {
 		return &Replayer{path: l.Path, err: fmt.Errorf("%s: not a conversation log (header type %s)", l.Path, termtext.Quote(h.Type))}
 	}
-	return &Replayer{st: newConvState(h, l.Path), path: l.Path}
+	return &Replayer{st: newConvState(h), path: l.Path}
 }
 
 // Add replays one event. After an error nothing more is replayed.
@@ -233,9 +231,6 @@ func (p *Replayer) Finish(r *convlog.Reader) (*ConversationInfo, error) {
 	if p.err != nil {
 		return nil, p.err
 	}
-	stats := r.Stats()
-	p.st.info.TornTail = stats.TornTail
-	p.st.info.LogBytes, p.st.info.LogModTime = stats.FileBytes, r.ModTime()
 	return &p.st.info, nil
 }
 

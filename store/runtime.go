@@ -399,7 +399,7 @@ func OutcomeOf(reason string) string {
 	case convlog.EndCompleted:
 		return OutcomeCompleted
 	case convlog.EndInterrupted:
-		return OutcomeInterrupted
+		return outcomeInterrupted
 	}
 	return OutcomeFailed
 }
@@ -420,7 +420,7 @@ func (se *Session) EndTurn(outcome string, failure *convlog.LLMFailure) error {
 			}
 			f := *failure
 			reason = convlog.TurnEndReason{Kind: convlog.EndError, Error: &f}
-		case OutcomeInterrupted:
+		case outcomeInterrupted:
 			return se.refuse("EndTurn", ErrInvalid, "a turn ends as interrupted through Interrupt")
 		default:
 			return se.refuse("EndTurn", ErrInvalid, "turn outcome %s is not %s or %s", termtext.Quote(outcome), OutcomeCompleted, OutcomeFailed)
@@ -497,7 +497,7 @@ func (se *Session) Interrupt(call *ModelCall) error {
 			return err
 		}
 		if _, ok := oc.st.open[se.id]; ok {
-			if err := se.st.endTurn(oc, se.id, oc.st.info.Turns[oc.st.open[se.id]].Turn, OutcomeInterrupted); err != nil {
+			if err := se.st.endTurn(oc, se.id, oc.st.info.Turns[oc.st.open[se.id]].Turn, outcomeInterrupted); err != nil {
 				return err
 			}
 		}
@@ -651,7 +651,7 @@ func (s *Store) closeTurnState(oc *openConv, sessionID string, ts convlog.TurnSt
 	}
 	if i, ok := oc.st.open[sessionID]; ok {
 		t := oc.st.info.Turns[i].Turn
-		outcome := OutcomeInterrupted
+		outcome := outcomeInterrupted
 		if logName != "" && onlyInConversation(oc, sessionID, ts) {
 			// A crash between turn/started and turn/start: the session log
 			// records the turn too, or it could never number another.
@@ -683,7 +683,7 @@ func (s *Store) closeTurnState(oc *openConv, sessionID string, ts convlog.TurnSt
 }
 
 // AutoTitle is the automatic title of a first user message: its first
-// non-blank line, trimmed, of at most MaxAutoTitleRunes characters.
+// non-blank line, trimmed, of at most 40 characters.
 func AutoTitle(text string) string {
 	text = strings.ToValidUTF8(text, "\uFFFD")
 	for _, line := range strings.Split(text, "\n") {
@@ -691,9 +691,9 @@ func AutoTitle(text string) string {
 		if line == "" {
 			continue
 		}
-		if utf8.RuneCountInString(line) > MaxAutoTitleRunes {
+		if utf8.RuneCountInString(line) > maxAutoTitleRunes {
 			r := []rune(line)
-			line = strings.TrimRightFunc(string(r[:MaxAutoTitleRunes]), func(r rune) bool { return r == ' ' || r == '\t' })
+			line = strings.TrimRightFunc(string(r[:maxAutoTitleRunes]), func(r rune) bool { return r == ' ' || r == '\t' })
 		}
 		return line
 	}
@@ -735,7 +735,7 @@ func (s *Store) createLog(convID, dir string, first []convlog.Event, mu *sync.Mu
 	if err != nil {
 		return err
 	}
-	st := newConvState(h, path)
+	st := newConvState(h)
 	for i := range first {
 		first[i].Seq = int64(i)
 		if err := st.apply(&first[i]); err != nil {
@@ -768,7 +768,7 @@ func (s *Store) startSession(oc *openConv, sessionID, agent, model, parentSessio
 		return nil, fmt.Errorf("conversation %s has no session %s to be the parent of %s", termtext.Quote(info.ID), termtext.Quote(parentSession), termtext.Quote(sessionID))
 	}
 	h := &convlog.Header{Type: convlog.SessionLog, Version: convlog.CurrentVersion, ID: sessionID, CreatedAt: s.nowMs(),
-		Cwd: info.Cwd, ParentSession: parentSession, Origin: "subagent", DelegationDepth: p.DelegationDepth + 1}
+		Cwd: info.Cwd, ParentSession: parentSession, Origin: "subagent", DelegationDepth: p.delegationDepth + 1}
 	w, err := convlog.Create(filepath.Join(oc.dir, name), h, nil, convlog.WriterOptions{Compression: s.comp})
 	if err != nil {
 		return nil, err
@@ -801,12 +801,12 @@ func (s *Store) endTurn(oc *openConv, sessionID string, turn int64, outcome stri
 	return s.appendEvent(oc, EventTurnEnded, TurnEndedData{SessionID: sessionID, Turn: turn, Outcome: outcome})
 }
 
-// MaxTitleRunes bounds a title in characters, or every renderer would carry
+// maxTitleRunes bounds a title in characters, or every renderer would carry
 // titles of megabytes.
-const MaxTitleRunes = 256
+const maxTitleRunes = 256
 
 // CheckTitle returns title trimmed as Rename records it: valid UTF-8, not
-// empty, one line without control characters, at most MaxTitleRunes.
+// empty, one line without control characters, at most 256 characters.
 func CheckTitle(title string) (string, error) {
 	title = strings.TrimSpace(title)
 	if !utf8.ValidString(title) {
@@ -822,8 +822,8 @@ func CheckTitle(title string) (string, error) {
 	}
 	n := 0
 	for i := range title {
-		if n++; n > MaxTitleRunes {
-			return "", fmt.Errorf("a title is at most %d characters (this one is longer at byte %d)", MaxTitleRunes, i)
+		if n++; n > maxTitleRunes {
+			return "", fmt.Errorf("a title is at most %d characters (this one is longer at byte %d)", maxTitleRunes, i)
 		}
 	}
 	return title, nil
@@ -848,9 +848,9 @@ func (s *Store) Archive(convID string) error { return s.setArchived(convID, true
 func (s *Store) Unarchive(convID string) error { return s.setArchived(convID, false) }
 
 func (s *Store) setArchived(convID string, archived bool) error {
-	typ := EventConversationUnarchived
+	typ := eventConversationUnarchived
 	if archived {
-		typ = EventConversationArchived
+		typ = eventConversationArchived
 	}
 	return s.change(convID, func(oc *openConv) error {
 		if oc.st.info.Archived == archived {
@@ -869,6 +869,6 @@ func (s *Store) MapCwd(convID, to string) error {
 		if oc.st.info.Cwd == to {
 			return errNoChange
 		}
-		return s.appendEvent(oc, EventConversationCwdMapped, CwdMappedData{From: oc.st.info.Cwd, To: to})
+		return s.appendEvent(oc, EventConversationCwdMapped, cwdMappedData{From: oc.st.info.Cwd, To: to})
 	})
 }

@@ -67,8 +67,8 @@ const (
 	ReasonSymlink       = "symbolic links are not followed"
 	ReasonFlatLog       = "log file outside a conversation directory; expected conversations/<conversation>/<log>"
 	ReasonUnexpected    = "unexpected file"
-	ReasonNotRegular    = "not a regular file"
-	ReasonNoncanonical  = "noncanonical log file name"
+	reasonNotRegular    = "not a regular file"
+	reasonNoncanonical  = "noncanonical log file name"
 	reasonMixedGenBoth  = "both compressed and plain generations of %s v%d"
 	reasonMixedGenZstds = "both .zst and .zstd generations of %s v%d"
 )
@@ -153,7 +153,7 @@ func (s *Store) WalkJobs(jobs int) (*Tree, error) {
 
 // Dir is a conversation directory Dirs listed, for WalkDir.
 type Dir struct {
-	ID, Name string
+	id, Name string
 }
 
 // Dirs is the first half of Walk, for a caller that must not hold every log
@@ -182,7 +182,7 @@ func (s *Store) WalkDir(d Dir) *Tree { return walkDir(s.ConversationsDir(), d) }
 func walkDir(root string, d Dir) *Tree {
 	t := &Tree{}
 	dir := filepath.Join(root, d.Name)
-	if c, ok := t.walkConversation(d.ID, d.Name, dir); ok {
+	if c, ok := t.walkConversation(d.id, d.Name, dir); ok {
 		t.Conversations = append(t.Conversations, c)
 	} else if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		t.Problems = nil
@@ -211,7 +211,7 @@ func listRoot(root string) ([]rootEntry, error) {
 			p := walkProblem(filepath.Join(root, e.Name()), reason)
 			out = append(out, rootEntry{problem: &p})
 		} else {
-			out = append(out, rootEntry{Dir: Dir{ID: id, Name: e.Name()}})
+			out = append(out, rootEntry{Dir: Dir{id: id, Name: e.Name()}})
 		}
 	}
 	return out, nil
@@ -231,7 +231,7 @@ func entry(e fs.DirEntry) (id, reason string) {
 		}
 		return "", err.Error()
 	case !typ.IsRegular():
-		return "", ReasonNotRegular
+		return "", reasonNotRegular
 	case logShaped(name):
 		return "", ReasonFlatLog
 	}
@@ -277,11 +277,11 @@ func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
 		case typ.IsDir():
 			// Room for later additions, unless it poses as a log.
 			if logShaped(fname) {
-				t.problem(p, ReasonNotRegular)
+				t.problem(p, reasonNotRegular)
 			}
 			continue
 		case !typ.IsRegular():
-			t.problem(p, ReasonNotRegular)
+			t.problem(p, reasonNotRegular)
 			continue
 		case durable.IsTemp(fname):
 			t.Temps = append(t.Temps, p)
@@ -290,7 +290,7 @@ func (t *Tree) walkConversation(id, name, dir string) (ConversationDir, bool) {
 		n, ok := convlog.ParseName(fname)
 		if !ok {
 			if logShaped(fname) {
-				t.problem(p, ReasonNoncanonical)
+				t.problem(p, reasonNoncanonical)
 			}
 			continue // session.lock, notes and other non-log files
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/internal/durable"
 )
 
 // mkfiles creates the named files (relative to root, "/"-separated), with
@@ -294,10 +295,10 @@ func TestSymlinkedConversationIsNeverFollowed(t *testing.T) {
 	if err := os.Symlink(target, filepath.Join(ConversationsDir(dataDir), "evil")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := at(dataDir).ReadConversation("evil"); !errors.Is(err, ErrSymlink) {
+	if _, err := at(dataDir).ReadConversation("evil"); !errors.Is(err, durable.ErrSymlink) {
 		t.Errorf("ReadConversation: err = %v, want ErrSymlink", err)
 	}
-	if _, err := at(dataDir).FindLog("evil", ""); !errors.Is(err, ErrSymlink) {
+	if _, err := at(dataDir).FindLog("evil", ""); !errors.Is(err, durable.ErrSymlink) {
 		t.Errorf("FindLog: err = %v, want ErrSymlink", err)
 	}
 	s, err := Open(context.Background(), dataDir, OpenOptions{Lock: LockOptions{Mode: LockExclusive}})
@@ -305,7 +306,7 @@ func TestSymlinkedConversationIsNeverFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.del("evil"); !errors.Is(err, ErrSymlink) {
+	if err := s.del("evil"); !errors.Is(err, durable.ErrSymlink) {
 		t.Errorf("Delete: err = %v, want ErrSymlink", err)
 	}
 	if _, err := os.Stat(filepath.Join(target, "metadata.v4.jsonl")); err != nil {
