@@ -55,7 +55,7 @@
 //
 // Each call is one durable append; Batch groups the calls of its function
 // into one. Compact, SubagentReport, Interrupt, History, Fork and Rewind
-// cover the rest; Append is for event types the format does not define.
+// cover the rest; Append is for event types no call records (a plugin's).
 //
 // # The index
 //

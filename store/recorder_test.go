@@ -227,7 +227,7 @@ func TestBatch(t *testing.T) {
 	var appendErr error
 	err = se.Batch(func() error {
 		mustNil(t, se.EndStep())
-		appendErr = se.Append(convlog.Event{Type: convlog.TypeStepEnd, Data: []byte(`{"turn":2,"step":1}`)})
+		appendErr = se.Append(convlog.Event{Type: convlog.TypeCompactionPrune, Data: []byte(`{}`)})
 		return nil
 	})
 	var rule *convlog.RuleError

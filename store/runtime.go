@@ -364,10 +364,28 @@ func (se *Session) create(prompt convlog.StoredMessage, text string) error {
 	return nil
 }
 
-// Append records events the format does not type (a plugin's) as one
-// durable batch; one that breaks a format rule is a *convlog.RuleError.
+// typedCall names, for each event type the recorder writes, the call that
+// records it; Append refuses these types, so the recorder is their one writer.
+var typedCall = map[string]string{
+	convlog.TypeTurnStart: "BeginTurn", convlog.TypeTurnEnd: "EndTurn", convlog.TypeStepStart: "BeginStep",
+	convlog.TypeStepEnd: "EndStep", convlog.TypeSystemMessage: "Request", convlog.TypeUserMessage: "Request",
+	convlog.TypeRequestHeader: "Request", convlog.TypeInboxSpliced: "Steer", convlog.TypeRetryStarted: "BeginModelCall",
+	convlog.TypeAssistantMessage: "Complete", convlog.TypeAssistantAttempt: "Fail", convlog.TypeRetry: "Retry",
+	convlog.TypeToolCall: "ToolCall", convlog.TypeToolResult: "ToolResult", convlog.TypeSubagentCatalog: "Spawn",
+	convlog.TypeCompactionStart: "Compact", convlog.TypeCompactionSummary: "Compact", convlog.TypeCompactionEnd: "Compact",
+	convlog.TypeEndSeed: "Fork",
+}
+
+// Append records events no call records (a plugin's, or a format type the
+// recorder does not type) as one durable batch; one that breaks a format
+// rule is a *convlog.RuleError.
 func (se *Session) Append(events ...convlog.Event) error {
 	return se.locked(se.written("Append"), func() error {
+		for _, e := range events {
+			if call, ok := typedCall[e.Type]; ok {
+				return se.refuse("Append", ErrInvalid, "%s events are recorded by %s", termtext.Quote(e.Type), call)
+			}
+		}
 		if err := se.record(events...); err != nil {
 			return err
 		}

@@ -108,10 +108,15 @@ func TestSessionTurns(t *testing.T) {
 		t.Fatalf("a second turn while one runs: %v", err)
 	}
 	step(t, se, "a1", "looking")
-	// A misplaced event is refused before it is written, with a typed error.
-	err = se.Append(convlog.Event{Type: "tool/call", Data: []byte(`{"turn":1,"step":2,"callId":"x","name":"bash","arguments":""}`)})
+	// Append refuses what a call records, and a misplaced event, before
+	// anything is written, each with a typed error.
+	err = se.Append(convlog.Event{Type: "tool/call", Data: []byte(`{"turn":1,"step":1,"callId":"x","name":"bash","arguments":""}`)})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "recorded by ToolCall") {
+		t.Fatalf("a tool call through Append: %v", err)
+	}
+	err = se.Append(convlog.Event{Type: convlog.TypeDeveloperMessage, Data: []byte(`{"turn":1,"step":2,"message":{"role":"developer","content":[],"source":{"kind":"runtime-context"},"id":"d1"}}`), SurfaceOp: &convlog.SurfaceOp{}})
 	if !errors.Is(err, convlog.ErrTurnPath) {
-		t.Fatalf("a tool call outside a step: %v", err)
+		t.Fatalf("a developer message outside a step: %v", err)
 	}
 	mustNil(t, se.EndTurn(OutcomeCompleted, nil))
 	if info := readInfo(t, dir, "c1"); info.RunningTurn || info.Turns[0].Outcome != OutcomeCompleted {
@@ -277,7 +282,11 @@ func crashedStore(t *testing.T, dir string) {
 	mustNil(t, err)
 	_, err = se.BeginTurn(p)
 	mustNil(t, err)
-	mustNil(t, se.Append(convlog.Event{Type: convlog.TypeTurnEnd, Time: 1, Data: []byte(`{"turn":1,"reason":{"kind":"completed"}}`)}))
+	// The session log ends the turn; the crash keeps it from the
+	// conversation log.
+	mustNil(t, se.locked(nil, func() error {
+		return se.record(convlog.Event{Type: convlog.TypeTurnEnd, Time: 1, Data: []byte(`{"turn":1,"reason":{"kind":"completed"}}`)})
+	}))
 	mustNil(t, se.Close())
 
 	mustNil(t, s.CreateConversation("convonly", "/w", []string{"a"}, []string{"m"}))
