@@ -60,7 +60,7 @@ func TestForkSourceMissing(t *testing.T) {
 	for _, w := range rr.Reindex.WillNotOpen {
 		reasons[w.ID] = w.Reasons
 	}
-	if !slices.Contains(reasons[fork.ID], store.ForkSourceMissing(src.ID)) {
+	if !slices.Contains(reasons[fork.ID], `fork source "`+src.ID+`" is missing: this conversation reads older history from it`) {
 		t.Fatalf("the restored index: %q will not open for %q, want its missing source named", fork.ID, reasons[fork.ID])
 	}
 

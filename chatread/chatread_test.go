@@ -456,8 +456,7 @@ func TestLoadConfig(t *testing.T) {
 	}
 	// The runtime configuration's limits hold here too (store.DecodeRuntimeConfig).
 	deep := write("deep.toml", "[chat_reading]\nenabled = true\nkey_file = \"chat.key\"\n"+strings.Repeat("a.", 40)+"a = 1\n")
-	var le *store.ConfigLimitError
-	if _, err := LoadConfig(deep); !errors.As(err, &le) || le.Line != 4 || !strings.HasPrefix(err.Error(), deep+": line 4: ") {
+	if _, err := LoadConfig(deep); err == nil || !strings.HasPrefix(err.Error(), deep+": line 4: ") || !strings.Contains(err.Error(), ": nested deeper than ") {
 		t.Fatalf("a key 41 levels deep: %v", err)
 	}
 	os.Symlink(filepath.Join(dir, "chat.key"), filepath.Join(dir, "link.key"))

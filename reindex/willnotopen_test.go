@@ -134,7 +134,7 @@ func TestWillNotOpen(t *testing.T) {
 			t.Errorf("%s: reasons %q, want %q", id, got[id], w)
 		}
 	}
-	if !slices.Contains(got[fork.ID], store.ForkSourceMissing(fork.DependsOn[0])) {
+	if !slices.Contains(got[fork.ID], `fork source "`+fork.DependsOn[0]+`" is missing: this conversation reads older history from it`) {
 		t.Errorf("the fork: reasons %q, want its missing source %s named", got[fork.ID], fork.DependsOn[0])
 	}
 	if _, ok := got["opens"]; ok || len(got) != 5 || len(events) != 5 {

@@ -28,7 +28,7 @@ func DecodeRuntimeConfig(path string, r io.Reader, v any) error {
 	}
 	if len(data) > maxRuntimeConfigBytes {
 		line := 1 + bytes.Count(data[:maxRuntimeConfigBytes], []byte{'\n'})
-		return fmt.Errorf("%s: %w", path, &ConfigLimitError{Line: line, Reason: fmt.Sprintf("larger than %d bytes (256 KiB), the limit for a runtime configuration", maxRuntimeConfigBytes)})
+		return fmt.Errorf("%s: %w", path, &configLimitError{Line: line, Reason: fmt.Sprintf("larger than %d bytes (256 KiB), the limit for a runtime configuration", maxRuntimeConfigBytes)})
 	}
 	s := shapeScanner{b: data, maxDepth: maxRuntimeConfigDepth, maxKey: maxRuntimeConfigKeyBytes}
 	if err := s.scan(); err != nil {
@@ -56,16 +56,16 @@ type shapeScanner struct {
 // level is the depth of a table, key or array and the bytes of its key path.
 type level struct{ depth, key int }
 
-// ConfigLimitError is a configuration beyond one of the limits.
-type ConfigLimitError struct {
+// configLimitError is a configuration beyond one of the limits.
+type configLimitError struct {
 	Line   int
 	Reason string
 }
 
-func (e *ConfigLimitError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }
+func (e *configLimitError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Reason) }
 
 func (s *shapeScanner) fail(line int, format string, args ...any) error {
-	return &ConfigLimitError{Line: line, Reason: fmt.Sprintf(format, args...)}
+	return &configLimitError{Line: line, Reason: fmt.Sprintf(format, args...)}
 }
 
 // node records a value (or table) at v.

@@ -50,9 +50,9 @@ func TestConfigLimits(t *testing.T) {
 				}
 				return
 			}
-			var le *ConfigLimitError
+			var le *configLimitError
 			if !errors.As(err, &le) || le.Line != c.line || !strings.HasPrefix(err.Error(), p+": line ") {
-				t.Fatalf("got %v, want a ConfigLimitError at line %d naming %s", err, c.line, p)
+				t.Fatalf("got %v, want a configLimitError at line %d naming %s", err, c.line, p)
 			}
 		})
 	}

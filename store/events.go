@@ -15,7 +15,7 @@ import (
 const (
 	EventConversationCreated    = "conversation/created"
 	EventConversationTitle      = "conversation/title"
-	EventConversationRenamed    = "conversation/renamed"
+	eventConversationRenamed    = "conversation/renamed"
 	eventConversationArchived   = "conversation/archived"
 	eventConversationUnarchived = "conversation/unarchived"
 	eventConversationForked     = "conversation/forked"
@@ -65,9 +65,9 @@ type TitleData struct {
 	MessageSeqs []int64 `json:"messageSeqs,omitempty"`
 }
 
-// RenamedData is conversation/renamed: the user's title, which ends
+// renamedData is conversation/renamed: the user's title, which ends
 // automatic ones.
-type RenamedData struct {
+type renamedData struct {
 	Title string `json:"title"`
 }
 

@@ -80,14 +80,14 @@ func (m *Machine) Check(n Needs, present func(id string) bool) []string {
 	}
 	for _, d := range n.Sources {
 		if present == nil || !present(d) {
-			reasons = append(reasons, ForkSourceMissing(d))
+			reasons = append(reasons, forkSourceMissing(d))
 		}
 	}
 	return reasons
 }
 
-// ForkSourceMissing is the reason given for a fork source not in the store.
-func ForkSourceMissing(id string) string {
+// forkSourceMissing is the reason given for a fork source not in the store.
+func forkSourceMissing(id string) string {
 	return fmt.Sprintf("fork source %s is missing: this conversation reads older history from it", termtext.Quote(id))
 }
 

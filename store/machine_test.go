@@ -31,7 +31,7 @@ func TestCheck(t *testing.T) {
 		{Needs{Cwd: dir, Agents: []string{"coder"}, Models: []string{"m1"}, Sources: []string{"here"}}, []string{}},
 		{Needs{Cwd: filepath.Join(dir, "gone"), Agents: []string{"coder", "writer"}, Models: []string{"m1", "m2", ""}, Sources: []string{"here", "away"}},
 			[]string{"working directory " + filepath.Join(dir, "gone") + " does not exist here", `agent "writer" is not configured in ` + cfgPath,
-				`model "m2" is not configured in ` + cfgPath, ForkSourceMissing("away")}},
+				`model "m2" is not configured in ` + cfgPath, forkSourceMissing("away")}},
 		{Needs{Cwd: file}, []string{"working directory " + file + " is not a directory"}},
 		{Needs{}, []string{"it records no working directory"}},
 	} {
@@ -41,7 +41,7 @@ func TestCheck(t *testing.T) {
 	}
 	var none *Machine
 	got := none.Check(Needs{Cwd: dir, Agents: []string{"writer"}, Sources: []string{"away"}}, present)
-	if !reflect.DeepEqual(got, []string{ForkSourceMissing("away")}) || none.Checked() {
+	if !reflect.DeepEqual(got, []string{forkSourceMissing("away")}) || none.Checked() {
 		t.Fatalf("a nil Machine: %q", got)
 	}
 	// Without a configuration: agents and models are not checked, and the

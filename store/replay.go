@@ -95,8 +95,8 @@ func (s *convState) apply(e *convlog.Event) error {
 				c.Title, c.TitleIsAuto = d.Title, true
 			}
 		})
-	case EventConversationRenamed:
-		err = on(e, nil, func(d *RenamedData) { c.Title, c.TitleIsAuto, s.renamed = d.Title, false, true })
+	case eventConversationRenamed:
+		err = on(e, nil, func(d *renamedData) { c.Title, c.TitleIsAuto, s.renamed = d.Title, false, true })
 	case eventConversationArchived:
 		c.Archived = true
 	case eventConversationUnarchived:

@@ -855,7 +855,7 @@ func (s *Store) Rename(convID, title string) error {
 		return &RecordError{Conversation: convID, Call: "Rename", Msg: err.Error(), Kind: ErrInvalid}
 	}
 	return s.change(convID, func(oc *openConv) error {
-		return s.appendEvent(oc, EventConversationRenamed, RenamedData{Title: title})
+		return s.appendEvent(oc, eventConversationRenamed, renamedData{Title: title})
 	})
 }
 

@@ -93,9 +93,9 @@ func renameRaw(f *fx, dataDir, id, title string) {
 		f.t.Fatal(err)
 	}
 	defer w.Close()
-	data, err := convlog.EncodeData(store.RenamedData{Title: title})
+	data, err := convlog.EncodeData(map[string]string{"title": title})
 	if err == nil {
-		err = w.Append([]convlog.Event{{Type: store.EventConversationRenamed, Time: 1790000000000, Data: data}})
+		err = w.Append([]convlog.Event{{Type: "conversation/renamed", Time: 1790000000000, Data: data}})
 	}
 	if err != nil {
 		f.t.Fatal(err)
