@@ -322,11 +322,11 @@ func withIndex(t *testing.T, dataDir string) {
 		t.Fatalf("cp: %v %s", err, out)
 	}
 	reindexStore(t, clone)
-	data, err := os.ReadFile(store.IndexPath(clone))
+	data, err := os.ReadFile(filepath.Join(clone, store.IndexFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(store.IndexPath(dataDir), data, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dataDir, store.IndexFileName), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -698,7 +698,7 @@ func TestRestoreOneConversation(t *testing.T) {
 	if len(tree.Conversations) != len(want) {
 		t.Fatalf("%d conversations in the new store", len(tree.Conversations))
 	}
-	db, err := index.Open(store.IndexPath(target))
+	db, err := index.Open(filepath.Join(target, store.IndexFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1116,7 +1116,7 @@ func TestWriteStopsCleanly(t *testing.T) {
 func TestIndexSnapshotWithPendingLog(t *testing.T) {
 	dataDir, _ := generate(t, 23, 0, false)
 	withIndex(t, dataDir)
-	os.WriteFile(store.IndexPath(dataDir)+"-wal", []byte("not a valid WAL, ignored by SQLite"), 0o600)
+	os.WriteFile(filepath.Join(dataDir, store.IndexFileName)+"-wal", []byte("not a valid WAL, ignored by SQLite"), 0o600)
 	a, res := backupFile(t, dataDir, Options{})
 	if res.Manifest.Online || res.Manifest.IndexMethod != IndexByVacuum {
 		t.Fatalf("index by %s", res.Manifest.IndexMethod)

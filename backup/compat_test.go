@@ -225,7 +225,7 @@ func treeSums(t *testing.T, root string) map[string]string {
 // fingerprints and log identities (their sizes and modification times: the restore's clock).
 func indexRows(t *testing.T, dataDir string) map[string]*index.Conversation {
 	t.Helper()
-	db, err := index.Open(store.IndexPath(dataDir))
+	db, err := index.Open(filepath.Join(dataDir, store.IndexFileName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func TestRsyncableBackup(t *testing.T) {
 		}
 	}
 	index := base.Add(-time.Hour)
-	if err := os.Chtimes(store.IndexPath(dataDir), index, index); err != nil {
+	if err := os.Chtimes(filepath.Join(dataDir, store.IndexFileName), index, index); err != nil {
 		t.Fatal(err)
 	}
 	at := func(h int) Options {
@@ -114,7 +114,7 @@ func TestRsyncableBackup(t *testing.T) {
 	if _, err := restoreFile(t, a3, RestoreOptions{Target: target}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(store.IndexPath(target)); err != nil {
+	if _, err := os.Stat(filepath.Join(target, store.IndexFileName)); err != nil {
 		t.Errorf("the restore built no index: %v", err)
 	}
 }

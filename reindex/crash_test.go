@@ -73,7 +73,7 @@ func TestSIGKILLDuringReindex(t *testing.T) {
 			kills++
 		}
 		// Whatever the moment, metadata.db is a complete index.
-		db, err := index.Open(store.IndexPath(dir))
+		db, err := index.Open(filepath.Join(dir, store.IndexFileName))
 		if err != nil {
 			t.Fatalf("after kill %d: %v", i, err)
 		}
@@ -163,7 +163,7 @@ func TestSIGKILLDuringIncremental(t *testing.T) {
 		time.Sleep(time.Duration(rng.Intn(120)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		killed := cmd.Wait() != nil
-		db, err := index.Open(store.IndexPath(dir))
+		db, err := index.Open(filepath.Join(dir, store.IndexFileName))
 		if err != nil {
 			t.Fatalf("after kill %d: %v", i, err)
 		}
@@ -243,7 +243,7 @@ func TestIncrementalEqualsRebuild(t *testing.T) {
 	if _, err := Run(ctx, s, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	full, err := index.Open(store.IndexPath(dir))
+	full, err := index.Open(filepath.Join(dir, store.IndexFileName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func TestIncrementalEqualsRebuildAfterChanges(t *testing.T) {
 			t.Fatalf("round %d: kept %d, replayed %d, deletions %d of %d conversations", round, res.Kept, res.Replayed,
 				len(res.DeletionsFinished), len(before.Conversations))
 		}
-		inc := dump(t, store.IndexPath(dir))
+		inc := dump(t, filepath.Join(dir, store.IndexFileName))
 		chk, err := reindex.Check(ctx, readOnly(t, dir), reindex.Options{Machine: c.machine()})
 		if err != nil {
 			t.Fatal(err)
@@ -95,7 +95,7 @@ func TestIncrementalEqualsRebuildAfterChanges(t *testing.T) {
 		}
 		// The rebuild, beside it: the incremental index is moved aside
 		// (the same file) and put back for the next round.
-		db, aside := store.IndexPath(dir), filepath.Join(base, "incremental.db")
+		db, aside := filepath.Join(dir, store.IndexFileName), filepath.Join(base, "incremental.db")
 		if err := os.Rename(db, aside); err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestIncrementalWithoutIndex(t *testing.T) {
 	if res.FullReason != "metadata.db does not exist" || res.Indexed != 12 {
 		t.Fatalf("no index: reason %q, indexed %d", res.FullReason, res.Indexed)
 	}
-	if err := os.WriteFile(store.IndexPath(dir), []byte("not a database, but long enough to be read as one by SQLite\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, store.IndexFileName), []byte("not a database, but long enough to be read as one by SQLite\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	res = run(t, dir, reindex.Options{Incremental: true})
@@ -590,7 +590,7 @@ func TestIncrementalSparseForeignAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, dir, reindex.Options{Jobs: 2})
-	orig := dump(t, store.IndexPath(dir))
+	orig := dump(t, filepath.Join(dir, store.IndexFileName))
 	tree := walkOf(t, dir)
 	if len(tree.Conversations) <= 2*16 {
 		t.Fatalf("%d conversations: not more than the readers hold ahead", len(tree.Conversations))
@@ -637,11 +637,11 @@ func TestIncrementalSparseForeignAppends(t *testing.T) {
 		t.Fatalf("replayed %d and kept %d of %d conversations; want %d replayed", res.Replayed, res.Kept,
 			len(tree.Conversations), len(changed))
 	}
-	inc := dump(t, store.IndexPath(dir))
+	inc := dump(t, filepath.Join(dir, store.IndexFileName))
 	if chk, err := reindex.Check(context.Background(), readOnly(t, dir), reindex.Options{}); err != nil || chk.Drift() {
 		t.Fatalf("check after the incremental run: %v %+v", err, chk)
 	}
-	db, aside := store.IndexPath(dir), filepath.Join(base, "incremental.db")
+	db, aside := filepath.Join(dir, store.IndexFileName), filepath.Join(base, "incremental.db")
 	if err := os.Rename(db, aside); err != nil {
 		t.Fatal(err)
 	}

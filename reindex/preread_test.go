@@ -154,12 +154,12 @@ func TestPrereadsEqualRebuild(t *testing.T) {
 	}) {
 		t.Fatalf("skipped %+v, want the refused log's conversation", fromReads.Skipped)
 	}
-	got := dump(t, store.IndexPath(dir))
-	if err := os.Remove(store.IndexPath(dir)); err != nil {
+	got := dump(t, filepath.Join(dir, store.IndexFileName))
+	if err := os.Remove(filepath.Join(dir, store.IndexFileName)); err != nil {
 		t.Fatal(err)
 	}
 	full := run(t, dir, reindex.Options{})
-	if d := diffLines(got, dump(t, store.IndexPath(dir))); d != "" {
+	if d := diffLines(got, dump(t, filepath.Join(dir, store.IndexFileName))); d != "" {
 		t.Fatalf("the index built from the reads differs from the rebuild (-reads +rebuild):\n%s", d)
 	}
 	if !slices.Equal(skipPaths(fromReads.Skipped), skipPaths(full.Skipped)) || fromReads.Messages != full.Messages || fromReads.Sessions != full.Sessions {

@@ -105,7 +105,7 @@ func TestRunCheckList(t *testing.T) {
 	if l.Conversations[1].Title != "find the giraffe in the logs" || l.Conversations[1].Turns != 1 {
 		t.Fatalf("row = %+v", l.Conversations[1])
 	}
-	db, err := index.Open(store.IndexPath(dir))
+	db, err := index.Open(filepath.Join(dir, store.IndexFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestGarbageIndexIsReplaced(t *testing.T) {
 	s := openStore(t, dir)
 	defer s.Close()
 	addConversation(t, s, "alpha", "hello")
-	os.WriteFile(store.IndexPath(dir), []byte("this is not a database, just garbage bytes\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, store.IndexFileName), []byte("this is not a database, just garbage bytes\n"), 0o600)
 	chk, err := Check(ctx, reader(t, dir), Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +160,7 @@ func TestGarbageIndexIsReplaced(t *testing.T) {
 	if chk, _ := Check(ctx, reader(t, dir), Options{}); chk.Drift() {
 		t.Fatalf("drift after replacing garbage: %+v", chk)
 	}
-	fi, err := os.Stat(store.IndexPath(dir))
+	fi, err := os.Stat(filepath.Join(dir, store.IndexFileName))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("index mode = %v, %v", fi, err)
 	}

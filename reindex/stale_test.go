@@ -23,7 +23,7 @@ func TestStale(t *testing.T) {
 	if _, err := Run(ctx, s, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	db, err := index.Open(store.IndexPath(dir))
+	db, err := index.Open(filepath.Join(dir, store.IndexFileName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,7 +146,7 @@ func TestWillNotOpen(t *testing.T) {
 		}
 	}
 
-	db, err := index.Open(store.IndexPath(dir))
+	db, err := index.Open(filepath.Join(dir, store.IndexFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestWillNotOpen(t *testing.T) {
 	}
 
 	// From the logs, list checks as it goes.
-	if err := os.Remove(store.IndexPath(dir)); err != nil {
+	if err := os.Remove(filepath.Join(dir, store.IndexFileName)); err != nil {
 		t.Fatal(err)
 	}
 	l, err := List(ctx, reader(t, dir), ListOptions{All: true, WillNotOpen: true, Machine: m2})

@@ -59,11 +59,8 @@ func ResolveDataDir(flag string, getenv func(string) string, home string) (strin
 
 func blank(s string) bool { return strings.TrimSpace(s) == "" }
 
-// LockPath is the path of runtime.lock.
-func LockPath(dataDir string) string { return filepath.Join(dataDir, LockFileName) }
-
-// IndexPath is the path of the SQLite index.
-func IndexPath(dataDir string) string { return filepath.Join(dataDir, IndexFileName) }
+// lockPath is the path of runtime.lock.
+func lockPath(dataDir string) string { return filepath.Join(dataDir, LockFileName) }
 
 // ConversationsDir is the directory holding one directory per conversation.
 func ConversationsDir(dataDir string) string {
@@ -193,7 +190,7 @@ func probe(dataDir string) (probed, error) {
 func (s *Store) ConversationsDir() string { return ConversationsDir(s.dataDir) }
 
 // IndexPath is the path of the store's metadata.db.
-func (s *Store) IndexPath() string { return IndexPath(s.dataDir) }
+func (s *Store) IndexPath() string { return filepath.Join(s.dataDir, IndexFileName) }
 
 // ConversationPath is the directory of conversation convID in the store.
 func (s *Store) ConversationPath(convID string) (string, error) {

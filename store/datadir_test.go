@@ -59,8 +59,8 @@ func TestLayoutPaths(t *testing.T) {
 		got  func() (string, error)
 		want string
 	}{
-		{"lock", func() (string, error) { return LockPath(d), nil }, "/data/runtime.lock"},
-		{"index", func() (string, error) { return IndexPath(d), nil }, "/data/metadata.db"},
+		{"lock", func() (string, error) { return lockPath(d), nil }, "/data/runtime.lock"},
+		{"index", func() (string, error) { return filepath.Join(d, IndexFileName), nil }, "/data/metadata.db"},
 		{"conversations", func() (string, error) { return ConversationsDir(d), nil }, "/data/conversations"},
 		{"conversation", func() (string, error) { return conversationPath(d, "a/b.c") }, "/data/conversations/a~002Fb.c"},
 		{"conversation dotdot", func() (string, error) { return conversationPath(d, "..") }, "/data/conversations/~002E~002E"},

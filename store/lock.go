@@ -112,7 +112,7 @@ const (
 // flock, waiting up to opts.Timeout, and records this process; the kernel
 // drops the lock on exit, so it is never stale.
 func acquireLock(ctx context.Context, dataDir string, opts LockOptions) (*Lock, error) {
-	path := LockPath(dataDir)
+	path := lockPath(dataDir)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -284,7 +284,7 @@ type Status struct {
 // LockStatus reports whether runtime.lock is held by probing with a shared
 // flock released at once; a missing lock file means free.
 func LockStatus(dataDir string) (Status, error) {
-	path := LockPath(dataDir)
+	path := lockPath(dataDir)
 	st := Status{Path: path}
 	// A link is not followed and a FIFO never blocks the probe's open.
 	f, err := durable.OpenRegular(path, os.O_RDONLY)

@@ -94,7 +94,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 	if !errors.As(err, &le) || le.Holder == nil || le.Holder.PID != pid || le.Holder.Command != holderCommand {
 		t.Fatalf("LockedError %#v does not name pid %d", le, pid)
 	}
-	for _, want := range []string{"runtime.lock is held by pid " + strconv.Itoa(pid), `("` + holderCommand + `")`, " on host ", " since ", LockPath(dir)} {
+	for _, want := range []string{"runtime.lock is held by pid " + strconv.Itoa(pid), `("` + holderCommand + `")`, " on host ", " since ", lockPath(dir)} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not contain %q", err, want)
 		}
@@ -104,7 +104,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Held || st.Holder == nil || st.Holder.PID != pid || st.Path != LockPath(dir) {
+	if !st.Held || st.Holder == nil || st.Holder.PID != pid || st.Path != lockPath(dir) {
 		t.Fatalf("LockStatus = %+v, want held by %d", st, pid)
 	}
 
@@ -172,7 +172,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 	if st.Held {
 		t.Fatalf("LockStatus after Release = %+v, want free", st)
 	}
-	if _, err := os.Stat(LockPath(dir)); err != nil {
+	if _, err := os.Stat(lockPath(dir)); err != nil {
 		t.Fatalf("lock file gone after Release: %v", err)
 	}
 }
@@ -189,7 +189,7 @@ func TestLockHolderRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.release()
-	data, err := os.ReadFile(LockPath(dir))
+	data, err := os.ReadFile(lockPath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestLockHolderRecord(t *testing.T) {
 	// A second acquisition in this process conflicts too (flock is per open
 	// file), and the error renders the record: it is the holder's.
 	_, err = lockDir(context.Background(), dir, LockOptions{Mode: LockExclusive})
-	wantErr := fmt.Sprintf(`runtime.lock is held by pid %d ("convkit reindex") on host %s since %s (%s)`, os.Getpid(), host, at.UTC().Format(time.RFC3339), LockPath(dir))
+	wantErr := fmt.Sprintf(`runtime.lock is held by pid %d ("convkit reindex") on host %s since %s (%s)`, os.Getpid(), host, at.UTC().Format(time.RFC3339), lockPath(dir))
 	if err == nil || err.Error() != wantErr {
 		t.Fatalf("got %v, want %s", err, wantErr)
 	}
@@ -217,7 +217,7 @@ func TestLockHolderRecord(t *testing.T) {
 		{"a pid not running", Holder{PID: deadPID(t), Host: host, StartedAt: at}, "which is not running"},
 		{"written before the process started", Holder{PID: os.Getpid(), Host: host, StartedAt: time.Unix(1000, 0)}, "after the record was written"},
 	} {
-		rec, err := os.OpenFile(LockPath(dir), os.O_RDWR, 0)
+		rec, err := os.OpenFile(lockPath(dir), os.O_RDWR, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,7 +262,7 @@ func TestLockHeldWithoutRecord(t *testing.T) {
 	child.Process.Kill()
 	child.Wait()
 	ready := filepath.Join(t.TempDir(), "ready")
-	cmd := exec.Command(flockBin, "--nonblock", LockPath(dir), "sh", "-c", "touch "+ready+"; exec sleep 60")
+	cmd := exec.Command(flockBin, "--nonblock", lockPath(dir), "sh", "-c", "touch "+ready+"; exec sleep 60")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestLockHeldWithoutRecord(t *testing.T) {
 	if !errors.As(err, &le) || le.Holder != nil || !strings.Contains(err.Error(), "runtime.lock is held by a process that left no record") {
 		t.Fatalf("lock: %v", err)
 	}
-	if pids, ok := lockPIDs(LockPath(dir)); ok {
+	if pids, ok := lockPIDs(lockPath(dir)); ok {
 		// flock(1) takes the lock itself, then runs the shell.
 		if len(pids) != 1 || pids[0] != cmd.Process.Pid || !strings.Contains(err.Error(), fmt.Sprintf("the kernel lists pid %d as holding it", cmd.Process.Pid)) {
 			t.Fatalf("the kernel lists %v; error %v; flock is pid %d", pids, err, cmd.Process.Pid)
@@ -339,10 +339,10 @@ func TestLockStatusCreatesNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.Held || st.Holder != nil || st.Path != LockPath(dir) {
+			if st.Held || st.Holder != nil || st.Path != lockPath(dir) {
 				t.Fatalf("LockStatus = %+v", st)
 			}
-			if _, err := os.Lstat(LockPath(dir)); !errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Lstat(lockPath(dir)); !errors.Is(err, fs.ErrNotExist) {
 				t.Fatalf("LockStatus created the lock file: %v", err)
 			}
 		})
@@ -355,7 +355,7 @@ func TestLockNoneCreatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Mode() != LockNone || l.Path() != LockPath(dir) {
+	if l.Mode() != LockNone || l.Path() != lockPath(dir) {
 		t.Fatalf("lock %+v", l)
 	}
 	if err := l.release(); err != nil {
@@ -377,7 +377,7 @@ func TestLockFileModes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer l.release()
-			for p, want := range map[string]fs.FileMode{dir: 0o700, LockPath(dir): 0o600} {
+			for p, want := range map[string]fs.FileMode{dir: 0o700, lockPath(dir): 0o600} {
 				fi, err := os.Lstat(p)
 				if err != nil {
 					t.Fatal(err)
@@ -432,7 +432,7 @@ func TestLockRefusesLinksAndSpecialFiles(t *testing.T) {
 			if err := os.WriteFile(victim, []byte(content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			c.make(t, LockPath(dir), victim)
+			c.make(t, lockPath(dir), victim)
 
 			done := make(chan struct{})
 			var lockErr, statusErr error
@@ -455,10 +455,10 @@ func TestLockRefusesLinksAndSpecialFiles(t *testing.T) {
 					t.Errorf("%s accepted the %s", what, c.name)
 					continue
 				}
-				if msg := err.Error(); !strings.Contains(msg, c.want) || !strings.Contains(msg, LockPath(dir)) {
-					t.Errorf("%s: %q, want it to name %s and say %q", what, msg, LockPath(dir), c.want)
+				if msg := err.Error(); !strings.Contains(msg, c.want) || !strings.Contains(msg, lockPath(dir)) {
+					t.Errorf("%s: %q, want it to name %s and say %q", what, msg, lockPath(dir), c.want)
 				}
-				if strings.Count(err.Error(), LockPath(dir)) != 1 {
+				if strings.Count(err.Error(), lockPath(dir)) != 1 {
 					t.Errorf("%s: %q names the path more than once", what, err)
 				}
 			}

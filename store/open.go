@@ -85,7 +85,7 @@ func Open(ctx context.Context, dataDir string, opts OpenOptions) (*Store, error)
 		now = time.Now
 	}
 	s := &Store{dataDir: dataDir, now: now, comp: opts.Compression, convs: map[string]*openConv{}, sessions: map[sessionKey]*Session{},
-		lock: &Lock{path: LockPath(dataDir), mode: LockNone}}
+		lock: &Lock{path: lockPath(dataDir), mode: LockNone}}
 	st, err := probe(dataDir)
 	if err != nil {
 		return nil, err

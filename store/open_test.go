@@ -163,7 +163,7 @@ func TestOpenModes(t *testing.T) {
 			after := listDir(t, dir)
 			switch {
 			case tt.created:
-				if fi, err := os.Stat(LockPath(dir)); err != nil || fi.Mode().Perm() != 0o600 {
+				if fi, err := os.Stat(lockPath(dir)); err != nil || fi.Mode().Perm() != 0o600 {
 					t.Errorf("created store: runtime.lock %v %v", fi, err)
 				}
 				if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {

@@ -671,7 +671,7 @@ func reindexJob(h *harness, in *inputs) *job {
 		root := store.ConversationsDir(data)
 		orig := hashTree(t, root, nil)
 		deleting := deletingDirs(t, data)
-		db := store.IndexPath(data)
+		db := filepath.Join(data, store.IndexFileName)
 		oldDB := fileHash(t, db)
 		return &trial{
 			args:    []string{"--data-dir", data, "-q", "reindex"},

@@ -154,7 +154,7 @@ func (f *fx) lockIndex() {
 		f.t.Skip("sqlite3 is not installed (.ci/run installs it)")
 	}
 	f.mustRun(0, "reindex")
-	f.vars["db"] = store.IndexPath(f.data)
+	f.vars["db"] = filepath.Join(f.data, store.IndexFileName)
 	cmd := exec.Command("sqlite3", "-bail", f.vars["db"])
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -56,8 +56,8 @@ func (f *fx) walPending(title string) {
 	f.mustRun(0, "reindex")
 	scratch := f.t.TempDir()
 	db := filepath.Join(scratch, "metadata.db")
-	copyFile(f.t, store.IndexPath(f.data), db)
-	idx := store.IndexPath(f.data)
+	copyFile(f.t, filepath.Join(f.data, store.IndexFileName), db)
+	idx := filepath.Join(f.data, store.IndexFileName)
 	cmd := exec.Command("sqlite3", "-bail", db)
 	cmd.Stdin = strings.NewReader(fmt.Sprintf("PRAGMA wal_autocheckpoint=0;\nUPDATE conversations SET title = '%s' WHERE id = '%s';\n.shell cp %s %s && cp %s-wal %s-wal\n",
 		title, f.vars["basic.id"], db, idx, db, idx))
@@ -96,7 +96,7 @@ func fsCases() []hcase {
 			name: "read-only data directory: reindex fails at runtime.lock, writes nothing",
 			setup: func(f *fx) []string {
 				f.readOnly(f.data)
-				f.vars["lock"] = store.LockPath(f.data)
+				f.vars["lock"] = filepath.Join(f.data, store.LockFileName)
 				return []string{"reindex"}
 			},
 			code:   1,

@@ -130,7 +130,7 @@ func (f *fx) withBase() *fx {
 		f.vars[name] = dst
 		f.vars[name+".id"] = c.ID
 	}
-	copyFile(f.t, store.LockPath(base.data), store.LockPath(f.data))
+	copyFile(f.t, filepath.Join(base.data, store.LockFileName), filepath.Join(f.data, store.LockFileName))
 	return f
 }
 

@@ -18,7 +18,7 @@ func (f *fx) garbageIndex(sqlite bool) string {
 	if sqlite {
 		junk = append([]byte("SQLite format 3\x00"), junk...)
 	}
-	p := f.write(store.IndexPath(f.data), junk)
+	p := f.write(filepath.Join(f.data, store.IndexFileName), junk)
 	f.vars["db"] = p
 	return p
 }
@@ -31,7 +31,7 @@ func (f *fx) sqliteIndex(statements string) string {
 		f.t.Skip("sqlite3 is not installed (.ci/run installs it)")
 	}
 	f.mustRun(0, "reindex")
-	p := store.IndexPath(f.data)
+	p := filepath.Join(f.data, store.IndexFileName)
 	cmd := exec.Command("sqlite3", "-bail", p)
 	cmd.Stdin = strings.NewReader(statements)
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -396,7 +396,7 @@ func writeCases() []hcase {
 // aside) in conversations/'s place, {convs}.
 func (f *fx) conversationsFile(kind string) {
 	f.t.Helper()
-	if r := f.run("reindex"); !fileExists(store.IndexPath(f.data)) {
+	if r := f.run("reindex"); !fileExists(filepath.Join(f.data, store.IndexFileName)) {
 		f.t.Fatalf("setup: reindex wrote no metadata.db: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	p := filepath.Join(f.data, "conversations")
@@ -445,13 +445,13 @@ func conversationsFileCases() []hcase {
 		{name: "reindex --check refuses it", kind: "file", args: func(*fx) []string { return []string{"reindex", "--check"} }},
 		{name: "list from the logs refuses it", kind: "file", args: func(f *fx) []string {
 			// Without an index, list reads the logs.
-			if err := os.Rename(store.IndexPath(f.data), filepath.Join(f.root, "metadata.db.aside")); err != nil {
+			if err := os.Rename(filepath.Join(f.data, store.IndexFileName), filepath.Join(f.root, "metadata.db.aside")); err != nil {
 				f.t.Fatal(err)
 			}
 			return []string{"list", "--all"}
 		}},
 		{name: "list from the logs refuses it", kind: "symlink", args: func(f *fx) []string {
-			if err := os.Rename(store.IndexPath(f.data), filepath.Join(f.root, "metadata.db.aside")); err != nil {
+			if err := os.Rename(filepath.Join(f.data, store.IndexFileName), filepath.Join(f.root, "metadata.db.aside")); err != nil {
 				f.t.Fatal(err)
 			}
 			return []string{"list", "--all"}

@@ -59,7 +59,7 @@ func current(t *testing.T, dir string) {
 
 func row(t *testing.T, dir, id string) *index.Conversation {
 	t.Helper()
-	db, err := index.Open(store.IndexPath(dir))
+	db, err := index.Open(filepath.Join(dir, store.IndexFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestEdits(t *testing.T) {
 func TestOlderIndexIsLeftForReindex(t *testing.T) {
 	ctx := context.Background()
 	dir, _, basic, _ := fixture(t)
-	db, err := sql.Open("sqlite", "file:"+store.IndexPath(dir))
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, store.IndexFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestOlderIndexIsLeftForReindex(t *testing.T) {
 	if info, _ := s.Conversation(basic); !info.Archived {
 		t.Fatal("not archived")
 	}
-	if err := os.Remove(store.IndexPath(dir)); err != nil {
+	if err := os.Remove(filepath.Join(dir, store.IndexFileName)); err != nil {
 		t.Fatal(err)
 	}
 	res, err = SetArchived(ctx, s, []string{basic}, false, Options{})

@@ -163,10 +163,10 @@ func storeSums(t *testing.T, root string) map[string]string {
 // nil when it has none.
 func storeRows(t *testing.T, dataDir string) map[string]*index.Conversation {
 	t.Helper()
-	if _, err := os.Lstat(store.IndexPath(dataDir)); err != nil {
+	if _, err := os.Lstat(filepath.Join(dataDir, store.IndexFileName)); err != nil {
 		return nil
 	}
-	db, err := index.Open(store.IndexPath(dataDir))
+	db, err := index.Open(filepath.Join(dataDir, store.IndexFileName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func willNotOpen(t *testing.T, dataDir, id string) []string {
 func removeRow(t *testing.T, dataDir, id string) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := index.Open(store.IndexPath(dataDir))
+	db, err := index.Open(filepath.Join(dataDir, store.IndexFileName))
 	if err != nil {
 		t.Fatal(err)
 	}

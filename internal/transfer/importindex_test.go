@@ -75,12 +75,12 @@ func sameAsRebuild(t *testing.T, dir, cfg string) {
 	if cr.Drift() {
 		t.Fatalf("check after the import: %s %+v", cr.IndexProblem, cr.Differences)
 	}
-	got, err := fixtures.IndexRows(store.IndexPath(dir))
+	got, err := fixtures.IndexRows(filepath.Join(dir, store.IndexFileName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rebuild(t, dir, cfg)
-	want, err := fixtures.IndexRows(store.IndexPath(dir))
+	want, err := fixtures.IndexRows(filepath.Join(dir, store.IndexFileName))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -288,7 +288,7 @@ func TestRerunUpdatesIndexAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	db := store.IndexPath(b)
+	db := filepath.Join(b, store.IndexFileName)
 	before, err := os.ReadFile(db)
 	if err != nil {
 		t.Fatal(err)
