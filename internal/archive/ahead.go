@@ -86,10 +86,14 @@ func ReadAhead[T, R any](ctx context.Context, items iter.Seq[T], a Ahead, load f
 			err = sink(r)
 		case <-ctx.Done():
 			err = ctx.Err()
+			release(<-done) // taken from order: the drain below will not see it
 		}
 		if err != nil {
 			break
 		}
+	}
+	if err == nil {
+		err = ctx.Err() // the items stopped short when it ended
 	}
 	cancel()
 	mu.Lock()

@@ -48,3 +48,31 @@ func TestReadAhead(t *testing.T) {
 		t.Errorf("%d results neither sunk nor released (%d released)", n, released.Load())
 	}
 }
+
+// TestReadAheadCancelled: when the caller's context ends mid-run, every
+// loaded result is still either sunk or released, once.
+func TestReadAheadCancelled(t *testing.T) {
+	items := make([]int, 200)
+	for i := range items {
+		items[i] = i
+	}
+	for round := range 30 {
+		ctx, cancel := context.WithCancel(context.Background())
+		var loaded, sunk, released atomic.Int64
+		load := func(i int) int { loaded.Add(1); return i }
+		err := ReadAhead(ctx, slices.Values(items), Ahead{Workers: 1 + round%4, Items: 16}, load, nil, func(i int) error {
+			sunk.Add(1)
+			if i == 50 {
+				cancel()
+			}
+			return nil
+		}, func(int) { released.Add(1) })
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("round %d: err %v, want context.Canceled", round, err)
+		}
+		if l, s, r := loaded.Load(), sunk.Load(), released.Load(); l != s+r {
+			t.Fatalf("round %d: %d loaded, %d sunk, %d released", round, l, s, r)
+		}
+	}
+}
