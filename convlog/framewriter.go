@@ -110,14 +110,15 @@ var roundTrip = func() *zstd.Decoder {
 	return d
 }()
 
-// frameTampered (a test hook) changes a frame after its compression.
-var frameTampered func(out []byte)
+// frameTampered (a test hook) changes a frame, the log's from line
+// firstLine on, after its compression.
+var frameTampered func(firstLine int64, out []byte)
 
 // FrameWriterOptions tune a FrameWriter.
 type FrameWriterOptions struct {
 	Compress bool
-	// Parallel is how many frames are checked and compressed at once
-	// (0: one).
+	// Parallel is how many frames are compressed at once (0: one); their
+	// checks still run one at a time, in order.
 	Parallel int
 }
 
@@ -155,8 +156,8 @@ type frameJob struct {
 }
 
 // NewFrameWriter starts writing the log at path (named in errors), whose
-// frames go to write in order, with its header h, which must be a valid
-// current header.
+// frames go to write in order (write must not keep its argument), with its
+// header h, which must be a valid current header.
 func NewFrameWriter(write func([]byte) error, path string, h *Header, opts FrameWriterOptions) (*FrameWriter, error) {
 	line := h.AppendJSON(nil)
 	if _, err := ParseHeader(path, line, CurrentVersion); err != nil {
@@ -182,8 +183,8 @@ func (fw *FrameWriter) compressFrames() {
 	defer fw.wg.Done()
 	var back []byte
 	for j := range fw.work {
+		<-j.prev // a frame without a check still keeps the checks' order
 		if j.check != nil {
-			<-j.prev
 			j.err = j.check(j.plain)
 		}
 		close(j.checked)
@@ -198,7 +199,7 @@ func (fw *FrameWriter) compressFrames() {
 			enc := getEncoder()
 			j.out = enc.EncodeAll(j.plain, out)
 			if frameTampered != nil {
-				frameTampered(j.out)
+				frameTampered(j.firstLine, j.out)
 			}
 			// A quarter to spare serves the next frames too.
 			if n := len(j.plain); cap(back) < n {
@@ -288,6 +289,11 @@ func (fw *FrameWriter) Add(lines []byte, firstLine int64, check func([]byte) err
 }
 
 func (fw *FrameWriter) add(j *frameJob) error {
+	select { // a free slot must not hide a failure
+	case <-fw.failed:
+		return fw.failErr
+	default:
+	}
 	select {
 	case <-fw.failed:
 		return fw.failErr

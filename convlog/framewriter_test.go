@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // frameWriterLog writes turns of sampleTurn with a FrameWriter, a chunk
@@ -115,9 +117,9 @@ func TestFrameWriter(t *testing.T) {
 // frame is written.
 func TestFrameWriterFaults(t *testing.T) {
 	t.Run("bad frame", func(t *testing.T) {
-		n := 0
-		frameTampered = func(out []byte) {
-			if n++; n == 3 {
+		// By line, not by call: two compressors call the hook at once.
+		frameTampered = func(firstLine int64, out []byte) {
+			if firstLine == 2 { // the first chunk after the header
 				out[len(out)/2] ^= 0x40
 			}
 		}
@@ -126,8 +128,8 @@ func TestFrameWriterFaults(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "does not decode to the lines checked") {
 			t.Fatalf("got %v, want the frame refused", err)
 		}
-		if len(frames) != 2 {
-			t.Fatalf("%d frames written, want the 2 before the bad one", len(frames))
+		if len(frames) != 1 {
+			t.Fatalf("%d frames written, want the header's before the bad one", len(frames))
 		}
 	})
 	t.Run("bad line", func(t *testing.T) {
@@ -148,4 +150,45 @@ func TestFrameWriterFaults(t *testing.T) {
 			t.Fatalf("got %v after %d frames, want the check's error after the header's", err, len(frames))
 		}
 	})
+}
+
+// TestFrameWriterCheckOrder: a frame without a check between two with
+// checks does not let the later check run before, or beside, the earlier.
+func TestFrameWriterCheckOrder(t *testing.T) {
+	fw, err := NewFrameWriter(func([]byte) error { return nil }, "s1.jsonl", testHeader("s1"), FrameWriterOptions{Compress: true, Parallel: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []int
+	running := make(chan struct{}, 1)
+	check := func(n int, wait time.Duration) func([]byte) error {
+		return func([]byte) error {
+			select {
+			case running <- struct{}{}:
+			default:
+				t.Errorf("check %d runs beside another", n)
+				return nil
+			}
+			time.Sleep(wait)
+			order = append(order, n)
+			<-running
+			return nil
+		}
+	}
+	line := []byte("{}\n")
+	for _, add := range []func() error{
+		func() error { return fw.Add(line, 2, check(0, 200*time.Millisecond)) },
+		func() error { return fw.Add(line, 3, nil) },
+		func() error { return fw.Add(line, 4, check(2, 0)) },
+	} {
+		if err := add(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(order, []int{0, 2}) {
+		t.Errorf("checks ran in the order %v, want [0 2]", order)
+	}
 }
