@@ -11,5 +11,5 @@ func statIdentity(fi fs.FileInfo) (ctime int64, dev, ino uint64, ok bool) {
 	if !ok {
 		return 0, 0, 0, false
 	}
-	return st.Ctim.Sec*1e9 + st.Ctim.Nsec, uint64(st.Dev), st.Ino, true
+	return int64(st.Ctim.Sec)*1e9 + int64(st.Ctim.Nsec), uint64(st.Dev), st.Ino, true
 }

@@ -208,7 +208,7 @@ func (o *objKeys) addSlow(b []byte, obj, ks, ke int, esc bool) bool {
 
 // seen reports whether one of the object's keys before b[ks] is k.
 func (o *objKeys) seen(b []byte, obj, ks int, k []byte) bool {
-	if o.n <= len(o.offs) && ks <= 1<<32-1 {
+	if o.n <= len(o.offs) && uint64(ks) <= 1<<32-1 {
 		for _, off := range o.offs[:o.n] {
 			ke, err := skipStringTrusted(b, int(off))
 			if err != nil {
