@@ -2,8 +2,10 @@ package store
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/convkit/convkit/convlog"
@@ -67,6 +69,20 @@ func newMisuseFixture(t *testing.T, state string) *misuseFixture {
 	mustNil(t, err)
 	toState(t, f, state)
 	return f
+}
+
+// rewind rewinds to message id, which must be refused: the error names
+// the id, and no conversation is created.
+func (f *misuseFixture) rewind(t *testing.T, id string) error {
+	t.Helper()
+	_, err := f.se.Rewind("c2", "root", id)
+	if err != nil && !strings.Contains(err.Error(), `"`+id+`"`) {
+		t.Errorf("error %q does not name message %s", err, id)
+	}
+	if _, serr := os.Stat(filepath.Join(f.dir, "conversations", "c2")); !errors.Is(serr, fs.ErrNotExist) {
+		t.Errorf("conversation c2: %v", serr)
+	}
+	return err
 }
 
 // files is every log of the conversation with its bytes.
@@ -272,6 +288,17 @@ func TestRecorderRefusesMisuse(t *testing.T) {
 		{"a rewind to a message never recorded", "idle", ErrUnknownMessage, nil, func(t *testing.T, f *misuseFixture) error {
 			_, err := f.se.Rewind("c2", "root", "nope")
 			return err
+		}},
+		{"a rewind to the model's message", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.rewind(t, "a1")
+		}},
+		{"a rewind to a user message not from the user", "idle", ErrInvalid, func(t *testing.T, f *misuseFixture) {
+			_, err := f.se.BeginTurn(storedMsg(t, "r1", "user", "auto-review", "review"))
+			mustNil(t, err)
+			step(t, f.se, "a2", "done")
+			mustNil(t, f.se.EndTurn(OutcomeCompleted, nil))
+		}, func(t *testing.T, f *misuseFixture) error {
+			return f.rewind(t, "r1")
 		}},
 		{"a rewind to no message", "idle", ErrEmptyID, nil, func(t *testing.T, f *misuseFixture) error {
 			_, err := f.se.Rewind("c2", "root", "")

@@ -644,6 +644,9 @@ func (se *Session) seqOf(call, id string) (seq int64, err error) {
 		if !ok {
 			return se.refuse(call, ErrUnknownMessage, "no message %s was recorded in the session", termtext.Quote(id))
 		}
+		if call == "Rewind" && !se.rec.userMsgs[id] {
+			return se.refuse(call, ErrInvalid, "message %s is not one of the user's", termtext.Quote(id))
+		}
 		seq = s
 		return nil
 	})
@@ -667,7 +670,7 @@ func (se *Session) Fork(newConv, newSession, throughID string) error {
 
 // Rewind is a fork that stops just before the user's message beforeID (and
 // its turn and admission when it opens one) and returns its text for the
-// composer.
+// composer. Any other message id is refused (ErrInvalid).
 func (se *Session) Rewind(newConv, newSession, beforeID string) (string, error) {
 	if beforeID == "" {
 		return "", se.refuse("Rewind", ErrEmptyID, "a rewind names the user's message it stops before")
@@ -691,6 +694,7 @@ type recState struct {
 	inbox      []convlog.StoredMessage
 	ids        map[string]bool
 	surfaceSeq map[string]int64 // the seq that first recorded each message
+	userMsgs   map[string]bool  // messages first recorded as the user's (Rewind's targets)
 	hist       convlog.History
 	// interrupted: answers and tool results an interrupt or a crash cut off.
 	interrupted map[int64]bool
@@ -725,7 +729,7 @@ type retryChain struct {
 }
 
 func newRecState() recState {
-	return recState{calls: map[string]*toolCallState{}, ids: map[string]bool{}, surfaceSeq: map[string]int64{},
+	return recState{calls: map[string]*toolCallState{}, ids: map[string]bool{}, surfaceSeq: map[string]int64{}, userMsgs: map[string]bool{},
 		interrupted: map[int64]bool{}, head: -1, retryChains: map[retryKey]*retryChain{}, compactions: map[string]bool{}}
 }
 
@@ -822,6 +826,9 @@ func (r *recState) observeSurface(e *convlog.Event) {
 	id := m.ID()
 	if _, ok := r.surfaceSeq[id]; !ok {
 		r.surfaceSeq[id] = e.Seq
+		if e.Type == convlog.TypeUserMessage && m.Source().Kind == convlog.SourceUser {
+			r.userMsgs[id] = true
+		}
 	}
 	r.ids[id] = true
 	switch e.Type {
