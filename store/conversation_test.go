@@ -249,7 +249,7 @@ func TestConversationLifecycle(t *testing.T) {
 			if len(info.Sessions) != 3 || info.Sessions[2].delegationDepth != 2 || info.Sessions[1].ParentSession != "root" {
 				t.Errorf("sessions = %+v", info.Sessions)
 			}
-			if len(info.Turns) != 4 || info.Turns[2].Outcome != outcomeInterrupted || info.Turns[3].Outcome != OutcomeFailed {
+			if len(info.Turns) != 4 || info.Turns[2].Outcome != OutcomeInterrupted || info.Turns[3].Outcome != OutcomeFailed {
 				t.Errorf("turns = %+v", info.Turns)
 			}
 			if !info.UpdatedAt.After(info.CreatedAt) {

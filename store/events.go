@@ -27,11 +27,13 @@ const (
 	EventTurnEnded              = "turn/ended"
 )
 
-// Turn outcomes recorded by turn/ended.
+// Turn outcomes recorded by turn/ended (TurnInfo.Outcome, OutcomeOf).
+// Session.EndTurn takes completed or failed; a turn ends interrupted
+// through Session.Interrupt or a repair.
 const (
 	OutcomeCompleted   = "completed"
 	OutcomeFailed      = "failed"
-	outcomeInterrupted = "interrupted"
+	OutcomeInterrupted = "interrupted"
 )
 
 // maxAutoTitleRunes bounds an automatic title, in characters.

@@ -105,9 +105,10 @@ func ExampleSession_Compact() {
 }
 
 // The user's interrupt keeps what the model had streamed, marked
-// interrupted in the history the next turn's model reads.
+// interrupted in the history the next turn's model reads, and ends the
+// turn as interrupted.
 func ExampleSession_Interrupt() {
-	_, se, done := started("c1", "Rename the files")
+	st, se, done := started("c1", "Rename the files")
 	defer done()
 	_, err := se.BeginStep()
 	must(err)
@@ -120,9 +121,13 @@ func ExampleSession_Interrupt() {
 		_, text := convlog.MessageText(h.Message.JSON())
 		fmt.Printf("%s %q interrupted=%v\n", h.Message.Role(), text, h.Interrupted)
 	}
+	info, err := st.Conversation("c1")
+	must(err)
+	fmt.Println("turn outcome interrupted:", info.Turns[0].Outcome == store.OutcomeInterrupted)
 	// Output:
 	// user "Rename the files" interrupted=false
 	// assistant "I will rename a.go to " interrupted=true
+	// turn outcome interrupted: true
 }
 
 // A rewind is a fork that stops just before one of the user's messages,

@@ -240,7 +240,7 @@ func TestRecorderRefusesMisuse(t *testing.T) {
 			return f.se.EndTurn("error", fail)
 		}},
 		{"an interrupt through EndTurn", "step", ErrInvalid, endStep, func(t *testing.T, f *misuseFixture) error {
-			return f.se.EndTurn(outcomeInterrupted, nil)
+			return f.se.EndTurn(OutcomeInterrupted, nil)
 		}},
 		{"a turn ended while a model call streams", "streaming", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.EndTurn(OutcomeCompleted, nil)

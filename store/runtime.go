@@ -417,7 +417,7 @@ func OutcomeOf(reason string) string {
 	case convlog.EndCompleted:
 		return OutcomeCompleted
 	case convlog.EndInterrupted:
-		return outcomeInterrupted
+		return OutcomeInterrupted
 	}
 	return OutcomeFailed
 }
@@ -438,7 +438,7 @@ func (se *Session) EndTurn(outcome string, failure *convlog.LLMFailure) error {
 			}
 			f := *failure
 			reason = convlog.TurnEndReason{Kind: convlog.EndError, Error: &f}
-		case outcomeInterrupted:
+		case OutcomeInterrupted:
 			return se.refuse("EndTurn", ErrInvalid, "a turn ends as interrupted through Interrupt")
 		default:
 			return se.refuse("EndTurn", ErrInvalid, "turn outcome %s is not %s or %s", termtext.Quote(outcome), OutcomeCompleted, OutcomeFailed)
@@ -515,7 +515,7 @@ func (se *Session) Interrupt(call *ModelCall) error {
 			return err
 		}
 		if _, ok := oc.st.open[se.id]; ok {
-			if err := se.st.endTurn(oc, se.id, oc.st.info.Turns[oc.st.open[se.id]].Turn, outcomeInterrupted); err != nil {
+			if err := se.st.endTurn(oc, se.id, oc.st.info.Turns[oc.st.open[se.id]].Turn, OutcomeInterrupted); err != nil {
 				return err
 			}
 		}
@@ -669,7 +669,7 @@ func (s *Store) closeTurnState(oc *openConv, sessionID string, ts convlog.TurnSt
 	}
 	if i, ok := oc.st.open[sessionID]; ok {
 		t := oc.st.info.Turns[i].Turn
-		outcome := outcomeInterrupted
+		outcome := OutcomeInterrupted
 		if logName != "" && onlyInConversation(oc, sessionID, ts) {
 			// A crash between turn/started and turn/start: the session log
 			// records the turn too, or it could never number another.

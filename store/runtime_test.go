@@ -153,7 +153,7 @@ func TestSessionTurns(t *testing.T) {
 		t.Fatalf("turn still open: %+v", ts)
 	}
 	info = readInfo(t, dir, "c1")
-	if info.RunningTurn || info.Turns[1].Outcome != outcomeInterrupted {
+	if info.RunningTurn || info.Turns[1].Outcome != OutcomeInterrupted {
 		t.Fatalf("after Interrupt: %+v", info.Turns)
 	}
 	path, err := s.sessionLogFile("c1", "root")
@@ -351,16 +351,16 @@ func TestRepair(t *testing.T) {
 			byConv[c.Conversation] = c.Turn
 		}
 	}
-	if c := byConv["open"]; c == nil || strings.Join(c.Appended, " ") != "tool/result step/end turn/end" || c.ToolCalls[0] != "k1" || c.Outcome != outcomeInterrupted {
+	if c := byConv["open"]; c == nil || strings.Join(c.Appended, " ") != "tool/result step/end turn/end" || c.ToolCalls[0] != "k1" || c.Outcome != OutcomeInterrupted {
 		t.Fatalf("open: %+v", c)
 	}
-	if c := byConv["old"]; c == nil || !strings.HasSuffix(c.Upgraded, "root.v4.jsonl") || c.Outcome != outcomeInterrupted {
+	if c := byConv["old"]; c == nil || !strings.HasSuffix(c.Upgraded, "root.v4.jsonl") || c.Outcome != OutcomeInterrupted {
 		t.Fatalf("old: %+v", c)
 	}
 	if c := byConv["ended"]; c == nil || len(c.Appended) != 0 || c.Outcome != OutcomeCompleted {
 		t.Fatalf("ended: %+v", c)
 	}
-	if c := byConv["convonly"]; c == nil || c.Outcome != outcomeInterrupted {
+	if c := byConv["convonly"]; c == nil || c.Outcome != OutcomeInterrupted {
 		t.Fatalf("convonly: %+v", c)
 	}
 	// Appending only: every log that was there begins with its old bytes.
@@ -465,7 +465,7 @@ func TestOpenSessionAfterACrash(t *testing.T) {
 	s := openTestStore(t, dir, convlog.Plain)
 	se, err := s.OpenSession("old", "root")
 	mustNil(t, err)
-	if r := se.Repaired(); r == nil || r.Outcome != outcomeInterrupted || strings.Join(r.Appended, " ") != "step/end turn/end" {
+	if r := se.Repaired(); r == nil || r.Outcome != OutcomeInterrupted || strings.Join(r.Appended, " ") != "step/end turn/end" {
 		t.Fatalf("repaired %+v", r)
 	}
 	now, _ := os.ReadFile(filepath.Join(dir, "conversations", "old", "root.v3.jsonl"))
@@ -503,7 +503,7 @@ func TestOpenSessionAfterACrashBeforeTurnStart(t *testing.T) {
 	se, err = s.OpenSession("c1", "root")
 	mustNil(t, err)
 	r := se.Repaired()
-	if r == nil || r.Turn != 2 || r.Outcome != outcomeInterrupted || strings.Join(r.Appended, " ") != "turn/start turn/end" {
+	if r == nil || r.Turn != 2 || r.Outcome != OutcomeInterrupted || strings.Join(r.Appended, " ") != "turn/start turn/end" {
 		t.Fatalf("repaired %+v", r)
 	}
 	turn, err := se.BeginTurn(storedMsg(t, "u2", "user", "user", "again"))
