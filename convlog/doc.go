@@ -4,7 +4,8 @@
 //
 // The runtime does not open logs itself: the store package is where it
 // starts (its doc is the runtime's manual: store.Open, Store.NewConversation
-// and Store.OpenSession, then Session.BeginTurn, Session.Append and
+// and Store.OpenSession, then the typed calls from Session.BeginTurn through
+// Session.BeginStep, Session.BeginModelCall and Session.ToolResult to
 // Session.EndTurn), and store writes through this package. What this
 // package provides, for the store, the commands and the runtime's own
 // checks:

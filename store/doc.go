@@ -68,12 +68,12 @@
 //
 // # Forks, edits and deletes
 //
-// Fork and Rewind copy a root session into a new conversation (after a
-// compaction the fork reads older history from its source). Rename,
-// Archive, Unarchive and MapCwd record their changes. DeleteAll removes a
-// set of conversations, each through its tombstone, as one command; it is
-// refused while a turn runs (ErrTurnRunning) or a fork depends on one
-// (ErrHasDependents).
+// Session.Fork and Session.Rewind copy a root session into a new
+// conversation (after a compaction the fork reads older history from its
+// source). Rename, Archive, Unarchive and MapCwd record their changes.
+// DeleteAll removes a set of conversations, each through its tombstone, as
+// one command; it is refused while a turn runs (ErrTurnRunning) or a fork
+// depends on one (ErrHasDependents).
 //
 // # After a crash
 //

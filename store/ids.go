@@ -183,7 +183,7 @@ func (e *AmbiguousIDError) Error() string {
 }
 
 // ResolveIDs returns the conversation ids refs name: a whole id, else a
-// unique prefix of at least minIDPrefix characters, else the same among the
+// unique prefix of at least 4 characters, else the same among the
 // delete journals' ids; a ref that names nothing is returned as it is.
 func (s *Store) ResolveIDs(refs []string) ([]string, error) {
 	out := make([]string, len(refs))
