@@ -234,28 +234,35 @@ type endSeed struct {
 
 // forkedToolResult is the error result of tool call callID a fork cut off,
 // its id made from the seq it is written at.
-func forkedToolResult(turn, step int64, callID string, seq, now int64) convlog.Event {
-	msg, _ := convlog.NewToolMessage(fmt.Sprintf("forked-tool-result-%s-%d", callID, seq), callID, true,
+func forkedToolResult(turn, step int64, callID string, seq, now int64) (convlog.Event, error) {
+	msg, err := convlog.NewToolMessage(fmt.Sprintf("forked-tool-result-%s-%d", callID, seq), callID, true,
 		[]convlog.Block{convlog.TextBlock("The tool call was cut off when the conversation was forked. Retry it if it is still needed.")})
+	if err != nil {
+		return convlog.Event{}, fmt.Errorf("closing turn %d at the fork: %w", turn, err)
+	}
 	e := typed(convlog.TypeToolResult, convlog.ToolResultData{Turn: turn, Step: step, Message: msg.JSON()})
 	e.Time, e.SurfaceOp = now, &convlog.SurfaceOp{}
-	return e
+	return e, nil
 }
 
 // closing returns the events that close the compaction open (nil: none) and
 // the turn ts at a cut; next is the first one's seq.
-func closing(ts convlog.TurnState, open *convlog.CompactionEndData, next, now int64) []convlog.Event {
+func closing(ts convlog.TurnState, open *convlog.CompactionEndData, next, now int64) ([]convlog.Event, error) {
 	var evs []convlog.Event
 	if open != nil {
 		open.Error = "the conversation was forked before the compaction ended"
 		evs = append(evs, typed(convlog.TypeCompactionEnd, open))
 	}
 	if !ts.Open {
-		return evs
+		return evs, nil
 	}
 	if ts.StepOpen {
 		for _, c := range ts.Calls {
-			evs = append(evs, forkedToolResult(ts.Turn, ts.Step, c.ID, next+int64(len(evs)), now))
+			e, err := forkedToolResult(ts.Turn, ts.Step, c.ID, next+int64(len(evs)), now)
+			if err != nil {
+				return nil, err
+			}
+			evs = append(evs, e)
 		}
 		evs = append(evs, typed(convlog.TypeStepEnd, convlog.TurnStep{Turn: ts.Turn, Step: ts.Step}))
 	}
@@ -263,7 +270,7 @@ func closing(ts convlog.TurnState, open *convlog.CompactionEndData, next, now in
 	for i := range evs {
 		evs[i].Time = now
 	}
-	return evs
+	return evs, nil
 }
 
 // batcher streams events into a new log, staged in batches of at most
@@ -344,7 +351,11 @@ func (s *Store) copyHistory(src Log, dst string, h *convlog.Header, cut int64) e
 		return b.err
 	})
 	if err == nil && b.err == nil {
-		for _, e := range closing(b.w.Turn(), open, b.w.NextSeq(), s.nowMs()) {
+		var evs []convlog.Event
+		if evs, err = closing(b.w.Turn(), open, b.w.NextSeq(), s.nowMs()); err != nil {
+			err = fmt.Errorf("%s: %w", src.Path, err)
+		}
+		for _, e := range evs {
 			b.add(e)
 		}
 	}
@@ -406,7 +417,11 @@ func (s *Store) writeSeed(src Log, dst string, h *convlog.Header, cut int64) err
 	}
 	now := s.nowMs()
 	for _, id := range pending {
-		b.add(forkedToolResult(last.Turn, last.Step, id, b.w.NextSeq(), now))
+		e, err := forkedToolResult(last.Turn, last.Step, id, b.w.NextSeq(), now)
+		if err != nil {
+			return b.close(fmt.Errorf("%s: %w", src.Path, err))
+		}
+		b.add(e)
 	}
 	end := typed(convlog.TypeEndSeed, endSeed{Inherited: true})
 	end.Time = now

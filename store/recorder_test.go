@@ -490,3 +490,18 @@ func TestInterruptWhileStreaming(t *testing.T) {
 		t.Fatal(probs)
 	}
 }
+
+// TestForkedToolResult: the result a fork writes for a tool call it cut
+// off answers that call; a call without an id is an error, never a result
+// whose message is null.
+func TestForkedToolResult(t *testing.T) {
+	e, err := forkedToolResult(2, 1, "k1", 9, 1000)
+	mustNil(t, err)
+	msg := rawjson.Get(e.Data, "message")
+	if got := str(rawjson.Get(msg, "toolCallId")); got != "k1" || string(rawjson.Get(msg, "isError")) != "true" {
+		t.Fatalf("forked result %s", e.Data)
+	}
+	if e, err := forkedToolResult(2, 1, "", 9, 1000); err == nil {
+		t.Fatalf("a call without id gave %s", e.Data)
+	}
+}
