@@ -67,7 +67,7 @@ var ErrNotFound = store.ErrNoConversation
 // file. A conversation with an unreadable log or a missing ancestor is left
 // out (Problems); a requested one that does not exist is ErrNotFound.
 func Export(ctx context.Context, s *store.Store, w io.Writer, opts ExportOptions) (*ExportResult, error) {
-	x, err := newExporter(s, opts)
+	x, err := newExporter(ctx, s, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func ExportToFile(ctx context.Context, s *store.Store, path string, opts ExportO
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	x, err := newExporter(s, opts)
+	x, err := newExporter(ctx, s, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ type planDir struct {
 	probs []store.Item
 }
 
-func newExporter(s *store.Store, opts ExportOptions) (*exporter, error) {
+func newExporter(ctx context.Context, s *store.Store, opts ExportOptions) (*exporter, error) {
 	opts.defaults()
 	if len(opts.IDs) == 0 {
 		return nil, errors.New("export needs at least one conversation id")
@@ -170,7 +170,7 @@ func newExporter(s *store.Store, opts ExportOptions) (*exporter, error) {
 		m.Holder = st.Holder
 	}
 	x := &exporter{s: s, opts: opts, m: m}
-	if err := x.plan(); err != nil {
+	if err := x.plan(ctx); err != nil {
 		return nil, err
 	}
 	return x, nil
@@ -184,11 +184,14 @@ func (x *exporter) problem(id, p, reason string) {
 
 // plan finds the fork ancestors of the requested ids: a missing requested
 // one is an error, a missing ancestor a problem.
-func (x *exporter) plan() error {
+func (x *exporter) plan(ctx context.Context) error {
 	byID := map[string]*planned{}
 	deps := map[string][]string{}
 	missing := map[string]bool{}
-	infos := x.readInfos(nil, x.opts.IDs)
+	infos, err := x.readInfos(ctx, nil, x.opts.IDs)
+	if err != nil {
+		return err
+	}
 	// The requested ids, then their ancestors, transitively.
 	queue := slices.Clone(x.opts.IDs)
 	for i := 0; i < len(queue); i++ {
@@ -200,7 +203,9 @@ func (x *exporter) plan() error {
 			continue
 		}
 		if _, ok := infos[id]; !ok { // the ancestors found so far, together
-			infos = x.readInfos(infos, queue[i:])
+			if infos, err = x.readInfos(ctx, infos, queue[i:]); err != nil {
+				return err
+			}
 		}
 		r := infos[id]
 		info, err := r.info, r.err
@@ -327,8 +332,9 @@ func keptInfo(info *store.ConversationInfo) *store.ConversationInfo {
 	return &c
 }
 
-// readInfos adds to is (nil: a new set) the conversations of ids it lacks, read in parallel.
-func (x *exporter) readInfos(is map[string]readInfo, ids []string) map[string]readInfo {
+// readInfos adds to is (nil: a new set) the conversations of ids it lacks,
+// read in parallel; interrupted (ctx's error), some are left unread.
+func (x *exporter) readInfos(ctx context.Context, is map[string]readInfo, ids []string) (map[string]readInfo, error) {
 	if is == nil {
 		is = map[string]readInfo{}
 	}
@@ -341,9 +347,10 @@ func (x *exporter) readInfos(is map[string]readInfo, ids []string) map[string]re
 		}
 	}
 	workers := min(max(1, runtime.GOMAXPROCS(0)), 8, len(todo))
-	archive.ReadAhead(context.Background(), slices.Values(todo), archive.Ahead{Workers: workers, Items: 2 * workers}, x.readPlan, nil,
+	archive.ReadAhead(ctx, slices.Values(todo), archive.Ahead{Workers: workers, Items: 2 * workers}, x.readPlan, nil,
 		func(r readInfo) error { is[r.id] = r; return nil }, func(readInfo) {})
-	return is
+	// ReadAhead may stop feeding on cancel and still return nil: ctx says.
+	return is, ctx.Err()
 }
 
 // openLog is one log of a conversation being exported, read and checked.
@@ -464,7 +471,7 @@ func (x *exporter) run(ctx context.Context, keep func([]*openLog) error) (*Expor
 
 // PlanExport is Export writing nothing (the files without SHA-256).
 func PlanExport(ctx context.Context, s *store.Store, opts ExportOptions) (*ExportResult, error) {
-	x, err := newExporter(s, opts)
+	x, err := newExporter(ctx, s, opts)
 	if err != nil {
 		return nil, err
 	}

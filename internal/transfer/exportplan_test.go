@@ -18,11 +18,11 @@ func TestExportTakesThePlansReadOnlyOfTheSameBytes(t *testing.T) {
 	a, rep := fixtureStore(t, 7)
 	id := rep.Find(fixtures.CaseBasic).ID
 	for _, change := range []bool{false, true} {
-		x, err := newExporter(reader(t, a), ExportOptions{IDs: []string{id}, Now: fixedNow})
+		x, err := newExporter(context.Background(), reader(t, a), ExportOptions{IDs: []string{id}, Now: fixedNow})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := x.plan(); err != nil {
+		if err := x.plan(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		var p *planned
@@ -74,7 +74,7 @@ func TestExportTakesThePlansReadOnlyOfTheSameBytes(t *testing.T) {
 func TestExportListsAgainForASessionStartedAfterThePlan(t *testing.T) {
 	a, rep := fixtureStore(t, 7)
 	id := rep.Find(fixtures.CaseBasic).ID
-	x, err := newExporter(reader(t, a), ExportOptions{IDs: []string{id}, Now: fixedNow})
+	x, err := newExporter(context.Background(), reader(t, a), ExportOptions{IDs: []string{id}, Now: fixedNow})
 	if err != nil {
 		t.Fatal(err)
 	}

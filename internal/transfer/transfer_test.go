@@ -633,6 +633,31 @@ func TestExportRefusals(t *testing.T) {
 	}
 }
 
+// TestExportInterruptedWhilePlanning: an interrupt (ctx cancelled) stops
+// the plan's reading of the conversations: export returns ctx's error, not
+// what reading them all would have found (here a missing id), and
+// publishes nothing.
+func TestExportInterruptedWhilePlanning(t *testing.T) {
+	a, rep := fixtureStore(t, 7)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	opts := ExportOptions{IDs: []string{rep.Find(fixtures.CaseBasic).ID, "no-such"}, Now: fixedNow}
+	out := filepath.Join(t.TempDir(), "x.tar.zst")
+	if _, err := ExportToFile(ctx, reader(t, a), out, opts); !errors.Is(err, context.Canceled) {
+		t.Fatalf("export to a file: got %v, want %v", err, context.Canceled)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 0 {
+		t.Fatalf("left %v", ents)
+	}
+	var buf bytes.Buffer
+	if _, err := Export(ctx, reader(t, a), &buf, opts); !errors.Is(err, context.Canceled) || buf.Len() != 0 {
+		t.Fatalf("export: got %v and %d bytes", err, buf.Len())
+	}
+	if _, err := PlanExport(ctx, reader(t, a), opts); !errors.Is(err, context.Canceled) {
+		t.Fatalf("plan: got %v", err)
+	}
+}
+
 // TestExportOnline exports a conversation while a runtime appends to it:
 // the manifest says online, and the archive imports (committed prefixes
 // only, no torn tail).
