@@ -24,10 +24,10 @@ type RepairOptions struct {
 // RepairChange is one change Repair made: Kind is ItemTurnClosed (Turn says
 // how), ItemDeletionFinished, ItemEmptyRemoved or ItemTempRemoved.
 type RepairChange struct {
-	Kind         ItemKind    `json:"kind"`
-	Conversation string      `json:"conversation,omitempty"`
-	Path         string      `json:"path"`
-	Turn         *ClosedTurn `json:"turn,omitempty"`
+	Kind ItemKind    `json:"kind"`
+	ID   string      `json:"id,omitempty"` // the conversation, as Item names it
+	Path string      `json:"path"`
+	Turn *ClosedTurn `json:"turn,omitempty"`
 }
 
 // RepairResult is what Repair did; an empty directory removed counts as a
@@ -117,7 +117,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Item, temps []s
 				return nil, err
 			}
 		}
-		change(RepairChange{Kind: kind, Conversation: c.ID, Path: c.Path})
+		change(RepairChange{Kind: kind, ID: c.ID, Path: c.Path})
 		return nil, nil
 	}
 	info, err := convLog.ReadConversation()
@@ -136,7 +136,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Item, temps []s
 				return nil, err
 			}
 		}
-		change(RepairChange{Kind: ItemDeletionFinished, Conversation: c.ID, Path: c.Path})
+		change(RepairChange{Kind: ItemDeletionFinished, ID: c.ID, Path: c.Path})
 		return nil, nil
 	}
 	// The sessions with something open, in their log or the conversation's.
@@ -187,7 +187,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Item, temps []s
 			return nil, err
 		}
 		if closed != nil {
-			change(RepairChange{Kind: ItemTurnClosed, Conversation: c.ID, Path: t.log.Path, Turn: closed})
+			change(RepairChange{Kind: ItemTurnClosed, ID: c.ID, Path: t.log.Path, Turn: closed})
 			if !dry {
 				s.tellIndex(oc, true)
 			}

@@ -348,7 +348,7 @@ func TestRepair(t *testing.T) {
 	byConv := map[string]*ClosedTurn{}
 	for _, c := range res.Changes {
 		if c.Kind == ItemTurnClosed {
-			byConv[c.Conversation] = c.Turn
+			byConv[c.ID] = c.Turn
 		}
 	}
 	if c := byConv["open"]; c == nil || strings.Join(c.Appended, " ") != "tool/result step/end turn/end" || c.ToolCalls[0] != "k1" || c.Outcome != OutcomeInterrupted {

@@ -87,9 +87,9 @@ func (e *env) updateRepaired(c *ucli.Context, s *store.Store, res *store.RepairR
 	var ids []string
 	seen := map[string]bool{}
 	for _, ch := range res.Changes {
-		if ch.Conversation != "" && !seen[ch.Conversation] {
-			seen[ch.Conversation] = true
-			ids = append(ids, ch.Conversation)
+		if ch.ID != "" && !seen[ch.ID] {
+			seen[ch.ID] = true
+			ids = append(ids, ch.ID)
 		}
 	}
 	if len(ids) == 0 {
@@ -123,7 +123,7 @@ func repairLine(ch store.RepairChange, dry bool) string {
 	switch ch.Kind {
 	case store.ItemTurnClosed:
 		t := ch.Turn
-		return fmt.Sprintf("%s %s session %s turn %d: %s", verb("CLOSED", "WOULD CLOSE"), quoted(ch.Conversation), quoted(t.Session), t.Turn,
+		return fmt.Sprintf("%s %s session %s turn %d: %s", verb("CLOSED", "WOULD CLOSE"), quoted(ch.ID), quoted(t.Session), t.Turn,
 			text(verb("appended ", "would append ")+t.Describe()))
 	case store.ItemDeletionFinished:
 		return verb("DELETED ", "WOULD DELETE ") + text(ch.Path) + ": " + verb("finished", "would finish") + " an interrupted deletion"
