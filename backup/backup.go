@@ -238,7 +238,9 @@ func Write(ctx context.Context, s *store.Store, w io.Writer, opts Options) (*Res
 		}
 		if l.info.Error != "" {
 			m.Counts.InvalidLogs++
-			opts.OnEvent(store.Item{Kind: store.ItemInvalid, Path: j.path, Reason: l.info.Error})
+			it := invalidLog(j.name, l.info.Error) // the reason without the name Path holds
+			it.Path = j.path
+			opts.OnEvent(it)
 		}
 		m.LiveTailBytes += l.liveTail
 		cur.add(l, File{Name: j.name, Size: sum.Size, SHA256: sum.Hex()})

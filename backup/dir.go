@@ -751,11 +751,7 @@ func VerifyArchive(ctx context.Context, path string, opts VerifyOptions) (res *V
 	default:
 		rec.OK = true
 		if rec.InvalidLogs = res.InvalidLogs; len(res.Invalid) > 0 {
-			// The strict reader's error names the log already.
-			rec.Invalid = res.Invalid[0].Reason
-			if !strings.Contains(rec.Invalid, res.Invalid[0].Path) {
-				rec.Invalid = res.Invalid[0].Path + ": " + rec.Invalid
-			}
+			rec.Invalid = res.Invalid[0].String() // its reason never names the log
 		}
 		// The reader stopped at the tar trailer; the digest is the file's.
 		if _, cerr := io.Copy(io.Discard, cr); cerr == nil && cr.n == fi.Size() {
