@@ -3,6 +3,7 @@ package reindex
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -190,4 +191,57 @@ func reversed(n int) []int {
 // readConversation replays one conversation's logs into index rows.
 func readConversation(c store.ConversationDir, present map[string]bool, withText bool) *built {
 	return readConversationWith(context.Background(), c, readEnv{present: func(id string) bool { return present[id] }, withText: withText})
+}
+
+// TestLogIdentityIsTakenWithTheFingerprint: a conversation log that changes
+// after the fingerprint pass stated it, before it is read, is indexed with
+// the identity that pass saw, so listing finds it changed as Check does
+// (the fingerprint), and reads it again.
+func TestLogIdentityIsTakenWithTheFingerprint(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := fixtures.Generate(dir, fixtures.Options{Seed: 7, Conversations: 3, OrdinaryOnly: true}); err != nil {
+		t.Fatal(err)
+	}
+	tree, err := reader(t, dir).Walk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	convs := tree.Conversations
+	present := map[string]bool{}
+	for _, c := range convs {
+		present[c.ID] = true
+	}
+	c := convs[0]
+	if c.ConversationLog() == nil {
+		t.Fatalf("%s has no conversation log", c.ID)
+	}
+	var seenID, seenFP string
+	keep := func(d store.ConversationDir, fp string) *built {
+		if d.ID == c.ID {
+			// Called just after the pass stated d's logs: change the conversation log's mtime and ctime.
+			seenID, seenFP = logIdentity(d), fp
+			later := time.Now().Add(time.Hour)
+			if err := os.Chtimes(d.ConversationLog().Path, later, later); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	}
+	var got *built
+	err = build(context.Background(), convs, present, Options{Jobs: 1}, keep, func(b *built) error {
+		if b.dir.ID == c.ID {
+			got = b
+		}
+		return nil
+	})
+	if err != nil || got == nil || got.conv == nil {
+		t.Fatalf("build: %v, %+v", err, got)
+	}
+	if seenID == logIdentity(c) || seenFP == dirFingerprint(c) {
+		t.Fatal("the conversation log's identity did not change")
+	}
+	if got.conv.LogIdentity != seenID || got.conv.Fingerprint != seenFP {
+		t.Errorf("indexed identity %s, fingerprint %s; the pass saw %s, %s (now %s)",
+			got.conv.LogIdentity, got.conv.Fingerprint, seenID, seenFP, logIdentity(c))
+	}
 }

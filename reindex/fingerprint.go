@@ -18,22 +18,30 @@ import (
 
 // dirFingerprint is the fingerprint of c's current logs.
 func dirFingerprint(c store.ConversationDir) string {
-	fp, _ := dirFingerprintSize(c)
+	fp, _, _ := dirFingerprintSize(c)
 	return fp
 }
 
-// dirFingerprintSize is dirFingerprint and the size of the logs it stated.
-func dirFingerprintSize(c store.ConversationDir) (string, int64) {
-	fp := sha256.New()
-	var size int64
-	for _, l := range c.Logs { // the conversation log first
-		size += fingerprint(fp, l.Path)
+// dirFingerprintSize is dirFingerprint, logIdentity from the same stat (so
+// both date from before the logs are read, and agree), and the size of the
+// logs it stated.
+func dirFingerprintSize(c store.ConversationDir) (fp, logID string, size int64) {
+	h := sha256.New()
+	for i, l := range c.Logs { // the conversation log first
+		if i == 0 && l.IsConversationLog {
+			id := sha256.New()
+			size += fingerprint(h, id, l.Path)
+			logID = hex.EncodeToString(id.Sum(nil))[:32]
+			continue
+		}
+		size += fingerprint(h, nil, l.Path)
 	}
-	return hex.EncodeToString(fp.Sum(nil))[:32], size
+	return hex.EncodeToString(h.Sum(nil))[:32], logID, size
 }
 
-// fingerprint adds one log's line (its name alone if unstated), returns its size.
-func fingerprint(h io.Writer, path string) (size int64) {
+// fingerprint adds one log's line (its name alone if unstated) to h and to
+// id (nil: none), returns its size.
+func fingerprint(h, id io.Writer, path string) (size int64) {
 	var b [160]byte
 	line := append(b[:0], filepath.Base(path)...)
 	if fi, err := os.Lstat(path); err == nil {
@@ -53,6 +61,9 @@ func fingerprint(h io.Writer, path string) (size int64) {
 	}
 	line = append(line, '\n')
 	h.Write(line)
+	if id != nil {
+		id.Write(line)
+	}
 	return size
 }
 
@@ -63,6 +74,6 @@ func logIdentity(c store.ConversationDir) string {
 		return ""
 	}
 	h := sha256.New()
-	fingerprint(h, l.Path)
+	fingerprint(h, nil, l.Path)
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }

@@ -70,7 +70,7 @@ func (x *SessionIndexer) Finish(r *convlog.Reader) *Preread {
 // identity is the log's line of the fingerprint, nil when it cannot be stated.
 func identity(path string) []byte {
 	var b bytes.Buffer
-	fingerprint(&b, path)
+	fingerprint(&b, nil, path)
 	if bytes.IndexByte(b.Bytes(), 0) < 0 {
 		return nil
 	}

@@ -557,7 +557,7 @@ type keeper func(c store.ConversationDir, fp string) *built
 func build(ctx context.Context, convs []store.ConversationDir, present map[string]bool, opts Options,
 	keep keeper, sink func(*built) error) error {
 	ctx, cancel := context.WithCancel(ctx)
-	fps, sizes, kept := fingerprints(ctx, convs, min(opts.Jobs, len(convs)), keep)
+	fps, ids, sizes, kept := fingerprints(ctx, convs, min(opts.Jobs, len(convs)), keep)
 	// toRead: the conversations keep did not settle, in the writer's order.
 	toRead := make([]int, 0, len(convs))
 	for i := range convs {
@@ -588,7 +588,7 @@ func build(ctx context.Context, convs []store.ConversationDir, present map[strin
 				}
 				i := toRead[k]
 				b := readConversationWith(ctx, convs[i], readEnv{present: func(id string) bool { return present[id] },
-					withText: !opts.NoText, machine: opts.Machine, prereads: opts.Prereads, fingerprint: fps[i]})
+					withText: !opts.NoText, machine: opts.Machine, prereads: opts.Prereads, fingerprint: fps[i], logID: ids[i]})
 				q.read(b.textBytes())
 				results[k] <- b
 			}
@@ -708,9 +708,9 @@ func (q *readQueue) stop() {
 	q.mu.Unlock()
 }
 
-// fingerprints are convs' fingerprints, log sizes and what keep settles.
-func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int, keep keeper) ([]string, []int64, []*built) {
-	fps, sizes, kept := make([]string, len(convs)), make([]int64, len(convs)), make([]*built, len(convs))
+// fingerprints are convs' fingerprints, log identities, log sizes and what keep settles.
+func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int, keep keeper) ([]string, []string, []int64, []*built) {
+	fps, ids, sizes, kept := make([]string, len(convs)), make([]string, len(convs)), make([]int64, len(convs)), make([]*built, len(convs))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range max(jobs, 1) {
@@ -722,7 +722,7 @@ func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int, 
 				if n >= len(convs) {
 					return
 				}
-				fps[n], sizes[n] = dirFingerprintSize(convs[n])
+				fps[n], ids[n], sizes[n] = dirFingerprintSize(convs[n])
 				if keep != nil {
 					kept[n] = keep(convs[n], fps[n])
 				}
@@ -730,7 +730,7 @@ func fingerprints(ctx context.Context, convs []store.ConversationDir, jobs int, 
 		}()
 	}
 	wg.Wait()
-	return fps, sizes, kept
+	return fps, ids, sizes, kept
 }
 
 // readOrder is the writer's order with each conversation moved ahead by
@@ -775,16 +775,16 @@ type readEnv struct {
 	machine     *store.Machine
 	prereads    Prereads
 	fingerprint string // the conversation's, when taken already
+	logID       string // its conversation log's identity, taken with fingerprint
 }
 
 // readConversationWith is readConversation that stops when ctx is done.
 func readConversationWith(ctx context.Context, c store.ConversationDir, env readEnv) *built {
 	// Taken before the logs are read (see dirFingerprint).
-	b := &built{dir: c, fingerprint: env.fingerprint}
+	b, logID := &built{dir: c, fingerprint: env.fingerprint}, env.logID
 	if b.fingerprint == "" {
-		b.fingerprint = dirFingerprint(c)
+		b.fingerprint, logID, _ = dirFingerprintSize(c)
 	}
-	logID := logIdentity(c)
 	f, info := foundConversation(c)
 	// decided is b once Accept decides against indexing what was found.
 	decided := func() (*built, bool) {

@@ -100,7 +100,8 @@ func (k *Keeper) advance(ctx context.Context, ch *store.IndexChange) error {
 	if err != nil {
 		return err
 	}
-	conv := rowOf(c, info, dirFingerprint(c), logIdentity(c), ch.Turns, k.opts.Machine.Check(store.NeedsOf(info), inStore(k.s)))
+	fp, logID, _ := dirFingerprintSize(c)
+	conv := rowOf(c, info, fp, logID, ch.Turns, k.opts.Machine.Check(store.NeedsOf(info), inStore(k.s)))
 	for _, st := range ch.Sessions {
 		sess := sessionRow(info, st.ID, st.Path, convlog.CurrentVersion)
 		sess.Events, sess.Bytes = st.Events, st.Bytes
