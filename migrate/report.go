@@ -17,7 +17,6 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/convlog/upgrade"
-	"github.com/convkit/convkit/internal/contract"
 	"github.com/convkit/convkit/internal/dshroot"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/termtext"
@@ -66,6 +65,10 @@ type PlannedItem struct {
 	Target      string `json:"target"`
 	TargetBytes int64  `json:"targetBytes"`
 }
+
+// SummaryVersion is the summary's schemaVersion: the runtime's migrate
+// summary's, which convkit's own documents (contract.Version) do not follow.
+const SummaryVersion = 1
 
 // Summary is summary.json.
 type Summary struct {
@@ -139,7 +142,7 @@ func newReport(opts Options, root string, layout Layout) (*report, error) {
 	if opts.Revision != "" {
 		commit = &opts.Revision
 	}
-	sum := &Summary{SchemaVersion: contract.Version, TargetVersion: targetVersion, SessionRoot: root, Layout: layout, DryRun: opts.DryRun,
+	sum := &Summary{SchemaVersion: SummaryVersion, TargetVersion: targetVersion, SessionRoot: root, Layout: layout, DryRun: opts.DryRun,
 		CheckoutCommit: commit,
 		Jobs:           opts.Jobs, StartedAt: opts.Now().UTC().Format(time.RFC3339Nano), ToolVersion: opts.ToolVersion,
 		Runtime:     map[string]string{"go": runtime.Version(), "platform": runtime.GOOS, "arch": runtime.GOARCH},

@@ -120,7 +120,7 @@ func TestVersion(t *testing.T) {
 		if code != exitOK || stderr != "" {
 			t.Fatalf("%q: code %d, stderr %q", args, code, stderr)
 		}
-		want := `{"schemaVersion":1,"version":"v1.2.3","go":"go1.26.8","platform":"` + runtime.GOOS + "/" + runtime.GOARCH + `",` +
+		want := `{"schemaVersion":2,"version":"v1.2.3","go":"go1.26.8","platform":"` + runtime.GOOS + "/" + runtime.GOARCH + `",` +
 			`"module":{"path":"github.com/convkit/convkit","version":"v1.2.3","sum":"h1:main"},` +
 			`"vcs":{"system":"git","revision":"0123abcd","time":"2026-09-01T00:00:00Z","modified":true},` +
 			`"dependencies":[{"path":"github.com/urfave/cli/v2","version":"v2.27.7","sum":"h1:x"},` +
@@ -167,7 +167,7 @@ func TestLockStatusUsesInjectedEnvironment(t *testing.T) {
 	if code != exitOK || stderr != "" {
 		t.Fatalf("code %d, stderr %q", code, stderr)
 	}
-	want := fmt.Sprintf(`{"schemaVersion":1,"path":%q,"held":false,"holder":null}`+"\n", filepath.Join(dir, "runtime.lock"))
+	want := fmt.Sprintf(`{"schemaVersion":2,"path":%q,"held":false,"holder":null}`+"\n", filepath.Join(dir, "runtime.lock"))
 	if stdout != want {
 		t.Errorf("stdout = %q, want %q", stdout, want)
 	}

@@ -97,7 +97,7 @@ func TestDeleteDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, _ = runIn(t, dir, "--json", "delete", "--dry-run", empty)
-	if want := fmt.Sprintf(`{"schemaVersion":1,"dryRun":true,"conversations":[{"id":%q,"action":"remove-empty","path":%q}],"files":0,"bytes":0}`+"\n", empty, emptyDir); code != 0 || stdout != want {
+	if want := fmt.Sprintf(`{"schemaVersion":2,"dryRun":true,"conversations":[{"id":%q,"action":"remove-empty","path":%q}],"files":0,"bytes":0}`+"\n", empty, emptyDir); code != 0 || stdout != want {
 		t.Errorf("--json delete --dry-run of an empty directory: exit %d\n got %s want %s", code, stdout, want)
 	}
 	if code, _, stderr := runIn(t, dir, "delete", "--dry-run", "--yes", src); code != exitUsage {

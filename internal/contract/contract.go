@@ -4,7 +4,8 @@
 // them, so the version is written in one place.
 package contract
 
-// Version is the schemaVersion of every JSON document convkit writes. It
-// changes only when a field is removed or changes meaning; new fields do
-// not change it.
-const Version = 1
+// Version is the schemaVersion of every JSON document convkit writes but
+// migrate's summary (migrate.SummaryVersion). It changes only when a field
+// is removed or changes meaning; new fields do not change it. 2: per-item
+// results share one shape ({id, path, reason}).
+const Version = 2
