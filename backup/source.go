@@ -17,6 +17,7 @@ import (
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/durable"
+	"github.com/convkit/convkit/internal/termtext"
 	"github.com/convkit/convkit/store"
 )
 
@@ -196,7 +197,7 @@ func load(j *job, online, strict bool) *loaded {
 		l.problem = "not a regular file (symbolic links are not followed)"
 		return l
 	case err != nil:
-		l.problem = err.Error()
+		l.problem = termtext.Reason(j.path, err) // reported beside the path
 		return l
 	}
 	size := f.Size()
@@ -209,7 +210,7 @@ func load(j *job, online, strict bool) *loaded {
 		f.Close()
 		if rerr != nil && rerr != io.EOF {
 			archive.PutBuf(buf)
-			l.problem = rerr.Error()
+			l.problem = termtext.Reason(j.path, rerr)
 			return l
 		}
 		l.buf, size = buf[:n], int64(n)
