@@ -17,7 +17,8 @@ type Ahead struct {
 // ReadAhead loads items with a.Workers goroutines and hands the results to
 // sink in order, in the caller's goroutine. cost (nil: none) is what a
 // result holds against a.Bytes and a.Files; release frees those loaded but
-// never handed over.
+// never handed over. It returns sink's first error, else ctx's if ctx ended
+// (even after the last item: it cannot tell), else nil.
 func ReadAhead[T, R any](ctx context.Context, items iter.Seq[T], a Ahead, load func(T) R, cost func(R) (int64, int), sink func(R) error, release func(R)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

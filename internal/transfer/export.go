@@ -347,10 +347,9 @@ func (x *exporter) readInfos(ctx context.Context, is map[string]readInfo, ids []
 		}
 	}
 	workers := min(max(1, runtime.GOMAXPROCS(0)), 8, len(todo))
-	archive.ReadAhead(ctx, slices.Values(todo), archive.Ahead{Workers: workers, Items: 2 * workers}, x.readPlan, nil,
+	err := archive.ReadAhead(ctx, slices.Values(todo), archive.Ahead{Workers: workers, Items: 2 * workers}, x.readPlan, nil,
 		func(r readInfo) error { is[r.id] = r; return nil }, func(readInfo) {})
-	// ReadAhead may stop feeding on cancel and still return nil: ctx says.
-	return is, ctx.Err()
+	return is, err
 }
 
 // openLog is one log of a conversation being exported, read and checked.
@@ -460,9 +459,6 @@ func (x *exporter) run(ctx context.Context, keep func([]*openLog) error) (*Expor
 		}
 		return nil
 	}, (*readConv).close)
-	if err == nil {
-		err = ctx.Err()
-	}
 	if err != nil {
 		return nil, err
 	}
