@@ -307,6 +307,18 @@ func TestRecorderRefusesMisuse(t *testing.T) {
 		{"a fork through a message never recorded", "idle", ErrUnknownMessage, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Fork("c2", "root", "nope")
 		}},
+		{"a fork of a subagent", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.child.Fork("c2", "root", "")
+		}},
+		{"a rewind of a subagent", "idle", ErrInvalid, func(t *testing.T, f *misuseFixture) {
+			_, err := f.child.BeginTurn(storedMsg(t, "cu1", "user", "user", "check"))
+			mustNil(t, err)
+			step(t, f.child, "ca1", "checked")
+			mustNil(t, f.child.EndTurn(OutcomeCompleted, nil))
+		}, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.child.Rewind("c2", "root", "cu1")
+			return err
+		}},
 		{"a batch inside a batch", "step", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Batch(func() error { return f.se.Batch(func() error { return nil }) })
 		}},

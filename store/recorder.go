@@ -637,6 +637,9 @@ func (se *Session) seqOf(call, id string) (seq int64, err error) {
 		if err := se.flush(); err != nil {
 			return err
 		}
+		if p := se.oc.st.info.Session(se.id); p != nil && p.ParentSession != "" {
+			return se.refuse(call, ErrInvalid, "session %s is a subagent of %s; only a root session is forked", termtext.Quote(se.id), termtext.Quote(p.ParentSession))
+		}
 		s, ok := se.w.NextSeq()-1, true
 		if id != "" {
 			s, ok = se.rec.surfaceSeq[id]
