@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"io/fs"
 	"os"
@@ -18,6 +19,7 @@ type misuseFixture struct {
 	child *Session
 	call  *ModelCall
 	dir   string
+	conv  string // the conversation se records ("": c)
 }
 
 // toState brings a session to state, where a misuse can be tried: idle
@@ -51,6 +53,26 @@ func toState(t *testing.T, f *misuseFixture, state string) {
 	default:
 		t.Fatalf("no state %q", state)
 	}
+}
+
+// toSeeded makes f.se the root session of conversation s, a fork of c
+// after its compaction (u1 and a1 summarised, u2 and a2 inherited), with a
+// turn of its own.
+func toSeeded(t *testing.T, f *misuseFixture) {
+	_, err := f.se.BeginTurn(storedMsg(t, "u2", "user", "user", "second"))
+	mustNil(t, err)
+	step(t, f.se, "a2", "done")
+	mustNil(t, f.se.EndTurn(OutcomeCompleted, nil))
+	mustNil(t, f.se.Compact(Compaction{KeepFrom: "u2", Summary: "one", Provider: "p", Model: "m"}))
+	mustNil(t, f.se.Fork("s", "root", ""))
+	f.se, err = f.s.OpenSession("s", "root")
+	mustNil(t, err)
+	t.Cleanup(func() { f.se.Close() })
+	_, err = f.se.BeginTurn(storedMsg(t, "u3", "user", "user", "third"))
+	mustNil(t, err)
+	step(t, f.se, "a3", "done")
+	mustNil(t, f.se.EndTurn(OutcomeCompleted, nil))
+	f.conv = "s"
 }
 
 func endStep(t *testing.T, f *misuseFixture) { mustNil(t, f.se.EndStep()) }
@@ -89,10 +111,11 @@ func (f *misuseFixture) rewind(t *testing.T, id string) error {
 func (f *misuseFixture) files(t *testing.T) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	ents, err := os.ReadDir(filepath.Join(f.dir, "conversations", "c"))
+	conv := cmp.Or(f.conv, "c")
+	ents, err := os.ReadDir(filepath.Join(f.dir, "conversations", conv))
 	mustNil(t, err)
 	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(f.dir, "conversations", "c", e.Name()))
+		b, err := os.ReadFile(filepath.Join(f.dir, "conversations", conv, e.Name()))
 		mustNil(t, err)
 		out[e.Name()] = string(b)
 	}
@@ -318,6 +341,16 @@ func TestRecorderRefusesMisuse(t *testing.T) {
 		}, func(t *testing.T, f *misuseFixture) error {
 			_, err := f.child.Rewind("c2", "root", "cu1")
 			return err
+		}},
+		{"a fork through an inherited message", "idle", ErrInvalid, toSeeded, func(t *testing.T, f *misuseFixture) error {
+			err := f.se.Fork("c2", "root", "a2")
+			if err != nil && !strings.Contains(err.Error(), `"a2"`) {
+				t.Errorf("error %q does not name message a2", err)
+			}
+			return err
+		}},
+		{"a rewind to an inherited message", "idle", ErrInvalid, toSeeded, func(t *testing.T, f *misuseFixture) error {
+			return f.rewind(t, "u2")
 		}},
 		{"a batch inside a batch", "step", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Batch(func() error { return f.se.Batch(func() error { return nil }) })

@@ -650,6 +650,11 @@ func (se *Session) seqOf(call, id string) (seq int64, err error) {
 		if call == "Rewind" && !se.rec.userMsgs[id] {
 			return se.refuse(call, ErrInvalid, "message %s is not one of the user's", termtext.Quote(id))
 		}
+		// A copy cut inside the inherited history would lose its end-seed
+		// marker; the compactions in it are the source's, no new seed.
+		if s < se.rec.endSeed {
+			return se.refuse(call, ErrInvalid, "message %s is in the history the session inherited from its fork source", termtext.Quote(id))
+		}
 		seq = s
 		return nil
 	})
@@ -711,6 +716,7 @@ type recState struct {
 	retryChains       map[retryKey]*retryChain
 	pendingRetry      *retryChain
 	compactions       map[string]bool
+	endSeed           int64 // the seq of the inherited session/end-seed, -1: none
 }
 
 type toolCallState struct {
@@ -733,7 +739,7 @@ type retryChain struct {
 
 func newRecState() recState {
 	return recState{calls: map[string]*toolCallState{}, ids: map[string]bool{}, surfaceSeq: map[string]int64{}, userMsgs: map[string]bool{},
-		interrupted: map[int64]bool{}, head: -1, retryChains: map[retryKey]*retryChain{}, compactions: map[string]bool{}}
+		interrupted: map[int64]bool{}, head: -1, endSeed: -1, retryChains: map[retryKey]*retryChain{}, compactions: map[string]bool{}}
 }
 
 // observe takes one event, already written or queued with its seq.
@@ -804,6 +810,9 @@ func (r *recState) observe(e *convlog.Event) {
 		json.Unmarshal(e.Data, &d)
 		r.compactions[d.CompactionID] = true
 	case convlog.TypeEndSeed:
+		if string(rawjson.Get(e.Data, "inherited")) == "true" {
+			r.endSeed = e.Seq
+		}
 		// Turn numbers start afresh after inherited history.
 		r.turnOpen, r.stepOpen, r.turn, r.step = false, false, 0, 0
 		r.calls, r.callOrder = map[string]*toolCallState{}, nil
