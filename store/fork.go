@@ -17,13 +17,18 @@ import (
 
 // forkScan is what a first pass over the source session finds (-1: none).
 type forkScan struct {
-	header         *convlog.Header
-	lastSeq        int64
-	lastCompaction int64
-	firstUser      int64 // the first of the user's messages
-	endSeed        int64 // the last inherited session/end-seed
-	composer       string
-	cut            int64
+	header      *convlog.Header
+	lastSeq     int64
+	compactions []int64 // where the session compacted, after what it inherits
+	firstUser   int64   // the first of the user's messages
+	endSeed     int64   // the last inherited session/end-seed
+	composer    string
+	cut         int64
+}
+
+// compactedBy reports whether the session compacted at or before seq cut.
+func (sc *forkScan) compactedBy(cut int64) bool {
+	return len(sc.compactions) > 0 && sc.compactions[0] <= cut
 }
 
 // fork copies root session srcSession of srcConvID through seq throughSeq
@@ -83,7 +88,7 @@ func (s *Store) fork(srcConvID, srcSession, newConv, newSession string, throughS
 	if cut > sc.lastSeq {
 		return "", fmt.Errorf("%s: seq %d is beyond the log's last event (%d)", srcPath, cut, sc.lastSeq)
 	}
-	afterCompaction := sc.lastCompaction >= 0 && sc.lastCompaction <= cut
+	afterCompaction := sc.compactedBy(cut)
 	if !afterCompaction && sc.header.IsSeeded && cut < sc.endSeed {
 		return "", fmt.Errorf("%s: seq %d is inside the inherited history (through seq %d); fork at or after it", srcPath, cut, sc.endSeed)
 	}
@@ -150,7 +155,7 @@ func scanForFork(l Log, rewindSeq int64) (*forkScan, error) {
 		return nil, err
 	}
 	defer r.Close()
-	sc := &forkScan{header: r.Header(), lastSeq: -1, lastCompaction: -1, firstUser: -1, endSeed: -1, cut: -1}
+	sc := &forkScan{header: r.Header(), lastSeq: -1, firstUser: -1, endSeed: -1, cut: -1}
 	turnStart := int64(-1) // seq of the open turn's turn/start
 	turnContent := false   // the open turn has history beyond system/message
 	foundRewind := false
@@ -177,7 +182,7 @@ func scanForFork(l Log, rewindSeq int64) (*forkScan, error) {
 		case convlog.TypeTurnEnd:
 			turnStart = -1
 		case convlog.TypeCompactionEnd:
-			sc.lastCompaction = e.Seq
+			sc.compactions = append(sc.compactions, e.Seq)
 		case convlog.TypeEndSeed:
 			var d endSeed
 			if json.Unmarshal(e.Data, &d) == nil && d.Inherited {
@@ -186,7 +191,7 @@ func scanForFork(l Log, rewindSeq int64) (*forkScan, error) {
 		case convlog.TypeUserMessage:
 			kind := str(rawjson.Get(rawjson.Get(e.Data, "source"), "kind"))
 			if kind == string(convlog.SourceCheckpoint) {
-				sc.lastCompaction = e.Seq
+				sc.compactions = append(sc.compactions, e.Seq)
 			}
 			if kind == string(convlog.SourceUser) && sc.firstUser < 0 {
 				sc.firstUser = e.Seq
@@ -219,11 +224,9 @@ func scanForFork(l Log, rewindSeq int64) (*forkScan, error) {
 	if rewindSeq >= 0 && !foundRewind {
 		return nil, fmt.Errorf("%s: no event at seq %d", path, rewindSeq)
 	}
-	if sc.lastCompaction <= sc.endSeed {
-		// Compacted in the conversation this one inherits from: a copy keeps
-		// that dependency.
-		sc.lastCompaction = -1
-	}
+	// Compacted in the conversation this one inherits from: a copy keeps
+	// that dependency.
+	sc.compactions = slices.DeleteFunc(sc.compactions, func(at int64) bool { return at <= sc.endSeed })
 	return sc, nil
 }
 

@@ -505,3 +505,36 @@ func TestForkedToolResult(t *testing.T) {
 		t.Fatalf("a call without id gave %s", e.Data)
 	}
 }
+
+// TestForkBetweenCompactions: a fork through a message recorded after one
+// compaction and before the next is seeded from the first: it reads the
+// history the model read at its cut, and depends on its source.
+func TestForkBetweenCompactions(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Plain)
+	se, err := s.NewConversation(NewConversation{ID: "c", Cwd: "/w", SessionID: "root", Agent: "a", Model: "m"})
+	mustNil(t, err)
+	turn := func(id string) {
+		_, err := se.BeginTurn(storedMsg(t, id, "user", "user", "prompt "+id))
+		mustNil(t, err)
+		step(t, se, "a"+id[1:], "")
+		mustNil(t, se.EndTurn(OutcomeCompleted, nil))
+	}
+	turn("u1")
+	turn("u2")
+	mustNil(t, se.Compact(Compaction{ID: "k1", KeepFrom: "u2", Summary: "One.", Provider: "p", Model: "m", CheckpointID: "s1"}))
+	turn("u3")
+	mustNil(t, se.Compact(Compaction{ID: "k2", KeepFrom: "u3", Summary: "Two.", Provider: "p", Model: "m", CheckpointID: "s2"}))
+	turn("u4")
+	sys := se.History()[0].Message.ID()
+
+	mustNil(t, se.Fork("g", "root", "a3"))
+	if info := readInfo(t, dir, "g"); !info.AfterCompaction || strings.Join(Dependencies(info), ",") != "c" {
+		t.Fatalf("fork between two compactions: %+v", info)
+	}
+	gs, err := s.OpenSession("g", "root")
+	mustNil(t, err)
+	if got := historyIDs(gs); got != sys+" s1 u2 u3" { // empty answers are out of it
+		t.Fatalf("the fork reads %s", got)
+	}
+}
