@@ -266,7 +266,7 @@ func logCases() []hcase {
 				return []string{"backup", "--strict", "--to", f.path("backups")}
 			},
 			code: 3,
-			stderr: []string{"INVALID {log}: archived whole: conversations/hostile-0001/s1.v4.jsonl: line 4 column {col}, byte {off}: event is not valid JSON: invalid UTF-8 in string",
+			stderr: []string{"INVALID {log}: archived whole: line 4 column {col}, byte {off}: event is not valid JSON: invalid UTF-8 in string",
 				"the backup archived 1 invalid log(s) whole (INVALID lines)"},
 			stdout: []string{"invalid=1"},
 			want:   []string{"+backups", "+backups/convkit-*.tar.zst", "+backups/convkit-*.tar.zst.json"},
