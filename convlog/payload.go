@@ -317,11 +317,14 @@ type ToolResultData struct {
 	Error   *ToolError      `json:"error,omitempty"`
 }
 
-// MessageData is the data of system/message and developer/message.
+// MessageData is the data of system/message and developer/message;
+// HeaderSeq names the request/header defining a developer message's added
+// tools.
 type MessageData struct {
-	Turn    int64           `json:"turn"`
-	Step    int64           `json:"step"`
-	Message json.RawMessage `json:"message"`
+	Turn      int64           `json:"turn"`
+	Step      int64           `json:"step"`
+	Message   json.RawMessage `json:"message"`
+	HeaderSeq *int64          `json:"headerSeq,omitempty"`
 }
 
 // AnswerData is the data of assistant/message.

@@ -355,6 +355,33 @@ func TestRecorderRefusesMisuse(t *testing.T) {
 		{"a batch inside a batch", "step", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Batch(func() error { return f.se.Batch(func() error { return nil }) })
 		}},
+		{"a developer message outside a turn", "idle", ErrNoTurn, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Developer(Developer{ID: "d1", Text: "x"})
+		}},
+		{"a developer message between steps", "step", ErrOrder, endStep, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Developer(Developer{ID: "d1", Text: "x"})
+		}},
+		{"a developer message while a model call streams", "streaming", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Developer(Developer{ID: "d1", Text: "x"})
+		}},
+		{"a developer message without id", "step", ErrEmptyID, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Developer(Developer{Text: "x"})
+		}},
+		{"a developer message with an id used before", "step", ErrDuplicateID, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Developer(Developer{ID: "u2", Text: "x"})
+		}},
+		{"an empty developer message", "step", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Developer(Developer{ID: "d1"})
+		}},
+		{"a developer message from a plugin", "step", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Developer(Developer{ID: "d1", Text: "x", Source: convlog.SourcePlugin})
+		}},
+		{"a developer message adding a tool the request lacks", "step", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Developer(Developer{ID: "d1", Added: []string{"grep"}})
+		}},
+		{"a developer message as a raw event", "step", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Append(convlog.Event{Type: convlog.TypeDeveloperMessage, Data: []byte(`{}`)})
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

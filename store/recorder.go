@@ -713,6 +713,7 @@ type recState struct {
 	header            []byte
 	provider, model   string
 	headerRun, series bool
+	headerSeq         int64 // the seq of header
 	retryChains       map[retryKey]*retryChain
 	pendingRetry      *retryChain
 	compactions       map[string]bool
@@ -774,7 +775,7 @@ func (r *recState) observe(e *convlog.Event) {
 		}
 		c.startSeq = e.Seq
 	case convlog.TypeRequestHeader:
-		r.header = bytes.Clone(rawjson.Get(e.Data, "header"))
+		r.header, r.headerSeq = bytes.Clone(rawjson.Get(e.Data, "header")), e.Seq
 		var h convlog.EpochHeader
 		json.Unmarshal(r.header, &h)
 		r.provider, r.model, r.series = h.Config.Provider, h.Config.Model, false

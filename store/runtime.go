@@ -373,7 +373,7 @@ var typedCall = map[string]string{
 	convlog.TypeAssistantMessage: "Complete", convlog.TypeAssistantAttempt: "Fail", convlog.TypeRetry: "Retry",
 	convlog.TypeToolCall: "ToolCall", convlog.TypeToolResult: "ToolResult", convlog.TypeSubagentCatalog: "Spawn",
 	convlog.TypeCompactionStart: "Compact", convlog.TypeCompactionSummary: "Compact", convlog.TypeCompactionEnd: "Compact",
-	convlog.TypeEndSeed: "Fork",
+	convlog.TypeEndSeed: "Fork", convlog.TypeDeveloperMessage: "Developer",
 }
 
 // Append records events no call records (a plugin's, or a format type the

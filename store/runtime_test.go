@@ -114,9 +114,9 @@ func TestSessionTurns(t *testing.T) {
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "recorded by ToolCall") {
 		t.Fatalf("a tool call through Append: %v", err)
 	}
-	err = se.Append(convlog.Event{Type: convlog.TypeDeveloperMessage, Data: []byte(`{"turn":1,"step":2,"message":{"role":"developer","content":[],"source":{"kind":"runtime-context"},"id":"d1"}}`), SurfaceOp: &convlog.SurfaceOp{}})
+	err = se.Append(convlog.Event{Type: convlog.TypeRequestContext, Data: []byte(`{"provider":"p","model":"m"}`)})
 	if !errors.Is(err, convlog.ErrTurnPath) {
-		t.Fatalf("a developer message outside a step: %v", err)
+		t.Fatalf("a request context outside a step: %v", err)
 	}
 	mustNil(t, se.EndTurn(OutcomeCompleted, nil))
 	if info := readInfo(t, dir, "c1"); info.RunningTurn || info.Turns[0].Outcome != OutcomeCompleted {

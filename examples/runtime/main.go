@@ -218,6 +218,9 @@ func record(st *store.Store, out io.Writer) {
 		child = must(se.Spawn("reviewer-1", "reviewer", "deepseek-flash"))
 		must(child.BeginTurn(r.user("Check the count of Go files")))
 		r.lastStep(child, "The count is right: 9.")
+		// The runtime withdraws the spawn tool once the reviewer runs.
+		check(se.Developer(store.Developer{ID: r.id("developer"), Removed: []string{spawnAgent.Name},
+			Text: "A reviewer is running; wait for its report."}))
 	})
 	defer child.Close()
 	must(se.SubagentReport("reviewer-1", r.id("report"), "The count is right: 9.",

@@ -1,0 +1,73 @@
+package store
+
+import (
+	"testing"
+
+	"github.com/convkit/convkit/convlog"
+)
+
+// lastEvents records with do on a session in state and returns the events
+// do wrote, each as type, surface op and data; the log must pass the
+// format's rules.
+func lastEvents(t *testing.T, state string, prep, do func(t *testing.T, f *misuseFixture)) []string {
+	t.Helper()
+	f := newMisuseFixture(t, state)
+	if prep != nil {
+		prep(t, f)
+	}
+	path, _ := f.s.sessionLogFile("c", "root")
+	_, before := readEvents(t, path)
+	do(t, f)
+	_, after := readEvents(t, path)
+	if probs := ruleProblems(t, path); len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	var out []string
+	for _, e := range after[len(before):] {
+		op := ""
+		if e.SurfaceOp != nil {
+			op = " append"
+		}
+		out = append(out, e.Type+op+" "+string(e.Data))
+	}
+	return out
+}
+
+// withTools is a step whose request offers tool grep.
+func withTools(t *testing.T, f *misuseFixture) {
+	mustNil(t, f.se.EndStep())
+	_, err := f.se.BeginStep()
+	mustNil(t, err)
+	mustNil(t, f.se.Request(Request{System: "sys", Config: convlog.LLMConfig{Provider: "p", Model: "m"},
+		Tools: []convlog.ToolSchema{{Name: "grep", Description: "search", Parameters: map[string]any{"type": "object"}}}}))
+}
+
+// TestRecordExtraWrites: each call writes exactly the event the format's
+// reference describes.
+func TestRecordExtraWrites(t *testing.T) {
+	cases := []struct {
+		name, state string
+		prep, do    func(t *testing.T, f *misuseFixture)
+		want        []string
+	}{
+		{"a developer message of text", "step", nil, func(t *testing.T, f *misuseFixture) {
+			mustNil(t, f.se.Developer(Developer{ID: "d1", Text: "the cwd is /w", Source: convlog.SourceRuntimeContext}))
+		}, []string{`developer/message append {"turn":2,"step":1,"message":{"role":"developer","content":[{"type":"text","text":"the cwd is /w"}],"source":{"kind":"runtime-context"},"id":"d1"}}`}},
+		{"a developer message adding and removing tools", "step", withTools, func(t *testing.T, f *misuseFixture) {
+			mustNil(t, f.se.Developer(Developer{ID: "d1", Added: []string{"grep"}, Removed: []string{"bash"}}))
+		}, []string{`developer/message append {"turn":2,"step":2,"message":{"role":"developer","content":[{"type":"tool-addition","toolName":"grep"},{"type":"tool-removal","toolName":"bash"}],"source":{"kind":"tool-registry"},"id":"d1"},"headerSeq":18}`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := lastEvents(t, c.state, c.prep, c.do)
+			if len(got) != len(c.want) {
+				t.Fatalf("events:\n%q", got)
+			}
+			for i := range got {
+				if got[i] != c.want[i] {
+					t.Fatalf("event %d:\n got %s\nwant %s", i, got[i], c.want[i])
+				}
+			}
+		})
+	}
+}
