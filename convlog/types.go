@@ -21,6 +21,7 @@ const (
 	TypeCompactionPrune   = "compaction/prune"
 	TypeEndSeed           = "session/end-seed"
 	TypeSubagentCatalog   = "subagent/catalog"
+	TypeSessionTitle      = "session/title"
 )
 
 // Turn end reason kinds (TurnEndReason.Kind; TurnEndKinds lists them all).

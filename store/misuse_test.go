@@ -379,6 +379,24 @@ func TestRecorderRefusesMisuse(t *testing.T) {
 		{"a developer message adding a tool the request lacks", "step", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Developer(Developer{ID: "d1", Added: []string{"grep"}})
 		}},
+		{"an empty title", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Title(SessionTitle{From: []string{"u1"}})
+		}},
+		{"a provider's title from no message", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Title(SessionTitle{Title: "t", Provider: "titler"})
+		}},
+		{"a title with half a route", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Title(SessionTitle{Title: "t", From: []string{"u1"}, Provider: "titler", Route: &TitleRoute{Provider: "p"}})
+		}},
+		{"a title from the model's message", "idle", ErrUnknownMessage, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Title(SessionTitle{Title: "t", From: []string{"a1"}})
+		}},
+		{"a title from a message twice", "idle", ErrDuplicateID, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Title(SessionTitle{Title: "t", From: []string{"u1", "u1"}})
+		}},
+		{"a title as a raw event", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Append(convlog.Event{Type: convlog.TypeSessionTitle, Data: []byte(`{}`)})
+		}},
 		{"a developer message as a raw event", "step", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Append(convlog.Event{Type: convlog.TypeDeveloperMessage, Data: []byte(`{}`)})
 		}},

@@ -80,3 +80,63 @@ func (se *Session) Developer(d Developer) error {
 		return se.record(ev)
 	})
 }
+
+// SessionTitle is a title of the session: one the user gave (From empty),
+// or one made from the user's own messages From (ids) by title provider
+// Provider with its model Route (nil: none said), or by the runtime's
+// fallback (Provider "").
+type SessionTitle struct {
+	Title    string
+	From     []string
+	Provider string
+	Route    *TitleRoute
+}
+
+// TitleRoute is the model a title provider called.
+type TitleRoute struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+}
+
+// titleSource is session/title's source.
+type titleSource struct {
+	Kind     string      `json:"kind"`
+	Provider string      `json:"provider,omitempty"`
+	Model    *TitleRoute `json:"model,omitempty"`
+}
+
+// Title records a title of the session; the latest recorded is the
+// session's.
+func (se *Session) Title(t SessionTitle) error {
+	return se.locked(se.written("Title"), func() error {
+		src := titleSource{Kind: "user"}
+		switch {
+		case t.Title == "":
+			return se.refuse("Title", ErrInvalid, "the title is empty")
+		case len(t.From) == 0 && (t.Provider != "" || t.Route != nil):
+			return se.refuse("Title", ErrInvalid, "a title a provider made names the messages it was made from")
+		case t.Route != nil && (t.Route.Provider == "" || t.Route.Model == ""):
+			return se.refuse("Title", ErrInvalid, "a title's route needs a provider and a model")
+		case t.Provider != "":
+			src = titleSource{Kind: "provider", Provider: t.Provider, Model: t.Route}
+		case len(t.From) > 0:
+			src.Kind = "fallback"
+		}
+		seqs := make([]int64, 0, len(t.From))
+		for i, id := range t.From {
+			seq, ok := se.rec.surfaceSeq[id]
+			if !ok || !se.rec.userMsgs[id] {
+				return se.refuse("Title", ErrUnknownMessage, "no message %s of the user's was recorded in the session", termtext.Quote(id))
+			}
+			if slices.Contains(t.From[:i], id) {
+				return se.refuse("Title", ErrDuplicateID, "message %s is named twice", termtext.Quote(id))
+			}
+			seqs = append(seqs, seq)
+		}
+		return se.record(typed(convlog.TypeSessionTitle, struct {
+			Title       string      `json:"title"`
+			MessageSeqs []int64     `json:"messageSeqs"`
+			Source      titleSource `json:"source"`
+		}{t.Title, seqs, src}))
+	})
+}

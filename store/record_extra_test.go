@@ -56,6 +56,16 @@ func TestRecordExtraWrites(t *testing.T) {
 		{"a developer message adding and removing tools", "step", withTools, func(t *testing.T, f *misuseFixture) {
 			mustNil(t, f.se.Developer(Developer{ID: "d1", Added: []string{"grep"}, Removed: []string{"bash"}}))
 		}, []string{`developer/message append {"turn":2,"step":2,"message":{"role":"developer","content":[{"type":"tool-addition","toolName":"grep"},{"type":"tool-removal","toolName":"bash"}],"source":{"kind":"tool-registry"},"id":"d1"},"headerSeq":18}`}},
+		{"a title the user gave", "idle", nil, func(t *testing.T, f *misuseFixture) {
+			mustNil(t, f.se.Title(SessionTitle{Title: "Flaky tests"}))
+		}, []string{`session/title {"title":"Flaky tests","messageSeqs":[],"source":{"kind":"user"}}`}},
+		{"a fallback title", "idle", nil, func(t *testing.T, f *misuseFixture) {
+			mustNil(t, f.se.Title(SessionTitle{Title: "first", From: []string{"u1"}}))
+		}, []string{`session/title {"title":"first","messageSeqs":[4],"source":{"kind":"fallback"}}`}},
+		{"a provider's title while a model call streams", "streaming", nil, func(t *testing.T, f *misuseFixture) {
+			mustNil(t, f.se.Title(SessionTitle{Title: "Go on", From: []string{"u2", "u1"}, Provider: "titler",
+				Route: &TitleRoute{Provider: "p", Model: "small"}}))
+		}, []string{`session/title {"title":"Go on","messageSeqs":[14,4],"source":{"kind":"provider","provider":"titler","model":{"provider":"p","model":"small"}}}`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -197,7 +197,8 @@ func record(st *store.Store, out io.Writer) {
 	// Turn 1, complete: a model call that fails with a temporary error and
 	// is retried, a tool call during which the user steers, an empty
 	// answer, the final answer.
-	must(se.BeginTurn(r.user("Count the Go files in this repository")))
+	prompt := r.user("Count the Go files in this repository")
+	must(se.BeginTurn(prompt))
 	call := beginCall(se)
 	call.Text(0, "Let me co")
 	failure := convlog.LLMFailure{Code: "stream_dropped", Message: "the stream was cut", Status: 503}
@@ -208,6 +209,9 @@ func record(st *store.Store, out io.Writer) {
 	})
 	r.step(se, "") // its request records the steering message
 	r.lastStep(se, "There are 9 Go files besides the tests.")
+	// A title provider names the session from its first prompt.
+	check(se.Title(store.SessionTitle{Title: "Count the Go files", From: []string{prompt.ID()}, Provider: "title-llm",
+		Route: &store.TitleRoute{Provider: model.Provider, Model: "deepseek-flash"}}))
 	fmt.Fprintln(out, "turn 1: completed (a retried model call, steering, an empty answer)")
 
 	// Turn 2, complete: a subagent reviews the count and reports back.
