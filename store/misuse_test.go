@@ -397,6 +397,24 @@ func TestRecorderRefusesMisuse(t *testing.T) {
 		{"a title as a raw event", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Append(convlog.Event{Type: convlog.TypeSessionTitle, Data: []byte(`{}`)})
 		}},
+		{"a request context outside a turn", "idle", ErrNoTurn, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.RequestContext(RequestContext{Provider: "p", Model: "m"})
+		}},
+		{"a request context between steps", "step", ErrOrder, endStep, func(t *testing.T, f *misuseFixture) error {
+			return f.se.RequestContext(RequestContext{Provider: "p", Model: "m"})
+		}},
+		{"a request context while a model call streams", "streaming", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.RequestContext(RequestContext{Provider: "p", Model: "m"})
+		}},
+		{"a request context without a model", "step", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.RequestContext(RequestContext{Provider: "p"})
+		}},
+		{"a request context with a negative window", "step", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.RequestContext(RequestContext{Provider: "p", Model: "m", ContextWindow: -1})
+		}},
+		{"a request context as a raw event", "step", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Append(convlog.Event{Type: convlog.TypeRequestContext, Data: []byte(`{"provider":"p","model":"m"}`)})
+		}},
 		{"a developer message as a raw event", "step", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Append(convlog.Event{Type: convlog.TypeDeveloperMessage, Data: []byte(`{}`)})
 		}},

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 
@@ -138,5 +139,42 @@ func (se *Session) Title(t SessionTitle) error {
 			MessageSeqs []int64     `json:"messageSeqs"`
 			Source      titleSource `json:"source"`
 		}{t.Title, seqs, src}))
+	})
+}
+
+// RequestContext is where the step's requests go: the route (Provider,
+// Model), the model's context window (0: not known), and whether a changed
+// system prompt reaches the model inside the history (SystemPromptInHistory)
+// rather than as the system message.
+type RequestContext struct {
+	Provider, Model       string
+	ContextWindow         int64
+	SystemPromptInHistory bool
+}
+
+// RequestContext records c in the open step when it differs from the last
+// recorded in the session's log; an unchanged context records nothing.
+func (se *Session) RequestContext(c RequestContext) error {
+	return se.locked(se.inStep("RequestContext"), func() error {
+		switch {
+		case c.Provider == "" || c.Model == "":
+			return se.refuse("RequestContext", ErrInvalid, "the context needs a provider and a model")
+		case c.ContextWindow < 0:
+			return se.refuse("RequestContext", ErrInvalid, "a context window cannot be negative")
+		}
+		update := ""
+		if c.SystemPromptInHistory {
+			update = "in-history"
+		}
+		ev := typed(convlog.TypeRequestContext, struct {
+			Provider           string `json:"provider"`
+			Model              string `json:"model"`
+			ContextWindow      int64  `json:"contextWindow,omitempty"`
+			SystemPromptUpdate string `json:"systemPromptUpdate,omitempty"`
+		}{c.Provider, c.Model, c.ContextWindow, update})
+		if bytes.Equal(ev.Data, se.rec.context) {
+			return nil
+		}
+		return se.record(ev)
 	})
 }

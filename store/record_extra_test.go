@@ -66,6 +66,16 @@ func TestRecordExtraWrites(t *testing.T) {
 			mustNil(t, f.se.Title(SessionTitle{Title: "Go on", From: []string{"u2", "u1"}, Provider: "titler",
 				Route: &TitleRoute{Provider: "p", Model: "small"}}))
 		}, []string{`session/title {"title":"Go on","messageSeqs":[14,4],"source":{"kind":"provider","provider":"titler","model":{"provider":"p","model":"small"}}}`}},
+		{"a request context, repeated, then changed", "step", nil, func(t *testing.T, f *misuseFixture) {
+			c := RequestContext{Provider: "p", Model: "m", ContextWindow: 128000}
+			mustNil(t, f.se.RequestContext(c))
+			mustNil(t, f.se.RequestContext(c))
+			c.SystemPromptInHistory = true
+			mustNil(t, f.se.RequestContext(c))
+			mustNil(t, f.se.RequestContext(RequestContext{Provider: "p", Model: "m2"}))
+		}, []string{`request/context {"provider":"p","model":"m","contextWindow":128000}`,
+			`request/context {"provider":"p","model":"m","contextWindow":128000,"systemPromptUpdate":"in-history"}`,
+			`request/context {"provider":"p","model":"m2"}`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -717,7 +717,8 @@ type recState struct {
 	retryChains       map[retryKey]*retryChain
 	pendingRetry      *retryChain
 	compactions       map[string]bool
-	endSeed           int64 // the seq of the inherited session/end-seed, -1: none
+	endSeed           int64  // the seq of the inherited session/end-seed, -1: none
+	context           []byte // the last request/context's data
 }
 
 type toolCallState struct {
@@ -779,6 +780,8 @@ func (r *recState) observe(e *convlog.Event) {
 		var h convlog.EpochHeader
 		json.Unmarshal(r.header, &h)
 		r.provider, r.model, r.series = h.Config.Provider, h.Config.Model, false
+	case convlog.TypeRequestContext:
+		r.context = bytes.Clone(e.Data)
 	case convlog.TypeInboxSpliced:
 		var d convlog.InboxSplicedData
 		json.Unmarshal(e.Data, &d)

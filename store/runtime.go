@@ -374,7 +374,7 @@ var typedCall = map[string]string{
 	convlog.TypeToolCall: "ToolCall", convlog.TypeToolResult: "ToolResult", convlog.TypeSubagentCatalog: "Spawn",
 	convlog.TypeCompactionStart: "Compact", convlog.TypeCompactionSummary: "Compact", convlog.TypeCompactionEnd: "Compact",
 	convlog.TypeEndSeed: "Fork", convlog.TypeDeveloperMessage: "Developer",
-	convlog.TypeSessionTitle: "Title",
+	convlog.TypeSessionTitle: "Title", convlog.TypeRequestContext: "RequestContext",
 }
 
 // Append records events no call records (a plugin's, or a format type the

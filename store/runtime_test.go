@@ -108,15 +108,15 @@ func TestSessionTurns(t *testing.T) {
 		t.Fatalf("a second turn while one runs: %v", err)
 	}
 	step(t, se, "a1", "looking")
-	// Append refuses what a call records, and a misplaced event, before
-	// anything is written, each with a typed error.
+	// Append refuses what a call records, and an event that breaks a
+	// format rule, before anything is written, each with a typed error.
 	err = se.Append(convlog.Event{Type: "tool/call", Data: []byte(`{"turn":1,"step":1,"callId":"x","name":"bash","arguments":""}`)})
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "recorded by ToolCall") {
 		t.Fatalf("a tool call through Append: %v", err)
 	}
-	err = se.Append(convlog.Event{Type: convlog.TypeRequestContext, Data: []byte(`{"provider":"p","model":"m"}`)})
-	if !errors.Is(err, convlog.ErrTurnPath) {
-		t.Fatalf("a request context outside a step: %v", err)
+	err = se.Append(convlog.Event{Type: "session/title-llm-request", Data: []byte(`{"titleProvider":"t","route":{"provider":"p","model":"m"},"system":"s","maxTokens":10,"messageSeqs":[99],"messages":[{"role":"user","content":[{"type":"text","text":"x"}],"source":{"kind":"dsh-session-title-llm"},"id":"q1"}]}`)})
+	if !errors.Is(err, convlog.ErrRelationship) {
+		t.Fatalf("a title request citing no message: %v", err)
 	}
 	mustNil(t, se.EndTurn(OutcomeCompleted, nil))
 	if info := readInfo(t, dir, "c1"); info.RunningTurn || info.Turns[0].Outcome != OutcomeCompleted {

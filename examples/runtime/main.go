@@ -143,10 +143,12 @@ func answer(call *store.ModelCall, text string) {
 	call.Finish(convlog.FinishReason{Kind: convlog.FinishStop})
 }
 
-// beginCall begins a step of se's running turn: its request, then the model call.
+// beginCall begins a step of se's running turn: its request and where it
+// goes (recorded once, until it changes), then the model call.
 func beginCall(se *store.Session) *store.ModelCall {
 	must(se.BeginStep())
 	check(se.Request(request))
+	check(se.RequestContext(store.RequestContext{Provider: model.Provider, Model: model.Model, ContextWindow: 128000}))
 	return must(se.BeginModelCall())
 }
 
