@@ -22,6 +22,8 @@ const (
 	TypeEndSeed           = "session/end-seed"
 	TypeSubagentCatalog   = "subagent/catalog"
 	TypeSessionTitle      = "session/title"
+	TypeCommandRun        = "command/run"
+	TypeCommandDone       = "command/done"
 )
 
 // Turn end reason kinds (TurnEndReason.Kind; TurnEndKinds lists them all).

@@ -20,6 +20,13 @@ type misuseFixture struct {
 	call  *ModelCall
 	dir   string
 	conv  string // the conversation se records ("": c)
+	cmd   string // a command run by runCommand
+}
+
+func runCommand(t *testing.T, f *misuseFixture) {
+	var err error
+	f.cmd, err = f.se.Command("clear", "")
+	mustNil(t, err)
 }
 
 // toState brings a session to state, where a misuse can be tried: idle
@@ -414,6 +421,28 @@ func TestRecorderRefusesMisuse(t *testing.T) {
 		}},
 		{"a request context as a raw event", "step", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Append(convlog.Event{Type: convlog.TypeRequestContext, Data: []byte(`{"provider":"p","model":"m"}`)})
+		}},
+		{"a command without a name", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.se.Command("", "x")
+			return err
+		}},
+		{"the end of a command never run", "idle", ErrUnknownCall, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.CommandDone(CommandResult{ID: "nope"})
+		}},
+		{"a command ended twice", "idle", ErrOrder, func(t *testing.T, f *misuseFixture) {
+			runCommand(t, f)
+			mustNil(t, f.se.CommandDone(CommandResult{ID: f.cmd}))
+		}, func(t *testing.T, f *misuseFixture) error {
+			return f.se.CommandDone(CommandResult{ID: f.cmd})
+		}},
+		{"a failed command naming a message", "idle", ErrInvalid, runCommand, func(t *testing.T, f *misuseFixture) error {
+			return f.se.CommandDone(CommandResult{ID: f.cmd, Failed: true, Message: "a1"})
+		}},
+		{"a command naming a message never recorded", "idle", ErrUnknownMessage, runCommand, func(t *testing.T, f *misuseFixture) error {
+			return f.se.CommandDone(CommandResult{ID: f.cmd, Message: "nope"})
+		}},
+		{"a command as a raw event", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Append(convlog.Event{Type: convlog.TypeCommandRun, Data: []byte(`{}`)})
 		}},
 		{"a developer message as a raw event", "step", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Append(convlog.Event{Type: convlog.TypeDeveloperMessage, Data: []byte(`{}`)})

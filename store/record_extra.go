@@ -99,7 +99,7 @@ type TitleRoute struct {
 	Model    string `json:"model"`
 }
 
-// titleSource is session/title's source.
+// titleSource is session/title's source, and command/run's.
 type titleSource struct {
 	Kind     string      `json:"kind"`
 	Provider string      `json:"provider,omitempty"`
@@ -176,5 +176,64 @@ func (se *Session) RequestContext(c RequestContext) error {
 			return nil
 		}
 		return se.record(ev)
+	})
+}
+
+// Command records that the user ran command name (a slash command) with
+// args ("": none) and returns the command's new id for CommandDone.
+func (se *Session) Command(name, args string) (id string, err error) {
+	err = se.locked(se.written("Command"), func() error {
+		if name == "" {
+			return se.refuse("Command", ErrInvalid, "the command needs its name")
+		}
+		id = NewMessageID()
+		return se.record(typed(convlog.TypeCommandRun, struct {
+			CommandID string      `json:"commandId"`
+			Name      string      `json:"name"`
+			Args      string      `json:"args,omitempty"`
+			Source    titleSource `json:"source"`
+		}{id, name, args, titleSource{Kind: "user"}}))
+	})
+	return id, err
+}
+
+// CommandResult is how command ID ended: Failed or not, with Text to show
+// ("": none) and, for one that succeeded, the id of the message it
+// recorded (Message, "": none).
+type CommandResult struct {
+	ID, Text, Message string
+	Failed            bool
+}
+
+// CommandDone records that a command Command began has ended.
+func (se *Session) CommandDone(c CommandResult) error {
+	return se.locked(se.written("CommandDone"), func() error {
+		done, ok := se.rec.commands[c.ID]
+		switch {
+		case !ok:
+			return se.refuse("CommandDone", ErrUnknownCall, "no command %s was run in the session (Command)", termtext.Quote(c.ID))
+		case done:
+			return se.refuse("CommandDone", ErrOrder, "command %s has ended already", termtext.Quote(c.ID))
+		case c.Failed && c.Message != "":
+			return se.refuse("CommandDone", ErrInvalid, "only a command that succeeded names the message it recorded")
+		}
+		kind := "success"
+		if c.Failed {
+			kind = "error"
+		}
+		var from *int64
+		if c.Message != "" {
+			seq, ok := se.rec.surfaceSeq[c.Message]
+			if !ok {
+				return se.refuse("CommandDone", ErrUnknownMessage, "no message %s was recorded in the session", termtext.Quote(c.Message))
+			}
+			from = &seq
+		}
+		return se.record(typed(convlog.TypeCommandDone, struct {
+			CommandID      string `json:"commandId"`
+			Kind           string `json:"kind"`
+			Text           string `json:"text,omitempty"`
+			SourceEventSeq *int64 `json:"sourceEventSeq,omitempty"`
+		}{c.ID, kind, c.Text, from}))
 	})
 }

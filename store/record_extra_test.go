@@ -1,6 +1,8 @@
 package store
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/convkit/convkit/convlog"
@@ -89,5 +91,37 @@ func TestRecordExtraWrites(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCommands: a command's run and its end, the id made by Command.
+func TestCommands(t *testing.T) {
+	var ids []string
+	a1 := int64(-1)
+	got := lastEvents(t, "idle", nil, func(t *testing.T, f *misuseFixture) {
+		for _, h := range f.se.History() {
+			if h.Message.ID() == "a1" {
+				a1 = h.Seq
+			}
+		}
+		id, err := f.se.Command("compact", "keep the last turn")
+		mustNil(t, err)
+		mustNil(t, f.se.CommandDone(CommandResult{ID: id, Text: "compacted", Message: "a1"}))
+		id2, err := f.se.Command("clear", "")
+		mustNil(t, err)
+		mustNil(t, f.se.CommandDone(CommandResult{ID: id2, Failed: true, Text: "nothing to clear"}))
+		ids = append(ids, id, id2)
+	})
+	if len(ids[0]) != 36 || ids[0] == ids[1] {
+		t.Fatalf("command ids %q", ids)
+	}
+	want := []string{
+		`command/run {"commandId":"` + ids[0] + `","name":"compact","args":"keep the last turn","source":{"kind":"user"}}`,
+		`command/done {"commandId":"` + ids[0] + `","kind":"success","text":"compacted","sourceEventSeq":` + strconv.FormatInt(a1, 10) + `}`,
+		`command/run {"commandId":"` + ids[1] + `","name":"clear","source":{"kind":"user"}}`,
+		`command/done {"commandId":"` + ids[1] + `","kind":"error","text":"nothing to clear"}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -717,8 +717,9 @@ type recState struct {
 	retryChains       map[retryKey]*retryChain
 	pendingRetry      *retryChain
 	compactions       map[string]bool
-	endSeed           int64  // the seq of the inherited session/end-seed, -1: none
-	context           []byte // the last request/context's data
+	endSeed           int64           // the seq of the inherited session/end-seed, -1: none
+	context           []byte          // the last request/context's data
+	commands          map[string]bool // command ids run: whether done
 }
 
 type toolCallState struct {
@@ -741,7 +742,8 @@ type retryChain struct {
 
 func newRecState() recState {
 	return recState{calls: map[string]*toolCallState{}, ids: map[string]bool{}, surfaceSeq: map[string]int64{}, userMsgs: map[string]bool{},
-		interrupted: map[int64]bool{}, head: -1, endSeed: -1, retryChains: map[retryKey]*retryChain{}, compactions: map[string]bool{}}
+		interrupted: map[int64]bool{}, head: -1, endSeed: -1, retryChains: map[retryKey]*retryChain{}, compactions: map[string]bool{},
+		commands: map[string]bool{}}
 }
 
 // observe takes one event, already written or queued with its seq.
@@ -782,6 +784,8 @@ func (r *recState) observe(e *convlog.Event) {
 		r.provider, r.model, r.series = h.Config.Provider, h.Config.Model, false
 	case convlog.TypeRequestContext:
 		r.context = bytes.Clone(e.Data)
+	case convlog.TypeCommandRun, convlog.TypeCommandDone:
+		r.commands[str(rawjson.Get(e.Data, "commandId"))] = e.Type == convlog.TypeCommandDone
 	case convlog.TypeInboxSpliced:
 		var d convlog.InboxSplicedData
 		json.Unmarshal(e.Data, &d)

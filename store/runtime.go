@@ -375,6 +375,7 @@ var typedCall = map[string]string{
 	convlog.TypeCompactionStart: "Compact", convlog.TypeCompactionSummary: "Compact", convlog.TypeCompactionEnd: "Compact",
 	convlog.TypeEndSeed: "Fork", convlog.TypeDeveloperMessage: "Developer",
 	convlog.TypeSessionTitle: "Title", convlog.TypeRequestContext: "RequestContext",
+	convlog.TypeCommandRun: "Command", convlog.TypeCommandDone: "CommandDone",
 }
 
 // Append records events no call records (a plugin's, or a format type the

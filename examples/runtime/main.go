@@ -235,8 +235,12 @@ func record(st *store.Store, out io.Writer) {
 	fmt.Fprintln(out, "turn 2: completed (subagent reviewer-1 and its report)")
 
 	// A manual compaction: turn 1 summarised, turn 2 kept.
+	// The user's /compact command: its run, the compaction, its end.
+	compact := must(se.Command("compact", ""))
+	summary := r.id("summary")
 	check(se.Compact(store.Compaction{KeepFrom: turn2.ID(), Summary: "The user asked for the Go files; there are 9 besides the tests.",
-		Provider: model.Provider, Model: model.Model}))
+		Provider: model.Provider, Model: model.Model, CheckpointID: summary}))
+	check(se.CommandDone(store.CommandResult{ID: compact, Text: "Turn 1 summarised.", Message: summary}))
 	fmt.Fprintln(out, "compaction: turn 1 summarised")
 
 	// Turn 3, interrupted while the answer streams.
