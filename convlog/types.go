@@ -24,6 +24,8 @@ const (
 	TypeSessionTitle      = "session/title"
 	TypeCommandRun        = "command/run"
 	TypeCommandDone       = "command/done"
+	TypePTCStart          = "tool/ptc-dispatch-start"
+	TypePTC               = "tool/ptc-dispatch"
 )
 
 // Turn end reason kinds (TurnEndReason.Kind; TurnEndKinds lists them all).

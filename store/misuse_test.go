@@ -444,6 +444,41 @@ func TestRecorderRefusesMisuse(t *testing.T) {
 		{"a command as a raw event", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Append(convlog.Event{Type: convlog.TypeCommandRun, Data: []byte(`{}`)})
 		}},
+		{"a dispatch outside a turn", "idle", ErrNoTurn, nil, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.se.Dispatch("k1", "grep", []byte(`{}`))
+			return err
+		}},
+		{"a dispatch from a tool call not started", "asked", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.se.Dispatch("k1", "grep", []byte(`{}`))
+			return err
+		}},
+		{"a dispatch from no tool call", "started", ErrUnknownCall, nil, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.se.Dispatch("k9", "grep", []byte(`{}`))
+			return err
+		}},
+		{"a dispatch with arguments not JSON", "started", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.se.Dispatch("k1", "grep", []byte(`{`))
+			return err
+		}},
+		{"a result of a call never dispatched", "started", ErrUnknownCall, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.DispatchResult(DispatchResult{ID: "k1:ptc:1"})
+		}},
+		{"a dispatched call's second result", "started", ErrOrder, func(t *testing.T, f *misuseFixture) {
+			id, err := f.se.Dispatch("k1", "grep", []byte(`{}`))
+			mustNil(t, err)
+			mustNil(t, f.se.DispatchResult(DispatchResult{ID: id}))
+		}, func(t *testing.T, f *misuseFixture) error {
+			return f.se.DispatchResult(DispatchResult{ID: "k1:ptc:1"})
+		}},
+		{"a dispatch after the tool call's result", "started", ErrOrder, func(t *testing.T, f *misuseFixture) {
+			mustNil(t, f.se.ToolResult(ToolResult{CallID: "k1", ID: "r1", Content: []convlog.Block{convlog.TextBlock("done")}}))
+		}, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.se.Dispatch("k1", "grep", []byte(`{}`))
+			return err
+		}},
+		{"a dispatch as a raw event", "started", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Append(convlog.Event{Type: convlog.TypePTCStart, Data: []byte(`{}`)})
+		}},
 		{"a developer message as a raw event", "step", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Append(convlog.Event{Type: convlog.TypeDeveloperMessage, Data: []byte(`{}`)})
 		}},

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 
 	"github.com/convkit/convkit/convlog"
@@ -235,5 +236,113 @@ func (se *Session) CommandDone(c CommandResult) error {
 			Text           string `json:"text,omitempty"`
 			SourceEventSeq *int64 `json:"sourceEventSeq,omitempty"`
 		}{c.ID, kind, c.Text, from}))
+	})
+}
+
+// dispatch is a tool call made by code a tool call runs (programmatic
+// tool calling): root is that tool call, parent the root or an earlier
+// dispatch of it.
+type dispatch struct {
+	root, parent, name string
+	args               json.RawMessage
+	settled            bool
+}
+
+func (r *recState) observeDispatch(e *convlog.Event) {
+	var d struct {
+		RootCallID, ParentCallID, SubCallID, Name string
+		Arguments                                 json.RawMessage
+	}
+	json.Unmarshal(e.Data, &d)
+	if c := r.dispatches[d.SubCallID]; c != nil {
+		c.settled = true
+		return
+	}
+	r.dispatches[d.SubCallID] = &dispatch{root: d.RootCallID, parent: d.ParentCallID, name: d.Name, args: d.Arguments}
+}
+
+// dispatchData is tool/ptc-dispatch-start, and with the result
+// tool/ptc-dispatch.
+type dispatchData struct {
+	RootCallID   string          `json:"rootCallId"`
+	ParentCallID string          `json:"parentCallId"`
+	SubCallID    string          `json:"subCallId"`
+	Name         string          `json:"name"`
+	Arguments    json.RawMessage `json:"arguments"`
+}
+
+// Dispatch records that code run by tool call parent (a started tool call
+// of the turn without its result, or a Dispatch of one) calls tool name
+// with args, a JSON value; it returns the new call's id,
+// "<parent>:ptc:<n>", for DispatchResult.
+func (se *Session) Dispatch(parent, name string, args json.RawMessage) (id string, err error) {
+	err = se.locked(nil, func() error {
+		r := &se.rec
+		root := parent
+		if d := r.dispatches[parent]; d != nil {
+			root = d.root
+		}
+		switch c := r.calls[root]; {
+		case se.w == nil || !r.turnOpen:
+			return se.refuse("Dispatch", ErrNoTurn, "no turn is running (BeginTurn)")
+		case name == "":
+			return se.refuse("Dispatch", ErrInvalid, "the dispatched call needs its tool's name")
+		case !json.Valid(args):
+			return se.refuse("Dispatch", ErrInvalid, "the arguments are not one JSON value")
+		case c == nil:
+			return se.refuse("Dispatch", ErrUnknownCall, "no answer of turn %d asked for tool call %s", r.turn, termtext.Quote(parent))
+		case c.startSeq < 0 || c.resolved:
+			return se.refuse("Dispatch", ErrOrder, "tool call %s is not running (ToolCall, before its ToolResult)", termtext.Quote(root))
+		}
+		for n := 1; id == "" || r.dispatches[id] != nil; n++ {
+			id = fmt.Sprintf("%s:ptc:%d", parent, n)
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, args); err != nil {
+			return se.refuse("Dispatch", ErrInvalid, "%v", err)
+		}
+		return se.record(typed(convlog.TypePTCStart, dispatchData{root, parent, id, name, buf.Bytes()}))
+	})
+	if err != nil {
+		id = ""
+	}
+	return id, err
+}
+
+// DispatchResult is what dispatched call ID returned: Content, and for a
+// failure IsError and the Error (nil: none said).
+type DispatchResult struct {
+	ID      string
+	IsError bool
+	Error   *convlog.ToolError
+	Content []convlog.Block
+}
+
+// DispatchResult records the result of a call Dispatch began.
+func (se *Session) DispatchResult(res DispatchResult) error {
+	return se.locked(nil, func() error {
+		d := se.rec.dispatches[res.ID]
+		switch {
+		case se.w == nil || !se.rec.turnOpen:
+			return se.refuse("DispatchResult", ErrNoTurn, "no turn is running (BeginTurn)")
+		case d == nil:
+			return se.refuse("DispatchResult", ErrUnknownCall, "no call %s was dispatched (Dispatch)", termtext.Quote(res.ID))
+		case d.settled:
+			return se.refuse("DispatchResult", ErrOrder, "dispatched call %s has its result already", termtext.Quote(res.ID))
+		case res.Error != nil && !res.IsError:
+			return se.refuse("DispatchResult", ErrInvalid, "an error is carried only by a result marked IsError")
+		case res.Error != nil && (res.Error.Name == "" || res.Error.Code == ""):
+			return se.refuse("DispatchResult", ErrInvalid, "a tool error needs a name and a code")
+		}
+		content, err := convlog.BlocksJSON(res.Content)
+		if err != nil {
+			return se.refuse("DispatchResult", ErrInvalid, "%v", err)
+		}
+		return se.record(typed(convlog.TypePTC, struct {
+			dispatchData
+			IsError bool               `json:"isError"`
+			Error   *convlog.ToolError `json:"error,omitempty"`
+			Content json.RawMessage    `json:"content"`
+		}{dispatchData{d.root, d.parent, res.ID, d.name, d.args}, res.IsError, res.Error, content}))
 	})
 }

@@ -78,6 +78,20 @@ func TestRecordExtraWrites(t *testing.T) {
 		}, []string{`request/context {"provider":"p","model":"m","contextWindow":128000}`,
 			`request/context {"provider":"p","model":"m","contextWindow":128000,"systemPromptUpdate":"in-history"}`,
 			`request/context {"provider":"p","model":"m2"}`}},
+		{"dispatched calls, one nested, their results", "started", nil, func(t *testing.T, f *misuseFixture) {
+			id, err := f.se.Dispatch("k1", "grep", []byte(`{ "q": "x" }`))
+			mustNil(t, err)
+			sub, err := f.se.Dispatch(id, "read", []byte(`[1, 2]`))
+			mustNil(t, err)
+			if id != "k1:ptc:1" || sub != "k1:ptc:1:ptc:1" {
+				t.Fatalf("ids %q %q", id, sub)
+			}
+			mustNil(t, f.se.DispatchResult(DispatchResult{ID: sub, Content: []convlog.Block{convlog.TextBlock("12")}}))
+			mustNil(t, f.se.DispatchResult(DispatchResult{ID: id, IsError: true, Error: &convlog.ToolError{Name: "grep", Code: "failed"}}))
+		}, []string{`tool/ptc-dispatch-start {"rootCallId":"k1","parentCallId":"k1","subCallId":"k1:ptc:1","name":"grep","arguments":{"q":"x"}}`,
+			`tool/ptc-dispatch-start {"rootCallId":"k1","parentCallId":"k1:ptc:1","subCallId":"k1:ptc:1:ptc:1","name":"read","arguments":[1,2]}`,
+			`tool/ptc-dispatch {"rootCallId":"k1","parentCallId":"k1:ptc:1","subCallId":"k1:ptc:1:ptc:1","name":"read","arguments":[1,2],"isError":false,"content":[{"type":"text","text":"12"}]}`,
+			`tool/ptc-dispatch {"rootCallId":"k1","parentCallId":"k1","subCallId":"k1:ptc:1","name":"grep","arguments":{"q":"x"},"isError":true,"error":{"name":"grep","code":"failed"},"content":[]}`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

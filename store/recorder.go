@@ -720,6 +720,7 @@ type recState struct {
 	endSeed           int64           // the seq of the inherited session/end-seed, -1: none
 	context           []byte          // the last request/context's data
 	commands          map[string]bool // command ids run: whether done
+	dispatches        map[string]*dispatch
 }
 
 type toolCallState struct {
@@ -743,7 +744,7 @@ type retryChain struct {
 func newRecState() recState {
 	return recState{calls: map[string]*toolCallState{}, ids: map[string]bool{}, surfaceSeq: map[string]int64{}, userMsgs: map[string]bool{},
 		interrupted: map[int64]bool{}, head: -1, endSeed: -1, retryChains: map[retryKey]*retryChain{}, compactions: map[string]bool{},
-		commands: map[string]bool{}}
+		commands: map[string]bool{}, dispatches: map[string]*dispatch{}}
 }
 
 // observe takes one event, already written or queued with its seq.
@@ -784,6 +785,8 @@ func (r *recState) observe(e *convlog.Event) {
 		r.provider, r.model, r.series = h.Config.Provider, h.Config.Model, false
 	case convlog.TypeRequestContext:
 		r.context = bytes.Clone(e.Data)
+	case convlog.TypePTCStart, convlog.TypePTC:
+		r.observeDispatch(e)
 	case convlog.TypeCommandRun, convlog.TypeCommandDone:
 		r.commands[str(rawjson.Get(e.Data, "commandId"))] = e.Type == convlog.TypeCommandDone
 	case convlog.TypeInboxSpliced:

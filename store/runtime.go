@@ -376,6 +376,7 @@ var typedCall = map[string]string{
 	convlog.TypeEndSeed: "Fork", convlog.TypeDeveloperMessage: "Developer",
 	convlog.TypeSessionTitle: "Title", convlog.TypeRequestContext: "RequestContext",
 	convlog.TypeCommandRun: "Command", convlog.TypeCommandDone: "CommandDone",
+	convlog.TypePTCStart: "Dispatch", convlog.TypePTC: "DispatchResult",
 }
 
 // Append records events no call records (a plugin's, or a format type the

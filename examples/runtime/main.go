@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -169,8 +170,8 @@ func (r *rt) lastStep(se *store.Session, text string) {
 
 // toolStep records a step whose answer asks for one tool call that returns
 // result; call is the step's model call (nil: begun here), and during
-// records what happens while the tool runs.
-func (r *rt) toolStep(se *store.Session, call *store.ModelCall, tool, args, result string, during func()) {
+// (given the call's id) records what happens while the tool runs.
+func (r *rt) toolStep(se *store.Session, call *store.ModelCall, tool, args, result string, during func(callID string)) {
 	if call == nil {
 		call = beginCall(se)
 	}
@@ -182,7 +183,7 @@ func (r *rt) toolStep(se *store.Session, call *store.ModelCall, tool, args, resu
 	check(call.Complete(r.id("answer")))
 	check(se.ToolCall(callID))
 	if during != nil {
-		during()
+		during(callID)
 	}
 	check(se.ToolResult(store.ToolResult{CallID: callID, ID: r.id("result"), Content: []convlog.Block{convlog.TextBlock(result)}}))
 	check(se.EndStep())
@@ -206,8 +207,11 @@ func record(st *store.Store, out io.Writer) {
 	failure := convlog.LLMFailure{Code: "stream_dropped", Message: "the stream was cut", Status: 503}
 	check(call.Retry(store.Retry{Delay: time.Second, MaxRetries: 10, Failure: failure}))
 	call = must(se.BeginModelCall()) // the retry
-	r.toolStep(se, call, "bash", `{"command":"ls *.go | wc -l"}`, "12", func() {
+	r.toolStep(se, call, "bash", `{"command":"ls *.go | wc -l"}`, "12", func(callID string) {
 		check(se.Steer(r.user("Leave out the test files")))
+		// The command's script calls a tool itself (programmatic tool calling).
+		sub := must(se.Dispatch(callID, "glob", json.RawMessage(`{"pattern":"*.go"}`)))
+		check(se.DispatchResult(store.DispatchResult{ID: sub, Content: []convlog.Block{convlog.TextBlock("12 files")}}))
 	})
 	r.step(se, "") // its request records the steering message
 	r.lastStep(se, "There are 9 Go files besides the tests.")
@@ -220,7 +224,7 @@ func record(st *store.Store, out io.Writer) {
 	turn2 := r.user("Have a reviewer check the count")
 	must(se.BeginTurn(turn2))
 	var child *store.Session
-	r.toolStep(se, nil, "spawn_agent", `{"task":"Check the count of Go files"}`, "reviewer-1 started", func() {
+	r.toolStep(se, nil, "spawn_agent", `{"task":"Check the count of Go files"}`, "reviewer-1 started", func(string) {
 		child = must(se.Spawn("reviewer-1", "reviewer", "deepseek-flash"))
 		must(child.BeginTurn(r.user("Check the count of Go files")))
 		r.lastStep(child, "The count is right: 9.")
