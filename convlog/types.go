@@ -22,6 +22,7 @@ const (
 	TypeEndSeed           = "session/end-seed"
 	TypeSubagentCatalog   = "subagent/catalog"
 	TypeSessionTitle      = "session/title"
+	TypeTitleRequest      = "session/title-llm-request"
 	TypeCommandRun        = "command/run"
 	TypeCommandDone       = "command/done"
 	TypePTCStart          = "tool/ptc-dispatch-start"

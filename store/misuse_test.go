@@ -401,6 +401,21 @@ func TestRecorderRefusesMisuse(t *testing.T) {
 		{"a title from a message twice", "idle", ErrDuplicateID, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Title(SessionTitle{Title: "t", From: []string{"u1", "u1"}})
 		}},
+		{"a title request from no message", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.TitleRequest(TitleRequest{Provider: "t", Route: TitleRoute{Provider: "p", Model: "m"}, Prompt: "x"})
+		}},
+		{"a title request without a route", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.TitleRequest(TitleRequest{Provider: "t", From: []string{"u1"}, Prompt: "x"})
+		}},
+		{"a title request without its prompt", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.TitleRequest(TitleRequest{Provider: "t", Route: TitleRoute{Provider: "p", Model: "m"}, From: []string{"u1"}})
+		}},
+		{"a title request from the model's message", "idle", ErrUnknownMessage, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.TitleRequest(TitleRequest{Provider: "t", Route: TitleRoute{Provider: "p", Model: "m"}, From: []string{"a1"}, Prompt: "x"})
+		}},
+		{"a title request with a message id used before", "idle", ErrDuplicateID, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.TitleRequest(TitleRequest{Provider: "t", Route: TitleRoute{Provider: "p", Model: "m"}, From: []string{"u1"}, ID: "a1", Prompt: "x"})
+		}},
 		{"a title as a raw event", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Append(convlog.Event{Type: convlog.TypeSessionTitle, Data: []byte(`{}`)})
 		}},

@@ -107,6 +107,76 @@ type titleSource struct {
 	Model    *TitleRoute `json:"model,omitempty"`
 }
 
+// userSeqs are the seqs of the user's own messages ids, for call.
+func (se *Session) userSeqs(call string, ids []string) ([]int64, error) {
+	seqs := make([]int64, 0, len(ids))
+	for i, id := range ids {
+		seq, ok := se.rec.surfaceSeq[id]
+		if !ok || !se.rec.userMsgs[id] {
+			return nil, se.refuse(call, ErrUnknownMessage, "no message %s of the user's was recorded in the session", termtext.Quote(id))
+		}
+		if slices.Contains(ids[:i], id) {
+			return nil, se.refuse(call, ErrDuplicateID, "message %s is named twice", termtext.Quote(id))
+		}
+		seqs = append(seqs, seq)
+	}
+	return seqs, nil
+}
+
+// TitleRequest is the request a title provider sent to make a title from
+// the user's messages From (ids): its route, System prompt and MaxTokens,
+// and Prompt, the text of its one user message (ID; "": a new id).
+type TitleRequest struct {
+	Provider  string
+	Route     TitleRoute
+	System    string
+	MaxTokens int64
+	From      []string
+	ID        string
+	Prompt    string
+}
+
+// TitleRequest records the request a title provider sent; Title records
+// the title it made.
+func (se *Session) TitleRequest(t TitleRequest) error {
+	return se.locked(se.written("TitleRequest"), func() error {
+		switch {
+		case len(t.From) == 0:
+			return se.refuse("TitleRequest", ErrInvalid, "a title request names the messages the title is made from")
+		case t.Provider == "" || t.Route.Provider == "" || t.Route.Model == "":
+			return se.refuse("TitleRequest", ErrInvalid, "a title request needs its title provider and a route with a provider and a model")
+		case t.MaxTokens < 0:
+			return se.refuse("TitleRequest", ErrInvalid, "a title request's token limit cannot be negative")
+		case t.Prompt == "":
+			return se.refuse("TitleRequest", ErrInvalid, "a title request needs the prompt it sent")
+		}
+		seqs, err := se.userSeqs("TitleRequest", t.From)
+		if err != nil {
+			return err
+		}
+		if t.ID == "" {
+			t.ID = NewMessageID()
+		} else if err := se.checkNewID("TitleRequest", t.ID); err != nil {
+			return err
+		}
+		msg, err := convlog.NewMessage(t.ID, "user", convlog.Source{Kind: convlog.SourceTitle}, []convlog.Block{convlog.TextBlock(t.Prompt)})
+		if err != nil {
+			return se.refuse("TitleRequest", ErrInvalid, "%v", err)
+		}
+		type asked struct {
+			TitleProvider string     `json:"titleProvider"`
+			Route         TitleRoute `json:"route"`
+		}
+		return se.record(typed(convlog.TypeTitleRequest, struct {
+			asked
+			System      string            `json:"system"`
+			MaxTokens   int64             `json:"maxTokens"`
+			MessageSeqs []int64           `json:"messageSeqs"`
+			Messages    []json.RawMessage `json:"messages"`
+		}{asked{t.Provider, t.Route}, t.System, t.MaxTokens, seqs, []json.RawMessage{msg.JSON()}}))
+	})
+}
+
 // Title records a title of the session; the latest recorded is the
 // session's.
 func (se *Session) Title(t SessionTitle) error {
@@ -124,16 +194,9 @@ func (se *Session) Title(t SessionTitle) error {
 		case len(t.From) > 0:
 			src.Kind = "fallback"
 		}
-		seqs := make([]int64, 0, len(t.From))
-		for i, id := range t.From {
-			seq, ok := se.rec.surfaceSeq[id]
-			if !ok || !se.rec.userMsgs[id] {
-				return se.refuse("Title", ErrUnknownMessage, "no message %s of the user's was recorded in the session", termtext.Quote(id))
-			}
-			if slices.Contains(t.From[:i], id) {
-				return se.refuse("Title", ErrDuplicateID, "message %s is named twice", termtext.Quote(id))
-			}
-			seqs = append(seqs, seq)
+		seqs, err := se.userSeqs("Title", t.From)
+		if err != nil {
+			return err
 		}
 		return se.record(typed(convlog.TypeSessionTitle, struct {
 			Title       string      `json:"title"`

@@ -64,6 +64,10 @@ func TestRecordExtraWrites(t *testing.T) {
 		{"a fallback title", "idle", nil, func(t *testing.T, f *misuseFixture) {
 			mustNil(t, f.se.Title(SessionTitle{Title: "first", From: []string{"u1"}}))
 		}, []string{`session/title {"title":"first","messageSeqs":[4],"source":{"kind":"fallback"}}`}},
+		{"a title request", "idle", nil, func(t *testing.T, f *misuseFixture) {
+			mustNil(t, f.se.TitleRequest(TitleRequest{Provider: "titler", Route: TitleRoute{Provider: "p", Model: "small"},
+				System: "Title the chat.", MaxTokens: 20, From: []string{"u1"}, ID: "q1", Prompt: "first"}))
+		}, []string{`session/title-llm-request {"titleProvider":"titler","route":{"provider":"p","model":"small"},"system":"Title the chat.","maxTokens":20,"messageSeqs":[4],"messages":[{"role":"user","content":[{"type":"text","text":"first"}],"source":{"kind":"dsh-session-title-llm"},"id":"q1"}]}`}},
 		{"a provider's title while a model call streams", "streaming", nil, func(t *testing.T, f *misuseFixture) {
 			mustNil(t, f.se.Title(SessionTitle{Title: "Go on", From: []string{"u2", "u1"}, Provider: "titler",
 				Route: &TitleRoute{Provider: "p", Model: "small"}}))

@@ -374,7 +374,7 @@ var typedCall = map[string]string{
 	convlog.TypeToolCall: "ToolCall", convlog.TypeToolResult: "ToolResult", convlog.TypeSubagentCatalog: "Spawn",
 	convlog.TypeCompactionStart: "Compact", convlog.TypeCompactionSummary: "Compact", convlog.TypeCompactionEnd: "Compact",
 	convlog.TypeEndSeed: "Fork", convlog.TypeDeveloperMessage: "Developer",
-	convlog.TypeSessionTitle: "Title", convlog.TypeRequestContext: "RequestContext",
+	convlog.TypeSessionTitle: "Title", convlog.TypeTitleRequest: "TitleRequest", convlog.TypeRequestContext: "RequestContext",
 	convlog.TypeCommandRun: "Command", convlog.TypeCommandDone: "CommandDone",
 	convlog.TypePTCStart: "Dispatch", convlog.TypePTC: "DispatchResult",
 }

@@ -114,9 +114,9 @@ func TestSessionTurns(t *testing.T) {
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "recorded by ToolCall") {
 		t.Fatalf("a tool call through Append: %v", err)
 	}
-	err = se.Append(convlog.Event{Type: "session/title-llm-request", Data: []byte(`{"titleProvider":"t","route":{"provider":"p","model":"m"},"system":"s","maxTokens":10,"messageSeqs":[99],"messages":[{"role":"user","content":[{"type":"text","text":"x"}],"source":{"kind":"dsh-session-title-llm"},"id":"q1"}]}`)})
+	err = se.Append(convlog.Event{Type: convlog.TypeCompactionPrune, Data: []byte(`{"shadowedRange":{"start":99,"end":99},"shadowedSeqs":[99],"shadowedTokenCount":1}`)})
 	if !errors.Is(err, convlog.ErrRelationship) {
-		t.Fatalf("a title request citing no message: %v", err)
+		t.Fatalf("a prune of no span: %v", err)
 	}
 	mustNil(t, se.EndTurn(OutcomeCompleted, nil))
 	if info := readInfo(t, dir, "c1"); info.RunningTurn || info.Turns[0].Outcome != OutcomeCompleted {

@@ -216,6 +216,8 @@ func record(st *store.Store, out io.Writer) {
 	r.step(se, "") // its request records the steering message
 	r.lastStep(se, "There are 9 Go files besides the tests.")
 	// A title provider names the session from its first prompt.
+	check(se.TitleRequest(store.TitleRequest{Provider: "title-llm", Route: store.TitleRoute{Provider: model.Provider, Model: "deepseek-flash"},
+		System: "Give the chat a short title.", MaxTokens: 32, From: []string{prompt.ID()}, Prompt: "Count the Go files in this repository"}))
 	check(se.Title(store.SessionTitle{Title: "Count the Go files", From: []string{prompt.ID()}, Provider: "title-llm",
 		Route: &store.TitleRoute{Provider: model.Provider, Model: "deepseek-flash"}}))
 	fmt.Fprintln(out, "turn 1: completed (a retried model call, steering, an empty answer)")
