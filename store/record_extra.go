@@ -57,8 +57,14 @@ func (se *Session) Developer(d Developer) error {
 				return se.refuse("Developer", ErrOrder, "tools are added after the Request that defines them")
 			}
 			for _, name := range d.Added {
-				if !slices.ContainsFunc(h.Tools, func(t convlog.ToolSchema) bool { return t.Name == name }) {
-					return se.refuse("Developer", ErrInvalid, "tool %s is not a tool of the last request", termtext.Quote(name))
+				n, whole := 0, false
+				for _, t := range h.Tools {
+					if t.Name == name {
+						n, whole = n+1, t.Description != "" && t.Parameters != nil
+					}
+				}
+				if n != 1 || !whole {
+					return se.refuse("Developer", ErrInvalid, "tool %s is not defined exactly once, with a description and parameters, in the last request", termtext.Quote(name))
 				}
 				blocks = append(blocks, developerBlock{Type: "tool-addition", ToolName: name})
 			}
@@ -114,6 +120,9 @@ func (se *Session) userSeqs(call string, ids []string) ([]int64, error) {
 		seq, ok := se.rec.surfaceSeq[id]
 		if !ok || !se.rec.userMsgs[id] {
 			return nil, se.refuse(call, ErrUnknownMessage, "no message %s of the user's was recorded in the session", termtext.Quote(id))
+		}
+		if seq < se.rec.endSeed { // the format cites only the session's own
+			return nil, se.refuse(call, ErrInvalid, "message %s is in the inherited history", termtext.Quote(id))
 		}
 		if slices.Contains(ids[:i], id) {
 			return nil, se.refuse(call, ErrDuplicateID, "message %s is named twice", termtext.Quote(id))
@@ -189,6 +198,8 @@ func (se *Session) Title(t SessionTitle) error {
 			return se.refuse("Title", ErrInvalid, "a title a provider made names the messages it was made from")
 		case t.Route != nil && (t.Route.Provider == "" || t.Route.Model == ""):
 			return se.refuse("Title", ErrInvalid, "a title's route needs a provider and a model")
+		case t.Route != nil && t.Provider == "":
+			return se.refuse("Title", ErrInvalid, "a title with a route names the provider that made it")
 		case t.Provider != "":
 			src = titleSource{Kind: "provider", Provider: t.Provider, Model: t.Route}
 		case len(t.From) > 0:

@@ -789,6 +789,13 @@ func (r *recState) observe(e *convlog.Event) {
 		r.observeDispatch(e)
 	case convlog.TypeCommandRun, convlog.TypeCommandDone:
 		r.commands[str(rawjson.Get(e.Data, "commandId"))] = e.Type == convlog.TypeCommandDone
+	case convlog.TypeTitleRequest: // its prompt's id is taken, though not in the history
+		msgs, _ := rawjson.Elements(rawjson.Get(e.Data, "messages"), nil)
+		for _, raw := range msgs {
+			if m, err := convlog.ParseStoredMessage(raw); err == nil {
+				r.ids[m.ID()] = true
+			}
+		}
 	case convlog.TypeInboxSpliced:
 		var d convlog.InboxSplicedData
 		json.Unmarshal(e.Data, &d)
