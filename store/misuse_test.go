@@ -312,30 +312,6 @@ func TestRecorderRefusesMisuse(t *testing.T) {
 		{"a title with a line break", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.s.Rename("c", "two\nlines")
 		}},
-		{"a developer message adding a tool the request defines twice", "idle", ErrInvalid, func(t *testing.T, f *misuseFixture) {
-			_, err := f.se.BeginTurn(storedMsg(t, "u2", "user", "user", "go on"))
-			mustNil(t, err)
-			_, err = f.se.BeginStep()
-			mustNil(t, err)
-			grep := convlog.ToolSchema{Name: "grep", Description: "search", Parameters: map[string]any{"type": "object"}}
-			mustNil(t, f.se.Request(Request{System: "sys", Config: convlog.LLMConfig{Provider: "p", Model: "m"}, Tools: []convlog.ToolSchema{grep, grep}}))
-		}, func(t *testing.T, f *misuseFixture) error {
-			return f.se.Developer(Developer{ID: "d1", Added: []string{"grep"}})
-		}},
-		{"a title from an inherited message", "idle", ErrInvalid, toSeeded, func(t *testing.T, f *misuseFixture) error {
-			return f.se.Title(SessionTitle{Title: "t", From: []string{"u2"}})
-		}},
-		{"a title request from an inherited message", "idle", ErrInvalid, toSeeded, func(t *testing.T, f *misuseFixture) error {
-			return f.se.TitleRequest(TitleRequest{Provider: "t", Route: TitleRoute{Provider: "p", Model: "m"}, From: []string{"u2"}, Prompt: "x"})
-		}},
-		{"a title with a route and no provider", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
-			return f.se.Title(SessionTitle{Title: "t", From: []string{"u1"}, Route: &TitleRoute{Provider: "p", Model: "m"}})
-		}},
-		{"a title request with a title request's id", "idle", ErrDuplicateID, func(t *testing.T, f *misuseFixture) {
-			mustNil(t, f.se.TitleRequest(TitleRequest{Provider: "t", Route: TitleRoute{Provider: "p", Model: "m"}, From: []string{"u1"}, ID: "tr1", Prompt: "x"}))
-		}, func(t *testing.T, f *misuseFixture) error {
-			return f.se.TitleRequest(TitleRequest{Provider: "t", Route: TitleRoute{Provider: "p", Model: "m"}, From: []string{"u1"}, ID: "tr1", Prompt: "x"})
-		}},
 		{"an empty title", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.s.Rename("c", "  ")
 		}},
