@@ -84,6 +84,27 @@ func toSeeded(t *testing.T, f *misuseFixture) {
 
 func endStep(t *testing.T, f *misuseFixture) { mustNil(t, f.se.EndStep()) }
 
+// dispatchThenNextTurn dispatches k1:ptc:1 from running tool call k1,
+// ends the turn without its result, and starts a turn whose answer asks
+// for a new tool call k1, started.
+func dispatchThenNextTurn(t *testing.T, f *misuseFixture) {
+	_, err := f.se.Dispatch("k1", "grep", []byte(`{}`))
+	mustNil(t, err)
+	mustNil(t, f.se.ToolResult(ToolResult{CallID: "k1", ID: "r1", Content: []convlog.Block{convlog.TextBlock("done")}}))
+	mustNil(t, f.se.EndStep())
+	mustNil(t, f.se.EndTurn(OutcomeCompleted, nil))
+	_, err = f.se.BeginTurn(storedMsg(t, "u3", "user", "user", "again"))
+	mustNil(t, err)
+	_, err = f.se.BeginStep()
+	mustNil(t, err)
+	mustNil(t, f.se.Request(Request{System: "sys", Config: convlog.LLMConfig{Provider: "p", Model: "m"}}))
+	call, err := f.se.BeginModelCall()
+	mustNil(t, err)
+	call.ToolCall(0, "k1", "bash", `{"command":"ls"}`)
+	mustNil(t, call.Complete("a3"))
+	mustNil(t, f.se.ToolCall("k1"))
+}
+
 func newMisuseFixture(t *testing.T, state string) *misuseFixture {
 	dir := t.TempDir()
 	f := &misuseFixture{s: openTestStore(t, dir, convlog.Plain), dir: dir}
@@ -508,6 +529,13 @@ func TestRecorderRefusesMisuse(t *testing.T) {
 			mustNil(t, f.se.DispatchResult(DispatchResult{ID: id}))
 		}, func(t *testing.T, f *misuseFixture) error {
 			return f.se.DispatchResult(DispatchResult{ID: "k1:ptc:1"})
+		}},
+		{"a result of a call dispatched in an earlier turn", "started", ErrOrder, dispatchThenNextTurn, func(t *testing.T, f *misuseFixture) error {
+			return f.se.DispatchResult(DispatchResult{ID: "k1:ptc:1"})
+		}},
+		{"a dispatch from a call dispatched in an earlier turn", "started", ErrOrder, dispatchThenNextTurn, func(t *testing.T, f *misuseFixture) error {
+			_, err := f.se.Dispatch("k1:ptc:1", "grep", []byte(`{}`))
+			return err
 		}},
 		{"a dispatch after the tool call's result", "started", ErrOrder, func(t *testing.T, f *misuseFixture) {
 			mustNil(t, f.se.ToolResult(ToolResult{CallID: "k1", ID: "r1", Content: []convlog.Block{convlog.TextBlock("done")}}))

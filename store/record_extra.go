@@ -319,6 +319,7 @@ func (se *Session) CommandDone(c CommandResult) error {
 type dispatch struct {
 	root, parent, name string
 	args               json.RawMessage
+	turn               int64 // the turn it ran in: a later turn's call may reuse its root's id
 	settled            bool
 }
 
@@ -332,7 +333,7 @@ func (r *recState) observeDispatch(e *convlog.Event) {
 		c.settled = true
 		return
 	}
-	r.dispatches[d.SubCallID] = &dispatch{root: d.RootCallID, parent: d.ParentCallID, name: d.Name, args: d.Arguments}
+	r.dispatches[d.SubCallID] = &dispatch{root: d.RootCallID, parent: d.ParentCallID, name: d.Name, args: d.Arguments, turn: r.turn}
 }
 
 // dispatchData is tool/ptc-dispatch-start, and with the result
@@ -353,12 +354,15 @@ func (se *Session) Dispatch(parent, name string, args json.RawMessage) (id strin
 	err = se.locked(nil, func() error {
 		r := &se.rec
 		root := parent
-		if d := r.dispatches[parent]; d != nil {
+		d := r.dispatches[parent]
+		if d != nil {
 			root = d.root
 		}
 		switch c := r.calls[root]; {
 		case se.w == nil || !r.turnOpen:
 			return se.refuse("Dispatch", ErrNoTurn, "no turn is running (BeginTurn)")
+		case d != nil && d.turn != r.turn:
+			return se.refuse("Dispatch", ErrOrder, "dispatched call %s ran in turn %d, not this one", termtext.Quote(parent), d.turn)
 		case name == "":
 			return se.refuse("Dispatch", ErrInvalid, "the dispatched call needs its tool's name")
 		case !json.Valid(args):
@@ -403,6 +407,8 @@ func (se *Session) DispatchResult(res DispatchResult) error {
 			return se.refuse("DispatchResult", ErrUnknownCall, "no call %s was dispatched (Dispatch)", termtext.Quote(res.ID))
 		case d.settled:
 			return se.refuse("DispatchResult", ErrOrder, "dispatched call %s has its result already", termtext.Quote(res.ID))
+		case d.turn != se.rec.turn:
+			return se.refuse("DispatchResult", ErrOrder, "dispatched call %s ran in turn %d, not this one", termtext.Quote(res.ID), d.turn)
 		case res.Error != nil && !res.IsError:
 			return se.refuse("DispatchResult", ErrInvalid, "an error is carried only by a result marked IsError")
 		case res.Error != nil && (res.Error.Name == "" || res.Error.Code == ""):
