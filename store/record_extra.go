@@ -31,7 +31,7 @@ type developerBlock struct {
 // Developer records developer message d in the open step, before the next
 // Request.
 func (se *Session) Developer(d Developer) error {
-	return se.locked(se.inStep("Developer"), func() error {
+	return se.locked("Developer", inStep, func() error {
 		r := &se.rec
 		if d.Text == "" && len(d.Added)+len(d.Removed) == 0 {
 			return se.refuse("Developer", ErrInvalid, "a developer message needs text or a tool added or removed")
@@ -148,7 +148,7 @@ type TitleRequest struct {
 // TitleRequest records the request a title provider sent; Title records
 // the title it made.
 func (se *Session) TitleRequest(t TitleRequest) error {
-	return se.locked(se.written("TitleRequest"), func() error {
+	return se.locked("TitleRequest", written, func() error {
 		switch {
 		case len(t.From) == 0:
 			return se.refuse("TitleRequest", ErrInvalid, "a title request names the messages the title is made from")
@@ -189,7 +189,7 @@ func (se *Session) TitleRequest(t TitleRequest) error {
 // Title records a title of the session; the latest recorded is the
 // session's.
 func (se *Session) Title(t SessionTitle) error {
-	return se.locked(se.written("Title"), func() error {
+	return se.locked("Title", written, func() error {
 		src := titleSource{Kind: "user"}
 		switch {
 		case t.Title == "":
@@ -230,7 +230,7 @@ type RequestContext struct {
 // RequestContext records c in the open step when it differs from the last
 // recorded in the session's log; an unchanged context records nothing.
 func (se *Session) RequestContext(c RequestContext) error {
-	return se.locked(se.inStep("RequestContext"), func() error {
+	return se.locked("RequestContext", inStep, func() error {
 		switch {
 		case c.Provider == "" || c.Model == "":
 			return se.refuse("RequestContext", ErrInvalid, "the context needs a provider and a model")
@@ -257,7 +257,7 @@ func (se *Session) RequestContext(c RequestContext) error {
 // Command records that the user ran command name (a slash command) with
 // args ("": none) and returns the command's new id for CommandDone.
 func (se *Session) Command(name, args string) (id string, err error) {
-	err = se.locked(se.written("Command"), func() error {
+	err = se.locked("Command", written, func() error {
 		if name == "" {
 			return se.refuse("Command", ErrInvalid, "the command needs its name")
 		}
@@ -282,7 +282,7 @@ type CommandResult struct {
 
 // CommandDone records that a command Command began has ended.
 func (se *Session) CommandDone(c CommandResult) error {
-	return se.locked(se.written("CommandDone"), func() error {
+	return se.locked("CommandDone", written, func() error {
 		done, ok := se.rec.commands[c.ID]
 		switch {
 		case !ok:
@@ -351,7 +351,7 @@ type dispatchData struct {
 // with args, a JSON value; it returns the new call's id,
 // "<parent>:ptc:<n>", for DispatchResult.
 func (se *Session) Dispatch(parent, name string, args json.RawMessage) (id string, err error) {
-	err = se.locked(nil, func() error {
+	err = se.locked("Dispatch", inTurn, func() error {
 		r := &se.rec
 		root := parent
 		d := r.dispatches[parent]
@@ -359,8 +359,6 @@ func (se *Session) Dispatch(parent, name string, args json.RawMessage) (id strin
 			root = d.root
 		}
 		switch c := r.calls[root]; {
-		case se.w == nil || !r.turnOpen:
-			return se.refuse("Dispatch", ErrNoTurn, "no turn is running (BeginTurn)")
 		case d != nil && d.turn != r.turn:
 			return se.refuse("Dispatch", ErrOrder, "dispatched call %s ran in turn %d, not this one", termtext.Quote(parent), d.turn)
 		case name == "":
@@ -398,11 +396,9 @@ type DispatchResult struct {
 
 // DispatchResult records the result of a call Dispatch began.
 func (se *Session) DispatchResult(res DispatchResult) error {
-	return se.locked(nil, func() error {
+	return se.locked("DispatchResult", inTurn, func() error {
 		d := se.rec.dispatches[res.ID]
 		switch {
-		case se.w == nil || !se.rec.turnOpen:
-			return se.refuse("DispatchResult", ErrNoTurn, "no turn is running (BeginTurn)")
 		case d == nil:
 			return se.refuse("DispatchResult", ErrUnknownCall, "no call %s was dispatched (Dispatch)", termtext.Quote(res.ID))
 		case d.settled:

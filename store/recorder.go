@@ -78,43 +78,34 @@ func (se *Session) checkNewID(call, id string) error {
 	return nil
 }
 
-// written checks, for call, that the session's log is written.
-func (se *Session) written(call string) func() error {
-	return func() error {
-		if se.w == nil {
-			return se.refuse(call, ErrOrder, "nothing is written before the first message (BeginTurn)")
-		}
-		return nil
-	}
-}
+// A gate is what a call needs of the session before it runs; each is also
+// the ones before it.
+type gate int
 
-// inStep checks, for call, that a step is open and no model call in flight.
-func (se *Session) inStep(call string) func() error {
-	return func() error {
-		switch {
-		case se.w == nil || !se.rec.turnOpen:
-			return se.refuse(call, ErrNoTurn, "no turn is running (BeginTurn)")
-		case !se.rec.stepOpen:
-			return se.refuse(call, ErrOrder, "turn %d has no open step (BeginStep)", se.rec.turn)
-		case se.call != nil:
-			return se.refuse(call, ErrOrder, "a model call is in flight: complete it, retry it or fail it first")
-		}
-		return nil
-	}
-}
+const (
+	anytime gate = iota
+	written      // the session's log is written (the first BeginTurn)
+	inTurn       // a turn is running
+	inStep       // a step is open and no model call in flight
+)
 
-// locked runs fn holding the session, once enter and check (nil: none) let
-// the call in; a call that returns a value sets it from fn.
-func (se *Session) locked(check, fn func() error) error {
+// locked runs fn, the body of call, holding the session once enter and g
+// let it in.
+func (se *Session) locked(call string, g gate, fn func() error) error {
 	unlock, err := se.enter()
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	if check != nil {
-		if err := check(); err != nil {
-			return err
-		}
+	switch {
+	case g == written && se.w == nil:
+		return se.refuse(call, ErrOrder, "nothing is written before the first message (BeginTurn)")
+	case g >= inTurn && (se.w == nil || !se.rec.turnOpen):
+		return se.refuse(call, ErrNoTurn, "no turn is running (BeginTurn)")
+	case g == inStep && !se.rec.stepOpen:
+		return se.refuse(call, ErrOrder, "turn %d has no open step (BeginStep)", se.rec.turn)
+	case g == inStep && se.call != nil:
+		return se.refuse(call, ErrOrder, "a model call is in flight: complete it, retry it or fail it first")
 	}
 	return fn()
 }
@@ -128,11 +119,8 @@ func typed(typ string, v any) convlog.Event {
 
 // BeginStep opens the running turn's next step and returns its number.
 func (se *Session) BeginStep() (step int64, err error) {
-	err = se.locked(nil, func() error {
-		switch {
-		case se.w == nil || !se.rec.turnOpen:
-			return se.refuse("BeginStep", ErrNoTurn, "no turn is running (BeginTurn)")
-		case se.rec.stepOpen:
+	err = se.locked("BeginStep", inTurn, func() error {
+		if se.rec.stepOpen {
 			return se.refuse("BeginStep", ErrOrder, "step %d is still open (EndStep)", se.rec.step)
 		}
 		step = se.rec.step + 1
@@ -143,7 +131,7 @@ func (se *Session) BeginStep() (step int64, err error) {
 
 // EndStep ends the open step, whose tool calls must all have a result.
 func (se *Session) EndStep() error {
-	return se.locked(se.inStep("EndStep"), func() error {
+	return se.locked("EndStep", inStep, func() error {
 		if open := se.rec.unresolved(); len(open) > 0 {
 			return se.refuse("EndStep", ErrOrder, "tool call %s has no result (ToolResult)", termtext.Quote(open[0]))
 		}
@@ -165,7 +153,7 @@ type Request struct {
 // new or changed, the waiting messages in admission order, and the request
 // header when new, changed or after a compaction.
 func (se *Session) Request(req Request) error {
-	return se.locked(se.inStep("Request"), func() error {
+	return se.locked("Request", inStep, func() error {
 		if req.Config.Provider == "" || req.Config.Model == "" {
 			return se.refuse("Request", ErrInvalid, "the request needs a provider and a model")
 		}
@@ -247,7 +235,7 @@ type ModelCall struct {
 // BeginModelCall starts a model call of the open step with its Request's
 // provider and model; after a Retry it records that the retry began.
 func (se *Session) BeginModelCall() (call *ModelCall, err error) {
-	err = se.locked(se.inStep("BeginModelCall"), func() error {
+	err = se.locked("BeginModelCall", inStep, func() error {
 		r := &se.rec
 		if r.provider == "" {
 			return se.refuse("BeginModelCall", ErrOrder, "no request was recorded (Request)")
@@ -313,21 +301,18 @@ func (c *ModelCall) Finish(r convlog.FinishReason) {
 // ended once fn succeeds.
 func (c *ModelCall) end(call string, fn func(se *Session) error) error {
 	se := c.se
-	unlock, err := se.enter()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.done || se.call != c {
-		return se.refuse(call, ErrOrder, "the model call has ended already")
-	}
-	if err := fn(se); err != nil {
-		return err
-	}
-	c.done, se.call = true, nil
-	return nil
+	return se.locked(call, anytime, func() error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.done || se.call != c {
+			return se.refuse(call, ErrOrder, "the model call has ended already")
+		}
+		if err := fn(se); err != nil {
+			return err
+		}
+		c.done, se.call = true, nil
+		return nil
+	})
 }
 
 // answerEvent is assistant/message with msg, from c's stream.
@@ -431,7 +416,7 @@ func (c *ModelCall) Fail(failure convlog.LLMFailure) error {
 // ToolCall records that tool call callID, which an answer of the step
 // asked for, starts.
 func (se *Session) ToolCall(callID string) error {
-	return se.locked(se.inStep("ToolCall"), func() error {
+	return se.locked("ToolCall", inStep, func() error {
 		c := se.rec.calls[callID]
 		switch {
 		case callID == "":
@@ -458,7 +443,7 @@ type ToolResult struct {
 
 // ToolResult records the result of a started tool call.
 func (se *Session) ToolResult(r ToolResult) error {
-	return se.locked(se.inStep("ToolResult"), func() error {
+	return se.locked("ToolResult", inStep, func() error {
 		c := se.rec.calls[r.CallID]
 		switch {
 		case r.CallID == "":
@@ -504,7 +489,7 @@ type Compaction struct {
 // automatic (before a model call of the running turn), as one durable batch;
 // the full history stays in the log.
 func (se *Session) Compact(c Compaction) error {
-	return se.locked(se.written("Compact"), func() error {
+	return se.locked("Compact", written, func() error {
 		r := &se.rec
 		switch {
 		case se.call != nil:
@@ -582,7 +567,7 @@ func (se *Session) Compact(c Compaction) error {
 // with the message returned.
 func (se *Session) SubagentReport(childID, id, summary string, content []convlog.Block) (convlog.StoredMessage, error) {
 	var msg convlog.StoredMessage
-	err := se.locked(se.written("SubagentReport"), func() error {
+	err := se.locked("SubagentReport", written, func() error {
 		oc, err := se.oc, se.oc.live()
 		if err != nil {
 			return err
@@ -633,7 +618,7 @@ func (se *Session) History() []HistoryEntry {
 
 // seqOf is the seq of the surface event that recorded message id.
 func (se *Session) seqOf(call, id string) (seq int64, err error) {
-	err = se.locked(se.written(call), func() error {
+	err = se.locked(call, written, func() error {
 		if err := se.flush(); err != nil {
 			return err
 		}

@@ -383,7 +383,7 @@ var typedCall = map[string]string{
 // recorder does not type) as one durable batch; one that breaks a format
 // rule is a *convlog.RuleError.
 func (se *Session) Append(events ...convlog.Event) error {
-	return se.locked(se.written("Append"), func() error {
+	return se.locked("Append", written, func() error {
 		for _, e := range events {
 			if call, ok := typedCall[e.Type]; ok {
 				return se.refuse("Append", ErrInvalid, "%s events are recorded by %s", termtext.Quote(e.Type), call)
@@ -400,7 +400,7 @@ func (se *Session) Append(events ...convlog.Event) error {
 // Steer admits a message the user sent while the turn runs for the next
 // Request; one the turn did not read starts the next turn.
 func (se *Session) Steer(msg convlog.StoredMessage) error {
-	return se.locked(nil, func() error {
+	return se.locked("Steer", anytime, func() error {
 		if se.w == nil || !se.rec.turnOpen {
 			return se.refuse("Steer", ErrNoTurn, "no turn is running to steer")
 		}
@@ -428,7 +428,7 @@ func OutcomeOf(reason string) string {
 // EndTurn ends the running turn, whose last step has ended, with
 // OutcomeCompleted or OutcomeFailed and its failure.
 func (se *Session) EndTurn(outcome string, failure *convlog.LLMFailure) error {
-	return se.locked(nil, func() error {
+	return se.locked("EndTurn", anytime, func() error {
 		reason := convlog.TurnEndReason{Kind: convlog.EndCompleted}
 		switch outcome {
 		case OutcomeCompleted:
@@ -475,7 +475,7 @@ func (se *Session) EndTurn(outcome string, failure *convlog.LLMFailure) error {
 // flight, if given, is kept as an interrupted answer and open tool calls get
 // interrupted errors.
 func (se *Session) Interrupt(call *ModelCall) error {
-	return se.locked(nil, func() error {
+	return se.locked("Interrupt", anytime, func() error {
 		if se.w == nil || !se.rec.turnOpen {
 			return se.refuse("Interrupt", ErrNoTurn, "no turn is running to interrupt")
 		}
@@ -530,7 +530,7 @@ func (se *Session) Interrupt(call *ModelCall) error {
 // Spawn starts a subagent session one level below this one; its first turn
 // starts with the task and it reports back with SubagentReport.
 func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
-	if err := se.locked(se.written("Spawn"), se.flush); err != nil {
+	if err := se.locked("Spawn", written, se.flush); err != nil {
 		return nil, err
 	}
 	s := se.st
@@ -547,7 +547,7 @@ func (se *Session) Spawn(childID, agent, model string) (*Session, error) {
 	child := &Session{st: s, convID: se.convID, id: childID, w: w, rec: newRecState(), oc: se.oc, cmu: se.cmu}
 	s.sessions[sessionKey{se.convID, childID}] = child
 	s.mu.Unlock()
-	return child, se.locked(nil, func() error {
+	return child, se.locked("Spawn", anytime, func() error {
 		catalog := typed(convlog.TypeSubagentCatalog, convlog.SubagentCatalogData{Version: 0, Mode: "continuable", Label: agent,
 			ChildID: childID, ChildCreatedAt: w.Header().CreatedAt})
 		if err := se.record(catalog); err != nil {

@@ -284,7 +284,7 @@ func crashedStore(t *testing.T, dir string) {
 	mustNil(t, err)
 	// The session log ends the turn; the crash keeps it from the
 	// conversation log.
-	mustNil(t, se.locked(nil, func() error {
+	mustNil(t, se.locked("Append", anytime, func() error {
 		return se.record(convlog.Event{Type: convlog.TypeTurnEnd, Time: 1, Data: []byte(`{"turn":1,"reason":{"kind":"completed"}}`)})
 	}))
 	mustNil(t, se.Close())
