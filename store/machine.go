@@ -120,20 +120,11 @@ func dirReason(cwd string) string {
 	case errors.Is(err, os.ErrNotExist):
 		return fmt.Sprintf("working directory %s does not exist here", cwd)
 	case err != nil:
-		return fmt.Sprintf("working directory %s cannot be used here: %v", cwd, pathless(err))
+		return fmt.Sprintf("working directory %s cannot be used here: %v", cwd, termtext.Bare(err))
 	case !fi.IsDir():
 		return fmt.Sprintf("working directory %s is not a directory", cwd)
 	}
 	return ""
-}
-
-// pathless is err without the path a *os.PathError repeats.
-func pathless(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // runtimeConfigEnv names the runtime configuration file (docs/TRANSFER.md)

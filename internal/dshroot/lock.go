@@ -52,7 +52,7 @@ func lockOnce(path, id string) (l *SessionLock, retry bool, err error) {
 	if f, err := durable.CreateExcl(path); err == nil {
 		f.Close()
 	} else if !errors.Is(err, os.ErrExist) && !errors.Is(err, durable.ErrSymlink) && !errors.Is(err, durable.ErrNotRegular) {
-		return nil, false, fmt.Errorf("lock %s: %w", path, unwrapPath(err))
+		return nil, false, fmt.Errorf("lock %s: %w", path, termtext.Bare(err))
 	}
 	// What is checked is a descriptor opened without following a link;
 	// what is locked must be that same file.
@@ -63,13 +63,13 @@ func lockOnce(path, id string) (l *SessionLock, retry bool, err error) {
 	case errors.Is(err, durable.ErrNotRegular):
 		return nil, false, fmt.Errorf("refusing to lock %w", err) // err names the path
 	case err != nil:
-		return nil, false, fmt.Errorf("lock %s: %w", path, unwrapPath(err))
+		return nil, false, fmt.Errorf("lock %s: %w", path, termtext.Bare(err))
 	}
 	defer rec.Close()
 	fl := flock.New(path, flock.SetFlag(os.O_RDONLY|durable.NoFollowFlags))
 	ok, err := fl.TryLock()
 	if err != nil {
-		return nil, false, fmt.Errorf("lock %s: %w", path, unwrapPath(err))
+		return nil, false, fmt.Errorf("lock %s: %w", path, termtext.Bare(err))
 	}
 	if !ok {
 		return nil, false, &OwnedError{ID: id, Path: path}

@@ -1,7 +1,6 @@
 package dshroot
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -117,14 +116,14 @@ func (e *MixedError) Error() string {
 func (r *Root) Walk() (*Tree, error) {
 	fi, err := os.Stat(r.dir)
 	if err != nil {
-		return nil, fmt.Errorf("sessions root %s: %w", r.dir, unwrapPath(err))
+		return nil, fmt.Errorf("sessions root %s: %w", r.dir, termtext.Bare(err))
 	}
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("sessions root %s is not a directory", r.dir)
 	}
 	entries, err := os.ReadDir(r.dir)
 	if err != nil {
-		return nil, fmt.Errorf("sessions root %s: %w", r.dir, unwrapPath(err))
+		return nil, fmt.Errorf("sessions root %s: %w", r.dir, termtext.Bare(err))
 	}
 	t := &Tree{Compression: convlog.Zstd}
 	t.scan(r.dir, entries, ReasonProjectSymlink, t.walkProject)
@@ -141,7 +140,7 @@ func (t *Tree) walkProject(name, dir string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		// Not a project missing sessions: one failed entry.
-		t.problem(dir, unwrapPath(err).Error())
+		t.problem(dir, termtext.Bare(err).Error())
 		return
 	}
 	t.scan(dir, entries, ReasonSessionSymlink, func(session, p string) {
@@ -174,7 +173,7 @@ func walkSession(project, name, dir string) *Session {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if s.Err == nil {
-			s.Err = fmt.Errorf("session directory %s: %w", dir, unwrapPath(err))
+			s.Err = fmt.Errorf("session directory %s: %w", dir, termtext.Bare(err))
 		}
 		return s
 	}
@@ -254,13 +253,4 @@ func (t *Tree) checkCompression() {
 			}
 		}
 	}
-}
-
-// unwrapPath drops the path an *os.PathError repeats: the callers name it.
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

@@ -12,6 +12,7 @@
 package termtext
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -285,6 +286,16 @@ func Text(err error) string {
 	}
 	visit(err)
 	return msg
+}
+
+// Bare is the error an *fs.PathError in err's chain wraps (else err), for a
+// caller whose message names the file already.
+func Bare(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // Reason is err's message (as Text words it) as a reason beside path
