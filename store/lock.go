@@ -87,7 +87,7 @@ func (l *Lock) Path() string { return l.path }
 // Mode is the mode the lock was acquired in.
 func (l *Lock) Mode() LockMode { return l.mode }
 
-// Release gives the lock up, safe on nil and more than once. The file
+// release gives the lock up, safe on nil and more than once. The file
 // stays: deleting it would let a waiter lock an inode a newcomer no longer
 // finds at the path.
 func (l *Lock) release() error {

@@ -44,6 +44,7 @@ only those, with a WHY column.`,
 			if err != nil {
 				return err
 			}
+			defer s.Close()
 			m, err := e.loadMachineLenient(c, s.DataDir(), "")
 			if err != nil {
 				return err
@@ -106,6 +107,7 @@ convkit reindex first. It takes no lock.`,
 			if err != nil {
 				return err
 			}
+			defer s.Close()
 			db, err := index.OpenRead(c.Context, s.IndexPath(), index.ReadOptions{})
 			if errors.Is(err, fs.ErrNotExist) {
 				// The index is what search reads; the system's own words

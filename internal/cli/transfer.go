@@ -94,6 +94,7 @@ func runExport(c *ucli.Context, e *env, ids []string, to string) error {
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	if ids, err = resolveIDs(c, s, ids); err != nil {
 		return err
 	}
