@@ -160,9 +160,14 @@ func ModelSource(provider, model string) Source {
 	return Source{Kind: SourceModel, Raw: sourceJSON(SourceModel, "provider", provider, "model", model)}
 }
 
-// CheckpointSource is the source of a compaction's checkpoint.
-func CheckpointSource(compactionID string) Source {
-	return Source{Kind: SourceCheckpoint, Raw: sourceJSON(SourceCheckpoint, "compactionId", compactionID)}
+// CheckpointSource is the source of a compaction's checkpoint; commandID
+// ("": none) is the command that started the compaction.
+func CheckpointSource(compactionID, commandID string) Source {
+	kv := []string{"compactionId", compactionID}
+	if commandID != "" {
+		kv = append(kv, "sourceCommandId", commandID)
+	}
+	return Source{Kind: SourceCheckpoint, Raw: sourceJSON(SourceCheckpoint, kv...)}
 }
 
 // SourceSubagentSettled is the source kind of a subagent's report to its

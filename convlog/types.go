@@ -19,6 +19,7 @@ const (
 	TypeCompactionSummary = "compaction/summary"
 	TypeCompactionEnd     = "compaction/end"
 	TypeCompactionPrune   = "compaction/prune"
+	TypeImageOffload      = "image/offload"
 	TypeEndSeed           = "session/end-seed"
 	TypeSubagentCatalog   = "subagent/catalog"
 	TypeSessionTitle      = "session/title"

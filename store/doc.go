@@ -54,8 +54,9 @@
 //	err = se.EndTurn(store.OutcomeCompleted, nil) // or OutcomeFailed with its error
 //
 // Each call is one durable append; Batch groups the calls of its function
-// into one. Compact, SubagentReport, Interrupt, History, Fork and Rewind
-// cover the rest; Append is for event types no call records (a plugin's).
+// into one. Compact, Prune, Offload, SubagentReport, Interrupt, History,
+// Fork and Rewind cover the rest, naming messages by id; Append is for
+// event types no call records (a plugin's).
 //
 // # The index
 //

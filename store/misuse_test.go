@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -83,6 +84,34 @@ func toSeeded(t *testing.T, f *misuseFixture) {
 }
 
 func endStep(t *testing.T, f *misuseFixture) { mustNil(t, f.se.EndStep()) }
+
+// imagePrompt records a completed turn whose prompt u2 holds two images.
+func imagePrompt(t *testing.T, f *misuseFixture) {
+	img := convlog.Block{Type: convlog.BlockImage, Attachment: &convlog.Attachment{ID: "i", MediaType: "image/png", Bytes: 9, Width: 2, Height: 2}}
+	prompt, err := convlog.NewUserMessage("u2", img, convlog.TextBlock("these"), img)
+	mustNil(t, err)
+	_, err = f.se.BeginTurn(prompt)
+	mustNil(t, err)
+	step(t, f.se, "a2", "seen")
+	mustNil(t, f.se.EndTurn(OutcomeCompleted, nil))
+}
+
+// crashMidCompaction leaves f.se's log as a crash between a compaction's
+// start and its end does, and opens the session again.
+func crashMidCompaction(t *testing.T, f *misuseFixture) {
+	mustNil(t, f.se.Close())
+	path, err := f.s.sessionLogFile("c", "root")
+	mustNil(t, err)
+	w, err := convlog.OpenAppend(path, convlog.WriterOptions{})
+	mustNil(t, err)
+	start := typed(convlog.TypeCompactionStart, convlog.CompactionStartData{CompactionID: "k"})
+	start.Seq, start.Time = w.NextSeq(), 1
+	mustNil(t, w.Append([]convlog.Event{start}))
+	mustNil(t, w.Close())
+	f.se, err = f.s.OpenSession("c", "root")
+	mustNil(t, err)
+	t.Cleanup(func() { f.se.Close() })
+}
 
 // dispatchThenNextTurn dispatches k1:ptc:1 from running tool call k1,
 // ends the turn without its result, and starts a turn whose answer asks
@@ -548,6 +577,89 @@ func TestRecorderRefusesMisuse(t *testing.T) {
 		}},
 		{"a developer message as a raw event", "step", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Append(convlog.Event{Type: convlog.TypeDeveloperMessage, Data: []byte(`{}`)})
+		}},
+		{"a compaction naming a command never run", "idle", ErrUnknownCall, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Compact(Compaction{Summary: "s", Provider: "p", Model: "m", CommandID: "nope"})
+		}},
+		{"a compaction naming a subagent's command", "idle", ErrUnknownCall, func(t *testing.T, f *misuseFixture) {
+			var err error
+			f.cmd, err = f.child.Command("compact", "")
+			mustNil(t, err)
+		}, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Compact(Compaction{Summary: "s", Provider: "p", Model: "m", CommandID: f.cmd})
+		}},
+		{"a compaction while a crash left one open", "idle", ErrOrder, crashMidCompaction, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Compact(Compaction{Summary: "s", Provider: "p", Model: "m"})
+		}},
+		{"a prune while a crash left a compaction open", "idle", ErrOrder, crashMidCompaction, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Prune(Prune{From: "u1", To: "a1", Content: text})
+		}},
+		{"a prune while a model call streams", "streaming", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Prune(Prune{From: "u1", To: "a1", Content: text})
+		}},
+		{"a prune naming no message", "idle", ErrEmptyID, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Prune(Prune{From: "u1", Content: text})
+		}},
+		{"a prune of a message never recorded", "idle", ErrUnknownMessage, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Prune(Prune{From: "u1", To: "nope", Content: text})
+		}},
+		{"a prune of a message a compaction replaced", "idle", ErrUnknownMessage, func(t *testing.T, f *misuseFixture) {
+			mustNil(t, f.se.Compact(Compaction{KeepFrom: "a1", Summary: "s", Provider: "p", Model: "m"}))
+		}, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Prune(Prune{From: "u1", To: "a1", Content: text})
+		}},
+		{"a prune ending before it starts", "idle", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Prune(Prune{From: "a1", To: "u1", Content: text})
+		}},
+		{"a prune of the system prompt", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Prune(Prune{From: f.se.History()[0].Message.ID(), To: "a1", Content: text})
+		}},
+		{"a prune without its replacement", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Prune(Prune{From: "u1", To: "a1"})
+		}},
+		{"a prune with a negative token count", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Prune(Prune{From: "u1", To: "a1", Content: text, TokenCount: -1})
+		}},
+		{"a prune whose replacement has an id used before", "idle", ErrDuplicateID, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Prune(Prune{From: "u1", To: "u1", ID: "a1", Content: text})
+		}},
+		{"a prune as a raw event", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			h := f.se.History()
+			return f.se.Append(convlog.Event{Type: convlog.TypeCompactionPrune, Data: []byte(fmt.Sprintf(
+				`{"shadowedRange":{"start":%d,"end":%[1]d},"shadowedSeqs":[%[1]d],"shadowedTokenCount":1}`, h[1].Seq))})
+		}},
+		{"an offload of nothing", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Offload()
+		}},
+		{"an offload while a model call streams", "streaming", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Offload(Offload{Message: "u2", Images: []int{0}})
+		}},
+		{"an offload of a message never recorded", "idle", ErrUnknownMessage, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Offload(Offload{Message: "nope", Images: []int{0}})
+		}},
+		{"an offload of a message a compaction replaced", "idle", ErrUnknownMessage, func(t *testing.T, f *misuseFixture) {
+			imagePrompt(t, f)
+			mustNil(t, f.se.Compact(Compaction{Summary: "s", Provider: "p", Model: "m"}))
+		}, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Offload(Offload{Message: "u2", Images: []int{0}})
+		}},
+		{"an offload of the model's message", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Offload(Offload{Message: "a1", Images: []int{0}})
+		}},
+		{"an offload of no image of a message", "idle", ErrInvalid, imagePrompt, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Offload(Offload{Message: "u2"})
+		}},
+		{"an offload of an image the message lacks", "idle", ErrInvalid, imagePrompt, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Offload(Offload{Message: "u2", Images: []int{1, 2}})
+		}},
+		{"an offload of images out of order", "idle", ErrInvalid, imagePrompt, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Offload(Offload{Message: "u2", Images: []int{1, 0}})
+		}},
+		{"an offload naming a message twice", "idle", ErrDuplicateID, imagePrompt, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Offload(Offload{Message: "u2", Images: []int{0}}, Offload{Message: "u2", Images: []int{1}})
+		}},
+		{"an offload as a raw event", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Append(convlog.Event{Type: convlog.TypeImageOffload, Data: []byte(`{"targets":[{"seq":4,"imageIndexes":[0]}]}`)})
 		}},
 	}
 	for _, c := range cases {

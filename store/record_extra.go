@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/internal/rawjson"
 	"github.com/convkit/convkit/internal/termtext"
 )
 
@@ -421,4 +422,124 @@ func (se *Session) DispatchResult(res DispatchResult) error {
 			Content json.RawMessage    `json:"content"`
 		}{dispatchData{d.root, d.parent, res.ID, d.name, d.args}, res.IsError, res.Error, content}))
 	})
+}
+
+// Prune is a replacement of the history the model reads that no model
+// wrote: messages From through To (ids, in the order the model reads them,
+// after the system prompt) give way to a user message ID ("": a new id)
+// holding Content. TokenCount is what they held (0: bytes / 4).
+type Prune struct {
+	From, To, ID string
+	Content      []convlog.Block
+	TokenCount   int64
+}
+
+// Prune records compaction/prune and, next in one durable batch, the
+// replacement (source compact-basic).
+func (se *Session) Prune(p Prune) error {
+	return se.replacing("Prune", func(r *recState) error {
+		switch {
+		case p.From == "" || p.To == "":
+			return se.refuse("Prune", ErrEmptyID, "a prune names the first and the last message it replaces")
+		case len(p.Content) == 0:
+			return se.refuse("Prune", ErrInvalid, "the replacement needs content")
+		case p.TokenCount < 0:
+			return se.refuse("Prune", ErrInvalid, "a token count cannot be negative")
+		}
+		nodes := r.hist.Surface()
+		i, j := surfaceAt(nodes, p.From), surfaceAt(nodes, p.To)
+		missing := p.From
+		if i >= 0 {
+			missing = p.To
+		}
+		switch {
+		case i < 0 || j < 0:
+			return se.refuse("Prune", ErrUnknownMessage, "message %s is not in the history the model reads", termtext.Quote(missing))
+		case i < r.protected(nodes):
+			return se.refuse("Prune", ErrInvalid, "message %s is the system prompt, which no compaction replaces", termtext.Quote(p.From))
+		case j < i:
+			return se.refuse("Prune", ErrOrder, "message %s comes before message %s in the history", termtext.Quote(p.To), termtext.Quote(p.From))
+		}
+		if p.ID == "" {
+			p.ID = NewMessageID()
+		} else if err := se.checkNewID("Prune", p.ID); err != nil {
+			return err
+		}
+		msg, err := convlog.NewMessage(p.ID, "user", convlog.Source{Kind: convlog.SourceCompaction}, p.Content)
+		if err != nil {
+			return se.refuse("Prune", ErrInvalid, "%v", err)
+		}
+		seqs, count := shadow(nodes[i:j+1], p.TokenCount)
+		defer se.indexPoint(false)
+		return se.record(typed(convlog.TypeCompactionPrune, struct {
+			ShadowedRange      convlog.SeqRange `json:"shadowedRange"`
+			ShadowedSeqs       []int64          `json:"shadowedSeqs"`
+			ShadowedTokenCount int64            `json:"shadowedTokenCount"`
+		}{convlog.SeqRange{Start: seqs[0], End: seqs[len(seqs)-1]}, seqs, count}), replacement(msg, seqs))
+	})
+}
+
+// Offload names the images of message Message (a user message or a tool
+// result the model reads) that the model no longer reads: Images, indexes
+// of the message's image blocks counted from 0, offloaded ones included,
+// in increasing order.
+type Offload struct {
+	Message string
+	Images  []int
+}
+
+// offloadTarget is an image/offload target.
+type offloadTarget struct {
+	Seq          int64 `json:"seq"`
+	ImageIndexes []int `json:"imageIndexes"`
+}
+
+// Offload records image/offload for targets, one per message. The log
+// keeps the images: History still returns them.
+func (se *Session) Offload(targets ...Offload) error {
+	return se.locked("Offload", written, func() error {
+		if se.call != nil {
+			return se.refuse("Offload", ErrOrder, "a model call is in flight")
+		}
+		if len(targets) == 0 {
+			return se.refuse("Offload", ErrInvalid, "an offload names the messages whose images it offloads")
+		}
+		nodes := se.rec.hist.Surface()
+		out := make([]offloadTarget, len(targets))
+		for k, t := range targets {
+			i := surfaceAt(nodes, t.Message)
+			switch {
+			case i < 0:
+				return se.refuse("Offload", ErrUnknownMessage, "message %s is not in the history the model reads", termtext.Quote(t.Message))
+			case slices.ContainsFunc(targets[:k], func(o Offload) bool { return o.Message == t.Message }):
+				return se.refuse("Offload", ErrDuplicateID, "message %s is named twice", termtext.Quote(t.Message))
+			case nodes[i].Message.Role() != "user" && nodes[i].Message.Role() != "tool":
+				return se.refuse("Offload", ErrInvalid, "message %s is no user message or tool result", termtext.Quote(t.Message))
+			case len(t.Images) == 0:
+				return se.refuse("Offload", ErrInvalid, "message %s: an offload names at least one image", termtext.Quote(t.Message))
+			}
+			n := images(nodes[i].Message.JSON())
+			for x, img := range t.Images {
+				if img < 0 || img >= n || x > 0 && img <= t.Images[x-1] {
+					return se.refuse("Offload", ErrInvalid, "message %s: image %d is not one of its %d images in increasing order", termtext.Quote(t.Message), img, n)
+				}
+			}
+			out[k] = offloadTarget{nodes[i].Seq, t.Images}
+		}
+		return se.record(typed(convlog.TypeImageOffload, struct {
+			Targets []offloadTarget `json:"targets"`
+		}{out}))
+	})
+}
+
+// images counts the image blocks of a stored message's content.
+func images(msg []byte) int {
+	n := 0
+	blocks, _ := rawjson.Elements(rawjson.Get(msg, "content"), nil)
+	for _, b := range blocks {
+		if str(rawjson.Get(b, "type")) == convlog.BlockImage {
+			n++
+		}
+	}
+	return n
 }

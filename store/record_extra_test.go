@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,6 +30,9 @@ func lastEvents(t *testing.T, state string, prep, do func(t *testing.T, f *misus
 		op := ""
 		if e.SurfaceOp != nil {
 			op = " append"
+		}
+		if e.SurfaceOp != nil && e.SurfaceOp.Replace {
+			op = fmt.Sprintf(" replace %d..%d citing %v", e.SurfaceOp.StartSeq, e.SurfaceOp.EndSeq, e.SourceEventSeqs)
 		}
 		out = append(out, e.Type+op+" "+string(e.Data))
 	}
@@ -138,6 +142,47 @@ func TestCommands(t *testing.T) {
 		`command/done {"commandId":"` + ids[0] + `","kind":"success","text":"compacted","sourceEventSeq":` + strconv.FormatInt(a1, 10) + `}`,
 		`command/run {"commandId":"` + ids[1] + `","name":"clear","source":{"kind":"user"}}`,
 		`command/done {"commandId":"` + ids[1] + `","kind":"error","text":"nothing to clear"}`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestPruneCompactOffload: a prune replaces a span of the history with one
+// message, a compaction a command asked for names the command, and an
+// offload names a kept prompt's images by their seq; the log passes the
+// format's rules and History reads the replacements.
+func TestPruneCompactOffload(t *testing.T) {
+	img := convlog.Block{Type: convlog.BlockImage, Attachment: &convlog.Attachment{ID: "i", MediaType: "image/png", Bytes: 9, Width: 2, Height: 2}}
+	var cmd string
+	var u2 int64
+	got := lastEvents(t, "idle", nil, func(t *testing.T, f *misuseFixture) {
+		prompt, err := convlog.NewUserMessage("u2", convlog.TextBlock("look"), img, img, img)
+		mustNil(t, err)
+		_, err = f.se.BeginTurn(prompt)
+		mustNil(t, err)
+		step(t, f.se, "a2", "seen")
+		mustNil(t, f.se.EndTurn(OutcomeCompleted, nil))
+		mustNil(t, f.se.Prune(Prune{From: "u1", To: "a1", ID: "p1", Content: []convlog.Block{convlog.TextBlock("(pruned)")}, TokenCount: 7}))
+		if got := historyIDs(f.se); !strings.HasSuffix(got, " p1 u2 a2") || strings.Count(got, " ") != 3 {
+			t.Fatalf("history after the prune: %s", got)
+		}
+		cmd, err = f.se.Command("compact", "")
+		mustNil(t, err)
+		mustNil(t, f.se.Compact(Compaction{ID: "k", KeepFrom: "u2", Summary: "s", Provider: "p", Model: "m", CheckpointID: "cp", TokenCount: 3, CommandID: cmd}))
+		u2 = f.se.History()[2].Seq
+		mustNil(t, f.se.Offload(Offload{Message: "u2", Images: []int{0, 2}}))
+	})
+	got = got[len(got)-8:]
+	want := []string{
+		`compaction/prune {"shadowedRange":{"start":4,"end":6},"shadowedSeqs":[4,6],"shadowedTokenCount":7}`,
+		`user/message replace 4..6 citing [4 6] {"role":"user","content":[{"type":"text","text":"(pruned)"}],"source":{"kind":"compact-basic"},"id":"p1"}`,
+		`command/run {"commandId":"` + cmd + `","name":"compact","source":{"kind":"user"}}`,
+		`compaction/start {"compactionId":"k","sourceCommandId":"` + cmd + `","turn":null}`,
+		`compaction/summary {"compactionId":"k","sourceCommandId":"` + cmd + `","summary":[{"type":"text","text":"s"}],"shadowedRange":{"start":18,"end":18},"shadowedSeqs":[18],"shadowedTokenCount":3,"provider":"p","model":"m"}`,
+		`user/message replace 18..18 citing [18] {"role":"user","content":[{"type":"text","text":"s"}],"source":{"kind":"compact-checkpoint","compactionId":"k","sourceCommandId":"` + cmd + `"},"id":"cp"}`,
+		`compaction/end {"compactionId":"k","sourceCommandId":"` + cmd + `","turn":null}`,
+		`image/offload {"targets":[{"seq":` + strconv.FormatInt(u2, 10) + `,"imageIndexes":[0,2]}]}`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("events:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -475,7 +475,8 @@ func (se *Session) ToolResult(r ToolResult) error {
 // message between the system prompt and KeepFrom ("": all). Provider and
 // Model wrote it (MaxTokens, Usage: their call); TokenCount is what it
 // replaced (0: bytes / 4). ID and CheckpointID ("": new ids) name the
-// compaction and the summary's message.
+// compaction and the summary's message; CommandID ("": none) is the id
+// Command returned for the command that asked for it.
 type Compaction struct {
 	ID, KeepFrom, Summary string
 	Provider, Model       string
@@ -483,23 +484,23 @@ type Compaction struct {
 	Usage                 *convlog.Usage
 	TokenCount            int64
 	CheckpointID          string
+	CommandID             string
 }
 
 // Compact records a compaction, manual (nothing running or waiting) or
 // automatic (before a model call of the running turn), as one durable batch;
 // the full history stays in the log.
 func (se *Session) Compact(c Compaction) error {
-	return se.locked("Compact", written, func() error {
-		r := &se.rec
-		switch {
-		case se.call != nil:
-			return se.refuse("Compact", ErrOrder, "a model call is in flight")
+	return se.replacing("Compact", func(r *recState) error {
+		switch _, ok := r.commands[c.CommandID]; {
 		case !r.turnOpen && len(r.inbox) > 0:
 			return se.refuse("Compact", ErrOrder, "a manual compaction needs nothing waiting (%d message(s) are)", len(r.inbox))
 		case c.Summary == "":
 			return se.refuse("Compact", ErrInvalid, "the compaction needs its summary")
 		case c.Provider == "" || c.Model == "":
 			return se.refuse("Compact", ErrInvalid, "the compaction needs the provider and model that wrote it")
+		case c.CommandID != "" && !ok:
+			return se.refuse("Compact", ErrUnknownCall, "no command %s was run in the session (Command)", termtext.Quote(c.CommandID))
 		}
 		if c.ID == "" {
 			c.ID = NewMessageID()
@@ -512,54 +513,84 @@ func (se *Session) Compact(c Compaction) error {
 			return err
 		}
 		nodes := r.hist.Surface()
-		first := 0
-		if len(nodes) > 0 && nodes[0].Seq == r.head {
-			first = 1
-		}
-		end := len(nodes)
+		first, end := r.protected(nodes), len(nodes)
 		if c.KeepFrom != "" {
-			end = -1
-			for i, n := range nodes {
-				if n.Message != nil && n.Message.ID() == c.KeepFrom {
-					end = i
-				}
-			}
-			if end < 0 {
+			if end = surfaceAt(nodes, c.KeepFrom); end < 0 {
 				return se.refuse("Compact", ErrUnknownMessage, "message %s is not in the history the model reads", termtext.Quote(c.KeepFrom))
 			}
 		}
 		if end <= first {
 			return se.refuse("Compact", ErrOrder, "nothing before message %s to summarise", termtext.Quote(c.KeepFrom))
 		}
-		span := nodes[first:end]
-		seqs := make([]int64, len(span))
-		count := c.TokenCount
-		for i, n := range span {
-			seqs[i] = n.Seq
-			if c.TokenCount == 0 && n.Message != nil {
-				count += int64(len(n.Message.JSON())+3) / 4
-			}
-		}
+		seqs, count := shadow(nodes[first:end], c.TokenCount)
 		var turn *int64
 		if r.turnOpen {
 			t := r.turn
 			turn = &t
 		}
 		summary := []convlog.Block{convlog.TextBlock(c.Summary)}
-		msg, err := convlog.NewMessage(c.CheckpointID, "user", convlog.CheckpointSource(c.ID), summary)
+		msg, err := convlog.NewMessage(c.CheckpointID, "user", convlog.CheckpointSource(c.ID, c.CommandID), summary)
 		if err != nil {
 			return se.refuse("Compact", ErrInvalid, "%v", err)
 		}
 		defer se.indexPoint(false)
 		return se.record(
-			typed(convlog.TypeCompactionStart, convlog.CompactionStartData{CompactionID: c.ID, Turn: turn}),
-			typed(convlog.TypeCompactionSummary, convlog.CompactionSummaryData{CompactionID: c.ID, Summary: summary,
-				ShadowedRange: convlog.SeqRange{Start: seqs[0], End: seqs[len(seqs)-1]}, ShadowedSeqs: seqs, ShadowedTokenCount: count,
-				Provider: c.Provider, Model: c.Model, MaxTokens: c.MaxTokens, Usage: c.Usage}),
-			convlog.Event{Type: convlog.TypeUserMessage, Data: msg.JSON(), SourceEventSeqs: slices.Sorted(slices.Values(seqs)),
-				SurfaceOp: &convlog.SurfaceOp{Replace: true, StartSeq: seqs[0], EndSeq: seqs[len(seqs)-1]}},
-			typed(convlog.TypeCompactionEnd, convlog.CompactionEndData{CompactionID: c.ID, Turn: turn}))
+			typed(convlog.TypeCompactionStart, convlog.CompactionStartData{CompactionID: c.ID, SourceCommandID: c.CommandID, Turn: turn}),
+			typed(convlog.TypeCompactionSummary, convlog.CompactionSummaryData{CompactionID: c.ID, SourceCommandID: c.CommandID,
+				Summary: summary, ShadowedRange: convlog.SeqRange{Start: seqs[0], End: seqs[len(seqs)-1]}, ShadowedSeqs: seqs,
+				ShadowedTokenCount: count, Provider: c.Provider, Model: c.Model, MaxTokens: c.MaxTokens, Usage: c.Usage}),
+			replacement(msg, seqs),
+			typed(convlog.TypeCompactionEnd, convlog.CompactionEndData{CompactionID: c.ID, SourceCommandID: c.CommandID, Turn: turn}))
 	})
+}
+
+// replacing runs fn, the body of call, a change of the history the model
+// reads, once written; refused while a model call is in flight or a
+// compaction a crash left open (no end) is.
+func (se *Session) replacing(call string, fn func(r *recState) error) error {
+	return se.locked(call, written, func() error {
+		switch {
+		case se.call != nil:
+			return se.refuse(call, ErrOrder, "a model call is in flight")
+		case se.rec.compacting != "":
+			return se.refuse(call, ErrOrder, "compaction %s is open: its compaction/end was never recorded", termtext.Quote(se.rec.compacting))
+		}
+		return fn(&se.rec)
+	})
+}
+
+// protected is the number of nodes heading the surface no compaction
+// replaces: the system prompt's.
+func (r *recState) protected(nodes []convlog.SurfaceNode) int {
+	if len(nodes) > 0 && nodes[0].Seq == r.head {
+		return 1
+	}
+	return 0
+}
+
+// surfaceAt is the index of message id among nodes, -1 when absent.
+func surfaceAt(nodes []convlog.SurfaceNode, id string) int {
+	return slices.IndexFunc(nodes, func(n convlog.SurfaceNode) bool { return n.Message != nil && n.Message.ID() == id })
+}
+
+// shadow prices span for a compaction: its seqs in order and count, or
+// when count is 0 its size in tokens (bytes / 4).
+func shadow(span []convlog.SurfaceNode, count int64) (seqs []int64, tokens int64) {
+	seqs, tokens = make([]int64, len(span)), count
+	for i, n := range span {
+		seqs[i] = n.Seq
+		if count == 0 && n.Message != nil {
+			tokens += int64(len(n.Message.JSON())+3) / 4
+		}
+	}
+	return seqs, tokens
+}
+
+// replacement is the user/message putting msg in place of the surface nodes
+// seqs (in surface order), citing each.
+func replacement(msg convlog.StoredMessage, seqs []int64) convlog.Event {
+	return convlog.Event{Type: convlog.TypeUserMessage, Data: msg.JSON(), SourceEventSeqs: slices.Sorted(slices.Values(seqs)),
+		SurfaceOp: &convlog.SurfaceOp{Replace: true, StartSeq: seqs[0], EndSeq: seqs[len(seqs)-1]}}
 }
 
 // SubagentReport admits the report of subagent childID as message id; a
@@ -702,6 +733,7 @@ type recState struct {
 	retryChains       map[retryKey]*retryChain
 	pendingRetry      *retryChain
 	compactions       map[string]bool
+	compacting        string          // the open compaction's id ("": none)
 	endSeed           int64           // the seq of the inherited session/end-seed, -1: none
 	context           []byte          // the last request/context's data
 	commands          map[string]bool // command ids run: whether done
@@ -811,11 +843,14 @@ func (r *recState) observe(e *convlog.Event) {
 	case convlog.TypeCompactionStart:
 		var d convlog.CompactionStartData
 		json.Unmarshal(e.Data, &d)
-		r.compactions[d.CompactionID] = true
+		r.compactions[d.CompactionID], r.compacting = true, d.CompactionID
+	case convlog.TypeCompactionEnd:
+		r.compacting = ""
 	case convlog.TypeEndSeed:
 		if string(rawjson.Get(e.Data, "inherited")) == "true" {
 			r.endSeed = e.Seq
 		}
+		r.compacting = "" // an inherited compaction is closed
 		// Turn numbers start afresh after inherited history.
 		r.turnOpen, r.stepOpen, r.turn, r.step = false, false, 0, 0
 		r.calls, r.callOrder = map[string]*toolCallState{}, nil

@@ -227,7 +227,7 @@ func TestBatch(t *testing.T) {
 	var appendErr error
 	err = se.Batch(func() error {
 		mustNil(t, se.EndStep())
-		appendErr = se.Append(convlog.Event{Type: convlog.TypeCompactionPrune, Data: []byte(`{}`)})
+		appendErr = se.Append(convlog.Event{Type: "session-log-deepseek/delivery-accepted", Data: []byte(`{}`)})
 		return nil
 	})
 	var rule *convlog.RuleError

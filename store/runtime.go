@@ -373,6 +373,7 @@ var typedCall = map[string]string{
 	convlog.TypeAssistantMessage: "Complete", convlog.TypeAssistantAttempt: "Fail", convlog.TypeRetry: "Retry",
 	convlog.TypeToolCall: "ToolCall", convlog.TypeToolResult: "ToolResult", convlog.TypeSubagentCatalog: "Spawn",
 	convlog.TypeCompactionStart: "Compact", convlog.TypeCompactionSummary: "Compact", convlog.TypeCompactionEnd: "Compact",
+	convlog.TypeCompactionPrune: "Prune", convlog.TypeImageOffload: "Offload",
 	convlog.TypeEndSeed: "Fork", convlog.TypeDeveloperMessage: "Developer",
 	convlog.TypeSessionTitle: "Title", convlog.TypeTitleRequest: "TitleRequest", convlog.TypeRequestContext: "RequestContext",
 	convlog.TypeCommandRun: "Command", convlog.TypeCommandDone: "CommandDone",

@@ -114,9 +114,9 @@ func TestSessionTurns(t *testing.T) {
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "recorded by ToolCall") {
 		t.Fatalf("a tool call through Append: %v", err)
 	}
-	err = se.Append(convlog.Event{Type: convlog.TypeCompactionPrune, Data: []byte(`{"shadowedRange":{"start":99,"end":99},"shadowedSeqs":[99],"shadowedTokenCount":1}`)})
+	err = se.Append(convlog.Event{Type: "session-log-deepseek/delivery-accepted", Data: []byte(`{"sessionId":"root","throughSeq":99,"sessionFormatVersion":4}`)})
 	if !errors.Is(err, convlog.ErrRelationship) {
-		t.Fatalf("a prune of no span: %v", err)
+		t.Fatalf("a delivery through a later event: %v", err)
 	}
 	mustNil(t, se.EndTurn(OutcomeCompleted, nil))
 	if info := readInfo(t, dir, "c1"); info.RunningTurn || info.Turns[0].Outcome != OutcomeCompleted {
