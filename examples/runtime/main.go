@@ -170,8 +170,9 @@ func (r *rt) lastStep(se *store.Session, text string) {
 
 // toolStep records a step whose answer asks for one tool call that returns
 // result; call is the step's model call (nil: begun here), and during
-// (given the call's id) records what happens while the tool runs.
-func (r *rt) toolStep(se *store.Session, call *store.ModelCall, tool, args, result string, during func(callID string)) {
+// (given the call's id) records what happens while the tool runs. It
+// returns the ids of the answer and of the result.
+func (r *rt) toolStep(se *store.Session, call *store.ModelCall, tool, args, result string, during func(callID string)) (answerID, resultID string) {
 	if call == nil {
 		call = beginCall(se)
 	}
@@ -180,13 +181,15 @@ func (r *rt) toolStep(se *store.Session, call *store.ModelCall, tool, args, resu
 	call.ToolCall(1, callID, tool, args[:len(args)/2])
 	call.ToolCall(1, callID, "", args[len(args)/2:])
 	call.Finish(convlog.FinishReason{Kind: convlog.FinishToolCalls})
-	check(call.Complete(r.id("answer")))
+	answerID, resultID = r.id("answer"), r.id("result")
+	check(call.Complete(answerID))
 	check(se.ToolCall(callID))
 	if during != nil {
 		during(callID)
 	}
-	check(se.ToolResult(store.ToolResult{CallID: callID, ID: r.id("result"), Content: []convlog.Block{convlog.TextBlock(result)}}))
+	check(se.ToolResult(store.ToolResult{CallID: callID, ID: resultID, Content: []convlog.Block{convlog.TextBlock(result)}}))
 	check(se.EndStep())
+	return answerID, resultID
 }
 
 // record records one conversation with every kind of turn, then a fork
@@ -207,7 +210,7 @@ func record(st *store.Store, out io.Writer) {
 	failure := convlog.LLMFailure{Code: "stream_dropped", Message: "the stream was cut", Status: 503}
 	check(call.Retry(store.Retry{Delay: time.Second, MaxRetries: 10, Failure: failure}))
 	call = must(se.BeginModelCall()) // the retry
-	r.toolStep(se, call, "bash", `{"command":"ls *.go | wc -l"}`, "12", func(callID string) {
+	asked, output := r.toolStep(se, call, "bash", `{"command":"ls *.go | wc -l"}`, "12", func(callID string) {
 		check(se.Steer(r.user("Leave out the test files")))
 		// The command's script calls a tool itself (programmatic tool calling).
 		sub := must(se.Dispatch(callID, "glob", json.RawMessage(`{"pattern":"*.go"}`)))
@@ -221,9 +224,13 @@ func record(st *store.Store, out io.Writer) {
 	check(se.Title(store.SessionTitle{Title: "Count the Go files", From: []string{prompt.ID()}, Provider: "title-llm",
 		Route: &store.TitleRoute{Provider: model.Provider, Model: "deepseek-flash"}}))
 	fmt.Fprintln(out, "turn 1: completed (a retried model call, steering, an empty answer)")
+	// The tool call and its output, used, give way to a note (no model).
+	check(se.Prune(store.Prune{From: asked, To: output, Content: []convlog.Block{convlog.TextBlock("[bash counted 12 .go files]")}}))
 
-	// Turn 2, complete: a subagent reviews the count and reports back.
-	turn2 := r.user("Have a reviewer check the count")
+	// Turn 2, complete: a subagent reviews the count, shown on a screenshot,
+	// and reports back.
+	screenshot := convlog.Block{Type: convlog.BlockImage, Attachment: &convlog.Attachment{ID: "shot-1", MediaType: "image/png", Bytes: 48213, Width: 1280, Height: 800}}
+	turn2 := must(convlog.NewUserMessage(r.id("user"), convlog.TextBlock("Have a reviewer check the count"), screenshot))
 	must(se.BeginTurn(turn2))
 	var child *store.Session
 	r.toolStep(se, nil, "spawn_agent", `{"task":"Check the count of Go files"}`, "reviewer-1 started", func(string) {
@@ -238,6 +245,8 @@ func record(st *store.Store, out io.Writer) {
 	must(se.SubagentReport("reviewer-1", r.id("report"), "The count is right: 9.",
 		[]convlog.Block{convlog.TextBlock("reviewer-1 finished its turn: the count is right: 9.")}))
 	r.lastStep(se, "The reviewer agrees: 9 Go files.")
+	// The screenshot, read, is offloaded: the model no longer reads it.
+	check(se.Offload(store.Offload{Message: turn2.ID(), Images: []int{0}}))
 	fmt.Fprintln(out, "turn 2: completed (subagent reviewer-1 and its report)")
 
 	// A manual compaction: turn 1 summarised, turn 2 kept.
@@ -245,7 +254,7 @@ func record(st *store.Store, out io.Writer) {
 	compact := must(se.Command("compact", ""))
 	summary := r.id("summary")
 	check(se.Compact(store.Compaction{KeepFrom: turn2.ID(), Summary: "The user asked for the Go files; there are 9 besides the tests.",
-		Provider: model.Provider, Model: model.Model, CheckpointID: summary}))
+		Provider: model.Provider, Model: model.Model, CheckpointID: summary, CommandID: compact}))
 	check(se.CommandDone(store.CommandResult{ID: compact, Text: "Turn 1 summarised.", Message: summary}))
 	fmt.Fprintln(out, "compaction: turn 1 summarised")
 

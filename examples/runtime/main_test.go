@@ -124,7 +124,7 @@ func TestRecord(t *testing.T) {
 	}
 	got := " " + strings.Join(types(t, root), " ") + " "
 	for _, want := range []string{"llm/retry", "llm/retry-started", "assistant/attempt", "tool/call", "tool/result",
-		"subagent/catalog", "compaction/start", "compaction/summary", "compaction/end", "turn/end"} {
+		"subagent/catalog", "compaction/prune", "image/offload", "compaction/start", "compaction/summary", "compaction/end", "turn/end"} {
 		if !strings.Contains(got, " "+want+" ") {
 			t.Errorf("the root session records no %s: %s", want, got)
 		}
@@ -134,7 +134,8 @@ func TestRecord(t *testing.T) {
 	if err == nil {
 		b = plain
 	}
-	for _, want := range []string{`"interrupted":true`, `"kind":"error","error":{"code":"context_length_exceeded"`, `"content":[]`} {
+	for _, want := range []string{`"interrupted":true`, `"kind":"error","error":{"code":"context_length_exceeded"`, `"content":[]`,
+		`"source":{"kind":"compact-basic"}`, `"sourceCommandId":`, `"targets":[{"seq":`} {
 		if !bytes.Contains(b, []byte(want)) {
 			t.Errorf("the root session holds no %s", want)
 		}
