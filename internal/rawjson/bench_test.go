@@ -115,3 +115,27 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkStringScan is the scan of one long string body of each kind: a
+// log with an escape a line, base64, code with escapes every few bytes, a
+// short one; cpu-MB/s as in BenchmarkCorpus.
+func BenchmarkStringScan(b *testing.B) {
+	for _, c := range []struct{ name, body string }{
+		{"log", strings.Repeat(`2026-09-01T01:03:58.698Z INFO  worker-7 processed batch 3838 in 613ms (ok)\n`, 1<<14)},
+		{"base64", strings.Repeat(`hXYmtiCcOdC1EYHyxyl5Hl3ijCrT5Ttfniw9H2SdVmAvvWhMCSFys8/Itf/uNTE6u/+YkpZ+bkmQSwuqhzeU10J`, 1<<14)},
+		{"code", strings.Repeat(`\t\treturn fmt.Errorf(\"urfotr yomovest: %w\", err)\n\t// negrneun the tase before beatma returns.\n`, 1<<14)},
+		{"short", `\t// peasen the vigereme before mipodeus returns.\n\t\treturn fmt.Errorf(\"padous tienat: %w\", err)\n@@ -395,10 +148,14 @@ func chviro()\nindex 0aa3c6f..30e0745 100644\n\t}\n`},
+	} {
+		s := []byte(`"` + c.body + `"}`)
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			cpu0 := cpuTime()
+			defer func() { b.ReportMetric(float64(len(s))*float64(b.N)/(cpuTime()-cpu0).Seconds()/1e6, "cpu-MB/s") }()
+			for b.Loop() {
+				if e, err := skipString(s, 0); err != nil || e != len(s)-1 {
+					b.Fatal(e, err)
+				}
+			}
+		})
+	}
+}

@@ -80,6 +80,13 @@ func oracleSeeds() []string {
 		// Runs of non-ASCII text, which the string scan checks as UTF-8 at once.
 		`{"s":"漢字かな漢字かな漢字かな","e":"ok 👍 café déjà ñ"}`, `{"` + strings.Repeat("ключ", 5) + `":"` + strings.Repeat("текст ", 8) + `"}`,
 	}
+	// Escapes and runs of backslashes at the edges of the AVX2 scan's words
+	// of 64 bytes, in lines longer than a word.
+	for _, at := range []int{62, 63, 64, 127} {
+		for _, esc := range []string{`\"`, `\\`, `\\\"`, `\u00e9`, `\x`, `\`} {
+			seeds = append(seeds, `{"s":"`+strings.Repeat("a", at-6)+esc+strings.Repeat(`b\n`, 20)+`","t":1}`)
+		}
+	}
 	for _, l := range benchLines() {
 		seeds = append(seeds, string(l))
 	}

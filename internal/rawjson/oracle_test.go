@@ -15,7 +15,7 @@ const oldLinearKeys = 16
 
 func oldValid(b []byte) error {
 	i := SkipSpace(b, 0)
-	end, err := Skip(b, i)
+	end, err := oldSkipValue(b, i, 0)
 	if err != nil {
 		return err
 	}
@@ -291,7 +291,7 @@ func (o *oldObjKeys) addSlow(b []byte, obj, ks, ke int, esc bool) bool {
 }
 
 func (o *oldObjKeys) seen(b []byte, obj, ks int, k []byte) bool {
-	if o.n <= len(o.offs) && ks <= 1<<32-1 {
+	if o.n <= len(o.offs) && uint64(ks) <= 1<<32-1 {
 		for _, off := range o.offs[:o.n] {
 			ke, err := oldSkipStringTrusted(b, int(off))
 			if err != nil {
