@@ -926,13 +926,22 @@ func eachRow(ctx context.Context, db *sql.DB, q string, args []any, scan func(*s
 }
 
 // All loads every conversation with its sessions and turns.
-func (d *DB) All(ctx context.Context) (map[string]*Conversation, error) { return d.all(ctx, "", true) }
+func (d *DB) All(ctx context.Context) (map[string]*Conversation, error) {
+	return d.all(ctx, nil, true, true)
+}
 
-// all is the rows of conversation only ("": all), with sessions and turns if rows.
-func (d *DB) all(ctx context.Context, only string, rows bool) (map[string]*Conversation, error) {
+// WithSessions loads the conversations ids that are indexed, with their
+// sessions but not their turns.
+func (d *DB) WithSessions(ctx context.Context, ids []string) (map[string]*Conversation, error) {
+	return d.all(ctx, ids, true, false)
+}
+
+// all is the rows of conversations ids (nil: all), with their sessions and
+// turns as asked.
+func (d *DB) all(ctx context.Context, ids []string, sessions, turns bool) (map[string]*Conversation, error) {
 	where, args := "", []any{}
-	if only != "" {
-		where, args = " WHERE id = ?", []any{only}
+	if ids != nil {
+		where, args = " WHERE id IN (SELECT value FROM json_each(?))", []any{jsonList(ids)}
 	}
 	out := map[string]*Conversation{}
 	err := eachRow(ctx, d.db, "SELECT "+conversationColumns+" FROM conversations"+where, args, func(r *sql.Rows) error {
@@ -952,11 +961,11 @@ func (d *DB) all(ctx context.Context, only string, rows bool) (map[string]*Conve
 		out[c.ID] = c
 		return nil
 	})
-	if err != nil || !rows {
+	if err != nil || !sessions {
 		return out, err
 	}
-	if only != "" {
-		where = " WHERE conversation_id = ?"
+	if ids != nil {
+		where = " WHERE conversation_id IN (SELECT value FROM json_each(?))"
 	}
 	err = eachRow(ctx, d.db, "SELECT "+sessionColumns+" FROM sessions"+where+" ORDER BY conversation_id, id", args, func(r *sql.Rows) error {
 		var cid string
@@ -967,8 +976,8 @@ func (d *DB) all(ctx context.Context, only string, rows bool) (map[string]*Conve
 		}
 		return err
 	})
-	if err != nil {
-		return nil, err
+	if err != nil || !turns {
+		return out, err
 	}
 	err = eachRow(ctx, d.db, "SELECT "+turnColumns+" FROM turns"+where+" ORDER BY conversation_id, started_at, session_id, turn", args, func(r *sql.Rows) error {
 		var cid string
@@ -1026,7 +1035,7 @@ type Stored struct {
 
 // Stored maps every indexed or skipped conversation to what the index holds.
 func (d *DB) Stored(ctx context.Context) (map[string]*Stored, error) {
-	convs, err := d.all(ctx, "", false)
+	convs, err := d.all(ctx, nil, false, false)
 	if err != nil {
 		return nil, err
 	}
@@ -1184,6 +1193,6 @@ func (w *Writer) Advance(ctx context.Context, c *Conversation, sessionCount, tur
 
 // One reads conversation id's rows; nil when it has none.
 func (d *DB) One(ctx context.Context, id string) (*Conversation, error) {
-	all, err := d.all(ctx, id, true)
+	all, err := d.all(ctx, []string{id}, true, true)
 	return all[id], err
 }

@@ -1,6 +1,7 @@
 package reindex
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/store"
 )
 
@@ -76,4 +78,38 @@ func logIdentity(c store.ConversationDir) string {
 	h := sha256.New()
 	fingerprint(h, nil, l.Path)
 	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// Vouched is what metadata.db holds of conversations: rows written from a
+// strict read of their logs (a rebuild) or by the writer of their bytes (a
+// Keeper), which vouch for those logs while they keep the fingerprint.
+type Vouched map[string]*index.Conversation
+
+// LoadVouched reads the rows of conversations ids; nil when metadata.db is
+// missing or unusable.
+func LoadVouched(ctx context.Context, s *store.Store, ids []string) Vouched {
+	db, err := index.OpenRead(ctx, s.IndexPath(), index.ReadOptions{})
+	if err != nil {
+		return nil
+	}
+	defer db.Close()
+	rows, err := db.WithSessions(ctx, ids)
+	if err != nil {
+		return nil
+	}
+	return rows
+}
+
+// Sessions are the session rows of c by log file name, nil unless c's
+// current logs keep the fingerprint of its row; take it before reading them.
+func (v Vouched) Sessions(c store.ConversationDir) map[string]index.Session {
+	row := v[c.ID]
+	if row == nil || row.Fingerprint != dirFingerprint(c) {
+		return nil
+	}
+	out := make(map[string]index.Session, len(row.Sessions))
+	for _, s := range row.Sessions {
+		out[s.File] = s
+	}
+	return out
 }

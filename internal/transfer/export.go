@@ -15,13 +15,16 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/convkit/convkit/convlog"
+	"github.com/convkit/convkit/index"
 	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/internal/durable"
 	"github.com/convkit/convkit/internal/progress"
 	"github.com/convkit/convkit/internal/termtext"
+	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
 
@@ -138,6 +141,9 @@ type exporter struct {
 	opts  ExportOptions
 	m     *Manifest
 	order []*planned
+	// vouched is metadata.db's rows of the requested conversations, loaded
+	// while the plan reads.
+	vouched func() reindex.Vouched
 }
 
 // planned is a conversation the export will try, with what the plan read of it.
@@ -170,6 +176,8 @@ func newExporter(ctx context.Context, s *store.Store, opts ExportOptions) (*expo
 		m.Holder = st.Holder
 	}
 	x := &exporter{s: s, opts: opts, m: m}
+	x.vouched = sync.OnceValue(func() reindex.Vouched { return reindex.LoadVouched(ctx, s, opts.IDs) })
+	go x.vouched()
 	if err := x.plan(ctx); err != nil {
 		return nil, err
 	}
@@ -518,13 +526,17 @@ func (x *exporter) readListed(p *planned, ls *planDir) *readConv {
 		pr.Kind, pr.ID = store.ItemWarning, p.id
 		rc.events = append(rc.events, pr)
 	}
+	vouched := x.vouched().Sessions(cd) // before the logs are read
 	var convLog *openLog
 	for _, l := range cd.Logs {
 		ol := &openLog{name: path.Join(store.ConversationsDirName, cd.Name, l.Current.String()), log: l}
 		var err error
+		row, isVouched := vouched[filepath.Base(l.Path)]
 		if pl := p.plan; ol.log.IsConversationLog && pl != nil && pl.path == ol.log.Path {
 			p.plan = nil
 			err = ol.openAsPlanned(pl)
+		} else if isVouched && !ol.log.IsConversationLog {
+			err = ol.openVouched(row)
 		} else {
 			err = ol.open()
 		}
@@ -575,28 +587,37 @@ func sessionsListed(info *store.ConversationInfo, cd store.ConversationDir) bool
 	return true
 }
 
-// open reads the log strictly and finds its committed prefix.
-func (l *openLog) open() error {
+// load opens the log: a small one is read into buf, a larger one held open.
+func (l *openLog) load() (size int64, err error) {
 	f, err := convlog.OpenFile(l.log.Path)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	size := f.Size()
+	size = f.Size()
 	l.src = f
-	if size <= smallLog {
-		buf := archive.GetBuf(size)
-		if n, err := f.ReadAt(buf, 0); n < len(buf) {
-			f.Close()
-			archive.PutBuf(buf)
-			if err == nil || err == io.EOF {
-				err = fmt.Errorf("%s: changed while it was read (%d of %d bytes)", l.log.Path, n, size)
-			}
-			return err
-		}
-		f.Close()
-		l.buf, l.src, l.small = buf, convlog.Bytes(buf), true
-	} else {
+	if size > smallLog {
 		l.f = f
+		return size, nil
+	}
+	buf := archive.GetBuf(size)
+	n, err := f.ReadAt(buf, 0)
+	f.Close()
+	if n < len(buf) {
+		archive.PutBuf(buf)
+		if err == nil || err == io.EOF {
+			err = fmt.Errorf("%s: changed while it was read (%d of %d bytes)", l.log.Path, n, size)
+		}
+		return 0, err
+	}
+	l.buf, l.src, l.small = buf, convlog.Bytes(buf), true
+	return size, nil
+}
+
+// open reads the log strictly and finds its committed prefix.
+func (l *openLog) open() error {
+	size, err := l.load()
+	if err != nil {
+		return err
 	}
 	rd, err := archive.ReadLog(l.src, size, l.log.Path, l.log, l.log.Current, false)
 	if err != nil {
@@ -628,6 +649,28 @@ func (l *openLog) open() error {
 			}
 		}
 		l.sum = sha256.Sum256(l.data)
+	}
+	return nil
+}
+
+// openVouched takes the event count of a log metadata.db vouches for (row),
+// unread, if it holds the bytes indexed in whole frames; else it reads it.
+func (l *openLog) openVouched(row index.Session) error {
+	if row.FormatVersion != l.log.Current.Version {
+		return l.open()
+	}
+	size, err := l.load()
+	if err != nil {
+		return err
+	}
+	pr, err := convlog.CommittedPrefix(l.src, size, l.log.Current.Compression, l.log.Path)
+	if err != nil || size != row.Bytes || pr.Bytes != size || pr.Torn {
+		l.release()
+		return l.open()
+	}
+	l.read = archive.LogRead{Events: row.Events, Prefix: pr, Whole: true}
+	if l.buf != nil {
+		l.data, l.sum = l.buf, sha256.Sum256(l.buf)
 	}
 	return nil
 }
