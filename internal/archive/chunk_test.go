@@ -79,6 +79,29 @@ func TestChunkEncoding(t *testing.T) {
 	}
 }
 
+// TestHeadersCountAsNeitherKind: a frame of small compressed logs (4 KiB,
+// an eighth of it their tar headers and padding) is one of compressed
+// bytes only, written without entropy coding; a plain log's bytes count.
+func TestHeadersCountAsNeitherKind(t *testing.T) {
+	w := NewWriter(io.Discard, WriterOptions{Workers: 1})
+	defer w.Abort()
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := range 20 {
+		if _, err := w.WriteEntry(fmt.Sprintf("conversations/a/%02d.v4.jsonl.zst", i), Compressed, 4000, bytes.NewReader(randomBytes(rng, 4000))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ch := w.ch.cur; ch.text != 0 || ch.comp != 20*4000 || !w.ch.encodingOf(ch.text, ch.comp).noEntropy {
+		t.Fatalf("%d text and %d compressed bytes, want 0 and %d, without entropy coding", ch.text, ch.comp, 20*4000)
+	}
+	if _, err := w.WriteEntry("conversations/a/b.v4.jsonl", Text, 3, strings.NewReader("{}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if ch := w.ch.cur; ch.text != 3 {
+		t.Fatalf("%d text bytes, want the plain log's 3", ch.text)
+	}
+}
+
 // TestCompressedLogFramesReadByTools: a log of small frames written by the
 // zstd tool, as a runtime appends batches, fills frames the chunker writes
 // without entropy coding. Those frames still match what repeats across the

@@ -147,14 +147,14 @@ func (w *Writer) write(name string, kind Kind, size int64, body func() (Sum, err
 	if err != nil {
 		return Sum{}, fmt.Errorf("archive entry %s: %w", termtext.Quote(name), err)
 	}
-	w.ch.kind = Text // the header is text
+	w.ch.kind, w.ch.header = Text, true
 	// USTAR when the name fits, else PAX.
 	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name, Size: size, Mode: FileMode, ModTime: w.entryTime, Format: tar.FormatUnknown}
 	if err := w.tw.WriteHeader(hdr); err != nil {
 		w.err = fmt.Errorf("archive entry %s: %w", termtext.Quote(name), err)
 		return Sum{}, w.err
 	}
-	w.ch.kind = kind
+	w.ch.kind, w.ch.header = kind, false
 	s, err := body()
 	if err == nil {
 		err = w.ch.failed()
@@ -220,7 +220,7 @@ func (w *Writer) Close() error {
 	}
 	w.closed = true
 	if w.err == nil {
-		w.ch.kind = Text
+		w.ch.kind, w.ch.header = Text, true // the trailer
 		if err := w.tw.Close(); err != nil {
 			w.err = err
 		}
@@ -252,7 +252,10 @@ type chunker struct {
 
 	cur  *chunk
 	kind Kind
-	buf  []byte // copy buffer for WriteEntry
+	// header: tar headers and padding, mostly zeros, count as neither
+	// kind: they compress as well without entropy coding.
+	header bool
+	buf    []byte // copy buffer for WriteEntry
 
 	rsync bool
 	gear  uint64 // rolling hash of the last 64 text bytes
@@ -350,9 +353,11 @@ func (c *chunker) Write(p []byte) (int, error) {
 			m, cut = c.textCut(p[:m])
 		}
 		c.cur.in = append(c.cur.in, p[:m]...)
-		if c.kind == Compressed {
+		switch {
+		case c.header:
+		case c.kind == Compressed:
 			c.cur.comp += m
-		} else {
+		default:
 			c.cur.text += m
 		}
 		p = p[m:]
