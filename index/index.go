@@ -926,22 +926,13 @@ func eachRow(ctx context.Context, db *sql.DB, q string, args []any, scan func(*s
 }
 
 // All loads every conversation with its sessions and turns.
-func (d *DB) All(ctx context.Context) (map[string]*Conversation, error) {
-	return d.all(ctx, nil, true, true)
-}
+func (d *DB) All(ctx context.Context) (map[string]*Conversation, error) { return d.all(ctx, "", true) }
 
-// WithSessions loads the conversations ids that are indexed, with their
-// sessions but not their turns.
-func (d *DB) WithSessions(ctx context.Context, ids []string) (map[string]*Conversation, error) {
-	return d.all(ctx, ids, true, false)
-}
-
-// all is the rows of conversations ids (nil: all), with their sessions and
-// turns as asked.
-func (d *DB) all(ctx context.Context, ids []string, sessions, turns bool) (map[string]*Conversation, error) {
+// all is the rows of conversation only ("": all), with sessions and turns if rows.
+func (d *DB) all(ctx context.Context, only string, rows bool) (map[string]*Conversation, error) {
 	where, args := "", []any{}
-	if ids != nil {
-		where, args = " WHERE id IN (SELECT value FROM json_each(?))", []any{jsonList(ids)}
+	if only != "" {
+		where, args = " WHERE id = ?", []any{only}
 	}
 	out := map[string]*Conversation{}
 	err := eachRow(ctx, d.db, "SELECT "+conversationColumns+" FROM conversations"+where, args, func(r *sql.Rows) error {
@@ -961,11 +952,11 @@ func (d *DB) all(ctx context.Context, ids []string, sessions, turns bool) (map[s
 		out[c.ID] = c
 		return nil
 	})
-	if err != nil || !sessions {
+	if err != nil || !rows {
 		return out, err
 	}
-	if ids != nil {
-		where = " WHERE conversation_id IN (SELECT value FROM json_each(?))"
+	if only != "" {
+		where = " WHERE conversation_id = ?"
 	}
 	err = eachRow(ctx, d.db, "SELECT "+sessionColumns+" FROM sessions"+where+" ORDER BY conversation_id, id", args, func(r *sql.Rows) error {
 		var cid string
@@ -976,8 +967,8 @@ func (d *DB) all(ctx context.Context, ids []string, sessions, turns bool) (map[s
 		}
 		return err
 	})
-	if err != nil || !turns {
-		return out, err
+	if err != nil {
+		return nil, err
 	}
 	err = eachRow(ctx, d.db, "SELECT "+turnColumns+" FROM turns"+where+" ORDER BY conversation_id, started_at, session_id, turn", args, func(r *sql.Rows) error {
 		var cid string
@@ -987,6 +978,31 @@ func (d *DB) all(ctx context.Context, ids []string, sessions, turns bool) (map[s
 			c.Turns = append(c.Turns, t)
 		}
 		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Fingerprints loads of the conversations ids that are indexed with
+// sessions only their fingerprints and their sessions' files, format
+// versions, event counts and sizes: what vouches for their session logs.
+func (d *DB) Fingerprints(ctx context.Context, ids []string) (map[string]*Conversation, error) {
+	out := map[string]*Conversation{}
+	err := eachRow(ctx, d.db, `SELECT c.id, c.fingerprint, s.file, s.format_version, s.event_count, s.bytes
+		FROM conversations c JOIN sessions s ON s.conversation_id = c.id
+		WHERE c.id IN (SELECT value FROM json_each(?))`, []any{jsonList(ids)}, func(r *sql.Rows) error {
+		var id, fp string
+		var s Session
+		if err := r.Scan(&id, &fp, &s.File, &s.FormatVersion, &s.Events, &s.Bytes); err != nil {
+			return err
+		}
+		if out[id] == nil {
+			out[id] = &Conversation{ID: id, Fingerprint: fp}
+		}
+		out[id].Sessions = append(out[id].Sessions, s)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -1035,7 +1051,7 @@ type Stored struct {
 
 // Stored maps every indexed or skipped conversation to what the index holds.
 func (d *DB) Stored(ctx context.Context) (map[string]*Stored, error) {
-	convs, err := d.all(ctx, nil, false, false)
+	convs, err := d.all(ctx, "", false)
 	if err != nil {
 		return nil, err
 	}
@@ -1193,6 +1209,6 @@ func (w *Writer) Advance(ctx context.Context, c *Conversation, sessionCount, tur
 
 // One reads conversation id's rows; nil when it has none.
 func (d *DB) One(ctx context.Context, id string) (*Conversation, error) {
-	all, err := d.all(ctx, []string{id}, true, true)
+	all, err := d.all(ctx, id, true)
 	return all[id], err
 }

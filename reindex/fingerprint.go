@@ -93,7 +93,7 @@ func LoadVouched(ctx context.Context, s *store.Store, ids []string) Vouched {
 		return nil
 	}
 	defer db.Close()
-	rows, err := db.WithSessions(ctx, ids)
+	rows, err := db.Fingerprints(ctx, ids)
 	if err != nil {
 		return nil
 	}
