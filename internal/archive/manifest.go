@@ -82,7 +82,13 @@ func WriteManifest(w *Writer, m Manifest) (Sum, error) {
 	if err := enc.Encode(m); err != nil {
 		return Sum{}, fmt.Errorf("encode the manifest: %w", err)
 	}
-	sum, err := w.WriteHashed(ManifestName, Text, data.Bytes(), sha256.Sum256(data.Bytes()))
+	return WriteManifestJSON(w, data.Bytes())
+}
+
+// WriteManifestJSON writes data, a manifest WriteManifest would encode, as
+// the last entry.
+func WriteManifestJSON(w *Writer, data []byte) (Sum, error) {
+	sum, err := w.WriteHashed(ManifestName, Text, data, sha256.Sum256(data))
 	if err != nil {
 		return Sum{}, fmt.Errorf("archive the manifest: %w", err)
 	}

@@ -426,11 +426,22 @@ func (x *exporter) write(ctx context.Context, w io.Writer) (*ExportResult, error
 		aw.Abort()
 		return nil, err
 	}
-	res, err := x.run(ctx, func(logs []*openLog) error { return x.archiveConv(aw, logs) })
+	var parts manifestParts
+	res, err := x.run(ctx, func(logs []*openLog) error {
+		n := len(x.m.Files)
+		if err := x.archiveConv(aw, logs); err != nil {
+			return err
+		}
+		return parts.add(&x.m.Conversations[len(x.m.Conversations)-1], x.m.Files[n:])
+	})
 	if err != nil {
 		return fail(err)
 	}
-	if _, err := archive.WriteManifest(aw, x.m); err != nil {
+	data, err := parts.manifest(x.m)
+	if err == nil {
+		_, err = archive.WriteManifestJSON(aw, data)
+	}
+	if err != nil {
 		return fail(err)
 	}
 	if err := aw.Close(); err != nil {
@@ -458,10 +469,10 @@ func (x *exporter) run(ctx context.Context, keep func([]*openLog) error) (*Expor
 			x.problem(rc.problem.ID, rc.problem.Path, rc.problem.Reason)
 			return nil
 		}
+		x.m.Conversations = append(x.m.Conversations, *rc.c)
 		if err := keep(rc.logs); err != nil {
 			return err
 		}
-		x.m.Conversations = append(x.m.Conversations, *rc.c)
 		if !rc.p.requested {
 			res.Added = append(res.Added, rc.p.id)
 		}
