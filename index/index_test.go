@@ -779,7 +779,7 @@ func TestWriterStopsWhenCanceled(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("Put: %v, want context.Canceled", err)
 			}
-			if got, want := count(t, w, "messages"), 2*checkEvery-1; got != want {
+			if got, want := count(t, w, "messages"), 2*checkEvery; got != want {
 				t.Errorf("%d messages written before the Put stopped, want %d", got, want)
 			}
 			// Canceled before the call: nothing is written.
