@@ -588,6 +588,9 @@ func TestRecorderRefusesMisuse(t *testing.T) {
 		}, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Compact(Compaction{Summary: "s", Provider: "p", Model: "m", CommandID: f.cmd})
 		}},
+		{"a compaction with a negative token count", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
+			return f.se.Compact(Compaction{Summary: "s", Provider: "p", Model: "m", TokenCount: -1})
+		}},
 		{"a compaction while a crash left one open", "idle", ErrOrder, crashMidCompaction, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Compact(Compaction{Summary: "s", Provider: "p", Model: "m"})
 		}},

@@ -499,6 +499,8 @@ func (se *Session) Compact(c Compaction) error {
 			return se.refuse("Compact", ErrInvalid, "the compaction needs its summary")
 		case c.Provider == "" || c.Model == "":
 			return se.refuse("Compact", ErrInvalid, "the compaction needs the provider and model that wrote it")
+		case c.TokenCount < 0:
+			return se.refuse("Compact", ErrInvalid, "a token count cannot be negative")
 		case c.CommandID != "" && !ok:
 			return se.refuse("Compact", ErrUnknownCall, "no command %s was run in the session (Command)", termtext.Quote(c.CommandID))
 		}
