@@ -401,6 +401,8 @@ type TurnState struct {
 	// Provider and Model are the last request/header's, a closing answer's
 	// source.
 	Provider, Model string
+	// Compaction is the end the open compaction needs (nil: none open).
+	Compaction *CompactionEndData
 }
 
 // OpenCall is a tool call without a result.
@@ -416,6 +418,12 @@ func (v *Validator) Turn() TurnState {
 	p := &v.path
 	ts := TurnState{Open: p.open, Turn: p.turn, StepOpen: p.stepOpen, Step: p.step, LastTurn: p.lastTurn, LastEnd: p.lastReason,
 		Provider: v.rel.provider, Model: v.rel.model}
+	if c := v.rel.comp; c.open {
+		ts.Compaction = &CompactionEndData{CompactionID: c.id, SourceCommandID: c.cmd}
+		if c.turn >= 0 {
+			ts.Compaction.Turn = &c.turn
+		}
+	}
 	if !p.open {
 		return ts
 	}

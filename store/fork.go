@@ -248,11 +248,11 @@ func forkedToolResult(turn, step int64, callID string, seq, now int64) (convlog.
 	return e, nil
 }
 
-// closing returns the events that close the compaction open (nil: none) and
-// the turn ts at a cut; next is the first one's seq.
-func closing(ts convlog.TurnState, open *convlog.CompactionEndData, next, now int64) ([]convlog.Event, error) {
+// closing returns the events that close ts's compaction and turn at a cut;
+// next is the first one's seq.
+func closing(ts convlog.TurnState, next, now int64) ([]convlog.Event, error) {
 	var evs []convlog.Event
-	if open != nil {
+	if open := ts.Compaction; open != nil {
 		open.Error = "the conversation was forked before the compaction ended"
 		evs = append(evs, typed(convlog.TypeCompactionEnd, open))
 	}
@@ -339,23 +339,13 @@ func (s *Store) copyHistory(src Log, dst string, h *convlog.Header, cut int64) e
 	if err != nil {
 		return err
 	}
-	var open *convlog.CompactionEndData
 	err = eventsThrough(src, cut, func(e *convlog.Event) error {
-		switch e.Type {
-		case convlog.TypeCompactionStart:
-			open = new(convlog.CompactionEndData)
-			if json.Unmarshal(e.Data, open) != nil {
-				open = nil
-			}
-		case convlog.TypeCompactionEnd:
-			open = nil
-		}
 		b.add(*e)
 		return b.err
 	})
 	if err == nil && b.err == nil {
 		var evs []convlog.Event
-		if evs, err = closing(b.w.Turn(), open, b.w.NextSeq(), s.nowMs()); err != nil {
+		if evs, err = closing(b.w.Turn(), b.w.NextSeq(), s.nowMs()); err != nil {
 			err = fmt.Errorf("%s: %w", src.Path, err)
 		}
 		for _, e := range evs {

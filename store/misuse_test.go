@@ -96,23 +96,6 @@ func imagePrompt(t *testing.T, f *misuseFixture) {
 	mustNil(t, f.se.EndTurn(OutcomeCompleted, nil))
 }
 
-// crashMidCompaction leaves f.se's log as a crash between a compaction's
-// start and its end does, and opens the session again.
-func crashMidCompaction(t *testing.T, f *misuseFixture) {
-	mustNil(t, f.se.Close())
-	path, err := f.s.sessionLogFile("c", "root")
-	mustNil(t, err)
-	w, err := convlog.OpenAppend(path, convlog.WriterOptions{})
-	mustNil(t, err)
-	start := typed(convlog.TypeCompactionStart, convlog.CompactionStartData{CompactionID: "k"})
-	start.Seq, start.Time = w.NextSeq(), 1
-	mustNil(t, w.Append([]convlog.Event{start}))
-	mustNil(t, w.Close())
-	f.se, err = f.s.OpenSession("c", "root")
-	mustNil(t, err)
-	t.Cleanup(func() { f.se.Close() })
-}
-
 // dispatchThenNextTurn dispatches k1:ptc:1 from running tool call k1,
 // ends the turn without its result, and starts a turn whose answer asks
 // for a new tool call k1, started.
@@ -590,12 +573,6 @@ func TestRecorderRefusesMisuse(t *testing.T) {
 		}},
 		{"a compaction with a negative token count", "idle", ErrInvalid, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Compact(Compaction{Summary: "s", Provider: "p", Model: "m", TokenCount: -1})
-		}},
-		{"a compaction while a crash left one open", "idle", ErrOrder, crashMidCompaction, func(t *testing.T, f *misuseFixture) error {
-			return f.se.Compact(Compaction{Summary: "s", Provider: "p", Model: "m"})
-		}},
-		{"a prune while a crash left a compaction open", "idle", ErrOrder, crashMidCompaction, func(t *testing.T, f *misuseFixture) error {
-			return f.se.Prune(Prune{From: "u1", To: "a1", Content: text})
 		}},
 		{"a prune while a model call streams", "streaming", ErrOrder, nil, func(t *testing.T, f *misuseFixture) error {
 			return f.se.Prune(Prune{From: "u1", To: "a1", Content: text})

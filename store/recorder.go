@@ -547,15 +547,12 @@ func (se *Session) Compact(c Compaction) error {
 }
 
 // replacing runs fn, the body of call, a change of the history the model
-// reads, once written; refused while a model call is in flight or a
-// compaction a crash left open (no end) is.
+// reads, once written; refused while a model call is in flight (a
+// compaction a crash left open, OpenSession closed).
 func (se *Session) replacing(call string, fn func(r *recState) error) error {
 	return se.locked(call, written, func() error {
-		switch {
-		case se.call != nil:
+		if se.call != nil {
 			return se.refuse(call, ErrOrder, "a model call is in flight")
-		case se.rec.compacting != "":
-			return se.refuse(call, ErrOrder, "compaction %s is open: its compaction/end was never recorded", termtext.Quote(se.rec.compacting))
 		}
 		return fn(&se.rec)
 	})
@@ -735,7 +732,6 @@ type recState struct {
 	retryChains       map[retryKey]*retryChain
 	pendingRetry      *retryChain
 	compactions       map[string]bool
-	compacting        string          // the open compaction's id ("": none)
 	endSeed           int64           // the seq of the inherited session/end-seed, -1: none
 	context           []byte          // the last request/context's data
 	commands          map[string]bool // command ids run: whether done
@@ -845,14 +841,11 @@ func (r *recState) observe(e *convlog.Event) {
 	case convlog.TypeCompactionStart:
 		var d convlog.CompactionStartData
 		json.Unmarshal(e.Data, &d)
-		r.compactions[d.CompactionID], r.compacting = true, d.CompactionID
-	case convlog.TypeCompactionEnd:
-		r.compacting = ""
+		r.compactions[d.CompactionID] = true
 	case convlog.TypeEndSeed:
 		if string(rawjson.Get(e.Data, "inherited")) == "true" {
 			r.endSeed = e.Seq
 		}
-		r.compacting = "" // an inherited compaction is closed
 		// Turn numbers start afresh after inherited history.
 		r.turnOpen, r.stepOpen, r.turn, r.step = false, false, 0, 0
 		r.calls, r.callOrder = map[string]*toolCallState{}, nil

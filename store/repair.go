@@ -158,7 +158,7 @@ func (s *Store) repairConversation(c ConversationDir, problems []Item, temps []s
 			}
 			continue
 		}
-		if ts.Open || runningIn(info, l.ID) {
+		if ts.Open || ts.Compaction != nil || runningIn(info, l.ID) {
 			targets = append(targets, target{log: l, state: ts, next: next})
 		}
 	}
@@ -252,7 +252,7 @@ func runningIn(info *ConversationInfo, sessionID string) bool {
 // repairSession closes session l's open turn, in its log and the
 // conversation log.
 func (s *Store) repairSession(oc *openConv, l *Log, state convlog.TurnState, next int64, dry bool) (*ClosedTurn, error) {
-	if !state.Open && !onlyInConversation(oc, l.ID, state) {
+	if !state.Open && state.Compaction == nil && !onlyInConversation(oc, l.ID, state) {
 		return s.closeTurnState(oc, l.ID, state, next, "", nil, nil, dry)
 	}
 	if dry {

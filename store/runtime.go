@@ -594,10 +594,11 @@ func (s *Store) closeConversation(convID string) {
 }
 
 // ClosedTurn is a turn a crash had left open, closed as interrupted by
-// appending (docs/FORMAT.md): the types Appended to SessionLog ("": none),
-// the ToolCalls given an interrupted result, whether a PartialAnswer was
-// kept, the Outcome recorded in the conversation log ("": none) and the v4
-// successor Upgraded first ("": none).
+// appending (docs/FORMAT.md): the Compaction closed first ("": none), the
+// types Appended to SessionLog ("": none), the ToolCalls given an
+// interrupted result, whether a PartialAnswer was kept, the Outcome
+// recorded in the conversation log ("": none) and the v4 successor
+// Upgraded first ("": none). Turn is 0 for a compaction between turns.
 type ClosedTurn struct {
 	Conversation  string   `json:"conversation"`
 	Session       string   `json:"session"`
@@ -608,6 +609,7 @@ type ClosedTurn struct {
 	PartialAnswer bool     `json:"partialAnswer"`
 	Outcome       string   `json:"outcome,omitempty"`
 	Upgraded      string   `json:"upgraded,omitempty"`
+	Compaction    string   `json:"compaction,omitempty"`
 }
 
 // Describe says in one line what was (or, dry, would be) appended.
@@ -618,6 +620,9 @@ func (c *ClosedTurn) Describe() string {
 	}
 	if len(c.Appended) > 0 {
 		what := strings.Join(c.Appended, ", ")
+		if c.Compaction != "" {
+			what += fmt.Sprintf(" (interrupted compaction: %s)", c.Compaction)
+		}
 		if len(c.ToolCalls) > 0 {
 			what += fmt.Sprintf(" (interrupted tool calls: %s)", strings.Join(c.ToolCalls, ", "))
 		}
@@ -637,9 +642,14 @@ func onlyInConversation(oc *openConv, sessionID string, ts convlog.TurnState) bo
 	return ok && !ts.Open && oc.st.info.Turns[i].Turn == ts.LastTurn+1
 }
 
-// closeTurnState closes ts (appending to w, logName, which observe sees) and
-// sessionID's running turn in the conversation log, with the session log's
-// outcome when it ended the turn, else interrupted; dry records nothing.
+// compactionInterrupted is the error of the compaction/end closing a
+// compaction a crash left open.
+const compactionInterrupted = "The compaction was interrupted before it ended."
+
+// closeTurnState closes ts (appending to w, logName, which observe sees):
+// its open compaction, with an error end, then its turn; and sessionID's
+// running turn in the conversation log, with the session log's outcome
+// when it ended the turn, else interrupted; dry records nothing.
 func (s *Store) closeTurnState(oc *openConv, sessionID string, ts convlog.TurnState, next int64, logName string,
 	w *convlog.Writer, observe func(*convlog.Event), dry bool) (*ClosedTurn, error) {
 	appendFn := func(evs []convlog.Event) error {
@@ -655,6 +665,17 @@ func (s *Store) closeTurnState(oc *openConv, sessionID string, ts convlog.TurnSt
 		return nil
 	}
 	c := &ClosedTurn{Conversation: oc.st.info.ID, Session: sessionID, Appended: []string{}, ToolCalls: []string{}}
+	if end := ts.Compaction; end != nil {
+		// No turn starts or ends while a compaction is open.
+		end.Error = compactionInterrupted
+		e := typed(convlog.TypeCompactionEnd, end)
+		e.Seq, e.Time = next, s.nowMs()
+		if err := appendFn([]convlog.Event{e}); err != nil {
+			return nil, err
+		}
+		next++
+		c.Compaction, c.SessionLog, c.Appended = end.CompactionID, logName, append(c.Appended, e.Type)
+	}
 	if ts.Open {
 		evs := convlog.CloseTurn(ts, next, s.nowMs(), "interrupted")
 		if err := appendFn(evs); err != nil {
@@ -698,7 +719,7 @@ func (s *Store) closeTurnState(oc *openConv, sessionID string, ts convlog.TurnSt
 		}
 		c.Turn, c.Outcome = t, outcome
 	}
-	if !ts.Open && c.Outcome == "" {
+	if !ts.Open && c.Outcome == "" && c.Compaction == "" {
 		return nil, nil
 	}
 	return c, nil

@@ -14,17 +14,17 @@ func newRepairCommand(e *env) *ucli.Command {
 	return &ucli.Command{
 		Name:  "repair",
 		Usage: "bring a store a crash left to a consistent state, by appending only",
-		Description: `Closes every turn a crash left open, as an interrupt closes one: the
-output the log holds is kept, every tool call without a result gets an
-interrupted error result, the open step and the turn end (reason
-interrupted), and the conversation log records the turn's end. It finishes
-interrupted deletions and removes the temporary files of interrupted
-writes. Nothing recorded is rewritten: logs only grow (a session log of an
-older format with a turn to close gets its v4 successor first, beside the
-original). metadata.db rows of the conversations it changed are updated
-when the index is usable. It takes runtime.lock (stop the runtime first).
-Each change is printed as it is made; --dry-run prints what would change
-and changes nothing. Output ends with
+		Description: `Closes every compaction and turn a crash left open, as an interrupt closes
+a turn: the compaction ends with an error, the output the log holds is
+kept, every tool call without a result gets an interrupted error result,
+the open step and the turn end (reason interrupted), and the conversation
+log records the turn's end. It finishes interrupted deletions and removes
+the temporary files of interrupted writes. Nothing recorded is rewritten:
+logs only grow (a session log of an older format with a turn to close gets
+its v4 successor first, beside the original). metadata.db rows of the
+conversations it changed are updated when the index is usable. It takes
+runtime.lock (stop the runtime first). Each change is printed as it is
+made; --dry-run prints what would change and changes nothing. Output ends with
 "Summary: turns-closed=N, deletions-finished=D, temps-removed=T, skipped=S";
 exit 3 if anything was skipped.`,
 		Flags: []ucli.Flag{
@@ -123,7 +123,11 @@ func repairLine(ch store.RepairChange, dry bool) string {
 	switch ch.Kind {
 	case store.ItemTurnClosed:
 		t := ch.Turn
-		return fmt.Sprintf("%s %s session %s turn %d: %s", verb("CLOSED", "WOULD CLOSE"), quoted(ch.ID), quoted(t.Session), t.Turn,
+		what := fmt.Sprintf("turn %d", t.Turn)
+		if t.Turn == 0 {
+			what = "compaction " + quoted(t.Compaction)
+		}
+		return fmt.Sprintf("%s %s session %s %s: %s", verb("CLOSED", "WOULD CLOSE"), quoted(ch.ID), quoted(t.Session), what,
 			text(verb("appended ", "would append ")+t.Describe()))
 	case store.ItemDeletionFinished:
 		return verb("DELETED ", "WOULD DELETE ") + text(ch.Path) + ": " + verb("finished", "would finish") + " an interrupted deletion"
