@@ -226,3 +226,32 @@ func TestForkThroughOpenCompaction(t *testing.T) {
 		}
 	}
 }
+
+// TestRepairOpenCompactionAndConversationOnlyTurn: a compaction open
+// between turns, and a turn the conversation log started that the session
+// log could not (a BeginTurn the open compaction refused): repair ends the
+// compaction, then records the turn started and interrupted.
+func TestRepairOpenCompactionAndConversationOnlyTurn(t *testing.T) {
+	dir := t.TempDir()
+	crashInCompaction(t, dir)
+	s := openTestStore(t, dir, convlog.Plain)
+	mustNil(t, s.BeginTurn("idlestart", "root", 2, "again"))
+	res, err := s.Repair(context.Background(), RepairOptions{})
+	mustNil(t, err)
+	found := false
+	for _, ch := range res.Changes {
+		if ch.ID == "idlestart" {
+			found = true
+			if strings.Join(ch.Turn.Appended, " ") != "compaction/end turn/start turn/end" || ch.Turn.Turn != 2 || ch.Turn.Outcome != OutcomeInterrupted {
+				t.Fatalf("closed %+v", ch.Turn)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("repair left idlestart: %+v", res.Changes)
+	}
+	closesCompaction(t, s, "idlestart", true)
+	if info := readInfo(t, dir, "idlestart"); info.RunningTurn || len(info.Turns) != 2 {
+		t.Fatalf("running %v, turns %+v", info.RunningTurn, info.Turns)
+	}
+}
