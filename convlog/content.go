@@ -3,6 +3,7 @@ package convlog
 import (
 	"bytes"
 	"strings"
+	"sync/atomic"
 
 	"github.com/convkit/convkit/internal/rawjson"
 	"github.com/convkit/convkit/internal/termtext"
@@ -220,11 +221,13 @@ var (
 		{name: "reasoning-delta", fields: []field{f("index", vCount), f("text", vStr)}},
 		{name: "tool-call-delta", fields: []field{f("index", vCount), f("id", vStr), o("name", vStr), f("argumentsDelta", vStr)}},
 		{name: "block-start", fields: []field{f("index", vCount), f("blockType", vNonEmpty)}, then: thenBlockStart},
-		{name: "block-end", fields: []field{f("index", vCount), {name: "block", t: vBlock, slot: slotAssistant}}},
+		blockEndShape,
 		{name: "usage", fields: []field{fSub("usage", usageShape)}},
 		{name: "finish", fields: []field{fSub("reason", finishShape), o("replayState", vObj)}},
 	}
 )
+
+var blockEndShape = &shape{name: "block-end", fields: []field{f("index", vCount), {name: "block", t: vBlock, slot: slotAssistant}}}
 
 // chunkShape is the shape of a chunk of type typ (raw), nil for none.
 func chunkShape(typ []byte) *shape {
@@ -262,11 +265,79 @@ func checkStream(raw []byte) *problem {
 	// One buffer for every record's chunk members, not one cleared a record.
 	var buf [8]member
 	for k := 0; w.nextElem(); k++ {
+		if writerRecord(&w) {
+			continue
+		}
 		if p := checkRecord(&w, buf[:0]); p != nil {
 			return p.at(k)
 		}
 	}
 	return nil
+}
+
+// writerRecord checks the record at w.i when it is laid out as the writer
+// writes it (Stream.Records: its members in order, no white space),
+// finding each member by its bytes instead of walking its key. It is true
+// only for a record checkRecord admits; on false w.i is back at the record
+// for checkRecord, which says what is wrong.
+func writerRecord(w *walk) bool {
+	start := w.i
+	ok := false
+	switch {
+	case w.lit(`{"type":"chunk","time":`):
+		_, isInt := rawjson.Int(w.value())
+		ok = isInt && w.lit(`,"chunk":`)
+		if ok {
+			p, checked := w.checkedChunk()
+			ok = checked && p == nil
+		}
+	case w.lit(`{"type":"text-chunks","time0":`), w.lit(`{"type":"reasoning-chunks","time0":`):
+		ok = w.writerRun(false)
+	case w.lit(`{"type":"tool-call-chunks","time0":`):
+		ok = w.writerRun(true)
+	}
+	if !ok || !w.lit("}") {
+		w.i = start
+		return false
+	}
+	return true
+}
+
+// writerRun is writerRecord of a run of deltas, past its type.
+func (w *walk) writerRun(call bool) bool {
+	time0 := w.value()
+	if !w.lit(`,"index":`) {
+		return false
+	}
+	index := w.value()
+	if !w.lit(`,"dt":`) {
+		return false
+	}
+	dt := w.value()
+	key, name := `,"texts":`, "texts"
+	if call {
+		if !w.lit(`,"id":`) || !nonEmptyString(w.value()) {
+			return false
+		}
+		if w.lit(`,"name":`) && !nonEmptyString(w.value()) {
+			return false
+		}
+		key, name = `,"args":`, "args"
+	}
+	if !w.lit(key) {
+		return false
+	}
+	pieces, n, bad := w.strings()
+	return checkRun(time0, index, dt, pieces, name, n, bad) == nil
+}
+
+// lit steps over s when the walk is at it.
+func (w *walk) lit(s string) bool {
+	if len(w.b)-w.i >= len(s) && string(w.b[w.i:w.i+len(s)]) == s {
+		w.i += len(s)
+		return true
+	}
+	return false
 }
 
 // recKeys are a stream record's members; checkRecord keeps member i's
@@ -325,6 +396,8 @@ func checkRecord(w *walk, buf []member) *problem {
 	var badPiece *problem
 	var other []byte
 	var chunkMembers []member
+	var chunkProblem *problem
+	chunkChecked := false
 	for {
 		k, ok := w.nextKey()
 		if !ok {
@@ -335,7 +408,13 @@ func checkRecord(w *walk, buf []member) *problem {
 		case rTexts, rArgs:
 			v[i], pieces, badPiece = w.strings()
 		case rChunk:
-			v[i], chunkMembers = w.members(buf)
+			w.space()
+			start := w.i
+			if chunkProblem, chunkChecked = w.checkedChunk(); chunkChecked {
+				v[i] = w.b[start:w.i]
+			} else {
+				v[i], chunkMembers = w.members(buf)
+			}
 		case len(recKeys):
 			w.value()
 			if other == nil {
@@ -381,8 +460,11 @@ func checkRecord(w *walk, buf []member) *problem {
 		if _, ok := rawjson.Int(v[rTime]); !ok {
 			return mustBe("a safe integer", v[rTime]).in(".time")
 		}
-		if p := checkChunk(v[rChunk], chunkMembers); p != nil {
-			return p.in(".chunk")
+		if !chunkChecked {
+			chunkProblem = checkChunk(v[rChunk], chunkMembers)
+		}
+		if chunkProblem != nil {
+			return chunkProblem.in(".chunk")
 		}
 		return nil
 	}
@@ -431,6 +513,43 @@ func checkRun(time0, index, dt, pieces []byte, piecesName string, n int, bad *pr
 	return nil
 }
 
+// checkedChunk checks the chunk at w.i as it walks past it when its type
+// comes first, as the writer puts it (checked); w.i stays at another.
+func (w *walk) checkedChunk() (p *problem, checked bool) {
+	w.space()
+	start := w.i
+	peek := *w
+	if peek.enterObject() {
+		if k, ok := peek.nextKey(); ok && string(k) == "type" {
+			if s := chunkShape(peek.value()); s != nil {
+				var sum uint64
+				if s != blockEndShape {
+					peek.i = start
+					sum = contentHash(peek.value())
+					if admittedChunks[sum%uint64(len(admittedChunks))].Load() == sum {
+						w.i = peek.i
+						return nil, true
+					}
+				}
+				if p = s.checkAt(w); p != nil {
+					w.i = start
+					w.value()
+				} else if sum != 0 {
+					admittedChunks[sum%uint64(len(admittedChunks))].Store(sum)
+				}
+				return p, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// admittedChunks are the hashes of stream chunks this process found to
+// keep their schema, one a slot, which any check takes as checked: answer
+// after answer starts and ends its blocks and finishes with the same
+// bytes. A block end, whose block is the answer's own, is not kept.
+var admittedChunks [64]atomic.Uint64
+
 // checkChunk checks the chunk of a "chunk" record, whose members the
 // record's walk read.
 func checkChunk(raw []byte, ms []member) *problem {
@@ -455,7 +574,7 @@ type walk struct {
 	i int
 }
 
-func (w *walk) space() { w.i = rawjson.SkipSpace(w.b, w.i) }
+func (w *walk) space() { w.i = skipSpace(w.b, w.i) }
 
 // enterArray steps into the array at w.i; false when it is no array.
 func (w *walk) enterArray() bool {
@@ -497,54 +616,64 @@ func (w *walk) enterObject() bool {
 }
 
 // nextKey returns the next member's decoded key, w.i then at its value;
-// false past the object's end.
+// false past the object's end. (Locals, not w's fields, carry the offset:
+// this runs for every key of every walk.)
 func (w *walk) nextKey() ([]byte, bool) {
-	w.space()
-	if w.i < len(w.b) && w.b[w.i] == ',' {
-		w.i++
-		w.space()
+	b, i := w.b, skipSpace(w.b, w.i)
+	if i < len(b) && b[i] == ',' {
+		i = skipSpace(b, i+1)
 	}
-	if w.i >= len(w.b) || w.b[w.i] != '"' {
-		if w.i < len(w.b) && w.b[w.i] == '}' {
-			w.i++
+	if i >= len(b) || b[i] != '"' {
+		if i < len(b) && b[i] == '}' {
+			i++
 		}
+		w.i = i
 		return nil, false
 	}
-	ks := w.i
+	ks := i
 	// A short plain key (most are) is found in two words, with no escape.
-	ke := rawjson.PlainKeyEnd(w.b, ks)
+	ke := rawjson.PlainKeyEnd(b, ks)
 	plain := ke >= 0
 	if !plain {
 		var err error
-		if ke, err = rawjson.Next(w.b, ks); err != nil {
-			w.i = len(w.b)
+		if ke, err = rawjson.Next(b, ks); err != nil {
+			w.i = len(b)
 			return nil, false
 		}
 	}
-	key := w.b[ks+1 : ke-1]
+	key := b[ks+1 : ke-1]
 	if !plain && bytes.IndexByte(key, '\\') >= 0 {
-		s, _ := rawjson.String(w.b[ks:ke])
+		s, _ := rawjson.String(b[ks:ke])
 		key = []byte(s)
 	}
-	w.i = rawjson.SkipSpace(w.b, ke)
-	if w.i < len(w.b) && w.b[w.i] == ':' {
-		w.i++
+	i = skipSpace(b, ke)
+	if i < len(b) && b[i] == ':' {
+		i++
 	}
-	w.space()
+	w.i = skipSpace(b, i)
 	return key, true
+}
+
+// skipSpace is rawjson.SkipSpace where compact JSON, which has no white
+// space, costs one comparison.
+func skipSpace(b []byte, i int) int {
+	if i < len(b) && b[i] > ' ' {
+		return i
+	}
+	return rawjson.SkipSpace(b, i)
 }
 
 // value returns the value at w.i, walking past it.
 func (w *walk) value() []byte {
-	w.space()
-	start := w.i
-	end, err := rawjson.Next(w.b, start)
+	b := w.b
+	start := skipSpace(b, w.i)
+	end, err := rawjson.Next(b, start)
 	if err != nil {
-		w.i = len(w.b)
-		return w.b[start:]
+		w.i = len(b)
+		return b[start:]
 	}
 	w.i = end
-	return w.b[start:end]
+	return b[start:end]
 }
 
 // members walks past the value at w.i and, when it is an object, appends

@@ -180,6 +180,58 @@ func (s *shape) checkKept(obj []byte, ms []member, checked []byte) *problem {
 			return p.in("." + fl.name)
 		}
 	}
+	return s.checkRest(obj, ms, seen)
+}
+
+// checkAt is checkObject of the value at w.i, walked once: a member of a
+// shape or a block is checked as the walk passes it. w.i is past the
+// value, or anywhere in it when there is a problem.
+func (s *shape) checkAt(w *walk) *problem {
+	w.space()
+	start := w.i
+	if !w.enterObject() {
+		return newProblem("must be an object, not %s", jsonKind(w.value()))
+	}
+	var buf [8]member
+	ms := buf[:0]
+	var seen uint64
+	hint := 0
+	for {
+		k, ok := w.nextKey()
+		if !ok {
+			break
+		}
+		vs := w.i
+		i := s.index(k, hint)
+		if i < 0 {
+			if s.closed {
+				return newProblem("is not a member of %s (%s)", s.name, s.memberList()).in("." + string(k))
+			}
+			ms = append(ms, member{Key: k, Value: w.value()})
+			continue
+		}
+		seen |= 1 << i
+		hint = i + 1
+		var p *problem
+		switch fl := &s.fields[i]; fl.t {
+		case vShape:
+			p = fl.sub.checkAt(w)
+		case vBlock:
+			p = w.block(fl.slot, nil)
+		default:
+			p = fl.check(w.value())
+		}
+		if p != nil {
+			return p.in("." + s.fields[i].name)
+		}
+		ms = append(ms, member{Key: k, Value: w.b[vs:w.i]})
+	}
+	return s.checkRest(w.b[start:w.i], ms, seen)
+}
+
+// checkRest is checkKept past the members' own checks: the members
+// missing, those another requires, the shape's check after its members.
+func (s *shape) checkRest(obj []byte, ms []member, seen uint64) *problem {
 	conds := len(s.fields) // the first absent member that another may require
 	for i := range s.fields {
 		switch fl := &s.fields[i]; {
@@ -224,6 +276,10 @@ func (s *shape) checkObject(raw []byte) *problem {
 
 // checkWalked is checkKept of the object raw, walked once.
 func (s *shape) checkWalked(raw, checked []byte) *problem {
+	if checked == nil {
+		w := walk{b: raw}
+		return s.checkAt(&w)
+	}
 	var buf [8]member
 	w := walk{b: raw}
 	if obj, ms := w.members(buf[:0]); len(obj) > 0 && obj[0] == '{' {

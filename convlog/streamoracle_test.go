@@ -1,0 +1,215 @@
+package convlog
+
+import (
+	"bytes"
+	"os"
+	"testing"
+
+	"github.com/convkit/convkit/internal/rawjson"
+)
+
+// The stream check as it was before writerRecord, the in-place walk of a
+// chunk and the admitted chunks: every record walked key by key, a chunk's
+// members found first and then checked, each nested object walked again.
+// FuzzStreamCheck holds the two to one verdict, text and member.
+
+func oracleStream(raw []byte) *problem {
+	w := walk{b: raw}
+	if !w.enterArray() {
+		return mustBe("an array of stream records", raw)
+	}
+	var buf [8]member
+	for k := 0; w.nextElem(); k++ {
+		if p := oracleRecord(&w, buf[:0]); p != nil {
+			return p.at(k)
+		}
+	}
+	return nil
+}
+
+func oracleRecord(w *walk, buf []member) *problem {
+	if !w.enterObject() {
+		return mustBe("a stream record (an object)", w.value())
+	}
+	var v [len(recKeys)][]byte
+	var have, pieces int
+	var badPiece *problem
+	var other []byte
+	var chunkMembers []member
+	for {
+		k, ok := w.nextKey()
+		if !ok {
+			break
+		}
+		i := recKey(k)
+		switch i {
+		case rTexts, rArgs:
+			v[i], pieces, badPiece = w.strings()
+		case rChunk:
+			v[i], chunkMembers = w.members(buf)
+		case len(recKeys):
+			w.value()
+			if other == nil {
+				other = k
+			}
+			continue
+		default:
+			v[i] = w.value()
+		}
+		have |= 1 << i
+	}
+	typ, time0, index, dt, id, name := v[rType], v[rTime0], v[rIndex], v[rDt], v[rID], v[rName]
+	exact := func(want, optional int, members string) *problem {
+		if other != nil {
+			return newProblem("is not a member of a %s record (exactly %s)", str(typ), members).in("." + string(other))
+		}
+		if have&^optional != want || have&^(want|optional) != 0 {
+			return newProblem("a %s record holds exactly %s", str(typ), members)
+		}
+		return nil
+	}
+	switch string(typ) {
+	case `"text-chunks"`, `"reasoning-chunks"`:
+		if p := exact(1<<rType|1<<rTime0|1<<rIndex|1<<rDt|1<<rTexts, 0, "type, time0, index, dt, texts"); p != nil {
+			return p
+		}
+		return checkRun(time0, index, dt, v[rTexts], "texts", pieces, badPiece)
+	case `"tool-call-chunks"`:
+		if p := exact(1<<rType|1<<rTime0|1<<rIndex|1<<rDt|1<<rID|1<<rArgs, 1<<rName, "type, time0, index, dt, id, name (optional), args"); p != nil {
+			return p
+		}
+		if !nonEmptyString(id) {
+			return mustBe("a non-empty string", id).in(".id")
+		}
+		if name != nil && !nonEmptyString(name) {
+			return mustBe("a non-empty string (or absent)", name).in(".name")
+		}
+		return checkRun(time0, index, dt, v[rArgs], "args", pieces, badPiece)
+	case `"chunk"`:
+		if p := exact(1<<rType|1<<rTime|1<<rChunk, 0, "type, time, chunk"); p != nil {
+			return p
+		}
+		if _, ok := rawjson.Int(v[rTime]); !ok {
+			return mustBe("a safe integer", v[rTime]).in(".time")
+		}
+		if p := oracleChunk(v[rChunk], chunkMembers); p != nil {
+			return p.in(".chunk")
+		}
+		return nil
+	}
+	if typ == nil {
+		return newProblem("is missing (a stream record is text-chunks, reasoning-chunks, tool-call-chunks or chunk)").in(".type")
+	}
+	return newProblem("%s is not a stream record type (text-chunks, reasoning-chunks, tool-call-chunks, chunk)", clip(typ)).in(".type")
+}
+
+func oracleChunk(raw []byte, ms []member) *problem {
+	if len(raw) == 0 || raw[0] != '{' {
+		return mustBe("a stream chunk (an object)", raw)
+	}
+	typ := memberValue(ms, "type")
+	s := chunkShape(typ)
+	if s == nil {
+		if typ == nil {
+			return newProblem("is missing (a chunk is one of %s)", chunkTypes()).in(".type")
+		}
+		return newProblem("%s is not a stream chunk type (%s)", clip(typ), chunkTypes()).in(".type")
+	}
+	return oracleKept(s, raw, ms)
+}
+
+// oracleKept is checkKept with each nested shape and block walked from
+// its member's bytes, as a second walk.
+func oracleKept(s *shape, obj []byte, ms []member) *problem {
+	var seen uint64
+	hint := 0
+	for _, m := range ms {
+		i := s.index(m.Key, hint)
+		if i < 0 {
+			if s.closed {
+				return newProblem("is not a member of %s (%s)", s.name, s.memberList()).in("." + string(m.Key))
+			}
+			continue
+		}
+		seen |= 1 << i
+		hint = i + 1
+		fl := &s.fields[i]
+		var p *problem
+		switch fl.t {
+		case vShape:
+			var buf [8]member
+			w := walk{b: m.Value}
+			if sobj, sms := w.members(buf[:0]); len(sobj) > 0 && sobj[0] == '{' {
+				p = oracleKept(fl.sub, m.Value, sms)
+			} else {
+				p = newProblem("must be an object, not %s", jsonKind(m.Value))
+			}
+		default:
+			p = fl.check(m.Value)
+		}
+		if p != nil {
+			return p.in("." + fl.name)
+		}
+	}
+	return s.checkRest(obj, ms, seen)
+}
+
+func sameProblem(a, b *problem) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.path == b.path && a.msg == b.msg && a.kind == b.kind
+}
+
+func FuzzStreamCheck(f *testing.F) {
+	seeds := []string{
+		`[{"type":"chunk","time":1788253200098,"chunk":{"type":"block-start","index":0,"blockType":"reasoning"}},{"type":"reasoning-chunks","time0":1788253200100,"index":0,"dt":[4,29],"texts":["a ","b","c"]},{"type":"chunk","time":1788253200153,"chunk":{"type":"block-end","index":0,"block":{"type":"reasoning","text":"a bc"}}},{"type":"tool-call-chunks","time0":1788253200158,"index":1,"dt":[17],"id":"call_1","name":"bash","args":["{\"command\":\"cat ","go.mod\"}"]},{"type":"chunk","time":1788253200178,"chunk":{"type":"block-end","index":1,"block":{"type":"tool-call","id":"call_1","name":"bash","arguments":"{}"}}},{"type":"chunk","time":1788253200181,"chunk":{"type":"usage","usage":{"inputTokens":10718,"outputTokens":308}}},{"type":"chunk","time":1788253200184,"chunk":{"type":"finish","reason":{"kind":"tool-calls"}}}]`,
+		`[{"type":"chunk","time":1,"chunk":{"type":"finish","reason":{"kind":"error"}}}]`,
+		`[{"type":"chunk","time":1,"chunk":{"type":"finish","reason":{"kind":"error","failure":{"code":"x","message":"y"}}}}]`,
+		`[{"type":"chunk","time":1,"chunk":{"type":"block-start","index":0,"blockType":"tool-result"}}]`,
+		`[{"type":"chunk","time":1.5,"chunk":{"type":"block-start","index":0,"blockType":"text"}}]`,
+		`[{"type":"chunk","time":1,"chunk":{"index":0,"type":"block-start","blockType":"text"}}]`,
+		`[{"type":"chunk","time":1,"chunk":{"type":"block-end","index":-1,"block":{"type":"text","text":"x"}}}]`,
+		`[{"type":"chunk","time":1,"chunk":{"type":"block-end","index":0,"block":{"type":"image","attachment":{"attachmentId":"a","mediaType":"image/png","bytes":1,"width":1,"height":0}}}}]`,
+		`[{"type":"text-chunks","time0":1,"index":0,"dt":[],"texts":["x"]}, {"type":"text-chunks","time0":1,"index":0,"dt":[1],"texts":["x"]}]`,
+		`[{"type":"tool-call-chunks","time0":1,"index":0,"dt":[],"id":"","args":["x"]}]`,
+		`[{"type":"tool-call-chunks","time0":1,"index":0,"dt":[],"id":"c","name":"","args":["x"]}]`,
+		`[{"type":"text-chunks","time0":1,"index":0,"dt":[9007199254740991],"texts":["x",1]}]`,
+		`[{"type":"chunk","time":1,"chunk":{"type":"usage","usage":{"inputTokens":1}},"x":1}]`,
+		`[{"type":"chunk","time":1,"chunk":{"type":"tool-call-delta","index":0,"id":"","argumentsDelta":"x"}}]`,
+	}
+	if path := os.Getenv("CONVKIT_RULES_LOG"); path != "" {
+		data, _ := os.ReadFile(path)
+		for l := range bytes.Lines(data) {
+			if s := rawjson.Get(rawjson.Get(l, "data"), "stream"); s != nil && len(seeds) < 200 {
+				seeds = append(seeds, string(s))
+			}
+		}
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if rawjson.Valid(raw) != nil {
+			return
+		}
+		// Twice: the second time the chunks the first admitted are taken as
+		// checked.
+		for range 2 {
+			got, want := checkStream(raw), oracleStream(raw)
+			if !sameProblem(got, want) {
+				t.Fatalf("%s:\ncheckStream %+v\noracle      %+v", raw, got, want)
+			}
+		}
+		if len(raw) > 0 && raw[0] == '{' {
+			for _, s := range append(append([]*shape(nil), chunkShapes...), usageShape, finishShape, imageAttachmentShape) {
+				var buf [8]member
+				w := walk{b: raw}
+				_, ms := w.members(buf[:0])
+				if got, want := s.checkObject(raw), oracleKept(s, raw, ms); !sameProblem(got, want) {
+					t.Fatalf("%s as %s:\ncheckObject %+v\noracle      %+v", raw, s.name, got, want)
+				}
+			}
+		}
+	})
+}
