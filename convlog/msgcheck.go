@@ -65,22 +65,29 @@ func (f *messageFields) readSource() {
 	if f.source == nil {
 		return
 	}
-	f.sourceIsObject = rawjson.EachMember(f.source, func(m member) bool {
+	w := walk{b: f.source}
+	if f.sourceIsObject = w.enterObject(); !f.sourceIsObject {
+		return
+	}
+	for {
+		k, ok := w.nextKey()
+		if !ok {
+			return
+		}
 		f.srcMembers++
-		switch string(m.Key) {
+		switch v := w.value(); string(k) {
 		case "kind":
-			f.kind = m.Value
+			f.kind = v
 		case "callId":
-			f.sourceCallID = m.Value
+			f.sourceCallID = v
 		case "provider":
-			f.srcProvider = m.Value
+			f.srcProvider = v
 		case "model":
-			f.srcModel = m.Value
+			f.srcModel = v
 		case "replayState":
 			f.srcReplay = true
 		}
-		return true
-	}) == nil
+	}
 }
 
 // identityError says what a stored message lacks of a non-empty id, a role
