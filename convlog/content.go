@@ -396,8 +396,6 @@ func checkRecord(w *walk, buf []member) *problem {
 	var badPiece *problem
 	var other []byte
 	var chunkMembers []member
-	var chunkProblem *problem
-	chunkChecked := false
 	for {
 		k, ok := w.nextKey()
 		if !ok {
@@ -408,13 +406,7 @@ func checkRecord(w *walk, buf []member) *problem {
 		case rTexts, rArgs:
 			v[i], pieces, badPiece = w.strings()
 		case rChunk:
-			w.space()
-			start := w.i
-			if chunkProblem, chunkChecked = w.checkedChunk(); chunkChecked {
-				v[i] = w.b[start:w.i]
-			} else {
-				v[i], chunkMembers = w.members(buf)
-			}
+			v[i], chunkMembers = w.members(buf)
 		case len(recKeys):
 			w.value()
 			if other == nil {
@@ -460,11 +452,8 @@ func checkRecord(w *walk, buf []member) *problem {
 		if _, ok := rawjson.Int(v[rTime]); !ok {
 			return mustBe("a safe integer", v[rTime]).in(".time")
 		}
-		if !chunkChecked {
-			chunkProblem = checkChunk(v[rChunk], chunkMembers)
-		}
-		if chunkProblem != nil {
-			return chunkProblem.in(".chunk")
+		if p := checkChunk(v[rChunk], chunkMembers); p != nil {
+			return p.in(".chunk")
 		}
 		return nil
 	}
@@ -531,7 +520,7 @@ func (w *walk) checkedChunk() (p *problem, checked bool) {
 						return nil, true
 					}
 				}
-				if p = s.checkAt(w); p != nil {
+				if p = s.checkAt(w, nil); p != nil {
 					w.i = start
 					w.value()
 				} else if sum != 0 {

@@ -183,10 +183,10 @@ func (s *shape) checkKept(obj []byte, ms []member, checked []byte) *problem {
 	return s.checkRest(obj, ms, seen)
 }
 
-// checkAt is checkObject of the value at w.i, walked once: a member of a
+// checkAt is checkKept of the value at w.i, walked once: a member of a
 // shape or a block is checked as the walk passes it. w.i is past the
 // value, or anywhere in it when there is a problem.
-func (s *shape) checkAt(w *walk) *problem {
+func (s *shape) checkAt(w *walk, checked []byte) *problem {
 	w.space()
 	start := w.i
 	if !w.enterObject() {
@@ -213,16 +213,19 @@ func (s *shape) checkAt(w *walk) *problem {
 		seen |= 1 << i
 		hint = i + 1
 		var p *problem
-		switch fl := &s.fields[i]; fl.t {
-		case vShape:
-			p = fl.sub.checkAt(w)
-		case vBlock:
+		fl := &s.fields[i]
+		switch {
+		case len(checked) > 0 && len(w.b)-w.i >= len(checked) && &w.b[w.i] == &checked[0]:
+			w.i += len(checked)
+		case fl.t == vShape:
+			p = fl.sub.checkAt(w, nil)
+		case fl.t == vBlock:
 			p = w.block(fl.slot, nil)
 		default:
 			p = fl.check(w.value())
 		}
 		if p != nil {
-			return p.in("." + s.fields[i].name)
+			return p.in("." + fl.name)
 		}
 		ms = append(ms, member{Key: k, Value: w.b[vs:w.i]})
 	}
@@ -276,16 +279,8 @@ func (s *shape) checkObject(raw []byte) *problem {
 
 // checkWalked is checkKept of the object raw, walked once.
 func (s *shape) checkWalked(raw, checked []byte) *problem {
-	if checked == nil {
-		w := walk{b: raw}
-		return s.checkAt(&w)
-	}
-	var buf [8]member
 	w := walk{b: raw}
-	if obj, ms := w.members(buf[:0]); len(obj) > 0 && obj[0] == '{' {
-		return s.checkKept(raw, ms, checked)
-	}
-	return newProblem("must be an object, not %s", jsonKind(raw))
+	return s.checkAt(&w, checked)
 }
 
 func (s *shape) memberList() string {
