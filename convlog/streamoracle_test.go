@@ -3,6 +3,7 @@ package convlog
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/convkit/convkit/internal/rawjson"
@@ -212,4 +213,34 @@ func FuzzStreamCheck(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A request header admitted before is taken as checked by checkWalked (an
+// event the caller built, its members not kept), and the rest of its data
+// is still checked; a header never admitted is checked.
+func TestAdmittedHeaderWalked(t *testing.T) {
+	h := testHeader("s1")
+	start := []Event{ev("turn/start", `{"turn":1}`), ev("step/start", `{"turn":1,"step":1}`)}
+	header := `{"config":{"provider":"p","model":"m"},"tools":[{"name":"walked","description":"d","parameters":{}}]}`
+	bad := `{"config":{"provider":"p","model":1},"tools":[]}`
+	for _, c := range []struct {
+		data, want string
+	}{
+		{`{"header":` + header + `,"reason":"initial"}`, ""},
+		{`{"header":` + header + `,"reason":"later"}`, `data.reason: must be one of`},
+		{`{"header":` + bad + `,"reason":"initial"}`, `data.header.config.model: must be a non-empty string`},
+	} {
+		v := NewValidator(h)
+		evs := append(append([]Event(nil), start...), ev("request/header", c.data))
+		var err error
+		for i := range evs {
+			evs[i].Seq = int64(i)
+			if err = v.Check(&evs[i]); err != nil {
+				break
+			}
+		}
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", c.data, err, c.want)
+		}
+	}
 }
