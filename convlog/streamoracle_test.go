@@ -9,10 +9,11 @@ import (
 	"github.com/convkit/convkit/internal/rawjson"
 )
 
-// The stream check as it was before writerRecord, the in-place walk of a
-// chunk and the admitted chunks: every record walked key by key, a chunk's
-// members found first and then checked, each nested object walked again.
-// FuzzStreamCheck holds the two to one verdict, text and member.
+// The stream check as it was before writerRecord and the admitted chunks:
+// every record walked key by key (checkRecord); and a shape's check as it
+// was before checkAt: its members found first, then checked, each nested
+// object walked again (oracleKept). FuzzStreamCheck holds each to its
+// oracle for one verdict, text and member.
 
 func oracleStream(raw []byte) *problem {
 	w := walk{b: raw}
@@ -21,102 +22,11 @@ func oracleStream(raw []byte) *problem {
 	}
 	var buf [8]member
 	for k := 0; w.nextElem(); k++ {
-		if p := oracleRecord(&w, buf[:0]); p != nil {
+		if p := checkRecord(&w, buf[:0]); p != nil {
 			return p.at(k)
 		}
 	}
 	return nil
-}
-
-func oracleRecord(w *walk, buf []member) *problem {
-	if !w.enterObject() {
-		return mustBe("a stream record (an object)", w.value())
-	}
-	var v [len(recKeys)][]byte
-	var have, pieces int
-	var badPiece *problem
-	var other []byte
-	var chunkMembers []member
-	for {
-		k, ok := w.nextKey()
-		if !ok {
-			break
-		}
-		i := recKey(k)
-		switch i {
-		case rTexts, rArgs:
-			v[i], pieces, badPiece = w.strings()
-		case rChunk:
-			v[i], chunkMembers = w.members(buf)
-		case len(recKeys):
-			w.value()
-			if other == nil {
-				other = k
-			}
-			continue
-		default:
-			v[i] = w.value()
-		}
-		have |= 1 << i
-	}
-	typ, time0, index, dt, id, name := v[rType], v[rTime0], v[rIndex], v[rDt], v[rID], v[rName]
-	exact := func(want, optional int, members string) *problem {
-		if other != nil {
-			return newProblem("is not a member of a %s record (exactly %s)", str(typ), members).in("." + string(other))
-		}
-		if have&^optional != want || have&^(want|optional) != 0 {
-			return newProblem("a %s record holds exactly %s", str(typ), members)
-		}
-		return nil
-	}
-	switch string(typ) {
-	case `"text-chunks"`, `"reasoning-chunks"`:
-		if p := exact(1<<rType|1<<rTime0|1<<rIndex|1<<rDt|1<<rTexts, 0, "type, time0, index, dt, texts"); p != nil {
-			return p
-		}
-		return checkRun(time0, index, dt, v[rTexts], "texts", pieces, badPiece)
-	case `"tool-call-chunks"`:
-		if p := exact(1<<rType|1<<rTime0|1<<rIndex|1<<rDt|1<<rID|1<<rArgs, 1<<rName, "type, time0, index, dt, id, name (optional), args"); p != nil {
-			return p
-		}
-		if !nonEmptyString(id) {
-			return mustBe("a non-empty string", id).in(".id")
-		}
-		if name != nil && !nonEmptyString(name) {
-			return mustBe("a non-empty string (or absent)", name).in(".name")
-		}
-		return checkRun(time0, index, dt, v[rArgs], "args", pieces, badPiece)
-	case `"chunk"`:
-		if p := exact(1<<rType|1<<rTime|1<<rChunk, 0, "type, time, chunk"); p != nil {
-			return p
-		}
-		if _, ok := rawjson.Int(v[rTime]); !ok {
-			return mustBe("a safe integer", v[rTime]).in(".time")
-		}
-		if p := oracleChunk(v[rChunk], chunkMembers); p != nil {
-			return p.in(".chunk")
-		}
-		return nil
-	}
-	if typ == nil {
-		return newProblem("is missing (a stream record is text-chunks, reasoning-chunks, tool-call-chunks or chunk)").in(".type")
-	}
-	return newProblem("%s is not a stream record type (text-chunks, reasoning-chunks, tool-call-chunks, chunk)", clip(typ)).in(".type")
-}
-
-func oracleChunk(raw []byte, ms []member) *problem {
-	if len(raw) == 0 || raw[0] != '{' {
-		return mustBe("a stream chunk (an object)", raw)
-	}
-	typ := memberValue(ms, "type")
-	s := chunkShape(typ)
-	if s == nil {
-		if typ == nil {
-			return newProblem("is missing (a chunk is one of %s)", chunkTypes()).in(".type")
-		}
-		return newProblem("%s is not a stream chunk type (%s)", clip(typ), chunkTypes()).in(".type")
-	}
-	return oracleKept(s, raw, ms)
 }
 
 // oracleKept is checkKept with each nested shape and block walked from
