@@ -23,18 +23,35 @@ const prefetchMinFile = 1 << 20
 // prefetchDecoders bounds the frames one reader decodes at once.
 const prefetchDecoders = 2
 
-// pframe is one frame as the prefetcher found it.
+// pframe is a run of frames as the prefetcher found them, one after the
+// other: a run's frames decoded whole are decoded together, their bytes and
+// text each in one buffer, so that many small frames cost one handoff.
 type pframe struct {
-	f   Frame
-	err error // from the scanner (io.EOF after the last frame)
-	// whole: in holds the frame's bytes and out its text, or derr why not.
-	whole   bool
+	items   []pitem
 	in, out []byte
-	derr    error
 	pre     framePre // out's lines as the decoder's goroutine parsed them
-	// ready is signalled once the frame may be used (decoded, if whole).
+	// ready is signalled once the run may be used (decoded, if whole).
 	ready chan struct{}
 }
+
+// pitem is one frame of a run.
+type pitem struct {
+	f   Frame
+	err error // from the scanner (io.EOF after the last frame)
+	// whole: in holds the frame's bytes and out (of the run's) its text,
+	// or derr why not; lines are its lines in the run's pre.
+	whole      bool
+	in         []byte
+	out, lines [2]int
+	derr       error
+}
+
+// A run is at most maxRun frames of at most runText bytes of text in all
+// (each stating its size), and its frames' bytes at most one whole frame's.
+const (
+	maxRun  = 256
+	runText = 256 << 10
+)
 
 // ahead fills a fixed set of buffers (frames, chunks) on a goroutine of
 // its own and hands them over in the order filled.
@@ -91,43 +108,128 @@ func newPframe(lowMemory bool) *pframe {
 	return &pframe{ready: make(chan struct{}, 1)}
 }
 
-// load sets pf to sc's next frame, its bytes read when it is decoded whole
-// (at most whole bytes on disk).
-func (pf *pframe) load(sc *FrameScanner, src io.ReaderAt, mem []byte, whole int64, limit int) {
-	f, err := sc.next()
-	pf.f, pf.err, pf.whole, pf.derr = f, err, false, nil
-	pf.pre.lines, pf.pre.ends = pf.pre.lines[:0], pf.pre.ends[:0]
-	if err != nil || f.Torn || f.Size > whole ||
-		!(f.ContentSize >= 0 && f.ContentSize <= max(whole, smallFrameContent) || f.ContentSize < 0 && f.Size <= smallFrameBytes) {
-		return
-	}
-	pf.whole = true
-	if mem != nil {
-		pf.in = mem[f.Offset : f.Offset+f.Size]
-		return
-	}
-	pf.in = growBuf(pf.in, f.Size, limit)[:f.Size]
-	// A small frame is mostly in the scanner's window already.
-	if f.Size <= int64(cap(sc.win)) {
-		if b, err := sc.read(f.Offset, int(f.Size)); err == nil {
-			copy(pf.in, b)
-			return
+// load sets pf to sc's next frame, or with run to a run of them; a frame
+// is decoded whole when it is at most whole bytes on disk.
+func (pf *pframe) load(sc *FrameScanner, src io.ReaderAt, mem []byte, whole int64, limit int, run bool) {
+	clear(pf.items)
+	pf.items, pf.in = pf.items[:0], pf.in[:0]
+	var size, text int64
+	for {
+		f, err := sc.next()
+		ok := err == nil && !f.Torn && f.Size <= whole &&
+			(f.ContentSize >= 0 && f.ContentSize <= max(whole, smallFrameContent) || f.ContentSize < 0 && f.Size <= smallFrameBytes)
+		joins := ok && f.ContentSize >= 0 && size+f.Size <= whole && text+f.ContentSize <= runText
+		if len(pf.items) > 0 && !joins {
+			if ok {
+				// The next run's: scanned again there.
+				sc.off, sc.n = f.Offset, f.Index-1
+				break
+			}
+			if err != nil || f.Torn {
+				pf.items = append(pf.items, pitem{f: f, err: err})
+				break
+			}
+		}
+		pf.items = append(pf.items, pitem{f: f, err: err, whole: ok})
+		if !ok {
+			break
+		}
+		it := &pf.items[len(pf.items)-1]
+		size, text = size+f.Size, text+max(f.ContentSize, 0)
+		if mem != nil {
+			it.in = mem[f.Offset : f.Offset+f.Size]
+		} else if it.err = pf.read(sc, src, f, whole, limit); it.err != nil {
+			break
+		}
+		if !run || !joins || len(pf.items) == maxRun {
+			break
 		}
 	}
-	if n, err := src.ReadAt(pf.in, f.Offset); n < len(pf.in) {
-		if err == nil || err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	if mem == nil {
+		off := 0
+		for i := range pf.items {
+			if it := &pf.items[i]; it.whole {
+				it.in = pf.in[off : off+int(it.f.Size)]
+				off += int(it.f.Size)
+			}
 		}
-		pf.err = fmt.Errorf("reading frame %d at byte %d: %w", f.Index, f.Offset, err)
 	}
 }
 
-// decode decodes pf's frame whole, and parses its lines when check.
-func (pf *pframe) decode(limit int, check bool) {
-	pf.out, pf.derr = allDecoder.DecodeAll(pf.in, frameOut(pf.out, pf.f, limit))
-	if check && pf.derr == nil {
-		pf.pre.parse(pf.out)
+// read appends frame f's bytes to pf.in.
+func (pf *pframe) read(sc *FrameScanner, src io.ReaderAt, f Frame, whole int64, limit int) error {
+	n := len(pf.in)
+	if need := int64(n) + f.Size; need > int64(cap(pf.in)) {
+		// Doubled within a whole frame's bytes: a run's frames come one by one.
+		pf.in = append(growBuf(nil, max(need, min(2*int64(cap(pf.in)), whole)), limit), pf.in...)
 	}
+	pf.in = pf.in[:n+int(f.Size)]
+	// A small frame is mostly in the scanner's window already.
+	if f.Size <= int64(cap(sc.win)) {
+		if b, err := sc.read(f.Offset, int(f.Size)); err == nil {
+			copy(pf.in[n:], b)
+			return nil
+		}
+	}
+	if m, err := src.ReadAt(pf.in[n:], f.Offset); m < int(f.Size) {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return fmt.Errorf("reading frame %d at byte %d: %w", f.Index, f.Offset, err)
+	}
+	return nil
+}
+
+// decodes reports whether pf has a frame to decode.
+func (pf *pframe) decodes() bool {
+	for _, it := range pf.items {
+		if it.whole && it.err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// decode decodes pf's whole frames, and parses their lines when check.
+func (pf *pframe) decode(limit int, check bool) {
+	var need int64
+	for _, it := range pf.items {
+		if it.whole && it.err == nil && it.f.ContentSize >= 0 {
+			need += min(it.f.ContentSize, it.f.Size*(128<<10)/4) + decodeMargin
+		}
+	}
+	pf.out = growBuf(pf.out, need, limit)
+	pf.pre.lines, pf.pre.ends, pf.pre.spans = pf.pre.lines[:0], pf.pre.ends[:0], pf.pre.spans[:0]
+	for i := range pf.items {
+		it := &pf.items[i]
+		if !it.whole || it.err != nil {
+			continue
+		}
+		n := len(pf.out)
+		// Decoded as into a buffer of its own, the limits the same.
+		got, err := allDecoder.DecodeAll(it.in, pf.out[n:n])
+		switch {
+		case err != nil:
+		case n == 0:
+			pf.out = got
+		case len(got) > 0 && cap(pf.out)-n >= len(got) && &pf.out[n : n+1][0] == &got[0]:
+			pf.out = pf.out[:n+len(got)]
+		default:
+			pf.out = append(pf.out, got...)
+		}
+		it.derr, it.out = err, [2]int{n, len(pf.out)}
+		it.lines[0] = len(pf.pre.lines)
+		if check && err == nil {
+			pf.pre.parse(pf.out[n:])
+		}
+		it.lines[1] = len(pf.pre.lines)
+	}
+}
+
+// view is it's lines in p, as a framePre of its own text.
+func (p *framePre) view(it *pitem) framePre {
+	a, b := it.lines[0], it.lines[1]
+	return framePre{lines: p.lines[a:b:b], ends: p.ends[a:b:b], spans: p.spans}
 }
 
 // startPrefetch hands the frame scanner and frame buffers to a prefetcher.
@@ -149,14 +251,16 @@ func (r *Reader) startPrefetch() {
 	var wg sync.WaitGroup
 	wg.Add(decoders)
 	r.pre = startAhead(all, func(pf *pframe) bool {
-		pf.load(sc, src, mem, whole, limit)
+		pf.load(sc, src, mem, whole, limit, true)
+		// Read before pf is handed over.
+		last := pf.items[len(pf.items)-1]
 		// work has a place for every buffer: the send never blocks.
-		if pf.whole && pf.err == nil {
+		if pf.decodes() {
 			work <- pf
 		} else {
 			pf.ready <- struct{}{}
 		}
-		return pf.err != nil || pf.f.Torn
+		return last.err != nil || last.f.Torn
 	}, func() {
 		close(work)
 		wg.Wait()
@@ -212,17 +316,22 @@ func (pf *pframe) recycle(mem bool) {
 	if mem {
 		pf.in = nil
 	}
-	if cap(pf.in) > keepPframeBytes || cap(pf.out) > keepPframeBytes || pf.pre.parsedBytes() > keepPframeBytes {
+	if cap(pf.in) > keepPframeBytes || cap(pf.out) > keepPframeBytes || pf.pre.parsedBytes() > keepPframeBytes || cap(pf.items) > maxRun {
 		return
 	}
-	pf.f, pf.err, pf.whole, pf.derr = Frame{}, nil, false, nil
-	pf.in, pf.out = pf.in[:0], pf.out[:0]
+	clear(pf.items)
+	pf.items, pf.in, pf.out = pf.items[:0], pf.in[:0], pf.out[:0]
 	pf.pre.lines, pf.pre.ends, pf.pre.spans = pf.pre.lines[:0], pf.pre.ends[:0], pf.pre.spans[:0]
 	pframePool.Put(pf)
 }
 
-// nextPrefetched is the prefetcher's next frame; the previous one goes back.
-func (r *Reader) nextPrefetched() *pframe {
+// nextPrefetched is the prefetcher's next frame; a run's last done, the
+// run goes back.
+func (r *Reader) nextPrefetched() *pitem {
+	if r.cur != nil && r.curK < len(r.cur.items) {
+		r.curK++
+		return &r.cur.items[r.curK-1]
+	}
 	if r.cur != nil {
 		r.cur.in = r.cur.in[:0]
 		if r.mem != nil {
@@ -233,8 +342,8 @@ func (r *Reader) nextPrefetched() *pframe {
 	}
 	pf := <-r.pre.ready
 	<-pf.ready
-	r.cur = pf
-	return pf
+	r.cur, r.curK = pf, 1
+	return &pf.items[0]
 }
 
 // A stream decodes ahead a chunk being decoded, one ready and one being read.

@@ -51,9 +51,8 @@ func (p *framePre) parsedBytes() int {
 // parses the line itself), and with it the offsets kept per byte of text.
 const maxSpanned = 64
 
-// parse fills p from text, the frame's plain text.
+// parse adds to p the lines of text, a frame's plain text.
 func (p *framePre) parse(text []byte) {
-	p.lines, p.ends, p.spans = p.lines[:0], p.ends[:0], p.spans[:0]
 	if len(text) > 1<<31-1 {
 		return
 	}

@@ -137,7 +137,9 @@ type frameStage struct {
 	frame   Frame
 	inFrame bool
 	pre     *ahead[*pframe] // frames decoded ahead (prefetch.go)
-	cur     *pframe         // the frame at hand, from pre or loaded here
+	cur     *pframe         // the run at hand, from pre or loaded here
+	curK    int             // cur's frames opened
+	curPre  framePre        // the frame at hand's lines in cur.pre
 	stream  *streamDec      // a large frame decoded ahead
 	// decBig is set once dec's history may exceed keepBufBytes: it is then
 	// not pooled, nor kept through a large frame decoded whole. decWin is
@@ -667,14 +669,6 @@ func (r *Reader) bufLimit(limit int) int {
 
 const minFrameBuf = 16 << 10
 
-// frameOut is buf emptied, with room for frame f's text.
-func frameOut(buf []byte, f Frame, limit int) []byte {
-	if f.ContentSize < 0 {
-		return buf[:0]
-	}
-	return growBuf(buf, min(f.ContentSize, f.Size*(128<<10)/4)+decodeMargin, limit)
-}
-
 // decodeMargin is the room DecodeAll wants past a frame's text.
 const decodeMargin = 32
 
@@ -704,21 +698,22 @@ func (r *Reader) openFrame() error {
 	if r.pre == nil && r.stats.Frames > 0 && r.pipe.prefetch {
 		r.startPrefetch()
 	}
-	var pf *pframe
+	var it *pitem
 	if r.pre != nil {
-		pf = r.nextPrefetched()
+		it = r.nextPrefetched()
 	} else {
 		if r.cur == nil {
 			r.cur = newPframe(r.pipe.lowMemory)
 		}
-		pf = r.cur
 		limit := r.bufLimit(keepPframeBytes)
-		pf.load(r.scanner, r.src, r.mem, r.pipe.wholeBytes, limit)
-		if pf.whole && pf.err == nil {
-			pf.decode(limit, false)
+		r.cur.load(r.scanner, r.src, r.mem, r.pipe.wholeBytes, limit, false)
+		if r.cur.decodes() {
+			r.cur.decode(limit, false)
 		}
+		it = &r.cur.items[0]
 	}
-	f, err := pf.f, pf.err
+	pf := r.cur
+	f, err := it.f, it.err
 	if err == io.EOF {
 		if r.stats.Frames == 0 {
 			return r.errorAt(Position{}, ErrCorrupt, "empty or header-less log: no zstd frame")
@@ -747,13 +742,14 @@ func (r *Reader) openFrame() error {
 			r.opts.OnProblem(r.errorAt(r.framePos(f), ErrCorrupt, "frame carries no content checksum"))
 		}
 	}
-	if pf.whole {
+	if it.whole {
 		if r.decBig && (f.ContentSize < 0 || f.ContentSize > keepBufBytes) && !r.keepHistory() {
 			// Not a history of megabytes beside a whole frame's text.
 			r.dec.Close()
 			r.dec, r.decBig, r.decWin = nil, false, 0
 		}
-		return r.decodedFrame(f, pf.in, pf.out, &pf.pre, pf.derr)
+		r.curPre = pf.pre.view(it)
+		return r.decodedFrame(f, it.in, pf.out[it.out[0]:it.out[1]], &r.curPre, it.derr)
 	}
 	if cap(pf.out) > keepBufBytes {
 		// Nor megabytes of whole-frame text through a streamed frame.
