@@ -2,6 +2,7 @@ package convlog
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"github.com/convkit/convkit/internal/rawjson"
 	"github.com/convkit/convkit/internal/termtext"
@@ -163,7 +164,7 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *lineProb
 			e.msgMembers, e.msgScanned = p.nestedMsg.Members, true
 		}
 	}
-	var typ, seq, tim, data, ign, sop, ses, seq0, time0 *member
+	var typ, seq, tim, data, ign, sop, ses, seq0, time0, other *member
 	for i := range p.members {
 		m := &p.members[i]
 		switch string(m.Key) {
@@ -182,9 +183,11 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *lineProb
 		case "sourceEventSeqs":
 			ses = m
 		case "seq0":
-			seq0 = m
+			seq0, other = m, cmp.Or(other, m)
 		case "time0":
-			time0 = m
+			time0, other = m, cmp.Or(other, m)
+		default:
+			other = cmp.Or(other, m)
 		}
 	}
 	if typ == nil {
@@ -198,12 +201,9 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *lineProb
 	if p.version <= 1 && packedTypes[e.Type] && seq0 != nil {
 		return p.parsePacked(e, seq0, time0, data, expectSeq)
 	}
-	for _, m := range p.members {
-		switch string(m.Key) {
-		case "type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs": // the envelope
-		default:
-			return corrupt(m.KeyOff, "%s event has unexpected member %s", e.Type, termtext.Quote(string(m.Key)))
-		}
+	if other != nil {
+		// The first member beyond the envelope.
+		return corrupt(other.KeyOff, "%s event has unexpected member %s", e.Type, termtext.Quote(string(other.Key)))
 	}
 	if seq == nil {
 		return corrupt(0, "%s event has no \"seq\"", e.Type)
@@ -239,7 +239,7 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *lineProb
 	case p.version >= CurrentVersion && info == nil && !e.Ignorable:
 		return &lineProblem{col: typ.ValOff, kind: ErrUnsupported,
 			msg: fmt.Sprintf("unknown event type %s at seq %d is not marked ignorable", termtext.Quote(e.Type), e.Seq)}
-	case p.version == 3 && !releasedV3Types[e.Type]:
+	case p.version == 3 && !releasedV3(info):
 		e.Known = false
 		if !e.Ignorable {
 			return &lineProblem{col: typ.ValOff, kind: ErrUnsupported,

@@ -24,15 +24,9 @@ func IsSurface(typ string) bool {
 	return t != nil && t.surface
 }
 
-// releasedV3Types is the closed vocabulary of format version 3, an event of
-// another type refused unless it is marked ignorable: version 4's session
-// log types but developer/message.
-var releasedV3Types = func() map[string]bool {
-	m := map[string]bool{}
-	for n, t := range eventTypes {
-		if t.log == inSession && n != TypeDeveloperMessage {
-			m[n] = true
-		}
-	}
-	return m
-}()
+// releasedV3 reports whether t is of the closed vocabulary of format
+// version 3, an event of another type refused unless it is marked
+// ignorable: version 4's session log types but developer/message.
+func releasedV3(t *eventType) bool {
+	return t != nil && t.log == inSession && t.name != TypeDeveloperMessage
+}
