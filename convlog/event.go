@@ -120,6 +120,7 @@ type envelopeParser struct {
 	// clears it.
 	pre  *framePre
 	preK int
+	own  [3][]member // members, nested's and nestedMsg's own storage
 }
 
 var packedTypes = map[string]bool{"text-chunks": true, "reasoning-chunks": true, "tool-call-chunks": true}
@@ -150,8 +151,11 @@ func (p *envelopeParser) parse(line []byte, expectSeq int64, e *Event) *lineProb
 	if p.nested.Key == "" {
 		p.nested.Key, p.nestedMsg.Key, p.nested.Inner = "data", "message", &p.nestedMsg
 	}
-	if pre := p.pre; pre == nil || !pre.restore(p.preK, line, p) {
-		p.members, err = rawjson.ObjectNested(line, p.members, &p.nested)
+	if pre := p.pre; pre == nil || !pre.restore(p.preK, p) {
+		// Into its own buffers: a restored line's are the prefetcher's.
+		p.nested.Members, p.nestedMsg.Members = p.own[1], p.own[2]
+		p.members, err = rawjson.ObjectNested(line, p.own[0], &p.nested)
+		p.own = [3][]member{p.members, p.nested.Members, p.nestedMsg.Members}
 	}
 	p.pre = nil
 	if err != nil {

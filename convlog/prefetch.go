@@ -199,7 +199,7 @@ func (pf *pframe) decode(limit int, check bool) {
 		}
 	}
 	pf.out = growBuf(pf.out, need, limit)
-	pf.pre.lines, pf.pre.ends, pf.pre.spans = pf.pre.lines[:0], pf.pre.ends[:0], pf.pre.spans[:0]
+	pf.pre.reset()
 	for i := range pf.items {
 		it := &pf.items[i]
 		if !it.whole || it.err != nil {
@@ -218,9 +218,13 @@ func (pf *pframe) decode(limit int, check bool) {
 			pf.out = append(pf.out, got...)
 		}
 		it.derr, it.out = err, [2]int{n, len(pf.out)}
+	}
+	// Once pf.out moves no more: the members kept alias the lines.
+	for i := range pf.items {
+		it := &pf.items[i]
 		it.lines[0] = len(pf.pre.lines)
-		if check && err == nil {
-			pf.pre.parse(pf.out[n:])
+		if check && it.whole && it.err == nil && it.derr == nil {
+			pf.pre.parse(pf.out[it.out[0]:it.out[1]])
 		}
 		it.lines[1] = len(pf.pre.lines)
 	}
@@ -229,7 +233,7 @@ func (pf *pframe) decode(limit int, check bool) {
 // view is it's lines in p, as a framePre of its own text.
 func (p *framePre) view(it *pitem) framePre {
 	a, b := it.lines[0], it.lines[1]
-	return framePre{lines: p.lines[a:b:b], ends: p.ends[a:b:b], spans: p.spans}
+	return framePre{lines: p.lines[a:b:b], ends: p.ends[a:b:b]}
 }
 
 // startPrefetch hands the frame scanner and frame buffers to a prefetcher.
@@ -321,7 +325,7 @@ func (pf *pframe) recycle(mem bool) {
 	}
 	clear(pf.items)
 	pf.items, pf.in, pf.out = pf.items[:0], pf.in[:0], pf.out[:0]
-	pf.pre.lines, pf.pre.ends, pf.pre.spans = pf.pre.lines[:0], pf.pre.ends[:0], pf.pre.spans[:0]
+	pf.pre.reset()
 	pframePool.Put(pf)
 }
 

@@ -144,7 +144,7 @@ func TestFramePreRestores(t *testing.T) {
 		want.members, err = rawjson.ObjectNested(line, nil, &want.nested)
 		var got envelopeParser
 		got.nested.Key, got.nestedMsg.Key, got.nested.Inner = "data", "message", &got.nestedMsg
-		ok := fp.restore(k, line, &got)
+		ok := fp.restore(k, &got)
 		if wantOK := err == nil && !bytes.Contains(line, []byte(`\u`)); ok != wantOK {
 			t.Fatalf("line %d restored %v, want %v", k, ok, wantOK)
 		}
@@ -176,7 +176,7 @@ func TestFramePreRestores(t *testing.T) {
 			}
 		}
 	}
-	if fp.restore(len(fp.lines), nil, &envelopeParser{}) {
+	if fp.restore(len(fp.lines), &envelopeParser{}) {
 		t.Fatal("a line past the frame's restored")
 	}
 }

@@ -302,7 +302,7 @@ func NewReader(src io.ReaderAt, size int64, path string, opts ReaderOptions) (*R
 	default:
 		r.budget = max(DefaultMinPlainBytes, DefaultPlainRatio*size)
 	}
-	r.parser.members = r.members[:0]
+	r.parser.own[0] = r.members[:0]
 	r.stats.FileBytes = size
 	if opts.Compression != nil {
 		r.comp = *opts.Compression
