@@ -5,7 +5,6 @@ import (
 
 	"github.com/convkit/convkit/convlog"
 	"github.com/convkit/convkit/index"
-	"github.com/convkit/convkit/store"
 )
 
 // A Preread is what indexing one session log takes from it, found by a
@@ -19,15 +18,9 @@ type Preread struct {
 	// Msgs are the messages Run indexes; Load, when set, gives them instead.
 	Msgs []index.Message
 	Load func() ([]index.Message, error)
-	// Info is a conversation log's replay, whole (NewPreread).
-	Info *store.ConversationInfo
 }
 
-// NewPreread takes the identity of the conversation log at path, for its
-// replay's Info: call it before opening the log.
-func NewPreread(path string) *Preread { return &Preread{ident: identity(path)} }
-
-// Prereads looks up the Preread of the log at path in the store.
+// Prereads looks up the Preread of the session log at path in the store.
 type Prereads func(path string) *Preread
 
 // SessionIndexer collects a session log's Preread from a strict read: Begin

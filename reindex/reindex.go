@@ -179,20 +179,26 @@ type built struct {
 // exclusively; with Options.Incremental it updates it in place. Interrupted
 // deletions are finished and never indexed.
 func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
-	j, err := newJob(s, opts)
+	opts.defaults()
+	if s.Lock() == nil || s.Lock().Mode() != store.LockExclusive {
+		return nil, errors.New("reindex needs the store opened with the exclusive lock")
+	}
+	tree, err := s.WalkJobs(opts.Jobs)
 	if err != nil {
 		return nil, err
 	}
-	tree, err := s.WalkJobs(j.opts.Jobs)
-	if err != nil {
-		return nil, err
+	var rp reporter
+	if opts.ReportAs != "" {
+		rp = reporter{from: s.DataDir(), to: filepath.Clean(opts.ReportAs)}
 	}
-	res := j.res
+	res := &Result{SchemaVersion: contract.Version, Index: rp.path(s.IndexPath()), Skipped: []store.Item{}, DeletionsFinished: []string{},
+		WillNotOpen: []WillNotOpen{}, Warnings: opts.warnings()}
+	j := &job{s: s, opts: opts, rp: rp, res: res}
 	for _, p := range tree.Problems { // in the walk's order
 		if p.Kind == store.ItemIgnored {
 			j.report(p) // a stray file is not a conversation: reported, not skipped
 		} else {
-			p.Kind, p.Reason = store.ItemSkipped, j.rp.text(p.Reason)
+			p.Kind, p.Reason = store.ItemSkipped, rp.text(p.Reason)
 			res.Skipped = append(res.Skipped, j.report(p))
 		}
 	}
@@ -211,21 +217,6 @@ func Run(ctx context.Context, s *store.Store, opts Options) (*Result, error) {
 	}
 	sort.Slice(res.Skipped, func(i, j int) bool { return res.Skipped[i].Path < res.Skipped[j].Path })
 	return res, nil
-}
-
-// newJob is a run of opts on s, which must hold runtime.lock exclusively.
-func newJob(s *store.Store, opts Options) (*job, error) {
-	opts.defaults()
-	if s.Lock() == nil || s.Lock().Mode() != store.LockExclusive {
-		return nil, errors.New("reindex needs the store opened with the exclusive lock")
-	}
-	var rp reporter
-	if opts.ReportAs != "" {
-		rp = reporter{from: s.DataDir(), to: filepath.Clean(opts.ReportAs)}
-	}
-	res := &Result{SchemaVersion: contract.Version, Index: rp.path(s.IndexPath()), Skipped: []store.Item{}, DeletionsFinished: []string{},
-		WillNotOpen: []WillNotOpen{}, Warnings: opts.warnings()}
-	return &job{s: s, opts: opts, rp: rp, res: res}, nil
 }
 
 // index updates the index in place when asked and able to, or rebuilds it.
@@ -251,17 +242,46 @@ func (j *job) index(ctx context.Context, tree *store.Tree) error {
 
 // rebuild replays every conversation into a new database and swaps it in.
 func (j *job) rebuild(ctx context.Context, tree *store.Tree) error {
-	b, err := j.newBuild(ctx)
+	s := j.s
+	tmp, err := s.NewTempIndex()
+	if err != nil {
+		return err
+	}
+	db, err := index.Create(tmp)
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			db.Close()
+			os.Remove(tmp)
+		}
+	}()
+	w, err := db.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	j.present = presentIn(tree)
 	// Interrupted, even after the last conversation: not swapped in.
-	if err := j.applyAll(ctx, b.w, tree, nil); err != nil {
-		b.discard()
+	if err := j.applyAll(ctx, w, tree, nil); err != nil {
 		return err
 	}
-	return b.publish(ctx)
+	if err := db.Finish(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		// Interrupted while the index was finished (the checkpoint and
+		// fsync take a while): not swapped in either.
+		return err
+	}
+	committed = true
+	if err := swap(tmp, s.IndexPath()); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // walkSkips are the walk's skips (links, FIFOs), stray files left out.
@@ -496,12 +516,6 @@ func (j *job) applyAll(ctx context.Context, w *index.Writer, tree *store.Tree, k
 		defer opts.Progress.Add(1)
 		return j.apply(ctx, w, b)
 	})
-	return j.commit(ctx, w, tree, err)
-}
-
-// commit checks the forks of tree, all written unless err, and commits w,
-// or rolls it back.
-func (j *job) commit(ctx context.Context, w *index.Writer, tree *store.Tree, err error) error {
 	if err == nil {
 		err = j.finishForks(ctx, w, tree)
 	}
@@ -771,7 +785,7 @@ func readConversationWith(ctx context.Context, c store.ConversationDir, env read
 	if b.fingerprint == "" {
 		b.fingerprint, logID, _ = dirFingerprintSize(c)
 	}
-	f, info := env.found(c)
+	f, info := foundConversation(c)
 	// decided is b once Accept decides against indexing what was found.
 	decided := func() (*built, bool) {
 		switch v := Accept(f); v.Kind {
@@ -838,16 +852,6 @@ func foundConversation(c store.ConversationDir) (Found, *store.ConversationInfo)
 	f.ConversationErr = err
 	f.Deleting = err == nil && info.Deleting
 	return f, info
-}
-
-// found is foundConversation, from the conversation log's Preread when one stands.
-func (env readEnv) found(c store.ConversationDir) (Found, *store.ConversationInfo) {
-	if l := c.ConversationLog(); l != nil {
-		if pr, _, ok := env.preread(l.Path); ok && pr.Info != nil {
-			return Found{Dir: c.Path, ConversationLog: l.Path, Deleting: pr.Info.Deleting}, pr.Info
-		}
-	}
-	return foundConversation(c)
 }
 
 // rowOf is the index row of conversation c but its sessions.

@@ -30,9 +30,6 @@ type ExtractOptions struct {
 	// OnFile is called with each file once written and closed, from several
 	// goroutines in no order; data is its bytes when they were held whole.
 	OnFile func(e Extracted, path string, data []byte)
-	// OnEntry is called with each entry's name in archive order, before
-	// its file is written.
-	OnEntry func(name string)
 }
 
 // freeReserve is the free space an extraction leaves on its file system.
@@ -171,9 +168,6 @@ func (x *extractor) extract(ctx context.Context, ar *Reader, free *space, jobs c
 		x.mu.Unlock()
 		if queued {
 			return ar.errorf(h, true, nil, "refused: duplicate name")
-		}
-		if x.opts.OnEntry != nil {
-			x.opts.OnEntry(h.Name)
 		}
 		e, rel, p := Extracted{Name: h.Name, Offset: h.Offset}, filepath.FromSlash(h.Name), ""
 		var mem *bytes.Buffer

@@ -138,14 +138,13 @@ func TestSIGTERM(t *testing.T) {
 				unchanged: []string{filepath.Dir(arch)}}
 		}},
 		{"import, while it builds the index", func(t *testing.T, dir string) trial {
-			// Into a new store: the index is built in the staging, as
-			// reindex builds it, while the archive is verified, and linked
-			// in once the conversations are placed; interrupted there,
-			// neither is.
+			// Into a new store: the conversations are placed, then the index
+			// is built beside them, as reindex builds it; interrupted there,
+			// it is not swapped in.
 			target, arch := filepath.Join(dir, "target"), filepath.Join(dir, "bundle.tar.zst")
 			copyData(bundle, arch)
 			return trial{args: []string{"--data-dir", target, "import", arch},
-				started: filepath.Join(target, ".conversations.import-*", "tree", ".metadata.db.*.tmp"), scan: []string{dir},
+				started: filepath.Join(target, ".metadata.db.*.tmp"), scan: []string{dir},
 				unchanged: []string{filepath.Dir(arch)}, absent: []string{filepath.Join(target, "metadata.db")},
 				// The rerun finds the conversations placed and builds the
 				// index (exit 3: the generated working directories do not

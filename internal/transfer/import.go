@@ -199,7 +199,6 @@ type Staged struct {
 	st     *store.Store
 	staged *store.Store // the archive's, extracted into the staging
 	checks *logChecks   // the strict reads of its logs, indexed from
-	index  *stagedIndex // built in the staging for an empty store
 
 	createdDataDir, placed bool
 }
@@ -294,11 +293,6 @@ func Stage(ctx context.Context, r io.Reader, s *store.Store, opts ImportOptions)
 
 // Close removes the staging, and the data directory Stage made unless used.
 func (imp *Staged) Close() {
-	if ix := imp.index; ix != nil {
-		ix.stop()
-		<-ix.done
-		imp.index = nil
-	}
 	if imp.checks != nil {
 		imp.checks.spool.close()
 		imp.checks = nil
@@ -346,7 +340,6 @@ func (imp *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResu
 		return res, fmt.Errorf("%w: %d conversation(s)%s (use --on-conflict replace or skip); nothing was imported", ErrConflict, res.Counts.Conflicts, first)
 	}
 
-	ix := imp.readyIndex()
 	if err := ctx.Err(); err != nil {
 		return res, err // interrupted before anything was placed
 	}
@@ -357,9 +350,7 @@ func (imp *Staged) Import(ctx context.Context, st *store.Store) (res *ImportResu
 	}
 	// The plan's memory goes before the index is written.
 	imp.convs, imp.byID, imp.m, imp.staged = nil, nil, nil, nil
-	if ix == nil || !imp.publishIndex(ix) {
-		imp.updateIndex(ctx, changed)
-	}
+	imp.updateIndex(ctx, changed)
 	if err := ctx.Err(); err != nil && res.Index != "built" && res.Index != "updated" {
 		// Interrupted while the index was written: a rerun finishes it.
 		return res, err
@@ -588,7 +579,7 @@ func (imp *Staged) updateIndex(ctx context.Context, changed []string) {
 	// The dependents first: the changed rows stay stale, for a rerun to
 	// find, until every row depending on them is updated.
 	for _, id := range append(dependentsOf(ctx, db, imp.st, changed), changed...) { // each once
-		ur, err := reindex.Update(ctx, db, imp.st, id, reindex.UpdateOptions{Machine: imp.mach, Prereads: imp.prereads(imp.st)})
+		ur, err := reindex.Update(ctx, db, imp.st, id, reindex.UpdateOptions{Machine: imp.mach, Prereads: imp.prereads()})
 		if err != nil {
 			fail(err)
 			return
@@ -603,15 +594,11 @@ func (imp *Staged) updateIndex(ctx context.Context, changed []string) {
 }
 
 func (imp *Staged) buildIndex(ctx context.Context, fail func(error)) {
-	rr, err := reindex.Run(ctx, imp.st, reindex.Options{Jobs: imp.opts.Jobs, Machine: imp.mach, Prereads: imp.prereads(imp.st)})
+	rr, err := reindex.Run(ctx, imp.st, reindex.Options{Jobs: imp.opts.Jobs, Machine: imp.mach, Prereads: imp.prereads()})
 	if err != nil {
 		fail(err)
 		return
 	}
-	imp.built(rr)
-}
-
-func (imp *Staged) built(rr *reindex.Result) {
 	imp.res.Index, imp.res.IndexFromReads = "built", rr.FromPrereads
 	if n := len(rr.Skipped); n > 0 {
 		imp.warn(fmt.Sprintf("metadata.db was built, but %d item(s) of the store were skipped, as reindex skips them; the first: %s: %s",
@@ -619,12 +606,12 @@ func (imp *Staged) built(rr *reindex.Result) {
 	}
 }
 
-// prereads looks up the strict read of a log of s by its path.
-func (imp *Staged) prereads(s *store.Store) reindex.Prereads {
+// prereads looks up the strict read of a placed log by its path.
+func (imp *Staged) prereads() reindex.Prereads {
 	if imp.checks == nil || imp.checks.spool == nil {
 		return nil
 	}
-	root := s.DataDir()
+	root := imp.st.DataDir()
 	return func(p string) *reindex.Preread {
 		rel, err := filepath.Rel(root, p)
 		if err != nil {

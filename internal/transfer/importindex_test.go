@@ -2,14 +2,11 @@ package transfer
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/convkit/convkit/fixtures"
-	"github.com/convkit/convkit/internal/archive"
 	"github.com/convkit/convkit/reindex"
 	"github.com/convkit/convkit/store"
 )
@@ -21,10 +18,21 @@ import (
 // after its read) and without; reindex --check finds no difference.
 func TestImportIndexIsARebuild(t *testing.T) {
 	a, rep := fixtureStore(t, 9)
+	sessions := 0
 
 	// Into an empty store: the index is built.
 	arch, cfg, b, ir := importAllIntoEmpty(t, a, rep)
-	sessions := sessionLogs(t, b)
+	tree, err := reader(t, b).Walk()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range tree.Conversations {
+		for _, l := range c.Logs {
+			if !l.IsConversationLog {
+				sessions++
+			}
+		}
+	}
 	if got := ir.IndexFromReads; got != sessions || sessions == 0 {
 		t.Fatalf("%d of %d session logs indexed from the extraction's reads", got, sessions)
 	}
@@ -42,7 +50,7 @@ func TestImportIndexIsARebuild(t *testing.T) {
 	c, _ := fixtureStore(t, 13)
 	rebuild(t, c, cfg)
 	cwd := ir.Conversations[0].Cwd
-	ir, err := importFile(t, arch, c, ImportOptions{ConfigPath: cfg, OnConflict: ConflictReplace, MapCwd: []CwdMapping{{From: cwd, To: "/srv/elsewhere"}}})
+	ir, err = importFile(t, arch, c, ImportOptions{ConfigPath: cfg, OnConflict: ConflictReplace, MapCwd: []CwdMapping{{From: cwd, To: "/srv/elsewhere"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,100 +143,4 @@ func importAllIntoEmpty(t *testing.T, a string, rep *fixtures.Report) (arch, cfg
 		t.Fatalf("index %q, counts %+v", ir.Index, ir.Counts)
 	}
 	return arch, cfg, b, ir
-}
-
-// TestImportIndexEntriesApart: an archive whose conversation has its logs
-// apart (another tool's order) is imported with the same index as a
-// rebuild writes, though its rows could not be written as it was
-// extracted.
-func TestImportIndexEntriesApart(t *testing.T) {
-	a, rep := fixtureStore(t, 9)
-	var ids []string
-	for _, c := range exportable(rep) {
-		ids = append(ids, c.ID)
-	}
-	arch, _ := exportTo(t, a, ids...)
-	ents := readArchive(t, arch)
-	moved := -1
-	for i := 0; i+1 < len(ents)-1; i++ {
-		if d := convDir(ents[i].hdr.Name); d != "" && d == convDir(ents[i+1].hdr.Name) && convDir(ents[len(ents)-2].hdr.Name) != d {
-			moved = i
-			break
-		}
-	}
-	if moved < 0 {
-		t.Fatal("no conversation of the fixture has two logs")
-	}
-	e := ents[moved]
-	ents = append(ents[:moved], ents[moved+1:]...)
-	ents = slices.Insert(ents, len(ents)-1, e) // before the manifest
-	cfg := writeConfig(t, allAgents, allModels)
-	b := filepath.Join(t.TempDir(), "B")
-	ir, err := importBytes(t, makeArchive(t, ents, 0), b, ImportOptions{ConfigPath: cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ir.Index != "built" || ir.Counts.Imported != len(ids) {
-		t.Fatalf("index %q, counts %+v", ir.Index, ir.Counts)
-	}
-	if n := sessionLogs(t, b); ir.IndexFromReads != n {
-		t.Fatalf("%d session logs indexed from the reads, of %d", ir.IndexFromReads, n)
-	}
-	sameAsRebuild(t, b, cfg)
-}
-
-func sessionLogs(t *testing.T, dir string) (n int) {
-	t.Helper()
-	tree, err := reader(t, dir).Walk()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range tree.Conversations {
-		n += len(c.SessionLogs())
-	}
-	return n
-}
-
-// TestStagedIndexFeed: a conversation goes to the index once no entry of
-// it is to come and its logs are read; one whose entries come apart, or a
-// failed read, leaves the index to be built after placement.
-func TestStagedIndexFeed(t *testing.T) {
-	feed := func() *stagedIndex {
-		ix := &stagedIndex{cancel: func() {}, left: map[string]int{}, ended: map[string]bool{}}
-		ix.wake = sync.NewCond(&ix.mu)
-		return ix
-	}
-	ix := feed()
-	ix.entry("conversations/a/x")
-	ix.entry("conversations/a/y")
-	ix.read("conversations/a/x", &logRead{})
-	ix.entry("conversations/b/x")
-	if len(ix.ready) != 0 {
-		t.Fatalf("ready %q with a log unread", ix.ready)
-	}
-	ix.read("conversations/a/y", &logRead{})
-	ix.read("conversations/b/x", &logRead{})
-	ix.entry(archive.ManifestName)
-	ix.close()
-	var got []string
-	for d, ok := ix.next(); ok; d, ok = ix.next() {
-		got = append(got, d)
-	}
-	if !slices.Equal(got, []string{"a", "b"}) || ix.isBroken() {
-		t.Fatalf("ready %q, broken %v", got, ix.isBroken())
-	}
-
-	ix = feed()
-	ix.entry("conversations/a/x")
-	ix.entry("conversations/b/x")
-	ix.entry("conversations/a/y")
-	if !ix.isBroken() {
-		t.Fatal("a conversation's entries apart were fed")
-	}
-	ix = feed()
-	ix.entry("conversations/a/x")
-	ix.read("conversations/a/x", &logRead{err: errors.New("torn")})
-	if !ix.isBroken() {
-		t.Fatal("a failed read was fed")
-	}
 }

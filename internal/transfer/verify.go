@@ -67,11 +67,6 @@ func (imp *Staged) extractAndVerify(ctx context.Context, r io.Reader) (err error
 	if !imp.opts.DryRun { // the index is built from these reads
 		checks.spool = newMsgSpool(imp.stage.Dir())
 	}
-	imp.startIndex(ctx)
-	var onEntry func(string)
-	if checks.index = imp.index; checks.index != nil {
-		onEntry = checks.index.entry
-	}
 	// The extraction is made durable while the manifest is checked.
 	var synced chan error
 	if !imp.opts.DryRun {
@@ -84,7 +79,6 @@ func (imp *Staged) extractAndVerify(ctx context.Context, r io.Reader) (err error
 		Progress:      imp.opts.Progress.Add,
 		SpaceName:     imp.dataDir,
 		OnFile:        checks.start,
-		OnEntry:       onEntry,
 	})
 	if err == nil {
 		defer ents.Close()
@@ -97,9 +91,6 @@ func (imp *Staged) extractAndVerify(ctx context.Context, r io.Reader) (err error
 		}()
 	}
 	checks.wait()
-	if checks.index != nil {
-		checks.index.close()
-	}
 	if err != nil {
 		return imp.archiveErr(err)
 	}
@@ -209,7 +200,6 @@ func (imp *Staged) extractAndVerify(ctx context.Context, r io.Reader) (err error
 		sc.info = info
 	}
 	// Only the Prereads are kept.
-	checks.mu.Lock()
 	checks.pre = make(map[string]*reindex.Preread, len(checks.read))
 	for name, lr := range checks.read {
 		if lr.pre != nil {
@@ -217,7 +207,6 @@ func (imp *Staged) extractAndVerify(ctx context.Context, r io.Reader) (err error
 		}
 	}
 	checks.read = nil
-	checks.mu.Unlock()
 	return nil
 }
 
@@ -230,7 +219,6 @@ type logChecks struct {
 	mu     sync.Mutex
 	read   map[string]*logRead         // by entry name
 	spool  *msgSpool                   // set: message text kept for the index
-	index  *stagedIndex                // set: told of each read, and a conversation log's replay kept whole
 	pre    map[string]*reindex.Preread // once checked
 	// failed is the first failure in archive order: no log after it is read.
 	failed   error
@@ -274,9 +262,6 @@ func (c *logChecks) start(e archive.Extracted, p string, data []byte) {
 	c.read[e.Name] = lr
 	c.mu.Unlock()
 	c.jobs <- func() {
-		if c.index != nil {
-			defer c.index.read(e.Name, lr)
-		}
 		if err := c.ctx.Err(); err != nil {
 			lr.err = err
 			return
@@ -298,14 +283,9 @@ func (c *logChecks) start(e archive.Extracted, p string, data []byte) {
 	}
 }
 
-// preread is the Preread of the log named name; before the checks are
-// done, of a log read already.
 func (c *logChecks) preread(name string) *reindex.Preread {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.pre == nil && c.read[name] != nil {
-		return c.read[name].pre
-	}
 	return c.pre[name]
 }
 
@@ -344,11 +324,8 @@ func (c *logChecks) readLog(lr *logRead, p, name string, index bool, data []byte
 		return nil
 	}
 	var x *reindex.SessionIndexer
-	switch {
-	case index && !l.IsConversationLog:
+	if index && !l.IsConversationLog {
 		x = reindex.NewSessionIndexer(p, l.ID)
-	case index && c.index != nil:
-		pre = reindex.NewPreread(p)
 	}
 	var r *convlog.Reader
 	if data != nil && !l.IsConversationLog {
@@ -389,13 +366,8 @@ func (c *logChecks) readLog(lr *logRead, p, name string, index bool, data []byte
 		pre = x.Finish(r)
 	}
 	if rp != nil {
-		info, err := rp.Finish(r)
-		lr.info, lr.replayErr = keptInfo(info), err
-		if pre != nil && err == nil {
-			pre.Info = info
-		} else {
-			pre = nil
-		}
+		lr.info, lr.replayErr = rp.Finish(r)
+		lr.info = keptInfo(lr.info)
 	}
 	lr.stats = r.Stats()
 	return pre
