@@ -299,3 +299,42 @@ func TestWalkFindingsInWalkOrder(t *testing.T) {
 		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestSkipsAConversationRecordingATurnTwice: a conversation log whose
+// lines are each well formed but record a turn twice (the end of a turn
+// that has ended) is skipped with its reason by a rebuild and by an
+// incremental run alike, and the others are indexed.
+func TestSkipsAConversationRecordingATurnTwice(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	defer s.Close()
+	addConversation(t, s, "good", "fine")
+	addConversation(t, s, "bad", "will break")
+	if _, err := Run(ctx, s, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := reader(t, dir).FindLog("bad", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(l.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := strings.Count(string(b), "\n") - 1
+	line := fmt.Sprintf(`{"type":"turn/ended","seq":%d,"time":1793534500000,"data":{"sessionId":"root","turn":1,"outcome":"completed"}}`+"\n", seq)
+	if err := os.WriteFile(l.Path, append(b, line...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`unreadable conversation log: turn/ended at seq %d: turn 1 of session "root" is recorded already`, seq)
+	for _, incremental := range []bool{true, false} {
+		res, err := Run(ctx, s, Options{Incremental: incremental})
+		if err != nil {
+			t.Fatalf("incremental %v: %v", incremental, err)
+		}
+		if res.Indexed != 1 || len(res.Skipped) != 1 || res.Skipped[0].Path != l.Path || !strings.Contains(res.Skipped[0].Reason, want) {
+			t.Fatalf("incremental %v: %+v, want a skip of %s: %s", incremental, res, l.Path, want)
+		}
+	}
+}

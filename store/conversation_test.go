@@ -865,3 +865,51 @@ func (s *Store) sessionLogFile(convID, sessionID string) (string, error) {
 	l, err := s.FindLog(convID, sessionID)
 	return l.Path, err
 }
+
+// TestReplayRefusesATurnRecordedTwice: a conversation log that records a
+// session's turn twice (the writer numbers turns upward, so only damage
+// does) is refused, naming the event; an end without its start is kept
+// as a turn.
+func TestReplayRefusesATurnRecordedTwice(t *testing.T) {
+	head := `{"type":"conversation","version":4,"id":"c","createdAt":1}
+{"type":"conversation/created","seq":0,"time":1,"data":{"cwd":"/w","agents":["coder"],"models":["m"]}}
+{"type":"session/started","seq":1,"time":2,"data":{"sessionId":"r","agent":"coder","model":"m"}}
+{"type":"turn/started","seq":2,"time":3,"data":{"sessionId":"r","turn":1}}
+{"type":"turn/ended","seq":3,"time":4,"data":{"sessionId":"r","turn":1,"outcome":"completed"}}
+`
+	for _, c := range []struct{ name, tail, want string }{
+		{"end of an ended turn", `{"type":"turn/started","seq":4,"time":5,"data":{"sessionId":"r","turn":2}}
+{"type":"turn/ended","seq":5,"time":6,"data":{"sessionId":"r","turn":1,"outcome":"completed"}}
+`, `turn/ended at seq 5: turn 1 of session "r" is recorded already`},
+		{"start of a turn again", `{"type":"turn/started","seq":4,"time":5,"data":{"sessionId":"r","turn":1}}
+`, `turn/started at seq 4: turn 1 of session "r" is recorded already`},
+		{"start after an end without it", `{"type":"turn/ended","seq":4,"time":5,"data":{"sessionId":"r","turn":3,"outcome":"failed"}}
+{"type":"turn/started","seq":5,"time":6,"data":{"sessionId":"r","turn":3}}
+`, `turn/started at seq 5: turn 3 of session "r" is recorded already`},
+		{"a lower number after an end without its start", `{"type":"turn/ended","seq":4,"time":5,"data":{"sessionId":"r","turn":3,"outcome":"failed"}}
+{"type":"turn/started","seq":5,"time":6,"data":{"sessionId":"r","turn":2}}
+{"type":"turn/started","seq":6,"time":7,"data":{"sessionId":"r","turn":3}}
+`, `turn/started at seq 6: turn 3 of session "r" is recorded already`},
+		{"an end without its start", `{"type":"turn/ended","seq":4,"time":5,"data":{"sessionId":"r","turn":3,"outcome":"failed"}}
+{"type":"turn/started","seq":5,"time":6,"data":{"sessionId":"r","turn":2}}
+`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "c", "metadata.v4.jsonl")
+			mustNil(t, os.Mkdir(filepath.Dir(p), 0o700))
+			mustNil(t, os.WriteFile(p, []byte(head+c.tail), 0o600))
+			l, err := LooseLog(p)
+			mustNil(t, err)
+			info, err := l.ReadConversation()
+			if c.want == "" {
+				if err != nil || len(info.Turns) != 3 || info.Turns[1].Turn != 3 || info.Turns[1].Outcome != "failed" || !info.RunningTurn {
+					t.Fatalf("turns %+v, %v", info, err)
+				}
+				return
+			}
+			if err == nil || err.Error() != p+": "+c.want {
+				t.Fatalf("error %v, want %s: %s", err, p, c.want)
+			}
+		})
+	}
+}

@@ -38,13 +38,45 @@ type convState struct {
 	info    ConversationInfo
 	renamed bool
 	open    map[string]int // session id -> index in info.Turns of its running turn
+	// A log recording a turn twice is refused: the index keys turns by
+	// session and number. The writer numbers a session's turns upward, so
+	// top (each session's highest number) settles all but a damaged log;
+	// seen, every turn, is made at the first number not above its top.
+	top  map[string]int64
+	seen map[turnKey]bool
+}
+
+type turnKey struct {
+	session string
+	turn    int64
 }
 
 func newConvState(h *convlog.Header) *convState {
 	return &convState{
 		info: ConversationInfo{ID: h.ID, CreatedAt: msTime(h.CreatedAt), UpdatedAt: msTime(h.CreatedAt)},
-		open: map[string]int{},
+		open: map[string]int{}, top: map[string]int64{},
 	}
+}
+
+// addTurn records t, begun or ended by e, unless the log records it already.
+func (s *convState) addTurn(e *convlog.Event, t TurnInfo) error {
+	if s.seen == nil && t.Turn > s.top[t.SessionID] {
+		s.top[t.SessionID] = t.Turn
+	} else {
+		if s.seen == nil {
+			s.seen = map[turnKey]bool{}
+			for _, r := range s.info.Turns {
+				s.seen[turnKey{r.SessionID, r.Turn}] = true
+			}
+		}
+		k := turnKey{t.SessionID, t.Turn}
+		if s.seen[k] {
+			return fmt.Errorf("%s at seq %d: turn %d of session %s is recorded already", e.Type, e.Seq, t.Turn, termtext.Quote(t.SessionID))
+		}
+		s.seen[k] = true
+	}
+	s.info.Turns = append(s.info.Turns, t)
+	return nil
 }
 
 func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
@@ -74,7 +106,7 @@ func on[T any](e *convlog.Event, fast func([]byte, *T) bool, fn func(d *T)) erro
 func (s *convState) apply(e *convlog.Event) error {
 	c := &s.info
 	t := msTime(e.Time)
-	var err error
+	var err, dup error
 	switch e.Type {
 	case EventConversationCreated:
 		err = on(e, fastCreated, func(d *CreatedData) {
@@ -116,8 +148,9 @@ func (s *convState) apply(e *convlog.Event) error {
 	case EventTurnStarted:
 		fast := func(b []byte, d *TurnStartedData) bool { return fastTurn(b, &d.SessionID, &d.Turn, nil, c.Sessions) }
 		err = on(e, fast, func(d *TurnStartedData) {
-			c.Turns = append(c.Turns, TurnInfo{SessionID: d.SessionID, Turn: d.Turn, StartedAt: t})
-			s.open[d.SessionID] = len(c.Turns) - 1
+			if dup = s.addTurn(e, TurnInfo{SessionID: d.SessionID, Turn: d.Turn, StartedAt: t}); dup == nil {
+				s.open[d.SessionID] = len(c.Turns) - 1
+			}
 		})
 	case EventTurnEnded:
 		fast := func(b []byte, d *TurnEndedData) bool {
@@ -129,7 +162,7 @@ func (s *convState) apply(e *convlog.Event) error {
 				delete(s.open, d.SessionID)
 			} else {
 				// An end without its start is kept, so nothing recorded is lost.
-				c.Turns = append(c.Turns, TurnInfo{SessionID: d.SessionID, Turn: d.Turn, EndedAt: t, Outcome: d.Outcome})
+				dup = s.addTurn(e, TurnInfo{SessionID: d.SessionID, Turn: d.Turn, EndedAt: t, Outcome: d.Outcome})
 			}
 		})
 	case eventConversationForked:
@@ -151,6 +184,9 @@ func (s *convState) apply(e *convlog.Event) error {
 	}
 	if err != nil {
 		return err
+	}
+	if dup != nil {
+		return dup
 	}
 	c.UpdatedAt = t
 	c.RunningTurn = len(s.open) > 0
