@@ -233,7 +233,7 @@ func TestSIGKILLAppendAfterTornTail(t *testing.T) {
 				args := append([]string{"--data-dir", data}, cmd.args...)
 				delay := time.Duration(rng.Int64N(int64(took) + 1))
 				at := fmt.Sprintf("%s, kill %d at %s", cmd.log, k, delay.Round(time.Microsecond))
-				if h.kill(t, delay, args...) {
+				if killed, _ := h.kill(t, delay, args...); killed {
 					midway++
 				}
 				total++

@@ -208,7 +208,7 @@ func crash(t *testing.T, h *harness, j *job, kills int, rng *rand.Rand) int {
 		tr := j.prepare(t, dir)
 		delay := time.Duration(rng.Int64N(int64(took) + 1))
 		at := fmt.Sprintf("kill %d at %s", k, delay.Round(time.Microsecond))
-		if h.kill(t, delay, tr.args...) {
+		if killed, _ := h.kill(t, delay, tr.args...); killed {
 			mid++
 		} else {
 			at += " (after the exit)"
@@ -339,18 +339,26 @@ func (h *harness) must(t *testing.T, code int, args ...string) outcome {
 }
 
 // kill starts convkit, sends it SIGKILL after delay and reports whether
-// the signal ended it (a mid-way kill) rather than its own exit.
-func (h *harness) kill(t *testing.T, delay time.Duration, args ...string) bool {
+// the signal ended it (a mid-way kill) rather than its own exit, and how
+// long it ran.
+func (h *harness) kill(t *testing.T, delay time.Duration, args ...string) (bool, time.Duration) {
 	t.Helper()
 	cmd, _, _ := h.command(args...)
+	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(delay)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+		return false, time.Since(start)
+	case <-time.After(delay):
+	}
 	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	<-done
 	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL, time.Since(start)
 }
 
 // unlocked checks that a killed holder's runtime.lock is free: the file

@@ -85,7 +85,7 @@ func TestSIGKILLExport(t *testing.T) {
 		} else {
 			delay := time.Duration(rng.Int64N(int64(took) + 1))
 			at = fmt.Sprintf("kill %d at %s", k, delay.Round(time.Microsecond))
-			killed = h.kill(t, delay, args(file)...)
+			killed, _ = h.kill(t, delay, args(file)...)
 		}
 		if killed {
 			mid++

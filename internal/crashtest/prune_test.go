@@ -138,7 +138,7 @@ func TestSIGKILLPruneSessionsRoot(t *testing.T) {
 		copyTree(t, gen, root)
 		delay := time.Duration(rng.Int64N(int64(took) + 1))
 		at := fmt.Sprintf("kill %d at %s", k, delay.Round(time.Microsecond))
-		if h.kill(t, delay, args(root)...) {
+		if killed, _ := h.kill(t, delay, args(root)...); killed {
 			mid++
 		} else {
 			at += " (after the exit)"

@@ -3,6 +3,7 @@
 package crashtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -25,9 +26,10 @@ import (
 const signalDeadline = 20 * time.Second
 
 // TestSIGTERM sends SIGTERM to each job mid-run (the process is stopped as
-// soon as it has started its work, signalled, and continued, so the signal
-// always lands mid-way) and checks that it exits 130 within the deadline,
-// leaves no temporary file, and leaves its originals as they were.
+// soon as it has started its work, signalled if it is still at it once
+// stopped, and continued, so the signal always lands mid-way) and checks
+// that it exits 130 within the deadline, leaves no temporary file, and
+// leaves its originals as they were.
 func TestSIGTERM(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds convkit and signals processes")
@@ -71,8 +73,10 @@ func TestSIGTERM(t *testing.T) {
 
 	type trial struct {
 		args []string
-		// started is a glob that matches once the job has begun its work.
-		started string
+		// started is a glob that matches once the job has begun its work;
+		// until, when set, one that matches once it is past what the
+		// signal is for (started may still match then).
+		started, until string
 		// scan must hold no temporary file afterwards; unchanged are the
 		// trees whose files must be as they were (lock file aside), and
 		// absent the paths that must not exist.
@@ -134,7 +138,10 @@ func TestSIGTERM(t *testing.T) {
 			target, arch := filepath.Join(dir, "target"), filepath.Join(dir, "bundle.tar.zst")
 			copyData(bundle, arch)
 			return trial{args: []string{"--data-dir", target, "import", arch},
-				started: filepath.Join(target, ".conversations.import-*"), scan: []string{dir},
+				// The staging stays until the end; the index in place
+				// means the work is done.
+				started: filepath.Join(target, ".conversations.import-*"),
+				until:   filepath.Join(target, "metadata.db"), scan: []string{dir},
 				unchanged: []string{filepath.Dir(arch)}}
 		}},
 		{"import, while it builds the index", func(t *testing.T, dir string) trial {
@@ -186,25 +193,48 @@ func TestSIGTERM(t *testing.T) {
 	}
 	for _, j := range jobs {
 		t.Run(j.name, func(t *testing.T) {
-			dir := t.TempDir()
-			tr := j.prepare(t, dir)
-			before := map[string]map[string]string{}
-			for _, u := range tr.unchanged {
-				before[u] = hashTree(t, u, isLockFile)
-			}
+			var tr trial
+			var before map[string]map[string]string
 			var code int
 			var took time.Duration
 			var stderr string
-			if tr.lockedBy != "" {
-				held, err := store.Open(context.Background(), tr.lockedBy, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "crash test"}})
-				if err != nil {
-					t.Fatal(err)
+			// A run that ends before it could be stopped where its
+			// trial wants it (the machine loaded, the poll late) proves
+			// nothing: it is made again, from the start.
+			for attempt := 1; ; attempt++ {
+				dir := t.TempDir()
+				tr = j.prepare(t, dir)
+				before = map[string]map[string]string{}
+				for _, u := range tr.unchanged {
+					before[u] = hashTree(t, u, isLockFile)
 				}
-				lock := filepath.Join(tr.lockedBy, store.LockFileName)
-				code, took, stderr = h.interruptWhen(t, func(pid int) bool { return hasOpen(pid, lock) }, tr.args...)
-				held.Close()
-			} else {
-				code, took, stderr = h.interrupt(t, tr.started, tr.args...)
+				ready := func(int) bool {
+					m, _ := filepath.Glob(tr.started)
+					past, _ := filepath.Glob(tr.until)
+					return len(m) > 0 && (tr.until == "" || len(past) == 0)
+				}
+				var held *store.Store
+				if tr.lockedBy != "" {
+					var err error
+					held, err = store.Open(context.Background(), tr.lockedBy, store.OpenOptions{Lock: store.LockOptions{Mode: store.LockExclusive, Command: "crash test"}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					lock := filepath.Join(tr.lockedBy, store.LockFileName)
+					ready = func(pid int) bool { return hasOpen(pid, lock) }
+				}
+				var ok bool
+				code, took, stderr, ok = h.interruptWhen(t, ready, tr.args...)
+				if held != nil {
+					held.Close()
+				}
+				if ok {
+					break
+				}
+				if attempt == 10 {
+					t.Fatalf("convkit %s ended (exit %d) before it could be interrupted, %d times\n%s", j.name, code, attempt, stderr)
+				}
+				t.Logf("convkit %s ended (exit %d) before it could be interrupted; again", j.name, code)
 			}
 			t.Logf("convkit %s: exit %d %s after SIGTERM", j.name, code, took.Round(time.Millisecond))
 			if code != 130 {
@@ -247,17 +277,6 @@ func TestSIGTERM(t *testing.T) {
 	}
 }
 
-// interrupt starts convkit, stops it as soon as started (a glob) matches,
-// sends SIGTERM and lets it go on; it returns the exit code and how long
-// the process took to end once continued, and its stderr.
-func (h *harness) interrupt(t *testing.T, started string, args ...string) (int, time.Duration, string) {
-	t.Helper()
-	return h.interruptWhen(t, func(int) bool {
-		m, _ := filepath.Glob(started)
-		return len(m) > 0
-	}, args...)
-}
-
 // hasOpen reports whether process pid has the file path open.
 func hasOpen(pid int, path string) bool {
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
@@ -269,9 +288,13 @@ func hasOpen(pid int, path string) bool {
 	return false
 }
 
-// interruptWhen is interrupt, the moment ready reports true of the
-// process.
-func (h *harness) interruptWhen(t *testing.T, ready func(pid int) bool, args ...string) (int, time.Duration, string) {
+// interruptWhen starts convkit and, once ready reports true of it, stops
+// it; if ready still holds when every thread has stopped (a file the poll
+// saw may be gone by then), it sends SIGTERM and lets it go on, so the
+// signal lands where ready said. It returns the exit code, how long the
+// process took to end once continued and its stderr; ok is false when the
+// process ended before that (code and stderr are then of that run).
+func (h *harness) interruptWhen(t *testing.T, ready func(pid int) bool, args ...string) (code int, took time.Duration, stderr string, ok bool) {
 	t.Helper()
 	cmd, _, errb := h.command(args...)
 	if err := cmd.Start(); err != nil {
@@ -279,14 +302,19 @@ func (h *harness) interruptWhen(t *testing.T, ready func(pid int) bool, args ...
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	pid := cmd.Process.Pid
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if ready(cmd.Process.Pid) {
-			break
+		if ready(pid) {
+			cmd.Process.Signal(syscall.SIGSTOP)
+			if stopped(t, pid) && ready(pid) {
+				break
+			}
+			cmd.Process.Signal(syscall.SIGCONT)
 		}
 		select {
 		case err := <-done:
-			t.Fatalf("convkit %s ended (%v) before it could be interrupted\n%s", strings.Join(args, " "), err, errb)
+			return exitCode(t, err, args, errb.String()), 0, errb.String(), false
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -295,7 +323,6 @@ func (h *harness) interruptWhen(t *testing.T, ready func(pid int) bool, args ...
 		}
 		time.Sleep(time.Millisecond)
 	}
-	cmd.Process.Signal(syscall.SIGSTOP)
 	cmd.Process.Signal(syscall.SIGTERM)
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGCONT)
@@ -307,15 +334,61 @@ func (h *harness) interruptWhen(t *testing.T, ready func(pid int) bool, args ...
 		<-done
 		t.Fatalf("convkit %s still runs %s after SIGTERM", strings.Join(args, " "), time.Since(start).Round(time.Second))
 	}
-	took := time.Since(start)
+	took = time.Since(start)
+	return exitCode(t, err, args, errb.String()), took, errb.String(), true
+}
+
+// exitCode is the exit code of a process that exited; it fails the test
+// when the process was killed by a signal.
+func exitCode(t *testing.T, err error, args []string, stderr string) int {
+	t.Helper()
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
-		return 0, took, errb.String()
+		return 0
 	case errors.As(err, &ee) && ee.Exited():
-		return ee.ExitCode(), took, errb.String()
-	default:
-		t.Fatalf("convkit %s: %v\n%s", strings.Join(args, " "), err, errb)
+		return ee.ExitCode()
 	}
-	return 0, took, ""
+	t.Fatalf("convkit %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	return 0
+}
+
+// stopped waits until every thread of process pid has stopped (SIGSTOP is
+// delivered to each thread as it next runs); false: the process has ended.
+func stopped(t *testing.T, pid int) bool {
+	t.Helper()
+	deadline := time.Now().Add(signalDeadline)
+	for {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			return false
+		}
+		all := true
+		for _, task := range tasks {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+			if err != nil {
+				continue // the thread ended
+			}
+			// The state follows the command name, which is in parentheses.
+			i := bytes.LastIndexByte(stat, ')')
+			if i < 0 || i+2 >= len(stat) {
+				all = false
+				break
+			}
+			switch stat[i+2] {
+			case 'T', 't':
+			case 'Z', 'X':
+				return false
+			default:
+				all = false
+			}
+		}
+		if all {
+			return true
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not stop within %s of SIGSTOP", pid, signalDeadline)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
