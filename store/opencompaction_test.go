@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -253,5 +254,43 @@ func TestRepairOpenCompactionAndConversationOnlyTurn(t *testing.T) {
 	closesCompaction(t, s, "idlestart", true)
 	if info := readInfo(t, dir, "idlestart"); info.RunningTurn || len(info.Turns) != 2 {
 		t.Fatalf("running %v, turns %+v", info.RunningTurn, info.Turns)
+	}
+}
+
+// TestRepairClosesV3OpenCompaction: a v3 log's open compaction, in a turn
+// and between turns, is found by a dry run as the real run closes it in
+// the successor.
+func TestRepairClosesV3OpenCompaction(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, convlog.Plain)
+	h := &convlog.Header{Type: convlog.SessionLog, Version: 3, ID: "root", CreatedAt: 1, Cwd: "/w"}
+	logs := map[string][][]byte{
+		"v3turn": {[]byte(`{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}`),
+			[]byte(`{"type":"compaction/start","seq":1,"time":2,"data":{"compactionId":"kv3turn","sourceCommandId":"cmd","turn":1}}`)},
+		"v3idle": {[]byte(`{"type":"compaction/start","seq":0,"time":2,"data":{"compactionId":"kv3idle","sourceCommandId":"cmd","turn":null}}`)},
+	}
+	for id, lines := range logs {
+		mustNil(t, s.CreateConversation(id, "/w", []string{"a"}, []string{"m"}))
+		mustNil(t, s.RegisterSession(id, "root", "a", "m", ""))
+		if id == "v3turn" {
+			mustNil(t, s.BeginTurn(id, "root", 1, "hello"))
+		}
+		mustNil(t, os.WriteFile(filepath.Join(dir, "conversations", id, "root.v3.jsonl"), plainLog(h, lines), 0o600))
+	}
+	want := map[string]string{"v3turn": "compaction/end turn/end", "v3idle": "compaction/end"}
+	for _, dry := range []bool{true, false} {
+		r, err := s.Repair(context.Background(), RepairOptions{DryRun: dry})
+		mustNil(t, err)
+		if len(r.Changes) != len(want) {
+			t.Fatalf("repair (dry %v) = %+v", dry, r)
+		}
+		for _, ch := range r.Changes {
+			if got := strings.Join(ch.Turn.Appended, " "); got != want[ch.ID] || ch.Turn.Compaction != "k"+ch.ID {
+				t.Fatalf("%s (dry %v): appended %q, compaction %q", ch.ID, dry, got, ch.Turn.Compaction)
+			}
+		}
+	}
+	for id := range want {
+		closesCompaction(t, s, id, id == "v3turn")
 	}
 }

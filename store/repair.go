@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -276,11 +277,24 @@ func (s *Store) repairSession(oc *openConv, l *Log, state convlog.TurnState, nex
 }
 
 // readTurnState reads a session log as the writer would, read-only, and
-// reports where its turn stands and its next seq.
+// reports where its turn stands and its next seq. An older log is read as
+// its successor, which the repair appends to and whose rules track an open
+// compaction.
 func readTurnState(path string) (convlog.TurnState, int64, error) {
-	r, err := convlog.Open(path, convlog.ReaderOptions{})
+	src, err := convlog.Open(path, convlog.ReaderOptions{})
 	if err != nil {
 		return convlog.TurnState{}, 0, err
+	}
+	var r interface {
+		Header() *convlog.Header
+		Events() iter.Seq2[*convlog.Event, error]
+		RuleProblem(error) error
+		Close() error
+	} = src
+	if src.Header().Version < convlog.CurrentVersion {
+		if r, err = upgrade.FromReader(src, path, upgrade.Options{}); err != nil {
+			return convlog.TurnState{}, 0, err
+		}
 	}
 	defer r.Close()
 	v := convlog.NewValidator(r.Header())
