@@ -515,7 +515,7 @@ func (w *walk) checkedChunk() (p *problem, checked bool) {
 				if s != blockEndShape {
 					peek.i = start
 					sum = contentHash(peek.value())
-					if admittedChunks[sum%uint64(len(admittedChunks))].Load() == sum {
+					if admittedChunks[(sum>>1)%uint64(len(admittedChunks))].Load() == sum {
 						w.i = peek.i
 						return nil, true
 					}
@@ -524,7 +524,7 @@ func (w *walk) checkedChunk() (p *problem, checked bool) {
 					w.i = start
 					w.value()
 				} else if sum != 0 {
-					admittedChunks[sum%uint64(len(admittedChunks))].Store(sum)
+					admittedChunks[(sum>>1)%uint64(len(admittedChunks))].Store(sum)
 				}
 				return p, true
 			}

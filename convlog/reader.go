@@ -47,8 +47,9 @@ type ReaderOptions struct {
 	// WantID, when set, is the id the log's place implies, of type WantType
 	// (SessionLog by default): another header is an *IdentityError.
 	WantID, WantType string
-	// LowMemory decodes ahead at most one 1 MiB frame and keeps at most
-	// 8 MiB of decoder history: for callers reading many logs at once.
+	// LowMemory decodes ahead at most one run of frames (1 MiB of them on
+	// disk) and keeps at most 8 MiB of decoder history: for callers
+	// reading many logs at once.
 	LowMemory bool
 }
 

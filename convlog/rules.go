@@ -166,7 +166,7 @@ func (v *Validator) Check(e *Event) error {
 			if checked = e.dataMember("header"); checked != nil {
 				sum = contentHash(checked)
 			}
-			if sum == 0 || admittedHeaders[sum%uint64(len(admittedHeaders))].Load() != sum {
+			if sum == 0 || admittedHeaders[(sum>>1)%uint64(len(admittedHeaders))].Load() != sum {
 				checked = nil
 			}
 		}
@@ -180,7 +180,7 @@ func (v *Validator) Check(e *Event) error {
 			return first
 		}
 		if p == nil && sum != 0 && checked == nil {
-			admittedHeaders[sum%uint64(len(admittedHeaders))].Store(sum)
+			admittedHeaders[(sum>>1)%uint64(len(admittedHeaders))].Store(sum)
 		}
 	}
 	if !v.session {
