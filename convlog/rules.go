@@ -68,7 +68,7 @@ var ruleNames = []struct {
 
 // Validator checks the events of one log in order, in a few words per
 // surface message and open tool call: a version 4 session log whole, an
-// older one's turn path only, a conversation log's payloads.
+// older one's turn path only, a conversation log's payloads and turns.
 type Validator struct {
 	// strict (the writer's): a refused event changes nothing. A reader's
 	// validator still replays the history past a misplaced event.
@@ -92,13 +92,15 @@ type Validator struct {
 	rel     relState
 	journal journal
 	bi      blockInfo
+	// turns: a conversation log's turns, each recorded once.
+	turns TurnRecords
 }
 
 // NewValidator returns a validator for the log whose header is h.
 func NewValidator(h *Header) *Validator {
 	v := &Validator{session: h.Type == SessionLog, version: h.Version, seedLen: -1, id: h.ID}
 	v.hist.skipBodies = true
-	v.path.version, v.path.j, v.rel.j = h.Version, &v.journal, &v.journal
+	v.path.version, v.path.j, v.rel.j, v.turns.j = h.Version, &v.journal, &v.journal, &v.journal
 	switch {
 	case h.Version <= 1 && h.SeedLength != nil:
 		v.seeded, v.inSeed, v.seedLen = true, *h.SeedLength > 0, *h.SeedLength
@@ -184,6 +186,9 @@ func (v *Validator) Check(e *Event) error {
 		}
 	}
 	if !v.session {
+		if first == nil && (e.Type == "turn/started" || e.Type == "turn/ended") {
+			return v.convTurn(e)
+		}
 		return first
 	}
 	if v.inSeed && v.seedLen >= 0 && e.Seq >= v.seedLen {
@@ -336,6 +341,18 @@ func (v *Validator) Check(e *Event) error {
 	}
 	v.lastMsg = msg
 	return first
+}
+
+// convTurn checks a conversation log's turn/started or turn/ended
+// against the turns recorded before it.
+func (v *Validator) convTurn(e *Event) error {
+	session, ok := rawjson.String(e.dataMember("sessionId"))
+	turn, isInt := rawjson.Int(e.dataMember("turn"))
+	if !ok || !isInt {
+		return nil // an older log's, whose schema is not checked
+	}
+	_, err := v.turns.Add(e, session, turn)
+	return err
 }
 
 // admittedHeaders are the hashes of request headers this process found to
