@@ -38,45 +38,16 @@ type convState struct {
 	info    ConversationInfo
 	renamed bool
 	open    map[string]int // session id -> index in info.Turns of its running turn
-	// A log recording a turn twice is refused: the index keys turns by
-	// session and number. The writer numbers a session's turns upward, so
-	// top (each session's highest number) settles all but a damaged log;
-	// seen, every turn, is made at the first number not above its top.
-	top  map[string]int64
-	seen map[turnKey]bool
-}
-
-type turnKey struct {
-	session string
-	turn    int64
+	// turns refuses a log recording a turn twice (the index keys turns by
+	// session and number) as the Validator does.
+	turns convlog.TurnRecords
 }
 
 func newConvState(h *convlog.Header) *convState {
 	return &convState{
 		info: ConversationInfo{ID: h.ID, CreatedAt: msTime(h.CreatedAt), UpdatedAt: msTime(h.CreatedAt)},
-		open: map[string]int{}, top: map[string]int64{},
+		open: map[string]int{},
 	}
-}
-
-// addTurn records t, begun or ended by e, unless the log records it already.
-func (s *convState) addTurn(e *convlog.Event, t TurnInfo) error {
-	if s.seen == nil && t.Turn > s.top[t.SessionID] {
-		s.top[t.SessionID] = t.Turn
-	} else {
-		if s.seen == nil {
-			s.seen = map[turnKey]bool{}
-			for _, r := range s.info.Turns {
-				s.seen[turnKey{r.SessionID, r.Turn}] = true
-			}
-		}
-		k := turnKey{t.SessionID, t.Turn}
-		if s.seen[k] {
-			return fmt.Errorf("%s at seq %d: turn %d of session %s is recorded already", e.Type, e.Seq, t.Turn, termtext.Quote(t.SessionID))
-		}
-		s.seen[k] = true
-	}
-	s.info.Turns = append(s.info.Turns, t)
-	return nil
 }
 
 func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
@@ -148,7 +119,8 @@ func (s *convState) apply(e *convlog.Event) error {
 	case EventTurnStarted:
 		fast := func(b []byte, d *TurnStartedData) bool { return fastTurn(b, &d.SessionID, &d.Turn, nil, c.Sessions) }
 		err = on(e, fast, func(d *TurnStartedData) {
-			if dup = s.addTurn(e, TurnInfo{SessionID: d.SessionID, Turn: d.Turn, StartedAt: t}); dup == nil {
+			if _, dup = s.turns.Add(e, d.SessionID, d.Turn); dup == nil {
+				c.Turns = append(c.Turns, TurnInfo{SessionID: d.SessionID, Turn: d.Turn, StartedAt: t})
 				s.open[d.SessionID] = len(c.Turns) - 1
 			}
 		})
@@ -157,12 +129,16 @@ func (s *convState) apply(e *convlog.Event) error {
 			return fastTurn(b, &d.SessionID, &d.Turn, &d.Outcome, c.Sessions)
 		}
 		err = on(e, fast, func(d *TurnEndedData) {
-			if i, ok := s.open[d.SessionID]; ok && c.Turns[i].Turn == d.Turn {
+			var closes bool
+			switch closes, dup = s.turns.Add(e, d.SessionID, d.Turn); {
+			case dup != nil:
+			case closes:
+				i := s.open[d.SessionID]
 				c.Turns[i].EndedAt, c.Turns[i].Outcome = t, d.Outcome
 				delete(s.open, d.SessionID)
-			} else {
+			default:
 				// An end without its start is kept, so nothing recorded is lost.
-				dup = s.addTurn(e, TurnInfo{SessionID: d.SessionID, Turn: d.Turn, EndedAt: t, Outcome: d.Outcome})
+				c.Turns = append(c.Turns, TurnInfo{SessionID: d.SessionID, Turn: d.Turn, EndedAt: t, Outcome: d.Outcome})
 			}
 		})
 	case eventConversationForked:
